@@ -1,0 +1,158 @@
+"""Closed-form compute cycles and SRAM traffic of a GEMM on a systolic array.
+
+Derived from, and tested against, SCALE-Sim 3.0.0's demand-matrix construction
+(``systolic_compute_{ws,os,is}.py``): every number here equals what SCALE-Sim reports for the
+same GEMM in its compute report (no memory stalls) — but costs microseconds, not minutes, and
+is vectorized so one call costs a whole sweep's worth of GEMMs.
+
+The GEMM is out[M×N] = A[M×K] · B[K×N] (SCALE-Sim's gemm topology ``M, N, K`` means the same).
+SCALE-Sim maps it onto an R×C array as a spatial (Sr × Sc) tile grid streamed over T cycles:
+
+======== ====== ====== ====== ===================== =========================
+dataflow  Sr     Sc     T      cycles per fold        stationary operand
+======== ====== ====== ====== ===================== =========================
+ws        K      N      M      2R + C + T − 2        B (weights/filter)
+os        M      N      K      R + C + T − 2         out (partial sums)
+is        K      M      N      2R + C + T − 2        A (inputs/ifmap)
+======== ====== ====== ====== ===================== =========================
+
+folds = ⌈Sr/R⌉·⌈Sc/C⌉, and compute cycles = folds · (cycles per fold) − 1 (SCALE-Sim counts the
+last serviced cycle index, not the count). The per-fold cost is fill (R for ws/is weight load),
+skew (R − 1 + C − 1) and T streaming cycles; folds do not overlap in SCALE-Sim.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from archsim.errors import InputError
+
+DATAFLOW_CODES = {"ws": 0, "os": 1, "is": 2}
+OfmapCount = Literal["scalesim", "true"]
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class GemmCost:
+    """Cost of GEMMs on arrays; every field is an array of the broadcast input shape.
+
+    cycles: compute cycles (SCALE-Sim "Compute cycles", no memory stalls).
+    folds / row_folds / col_folds: tiles of the Sr×Sc spatial grid on the R×C array.
+    mapping_efficiency: mean over folds of used PEs / all PEs (a fraction; SCALE-Sim prints ×100).
+    compute_utilization: mean over folds of MACs / (PEs × fold cycles), SCALE-Sim's definition
+        (its fold cycles for ws/is count 2R + 2C + T − 3, one skew more than the fold takes).
+    utilization: MACs / (cycles × PEs), SCALE-Sim's "Overall utilization" as a fraction.
+    *_sram_reads / ofmap_sram_writes: words moved between SRAM and the array.
+    macs: M·K·N.
+    """
+
+    cycles: IntArray
+    folds: IntArray
+    row_folds: IntArray
+    col_folds: IntArray
+    mapping_efficiency: FloatArray
+    compute_utilization: FloatArray
+    utilization: FloatArray
+    ifmap_sram_reads: IntArray
+    filter_sram_reads: IntArray
+    ofmap_sram_writes: IntArray
+    macs: IntArray
+
+    def scalar(self, name: str) -> float:
+        """One field of a single-GEMM cost as a Python number."""
+        value = np.asarray(getattr(self, name))
+        if value.size != 1:
+            raise ValueError(f"{name} holds {value.size} values, not one")
+        return value.item()
+
+
+def dataflow_codes(dataflow: str | npt.ArrayLike) -> IntArray:
+    """Map dataflow names ('ws', 'os', 'is') to the integer codes used in vectorized costing."""
+    names = np.asarray(dataflow)
+    flat = [str(x).strip().lower() for x in names.ravel()]
+    unknown = sorted({x for x in flat if x not in DATAFLOW_CODES})
+    if unknown:
+        raise InputError(f"unknown dataflow {unknown[0]!r}; choose one of ws, os, is", field="dataflow")
+    return np.array([DATAFLOW_CODES[x] for x in flat], dtype=np.int64).reshape(names.shape)
+
+
+def _ceil_div(a: IntArray, b: IntArray) -> IntArray:
+    return -(-a // b)
+
+
+def gemm_cost(
+    m: npt.ArrayLike,
+    k: npt.ArrayLike,
+    n: npt.ArrayLike,
+    rows: npt.ArrayLike,
+    cols: npt.ArrayLike,
+    dataflow: str | npt.ArrayLike = "ws",
+    *,
+    ofmap_count: OfmapCount = "scalesim",
+) -> GemmCost:
+    """Cost out[M×N] = A[M×K]·B[K×N] on R×C arrays; all arguments broadcast together.
+
+    ``ofmap_count="scalesim"`` reproduces SCALE-Sim 3.0.0's os ofmap-write count, which adds
+    R + C phantom writes per fold (``systolic_compute_os.create_ofmap_demand_mat`` adds the
+    padded fold's shape[0] + shape[1] a second time). The true count is M·N: ``"true"``.
+    ws and is counts are the same under both settings (their partial sums really are written
+    once per reduction fold).
+    """
+    if ofmap_count not in ("scalesim", "true"):
+        raise InputError(f"unknown ofmap_count {ofmap_count!r}", field="ofmap_count")
+    codes = dataflow_codes(dataflow) if isinstance(dataflow, str) or np.asarray(dataflow).dtype.kind in "UO" \
+        else np.asarray(dataflow, dtype=np.int64)
+    M, K, N, R, C, D = np.broadcast_arrays(
+        *(np.asarray(x, dtype=np.int64) for x in (m, k, n, rows, cols)), codes
+    )
+    for name, value in (("m", M), ("k", K), ("n", N), ("rows", R), ("cols", C)):
+        if value.size and value.min() <= 0:
+            raise InputError(f"must be positive, got {int(value.min())}", field=name)
+
+    is_ws, is_os = D == 0, D == 1
+    sr = np.where(is_os, M, K)
+    sc = np.where(D == 2, M, N)
+    t = np.select([is_ws, is_os], [M, K], N)
+
+    row_folds = _ceil_div(sr, R)
+    col_folds = _ceil_div(sc, C)
+    folds = row_folds * col_folds
+    fill = np.where(is_os, 0, R)  # ws/is preload the stationary operand: R extra cycles per fold
+    per_fold = fill + R + C + t - 2
+    cycles = folds * per_fold - 1
+
+    pes = R * C
+    macs = M * K * N
+    # Sum over folds of used PEs is exactly Sr·Sc (the folds tile the spatial grid).
+    mapping_efficiency = (sr * sc) / (pes * folds)
+    util_fold_cycles = per_fold + np.where(is_os, 0, C - 1)
+    compute_utilization = (t * sr * sc) / (pes * util_fold_cycles * folds)
+    utilization = macs / (cycles * pes)
+
+    # Stationary operand read once; streamed operand read once per fold of the other spatial dim;
+    # outputs written once per reduction fold (ws, is) or once (os).
+    ifmap_reads = np.where(D == 2, M * K, M * K * col_folds)
+    filter_reads = np.select([is_ws, is_os], [K * N, K * N * row_folds], K * N * col_folds)
+    ofmap_writes = np.select([is_ws, is_os], [M * N * row_folds, M * N], M * N * row_folds)
+    if ofmap_count == "scalesim":
+        ofmap_writes = ofmap_writes + np.where(is_os, folds * (R + C), 0)
+
+    return GemmCost(
+        cycles=cycles,
+        folds=folds,
+        row_folds=row_folds,
+        col_folds=col_folds,
+        mapping_efficiency=mapping_efficiency,
+        compute_utilization=compute_utilization,
+        utilization=utilization,
+        ifmap_sram_reads=ifmap_reads,
+        filter_sram_reads=filter_reads,
+        ofmap_sram_writes=ofmap_writes,
+        macs=macs,
+    )

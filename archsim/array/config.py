@@ -1,0 +1,160 @@
+"""Systolic-array hardware description, and a reader for SCALE-Sim ``.cfg`` files.
+
+The fields mirror SCALE-Sim 3.0.0's ``[architecture_presets]`` and ``[run_presets]`` sections so a
+SCALE-Sim config loads unchanged; archsim adds the element size (bytes) and the clock.
+"""
+
+from __future__ import annotations
+
+import configparser
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from archsim.errors import InputError
+
+DATAFLOWS = ("ws", "os", "is")
+
+
+@dataclass(frozen=True)
+class ArrayConfig:
+    """One systolic array and its on-chip memories.
+
+    rows/cols: PE grid (SCALE-Sim ArrayHeight/ArrayWidth). dataflow: ws, os or is.
+    SRAM sizes in KiB per operand (double buffered, as SCALE-Sim models them).
+    bandwidth: DRAM interface words/cycle per operand when ``user_bandwidth`` (SCALE-Sim USER mode).
+    element_bytes: bytes per tensor element (the LayerPipe paper uses 1).
+    clock_hz: only to convert cycles to seconds in reports.
+    """
+
+    rows: int = 32
+    cols: int = 32
+    dataflow: str = "ws"
+    ifmap_sram_kb: int = 64
+    filter_sram_kb: int = 64
+    ofmap_sram_kb: int = 64
+    bandwidth: tuple[int, ...] = (10,)
+    user_bandwidth: bool = False
+    element_bytes: int = 1
+    clock_hz: float = 1.0e9
+    name: str = field(default="array", compare=False)
+
+    def __post_init__(self) -> None:
+        for name in ("rows", "cols", "ifmap_sram_kb", "filter_sram_kb", "ofmap_sram_kb", "element_bytes"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise InputError(f"must be a positive integer, got {value!r}", field=name)
+        if self.dataflow not in DATAFLOWS:
+            raise InputError(
+                f"unknown dataflow {self.dataflow!r}; choose one of {', '.join(DATAFLOWS)}",
+                field="dataflow",
+            )
+        if not self.bandwidth or any(b <= 0 for b in self.bandwidth):
+            raise InputError(f"bandwidths must be positive, got {self.bandwidth!r}", field="bandwidth")
+        if self.clock_hz <= 0:
+            raise InputError(f"must be positive, got {self.clock_hz!r}", field="clock_hz")
+
+    @property
+    def pes(self) -> int:
+        """Number of processing elements (MAC units)."""
+        return self.rows * self.cols
+
+    def with_shape(self, rows: int, cols: int) -> "ArrayConfig":
+        return replace(self, rows=rows, cols=cols)
+
+
+def parse_array_shape(text: str, *, field_name: str = "array") -> tuple[int, int]:
+    """Parse ``"32x32"`` (or ``"32"`` for square) into (rows, cols), both positive."""
+    match = re.fullmatch(r"\s*(\d+)\s*(?:[xX×]\s*(\d+))?\s*", str(text))
+    if not match:
+        raise InputError(f"expected ROWSxCOLS such as 32x32, got {text!r}", field=field_name)
+    rows = int(match.group(1))
+    cols = int(match.group(2)) if match.group(2) is not None else rows
+    if rows <= 0 or cols <= 0:
+        raise InputError(f"array dimensions must be positive, got {text!r}", field=field_name)
+    return rows, cols
+
+
+_REQUIRED = {
+    "architecture_presets": ("ArrayHeight", "ArrayWidth", "IfmapSramSzkB", "FilterSramSzkB",
+                             "OfmapSramSzkB", "Dataflow"),
+}
+
+
+def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: float = 1.0e9) -> ArrayConfig:
+    """Read a SCALE-Sim 3.0.0 ``.cfg`` file into an :class:`ArrayConfig`.
+
+    Keys SCALE-Sim reads but archsim does not model (offsets, request buffers, layout, sparsity)
+    are accepted and ignored, so a SCALE-Sim config loads unchanged.
+    """
+    path = Path(path)
+    file = str(path)
+    if not path.is_file():
+        raise InputError("config file not found", file=file)
+    parser = configparser.ConfigParser()
+    try:
+        text = path.read_text(encoding="utf-8")
+        parser.read_string(text, source=file)
+    except (configparser.Error, UnicodeDecodeError) as exc:
+        raise InputError(f"not a readable .cfg file ({exc.__class__.__name__})", file=file) from None
+
+    def line_of(key: str) -> int | None:
+        for number, line in enumerate(text.splitlines(), start=1):
+            if re.match(rf"\s*{re.escape(key)}\s*[:=]", line, flags=re.IGNORECASE):
+                return number
+        return None
+
+    for section, keys in _REQUIRED.items():
+        if not parser.has_section(section):
+            raise InputError(f"missing section [{section}]", file=file)
+        for key in keys:
+            if not parser.has_option(section, key):
+                raise InputError(f"missing key in [{section}]", file=file, field=key)
+
+    arch = parser["architecture_presets"]
+
+    def as_int(key: str) -> int:
+        raw = arch.get(key, "").strip()
+        try:
+            return int(raw)
+        except ValueError:
+            raise InputError(f"expected an integer, got {raw!r}", file=file, line=line_of(key), field=key) from None
+
+    mode = "CALC"
+    if parser.has_section("run_presets") and parser.has_option("run_presets", "InterfaceBandwidth"):
+        mode = parser["run_presets"]["InterfaceBandwidth"].strip().upper()
+        if mode not in ("CALC", "USER"):
+            raise InputError(f"expected USER or CALC, got {mode!r}", file=file,
+                             line=line_of("InterfaceBandwidth"), field="InterfaceBandwidth")
+    bandwidth: tuple[int, ...] = (10,)
+    if arch.get("Bandwidth") is not None:
+        raw = arch.get("Bandwidth", "")
+        try:
+            bandwidth = tuple(int(x.strip()) for x in raw.split(",") if x.strip())
+        except ValueError:
+            raise InputError(f"expected integers, got {raw!r}", file=file, line=line_of("Bandwidth"),
+                             field="Bandwidth") from None
+    elif mode == "USER":
+        raise InputError("USER bandwidth mode needs a Bandwidth key", file=file, field="Bandwidth")
+
+    fields = dict(
+        rows=as_int("ArrayHeight"),
+        cols=as_int("ArrayWidth"),
+        dataflow=arch.get("Dataflow", "").strip().lower(),
+        ifmap_sram_kb=as_int("IfmapSramSzkB"),
+        filter_sram_kb=as_int("FilterSramSzkB"),
+        ofmap_sram_kb=as_int("OfmapSramSzkB"),
+        bandwidth=bandwidth,
+        user_bandwidth=(mode == "USER"),
+        element_bytes=element_bytes,
+        clock_hz=clock_hz,
+        name=parser.get("general", "run_name", fallback=path.stem).strip(),
+    )
+    key_of = {"rows": "ArrayHeight", "cols": "ArrayWidth", "dataflow": "Dataflow",
+              "ifmap_sram_kb": "IfmapSramSzkB", "filter_sram_kb": "FilterSramSzkB",
+              "ofmap_sram_kb": "OfmapSramSzkB", "bandwidth": "Bandwidth"}
+    try:
+        return ArrayConfig(**fields)
+    except InputError as exc:
+        key = key_of.get(exc.where.field or "", exc.where.field)
+        raise InputError(exc.message, file=file, line=line_of(key) if key else None, field=key) from None

@@ -1,0 +1,46 @@
+"""archsim's one exception type for user mistakes.
+
+Everything a user can get wrong (a file, a row, a field, a flag) raises :class:`InputError`.
+The CLI catches it once and prints one line; library callers can catch it too. Anything else
+escaping archsim is a bug in archsim, never in the user's input.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where in the user's input a problem sits (all parts optional)."""
+
+    file: str | None = None
+    line: int | None = None
+    field: str | None = None
+
+    def __str__(self) -> str:
+        parts = []
+        if self.file is not None:
+            parts.append(str(self.file))
+        if self.line is not None:
+            parts.append(f"line {self.line}")
+        if self.field is not None:
+            parts.append(f"field '{self.field}'")
+        return ", ".join(parts)
+
+
+class InputError(ValueError):
+    """A mistake in user input, located by file, line and field where known."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        line: int | None = None,
+        field: str | None = None,
+    ) -> None:
+        self.where = Where(file=file, line=line, field=field)
+        self.message = message
+        located = str(self.where)
+        super().__init__(f"{located}: {message}" if located else message)

@@ -1,0 +1,169 @@
+"""Topology CSV → :class:`Network`: validator and factory in one pass, errors located.
+
+The format is a superset of SCALE-Sim's topology CSV. The first eight columns are positional,
+exactly as SCALE-Sim reads them::
+
+    Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,
+
+(a trailing comma is tolerated, as in SCALE-Sim's files). Optional named columns may follow, in
+any order: ``Padding`` (default 0), ``Type`` (conv, fc/linear, matmul, pool, elementwise,
+batchnorm; default conv), ``Inputs`` (producer names separated by ``;``; default: the row above,
+or the network input for the first row; ``input`` names the network input), ``Bias`` (0/1),
+``Repeat`` (independent instances per sample, e.g. attention heads). A SCALE-Sim sparsity column
+(header containing ``sparsity``) is accepted and ignored.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+from archsim.errors import InputError
+from archsim.workload.layer import NETWORK_INPUT, Layer, Network, canonical_kind
+
+POSITIONAL = ("Layer name", "IFMAP Height", "IFMAP Width", "Filter Height", "Filter Width",
+              "Channels", "Num Filter", "Strides")
+_FIELD_OF = dict(zip(POSITIONAL[1:], ("ifmap_h", "ifmap_w", "filter_h", "filter_w", "channels",
+                                       "filters", "stride")))
+OPTIONAL = ("Padding", "Type", "Inputs", "Bias", "Repeat")
+_ATTR_FIELD = {v: k for k, v in _FIELD_OF.items()} | {"padding": "Padding", "repeat": "Repeat",
+                                                     "kind": "Type", "inputs": "Inputs"}
+MAX_BYTES = 16 * 1024 * 1024
+
+
+def _norm(name: str) -> str:
+    return " ".join(name.strip().lower().split())
+
+
+def parse_topology(text: str, *, source: str = "<string>", name: str = "network",
+                   geometry: str = "archsim") -> Network:
+    """Parse topology CSV text. Raises :class:`InputError` (with file, line, field) on bad input."""
+    if geometry not in ("archsim", "scalesim"):
+        raise InputError(f"unknown geometry {geometry!r}; choose archsim or scalesim", field="geometry")
+    if "\x00" in text:
+        raise InputError("file contains NUL bytes; not a CSV text file", file=source)
+    try:
+        rows = list(csv.reader(io.StringIO(text, newline=""), skipinitialspace=True))
+    except csv.Error as exc:
+        raise InputError(f"malformed CSV ({exc})", file=source) from None
+    # csv gives no line numbers per row with StringIO splitting quoted newlines; count ourselves.
+    numbered = _number_rows(text, rows)
+    numbered = [(n, r) for n, r in numbered if any(cell.strip() for cell in r)]
+    if not numbered:
+        raise InputError("empty topology file (expected a header and at least one layer row)", file=source)
+    header_line, header = numbered[0]
+    header = _strip_trailing_empty(header)
+    if len(header) < len(POSITIONAL):
+        raise InputError(f"header has {len(header)} columns; the first {len(POSITIONAL)} must be "
+                         f"{', '.join(POSITIONAL)}", file=source, line=header_line)
+    extras: dict[int, str] = {}
+    known = {_norm(x): x for x in OPTIONAL}
+    for index, raw in enumerate(header[len(POSITIONAL):], start=len(POSITIONAL)):
+        key = _norm(raw)
+        if "sparsity" in key:
+            continue
+        if key not in known:
+            raise InputError(f"unknown column {raw.strip()!r}; optional columns are {', '.join(OPTIONAL)}",
+                             file=source, line=header_line, field=raw.strip() or f"column {index + 1}")
+        if known[key] in extras.values():
+            raise InputError("column appears twice", file=source, line=header_line, field=known[key])
+        extras[index] = known[key]
+    if len(numbered) < 2:
+        raise InputError("no layer rows after the header", file=source, line=header_line)
+
+    layers: list[Layer] = []
+    previous = NETWORK_INPUT
+    for line, row in numbered[1:]:
+        row = _strip_trailing_empty(row)
+        if len(row) < len(POSITIONAL):
+            raise InputError(f"row has {len(row)} fields, expected at least {len(POSITIONAL)}",
+                             file=source, line=line, field=POSITIONAL[len(row)] if row else POSITIONAL[0])
+        if len(row) > len(header):
+            raise InputError(f"row has {len(row)} fields but the header has {len(header)}",
+                             file=source, line=line)
+        layer_name = row[0].strip()
+        if not layer_name:
+            raise InputError("empty layer name", file=source, line=line, field="Layer name")
+        values: dict[str, object] = {}
+        for column, attr in _FIELD_OF.items():
+            values[attr] = _integer(row[POSITIONAL.index(column)], source, line, column)
+        named = {extras[i]: row[i].strip() for i in extras if i < len(row)}
+        values["padding"] = _integer(named.get("Padding") or "0", source, line, "Padding", minimum=0)
+        values["repeat"] = _integer(named.get("Repeat") or "1", source, line, "Repeat")
+        bias = (named.get("Bias") or "0").lower()
+        if bias not in ("0", "1", "true", "false", "yes", "no"):
+            raise InputError(f"expected 0 or 1, got {named.get('Bias')!r}", file=source, line=line, field="Bias")
+        try:
+            kind = canonical_kind(named.get("Type") or "conv")
+        except InputError as exc:
+            raise InputError(exc.message, file=source, line=line, field="Type") from None
+        inputs_text = named.get("Inputs", "")
+        inputs = tuple(x.strip() for x in inputs_text.replace("|", ";").split(";") if x.strip()) \
+            if inputs_text else (previous,)
+        try:
+            layer = Layer(name=layer_name, kind=kind, bias=bias in ("1", "true", "yes"), inputs=inputs,
+                          geometry=geometry, **values)  # type: ignore[arg-type]
+            layer.ofmap_h, layer.ofmap_w  # noqa: B018 - geometry must be computable
+        except InputError as exc:
+            raise InputError(exc.message, file=source, line=line,
+                             field=_ATTR_FIELD.get(exc.where.field or "", exc.where.field)) from None
+        if layer.ofmap_h <= 0 or layer.ofmap_w <= 0:
+            raise InputError("output size is not positive", file=source, line=line, field="Filter Height")
+        layers.append(layer)
+        previous = layer_name
+    try:
+        return Network(name=name, layers=tuple(layers), source=source)
+    except InputError as exc:
+        bad_line = None
+        for (line, row), layer in zip(numbered[1:], layers):
+            if exc.message.startswith(f"layer {layer.name!r}") or f"name {layer.name!r}" in exc.message:
+                bad_line = line
+                break
+        raise InputError(exc.message, file=source, line=bad_line, field=exc.where.field) from None
+
+
+def load_topology(path: str | Path, *, geometry: str = "archsim", name: str | None = None) -> Network:
+    """Read a topology CSV file (see module docstring). Raises :class:`InputError` on bad input."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError("topology file not found", file=str(path))
+    if path.stat().st_size > MAX_BYTES:
+        raise InputError(f"file is larger than {MAX_BYTES // 2**20} MiB; not a topology", file=str(path))
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError:
+        raise InputError("not UTF-8 text", file=str(path)) from None
+    except OSError as exc:
+        raise InputError(f"cannot read ({exc.strerror})", file=str(path)) from None
+    return parse_topology(text, source=str(path), name=name or path.stem, geometry=geometry)
+
+
+def _integer(text: str, source: str, line: int, field: str, minimum: int = 1) -> int:
+    raw = text.strip()
+    try:
+        value = int(raw)
+    except ValueError:
+        raise InputError(f"expected an integer, got {raw!r}", file=source, line=line, field=field) from None
+    if value < minimum:
+        what = "positive" if minimum == 1 else f">= {minimum}"
+        raise InputError(f"must be {what}, got {value}", file=source, line=line, field=field)
+    return value
+
+
+def _strip_trailing_empty(row: list[str]) -> list[str]:
+    row = list(row)
+    while row and not row[-1].strip():
+        row.pop()
+    return row
+
+
+def _number_rows(text: str, rows: list[list[str]]) -> list[tuple[int, list[str]]]:
+    """Pair parsed rows with the 1-based line each starts on."""
+    reader = csv.reader(io.StringIO(text, newline=""), skipinitialspace=True)
+    out: list[tuple[int, list[str]]] = []
+    start = 1
+    for row in reader:
+        out.append((start, row))
+        start = reader.line_num + 1
+    return out

@@ -1,0 +1,234 @@
+"""Layers and networks: the plain data every later stage reads.
+
+A :class:`Layer` is one row of a topology CSV (a superset of SCALE-Sim's): its geometry, its
+kind, and the names of the layers that feed it. A :class:`Network` is an ordered tuple of layers
+whose ``inputs`` form a DAG; the order is a valid topological order (checked by the loader).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Literal
+
+from archsim.errors import InputError
+
+LayerKind = Literal["conv", "fc", "matmul", "pool", "elementwise", "batchnorm"]
+LAYER_KINDS: tuple[str, ...] = ("conv", "fc", "matmul", "pool", "elementwise", "batchnorm")
+Geometry = Literal["archsim", "scalesim"]
+NETWORK_INPUT = "input"
+"""The name that, in a layer's ``inputs``, stands for the network's input tensor."""
+
+_KIND_ALIASES = {"linear": "fc", "fullyconnected": "fc", "gemm": "matmul", "bn": "batchnorm",
+                 "add": "elementwise", "relu": "elementwise", "maxpool": "pool", "avgpool": "pool"}
+
+
+def canonical_kind(text: str) -> str:
+    """Normalise a layer-type spelling (``linear`` → ``fc``, ``add`` → ``elementwise`` …)."""
+    key = text.strip().lower().replace("_", "").replace("-", "")
+    key = _KIND_ALIASES.get(key, key)
+    if key not in LAYER_KINDS:
+        raise InputError(f"unknown layer type {text!r}; choose one of {', '.join(LAYER_KINDS)}",
+                         field="Type")
+    return key
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One network layer, per sample (batch is applied at lowering).
+
+    ifmap_h/ifmap_w/channels: input feature map (unpadded). filter_h/filter_w/filters: kernel and
+    output channels. stride, padding: the same in both spatial directions.
+    kind: conv | fc | matmul | pool | elementwise | batchnorm.
+    For ``matmul`` (activation × activation, e.g. attention scores) the row encodes
+    out[M×N] = A[M×K]·B[K×N] exactly as SCALE-Sim's GEMM topology does: ifmap_h = M,
+    ifmap_w = K, filter_h = 1, filter_w = K, channels = 1, filters = N; ``repeat`` counts
+    independent instances per sample (attention heads).
+    bias: whether the layer has a bias vector (parameter counts only).
+    inputs: names of producing layers; ``("input",)`` is the network input.
+    """
+
+    name: str
+    kind: str
+    ifmap_h: int
+    ifmap_w: int
+    filter_h: int
+    filter_w: int
+    channels: int
+    filters: int
+    stride: int = 1
+    padding: int = 0
+    bias: bool = False
+    repeat: int = 1
+    inputs: tuple[str, ...] = (NETWORK_INPUT,)
+    geometry: str = field(default="archsim", compare=False)
+
+    def __post_init__(self) -> None:
+        for name in ("ifmap_h", "ifmap_w", "filter_h", "filter_w", "channels", "filters", "stride", "repeat"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise InputError(f"must be a positive integer, got {value!r}", field=name)
+        if not isinstance(self.padding, int) or self.padding < 0:
+            raise InputError(f"must be a non-negative integer, got {self.padding!r}", field="padding")
+        if self.kind not in LAYER_KINDS:
+            raise InputError(f"unknown layer type {self.kind!r}", field="Type")
+        if self.geometry not in ("archsim", "scalesim"):
+            raise InputError(f"unknown geometry {self.geometry!r}", field="geometry")
+        if self.geometry == "scalesim" and self.padding:
+            raise InputError("SCALE-Sim geometry has no padding; set Padding to 0", field="Padding")
+        if self.filter_h > self.ifmap_h + 2 * self.padding or self.filter_w > self.ifmap_w + 2 * self.padding:
+            raise InputError(
+                f"filter {self.filter_h}x{self.filter_w} is larger than the padded input "
+                f"{self.ifmap_h + 2 * self.padding}x{self.ifmap_w + 2 * self.padding}", field="Filter Height")
+        if self.kind == "matmul" and (self.filter_h != 1 or self.filter_w != self.ifmap_w or self.channels != 1):
+            raise InputError("a matmul row is M,K,1,K,1,N (IFMAP Height=M, IFMAP Width=K, Filter Height=1, "
+                             "Filter Width=K, Channels=1, Num Filter=N)", field="Filter Width")
+        if self.kind in ("elementwise", "batchnorm") and self.filters != self.channels:
+            raise InputError(f"{self.kind} keeps the channel count: Num Filter must equal Channels",
+                             field="Num Filter")
+        if not self.inputs:
+            raise InputError("a layer needs at least one input", field="Inputs")
+
+    # -- output geometry -------------------------------------------------------------------
+    @property
+    def ofmap_h(self) -> int:
+        return _out_size(self.ifmap_h, self.filter_h, self.stride, self.padding, self.geometry, self.kind)
+
+    @property
+    def ofmap_w(self) -> int:
+        return _out_size(self.ifmap_w, self.filter_w, self.stride, self.padding, self.geometry, self.kind)
+
+    @property
+    def out_channels(self) -> int:
+        return self.filters
+
+    @property
+    def is_gemm(self) -> bool:
+        """Runs on the systolic array (conv, fc, matmul); the rest run on the vector unit."""
+        return self.kind in ("conv", "fc", "matmul")
+
+    @property
+    def has_weights(self) -> bool:
+        return self.kind in ("conv", "fc", "batchnorm")
+
+    @property
+    def takes_network_input(self) -> bool:
+        return all(name == NETWORK_INPUT for name in self.inputs)
+
+    # -- sizes (elements, per sample) ------------------------------------------------------
+    @property
+    def input_elements(self) -> int:
+        """Elements of the (unpadded) input feature map, per sample (all instances)."""
+        return self.ifmap_h * self.ifmap_w * self.channels * self.repeat
+
+    @property
+    def output_elements(self) -> int:
+        if self.kind == "matmul":
+            return self.ifmap_h * self.filters * self.repeat
+        return self.ofmap_h * self.ofmap_w * self.filters
+
+    @property
+    def weight_elements(self) -> int:
+        """Trainable weights excluding bias (filters, FC matrix, or BN's γ and β)."""
+        if self.kind in ("conv", "fc"):
+            return self.filter_h * self.filter_w * self.channels * self.filters
+        if self.kind == "batchnorm":
+            return 2 * self.channels
+        return 0
+
+    @property
+    def parameter_count(self) -> int:
+        """Trainable parameters: weights plus bias (what model summaries count)."""
+        return self.weight_elements + (self.filters if self.bias and self.kind in ("conv", "fc") else 0)
+
+    @property
+    def macs(self) -> int:
+        """Forward multiply-accumulates per sample (GEMM layers; 0 for vector-unit layers)."""
+        if self.kind == "matmul":
+            return self.ifmap_h * self.ifmap_w * self.filters * self.repeat
+        if self.kind in ("conv", "fc"):
+            return self.ofmap_h * self.ofmap_w * self.filter_h * self.filter_w * self.channels * self.filters
+        return 0
+
+
+def _out_size(size: int, kernel: int, stride: int, padding: int, geometry: str, kind: str) -> int:
+    if kind == "matmul":
+        return size if kernel == 1 else 1
+    if geometry == "scalesim":
+        # SCALE-Sim 3.0.0 topology_utils: ceil((H - fh + s) / s), no padding.
+        return math.ceil((size - kernel + stride) / stride)
+    return (size + 2 * padding - kernel) // stride + 1
+
+
+@dataclass(frozen=True)
+class Network:
+    """An ordered, validated set of layers; ``name`` is the file stem or the builder's name."""
+
+    name: str
+    layers: tuple[Layer, ...]
+    source: str | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.layers:
+            raise InputError("a network needs at least one layer", file=self.source)
+        seen: set[str] = set()
+        for layer in self.layers:
+            if layer.name in seen or layer.name == NETWORK_INPUT:
+                raise InputError(f"duplicate or reserved layer name {layer.name!r}", file=self.source,
+                                 field="Layer name")
+            for producer in layer.inputs:
+                if producer != NETWORK_INPUT and producer not in seen:
+                    raise InputError(f"layer {layer.name!r} reads {producer!r}, which is not defined above it",
+                                     file=self.source, field="Inputs")
+            seen.add(layer.name)
+
+    def __len__(self) -> int:
+        return len(self.layers)
+
+    def __iter__(self):
+        return iter(self.layers)
+
+    def layer(self, name: str) -> Layer:
+        for layer in self.layers:
+            if layer.name == name:
+                return layer
+        raise KeyError(name)
+
+    @property
+    def parameter_count(self) -> int:
+        return sum(layer.parameter_count for layer in self.layers)
+
+    def only(self, *kinds: str) -> "Network":
+        """The sub-network of the given kinds (e.g. the conv layers LayerPipe evaluates).
+
+        Inputs that point at dropped layers are re-pointed to the nearest kept producer, so the
+        result is again a valid chain/DAG over the kept layers.
+        """
+        kept = {layer.name for layer in self.layers if layer.kind in kinds}
+        if not kept:
+            raise InputError(f"network {self.name!r} has no layers of kind {', '.join(kinds)}")
+        by_name = {layer.name: layer for layer in self.layers}
+
+        def resolve(name: str) -> tuple[str, ...]:
+            if name == NETWORK_INPUT or name in kept:
+                return (name,)
+            found: list[str] = []
+            for parent in by_name[name].inputs:
+                for item in resolve(parent):
+                    if item not in found:
+                        found.append(item)
+            return tuple(found)
+
+        from dataclasses import replace
+
+        layers = []
+        for layer in self.layers:
+            if layer.name not in kept:
+                continue
+            inputs: list[str] = []
+            for parent in layer.inputs:
+                for item in resolve(parent):
+                    if item not in inputs:
+                        inputs.append(item)
+            layers.append(replace(layer, inputs=tuple(inputs)))
+        return Network(name=f"{self.name}[{','.join(kinds)}]", layers=tuple(layers), source=self.source)

@@ -1,0 +1,37 @@
+"""Find networks by path or by the name of a CSV shipped in ``layers/`` (package ``archsim.layers``)."""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+from archsim.errors import InputError
+from archsim.workload.csv_loader import load_topology, parse_topology
+from archsim.workload.layer import Network
+
+
+def _shipped_dir():
+    """``layers/`` as installed (package ``archsim.layers``), or beside the package in a checkout."""
+    try:
+        return resources.files("archsim.layers")
+    except ModuleNotFoundError:  # editable installs put the repo root on sys.path, not the mapping
+        return Path(__file__).resolve().parents[2] / "layers"
+
+
+def shipped_networks() -> list[str]:
+    """Names of the networks shipped with archsim (CSV stems in ``layers/``)."""
+    return sorted(entry.name[:-4] for entry in _shipped_dir().iterdir() if entry.name.endswith(".csv"))
+
+
+def load_network(name_or_path: str | Path, *, geometry: str = "archsim") -> Network:
+    """Load a network from a CSV path, or by shipped name (``vgg16``, ``resnet50`` …)."""
+    path = Path(name_or_path)
+    if path.suffix.lower() == ".csv" or path.exists() or "/" in str(name_or_path):
+        return load_topology(path, geometry=geometry)
+    key = str(name_or_path).strip().lower().replace("-", "_")
+    entry = _shipped_dir() / f"{key}.csv"
+    if not entry.is_file():
+        raise InputError(f"no such file, and no shipped network named {str(name_or_path)!r}; "
+                         f"shipped: {', '.join(shipped_networks())}", field="NETWORK")
+    return parse_topology(entry.read_text(encoding="utf-8"), source=f"layers/{key}.csv", name=key,
+                          geometry=geometry)
