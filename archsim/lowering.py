@@ -207,16 +207,19 @@ def _vector_work(layer: Layer, batch: int) -> tuple[int, int, int]:
 
 
 # -- splitting δ into δ′ / δ″ ------------------------------------------------------------------
-SplitAxis = Literal["channels", "reduction"]
+SplitAxis = Literal["channels", "reduction", "rows"]
+SPLIT_AXES: tuple[str, ...] = ("channels", "reduction", "rows")
 
 
 @dataclass(frozen=True)
 class DeltaSplit:
     """δ split by operational parallelism into D1 (stays) and D2 (moves to the next processor).
 
-    ``part`` is how many of ``total`` units (channels of δ's output, or output channels of the
-    layer along the reduction) D2 takes. D2's ``extra_bytes`` are what the other processor needs
-    in addition: the weight slice, and for a reduction split the partial sums to merge back.
+    ``part`` is how many of ``total`` units D2 takes: channels of δ's output (``channels``), output
+    channels of the layer along δ's reduction (``reduction``), or GEMM rows — input pixels of the
+    batch (``rows``). D2's ``extra_bytes`` are what the other processor needs in addition: the
+    weight slice (all weights for a rows split), and for a reduction split the partial sums to
+    merge back.
     """
 
     d1: TrainingOp | None
@@ -234,8 +237,10 @@ def split_delta(lowered: LoweredLayer, part: int, axis: SplitAxis = "channels", 
         raise InputError(f"layer {layer.name!r} has no δ op to split")
     if not layer.is_gemm or layer.kind == "matmul":
         raise InputError(f"δ of {layer.kind} layer {layer.name!r} is not split (only conv/fc δ is)")
-    if axis not in ("channels", "reduction"):
-        raise InputError(f"unknown split axis {axis!r}; choose channels or reduction", field="axis")
+    if axis not in SPLIT_AXES:
+        raise InputError(f"unknown split axis {axis!r}; choose one of {', '.join(SPLIT_AXES)}", field="axis")
+    if axis == "rows":
+        return _split_rows(delta, part, element_bytes * layer.weight_elements)
     total = layer.channels if axis == "channels" else layer.filters
     if not 0 <= part <= total:
         raise InputError(f"split part must be within 0..{total}, got {part}", field="part")
@@ -268,3 +273,46 @@ def _resize(gemm: Gemm, layer: Layer, units: int, axis: str) -> Gemm:
         return replace(gemm, n=units)
     per_tap = gemm.k // layer.filters
     return replace(gemm, k=per_tap * units)
+
+
+def delta_split_units(lowered: LoweredLayer, axis: SplitAxis) -> int:
+    """How many units a δ split along ``axis`` can hand out (the ``total`` of :func:`split_delta`)."""
+    layer = lowered.layer
+    if axis == "channels":
+        return layer.channels
+    if axis == "reduction":
+        return layer.filters
+    delta = lowered.op("D")
+    return sum(g.m * g.count for g in delta.gemms) if delta is not None else 0
+
+
+def _split_rows(delta: TrainingOp, part: int, weight_bytes: int) -> DeltaSplit:
+    """D2 takes the first ``part`` GEMM rows (in GEMM order), D1 the rest; rows split exactly."""
+    total = sum(g.m * g.count for g in delta.gemms)
+    if not 0 <= part <= total:
+        raise InputError(f"split part must be within 0..{total}, got {part}", field="part")
+    first: list[Gemm] = []
+    rest: list[Gemm] = []
+    need = part
+    for g in delta.gemms:
+        whole = min(g.count, need // g.m)
+        if whole:
+            first.append(replace(g, count=whole))
+        need -= whole * g.m
+        left = g.count - whole
+        if left and need:
+            first.append(replace(g, m=need, count=1))
+            rest.append(replace(g, m=g.m - need, count=1))
+            left -= 1
+            need = 0
+        if left:
+            rest.append(replace(g, count=left))
+
+    def piece(gemms: list[Gemm], units: int, kind: str) -> TrainingOp | None:
+        if units == 0:
+            return None
+        return replace(delta, kind=kind, gemms=tuple(gemms), out_bytes=delta.out_bytes * units // total,
+                       extra_bytes=weight_bytes if kind == "D2" else 0)
+
+    return DeltaSplit(d1=piece(rest, total - part, "D1"), d2=piece(first, part, "D2"), axis="rows", part=part,
+                      total=total)

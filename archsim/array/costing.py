@@ -67,8 +67,16 @@ def op_costs(ops: Sequence[TrainingOp], array: ArrayConfig, engine: str = "analy
 
 
 def op_cycles(ops: Sequence[TrainingOp], array: ArrayConfig, engine: str = "analytic") -> np.ndarray:
-    """Cycles of each op (int64 array), the cost interface partitioners use."""
-    return op_costs(ops, array, engine)["cycles"].to_numpy()
+    """Cycles of each op (int64 array), the cost interface partitioners use (no pandas: hot path)."""
+    if engine not in ENGINES:
+        raise InputError(f"unknown engine {engine!r}; available: {', '.join(ENGINES)}", field="engine")
+    owner, m, k, n, count = _flatten(ops)
+    cycles = np.zeros(len(ops), dtype=np.int64)
+    if owner.size:
+        cost = gemm_cost(m, k, n, array.rows, array.cols, array.dataflow)
+        np.add.at(cycles, owner, cost.cycles * count)
+    vector = np.fromiter((op.vector_elements for op in ops), dtype=np.int64, count=len(ops))
+    return cycles + -(-vector // array.cols)
 
 
 LAYER_COLUMNS = ("layer", "type", "F_cycles", "G_cycles", "D_cycles", "total_cycles", "F_utilization",

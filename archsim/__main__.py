@@ -1,0 +1,5 @@
+import sys
+
+from archsim.cli import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""One module per ``archsim`` sub-command; shared argument helpers in :mod:`.common`."""

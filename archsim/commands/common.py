@@ -1,0 +1,65 @@
+"""Arguments several sub-commands share, and turning them into domain objects."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from archsim.array.config import ArrayConfig, parse_array_shape, read_scalesim_cfg
+from archsim.errors import InputError
+from archsim.outputs import FORMATS, atomic_write_text
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def add_array_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--array", default=None, help="systolic array ROWSxCOLS (default 32x32)")
+    parser.add_argument("--dataflow", default=None, choices=("ws", "os", "is"),
+                        help="dataflow (default ws, or the config file's)")
+    parser.add_argument("--config", default=None, metavar="FILE.cfg",
+                        help="SCALE-Sim .cfg file for the array (overrides --array unless given too)")
+    parser.add_argument("--element-bytes", type=positive_int, default=1,
+                        help="bytes per tensor element (default 1, as in LayerPipe)")
+
+
+def array_from_args(args: argparse.Namespace) -> ArrayConfig:
+    if args.config:
+        config = read_scalesim_cfg(args.config, element_bytes=args.element_bytes)
+        if args.array is not None:
+            rows, cols = parse_array_shape(args.array)
+            config = config.with_shape(rows, cols)
+        if args.dataflow:
+            from dataclasses import replace
+
+            config = replace(config, dataflow=args.dataflow)
+        return config
+    rows, cols = parse_array_shape(args.array or "32x32")
+    return ArrayConfig(rows=rows, cols=cols, dataflow=args.dataflow or "ws", element_bytes=args.element_bytes)
+
+
+def add_output_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--format", default="table", choices=FORMATS, help="output format (default table)")
+    parser.add_argument("--out", default=None, metavar="FILE", help="write to FILE (atomically) instead of stdout")
+
+
+def emit(text: str, args: argparse.Namespace) -> None:
+    if args.out:
+        path = atomic_write_text(Path(args.out), text)
+        print(f"wrote {path}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+
+
+def check_choice(value: str, choices: tuple[str, ...], field: str) -> str:
+    if value not in choices:
+        raise InputError(f"unknown {field} {value!r}; choose one of {', '.join(choices)}", field=field)
+    return value

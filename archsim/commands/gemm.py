@@ -1,0 +1,106 @@
+"""``archsim gemm``: SCALE-Sim-exact cost of one GEMM, or of every row of a shapes CSV."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from archsim.array.analytic import dataflow_codes, gemm_cost
+from archsim.array.config import parse_array_shape
+from archsim.cli import Command
+from archsim.commands.common import add_output_arguments, emit, positive_int
+from archsim.errors import InputError
+from archsim.outputs import render
+
+SHAPE_COLUMNS = ("m", "k", "n", "rows", "cols", "dataflow")
+RESULT_COLUMNS = ("cycles", "folds", "mapping_efficiency", "utilization", "compute_utilization",
+                  "ifmap_sram_reads", "filter_sram_reads", "ofmap_sram_writes")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--m", type=positive_int, help="rows of A and of the output")
+    parser.add_argument("--k", type=positive_int, help="reduction dimension")
+    parser.add_argument("--n", type=positive_int, help="columns of B and of the output")
+    parser.add_argument("--array", default="32x32", help="ROWSxCOLS (default 32x32)")
+    parser.add_argument("--dataflow", default="ws", choices=("ws", "os", "is"))
+    parser.add_argument("--shapes", metavar="FILE.csv", help=f"CSV with columns {','.join(SHAPE_COLUMNS)}")
+    parser.add_argument("--ofmap-count", default="scalesim", choices=("scalesim", "true"),
+                        help="scalesim: match SCALE-Sim 3.0.0's os ofmap-write count; true: M·N")
+    add_output_arguments(parser)
+
+
+def read_shapes(path: str) -> pd.DataFrame:
+    """Read and validate a shapes CSV; errors name the file, line and column."""
+    file = Path(path)
+    if not file.is_file():
+        raise InputError("shapes file not found", file=path)
+    try:
+        text = file.read_text(encoding="utf-8-sig")
+    except (UnicodeDecodeError, OSError):
+        raise InputError("not a readable UTF-8 text file", file=path) from None
+    reader = csv.reader(text.splitlines())
+    rows = [(n, r) for n, r in enumerate(reader, start=1) if any(c.strip() for c in r)]
+    if not rows:
+        raise InputError("empty shapes file", file=path)
+    header = [c.strip().lower() for c in rows[0][1] if c.strip()]
+    missing = [c for c in SHAPE_COLUMNS if c not in header]
+    if missing:
+        raise InputError(f"missing column(s) {', '.join(missing)}", file=path, line=rows[0][0], field=missing[0])
+    index = {c: header.index(c) for c in SHAPE_COLUMNS}
+    records = []
+    for line, row in rows[1:]:
+        record: dict[str, object] = {}
+        for column in SHAPE_COLUMNS:
+            position = index[column]
+            raw = row[position].strip() if position < len(row) else ""
+            if column == "dataflow":
+                if raw.lower() not in ("ws", "os", "is"):
+                    raise InputError(f"unknown dataflow {raw!r}; choose ws, os or is", file=path, line=line,
+                                     field=column)
+                record[column] = raw.lower()
+                continue
+            try:
+                value = int(raw)
+            except ValueError:
+                raise InputError(f"expected an integer, got {raw!r}", file=path, line=line, field=column) from None
+            if value <= 0:
+                raise InputError(f"must be positive, got {value}", file=path, line=line, field=column)
+            record[column] = value
+        records.append(record)
+    if not records:
+        raise InputError("no shape rows after the header", file=path)
+    return pd.DataFrame.from_records(records, columns=list(SHAPE_COLUMNS))
+
+
+def cost_shapes(shapes: pd.DataFrame, ofmap_count: str = "scalesim") -> pd.DataFrame:
+    """The shapes frame plus one column per cost figure, all in one vectorized call."""
+    cost = gemm_cost(*(shapes[c].to_numpy(dtype=np.int64) for c in ("m", "k", "n", "rows", "cols")),
+                     dataflow_codes(shapes["dataflow"].to_numpy()), ofmap_count=ofmap_count)  # type: ignore[arg-type]
+    out = shapes.copy()
+    for column in RESULT_COLUMNS:
+        out[column] = getattr(cost, column)
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.shapes:
+        if any(v is not None for v in (args.m, args.k, args.n)):
+            raise InputError("give either --shapes or --m/--k/--n, not both", field="shapes")
+        shapes = read_shapes(args.shapes)
+    else:
+        missing = [f"--{x}" for x in ("m", "k", "n") if getattr(args, x) is None]
+        if missing:
+            raise InputError(f"missing {', '.join(missing)} (or give --shapes FILE.csv)", field=missing[0])
+        rows, cols = parse_array_shape(args.array)
+        shapes = pd.DataFrame([{"m": args.m, "k": args.k, "n": args.n, "rows": rows, "cols": cols,
+                                "dataflow": args.dataflow}], columns=list(SHAPE_COLUMNS))
+    result = cost_shapes(shapes, args.ofmap_count)
+    emit(render(result, args.format, meta={"ofmap_count": args.ofmap_count}), args)
+    return 0
+
+
+COMMAND = Command("gemm", "SCALE-Sim-exact cost of GEMMs out[MxN] = A[MxK]·B[KxN]", add_arguments, run)

@@ -1,0 +1,158 @@
+"""LayerPipe Algorithm 1 (004_2cd4e01df0d40184.txt, §III-C): balanced stages by borrowing δ.
+
+Each layer's work splits into a fixed part (F + G, immovable) and a flexible part (δ, which may
+run on the processor of layer l + 1, where its input δˡ is produced). Layers are visited in
+reverse; each processor is filled up to the target T_p = T_tot / N_p. When a δ does not fit in
+the current processor's idle time it is split by operational parallelism into δ″ (stays on the
+current processor, "borrowed") and δ′ (goes to the next processor with the layer's fixed part).
+δ′ and δ″ are real sub-GEMMs costed by the cost model: the split searches every split axis
+(δ's output channels, its reduction over the layer's output channels, and its rows — the batch's
+input pixels) for the largest δ″ that fits, so a fold that only partly fits is never counted as a
+linear share. If more than N_p processors would be needed, T_p grows by α and the walk restarts.
+
+Two corrections to the printed pseudocode, both documented:
+* when a fixed part moves to a new processor (line 27), T_idle is reset to T_p before the fixed
+  part is subtracted (line 30); the printed code keeps the old processor's idle time;
+* processors are counted from 0, so the restart test is p_idx ≥ N_p (line 32 reads p_idx > N_p).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from archsim.errors import InputError
+from archsim.lowering import SPLIT_AXES
+from archsim.partition.contiguous import mandatory_bytes
+from archsim.partition.profile import LayerProfile
+from archsim.partition.result import Partition, PlacedOp, Stage
+
+
+@dataclass(frozen=True)
+class _Split:
+    d1: float
+    d2: float
+    axis: str
+    part: int
+    extra_bytes: int
+    d2_out_bytes: int
+
+
+def best_split(profile: LayerProfile, index: int, budget: float, axes=SPLIT_AXES) -> _Split | None:
+    """The δ split with the smallest δ′ among those whose δ″ fits in ``budget`` cycles.
+
+    Along each axis δ″'s cycles grow monotonically with its share, so a binary search finds the
+    largest share that fits; the axes are then compared by δ′ cycles (ties: fewer extra bytes).
+    """
+    best: _Split | None = None
+    for axis in axes:
+        units = profile.split_units(index, axis)
+        if units <= 1:
+            continue
+        low, high = 0, units - 1  # largest part with D2 cycles ≤ budget; part = units is "no split"
+        while low < high:
+            mid = (low + high + 1) // 2
+            if profile.split_cost(index, axis, mid)[2] <= budget:
+                low = mid
+            else:
+                high = mid - 1
+        if low == 0:
+            continue
+        split, d1, d2 = profile.split_cost(index, axis, low)
+        candidate = _Split(d1, d2, axis, low, split.d2.extra_bytes, split.d2.out_bytes)  # type: ignore[union-attr]
+        if best is None or (candidate.d1, candidate.extra_bytes) < (best.d1, best.extra_bytes):
+            best = candidate
+    return best
+
+
+def layerpipe_partition(profile: LayerProfile, processors: int, *, alpha: float = 1.001,
+                        max_rounds: int = 100_000, axes=SPLIT_AXES) -> Partition:
+    """Run Algorithm 1 (with the two corrections in the module docstring) on ``processors``."""
+    if processors <= 0:
+        raise InputError(f"processors must be positive, got {processors}", field="processors")
+    if alpha <= 1.0:
+        raise InputError(f"alpha must be > 1, got {alpha}", field="alpha")
+    target = float(profile.total.sum()) / processors
+    rounds = 0
+    while True:
+        placed, used = _walk(profile, target, axes)
+        if used <= processors:
+            break
+        rounds += 1
+        if rounds > max_rounds:
+            raise InputError(f"no balanced schedule after {max_rounds} relaxations", field="alpha")
+        target *= alpha
+    notes = (f"target T_p = {target:.6g} cycles after {rounds} relaxation(s) by alpha = {alpha}",)
+    return _to_partition(profile, placed, notes)
+
+
+def _walk(profile: LayerProfile, target: float, axes) -> tuple[list[list[PlacedOp]], int]:
+    """One pass of step 3: returns ops per processor (processor 0 holds the last layers)."""
+    procs: list[list[PlacedOp]] = [[]]
+    idle = target
+    for index in reversed(range(len(profile))):
+        name = profile.names[index]
+        flex = float(profile.delta[index])
+        fixed_ops = [PlacedOp(name, "F", float(profile.forward[index])),
+                     PlacedOp(name, "G", float(profile.weight_grad[index]))]
+        if flex > 0:
+            if flex < idle:
+                procs[-1].append(PlacedOp(name, "D", flex))
+                idle -= flex
+            else:
+                split = best_split(profile, index, idle, axes) if profile.array is not None else None
+                if split is not None:
+                    procs[-1].append(PlacedOp(name, "D2", split.d2, extra_bytes=split.extra_bytes,
+                                              split_axis=split.axis, split_part=split.part))
+                    procs.append([PlacedOp(name, "D1", split.d1, split_axis=split.axis)])
+                    idle = target - split.d1
+                else:
+                    procs.append([PlacedOp(name, "D", flex)])
+                    idle = target - flex
+        fixed = float(profile.fixed[index])
+        if fixed > idle:
+            procs.append([])
+            idle = target  # correction: a new processor starts with its whole target idle
+        procs[-1].extend(fixed_ops)
+        idle -= fixed
+    procs = [ops for ops in procs if ops]
+    return procs, len(procs)
+
+
+def _to_partition(profile: LayerProfile, placed: list[list[PlacedOp]], notes) -> Partition:
+    forward_order = list(reversed(placed))
+    home = {}  # layer → processor of its fixed part
+    for proc, ops in enumerate(forward_order):
+        for op in ops:
+            if op.kind == "F":
+                home[op.layer] = proc
+    stages = []
+    for proc, ops in enumerate(forward_order):
+        marked = tuple(
+            PlacedOp(op.layer, op.kind, op.cycles, borrowed=(op.kind in ("D", "D2") and home[op.layer] != proc),
+                     extra_bytes=op.extra_bytes, split_axis=op.split_axis, split_part=op.split_part)
+            for op in sorted(ops, key=lambda o: (profile.names.index(o.layer), "FGD".find(o.kind[0]), o.kind)))
+        layers = tuple(name for name in profile.names if home.get(name) == proc)
+        stages.append(Stage(proc, layers, marked))
+    stage_of = dict(home)
+    additional = 0
+    index = {name: k for k, name in enumerate(profile.names)}
+    for stage in stages:
+        for op in stage.ops:
+            if not op.borrowed:
+                continue
+            additional += op.extra_bytes
+            # δ″'s result (part of δ^{l-1}) must reach the layer feeding this one. If that layer
+            # sits with layer l, nothing else crosses there: the part is additional traffic.
+            k = index[op.layer]
+            producers = [p for p in (profile.lowered[k].layer.inputs if profile.lowered else
+                                     ((profile.names[k - 1],) if k else ())) if p in index]
+            if any(stage_of[p] == stage_of[op.layer] for p in producers):
+                additional += int(profile.delta_bytes[k]) if op.kind == "D" else _d2_out(profile, k, op)
+    return Partition("layerpipe", tuple(stages), mandatory_bytes(profile, stage_of), additional, notes=notes)
+
+
+def _d2_out(profile: LayerProfile, index: int, op: PlacedOp) -> int:
+    if op.split_axis is None or not profile.lowered:
+        return 0
+    split, _, _ = profile.split_cost(index, op.split_axis, op.split_part)
+    return split.d2.out_bytes if split.d2 is not None else 0

@@ -1,0 +1,104 @@
+"""What partitioners read: per-layer op costs and tensor sizes, plus a way to cost δ splits.
+
+A :class:`LayerProfile` is built once per (network, array, batch, mode) from the cost model and
+is all a partitioner needs — so partitioners never call the cost model except through
+:meth:`LayerProfile.split_cost`, which costs δ′/δ″ as real sub-GEMMs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from archsim.array.config import ArrayConfig
+from archsim.array.costing import op_cycles
+from archsim.lowering import (SPLIT_AXES, DeltaSplit, LoweredLayer, Mode, delta_split_units, lower_network,
+                              split_delta)
+from archsim.workload.layer import Network
+
+
+@dataclass(frozen=True)
+class LayerProfile:
+    """Per-layer costs (cycles) in network order; fixed = F + G, flexible = D (LayerPipe §III-C)."""
+
+    names: tuple[str, ...]
+    forward: np.ndarray
+    weight_grad: np.ndarray
+    delta: np.ndarray
+    activation_bytes: np.ndarray
+    delta_bytes: np.ndarray
+    weight_bytes: np.ndarray
+    lowered: tuple[LoweredLayer, ...] = field(repr=False)
+    array: ArrayConfig | None = None
+    mode: str = "paper"
+    batch: int = 1
+    _split_cache: dict = field(default_factory=dict, repr=False, compare=False, hash=False)
+
+    @property
+    def fixed(self) -> np.ndarray:
+        return self.forward + self.weight_grad
+
+    @property
+    def total(self) -> np.ndarray:
+        return self.forward + self.weight_grad + self.delta
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def split_cost(self, index: int, axis: str, part: int) -> tuple[DeltaSplit, float, float]:
+        """Split layer ``index``'s δ giving ``part`` units to D2; returns (split, D1 cycles, D2 cycles)."""
+        if self.array is None:
+            raise ValueError("this profile has no array: δ splits cannot be costed")
+        key = (index, axis, part)
+        if key in self._split_cache:
+            return self._split_cache[key]
+        split = split_delta(self.lowered[index], part, axis, self.array.element_bytes)  # type: ignore[arg-type]
+        ops = [op for op in (split.d1, split.d2) if op is not None]
+        cycles = op_cycles(ops, self.array) if ops else np.zeros(0)
+        values = iter(cycles.tolist())
+        d1 = float(next(values)) if split.d1 is not None else 0.0
+        d2 = float(next(values)) if split.d2 is not None else 0.0
+        self._split_cache[key] = (split, d1, d2)
+        return split, d1, d2
+
+    def split_units(self, index: int, axis: str) -> int:
+        layer = self.lowered[index].layer
+        if axis != "rows" and (not layer.is_gemm or layer.kind == "matmul"):
+            return 0
+        return delta_split_units(self.lowered[index], axis)  # type: ignore[arg-type]
+
+
+def build_profile(network: Network, array: ArrayConfig, batch: int, mode: Mode = "paper") -> LayerProfile:
+    """Lower and cost ``network``; one vectorized cost-model call for every op."""
+    lowered = lower_network(network, batch, mode, array.element_bytes)
+    ops = [op for item in lowered for op in item.ops]
+    cycles = op_cycles(ops, array)
+    per_kind = {kind: np.zeros(len(lowered)) for kind in ("F", "G", "D")}
+    position = 0
+    for index, item in enumerate(lowered):
+        for op in item.ops:
+            per_kind[op.kind][index] = float(cycles[position])
+            position += 1
+    return LayerProfile(
+        names=tuple(item.layer.name for item in lowered),
+        forward=per_kind["F"], weight_grad=per_kind["G"], delta=per_kind["D"],
+        activation_bytes=np.array([item.tensors.activation_bytes for item in lowered], dtype=np.int64),
+        delta_bytes=np.array([item.tensors.delta_bytes if item.op("D") else 0 for item in lowered], dtype=np.int64),
+        weight_bytes=np.array([item.tensors.weight_bytes for item in lowered], dtype=np.int64),
+        lowered=lowered, array=array, mode=mode, batch=batch,
+    )
+
+
+def profile_from_costs(names, forward, weight_grad, delta, activation_bytes=None, delta_bytes=None,
+                       weight_bytes=None) -> LayerProfile:
+    """A profile from given costs (tests, per-layer profiles in seconds); δ cannot be split."""
+    n = len(names)
+    zeros = np.zeros(n, dtype=np.int64)
+    as_float = lambda x: np.asarray(x, dtype=float)  # noqa: E731
+    as_int = lambda x: zeros.copy() if x is None else np.asarray(x, dtype=np.int64)  # noqa: E731
+    return LayerProfile(tuple(names), as_float(forward), as_float(weight_grad), as_float(delta),
+                        as_int(activation_bytes), as_int(delta_bytes), as_int(weight_bytes), lowered=())
+
+
+__all__ = ["SPLIT_AXES", "LayerProfile", "build_profile", "profile_from_costs"]

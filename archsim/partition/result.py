@@ -1,0 +1,82 @@
+"""A partition: which ops each processor runs, what it borrowed, and what crosses boundaries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+
+@dataclass(frozen=True)
+class PlacedOp:
+    """An op on a processor. ``borrowed``: a δ (or δ″) of a layer whose F/G live elsewhere."""
+
+    layer: str
+    kind: str  # F, G, D, D1, D2
+    cycles: float
+    borrowed: bool = False
+    extra_bytes: int = 0
+    split_axis: str | None = None
+    split_part: int = 0
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One pipeline stage: its processors (``replicas`` of them run data-parallel) and ops."""
+
+    index: int
+    layers: tuple[str, ...]
+    ops: tuple[PlacedOp, ...]
+    replicas: int = 1
+    allreduce_cycles: float = 0.0
+
+    @property
+    def assigned_cycles(self) -> float:
+        return sum(op.cycles for op in self.ops if not op.borrowed) / self.replicas
+
+    @property
+    def borrowed_cycles(self) -> float:
+        return sum(op.cycles for op in self.ops if op.borrowed) / self.replicas
+
+    @property
+    def total_cycles(self) -> float:
+        return self.assigned_cycles + self.borrowed_cycles + self.allreduce_cycles
+
+
+@dataclass(frozen=True)
+class Partition:
+    """Stages in forward order plus communication: mandatory (activations after, δ before each
+    boundary) and LayerPipe's additional bytes (weight slices, partial sums, δ″ results)."""
+
+    method: str
+    stages: tuple[Stage, ...]
+    mandatory_bytes: int
+    additional_bytes: int
+    boundary_cycles: tuple[float, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def processors(self) -> int:
+        return sum(stage.replicas for stage in self.stages)
+
+    @property
+    def max_stage_cycles(self) -> float:
+        """Steady-state cycles per iteration: the slowest stage (or boundary transfer)."""
+        return max([stage.total_cycles for stage in self.stages] + list(self.boundary_cycles))
+
+    def speedup(self, single_processor_cycles: float) -> float:
+        return single_processor_cycles / self.max_stage_cycles
+
+    def to_frame(self) -> pd.DataFrame:
+        rows = []
+        for stage in self.stages:
+            rows.append({
+                "processor": stage.index + 1,
+                "layers": " ".join(stage.layers),
+                "replicas": stage.replicas,
+                "assigned_cycles": stage.assigned_cycles,
+                "borrowed_cycles": stage.borrowed_cycles,
+                "total_cycles": stage.total_cycles,
+                "ops": " ".join(f"{op.kind}:{op.layer}" + ("*" if op.borrowed else "") for op in stage.ops),
+            })
+        return pd.DataFrame(rows)

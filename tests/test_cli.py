@@ -1,0 +1,100 @@
+"""The ``archsim`` command line: outputs, and one-line errors with exit status 2."""
+
+import io
+import json
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from archsim.cli import main
+
+HEADER = "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,\n"
+
+
+def run(argv, capsys):
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cost_csv_has_per_layer_cycles_and_totals(capsys):
+    code, out, _ = run(["cost", "layerpipe_sample", "--array", "32x32", "--dataflow", "ws", "--batch", "32",
+                        "--mode", "paper", "--format", "csv"], capsys)
+    assert code == 0
+    frame = pd.read_csv(io.StringIO(out))
+    assert {"layer", "F_cycles", "G_cycles", "D_cycles"} <= set(frame.columns)
+    body = frame[frame.layer != "TOTAL"]
+    assert list(body.layer) == ["conv1", "conv2", "conv3", "conv4"]
+    total = frame[frame.layer == "TOTAL"].iloc[0]
+    assert total.F_cycles == body.F_cycles.sum() and total.total_cycles == body.total_cycles.sum()
+
+
+def test_cost_json_and_exact_mode_drop_first_delta(capsys):
+    code, out, _ = run(["cost", "layerpipe_sample", "--mode", "exact", "--format", "json"], capsys)
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["meta"]["mode"] == "exact"
+    assert doc["rows"][0]["layer"] == "conv1" and doc["rows"][0]["D_cycles"] == 0
+
+
+def test_gemm_single_and_shapes_file(tmp_path, capsys):
+    code, out, _ = run(["gemm", "--m", "10", "--k", "7", "--n", "5", "--array", "4x4", "--dataflow", "ws",
+                        "--format", "csv"], capsys)
+    row = pd.read_csv(io.StringIO(out)).iloc[0]
+    # Hand-derived: folds = ceil(7/4)·ceil(5/4) = 4, each 2·4 + 4 + 10 − 2 = 20 cycles, minus 1.
+    assert (row.cycles, row.folds) == (79, 4)
+    shapes = tmp_path / "shapes.csv"
+    shapes.write_text("m,k,n,rows,cols,dataflow\n10,7,5,4,4,ws\n10,7,5,4,4,os\n1,64,10,8,8,is\n")
+    code, out, _ = run(["gemm", "--shapes", str(shapes), "--format", "csv"], capsys)
+    frame = pd.read_csv(io.StringIO(out))
+    assert code == 0 and len(frame) == 3
+    for column in ("cycles", "folds", "mapping_efficiency", "utilization", "ifmap_sram_reads",
+                   "filter_sram_reads", "ofmap_sram_writes"):
+        assert column in frame.columns
+    assert frame.cycles[1] == 6 * (4 + 4 + 7 - 2) - 1  # os: ceil(10/4)·ceil(5/4) folds of R+C+T−2
+
+
+def test_out_is_written_whole(tmp_path, capsys):
+    target = tmp_path / "sub" / "cost.csv"
+    code, _, _ = run(["cost", "layerpipe_sample", "--format", "csv", "--out", str(target)], capsys)
+    assert code == 0 and pd.read_csv(target).shape[0] == 5
+    assert [p.name for p in target.parent.iterdir()] == ["cost.csv"]  # no temp file left
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["cost", "missing.csv"], "missing.csv"),
+    (["cost", "layerpipe_sample", "--array", "0x0"], "field 'array'"),
+    (["cost", "layerpipe_sample", "--dataflow", "xs"], "--dataflow"),
+    (["cost", "layerpipe_sample", "--mode", "approx"], "--mode"),
+    (["cost", "layerpipe_sample", "--batch", "0"], "--batch"),
+    (["gemm", "--m", "0", "--k", "1", "--n", "1"], "--m"),
+    (["gemm", "--m", "3", "--k", "1"], "--n"),
+])
+def test_bad_input_is_one_line_exit_2(argv, needle, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(argv, capsys)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and needle in err and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_malformed_network_row_names_file_line_field(tmp_path, capsys):
+    bad = tmp_path / "net.csv"
+    bad.write_text(HEADER + "c1,8,8,3,3,2,4,1,\nc2,8,8,3,3,-4,4,1,\n")
+    code, _, err = run(["cost", str(bad)], capsys)
+    assert code == 2 and "net.csv" in err and "line 3" in err and "field 'Channels'" in err
+
+
+def test_bad_shapes_row_names_file_line_field(tmp_path, capsys):
+    shapes = tmp_path / "s.csv"
+    shapes.write_text("m,k,n,rows,cols,dataflow\n1,2,3,4,4,ws\n1,2,3,4,4,rs\n")
+    code, _, err = run(["gemm", "--shapes", str(shapes)], capsys)
+    assert code == 2 and "s.csv" in err and "line 3" in err and "field 'dataflow'" in err
+
+
+def test_module_entry_point_prints_no_traceback(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "archsim", "cost", str(tmp_path / "nope.csv")],
+                            capture_output=True, text=True)
+    assert result.returncode == 2 and "Traceback" not in result.stderr and "nope.csv" in result.stderr
