@@ -31,9 +31,9 @@ class Command:
 
 
 def _commands() -> list[Command]:
-    from archsim.commands import cost, gemm
+    from archsim.commands import cost, gemm, pipeline
 
-    return [cost.COMMAND, gemm.COMMAND]
+    return [cost.COMMAND, gemm.COMMAND, pipeline.COMMAND]
 
 
 def build_parser() -> argparse.ArgumentParser:

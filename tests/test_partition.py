@@ -140,3 +140,43 @@ def test_layerpipe_never_worse_than_even_target_bound_on_random_conv_nets(seed, 
     assert len(lp.stages) <= processors
     assert lp.max_stage_cycles >= float(profile.total.sum()) / processors * 0.999
     assert lp.max_stage_cycles <= pd_opt.max_stage_cycles * 1.25
+
+
+def random_conv_profile(seed, dataflow="ws", mode="paper", array=8):
+    from archsim.workload import Layer, Network
+
+    rng = np.random.default_rng(seed)
+    layers, size, channels = [], 12, int(rng.integers(1, 6))
+    for i in range(int(rng.integers(2, 6))):
+        out = int(rng.integers(1, 20))
+        stride = int(rng.choice([1, 2, 3])) if size >= 6 else 1
+        r = int(rng.choice([1, 3, 5])) if size >= 5 else 1
+        layers.append(Layer(name=f"c{i}", kind="conv", ifmap_h=size, ifmap_w=size, filter_h=r, filter_w=r,
+                            channels=channels, filters=out, stride=stride, padding=r // 2,
+                            inputs=(f"c{i - 1}",) if i else ("input",)))
+        size, channels = layers[-1].ofmap_h, out
+    return build_profile(Network("rand", tuple(layers)), ArrayConfig(array, array - 1, dataflow), batch=2, mode=mode)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 100_000), dataflow=st.sampled_from(["ws", "os", "is"]),
+       mode=st.sampled_from(["paper", "exact"]), fraction=st.floats(0, 1))
+def test_integer_split_cycles_equal_costed_sub_gemms(seed, dataflow, mode, fraction):
+    profile = random_conv_profile(seed, dataflow, mode)
+    for index in range(len(profile)):
+        if profile.lowered[index].op("D") is None:
+            continue
+        for axis in ("channels", "reduction", "rows"):
+            part = round(fraction * profile.split_units(index, axis))
+            _, d1, d2 = profile.split_cost(index, axis, part)
+            assert profile.split_cycles(index, axis, part) == (d1, d2)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 100_000), processors=st.integers(2, 5))
+def test_galloping_relaxation_equals_the_printed_linear_search(seed, processors):
+    profile = random_conv_profile(seed)
+    fast = layerpipe_partition(profile, processors, alpha=1.01, search="gallop")
+    slow = layerpipe_partition(profile, processors, alpha=1.01, search="linear")
+    assert fast.notes == slow.notes
+    assert fast.to_frame().equals(slow.to_frame())

@@ -156,3 +156,18 @@ def gemm_cost(
         ofmap_sram_writes=ofmap_writes,
         macs=macs,
     )
+
+
+def gemm_cycles(m: int, k: int, n: int, rows: int, cols: int, dataflow: str) -> int:
+    """Compute cycles of one GEMM with plain integers — the same closed form as :func:`gemm_cost`,
+    for hot loops (split searches) where numpy's per-call overhead dominates."""
+    if dataflow == "ws":
+        sr, sc, t, fill = k, n, m, rows
+    elif dataflow == "os":
+        sr, sc, t, fill = m, n, k, 0
+    elif dataflow == "is":
+        sr, sc, t, fill = k, m, n, rows
+    else:
+        raise InputError(f"unknown dataflow {dataflow!r}; choose one of ws, os, is", field="dataflow")
+    folds = (-(-sr // rows)) * (-(-sc // cols))
+    return folds * (fill + rows + cols + t - 2) - 1

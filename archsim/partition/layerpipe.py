@@ -43,7 +43,7 @@ def best_split(profile: LayerProfile, index: int, budget: float, axes=SPLIT_AXES
     Along each axis δ″'s cycles grow monotonically with its share, so a binary search finds the
     largest share that fits; the axes are then compared by δ′ cycles (ties: fewer extra bytes).
     """
-    best: _Split | None = None
+    best: tuple[int, int, str, int] | None = None
     for axis in axes:
         units = profile.split_units(index, axis)
         if units <= 1:
@@ -51,38 +51,64 @@ def best_split(profile: LayerProfile, index: int, budget: float, axes=SPLIT_AXES
         low, high = 0, units - 1  # largest part with D2 cycles ≤ budget; part = units is "no split"
         while low < high:
             mid = (low + high + 1) // 2
-            if profile.split_cost(index, axis, mid)[2] <= budget:
+            if profile.split_cycles(index, axis, mid)[1] <= budget:
                 low = mid
             else:
                 high = mid - 1
         if low == 0:
             continue
-        split, d1, d2 = profile.split_cost(index, axis, low)
-        candidate = _Split(d1, d2, axis, low, split.d2.extra_bytes, split.d2.out_bytes)  # type: ignore[union-attr]
-        if best is None or (candidate.d1, candidate.extra_bytes) < (best.d1, best.extra_bytes):
-            best = candidate
-    return best
+        d1, d2 = profile.split_cycles(index, axis, low)
+        if best is None or d1 < best[0]:
+            best = (d1, d2, axis, low)
+    if best is None:
+        return None
+    d1, d2, axis, part = best
+    split, _, _ = profile.split_cost(index, axis, part)
+    return _Split(float(d1), float(d2), axis, part, split.d2.extra_bytes, split.d2.out_bytes)  # type: ignore[union-attr]
 
 
 def layerpipe_partition(profile: LayerProfile, processors: int, *, alpha: float = 1.001,
-                        max_rounds: int = 100_000, axes=SPLIT_AXES) -> Partition:
-    """Run Algorithm 1 (with the two corrections in the module docstring) on ``processors``."""
+                        max_rounds: int = 100_000, axes=SPLIT_AXES, search: str = "gallop") -> Partition:
+    """Run Algorithm 1 (with the two corrections in the module docstring) on ``processors``.
+
+    The paper relaxes T_p ← α·T_p until the walk fits, i.e. it finds the least k with
+    T_p = α^k·T_tot/N_p feasible. ``search="linear"`` steps k = 0, 1, 2, … as printed;
+    ``"gallop"`` (default) finds the same k with O(log k) walks — k = 1, 2, 4, … then bisection —
+    which is exact because a larger target never needs more processors (tested against linear).
+    """
     if processors <= 0:
         raise InputError(f"processors must be positive, got {processors}", field="processors")
     if alpha <= 1.0:
         raise InputError(f"alpha must be > 1, got {alpha}", field="alpha")
-    target = float(profile.total.sum()) / processors
-    rounds = 0
-    while True:
-        placed, used = _walk(profile, target, axes)
-        if used <= processors:
-            break
-        rounds += 1
-        if rounds > max_rounds:
+    if search not in ("gallop", "linear"):
+        raise InputError(f"unknown search {search!r}; choose gallop or linear", field="search")
+    base = float(profile.total.sum()) / processors
+    walks: dict[int, tuple[list[list[PlacedOp]], int]] = {}
+
+    def fits(k: int) -> bool:
+        if k > max_rounds:
             raise InputError(f"no balanced schedule after {max_rounds} relaxations", field="alpha")
-        target *= alpha
+        if k not in walks:
+            walks[k] = _walk(profile, base * alpha**k, axes)
+        return walks[k][1] <= processors
+
+    if search == "linear":
+        rounds = 0
+        while not fits(rounds):
+            rounds += 1
+    elif fits(0):
+        rounds = 0
+    else:
+        low, high = 0, 1  # invariant: low infeasible
+        while not fits(high):
+            low, high = high, high * 2
+        while high - low > 1:
+            mid = (low + high) // 2
+            low, high = (low, mid) if fits(mid) else (mid, high)
+        rounds = high
+    target = base * alpha**rounds
     notes = (f"target T_p = {target:.6g} cycles after {rounds} relaxation(s) by alpha = {alpha}",)
-    return _to_partition(profile, placed, notes)
+    return _to_partition(profile, walks[rounds][0], notes)
 
 
 def _walk(profile: LayerProfile, target: float, axes) -> tuple[list[list[PlacedOp]], int]:

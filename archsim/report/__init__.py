@@ -1,0 +1,1 @@
+"""Reports: plotly figures and self-contained HTML pages, written atomically."""

@@ -1,0 +1,59 @@
+"""A timeline as a plotly Gantt chart: one row per processor (and stream), one bar per op.
+
+Reads any frame with columns ``op, processor, start, end`` (+ optional ``stream``, ``kind``,
+``microbatch``, ``layer``), so every simulator result — pipeline, out-of-order, SPP — draws the same.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import plotly.graph_objects as go
+import plotly.io as pio
+
+from archsim.outputs import atomic_write_text
+
+KIND_COLORS = {"F": "#4C78A8", "G": "#F58518", "D": "#54A24B", "D1": "#54A24B", "D2": "#B279A2",
+               "U": "#9D755D", "comm": "#BAB0AC"}
+
+
+def gantt_figure(frame: pd.DataFrame, title: str = "", unit: str = "cycles") -> go.Figure:
+    """Horizontal bars from ``start`` to ``end`` per processor row, coloured by op kind."""
+    missing = {"op", "processor", "start", "end"} - set(frame.columns)
+    if missing:
+        raise ValueError(f"timeline frame lacks columns {sorted(missing)}")
+    data = frame.copy()
+    if "stream" in data.columns and data["stream"].nunique() > 1:
+        data["row"] = data["processor"].astype(str) + "/s" + data["stream"].astype(str)
+    else:
+        data["row"] = data["processor"].astype(str)
+    kinds = data["kind"].astype(str) if "kind" in data.columns else pd.Series(["op"] * len(data), index=data.index)
+    fig = go.Figure()
+    for kind in sorted(kinds.unique(), key=lambda k: list(KIND_COLORS).index(k) if k in KIND_COLORS else 99):
+        part = data[kinds == kind]
+        fig.add_trace(go.Bar(
+            y=part["row"], x=part["end"] - part["start"], base=part["start"], orientation="h", name=kind,
+            marker_color=KIND_COLORS.get(kind), hovertext=part["op"],
+            hovertemplate="%{hovertext}<br>start %{base:.4g}<br>duration %{x:.4g}<extra></extra>"))
+    rows = sorted(data["row"].unique(), key=_natural)
+    fig.update_layout(title=title, barmode="overlay", xaxis_title=unit, legend_title="op",
+                      yaxis={"categoryorder": "array", "categoryarray": rows[::-1]},
+                      height=max(300, 40 * len(rows) + 150))
+    return fig
+
+
+def _natural(text: str) -> tuple:
+    import re
+
+    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(text)))
+
+
+def write_gantt(timeline, path: str | Path, title: str = "", caption: str = "") -> Path:
+    """Write a self-contained HTML Gantt of ``timeline`` (a Timeline or its frame) atomically."""
+    frame = timeline.to_frame() if hasattr(timeline, "to_frame") else timeline
+    fig = gantt_figure(frame, title)
+    body = pio.to_html(fig, include_plotlyjs=True, full_html=False)
+    note = f"<p>{caption}</p>" if caption else ""
+    html = f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title></head><body>{body}{note}</body></html>"
+    return atomic_write_text(path, html)
