@@ -31,9 +31,9 @@ class Command:
 
 
 def _commands() -> list[Command]:
-    from archsim.commands import cost, gemm, pipeline
+    from archsim.commands import cost, gemm, pipeline, sweep
 
-    return [cost.COMMAND, gemm.COMMAND, pipeline.COMMAND]
+    return [cost.COMMAND, gemm.COMMAND, pipeline.COMMAND, sweep.SWEEP, sweep.REPORT]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,103 @@
+"""``archsim sweep`` and ``archsim report``: run a sweep spec; turn its results into HTML."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from archsim.array.config import ArrayConfig
+from archsim.array.costing import cost_network
+from archsim.cli import Command
+from archsim.commands.common import positive_int
+from archsim.errors import InputError
+from archsim.report.sweep_report import build_report, layer_breakdown_figure
+from archsim.sweep import load_spec, run_sweep, summarize
+from archsim.sweep.runner import RESULT_COLUMNS
+from archsim.workload import load_network
+
+
+def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("spec", metavar="SPEC", help="sweep spec (TOML), e.g. configs/sweeps/layerpipe_paper.toml")
+    parser.add_argument("--out", default=None, metavar="DIR", help="results folder (default results/<spec name>)")
+    parser.add_argument("--workers", type=positive_int, default=1, help="local worker processes (default 1)")
+    parser.add_argument("--dask", default=None, metavar="local|ADDRESS",
+                        help="run on a dask.distributed cluster: 'local' starts a LocalCluster")
+    parser.add_argument("--report", nargs="?", const="", default=None, metavar="OUT.html",
+                        help="also write the HTML report (default reports/<spec name>.html)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def run_sweep_command(args: argparse.Namespace) -> int:
+    spec = load_spec(args.spec)
+    out = Path(args.out or Path("results") / spec.name)
+    frame = run_sweep(spec, out, workers=args.workers, dask=args.dask, progress=not args.quiet)
+    print(f"{len(frame)} results in {out / 'results.csv'}; summary in {out / 'summary.csv'}", file=sys.stderr)
+    if args.report is not None:
+        target = args.report or str(Path("reports") / f"{spec.name}.html")
+        path = write_report(out, target, spec_command=f"archsim sweep {args.spec} --out {out}")
+        print(f"report: {path}", file=sys.stderr)
+    return 0
+
+
+def add_report_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("results", metavar="RESULTS", help="a sweep's results folder (or its results.csv)")
+    parser.add_argument("--out", default=None, metavar="OUT.html", help="report path (default reports/<name>.html)")
+
+
+def run_report_command(args: argparse.Namespace) -> int:
+    folder = Path(args.results)
+    folder = folder.parent if folder.suffix == ".csv" else folder
+    target = args.out or str(Path("reports") / f"{folder.name}.html")
+    path = write_report(folder, target, spec_command=_spec_command(folder))
+    print(f"report: {path}", file=sys.stderr)
+    return 0
+
+
+def _spec_command(folder: Path) -> str:
+    spec = folder / "spec.json"
+    if spec.is_file():
+        source = json.loads(spec.read_text(encoding="utf-8")).get("source")
+        if source:
+            return f"archsim sweep {Path(source).name if not Path(source).exists() else source} --out {folder}"
+    return f"archsim sweep SPEC --out {folder}"
+
+
+def read_results(folder: Path) -> pd.DataFrame:
+    path = folder / "results.csv"
+    if not path.is_file():
+        raise InputError("no results.csv here: run `archsim sweep SPEC --out DIR` first", file=str(folder))
+    try:
+        frame = pd.read_csv(path)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise InputError(f"unreadable results ({exc.__class__.__name__})", file=str(path)) from None
+    missing = [c for c in RESULT_COLUMNS if c not in frame.columns]
+    if missing:
+        raise InputError("missing column", file=str(path), line=1, field=missing[0])
+    return frame
+
+
+def write_report(folder: Path, target: str | Path, *, spec_command: str) -> Path:
+    results = read_results(folder)
+    summary = summarize(results)
+    first = results.sort_values(["network", "rows", "batch"]).iloc[0]
+    network = load_network(str(first.network))
+    if first["only"] != "all":
+        network = network.only(*str(first["only"]).split("+"))
+    array = ArrayConfig(int(first.rows), int(first.cols), str(first.dataflow))
+    costs = cost_network(network, array, int(first.batch), str(first["mode"]))
+    title = f"{first.network}: per-layer F/G/D cycles ({first.rows}x{first.cols} {first.dataflow}, batch {first.batch})"
+    command = (f"archsim cost {first.network} --array {first.rows}x{first.cols} --dataflow {first.dataflow} "
+               f"--batch {first.batch} --mode {first['mode']}" + (f" --only {first['only'].replace('+', ',')}"
+                                                                  if first["only"] != "all" else ""))
+    extra = [(title, layer_breakdown_figure(costs, title), command)]
+    return build_report(results, summary, results_path=str(folder), out=target, spec_command=spec_command,
+                        extra_sections=extra)
+
+
+SWEEP = Command("sweep", "run a sweep spec (array × batch × processors × method) with caching",
+                add_sweep_arguments, run_sweep_command)
+REPORT = Command("report", "write the HTML report of a sweep's results", add_report_arguments, run_report_command)

@@ -1,0 +1,115 @@
+"""The sweep report: one self-contained HTML file of plotly figures and tables.
+
+Every figure carries the command that regenerates it and the mode (paper/exact) that produced it.
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+import pandas as pd
+import plotly.express as px
+import plotly.graph_objects as go
+import plotly.io as pio
+
+from archsim.outputs import atomic_write_text
+from archsim.report.paper_tables import LAYERPIPE_TABLE_IV
+
+METHOD_COLORS = {"layerpipe": "#E45756", "pipedream": "#4C78A8", "gpipe": "#72B7B2"}
+
+
+def speedup_figure(summary: pd.DataFrame, network: str) -> go.Figure:
+    data = summary[summary.network == network]
+    fig = go.Figure()
+    for method, part in data.groupby("method"):
+        fig.add_trace(go.Scatter(
+            x=part.processors, y=part.speedup, mode="lines+markers", name=method,
+            line={"color": METHOD_COLORS.get(method)},
+            error_y={"type": "data", "symmetric": False, "array": part.speedup_max - part.speedup,
+                     "arrayminus": part.speedup - part.speedup_min}))
+    if network == "vgg16":
+        procs = sorted(LAYERPIPE_TABLE_IV)
+        for idx, (name, dash) in enumerate((("layerpipe (paper)", "dot"), ("pipedream (paper)", "dot"))):
+            fig.add_trace(go.Scatter(x=procs, y=[LAYERPIPE_TABLE_IV[p][idx] for p in procs], mode="lines",
+                                     name=name, line={"dash": dash, "color": list(METHOD_COLORS.values())[idx]}))
+    fig.update_layout(title=f"{network}: speedup over one processor (mean over arrays and batches; bars: min–max)",
+                      xaxis_title="processors", yaxis_title="speedup")
+    return fig
+
+
+def distribution_figure(results: pd.DataFrame, network: str, by: str) -> go.Figure:
+    data = results[results.network == network].copy()
+    data["array"] = data["rows"].astype(str) + "x" + data["cols"].astype(str)
+    column = "array" if by == "array" else "batch"
+    fig = px.box(data, x=column, y="speedup", color="method", color_discrete_map=METHOD_COLORS,
+                 title=f"{network}: speedup by {'array size' if by == 'array' else 'batch size'} (all processor counts)")
+    fig.update_xaxes(type="category")
+    return fig
+
+
+def table_iv(summary: pd.DataFrame, network: str) -> pd.DataFrame:
+    data = summary[summary.network == network]
+    lp = data[data.method == "layerpipe"].set_index("processors")
+    pd_ = data[data.method == "pipedream"].set_index("processors")
+    rows = []
+    for p in sorted(set(lp.index) & set(pd_.index)):
+        row = {"processors": p, "LayerPipe": lp.speedup[p], "PipeDream": pd_.speedup[p],
+               "improvement %": (lp.speedup[p] / pd_.speedup[p] - 1) * 100,
+               "comm overhead KB": lp.comm_overhead_bytes[p] / 1024}
+        if network == "vgg16" and p in LAYERPIPE_TABLE_IV:
+            paper = LAYERPIPE_TABLE_IV[p]
+            row.update({"paper LayerPipe": paper[0], "paper PipeDream": paper[1],
+                        "paper improvement %": (paper[0] / paper[1] - 1) * 100, "paper comm KB": paper[2]})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def layer_breakdown_figure(costs: pd.DataFrame, title: str) -> go.Figure:
+    fig = go.Figure()
+    for kind, color in (("F", "#4C78A8"), ("G", "#F58518"), ("D", "#54A24B")):
+        fig.add_trace(go.Bar(x=costs.layer, y=costs[f"{kind}_cycles"], name=kind, marker_color=color))
+    fig.update_layout(barmode="stack", title=title, xaxis_title="layer", yaxis_title="cycles")
+    return fig
+
+
+def _section(title: str, body: str, command: str, mode: str) -> str:
+    return (f"<section><h2>{html.escape(title)}</h2>{body}<p class='cmd'>Mode: <b>{html.escape(mode)}</b>. "
+            f"Regenerate: <code>{html.escape(command)}</code></p></section>")
+
+
+def build_report(results: pd.DataFrame, summary: pd.DataFrame, *, results_path: str, out: str | Path,
+                 spec_command: str, extra_sections: list[tuple[str, go.Figure | str, str]] = ()) -> Path:
+    """Assemble and atomically write the report HTML; returns its path."""
+    parts: list[str] = []
+    first = [True]
+
+    def figure(fig: go.Figure) -> str:
+        text = pio.to_html(fig, include_plotlyjs=first[0], full_html=False, default_width="100%")
+        first[0] = False
+        return text
+
+    modes = ", ".join(sorted(results["mode"].unique()))
+    report_cmd = f"archsim report {results_path} --out {out}"
+    for network in sorted(results.network.unique()):
+        parts.append(_section(f"{network}: speedup vs processors", figure(speedup_figure(summary, network)),
+                              f"{spec_command}  &&  {report_cmd}", modes))
+        table = table_iv(summary, network)
+        if not table.empty:
+            parts.append(_section(f"{network}: Table IV (LayerPipe vs PipeDream)",
+                                  table.to_html(index=False, float_format=lambda x: f"{x:.3g}", border=0),
+                                  report_cmd, modes))
+        for by in ("array", "batch"):
+            parts.append(_section(f"{network}: distribution over {by} size",
+                                  figure(distribution_figure(results, network, by)), report_cmd, modes))
+    for title, content, command in extra_sections:
+        body = figure(content) if isinstance(content, go.Figure) else content
+        parts.append(_section(title, body, command, modes))
+    style = ("body{font-family:sans-serif;max-width:1100px;margin:auto}section{margin:2em 0}"
+             "table{border-collapse:collapse}td,th{padding:2px 8px;border-bottom:1px solid #ddd}"
+             ".cmd{color:#555;font-size:90%}")
+    document = (f"<!doctype html><html><head><meta charset='utf-8'><title>archsim report</title>"
+                f"<style>{style}</style></head><body><h1>archsim sweep report</h1>"
+                f"<p>{len(results)} configurations from <code>{html.escape(results_path)}</code>; mode: {modes}.</p>"
+                + "".join(parts) + "</body></html>")
+    return atomic_write_text(out, document)

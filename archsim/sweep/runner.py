@@ -1,0 +1,130 @@
+"""Run a sweep: one cached result file per unit, computed in-process, in local processes, or on
+a dask.distributed cluster, then assembled into one tidy table.
+
+Each unit's rows land in ``DIR/cache/<unit key>.json`` by atomic rename, so a run killed at any
+moment (even SIGKILL) leaves only whole unit files; a re-run computes just the missing units and
+assembles the same ``results.csv`` (sorted, so order of completion never shows).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import asdict
+from pathlib import Path
+
+import pandas as pd
+from tqdm import tqdm
+
+from archsim.array.config import ArrayConfig
+from archsim.errors import InputError
+from archsim.outputs import atomic_write_text
+from archsim.partition import build_profile, partition
+from archsim.sweep.spec import SweepSpec, Unit
+from archsim.sweep.summary import summarize
+from archsim.workload import load_network
+
+RESULT_COLUMNS = ["network", "only", "rows", "cols", "dataflow", "batch", "mode", "processors", "method",
+                  "stages", "single_cycles", "cycles_per_iteration", "speedup", "mandatory_bytes",
+                  "comm_overhead_bytes"]
+SORT_COLUMNS = ["network", "only", "rows", "cols", "dataflow", "batch", "mode", "processors", "method"]
+
+
+def compute_unit(unit: Unit) -> list[dict[str, object]]:
+    """All (processors, method) results of one configuration. Pure: safe on any worker."""
+    network = load_network(unit.network)
+    if unit.only:
+        network = network.only(*unit.only)
+    array = ArrayConfig(rows=unit.rows, cols=unit.cols, dataflow=unit.dataflow)
+    profile = build_profile(network, array, unit.batch, unit.mode)  # type: ignore[arg-type]
+    single = float(profile.total.sum())
+    rows = []
+    for processors in unit.processors:
+        for method in unit.methods:
+            options = {"alpha": unit.alpha} if method == "layerpipe" else {}
+            plan = partition(profile, processors, method, **options)
+            rows.append({
+                "network": Path(unit.network).stem, "only": "+".join(unit.only) or "all", "rows": unit.rows,
+                "cols": unit.cols, "dataflow": unit.dataflow, "batch": unit.batch, "mode": unit.mode,
+                "processors": processors, "method": method, "stages": len(plan.stages),
+                "single_cycles": single, "cycles_per_iteration": plan.max_stage_cycles,
+                "speedup": single / plan.max_stage_cycles, "mandatory_bytes": plan.mandatory_bytes,
+                "comm_overhead_bytes": plan.additional_bytes,
+            })
+    return rows
+
+
+def _cache_file(out: Path, unit: Unit) -> Path:
+    return out / "cache" / f"{unit.key}.json"
+
+
+def _store(out: Path, unit: Unit, rows: list[dict[str, object]]) -> None:
+    atomic_write_text(_cache_file(out, unit), json.dumps({"unit": asdict(unit), "rows": rows}))
+
+
+def _executor(workers: int, dask: str | None) -> Callable[[list[Unit]], Iterable[tuple[Unit, list]]]:
+    if dask:
+        return lambda units: _run_dask(units, dask, workers)
+    if workers > 1:
+        return lambda units: _run_processes(units, workers)
+    return lambda units: ((unit, compute_unit(unit)) for unit in units)
+
+
+def _run_processes(units: list[Unit], workers: int):
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        futures = {pool.submit(compute_unit, unit): unit for unit in units}
+        for future in as_completed(futures):
+            yield futures[future], future.result()
+
+
+def _run_dask(units: list[Unit], address: str, workers: int):
+    try:
+        from distributed import Client, LocalCluster, as_completed
+    except ImportError:  # pragma: no cover - the dask extra is part of the test install
+        raise InputError("dask.distributed is not installed: pip install 'archsim[dask]'", field="dask") from None
+    cluster = LocalCluster(n_workers=max(workers, 1), threads_per_worker=1, processes=True,
+                           dashboard_address=None) if address == "local" else None
+    try:
+        with Client(cluster if cluster is not None else address) as client:
+            futures = {client.submit(compute_unit, unit, pure=False): unit for unit in units}
+            for future in as_completed(futures):
+                yield futures[future], future.result()
+    finally:
+        if cluster is not None:
+            cluster.close()
+
+
+def run_sweep(spec: SweepSpec, out: str | Path, *, workers: int = 1, dask: str | None = None,
+              progress: bool = True) -> pd.DataFrame:
+    """Compute the units not yet cached under ``out``, then write ``results.csv`` and
+    ``summary.csv`` there (atomically) and return the results frame."""
+    out = Path(out)
+    units = spec.units()
+    todo = [unit for unit in units if not _cache_file(out, unit).is_file()]
+    run = _executor(workers, dask)
+    with tqdm(total=len(units), initial=len(units) - len(todo), desc=f"sweep {spec.name}", unit="config",
+              disable=not progress) as bar:
+        for unit, rows in run(todo):
+            _store(out, unit, rows)
+            bar.update(1)
+    frame = load_results(out, units)
+    atomic_write_text(out / "results.csv", frame.to_csv(index=False))
+    atomic_write_text(out / "summary.csv", summarize(frame).to_csv(index=False))
+    atomic_write_text(out / "spec.json", json.dumps({k: v for k, v in asdict(spec).items()}, indent=2, default=list))
+    return frame
+
+
+def load_results(out: Path, units: list[Unit] | None = None) -> pd.DataFrame:
+    """Assemble cached unit files (all of them, or just ``units``) into one sorted frame."""
+    files = [_cache_file(out, u) for u in units] if units is not None else sorted((out / "cache").glob("*.json"))
+    rows: list[dict[str, object]] = []
+    for file in files:
+        try:
+            rows.extend(json.loads(file.read_text(encoding="utf-8"))["rows"])
+        except (OSError, ValueError, KeyError) as exc:
+            raise InputError(f"unreadable sweep cache file ({exc.__class__.__name__}); delete it to recompute",
+                             file=str(file)) from None
+    frame = pd.DataFrame(rows, columns=RESULT_COLUMNS)
+    return frame.sort_values(SORT_COLUMNS, kind="stable").reset_index(drop=True)

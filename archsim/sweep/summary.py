@@ -1,0 +1,20 @@
+"""Summaries the way LayerPipe's Table IV averages: over array and batch sizes (and dataflows)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+
+def summarize(results: pd.DataFrame) -> pd.DataFrame:
+    """Mean speedup and communication overhead per (network, processors, method), plus each
+    method's improvement over PipeDream's mean speedup (Table IV's "Improvement")."""
+    keys = ["network", "only", "mode", "processors", "method"]
+    summary = (results.groupby(keys, sort=True)
+               .agg(speedup=("speedup", "mean"), speedup_min=("speedup", "min"), speedup_max=("speedup", "max"),
+                    comm_overhead_bytes=("comm_overhead_bytes", "mean"),
+                    mandatory_bytes=("mandatory_bytes", "mean"), configs=("speedup", "size"))
+               .reset_index())
+    baseline = summary[summary.method == "pipedream"].set_index(["network", "only", "mode", "processors"])["speedup"]
+    joined = summary.join(baseline.rename("pipedream_speedup"), on=["network", "only", "mode", "processors"])
+    summary["improvement_vs_pipedream_pct"] = (joined["speedup"] / joined["pipedream_speedup"] - 1.0) * 100.0
+    return summary

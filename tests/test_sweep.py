@@ -1,0 +1,119 @@
+"""Sweeps: spec validation, caching, executors, and a SIGKILL'd run resuming to the same file."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+
+from archsim.errors import InputError
+from archsim.sweep import load_spec, run_sweep, summarize
+
+SPEC = """[sweep]
+name = "t"
+networks = ["layerpipe_sample"]
+arrays = ["16x16", "32x32"]
+dataflows = ["ws", "os"]
+batches = [4, 8]
+processors = [2, 3]
+methods = ["layerpipe", "pipedream", "gpipe"]
+mode = "paper"
+"""
+
+
+def write(tmp_path, text, name="spec.toml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_spec_units_and_size(tmp_path):
+    spec = load_spec(write(tmp_path, SPEC))
+    assert len(spec.units()) == 2 * 2 * 2 and spec.size == 8 * 2 * 3
+
+
+@pytest.mark.parametrize("edit, field", [
+    (lambda s: s.replace('mode = "paper"', 'mode = "paper"\ncolour = 1'), "colour"),
+    (lambda s: s.replace('batches = [4, 8]', 'batches = [4, 0]'), "batches"),
+    (lambda s: s.replace('"16x16"', '"16y16"'), "arrays"),
+    (lambda s: s.replace('"gpipe"]', '"zigzag"]'), "methods"),
+    (lambda s: s.replace('mode = "paper"', 'mode = "fast"'), "mode"),
+    (lambda s: s.replace('processors = [2, 3]\n', ''), "processors"),
+])
+def test_bad_spec_names_the_field(tmp_path, edit, field):
+    with pytest.raises(InputError) as error:
+        load_spec(write(tmp_path, edit(SPEC)))
+    assert error.value.where.field == field and error.value.where.file.endswith("spec.toml")
+
+
+def test_rerun_uses_the_cache_and_gives_identical_files(tmp_path):
+    spec = load_spec(write(tmp_path, SPEC))
+    first = run_sweep(spec, tmp_path / "out", progress=False)
+    text = (tmp_path / "out" / "results.csv").read_text()
+    stamps = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "out" / "cache").iterdir()}
+    second = run_sweep(spec, tmp_path / "out", progress=False)
+    assert first.equals(second) and (tmp_path / "out" / "results.csv").read_text() == text
+    assert stamps == {p.name: p.stat().st_mtime_ns for p in (tmp_path / "out" / "cache").iterdir()}
+    assert len(first) == spec.size and not first.duplicated(
+        ["rows", "cols", "dataflow", "batch", "processors", "method"]).any()
+
+
+def test_process_pool_and_dask_give_the_same_results(tmp_path):
+    spec = load_spec(write(tmp_path, SPEC))
+    inline = run_sweep(spec, tmp_path / "a", progress=False)
+    pooled = run_sweep(spec, tmp_path / "b", workers=2, progress=False)
+    pytest.importorskip("distributed")
+    dask = run_sweep(spec, tmp_path / "c", workers=1, dask="local", progress=False)
+    assert inline.equals(pooled) and inline.equals(dask)
+
+
+def test_summary_averages_over_arrays_and_batches_like_table_iv():
+    rows = []
+    for array, batch, lp, pd_ in ((16, 4, 2.0, 1.0), (32, 4, 3.0, 2.0), (16, 8, 4.0, 1.0), (32, 8, 3.0, 2.0)):
+        for method, speedup in (("layerpipe", lp), ("pipedream", pd_)):
+            rows.append({"network": "n", "only": "all", "rows": array, "cols": array, "dataflow": "ws",
+                         "batch": batch, "mode": "paper", "processors": 2, "method": method, "stages": 2,
+                         "single_cycles": 1.0, "cycles_per_iteration": 1.0, "speedup": speedup,
+                         "mandatory_bytes": 0, "comm_overhead_bytes": 100 if method == "layerpipe" else 0})
+    summary = summarize(pd.DataFrame(rows)).set_index("method")
+    assert summary.speedup["layerpipe"] == 3.0 and summary.speedup["pipedream"] == 1.5
+    assert summary.improvement_vs_pipedream_pct["layerpipe"] == pytest.approx(100.0)
+    assert summary.comm_overhead_bytes["layerpipe"] == 100
+
+
+def test_sigkill_then_rerun_equals_an_uninterrupted_run(tmp_path):
+    """Kill a sweep with SIGKILL mid-way; re-running must give byte-identical results.csv."""
+    net = tmp_path / "wide.csv"
+    lines = ["Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides, Padding,"]
+    channels = 3
+    for i in range(12):
+        lines.append(f"c{i},32,32,3,3,{channels},32,1,1,")
+        channels = 32
+    net.write_text("\n".join(lines) + "\n")
+    spec_text = SPEC.replace('["layerpipe_sample"]', '["wide.csv"]').replace(
+        'batches = [4, 8]', 'batches = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]').replace(
+        'processors = [2, 3]', 'processors = [2, 3, 4, 5, 6, 7, 8]')
+    spec_path = write(tmp_path, spec_text)
+    killed_out = tmp_path / "killed"
+    command = [sys.executable, "-m", "archsim", "sweep", str(spec_path), "--out", str(killed_out), "--quiet"]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 60
+    while time.time() < deadline and process.poll() is None:
+        cache = killed_out / "cache"
+        if cache.is_dir() and len(list(cache.glob("*.json"))) >= 3:
+            os.kill(process.pid, signal.SIGKILL)
+            break
+        time.sleep(0.01)
+    process.wait()
+    interrupted = process.returncode == -signal.SIGKILL
+    partial = len(list((killed_out / "cache").glob("*.json")))
+    resumed = subprocess.run(command, capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr
+    clean_out = tmp_path / "clean"
+    subprocess.run([*command[:6], str(clean_out), "--quiet"], check=True, capture_output=True)
+    assert (killed_out / "results.csv").read_bytes() == (clean_out / "results.csv").read_bytes()
+    assert interrupted and 3 <= partial < 48, (interrupted, partial)
+    assert not list(killed_out.rglob("*.tmp"))  # an interrupted write leaves no half file behind
