@@ -98,3 +98,22 @@ def test_module_entry_point_prints_no_traceback(tmp_path):
     result = subprocess.run([sys.executable, "-m", "archsim", "cost", str(tmp_path / "nope.csv")],
                             capture_output=True, text=True)
     assert result.returncode == 2 and "Traceback" not in result.stderr and "nope.csv" in result.stderr
+
+
+def test_pipeline_table_iii_columns_and_gantt(tmp_path, capsys):
+    gantt = tmp_path / "gantt.html"
+    code, out, _ = run(["pipeline", "layerpipe_sample", "--processors", "3", "--method", "layerpipe", "--array", "32x32",
+                        "--dataflow", "ws", "--batch", "32", "--mode", "paper", "--microbatches", "6",
+                        "--gantt", str(gantt), "--format", "json"], capsys)
+    assert code == 0
+    doc = json.loads(out)
+    assert {"processor", "assigned_cycles", "borrowed_cycles", "total_cycles", "utilization"} <= set(doc["rows"][0])
+    assert doc["meta"]["speedup"] == pytest.approx(doc["meta"]["single_processor_cycles"]
+                                                   / doc["meta"]["cycles_per_iteration"])
+    assert doc["meta"]["makespan"] >= 6 * doc["meta"]["cycles_per_iteration"]
+    assert "plotly" in gantt.read_text()
+
+
+def test_pipeline_rejects_unknown_split_axis(capsys):
+    code, _, err = run(["pipeline", "layerpipe_sample", "--processors", "3", "--split-axes", "heads"], capsys)
+    assert code == 2 and "split-axes" in err
