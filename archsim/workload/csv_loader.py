@@ -73,6 +73,7 @@ def parse_topology(text: str, *, source: str = "<string>", name: str = "network"
         raise InputError("no layer rows after the header", file=source, line=header_line)
 
     layers: list[Layer] = []
+    seen: set[str] = set()
     previous = NETWORK_INPUT
     for line, row in numbered[1:]:
         row = _strip_trailing_empty(row)
@@ -110,17 +111,17 @@ def parse_topology(text: str, *, source: str = "<string>", name: str = "network"
                              field=_ATTR_FIELD.get(exc.where.field or "", exc.where.field)) from None
         if layer.ofmap_h <= 0 or layer.ofmap_w <= 0:
             raise InputError("output size is not positive", file=source, line=line, field="Filter Height")
+        if layer_name in seen or layer_name == NETWORK_INPUT:
+            raise InputError(f"duplicate or reserved layer name {layer_name!r}", file=source, line=line,
+                             field="Layer name")
+        for producer in inputs:
+            if producer != NETWORK_INPUT and producer not in seen:
+                raise InputError(f"reads {producer!r}, which is not a layer defined above", file=source, line=line,
+                                 field="Inputs")
+        seen.add(layer_name)
         layers.append(layer)
         previous = layer_name
-    try:
-        return Network(name=name, layers=tuple(layers), source=source)
-    except InputError as exc:
-        bad_line = None
-        for (line, row), layer in zip(numbered[1:], layers):
-            if exc.message.startswith(f"layer {layer.name!r}") or f"name {layer.name!r}" in exc.message:
-                bad_line = line
-                break
-        raise InputError(exc.message, file=source, line=bad_line, field=exc.where.field) from None
+    return Network(name=name, layers=tuple(layers), source=source)
 
 
 def load_topology(path: str | Path, *, geometry: str = "archsim", name: str | None = None) -> Network:
