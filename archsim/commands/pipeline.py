@@ -54,6 +54,9 @@ def run(args: argparse.Namespace) -> int:
         "speedup": single / plan.max_stage_cycles,
         "mandatory_comm_bytes": plan.mandatory_bytes, "additional_comm_bytes": plan.additional_bytes,
     }
+    stash = _stash_depths(plan, network)
+    if stash is not None:
+        frame["weight_versions"] = stash
     if args.microbatches or args.gantt:
         from archsim.policies.pipeline import simulate_partition
 
@@ -70,6 +73,20 @@ def run(args: argparse.Namespace) -> int:
             write_gantt(result.timeline, args.gantt, title=f"{network.name}: {plan.method}, {args.processors} processors")
     emit(render(frame, args.format, meta=meta), args)
     return 0
+
+
+def _stash_depths(plan, network) -> list[int] | None:
+    """Weight versions each processor stashes, derived from the pipelined training DFG (chains only)."""
+    from archsim.dfg import pipeline
+
+    if any(len(layer.inputs) != 1 for layer in network.layers):
+        return None
+    homes = [stage for stage in plan.stages if stage.layers]
+    stage_of = {name: number for number, stage in enumerate(homes, start=1) for name in stage.layers}
+    derived = pipeline([layer.name for layer in network.layers], stage_of)
+    versions = {stage_of[item.layer]: item.weight_versions for item in derived.layers}
+    number = {stage.index: n for n, stage in enumerate(homes, start=1)}
+    return [versions.get(number.get(stage.index, 0), 0) for stage in plan.stages]
 
 
 COMMAND = Command("pipeline", "partition a network over processors (layerpipe, pipedream, gpipe)", add_arguments, run)
