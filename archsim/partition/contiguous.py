@@ -15,7 +15,6 @@ remaining work evenly — e.g. LayerPipe's Table III split {1}{2}{3,4} rather th
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 
 import numpy as np
 
@@ -45,58 +44,59 @@ def pipedream_partition(profile: LayerProfile, processors: int, *, replication: 
     total = _prefix(profile.total)
     weights = _prefix(profile.weight_bytes.astype(float))
 
-    def stage_time(i: int, j: int, r: int) -> float:  # layers i..j-1
-        compute = (total[j] - total[i]) / r
-        if r > 1 and bandwidth:
-            compute += 2.0 * (r - 1) / r * (weights[j] - weights[i]) / bandwidth
-        return compute
-
     def boundary_time(i: int) -> float:  # between layer i-1 and i
         if i == 0 or not bandwidth:
             return 0.0
         return 2.0 * float(profile.activation_bytes[i - 1]) / bandwidth
 
-    replicas = range(1, processors + 1) if replication else (1,)
-
-    @lru_cache(maxsize=None)
-    def best(j: int, m: int) -> float:
-        if j == 0:
-            return 0.0
-        value = math.inf
-        for i in range(j):
-            for r in replicas:
-                if r > m:
-                    break
-                if i > 0 and m - r <= 0:
-                    continue
-                value = min(value, max(best(i, m - r), boundary_time(i), stage_time(i, j, r)))
-        return value
-
-    optimum = best(n, processors)
+    replicas = list(range(1, processors + 1)) if replication else [1]
+    # stage[r][i, j]: time of layers i..j-1 on r replicas (inf where i >= j); boundary[i] before layer i.
+    idx = np.arange(n + 1)
+    valid = idx[:, None] < idx[None, :]
+    stage = {r: np.where(valid, _stage_matrix(total, weights, r, bandwidth), np.inf) for r in replicas}
+    boundary = np.array([boundary_time(i) for i in range(n + 1)])
+    # best[m][j]: optimum for the first j layers on at most m processors (bottom-up DP).
+    best = np.full((processors + 1, n + 1), np.inf)
+    best[:, 0] = 0.0
+    for m in range(1, processors + 1):
+        for r in replicas:
+            if r > m:
+                break
+            candidate = np.maximum(np.maximum(best[m - r][:, None], boundary[:, None]), stage[r]).min(axis=0)
+            best[m] = np.minimum(best[m], candidate)
+    optimum = best[processors][n]
     cap = optimum * (1 + EPS) + EPS
-
-    @lru_cache(maxsize=None)
-    def spread(j: int, m: int) -> tuple[float, tuple[tuple[int, int, int], ...]]:
-        """Least Σ stage² for the first j layers on ≤ m processors, every stage ≤ cap."""
-        if j == 0:
-            return 0.0, ()
-        choice: tuple[float, tuple[tuple[int, int, int], ...]] = (math.inf, ())
-        for i in range(j):
-            for r in replicas:
-                if r > m or (i > 0 and m - r <= 0):
-                    continue
-                t = stage_time(i, j, r)
-                if t > cap or boundary_time(i) > cap:
-                    continue
-                head, stages = spread(i, m - r)
-                if head + t * t < choice[0]:
-                    choice = (head + t * t, stages + ((i, j, r),))
-        return choice
-
-    _, plan = spread(n, processors)
-    best.cache_clear()
-    spread.cache_clear()
+    # Second pass: least Σ stage² with every stage (and boundary) under the cap; keep choices.
+    spread = np.full((processors + 1, n + 1), np.inf)
+    spread[:, 0] = 0.0
+    choice = np.zeros((processors + 1, n + 1, 2), dtype=np.int64)
+    for m in range(1, processors + 1):
+        for r in replicas:
+            if r > m:
+                break
+            allowed = (stage[r] <= cap) & (boundary[:, None] <= cap)
+            candidate = np.where(allowed, spread[m - r][:, None] + np.where(allowed, stage[r], 0.0) ** 2, np.inf)
+            where = candidate.argmin(axis=0)
+            value = candidate[where, idx]
+            better = value < spread[m]
+            spread[m] = np.where(better, value, spread[m])
+            choice[m][better] = np.stack([where[better], np.full(better.sum(), r)], axis=1)
+    plan: list[tuple[int, int, int]] = []
+    j, m = n, processors
+    while j > 0:
+        i, r = (int(x) for x in choice[m][j])
+        plan.append((i, j, r))
+        j, m = i, m - r
+    plan.reverse()
     return _contiguous_partition(profile, "pipedream", plan, bandwidth)
+
+
+def _stage_matrix(total: np.ndarray, weights: np.ndarray, r: int, bandwidth: float | None) -> np.ndarray:
+    """Stage time of layers i..j-1 on r replicas, for every (i, j): compute / r + ring all-reduce."""
+    compute = (total[None, :] - total[:, None]) / r
+    if r > 1 and bandwidth:
+        compute = compute + 2.0 * (r - 1) / r * (weights[None, :] - weights[:, None]) / bandwidth
+    return compute
 
 
 def gpipe_partition(profile: LayerProfile, processors: int, *, bandwidth: float | None = None) -> Partition:

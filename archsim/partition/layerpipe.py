@@ -33,15 +33,15 @@ class _Split:
     d2: float
     axis: str
     part: int
-    extra_bytes: int
-    d2_out_bytes: int
 
 
 def best_split(profile: LayerProfile, index: int, budget: float, axes=SPLIT_AXES) -> _Split | None:
     """The δ split with the smallest δ′ among those whose δ″ fits in ``budget`` cycles.
 
     Along each axis δ″'s cycles grow monotonically with its share, so a binary search finds the
-    largest share that fits; the axes are then compared by δ′ cycles (ties: fewer extra bytes).
+    largest share that fits; the axes are then compared by δ′ cycles (ties: the first axis in ``axes``).
+    Costs come from integer arithmetic (:meth:`LayerProfile.split_cycles`); the split's ops and
+    bytes are built only for the final placement.
     """
     best: tuple[int, int, str, int] | None = None
     for axis in axes:
@@ -63,8 +63,7 @@ def best_split(profile: LayerProfile, index: int, budget: float, axes=SPLIT_AXES
     if best is None:
         return None
     d1, d2, axis, part = best
-    split, _, _ = profile.split_cost(index, axis, part)
-    return _Split(float(d1), float(d2), axis, part, split.d2.extra_bytes, split.d2.out_bytes)  # type: ignore[union-attr]
+    return _Split(float(d1), float(d2), axis, part)
 
 
 def layerpipe_partition(profile: LayerProfile, processors: int, *, alpha: float = 1.001,
@@ -127,8 +126,7 @@ def _walk(profile: LayerProfile, target: float, axes) -> tuple[list[list[PlacedO
             else:
                 split = best_split(profile, index, idle, axes) if profile.array is not None else None
                 if split is not None:
-                    procs[-1].append(PlacedOp(name, "D2", split.d2, extra_bytes=split.extra_bytes,
-                                              split_axis=split.axis, split_part=split.part))
+                    procs[-1].append(PlacedOp(name, "D2", split.d2, split_axis=split.axis, split_part=split.part))
                     procs.append([PlacedOp(name, "D1", split.d1, split_axis=split.axis)])
                     idle = target - split.d1
                 else:
@@ -151,17 +149,24 @@ def _to_partition(profile: LayerProfile, placed: list[list[PlacedOp]], notes) ->
         for op in ops:
             if op.kind == "F":
                 home[op.layer] = proc
+    index = {name: k for k, name in enumerate(profile.names)}
+
+    def extra(op: PlacedOp) -> int:
+        if op.kind != "D2" or op.split_axis is None:
+            return op.extra_bytes
+        split, _, _ = profile.split_cost(index[op.layer], op.split_axis, op.split_part)
+        return split.d2.extra_bytes if split.d2 is not None else 0
+
     stages = []
     for proc, ops in enumerate(forward_order):
         marked = tuple(
             PlacedOp(op.layer, op.kind, op.cycles, borrowed=(op.kind in ("D", "D2") and home[op.layer] != proc),
-                     extra_bytes=op.extra_bytes, split_axis=op.split_axis, split_part=op.split_part)
+                     extra_bytes=extra(op), split_axis=op.split_axis, split_part=op.split_part)
             for op in sorted(ops, key=lambda o: (profile.names.index(o.layer), "FGD".find(o.kind[0]), o.kind)))
         layers = tuple(name for name in profile.names if home.get(name) == proc)
         stages.append(Stage(proc, layers, marked))
     stage_of = dict(home)
     additional = 0
-    index = {name: k for k, name in enumerate(profile.names)}
     for stage in stages:
         for op in stage.ops:
             if not op.borrowed:
