@@ -94,8 +94,28 @@ def write_report(folder: Path, target: str | Path, *, spec_command: str) -> Path
                f"--batch {first.batch} --mode {first['mode']}" + (f" --only {first['only'].replace('+', ',')}"
                                                                   if first["only"] != "all" else ""))
     extra = [(title, layer_breakdown_figure(costs, title), command)]
+    processors = int(sorted(results.processors.unique())[len(results.processors.unique()) // 2])
+    extra.append(_gantt_section(network, array, first, processors))
     return build_report(results, summary, results_path=str(folder), out=target, spec_command=spec_command,
                         extra_sections=extra)
+
+
+def _gantt_section(network, array, first, processors: int, microbatches: int = 8):
+    """LayerPipe's schedule of one configuration: 8 micro-batches, δ-first policy, in the simulator."""
+    from archsim.partition import build_profile, layerpipe_partition
+    from archsim.policies.pipeline import simulate_partition
+    from archsim.report.gantt import gantt_figure
+
+    profile = build_profile(network, array, int(first.batch), str(first["mode"]))
+    plan = layerpipe_partition(profile, processors)
+    run = simulate_partition(plan, profile, microbatches, "layerpipe")
+    title = (f"{first.network}: LayerPipe schedule on {processors} processors, {microbatches} micro-batches "
+             f"({first.rows}x{first.cols}, batch {first.batch}); makespan {run.timeline.makespan:.4g} cycles")
+    command = (f"archsim pipeline {first.network} --processors {processors} --method layerpipe --array "
+               f"{first.rows}x{first.cols} --dataflow {first.dataflow} --batch {first.batch} --mode {first['mode']}"
+               + (f" --only {first['only'].replace('+', ',')}" if first["only"] != "all" else "")
+               + f" --microbatches {microbatches} --gantt gantt.html")
+    return title, gantt_figure(run.timeline.to_frame(), title), command
 
 
 SWEEP = Command("sweep", "run a sweep spec (array × batch × processors × method) with caching",

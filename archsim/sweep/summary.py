@@ -7,10 +7,19 @@ import pandas as pd
 
 def summarize(results: pd.DataFrame) -> pd.DataFrame:
     """Mean speedup and communication overhead per (network, processors, method), plus each
-    method's improvement over PipeDream's mean speedup (Table IV's "Improvement")."""
+    method's improvement over PipeDream's mean speedup (Table IV's "Improvement").
+
+    ``speedup_upto`` averages, per configuration, the best speedup over P′ ≤ P processors: Algorithm 1
+    is greedy and not monotone in P, and a user would rather leave a processor idle.
+    """
     keys = ["network", "only", "mode", "processors", "method"]
+    config = ["network", "only", "rows", "cols", "dataflow", "batch", "mode", "method"]
+    results = results.sort_values(config + ["processors"]).copy()
+    # A planner may leave processors idle: the best speedup with at most P processors.
+    results["speedup_upto"] = results.groupby(config)["speedup"].cummax()
     summary = (results.groupby(keys, sort=True)
                .agg(speedup=("speedup", "mean"), speedup_min=("speedup", "min"), speedup_max=("speedup", "max"),
+                    speedup_upto=("speedup_upto", "mean"),
                     comm_overhead_bytes=("comm_overhead_bytes", "mean"),
                     mandatory_bytes=("mandatory_bytes", "mean"), configs=("speedup", "size"))
                .reset_index())
