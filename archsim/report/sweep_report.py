@@ -79,8 +79,8 @@ at 3.10 for 5–8 processors as the paper's does, so the paper's baseline was no
 partitioners (forward or reverse, with α relaxation) reproduce the optimum here, not the plateau; the printed
 Algorithm 1 with whole layers and its T_idle slip reproduces the paper's 9–12-processor values (3.46, 4.48, 6.09,
 6.09 vs 3.47, 4.37, 6.13, 6.13) but not 2–8. The partitioner behind the paper's column remains unidentified.</li>
-<li><b>LayerPipe</b> (Algorithm 1 with δ′/δ″ as real sub-GEMMs): within ~5% of the paper for 2–10 processors; above it
-for 11–12 (7.5, 8.0 vs 6.88), where the paper says fixed F+G parts bound the speedup. archsim splits δ along its
+<li><b>LayerPipe</b> (Algorithm 1 with δ′/δ″ as real sub-GEMMs): within 5.4% of the paper for 2–10 processors except
+8 (+10%); above it for 11–12 (7.5, 8.0 vs 6.88), where the paper says fixed F+G parts bound the speedup. archsim splits δ along its
 pixel rows too, which the paper's channel-only parallelism cannot, and so keeps balancing.</li>
 <li><b>Communication</b>: archsim counts every byte the splits move (whole weights for a row split, partial sums for a
 reduction split, δ″ results that land away from their consumer); the paper counts one output channel's filter
