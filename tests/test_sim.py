@@ -73,7 +73,8 @@ def random_problem(draw_ops, procs, streams, deps_mask, with_links):
     links = []
     deps = []
     names = {}
-    for (i, j), on in zip(((i, j) for j in range(len(ops)) for i in range(j)), deps_mask):
+    pairs = [(i, j) for j in range(len(ops)) for i in range(j)]
+    for (i, j), on in zip(pairs, deps_mask):
         if not on:
             continue
         a, b = ops[i], ops[j]

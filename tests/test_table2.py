@@ -34,8 +34,9 @@ def test_cycles_within_two_percent_of_table_ii(table, layer, column, index):
     assert abs(ours - paper) / paper <= 0.02, f"{layer} {column}: archsim {ours:.4g} vs paper {paper:.3g}"
 
 
-def test_every_entry_rounds_to_the_paper_except_conv1_g_and_conv3_total(table):
-    """Most entries agree to the paper's 3 printed digits; the two that do not are documented."""
+def test_only_g_entries_and_conv3_total_differ_in_the_third_digit(table):
+    """F and δ agree to the paper's 3 printed digits; every G is a little low (the paper's simulator
+    adds a few cycles per fold of G, see README) and conv3's total rounds the other way."""
     off = []
     for layer, values in TABLE_II.items():
         for column, paper in zip(("F_cycles", "G_cycles", "D_cycles", "total_cycles"), values):

@@ -14,7 +14,6 @@ remaining work evenly — e.g. LayerPipe's Table III split {1}{2}{3,4} rather th
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 

@@ -58,7 +58,7 @@ def validate_timeline(problem, timeline, tol: float = 1e-9) -> list[str]:
         by_link[t.link].append((t.start, t.end, f"{t.src}->{t.dst}"))
     for link, items in by_link.items():
         items.sort()
-        for (s1, e1, a), (s2, e2, b) in zip(items, items[1:]):
+        for (_, e1, a), (s2, _, b) in zip(items, items[1:]):
             if s2 < e1 - tol:
                 errors.append(f"transfers {a} and {b} overlap on link {link}")
     for dep in problem.deps:
