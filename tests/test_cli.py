@@ -117,3 +117,16 @@ def test_pipeline_table_iii_columns_and_gantt(tmp_path, capsys):
 def test_pipeline_rejects_unknown_split_axis(capsys):
     code, _, err = run(["pipeline", "layerpipe_sample", "--processors", "3", "--split-axes", "heads"], capsys)
     assert code == 2 and "split-axes" in err
+
+
+@pytest.mark.parametrize("argv, makespan", [
+    (["schedule", "ffnn8", "--policy", "mp", "--processors", "2", "--unit-costs"], 23),
+    (["schedule", "ffnn16", "--policy", "gpipe", "--processors", "4", "--microbatches", "4", "--unit-costs"], 83),
+    (["schedule", "ffnn16", "--policy", "ooo-pipe2", "--processors", "4", "--microbatches", "4", "--unit-costs",
+      "--no-flush"], 51),
+])
+def test_schedule_command_unit_costs(argv, makespan, capsys):
+    code, out, _ = run([*argv, "--format", "csv"], capsys)
+    frame = pd.read_csv(io.StringIO(out))
+    assert code == 0 and {"policy", "makespan", "bubble_fraction", "peak_memory_bytes"} <= set(frame.columns)
+    assert frame.makespan[0] == makespan

@@ -1,0 +1,153 @@
+"""Out-of-order backprop across devices (000_0084ae54373056ee.txt §5, Figs. 5–6).
+
+Layer-wise ops F_l, D_l (δ, absent for the first layer) and G_l of M micro-batches on P devices:
+
+* ``mp``: cross-layer model parallelism — contiguous layer blocks per device, one micro-batch at a
+  time, the conventional backward order (a layer's weight gradient, then its δ, before the
+  previous layer's — the order that gives Fig. 5's 23 units).
+* ``gpipe``: the same allocation and order over micro-batches, forwards first.
+* ``ooo-pipe1``: gradient fast-forwarding — every device runs its δ ops before its weight-gradient
+  ops, so the previous device receives δ sooner; weight gradients fill the idle slots.
+* ``ooo-pipe2``: fast-forwarding plus modulo layer allocation — layer l (0-based) on device
+  ⌊l / group⌋ mod P — so consecutive δ ops alternate devices and the weight gradients of one
+  device overlap the δ chain on the others.
+
+``flush``: with it, no backward op starts before every forward of the mini-batch has finished
+(GPipe's synchronous flush); without it, backward ops interleave with later micro-batches'
+forwards, and δ is ranked above the next micro-batch's F.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from archsim.errors import InputError
+from archsim.sim import Dep, Op, Problem, Processor, simulate
+
+POLICIES = ("mp", "gpipe", "ooo-pipe1", "ooo-pipe2")
+
+
+@dataclass(frozen=True)
+class LayerCosts:
+    """Per-layer costs of one micro-batch; ``delta[0]`` is ignored when the first layer has no δ."""
+
+    forward: tuple[float, ...]
+    delta: tuple[float, ...]
+    weight_grad: tuple[float, ...]
+    first_layer_delta: bool = False
+    stash_bytes: tuple[int, ...] = ()  # a^{l-1} a layer keeps from F_l until G_l (0 when unknown)
+
+    @classmethod
+    def unit(cls, layers: int) -> "LayerCosts":
+        """F = D = G = 1 (the paper's illustrations), no δ for the first layer."""
+        ones = (1.0,) * layers
+        return cls(ones, ones, ones)
+
+    def __len__(self) -> int:
+        return len(self.forward)
+
+
+def device_of(layer: int, layers: int, devices: int, policy: str, group: int = 1) -> int:
+    """0-based device of 0-based ``layer``: contiguous blocks, or modulo groups for ooo-pipe2."""
+    if policy == "ooo-pipe2":
+        return (layer // group) % devices
+    per = -(-layers // devices)
+    return min(layer // per, devices - 1)
+
+
+def ooo_problem(costs: LayerCosts, devices: int, microbatches: int, policy: str, *, flush: bool = True,
+                group: int = 1) -> Problem:
+    if policy not in POLICIES:
+        raise InputError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}", field="policy")
+    if devices <= 0 or microbatches <= 0 or group <= 0:
+        raise InputError("devices, microbatches and group must be positive", field="devices")
+    n = len(costs)
+    where = [device_of(l, n, devices, policy, group) for l in range(n)]
+    ops: list[Op] = []
+    deps: list[Dep] = []
+
+    def rank(kind: str, mb: int, layer: int) -> tuple:
+        backward_layer = n - 1 - layer  # deeper layers first in the backward pass
+        if policy in ("mp", "gpipe"):  # conventional: a layer's G then D, then the previous layer's
+            return (0, mb, layer) if kind == "F" else (1, mb, backward_layer, kind == "D")
+        if policy == "ooo-pipe1" or flush:
+            return (0, mb, layer) if kind == "F" else ((1, mb, backward_layer) if kind == "D" else (2, mb, backward_layer))
+        return {"D": (0, mb, backward_layer), "F": (1, mb, layer), "G": (2, mb, backward_layer)}[kind]
+
+    def oid(kind: str, layer: int, mb: int) -> str:
+        return f"{kind}{layer + 1}:{mb}"
+
+    has_delta = [l > 0 or costs.first_layer_delta for l in range(n)]
+    for mb in range(microbatches):
+        for l in range(n):
+            tags = (("layer", f"l{l + 1}"), ("microbatch", mb))
+            stash = costs.stash_bytes[l] if costs.stash_bytes else 0
+            ops.append(Op(oid("F", l, mb), f"d{where[l] + 1}", costs.forward[l], rank("F", mb, l),
+                          alloc_bytes=stash, tags=(*tags, ("kind", "F"))))
+            ops.append(Op(oid("G", l, mb), f"d{where[l] + 1}", costs.weight_grad[l], rank("G", mb, l),
+                          free_bytes=stash, tags=(*tags, ("kind", "G"))))
+            if has_delta[l]:
+                ops.append(Op(oid("D", l, mb), f"d{where[l] + 1}", costs.delta[l], rank("D", mb, l),
+                              tags=(*tags, ("kind", "D"))))
+            if l:
+                deps.append(Dep(oid("F", l - 1, mb), oid("F", l, mb)))
+            source = oid("F", n - 1, mb) if l == n - 1 else oid("D", l + 1, mb)
+            deps.append(Dep(source, oid("G", l, mb)))
+            if has_delta[l]:
+                deps.append(Dep(source, oid("D", l, mb)))
+        if policy == "mp" and mb:  # one micro-batch at a time: no pipelining across devices
+            deps.append(Dep(oid("G", 0, mb - 1), oid("F", 0, mb)))
+    if flush and microbatches > 1:
+        ops.append(Op("flush", "d1", 0.0, (-1,)))
+        for mb in range(microbatches):
+            deps.append(Dep(oid("F", n - 1, mb), "flush"))
+            for l in range(n):
+                deps.append(Dep("flush", oid("G", l, mb)))
+                if has_delta[l]:
+                    deps.append(Dep("flush", oid("D", l, mb)))
+    processors = tuple(Processor(f"d{i + 1}") for i in range(devices))
+    return Problem(processors, (), tuple(ops), tuple(deps))
+
+
+def flush_phases(problem: Problem) -> tuple[Problem, Problem]:
+    """Split a flushed problem into its forward and backward phases: with a flush nothing of one
+    phase waits for the other except through the barrier, so the optimum is the sum of theirs."""
+    def part(keep) -> Problem:
+        ops = tuple(op for op in problem.ops if op.id != "flush" and keep(op))
+        ids = {op.id for op in ops}
+        return Problem(problem.processors, (), ops, tuple(d for d in problem.deps if d.src in ids and d.dst in ids))
+
+    return part(lambda op: op.tag("kind") == "F"), part(lambda op: op.tag("kind") != "F")
+
+
+def ooo_schedule(costs: LayerCosts, devices: int, microbatches: int, policy: str, *, flush: bool = True,
+                 group: int = 1):
+    problem = ooo_problem(costs, devices, microbatches, policy, flush=flush, group=group)
+    return problem, simulate(problem)
+
+
+def lower_bound(costs: LayerCosts, devices: int, microbatches: int, policy: str, group: int = 1) -> float:
+    """max(critical path of one micro-batch, busiest device's work): no schedule beats it."""
+    n = len(costs)
+    delta = [costs.delta[l] if (l > 0 or costs.first_layer_delta) else 0.0 for l in range(n)]
+    chain = sum(costs.forward) + sum(delta[1:]) + max(costs.weight_grad[0], delta[0])
+    work = [0.0] * devices
+    for l in range(n):
+        work[device_of(l, n, devices, policy, group)] += microbatches * (costs.forward[l] + delta[l]
+                                                                          + costs.weight_grad[l])
+    return max(chain, max(work))
+
+
+def schedule_metrics(problem: Problem, timeline) -> dict[str, float]:
+    """makespan, bubble fraction (idle share of devices × makespan) and peak stash bytes."""
+    span = timeline.makespan
+    busy = sum(op.duration for op in problem.ops)
+    devices = len(problem.processors)
+    peaks = timeline.peak_memory()
+    return {"makespan": span, "bubble_fraction": 1.0 - busy / (devices * span) if span else 0.0,
+            "peak_memory_bytes": max(peaks.values(), default=0)}
+
+
+__all__ = ["POLICIES", "LayerCosts", "device_of", "flush_phases", "lower_bound", "ooo_problem", "ooo_schedule",
+           "schedule_metrics"]
