@@ -130,3 +130,13 @@ def test_schedule_command_unit_costs(argv, makespan, capsys):
     frame = pd.read_csv(io.StringIO(out))
     assert code == 0 and {"policy", "makespan", "bubble_fraction", "peak_memory_bytes"} <= set(frame.columns)
     assert frame.makespan[0] == makespan
+
+
+def test_schedule_data_parallel_reverse_k_searches_k(capsys):
+    code, out, _ = run(["schedule", "ffnn8", "--policy", "dp-reverse-k", "--processors", "4", "--unit-costs",
+                        "--comm-units", "1", "--format", "json"], capsys)
+    row = json.loads(out)["rows"][0]
+    # 8 layers, unit F/D/G, 1-unit synchronizations: the window is F1..F8, 15 backward ops, F1'..F8'
+    # = 31 busy units on the device, so the makespan is at least 31.
+    assert code == 0 and row["makespan"] >= 31 and 0 <= row["k"] <= 8
+    assert row["bubble_fraction"] == pytest.approx(1 - 31 / row["makespan"])

@@ -12,19 +12,25 @@ from archsim.commands.common import (add_array_arguments, add_output_arguments, 
 from archsim.lowering import MODES
 from archsim.outputs import render
 from archsim.partition import build_profile
+from archsim.policies import data_parallel as dp
 from archsim.policies.ooo import POLICIES, LayerCosts, ooo_schedule, schedule_metrics
 from archsim.workload import load_network
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("network", metavar="NETWORK", help="topology CSV path or shipped network name")
-    parser.add_argument("--policy", required=True, choices=POLICIES)
+    parser.add_argument("--policy", required=True, choices=POLICIES + dp.POLICIES)
     parser.add_argument("--processors", type=positive_int, required=True, help="devices")
     parser.add_argument("--microbatches", type=positive_int, default=1)
     parser.add_argument("--unit-costs", action="store_true", help="F = D = G = 1, no communication")
     parser.add_argument("--flush", action=argparse.BooleanOptionalAction, default=None,
                         help="backward ops wait for every forward (default: on, except for ooo-pipe2)")
     parser.add_argument("--group", type=positive_int, default=1, help="ooo-pipe2 modulo group size")
+    parser.add_argument("--k", default="auto", help="dp-reverse-k: layers to reverse, or 'auto' (the paper's search)")
+    parser.add_argument("--sync", default="ring", choices=("ring", "ps"), help="data-parallel synchronization")
+    parser.add_argument("--bandwidth", type=float, default=64.0, help="bytes per cycle per link (data parallel)")
+    parser.add_argument("--comm-units", type=float, default=1.0,
+                        help="with --unit-costs: synchronization time of each layer (data parallel)")
     add_array_arguments(parser)
     parser.add_argument("--batch", type=positive_int, default=32)
     parser.add_argument("--mode", default="paper", choices=MODES)
@@ -47,10 +53,14 @@ def run(args: argparse.Namespace) -> int:
         costs = LayerCosts(tuple(profile.forward), tuple(profile.delta), tuple(profile.weight_grad),
                            first_layer_delta=args.mode == "paper", stash_bytes=tuple(int(x) for x in profile.delta_bytes))
         unit = "cycles"
-    problem, timeline = ooo_schedule(costs, args.processors, args.microbatches, args.policy, flush=flush,
-                                     group=args.group)
+    if args.policy in dp.POLICIES:
+        problem, timeline, extra = _data_parallel(args, costs, network)
+    else:
+        problem, timeline = ooo_schedule(costs, args.processors, args.microbatches, args.policy, flush=flush,
+                                         group=args.group)
+        extra = {}
     row = {"policy": args.policy, "processors": args.processors, "microbatches": args.microbatches,
-           "flush": flush, **schedule_metrics(problem, timeline)}
+           "flush": flush, **schedule_metrics(problem, timeline), **extra}
     meta = {"network": network.name, "unit": unit, "costs": "unit" if args.unit_costs else f"{args.mode} mode"}
     if args.gantt:
         from archsim.report.gantt import write_gantt
@@ -60,5 +70,35 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMAND = Command("schedule", "layer-wise schedules across devices (mp, gpipe, ooo-pipe1, ooo-pipe2)",
+def _data_parallel(args: argparse.Namespace, costs: LayerCosts, network):
+    """One device's iteration window under data parallelism over ``--processors`` workers."""
+    from archsim.errors import InputError
+    from archsim.sim import simulate
+
+    layers = len(costs)
+    if args.unit_costs:
+        sync = [args.comm_units] * layers
+    else:
+        model = dp.SyncModel(workers=args.processors, bandwidth=args.bandwidth, kind=args.sync)
+        sync = [model.time(layer.weight_elements * args.element_bytes) for layer in network.layers]
+    f, d, g = list(costs.forward), list(costs.delta), list(costs.weight_grad)
+
+    def evaluate(k: int) -> float:
+        return dp.window_time(f, d, g, sync, dp.reverse_first_k_order(layers, k))
+
+    k = 0
+    if args.policy == "dp-reverse-k":
+        if args.k == "auto":
+            k = dp.search_k(evaluate, layers)
+        else:
+            try:
+                k = int(args.k)
+            except ValueError:
+                raise InputError(f"expected an integer or 'auto', got {args.k!r}", field="k") from None
+    order, prioritized = dp.policy_order(args.policy, layers, k)
+    problem = dp.dp_problem(f, d, g, sync, order, prioritized=prioritized)
+    return problem, simulate(problem), {"k": k}
+
+
+COMMAND = Command("schedule", "layer-wise schedules: pipelines (mp, gpipe, ooo-pipe1/2) and data parallel",
                   add_arguments, run)

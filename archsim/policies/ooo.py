@@ -140,10 +140,12 @@ def lower_bound(costs: LayerCosts, devices: int, microbatches: int, policy: str,
 
 
 def schedule_metrics(problem: Problem, timeline) -> dict[str, float]:
-    """makespan, bubble fraction (idle share of devices × makespan) and peak stash bytes."""
+    """makespan, bubble fraction (idle share of compute devices × makespan; network resources, whose
+    ops are tagged ``comm``, do not count) and peak stash bytes."""
     span = timeline.makespan
-    busy = sum(op.duration for op in problem.ops)
-    devices = len(problem.processors)
+    network = {op.processor for op in problem.ops if op.tag("kind") == "comm"}
+    busy = sum(op.duration for op in problem.ops if op.processor not in network)
+    devices = len(problem.processors) - len(network)
     peaks = timeline.peak_memory()
     return {"makespan": span, "bubble_fraction": 1.0 - busy / (devices * span) if span else 0.0,
             "peak_memory_bytes": max(peaks.values(), default=0)}

@@ -1,0 +1,150 @@
+"""Data-parallel backprop with per-layer gradient synchronization (000_0084ae54373056ee.txt §5.1).
+
+One device's view of an iteration window: the forward F_1..F_L, the backward (δ ops D_L..D_2 and
+weight-gradient ops G_L..G_1 in some order on the device), the synchronization S_l of each G_l's
+gradient on the network (one transfer at a time; a ring all-reduce or parameter-server push/pull
+of the layer's weight bytes), and the next iteration's forward, whose F_l needs S_l. The makespan
+of that window is the figure of merit (Fig. 4). Policies:
+
+* ``dp-wfbp``: wait-free backprop — conventional order (G_l, then D_l, layer L down to 1), each
+  synchronization sent as soon as its gradient exists (FIFO on the network);
+* ``dp-priority``: the same computation order, the network serving earlier layers first (BytePS);
+* ``dp-reverse-k``: Algorithm 2 — conventional order except that G_1..G_k are postponed to the end
+  and run in forward order, so δW_1's synchronization starts first; prioritized network.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import permutations
+
+from archsim.errors import InputError
+from archsim.sim import Dep, Op, Problem, Processor, simulate
+
+POLICIES = ("dp-wfbp", "dp-priority", "dp-reverse-k")
+
+
+@dataclass(frozen=True)
+class SyncModel:
+    """Gradient synchronization time for ``bytes`` over ``workers`` (ring all-reduce or PS)."""
+
+    workers: int
+    bandwidth: float  # bytes per time unit per link
+    latency: float = 0.0
+    kind: str = "ring"
+
+    def time(self, size: float) -> float:
+        if self.workers <= 1:
+            return 0.0
+        if self.kind == "ring":  # 2(N−1) steps of size/N each
+            return 2 * (self.workers - 1) * (self.latency + size / self.workers / self.bandwidth)
+        if self.kind == "ps":  # push and pull through one server link
+            return 2 * (self.latency + size / self.bandwidth)
+        raise InputError(f"unknown synchronization {self.kind!r}; choose ring or ps", field="sync")
+
+
+def conventional_order(layers: int) -> list[tuple[str, int]]:
+    """G_l then D_l from layer L down to 1 (no D for layer 1)."""
+    order: list[tuple[str, int]] = []
+    for layer in range(layers, 0, -1):
+        order.append(("G", layer))
+        if layer > 1:
+            order.append(("D", layer))
+    return order
+
+
+def max_k_for_memory(forward_memory: float, delta_memory: Sequence[float], weight_grad_memory: Sequence[float],
+                     max_memory: float) -> int:
+    """Algorithm 2 line 1: the largest j with M_fwd − Σ_{i>j} M(δO_i) + Σ_{i≤j} M(δW_i) < MXM."""
+    layers = len(delta_memory)
+    best = 0
+    for j in range(1, layers + 1):
+        used = forward_memory - sum(delta_memory[j:]) + sum(weight_grad_memory[:j])
+        if used < max_memory:
+            best = j
+    return best
+
+
+def reverse_first_k_order(layers: int, k: int) -> list[tuple[str, int]]:
+    """Algorithm 2 lines 3–6."""
+    if not 0 <= k <= layers:
+        raise InputError(f"k must be within 0..{layers}, got {k}", field="k")
+    order = [op for op in conventional_order(layers) if not (op[0] == "G" and op[1] <= k)]
+    return order + [("G", layer) for layer in range(1, k + 1)]
+
+
+def dp_problem(forward: Sequence[float], delta: Sequence[float], weight_grad: Sequence[float],
+               sync: Sequence[float], order: Sequence[tuple[str, int]], *, prioritized: bool) -> Problem:
+    """The iteration window for a given backward computation order."""
+    layers = len(forward)
+    expected = set(conventional_order(layers))
+    if sorted(order) != sorted(expected) or len(order) != len(expected):
+        raise InputError("the backward order must contain each G_l and D_l (l > 1) exactly once", field="order")
+    ops: list[Op] = []
+    deps: list[Dep] = []
+    position = {op: i for i, op in enumerate(order)}
+    for l in range(1, layers + 1):
+        ops.append(Op(f"F{l}", "gpu", forward[l - 1], (0, l), tags=(("kind", "F"), ("layer", f"l{l}"))))
+        ops.append(Op(f"F{l}'", "gpu", forward[l - 1], (2, l), tags=(("kind", "F"), ("layer", f"l{l}"))))
+        ops.append(Op(f"S{l}", "net", sync[l - 1], l if prioritized else position[("G", l)],
+                      tags=(("kind", "comm"), ("layer", f"l{l}"))))
+        deps += [Dep(f"G{l}", f"S{l}"), Dep(f"S{l}", f"F{l}'")]
+        if l > 1:
+            deps += [Dep(f"F{l - 1}", f"F{l}"), Dep(f"F{l - 1}'", f"F{l}'")]
+    for kind, l in order:
+        duration = weight_grad[l - 1] if kind == "G" else delta[l - 1]
+        ops.append(Op(f"{kind}{l}", "gpu", duration, (1, position[(kind, l)]),
+                      tags=(("kind", kind), ("layer", f"l{l}"))))
+        source = f"F{layers}" if l == layers else f"D{l + 1}"
+        deps.append(Dep(source, f"{kind}{l}"))
+    for (a, b) in zip(order, order[1:]):  # the device runs the backward in exactly this order
+        deps.append(Dep(f"{a[0]}{a[1]}", f"{b[0]}{b[1]}"))
+    last = order[-1]
+    deps.append(Dep(f"{last[0]}{last[1]}", "F1'"))
+    return Problem((Processor("gpu"), Processor("net")), (), tuple(ops), tuple(deps))
+
+
+def window_time(forward, delta, weight_grad, sync, order, *, prioritized: bool = True) -> float:
+    return simulate(dp_problem(forward, delta, weight_grad, sync, order, prioritized=prioritized)).makespan
+
+
+def policy_order(policy: str, layers: int, k: int = 0) -> tuple[list[tuple[str, int]], bool]:
+    if policy == "dp-wfbp":
+        return conventional_order(layers), False
+    if policy == "dp-priority":
+        return conventional_order(layers), True
+    if policy == "dp-reverse-k":
+        return reverse_first_k_order(layers, k), True
+    raise InputError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}", field="policy")
+
+
+def search_k(evaluate, layers: int) -> int:
+    """The paper's k search: step Δk = L/10 from 0, then halve Δk around the best until Δk < 1."""
+    step = max(1, layers // 10)
+    candidates = range(0, layers + 1, step)
+    best = min(candidates, key=lambda k: (evaluate(k), k))
+    while step > 1:
+        step //= 2
+        window = [k for k in (best - step, best, best + step) if 0 <= k <= layers]
+        best = min(window, key=lambda k: (evaluate(k), k))
+    return best
+
+
+def backward_orders(layers: int):
+    """Every device order of the backward ops that respects δ's chain (exhaustive search)."""
+    ops = conventional_order(layers)
+    for candidate in permutations(ops):
+        done: set[tuple[str, int]] = set()
+        ok = True
+        for kind, l in candidate:
+            if l < layers and ("D", l + 1) not in done:
+                ok = False
+                break
+            done.add((kind, l))
+        if ok:
+            yield list(candidate)
+
+
+__all__ = ["POLICIES", "SyncModel", "backward_orders", "conventional_order", "dp_problem", "max_k_for_memory",
+           "policy_order", "reverse_first_k_order", "search_k", "window_time"]

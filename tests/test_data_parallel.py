@@ -1,0 +1,73 @@
+"""Data-parallel schedules: Algorithm 2's order and memory cap by hand, reverse first-k against
+exhaustive search over every valid backward order."""
+
+import pytest
+
+from archsim.policies.data_parallel import (SyncModel, backward_orders, conventional_order, dp_problem,
+                                            max_k_for_memory, reverse_first_k_order, search_k, window_time)
+from archsim.sim import simulate, validate_timeline
+
+ONES = [1.0] * 5
+
+
+def test_algorithm_2_order_by_hand():
+    # L = 5, k = 3: G5 D5 G4 D4 D3 D2 (G3..G1 held back), then G1 G2 G3.
+    assert reverse_first_k_order(5, 3) == [("G", 5), ("D", 5), ("G", 4), ("D", 4), ("D", 3), ("D", 2),
+                                           ("G", 1), ("G", 2), ("G", 3)]
+    assert reverse_first_k_order(5, 0) == conventional_order(5)
+
+
+def test_memory_cap_limits_k():
+    # M_fwd = 100; δO memory 10 per layer, δW 30 per layer: f(j) = 100 − 10·(5 − j) + 30·j.
+    # f(1) = 90, f(2) = 130, f(3) = 170 … so with MXM = 135 the largest j is 2.
+    assert max_k_for_memory(100, [10] * 5, [30] * 5, 135) == 2
+
+
+def count_orders(layers):
+    return sum(1 for _ in backward_orders(layers))
+
+
+def test_exhaustive_orders_respect_the_delta_chain():
+    assert count_orders(2) == 3  # G2 D2 G1, D2 G2 G1, D2 G1 G2 (G1 needs D2)
+    for order in backward_orders(4):
+        assert [op for op in order if op[0] == "D"] == [("D", 4), ("D", 3), ("D", 2)]
+
+
+@pytest.mark.parametrize("comm, reverse_k_is_optimal", [(1.0, True), (2.0, False)])
+def test_reverse_first_k_against_exhaustive_search(comm, reverse_k_is_optimal):
+    """Unit computations, 5 layers. With 1-unit synchronizations the best k reaches the optimum; with
+    2-unit ones some other order beats every k (the issue's observation)."""
+    sync = [comm] * 5
+    best_k = min(window_time(ONES, ONES, ONES, sync, reverse_first_k_order(5, k)) for k in range(6))
+    optimum = min(window_time(ONES, ONES, ONES, sync, order) for order in backward_orders(5))
+    assert (best_k == optimum) is reverse_k_is_optimal
+    assert optimum <= best_k <= window_time(ONES, ONES, ONES, sync, conventional_order(5), prioritized=False)
+    if comm == 2.0:
+        assert (best_k, optimum) == (21.0, 19.0)
+
+
+def test_prioritized_communication_helps_when_the_network_is_the_bottleneck():
+    sync = [3.0] * 5
+    fifo = window_time(ONES, ONES, ONES, sync, conventional_order(5), prioritized=False)
+    prioritized = window_time(ONES, ONES, ONES, sync, conventional_order(5), prioritized=True)
+    assert prioritized < fifo
+
+
+def test_k_search_finds_the_best_k_on_a_smooth_case():
+    sync = [0.5 * l for l in range(1, 21)]
+    costs = [1.0] * 20
+    evaluate = lambda k: window_time(costs, costs, costs, sync, reverse_first_k_order(20, k))  # noqa: E731
+    found = search_k(evaluate, 20)
+    assert evaluate(found) == min(evaluate(k) for k in range(21))
+
+
+def test_every_timeline_is_valid():
+    for order in list(backward_orders(4))[:50]:
+        problem = dp_problem([1.0] * 4, [2.0] * 4, [1.5] * 4, [2.5] * 4, order, prioritized=True)
+        assert validate_timeline(problem, simulate(problem)) == []
+
+
+def test_sync_models_by_hand():
+    assert SyncModel(workers=4, bandwidth=10.0).time(400.0) == pytest.approx(2 * 3 * (400 / 4 / 10))
+    assert SyncModel(workers=4, bandwidth=10.0, kind="ps").time(400.0) == pytest.approx(80.0)
+    assert SyncModel(workers=1, bandwidth=10.0).time(400.0) == 0.0
