@@ -140,3 +140,11 @@ def test_schedule_data_parallel_reverse_k_searches_k(capsys):
     # = 31 busy units on the device, so the makespan is at least 31.
     assert code == 0 and row["makespan"] >= 31 and 0 <= row["k"] <= 8
     assert row["bubble_fraction"] == pytest.approx(1 - 31 / row["makespan"])
+
+
+def test_exports_from_the_command_line(tmp_path, capsys):
+    trace, schedule = tmp_path / "t.json", tmp_path / "s.csv"
+    code, _, _ = run(["pipeline", "layerpipe_sample", "--processors", "3", "--microbatches", "2", "--trace",
+                      str(trace), "--schedule-csv", str(schedule)], capsys)
+    assert code == 0 and json.loads(trace.read_text())["traceEvents"]
+    assert len(schedule.read_text().strip().splitlines()) == 3

@@ -28,6 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--microbatches", type=positive_int, default=None,
                         help="also simulate M micro-batches and report the makespan")
     parser.add_argument("--gantt", default=None, metavar="OUT.html", help="write a plotly Gantt (needs --microbatches)")
+    parser.add_argument("--trace", default=None, metavar="OUT.json", help="Chrome trace JSON (opens in Perfetto)")
+    parser.add_argument("--schedule-csv", default=None, metavar="OUT.csv",
+                        help="per-rank action CSV in torch.distributed.pipelining's layout")
     add_output_arguments(parser)
 
 
@@ -57,12 +60,15 @@ def run(args: argparse.Namespace) -> int:
     stash = _stash_depths(plan, network)
     if stash is not None:
         frame["weight_versions"] = stash
-    if args.microbatches or args.gantt:
+    if args.microbatches or args.gantt or args.trace or args.schedule_csv:
         from archsim.policies.pipeline import simulate_partition
 
         if not args.microbatches:
-            raise InputError("--gantt needs --microbatches", field="gantt")
+            raise InputError("--gantt, --trace and --schedule-csv need --microbatches", field="microbatches")
         result = simulate_partition(plan, profile, args.microbatches)
+        from archsim.commands.schedule import _exports
+
+        _exports(args, result.timeline)
         meta["microbatches"] = args.microbatches
         meta["makespan"] = result.timeline.makespan
         utilization = result.timeline.utilization()

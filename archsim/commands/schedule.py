@@ -36,6 +36,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", default="paper", choices=MODES)
     parser.add_argument("--only", default=None, metavar="KIND[,KIND]")
     parser.add_argument("--gantt", default=None, metavar="OUT.html")
+    parser.add_argument("--trace", default=None, metavar="OUT.json", help="Chrome trace JSON (opens in Perfetto)")
+    parser.add_argument("--schedule-csv", default=None, metavar="OUT.csv",
+                        help="per-rank action CSV in torch.distributed.pipelining's layout")
     add_output_arguments(parser)
 
 
@@ -62,12 +65,22 @@ def run(args: argparse.Namespace) -> int:
     row = {"policy": args.policy, "processors": args.processors, "microbatches": args.microbatches,
            "flush": flush, **schedule_metrics(problem, timeline), **extra}
     meta = {"network": network.name, "unit": unit, "costs": "unit" if args.unit_costs else f"{args.mode} mode"}
+    _exports(args, timeline)
     if args.gantt:
         from archsim.report.gantt import write_gantt
 
         write_gantt(timeline, args.gantt, title=f"{network.name}: {args.policy}, {args.processors} devices")
     emit(render(pd.DataFrame([row]), args.format, meta=meta), args)
     return 0
+
+
+def _exports(args: argparse.Namespace, timeline) -> None:
+    from archsim.report.export import write_chrome_trace, write_pipeline_schedule_csv
+
+    if args.trace:
+        write_chrome_trace(timeline, args.trace)
+    if args.schedule_csv:
+        write_pipeline_schedule_csv(timeline, args.schedule_csv)
 
 
 def _data_parallel(args: argparse.Namespace, costs: LayerCosts, network):
