@@ -7,7 +7,8 @@
 * A pipeline-schedule CSV in the layout of ``torch.distributed.pipelining``'s schedule dumps: one
   line per rank (processor), its actions in time order as ``{stage}{type}{microbatch}`` with type
   F (forward), I (backward of the input, archsim's D/D1/D2), W (backward of the weights, G) — the
-  zero-bubble split's notation. Ops without a micro-batch tag are skipped.
+  zero-bubble split's notation; consecutive ops of one stage and kind (its several layers) form one
+  action. Ops without a micro-batch tag are skipped.
 """
 
 from __future__ import annotations
@@ -58,7 +59,9 @@ def pipeline_schedule_csv(timeline) -> str:
             if kind is None:
                 continue
             stage = int(data["stage"]) - 1 if "stage" in data and data["stage"] == data["stage"] else rank
-            actions.append(f"{stage}{kind}{int(data['microbatch'])}")
+            action = f"{stage}{kind}{int(data['microbatch'])}"
+            if not actions or actions[-1] != action:  # a stage's several layers form one action
+                actions.append(action)
         lines.append(",".join(actions))
     return "\n".join(lines) + "\n"
 
