@@ -13,13 +13,14 @@ from archsim.lowering import MODES
 from archsim.outputs import render
 from archsim.partition import build_profile
 from archsim.policies import data_parallel as dp
+from archsim.policies import zero_bubble as zb
 from archsim.policies.ooo import POLICIES, LayerCosts, ooo_schedule, schedule_metrics
 from archsim.workload import load_network
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("network", metavar="NETWORK", help="topology CSV path or shipped network name")
-    parser.add_argument("--policy", required=True, choices=POLICIES + dp.POLICIES)
+    parser.add_argument("--policy", required=True, choices=POLICIES + dp.POLICIES + zb.SCHEDULES)
     parser.add_argument("--processors", type=positive_int, required=True, help="devices")
     parser.add_argument("--microbatches", type=positive_int, default=1)
     parser.add_argument("--unit-costs", action="store_true", help="F = D = G = 1, no communication")
@@ -58,12 +59,15 @@ def run(args: argparse.Namespace) -> int:
         unit = "cycles"
     if args.policy in dp.POLICIES:
         problem, timeline, extra = _data_parallel(args, costs, network)
+    elif args.policy in zb.SCHEDULES:
+        problem, timeline = zb.zb_schedule(_stage_costs(args, costs), args.microbatches, args.policy)
+        extra = {}
     else:
         problem, timeline = ooo_schedule(costs, args.processors, args.microbatches, args.policy, flush=flush,
                                          group=args.group)
         extra = {}
     row = {"policy": args.policy, "processors": args.processors, "microbatches": args.microbatches,
-           "flush": flush, **schedule_metrics(problem, timeline), **extra}
+           "flush": flush if args.policy in POLICIES else "", **schedule_metrics(problem, timeline), **extra}
     meta = {"network": network.name, "unit": unit, "costs": "unit" if args.unit_costs else f"{args.mode} mode"}
     _exports(args, timeline)
     if args.gantt:
@@ -72,6 +76,24 @@ def run(args: argparse.Namespace) -> int:
         write_gantt(timeline, args.gantt, title=f"{network.name}: {args.policy}, {args.processors} devices")
     emit(render(pd.DataFrame([row]), args.format, meta=meta), args)
     return 0
+
+
+def _stage_costs(args: argparse.Namespace, costs: LayerCosts) -> zb.StageCosts:
+    """Per-stage F, B (= δ) and W (= G): equal units, or layers split into stages by PipeDream's DP."""
+    from archsim.partition import pipedream_partition, profile_from_costs
+
+    if args.unit_costs:
+        return zb.StageCosts.equal(args.processors)
+    names = [f"l{i}" for i in range(len(costs))]
+    profile = profile_from_costs(names, costs.forward, costs.weight_grad, costs.delta)
+    plan = pipedream_partition(profile, args.processors)
+    sums = {kind: [] for kind in "FDG"}
+    for stage in plan.stages:
+        for kind in "FDG":
+            sums[kind].append(sum(op.cycles for op in stage.ops if op.kind == kind))
+    activation = [sum(costs.stash_bytes[names.index(n)] for n in stage.layers) if costs.stash_bytes else 0
+                  for stage in plan.stages]
+    return zb.StageCosts(tuple(sums["F"]), tuple(sums["D"]), tuple(sums["G"]), tuple(activation))
 
 
 def _exports(args: argparse.Namespace, timeline) -> None:
