@@ -173,3 +173,16 @@ def test_validator_catches_planted_bugs(valid, plant, needle):
     problem, timeline = valid
     errors = validate_timeline(problem, plant(timeline))
     assert errors and any(needle in e for e in errors), errors
+
+
+def test_every_simulation_in_the_tests_is_validated():
+    """tests/conftest.py wraps the simulator; a run through a policy module must go through it."""
+    from conftest import VALIDATED
+
+    from archsim.partition import pipedream_partition, profile_from_costs
+    from archsim.policies import pipeline
+
+    before = VALIDATED["count"]
+    profile = profile_from_costs(["a", "b"], [1, 1], [1, 1], [1, 1])
+    pipeline.simulate_partition(pipedream_partition(profile, 2), profile, 2)
+    assert VALIDATED["count"] == before + 1
