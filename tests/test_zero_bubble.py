@@ -42,3 +42,15 @@ def test_uneven_costs_order_the_schedules():
     costs = StageCosts((2.0, 1.0, 3.0), (2.0, 2.0, 1.0), (1.0, 3.0, 1.0), (1, 1, 1))
     spans = {s: zb_schedule(costs, 8, s)[1].makespan for s in ("1f1b", "zb-h1", "zb-h2")}
     assert spans["zb-h2"] <= spans["zb-h1"] <= spans["1f1b"]
+
+
+@pytest.mark.parametrize("stages, chunks, microbatches", [(p, v, m) for p in (2, 4) for v in (1, 2, 4)
+                                                          for m in (p, 2 * p, 4 * p)])
+def test_interleaved_1f1b_bubble_and_memory(stages, chunks, microbatches):
+    """Bubble (p − 1)(T_F + T_B + T_W)/v; the first device holds p·(1 + (p − 1)/(p·v)) micro-batches of
+    activations, i.e. p·v + p − 1 chunk activations (Narayanan et al., SC'21)."""
+    problem, timeline = zb_schedule(StageCosts.equal(stages), microbatches, "interleaved-1f1b", chunks)
+    assert validate_timeline(problem, timeline) == []
+    assert timeline.makespan - 3 * microbatches == pytest.approx((stages - 1) * 3 / chunks)
+    expected = min(stages * chunks + stages - 1, microbatches * chunks)
+    assert timeline.peak_memory()["s1"] == expected

@@ -27,6 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--flush", action=argparse.BooleanOptionalAction, default=None,
                         help="backward ops wait for every forward (default: on, except for ooo-pipe2)")
     parser.add_argument("--group", type=positive_int, default=1, help="ooo-pipe2 modulo group size")
+    parser.add_argument("--chunks", type=positive_int, default=2, help="interleaved-1f1b: model chunks per device")
     parser.add_argument("--k", default="auto", help="dp-reverse-k: layers to reverse, or 'auto' (the paper's search)")
     parser.add_argument("--sync", default="ring", choices=("ring", "ps"), help="data-parallel synchronization")
     parser.add_argument("--bandwidth", type=float, default=64.0, help="bytes per cycle per link (data parallel)")
@@ -60,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     if args.policy in dp.POLICIES:
         problem, timeline, extra = _data_parallel(args, costs, network)
     elif args.policy in zb.SCHEDULES:
-        problem, timeline = zb.zb_schedule(_stage_costs(args, costs), args.microbatches, args.policy)
+        problem, timeline = zb.zb_schedule(_stage_costs(args, costs), args.microbatches, args.policy, args.chunks)
         extra = {}
     else:
         problem, timeline = ooo_schedule(costs, args.processors, args.microbatches, args.policy, flush=flush,

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from archsim.errors import InputError
 from archsim.sim import Dep, Op, Problem, Processor, simulate
 
-SCHEDULES = ("1f1b", "zb-h1", "zb-h2")
+SCHEDULES = ("1f1b", "interleaved-1f1b", "zb-h1", "zb-h2")
 
 
 @dataclass(frozen=True)
@@ -76,8 +76,54 @@ def zb_problem(costs: StageCosts, microbatches: int, schedule: str) -> Problem:
     return Problem(tuple(Processor(f"s{s}") for s in range(1, p + 1)), (), tuple(ops), tuple(deps))
 
 
-def zb_schedule(costs: StageCosts, microbatches: int, schedule: str):
-    problem = zb_problem(costs, microbatches, schedule)
+def interleaved_problem(costs: StageCosts, microbatches: int, chunks: int) -> Problem:
+    """Interleaved 1F1B (Narayanan et al., SC'21): each of the p devices holds ``chunks`` model chunks
+    (virtual stage j on device j mod p), each chunk costing 1/chunks of its stage. Each device runs
+    Megatron's static order — (p − r − 1)·2 + (v − 1)·p warm-up chunk-forwards, then one forward,
+    one backward — and the simulator enforces the data dependencies between virtual stages. B and
+    W are fused (backward = B + W). One unit of memory per chunk activation in flight."""
+    p, v = len(costs.forward), chunks
+    if v <= 0:
+        raise InputError(f"chunks must be positive, got {chunks}", field="chunks")
+    virtual = p * v
+    ops: list[Op] = []
+    deps: list[Dep] = []
+    for b in range(microbatches):
+        for j in range(virtual):
+            device = j % p
+            tags = (("stage", device + 1), ("chunk", j // p), ("microbatch", b))
+            ops.append(Op(f"F{j}:{b}", f"s{device + 1}", costs.forward[device] / v, alloc_bytes=1,
+                          tags=(*tags, ("kind", "F"))))
+            ops.append(Op(f"B{j}:{b}", f"s{device + 1}",
+                          (costs.backward_input[device] + costs.backward_weight[device]) / v, free_bytes=1,
+                          tags=(*tags, ("kind", "B"))))
+            if j:
+                deps.append(Dep(f"F{j - 1}:{b}", f"F{j}:{b}"))
+            deps.append(Dep(f"B{j + 1}:{b}" if j < virtual - 1 else f"F{j}:{b}", f"B{j}:{b}"))
+    total = microbatches * v
+    for rank in range(p):
+        def unit(k: int, backward: bool) -> tuple[int, int]:
+            chunk = (k // p) % v
+            chunk = v - 1 - chunk if backward else chunk
+            return chunk * p + rank, (k // (p * v)) * p + k % p
+
+        warm = min((p - rank - 1) * 2 + (v - 1) * p, total)
+        order = [("F", *unit(k, False)) for k in range(warm)]
+        for i in range(total - warm):
+            order += [("F", *unit(warm + i, False)), ("B", *unit(i, True))]
+        order += [("B", *unit(i, True)) for i in range(total - warm, total)]
+        for a, c in zip(order, order[1:]):
+            deps.append(Dep(f"{a[0]}{a[1]}:{a[2]}", f"{c[0]}{c[1]}:{c[2]}"))
+    return Problem(tuple(Processor(f"s{s}") for s in range(1, p + 1)), (), tuple(ops), tuple(deps))
+
+
+def zb_schedule(costs: StageCosts, microbatches: int, schedule: str, chunks: int = 2):
+    if schedule == "interleaved-1f1b":
+        if microbatches % len(costs.forward):
+            raise InputError("interleaved 1F1B needs micro-batches in multiples of the devices", field="microbatches")
+        problem = interleaved_problem(costs, microbatches, chunks)
+    else:
+        problem = zb_problem(costs, microbatches, schedule)
     return problem, simulate(problem)
 
 
