@@ -81,7 +81,7 @@ def interleaved_problem(costs: StageCosts, microbatches: int, chunks: int) -> Pr
     (virtual stage j on device j mod p), each chunk costing 1/chunks of its stage. Each device runs
     Megatron's static order — (p − r − 1)·2 + (v − 1)·p warm-up chunk-forwards, then one forward,
     one backward — and the simulator enforces the data dependencies between virtual stages. B and
-    W are fused (backward = B + W). One unit of memory per chunk activation in flight."""
+    W are fused (backward = B + W). A chunk's activation is 1/v of its stage's."""
     p, v = len(costs.forward), chunks
     if v <= 0:
         raise InputError(f"chunks must be positive, got {chunks}", field="chunks")
@@ -92,10 +92,11 @@ def interleaved_problem(costs: StageCosts, microbatches: int, chunks: int) -> Pr
         for j in range(virtual):
             device = j % p
             tags = (("stage", device + 1), ("chunk", j // p), ("microbatch", b))
-            ops.append(Op(f"F{j}:{b}", f"s{device + 1}", costs.forward[device] / v, alloc_bytes=1,
+            share = (costs.activation_bytes[device] if costs.activation_bytes else 1) / v
+            ops.append(Op(f"F{j}:{b}", f"s{device + 1}", costs.forward[device] / v, alloc_bytes=share,  # type: ignore[arg-type]
                           tags=(*tags, ("kind", "F"))))
             ops.append(Op(f"B{j}:{b}", f"s{device + 1}",
-                          (costs.backward_input[device] + costs.backward_weight[device]) / v, free_bytes=1,
+                          (costs.backward_input[device] + costs.backward_weight[device]) / v, free_bytes=share,  # type: ignore[arg-type]
                           tags=(*tags, ("kind", "B"))))
             if j:
                 deps.append(Dep(f"F{j - 1}:{b}", f"F{j}:{b}"))
