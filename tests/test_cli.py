@@ -148,3 +148,10 @@ def test_exports_from_the_command_line(tmp_path, capsys):
                       str(trace), "--schedule-csv", str(schedule)], capsys)
     assert code == 0 and json.loads(trace.read_text())["traceEvents"]
     assert len(schedule.read_text().strip().splitlines()) == 3
+
+
+def test_schedule_multistream_pays_on_a_large_array(capsys):
+    code, out, _ = run(["schedule", "vgg16", "--only", "conv", "--policy", "multistream", "--processors", "1",
+                        "--array", "256x256", "--batch", "16", "--mode", "exact", "--format", "json"], capsys)
+    row = json.loads(out)["rows"][0]
+    assert code == 0 and row["speedup_vs_single_stream"] > 1.1 and 0 < row["bubble_fraction"] < 1

@@ -133,7 +133,9 @@ def gemm_cost(
     mapping_efficiency = (sr * sc) / (pes * folds)
     util_fold_cycles = per_fold + np.where(is_os, 0, C - 1)
     compute_utilization = (t * sr * sc) / (pes * util_fold_cycles * folds)
-    utilization = macs / (cycles * pes)
+    # SCALE-Sim counts the last serviced cycle's index, so a 1×1×1 GEMM on a 1×1 os array has 0
+    # cycles (and SCALE-Sim divides by zero reporting it); archsim reports its utilization over 1 cycle.
+    utilization = macs / (np.maximum(cycles, 1) * pes)
 
     # Stationary operand read once; streamed operand read once per fold of the other spatial dim;
     # outputs written once per reduction fold (ws, is) or once (os).
