@@ -46,6 +46,41 @@ def array_from_args(args: argparse.Namespace) -> ArrayConfig:
     return ArrayConfig(rows=rows, cols=cols, dataflow=args.dataflow or "ws", element_bytes=args.element_bytes)
 
 
+def add_network_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("network", metavar="NETWORK", help="topology CSV path or shipped network name")
+    parser.add_argument("--only", default=None, metavar="KIND[,KIND]",
+                        help="keep only these layer kinds (conv, fc, matmul, pool, elementwise, batchnorm)")
+
+
+def network_from_args(args: argparse.Namespace, geometry: str = "archsim"):
+    """The NETWORK argument, restricted to ``--only`` kinds."""
+    from archsim.workload import load_network
+
+    network = load_network(args.network, geometry=geometry)
+    if args.only:
+        network = network.only(*[k.strip() for k in args.only.split(",") if k.strip()])
+    return network
+
+
+def add_timeline_outputs(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--gantt", default=None, metavar="OUT.html", help="write a plotly Gantt of the timeline")
+    parser.add_argument("--trace", default=None, metavar="OUT.json", help="Chrome trace JSON (opens in Perfetto)")
+    parser.add_argument("--schedule-csv", default=None, metavar="OUT.csv",
+                        help="per-rank action CSV in torch.distributed.pipelining's layout")
+
+
+def write_timeline_outputs(args: argparse.Namespace, timeline, title: str) -> None:
+    from archsim.report.export import write_chrome_trace, write_pipeline_schedule_csv
+    from archsim.report.gantt import write_gantt
+
+    if args.gantt:
+        write_gantt(timeline, args.gantt, title=title)
+    if args.trace:
+        write_chrome_trace(timeline, args.trace)
+    if args.schedule_csv:
+        write_pipeline_schedule_csv(timeline, args.schedule_csv)
+
+
 def add_output_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", default="table", choices=FORMATS, help="output format (default table)")
     parser.add_argument("--out", default=None, metavar="FILE", help="write to FILE (atomically) instead of stdout")

@@ -8,15 +8,14 @@ import pandas as pd
 
 from archsim.array.costing import ENGINES, cost_network
 from archsim.cli import Command
-from archsim.commands.common import (add_array_arguments, add_output_arguments, array_from_args, emit,
-                                     positive_int)
+from archsim.commands.common import (add_array_arguments, add_network_arguments, add_output_arguments,
+                                     array_from_args, emit, network_from_args, positive_int)
 from archsim.lowering import MODES
 from archsim.outputs import render
-from archsim.workload import LAYER_KINDS, load_network
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("network", metavar="NETWORK", help="topology CSV path or shipped network name")
+    add_network_arguments(parser)
     add_array_arguments(parser)
     parser.add_argument("--batch", type=positive_int, default=32, help="mini-batch size (default 32)")
     parser.add_argument("--mode", default="paper", choices=MODES,
@@ -24,15 +23,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--engine", default="analytic", choices=ENGINES, help="cost source (default analytic)")
     parser.add_argument("--geometry", default="archsim", choices=("archsim", "scalesim"),
                         help="output-size rule: archsim (with padding) or scalesim (ceil, no padding)")
-    parser.add_argument("--only", default=None, metavar="KIND[,KIND]",
-                        help=f"keep only these layer kinds ({', '.join(LAYER_KINDS)}), e.g. conv")
     add_output_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    network = load_network(args.network, geometry=args.geometry)
-    if args.only:
-        network = network.only(*[k.strip() for k in args.only.split(",") if k.strip()])
+    network = network_from_args(args, args.geometry)
     array = array_from_args(args)
     table = cost_network(network, array, args.batch, args.mode, args.engine)
     totals = {column: table[column].sum() for column in table.columns if column.endswith("_cycles")

@@ -5,39 +5,33 @@ from __future__ import annotations
 import argparse
 
 from archsim.cli import Command
-from archsim.commands.common import (add_array_arguments, add_output_arguments, array_from_args, emit,
-                                     positive_int)
+from archsim.commands.common import (add_array_arguments, add_network_arguments, add_output_arguments,
+                                     add_timeline_outputs, array_from_args, emit, network_from_args, positive_int,
+                                     write_timeline_outputs)
 from archsim.errors import InputError
 from archsim.lowering import MODES, SPLIT_AXES
 from archsim.outputs import render
 from archsim.partition import METHODS, build_profile, partition
-from archsim.workload import load_network
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("network", metavar="NETWORK", help="topology CSV path or shipped network name")
+    add_network_arguments(parser)
     parser.add_argument("--processors", type=positive_int, required=True, help="number of processors")
     parser.add_argument("--method", default="layerpipe", choices=METHODS)
     add_array_arguments(parser)
     parser.add_argument("--batch", type=positive_int, default=32)
     parser.add_argument("--mode", default="paper", choices=MODES)
-    parser.add_argument("--only", default=None, metavar="KIND[,KIND]", help="keep only these layer kinds")
     parser.add_argument("--split-axes", default=",".join(SPLIT_AXES),
                         help=f"δ split axes LayerPipe may use (default {','.join(SPLIT_AXES)})")
     parser.add_argument("--alpha", type=float, default=1.001, help="LayerPipe target relaxation factor")
     parser.add_argument("--microbatches", type=positive_int, default=None,
                         help="also simulate M micro-batches and report the makespan")
-    parser.add_argument("--gantt", default=None, metavar="OUT.html", help="write a plotly Gantt (needs --microbatches)")
-    parser.add_argument("--trace", default=None, metavar="OUT.json", help="Chrome trace JSON (opens in Perfetto)")
-    parser.add_argument("--schedule-csv", default=None, metavar="OUT.csv",
-                        help="per-rank action CSV in torch.distributed.pipelining's layout")
+    add_timeline_outputs(parser)
     add_output_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    network = load_network(args.network)
-    if args.only:
-        network = network.only(*[k.strip() for k in args.only.split(",") if k.strip()])
+    network = network_from_args(args)
     array = array_from_args(args)
     profile = build_profile(network, array, args.batch, args.mode)
     options: dict[str, object] = {}
@@ -66,17 +60,11 @@ def run(args: argparse.Namespace) -> int:
         if not args.microbatches:
             raise InputError("--gantt, --trace and --schedule-csv need --microbatches", field="microbatches")
         result = simulate_partition(plan, profile, args.microbatches)
-        from archsim.commands.schedule import _exports
-
-        _exports(args, result.timeline)
         meta["microbatches"] = args.microbatches
         meta["makespan"] = result.timeline.makespan
         utilization = result.timeline.utilization()
         frame["utilization"] = [utilization.get(f"p{i + 1}", 0.0) for i in range(len(frame))]
-        if args.gantt:
-            from archsim.report.gantt import write_gantt
-
-            write_gantt(result.timeline, args.gantt, title=f"{network.name}: {plan.method}, {args.processors} processors")
+        write_timeline_outputs(args, result.timeline, f"{network.name}: {plan.method}, {args.processors} processors")
     emit(render(frame, args.format, meta=meta), args)
     return 0
 

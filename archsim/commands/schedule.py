@@ -7,8 +7,9 @@ import argparse
 import pandas as pd
 
 from archsim.cli import Command
-from archsim.commands.common import (add_array_arguments, add_output_arguments, array_from_args, emit,
-                                     positive_int)
+from archsim.commands.common import (add_array_arguments, add_network_arguments, add_output_arguments,
+                                     add_timeline_outputs, array_from_args, emit, network_from_args, positive_int,
+                                     write_timeline_outputs)
 from archsim.lowering import MODES
 from archsim.outputs import render
 from archsim.partition import build_profile
@@ -16,11 +17,10 @@ from archsim.policies import data_parallel as dp
 from archsim.policies import multistream as ms
 from archsim.policies import zero_bubble as zb
 from archsim.policies.ooo import POLICIES, LayerCosts, ooo_schedule, schedule_metrics
-from archsim.workload import load_network
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("network", metavar="NETWORK", help="topology CSV path or shipped network name")
+    add_network_arguments(parser)
     parser.add_argument("--policy", required=True, choices=POLICIES + dp.POLICIES + zb.SCHEDULES + ("multistream",))
     parser.add_argument("--processors", type=positive_int, required=True, help="devices")
     parser.add_argument("--microbatches", type=positive_int, default=1)
@@ -40,18 +40,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_array_arguments(parser)
     parser.add_argument("--batch", type=positive_int, default=32)
     parser.add_argument("--mode", default="paper", choices=MODES)
-    parser.add_argument("--only", default=None, metavar="KIND[,KIND]")
-    parser.add_argument("--gantt", default=None, metavar="OUT.html")
-    parser.add_argument("--trace", default=None, metavar="OUT.json", help="Chrome trace JSON (opens in Perfetto)")
-    parser.add_argument("--schedule-csv", default=None, metavar="OUT.csv",
-                        help="per-rank action CSV in torch.distributed.pipelining's layout")
+    add_timeline_outputs(parser)
     add_output_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    network = load_network(args.network)
-    if args.only:
-        network = network.only(*[k.strip() for k in args.only.split(",") if k.strip()])
+    network = network_from_args(args)
     flush = args.flush if args.flush is not None else args.policy != "ooo-pipe2"
     if args.unit_costs:
         costs = LayerCosts.unit(len(network))
@@ -76,11 +70,7 @@ def run(args: argparse.Namespace) -> int:
     row = {"policy": args.policy, "processors": args.processors, "microbatches": args.microbatches,
            "flush": flush if args.policy in POLICIES else "", **schedule_metrics(problem, timeline), **extra}
     meta = {"network": network.name, "unit": unit, "costs": "unit" if args.unit_costs else f"{args.mode} mode"}
-    _exports(args, timeline)
-    if args.gantt:
-        from archsim.report.gantt import write_gantt
-
-        write_gantt(timeline, args.gantt, title=f"{network.name}: {args.policy}, {args.processors} devices")
+    write_timeline_outputs(args, timeline, f"{network.name}: {args.policy}, {args.processors} devices")
     emit(render(pd.DataFrame([row]), args.format, meta=meta), args)
     return 0
 
@@ -122,15 +112,6 @@ def _stage_costs(args: argparse.Namespace, costs: LayerCosts) -> zb.StageCosts:
     activation = [sum(costs.stash_bytes[names.index(n)] for n in stage.layers) if costs.stash_bytes else 0
                   for stage in plan.stages]
     return zb.StageCosts(tuple(sums["F"]), tuple(sums["D"]), tuple(sums["G"]), tuple(activation))
-
-
-def _exports(args: argparse.Namespace, timeline) -> None:
-    from archsim.report.export import write_chrome_trace, write_pipeline_schedule_csv
-
-    if args.trace:
-        write_chrome_trace(timeline, args.trace)
-    if args.schedule_csv:
-        write_pipeline_schedule_csv(timeline, args.schedule_csv)
 
 
 def _data_parallel(args: argparse.Namespace, costs: LayerCosts, network):

@@ -21,7 +21,6 @@ Schedules:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from archsim.errors import InputError

@@ -19,7 +19,6 @@ forwards, and δ is ranked above the next micro-batch's F.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from archsim.errors import InputError

@@ -103,7 +103,7 @@ def interleaved_problem(costs: StageCosts, microbatches: int, chunks: int) -> Pr
             deps.append(Dep(f"B{j + 1}:{b}" if j < virtual - 1 else f"F{j}:{b}", f"B{j}:{b}"))
     total = microbatches * v
     for rank in range(p):
-        def unit(k: int, backward: bool) -> tuple[int, int]:
+        def unit(k: int, backward: bool, rank: int = rank) -> tuple[int, int]:
             chunk = (k // p) % v
             chunk = v - 1 - chunk if backward else chunk
             return chunk * p + rank, (k // (p * v)) * p + k % p
