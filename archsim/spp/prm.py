@@ -1,0 +1,126 @@
+"""Partition, replication and mapping by dynamic programming (SPP §IV-B), exactly the recurrence
+
+    W(l, ξ, r, i) = min_{l′ < l, 1 ≤ r′ ≤ i − r} max{ W(l′, ξ − 1, r′, i − r),
+                                                  M (d^f_{l′,l′+1} + d^b_{l′+1,l′}) / (r′ r b_{r′r}),
+                                                  M Σ_{o=l′+1..l} (p^f_o + p^b_o) / r + A_{l′+1→l}(v_{i−r+1} → v_i) }
+
+over devices v_1..v_V in a given order: the first l layers in ξ stages on v_1..v_i, the last stage
+on the r devices v_{i−r+1}..v_i. A stage replicated on k devices pays a ring all-reduce
+A = 2(k − 1) Σα / (k · min bandwidth among its devices); the channel between consecutive stages is
+split across r′·r replica pairs at the least bandwidth between the two blocks. Times are in the
+profile's unit (seconds or cycles), sizes in bytes, bandwidth in bytes per time unit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from archsim.errors import InputError
+
+
+@dataclass(frozen=True)
+class LayerProfileSPP:
+    """Per layer l: forward/backward time per micro-batch, parameter bytes α_l, and the bytes
+    crossing to layer l + 1 (activations forward, gradients backward; 0 after the last layer)."""
+
+    forward: tuple[float, ...]
+    backward: tuple[float, ...]
+    parameters: tuple[float, ...]
+    activations: tuple[float, ...]
+    gradients: tuple[float, ...]
+
+    def __len__(self) -> int:
+        return len(self.forward)
+
+
+@dataclass(frozen=True)
+class PRMPlan:
+    value: float
+    stages: tuple[tuple[int, int], ...]  # (first layer, last layer + 1), 0-based
+    replicas: tuple[int, ...]
+    devices: tuple[tuple[int, ...], ...]  # device ids of each stage, in the given order
+
+
+def stage_time(profile: LayerProfileSPP, microbatches: int, first: int, last: int, devices: Sequence[int],
+               bandwidth: np.ndarray) -> float:
+    """M Σ (p^f + p^b) / r + A for layers first..last−1 on ``devices``."""
+    r = len(devices)
+    compute = microbatches * sum(profile.forward[first:last]) / r + microbatches * sum(profile.backward[first:last]) / r
+    if r == 1:
+        return compute
+    slowest = min(bandwidth[u, v] for u in devices for v in devices if u != v)
+    return compute + 2 * (r - 1) * sum(profile.parameters[first:last]) / (r * slowest)
+
+
+def channel_time(profile: LayerProfileSPP, microbatches: int, boundary: int, before: Sequence[int],
+                 after: Sequence[int], bandwidth: np.ndarray) -> float:
+    """M (d^f + d^b) / (r′ r b_{r′r}) between the stage ending at layer ``boundary`` and the next."""
+    slowest = min(bandwidth[u, v] for u in before for v in after)
+    size = profile.activations[boundary - 1] + profile.gradients[boundary - 1]
+    return microbatches * size / (len(before) * len(after) * slowest)
+
+
+def prm(profile: LayerProfileSPP, order: Sequence[int], bandwidth: np.ndarray, microbatches: int,
+        stages: int) -> PRMPlan:
+    """𝒲(|S|) = min_r W(L, |S|, r, V) with its partition, replication and mapping."""
+    n_layers, n_devices = len(profile), len(order)
+    if not 1 <= stages <= min(n_layers, n_devices):
+        raise InputError(f"stages must be within 1..{min(n_layers, n_devices)}, got {stages}", field="stages")
+    order = tuple(order)
+
+    @lru_cache(maxsize=None)
+    def W(l: int, xi: int, r: int, i: int) -> tuple[float, tuple]:  # noqa: N802 - the paper's name
+        block = order[i - r:i]
+        if xi == 1:
+            if r != i:
+                return math.inf, ()
+            return stage_time(profile, microbatches, 0, l, block, bandwidth), (((0, l), r),)
+        best: tuple[float, tuple] = (math.inf, ())
+        for lp in range(xi - 1, l):
+            tail = stage_time(profile, microbatches, lp, l, block, bandwidth)
+            if tail >= best[0]:
+                continue
+            for rp in range(1, i - r + 1):
+                head, plan = W(lp, xi - 1, rp, i - r)
+                if head >= best[0]:
+                    continue
+                comm = channel_time(profile, microbatches, lp, order[i - r - rp:i - r], block, bandwidth)
+                value = max(head, comm, tail)
+                if value < best[0]:
+                    best = (value, plan + (((lp, l), r),))
+        return best
+
+    value, plan = min((W(n_layers, stages, r, n_devices) for r in range(1, n_devices + 1)), key=lambda x: x[0])
+    W.cache_clear()
+    if not plan:
+        raise InputError("no feasible plan", field="stages")
+    devices, position = [], 0
+    for _, r in plan:
+        devices.append(order[position:position + r])
+        position += r
+    return PRMPlan(value, tuple(s for s, _ in plan), tuple(r for _, r in plan), tuple(devices))
+
+
+def plan_value(profile: LayerProfileSPP, microbatches: int, stages: Sequence[tuple[int, int]],
+               devices: Sequence[Sequence[int]], bandwidth: np.ndarray) -> float:
+    """𝒲 of an explicit plan (the objective PRM minimizes), for brute-force checks."""
+    terms = [stage_time(profile, microbatches, a, b, d, bandwidth) for (a, b), d in zip(stages, devices)]
+    for n in range(len(stages) - 1):
+        terms.append(channel_time(profile, microbatches, stages[n][1], devices[n], devices[n + 1], bandwidth))
+    return max(terms)
+
+
+def phi(profile: LayerProfileSPP, bandwidth: np.ndarray) -> float:
+    """Lemma 2's Φ = max{p_max b_max, d_max} / Γ · (1/b_min − 1/b_max)."""
+    links = bandwidth[~np.eye(len(bandwidth), dtype=bool)]
+    b_min, b_max = float(links.min()), float(links.max())
+    p_max = max(f + b for f, b in zip(profile.forward, profile.backward))
+    d_max = max((a + g for a, g in zip(profile.activations[:-1], profile.gradients[:-1])), default=0.0)
+    gamma = sum(profile.forward) + sum(profile.backward)
+    gamma /= len(bandwidth)
+    return max(p_max * b_max, d_max) / gamma * (1 / b_min - 1 / b_max)

@@ -1,0 +1,104 @@
+"""Cluster topologies: servers × GPUs with intra- and inter-server bandwidths → a device graph.
+
+A TOML file (``configs/clusters/*.toml``), keys checked exactly::
+
+    [cluster]
+    name = "spp_sim"
+    seed = 0                      # bandwidths given as [low, high] ranges are drawn uniformly
+    inter_server_gbps = [32, 40]  # per server pair
+    [[servers]]
+    count = 3                     # servers of this kind
+    gpus = 4
+    intra_server_gbps = [96, 128] # per server (its PCIe or NVLink fabric)
+
+Bandwidths are stored in bytes per second (Gbps · 10⁹ / 8).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+
+from archsim.errors import InputError
+
+CLUSTER_KEYS = {"name", "seed", "inter_server_gbps"}
+SERVER_KEYS = {"count", "gpus", "intra_server_gbps"}
+
+
+@dataclass(frozen=True)
+class Topology:
+    """GPUs ``g0, g1, …`` with the server each sits on and a symmetric bandwidth matrix (bytes/s)."""
+
+    name: str
+    servers: tuple[int, ...]  # server index of each GPU
+    bandwidth: np.ndarray  # (V, V), zero on the diagonal
+
+    @property
+    def devices(self) -> int:
+        return len(self.servers)
+
+    def graph(self) -> nx.Graph:
+        graph = nx.Graph()
+        graph.add_nodes_from(range(self.devices))
+        for u in range(self.devices):
+            for v in range(u + 1, self.devices):
+                graph.add_edge(u, v, bandwidth=float(self.bandwidth[u, v]))
+        return graph
+
+
+def _gbps(value, field: str, file: str, rng: np.random.Generator) -> float:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+        return float(value) * 1e9 / 8
+    if (isinstance(value, list) and len(value) == 2 and all(isinstance(x, (int, float)) for x in value)
+            and 0 < value[0] <= value[1]):
+        return float(rng.uniform(value[0], value[1])) * 1e9 / 8
+    raise InputError("expected a positive number or a [low, high] range", file=file, field=field)
+
+
+def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = None) -> Topology:
+    """Validate a parsed cluster document and draw its bandwidths."""
+    if set(spec) - {"cluster", "servers"} or "cluster" not in spec or "servers" not in spec:
+        raise InputError("expected a [cluster] table and [[servers]] entries", file=file, field="cluster")
+    cluster = spec["cluster"]
+    unknown = sorted(set(cluster) - CLUSTER_KEYS)
+    if unknown:
+        raise InputError("unknown key", file=file, field=unknown[0])
+    rng = np.random.default_rng(cluster.get("seed", 0) if seed is None else seed)
+    servers: list[int] = []
+    intra: list[float] = []
+    for group in spec["servers"]:
+        unknown = sorted(set(group) - SERVER_KEYS)
+        if unknown:
+            raise InputError("unknown key in [[servers]]", file=file, field=unknown[0])
+        count, gpus = group.get("count", 1), group.get("gpus")
+        if not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in (count, gpus)):
+            raise InputError("count and gpus must be positive integers", file=file, field="gpus")
+        for _ in range(count):
+            intra.append(_gbps(group.get("intra_server_gbps"), "intra_server_gbps", file, rng))
+            servers.extend([len(intra) - 1] * gpus)
+    if not servers:
+        raise InputError("no GPUs", file=file, field="servers")
+    n_servers = len(intra)
+    inter = np.zeros((n_servers, n_servers))
+    for a in range(n_servers):
+        for b in range(a + 1, n_servers):
+            inter[a, b] = inter[b, a] = _gbps(cluster.get("inter_server_gbps"), "inter_server_gbps", file, rng)
+    where = np.array(servers)
+    bandwidth = np.where(where[:, None] == where[None, :], np.array(intra)[where][:, None], inter[where][:, where])
+    np.fill_diagonal(bandwidth, 0.0)
+    return Topology(str(cluster.get("name", Path(file).stem)), tuple(servers), bandwidth)
+
+
+def load_topology_file(path: str | Path, *, seed: int | None = None) -> Topology:
+    path = Path(path)
+    if not path.is_file():
+        raise InputError("cluster file not found", file=str(path))
+    try:
+        spec = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"not valid TOML ({exc})", file=str(path)) from None
+    return build_topology(spec, file=str(path), seed=seed)

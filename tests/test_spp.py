@@ -1,0 +1,124 @@
+"""SPP: topologies, recursive device ordering, and PRM against brute force and Lemma 2."""
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from archsim.errors import InputError
+from archsim.spp.prm import LayerProfileSPP, phi, plan_value, prm
+from archsim.spp.rdo import recursive_device_order
+from archsim.spp.topology import Topology, build_topology, load_topology_file
+
+
+def test_spp_sim_cluster_matches_section_v_b():
+    from pathlib import Path
+
+    topo = load_topology_file(Path(__file__).resolve().parents[1] / "configs" / "clusters" / "spp_sim.toml")
+    assert topo.devices == 32 and len(set(topo.servers)) == 8
+    gbps = topo.bandwidth * 8 / 1e9
+    same = np.array(topo.servers)[:, None] == np.array(topo.servers)[None, :]
+    off = ~np.eye(32, dtype=bool)
+    assert gbps[~same].min() >= 32 and gbps[~same].max() <= 40
+    slow = [s for s in range(8) if 96 <= gbps[topo.servers.index(s), topo.servers.index(s) + 1] <= 128]
+    assert len(slow) == 3 and np.all(gbps[same & off] >= 96)
+    again = load_topology_file(Path(__file__).resolve().parents[1] / "configs" / "clusters" / "spp_sim.toml")
+    assert np.array_equal(topo.bandwidth, again.bandwidth)  # seeded
+
+
+@pytest.mark.parametrize("spec, field", [
+    ({"cluster": {"name": "x", "colour": 1}, "servers": [{"count": 1, "gpus": 2, "intra_server_gbps": 10}]}, "colour"),
+    ({"cluster": {"inter_server_gbps": [40, 32]}, "servers": [{"count": 2, "gpus": 1, "intra_server_gbps": 9}]},
+     "inter_server_gbps"),
+    ({"cluster": {}, "servers": [{"count": 1, "gpus": 0, "intra_server_gbps": 10}]}, "gpus"),
+])
+def test_bad_cluster_specs(spec, field):
+    with pytest.raises(InputError) as error:
+        build_topology(spec)
+    assert error.value.where.field == field
+
+
+def random_topology(seed: int, devices: int) -> Topology:
+    rng = np.random.default_rng(seed)
+    bandwidth = rng.uniform(1.0, 10.0, (devices, devices))
+    bandwidth = np.triu(bandwidth, 1)
+    bandwidth = bandwidth + bandwidth.T
+    return Topology("random", tuple(range(devices)), bandwidth)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), devices=st.integers(2, 9))
+def test_rdo_keeps_every_cut_between_contiguous_blocks(seed, devices):
+    """Each min-cut's two sides are contiguous blocks of the order, so its links serve one stage
+    boundary (or one replicated stage) of any interval partition along the order."""
+    ordering = recursive_device_order(random_topology(seed, devices))
+    assert sorted(ordering.order) == list(range(devices))
+    rank = {d: i for i, d in enumerate(ordering.order)}
+    for first, second in ordering.cuts:
+        ranks_a, ranks_b = sorted(rank[d] for d in first), sorted(rank[d] for d in second)
+        assert ranks_a == list(range(ranks_a[0], ranks_a[0] + len(ranks_a)))
+        assert ranks_b == list(range(ranks_a[-1] + 1, ranks_a[-1] + 1 + len(ranks_b)))
+
+
+def test_rdo_splits_servers_at_the_slow_links():
+    spec = {"cluster": {"inter_server_gbps": 10}, "servers": [{"count": 3, "gpus": 2, "intra_server_gbps": 100}]}
+    ordering = recursive_device_order(build_topology(spec))
+    servers = [d // 2 for d in ordering.order]
+    assert servers == sorted(servers, key=servers.index) and len(set(servers[0:2])) == 1  # servers stay whole
+
+
+def random_profile(seed: int, layers: int) -> LayerProfileSPP:
+    rng = np.random.default_rng(seed)
+    draw = lambda: tuple(float(x) for x in rng.uniform(0.5, 5.0, layers))  # noqa: E731
+    return LayerProfileSPP(draw(), draw(), draw(), draw(), draw())
+
+
+def compositions(total: int, parts: int):
+    for cuts in itertools.combinations(range(1, total), parts - 1):
+        bounds = (0, *cuts, total)
+        yield tuple(b - a for a, b in zip(bounds, bounds[1:]))
+
+
+def brute_force(profile, order, bandwidth, microbatches, stages):
+    best = np.inf
+    layers = len(profile)
+    for cuts in itertools.combinations(range(1, layers), stages - 1):
+        bounds = (0, *cuts, layers)
+        partition = tuple(zip(bounds, bounds[1:]))
+        for replicas in compositions(len(order), stages):
+            devices, position = [], 0
+            for r in replicas:
+                devices.append(tuple(order[position:position + r]))
+                position += r
+            best = min(best, plan_value(profile, microbatches, partition, devices, bandwidth))
+    return best
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), layers=st.integers(1, 5), devices=st.integers(1, 5), stages=st.integers(1, 5))
+def test_prm_equals_brute_force_over_partitions_and_replications(seed, layers, devices, stages):
+    if stages > min(layers, devices):
+        return
+    profile = random_profile(seed, layers)
+    topology = random_topology(seed + 1, devices)
+    order = list(range(devices))
+    plan = prm(profile, order, topology.bandwidth, 4, stages)
+    assert plan.value == pytest.approx(brute_force(profile, order, topology.bandwidth, 4, stages))
+    assert plan.value == pytest.approx(plan_value(profile, 4, plan.stages, plan.devices, topology.bandwidth))
+    assert sum(plan.replicas) == devices and len(plan.stages) == stages
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), layers=st.integers(2, 4), devices=st.integers(2, 4))
+def test_lemma_2_bound_against_every_device_mapping(seed, layers, devices):
+    """RDO + PRM is within (1 + Φ) of the best plan over every device permutation."""
+    profile = random_profile(seed, layers)
+    topology = random_topology(seed + 7, devices)
+    order = recursive_device_order(topology).order
+    ours = min(prm(profile, order, topology.bandwidth, 4, s).value for s in range(1, min(layers, devices) + 1))
+    best = min(brute_force(profile, list(perm), topology.bandwidth, 4, s)
+               for perm in itertools.permutations(range(devices)) for s in range(1, min(layers, devices) + 1))
+    assert best <= ours + 1e-9
+    assert ours <= (1 + phi(profile, topology.bandwidth)) * best + 1e-9
