@@ -122,3 +122,37 @@ def test_lemma_2_bound_against_every_device_mapping(seed, layers, devices):
                for perm in itertools.permutations(range(devices)) for s in range(1, min(layers, devices) + 1))
     assert best <= ours + 1e-9
     assert ours <= (1 + phi(profile, topology.bandwidth)) * best + 1e-9
+
+
+from archsim.spp.pe import StagePlan, blocks, execution_order, lemma1_bound, pe_makespan  # noqa: E402
+
+
+def test_block_list_has_4s_minus_3_blocks():
+    assert len(blocks(1)) == 1 and len(blocks(3)) == 9
+    assert blocks(2) == [("F", 1), ("cf", 1), ("FB", 2), ("cb", 1), ("B", 1)]
+
+
+def test_ordering_sweep_by_hand():
+    # 2 stages, 2 micro-batches. Sweep 1: F1 takes mb0. Sweep 2: F1 mb1, cf1 mb0. Sweep 3: cf1 mb1,
+    # FB2 mb0. … so U_1 = F(0) F(1) B(0) B(1) and U_2 = FB(0) FB(1).
+    _, per_stage = execution_order(2, 2)
+    assert [(b[0], m) for b, m in per_stage[1]] == [("F", 0), ("F", 1), ("B", 0), ("B", 1)]
+    assert [(b[0], m) for b, m in per_stage[2]] == [("FB", 0), ("FB", 1)]
+
+
+def test_pe_hand_worked_two_stages():
+    # F = B = 1 per stage, channels 0: stage 1 F0 [0,1) F1 [1,2); stage 2 FB0 [1,3) FB1 [3,5);
+    # stage 1 B0 [3,4) B1 [5,6) → 6.
+    makespan, _ = pe_makespan([StagePlan(1, 1), StagePlan(1, 1)], 2)
+    assert makespan == 6
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), stages=st.integers(1, 5), microbatches=st.integers(1, 8))
+def test_lemma_1_bound_holds_on_random_instances(data, stages, microbatches):
+    value = st.floats(0.1, 10)
+    plans = [StagePlan(data.draw(value), data.draw(value), data.draw(st.sampled_from([0.0, 3.0])),
+                       data.draw(value) if n < stages - 1 else 0.0, data.draw(value) if n < stages - 1 else 0.0)
+             for n in range(stages)]
+    makespan, _ = pe_makespan(plans, microbatches)
+    assert makespan <= lemma1_bound(plans, microbatches) + 1e-9
