@@ -31,9 +31,9 @@ class Command:
 
 
 def _commands() -> list[Command]:
-    from archsim.commands import cost, gemm, pipeline, schedule, sweep
+    from archsim.commands import cost, gemm, pipeline, plan, schedule, sweep
 
-    return [cost.COMMAND, gemm.COMMAND, pipeline.COMMAND, schedule.COMMAND, sweep.SWEEP, sweep.REPORT]
+    return [cost.COMMAND, gemm.COMMAND, pipeline.COMMAND, schedule.COMMAND, plan.COMMAND, sweep.SWEEP, sweep.REPORT]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -155,3 +155,15 @@ def test_schedule_multistream_pays_on_a_large_array(capsys):
                         "--array", "256x256", "--batch", "16", "--mode", "exact", "--format", "json"], capsys)
     row = json.loads(out)["rows"][0]
     assert code == 0 and row["speedup_vs_single_stream"] > 1.1 and 0 < row["bubble_fraction"] < 1
+
+
+def test_plan_command_on_a_testbed(capsys, tmp_path):
+    from pathlib import Path
+
+    cluster = Path(__file__).resolve().parents[1] / "configs" / "clusters" / "testbed_v100.toml"
+    code, out, _ = run(["plan", "vgg16", "--only", "conv", "--cluster", str(cluster),
+                        "--microbatches", "4", "--array", "64x64", "--format", "json",
+                        "--gantt", str(tmp_path / "g.html")], capsys)
+    doc = json.loads(out)
+    assert code == 0 and sum(row["replicas"] for row in doc["rows"]) == 4
+    assert doc["meta"]["makespan_seconds"] > 0 and (tmp_path / "g.html").is_file()

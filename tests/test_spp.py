@@ -156,3 +156,49 @@ def test_lemma_1_bound_holds_on_random_instances(data, stages, microbatches):
              for n in range(stages)]
     makespan, _ = pe_makespan(plans, microbatches)
     assert makespan <= lemma1_bound(plans, microbatches) + 1e-9
+
+
+from archsim.spp.plan import spp, stage_plans  # noqa: E402
+from archsim.spp.profiles import load_graph_txt  # noqa: E402
+
+GRAPH_TXT = """node1 -- Input0 -- forward_compute_time=0.000, backward_compute_time=0.000, activation_size=1000.0, parameter_size=0.000
+node2 -- Conv2d(3, 64) -- forward_compute_time=2.000, backward_compute_time=4.000, activation_size=4000.0, parameter_size=1000.000
+node3 -- ReLU() -- forward_compute_time=1.000, backward_compute_time=1.000, activation_size=4000.0, parameter_size=0.000 -- stage_id=0
+\tnode1 -- node2
+\tnode2 -- node3
+"""
+
+
+def test_graph_txt_profile(tmp_path):
+    path = tmp_path / "graph.txt"
+    path.write_text(GRAPH_TXT)
+    profile, names = load_graph_txt(path)
+    assert names == ("node1", "node2", "node3")
+    assert profile.forward == (0.0, 0.002, 0.001) and profile.backward == (0.0, 0.004, 0.001)
+    assert profile.parameters[1] == 1000.0 and profile.activations[2] == 4000.0
+
+
+@pytest.mark.parametrize("text, line, field", [
+    ("node1 -- X -- forward_compute_time=1, backward_compute_time=2, activation_size=3\n", 1, "parameter_size"),
+    ("node1 -- X -- forward_compute_time=a, backward_compute_time=2, activation_size=3, parameter_size=4\n", 1,
+     "forward_compute_time"),
+    ("garbage\n", 1, None),
+])
+def test_bad_graph_txt(tmp_path, text, line, field):
+    path = tmp_path / "graph.txt"
+    path.write_text(text)
+    with pytest.raises(InputError) as error:
+        load_graph_txt(path)
+    assert (error.value.where.line, error.value.where.field) == (line, field)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), layers=st.integers(2, 5), devices=st.integers(2, 5),
+       microbatches=st.integers(1, 8))
+def test_spp_picks_the_stage_count_with_the_least_pe_makespan(seed, layers, devices, microbatches):
+    profile = random_profile(seed, layers)
+    topology = random_topology(seed + 3, devices)
+    result = spp(profile, topology, microbatches)
+    assert result.makespan == min(t for _, _, t in result.by_stage_count)
+    plans = stage_plans(profile, result.plan, topology.bandwidth)
+    assert lemma1_bound(plans, microbatches) >= result.makespan - 1e-9

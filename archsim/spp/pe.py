@@ -89,7 +89,7 @@ def pe_problem(plans: list[StagePlan], microbatches: int) -> Problem:
                           tags=(("kind", block[0]), ("microbatch", m), ("stage", block[1]))))
             if j:
                 deps.append(Dep(oid(J[j - 1], m), oid(block, m)))
-    for n, order in per_stage.items():  # U_s: strictly in order
+    for order in per_stage.values():  # U_s: strictly in order
         for (a, ma), (b, mb) in zip(order, order[1:]):
             deps.append(Dep(oid(a, ma), oid(b, mb)))
     for n, plan in enumerate(plans, start=1):
