@@ -202,3 +202,27 @@ def test_spp_picks_the_stage_count_with_the_least_pe_makespan(seed, layers, devi
     assert result.makespan == min(t for _, _, t in result.by_stage_count)
     plans = stage_plans(profile, result.plan, topology.bandwidth)
     assert lemma1_bound(plans, microbatches) >= result.makespan - 1e-9
+
+
+from archsim.spp.baselines import BASELINES, baseline, data_parallel  # noqa: E402
+
+
+def test_data_parallel_by_hand():
+    # 2 GPUs at 10 B/s, 2 layers: compute M·Σ(p^f + p^b)/V = 4·(1+2+3+4)/2 = 20; ring AllReduce of
+    # 100 parameter bytes: 2·(2−1)·100/(2·10) = 10 → 30.
+    profile = LayerProfileSPP((1.0, 3.0), (2.0, 4.0), (40.0, 60.0), (5.0, 0.0), (5.0, 0.0))
+    topology = Topology("t", (0, 1), np.array([[0.0, 10.0], [10.0, 0.0]]))
+    assert data_parallel(profile, topology, 4) == pytest.approx(30.0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), layers=st.integers(2, 5), devices=st.integers(2, 5),
+       microbatches=st.integers(1, 8))
+def test_spp_is_never_slower_than_data_parallel(seed, layers, devices, microbatches):
+    """SPP's one-stage plan on every GPU is data parallelism, so SPP can only do better."""
+    profile = random_profile(seed, layers)
+    topology = random_topology(seed + 5, devices)
+    result = spp(profile, topology, microbatches)
+    assert result.makespan <= data_parallel(profile, topology, microbatches) + 1e-9
+    for method in BASELINES:
+        assert baseline(method, profile, topology, microbatches) > 0

@@ -15,11 +15,12 @@ from archsim.commands.common import (add_array_arguments, add_network_arguments,
 from archsim.errors import InputError
 from archsim.lowering import MODES
 from archsim.outputs import render
+from archsim.spp.baselines import BASELINES, baseline
 from archsim.spp.plan import spp
 from archsim.spp.profiles import load_graph_txt, profile_from_network
 from archsim.spp.topology import load_topology_file
 
-METHODS = ("spp",)
+METHODS = ("spp", *BASELINES)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,12 +51,18 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("this PRM implementation plans up to 64 layers on 16 GPUs; larger plans need its "
                          "vectorized form (not built yet)", field="cluster")
     result = spp(profile, topology, args.microbatches, max_stages=args.max_stages)
+    others = {method: float(baseline(method, profile, topology, args.microbatches)) for method in BASELINES}
     rows = [{"stage": n + 1, "first_layer": names[a], "last_layer": names[b - 1], "layers": b - a,
              "replicas": len(d), "devices": " ".join(f"g{x}" for x in d)}
             for n, ((a, b), d) in enumerate(zip(result.plan.stages, result.plan.devices))]
+    if args.method != "spp":
+        row = {"method": args.method, "makespan_seconds": others[args.method], "spp_makespan_seconds": result.makespan}
+        emit(render(pd.DataFrame([row]), args.format, meta={"cluster": topology.name}), args)
+        return 0
     meta = {"method": args.method, "cluster": topology.name, "devices": topology.devices,
             "microbatches": args.microbatches, "makespan_seconds": result.makespan,
             "stage_counts": "; ".join(f"{s}:{t:.4g}s" for s, _, t in result.by_stage_count),
+            "baselines_seconds": "; ".join(f"{m}:{t:.4g}" for m, t in others.items()),
             "device_order": " ".join(f"g{x}" for x in result.order)}
     write_timeline_outputs(args, result.timeline, f"SPP on {topology.name}, {args.microbatches} micro-batches")
     emit(render(pd.DataFrame(rows), args.format, meta=meta), args)

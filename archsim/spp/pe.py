@@ -60,11 +60,21 @@ def execution_order(stages: int, microbatches: int) -> tuple[list[tuple[tuple[st
     return visits, per_stage
 
 
-def pe_problem(plans: list[StagePlan], microbatches: int) -> Problem:
+def gpipe_order(stages: int, microbatches: int) -> tuple[list, dict]:
+    """GPipe's per-stage order: every forward, then every backward, newest micro-batch first."""
+    visits, per_stage = execution_order(stages, microbatches)
+    for n in range(1, stages + 1):
+        forward = sorted((x for x in per_stage[n] if x[0][0] in ("F", "FB")), key=lambda x: x[1])
+        backward = sorted((x for x in per_stage[n] if x[0][0] == "B"), key=lambda x: -x[1])
+        per_stage[n] = forward + backward
+    return visits, per_stage
+
+
+def pe_problem(plans: list[StagePlan], microbatches: int, order: str = "pe") -> Problem:
     stages = len(plans)
     if stages == 0 or microbatches <= 0:
         raise InputError("need at least one stage and one micro-batch", field="stages")
-    visits, per_stage = execution_order(stages, microbatches)
+    visits, per_stage = (gpipe_order if order == "gpipe" else execution_order)(stages, microbatches)
     rank = {visit: i for i, visit in enumerate(visits)}
     J = blocks(stages)
     ops: list[Op] = []
@@ -102,8 +112,8 @@ def pe_problem(plans: list[StagePlan], microbatches: int) -> Problem:
     return Problem(tuple(Processor(r) for r in resources), (), tuple(ops), tuple(deps))
 
 
-def pe_makespan(plans: list[StagePlan], microbatches: int) -> tuple[float, object]:
-    problem = pe_problem(plans, microbatches)
+def pe_makespan(plans: list[StagePlan], microbatches: int, order: str = "pe") -> tuple[float, object]:
+    problem = pe_problem(plans, microbatches, order)
     timeline = simulate(problem)
     return timeline.makespan, timeline
 

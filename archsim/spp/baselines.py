@@ -1,0 +1,82 @@
+"""SPP's baselines on the same costs and cluster (001_655b4b8cd650573f.txt §V-A), all synchronous:
+
+* ``dp``: data parallel — every GPU holds the whole model and 1/V of each micro-batch; one ring
+  AllReduce of all parameters over all GPUs at the slowest link.
+* ``gpipe``: one stage per GPU (layers split to balance computation, ignoring links), GPUs in
+  their given order, GPipe's fill-drain schedule.
+* ``pipedream``: PRM's partition/replication over GPUs in their given order (no RDO), choosing the
+  stage count that minimizes 𝒲 — the slowest stage or channel, PipeDream's objective — then PE.
+* ``hetpipe``: one pipeline per server (a "virtual worker", one stage per GPU, PE schedule) on
+  M / servers micro-batches each, then an AllReduce of all parameters across servers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from archsim.partition import pipedream_partition, profile_from_costs
+from archsim.spp.pe import StagePlan, pe_makespan
+from archsim.spp.plan import stage_plans
+from archsim.spp.prm import LayerProfileSPP, PRMPlan, prm
+from archsim.spp.topology import Topology
+
+BASELINES = ("dp", "gpipe", "pipedream", "hetpipe")
+
+
+def _ring(parameters: float, devices, bandwidth: np.ndarray) -> float:
+    k = len(devices)
+    if k <= 1:
+        return 0.0
+    slowest = min(bandwidth[u, v] for u in devices for v in devices if u != v)
+    return 2 * (k - 1) * parameters / (k * slowest)
+
+
+def data_parallel(profile: LayerProfileSPP, topology: Topology, microbatches: int) -> float:
+    compute = microbatches * (sum(profile.forward) + sum(profile.backward)) / topology.devices
+    return compute + _ring(sum(profile.parameters), range(topology.devices), topology.bandwidth)
+
+
+def _balanced_plan(profile: LayerProfileSPP, devices) -> PRMPlan:
+    stages = min(len(devices), len(profile))
+    costs = profile_from_costs([str(i) for i in range(len(profile))], profile.forward, profile.backward,
+                               [0.0] * len(profile))
+    partition = pipedream_partition(costs, stages)
+    bounds, position = [], 0
+    for stage in partition.stages:
+        bounds.append((position, position + len(stage.layers)))
+        position += len(stage.layers)
+    used = tuple(devices[:len(bounds)])
+    return PRMPlan(0.0, tuple(bounds), (1,) * len(bounds), tuple((d,) for d in used))
+
+
+def gpipe(profile: LayerProfileSPP, topology: Topology, microbatches: int) -> float:
+    plan = _balanced_plan(profile, list(range(topology.devices)))
+    return pe_makespan(stage_plans(profile, plan, topology.bandwidth), microbatches, order="gpipe")[0]
+
+
+def pipedream(profile: LayerProfileSPP, topology: Topology, microbatches: int) -> float:
+    order = list(range(topology.devices))
+    plans = [prm(profile, order, topology.bandwidth, microbatches, s)
+             for s in range(1, min(len(profile), topology.devices) + 1)]
+    best = min(plans, key=lambda p: p.value)
+    return pe_makespan(stage_plans(profile, best, topology.bandwidth), microbatches)[0]
+
+
+def hetpipe(profile: LayerProfileSPP, topology: Topology, microbatches: int) -> float:
+    servers = sorted(set(topology.servers))
+    per_server = max(1, -(-microbatches // len(servers)))
+    slowest = 0.0
+    for server in servers:
+        devices = [d for d, s in enumerate(topology.servers) if s == server]
+        plan = _balanced_plan(profile, devices)
+        slowest = max(slowest, pe_makespan(stage_plans(profile, plan, topology.bandwidth), per_server)[0])
+    leaders = [next(d for d, s in enumerate(topology.servers) if s == server) for server in servers]
+    return slowest + _ring(sum(profile.parameters), leaders, topology.bandwidth)
+
+
+def baseline(method: str, profile: LayerProfileSPP, topology: Topology, microbatches: int) -> float:
+    return {"dp": data_parallel, "gpipe": gpipe, "pipedream": pipedream, "hetpipe": hetpipe}[method](
+        profile, topology, microbatches)
+
+
+__all__ = ["BASELINES", "StagePlan", "baseline", "data_parallel", "gpipe", "hetpipe", "pipedream"]
