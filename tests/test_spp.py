@@ -226,3 +226,46 @@ def test_spp_is_never_slower_than_data_parallel(seed, layers, devices, microbatc
     assert result.makespan <= data_parallel(profile, topology, microbatches) + 1e-9
     for method in BASELINES:
         assert baseline(method, profile, topology, microbatches) > 0
+
+
+from archsim.spp.prm import prm_tables  # noqa: E402
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), layers=st.integers(1, 6), devices=st.integers(1, 6))
+def test_vectorized_prm_equals_the_recursive_one(seed, layers, devices):
+    profile = random_profile(seed, layers)
+    topology = random_topology(seed + 11, devices)
+    order = list(range(devices))
+    fast = {len(p.stages): p for p in prm_tables(profile, order, topology.bandwidth, 3, min(layers, devices))}
+    for stages in range(1, min(layers, devices) + 1):
+        slow = prm(profile, order, topology.bandwidth, 3, stages)
+        assert fast[stages].value == pytest.approx(slow.value)
+        assert plan_value(profile, 3, fast[stages].stages, fast[stages].devices, topology.bandwidth) == \
+            pytest.approx(slow.value)
+
+
+@settings(max_examples=200, deadline=None)
+@given(seed=st.integers(0, 100_000), layers=st.integers(2, 6), devices=st.integers(2, 6),
+       microbatches=st.integers(1, 8))
+def test_theorem_1_bound(seed, layers, devices, microbatches):
+    """T_SPP < (2 + (4V − 4)/M)(1 + Φ) T*. T* is unknown, but T* ≥ M Σ(p^f + p^b) / V (all work on
+    V GPUs), so checking against that lower bound checks the theorem (more strictly)."""
+    profile = random_profile(seed, layers)
+    topology = random_topology(seed + 13, devices)
+    makespan = spp(profile, topology, microbatches).makespan
+    lower = microbatches * (sum(profile.forward) + sum(profile.backward)) / devices
+    assert makespan < (2 + (4 * devices - 4) / microbatches) * (1 + phi(profile, topology.bandwidth)) * lower
+
+
+def test_bert_large_grouped_into_24_encoder_layers():
+    from archsim.array.config import ArrayConfig
+    from archsim.spp.profiles import profile_from_network
+    from archsim.workload import load_network
+
+    network = load_network("bert_large")
+    array = ArrayConfig(64, 64, "ws", element_bytes=2)
+    profile, names = profile_from_network(network, array, 1, "exact", group=lambda n: n.split("_")[0])
+    assert names == tuple(f"l{i}" for i in range(1, 25))
+    assert sum(profile.parameters) == 2 * sum(layer.weight_elements for layer in network)
+    assert profile.activations[0] == 2 * 512 * 1024  # the layer norm closing each encoder layer

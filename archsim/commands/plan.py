@@ -47,9 +47,6 @@ def run(args: argparse.Namespace) -> int:
             raise InputError("must be positive", field="clock-ghz")
         array = replace(array_from_args(args), clock_hz=args.clock_ghz * 1e9)
         profile, names = profile_from_network(network_from_args(args), array, args.batch, args.mode)
-    if len(names) > 64 or topology.devices > 16:
-        raise InputError("this PRM implementation plans up to 64 layers on 16 GPUs; larger plans need its "
-                         "vectorized form (not built yet)", field="cluster")
     result = spp(profile, topology, args.microbatches, max_stages=args.max_stages)
     others = {method: float(baseline(method, profile, topology, args.microbatches)) for method in BASELINES}
     rows = [{"stage": n + 1, "first_layer": names[a], "last_layer": names[b - 1], "layers": b - a,

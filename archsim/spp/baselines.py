@@ -17,7 +17,7 @@ import numpy as np
 from archsim.partition import pipedream_partition, profile_from_costs
 from archsim.spp.pe import StagePlan, pe_makespan
 from archsim.spp.plan import stage_plans
-from archsim.spp.prm import LayerProfileSPP, PRMPlan, prm
+from archsim.spp.prm import LayerProfileSPP, PRMPlan, prm_tables
 from archsim.spp.topology import Topology
 
 BASELINES = ("dp", "gpipe", "pipedream", "hetpipe")
@@ -56,8 +56,7 @@ def gpipe(profile: LayerProfileSPP, topology: Topology, microbatches: int) -> fl
 
 def pipedream(profile: LayerProfileSPP, topology: Topology, microbatches: int) -> float:
     order = list(range(topology.devices))
-    plans = [prm(profile, order, topology.bandwidth, microbatches, s)
-             for s in range(1, min(len(profile), topology.devices) + 1)]
+    plans = prm_tables(profile, order, topology.bandwidth, microbatches, min(len(profile), topology.devices))
     best = min(plans, key=lambda p: p.value)
     return pe_makespan(stage_plans(profile, best, topology.bandwidth), microbatches)[0]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from archsim.spp.pe import StagePlan, pe_makespan
-from archsim.spp.prm import LayerProfileSPP, PRMPlan, channel_time, prm, stage_time
+from archsim.spp.prm import LayerProfileSPP, PRMPlan, channel_time, prm_tables, stage_time
 from archsim.spp.rdo import recursive_device_order
 from archsim.spp.topology import Topology
 
@@ -43,8 +43,8 @@ def spp(profile: LayerProfileSPP, topology: Topology, microbatches: int, *, max_
     limit = min(len(profile), topology.devices, max_stages or topology.devices)
     best = None
     table = []
-    for count in range(1, limit + 1):
-        plan = prm(profile, order, topology.bandwidth, microbatches, count)
+    for plan in prm_tables(profile, order, topology.bandwidth, microbatches, limit):
+        count = len(plan.stages)
         makespan, timeline = pe_makespan(stage_plans(profile, plan, topology.bandwidth), microbatches)
         table.append((count, plan.value, makespan))
         if best is None or makespan < best[1]:

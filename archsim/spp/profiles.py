@@ -77,16 +77,27 @@ def load_graph_txt(path: str | Path) -> tuple[LayerProfileSPP, tuple[str, ...]]:
     return profile, tuple(order)
 
 
-def profile_from_network(network, array, batch: int, mode: str = "exact") -> tuple[LayerProfileSPP, tuple[str, ...]]:
-    """Array-model costs in seconds (cycles / clock): F, and G + D as the backward."""
+def profile_from_network(network, array, batch: int, mode: str = "exact", group=None
+                         ) -> tuple[LayerProfileSPP, tuple[str, ...]]:
+    """Array-model costs in seconds (cycles / clock): F, and G + D as the backward. ``group`` maps a
+    layer name to a block name; consecutive layers of one block merge into one SPP layer (e.g. a
+    BERT encoder layer), whose boundary tensor is its last layer's output."""
     from archsim.partition import build_profile
 
     p = build_profile(network, array, batch, mode)  # type: ignore[arg-type]
     seconds = 1.0 / array.clock_hz
+    keys = [group(n) if group else n for n in p.names]
+    blocks: list[list[int]] = []
+    for index, key in enumerate(keys):
+        if blocks and keys[blocks[-1][0]] == key:
+            blocks[-1].append(index)
+        else:
+            blocks.append([index])
+    total = lambda values, block: float(sum(values[i] for i in block))  # noqa: E731
     return LayerProfileSPP(
-        forward=tuple(float(x) * seconds for x in p.forward),
-        backward=tuple(float(g + d) * seconds for g, d in zip(p.weight_grad, p.delta)),
-        parameters=tuple(float(x) for x in p.weight_bytes),
-        activations=tuple(float(x) for x in p.activation_bytes),
-        gradients=tuple(float(x) for x in p.activation_bytes),
-    ), p.names
+        forward=tuple(total(p.forward, b) * seconds for b in blocks),
+        backward=tuple((total(p.weight_grad, b) + total(p.delta, b)) * seconds for b in blocks),
+        parameters=tuple(total(p.weight_bytes, b) for b in blocks),
+        activations=tuple(float(p.activation_bytes[b[-1]]) for b in blocks),
+        gradients=tuple(float(p.activation_bytes[b[-1]]) for b in blocks),
+    ), tuple(keys[b[0]] for b in blocks)
