@@ -31,9 +31,10 @@ class Command:
 
 
 def _commands() -> list[Command]:
-    from archsim.commands import cost, gemm, pipeline, plan, schedule, sweep
+    from archsim.commands import bppsa, cluster, cost, gemm, pipeline, plan, schedule, sweep
 
-    return [cost.COMMAND, gemm.COMMAND, pipeline.COMMAND, schedule.COMMAND, plan.COMMAND, sweep.SWEEP, sweep.REPORT]
+    return [cost.COMMAND, gemm.COMMAND, pipeline.COMMAND, schedule.COMMAND, plan.COMMAND, bppsa.COMMAND,
+            cluster.COMMAND, sweep.SWEEP, sweep.REPORT]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,7 +1,12 @@
-"""Run the real SCALE-Sim 3.0.0 in-process on one layer or GEMM and return its report numbers.
+"""Run the real SCALE-Sim 3.0.0 (the ``scalesim`` package) in-process on one layer or GEMM.
 
-SCALE-Sim writes report files and prints; this harness gives it a temporary config, keeps its
-prints out of the test output, and reads the numbers straight from its layer simulator.
+SCALE-Sim's own driver writes report files and prints. This harness instead writes a config in
+SCALE-Sim's exact ``.cfg`` format into a temporary folder (deleted before the simulation starts),
+builds the topology and layout objects from lists, runs ``single_layer_sim`` directly — which
+writes no files unless asked to save traces — with its prints and warnings silenced, and reads the
+numbers straight from the layer simulator: the compute report (``get_compute_report_items``), the
+SRAM access counts (``single_layer_sim.ifmap_sram_reads`` …) and the fold counts of the compute
+system. ``scalesim`` is imported lazily, so importing this module never needs it.
 """
 
 from __future__ import annotations
@@ -9,9 +14,11 @@ from __future__ import annotations
 import contextlib
 import io
 import tempfile
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+# SCALE-Sim's shipped config format (its configs/google.cfg), every section it reads.
 CONFIG = """[general]
 run_name = reference
 
@@ -54,33 +61,42 @@ UseRamulatorTrace: False
 
 @dataclass(frozen=True)
 class Reference:
-    compute_cycles: int
+    """SCALE-Sim's numbers for one layer, in SCALE-Sim's units (ratios in percent, as it reports)."""
+
+    compute_cycles: int  # "Compute cycles" of COMPUTE_REPORT.csv (get_compute_report_items()[1])
     stall_cycles: int
-    overall_utilization: float  # percent, as SCALE-Sim reports
-    mapping_efficiency: float  # percent
-    compute_utilization: float  # percent
+    overall_utilization: float  # percent
+    mapping_efficiency: float  # percent, mean over folds
+    compute_utilization: float  # percent, mean over folds
     ifmap_sram_reads: int
     filter_sram_reads: int
     ofmap_sram_writes: int
+    folds: int  # folds the compute system iterated (one mapping-efficiency entry per fold)
+    row_folds: int
+    col_folds: int
 
 
-def config_text(rows: int, cols: int, dataflow: str, *, ifmap_kb=64, filter_kb=64, ofmap_kb=64,
-                bandwidth: int | None = None) -> str:
+def config_text(rows: int, cols: int, dataflow: str, *, ifmap_kb: int = 64, filter_kb: int = 64,
+                ofmap_kb: int = 64, bandwidth: int | None = None) -> str:
+    """A SCALE-Sim .cfg; ``bandwidth`` given → USER interface-bandwidth mode, else CALC."""
     return CONFIG.format(rows=rows, cols=cols, dataflow=dataflow, ifmap_kb=ifmap_kb, filter_kb=filter_kb,
                          ofmap_kb=ofmap_kb, bandwidth=bandwidth or 10, mode="USER" if bandwidth else "CALC")
 
 
 def scalesim_conv(h: int, w: int, fh: int, fw: int, c: int, m: int, stride: int, rows: int, cols: int,
-                  dataflow: str) -> Reference:
-    """SCALE-Sim's numbers for one conv layer (its geometry: no padding, batch 1)."""
+                  dataflow: str, *, ifmap_kb: int = 64, filter_kb: int = 64, ofmap_kb: int = 64,
+                  bandwidth: int | None = None) -> Reference:
+    """SCALE-Sim's numbers for one conv layer in its geometry: H×W×C input (no padding), fh×fw×C×M
+    filters, the same stride both ways, batch 1; output ⌈(H − fh + s)/s⌉ × ⌈(W − fw + s)/s⌉."""
     from scalesim.layout_utils import layouts
     from scalesim.scale_config import scale_config
     from scalesim.single_layer_sim import single_layer_sim
     from scalesim.topology_utils import topologies
 
-    with tempfile.TemporaryDirectory() as folder:
+    with tempfile.TemporaryDirectory(prefix="archsim-scalesim-") as folder:
         path = Path(folder) / "reference.cfg"
-        path.write_text(config_text(rows, cols, dataflow))
+        path.write_text(config_text(rows, cols, dataflow, ifmap_kb=ifmap_kb, filter_kb=filter_kb,
+                                    ofmap_kb=ofmap_kb, bandwidth=bandwidth))
         config = scale_config()
         config.read_conf_file(str(path))
     topology = topologies()
@@ -88,14 +104,51 @@ def scalesim_conv(h: int, w: int, fh: int, fw: int, c: int, m: int, stride: int,
     layout = layouts()
     layout.load_layer_params_from_list("layer", ["layer", 1, 1, 1, 1, 1, 1, 1, 1])
     sim = single_layer_sim()
-    with contextlib.redirect_stdout(io.StringIO()):
+    silent = io.StringIO()
+    with contextlib.redirect_stdout(silent), contextlib.redirect_stderr(silent), warnings.catch_warnings():
+        # scalesim converts 1-element arrays to scalars (deprecated in numpy ≥ 1.25): its code, not ours.
+        warnings.simplefilter("ignore", DeprecationWarning)
         sim.set_params(layer_id=0, config_obj=config, topology_obj=topology, layout_obj=layout, verbose=False)
         sim.run()
         _, compute, stalls, overall, mapping, util = sim.get_compute_report_items()
-    return Reference(int(compute), int(stalls), float(overall), float(mapping), float(util),
-                     int(sim.ifmap_sram_reads), int(sim.filter_sram_reads), int(sim.ofmap_sram_writes))
+    compute_system = sim.compute_system
+    return Reference(
+        compute_cycles=int(compute), stall_cycles=int(stalls), overall_utilization=float(overall),
+        mapping_efficiency=float(mapping), compute_utilization=float(util),
+        ifmap_sram_reads=int(sim.ifmap_sram_reads), filter_sram_reads=int(sim.filter_sram_reads),
+        ofmap_sram_writes=int(sim.ofmap_sram_writes), folds=len(compute_system.mapping_efficiency_per_fold),
+        row_folds=int(compute_system.row_fold), col_folds=int(compute_system.col_fold),
+    )
 
 
-def scalesim_gemm(m: int, k: int, n: int, rows: int, cols: int, dataflow: str) -> Reference:
-    """out[M×N] = A[M×K]·B[K×N], encoded as SCALE-Sim's own GEMM mode encodes it (M, K, 1, K, 1, N)."""
-    return scalesim_conv(m, k, 1, k, 1, n, 1, rows, cols, dataflow)
+def scalesim_gemm(m: int, k: int, n: int, rows: int, cols: int, dataflow: str, **memory) -> Reference:
+    """out[M×N] = A[M×K]·B[K×N], encoded as SCALE-Sim's own GEMM mode encodes it: a conv layer with
+    an M×K input, a 1×K filter, 1 channel and N filters (``scale_sim.py`` with ``input_type_gemm``).
+    ``memory``: ifmap_kb, filter_kb, ofmap_kb, bandwidth as for :func:`scalesim_conv`."""
+    return scalesim_conv(m, k, 1, k, 1, n, 1, rows, cols, dataflow, **memory)
+
+
+def scalesim_input_size(size: int, kernel: int, stride: int, padding: int) -> int:
+    """The unpadded input size SCALE-Sim needs to reproduce a padded layer's output size.
+
+    SCALE-Sim has no padding and computes the output as ⌈(H − f + s)/s⌉. Zero-padding folded into the
+    input gives H + 2p, but when (H + 2p − f) is not a multiple of s the last padded rows are never
+    read, and SCALE-Sim's ceiling would count one output row too many; (E − 1)·s + f is exactly the
+    part of the padded input the layer reads (226 for VGG16 conv1_1: 224×224, 3×3, pad 1).
+    """
+    out = (size + 2 * padding - kernel) // stride + 1
+    return (out - 1) * stride + kernel
+
+
+def scalesim_layer(layer, rows: int, cols: int, dataflow: str, **memory) -> Reference:
+    """SCALE-Sim's numbers for an archsim conv/fc ``Layer`` at batch 1, its padding folded into the input
+    (which is what archsim's im2col lowering computes: the zero taps are MACs too)."""
+    if layer.kind not in ("conv", "fc") or layer.repeat != 1:
+        raise ValueError(f"{layer.name}: only single-instance conv/fc layers map onto SCALE-Sim's conv mode")
+    if layer.geometry == "scalesim":  # already SCALE-Sim's own geometry
+        h, w = layer.ifmap_h, layer.ifmap_w
+    else:
+        h = scalesim_input_size(layer.ifmap_h, layer.filter_h, layer.stride, layer.padding)
+        w = scalesim_input_size(layer.ifmap_w, layer.filter_w, layer.stride, layer.padding)
+    return scalesim_conv(h, w, layer.filter_h, layer.filter_w, layer.channels, layer.filters, layer.stride,
+                         rows, cols, dataflow, **memory)

@@ -1,104 +1,404 @@
-"""Topology loaders on malformed and random input: only archsim's InputError, nothing written."""
+"""Topology loaders on malformed and random input: a Network or archsim's InputError, nothing written.
+
+``parse_topology`` (text) and ``load_topology`` (file) must, for any input, either return a
+:class:`Network` or raise :class:`InputError` — any other exception is a bug — and an error must
+say where: the file always (for files), and the line and field when a row is at fault.
+"""
+
+import math
+import os
+import string
+from fractions import Fraction
+from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from archsim.errors import InputError
-from archsim.workload import load_topology, parse_topology
+from archsim.workload import Network, load_topology, parse_topology
 
-HEADER = "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides, Padding, Type, Inputs,"
-GOOD_ROWS = ["c1, 16, 16, 3, 3, 3, 8, 1, 1, conv, input,", "c2, 16, 16, 3, 3, 8, 8, 2, 1, conv, c1,",
-             "p1, 8, 8, 2, 2, 8, 8, 2, 0, pool, c2,"]
 FIELDS = ["Layer name", "IFMAP Height", "IFMAP Width", "Filter Height", "Filter Width", "Channels", "Num Filter",
-          "Strides", "Padding", "Type", "Inputs"]
+          "Strides", "Padding", "Type", "Inputs", "Bias", "Repeat"]
+HEADER = ", ".join(FIELDS) + ","
+GOOD = [["c1", "16", "16", "3", "3", "3", "8", "1", "1", "conv", "input", "1", "1"],
+        ["c2", "16", "16", "3", "3", "8", "8", "2", "1", "conv", "c1", "0", "1"],
+        ["p1", "8", "8", "2", "2", "8", "8", "2", "0", "pool", "c2", "0", "1"],
+        ["f1", "4", "4", "4", "4", "8", "10", "1", "0", "fc", "p1", "1", "2"]]
+# Spellings the format accepts for Type (csv_loader docstring), normalised: lower case, no _ or -.
+KNOWN_TYPES = {"conv", "fc", "linear", "fullyconnected", "matmul", "gemm", "pool", "maxpool", "avgpool",
+               "elementwise", "add", "relu", "batchnorm", "bn"}
+FAST = settings(max_examples=200, deadline=None)
+FILES = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# Text without the characters that change how a CSV row splits (field/row separators, quotes, NUL).
+PLAIN = st.text(st.characters(blacklist_characters=',"\n\r\x00', blacklist_categories=("Cs",)), max_size=20)
 
 
-def outcome(text, tmp_path=None):
+def csv_text(rows, header=HEADER, newline="\n"):
+    return newline.join([header] + [", ".join(row) + "," for row in rows]) + newline
+
+
+def outcome(text, geometry="archsim"):
     """Parse; return the network or the InputError. Anything else propagates (and fails the test)."""
     try:
-        if tmp_path is None:
-            return parse_topology(text, source="fuzz.csv")
-        path = tmp_path / "fuzz.csv"
-        path.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass"))
-        return load_topology(path)
+        result = parse_topology(text, source="fuzz.csv", geometry=geometry)
     except InputError as error:
+        assert error.where.file == "fuzz.csv" and "fuzz.csv" in str(error)
         return error
+    assert isinstance(result, Network) and len(result) > 0
+    return result
 
 
-@settings(max_examples=200, deadline=None)
+def snapshot(folder: Path):
+    """Everything under ``folder`` (and the working directory's listing): names, sizes, mtimes."""
+    files = sorted((str(p.relative_to(folder)), p.stat().st_size, p.stat().st_mtime_ns) for p in folder.rglob("*"))
+    return files, sorted(os.listdir("."))
+
+
+def load_file(tmp_path, data: bytes, geometry="archsim"):
+    """Write ``data`` to a file, load it; check that loading wrote nothing and errors name the file."""
+    path = tmp_path / "fuzz.csv"
+    path.write_bytes(data)
+    before = snapshot(tmp_path)
+    try:
+        result = load_topology(path, geometry=geometry)
+    except InputError as error:
+        assert error.where.file == str(path) and str(path) in str(error)
+        result = error
+    assert snapshot(tmp_path) == before
+    return result
+
+
+def test_the_good_rows_load():
+    net = parse_topology(csv_text(GOOD))
+    assert [layer.name for layer in net] == ["c1", "c2", "p1", "f1"]
+    assert [layer.ofmap_h for layer in net] == [16, 8, 4, 1]
+
+
+# -- random text and bytes -------------------------------------------------------------------------
+@FAST
 @given(st.text(max_size=400))
 def test_random_text_gives_a_network_or_an_input_error(text):
     outcome(text)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.binary(max_size=400))
+CSVISH = st.lists(st.sampled_from(list("0123456789,;| \n\r\"'-+_.xe") + ["conv", "fc", "pool", "input", "c1",
+                                                                       "\ufeff", "\x00", "\t", "é"]),
+                  max_size=120).map("".join)
+
+
+@FAST
+@given(body=CSVISH, geometry=st.sampled_from(["archsim", "scalesim"]))
+def test_random_csv_like_text_after_a_valid_header_gives_a_network_or_an_input_error(body, geometry):
+    result = outcome(HEADER + "\n" + body, geometry)
+    if isinstance(result, InputError) and "\x00" not in body:
+        assert result.where.line is not None  # the header is fine: a row or the row count is at fault
+
+
+@FILES
+@given(data=st.binary(max_size=400))
 def test_random_bytes_from_a_file_give_an_input_error_and_write_nothing(tmp_path, data):
-    before = sorted(p.name for p in tmp_path.iterdir())
-    result = outcome(data, tmp_path)
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(set(before) | {"fuzz.csv"})
+    load_file(tmp_path, data)
+
+
+@FILES
+@given(data=st.binary(max_size=200), row=st.integers(0, len(GOOD) - 1))
+def test_a_valid_file_with_random_bytes_appended_to_a_row_gives_a_network_or_an_error(tmp_path, data, row):
+    lines = csv_text(GOOD).encode().split(b"\n")
+    lines[row + 1] += data
+    result = load_file(tmp_path, b"\n".join(lines))
+    if isinstance(result, InputError) and result.where.line is not None:
+        assert result.where.line >= 1
+
+
+# -- one field of a valid row mutated --------------------------------------------------------------
+BAD_NUMBERS = ["x", "", "0", "-3", "1.5", "9" * 5000, "nan", "1e3", "0x10", "--1", "3 4", "∞"]
+
+
+@FAST
+@given(row=st.integers(0, len(GOOD) - 1), column=st.sampled_from([1, 2, 3, 4, 5, 6, 7, 8, 11, 12]),
+       value=st.sampled_from(BAD_NUMBERS))
+def test_a_bad_number_names_its_line_and_field(row, column, value):
+    rows = [list(r) for r in GOOD]
+    rows[row][column] = value
+    legal_default = {8: ("0", ""), 11: ("0", ""), 12: ("",)}  # Padding 0, Bias 0, defaults when empty
+    assume(value not in legal_default.get(column, ()))
+    result = outcome(csv_text(rows))
+    assert isinstance(result, InputError), (row, column, value)
+    assert (result.where.line, result.where.field) == (row + 2, FIELDS[column])
+
+
+@FAST
+@given(row=st.integers(0, len(GOOD) - 1), column=st.integers(0, len(FIELDS) - 1), value=PLAIN)
+def test_any_text_in_any_field_gives_a_network_or_a_located_error(row, column, value):
+    rows = [list(r) for r in GOOD]
+    rows[row][column] = value
+    result = outcome(csv_text(rows))
     if isinstance(result, InputError):
-        assert result.where.file is not None and result.where.file.endswith("fuzz.csv")
+        # The mutated row, or a later row that read the layer the mutation renamed.
+        assert result.where.line is not None and result.where.line >= row + 2
+        assert result.where.field in FIELDS
+        if column != 0:
+            assert result.where.line == row + 2
 
 
-BAD_VALUES = ["x", "", "0", "-3", "1.5", "9" * 5000, "nan", "1e3"]
+@FAST
+@given(row=st.integers(0, len(GOOD) - 1), keep=st.integers(0, len(FIELDS)), extra=st.lists(PLAIN, max_size=3))
+def test_wrong_column_counts_give_a_network_or_an_error_at_that_line(row, keep, extra):
+    rows = [list(r) for r in GOOD]
+    rows[row] = rows[row][:keep] + extra
+    present = len(rows[row])
+    while present and not rows[row][present - 1].strip():
+        present -= 1  # trailing empty fields are tolerated (SCALE-Sim's trailing comma)
+    assume(present > 0)  # an all-empty row is a blank line, skipped
+    result = outcome(csv_text(rows))
+    if present < 8 or present > len(FIELDS):
+        assert isinstance(result, InputError)
+        assert result.where.line == row + 2
+        if present < 8:
+            assert result.where.field == FIELDS[present]
+    elif isinstance(result, InputError):
+        assert result.where.line >= row + 2
 
 
-@settings(max_examples=200, deadline=None)
-@given(row=st.integers(0, 2), column=st.integers(1, 8), value=st.sampled_from(BAD_VALUES))
-def test_a_bad_number_names_line_and_field(row, column, value):
-    rows = [r.split(",") for r in GOOD_ROWS]
-    rows[row][column] = f" {value}"
-    if column == 8 and value in ("0", ""):  # zero (or default) padding is legal
-        return
-    text = "\n".join([HEADER] + [",".join(r) for r in rows]) + "\n"
-    result = outcome(text)
+def test_a_short_row_and_a_long_row():
+    short = outcome(HEADER + "\nc1, 16, 16, 3, 3, 3, 8,\n")
+    assert (short.where.line, short.where.field) == (2, "Strides")
+    long = outcome(HEADER + "\nc1, 16, 16, 3, 3, 3, 8, 1, 1, conv, input, 1, 1, 9,\n")
+    assert long.where.line == 2 and "header has 13" in long.message
+
+
+# -- headers -----------------------------------------------------------------------------------------
+def _normalised(text):
+    return " ".join(text.strip().lower().split())
+
+
+@FAST
+@given(name=st.text(string.ascii_letters + " _-", min_size=1, max_size=12), position=st.integers(8, 13))
+def test_an_unknown_header_is_named(name, position):
+    assume(_normalised(name) not in {_normalised(f) for f in FIELDS[8:]} and "sparsity" not in _normalised(name))
+    assume(name.strip())
+    header = FIELDS[:position] + [name] + FIELDS[position:]
+    result = outcome(", ".join(header) + ",\n" + "c1, 16, 16, 3, 3, 3, 8, 1,\n")
     assert isinstance(result, InputError)
-    assert result.where.line == row + 2
-    assert result.where.field in FIELDS
+    assert (result.where.line, result.where.field) == (1, name.strip())
 
 
-@pytest.mark.parametrize("text, line, field", [
-    (HEADER + "\nc1, 16, 16, 3, 3, 3, 8,\n", 2, "Strides"),                         # short row
-    (HEADER + "\nc1, 16, 16, 3, 3, 3, 8, 1, 1, conv, input, 7, 8, 9,\n", 2, None),    # long row
-    (HEADER + "\nc1, 16, 16, 3, 3, 3, 8, 1, 1, tensor, input,\n", 2, "Type"),         # unknown type
-    (HEADER + "\nc1, 16, 16, 3, 3, 3, 8, 1, 1, conv, ghost,\n", 2, "Inputs"),         # unknown producer
-    (HEADER + "\nc1, 4, 4, 9, 9, 3, 8, 1, 1, conv, input,\n", 2, "Filter Height"),   # filter > padded input
-    (HEADER + "\nc1, 16, 16, 3, 3, 3, 8, 1, 1, conv, input,\nc1, 16, 16, 3, 3, 8, 8, 1, 1, conv, c1,\n", 3,
-     "Layer name"),                                                                   # duplicate name
-    (HEADER.replace("Inputs,", "Inputs, Colour,") + "\nc1, 16, 16, 3, 3, 3, 8, 1, 1, conv, input, red,\n", 1,
-     "Colour"),                                                                       # unknown column
-    ("", None, None),                                                                 # empty file
-    ("a\x00b", None, None),                                                           # NUL byte
+@pytest.mark.parametrize("header, field", [
+    (", ".join(FIELDS[:7]) + ",", None),                          # too few columns
+    (HEADER + " Type,", "Type"),                                   # a column twice
+    (", ".join(FIELDS[:8]) + ", , Type,", "column 9"),             # an empty column name in the middle
 ])
-def test_specific_malformations(text, line, field):
-    result = outcome(text)
+def test_bad_headers(header, field):
+    result = outcome(header + "\nc1, 16, 16, 3, 3, 3, 8, 1,\n")
+    assert isinstance(result, InputError) and (result.where.line, result.where.field) == (1, field)
+
+
+def test_header_names_are_case_and_space_insensitive_and_sparsity_is_ignored():
+    header = ", ".join(FIELDS[:8]) + ",  INPUTS , type,Sparsity,"
+    net = parse_topology(header + "\nc1, 16, 16, 3, 3, 3, 8, 1, input, pool, 1:4,\n")
+    assert net.layers[0].kind == "pool" and net.layers[0].inputs == ("input",)
+
+
+# -- types and inputs --------------------------------------------------------------------------------
+@FAST
+@given(row=st.integers(0, len(GOOD) - 1), kind=st.text(string.ascii_letters + "_-0123456789", min_size=1, max_size=15))
+def test_an_unknown_type_names_line_and_field(row, kind):
+    assume(kind.lower().replace("_", "").replace("-", "") not in KNOWN_TYPES)
+    rows = [list(r) for r in GOOD]
+    rows[row][9] = kind
+    result = outcome(csv_text(rows))
     assert isinstance(result, InputError)
-    assert result.where.line == line and result.where.field == field
+    assert (result.where.line, result.where.field) == (row + 2, "Type")
 
 
-def test_scalesim_topology_loads_unchanged_with_scalesim_geometry(tmp_path):
-    path = tmp_path / "alexnet_like.csv"
-    path.write_text("Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,\n"
-                    "Conv1,230,230,7,7,3,64,2,\r\nConv2,10,10,3,3,64,32,2,\r\n")
-    scalesim = load_topology(path, geometry="scalesim")
-    archsim = load_topology(path)
-    # SCALE-Sim: E = ceil((H - fh + s)/s): (230-7+2)/2 = 112.5 → 113; (10-3+2)/2 = 4.5 → 5.
+@pytest.mark.parametrize("kind, canonical", [("CONV", "conv"), ("Linear", "fc"), ("fully_connected", "fc"),
+                                             ("max-pool", "pool"), ("AvgPool", "pool"), ("fc", "fc")])
+def test_type_spellings(kind, canonical):
+    assert parse_topology(HEADER + f"\nc1, 16, 16, 3, 3, 3, 8, 1, 1, {kind}, input,\n").layers[0].kind == canonical
+
+
+@FAST
+@given(row=st.integers(0, len(GOOD) - 1),
+       reference=st.one_of(st.sampled_from(["self", "next", "ghost", "c1 ; ghost", "C1", "inputs"]),
+                           st.text(string.ascii_letters + "_", min_size=1, max_size=8)))
+def test_a_bad_inputs_reference_names_line_and_field(row, reference):
+    rows = [list(r) for r in GOOD]
+    defined_above = {"input"} | {r[0] for r in GOOD[:row]}
+    if reference == "self":
+        reference = rows[row][0]
+    elif reference == "next":
+        reference = GOOD[(row + 1) % len(GOOD)][0]
+    names = {part.strip() for part in reference.replace("|", ";").split(";")}
+    assume(not names <= defined_above)
+    rows[row][10] = reference
+    result = outcome(csv_text(rows))
+    assert isinstance(result, InputError)
+    assert (result.where.line, result.where.field) == (row + 2, "Inputs")
+
+
+def test_inputs_lists_and_defaults():
+    text = HEADER + "\na, 8, 8, 1, 1, 4, 4, 1, 0, conv, ,\nb, 8, 8, 1, 1, 4, 4, 1, 0, conv, ,\n" \
+                    "s, 8, 8, 1, 1, 4, 4, 1, 0, add, a; b,\nt, 8, 8, 1, 1, 4, 4, 1, 0, add, input|s,\n"
+    net = parse_topology(text)
+    assert [layer.inputs for layer in net] == [("input",), ("a",), ("a", "b"), ("input", "s")]
+    only_separators = outcome(HEADER + "\na, 8, 8, 1, 1, 4, 4, 1, 0, conv, ;,\n")
+    assert (only_separators.where.line, only_separators.where.field) == (2, "Inputs")
+
+
+@pytest.mark.parametrize("row, field", [
+    ("c1, 16, 16, 3, 3, 3, 8, 1, 1, conv, input, 2,", "Bias"),
+    ("c1, 4, 4, 9, 9, 3, 8, 1, 1, conv, input,", "Filter Height"),           # filter > padded input
+    ("c1, 4, 4, 1, 3, 1, 8, 1, 0, matmul, input,", "Filter Width"),          # not M,K,1,K,1,N
+    ("c1, 4, 4, 1, 1, 3, 8, 1, 0, batchnorm, input,", "Num Filter"),        # bn changes channels
+    ("input, 4, 4, 1, 1, 3, 8, 1, 0, conv, input,", "Layer name"),           # reserved name
+    (", 4, 4, 1, 1, 3, 8, 1, 0, conv, input,", "Layer name"),                # empty name
+])
+def test_specific_row_errors(row, field):
+    result = outcome(HEADER + "\n" + row + "\n")
+    assert isinstance(result, InputError) and (result.where.line, result.where.field) == (2, field)
+
+
+def test_a_duplicate_name_is_located_at_its_second_definition():
+    text = csv_text([GOOD[0], GOOD[1], ["c1"] + GOOD[2][1:]])
+    result = outcome(text)
+    assert (result.where.line, result.where.field) == (4, "Layer name")
+
+
+@pytest.mark.parametrize("text", ["", " \n\n , ,\n", HEADER + "\n", HEADER + "\n\n \n"])
+def test_empty_files_and_header_only(text):
+    result = outcome(text)
+    assert isinstance(result, InputError) and result.where.field is None
+
+
+# -- padding, geometry and SCALE-Sim files ---------------------------------------------------------
+@FAST
+@given(padding=st.integers(0, 3), row=st.integers(0, len(GOOD) - 1))
+def test_padding_is_rejected_in_scalesim_geometry_and_located(padding, row):
+    rows = [list(r) for r in GOOD]
+    for r in rows:
+        r[8] = "0"
+    rows[row][8] = str(padding)
+    result = outcome(csv_text(rows), geometry="scalesim")
+    if padding:
+        assert isinstance(result, InputError)
+        assert (result.where.line, result.where.field) == (row + 2, "Padding")
+    else:
+        assert isinstance(result, Network)
+
+
+def test_an_unknown_geometry_is_an_input_error():
+    with pytest.raises(InputError) as error:
+        parse_topology(csv_text(GOOD), geometry="torch")
+    assert error.value.where.field == "geometry"
+
+
+# SCALE-Sim's own file, byte for byte (scale-sim-v2, topologies/conv_nets/alexnet.csv): padded
+# columns, a trailing comma, no optional columns.
+SCALESIM_ALEXNET = (
+    "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,\n"
+    "Conv1     ,224         ,224        ,11           ,11          ,3       ,96        ,4      ,\n"
+    "Conv2     ,27         ,27        ,5            ,5           ,96      ,256       ,1      ,\n"
+    "Conv3     ,13          ,13         ,3            ,3           ,256     ,384       ,1      ,\n"
+    "Conv4     ,13          ,13         ,3            ,3           ,384     ,384       ,1      ,\n"
+    "Conv5     ,13          ,13         ,3            ,3           ,384     ,256       ,1      ,\n")
+SCALESIM_SMALL = ("Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,\r\n"
+                  "Conv1,230,230,7,7,3,64,2,\r\nConv2,10,10,3,3,64,32,2,\r\n")
+
+
+def test_a_scalesim_topology_loads_unchanged(tmp_path):
+    net = load_file(tmp_path, SCALESIM_ALEXNET.encode(), geometry="scalesim")
+    assert isinstance(net, Network) and net.name == "fuzz"
+    assert [(l.name, l.ifmap_h, l.ifmap_w, l.filter_h, l.filter_w, l.channels, l.filters, l.stride) for l in net] == [
+        ("Conv1", 224, 224, 11, 11, 3, 96, 4), ("Conv2", 27, 27, 5, 5, 96, 256, 1),
+        ("Conv3", 13, 13, 3, 3, 256, 384, 1), ("Conv4", 13, 13, 3, 3, 384, 384, 1),
+        ("Conv5", 13, 13, 3, 3, 384, 256, 1)]
+    assert all(l.kind == "conv" and l.padding == 0 and not l.bias and l.repeat == 1 for l in net)
+    assert [l.inputs for l in net] == [("input",), ("Conv1",), ("Conv2",), ("Conv3",), ("Conv4",)]
+    # SCALE-Sim: E = ceil((H − fh + s)/s): (224−11+4)/4 = 54.25 → 55; (27−5+1)/1 = 23; (13−3+1) = 11.
+    assert [l.ofmap_h for l in net] == [55, 23, 11, 11, 11] == [l.ofmap_w for l in net]
+    # archsim geometry (no padding): floor((H − fh)/s) + 1 = 54, 23, 11.
+    assert [l.ofmap_h for l in load_file(tmp_path, SCALESIM_ALEXNET.encode())] == [54, 23, 11, 11, 11]
+
+
+def test_scalesim_geometry_output_sizes_by_hand(tmp_path):
+    scalesim = load_file(tmp_path, SCALESIM_SMALL.encode(), geometry="scalesim")
+    archsim = load_file(tmp_path, SCALESIM_SMALL.encode())
+    # SCALE-Sim: ceil((230 − 7 + 2)/2) = ceil(112.5) = 113; ceil((10 − 3 + 2)/2) = ceil(4.5) = 5.
     assert [layer.ofmap_h for layer in scalesim] == [113, 5]
-    # archsim (no padding): floor((H - fh)/s) + 1 = 112 and 4.
+    # archsim (no padding): floor((230 − 7)/2) + 1 = 112; floor((10 − 3)/2) + 1 = 4.
     assert [layer.ofmap_h for layer in archsim] == [112, 4]
     assert scalesim.layer("Conv2").inputs == ("Conv1",)
 
 
-def test_padding_is_rejected_in_scalesim_geometry():
-    text = HEADER + "\nc1, 16, 16, 3, 3, 3, 8, 1, 1, conv, input,\n"
-    with pytest.raises(InputError) as error:
-        parse_topology(text, source="t.csv", geometry="scalesim")
-    assert error.value.where.line == 2 and error.value.where.field == "Padding"
+@pytest.mark.parametrize("text", [SCALESIM_ALEXNET, SCALESIM_SMALL])
+def test_scalesim_geometry_agrees_with_the_scalesim_package(tmp_path, text):
+    """SCALE-Sim's own topology reader gives the same output sizes and MACs for the same file."""
+    topology_utils = pytest.importorskip("scalesim.topology_utils")
+    path = tmp_path / "topology.csv"
+    path.write_text(text)
+    reference = topology_utils.topologies()
+    reference.load_arrays(topofile=str(path))
+    reference.topo_calc_hyperparams()
+    net = load_topology(path, geometry="scalesim")
+    assert [(l.ofmap_h, l.ofmap_w, l.macs) for l in net] == [
+        (int(e[0]), int(e[1]), int(e[2])) for e in reference.layers_calculated_hyperparams]
 
 
-def test_bom_and_crlf_are_fine(tmp_path):
-    path = tmp_path / "bom.csv"
-    path.write_bytes(("\ufeff" + HEADER + "\r\n" + "\r\n".join(GOOD_ROWS) + "\r\n").encode("utf-8"))
-    assert len(load_topology(path)) == 3
+@FAST
+@given(h=st.integers(1, 600), fh=st.integers(1, 15), s=st.integers(1, 8), p=st.integers(0, 4))
+def test_output_size_rules(h, fh, s, p):
+    assume(fh <= h)
+    row = f"c, {h}, {h}, {fh}, {fh}, 3, 4, {s},"
+    header = ", ".join(FIELDS[:9]) + ","
+    scalesim = parse_topology(header + "\n" + row + "\n", geometry="scalesim").layers[0]
+    assert scalesim.ofmap_h == math.ceil(Fraction(h - fh + s, s))
+    archsim = parse_topology(header + "\n" + row + f" {p},\n").layers[0]
+    assert archsim.ofmap_h == (h + 2 * p - fh) // s + 1
+
+
+def test_huge_numbers_are_exact_or_an_input_error():
+    big = 10**400  # beyond a float: SCALE-Sim geometry must not overflow (it once raised OverflowError)
+    row = f"c, {big}, 16, 3, 3, 3, 8, 2,"
+    header = ", ".join(FIELDS[:8]) + ","
+    assert parse_topology(header + "\n" + row + "\n", geometry="scalesim").layers[0].ofmap_h == 5 * 10**399
+    assert parse_topology(header + "\n" + row + "\n").layers[0].ofmap_h == (big - 3) // 2 + 1
+    too_long = outcome(header + "\nc, " + "9" * 5000 + ", 16, 3, 3, 3, 8, 2,\n")  # past int()'s digit limit
+    assert (too_long.where.line, too_long.where.field) == (2, "IFMAP Height")
+
+
+# -- encodings, line endings, NUL bytes ------------------------------------------------------------
+@FILES
+@given(bom=st.booleans(), newline=st.sampled_from(["\n", "\r\n", "\r"]), blank=st.sampled_from(["", " ", ", , ,"]),
+       trailing=st.integers(0, 3))
+def test_bom_line_endings_and_blank_lines_do_not_change_the_network(tmp_path, bom, newline, blank, trailing):
+    lines = [HEADER] + [", ".join(row) + "," for row in GOOD]
+    text = (newline + (blank + newline if blank else "")).join(lines) + newline * (trailing + 1)
+    result = load_file(tmp_path, (("\ufeff" if bom else "") + text).encode())
+    assert isinstance(result, Network)
+    assert result == parse_topology(csv_text(GOOD), name="fuzz")
+
+
+@FILES
+@given(position=st.integers(0, len(csv_text(GOOD))))
+def test_a_nul_byte_anywhere_is_an_input_error_naming_the_file(tmp_path, position):
+    text = csv_text(GOOD)
+    result = load_file(tmp_path, (text[:position] + "\x00" + text[position:]).encode())
+    assert isinstance(result, InputError) and "NUL" in result.message
+    assert isinstance(outcome(text[:position] + "\x00" + text[position:]), InputError)
+
+
+def test_files_that_are_not_utf8_or_not_files(tmp_path):
+    latin1 = load_file(tmp_path, csv_text([["café"] + GOOD[0][1:]]).encode("latin-1"))
+    assert isinstance(latin1, InputError) and "UTF-8" in latin1.message
+    utf16 = load_file(tmp_path, csv_text(GOOD).encode("utf-16"))
+    assert isinstance(utf16, InputError)
+    for path in (tmp_path / "missing.csv", tmp_path):
+        with pytest.raises(InputError) as error:
+            load_topology(path)
+        assert error.value.where.file == str(path)
+
+
+def test_an_unbalanced_quote_is_located():
+    result = outcome(HEADER + '\nc1, "16, 16, 3, 3, 3, 8, 1, 1, conv, input,\n')
+    assert isinstance(result, InputError) and result.where.line == 2

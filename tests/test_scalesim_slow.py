@@ -1,38 +1,80 @@
-"""Larger cross-checks against the scalesim package (minutes): ``python -m pytest -m slow``."""
+"""Larger cross-checks against the scalesim package (about 10 minutes on 2 cores).
+
+Deselected by default; run with ``python -m pytest -m slow``. Same assertions as
+test_scalesim_exact (integers exact, ratios to 1e-12 relative), on shapes nobody chose: seeded random
+GEMMs up to ~200 per dimension on arrays up to 32×32, seeded random conv layers, and LayerPipe's
+sample network's first convolutions at batch 1 on its 32×32 array.
+"""
 
 import numpy as np
 import pytest
 
 from archsim.array.analytic import gemm_cost
 from archsim.lowering import lower_layer
-from archsim.workload import load_network
+from archsim.workload import Layer, load_network
 
 pytest.importorskip("scalesim")
-from scalesim_reference import scalesim_conv, scalesim_gemm  # noqa: E402
+from scalesim_reference import scalesim_gemm, scalesim_input_size, scalesim_layer  # noqa: E402
 from test_scalesim_exact import assert_equal  # noqa: E402
 
 pytestmark = pytest.mark.slow
+
 RNG = np.random.default_rng(2026)
-CASES = [(int(RNG.integers(1, 200)), int(RNG.integers(1, 200)), int(RNG.integers(1, 200)),
-          int(RNG.choice([4, 8, 16, 32, 7, 13])), int(RNG.choice([4, 8, 16, 32, 5, 11])),
-          str(RNG.choice(["ws", "os", "is"]))) for _ in range(150)]
+SIDES = [4, 8, 16, 32, 7, 13, 5, 11]
+GEMM_CASES = [(int(RNG.integers(1, 201)), int(RNG.integers(1, 201)), int(RNG.integers(1, 201)),
+               int(RNG.choice(SIDES)), int(RNG.choice(SIDES)), str(RNG.choice(["ws", "os", "is"])))
+              for _ in range(150)]
 
 
-@pytest.mark.parametrize("m, k, n, rows, cols, dataflow", CASES)
+def random_conv(rng):
+    f = int(rng.choice([1, 3, 5, 7]))
+    stride = int(rng.integers(1, 4))
+    padding = int(rng.integers(0, f // 2 + 1))
+    h = int(rng.integers(max(1, f - 2 * padding), 24))
+    w = int(rng.integers(max(1, f - 2 * padding), 24))
+    return (h, w, f, stride, padding, int(rng.integers(1, 17)), int(rng.integers(1, 41)),
+            int(rng.choice(SIDES)), int(rng.choice(SIDES)), str(rng.choice(["ws", "os", "is"])))
+
+
+CONV_RNG = np.random.default_rng(7)
+CONV_CASES = [random_conv(CONV_RNG) for _ in range(30)]
+
+
+@pytest.mark.parametrize("m, k, n, rows, cols, dataflow", GEMM_CASES)
 def test_random_larger_gemms(m, k, n, rows, cols, dataflow):
     assert_equal(gemm_cost(m, k, n, rows, cols, dataflow), scalesim_gemm(m, k, n, rows, cols, dataflow))
 
 
+@pytest.mark.parametrize("h, w, f, stride, padding, c, m, rows, cols, dataflow", CONV_CASES)
+def test_random_padded_convs(h, w, f, stride, padding, c, m, rows, cols, dataflow):
+    """archsim-geometry conv layers (with padding) against SCALE-Sim's conv mode on the padded input."""
+    layer = Layer(name="l", kind="conv", ifmap_h=h, ifmap_w=w, filter_h=f, filter_w=f, channels=c, filters=m,
+                  stride=stride, padding=padding)
+    (gemm,) = lower_layer(layer, batch=1).op("F").gemms
+    assert_equal(gemm_cost(gemm.m, gemm.k, gemm.n, rows, cols, dataflow), scalesim_layer(layer, rows, cols, dataflow))
+
+
+def sample_layer(name: str) -> Layer:
+    return load_network("layerpipe_sample").layer(name)
+
+
+@pytest.mark.parametrize("dataflow", ["ws", "os", "is"])
+def test_layerpipe_sample_conv1_forward_at_batch_1(dataflow):
+    """conv1 of LayerPipe's sample network (224×224×3, 5×5/2, pad 2 → 112×112×32) as archsim lowers it
+    at batch 1, against SCALE-Sim's conv mode on the padded input. SCALE-Sim's E = ⌈(H − fh + s)/s⌉ would
+    make the 228-wide padded input 113 wide, so SCALE-Sim gets the 227 columns the layer reads."""
+    layer = sample_layer("conv1")
+    assert scalesim_input_size(layer.ifmap_h, layer.filter_h, layer.stride, layer.padding) == 227
+    (gemm,) = lower_layer(layer, batch=1).op("F").gemms
+    assert (gemm.m, gemm.k, gemm.n) == (112 * 112, 5 * 5 * 3, 32)
+    assert_equal(gemm_cost(gemm.m, gemm.k, gemm.n, 32, 32, dataflow), scalesim_layer(layer, 32, 32, dataflow))
+
+
 @pytest.mark.parametrize("dataflow", ["ws", "os", "is"])
 def test_layerpipe_sample_conv2_forward_at_batch_1(dataflow):
-    """conv2 of LayerPipe's sample network (112×112×32, 5×5/2, pad 2) in SCALE-Sim geometry: padding
-    folded into the input. SCALE-Sim's E = ⌈(H − fh + s)/s⌉ would make a 116-wide input 57 wide, so the
-    input is 115 (the last padded column is never read) and the output 56×56 as in the paper."""
-    layer = load_network("layerpipe_sample").layer("conv2")
-    from dataclasses import replace
-
-    scalesim_layer = replace(layer, ifmap_h=115, ifmap_w=115, padding=0, geometry="scalesim", inputs=("x",))
-    (gemm,) = lower_layer(scalesim_layer, batch=1).op("F").gemms
-    assert gemm.m == 56 * 56
-    assert_equal(gemm_cost(gemm.m, gemm.k, gemm.n, 32, 32, dataflow),
-                 scalesim_conv(115, 115, 5, 5, 32, 64, 2, 32, 32, dataflow))
+    """conv2 (112×112×32, 5×5/2, pad 2 → 56×56×64): SCALE-Sim gets the 115 padded columns it reads."""
+    layer = sample_layer("conv2")
+    assert scalesim_input_size(layer.ifmap_h, layer.filter_h, layer.stride, layer.padding) == 115
+    (gemm,) = lower_layer(layer, batch=1).op("F").gemms
+    assert (gemm.m, gemm.k, gemm.n) == (56 * 56, 5 * 5 * 32, 64)
+    assert_equal(gemm_cost(gemm.m, gemm.k, gemm.n, 32, 32, dataflow), scalesim_layer(layer, 32, 32, dataflow))

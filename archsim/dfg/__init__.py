@@ -1,9 +1,13 @@
-"""The training DFG: nodes F, G, D, U per layer, delays, pipelining with delayed gradients,
-retiming, and the iteration bound (LayerPipe §III)."""
+"""The training DFG: nodes F, G, D, U per layer, delays, pipelining with delayed gradients derived
+by solving retiming constraints, Leiserson–Saxe retiming, and the iteration bound (LayerPipe §III)."""
 
-from archsim.dfg.graph import LOSS, Edge, TrainingDFG, training_dfg
+from archsim.dfg.graph import INPUT, KINDS, LOSS, OUTPUT, Edge, Node, TrainingDFG, training_dfg
 from archsim.dfg.loops import IterationBound, iteration_bound, loop_ratio
-from archsim.dfg.pipelining import LayerPipelining, PipelinedDFG, check_legal, pipeline, retime
+from archsim.dfg.pipelining import SLOTS_PER_MICROBATCH, LayerPipelining, PipelinedDFG, check_legal, pipeline
+from archsim.dfg.retiming import Loop, changed_loops, is_legal, loop_delays, loops, potential, retime
 
-__all__ = ["LOSS", "Edge", "IterationBound", "LayerPipelining", "PipelinedDFG", "TrainingDFG", "check_legal",
-           "iteration_bound", "loop_ratio", "pipeline", "retime", "training_dfg"]
+__all__ = [
+    "INPUT", "KINDS", "LOSS", "OUTPUT", "SLOTS_PER_MICROBATCH", "Edge", "IterationBound", "LayerPipelining", "Loop",
+    "Node", "PipelinedDFG", "TrainingDFG", "changed_loops", "check_legal", "is_legal", "iteration_bound",
+    "loop_delays", "loop_ratio", "loops", "pipeline", "potential", "retime", "training_dfg",
+]

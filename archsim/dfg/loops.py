@@ -1,100 +1,122 @@
 """Critical loops and the iteration bound (LayerPipe §III-C; Parhi, VLSI DSP Systems, ch. 2).
 
-T∞ = max over cycles C of (Σ node costs on C) / (Σ delays on C): no schedule of the DFG can run an
-iteration faster. It is a maximum cycle ratio, found by parametric search: for a trial λ, a cycle
-with Σ cost − λ·Σ delays > 0 exists iff the graph weighted λ·w(e) − cost(src) has a negative
-cycle (Bellman–Ford, via networkx). Bisection brackets T∞; the last negative cycle found below it
-is a critical loop. A cycle with no delay makes the DFG unschedulable (T∞ = ∞).
+T∞ = max over loops C of (Σ node costs on C) / (Σ delays on C): no schedule of the DFG, on any
+number of processors, runs an iteration faster; a loop attaining it is *critical*. LayerPipe finds
+it with a minimum-cycle-mean algorithm; with delays other than 1 per edge it is a maximum cycle
+*ratio*, which networkx does not offer, so archsim uses Lawler's parametric search: a loop with
+ratio > λ exists iff the graph weighted λ·w(e) − cost(src(e)) has a negative cycle (Bellman–Ford). Each negative cycle found is a real loop, so the search jumps λ up to its exact ratio
+(Dinkelbach's step) and bisects only the gap above it; it ends when no loop beats the best found,
+whose exact ratio is returned. A loop without delays makes the DFG unschedulable: T∞ = ∞.
+Costs and T∞ share a unit (cycles, seconds) per DFG iteration — per slot for a pipelined DFG.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import networkx as nx
 
-from archsim.dfg.graph import TrainingDFG
+from archsim.dfg.graph import Node, TrainingDFG
+from archsim.errors import InputError
 
 
 @dataclass(frozen=True)
 class IterationBound:
-    bound: float
-    loop: tuple[tuple[str, str], ...]  # the critical loop's nodes, in order
+    bound: float  # T∞ (0 when the graph has no loop)
+    loop: tuple[Node, ...]  # a critical loop's nodes, in order (empty when there is no loop)
+    cost: float  # Σ node costs on it
+    delays: int  # Σ delays on it
 
 
-def _weighted(dfg: TrainingDFG, lam: float) -> nx.DiGraph:
-    """Nodes relabelled 0..n−1 (networkx's Bellman–Ford mistakes tuple nodes for edge tuples)."""
-    index = {node: i for i, node in enumerate(dfg.nodes)}
-    graph = nx.DiGraph()
-    graph.add_nodes_from(range(len(dfg.nodes)))
-    for e in dfg.edges:  # parallel edges: the one with fewest delays dominates a max-ratio cycle
-        u, v = index[e.src], index[e.dst]
-        weight = lam * e.delays - dfg.cost(e.src)
-        if not graph.has_edge(u, v) or weight < graph[u][v]["weight"]:
-            graph.add_edge(u, v, weight=weight, delays=e.delays)
-    return graph
+def iteration_bound(dfg: TrainingDFG, *, rel_tol: float = 1e-12) -> IterationBound:
+    """T∞ and a critical loop. Costs come from ``dfg.costs``; delays must be ≥ 0."""
+    if any(e.delays < 0 for e in dfg.edges):
+        raise InputError("the iteration bound needs a legal DFG (no negative delays)", field="dfg")
+    nodes = list(dfg.nodes)
+    index = {node: i for i, node in enumerate(nodes)}
+    fewest: dict[tuple[int, int], int] = {}  # parallel edges: the fewest delays dominate every loop ratio
+    for e in dfg.edges:
+        pair = (index[e.src], index[e.dst])
+        fewest[pair] = min(e.delays, fewest.get(pair, e.delays))
+    cost = [dfg.cost(node) for node in nodes]
 
-
-def iteration_bound(dfg: TrainingDFG, *, rel_tol: float = 1e-9) -> IterationBound:
-    """T∞ and a critical loop. Costs come from ``dfg.costs`` (missing nodes cost 0)."""
-    index = {node: i for i, node in enumerate(dfg.nodes)}
-    zero = nx.DiGraph([(index[e.src], index[e.dst]) for e in dfg.edges if e.delays == 0])
+    zero = nx.DiGraph([pair for pair, d in fewest.items() if d == 0])
     try:
         cycle = nx.find_cycle(zero)
-        return IterationBound(math.inf, tuple(dfg.nodes[u] for u, _ in cycle))
+        loop = tuple(nodes[u] for u, _ in cycle)
+        return IterationBound(math.inf, loop, sum(dfg.cost(n) for n in loop), 0)
     except nx.NetworkXNoCycle:
         pass
-    total = sum(dfg.cost(n) for n in dfg.nodes)
-    low, high = 0.0, total + 1.0
-    best_loop: tuple[tuple[str, str], ...] = ()
-    if not _has_positive_ratio_cycle(dfg, 0.0):
-        return IterationBound(0.0, ())
-    while high - low > rel_tol * max(high, 1.0):
-        mid = (low + high) / 2
-        loop = _positive_ratio_cycle(dfg, mid)
-        if loop:
-            low, best_loop = mid, loop
+
+    best: tuple[int, ...] = ()
+    low = 0.0
+    high = sum(cost) + 1.0  # a loop holds ≥ 1 delay, so no ratio exceeds the total cost
+    scale = max(high, 1.0)
+    while True:
+        lam = (low + high) / 2 if high - low > rel_tol * scale else low
+        cycle = _cycle_above(fewest, cost, lam, rel_tol * scale)
+        if cycle is not None:
+            best, low = cycle, max(low, _ratio(cycle, fewest, cost))
+        elif lam == low:
+            break
         else:
-            high = mid
-    if not best_loop:
-        best_loop = _positive_ratio_cycle(dfg, low * (1 - 1e-12)) or ()
-    ratio = _ratio(dfg, best_loop)
-    return IterationBound(ratio, best_loop)
+            high = lam
+    if not best:
+        return IterationBound(0.0, (), 0.0, 0)
+    loop_delays = sum(fewest[pair] for pair in _pairs(best))
+    loop_cost = sum(cost[i] for i in best)
+    return IterationBound(loop_cost / loop_delays, tuple(nodes[i] for i in best), loop_cost, loop_delays)
 
 
-def _has_positive_ratio_cycle(dfg: TrainingDFG, lam: float) -> bool:
-    return nx.negative_edge_cycle(_weighted(dfg, lam), weight="weight")
-
-
-def _positive_ratio_cycle(dfg: TrainingDFG, lam: float) -> tuple[tuple[str, str], ...] | None:
-    graph = _weighted(dfg, lam)
-    if not nx.negative_edge_cycle(graph, weight="weight"):
-        return None
-    for u, v, data in graph.edges(data=True):  # self-loops first: networkx 3.6's find_negative_cycle
-        if u == v and data["weight"] < 0:  # calls its weight function wrongly on them
-            return (dfg.nodes[u],)
-    graph.remove_edges_from([(u, v) for u, v in graph.edges if u == v])  # non-negative: never critical
-    for source in graph.nodes:
-        try:
-            cycle = nx.find_negative_cycle(graph, source, weight="weight")
-            return tuple(dfg.nodes[i] for i in cycle[:-1])
-        except nx.NetworkXError:
-            continue
-    return None
-
-
-def _ratio(dfg: TrainingDFG, loop) -> float:
+def loop_ratio(dfg: TrainingDFG, loop: Sequence[Node]) -> float:
+    """Σ cost / Σ delays of one loop (its nodes in order; between two nodes the edge with fewest delays)."""
+    loop = tuple(loop)
     if not loop:
-        return 0.0
-    pairs = list(zip(loop, loop[1:] + loop[:1]))
+        raise InputError("a loop needs at least one node", field="loop")
     delays = 0
-    for u, v in pairs:
-        delays += min(e.delays for e in dfg.edges if (e.src, e.dst) == (u, v))
+    for u, v in zip(loop, loop[1:] + loop[:1]):
+        options = [e.delays for e in dfg.edges if (e.src, e.dst) == (u, v)]
+        if not options:
+            raise InputError(f"{u} -> {v} is not an edge, so this is not a loop", field="loop")
+        delays += min(options)
     cost = sum(dfg.cost(n) for n in loop)
     return math.inf if delays == 0 else cost / delays
 
 
-def loop_ratio(dfg: TrainingDFG, loop) -> float:
-    """Σ cost / Σ delays of one loop (nodes in order)."""
-    return _ratio(dfg, tuple(loop))
+def _cycle_above(edges: dict[tuple[int, int], int], cost: list[float], lam: float, eps: float
+                 ) -> tuple[int, ...] | None:
+    """A loop with Σ cost − λ·Σ delays > 0 (by more than ``eps`` per edge), or None: Bellman–Ford from
+    a virtual source on weights λ·w − cost(src) + eps; a node still relaxing in pass n leads, by
+    predecessors, into a negative cycle. (networkx's find_negative_cycle sometimes reports
+    "detected but not found" on float weights, so the cycle is extracted here.)"""
+    size = len(cost)
+    weighted = [(u, v, lam * d - cost[u] + eps) for (u, v), d in edges.items()]
+    dist = [0.0] * size
+    pred = [-1] * size
+    changed = -1
+    for _ in range(size):
+        changed = -1
+        for u, v, weight in weighted:
+            if dist[u] + weight < dist[v]:
+                dist[v], pred[v], changed = dist[u] + weight, u, v
+        if changed < 0:
+            return None
+    node = changed
+    for _ in range(size):  # walk back far enough to be on the cycle
+        node = pred[node]
+    cycle = [node]
+    while pred[cycle[-1]] != node:
+        cycle.append(pred[cycle[-1]])
+    cycle.reverse()
+    total = sum(cost[u] - lam * edges[(u, v)] for u, v in _pairs(tuple(cycle)))
+    return tuple(cycle) if total > 0 else None
+
+
+def _ratio(cycle: tuple[int, ...], fewest: dict[tuple[int, int], int], cost: list[float]) -> float:
+    return sum(cost[i] for i in cycle) / sum(fewest[pair] for pair in _pairs(cycle))
+
+
+def _pairs(cycle: tuple[int, ...]) -> list[tuple[int, int]]:
+    return list(zip(cycle, cycle[1:] + cycle[:1]))

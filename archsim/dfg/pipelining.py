@@ -1,24 +1,44 @@
-"""Pipelining the training DFG with delayed gradients and retiming (LayerPipe §III-A, Fig. 2).
+"""Pipelining the training DFG with delayed gradients and retiming, *derived* (LayerPipe §III-A, Fig. 2).
 
-Given an assignment of consecutive layers to stages 1..S, archsim *derives* the pipelined DFG:
+LayerPipe derives a pipelined model in two processes: (i) insert delays where that is legal —
+on the feed-forward cutsets (network input and output) and, by the DLMS argument (Eq. 6,
+W(n) = W(n−1) − ηG(n−M)), between G_l and U_l ("delayed gradients"); (ii) move them by retiming
+until every pipeline stage boundary holds a delay. archsim states both as one constraint system and
+solves it instead of applying the resulting formula.
 
-1. **Slot schedule.** One micro-batch enters the pipeline per slot. Each node gets the earliest
-   slot σ consistent with the same-iteration (zero-delay) edges, where an edge advances one slot
-   when it crosses a stage boundary or turns from the forward to the backward pass (the loss is
-   the last stage's forward). These are the pipelining registers on the feed-forward cutsets and
-   stage boundaries; U_l runs in G_l's slot.
-2. **Delayed gradients (DLMS, Eq. 6).** The weight loop of layer l (F_l → … → G_l → U_l → F_l)
-   must then hold k_l = σ(U_l) − σ(F_l) + 1 delays: the first forward that may read the update of
-   iteration n runs k_l slots after F_l(n). One delay is the W register already in the loop;
-   the other k_l − 1 are the DLMS delays inserted on G_l → U_l. LayerPipe counts the loop total
-   k_l ("four delays and two delays for layers 1 and 2" in Fig. 2; in general 2(S − s + 1)).
-3. **Retiming** r(v) = σ(v), except r(U_l) = σ(F_l), moves those delays to where Fig. 2(f) shows
-   them: w_r(e) = w(e) + r(v) − r(u) is then ≥ 0 on every edge (legal), every loop keeps its delay
-   sum, and the delays land between W and the backward pass (weight stashing) and between a and
-   the backward pass (activation stashing).
-4. **Stashes.** A processor runs one forward and one backward slot per micro-batch, so the k_l
-   slots on the weight path U_l → D_l and the slots a^{l−1} waits between F_l and G_l are
-   ⌈k_l / 2⌉ = S − s + 1 micro-batches: PipeDream's weight versions and in-flight activations.
+**Clock.** A delay in the pipelined DFG is one *slot*: a pipeline transition ("the delay holds the
+data for ... the transition or pipeline stage that transfers data to the adjacent processor").
+Each processor has a forward slot and a backward slot per micro-batch (1F1B), so one micro-batch
+enters every P = ``SLOTS_PER_MICROBATCH`` = 2 slots: the pipelined DFG is the P-slow version of the
+training DFG (Parhi ch. 4 — every delay of the original, counted in micro-batches, becomes P).
+
+**Places.** Node v runs in place (stage, phase): F in its layer's stage, forward; G, D and U in the
+stage, backward; the loss (and the host OUTPUT) in the last stage, forward; the host INPUT with
+stage 1, forward. An edge between different places is a pipeline boundary — a stage boundary,
+in either direction of travel, or the turn from a stage's forward to its backward pass (W from
+U back to F included) — and must carry ≥ 1 delay after retiming: req(e) = [place(u) ≠ place(v)].
+
+**Constraints.** Unknowns: a retiming r(v) ∈ ℤ and k_l ≥ 0 DLMS delays (micro-batches) on each
+G_l → U_l. For every edge e = u → v:  P·w(e) + P·k_l·[e = G_l → U_l] + r(v) − r(u) ≥ req(e).
+Σ k is minimized (:mod:`archsim.dfg.constraints`, an integer program), then r is the earliest
+solution with r(INPUT) = 0 (Bellman–Ford). Feed-forward cutsets need no variables of their own:
+INPUT and OUTPUT lie on no loop, so delays added on all their edges are the retiming of a host;
+``latency`` = r(OUTPUT) − r(INPUT) is the total the two cutsets receive (how it is split between
+them is a retiming of every other node by a constant, so it is not unique).
+
+**Counts, and the paper's.** The weight loop of layer l in stage s of S (F_l → … → loss → … → G_l →
+U_l → F_l) crosses S − s forward boundaries, the turn, S − s backward boundaries and the W
+turn: it needs 2(S − s + 1) slots and holds P·(1 + k_l) = 2 + 2k_l, so the solver finds
+k_l = S − s (PipeDream's staleness; 0 in the last stage). LayerPipe counts the *whole loop in
+slots*, W register included — Eq. 6's M with M = 1 plain SGD: "four delays and two delays for
+layers 1 and 2" of Fig. 2 are our ``loop_delays`` (4, 2), P·(1 + k_l); ``gradient_delays`` is the raw
+k_l (1, 0) and ``gradient_delay_slots`` is P·k_l (2, 0).
+
+**Stashes** (§III-A: "delays between W and δ correspond to weight stashing, delays between a and the
+backward pass correspond to activation stashing"). W_l's delay line is U_l's out-edges; it holds
+⌈max delays / P⌉ distinct micro-batches' weights = ``weight_versions``. The activation a^{l−1}
+waits w_r(a → G_l) − w_r(a → F_l) = r(G_l) − r(F_l) slots beyond F_l's read; ⌈that / P⌉ micro-batches
+are in flight = ``activation_stash``. Both give PipeDream's S − s + 1 (2 and 1 in Fig. 2).
 """
 
 from __future__ import annotations
@@ -28,102 +48,149 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from archsim.dfg.graph import LOSS, Edge, TrainingDFG, training_dfg
+from archsim.dfg.constraints import Constraint, Infeasible, asap_retiming, min_inserted
+from archsim.dfg.graph import INPUT, LOSS, OUTPUT, Node, TrainingDFG, training_dfg
+from archsim.dfg.retiming import changed_loops, loops, retime
 from archsim.errors import InputError
+
+SLOTS_PER_MICROBATCH = 2  # P: one forward and one backward slot per processor per micro-batch (1F1B)
 
 
 @dataclass(frozen=True)
 class LayerPipelining:
     layer: str
     stage: int
-    loop_delays: int  # k_l: total delays the weight loop needs (LayerPipe's count)
-    gradient_delays: int  # DLMS delays inserted on G_l → U_l (k_l − 1: the W register is the other)
-    weight_versions: int  # weights a processor stashes (micro-batches in flight)
-    activation_stash: int  # activations a^{l−1} stashed for G_l
+    gradient_delays: int  # k_l: DLMS delays inserted on G_l → U_l, in micro-batches (staleness beyond SGD)
+    gradient_delay_slots: int  # P·k_l: the same delays in the slot-clocked DFG
+    loop_delays: int  # delays on the weight loop after insertion, slots, W register included (paper's count)
+    weight_versions: int  # micro-batches' weights held on W_l's delay line (PipeDream's weight stash)
+    activation_stash: int  # micro-batches whose a^{l−1} waits for G_l
 
 
 @dataclass(frozen=True)
 class PipelinedDFG:
-    original: TrainingDFG
-    inserted: TrainingDFG  # the original plus DLMS delays (before retiming)
+    original: TrainingDFG  # delays in micro-batches
+    stage_of: tuple[tuple[str, int], ...]
+    inserted: TrainingDFG  # P-slow original plus the DLMS delays (slots), before retiming
+    required: tuple[int, ...]  # per edge: delays it must hold after retiming (1 across a pipeline boundary)
+    retiming: tuple[tuple[Node, int], ...]
     retimed: TrainingDFG
-    slots: tuple[tuple[tuple[str, str], int], ...]
-    retiming: tuple[tuple[tuple[str, str], int], ...]
+    latency: int  # slots from INPUT to OUTPUT: the delays pipelining adds on the feed-forward cutsets
     layers: tuple[LayerPipelining, ...]
 
     def layer(self, name: str) -> LayerPipelining:
-        return next(item for item in self.layers if item.layer == name)
+        for item in self.layers:
+            if item.layer == name:
+                return item
+        raise InputError(f"no layer named {name!r}", field="layer")
+
+    def lag(self, node: Node) -> int:
+        return dict(self.retiming)[node]
 
 
-def _phase(node: tuple[str, str]) -> str:
-    return "forward" if node[1] == "F" or node == LOSS else "backward"
+def pipeline(layers: Sequence[str] | TrainingDFG, stage_of: Mapping[str, int], *,
+             inputs: Mapping[str, Sequence[str]] | None = None, first_layer_delta: bool = True) -> PipelinedDFG:
+    """Derive the pipelined, retimed DFG for an assignment of layers to stages 1..S (see the module
+    docstring). ``layers`` is a list of names (a chain, or a DAG with ``inputs``) or a built DFG."""
+    dfg = layers if isinstance(layers, TrainingDFG) else training_dfg(layers, inputs=inputs,
+                                                                        first_layer_delta=first_layer_delta)
+    stage = _check_stages(dfg, stage_of)
+    place = _places(dfg, stage)
+    p = SLOTS_PER_MICROBATCH
+    index = {node: i for i, node in enumerate(dfg.nodes)}
+    gradient = {name: j for j, name in enumerate(dfg.layers)}
+    required = tuple(int(place[e.src] != place[e.dst]) for e in dfg.edges)
+    constraints = [Constraint(index[e.src], index[e.dst], p * e.delays, req,
+                              gradient[e.src.layer] if (e.src.kind, e.dst.kind) == ("G", "U") else None)
+                   for e, req in zip(dfg.edges, required)]
+    try:
+        k = min_inserted(len(dfg.nodes), constraints, len(gradient), p, index[INPUT])
+        lags = asap_retiming(len(dfg.nodes), constraints, k, p, index[INPUT])
+    except Infeasible as error:
+        raise InputError(f"no legal pipelining for this stage assignment: {error}", field="stage_of") from error
+    inserted = dfg.with_delays({i: p * e.delays + (p * k[gradient[e.src.layer]] if (e.src.kind, e.dst.kind)
+                                                    == ("G", "U") else 0) for i, e in enumerate(dfg.edges)})
+    r = dict(zip(dfg.nodes, lags))
+    retimed = retime(inserted, r)
+    info = tuple(_layer_counts(retimed, name, stage[name], k[gradient[name]]) for name in dfg.layers)
+    return PipelinedDFG(dfg, tuple(stage.items()), inserted, required, tuple(r.items()), retimed,
+                        r[OUTPUT] - r[INPUT], info)
 
 
-def pipeline(layers: Sequence[str], stage_of: Mapping[str, int], *, first_layer_delta: bool = False) -> PipelinedDFG:
-    """Derive the pipelined, retimed DFG for ``stage_of`` (consecutive layers, stages 1..S)."""
-    dfg = training_dfg(layers, first_layer_delta=first_layer_delta)
-    stages = [stage_of.get(name) for name in dfg.layers]
-    if any(s is None for s in stages):
-        raise InputError("every layer needs a stage", field="stage_of")
-    if stages[0] != 1 or any(b - a not in (0, 1) for a, b in zip(stages, stages[1:])):
-        raise InputError("stages must start at 1 and cover consecutive layers in order", field="stage_of")
-    last = stages[-1]
-    stage = {node: (last if node == LOSS else stage_of[node[0]]) for node in dfg.nodes}
-
-    same_iteration = nx.DiGraph()
-    same_iteration.add_nodes_from(dfg.nodes)
-    for edge in dfg.edges:
-        if edge.delays == 0:
-            same_iteration.add_edge(edge.src, edge.dst)
-    slot: dict[tuple[str, str], int] = {}
-    for node in nx.topological_sort(same_iteration):
-        slot[node] = 1
-        for pred in same_iteration.predecessors(node):
-            step = int(stage[pred] != stage[node] or (_phase(pred) == "forward" and _phase(node) == "backward"))
-            slot[node] = max(slot[node], slot[pred] + step)
-    for name in dfg.layers:  # U applies G's result in the same slot
-        slot[(name, "U")] = slot[(name, "G")]
-
-    loop = {name: slot[(name, "U")] - slot[(name, "F")] + 1 for name in dfg.layers}
-    inserted_delays = {i: e.delays + loop[e.src[0]] - 1 for i, e in enumerate(dfg.edges)
-                       if e.src[1] == "G" and e.dst[1] == "U"}
-    inserted = dfg.with_delays(inserted_delays)
-    retiming = dict(slot)
-    for name in dfg.layers:
-        retiming[(name, "U")] = slot[(name, "F")]
-    retimed = TrainingDFG(inserted.layers, inserted.nodes,
-                          tuple(Edge(e.src, e.dst, e.delays + retiming[e.dst] - retiming[e.src], e.tensor)
-                                for e in inserted.edges), inserted.costs)
-    info = []
-    for name in dfg.layers:
-        weight_path = next(e for e in retimed.edges if e.src == (name, "U") and e.dst[1] in ("D", "F")
-                           and e.dst == ((name, "D") if (name, "D") in dfg.nodes else (name, "F")))
-        weight_slots = weight_path.delays if weight_path.dst[1] == "D" else loop[name]
-        activation_slots = slot[(name, "G")] - slot[(name, "F")] + 1
-        info.append(LayerPipelining(name, stage_of[name], loop[name], loop[name] - 1, -(-weight_slots // 2),
-                                    -(-activation_slots // 2)))
-    return PipelinedDFG(dfg, inserted, retimed, tuple(slot.items()), tuple(retiming.items()), tuple(info))
-
-
-def retime(dfg: TrainingDFG, r: Mapping[tuple[str, str], int]) -> TrainingDFG:
-    """Leiserson–Saxe: w_r(u → v) = w(u → v) + r(v) − r(u)."""
-    return TrainingDFG(dfg.layers, dfg.nodes, tuple(Edge(e.src, e.dst, e.delays + r.get(e.dst, 0) - r.get(e.src, 0),
-                                                         e.tensor) for e in dfg.edges), dfg.costs)
-
-
-def check_legal(before: TrainingDFG, after: TrainingDFG) -> list[str]:
-    """Problems with ``after`` as a retiming of ``before``: negative delays, or a cycle whose delay
-    sum changed (checked on every simple cycle; fine for the graphs tests build)."""
-    problems = [f"{e.src}->{e.dst} has {e.delays} delays" for e in after.edges if e.delays < 0]
-    if [(e.src, e.dst) for e in before.edges] != [(e.src, e.dst) for e in after.edges]:
-        return problems + ["the two graphs have different edges"]
-    graph = nx.MultiDiGraph()
-    for index, e in enumerate(before.edges):
-        graph.add_edge(e.src, e.dst, key=index)
-    for cycle in nx.simple_cycles(nx.DiGraph(graph)):
-        pairs = list(zip(cycle, cycle[1:] + cycle[:1]))
-        total_before = sum(min(e.delays for e in before.edges if (e.src, e.dst) == p) for p in pairs)
-        total_after = sum(min(e.delays for e in after.edges if (e.src, e.dst) == p) for p in pairs)
-        if total_before != total_after:
-            problems.append(f"cycle through {cycle[0]} had {total_before} delays, now {total_after}")
+def check_legal(pipelined: PipelinedDFG, *, enumerate_loops: bool = False) -> list[str]:
+    """Problems with a pipelined DFG (empty: legal): negative delays, a pipeline boundary without a
+    delay, inserted delays other than P·w plus P·k on G → U, or a loop whose delay sum is not P times
+    the original plus the DLMS delays inserted on it. Loops are checked exactly by the potential
+    argument (:func:`~archsim.dfg.retiming.changed_loops`); ``enumerate_loops`` also walks every simple
+    cycle (small graphs)."""
+    p, original, inserted, retimed = SLOTS_PER_MICROBATCH, pipelined.original, pipelined.inserted, pipelined.retimed
+    k = {item.layer: item.gradient_delays for item in pipelined.layers}
+    problems = [f"{e.src} -> {e.dst} has {e.delays} delays" for e in retimed.edges if e.delays < 0]
+    problems += [f"{e.src} -> {e.dst} crosses a pipeline boundary with {e.delays} delays"
+                 for e, req in zip(retimed.edges, pipelined.required) if e.delays < req]
+    problems += [f"negative DLMS delays on layer {name}" for name, value in k.items() if value < 0]
+    extra = [_dlms(e, k, p) for e in original.edges]
+    problems += [f"{e.src} -> {e.dst}: {f.delays} delays inserted, expected {p * e.delays + x}"
+                 for e, f, x in zip(original.edges, inserted.edges, extra) if f.delays != p * e.delays + x]
+    problems += changed_loops(inserted, retimed)
+    if enumerate_loops:
+        for loop in loops(original):
+            expected = sum(p * original.edges[i].delays + extra[i] for i in loop.edges)
+            got = sum(retimed.edges[i].delays for i in loop.edges)
+            if got != expected:
+                problems.append(f"loop {' -> '.join(map(str, loop.nodes))} holds {got} delays, expected {expected}")
     return problems
+
+
+def _dlms(edge, k: Mapping[str, int], p: int) -> int:
+    return p * k[edge.src.layer] if (edge.src.kind, edge.dst.kind) == ("G", "U") else 0
+
+
+def _check_stages(dfg: TrainingDFG, stage_of: Mapping[str, int]) -> dict[str, int]:
+    unknown = set(stage_of) - set(dfg.layers)
+    if unknown:
+        raise InputError(f"stage_of names layers not in the network: {sorted(unknown)[:3]}", field="stage_of")
+    stage: dict[str, int] = {}
+    for name in dfg.layers:
+        value = stage_of.get(name)
+        if value is None:
+            raise InputError(f"layer {name!r} has no stage", field="stage_of")
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InputError(f"stage of layer {name!r} must be an integer ≥ 1, got {value!r}", field="stage_of")
+        stage[name] = value
+    if set(stage.values()) != set(range(1, max(stage.values()) + 1)):
+        raise InputError("stages must be numbered 1..S with none empty", field="stage_of")
+    for name, sources in zip(dfg.layers, dfg.inputs):
+        for source in sources:
+            if stage[source] > stage[name]:
+                raise InputError(f"layer {name!r} (stage {stage[name]}) reads {source!r} from a later stage "
+                                 f"({stage[source]}); stages must hold consecutive layers", field="stage_of")
+    return stage
+
+
+def _places(dfg: TrainingDFG, stage: Mapping[str, int]) -> dict[Node, tuple[int, str]]:
+    last = max(stage[e.src.layer] for e in dfg.edges if e.dst == LOSS and e.src != INPUT)
+    place = {INPUT: (1, "forward"), LOSS: (last, "forward"), OUTPUT: (last, "forward")}
+    for node in dfg.nodes:
+        if node.layer:
+            place[node] = (stage[node.layer], "forward" if node.kind == "F" else "backward")
+    return place
+
+
+def _layer_counts(retimed: TrainingDFG, name: str, stage: int, k: int) -> LayerPipelining:
+    p = SLOTS_PER_MICROBATCH
+    f, g, u = Node(name, "F"), Node(name, "G"), Node(name, "U")
+    weight_line = max(e.delays for e in retimed.edges if e.src == u)
+    gaps = [w_g - w_f for source in {e.src for e in retimed.edges if e.dst == f and e.src != u}
+            for w_f in [_delays(retimed, source, f)] for w_g in [_delays(retimed, source, g)]]
+    graph = nx.DiGraph()
+    for e in retimed.edges:  # parallel edges: the fewest delays
+        if not graph.has_edge(e.src, e.dst) or e.delays < graph[e.src][e.dst]["delays"]:
+            graph.add_edge(e.src, e.dst, delays=e.delays)
+    forward_to_g = nx.shortest_path_length(graph, f, g, weight="delays")
+    loop = forward_to_g + _delays(retimed, g, u) + _delays(retimed, u, f)
+    return LayerPipelining(name, stage, k, p * k, loop, -(-weight_line // p), max(-(-gap // p) for gap in gaps))
+
+
+def _delays(dfg: TrainingDFG, src: Node, dst: Node) -> int:
+    return min(e.delays for e in dfg.edges if e.src == src and e.dst == dst)

@@ -4,7 +4,8 @@
 the architecture definitions cannot drift apart (a test compares them). Sources:
 VGG16 — Simonyan & Zisserman 2015, configuration D (torchvision ``vgg16``: 138,357,544 parameters);
 ResNet-50 — He et al. 2016 with the stride on the 3×3 convolution (v1.5, torchvision ``resnet50``:
-25,557,032 parameters); BERT-large — Devlin et al. 2019 (24 layers, hidden 1024, 16 heads, FFN
+25,557,032 parameters) and ResNet-101 (stage 4 with 23 blocks, torchvision ``resnet101``: 44,549,160
+parameters); BERT-large — Devlin et al. 2019 (24 layers, hidden 1024, 16 heads, FFN
 4096), encoder layers only, sequence length 512; the vanilla RNN cell of BPPSA's study (hidden 20).
 """
 
@@ -66,12 +67,21 @@ def vgg16() -> Network:
 
 
 def resnet50() -> Network:
-    b = _Builder("resnet50").start(224, 224, 3)
+    return _bottleneck_resnet("resnet50", (3, 4, 6, 3))
+
+
+def resnet101() -> Network:
+    """ResNet-101: ResNet-50 with 23 blocks in stage 4 (SPB's Table 1 profiles it)."""
+    return _bottleneck_resnet("resnet101", (3, 4, 23, 3))
+
+
+def _bottleneck_resnet(name: str, blocks_per_stage: tuple[int, int, int, int]) -> Network:
+    b = _Builder(name).start(224, 224, 3)
     b.add("conv1", "conv", 64, k=7, stride=2, pad=3)
     b.add("bn1", "batchnorm")
     b.add("relu1", "elementwise")
     b.add("maxpool", "pool", k=3, stride=2, pad=1)
-    for stage, (width, blocks) in enumerate(((64, 3), (128, 4), (256, 6), (512, 3)), start=2):
+    for stage, (width, blocks) in enumerate(zip((64, 128, 256, 512), blocks_per_stage), start=2):
         for block in range(blocks):
             stride = 2 if block == 0 and stage > 2 else 1
             prefix = f"res{stage}{chr(ord('a') + block)}"
@@ -146,7 +156,7 @@ def to_csv(network: Network) -> str:
     return "\n".join(lines) + "\n"
 
 
-SHIPPED = {"vgg16": vgg16, "resnet50": resnet50, "ffnn16": lambda: ffnn(16), "ffnn8": lambda: ffnn(8),
+SHIPPED = {"vgg16": vgg16, "resnet50": resnet50, "resnet101": resnet101, "ffnn16": lambda: ffnn(16), "ffnn8": lambda: ffnn(8),
            "bert_large": bert_large, "rnn_cell": rnn_cell}
 
 

@@ -7,7 +7,6 @@ whose ``inputs`` form a DAG; the order is a valid topological order (checked by 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -155,8 +154,9 @@ def _out_size(size: int, kernel: int, stride: int, padding: int, geometry: str, 
     if kind == "matmul":
         return size if kernel == 1 else 1
     if geometry == "scalesim":
-        # SCALE-Sim 3.0.0 topology_utils: ceil((H - fh + s) / s), no padding.
-        return math.ceil((size - kernel + stride) / stride)
+        # SCALE-Sim 3.0.0 topology_utils: ceil((H - fh + s) / s), no padding. Integer ceiling: exact
+        # for any size (float division overflows past ~1e308 and rounds past 2**53).
+        return -(-(size - kernel + stride) // stride)
     return (size + 2 * padding - kernel) // stride + 1
 
 

@@ -1,0 +1,115 @@
+"""Backward-pass cycles of the tanh RNN (§4.1) on p systolic arrays: BP vs BPPSA (Fig. 8's trends).
+
+Model (stated in every report):
+
+* n = T Jacobians (∂h_t/∂h_{t−1})ᵀ per sample, each H × H and dense; B samples scan independently.
+* **BP baseline**: T − 1 dependent steps; step t computes ∇h_{t−1} = Wₕᵀ(tanh′ ∘ ∇h_t) for the
+  whole batch as one GEMM (B × H)·(H × H) sharing Wₕ, its rows split over min(p, B) arrays:
+  ``gemm_cost(⌈B/min(p,B)⌉, H, H)`` cycles per step. The elementwise tanh′ is fused (free).
+* **BPPSA**: Algorithm 1's levels (:func:`archsim.bppsa.steps.level_census`); a level's B·q
+  products run in waves of p, one product per array per wave, a wave lasting as long as its longest
+  product (one kernel launch per level, §4.1). mm = ``gemm_cost(H, H, H)``, mv = ``gemm_cost(1, H, H)``
+  (row vector times Jacobian); moves (◇ with I) are free. Every product of a sample has its own
+  Jacobian, so none shares a stationary operand.
+* Jacobians are generated in the forward pass (not counted, as the paper's backward-pass timing
+  leaves the forward pass out); memory stalls are not modelled (compute cycles only).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+
+import pandas as pd
+
+from archsim.array.analytic import gemm_cost
+from archsim.array.config import ArrayConfig
+from archsim.bppsa.steps import (
+    LevelCensus,
+    blelloch_level_count,
+    level_census,
+    per_worker_memory,
+    steps_with_workers,
+    work,
+)
+from archsim.errors import InputError
+
+
+@dataclass(frozen=True)
+class ProductCycles:
+    """Cycles of one ◇ product on one array, and of one BP step."""
+
+    mm: int
+    mv: int
+    bp_step: int
+
+
+@dataclass(frozen=True)
+class RnnBackward:
+    """One (T, p) point of the study: steps, cycles, speedup, work and per-worker memory."""
+
+    seq_len: int
+    processors: int
+    batch: int
+    hidden: int
+    bp_steps: int
+    bp_cycles: int
+    scan_levels: int
+    scan_steps: int
+    scan_cycles: int
+    speedup: float
+    bp_products: int
+    scan_products: int
+    bppsa_bytes_per_worker: int
+    pipeline_bytes_per_worker: int
+
+
+def check_positive(**values: int) -> None:
+    """InputError naming the first field that is not a positive integer."""
+    for field, value in values.items():
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise InputError(f"must be a positive integer, got {value!r}", field=field)
+
+
+def _cycles(m: int, k: int, n: int, array: ArrayConfig) -> int:
+    return int(gemm_cost(m, k, n, array.rows, array.cols, array.dataflow).scalar("cycles"))
+
+
+def product_cycles(hidden: int, batch: int, processors: int, array: ArrayConfig) -> ProductCycles:
+    """Cycles of an H×H·H×H product, a 1×H·H×H product, and one batched BP step."""
+    rows_per_array = -(-batch // min(processors, batch))
+    return ProductCycles(_cycles(hidden, hidden, hidden, array), _cycles(1, hidden, hidden, array),
+                         _cycles(rows_per_array, hidden, hidden, array))
+
+
+def level_cycles(level: LevelCensus, copies: int, workers: int, cost: ProductCycles) -> int:
+    """Waves of ``workers`` products, longest first: mm waves, then the rest at mv cost."""
+    n_mm, n_all = copies * level.mm, copies * level.products
+    waves_mm = -(-n_mm // workers)
+    return waves_mm * cost.mm + (-(-n_all // workers) - waves_mm) * cost.mv
+
+
+def rnn_backward(seq_len: int, processors: int, *, hidden: int = 20, batch: int = 1,
+                 array: ArrayConfig | None = None) -> RnnBackward:
+    """Backward pass of a length-T tanh RNN, BP vs BPPSA, on ``processors`` arrays."""
+    check_positive(seq_len=seq_len, processors=processors, hidden=hidden, batch=batch)
+    array = array or ArrayConfig()
+    cost = product_cycles(hidden, batch, processors, array)
+    census = level_census(seq_len)
+    scan_cycles = sum(level_cycles(level, batch, processors, cost) for level in census)
+    bp_cycles = (seq_len - 1) * cost.bp_step
+    speedup = bp_cycles / scan_cycles if scan_cycles else 1.0
+    done = work(census)
+    jacobian_bytes = batch * hidden * hidden * array.element_bytes
+    bppsa_mem, pipe_mem = per_worker_memory(seq_len, processors, jacobian_bytes, batch * hidden * array.element_bytes)
+    return RnnBackward(seq_len, processors, batch, hidden, seq_len - 1, bp_cycles, blelloch_level_count(seq_len),
+                       steps_with_workers(census, processors, batch), scan_cycles, speedup,
+                       batch * (seq_len - 1), batch * (done["mm"] + done["mv"]), bppsa_mem, pipe_mem)
+
+
+def rnn_study(seq_lens: Iterable[int], processors: Iterable[int], *, hidden: int = 20, batch: int = 16,
+              array: ArrayConfig | None = None) -> pd.DataFrame:
+    """One row per (T, p): the backward-pass speedup of BPPSA over BP as T and p vary (Fig. 8)."""
+    rows = [asdict(rnn_backward(t, p, hidden=hidden, batch=batch, array=array))
+            for p in processors for t in seq_lens]
+    return pd.DataFrame(rows)

@@ -1,0 +1,97 @@
+"""FLOPs of each scan step from sparsity patterns alone — a symbolic CSR product (BPPSA §3.3, §4.3).
+
+The patterns of the transposed Jacobians are fixed by the architecture (and the pruning mask), so
+the index work of a CSR·CSR product can be done before training and only the arithmetic remains
+(§3.3). This module counts that arithmetic exactly, by static analysis as §4.3 does, never by timing:
+
+* C = X·Y with both sparse (Gustavson): every stored X[i,k] meets every stored Y[k,j], so
+  ``multiplies = Σ_k colnnz(X)[k]·rownnz(Y)[k]``; each of C's ``nnz(C)`` entries takes one add less
+  than its terms, ``adds = multiplies − nnz(C)``.
+* y = X·v with v a dense gradient vector: ``multiplies = nnz(X)``, ``adds = nnz(X) − (rows with an entry)``.
+
+FLOPs = multiplies + adds. The *dense* figure (Fig. 10's x-axis) is the same product with every
+entry stored: r·c·(2k − 1) for (r×k)·(k×c). Gradient vectors are taken as dense.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from archsim.bppsa.scan import IDENTITY, ScanRun, Step, blelloch_scan, linear_scan
+
+
+@dataclass(frozen=True, eq=False)
+class Pattern:
+    """A symbolic scan operand: a CSR pattern (all stored entries 1) or a dense vector of ``length``."""
+
+    matrix: sp.csr_array | None = None
+    length: int = 0
+
+    @property
+    def ndim(self) -> int:
+        return 1 if self.matrix is None else 2
+
+
+def pattern_of(value) -> Pattern:
+    """The pattern of a CSR matrix (explicitly stored zeros count as pattern) or of a vector."""
+    if np.ndim(value) == 1:
+        return Pattern(length=int(np.size(value)))
+    m = sp.csr_array(value)
+    return Pattern(sp.csr_array((np.ones(m.nnz, dtype=np.float32), m.indices, m.indptr), shape=m.shape))
+
+
+def _binary(m: sp.csr_array) -> sp.csr_array:
+    m.data[:] = 1.0  # all entries of a product of positive patterns are positive: no cancellation
+    return m
+
+
+def product_flops(x: Pattern, y: Pattern) -> tuple[int, int, Pattern]:
+    """(sparse FLOPs, dense FLOPs, pattern of X·Y) for a matrix X and a matrix or vector Y."""
+    rows, inner = x.matrix.shape
+    if y.matrix is None:
+        nnz = x.matrix.nnz
+        nonempty = int(np.count_nonzero(np.diff(x.matrix.indptr)))
+        return 2 * nnz - nonempty, rows * (2 * inner - 1), Pattern(length=rows)
+    col_nnz = np.bincount(x.matrix.indices, minlength=inner).astype(np.int64)
+    row_nnz = np.diff(y.matrix.indptr).astype(np.int64)
+    multiplies = int(col_nnz @ row_nnz)
+    product = _binary(sp.csr_array(x.matrix @ y.matrix))
+    cols = y.matrix.shape[1]
+    return 2 * multiplies - product.nnz, rows * cols * (2 * inner - 1), Pattern(product)
+
+
+class FlopCounter:
+    """A ◇ on patterns that logs (sparse, dense) FLOPs per call, in call order."""
+
+    def __init__(self) -> None:
+        self.log: list[tuple[int, int]] = []
+
+    def __call__(self, a, b):
+        if a is IDENTITY or b is IDENTITY:
+            self.log.append((0, 0))
+            return b if a is IDENTITY else a
+        flops, dense, out = product_flops(b, a)  # A ◇ B = B·A
+        self.log.append((flops, dense))
+        return out
+
+
+@dataclass(frozen=True)
+class CountedStep:
+    """One scan step with its FLOPs."""
+
+    step: Step
+    flops: int
+    dense_flops: int
+
+
+def count_flops(elements: Sequence, *, method: str = "bppsa", up_levels: int | None = None) -> tuple[CountedStep, ...]:
+    """Run the scan (``bppsa``: :func:`blelloch_scan`; ``bp``: :func:`linear_scan`) on patterns, counting FLOPs."""
+    counter = FlopCounter()
+    patterns = [pattern_of(e) for e in elements]
+    run: ScanRun = (linear_scan(patterns, op=counter) if method == "bp"
+                    else blelloch_scan(patterns, op=counter, up_levels=up_levels))
+    return tuple(CountedStep(s, f, d) for s, (f, d) in zip(run.steps, counter.log, strict=True))

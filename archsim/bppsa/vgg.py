@@ -1,0 +1,98 @@
+"""The pruned VGG-11 micro-benchmark (BPPSA §4.3, §5.3, Fig. 10): FLOPs per scan step vs BP.
+
+VGG-11's convolutional stack (config "A": 64, M, 128, M, 256, 256, M, 512, 512, M, 512, 512, M;
+3×3 convolutions with padding 1, each followed by ReLU; 2×2 max-pooling, stride 2) on one 32×32×3
+CIFAR-10 image — the paper's setting — is n = 21 operators, hence Fig. 3's levels. Weights are
+pruned at random to the requested sparsity (seeded): exactly round(s·size) zeros per layer. The
+paper prunes 97% by magnitude (See et al., 2016) after training; random pruning has the same
+per-layer density, which is all FLOP counts depend on, but not the same placement.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import numpy as np
+import pandas as pd
+
+from archsim.bppsa.jacobians import scan_input
+from archsim.bppsa.layers import Conv2d, Layer, MaxPool2d, ReLU, forward_chain
+from archsim.bppsa.sparse_cost import CountedStep, count_flops
+from archsim.errors import InputError
+
+VGG11_CONV = (64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M")
+
+
+def check_sparsity(sparsity: float) -> float:
+    """Sparsity must be a number in [0, 1)."""
+    if isinstance(sparsity, bool) or not isinstance(sparsity, (int, float)) or not 0.0 <= sparsity < 1.0:
+        raise InputError(f"must be in [0, 1), got {sparsity!r}", field="sparsity")
+    return float(sparsity)
+
+
+def prune_random(weight: np.ndarray, sparsity: float, rng: np.random.Generator) -> np.ndarray:
+    """A copy of ``weight`` with exactly round(sparsity·size) entries, chosen at random, set to zero."""
+    pruned = weight.copy().reshape(-1)
+    pruned[rng.choice(pruned.size, size=round(check_sparsity(sparsity) * pruned.size), replace=False)] = 0.0
+    return pruned.reshape(weight.shape)
+
+
+def vgg11_conv_stack(*, sparsity: float = 0.0, seed: int = 0, in_channels: int = 3,
+                     width_divisor: int = 1) -> tuple[Layer, ...]:
+    """VGG-11's conv/ReLU/max-pool chain with He-initialized weights pruned to ``sparsity``.
+
+    ``width_divisor`` divides every channel count (tests use a narrow copy of the same shape).
+    """
+    check_sparsity(sparsity)
+    if width_divisor <= 0 or any(c % width_divisor for c in VGG11_CONV if c != "M"):
+        raise InputError(f"must divide every VGG-11 width, got {width_divisor}", field="width_divisor")
+    rng = np.random.default_rng(seed)
+    layers: list[Layer] = []
+    channels = in_channels
+    for item in VGG11_CONV:
+        if item == "M":
+            layers.append(MaxPool2d((2, 2), (2, 2)))
+            continue
+        out = item // width_divisor
+        weight = rng.standard_normal((out, channels, 3, 3)) * np.sqrt(2.0 / (9 * channels))
+        layers += [Conv2d(prune_random(weight, sparsity, rng), (1, 1), (1, 1)), ReLU()]
+        channels = out
+    return tuple(layers)
+
+
+def _rows(method: str, counted: tuple[CountedStep, ...]) -> list[dict]:
+    rows, seq, last = [], -1, None
+    for c in counted:
+        if (c.step.phase, c.step.level) != last:
+            seq, last = seq + 1, (c.step.phase, c.step.level)
+        rows.append({"method": method, "seq_step": seq, **asdict(c.step), "flops": c.flops,
+                     "dense_flops": c.dense_flops})
+    return rows
+
+
+def vgg_flops(*, sparsity: float = 0.97, seed: int = 0, image: int = 32, up_levels: int | None = 2,
+              width_divisor: int = 1) -> pd.DataFrame:
+    """FLOPs of every step of BPPSA (hybrid with ``up_levels``; None = Algorithm 1) and of BP.
+
+    ``critical`` marks, per sequential step, the largest operation — the one on the critical path
+    when every operation of a level has its own worker (n = 21 ≪ p, as in Fig. 10).
+    """
+    if image <= 0 or image % 32:
+        raise InputError(f"must be a positive multiple of 32 (five 2×2 poolings), got {image}", field="image")
+    layers = vgg11_conv_stack(sparsity=sparsity, seed=seed, width_divisor=width_divisor)
+    rng = np.random.default_rng(seed + 1)
+    activations = forward_chain(layers, rng.standard_normal((3, image, image)))
+    elements = scan_input(layers, activations, rng.standard_normal(activations[-1].size))
+    frame = pd.DataFrame(_rows("bppsa", count_flops(elements, up_levels=up_levels))
+                         + _rows("bp", count_flops(elements, method="bp")))
+    frame["critical"] = frame.index.isin(frame.groupby(["method", "seq_step"]).flops.idxmax())
+    return frame
+
+
+def critical_path(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per method: sequential steps, critical-path FLOPs and total work FLOPs."""
+    crit = frame[frame.critical]
+    return pd.DataFrame([{"method": m, "steps": int(part.seq_step.nunique()),
+                          "critical_path_flops": int(crit[crit.method == m].flops.sum()),
+                          "work_flops": int(part.flops.sum())}
+                         for m, part in frame.groupby("method", sort=False)])

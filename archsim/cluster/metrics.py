@@ -1,0 +1,89 @@
+"""Cluster metrics (SPB paper §4.2, Fig. 4): makespan, JCT statistics and CDF, utilization over time,
+migrations per iteration — each a pure function of a :class:`~archsim.cluster.jobs.SimResult`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from archsim.cluster.jobs import SimResult
+
+
+def utilization_series(result: SimResult, bin_s: float) -> pd.DataFrame:
+    """Fraction of device time busy computing in each ``bin_s`` bin from 0 to the makespan.
+
+    Busy segments (start, end, devices) integrate exactly: the cumulative busy device-seconds is
+    piecewise linear between segment ends, so it is evaluated at the bin edges by interpolation.
+    """
+    horizon = result.makespan_s
+    edges = np.arange(0.0, horizon + bin_s, bin_s) if horizon > 0 else np.array([0.0, bin_s])
+    busy = result.busy
+    if len(busy) == 0:
+        return pd.DataFrame({"time_s": edges[:-1], "utilization": np.zeros(len(edges) - 1)})
+    times = np.concatenate([busy[:, 0], busy[:, 1]])
+    rates = np.concatenate([busy[:, 2], -busy[:, 2]])
+    order = np.argsort(times, kind="stable")
+    times, rates = times[order], rates[order]
+    level = np.cumsum(rates)  # busy devices just after each event
+    area = np.concatenate([[0.0], np.cumsum(level[:-1] * np.diff(times))])
+    cumulative = np.interp(edges, times, area, left=0.0, right=area[-1])
+    width = np.diff(edges)
+    return pd.DataFrame({"time_s": edges[:-1], "utilization": np.diff(cumulative) / (width * result.devices)})
+
+
+def busy_device_seconds(result: SimResult) -> float:
+    busy = result.busy
+    return float(((busy[:, 1] - busy[:, 0]) * busy[:, 2]).sum()) if len(busy) else 0.0
+
+
+def jct_cdf(result: SimResult) -> pd.DataFrame:
+    """Empirical CDF of job completion times (Fig. 4(b))."""
+    jct = np.sort(result.jobs.jct_s.to_numpy())
+    return pd.DataFrame({"jct_s": jct, "fraction": np.arange(1, len(jct) + 1) / len(jct)})
+
+
+def migrations_per_iteration(result: SimResult) -> pd.Series:
+    """Per job: migrations / iterations (Fig. 4(c))."""
+    return result.jobs.migrations / result.jobs.iterations
+
+
+def summarize(result: SimResult) -> dict[str, float | str]:
+    """Makespan, JCT mean/median/p95, mean utilization and migrations per iteration of one run."""
+    jct = result.jobs.jct_s
+    makespan = result.makespan_s
+    return {
+        "policy": result.policy,
+        "jobs": len(jct),
+        "makespan_s": makespan,
+        "jct_mean_s": float(jct.mean()),
+        "jct_median_s": float(jct.median()),
+        "jct_p95_s": float(jct.quantile(0.95)),
+        "utilization": busy_device_seconds(result) / (makespan * result.devices) if makespan > 0 else 0.0,
+        "migrations_per_iteration": float(result.jobs.migrations.sum() / result.jobs.iterations.sum()),
+    }
+
+
+def aggregate(summaries: Sequence[dict], reference: str = "jigsaw") -> pd.DataFrame:
+    """Mean, standard deviation, min and max over seeds per policy, and the reference policy's mean
+    improvement (%) over each policy, paired by seed: 100 · (1 − ref / other)."""
+    frame = pd.DataFrame(list(summaries))
+    metrics = ["makespan_s", "jct_mean_s", "jct_median_s", "jct_p95_s", "utilization", "migrations_per_iteration"]
+    rows = []
+    for policy, part in frame.groupby("policy", sort=False):
+        row: dict[str, object] = {"policy": policy, "seeds": len(part)}
+        for metric in metrics:
+            row[f"{metric}_mean"] = part[metric].mean()
+            row[f"{metric}_std"] = part[metric].std(ddof=1) if len(part) > 1 else 0.0
+            row[f"{metric}_min"] = part[metric].min()
+            row[f"{metric}_max"] = part[metric].max()
+        if reference in set(frame.policy):
+            ref = frame[frame.policy == reference].set_index("seed")
+            mine = part.set_index("seed")
+            for metric in ("makespan_s", "jct_mean_s"):
+                gain = 100 * (1 - ref[metric] / mine[metric])
+                row[f"{reference}_gain_{metric.removesuffix('_s')}_pct_mean"] = gain.mean()
+                row[f"{reference}_gain_{metric.removesuffix('_s')}_pct_std"] = gain.std(ddof=1) if len(gain) > 1 else 0.0
+        rows.append(row)
+    return pd.DataFrame(rows)

@@ -1,0 +1,97 @@
+"""Per-layer profile in seconds → :class:`~archsim.cluster.spb.LayerCosts` (a measured cost source).
+
+Format (UTF-8 CSV, one header row, one row per layer in forward order, the network a chain)::
+
+    layer,forward_s,backward_s,activation_bytes,parameter_bytes
+    conv1,0.0021,0.0049,38535168,37632
+
+* ``layer``: a unique, non-empty name.
+* ``forward_s`` / ``backward_s``: seconds of the layer's forward pass and of its whole backward
+  pass (weight and input gradient together; SPB then cannot skip the boundary layer's δ, so the
+  suffix time is a slight over-estimate).
+* ``activation_bytes``: bytes the layer keeps for its backward pass (normally its input).
+* ``parameter_bytes``: bytes of its weights.
+
+Every column is required and no other is allowed (a misspelt column is an error, not ignored);
+values are finite and non-negative. Mistakes raise :class:`InputError` naming file, line and field.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from pathlib import Path
+
+from archsim.cluster.spb import LayerCosts, chain_producers
+from archsim.errors import InputError
+
+COLUMNS = ("layer", "forward_s", "backward_s", "activation_bytes", "parameter_bytes")
+
+
+def parse_profile_csv(text: str, *, source: str = "<string>") -> LayerCosts:
+    """Parse profile text (format in the module docstring)."""
+    rows = list(csv.reader(io.StringIO(text, newline="")))
+    numbered = [(i, r) for i, r in enumerate(rows, start=1) if any(c.strip() for c in r)]
+    if not numbered:
+        raise InputError("empty profile (expected a header and one row per layer)", file=source)
+    header_line, header = numbered[0]
+    header = [c.strip() for c in header]
+    for column in header:
+        if column not in COLUMNS:
+            raise InputError(f"unknown column; the columns are {', '.join(COLUMNS)}", file=source,
+                             line=header_line, field=column)
+    for column in COLUMNS:
+        if column not in header:
+            raise InputError("missing column", file=source, line=header_line, field=column)
+    names: list[str] = []
+    values: dict[str, list[float]] = {c: [] for c in COLUMNS[1:]}
+    for line, row in numbered[1:]:
+        if len(row) != len(header):
+            raise InputError(f"expected {len(header)} fields, got {len(row)}", file=source, line=line)
+        cells = dict(zip(header, (c.strip() for c in row)))
+        name = cells["layer"]
+        if not name:
+            raise InputError("empty layer name", file=source, line=line, field="layer")
+        if name in names:
+            raise InputError(f"duplicate layer {name!r}", file=source, line=line, field="layer")
+        names.append(name)
+        for column in COLUMNS[1:]:
+            try:
+                value = float(cells[column])
+            except ValueError:
+                raise InputError(f"expected a number, got {cells[column]!r}", file=source, line=line,
+                                 field=column) from None
+            if not math.isfinite(value) or value < 0:
+                raise InputError(f"must be finite and non-negative, got {cells[column]!r}", file=source, line=line,
+                                 field=column)
+            values[column].append(value)
+    if not names:
+        raise InputError("no layer rows", file=source)
+    return LayerCosts(names=tuple(names), forward_s=values["forward_s"], backward_s=values["backward_s"],
+                      input_grad_s=[0.0] * len(names), activation_bytes=values["activation_bytes"],
+                      parameter_bytes=values["parameter_bytes"], producers=chain_producers(len(names)),
+                      source=source)
+
+
+def load_profile_csv(path: str | Path) -> LayerCosts:
+    """Read a profile file; errors name the file."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError("profile file not found", file=str(path))
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise InputError("not UTF-8 text", file=str(path)) from None
+    return parse_profile_csv(text, source=str(path))
+
+
+def write_profile_csv(costs: LayerCosts) -> str:
+    """The CSV text of a profile (e.g. one built from the array model), readable by the parser."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    for i, name in enumerate(costs.names):
+        writer.writerow([name, repr(float(costs.forward_s[i])), repr(float(costs.backward_s[i])),
+                         repr(float(costs.activation_bytes[i])), repr(float(costs.parameter_bytes[i]))])
+    return out.getvalue()

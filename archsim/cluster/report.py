@@ -1,0 +1,103 @@
+"""The cluster report: one self-contained HTML page (plotly) in the style of the SPB paper's Fig. 4.
+
+JCT CDF per policy (Fig. 4(b)), utilization over time, migrations per iteration CDF (Fig. 4(c)),
+and — over several seeds — makespan and mean JCT per policy with their spread (Fig. 4(a)). Every
+figure's caption carries the command that regenerates the page.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import plotly.io as pio
+
+from archsim.cluster.jobs import SimResult
+from archsim.cluster.metrics import jct_cdf, migrations_per_iteration, utilization_series
+from archsim.outputs import atomic_write_text
+
+STYLE = ("<style>body{font-family:sans-serif;max-width:1100px;margin:auto}"
+         "figcaption{color:#444;font-size:90%}code{background:#f3f3f3}"
+         "table.numbers td{text-align:right;padding:0 .6em}</style></head><body>")
+COLORS = {"jigsaw": "#E45756", "gandiva": "#4C78A8", "tiresias": "#72B7B2", "jigsaw-nospb": "#F58518"}
+
+
+def jct_figure(results: Sequence[SimResult]) -> go.Figure:
+    fig = go.Figure()
+    for r in results:
+        cdf = jct_cdf(r)
+        fig.add_trace(go.Scatter(x=cdf.jct_s, y=cdf.fraction, mode="lines", name=r.policy,
+                                 line={"color": COLORS.get(r.policy)}))
+    fig.update_layout(title="CDF of job completion time", xaxis_title="JCT (s, log)", yaxis_title="fraction of jobs",
+                      xaxis_type="log")
+    return fig
+
+
+def utilization_figure(results: Sequence[SimResult], bin_s: float) -> go.Figure:
+    fig = go.Figure()
+    for r in results:
+        series = utilization_series(r, bin_s)
+        fig.add_trace(go.Scatter(x=series.time_s, y=series.utilization, mode="lines", name=r.policy,
+                                 line={"color": COLORS.get(r.policy), "shape": "hv"}))
+    fig.update_layout(title=f"Device utilization over time ({bin_s:g} s bins; busy computing)",
+                      xaxis_title="time (s)", yaxis_title="utilization", yaxis_range=[0, 1.05])
+    return fig
+
+
+def migration_figure(results: Sequence[SimResult]) -> go.Figure:
+    fig = go.Figure()
+    for r in results:
+        values = np.sort(migrations_per_iteration(r).to_numpy())
+        fig.add_trace(go.Scatter(x=values, y=np.arange(1, len(values) + 1) / len(values), mode="lines",
+                                 name=r.policy, line={"color": COLORS.get(r.policy), "shape": "hv"}))
+    fig.update_layout(title="CDF of migrations per iteration, per job", xaxis_title="migrations / iterations",
+                      yaxis_title="fraction of jobs")
+    return fig
+
+
+def spread_figure(summaries: pd.DataFrame) -> go.Figure:
+    """Makespan and mean JCT per policy: mean over seeds, bars from min to max."""
+    fig = go.Figure()
+    for metric, label in (("makespan_s", "makespan"), ("jct_mean_s", "mean JCT")):
+        stats = summaries.groupby("policy", sort=False)[metric].agg(["mean", "min", "max"])
+        fig.add_trace(go.Bar(x=stats.index, y=stats["mean"], name=label,
+                             error_y={"type": "data", "symmetric": False, "array": stats["max"] - stats["mean"],
+                                      "arrayminus": stats["mean"] - stats["min"]}))
+    seeds = summaries.seed.nunique()
+    fig.update_layout(title=f"Makespan and mean JCT per policy (mean over {seeds} seeds; bars: min–max)",
+                      yaxis_title="seconds", barmode="group")
+    return fig
+
+
+def _table(frame: pd.DataFrame) -> str:
+    return frame.to_html(index=False, float_format=lambda x: f"{x:,.4g}", border=0, classes="numbers")
+
+
+def write_cluster_report(path: str | Path, results: Sequence[SimResult], command: str, *, bin_s: float = 60.0,
+                         summary: pd.DataFrame | None = None, per_seed: pd.DataFrame | None = None,
+                         notes: str = "") -> Path:
+    """Write the page atomically; ``per_seed`` (one summary per policy and seed) adds the spread figure."""
+    figures = [(jct_figure(results), "JCT CDF per policy"),
+               (utilization_figure(results, bin_s), "Utilization over time per policy"),
+               (migration_figure(results), "Migrations per iteration")]
+    if per_seed is not None and per_seed.seed.nunique() > 1:
+        figures.insert(0, (spread_figure(per_seed), "Makespan and JCT over seeds"))
+    cmd = html.escape(command)
+    parts = ["<!doctype html><html><head><meta charset='utf-8'><title>archsim cluster report</title>",
+             STYLE,
+             "<h1>Cluster scheduling: Jigsaw + SPB vs gang baselines</h1>",
+             f"<p>Regenerate this page: <code>{cmd}</code></p>"]
+    if notes:
+        parts.append(f"<p>{html.escape(notes)}</p>")
+    if summary is not None:
+        parts.append("<h2>Summary</h2>" + _table(summary))
+    for index, (fig, caption) in enumerate(figures):
+        body = pio.to_html(fig, include_plotlyjs=index == 0, full_html=False)
+        parts.append(f"<figure>{body}<figcaption>{html.escape(caption)}. Regenerate: <code>{cmd}</code>"
+                     "</figcaption></figure>")
+    parts.append("</body></html>")
+    return atomic_write_text(path, "\n".join(parts))

@@ -1,0 +1,143 @@
+"""``archsim bppsa``: back-propagation as a parallel scan — the RNN study and the pruned VGG-11 study.
+
+``archsim bppsa rnn`` models Fig. 8 (backward-pass speedup as T and p vary) on systolic arrays;
+``archsim bppsa pruned-vgg11`` counts Fig. 10's FLOPs per scan step from CSR sparsity patterns.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import pandas as pd
+
+from archsim.bppsa.report import rnn_sections, vgg_sections, write_page
+from archsim.bppsa.rnn_cost import rnn_study
+from archsim.bppsa.vgg import check_sparsity, critical_path, vgg_flops
+from archsim.cli import Command
+from archsim.commands.common import add_array_arguments, add_output_arguments, array_from_args, emit
+from archsim.errors import InputError
+from archsim.outputs import render
+
+PAPER_SEQ_LENS = "10,30,100,300,1000,3000,10000,30000"  # §4.1, Table 4
+
+
+def int_list(text: str, field: str) -> list[int]:
+    """'10,30,100' → [10, 30, 100], every value a positive integer."""
+    try:
+        values = [int(part) for part in str(text).split(",") if part.strip()]
+    except ValueError:
+        raise InputError(f"expected comma-separated positive integers, got {text!r}", field=field) from None
+    if not values or any(v <= 0 for v in values):
+        raise InputError(f"expected comma-separated positive integers, got {text!r}", field=field)
+    return values
+
+
+def _positive(text: str, field: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise InputError(f"expected a positive integer, got {text!r}", field=field)
+    return value
+
+
+def _up_levels(text: str, field: str = "up_levels") -> int | None:
+    """A non-negative up-sweep depth, or 'full' (None: Algorithm 1)."""
+    if text == "full":
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise InputError(f"expected a level count or 'full', got {text!r}", field=field) from None
+    if value < 0:
+        raise InputError(f"must be non-negative, got {value}", field=field)
+    return value
+
+
+def add_rnn_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--seq-len", default=PAPER_SEQ_LENS, help=f"sequence lengths T (default {PAPER_SEQ_LENS})")
+    parser.add_argument("--hidden", default="20", help="hidden size H (default 20, §4.1)")
+    parser.add_argument("--batch", default="16", help="mini-batch size B (default 16, §5.1)")
+    parser.add_argument("--processors", default="64,256,1024", help="processor (array) counts p (default 64,256,1024)")
+    add_array_arguments(parser)
+    add_output_arguments(parser)
+    parser.add_argument("--report", default=None, metavar="OUT.html", help="write the HTML study page")
+
+
+def run_rnn(args: argparse.Namespace) -> int:
+    seq_lens, processors = int_list(args.seq_len, "seq_len"), int_list(args.processors, "processors")
+    hidden, batch = _positive(args.hidden, "hidden"), _positive(args.batch, "batch")
+    array = array_from_args(args)
+    frame = rnn_study(seq_lens, processors, hidden=hidden, batch=batch, array=array)
+    shape = f"{array.rows}x{array.cols} {array.dataflow}"
+    meta = {"study": "bppsa rnn", "hidden": hidden, "batch": batch, "array": shape}
+    emit(render(frame, args.format, meta=meta), args)
+    if args.report:
+        command = (f"archsim bppsa rnn --seq-len {args.seq_len} --hidden {hidden} --batch {batch} "
+                                      f"--processors {args.processors} --array {array.rows}x{array.cols} "
+                                      f"--dataflow {array.dataflow} --report {args.report}")
+        path = write_page(args.report, "BPPSA: tanh RNN backward pass on systolic arrays",
+                          rnn_sections(frame, command, shape))
+        print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+def add_vgg_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--sparsity", type=float, default=0.97, help="fraction of weights pruned (default 0.97, §4.3)")
+    parser.add_argument("--seed", type=int, default=0, help="pruning and input seed (default 0)")
+    parser.add_argument("--up-levels", default="2",
+                        help="up-sweep levels before the linear part (default 2, §5.3's L0–L2; 'full' = Algorithm 1, "
+                             "minutes at full width)")
+    parser.add_argument("--compare-levels", default="0,1,2",
+                        help="up-sweep depths to summarize side by side (default 0,1,2)")
+    parser.add_argument("--width-divisor", default="1", help="divide every channel count (default 1: real VGG-11)")
+    add_output_arguments(parser)
+    parser.add_argument("--report", default=None, metavar="OUT.html", help="write the HTML study page")
+
+
+def run_vgg(args: argparse.Namespace) -> int:
+    sparsity, up_levels = check_sparsity(args.sparsity), _up_levels(args.up_levels)
+    divisor = _positive(args.width_divisor, "width_divisor")
+    compare = sorted({0, *(_up_levels(x.strip(), "compare_levels") for x in args.compare_levels.split(","))} - {None})
+    frame = vgg_flops(sparsity=sparsity, seed=args.seed, up_levels=up_levels, width_divisor=divisor)
+    summaries = []
+    for levels in compare:
+        part = frame if levels == up_levels else vgg_flops(sparsity=sparsity, seed=args.seed, up_levels=levels,
+                                                            width_divisor=divisor)
+        summaries.append(critical_path(part).query("method == 'bppsa'").assign(up_levels=levels))
+    summary = pd.concat(summaries, ignore_index=True)[["up_levels", "steps", "critical_path_flops", "work_flops"]]
+    totals = critical_path(frame).set_index("method")
+    meta = {"study": "bppsa pruned-vgg11", "sparsity": sparsity, "seed": args.seed, "up_levels": args.up_levels,
+            "bppsa_steps": int(totals.steps["bppsa"]), "bp_steps": int(totals.steps["bp"]),
+            "bppsa_critical_path_flops": int(totals.critical_path_flops["bppsa"]),
+            "bp_critical_path_flops": int(totals.critical_path_flops["bp"])}
+    emit(render(frame, args.format, meta=meta), args)
+    if args.report:
+        command = (f"archsim bppsa pruned-vgg11 --sparsity {sparsity} --seed {args.seed} "
+                                      f"--up-levels {args.up_levels} --compare-levels {args.compare_levels} "
+                                      f"--report {args.report}")
+        path = write_page(args.report, f"BPPSA: pruned VGG-11 ({sparsity:.0%} pruned), FLOPs per step",
+                          vgg_sections(frame, summary, command))
+        print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="study", metavar="STUDY")
+    sub.required = True
+    rnn = sub.add_parser("rnn", help="RNN backward-pass speedup as T and p vary (Fig. 8)")
+    add_rnn_arguments(rnn)
+    rnn.set_defaults(_study=run_rnn)
+    vgg = sub.add_parser("pruned-vgg11", help="FLOPs per scan step of a pruned VGG-11 (Fig. 10)")
+    add_vgg_arguments(vgg)
+    vgg.set_defaults(_study=run_vgg)
+
+
+def run(args: argparse.Namespace) -> int:
+    return args._study(args)
+
+
+COMMAND = Command("bppsa", "back-propagation as a parallel scan: RNN speedup and pruned VGG-11 FLOPs",
+                  add_arguments, run)

@@ -1,0 +1,124 @@
+"""``archsim cluster``: SPB + Jigsaw against gang baselines on a job trace (SPB paper §3–§4.2)."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+
+import pandas as pd
+
+from archsim.cli import Command
+from archsim.cluster.catalog import paper_catalog
+from archsim.cluster.jobs import ClusterSpec, SimConfig, build_jobs
+from archsim.cluster.metrics import aggregate, summarize
+from archsim.cluster.simulate import MAIN_POLICIES, POLICIES, simulate
+from archsim.cluster.trace import load_tiresias_csv, synthetic_trace
+from archsim.commands.common import add_output_arguments, emit, positive_int
+from archsim.errors import InputError
+from archsim.outputs import render
+
+
+def _non_negative(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative number, got {text!r}")
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--trace", default="synthetic", metavar="FILE|synthetic",
+                        help="Tiresias-format CSV (job_id,num_gpu,submit_time,iterations,model_name,duration,"
+                             "interval) or 'synthetic' for the §4.2 workload (default)")
+    parser.add_argument("--gpus", type=positive_int, default=45, help="devices in the cluster (default 45)")
+    parser.add_argument("--gpus-per-machine", type=positive_int, default=3, help="devices per machine (default 3)")
+    parser.add_argument("--device-memory-gb", type=_non_negative, default=16.0,
+                        help="memory per device in GiB (default 16, a V100)")
+    parser.add_argument("--policy", default="jigsaw", choices=(*POLICIES, "all"),
+                        help="scheduler; 'all' compares jigsaw, gandiva and tiresias (default jigsaw)")
+    parser.add_argument("--compare", action="store_true", help="same as --policy all")
+    parser.add_argument("--seed", type=int, default=0, help="synthetic trace seed (default 0)")
+    parser.add_argument("--seeds", type=positive_int, default=5,
+                        help="with --policy all: seeds SEED … SEED+N−1 (default 5)")
+    parser.add_argument("--jobs", type=positive_int, default=500, help="synthetic trace jobs (default 500)")
+    parser.add_argument("--interval", type=_non_negative, default=60.0, help="scheduling interval, s (default 60)")
+    parser.add_argument("--gamma-ns-per-byte", type=_non_negative, default=0.8,
+                        help="migration cost γ in ns per model byte (default 0.8: 10 Gb/s)")
+    parser.add_argument("--unit-seconds", type=_non_negative, default=10.0,
+                        help="Jigsaw plans ≈ this many seconds of a job's iterations as one (0: every "
+                             "iteration; exact but slow; default 10)")
+    parser.add_argument("--max-pack", type=positive_int, default=2, help="Gandiva jobs per device (default 2)")
+    parser.add_argument("--report", default=None, metavar="OUT.html", help="write the HTML report (plotly)")
+    add_output_arguments(parser)
+
+
+def _command_line(args: argparse.Namespace, policy: str) -> str:
+    words = ["archsim", "cluster", "--trace", args.trace, "--gpus", str(args.gpus), "--gpus-per-machine",
+             str(args.gpus_per_machine), "--policy", policy, "--seed", str(args.seed)]
+    if policy == "all":
+        words += ["--seeds", str(args.seeds)]
+    if args.trace == "synthetic":
+        words += ["--jobs", str(args.jobs)]
+    defaults = {"device_memory_gb": 16.0, "interval": 60.0, "gamma_ns_per_byte": 0.8, "unit_seconds": 10.0,
+                "max_pack": 2}
+    for key, default in defaults.items():
+        if getattr(args, key) != default:
+            words += [f"--{key.replace('_', '-')}", f"{getattr(args, key):g}"]
+    if args.report:
+        words += ["--report", args.report]
+    return shlex.join(words)
+
+
+def run(args: argparse.Namespace) -> int:
+    policy = "all" if args.compare else args.policy
+    if args.device_memory_gb <= 0:
+        raise InputError("must be positive", field="--device-memory-gb")
+    cluster = ClusterSpec.uniform(args.gpus, args.gpus_per_machine, args.device_memory_gb * 2**30)
+    config = SimConfig(interval_s=args.interval, gamma_s_per_byte=args.gamma_ns_per_byte * 1e-9,
+                       unit_s=args.unit_seconds, max_pack=args.max_pack)
+    catalog = paper_catalog()
+    synthetic = args.trace == "synthetic"
+    policies = MAIN_POLICIES if policy == "all" else (policy,)
+    seeds = range(args.seed, args.seed + args.seeds) if policy == "all" and synthetic else [args.seed]
+    file_trace = None if synthetic else load_tiresias_csv(args.trace, catalog)
+    per_run, shown = [], []
+    for seed in seeds:
+        trace = synthetic_trace(args.jobs, seed, catalog=catalog) if synthetic else file_trace
+        jobs = build_jobs(trace, catalog, cluster)  # type: ignore[arg-type]
+        for name in policies:
+            result = simulate(jobs, cluster, name, config)
+            per_run.append({**summarize(result), "seed": seed})
+            if seed == seeds[0]:
+                shown.append(result)
+    per_seed = pd.DataFrame(per_run)
+    meta = {"trace": args.trace, "gpus": args.gpus, "gpus_per_machine": args.gpus_per_machine,
+            "interval_s": args.interval, "gamma_ns_per_byte": args.gamma_ns_per_byte,
+            "unit_seconds": args.unit_seconds, "seeds": ",".join(str(s) for s in seeds),
+            "jobs": int(per_seed.jobs.iloc[0]), "spb": "jigsaw only (baselines run full backprop, §4.2)"}
+    if policy == "all":
+        summary = aggregate(per_run)
+        if args.format == "table":
+            keep = [c for c in summary.columns if c.endswith(("_mean", "_std")) and not c.startswith("migrations")
+                    and "median" not in c and "p95_s_std" not in c]
+            frame = summary[["policy", "seeds", *keep]]
+        else:
+            frame = summary
+    else:
+        summary = frame = per_seed.drop(columns=["seed"])
+    emit(render(frame, args.format, meta=meta), args)
+    if args.report:
+        from archsim.cluster.report import write_cluster_report
+
+        path = write_cluster_report(args.report, shown, _command_line(args, policy), bin_s=config.util_bin_s,
+                                    summary=summary, per_seed=per_seed if policy == "all" else None,
+                                    notes=f"Figures other than the spread show seed {seeds[0]}. "
+                                          "Baselines run without SPB; Jigsaw with SPB (§4.2).")
+        print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+COMMAND = Command("cluster", "SPB + Jigsaw vs Gandiva and Tiresias on a job trace: makespan, JCT, utilization",
+                  add_arguments, run)

@@ -1,0 +1,105 @@
+"""Traces: the Tiresias CSV loader (errors name file, line, field), the §4.2 synthetic generator, the CLI."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from archsim.cli import _Parser
+from archsim.cluster.catalog import paper_catalog
+from archsim.cluster.jobs import ClusterSpec, build_jobs
+from archsim.cluster.trace import COLUMNS, load_tiresias_csv, parse_tiresias_csv, synthetic_trace, trace_to_csv
+from archsim.commands.cluster import COMMAND
+from archsim.errors import InputError
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "configs" / "traces" / "sample_tiresias.csv"
+HEADER = ",".join(COLUMNS) + "\n"
+
+
+def test_sample_trace_loads_and_builds():
+    trace = load_tiresias_csv(SAMPLE)
+    assert len(trace) == 40 and all(j.iterations > 0 for j in trace)
+    jobs = build_jobs(trace, paper_catalog(), ClusterSpec.uniform(45))
+    assert all(len(j.spb_task_s) == j.workers and max(j.spb_task_s) == pytest.approx(j.full_task_s) for j in jobs)
+
+
+@pytest.mark.parametrize("row, line, field", [
+    ("1,two,0,10,resnet50,0,0", 2, "num_gpu"),
+    ("1,0,0,10,resnet50,0,0", 2, "num_gpu"),
+    ("1,2,-5,10,resnet50,0,0", 2, "submit_time"),
+    ("1,2,0,1.5,resnet50,0,0", 2, "iterations"),
+    ("1,2,0,10,alexnet,0,0", 2, "model_name"),
+    ("1,2,0,0,resnet50,0,0", 2, "duration"),
+])
+def test_loader_errors_name_file_line_field(tmp_path, row, line, field):
+    path = tmp_path / "t.csv"
+    path.write_text(HEADER + row + "\n", encoding="utf-8")
+    with pytest.raises(InputError) as err:
+        load_tiresias_csv(path)
+    assert (err.value.where.file, err.value.where.line, err.value.where.field) == (str(path), line, field)
+
+
+def test_loader_header_and_row_errors():
+    with pytest.raises(InputError, match="field 'gpus'"):
+        parse_tiresias_csv("job_id,gpus,submit_time,iterations,model_name,duration,interval\n")
+    with pytest.raises(InputError, match="missing column.*|field 'interval'"):
+        parse_tiresias_csv("job_id,num_gpu,submit_time,iterations,model_name,duration\n1,1,0,1,vgg16,0\n")
+    with pytest.raises(InputError, match="line 3, field 'job_id'"):
+        parse_tiresias_csv(HEADER + "a,1,0,5,vgg16,0,0\na,1,0,5,vgg16,0,0\n")
+    with pytest.raises(InputError, match="line 2: expected 7 fields"):
+        parse_tiresias_csv(HEADER + "a,1,0\n")
+    with pytest.raises(InputError, match="trace file not found"):
+        load_tiresias_csv("no/such/trace.csv")
+
+
+def test_duration_and_iterations_set_the_iteration_time():
+    trace = parse_tiresias_csv(HEADER + "a,2,0,100,resnet50,50,0\nb,1,5,0,vgg16,39.28,0\n")
+    a, b = build_jobs(trace, paper_catalog(), ClusterSpec.uniform(4))
+    assert a.full_task_s == pytest.approx(0.5) and a.iterations == 100  # 50 s / 100 iterations
+    assert b.iterations == round(39.28 / ((5.68 + 13.96) / 1e3))  # derived from the Table 2 iteration time
+
+
+def test_synthetic_trace_matches_the_paper_mix():
+    trace = synthetic_trace(500, 3)
+    submit = np.array([j.submit_s for j in trace])
+    assert submit[0] == 0 and np.all(np.diff(submit) >= 0)
+    assert np.diff(submit).mean() == pytest.approx(30, rel=0.15)  # exponential, mean 30 s
+    workers = np.array([j.workers for j in trace])
+    for size, share in ((1, .5), (2, .1), (4, .2), (8, .15), (16, .05)):
+        assert abs((workers == size).mean() - share) < 0.06
+    assert trace == synthetic_trace(500, 3) and trace != synthetic_trace(500, 4)
+    assert parse_tiresias_csv(trace_to_csv(trace)) == tuple(sorted(trace, key=lambda j: j.submit_s))
+
+
+def run_cli(argv, capsys):
+    parser = _Parser(prog="archsim cluster")
+    COMMAND.add_arguments(parser)
+    code = COMMAND.run(parser.parse_args(argv))
+    return code, *capsys.readouterr()
+
+
+def test_cli_compare_json_and_report(tmp_path, capsys):
+    report = tmp_path / "cluster.html"
+    code, out, _ = run_cli(["--trace", str(SAMPLE), "--gpus", "16", "--gpus-per-machine", "4", "--policy", "all",
+                              "--format", "json", "--report", str(report)], capsys)
+    assert code == 0
+    doc = json.loads(out)
+    assert [row["policy"] for row in doc["rows"]] == ["jigsaw", "gandiva", "tiresias"]
+    assert all(row["makespan_s_mean"] > 0 for row in doc["rows"])
+    page = report.read_text(encoding="utf-8")
+    assert "plotly" in page and page.count("archsim cluster --trace") >= 4  # each caption has the command
+    assert "CDF of job completion time" in page
+
+
+def test_cli_single_policy_table(capsys):
+    code, out, _ = run_cli(["--jobs", "30", "--gpus", "20", "--policy", "tiresias"], capsys)
+    assert code == 0 and "makespan_s" in out and "tiresias" in out
+
+
+def test_cli_bad_trace_is_an_input_error(tmp_path, capsys):
+    bad = tmp_path / "bad.csv"
+    bad.write_text(HEADER + "a,64,0,5,vgg16,0,0\n", encoding="utf-8")
+    with pytest.raises(InputError, match="needs 64 devices"):
+        run_cli(["--trace", str(bad), "--gpus", "45"], capsys)
