@@ -225,3 +225,19 @@ def test_cli_pruned_vgg_csv_and_report(tmp_path, capsys):
 def test_cli_bad_input_is_one_line_naming_the_field(argv, field, capsys):
     code, out, err = run_cli(argv, capsys)
     assert code == 2 and out == "" and err.count("\n") == 1 and f"field '{field}'" in err
+
+
+def test_dropping_input_dependent_zeros_never_adds_flops():
+    """'values' stores a subset of 'pattern''s entries, so no step can cost more, and the ReLU and
+    pooling zeros of a real input make the up-sweep's products strictly cheaper overall."""
+    from archsim.bppsa.vgg import vgg_flops
+
+    pattern = vgg_flops(sparsity=0.9, width_divisor=16, up_levels=2, zeros="pattern")
+    values = vgg_flops(sparsity=0.9, width_divisor=16, up_levels=2, zeros="values")
+    keys = ["method", "seq_step", "left", "right"]
+    joined = pattern.merge(values, on=keys, suffixes=("_pattern", "_values"))
+    assert len(joined) == len(pattern) == len(values)
+    assert (joined.flops_values <= joined.flops_pattern).all()
+    assert joined.flops_values.sum() < joined.flops_pattern.sum()
+    with pytest.raises(InputError):
+        vgg_flops(width_divisor=16, zeros="dense")

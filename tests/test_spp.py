@@ -1,6 +1,7 @@
 """SPP: topologies, recursive device ordering, and PRM against brute force and Lemma 2."""
 
 import itertools
+import pathlib
 
 import numpy as np
 import pytest
@@ -67,6 +68,44 @@ def test_rdo_splits_servers_at_the_slow_links():
     ordering = recursive_device_order(build_topology(spec))
     servers = [d // 2 for d in ordering.order]
     assert servers == sorted(servers, key=servers.index) and len(set(servers[0:2])) == 1  # servers stay whole
+
+
+def _runs(ordering, topology) -> int:
+    servers = [topology.servers[d] for d in ordering.order]
+    return 1 + sum(a != b for a, b in zip(servers, servers[1:]))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_shared_nic_keeps_every_spp_sim_server_whole(seed):
+    """With each server pair's GPU pairs sharing one link, cutting one server off (7 links) is
+    lighter than isolating a GPU (3 intra links) or halving the cluster (16 links): RDO keeps the
+    8 servers whole, as the paper's ordering intends."""
+    path = pathlib.Path(__file__).resolve().parents[1] / "configs" / "clusters" / "spp_sim.toml"
+    topology = load_topology_file(path, seed=seed)
+    ordering = recursive_device_order(topology)
+    assert _runs(ordering, topology) == 8
+    first, second = ordering.cuts[0]
+    assert sorted((len(first), len(second))) == [4, 28]
+
+
+def test_shared_capacity_sums_to_the_server_link_and_per_pair_isolates_a_gpu():
+    spec = {"cluster": {"inter_server_gbps": 36, "inter_server_link": "shared"},
+            "servers": [{"count": 8, "gpus": 4, "intra_server_gbps": 110}]}
+    shared = build_topology(spec)
+    assert np.array_equal(shared.bandwidth, build_topology({**spec, "cluster": {"inter_server_gbps": 36}}).bandwidth)
+    assert shared.capacity[0, 4:8].sum() * 4 == pytest.approx(36e9 / 8)  # server 0 × server 1: one 36 Gbps link
+    assert shared.capacity[0, 1] == shared.bandwidth[0, 1] == pytest.approx(110e9 / 8)
+    dedicated = build_topology({**spec, "cluster": {"inter_server_gbps": 36, "inter_server_link": "per_gpu_pair"}})
+    first, second = recursive_device_order(dedicated).cuts[0]
+    assert sorted((len(first), len(second))) == [1, 31]  # 3·110 < 28·36: the lightest cut is one GPU
+
+
+def test_unknown_inter_server_link_is_an_input_error():
+    spec = {"cluster": {"inter_server_gbps": 36, "inter_server_link": "bus"},
+            "servers": [{"count": 2, "gpus": 2, "intra_server_gbps": 110}]}
+    with pytest.raises(InputError) as error:
+        build_topology(spec)
+    assert error.value.where.field == "inter_server_link"
 
 
 def random_profile(seed: int, layers: int) -> LayerProfileSPP:

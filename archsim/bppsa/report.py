@@ -89,7 +89,8 @@ def rnn_sections(frame: pd.DataFrame, command: str, array: str) -> list[Section]
 
 VGG_ASSUMES = ("VGG-11 conv stack (21 operators) on one 32×32×3 image; conv/linear weights pruned at random to the "
                "given sparsity (seeded); transposed Jacobians in CSR with their input-independent pattern (ReLU "
-               "diagonal, whole pooling windows); FLOPs = multiplies + adds of a CSR·CSR (Gustavson) or CSR·dense-"
+               "diagonal, whole pooling windows) under --zeros pattern, or only this input's nonzero values under "
+               "--zeros values; FLOPs = multiplies + adds of a CSR·CSR (Gustavson) or CSR·dense-"
                "vector product counted from the patterns (symbolic product), dense = r·c·(2k−1); critical = the "
                "largest operation of each sequential step, one worker per operation.")
 

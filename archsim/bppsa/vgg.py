@@ -70,9 +70,17 @@ def _rows(method: str, counted: tuple[CountedStep, ...]) -> list[dict]:
     return rows
 
 
+ZEROS = ("pattern", "values")
+
+
 def vgg_flops(*, sparsity: float = 0.97, seed: int = 0, image: int = 32, up_levels: int | None = 2,
-              width_divisor: int = 1) -> pd.DataFrame:
+              width_divisor: int = 1, zeros: str = "pattern") -> pd.DataFrame:
     """FLOPs of every step of BPPSA (hybrid with ``up_levels``; None = Algorithm 1) and of BP.
+
+    ``zeros="pattern"`` keeps the input-dependent zeros (ReLU's inactive diagonal, pooling's
+    non-maxima) as stored entries, so the counts hold for every input (§3.3's ahead-of-time
+    pattern); ``"values"`` drops them for this one input, as CSR matrices built from a real run's
+    Jacobian values would — far less fill-in in the up-sweep's products.
 
     ``critical`` marks, per sequential step, the largest operation — the one on the critical path
     when every operation of a level has its own worker (n = 21 ≪ p, as in Fig. 10).
@@ -83,6 +91,11 @@ def vgg_flops(*, sparsity: float = 0.97, seed: int = 0, image: int = 32, up_leve
     rng = np.random.default_rng(seed + 1)
     activations = forward_chain(layers, rng.standard_normal((3, image, image)))
     elements = scan_input(layers, activations, rng.standard_normal(activations[-1].size))
+    if zeros not in ZEROS:
+        raise InputError(f"expected one of {', '.join(ZEROS)}, got {zeros!r}", field="zeros")
+    if zeros == "values":
+        for jacobian in elements[1:]:
+            jacobian.eliminate_zeros()
     frame = pd.DataFrame(_rows("bppsa", count_flops(elements, up_levels=up_levels))
                          + _rows("bp", count_flops(elements, method="bp")))
     frame["critical"] = frame.index.isin(frame.groupby(["method", "seq_step"]).flops.idxmax())

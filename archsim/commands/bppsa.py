@@ -13,7 +13,7 @@ import pandas as pd
 
 from archsim.bppsa.report import rnn_sections, vgg_sections, write_page
 from archsim.bppsa.rnn_cost import rnn_study
-from archsim.bppsa.vgg import check_sparsity, critical_path, vgg_flops
+from archsim.bppsa.vgg import ZEROS, check_sparsity, critical_path, vgg_flops
 from archsim.cli import Command
 from archsim.commands.common import add_array_arguments, add_output_arguments, array_from_args, emit
 from archsim.errors import InputError
@@ -93,6 +93,9 @@ def add_vgg_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--compare-levels", default="0,1,2",
                         help="up-sweep depths to summarize side by side (default 0,1,2)")
     parser.add_argument("--width-divisor", default="1", help="divide every channel count (default 1: real VGG-11)")
+    parser.add_argument("--zeros", choices=ZEROS, default="pattern",
+                        help="'pattern': count input-dependent zeros (ReLU, pooling) as stored, valid for every input "
+                             "(default); 'values': drop them for this input, as a real run's CSR Jacobians would")
     add_output_arguments(parser)
     parser.add_argument("--report", default=None, metavar="OUT.html", help="write the HTML study page")
 
@@ -101,21 +104,22 @@ def run_vgg(args: argparse.Namespace) -> int:
     sparsity, up_levels = check_sparsity(args.sparsity), _up_levels(args.up_levels)
     divisor = _positive(args.width_divisor, "width_divisor")
     compare = sorted({0, *(_up_levels(x.strip(), "compare_levels") for x in args.compare_levels.split(","))} - {None})
-    frame = vgg_flops(sparsity=sparsity, seed=args.seed, up_levels=up_levels, width_divisor=divisor)
+    frame = vgg_flops(sparsity=sparsity, seed=args.seed, up_levels=up_levels, width_divisor=divisor, zeros=args.zeros)
     summaries = []
     for levels in compare:
         part = frame if levels == up_levels else vgg_flops(sparsity=sparsity, seed=args.seed, up_levels=levels,
-                                                            width_divisor=divisor)
+                                                            width_divisor=divisor, zeros=args.zeros)
         summaries.append(critical_path(part).query("method == 'bppsa'").assign(up_levels=levels))
     summary = pd.concat(summaries, ignore_index=True)[["up_levels", "steps", "critical_path_flops", "work_flops"]]
     totals = critical_path(frame).set_index("method")
     meta = {"study": "bppsa pruned-vgg11", "sparsity": sparsity, "seed": args.seed, "up_levels": args.up_levels,
+            "zeros": args.zeros,
             "bppsa_steps": int(totals.steps["bppsa"]), "bp_steps": int(totals.steps["bp"]),
             "bppsa_critical_path_flops": int(totals.critical_path_flops["bppsa"]),
             "bp_critical_path_flops": int(totals.critical_path_flops["bp"])}
     emit(render(frame, args.format, meta=meta), args)
     if args.report:
-        command = (f"archsim bppsa pruned-vgg11 --sparsity {sparsity} --seed {args.seed} "
+        command = (f"archsim bppsa pruned-vgg11 --sparsity {sparsity} --seed {args.seed} --zeros {args.zeros} "
                                       f"--up-levels {args.up_levels} --compare-levels {args.compare_levels} "
                                       f"--report {args.report}")
         path = write_page(args.report, f"BPPSA: pruned VGG-11 ({sparsity:.0%} pruned), FLOPs per step",

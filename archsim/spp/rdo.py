@@ -1,5 +1,6 @@
 """Recursive device ordering (SPP Alg. 2): split the device graph at a global min-cut
-(Stoer–Wagner, networkx), order each side recursively, and concatenate.
+(Stoer–Wagner, networkx, on link capacities — see :mod:`archsim.spp.topology`), order each side
+recursively, and concatenate.
 
 Each cut's two sides become two contiguous blocks of the order, so when stages are laid along the
 order, the cut's (slow) links carry traffic of one boundary or one replicated stage only.
@@ -28,7 +29,7 @@ def recursive_device_order(topology: Topology) -> Ordering:
         if len(nodes) == 1:
             return nodes
         sub = graph.subgraph(nodes)
-        _, (first, second) = nx.stoer_wagner(sub, weight="bandwidth")
+        _, (first, second) = nx.stoer_wagner(sub, weight="capacity")
         first, second = sorted(first), sorted(second)
         if min(first) > min(second):  # deterministic: the side with the lowest id goes first
             first, second = second, first

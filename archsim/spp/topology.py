@@ -6,12 +6,21 @@ A TOML file (``configs/clusters/*.toml``), keys checked exactly::
     name = "spp_sim"
     seed = 0                      # bandwidths given as [low, high] ranges are drawn uniformly
     inter_server_gbps = [32, 40]  # per server pair
+    inter_server_link = "shared"  # or "per_gpu_pair" (see below)
     [[servers]]
     count = 3                     # servers of this kind
     gpus = 4
     intra_server_gbps = [96, 128] # per server (its PCIe or NVLink fabric)
 
 Bandwidths are stored in bytes per second (Gbps · 10⁹ / 8).
+
+A transfer between two GPUs runs at the bandwidth of their server pair (or of their server's
+fabric). What the min-cut of recursive device ordering weighs is *capacity*: with
+``inter_server_link = "shared"`` (the default, a server's NIC) the g_a·g_b GPU pairs of two servers
+share one inter-server link, so each pair's capacity is the link's bandwidth / (g_a·g_b) and a
+server pair's pairs sum to its link; with ``"per_gpu_pair"`` every GPU pair has a dedicated link of
+the full bandwidth (a complete GPU graph; the lightest cut then isolates a single GPU, because its
+few fast intra-server links weigh less than its many inter-server ones).
 """
 
 from __future__ import annotations
@@ -25,7 +34,8 @@ import numpy as np
 
 from archsim.errors import InputError
 
-CLUSTER_KEYS = {"name", "seed", "inter_server_gbps"}
+CLUSTER_KEYS = {"name", "seed", "inter_server_gbps", "inter_server_link"}
+INTER_SERVER_LINKS = ("shared", "per_gpu_pair")
 SERVER_KEYS = {"count", "gpus", "intra_server_gbps"}
 
 
@@ -35,18 +45,20 @@ class Topology:
 
     name: str
     servers: tuple[int, ...]  # server index of each GPU
-    bandwidth: np.ndarray  # (V, V), zero on the diagonal
+    bandwidth: np.ndarray  # (V, V), zero on the diagonal: what one transfer between two GPUs gets
+    capacity: np.ndarray | None = None  # (V, V) min-cut weights; None: the bandwidths themselves
 
     @property
     def devices(self) -> int:
         return len(self.servers)
 
     def graph(self) -> nx.Graph:
+        capacity = self.bandwidth if self.capacity is None else self.capacity
         graph = nx.Graph()
         graph.add_nodes_from(range(self.devices))
         for u in range(self.devices):
             for v in range(u + 1, self.devices):
-                graph.add_edge(u, v, bandwidth=float(self.bandwidth[u, v]))
+                graph.add_edge(u, v, bandwidth=float(self.bandwidth[u, v]), capacity=float(capacity[u, v]))
         return graph
 
 
@@ -90,7 +102,15 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
     where = np.array(servers)
     bandwidth = np.where(where[:, None] == where[None, :], np.array(intra)[where][:, None], inter[where][:, where])
     np.fill_diagonal(bandwidth, 0.0)
-    return Topology(str(cluster.get("name", Path(file).stem)), tuple(servers), bandwidth)
+    link = cluster.get("inter_server_link", "shared")
+    if link not in INTER_SERVER_LINKS:
+        raise InputError(f"expected one of {', '.join(INTER_SERVER_LINKS)}, got {link!r}", file=file,
+                         field="inter_server_link")
+    capacity = bandwidth
+    if link == "shared":
+        gpus = np.bincount(where)[where]  # GPUs on each device's server
+        capacity = np.where(where[:, None] == where[None, :], bandwidth, bandwidth / np.outer(gpus, gpus))
+    return Topology(str(cluster.get("name", Path(file).stem)), tuple(servers), bandwidth, capacity)
 
 
 def load_topology_file(path: str | Path, *, seed: int | None = None) -> Topology:

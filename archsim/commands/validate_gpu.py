@@ -1,0 +1,106 @@
+"""``archsim validate-gpu``: archsim's costs vs kernels measured on a GPU (no GPU needed to run it).
+
+Reads CSVs written by ``benchmarks/gpu_validate.py``, costs every measured conv/fc kernel on a
+GPU-like set of arrays (:mod:`archsim.validation.gpu`) and prints Spearman ρ and ratio errors per
+op type, or the joined rows, or the two-stream D ∥ G effect; optionally writes the HTML report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+
+from archsim.array.config import DATAFLOWS, parse_array_shape
+from archsim.cli import Command
+from archsim.commands.common import add_output_arguments, emit, positive_int
+from archsim.lowering import MODES
+from archsim.outputs import render
+
+SHOW = ("stats", "kernels", "streams", "streams-summary", "sensitivity", "assumptions")
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--csv", nargs="+", required=True, metavar="FILE.csv",
+                        help="measured CSV(s) from benchmarks/gpu_validate.py (benchmarks/results/gpu_kernels_*.csv)")
+    parser.add_argument("--gpu", default=None, help="GPU name (default: the CSV's '# gpu:' line)")
+    parser.add_argument("--like", default=None, help="a known GPU to start from when the name is not in the table")
+    parser.add_argument("--sm-count", type=positive_int, default=None, help="SMs (default: the CSV's, else the table's)")
+    parser.add_argument("--tensor-cores-per-sm", type=positive_int, default=None)
+    parser.add_argument("--mma", default=None, metavar="ROWSxCOLS", help="one tensor core as a PE array, e.g. 16x32")
+    parser.add_argument("--clock-mhz", type=positive_float, default=None, help="tensor-core clock (default: the table's)")
+    parser.add_argument("--memory-gbps", type=positive_float, default=None, help="DRAM bandwidth for the memory floor")
+    parser.add_argument("--dataflow", default="os", choices=DATAFLOWS, help="tensor-core dataflow (default os)")
+    parser.add_argument("--no-split-k", action="store_true",
+                        help="deal out only output tiles (default: split the reduction when tiles < arrays)")
+    parser.add_argument("--mode", default="exact", choices=MODES, help="lowering mode (default exact: stride-aware δ)")
+    parser.add_argument("--show", default="stats", choices=SHOW, help="which table to print (default stats)")
+    parser.add_argument("--report", default=None, metavar="OUT.html", help="write the HTML report (atomically)")
+    parser.add_argument("--markdown", default=None, metavar="OUT.md", help="write the Markdown summary (atomically)")
+    add_output_arguments(parser)
+
+
+def overrides_from_args(args: argparse.Namespace):
+    """The GPU flags as :class:`~archsim.validation.gpu_study.GpuOverrides`."""
+    from archsim.validation.gpu_study import GpuOverrides
+
+    return GpuOverrides(
+        gpu=args.gpu, like=args.like, sm_count=args.sm_count, tensor_cores_per_sm=args.tensor_cores_per_sm,
+        mma=parse_array_shape(args.mma, field_name="mma") if args.mma else None,
+        clock_hz=args.clock_mhz * 1e6 if args.clock_mhz else None,
+        memory_bytes_per_s=args.memory_gbps * 1e9 if args.memory_gbps else None, dataflow=args.dataflow,
+        split_k=not args.no_split_k)
+
+
+def command_line(args: argparse.Namespace) -> str:
+    """The command that regenerates the report (printed in it)."""
+    words = ["archsim", "validate-gpu", "--csv", *args.csv]
+    for flag in ("gpu", "like", "sm_count", "tensor_cores_per_sm", "mma", "clock_mhz", "memory_gbps"):
+        value = getattr(args, flag)
+        if value is not None:
+            words += [f"--{flag.replace('_', '-')}", str(value)]
+    if args.dataflow != "os":
+        words += ["--dataflow", args.dataflow]
+    if args.no_split_k:
+        words.append("--no-split-k")
+    if args.mode != "exact":
+        words += ["--mode", args.mode]
+    words += ["--report", args.report or "reports/gpu_validation.html"]
+    if args.markdown:
+        words += ["--markdown", args.markdown]
+    return shlex.join(words)
+
+
+def run(args: argparse.Namespace) -> int:
+    # imported here: scipy.stats and plotly would slow every other archsim command's start-up
+    from archsim.validation.gpu_csv import read_kernel_csv
+    from archsim.validation.gpu_report import write_markdown, write_report
+    from archsim.validation.gpu_study import run_study
+
+    study = run_study([read_kernel_csv(path) for path in args.csv], overrides_from_args(args), args.mode)
+    command = command_line(args)
+    if args.report:
+        print(f"wrote {write_report(study, args.report, command)}", file=sys.stderr)
+    if args.markdown:
+        print(f"wrote {write_markdown(study, args.markdown, command)}", file=sys.stderr)
+    frame = {"stats": study.stats, "kernels": study.joined, "streams": study.streams,
+             "streams-summary": study.streams_summary, "sensitivity": study.sensitivity,
+             "assumptions": study.assumptions}[args.show]
+    meta = {"csv": " ".join(args.csv), "mode": study.mode, "dataflow": args.dataflow,
+            "arrays": "; ".join(f"{r.gpu}: {r.value}" for r in study.assumptions.itertuples() if r.item == "arrays P")}
+    emit(render(frame, args.format, meta=meta, float_format="{:.3g}"), args)
+    return 0
+
+
+COMMAND = Command("validate-gpu", "compare archsim's per-layer F/D/G costs with kernels measured on a GPU",
+                  add_arguments, run)

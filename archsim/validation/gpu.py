@@ -1,0 +1,328 @@
+"""A GPU as a set of archsim arrays, and archsim's modeled time for every measured GPU kernel.
+
+What the model assumes (the report and ``archsim validate-gpu`` print this):
+
+* **Tensor core = one R×C systolic array**, R·C = its dense FP16 multiply-accumulates per clock
+  (V100/T4: 64 → 8×8; A10/L4: 128 → 8×16; A100: 256 → 16×16; H100/H200: 512 → 16×32),
+  output-stationary by default: a GPU keeps the accumulator tile in registers while K streams.
+* **GPU = P = sm_count × tensor_cores_per_sm such arrays.** A GEMM's folds (output tiles, for
+  ``os``) are dealt to the P arrays in waves: cycles = ⌈folds / P⌉ · (cycles per fold) − 1, each
+  fold costed exactly as SCALE-Sim costs it (:func:`archsim.array.analytic.gemm_cost`). With
+  P = 1 this is archsim's single-array cost. The clock is the boost clock at which
+  P · R·C · 2 · clock equals the vendor's dense-FP16 peak.
+* **Split-K** (on by default, ``os`` only): a GEMM with fewer output tiles than arrays cuts its
+  reduction into s real sub-GEMMs (the cheapest s) plus the adds that merge their partial outputs,
+  as cuBLAS/cuDNN do for weight gradients and small-batch layers.
+* **Ops** lower by im2col (:mod:`archsim.lowering`); δ (D) is costed for every layer, the first
+  included, because the GPU run times it there; ``exact`` mode costs it stride-aware.
+* **Not modeled**: memory stalls, kernel launch, layout transforms, cuDNN's algorithm choice
+  (FFT/Winograd). ``memory_ms`` — the op's three tensors moved once at DRAM bandwidth — is a
+  separate floor shown beside the model, never folded into it.
+* **D ∥ G on two streams** share the P arrays: concurrent = max(D, G, (busy cycles of D and G) / P),
+  serial = D + G.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from archsim.array.analytic import gemm_cost
+from archsim.array.config import DATAFLOWS, ArrayConfig
+from archsim.errors import InputError
+from archsim.lowering import TrainingOp, check_mode, lower_layer
+from archsim.validation.gpu_csv import KernelTable
+from archsim.workload import load_network
+from archsim.workload.layer import NETWORK_INPUT, Layer
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    """What archsim needs to know about a GPU.
+
+    mma_rows × mma_cols: one tensor core as a PE array (dense FP16 MACs per clock = their product).
+    clock_hz: the tensor cores' clock (cycles → seconds). memory_bytes_per_s: DRAM bandwidth,
+    only for the separate memory floor.
+    """
+
+    name: str
+    sm_count: int
+    tensor_cores_per_sm: int
+    mma_rows: int
+    mma_cols: int
+    clock_hz: float
+    memory_bytes_per_s: float
+
+    def __post_init__(self) -> None:
+        for name in ("sm_count", "tensor_cores_per_sm", "mma_rows", "mma_cols"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise InputError(f"must be a positive integer, got {value!r}", field=name)
+        for name in ("clock_hz", "memory_bytes_per_s"):
+            if not getattr(self, name) > 0:
+                raise InputError(f"must be positive, got {getattr(self, name)!r}", field=name)
+
+    @property
+    def arrays(self) -> int:
+        """Tensor cores on the GPU: the number of arrays a GEMM is split across."""
+        return self.sm_count * self.tensor_cores_per_sm
+
+    @property
+    def peak_flops(self) -> float:
+        """Dense FLOP/s (2 per MAC) the spec implies; checked against vendor datasheets in the tests."""
+        return 2.0 * self.arrays * self.mma_rows * self.mma_cols * self.clock_hz
+
+
+def _gpu(name: str, sms: int, tcs: int, mma: tuple[int, int], mhz: float, gbps: float) -> GpuSpec:
+    return GpuSpec(name, sms, tcs, mma[0], mma[1], mhz * 1e6, gbps * 1e9)
+
+
+KNOWN_GPUS: dict[str, GpuSpec] = {
+    # slug: SMs, tensor cores/SM, MACs/clock per tensor core as R×C, clock (MHz) giving the datasheet's
+    # dense FP16 tensor peak, DRAM GB/s.  Peaks: V100 125, T4 65, A100 312, A10 125, L4 121,
+    # H100 SXM 989, H100 PCIe 756, H200 989 TFLOP/s.
+    "v100": _gpu("NVIDIA V100 (SXM2)", 80, 8, (8, 8), 1530, 900),
+    "t4": _gpu("NVIDIA T4", 40, 8, (8, 8), 1590, 320),
+    "a100-40gb": _gpu("NVIDIA A100 40GB", 108, 4, (16, 16), 1410, 1555),
+    "a100-80gb": _gpu("NVIDIA A100 80GB", 108, 4, (16, 16), 1410, 2039),
+    "a10": _gpu("NVIDIA A10", 72, 4, (8, 16), 1695, 600),
+    "l4": _gpu("NVIDIA L4", 58, 4, (8, 16), 2040, 300),
+    "h100-sxm": _gpu("NVIDIA H100 SXM", 132, 4, (16, 32), 1830, 3350),
+    "h100-pcie": _gpu("NVIDIA H100 PCIe", 114, 4, (16, 32), 1620, 2000),
+    "h200": _gpu("NVIDIA H200", 132, 4, (16, 32), 1830, 4800),
+}
+
+_NAME_PATTERNS = ((r"h200", "h200"), (r"h100.*pcie", "h100-pcie"), (r"h100", "h100-sxm"),
+                  (r"a100.*40\s*gb", "a100-40gb"), (r"a100", "a100-80gb"), (r"\ba10\b", "a10"),
+                  (r"\bl4\b", "l4"), (r"v100", "v100"), (r"\bt4\b", "t4"))
+
+
+def find_gpu(name: str) -> str | None:
+    """The :data:`KNOWN_GPUS` slug for a device name such as ``"NVIDIA H100 80GB HBM3"`` (None if unknown)."""
+    text = name.strip().lower()
+    if text in KNOWN_GPUS:
+        return text
+    return next((slug for pattern, slug in _NAME_PATTERNS if re.search(pattern, text)), None)
+
+
+def resolve_gpu(name: str, *, like: str | None = None, sm_count: int | None = None,
+                tensor_cores_per_sm: int | None = None, mma: tuple[int, int] | None = None,
+                clock_hz: float | None = None, memory_bytes_per_s: float | None = None) -> GpuSpec:
+    """The known GPU ``name`` matches (or ``like``, for one not in the table), with overrides applied.
+
+    A measured SM count (MIG slices, a cut-down part) should be passed as ``sm_count``.
+    """
+    slug = find_gpu(like) if like else find_gpu(name)
+    if slug is None:
+        field = "like" if like else "gpu"
+        raise InputError(f"unknown GPU {(like or name)!r}; name a similar known one with --like "
+                         f"({', '.join(KNOWN_GPUS)}) and override what differs", field=field)
+    base = KNOWN_GPUS[slug]
+    changes: dict[str, object] = {"name": name or base.name}
+    for key, value in (("sm_count", sm_count), ("tensor_cores_per_sm", tensor_cores_per_sm),
+                       ("clock_hz", clock_hz), ("memory_bytes_per_s", memory_bytes_per_s)):
+        if value is not None:
+            changes[key] = value
+    if mma is not None:
+        changes["mma_rows"], changes["mma_cols"] = mma
+    return replace(base, **changes)
+
+
+@dataclass(frozen=True)
+class GpuArrays:
+    """The GPU as ``count`` identical archsim arrays (one per tensor core).
+
+    split_k: an ``os`` GEMM with fewer output tiles than arrays may split its reduction (see
+    :func:`gemm_cycles`), as GPU GEMM/convolution libraries do; off, only output tiles are dealt out.
+    """
+
+    spec: GpuSpec
+    array: ArrayConfig
+    count: int
+    split_k: bool = True
+
+
+def gpu_arrays(spec: GpuSpec, dataflow: str = "os", element_bytes: int = 2, split_k: bool = True) -> GpuArrays:
+    """Map a GPU to archsim arrays: one ``mma_rows × mma_cols`` array per tensor core at the GPU clock.
+
+    The array's SRAM sizes keep ArrayConfig's defaults: the analytic cost (compute cycles) does not read them.
+    """
+    if dataflow not in DATAFLOWS:
+        raise InputError(f"unknown dataflow {dataflow!r}; choose one of {', '.join(DATAFLOWS)}", field="dataflow")
+    array = ArrayConfig(rows=spec.mma_rows, cols=spec.mma_cols, dataflow=dataflow, element_bytes=element_bytes,
+                        clock_hz=spec.clock_hz, name=spec.name)
+    return GpuArrays(spec=spec, array=array, count=spec.arrays, split_k=split_k)
+
+
+def gemm_cycles(m: npt.ArrayLike, k: npt.ArrayLike, n: npt.ArrayLike,
+                arrays: GpuArrays) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(cycles, busy array-cycles, reduction split s) of GEMMs out[m×n] = A[m×k]·B[k×n] on the GPU's P arrays.
+
+    The GEMM's F folds of c cycles each (SCALE-Sim's per-fold cost, :func:`gemm_cost`) are dealt to
+    the P arrays in waves: ⌈F / P⌉·c − 1 cycles (SCALE-Sim counts the last cycle's index, hence − 1).
+    ws/is folds tile the reduction too; their partial sums merge for free, as on one array.
+    Split-K (``os`` only, when F < P): the reduction is cut into s parts, each a real sub-GEMM
+    (m, ⌈k/s⌉, n) costed the same way, plus ⌈(s − 1)·m·n / (P·cols)⌉ cycles to add the partial
+    outputs on all arrays' lanes; s ∈ 1..min(k, P) is the cheapest (s = 1 is no split).
+    """
+    a, P = arrays.array, arrays.count
+    m, k, n = (np.atleast_1d(np.asarray(x, dtype=np.int64)) for x in (m, k, n))
+    whole = gemm_cost(m, k, n, a.rows, a.cols, a.dataflow)
+    per_fold = (whole.cycles + 1) // whole.folds
+    cycles = -(-whole.folds // P) * per_fold - 1
+    busy = whole.cycles + 1
+    split = np.ones_like(cycles)
+    todo = np.flatnonzero(whole.folds < P) if (arrays.split_k and a.dataflow == "os") else np.array([], dtype=int)
+    if todo.size:
+        s = np.arange(1, min(P, int(k[todo].max())) + 1, dtype=np.int64)[None, :]
+        mm, kk, nn = m[todo, None], k[todo, None], n[todo, None]
+        part = gemm_cost(mm, -(-kk // s), nn, a.rows, a.cols, a.dataflow)
+        part_fold = (part.cycles + 1) // part.folds
+        reduce = -(-(s - 1) * mm * nn // (P * a.cols))
+        total = -(-(s * part.folds) // P) * part_fold - 1 + reduce
+        total = np.where(s <= kk, total, np.iinfo(np.int64).max)
+        best = np.argmin(total, axis=1)
+        rows = np.arange(todo.size)
+        cycles[todo] = total[rows, best]
+        split[todo] = best + 1
+        busy[todo] = (best + 1) * (part.cycles[rows, best] + 1) + -(-(best * mm[:, 0] * nn[:, 0]) // a.cols)
+    return cycles, busy, split
+
+
+def op_cycles(ops: Sequence[TrainingOp], arrays: GpuArrays) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(cycles, busy array-cycles, largest split-K) of each op; its GEMMs run one after another."""
+    owner, m, k, n, count = [], [], [], [], []
+    for index, op in enumerate(ops):
+        for g in op.gemms:
+            owner.append(index)
+            m.append(g.m)
+            k.append(g.k)
+            n.append(g.n)
+            count.append(g.count)
+    cycles = np.zeros(len(ops), dtype=np.int64)
+    busy = np.zeros(len(ops), dtype=np.int64)
+    split = np.ones(len(ops), dtype=np.int64)
+    if owner:
+        times = np.asarray(count, dtype=np.int64)
+        gemm, gemm_busy, gemm_split = gemm_cycles(m, k, n, arrays)
+        np.add.at(cycles, owner, gemm * times)
+        np.add.at(busy, owner, gemm_busy * times)
+        np.maximum.at(split, owner, gemm_split)
+    return cycles, busy, split
+
+
+def measured_layer(layer: Layer) -> Layer:
+    """The layer as the GPU run sees it: δ is timed even for a layer fed by the network input."""
+    if layer.takes_network_input:
+        return replace(layer, inputs=tuple("previous" if name == NETWORK_INPUT else name for name in layer.inputs))
+    return layer
+
+
+def model_kernels(table: KernelTable, arrays: GpuArrays, mode: str = "exact") -> pd.DataFrame:
+    """Every row of a measured table with archsim's cost beside it.
+
+    Adds ``kind`` (conv/fc), ``macs``, ``modeled_cycles``, ``modeled_ms``, ``memory_ms`` and
+    ``roofline_ms`` = max(modeled, memory). Rows are joined to the shipped network by name; a layer
+    that is missing, not a conv/fc, or has another shape than the CSV says is an error naming the line.
+    """
+    check_mode(mode)
+    frame = table.frame.copy()
+    eb = arrays.array.element_bytes
+    layers: dict[tuple[str, str], Layer] = {}
+    networks: dict[str, object] = {}
+    for row in frame.itertuples(index=False):
+        key = (row.network, row.layer)
+        if key in layers:
+            continue
+        if row.network not in networks:
+            try:
+                networks[row.network] = load_network(row.network)
+            except InputError as exc:
+                raise InputError(exc.message, file=table.source, line=row.line, field="network") from None
+        try:
+            layer = networks[row.network].layer(row.layer)  # type: ignore[attr-defined]
+        except KeyError:
+            raise InputError(f"network {row.network!r} has no layer {row.layer!r}", file=table.source,
+                             line=row.line, field="layer") from None
+        if layer.kind not in ("conv", "fc"):
+            raise InputError(f"{row.network}/{row.layer} is a {layer.kind} layer; only conv and fc kernels are "
+                             "compared", file=table.source, line=row.line, field="layer")
+        _check_shape(row._asdict(), layer, table.source)
+        layers[key] = layer
+    units = sorted({(r.network, r.layer, int(r.batch)) for r in frame.itertuples(index=False)})
+    ops: list[TrainingOp] = []
+    where: dict[tuple[str, str, int, str], int] = {}
+    bytes_of: dict[tuple[str, str, int], int] = {}
+    for network, name, batch in units:
+        layer = layers[(network, name)]
+        for op in lower_layer(measured_layer(layer), batch, mode, eb).ops:  # type: ignore[arg-type]
+            where[(network, name, batch, op.kind)] = len(ops)
+            ops.append(op)
+        bytes_of[(network, name, batch)] = (batch * (layer.input_elements + layer.output_elements)
+                                            + layer.weight_elements) * eb
+    cycles, busy, split = op_cycles(ops, arrays)
+    macs = np.asarray([op.macs for op in ops], dtype=np.int64)
+    P = arrays.count
+    out_cycles, out_macs, out_bytes, out_split = [], [], [], []
+    for row in frame.itertuples(index=False):
+        unit = (row.network, row.layer, int(row.batch))
+        if row.op in ("F", "D", "G"):
+            i = where[(*unit, row.op)]
+            out_cycles.append(int(cycles[i]))
+            out_macs.append(int(macs[i]))
+            out_bytes.append(bytes_of[unit])
+            out_split.append(int(split[i]))
+            continue
+        d, g = where[(*unit, "D")], where[(*unit, "G")]
+        if row.op == "DG_serial":
+            out_cycles.append(int(cycles[d] + cycles[g]))
+        else:
+            out_cycles.append(int(max(cycles[d], cycles[g], -(-(busy[d] + busy[g]) // P) - 1)))
+        out_macs.append(int(macs[d] + macs[g]))
+        out_bytes.append(2 * bytes_of[unit])
+        out_split.append(int(max(split[d], split[g])))
+    frame["kind"] = [layers[(r.network, r.layer)].kind for r in frame.itertuples(index=False)]
+    frame["macs"] = np.asarray(out_macs, dtype=np.int64)
+    frame["modeled_cycles"] = np.asarray(out_cycles, dtype=np.int64)
+    frame["split_k"] = np.asarray(out_split, dtype=np.int64)
+    frame["modeled_ms"] = frame["modeled_cycles"] / arrays.spec.clock_hz * 1e3
+    frame["memory_ms"] = np.asarray(out_bytes, dtype=np.float64) / arrays.spec.memory_bytes_per_s * 1e3
+    frame["roofline_ms"] = np.maximum(frame["modeled_ms"], frame["memory_ms"])
+    return frame
+
+
+def _check_shape(row: dict[str, object], layer: Layer, source: str) -> None:
+    for name in ("ifmap_h", "ifmap_w", "channels", "filters", "filter_h", "filter_w", "stride", "padding", "kind"):
+        value = row.get(name)
+        if value is None or value == "" or (isinstance(value, float) and np.isnan(value)):
+            continue
+        expected = getattr(layer, name)
+        if (int(value) if name != "kind" else value) != expected:
+            raise InputError(f"CSV has {name}={value} but the shipped {layer.name} has {expected}: the file was "
+                             "measured on other layer definitions", file=source, line=int(row["line"]),  # type: ignore[arg-type]
+                             field=name)
+
+
+def assumptions(arrays: GpuArrays, mode: str, measured_sm_count: str | None = None) -> list[tuple[str, str]]:
+    """The model's assumptions as (item, value) pairs, for tables and report captions."""
+    spec, a = arrays.spec, arrays.array
+    sms = f"{spec.sm_count}" + (" (from the measured CSV)" if measured_sm_count else " (table)")
+    return [
+        ("GPU", spec.name),
+        ("arrays P", f"{arrays.count} = {sms} SMs × {spec.tensor_cores_per_sm} tensor cores"),
+        ("array per tensor core", f"{a.rows}×{a.cols} PEs ({a.rows * a.cols} FP16 MAC/clock), dataflow {a.dataflow}"),
+        ("clock", f"{spec.clock_hz / 1e6:.0f} MHz (peak {spec.peak_flops / 1e12:.0f} dense TFLOP/s)"),
+        ("GEMM on P arrays", "folds dealt in waves: ⌈folds/P⌉ × SCALE-Sim cycles per fold − 1"),
+        ("split-K", "on: fewer os tiles than arrays → reduction cut into the cheapest s sub-GEMMs + merge adds"
+         if arrays.split_k and a.dataflow == "os" else "off"),
+        ("lowering", f"im2col, {mode} mode; δ costed for every layer (the first too)"),
+        ("not modeled", "memory stalls, launch overhead, layout transforms, cuDNN algorithm choice"),
+        ("memory floor", f"input + weights + output once at {spec.memory_bytes_per_s / 1e9:.0f} GB/s (separate column)"),
+        ("D ∥ G", "concurrent = max(D, G, (D + G busy array-cycles) / P); serial = D + G"),
+        ("element size", f"{a.element_bytes} bytes"),
+    ]

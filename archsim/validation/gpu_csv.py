@@ -1,0 +1,144 @@
+"""The measured GPU-kernel CSV: its schema, a validating reader, and the writer the timing script uses.
+
+One file per GPU (``benchmarks/results/gpu_kernels_<gpu-slug>.csv``, written by
+``benchmarks/gpu_validate.py``). Leading ``# key: value`` lines carry the run's metadata (GPU
+name, SM count, clocks, torch/CUDA versions, dtype, repeats); then a header and one row per
+(network, layer, batch, op). Ops are the three kernels ``F``, ``D``, ``G`` and the stream pair
+``DG_serial`` (D then G on one stream) / ``DG_concurrent`` (D and G on two streams) that measures
+the out-of-order-backprop idea on one device. Times are milliseconds.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from archsim.errors import InputError
+
+KERNEL_OPS = ("F", "D", "G")
+STREAM_OPS = ("DG_serial", "DG_concurrent")
+OPS = KERNEL_OPS + STREAM_OPS
+SHAPE_COLUMNS = ("ifmap_h", "ifmap_w", "channels", "filters", "filter_h", "filter_w", "stride", "padding")
+REQUIRED = ("network", "layer", "batch", "op", "measured_ms")
+COLUMNS = ("network", "layer", "kind", "batch", "op", "measured_ms", *SHAPE_COLUMNS, "same_as", "repeats", "inner")
+"""Column order the timing script writes; the reader needs only :data:`REQUIRED` (the rest are checked if present)."""
+
+
+@dataclass(frozen=True)
+class KernelTable:
+    """A validated measured CSV: ``frame`` has the file's columns plus ``line`` (its line in the file)."""
+
+    frame: pd.DataFrame
+    meta: Mapping[str, str] = field(default_factory=dict)
+    source: str = "<memory>"
+
+
+def read_kernel_csv(path: str | Path) -> KernelTable:
+    """Read and validate a measured CSV; every error names the file, line and column."""
+    file = str(path)
+    source = Path(path)
+    if not source.is_file():
+        raise InputError("measured CSV not found", file=file)
+    try:
+        text = source.read_text(encoding="utf-8-sig")
+    except (UnicodeDecodeError, OSError):
+        raise InputError("not a readable UTF-8 text file", file=file) from None
+    return parse_kernel_csv(text, source=file)
+
+
+def parse_kernel_csv(text: str, source: str = "<memory>") -> KernelTable:
+    """:func:`read_kernel_csv` on text already in memory (tests, notebooks)."""
+    lines = text.splitlines()
+    meta: dict[str, str] = {}
+    first = 0
+    while first < len(lines) and (lines[first].startswith("#") or not lines[first].strip()):
+        key, sep, value = lines[first].lstrip("#").partition(":")
+        if sep and key.strip():
+            meta[key.strip()] = value.strip()
+        first += 1
+    rows = [(number, row) for number, row in enumerate(csv.reader(lines[first:]), start=first + 1)
+            if any(cell.strip() for cell in row)]
+    if not rows:
+        raise InputError("no header row (expected columns " + ", ".join(REQUIRED) + ")", file=source)
+    header_line, header = rows[0]
+    names = [cell.strip().lower() for cell in header]
+    missing = [name for name in REQUIRED if name not in names]
+    if missing:
+        raise InputError(f"missing column(s) {', '.join(missing)}", file=source, line=header_line, field=missing[0])
+    index = {name: position for position, name in enumerate(names) if name}
+    records = []
+    seen: dict[tuple, int] = {}
+    for line, row in rows[1:]:
+        cells = {name: (row[position].strip() if position < len(row) else "") for name, position in index.items()}
+        record: dict[str, object] = {"line": line}
+        for name in ("network", "layer"):
+            record[name] = cells[name]
+            if not record[name]:
+                raise InputError("must not be empty", file=source, line=line, field=name)
+        record["op"] = cells["op"]
+        if record["op"] not in OPS:
+            raise InputError(f"unknown op {record['op']!r}; choose one of {', '.join(OPS)}", file=source,
+                             line=line, field="op")
+        record["batch"] = _integer(cells["batch"], source, line, "batch", minimum=1)
+        record["measured_ms"] = _time(cells["measured_ms"], source, line)
+        for name in (*SHAPE_COLUMNS, "repeats", "inner"):
+            if name in index and cells[name]:  # optional: an empty cell is "not recorded"
+                minimum = 0 if name == "padding" else 1
+                record[name] = _integer(cells[name], source, line, name, minimum=minimum)
+        for name in ("kind", "same_as"):
+            if name in index:
+                record[name] = cells[name]
+        key = (record["network"], record["layer"], record["batch"], record["op"])
+        if key in seen:
+            raise InputError(f"duplicate row for {'/'.join(map(str, key))} (first on line {seen[key]})",
+                             file=source, line=line, field="op")
+        seen[key] = line
+        records.append(record)
+    if not records:
+        raise InputError("no measurement rows after the header", file=source)
+    return KernelTable(frame=pd.DataFrame.from_records(records), meta=meta, source=source)
+
+
+def _integer(raw: str, source: str, line: int, name: str, *, minimum: int) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise InputError(f"expected an integer, got {raw!r}", file=source, line=line, field=name) from None
+    if value < minimum:
+        raise InputError(f"must be at least {minimum}, got {value}", file=source, line=line, field=name)
+    return value
+
+
+def _time(raw: str, source: str, line: int) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        raise InputError(f"expected a time in ms, got {raw!r}", file=source, line=line, field="measured_ms") from None
+    if not math.isfinite(value) or value <= 0:
+        raise InputError(f"must be a positive finite time in ms, got {raw!r}", file=source, line=line,
+                         field="measured_ms")
+    return value
+
+
+def format_kernel_csv(meta: Mapping[str, object], rows: Sequence[Mapping[str, object]]) -> str:
+    """The file text: ``# key: value`` metadata lines, then :data:`COLUMNS` (missing cells empty)."""
+    head = "".join(f"# {key}: {' '.join(str(value).split())}\n" for key, value in meta.items())
+    body = io.StringIO()
+    writer = csv.writer(body, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    for row in rows:
+        writer.writerow([_cell(row.get(name, "")) for name in COLUMNS])
+    return head + body.getvalue()
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+

@@ -1,0 +1,105 @@
+"""One call from measured CSVs to every table the GPU validation shows (CLI, report and script share it)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+from archsim.errors import InputError
+from archsim.validation.gpu import assumptions, gpu_arrays, model_kernels, resolve_gpu
+from archsim.validation.gpu_compare import compare, concurrency, concurrency_summary
+from archsim.validation.gpu_csv import KernelTable
+
+VARIANTS = (("os", True), ("os", False), ("ws", False), ("is", False))
+"""(dataflow, split-K) pairs of the sensitivity table; split-K applies to os only."""
+ELEMENT_BYTES = {"fp16": 2, "float16": 2, "bf16": 2, "bfloat16": 2, "fp32": 4, "float32": 4, "tf32": 4}
+
+
+@dataclass(frozen=True)
+class GpuOverrides:
+    """What the user says about the GPU beyond (or instead of) the CSV's metadata and the known-GPU table."""
+
+    gpu: str | None = None
+    like: str | None = None
+    sm_count: int | None = None
+    tensor_cores_per_sm: int | None = None
+    mma: tuple[int, int] | None = None
+    clock_hz: float | None = None
+    memory_bytes_per_s: float | None = None
+    dataflow: str = "os"
+    split_k: bool = True
+
+
+@dataclass(frozen=True)
+class GpuStudy:
+    """joined: every measured row with its modeled cost; stats: ρ and ratio errors per group;
+    streams / streams_summary: the D ∥ G effect; sensitivity: per-op ρ under each dataflow;
+    assumptions: (gpu, item, value) rows."""
+
+    joined: pd.DataFrame
+    stats: pd.DataFrame
+    streams: pd.DataFrame
+    streams_summary: pd.DataFrame
+    sensitivity: pd.DataFrame
+    assumptions: pd.DataFrame
+    sources: tuple[str, ...]
+    mode: str
+
+
+def slug(name: str) -> str:
+    """``"NVIDIA H100 80GB HBM3"`` → ``"h100-80gb-hbm3"`` (file names, the ``gpu`` column)."""
+    text = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+    return re.sub(r"^nvidia-", "", text) or "gpu"
+
+
+def _element_bytes(table: KernelTable) -> int:
+    dtype = table.meta.get("dtype", "fp16").strip().lower()
+    if dtype not in ELEMENT_BYTES:
+        raise InputError(f"unknown dtype {dtype!r} in the metadata; one of {', '.join(ELEMENT_BYTES)}",
+                         file=table.source, field="dtype")
+    return ELEMENT_BYTES[dtype]
+
+
+def run_study(tables: Sequence[KernelTable], overrides: GpuOverrides = GpuOverrides(), mode: str = "exact") -> GpuStudy:
+    """Model every table's kernels on its GPU and compare; several tables (GPUs) are stacked by ``gpu``."""
+    if not tables:
+        raise InputError("no measured CSV given", field="csv")
+    joined, sensitivity, notes = [], [], []
+    for table in tables:
+        name = overrides.gpu or table.meta.get("gpu")
+        if not name:
+            raise InputError("no '# gpu:' metadata line; name the GPU with --gpu", file=table.source, field="gpu")
+        measured_sms = table.meta.get("sm_count")
+        sm_count = overrides.sm_count
+        if sm_count is None and measured_sms:
+            try:
+                sm_count = int(measured_sms)
+            except ValueError:
+                raise InputError(f"expected an integer, got {measured_sms!r}", file=table.source,
+                                 field="sm_count") from None
+        spec = resolve_gpu(name, like=overrides.like, sm_count=sm_count,
+                           tensor_cores_per_sm=overrides.tensor_cores_per_sm, mma=overrides.mma,
+                           clock_hz=overrides.clock_hz, memory_bytes_per_s=overrides.memory_bytes_per_s)
+        eb = _element_bytes(table)
+        gpu = table.meta.get("gpu_slug") or slug(name)
+        arrays = gpu_arrays(spec, overrides.dataflow, eb, overrides.split_k)
+        joined.append(model_kernels(table, arrays, mode).assign(gpu=gpu))
+        from_csv = measured_sms if overrides.sm_count is None else None
+        notes += [{"gpu": gpu, "item": item, "value": value} for item, value in assumptions(arrays, mode, from_csv)]
+        notes.append({"gpu": gpu, "item": "measured with", "value": ", ".join(
+            f"{k} {table.meta[k]}" for k in ("dtype", "torch", "cuda", "cudnn", "sm_clock_max_mhz", "repeats")
+            if k in table.meta)})
+        for dataflow, split_k in VARIANTS:
+            other = model_kernels(table, gpu_arrays(spec, dataflow, eb, split_k), mode).assign(gpu=gpu)
+            stats = compare(other, groupings=(("op",),)).assign(dataflow=dataflow, split_k=split_k)
+            sensitivity.append(stats[["gpu", "dataflow", "split_k", "op", "n", "rho", "median_ratio", "scaled_abs_err",
+                                      "rho_mem"]])
+    frame = pd.concat(joined, ignore_index=True)
+    streams = concurrency(frame)
+    return GpuStudy(joined=frame, stats=compare(frame), streams=streams,
+                    streams_summary=concurrency_summary(streams) if len(streams) else pd.DataFrame(),
+                    sensitivity=pd.concat(sensitivity, ignore_index=True), assumptions=pd.DataFrame(notes),
+                    sources=tuple(t.source for t in tables), mode=mode)
