@@ -5,8 +5,15 @@ SCALE-Sim's exact ``.cfg`` format into a temporary folder (deleted before the si
 builds the topology and layout objects from lists, runs ``single_layer_sim`` directly — which
 writes no files unless asked to save traces — with its prints and warnings silenced, and reads the
 numbers straight from the layer simulator: the compute report (``get_compute_report_items``), the
-SRAM access counts (``single_layer_sim.ifmap_sram_reads`` …) and the fold counts of the compute
-system. ``scalesim`` is imported lazily, so importing this module never needs it.
+SRAM access counts (``single_layer_sim.ifmap_sram_reads`` …), the DRAM access counts and first and
+last DRAM cycles of its detailed-access report (``get_detail_report_items``) and the fold counts of
+the compute system. ``scalesim`` is imported lazily, so importing this module never needs it.
+
+USER bandwidth mode: SCALE-Sim 3.0.0 takes the ofmap DRAM bandwidth from ``Bandwidth`` but the
+ifmap and filter DRAM bandwidths from ``[layout] IfmapSRAMBankBandwidth`` / ``FilterSRAMBankBandwidth``
+(``single_layer_sim.run``), and asserts that each is divisible by its bank count. The harness writes
+``read_bandwidth`` (default: ``bandwidth``) there with one bank, so one ``bandwidth`` argument gives
+all three operands the same words/cycle, as archsim's ``ArrayConfig.bandwidth`` means.
 """
 
 from __future__ import annotations
@@ -38,12 +45,12 @@ WriteRequestBuffer: 32
 
 [layout]
 IfmapCustomLayout: False
-IfmapSRAMBankBandwidth: 10
-IfmapSRAMBankNum: 10
+IfmapSRAMBankBandwidth: {read_bandwidth}
+IfmapSRAMBankNum: {bank_num}
 IfmapSRAMBankPort: 2
 FilterCustomLayout: False
-FilterSRAMBankBandwidth: 10
-FilterSRAMBankNum: 10
+FilterSRAMBankBandwidth: {read_bandwidth}
+FilterSRAMBankNum: {bank_num}
 FilterSRAMBankPort: 2
 
 [sparsity]
@@ -74,20 +81,31 @@ class Reference:
     folds: int  # folds the compute system iterated (one mapping-efficiency entry per fold)
     row_folds: int
     col_folds: int
+    ifmap_dram_reads: int = 0  # words, DETAILED_ACCESS_REPORT "DRAM IFMAP Reads"
+    filter_dram_reads: int = 0
+    ofmap_dram_writes: int = 0
+    cycles_incl_prefetch: int = 0  # COMPUTE_REPORT "Total Cycles (incl. prefetch)"
 
 
 def config_text(rows: int, cols: int, dataflow: str, *, ifmap_kb: int = 64, filter_kb: int = 64,
-                ofmap_kb: int = 64, bandwidth: int | None = None) -> str:
-    """A SCALE-Sim .cfg; ``bandwidth`` given → USER interface-bandwidth mode, else CALC."""
+                ofmap_kb: int = 64, bandwidth: int | None = None, read_bandwidth: int | None = None) -> str:
+    """A SCALE-Sim .cfg; ``bandwidth`` given → USER interface-bandwidth mode, else CALC.
+    ``read_bandwidth`` → the ifmap/filter bank bandwidth SCALE-Sim's USER mode reads (one bank);
+    without it the shipped layout (10 words/cycle in 10 banks)."""
     return CONFIG.format(rows=rows, cols=cols, dataflow=dataflow, ifmap_kb=ifmap_kb, filter_kb=filter_kb,
-                         ofmap_kb=ofmap_kb, bandwidth=bandwidth or 10, mode="USER" if bandwidth else "CALC")
+                         ofmap_kb=ofmap_kb, bandwidth=bandwidth or 10, mode="USER" if bandwidth else "CALC",
+                         read_bandwidth=read_bandwidth or 10, bank_num=1 if read_bandwidth else 10)
 
 
 def scalesim_conv(h: int, w: int, fh: int, fw: int, c: int, m: int, stride: int, rows: int, cols: int,
                   dataflow: str, *, ifmap_kb: int = 64, filter_kb: int = 64, ofmap_kb: int = 64,
-                  bandwidth: int | None = None) -> Reference:
+                  bandwidth: int | None = None, read_bandwidth: int | None = None) -> Reference:
     """SCALE-Sim's numbers for one conv layer in its geometry: H×W×C input (no padding), fh×fw×C×M
-    filters, the same stride both ways, batch 1; output ⌈(H − fh + s)/s⌉ × ⌈(W − fw + s)/s⌉."""
+    filters, the same stride both ways, batch 1; output ⌈(H − fh + s)/s⌉ × ⌈(W − fw + s)/s⌉.
+    ``bandwidth`` (words/cycle) selects USER mode; ifmap and filter then read at ``read_bandwidth``,
+    by default the same ``bandwidth`` (see the module docstring)."""
+    if bandwidth and read_bandwidth is None:
+        read_bandwidth = bandwidth
     from scalesim.layout_utils import layouts
     from scalesim.scale_config import scale_config
     from scalesim.single_layer_sim import single_layer_sim
@@ -96,7 +114,8 @@ def scalesim_conv(h: int, w: int, fh: int, fw: int, c: int, m: int, stride: int,
     with tempfile.TemporaryDirectory(prefix="archsim-scalesim-") as folder:
         path = Path(folder) / "reference.cfg"
         path.write_text(config_text(rows, cols, dataflow, ifmap_kb=ifmap_kb, filter_kb=filter_kb,
-                                    ofmap_kb=ofmap_kb, bandwidth=bandwidth))
+                                    ofmap_kb=ofmap_kb, bandwidth=bandwidth,
+                                    read_bandwidth=read_bandwidth))
         config = scale_config()
         config.read_conf_file(str(path))
     topology = topologies()
@@ -110,7 +129,8 @@ def scalesim_conv(h: int, w: int, fh: int, fw: int, c: int, m: int, stride: int,
         warnings.simplefilter("ignore", DeprecationWarning)
         sim.set_params(layer_id=0, config_obj=config, topology_obj=topology, layout_obj=layout, verbose=False)
         sim.run()
-        _, compute, stalls, overall, mapping, util = sim.get_compute_report_items()
+        incl_prefetch, compute, stalls, overall, mapping, util = sim.get_compute_report_items()
+        detail = sim.get_detail_report_items()
     compute_system = sim.compute_system
     return Reference(
         compute_cycles=int(compute), stall_cycles=int(stalls), overall_utilization=float(overall),
@@ -118,13 +138,15 @@ def scalesim_conv(h: int, w: int, fh: int, fw: int, c: int, m: int, stride: int,
         ifmap_sram_reads=int(sim.ifmap_sram_reads), filter_sram_reads=int(sim.filter_sram_reads),
         ofmap_sram_writes=int(sim.ofmap_sram_writes), folds=len(compute_system.mapping_efficiency_per_fold),
         row_folds=int(compute_system.row_fold), col_folds=int(compute_system.col_fold),
+        ifmap_dram_reads=int(detail[11]), filter_dram_reads=int(detail[14]), ofmap_dram_writes=int(detail[17]),
+        cycles_incl_prefetch=int(incl_prefetch),
     )
 
 
 def scalesim_gemm(m: int, k: int, n: int, rows: int, cols: int, dataflow: str, **memory) -> Reference:
     """out[M×N] = A[M×K]·B[K×N], encoded as SCALE-Sim's own GEMM mode encodes it: a conv layer with
     an M×K input, a 1×K filter, 1 channel and N filters (``scale_sim.py`` with ``input_type_gemm``).
-    ``memory``: ifmap_kb, filter_kb, ofmap_kb, bandwidth as for :func:`scalesim_conv`."""
+    ``memory``: ifmap_kb, filter_kb, ofmap_kb, bandwidth, read_bandwidth as for :func:`scalesim_conv`."""
     return scalesim_conv(m, k, 1, k, 1, n, 1, rows, cols, dataflow, **memory)
 
 
@@ -152,3 +174,31 @@ def scalesim_layer(layer, rows: int, cols: int, dataflow: str, **memory) -> Refe
         w = scalesim_input_size(layer.ifmap_w, layer.filter_w, layer.stride, layer.padding)
     return scalesim_conv(h, w, layer.filter_h, layer.filter_w, layer.channels, layer.filters, layer.stride,
                          rows, cols, dataflow, **memory)
+
+
+def scalesim_compute_matrices(m: int, k: int, n: int, rows: int, cols: int, dataflow: str):
+    """SCALE-Sim's own prefetch and demand matrices for a GEMM whose operand words are numbered by
+    flat index (A[i, j] = i·K + j, B[i, j] = i·N + j, out[i, j] = i·N + j; −1 is its idle marker).
+    Returns (ifmap prefetch, filter prefetch, ifmap demand, filter demand, ofmap demand)."""
+    import numpy as np
+    from scalesim.compute.systolic_compute_is import systolic_compute_is
+    from scalesim.compute.systolic_compute_os import systolic_compute_os
+    from scalesim.compute.systolic_compute_ws import systolic_compute_ws
+    from scalesim.scale_config import scale_config
+
+    with tempfile.TemporaryDirectory(prefix="archsim-scalesim-") as folder:
+        path = Path(folder) / "reference.cfg"
+        path.write_text(config_text(rows, cols, dataflow))
+        config = scale_config()
+        config.read_conf_file(str(path))
+    system = {"ws": systolic_compute_ws, "os": systolic_compute_os, "is": systolic_compute_is}[dataflow]()
+    a = np.arange(m * k).reshape(m, k)
+    b = np.arange(k * n).reshape(k, n)
+    out = np.arange(m * n).reshape(m, n)
+    silent = io.StringIO()
+    with contextlib.redirect_stdout(silent), warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        system.set_params(config_obj=config, ifmap_op_mat=a, filter_op_mat=b, ofmap_op_mat=out)
+        ifmap_prefetch, filter_prefetch = system.get_prefetch_matrices()
+        ifmap_demand, filter_demand, ofmap_demand = system.get_demand_matrices()
+    return ifmap_prefetch, filter_prefetch, ifmap_demand, filter_demand, ofmap_demand

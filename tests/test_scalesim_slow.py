@@ -1,15 +1,17 @@
-"""Larger cross-checks against the scalesim package (about 10 minutes on 2 cores).
+"""Larger cross-checks against the scalesim package (about 12 minutes on 2 cores).
 
 Deselected by default; run with ``python -m pytest -m slow``. Same assertions as
 test_scalesim_exact (integers exact, ratios to 1e-12 relative), on shapes nobody chose: seeded random
 GEMMs up to ~200 per dimension on arrays up to 32×32, seeded random conv layers, and LayerPipe's
-sample network's first convolutions at batch 1 on its 32×32 array.
+sample network's first convolutions at batch 1 on its 32×32 array. Then the cycle-level engine against
+SCALE-Sim's USER bandwidth mode on seeded random GEMMs, SRAMs and bandwidths (as test_cycle_engine).
 """
 
 import numpy as np
 import pytest
 
 from archsim.array.analytic import gemm_cost
+from archsim.array.cycle import simulate_gemm
 from archsim.lowering import lower_layer
 from archsim.workload import Layer, load_network
 
@@ -78,3 +80,40 @@ def test_layerpipe_sample_conv2_forward_at_batch_1(dataflow):
     (gemm,) = lower_layer(layer, batch=1).op("F").gemms
     assert (gemm.m, gemm.k, gemm.n) == (56 * 56, 5 * 5 * 32, 64)
     assert_equal(gemm_cost(gemm.m, gemm.k, gemm.n, 32, 32, dataflow), scalesim_layer(layer, 32, 32, dataflow))
+
+
+def random_user_case(rng):
+    m, k, n = (int(x) for x in rng.integers(1, 161, 3))
+    return (m, k, n, int(rng.choice(SIDES[:-1])), int(rng.choice(SIDES[:-1])), str(rng.choice(["ws", "os", "is"])),
+            tuple(int(x) for x in rng.integers(1, 5, 3)), int(rng.integers(1, 11)), int(rng.integers(1, 11)))
+
+
+USER_RNG = np.random.default_rng(99)
+USER_CASES = [random_user_case(USER_RNG) for _ in range(40)]
+
+
+@pytest.mark.parametrize("m, k, n, rows, cols, dataflow, kib, bandwidth, read_bandwidth", USER_CASES)
+def test_cycle_engine_random_user_mode(m, k, n, rows, cols, dataflow, kib, bandwidth, read_bandwidth):
+    """Stalls, cycles and DRAM traffic of random GEMMs on 1–4 KiB SRAMs, the ofmap writing at one
+    bandwidth and ifmap/filter reading at another (SCALE-Sim's USER mode takes them from different keys)."""
+    reference = scalesim_gemm(m, k, n, rows, cols, dataflow, ifmap_kb=kib[0], filter_kb=kib[1], ofmap_kb=kib[2],
+                              bandwidth=bandwidth, read_bandwidth=read_bandwidth)
+    ours = simulate_gemm(m, k, n, rows, cols, dataflow, sram_words=tuple(1024 * x for x in kib),
+                         bandwidth=(read_bandwidth, read_bandwidth, bandwidth))
+    assert (ours.cycles, ours.stall_cycles, ours.ifmap_dram_reads, ours.filter_dram_reads, ours.ofmap_dram_writes,
+            ours.cycles_incl_prefetch) == (reference.compute_cycles, reference.stall_cycles,
+                                           reference.ifmap_dram_reads, reference.filter_dram_reads,
+                                           reference.ofmap_dram_writes, reference.cycles_incl_prefetch)
+
+
+@pytest.mark.parametrize("dataflow", ["ws", "os", "is"])
+def test_cycle_engine_layerpipe_sample_conv4_user_mode(dataflow):
+    """A real layer (LayerPipe sample conv4 forward at batch 1: 784×1152×128) on the 32×32 array with
+    SCALE-Sim's default 64 KiB SRAMs and 10 words/cycle."""
+    layer = sample_layer("conv4")
+    (gemm,) = lower_layer(layer, batch=1).op("F").gemms
+    reference = scalesim_gemm(gemm.m, gemm.k, gemm.n, 32, 32, dataflow, bandwidth=10)
+    ours = simulate_gemm(gemm.m, gemm.k, gemm.n, 32, 32, dataflow, sram_words=(65536,) * 3, bandwidth=(10,) * 3)
+    assert (ours.cycles, ours.stall_cycles, ours.ifmap_dram_reads, ours.filter_dram_reads,
+            ours.ofmap_dram_writes) == (reference.compute_cycles, reference.stall_cycles, reference.ifmap_dram_reads,
+                                        reference.filter_dram_reads, reference.ofmap_dram_writes)

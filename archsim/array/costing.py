@@ -1,8 +1,13 @@
 """Training ops → cycles on an array: the one place ops meet a cost source.
 
-Every partitioner and schedule reads op costs from here, so a new cost source (cycle-level engine,
-measured profile) plugs in behind :func:`op_cycles` without touching them. Costing is vectorized:
-all GEMMs of all ops go through one :func:`~archsim.array.analytic.gemm_cost` call.
+Every partitioner and schedule reads op costs from here, so a new cost source plugs in behind
+:func:`op_cycles` without touching them. Engines:
+
+* ``analytic``: compute cycles only; all GEMMs of all ops go through one vectorized
+  :func:`~archsim.array.analytic.gemm_cost` call.
+* ``cycle``: memory-aware — compute + stall cycles of :mod:`archsim.array.cycle` (SCALE-Sim's USER
+  bandwidth model with the array's SRAMs and ``bandwidth[0]`` words/cycle), each distinct GEMM shape
+  stepped once (cached), plus stall cycles and DRAM bytes.
 """
 
 from __future__ import annotations
@@ -14,11 +19,13 @@ import pandas as pd
 
 from archsim.array.analytic import gemm_cost
 from archsim.array.config import ArrayConfig
+from archsim.array.cycle import simulate_cached
 from archsim.errors import InputError
 from archsim.lowering import LoweredLayer, Mode, TrainingOp, lower_network
 from archsim.workload.layer import Network
 
-ENGINES = ("analytic",)
+ENGINES = ("analytic", "cycle")
+CYCLE_COLUMNS = ("stall_cycles", "dram_read_bytes", "dram_write_bytes")
 
 
 def _flatten(ops: Sequence[TrainingOp]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -34,26 +41,51 @@ def _flatten(ops: Sequence[TrainingOp]) -> tuple[np.ndarray, np.ndarray, np.ndar
     return as_int(owner), as_int(m), as_int(k), as_int(n), as_int(count)
 
 
+def _check_engine(engine: str) -> None:
+    if engine not in ENGINES:
+        raise InputError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}", field="engine")
+
+
+def _cycle_figures(m: np.ndarray, k: np.ndarray, n: np.ndarray, array: ArrayConfig) -> np.ndarray:
+    """Per GEMM: [cycles with stalls, stall cycles, DRAM read words, DRAM write words], each distinct
+    shape simulated once."""
+    shapes, inverse = np.unique(np.stack([m, k, n], axis=1), axis=0, return_inverse=True)
+    figures = np.empty((len(shapes), 4), dtype=np.int64)
+    for row, (a, b, c) in enumerate(shapes.tolist()):
+        result = simulate_cached(a, b, c, array)
+        figures[row] = (result.cycles, result.stall_cycles, result.ifmap_dram_reads + result.filter_dram_reads,
+                        result.ofmap_dram_writes)
+    return figures[inverse.reshape(-1)]
+
+
 def op_costs(ops: Sequence[TrainingOp], array: ArrayConfig, engine: str = "analytic") -> pd.DataFrame:
-    """One row per op: cycles, MACs, utilization, array GEMM count and bytes.
+    """One row per op: cycles, MACs, utilization, array GEMM count and bytes (and, under the
+    ``cycle`` engine, stall cycles and DRAM bytes read and written).
 
     GEMM cycles come from the chosen engine; vector-unit work costs ⌈elements / cols⌉ cycles
-    (one lane per array column).
+    (one lane per array column) and never stalls.
     """
-    if engine not in ENGINES:
-        raise InputError(f"unknown engine {engine!r}; available: {', '.join(ENGINES)}", field="engine")
+    _check_engine(engine)
     owner, m, k, n, count = _flatten(ops)
     cycles = np.zeros(len(ops), dtype=np.int64)
     macs = np.zeros(len(ops), dtype=np.int64)
+    extra = {column: np.zeros(len(ops), dtype=np.int64) for column in CYCLE_COLUMNS}
     if owner.size:
         cost = gemm_cost(m, k, n, array.rows, array.cols, array.dataflow)
-        np.add.at(cycles, owner, cost.cycles * count)
         np.add.at(macs, owner, cost.macs * count)
+        if engine == "cycle":
+            figures = _cycle_figures(m, k, n, array)
+            np.add.at(cycles, owner, figures[:, 0] * count)
+            np.add.at(extra["stall_cycles"], owner, figures[:, 1] * count)
+            np.add.at(extra["dram_read_bytes"], owner, figures[:, 2] * count * array.element_bytes)
+            np.add.at(extra["dram_write_bytes"], owner, figures[:, 3] * count * array.element_bytes)
+        else:
+            np.add.at(cycles, owner, cost.cycles * count)
     vector = np.asarray([op.vector_elements for op in ops], dtype=np.int64)
     cycles += -(-vector // array.cols)
     with np.errstate(divide="ignore", invalid="ignore"):
         utilization = np.where(cycles > 0, macs / (np.maximum(cycles, 1) * array.pes), 0.0)
-    return pd.DataFrame({
+    frame = pd.DataFrame({
         "layer": [op.layer for op in ops],
         "op": [op.kind for op in ops],
         "cycles": cycles,
@@ -64,17 +96,21 @@ def op_costs(ops: Sequence[TrainingOp], array: ArrayConfig, engine: str = "analy
         "out_bytes": np.asarray([op.out_bytes for op in ops], dtype=np.int64),
         "extra_bytes": np.asarray([op.extra_bytes for op in ops], dtype=np.int64),
     })
+    if engine == "cycle":
+        for column in CYCLE_COLUMNS:
+            frame[column] = extra[column]
+    return frame
 
 
 def op_cycles(ops: Sequence[TrainingOp], array: ArrayConfig, engine: str = "analytic") -> np.ndarray:
     """Cycles of each op (int64 array), the cost interface partitioners use (no pandas: hot path)."""
-    if engine not in ENGINES:
-        raise InputError(f"unknown engine {engine!r}; available: {', '.join(ENGINES)}", field="engine")
+    _check_engine(engine)
     owner, m, k, n, count = _flatten(ops)
     cycles = np.zeros(len(ops), dtype=np.int64)
     if owner.size:
-        cost = gemm_cost(m, k, n, array.rows, array.cols, array.dataflow)
-        np.add.at(cycles, owner, cost.cycles * count)
+        gemm = (_cycle_figures(m, k, n, array)[:, 0] if engine == "cycle"
+                else gemm_cost(m, k, n, array.rows, array.cols, array.dataflow).cycles)
+        np.add.at(cycles, owner, gemm * count)
     vector = np.fromiter((op.vector_elements for op in ops), dtype=np.int64, count=len(ops))
     return cycles + -(-vector // array.cols)
 
@@ -84,9 +120,11 @@ LAYER_COLUMNS = ("layer", "type", "F_cycles", "G_cycles", "D_cycles", "total_cyc
 
 
 def cost_lowered(lowered: Sequence[LoweredLayer], array: ArrayConfig, engine: str = "analytic") -> pd.DataFrame:
-    """Per-layer table: F/G/D cycles and utilization, total, and the tensors a stage boundary moves."""
+    """Per-layer table: F/G/D cycles and utilization, total, and the tensors a stage boundary moves;
+    under the ``cycle`` engine also the layer's stall cycles and DRAM bytes (F + G + D)."""
     ops = [op for item in lowered for op in item.ops]
     costs = op_costs(ops, array, engine)
+    extra = CYCLE_COLUMNS if engine == "cycle" else ()
     rows = []
     position = 0
     for item in lowered:
@@ -94,18 +132,23 @@ def cost_lowered(lowered: Sequence[LoweredLayer], array: ArrayConfig, engine: st
         for kind in ("F", "G", "D"):
             row[f"{kind}_cycles"] = 0
             row[f"{kind}_utilization"] = 0.0
+        for column in extra:
+            row[column] = 0
         for op in item.ops:
             cost = costs.iloc[position]
             row[f"{op.kind}_cycles"] = int(cost["cycles"])
             row[f"{op.kind}_utilization"] = float(cost["utilization"])
+            for column in extra:
+                row[column] = int(row[column]) + int(cost[column])  # type: ignore[call-overload]
             position += 1
         row["total_cycles"] = int(row["F_cycles"]) + int(row["G_cycles"]) + int(row["D_cycles"])  # type: ignore[arg-type]
         row["activation_bytes"] = item.tensors.activation_bytes
         row["delta_bytes"] = item.tensors.delta_bytes
         row["weight_bytes"] = item.tensors.weight_bytes
         rows.append(row)
-    frame = pd.DataFrame(rows, columns=list(LAYER_COLUMNS))
-    for column in ("F_cycles", "G_cycles", "D_cycles", "total_cycles", "activation_bytes", "delta_bytes", "weight_bytes"):
+    frame = pd.DataFrame(rows, columns=[*LAYER_COLUMNS, *extra])
+    for column in ("F_cycles", "G_cycles", "D_cycles", "total_cycles", "activation_bytes", "delta_bytes", "weight_bytes",
+                   *extra):
         frame[column] = frame[column].astype(np.int64)
     return frame
 

@@ -46,6 +46,44 @@ def array_from_args(args: argparse.Namespace) -> ArrayConfig:
     return ArrayConfig(rows=rows, cols=cols, dataflow=args.dataflow or "ws", element_bytes=args.element_bytes)
 
 
+def add_engine_arguments(parser: argparse.ArgumentParser, bandwidth_flag: str = "--bandwidth") -> None:
+    """--engine and the memory the ``cycle`` engine models (the analytic one ignores memory).
+
+    ``bandwidth_flag`` renames the DRAM-bandwidth option where ``--bandwidth`` means something else."""
+    from archsim.array.costing import ENGINES
+
+    parser.add_argument("--engine", default="analytic", choices=ENGINES,
+                        help="analytic: compute cycles; cycle: memory-aware, with stall cycles and DRAM "
+                             "traffic (SCALE-Sim USER-bandwidth model; default analytic)")
+    parser.add_argument(bandwidth_flag, dest="dram_bandwidth", type=positive_int, default=None, metavar="WORDS",
+                        help="DRAM words/cycle per operand for --engine cycle (default 10, or the config's)")
+    parser.add_argument("--sram-kb", default=None, metavar="KB[,KB,KB]",
+                        help="ifmap,filter,ofmap SRAM KiB for --engine cycle (one value: all three; default 64)")
+
+
+def with_memory_args(array: ArrayConfig, args: argparse.Namespace) -> ArrayConfig:
+    """``array`` with the --bandwidth and --sram-kb the user gave."""
+    from dataclasses import replace
+
+    changes: dict[str, object] = {}
+    if args.dram_bandwidth is not None:
+        changes["bandwidth"] = (args.dram_bandwidth,)
+        changes["user_bandwidth"] = True
+    if args.sram_kb is not None:
+        parts = [p.strip() for p in str(args.sram_kb).split(",")]
+        if len(parts) not in (1, 3) or not all(p.isdigit() and int(p) > 0 for p in parts):
+            raise InputError(f"expected one or three positive integers, got {args.sram_kb!r}", field="sram-kb")
+        sizes = [int(p) for p in parts] * (3 if len(parts) == 1 else 1)
+        changes.update(ifmap_sram_kb=sizes[0], filter_sram_kb=sizes[1], ofmap_sram_kb=sizes[2])
+    return replace(array, **changes) if changes else array  # type: ignore[arg-type]
+
+
+def memory_meta(array: ArrayConfig) -> dict[str, object]:
+    """What a ``cycle``-engine table depends on beyond the array shape."""
+    return {"sram_kb": f"{array.ifmap_sram_kb},{array.filter_sram_kb},{array.ofmap_sram_kb}",
+            "bandwidth_words_per_cycle": array.bandwidth[0]}
+
+
 def add_network_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("network", metavar="NETWORK", help="topology CSV path or shipped network name")
     parser.add_argument("--only", default=None, metavar="KIND[,KIND]",

@@ -1,24 +1,30 @@
-"""``archsim gemm``: SCALE-Sim-exact cost of one GEMM, or of every row of a shapes CSV."""
+"""``archsim gemm``: SCALE-Sim-exact cost of one GEMM, or of every row of a shapes CSV (with
+``--engine cycle``: also its stall cycles and DRAM traffic under SCALE-Sim's USER-bandwidth model)."""
 
 from __future__ import annotations
 
 import argparse
 import csv
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from archsim.array.analytic import dataflow_codes, gemm_cost
-from archsim.array.config import parse_array_shape
+from archsim.array.config import ArrayConfig, parse_array_shape
+from archsim.array.cycle import minimum_bandwidth, simulate_cached, sram_words
 from archsim.cli import Command
-from archsim.commands.common import add_output_arguments, emit, positive_int
+from archsim.commands.common import (add_engine_arguments, add_output_arguments, emit, memory_meta, positive_int,
+                                     with_memory_args)
 from archsim.errors import InputError
 from archsim.outputs import render
 
 SHAPE_COLUMNS = ("m", "k", "n", "rows", "cols", "dataflow")
 RESULT_COLUMNS = ("cycles", "folds", "mapping_efficiency", "utilization", "compute_utilization",
                   "ifmap_sram_reads", "filter_sram_reads", "ofmap_sram_writes")
+# --engine cycle: cycles with stalls, and DRAM words (CycleResult fields)
+CYCLE_COLUMNS = ("stall_cycles", "total_cycles", "ifmap_dram_reads", "filter_dram_reads", "ofmap_dram_writes")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,6 +36,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--shapes", metavar="FILE.csv", help=f"CSV with columns {','.join(SHAPE_COLUMNS)}")
     parser.add_argument("--ofmap-count", default="scalesim", choices=("scalesim", "true"),
                         help="scalesim: match SCALE-Sim 3.0.0's os ofmap-write count; true: M·N")
+    add_engine_arguments(parser)
+    parser.add_argument("--min-bandwidth", action="store_true",
+                        help="with --engine cycle: add the fewest DRAM words/cycle that run stall-free")
     add_output_arguments(parser)
 
 
@@ -86,6 +95,21 @@ def cost_shapes(shapes: pd.DataFrame, ofmap_count: str = "scalesim") -> pd.DataF
     return out
 
 
+def cycle_columns(shapes: pd.DataFrame, memory: ArrayConfig, min_bandwidth: bool = False) -> pd.DataFrame:
+    """The cycle engine's figures for every shape row, on ``memory``'s SRAMs and bandwidth."""
+    out = {column: [] for column in CYCLE_COLUMNS + (("min_bandwidth",) if min_bandwidth else ())}
+    for m, k, n, rows, cols, dataflow in shapes[list(SHAPE_COLUMNS)].itertuples(index=False):
+        array = replace(memory, rows=int(rows), cols=int(cols), dataflow=str(dataflow))
+        result = simulate_cached(int(m), int(k), int(n), array)
+        for column in CYCLE_COLUMNS:
+            out[column].append(result.cycles if column == "total_cycles" else getattr(result, column))
+        if min_bandwidth:
+            found = minimum_bandwidth(int(m), int(k), int(n), int(rows), int(cols), str(dataflow),
+                                      sram_words=sram_words(array))
+            out["min_bandwidth"].append("none" if found is None else found)
+    return pd.DataFrame(out, index=shapes.index)
+
+
 def run(args: argparse.Namespace) -> int:
     if args.shapes:
         if any(v is not None for v in (args.m, args.k, args.n)):
@@ -98,8 +122,15 @@ def run(args: argparse.Namespace) -> int:
         rows, cols = parse_array_shape(args.array)
         shapes = pd.DataFrame([{"m": args.m, "k": args.k, "n": args.n, "rows": rows, "cols": cols,
                                 "dataflow": args.dataflow}], columns=list(SHAPE_COLUMNS))
+    if args.min_bandwidth and args.engine != "cycle":
+        raise InputError("--min-bandwidth needs --engine cycle", field="min-bandwidth")
     result = cost_shapes(shapes, args.ofmap_count)
-    emit(render(result, args.format, meta={"ofmap_count": args.ofmap_count}), args)
+    meta: dict[str, object] = {"ofmap_count": args.ofmap_count, "engine": args.engine}
+    if args.engine == "cycle":
+        memory = with_memory_args(ArrayConfig(), args)
+        result = pd.concat([result, cycle_columns(shapes, memory, args.min_bandwidth)], axis=1)
+        meta.update(memory_meta(memory))
+    emit(render(result, args.format, meta=meta), args)
     return 0
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from archsim.cli import Command
-from archsim.commands.common import (add_array_arguments, add_network_arguments, add_output_arguments,
+from archsim.commands.common import (add_array_arguments, add_engine_arguments, with_memory_args, add_network_arguments, add_output_arguments,
                                      add_timeline_outputs, array_from_args, emit, network_from_args, positive_int,
                                      write_timeline_outputs)
 from archsim.errors import InputError
@@ -19,6 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--processors", type=positive_int, required=True, help="number of processors")
     parser.add_argument("--method", default="layerpipe", choices=METHODS)
     add_array_arguments(parser)
+    add_engine_arguments(parser)
     parser.add_argument("--batch", type=positive_int, default=32)
     parser.add_argument("--mode", default="paper", choices=MODES)
     parser.add_argument("--split-axes", default=",".join(SPLIT_AXES),
@@ -32,8 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     network = network_from_args(args)
-    array = array_from_args(args)
-    profile = build_profile(network, array, args.batch, args.mode)
+    array = with_memory_args(array_from_args(args), args)
+    profile = build_profile(network, array, args.batch, args.mode, args.engine)
     options: dict[str, object] = {}
     if args.method == "layerpipe":
         axes = tuple(a.strip() for a in args.split_axes.split(",") if a.strip())

@@ -7,7 +7,7 @@ import argparse
 import pandas as pd
 
 from archsim.cli import Command
-from archsim.commands.common import (add_array_arguments, add_network_arguments, add_output_arguments,
+from archsim.commands.common import (add_array_arguments, add_engine_arguments, with_memory_args, add_network_arguments, add_output_arguments,
                                      add_timeline_outputs, array_from_args, emit, network_from_args, positive_int,
                                      write_timeline_outputs)
 from archsim.lowering import MODES
@@ -38,6 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--comm-units", type=float, default=1.0,
                         help="with --unit-costs: synchronization time of each layer (data parallel)")
     add_array_arguments(parser)
+    add_engine_arguments(parser, bandwidth_flag="--dram-bandwidth")
     parser.add_argument("--batch", type=positive_int, default=32)
     parser.add_argument("--mode", default="paper", choices=MODES)
     add_timeline_outputs(parser)
@@ -51,8 +52,8 @@ def run(args: argparse.Namespace) -> int:
         costs = LayerCosts.unit(len(network))
         unit = "units"
     else:
-        array = array_from_args(args)
-        profile = build_profile(network, array, args.batch, args.mode)
+        array = with_memory_args(array_from_args(args), args)
+        profile = build_profile(network, array, args.batch, args.mode, args.engine)
         costs = LayerCosts(tuple(profile.forward), tuple(profile.delta), tuple(profile.weight_grad),
                            first_layer_delta=args.mode == "paper", stash_bytes=tuple(int(x) for x in profile.delta_bytes))
         unit = "cycles"
@@ -81,6 +82,9 @@ def _multistream(args: argparse.Namespace, network) -> int:
 
     if args.unit_costs:
         raise InputError("multistream needs utilizations from the array model; drop --unit-costs", field="unit-costs")
+    if args.engine != "analytic":
+        raise InputError("multistream splits arrays by the analytic model's utilizations; use --engine analytic",
+                         field="engine")
     array = array_from_args(args)
     ops = ms.device_ops(network, array, args.batch, args.mode)
     single = ms.run(ops, "single").makespan

@@ -14,6 +14,7 @@ import numpy as np
 from archsim.array.analytic import gemm_cycles
 from archsim.array.config import ArrayConfig
 from archsim.array.costing import op_cycles
+from archsim.array.cycle import simulate_cached
 from archsim.lowering import (SPLIT_AXES, DeltaSplit, LoweredLayer, Mode, delta_split_units, lower_network,
                               split_delta)
 from archsim.workload.layer import Network
@@ -34,6 +35,7 @@ class LayerProfile:
     array: ArrayConfig | None = None
     mode: str = "paper"
     batch: int = 1
+    engine: str = "analytic"  # the cost engine (archsim.array.costing.ENGINES) splits are costed with
     _split_cache: dict = field(default_factory=dict, repr=False, compare=False, hash=False)
 
     @property
@@ -56,7 +58,7 @@ class LayerProfile:
             return self._split_cache[key]
         split = split_delta(self.lowered[index], part, axis, self.array.element_bytes)  # type: ignore[arg-type]
         ops = [op for op in (split.d1, split.d2) if op is not None]
-        cycles = op_cycles(ops, self.array) if ops else np.zeros(0)
+        cycles = op_cycles(ops, self.array, self.engine) if ops else np.zeros(0)
         values = iter(cycles.tolist())
         d1 = float(next(values)) if split.d1 is not None else 0.0
         d2 = float(next(values)) if split.d2 is not None else 0.0
@@ -74,7 +76,11 @@ class LayerProfile:
         R, C, df = array.rows, array.cols, array.dataflow
 
         def cyc(m: int, k: int, n: int) -> int:
-            return gemm_cycles(m, k, n, R, C, df) if m > 0 and k > 0 and n > 0 else 0
+            if m <= 0 or k <= 0 or n <= 0:
+                return 0
+            if self.engine == "cycle":
+                return simulate_cached(m, k, n, array).cycles
+            return gemm_cycles(m, k, n, R, C, df)
 
         d1 = d2 = 0
         if axis == "rows":
@@ -110,11 +116,12 @@ class LayerProfile:
         return delta_split_units(self.lowered[index], axis)  # type: ignore[arg-type]
 
 
-def build_profile(network: Network, array: ArrayConfig, batch: int, mode: Mode = "paper") -> LayerProfile:
-    """Lower and cost ``network``; one vectorized cost-model call for every op."""
+def build_profile(network: Network, array: ArrayConfig, batch: int, mode: Mode = "paper",
+                  engine: str = "analytic") -> LayerProfile:
+    """Lower and cost ``network``; one cost-model call for every op (``engine``: analytic or cycle)."""
     lowered = lower_network(network, batch, mode, array.element_bytes)
     ops = [op for item in lowered for op in item.ops]
-    cycles = op_cycles(ops, array)
+    cycles = op_cycles(ops, array, engine)
     per_kind = {kind: np.zeros(len(lowered)) for kind in ("F", "G", "D")}
     position = 0
     for index, item in enumerate(lowered):
@@ -127,7 +134,7 @@ def build_profile(network: Network, array: ArrayConfig, batch: int, mode: Mode =
         activation_bytes=np.array([item.tensors.activation_bytes for item in lowered], dtype=np.int64),
         delta_bytes=np.array([item.tensors.delta_bytes if item.op("D") else 0 for item in lowered], dtype=np.int64),
         weight_bytes=np.array([item.tensors.weight_bytes for item in lowered], dtype=np.int64),
-        lowered=lowered, array=array, mode=mode, batch=batch,
+        lowered=lowered, array=array, mode=mode, batch=batch, engine=engine,
     )
 
 

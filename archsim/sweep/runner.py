@@ -36,7 +36,7 @@ def compute_unit(unit: Unit) -> list[dict[str, object]]:
     if unit.only:
         network = network.only(*unit.only)
     array = ArrayConfig(rows=unit.rows, cols=unit.cols, dataflow=unit.dataflow)
-    profile = build_profile(network, array, unit.batch, unit.mode)  # type: ignore[arg-type]
+    profile = build_profile(network, array, unit.batch, unit.mode, unit.engine)  # type: ignore[arg-type]
     single = float(profile.total.sum())
     rows = []
     for processors in unit.processors:

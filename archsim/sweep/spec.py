@@ -12,6 +12,7 @@ Keys are checked exactly — an unknown key is an error naming it, never silentl
     processors = [2, 3, 4]
     methods = ["layerpipe", "pipedream", "gpipe"]
     mode = "paper"                  # or "exact"
+    engine = "analytic"             # or "cycle": memory-aware (compute + SCALE-Sim stall cycles)
 """
 
 from __future__ import annotations
@@ -22,12 +23,14 @@ from itertools import product
 from pathlib import Path
 
 from archsim.array.config import parse_array_shape
+from archsim.array.costing import ENGINES
 from archsim.errors import InputError
 from archsim.lowering import MODES
 from archsim.partition import METHODS
 from archsim.workload.layer import LAYER_KINDS
 
-KEYS = {"name", "networks", "only", "arrays", "dataflows", "batches", "processors", "methods", "mode", "alpha"}
+KEYS = {"name", "networks", "only", "arrays", "dataflows", "batches", "processors", "methods", "mode", "alpha",
+        "engine"}
 REQUIRED = {"networks", "arrays", "batches", "processors", "methods"}
 
 
@@ -45,12 +48,14 @@ class Unit:
     processors: tuple[int, ...]
     methods: tuple[str, ...]
     alpha: float
+    engine: str = "analytic"
 
     @property
     def key(self) -> str:
         only = "+".join(self.only) or "all"
+        engine = "" if self.engine == "analytic" else f"_{self.engine}"  # analytic keys as before
         return (f"{Path(self.network).stem}_{only}_{self.rows}x{self.cols}_{self.dataflow}_b{self.batch}_{self.mode}"
-                f"_p{'-'.join(map(str, self.processors))}_{'-'.join(self.methods)}_a{self.alpha:g}")
+                f"_p{'-'.join(map(str, self.processors))}_{'-'.join(self.methods)}_a{self.alpha:g}{engine}")
 
 
 @dataclass(frozen=True)
@@ -65,11 +70,12 @@ class SweepSpec:
     methods: tuple[str, ...]
     mode: str = "paper"
     alpha: float = 1.001
+    engine: str = "analytic"
     source: str | None = None
 
     def units(self) -> list[Unit]:
         return [Unit(network, self.only, rows, cols, dataflow, batch, self.mode, self.processors, self.methods,
-                     self.alpha)
+                     self.alpha, self.engine)
                 for network, (rows, cols), dataflow, batch in product(self.networks, self.arrays, self.dataflows,
                                                                       self.batches)]
 
@@ -133,6 +139,9 @@ def load_spec(path: str | Path) -> SweepSpec:
     alpha = table.get("alpha", 1.001)
     if not isinstance(alpha, (int, float)) or alpha <= 1:
         raise InputError("alpha must be a number > 1", file=file, field="alpha")
+    engine = table.get("engine", "analytic")
+    if engine not in ENGINES:
+        raise InputError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}", file=file, field="engine")
     methods = strings("methods", METHODS)
     if not methods:
         raise InputError("expected at least one method", file=file, field="methods")
@@ -140,4 +149,4 @@ def load_spec(path: str | Path) -> SweepSpec:
         name=str(table.get("name", path.stem)), networks=resolved, only=strings("only", LAYER_KINDS),
         arrays=tuple(arrays), dataflows=strings("dataflows", ("ws", "os", "is")) or ("ws",),
         batches=positives("batches"), processors=positives("processors"), methods=methods, mode=mode,
-        alpha=float(alpha), source=file)
+        alpha=float(alpha), engine=engine, source=file)

@@ -1,0 +1,233 @@
+"""Cycle-level systolic-array engine: memory stalls and DRAM traffic of a GEMM, SCALE-Sim-exact.
+
+The analytic model (:mod:`archsim.array.analytic`) gives compute cycles; this engine steps the
+array fold by fold and cycle by cycle to get what memory adds. Each cycle the array demands some
+words of A (ifmap), B (filter) and writes some of out (ofmap) — the same demand rows SCALE-Sim
+3.0.0's ``systolic_compute_{ws,os,is}`` build as matrices, here derived per fold as "word
+base + a·t + b·lane, valid on a (skewed) band", so nothing larger than one operand is ever held.
+The demand goes through a model of SCALE-Sim's double-buffered scratchpads with its DRAM interface
+in USER bandwidth mode (``memory/double_buffered_scratchpad_mem.py``, ``read_buffer.py``,
+``write_buffer.py``, ``read_port.py``/``write_port.py``), reproduced decision for decision, so
+stall cycles and DRAM reads/writes equal SCALE-Sim's for GEMMs (its conv mode's overlapping
+im2col windows repeat addresses; archsim's lowering hands the engine the im2col GEMM).
+
+SCALE-Sim's memory model, and the oddities this engine reproduces on purpose:
+
+* **Reads.** An SRAM of S words holds an active half ⌈S/2⌉ and a prefetch half. Words are hashed,
+  in the operand's prefetch order (fold tiles stacked; anti-diagonal order for skewed operands),
+  into "lines" of ⌈S/100⌉ words; the active window is a run of lines. A demanded word outside the
+  window slides the window by one prefetch buffer (circularly: a re-read operand wraps around).
+* **Prefetch timing ignores the array.** Prefetch k (after the free initial fill, which SCALE-Sim
+  places before cycle 0) is ready at k·(⌈(S/2)/bw⌉ + 1) − 1, whatever cycle the array asks for it:
+  the DRAM runs back to back from cycle −1, never waiting for demand or stalls.
+* **Stalls counted twice, and negative.** On a miss SCALE-Sim adds the potential stall
+  (ready − now) to the line's offset *and*, if positive, adds it again; if negative it still adds it,
+  so an early prefetch moves "now" back. A line stalls by the largest of the ifmap, filter and
+  ofmap figures (the ofmap one is ≥ 0, which hides negative read stalls).
+* **DRAM reads count whole lines of the request width,** nulls and overshoot included: the initial
+  fill reads min(⌈(S/2)/bw⌉, lines of the prefetch matrix)·bw words, each prefetch ⌈(S/2)/bw⌉·bw.
+* **Ofmap drain.** Writes fill bw-word lines. Once more than half the SRAM is used and no drain is
+  running, the open line is flushed part-full and up to ⌈(S/2)/bw⌉ lines drain, one per cycle; only
+  nulls in the *last* drained line are discounted, so a part-full line drained mid-batch counts bw
+  words. A write stalls only when the SRAM is full during a drain.
+* **The final drain is not in the cycle count.** After the last line SCALE-Sim drains the rest from
+  the last line's cycle on; those cycles appear only in "Total Cycles (incl. prefetch)".
+* **USER mode's read bandwidth.** SCALE-Sim 3.0.0 reads ifmap and filter at the ``[layout]``
+  ``IfmapSRAMBankBandwidth``/``FilterSRAMBankBandwidth`` (10 by default) and uses ``Bandwidth`` only
+  for the ofmap. archsim's ``ArrayConfig.bandwidth`` applies to all three; :func:`simulate_gemm`
+  takes them separately to model either.
+
+Cycles: ``compute_cycles`` is the analytic count (stall-free); ``cycles`` is SCALE-Sim's "Compute
+cycles" in USER mode — the last cycle an ofmap line is serviced, stalls included.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from archsim.array import cycle_kernel as kernel
+from archsim.array.analytic import DATAFLOW_CODES
+from archsim.array.config import ArrayConfig
+from archsim.errors import InputError
+
+# How each dataflow tiles A and B for prefetching: (tile width, transposed, anti-diagonal order),
+# from systolic_compute_*.create_{ifmap,filter}_prefetch_mat — see kernel.prefetch_geometry.
+_PREFETCH = {  # dataflow: ((A width, A transposed, A diagonal), (B width, B transposed, B diagonal))
+    "ws": (("rows", False, True), ("cols", False, False)),
+    "os": (("rows", True, True), ("cols", False, True)),
+    "is": (("cols", True, False), ("rows", True, True)),
+}
+
+
+@dataclass(frozen=True)
+class CycleResult:
+    """One GEMM through the array and its memories (cycles; words of ``element_bytes``).
+
+    compute_cycles: stall-free cycles (= analytic ``gemm_cost``). stall_cycles: SCALE-Sim's stalls.
+    cycles: SCALE-Sim's USER-mode "Compute cycles" (stalls included) — the memory-aware cost.
+    cycles_incl_prefetch: SCALE-Sim's "Total Cycles (incl. prefetch)", initial fill to final drain.
+    ifmap/filter_dram_reads, ofmap_dram_writes: words over the DRAM interface, as SCALE-Sim counts.
+    """
+
+    m: int
+    k: int
+    n: int
+    compute_cycles: int
+    stall_cycles: int
+    cycles: int
+    cycles_incl_prefetch: int
+    ifmap_dram_reads: int
+    filter_dram_reads: int
+    ofmap_dram_writes: int
+
+    @property
+    def dram_words(self) -> int:
+        return self.ifmap_dram_reads + self.filter_dram_reads + self.ofmap_dram_writes
+
+
+def _ceil(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _read_constants(words: int, bandwidth: int, valid: int, padded: int) -> list[int]:
+    """read_buffer.set_params / prepare_hashed_buffer / prefetch_active_buffer, as numbers."""
+    per_set = _ceil(words, 100)
+    active = _ceil(words, 2)
+    prefetch = words - active
+    lines = valid // per_set + 1  # SCALE-Sim always closes one more (possibly empty) line
+    active_lines = min(_ceil(active, per_set), lines)
+    prefetch_lines = min(_ceil(prefetch, per_set), lines - active_lines)
+    first_fill = min(_ceil(active, bandwidth), _ceil(padded, bandwidth))
+    return [per_set, lines, active_lines, prefetch_lines, _ceil(prefetch, bandwidth) + 1, first_fill, bandwidth]
+
+
+def _positive(value: int, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+        raise InputError(f"must be a positive integer, got {value!r}", field=field)
+    return int(value)
+
+
+def simulate_gemm(m: int, k: int, n: int, rows: int, cols: int, dataflow: str = "ws", *,
+                  sram_words: tuple[int, int, int] = (65536, 65536, 65536),
+                  bandwidth: tuple[int, int, int] = (10, 10, 10)) -> CycleResult:
+    """Step out[M×N] = A[M×K]·B[K×N] on an R×C array with SCALE-Sim's memory model.
+
+    sram_words: ifmap, filter, ofmap SRAM sizes in words (SCALE-Sim: KiB × 1024, 1-byte words).
+    bandwidth: ifmap, filter, ofmap DRAM words/cycle (USER mode).
+    """
+    m, k, n = _positive(m, "m"), _positive(k, "k"), _positive(n, "n")
+    rows, cols = _positive(rows, "rows"), _positive(cols, "cols")
+    if dataflow not in DATAFLOW_CODES:
+        raise InputError(f"unknown dataflow {dataflow!r}; choose one of ws, os, is", field="dataflow")
+    for values, field in ((sram_words, "sram"), (bandwidth, "bandwidth")):
+        if len(values) != 3:
+            raise InputError(f"give three values (ifmap, filter, ofmap), got {values!r}", field=field)
+    words = [_positive(w, "sram") for w in sram_words]
+    bws = [_positive(b, "bandwidth") for b in bandwidth]
+    if min(words) < 2:
+        raise InputError("an SRAM needs at least 2 words (two halves)", field="sram")
+    df = DATAFLOW_CODES[dataflow]
+    per_fold, row_folds, col_folds = _folding(m, k, n, rows, cols, dataflow)
+
+    sides = {"rows": rows, "cols": cols}
+    (wa, ta, da), (wb, tb, db) = _PREFETCH[dataflow]
+    geometry = np.array([kernel.prefetch_geometry(m, k, sides[wa], ta, da),
+                         kernel.prefetch_geometry(k, n, sides[wb], tb, db)], dtype=np.int64)
+    padded = geometry[:, kernel.P_STACKED_ROWS] * geometry[:, kernel.P_WIDTH]
+    read = np.array([_read_constants(words[0], bws[0], m * k, int(padded[0])),
+                     _read_constants(words[1], bws[1], k * n, int(padded[1]))], dtype=np.int64)
+    active = _ceil(words[2], 2)
+    write = np.array([words[2], active, _ceil(words[2] - active, bws[2]), bws[2]], dtype=np.int64)
+    out = kernel.simulate(m, k, n, rows, cols, df, per_fold, row_folds, col_folds, geometry, read, write)
+    if out[kernel.OUT_ERROR] != kernel.ERROR_NONE:  # a drain starts only with > S/2 words stored
+        raise RuntimeError("internal: ofmap drain of an empty trace (SCALE-Sim would raise IndexError)")
+    first_read = min(int(out[kernel.OUT_IFMAP_FIRST]), int(out[kernel.OUT_FILTER_FIRST]))
+    return CycleResult(
+        m=m, k=k, n=n,
+        compute_cycles=int(out[kernel.OUT_LINES]) - 1,
+        stall_cycles=int(out[kernel.OUT_STALLS]),
+        cycles=int(out[kernel.OUT_TOTAL]),
+        cycles_incl_prefetch=int(out[kernel.OUT_OFMAP_LAST]) - first_read,
+        ifmap_dram_reads=int(out[kernel.OUT_IFMAP_READS]),
+        filter_dram_reads=int(out[kernel.OUT_FILTER_READS]),
+        ofmap_dram_writes=int(out[kernel.OUT_OFMAP_WRITES]),
+    )
+
+
+def _folding(m: int, k: int, n: int, rows: int, cols: int, dataflow: str) -> tuple[int, int, int]:
+    """(cycles per fold, row folds, column folds), as in :mod:`archsim.array.analytic`."""
+    sr, sc, t = {"ws": (k, n, m), "os": (m, n, k), "is": (k, m, n)}[dataflow]
+    return (0 if dataflow == "os" else rows) + rows + cols + t - 2, _ceil(sr, rows), _ceil(sc, cols)
+
+
+def demand_matrices(m: int, k: int, n: int, rows: int, cols: int,
+                    dataflow: str = "ws") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-cycle demand as SCALE-Sim's compute system builds it: ifmap, filter and ofmap matrices,
+    one row per cycle, one column per array edge lane, holding the word's flat index in A, B or
+    out (−1: idle). Materializes them — for inspection and tests on small GEMMs; the engine itself
+    walks the same rows without building them."""
+    df = DATAFLOW_CODES[dataflow]
+    per_fold, row_folds, col_folds = _folding(m, k, n, rows, cols, dataflow)
+    widths = np.array({"ws": (rows, cols, cols), "os": (rows, cols, cols), "is": (cols, rows, cols)}[dataflow],
+                      dtype=np.int64)
+    return kernel.fill_demand(m, k, n, rows, cols, df, per_fold, row_folds, col_folds, widths)
+
+
+def prefetch_order(m: int, k: int, n: int, rows: int, cols: int, dataflow: str = "ws") -> tuple[np.ndarray, np.ndarray]:
+    """Place of every word of A (M×K, flat) and of B (K×N) in SCALE-Sim's prefetch order."""
+    sides = {"rows": rows, "cols": cols}
+    orders = []
+    for (width, transposed, diagonal), (nr, nc) in zip(_PREFETCH[dataflow], ((m, k), (k, n))):
+        geometry = np.array(kernel.prefetch_geometry(nr, nc, sides[width], transposed, diagonal), dtype=np.int64)
+        orders.append(np.array([kernel.position(geometry, i) for i in range(nr * nc)], dtype=np.int64))
+    return orders[0], orders[1]
+
+
+def sram_words(array: ArrayConfig) -> tuple[int, int, int]:
+    """SRAM sizes of an array config in words of its element size."""
+    return tuple(max(2, kb * 1024 // array.element_bytes)  # type: ignore[return-value]
+                 for kb in (array.ifmap_sram_kb, array.filter_sram_kb, array.ofmap_sram_kb))
+
+
+def simulate_on(m: int, k: int, n: int, array: ArrayConfig, bandwidth: int | None = None) -> CycleResult:
+    """:func:`simulate_gemm` on an :class:`ArrayConfig`: its SRAMs, and its first ``bandwidth`` (or the
+    one given) for all three operands."""
+    bw = array.bandwidth[0] if bandwidth is None else bandwidth
+    return simulate_gemm(m, k, n, array.rows, array.cols, array.dataflow, sram_words=sram_words(array),
+                         bandwidth=(bw, bw, bw))
+
+
+def minimum_bandwidth(m: int, k: int, n: int, rows: int, cols: int, dataflow: str = "ws", *,
+                      sram_words: tuple[int, int, int] = (65536, 65536, 65536)) -> int | None:
+    """Fewest DRAM words/cycle (the same for all three operands) at which the GEMM never stalls,
+    or None when no bandwidth suffices (SRAMs too small for SCALE-Sim's prefetch model).
+
+    Above half the largest SRAM every prefetch and drain is one line, so more bandwidth changes
+    nothing: that is the search's upper end. Bisection assumes that once stall-free, more bandwidth
+    stays stall-free — true on every case tests/test_cycle_engine.py scans linearly.
+    """
+    def stalls(bw: int) -> int:
+        return simulate_gemm(m, k, n, rows, cols, dataflow, sram_words=sram_words,
+                             bandwidth=(bw, bw, bw)).stall_cycles
+
+    high = max(_ceil(int(w), 2) for w in sram_words)
+    if stalls(high) > 0:
+        return None
+    low = 0  # stalls at low (or low is below 1); none at high
+    while high - low > 1:
+        middle = (low + high) // 2
+        if stalls(middle) > 0:
+            low = middle
+        else:
+            high = middle
+    return high
+
+
+@lru_cache(maxsize=4096)
+def simulate_cached(m: int, k: int, n: int, array: ArrayConfig) -> CycleResult:
+    """:func:`simulate_on`, once per distinct (GEMM, array): a network repeats its GEMM shapes, and
+    costing, splitting and sweeping ask for the same ones again."""
+    return simulate_on(m, k, n, array)

@@ -1,0 +1,292 @@
+"""Numba kernels of the cycle-level engine (:mod:`archsim.array.cycle` explains the model).
+
+Plain integer arrays in, plain integer arrays out: the kernels know nothing of configs or
+dataclasses, so they compile once (``cache=True``) and are reused by every caller.
+
+Operands are addressed by flat element index: A (ifmap) is M×K, index i·K + j; B (filter) is
+K×N, index i·N + j; out (ofmap) is M×N, index i·N + j — the same words SCALE-Sim's GEMM mode
+addresses (offsets aside), and all distinct, which is what lets a word's SRAM line be a lookup.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+# Layout of the int64 vector simulate() returns.
+OUT_LINES, OUT_TOTAL, OUT_STALLS, OUT_IFMAP_READS, OUT_FILTER_READS, OUT_OFMAP_WRITES = 0, 1, 2, 3, 4, 5
+OUT_IFMAP_FIRST, OUT_FILTER_FIRST, OUT_OFMAP_LAST, OUT_ERROR = 6, 7, 8, 9
+OUT_SIZE = 10
+ERROR_NONE, ERROR_EMPTY_DRAIN = 0, 1
+
+# Layout of one operand's demand description (see _describe).
+D_SKEW, D_LO, D_HI, D_CLIMIT, D_BASE, D_A, D_B = 0, 1, 2, 3, 4, 5, 6
+
+
+# Layout of one read operand's prefetch geometry (see prefetch_geometry).
+P_NC, P_WIDTH, P_TRANSPOSED, P_DIAGONAL, P_HEIGHT, P_STACKED_ROWS, P_LAST_ROW0, P_LAST_WIDTH = range(8)
+
+
+def prefetch_geometry(nr: int, nc: int, width: int, transposed: bool, diagonal: bool) -> list[int]:
+    """How SCALE-Sim lays an nr×nc operand out for prefetching, as eight integers.
+
+    It stacks the operand's fold tiles (``width`` columns each, the last one padded with nulls) into
+    one matrix — tiles of columns X[:, b·w:(b+1)·w] (``transposed`` False) or of rows
+    X[b·w:(b+1)·w, :]ᵀ (True) — and reads it row by row, or anti-diagonal by anti-diagonal from the
+    bottom-left (``diagonal``, its fix for skewed demand).
+    """
+    limit = nr if transposed else nc
+    height = nc if transposed else nr
+    blocks = -(-limit // width)
+    return [nc, width, int(transposed), int(diagonal), height, blocks * height, (blocks - 1) * height,
+            limit - (blocks - 1) * width]
+
+
+@njit(cache=True)
+def _triangle(x):
+    return x * (x + 1) // 2 if x > 0 else 0
+
+
+@njit(cache=True)
+def _below_diagonal(d, height, width):
+    """Cells (r, c) of a height×width rectangle with r + c < d."""
+    return (_triangle(d) - _triangle(d - height) - _triangle(d - width)
+            + _triangle(d - height - width))
+
+
+@njit(cache=True)
+def position(geometry, index):
+    """Place of word ``index`` among the operand's non-null words in prefetch order (closed form:
+    the stacked matrix is never built). Nulls sit only in the last tile's columns ≥ last width."""
+    nc, width, height = geometry[P_NC], geometry[P_WIDTH], geometry[P_HEIGHT]
+    stacked, row0, last_width = geometry[P_STACKED_ROWS], geometry[P_LAST_ROW0], geometry[P_LAST_WIDTH]
+    i = index // nc
+    j = index - i * nc
+    h, w = (j, i) if geometry[P_TRANSPOSED] else (i, j)
+    block = w // width
+    col = w - block * width
+    row = block * height + h
+    if geometry[P_DIAGONAL] == 0:
+        return row * width - max(0, row - row0) * (width - last_width) + col
+    d = row + col
+    before = _below_diagonal(d, stacked, width) + min(d, stacked - 1) - row
+    nulls = _below_diagonal(d - row0 - last_width, stacked - row0, width - last_width)
+    lo = max(row + 1, row0, d - width + 1)  # nulls later on the same diagonal (rows > row)
+    hi = min(stacked - 1, d - last_width)
+    if hi >= lo:
+        nulls += hi - lo + 1
+    return before - nulls
+
+
+@njit(cache=True)
+def _describe(df, operand, fr, fc, m, k, n, rows, cols, out):
+    """Demand of one operand in one fold: index = base + a·t + b·c for fold cycle t and array lane
+    c < climit, valid where lo ≤ t < hi (flat) or lo ≤ t − c < hi (skewed)."""
+    kr = min(rows, k - fr * rows)
+    if df == 0:  # ws: A streams (skewed), B preloaded (flat, flipped), out drains (skewed)
+        nc = min(cols, n - fc * cols)
+        if operand == 0:
+            skew, lo, hi, climit, base, su, sc = 1, rows, rows + m, kr, -rows * k + fr * rows, k, 1
+        elif operand == 1:
+            out[:] = (0, rows - kr, rows, nc, (fr * rows + rows - 1) * n + fc * cols, -n, 1)
+            return
+        else:
+            skew, lo, hi, climit, base, su, sc = 1, 2 * rows - 1, 2 * rows - 1 + m, nc, -(2 * rows - 1) * n + fc * cols, n, 1
+    elif df == 1:  # os: A and B stream (skewed), out drains flipped (skewed)
+        mr = min(rows, m - fr * rows)
+        nc = min(cols, n - fc * cols)
+        if operand == 0:
+            skew, lo, hi, climit, base, su, sc = 1, 0, k, mr, fr * rows * k, 1, k
+        elif operand == 1:
+            skew, lo, hi, climit, base, su, sc = 1, 0, k, nc, fc * cols, n, 1
+        else:
+            skew, lo, hi, climit = 1, k - 1 + rows - mr, k - 1 + rows, nc
+            base, su, sc = (fr * rows + rows + k - 2) * n + fc * cols, -n, 1
+    else:  # is: A preloaded (flat, flipped), B streams (skewed), out drains (skewed)
+        mc = min(cols, m - fc * cols)
+        if operand == 0:
+            out[:] = (0, rows - kr, rows, mc, fc * cols * k + fr * rows + rows - 1, -1, k)
+            return
+        elif operand == 1:
+            skew, lo, hi, climit, base, su, sc = 1, rows, rows + n, kr, fr * rows * n - rows, 1, n
+        else:
+            skew, lo, hi, climit, base, su, sc = 1, 2 * rows - 1, 2 * rows - 1 + n, mc, fc * cols * n - (2 * rows - 1), 1, n
+    out[:] = (skew, lo, hi, climit, base, su, sc - su)
+
+
+@njit(cache=True)
+def _lanes(desc, t):
+    """Valid lanes [first, last) of fold cycle t."""
+    if desc[D_SKEW] == 1:
+        return max(0, t - desc[D_HI] + 1), min(desc[D_CLIMIT], t - desc[D_LO] + 1)
+    if desc[D_LO] <= t < desc[D_HI]:
+        return 0, desc[D_CLIMIT]
+    return 0, 0
+
+
+@njit(cache=True)
+def _read_line(state, geometry, elems_per_set, desc, t, first, last, now):
+    """Serve one demand line's reads of one operand; return the cycle SCALE-Sim says it finishes.
+
+    state: [window start line, last prefetch cycle, prefetches, lines, active lines, prefetch lines,
+    cycles per prefetch]. Mirrors read_buffer.service_reads: a miss slides the window one prefetch
+    and moves ``now`` to the prefetch's cycle — twice the overshoot when late (SCALE-Sim adds the
+    potential stall twice), back to it when early (it adds a negative stall).
+    """
+    nl, active, step = state[3], state[4], state[6]
+    for c in range(first, last):
+        line = position(geometry, desc[D_BASE] + desc[D_A] * t + desc[D_B] * c) // elems_per_set
+        while (line - state[0] + nl) % nl >= active:
+            state[0] = (state[0] + state[5]) % nl
+            state[1] += step
+            state[2] += 1
+            potential = state[1] - now
+            now += potential
+            if potential > 0:
+                now += potential
+    return now
+
+
+@njit(cache=True)
+def _drain(wstate, partial, start_cycle):
+    """write_buffer.empty_drain_buf: drain up to one drain buffer of lines; return its last cycle.
+
+    wstate: [free words, drain end, words in the open line, lines stored, first undrained line,
+    DRAM writes, lines per drain, bandwidth, partial head, partial tail, first drain cycle,
+    last drain cycle, error]. partial: (line, words) of lines flushed part-full, in line order.
+    """
+    bw = wstate[7]
+    first = wstate[4]
+    end = min(first + wstate[6], wstate[3])
+    lines = end - first
+    if lines <= 0:  # SCALE-Sim indexes an empty trace slice here and raises IndexError
+        wstate[12] = ERROR_EMPTY_DRAIN
+        return start_cycle
+    last_words = bw
+    while wstate[8] < wstate[9] and partial[wstate[8], 0] < end:
+        if partial[wstate[8], 0] == end - 1:
+            last_words = partial[wstate[8], 1]
+        wstate[8] += 1
+    words = (lines - 1) * bw + last_words  # only the last line's nulls are discounted
+    wstate[5] += words
+    wstate[0] += words
+    wstate[4] = end
+    stop = start_cycle + lines - 1
+    if wstate[10] < 0:
+        wstate[10] = start_cycle
+    wstate[11] = max(wstate[11], stop)
+    return stop
+
+
+@njit(cache=True)
+def _flush_open_line(wstate, partial):
+    """append_to_trace_mat(force=True): the open line joins the trace, nulls and all."""
+    if wstate[2] > 0:
+        if wstate[9] == partial.shape[0]:
+            grown = np.empty((2 * partial.shape[0], 2), dtype=np.int64)
+            grown[: partial.shape[0]] = partial
+            partial = grown
+        partial[wstate[9], 0] = wstate[3]
+        partial[wstate[9], 1] = wstate[2]
+        wstate[9] += 1
+        wstate[3] += 1
+        wstate[2] = 0
+    return partial
+
+
+@njit(cache=True)
+def simulate(m, k, n, rows, cols, df, per_fold, row_folds, col_folds, geometry, read_consts, write_consts):
+    """Step every demand line of every fold through SCALE-Sim's double-buffered memory model.
+
+    geometry: 2×8 prefetch_geometry of A and B. read_consts: 2×7 [words per set, lines, active lines, prefetch lines, cycles per prefetch,
+    first-fill lines, bandwidth] for ifmap and filter. write_consts: [words, active words,
+    lines per drain, bandwidth]. Returns the OUT_* vector.
+    """
+    out = np.zeros(OUT_SIZE, dtype=np.int64)
+    states = np.zeros((2, 7), dtype=np.int64)
+    for op in range(2):
+        states[op, 1] = -1  # the first fill is served before cycle 0
+        states[op, 3] = read_consts[op, 1]
+        states[op, 4] = read_consts[op, 2]
+        states[op, 5] = read_consts[op, 3]
+        states[op, 6] = read_consts[op, 4]
+    total_words, active_words = write_consts[0], write_consts[1]
+    wstate = np.zeros(13, dtype=np.int64)
+    wstate[0] = total_words
+    wstate[6] = write_consts[2]
+    wstate[7] = write_consts[3]
+    wstate[10] = -1
+    wstate[11] = -(2 ** 62)
+    partial = np.empty((16, 2), dtype=np.int64)
+    bw_out = write_consts[3]
+    desc = np.zeros((3, 7), dtype=np.int64)
+    stalls = 0
+    line_index = 0
+    total = 0
+    serviced = 0
+    for fc in range(col_folds):
+        for fr in range(row_folds):
+            for op in range(3):
+                _describe(df, op, fr, fc, m, k, n, rows, cols, desc[op])
+            for t in range(per_fold):
+                cycle = line_index + stalls
+                worst = 0
+                for op in range(2):
+                    first, last = _lanes(desc[op], t)
+                    if first < last:
+                        done = _read_line(states[op], geometry[op], read_consts[op, 0], desc[op], t, first, last,
+                                          cycle + 1)
+                        worst = max(worst, done - cycle - 1)
+                first, last = _lanes(desc[2], t)
+                now = cycle
+                for _ in range(first, last):
+                    wstate[2] += 1
+                    wstate[0] -= 1
+                    if wstate[2] == bw_out:
+                        wstate[3] += 1
+                        wstate[2] = 0
+                    if now < wstate[1]:
+                        if wstate[0] <= 0:
+                            now = wstate[1]
+                    elif wstate[0] < active_words:
+                        partial = _flush_open_line(wstate, partial)
+                        wstate[1] = _drain(wstate, partial, now)
+                worst = max(worst, now - cycle)
+                serviced = now
+                total = max(total, now)
+                stalls += worst
+                line_index += 1
+    # empty_all_buffers: drain what is left, starting at the last line's cycle, back to back
+    partial = _flush_open_line(wstate, partial)
+    cycle = serviced
+    while wstate[4] < wstate[3]:
+        cycle = _drain(wstate, partial, cycle) + 1
+    out[OUT_LINES] = line_index
+    out[OUT_TOTAL] = total
+    out[OUT_STALLS] = stalls
+    for op in range(2):
+        out[OUT_IFMAP_READS + op] = (read_consts[op, 5] + states[op, 2] * (read_consts[op, 4] - 1)) * read_consts[op, 6]
+        out[OUT_IFMAP_FIRST + op] = -read_consts[op, 5]
+    out[OUT_OFMAP_WRITES] = wstate[5]
+    out[OUT_OFMAP_LAST] = wstate[11]
+    out[OUT_ERROR] = wstate[12]
+    return out
+
+
+@njit(cache=True)
+def fill_demand(m, k, n, rows, cols, df, per_fold, row_folds, col_folds, widths):
+    """The three demand matrices (word index per lane, −1 idle), materialized: small GEMMs only."""
+    lines = per_fold * row_folds * col_folds
+    mats = [np.full((lines, widths[op]), -1, dtype=np.int64) for op in range(3)]
+    desc = np.zeros(7, dtype=np.int64)
+    line = 0
+    for fc in range(col_folds):
+        for fr in range(row_folds):
+            for op in range(3):
+                _describe(df, op, fr, fc, m, k, n, rows, cols, desc)
+                for t in range(per_fold):
+                    first, last = _lanes(desc, t)
+                    for c in range(first, last):
+                        mats[op][line + t, c] = desc[D_BASE] + desc[D_A] * t + desc[D_B] * c
+            line += per_fold
+    return mats[0], mats[1], mats[2]
