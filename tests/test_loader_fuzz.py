@@ -358,11 +358,14 @@ def test_output_size_rules(h, fh, s, p):
 
 
 def test_huge_numbers_are_exact_or_an_input_error():
-    big = 10**400  # beyond a float: SCALE-Sim geometry must not overflow (it once raised OverflowError)
-    row = f"c, {big}, 16, 3, 3, 3, 8, 2,"
     header = ", ".join(FIELDS[:8]) + ","
-    assert parse_topology(header + "\n" + row + "\n", geometry="scalesim").layers[0].ofmap_h == 5 * 10**399
-    assert parse_topology(header + "\n" + row + "\n").layers[0].ofmap_h == (big - 3) // 2 + 1
+    limit = 2**31 - 1  # the loader's bound: beyond int32 a dimension is a typo
+    row = f"c, {limit}, 16, 3, 3, 3, 8, 2,"
+    assert parse_topology(header + "\n" + row + "\n", geometry="scalesim").layers[0].ofmap_h == -(-(limit - 3 + 2) // 2)
+    assert parse_topology(header + "\n" + row + "\n").layers[0].ofmap_h == (limit - 3) // 2 + 1
+    for big in (limit + 1, 10**400):  # 10**400 is beyond a float (SCALE-Sim geometry once overflowed on it)
+        error = outcome(header + f"\nc, {big}, 16, 3, 3, 3, 8, 2,\n")
+        assert (error.where.line, error.where.field) == (2, "IFMAP Height") and "at most" in str(error)
     too_long = outcome(header + "\nc, " + "9" * 5000 + ", 16, 3, 3, 3, 8, 2,\n")  # past int()'s digit limit
     assert (too_long.where.line, too_long.where.field) == (2, "IFMAP Height")
 
@@ -402,3 +405,18 @@ def test_files_that_are_not_utf8_or_not_files(tmp_path):
 def test_an_unbalanced_quote_is_located():
     result = outcome(HEADER + '\nc1, "16, 16, 3, 3, 3, 8, 1, 1, conv, input,\n')
     assert isinstance(result, InputError) and result.where.line == 2
+
+
+@pytest.mark.parametrize("value, needle", [("1_6", "expected an integer"), ("١٦", "expected an integer"),
+                                           ("16.0", "expected an integer"), ("2147483648", "at most"),
+                                           ("-3", "positive")])
+def test_dimensions_are_plain_decimal_integers_within_int32(tmp_path, value, needle):
+    from archsim.errors import InputError
+    from archsim.workload import load_network
+
+    path = tmp_path / "net.csv"
+    path.write_text("Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, "
+                    f"Strides,\nconv1, 8, 8, 3, 3, {value}, 4, 1,\n", encoding="utf-8")
+    with pytest.raises(InputError, match=needle) as error:
+        load_network(str(path))
+    assert error.value.where.line == 2 and error.value.where.field is not None

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from pathlib import Path
 
 from archsim.errors import InputError
@@ -140,12 +141,18 @@ def load_topology(path: str | Path, *, geometry: str = "archsim", name: str | No
     return parse_topology(text, source=str(path), name=name or path.stem, geometry=geometry)
 
 
+_DECIMAL = re.compile(r"[-+]?[0-9]+")
+MAX_DIMENSION = 2**31 - 1  # dimensions beyond int32 are typos, and overflow int64 products downstream
+
+
 def _integer(text: str, source: str, line: int, field: str, minimum: int = 1) -> int:
     raw = text.strip()
-    try:
-        value = int(raw)
-    except ValueError:
-        raise InputError(f"expected an integer, got {raw!r}", file=source, line=line, field=field) from None
+    if not _DECIMAL.fullmatch(raw):  # int() also takes "1_6" and non-ASCII digits; a topology file may not
+        raise InputError(f"expected an integer, got {raw!r}", file=source, line=line, field=field)
+    value = int(raw) if len(raw.lstrip("+-").lstrip("0")) <= 10 else MAX_DIMENSION + 1  # no 4,300-digit int()
+    if value > MAX_DIMENSION:
+        shown = raw if len(raw) <= 20 else f"{raw[:8]}…({len(raw)} digits)"
+        raise InputError(f"must be at most {MAX_DIMENSION}, got {shown}", file=source, line=line, field=field)
     if value < minimum:
         what = "positive" if minimum == 1 else f">= {minimum}"
         raise InputError(f"must be {what}, got {value}", file=source, line=line, field=field)
