@@ -28,7 +28,8 @@ ENGINES = ("analytic", "cycle")
 CYCLE_COLUMNS = ("stall_cycles", "dram_read_bytes", "dram_write_bytes")
 
 
-def _flatten(ops: Sequence[TrainingOp]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def flatten_gemms(ops: Sequence[TrainingOp]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(owning op index, m, k, n, count) of every GEMM of ``ops``, as int64 arrays for one vectorized call."""
     owner, m, k, n, count = [], [], [], [], []
     for index, op in enumerate(ops):
         for g in op.gemms:
@@ -66,7 +67,7 @@ def op_costs(ops: Sequence[TrainingOp], array: ArrayConfig, engine: str = "analy
     (one lane per array column) and never stalls.
     """
     _check_engine(engine)
-    owner, m, k, n, count = _flatten(ops)
+    owner, m, k, n, count = flatten_gemms(ops)
     cycles = np.zeros(len(ops), dtype=np.int64)
     macs = np.zeros(len(ops), dtype=np.int64)
     extra = {column: np.zeros(len(ops), dtype=np.int64) for column in CYCLE_COLUMNS}
@@ -105,7 +106,7 @@ def op_costs(ops: Sequence[TrainingOp], array: ArrayConfig, engine: str = "analy
 def op_cycles(ops: Sequence[TrainingOp], array: ArrayConfig, engine: str = "analytic") -> np.ndarray:
     """Cycles of each op (int64 array), the cost interface partitioners use (no pandas: hot path)."""
     _check_engine(engine)
-    owner, m, k, n, count = _flatten(ops)
+    owner, m, k, n, count = flatten_gemms(ops)
     cycles = np.zeros(len(ops), dtype=np.int64)
     if owner.size:
         gemm = (_cycle_figures(m, k, n, array)[:, 0] if engine == "cycle"

@@ -1,4 +1,4 @@
-"""Self-contained HTML pages for the BPPSA studies (Fig. 8's trends, Fig. 10's shape).
+"""The BPPSA study pages' sections (Fig. 8's trends, Fig. 10's shape), drawn by archsim.report.page.
 
 Each figure's caption gives the command that regenerates it and what the model assumes.
 """
@@ -6,37 +6,11 @@ Each figure's caption gives the command that regenerates it and what the model a
 from __future__ import annotations
 
 import html
-from pathlib import Path
 
 import pandas as pd
 import plotly.graph_objects as go
-import plotly.io as pio
 
-from archsim.outputs import atomic_write_text
-
-Section = tuple[go.Figure | pd.DataFrame, str]
-
-
-def page(title: str, sections: list[Section]) -> str:
-    """One HTML document: plotly.js inlined once, each figure or table followed by its caption."""
-    parts, first = [], True
-    for item, caption in sections:
-        if isinstance(item, pd.DataFrame):
-            parts.append(item.to_html(index=False, border=0, float_format=lambda x: f"{x:.4g}"))
-        else:
-            parts.append(pio.to_html(item, include_plotlyjs=first, full_html=False, default_width="100%"))
-            first = False
-        parts.append(f'<p class="caption">{caption}</p>')
-    style = ("body{font-family:sans-serif;max-width:1100px;margin:auto}.caption{color:#333;margin:0 0 2em}"
-             "table{border-collapse:collapse}td,th{padding:2px 8px;text-align:right}")
-    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<style>{style}</style></head><body><h1>{html.escape(title)}</h1>{''.join(parts)}</body></html>")
-
-
-def write_page(path: str | Path, title: str, sections: list[Section]) -> Path:
-    """Write :func:`page` atomically."""
-    return atomic_write_text(path, page(title, sections))
-
+from archsim.report.page import Section
 
 def _caption(command: str, what: str, assumes: str) -> str:
     return (f"{html.escape(what)} <br><b>Regenerate:</b> <code>{html.escape(command)}</code>"

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 from pathlib import Path
 
+from archsim.cluster.csv_table import non_negative, read_rows
 from archsim.cluster.spb import LayerCosts, chain_producers
 from archsim.errors import InputError
 
@@ -31,25 +31,9 @@ COLUMNS = ("layer", "forward_s", "backward_s", "activation_bytes", "parameter_by
 
 def parse_profile_csv(text: str, *, source: str = "<string>") -> LayerCosts:
     """Parse profile text (format in the module docstring)."""
-    rows = list(csv.reader(io.StringIO(text, newline="")))
-    numbered = [(i, r) for i, r in enumerate(rows, start=1) if any(c.strip() for c in r)]
-    if not numbered:
-        raise InputError("empty profile (expected a header and one row per layer)", file=source)
-    header_line, header = numbered[0]
-    header = [c.strip() for c in header]
-    for column in header:
-        if column not in COLUMNS:
-            raise InputError(f"unknown column; the columns are {', '.join(COLUMNS)}", file=source,
-                             line=header_line, field=column)
-    for column in COLUMNS:
-        if column not in header:
-            raise InputError("missing column", file=source, line=header_line, field=column)
     names: list[str] = []
     values: dict[str, list[float]] = {c: [] for c in COLUMNS[1:]}
-    for line, row in numbered[1:]:
-        if len(row) != len(header):
-            raise InputError(f"expected {len(header)} fields, got {len(row)}", file=source, line=line)
-        cells = dict(zip(header, (c.strip() for c in row)))
+    for line, cells in read_rows(text, COLUMNS, source=source, what="layer"):
         name = cells["layer"]
         if not name:
             raise InputError("empty layer name", file=source, line=line, field="layer")
@@ -57,17 +41,7 @@ def parse_profile_csv(text: str, *, source: str = "<string>") -> LayerCosts:
             raise InputError(f"duplicate layer {name!r}", file=source, line=line, field="layer")
         names.append(name)
         for column in COLUMNS[1:]:
-            try:
-                value = float(cells[column])
-            except ValueError:
-                raise InputError(f"expected a number, got {cells[column]!r}", file=source, line=line,
-                                 field=column) from None
-            if not math.isfinite(value) or value < 0:
-                raise InputError(f"must be finite and non-negative, got {cells[column]!r}", file=source, line=line,
-                                 field=column)
-            values[column].append(value)
-    if not names:
-        raise InputError("no layer rows", file=source)
+            values[column].append(non_negative(cells[column], file=source, line=line, field=column))
     return LayerCosts(names=tuple(names), forward_s=values["forward_s"], backward_s=values["backward_s"],
                       input_grad_s=[0.0] * len(names), activation_bytes=values["activation_bytes"],
                       parameter_bytes=values["parameter_bytes"], producers=chain_producers(len(names)),

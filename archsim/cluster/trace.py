@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from archsim.cluster.catalog import ModelProfile, lookup, paper_catalog
+from archsim.cluster.csv_table import non_negative, read_rows
 from archsim.errors import InputError
 
 COLUMNS = ("job_id", "num_gpu", "submit_time", "iterations", "model_name", "duration", "interval")
@@ -46,47 +47,19 @@ class TraceJob:
     duration_s: float
 
 
-def _number(text: str, *, integer: bool, file: str, line: int, field: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise InputError(f"expected a number, got {text!r}", file=file, line=line, field=field) from None
-    if not math.isfinite(value) or value < 0:
-        raise InputError(f"must be finite and non-negative, got {text!r}", file=file, line=line, field=field)
-    if integer and value != int(value):
-        raise InputError(f"expected a whole number, got {text!r}", file=file, line=line, field=field)
-    return value
-
-
 def parse_tiresias_csv(text: str, *, source: str = "<string>", catalog: dict[str, ModelProfile] | None = None
                        ) -> tuple[TraceJob, ...]:
     """Parse a Tiresias-format trace; model names are checked against ``catalog`` (default: the paper's)."""
     catalog = paper_catalog() if catalog is None else catalog
-    rows = [(i, r) for i, r in enumerate(csv.reader(io.StringIO(text, newline="")), start=1)
-            if any(c.strip() for c in r)]
-    if not rows:
-        raise InputError("empty trace (expected a header and one row per job)", file=source)
-    header_line, header = rows[0]
-    header = [c.strip() for c in header]
-    for column in header:
-        if column not in COLUMNS:
-            raise InputError(f"unknown column; the columns are {', '.join(COLUMNS)}", file=source,
-                             line=header_line, field=column)
-    for column in COLUMNS:
-        if column not in header:
-            raise InputError("missing column", file=source, line=header_line, field=column)
     jobs: list[TraceJob] = []
     seen: set[str] = set()
-    for line, row in rows[1:]:
-        if len(row) != len(header):
-            raise InputError(f"expected {len(header)} fields, got {len(row)}", file=source, line=line)
-        cell = dict(zip(header, (c.strip() for c in row)))
+    for line, cell in read_rows(text, COLUMNS, source=source, what="job"):
         job_id = cell["job_id"]
         if not job_id or job_id in seen:
             raise InputError(f"job_id must be unique and non-empty, got {job_id!r}", file=source, line=line,
                              field="job_id")
         seen.add(job_id)
-        num = {c: _number(cell[c], integer=c in ("num_gpu", "iterations"), file=source, line=line, field=c)
+        num = {c: non_negative(cell[c], integer=c in ("num_gpu", "iterations"), file=source, line=line, field=c)
                for c in ("num_gpu", "submit_time", "iterations", "duration", "interval")}
         if num["num_gpu"] < 1:
             raise InputError("a job needs at least one GPU", file=source, line=line, field="num_gpu")
@@ -95,8 +68,6 @@ def parse_tiresias_csv(text: str, *, source: str = "<string>", catalog: dict[str
         lookup(catalog, cell["model_name"], file=source, line=line)
         jobs.append(TraceJob(job_id, int(num["num_gpu"]), num["submit_time"], int(num["iterations"]),
                              cell["model_name"], num["duration"]))
-    if not jobs:
-        raise InputError("no job rows", file=source)
     return tuple(sorted(jobs, key=lambda j: j.submit_s))
 
 

@@ -11,7 +11,8 @@ import sys
 
 import pandas as pd
 
-from archsim.bppsa.report import rnn_sections, vgg_sections, write_page
+from archsim.bppsa.report import rnn_sections, vgg_sections
+from archsim.report.page import write_page
 from archsim.bppsa.rnn_cost import rnn_study
 from archsim.bppsa.vgg import ZEROS, check_sparsity, critical_path, vgg_flops
 from archsim.cli import Command

@@ -34,6 +34,7 @@ import pandas as pd
 
 from archsim.array.analytic import gemm_cost
 from archsim.array.config import DATAFLOWS, ArrayConfig
+from archsim.array.costing import flatten_gemms
 from archsim.errors import InputError
 from archsim.lowering import TrainingOp, check_mode, lower_layer
 from archsim.validation.gpu_csv import KernelTable
@@ -196,19 +197,11 @@ def gemm_cycles(m: npt.ArrayLike, k: npt.ArrayLike, n: npt.ArrayLike,
 
 def op_cycles(ops: Sequence[TrainingOp], arrays: GpuArrays) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(cycles, busy array-cycles, largest split-K) of each op; its GEMMs run one after another."""
-    owner, m, k, n, count = [], [], [], [], []
-    for index, op in enumerate(ops):
-        for g in op.gemms:
-            owner.append(index)
-            m.append(g.m)
-            k.append(g.k)
-            n.append(g.n)
-            count.append(g.count)
+    owner, m, k, n, times = flatten_gemms(ops)
     cycles = np.zeros(len(ops), dtype=np.int64)
     busy = np.zeros(len(ops), dtype=np.int64)
     split = np.ones(len(ops), dtype=np.int64)
-    if owner:
-        times = np.asarray(count, dtype=np.int64)
+    if owner.size:
         gemm, gemm_busy, gemm_split = gemm_cycles(m, k, n, arrays)
         np.add.at(cycles, owner, gemm * times)
         np.add.at(busy, owner, gemm_busy * times)

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from archsim.bppsa.report import Section, page
+from archsim.report.page import Section, page
 from archsim.outputs import atomic_write_text
 from archsim.validation.gpu_compare import RHO_BAR, below_bar, outliers
 from archsim.validation.gpu_csv import KERNEL_OPS

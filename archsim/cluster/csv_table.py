@@ -1,0 +1,51 @@
+"""The CSV conventions the cluster's input files share (profiles, Tiresias traces): a header naming
+exactly the expected columns in any order, blank lines ignored, one error per bad cell naming the
+file, line and column."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+
+from archsim.errors import InputError
+
+
+def read_rows(text: str, columns: tuple[str, ...], *, source: str, what: str) -> list[tuple[int, dict[str, str]]]:
+    """(line, {column: stripped cell}) for every non-blank row after the header.
+
+    ``what`` names a row in the empty-file message ("layer", "job")."""
+    rows = [(i, r) for i, r in enumerate(csv.reader(io.StringIO(text, newline="")), start=1)
+            if any(c.strip() for c in r)]
+    if not rows:
+        raise InputError(f"empty file (expected a header and one row per {what})", file=source)
+    header_line, raw_header = rows[0]
+    header = [c.strip() for c in raw_header]
+    for column in header:
+        if column not in columns:
+            raise InputError(f"unknown column; the columns are {', '.join(columns)}", file=source,
+                             line=header_line, field=column)
+    for column in columns:
+        if column not in header:
+            raise InputError("missing column", file=source, line=header_line, field=column)
+    cells = []
+    for line, row in rows[1:]:
+        if len(row) != len(header):
+            raise InputError(f"expected {len(header)} fields, got {len(row)}", file=source, line=line)
+        cells.append((line, dict(zip(header, (c.strip() for c in row)))))
+    if not cells:
+        raise InputError(f"no {what} rows", file=source)
+    return cells
+
+
+def non_negative(text: str, *, file: str, line: int, field: str, integer: bool = False) -> float:
+    """A finite number ≥ 0 (a whole one when ``integer``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(f"expected a number, got {text!r}", file=file, line=line, field=field) from None
+    if not math.isfinite(value) or value < 0:
+        raise InputError(f"must be finite and non-negative, got {text!r}", file=file, line=line, field=field)
+    if integer and value != int(value):
+        raise InputError(f"expected a whole number, got {text!r}", file=file, line=line, field=field)
+    return value
