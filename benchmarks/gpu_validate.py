@@ -60,9 +60,9 @@ def gemm_layers(networks: list[str]) -> list[tuple[str, Layer]]:
     return [(name, layer) for name in networks for layer in load_network(name).layers if layer.kind in ("conv", "fc")]
 
 
-def layer_tensors(torch, layer: Layer, batch: int, dtype, channels_last: bool = False):
-    """(x, w, dy) of ``layer`` at ``batch`` on the GPU: input, weights, output gradient (fc: 2-D matrices)."""
-    options = {"device": "cuda", "dtype": dtype}
+def layer_tensors(torch, layer: Layer, batch: int, dtype, channels_last: bool = False, device: str = "cuda"):
+    """(x, w, dy) of ``layer`` at ``batch`` on ``device``: input, weights, output gradient (fc: 2-D matrices)."""
+    options = {"device": device, "dtype": dtype}
     fan_in = layer.filter_h * layer.filter_w * layer.channels
     if layer.kind == "fc":
         rows = batch * layer.ofmap_h * layer.ofmap_w
@@ -147,12 +147,12 @@ def measure(torch, layer: Layer, batch: int, dtype, *, repeats: int, warmup: int
     return result
 
 
-def check_kernels(torch, layer: Layer, batch: int, dtype=None) -> dict[str, float]:
+def check_kernels(torch, layer: Layer, batch: int, dtype=None, device: str = "cuda") -> dict[str, float]:
     """Max relative error of each timed kernel against autograd on the same tensors (the kernels
-    compute what training computes, not just something of the same shape)."""
+    compute what training computes, not just something of the same shape). Runs on the CPU too."""
     dtype = dtype or torch.float32
     torch.manual_seed(0)
-    x, w, dy = layer_tensors(torch, layer, batch, dtype)
+    x, w, dy = layer_tensors(torch, layer, batch, dtype, device=device)
     kernels = layer_kernels(torch, layer, x, w, dy)
     x_, w_ = x.detach().clone().requires_grad_(), w.detach().clone().requires_grad_()
     if layer.kind == "fc":

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from archsim.array import costing
 from archsim.array.analytic import gemm_cost
-from archsim.array.config import ArrayConfig
+from archsim.array.config import ArrayConfig, read_scalesim_cfg
 from archsim.array.cycle import (demand_matrices, minimum_bandwidth, prefetch_order, simulate_cached,
                                  simulate_gemm, simulate_on)
 from archsim.array.costing import cost_network, op_costs, op_cycles
@@ -282,6 +282,35 @@ def test_cost_cli_cycle_engine_columns(capsys):
     assert body.dram_read_bytes.tolist() == table.dram_read_bytes.tolist()
     total = frame[frame.layer == "TOTAL"].iloc[0]
     assert total.stall_cycles == table.stall_cycles.sum()
+
+
+def cycle_row(out):
+    row = pd.read_csv(io.StringIO(out), comment="#").iloc[0]
+    return (row.total_cycles, row.stall_cycles, row.ifmap_dram_reads, row.filter_dram_reads, row.ofmap_dram_writes)
+
+
+@pytest.mark.parametrize("dataflow", DATAFLOWS)
+def test_a_scalesim_cfg_costs_as_scalesim_runs_it(tmp_path, dataflow, capsys):
+    """A USER-mode .cfg whose [layout] read rates (10) differ from its Bandwidth (2), as SCALE-Sim's
+    shipped configs do: read by archsim, the engine and `archsim gemm --config` give SCALE-Sim's own
+    figures for the same file; `--bandwidth` then overrides all three operands."""
+    pytest.importorskip("scalesim")
+    from scalesim_reference import config_text, scalesim_gemm
+
+    memory = {"ifmap_kb": 1, "filter_kb": 1, "ofmap_kb": 1, "bandwidth": 2, "read_bandwidth": 10}
+    path = tmp_path / "user.cfg"
+    path.write_text(config_text(8, 8, dataflow, **memory))  # the file scalesim_gemm runs SCALE-Sim on
+    array = read_scalesim_cfg(path)
+    assert array.dram_bandwidths == (10, 10, 2)
+    reference = reference_figures(scalesim_gemm(64, 40, 48, 8, 8, dataflow, **memory))
+    assert figures(simulate_on(64, 40, 48, array)) == reference
+    gemm = ["gemm", "--m", "64", "--k", "40", "--n", "48", "--config", str(path), "--engine", "cycle",
+            "--format", "csv"]
+    code, out, _ = run_cli(gemm, capsys)
+    assert code == 0 and cycle_row(out) == reference[:5]
+    code, out, _ = run_cli(gemm + ["--bandwidth", "2"], capsys)
+    uniform = figures(simulate_gemm(64, 40, 48, 8, 8, dataflow, sram_words=(1024,) * 3, bandwidth=(2, 2, 2)))
+    assert code == 0 and cycle_row(out) == uniform[:5] and uniform != reference
 
 
 @pytest.mark.parametrize("argv", [

@@ -429,3 +429,82 @@ def test_timing_script_end_to_end_on_one_shape(tmp_path):
     table = read_kernel_csv(out)
     assert set(table.frame.layer) == {"conv1_1"} and set(table.frame.op) == set(OPS)
     assert int(table.meta["sm_count"]) > 0 and (tmp_path / "x.md").is_file()
+
+
+@pytest.mark.parametrize("layer", [Layer("tiny_conv", "conv", 9, 9, 3, 3, 4, 8, stride=2, padding=1),
+                                   Layer("tiny_1x1_s2", "conv", 8, 8, 1, 1, 6, 5, stride=2, padding=0),
+                                   Layer("tiny_fc", "fc", 1, 1, 1, 1, 64, 16)], ids=["conv", "1x1-stride-2", "fc"])
+def test_timed_kernels_compute_what_autograd_computes_on_the_cpu(layer):
+    """The D and G closures the script times are training's backward (checked without a GPU)."""
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+    errors = load_script().check_kernels(torch, layer, 3, torch.float64, device="cpu")
+    assert set(errors) == {"F", "D", "G"} and max(errors.values()) < 1e-12, errors
+
+
+class _FakeCuda:
+    """Just enough of ``torch.cuda`` for the script's bookkeeping; no kernel runs."""
+
+    class OutOfMemoryError(RuntimeError):
+        pass
+
+    @staticmethod
+    def is_available():
+        return True
+
+    @staticmethod
+    def set_device(index):
+        assert index == 0
+
+    @staticmethod
+    def empty_cache():
+        pass
+
+    @staticmethod
+    def get_device_properties(index):
+        return argparse.Namespace(name=H100, multi_processor_count=132, major=9, minor=0, total_memory=80 * 2**30)
+
+
+def fake_torch():
+    backends = argparse.Namespace(cudnn=argparse.Namespace(version=lambda: 90100),
+                                  cuda=argparse.Namespace(matmul=argparse.Namespace()))
+    return argparse.Namespace(cuda=_FakeCuda, backends=backends, version=argparse.Namespace(cuda="12.4"),
+                              __version__="0.fake", float16="f16", bfloat16="bf16", float32="f32")
+
+
+def test_script_bookkeeping_with_a_fake_gpu(tmp_path, monkeypatch, capsys):
+    """main() without a GPU: a stand-in ``measure`` (time ∝ MACs) and one out-of-memory unit. Every
+    conv/fc layer of both networks gets a row per batch and op, repeated shapes are timed once and
+    point at their first occurrence, the OOM unit is named and marks the run incomplete, and the
+    analysis reads the CSV the script wrote."""
+    script = load_script()
+    monkeypatch.setitem(sys.modules, "torch", fake_torch())
+    monkeypatch.setattr(script.subprocess, "run", lambda *a, **k: (_ for _ in ()).throw(OSError("no nvidia-smi")))
+    timed: list[tuple[str, int]] = []
+
+    def fake_measure(torch, layer, batch, dtype, **_):
+        assert dtype == "f16"
+        if (layer.name, batch) == ("conv1_1", 4):
+            raise _FakeCuda.OutOfMemoryError
+        timed.append((layer.name, batch))
+        ms = batch * layer.ofmap_h * layer.ofmap_w * layer.weight_elements / 2e8 + 0.01
+        return {"F": (ms, 2), "D": (ms, 2), "G": (ms * 1.1, 2), "DG_serial": (ms * 2.1, 1),
+                "DG_concurrent": (ms * 1.6, 1)}
+
+    monkeypatch.setattr(script, "measure", fake_measure)
+    out = tmp_path / "gpu_kernels_fake.csv"
+    code = script.main(["--batches", "4,1", "--out", str(out), "--markdown", str(tmp_path / "fake.md"),
+                        "--report", str(tmp_path / "fake.html")])
+    assert code == 0
+    table = read_kernel_csv(out)
+    layers = script.gemm_layers(["vgg16", "resnet50"])
+    distinct = {script.shape_key(layer) for _, layer in layers}
+    assert len(timed) == 2 * len(distinct) - 1 == len(set(timed))
+    frame = table.frame
+    vgg_conv1 = frame.network.eq("vgg16") & frame.layer.eq("conv1_1")
+    assert len(frame) == 5 * (2 * len(layers) - 1) and set(frame[vgg_conv1].batch) == {1}
+    assert table.meta["complete"] == "false" and table.meta["skipped_oom"] == "vgg16/conv1_1@4"
+    assert table.meta["sm_clock_max_mhz"].startswith("unknown")
+    same = frame[(frame.network == "vgg16") & (frame.layer == "conv3_3")].same_as
+    assert set(same) == {"vgg16/conv3_2"}
+    assert (tmp_path / "fake.md").is_file() and (tmp_path / "fake.html").is_file()
+    assert "F" in capsys.readouterr().out

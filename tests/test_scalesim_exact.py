@@ -201,6 +201,9 @@ def assert_same_config(ours, theirs):
     assert ours.user_bandwidth == theirs.use_user_dram_bandwidth()
     if theirs.use_user_dram_bandwidth():  # SCALE-Sim reads Bandwidth only in USER mode
         assert list(ours.bandwidth) == theirs.get_bandwidths_as_list()
+        # ... and reads ifmap/filter from DRAM at the [layout] bank rates (single_layer_sim.run)
+        assert ours.dram_bandwidths == (theirs.get_ifmap_sram_bandwidth(), theirs.get_filter_sram_bandwidth(),
+                                        theirs.get_bandwidths_as_list()[0])
     assert ours.name == theirs.get_run_name()
 
 
@@ -215,6 +218,7 @@ def test_cfg_reader_agrees_with_scalesims_own_parser(tmp_path, mode):
     assert (ours.rows, ours.cols, ours.dataflow) == (12, 20, "os")
     assert (ours.ifmap_sram_kb, ours.filter_sram_kb, ours.ofmap_sram_kb) == (128, 96, 32)
     assert ours.user_bandwidth == (mode == "USER") and ours.bandwidth == (5,)
+    assert ours.read_bandwidth == ((10, 10) if mode == "USER" else None)
 
 
 def test_cfg_the_harness_writes_reads_the_same_in_both(tmp_path):
@@ -256,8 +260,10 @@ def test_shipped_32x32_config_costs_like_scalesim_with_it():
     (lambda t: t.replace("ArrayHeight:    12", "ArrayHeight:    0"), 5, "ArrayHeight"),
     (lambda t: t.replace("Bandwidth : 5", "Bandwidth : fast"), 14, "Bandwidth"),
     (lambda t: t.replace("InterfaceBandwidth: USER", "InterfaceBandwidth: MAX"), 36, "InterfaceBandwidth"),
+    (lambda t: t.replace("FilterSRAMBankBandwidth: 10", "FilterSRAMBankBandwidth: 0"), 24,
+     "FilterSRAMBankBandwidth"),
 ], ids=["non-integer", "non-integer-float", "unknown-dataflow", "missing-key", "missing-dataflow",
-        "non-positive", "non-integer-bandwidth", "unknown-bandwidth-mode"])
+        "non-positive", "non-integer-bandwidth", "unknown-bandwidth-mode", "non-positive-read-rate"])
 def test_cfg_errors_name_file_line_and_field(tmp_path, edit, line, field):
     path = tmp_path / "bad.cfg"
     text = edit(SHIPPED_FORMAT)

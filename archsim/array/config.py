@@ -23,6 +23,9 @@ class ArrayConfig:
     rows/cols: PE grid (SCALE-Sim ArrayHeight/ArrayWidth). dataflow: ws, os or is.
     SRAM sizes in KiB per operand (double buffered, as SCALE-Sim models them).
     bandwidth: DRAM interface words/cycle per operand when ``user_bandwidth`` (SCALE-Sim USER mode).
+    read_bandwidth: (ifmap, filter) DRAM words/cycle where they differ from ``bandwidth[0]``, else None.
+    SCALE-Sim 3.0.0's USER mode reads ifmap and filter at the ``[layout]`` bank bandwidths and writes
+    the ofmap at ``Bandwidth``; :func:`read_scalesim_cfg` keeps that so a .cfg costs as it does there.
     element_bytes: bytes per tensor element (the LayerPipe paper uses 1).
     clock_hz: only to convert cycles to seconds in reports.
     """
@@ -35,6 +38,7 @@ class ArrayConfig:
     ofmap_sram_kb: int = 64
     bandwidth: tuple[int, ...] = (10,)
     user_bandwidth: bool = False
+    read_bandwidth: tuple[int, int] | None = None
     element_bytes: int = 1
     clock_hz: float = 1.0e9
     name: str = field(default="array", compare=False)
@@ -51,6 +55,10 @@ class ArrayConfig:
             )
         if not self.bandwidth or any(b <= 0 for b in self.bandwidth):
             raise InputError(f"bandwidths must be positive, got {self.bandwidth!r}", field="bandwidth")
+        if self.read_bandwidth is not None and (
+                len(self.read_bandwidth) != 2 or not all(_positive_int(b) for b in self.read_bandwidth)):
+            raise InputError(f"expected (ifmap, filter) positive integers, got {self.read_bandwidth!r}",
+                             field="read_bandwidth")
         if self.clock_hz <= 0:
             raise InputError(f"must be positive, got {self.clock_hz!r}", field="clock_hz")
 
@@ -59,8 +67,18 @@ class ArrayConfig:
         """Number of processing elements (MAC units)."""
         return self.rows * self.cols
 
+    @property
+    def dram_bandwidths(self) -> tuple[int, int, int]:
+        """(ifmap, filter, ofmap) DRAM words/cycle, as the cycle engine takes them."""
+        ifmap, filter_ = self.read_bandwidth or (self.bandwidth[0], self.bandwidth[0])
+        return ifmap, filter_, self.bandwidth[0]
+
     def with_shape(self, rows: int, cols: int) -> "ArrayConfig":
         return replace(self, rows=rows, cols=cols)
+
+
+def _positive_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
 def parse_array_shape(text: str, *, field_name: str = "array") -> tuple[int, int]:
@@ -84,8 +102,10 @@ _REQUIRED = {
 def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: float = 1.0e9) -> ArrayConfig:
     """Read a SCALE-Sim 3.0.0 ``.cfg`` file into an :class:`ArrayConfig`.
 
-    Keys SCALE-Sim reads but archsim does not model (offsets, request buffers, layout, sparsity)
-    are accepted and ignored, so a SCALE-Sim config loads unchanged.
+    Keys SCALE-Sim reads but archsim does not model (offsets, request buffers, bank counts and
+    ports, sparsity) are accepted and ignored, so a SCALE-Sim config loads unchanged. In USER mode
+    the ``[layout]`` ``IfmapSRAMBankBandwidth``/``FilterSRAMBankBandwidth`` become ``read_bandwidth``,
+    since SCALE-Sim reads ifmap and filter from DRAM at those rates (``single_layer_sim.run``).
     """
     path = Path(path)
     file = str(path)
@@ -136,6 +156,18 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
                              field="Bandwidth") from None
     elif mode == "USER":
         raise InputError("USER bandwidth mode needs a Bandwidth key", file=file, field="Bandwidth")
+    read_bandwidth = None
+    if mode == "USER" and parser.has_section("layout"):
+        layout = parser["layout"]
+        rates = []
+        for key in ("IfmapSRAMBankBandwidth", "FilterSRAMBankBandwidth"):
+            raw = layout.get(key, str(bandwidth[0])).strip()
+            if not raw.isdigit() or int(raw) <= 0:
+                raise InputError(f"expected a positive integer, got {raw!r}", file=file, line=line_of(key),
+                                 field=key)
+            rates.append(int(raw))
+        if rates != [bandwidth[0]] * 2:
+            read_bandwidth = (rates[0], rates[1])
 
     fields = dict(
         rows=as_int("ArrayHeight"),
@@ -146,6 +178,7 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
         ofmap_sram_kb=as_int("OfmapSramSzkB"),
         bandwidth=bandwidth,
         user_bandwidth=(mode == "USER"),
+        read_bandwidth=read_bandwidth,
         element_bytes=element_bytes,
         clock_hz=clock_hz,
         name=parser.get("general", "run_name", fallback=path.stem).strip(),

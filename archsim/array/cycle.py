@@ -34,8 +34,9 @@ SCALE-Sim's memory model, and the oddities this engine reproduces on purpose:
   the last line's cycle on; those cycles appear only in "Total Cycles (incl. prefetch)".
 * **USER mode's read bandwidth.** SCALE-Sim 3.0.0 reads ifmap and filter at the ``[layout]``
   ``IfmapSRAMBankBandwidth``/``FilterSRAMBankBandwidth`` (10 by default) and uses ``Bandwidth`` only
-  for the ofmap. archsim's ``ArrayConfig.bandwidth`` applies to all three; :func:`simulate_gemm`
-  takes them separately to model either.
+  for the ofmap. :func:`simulate_gemm` takes the three separately; an ``ArrayConfig`` read from a
+  SCALE-Sim ``.cfg`` carries the layout rates in ``read_bandwidth``, otherwise ``bandwidth`` applies
+  to all three.
 
 Cycles: ``compute_cycles`` is the analytic count (stall-free); ``cycles`` is SCALE-Sim's "Compute
 cycles" in USER mode — the last cycle an ofmap line is serviced, stalls included.
@@ -193,11 +194,11 @@ def sram_words(array: ArrayConfig) -> tuple[int, int, int]:
 
 
 def simulate_on(m: int, k: int, n: int, array: ArrayConfig, bandwidth: int | None = None) -> CycleResult:
-    """:func:`simulate_gemm` on an :class:`ArrayConfig`: its SRAMs, and its first ``bandwidth`` (or the
-    one given) for all three operands."""
-    bw = array.bandwidth[0] if bandwidth is None else bandwidth
+    """:func:`simulate_gemm` on an :class:`ArrayConfig`: its SRAMs and DRAM bandwidths
+    (:attr:`ArrayConfig.dram_bandwidths`), or the ``bandwidth`` given for all three operands."""
+    rates = array.dram_bandwidths if bandwidth is None else (bandwidth,) * 3
     return simulate_gemm(m, k, n, array.rows, array.cols, array.dataflow, sram_words=sram_words(array),
-                         bandwidth=(bw, bw, bw))
+                         bandwidth=rates)
 
 
 def minimum_bandwidth(m: int, k: int, n: int, rows: int, cols: int, dataflow: str = "ws", *,

@@ -56,7 +56,8 @@ def add_engine_arguments(parser: argparse.ArgumentParser, bandwidth_flag: str = 
                         help="analytic: compute cycles; cycle: memory-aware, with stall cycles and DRAM "
                              "traffic (SCALE-Sim USER-bandwidth model; default analytic)")
     parser.add_argument(bandwidth_flag, dest="dram_bandwidth", type=positive_int, default=None, metavar="WORDS",
-                        help="DRAM words/cycle per operand for --engine cycle (default 10, or the config's)")
+                        help="DRAM words/cycle per operand for --engine cycle (default 10, or the config's: "
+                             "a SCALE-Sim USER-mode .cfg reads ifmap/filter at its [layout] bank rates)")
     parser.add_argument("--sram-kb", default=None, metavar="KB[,KB,KB]",
                         help="ifmap,filter,ofmap SRAM KiB for --engine cycle (one value: all three; default 64)")
 
@@ -68,6 +69,7 @@ def with_memory_args(array: ArrayConfig, args: argparse.Namespace) -> ArrayConfi
     changes: dict[str, object] = {}
     if args.dram_bandwidth is not None:
         changes["bandwidth"] = (args.dram_bandwidth,)
+        changes["read_bandwidth"] = None  # the flag sets all three operands
         changes["user_bandwidth"] = True
     if args.sram_kb is not None:
         parts = [p.strip() for p in str(args.sram_kb).split(",")]
@@ -80,8 +82,12 @@ def with_memory_args(array: ArrayConfig, args: argparse.Namespace) -> ArrayConfi
 
 def memory_meta(array: ArrayConfig) -> dict[str, object]:
     """What a ``cycle``-engine table depends on beyond the array shape."""
-    return {"sram_kb": f"{array.ifmap_sram_kb},{array.filter_sram_kb},{array.ofmap_sram_kb}",
-            "bandwidth_words_per_cycle": array.bandwidth[0]}
+    meta: dict[str, object] = {"sram_kb": f"{array.ifmap_sram_kb},{array.filter_sram_kb},{array.ofmap_sram_kb}",
+                                "bandwidth_words_per_cycle": array.bandwidth[0]}
+    if array.read_bandwidth is not None:
+        meta["bandwidth_words_per_cycle"] = ",".join(map(str, array.dram_bandwidths))
+        meta["bandwidth_order"] = "ifmap,filter,ofmap (the .cfg's [layout] read rates, then Bandwidth)"
+    return meta
 
 
 def add_network_arguments(parser: argparse.ArgumentParser) -> None:

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from archsim.array.analytic import dataflow_codes, gemm_cost
-from archsim.array.config import ArrayConfig, parse_array_shape
+from archsim.array.config import ArrayConfig, parse_array_shape, read_scalesim_cfg
 from archsim.array.cycle import minimum_bandwidth, simulate_cached, sram_words
 from archsim.cli import Command
 from archsim.commands.common import (add_engine_arguments, add_output_arguments, emit, memory_meta, positive_int,
@@ -31,8 +31,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--m", type=positive_int, help="rows of A and of the output")
     parser.add_argument("--k", type=positive_int, help="reduction dimension")
     parser.add_argument("--n", type=positive_int, help="columns of B and of the output")
-    parser.add_argument("--array", default="32x32", help="ROWSxCOLS (default 32x32)")
-    parser.add_argument("--dataflow", default="ws", choices=("ws", "os", "is"))
+    parser.add_argument("--array", default=None, help="ROWSxCOLS (default 32x32, or the config's)")
+    parser.add_argument("--dataflow", default=None, choices=("ws", "os", "is"), help="default ws, or the config's")
+    parser.add_argument("--config", default=None, metavar="FILE.cfg",
+                        help="SCALE-Sim .cfg: array, dataflow, SRAMs and DRAM bandwidths (flags override)")
     parser.add_argument("--shapes", metavar="FILE.csv", help=f"CSV with columns {','.join(SHAPE_COLUMNS)}")
     parser.add_argument("--ofmap-count", default="scalesim", choices=("scalesim", "true"),
                         help="scalesim: match SCALE-Sim 3.0.0's os ofmap-write count; true: M·N")
@@ -111,6 +113,7 @@ def cycle_columns(shapes: pd.DataFrame, memory: ArrayConfig, min_bandwidth: bool
 
 
 def run(args: argparse.Namespace) -> int:
+    base = read_scalesim_cfg(args.config) if args.config else ArrayConfig()
     if args.shapes:
         if any(v is not None for v in (args.m, args.k, args.n)):
             raise InputError("give either --shapes or --m/--k/--n, not both", field="shapes")
@@ -119,15 +122,15 @@ def run(args: argparse.Namespace) -> int:
         missing = [f"--{x}" for x in ("m", "k", "n") if getattr(args, x) is None]
         if missing:
             raise InputError(f"missing {', '.join(missing)} (or give --shapes FILE.csv)", field=missing[0])
-        rows, cols = parse_array_shape(args.array)
+        rows, cols = parse_array_shape(args.array) if args.array else (base.rows, base.cols)
         shapes = pd.DataFrame([{"m": args.m, "k": args.k, "n": args.n, "rows": rows, "cols": cols,
-                                "dataflow": args.dataflow}], columns=list(SHAPE_COLUMNS))
+                                "dataflow": args.dataflow or base.dataflow}], columns=list(SHAPE_COLUMNS))
     if args.min_bandwidth and args.engine != "cycle":
         raise InputError("--min-bandwidth needs --engine cycle", field="min-bandwidth")
     result = cost_shapes(shapes, args.ofmap_count)
     meta: dict[str, object] = {"ofmap_count": args.ofmap_count, "engine": args.engine}
     if args.engine == "cycle":
-        memory = with_memory_args(ArrayConfig(), args)
+        memory = with_memory_args(base, args)
         result = pd.concat([result, cycle_columns(shapes, memory, args.min_bandwidth)], axis=1)
         meta.update(memory_meta(memory))
     emit(render(result, args.format, meta=meta), args)
