@@ -82,7 +82,7 @@ class SimConfig:
     interval_s: scheduling interval T (§4.2: 1 min); jobs are admitted at the first boundary at or
         after submission (0: on submission). gamma_s_per_byte: migration cost γ (§3.1; 10 GbE).
     unit_s: Jigsaw plans blocks of ⌈unit_s / iteration⌉ iterations as one iteration ("coarse-grained
-        scheduling of fine-grained iterations", §3.1); 0 plans every iteration (exact, slow).
+        scheduling of fine-grained iterations", §3.1); 0 plans every iteration (exact).
     max_pack: Gandiva's jobs per device when packing. tiresias_thresholds: 2D-LAS queue limits in
         device-seconds of attained service. util_bin_s: width of the utilization series' bins.
     """

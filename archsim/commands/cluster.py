@@ -49,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="migration cost γ in ns per model byte (default 0.8: 10 Gb/s)")
     parser.add_argument("--unit-seconds", type=_non_negative, default=10.0,
                         help="Jigsaw plans ≈ this many seconds of a job's iterations as one (0: every "
-                             "iteration; exact but slow; default 10)")
+                             "iteration, exact; about 20 s per 500-job run; default 10)")
     parser.add_argument("--max-pack", type=positive_int, default=2, help="Gandiva jobs per device (default 2)")
     parser.add_argument("--report", default=None, metavar="OUT.html", help="write the HTML report (plotly)")
     add_output_arguments(parser)

@@ -1,0 +1,121 @@
+"""Numba kernel of Jigsaw's event loop (:mod:`archsim.cluster.jigsaw` states the policy).
+
+Per-iteration planning places one task per worker per iteration — tens of millions of placements
+for the §4.2 trace — so the loop runs compiled: flat arrays in, flat arrays out, two binary heaps
+of float tuples (exact for the integer fields), and a boolean idle vector scanned in index order,
+which is the order the policy's tie-breaks ask for. Decision for decision it is the plain-Python
+loop kept in ``tests/jigsaw_reference.py``.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+import numpy as np
+from numba import njit
+
+DEVICE_FREE, UNIT_DONE, ARRIVAL = 0.0, 1.0, 2.0
+
+
+@njit(cache=True)
+def _open_unit(j, t, ready, workers, offsets, priority, block, left, current, outstanding, unit_end):
+    """Queue every worker's task of job j's next unit (a block of ≤ block[j] iterations) at time t."""
+    current[j] = min(block[j], left[j])
+    outstanding[j] = workers[j]
+    unit_end[j] = t
+    for w in range(workers[j]):
+        heapq.heappush(ready, (-priority[offsets[j] + w], t, float(j), float(w)))
+
+
+@njit(cache=True)
+def run(workers, offsets, task_s, priority, migration, block, iterations, admit, machine, eps):
+    """Simulate; returns (start, end, migrations) per job and the busy segments (begin, end).
+
+    ``offsets[j] + w`` indexes worker w of job j in the flat per-task arrays ``task_s`` and
+    ``priority``; ``machine[d]`` is device d's machine.
+    """
+    n_jobs, n_dev = workers.shape[0], machine.shape[0]
+    left = iterations.copy()
+    current = np.zeros(n_jobs, np.int64)
+    outstanding = np.zeros(n_jobs, np.int64)
+    unit_end = np.zeros(n_jobs)
+    prev = np.full(offsets[n_jobs], -1, np.int64)
+    moves = np.zeros(n_jobs, np.int64)
+    start = np.full(n_jobs, np.nan)
+    end = np.full(n_jobs, np.nan)
+    free_at = np.zeros(n_dev)
+    idle = np.ones(n_dev, np.bool_)
+    n_idle = n_dev
+    busy_begin = np.empty(1024)
+    busy_end = np.empty(1024)
+    n_busy = 0
+    events = [(admit[j], ARRIVAL, float(j)) for j in range(n_jobs)]
+    heapq.heapify(events)
+    ready = [(0.0, 0.0, 0.0, 0.0)]  # seeds the list's type; popped at once
+    heapq.heappop(ready)
+
+    while len(events) > 0:
+        t = events[0][0]
+        while len(events) > 0 and events[0][0] <= t + eps:
+            _, kind, who_f = heapq.heappop(events)
+            who = int(who_f)
+            if kind == DEVICE_FREE:
+                if free_at[who] <= t + eps and not idle[who]:
+                    idle[who] = True
+                    n_idle += 1
+            elif kind == ARRIVAL:
+                _open_unit(who, t, ready, workers, offsets, priority, block, left, current, outstanding, unit_end)
+            else:
+                left[who] -= current[who]
+                if left[who] == 0:
+                    end[who] = unit_end[who]
+                else:
+                    _open_unit(who, t, ready, workers, offsets, priority, block, left, current, outstanding,
+                               unit_end)
+        # place the highest-priority ready tasks while a device is idle
+        while n_idle > 0 and len(ready) > 0:
+            _, _, j_f, w_f = heapq.heappop(ready)
+            j, task = int(j_f), offsets[int(j_f)] + int(w_f)
+            duration = current[j] * task_s[task]
+            p = prev[task]
+            delay = 0.0
+            if p >= 0 and idle[p]:
+                device, begin = p, t
+            else:
+                device = -1
+                if p >= 0:  # an idle device on p's machine first, then the lowest index
+                    delay = migration[j]
+                    for d in range(n_dev):
+                        if idle[d] and machine[d] == machine[p]:
+                            device = d
+                            break
+                if device < 0:
+                    for d in range(n_dev):
+                        if idle[d]:
+                            device = d
+                            break
+                begin = t
+                if p >= 0 and free_at[p] <= t + delay + eps:  # waiting for p beats migrating
+                    device, begin, delay = p, free_at[p], 0.0
+                elif p >= 0:
+                    moves[j] += 1
+            finish = begin + delay + duration
+            if idle[device]:
+                idle[device] = False
+                n_idle -= 1
+            free_at[device] = finish
+            heapq.heappush(events, (finish, DEVICE_FREE, float(device)))
+            prev[task] = device
+            if n_busy == busy_begin.shape[0]:
+                busy_begin = np.concatenate((busy_begin, np.empty(n_busy)))
+                busy_end = np.concatenate((busy_end, np.empty(n_busy)))
+            busy_begin[n_busy] = begin + delay
+            busy_end[n_busy] = finish
+            n_busy += 1
+            if np.isnan(start[j]):
+                start[j] = begin
+            unit_end[j] = max(unit_end[j], finish)
+            outstanding[j] -= 1
+            if outstanding[j] == 0:
+                heapq.heappush(events, (unit_end[j], UNIT_DONE, float(j)))
+    return start, end, moves, busy_begin[:n_busy].copy(), busy_end[:n_busy].copy()
