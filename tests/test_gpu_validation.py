@@ -27,9 +27,9 @@ from archsim.array.costing import op_cycles as archsim_op_cycles
 from archsim.errors import InputError
 from archsim.lowering import lower_network
 from archsim.validation.gpu import (KNOWN_GPUS, GpuSpec, find_gpu, gemm_cycles, gpu_arrays, model_kernels,
-                                    op_cycles, resolve_gpu)
+                                    op_cycles, resolve_gpu, tensor_core_shape)
 from archsim.validation.gpu_compare import (below_bar, compare, concurrency, concurrency_summary, ratio_errors,
-                                            spearman)
+                                            spearman, tensor_core_subset)
 from archsim.validation.gpu_csv import COLUMNS, OPS, format_kernel_csv, parse_kernel_csv, read_kernel_csv
 from archsim.validation.gpu_report import markdown_report, write_markdown, write_report
 from archsim.validation.gpu_study import GpuOverrides, run_study, slug
@@ -102,6 +102,40 @@ def test_compare_groups_per_op_network_and_batch():
     assert by_network.loc["a", "rho"] == pytest.approx(independent_spearman([1, 2, 3], [2, 1, 4]))
     assert set(stats[stats.group == "batch×op"].batch) == {"1", "8"}
     assert list(below_bar(stats).op) == ["F", "D", "G"]  # 0.83, −0.83, 0.83 all miss 0.9
+
+
+def test_tensor_core_subset_drops_other_shapes_and_counts_them():
+    """Layers 0 and 1 are not tensor-core shapes; the subset ρ is over layers 2–6 alone."""
+    modeled = [9, 8, 1, 2, 3, 4, 5]
+    measured = [1, 2, 1, 3, 2, 4, 5]
+    rows = [{"gpu": "x", "network": "n", "layer": f"l{i}", "batch": 1, "op": "F", "modeled_ms": modeled[i],
+             "roofline_ms": modeled[i], "measured_ms": measured[i], "tensor_core_shape": i >= 2} for i in range(7)]
+    subset = tensor_core_subset(pd.DataFrame(rows)).set_index("op")
+    assert subset.loc["F", "n"] == 5 and subset.loc["F", "left_out"] == 2
+    assert subset.loc["F", "rho"] == pytest.approx(independent_spearman(modeled[2:], measured[2:]))
+    whole = compare(pd.DataFrame(rows), groupings=(("op",),)).set_index("op")
+    assert whole.loc["F", "rho"] < subset.loc["F", "rho"]
+    assert tensor_core_shape(Layer("c", "conv", 8, 8, 3, 3, 16, 64)) and not tensor_core_shape(
+        Layer("c1", "conv", 8, 8, 3, 3, 3, 64))
+
+
+def test_a_topology_file_beside_the_csv_names_the_layers(tmp_path):
+    """Measurements of layers outside the shipped networks (DeepBench's) join to a topology file
+    named in the network column and kept beside the CSV; a missing one is an error naming the line."""
+    (tmp_path / "mine.csv").write_text(
+        "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides, Padding, "
+        "Type, Inputs, Bias, Repeat,\nc1, 14, 14, 3, 3, 64, 64, 1, 1, conv, input, 0, 1,\n"
+        "c2, 28, 28, 1, 1, 3, 64, 2, 0, conv, input, 0, 1,\n")
+    path = write_csv(tmp_path, ["mine.csv,c1,8,F,0.05", "mine.csv,c2,8,F,0.02", "mine.csv,c1,8,G,0.06"],
+                     header="network,layer,batch,op,measured_ms")
+    joined = run_study([read_kernel_csv(path)]).joined.set_index(["layer", "op"])
+    assert joined.loc[("c1", "F"), "macs"] == 8 * 14 * 14 * 3 * 3 * 64 * 64
+    assert joined.loc[("c2", "F"), "macs"] == 8 * 14 * 14 * 3 * 64
+    assert list(joined.tensor_core_shape) == [True, False, True]
+    missing = write_csv(tmp_path, ["other.csv,c1,8,F,0.05"], name="gpu_kernels_missing.csv")
+    with pytest.raises(InputError) as error:
+        run_study([read_kernel_csv(missing)])
+    assert error.value.where.field == "network" and error.value.where.line is not None
 
 
 # -- GPU description → arrays ------------------------------------------------------------------------
@@ -368,6 +402,41 @@ def test_committed_gpu_measurements(path):
     assert all(f"{rho:.3g}" in text for rho in per_op.rho), "the committed report is stale: regenerate it"
     if not below_bar(study.stats).empty:
         assert re.search(r"below the ρ ≥ 0\.9 bar", text)
+
+
+# -- DeepBench's published kernels (measured by others, committed as converted CSVs) ----------------
+DEEPBENCH = sorted((ROOT / "benchmarks" / "results").glob("deepbench_*_kernels.csv"))
+
+
+def test_deepbench_v100_rows_are_the_published_ones():
+    """Spot values as DeepBench's V100 sheet lists them (fp16 inputs, mixed math): VGG-like layers
+    224×224×3→64 at N = 8 (forward 0.213 ms, wrt parameters 0.325 ms, no wrt-inputs time) and
+    112×112×64→128 at N = 16 (0.355, 0.374, 0.423 ms), all 3×3, pad 1, stride 1."""
+    table = read_kernel_csv(ROOT / "benchmarks" / "results" / "deepbench_v100_kernels.csv")
+    frame = table.frame
+
+    def times(h, c, k, batch):
+        rows = frame[(frame.ifmap_h == h) & (frame.channels == c) & (frame.filters == k) & (frame.filter_h == 3)
+                     & (frame.padding == 1) & (frame.stride == 1) & (frame.batch == batch)]
+        return dict(zip(rows.op, rows.measured_ms))
+
+    assert times(224, 3, 64, 8) == {"F": 0.213, "G": 0.325}
+    assert times(112, 64, 128, 16) == {"F": 0.355, "D": 0.374, "G": 0.423}
+    assert table.meta["gpu"] == "NVIDIA V100" and table.meta["sm_count"] == "80" and "DeepBench" in table.meta["source"]
+
+
+@pytest.mark.parametrize("path", DEEPBENCH, ids=[p.name for p in DEEPBENCH])
+def test_committed_deepbench_comparison_is_current(path):
+    """The committed Markdown beside each converted CSV states the ρ an independent computation gets."""
+    study = run_study([read_kernel_csv(path)])
+    per_op = study.stats[study.stats.group == "op"].set_index("op")
+    for op, part in study.joined[study.joined.op.isin(["F", "D", "G"])].groupby("op"):
+        assert per_op.loc[op, "rho"] == pytest.approx(independent_spearman(part.modeled_ms, part.measured_ms))
+        shapes = part[part.tensor_core_shape]
+        subset = tensor_core_subset(study.joined).set_index("op")
+        assert subset.loc[op, "rho"] == pytest.approx(independent_spearman(shapes.modeled_ms, shapes.measured_ms))
+    text = path.with_name(path.name.replace("_kernels", "_validation")).with_suffix(".md").read_text(encoding="utf-8")
+    assert all(f"{rho:.3g}" in text for rho in per_op.rho), "the committed report is stale: regenerate it"
 
 
 # -- the timing script -------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -219,8 +220,9 @@ def measured_layer(layer: Layer) -> Layer:
 def model_kernels(table: KernelTable, arrays: GpuArrays, mode: str = "exact") -> pd.DataFrame:
     """Every row of a measured table with archsim's cost beside it.
 
-    Adds ``kind`` (conv/fc), ``macs``, ``modeled_cycles``, ``modeled_ms``, ``memory_ms`` and
-    ``roofline_ms`` = max(modeled, memory). Rows are joined to the shipped network by name; a layer
+    Adds ``kind`` (conv/fc), ``tensor_core_shape`` (:func:`tensor_core_shape`), ``macs``, ``modeled_cycles``, ``modeled_ms``, ``memory_ms`` and
+    ``roofline_ms`` = max(modeled, memory). Rows are joined to the shipped network by name, or to a
+    topology file of that name beside the CSV (measurements of other layers, such as DeepBench's); a layer
     that is missing, not a conv/fc, or has another shape than the CSV says is an error naming the line.
     """
     check_mode(mode)
@@ -233,8 +235,9 @@ def model_kernels(table: KernelTable, arrays: GpuArrays, mode: str = "exact") ->
         if key in layers:
             continue
         if row.network not in networks:
+            beside = Path(table.source).parent / row.network  # a topology file next to the CSV
             try:
-                networks[row.network] = load_network(row.network)
+                networks[row.network] = load_network(beside if beside.is_file() else row.network)
             except InputError as exc:
                 raise InputError(exc.message, file=table.source, line=row.line, field="network") from None
         try:
@@ -280,6 +283,7 @@ def model_kernels(table: KernelTable, arrays: GpuArrays, mode: str = "exact") ->
         out_bytes.append(2 * bytes_of[unit])
         out_split.append(int(max(split[d], split[g])))
     frame["kind"] = [layers[(r.network, r.layer)].kind for r in frame.itertuples(index=False)]
+    frame["tensor_core_shape"] = [tensor_core_shape(layers[(r.network, r.layer)]) for r in frame.itertuples(index=False)]
     frame["macs"] = np.asarray(out_macs, dtype=np.int64)
     frame["modeled_cycles"] = np.asarray(out_cycles, dtype=np.int64)
     frame["split_k"] = np.asarray(out_split, dtype=np.int64)
@@ -287,6 +291,13 @@ def model_kernels(table: KernelTable, arrays: GpuArrays, mode: str = "exact") ->
     frame["memory_ms"] = np.asarray(out_bytes, dtype=np.float64) / arrays.spec.memory_bytes_per_s * 1e3
     frame["roofline_ms"] = np.maximum(frame["modeled_ms"], frame["memory_ms"])
     return frame
+
+
+def tensor_core_shape(layer: Layer) -> bool:
+    """Channels and filters both multiples of 8: the shapes cuDNN runs on fp16 tensor cores as they
+    are. Others (first layers with 1–3 input channels) may run on CUDA cores instead, which a model
+    of tensor-core arrays does not describe; the report shows ρ with and without them."""
+    return layer.channels % 8 == 0 and layer.filters % 8 == 0
 
 
 def _check_shape(row: dict[str, object], layer: Layer, source: str) -> None:

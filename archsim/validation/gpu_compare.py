@@ -124,6 +124,20 @@ def outliers(joined: pd.DataFrame, count: int = 12) -> pd.DataFrame:
     return kernels.nlargest(count, "_off")[columns].reset_index(drop=True)
 
 
+def tensor_core_subset(joined: pd.DataFrame) -> pd.DataFrame:
+    """Per-op statistics over the layers with tensor-core shapes only (``tensor_core_shape``), with
+    how many kernels that leaves out: separates "the model mis-ranks tensor-core GEMMs" from "some
+    layers do not run on tensor cores at all"."""
+    kernels = joined[joined["op"].isin(KERNEL_OPS)]
+    if "tensor_core_shape" not in kernels.columns:
+        return pd.DataFrame(columns=[*STAT_COLUMNS, "left_out"])
+    kept = kernels[kernels["tensor_core_shape"].astype(bool)]
+    stats = compare(kept, groupings=(("op",),)) if len(kept) else pd.DataFrame(columns=list(STAT_COLUMNS))
+    total = kernels.assign(gpu=kernels.get("gpu", "")).groupby(["gpu", "op"]).size()
+    stats["left_out"] = [int(total.get((g, op), 0)) - int(n) for g, op, n in zip(stats["gpu"], stats["op"], stats["n"])]
+    return stats.assign(group="op, tensor-core shapes")
+
+
 RHO_BAR = 0.9
 """The issue's acceptance bar: Spearman ρ ≥ 0.9 per op type, or the report explains the disagreement."""
 

@@ -1,0 +1,155 @@
+"""Turn DeepBench's published training-convolution timings into archsim's measured-kernel CSV.
+
+    pip install openpyxl   # only this converter reads .xlsx
+    python benchmarks/deepbench_convert.py DeepBench_NV_V100.xlsx --gpu "NVIDIA V100" --sm-count 80 \\
+        --source "baidu-research/DeepBench results/train/DeepBench_NV_V100.xlsx @ da81ba7"
+
+DeepBench (Baidu Research, Apache-2.0) timed cuDNN's forward, input-gradient ("wrt Inputs") and
+weight-gradient ("wrt Parameters") convolution kernels of layers from speech, OCR, face recognition,
+vision (VGG- and GoogLeNet-like) and ResNet models, at batch 4–32, on real GPUs. Those are the
+F, D and G kernels archsim costs, measured by someone else: an independent check of archsim's GPU
+model (``archsim validate-gpu``) that needs no GPU here. This script reads the sheet with 16-bit
+inputs and mixed-precision math, keeps the layers archsim can describe (the same stride and padding
+both ways; every one in the V100 and T4 files), and writes
+
+* ``benchmarks/results/deepbench_conv_layers.csv`` — one topology row per distinct layer shape
+  (each taking the network input, so the measured CSV joins to it like to a shipped network);
+* ``benchmarks/results/deepbench_<gpu>_kernels.csv`` — one row per (layer, batch, op) with the
+  milliseconds DeepBench reports; "N/A*" (no input gradient for a first layer) is left out.
+
+The output sizes DeepBench lists (P, Q) are checked against archsim's for every row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from archsim.outputs import atomic_write_text
+from archsim.validation.gpu_csv import format_kernel_csv
+from archsim.validation.gpu_study import slug
+from archsim.workload.layer import Layer
+
+ROOT = Path(__file__).resolve().parents[1]
+SHEET = "Results - FP16 ip, Mixed math"
+LAYERS_FILE = "deepbench_conv_layers.csv"
+COLUMNS = {"W": "w", "H": "h", "C": "c", "N": "batch", "K": "k", "S (Filter width)": "s", "R (Filter height)": "r",
+           "pad_w": "pad_w", "pad_h": "pad_h", "Horizontal stride": "stride_w", "Vertical stride": "stride_h",
+           "Forward (msec)": "F", "wrt Inputs (msec)": "D", "wrt Parameters (msec)": "G", "P": "p", "Q": "q"}
+TOPOLOGY_HEADER = ("Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, "
+                   "Strides, Padding, Type, Inputs, Bias, Repeat,")
+
+
+def read_conv_rows(path: Path) -> pd.DataFrame:
+    """The Convolution block of DeepBench's mixed-precision sheet, one row per benchmark."""
+    sheet = pd.read_excel(path, sheet_name=SHEET, header=None, dtype=object)
+    first = sheet.index[sheet[0].astype(str).str.strip() == "Convolution"][0]
+    header = [str(v).strip() for v in sheet.iloc[first + 1]]
+    rows = []
+    for i in range(first + 2, len(sheet)):
+        values = dict(zip(header, sheet.iloc[i]))
+        if pd.isna(sheet.iloc[i, 1]):  # the block ends at the first row without an application
+            break
+        row = {"app": str(sheet.iloc[i, 1]).strip()}
+        row.update({ours: values[theirs] for theirs, ours in COLUMNS.items()})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def to_layer(name: str, row) -> Layer:
+    return Layer(name, "conv", int(row.h), int(row.w), int(row.r), int(row.s), int(row.c), int(row.k),
+                 stride=int(row.stride_h), padding=int(row.pad_h))
+
+
+def convert(conv: pd.DataFrame) -> tuple[dict[tuple, Layer], list[dict], int, list[float]]:
+    """(layer per shape, measured rows, rows skipped for unequal stride/padding, and for each
+    (shape, batch, op) DeepBench lists again — under another application — its relative difference
+    from the first listing, which is the one kept)."""
+    layers: dict[tuple, Layer] = {}
+    rows: list[dict] = []
+    first: dict[tuple, float] = {}
+    repeats: list[float] = []
+    skipped = 0
+    for row in conv.itertuples(index=False):
+        if row.pad_w != row.pad_h or row.stride_w != row.stride_h:
+            skipped += 1
+            continue
+        key = (int(row.h), int(row.w), int(row.c), int(row.k), int(row.r), int(row.s), int(row.stride_h),
+               int(row.pad_h))
+        if key not in layers:
+            layers[key] = to_layer(f"{slug(row.app).replace('-', '_')}_{len(layers) + 1}", row)
+        layer = layers[key]
+        if (layer.ofmap_w, layer.ofmap_h) != (int(row.p), int(row.q)):
+            raise SystemExit(f"{layer.name}: DeepBench lists output {row.p}×{row.q}, archsim computes "
+                             f"{layer.ofmap_w}×{layer.ofmap_h}")
+        for op in ("F", "D", "G"):
+            value = getattr(row, op)
+            if isinstance(value, str):  # "N/A*": DeepBench skips δ for a layer fed by the data
+                continue
+            unit = (key, int(row.batch), op)
+            if unit in first:
+                repeats.append(abs(float(value) / first[unit] - 1))
+                continue
+            first[unit] = float(value)
+            rows.append({"network": LAYERS_FILE, "layer": layer.name, "kind": "conv", "batch": int(row.batch),
+                         "op": op, "measured_ms": float(value), "ifmap_h": layer.ifmap_h, "ifmap_w": layer.ifmap_w,
+                         "channels": layer.channels, "filters": layer.filters, "filter_h": layer.filter_h,
+                         "filter_w": layer.filter_w, "stride": layer.stride, "padding": layer.padding,
+                         "same_as": "", "repeats": "", "inner": ""})
+    return layers, rows, skipped, repeats
+
+
+def topology_text(layers: list[Layer]) -> str:
+    lines = [TOPOLOGY_HEADER]
+    for layer in layers:
+        lines.append(f"{layer.name}, {layer.ifmap_h}, {layer.ifmap_w}, {layer.filter_h}, {layer.filter_w}, "
+                     f"{layer.channels}, {layer.filters}, {layer.stride}, {layer.padding}, conv, input, 0, 1,")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("xlsx", nargs="+", type=Path, help="DeepBench results/train/DeepBench_NV_<gpu>.xlsx files")
+    parser.add_argument("--gpu", action="append", required=True, help="GPU name per file, in order")
+    parser.add_argument("--sm-count", action="append", type=int, required=True, help="SMs per file, in order")
+    parser.add_argument("--source", action="append", required=True, help="provenance per file, in order")
+    parser.add_argument("--out-dir", type=Path, default=ROOT / "benchmarks" / "results")
+    args = parser.parse_args(argv)
+    if not len(args.xlsx) == len(args.gpu) == len(args.sm_count) == len(args.source):
+        parser.error("give one --gpu, --sm-count and --source per file")
+    try:
+        import openpyxl  # noqa: F401  (pandas reads .xlsx through it)
+    except ImportError:
+        print("deepbench_convert: needs openpyxl (pip install openpyxl)", file=sys.stderr)
+        return 2
+    layers: dict[tuple, Layer] = {}
+    outputs = []
+    for path, gpu, sms, source in zip(args.xlsx, args.gpu, args.sm_count, args.source):
+        found, rows, skipped, repeats = convert(read_conv_rows(path))
+        for key, layer in found.items():  # one name per shape across GPUs
+            layers.setdefault(key, layer)
+        names = {found[key].name: layers[key].name for key in found}
+        for row in rows:
+            row["layer"] = names[row["layer"]]
+        meta = {"gpu": gpu, "gpu_slug": f"deepbench-{slug(gpu)}", "sm_count": sms, "dtype": "fp16",
+                "measured_by": "DeepBench (Baidu Research), cuDNN convolution kernels, fp16 inputs with "
+                               "mixed-precision math; times as published (msec per call)",
+                "source": source, "skipped_rows": f"{skipped} (unequal horizontal/vertical stride or padding)",
+                "repeated_listings": f"{len(repeats)} kernels listed twice (first kept; the second differs by "
+                                     f"{max(repeats, default=0):.0%} at most)",
+                "networks": LAYERS_FILE, "batches": ",".join(str(b) for b in sorted({r['batch'] for r in rows})),
+                "command": "python benchmarks/deepbench_convert.py " + " ".join(sys.argv[1:] if argv is None else argv)}
+        outputs.append((args.out_dir / f"deepbench_{slug(gpu)}_kernels.csv", format_kernel_csv(meta, rows)))
+    atomic_write_text(args.out_dir / LAYERS_FILE, topology_text(list(layers.values())))
+    for path, text in outputs:
+        atomic_write_text(path, text)
+        print(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
+    print(f"wrote {LAYERS_FILE}: {len(layers)} distinct layer shapes")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
