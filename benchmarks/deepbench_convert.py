@@ -15,7 +15,10 @@ both ways; every one in the V100 and T4 files), and writes
 * ``benchmarks/results/deepbench_conv_layers.csv`` — one topology row per distinct layer shape
   (each taking the network input, so the measured CSV joins to it like to a shipped network);
 * ``benchmarks/results/deepbench_<gpu>_kernels.csv`` — one row per (layer, batch, op) with the
-  milliseconds DeepBench reports; "N/A*" (no input gradient for a first layer) is left out.
+  milliseconds DeepBench reports; "N/A*" (no input gradient for a first layer) is left out;
+* ``benchmarks/results/deepbench_gemm_layers.csv`` and ``deepbench_<gpu>_gemm_kernels.csv`` — the
+  sheet's dense GEMMs C[M×N] = A[M×K]·B[K×N] (cuBLAS) as the forward op of a fully-connected layer
+  of K inputs and M outputs at batch N (the same M·N·K MACs); the transposes name the layer.
 
 The output sizes DeepBench lists (P, Q) are checked against archsim's for every row.
 """
@@ -36,6 +39,7 @@ from archsim.workload.layer import Layer
 ROOT = Path(__file__).resolve().parents[1]
 SHEET = "Results - FP16 ip, Mixed math"
 LAYERS_FILE = "deepbench_conv_layers.csv"
+GEMM_LAYERS_FILE = "deepbench_gemm_layers.csv"
 COLUMNS = {"W": "w", "H": "h", "C": "c", "N": "batch", "K": "k", "S (Filter width)": "s", "R (Filter height)": "r",
            "pad_w": "pad_w", "pad_h": "pad_h", "Horizontal stride": "stride_w", "Vertical stride": "stride_h",
            "Forward (msec)": "F", "wrt Inputs (msec)": "D", "wrt Parameters (msec)": "G", "P": "p", "Q": "q"}
@@ -50,13 +54,57 @@ def read_conv_rows(path: Path) -> pd.DataFrame:
     header = [str(v).strip() for v in sheet.iloc[first + 1]]
     rows = []
     for i in range(first + 2, len(sheet)):
-        values = dict(zip(header, sheet.iloc[i]))
-        if pd.isna(sheet.iloc[i, 1]):  # the block ends at the first row without an application
+        if not pd.isna(sheet.iloc[i, 0]):  # the next block's title
             break
+        if pd.isna(sheet.iloc[i, 1]):  # blank rows separate groups inside a block
+            continue
+        values = dict(zip(header, sheet.iloc[i]))
         row = {"app": str(sheet.iloc[i, 1]).strip()}
         row.update({ours: values[theirs] for theirs, ours in COLUMNS.items()})
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def read_gemm_rows(path: Path) -> pd.DataFrame:
+    """The Dense Matrix Multiplication block: application, M, N, K, transposes and milliseconds."""
+    sheet = pd.read_excel(path, sheet_name=SHEET, header=None, dtype=object)
+    first = sheet.index[sheet[0].astype(str).str.strip() == "Dense Matrix Multiplication"][0]
+    header = [str(v).strip() for v in sheet.iloc[first]]
+    rows = []
+    for i in range(first + 1, len(sheet)):
+        if not pd.isna(sheet.iloc[i, 0]):
+            break
+        if pd.isna(sheet.iloc[i, 1]):
+            continue
+        values = dict(zip(header, sheet.iloc[i]))
+        rows.append({"app": str(sheet.iloc[i, 1]).strip(), "m": int(values["M"]), "n": int(values["N"]),
+                     "k": int(values["K"]), "ta": str(values["A Transpose"]).strip(),
+                     "tb": str(values["B Transpose"]).strip(), "ms": float(values["Time (msec)"])})
+    return pd.DataFrame(rows)
+
+
+def convert_gemm(gemm: pd.DataFrame, layers: dict[tuple, Layer]) -> tuple[list[dict], list[float]]:
+    """Measured F rows of the GEMMs as fc layers (added to ``layers``), and repeated listings as in
+    :func:`convert`."""
+    rows: list[dict] = []
+    first: dict[tuple, float] = {}
+    repeats: list[float] = []
+    for row in gemm.itertuples(index=False):
+        key = (row.m, row.k, row.ta, row.tb)
+        if key not in layers:
+            name = f"{slug(row.app).replace('-', '_')}_gemm_{len(layers) + 1}_{row.ta}{row.tb}".lower()
+            layers[key] = Layer(name, "fc", 1, 1, 1, 1, row.k, row.m)
+        layer = layers[key]
+        unit = (key, row.n)
+        if unit in first:
+            repeats.append(abs(row.ms / first[unit] - 1))
+            continue
+        first[unit] = row.ms
+        rows.append({"network": GEMM_LAYERS_FILE, "layer": layer.name, "kind": "fc", "batch": row.n, "op": "F",
+                     "measured_ms": row.ms, "ifmap_h": 1, "ifmap_w": 1, "channels": row.k, "filters": row.m,
+                     "filter_h": 1, "filter_w": 1, "stride": 1, "padding": 0, "same_as": "", "repeats": "",
+                     "inner": ""})
+    return rows, repeats
 
 
 def to_layer(name: str, row) -> Layer:
@@ -106,7 +154,7 @@ def topology_text(layers: list[Layer]) -> str:
     lines = [TOPOLOGY_HEADER]
     for layer in layers:
         lines.append(f"{layer.name}, {layer.ifmap_h}, {layer.ifmap_w}, {layer.filter_h}, {layer.filter_w}, "
-                     f"{layer.channels}, {layer.filters}, {layer.stride}, {layer.padding}, conv, input, 0, 1,")
+                     f"{layer.channels}, {layer.filters}, {layer.stride}, {layer.padding}, {layer.kind}, input, 0, 1,")
     return "\n".join(lines) + "\n"
 
 
@@ -126,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         print("deepbench_convert: needs openpyxl (pip install openpyxl)", file=sys.stderr)
         return 2
     layers: dict[tuple, Layer] = {}
+    gemm_layers: dict[tuple, Layer] = {}
     outputs = []
     for path, gpu, sms, source in zip(args.xlsx, args.gpu, args.sm_count, args.source):
         found, rows, skipped, repeats = convert(read_conv_rows(path))
@@ -143,11 +192,21 @@ def main(argv: list[str] | None = None) -> int:
                 "networks": LAYERS_FILE, "batches": ",".join(str(b) for b in sorted({r['batch'] for r in rows})),
                 "command": "python benchmarks/deepbench_convert.py " + " ".join(sys.argv[1:] if argv is None else argv)}
         outputs.append((args.out_dir / f"deepbench_{slug(gpu)}_kernels.csv", format_kernel_csv(meta, rows)))
+        gemm_rows, gemm_repeats = convert_gemm(read_gemm_rows(path), gemm_layers)
+        gemm_meta = {**meta, "gpu_slug": f"deepbench-{slug(gpu)}-gemm", "networks": GEMM_LAYERS_FILE,
+                     "measured_by": "DeepBench (Baidu Research), cuBLAS dense GEMMs, fp16 inputs with "
+                                    "mixed-precision math; times as published (msec per call)",
+                     "skipped_rows": "0",
+                     "repeated_listings": f"{len(gemm_repeats)} GEMMs listed twice (first kept; the second "
+                                          f"differs by {max(gemm_repeats, default=0):.0%} at most)",
+                     "batches": "the GEMM's N"}
+        outputs.append((args.out_dir / f"deepbench_{slug(gpu)}_gemm_kernels.csv", format_kernel_csv(gemm_meta, gemm_rows)))
     atomic_write_text(args.out_dir / LAYERS_FILE, topology_text(list(layers.values())))
+    atomic_write_text(args.out_dir / GEMM_LAYERS_FILE, topology_text(list(gemm_layers.values())))
     for path, text in outputs:
         atomic_write_text(path, text)
         print(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
-    print(f"wrote {LAYERS_FILE}: {len(layers)} distinct layer shapes")
+    print(f"wrote {LAYERS_FILE}: {len(layers)} distinct layer shapes; {GEMM_LAYERS_FILE}: {len(gemm_layers)} GEMMs")
     return 0
 
 

@@ -423,6 +423,10 @@ def test_deepbench_v100_rows_are_the_published_ones():
     assert times(224, 3, 64, 8) == {"F": 0.213, "G": 0.325}
     assert times(112, 64, 128, 16) == {"F": 0.355, "D": 0.374, "G": 0.423}
     assert table.meta["gpu"] == "NVIDIA V100" and table.meta["sm_count"] == "80" and "DeepBench" in table.meta["source"]
+    # the GEMM sheet's first row: DeepSpeech M = 1760, N = 16, K = 1760, no transposes, 0.02 ms
+    gemm = read_kernel_csv(ROOT / "benchmarks" / "results" / "deepbench_v100_gemm_kernels.csv").frame
+    first = gemm[(gemm.filters == 1760) & (gemm.channels == 1760) & (gemm.batch == 16) & gemm.layer.str.endswith("_nn")]
+    assert first.measured_ms.tolist() == [0.02] and first.op.tolist() == ["F"]
 
 
 @pytest.mark.parametrize("path", DEEPBENCH, ids=[p.name for p in DEEPBENCH])
