@@ -31,9 +31,11 @@ def scatter_figure(joined: pd.DataFrame, op: str) -> go.Figure:
     groups = list(data.groupby(["gpu", "network"]))
     for index, ((gpu, network), part) in enumerate(groups):
         label = network if data["gpu"].nunique() == 1 else f"{network} ({gpu})"
+        shapes = part["tensor_core_shape"].astype(bool) if "tensor_core_shape" in part else pd.Series(True, part.index)
         fig.add_trace(go.Scatter(
             x=part["measured_ms"], y=part["modeled_ms"], mode="markers", name=label,
-            marker={"color": NETWORK_COLORS[index % len(NETWORK_COLORS)], "size": 7},
+            marker={"color": NETWORK_COLORS[index % len(NETWORK_COLORS)], "size": 7,
+                    "symbol": np.where(shapes, "circle", "x")},
             text=part["layer"] + " · batch " + part["batch"].astype(str),
             hovertemplate="%{text}<br>measured %{x:.4g} ms<br>modeled %{y:.4g} ms<extra></extra>"))
     if len(data):
@@ -106,11 +108,16 @@ def report_sections(study: GpuStudy, command: str) -> list[Section]:
                                      + html.escape(verdict) + ".", command)),
         (_rounded(study.stats), _caption(html.escape(STATS_NOTE), command)),
     ]
+    subset = tensor_core_subset(study.joined)
+    if len(subset) and subset["left_out"].sum() > 0:
+        sections.append((_rounded(subset), _caption(html.escape(SUBSET_NOTE), command)))
     for op in KERNEL_OPS:
         if (study.joined["op"] == op).any():
             sections.append((scatter_figure(study.joined, op), _caption(
-                f"Each point is one layer at one batch size; measured: median of CUDA-event timings; modeled: "
-                f"archsim {html.escape(study.mode)} mode on the GPU-like arrays.", command)))
+                f"Each point is one layer at one batch size (×: channels or filters not a multiple of 8, not a "
+                f"tensor-core shape); measured: the CSV's times (archsim's timing script: median of CUDA-event "
+                f"timings; see each CSV's metadata); modeled: archsim {html.escape(study.mode)} mode on the "
+                f"GPU-like arrays.", command)))
     if len(study.streams):
         sections.append((streams_figure(study.streams), _caption(
             "Measured: D and G launched on two CUDA streams vs back-to-back on one (the single-device "
