@@ -1,5 +1,6 @@
 """GPU validation (issue 9, part 3): the measured-CSV reader, the GPU-as-arrays model, the statistics,
-the report and CLI, the committed measurements (when any), and the timing script (only with CUDA).
+the report and CLI, and the committed measurements (archsim's own when any, DeepBench's converted
+ones). The timing script that writes such CSVs is tested in test_gpu_timing_script.py.
 
 References are independent of the code under test: Spearman by the rank-difference formula and by
 pandas ranks, cycles from SCALE-Sim's per-fold formula worked by hand or by brute force, peak
@@ -9,7 +10,6 @@ throughput from NVIDIA's datasheets.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import io
 import json
 import math
@@ -441,143 +441,3 @@ def test_committed_deepbench_comparison_is_current(path):
         assert subset.loc[op, "rho"] == pytest.approx(independent_spearman(shapes.modeled_ms, shapes.measured_ms))
     text = path.with_name(path.name.replace("_kernels", "_validation")).with_suffix(".md").read_text(encoding="utf-8")
     assert all(f"{rho:.3g}" in text for rho in per_op.rho), "the committed report is stale: regenerate it"
-
-
-# -- the timing script -------------------------------------------------------------------------------
-def load_script():
-    spec = importlib.util.spec_from_file_location("gpu_validate", ROOT / "benchmarks" / "gpu_validate.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_script_dedupes_identical_shapes():
-    script = load_script()
-    layers = script.gemm_layers(["vgg16"])
-    # 13 conv + 3 fc; conv3_3 = conv3_2, conv4_3 = conv4_2, conv5_2 = conv5_3 = conv5_1 → 12 distinct
-    assert len(layers) == 16 and len({script.shape_key(layer) for _, layer in layers}) == 12
-    resnet = script.gemm_layers(["resnet50"])
-    by_key: dict[tuple, list[Layer]] = {}
-    for _, layer in resnet:
-        by_key.setdefault(script.shape_key(layer), []).append(layer)
-    assert len(resnet) == 54 and len(by_key) < 30
-    assert script.estimate_seconds([(layer, 64) for _, layer in layers], 10, 3, True) > 0
-
-
-def test_script_without_torch_or_cuda_exits_2_with_one_line(monkeypatch, capsys):
-    script = load_script()
-    monkeypatch.setitem(sys.modules, "torch", None)  # import torch → ImportError
-    assert script.main(["--batches", "1"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert err.startswith("gpu_validate: ") and "\n" not in err
-
-
-def _cuda():
-    torch = pytest.importorskip("torch", reason="PyTorch is not installed: the timing part needs it and a CUDA GPU")
-    if not torch.cuda.is_available():
-        pytest.skip("no CUDA GPU: the timing part runs only on a GPU machine")
-    return torch
-
-
-@pytest.mark.parametrize("layer", [Layer("tiny_conv", "conv", 9, 9, 3, 3, 4, 8, stride=2, padding=1),
-                                   Layer("tiny_fc", "fc", 1, 1, 1, 1, 64, 16)], ids=["conv", "fc"])
-def test_timing_script_on_one_tiny_layer(layer):
-    torch = _cuda()
-    script = load_script()
-    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
-    errors = script.check_kernels(torch, layer, 2)
-    assert max(errors.values()) < 1e-4, errors  # F, D, G compute what autograd computes
-    result = script.measure(torch, layer, 2, torch.float16, repeats=3, warmup=1, target_ms=0.05)
-    assert set(result) == set(OPS)
-    assert all(0 < ms < 1000 and inner >= 1 for ms, inner in result.values())
-
-
-def test_timing_script_end_to_end_on_one_shape(tmp_path):
-    _cuda()
-    script = load_script()
-    out = tmp_path / "gpu_kernels_x.csv"
-    code = script.main(["--networks", "vgg16", "--limit", "1", "--batches", "1", "--repeats", "2", "--warmup", "1",
-                        "--out", str(out), "--markdown", str(tmp_path / "x.md"), "--report", str(tmp_path / "x.html")])
-    assert code == 0
-    table = read_kernel_csv(out)
-    assert set(table.frame.layer) == {"conv1_1"} and set(table.frame.op) == set(OPS)
-    assert int(table.meta["sm_count"]) > 0 and (tmp_path / "x.md").is_file()
-
-
-@pytest.mark.parametrize("layer", [Layer("tiny_conv", "conv", 9, 9, 3, 3, 4, 8, stride=2, padding=1),
-                                   Layer("tiny_1x1_s2", "conv", 8, 8, 1, 1, 6, 5, stride=2, padding=0),
-                                   Layer("tiny_fc", "fc", 1, 1, 1, 1, 64, 16)], ids=["conv", "1x1-stride-2", "fc"])
-def test_timed_kernels_compute_what_autograd_computes_on_the_cpu(layer):
-    """The D and G closures the script times are training's backward (checked without a GPU)."""
-    torch = pytest.importorskip("torch", reason="PyTorch is not installed")
-    errors = load_script().check_kernels(torch, layer, 3, torch.float64, device="cpu")
-    assert set(errors) == {"F", "D", "G"} and max(errors.values()) < 1e-12, errors
-
-
-class _FakeCuda:
-    """Just enough of ``torch.cuda`` for the script's bookkeeping; no kernel runs."""
-
-    class OutOfMemoryError(RuntimeError):
-        pass
-
-    @staticmethod
-    def is_available():
-        return True
-
-    @staticmethod
-    def set_device(index):
-        assert index == 0
-
-    @staticmethod
-    def empty_cache():
-        pass
-
-    @staticmethod
-    def get_device_properties(index):
-        return argparse.Namespace(name=H100, multi_processor_count=132, major=9, minor=0, total_memory=80 * 2**30)
-
-
-def fake_torch():
-    backends = argparse.Namespace(cudnn=argparse.Namespace(version=lambda: 90100),
-                                  cuda=argparse.Namespace(matmul=argparse.Namespace()))
-    return argparse.Namespace(cuda=_FakeCuda, backends=backends, version=argparse.Namespace(cuda="12.4"),
-                              __version__="0.fake", float16="f16", bfloat16="bf16", float32="f32")
-
-
-def test_script_bookkeeping_with_a_fake_gpu(tmp_path, monkeypatch, capsys):
-    """main() without a GPU: a stand-in ``measure`` (time ∝ MACs) and one out-of-memory unit. Every
-    conv/fc layer of both networks gets a row per batch and op, repeated shapes are timed once and
-    point at their first occurrence, the OOM unit is named and marks the run incomplete, and the
-    analysis reads the CSV the script wrote."""
-    script = load_script()
-    monkeypatch.setitem(sys.modules, "torch", fake_torch())
-    monkeypatch.setattr(script.subprocess, "run", lambda *a, **k: (_ for _ in ()).throw(OSError("no nvidia-smi")))
-    timed: list[tuple[str, int]] = []
-
-    def fake_measure(torch, layer, batch, dtype, **_):
-        assert dtype == "f16"
-        if (layer.name, batch) == ("conv1_1", 4):
-            raise _FakeCuda.OutOfMemoryError
-        timed.append((layer.name, batch))
-        ms = batch * layer.ofmap_h * layer.ofmap_w * layer.weight_elements / 2e8 + 0.01
-        return {"F": (ms, 2), "D": (ms, 2), "G": (ms * 1.1, 2), "DG_serial": (ms * 2.1, 1),
-                "DG_concurrent": (ms * 1.6, 1)}
-
-    monkeypatch.setattr(script, "measure", fake_measure)
-    out = tmp_path / "gpu_kernels_fake.csv"
-    code = script.main(["--batches", "4,1", "--out", str(out), "--markdown", str(tmp_path / "fake.md"),
-                        "--report", str(tmp_path / "fake.html")])
-    assert code == 0
-    table = read_kernel_csv(out)
-    layers = script.gemm_layers(["vgg16", "resnet50"])
-    distinct = {script.shape_key(layer) for _, layer in layers}
-    assert len(timed) == 2 * len(distinct) - 1 == len(set(timed))
-    frame = table.frame
-    vgg_conv1 = frame.network.eq("vgg16") & frame.layer.eq("conv1_1")
-    assert len(frame) == 5 * (2 * len(layers) - 1) and set(frame[vgg_conv1].batch) == {1}
-    assert table.meta["complete"] == "false" and table.meta["skipped_oom"] == "vgg16/conv1_1@4"
-    assert table.meta["sm_clock_max_mhz"].startswith("unknown")
-    same = frame[(frame.network == "vgg16") & (frame.layer == "conv3_3")].same_as
-    assert set(same) == {"vgg16/conv3_2"}
-    assert (tmp_path / "fake.md").is_file() and (tmp_path / "fake.html").is_file()
-    assert "F" in capsys.readouterr().out
