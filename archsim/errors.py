@@ -9,6 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+MAX_MESSAGE_CHARS = 1000
+
+
+def one_line(text: object, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """``text`` made safe for one terminal line: control characters (newlines, ANSI escapes, NUL)
+    written as escapes, and cut to ``limit`` characters — user text reaches error messages."""
+    out = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
+    return out if len(out) <= limit else out[: limit - 1] + "…"
+
 
 @dataclass(frozen=True)
 class Where:
@@ -21,11 +30,11 @@ class Where:
     def __str__(self) -> str:
         parts = []
         if self.file is not None:
-            parts.append(str(self.file))
+            parts.append(one_line(self.file, 200))
         if self.line is not None:
             parts.append(f"line {self.line}")
         if self.field is not None:
-            parts.append(f"field '{self.field}'")
+            parts.append(f"field '{one_line(self.field, 100)}'")
         return ", ".join(parts)
 
 
@@ -43,4 +52,4 @@ class InputError(ValueError):
         self.where = Where(file=file, line=line, field=field)
         self.message = message
         located = str(self.where)
-        super().__init__(f"{located}: {message}" if located else message)
+        super().__init__(one_line(f"{located}: {message}" if located else message))

@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from archsim.errors import InputError
+from archsim.validate import check_exact
 
 DATAFLOW_CODES = {"ws": 0, "os": 1, "is": 2}
 OfmapCount = Literal["scalesim", "true"]
@@ -108,27 +109,23 @@ def gemm_cost(
         raise InputError(f"unknown ofmap_count {ofmap_count!r}", field="ofmap_count")
     codes = dataflow_codes(dataflow) if isinstance(dataflow, str) or np.asarray(dataflow).dtype.kind in "UO" \
         else np.asarray(dataflow, dtype=np.int64)
-    M, K, N, R, C, D = np.broadcast_arrays(
-        *(np.asarray(x, dtype=np.int64) for x in (m, k, n, rows, cols)), codes
-    )
+    try:
+        M, K, N, R, C, D = np.broadcast_arrays(
+            *(np.asarray(x, dtype=np.int64) for x in (m, k, n, rows, cols)), codes
+        )
+    except OverflowError:
+        raise InputError("a GEMM dimension exceeds 2^63; use smaller dimensions") from None
     for name, value in (("m", M), ("k", K), ("n", N), ("rows", R), ("cols", C)):
         if value.size and value.min() <= 0:
             raise InputError(f"must be positive, got {int(value.min())}", field=name)
-
-    is_ws, is_os = D == 0, D == 1
-    sr = np.where(is_os, M, K)
-    sc = np.where(D == 2, M, N)
-    t = np.select([is_ws, is_os], [M, K], N)
-
-    row_folds = _ceil_div(sr, R)
-    col_folds = _ceil_div(sc, C)
-    folds = row_folds * col_folds
-    fill = np.where(is_os, 0, R)  # ws/is preload the stationary operand: R extra cycles per fold
-    per_fold = fill + R + C + t - 2
-    cycles = folds * per_fold - 1
-
-    pes = R * C
-    macs = M * K * N
+    # The same integer formulas in float64 first: refuse what would not be exact in int64.
+    estimate = _counts(*(x.astype(np.float64) for x in (M, K, N, R, C)), D, ofmap_count)
+    check_exact([np.max(x) for x in estimate if x.size], "a GEMM's cycles, MACs or SRAM words",
+                "use smaller dimensions or a larger array")
+    sr, sc, t, row_folds, col_folds, folds, per_fold, cycles, macs, ifmap_reads, filter_reads, ofmap_writes = \
+        _counts(M, K, N, R, C, D, ofmap_count)
+    is_os = D == 1
+    pes = (R * C).astype(np.float64)  # ratios in float64: PEs × cycles may pass int64
     # Sum over folds of used PEs is exactly Sr·Sc (the folds tile the spatial grid).
     mapping_efficiency = (sr * sc) / (pes * folds)
     util_fold_cycles = per_fold + np.where(is_os, 0, C - 1)
@@ -136,14 +133,6 @@ def gemm_cost(
     # SCALE-Sim counts the last serviced cycle's index, so a 1×1×1 GEMM on a 1×1 os array has 0
     # cycles (and SCALE-Sim divides by zero reporting it); archsim reports its utilization over 1 cycle.
     utilization = macs / (np.maximum(cycles, 1) * pes)
-
-    # Stationary operand read once; streamed operand read once per fold of the other spatial dim;
-    # outputs written once per reduction fold (ws, is) or once (os).
-    ifmap_reads = np.where(D == 2, M * K, M * K * col_folds)
-    filter_reads = np.select([is_ws, is_os], [K * N, K * N * row_folds], K * N * col_folds)
-    ofmap_writes = np.select([is_ws, is_os], [M * N * row_folds, M * N], M * N * row_folds)
-    if ofmap_count == "scalesim":
-        ofmap_writes = ofmap_writes + np.where(is_os, folds * (R + C), 0)
 
     return GemmCost(
         cycles=cycles,
@@ -158,6 +147,32 @@ def gemm_cost(
         ofmap_sram_writes=ofmap_writes,
         macs=macs,
     )
+
+
+def _counts(M, K, N, R, C, D, ofmap_count: OfmapCount) -> tuple:
+    """The integer counts of :func:`gemm_cost` (int64 arrays, or float64 ones for a range check):
+    sr, sc, t, row_folds, col_folds, folds, per_fold, cycles, macs, ifmap/filter reads, ofmap writes."""
+    is_ws, is_os = D == 0, D == 1
+    sr = np.where(is_os, M, K)
+    sc = np.where(D == 2, M, N)
+    t = np.select([is_ws, is_os], [M, K], N)
+
+    row_folds = _ceil_div(sr, R)
+    col_folds = _ceil_div(sc, C)
+    folds = row_folds * col_folds
+    fill = np.where(is_os, 0, R)  # ws/is preload the stationary operand: R extra cycles per fold
+    per_fold = fill + R + C + t - 2
+    cycles = folds * per_fold - 1
+    macs = M * K * N
+
+    # Stationary operand read once; streamed operand read once per fold of the other spatial dim;
+    # outputs written once per reduction fold (ws, is) or once (os).
+    ifmap_reads = np.where(D == 2, M * K, M * K * col_folds)
+    filter_reads = np.select([is_ws, is_os], [K * N, K * N * row_folds], K * N * col_folds)
+    ofmap_writes = np.select([is_ws, is_os], [M * N * row_folds, M * N], M * N * row_folds)
+    if ofmap_count == "scalesim":
+        ofmap_writes = ofmap_writes + np.where(is_os, folds * (R + C), 0)
+    return sr, sc, t, row_folds, col_folds, folds, per_fold, cycles, macs, ifmap_reads, filter_reads, ofmap_writes
 
 
 def gemm_cycles(m: int, k: int, n: int, rows: int, cols: int, dataflow: str) -> int:

@@ -7,11 +7,13 @@ SCALE-Sim config loads unchanged; archsim adds the element size (bytes) and the 
 from __future__ import annotations
 
 import configparser
+import math
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from archsim.errors import InputError
+from archsim.validate import INT32_MAX, parse_int, read_text, shown
 
 DATAFLOWS = ("ws", "os", "is")
 
@@ -46,20 +48,20 @@ class ArrayConfig:
     def __post_init__(self) -> None:
         for name in ("rows", "cols", "ifmap_sram_kb", "filter_sram_kb", "ofmap_sram_kb", "element_bytes"):
             value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise InputError(f"must be a positive integer, got {value!r}", field=name)
+            if not isinstance(value, int) or isinstance(value, bool) or not 0 < value <= INT32_MAX:
+                raise InputError(f"must be an integer in 1…{INT32_MAX}, got {value!r}", field=name)
         if self.dataflow not in DATAFLOWS:
             raise InputError(
                 f"unknown dataflow {self.dataflow!r}; choose one of {', '.join(DATAFLOWS)}",
                 field="dataflow",
             )
-        if not self.bandwidth or any(b <= 0 for b in self.bandwidth):
+        if not self.bandwidth or any(not 0 < b <= INT32_MAX for b in self.bandwidth):
             raise InputError(f"bandwidths must be positive, got {self.bandwidth!r}", field="bandwidth")
         if self.read_bandwidth is not None and (
                 len(self.read_bandwidth) != 2 or not all(_positive_int(b) for b in self.read_bandwidth)):
             raise InputError(f"expected (ifmap, filter) positive integers, got {self.read_bandwidth!r}",
                              field="read_bandwidth")
-        if self.clock_hz <= 0:
+        if not 0 < self.clock_hz < math.inf:
             raise InputError(f"must be positive, got {self.clock_hz!r}", field="clock_hz")
 
     @property
@@ -88,8 +90,8 @@ def parse_array_shape(text: str, *, field_name: str = "array") -> tuple[int, int
         raise InputError(f"expected ROWSxCOLS such as 32x32, got {text!r}", field=field_name)
     rows = int(match.group(1))
     cols = int(match.group(2)) if match.group(2) is not None else rows
-    if rows <= 0 or cols <= 0:
-        raise InputError(f"array dimensions must be positive, got {text!r}", field=field_name)
+    if not (0 < rows <= INT32_MAX and 0 < cols <= INT32_MAX):
+        raise InputError(f"array dimensions must be in 1…{INT32_MAX}, got {shown(text)}", field=field_name)
     return rows, cols
 
 
@@ -109,11 +111,9 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
     """
     path = Path(path)
     file = str(path)
-    if not path.is_file():
-        raise InputError("config file not found", file=file)
-    parser = configparser.ConfigParser()
+    text = read_text(path, "config file")
+    parser = configparser.ConfigParser(interpolation=None)  # a '%' in a value is just a character
     try:
-        text = path.read_text(encoding="utf-8")
         parser.read_string(text, source=file)
     except (configparser.Error, UnicodeDecodeError) as exc:
         raise InputError(f"not a readable .cfg file ({exc.__class__.__name__})", file=file) from None
@@ -136,9 +136,9 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
     def as_int(key: str) -> int:
         raw = arch.get(key, "").strip()
         try:
-            return int(raw)
-        except ValueError:
-            raise InputError(f"expected an integer, got {raw!r}", file=file, line=line_of(key), field=key) from None
+            return parse_int(raw, what="a positive integer")
+        except ValueError as exc:
+            raise InputError(str(exc), file=file, line=line_of(key), field=key) from None
 
     mode = "CALC"
     if parser.has_section("run_presets") and parser.has_option("run_presets", "InterfaceBandwidth"):
@@ -150,10 +150,12 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
     if arch.get("Bandwidth") is not None:
         raw = arch.get("Bandwidth", "")
         try:
-            bandwidth = tuple(int(x.strip()) for x in raw.split(",") if x.strip())
-        except ValueError:
-            raise InputError(f"expected integers, got {raw!r}", file=file, line=line_of("Bandwidth"),
-                             field="Bandwidth") from None
+            bandwidth = tuple(parse_int(x, what="positive integers") for x in raw.split(",") if x.strip())
+        except ValueError as exc:
+            raise InputError(str(exc), file=file, line=line_of("Bandwidth"), field="Bandwidth") from None
+        if not bandwidth:
+            raise InputError("empty; expected positive integers (words/cycle)", file=file, line=line_of("Bandwidth"),
+                             field="Bandwidth")
     elif mode == "USER":
         raise InputError("USER bandwidth mode needs a Bandwidth key", file=file, field="Bandwidth")
     read_bandwidth = None
@@ -162,7 +164,7 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
         rates = []
         for key in ("IfmapSRAMBankBandwidth", "FilterSRAMBankBandwidth"):
             raw = layout.get(key, str(bandwidth[0])).strip()
-            if not raw.isdigit() or int(raw) <= 0:
+            if not raw.isdigit() or not 0 < int(raw) <= INT32_MAX:
                 raise InputError(f"expected a positive integer, got {raw!r}", file=file, line=line_of(key),
                                  field=key)
             rates.append(int(raw))

@@ -21,6 +21,7 @@ from archsim.array.analytic import gemm_cost
 from archsim.array.config import ArrayConfig
 from archsim.array.cycle import simulate_cached
 from archsim.errors import InputError
+from archsim.validate import check_exact, shown
 from archsim.lowering import LoweredLayer, Mode, TrainingOp, lower_network
 from archsim.workload.layer import Network
 
@@ -38,8 +39,17 @@ def flatten_gemms(ops: Sequence[TrainingOp]) -> tuple[np.ndarray, np.ndarray, np
             k.append(g.k)
             n.append(g.n)
             count.append(g.count)
+    for op in ops:
+        check_exact([op.vector_elements, op.out_bytes, op.extra_bytes], f"op {op.kind} of layer {shown(op.layer)}: bytes")
+    check_exact([max(m, default=0), max(k, default=0), max(n, default=0), max(count, default=0)], "a GEMM dimension")
     as_int = lambda xs: np.asarray(xs, dtype=np.int64)  # noqa: E731
     return as_int(owner), as_int(m), as_int(k), as_int(n), as_int(count)
+
+
+def _check_total(per_gemm: np.ndarray, count: np.ndarray, vector: np.ndarray, what: str) -> None:
+    """Refuse when the network's summed ``what`` would pass 2^53 (int64 sums could wrap)."""
+    check_exact(float(np.sum(per_gemm.astype(np.float64) * count)) + float(np.sum(vector, dtype=np.float64)),
+                f"the network's total {what}")
 
 
 def _check_engine(engine: str) -> None:
@@ -83,6 +93,9 @@ def op_costs(ops: Sequence[TrainingOp], array: ArrayConfig, engine: str = "analy
         else:
             np.add.at(cycles, owner, cost.cycles * count)
     vector = np.asarray([op.vector_elements for op in ops], dtype=np.int64)
+    if owner.size:
+        _check_total(cost.cycles if engine != "cycle" else figures[:, 0], count, vector, "cycles")
+        _check_total(cost.macs, count, np.zeros(0), "MACs")
     cycles += -(-vector // array.cols)
     with np.errstate(divide="ignore", invalid="ignore"):
         utilization = np.where(cycles > 0, macs / (np.maximum(cycles, 1) * array.pes), 0.0)
@@ -113,6 +126,8 @@ def op_cycles(ops: Sequence[TrainingOp], array: ArrayConfig, engine: str = "anal
                 else gemm_cost(m, k, n, array.rows, array.cols, array.dataflow).cycles)
         np.add.at(cycles, owner, gemm * count)
     vector = np.fromiter((op.vector_elements for op in ops), dtype=np.int64, count=len(ops))
+    if owner.size:
+        _check_total(gemm, count, vector, "cycles")
     return cycles + -(-vector // array.cols)
 
 

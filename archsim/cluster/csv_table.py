@@ -4,27 +4,27 @@ file, line and column."""
 
 from __future__ import annotations
 
-import csv
-import io
-import math
-
 from archsim.errors import InputError
+from archsim.validate import INT32_MAX, csv_rows, parse_float, shown
+
+MAX_REAL = 1e15  # seconds or bytes in one cell: ~3·10⁷ years, a petabyte
 
 
 def read_rows(text: str, columns: tuple[str, ...], *, source: str, what: str) -> list[tuple[int, dict[str, str]]]:
     """(line, {column: stripped cell}) for every non-blank row after the header.
 
     ``what`` names a row in the empty-file message ("layer", "job")."""
-    rows = [(i, r) for i, r in enumerate(csv.reader(io.StringIO(text, newline="")), start=1)
-            if any(c.strip() for c in r)]
+    rows = [(i, r) for i, r in csv_rows(text, source) if any(c.strip() for c in r)]
     if not rows:
         raise InputError(f"empty file (expected a header and one row per {what})", file=source)
     header_line, raw_header = rows[0]
     header = [c.strip() for c in raw_header]
-    for column in header:
+    for number, column in enumerate(header):
         if column not in columns:
-            raise InputError(f"unknown column; the columns are {', '.join(columns)}", file=source,
-                             line=header_line, field=column)
+            raise InputError(f"unknown column {shown(column)}; the columns are {', '.join(columns)}", file=source,
+                             line=header_line)
+        if column in header[:number]:
+            raise InputError("column given twice", file=source, line=header_line, field=column)
     for column in columns:
         if column not in header:
             raise InputError("missing column", file=source, line=header_line, field=column)
@@ -39,13 +39,11 @@ def read_rows(text: str, columns: tuple[str, ...], *, source: str, what: str) ->
 
 
 def non_negative(text: str, *, file: str, line: int, field: str, integer: bool = False) -> float:
-    """A finite number ≥ 0 (a whole one when ``integer``)."""
+    """A finite number in 0 … 10¹⁵ (a whole one in 0 … 2³¹ − 1 when ``integer``)."""
     try:
-        value = float(text)
-    except ValueError:
-        raise InputError(f"expected a number, got {text!r}", file=file, line=line, field=field) from None
-    if not math.isfinite(value) or value < 0:
-        raise InputError(f"must be finite and non-negative, got {text!r}", file=file, line=line, field=field)
+        value = parse_float(text, high=INT32_MAX if integer else MAX_REAL, what="a non-negative number")
+    except ValueError as exc:
+        raise InputError(str(exc), file=file, line=line, field=field) from None
     if integer and value != int(value):
-        raise InputError(f"expected a whole number, got {text!r}", file=file, line=line, field=field)
+        raise InputError(f"expected a whole number, got {shown(text)}", file=file, line=line, field=field)
     return value

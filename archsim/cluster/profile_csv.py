@@ -25,6 +25,7 @@ from pathlib import Path
 from archsim.cluster.csv_table import non_negative, read_rows
 from archsim.cluster.spb import LayerCosts, chain_producers
 from archsim.errors import InputError
+from archsim.validate import read_text
 
 COLUMNS = ("layer", "forward_s", "backward_s", "activation_bytes", "parameter_bytes")
 
@@ -51,12 +52,7 @@ def parse_profile_csv(text: str, *, source: str = "<string>") -> LayerCosts:
 def load_profile_csv(path: str | Path) -> LayerCosts:
     """Read a profile file; errors name the file."""
     path = Path(path)
-    if not path.is_file():
-        raise InputError("profile file not found", file=str(path))
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise InputError("not UTF-8 text", file=str(path)) from None
+    text = read_text(path, "profile file")
     return parse_profile_csv(text, source=str(path))
 
 

@@ -30,6 +30,7 @@ import numpy as np
 from archsim.cluster.catalog import ModelProfile, lookup, paper_catalog
 from archsim.cluster.csv_table import non_negative, read_rows
 from archsim.errors import InputError
+from archsim.validate import read_text
 
 COLUMNS = ("job_id", "num_gpu", "submit_time", "iterations", "model_name", "duration", "interval")
 WORKER_MIX = ((1, 0.50), (2, 0.10), (4, 0.20), (8, 0.15), (16, 0.05))
@@ -73,12 +74,7 @@ def parse_tiresias_csv(text: str, *, source: str = "<string>", catalog: dict[str
 
 def load_tiresias_csv(path: str | Path, catalog: dict[str, ModelProfile] | None = None) -> tuple[TraceJob, ...]:
     path = Path(path)
-    if not path.is_file():
-        raise InputError("trace file not found", file=str(path))
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise InputError("not UTF-8 text", file=str(path)) from None
+    text = read_text(path, "trace file")
     return parse_tiresias_csv(text, source=str(path), catalog=catalog)
 
 

@@ -9,16 +9,12 @@ from pathlib import Path
 from archsim.array.config import ArrayConfig, parse_array_shape, read_scalesim_cfg
 from archsim.errors import InputError
 from archsim.outputs import FORMATS, atomic_write_text
+from archsim.validate import positive_int_flag
 
 
 def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
+    """argparse type: an integer in 1 … 2³¹ − 1 (see :mod:`archsim.validate`)."""
+    return positive_int_flag(text)
 
 
 def add_array_arguments(parser: argparse.ArgumentParser) -> None:

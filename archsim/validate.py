@@ -1,0 +1,168 @@
+"""The validation edge: ranges for numbers, one safe file reader, safe names, overflow guards.
+
+Every reader and flag parser checks its input here, so everything behind it can trust its data.
+Ranges (documented in the README's "Input limits"):
+
+* counts, dimensions and sizes given as integers: 1 … 2³¹ − 1 (int32), so products of a few of
+  them stay inside int64 before :func:`check_exact` looks at the result;
+* seeds: 0 … 2³² − 1 (numpy's seed range);
+* real numbers: finite (no ``inf``/``nan``), and positive or non-negative where the command says;
+* every integer archsim *computes* (cycles, MACs, bytes) stays below 2⁵³: exact in int64 and also
+  in the float64 the simulator times with; beyond it the command refuses rather than wrap around.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import math
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+
+from archsim.errors import InputError
+
+INT32_MAX = 2**31 - 1
+SEED_MAX = 2**32 - 1
+EXACT_LIMIT = 2**53
+MAX_FILE_BYTES = 64 * 2**20
+MAX_NAME_CHARS = 100
+
+
+def shown(value: object, limit: int = 60) -> str:
+    """``value`` quoted for an error line: control characters escaped, long text cut."""
+    text = repr(str(value))
+    return text if len(text) <= limit else text[: limit - 4] + "…" + text[-1]
+
+
+def parse_int(text: object, *, low: int = 1, high: int = INT32_MAX, what: str = "an integer") -> int:
+    """``text`` as an integer in [low, high], or ValueError with a short reason."""
+    if isinstance(text, bool):
+        raise ValueError(f"expected {what}, got {text!r}")
+    if isinstance(text, int):
+        value = text
+    else:
+        try:
+            value = int(str(text).strip())
+        except ValueError:
+            raise ValueError(f"expected {what}, got {shown(text)}") from None
+    if not low <= value <= high:
+        raise ValueError(f"expected {what} in {low}…{high}, got {shown(value)}")
+    return value
+
+
+def parse_float(text: object, *, low: float = 0.0, high: float = math.inf, low_open: bool = False,
+                what: str = "a number") -> float:
+    """``text`` as a finite float in [low, high] (or (low, high] when ``low_open``)."""
+    if isinstance(text, bool):
+        raise ValueError(f"expected {what}, got {text!r}")
+    try:
+        value = float(text) if isinstance(text, (int, float)) else float(str(text).strip())
+    except (ValueError, OverflowError):
+        raise ValueError(f"expected {what}, got {shown(text)}") from None
+    if not math.isfinite(value):
+        raise ValueError(f"expected a finite {what.removeprefix('a ').removeprefix('an ')}, got {shown(text)}")
+    if value < low or (low_open and value == low) or value > high:
+        bound = f"> {low:g}" if low_open else f">= {low:g}"
+        upper = f" and <= {high:g}" if math.isfinite(high) else ""
+        raise ValueError(f"expected {what} {bound}{upper}, got {shown(text)}")
+    return value
+
+
+def int_flag(low: int = 1, high: int = INT32_MAX, what: str = "an integer"):
+    """An argparse ``type=`` for integers in [low, high]."""
+
+    def convert(text: str) -> int:
+        try:
+            return parse_int(text, low=low, high=high, what=what)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return convert
+
+
+def float_flag(low: float = 0.0, high: float = math.inf, *, low_open: bool = False, what: str = "a number"):
+    """An argparse ``type=`` for finite floats in [low, high] ((low, high] when ``low_open``)."""
+
+    def convert(text: str) -> float:
+        try:
+            return parse_float(text, low=low, high=high, low_open=low_open, what=what)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return convert
+
+
+positive_int_flag = int_flag(1, INT32_MAX, "a positive integer")
+seed_flag = int_flag(0, SEED_MAX, "a seed")
+positive_float_flag = float_flag(0.0, low_open=True, what="a positive number")
+non_negative_float_flag = float_flag(0.0, what="a non-negative number")
+
+
+def read_text(path: str | Path, what: str, *, encoding: str = "utf-8", max_bytes: int = MAX_FILE_BYTES) -> str:
+    """The text of a user's file, or an :class:`InputError` naming it: missing, a folder, unreadable
+    (permissions, I/O), larger than ``max_bytes``, or not text in ``encoding``."""
+    path = Path(path)
+    file = str(path)
+    try:
+        if not path.exists():
+            raise InputError(f"{what} not found", file=file)
+        if not path.is_file():
+            raise InputError(f"{what} is not a regular file", file=file)
+        if path.stat().st_size > max_bytes:
+            raise InputError(f"{what} is larger than {max_bytes // 2**20} MiB", file=file)
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read {what} ({exc.strerror or exc.__class__.__name__})", file=file) from None
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError:
+        raise InputError(f"{what} is not {encoding.removesuffix('-sig').upper()} text", file=file) from None
+
+
+def csv_rows(text: str | Iterable[str], source: str, *, first_line: int = 1, **options) -> list[tuple[int, list[str]]]:
+    """(line, row) of every CSV row of ``text`` (a string, or lines starting at ``first_line``);
+    a malformed row — an over-long field, a NUL, an unclosed quote — is an InputError at its line."""
+    stream = io.StringIO(text, newline="") if isinstance(text, str) else iter(text)
+    reader = csv.reader(stream, **options)
+    rows: list[tuple[int, list[str]]] = []
+    start = first_line
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return rows
+        except csv.Error as exc:
+            raise InputError(f"malformed CSV ({exc})", file=source, line=first_line + reader.line_num - 1) from None
+        rows.append((start, row))
+        start = first_line + reader.line_num
+
+
+def check_name(value: object, field: str, *, file: str | None = None, line: int | None = None,
+               limit: int = MAX_NAME_CHARS) -> str:
+    """A name that becomes part of a file name or a table cell: a non-empty string of at most
+    ``limit`` printable characters, not a path (no ``/``, ``\\``, ``..``)."""
+    if not isinstance(value, str):
+        raise InputError(f"expected a string, got {shown(value)}", file=file, line=line, field=field)
+    if not value.strip():
+        raise InputError("must not be empty", file=file, line=line, field=field)
+    if len(value) > limit:
+        raise InputError(f"longer than {limit} characters ({len(value)})", file=file, line=line, field=field)
+    if not value.isprintable():
+        raise InputError(f"contains control characters: {shown(value)}", file=file, line=line, field=field)
+    if "/" in value or "\\" in value or value.strip() in (".", ".."):
+        raise InputError(f"must be a plain name, not a path: {shown(value)}", file=file, line=line, field=field)
+    return value
+
+
+def check_exact(estimate: object, what: str, hint: str = "use a smaller batch or network, or a larger array") -> None:
+    """Refuse a computation whose integer result (``estimate``, any float array-like bounding it)
+    would reach 2⁵³: beyond it int64 sums may wrap and float64 times lose exactness."""
+    values = np.asarray(estimate, dtype=np.float64)
+    if values.size == 0:
+        return
+    worst = float(np.max(values))
+    if not worst < EXACT_LIMIT:
+        raise InputError(f"{what} would reach {worst:.3g}, beyond the 2^53 archsim counts exactly; {hint}")
