@@ -29,6 +29,7 @@ SEED_MAX = 2**32 - 1
 EXACT_LIMIT = 2**53
 MAX_FILE_BYTES = 64 * 2**20
 MAX_NAME_CHARS = 100
+MAX_PROCESSORS = 4096  # processors a partition or schedule may use (partitioners are O(layers² · P))
 
 
 def shown(value: object, limit: int = 60) -> str:
@@ -40,7 +41,7 @@ def shown(value: object, limit: int = 60) -> str:
 def parse_int(text: object, *, low: int = 1, high: int = INT32_MAX, what: str = "an integer") -> int:
     """``text`` as an integer in [low, high], or ValueError with a short reason."""
     if isinstance(text, bool):
-        raise ValueError(f"expected {what}, got {text!r}")
+        raise ValueError(f"expected {what}, got {text!r}")  # noqa: TRY004 (one error type for the callers)
     if isinstance(text, int):
         value = text
     else:
@@ -57,7 +58,7 @@ def parse_float(text: object, *, low: float = 0.0, high: float = math.inf, low_o
                 what: str = "a number") -> float:
     """``text`` as a finite float in [low, high] (or (low, high] when ``low_open``)."""
     if isinstance(text, bool):
-        raise ValueError(f"expected {what}, got {text!r}")
+        raise ValueError(f"expected {what}, got {text!r}")  # noqa: TRY004 (one error type for the callers)
     try:
         value = float(text) if isinstance(text, (int, float)) else float(str(text).strip())
     except (ValueError, OverflowError):
@@ -97,6 +98,7 @@ def float_flag(low: float = 0.0, high: float = math.inf, *, low_open: bool = Fal
 
 positive_int_flag = int_flag(1, INT32_MAX, "a positive integer")
 seed_flag = int_flag(0, SEED_MAX, "a seed")
+processors_flag = int_flag(1, MAX_PROCESSORS, "a processor count")
 positive_float_flag = float_flag(0.0, low_open=True, what="a positive number")
 non_negative_float_flag = float_flag(0.0, what="a non-negative number")
 

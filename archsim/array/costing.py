@@ -21,8 +21,8 @@ from archsim.array.analytic import gemm_cost
 from archsim.array.config import ArrayConfig
 from archsim.array.cycle import simulate_cached
 from archsim.errors import InputError
-from archsim.validate import check_exact, shown
 from archsim.lowering import LoweredLayer, Mode, TrainingOp, lower_network
+from archsim.validate import check_exact, shown
 from archsim.workload.layer import Network
 
 ENGINES = ("analytic", "cycle")

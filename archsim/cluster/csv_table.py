@@ -21,8 +21,8 @@ def read_rows(text: str, columns: tuple[str, ...], *, source: str, what: str) ->
     header = [c.strip() for c in raw_header]
     for number, column in enumerate(header):
         if column not in columns:
-            raise InputError(f"unknown column {shown(column)}; the columns are {', '.join(columns)}", file=source,
-                             line=header_line)
+            raise InputError(f"unknown column; the columns are {', '.join(columns)}", file=source,
+                             line=header_line, field=column)
         if column in header[:number]:
             raise InputError("column given twice", file=source, line=header_line, field=column)
     for column in columns:

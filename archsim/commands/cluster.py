@@ -17,30 +17,23 @@ from archsim.cluster.trace import load_tiresias_csv, synthetic_trace
 from archsim.commands.common import add_output_arguments, emit, positive_int
 from archsim.errors import InputError
 from archsim.outputs import render
+from archsim.validate import float_flag, processors_flag, seed_flag
 
-
-def _non_negative(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative number, got {text!r}")
-    return value
+_non_negative = float_flag(0.0, 1e12, what="a non-negative number")  # finite; 10¹² s or GiB is beyond any cluster
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trace", default="synthetic", metavar="FILE|synthetic",
                         help="Tiresias-format CSV (job_id,num_gpu,submit_time,iterations,model_name,duration,"
                              "interval) or 'synthetic' for the §4.2 workload (default)")
-    parser.add_argument("--gpus", type=positive_int, default=45, help="devices in the cluster (default 45)")
+    parser.add_argument("--gpus", type=processors_flag, default=45, help="devices in the cluster (default 45)")
     parser.add_argument("--gpus-per-machine", type=positive_int, default=3, help="devices per machine (default 3)")
     parser.add_argument("--device-memory-gb", type=_non_negative, default=16.0,
                         help="memory per device in GiB (default 16, a V100)")
     parser.add_argument("--policy", default="jigsaw", choices=(*POLICIES, "all"),
                         help="scheduler; 'all' compares jigsaw, gandiva and tiresias (default jigsaw)")
     parser.add_argument("--compare", action="store_true", help="same as --policy all")
-    parser.add_argument("--seed", type=int, default=0, help="synthetic trace seed (default 0)")
+    parser.add_argument("--seed", type=seed_flag, default=0, help="synthetic trace seed (default 0)")
     parser.add_argument("--seeds", type=positive_int, default=5,
                         help="with --policy all: seeds SEED … SEED+N−1 (default 5)")
     parser.add_argument("--jobs", type=positive_int, default=500, help="synthetic trace jobs (default 500)")

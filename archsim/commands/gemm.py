@@ -4,9 +4,7 @@
 from __future__ import annotations
 
 import argparse
-import csv
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -15,10 +13,17 @@ from archsim.array.analytic import dataflow_codes, gemm_cost
 from archsim.array.config import ArrayConfig, parse_array_shape, read_scalesim_cfg
 from archsim.array.cycle import minimum_bandwidth, simulate_cached, sram_words
 from archsim.cli import Command
-from archsim.commands.common import (add_engine_arguments, add_output_arguments, emit, memory_meta, positive_int,
-                                     with_memory_args)
+from archsim.commands.common import (
+    add_engine_arguments,
+    add_output_arguments,
+    emit,
+    memory_meta,
+    positive_int,
+    with_memory_args,
+)
 from archsim.errors import InputError
 from archsim.outputs import render
+from archsim.validate import csv_rows, parse_int, read_text
 
 SHAPE_COLUMNS = ("m", "k", "n", "rows", "cols", "dataflow")
 RESULT_COLUMNS = ("cycles", "folds", "mapping_efficiency", "utilization", "compute_utilization",
@@ -46,15 +51,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def read_shapes(path: str) -> pd.DataFrame:
     """Read and validate a shapes CSV; errors name the file, line and column."""
-    file = Path(path)
-    if not file.is_file():
-        raise InputError("shapes file not found", file=path)
-    try:
-        text = file.read_text(encoding="utf-8-sig")
-    except (UnicodeDecodeError, OSError):
-        raise InputError("not a readable UTF-8 text file", file=path) from None
-    reader = csv.reader(text.splitlines())
-    rows = [(n, r) for n, r in enumerate(reader, start=1) if any(c.strip() for c in r)]
+    text = read_text(path, "shapes file", encoding="utf-8-sig")
+    rows = [(n, r) for n, r in csv_rows(text.splitlines(), path) if any(c.strip() for c in r)]
     if not rows:
         raise InputError("empty shapes file", file=path)
     header = [c.strip().lower() for c in rows[0][1] if c.strip()]
@@ -75,12 +73,9 @@ def read_shapes(path: str) -> pd.DataFrame:
                 record[column] = raw.lower()
                 continue
             try:
-                value = int(raw)
-            except ValueError:
-                raise InputError(f"expected an integer, got {raw!r}", file=path, line=line, field=column) from None
-            if value <= 0:
-                raise InputError(f"must be positive, got {value}", file=path, line=line, field=column)
-            record[column] = value
+                record[column] = parse_int(raw, what="a positive integer")
+            except ValueError as exc:
+                raise InputError(str(exc), file=path, line=line, field=column) from None
         records.append(record)
     if not records:
         raise InputError("no shape rows after the header", file=path)

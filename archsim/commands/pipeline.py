@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from archsim.cli import Command
+from archsim.validate import float_flag, processors_flag
 from archsim.commands.common import (add_array_arguments, add_engine_arguments, with_memory_args, add_network_arguments, add_output_arguments,
                                      add_timeline_outputs, array_from_args, emit, network_from_args, positive_int,
                                      write_timeline_outputs)
@@ -16,7 +17,7 @@ from archsim.partition import METHODS, build_profile, partition
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_network_arguments(parser)
-    parser.add_argument("--processors", type=positive_int, required=True, help="number of processors")
+    parser.add_argument("--processors", type=processors_flag, required=True, help="number of processors")
     parser.add_argument("--method", default="layerpipe", choices=METHODS)
     add_array_arguments(parser)
     add_engine_arguments(parser)
@@ -24,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", default="paper", choices=MODES)
     parser.add_argument("--split-axes", default=",".join(SPLIT_AXES),
                         help=f"δ split axes LayerPipe may use (default {','.join(SPLIT_AXES)})")
-    parser.add_argument("--alpha", type=float, default=1.001, help="LayerPipe target relaxation factor")
+    parser.add_argument("--alpha", type=float_flag(1.0, 1e6, low_open=True, what="a number > 1"), default=1.001, help="LayerPipe target relaxation factor")
     parser.add_argument("--microbatches", type=positive_int, default=None,
                         help="also simulate M micro-batches and report the makespan")
     add_timeline_outputs(parser)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from archsim.cli import Command
+from archsim.validate import float_flag, seed_flag
 from archsim.commands.common import (add_array_arguments, add_network_arguments, add_output_arguments,
                                      add_timeline_outputs, array_from_args, emit, network_from_args, positive_int,
                                      write_timeline_outputs)
@@ -28,12 +29,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cluster", required=True, metavar="CONFIG.toml", help="cluster topology (configs/clusters/)")
     parser.add_argument("--microbatches", type=positive_int, required=True)
     parser.add_argument("--method", default="spp", choices=METHODS)
-    parser.add_argument("--seed", type=int, default=None, help="redraw the cluster's bandwidth ranges")
+    parser.add_argument("--seed", type=seed_flag, default=None, help="redraw the cluster's bandwidth ranges")
     parser.add_argument("--max-stages", type=positive_int, default=None)
     add_array_arguments(parser)
     parser.add_argument("--batch", type=positive_int, default=4, help="micro-batch size (array-model costs)")
     parser.add_argument("--mode", default="exact", choices=MODES)
-    parser.add_argument("--clock-ghz", type=float, default=1.0, help="array clock, to turn cycles into seconds")
+    parser.add_argument("--clock-ghz", type=float_flag(0.0, 1e6, low_open=True, what="a positive number"), default=1.0, help="array clock, to turn cycles into seconds")
     add_timeline_outputs(parser)
     add_output_arguments(parser)
 

@@ -7,6 +7,7 @@ import argparse
 import pandas as pd
 
 from archsim.cli import Command
+from archsim.validate import non_negative_float_flag, positive_float_flag, processors_flag
 from archsim.commands.common import (add_array_arguments, add_engine_arguments, with_memory_args, add_network_arguments, add_output_arguments,
                                      add_timeline_outputs, array_from_args, emit, network_from_args, positive_int,
                                      write_timeline_outputs)
@@ -22,7 +23,7 @@ from archsim.policies.ooo import POLICIES, LayerCosts, ooo_schedule, schedule_me
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_network_arguments(parser)
     parser.add_argument("--policy", required=True, choices=POLICIES + dp.POLICIES + zb.SCHEDULES + ("multistream",))
-    parser.add_argument("--processors", type=positive_int, required=True, help="devices")
+    parser.add_argument("--processors", type=processors_flag, required=True, help="devices")
     parser.add_argument("--microbatches", type=positive_int, default=1)
     parser.add_argument("--unit-costs", action="store_true", help="F = D = G = 1, no communication")
     parser.add_argument("--flush", action=argparse.BooleanOptionalAction, default=None,
@@ -34,8 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--chunks", type=positive_int, default=2, help="interleaved-1f1b: model chunks per device")
     parser.add_argument("--k", default="auto", help="dp-reverse-k: layers to reverse, or 'auto' (the paper's search)")
     parser.add_argument("--sync", default="ring", choices=("ring", "ps"), help="data-parallel synchronization")
-    parser.add_argument("--bandwidth", type=float, default=64.0, help="bytes per cycle per link (data parallel)")
-    parser.add_argument("--comm-units", type=float, default=1.0,
+    parser.add_argument("--bandwidth", type=positive_float_flag, default=64.0, help="bytes per cycle per link (data parallel)")
+    parser.add_argument("--comm-units", type=non_negative_float_flag, default=1.0,
                         help="with --unit-costs: synchronization time of each layer (data parallel)")
     add_array_arguments(parser)
     add_engine_arguments(parser, bandwidth_flag="--dram-bandwidth")

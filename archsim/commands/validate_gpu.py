@@ -16,18 +16,12 @@ from archsim.cli import Command
 from archsim.commands.common import add_output_arguments, emit, positive_int
 from archsim.lowering import MODES
 from archsim.outputs import render
+from archsim.validate import positive_float_flag
 
 SHOW = ("stats", "kernels", "streams", "streams-summary", "sensitivity", "assumptions")
 
 
-def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-    return value
+positive_float = positive_float_flag
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

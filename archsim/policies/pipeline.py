@@ -134,6 +134,8 @@ def pipeline_problem(plan: Partition, profile: LayerProfile, microbatches: int, 
                 window = stages - stage.index  # stage s of S keeps at most S − s + 1 micro-batches in flight
                 forwards = [op.layer for op in stage.ops if op.kind == "F"]
                 backwards = [(op.layer, op.kind) for op in stage.ops if op.kind in BACKWARD]
+                if not forwards:  # an idle stage, or one holding only split δ work: nothing to alternate
+                    continue
                 if b - window >= 0:  # admission: F(b) after the backward of b − window
                     for layer, kind in backwards:
                         deps.append(Dep(oid(layer, kind, b - window), oid(forwards[0], "F", b)))

@@ -33,10 +33,13 @@ import networkx as nx
 import numpy as np
 
 from archsim.errors import InputError
+from archsim.validate import SEED_MAX, check_name, read_text, shown
 
 CLUSTER_KEYS = {"name", "seed", "inter_server_gbps", "inter_server_link"}
 INTER_SERVER_LINKS = ("shared", "per_gpu_pair")
 SERVER_KEYS = {"count", "gpus", "intra_server_gbps"}
+MAX_DEVICES = 1024  # GPUs in one cluster file (the planner's min-cut works on the complete GPU graph)
+MAX_GBPS = 1e6  # a finite bound on link bandwidths (10⁶ Gbps = 125 TB/s)
 
 
 @dataclass(frozen=True)
@@ -62,13 +65,17 @@ class Topology:
         return graph
 
 
+def _is_gbps(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= MAX_GBPS
+
+
 def _gbps(value, field: str, file: str, rng: np.random.Generator) -> float:
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+    if _is_gbps(value):
         return float(value) * 1e9 / 8
-    if (isinstance(value, list) and len(value) == 2 and all(isinstance(x, (int, float)) for x in value)
-            and 0 < value[0] <= value[1]):
+    if isinstance(value, list) and len(value) == 2 and all(map(_is_gbps, value)) and value[0] <= value[1]:
         return float(rng.uniform(value[0], value[1])) * 1e9 / 8
-    raise InputError("expected a positive number or a [low, high] range", file=file, field=field)
+    raise InputError(f"expected a number in (0, {MAX_GBPS:g}] or a [low, high] range of them", file=file,
+                     field=field)
 
 
 def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = None) -> Topology:
@@ -76,10 +83,18 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
     if set(spec) - {"cluster", "servers"} or "cluster" not in spec or "servers" not in spec:
         raise InputError("expected a [cluster] table and [[servers]] entries", file=file, field="cluster")
     cluster = spec["cluster"]
+    if not isinstance(cluster, dict):
+        raise InputError("expected a table: write [cluster] above its keys", file=file, field="cluster")
+    if not isinstance(spec["servers"], list) or not all(isinstance(g, dict) for g in spec["servers"]):
+        raise InputError("expected [[servers]] tables", file=file, field="servers")
     unknown = sorted(set(cluster) - CLUSTER_KEYS)
     if unknown:
         raise InputError("unknown key", file=file, field=unknown[0])
-    rng = np.random.default_rng(cluster.get("seed", 0) if seed is None else seed)
+    if seed is None:
+        seed = cluster.get("seed", 0)
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= SEED_MAX:
+            raise InputError(f"expected an integer in 0…{SEED_MAX}, got {shown(seed)}", file=file, field="seed")
+    rng = np.random.default_rng(seed)
     servers: list[int] = []
     intra: list[float] = []
     for group in spec["servers"]:
@@ -89,6 +104,8 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
         count, gpus = group.get("count", 1), group.get("gpus")
         if not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in (count, gpus)):
             raise InputError("count and gpus must be positive integers", file=file, field="gpus")
+        if len(servers) + count * gpus > MAX_DEVICES:
+            raise InputError(f"more than {MAX_DEVICES} GPUs in all", file=file, field="count")
         for _ in range(count):
             intra.append(_gbps(group.get("intra_server_gbps"), "intra_server_gbps", file, rng))
             servers.extend([len(intra) - 1] * gpus)
@@ -104,21 +121,20 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
     np.fill_diagonal(bandwidth, 0.0)
     link = cluster.get("inter_server_link", "shared")
     if link not in INTER_SERVER_LINKS:
-        raise InputError(f"expected one of {', '.join(INTER_SERVER_LINKS)}, got {link!r}", file=file,
+        raise InputError(f"expected one of {', '.join(INTER_SERVER_LINKS)}, got {shown(link)}", file=file,
                          field="inter_server_link")
     capacity = bandwidth
     if link == "shared":
         gpus = np.bincount(where)[where]  # GPUs on each device's server
         capacity = np.where(where[:, None] == where[None, :], bandwidth, bandwidth / np.outer(gpus, gpus))
-    return Topology(str(cluster.get("name", Path(file).stem)), tuple(servers), bandwidth, capacity)
+    name = check_name(cluster.get("name", Path(file).stem), "name", file=file)
+    return Topology(name, tuple(servers), bandwidth, capacity)
 
 
 def load_topology_file(path: str | Path, *, seed: int | None = None) -> Topology:
     path = Path(path)
-    if not path.is_file():
-        raise InputError("cluster file not found", file=str(path))
     try:
-        spec = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        spec = tomllib.loads(read_text(path, "cluster file"))
+    except tomllib.TOMLDecodeError as exc:
         raise InputError(f"not valid TOML ({exc})", file=str(path)) from None
     return build_topology(spec, file=str(path), seed=seed)

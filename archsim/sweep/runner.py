@@ -1,13 +1,18 @@
 """Run a sweep: one cached result file per unit, computed in-process, in local processes, or on
 a dask.distributed cluster, then assembled into one tidy table.
 
-Each unit's rows land in ``DIR/cache/<unit key>.json`` by atomic rename, so a run killed at any
+Each unit's rows land in ``DIR/cache/<digest>.json`` by atomic rename, so a run killed at any
 moment (even SIGKILL) leaves only whole unit files; a re-run computes just the missing units and
-assembles the same ``results.csv`` (sorted, so order of completion never shows).
+assembles the same ``results.csv`` (sorted, so order of completion never shows). The digest hashes
+the unit's every setting *and the content of its network* (its parsed layers), so editing a network
+file recomputes its units, and two networks with the same file name never share a cache file.
+Temp files a killed writer left in ``DIR/cache`` are removed when the next run starts (one sweep
+writes into a folder at a time).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import asdict
@@ -30,6 +35,9 @@ RESULT_COLUMNS = ["network", "only", "rows", "cols", "dataflow", "batch", "mode"
 SORT_COLUMNS = ["network", "only", "rows", "cols", "dataflow", "batch", "mode", "processors", "method"]
 
 
+CACHE_FORMAT = 2  # bump when a unit's rows change meaning, so old cache files are not reused
+
+
 def compute_unit(unit: Unit) -> list[dict[str, object]]:
     """All (processors, method) results of one configuration. Pure: safe on any worker."""
     network = load_network(unit.network)
@@ -44,7 +52,7 @@ def compute_unit(unit: Unit) -> list[dict[str, object]]:
             options = {"alpha": unit.alpha} if method == "layerpipe" else {}
             plan = partition(profile, processors, method, **options)
             rows.append({
-                "network": Path(unit.network).stem, "only": "+".join(unit.only) or "all", "rows": unit.rows,
+                "network": unit.label or Path(unit.network).stem, "only": "+".join(unit.only) or "all", "rows": unit.rows,
                 "cols": unit.cols, "dataflow": unit.dataflow, "batch": unit.batch, "mode": unit.mode,
                 "processors": processors, "method": method, "stages": len(plan.stages),
                 "single_cycles": single, "cycles_per_iteration": plan.max_stage_cycles,
@@ -54,12 +62,30 @@ def compute_unit(unit: Unit) -> list[dict[str, object]]:
     return rows
 
 
-def _cache_file(out: Path, unit: Unit) -> Path:
-    return out / "cache" / f"{unit.key}.json"
+def network_digests(spec: SweepSpec) -> dict[str, str]:
+    """sha256 of each network's parsed layers (what its results depend on, not its file name)."""
+    digests = {}
+    for network in spec.networks:
+        try:
+            layers = load_network(network).layers
+        except InputError as exc:
+            raise InputError(f"network {network!r}: {exc}", file=spec.source, field="networks") from None
+        digests[network] = hashlib.sha256(repr(layers).encode()).hexdigest()
+    return digests
 
 
-def _store(out: Path, unit: Unit, rows: list[dict[str, object]]) -> None:
-    atomic_write_text(_cache_file(out, unit), json.dumps({"unit": asdict(unit), "rows": rows}))
+def _cache_file(out: Path, unit: Unit, digests: dict[str, str]) -> Path:
+    settings = json.dumps({"format": CACHE_FORMAT, "unit": asdict(unit), "network": digests[unit.network]},
+                          sort_keys=True)
+    return out / "cache" / f"{hashlib.sha256(settings.encode()).hexdigest()[:40]}.json"
+
+
+def _remove_orphans(out: Path) -> None:
+    """Delete temp files a killed writer left behind (``atomic_write_text`` names them ``.NAME.*.tmp``)."""
+    for folder in (out, out / "cache"):
+        if folder.is_dir():
+            for orphan in folder.glob(".*.tmp"):
+                orphan.unlink(missing_ok=True)
 
 
 def _executor(workers: int, dask: str | None) -> Callable[[list[Unit]], Iterable[tuple[Unit, list]]]:
@@ -102,23 +128,26 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, workers: int = 1, dask: str |
     ``summary.csv`` there (atomically) and return the results frame."""
     out = Path(out)
     units = spec.units()
-    todo = [unit for unit in units if not _cache_file(out, unit).is_file()]
+    digests = network_digests(spec)
+    _remove_orphans(out)
+    files = {unit: _cache_file(out, unit, digests) for unit in units}
+    todo = [unit for unit in units if not files[unit].is_file()]
     run = _executor(workers, dask)
     with tqdm(total=len(units), initial=len(units) - len(todo), desc=f"sweep {spec.name}", unit="config",
               disable=not progress) as bar:
         for unit, rows in run(todo):
-            _store(out, unit, rows)
+            atomic_write_text(files[unit], json.dumps({"unit": asdict(unit), "rows": rows}))
             bar.update(1)
-    frame = load_results(out, units)
+    frame = load_results(out, [files[unit] for unit in units])
     atomic_write_text(out / "results.csv", frame.to_csv(index=False))
     atomic_write_text(out / "summary.csv", summarize(frame).to_csv(index=False))
     atomic_write_text(out / "spec.json", json.dumps({k: v for k, v in asdict(spec).items()}, indent=2, default=list))
     return frame
 
 
-def load_results(out: Path, units: list[Unit] | None = None) -> pd.DataFrame:
-    """Assemble cached unit files (all of them, or just ``units``) into one sorted frame."""
-    files = [_cache_file(out, u) for u in units] if units is not None else sorted((out / "cache").glob("*.json"))
+def load_results(out: Path, files: list[Path] | None = None) -> pd.DataFrame:
+    """Assemble cached unit files (all of them, or just ``files``) into one sorted frame."""
+    files = files if files is not None else sorted((out / "cache").glob("*.json"))
     rows: list[dict[str, object]] = []
     for file in files:
         try:

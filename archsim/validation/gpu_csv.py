@@ -20,6 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from archsim.errors import InputError
+from archsim.validate import csv_rows, parse_int, read_text
 
 KERNEL_OPS = ("F", "D", "G")
 STREAM_OPS = ("DG_serial", "DG_concurrent")
@@ -41,15 +42,7 @@ class KernelTable:
 
 def read_kernel_csv(path: str | Path) -> KernelTable:
     """Read and validate a measured CSV; every error names the file, line and column."""
-    file = str(path)
-    source = Path(path)
-    if not source.is_file():
-        raise InputError("measured CSV not found", file=file)
-    try:
-        text = source.read_text(encoding="utf-8-sig")
-    except (UnicodeDecodeError, OSError):
-        raise InputError("not a readable UTF-8 text file", file=file) from None
-    return parse_kernel_csv(text, source=file)
+    return parse_kernel_csv(read_text(path, "measured CSV", encoding="utf-8-sig"), source=str(path))
 
 
 def parse_kernel_csv(text: str, source: str = "<memory>") -> KernelTable:
@@ -62,7 +55,7 @@ def parse_kernel_csv(text: str, source: str = "<memory>") -> KernelTable:
         if sep and key.strip():
             meta[key.strip()] = value.strip()
         first += 1
-    rows = [(number, row) for number, row in enumerate(csv.reader(lines[first:]), start=first + 1)
+    rows = [(number, row) for number, row in csv_rows(lines[first:], source, first_line=first + 1)
             if any(cell.strip() for cell in row)]
     if not rows:
         raise InputError("no header row (expected columns " + ", ".join(REQUIRED) + ")", file=source)
@@ -107,12 +100,9 @@ def parse_kernel_csv(text: str, source: str = "<memory>") -> KernelTable:
 
 def _integer(raw: str, source: str, line: int, name: str, *, minimum: int) -> int:
     try:
-        value = int(raw)
-    except ValueError:
-        raise InputError(f"expected an integer, got {raw!r}", file=source, line=line, field=name) from None
-    if value < minimum:
-        raise InputError(f"must be at least {minimum}, got {value}", file=source, line=line, field=name)
-    return value
+        return parse_int(raw, low=minimum)
+    except ValueError as exc:
+        raise InputError(str(exc), file=source, line=line, field=name) from None
 
 
 def _time(raw: str, source: str, line: int) -> float:
