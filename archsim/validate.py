@@ -168,3 +168,20 @@ def check_exact(estimate: object, what: str, hint: str = "use a smaller batch or
     worst = float(np.max(values))
     if not worst < EXACT_LIMIT:
         raise InputError(f"{what} would reach {worst:.3g}, beyond the 2^53 archsim counts exactly; {hint}")
+
+
+DEFAULT_MAX_OPS = 1_000_000
+# Measured with `/usr/bin/time -f "%e s %M KB" archsim pipeline vgg16 --processors 4 --microbatches 4000`
+# (444,000 simulated ops: 1.2 GB peak, 27 s on one core): about 2.7 kB and 60 µs per simulated op.
+BYTES_PER_OP = 2_700
+SECONDS_PER_OP = 60e-6
+
+
+def check_job_size(ops: int, limit: int, flag: str = "--max-ops") -> None:
+    """Refuse, before any work, a simulation of more than ``limit`` ops, showing the estimate and
+    the flag that lifts the limit (so a typo of 10⁷ micro-batches fails in a second, not after 3 GB)."""
+    if ops > limit:
+        raise InputError(
+            f"this job simulates about {ops:,} ops (≈{ops * BYTES_PER_OP / 1e9:.3g} GB, "
+            f"≈{ops * SECONDS_PER_OP / 60:.3g} min), above the limit of {limit:,}; give {flag} {ops} to run it anyway",
+            field=flag.lstrip("-"))

@@ -11,7 +11,8 @@ addresses (offsets aside), and all distinct, which is what lets a word's SRAM li
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from archsim.numba_cache import njit
 
 # Layout of the int64 vector simulate() returns.
 OUT_LINES, OUT_TOTAL, OUT_STALLS, OUT_IFMAP_READS, OUT_FILTER_READS, OUT_OFMAP_WRITES = 0, 1, 2, 3, 4, 5

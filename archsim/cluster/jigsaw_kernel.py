@@ -12,7 +12,8 @@ from __future__ import annotations
 import heapq
 
 import numpy as np
-from numba import njit
+
+from archsim.numba_cache import njit
 
 DEVICE_FREE, UNIT_DONE, ARRIVAL = 0.0, 1.0, 2.0
 

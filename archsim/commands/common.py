@@ -9,12 +9,19 @@ from pathlib import Path
 from archsim.array.config import ArrayConfig, parse_array_shape, read_scalesim_cfg
 from archsim.errors import InputError
 from archsim.outputs import FORMATS, atomic_write_text
-from archsim.validate import positive_int_flag
+from archsim.validate import DEFAULT_MAX_OPS, positive_int_flag
 
 
 def positive_int(text: str) -> int:
     """argparse type: an integer in 1 … 2³¹ − 1 (see :mod:`archsim.validate`)."""
     return positive_int_flag(text)
+
+
+def add_job_limit_argument(parser: argparse.ArgumentParser) -> None:
+    """--max-ops: the simulated-op count above which a command refuses before starting."""
+    parser.add_argument("--max-ops", type=positive_int, default=DEFAULT_MAX_OPS, metavar="N",
+                        help=f"refuse jobs simulating more ops than this (default {DEFAULT_MAX_OPS:,}, "
+                             "about 3 GB and a minute)")
 
 
 def add_array_arguments(parser: argparse.ArgumentParser) -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 
 from archsim.cli import Command
-from archsim.validate import float_flag, processors_flag
+from archsim.validate import check_job_size, float_flag, processors_flag
+from archsim.commands.common import add_job_limit_argument
 from archsim.commands.common import (add_array_arguments, add_engine_arguments, with_memory_args, add_network_arguments, add_output_arguments,
                                      add_timeline_outputs, array_from_args, emit, network_from_args, positive_int,
                                      write_timeline_outputs)
@@ -30,6 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also simulate M micro-batches and report the makespan")
     add_timeline_outputs(parser)
     add_output_arguments(parser)
+    add_job_limit_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -61,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
 
         if not args.microbatches:
             raise InputError("--gantt, --trace and --schedule-csv need --microbatches", field="microbatches")
+        check_job_size(args.microbatches * sum(len(stage.ops) for stage in plan.stages), args.max_ops)
         result = simulate_partition(plan, profile, args.microbatches)
         meta["microbatches"] = args.microbatches
         meta["makespan"] = result.timeline.makespan

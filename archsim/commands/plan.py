@@ -9,7 +9,8 @@ from pathlib import Path
 import pandas as pd
 
 from archsim.cli import Command
-from archsim.validate import float_flag, seed_flag
+from archsim.validate import check_job_size, float_flag, seed_flag
+from archsim.commands.common import add_job_limit_argument
 from archsim.commands.common import (add_array_arguments, add_network_arguments, add_output_arguments,
                                      add_timeline_outputs, array_from_args, emit, network_from_args, positive_int,
                                      write_timeline_outputs)
@@ -37,6 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--clock-ghz", type=float_flag(0.0, 1e6, low_open=True, what="a positive number"), default=1.0, help="array clock, to turn cycles into seconds")
     add_timeline_outputs(parser)
     add_output_arguments(parser)
+    add_job_limit_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -48,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
             raise InputError("must be positive", field="clock-ghz")
         array = replace(array_from_args(args), clock_hz=args.clock_ghz * 1e9)
         profile, names = profile_from_network(network_from_args(args), array, args.batch, args.mode)
+    check_job_size(args.microbatches * 2 * len(names), args.max_ops)  # F and B blocks per stage ≤ per layer
     result = spp(profile, topology, args.microbatches, max_stages=args.max_stages)
     others = {method: float(baseline(method, profile, topology, args.microbatches)) for method in BASELINES}
     rows = [{"stage": n + 1, "first_layer": names[a], "last_layer": names[b - 1], "layers": b - a,

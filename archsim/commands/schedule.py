@@ -7,7 +7,8 @@ import argparse
 import pandas as pd
 
 from archsim.cli import Command
-from archsim.validate import non_negative_float_flag, positive_float_flag, processors_flag
+from archsim.validate import check_job_size, non_negative_float_flag, positive_float_flag, processors_flag
+from archsim.commands.common import add_job_limit_argument
 from archsim.commands.common import (add_array_arguments, add_engine_arguments, with_memory_args, add_network_arguments, add_output_arguments,
                                      add_timeline_outputs, array_from_args, emit, network_from_args, positive_int,
                                      write_timeline_outputs)
@@ -44,10 +45,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", default="paper", choices=MODES)
     add_timeline_outputs(parser)
     add_output_arguments(parser)
+    add_job_limit_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     network = network_from_args(args)
+    chunks = args.chunks if args.policy == "interleaved-1f1b" else 1
+    check_job_size(args.microbatches * 3 * max(len(network), args.processors) * chunks, args.max_ops)
     flush = args.flush if args.flush is not None else args.policy != "ooo-pipe2"
     if args.unit_costs:
         costs = LayerCosts.unit(len(network))
