@@ -17,7 +17,7 @@ from archsim.cluster.trace import load_tiresias_csv, synthetic_trace
 from archsim.commands.common import add_output_arguments, emit, positive_int
 from archsim.errors import InputError
 from archsim.outputs import render
-from archsim.validate import float_flag, processors_flag, seed_flag
+from archsim.validate import float_flag, int_flag, processors_flag, seed_flag
 
 _non_negative = float_flag(0.0, 1e12, what="a non-negative number")  # finite; 10¹² s or GiB is beyond any cluster
 
@@ -34,9 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="scheduler; 'all' compares jigsaw, gandiva and tiresias (default jigsaw)")
     parser.add_argument("--compare", action="store_true", help="same as --policy all")
     parser.add_argument("--seed", type=seed_flag, default=0, help="synthetic trace seed (default 0)")
-    parser.add_argument("--seeds", type=positive_int, default=5,
+    parser.add_argument("--seeds", type=int_flag(1, 1000, "a seed count"), default=5,
                         help="with --policy all: seeds SEED … SEED+N−1 (default 5)")
-    parser.add_argument("--jobs", type=positive_int, default=500, help="synthetic trace jobs (default 500)")
+    parser.add_argument("--jobs", type=int_flag(1, 100_000, "a job count"), default=500, help="synthetic trace jobs (default 500)")
     parser.add_argument("--interval", type=_non_negative, default=60.0, help="scheduling interval, s (default 60)")
     parser.add_argument("--gamma-ns-per-byte", type=_non_negative, default=0.8,
                         help="migration cost γ in ns per model byte (default 0.8: 10 Gb/s)")
@@ -94,7 +94,10 @@ def run(args: argparse.Namespace) -> int:
     per_run, shown = [], []
     for seed in seeds:
         trace = synthetic_trace(args.jobs, seed, catalog=catalog) if synthetic else file_trace
-        jobs = build_jobs(trace, catalog, cluster)  # type: ignore[arg-type]
+        try:
+            jobs = build_jobs(trace, catalog, cluster)  # type: ignore[arg-type]
+        except InputError as exc:  # name the trace file: the row's job id is in the field
+            raise InputError(exc.message, file=None if synthetic else args.trace, field=exc.where.field) from None
         for name in policies:
             result = simulate(jobs, cluster, name, config)
             per_run.append({**summarize(result), "seed": seed})

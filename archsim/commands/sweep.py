@@ -12,7 +12,7 @@ import pandas as pd
 from archsim.array.config import ArrayConfig
 from archsim.array.costing import cost_network
 from archsim.cli import Command
-from archsim.commands.common import positive_int
+from archsim.validate import int_flag
 from archsim.errors import InputError
 from archsim.report.sweep_report import build_report, layer_breakdown_figure
 from archsim.sweep import load_spec, run_sweep, summarize
@@ -23,7 +23,7 @@ from archsim.workload import load_network
 def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("spec", metavar="SPEC", help="sweep spec (TOML), e.g. configs/sweeps/layerpipe_paper.toml")
     parser.add_argument("--out", default=None, metavar="DIR", help="results folder (default results/<spec name>)")
-    parser.add_argument("--workers", type=positive_int, default=1, help="local worker processes (default 1)")
+    parser.add_argument("--workers", type=int_flag(1, 1024, "a worker count"), default=1, help="local worker processes (default 1)")
     parser.add_argument("--dask", default=None, metavar="local|ADDRESS",
                         help="run on a dask.distributed cluster: 'local' starts a LocalCluster")
     parser.add_argument("--report", nargs="?", const="", default=None, metavar="OUT.html",

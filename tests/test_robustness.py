@@ -1,0 +1,441 @@
+"""Hostile input through the real CLI: each reproducer of issue #19 gives exit 2 and one clean line
+(or, where the input is legal, a correct result) — never a traceback, a negative count or a hang."""
+
+import json
+import math
+import os
+import pathlib
+from pathlib import Path
+
+import pytest
+
+from archsim.cli import main
+from archsim.errors import InputError
+from archsim.validate import EXACT_LIMIT, check_name, read_text
+
+ROOT = Path(__file__).resolve().parents[1]
+CFG = ROOT / "configs" / "arrays" / "scalesim_32x32_ws.cfg"
+V100 = ROOT / "configs" / "clusters" / "testbed_v100.toml"
+SPP_SIM = ROOT / "configs" / "clusters" / "spp_sim.toml"
+SAMPLE_SWEEP = ROOT / "configs" / "sweeps" / "sample_quick.toml"
+TRACE = ROOT / "configs" / "traces" / "sample_tiresias.csv"
+TOPOLOGY_HEADER = "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,"
+TRACE_HEADER = "job_id,num_gpu,submit_time,iterations,model_name,duration,interval"
+
+
+def clean_error(capsys, *argv) -> str:
+    """Run the CLI; it must exit 2 with exactly one line on stderr and nothing on stdout."""
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    assert code == 2, (code, out[-300:], err[-300:])
+    assert out == ""
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("archsim: error: "), err
+    assert "\x1b" not in err and "Traceback" not in err
+    return lines[0]
+
+
+def json_rows(capsys, *argv) -> tuple[dict, list[dict]]:
+    assert main([str(a) for a in argv] + ["--format", "json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    return document["meta"], document["rows"]
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# 1. Integers: bounded flags, exact or refused counts — never a wrapped (negative) number.
+
+@pytest.mark.parametrize("argv", [
+    ["cost", "layerpipe_sample", "--batch", 10**19],
+    ["cost", "layerpipe_sample", "--array", "3000000000x1"],
+    ["schedule", "layerpipe_sample", "--policy", "gpipe", "--processors", 10**19],
+    ["sweep", SAMPLE_SWEEP, "--workers", 10**19],
+    ["validate-gpu", "--csv", "x.csv", "--sm-count", 10**30],
+    ["cluster", "--gpus", 10**19],
+    ["cluster", "--jobs", 2**31 - 1],
+])
+def test_huge_integer_flags_are_refused(capsys, argv):
+    line = clean_error(capsys, *argv)
+    assert "expected" in line or "must be in" in line
+
+
+@pytest.mark.parametrize("argv", [
+    ["cost", "vgg16", "--array", "1x1", "--batch", 10**9],
+    ["gemm", "--m", 10**9, "--k", 10**9, "--n", 10**9, "--array", "1x1"],
+])
+def test_counts_beyond_2_53_are_refused_not_wrapped(capsys, argv):
+    assert "2^53" in clean_error(capsys, *argv)
+
+
+def test_a_large_legal_gemm_is_exact():
+    """ws, 1×1 array, M = 2²⁰, K = 2²⁰, N = 2¹⁰: folds = ⌈K/1⌉·⌈N/1⌉ = 2³⁰, each 2R + C + M − 2 = 2²⁰ + 1
+    cycles, so cycles = 2³⁰·(2²⁰ + 1) − 1 = 2⁵⁰ + 2³⁰ − 1 (by hand, module docstring of array.analytic)."""
+    from archsim.array.analytic import gemm_cost
+
+    cost = gemm_cost(2**20, 2**20, 2**10, 1, 1, "ws")
+    assert cost.scalar("cycles") == 2**50 + 2**30 - 1
+    assert cost.scalar("macs") == 2**50
+    with pytest.raises(InputError, match="2\\^53"):
+        gemm_cost(2**23, 2**20, 2**10, 1, 1, "ws")  # 2⁵³ MACs: one past the limit
+
+
+def test_the_cli_prints_the_large_legal_gemm_exactly(capsys):
+    _, rows = json_rows(capsys, "gemm", "--m", 2**20, "--k", 2**20, "--n", 2**10, "--array", "1x1")
+    assert rows[0]["cycles"] == 2**50 + 2**30 - 1 and rows[0]["cycles"] < EXACT_LIMIT
+
+
+def test_file_fields_beyond_the_ranges(capsys, tmp_path):
+    trace = write(tmp_path / "t.csv", f"{TRACE_HEADER}\nj0,1,0,10000000000000000000,vgg16,100,0\n")
+    assert "field 'iterations'" in clean_error(capsys, "cluster", "--trace", trace)
+    padding = write(tmp_path / "p.csv", TOPOLOGY_HEADER.rstrip(",") + ", Padding\nc1, 8, 8, 3, 3, 3, 4, 1, 2147483647\n")
+    assert "2^53" in clean_error(capsys, "cost", padding)
+
+
+# 2. A processor with no forward op (one layer, two processors).
+
+def test_pipeline_of_a_one_layer_network_over_two_processors(capsys, tmp_path):
+    one = write(tmp_path / "one.csv", f"{TOPOLOGY_HEADER}\nconv1, 8, 8, 3, 3, 3, 4, 1,\n")
+    _, cost = json_rows(capsys, "cost", one)
+    f, g = cost[0]["F_cycles"], cost[0]["G_cycles"]
+    meta, rows = json_rows(capsys, "pipeline", one, "--processors", 2, "--microbatches", 2)
+    assert len(rows) == 2 and rows[0]["ops"] == "F:conv1 G:conv1" and rows[1]["ops"].startswith("D:conv1")
+    # Processor 1 runs F and G of both micro-batches back to back; D (on processor 2, D < F + G) hides
+    # behind them, so the makespan is 2·(F + G).
+    assert cost[0]["D_cycles"] < f + g
+    assert meta["makespan"] == 2 * (f + g)
+
+
+# 3. Unreadable files, one reader for all.
+
+@pytest.fixture
+def locked(monkeypatch):
+    """Files named ``locked*`` raise PermissionError when read (chmod is no use when tests run as root)."""
+    original = pathlib.Path.read_bytes
+
+    def read_bytes(self):
+        if self.name.startswith("locked"):
+            raise PermissionError(13, "Permission denied", str(self))
+        return original(self)
+
+    monkeypatch.setattr(pathlib.Path, "read_bytes", read_bytes)
+
+
+@pytest.mark.parametrize("name, argv", [
+    ("locked.cfg", ["cost", "layerpipe_sample", "--config", "{}"]),
+    ("locked.toml", ["sweep", "{}"]),
+    ("locked_cluster.toml", ["plan", "layerpipe_sample", "--cluster", "{}", "--microbatches", 2]),
+    ("locked.csv", ["cluster", "--trace", "{}"]),
+    ("locked_shapes.csv", ["gemm", "--shapes", "{}"]),
+    ("locked_kernels.csv", ["validate-gpu", "--csv", "{}"]),
+])
+def test_unreadable_files(capsys, tmp_path, locked, name, argv):
+    path = write(tmp_path / name, "x")
+    line = clean_error(capsys, *[str(path) if a == "{}" else a for a in argv])
+    assert name in line and "Permission denied" in line
+
+
+def test_read_text_names_missing_folders_and_non_text(tmp_path):
+    with pytest.raises(InputError, match="not found"):
+        read_text(tmp_path / "missing.cfg", "config file")
+    with pytest.raises(InputError, match="not a regular file"):
+        read_text(tmp_path, "config file")
+    (tmp_path / "bin").write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(InputError, match="not UTF-8 text"):
+        read_text(tmp_path / "bin", "config file")
+
+
+# 4. SCALE-Sim .cfg: '%' is a character; an empty USER Bandwidth is located.
+
+def test_percent_in_a_cfg_value(capsys, tmp_path):
+    text = CFG.read_text(encoding="utf-8").replace("run_name = scalesim_32x32_ws", "run_name = 100%_ws")
+    assert "100%_ws" in text
+    _, plain = json_rows(capsys, "cost", "layerpipe_sample", "--config", CFG)
+    _, percent = json_rows(capsys, "cost", "layerpipe_sample", "--config", write(tmp_path / "p.cfg", text))
+    assert percent == plain
+
+
+def test_empty_user_bandwidth(capsys, tmp_path):
+    text = CFG.read_text(encoding="utf-8").replace("Bandwidth : 10", "Bandwidth :")
+    text = text.replace("InterfaceBandwidth: CALC", "InterfaceBandwidth: USER")
+    assert "Bandwidth :\n" in text and "USER" in text
+    line = clean_error(capsys, "cost", "layerpipe_sample", "--config", write(tmp_path / "u.cfg", text))
+    assert "field 'Bandwidth'" in line and "line " in line
+
+
+# 5. Seeds.
+
+@pytest.mark.parametrize("argv", [
+    ["plan", "layerpipe_sample", "--cluster", SPP_SIM, "--microbatches", 2, "--seed", -1],
+    ["cluster", "--seed", -1],
+    ["bppsa", "pruned-vgg11", "--seed", -1],
+    ["cluster", "--seed", 2**32],
+])
+def test_bad_seed_flags(capsys, argv):
+    assert "seed" in clean_error(capsys, *argv)
+
+
+@pytest.mark.parametrize("seed", ['"x"', "1.5", "-1", "true"])
+def test_bad_seed_in_a_cluster_file(capsys, tmp_path, seed):
+    path = write(tmp_path / "c.toml", f"[cluster]\nseed = {seed}\n[[servers]]\ngpus = 2\nintra_server_gbps = 10\n")
+    assert "field 'seed'" in clean_error(capsys, "plan", "layerpipe_sample", "--cluster", path, "--microbatches", 2)
+
+
+# 6. Non-finite and degenerate numbers.
+
+@pytest.mark.parametrize("inter, intra", [("inf", "10"), ("10", "[1, inf]"), ("nan", "10"), ("10", "[5, 1]"),
+                                          ("0", "10"), ("1e300", "10")])
+def test_non_finite_bandwidths_in_a_cluster_file(capsys, tmp_path, inter, intra):
+    path = write(tmp_path / "c.toml", f"[cluster]\ninter_server_gbps = {inter}\n[[servers]]\ncount = 2\ngpus = 2\n"
+                                      f"intra_server_gbps = {intra}\n")
+    assert "_gbps'" in clean_error(capsys, "plan", "layerpipe_sample", "--cluster", path, "--microbatches", 2)
+
+
+@pytest.mark.parametrize("argv", [
+    ["plan", "layerpipe_sample", "--cluster", V100, "--microbatches", 2, "--clock-ghz", "nan"],
+    ["plan", "layerpipe_sample", "--cluster", V100, "--microbatches", 2, "--clock-ghz", "inf"],
+    ["schedule", "layerpipe_sample", "--policy", "dp-wfbp", "--processors", 2, "--bandwidth", 0],
+    ["schedule", "layerpipe_sample", "--policy", "dp-wfbp", "--processors", 2, "--comm-units", "nan"],
+    ["cluster", "--unit-seconds", "inf"],
+    ["cluster", "--interval", "nan"],
+    ["pipeline", "layerpipe_sample", "--processors", 2, "--alpha", "inf"],
+    ["bppsa", "pruned-vgg11", "--sparsity", "nan"],
+])
+def test_non_finite_or_degenerate_flags(capsys, argv):
+    clean_error(capsys, *argv)
+
+
+@pytest.mark.parametrize("alpha", ["nan", "inf", "1.0", '"x"', "true"])
+def test_non_finite_alpha_in_a_sweep(capsys, tmp_path, alpha):
+    path = write(tmp_path / "s.toml", SAMPLE_SWEEP.read_text(encoding="utf-8") + f"alpha = {alpha}\n")
+    assert "field 'alpha'" in clean_error(capsys, "sweep", path, "--out", tmp_path / "out")
+
+
+# 7. Wrong TOML types.
+
+@pytest.mark.parametrize("text, argv", [
+    ("sweep = 5\n", ["sweep", "{}"]),
+    ("sweep = [1]\n", ["sweep", "{}"]),
+    ("cluster = 5\nservers = []\n", ["plan", "layerpipe_sample", "--cluster", "{}", "--microbatches", 2]),
+    ("cluster = []\nservers = []\n", ["plan", "layerpipe_sample", "--cluster", "{}", "--microbatches", 2]),
+    ("servers = 5\n[cluster]\n", ["plan", "layerpipe_sample", "--cluster", "{}", "--microbatches", 2]),
+])
+def test_wrong_toml_types(capsys, tmp_path, text, argv):
+    path = write(tmp_path / "w.toml", text)
+    clean_error(capsys, *[str(path) if a == "{}" else a for a in argv])
+
+
+# 8. CSV fields over Python's 128 KiB field limit.
+
+def test_oversized_csv_fields(capsys, tmp_path):
+    big = "1" * 140_000
+    trace = write(tmp_path / "t.csv", f"{TRACE_HEADER}\nj0,1,0,100,vgg16,\"{big}\",0\n")
+    assert "line 2" in clean_error(capsys, "cluster", "--trace", trace)
+    shapes = write(tmp_path / "s.csv", f"m,k,n,rows,cols,dataflow\n1,1,1,1,1,\"{big}\"\n")
+    assert "line 2" in clean_error(capsys, "gemm", "--shapes", shapes)
+    kernels = write(tmp_path / "k.csv", f"network,layer,batch,op,measured_ms\nn,\"{big}\",1,F,1\n")
+    assert "line 2" in clean_error(capsys, "validate-gpu", "--csv", kernels)
+
+
+# 9. Names that would become paths; huge lists.
+
+@pytest.mark.parametrize("name, why", [('"../../x"', "not a path"), ('"/tmp/x"', "not a path"),
+                                       ('"a\\u0000b"', "control"), (f'"{"n" * 300}"', "longer than"),
+                                       ('["x"]', "expected a string"), ('""', "empty")])
+def test_sweep_names_stay_plain(capsys, tmp_path, name, why):
+    text = SAMPLE_SWEEP.read_text(encoding="utf-8").replace('name = "sample_quick"', f"name = {name}")
+    line = clean_error(capsys, "sweep", write(tmp_path / "s.toml", text))
+    assert "field 'name'" in line and why in line
+
+
+@pytest.mark.parametrize("processors", ["[2147483647]", "[0]", "[" + ", ".join(["2"] * 1001) + "]"])
+def test_sweep_processors_are_bounded(capsys, tmp_path, processors):
+    text = SAMPLE_SWEEP.read_text(encoding="utf-8").replace("processors = [2, 3, 4]", f"processors = {processors}")
+    assert "field 'processors'" in clean_error(capsys, "sweep", write(tmp_path / "s.toml", text))
+
+
+def test_check_name():
+    assert check_name("vgg16_conv", "name") == "vgg16_conv"
+    for bad in ("..", "a/b", "a\\b", "x\x1b[31m", "n" * 101, 5):
+        with pytest.raises(InputError):
+            check_name(bad, "name")
+
+
+# 10/12. Duplicated columns; untrusted text reaches the terminal escaped, on one line.
+
+def test_a_duplicated_trace_column(capsys, tmp_path):
+    trace = write(tmp_path / "t.csv", TRACE_HEADER + ",iterations\nj0,1,0,100,vgg16,0,0,200\n")
+    line = clean_error(capsys, "cluster", "--trace", trace)
+    assert "field 'iterations'" in line and "twice" in line
+
+
+def test_header_cells_with_newlines_and_escapes_print_on_one_line(capsys, tmp_path):
+    trace = write(tmp_path / "t.csv", TRACE_HEADER + ',"bad\ncolumn\x1b[31m"\nj0,1,0,100,vgg16,0,0,1\n')
+    line = clean_error(capsys, "cluster", "--trace", trace)
+    assert "bad\\ncolumn\\x1b[31m" in line
+
+
+def test_a_job_wider_than_the_cluster_names_the_trace(capsys, tmp_path):
+    trace = write(tmp_path / "wide.csv", f"{TRACE_HEADER}\nj0,100,0,100,vgg16,0,0\n")
+    assert "wide.csv" in clean_error(capsys, "cluster", "--trace", trace, "--gpus", 4)
+
+
+# 11. Job size: refused up front with the estimate and the flag that lifts it.
+
+@pytest.mark.parametrize("argv", [
+    ["pipeline", "vgg16", "--processors", 4, "--microbatches", 10**7],
+    ["schedule", "vgg16", "--policy", "gpipe", "--processors", 4, "--microbatches", 10**6],
+    ["plan", "vgg16", "--cluster", V100, "--microbatches", 10**6],
+])
+def test_huge_jobs_are_refused_before_work(capsys, argv):
+    line = clean_error(capsys, *argv)
+    assert "--max-ops" in line and "GB" in line
+
+
+def test_max_ops_lifts_the_limit(capsys):
+    argv = ["schedule", "layerpipe_sample", "--policy", "gpipe", "--processors", 2, "--microbatches", 4]
+    # 4 micro-batches × 3 ops × 4 layers = 48 ops by the estimate.
+    assert "48 ops" in clean_error(capsys, *argv, "--max-ops", 47)
+    _, rows = json_rows(capsys, *argv, "--max-ops", 48)
+    assert rows[0]["microbatches"] == 4
+
+
+# 13. The sweep cache follows content, not file names.
+
+SWEEP_TEMPLATE = """[sweep]
+name = "edit"
+networks = [{networks}]
+arrays = ["8x8"]
+batches = [4]
+processors = [2]
+methods = ["gpipe"]
+"""
+
+
+def _results(folder: Path):
+    import pandas as pd
+
+    return pd.read_csv(folder / "results.csv")
+
+
+def test_editing_a_network_between_runs_changes_the_results(capsys, tmp_path):
+    net = write(tmp_path / "net.csv", f"{TOPOLOGY_HEADER}\nc1, 8, 8, 3, 3, 3, 4, 1,\n")
+    spec = write(tmp_path / "s.toml", SWEEP_TEMPLATE.format(networks='"net.csv"'))
+    out = tmp_path / "out"
+    assert main(["sweep", str(spec), "--out", str(out), "--quiet"]) == 0
+    first = _results(out).single_cycles.tolist()
+    write(net, f"{TOPOLOGY_HEADER}\nc1, 8, 8, 3, 3, 3, 16, 1,\n")  # 4 → 16 filters
+    assert main(["sweep", str(spec), "--out", str(out), "--quiet"]) == 0
+    second = _results(out).single_cycles.tolist()
+    _, fresh = json_rows(capsys, "cost", net, "--array", "8x8", "--batch", 4)
+    assert second == [fresh[-1]["total_cycles"]] != first
+
+
+def test_two_networks_with_the_same_stem_both_appear(capsys, tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    write(tmp_path / "a" / "net.csv", f"{TOPOLOGY_HEADER}\nc1, 8, 8, 3, 3, 3, 4, 1,\n")
+    write(tmp_path / "b" / "net.csv", f"{TOPOLOGY_HEADER}\nc1, 8, 8, 3, 3, 3, 16, 1,\n")
+    spec = write(tmp_path / "s.toml", SWEEP_TEMPLATE.format(networks='"a/net.csv", "b/net.csv"'))
+    out = tmp_path / "out"
+    assert main(["sweep", str(spec), "--out", str(out), "--quiet"]) == 0
+    frame = _results(out).set_index("network")
+    assert sorted(frame.index) == ["a/net", "b/net"]
+    for name in ("a", "b"):
+        _, fresh = json_rows(capsys, "cost", tmp_path / name / "net.csv", "--array", "8x8", "--batch", 4)
+        assert frame.loc[f"{name}/net", "single_cycles"] == fresh[-1]["total_cycles"]
+
+
+def test_orphaned_temp_files_are_removed(tmp_path):
+    spec = write(tmp_path / "s.toml", SWEEP_TEMPLATE.format(networks='"layerpipe_sample"'))
+    out = tmp_path / "out"
+    (out / "cache").mkdir(parents=True)
+    orphans = [write(out / "cache" / ".abc.json.x1y2.tmp", "{"), write(out / ".results.csv.k3.tmp", "half")]
+    assert main(["sweep", str(spec), "--out", str(out), "--quiet"]) == 0
+    assert not any(path.exists() for path in orphans)
+    assert not list(out.rglob("*.tmp"))
+
+
+def test_an_unknown_sweep_network_names_the_spec(capsys, tmp_path):
+    spec = write(tmp_path / "s.toml", SWEEP_TEMPLATE.format(networks='"no_such_network"'))
+    line = clean_error(capsys, "sweep", spec, "--out", tmp_path / "out")
+    assert "s.toml" in line and "field 'networks'" in line
+
+
+# 14. numba's cache lives in a user folder.
+
+def test_numba_cache_dir_prefers_the_users_setting_then_xdg(monkeypatch, tmp_path):
+    from archsim import numba_cache
+
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "mine"))
+    assert numba_cache.cache_dir() == tmp_path / "mine"
+    monkeypatch.delenv("NUMBA_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert numba_cache.cache_dir() == tmp_path / "xdg" / "archsim" / "numba"
+
+
+def test_numba_cache_dir_none_when_nothing_is_writable(monkeypatch, tmp_path):
+    from archsim import numba_cache
+
+    blocker = write(tmp_path / "a_file", "")  # a regular file: no folder can be made below it, even by root
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker / "x"))
+    monkeypatch.setattr(numba_cache.tempfile, "gettempdir", lambda: str(blocker / "tmp"))
+    assert numba_cache.cache_dir() is None
+
+
+def test_a_cached_kernel_lands_in_the_user_folder_not_beside_its_source(tmp_path):
+    """A fresh interpreter compiles a kernel declared with archsim's njit(cache=True): the cache files
+    go to XDG_CACHE_HOME/archsim/numba, none beside the module (numba's default)."""
+    import subprocess
+    import sys
+
+    source = tmp_path / "src"
+    source.mkdir()
+    write(source / "kernel_mod.py", "from archsim.numba_cache import njit\n\n@njit(cache=True)\n"
+                                    "def twice(x):\n    return 2 * x\n")
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"} | {"XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    done = subprocess.run([sys.executable, "-c", "import kernel_mod; print(kernel_mod.twice(21))"], cwd=source,
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "42", done.stderr[-500:]
+    assert list((tmp_path / "xdg" / "archsim" / "numba").rglob("*.nbi"))
+    assert not [p for p in source.rglob("*") if p.suffix in (".nbi", ".nbc")]
+
+
+def test_archsim_kernels_use_the_cache_aware_njit():
+    """Every numba kernel goes through archsim.numba_cache (whose folder the tests above check)."""
+    for path in (ROOT / "archsim").rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        if path.name != "numba_cache.py":
+            assert "from numba import" not in text and "numba.njit" not in text and "numba.jit" not in text, path
+
+
+@pytest.mark.slow
+def test_the_kernels_cache_outside_the_package(tmp_path):
+    """A fresh interpreter compiles the cycle engine's kernels into XDG_CACHE_HOME, not archsim/."""
+    import subprocess
+    import sys
+
+    package = ROOT / "archsim"
+    before = set(package.rglob("*.nbi"))
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"} | {"XDG_CACHE_HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-m", "archsim", "gemm", "--m", "8", "--k", "8", "--n", "8", "--array",
+                           "4x4", "--engine", "cycle"], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-500:]
+    assert list((tmp_path / "archsim" / "numba").rglob("*.nbi"))
+    assert set(package.rglob("*.nbi")) == before
+
+
+def test_bounded_numbers_reject_every_non_finite_spelling():
+    from archsim.validate import parse_float, parse_int
+
+    for text in ("inf", "-inf", "nan", "NaN", "1e999", "infinity"):
+        with pytest.raises(ValueError):
+            parse_float(text)
+    assert parse_float("0.5", high=1.0) == 0.5 and math.isclose(parse_float(" 2e3 "), 2000.0)
+    for text in ("1e3", "1.0", "", "0x10", "9" * 5000, True):
+        with pytest.raises(ValueError):
+            parse_int(text)
+    assert parse_int(" 2147483647 ") == 2**31 - 1
