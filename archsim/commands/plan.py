@@ -35,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_array_arguments(parser)
     parser.add_argument("--batch", type=positive_int, default=4, help="micro-batch size (array-model costs)")
     parser.add_argument("--mode", default="exact", choices=MODES)
-    parser.add_argument("--clock-ghz", type=float_flag(0.0, 1e6, low_open=True, what="a positive number"), default=1.0, help="array clock, to turn cycles into seconds")
+    parser.add_argument("--clock-ghz", type=float_flag(1e-6, 1e6, what="a clock in GHz"), default=1.0, help="array clock, to turn cycles into seconds")
     add_timeline_outputs(parser)
     add_output_arguments(parser)
     add_job_limit_argument(parser)
