@@ -439,3 +439,15 @@ def test_bounded_numbers_reject_every_non_finite_spelling():
         with pytest.raises(ValueError):
             parse_int(text)
     assert parse_int(" 2147483647 ") == 2**31 - 1
+
+
+def test_gpu_csv_checks_every_rows_shape_not_only_the_first(tmp_path):
+    from archsim.validation.gpu import gpu_arrays, model_kernels, resolve_gpu
+    from archsim.validation.gpu_csv import read_kernel_csv
+
+    # vgg16 conv2_1: 64 channels → 128 filters (layers/vgg16.csv); line 4 records 32 channels.
+    path = write(tmp_path / "k.csv", "# gpu: NVIDIA H100 80GB HBM3\nnetwork,layer,batch,op,measured_ms,channels,filters\n"
+                                     "vgg16,conv2_1,1,F,0.1,64,128\nvgg16,conv2_1,1,D,0.1,32,128\n")
+    with pytest.raises(InputError) as info:
+        model_kernels(read_kernel_csv(path), gpu_arrays(resolve_gpu("NVIDIA H100 80GB HBM3")))
+    assert (info.value.where.field, info.value.where.line) == ("channels", 4)

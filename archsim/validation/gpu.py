@@ -232,7 +232,8 @@ def model_kernels(table: KernelTable, arrays: GpuArrays, mode: str = "exact") ->
     networks: dict[str, object] = {}
     for row in frame.itertuples(index=False):
         key = (row.network, row.layer)
-        if key in layers:
+        if key in layers:  # every row's recorded shape must match, not only the layer's first row's
+            _check_shape(row._asdict(), layers[key], table.source)
             continue
         if row.network not in networks:
             beside = Path(table.source).parent / row.network  # a topology file next to the CSV
