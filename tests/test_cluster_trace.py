@@ -98,6 +98,21 @@ def test_cli_single_policy_table(capsys):
     assert code == 0 and "makespan_s" in out and "tiresias" in out
 
 
+def test_cli_tiresias_on_two_jobs_by_hand(tmp_path, capsys):
+    """A trace with iterations and duration both set fixes each iteration time (duration / iterations).
+    On 4 GPUs: j0 (2 GPUs) runs 0–100 s; j1 (4 GPUs, arrives at 30 s) must wait for j0's 2 GPUs, so
+    the gang scheduler runs it 100–150 s. Makespan 150 s; JCTs 100 and 120 s (mean and median 110,
+    p95 by linear interpolation 100 + 0.95·20 = 119); busy GPU-seconds 2·100 + 4·50 = 400 of 4·150."""
+    trace = tmp_path / "two.csv"
+    trace.write_text(",".join(COLUMNS) + "\nj0,2,0,100,vgg16,100,0\nj1,4,30,50,resnet50,50,0\n", encoding="utf-8")
+    code, out, _ = run_cli(["--trace", str(trace), "--gpus", "4", "--gpus-per-machine", "2", "--policy", "tiresias",
+                            "--format", "json"], capsys)
+    row = json.loads(out)["rows"][0]
+    assert code == 0 and row["jobs"] == 2 and row["migrations_per_iteration"] == 0
+    assert (row["makespan_s"], row["jct_mean_s"], row["jct_median_s"]) == pytest.approx((150, 110, 110))
+    assert row["jct_p95_s"] == pytest.approx(119) and row["utilization"] == pytest.approx(400 / 600)
+
+
 def test_cli_bad_trace_is_an_input_error(tmp_path, capsys):
     bad = tmp_path / "bad.csv"
     bad.write_text(HEADER + "a,64,0,5,vgg16,0,0\n", encoding="utf-8")
