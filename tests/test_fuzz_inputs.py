@@ -36,11 +36,11 @@ READERS = {
     "trace.csv": (load_tiresias_csv,
                   "".join((ROOT / "configs/traces/sample_tiresias.csv").read_text(encoding="utf-8")
                           .splitlines(keepends=True)[:6])),
-    "kernels.csv": (read_kernel_csv, "# gpu: fuzz\nnetwork,layer,batch,op,measured_ms,ifmap_h,channels\n"
-                                     "vgg16,conv1,1,F,0.5,224,3\nvgg16,conv1,1,D,0.7,224,3\n"),
+    "kernels.csv": (read_kernel_csv, ("# gpu: fuzz\nnetwork,layer,batch,op,measured_ms,ifmap_h,channels\n"
+                                      "vgg16,conv1,1,F,0.5,224,3\nvgg16,conv1,1,D,0.7,224,3\n")),
     "shapes.csv": (read_shapes, "m,k,n,rows,cols,dataflow\n64,64,64,32,32,ws\n100,20,7,8,8,os\n"),
-    "profile.csv": (load_profile_csv, "layer,forward_s,backward_s,activation_bytes,parameter_bytes\n"
-                                      "conv1,0.002,0.005,1000,100\nfc1,0.001,0.002,400,4000\n"),
+    "profile.csv": (load_profile_csv, ("layer,forward_s,backward_s,activation_bytes,parameter_bytes\n"
+                                       "conv1,0.002,0.005,1000,100\nfc1,0.001,0.002,400,4000\n")),
     "topology.csv": (load_topology, (ROOT / "layers/layerpipe_sample.csv").read_text(encoding="utf-8")),
 }
 HOSTILE = ["0", "-1", "1", "2147483647", "2147483648", "9223372036854775808", "1" * 30, "1e19", "1e308", "1e999",

@@ -12,11 +12,11 @@ import pandas as pd
 from archsim.array.config import ArrayConfig
 from archsim.array.costing import cost_network
 from archsim.cli import Command
-from archsim.validate import int_flag
 from archsim.errors import InputError
 from archsim.report.sweep_report import build_report, layer_breakdown_figure
 from archsim.sweep import load_spec, run_sweep, summarize
 from archsim.sweep.runner import RESULT_COLUMNS
+from archsim.validate import int_flag
 from archsim.workload import load_network
 
 
