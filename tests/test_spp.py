@@ -267,6 +267,27 @@ def test_spp_is_never_slower_than_data_parallel(seed, layers, devices, microbatc
         assert baseline(method, profile, topology, microbatches) > 0
 
 
+def test_baselines_by_hand():
+    """Two layers (F = B = 1 s per micro-batch, 100 and 300 parameter bytes, no activation traffic),
+    two GPUs joined at 50 B/s, M = 2 micro-batches; ring AllReduce of P bytes over k GPUs at the
+    slowest link b takes 2(k − 1)P / (k b) (baselines module docstring).
+
+    * dp: 2 · (1 + 1 + 1 + 1) / 2 = 4 s of compute + 2 · 1 · 400 / (2 · 50) = 8 s → 12.
+    * gpipe: a stage per GPU. Stage 2 runs FB0 [1, 3), FB1 [3, 5); stage 1 F0 [0, 1), F1 [1, 2), then
+      its backwards newest first (GPipe order, pe.gpipe_order): B1 [5, 6), B0 [6, 7) → 7.
+    * pipedream: PRM prefers two stages (𝒲 = 2 s) over one stage on both GPUs (2 s + an 8 s
+      AllReduce); PE runs them as test_pe_hand_worked_two_stages: → 6.
+    * hetpipe, one server: that same two-stage pipeline, no AllReduce between servers → 6; two
+      servers of one GPU: each runs ⌈2/2⌉ = 1 micro-batch of both layers (4 s), then the 8 s ring → 12.
+    """
+    profile = LayerProfileSPP((1.0, 1.0), (1.0, 1.0), (100.0, 300.0), (0.0, 0.0), (0.0, 0.0))
+    link = np.array([[0.0, 50.0], [50.0, 0.0]])
+    one_server, two_servers = Topology("one", (0, 0), link), Topology("two", (0, 1), link)
+    expected = {"dp": 12.0, "gpipe": 7.0, "pipedream": 6.0, "hetpipe": 6.0}
+    assert {m: baseline(m, profile, one_server, 2) for m in BASELINES} == pytest.approx(expected)
+    assert baseline("hetpipe", profile, two_servers, 2) == pytest.approx(12.0)
+
+
 from archsim.spp.prm import prm_tables  # noqa: E402
 
 
