@@ -267,6 +267,25 @@ def test_spp_is_never_slower_than_data_parallel(seed, layers, devices, microbatc
         assert baseline(method, profile, topology, microbatches) > 0
 
 
+def test_plan_value_by_hand():
+    """The PRM recursion's terms (001_655b4b8cd650573f.txt §IV-B): a stage costs M Σ(p^f + p^b)/r plus its
+    ring AllReduce 2(r − 1)/r · Σα / b_min (§III-A); a channel M (d^f + d^b) / (r′ r b_{r′r}).
+    3 layers, M = 4, GPU links b01 = 2, b02 = 4, b12 = 10.
+
+    Plan A — layers 0–1 on GPU 0, layer 2 on GPUs 1, 2: stage 1 = 4·(1 + 2 + 2 + 2) = 28; stage 2 =
+    4·(3 + 6)/2 + 2·1/2·200/10 = 18 + 20 = 38; channel = 4·(8 + 8)/(1·2·min(2, 4)) = 16 → 38.
+    Plan B — layer 0 on GPU 0, layers 1–2 on GPUs 1, 2: 4·(1 + 2) = 12; 4·(2 + 3 + 2 + 6)/2 + 220/10 = 48;
+    channel 4·(4 + 4)/4 = 8 → 48. Plan A with d^f = 100 out of layer 1: channel 4·108/4 = 108 → 108."""
+    profile = LayerProfileSPP((1.0, 2.0, 3.0), (2.0, 2.0, 6.0), (10.0, 20.0, 200.0), (4.0, 8.0, 0.0), (4.0, 8.0, 0.0))
+    links = np.array([[0.0, 2.0, 4.0], [2.0, 0.0, 10.0], [4.0, 10.0, 0.0]])
+    assert plan_value(profile, 4, [(0, 2), (2, 3)], [(0,), (1, 2)], links) == pytest.approx(38)
+    assert plan_value(profile, 4, [(0, 1), (1, 3)], [(0,), (1, 2)], links) == pytest.approx(48)
+    wide = LayerProfileSPP(profile.forward, profile.backward, profile.parameters, (4.0, 100.0, 0.0), profile.gradients)
+    assert plan_value(wide, 4, [(0, 2), (2, 3)], [(0,), (1, 2)], links) == pytest.approx(108)
+    # PRM's optimum over the order (0, 1, 2) with two stages is at most plan A's value.
+    assert prm(profile, [0, 1, 2], links, 4, 2).value <= 38 + 1e-9
+
+
 def test_baselines_by_hand():
     """Two layers (F = B = 1 s per micro-batch, 100 and 300 parameter bytes, no activation traffic),
     two GPUs joined at 50 B/s, M = 2 micro-batches; ring AllReduce of P bytes over k GPUs at the
