@@ -451,3 +451,21 @@ def test_gpu_csv_checks_every_rows_shape_not_only_the_first(tmp_path):
     with pytest.raises(InputError) as info:
         model_kernels(read_kernel_csv(path), gpu_arrays(resolve_gpu("NVIDIA H100 80GB HBM3")))
     assert (info.value.where.field, info.value.where.line) == ("channels", 4)
+
+
+def test_the_cycle_engine_refuses_absurd_gemms_before_stepping(capsys, monkeypatch):
+    line = clean_error(capsys, "gemm", "--m", 8, "--k", 8, "--n", 8, "--array", "2147483647x2147483647",
+                       "--engine", "cycle")
+    assert "ARCHSIM_MAX_STEPS" in line
+    # 64³ on 32×32 ws: 4 folds of 2·32 + 32 + 64 − 2 = 158 cycles = 632 steps (analytic cycles 631 + 1).
+    argv = ["gemm", "--m", 64, "--k", 64, "--n", 64, "--engine", "cycle"]
+    monkeypatch.setenv("ARCHSIM_MAX_STEPS", "631")
+    assert "632" in clean_error(capsys, *argv)
+    monkeypatch.setenv("ARCHSIM_MAX_STEPS", "632")
+    assert json_rows(capsys, *argv)[1][0]["cycles"] == 631
+
+
+def test_utilization_of_a_huge_array_is_tiny_not_negative(capsys):
+    # 2³¹−1 squared PEs: PE count × cycles passes int64; utilization = MACs / (cycles · PEs) stays ≥ 0.
+    _, rows = json_rows(capsys, "cost", "layerpipe_sample", "--array", "2147483647x2147483647")
+    assert all(0 <= row[f"{kind}_utilization"] < 1e-15 for row in rows for kind in "FGD")

@@ -98,7 +98,7 @@ def op_costs(ops: Sequence[TrainingOp], array: ArrayConfig, engine: str = "analy
         _check_total(cost.macs, count, np.zeros(0), "MACs")
     cycles += -(-vector // array.cols)
     with np.errstate(divide="ignore", invalid="ignore"):
-        utilization = np.where(cycles > 0, macs / (np.maximum(cycles, 1) * array.pes), 0.0)
+        utilization = np.where(cycles > 0, macs / (np.maximum(cycles, 1) * float(array.pes)), 0.0)  # float: may pass int64
     frame = pd.DataFrame({
         "layer": [op.layer for op in ops],
         "op": [op.kind for op in ops],

@@ -44,6 +44,7 @@ cycles" in USER mode — the last cycle an ofmap line is serviced, stalls includ
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -53,6 +54,7 @@ from archsim.array import cycle_kernel as kernel
 from archsim.array.analytic import DATAFLOW_CODES
 from archsim.array.config import ArrayConfig
 from archsim.errors import InputError
+from archsim.validate import parse_int
 
 # How each dataflow tiles A and B for prefetching: (tile width, transposed, anti-diagonal order),
 # from systolic_compute_*.create_{ifmap,filter}_prefetch_mat — see kernel.prefetch_geometry.
@@ -105,6 +107,22 @@ def _read_constants(words: int, bandwidth: int, valid: int, padded: int) -> list
     return [per_set, lines, active_lines, prefetch_lines, _ceil(prefetch, bandwidth) + 1, first_fill, bandwidth]
 
 
+MAX_STEPS = 10**9  # cycles one GEMM may step: about 15 minutes at the ~1.2·10⁶ cycles/s this engine runs
+
+
+def check_steps(cycles: int) -> None:
+    """Refuse, before stepping, a GEMM of more than ``ARCHSIM_MAX_STEPS`` (default 10⁹) cycles."""
+    raw = os.environ.get("ARCHSIM_MAX_STEPS", "")
+    try:
+        limit = parse_int(raw, high=2**62) if raw else MAX_STEPS
+    except ValueError as exc:
+        raise InputError(str(exc), field="ARCHSIM_MAX_STEPS") from None
+    if cycles > limit:
+        raise InputError(f"the cycle engine would step {cycles:.3g} cycles for one GEMM (≈{cycles / 1.2e6 / 60:.3g} "
+                         f"min), above {limit:.3g}; use --engine analytic, or set ARCHSIM_MAX_STEPS={cycles} to run it",
+                         field="engine")
+
+
 def _positive(value: int, field: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
         raise InputError(f"must be a positive integer, got {value!r}", field=field)
@@ -132,6 +150,7 @@ def simulate_gemm(m: int, k: int, n: int, rows: int, cols: int, dataflow: str = 
         raise InputError("an SRAM needs at least 2 words (two halves)", field="sram")
     df = DATAFLOW_CODES[dataflow]
     per_fold, row_folds, col_folds = _folding(m, k, n, rows, cols, dataflow)
+    check_steps(per_fold * row_folds * col_folds)
 
     sides = {"rows": rows, "cols": cols}
     (wa, ta, da), (wb, tb, db) = _PREFETCH[dataflow]
