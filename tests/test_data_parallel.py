@@ -46,6 +46,23 @@ def test_reverse_first_k_against_exhaustive_search(comm, reverse_k_is_optimal):
         assert (best_k, optimum) == (21.0, 19.0)
 
 
+def test_the_21_and_19_by_hand():
+    """Unit F/D/G, 2-unit syncs, 5 layers; F1..F5 fill [0, 5), the 9 backward ops [5, 14).
+
+    19 is a lower bound: the device runs 5 + 9 + 5 unit ops. It is reached by D5 G4 D4 D3 G2 D2 G1 G5 G3:
+    S4 [7, 9), S2 [10, 12), S1 [12, 14), S3 [14, 16), S5 [16, 18) (lower layers first), so F1'..F5' run
+    back to back in [14, 19) — each F_l' starts at 13 + l, after S_l.
+
+    Every reverse-first-k order ends at 21: k = 0 and 1 give the conventional order, whose last gradient
+    G1 ends at 14, so S1 runs [14, 16) and F1'..F5' [16, 21). k = 2: S1 [13, 15), S2 [15, 17), F2'..F5'
+    [17, 21). k = 3: S2 [14, 16), S3 [16, 18), F3' [18, 19), F5' ends 21. k = 4: S1 [11, 13), S2 [13, 15),
+    S3 [15, 17), S4 [17, 19), F4' [19, 20), F5' [20, 21). k = 5: S1…S5 back to back [10, 20), F5' [20, 21)."""
+    sync = [2.0] * 5
+    assert [window_time(ONES, ONES, ONES, sync, reverse_first_k_order(5, k)) for k in range(6)] == [21.0] * 6
+    order = [("D", 5), ("G", 4), ("D", 4), ("D", 3), ("G", 2), ("D", 2), ("G", 1), ("G", 5), ("G", 3)]
+    assert window_time(ONES, ONES, ONES, sync, order) == 19.0
+
+
 def test_prioritized_communication_helps_when_the_network_is_the_bottleneck():
     sync = [3.0] * 5
     fifo = window_time(ONES, ONES, ONES, sync, conventional_order(5), prioritized=False)
