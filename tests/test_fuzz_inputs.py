@@ -76,7 +76,7 @@ def mutated(draw, text: str) -> str:
 
 
 def _fuzz_readers(tmp_path: Path, examples: int) -> None:
-    @settings(max_examples=examples, deadline=None, database=None,
+    @settings(max_examples=examples, deadline=30_000, database=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(data=st.data())
     def case(data):
@@ -169,7 +169,7 @@ def _numbers(value):
 
 
 def _fuzz_cli(capsys, examples: int) -> None:
-    @settings(max_examples=examples, deadline=None, database=None,
+    @settings(max_examples=examples, deadline=30_000, database=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
     @given(argv=command_line())
     def case(argv):
