@@ -148,6 +148,18 @@ def test_exports_from_the_command_line(tmp_path, capsys):
                       str(trace), "--schedule-csv", str(schedule)], capsys)
     assert code == 0 and json.loads(trace.read_text())["traceEvents"]
     assert len(schedule.read_text().strip().splitlines()) == 3
+    # One complete event per op and micro-batch: the plan lists 3 + 4 + 7 ops per micro-batch.
+    _, out, _ = run(["pipeline", "layerpipe_sample", "--processors", "3", "--microbatches", "2", "--format", "json"],
+                    capsys)
+    document = json.loads(out)
+    per_microbatch = sum(len(row["ops"].split()) for row in document["rows"])
+    events = [e for e in json.loads(trace.read_text())["traceEvents"] if e["ph"] == "X"]
+    assert len(events) == 2 * per_microbatch
+    assert max(e["ts"] + e["dur"] for e in events) == pytest.approx(document["meta"]["makespan"])
+    # Each rank's row: one F, one I (input gradient) and one W (weight gradient) per micro-batch and stage.
+    for rank, line in enumerate(schedule.read_text().strip().splitlines()):
+        actions = line.split(",")
+        assert sorted(actions) == sorted(f"{rank}{kind}{mb}" for kind in "FIW" for mb in range(2))
 
 
 def test_schedule_multistream_pays_on_a_large_array(capsys):
