@@ -111,7 +111,8 @@ def test_paper_catalog_uses_tables_1_and_2():
     (t1, m1), (t2, _) = profile.worker_tasks(2)
     assert t1 == pytest.approx((f + b * 36.58 / 79.89) / 1e3)  # worker 1 of 2: Table 1's 50 % row
     assert m1 == pytest.approx(mem * 1e9 * 4.1 / 6.5) and t2 == profile.full_s
-    assert lookup(paper_catalog(), "ResNet-101") is not None
+    found = lookup(paper_catalog(), "ResNet-101")  # case and dash insensitive: the resnet101 entry itself
+    assert found.name == profile.name and found.full_s == profile.full_s and found.model_bytes == grad * 1e6
     with pytest.raises(InputError, match="unknown model"):
         lookup(paper_catalog(), "alexnet")
 

@@ -39,6 +39,11 @@ def test_script_dedupes_identical_shapes():
         by_key.setdefault(script.shape_key(layer), []).append(layer)
     assert len(resnet) == 54 and len(by_key) < 30
     assert script.estimate_seconds([(layer, 64) for _, layer in layers], 10, 3, True) > 0
+    # fc8 (4096 → 1000, 1×1 output), batch 1, 10 repeats, 3 warm-ups, with streams: 5 timings of
+    # 0.02 + 0.004·10 s, no cuDNN search (not a conv), and 2·3·4,096,000 FLOPs run 10 + 3 + 2 times,
+    # twice, at 300 TFLOP/s — the docstring's model: 0.3 s + 2.4576 µs.
+    fc8 = next(layer for _, layer in layers if layer.name == "fc8")
+    assert script.estimate_seconds([(fc8, 1)], 10, 3, True) == pytest.approx(0.3 + 6 * 4_096_000 * 15 * 2 / 300e12)
 
 
 def test_script_without_torch_or_cuda_exits_2_with_one_line(monkeypatch, capsys):
