@@ -66,9 +66,10 @@ def parse_float(text: object, *, low: float = 0.0, high: float = math.inf, low_o
     if not math.isfinite(value):
         raise ValueError(f"expected a finite {what.removeprefix('a ').removeprefix('an ')}, got {shown(text)}")
     if value < low or (low_open and value == low) or value > high:
-        bound = f"> {low:g}" if low_open else f">= {low:g}"
+        bound = "" if (low, low_open) == (0.0, True) and "positive" in what else \
+            f" > {low:g}" if low_open else f" >= {low:g}"
         upper = f" and <= {high:g}" if math.isfinite(high) else ""
-        raise ValueError(f"expected {what} {bound}{upper}, got {shown(text)}")
+        raise ValueError(f"expected {what}{bound}{upper}, got {shown(text)}")
     return value
 
 
