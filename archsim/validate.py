@@ -6,7 +6,8 @@ Ranges (documented in the README's "Input limits"):
 * counts, dimensions and sizes given as integers: 1 … 2³¹ − 1 (int32), so products of a few of
   them stay inside int64 before :func:`check_exact` looks at the result;
 * seeds: 0 … 2³² − 1 (numpy's seed range);
-* real numbers: finite (no ``inf``/``nan``), and positive or non-negative where the command says;
+* real numbers: finite (no ``inf``/``nan``), 0 or at least 10⁻¹² in magnitude, and positive or
+  non-negative where the command says;
 * every integer archsim *computes* (cycles, MACs, bytes) stays below 2⁵³: exact in int64 and also
   in the float64 the simulator times with; beyond it the command refuses rather than wrap around.
 """
@@ -29,6 +30,7 @@ SEED_MAX = 2**32 - 1
 EXACT_LIMIT = 2**53
 MAX_FILE_BYTES = 64 * 2**20
 MAX_NAME_CHARS = 100
+MIN_MAGNITUDE = 1e-12  # smallest non-zero real accepted (seconds, GHz, bytes/cycle …): no subnormals
 MAX_PROCESSORS = 4096  # processors a partition or schedule may use (partitioners are O(layers² · P))
 
 
@@ -65,6 +67,8 @@ def parse_float(text: object, *, low: float = 0.0, high: float = math.inf, low_o
         raise ValueError(f"expected {what}, got {shown(text)}") from None
     if not math.isfinite(value):
         raise ValueError(f"expected a finite {what.removeprefix('a ').removeprefix('an ')}, got {shown(text)}")
+    if 0 < abs(value) < MIN_MAGNITUDE:  # e.g. 1e-320: dividing by it overflows to inf downstream
+        raise ValueError(f"expected 0 or a magnitude of at least {MIN_MAGNITUDE:g}, got {shown(text)}")
     if value < low or (low_open and value == low) or value > high:
         bound = "" if (low, low_open) == (0.0, True) and "positive" in what else \
             f" > {low:g}" if low_open else f" >= {low:g}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -75,7 +76,9 @@ def mutated(draw, text: str) -> str:
     return text
 
 
-def _fuzz_readers(tmp_path: Path, examples: int) -> None:
+def _fuzz_readers(tmp_path: Path, examples: int) -> Counter:
+    outcomes: Counter = Counter()
+
     @settings(max_examples=examples, deadline=30_000, database=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(data=st.data())
@@ -86,18 +89,23 @@ def _fuzz_readers(tmp_path: Path, examples: int) -> None:
         path.write_bytes(data.draw(mutated(seed)).encode("utf-8", "surrogatepass"))
         try:
             reader(path)
+            outcomes[(kind, "ok")] += 1
         except InputError as error:
             message = str(error)
             assert "\n" not in message and "\x1b" not in message and "\x00" not in message
             assert str(path) in message or error.where.file is None
+            outcomes[(kind, "input error")] += 1
 
     case()
+    return outcomes
 
 
 @pytest.mark.parametrize("examples", [pytest.param(300, id="fast"),
                                       pytest.param(10_000, id="10k", marks=pytest.mark.slow)])
 def test_every_reader_gives_a_result_or_one_clean_input_error(tmp_path, examples):
-    _fuzz_readers(tmp_path, examples)
+    outcomes = _fuzz_readers(tmp_path, examples)
+    print(f"\nreader cases: {sum(outcomes.values())}", dict(sorted(outcomes.items())))
+    assert sum(outcomes.values()) >= examples
 
 
 NETWORK = ["layerpipe_sample"]
@@ -168,7 +176,9 @@ def _numbers(value):
             yield from _numbers(item)
 
 
-def _fuzz_cli(capsys, examples: int) -> None:
+def _fuzz_cli(capsys, examples: int) -> Counter:
+    outcomes: Counter = Counter()
+
     @settings(max_examples=examples, deadline=30_000, database=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
     @given(argv=command_line())
@@ -177,15 +187,21 @@ def _fuzz_cli(capsys, examples: int) -> None:
         out, err = capsys.readouterr()
         if code == 2:
             assert out == "" and len(err.splitlines()) == 1 and err.startswith("archsim: error: "), (argv, err)
+            outcomes[(argv[0], "exit 2")] += 1
             return
         assert code == 0, (argv, code, err)
         for number in _numbers(json.loads(out)["rows"]):
             assert math.isfinite(number) and number >= 0, (argv, number)
+        outcomes[(argv[0], "exit 0")] += 1
 
     case()
+    return outcomes
 
 
 @pytest.mark.parametrize("examples", [pytest.param(40, id="fast"),
                                       pytest.param(1_500, id="1500", marks=pytest.mark.slow)])
 def test_hostile_command_lines_give_a_result_or_one_clean_line(capsys, examples):
-    _fuzz_cli(capsys, examples)
+    outcomes = _fuzz_cli(capsys, examples)
+    with capsys.disabled():
+        print(f"\ncommand lines: {sum(outcomes.values())}", dict(sorted(outcomes.items())))
+    assert sum(outcomes.values()) >= examples

@@ -200,6 +200,8 @@ def test_non_finite_bandwidths_in_a_cluster_file(capsys, tmp_path, inter, intra)
     ["schedule", "layerpipe_sample", "--policy", "dp-wfbp", "--processors", 2, "--comm-units", "nan"],
     ["cluster", "--unit-seconds", "inf"],
     ["cluster", "--interval", "nan"],
+    ["cluster", "--interval", "1e-320"],  # subnormal: found by the fuzzer (an interval of 1e-320 s made inf)
+    ["plan", "layerpipe_sample", "--cluster", V100, "--microbatches", 2, "--clock-ghz", "1e-320"],
     ["pipeline", "layerpipe_sample", "--processors", 2, "--alpha", "inf"],
     ["bppsa", "pruned-vgg11", "--sparsity", "nan"],
 ])
