@@ -88,6 +88,18 @@ def test_cli_compare_json_and_report(tmp_path, capsys):
     doc = json.loads(out)
     assert [row["policy"] for row in doc["rows"]] == ["jigsaw", "gandiva", "tiresias"]
     assert all(row["makespan_s_mean"] > 0 for row in doc["rows"])
+    # Gang baselines run every job exactly its trace duration on num_gpu devices, so their utilization is
+    # Σ num_gpu·duration / (16 GPUs × makespan), and the makespan is at least that work over 16 GPUs and
+    # at least the latest submit + duration; Jigsaw's gain is 100·(baseline − jigsaw)/baseline.
+    jobs = parse_tiresias_csv(SAMPLE.read_text(encoding="utf-8"))
+    work = sum(job.workers * job.duration_s for job in jobs)
+    rows = {row["policy"]: row for row in doc["rows"]}
+    for name in ("gandiva", "tiresias"):
+        makespan = rows[name]["makespan_s_mean"]
+        assert rows[name]["seeds"] == 1 and rows[name]["utilization_mean"] == pytest.approx(work / (16 * makespan))
+        assert makespan >= max(work / 16, max(job.submit_s + job.duration_s for job in jobs)) - 1e-6
+        gain = 100 * (makespan - rows["jigsaw"]["makespan_s_mean"]) / makespan
+        assert rows[name]["jigsaw_gain_makespan_pct_mean"] == pytest.approx(gain)
     page = report.read_text(encoding="utf-8")
     assert "plotly" in page and page.count("archsim cluster --trace") >= 4  # each caption has the command
     assert "CDF of job completion time" in page
