@@ -1,4 +1,9 @@
-"""Event-driven, non-delay list scheduling over an op DAG with processors, streams and links.
+"""The reference engine: archsim's original pure-Python list scheduler, kept unchanged as the oracle.
+
+``archsim.sim.engine`` runs the same rules over integer arrays in a numba kernel; the tests
+(conftest.py, test_sim_engine_equal.py) require its timelines to equal this one's slot for slot.
+
+Event-driven, non-delay list scheduling over an op DAG with processors, streams and links.
 
 Rules (DESIGN.md, "Simulator"):
 
