@@ -8,6 +8,7 @@ one line with exit status 2 — never a traceback.
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -49,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    gc.set_threshold(100_000, 50, 100)  # a short-lived process building 10⁶-op problems: collect rarely
     try:
         args = build_parser().parse_args(argv)
         return int(args._run(args))

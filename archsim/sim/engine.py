@@ -30,6 +30,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from archsim.errors import InputError
+from archsim.sim.arrays import paused_gc
 from archsim.sim.problem import Op, Problem
 from archsim.sim.timeline import SlotTable, Timeline, TransferTable
 
@@ -68,8 +69,9 @@ def simulate(problem: Problem, policy: Policy | None = None) -> Timeline:
     from archsim.sim.kernel import run_arrays
 
     policy = policy if policy is not None else PriorityPolicy()
-    rank = _ranks(problem, policy)
-    slots, transfers = run_arrays(problem.arrays, rank, len(problem.links))
+    with paused_gc():
+        rank = _ranks(problem, policy)
+        slots, transfers = run_arrays(problem.arrays, rank, len(problem.links))
     return Timeline(SlotTable(problem, *slots), TransferTable(problem, *transfers), problem,
                     getattr(policy, "name", type(policy).__name__))
 

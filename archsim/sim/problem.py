@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from archsim.errors import InputError
-from archsim.sim.arrays import ProblemArrays, index_problem
+from archsim.sim.arrays import ProblemArrays, index_problem, paused_gc
 
 Tags = tuple[tuple[str, object], ...]
 
@@ -108,7 +108,8 @@ class Problem:
                 object.__setattr__(self, name, tuple(value))
         procs = _check_processors(self.processors)
         links = _check_links(self.links, procs)
-        arrays = index_problem(self.processors, self.links, self.ops, self.deps)
+        with paused_gc():
+            arrays = index_problem(self.processors, self.links, self.ops, self.deps)
         if arrays is None:  # something is wrong: the checks below name the first mistake
             ops = _check_ops(self.ops, procs)
             _check_deps(self.deps, ops, links)
