@@ -56,7 +56,7 @@ class LayerProfile:
         key = (index, axis, part)
         if key in self._split_cache:
             return self._split_cache[key]
-        split = split_delta(self.lowered[index], part, axis, self.array.element_bytes)  # type: ignore[arg-type]
+        split = self.split_ops(index, axis, part)
         ops = [op for op in (split.d1, split.d2) if op is not None]
         cycles = op_cycles(ops, self.array, self.engine) if ops else np.zeros(0)
         values = iter(cycles.tolist())
@@ -65,12 +65,25 @@ class LayerProfile:
         self._split_cache[key] = (split, d1, d2)
         return split, d1, d2
 
+    def split_ops(self, index: int, axis: str, part: int) -> DeltaSplit:
+        """The δ′/δ″ sub-GEMMs and bytes of a split, without costing them (cached)."""
+        if self.array is None:
+            raise ValueError("this profile has no array: δ splits cannot be costed")
+        key = ("ops", index, axis, part)
+        if key not in self._split_cache:
+            self._split_cache[key] = split_delta(self.lowered[index], part, axis,  # type: ignore[arg-type]
+                                                 self.array.element_bytes)
+        return self._split_cache[key]
+
     def split_cycles(self, index: int, axis: str, part: int) -> tuple[int, int]:
         """(D1, D2) cycles of a split, from integer arithmetic alone: the hot path of Algorithm 1's
         split search. Equal to :meth:`split_cost`'s cycles (tested) without building any op."""
         array = self.array
         if array is None:
             raise ValueError("this profile has no array: δ splits cannot be costed")
+        if self.engine == "analytic" and axis != "rows":  # both halves are entries of the axis's table
+            table = self._split_table(index, axis)
+            return int(table[len(table) - 1 - part]), int(table[part])
         layer = self.lowered[index].layer
         gemms = self.lowered[index].op("D").gemms  # type: ignore[union-attr]
         R, C, df = array.rows, array.cols, array.dataflow
@@ -108,6 +121,89 @@ class LayerProfile:
                 d2 += g.count * cyc(g.m, per * part, g.n)
                 d1 += g.count * cyc(g.m, per * (total - part), g.n)
         return d1, d2
+
+    def largest_fitting_part(self, index: int, axis: str, budget: float) -> int:
+        """The largest part in 0..units − 1 whose D2 cycles are ≤ ``budget`` (0 when none is).
+
+        D2 cycles grow monotonically with the part, so this is the binary search of Algorithm 1's
+        split; with the analytic engine it is a lookup instead: the axis's D2 cycles for every part
+        come from one vectorized closed-form call per GEMM (cached per layer and axis) and are
+        searched with ``searchsorted``. Rows, whose parts can number millions, are searched per
+        GEMM: whole GEMM copies first, then a binary search over the rows of the partial copy.
+        Both give the binary search's answer on the same integers (tested).
+        """
+        units = self.split_units(index, axis)
+        if units <= 1 or not budget >= 0:  # part 0 costs nothing; no part fits a negative budget
+            return 0
+        if self.engine != "analytic":
+            low, high = 0, units - 1
+            while low < high:
+                mid = (low + high + 1) // 2
+                if self.split_cycles(index, axis, mid)[1] <= budget:
+                    low = mid
+                else:
+                    high = mid - 1
+            return low
+        table = self._split_table(index, axis)
+        if axis != "rows":
+            return min(int(np.searchsorted(table, budget, side="right")) - 1, units - 1)
+        starts, rows_at, shapes, copies, cycles = table
+        j = int(np.searchsorted(starts, budget, side="right")) - 1  # last GEMM whose start fits
+        if j == len(copies):
+            return units - 1
+        start = int(starts[j])
+        whole = min(copies[j], max(0, int((budget - start) // cycles[j]) if cycles[j] else copies[j]))
+        while whole > 0 and start + whole * cycles[j] > budget:  # exact integer-vs-float comparisons
+            whole -= 1
+        while whole < copies[j] and start + (whole + 1) * cycles[j] <= budget:
+            whole += 1
+        base = start + whole * cycles[j]
+        m, k, n = shapes[j]
+        low, high = 0, m - 1  # rows of the partial copy: cycles are monotone in them
+        while low < high:
+            mid = (low + high + 1) // 2
+            if base + gemm_cycles(mid, k, n, self.array.rows, self.array.cols, self.array.dataflow) <= budget:
+                low = mid
+            else:
+                high = mid - 1
+        return min(rows_at[j] + whole * m + low, units - 1)
+
+    def _split_table(self, index: int, axis: str):
+        """D2 cycles of every part of an axis (channels, reduction), or the per-GEMM pieces of the
+        rows axis: (D2 cycles before each GEMM + the total, rows before each GEMM, (m, k, n) per
+        GEMM, copies, cycles per copy)."""
+        key = ("table", index, axis)
+        if key in self._split_cache:
+            return self._split_cache[key]
+        array = self.array
+        layer = self.lowered[index].layer
+        gemms = self.lowered[index].op("D").gemms  # type: ignore[union-attr]
+        R, C, df = array.rows, array.cols, array.dataflow  # type: ignore[union-attr]
+
+        def cyc(m, k, n) -> np.ndarray:
+            m, k, n = (np.asarray(x, dtype=np.int64) for x in (m, k, n))
+            return np.where((m > 0) & (k > 0) & (n > 0), gemm_cycles(m, k, n, R, C, df), 0)
+
+        if axis == "rows":
+            cycles = [int(c) for c in cyc([g.m for g in gemms], [g.k for g in gemms], [g.n for g in gemms])]
+            starts, rows_at = [0], [0]
+            for g, c in zip(gemms, cycles):
+                starts.append(starts[-1] + g.count * c)
+                rows_at.append(rows_at[-1] + g.count * g.m)
+            table = (np.array(starts, dtype=np.int64), rows_at, [(g.m, g.k, g.n) for g in gemms],
+                     [g.count for g in gemms], cycles)
+        else:
+            parts = np.arange(self.split_units(index, axis) + 1)
+            table = np.zeros(len(parts), dtype=np.int64)
+            for g in gemms:
+                if axis == "channels":
+                    per = g.n // layer.channels if layer.kind == "fc" else 1
+                    table += g.count * cyc(g.m, g.k, per * parts)
+                else:
+                    per = 1 if layer.kind == "fc" else g.k // layer.filters
+                    table += g.count * cyc(g.m, per * parts, g.n)
+        self._split_cache[key] = table
+        return table
 
     def split_units(self, index: int, axis: str) -> int:
         layer = self.lowered[index].layer
