@@ -82,8 +82,9 @@ class LayerProfile:
         if array is None:
             raise ValueError("this profile has no array: δ splits cannot be costed")
         if self.engine == "analytic" and axis != "rows":  # both halves are entries of the axis's table
-            table = self._split_table(index, axis)
-            return int(table[len(table) - 1 - part]), int(table[part])
+            units, table = self._split_table(index, axis)
+            if table is not None:
+                return int(table[units - part]), int(table[part])
         layer = self.lowered[index].layer
         gemms = self.lowered[index].op("D").gemms  # type: ignore[union-attr]
         R, C, df = array.rows, array.cols, array.dataflow
@@ -132,10 +133,10 @@ class LayerProfile:
         GEMM: whole GEMM copies first, then a binary search over the rows of the partial copy.
         Both give the binary search's answer on the same integers (tested).
         """
-        units = self.split_units(index, axis)
-        if units <= 1 or not budget >= 0:  # part 0 costs nothing; no part fits a negative budget
-            return 0
         if self.engine != "analytic":
+            units = self.split_units(index, axis)
+            if units <= 1 or not budget >= 0:  # part 0 costs nothing; no part fits a negative budget
+                return 0
             low, high = 0, units - 1
             while low < high:
                 mid = (low + high + 1) // 2
@@ -144,11 +145,14 @@ class LayerProfile:
                 else:
                     high = mid - 1
             return low
-        table = self._split_table(index, axis)
+        entry = self._split_cache.get(("table", index, axis))
+        units, table = entry if entry is not None else self._split_table(index, axis)
+        if units <= 1 or not budget >= 0:
+            return 0
         if axis != "rows":
-            return min(int(np.searchsorted(table, budget, side="right")) - 1, units - 1)
-        starts, rows_at, shapes, copies, cycles = table
-        j = int(np.searchsorted(starts, budget, side="right")) - 1  # last GEMM whose start fits
+            return min(int(table.searchsorted(budget, side="right")) - 1, units - 1)
+        starts, rows_at, shapes, copies, cycles, partial = table
+        j = int(starts.searchsorted(budget, side="right")) - 1  # last GEMM whose start fits
         if j == len(copies):
             return units - 1
         start = int(starts[j])
@@ -159,41 +163,55 @@ class LayerProfile:
             whole += 1
         base = start + whole * cycles[j]
         m, k, n = shapes[j]
-        low, high = 0, m - 1  # rows of the partial copy: cycles are monotone in them
-        while low < high:
-            mid = (low + high + 1) // 2
-            if base + gemm_cycles(mid, k, n, self.array.rows, self.array.cols, self.array.dataflow) <= budget:
-                low = mid
-            else:
-                high = mid - 1
+        if partial[j] is not None:  # the partial copy's first r rows, tabulated
+            low = max(0, int(partial[j].searchsorted(budget - base, side="right")) - 1)
+            while low > 0 and base + int(partial[j][low]) > budget:  # budget − base is a float's
+                low -= 1
+            while low + 1 < m and base + int(partial[j][low + 1]) <= budget:
+                low += 1
+        else:
+            low, high = 0, m - 1  # rows of the partial copy: cycles are monotone in them
+            while low < high:
+                mid = (low + high + 1) // 2
+                if base + gemm_cycles(mid, k, n, self.array.rows, self.array.cols, self.array.dataflow) <= budget:
+                    low = mid
+                else:
+                    high = mid - 1
         return min(rows_at[j] + whole * m + low, units - 1)
 
+    _PARTIAL_ROWS = 1 << 17  # tabulate a GEMM's partial-copy rows up to this many (1 MiB of int64)
+
     def _split_table(self, index: int, axis: str):
-        """D2 cycles of every part of an axis (channels, reduction), or the per-GEMM pieces of the
-        rows axis: (D2 cycles before each GEMM + the total, rows before each GEMM, (m, k, n) per
-        GEMM, copies, cycles per copy)."""
+        """(units, table): D2 cycles of every part of an axis (channels, reduction), or the
+        per-GEMM pieces of the rows axis: (D2 cycles before each GEMM + the total, rows before each
+        GEMM, (m, k, n) per GEMM, copies, cycles per copy, cycles of a copy's first r rows or None)."""
         key = ("table", index, axis)
         if key in self._split_cache:
             return self._split_cache[key]
+        units = self.split_units(index, axis)
         array = self.array
         layer = self.lowered[index].layer
-        gemms = self.lowered[index].op("D").gemms  # type: ignore[union-attr]
+        delta = self.lowered[index].op("D")
+        gemms = delta.gemms if delta is not None else ()
         R, C, df = array.rows, array.cols, array.dataflow  # type: ignore[union-attr]
 
         def cyc(m, k, n) -> np.ndarray:
             m, k, n = (np.asarray(x, dtype=np.int64) for x in (m, k, n))
             return np.where((m > 0) & (k > 0) & (n > 0), gemm_cycles(m, k, n, R, C, df), 0)
 
-        if axis == "rows":
+        if units <= 1:
+            table = None
+        elif axis == "rows":
             cycles = [int(c) for c in cyc([g.m for g in gemms], [g.k for g in gemms], [g.n for g in gemms])]
             starts, rows_at = [0], [0]
             for g, c in zip(gemms, cycles):
                 starts.append(starts[-1] + g.count * c)
                 rows_at.append(rows_at[-1] + g.count * g.m)
+            partial = [cyc(np.arange(g.m), g.k, g.n) if g.m <= self._PARTIAL_ROWS else None for g in gemms]
             table = (np.array(starts, dtype=np.int64), rows_at, [(g.m, g.k, g.n) for g in gemms],
-                     [g.count for g in gemms], cycles)
+                     [g.count for g in gemms], cycles, partial)
         else:
-            parts = np.arange(self.split_units(index, axis) + 1)
+            parts = np.arange(units + 1)
             table = np.zeros(len(parts), dtype=np.int64)
             for g in gemms:
                 if axis == "channels":
@@ -202,8 +220,8 @@ class LayerProfile:
                 else:
                     per = 1 if layer.kind == "fc" else g.k // layer.filters
                     table += g.count * cyc(g.m, per * parts, g.n)
-        self._split_cache[key] = table
-        return table
+        self._split_cache[key] = (units, table)
+        return units, table
 
     def split_units(self, index: int, axis: str) -> int:
         layer = self.lowered[index].layer
