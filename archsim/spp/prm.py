@@ -19,8 +19,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
+from numba import njit
 
 from archsim.errors import InputError
+from archsim.jit import announce_compile
 
 
 @dataclass(frozen=True)
@@ -128,8 +130,8 @@ def phi(profile: LayerProfileSPP, bandwidth: np.ndarray) -> float:
 
 def prm_tables(profile: LayerProfileSPP, order: Sequence[int], bandwidth: np.ndarray, microbatches: int,
                max_stages: int) -> list[PRMPlan]:
-    """PRM for every stage count 1..max_stages at once, vectorized with numpy (the same recurrence
-    as :func:`prm`, tested equal). Tables W[ξ][l, r, i] over l ≤ L, r ≤ V, i ≤ V."""
+    """PRM for every stage count 1..max_stages at once (the same recurrence as :func:`prm`, tested
+    equal). Tables W[ξ][l, r, i] over l ≤ L, r ≤ V, i ≤ V; each level is one numba kernel call."""
     L, V = len(profile), len(order)
     b = bandwidth[np.ix_(order, order)]
     inf = np.inf
@@ -163,25 +165,10 @@ def prm_tables(profile: LayerProfileSPP, order: Sequence[int], bandwidth: np.nda
         for r in range(1, V + 1):
             W[l, r, r] = compute[r] * work[l] + allreduce[r, r] * params[l]
     tables = [W]
+    if max_stages >= 2:
+        announce_compile(_level, "SPP's PRM tables")
     for _xi in range(2, max_stages + 1):
-        prev = tables[-1]
-        new = np.full_like(prev, inf)
-        pick = np.zeros((L + 1, V + 1, V + 1, 2), dtype=np.int64)
-        for l in range(1, L + 1):
-            for r in range(1, V + 1):
-                for i in range(r + 1, V + 1):
-                    lp = np.arange(1, l)  # l' in 1..l−1
-                    if lp.size == 0:
-                        continue
-                    tail = compute[r] * seg_work[lp, l] + allreduce[r, i] * seg_par[lp, l]
-                    rp = np.arange(1, i - r + 1)
-                    head = prev[lp[:, None], rp[None, :], i - r]
-                    with np.errstate(divide="ignore", invalid="ignore"):
-                        comm = microbatches * size[lp - 1][:, None] / (rp[None, :] * r * between[rp, r, i][None, :])
-                    value = np.maximum(np.maximum(head, comm), tail[:, None])
-                    k = np.unravel_index(np.argmin(value), value.shape)
-                    new[l, r, i] = value[k]
-                    pick[l, r, i] = (lp[k[0]], rp[k[1]])
+        new, pick = _level(tables[-1], compute, seg_work, seg_par, allreduce, size, between, microbatches)
         tables.append(new)
         choice.append(pick)
     for xi in range(1, max_stages + 1):
@@ -206,3 +193,34 @@ def prm_tables(profile: LayerProfileSPP, order: Sequence[int], bandwidth: np.nda
             position += rr
         plans.append(PRMPlan(value, tuple(stages), tuple(reps), tuple(devices)))
     return plans
+
+
+@njit(cache=True, error_model="numpy")  # IEEE division: x / 0 is inf, as numpy gives
+def _level(prev, compute, seg_work, seg_par, allreduce, size, between, microbatches):  # pragma: no cover
+    """One level ξ of the recurrence: for each (l, r, i), the least max(head, comm, tail) over
+    l′ < l and r′ ≤ i − r, and its (l′, r′) — the first least in (l′, r′) row-major order, NaN
+    first, as numpy's argmin picks; the arithmetic is written as the numpy expressions were."""
+    n_l, n_v = prev.shape[0], prev.shape[1]
+    new = np.full(prev.shape, np.inf)
+    pick = np.zeros((n_l, n_v, n_v, 2), dtype=np.int64)
+    for l in range(1, n_l):
+        for r in range(1, n_v):
+            for i in range(r + 1, n_v):
+                if l < 2:
+                    continue
+                best = np.inf
+                found = False
+                best_lp, best_rp = 0, 0
+                for lp in range(1, l):
+                    tail = compute[r] * seg_work[lp, l] + allreduce[r, i] * seg_par[lp, l]
+                    for rp in range(1, i - r + 1):
+                        head = prev[lp, rp, i - r]
+                        comm = microbatches * size[lp - 1] / (rp * r * between[rp, r, i])
+                        value = head if (head >= comm or head != head) else comm
+                        value = value if (value >= tail or value != value) else tail
+                        if not found or value < best or (value != value and best == best):
+                            best, best_lp, best_rp, found = value, lp, rp, True
+                new[l, r, i] = best
+                pick[l, r, i, 0] = best_lp
+                pick[l, r, i, 1] = best_rp
+    return new, pick
