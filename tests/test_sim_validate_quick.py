@@ -48,3 +48,32 @@ def test_the_array_pass_agrees_with_the_per_item_checks(problem, fault, k, shift
     broken = plant(timeline, fault, k, shift)
     if broken is not None:
         assert quick_check(problem, broken) == (full_check(problem, broken) == [])
+
+
+TRANSFER_FAULTS = ("earlier", "later", "longer", "bytes", "link", "drop", "duplicate", "swap-bytes")
+
+
+@settings(max_examples=120, deadline=None)
+@given(fault=st.sampled_from(TRANSFER_FAULTS), k=st.integers(0, 10_000), shift=st.sampled_from([-0.3, 1e-12, 0.05, 2.0]),
+       processors=st.sampled_from([2, 3]), streams=st.sampled_from([1, 2]))
+def test_the_array_pass_agrees_on_transfer_faults(fault, k, shift, processors, streams):
+    """Ring problems move many transfers over shared links: plant one fault among them."""
+    from test_sim_scale import ring_problem
+
+    problem = ring_problem(60, processors, streams, seed=k % 7)
+    timeline = simulate(problem)
+    transfers = tuple(timeline.transfers)
+    assert transfers and quick_check(problem, timeline)
+    j = k % len(transfers)
+    t = transfers[j]
+    other = transfers[(j + 1) % len(transfers)]
+    changed = {"earlier": (dataclasses.replace(t, start=t.start - abs(shift), end=t.end - abs(shift)),),
+               "later": (dataclasses.replace(t, start=t.start + abs(shift), end=t.end + abs(shift)),),
+               "longer": (dataclasses.replace(t, end=t.end + shift),),
+               "bytes": (dataclasses.replace(t, bytes=t.bytes + 1),),
+               "link": (dataclasses.replace(t, link=other.link),),
+               "drop": (),
+               "duplicate": (t, t),
+               "swap-bytes": (dataclasses.replace(t, bytes=other.bytes),)}[fault]
+    broken = Timeline(tuple(timeline.slots), transfers[:j] + changed + transfers[j + 1:], problem, timeline.policy)
+    assert quick_check(problem, broken) == (full_check(problem, broken) == [])

@@ -14,8 +14,7 @@ problem and the timeline), so an engine bug cannot hide behind a matching valida
 
 Times compare with an absolute tolerance ``tol`` scaled by max(1, |value|).
 
-Two passes: :func:`quick_check` runs the slot, overlap and ordering rules as numpy array
-operations (the transfer rules, over link dependencies only, as below) and, when it finds
+Two passes: :func:`quick_check` runs every rule as numpy array operations and, when it finds
 nothing, the timeline is valid; otherwise the per-item checks below run and name every
 violation. quick_check accepts exactly what the per-item checks accept (tested on mutated
 timelines).
@@ -78,7 +77,7 @@ def quick_check(problem, timeline, tol: float = 1e-9) -> bool:
     if len(op) != n or (n and ((op < 0).any() or (proc < 0).any() or (np.bincount(op, minlength=n) != 1).any())):
         return False
     if n == 0:
-        return len(timeline.transfers) == 0 and _transfers_ok(problem, timeline, {}, tol)
+        return len(timeline.transfers) == 0
     op_proc = np.array([procs.get(o.processor, -1) for o in ops], dtype=np.int64)
     duration = np.array([o.duration for o in ops], dtype=np.float64)
     pin = np.array([-1 if o.stream is None else o.stream for o in ops], dtype=np.int64)
@@ -100,7 +99,47 @@ def quick_check(problem, timeline, tol: float = 1e-9) -> bool:
     slot_of[op] = np.arange(n)
     if not _all_before(end[slot_of[src]], start[slot_of[dst]], tol):
         return False
-    return _transfers_ok(problem, timeline, {"index": index, "slot_of": slot_of}, tol)
+    return _transfers_quick(problem, timeline, index, start[slot_of], end[slot_of], tol)
+
+
+def _transfers_quick(problem, timeline, index: dict, op_start, op_end, tol: float) -> bool:
+    """The transfer rules over arrays: the transfers, sorted by (src, dst, link, bytes, start), pair
+    one to one with the link dependencies sorted by (src, dst, link, bytes) — the pairing the
+    per-item checks make — and each pair is on time and lasts latency + bytes / bandwidth; no two
+    transfers of non-zero length overlap on a link."""
+    links = {link.name: i for i, link in enumerate(problem.links)}
+    latency = np.array([link.latency for link in problem.links] + [0.0], dtype=np.float64)
+    bandwidth = np.array([link.bandwidth for link in problem.links] + [1.0], dtype=np.float64)
+    wanted = [(index[d.src], index[d.dst], links.get(d.link, -1), d.bytes) for d in problem.deps
+              if d.link is not None]
+    transfers = timeline.transfers
+    if not wanted and not len(transfers):
+        return True
+    try:
+        found = [(index.get(t.src, -1), index.get(t.dst, -1), links.get(t.link, -1), t.bytes, t.start, t.end)
+                 for t in transfers]
+        want = np.array(wanted, dtype=np.float64).reshape(-1, 4)
+        got = np.array(found, dtype=np.float64).reshape(-1, 6)
+    except (TypeError, ValueError):
+        return False
+    if len(want) != len(got) or (want[:, 2] < 0).any() or (got[:, :3] < 0).any():
+        return False
+    if (np.abs(want[:, 3]) > 2**53).any() or (np.abs(got[:, 3]) > 2**53).any():  # bytes not exact as floats
+        return False
+    want = want[np.lexsort(want.T[::-1])]
+    got = got[np.lexsort(got[:, :5].T[::-1])]
+    if not (want == got[:, :4]).all():
+        return False
+    src, dst, link = (want[:, c].astype(np.int64) for c in range(3))
+    start, end = got[:, 4], got[:, 5]
+    expected = latency[link] + want[:, 3] / bandwidth[link]
+    if not (_all_close(end - start, expected, tol) and _all_before(op_end[src], start, tol)
+            and _all_before(end, op_start[dst], tol)):
+        return False
+    order = np.lexsort((end, start, link))
+    link, start, end = link[order], start[order], end[order]
+    both = (link[1:] == link[:-1]) & (end[:-1] - start[:-1] > tol) & (end[1:] - start[1:] > tol)
+    return _all_before(end[:-1][both], start[1:][both], tol)
 
 
 def _is_table(slots, problem) -> bool:
@@ -142,21 +181,6 @@ def _concurrency_ok(proc, start, end, streams, tol: float) -> bool:
     first = np.searchsorted(owner, owner)  # each processor's first point
     level = level - np.where(first > 0, level[first - 1], 0)
     return bool((level <= streams[owner]).all())
-
-
-def _transfers_ok(problem, timeline, found: dict, tol: float) -> bool:
-    """The transfer rules over the link dependencies and the transfers, by the per-item checks."""
-    if not len(timeline.transfers) and all(dep.link is None for dep in problem.deps):
-        return True
-    ids = {dep.src for dep in problem.deps if dep.link is not None} | {dep.dst for dep in problem.deps
-                                                                        if dep.link is not None}
-    ids |= {t.src for t in timeline.transfers} | {t.dst for t in timeline.transfers}
-    index, slot_of = found.get("index", {}), found.get("slot_of")
-    slots = timeline.slots
-    seen = {i: slots[int(slot_of[index[i]])] for i in ids if i in index} if slot_of is not None else {}
-    errors: list[str] = []
-    _check_transfers(problem, seen, timeline.transfers, tol, errors)
-    return not errors
 
 
 def assert_valid(problem, timeline, tol: float = 1e-9) -> None:
