@@ -1,0 +1,274 @@
+"""Published pipeline schedules as per-rank action orders, in torch.distributed.pipelining's terms.
+
+An order fixes, for every rank (device), the sequence of its actions; it says nothing about time.
+:mod:`archsim.policies.stage_run` turns an order plus stage costs into a timed simulation.
+
+Actions use torch's vocabulary (``torch/distributed/pipelining/schedules.py``, ``_Action``):
+``F`` forward, ``I`` backward of the input (zero-bubble B, archsim's δ/D), ``W`` backward of the
+weights (archsim's G), ``B`` full backward (I and W fused, sent upstream only when both are done).
+Stage ids are 0-based (virtual) stages; with v chunks per rank, stage j lives on rank j mod p.
+
+Orders, each as its authors build it:
+
+* ``gpipe``: all forwards, then all full backwards in micro-batch order (torch ``ScheduleGPipe``).
+* ``1f1b``: rank r runs p − 1 − r warm-up forwards, then one forward and one full backward per
+  step, then the remaining backwards (Megatron-LM; torch ``Schedule1F1B``; the zero-bubble paper's
+  1F1B baseline, whose backward sends its gradient only after W).
+* ``zb-h1`` / ``zb-h2`` (Qi et al., ICLR'24, §2.2, Fig. 3; the authors' ``get_hand_schedule``):
+  rank r runs k(p − 1 − r) warm-up forwards (k = 1 for H1, 2 for H2), then per step F, I and —
+  once the rank has deferred k·r weight gradients — the oldest pending W; the deferred Ws fill the
+  tail. H1 keeps 1F1B's memory, H2 holds 2p − 1 micro-batches on the first rank.
+* ``interleaved-1f1b``: Megatron's interleaved schedule (Narayanan et al., SC'21) with torch's
+  round rule (``ScheduleInterleaved1F1B``): rounds of ``m // max(1, m // p)`` micro-batches, rank r
+  warms up with (v − 1)·round + 2(p − 1 − r) chunk-forwards, depth-first over its v chunks.
+* ``interleaved-zb``: torch's ``ScheduleInterleavedZeroBubble``: the interleaved order with one
+  warm-up step per hop, I/W split and rank r deferring r weight gradients (ZB-H1 when v = 1).
+* ``looped-bfs``: torch's ``ScheduleLoopedBFS``: every micro-batch of a chunk before the next chunk.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from archsim.errors import InputError
+
+KINDS = ("F", "I", "W", "B")
+
+
+@dataclass(frozen=True)
+class Action:
+    """One compute action: ``kind`` of (virtual) ``stage`` on ``microbatch`` (torch's ``_Action``)."""
+
+    stage: int
+    kind: str
+    microbatch: int
+
+    def __str__(self) -> str:
+        return f"{self.stage}{self.kind}{self.microbatch}"
+
+
+@dataclass(frozen=True)
+class StageOrder:
+    """Per-rank action sequences of one schedule over ``stages`` virtual stages."""
+
+    name: str
+    ranks: tuple[tuple[Action, ...], ...]
+    stages: int
+    microbatches: int
+
+    def rank_of_stage(self) -> dict[int, int]:
+        found: dict[int, int] = {}
+        for rank, actions in enumerate(self.ranks):
+            for action in actions:
+                if found.setdefault(action.stage, rank) != rank:
+                    raise InputError(f"stage {action.stage} runs on ranks {found[action.stage]} and {rank}",
+                                     field="schedule")
+        return found
+
+
+def _order(name: str, ranks: list[list[Action]], stages: int, m: int) -> StageOrder:
+    return StageOrder(name, tuple(tuple(r) for r in ranks), stages, m)
+
+
+def gpipe(p: int, m: int) -> StageOrder:
+    ranks = [[Action(r, "F", i) for i in range(m)] + [Action(r, "B", i) for i in range(m)] for r in range(p)]
+    return _order("gpipe", ranks, p, m)
+
+
+def one_f_one_b(p: int, m: int) -> StageOrder:
+    ranks = []
+    for r in range(p):
+        warm = min(p - 1 - r, m)
+        actions = [Action(r, "F", i) for i in range(warm)]
+        for i in range(m):
+            if warm + i < m:
+                actions.append(Action(r, "F", warm + i))
+            actions.append(Action(r, "B", i))
+        ranks.append(actions)
+    return _order("1f1b", ranks, p, m)
+
+
+def zb_handcrafted(p: int, m: int, k: int) -> StageOrder:
+    """ZB-H1 (k = 1) or ZB-H2 (k = 2): see the module docstring."""
+    ranks = []
+    for r in range(p):
+        warm = min(k * (p - 1 - r), m)
+        actions = [Action(r, "F", i) for i in range(warm)]
+        weights = 0
+        for i in range(m):
+            if warm + i < m:
+                actions.append(Action(r, "F", warm + i))
+            actions.append(Action(r, "I", i))
+            if warm + i >= k * (p - 1):  # this rank has deferred k·r weight gradients by now
+                actions.append(Action(r, "W", weights))
+                weights += 1
+        actions += [Action(r, "W", i) for i in range(weights, m)]
+        ranks.append(actions)
+    return _order(f"zb-h{k}", ranks, p, m)
+
+
+def _rounds(p: int, m: int) -> int:
+    rounds = max(1, m // p)
+    if m % rounds:
+        raise InputError(f"interleaved schedules need micro-batches ({m}) to be a multiple of the rounds "
+                         f"({rounds} = max(1, {m} // {p}))", field="microbatches")
+    return m // rounds
+
+
+def _interleaved(p: int, m: int, v: int, hop_warmup: int, split: bool, name: str) -> StageOrder:
+    """Interleaved 1F1B family on p ranks with v chunks each (torch's ``_get_1f1b_rank_ops``)."""
+    per_round = _rounds(p, m)
+    total = m * v
+    ranks = []
+    for r in range(p):
+        warm = min((v - 1) * per_round + hop_warmup * (p - 1 - r), total)
+        f_next: dict[int, int] = defaultdict(int)
+        b_next: dict[int, int] = defaultdict(int)
+        w_next: dict[int, int] = defaultdict(int)
+        pending: list[int] = []  # stages of backward-input actions whose W is still to run
+
+        def take(counter: dict[int, int], stage: int, kind: str) -> Action:
+            counter[stage] += 1
+            return Action(stage, kind, counter[stage] - 1)
+
+        def forward_stage(step: int) -> int:
+            return (step // per_round) % v * p + r
+
+        def backward_stage(step: int) -> int:
+            return (v - 1 - ((step - warm) // per_round) % v) * p + r
+
+        actions = [take(f_next, forward_stage(k), "F") for k in range(warm)]
+        weights = 0
+        for step in range(warm, warm + total):
+            if step < total:
+                actions.append(take(f_next, forward_stage(step), "F"))
+            stage = backward_stage(step)
+            actions.append(take(b_next, stage, "I" if split else "B"))
+            pending.append(stage)
+            if split and step - warm >= r:  # defer r weight gradients (num_1f1b_microbatches = rank)
+                actions.append(take(w_next, pending[weights], "W"))
+                weights += 1
+        if split:
+            actions += [take(w_next, stage, "W") for stage in pending[weights:]]
+        ranks.append(actions)
+    return _order(name, ranks, p * v, m)
+
+
+def interleaved_1f1b(p: int, m: int, v: int = 2) -> StageOrder:
+    return _interleaved(p, m, v, 2, False, "interleaved-1f1b")
+
+
+def interleaved_zb(p: int, m: int, v: int = 2) -> StageOrder:
+    return _interleaved(p, m, v, 1, True, "interleaved-zb")
+
+
+def looped_bfs(p: int, m: int, v: int = 2) -> StageOrder:
+    ranks = []
+    for r in range(p):
+        stages = range(r, p * v, p)
+        actions = [Action(s, "F", i) for s in stages for i in range(m)]
+        actions += [Action(s, "B", i) for s in reversed(stages) for i in reversed(range(m))]
+        ranks.append(actions)
+    return _order("looped-bfs", ranks, p * v, m)
+
+
+# torch class name → (archsim order name, builder(p, m, v))
+TORCH_SCHEDULES: dict[str, tuple[str, Callable[[int, int, int], StageOrder]]] = {
+    "ScheduleGPipe": ("gpipe", lambda p, m, v: gpipe(p, m)),
+    "Schedule1F1B": ("1f1b", lambda p, m, v: one_f_one_b(p, m)),
+    "ScheduleInterleaved1F1B": ("interleaved-1f1b", interleaved_1f1b),
+    "ScheduleInterleavedZeroBubble": ("interleaved-zb", interleaved_zb),
+    "ScheduleLoopedBFS": ("looped-bfs", looped_bfs),
+}
+
+
+def published_order(name: str, p: int, m: int, chunks: int = 2) -> StageOrder:
+    """The order of a published schedule by archsim name (see ``ORDERS``) or torch class name."""
+    if name in TORCH_SCHEDULES:
+        return TORCH_SCHEDULES[name][1](p, m, chunks)
+    builders: dict[str, Callable[[], StageOrder]] = {
+        "gpipe": lambda: gpipe(p, m), "1f1b": lambda: one_f_one_b(p, m),
+        "zb-h1": lambda: zb_handcrafted(p, m, 1), "zb-h2": lambda: zb_handcrafted(p, m, 2),
+        "interleaved-1f1b": lambda: interleaved_1f1b(p, m, chunks),
+        "interleaved-zb": lambda: interleaved_zb(p, m, chunks), "looped-bfs": lambda: looped_bfs(p, m, chunks)}
+    if name not in builders:
+        raise InputError(f"unknown schedule {name!r}; choose one of {', '.join([*builders, *TORCH_SCHEDULES])}",
+                         field="schedule")
+    if p <= 0 or m <= 0 or chunks <= 0:
+        raise InputError(f"stages, micro-batches and chunks must be positive, got {p}, {m}, {chunks}",
+                         field="schedule")
+    return builders[name]()
+
+
+ORDERS = ("gpipe", "1f1b", "zb-h1", "zb-h2", "interleaved-1f1b", "interleaved-zb", "looped-bfs")
+
+# --- torch's CSV layout: one row per rank, one cell per action ("0F0", "1I3", "2W0", "1B2") ---
+
+_CELL = re.compile(r"(\d+)(F|I|W|B)(\d+)")
+_TORCH_OTHER = re.compile(r"\d*(UNSHARD|RESHARD|REDUCE_GRAD|SEND_F|RECV_F|SEND_B|RECV_B)\d*")
+
+
+def order_csv(order: StageOrder) -> str:
+    """The order as torch's ``_dump_csv`` writes a compute-only schedule."""
+    return "".join(",".join(str(a) for a in actions) + "\n" for actions in order.ranks)
+
+
+def parse_order_csv(text: str, source: str = "schedule csv", name: str = "csv") -> StageOrder:
+    """Read torch's compute-only CSV (``_load_csv``); communication and resharding cells are skipped.
+
+    Raises InputError naming the line and cell on anything else, on a repeated action, and on a
+    schedule whose stages or micro-batches do not cover every (stage, micro-batch) pair.
+    """
+    ranks: list[list[Action]] = []
+    seen: set[Action] = set()
+    for line, row in enumerate(csv.reader(io.StringIO(text)), start=1):
+        actions = []
+        for column, cell in enumerate(row, start=1):
+            cell = cell.strip()
+            if not cell or _TORCH_OTHER.fullmatch(cell):
+                continue
+            match = _CELL.fullmatch(cell)
+            if match is None:
+                raise InputError(f"{source}: line {line}, cell {column}: {cell!r} is not an action like 0F0, 1I2, "
+                                 "2W0 or 1B3", field="action")
+            action = Action(int(match[1]), match[2], int(match[3]))
+            if action in seen:
+                raise InputError(f"{source}: line {line}, cell {column}: action {cell} appears twice", field="action")
+            seen.add(action)
+            actions.append(action)
+        ranks.append(actions)
+    while ranks and not ranks[-1]:
+        ranks.pop()
+    if not ranks:
+        raise InputError(f"{source}: no actions", field="action")
+    stages = 1 + max(a.stage for a in seen)
+    m = 1 + max(a.microbatch for a in seen)
+    order = StageOrder(name, tuple(tuple(r) for r in ranks), stages, m)
+    order.rank_of_stage()
+    for s in range(stages):
+        for i in range(m):
+            if Action(s, "F", i) not in seen:
+                raise InputError(f"{source}: stage {s} has no forward of micro-batch {i}", field="action")
+            full, split = Action(s, "B", i) in seen, (Action(s, "I", i) in seen, Action(s, "W", i) in seen)
+            if full == any(split) or (not full and not all(split)):
+                raise InputError(f"{source}: stage {s}, micro-batch {i} needs one B or one I and one W", field="action")
+    return order
+
+
+def read_order_csv(path: str | Path) -> StageOrder:
+    try:
+        text = Path(path).read_text()
+    except OSError as error:
+        raise InputError(f"{path}: cannot read ({error.strerror})", field="schedule-csv-in") from None
+    return parse_order_csv(text, str(path), Path(path).stem)
+
+
+__all__ = ["Action", "KINDS", "ORDERS", "StageOrder", "TORCH_SCHEDULES", "gpipe", "interleaved_1f1b",
+           "interleaved_zb", "looped_bfs", "one_f_one_b", "order_csv", "parse_order_csv", "published_order",
+           "read_order_csv", "zb_handcrafted"]

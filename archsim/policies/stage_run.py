@@ -1,0 +1,165 @@
+"""Time a per-rank action order (:mod:`archsim.policies.stage_orders`) in the event simulator.
+
+Each rank runs its actions in the given order (a chain of dependencies), each action waits for its
+data — F on stage s for F on s − 1, I/B on s for I/B on s + 1 (the last stage's for its own F), W
+for its I — and data between ranks crosses a link: ``comm`` per hop (latency, the zero-bubble
+paper's T_comm) plus bytes / bandwidth. Activation data and gradients use separate links per
+direction, each serial (FIFO); a transfer queues only when a rank emits two within one transfer
+time, which needs an action shorter than T_comm.
+
+Memory as the zero-bubble paper counts it (§3, Table 2): F holds M_B until its backward; I gives
+back M_B − M_W, W the remaining M_W; a full backward B gives back all of M_B.
+
+Times are in the caller's unit (the paper's profiled times are milliseconds); bytes are bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from archsim.errors import InputError
+from archsim.policies.stage_orders import Action, StageOrder
+from archsim.sim import Dep, Link, Op, Problem, Processor, simulate
+
+
+@dataclass(frozen=True)
+class StageProfile:
+    """Per (virtual) stage: forward, backward-input, backward-weight time; activation M_B and the
+    part M_W kept from I to W (bytes); ``comm``: per-hop transfer latency; ``bandwidth``: bytes
+    per time unit of a link (None: the transfer takes ``comm`` only); ``send_bytes``: bytes per hop."""
+
+    forward: tuple[float, ...]
+    backward_input: tuple[float, ...]
+    backward_weight: tuple[float, ...]
+    comm: float = 0.0
+    activation: tuple[float, ...] = ()
+    weight_memory: tuple[float, ...] = ()
+    send_bytes: tuple[float, ...] = ()
+    bandwidth: float | None = None
+
+    @classmethod
+    def uniform(cls, stages: int, f: float, b: float, w: float, comm: float = 0.0, activation: float = 1.0,
+                weight_memory: float = 0.0) -> "StageProfile":
+        return cls((f,) * stages, (b,) * stages, (w,) * stages, comm, (activation,) * stages,
+                   (weight_memory,) * stages)
+
+    def __post_init__(self) -> None:
+        n = len(self.forward)
+        if n == 0 or len(self.backward_input) != n or len(self.backward_weight) != n:
+            raise InputError("stage profile needs forward, backward_input and backward_weight for every stage",
+                             field="stage-profile")
+        for name in ("activation", "weight_memory", "send_bytes"):
+            if getattr(self, name) and len(getattr(self, name)) != n:
+                raise InputError(f"stage profile: {name} has {len(getattr(self, name))} values for {n} stages",
+                                 field=name)
+        values = (*self.forward, *self.backward_input, *self.backward_weight, self.comm, *self.activation,
+                  *self.weight_memory, *self.send_bytes)
+        if any(not (v >= 0 and v != float("inf")) for v in values):
+            raise InputError("stage times, comm and memory must be finite and >= 0", field="stage-profile")
+        if self.bandwidth is not None and not self.bandwidth > 0:
+            raise InputError(f"bandwidth must be > 0, got {self.bandwidth}", field="bandwidth")
+
+    @property
+    def stages(self) -> int:
+        return len(self.forward)
+
+    def chunked(self, chunks: int) -> "StageProfile":
+        """Split each device's stage into ``chunks`` equal chunks: virtual stage j = chunk·p + device."""
+        p = self.stages
+        pick = [j % p for j in range(p * chunks)]
+
+        def part(values: tuple[float, ...]) -> tuple[float, ...]:
+            return tuple(values[d] / chunks for d in pick) if values else ()
+
+        return StageProfile(part(self.forward), part(self.backward_input), part(self.backward_weight), self.comm,
+                            part(self.activation), part(self.weight_memory),
+                            tuple(self.send_bytes[d] for d in pick) if self.send_bytes else (), self.bandwidth)
+
+
+@dataclass(frozen=True)
+class StageRun:
+    order: StageOrder
+    problem: Problem
+    timeline: object
+
+    def spans(self) -> list[float]:
+        """Per rank: end of its last action − start of its first (the zero-bubble paper's stage time)."""
+        first: dict[str, float] = {}
+        last: dict[str, float] = {}
+        for slot in self.timeline.slots:  # type: ignore[attr-defined]
+            first[slot.processor] = min(first.get(slot.processor, slot.start), slot.start)
+            last[slot.processor] = max(last.get(slot.processor, slot.end), slot.end)
+        return [last[p.name] - first[p.name] for p in self.problem.processors if p.name in first]
+
+    def bubble_rate(self) -> float:
+        """(cost − work)/cost, cost = the longest rank span, work = the busiest rank's compute time —
+        m(T_F + T_B + T_W) for equal stages, as the zero-bubble paper defines it (§5.3)."""
+        cost = max(self.spans(), default=0.0)
+        work = max((self.timeline.busy_time(p.name) for p in self.problem.processors), default=0.0)  # type: ignore[attr-defined]
+        return (cost - work) / cost if cost > 0 else 0.0
+
+    def metrics(self) -> dict[str, object]:
+        peaks = self.timeline.peak_memory()  # type: ignore[attr-defined]
+        return {"makespan": self.timeline.makespan, "cost": max(self.spans(), default=0.0),  # type: ignore[attr-defined]
+                "bubble_rate": self.bubble_rate(),
+                "peak_memory": ";".join(f"{peaks[p.name]:g}" for p in self.problem.processors)}
+
+
+def _op_id(action: Action) -> str:
+    return str(action)
+
+
+def order_problem(order: StageOrder, profile: StageProfile) -> Problem:
+    """The op DAG of ``order`` with ``profile``'s costs (one profile entry per virtual stage)."""
+    if profile.stages != order.stages:
+        raise InputError(f"schedule {order.name!r} has {order.stages} stages but the profile has {profile.stages}",
+                         field="stages")
+    rank_of = order.rank_of_stage()
+    last = order.stages - 1
+    present = {a for actions in order.ranks for a in actions}
+    links: dict[tuple[int, int, str], Link] = {}
+    deps: list[Dep] = []
+    ops: list[Op] = []
+
+    def cross(src: Action, dst: Action, kind: str) -> Dep:
+        a, b = rank_of[src.stage], rank_of[dst.stage]
+        if a == b:
+            return Dep(_op_id(src), _op_id(dst))
+        key = (a, b, kind)
+        if key not in links:
+            links[key] = Link(f"r{a}->r{b}:{kind}", f"r{a}", f"r{b}",
+                              profile.bandwidth if profile.bandwidth is not None else 1.0, profile.comm)
+        size = int(profile.send_bytes[src.stage]) if profile.send_bytes and profile.bandwidth is not None else 0
+        return Dep(_op_id(src), _op_id(dst), size, links[key].name)
+
+    for rank, actions in enumerate(order.ranks):
+        for a in actions:
+            s = a.stage
+            mb = profile.activation[s] if profile.activation else 0
+            mw = min(profile.weight_memory[s], mb) if profile.weight_memory else 0
+            cost = {"F": profile.forward[s], "I": profile.backward_input[s], "W": profile.backward_weight[s],
+                    "B": profile.backward_input[s] + profile.backward_weight[s]}[a.kind]
+            ops.append(Op(_op_id(a), f"r{rank}", cost, alloc_bytes=mb if a.kind == "F" else 0,  # type: ignore[arg-type]
+                          free_bytes={"F": 0, "I": mb - mw, "W": mw, "B": mb}[a.kind],  # type: ignore[arg-type]
+                          tags=(("stage", s), ("kind", a.kind), ("microbatch", a.microbatch), ("rank", rank))))
+            i = a.microbatch
+            if a.kind == "F" and s > 0:
+                deps.append(cross(Action(s - 1, "F", i), a, "act"))
+            elif a.kind in "IB":
+                deps.append(Dep(str(Action(s, "F", i)), _op_id(a)))
+                if s != last:
+                    upstream = Action(s + 1, "I", i) if Action(s + 1, "I", i) in present else Action(s + 1, "B", i)
+                    deps.append(cross(upstream, a, "grad"))
+            elif a.kind == "W":
+                deps.append(Dep(str(Action(s, "I", i)), _op_id(a)))
+        deps += [Dep(_op_id(x), _op_id(y)) for x, y in zip(actions, actions[1:])]
+    processors = tuple(Processor(f"r{r}") for r in range(len(order.ranks)))
+    return Problem(processors, tuple(links.values()), tuple(ops), tuple(deps))
+
+
+def run_order(order: StageOrder, profile: StageProfile) -> StageRun:
+    problem = order_problem(order, profile)
+    return StageRun(order, problem, simulate(problem))
+
+
+__all__ = ["StageProfile", "StageRun", "order_problem", "run_order"]
