@@ -4,8 +4,8 @@ Each rank runs its actions in the given order (a chain of dependencies), each ac
 data — F on stage s for F on s − 1, I/B on s for I/B on s + 1 (the last stage's for its own F), W
 for its I — and data between ranks crosses a link: ``comm`` per hop (latency, the zero-bubble
 paper's T_comm) plus bytes / bandwidth. Activation data and gradients use separate links per
-direction, each serial (FIFO); a transfer queues only when a rank emits two within one transfer
-time, which needs an action shorter than T_comm.
+direction and stage pair, each serial (FIFO); a transfer queues only when a stage emits two within
+one transfer time, which needs an action shorter than T_comm.
 
 Memory as the zero-bubble paper counts it (§3, Table 2): F holds M_B until its backward; I gives
 back M_B − M_W, W the remaining M_W; a full backward B gives back all of M_B.
@@ -19,61 +19,8 @@ from dataclasses import dataclass
 
 from archsim.errors import InputError
 from archsim.policies.stage_orders import Action, StageOrder
+from archsim.policies.stage_profile import StageProfile
 from archsim.sim import Dep, Link, Op, Problem, Processor, simulate
-
-
-@dataclass(frozen=True)
-class StageProfile:
-    """Per (virtual) stage: forward, backward-input, backward-weight time; activation M_B and the
-    part M_W kept from I to W (bytes); ``comm``: per-hop transfer latency; ``bandwidth``: bytes
-    per time unit of a link (None: the transfer takes ``comm`` only); ``send_bytes``: bytes per hop."""
-
-    forward: tuple[float, ...]
-    backward_input: tuple[float, ...]
-    backward_weight: tuple[float, ...]
-    comm: float = 0.0
-    activation: tuple[float, ...] = ()
-    weight_memory: tuple[float, ...] = ()
-    send_bytes: tuple[float, ...] = ()
-    bandwidth: float | None = None
-
-    @classmethod
-    def uniform(cls, stages: int, f: float, b: float, w: float, comm: float = 0.0, activation: float = 1.0,
-                weight_memory: float = 0.0) -> "StageProfile":
-        return cls((f,) * stages, (b,) * stages, (w,) * stages, comm, (activation,) * stages,
-                   (weight_memory,) * stages)
-
-    def __post_init__(self) -> None:
-        n = len(self.forward)
-        if n == 0 or len(self.backward_input) != n or len(self.backward_weight) != n:
-            raise InputError("stage profile needs forward, backward_input and backward_weight for every stage",
-                             field="stage-profile")
-        for name in ("activation", "weight_memory", "send_bytes"):
-            if getattr(self, name) and len(getattr(self, name)) != n:
-                raise InputError(f"stage profile: {name} has {len(getattr(self, name))} values for {n} stages",
-                                 field=name)
-        values = (*self.forward, *self.backward_input, *self.backward_weight, self.comm, *self.activation,
-                  *self.weight_memory, *self.send_bytes)
-        if any(not (v >= 0 and v != float("inf")) for v in values):
-            raise InputError("stage times, comm and memory must be finite and >= 0", field="stage-profile")
-        if self.bandwidth is not None and not self.bandwidth > 0:
-            raise InputError(f"bandwidth must be > 0, got {self.bandwidth}", field="bandwidth")
-
-    @property
-    def stages(self) -> int:
-        return len(self.forward)
-
-    def chunked(self, chunks: int) -> "StageProfile":
-        """Split each device's stage into ``chunks`` equal chunks: virtual stage j = chunk·p + device."""
-        p = self.stages
-        pick = [j % p for j in range(p * chunks)]
-
-        def part(values: tuple[float, ...]) -> tuple[float, ...]:
-            return tuple(values[d] / chunks for d in pick) if values else ()
-
-        return StageProfile(part(self.forward), part(self.backward_input), part(self.backward_weight), self.comm,
-                            part(self.activation), part(self.weight_memory),
-                            tuple(self.send_bytes[d] for d in pick) if self.send_bytes else (), self.bandwidth)
 
 
 @dataclass(frozen=True)
@@ -125,10 +72,10 @@ def order_problem(order: StageOrder, profile: StageProfile) -> Problem:
         a, b = rank_of[src.stage], rank_of[dst.stage]
         if a == b:
             return Dep(_op_id(src), _op_id(dst))
-        key = (a, b, kind)
+        key = (src.stage, dst.stage, kind)
         if key not in links:
-            links[key] = Link(f"r{a}->r{b}:{kind}", f"r{a}", f"r{b}",
-                              profile.bandwidth if profile.bandwidth is not None else 1.0, profile.comm)
+            links[key] = Link(f"{src.stage}->{dst.stage}:{kind}", f"r{a}", f"r{b}",
+                              profile.bandwidth if profile.bandwidth is not None else 1.0, profile.hop(src.stage))
         size = int(profile.send_bytes[src.stage]) if profile.send_bytes and profile.bandwidth is not None else 0
         return Dep(_op_id(src), _op_id(dst), size, links[key].name)
 
@@ -162,4 +109,4 @@ def run_order(order: StageOrder, profile: StageProfile) -> StageRun:
     return StageRun(order, problem, simulate(problem))
 
 
-__all__ = ["StageProfile", "StageRun", "order_problem", "run_order"]
+__all__ = ["StageRun", "order_problem", "run_order"]
