@@ -90,8 +90,9 @@ def memory_meta(array: ArrayConfig) -> dict[str, object]:
     return meta
 
 
-def add_network_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("network", metavar="NETWORK", help="topology CSV path or shipped network name")
+def add_network_arguments(parser: argparse.ArgumentParser, optional: bool = False) -> None:
+    parser.add_argument("network", metavar="NETWORK", help="topology CSV path or shipped network name",
+                        nargs="?" if optional else None, default=None)
     parser.add_argument("--only", default=None, metavar="KIND[,KIND]",
                         help="keep only these layer kinds (conv, fc, matmul, pool, elementwise, batchnorm)")
 

@@ -7,6 +7,7 @@ import argparse
 import pandas as pd
 
 from archsim.cli import Command
+from archsim.commands.stage_schedule import STAGE_POLICIES, add_stage_arguments, run_stages, stage_mode
 from archsim.commands.common import (add_array_arguments, add_engine_arguments, with_memory_args, add_network_arguments, add_output_arguments,
                                      add_timeline_outputs, array_from_args, emit, network_from_args, positive_int,
                                      write_timeline_outputs)
@@ -20,9 +21,11 @@ from archsim.policies.ooo import POLICIES, LayerCosts, ooo_schedule, schedule_me
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_network_arguments(parser)
-    parser.add_argument("--policy", required=True, choices=POLICIES + dp.POLICIES + zb.SCHEDULES + ("multistream",))
-    parser.add_argument("--processors", type=positive_int, required=True, help="devices")
+    add_network_arguments(parser, optional=True)
+    parser.add_argument("--policy", default=None,
+                        choices=POLICIES + dp.POLICIES + zb.SCHEDULES + zb.LIST_SCHEDULES + STAGE_POLICIES[-2:]
+                        + ("multistream",))
+    parser.add_argument("--processors", type=positive_int, default=None, help="devices")
     parser.add_argument("--microbatches", type=positive_int, default=1)
     parser.add_argument("--unit-costs", action="store_true", help="F = D = G = 1, no communication")
     parser.add_argument("--flush", action=argparse.BooleanOptionalAction, default=None,
@@ -31,7 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--streams", default="joint", choices=ms.SCHEDULES,
                         help="multistream: single (baseline), naive (G as soon as ready) or joint (Algorithm 1)")
     parser.add_argument("--region-size", type=positive_int, default=1, help="multistream: δ ops per region")
-    parser.add_argument("--chunks", type=positive_int, default=2, help="interleaved-1f1b: model chunks per device")
+    parser.add_argument("--chunks", type=positive_int, default=2,
+                        help="interleaved schedules: model chunks per device")
     parser.add_argument("--k", default="auto", help="dp-reverse-k: layers to reverse, or 'auto' (the paper's search)")
     parser.add_argument("--sync", default="ring", choices=("ring", "ps"), help="data-parallel synchronization")
     parser.add_argument("--bandwidth", type=float, default=64.0, help="bytes per cycle per link (data parallel)")
@@ -43,9 +47,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", default="paper", choices=MODES)
     add_timeline_outputs(parser)
     add_output_arguments(parser)
+    add_stage_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    from archsim.errors import InputError
+
+    if stage_mode(args):
+        return run_stages(args)
+    for name, value in (("NETWORK", args.network), ("--policy", args.policy), ("--processors", args.processors)):
+        if value is None:
+            raise InputError(f"{name} is required (or give per-stage costs: --stages P --stage-times F,B,W)",
+                             field=name.lstrip("-").lower())
+    if args.policy in STAGE_POLICIES[-2:]:
+        raise InputError(f"{args.policy} runs on per-stage costs: use --stages/--stage-times or --stage-profile",
+                         field="policy")
     network = network_from_args(args)
     flush = args.flush if args.flush is not None else args.policy != "ooo-pipe2"
     if args.unit_costs:
@@ -61,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         return _multistream(args, network)
     if args.policy in dp.POLICIES:
         problem, timeline, extra = _data_parallel(args, costs, network)
-    elif args.policy in zb.SCHEDULES:
+    elif args.policy in zb.SCHEDULES + zb.LIST_SCHEDULES:
         problem, timeline = zb.zb_schedule(_stage_costs(args, costs), args.microbatches, args.policy, args.chunks)
         extra = {}
     else:
