@@ -7,7 +7,7 @@ import argparse
 import pandas as pd
 
 from archsim.cli import Command
-from archsim.commands.stage_schedule import STAGE_POLICIES, add_stage_arguments, run_stages, stage_mode
+from archsim.commands.stage_schedule import STAGE_ONLY, add_stage_arguments, run_stages, stage_mode
 from archsim.commands.common import (add_array_arguments, add_engine_arguments, with_memory_args, add_network_arguments, add_output_arguments,
                                      add_timeline_outputs, array_from_args, emit, network_from_args, positive_int,
                                      write_timeline_outputs)
@@ -17,19 +17,19 @@ from archsim.partition import build_profile
 from archsim.policies import data_parallel as dp
 from archsim.policies import multistream as ms
 from archsim.policies import zero_bubble as zb
-from archsim.policies.ooo import POLICIES, LayerCosts, ooo_schedule, schedule_metrics
+from archsim.policies.ooo import POLICIES, LayerCosts, default_flush, ooo_schedule, schedule_metrics
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_network_arguments(parser, optional=True)
     parser.add_argument("--policy", default=None,
-                        choices=POLICIES + dp.POLICIES + zb.SCHEDULES + zb.LIST_SCHEDULES + STAGE_POLICIES[-2:]
+                        choices=POLICIES + dp.POLICIES + zb.SCHEDULES + zb.LIST_SCHEDULES + STAGE_ONLY
                         + ("multistream",))
     parser.add_argument("--processors", type=positive_int, default=None, help="devices")
     parser.add_argument("--microbatches", type=positive_int, default=1)
     parser.add_argument("--unit-costs", action="store_true", help="F = D = G = 1, no communication")
     parser.add_argument("--flush", action=argparse.BooleanOptionalAction, default=None,
-                        help="backward ops wait for every forward (default: on, except for ooo-pipe2)")
+                        help="backward ops wait for every forward (default: on, except for ooo-pipe2 and mp)")
     parser.add_argument("--group", type=positive_int, default=1, help="ooo-pipe2 modulo group size")
     parser.add_argument("--streams", default="joint", choices=ms.SCHEDULES,
                         help="multistream: single (baseline), naive (G as soon as ready) or joint (Algorithm 1)")
@@ -59,11 +59,11 @@ def run(args: argparse.Namespace) -> int:
         if value is None:
             raise InputError(f"{name} is required (or give per-stage costs: --stages P --stage-times F,B,W)",
                              field=name.lstrip("-").lower())
-    if args.policy in STAGE_POLICIES[-2:]:
+    if args.policy in STAGE_ONLY:
         raise InputError(f"{args.policy} runs on per-stage costs: use --stages/--stage-times or --stage-profile",
                          field="policy")
     network = network_from_args(args)
-    flush = args.flush if args.flush is not None else args.policy != "ooo-pipe2"
+    flush = args.flush if args.flush is not None else default_flush(args.policy)
     if args.unit_costs:
         costs = LayerCosts.unit(len(network))
         unit = "units"

@@ -20,6 +20,7 @@ from archsim.errors import InputError
 
 STAGE_POLICIES = ("1f1b", "interleaved-1f1b", "zb-h1", "zb-h2", "zb-1p", "zb-2p", "interleaved-zb", "gpipe",
                   "looped-bfs")
+STAGE_ONLY = ("looped-bfs",)  # the others also run on a NETWORK's layers
 
 
 def add_stage_arguments(parser: argparse.ArgumentParser) -> None:

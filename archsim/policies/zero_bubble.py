@@ -75,9 +75,9 @@ def zb_problem(costs: StageCosts, microbatches: int, schedule: str) -> Problem:
             ops.append(Op(f"F{s}:{b}", f"s{s}", costs.forward[s - 1], (rank["F"], b), alloc_bytes=memory,
                           tags=(*tags, ("kind", "F"))))
             ops.append(Op(f"B{s}:{b}", f"s{s}", costs.backward_input[s - 1], (rank["B"], b),
-                          free_bytes=0 if fused else memory, tags=(*tags, ("kind", "B"))))
+                          free_bytes=0 if fused else memory, tags=(*tags, ("kind", "D"))))
             ops.append(Op(f"W{s}:{b}", f"s{s}", costs.backward_weight[s - 1], (-1, b) if fused else (rank["W"], b),
-                          free_bytes=memory if fused else 0, tags=(*tags, ("kind", "W"))))
+                          free_bytes=memory if fused else 0, tags=(*tags, ("kind", "G"))))
             if s > 1:
                 deps.append(Dep(f"F{s - 1}:{b}", f"F{s}:{b}"))
             upstream = "W" if fused else "B"  # a fused backward sends δ only after its W
