@@ -112,13 +112,13 @@ NETWORK_CASES = [
     ["pipeline", "ffnn8", "--processors", "2", "--microbatches", "3", "--method", "layerpipe"],
     ["pipeline", "ffnn8", "--processors", "2", "--microbatches", "3", "--method", "pipedream"],
     ["pipeline", "ffnn8", "--processors", "2", "--microbatches", "3", "--method", "gpipe"],
-    ["plan", "vgg16", "--only", "conv", "--cluster",
-     str(Path(__file__).resolve().parents[1] / "configs" / "clusters" / "spp_sim.toml"), "--microbatches", "4",
-     "--array", "64x64"],
+    pytest.param(["plan", "vgg16", "--only", "conv", "--cluster",
+                  str(Path(__file__).resolve().parents[1] / "configs" / "clusters" / "spp_sim.toml"),
+                  "--microbatches", "4", "--array", "64x64"], marks=pytest.mark.slow),  # SPP with its fused FB
 ]
 
 
-@pytest.mark.parametrize("argv", NETWORK_CASES, ids=lambda argv: "-".join(argv[1:5]))
+@pytest.mark.parametrize("argv", NETWORK_CASES, ids=lambda argv: "-".join(argv[:5]))
 def test_every_policy_csv_passes_torchs_checks(argv, tmp_path, capsys):
     out = tmp_path / "order.csv"
     assert main([*argv, "--schedule-csv", str(out)]) == 0, capsys.readouterr().err

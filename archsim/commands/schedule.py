@@ -59,6 +59,9 @@ def run(args: argparse.Namespace) -> int:
         if value is None:
             raise InputError(f"{name} is required (or give per-stage costs: --stages P --stage-times F,B,W)",
                              field=name.lstrip("-").lower())
+    if args.flush is not None and args.policy not in POLICIES:
+        raise InputError(f"--flush/--no-flush applies to {', '.join(POLICIES)}; {args.policy} fixes its own order",
+                         field="flush")
     if args.policy in STAGE_ONLY:
         raise InputError(f"{args.policy} runs on per-stage costs: use --stages/--stage-times or --stage-profile",
                          field="policy")

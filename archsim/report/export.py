@@ -117,4 +117,10 @@ def pipeline_schedule_csv(timeline) -> str:
 
 
 def write_pipeline_schedule_csv(timeline, path: str | Path) -> Path:
-    return atomic_write_text(path, pipeline_schedule_csv(timeline))
+    from archsim.errors import InputError
+
+    text = pipeline_schedule_csv(timeline)
+    if not text:
+        raise InputError("--schedule-csv needs a pipeline schedule: no op of this one belongs to a micro-batch",
+                         field="schedule-csv")
+    return atomic_write_text(path, text)
