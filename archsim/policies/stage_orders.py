@@ -35,15 +35,17 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from archsim.errors import InputError
 
 KINDS = ("F", "I", "W", "B")
 
 
-@dataclass(frozen=True)
-class Action:
-    """One compute action: ``kind`` of (virtual) ``stage`` on ``microbatch`` (torch's ``_Action``)."""
+class Action(NamedTuple):
+    """One compute action: ``kind`` of (virtual) ``stage`` on ``microbatch`` (torch's ``_Action``).
+
+    A named tuple (immutable, hashed in C): orders of 10⁵ actions are built and looked up often."""
 
     stage: int
     kind: str
@@ -51,6 +53,8 @@ class Action:
 
     def __str__(self) -> str:
         return f"{self.stage}{self.kind}{self.microbatch}"
+
+    __repr__ = __str__
 
 
 @dataclass(frozen=True)

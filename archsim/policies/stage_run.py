@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from archsim.errors import InputError
-from archsim.policies.stage_orders import Action, StageOrder
+from archsim.policies.stage_orders import StageOrder
 from archsim.policies.stage_profile import StageProfile
 from archsim.sim import Dep, Link, Op, Problem, Processor, simulate
 
@@ -52,54 +52,58 @@ class StageRun:
                 "peak_memory": ";".join(f"{peaks[p.name]:g}" for p in self.problem.processors)}
 
 
-def _op_id(action: Action) -> str:
-    return str(action)
-
-
 def order_problem(order: StageOrder, profile: StageProfile) -> Problem:
-    """The op DAG of ``order`` with ``profile``'s costs (one profile entry per virtual stage)."""
+    """The op DAG of ``order`` with ``profile``'s costs (one profile entry per virtual stage).
+
+    Op ids are torch's action strings ("0F0", "3I2", …)."""
     if profile.stages != order.stages:
         raise InputError(f"schedule {order.name!r} has {order.stages} stages but the profile has {profile.stages}",
                          field="stages")
     rank_of = order.rank_of_stage()
     last = order.stages - 1
-    present = {a for actions in order.ranks for a in actions}
+    full_backward = {(a.stage, a.microbatch) for actions in order.ranks for a in actions if a.kind == "B"}
     links: dict[tuple[int, int, str], Link] = {}
     deps: list[Dep] = []
     ops: list[Op] = []
+    bandwidth = profile.bandwidth if profile.bandwidth is not None else 1.0
 
-    def cross(src: Action, dst: Action, kind: str) -> Dep:
-        a, b = rank_of[src.stage], rank_of[dst.stage]
+    def cross(src: int, src_id: str, dst: int, dst_id: str, kind: str) -> Dep:
+        a, b = rank_of[src], rank_of[dst]
         if a == b:
-            return Dep(_op_id(src), _op_id(dst))
-        key = (src.stage, dst.stage, kind)
+            return Dep(src_id, dst_id)
+        key = (src, dst, kind)
         if key not in links:
-            links[key] = Link(f"{src.stage}->{dst.stage}:{kind}", f"r{a}", f"r{b}",
-                              profile.bandwidth if profile.bandwidth is not None else 1.0, profile.hop(src.stage))
-        size = int(profile.send_bytes[src.stage]) if profile.send_bytes and profile.bandwidth is not None else 0
-        return Dep(_op_id(src), _op_id(dst), size, links[key].name)
+            links[key] = Link(f"{src}->{dst}:{kind}", f"r{a}", f"r{b}", bandwidth, profile.hop(src))
+        size = int(profile.send_bytes[src]) if profile.send_bytes and profile.bandwidth is not None else 0
+        return Dep(src_id, dst_id, size, links[key].name)
 
     for rank, actions in enumerate(order.ranks):
-        for a in actions:
-            s = a.stage
-            mb = profile.activation[s] if profile.activation else 0
-            mw = min(profile.weight_memory[s], mb) if profile.weight_memory else 0
-            cost = {"F": profile.forward[s], "I": profile.backward_input[s], "W": profile.backward_weight[s],
-                    "B": profile.backward_input[s] + profile.backward_weight[s]}[a.kind]
-            ops.append(Op(_op_id(a), f"r{rank}", cost, alloc_bytes=mb if a.kind == "F" else 0,  # type: ignore[arg-type]
-                          free_bytes={"F": 0, "I": mb - mw, "W": mw, "B": mb}[a.kind],  # type: ignore[arg-type]
-                          tags=(("stage", s), ("kind", a.kind), ("microbatch", a.microbatch), ("rank", rank))))
-            i = a.microbatch
-            if a.kind == "F" and s > 0:
-                deps.append(cross(Action(s - 1, "F", i), a, "act"))
-            elif a.kind in "IB":
-                deps.append(Dep(str(Action(s, "F", i)), _op_id(a)))
+        processor = f"r{rank}"
+        ids = [f"{s}{k}{i}" for s, k, i in actions]
+        for (s, kind, i), op_id in zip(actions, ids):
+            held = profile.activation[s] if profile.activation else 0
+            kept = min(profile.weight_memory[s], held) if profile.weight_memory else 0
+            if kind == "F":
+                cost, alloc, free = profile.forward[s], held, 0
+            elif kind == "I":
+                cost, alloc, free = profile.backward_input[s], 0, held - kept
+            elif kind == "W":
+                cost, alloc, free = profile.backward_weight[s], 0, kept
+            else:
+                cost, alloc, free = profile.backward_input[s] + profile.backward_weight[s], 0, held
+            ops.append(Op(op_id, processor, cost, alloc_bytes=alloc, free_bytes=free,  # type: ignore[arg-type]
+                          tags=(("stage", s), ("kind", kind), ("microbatch", i), ("rank", rank))))
+            if kind == "F":
+                if s > 0:
+                    deps.append(cross(s - 1, f"{s - 1}F{i}", s, op_id, "act"))
+            elif kind == "W":
+                deps.append(Dep(f"{s}I{i}", op_id))
+            else:
+                deps.append(Dep(f"{s}F{i}", op_id))
                 if s != last:
-                    upstream = Action(s + 1, "I", i) if Action(s + 1, "I", i) in present else Action(s + 1, "B", i)
-                    deps.append(cross(upstream, a, "grad"))
-            elif a.kind == "W":
-                deps.append(Dep(str(Action(s, "I", i)), _op_id(a)))
-        deps += [Dep(_op_id(x), _op_id(y)) for x, y in zip(actions, actions[1:])]
+                    upstream = f"{s + 1}{'B' if (s + 1, i) in full_backward else 'I'}{i}"
+                    deps.append(cross(s + 1, upstream, s, op_id, "grad"))
+        deps += [Dep(x, y) for x, y in zip(ids, ids[1:])]
     processors = tuple(Processor(f"r{r}") for r in range(len(order.ranks)))
     return Problem(processors, tuple(links.values()), tuple(ops), tuple(deps))
 
