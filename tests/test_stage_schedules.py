@@ -134,3 +134,20 @@ def test_transfers_take_comm_per_hop():
     assert run.timeline.makespan == pytest.approx(p * 1.0 + p * 2.0 + 2 * (p - 1) * c)
     assert all(t.end - t.start == pytest.approx(c) for t in run.timeline.transfers)
     assert len(run.timeline.transfers) == 2 * (p - 1)
+
+
+@pytest.mark.parametrize("p, m", [(4, 8), (4, 16), (6, 24)])
+def test_zb_v_has_no_bubble_and_1f1b_memory_on_equal_costs(p, m):
+    """ZB-V (§6; torch's ScheduleZBVZeroBubble docstring): zero bubble when T_F = T_B = T_W and no
+    communication, with 1F1B's peak activation p·M_B on every rank (two half-size chunks)."""
+    run = published_run(StageProfile.uniform(p, 1.0, 1.0, 1.0, activation=2), m, "zb-v")
+    assert validate_timeline(run.problem, run.timeline) == []
+    assert run.bubble_rate() == pytest.approx(0.0, abs=1e-12)
+    assert set(run.timeline.peak_memory().values()) == {p * 2}
+
+
+def test_dualpipev_runs_and_beats_1f1b():
+    profile = StageProfile.uniform(4, 1.0, 1.0, 1.0, 0.1)
+    run = published_run(profile, 16, "dualpipev")
+    assert validate_timeline(run.problem, run.timeline) == []
+    assert run.bubble_rate() < published_run(profile, 16, "1f1b").bubble_rate()

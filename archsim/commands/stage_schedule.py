@@ -18,8 +18,8 @@ import pandas as pd
 
 from archsim.errors import InputError
 
-STAGE_POLICIES = ("1f1b", "interleaved-1f1b", "zb-h1", "zb-h2", "zb-1p", "zb-2p", "interleaved-zb", "gpipe",
-                  "looped-bfs")
+STAGE_POLICIES = ("1f1b", "interleaved-1f1b", "zb-h1", "zb-h2", "zb-1p", "zb-2p", "interleaved-zb", "zb-v",
+                  "dualpipev", "gpipe", "looped-bfs")
 STAGE_ONLY = ("looped-bfs",)  # the others also run on a NETWORK's layers
 
 
@@ -96,7 +96,7 @@ def run_stages(args: argparse.Namespace) -> int:
                 raise InputError(f"{args.schedule_csv_in}: {len(order.ranks)} ranks, but the profile has {p} stages",
                                  field="stages")
             m = order.microbatches
-        run = run_order(order, profile.chunked(order.stages // p) if order.stages % p == 0 else profile)
+        run = run_order(order, profile.on_ranks(order.rank_of_stage()))
         name = args.torch_schedule or order.name
     else:
         policy = args.policy or "1f1b"

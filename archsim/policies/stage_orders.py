@@ -24,6 +24,7 @@ Orders, each as its authors build it:
 * ``interleaved-zb``: torch's ``ScheduleInterleavedZeroBubble``: the interleaved order with one
   warm-up step per hop, I/W split and rank r deferring r weight gradients (ZB-H1 when v = 1).
 * ``looped-bfs``: torch's ``ScheduleLoopedBFS``: every micro-batch of a chunk before the next chunk.
+* ``zb-v``, ``dualpipev``: V-shaped, two chunks per rank (:mod:`archsim.policies.stage_orders_v`).
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ class StageOrder:
     ranks: tuple[tuple[Action, ...], ...]
     stages: int
     microbatches: int
+    pairs: tuple[tuple[int, ...], ...] = ()  # per rank: where an overlapped F/B pair starts (OVERLAP_F_B)
 
     def rank_of_stage(self) -> dict[int, int]:
         found: dict[int, int] = {}
@@ -189,7 +191,15 @@ TORCH_SCHEDULES: dict[str, tuple[str, Callable[[int, int, int], StageOrder]]] = 
     "ScheduleInterleaved1F1B": ("interleaved-1f1b", interleaved_1f1b),
     "ScheduleInterleavedZeroBubble": ("interleaved-zb", interleaved_zb),
     "ScheduleLoopedBFS": ("looped-bfs", looped_bfs),
+    "ScheduleZBVZeroBubble": ("zb-v", lambda p, m, v: _v_order("zb-v", p, m)),
+    "ScheduleDualPipeV": ("dualpipev", lambda p, m, v: _v_order("dualpipev", p, m)),
 }
+
+
+def _v_order(name: str, p: int, m: int) -> StageOrder:
+    from archsim.policies.stage_orders_v import dualpipe_v, zb_v
+
+    return zb_v(p, m) if name == "zb-v" else dualpipe_v(p, m)
 
 
 def published_order(name: str, p: int, m: int, chunks: int = 2) -> StageOrder:
@@ -200,7 +210,8 @@ def published_order(name: str, p: int, m: int, chunks: int = 2) -> StageOrder:
         "gpipe": lambda: gpipe(p, m), "1f1b": lambda: one_f_one_b(p, m),
         "zb-h1": lambda: zb_handcrafted(p, m, 1), "zb-h2": lambda: zb_handcrafted(p, m, 2),
         "interleaved-1f1b": lambda: interleaved_1f1b(p, m, chunks),
-        "interleaved-zb": lambda: interleaved_zb(p, m, chunks), "looped-bfs": lambda: looped_bfs(p, m, chunks)}
+        "interleaved-zb": lambda: interleaved_zb(p, m, chunks), "looped-bfs": lambda: looped_bfs(p, m, chunks),
+        "zb-v": lambda: _v_order("zb-v", p, m), "dualpipev": lambda: _v_order("dualpipev", p, m)}
     if name not in builders:
         raise InputError(f"unknown schedule {name!r}; choose one of {', '.join([*builders, *TORCH_SCHEDULES])}",
                          field="schedule")
@@ -210,17 +221,30 @@ def published_order(name: str, p: int, m: int, chunks: int = 2) -> StageOrder:
     return builders[name]()
 
 
-ORDERS = ("gpipe", "1f1b", "zb-h1", "zb-h2", "interleaved-1f1b", "interleaved-zb", "looped-bfs")
+ORDERS = ("gpipe", "1f1b", "zb-h1", "zb-h2", "interleaved-1f1b", "interleaved-zb", "looped-bfs", "zb-v", "dualpipev")
 
 # --- torch's CSV layout: one row per rank, one cell per action ("0F0", "1I3", "2W0", "1B2") ---
 
 _CELL = re.compile(r"(\d+)(F|I|W|B)(\d+)")
+_OVERLAP = re.compile(r"\(([^;()]+);([^;()]+)\)OVERLAP_F_B")
 _TORCH_OTHER = re.compile(r"\d*(UNSHARD|RESHARD|REDUCE_GRAD|SEND_F|RECV_F|SEND_B|RECV_B)\d*")
 
 
 def order_csv(order: StageOrder) -> str:
-    """The order as torch's ``_dump_csv`` writes a compute-only schedule."""
-    return "".join(",".join(str(a) for a in actions) + "\n" for actions in order.ranks)
+    """The order as torch's ``_dump_csv`` writes a compute-only schedule (pairs as ``(0F1;5B0)OVERLAP_F_B``)."""
+    lines = []
+    for rank, actions in enumerate(order.ranks):
+        starts = set(order.pairs[rank]) if order.pairs else set()
+        cells, k = [], 0
+        while k < len(actions):
+            if k in starts:
+                cells.append(f"({actions[k]};{actions[k + 1]})OVERLAP_F_B")
+                k += 2
+            else:
+                cells.append(str(actions[k]))
+                k += 1
+        lines.append(",".join(cells) + "\n")
+    return "".join(lines)
 
 
 def parse_order_csv(text: str, source: str = "schedule csv", name: str = "csv") -> StageOrder:
@@ -230,30 +254,40 @@ def parse_order_csv(text: str, source: str = "schedule csv", name: str = "csv") 
     schedule whose stages or micro-batches do not cover every (stage, micro-batch) pair.
     """
     ranks: list[list[Action]] = []
+    pairs: list[tuple[int, ...]] = []
     seen: set[Action] = set()
     for line, row in enumerate(csv.reader(io.StringIO(text)), start=1):
-        actions = []
+        actions: list[Action] = []
+        starts = []
         for column, cell in enumerate(row, start=1):
             cell = cell.strip()
             if not cell or _TORCH_OTHER.fullmatch(cell):
                 continue
-            match = _CELL.fullmatch(cell)
-            if match is None:
-                raise InputError(f"{source}: line {line}, cell {column}: {cell!r} is not an action like 0F0, 1I2, "
-                                 "2W0 or 1B3", field="action")
-            action = Action(int(match[1]), match[2], int(match[3]))
-            if action in seen:
-                raise InputError(f"{source}: line {line}, cell {column}: action {cell} appears twice", field="action")
-            seen.add(action)
-            actions.append(action)
+            overlap = _OVERLAP.fullmatch(cell)
+            parts = [overlap[1], overlap[2]] if overlap else [cell]
+            if overlap:
+                starts.append(len(actions))
+            for part in parts:
+                match = _CELL.fullmatch(part.strip())
+                if match is None:
+                    raise InputError(f"{source}: line {line}, cell {column}: {cell!r} is not an action like 0F0, "
+                                     "1I2, 2W0, 1B3 or (0F1;3B0)OVERLAP_F_B", field="action")
+                action = Action(int(match[1]), match[2], int(match[3]))
+                if action in seen:
+                    raise InputError(f"{source}: line {line}, cell {column}: action {part} appears twice",
+                                     field="action")
+                seen.add(action)
+                actions.append(action)
         ranks.append(actions)
+        pairs.append(tuple(starts))
     while ranks and not ranks[-1]:
         ranks.pop()
     if not ranks:
         raise InputError(f"{source}: no actions", field="action")
     stages = 1 + max(a.stage for a in seen)
     m = 1 + max(a.microbatch for a in seen)
-    order = StageOrder(name, tuple(tuple(r) for r in ranks), stages, m)
+    order = StageOrder(name, tuple(tuple(r) for r in ranks), stages, m,
+                       tuple(pairs[:len(ranks)]) if any(pairs) else ())
     order.rank_of_stage()
     for s in range(stages):
         for i in range(m):

@@ -78,20 +78,27 @@ class StageProfile:
         """Latency of a transfer sent by ``stage``."""
         return self.comm[stage] if isinstance(self.comm, tuple) else self.comm
 
-    def chunked(self, chunks: int) -> "StageProfile":
-        """Split each device's stage into ``chunks`` equal chunks: virtual stage j = chunk·p + device."""
-        if chunks <= 0:
-            raise InputError(f"chunks must be positive, got {chunks}", field="chunks")
-        p = self.stages
-        pick = [j % p for j in range(p * chunks)]
+    def on_ranks(self, rank_of_stage: dict[int, int]) -> "StageProfile":
+        """Per virtual stage of a schedule: its rank's stage split evenly over the rank's stages."""
+        if sorted(set(rank_of_stage.values())) != list(range(self.stages)):
+            raise InputError(f"the schedule runs on ranks {sorted(set(rank_of_stage.values()))}, the profile has "
+                             f"{self.stages} stages", field="stages")
+        share = {r: sum(1 for x in rank_of_stage.values() if x == r) for r in range(self.stages)}
+        pick = [rank_of_stage[j] for j in range(len(rank_of_stage))]
 
         def part(values: tuple[float, ...]) -> tuple[float, ...]:
-            return tuple(values[d] / chunks for d in pick) if values else ()
+            return tuple(values[d] / share[d] for d in pick) if values else ()
 
         comm = tuple(self.comm[d] for d in pick) if isinstance(self.comm, tuple) else self.comm
         return StageProfile(part(self.forward), part(self.backward_input), part(self.backward_weight), comm,
                             part(self.activation), part(self.weight_memory),
                             tuple(self.send_bytes[d] for d in pick) if self.send_bytes else (), self.bandwidth)
+
+    def chunked(self, chunks: int) -> "StageProfile":
+        """Split each device's stage into ``chunks`` equal chunks: virtual stage j = chunk·p + device."""
+        if chunks <= 0:
+            raise InputError(f"chunks must be positive, got {chunks}", field="chunks")
+        return self.on_ranks({j: j % self.stages for j in range(self.stages * chunks)})
 
 
 def read_stage_profile(path: str | Path) -> StageProfile:

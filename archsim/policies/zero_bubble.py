@@ -37,7 +37,7 @@ from archsim.policies.stage_run import StageRun, run_order
 from archsim.policies.zb_auto import zb_auto_order
 from archsim.sim import Dep, Op, Problem, Processor, simulate
 
-SCHEDULES = ("1f1b", "interleaved-1f1b", "zb-h1", "zb-h2", "zb-1p", "zb-2p", "interleaved-zb")
+SCHEDULES = ("1f1b", "interleaved-1f1b", "zb-h1", "zb-h2", "zb-1p", "zb-2p", "interleaved-zb", "zb-v", "dualpipev")
 LIST_SCHEDULES = ("list-1f1b", "list-zb-h1", "list-zb-h2")
 
 
@@ -113,7 +113,8 @@ def published_run(profile: StageProfile, microbatches: int, schedule: str, chunk
         return run_order(published_order(schedule, p, microbatches, chunks), profile.chunked(chunks))
     if schedule not in SCHEDULES:
         raise InputError(f"unknown schedule {schedule!r}; choose one of {', '.join(SCHEDULES)}", field="policy")
-    return run_order(published_order(schedule, p, microbatches), profile)
+    order = published_order(schedule, p, microbatches)
+    return run_order(order, profile.on_ranks(order.rank_of_stage()) if order.stages != p else profile)
 
 
 def zb_schedule(costs: StageCosts, microbatches: int, schedule: str, chunks: int = 2, comm: float = 0.0):
