@@ -54,6 +54,7 @@ def test_table5_bubble_rates(row, policy):
     expected = row[-1][POLICIES.index(policy)]
     run = published_run(_profile(row), row[1], policy)
     assert run.bubble_rate() == pytest.approx(expected, abs=ROUNDING)
+    assert validate_timeline(run.problem, run.timeline) == []
 
 
 @pytest.mark.parametrize("row", [r for r in TABLE5 if r[-1][1] is not None])
@@ -151,3 +152,27 @@ def test_dualpipev_runs_and_beats_1f1b():
     run = published_run(profile, 16, "dualpipev")
     assert validate_timeline(run.problem, run.timeline) == []
     assert run.bubble_rate() < published_run(profile, 16, "1f1b").bubble_rate()
+
+
+@pytest.mark.parametrize("p, m, times, comm", [
+    (2, 3, (1.0, 1.0, 1.0), 0.0), (4, 2, (5.0, 6.0, 4.0), 1.0), (3, 2, (3.0, 2.0, 1.0), 0.5),
+    (2, 3, (18.522, 18.086, 9.337), 0.601), (3, 3, (18.522, 18.086, 9.337), 0.601)])
+@pytest.mark.parametrize("k", (1, 2))
+def test_heuristic_against_the_exact_optimum(p, m, times, comm, k):
+    """On tiny instances the exhaustive optimum (§3.2's problem) is no worse than any order that fits
+    the limit — the heuristic's, and ZB-H1 (p·M_B) or ZB-H2 ((2p − 1)·M_B) — and here the heuristic
+    finds it."""
+    from archsim.policies.zb_auto import zb_auto_order
+    from archsim.policies.zb_exact import zb_optimal_order
+
+    mb, mw = 10, 4
+    f, b, w = times
+    profile = StageProfile.uniform(p, f, b, w, comm, activation=mb, weight_memory=mw)
+    args = ([f] * p, [b] * p, [w] * p, comm, m, k, [mb] * p, [mw] * p)
+    best = run_order(zb_optimal_order(*args), profile)
+    assert validate_timeline(best.problem, best.timeline) == []
+    assert max(best.timeline.peak_memory().values()) <= k * p * mb
+    heuristic = max(run_order(zb_auto_order(*args), profile).spans())
+    handcrafted = max(published_run(profile, m, "zb-h1" if k == 1 else "zb-h2").spans())
+    assert max(best.spans()) <= min(heuristic, handcrafted) + 1e-9
+    assert max(best.spans()) == pytest.approx(heuristic)

@@ -19,8 +19,8 @@ import pandas as pd
 from archsim.errors import InputError
 
 STAGE_POLICIES = ("1f1b", "interleaved-1f1b", "zb-h1", "zb-h2", "zb-1p", "zb-2p", "interleaved-zb", "zb-v",
-                  "dualpipev", "gpipe", "looped-bfs")
-STAGE_ONLY = ("looped-bfs",)  # the others also run on a NETWORK's layers
+                  "dualpipev", "gpipe", "looped-bfs", "zb-1p-exact", "zb-2p-exact")
+STAGE_ONLY = ("looped-bfs", "zb-1p-exact", "zb-2p-exact")  # the others also run on a NETWORK's layers
 
 
 def add_stage_arguments(parser: argparse.ArgumentParser) -> None:
@@ -103,7 +103,16 @@ def run_stages(args: argparse.Namespace) -> int:
         if policy not in STAGE_POLICIES:
             raise InputError(f"policy {policy!r} needs a NETWORK; per-stage policies: {', '.join(STAGE_POLICIES)}",
                              field="policy")
-        if policy in ("gpipe", "looped-bfs"):
+        if policy.endswith("-exact"):
+            from archsim.policies.zb_exact import zb_optimal_order
+
+            if isinstance(profile.comm, tuple):
+                raise InputError(f"{policy} takes one T_comm for every hop", field="comm")
+            order = zb_optimal_order(profile.forward, profile.backward_input, profile.backward_weight, profile.comm,
+                                     m, 1 if policy == "zb-1p-exact" else 2, profile.activation,
+                                     profile.weight_memory)
+            run = run_order(order, profile)
+        elif policy in ("gpipe", "looped-bfs"):
             chunks = args.chunks if policy == "looped-bfs" else 1
             run = run_order(so.published_order(policy, p, m, chunks), profile.chunked(chunks))
         else:
