@@ -176,3 +176,40 @@ def test_heuristic_against_the_exact_optimum(p, m, times, comm, k):
     handcrafted = max(published_run(profile, m, "zb-h1" if k == 1 else "zb-h2").spans())
     assert max(best.spans()) <= min(heuristic, handcrafted) + 1e-9
     assert max(best.spans()) == pytest.approx(heuristic)
+
+
+def test_stage_profile_file_with_per_stage_comm(tmp_path, capsys):
+    """A per-stage profile; stage 0's transfers take 1.0, stage 1's 0.0: one micro-batch of 1F1B takes
+    F + F + (B + W) + (B + W) plus one forward hop from stage 0 and no backward hop cost from stage 1."""
+    path = tmp_path / "stages.csv"
+    path.write_text("forward,backward_input,backward_weight,comm,activation_bytes,weight_bytes\n"
+                    "1,2,1,1.0,10,4\n1,2,1,0.0,10,4\n")
+    assert main(["schedule", "--stage-profile", str(path), "--microbatches", "1", "--policy", "1f1b",
+                 "--format", "json"]) == 0
+    row = json.loads(capsys.readouterr().out)["rows"][0]
+    assert row["makespan"] == pytest.approx(1 + 1.0 + 1 + 3 + 0.0 + 3)
+    assert row["peak_memory"] == "10;10"
+
+
+@pytest.mark.parametrize("text, words", [
+    ("forward,backward_input\n1,2\n", "missing column 'backward_weight'"),
+    ("forward,backward_input,backward_weight,speed\n1,2,3,4\n", "unknown column 'speed'"),
+    ("forward,backward_input,backward_weight\n1,x,3\n", "line 2, field 'backward_input'"),
+    ("forward,backward_input,backward_weight\n1,-2,3\n", "line 2, field 'backward_input'"),
+])
+def test_bad_stage_profiles_are_one_line_errors(text, words, tmp_path, capsys):
+    path = tmp_path / "stages.csv"
+    path.write_text(text)
+    assert main(["schedule", "--stage-profile", str(path), "--policy", "zb-h1"]) == 2
+    err = capsys.readouterr().err
+    assert words in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("text, words", [("0F0,0X1\n", "line 1, field 'action': cell 2"), ("0F0,0F0\n", "appears twice"),
+                                         ("0F0,0B0\n1F1,1B1\n", "has no forward of micro-batch")])
+def test_bad_schedule_csv_in_is_a_one_line_error(text, words, tmp_path, capsys):
+    path = tmp_path / "order.csv"
+    path.write_text(text)
+    code = main(["schedule", "--stages", "2", "--stage-times", "1,1,1", "--schedule-csv-in", str(path)])
+    err = capsys.readouterr().err
+    assert code == 2 and words in err and len(err.strip().splitlines()) == 1

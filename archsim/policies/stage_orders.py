@@ -270,11 +270,11 @@ def parse_order_csv(text: str, source: str = "schedule csv", name: str = "csv") 
             for part in parts:
                 match = _CELL.fullmatch(part.strip())
                 if match is None:
-                    raise InputError(f"{source}: line {line}, cell {column}: {cell!r} is not an action like 0F0, "
-                                     "1I2, 2W0, 1B3 or (0F1;3B0)OVERLAP_F_B", field="action")
+                    raise InputError(f"cell {column}: {cell!r} is not an action like 0F0, 1I2, 2W0, 1B3 or "
+                                     "(0F1;3B0)OVERLAP_F_B", file=source, line=line, field="action")
                 action = Action(int(match[1]), match[2], int(match[3]))
                 if action in seen:
-                    raise InputError(f"{source}: line {line}, cell {column}: action {part} appears twice",
+                    raise InputError(f"cell {column}: action {part} appears twice", file=source, line=line,
                                      field="action")
                 seen.add(action)
                 actions.append(action)
@@ -283,7 +283,7 @@ def parse_order_csv(text: str, source: str = "schedule csv", name: str = "csv") 
     while ranks and not ranks[-1]:
         ranks.pop()
     if not ranks:
-        raise InputError(f"{source}: no actions", field="action")
+        raise InputError("no actions", file=source, field="action")
     stages = 1 + max(a.stage for a in seen)
     m = 1 + max(a.microbatch for a in seen)
     order = StageOrder(name, tuple(tuple(r) for r in ranks), stages, m,
@@ -292,10 +292,11 @@ def parse_order_csv(text: str, source: str = "schedule csv", name: str = "csv") 
     for s in range(stages):
         for i in range(m):
             if Action(s, "F", i) not in seen:
-                raise InputError(f"{source}: stage {s} has no forward of micro-batch {i}", field="action")
+                raise InputError(f"stage {s} has no forward of micro-batch {i}", file=source, field="action")
             full, split = Action(s, "B", i) in seen, (Action(s, "I", i) in seen, Action(s, "W", i) in seen)
             if full == any(split) or (not full and not all(split)):
-                raise InputError(f"{source}: stage {s}, micro-batch {i} needs one B or one I and one W", field="action")
+                raise InputError(f"stage {s}, micro-batch {i} needs one B or one I and one W", file=source,
+                                 field="action")
     return order
 
 
@@ -303,7 +304,7 @@ def read_order_csv(path: str | Path) -> StageOrder:
     try:
         text = Path(path).read_text()
     except OSError as error:
-        raise InputError(f"{path}: cannot read ({error.strerror})", field="schedule-csv-in") from None
+        raise InputError(f"cannot read ({error.strerror})", file=str(path), field="schedule-csv-in") from None
     return parse_order_csv(text, str(path), Path(path).stem)
 
 
