@@ -213,3 +213,13 @@ def test_bad_schedule_csv_in_is_a_one_line_error(text, words, tmp_path, capsys):
     code = main(["schedule", "--stages", "2", "--stage-times", "1,1,1", "--schedule-csv-in", str(path)])
     err = capsys.readouterr().err
     assert code == 2 and words in err and len(err.strip().splitlines()) == 1
+
+
+def test_bytes_over_a_link(tmp_path, capsys):
+    """A hop takes comm + send_bytes / bandwidth: 0.5 + 100/50 = 2.5 each way for one micro-batch."""
+    path = tmp_path / "stages.csv"
+    path.write_text("forward,backward_input,backward_weight,comm,send_bytes\n1,1,1,0.5,100\n1,1,1,0.5,100\n")
+    assert main(["schedule", "--stage-profile", str(path), "--link-bandwidth", "50", "--microbatches", "1",
+                 "--policy", "zb-h1", "--format", "json"]) == 0
+    row = json.loads(capsys.readouterr().out)["rows"][0]
+    assert row["makespan"] == pytest.approx(1 + 2.5 + 1 + 1 + 2.5 + 1 + 1)

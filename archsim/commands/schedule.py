@@ -81,7 +81,11 @@ def run(args: argparse.Namespace) -> int:
     if args.policy in dp.POLICIES:
         problem, timeline, extra = _data_parallel(args, costs, network)
     elif args.policy in zb.SCHEDULES + zb.LIST_SCHEDULES:
-        problem, timeline = zb.zb_schedule(_stage_costs(args, costs), args.microbatches, args.policy, args.chunks)
+        if args.comm and args.policy in zb.LIST_SCHEDULES:
+            raise InputError(f"{args.policy} has no communication model; --comm applies to the published schedules",
+                             field="comm")
+        problem, timeline = zb.zb_schedule(_stage_costs(args, costs), args.microbatches, args.policy, args.chunks,
+                                           comm=args.comm)
         extra = {}
     else:
         problem, timeline = ooo_schedule(costs, args.processors, args.microbatches, args.policy, flush=flush,

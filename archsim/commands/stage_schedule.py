@@ -32,7 +32,11 @@ def add_stage_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--stage-memory", default="1,0", metavar="M_B,M_W",
                        help="activation memory of a micro-batch and the part kept until W (default 1,0)")
     group.add_argument("--stage-profile", default=None, metavar="FILE.csv",
-                       help="per-stage forward,backward_input,backward_weight[,comm,activation_bytes,weight_bytes]")
+                       help="per-stage forward,backward_input,backward_weight"
+                            "[,comm,activation_bytes,weight_bytes,send_bytes]")
+    group.add_argument("--link-bandwidth", type=float, default=None, metavar="BYTES",
+                       help="bytes per time unit of a link between ranks: a hop takes comm + send_bytes/BYTES "
+                            "(send_bytes from --stage-profile)")
     group.add_argument("--torch-schedule", default=None, metavar="NAME",
                        help="simulate a torch.distributed.pipelining schedule class's order (e.g. Schedule1F1B)")
     group.add_argument("--schedule-csv-in", default=None, metavar="FILE.csv",
@@ -60,12 +64,15 @@ def profile_from_args(args: argparse.Namespace):
     if args.stage_profile:
         if args.stage_times or args.stages:
             raise InputError("give --stage-profile or --stages with --stage-times, not both", field="stage-profile")
-        return read_stage_profile(args.stage_profile)
+        return read_stage_profile(args.stage_profile, args.link_bandwidth)
     if not args.stages or not args.stage_times:
         raise InputError("per-stage mode needs --stages P and --stage-times F,B,W (or --stage-profile)",
                          field="stage-times")
     if args.stages <= 0:
         raise InputError(f"--stages must be positive, got {args.stages}", field="stages")
+    if args.link_bandwidth is not None:
+        raise InputError("--link-bandwidth needs send_bytes per stage: give them in --stage-profile",
+                         field="link-bandwidth")
     f, b, w = _numbers(args.stage_times, 3, "stage-times")
     mb, mw = _numbers(args.stage_memory, 2, "stage-memory")
     return StageProfile.uniform(args.stages, f, b, w, args.comm, mb, mw)

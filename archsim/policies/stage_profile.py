@@ -11,7 +11,8 @@ A stage-profile CSV has a header and one row per stage, in stage order::
 ``forward``, ``backward_input`` and ``backward_weight`` are required; ``comm`` (latency of a
 transfer this stage sends, default 0), ``activation_bytes`` (M_B, default 1) and
 ``weight_bytes`` (M_W, the part of M_B kept from the input backward to the weight backward,
-default 0) are optional. Unknown columns are errors.
+default 0) and ``send_bytes`` (bytes this stage sends per hop, timed at the link bandwidth given
+separately) are optional. Unknown columns are errors.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pathlib import Path
 
 from archsim.errors import InputError
 
-COLUMNS = ("forward", "backward_input", "backward_weight", "comm", "activation_bytes", "weight_bytes")
+COLUMNS = ("forward", "backward_input", "backward_weight", "comm", "activation_bytes", "weight_bytes", "send_bytes")
 REQUIRED = COLUMNS[:3]
 
 
@@ -101,7 +102,7 @@ class StageProfile:
         return self.on_ranks({j: j % self.stages for j in range(self.stages * chunks)})
 
 
-def read_stage_profile(path: str | Path) -> StageProfile:
+def read_stage_profile(path: str | Path, bandwidth: float | None = None) -> StageProfile:
     """A :class:`StageProfile` from a stage-profile CSV (see the module docstring)."""
     try:
         text = Path(path).read_text()
@@ -136,7 +137,8 @@ def read_stage_profile(path: str | Path) -> StageProfile:
         raise InputError("no stages", file=str(path))
     return StageProfile(tuple(columns["forward"]), tuple(columns["backward_input"]),
                         tuple(columns["backward_weight"]), tuple(columns["comm"]) if "comm" in columns else 0.0,
-                        tuple(columns.get("activation_bytes", ())), tuple(columns.get("weight_bytes", ())))
+                        tuple(columns.get("activation_bytes", ())), tuple(columns.get("weight_bytes", ())),
+                        tuple(columns.get("send_bytes", ())), bandwidth)
 
 
 __all__ = ["COLUMNS", "StageProfile", "read_stage_profile"]
