@@ -6,7 +6,8 @@ An order fixes, for every rank (device), the sequence of its actions; it says no
 Actions use torch's vocabulary (``torch/distributed/pipelining/schedules.py``, ``_Action``):
 ``F`` forward, ``I`` backward of the input (zero-bubble B, archsim's δ/D), ``W`` backward of the
 weights (archsim's G), ``B`` full backward (I and W fused, sent upstream only when both are done).
-Stage ids are 0-based (virtual) stages; with v chunks per rank, stage j lives on rank j mod p.
+Stage ids are 0-based (virtual) stages; with v looped chunks per rank, stage j lives on rank
+j mod p (V-shaped schedules put stages r and 2p − 1 − r on rank r).
 
 Orders, each as its authors build it:
 
@@ -14,13 +15,17 @@ Orders, each as its authors build it:
 * ``1f1b``: rank r runs p − 1 − r warm-up forwards, then one forward and one full backward per
   step, then the remaining backwards (Megatron-LM; torch ``Schedule1F1B``; the zero-bubble paper's
   1F1B baseline, whose backward sends its gradient only after W).
-* ``zb-h1`` / ``zb-h2`` (Qi et al., ICLR'24, §2.2, Fig. 3; the authors' ``get_hand_schedule``):
+* ``zb-h1`` / ``zb-h2`` (Qi et al., ICLR'24, §2.2, Fig. 3; ``get_hand_schedule`` in the authors'
+  ``efficiency.py``, sail-sg/zero-bubble-pipeline-parallelism branch ``arxiv``, which made Table 5):
   rank r runs k(p − 1 − r) warm-up forwards (k = 1 for H1, 2 for H2), then per step F, I and —
   once the rank has deferred k·r weight gradients — the oldest pending W; the deferred Ws fill the
   tail. H1 keeps 1F1B's memory, H2 holds 2p − 1 micro-batches on the first rank.
 * ``interleaved-1f1b``: Megatron's interleaved schedule (Narayanan et al., SC'21) with torch's
   round rule (``ScheduleInterleaved1F1B``): rounds of ``m // max(1, m // p)`` micro-batches, rank r
-  warms up with (v − 1)·round + 2(p − 1 − r) chunk-forwards, depth-first over its v chunks.
+  warms up with (v − 1)·round + 2(p − 1 − r) chunk-forwards, depth-first over its v chunks. (The
+  zero-bubble authors timed the same order for Table 5's 1F1B-I, but their evaluator waits for the
+  previous chunk on the ring only for the first micro-batch of each group of p, so their rates are
+  up to 0.0035 lower than archsim's, which waits for every input.)
 * ``interleaved-zb``: torch's ``ScheduleInterleavedZeroBubble``: the interleaved order with one
   warm-up step per hop, I/W split and rank r deferring r weight gradients (ZB-H1 when v = 1).
 * ``looped-bfs``: torch's ``ScheduleLoopedBFS``: every micro-batch of a chunk before the next chunk.
