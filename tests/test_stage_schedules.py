@@ -70,15 +70,30 @@ def test_table5_interleaved_1f1b_enforces_every_dependency(row):
     assert expected[1] - ROUNDING <= run.bubble_rate() <= expected[1] + 0.0036
 
 
-def test_table5_from_the_command_line(capsys):
-    """The acceptance command: --stages/--stage-times/--comm/--format json (ZB-2p with the paper's memory)."""
+@pytest.mark.parametrize("memory", ([], ["--stage-memory", f"{34 * 2304 + 5 * 24 * 1024},{32 * 2304}"]))
+def test_table5_from_the_command_line(memory, capsys):
+    """The acceptance command: --stages/--stage-times/--comm/--format json, with the default memory
+    ratio and with the paper's M_B = 34h + 5as, M_W = 32h."""
     p, m, f, b, w, c, h, a, _, expected = TABLE5[0]
-    for policy in ("1f1b", "zb-h1", "zb-h2", "zb-2p"):
+    for policy in ("1f1b", "zb-h1", "zb-h2", "zb-1p", "zb-2p"):
         assert main(["schedule", "--stages", str(p), "--stage-times", f"{f},{b},{w}", "--comm", str(c),
-                     "--microbatches", str(m), "--policy", policy, "--stage-memory", f"{34 * h + 5 * a * 1024},{32 * h}",
-                     "--format", "json"]) == 0
+                     "--microbatches", str(m), "--policy", policy, *memory, "--format", "json"]) == 0
         row = json.loads(capsys.readouterr().out)["rows"][0]
         assert row["bubble_rate"] == pytest.approx(expected[POLICIES.index(policy)], abs=0.002)
+
+
+@pytest.mark.parametrize("ratio", (0.2, 0.37, 0.43, 0.7))
+def test_zb_1p_needs_only_a_realistic_weight_memory(ratio):
+    """ZB-1p's Table 5 cells hold for any M_W/M_B from 0.2 to 0.7 (the paper's models: 0.37-0.43),
+    and memory in any unit: 1.0/ratio or 1000/1000·ratio give one order."""
+    from archsim.policies.zb_auto import zb_auto_order
+
+    p, m, f, b, w, c, *_, expected = TABLE5[0]
+    run = published_run(StageProfile.uniform(p, f, b, w, c, 1.0, ratio), m, "zb-1p")
+    assert run.bubble_rate() == pytest.approx(expected[4], abs=ROUNDING)
+    orders = [zb_auto_order([f] * p, [b] * p, [w] * p, c, m, 1, [scale] * p, [scale * ratio] * p)
+              for scale in (1.0, 1000)]
+    assert orders[0].ranks == orders[1].ranks
 
 
 @pytest.mark.parametrize("p", (2, 4, 6))

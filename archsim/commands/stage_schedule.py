@@ -29,8 +29,9 @@ def add_stage_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--stage-times", default=None, metavar="F,B,W",
                        help="forward, backward-input and backward-weight time of every stage")
     group.add_argument("--comm", type=float, default=0.0, metavar="C", help="per-hop transfer time (T_comm)")
-    group.add_argument("--stage-memory", default="1,0", metavar="M_B,M_W",
-                       help="activation memory of a micro-batch and the part kept until W (default 1,0)")
+    group.add_argument("--stage-memory", default="1,0.4", metavar="M_B,M_W",
+                       help="activation memory of a micro-batch and the part kept until W (default 1,0.4: "
+                            "M_W/M_B of the zero-bubble paper's GPT layers, 32h/(34h + 5as) = 0.37-0.43)")
     group.add_argument("--stage-profile", default=None, metavar="FILE.csv",
                        help="per-stage forward,backward_input,backward_weight"
                             "[,comm,activation_bytes,weight_bytes,send_bytes]")

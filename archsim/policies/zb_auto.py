@@ -38,9 +38,9 @@ class _CannotFit(Exception):
     pass
 
 
-def _exact(values: list[float]) -> tuple[list, float]:
-    """Values as integers over a common decimal denominator (exact comparisons), else floats."""
-    fractions = [Fraction(repr(float(v))) for v in values]
+def _exact(values: list) -> tuple[list, float]:
+    """Values (floats or Fractions) as integers over a common denominator (exact comparisons), else floats."""
+    fractions = [v if isinstance(v, Fraction) else Fraction(repr(float(v))) for v in values]
     scale = 1
     for f in fractions:
         scale = scale * f.denominator // _gcd(scale, f.denominator)
@@ -195,10 +195,11 @@ def zb_auto_order(forward, backward_input, backward_weight, comm: float, microba
     weight_memory = list(weight_memory) if weight_memory else [0.0] * p
     values, _ = _exact([*forward, *backward_input, *backward_weight, comm])
     cost = [values[0:p], values[p:2 * p], values[2 * p:3 * p]]
-    mem_values, _ = _exact([*activation, *weight_memory, memory_factor * p])
-    mb, mw, factor = mem_values[:p], mem_values[p:2 * p], mem_values[2 * p]
+    factor = Fraction(repr(float(memory_factor))) * p
+    limits = [factor * Fraction(repr(float(a))) for a in activation]
+    mem_values, _ = _exact([*activation, *weight_memory, *limits])
+    mb, mw, limit = mem_values[:p], mem_values[p:2 * p], mem_values[2 * p:]
     mem = [mb, [w - a for a, w in zip(mb, mw)], [-w for w in mw]]  # F holds M_B; B frees M_B − M_W; W the rest
-    limit = [factor * a for a in mb]
     best = None
     for late_first_b, prioritize_b, greedy in itertools.product((True, False), repeat=3):
         run = _Greedy(p, m, cost, mem, limit, values[3 * p])
