@@ -238,3 +238,30 @@ def test_bytes_over_a_link(tmp_path, capsys):
                  "--policy", "zb-h1", "--format", "json"]) == 0
     row = json.loads(capsys.readouterr().out)["rows"][0]
     assert row["makespan"] == pytest.approx(1 + 2.5 + 1 + 1 + 2.5 + 1 + 1)
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 4).flatmap(lambda p: st.tuples(
+    st.lists(st.sampled_from((1.0, 2.0, 3.0, 5.0)), min_size=3 * p, max_size=3 * p),
+    st.lists(st.sampled_from((1, 2, 3)), min_size=p, max_size=p))),
+    st.integers(1, 7), st.sampled_from((1, 2)), st.sampled_from((0.0, 0.5, 2.0)))
+def test_zb_auto_on_unequal_stages_is_valid_or_refused(stages, m, k, comm):
+    """The heuristic is built for equal stages; on unequal ones archsim returns a complete, valid
+    order within the memory budget, or refuses in one InputError."""
+    from archsim.errors import InputError
+
+    times, memory = stages
+    p = len(memory)
+    profile = StageProfile(tuple(times[:p]), tuple(times[p:2 * p]), tuple(times[2 * p:]), comm,
+                           tuple(float(x) for x in memory), tuple(x / 2 for x in memory))
+    try:
+        run = published_run(profile, m, f"zb-{k}p")
+    except InputError:
+        return
+    assert validate_timeline(run.problem, run.timeline) == []
+    assert all(len(actions) == 3 * m for actions in run.order.ranks)
+    assert max(run.timeline.peak_memory().values()) <= k * p * max(memory) + 1e-9

@@ -19,7 +19,17 @@ Table 5):
 Each of the 2³ switch settings is tried; the order whose longest stage span is shortest wins
 (ties: the first tried). Dependencies are timed with T_comm per hop, as in the paper. Arithmetic
 is exact (times are scaled to integers when their decimals allow), so ties break as the authors'
-integer profiles break them. The ILP refinement of §3.2 is not implemented.
+integer profiles break them. The ILP refinement of §3.2 is not implemented
+(:mod:`archsim.policies.zb_exact` finds the exact optimum of tiny instances instead).
+
+Unequal memory: with per-stage memory limits that differ, the heuristic can place a stage's
+forward before the previous stage has placed the same micro-batch's. The authors' code then times
+it as if its input had arrived (unplaced end times read as 0) and fills no W before it; archsim
+keeps those decisions, and the simulation of the resulting order, which enforces every
+dependency, gives the true times. On unequal stage times the heuristic can also skip a forward
+it never places again, or reach a backward before its forward; archsim drops such a switch
+setting (as it drops one that runs out of memory) and refuses when all eight fail. On equal
+stages neither happens.
 """
 
 from __future__ import annotations
@@ -34,8 +44,8 @@ F, B, W = 0, 1, 2
 _NAMES = "FIW"
 
 
-class _CannotFit(Exception):
-    pass
+class _Infeasible(Exception):
+    """This switch setting fails: memory does not fit, or (unequal stages) the order is incomplete."""
 
 
 def _exact(values: list) -> tuple[list, float]:
@@ -75,14 +85,14 @@ class _Greedy:
             source = self.t[B][j + 1][i]
         else:
             return None
-        if source is None:
-            raise RuntimeError(f"heuristic placed {_NAMES[kind]}{i} on stage {j} before its input")
+        if source is None:  # see "unequal memory" in the module docstring
+            return None
         return source + self.comm
 
     def put(self, j: int, kind: int) -> None:
         i = self.count[kind][j]
-        if self.held[j] + self.mem[kind][j] > self.limit[j]:
-            raise _CannotFit
+        if self.held[j] + self.mem[kind][j] > self.limit[j] or (kind == B and self.count[F][j] <= i):
+            raise _Infeasible
         finish = self.end[j] + self.cost[kind][j]
         arrival = self.ready_at(kind, j, i)
         if arrival is not None:
@@ -100,6 +110,8 @@ class _Greedy:
 
     def fill(self, j: int, arrival, greedy: bool) -> None:
         """Run pending Ws while the stage waits for an input arriving at ``arrival``."""
+        if arrival is None:
+            return
         while self.pending_w(j) and self.end[j] + self.cost[W][j] <= arrival:
             self.put(j, W)
         if self.pending_w(j) and self.end[j] < arrival:
@@ -109,7 +121,7 @@ class _Greedy:
     def make_room(self, j: int, kind: int) -> None:
         while self.held[j] + self.mem[kind][j] > self.limit[j]:
             if not self.pending_w(j):
-                raise _CannotFit
+                raise _Infeasible
             self.put(j, W)
 
     def warm_up(self, late_first_b: bool) -> None:
@@ -179,6 +191,8 @@ class _Greedy:
         for i in range(1, self.m):
             self.step(i, prioritize_b, greedy)
         for j in range(self.p):
+            if self.count[F][j] < self.m:
+                raise _Infeasible
             while self.count[W][j] < self.m:
                 self.put(j, W)
         return max(self.t[W][j][self.m - 1] - self.t[F][j][0] + self.cost[F][j] for j in range(self.p))
@@ -187,7 +201,7 @@ class _Greedy:
 def zb_auto_order(forward, backward_input, backward_weight, comm: float, microbatches: int, memory_factor: float,
                   activation=None, weight_memory=None) -> StageOrder:
     """ZB-1p (memory_factor = 1) or ZB-2p (2) for per-stage costs; memory M_B, M_W per stage (default
-    M_B = 1, M_W = 0). The limit per stage is memory_factor · p · M_B."""
+    M_B = 1, M_W = 0). Every device gets the same limit, memory_factor · p · max M_B."""
     p, m = len(forward), microbatches
     if p <= 0 or m <= 0:
         raise InputError("the automatic schedule needs stages and micro-batches", field="stages")
@@ -195,8 +209,8 @@ def zb_auto_order(forward, backward_input, backward_weight, comm: float, microba
     weight_memory = list(weight_memory) if weight_memory else [0.0] * p
     values, _ = _exact([*forward, *backward_input, *backward_weight, comm])
     cost = [values[0:p], values[p:2 * p], values[2 * p:3 * p]]
-    factor = Fraction(repr(float(memory_factor))) * p
-    limits = [factor * Fraction(repr(float(a))) for a in activation]
+    budget = Fraction(repr(float(memory_factor))) * p * max(Fraction(repr(float(a))) for a in activation)
+    limits = [budget] * p  # one device budget, as the authors set max_mem
     mem_values, _ = _exact([*activation, *weight_memory, *limits])
     mb, mw, limit = mem_values[:p], mem_values[p:2 * p], mem_values[2 * p:]
     mem = [mb, [w - a for a, w in zip(mb, mw)], [-w for w in mw]]  # F holds M_B; B frees M_B − M_W; W the rest
@@ -205,12 +219,13 @@ def zb_auto_order(forward, backward_input, backward_weight, comm: float, microba
         run = _Greedy(p, m, cost, mem, limit, values[3 * p])
         try:
             span = run.run(late_first_b, prioritize_b, greedy)
-        except _CannotFit:
+        except _Infeasible:
             continue
         if best is None or span < best[0]:
             best = (span, run.order)
     if best is None:
-        raise InputError(f"no zero-bubble schedule fits a memory limit of {memory_factor:g}·p·M_B",
+        raise InputError(f"the zero-bubble heuristic finds no complete order within {memory_factor:g}·p·M_B for "
+                         "these stages (it is built for equal stages); try zb-h1, zb-h2 or the exact search",
                          field="memory")
     name = {1: "zb-1p", 2: "zb-2p"}.get(memory_factor, f"zb-{memory_factor:g}p")  # type: ignore[call-overload]
     return StageOrder(name, tuple(tuple(r) for r in best[1]), p, m)
