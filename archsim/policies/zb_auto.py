@@ -74,6 +74,7 @@ class _Greedy:
         self.end = [0] * p
         self.held = [0] * p
         self.idle = [0] * p
+        self.max_idle = 0  # the largest idle time of any stage (idle times only grow)
         self.t: list[list[list]] = [[[None] * m for _ in range(p)] for _ in range(3)]
         self.order: list[list[Action]] = [[] for _ in range(p)]
 
@@ -90,19 +91,23 @@ class _Greedy:
         return source + self.comm
 
     def put(self, j: int, kind: int) -> None:
-        i = self.count[kind][j]
-        if self.held[j] + self.mem[kind][j] > self.limit[j] or (kind == B and self.count[F][j] <= i):
+        counts = self.count[kind]
+        i = counts[j]
+        memory = self.mem[kind][j]
+        if self.held[j] + memory > self.limit[j] or (kind == B and self.count[F][j] <= i):
             raise _Infeasible
-        finish = self.end[j] + self.cost[kind][j]
+        cost = self.cost[kind][j]
+        earliest = self.end[j] + cost
         arrival = self.ready_at(kind, j, i)
-        if arrival is not None:
-            finish = max(finish, arrival + self.cost[kind][j])
-        if self.count[F][j] > 0:  # idle time after the stage's first forward
-            self.idle[j] += finish - (self.end[j] + self.cost[kind][j])
+        finish = earliest if arrival is None or arrival + cost <= earliest else arrival + cost
+        if finish > earliest and self.count[F][j] > 0:  # idle time after the stage's first forward
+            self.idle[j] += finish - earliest
+            if self.idle[j] > self.max_idle:
+                self.max_idle = self.idle[j]
         self.end[j] = finish
         self.t[kind][j][i] = finish
-        self.held[j] += self.mem[kind][j]
-        self.count[kind][j] += 1
+        self.held[j] += memory
+        counts[j] = i + 1
         self.order[j].append(Action(j, _NAMES[kind], i))
 
     def pending_w(self, j: int) -> bool:
@@ -115,7 +120,7 @@ class _Greedy:
         while self.pending_w(j) and self.end[j] + self.cost[W][j] <= arrival:
             self.put(j, W)
         if self.pending_w(j) and self.end[j] < arrival:
-            if arrival - self.end[j] > max(self.idle) - self.idle[j] or greedy:
+            if arrival - self.end[j] > self.max_idle - self.idle[j] or greedy:
                 self.put(j, W)
 
     def make_room(self, j: int, kind: int) -> None:
@@ -164,7 +169,7 @@ class _Greedy:
             w_done += 1
         if self.end[j] + cost[F][j] + w_time <= successor_b:
             return True
-        return successor_b - self.end[j] > max(self.idle) - self.idle[j]
+        return successor_b - self.end[j] > self.max_idle - self.idle[j]
 
     def step(self, i: int, prioritize_b: bool, greedy: bool) -> None:
         p = self.p
