@@ -94,9 +94,7 @@ def run_stages(args: argparse.Namespace) -> int:
         if args.schedule_csv_in and args.torch_schedule:
             raise InputError("give --torch-schedule or --schedule-csv-in, not both", field="torch-schedule")
         if args.torch_schedule:
-            if args.torch_schedule not in so.TORCH_SCHEDULES:
-                raise InputError(f"unknown torch schedule {args.torch_schedule!r}; choose one of "
-                                 f"{', '.join(so.TORCH_SCHEDULES)}", field="torch-schedule")
+            args.torch_schedule = so.torch_schedule_name(args.torch_schedule)
             order = so.published_order(args.torch_schedule, p, m, args.chunks)
         else:
             order = so.read_order_csv(args.schedule_csv_in)

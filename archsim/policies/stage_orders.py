@@ -201,6 +201,17 @@ TORCH_SCHEDULES: dict[str, tuple[str, Callable[[int, int, int], StageOrder]]] = 
 }
 
 
+def torch_schedule_name(name: str) -> str:
+    """torch's class name for ``name``, given as the class (``ScheduleZBVZeroBubble``) or as torch's
+    ``get_schedule_class`` spells it (``ZBVZeroBubble``, any case)."""
+    wanted = name.lower().removeprefix("schedule")
+    for cls in TORCH_SCHEDULES:
+        if cls.lower().removeprefix("schedule") == wanted:
+            return cls
+    raise InputError(f"unknown torch schedule {name!r}; choose one of {', '.join(TORCH_SCHEDULES)}",
+                     field="torch-schedule")
+
+
 def _v_order(name: str, p: int, m: int) -> StageOrder:
     from archsim.policies.stage_orders_v import dualpipe_v, zb_v
 
@@ -315,4 +326,4 @@ def read_order_csv(path: str | Path) -> StageOrder:
 
 __all__ = ["Action", "KINDS", "ORDERS", "StageOrder", "TORCH_SCHEDULES", "gpipe", "interleaved_1f1b",
            "interleaved_zb", "looped_bfs", "one_f_one_b", "order_csv", "parse_order_csv", "published_order",
-           "read_order_csv", "zb_handcrafted"]
+           "read_order_csv", "torch_schedule_name", "zb_handcrafted"]
