@@ -66,7 +66,9 @@ def profile_from_args(args: argparse.Namespace):
         if args.stage_times or args.stages:
             raise InputError("give --stage-profile or --stages with --stage-times, not both", field="stage-profile")
         return read_stage_profile(args.stage_profile, args.link_bandwidth)
-    if not args.stages or not args.stage_times:
+    if args.stages is None and args.processors is not None:
+        args.stages = args.processors  # --processors P means the same as --stages P here
+    if args.stages is None or not args.stage_times:
         raise InputError("per-stage mode needs --stages P and --stage-times F,B,W (or --stage-profile)",
                          field="stage-times")
     if args.stages <= 0:
