@@ -265,3 +265,16 @@ def test_zb_auto_on_unequal_stages_is_valid_or_refused(stages, m, k, comm):
     assert validate_timeline(run.problem, run.timeline) == []
     assert all(len(actions) == 3 * m for actions in run.order.ranks)
     assert max(run.timeline.peak_memory().values()) <= k * p * max(memory) + 1e-9
+
+
+def test_stage_costs_move_their_boundary_bytes():
+    """Stage s sends send_bytes[s] forward and gets as many back: each transfer takes bytes/bandwidth."""
+    from archsim.policies.zero_bubble import StageCosts, zb_schedule
+
+    costs = StageCosts((1.0, 1.0, 1.0), (1.0, 1.0, 1.0), (1.0, 1.0, 1.0), (1, 1, 1), (40, 80, 0))
+    problem, timeline = zb_schedule(costs, 2, "zb-h1", bandwidth=20.0)
+    assert validate_timeline(problem, timeline) == []
+    durations = {(t.src[0], t.dst[0]): t.end - t.start for t in timeline.transfers}
+    assert durations == {("0", "1"): 2.0, ("1", "2"): 4.0, ("2", "1"): 4.0, ("1", "0"): 2.0}
+    free = zb_schedule(costs, 2, "zb-h1")[1]
+    assert free.transfers == () and free.makespan < timeline.makespan

@@ -38,7 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="interleaved schedules: model chunks per device")
     parser.add_argument("--k", default="auto", help="dp-reverse-k: layers to reverse, or 'auto' (the paper's search)")
     parser.add_argument("--sync", default="ring", choices=("ring", "ps"), help="data-parallel synchronization")
-    parser.add_argument("--bandwidth", type=float, default=64.0, help="bytes per cycle per link (data parallel)")
+    parser.add_argument("--bandwidth", type=float, default=64.0,
+                        help="bytes per cycle per link (data parallel; the published pipeline schedules' hops)")
     parser.add_argument("--comm-units", type=float, default=1.0,
                         help="with --unit-costs: synchronization time of each layer (data parallel)")
     add_array_arguments(parser)
@@ -85,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(f"{args.policy} has no communication model; --comm applies to the published schedules",
                              field="comm")
         problem, timeline = zb.zb_schedule(_stage_costs(args, costs), args.microbatches, args.policy, args.chunks,
-                                           comm=args.comm)
+                                           comm=args.comm, bandwidth=None if args.unit_costs else args.bandwidth)
         extra = {}
     else:
         problem, timeline = ooo_schedule(costs, args.processors, args.microbatches, args.policy, flush=flush,
@@ -138,7 +139,10 @@ def _stage_costs(args: argparse.Namespace, costs: LayerCosts) -> zb.StageCosts:
             sums[kind].append(sum(op.cycles for op in stage.ops if op.kind == kind))
     activation = [sum(costs.stash_bytes[names.index(n)] for n in stage.layers) if costs.stash_bytes else 0
                   for stage in plan.stages]
-    return zb.StageCosts(tuple(sums["F"]), tuple(sums["D"]), tuple(sums["G"]), tuple(activation))
+    # a stage sends the next stage its first layer's input activation (and gets its gradient back)
+    send = [costs.stash_bytes[names.index(nxt.layers[0])] if costs.stash_bytes else 0
+            for nxt in plan.stages[1:]] + [0]
+    return zb.StageCosts(tuple(sums["F"]), tuple(sums["D"]), tuple(sums["G"]), tuple(activation), tuple(send))
 
 
 def _data_parallel(args: argparse.Namespace, costs: LayerCosts, network):

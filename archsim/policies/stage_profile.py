@@ -11,8 +11,9 @@ A stage-profile CSV has a header and one row per stage, in stage order::
 ``forward``, ``backward_input`` and ``backward_weight`` are required; ``comm`` (latency of a
 transfer this stage sends, default 0), ``activation_bytes`` (M_B, default 1) and
 ``weight_bytes`` (M_W, the part of M_B kept from the input backward to the weight backward,
-default 0) and ``send_bytes`` (bytes this stage sends per hop, timed at the link bandwidth given
-separately) are optional. Unknown columns are errors.
+default 0) and ``send_bytes`` (bytes of the activation this stage sends to the next, and of the
+gradient that comes back, timed at the link bandwidth given separately) are optional. Unknown
+columns are errors.
 """
 
 from __future__ import annotations

@@ -74,7 +74,8 @@ def order_problem(order: StageOrder, profile: StageProfile) -> Problem:
         key = (src, dst, kind)
         if key not in links:
             links[key] = Link(f"{src}->{dst}:{kind}", f"r{a}", f"r{b}", bandwidth, profile.hop(src))
-        size = int(profile.send_bytes[src]) if profile.send_bytes and profile.bandwidth is not None else 0
+        boundary = min(src, dst)  # activations and their gradients cross the same stage boundary
+        size = int(profile.send_bytes[boundary]) if profile.send_bytes and profile.bandwidth is not None else 0
         return Dep(src_id, dst_id, size, links[key].name)
 
     for rank, actions in enumerate(order.ranks):

@@ -47,6 +47,7 @@ class StageCosts:
     backward_input: tuple[float, ...]
     backward_weight: tuple[float, ...]
     activation_bytes: tuple[int, ...] = ()
+    send_bytes: tuple[int, ...] = ()  # bytes from stage s to s + 1 (activation; its gradient comes back)
 
     @classmethod
     def equal(cls, stages: int, f: float = 1.0, b: float = 1.0, w: float = 1.0, activation: int = 1) -> "StageCosts":
@@ -91,10 +92,12 @@ def zb_problem(costs: StageCosts, microbatches: int, schedule: str) -> Problem:
     return Problem(tuple(Processor(f"s{s}") for s in range(1, p + 1)), (), tuple(ops), tuple(deps))
 
 
-def stage_profile(costs: StageCosts, comm: float = 0.0, weight_memory: tuple[float, ...] = ()) -> StageProfile:
+def stage_profile(costs: StageCosts, comm: float = 0.0, weight_memory: tuple[float, ...] = (),
+                  bandwidth: float | None = None) -> StageProfile:
+    """Per-stage costs as a profile; with ``bandwidth`` (bytes per time unit) hops also move send_bytes."""
     activation = costs.activation_bytes or (1,) * len(costs.forward)
     return StageProfile(costs.forward, costs.backward_input, costs.backward_weight, comm, tuple(activation),
-                        weight_memory)
+                        weight_memory, costs.send_bytes if bandwidth is not None else (), bandwidth)
 
 
 def published_run(profile: StageProfile, microbatches: int, schedule: str, chunks: int = 2) -> StageRun:
@@ -117,10 +120,11 @@ def published_run(profile: StageProfile, microbatches: int, schedule: str, chunk
     return run_order(order, profile.on_ranks(order.rank_of_stage()) if order.stages != p else profile)
 
 
-def zb_schedule(costs: StageCosts, microbatches: int, schedule: str, chunks: int = 2, comm: float = 0.0):
-    """(problem, timeline) of a published schedule or a ``list-…`` variant."""
+def zb_schedule(costs: StageCosts, microbatches: int, schedule: str, chunks: int = 2, comm: float = 0.0,
+                bandwidth: float | None = None):
+    """(problem, timeline) of a published schedule or a ``list-…`` variant (these have no transfers)."""
     if schedule in SCHEDULES:
-        run = published_run(stage_profile(costs, comm), microbatches, schedule, chunks)
+        run = published_run(stage_profile(costs, comm, bandwidth=bandwidth), microbatches, schedule, chunks)
         return run.problem, run.timeline
     problem = zb_problem(costs, microbatches, schedule)
     return problem, simulate(problem)
