@@ -167,3 +167,43 @@ def test_schedule_dumped_by_torch_simulates_like_archsims_own(name, tmp_path, ca
     assert main([*common, "--torch-schedule", name]) == 0
     mine = json.loads(capsys.readouterr().out)["rows"][0]
     assert (theirs["makespan"], theirs["peak_memory"]) == (mine["makespan"], mine["peak_memory"])
+
+
+@pytest.mark.parametrize("name", [n for n in so.ORDERS if n != "dualpipev"] + ["zb-1p", "zb-2p"])
+@pytest.mark.parametrize("p, m", [(2, 4), (4, 8), (3, 6)])
+def test_unit_steps_equal_torchs_simulator(name, p, m):
+    """Every action one step, a RECV sharing its SEND's step: archsim's simulation of torch's
+    schedule (with torch's own SEND/RECV placement) takes exactly as many steps as torch's simulator."""
+    from archsim.policies.torch_steps import parse_comm_schedule, torch_steps
+
+    if name.startswith("zb-") and name[3:] in ("1p", "2p"):
+        ones = [1.0] * p
+        order = zb_auto_order(ones, ones, ones, 0.0, m, int(name[3]), ones, [0.5] * p)
+    else:
+        order = so.published_order(name, p, m, 2)
+    rank_of = order.rank_of_stage()
+    compute = {r: [S._Action.from_str(str(a)) for a in actions] for r, actions in enumerate(order.ranks)}
+    with_comms = S._add_send_recv(compute, stage_to_rank=rank_of.__getitem__, num_stages=order.stages)
+    text = "".join(",".join(str(a) for a in with_comms[r]) + "\n" for r in sorted(with_comms))
+    simulated = S._simulate_comms_compute({r: list(v) for r, v in with_comms.items()},
+                                          stage_to_rank=rank_of.__getitem__, num_stages=order.stages)
+    assert torch_steps(parse_comm_schedule(text)) == max(len(v) for v in simulated.values())
+
+
+def test_torch_steps_from_a_csv_torch_dumped(tmp_path, capsys):
+    """torch dumps a runtime schedule with its SEND/RECV actions; archsim counts its steps as torch's
+    simulator does on the same actions (torch's own REDUCE_GRAD/UNSHARD, which its simulator cannot
+    step, are left out of both)."""
+    import json
+
+    p, m = 4, 8
+    schedule = S.ScheduleInterleaved1F1B([StandInStage(k * p, p, 2 * p, 0) for k in range(2)], m)
+    path = tmp_path / "comms.csv"
+    schedule._dump_csv(str(path))
+    assert main(["schedule", "--schedule-csv-in", str(path), "--torch-steps", "--format", "json"]) == 0
+    steps = json.loads(capsys.readouterr().out)["rows"][0]["steps"]
+    kept = {r: [a for a in actions if a.computation_type.value in COMPUTE | {"SEND_F", "RECV_F", "SEND_B", "RECV_B"}]
+            for r, actions in schedule.pipeline_order_with_comms.items()}
+    rank_of = schedule.stage_index_to_group_rank
+    simulated = S._simulate_comms_compute(kept, stage_to_rank=rank_of.__getitem__, num_stages=2 * p)
+    assert steps == max(len(v) for v in simulated.values())

@@ -42,11 +42,14 @@ def add_stage_arguments(parser: argparse.ArgumentParser) -> None:
                        help="simulate a torch.distributed.pipelining schedule class's order (e.g. Schedule1F1B)")
     group.add_argument("--schedule-csv-in", default=None, metavar="FILE.csv",
                        help="simulate an action order in torch's CSV layout")
+    group.add_argument("--torch-steps", action="store_true",
+                       help="with --schedule-csv-in of a schedule with SEND/RECV actions (torch's compute_comms "
+                            "CSV): count steps as torch's dry-run simulator does")
 
 
 def stage_mode(args: argparse.Namespace) -> bool:
-    return any(getattr(args, name) is not None for name in ("stages", "stage_times", "stage_profile",
-                                                             "torch_schedule", "schedule_csv_in"))
+    return args.torch_steps or any(getattr(args, name) is not None for name in (
+        "stages", "stage_times", "stage_profile", "torch_schedule", "schedule_csv_in"))
 
 
 def _numbers(text: str, count: int, flag: str) -> list[float]:
@@ -90,6 +93,8 @@ def run_stages(args: argparse.Namespace) -> int:
 
     if args.network:
         raise InputError("per-stage mode (--stages, --stage-profile, ...) takes no NETWORK", field="network")
+    if args.torch_steps:
+        return _torch_steps(args)
     profile = profile_from_args(args)
     p, m = profile.stages, args.microbatches
     if args.schedule_csv_in or args.torch_schedule:
@@ -138,4 +143,24 @@ def run_stages(args: argparse.Namespace) -> int:
         write_timeline_outputs(args, run.timeline, f"{name}: {p} stages, {m} micro-batches")
         args.schedule_csv = csv_path
     emit(render(pd.DataFrame([row]), args.format, meta=meta), args)
+    return 0
+
+
+def _torch_steps(args: argparse.Namespace) -> int:
+    """Steps of torch's dry-run simulator for a compute_comms CSV (no costs needed)."""
+    from pathlib import Path
+
+    from archsim.commands.common import emit
+    from archsim.outputs import render
+    from archsim.policies.torch_steps import parse_comm_schedule, torch_steps
+
+    if not args.schedule_csv_in:
+        raise InputError("--torch-steps needs --schedule-csv-in FILE with SEND/RECV actions", field="torch-steps")
+    try:
+        text = Path(args.schedule_csv_in).read_text()
+    except OSError as error:
+        raise InputError(f"cannot read ({error.strerror})", file=args.schedule_csv_in) from None
+    ranks = parse_comm_schedule(text, args.schedule_csv_in)
+    row = {"schedule": Path(args.schedule_csv_in).stem, "ranks": len(ranks), "steps": torch_steps(ranks)}
+    emit(render(pd.DataFrame([row]), args.format, meta={"unit": "torch dry-run steps"}), args)
     return 0
