@@ -260,7 +260,8 @@ def test_bad_stage_profiles_are_one_line_errors(text, words, tmp_path, capsys):
     assert words in err and len(err.strip().splitlines()) == 1
 
 
-@pytest.mark.parametrize("text, words", [("0F0,0X1\n", "line 1, field 'action': cell 2"), ("0F0,0F0\n", "appears twice"),
+@pytest.mark.parametrize("text, words", [("0F0,0X1\n", "line 1, field 'action': cell 2"),
+                                         ("0F0,0F0\n", "appears twice"),
                                          ("0F0,0B0\n1F1,1B1\n", "has no forward of micro-batch")])
 def test_bad_schedule_csv_in_is_a_one_line_error(text, words, tmp_path, capsys):
     path = tmp_path / "order.csv"
