@@ -38,7 +38,7 @@ ROUNDING = 0.00005  # the paper prints four decimals
 
 
 def _profile(row):
-    p, m, f, b, w, c, h, a, layers, _ = row
+    p, _, f, b, w, c, h, a, _, _ = row
     return StageProfile.uniform(p, f, b, w, c, activation=34 * h + 5 * a * 1024, weight_memory=32 * h)
 
 
@@ -70,7 +70,6 @@ def test_table5_interleaved_1f1b_enforces_every_dependency(row):
     assert expected[1] - ROUNDING <= run.bubble_rate() <= expected[1] + 0.0036
 
 
-@pytest.mark.parametrize("memory", ([], ["--stage-memory", f"{34 * 2304 + 5 * 24 * 1024},{32 * 2304}"]))
 def _authors_interleaved_cost(order, p, f, bw, c, relaxed):
     """Fixed-order times of an interleaved order, T_comm per hop, as the authors' get_interleave_schedule
     computes them; ``relaxed``: a chunk waits for the previous chunk on the ring only for the first
@@ -111,10 +110,11 @@ def test_table5_interleaved_gap_is_the_authors_relaxed_dependency(row):
     assert (strict - work) / strict == pytest.approx(run.bubble_rate(), abs=1e-9)
 
 
+@pytest.mark.parametrize("memory", ([], ["--stage-memory", f"{34 * 2304 + 5 * 24 * 1024},{32 * 2304}"]))
 def test_table5_from_the_command_line(memory, capsys):
     """The acceptance command: --stages/--stage-times/--comm/--format json, with the default memory
     ratio and with the paper's M_B = 34h + 5as, M_W = 32h."""
-    p, m, f, b, w, c, h, a, _, expected = TABLE5[0]
+    p, m, f, b, w, c, *_, expected = TABLE5[0]
     for policy in ("1f1b", "zb-h1", "zb-h2", "zb-1p", "zb-2p"):
         assert main(["schedule", "--stages", str(p), "--stage-times", f"{f},{b},{w}", "--comm", str(c),
                      "--microbatches", str(m), "--policy", policy, *memory, "--format", "json"]) == 0
@@ -281,8 +281,8 @@ def test_bytes_over_a_link(tmp_path, capsys):
     assert row["makespan"] == pytest.approx(1 + 2.5 + 1 + 1 + 2.5 + 1 + 1)
 
 
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 @settings(max_examples=40, deadline=None)

@@ -11,11 +11,11 @@ import pytest
 
 torch_schedules = pytest.importorskip("torch.distributed.pipelining.schedules")
 
-from archsim.cli import main  # noqa: E402
-from archsim.errors import InputError  # noqa: E402
-from archsim.policies import stage_orders as so  # noqa: E402
-from archsim.policies.stage_profile import StageProfile  # noqa: E402
-from archsim.policies.zb_auto import zb_auto_order  # noqa: E402
+from archsim.cli import main
+from archsim.errors import InputError
+from archsim.policies import stage_orders as so
+from archsim.policies.stage_profile import StageProfile
+from archsim.policies.zb_auto import zb_auto_order
 
 S = torch_schedules
 COMPUTE = {"F", "I", "W", "B"}

@@ -132,42 +132,41 @@ def _rounds(p: int, m: int) -> int:
     return m // rounds
 
 
+def _take(counter: dict[int, int], stage: int, kind: str) -> Action:
+    """The next micro-batch of ``kind`` on ``stage`` (per-stage counters)."""
+    counter[stage] += 1
+    return Action(stage, kind, counter[stage] - 1)
+
+
+def _interleaved_rank(p: int, v: int, per_round: int, total: int, warm: int, r: int, split: bool) -> list[Action]:
+    """Rank r's actions in the interleaved family (torch's ``_get_1f1b_rank_ops``)."""
+    f_next: dict[int, int] = defaultdict(int)
+    b_next: dict[int, int] = defaultdict(int)
+    w_next: dict[int, int] = defaultdict(int)
+    pending: list[int] = []  # stages of backward-input actions whose W is still to run
+    forward_stage = [(k // per_round) % v * p + r for k in range(total)]
+    actions = [_take(f_next, forward_stage[k], "F") for k in range(warm)]
+    weights = 0
+    for step in range(warm, warm + total):
+        if step < total:
+            actions.append(_take(f_next, forward_stage[step], "F"))
+        stage = (v - 1 - ((step - warm) // per_round) % v) * p + r
+        actions.append(_take(b_next, stage, "I" if split else "B"))
+        pending.append(stage)
+        if split and step - warm >= r:  # defer r weight gradients (num_1f1b_microbatches = rank)
+            actions.append(_take(w_next, pending[weights], "W"))
+            weights += 1
+    if split:
+        actions += [_take(w_next, stage, "W") for stage in pending[weights:]]
+    return actions
+
+
 def _interleaved(p: int, m: int, v: int, hop_warmup: int, split: bool, name: str) -> StageOrder:
-    """Interleaved 1F1B family on p ranks with v chunks each (torch's ``_get_1f1b_rank_ops``)."""
+    """Interleaved 1F1B family on p ranks with v chunks each; hop_warmup warm-up steps per hop."""
     per_round = _rounds(p, m)
     total = m * v
-    ranks = []
-    for r in range(p):
-        warm = min((v - 1) * per_round + hop_warmup * (p - 1 - r), total)
-        f_next: dict[int, int] = defaultdict(int)
-        b_next: dict[int, int] = defaultdict(int)
-        w_next: dict[int, int] = defaultdict(int)
-        pending: list[int] = []  # stages of backward-input actions whose W is still to run
-
-        def take(counter: dict[int, int], stage: int, kind: str) -> Action:
-            counter[stage] += 1
-            return Action(stage, kind, counter[stage] - 1)
-
-        def forward_stage(step: int) -> int:
-            return (step // per_round) % v * p + r
-
-        def backward_stage(step: int) -> int:
-            return (v - 1 - ((step - warm) // per_round) % v) * p + r
-
-        actions = [take(f_next, forward_stage(k), "F") for k in range(warm)]
-        weights = 0
-        for step in range(warm, warm + total):
-            if step < total:
-                actions.append(take(f_next, forward_stage(step), "F"))
-            stage = backward_stage(step)
-            actions.append(take(b_next, stage, "I" if split else "B"))
-            pending.append(stage)
-            if split and step - warm >= r:  # defer r weight gradients (num_1f1b_microbatches = rank)
-                actions.append(take(w_next, pending[weights], "W"))
-                weights += 1
-        if split:
-            actions += [take(w_next, stage, "W") for stage in pending[weights:]]
-        ranks.append(actions)
+    ranks = [_interleaved_rank(p, v, per_round, total, min((v - 1) * per_round + hop_warmup * (p - 1 - r), total),
+                               r, split) for r in range(p)]
     return _order(name, ranks, p * v, m)
 
 
@@ -324,6 +323,21 @@ def read_order_csv(path: str | Path) -> StageOrder:
     return parse_order_csv(text, str(path), Path(path).stem)
 
 
-__all__ = ["Action", "KINDS", "ORDERS", "StageOrder", "TORCH_SCHEDULES", "gpipe", "interleaved_1f1b",
-           "interleaved_zb", "looped_bfs", "one_f_one_b", "order_csv", "parse_order_csv", "published_order",
-           "read_order_csv", "torch_schedule_name", "zb_handcrafted"]
+__all__ = [
+    "KINDS",
+    "ORDERS",
+    "TORCH_SCHEDULES",
+    "Action",
+    "StageOrder",
+    "gpipe",
+    "interleaved_1f1b",
+    "interleaved_zb",
+    "looped_bfs",
+    "one_f_one_b",
+    "order_csv",
+    "parse_order_csv",
+    "published_order",
+    "read_order_csv",
+    "torch_schedule_name",
+    "zb_handcrafted",
+]

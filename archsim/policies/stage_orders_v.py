@@ -31,111 +31,116 @@ def v_stages(p: int, rank: int) -> tuple[int, int]:
 
 def zb_v(p: int, m: int) -> StageOrder:
     n = max(2 * p - 1, m)
-    ranks = []
-    for r in range(p):
-        first, second = v_stages(p, r)
-        count: dict[tuple[int, str], int] = defaultdict(int)
-        actions: list[Action] = []
-
-        def add(stage: int, kind: str) -> None:
-            actions.append(Action(stage, kind, count[(stage, kind)]))
-            count[(stage, kind)] += 1
-
-        for _ in range(2 * (p - r) - 1):
-            add(first, "F")
-        for _ in range(r):
-            add(second, "F")
-            add(first, "F")
-        for _ in range(p - r):
-            add(second, "F")
-            add(second, "I")
-            add(second, "W")
-        while count[(second, "F")] < count[(first, "F")] or count[(first, "F")] < n:
-            if count[(first, "F")] < n:
-                add(first, "F")
-            add(first, "I")
-            add(first, "W")
-            add(second, "F")
-            add(second, "I")
-            add(second, "W")
-        weights = {first: count[(first, "I")], second: count[(second, "I")]}
-        for _ in range(r):
-            add(first, "I")
-            add(second, "I")
-        for _ in range(p - r):
-            add(first, "I")
-            actions.append(Action(first, "W", weights[first]))
-            weights[first] += 1
-        for stage in (second, first):
-            actions += [Action(stage, "W", i) for i in range(weights[stage], count[(stage, "I")])]
-        ranks.append(tuple(a for a in actions if a.microbatch < m))
+    ranks = [tuple(a for a in _zb_v_rank(p, n, r) if a.microbatch < m) for r in range(p)]
     return StageOrder("zb-v", tuple(ranks), 2 * p, m)
+
+
+def _zb_v_rank(p: int, n: int, r: int) -> list[Action]:
+    """Rank r's ZB-V actions over n micro-batches (torch's ScheduleZBVZeroBubble)."""
+    first, second = v_stages(p, r)
+    count: dict[tuple[int, str], int] = defaultdict(int)
+    actions: list[Action] = []
+
+    def add(stage: int, kind: str) -> None:
+        actions.append(Action(stage, kind, count[(stage, kind)]))
+        count[(stage, kind)] += 1
+
+    for _ in range(2 * (p - r) - 1):
+        add(first, "F")
+    for _ in range(r):
+        add(second, "F")
+        add(first, "F")
+    for _ in range(p - r):
+        add(second, "F")
+        add(second, "I")
+        add(second, "W")
+    while count[(second, "F")] < count[(first, "F")] or count[(first, "F")] < n:
+        if count[(first, "F")] < n:
+            add(first, "F")
+        add(first, "I")
+        add(first, "W")
+        add(second, "F")
+        add(second, "I")
+        add(second, "W")
+    weights = {first: count[(first, "I")], second: count[(second, "I")]}
+    for _ in range(r):
+        add(first, "I")
+        add(second, "I")
+    for _ in range(p - r):
+        add(first, "I")
+        actions.append(Action(first, "W", weights[first]))
+        weights[first] += 1
+    for stage in (second, first):
+        actions += [Action(stage, "W", i) for i in range(weights[stage], count[(stage, "I")])]
+    return actions
 
 
 def dualpipe_v(p: int, m: int) -> StageOrder:
     if m < 2 * p:
         raise InputError(f"DualPipeV needs at least 2p = {2 * p} micro-batches, got {m}", field="microbatches")
-    ranks, pairs = [], []
-    for r in range(p):
-        first, second = v_stages(p, r)
-        forward: dict[int, int] = defaultdict(int)
-        backward: dict[int, int] = defaultdict(int)
-        pending: list[Action] = []  # weight backwards of split (I) backwards, oldest first
-        actions: list[Action] = []
-        paired: list[int] = []
-
-        def add(stage: int, kind: str) -> None:
-            if kind == "F":
-                actions.append(Action(stage, "F", forward[stage]))
-                forward[stage] += 1
-                return
-            actions.append(Action(stage, kind, backward[stage]))
-            if kind == "I":
-                pending.append(Action(stage, "W", backward[stage]))
-            backward[stage] += 1
-
-        def weight() -> None:
-            if pending:
-                actions.append(pending.pop(0))
-
-        def overlap(forward_stage: int, backward_stage: int) -> None:
-            paired.append(len(actions))
-            add(forward_stage, "F")
-            add(backward_stage, "B")
-
-        for _ in range(2 * (p - r - 1)):
-            add(first, "F")
-        for _ in range(r + 1):
-            add(first, "F")
-            add(second, "F")
-        for _ in range(p - r - 1):
-            add(second, "I")
-            weight()
-            add(second, "F")
-        for i in range(m - 2 * p + r + 1):
-            if i == 0 and r == p - 1:  # not overlapped, to shorten the bubble
-                add(first, "F")
-                add(second, "B")
-            else:
-                overlap(first, second)
-            overlap(second, first)
-        for _ in range(p - r - 1):
-            add(second, "B")
-            overlap(second, first)
-        split = False
-        for i in range(r + 1):
-            split = split or (i == (r + 1) // 2 and r % 2 == 1)
-            add(second, "I" if split else "B")
-            split = split or (i == (r + 1) // 2 and r % 2 == 0)
-            add(first, "I" if split else "B")
-        for _ in range(p - r - 1):
-            weight()
-            add(first, "I" if split else "B")
-        for _ in range(r + 1):
-            weight()
-        ranks.append(tuple(actions))
-        pairs.append(tuple(paired))
+    ranks, pairs = zip(*(_dualpipe_v_rank(p, m, r) for r in range(p)))
     return StageOrder("dualpipev", tuple(ranks), 2 * p, m, tuple(pairs))
+
+
+def _dualpipe_v_rank(p: int, m: int, r: int) -> tuple[tuple[Action, ...], tuple[int, ...]]:
+    """Rank r's DualPipeV actions and where its overlapped pairs start (torch's ScheduleDualPipeV)."""
+    first, second = v_stages(p, r)
+    forward: dict[int, int] = defaultdict(int)
+    backward: dict[int, int] = defaultdict(int)
+    pending: list[Action] = []  # weight backwards of split (I) backwards, oldest first
+    actions: list[Action] = []
+    paired: list[int] = []
+
+    def add(stage: int, kind: str) -> None:
+        if kind == "F":
+            actions.append(Action(stage, "F", forward[stage]))
+            forward[stage] += 1
+            return
+        actions.append(Action(stage, kind, backward[stage]))
+        if kind == "I":
+            pending.append(Action(stage, "W", backward[stage]))
+        backward[stage] += 1
+
+    def weight() -> None:
+        if pending:
+            actions.append(pending.pop(0))
+
+    def overlap(forward_stage: int, backward_stage: int) -> None:
+        paired.append(len(actions))
+        add(forward_stage, "F")
+        add(backward_stage, "B")
+
+    for _ in range(2 * (p - r - 1)):
+        add(first, "F")
+    for _ in range(r + 1):
+        add(first, "F")
+        add(second, "F")
+    for _ in range(p - r - 1):
+        add(second, "I")
+        weight()
+        add(second, "F")
+    for i in range(m - 2 * p + r + 1):
+        if i == 0 and r == p - 1:  # not overlapped, to shorten the bubble
+            add(first, "F")
+            add(second, "B")
+        else:
+            overlap(first, second)
+        overlap(second, first)
+    for _ in range(p - r - 1):
+        add(second, "B")
+        overlap(second, first)
+    split = False
+    for i in range(r + 1):
+        split = split or (i == (r + 1) // 2 and r % 2 == 1)
+        add(second, "I" if split else "B")
+        split = split or (i == (r + 1) // 2 and r % 2 == 0)
+        add(first, "I" if split else "B")
+    for _ in range(p - r - 1):
+        weight()
+        add(first, "I" if split else "B")
+    for _ in range(r + 1):
+        weight()
+    return tuple(actions), tuple(paired)
 
 
 __all__ = ["dualpipe_v", "v_stages", "zb_v"]

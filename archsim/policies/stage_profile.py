@@ -47,7 +47,7 @@ class StageProfile:
 
     @classmethod
     def uniform(cls, stages: int, f: float, b: float, w: float, comm: float = 0.0, activation: float = 1.0,
-                weight_memory: float = 0.0) -> "StageProfile":
+                weight_memory: float = 0.0) -> StageProfile:
         if stages <= 0:
             raise InputError(f"stages must be positive, got {stages}", field="stages")
         return cls((f,) * stages, (b,) * stages, (w,) * stages, comm, (activation,) * stages,
@@ -80,7 +80,7 @@ class StageProfile:
         """Latency of a transfer sent by ``stage``."""
         return self.comm[stage] if isinstance(self.comm, tuple) else self.comm
 
-    def on_ranks(self, rank_of_stage: dict[int, int]) -> "StageProfile":
+    def on_ranks(self, rank_of_stage: dict[int, int]) -> StageProfile:
         """Per virtual stage of a schedule: its rank's stage split evenly over the rank's stages."""
         if sorted(set(rank_of_stage.values())) != list(range(self.stages)):
             raise InputError(f"the schedule runs on ranks {sorted(set(rank_of_stage.values()))}, the profile has "
@@ -96,7 +96,7 @@ class StageProfile:
                             part(self.activation), part(self.weight_memory),
                             tuple(self.send_bytes[d] for d in pick) if self.send_bytes else (), self.bandwidth)
 
-    def chunked(self, chunks: int) -> "StageProfile":
+    def chunked(self, chunks: int) -> StageProfile:
         """Split each device's stage into ``chunks`` equal chunks: virtual stage j = chunk·p + device."""
         if chunks <= 0:
             raise InputError(f"chunks must be positive, got {chunks}", field="chunks")

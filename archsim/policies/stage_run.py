@@ -16,6 +16,7 @@ Times are in the caller's unit (the paper's profiled times are milliseconds); by
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 
 from archsim.errors import InputError
 from archsim.policies.stage_orders import StageOrder
@@ -104,7 +105,7 @@ def order_problem(order: StageOrder, profile: StageProfile) -> Problem:
                 if s != last:
                     upstream = f"{s + 1}{'B' if (s + 1, i) in full_backward else 'I'}{i}"
                     deps.append(cross(s + 1, upstream, s, op_id, "grad"))
-        deps += [Dep(x, y) for x, y in zip(ids, ids[1:])]
+        deps += [Dep(x, y) for x, y in pairwise(ids)]
     processors = tuple(Processor(f"r{r}") for r in range(len(order.ranks)))
     return Problem(processors, tuple(links.values()), tuple(ops), tuple(deps))
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+from itertools import pairwise
 
 from archsim.errors import InputError
 from archsim.sim import Dep, Op, Problem, Processor, simulate
@@ -52,7 +53,7 @@ def step_problem(ranks: list[list[tuple[int, str, int]]]) -> Problem:
     if len(where) != sum(len(row) for row in ids):
         raise InputError("an action appears twice", field="action")
     ops = [Op(op_id, f"r{r}", 1.0) for r, row in enumerate(ids) for op_id in row]
-    deps = [Dep(a, b) for row in ids for a, b in zip(row, row[1:])]
+    deps = [Dep(a, b) for row in ids for a, b in pairwise(row)]
 
     def first(*candidates: str) -> str | None:
         return next((c for c in candidates if c in where), None)

@@ -102,8 +102,7 @@ class _Greedy:
         finish = earliest if arrival is None or arrival + cost <= earliest else arrival + cost
         if finish > earliest and self.count[F][j] > 0:  # idle time after the stage's first forward
             self.idle[j] += finish - earliest
-            if self.idle[j] > self.max_idle:
-                self.max_idle = self.idle[j]
+            self.max_idle = max(self.max_idle, self.idle[j])
         self.end[j] = finish
         self.t[kind][j][i] = finish
         self.held[j] += memory
@@ -119,9 +118,9 @@ class _Greedy:
             return
         while self.pending_w(j) and self.end[j] + self.cost[W][j] <= arrival:
             self.put(j, W)
-        if self.pending_w(j) and self.end[j] < arrival:
-            if arrival - self.end[j] > self.max_idle - self.idle[j] or greedy:
-                self.put(j, W)
+        if self.pending_w(j) and self.end[j] < arrival and (arrival - self.end[j] > self.max_idle - self.idle[j]
+                                                             or greedy):
+            self.put(j, W)
 
     def make_room(self, j: int, kind: int) -> None:
         while self.held[j] + self.mem[kind][j] > self.limit[j]:
