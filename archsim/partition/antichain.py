@@ -1,0 +1,203 @@
+"""PipeDream's states: the antichain DAG of a profile's node DAG (SOSP'19 §3.1, the released
+``graph.py``), which lets its dynamic program cut a branching network anywhere a set of tensors
+can cross.
+
+A *state* is an antichain of nodes; everything it and its predecessors compute is "done". Its
+*augmented* antichain adds the predecessors whose output is still read by a node not yet done (a
+ResNet shortcut's source, say): every tensor crossing the cut after this state. States are
+reached from the first source by advancing one node at a time, and numbered in the order
+PipeDream's ``topological_sort`` gives them (depth-first from the first state, children in the
+order they were found, each finished state put in front), so state numbers match the optimizer's.
+
+Sets of nodes are Python integers used as bit sets (bit k = node k), which keeps the closure of
+even NASNet's 1,250 nodes cheap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from archsim.errors import InputError
+from archsim.partition.profile import LayerProfile
+
+
+@dataclass(frozen=True)
+class AntichainStates:
+    """Per state, in PipeDream's order; times in the profile's unit, sizes in bytes.
+
+    compute/activation/parameters: sums over the state's closure (its augmented antichain and all
+    their predecessors); crossing: bytes of every tensor crossing the cut after the state (the
+    augmented antichain's outputs); ancestors[j]: every state before state j in the antichain DAG,
+    ascending; closure[j]: the bit set of nodes done after state j.
+    """
+
+    antichains: tuple[tuple[int, ...], ...]
+    closure: tuple[int, ...]
+    compute: np.ndarray
+    activation: np.ndarray
+    parameters: np.ndarray
+    crossing: np.ndarray
+    ancestors: tuple[np.ndarray, ...]
+
+    def __len__(self) -> int:
+        return len(self.antichains)
+
+    def nodes_between(self, start: int, end: int) -> list[int]:
+        """Nodes of the stage holding states start..end−1: done after end−1 but not after start−1."""
+        done = self.closure[end - 1] & ~(self.closure[start - 1] if start > 0 else 0)
+        return [k for k in range(done.bit_length()) if done >> k & 1]
+
+
+def antichain_states(profile: LayerProfile) -> AntichainStates:
+    n = len(profile)
+    producers = [profile.producers(k) for k in range(n)]
+    successors_list = [profile.consumers(k) for k in range(n)]
+    before = [0] * n  # strict predecessors
+    for node in range(n):
+        for parent in producers[node]:
+            before[node] |= before[parent] | 1 << parent
+    after = [0] * n  # strict successors
+    for node in reversed(range(n)):
+        for child in successors_list[node]:
+            after[node] |= after[child] | 1 << child
+    sources = [k for k in range(n) if not producers[k]]
+    if not sources:
+        raise InputError("the profile has no source node", field="edges")
+
+    augmented_cache: dict[tuple[int, ...], list[int]] = {}
+
+    def augment(antichain: list[int]) -> list[int]:
+        key = tuple(sorted(antichain))
+        if key not in augmented_cache:
+            extra = set()
+            for node in antichain:
+                for p in _members(before[node]):
+                    if any(not (before[node] >> out & 1) and out != node for out in successors_list[p]):
+                        extra.add(p)
+            augmented_cache[key] = sorted(extra) + list(antichain)
+        return augmented_cache[key]
+
+    def deaugment(augmented: list[int]) -> list[int]:
+        inside = 0
+        for node in augmented:
+            inside |= 1 << node
+        kept: list[int] = []
+        for node in augmented:
+            if not after[node] & inside and node not in kept:
+                kept.append(node)
+        return kept
+
+    next_cache: dict[tuple[int, ...], list[list[int]]] = {}
+
+    def next_antichains(antichain: list[int]) -> list[list[int]]:
+        key = tuple(sorted(antichain))
+        if key not in next_cache:
+            found = []
+            members = set(antichain)
+            augmented = augment(antichain)
+            inside = 0
+            for node in augmented:
+                inside |= 1 << node
+            for node in augmented:
+                for nxt in successors_list[node]:
+                    if nxt in members or after[nxt] & inside:
+                        continue
+                    found.append(deaugment([nxt if x == node else x for x in augmented]))
+            next_cache[key] = found
+        return next_cache[key]
+
+    # Breadth-first discovery (ids and edge order as PipeDream's antichain_dag()).
+    first = [sources[0]]
+    ids: dict[tuple[int, ...], int] = {tuple(sorted(first)): 0}
+    chains: list[list[int]] = [first]
+    edges: list[list[int]] = [[]]
+    queue = [first]
+    expanded: set[tuple[int, ...]] = set()
+    while queue:
+        antichain = queue.pop(0)
+        key = tuple(sorted(antichain))
+        if key in expanded:
+            continue
+        expanded.add(key)
+        for nxt in next_antichains(antichain):
+            nkey = tuple(sorted(nxt))
+            if nkey not in ids:
+                ids[nkey] = len(chains)
+                chains.append(nxt)
+                edges.append([])
+            edges[ids[key]].append(ids[nkey])
+            queue.append(nxt)
+    order = _depth_first_order(edges)
+    number = {state: k for k, state in enumerate(order)}
+
+    augmented = [augment(chains[s]) for s in order]
+    closure = []
+    for nodes in augmented:
+        done = 0
+        for node in nodes:
+            done |= before[node] | 1 << node
+        closure.append(done)
+    if closure[-1] != (1 << n) - 1:
+        missing = [profile.names[k] for k in range(n) if not closure[-1] >> k & 1]
+        raise InputError(f"no antichain path from the first source {profile.names[sources[0]]} reaches "
+                         f"{len(missing)} node(s), e.g. {missing[0]}: PipeDream's states would drop their cost",
+                         field="edges")
+    total, weights, activations = profile.total, profile.weight_bytes, profile.activation_bytes
+    compute = np.array([_sum(total, done) for done in closure])
+    activation = np.array([_sum(activations, done) for done in closure])
+    parameters = np.array([_sum(weights, done) for done in closure])
+    crossing = np.array([float(sum(float(activations[k]) for k in nodes)) for nodes in augmented])
+    preds: list[set[int]] = [set() for _ in order]
+    for s in order:  # topological: a state's ancestors are complete before its children read them
+        for child in edges[s]:
+            preds[number[child]] |= preds[number[s]] | {number[s]}
+    return AntichainStates(
+        antichains=tuple(tuple(nodes) for nodes in augmented), closure=tuple(closure), compute=compute,
+        activation=activation, parameters=parameters, crossing=crossing,
+        ancestors=tuple(np.array(sorted(p), dtype=np.int64) for p in preds),
+    )
+
+
+def _depth_first_order(edges: list[list[int]]) -> list[int]:
+    """PipeDream's topological_sort: DFS from state 0, children in discovery order, each finished
+    state put in front (iteratively: deep networks exceed Python's recursion limit)."""
+    order: list[int] = []
+    done = [False] * len(edges)
+    for root in range(len(edges)):
+        if done[root]:
+            continue
+        stack = [(root, iter(edges[root]))]
+        active = {root}
+        while stack:
+            state, children = stack[-1]
+            for child in children:
+                if not done[child] and child not in active:
+                    active.add(child)
+                    stack.append((child, iter(edges[child])))
+                    break
+            else:
+                stack.pop()
+                active.discard(state)
+                done[state] = True
+                order.append(state)
+    order.reverse()
+    return order
+
+
+def _members(bits: int) -> list[int]:
+    out = []
+    while bits:
+        low = bits & -bits
+        out.append(low.bit_length() - 1)
+        bits ^= low
+    return out
+
+
+def _sum(values: np.ndarray, bits: int) -> float:
+    mask = np.array([bits >> k & 1 for k in range(len(values))], dtype=bool)
+    return float(np.sum(values[mask], dtype=float))
+
+
+__all__ = ["AntichainStates", "antichain_states"]

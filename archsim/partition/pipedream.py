@@ -1,0 +1,283 @@
+"""PipeDream's optimizer (Narayanan et al., SOSP'19 §3.1; the released
+``optimizer_graph_hierarchical.py``), giving its answer on its inputs.
+
+Over the antichain states s_0 … s_{n−1} (:mod:`archsim.partition.antichain`) and, per level of the
+machine hierarchy, N machines joined at bandwidth B, it computes
+
+    A(i, j, m) = min( T(i..j on m+1 replicas),
+                      min_{k ancestor of j, 1 ≤ m′ ≤ m} max( A(i, k, m − m′), T(k+1..j on m′), transfers ) )
+
+with T(x on r) = (compute + 4(r − 1)·params / (B·r) / W) / r (W: machines inside one machine of
+this level, the previous level's N; the all-reduce of a split stage leaves W out, as the released
+code does), transfers 2·a/(B·m′) of the bytes a crossing each cut (divided by the activation
+compression ratio; ignored when there is none, the CLI's default), and, with the memory
+constraint, a stage skipped when ⌈(N − r)/r⌉·(activations + params) exceeds the memory. Level ℓ+1
+reads level ℓ's A(·, ·, N_ℓ − 1) as its compute time. The final level needs only i = 0.
+
+Everything is the released code's arithmetic in its order, so ``time_per_stage`` equals its
+output; ties go to the first split in ascending state order and the fewest replicas, which is
+where the released code (whose ancestor order is a Python set's) usually lands. Candidates are
+vectorized over splits and start states, which is what makes it fast.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from archsim.errors import InputError
+from archsim.partition.antichain import AntichainStates, antichain_states
+from archsim.partition.profile import LayerProfile
+
+DEFAULT_MEMORY_BYTES = 16e9  # the optimizer's --memory_size default
+
+
+@dataclass(frozen=True)
+class Level:
+    """One level of the hierarchy: ``machines`` joined at ``bandwidth`` bytes per time unit."""
+
+    machines: int
+    bandwidth: float
+
+
+@dataclass(frozen=True)
+class PipeDreamOptions:
+    """The optimizer's flags. activation_compression_ratio None: activation transfers ignored."""
+
+    activation_compression_ratio: float | None = None
+    memory_constraint: bool = False
+    memory_bytes: float = DEFAULT_MEMORY_BYTES
+    straight_pipeline: bool = False
+    use_fewer_machines: bool = False
+
+
+@dataclass(frozen=True)
+class Block:
+    """States [start, end) on ``replicas`` machines of its level; ``compute``: their raw time."""
+
+    start: int
+    end: int
+    compute: float
+    replicas: int
+
+
+@dataclass(frozen=True)
+class PipeDreamPlan:
+    """The optimizer's answer: time per stage, and per level (top first) the blocks it printed,
+    one list per block of the level above, in its own state numbering."""
+
+    time_per_stage: float
+    single_stage_time: float
+    levels: tuple[tuple[tuple[Block, ...], ...], ...]
+    states: AntichainStates
+    hierarchy: tuple[Level, ...]
+    options: PipeDreamOptions
+    by_machines: tuple[float, ...]  # the final level's optimum on 1 … N machines (inf: no plan)
+
+    def stages(self) -> list[tuple[Block, int]]:
+        """Level-1 blocks in pipeline order with their total replication (× every level above)."""
+        out: list[tuple[Block, int]] = []
+
+        def walk(level: int, group: int, factor: int) -> None:
+            offset = sum(len(g) for g in self.levels[level][:group])  # this group's first block, level-wide
+            for position, block in enumerate(self.levels[level][group]):
+                if level == len(self.levels) - 1:
+                    out.append((block, factor * block.replicas))
+                else:
+                    walk(level + 1, offset + position, factor * block.replicas)
+
+        walk(0, 0, 1)
+        return out
+
+
+def pipedream_plan(profile: LayerProfile, hierarchy: tuple[Level, ...] | list[Level],
+                   options: PipeDreamOptions = PipeDreamOptions()) -> PipeDreamPlan:
+    """Run PipeDream's optimizer on ``profile`` over ``hierarchy`` (innermost level first)."""
+    hierarchy = tuple(hierarchy)
+    if not hierarchy:
+        raise InputError("at least one level of machines is needed", field="machines")
+    for level in hierarchy:
+        if level.machines < 1:
+            raise InputError(f"machines per level must be positive, got {level.machines}", field="machines")
+        if not (level.bandwidth > 0 and math.isfinite(level.bandwidth)):
+            raise InputError(f"bandwidth must be positive and finite, got {level.bandwidth}", field="bandwidth")
+    ratio = options.activation_compression_ratio
+    if ratio is not None and not (ratio > 0 and math.isfinite(ratio)):
+        raise InputError(f"must be positive and finite, got {ratio}", field="activation-compression-ratio")
+    states = antichain_states(profile)
+    n = len(states)
+    compute = _Cumulative(states.compute)
+    all_a = []
+    within = 1
+    for number, level in enumerate(hierarchy):
+        final = number == len(hierarchy) - 1
+        solved = _solve_level(states, compute, level, within, final, options)
+        all_a.append(solved)
+        within = level.machines
+        if not final:
+            compute = _Matrix(solved.value[:, :, -1])
+    last = all_a[-1]
+    time = float(last.value[0, n - 1, hierarchy[-1].machines - 1])
+    if not math.isfinite(time):
+        raise InputError(f"PipeDream's optimizer finds no plan: {n} states on {hierarchy[-1].machines} machines"
+                         + (" under the memory constraint" if options.memory_constraint else "")
+                         + ("" if options.use_fewer_machines else " (allow fewer machines to leave some idle)"),
+                         field="machines")
+    levels = []
+    splits = [(0, n)]
+    for number in reversed(range(len(hierarchy))):
+        groups, new_splits = [], []
+        for start, end in splits:
+            blocks = _analyze(all_a[number], states, start, end, hierarchy[number].machines)
+            groups.append(tuple(blocks))
+            new_splits.extend((b.start, b.end) for b in blocks)
+        levels.append(tuple(groups))
+        splits = new_splits
+    return PipeDreamPlan(time, float(states.compute[-1]), tuple(levels), states, hierarchy, options,
+                         tuple(float(v) for v in last.value[0, n - 1, :]))
+
+
+@dataclass(frozen=True)
+class _Solved:
+    value: np.ndarray  # (rows, n, machines): A(i, j, m); inf where the released code has None
+    split: np.ndarray  # k of the chosen split; −1: the whole range on one replicated stage
+    rest: np.ndarray  # m − m′ machines index of the part before the split
+    replicas: np.ndarray  # m′ (or m + 1 for the whole range)
+
+
+class _Cumulative:
+    """Level 1's compute_times[i][j] = compute[j] − compute[i − 1] (compute[j] for i = 0), None for j < i."""
+
+    def __init__(self, cumulative: np.ndarray):
+        self.cumulative = cumulative
+        self.shifted = np.concatenate([[0.0], cumulative])
+
+    def get(self, rows, cols):
+        rows, cols = np.asarray(rows), np.asarray(cols)
+        value = self.cumulative[cols] - self.shifted[rows]
+        return np.where(cols >= rows, value, np.nan)
+
+
+class _Matrix:
+    """Upper levels' compute_times: the level below's A(i, j, N − 1); None (NaN) where it had none."""
+
+    def __init__(self, values: np.ndarray):
+        self.values = np.where(np.isinf(values), np.nan, values)
+
+    def get(self, rows, cols):
+        return self.values[np.asarray(rows), np.asarray(cols)]
+
+
+def _differences(cumulative: np.ndarray, rows, cols):
+    shifted = np.concatenate([[0.0], cumulative])
+    return cumulative[np.asarray(cols)] - shifted[np.asarray(rows)]
+
+
+def _solve_level(states: AntichainStates, compute, level: Level, within: int, final: bool,
+                 options: PipeDreamOptions) -> _Solved:
+    n, machines, bandwidth = len(states), level.machines, level.bandwidth
+    rows = 1 if final else n + 1
+    value = np.full((rows, n, machines), np.inf)
+    split = np.full((rows, n, machines), -1, dtype=np.int64)
+    rest = np.full((rows, n, machines), -1, dtype=np.int64)
+    replicas = np.zeros((rows, n, machines), dtype=np.int64)
+    row_index = np.arange(rows)[:, None]
+    col_index = np.arange(n)[None, :]
+    whole = compute.get(row_index, col_index)  # NaN where None
+    activation = _differences(states.activation, row_index, col_index)
+    parameters = _differences(states.parameters, row_index, col_index)
+    upper = col_index >= row_index
+    for m in range(1 if options.straight_pipeline else machines):
+        stashed = math.ceil((machines - (m + 1)) / (m + 1)) * (activation + parameters)
+        allowed = upper & ~np.isnan(whole)
+        if options.memory_constraint:
+            allowed &= ~(stashed > options.memory_bytes)
+        allreduce = (4 * m * parameters) / (bandwidth * (m + 1)) / within
+        value[:, :, m] = np.where(allowed, (whole + allreduce) / (m + 1), np.inf)
+        replicas[:, :, m] = np.where(allowed, m + 1, 0)
+    ratio = options.activation_compression_ratio
+    rows_all = np.arange(rows)
+    ancestor = _ancestor_matrix(states) if rows > 1 else None
+    for m in range(1, machines):
+        for j in range(1, n):
+            live = rows_all < j  # the released loop runs j over i+1 … n−1
+            if not live.any():
+                continue
+            current = value[:, j, m].copy()
+            best_split, best_rest, best_replicas = split[:, j, m].copy(), rest[:, j, m].copy(), replicas[:, j, m].copy()
+            if options.use_fewer_machines:
+                fewer = live & (value[:, j, m - 1] < current)
+                current = np.where(fewer, value[:, j, m - 1], current)
+                best_split = np.where(fewer, split[:, j, m - 1], best_split)
+                best_rest = np.where(fewer, rest[:, j, m - 1], best_rest)
+                best_replicas = np.where(fewer, replicas[:, j, m - 1], best_replicas)
+            ks = states.ancestors[j]
+            if len(ks) == 0:
+                value[:, j, m] = current
+                continue
+            # k may not be an ancestor of state i − 1 (the released code's rule for i > 0).
+            skip = np.zeros((rows, len(ks)), dtype=bool)
+            if rows > 1:
+                skip[1:] = ancestor[ks, :rows - 1].T
+            last_compute = compute.get(ks + 1, np.full(len(ks), j))
+            last_activation = _differences(states.activation, ks + 1, np.full(len(ks), j))
+            last_parameters = _differences(states.parameters, ks + 1, np.full(len(ks), j))
+            for m_prime in range(1, 2 if options.straight_pipeline else m + 1):
+                usable = ~np.isnan(last_compute)
+                if options.memory_constraint:
+                    stashed = (last_activation + last_parameters) * math.ceil((machines - (m + 1)) / m_prime)
+                    usable &= ~(stashed > options.memory_bytes)
+                stage = (last_compute + (4 * (m_prime - 1) * last_parameters) / (bandwidth * m_prime)) / m_prime
+                before = value[:, ks, m - m_prime]  # (rows, K)
+                candidate = np.maximum(before, stage[None, :])
+                if ratio is not None:
+                    incoming = (2.0 * states.crossing[ks]) / (bandwidth * m_prime) / ratio
+                    candidate = np.maximum(candidate, incoming[None, :])
+                    if j < n - 1:
+                        outgoing = (2.0 * states.crossing[j]) / (bandwidth * m_prime) / ratio
+                        candidate = np.maximum(candidate, outgoing)
+                valid = usable[None, :] & np.isfinite(before) & ~skip & live[:, None]
+                candidate = np.where(valid, candidate, np.inf)
+                pick = np.argmin(candidate, axis=1)  # first minimum: ascending k
+                chosen = candidate[rows_all, pick]
+                better = chosen < current
+                current = np.where(better, chosen, current)
+                best_split = np.where(better, ks[pick], best_split)
+                best_rest = np.where(better, m - m_prime, best_rest)
+                best_replicas = np.where(better, m_prime, best_replicas)
+            value[:, j, m] = current
+            split[:, j, m], rest[:, j, m], replicas[:, j, m] = best_split, best_rest, best_replicas
+    return _Solved(value, split, rest, replicas)
+
+
+def _ancestor_matrix(states: AntichainStates) -> np.ndarray:
+    """(n, n) booleans: [s, t] is state s an ancestor of state t."""
+    n = len(states)
+    out = np.zeros((n, n), dtype=bool)
+    for target, ancestors in enumerate(states.ancestors):
+        out[ancestors, target] = True
+    return out
+
+
+def _analyze(solved: _Solved, states: AntichainStates, start: int, end: int, machines: int) -> list[Block]:
+    """The released analyze_partitioning: follow the splits of A(start, end − 1, machines − 1)."""
+    j, m = end - 1, machines - 1
+    cuts, reps = [], []
+    while solved.split[start, j, m] >= 0:
+        k = int(solved.split[start, j, m])
+        cuts.append(k + 1)
+        reps.append(int(solved.replicas[start, j, m]))
+        j, m = k, int(solved.rest[start, j, m])
+    reps.append(int(solved.replicas[start, j, m]))
+    bounds = [start, *reversed(cuts), end]
+    reps.reverse()
+    blocks = []
+    for (a, b), r in zip(zip(bounds, bounds[1:]), reps):
+        time = states.compute[b - 1] - (states.compute[a - 1] if a > 0 else 0.0)
+        blocks.append(Block(a, b, float(time), r))
+    return blocks
+
+
+__all__ = ["DEFAULT_MEMORY_BYTES", "Block", "Level", "PipeDreamOptions", "PipeDreamPlan", "pipedream_plan"]
