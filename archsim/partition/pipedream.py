@@ -16,8 +16,8 @@ reads level ℓ's A(·, ·, N_ℓ − 1) as its compute time. The final level ne
 
 Everything is the released code's arithmetic in its order, so ``time_per_stage`` equals its
 output; ties go to the first split in ascending state order and the fewest replicas, which is
-where the released code (whose ancestor order is a Python set's) usually lands. Candidates are
-vectorized over splits and start states, which is what makes it fast.
+where the released code (whose ancestor order is a Python set's) usually lands. The split search
+is compiled (:mod:`archsim.partition.pipedream_kernel`).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import numpy as np
 
 from archsim.errors import InputError
 from archsim.partition.antichain import AntichainStates, antichain_states
+from archsim.partition.pipedream_kernel import solve_splits
 from archsim.partition.profile import LayerProfile
 
 DEFAULT_MEMORY_BYTES = 16e9  # the optimizer's --memory_size default
@@ -198,57 +199,16 @@ def _solve_level(states: AntichainStates, compute, level: Level, within: int, fi
         value[:, :, m] = np.where(allowed, (whole + allreduce) / (m + 1), np.inf)
         replicas[:, :, m] = np.where(allowed, m + 1, 0)
     ratio = options.activation_compression_ratio
-    rows_all = np.arange(rows)
-    ancestor = _ancestor_matrix(states) if rows > 1 else None
-    for m in range(1, machines):
-        for j in range(1, n):
-            live = rows_all < j  # the released loop runs j over i+1 … n−1
-            if not live.any():
-                continue
-            current = value[:, j, m].copy()
-            best_split, best_rest, best_replicas = split[:, j, m].copy(), rest[:, j, m].copy(), replicas[:, j, m].copy()
-            if options.use_fewer_machines:
-                fewer = live & (value[:, j, m - 1] < current)
-                current = np.where(fewer, value[:, j, m - 1], current)
-                best_split = np.where(fewer, split[:, j, m - 1], best_split)
-                best_rest = np.where(fewer, rest[:, j, m - 1], best_rest)
-                best_replicas = np.where(fewer, replicas[:, j, m - 1], best_replicas)
-            ks = states.ancestors[j]
-            if len(ks) == 0:
-                value[:, j, m] = current
-                continue
-            # k may not be an ancestor of state i − 1 (the released code's rule for i > 0).
-            skip = np.zeros((rows, len(ks)), dtype=bool)
-            if rows > 1:
-                skip[1:] = ancestor[ks, :rows - 1].T
-            last_compute = compute.get(ks + 1, np.full(len(ks), j))
-            last_activation = _differences(states.activation, ks + 1, np.full(len(ks), j))
-            last_parameters = _differences(states.parameters, ks + 1, np.full(len(ks), j))
-            for m_prime in range(1, 2 if options.straight_pipeline else m + 1):
-                usable = ~np.isnan(last_compute)
-                if options.memory_constraint:
-                    stashed = (last_activation + last_parameters) * math.ceil((machines - (m + 1)) / m_prime)
-                    usable &= ~(stashed > options.memory_bytes)
-                stage = (last_compute + (4 * (m_prime - 1) * last_parameters) / (bandwidth * m_prime)) / m_prime
-                before = value[:, ks, m - m_prime]  # (rows, K)
-                candidate = np.maximum(before, stage[None, :])
-                if ratio is not None:
-                    incoming = (2.0 * states.crossing[ks]) / (bandwidth * m_prime) / ratio
-                    candidate = np.maximum(candidate, incoming[None, :])
-                    if j < n - 1:
-                        outgoing = (2.0 * states.crossing[j]) / (bandwidth * m_prime) / ratio
-                        candidate = np.maximum(candidate, outgoing)
-                valid = usable[None, :] & np.isfinite(before) & ~skip & live[:, None]
-                candidate = np.where(valid, candidate, np.inf)
-                pick = np.argmin(candidate, axis=1)  # first minimum: ascending k
-                chosen = candidate[rows_all, pick]
-                better = chosen < current
-                current = np.where(better, chosen, current)
-                best_split = np.where(better, ks[pick], best_split)
-                best_rest = np.where(better, m - m_prime, best_rest)
-                best_replicas = np.where(better, m_prime, best_replicas)
-            value[:, j, m] = current
-            split[:, j, m], rest[:, j, m], replicas[:, j, m] = best_split, best_rest, best_replicas
+    ancestor_ptr = np.concatenate([[0], np.cumsum([len(a) for a in states.ancestors])]).astype(np.int64)
+    ancestor_ids = np.concatenate([*states.ancestors, np.zeros(0, dtype=np.int64)]).astype(np.int64)
+    is_ancestor = _ancestor_matrix(states) if rows > 1 else np.zeros((1, 1), dtype=bool)
+    use_matrix = isinstance(compute, _Matrix)
+    solve_splits(value, split, rest, replicas, ancestor_ptr, ancestor_ids, is_ancestor,
+                 np.zeros(1) if use_matrix else compute.cumulative, compute.values if use_matrix else np.zeros((1, 1)),
+                 use_matrix, states.activation, states.parameters, states.crossing, float(bandwidth),
+                 options.straight_pipeline, options.use_fewer_machines,
+                 -1.0 if ratio is None else float(ratio),
+                 float(options.memory_bytes) if options.memory_constraint else -1.0)
     return _Solved(value, split, rest, replicas)
 
 
