@@ -16,7 +16,7 @@ import pytest
 from archsim.errors import InputError
 from archsim.partition.antichain import antichain_states
 from archsim.partition.graph_txt import load_graph_txt
-from archsim.partition.pipedream import Level, PipeDreamOptions, pipedream_plan
+from archsim.partition.pipedream import Level, PipeDreamOptions, pipedream_plan, plan_partition
 from tests.pipedream_evaluator import plan_time
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "pipedream"
@@ -76,6 +76,13 @@ def test_time_per_stage_equals_the_released_optimizer(record):
     ours = [[[(b.start, b.end, b.replicas) for b in group] for group in level] for level in plan.levels]
     assert plan_time(plan.states, ours, record["ns"], record["bws"], ratio, memory) == \
         pytest.approx(record["time_per_stage"], rel=1e-6)
+    # As archsim's Partition: every node on exactly one stage, the machines all used, and the
+    # slowest stage or transfer is the optimizer's time per stage.
+    partition = plan_partition(profile, plan)
+    placed = [name for stage in partition.stages for name in stage.layers]
+    assert sorted(placed) == sorted(profile.names)
+    assert partition.processors == record["N"]
+    assert partition.max_stage_cycles == pytest.approx(record["time_per_stage"], rel=1e-6)
     # Each block's printed compute time is the optimizer's.
     for level, recorded in zip(plan.levels, record["levels"]):
         printed = {(a, b): t for group in recorded["blocks"] for a, b, t, _ in group}

@@ -31,6 +31,7 @@ from archsim.errors import InputError
 from archsim.partition.antichain import AntichainStates, antichain_states
 from archsim.partition.pipedream_kernel import solve_splits
 from archsim.partition.profile import LayerProfile
+from archsim.partition.result import Partition, PlacedOp, Stage
 
 DEFAULT_MEMORY_BYTES = 16e9  # the optimizer's --memory_size default
 
@@ -102,8 +103,8 @@ def pipedream_plan(profile: LayerProfile, hierarchy: tuple[Level, ...] | list[Le
     for level in hierarchy:
         if level.machines < 1:
             raise InputError(f"machines per level must be positive, got {level.machines}", field="machines")
-        if not (level.bandwidth > 0 and math.isfinite(level.bandwidth)):
-            raise InputError(f"bandwidth must be positive and finite, got {level.bandwidth}", field="bandwidth")
+        if not level.bandwidth > 0:  # inf: free links
+            raise InputError(f"bandwidth must be positive, got {level.bandwidth}", field="bandwidth")
     ratio = options.activation_compression_ratio
     if ratio is not None and not (ratio > 0 and math.isfinite(ratio)):
         raise InputError(f"must be positive and finite, got {ratio}", field="activation-compression-ratio")
@@ -240,4 +241,97 @@ def _analyze(solved: _Solved, states: AntichainStates, start: int, end: int, mac
     return blocks
 
 
-__all__ = ["DEFAULT_MEMORY_BYTES", "Block", "Level", "PipeDreamOptions", "PipeDreamPlan", "pipedream_plan"]
+def pipedream_partition(profile: LayerProfile, processors: int | None = None, *, bandwidth: float | None = None,
+                        replication: bool = False, use_fewer_machines: bool = False,
+                        hierarchy: tuple[Level, ...] | list[Level] | None = None,
+                        options: PipeDreamOptions | None = None) -> Partition:
+    """PipeDream's plan as archsim's :class:`Partition` (what schedules and the simulator read).
+
+    The short form is LayerPipe's comparison: ``processors`` machines on one level joined at
+    ``bandwidth`` bytes per time unit (None: free links, activation transfers ignored; given:
+    transfers counted, compression ratio 1); ``replication`` False is the optimizer's
+    ``--straight_pipeline``; ``use_fewer_machines`` its flag of that name (without it, a plan
+    must use every machine). ``hierarchy`` and ``options`` give every flag of the optimizer.
+    Each stage's time is the optimizer's own term for it, so ``max_stage_cycles`` is its
+    ``time_per_stage``.
+    """
+    if hierarchy is None:
+        if processors is None or processors <= 0:
+            raise InputError(f"processors must be positive, got {processors}", field="processors")
+        hierarchy = (Level(processors, math.inf if bandwidth is None else bandwidth),)
+    if options is None:
+        options = PipeDreamOptions(activation_compression_ratio=None if bandwidth is None else 1.0,
+                                   straight_pipeline=not replication, use_fewer_machines=use_fewer_machines)
+    plan = pipedream_plan(profile, hierarchy, options)
+    return plan_partition(profile, plan)
+
+
+def plan_partition(profile: LayerProfile, plan: PipeDreamPlan) -> Partition:
+    """Stages (innermost blocks, in pipeline order) with the optimizer's time terms.
+
+    A level above replicates a block r times and adds its all-reduce a before dividing, so what a
+    stage or transfer t inside it costs is (t + a) / r, applied level by level outwards."""
+    ratio = plan.options.activation_compression_ratio
+    n = len(plan.states)
+    stages: list[Stage] = []
+    boundaries: list[float] = []
+
+    def outwards(value: float, above: list[tuple[float, int]]) -> float:
+        for extra, replicas in above:
+            value = (value + extra) / replicas
+        return value
+
+    def walk(level: int, group: int, above: list[tuple[float, int]]) -> None:
+        number = len(plan.levels) - level  # 1: the innermost level
+        spec = plan.hierarchy[number - 1]
+        within = plan.hierarchy[number - 2].machines if number > 1 else 1
+        offset = sum(len(g) for g in plan.levels[level][:group])
+        for position, block in enumerate(plan.levels[level][group]):
+            r = block.replicas
+            parameters = plan.states.parameters[block.end - 1] - (
+                plan.states.parameters[block.start - 1] if block.start else 0.0)
+            # The released code divides the all-reduce by `within` only in its one-stage base case.
+            allreduce = 4 * (r - 1) * parameters / (spec.bandwidth * r) / (within if position == 0 else 1)
+            if position and ratio is not None:
+                incoming = 2.0 * plan.states.crossing[block.start - 1] / (spec.bandwidth * r) / ratio
+                outgoing = 2.0 * plan.states.crossing[block.end - 1] / (spec.bandwidth * r) / ratio \
+                    if block.end < n else 0.0
+                boundaries.append(outwards(max(incoming, outgoing), above))
+            if number > 1:
+                walk(level + 1, offset + position, [(allreduce, r), *above])
+                continue
+            nodes = plan.states.nodes_between(block.start, block.end)
+            ops = tuple(PlacedOp(profile.names[k], kind, float(cost)) for k in nodes
+                        for kind, cost in (("F", profile.forward[k]), ("G", profile.weight_grad[k]),
+                                           ("D", profile.delta[k])) if kind != "D" or cost > 0)
+            compute = sum(op.cycles for op in ops)
+            machines = r * math.prod(replicas for _, replicas in above)
+            time = outwards((compute + allreduce) / r, above)
+            stages.append(Stage(len(stages), tuple(profile.names[k] for k in nodes), ops, replicas=machines,
+                                allreduce_cycles=time - compute / machines))
+
+    walk(0, 0, [])
+    from archsim.partition.result import mandatory_bytes
+
+    stage_of = {name: stage.index for stage in stages for name in stage.layers}
+    return Partition("pipedream", tuple(stages), mandatory_bytes(profile, stage_of), 0, tuple(boundaries),
+                     (describe(plan),))
+
+
+def describe(plan: PipeDreamPlan) -> str:
+    """Which of the optimizer's settings a result used (outputs say so)."""
+    options = plan.options
+    levels = " × ".join(f"{level.machines} at {level.bandwidth:.4g} B/unit" for level in plan.hierarchy)
+    parts = [f"PipeDream's optimizer: {levels}",
+             "straight pipeline" if options.straight_pipeline else "stage replication",
+             "activation transfers ignored" if options.activation_compression_ratio is None
+             else f"activation compression ratio {options.activation_compression_ratio:g}"]
+    if options.memory_constraint:
+        parts.append(f"memory constraint {options.memory_bytes:.4g} B")
+    if options.use_fewer_machines:
+        parts.append("fewer machines allowed")
+    return "; ".join(parts)
+
+
+__all__ = ["DEFAULT_MEMORY_BYTES", "Block", "Level", "PipeDreamOptions", "PipeDreamPlan", "pipedream_partition",
+           "pipedream_plan", "plan_partition"]
