@@ -21,6 +21,7 @@ from tests.pipedream_evaluator import plan_time
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "pipedream"
 DATA = Path(__file__).resolve().parent / "data"
+ROOT = Path(__file__).resolve().parents[1]
 PROFILES = {p.stem: p for p in sorted((SHARED / "profiles").glob("*.txt"))} if SHARED.is_dir() else {}
 needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason="shared/pipedream (PipeDream's profiles) not beside the repo")
 
@@ -154,3 +155,69 @@ def test_no_plan_is_an_error_not_a_guess():
         pipedream_plan(chain, [Level(3, 1.0)], PipeDreamOptions(straight_pipeline=True))
     fewer = pipedream_plan(chain, [Level(3, 1.0)], PipeDreamOptions(straight_pipeline=True, use_fewer_machines=True))
     assert fewer.time_per_stage == 3.0  # b alone (2 + 1) on one of its machines
+
+
+def run_cli(*argv):
+    import io
+    from contextlib import redirect_stdout
+
+    from archsim.cli import main
+
+    out = io.StringIO()
+    with redirect_stdout(out):
+        code = main([str(a) for a in argv])
+    return code, out.getvalue()
+
+
+CLUSTER = """[cluster]
+name = "{name}"
+inter_server_gbps = {inter}
+[[servers]]
+count = {servers}
+gpus = {gpus}
+intra_server_gbps = {intra}
+"""
+
+
+@needs_shared
+@pytest.mark.parametrize("setting, servers, gpus, intra, inter, extra", [
+    ("flat", 1, 8, 8, 8, ["--activation-compression-ratio", "1"]),            # 1 GB/s = 8 Gb/s, one level
+    ("flat_noact", 1, 8, 8, 8, []),                                             # the CLI's default: ignored
+    ("flat_mem", 1, 8, 8, 8, ["--activation-compression-ratio", "1", "--memory-constraint"]),
+    ("hier", 2, 4, 128, 10, ["--activation-compression-ratio", "1"]),          # 1.6e10 B/s in, 1.25e9 B/s across
+])
+def test_archsim_plan_method_pipedream_gives_the_optimizers_answer(tmp_path, setting, servers, gpus, intra, inter,
+                                                                   extra):
+    cluster = tmp_path / "c.toml"
+    cluster.write_text(CLUSTER.format(name="c", inter=inter, servers=servers, gpus=gpus, intra=intra))
+    code, out = run_cli("plan", PROFILES["resnet50"], "--cluster", cluster, "--method", "pipedream",
+                        "--microbatches", 4, "--format", "json", *extra)
+    assert code == 0
+    result = json.loads(out)
+    record = next(r for r in RECORDS if (r["model"], r["setting"], r["N"]) == ("resnet50", setting, 8))
+    meta = result["meta"]
+    assert meta["time_per_stage"] == pytest.approx(record["time_per_stage"], rel=1e-6)
+    assert meta["single_stage_time"] == pytest.approx(record["single_stage_time"], rel=1e-9)
+    assert [level["level"] for level in meta["levels"]] == [level["level"] for level in record["levels"]]
+    assert sum(row["replicas"] for row in result["rows"]) == 8
+    # The simulation runs 4 micro-batches through every stage: never faster than the busiest stage's work.
+    busiest = max(row["compute_seconds"] / row["replicas"] for row in result["rows"])
+    assert meta["simulated_makespan_seconds"] >= 4 * busiest * (1 - 1e-9)
+    assert meta["time_per_stage_by_machines"][-1] == pytest.approx(record["time_per_stage"], rel=1e-6)
+
+
+@needs_shared
+def test_too_many_states_is_a_one_line_error_naming_the_profile(tmp_path, capsys):
+    cluster = tmp_path / "c.toml"
+    cluster.write_text(CLUSTER.format(name="c", inter=8, servers=1, gpus=2, intra=8))
+    code, _ = run_cli("plan", PROFILES["inception_v3"], "--cluster", cluster, "--method", "pipedream",
+                      "--microbatches", 2)
+    error = capsys.readouterr().err
+    assert code == 2 and "inception_v3.txt" in error and "antichain states" in error and error.count("\n") == 1
+
+
+@needs_shared
+def test_a_ranged_cluster_is_refused_for_pipedreams_uniform_levels():
+    code, _ = run_cli("plan", PROFILES["alexnet"], "--cluster", ROOT / "configs" / "clusters" / "spp_sim.toml", "--method",
+                      "pipedream", "--microbatches", 2)
+    assert code == 2

@@ -50,7 +50,12 @@ class AntichainStates:
         return [k for k in range(done.bit_length()) if done >> k & 1]
 
 
-def antichain_states(profile: LayerProfile) -> AntichainStates:
+MAX_STATES = 5000  # PipeDream's tables grow as states² × machines; Inception-v3 has ~221,000 states
+
+
+def antichain_states(profile: LayerProfile, max_states: int = MAX_STATES) -> AntichainStates:
+    """The states of ``profile``; more than ``max_states`` is an error (the optimizer's tables
+    would not fit: PipeDream's own answer is to compress branches first)."""
     n = len(profile)
     producers = [profile.producers(k) for k in range(n)]
     successors_list = [profile.consumers(k) for k in range(n)]
@@ -124,6 +129,10 @@ def antichain_states(profile: LayerProfile) -> AntichainStates:
         for nxt in next_antichains(antichain):
             nkey = tuple(sorted(nxt))
             if nkey not in ids:
+                if len(chains) >= max_states:
+                    raise InputError(f"more than {max_states} antichain states: PipeDream's optimizer keeps "
+                                     "states² × machines tables, too large here; merge parallel branches first "
+                                     "(PipeDream's scripts/compress_graph_branches.py)", field="edges")
                 ids[nkey] = len(chains)
                 chains.append(nxt)
                 edges.append([])

@@ -321,7 +321,8 @@ def plan_partition(profile: LayerProfile, plan: PipeDreamPlan) -> Partition:
 def describe(plan: PipeDreamPlan) -> str:
     """Which of the optimizer's settings a result used (outputs say so)."""
     options = plan.options
-    levels = " × ".join(f"{level.machines} at {level.bandwidth:.4g} B/unit" for level in plan.hierarchy)
+    levels = " × ".join(f"{level.machines} machines at {level.bandwidth:.4g} bytes per time unit"
+                        for level in plan.hierarchy)
     parts = [f"PipeDream's optimizer: {levels}",
              "straight pipeline" if options.straight_pipeline else "stage replication",
              "activation transfers ignored" if options.activation_compression_ratio is None
