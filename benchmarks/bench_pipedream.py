@@ -20,11 +20,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from pipedream_reference import run_optimizer  # noqa: E402
+from pipedream_reference import run_optimizer
 
-from archsim.partition.graph_txt import load_graph_txt  # noqa: E402
-from archsim.partition.pipedream import Level, PipeDreamOptions, pipedream_plan  # noqa: E402
-from archsim.partition.pipedream_kernel import warm_up  # noqa: E402
+from archsim.partition.graph_txt import load_graph_txt
+from archsim.partition.pipedream import Level, PipeDreamOptions, pipedream_plan
+from archsim.partition.pipedream_kernel import warm_up
 
 CASES = [("resnet50", [4, 4], [1.6e10, 1.25e9]), ("resnet50", [16], [1e9]), ("vgg16", [4, 4], [1.6e10, 1.25e9]),
          ("gnmt", [4, 4], [1.6e10, 1.25e9])]

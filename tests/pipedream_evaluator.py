@@ -25,7 +25,7 @@ def plan_time(states, levels, machines, bandwidths, ratio, memory_bytes=None):
         within = machines[number - 2] if number > 1 else 1
         B, M = bandwidths[number - 1], machines[number - 1]
         for group in groups:
-            def compute(a, b):
+            def compute(a, b, number=number):
                 if number == 1:
                     return raw(a, b, states.compute)
                 return times[(number - 1, a, b)]

@@ -8,7 +8,7 @@ resnet50, gnmt × 5 settings × 2/4/8/16 machines, see its README) and
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -37,7 +37,7 @@ def _records():
 RECORDS = _records()
 
 
-@lru_cache(maxsize=None)
+@cache
 def profile_of(model: str):
     return load_graph_txt(PROFILES[model])
 

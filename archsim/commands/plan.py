@@ -9,9 +9,17 @@ from pathlib import Path
 import pandas as pd
 
 from archsim.cli import Command
-from archsim.commands.common import (add_array_arguments, add_network_arguments, add_output_arguments,
-                                     add_timeline_outputs, array_from_args, emit, network_from_args, positive_int,
-                                     write_timeline_outputs)
+from archsim.commands.common import (
+    add_array_arguments,
+    add_network_arguments,
+    add_output_arguments,
+    add_timeline_outputs,
+    array_from_args,
+    emit,
+    network_from_args,
+    positive_int,
+    write_timeline_outputs,
+)
 from archsim.errors import InputError
 from archsim.lowering import MODES
 from archsim.outputs import render
@@ -91,8 +99,14 @@ def run(args: argparse.Namespace) -> int:
 def _run_pipedream(args: argparse.Namespace, profile, topology) -> int:
     """PipeDream's optimizer on the cluster's uniform levels; the simulated makespan runs the plan
     on the cluster's real links under SPP's synchronous PE schedule (a named difference)."""
-    from archsim.partition.pipedream import (DEFAULT_MEMORY_BYTES, Level, PipeDreamOptions, describe, pipedream_plan,
-                                             plan_partition)
+    from archsim.partition.pipedream import (
+        DEFAULT_MEMORY_BYTES,
+        Level,
+        PipeDreamOptions,
+        describe,
+        pipedream_plan,
+        plan_partition,
+    )
     from archsim.spp.pe import pe_makespan
     from archsim.spp.plan import partition_stage_plans
 

@@ -22,6 +22,7 @@ is compiled (:mod:`archsim.partition.pipedream_kernel`).
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -235,7 +236,7 @@ def _analyze(solved: _Solved, states: AntichainStates, start: int, end: int, mac
     bounds = [start, *reversed(cuts), end]
     reps.reverse()
     blocks = []
-    for (a, b), r in zip(zip(bounds, bounds[1:]), reps):
+    for (a, b), r in zip(itertools.pairwise(bounds), reps):
         time = states.compute[b - 1] - (states.compute[a - 1] if a > 0 else 0.0)
         blocks.append(Block(a, b, float(time), r))
     return blocks

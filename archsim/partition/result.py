@@ -86,7 +86,7 @@ class Partition:
         return pd.DataFrame(rows)
 
 
-def mandatory_bytes(profile: "LayerProfile", stage_of: dict[str, int]) -> int:
+def mandatory_bytes(profile: LayerProfile, stage_of: dict[str, int]) -> int:
     """Bytes every pipeline with this layer→stage map must move: each tensor that crosses a stage
     boundary (an edge of the profile's DAG) goes forward as an activation and comes back as a δ
     of the same size."""

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from archsim.errors import InputError
-from archsim.spp.pe import StagePlan, pe_makespan
 from archsim.partition.profile import LayerProfile
+from archsim.spp.pe import StagePlan, pe_makespan
 from archsim.spp.prm import PRMPlan, boundary_bytes, channel_time, prm_tables, stage_time
 from archsim.spp.rdo import recursive_device_order
 from archsim.spp.topology import Topology

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
@@ -70,8 +70,8 @@ def prm(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarray, micr
         raise InputError(f"stages must be within 1..{min(n_layers, n_devices)}, got {stages}", field="stages")
     order = tuple(order)
 
-    @lru_cache(maxsize=None)
-    def W(l: int, xi: int, r: int, i: int) -> tuple[float, tuple]:  # noqa: N802 - the paper's name
+    @cache
+    def W(l: int, xi: int, r: int, i: int) -> tuple[float, tuple]:
         block = order[i - r:i]
         if xi == 1:
             if r != i:

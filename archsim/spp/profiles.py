@@ -29,7 +29,7 @@ def profile_from_network(network, array, batch: int, mode: str = "exact", group=
             blocks[-1].append(index)
         else:
             blocks.append([index])
-    total = lambda values, block: float(np.sum(values[block]))  # noqa: E731
+    total = lambda values, block: float(np.sum(values[block]))
     activation = [int(p.activation_bytes[b[-1]]) for b in blocks]
     return profile_from_costs(
         [keys[b[0]] for b in blocks],
