@@ -9,8 +9,8 @@ reached from the first source by advancing one node at a time, and numbered in t
 PipeDream's ``topological_sort`` gives them (depth-first from the first state, children in the
 order they were found, each finished state put in front), so state numbers match the optimizer's.
 
-Sets of nodes are Python integers used as bit sets (bit k = node k), which keeps the closure of
-even NASNet's 1,250 nodes cheap.
+Sets of nodes and of states are Python integers used as bit sets (bit k = node k), and a state's
+ancestors are handed on packed, so memory grows as n²/8 bytes, not n² integers.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import sparse
 
 from archsim.errors import InputError
 from archsim.partition.profile import LayerProfile
@@ -29,8 +30,9 @@ class AntichainStates:
 
     compute/activation/parameters: sums over the state's closure (its augmented antichain and all
     their predecessors); crossing: bytes of every tensor crossing the cut after the state (the
-    augmented antichain's outputs); ancestors[j]: every state before state j in the antichain DAG,
-    ascending; closure[j]: the bit set of nodes done after state j.
+    augmented antichain's outputs); ancestor_bits[j]: the states before state j in the antichain
+    DAG, packed little-endian (bit k of row j: state k is an ancestor of j); closure[j]: the bit
+    set of nodes done after state j.
     """
 
     antichains: tuple[tuple[int, ...], ...]
@@ -39,7 +41,7 @@ class AntichainStates:
     activation: np.ndarray
     parameters: np.ndarray
     crossing: np.ndarray
-    ancestors: tuple[np.ndarray, ...]
+    ancestor_bits: np.ndarray
 
     def __len__(self) -> int:
         return len(self.antichains)
@@ -50,7 +52,7 @@ class AntichainStates:
         return [k for k in range(done.bit_length()) if done >> k & 1]
 
 
-MAX_STATES = 5000  # PipeDream's tables grow as states² × machines; Inception-v3 has ~221,000 states
+MAX_STATES = 20000  # a limit on the search itself; Inception-v3 has ~221,000 states
 
 
 def antichain_states(profile: LayerProfile, max_states: int = MAX_STATES) -> AntichainStates:
@@ -71,16 +73,21 @@ def antichain_states(profile: LayerProfile, max_states: int = MAX_STATES) -> Ant
     if not sources:
         raise InputError("the profile has no source node", field="edges")
 
+    # reads[p, q] = 1 for an edge p → q: one sparse product finds the nodes read from outside a set.
+    reads = _edge_matrix(producers, n)
     augmented_cache: dict[tuple[int, ...], list[int]] = {}
 
     def augment(antichain: list[int]) -> list[int]:
+        """PipeDream's augment_antichain: add each predecessor p of an antichain node a that still
+        has a consumer other than a outside a's predecessors."""
         key = tuple(sorted(antichain))
         if key not in augmented_cache:
-            extra = set()
+            extra: set[int] = set()
             for node in antichain:
-                for p in _members(before[node]):
-                    if any(not (before[node] >> out & 1) and out != node for out in successors_list[p]):
-                        extra.add(p)
+                inside = _mask(before[node], n)
+                outside = ~inside
+                outside[node] = False
+                extra.update(np.flatnonzero(inside & (reads @ outside.astype(np.int8) > 0)).tolist())
             augmented_cache[key] = sorted(extra) + list(antichain)
         return augmented_cache[key]
 
@@ -154,18 +161,21 @@ def antichain_states(profile: LayerProfile, max_states: int = MAX_STATES) -> Ant
                          f"{len(missing)} node(s), e.g. {missing[0]}: PipeDream's states would drop their cost",
                          field="edges")
     total, weights, activations = profile.total, profile.weight_bytes, profile.activation_bytes
-    compute = np.array([_sum(total, done) for done in closure])
-    activation = np.array([_sum(activations, done) for done in closure])
-    parameters = np.array([_sum(weights, done) for done in closure])
+    masks = [_mask(done, n) for done in closure]
+    compute = np.array([float(np.sum(total[mask], dtype=float)) for mask in masks])
+    activation = np.array([float(np.sum(activations[mask], dtype=float)) for mask in masks])
+    parameters = np.array([float(np.sum(weights[mask], dtype=float)) for mask in masks])
     crossing = np.array([float(sum(float(activations[k]) for k in nodes)) for nodes in augmented])
-    preds: list[set[int]] = [set() for _ in order]
+    ancestors = [0] * len(order)
     for s in order:  # topological: a state's ancestors are complete before its children read them
         for child in edges[s]:
-            preds[number[child]] |= preds[number[s]] | {number[s]}
+            ancestors[number[child]] |= ancestors[number[s]] | 1 << number[s]
+    width = (len(order) + 7) // 8
+    bits = np.frombuffer(b"".join(a.to_bytes(width, "little") for a in ancestors), dtype=np.uint8)
     return AntichainStates(
         antichains=tuple(tuple(nodes) for nodes in augmented), closure=tuple(closure), compute=compute,
         activation=activation, parameters=parameters, crossing=crossing,
-        ancestors=tuple(np.array(sorted(p), dtype=np.int64) for p in preds),
+        ancestor_bits=bits.reshape(len(order), width).copy(),
     )
 
 
@@ -195,18 +205,16 @@ def _depth_first_order(edges: list[list[int]]) -> list[int]:
     return order
 
 
-def _members(bits: int) -> list[int]:
-    out = []
-    while bits:
-        low = bits & -bits
-        out.append(low.bit_length() - 1)
-        bits ^= low
-    return out
+def _mask(bits: int, n: int) -> np.ndarray:
+    """The bit set ``bits`` over nodes 0..n−1 as booleans."""
+    raw = np.frombuffer(bits.to_bytes((n + 7) // 8, "little"), dtype=np.uint8)
+    return np.unpackbits(raw, bitorder="little")[:n].astype(bool)
 
 
-def _sum(values: np.ndarray, bits: int) -> float:
-    mask = np.array([bits >> k & 1 for k in range(len(values))], dtype=bool)
-    return float(np.sum(values[mask], dtype=float))
+def _edge_matrix(producers, n: int) -> sparse.csr_matrix:
+    rows = [p for node in range(n) for p in producers[node]]
+    cols = [node for node in range(n) for _ in producers[node]]
+    return sparse.csr_matrix((np.ones(len(rows), dtype=np.int32), (rows, cols)), shape=(n, n))
 
 
 __all__ = ["AntichainStates", "antichain_states"]

@@ -201,26 +201,14 @@ def _solve_level(states: AntichainStates, compute, level: Level, within: int, fi
         value[:, :, m] = np.where(allowed, (whole + allreduce) / (m + 1), np.inf)
         replicas[:, :, m] = np.where(allowed, m + 1, 0)
     ratio = options.activation_compression_ratio
-    ancestor_ptr = np.concatenate([[0], np.cumsum([len(a) for a in states.ancestors])]).astype(np.int64)
-    ancestor_ids = np.concatenate([*states.ancestors, np.zeros(0, dtype=np.int64)]).astype(np.int64)
-    is_ancestor = _ancestor_matrix(states) if rows > 1 else np.zeros((1, 1), dtype=bool)
     use_matrix = isinstance(compute, _Matrix)
-    solve_splits(value, split, rest, replicas, ancestor_ptr, ancestor_ids, is_ancestor,
+    solve_splits(value, split, rest, replicas, states.ancestor_bits,
                  np.zeros(1) if use_matrix else compute.cumulative, compute.values if use_matrix else np.zeros((1, 1)),
                  use_matrix, states.activation, states.parameters, states.crossing, float(bandwidth),
                  options.straight_pipeline, options.use_fewer_machines,
                  -1.0 if ratio is None else float(ratio),
                  float(options.memory_bytes) if options.memory_constraint else -1.0)
     return _Solved(value, split, rest, replicas)
-
-
-def _ancestor_matrix(states: AntichainStates) -> np.ndarray:
-    """(n, n) booleans: [s, t] is state s an ancestor of state t."""
-    n = len(states)
-    out = np.zeros((n, n), dtype=bool)
-    for target, ancestors in enumerate(states.ancestors):
-        out[ancestors, target] = True
-    return out
 
 
 def _analyze(solved: _Solved, states: AntichainStates, start: int, end: int, machines: int) -> list[Block]:

@@ -10,13 +10,13 @@ from numba import njit
 
 
 @njit(cache=True)
-def solve_splits(value, split, rest, replicas, ancestor_ptr, ancestor_ids, is_ancestor, cumulative, matrix,
-                 use_matrix, activation, parameters, crossing, bandwidth, straight, fewer, ratio, memory_bytes):
+def solve_splits(value, split, rest, replicas, ancestor_bits, cumulative, matrix, use_matrix, activation, parameters,
+                 crossing, bandwidth, straight, fewer, ratio, memory_bytes):
     """Fill A(i, j, m) for m ≥ 1 over the split candidates, in place.
 
     value/split/rest/replicas: (rows, n, machines), the one-stage entries already filled (inf where
-    the released code has None). ancestor_ids[ancestor_ptr[j]:ancestor_ptr[j + 1]]: state j's
-    ancestors, ascending. is_ancestor[k, t]: k is an ancestor of t (rows > 1 only). Level 1 reads a
+    the released code has None). ancestor_bits[t, k >> 3] >> (k & 7) & 1: state k is an ancestor
+    of state t (the released code walks them in ascending k here). Level 1 reads a
     stage's compute as cumulative[j] − cumulative[k]; upper levels read matrix[k + 1, j] (NaN: None).
     ratio ≤ 0: activation transfers ignored; memory_bytes < 0: no memory constraint.
     """
@@ -32,9 +32,10 @@ def solve_splits(value, split, rest, replicas, ancestor_ptr, ancestor_ids, is_an
                 if fewer and value[i, j, m - 1] < current:
                     current = value[i, j, m - 1]
                     best_split, best_rest, best_replicas = split[i, j, m - 1], rest[i, j, m - 1], replicas[i, j, m - 1]
-                for a in range(ancestor_ptr[j], ancestor_ptr[j + 1]):
-                    k = ancestor_ids[a]
-                    if i > 0 and is_ancestor[k, i - 1]:
+                for k in range(j):
+                    if not (ancestor_bits[j, k >> 3] >> (k & 7)) & 1:
+                        continue
+                    if i > 0 and (ancestor_bits[i - 1, k >> 3] >> (k & 7)) & 1:
                         continue
                     last_compute = matrix[k + 1, j] if use_matrix else cumulative[j] - cumulative[k]
                     if math.isnan(last_compute):
@@ -64,5 +65,5 @@ def warm_up() -> None:
     """Compile once on tiny inputs (benchmarks time the solver, not numba)."""
     shape = (1, 2, 2)
     solve_splits(np.full(shape, np.inf), np.full(shape, -1), np.full(shape, -1), np.zeros(shape, dtype=np.int64),
-                 np.array([0, 0, 1]), np.array([0]), np.zeros((1, 1), dtype=np.bool_), np.zeros(2),
-                 np.zeros((1, 1)), False, np.zeros(2), np.zeros(2), np.zeros(2), 1.0, False, False, 0.0, -1.0)
+                 np.array([[0], [1]], dtype=np.uint8), np.zeros(2), np.zeros((1, 1)), False, np.zeros(2), np.zeros(2),
+                 np.zeros(2), 1.0, False, False, 0.0, -1.0)
