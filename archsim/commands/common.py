@@ -91,16 +91,20 @@ def memory_meta(array: ArrayConfig) -> dict[str, object]:
 
 
 def add_network_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("network", metavar="NETWORK", help="topology CSV path or shipped network name")
+    parser.add_argument("network", metavar="NETWORK", help="topology CSV or ONNX path, or shipped network name")
     parser.add_argument("--only", default=None, metavar="KIND[,KIND]",
                         help="keep only these layer kinds (conv, fc, matmul, pool, elementwise, batchnorm)")
+    parser.add_argument("--unsupported", default="error", choices=("error", "skip"),
+                        help="an ONNX op archsim does not model: error (default), or skip it and list it")
 
 
 def network_from_args(args: argparse.Namespace, geometry: str = "archsim"):
     """The NETWORK argument, restricted to ``--only`` kinds."""
     from archsim.workload import load_network
 
-    network = load_network(args.network, geometry=geometry)
+    network = load_network(args.network, geometry=geometry, unsupported=getattr(args, "unsupported", "error"))
+    for note in network.notes:
+        print(f"archsim: note: {note}", file=sys.stderr)
     if args.only:
         network = network.only(*[k.strip() for k in args.only.split(",") if k.strip()])
     return network

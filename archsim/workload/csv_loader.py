@@ -9,7 +9,8 @@ exactly as SCALE-Sim reads them::
 any order: ``Padding`` (default 0), ``Type`` (conv, fc/linear, matmul, pool, elementwise,
 batchnorm; default conv), ``Inputs`` (producer names separated by ``;``; default: the row above,
 or the network input for the first row; ``input`` names the network input), ``Bias`` (0/1),
-``Repeat`` (independent instances per sample, e.g. attention heads). A SCALE-Sim sparsity column
+``Repeat`` (independent instances per sample, e.g. attention heads), ``Groups`` (grouped or
+depthwise convolution), ``Dilation`` (spacing of a conv's filter taps). A SCALE-Sim sparsity column
 (header containing ``sparsity``) is accepted and ignored.
 """
 
@@ -27,9 +28,10 @@ POSITIONAL = ("Layer name", "IFMAP Height", "IFMAP Width", "Filter Height", "Fil
               "Channels", "Num Filter", "Strides")
 _FIELD_OF = dict(zip(POSITIONAL[1:], ("ifmap_h", "ifmap_w", "filter_h", "filter_w", "channels",
                                        "filters", "stride")))
-OPTIONAL = ("Padding", "Type", "Inputs", "Bias", "Repeat")
+OPTIONAL = ("Padding", "Type", "Inputs", "Bias", "Repeat", "Groups", "Dilation")
 _ATTR_FIELD = {v: k for k, v in _FIELD_OF.items()} | {"padding": "Padding", "repeat": "Repeat",
-                                                     "kind": "Type", "inputs": "Inputs"}
+                                                     "kind": "Type", "inputs": "Inputs", "groups": "Groups",
+                                                     "dilation": "Dilation"}
 MAX_BYTES = 16 * 1024 * 1024
 
 
@@ -93,6 +95,8 @@ def parse_topology(text: str, *, source: str = "<string>", name: str = "network"
         named = {extras[i]: row[i].strip() for i in extras if i < len(row)}
         values["padding"] = _integer(named.get("Padding") or "0", source, line, "Padding", minimum=0)
         values["repeat"] = _integer(named.get("Repeat") or "1", source, line, "Repeat")
+        values["groups"] = _integer(named.get("Groups") or "1", source, line, "Groups")
+        values["dilation"] = _integer(named.get("Dilation") or "1", source, line, "Dilation")
         bias = (named.get("Bias") or "0").lower()
         if bias not in ("0", "1", "true", "false", "yes", "no"):
             raise InputError(f"expected 0 or 1, got {named.get('Bias')!r}", file=source, line=line, field="Bias")

@@ -45,6 +45,10 @@ class Layer:
     independent instances per sample (attention heads).
     bias: whether the layer has a bias vector (parameter counts only).
     inputs: names of producing layers; ``("input",)`` is the network input.
+    groups: grouped convolution (conv only): ``groups`` independent convolutions, each of
+    channels/groups inputs and filters/groups outputs; depthwise is groups = channels.
+    dilation: spacing of the filter taps (conv only); the filter spans dilation·(R − 1) + 1
+    input pixels but still has R taps.
     """
 
     name: str
@@ -61,9 +65,12 @@ class Layer:
     repeat: int = 1
     inputs: tuple[str, ...] = (NETWORK_INPUT,)
     geometry: str = field(default="archsim", compare=False)
+    groups: int = 1
+    dilation: int = 1
 
     def __post_init__(self) -> None:
-        for name in ("ifmap_h", "ifmap_w", "filter_h", "filter_w", "channels", "filters", "stride", "repeat"):
+        for name in ("ifmap_h", "ifmap_w", "filter_h", "filter_w", "channels", "filters", "stride", "repeat",
+                     "groups", "dilation"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise InputError(f"must be a positive integer, got {value!r}", field=name)
@@ -75,7 +82,12 @@ class Layer:
             raise InputError(f"unknown geometry {self.geometry!r}", field="geometry")
         if self.geometry == "scalesim" and self.padding:
             raise InputError("SCALE-Sim geometry has no padding; set Padding to 0", field="Padding")
-        if self.filter_h > self.ifmap_h + 2 * self.padding or self.filter_w > self.ifmap_w + 2 * self.padding:
+        if (self.groups > 1 or self.dilation > 1) and self.kind != "conv":
+            raise InputError(f"groups and dilation apply to conv layers only, not {self.kind}", field="groups")
+        if self.channels % self.groups or self.filters % self.groups:
+            raise InputError(f"groups ({self.groups}) must divide Channels ({self.channels}) and Num Filter "
+                             f"({self.filters})", field="groups")
+        if self.span_h > self.ifmap_h + 2 * self.padding or self.span_w > self.ifmap_w + 2 * self.padding:
             raise InputError(
                 f"filter {self.filter_h}x{self.filter_w} is larger than the padded input "
                 f"{self.ifmap_h + 2 * self.padding}x{self.ifmap_w + 2 * self.padding}", field="Filter Height")
@@ -90,12 +102,21 @@ class Layer:
 
     # -- output geometry -------------------------------------------------------------------
     @property
+    def span_h(self) -> int:
+        """Input rows one filter covers: dilation·(R − 1) + 1."""
+        return self.dilation * (self.filter_h - 1) + 1
+
+    @property
+    def span_w(self) -> int:
+        return self.dilation * (self.filter_w - 1) + 1
+
+    @property
     def ofmap_h(self) -> int:
-        return _out_size(self.ifmap_h, self.filter_h, self.stride, self.padding, self.geometry, self.kind)
+        return _out_size(self.ifmap_h, self.span_h, self.stride, self.padding, self.geometry, self.kind)
 
     @property
     def ofmap_w(self) -> int:
-        return _out_size(self.ifmap_w, self.filter_w, self.stride, self.padding, self.geometry, self.kind)
+        return _out_size(self.ifmap_w, self.span_w, self.stride, self.padding, self.geometry, self.kind)
 
     @property
     def out_channels(self) -> int:
@@ -130,7 +151,7 @@ class Layer:
     def weight_elements(self) -> int:
         """Trainable weights excluding bias (filters, FC matrix, or BN's γ and β)."""
         if self.kind in ("conv", "fc"):
-            return self.filter_h * self.filter_w * self.channels * self.filters
+            return self.filter_h * self.filter_w * (self.channels // self.groups) * self.filters
         if self.kind == "batchnorm":
             return 2 * self.channels
         return 0
@@ -146,7 +167,8 @@ class Layer:
         if self.kind == "matmul":
             return self.ifmap_h * self.ifmap_w * self.filters * self.repeat
         if self.kind in ("conv", "fc"):
-            return self.ofmap_h * self.ofmap_w * self.filter_h * self.filter_w * self.channels * self.filters
+            return (self.ofmap_h * self.ofmap_w * self.filter_h * self.filter_w * (self.channels // self.groups)
+                    * self.filters)
         return 0
 
 
@@ -162,11 +184,16 @@ def _out_size(size: int, kernel: int, stride: int, padding: int, geometry: str, 
 
 @dataclass(frozen=True)
 class Network:
-    """An ordered, validated set of layers; ``name`` is the file stem or the builder's name."""
+    """An ordered, validated set of layers; ``name`` is the file stem or the builder's name.
+
+    ``notes``: what the loader changed or left out (renamed duplicates, skipped ONNX nodes), one
+    line each, for commands to show the user.
+    """
 
     name: str
     layers: tuple[Layer, ...]
     source: str | None = field(default=None, compare=False)
+    notes: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         if not self.layers:
@@ -231,4 +258,5 @@ class Network:
                     if item not in inputs:
                         inputs.append(item)
             layers.append(replace(layer, inputs=tuple(inputs)))
-        return Network(name=f"{self.name}[{','.join(kinds)}]", layers=tuple(layers), source=self.source)
+        return Network(name=f"{self.name}[{','.join(kinds)}]", layers=tuple(layers), source=self.source,
+                       notes=self.notes)

@@ -23,9 +23,17 @@ def shipped_networks() -> list[str]:
     return sorted(entry.name[:-4] for entry in _shipped_dir().iterdir() if entry.name.endswith(".csv"))
 
 
-def load_network(name_or_path: str | Path, *, geometry: str = "archsim") -> Network:
-    """Load a network from a CSV path, or by shipped name (``vgg16``, ``resnet50`` …)."""
+def load_network(name_or_path: str | Path, *, geometry: str = "archsim", unsupported: str = "error",
+                 dims: dict[str, int] | None = None) -> Network:
+    """Load a network from a CSV or ONNX path, or by shipped name (``vgg16``, ``resnet50`` …).
+
+    ``unsupported`` and ``dims`` apply to ONNX files (:func:`archsim.workload.onnx_import.load_onnx`).
+    """
     path = Path(name_or_path)
+    if path.suffix.lower() == ".onnx":
+        from archsim.workload.onnx_import import load_onnx
+
+        return load_onnx(path, unsupported=unsupported, dims=dims)
     if path.suffix.lower() == ".csv" or path.exists() or "/" in str(name_or_path):
         return load_topology(path, geometry=geometry)
     key = str(name_or_path).strip().lower().replace("-", "_")
