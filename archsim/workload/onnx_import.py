@@ -18,11 +18,13 @@ from pathlib import Path
 
 from archsim.errors import InputError
 from archsim.workload import onnx_ops as ops
+from archsim.workload.onnx_fold import fold_constants
 from archsim.workload.layer import NETWORK_INPUT, Layer, Network
 
 MAX_DIMENSION = 2**31 - 1
 MAX_BYTES = 2**31  # protobuf's own limit for one message
 UNSUPPORTED_CHOICES = ("error", "skip")
+MAX_FOLD_ROUNDS = 4  # shape inference ⇄ constant folding until no shape arithmetic is left
 
 
 def _onnx():
@@ -153,20 +155,30 @@ class _Importer:
         self.batch = first[0].dim_value if len(first) else 1
         try:
             onnx.checker.check_model(model)
-            model = onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True, data_prop=True)
+            for _ in range(MAX_FOLD_ROUNDS):
+                model = onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True, data_prop=True)
+                self._read_shapes(model.graph)
+                if not fold_constants(onnx, model, self.shapes):
+                    break
+        except InputError:
+            raise
         except Exception as exc:  # ValidationError, InferenceError, protobuf errors: the model is invalid
             raise InputError(f"invalid ONNX model: {_first_line(exc)}") from None
         graph = model.graph
-        for value in list(graph.input) + list(graph.value_info) + list(graph.output):
-            shape = value.type.tensor_type.shape
-            if value.type.HasField("tensor_type") and value.type.tensor_type.HasField("shape") and all(
-                    d.HasField("dim_value") for d in shape.dim):
-                self.shapes[value.name] = self._checked_shape(value.name, tuple(d.dim_value for d in shape.dim))
+        for tensor in graph.initializer:
+            initializers.setdefault(tensor.name, tuple(tensor.dims))
         for tensor_name, dims in initializers.items():
             self.constants[tensor_name] = self._checked_shape(tensor_name, dims)
         for value in inputs:
             self.producers[value.name] = (NETWORK_INPUT,)
         return graph
+
+    def _read_shapes(self, graph) -> None:
+        for value in list(graph.input) + list(graph.value_info) + list(graph.output):
+            tensor_type = value.type.tensor_type
+            if value.type.HasField("tensor_type") and tensor_type.HasField("shape") and all(
+                    d.HasField("dim_value") for d in tensor_type.shape.dim):
+                self.shapes[value.name] = self._checked_shape(value.name, tuple(d.dim_value for d in tensor_type.shape.dim))
 
     @staticmethod
     def _checked_shape(tensor: str, shape: tuple[int, ...]) -> tuple[int, ...]:
