@@ -11,7 +11,20 @@ batchnorm; default conv), ``Inputs`` (producer names separated by ``;``; default
 or the network input for the first row; ``input`` names the network input), ``Bias`` (0/1),
 ``Repeat`` (independent instances per sample, e.g. attention heads), ``Groups`` (grouped or
 depthwise convolution), ``Dilation`` (spacing of a conv's filter taps). A SCALE-Sim sparsity column
-(header containing ``sparsity``) is accepted and ignored.
+(header containing ``sparsity``) is accepted and ignored (SCALE-Sim uses it only with
+``SparsitySupport`` on, which archsim refuses), and so is an empty ``batch size`` column.
+
+SCALE-Sim's own files load as SCALE-Sim reads them (``scalesim/topology_utils.py``):
+
+* GEMM mode — a header ``Layer, M, N, K`` (any spelling of the first column): each row
+  ``name, M, N, K`` is a linear layer on M rows, out[M×N] = A[M×K]·W[K×N] (an fc layer with
+  IFMAP Height M, Channels K, Num Filter N), so its forward GEMM is SCALE-Sim's GEMM.
+* In a plain eight-column file (no archsim columns), a trailing field starting with ``#`` is a
+  comment (SCALE-Sim drops the field after the last comma), and repeated layer names are made
+  unique (``name_2``…) and reported in ``Network.notes``; with an ``Inputs`` column they are errors.
+  A layer whose name contains ``DP`` is SCALE-Sim's depthwise convolution: one convolution per
+  input channel, each with all ``Num Filter`` filters (Groups = Channels, Channels × Num Filter
+  outputs), also noted.
 """
 
 from __future__ import annotations
@@ -57,14 +70,18 @@ def parse_topology(text: str, *, source: str = "<string>", name: str = "network"
         raise InputError("empty topology file (expected a header and at least one layer row)", file=source)
     header_line, header = numbered[0]
     header = _strip_trailing_empty(header)
+    if _is_gemm_header(header):
+        return _parse_gemm(numbered, source, name, geometry)
     if len(header) < len(POSITIONAL):
         raise InputError(f"header has {len(header)} columns; the first {len(POSITIONAL)} must be "
                          f"{', '.join(POSITIONAL)}", file=source, line=header_line)
     extras: dict[int, str] = {}
     known = {_norm(x): x for x in OPTIONAL}
+    ignored: dict[int, str] = {}
     for index, raw in enumerate(header[len(POSITIONAL):], start=len(POSITIONAL)):
         key = _norm(raw)
-        if "sparsity" in key:
+        if "sparsity" in key or key == "batch size":
+            ignored[index] = raw.strip()
             continue
         if key not in known:
             raise InputError(f"unknown column {raw.strip()!r}; optional columns are {', '.join(OPTIONAL)}",
@@ -77,9 +94,15 @@ def parse_topology(text: str, *, source: str = "<string>", name: str = "network"
 
     layers: list[Layer] = []
     seen: set[str] = set()
+    notes: list[str] = []
+    plain = not extras  # a SCALE-Sim file: comments and repeated names as SCALE-Sim takes them
     previous = NETWORK_INPUT
     for line, row in numbered[1:]:
-        row = _strip_trailing_empty(row)
+        row = _strip_trailing_empty(_drop_comment(row) if plain else row)
+        for index, column in ignored.items():
+            if "batch" in column.lower() and index < len(row) and row[index].strip():
+                raise InputError("a batch size per layer is not read (archsim applies --batch to every layer); "
+                                 "leave the column empty", file=source, line=line, field=column)
         if len(row) < len(POSITIONAL):
             raise InputError(f"row has {len(row)} fields, expected at least {len(POSITIONAL)}",
                              file=source, line=line, field=POSITIONAL[len(row)] if row else POSITIONAL[0])
@@ -89,6 +112,8 @@ def parse_topology(text: str, *, source: str = "<string>", name: str = "network"
         layer_name = row[0].strip()
         if not layer_name:
             raise InputError("empty layer name", file=source, line=line, field="Layer name")
+        if plain and layer_name in seen:
+            layer_name = _renamed(layer_name, seen, notes, line)
         values: dict[str, object] = {}
         for column, attr in _FIELD_OF.items():
             values[attr] = _integer(row[POSITIONAL.index(column)], source, line, column)
@@ -107,6 +132,10 @@ def parse_topology(text: str, *, source: str = "<string>", name: str = "network"
         inputs_text = named.get("Inputs", "")
         inputs = tuple(x.strip() for x in inputs_text.replace("|", ";").split(";") if x.strip()) \
             if inputs_text else (previous,)
+        if plain and "DP" in layer_name:  # SCALE-Sim: one conv per input channel, each with all the filters
+            values["groups"], values["filters"] = values["channels"], values["channels"] * values["filters"]
+            notes.append(f"line {line}: {layer_name!r} has 'DP' in its name: depthwise as SCALE-Sim runs it "
+                         f"(one {values['filters'] // values['channels']}-filter conv per input channel)")
         try:
             layer = Layer(name=layer_name, kind=kind, bias=bias in ("1", "true", "yes"), inputs=inputs,
                           geometry=geometry, **values)  # type: ignore[arg-type]
@@ -126,7 +155,65 @@ def parse_topology(text: str, *, source: str = "<string>", name: str = "network"
         seen.add(layer_name)
         layers.append(layer)
         previous = layer_name
-    return Network(name=name, layers=tuple(layers), source=source)
+    return Network(name=name, layers=tuple(layers), source=source, notes=tuple(notes))
+
+
+def _renamed(layer_name: str, seen: set[str], notes: list[str], line: int) -> str:
+    n = 2
+    while f"{layer_name}_{n}" in seen:
+        n += 1
+    notes.append(f"line {line}: layer name {layer_name!r} repeats; renamed {layer_name}_{n}")
+    return f"{layer_name}_{n}"
+
+
+def _drop_comment(row: list[str]) -> list[str]:
+    """A row without its trailing ``#`` comment field (and anything after it)."""
+    for index, cell in enumerate(row):
+        if index and cell.strip().startswith("#"):
+            return row[:index]
+    return row
+
+
+_GEMM_COLUMNS = ("m", "n", "k")
+
+
+def _is_gemm_header(header: list[str]) -> bool:
+    return (len(header) >= 4 and _norm(header[0]) in ("layer", "layer name", "l")
+            and tuple(_norm(x) for x in header[1:4]) == _GEMM_COLUMNS)
+
+
+def _parse_gemm(numbered, source: str, name: str, geometry: str) -> Network:
+    """SCALE-Sim's GEMM-mode topology: ``Layer, M, N, K[, Sparsity]`` rows → fc layers on M rows."""
+    header_line, header = numbered[0]
+    header = _strip_trailing_empty(header)
+    for index, raw in enumerate(header[4:], start=4):
+        if "sparsity" not in _norm(raw):
+            raise InputError(f"unknown column {raw.strip()!r} in a GEMM-mode topology (Layer, M, N, K[, Sparsity])",
+                             file=source, line=header_line, field=raw.strip() or f"column {index + 1}")
+    if len(numbered) < 2:
+        raise InputError("no layer rows after the header", file=source, line=header_line)
+    layers: list[Layer] = []
+    seen: set[str] = set()
+    notes: list[str] = []
+    previous = NETWORK_INPUT
+    for line, row in numbered[1:]:
+        row = _strip_trailing_empty(_drop_comment(row))
+        if len(row) < 4:
+            raise InputError(f"row has {len(row)} fields, expected Layer, M, N, K", file=source, line=line,
+                             field=("Layer", "M", "N", "K")[len(row)] if row else "Layer")
+        if len(row) > len(header):
+            raise InputError(f"row has {len(row)} fields but the header has {len(header)}", file=source, line=line)
+        layer_name = row[0].strip()
+        if not layer_name or layer_name == NETWORK_INPUT:
+            raise InputError(f"empty or reserved layer name {layer_name!r}", file=source, line=line, field="Layer")
+        if layer_name in seen:
+            layer_name = _renamed(layer_name, seen, notes, line)
+        m, n, k = (_integer(row[i], source, line, label) for i, label in ((1, "M"), (2, "N"), (3, "K")))
+        layers.append(Layer(name=layer_name, kind="fc", ifmap_h=m, ifmap_w=1, filter_h=1, filter_w=1, channels=k,
+                            filters=n, inputs=(previous,), geometry=geometry))
+        seen.add(layer_name)
+        previous = layer_name
+    return Network(name=name, layers=tuple(layers), source=source, notes=tuple(notes))
 
 
 def load_topology(path: str | Path, *, geometry: str = "archsim", name: str | None = None) -> Network:
