@@ -94,6 +94,9 @@ def add_network_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("network", metavar="NETWORK", help="topology CSV or ONNX path, or shipped network name")
     parser.add_argument("--only", default=None, metavar="KIND[,KIND]",
                         help="keep only these layer kinds (conv, fc, matmul, pool, elementwise, batchnorm)")
+    parser.add_argument("--shapes", default="auto", choices=("auto", "check", "off"),
+                        help="check each layer's input against its producers' outputs: auto (files that declare "
+                             "Inputs; default), check (also a raw SCALE-Sim chain), off")
     add_onnx_arguments(parser)
 
 
@@ -117,7 +120,8 @@ def onnx_options(args: argparse.Namespace) -> dict[str, object]:
     dims = dict(getattr(args, "dim", []))
     if len(dims) != len(getattr(args, "dim", [])):
         raise InputError("a --dim name is given twice", field="dim")
-    return {"unsupported": getattr(args, "unsupported", "error"), "dims": dims}
+    return {"unsupported": getattr(args, "unsupported", "error"), "dims": dims,
+            "shapes": getattr(args, "shapes", "auto")}
 
 
 def network_from_args(args: argparse.Namespace, geometry: str = "archsim"):

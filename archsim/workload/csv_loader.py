@@ -36,6 +36,7 @@ from pathlib import Path
 
 from archsim.errors import InputError
 from archsim.workload.layer import NETWORK_INPUT, Layer, Network, canonical_kind
+from archsim.workload.shapes import SHAPE_CHECKS, check_shapes
 
 POSITIONAL = ("Layer name", "IFMAP Height", "IFMAP Width", "Filter Height", "Filter Width",
               "Channels", "Num Filter", "Strides")
@@ -53,10 +54,17 @@ def _norm(name: str) -> str:
 
 
 def parse_topology(text: str, *, source: str = "<string>", name: str = "network",
-                   geometry: str = "archsim") -> Network:
-    """Parse topology CSV text. Raises :class:`InputError` (with file, line, field) on bad input."""
+                   geometry: str = "archsim", shapes: str = "auto") -> Network:
+    """Parse topology CSV text. Raises :class:`InputError` (with file, line, field) on bad input.
+
+    ``shapes`` (:mod:`archsim.workload.shapes`): ``auto`` checks every layer against its producers
+    when the file declares ``Inputs`` — raw SCALE-Sim topologies are often unrelated layers, read
+    as a chain for ordering only; ``check`` checks the implicit chain too; ``off`` checks nothing.
+    """
     if geometry not in ("archsim", "scalesim"):
         raise InputError(f"unknown geometry {geometry!r}; choose archsim or scalesim", field="geometry")
+    if shapes not in SHAPE_CHECKS:
+        raise InputError(f"unknown shape check {shapes!r}; choose {', '.join(SHAPE_CHECKS)}", field="shapes")
     if "\x00" in text:
         raise InputError("file contains NUL bytes; not a CSV text file", file=source)
     try:
@@ -71,7 +79,10 @@ def parse_topology(text: str, *, source: str = "<string>", name: str = "network"
     header_line, header = numbered[0]
     header = _strip_trailing_empty(header)
     if _is_gemm_header(header):
-        return _parse_gemm(numbered, source, name, geometry)
+        network = _parse_gemm(numbered, source, name, geometry)
+        if shapes == "check":
+            check_shapes(network)
+        return network
     if len(header) < len(POSITIONAL):
         raise InputError(f"header has {len(header)} columns; the first {len(POSITIONAL)} must be "
                          f"{', '.join(POSITIONAL)}", file=source, line=header_line)
@@ -95,6 +106,7 @@ def parse_topology(text: str, *, source: str = "<string>", name: str = "network"
     layers: list[Layer] = []
     seen: set[str] = set()
     notes: list[str] = []
+    lines: dict[str, int] = {}
     plain = not extras  # a SCALE-Sim file: comments and repeated names as SCALE-Sim takes them
     previous = NETWORK_INPUT
     for line, row in numbered[1:]:
@@ -154,8 +166,12 @@ def parse_topology(text: str, *, source: str = "<string>", name: str = "network"
                                  field="Inputs")
         seen.add(layer_name)
         layers.append(layer)
+        lines[layer_name] = line
         previous = layer_name
-    return Network(name=name, layers=tuple(layers), source=source, notes=tuple(notes))
+    network = Network(name=name, layers=tuple(layers), source=source, notes=tuple(notes))
+    if shapes == "check" or (shapes == "auto" and "Inputs" in extras.values()):
+        check_shapes(network, lines)
+    return network
 
 
 def _renamed(layer_name: str, seen: set[str], notes: list[str], line: int) -> str:
@@ -216,7 +232,8 @@ def _parse_gemm(numbered, source: str, name: str, geometry: str) -> Network:
     return Network(name=name, layers=tuple(layers), source=source, notes=tuple(notes))
 
 
-def load_topology(path: str | Path, *, geometry: str = "archsim", name: str | None = None) -> Network:
+def load_topology(path: str | Path, *, geometry: str = "archsim", name: str | None = None,
+                  shapes: str = "auto") -> Network:
     """Read a topology CSV file (see module docstring). Raises :class:`InputError` on bad input."""
     path = Path(path)
     if not path.is_file():
@@ -229,7 +246,7 @@ def load_topology(path: str | Path, *, geometry: str = "archsim", name: str | No
         raise InputError("not UTF-8 text", file=str(path)) from None
     except OSError as exc:
         raise InputError(f"cannot read ({exc.strerror})", file=str(path)) from None
-    return parse_topology(text, source=str(path), name=name or path.stem, geometry=geometry)
+    return parse_topology(text, source=str(path), name=name or path.stem, geometry=geometry, shapes=shapes)
 
 
 _DECIMAL = re.compile(r"[-+]?[0-9]+")

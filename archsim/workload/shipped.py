@@ -24,10 +24,11 @@ def shipped_networks() -> list[str]:
 
 
 def load_network(name_or_path: str | Path, *, geometry: str = "archsim", unsupported: str = "error",
-                 dims: dict[str, int] | None = None) -> Network:
+                 dims: dict[str, int] | None = None, shapes: str = "auto") -> Network:
     """Load a network from a CSV or ONNX path, or by shipped name (``vgg16``, ``resnet50`` …).
 
-    ``unsupported`` and ``dims`` apply to ONNX files (:func:`archsim.workload.onnx_import.load_onnx`).
+    ``unsupported`` and ``dims`` apply to ONNX files (:func:`archsim.workload.onnx_import.load_onnx`),
+    whose shapes come from ONNX shape inference; ``shapes`` to CSV files (:func:`parse_topology`).
     """
     path = Path(name_or_path)
     if path.suffix.lower() == ".onnx":
@@ -35,11 +36,11 @@ def load_network(name_or_path: str | Path, *, geometry: str = "archsim", unsuppo
 
         return load_onnx(path, unsupported=unsupported, dims=dims)
     if path.suffix.lower() == ".csv" or path.exists() or "/" in str(name_or_path):
-        return load_topology(path, geometry=geometry)
+        return load_topology(path, geometry=geometry, shapes=shapes)
     key = str(name_or_path).strip().lower().replace("-", "_")
     entry = _shipped_dir() / f"{key}.csv"
     if not entry.is_file():
         raise InputError(f"no such file, and no shipped network named {str(name_or_path)!r}; "
                          f"shipped: {', '.join(shipped_networks())}", field="NETWORK")
     return parse_topology(entry.read_text(encoding="utf-8"), source=f"layers/{key}.csv", name=key,
-                          geometry=geometry)
+                          geometry=geometry, shapes=shapes)
