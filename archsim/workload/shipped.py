@@ -25,7 +25,8 @@ def shipped_networks() -> list[str]:
 
 def load_network(name_or_path: str | Path, *, geometry: str = "archsim", unsupported: str = "error",
                  dims: dict[str, int] | None = None, shapes: str = "auto") -> Network:
-    """Load a network from a CSV or ONNX path, or by shipped name (``vgg16``, ``resnet50`` …).
+    """Load a network from a CSV or ONNX path, a transformer config (``.json``/``.toml``), or by
+    shipped name (``vgg16``, ``resnet50`` …).
 
     ``unsupported`` and ``dims`` apply to ONNX files (:func:`archsim.workload.onnx_import.load_onnx`),
     whose shapes come from ONNX shape inference; ``shapes`` to CSV files (:func:`parse_topology`).
@@ -35,6 +36,13 @@ def load_network(name_or_path: str | Path, *, geometry: str = "archsim", unsuppo
         from archsim.workload.onnx_import import load_onnx
 
         return load_onnx(path, unsupported=unsupported, dims=dims)
+    if path.suffix.lower() in (".json", ".toml"):
+        from archsim.workload.transformer import load_transformer
+
+        unknown = sorted(set(dims or {}) - {"seq"})
+        if unknown:
+            raise InputError(f"a transformer config takes --dim seq=N only, not {unknown[0]!r}", field="dim")
+        return load_transformer(path, seq=(dims or {}).get("seq")).network()
     if path.suffix.lower() == ".csv" or path.exists() or "/" in str(name_or_path):
         return load_topology(path, geometry=geometry, shapes=shapes)
     key = str(name_or_path).strip().lower().replace("-", "_")
