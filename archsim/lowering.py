@@ -15,6 +15,9 @@ C input and M output channels, as (rows, reduction, cols) = out[rows×cols] = A[
 * Grouped convolutions (``groups`` = g; depthwise: g = C) are g independent convolutions of C/g
   input and M/g output channels: every GEMM above with C → C/g and M → M/g, run g times.
   Dilation d keeps R·S taps; the exact δ's phases count the taps r with r·d ≡ a + padding (mod s).
+* ``deconv`` (a transposed convolution) is the input gradient of the convolution C it inverts
+  (C maps the deconv's output back to its input): F = C's D (the stride-aware phase GEMMs in
+  ``exact`` mode, the dense convolution in ``paper`` mode), D = C's F, G = C's G.
 * ``matmul`` (activation × activation, out = A·B per instance): F = (M, K, N), D = ∂A = (M, N, K),
   G = ∂B = (K, M, N), each repeated batch × repeat times (no weights: G is B's gradient).
 
@@ -144,6 +147,11 @@ def _matmul_b_bytes(layer: Layer, batch: int, eb: int) -> int:
 
 def _gemm_ops(layer: Layer, batch: int, mode: str) -> tuple[tuple[Gemm, ...], tuple[Gemm, ...], tuple[Gemm, ...]]:
     n = batch
+    if layer.kind == "deconv":  # the input gradient of the conv it inverts, which runs its backward
+        inverse = replace(layer, kind="conv", ifmap_h=layer.ofmap_h, ifmap_w=layer.ofmap_w, channels=layer.filters,
+                          filters=layer.channels)
+        forward, weight, delta = _gemm_ops(inverse, batch, mode)
+        return delta, weight, forward
     if layer.kind == "matmul":
         m, k, cols = layer.ifmap_h, layer.ifmap_w, layer.filters
         count = n * layer.repeat

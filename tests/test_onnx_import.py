@@ -181,3 +181,24 @@ def test_onnx_path_works_where_a_network_is_accepted(tmp_path):
     onnx.save(mixed_cnn(), path)
     assert load_network(path).layers == load_onnx(path).layers
     assert main(["pipeline", str(path), "--processors", "2", "--method", "pipedream", "--batch", "4"]) == 0
+
+
+def test_conv_transpose_is_the_input_gradient_of_the_conv_it_inverts():
+    # 8 → 4 channels, 3×3, stride 2, pad 1 on 5×5: output (5 − 1)·2 − 2 + 3 = 9×9.
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+             helper.make_node("ConvTranspose", ["r", "w", "b"], ["y"], name="up", strides=[2, 2], pads=[1, 1, 1, 1])]
+    net = load_onnx(model(nodes, [value("x", [1, 8, 5, 5])], [value("y", [1, 4, 9, 9])],
+                          [weight("w", 8, 4, 3, 3), weight("b", 4)]))
+    up = net.layer("up")
+    assert (up.kind, up.ofmap_h, up.filters, up.parameter_count) == ("deconv", 9, 4, 8 * 4 * 9 + 4)
+    assert up.macs == 5 * 5 * 9 * 8 * 4  # each input pixel meets each of the 9 taps
+    lowered = lower_layer(up, batch=2, mode="exact")
+    # The conv it inverts: 9×9×4 → 5×5×8, 3×3, stride 2, pad 1. Its forward GEMM is the deconv's δ,
+    # its δ (phases of the 9×9 output: rows 5 even with taps {1}, 4 odd with taps {0, 2}) the deconv's F.
+    assert lowered.op("D").gemms == (Gemm(2 * 5 * 5, 9 * 4, 8),)
+    assert lowered.op("G").gemms == (Gemm(9 * 4, 2 * 5 * 5, 8),)
+    assert sorted((g.m, g.k, g.n, g.count) for g in lowered.op("F").gemms) == sorted([
+        (2 * 5 * 5, 1 * 1 * 8, 4, 1), (2 * 5 * 4, 1 * 2 * 8, 4, 2), (2 * 4 * 4, 2 * 2 * 8, 4, 1)])
+    # (5·1 + 4·2)² = 169 taps reach the 9×9 output per channel pair; the other 225 − 169 land in the
+    # cropped padding, which profilers' 5·5·9 MAC count includes and the phase GEMMs skip.
+    assert lowered.op("F").macs == 2 * (5 + 2 * 4) ** 2 * 8 * 4

@@ -123,3 +123,14 @@ def test_small_model_counts_match_torch():
     scores = [layer for layer in by["matmul"]]
     assert [layer.macs for layer in scores] == [64 * 64 * 64, 64 * 64 * 64]
     assert sum(layer.macs for layer in by["fc"]) == 64 * 64 * 192 + 64 * 64 * 64 + 64 * 10
+
+
+def test_transposed_convolution_from_torch():
+    torch.manual_seed(0)
+    module = nn.Sequential(nn.Conv2d(3, 16, 3, 2, 1), nn.ReLU(), nn.ConvTranspose2d(16, 8, 4, stride=2, padding=1),
+                           nn.ReLU(), nn.ConvTranspose2d(8, 8, 3, stride=1, padding=1, groups=4))
+    network = from_torch(module, torch.randn(1, 3, 16, 16))
+    assert network.parameter_count == sum(p.numel() for p in module.parameters())
+    deconvs = [layer for layer in network.layers if layer.kind == "deconv"]
+    assert [(d.ofmap_h, d.filters, d.groups) for d in deconvs] == [(16, 8, 1), (16, 8, 4)]
+    assert module(torch.randn(1, 3, 16, 16)).shape == (1, 8, 16, 16)

@@ -269,7 +269,7 @@ class _Importer:
         layer_name = self._unique(name)
         out = self._shape(node, name, node.output[0])
         common = {"name": layer_name, "inputs": inputs}
-        if op == "Conv":
+        if op in ("Conv", "ConvTranspose"):
             return self._conv(node, name, attrs, common, out)
         if op in ("Gemm", "MatMul"):
             return self._gemm(node, name, attrs, common, out, index, nodes, consumers)
@@ -297,10 +297,15 @@ class _Importer:
         if node.input[1] in self.producers:
             raise ops._unsupported(node, name, "weights computed by the graph (not a constant)")
         stride, pad, dilation = ops.spatial(node, attrs, name)
+        groups = int(attrs.get("group", 1))
         c, h, w = x
-        layer = Layer(kind="conv", ifmap_h=h, ifmap_w=w, filter_h=weight[2], filter_w=weight[3], channels=c,
-                      filters=weight[0], stride=stride, padding=pad, groups=int(attrs.get("group", 1)),
-                      dilation=dilation, bias=len(node.input) > 2 and bool(node.input[2]), **common)
+        transposed = node.op_type == "ConvTranspose"
+        if transposed and any(attrs.get("output_padding", [])):
+            raise ops._unsupported(node, name, f"output_padding={list(attrs['output_padding'])} is not modelled")
+        layer = Layer(kind="deconv" if transposed else "conv", ifmap_h=h, ifmap_w=w, filter_h=weight[2],
+                      filter_w=weight[3], channels=c, filters=weight[1] * groups if transposed else weight[0],
+                      stride=stride, padding=pad, groups=groups, dilation=dilation,
+                      bias=len(node.input) > 2 and bool(node.input[2]), **common)
         self._check_out(node, name, layer, out)
         return layer
 

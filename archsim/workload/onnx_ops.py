@@ -11,7 +11,7 @@ lowering) and laid out as (H, W, C) for a layer row:
 Mapping (``KIND_OF``; documented costs, nothing is free by accident):
 
 * ``Conv`` (2-D; groups, depthwise, dilation, stride, symmetric padding) → conv.
-* ``ConvTranspose`` → not modelled (error or skip): archsim has no transposed-conv layer kind.
+* ``ConvTranspose`` (2-D, output padding 0) → deconv: the input gradient of the conv it inverts.
 * ``Gemm`` and ``MatMul`` with a constant (weight) operand → fc over the rows of the other operand
   (tokens × batch-free leading dims), with the bias of a directly following ``Add`` of a 1-D
   constant folded in; with two activation operands → matmul (``Repeat`` = the per-sample batch of
@@ -54,7 +54,7 @@ REDUCTIONS = frozenset({"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "Re
                         "ReduceSumSquare", "ReduceLogSumExp", "ArgMax", "ArgMin"})
 NORMS = frozenset({"BatchNormalization", "LayerNormalization", "InstanceNormalization", "GroupNormalization"})
 POOLS = frozenset({"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"})
-GEMMS = frozenset({"Conv", "Gemm", "MatMul"})
+GEMMS = frozenset({"Conv", "ConvTranspose", "Gemm", "MatMul"})
 SUPPORTED = ZERO_COST | STATIC | ELEMENTWISE | REDUCTIONS | NORMS | POOLS | GEMMS
 
 

@@ -23,7 +23,7 @@ from archsim.errors import InputError
 from archsim.workload.layer import NETWORK_INPUT, Layer, Network
 
 SHAPE_CHECKS = ("auto", "check", "off")
-_SPATIAL = ("conv", "pool", "batchnorm", "elementwise")
+_SPATIAL = ("conv", "pool", "batchnorm", "elementwise", "deconv")
 
 
 def output_shape(layer: Layer) -> tuple[int, int, int]:
@@ -51,7 +51,7 @@ def shape_problem(layer: Layer, producers: list[Layer]) -> str | None:
     sizes = [h * w * c for h, w, c in shapes]
     given = "; ".join(f"{p.name!r} gives {_fmt(s)}" for p, s in zip(producers, shapes))
     expect = f"{layer.name!r} ({layer.kind}) expects {_fmt(want)}"
-    if layer.kind in ("conv", "pool") and all(p.kind in _SPATIAL for p in producers):
+    if layer.kind in ("conv", "pool", "deconv") and all(p.kind in _SPATIAL for p in producers):
         folded = layer.geometry == "scalesim"  # SCALE-Sim folds padding into the declared input
         if any(s[:2] != want[:2] and not (folded and s[0] <= want[0] and s[1] <= want[1]) for s in shapes) \
                 or sum(s[2] for s in shapes) != want[2]:
