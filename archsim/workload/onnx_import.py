@@ -22,6 +22,7 @@ from archsim.workload.onnx_fold import fold_constants
 from archsim.workload.layer import NETWORK_INPUT, Layer, Network
 
 MAX_DIMENSION = 2**31 - 1
+MAX_ELEMENTS = 2**50  # beyond this, byte counts overflow the int64 arithmetic downstream
 MAX_BYTES = 2**31  # protobuf's own limit for one message
 UNSUPPORTED_CHOICES = ("error", "skip")
 MAX_FOLD_ROUNDS = 4  # shape inference ⇄ constant folding until no shape arithmetic is left
@@ -47,6 +48,8 @@ def load_onnx(model, *, name: str | None = None, unsupported: str = "error",
         name = name or Path(source).stem
     try:
         return _Importer(onnx, model, source, unsupported, dict(dims or {})).run(name or "onnx_model")
+    except UnicodeDecodeError:  # protobuf decodes string fields lazily: a corrupted name surfaces here
+        raise InputError("invalid ONNX model: a string field is not UTF-8", file=source) from None
     except InputError as exc:
         if exc.where.file is None:
             raise InputError(exc.message, file=source, line=exc.where.line, field=exc.where.field) from None
@@ -116,6 +119,9 @@ class _Importer:
         nodes = list(graph.node)
         if not nodes:
             raise InputError("the ONNX graph has no nodes")
+        for node in nodes:  # protobuf hands back bytes for a string field that is not UTF-8
+            if not all(isinstance(t, str) for t in (node.name, node.op_type, node.domain, *node.input, *node.output)):
+                raise UnicodeDecodeError("utf-8", b"", 0, 1, "not UTF-8")
         consumers: dict[str, list[int]] = {}
         for index, node in enumerate(nodes):
             for tensor in node.input:
@@ -182,9 +188,9 @@ class _Importer:
 
     @staticmethod
     def _checked_shape(tensor: str, shape: tuple[int, ...]) -> tuple[int, ...]:
-        if any(d < 0 or d > MAX_DIMENSION for d in shape):
-            raise InputError(f"tensor {tensor!r} has a dimension outside 0..{MAX_DIMENSION}: {list(shape)}",
-                             field="shape")
+        if any(d < 0 or d > MAX_DIMENSION for d in shape) or prod(shape) > MAX_ELEMENTS:
+            raise InputError(f"tensor {tensor!r} has shape {list(shape)}: dimensions must lie in 0..{MAX_DIMENSION} "
+                             f"and a tensor hold at most 2**50 elements", field="shape")
         return shape
 
     # -- per node ----------------------------------------------------------------------------
@@ -209,7 +215,9 @@ class _Importer:
         except InputError as exc:
             if self.unsupported == "skip" and exc.where.field == "node":
                 return self._skip(node, name, dynamic, exc.message.split(": ", 1)[-1])
-            raise
+            if exc.message.startswith("node "):
+                raise
+            raise InputError(f"node {name!r} (op {node.op_type}): {exc.message}", field=exc.where.field) from None
         self.layers.append(layer)
         self.names.add(layer.name)
         for out in node.output[:1]:
