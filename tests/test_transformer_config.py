@@ -96,3 +96,12 @@ def test_sequence_length_from_dim_and_bad_configs(tmp_path):
     bad.write_text('{"model_type": "t5"}')
     with pytest.raises(InputError, match="model_type 't5'"):
         load_network(bad)
+
+
+def test_import_writes_a_csv_that_loads_back_shape_checked(tmp_path):
+    from archsim.cli import main
+    from archsim.workload import load_topology
+
+    out = tmp_path / "gpt2.csv"
+    assert main(["import", str(CONFIGS / "gpt2.json"), "--dim", "seq=64", "-o", str(out)]) == 0
+    assert load_topology(out).layers == load_network(CONFIGS / "gpt2.json", dims={"seq": 64}).layers
