@@ -74,7 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     best = min(times)
     row = {"nodes": len(model.graph.node), "layers": len(network.layers), "file_mib": round(size_mb, 1),
            "import_seconds_best_of_3": round(best, 3), "target_seconds": 2.0, "met": best < 2.0}
-    atomic_write_text(ROOT / "benchmarks" / "results" / "onnx_import_speed.csv", pd.DataFrame([row]).to_csv(index=False))
+    atomic_write_text(ROOT / "benchmarks" / "results" / "onnx_import_speed.csv",
+                      pd.DataFrame([row]).to_csv(index=False))
     print(row)
     return 0 if best < 2.0 else 1
 

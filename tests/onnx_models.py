@@ -21,8 +21,8 @@ def value(name: str, shape) -> onnx.ValueInfoProto:
 
 
 def mixed_cnn() -> onnx.ModelProto:
-    """conv → bn → relu → depthwise (dilated) ┐
-                        └─ 1×1 conv ─────────┴→ add → concat(add, relu) → maxpool → global avgpool → flatten → gemm.
+    """conv → bn → relu → {depthwise dilated conv, 1×1 conv} → add → concat(add, relu) → maxpool →
+    global avgpool → flatten → gemm.
 
     Input N×8×32×32 with a symbolic batch. Hand counts in tests/test_onnx_import.py.
     """

@@ -129,7 +129,7 @@ def test_asymmetric_padding_is_refused_by_name():
 
 # -- fuzzed inputs: one line, exit 2 ------------------------------------------------------------
 def _cycle():
-    nodes = [helper.make_node("Relu", ["x", ], ["a"], name="r1"), helper.make_node("Add", ["a", "b"], ["c"], name="add"),
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="r1"), helper.make_node("Add", ["a", "b"], ["c"], name="add"),
              helper.make_node("Relu", ["c"], ["b"], name="r2")]
     return model(nodes, [value("x", [1, 4])], [value("c", [1, 4])])
 

@@ -23,7 +23,8 @@ def test_conv_declaring_16_channels_after_a_32_channel_conv():
     with pytest.raises(InputError) as err:
         parse_topology(text, source="net.csv")
     assert (err.value.where.file, err.value.where.line, err.value.where.field) == ("net.csv", 3, "Inputs")
-    assert "'c1' gives 32×32×32 (32,768 elements), but 'c2' (conv) expects 32×32×16 (16,384 elements)" in str(err.value)
+    assert ("'c1' gives 32×32×32 (32,768 elements), but 'c2' (conv) expects 32×32×16 (16,384 elements)"
+            in str(err.value))
 
 
 def test_fc_with_999_inputs_after_a_25088_element_map():

@@ -88,7 +88,8 @@ def test_sequence_length_from_dim_and_bad_configs(tmp_path):
     bad.write_text('[transformer]\nfamily = "gpt"\nlayers = 2\nhidden = 100\nheads = 3\nvocab = 10\nseq = 8\n')
     with pytest.raises(InputError, match="heads \\(3\\) must divide hidden"):
         load_network(bad)
-    bad.write_text('[transformer]\nfamily = "gpt"\nlayers = 2\nhidden = 64\nheads = 4\nvocab = 10\nseq = 8\ncolour = 1\n')
+    bad.write_text('[transformer]\nfamily = "gpt"\nlayers = 2\nhidden = 64\nheads = 4\nvocab = 10\nseq = 8\n'
+                   'colour = 1\n')
     with pytest.raises(InputError) as err:
         load_network(bad)
     assert err.value.where.field == "colour"

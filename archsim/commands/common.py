@@ -91,9 +91,10 @@ def memory_meta(array: ArrayConfig) -> dict[str, object]:
 
 
 def add_network_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("network", metavar="NETWORK", help="topology CSV or ONNX path, or shipped network name")
+    parser.add_argument("network", metavar="NETWORK",
+                        help="topology CSV, ONNX file, transformer config (.json/.toml) or shipped network name")
     parser.add_argument("--only", default=None, metavar="KIND[,KIND]",
-                        help="keep only these layer kinds (conv, fc, matmul, pool, elementwise, batchnorm)")
+                        help="keep only these layer kinds (conv, fc, matmul, pool, elementwise, batchnorm, deconv)")
     parser.add_argument("--shapes", default="auto", choices=("auto", "check", "off"),
                         help="check each layer's input against its producers' outputs: auto (files that declare "
                              "Inputs; default), check (also a raw SCALE-Sim chain), off")
@@ -104,8 +105,8 @@ def add_onnx_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--unsupported", default="error", choices=("error", "skip"),
                         help="an ONNX op archsim does not model: error (default), or skip it and list it")
     parser.add_argument("--dim", action="append", type=_dim, default=[], metavar="NAME=VALUE",
-                        help="value of a symbolic ONNX input dimension (e.g. --dim seq=128); the batch "
-                             "dimension needs none: layers are per sample")
+                        help="value of a symbolic ONNX input dimension, or a transformer config's sequence length "
+                             "(e.g. --dim seq=128); the batch dimension needs none: layers are per sample")
 
 
 def _dim(text: str) -> tuple[str, int]:
@@ -116,7 +117,7 @@ def _dim(text: str) -> tuple[str, int]:
 
 
 def onnx_options(args: argparse.Namespace) -> dict[str, object]:
-    """``load_network``'s ONNX keywords from --unsupported and --dim."""
+    """``load_network``'s keywords from --unsupported, --dim and --shapes."""
     dims = dict(getattr(args, "dim", []))
     if len(dims) != len(getattr(args, "dim", [])):
         raise InputError("a --dim name is given twice", field="dim")

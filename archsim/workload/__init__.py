@@ -19,5 +19,6 @@ def load_onnx(model, **kwargs):
     return _load_onnx(model, **kwargs)
 
 
-__all__ = ["LAYER_KINDS", "NETWORK_INPUT", "Layer", "Network", "from_torch", "load_network", "load_onnx", "load_topology",
+__all__ = ["LAYER_KINDS", "NETWORK_INPUT", "Layer", "Network", "from_torch", "load_network", "load_onnx",
+           "load_topology",
            "parse_topology", "shipped_networks"]

@@ -184,7 +184,8 @@ class _Importer:
             tensor_type = value.type.tensor_type
             if value.type.HasField("tensor_type") and tensor_type.HasField("shape") and all(
                     d.HasField("dim_value") for d in tensor_type.shape.dim):
-                self.shapes[value.name] = self._checked_shape(value.name, tuple(d.dim_value for d in tensor_type.shape.dim))
+                dims = tuple(d.dim_value for d in tensor_type.shape.dim)
+                self.shapes[value.name] = self._checked_shape(value.name, dims)
 
     @staticmethod
     def _checked_shape(tensor: str, shape: tuple[int, ...]) -> tuple[int, ...]:
