@@ -242,3 +242,10 @@ def test_mutated_models_raise_only_input_errors(make):
         except InputError:
             outcomes["error"] += 1
     assert outcomes["network"] > 0 and outcomes["error"] > 0
+
+
+def test_scalesim_geometry_is_refused_for_onnx(tmp_path, capsys):
+    path = tmp_path / "mixed.onnx"
+    onnx.save(mixed_cnn(), path)
+    assert main(["cost", str(path), "--geometry", "scalesim"]) == 2
+    assert "topology CSVs only" in capsys.readouterr().err

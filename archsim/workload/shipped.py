@@ -32,6 +32,9 @@ def load_network(name_or_path: str | Path, *, geometry: str = "archsim", unsuppo
     whose shapes come from ONNX shape inference; ``shapes`` to CSV files (:func:`parse_topology`).
     """
     path = Path(name_or_path)
+    if path.suffix.lower() in (".onnx", ".json", ".toml") and geometry != "archsim":
+        raise InputError("SCALE-Sim geometry applies to topology CSVs only (ONNX files and transformer configs "
+                         "carry their own padding)", field="geometry")
     if path.suffix.lower() == ".onnx":
         from archsim.workload.onnx_import import load_onnx
 
