@@ -134,3 +134,20 @@ def test_transposed_convolution_from_torch():
     deconvs = [layer for layer in network.layers if layer.kind == "deconv"]
     assert [(d.ofmap_h, d.filters, d.groups) for d in deconvs] == [(16, 8, 1), (16, 8, 4)]
     assert module(torch.randn(1, 3, 16, 16)).shape == (1, 8, 16, 16)
+
+
+class FoldedRows(nn.Module):
+    """Linear layers on a (batch·seq) × features view: the batch is folded into the rows."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(16, 32), nn.Linear(32, 8)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x.reshape(-1, 16)))).reshape(x.shape[0], 8, 8)
+
+
+def test_rows_holding_the_batch_are_divided_by_it():
+    network = from_torch(FoldedRows(), torch.randn(4, 8, 16))  # 32 rows = 4 samples × 8 tokens
+    assert [(layer.kind, layer.ifmap_h, layer.macs) for layer in network.layers] == [
+        ("fc", 8, 8 * 16 * 32), ("elementwise", 8, 0), ("fc", 8, 8 * 32 * 8)]
