@@ -27,6 +27,7 @@ from archsim.workload import load_network
 RESULT_COLUMNS = ["network", "only", "rows", "cols", "dataflow", "batch", "mode", "processors", "method",
                   "stages", "single_cycles", "cycles_per_iteration", "speedup", "mandatory_bytes",
                   "comm_overhead_bytes"]
+PROVENANCE_COLUMNS = ["network_path", "network_sha256"]  # the network a row costed: path or shipped name, hash
 SORT_COLUMNS = ["network", "only", "rows", "cols", "dataflow", "batch", "mode", "processors", "method"]
 
 
@@ -49,7 +50,8 @@ def compute_unit(unit: Unit) -> list[dict[str, object]]:
                 "processors": processors, "method": method, "stages": len(plan.stages),
                 "single_cycles": single, "cycles_per_iteration": plan.max_stage_cycles,
                 "speedup": single / plan.max_stage_cycles, "mandatory_bytes": plan.mandatory_bytes,
-                "comm_overhead_bytes": plan.additional_bytes,
+                "comm_overhead_bytes": plan.additional_bytes, "network_path": unit.network,
+                "network_sha256": unit.network_sha256,
             })
     return rows
 
@@ -126,5 +128,5 @@ def load_results(out: Path, units: list[Unit] | None = None) -> pd.DataFrame:
         except (OSError, ValueError, KeyError) as exc:
             raise InputError(f"unreadable sweep cache file ({exc.__class__.__name__}); delete it to recompute",
                              file=str(file)) from None
-    frame = pd.DataFrame(rows, columns=RESULT_COLUMNS)
+    frame = pd.DataFrame(rows, columns=RESULT_COLUMNS + PROVENANCE_COLUMNS)
     return frame.sort_values(SORT_COLUMNS, kind="stable").reset_index(drop=True)
