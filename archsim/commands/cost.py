@@ -9,7 +9,7 @@ import pandas as pd
 
 from archsim.array.costing import cost_network
 from archsim.cli import Command
-from archsim.commands.common import (add_array_arguments, add_engine_arguments, add_network_arguments,
+from archsim.commands.common import (add_array_arguments, add_clock_argument, add_seconds, with_clock, add_engine_arguments, add_network_arguments,
                                      add_output_arguments, array_from_args, emit, memory_meta, network_from_args,
                                      positive_int, with_memory_args)
 from archsim.lowering import MODES
@@ -23,6 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", default="paper", choices=MODES,
                         help="paper: LayerPipe's simplifications; exact: real training (default paper)")
     add_engine_arguments(parser)
+    add_clock_argument(parser)
     parser.add_argument("--geometry", default="archsim", choices=("archsim", "scalesim"),
                         help="output-size rule: archsim (with padding) or scalesim (ceil, no padding)")
     add_output_arguments(parser)
@@ -30,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     network = network_from_args(args, args.geometry)
-    array = with_memory_args(array_from_args(args), args)
+    array = with_clock(with_memory_args(array_from_args(args), args), args)
     table = cost_network(network, array, args.batch, args.mode, args.engine)
     totals = {column: table[column].sum() for column in table.columns if column.endswith("_cycles")
               or column.endswith("_bytes")}
@@ -43,7 +44,9 @@ def run(args: argparse.Namespace) -> int:
     meta = {"network": network.name, "array": f"{array.rows}x{array.cols}", "dataflow": array.dataflow,
             "batch": args.batch, "mode": args.mode, "engine": args.engine, "geometry": args.geometry,
             "element_bytes": array.element_bytes, **(memory_meta(array) if args.engine == "cycle" else {})}
-    emit(render(frame, args.format, meta=meta), args)
+    if array.clock_hz is not None:
+        meta["clock_ghz"] = array.clock_hz / 1e9
+    emit(render(add_seconds(frame, array.clock_hz), args.format, meta=meta), args)
     return 0
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from archsim.cli import Command
-from archsim.commands.common import (add_array_arguments, add_engine_arguments, with_memory_args, add_network_arguments, add_output_arguments,
+from archsim.commands.common import (add_array_arguments, add_clock_argument, add_seconds, with_clock, add_engine_arguments, with_memory_args, add_network_arguments, add_output_arguments,
                                      add_timeline_outputs, array_from_args, emit, network_from_args, positive_int,
                                      write_timeline_outputs)
 from archsim.errors import InputError
@@ -20,6 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--method", default="layerpipe", choices=METHODS)
     add_array_arguments(parser)
     add_engine_arguments(parser)
+    add_clock_argument(parser)
     parser.add_argument("--batch", type=positive_int, default=32)
     parser.add_argument("--mode", default="paper", choices=MODES)
     parser.add_argument("--split-axes", default=",".join(SPLIT_AXES),
@@ -33,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     network = network_from_args(args)
-    array = with_memory_args(array_from_args(args), args)
+    array = with_clock(with_memory_args(array_from_args(args), args), args)
     profile = build_profile(network, array, args.batch, args.mode, args.engine)
     options: dict[str, object] = {}
     if args.method == "layerpipe":
@@ -66,7 +67,13 @@ def run(args: argparse.Namespace) -> int:
         utilization = result.timeline.utilization()
         frame["utilization"] = [utilization.get(f"p{i + 1}", 0.0) for i in range(len(frame))]
         write_timeline_outputs(args, result.timeline, f"{network.name}: {plan.method}, {args.processors} processors")
-    emit(render(frame, args.format, meta=meta), args)
+    if array.clock_hz is not None:
+        meta["clock_ghz"] = array.clock_hz / 1e9
+        for key in ("single_processor_cycles", "cycles_per_iteration"):
+            meta[key.replace("cycles", "seconds")] = float(meta[key]) / array.clock_hz  # type: ignore[arg-type]
+        if "makespan" in meta:
+            meta["makespan_seconds"] = float(meta["makespan"]) / array.clock_hz  # type: ignore[arg-type]
+    emit(render(add_seconds(frame, array.clock_hz), args.format, meta=meta), args)
     return 0
 
 
