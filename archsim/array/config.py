@@ -14,6 +14,7 @@ from pathlib import Path
 from archsim.errors import InputError
 
 DATAFLOWS = ("ws", "os", "is")
+DEFAULT_CLOCK_HZ = 1.0e9  # where seconds are needed and the array has no clock of its own
 
 
 @dataclass(frozen=True)

@@ -85,7 +85,9 @@ def profile_from_network(network, array, batch: int, mode: str = "exact", group=
     from archsim.partition import build_profile
 
     p = build_profile(network, array, batch, mode)  # type: ignore[arg-type]
-    seconds = 1.0 / (array.clock_hz or 1.0e9)  # 1 GHz when the array has no clock
+    from archsim.array.config import DEFAULT_CLOCK_HZ
+
+    seconds = 1.0 / (array.clock_hz or DEFAULT_CLOCK_HZ)
     keys = [group(n) if group else n for n in p.names]
     blocks: list[list[int]] = []
     for index, key in enumerate(keys):
