@@ -28,6 +28,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--alpha", type=float, default=1.001, help="LayerPipe target relaxation factor")
     parser.add_argument("--microbatches", type=positive_int, default=None,
                         help="also simulate M micro-batches and report the makespan")
+    parser.add_argument("--memory", action="store_true",
+                        help="with --microbatches: bytes per processor (weights × versions, gradients, optimizer "
+                             "state, peak stashed activations of the simulated schedule)")
+    parser.add_argument("--optimizer", default="sgd", choices=("sgd", "momentum", "adam"),
+                        help="optimizer state for --memory: sgd none, momentum 1×, adam 2× the weights")
+    parser.add_argument("--capacity-gb", type=float, default=None, metavar="GB",
+                        help="with --memory: per-processor memory (GB = 1e9 bytes); a plan over it is an error")
     add_timeline_outputs(parser)
     add_output_arguments(parser)
 
@@ -61,11 +68,26 @@ def run(args: argparse.Namespace) -> int:
 
         if not args.microbatches:
             raise InputError("--gantt, --trace and --schedule-csv need --microbatches", field="microbatches")
+    if (args.memory or args.capacity_gb is not None) and not args.microbatches:
+        raise InputError("--memory and --capacity-gb need --microbatches (the schedule decides the stash)",
+                         field="microbatches")
+    if args.microbatches:
         result = simulate_partition(plan, profile, args.microbatches)
         meta["microbatches"] = args.microbatches
         meta["makespan"] = result.timeline.makespan
         utilization = result.timeline.utilization()
         frame["utilization"] = [utilization.get(f"p{i + 1}", 0.0) for i in range(len(frame))]
+        if args.memory or args.capacity_gb is not None:
+            from archsim.footprint import check_capacity, footprint_frame, partition_footprint
+
+            memory = partition_footprint(plan, profile, result.timeline, result.schedule, args.optimizer)
+            # the schedule's own versions (GPipe flushes: 1) replace the DFG's PipeDream stash depths
+            frame = frame.drop(columns="weight_versions", errors="ignore").join(
+                footprint_frame(memory).drop(columns="processor"))
+            meta["optimizer"] = args.optimizer
+            if args.capacity_gb is not None:
+                check_capacity(memory, args.capacity_gb * 1e9)
+                meta["capacity_bytes"] = args.capacity_gb * 1e9
         write_timeline_outputs(args, result.timeline, f"{network.name}: {plan.method}, {args.processors} processors")
     if array.clock_hz is not None:
         meta["clock_ghz"] = array.clock_hz / 1e9
