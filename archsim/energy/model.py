@@ -106,14 +106,19 @@ def op_counts(ops: Sequence[TrainingOp], array: ArrayConfig, engine: str = "anal
     return frame
 
 
+def static_power_mw(energies: AccessEnergies, array: ArrayConfig) -> float:
+    """Leakage power of one array (mW): its PEs and the KiB of its three SRAMs."""
+    return energies.pe_leakage_mw * array.pes + energies.sram_leakage_mw_per_kib * (
+        array.ifmap_sram_kb + array.filter_sram_kb + array.ofmap_sram_kb)
+
+
 def energy_of(counts: pd.DataFrame, energies: AccessEnergies, array: ArrayConfig) -> pd.DataFrame:
     """Energy (pJ) of each row of ``counts`` (columns :data:`COUNTS` and ``cycles``), by part."""
     out = pd.DataFrame(index=counts.index)
     for column, (figure, names) in PARTS.items():
         events = sum(counts[name].to_numpy(dtype=np.float64) for name in names)
         out[column] = events * getattr(energies, figure)
-    static_mw = energies.pe_leakage_mw * array.pes + energies.sram_leakage_mw_per_kib * (
-        array.ifmap_sram_kb + array.filter_sram_kb + array.ofmap_sram_kb)
+    static_mw = static_power_mw(energies, array)
     if static_mw > 0 and array.clock_hz is None:
         raise InputError("leakage needs the array's clock (--clock-ghz or [archsim] ClockGHz)", field="clock-ghz")
     seconds = counts["cycles"].to_numpy(dtype=np.float64) / (array.clock_hz or 1.0)
