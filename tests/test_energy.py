@@ -227,6 +227,10 @@ def test_cli_energy_and_cost_energy(tmp_path, capsys) -> None:
     assert total_row["total_seconds"] == pytest.approx(total_row["total_cycles"] / 2e9)
     assert total_row["energy_pj"] == pytest.approx(total["energy_pj"])
     assert main(["energy", "layerpipe_sample", "--energy-table", "nosuch"]) == 2
+    # a width the table lacks: cycles still print (without area); energy is a clean error
+    assert main(["cost", "layerpipe_sample", "--batch", "1", "--element-bytes", "3", "--format", "json"]) == 0
+    assert "area_mm2" not in __import__("json").loads(capsys.readouterr().out)["meta"]
+    assert main(["cost", "layerpipe_sample", "--batch", "1", "--element-bytes", "3", "--energy"]) == 2
 
 
 def test_microbatches_repeat_smaller_gemms() -> None:

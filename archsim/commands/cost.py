@@ -12,7 +12,7 @@ from archsim.cli import Command
 from archsim.commands.common import (add_array_arguments, add_clock_argument, add_seconds, with_clock, add_engine_arguments, add_network_arguments,
                                      add_output_arguments, array_from_args, emit, memory_meta, network_from_args,
                                      positive_int, with_memory_args)
-from archsim.commands.energy import add_energy_table_argument, energies_from_args
+from archsim.commands.energy import add_energy_table_argument, energies_from_args, table_from_args
 from archsim.lowering import MODES, lower_network
 from archsim.outputs import render
 
@@ -37,10 +37,11 @@ def run(args: argparse.Namespace) -> int:
     network = network_from_args(args, args.geometry)
     array = with_clock(with_memory_args(array_from_args(args), args), args)
     table = cost_network(network, array, args.batch, args.mode, args.engine)
-    energy_table, energies = energies_from_args(array, args)
+    energy_table = energies = None
     if args.energy:
         from archsim.energy import layer_energy
 
+        energy_table, energies = energies_from_args(array, args)
         lowered = lower_network(network, args.batch, args.mode, array.element_bytes)  # type: ignore[arg-type]
         per_layer = layer_energy(lowered, array, energies, args.engine)
         table = pd.concat([table, per_layer.drop(columns="layer")], axis=1)
@@ -57,7 +58,10 @@ def run(args: argparse.Namespace) -> int:
             "element_bytes": array.element_bytes, **(memory_meta(array) if args.engine == "cycle" else {})}
     from archsim.energy import array_area
 
-    meta.update(array_area(array, energy_table).as_dict(), energy_table=energy_table.name)
+    if energy_table is None:
+        energy_table = table_from_args(args)
+    if array.element_bytes in energy_table.mac_um2:  # area needs the table's figures at this width
+        meta.update(array_area(array, energy_table).as_dict(), energy_table=energy_table.name)
     if array.clock_hz is not None:
         meta["clock_ghz"] = array.clock_hz / 1e9
     emit(render(add_seconds(frame, array.clock_hz), args.format, meta=meta), args)

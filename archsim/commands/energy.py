@@ -20,14 +20,22 @@ def add_energy_table_argument(parser: argparse.ArgumentParser) -> None:
                              "configs/energy/)")
 
 
-def energies_from_args(array: ArrayConfig, args: argparse.Namespace):
-    """(table, per-event energies) for ``array``: --energy-table, else the .cfg's ``[energy]`` table,
-    else the default; then the .cfg's ``[energy]`` figure overrides."""
-    from archsim.energy import access_energies, load_table, read_cfg_energy
+def table_from_args(args: argparse.Namespace):
+    """The energy/area table: --energy-table, else the .cfg's ``[energy]`` table, else the default."""
+    from archsim.energy import load_table, read_cfg_energy
 
     cfg = read_cfg_energy(args.config) if getattr(args, "config", None) else None
     name = args.energy_table or (cfg.table if cfg else None)
-    table = load_table(name) if name else load_table()
+    return load_table(name) if name else load_table()
+
+
+def energies_from_args(array: ArrayConfig, args: argparse.Namespace):
+    """(table, per-event energies) for ``array``: :func:`table_from_args`, then the .cfg's
+    ``[energy]`` figure overrides."""
+    from archsim.energy import access_energies, read_cfg_energy
+
+    cfg = read_cfg_energy(args.config) if getattr(args, "config", None) else None
+    table = table_from_args(args)
     return table, access_energies(array, table, cfg.overrides if cfg else None)
 
 
