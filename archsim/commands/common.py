@@ -130,16 +130,47 @@ def memory_meta(array: ArrayConfig) -> dict[str, object]:
 
 
 def add_network_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("network", metavar="NETWORK", help="topology CSV path or shipped network name")
+    parser.add_argument("network", metavar="NETWORK",
+                        help="topology CSV, ONNX file, transformer config (.json/.toml) or shipped network name")
     parser.add_argument("--only", default=None, metavar="KIND[,KIND]",
-                        help="keep only these layer kinds (conv, fc, matmul, pool, elementwise, batchnorm)")
+                        help="keep only these layer kinds (conv, fc, matmul, pool, elementwise, batchnorm, deconv)")
+    parser.add_argument("--shapes", default="auto", choices=("auto", "check", "off"),
+                        help="check each layer's input against its producers' outputs: auto (files that declare "
+                             "Inputs; default), check (also a raw SCALE-Sim chain), off")
+    add_onnx_arguments(parser)
+
+
+def add_onnx_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--unsupported", default="error", choices=("error", "skip"),
+                        help="an ONNX op archsim does not model: error (default), or skip it and list it")
+    parser.add_argument("--dim", action="append", type=_dim, default=[], metavar="NAME=VALUE",
+                        help="value of a symbolic ONNX input dimension, or a transformer config's sequence length "
+                             "(e.g. --dim seq=128); the batch dimension needs none: layers are per sample")
+
+
+def _dim(text: str) -> tuple[str, int]:
+    name, _, value = text.partition("=")
+    if not name.strip() or not value.strip().isdigit() or int(value) <= 0:
+        raise argparse.ArgumentTypeError(f"expected NAME=POSITIVE_INTEGER, got {text!r}")
+    return name.strip(), int(value)
+
+
+def onnx_options(args: argparse.Namespace) -> dict[str, object]:
+    """``load_network``'s keywords from --unsupported, --dim and --shapes."""
+    dims = dict(getattr(args, "dim", []))
+    if len(dims) != len(getattr(args, "dim", [])):
+        raise InputError("a --dim name is given twice", field="dim")
+    return {"unsupported": getattr(args, "unsupported", "error"), "dims": dims,
+            "shapes": getattr(args, "shapes", "auto")}
 
 
 def network_from_args(args: argparse.Namespace, geometry: str = "archsim"):
     """The NETWORK argument, restricted to ``--only`` kinds."""
     from archsim.workload import load_network
 
-    network = load_network(args.network, geometry=geometry)
+    network = load_network(args.network, geometry=geometry, **onnx_options(args))
+    for note in network.notes:
+        print(f"archsim: note: {note}", file=sys.stderr)
     if args.only:
         network = network.only(*[k.strip() for k in args.only.split(",") if k.strip()])
     return network

@@ -83,7 +83,12 @@ def read_results(folder: Path) -> pd.DataFrame:
 def write_report(folder: Path, target: str | Path, *, spec_command: str) -> Path:
     results = read_results(folder)
     summary = summarize(results)
-    first = results.sort_values(["network", "rows", "batch"]).iloc[0]
+    if "network_path" in results.columns:  # every network file must still be the one the sweep costed
+        for _, row in results.drop_duplicates("network_path").iterrows():
+            _check_unchanged(row)
+    first = results.sort_values(["network", "rows", "batch"]).iloc[0].copy()
+    if isinstance(first.get("network_path"), str) and first["network_path"]:  # the file the sweep costed
+        first["network"] = first["network_path"]
     network = load_network(str(first.network))
     if first["only"] != "all":
         network = network.only(*str(first["only"]).split("+"))
@@ -100,6 +105,16 @@ def write_report(folder: Path, target: str | Path, *, spec_command: str) -> Path
         extra.extend(_design_sections(results, spec_command, str(folder), str(target)))
     return build_report(results, summary, results_path=str(folder), out=target, spec_command=spec_command,
                         extra_sections=extra)
+
+
+def _check_unchanged(row) -> None:
+    """The network file must still be the one the results were computed from (its SHA-256)."""
+    from archsim.sweep.spec import network_sha256
+
+    recorded, path = row.get("network_sha256"), row.get("network_path")
+    if isinstance(recorded, str) and recorded and network_sha256(str(path)) != recorded:
+        raise InputError("the network file changed since the sweep ran (SHA-256 differs, or it is gone); rerun "
+                         "the sweep", file=str(path), field="network_sha256")
 
 
 def _design_sections(results: pd.DataFrame, spec_command: str, folder: str, target: str):

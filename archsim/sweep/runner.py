@@ -27,6 +27,7 @@ from archsim.workload import load_network
 RESULT_COLUMNS = ["network", "only", "rows", "cols", "dataflow", "batch", "mode", "processors", "method",
                   "stages", "single_cycles", "cycles_per_iteration", "speedup", "mandatory_bytes",
                   "comm_overhead_bytes"]
+PROVENANCE_COLUMNS = ["network_path", "network_sha256"]  # the network a row costed: path or shipped name, hash
 SORT_COLUMNS = ["network", "only", "rows", "cols", "dataflow", "batch", "mode", "processors", "method"]
 
 
@@ -43,7 +44,8 @@ def compute_unit(unit: Unit) -> list[dict[str, object]]:
             "processors": processors, "method": method, "stages": len(plan.stages),
             "single_cycles": single, "cycles_per_iteration": cycles,
             "speedup": single / cycles, "mandatory_bytes": plan.mandatory_bytes,
-            "comm_overhead_bytes": plan.additional_bytes,
+            "comm_overhead_bytes": plan.additional_bytes, "network_path": unit.network,
+            "network_sha256": unit.network_sha256,
         }
 
     if unit.design is not None:
@@ -137,5 +139,5 @@ def load_results(out: Path, units: list[Unit] | None = None) -> pd.DataFrame:
     from archsim.sweep.design import DESIGN_COLUMNS
 
     design = [c for c in DESIGN_COLUMNS if any(c in row for row in rows)]
-    frame = pd.DataFrame(rows, columns=RESULT_COLUMNS + design)
+    frame = pd.DataFrame(rows, columns=RESULT_COLUMNS + PROVENANCE_COLUMNS + design)
     return frame.sort_values(SORT_COLUMNS + design[:6], kind="stable").reset_index(drop=True)

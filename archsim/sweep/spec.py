@@ -4,7 +4,8 @@ Keys are checked exactly — an unknown key is an error naming it, never silentl
 
     [sweep]
     name = "layerpipe_vgg16"
-    networks = ["vgg16"]            # shipped names or CSV paths (relative to the spec file)
+    networks = ["vgg16"]            # shipped names, or CSV/ONNX paths (relative to the spec file or the
+                                    # working directory); results keep the path and a content hash
     only = ["conv"]                 # optional: keep only these layer kinds
     arrays = ["32x32", "64x64"]
     dataflows = ["ws"]
@@ -60,15 +61,18 @@ class Unit:
     methods: tuple[str, ...]
     alpha: float
     engine: str = "analytic"
+    network_sha256: str = ""  # of a network file's bytes; empty for a shipped name
     design: Design | None = None  # None: a plain sweep (cycles and speedups only)
 
     @property
     def key(self) -> str:
         only = "+".join(self.only) or "all"
         engine = "" if self.engine == "analytic" else f"_{self.engine}"  # analytic keys as before
+        content = f"_{self.network_sha256[:12]}" if self.network_sha256 else ""  # a changed file is recomputed
         design = "" if self.design is None else f"_{self.design.key}"
-        return (f"{Path(self.network).stem}_{only}_{self.rows}x{self.cols}_{self.dataflow}_b{self.batch}_{self.mode}"
-                f"_p{'-'.join(map(str, self.processors))}_{'-'.join(self.methods)}_a{self.alpha:g}{engine}{design}")
+        return (f"{Path(self.network).stem}{content}_{only}_{self.rows}x{self.cols}_{self.dataflow}_b{self.batch}"
+                f"_{self.mode}_p{'-'.join(map(str, self.processors))}_{'-'.join(self.methods)}_a{self.alpha:g}{engine}"
+                f"{design}")
 
 
 @dataclass(frozen=True)
@@ -106,8 +110,9 @@ class SweepSpec:
     designs: tuple[Design, ...] = ()  # empty: a plain sweep
 
     def units(self) -> list[Unit]:
+        digests = {network: network_sha256(network) for network in self.networks}
         return [Unit(network, self.only, rows, cols, dataflow, batch, self.mode, self.processors, self.methods,
-                     self.alpha, self.engine, design)
+                     self.alpha, self.engine, digests[network], design)
                 for network, (rows, cols), dataflow, batch, design in product(
                     self.networks, self.arrays, self.dataflows, self.batches, self.designs or (None,))]
 
@@ -115,6 +120,35 @@ class SweepSpec:
     def size(self) -> int:
         clocks = max(1, len(self.designs[0].clocks_ghz)) if self.designs else 1
         return len(self.units()) * len(self.processors) * len(self.methods) * clocks
+
+
+NETWORK_SUFFIXES = (".csv", ".onnx", ".json", ".toml")
+
+
+def resolve_network(name: str, spec_dir: Path, file: str) -> str:
+    """A spec's network: a file relative to the spec, else to the working directory (absolute path
+    returned), else a shipped name. A name that looks like a file but is neither is an error."""
+    for candidate in (spec_dir / name, Path(name)):
+        if candidate.is_file():
+            return str(candidate.resolve())
+    if Path(name).suffix.lower() in NETWORK_SUFFIXES or "/" in name or "\\" in name:
+        raise InputError(f"network file {name!r} not found (relative to the spec's folder or the working "
+                         f"directory)", file=file, field="networks")
+    return name
+
+
+def network_sha256(network: str) -> str:
+    """SHA-256 of a network file's bytes (empty for a shipped name): results say which file they costed."""
+    path = Path(network)
+    if not path.is_file():
+        return ""
+    import hashlib
+
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def load_spec(path: str | Path) -> SweepSpec:
@@ -157,7 +191,7 @@ def load_spec(path: str | Path) -> SweepSpec:
     networks = strings("networks")
     if not networks:
         raise InputError("expected at least one network", file=file, field="networks")
-    resolved = tuple(str((path.parent / n).resolve()) if n.endswith(".csv") else n for n in networks)
+    resolved = tuple(resolve_network(n, path.parent, file) for n in networks)
     arrays = []
     for text in strings("arrays"):
         try:
