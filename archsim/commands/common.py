@@ -21,6 +21,45 @@ def positive_int(text: str) -> int:
     return value
 
 
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def add_clock_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--clock-ghz", type=positive_float, default=None, metavar="GHZ",
+                        help="array clock: adds seconds beside cycles (default: the .cfg's [archsim] ClockGHz, "
+                             "else cycles only)")
+
+
+def with_clock(array: ArrayConfig, args: argparse.Namespace) -> ArrayConfig:
+    """``array`` at the --clock-ghz the user gave (else its own clock, possibly none)."""
+    from dataclasses import replace
+
+    return replace(array, clock_hz=args.clock_ghz * 1e9) if args.clock_ghz is not None else array
+
+
+def add_seconds(frame, clock_hz: float | None):
+    """A copy of ``frame`` with ``X_seconds`` right after every numeric ``X_cycles`` column (``seconds``
+    after ``cycles``) at ``clock_hz``; ``frame`` itself when the clock is unknown."""
+    import pandas as pd
+
+    if clock_hz is None:
+        return frame
+    out = frame.copy()
+    for column in [str(c) for c in frame.columns if str(c).endswith("cycles")]:
+        name = column[: -len("cycles")] + "seconds"
+        if name not in out.columns:
+            values = pd.to_numeric(frame[column], errors="coerce") / clock_hz
+            out.insert(out.columns.get_loc(column) + 1, name, values)
+    return out
+
+
 def add_array_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--array", default=None, help="systolic array ROWSxCOLS (default 32x32)")
     parser.add_argument("--dataflow", default=None, choices=("ws", "os", "is"),

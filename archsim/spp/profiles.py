@@ -18,7 +18,9 @@ def profile_from_network(network, array, batch: int, mode: str = "exact", group=
     consecutive layers of one block merge into one node of a chain (e.g. a BERT encoder layer),
     whose boundary tensor is its last layer's output and whose δ back is the previous block's."""
     p = build_profile(network, array, batch, mode)  # type: ignore[arg-type]
-    seconds = 1.0 / array.clock_hz
+    from archsim.array.config import DEFAULT_CLOCK_HZ
+
+    seconds = 1.0 / (array.clock_hz or DEFAULT_CLOCK_HZ)
     if group is None:
         return replace(p, forward=p.forward * seconds, weight_grad=p.weight_grad * seconds,
                        delta=p.delta * seconds, unit="seconds")
