@@ -32,10 +32,11 @@ class Command:
 
 
 def _commands() -> list[Command]:
-    from archsim.commands import bppsa, cluster, cost, gemm, pipeline, plan, schedule, sweep, validate_gpu
+    from archsim.commands import (bppsa, cluster, cost, energy, gemm, import_model, pipeline, plan, schedule, sweep,
+                                  validate_gpu)
 
-    return [cost.COMMAND, gemm.COMMAND, pipeline.COMMAND, schedule.COMMAND, plan.COMMAND, bppsa.COMMAND,
-            cluster.COMMAND, sweep.SWEEP, sweep.REPORT, validate_gpu.COMMAND]
+    return [cost.COMMAND, energy.COMMAND, gemm.COMMAND, pipeline.COMMAND, schedule.COMMAND, plan.COMMAND, bppsa.COMMAND,
+            cluster.COMMAND, sweep.SWEEP, sweep.REPORT, validate_gpu.COMMAND, import_model.COMMAND]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -8,10 +8,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from archsim.spp.prm import LayerProfileSPP, PRMPlan
+from archsim.partition.profile import LayerProfile
+from archsim.spp.prm import PRMPlan, boundary_bytes
 
 
-def prm_tables(profile: LayerProfileSPP, order: Sequence[int], bandwidth: np.ndarray, microbatches: int,
+def prm_tables(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarray, microbatches: int,
                max_stages: int) -> list[PRMPlan]:
     """PRM for every stage count 1..max_stages at once, vectorized with numpy (the same recurrence
     as :func:`prm`, tested equal). Tables W[ξ][l, r, i] over l ≤ L, r ≤ V, i ≤ V."""
@@ -19,8 +20,8 @@ def prm_tables(profile: LayerProfileSPP, order: Sequence[int], bandwidth: np.nda
     b = bandwidth[np.ix_(order, order)]
     inf = np.inf
     work = np.concatenate([[0.0], np.cumsum(np.add(profile.forward, profile.backward))])
-    params = np.concatenate([[0.0], np.cumsum(profile.parameters)])
-    size = np.add(profile.activations, profile.gradients)
+    params = np.concatenate([[0.0], np.cumsum(np.asarray(profile.weight_bytes, dtype=float))])
+    size = boundary_bytes(profile)
     # slowest link inside the block of r devices ending at position i (1-based i), and between the
     # block of r' ending at i − r and the block of r ending at i.
     inside = np.full((V + 1, V + 1), inf)
