@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from archsim.errors import InputError
-from archsim.partition.antichain import AntichainStates, antichain_states
+from archsim.partition.antichain import AntichainStates
 from archsim.partition.pipedream_kernel import solve_splits
 from archsim.partition.profile import LayerProfile
 from archsim.partition.result import Partition, PlacedOp, Stage
@@ -109,7 +109,7 @@ def pipedream_plan(profile: LayerProfile, hierarchy: tuple[Level, ...] | list[Le
     ratio = options.activation_compression_ratio
     if ratio is not None and not (ratio > 0 and math.isfinite(ratio)):
         raise InputError(f"must be positive and finite, got {ratio}", field="activation-compression-ratio")
-    states = antichain_states(profile)
+    states = profile.antichain_states
     n = len(states)
     compute = _Cumulative(states.compute)
     all_a = []

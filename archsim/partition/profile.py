@@ -76,6 +76,14 @@ class LayerProfile:
             found[producer].append(consumer)
         return tuple(tuple(c) for c in found)
 
+    @cached_property
+    def antichain_states(self):
+        """PipeDream's states of this profile's DAG (:mod:`archsim.partition.antichain`), built once
+        per profile: every machine count and level of a sweep reads the same states."""
+        from archsim.partition.antichain import antichain_states
+
+        return antichain_states(self)
+
     @property
     def _edge_list(self) -> tuple[tuple[int, int], ...]:
         if self.edges is None:
