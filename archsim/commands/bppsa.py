@@ -130,7 +130,7 @@ def run_vgg(args: argparse.Namespace) -> int:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    sub = parser.add_subparsers(dest="study", metavar="STUDY")
+    sub = parser.add_subparsers(dest="study", metavar="STUDY", help="rnn or pruned-vgg11")
     sub.required = True
     rnn = sub.add_parser("rnn", help="RNN backward-pass speedup as T and p vary (Fig. 8)")
     add_rnn_arguments(rnn)

@@ -21,14 +21,17 @@ def positive_int(text: str) -> int:
     return value
 
 
+MODE_HELP = "paper: LayerPipe's simplifications (δ for the first layer, dense δ); exact: what training computes"
+
+
 def add_array_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--array", default=None, help="systolic array ROWSxCOLS (default 32x32)")
+    parser.add_argument("--array", default=None, help="systolic array ROWSxCOLS (default: 32x32)")
     parser.add_argument("--dataflow", default=None, choices=("ws", "os", "is"),
-                        help="dataflow (default ws, or the config file's)")
+                        help="dataflow (default: ws, or the config file's)")
     parser.add_argument("--config", default=None, metavar="FILE.cfg",
                         help="SCALE-Sim .cfg file for the array (overrides --array unless given too)")
     parser.add_argument("--element-bytes", type=positive_int, default=1,
-                        help="bytes per tensor element (default 1, as in LayerPipe)")
+                        help="bytes per tensor element (LayerPipe uses 1)")
 
 
 def array_from_args(args: argparse.Namespace) -> ArrayConfig:
@@ -54,12 +57,12 @@ def add_engine_arguments(parser: argparse.ArgumentParser, bandwidth_flag: str = 
 
     parser.add_argument("--engine", default="analytic", choices=ENGINES,
                         help="analytic: compute cycles; cycle: memory-aware, with stall cycles and DRAM "
-                             "traffic (SCALE-Sim USER-bandwidth model; default analytic)")
+                             "traffic (SCALE-Sim USER-bandwidth model)")
     parser.add_argument(bandwidth_flag, dest="dram_bandwidth", type=positive_int, default=None, metavar="WORDS",
-                        help="DRAM words/cycle per operand for --engine cycle (default 10, or the config's: "
+                        help="DRAM words/cycle per operand for --engine cycle (default: 10, or the config's: "
                              "a SCALE-Sim USER-mode .cfg reads ifmap/filter at its [layout] bank rates)")
     parser.add_argument("--sram-kb", default=None, metavar="KB[,KB,KB]",
-                        help="ifmap,filter,ofmap SRAM KiB for --engine cycle (one value: all three; default 64)")
+                        help="ifmap,filter,ofmap SRAM KiB for --engine cycle (one value: all three; default: 64)")
 
 
 def with_memory_args(array: ArrayConfig, args: argparse.Namespace) -> ArrayConfig:
@@ -126,7 +129,7 @@ def write_timeline_outputs(args: argparse.Namespace, timeline, title: str) -> No
 
 
 def add_output_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--format", default="table", choices=FORMATS, help="output format (default table)")
+    parser.add_argument("--format", default="table", choices=FORMATS, help="output format: an aligned table, CSV or JSON")
     parser.add_argument("--out", default=None, metavar="FILE", help="write to FILE (atomically) instead of stdout")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from archsim.cli import Command
-from archsim.commands.common import (add_array_arguments, add_engine_arguments, with_memory_args, add_network_arguments, add_output_arguments,
+from archsim.commands.common import (MODE_HELP, add_array_arguments, add_engine_arguments, with_memory_args, add_network_arguments, add_output_arguments,
                                      add_timeline_outputs, array_from_args, emit, network_from_args, positive_int,
                                      write_timeline_outputs)
 from archsim.errors import InputError
@@ -17,11 +17,11 @@ from archsim.partition import METHODS, build_profile, partition
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_network_arguments(parser)
     parser.add_argument("--processors", type=positive_int, required=True, help="number of processors")
-    parser.add_argument("--method", default="layerpipe", choices=METHODS)
+    parser.add_argument("--method", default="layerpipe", choices=METHODS, help="partitioner")
     add_array_arguments(parser)
     add_engine_arguments(parser)
-    parser.add_argument("--batch", type=positive_int, default=32)
-    parser.add_argument("--mode", default="paper", choices=MODES)
+    parser.add_argument("--batch", type=positive_int, default=32, help="mini-batch size")
+    parser.add_argument("--mode", default="paper", choices=MODES, help=MODE_HELP)
     parser.add_argument("--split-axes", default=",".join(SPLIT_AXES),
                         help=f"δ split axes LayerPipe may use (default {','.join(SPLIT_AXES)})")
     parser.add_argument("--alpha", type=float, default=1.001, help="LayerPipe target relaxation factor")

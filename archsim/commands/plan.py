@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from archsim.cli import Command
-from archsim.commands.common import (add_array_arguments, add_network_arguments, add_output_arguments,
+from archsim.commands.common import (MODE_HELP, add_array_arguments, add_network_arguments, add_output_arguments,
                                      add_timeline_outputs, array_from_args, emit, network_from_args, positive_int,
                                      write_timeline_outputs)
 from archsim.errors import InputError
@@ -26,13 +26,15 @@ METHODS = ("spp", *BASELINES)
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_network_arguments(parser)
     parser.add_argument("--cluster", required=True, metavar="CONFIG.toml", help="cluster topology (configs/clusters/)")
-    parser.add_argument("--microbatches", type=positive_int, required=True)
-    parser.add_argument("--method", default="spp", choices=METHODS)
+    parser.add_argument("--microbatches", type=positive_int, required=True, help="micro-batches per iteration")
+    parser.add_argument("--method", default="spp", choices=METHODS,
+                        help="planner (the table prints the others beside it as baselines)")
     parser.add_argument("--seed", type=int, default=None, help="redraw the cluster's bandwidth ranges")
-    parser.add_argument("--max-stages", type=positive_int, default=None)
+    parser.add_argument("--max-stages", type=positive_int, default=None,
+                        help="try at most this many stages (default: as many as devices and layers allow)")
     add_array_arguments(parser)
     parser.add_argument("--batch", type=positive_int, default=4, help="micro-batch size (array-model costs)")
-    parser.add_argument("--mode", default="exact", choices=MODES)
+    parser.add_argument("--mode", default="exact", choices=MODES, help=MODE_HELP)
     parser.add_argument("--clock-ghz", type=float, default=1.0, help="array clock, to turn cycles into seconds")
     add_timeline_outputs(parser)
     add_output_arguments(parser)

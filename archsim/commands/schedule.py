@@ -7,7 +7,7 @@ import argparse
 import pandas as pd
 
 from archsim.cli import Command
-from archsim.commands.common import (add_array_arguments, add_engine_arguments, with_memory_args, add_network_arguments, add_output_arguments,
+from archsim.commands.common import (MODE_HELP, add_array_arguments, add_engine_arguments, with_memory_args, add_network_arguments, add_output_arguments,
                                      add_timeline_outputs, array_from_args, emit, network_from_args, positive_int,
                                      write_timeline_outputs)
 from archsim.lowering import MODES
@@ -21,9 +21,11 @@ from archsim.policies.ooo import POLICIES, LayerCosts, ooo_schedule, schedule_me
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_network_arguments(parser)
-    parser.add_argument("--policy", required=True, choices=POLICIES + dp.POLICIES + zb.SCHEDULES + ("multistream",))
+    parser.add_argument("--policy", required=True, choices=POLICIES + dp.POLICIES + zb.SCHEDULES + ("multistream",),
+                        help="schedule policy")
     parser.add_argument("--processors", type=positive_int, required=True, help="devices")
-    parser.add_argument("--microbatches", type=positive_int, default=1)
+    parser.add_argument("--microbatches", type=positive_int, default=1,
+                        help="micro-batches per iteration (with 1, a pipeline has no overlap to exploit)")
     parser.add_argument("--unit-costs", action="store_true", help="F = D = G = 1, no communication")
     parser.add_argument("--flush", action=argparse.BooleanOptionalAction, default=None,
                         help="backward ops wait for every forward (default: on, except for ooo-pipe2)")
@@ -39,8 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --unit-costs: synchronization time of each layer (data parallel)")
     add_array_arguments(parser)
     add_engine_arguments(parser, bandwidth_flag="--dram-bandwidth")
-    parser.add_argument("--batch", type=positive_int, default=32)
-    parser.add_argument("--mode", default="paper", choices=MODES)
+    parser.add_argument("--batch", type=positive_int, default=32, help="mini-batch size")
+    parser.add_argument("--mode", default="paper", choices=MODES, help=MODE_HELP)
     add_timeline_outputs(parser)
     add_output_arguments(parser)
 
