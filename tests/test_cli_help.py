@@ -103,3 +103,27 @@ def test_public_api_cost_and_pipeline_keyword_only():
     assert timeline.makespan >= 2 * plan.max_stage_cycles
     only_conv = archsim.load_network("resnet50", only="conv")
     assert {layer.kind for layer in only_conv.layers} == {"conv"}
+
+
+def test_pipeline_table_shows_layer_ranges_and_explains_split_markers(capsys):
+    argv = ["pipeline", "resnet50", "--processors", "6", "--method", "pipedream"]
+    assert cli.main([*argv, "--format", "json"]) == 0
+    import json
+
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "# split_ops: D1/D2 are the parts δ′/δ″" in out
+    assert max(len(line) for line in out.splitlines() if not line.startswith("#")) < 160
+    for row in rows:  # json keeps every layer; the table names the first and last and the count
+        layers = row["layers"].split()
+        shown = f"{layers[0]}…{layers[-1]} ({len(layers)})" if len(layers) > 2 else row["layers"]
+        assert shown in out
+
+
+def test_table_numbers_are_formatted_one_way(capsys):
+    assert cli.main(["pipeline", "layerpipe_sample", "--processors", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "# speedup: 2.997\n" in out  # 96,478,356 / 32,191,601 to 4 significant digits
+    assert "# single_processor_cycles: 96478356\n" in out  # integral cycle counts in full
+    assert "e+0" not in out

@@ -66,8 +66,29 @@ def run(args: argparse.Namespace) -> int:
         utilization = result.timeline.utilization()
         frame["utilization"] = [utilization.get(f"p{i + 1}", 0.0) for i in range(len(frame))]
         write_timeline_outputs(args, result.timeline, f"{network.name}: {plan.method}, {args.processors} processors")
+    if args.format == "table":
+        frame = _compact(frame, plan, [layer.name for layer in network.layers])
+        meta["split_ops"] = ("D1/D2 are the parts δ′/δ″ of a split δ (input gradient); * marks a part run here for "
+                             "a layer on an earlier processor; --format csv lists every op")
     emit(render(frame, args.format, meta=meta), args)
     return 0
+
+
+def _compact(frame, plan, order: list[str]):
+    """The table's short form: a range of layers per processor, and only the split/borrowed ops."""
+    position = {name: i for i, name in enumerate(order)}
+    ranges = []
+    for stage in plan.stages:
+        spots = [position.get(name, -1) for name in stage.layers]
+        if len(spots) > 2 and -1 not in spots and spots == list(range(spots[0], spots[0] + len(spots))):
+            ranges.append(f"{stage.layers[0]}…{stage.layers[-1]} ({len(spots)})")
+        else:
+            ranges.append(" ".join(stage.layers))
+    shown = frame.drop(columns=["ops"]).assign(layers=ranges)
+    shown.insert(shown.columns.get_loc("total_cycles") + 1, "split_ops", [
+        " ".join(f"{op.kind}:{op.layer}" + ("*" if op.borrowed else "") for op in stage.ops
+                 if op.borrowed or op.kind in ("D1", "D2")) or "-" for stage in plan.stages])
+    return shown
 
 
 def _stash_depths(plan, network) -> list[int] | None:
