@@ -56,7 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def granularity_note(args: argparse.Namespace) -> str:
-    """What Jigsaw's planning unit means for the numbers on the page (measured, see README)."""
+    """What Jigsaw's planning unit means for the numbers on the page (measured, see docs/papers/jigsaw.md)."""
     if args.unit_seconds <= 0:
         unit = "Jigsaw plans every iteration on its own (--unit-seconds 0, exact)."
     else:
