@@ -127,3 +127,18 @@ def test_table_numbers_are_formatted_one_way(capsys):
     assert "# speedup: 2.997\n" in out  # 96,478,356 / 32,191,601 to 4 significant digits
     assert "# single_processor_cycles: 96478356\n" in out  # integral cycle counts in full
     assert "e+0" not in out
+
+
+def test_sweep_progress_counts_configurations_like_the_results(tmp_path, capsys):
+    """The bar's total is the number of result rows (units × processors × methods), not units."""
+    from archsim.sweep import load_spec, run_sweep
+
+    spec = tmp_path / "s.toml"
+    spec.write_text('[sweep]\nname = "p"\nnetworks = ["layerpipe_sample"]\narrays = ["16x16", "32x32"]\n'
+                    'batches = [4]\nprocessors = [2, 3, 4]\nmethods = ["pipedream", "gpipe"]\n')
+    frame = run_sweep(load_spec(spec), tmp_path / "out", progress=True)
+    bar = capsys.readouterr().err
+    assert len(frame) == 2 * 3 * 2
+    assert f"{len(frame)}/{len(frame)}" in bar and "config" in bar
+    run_sweep(load_spec(spec), tmp_path / "out", progress=True)  # all cached: starts full
+    assert f"{len(frame)}/{len(frame)}" in capsys.readouterr().err

@@ -16,7 +16,7 @@ from archsim.report.page import write_page
 from archsim.bppsa.rnn_cost import rnn_study
 from archsim.bppsa.vgg import ZEROS, check_sparsity, critical_path, vgg_flops
 from archsim.cli import Command
-from archsim.commands.common import add_array_arguments, add_output_arguments, array_from_args, emit
+from archsim.commands.common import add_array_arguments, add_output_arguments, array_from_args, emit, progress
 from archsim.errors import InputError
 from archsim.outputs import render
 
@@ -105,12 +105,18 @@ def run_vgg(args: argparse.Namespace) -> int:
     sparsity, up_levels = check_sparsity(args.sparsity), _up_levels(args.up_levels)
     divisor = _positive(args.width_divisor, "width_divisor")
     compare = sorted({0, *(_up_levels(x.strip(), "compare_levels") for x in args.compare_levels.split(","))} - {None})
-    frame = vgg_flops(sparsity=sparsity, seed=args.seed, up_levels=up_levels, width_divisor=divisor, zeros=args.zeros)
-    summaries = []
-    for levels in compare:
-        part = frame if levels == up_levels else vgg_flops(sparsity=sparsity, seed=args.seed, up_levels=levels,
-                                                            width_divisor=divisor, zeros=args.zeros)
-        summaries.append(critical_path(part).query("method == 'bppsa'").assign(up_levels=levels))
+    with progress(1 + sum(levels != up_levels for levels in compare), "pruned VGG-11", "scan") as bar:
+        frame = vgg_flops(sparsity=sparsity, seed=args.seed, up_levels=up_levels, width_divisor=divisor,
+                          zeros=args.zeros)
+        bar.update(1)
+        summaries = []
+        for levels in compare:
+            part = frame
+            if levels != up_levels:
+                part = vgg_flops(sparsity=sparsity, seed=args.seed, up_levels=levels, width_divisor=divisor,
+                                 zeros=args.zeros)
+                bar.update(1)
+            summaries.append(critical_path(part).query("method == 'bppsa'").assign(up_levels=levels))
     summary = pd.concat(summaries, ignore_index=True)[["up_levels", "steps", "critical_path_flops", "work_flops"]]
     totals = critical_path(frame).set_index("method")
     meta = {"study": "bppsa pruned-vgg11", "sparsity": sparsity, "seed": args.seed, "up_levels": args.up_levels,

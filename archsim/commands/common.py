@@ -141,6 +141,14 @@ def emit(text: str, args: argparse.Namespace) -> None:
         sys.stdout.write(text)
 
 
+def progress(total: int, desc: str, unit: str):
+    """A tqdm bar on stderr for work that can take seconds; shown only on a terminal (never in pipes,
+    logs or tests), counting ``unit``s that match what the command reports."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit=unit, disable=None, leave=False)
+
+
 def check_choice(value: str, choices: tuple[str, ...], field: str) -> str:
     if value not in choices:
         raise InputError(f"unknown {field} {value!r}; choose one of {', '.join(choices)}", field=field)

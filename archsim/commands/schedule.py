@@ -36,7 +36,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--chunks", type=positive_int, default=2, help="interleaved-1f1b: model chunks per device")
     parser.add_argument("--k", default="auto", help="dp-reverse-k: layers to reverse, or 'auto' (the paper's search)")
     parser.add_argument("--sync", default="ring", choices=("ring", "ps"), help="data-parallel synchronization")
-    parser.add_argument("--bandwidth", type=float, default=64.0, help="bytes per cycle per link (data parallel)")
+    parser.add_argument("--link-bandwidth", "--bandwidth", dest="bandwidth", type=float, default=64.0, metavar="BYTES",
+                        help="data parallel: bytes per cycle per link (--bandwidth is an older name for it; elsewhere "
+                             "--bandwidth is the DRAM's words/cycle, here --dram-bandwidth)")
     parser.add_argument("--comm-units", type=float, default=1.0,
                         help="with --unit-costs: synchronization time of each layer (data parallel)")
     add_array_arguments(parser)
