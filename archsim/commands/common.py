@@ -129,7 +129,8 @@ def write_timeline_outputs(args: argparse.Namespace, timeline, title: str) -> No
 
 
 def add_output_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--format", default="table", choices=FORMATS, help="output format: an aligned table, CSV or JSON")
+    parser.add_argument("--format", default="table", choices=FORMATS,
+                        help="output format: an aligned table, CSV or JSON")
     parser.add_argument("--out", default=None, metavar="FILE", help="write to FILE (atomically) instead of stdout")
 
 

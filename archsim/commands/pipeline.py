@@ -68,8 +68,8 @@ def run(args: argparse.Namespace) -> int:
         write_timeline_outputs(args, result.timeline, f"{network.name}: {plan.method}, {args.processors} processors")
     if args.format == "table":
         frame = _compact(frame, plan, [layer.name for layer in network.layers])
-        meta["split_ops"] = ("D1/D2 are the parts δ′/δ″ of a split δ (input gradient); * marks a part run here for "
-                             "a layer on an earlier processor; --format csv lists every op")
+        meta["split_ops"] = ("D1/D2 are the parts δ′/δ″ of a split δ (input gradient); * marks a part run here "
+                             "for a layer on an earlier processor; --format csv lists every op")
     emit(render(frame, args.format, meta=meta), args)
     return 0
 
