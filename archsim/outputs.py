@@ -62,11 +62,13 @@ def format_number(value: object, float_format: str = "{:.4g}") -> str:
 
 
 def render(frame: pd.DataFrame, fmt: str, *, meta: dict[str, object] | None = None,
-           float_format: str = "{:.4g}") -> str:
+           float_format: str = "{:.4g}", precision: int | None = None) -> str:
     """Render a result frame as an aligned table, CSV, or JSON (``{"meta": …, "rows": […]}``).
 
     The table (for reading) formats numbers with :func:`format_number`, in the ``# key: value``
-    header lines too; CSV and JSON keep full precision."""
+    header lines too, to ``precision`` significant digits when given; CSV and JSON keep full precision."""
+    if precision is not None:
+        float_format = f"{{:.{precision}g}}"
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}", field="format")
     if fmt == "csv":

@@ -127,6 +127,8 @@ def test_table_numbers_are_formatted_one_way(capsys):
     assert "# speedup: 2.997\n" in out  # 96,478,356 / 32,191,601 to 4 significant digits
     assert "# single_processor_cycles: 96478356\n" in out  # integral cycle counts in full
     assert "e+0" not in out
+    assert cli.main(["pipeline", "layerpipe_sample", "--processors", "3", "--precision", "8"]) == 0
+    assert "# speedup: 2.997004\n" in capsys.readouterr().out  # 2.99700397… to 8 digits
 
 
 def test_sweep_progress_counts_configurations_like_the_results(tmp_path, capsys):

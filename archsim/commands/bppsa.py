@@ -74,7 +74,7 @@ def run_rnn(args: argparse.Namespace) -> int:
     frame = rnn_study(seq_lens, processors, hidden=hidden, batch=batch, array=array)
     shape = f"{array.rows}x{array.cols} {array.dataflow}"
     meta = {"study": "bppsa rnn", "hidden": hidden, "batch": batch, "array": shape}
-    emit(render(frame, args.format, meta=meta), args)
+    emit(render(frame, args.format, precision=args.precision, meta=meta), args)
     if args.report:
         command = (f"archsim bppsa rnn --seq-len {args.seq_len} --hidden {hidden} --batch {batch} "
                                       f"--processors {args.processors} --array {array.rows}x{array.cols} "
@@ -124,7 +124,7 @@ def run_vgg(args: argparse.Namespace) -> int:
             "bppsa_steps": int(totals.steps["bppsa"]), "bp_steps": int(totals.steps["bp"]),
             "bppsa_critical_path_flops": int(totals.critical_path_flops["bppsa"]),
             "bp_critical_path_flops": int(totals.critical_path_flops["bp"])}
-    emit(render(frame, args.format, meta=meta), args)
+    emit(render(frame, args.format, precision=args.precision, meta=meta), args)
     if args.report:
         command = (f"archsim bppsa pruned-vgg11 --sparsity {sparsity} --seed {args.seed} --zeros {args.zeros} "
                                       f"--up-levels {args.up_levels} --compare-levels {args.compare_levels} "

@@ -124,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
             frame = summary
     else:
         summary = frame = per_seed.drop(columns=["seed"])
-    emit(render(frame, args.format, meta=meta), args)
+    emit(render(frame, args.format, precision=args.precision, meta=meta), args)
     if args.report:
         from archsim.cluster.report import write_cluster_report
 

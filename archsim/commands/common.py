@@ -131,6 +131,9 @@ def write_timeline_outputs(args: argparse.Namespace, timeline, title: str) -> No
 def add_output_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", default="table", choices=FORMATS,
                         help="output format: an aligned table, CSV or JSON")
+    parser.add_argument("--precision", type=positive_int, default=None, metavar="DIGITS",
+                        help="significant digits of non-integral numbers in a table (default: 4, validate-gpu 3; "
+                             "csv and json keep full precision)")
     parser.add_argument("--out", default=None, metavar="FILE", help="write to FILE (atomically) instead of stdout")
 
 

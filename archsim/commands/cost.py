@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     meta = {"network": network.name, "array": f"{array.rows}x{array.cols}", "dataflow": array.dataflow,
             "batch": args.batch, "mode": args.mode, "engine": args.engine, "geometry": args.geometry,
             "element_bytes": array.element_bytes, **(memory_meta(array) if args.engine == "cycle" else {})}
-    emit(render(frame, args.format, meta=meta), args)
+    emit(render(frame, args.format, precision=args.precision, meta=meta), args)
     return 0
 
 

@@ -133,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
         memory = with_memory_args(base, args)
         result = pd.concat([result, cycle_columns(shapes, memory, args.min_bandwidth)], axis=1)
         meta.update(memory_meta(memory))
-    emit(render(result, args.format, meta=meta), args)
+    emit(render(result, args.format, precision=args.precision, meta=meta), args)
     return 0
 
 

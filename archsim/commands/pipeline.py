@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         frame = _compact(frame, plan, [layer.name for layer in network.layers])
         meta["split_ops"] = ("D1/D2 are the parts δ′/δ″ of a split δ (input gradient); * marks a part run here "
                              "for a layer on an earlier processor; --format csv lists every op")
-    emit(render(frame, args.format, meta=meta), args)
+    emit(render(frame, args.format, precision=args.precision, meta=meta), args)
     return 0
 
 

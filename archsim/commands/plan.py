@@ -56,7 +56,8 @@ def run(args: argparse.Namespace) -> int:
             for n, ((a, b), d) in enumerate(zip(result.plan.stages, result.plan.devices))]
     if args.method != "spp":
         row = {"method": args.method, "makespan_seconds": others[args.method], "spp_makespan_seconds": result.makespan}
-        emit(render(pd.DataFrame([row]), args.format, meta={"cluster": topology.name}), args)
+        emit(render(pd.DataFrame([row]), args.format, precision=args.precision, meta={"cluster": topology.name}),
+             args)
         return 0
     meta = {"method": args.method, "cluster": topology.name, "devices": topology.devices,
             "microbatches": args.microbatches, "makespan_seconds": result.makespan,
@@ -64,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
             "baselines_seconds": "; ".join(f"{m}:{t:.4g}" for m, t in others.items()),
             "device_order": " ".join(f"g{x}" for x in result.order)}
     write_timeline_outputs(args, result.timeline, f"SPP on {topology.name}, {args.microbatches} micro-batches")
-    emit(render(pd.DataFrame(rows), args.format, meta=meta), args)
+    emit(render(pd.DataFrame(rows), args.format, precision=args.precision, meta=meta), args)
     return 0
 
 

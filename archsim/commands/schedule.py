@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
            "flush": flush if args.policy in POLICIES else "", **schedule_metrics(problem, timeline), **extra}
     meta = {"network": network.name, "unit": unit, "costs": "unit" if args.unit_costs else f"{args.mode} mode"}
     write_timeline_outputs(args, timeline, f"{network.name}: {args.policy}, {args.processors} devices")
-    emit(render(pd.DataFrame([row]), args.format, meta=meta), args)
+    emit(render(pd.DataFrame([row]), args.format, precision=args.precision, meta=meta), args)
     return 0
 
 
@@ -100,7 +100,7 @@ def _multistream(args: argparse.Namespace, network) -> int:
            "peak_memory_bytes": result.peak_held_bytes, "speedup_vs_single_stream": single / result.makespan}
     meta = {"network": network.name, "array": f"{array.rows}x{array.cols}", "unit": "cycles",
             "bubble_fraction": "idle PE-cycles / (makespan × PEs)"}
-    emit(render(pd.DataFrame([row]), args.format, meta=meta), args)
+    emit(render(pd.DataFrame([row]), args.format, precision=args.precision, meta=meta), args)
     return 0
 
 

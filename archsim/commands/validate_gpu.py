@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
              "assumptions": study.assumptions}[args.show]
     meta = {"csv": " ".join(args.csv), "mode": study.mode, "dataflow": args.dataflow,
             "arrays": "; ".join(f"{r.gpu}: {r.value}" for r in study.assumptions.itertuples() if r.item == "arrays P")}
-    emit(render(frame, args.format, meta=meta, float_format="{:.3g}"), args)
+    emit(render(frame, args.format, precision=args.precision, meta=meta, float_format="{:.3g}"), args)
     return 0
 
 
