@@ -61,7 +61,8 @@ def test_every_option_has_help_and_states_its_default():
     for name, parser in parsers:
         text = " ".join(parser.format_help().split())
         for action in parser._actions:
-            if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)) or not action.option_strings:
+            if (isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)) or not action.option_strings
+                    or action.help == argparse.SUPPRESS):  # an older name kept out of the help
                 continue
             assert action.help, f"{name} {action.option_strings[0]} has no help"
             if action.default not in (None, False, argparse.SUPPRESS):
@@ -144,3 +145,34 @@ def test_sweep_progress_counts_configurations_like_the_results(tmp_path, capsys)
     assert f"{len(frame)}/{len(frame)}" in bar and "config" in bar
     run_sweep(load_spec(spec), tmp_path / "out", progress=True)  # all cached: starts full
     assert f"{len(frame)}/{len(frame)}" in capsys.readouterr().err
+
+
+def test_one_meaning_per_visible_option_name():
+    """An option name shown in two commands' help means the same there (help texts may word it differently,
+    but these were the names with two meanings)."""
+    shown: dict[str, set[str]] = {}
+    for name, parser in subcommand_parsers(cli.build_parser()):
+        for action in parser._actions:
+            if action.help != argparse.SUPPRESS:
+                for option in action.option_strings:
+                    shown.setdefault(option, set()).add(name)
+    assert shown["--trace"] == {"archsim cluster"}
+    assert shown["--k"] == {"archsim gemm"}
+    assert "archsim schedule" not in shown["--bandwidth"]
+    assert {"archsim pipeline", "archsim schedule", "archsim plan"} <= shown["--chrome-trace"]
+
+
+def test_older_option_names_still_work(tmp_path, capsys):
+    old = tmp_path / "old.json"
+    new = tmp_path / "new.json"
+    base = ["pipeline", "layerpipe_sample", "--processors", "2", "--microbatches", "2", "--format", "csv"]
+    assert cli.main([*base, "--trace", str(old)]) == 0
+    assert cli.main([*base, "--chrome-trace", str(new)]) == 0
+    assert old.read_text() == new.read_text() and '"traceEvents"' in new.read_text()
+    capsys.readouterr()
+    outputs = []
+    for flags in (["--link-bandwidth", "8", "--reverse-k", "2"], ["--bandwidth", "8", "--k", "2"], []):
+        assert cli.main(["schedule", "ffnn8", "--policy", "dp-reverse-k", "--processors", "4", "--format", "csv",
+                         *flags]) == 0
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1] != outputs[2]  # the flags took effect (defaults: 64 bytes/cycle, k auto)

@@ -111,7 +111,9 @@ def network_from_args(args: argparse.Namespace, geometry: str = "archsim"):
 
 def add_timeline_outputs(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gantt", default=None, metavar="OUT.html", help="write a plotly Gantt of the timeline")
-    parser.add_argument("--trace", default=None, metavar="OUT.json", help="Chrome trace JSON (opens in Perfetto)")
+    parser.add_argument("--chrome-trace", dest="trace", default=None, metavar="OUT.json",
+                        help="Chrome trace JSON of the timeline (opens in Perfetto)")
+    parser.add_argument("--trace", dest="trace", help=argparse.SUPPRESS)  # older name; cluster's --trace is its input
     parser.add_argument("--schedule-csv", default=None, metavar="OUT.csv",
                         help="per-rank action CSV in torch.distributed.pipelining's layout")
 

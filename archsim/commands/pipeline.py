@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         from archsim.policies.pipeline import simulate_partition
 
         if not args.microbatches:
-            raise InputError("--gantt, --trace and --schedule-csv need --microbatches", field="microbatches")
+            raise InputError("--gantt, --chrome-trace and --schedule-csv need --microbatches", field="microbatches")
         result = simulate_partition(plan, profile, args.microbatches)
         meta["microbatches"] = args.microbatches
         meta["makespan"] = result.timeline.makespan

@@ -34,11 +34,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="multistream: single (baseline), naive (G as soon as ready) or joint (Algorithm 1)")
     parser.add_argument("--region-size", type=positive_int, default=1, help="multistream: δ ops per region")
     parser.add_argument("--chunks", type=positive_int, default=2, help="interleaved-1f1b: model chunks per device")
-    parser.add_argument("--k", default="auto", help="dp-reverse-k: layers to reverse, or 'auto' (the paper's search)")
+    parser.add_argument("--reverse-k", dest="k", default="auto",
+                        help="dp-reverse-k: layers to reverse, or 'auto' (the paper's search)")
+    parser.add_argument("--k", dest="k", help=argparse.SUPPRESS)  # older name; gemm's --k is a GEMM dimension
     parser.add_argument("--sync", default="ring", choices=("ring", "ps"), help="data-parallel synchronization")
-    parser.add_argument("--link-bandwidth", "--bandwidth", dest="bandwidth", type=float, default=64.0, metavar="BYTES",
-                        help="data parallel: bytes per cycle per link (--bandwidth is an older name for it; elsewhere "
-                             "--bandwidth is the DRAM's words/cycle, here --dram-bandwidth)")
+    parser.add_argument("--link-bandwidth", dest="bandwidth", type=float, default=64.0, metavar="BYTES",
+                        help="data parallel: bytes per cycle per link (the DRAM's words/cycle is --dram-bandwidth)")
+    parser.add_argument("--bandwidth", dest="bandwidth", type=float, help=argparse.SUPPRESS)  # older name
     parser.add_argument("--comm-units", type=float, default=1.0,
                         help="with --unit-costs: synchronization time of each layer (data parallel)")
     add_array_arguments(parser)
