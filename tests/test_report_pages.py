@@ -1,4 +1,4 @@
-"""Every kind of report page renders in headless Chromium at a laptop's width: each plotly figure
+"""Every kind of report page (sweep, Gantt, cluster, BPPSA, GPU validation) renders in headless Chromium at a laptop's width: each plotly figure
 draws, no figure is wider than the window, and no legend is clipped."""
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ PAGES = {
     "cluster": ["cluster", "--trace", str(ROOT / "configs/traces/sample_tiresias.csv"), "--policy", "all",
                 "--report", "{out}"],
     "bppsa": ["bppsa", "rnn", "--seq-len", "10,100", "--processors", "64,256", "--report", "{out}"],
+    "sweep": ["sweep", str(ROOT / "configs/sweeps/sample_quick.toml"), "--out", "{dir}/results", "--quiet",
+              "--report", "{out}"],
     "gpu": ["validate-gpu", "--csv", str(ROOT / "benchmarks/results/deepbench_v100_kernels.csv"), "--report", "{out}"],
 }
 
@@ -29,7 +31,7 @@ PAGES = {
 @pytest.mark.parametrize("name", sorted(PAGES))
 def test_report_page_renders_within_the_window(name, tmp_path, capsys):
     out = tmp_path / f"{name}.html"
-    assert main([word.replace("{out}", str(out)) for word in PAGES[name]]) == 0
+    assert main([word.replace("{out}", str(out)).replace("{dir}", str(tmp_path)) for word in PAGES[name]]) == 0
     capsys.readouterr()
     result = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", f"--window-size={WIDTH},900",
                              "--dump-dom", out.as_uri()], capture_output=True, text=True, timeout=180)
