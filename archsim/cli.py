@@ -22,12 +22,15 @@ from archsim.errors import InputError
 # checks it equals the Command's own help, so the two cannot drift).
 REGISTRY: tuple[tuple[str, str, str], ...] = (
     ("cost", "archsim.commands.cost:COMMAND", "per-layer F/G/D cycles, utilization and bytes of a network"),
+    ("energy", "archsim.commands.energy:COMMAND",
+     "energy of one training iteration by part and op, and the array's area"),
     ("gemm", "archsim.commands.gemm:COMMAND", "SCALE-Sim-exact cost of GEMMs out[MxN] = A[MxK]·B[KxN]"),
     ("pipeline", "archsim.commands.pipeline:COMMAND",
      "partition a network over processors (layerpipe, pipedream, gpipe)"),
     ("schedule", "archsim.commands.schedule:COMMAND",
      "layer-wise schedules: pipelines (mp, gpipe, ooo-pipe1/2) and data parallel"),
-    ("plan", "archsim.commands.plan:COMMAND", "synchronous pipeline planning over a heterogeneous cluster (SPP)"),
+    ("plan", "archsim.commands.plan:COMMAND",
+     "pipeline planning over a cluster: SPP, PipeDream's optimizer, baselines"),
     ("bppsa", "archsim.commands.bppsa:COMMAND",
      "back-propagation as a parallel scan: RNN speedup and pruned VGG-11 FLOPs"),
     ("cluster", "archsim.commands.cluster:COMMAND",
@@ -36,6 +39,7 @@ REGISTRY: tuple[tuple[str, str, str], ...] = (
     ("report", "archsim.commands.sweep:REPORT", "write the HTML report of a sweep's results"),
     ("validate-gpu", "archsim.commands.validate_gpu:COMMAND",
      "compare archsim's per-layer F/D/G costs with kernels measured on a GPU"),
+    ("import", "archsim.commands.import_model:COMMAND", "convert a model (ONNX) to archsim's topology CSV"),
 )
 
 

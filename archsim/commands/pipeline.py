@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from archsim.cli import Command
-from archsim.commands.common import (MODE_HELP, add_array_arguments, add_engine_arguments, with_memory_args, add_network_arguments, add_output_arguments,
+from archsim.commands.common import (MODE_HELP, add_array_arguments, add_clock_argument, add_seconds, with_clock, add_engine_arguments, with_memory_args, add_network_arguments, add_output_arguments,
                                      add_timeline_outputs, array_from_args, emit, network_from_args, positive_int,
                                      write_timeline_outputs)
 from archsim.errors import InputError
@@ -20,6 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--method", default="layerpipe", choices=METHODS, help="partitioner")
     add_array_arguments(parser)
     add_engine_arguments(parser)
+    add_clock_argument(parser)
     parser.add_argument("--batch", type=positive_int, default=32, help="mini-batch size")
     parser.add_argument("--mode", default="paper", choices=MODES, help=MODE_HELP)
     parser.add_argument("--split-axes", default=",".join(SPLIT_AXES),
@@ -27,13 +28,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--alpha", type=float, default=1.001, help="LayerPipe target relaxation factor")
     parser.add_argument("--microbatches", type=positive_int, default=None,
                         help="also simulate M micro-batches and report the makespan")
+    parser.add_argument("--memory", action="store_true",
+                        help="with --microbatches: bytes per processor (weights × versions, gradients, optimizer "
+                             "state, peak stashed activations of the simulated schedule)")
+    parser.add_argument("--optimizer", default="sgd", choices=("sgd", "momentum", "adam"),
+                        help="optimizer state for --memory: sgd none, momentum 1×, adam 2× the weights")
+    parser.add_argument("--capacity-gb", type=float, default=None, metavar="GB",
+                        help="with --memory: per-processor memory (GB = 1e9 bytes); a plan over it is an error")
     add_timeline_outputs(parser)
     add_output_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     network = network_from_args(args)
-    array = with_memory_args(array_from_args(args), args)
+    array = with_clock(with_memory_args(array_from_args(args), args), args)
     profile = build_profile(network, array, args.batch, args.mode, args.engine)
     options: dict[str, object] = {}
     if args.method == "layerpipe":
@@ -60,17 +68,38 @@ def run(args: argparse.Namespace) -> int:
 
         if not args.microbatches:
             raise InputError("--gantt, --chrome-trace and --schedule-csv need --microbatches", field="microbatches")
+    if (args.memory or args.capacity_gb is not None) and not args.microbatches:
+        raise InputError("--memory and --capacity-gb need --microbatches (the schedule decides the stash)",
+                         field="microbatches")
+    if args.microbatches:
         result = simulate_partition(plan, profile, args.microbatches)
         meta["microbatches"] = args.microbatches
         meta["makespan"] = result.timeline.makespan
         utilization = result.timeline.utilization()
         frame["utilization"] = [utilization.get(f"p{i + 1}", 0.0) for i in range(len(frame))]
+        if args.memory or args.capacity_gb is not None:
+            from archsim.footprint import check_capacity, footprint_frame, partition_footprint
+
+            memory = partition_footprint(plan, profile, result.timeline, result.schedule, args.optimizer)
+            # the schedule's own versions (GPipe flushes: 1) replace the DFG's PipeDream stash depths
+            frame = frame.drop(columns="weight_versions", errors="ignore").join(
+                footprint_frame(memory).drop(columns="processor"))
+            meta["optimizer"] = args.optimizer
+            if args.capacity_gb is not None:
+                check_capacity(memory, args.capacity_gb * 1e9)
+                meta["capacity_bytes"] = args.capacity_gb * 1e9
         write_timeline_outputs(args, result.timeline, f"{network.name}: {plan.method}, {args.processors} processors")
+    if array.clock_hz is not None:
+        meta["clock_ghz"] = array.clock_hz / 1e9
+        for key in ("single_processor_cycles", "cycles_per_iteration"):
+            meta[key.replace("cycles", "seconds")] = float(meta[key]) / array.clock_hz  # type: ignore[arg-type]
+        if "makespan" in meta:
+            meta["makespan_seconds"] = float(meta["makespan"]) / array.clock_hz  # type: ignore[arg-type]
     if args.format == "table":
         frame = _compact(frame, plan, [layer.name for layer in network.layers])
         meta["split_ops"] = ("D1/D2 are the parts δ′/δ″ of a split δ (input gradient); * marks a part run here "
                              "for a layer on an earlier processor; --format csv lists every op")
-    emit(render(frame, args.format, precision=args.precision, meta=meta), args)
+    emit(render(add_seconds(frame, array.clock_hz), args.format, precision=args.precision, meta=meta), args)
     return 0
 
 

@@ -7,6 +7,7 @@ import argparse
 import pandas as pd
 
 from archsim.cli import Command
+from archsim.commands.stage_schedule import STAGE_ONLY, add_stage_arguments, run_stages, stage_mode
 from archsim.commands.common import (MODE_HELP, add_array_arguments, add_engine_arguments, with_memory_args, add_network_arguments, add_output_arguments,
                                      add_timeline_outputs, array_from_args, emit, network_from_args, positive_int,
                                      write_timeline_outputs)
@@ -16,31 +17,32 @@ from archsim.partition import build_profile
 from archsim.policies import data_parallel as dp
 from archsim.policies import multistream as ms
 from archsim.policies import zero_bubble as zb
-from archsim.policies.ooo import POLICIES, LayerCosts, ooo_schedule, schedule_metrics
+from archsim.policies.ooo import POLICIES, LayerCosts, default_flush, ooo_schedule, schedule_metrics
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_network_arguments(parser)
-    parser.add_argument("--policy", required=True, choices=POLICIES + dp.POLICIES + zb.SCHEDULES + ("multistream",),
-                        help="schedule policy")
-    parser.add_argument("--processors", type=positive_int, required=True, help="devices")
+    add_network_arguments(parser, optional=True)
+    parser.add_argument("--policy", default=None,
+                        choices=POLICIES + dp.POLICIES + zb.SCHEDULES + zb.LIST_SCHEDULES + STAGE_ONLY
+                        + ("multistream",), help="schedule policy")
+    parser.add_argument("--processors", type=positive_int, default=None, help="devices")
     parser.add_argument("--microbatches", type=positive_int, default=1,
                         help="micro-batches per iteration (with 1, a pipeline has no overlap to exploit)")
     parser.add_argument("--unit-costs", action="store_true", help="F = D = G = 1, no communication")
     parser.add_argument("--flush", action=argparse.BooleanOptionalAction, default=None,
-                        help="backward ops wait for every forward (default: on, except for ooo-pipe2)")
+                        help="backward ops wait for every forward (default: on, except for ooo-pipe2 and mp)")
     parser.add_argument("--group", type=positive_int, default=1, help="ooo-pipe2 modulo group size")
     parser.add_argument("--streams", default="joint", choices=ms.SCHEDULES,
                         help="multistream: single (baseline), naive (G as soon as ready) or joint (Algorithm 1)")
     parser.add_argument("--region-size", type=positive_int, default=1, help="multistream: δ ops per region")
-    parser.add_argument("--chunks", type=positive_int, default=2, help="interleaved-1f1b: model chunks per device")
+    parser.add_argument("--chunks", type=positive_int, default=2,
+                        help="interleaved schedules: model chunks per device")
     parser.add_argument("--reverse-k", dest="k", default="auto",
                         help="dp-reverse-k: layers to reverse, or 'auto' (the paper's search)")
     parser.add_argument("--k", dest="k", help=argparse.SUPPRESS)  # older name; gemm's --k is a GEMM dimension
     parser.add_argument("--sync", default="ring", choices=("ring", "ps"), help="data-parallel synchronization")
-    parser.add_argument("--link-bandwidth", dest="bandwidth", type=float, default=64.0, metavar="BYTES",
-                        help="data parallel: bytes per cycle per link (the DRAM's words/cycle is --dram-bandwidth)")
-    parser.add_argument("--bandwidth", dest="bandwidth", type=float, help=argparse.SUPPRESS)  # older name
+    parser.add_argument("--bandwidth", type=float, default=64.0,
+                        help="bytes per cycle per link (data parallel; the published pipeline schedules' hops)")
     parser.add_argument("--comm-units", type=float, default=1.0,
                         help="with --unit-costs: synchronization time of each layer (data parallel)")
     add_array_arguments(parser)
@@ -49,11 +51,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", default="paper", choices=MODES, help=MODE_HELP)
     add_timeline_outputs(parser)
     add_output_arguments(parser)
+    add_stage_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    from archsim.errors import InputError
+
+    if stage_mode(args):
+        return run_stages(args)
+    for name, value in (("NETWORK", args.network), ("--policy", args.policy), ("--processors", args.processors)):
+        if value is None:
+            raise InputError(f"{name} is required (or give per-stage costs: --stages P --stage-times F,B,W)",
+                             field=name.lstrip("-").lower())
+    if args.flush is not None and args.policy not in POLICIES:
+        raise InputError(f"--flush/--no-flush applies to {', '.join(POLICIES)}; {args.policy} fixes its own order",
+                         field="flush")
+    if args.policy in STAGE_ONLY:
+        raise InputError(f"{args.policy} runs on per-stage costs: use --stages/--stage-times or --stage-profile",
+                         field="policy")
     network = network_from_args(args)
-    flush = args.flush if args.flush is not None else args.policy != "ooo-pipe2"
+    flush = args.flush if args.flush is not None else default_flush(args.policy)
     if args.unit_costs:
         costs = LayerCosts.unit(len(network))
         unit = "units"
@@ -67,8 +84,12 @@ def run(args: argparse.Namespace) -> int:
         return _multistream(args, network)
     if args.policy in dp.POLICIES:
         problem, timeline, extra = _data_parallel(args, costs, network)
-    elif args.policy in zb.SCHEDULES:
-        problem, timeline = zb.zb_schedule(_stage_costs(args, costs), args.microbatches, args.policy, args.chunks)
+    elif args.policy in zb.SCHEDULES + zb.LIST_SCHEDULES:
+        if args.comm and args.policy in zb.LIST_SCHEDULES:
+            raise InputError(f"{args.policy} has no communication model; --comm applies to the published schedules",
+                             field="comm")
+        problem, timeline = zb.zb_schedule(_stage_costs(args, costs), args.microbatches, args.policy, args.chunks,
+                                           comm=args.comm, bandwidth=None if args.unit_costs else args.bandwidth)
         extra = {}
     else:
         problem, timeline = ooo_schedule(costs, args.processors, args.microbatches, args.policy, flush=flush,
@@ -121,7 +142,10 @@ def _stage_costs(args: argparse.Namespace, costs: LayerCosts) -> zb.StageCosts:
             sums[kind].append(sum(op.cycles for op in stage.ops if op.kind == kind))
     activation = [sum(costs.stash_bytes[names.index(n)] for n in stage.layers) if costs.stash_bytes else 0
                   for stage in plan.stages]
-    return zb.StageCosts(tuple(sums["F"]), tuple(sums["D"]), tuple(sums["G"]), tuple(activation))
+    # a stage sends the next stage its first layer's input activation (and gets its gradient back)
+    send = [costs.stash_bytes[names.index(nxt.layers[0])] if costs.stash_bytes else 0
+            for nxt in plan.stages[1:]] + [0]
+    return zb.StageCosts(tuple(sums["F"]), tuple(sums["D"]), tuple(sums["G"]), tuple(activation), tuple(send))
 
 
 def _data_parallel(args: argparse.Namespace, costs: LayerCosts, network):

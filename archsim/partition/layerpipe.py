@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from archsim.errors import InputError
 from archsim.lowering import SPLIT_AXES
-from archsim.partition.contiguous import mandatory_bytes
+from archsim.partition.result import mandatory_bytes
 from archsim.partition.profile import LayerProfile
 from archsim.partition.result import Partition, PlacedOp, Stage
 

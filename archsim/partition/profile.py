@@ -8,6 +8,7 @@ is all a partitioner needs — so partitioners never call the cost model except 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -36,6 +37,8 @@ class LayerProfile:
     mode: str = "paper"
     batch: int = 1
     engine: str = "analytic"  # the cost engine (archsim.array.costing.ENGINES) splits are costed with
+    edges: tuple[tuple[int, int], ...] | None = None  # (producer, consumer), producer earlier; None: a chain
+    unit: str = "cycles"  # of forward/weight_grad/delta: "cycles" (array model) or "seconds" (profiles)
     _split_cache: dict = field(default_factory=dict, repr=False, compare=False, hash=False)
 
     @property
@@ -45,6 +48,39 @@ class LayerProfile:
     @property
     def total(self) -> np.ndarray:
         return self.forward + self.weight_grad + self.delta
+
+    @property
+    def backward(self) -> np.ndarray:
+        """G + D: what a profile that does not split the backward (PipeDream's) measures as one."""
+        return self.weight_grad + self.delta
+
+    def producers(self, index: int) -> tuple[int, ...]:
+        """Nodes whose output node ``index`` reads (the previous node, for a chain)."""
+        return self._producers[index]
+
+    def consumers(self, index: int) -> tuple[int, ...]:
+        """Nodes that read node ``index``'s output, in the order of ``edges``."""
+        return self._consumers[index]
+
+    @cached_property
+    def _producers(self) -> tuple[tuple[int, ...], ...]:
+        found: list[list[int]] = [[] for _ in self.names]
+        for producer, consumer in self._edge_list:
+            found[consumer].append(producer)
+        return tuple(tuple(p) for p in found)
+
+    @cached_property
+    def _consumers(self) -> tuple[tuple[int, ...], ...]:
+        found: list[list[int]] = [[] for _ in self.names]
+        for producer, consumer in self._edge_list:
+            found[producer].append(consumer)
+        return tuple(tuple(c) for c in found)
+
+    @property
+    def _edge_list(self) -> tuple[tuple[int, int], ...]:
+        if self.edges is None:
+            return tuple((k - 1, k) for k in range(1, len(self.names)))
+        return self.edges
 
     def __len__(self) -> int:
         return len(self.names)
@@ -128,25 +164,29 @@ def build_profile(network: Network, array: ArrayConfig, batch: int, mode: Mode =
         for op in item.ops:
             per_kind[op.kind][index] = float(cycles[position])
             position += 1
+    position_of = {item.layer.name: k for k, item in enumerate(lowered)}
+    edges = tuple((position_of[p], k) for k, item in enumerate(lowered) for p in item.layer.inputs if p in position_of)
     return LayerProfile(
         names=tuple(item.layer.name for item in lowered),
         forward=per_kind["F"], weight_grad=per_kind["G"], delta=per_kind["D"],
         activation_bytes=np.array([item.tensors.activation_bytes for item in lowered], dtype=np.int64),
         delta_bytes=np.array([item.tensors.delta_bytes if item.op("D") else 0 for item in lowered], dtype=np.int64),
         weight_bytes=np.array([item.tensors.weight_bytes for item in lowered], dtype=np.int64),
-        lowered=lowered, array=array, mode=mode, batch=batch, engine=engine,
+        lowered=lowered, array=array, mode=mode, batch=batch, engine=engine, edges=edges,
     )
 
 
 def profile_from_costs(names, forward, weight_grad, delta, activation_bytes=None, delta_bytes=None,
-                       weight_bytes=None) -> LayerProfile:
-    """A profile from given costs (tests, per-layer profiles in seconds); δ cannot be split."""
+                       weight_bytes=None, *, edges=None, unit: str = "cycles") -> LayerProfile:
+    """A profile from given costs (tests, per-layer profiles in seconds); δ cannot be split.
+    ``edges``: (producer, consumer) index pairs, producer earlier in ``names`` (None: a chain)."""
     n = len(names)
     zeros = np.zeros(n, dtype=np.int64)
     as_float = lambda x: np.asarray(x, dtype=float)  # noqa: E731
     as_int = lambda x: zeros.copy() if x is None else np.asarray(x, dtype=np.int64)  # noqa: E731
     return LayerProfile(tuple(names), as_float(forward), as_float(weight_grad), as_float(delta),
-                        as_int(activation_bytes), as_int(delta_bytes), as_int(weight_bytes), lowered=())
+                        as_int(activation_bytes), as_int(delta_bytes), as_int(weight_bytes), lowered=(),
+                        edges=None if edges is None else tuple((int(a), int(b)) for a, b in edges), unit=unit)
 
 
 __all__ = ["SPLIT_AXES", "LayerProfile", "build_profile", "profile_from_costs"]

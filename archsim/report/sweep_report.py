@@ -86,7 +86,7 @@ def layer_breakdown_figure(costs: pd.DataFrame, title: str) -> go.Figure:
 
 
 TABLE_IV_NOTES = """<p>How far archsim is from Table IV, and why (per row, see the paper columns):</p><ul>
-<li><b>PipeDream</b>: archsim's is PipeDream's optimal contiguous DP on SCALE-Sim-exact costs; it does not plateau
+<li><b>PipeDream</b>: archsim's is PipeDream's own optimizer (straight pipeline, as released; on these chains of conv layers the optimal contiguous split) on SCALE-Sim-exact costs; it does not plateau
 at 3.10 for 5–8 processors as the paper's does, so the paper's baseline was not this optimum. Greedy target-filling
 partitioners (forward or reverse, with α relaxation) reproduce the optimum here, not the plateau; the printed
 Algorithm 1 with whole layers and its T_idle slip reproduces the paper's 9–12-processor values (3.46, 4.48, 6.09,

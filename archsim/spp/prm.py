@@ -16,26 +16,22 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
 from archsim.errors import InputError
+from archsim.partition.profile import LayerProfile
 
 
-@dataclass(frozen=True)
-class LayerProfileSPP:
-    """Per layer l: forward/backward time per micro-batch, parameter bytes α_l, and the bytes
-    crossing to layer l + 1 (activations forward, gradients backward; 0 after the last layer)."""
-
-    forward: tuple[float, ...]
-    backward: tuple[float, ...]
-    parameters: tuple[float, ...]
-    activations: tuple[float, ...]
-    gradients: tuple[float, ...]
-
-    def __len__(self) -> int:
-        return len(self.forward)
+def boundary_bytes(profile: LayerProfile) -> np.ndarray:
+    """Per layer l, the bytes crossing between layers l and l + 1 in one micro-batch, both ways:
+    l's activation forward (d^f) and the δ layer l + 1 sends back (d^b); 0 after the last layer.
+    SPP plans chains: a branching profile is taken in its (topological) node order."""
+    back = np.append(np.asarray(profile.delta_bytes[1:], dtype=float), 0.0)
+    forward = np.asarray(profile.activation_bytes, dtype=float).copy()
+    forward[-1] = 0.0
+    return forward + back
 
 
 @dataclass(frozen=True)
@@ -46,26 +42,27 @@ class PRMPlan:
     devices: tuple[tuple[int, ...], ...]  # device ids of each stage, in the given order
 
 
-def stage_time(profile: LayerProfileSPP, microbatches: int, first: int, last: int, devices: Sequence[int],
+def stage_time(profile: LayerProfile, microbatches: int, first: int, last: int, devices: Sequence[int],
                bandwidth: np.ndarray) -> float:
     """M Σ (p^f + p^b) / r + A for layers first..last−1 on ``devices``."""
     r = len(devices)
-    compute = microbatches * sum(profile.forward[first:last]) / r + microbatches * sum(profile.backward[first:last]) / r
+    compute = microbatches * float(sum(profile.forward[first:last])) / r \
+        + microbatches * float(sum(profile.backward[first:last])) / r
     if r == 1:
         return compute
     slowest = min(bandwidth[u, v] for u in devices for v in devices if u != v)
-    return compute + 2 * (r - 1) * sum(profile.parameters[first:last]) / (r * slowest)
+    return compute + 2 * (r - 1) * float(sum(profile.weight_bytes[first:last])) / (r * slowest)
 
 
-def channel_time(profile: LayerProfileSPP, microbatches: int, boundary: int, before: Sequence[int],
+def channel_time(profile: LayerProfile, microbatches: int, boundary: int, before: Sequence[int],
                  after: Sequence[int], bandwidth: np.ndarray) -> float:
     """M (d^f + d^b) / (r′ r b_{r′r}) between the stage ending at layer ``boundary`` and the next."""
     slowest = min(bandwidth[u, v] for u in before for v in after)
-    size = profile.activations[boundary - 1] + profile.gradients[boundary - 1]
+    size = boundary_bytes(profile)[boundary - 1]
     return microbatches * size / (len(before) * len(after) * slowest)
 
 
-def prm(profile: LayerProfileSPP, order: Sequence[int], bandwidth: np.ndarray, microbatches: int,
+def prm(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarray, microbatches: int,
         stages: int) -> PRMPlan:
     """𝒲(|S|) = min_r W(L, |S|, r, V) with its partition, replication and mapping."""
     n_layers, n_devices = len(profile), len(order)
@@ -73,8 +70,8 @@ def prm(profile: LayerProfileSPP, order: Sequence[int], bandwidth: np.ndarray, m
         raise InputError(f"stages must be within 1..{min(n_layers, n_devices)}, got {stages}", field="stages")
     order = tuple(order)
 
-    @lru_cache(maxsize=None)
-    def W(l: int, xi: int, r: int, i: int) -> tuple[float, tuple]:  # noqa: N802 - the paper's name
+    @cache
+    def W(l: int, xi: int, r: int, i: int) -> tuple[float, tuple]:
         block = order[i - r:i]
         if xi == 1:
             if r != i:
@@ -106,7 +103,7 @@ def prm(profile: LayerProfileSPP, order: Sequence[int], bandwidth: np.ndarray, m
     return PRMPlan(value, tuple(s for s, _ in plan), tuple(r for _, r in plan), tuple(devices))
 
 
-def plan_value(profile: LayerProfileSPP, microbatches: int, stages: Sequence[tuple[int, int]],
+def plan_value(profile: LayerProfile, microbatches: int, stages: Sequence[tuple[int, int]],
                devices: Sequence[Sequence[int]], bandwidth: np.ndarray) -> float:
     """𝒲 of an explicit plan (the objective PRM minimizes), for brute-force checks."""
     terms = [stage_time(profile, microbatches, a, b, d, bandwidth) for (a, b), d in zip(stages, devices)]
@@ -115,18 +112,18 @@ def plan_value(profile: LayerProfileSPP, microbatches: int, stages: Sequence[tup
     return max(terms)
 
 
-def phi(profile: LayerProfileSPP, bandwidth: np.ndarray) -> float:
+def phi(profile: LayerProfile, bandwidth: np.ndarray) -> float:
     """Lemma 2's Φ = max{p_max b_max, d_max} / Γ · (1/b_min − 1/b_max)."""
     links = bandwidth[~np.eye(len(bandwidth), dtype=bool)]
     b_min, b_max = float(links.min()), float(links.max())
-    p_max = max(f + b for f, b in zip(profile.forward, profile.backward))
-    d_max = max((a + g for a, g in zip(profile.activations[:-1], profile.gradients[:-1])), default=0.0)
-    gamma = sum(profile.forward) + sum(profile.backward)
+    p_max = float(max(profile.total))
+    d_max = float(max(boundary_bytes(profile)[:-1], default=0.0))
+    gamma = float(sum(profile.forward) + sum(profile.backward))
     gamma /= len(bandwidth)
     return max(p_max * b_max, d_max) / gamma * (1 / b_min - 1 / b_max)
 
 
-def prm_tables(profile: LayerProfileSPP, order: Sequence[int], bandwidth: np.ndarray, microbatches: int,
+def prm_tables(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarray, microbatches: int,
                max_stages: int) -> list[PRMPlan]:
     """PRM for every stage count 1..max_stages at once, vectorized with numpy (the same recurrence
     as :func:`prm`, tested equal). Tables W[ξ][l, r, i] over l ≤ L, r ≤ V, i ≤ V."""
@@ -134,8 +131,8 @@ def prm_tables(profile: LayerProfileSPP, order: Sequence[int], bandwidth: np.nda
     b = bandwidth[np.ix_(order, order)]
     inf = np.inf
     work = np.concatenate([[0.0], np.cumsum(np.add(profile.forward, profile.backward))])
-    params = np.concatenate([[0.0], np.cumsum(profile.parameters)])
-    size = np.add(profile.activations, profile.gradients)
+    params = np.concatenate([[0.0], np.cumsum(np.asarray(profile.weight_bytes, dtype=float))])
+    size = boundary_bytes(profile)
     # slowest link inside the block of r devices ending at position i (1-based i), and between the
     # block of r' ending at i − r and the block of r ending at i.
     inside = np.full((V + 1, V + 1), inf)
