@@ -21,6 +21,9 @@ def positive_int(text: str) -> int:
     return value
 
 
+MODE_HELP = "paper: LayerPipe's simplifications (δ for the first layer, dense δ); exact: what training computes"
+
+
 def positive_float(text: str) -> float:
     try:
         value = float(text)
@@ -61,13 +64,13 @@ def add_seconds(frame, clock_hz: float | None):
 
 
 def add_array_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--array", default=None, help="systolic array ROWSxCOLS (default 32x32)")
+    parser.add_argument("--array", default=None, help="systolic array ROWSxCOLS (default: 32x32)")
     parser.add_argument("--dataflow", default=None, choices=("ws", "os", "is"),
-                        help="dataflow (default ws, or the config file's)")
+                        help="dataflow (default: ws, or the config file's)")
     parser.add_argument("--config", default=None, metavar="FILE.cfg",
                         help="SCALE-Sim .cfg file for the array (overrides --array unless given too)")
     parser.add_argument("--element-bytes", type=positive_int, default=1,
-                        help="bytes per tensor element (default 1, as in LayerPipe)")
+                        help="bytes per tensor element (LayerPipe uses 1)")
 
 
 def array_from_args(args: argparse.Namespace) -> ArrayConfig:
@@ -93,12 +96,12 @@ def add_engine_arguments(parser: argparse.ArgumentParser, bandwidth_flag: str = 
 
     parser.add_argument("--engine", default="analytic", choices=ENGINES,
                         help="analytic: compute cycles; cycle: memory-aware, with stall cycles and DRAM "
-                             "traffic (SCALE-Sim USER-bandwidth model; default analytic)")
+                             "traffic (SCALE-Sim USER-bandwidth model)")
     parser.add_argument(bandwidth_flag, dest="dram_bandwidth", type=positive_int, default=None, metavar="WORDS",
-                        help="DRAM words/cycle per operand for --engine cycle (default 10, or the config's: "
+                        help="DRAM words/cycle per operand for --engine cycle (default: 10, or the config's: "
                              "a SCALE-Sim USER-mode .cfg reads ifmap/filter at its [layout] bank rates)")
     parser.add_argument("--sram-kb", default=None, metavar="KB[,KB,KB]",
-                        help="ifmap,filter,ofmap SRAM KiB for --engine cycle (one value: all three; default 64)")
+                        help="ifmap,filter,ofmap SRAM KiB for --engine cycle (one value: all three; default: 64)")
 
 
 def with_memory_args(array: ArrayConfig, args: argparse.Namespace) -> ArrayConfig:
@@ -178,7 +181,9 @@ def network_from_args(args: argparse.Namespace, geometry: str = "archsim"):
 
 def add_timeline_outputs(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gantt", default=None, metavar="OUT.html", help="write a plotly Gantt of the timeline")
-    parser.add_argument("--trace", default=None, metavar="OUT.json", help="Chrome trace JSON (opens in Perfetto)")
+    parser.add_argument("--chrome-trace", dest="trace", default=None, metavar="OUT.json",
+                        help="Chrome trace JSON of the timeline (opens in Perfetto)")
+    parser.add_argument("--trace", dest="trace", help=argparse.SUPPRESS)  # older name; cluster's --trace is its input
     parser.add_argument("--schedule-csv", default=None, metavar="OUT.csv",
                         help="per-rank action CSV in torch.distributed.pipelining's layout")
 
@@ -196,7 +201,11 @@ def write_timeline_outputs(args: argparse.Namespace, timeline, title: str) -> No
 
 
 def add_output_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--format", default="table", choices=FORMATS, help="output format (default table)")
+    parser.add_argument("--format", default="table", choices=FORMATS,
+                        help="output format: an aligned table, CSV or JSON")
+    parser.add_argument("--precision", type=positive_int, default=None, metavar="DIGITS",
+                        help="significant digits of non-integral numbers in a table (default: 4, validate-gpu 3; "
+                             "csv and json keep full precision)")
     parser.add_argument("--out", default=None, metavar="FILE", help="write to FILE (atomically) instead of stdout")
 
 
@@ -206,6 +215,14 @@ def emit(text: str, args: argparse.Namespace) -> None:
         print(f"wrote {path}", file=sys.stderr)
     else:
         sys.stdout.write(text)
+
+
+def progress(total: int, desc: str, unit: str):
+    """A tqdm bar on stderr for work that can take seconds; shown only on a terminal (never in pipes,
+    logs or tests), counting ``unit``s that match what the command reports."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit=unit, disable=None, leave=False)
 
 
 def check_choice(value: str, choices: tuple[str, ...], field: str) -> str:

@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         meta.update(array_area(array, energy_table).as_dict(), energy_table=energy_table.name)
     if array.clock_hz is not None:
         meta["clock_ghz"] = array.clock_hz / 1e9
-    emit(render(add_seconds(frame, array.clock_hz), args.format, meta=meta), args)
+    emit(render(add_seconds(frame, array.clock_hz), args.format, precision=args.precision, meta=meta), args)
     return 0
 
 

@@ -7,7 +7,7 @@ import argparse
 
 from archsim.array.config import ArrayConfig
 from archsim.cli import Command
-from archsim.commands.common import (add_array_arguments, add_clock_argument, add_engine_arguments,
+from archsim.commands.common import (MODE_HELP, add_array_arguments, add_clock_argument, add_engine_arguments,
                                      add_network_arguments, add_output_arguments, array_from_args, emit,
                                      memory_meta, network_from_args, positive_int, with_clock, with_memory_args)
 from archsim.lowering import MODES
@@ -45,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch", type=positive_int, default=32, help="mini-batch size (default 32)")
     parser.add_argument("--microbatches", type=positive_int, default=1,
                         help="run the batch as M micro-batches of batch/M (default 1)")
-    parser.add_argument("--mode", default="paper", choices=MODES)
+    parser.add_argument("--mode", default="paper", choices=MODES, help=MODE_HELP)
     add_engine_arguments(parser)
     add_clock_argument(parser)
     add_energy_table_argument(parser)
@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
         total = frame.loc[frame["op"] == "TOTAL"].iloc[0]
         meta["seconds_per_iteration"] = float(total["cycles"]) / array.clock_hz
         meta["average_power_w"] = float(total["energy_pj"]) * 1e-12 / meta["seconds_per_iteration"]  # type: ignore[operator]
-    emit(render(frame, args.format, meta=meta), args)
+    emit(render(frame, args.format, precision=args.precision, meta=meta), args)
     return 0
 
 

@@ -138,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
         meta.update(memory_meta(memory))
     if base.clock_hz is not None:
         meta["clock_ghz"] = base.clock_hz / 1e9
-    emit(render(add_seconds(result, base.clock_hz), args.format, meta=meta), args)
+    emit(render(add_seconds(result, base.clock_hz), args.format, precision=args.precision, meta=meta), args)
     return 0
 
 

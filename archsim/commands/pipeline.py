@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from archsim.cli import Command
-from archsim.commands.common import (add_array_arguments, add_clock_argument, add_seconds, with_clock, add_engine_arguments, with_memory_args, add_network_arguments, add_output_arguments,
+from archsim.commands.common import (MODE_HELP, add_array_arguments, add_clock_argument, add_seconds, with_clock, add_engine_arguments, with_memory_args, add_network_arguments, add_output_arguments,
                                      add_timeline_outputs, array_from_args, emit, network_from_args, positive_int,
                                      write_timeline_outputs)
 from archsim.errors import InputError
@@ -17,12 +17,12 @@ from archsim.partition import METHODS, build_profile, partition
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_network_arguments(parser)
     parser.add_argument("--processors", type=positive_int, required=True, help="number of processors")
-    parser.add_argument("--method", default="layerpipe", choices=METHODS)
+    parser.add_argument("--method", default="layerpipe", choices=METHODS, help="partitioner")
     add_array_arguments(parser)
     add_engine_arguments(parser)
     add_clock_argument(parser)
-    parser.add_argument("--batch", type=positive_int, default=32)
-    parser.add_argument("--mode", default="paper", choices=MODES)
+    parser.add_argument("--batch", type=positive_int, default=32, help="mini-batch size")
+    parser.add_argument("--mode", default="paper", choices=MODES, help=MODE_HELP)
     parser.add_argument("--split-axes", default=",".join(SPLIT_AXES),
                         help=f"δ split axes LayerPipe may use (default {','.join(SPLIT_AXES)})")
     parser.add_argument("--alpha", type=float, default=1.001, help="LayerPipe target relaxation factor")
@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
         from archsim.policies.pipeline import simulate_partition
 
         if not args.microbatches:
-            raise InputError("--gantt, --trace and --schedule-csv need --microbatches", field="microbatches")
+            raise InputError("--gantt, --chrome-trace and --schedule-csv need --microbatches", field="microbatches")
     if (args.memory or args.capacity_gb is not None) and not args.microbatches:
         raise InputError("--memory and --capacity-gb need --microbatches (the schedule decides the stash)",
                          field="microbatches")
@@ -95,8 +95,29 @@ def run(args: argparse.Namespace) -> int:
             meta[key.replace("cycles", "seconds")] = float(meta[key]) / array.clock_hz  # type: ignore[arg-type]
         if "makespan" in meta:
             meta["makespan_seconds"] = float(meta["makespan"]) / array.clock_hz  # type: ignore[arg-type]
-    emit(render(add_seconds(frame, array.clock_hz), args.format, meta=meta), args)
+    if args.format == "table":
+        frame = _compact(frame, plan, [layer.name for layer in network.layers])
+        meta["split_ops"] = ("D1/D2 are the parts δ′/δ″ of a split δ (input gradient); * marks a part run here "
+                             "for a layer on an earlier processor; --format csv lists every op")
+    emit(render(add_seconds(frame, array.clock_hz), args.format, precision=args.precision, meta=meta), args)
     return 0
+
+
+def _compact(frame, plan, order: list[str]):
+    """The table's short form: a range of layers per processor, and only the split/borrowed ops."""
+    position = {name: i for i, name in enumerate(order)}
+    ranges = []
+    for stage in plan.stages:
+        spots = [position.get(name, -1) for name in stage.layers]
+        if len(spots) > 2 and -1 not in spots and spots == list(range(spots[0], spots[0] + len(spots))):
+            ranges.append(f"{stage.layers[0]}…{stage.layers[-1]} ({len(spots)})")
+        else:
+            ranges.append(" ".join(stage.layers))
+    shown = frame.drop(columns=["ops"]).assign(layers=ranges)
+    shown.insert(shown.columns.get_loc("total_cycles") + 1, "split_ops", [
+        " ".join(f"{op.kind}:{op.layer}" + ("*" if op.borrowed else "") for op in stage.ops
+                 if op.borrowed or op.kind in ("D1", "D2")) or "-" for stage in plan.stages])
+    return shown
 
 
 def _stash_depths(plan, network) -> list[int] | None:

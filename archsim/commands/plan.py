@@ -10,6 +10,7 @@ import pandas as pd
 
 from archsim.cli import Command
 from archsim.commands.common import (
+    MODE_HELP,
     add_array_arguments,
     add_network_arguments,
     add_output_arguments,
@@ -31,13 +32,14 @@ METHODS = ("spp", "pipedream", *BASELINE_METHODS)
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_network_arguments(parser)
     parser.add_argument("--cluster", required=True, metavar="CONFIG.toml", help="cluster topology (configs/clusters/)")
-    parser.add_argument("--microbatches", type=positive_int, required=True)
+    parser.add_argument("--microbatches", type=positive_int, required=True, help="micro-batches per iteration")
     parser.add_argument("--method", default="spp", choices=METHODS,
                         help="spp (default); pipedream: PipeDream's optimizer as released (one server: its flat "
                              "setting; servers × GPUs: its two levels); pipedream-prm: the SPP paper's synchronous "
                              "PipeDream (PRM over the cluster's real links); dp, gpipe, hetpipe: SPP's baselines")
     parser.add_argument("--seed", type=int, default=None, help="redraw the cluster's bandwidth ranges")
-    parser.add_argument("--max-stages", type=positive_int, default=None)
+    parser.add_argument("--max-stages", type=positive_int, default=None,
+                        help="try at most this many stages (default: as many as devices and layers allow)")
     pipedream = parser.add_argument_group("PipeDream's optimizer (--method pipedream), as its own flags")
     pipedream.add_argument("--activation-compression-ratio", type=float, default=None, metavar="R",
                            help="count activation transfers, compressed R× (default: ignored, as the optimizer's CLI)")
@@ -47,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     pipedream.add_argument("--use-fewer-machines", action="store_true", help="a plan may leave machines idle")
     add_array_arguments(parser)
     parser.add_argument("--batch", type=positive_int, default=4, help="micro-batch size (array-model costs)")
-    parser.add_argument("--mode", default="exact", choices=MODES)
+    parser.add_argument("--mode", default="exact", choices=MODES, help=MODE_HELP)
     parser.add_argument("--clock-ghz", type=float, default=1.0, help="array clock, to turn cycles into seconds")
     add_timeline_outputs(parser)
     add_output_arguments(parser)
@@ -84,7 +86,8 @@ def run(args: argparse.Namespace) -> int:
             for n, ((a, b), d) in enumerate(zip(result.plan.stages, result.plan.devices))]
     if args.method != "spp":
         row = {"method": args.method, "makespan_seconds": others[args.method], "spp_makespan_seconds": result.makespan}
-        emit(render(pd.DataFrame([row]), args.format, meta={"cluster": topology.name}), args)
+        emit(render(pd.DataFrame([row]), args.format, precision=args.precision, meta={"cluster": topology.name}),
+             args)
         return 0
     meta = {"method": args.method, "cluster": topology.name, "devices": topology.devices,
             "microbatches": args.microbatches, "makespan_seconds": result.makespan,
@@ -92,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
             "baselines_seconds": "; ".join(f"{m}:{t:.4g}" for m, t in others.items()),
             "device_order": " ".join(f"g{x}" for x in result.order)}
     write_timeline_outputs(args, result.timeline, f"SPP on {topology.name}, {args.microbatches} micro-batches")
-    emit(render(pd.DataFrame(rows), args.format, meta=meta), args)
+    emit(render(pd.DataFrame(rows), args.format, precision=args.precision, meta=meta), args)
     return 0
 
 
@@ -141,7 +144,7 @@ def _run_pipedream(args: argparse.Namespace, profile, topology) -> int:
     if args.format != "json":
         meta = {k: v for k, v in meta.items() if k not in ("levels", "time_per_stage_by_machines")}
     write_timeline_outputs(args, timeline, f"PipeDream's plan on {topology.name}, {args.microbatches} micro-batches")
-    emit(render(pd.DataFrame(rows), args.format, meta=meta), args)
+    emit(render(pd.DataFrame(rows), args.format, precision=args.precision, meta=meta), args)
     return 0
 
 

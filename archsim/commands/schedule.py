@@ -8,7 +8,7 @@ import pandas as pd
 
 from archsim.cli import Command
 from archsim.commands.stage_schedule import STAGE_ONLY, add_stage_arguments, run_stages, stage_mode
-from archsim.commands.common import (add_array_arguments, add_engine_arguments, with_memory_args, add_network_arguments, add_output_arguments,
+from archsim.commands.common import (MODE_HELP, add_array_arguments, add_engine_arguments, with_memory_args, add_network_arguments, add_output_arguments,
                                      add_timeline_outputs, array_from_args, emit, network_from_args, positive_int,
                                      write_timeline_outputs)
 from archsim.lowering import MODES
@@ -24,9 +24,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_network_arguments(parser, optional=True)
     parser.add_argument("--policy", default=None,
                         choices=POLICIES + dp.POLICIES + zb.SCHEDULES + zb.LIST_SCHEDULES + STAGE_ONLY
-                        + ("multistream",))
+                        + ("multistream",), help="schedule policy")
     parser.add_argument("--processors", type=positive_int, default=None, help="devices")
-    parser.add_argument("--microbatches", type=positive_int, default=1)
+    parser.add_argument("--microbatches", type=positive_int, default=1,
+                        help="micro-batches per iteration (with 1, a pipeline has no overlap to exploit)")
     parser.add_argument("--unit-costs", action="store_true", help="F = D = G = 1, no communication")
     parser.add_argument("--flush", action=argparse.BooleanOptionalAction, default=None,
                         help="backward ops wait for every forward (default: on, except for ooo-pipe2 and mp)")
@@ -36,7 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--region-size", type=positive_int, default=1, help="multistream: δ ops per region")
     parser.add_argument("--chunks", type=positive_int, default=2,
                         help="interleaved schedules: model chunks per device")
-    parser.add_argument("--k", default="auto", help="dp-reverse-k: layers to reverse, or 'auto' (the paper's search)")
+    parser.add_argument("--reverse-k", dest="k", default="auto",
+                        help="dp-reverse-k: layers to reverse, or 'auto' (the paper's search)")
+    parser.add_argument("--k", dest="k", help=argparse.SUPPRESS)  # older name; gemm's --k is a GEMM dimension
     parser.add_argument("--sync", default="ring", choices=("ring", "ps"), help="data-parallel synchronization")
     parser.add_argument("--bandwidth", type=float, default=64.0,
                         help="bytes per cycle per link (data parallel; the published pipeline schedules' hops)")
@@ -44,8 +47,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --unit-costs: synchronization time of each layer (data parallel)")
     add_array_arguments(parser)
     add_engine_arguments(parser, bandwidth_flag="--dram-bandwidth")
-    parser.add_argument("--batch", type=positive_int, default=32)
-    parser.add_argument("--mode", default="paper", choices=MODES)
+    parser.add_argument("--batch", type=positive_int, default=32, help="mini-batch size")
+    parser.add_argument("--mode", default="paper", choices=MODES, help=MODE_HELP)
     add_timeline_outputs(parser)
     add_output_arguments(parser)
     add_stage_arguments(parser)
@@ -96,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
            "flush": flush if args.policy in POLICIES else "", **schedule_metrics(problem, timeline), **extra}
     meta = {"network": network.name, "unit": unit, "costs": "unit" if args.unit_costs else f"{args.mode} mode"}
     write_timeline_outputs(args, timeline, f"{network.name}: {args.policy}, {args.processors} devices")
-    emit(render(pd.DataFrame([row]), args.format, meta=meta), args)
+    emit(render(pd.DataFrame([row]), args.format, precision=args.precision, meta=meta), args)
     return 0
 
 
@@ -120,7 +123,7 @@ def _multistream(args: argparse.Namespace, network) -> int:
            "peak_memory_bytes": result.peak_held_bytes, "speedup_vs_single_stream": single / result.makespan}
     meta = {"network": network.name, "array": f"{array.rows}x{array.cols}", "unit": "cycles",
             "bubble_fraction": "idle PE-cycles / (makespan × PEs)"}
-    emit(render(pd.DataFrame([row]), args.format, meta=meta), args)
+    emit(render(pd.DataFrame([row]), args.format, precision=args.precision, meta=meta), args)
     return 0
 
 

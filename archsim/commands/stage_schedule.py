@@ -142,7 +142,7 @@ def run_stages(args: argparse.Namespace) -> int:
         csv_path, args.schedule_csv = args.schedule_csv, None
         write_timeline_outputs(args, run.timeline, f"{name}: {p} stages, {m} micro-batches")
         args.schedule_csv = csv_path
-    emit(render(pd.DataFrame([row]), args.format, meta=meta), args)
+    emit(render(pd.DataFrame([row]), args.format, precision=args.precision, meta=meta), args)
     return 0
 
 
@@ -162,5 +162,5 @@ def _torch_steps(args: argparse.Namespace) -> int:
         raise InputError(f"cannot read ({error.strerror})", file=args.schedule_csv_in) from None
     ranks = parse_comm_schedule(text, args.schedule_csv_in)
     row = {"schedule": Path(args.schedule_csv_in).stem, "ranks": len(ranks), "steps": torch_steps(ranks)}
-    emit(render(pd.DataFrame([row]), args.format, meta={"unit": "torch dry-run steps"}), args)
+    emit(render(pd.DataFrame([row]), args.format, precision=args.precision, meta={"unit": "torch dry-run steps"}), args)
     return 0

@@ -114,11 +114,14 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, workers: int = 1, dask: str |
     units = spec.units()
     todo = [unit for unit in units if not _cache_file(out, unit).is_file()]
     run = _executor(workers, dask)
-    with tqdm(total=len(units), initial=len(units) - len(todo), desc=f"sweep {spec.name}", unit="config",
-              disable=not progress) as bar:
+    def size(unit: Unit) -> int:  # configurations: the rows of results.csv this unit gives
+        return len(unit.processors) * len(unit.methods)
+
+    with tqdm(total=sum(map(size, units)), initial=sum(map(size, units)) - sum(map(size, todo)),
+              desc=f"sweep {spec.name}", unit="config", disable=not progress) as bar:
         for unit, rows in run(todo):
             _store(out, unit, rows)
-            bar.update(1)
+            bar.update(size(unit))
     frame = load_results(out, units)
     atomic_write_text(out / "results.csv", frame.to_csv(index=False))
     atomic_write_text(out / "summary.csv", summarize(frame).to_csv(index=False))
