@@ -60,6 +60,8 @@ def run(args: argparse.Namespace) -> int:
         "speedup": single / plan.max_stage_cycles,
         "mandatory_comm_bytes": plan.mandatory_bytes, "additional_comm_bytes": plan.additional_bytes,
     }
+    if plan.method == "pipedream":  # which of the optimizer's settings LayerPipe's comparison uses
+        meta["settings"] = "; ".join(plan.notes)
     stash = _stash_depths(plan, network)
     if stash is not None:
         frame["weight_versions"] = stash

@@ -310,7 +310,8 @@ def plan_partition(profile: LayerProfile, plan: PipeDreamPlan) -> Partition:
 def describe(plan: PipeDreamPlan) -> str:
     """Which of the optimizer's settings a result used (outputs say so)."""
     options = plan.options
-    levels = " × ".join(f"{level.machines} machines at {level.bandwidth:.4g} bytes per time unit"
+    levels = " × ".join(f"{level.machines} machines, free links" if math.isinf(level.bandwidth)
+                        else f"{level.machines} machines at {level.bandwidth:.4g} bytes per time unit"
                         for level in plan.hierarchy)
     parts = [f"PipeDream's optimizer: {levels}",
              "straight pipeline" if options.straight_pipeline else "stage replication",
