@@ -1,0 +1,53 @@
+"""archsim: cycle-exact systolic-array costs and pipeline/schedule planning for DNN training.
+
+The main jobs as keyword-only functions (:mod:`archsim.api`), loaded on first use so that
+``import archsim`` and ``archsim --help`` stay fast::
+
+    import archsim
+
+    net = archsim.load_network("layerpipe_sample")
+    table = archsim.cost(net, array="32x32", batch=32, mode="paper")        # per-layer F/G/D cycles
+    profile = archsim.profile(net, array="32x32", batch=32, mode="paper")
+    plan = archsim.pipeline(profile, processors=3, method="layerpipe")      # stages, speedup
+    timeline = archsim.simulate(plan, profile, microbatches=8)              # .makespan, .to_frame()
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+# public name -> "module:attribute"; resolved lazily by __getattr__ (PEP 562)
+_EXPORTS = {
+    "load_network": "archsim.api:load_network",
+    "array_config": "archsim.api:array_config",
+    "cost": "archsim.api:cost",
+    "profile": "archsim.api:profile",
+    "pipeline": "archsim.api:pipeline",
+    "simulate": "archsim.api:simulate",
+    "run_sweep": "archsim.api:run_sweep",
+    "write_report": "archsim.api:write_report",
+    "gemm_cost": "archsim.array.analytic:gemm_cost",
+    "read_scalesim_cfg": "archsim.array.config:read_scalesim_cfg",
+    "ArrayConfig": "archsim.array.config:ArrayConfig",
+    "Layer": "archsim.workload.layer:Layer",
+    "Network": "archsim.workload.layer:Network",
+    "InputError": "archsim.errors:InputError",
+}
+
+__all__ = ["__version__", *sorted(_EXPORTS)]
+
+
+def __getattr__(name: str):
+    target = _EXPORTS.get(name)
+    if target is None:
+        raise AttributeError(f"module 'archsim' has no attribute {name!r}")
+    import importlib
+
+    module, _, attribute = target.partition(":")
+    value = getattr(importlib.import_module(module), attribute)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(__all__) | {"__doc__", "__file__", "__name__", "__path__", "__spec__"})

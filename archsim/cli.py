@@ -1,22 +1,69 @@
 """``archsim`` command line: one entry point, a registry of sub-commands.
 
-Each sub-command is a pair (``add_arguments``, ``run``) registered in :data:`COMMANDS`. User
-mistakes raise :class:`~archsim.errors.InputError`, caught once in :func:`main` and printed as
-one line with exit status 2 — never a traceback.
+Each sub-command is a pair (``add_arguments``, ``run``) in its own module under
+``archsim.commands``, listed in :data:`REGISTRY` by name, module and one-line help. Only the
+sub-command being run is imported, so ``archsim --help`` does not load numpy, pandas or numba.
+User mistakes raise :class:`~archsim.errors.InputError`, caught once in :func:`main` and printed
+as one line with exit status 2 — never a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
+import importlib
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from archsim import __version__
 from archsim.errors import InputError
+
+# name, "module:attribute" of its Command, and the one-line help `archsim --help` lists (a test
+# checks it equals the Command's own help, so the two cannot drift).
+REGISTRY: tuple[tuple[str, str, str], ...] = (
+    ("cost", "archsim.commands.cost:COMMAND", "per-layer F/G/D cycles, utilization and bytes of a network"),
+    ("energy", "archsim.commands.energy:COMMAND",
+     "energy of one training iteration by part and op, and the array's area"),
+    ("gemm", "archsim.commands.gemm:COMMAND", "SCALE-Sim-exact cost of GEMMs out[MxN] = A[MxK]·B[KxN]"),
+    ("pipeline", "archsim.commands.pipeline:COMMAND",
+     "partition a network over processors (layerpipe, pipedream, gpipe)"),
+    ("schedule", "archsim.commands.schedule:COMMAND",
+     "layer-wise schedules: pipelines (mp, gpipe, ooo-pipe1/2) and data parallel"),
+    ("plan", "archsim.commands.plan:COMMAND",
+     "pipeline planning over a cluster: SPP, PipeDream's optimizer, baselines"),
+    ("bppsa", "archsim.commands.bppsa:COMMAND",
+     "back-propagation as a parallel scan: RNN speedup and pruned VGG-11 FLOPs"),
+    ("cluster", "archsim.commands.cluster:COMMAND",
+     "SPB + Jigsaw vs Gandiva and Tiresias on a job trace: makespan, JCT, utilization"),
+    ("sweep", "archsim.commands.sweep:SWEEP", "run a sweep spec (array × batch × processors × method) with caching"),
+    ("report", "archsim.commands.sweep:REPORT", "write the HTML report of a sweep's results"),
+    ("validate-gpu", "archsim.commands.validate_gpu:COMMAND",
+     "compare archsim's per-layer F/D/G costs with kernels measured on a GPU"),
+    ("import", "archsim.commands.import_model:COMMAND", "convert a model (ONNX) to archsim's topology CSV"),
+)
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Every option's help ends with its default, unless the help already states it or there is none
+    (``None``, ``False``: the option is off unless given)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if ("default" in text or default is None or default is False or default == argparse.SUPPRESS
+                or not action.option_strings):
+            return text
+        return f"{text} (default: %(default)s)" if text else "(default: %(default)s)"
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, but usage errors are one line and exit 2 like every other input error."""
+    """argparse, but usage errors are one line and exit 2 like every other input error, and help
+    shows defaults (:class:`HelpFormatter`), in nested sub-commands too."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise InputError(f"{self.prog}: {message}")
@@ -30,27 +77,46 @@ class Command:
     run: Callable[[argparse.Namespace], int]
 
 
+def load_command(target: str) -> Command:
+    """Import ``module:attribute`` and return that :class:`Command`."""
+    module, _, attribute = target.partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
 def _commands() -> list[Command]:
-    from archsim.commands import bppsa, cluster, cost, gemm, pipeline, plan, schedule, sweep, validate_gpu
-
-    return [cost.COMMAND, gemm.COMMAND, pipeline.COMMAND, schedule.COMMAND, plan.COMMAND, bppsa.COMMAND,
-            cluster.COMMAND, sweep.SWEEP, sweep.REPORT, validate_gpu.COMMAND]
+    """Every sub-command, loaded (the docs' CLI reference and tests use it)."""
+    return [load_command(target) for _, target, _ in REGISTRY]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="archsim", description="Systolic-array costs and training-pipeline planning.")
+def _selected(argv: Sequence[str]) -> str | None:
+    """The sub-command ``argv`` runs: its first word that names one (top-level options take no value)."""
+    names = {name for name, _, _ in REGISTRY}
+    return next((word for word in argv if word in names), None)
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; with ``argv``, only the sub-command it selects is imported and given its options."""
+    parser = _Parser(prog="archsim",
+                     description="Systolic-array costs and training-pipeline planning.",
+                     epilog="Run 'archsim COMMAND --help' for a command's options and their defaults.")
+    parser.add_argument("--version", action="version", version=f"archsim {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    for command in _commands():
-        child = sub.add_parser(command.name, help=command.help, description=command.help)
-        command.add_arguments(child)
-        child.set_defaults(_run=command.run)
+    wanted = None if argv is None else _selected(argv)
+    for name, target, text in REGISTRY:
+        child = sub.add_parser(name, help=text, description=text)
+        if argv is None or name == wanted:
+            command = load_command(target)
+            command.add_arguments(child)
+            child.set_defaults(_run=command.run)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    gc.set_threshold(100_000, 50, 100)  # a short-lived process building 10⁶-op problems: collect rarely
+    argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser(argv).parse_args(argv)
         return int(args._run(args))
     except InputError as exc:
         print(f"archsim: error: {exc}", file=sys.stderr)

@@ -12,6 +12,12 @@ C input and M output channels, as (rows, reduction, cols) = out[rows×cols] = A[
   layers fed only by the network input get no δ. For stride 1 both modes give the same GEMM.
 * fc layers (a filter that covers the whole input, or 1×1) lower to dense matrix products in both
   modes: D is (N·E·F, M, R·S·C) — for a flattening FC that is (N, M, in_features).
+* Grouped convolutions (``groups`` = g; depthwise: g = C) are g independent convolutions of C/g
+  input and M/g output channels: every GEMM above with C → C/g and M → M/g, run g times.
+  Dilation d keeps R·S taps; the exact δ's phases count the taps r with r·d ≡ a + padding (mod s).
+* ``deconv`` (a transposed convolution) is the input gradient of the convolution C it inverts
+  (C maps the deconv's output back to its input): F = C's D (the stride-aware phase GEMMs in
+  ``exact`` mode, the dense convolution in ``paper`` mode), D = C's F, G = C's G.
 * ``matmul`` (activation × activation, out = A·B per instance): F = (M, K, N), D = ∂A = (M, N, K),
   G = ∂B = (K, M, N), each repeated batch × repeat times (no weights: G is B's gradient).
 
@@ -141,48 +147,55 @@ def _matmul_b_bytes(layer: Layer, batch: int, eb: int) -> int:
 
 def _gemm_ops(layer: Layer, batch: int, mode: str) -> tuple[tuple[Gemm, ...], tuple[Gemm, ...], tuple[Gemm, ...]]:
     n = batch
+    if layer.kind == "deconv":  # the input gradient of the conv it inverts, which runs its backward
+        inverse = replace(layer, kind="conv", ifmap_h=layer.ofmap_h, ifmap_w=layer.ofmap_w, channels=layer.filters,
+                          filters=layer.channels)
+        forward, weight, delta = _gemm_ops(inverse, batch, mode)
+        return delta, weight, forward
     if layer.kind == "matmul":
         m, k, cols = layer.ifmap_h, layer.ifmap_w, layer.filters
         count = n * layer.repeat
         return (Gemm(m, k, cols, count),), (Gemm(k, m, cols, count),), (Gemm(m, cols, k, count),)
     e, f = layer.ofmap_h, layer.ofmap_w
-    r, s, c, mo = layer.filter_h, layer.filter_w, layer.channels, layer.filters
-    forward = (Gemm(n * e * f, r * s * c, mo),)
-    weight = (Gemm(r * s * c, n * e * f, mo),)
+    g = layer.groups
+    r, s, c, mo = layer.filter_h, layer.filter_w, layer.channels // g, layer.filters // g
+    forward = (Gemm(n * e * f, r * s * c, mo, g),)
+    weight = (Gemm(r * s * c, n * e * f, mo, g),)
     if layer.kind == "fc":
         delta: tuple[Gemm, ...] = (Gemm(n * e * f, mo, r * s * c),)
     elif mode == "paper":
-        delta = (Gemm(n * layer.ifmap_h * layer.ifmap_w, r * s * mo, c),)
+        delta = (Gemm(n * layer.ifmap_h * layer.ifmap_w, r * s * mo, c, g),)
     else:
         delta = _strided_delta(layer, batch)
     return forward, weight, delta
 
 
-def delta_phases(size: int, kernel: int, stride: int, padding: int) -> list[tuple[int, int]]:
+def delta_phases(size: int, kernel: int, stride: int, padding: int, dilation: int = 1) -> list[tuple[int, int]]:
     """(input positions, taps) per phase of a 1-D stride-aware transposed convolution.
 
-    Input position h receives from output e through tap r when h + padding = e·stride + r, so the
-    positions h ≡ a (mod stride) all use the taps r ≡ a + padding (mod stride). Phases whose tap
-    set is empty (kernel < stride) get no gradient and are dropped.
+    Input position h receives from output e through tap r when h + padding = e·stride + r·dilation,
+    so the positions h ≡ a (mod stride) all use the taps with r·dilation ≡ a + padding (mod stride).
+    Phases whose tap set is empty (kernel < stride) get no gradient and are dropped.
     """
     phases = []
     for a in range(stride):
         positions = len(range(a, size, stride))
-        taps = len(range((a + padding) % stride, kernel, stride))
+        taps = sum(1 for r in range(kernel) if (r * dilation - a - padding) % stride == 0)
         if positions and taps:
             phases.append((positions, taps))
     return phases
 
 
 def _strided_delta(layer: Layer, batch: int) -> tuple[Gemm, ...]:
-    rows = delta_phases(layer.ifmap_h, layer.filter_h, layer.stride, layer.padding)
-    cols = delta_phases(layer.ifmap_w, layer.filter_w, layer.stride, layer.padding)
+    g = layer.groups
+    rows = delta_phases(layer.ifmap_h, layer.filter_h, layer.stride, layer.padding, layer.dilation)
+    cols = delta_phases(layer.ifmap_w, layer.filter_w, layer.stride, layer.padding, layer.dilation)
     merged: dict[tuple[int, int], int] = {}
     for hp, ht in rows:
         for wp, wt in cols:
-            key = (batch * hp * wp, ht * wt * layer.filters)
-            merged[key] = merged.get(key, 0) + 1
-    return tuple(Gemm(m, k, layer.channels, count) for (m, k), count in merged.items())
+            key = (batch * hp * wp, ht * wt * (layer.filters // g))
+            merged[key] = merged.get(key, 0) + g
+    return tuple(Gemm(m, k, layer.channels // g, count) for (m, k), count in merged.items())
 
 
 def _vector_work(layer: Layer, batch: int) -> tuple[int, int, int]:
@@ -239,6 +252,9 @@ def split_delta(lowered: LoweredLayer, part: int, axis: SplitAxis = "channels", 
         raise InputError(f"δ of {layer.kind} layer {layer.name!r} is not split (only conv/fc δ is)")
     if axis not in SPLIT_AXES:
         raise InputError(f"unknown split axis {axis!r}; choose one of {', '.join(SPLIT_AXES)}", field="axis")
+    if layer.groups > 1 and axis != "rows":
+        raise InputError(f"δ of grouped conv {layer.name!r} splits by rows only (each group is its own GEMM)",
+                         field="axis")
     if axis == "rows":
         return _split_rows(delta, part, element_bytes * layer.weight_elements)
     total = layer.channels if axis == "channels" else layer.filters
@@ -278,6 +294,8 @@ def _resize(gemm: Gemm, layer: Layer, units: int, axis: str) -> Gemm:
 def delta_split_units(lowered: LoweredLayer, axis: SplitAxis) -> int:
     """How many units a δ split along ``axis`` can hand out (the ``total`` of :func:`split_delta`)."""
     layer = lowered.layer
+    if layer.groups > 1 and axis != "rows":
+        return 0
     if axis == "channels":
         return layer.channels
     if axis == "reduction":

@@ -46,9 +46,29 @@ def _plain(value: object) -> object:
     return value
 
 
+def format_number(value: object, float_format: str = "{:.4g}") -> str:
+    """How a table shows one value: integers (and integral floats, e.g. cycle sums) in full,
+    other floats with ``float_format`` (4 significant digits by default), everything else as is."""
+    value = _plain(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            return str(value)
+        if value.is_integer() and abs(value) < 1e15:
+            return str(int(value))
+        return float_format.format(value)
+    return str(value)
+
+
 def render(frame: pd.DataFrame, fmt: str, *, meta: dict[str, object] | None = None,
-           float_format: str = "{:.4g}") -> str:
-    """Render a result frame as an aligned table, CSV, or JSON (``{"meta": …, "rows": […]}``)."""
+           float_format: str = "{:.4g}", precision: int | None = None) -> str:
+    """Render a result frame as an aligned table, CSV, or JSON (``{"meta": …, "rows": […]}``).
+
+    The table (for reading) formats numbers with :func:`format_number`, in the ``# key: value``
+    header lines too, to ``precision`` significant digits when given; CSV and JSON keep full precision."""
+    if precision is not None:
+        float_format = f"{{:.{precision}g}}"
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}", field="format")
     if fmt == "csv":
@@ -59,6 +79,6 @@ def render(frame: pd.DataFrame, fmt: str, *, meta: dict[str, object] | None = No
     shown = frame.copy()
     for column in shown.columns:
         if pd.api.types.is_float_dtype(shown[column]):
-            shown[column] = shown[column].map(lambda x: float_format.format(x))
-    header = "".join(f"# {k}: {v}\n" for k, v in (meta or {}).items())
+            shown[column] = shown[column].map(lambda x: format_number(x, float_format))
+    header = "".join(f"# {k}: {format_number(v, float_format)}\n" for k, v in (meta or {}).items())
     return header + shown.to_string(index=False) + "\n"

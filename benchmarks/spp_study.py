@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         args.links = [link for link in INTER_SERVER_LINKS if link in set(frame.inter_server_link)]
         return write_report(frame, args)
     array = ArrayConfig(256, 256, "ws", element_bytes=2, clock_hz=1e9)
-    profile, _ = profile_from_network(load_network("bert_large"), array, 6, "exact",
+    profile = profile_from_network(load_network("bert_large"), array, 6, "exact",
                                       group=lambda name: name.split("_")[0])
     rows = []
     cases = [(m, [32, 40]) for m in (8, 16, 32, 64)] + [(32, bw) for bw in ([8, 10], [16, 20], [64, 80], [128, 160])]

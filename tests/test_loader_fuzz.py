@@ -138,7 +138,7 @@ def test_any_text_in_any_field_gives_a_network_or_a_located_error(row, column, v
         # The mutated row, or a later row that read the layer the mutation renamed.
         assert result.where.line is not None and result.where.line >= row + 2
         assert result.where.field in FIELDS
-        if column != 0:
+        if column != 0 and not result.message.startswith("shape mismatch"):  # those name the consumer's line
             assert result.where.line == row + 2
 
 

@@ -343,11 +343,14 @@ def test_two_networks_with_the_same_stem_both_appear(capsys, tmp_path):
     spec = write(tmp_path / "s.toml", SWEEP_TEMPLATE.format(networks='"a/net.csv", "b/net.csv"'))
     out = tmp_path / "out"
     assert main(["sweep", str(spec), "--out", str(out), "--quiet"]) == 0
-    frame = _results(out).set_index("network")
-    assert sorted(frame.index) == ["a/net", "b/net"]
+    frame = _results(out)
+    assert len(frame) == 2 and set(frame.network) == {"net"}  # the stem, told apart by network_path
+    by_path = frame.set_index("network_path")
     for name in ("a", "b"):
-        _, fresh = json_rows(capsys, "cost", tmp_path / name / "net.csv", "--array", "8x8", "--batch", 4)
-        assert frame.loc[f"{name}/net", "single_cycles"] == fresh[-1]["total_cycles"]
+        path = (tmp_path / name / "net.csv").resolve()
+        _, fresh = json_rows(capsys, "cost", path, "--array", "8x8", "--batch", 4)
+        assert by_path.loc[str(path), "single_cycles"] == fresh[-1]["total_cycles"]
+    assert len(set(frame.single_cycles)) == 2
 
 
 def test_orphaned_temp_files_are_removed(tmp_path):

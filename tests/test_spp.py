@@ -9,7 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from archsim.errors import InputError
-from archsim.spp.prm import LayerProfileSPP, phi, plan_value, prm
+from archsim.partition import profile_from_costs
+from archsim.partition.profile import LayerProfile
+from archsim.spp.prm import phi, plan_value, prm
 from archsim.spp.rdo import recursive_device_order
 from archsim.spp.topology import Topology, build_topology, load_topology_file
 
@@ -108,10 +110,15 @@ def test_unknown_inter_server_link_is_an_input_error():
     assert error.value.where.field == "inter_server_link"
 
 
-def random_profile(seed: int, layers: int) -> LayerProfileSPP:
+def random_profile(seed: int, layers: int) -> LayerProfile:
+    """Random chain: times in (0.5, 5), byte sizes in 1..5 (per layer: parameters, activation out,
+    δ back in)."""
     rng = np.random.default_rng(seed)
-    draw = lambda: tuple(float(x) for x in rng.uniform(0.5, 5.0, layers))  # noqa: E731
-    return LayerProfileSPP(draw(), draw(), draw(), draw(), draw())
+    times = lambda: [float(x) for x in rng.uniform(0.5, 5.0, layers)]  # noqa: E731
+    sizes = lambda: [int(x) for x in rng.integers(1, 6, layers)]  # noqa: E731
+    forward, backward, parameters, activations, deltas = times(), times(), sizes(), sizes(), sizes()
+    return profile_from_costs([f"l{k}" for k in range(layers)], forward, [0.0] * layers, backward,
+                              activation_bytes=activations, delta_bytes=deltas, weight_bytes=parameters)
 
 
 def compositions(total: int, parts: int):
@@ -198,7 +205,7 @@ def test_lemma_1_bound_holds_on_random_instances(data, stages, microbatches):
 
 
 from archsim.spp.plan import spp, stage_plans  # noqa: E402
-from archsim.spp.profiles import load_graph_txt  # noqa: E402
+from archsim.partition.graph_txt import load_graph_txt  # noqa: E402
 
 GRAPH_TXT = """node1 -- Input0 -- forward_compute_time=0.000, backward_compute_time=0.000, activation_size=1000.0, parameter_size=0.000
 node2 -- Conv2d(3, 64) -- forward_compute_time=2.000, backward_compute_time=4.000, activation_size=4000.0, parameter_size=1000.000
@@ -211,10 +218,10 @@ node3 -- ReLU() -- forward_compute_time=1.000, backward_compute_time=1.000, acti
 def test_graph_txt_profile(tmp_path):
     path = tmp_path / "graph.txt"
     path.write_text(GRAPH_TXT)
-    profile, names = load_graph_txt(path)
-    assert names == ("node1", "node2", "node3")
-    assert profile.forward == (0.0, 0.002, 0.001) and profile.backward == (0.0, 0.004, 0.001)
-    assert profile.parameters[1] == 1000.0 and profile.activations[2] == 4000.0
+    profile = load_graph_txt(path)
+    assert profile.names == ("node2", "node3")  # the Input source is dropped, as PipeDream's optimizer does
+    assert profile.forward.tolist() == [0.002, 0.001] and profile.backward.tolist() == [0.004, 0.001]
+    assert profile.weight_bytes[0] == 1000 and profile.activation_bytes[1] == 4000
 
 
 @pytest.mark.parametrize("text, line, field", [
@@ -222,6 +229,8 @@ def test_graph_txt_profile(tmp_path):
     ("node1 -- X -- forward_compute_time=a, backward_compute_time=2, activation_size=3, parameter_size=4\n", 1,
      "forward_compute_time"),
     ("garbage\n", 1, None),
+    ("node1 -- X -- forward_compute_time=1, backward_compute_time=2, activation_size=3, parameter_size=4, x=1\n", 1,
+     None),
 ])
 def test_bad_graph_txt(tmp_path, text, line, field):
     path = tmp_path / "graph.txt"
@@ -249,7 +258,8 @@ from archsim.spp.baselines import BASELINES, baseline, data_parallel  # noqa: E4
 def test_data_parallel_by_hand():
     # 2 GPUs at 10 B/s, 2 layers: compute M·Σ(p^f + p^b)/V = 4·(1+2+3+4)/2 = 20; ring AllReduce of
     # 100 parameter bytes: 2·(2−1)·100/(2·10) = 10 → 30.
-    profile = LayerProfileSPP((1.0, 3.0), (2.0, 4.0), (40.0, 60.0), (5.0, 0.0), (5.0, 0.0))
+    profile = profile_from_costs(["a", "b"], [1.0, 3.0], [0.0, 0.0], [2.0, 4.0], activation_bytes=[5, 0],
+                                 delta_bytes=[0, 5], weight_bytes=[40, 60])
     topology = Topology("t", (0, 1), np.array([[0.0, 10.0], [10.0, 0.0]]))
     assert data_parallel(profile, topology, 4) == pytest.approx(30.0)
 
@@ -276,11 +286,15 @@ def test_plan_value_by_hand():
     4·(3 + 6)/2 + 2·1/2·200/10 = 18 + 20 = 38; channel = 4·(8 + 8)/(1·2·min(2, 4)) = 16 → 38.
     Plan B — layer 0 on GPU 0, layers 1–2 on GPUs 1, 2: 4·(1 + 2) = 12; 4·(2 + 3 + 2 + 6)/2 + 220/10 = 48;
     channel 4·(4 + 4)/4 = 8 → 48. Plan A with d^f = 100 out of layer 1: channel 4·108/4 = 108 → 108."""
-    profile = LayerProfileSPP((1.0, 2.0, 3.0), (2.0, 2.0, 6.0), (10.0, 20.0, 200.0), (4.0, 8.0, 0.0), (4.0, 8.0, 0.0))
+    def chain(activations):  # backward time as δ (weight gradient 0); a layer's δ_bytes go back to its producer
+        return profile_from_costs(["l0", "l1", "l2"], [1.0, 2.0, 3.0], [0.0] * 3, [2.0, 2.0, 6.0],
+                                  activation_bytes=activations, delta_bytes=[0, 4, 8], weight_bytes=[10, 20, 200])
+
+    profile = chain([4, 8, 0])
     links = np.array([[0.0, 2.0, 4.0], [2.0, 0.0, 10.0], [4.0, 10.0, 0.0]])
     assert plan_value(profile, 4, [(0, 2), (2, 3)], [(0,), (1, 2)], links) == pytest.approx(38)
     assert plan_value(profile, 4, [(0, 1), (1, 3)], [(0,), (1, 2)], links) == pytest.approx(48)
-    wide = LayerProfileSPP(profile.forward, profile.backward, profile.parameters, (4.0, 100.0, 0.0), profile.gradients)
+    wide = chain([4, 100, 0])
     assert plan_value(wide, 4, [(0, 2), (2, 3)], [(0,), (1, 2)], links) == pytest.approx(108)
     # PRM's optimum over the order (0, 1, 2) with two stages is at most plan A's value.
     assert prm(profile, [0, 1, 2], links, 4, 2).value <= 38 + 1e-9
@@ -294,15 +308,15 @@ def test_baselines_by_hand():
     * dp: 2 · (1 + 1 + 1 + 1) / 2 = 4 s of compute + 2 · 1 · 400 / (2 · 50) = 8 s → 12.
     * gpipe: a stage per GPU. Stage 2 runs FB0 [1, 3), FB1 [3, 5); stage 1 F0 [0, 1), F1 [1, 2), then
       its backwards newest first (GPipe order, pe.gpipe_order): B1 [5, 6), B0 [6, 7) → 7.
-    * pipedream: PRM prefers two stages (𝒲 = 2 s) over one stage on both GPUs (2 s + an 8 s
+    * pipedream-prm: PRM prefers two stages (𝒲 = 2 s) over one stage on both GPUs (2 s + an 8 s
       AllReduce); PE runs them as test_pe_hand_worked_two_stages: → 6.
     * hetpipe, one server: that same two-stage pipeline, no AllReduce between servers → 6; two
       servers of one GPU: each runs ⌈2/2⌉ = 1 micro-batch of both layers (4 s), then the 8 s ring → 12.
     """
-    profile = LayerProfileSPP((1.0, 1.0), (1.0, 1.0), (100.0, 300.0), (0.0, 0.0), (0.0, 0.0))
+    profile = profile_from_costs(["l0", "l1"], [1.0, 1.0], [0.0, 0.0], [1.0, 1.0], weight_bytes=[100, 300])
     link = np.array([[0.0, 50.0], [50.0, 0.0]])
     one_server, two_servers = Topology("one", (0, 0), link), Topology("two", (0, 1), link)
-    expected = {"dp": 12.0, "gpipe": 7.0, "pipedream": 6.0, "hetpipe": 6.0}
+    expected = {"dp": 12.0, "gpipe": 7.0, "pipedream-prm": 6.0, "hetpipe": 6.0}
     assert {m: baseline(m, profile, one_server, 2) for m in BASELINES} == pytest.approx(expected)
     assert baseline("hetpipe", profile, two_servers, 2) == pytest.approx(12.0)
 
@@ -344,7 +358,7 @@ def test_bert_large_grouped_into_24_encoder_layers():
 
     network = load_network("bert_large")
     array = ArrayConfig(64, 64, "ws", element_bytes=2)
-    profile, names = profile_from_network(network, array, 1, "exact", group=lambda n: n.split("_")[0])
-    assert names == tuple(f"l{i}" for i in range(1, 25))
-    assert sum(profile.parameters) == 2 * sum(layer.weight_elements for layer in network)
-    assert profile.activations[0] == 2 * 512 * 1024  # the layer norm closing each encoder layer
+    profile = profile_from_network(network, array, 1, "exact", group=lambda n: n.split("_")[0])
+    assert profile.names == tuple(f"l{i}" for i in range(1, 25))
+    assert sum(profile.weight_bytes) == 2 * sum(layer.weight_elements for layer in network)
+    assert profile.activation_bytes[0] == 2 * 512 * 1024  # the layer norm closing each encoder layer

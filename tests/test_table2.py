@@ -1,7 +1,7 @@
 """LayerPipe Table II (004_2cd4e01df0d40184.txt): the sample network on a 32×32 ws array, batch 32.
 
 The expected values are the paper's printed numbers (three significant digits); archsim must be
-within 2% of every one of the 16 entries in ``paper`` mode. The README explains the residual
+within 2% of every one of the 16 entries in ``paper`` mode. docs/papers/layerpipe.md explains the residual
 (largest on conv1's BP_G: the paper's G folds carry ~3-4 more cycles each than SCALE-Sim's).
 """
 
@@ -36,7 +36,7 @@ def test_cycles_within_two_percent_of_table_ii(table, layer, column, index):
 
 def test_only_g_entries_and_conv3_total_differ_in_the_third_digit(table):
     """F and δ agree to the paper's 3 printed digits; every G is a little low (the paper's simulator
-    adds a few cycles per fold of G, see README) and conv3's total rounds the other way."""
+    adds a few cycles per fold of G, see docs/papers/layerpipe.md) and conv3's total rounds the other way."""
     off = []
     for layer, values in TABLE_II.items():
         for column, paper in zip(("F_cycles", "G_cycles", "D_cycles", "total_cycles"), values):

@@ -11,7 +11,7 @@ CASES = [(p, m) for p in (2, 3, 4, 6) for m in (2 * p, 3 * p)]
 @pytest.mark.parametrize("stages, microbatches", CASES)
 def test_1f1b_bubble_and_memory(stages, microbatches):
     """Bubble (p − 1)(T_F + T_B + T_W); the first stage holds p micro-batches' activations."""
-    problem, timeline = zb_schedule(StageCosts.equal(stages), microbatches, "1f1b")
+    problem, timeline = zb_schedule(StageCosts.equal(stages), microbatches, "list-1f1b")
     assert validate_timeline(problem, timeline) == []
     assert timeline.makespan - 3 * microbatches == (stages - 1) * 3
     assert timeline.peak_memory()["s1"] == stages
@@ -20,7 +20,7 @@ def test_1f1b_bubble_and_memory(stages, microbatches):
 @pytest.mark.parametrize("stages, microbatches", CASES)
 def test_zb_h1_bubble_and_memory(stages, microbatches):
     """ZB-H1: bubble (p − 1)(T_F + T_B − T_W), memory as 1F1B's."""
-    problem, timeline = zb_schedule(StageCosts.equal(stages), microbatches, "zb-h1")
+    problem, timeline = zb_schedule(StageCosts.equal(stages), microbatches, "list-zb-h1")
     assert validate_timeline(problem, timeline) == []
     assert timeline.makespan - 3 * microbatches == (stages - 1) * (1 + 1 - 1)
     assert timeline.peak_memory()["s1"] == stages
@@ -32,7 +32,7 @@ def test_zb_h2_memory_and_its_makespan_bubble(stages, microbatches):
     (p − 1)·T_F, the least any schedule can have (the last stage gets its first input after
     (p − 1)·T_F and has 3m units of work); the published (p − 1)(T_F + T_B − 2T_W) = 0 does not
     measure the makespan."""
-    problem, timeline = zb_schedule(StageCosts.equal(stages), microbatches, "zb-h2")
+    problem, timeline = zb_schedule(StageCosts.equal(stages), microbatches, "list-zb-h2")
     assert validate_timeline(problem, timeline) == []
     assert timeline.peak_memory()["s1"] == 2 * stages - 1
     assert timeline.makespan - 3 * microbatches == stages - 1
@@ -40,8 +40,8 @@ def test_zb_h2_memory_and_its_makespan_bubble(stages, microbatches):
 
 def test_uneven_costs_order_the_schedules():
     costs = StageCosts((2.0, 1.0, 3.0), (2.0, 2.0, 1.0), (1.0, 3.0, 1.0), (1, 1, 1))
-    spans = {s: zb_schedule(costs, 8, s)[1].makespan for s in ("1f1b", "zb-h1", "zb-h2")}
-    assert spans["zb-h2"] <= spans["zb-h1"] <= spans["1f1b"]
+    spans = {s: zb_schedule(costs, 8, s)[1].makespan for s in ("list-1f1b", "list-zb-h1", "list-zb-h2")}
+    assert spans["list-zb-h2"] <= spans["list-zb-h1"] <= spans["list-1f1b"]
 
 
 @pytest.mark.parametrize("stages, chunks, microbatches", [(p, v, m) for p in (2, 4) for v in (1, 2, 4)
@@ -53,4 +53,4 @@ def test_interleaved_1f1b_bubble_and_memory(stages, chunks, microbatches):
     assert validate_timeline(problem, timeline) == []
     assert timeline.makespan - 3 * microbatches == pytest.approx((stages - 1) * 3 / chunks)
     expected = min(stages * chunks + stages - 1, microbatches * chunks) / chunks  # in micro-batch activations
-    assert timeline.peak_memory()["s1"] == pytest.approx(expected)
+    assert timeline.peak_memory()["r0"] == pytest.approx(expected)

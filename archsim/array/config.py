@@ -16,6 +16,7 @@ from archsim.errors import InputError
 from archsim.validate import INT32_MAX, parse_int, read_text, shown
 
 DATAFLOWS = ("ws", "os", "is")
+DEFAULT_CLOCK_HZ = 1.0e9  # where seconds are needed and the array has no clock of its own
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,8 @@ class ArrayConfig:
     SCALE-Sim 3.0.0's USER mode reads ifmap and filter at the ``[layout]`` bank bandwidths and writes
     the ofmap at ``Bandwidth``; :func:`read_scalesim_cfg` keeps that so a .cfg costs as it does there.
     element_bytes: bytes per tensor element (the LayerPipe paper uses 1).
-    clock_hz: only to convert cycles to seconds in reports.
+    clock_hz: the array clock (Hz), to give seconds beside cycles; None when unknown (cycles only).
+    A SCALE-Sim ``.cfg`` may carry it as ``[archsim] ClockGHz`` (SCALE-Sim ignores that section).
     """
 
     rows: int = 32
@@ -42,7 +44,7 @@ class ArrayConfig:
     user_bandwidth: bool = False
     read_bandwidth: tuple[int, int] | None = None
     element_bytes: int = 1
-    clock_hz: float = 1.0e9
+    clock_hz: float | None = None
     name: str = field(default="array", compare=False)
 
     def __post_init__(self) -> None:
@@ -61,8 +63,8 @@ class ArrayConfig:
                 len(self.read_bandwidth) != 2 or not all(_positive_int(b) for b in self.read_bandwidth)):
             raise InputError(f"expected (ifmap, filter) positive integers, got {self.read_bandwidth!r}",
                              field="read_bandwidth")
-        if not 0 < self.clock_hz < math.inf:
-            raise InputError(f"must be positive, got {self.clock_hz!r}", field="clock_hz")
+        if self.clock_hz is not None and not (isinstance(self.clock_hz, (int, float)) and 0 < self.clock_hz < float("inf")):
+            raise InputError(f"must be a positive number of Hz, got {self.clock_hz!r}", field="clock_hz")
 
     @property
     def pes(self) -> int:
@@ -74,6 +76,10 @@ class ArrayConfig:
         """(ifmap, filter, ofmap) DRAM words/cycle, as the cycle engine takes them."""
         ifmap, filter_ = self.read_bandwidth or (self.bandwidth[0], self.bandwidth[0])
         return ifmap, filter_, self.bandwidth[0]
+
+    def seconds(self, cycles: float) -> float | None:
+        """``cycles`` at this array's clock, in seconds; None when the clock is unknown."""
+        return None if self.clock_hz is None else float(cycles) / self.clock_hz
 
     def with_shape(self, rows: int, cols: int) -> "ArrayConfig":
         return replace(self, rows=rows, cols=cols)
@@ -101,13 +107,38 @@ _REQUIRED = {
 }
 
 
-def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: float = 1.0e9) -> ArrayConfig:
+# (section, key, SCALE-Sim's test for "on", what archsim would have to model)
+_UNMODELLED = (
+    ("sparsity", "SparsitySupport", lambda v: v.lower() == "true", "SCALE-Sim's N:M sparse compute"),
+    ("run_presets", "UseRamulatorTrace", lambda v: v == "True", "Ramulator's DRAM timing"),
+    ("layout", "IfmapCustomLayout", lambda v: v.lower() in ("1", "yes", "true", "on"), "custom SRAM layouts"),
+    ("layout", "FilterCustomLayout", lambda v: v.lower() in ("1", "yes", "true", "on"), "custom SRAM layouts"),
+)
+
+
+def _refuse_unmodelled(parser: configparser.ConfigParser, file: str, line_of) -> None:
+    """One line for the first switched-on SCALE-Sim feature archsim does not model (tested as
+    SCALE-Sim 3.0.0's ``scale_config`` tests it), instead of costing the array as if it were off."""
+    for section, key, is_on, what in _UNMODELLED:
+        if parser.has_option(section, key) and is_on(parser.get(section, key).strip()):
+            raise InputError(f"{key} is on: archsim does not model {what}, so its cycles would differ from "
+                             f"SCALE-Sim's; set it off to cost the array without it", file=file, line=line_of(key),
+                             field=key)
+
+
+def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: float | None = None) -> ArrayConfig:
     """Read a SCALE-Sim 3.0.0 ``.cfg`` file into an :class:`ArrayConfig`.
 
-    Keys SCALE-Sim reads but archsim does not model (offsets, request buffers, bank counts and
-    ports, sparsity) are accepted and ignored, so a SCALE-Sim config loads unchanged. In USER mode
+    Keys SCALE-Sim reads that do not change its cycle counts (offsets, request buffers, bank counts
+    and ports, the sparsity keys while sparsity is off) are accepted and ignored, so a SCALE-Sim
+    config loads unchanged. Features that would change SCALE-Sim's numbers and that archsim does not
+    model — ``SparsitySupport`` (N:M sparse compute), ``UseRamulatorTrace`` (Ramulator's DRAM
+    timing), ``IfmapCustomLayout``/``FilterCustomLayout`` (banked SRAM layouts) — are refused when
+    switched on (:func:`_refuse_unmodelled`), never costed as something else. In USER mode
     the ``[layout]`` ``IfmapSRAMBankBandwidth``/``FilterSRAMBankBandwidth`` become ``read_bandwidth``,
     since SCALE-Sim reads ifmap and filter from DRAM at those rates (``single_layer_sim.run``).
+    An optional ``[archsim]`` section (which SCALE-Sim never reads) gives ``ClockGHz``; the
+    ``clock_hz`` argument, when given, wins over it.
     """
     path = Path(path)
     file = str(path)
@@ -131,6 +162,7 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
             if not parser.has_option(section, key):
                 raise InputError(f"missing key in [{section}]", file=file, field=key)
 
+    _refuse_unmodelled(parser, file, line_of)
     arch = parser["architecture_presets"]
 
     def as_int(key: str) -> int:
@@ -170,6 +202,16 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
             rates.append(int(raw))
         if rates != [bandwidth[0]] * 2:
             read_bandwidth = (rates[0], rates[1])
+
+    if clock_hz is None and parser.has_option("archsim", "ClockGHz"):
+        raw = parser["archsim"]["ClockGHz"].strip()
+        try:
+            clock_hz = float(raw) * 1e9
+        except ValueError:
+            raise InputError(f"expected a number of GHz, got {raw!r}", file=file, line=line_of("ClockGHz"),
+                             field="ClockGHz") from None
+        if not 0 < clock_hz < float("inf"):
+            raise InputError(f"must be positive, got {raw!r}", file=file, line=line_of("ClockGHz"), field="ClockGHz")
 
     fields = dict(
         rows=as_int("ArrayHeight"),

@@ -51,6 +51,7 @@ from functools import lru_cache
 import numpy as np
 
 from archsim.array import cycle_kernel as kernel
+from archsim.jit import announce_compile
 from archsim.array.analytic import DATAFLOW_CODES
 from archsim.array.config import ArrayConfig
 from archsim.errors import InputError
@@ -161,6 +162,7 @@ def simulate_gemm(m: int, k: int, n: int, rows: int, cols: int, dataflow: str = 
                      _read_constants(words[1], bws[1], k * n, int(padded[1]))], dtype=np.int64)
     active = _ceil(words[2], 2)
     write = np.array([words[2], active, _ceil(words[2] - active, bws[2]), bws[2]], dtype=np.int64)
+    announce_compile(kernel.simulate, "the cycle-level engine")
     out = kernel.simulate(m, k, n, rows, cols, df, per_fold, row_folds, col_folds, geometry, read, write)
     if out[kernel.OUT_ERROR] != kernel.ERROR_NONE:  # a drain starts only with > S/2 words stored
         raise RuntimeError("internal: ofmap drain of an empty trace (SCALE-Sim would raise IndexError)")

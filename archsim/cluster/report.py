@@ -74,7 +74,11 @@ def spread_figure(summaries: pd.DataFrame) -> go.Figure:
 
 
 def _table(frame: pd.DataFrame) -> str:
-    return frame.to_html(index=False, float_format=lambda x: f"{x:,.4g}", border=0, classes="numbers")
+    from archsim.report.style import table_number
+
+    # a wide summary scrolls inside its box instead of widening the page
+    return ('<div style="overflow-x:auto">'
+            + frame.to_html(index=False, float_format=table_number, border=0, classes="numbers") + "</div>")
 
 
 def write_cluster_report(path: str | Path, results: Sequence[SimResult], command: str, *, bin_s: float = 60.0,

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from archsim.array.config import ArrayConfig
+from archsim.array.config import DEFAULT_CLOCK_HZ, ArrayConfig
 from archsim.array.costing import cost_network
 from archsim.errors import InputError
 from archsim.lowering import Mode
@@ -75,14 +75,15 @@ def chain_producers(count: int) -> tuple[tuple[int, ...], ...]:
 
 
 def layer_costs_from_network(network: Network, array: ArrayConfig, batch: int, mode: Mode = "exact") -> LayerCosts:
-    """Per-layer costs from the array model: F/G/D cycles (``cost_network``) / ``array.clock_hz``.
+    """Per-layer costs from the array model: F/G/D cycles (``cost_network``) / ``array.clock_hz``
+    (1 GHz when the array has none).
 
     ``exact`` mode (default) is what SPB really runs: no δ for the network input. Activation bytes
     are each layer's input tensor (``delta_bytes`` of the lowering: what G needs), parameter bytes its
     weights (bias excluded), both at ``array.element_bytes`` per element.
     """
     table = cost_network(network, array, batch, mode)
-    clock = array.clock_hz
+    clock = array.clock_hz or DEFAULT_CLOCK_HZ
     index = {layer.name: i for i, layer in enumerate(network.layers)}
     producers = tuple(tuple(index[p] for p in layer.inputs if p != NETWORK_INPUT) for layer in network.layers)
     return LayerCosts(

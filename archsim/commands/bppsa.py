@@ -17,7 +17,7 @@ from archsim.bppsa.rnn_cost import rnn_study
 from archsim.bppsa.vgg import ZEROS, check_sparsity, critical_path, vgg_flops
 from archsim.cli import Command
 from archsim.validate import seed_flag
-from archsim.commands.common import add_array_arguments, add_output_arguments, array_from_args, emit
+from archsim.commands.common import add_array_arguments, add_output_arguments, array_from_args, emit, progress
 from archsim.errors import InputError
 from archsim.outputs import render
 
@@ -75,7 +75,7 @@ def run_rnn(args: argparse.Namespace) -> int:
     frame = rnn_study(seq_lens, processors, hidden=hidden, batch=batch, array=array)
     shape = f"{array.rows}x{array.cols} {array.dataflow}"
     meta = {"study": "bppsa rnn", "hidden": hidden, "batch": batch, "array": shape}
-    emit(render(frame, args.format, meta=meta), args)
+    emit(render(frame, args.format, precision=args.precision, meta=meta), args)
     if args.report:
         command = (f"archsim bppsa rnn --seq-len {args.seq_len} --hidden {hidden} --batch {batch} "
                                       f"--processors {args.processors} --array {array.rows}x{array.cols} "
@@ -106,12 +106,18 @@ def run_vgg(args: argparse.Namespace) -> int:
     sparsity, up_levels = check_sparsity(args.sparsity), _up_levels(args.up_levels)
     divisor = _positive(args.width_divisor, "width_divisor")
     compare = sorted({0, *(_up_levels(x.strip(), "compare_levels") for x in args.compare_levels.split(","))} - {None})
-    frame = vgg_flops(sparsity=sparsity, seed=args.seed, up_levels=up_levels, width_divisor=divisor, zeros=args.zeros)
-    summaries = []
-    for levels in compare:
-        part = frame if levels == up_levels else vgg_flops(sparsity=sparsity, seed=args.seed, up_levels=levels,
-                                                            width_divisor=divisor, zeros=args.zeros)
-        summaries.append(critical_path(part).query("method == 'bppsa'").assign(up_levels=levels))
+    with progress(1 + sum(levels != up_levels for levels in compare), "pruned VGG-11", "scan") as bar:
+        frame = vgg_flops(sparsity=sparsity, seed=args.seed, up_levels=up_levels, width_divisor=divisor,
+                          zeros=args.zeros)
+        bar.update(1)
+        summaries = []
+        for levels in compare:
+            part = frame
+            if levels != up_levels:
+                part = vgg_flops(sparsity=sparsity, seed=args.seed, up_levels=levels, width_divisor=divisor,
+                                 zeros=args.zeros)
+                bar.update(1)
+            summaries.append(critical_path(part).query("method == 'bppsa'").assign(up_levels=levels))
     summary = pd.concat(summaries, ignore_index=True)[["up_levels", "steps", "critical_path_flops", "work_flops"]]
     totals = critical_path(frame).set_index("method")
     meta = {"study": "bppsa pruned-vgg11", "sparsity": sparsity, "seed": args.seed, "up_levels": args.up_levels,
@@ -119,7 +125,7 @@ def run_vgg(args: argparse.Namespace) -> int:
             "bppsa_steps": int(totals.steps["bppsa"]), "bp_steps": int(totals.steps["bp"]),
             "bppsa_critical_path_flops": int(totals.critical_path_flops["bppsa"]),
             "bp_critical_path_flops": int(totals.critical_path_flops["bp"])}
-    emit(render(frame, args.format, meta=meta), args)
+    emit(render(frame, args.format, precision=args.precision, meta=meta), args)
     if args.report:
         command = (f"archsim bppsa pruned-vgg11 --sparsity {sparsity} --seed {args.seed} --zeros {args.zeros} "
                                       f"--up-levels {args.up_levels} --compare-levels {args.compare_levels} "
@@ -131,7 +137,7 @@ def run_vgg(args: argparse.Namespace) -> int:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    sub = parser.add_subparsers(dest="study", metavar="STUDY")
+    sub = parser.add_subparsers(dest="study", metavar="STUDY", help="rnn or pruned-vgg11")
     sub.required = True
     rnn = sub.add_parser("rnn", help="RNN backward-pass speedup as T and p vary (Fig. 8)")
     add_rnn_arguments(rnn)

@@ -14,7 +14,7 @@ from archsim.cluster.jobs import ClusterSpec, SimConfig, build_jobs
 from archsim.cluster.metrics import aggregate, summarize
 from archsim.cluster.simulate import MAIN_POLICIES, POLICIES, simulate
 from archsim.cluster.trace import load_tiresias_csv, synthetic_trace
-from archsim.commands.common import add_output_arguments, emit, positive_int
+from archsim.commands.common import add_output_arguments, emit, positive_int, progress
 from archsim.errors import InputError
 from archsim.outputs import render
 from archsim.validate import float_flag, int_flag, processors_flag, seed_flag
@@ -49,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def granularity_note(args: argparse.Namespace) -> str:
-    """What Jigsaw's planning unit means for the numbers on the page (measured, see README)."""
+    """What Jigsaw's planning unit means for the numbers on the page (measured, see docs/papers/jigsaw.md)."""
     if args.unit_seconds <= 0:
         unit = "Jigsaw plans every iteration on its own (--unit-seconds 0, exact)."
     else:
@@ -92,17 +92,19 @@ def run(args: argparse.Namespace) -> int:
     seeds = range(args.seed, args.seed + args.seeds) if policy == "all" and synthetic else [args.seed]
     file_trace = None if synthetic else load_tiresias_csv(args.trace, catalog)
     per_run, shown = [], []
-    for seed in seeds:
-        trace = synthetic_trace(args.jobs, seed, catalog=catalog) if synthetic else file_trace
-        try:
-            jobs = build_jobs(trace, catalog, cluster)  # type: ignore[arg-type]
-        except InputError as exc:  # name the trace file: the row's job id is in the field
-            raise InputError(exc.message, file=None if synthetic else args.trace, field=exc.where.field) from None
-        for name in policies:
-            result = simulate(jobs, cluster, name, config)
-            per_run.append({**summarize(result), "seed": seed})
-            if seed == seeds[0]:
-                shown.append(result)
+    with progress(len(seeds) * len(policies), "cluster", "simulation") as bar:
+        for seed in seeds:
+            trace = synthetic_trace(args.jobs, seed, catalog=catalog) if synthetic else file_trace
+            try:
+                jobs = build_jobs(trace, catalog, cluster)  # type: ignore[arg-type]
+            except InputError as exc:  # name the trace file: the row's job id is in the field
+                raise InputError(exc.message, file=None if synthetic else args.trace, field=exc.where.field) from None
+            for name in policies:
+                result = simulate(jobs, cluster, name, config)
+                per_run.append({**summarize(result), "seed": seed})
+                if seed == seeds[0]:
+                    shown.append(result)
+                bar.update(1)
     per_seed = pd.DataFrame(per_run)
     meta = {"trace": args.trace, "gpus": args.gpus, "gpus_per_machine": args.gpus_per_machine,
             "interval_s": args.interval, "gamma_ns_per_byte": args.gamma_ns_per_byte,
@@ -118,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
             frame = summary
     else:
         summary = frame = per_seed.drop(columns=["seed"])
-    emit(render(frame, args.format, meta=meta), args)
+    emit(render(frame, args.format, precision=args.precision, meta=meta), args)
     if args.report:
         from archsim.cluster.report import write_cluster_report
 

@@ -24,14 +24,56 @@ def add_job_limit_argument(parser: argparse.ArgumentParser) -> None:
                              "about 3 GB and a minute)")
 
 
+MODE_HELP = "paper: LayerPipe's simplifications (δ for the first layer, dense δ); exact: what training computes"
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def add_clock_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--clock-ghz", type=positive_float, default=None, metavar="GHZ",
+                        help="array clock: adds seconds beside cycles (default: the .cfg's [archsim] ClockGHz, "
+                             "else cycles only)")
+
+
+def with_clock(array: ArrayConfig, args: argparse.Namespace) -> ArrayConfig:
+    """``array`` at the --clock-ghz the user gave (else its own clock, possibly none)."""
+    from dataclasses import replace
+
+    return replace(array, clock_hz=args.clock_ghz * 1e9) if args.clock_ghz is not None else array
+
+
+def add_seconds(frame, clock_hz: float | None):
+    """A copy of ``frame`` with ``X_seconds`` right after every numeric ``X_cycles`` column (``seconds``
+    after ``cycles``) at ``clock_hz``; ``frame`` itself when the clock is unknown."""
+    import pandas as pd
+
+    if clock_hz is None:
+        return frame
+    out = frame.copy()
+    for column in [str(c) for c in frame.columns if str(c).endswith("cycles")]:
+        name = column[: -len("cycles")] + "seconds"
+        if name not in out.columns:
+            values = pd.to_numeric(frame[column], errors="coerce") / clock_hz
+            out.insert(out.columns.get_loc(column) + 1, name, values)
+    return out
+
+
 def add_array_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--array", default=None, help="systolic array ROWSxCOLS (default 32x32)")
+    parser.add_argument("--array", default=None, help="systolic array ROWSxCOLS (default: 32x32)")
     parser.add_argument("--dataflow", default=None, choices=("ws", "os", "is"),
-                        help="dataflow (default ws, or the config file's)")
+                        help="dataflow (default: ws, or the config file's)")
     parser.add_argument("--config", default=None, metavar="FILE.cfg",
                         help="SCALE-Sim .cfg file for the array (overrides --array unless given too)")
     parser.add_argument("--element-bytes", type=positive_int, default=1,
-                        help="bytes per tensor element (default 1, as in LayerPipe)")
+                        help="bytes per tensor element (LayerPipe uses 1)")
 
 
 def array_from_args(args: argparse.Namespace) -> ArrayConfig:
@@ -57,12 +99,12 @@ def add_engine_arguments(parser: argparse.ArgumentParser, bandwidth_flag: str = 
 
     parser.add_argument("--engine", default="analytic", choices=ENGINES,
                         help="analytic: compute cycles; cycle: memory-aware, with stall cycles and DRAM "
-                             "traffic (SCALE-Sim USER-bandwidth model; default analytic)")
+                             "traffic (SCALE-Sim USER-bandwidth model)")
     parser.add_argument(bandwidth_flag, dest="dram_bandwidth", type=positive_int, default=None, metavar="WORDS",
-                        help="DRAM words/cycle per operand for --engine cycle (default 10, or the config's: "
+                        help="DRAM words/cycle per operand for --engine cycle (default: 10, or the config's: "
                              "a SCALE-Sim USER-mode .cfg reads ifmap/filter at its [layout] bank rates)")
     parser.add_argument("--sram-kb", default=None, metavar="KB[,KB,KB]",
-                        help="ifmap,filter,ofmap SRAM KiB for --engine cycle (one value: all three; default 64)")
+                        help="ifmap,filter,ofmap SRAM KiB for --engine cycle (one value: all three; default: 64)")
 
 
 def with_memory_args(array: ArrayConfig, args: argparse.Namespace) -> ArrayConfig:
@@ -93,17 +135,48 @@ def memory_meta(array: ArrayConfig) -> dict[str, object]:
     return meta
 
 
-def add_network_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("network", metavar="NETWORK", help="topology CSV path or shipped network name")
+def add_network_arguments(parser: argparse.ArgumentParser, optional: bool = False) -> None:
+    parser.add_argument("network", metavar="NETWORK", nargs="?" if optional else None, default=None,
+                        help="topology CSV, ONNX file, transformer config (.json/.toml) or shipped network name")
     parser.add_argument("--only", default=None, metavar="KIND[,KIND]",
-                        help="keep only these layer kinds (conv, fc, matmul, pool, elementwise, batchnorm)")
+                        help="keep only these layer kinds (conv, fc, matmul, pool, elementwise, batchnorm, deconv)")
+    parser.add_argument("--shapes", default="auto", choices=("auto", "check", "off"),
+                        help="check each layer's input against its producers' outputs: auto (files that declare "
+                             "Inputs; default), check (also a raw SCALE-Sim chain), off")
+    add_onnx_arguments(parser)
+
+
+def add_onnx_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--unsupported", default="error", choices=("error", "skip"),
+                        help="an ONNX op archsim does not model: error (default), or skip it and list it")
+    parser.add_argument("--dim", action="append", type=_dim, default=[], metavar="NAME=VALUE",
+                        help="value of a symbolic ONNX input dimension, or a transformer config's sequence length "
+                             "(e.g. --dim seq=128); the batch dimension needs none: layers are per sample")
+
+
+def _dim(text: str) -> tuple[str, int]:
+    name, _, value = text.partition("=")
+    if not name.strip() or not value.strip().isdigit() or int(value) <= 0:
+        raise argparse.ArgumentTypeError(f"expected NAME=POSITIVE_INTEGER, got {text!r}")
+    return name.strip(), int(value)
+
+
+def onnx_options(args: argparse.Namespace) -> dict[str, object]:
+    """``load_network``'s keywords from --unsupported, --dim and --shapes."""
+    dims = dict(getattr(args, "dim", []))
+    if len(dims) != len(getattr(args, "dim", [])):
+        raise InputError("a --dim name is given twice", field="dim")
+    return {"unsupported": getattr(args, "unsupported", "error"), "dims": dims,
+            "shapes": getattr(args, "shapes", "auto")}
 
 
 def network_from_args(args: argparse.Namespace, geometry: str = "archsim"):
     """The NETWORK argument, restricted to ``--only`` kinds."""
     from archsim.workload import load_network
 
-    network = load_network(args.network, geometry=geometry)
+    network = load_network(args.network, geometry=geometry, **onnx_options(args))
+    for note in network.notes:
+        print(f"archsim: note: {note}", file=sys.stderr)
     if args.only:
         network = network.only(*[k.strip() for k in args.only.split(",") if k.strip()])
     return network
@@ -111,7 +184,9 @@ def network_from_args(args: argparse.Namespace, geometry: str = "archsim"):
 
 def add_timeline_outputs(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gantt", default=None, metavar="OUT.html", help="write a plotly Gantt of the timeline")
-    parser.add_argument("--trace", default=None, metavar="OUT.json", help="Chrome trace JSON (opens in Perfetto)")
+    parser.add_argument("--chrome-trace", dest="trace", default=None, metavar="OUT.json",
+                        help="Chrome trace JSON of the timeline (opens in Perfetto)")
+    parser.add_argument("--trace", dest="trace", help=argparse.SUPPRESS)  # older name; cluster's --trace is its input
     parser.add_argument("--schedule-csv", default=None, metavar="OUT.csv",
                         help="per-rank action CSV in torch.distributed.pipelining's layout")
 
@@ -129,7 +204,11 @@ def write_timeline_outputs(args: argparse.Namespace, timeline, title: str) -> No
 
 
 def add_output_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--format", default="table", choices=FORMATS, help="output format (default table)")
+    parser.add_argument("--format", default="table", choices=FORMATS,
+                        help="output format: an aligned table, CSV or JSON")
+    parser.add_argument("--precision", type=positive_int, default=None, metavar="DIGITS",
+                        help="significant digits of non-integral numbers in a table (default: 4, validate-gpu 3; "
+                             "csv and json keep full precision)")
     parser.add_argument("--out", default=None, metavar="FILE", help="write to FILE (atomically) instead of stdout")
 
 
@@ -139,6 +218,14 @@ def emit(text: str, args: argparse.Namespace) -> None:
         print(f"wrote {path}", file=sys.stderr)
     else:
         sys.stdout.write(text)
+
+
+def progress(total: int, desc: str, unit: str):
+    """A tqdm bar on stderr for work that can take seconds; shown only on a terminal (never in pipes,
+    logs or tests), counting ``unit``s that match what the command reports."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit=unit, disable=None, leave=False)
 
 
 def check_choice(value: str, choices: tuple[str, ...], field: str) -> str:

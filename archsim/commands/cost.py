@@ -9,10 +9,11 @@ import pandas as pd
 
 from archsim.array.costing import cost_network
 from archsim.cli import Command
-from archsim.commands.common import (add_array_arguments, add_engine_arguments, add_network_arguments,
+from archsim.commands.common import (add_array_arguments, add_clock_argument, add_seconds, with_clock, add_engine_arguments, add_network_arguments,
                                      add_output_arguments, array_from_args, emit, memory_meta, network_from_args,
                                      positive_int, with_memory_args)
-from archsim.lowering import MODES
+from archsim.commands.energy import add_energy_table_argument, energies_from_args, table_from_args
+from archsim.lowering import MODES, lower_network
 from archsim.outputs import render
 
 
@@ -23,6 +24,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", default="paper", choices=MODES,
                         help="paper: LayerPipe's simplifications; exact: real training (default paper)")
     add_engine_arguments(parser)
+    add_clock_argument(parser)
+    parser.add_argument("--energy", action="store_true",
+                        help="add each layer's F/G/D energy (pJ; `archsim energy` breaks it down by part)")
+    add_energy_table_argument(parser)
     parser.add_argument("--geometry", default="archsim", choices=("archsim", "scalesim"),
                         help="output-size rule: archsim (with padding) or scalesim (ceil, no padding)")
     add_output_arguments(parser)
@@ -30,10 +35,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     network = network_from_args(args, args.geometry)
-    array = with_memory_args(array_from_args(args), args)
+    array = with_clock(with_memory_args(array_from_args(args), args), args)
     table = cost_network(network, array, args.batch, args.mode, args.engine)
+    energy_table = energies = None
+    if args.energy:
+        from archsim.energy import layer_energy
+
+        energy_table, energies = energies_from_args(array, args)
+        lowered = lower_network(network, args.batch, args.mode, array.element_bytes)  # type: ignore[arg-type]
+        per_layer = layer_energy(lowered, array, energies, args.engine)
+        table = pd.concat([table, per_layer.drop(columns="layer")], axis=1)
     totals = {column: table[column].sum() for column in table.columns if column.endswith("_cycles")
-              or column.endswith("_bytes")}
+              or column.endswith("_bytes") or column.endswith("_pj")}
     total_row = pd.DataFrame([{"layer": "TOTAL", "type": "", **totals}])
     for kind in ("F", "G", "D"):
         cycles = table[f"{kind}_cycles"]
@@ -43,7 +56,15 @@ def run(args: argparse.Namespace) -> int:
     meta = {"network": network.name, "array": f"{array.rows}x{array.cols}", "dataflow": array.dataflow,
             "batch": args.batch, "mode": args.mode, "engine": args.engine, "geometry": args.geometry,
             "element_bytes": array.element_bytes, **(memory_meta(array) if args.engine == "cycle" else {})}
-    emit(render(frame, args.format, meta=meta), args)
+    from archsim.energy import array_area
+
+    if energy_table is None:
+        energy_table = table_from_args(args)
+    if array.element_bytes in energy_table.mac_um2:  # area needs the table's figures at this width
+        meta.update(array_area(array, energy_table).as_dict(), energy_table=energy_table.name)
+    if array.clock_hz is not None:
+        meta["clock_ghz"] = array.clock_hz / 1e9
+    emit(render(add_seconds(frame, array.clock_hz), args.format, precision=args.precision, meta=meta), args)
     return 0
 
 

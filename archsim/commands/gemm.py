@@ -13,14 +13,8 @@ from archsim.array.analytic import dataflow_codes, gemm_cost
 from archsim.array.config import ArrayConfig, parse_array_shape, read_scalesim_cfg
 from archsim.array.cycle import minimum_bandwidth, simulate_cached, sram_words
 from archsim.cli import Command
-from archsim.commands.common import (
-    add_engine_arguments,
-    add_output_arguments,
-    emit,
-    memory_meta,
-    positive_int,
-    with_memory_args,
-)
+from archsim.commands.common import (add_clock_argument, add_seconds, add_engine_arguments, add_output_arguments, emit, memory_meta, positive_int,
+                                     with_memory_args)
 from archsim.errors import InputError
 from archsim.outputs import render
 from archsim.validate import csv_rows, parse_int, read_text
@@ -46,6 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_engine_arguments(parser)
     parser.add_argument("--min-bandwidth", action="store_true",
                         help="with --engine cycle: add the fewest DRAM words/cycle that run stall-free")
+    add_clock_argument(parser)
     add_output_arguments(parser)
 
 
@@ -109,6 +104,8 @@ def cycle_columns(shapes: pd.DataFrame, memory: ArrayConfig, min_bandwidth: bool
 
 def run(args: argparse.Namespace) -> int:
     base = read_scalesim_cfg(args.config) if args.config else ArrayConfig()
+    if args.clock_ghz is not None:
+        base = replace(base, clock_hz=args.clock_ghz * 1e9)
     if args.shapes:
         if any(v is not None for v in (args.m, args.k, args.n)):
             raise InputError("give either --shapes or --m/--k/--n, not both", field="shapes")
@@ -128,7 +125,9 @@ def run(args: argparse.Namespace) -> int:
         memory = with_memory_args(base, args)
         result = pd.concat([result, cycle_columns(shapes, memory, args.min_bandwidth)], axis=1)
         meta.update(memory_meta(memory))
-    emit(render(result, args.format, meta=meta), args)
+    if base.clock_hz is not None:
+        meta["clock_ghz"] = base.clock_hz / 1e9
+    emit(render(add_seconds(result, base.clock_hz), args.format, precision=args.precision, meta=meta), args)
     return 0
 
 

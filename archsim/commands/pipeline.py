@@ -7,7 +7,7 @@ import argparse
 from archsim.cli import Command
 from archsim.validate import check_job_size, float_flag, processors_flag
 from archsim.commands.common import add_job_limit_argument
-from archsim.commands.common import (add_array_arguments, add_engine_arguments, with_memory_args, add_network_arguments, add_output_arguments,
+from archsim.commands.common import (MODE_HELP, add_array_arguments, add_clock_argument, add_seconds, with_clock, add_engine_arguments, with_memory_args, add_network_arguments, add_output_arguments,
                                      add_timeline_outputs, array_from_args, emit, network_from_args, positive_int,
                                      write_timeline_outputs)
 from archsim.errors import InputError
@@ -19,16 +19,24 @@ from archsim.partition import METHODS, build_profile, partition
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_network_arguments(parser)
     parser.add_argument("--processors", type=processors_flag, required=True, help="number of processors")
-    parser.add_argument("--method", default="layerpipe", choices=METHODS)
+    parser.add_argument("--method", default="layerpipe", choices=METHODS, help="partitioner")
     add_array_arguments(parser)
     add_engine_arguments(parser)
-    parser.add_argument("--batch", type=positive_int, default=32)
-    parser.add_argument("--mode", default="paper", choices=MODES)
+    add_clock_argument(parser)
+    parser.add_argument("--batch", type=positive_int, default=32, help="mini-batch size")
+    parser.add_argument("--mode", default="paper", choices=MODES, help=MODE_HELP)
     parser.add_argument("--split-axes", default=",".join(SPLIT_AXES),
                         help=f"δ split axes LayerPipe may use (default {','.join(SPLIT_AXES)})")
     parser.add_argument("--alpha", type=float_flag(1.0, 1e6, low_open=True, what="a number > 1"), default=1.001, help="LayerPipe target relaxation factor")
     parser.add_argument("--microbatches", type=positive_int, default=None,
                         help="also simulate M micro-batches and report the makespan")
+    parser.add_argument("--memory", action="store_true",
+                        help="with --microbatches: bytes per processor (weights × versions, gradients, optimizer "
+                             "state, peak stashed activations of the simulated schedule)")
+    parser.add_argument("--optimizer", default="sgd", choices=("sgd", "momentum", "adam"),
+                        help="optimizer state for --memory: sgd none, momentum 1×, adam 2× the weights")
+    parser.add_argument("--capacity-gb", type=float, default=None, metavar="GB",
+                        help="with --memory: per-processor memory (GB = 1e9 bytes); a plan over it is an error")
     add_timeline_outputs(parser)
     add_output_arguments(parser)
     add_job_limit_argument(parser)
@@ -36,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     network = network_from_args(args)
-    array = with_memory_args(array_from_args(args), args)
+    array = with_clock(with_memory_args(array_from_args(args), args), args)
     profile = build_profile(network, array, args.batch, args.mode, args.engine)
     options: dict[str, object] = {}
     if args.method == "layerpipe":
@@ -55,6 +63,8 @@ def run(args: argparse.Namespace) -> int:
         "speedup": single / plan.max_stage_cycles,
         "mandatory_comm_bytes": plan.mandatory_bytes, "additional_comm_bytes": plan.additional_bytes,
     }
+    if plan.method == "pipedream":  # which of the optimizer's settings LayerPipe's comparison uses
+        meta["settings"] = "; ".join(plan.notes)
     stash = _stash_depths(plan, network)
     if stash is not None:
         frame["weight_versions"] = stash
@@ -62,16 +72,58 @@ def run(args: argparse.Namespace) -> int:
         from archsim.policies.pipeline import simulate_partition
 
         if not args.microbatches:
-            raise InputError("--gantt, --trace and --schedule-csv need --microbatches", field="microbatches")
+            raise InputError("--gantt, --chrome-trace and --schedule-csv need --microbatches", field="microbatches")
+    if (args.memory or args.capacity_gb is not None) and not args.microbatches:
+        raise InputError("--memory and --capacity-gb need --microbatches (the schedule decides the stash)",
+                         field="microbatches")
+    if args.microbatches:
         check_job_size(args.microbatches * sum(len(stage.ops) for stage in plan.stages), args.max_ops)
         result = simulate_partition(plan, profile, args.microbatches)
         meta["microbatches"] = args.microbatches
         meta["makespan"] = result.timeline.makespan
         utilization = result.timeline.utilization()
         frame["utilization"] = [utilization.get(f"p{i + 1}", 0.0) for i in range(len(frame))]
+        if args.memory or args.capacity_gb is not None:
+            from archsim.footprint import check_capacity, footprint_frame, partition_footprint
+
+            memory = partition_footprint(plan, profile, result.timeline, result.schedule, args.optimizer)
+            # the schedule's own versions (GPipe flushes: 1) replace the DFG's PipeDream stash depths
+            frame = frame.drop(columns="weight_versions", errors="ignore").join(
+                footprint_frame(memory).drop(columns="processor"))
+            meta["optimizer"] = args.optimizer
+            if args.capacity_gb is not None:
+                check_capacity(memory, args.capacity_gb * 1e9)
+                meta["capacity_bytes"] = args.capacity_gb * 1e9
         write_timeline_outputs(args, result.timeline, f"{network.name}: {plan.method}, {args.processors} processors")
-    emit(render(frame, args.format, meta=meta), args)
+    if array.clock_hz is not None:
+        meta["clock_ghz"] = array.clock_hz / 1e9
+        for key in ("single_processor_cycles", "cycles_per_iteration"):
+            meta[key.replace("cycles", "seconds")] = float(meta[key]) / array.clock_hz  # type: ignore[arg-type]
+        if "makespan" in meta:
+            meta["makespan_seconds"] = float(meta["makespan"]) / array.clock_hz  # type: ignore[arg-type]
+    if args.format == "table":
+        frame = _compact(frame, plan, [layer.name for layer in network.layers])
+        meta["split_ops"] = ("D1/D2 are the parts δ′/δ″ of a split δ (input gradient); * marks a part run here "
+                             "for a layer on an earlier processor; --format csv lists every op")
+    emit(render(add_seconds(frame, array.clock_hz), args.format, precision=args.precision, meta=meta), args)
     return 0
+
+
+def _compact(frame, plan, order: list[str]):
+    """The table's short form: a range of layers per processor, and only the split/borrowed ops."""
+    position = {name: i for i, name in enumerate(order)}
+    ranges = []
+    for stage in plan.stages:
+        spots = [position.get(name, -1) for name in stage.layers]
+        if len(spots) > 2 and -1 not in spots and spots == list(range(spots[0], spots[0] + len(spots))):
+            ranges.append(f"{stage.layers[0]}…{stage.layers[-1]} ({len(spots)})")
+        else:
+            ranges.append(" ".join(stage.layers))
+    shown = frame.drop(columns=["ops"]).assign(layers=ranges)
+    shown.insert(shown.columns.get_loc("total_cycles") + 1, "split_ops", [
+        " ".join(f"{op.kind}:{op.layer}" + ("*" if op.borrowed else "") for op in stage.ops
+                 if op.borrowed or op.kind in ("D1", "D2")) or "-" for stage in plan.stages])
+    return shown
 
 
 def _stash_depths(plan, network) -> list[int] | None:

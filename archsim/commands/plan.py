@@ -1,4 +1,4 @@
-"""``archsim plan``: synchronous pipeline planning over a heterogeneous cluster (SPP)."""
+"""``archsim plan``: pipeline planning over a cluster — SPP, PipeDream's optimizer, and SPP's baselines."""
 
 from __future__ import annotations
 
@@ -11,54 +11,87 @@ import pandas as pd
 from archsim.cli import Command
 from archsim.validate import check_job_size, float_flag, seed_flag
 from archsim.commands.common import add_job_limit_argument
-from archsim.commands.common import (add_array_arguments, add_network_arguments, add_output_arguments,
-                                     add_timeline_outputs, array_from_args, emit, network_from_args, positive_int,
-                                     write_timeline_outputs)
+from archsim.commands.common import (
+    MODE_HELP,
+    add_array_arguments,
+    add_network_arguments,
+    add_output_arguments,
+    add_timeline_outputs,
+    array_from_args,
+    emit,
+    network_from_args,
+    positive_int,
+    write_timeline_outputs,
+)
 from archsim.errors import InputError
 from archsim.lowering import MODES
 from archsim.outputs import render
-from archsim.spp.baselines import BASELINES, baseline
-from archsim.spp.plan import spp
-from archsim.spp.profiles import load_graph_txt, profile_from_network
-from archsim.spp.topology import load_topology_file
 
-METHODS = ("spp", *BASELINES)
+BASELINE_METHODS = ("dp", "gpipe", "pipedream-prm", "hetpipe")
+METHODS = ("spp", "pipedream", *BASELINE_METHODS)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_network_arguments(parser)
     parser.add_argument("--cluster", required=True, metavar="CONFIG.toml", help="cluster topology (configs/clusters/)")
-    parser.add_argument("--microbatches", type=positive_int, required=True)
-    parser.add_argument("--method", default="spp", choices=METHODS)
+    parser.add_argument("--microbatches", type=positive_int, required=True, help="micro-batches per iteration")
+    parser.add_argument("--method", default="spp", choices=METHODS,
+                        help="spp (default); pipedream: PipeDream's optimizer as released (one server: its flat "
+                             "setting; servers × GPUs: its two levels); pipedream-prm: the SPP paper's synchronous "
+                             "PipeDream (PRM over the cluster's real links); dp, gpipe, hetpipe: SPP's baselines")
     parser.add_argument("--seed", type=seed_flag, default=None, help="redraw the cluster's bandwidth ranges")
-    parser.add_argument("--max-stages", type=positive_int, default=None)
+    parser.add_argument("--max-stages", type=positive_int, default=None,
+                        help="try at most this many stages (default: as many as devices and layers allow)")
+    pipedream = parser.add_argument_group("PipeDream's optimizer (--method pipedream), as its own flags")
+    pipedream.add_argument("--activation-compression-ratio", type=float, default=None, metavar="R",
+                           help="count activation transfers, compressed R× (default: ignored, as the optimizer's CLI)")
+    pipedream.add_argument("--memory-constraint", action="store_true",
+                           help="skip stages whose stash exceeds a GPU's memory (cluster gpu_memory_gb, default 16)")
+    pipedream.add_argument("--straight-pipeline", action="store_true", help="no stage replication")
+    pipedream.add_argument("--use-fewer-machines", action="store_true", help="a plan may leave machines idle")
     add_array_arguments(parser)
     parser.add_argument("--batch", type=positive_int, default=4, help="micro-batch size (array-model costs)")
-    parser.add_argument("--mode", default="exact", choices=MODES)
+    parser.add_argument("--mode", default="exact", choices=MODES, help=MODE_HELP)
     parser.add_argument("--clock-ghz", type=float_flag(1e-6, 1e6, what="a clock in GHz"), default=1.0, help="array clock, to turn cycles into seconds")
     add_timeline_outputs(parser)
     add_output_arguments(parser)
     add_job_limit_argument(parser)
 
 
-def run(args: argparse.Namespace) -> int:
-    topology = load_topology_file(args.cluster, seed=args.seed)
+def _profile(args: argparse.Namespace):
     if Path(args.network).suffix == ".txt":
-        profile, names = load_graph_txt(args.network)
-    else:
-        if args.clock_ghz <= 0:
-            raise InputError("must be positive", field="clock-ghz")
-        array = replace(array_from_args(args), clock_hz=args.clock_ghz * 1e9)
-        profile, names = profile_from_network(network_from_args(args), array, args.batch, args.mode)
-    check_job_size(args.microbatches * 2 * len(names), args.max_ops)  # F and B blocks per stage ≤ per layer
+        from archsim.partition.graph_txt import load_graph_txt
+
+        return load_graph_txt(args.network)
+    from archsim.spp.profiles import profile_from_network
+
+    if not args.clock_ghz > 0 or args.clock_ghz == float("inf"):
+        raise InputError("must be a positive finite number", field="clock-ghz")
+    array = replace(array_from_args(args), clock_hz=args.clock_ghz * 1e9)
+    return profile_from_network(network_from_args(args), array, args.batch, args.mode)
+
+
+def run(args: argparse.Namespace) -> int:
+    from archsim.spp.topology import load_topology_file
+
+    topology = load_topology_file(args.cluster, seed=args.seed)
+    profile = _profile(args)
+    check_job_size(args.microbatches * 2 * len(profile.names), args.max_ops)  # F and B blocks per stage ≤ per layer
+    if args.method == "pipedream":
+        return _run_pipedream(args, profile, topology)
+    from archsim.spp.baselines import baseline
+    from archsim.spp.plan import spp
+
     result = spp(profile, topology, args.microbatches, max_stages=args.max_stages)
-    others = {method: float(baseline(method, profile, topology, args.microbatches)) for method in BASELINES}
+    others = {method: float(baseline(method, profile, topology, args.microbatches)) for method in BASELINE_METHODS}
+    names = profile.names
     rows = [{"stage": n + 1, "first_layer": names[a], "last_layer": names[b - 1], "layers": b - a,
              "replicas": len(d), "devices": " ".join(f"g{x}" for x in d)}
             for n, ((a, b), d) in enumerate(zip(result.plan.stages, result.plan.devices))]
     if args.method != "spp":
         row = {"method": args.method, "makespan_seconds": others[args.method], "spp_makespan_seconds": result.makespan}
-        emit(render(pd.DataFrame([row]), args.format, meta={"cluster": topology.name}), args)
+        emit(render(pd.DataFrame([row]), args.format, precision=args.precision, meta={"cluster": topology.name}),
+             args)
         return 0
     meta = {"method": args.method, "cluster": topology.name, "devices": topology.devices,
             "microbatches": args.microbatches, "makespan_seconds": result.makespan,
@@ -66,8 +99,57 @@ def run(args: argparse.Namespace) -> int:
             "baselines_seconds": "; ".join(f"{m}:{t:.4g}" for m, t in others.items()),
             "device_order": " ".join(f"g{x}" for x in result.order)}
     write_timeline_outputs(args, result.timeline, f"SPP on {topology.name}, {args.microbatches} micro-batches")
-    emit(render(pd.DataFrame(rows), args.format, meta=meta), args)
+    emit(render(pd.DataFrame(rows), args.format, precision=args.precision, meta=meta), args)
     return 0
 
 
-COMMAND = Command("plan", "synchronous pipeline planning over a heterogeneous cluster (SPP)", add_arguments, run)
+def _run_pipedream(args: argparse.Namespace, profile, topology) -> int:
+    """PipeDream's optimizer on the cluster's uniform levels; the simulated makespan runs the plan
+    on the cluster's real links under SPP's synchronous PE schedule (a named difference)."""
+    from archsim.partition.pipedream import (
+        DEFAULT_MEMORY_BYTES,
+        Level,
+        PipeDreamOptions,
+        describe,
+        pipedream_plan,
+        plan_partition,
+    )
+    from archsim.spp.pe import pe_makespan
+    from archsim.spp.plan import partition_stage_plans
+
+    hierarchy = tuple(Level(machines, bandwidth) for machines, bandwidth in topology.uniform_levels())
+    options = PipeDreamOptions(
+        activation_compression_ratio=args.activation_compression_ratio, memory_constraint=args.memory_constraint,
+        memory_bytes=topology.gpu_memory_bytes or DEFAULT_MEMORY_BYTES, straight_pipeline=args.straight_pipeline,
+        use_fewer_machines=args.use_fewer_machines)
+    try:
+        plan = pipedream_plan(profile, hierarchy, options)
+    except InputError as error:  # name the profile the problem is in
+        if error.where.file is not None:
+            raise
+        raise InputError(error.message, file=args.network, field=error.where.field) from None
+    partition = plan_partition(profile, plan)
+    makespan, timeline = pe_makespan(partition_stage_plans(profile, partition, topology.bandwidth), args.microbatches)
+    blocks = plan.stages()
+    rows = []
+    for stage, (block, machines) in zip(partition.stages, blocks):
+        rows.append({"stage": stage.index + 1, "states": f"{block.start}-{block.end}", "nodes": len(stage.layers),
+                     "first_node": stage.layers[0], "last_node": stage.layers[-1], "replicas": machines,
+                     "compute_seconds": block.compute, "stage_seconds": stage.total_cycles})
+    levels = [{"level": len(plan.levels) - number,
+               "blocks": [[[b.start, b.end, b.compute, b.replicas] for b in group] for group in groups]}
+              for number, groups in enumerate(plan.levels)]
+    meta = {"method": "pipedream", "settings": describe(plan), "cluster": topology.name, "devices": topology.devices,
+            "states": len(plan.states), "time_per_stage": plan.time_per_stage,
+            "single_stage_time": plan.single_stage_time,
+            "time_per_stage_by_machines": [None if t == float("inf") else t for t in plan.by_machines],
+            "levels": levels, "microbatches": args.microbatches, "simulated_makespan_seconds": makespan,
+            "simulation": "the plan's stages on consecutive GPUs, the cluster's real links, SPP's PE schedule"}
+    if args.format != "json":
+        meta = {k: v for k, v in meta.items() if k not in ("levels", "time_per_stage_by_machines")}
+    write_timeline_outputs(args, timeline, f"PipeDream's plan on {topology.name}, {args.microbatches} micro-batches")
+    emit(render(pd.DataFrame(rows), args.format, precision=args.precision, meta=meta), args)
+    return 0
+
+
+COMMAND = Command("plan", "pipeline planning over a cluster: SPP, PipeDream's optimizer, baselines", add_arguments, run)

@@ -9,7 +9,8 @@ import pandas as pd
 from archsim.cli import Command
 from archsim.validate import check_job_size, non_negative_float_flag, positive_float_flag, processors_flag
 from archsim.commands.common import add_job_limit_argument
-from archsim.commands.common import (add_array_arguments, add_engine_arguments, with_memory_args, add_network_arguments, add_output_arguments,
+from archsim.commands.stage_schedule import STAGE_ONLY, add_stage_arguments, run_stages, stage_mode
+from archsim.commands.common import (MODE_HELP, add_array_arguments, add_engine_arguments, with_memory_args, add_network_arguments, add_output_arguments,
                                      add_timeline_outputs, array_from_args, emit, network_from_args, positive_int,
                                      write_timeline_outputs)
 from archsim.lowering import MODES
@@ -18,41 +19,63 @@ from archsim.partition import build_profile
 from archsim.policies import data_parallel as dp
 from archsim.policies import multistream as ms
 from archsim.policies import zero_bubble as zb
-from archsim.policies.ooo import POLICIES, LayerCosts, ooo_schedule, schedule_metrics
+from archsim.policies.ooo import POLICIES, LayerCosts, default_flush, ooo_schedule, schedule_metrics
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_network_arguments(parser)
-    parser.add_argument("--policy", required=True, choices=POLICIES + dp.POLICIES + zb.SCHEDULES + ("multistream",))
-    parser.add_argument("--processors", type=processors_flag, required=True, help="devices")
-    parser.add_argument("--microbatches", type=positive_int, default=1)
+    add_network_arguments(parser, optional=True)
+    parser.add_argument("--policy", default=None,
+                        choices=POLICIES + dp.POLICIES + zb.SCHEDULES + zb.LIST_SCHEDULES + STAGE_ONLY
+                        + ("multistream",), help="schedule policy")
+    parser.add_argument("--processors", type=processors_flag, default=None, help="devices")
+    parser.add_argument("--microbatches", type=positive_int, default=1,
+                        help="micro-batches per iteration (with 1, a pipeline has no overlap to exploit)")
     parser.add_argument("--unit-costs", action="store_true", help="F = D = G = 1, no communication")
     parser.add_argument("--flush", action=argparse.BooleanOptionalAction, default=None,
-                        help="backward ops wait for every forward (default: on, except for ooo-pipe2)")
+                        help="backward ops wait for every forward (default: on, except for ooo-pipe2 and mp)")
     parser.add_argument("--group", type=positive_int, default=1, help="ooo-pipe2 modulo group size")
     parser.add_argument("--streams", default="joint", choices=ms.SCHEDULES,
                         help="multistream: single (baseline), naive (G as soon as ready) or joint (Algorithm 1)")
     parser.add_argument("--region-size", type=positive_int, default=1, help="multistream: δ ops per region")
-    parser.add_argument("--chunks", type=positive_int, default=2, help="interleaved-1f1b: model chunks per device")
-    parser.add_argument("--k", default="auto", help="dp-reverse-k: layers to reverse, or 'auto' (the paper's search)")
+    parser.add_argument("--chunks", type=positive_int, default=2,
+                        help="interleaved schedules: model chunks per device")
+    parser.add_argument("--reverse-k", dest="k", default="auto",
+                        help="dp-reverse-k: layers to reverse, or 'auto' (the paper's search)")
+    parser.add_argument("--k", dest="k", help=argparse.SUPPRESS)  # older name; gemm's --k is a GEMM dimension
     parser.add_argument("--sync", default="ring", choices=("ring", "ps"), help="data-parallel synchronization")
-    parser.add_argument("--bandwidth", type=positive_float_flag, default=64.0, help="bytes per cycle per link (data parallel)")
+    parser.add_argument("--bandwidth", type=positive_float_flag, default=64.0,
+                        help="bytes per cycle per link (data parallel; the published pipeline schedules' hops)")
     parser.add_argument("--comm-units", type=non_negative_float_flag, default=1.0,
                         help="with --unit-costs: synchronization time of each layer (data parallel)")
     add_array_arguments(parser)
     add_engine_arguments(parser, bandwidth_flag="--dram-bandwidth")
-    parser.add_argument("--batch", type=positive_int, default=32)
-    parser.add_argument("--mode", default="paper", choices=MODES)
+    parser.add_argument("--batch", type=positive_int, default=32, help="mini-batch size")
+    parser.add_argument("--mode", default="paper", choices=MODES, help=MODE_HELP)
     add_timeline_outputs(parser)
     add_output_arguments(parser)
     add_job_limit_argument(parser)
+    add_stage_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    from archsim.errors import InputError
+
+    if stage_mode(args):
+        return run_stages(args)
+    for name, value in (("NETWORK", args.network), ("--policy", args.policy), ("--processors", args.processors)):
+        if value is None:
+            raise InputError(f"{name} is required (or give per-stage costs: --stages P --stage-times F,B,W)",
+                             field=name.lstrip("-").lower())
+    if args.flush is not None and args.policy not in POLICIES:
+        raise InputError(f"--flush/--no-flush applies to {', '.join(POLICIES)}; {args.policy} fixes its own order",
+                         field="flush")
+    if args.policy in STAGE_ONLY:
+        raise InputError(f"{args.policy} runs on per-stage costs: use --stages/--stage-times or --stage-profile",
+                         field="policy")
     network = network_from_args(args)
     chunks = args.chunks if args.policy == "interleaved-1f1b" else 1
     check_job_size(args.microbatches * 3 * max(len(network), args.processors) * chunks, args.max_ops)
-    flush = args.flush if args.flush is not None else args.policy != "ooo-pipe2"
+    flush = args.flush if args.flush is not None else default_flush(args.policy)
     if args.unit_costs:
         costs = LayerCosts.unit(len(network))
         unit = "units"
@@ -66,8 +89,12 @@ def run(args: argparse.Namespace) -> int:
         return _multistream(args, network)
     if args.policy in dp.POLICIES:
         problem, timeline, extra = _data_parallel(args, costs, network)
-    elif args.policy in zb.SCHEDULES:
-        problem, timeline = zb.zb_schedule(_stage_costs(args, costs), args.microbatches, args.policy, args.chunks)
+    elif args.policy in zb.SCHEDULES + zb.LIST_SCHEDULES:
+        if args.comm and args.policy in zb.LIST_SCHEDULES:
+            raise InputError(f"{args.policy} has no communication model; --comm applies to the published schedules",
+                             field="comm")
+        problem, timeline = zb.zb_schedule(_stage_costs(args, costs), args.microbatches, args.policy, args.chunks,
+                                           comm=args.comm, bandwidth=None if args.unit_costs else args.bandwidth)
         extra = {}
     else:
         problem, timeline = ooo_schedule(costs, args.processors, args.microbatches, args.policy, flush=flush,
@@ -77,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
            "flush": flush if args.policy in POLICIES else "", **schedule_metrics(problem, timeline), **extra}
     meta = {"network": network.name, "unit": unit, "costs": "unit" if args.unit_costs else f"{args.mode} mode"}
     write_timeline_outputs(args, timeline, f"{network.name}: {args.policy}, {args.processors} devices")
-    emit(render(pd.DataFrame([row]), args.format, meta=meta), args)
+    emit(render(pd.DataFrame([row]), args.format, precision=args.precision, meta=meta), args)
     return 0
 
 
@@ -101,7 +128,7 @@ def _multistream(args: argparse.Namespace, network) -> int:
            "peak_memory_bytes": result.peak_held_bytes, "speedup_vs_single_stream": single / result.makespan}
     meta = {"network": network.name, "array": f"{array.rows}x{array.cols}", "unit": "cycles",
             "bubble_fraction": "idle PE-cycles / (makespan × PEs)"}
-    emit(render(pd.DataFrame([row]), args.format, meta=meta), args)
+    emit(render(pd.DataFrame([row]), args.format, precision=args.precision, meta=meta), args)
     return 0
 
 
@@ -120,7 +147,10 @@ def _stage_costs(args: argparse.Namespace, costs: LayerCosts) -> zb.StageCosts:
             sums[kind].append(sum(op.cycles for op in stage.ops if op.kind == kind))
     activation = [sum(costs.stash_bytes[names.index(n)] for n in stage.layers) if costs.stash_bytes else 0
                   for stage in plan.stages]
-    return zb.StageCosts(tuple(sums["F"]), tuple(sums["D"]), tuple(sums["G"]), tuple(activation))
+    # a stage sends the next stage its first layer's input activation (and gets its gradient back)
+    send = [costs.stash_bytes[names.index(nxt.layers[0])] if costs.stash_bytes else 0
+            for nxt in plan.stages[1:]] + [0]
+    return zb.StageCosts(tuple(sums["F"]), tuple(sums["D"]), tuple(sums["G"]), tuple(activation), tuple(send))
 
 
 def _data_parallel(args: argparse.Namespace, costs: LayerCosts, network):

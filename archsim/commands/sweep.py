@@ -83,7 +83,12 @@ def read_results(folder: Path) -> pd.DataFrame:
 def write_report(folder: Path, target: str | Path, *, spec_command: str) -> Path:
     results = read_results(folder)
     summary = summarize(results)
-    first = results.sort_values(["network", "rows", "batch"]).iloc[0]
+    if "network_path" in results.columns:  # every network file must still be the one the sweep costed
+        for _, row in results.drop_duplicates("network_path").iterrows():
+            _check_unchanged(row)
+    first = results.sort_values(["network", "rows", "batch"]).iloc[0].copy()
+    if isinstance(first.get("network_path"), str) and first["network_path"]:  # the file the sweep costed
+        first["network"] = first["network_path"]
     network = load_network(str(first.network))
     if first["only"] != "all":
         network = network.only(*str(first["only"]).split("+"))
@@ -96,8 +101,37 @@ def write_report(folder: Path, target: str | Path, *, spec_command: str) -> Path
     extra = [(title, layer_breakdown_figure(costs, title), command)]
     processors = int(sorted(results.processors.unique())[len(results.processors.unique()) // 2])
     extra.append(_gantt_section(network, array, first, processors))
+    if "energy_pj" in results.columns:
+        extra.extend(_design_sections(results, spec_command, str(folder), str(target)))
     return build_report(results, summary, results_path=str(folder), out=target, spec_command=spec_command,
                         extra_sections=extra)
+
+
+def _check_unchanged(row) -> None:
+    """The network file must still be the one the results were computed from (its SHA-256)."""
+    from archsim.sweep.spec import network_sha256
+
+    recorded, path = row.get("network_sha256"), row.get("network_path")
+    if isinstance(recorded, str) and recorded and network_sha256(str(path)) != recorded:
+        raise InputError("the network file changed since the sweep ran (SHA-256 differs, or it is gone); rerun "
+                         "the sweep", file=str(path), field="network_sha256")
+
+
+def _design_sections(results: pd.DataFrame, spec_command: str, folder: str, target: str):
+    """Design sweeps: Pareto front of time, energy and area, energy by part, and the front's table."""
+    from archsim.report.pareto import energy_parts_figure, front_table, pareto_figure
+
+    command = f"{spec_command}  &&  archsim report {folder} --out {target}"
+    sections = []
+    for network in sorted(results.network.unique()):
+        table = front_table(results, network)
+        sections += [
+            (f"{network}: time vs energy vs area (Pareto front)", pareto_figure(results, network), command),
+            (f"{network}: energy per iteration of the Pareto-optimal designs", energy_parts_figure(results, network),
+             command),
+            (f"{network}: the {len(table)} Pareto-optimal designs",
+             table.to_html(index=False, float_format=lambda x: f"{x:.4g}", border=0), command)]
+    return sections
 
 
 def _gantt_section(network, array, first, processors: int, microbatches: int = 8):

@@ -30,7 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpu", default=None, help="GPU name (default: the CSV's '# gpu:' line)")
     parser.add_argument("--like", default=None, help="a known GPU to start from when the name is not in the table")
     parser.add_argument("--sm-count", type=positive_int, default=None, help="SMs (default: the CSV's, else the table's)")
-    parser.add_argument("--tensor-cores-per-sm", type=positive_int, default=None)
+    parser.add_argument("--tensor-cores-per-sm", type=positive_int, default=None,
+                        help="tensor cores per SM (default: the GPU table's)")
     parser.add_argument("--mma", default=None, metavar="ROWSxCOLS", help="one tensor core as a PE array, e.g. 16x32")
     parser.add_argument("--clock-mhz", type=positive_float, default=None, help="tensor-core clock (default: the table's)")
     parser.add_argument("--memory-gbps", type=positive_float, default=None, help="DRAM bandwidth for the memory floor")
@@ -92,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
              "assumptions": study.assumptions}[args.show]
     meta = {"csv": " ".join(args.csv), "mode": study.mode, "dataflow": args.dataflow,
             "arrays": "; ".join(f"{r.gpu}: {r.value}" for r in study.assumptions.itertuples() if r.item == "arrays P")}
-    emit(render(frame, args.format, meta=meta, float_format="{:.3g}"), args)
+    emit(render(frame, args.format, precision=args.precision, meta=meta, float_format="{:.3g}"), args)
     return 0
 
 

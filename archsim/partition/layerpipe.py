@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from archsim.errors import InputError
 from archsim.lowering import SPLIT_AXES
-from archsim.partition.contiguous import mandatory_bytes
+from archsim.partition.result import mandatory_bytes
 from archsim.partition.profile import LayerProfile
 from archsim.partition.result import Partition, PlacedOp, Stage
 
@@ -38,23 +38,15 @@ class _Split:
 def best_split(profile: LayerProfile, index: int, budget: float, axes=SPLIT_AXES) -> _Split | None:
     """The δ split with the smallest δ′ among those whose δ″ fits in ``budget`` cycles.
 
-    Along each axis δ″'s cycles grow monotonically with its share, so a binary search finds the
-    largest share that fits; the axes are then compared by δ′ cycles (ties: the first axis in ``axes``).
-    Costs come from integer arithmetic (:meth:`LayerProfile.split_cycles`); the split's ops and
-    bytes are built only for the final placement.
+    Along each axis δ″'s cycles grow monotonically with its share, so the largest share that fits
+    is a search (:meth:`LayerProfile.largest_fitting_part`: a lookup in per-axis cost tables with
+    the analytic engine, a binary search otherwise); the axes are then compared by δ′ cycles (ties:
+    the first axis in ``axes``). Costs come from integer arithmetic; the split's ops and bytes are
+    built only for the final placement.
     """
     best: tuple[int, int, str, int] | None = None
     for axis in axes:
-        units = profile.split_units(index, axis)
-        if units <= 1:
-            continue
-        low, high = 0, units - 1  # largest part with D2 cycles ≤ budget; part = units is "no split"
-        while low < high:
-            mid = (low + high + 1) // 2
-            if profile.split_cycles(index, axis, mid)[1] <= budget:
-                low = mid
-            else:
-                high = mid - 1
+        low = profile.largest_fitting_part(index, axis, budget)
         if low == 0:
             continue
         d1, d2 = profile.split_cycles(index, axis, low)
@@ -82,14 +74,14 @@ def layerpipe_partition(profile: LayerProfile, processors: int, *, alpha: float 
     if search not in ("gallop", "linear"):
         raise InputError(f"unknown search {search!r}; choose gallop or linear", field="search")
     base = float(profile.total.sum()) / processors
-    walks: dict[int, tuple[list[list[PlacedOp]], int]] = {}
+    walks: dict[int, int] = {}  # relaxation k → processors its walk needs
 
     def fits(k: int) -> bool:
         if k > max_rounds:
             raise InputError(f"no balanced schedule after {max_rounds} relaxations", field="alpha")
         if k not in walks:
-            walks[k] = _walk(profile, base * alpha**k, axes)
-        return walks[k][1] <= processors
+            walks[k] = _walk(profile, base * alpha**k, axes, place=False)[1]
+        return walks[k] <= processors
 
     if search == "linear":
         rounds = 0
@@ -107,37 +99,56 @@ def layerpipe_partition(profile: LayerProfile, processors: int, *, alpha: float 
         rounds = high
     target = base * alpha**rounds
     notes = (f"target T_p = {target:.6g} cycles after {rounds} relaxation(s) by alpha = {alpha}",)
-    return _to_partition(profile, walks[rounds][0], notes)
+    return _to_partition(profile, _walk(profile, target, axes)[0], notes)
 
 
-def _walk(profile: LayerProfile, target: float, axes) -> tuple[list[list[PlacedOp]], int]:
-    """One pass of step 3: returns ops per processor (processor 0 holds the last layers)."""
+def _walk(profile: LayerProfile, target: float, axes, place: bool = True) -> tuple[list[list[PlacedOp]], int]:
+    """One pass of step 3: returns ops per processor (processor 0 holds the last layers) and their
+    count; with ``place`` False only the count (the relaxation search needs nothing else)."""
     procs: list[list[PlacedOp]] = [[]]
+    count, used = 1, False  # processors opened; whether the latest one holds an op yet
     idle = target
+    names = profile.names
+    forward, weight_grad = profile.forward.tolist(), profile.weight_grad.tolist()
+    delta, fixed_of = profile.delta.tolist(), profile.fixed.tolist()  # once per walk
+    can_split = profile.array is not None
     for index in reversed(range(len(profile))):
-        name = profile.names[index]
-        flex = float(profile.delta[index])
-        fixed_ops = [PlacedOp(name, "F", float(profile.forward[index])),
-                     PlacedOp(name, "G", float(profile.weight_grad[index]))]
+        name = names[index]
+        flex = float(delta[index])
         if flex > 0:
             if flex < idle:
-                procs[-1].append(PlacedOp(name, "D", flex))
+                if place:
+                    procs[-1].append(PlacedOp(name, "D", flex))
+                used = True
                 idle -= flex
             else:
-                split = best_split(profile, index, idle, axes) if profile.array is not None else None
+                split = best_split(profile, index, idle, axes) if can_split else None
                 if split is not None:
-                    procs[-1].append(PlacedOp(name, "D2", split.d2, split_axis=split.axis, split_part=split.part))
-                    procs.append([PlacedOp(name, "D1", split.d1, split_axis=split.axis)])
+                    if place:
+                        procs[-1].append(PlacedOp(name, "D2", split.d2, split_axis=split.axis,
+                                                  split_part=split.part))
+                        procs.append([PlacedOp(name, "D1", split.d1, split_axis=split.axis)])
+                    count += 1  # δ″ fills the current processor, δ′ opens the next
                     idle = target - split.d1
                 else:
-                    procs.append([PlacedOp(name, "D", flex)])
+                    if place:
+                        procs.append([PlacedOp(name, "D", flex)])
+                    count += 1 if used else 0  # an empty processor is dropped at the end
                     idle = target - flex
-        fixed = float(profile.fixed[index])
+                used = True
+        fixed = float(fixed_of[index])
         if fixed > idle:
-            procs.append([])
+            if place:
+                procs.append([])
+            count += 1 if used else 0
             idle = target  # correction: a new processor starts with its whole target idle
-        procs[-1].extend(fixed_ops)
+        if place:
+            procs[-1].extend([PlacedOp(name, "F", float(forward[index])),
+                              PlacedOp(name, "G", float(weight_grad[index]))])
+        used = True
         idle -= fixed
+    if not place:
+        return [], count
     procs = [ops for ops in procs if ops]
     return procs, len(procs)
 
@@ -154,7 +165,7 @@ def _to_partition(profile: LayerProfile, placed: list[list[PlacedOp]], notes) ->
     def extra(op: PlacedOp) -> int:
         if op.kind != "D2" or op.split_axis is None:
             return op.extra_bytes
-        split, _, _ = profile.split_cost(index[op.layer], op.split_axis, op.split_part)
+        split = profile.split_ops(index[op.layer], op.split_axis, op.split_part)
         return split.d2.extra_bytes if split.d2 is not None else 0
 
     stages = []
@@ -162,7 +173,7 @@ def _to_partition(profile: LayerProfile, placed: list[list[PlacedOp]], notes) ->
         marked = tuple(
             PlacedOp(op.layer, op.kind, op.cycles, borrowed=(op.kind in ("D", "D2") and home[op.layer] != proc),
                      extra_bytes=extra(op), split_axis=op.split_axis, split_part=op.split_part)
-            for op in sorted(ops, key=lambda o: (profile.names.index(o.layer), "FGD".find(o.kind[0]), o.kind)))
+            for op in sorted(ops, key=lambda o: (index[o.layer], "FGD".find(o.kind[0]), o.kind)))
         layers = tuple(name for name in profile.names if home.get(name) == proc)
         stages.append(Stage(proc, layers, marked))
     stage_of = dict(home)
@@ -185,5 +196,5 @@ def _to_partition(profile: LayerProfile, placed: list[list[PlacedOp]], notes) ->
 def _d2_out(profile: LayerProfile, index: int, op: PlacedOp) -> int:
     if op.split_axis is None or not profile.lowered:
         return 0
-    split, _, _ = profile.split_cost(index, op.split_axis, op.split_part)
+    split = profile.split_ops(index, op.split_axis, op.split_part)
     return split.d2.out_bytes if split.d2 is not None else 0

@@ -8,6 +8,7 @@ is all a partitioner needs — so partitioners never call the cost model except 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -36,6 +37,8 @@ class LayerProfile:
     mode: str = "paper"
     batch: int = 1
     engine: str = "analytic"  # the cost engine (archsim.array.costing.ENGINES) splits are costed with
+    edges: tuple[tuple[int, int], ...] | None = None  # (producer, consumer), producer earlier; None: a chain
+    unit: str = "cycles"  # of forward/weight_grad/delta: "cycles" (array model) or "seconds" (profiles)
     _split_cache: dict = field(default_factory=dict, repr=False, compare=False, hash=False)
 
     @property
@@ -45,6 +48,47 @@ class LayerProfile:
     @property
     def total(self) -> np.ndarray:
         return self.forward + self.weight_grad + self.delta
+
+    @property
+    def backward(self) -> np.ndarray:
+        """G + D: what a profile that does not split the backward (PipeDream's) measures as one."""
+        return self.weight_grad + self.delta
+
+    def producers(self, index: int) -> tuple[int, ...]:
+        """Nodes whose output node ``index`` reads (the previous node, for a chain)."""
+        return self._producers[index]
+
+    def consumers(self, index: int) -> tuple[int, ...]:
+        """Nodes that read node ``index``'s output, in the order of ``edges``."""
+        return self._consumers[index]
+
+    @cached_property
+    def _producers(self) -> tuple[tuple[int, ...], ...]:
+        found: list[list[int]] = [[] for _ in self.names]
+        for producer, consumer in self._edge_list:
+            found[consumer].append(producer)
+        return tuple(tuple(p) for p in found)
+
+    @cached_property
+    def _consumers(self) -> tuple[tuple[int, ...], ...]:
+        found: list[list[int]] = [[] for _ in self.names]
+        for producer, consumer in self._edge_list:
+            found[producer].append(consumer)
+        return tuple(tuple(c) for c in found)
+
+    @cached_property
+    def antichain_states(self):
+        """PipeDream's states of this profile's DAG (:mod:`archsim.partition.antichain`), built once
+        per profile: every machine count and level of a sweep reads the same states."""
+        from archsim.partition.antichain import antichain_states
+
+        return antichain_states(self)
+
+    @property
+    def _edge_list(self) -> tuple[tuple[int, int], ...]:
+        if self.edges is None:
+            return tuple((k - 1, k) for k in range(1, len(self.names)))
+        return self.edges
 
     def __len__(self) -> int:
         return len(self.names)
@@ -56,7 +100,7 @@ class LayerProfile:
         key = (index, axis, part)
         if key in self._split_cache:
             return self._split_cache[key]
-        split = split_delta(self.lowered[index], part, axis, self.array.element_bytes)  # type: ignore[arg-type]
+        split = self.split_ops(index, axis, part)
         ops = [op for op in (split.d1, split.d2) if op is not None]
         cycles = op_cycles(ops, self.array, self.engine) if ops else np.zeros(0)
         values = iter(cycles.tolist())
@@ -65,12 +109,26 @@ class LayerProfile:
         self._split_cache[key] = (split, d1, d2)
         return split, d1, d2
 
+    def split_ops(self, index: int, axis: str, part: int) -> DeltaSplit:
+        """The δ′/δ″ sub-GEMMs and bytes of a split, without costing them (cached)."""
+        if self.array is None:
+            raise ValueError("this profile has no array: δ splits cannot be costed")
+        key = ("ops", index, axis, part)
+        if key not in self._split_cache:
+            self._split_cache[key] = split_delta(self.lowered[index], part, axis,  # type: ignore[arg-type]
+                                                 self.array.element_bytes)
+        return self._split_cache[key]
+
     def split_cycles(self, index: int, axis: str, part: int) -> tuple[int, int]:
         """(D1, D2) cycles of a split, from integer arithmetic alone: the hot path of Algorithm 1's
         split search. Equal to :meth:`split_cost`'s cycles (tested) without building any op."""
         array = self.array
         if array is None:
             raise ValueError("this profile has no array: δ splits cannot be costed")
+        if self.engine == "analytic" and axis != "rows":  # both halves are entries of the axis's table
+            units, table = self._split_table(index, axis)
+            if table is not None:
+                return int(table[units - part]), int(table[part])
         layer = self.lowered[index].layer
         gemms = self.lowered[index].op("D").gemms  # type: ignore[union-attr]
         R, C, df = array.rows, array.cols, array.dataflow
@@ -109,6 +167,106 @@ class LayerProfile:
                 d1 += g.count * cyc(g.m, per * (total - part), g.n)
         return d1, d2
 
+    def largest_fitting_part(self, index: int, axis: str, budget: float) -> int:
+        """The largest part in 0..units − 1 whose D2 cycles are ≤ ``budget`` (0 when none is).
+
+        D2 cycles grow monotonically with the part, so this is the binary search of Algorithm 1's
+        split; with the analytic engine it is a lookup instead: the axis's D2 cycles for every part
+        come from one vectorized closed-form call per GEMM (cached per layer and axis) and are
+        searched with ``searchsorted``. Rows, whose parts can number millions, are searched per
+        GEMM: whole GEMM copies first, then a binary search over the rows of the partial copy.
+        Both give the binary search's answer on the same integers (tested).
+        """
+        if self.engine != "analytic":
+            units = self.split_units(index, axis)
+            if units <= 1 or not budget >= 0:  # part 0 costs nothing; no part fits a negative budget
+                return 0
+            low, high = 0, units - 1
+            while low < high:
+                mid = (low + high + 1) // 2
+                if self.split_cycles(index, axis, mid)[1] <= budget:
+                    low = mid
+                else:
+                    high = mid - 1
+            return low
+        entry = self._split_cache.get(("table", index, axis))
+        units, table = entry if entry is not None else self._split_table(index, axis)
+        if units <= 1 or not budget >= 0:
+            return 0
+        if axis != "rows":
+            return min(int(table.searchsorted(budget, side="right")) - 1, units - 1)
+        starts, rows_at, shapes, copies, cycles, partial = table
+        j = int(starts.searchsorted(budget, side="right")) - 1  # last GEMM whose start fits
+        if j == len(copies):
+            return units - 1
+        start = int(starts[j])
+        whole = min(copies[j], max(0, int((budget - start) // cycles[j]) if cycles[j] else copies[j]))
+        while whole > 0 and start + whole * cycles[j] > budget:  # exact integer-vs-float comparisons
+            whole -= 1
+        while whole < copies[j] and start + (whole + 1) * cycles[j] <= budget:
+            whole += 1
+        base = start + whole * cycles[j]
+        m, k, n = shapes[j]
+        if partial[j] is not None:  # the partial copy's first r rows, tabulated
+            low = max(0, int(partial[j].searchsorted(budget - base, side="right")) - 1)
+            while low > 0 and base + int(partial[j][low]) > budget:  # budget − base is a float's
+                low -= 1
+            while low + 1 < m and base + int(partial[j][low + 1]) <= budget:
+                low += 1
+        else:
+            low, high = 0, m - 1  # rows of the partial copy: cycles are monotone in them
+            while low < high:
+                mid = (low + high + 1) // 2
+                if base + gemm_cycles(mid, k, n, self.array.rows, self.array.cols, self.array.dataflow) <= budget:
+                    low = mid
+                else:
+                    high = mid - 1
+        return min(rows_at[j] + whole * m + low, units - 1)
+
+    _PARTIAL_ROWS = 1 << 17  # tabulate a GEMM's partial-copy rows up to this many (1 MiB of int64)
+
+    def _split_table(self, index: int, axis: str):
+        """(units, table): D2 cycles of every part of an axis (channels, reduction), or the
+        per-GEMM pieces of the rows axis: (D2 cycles before each GEMM + the total, rows before each
+        GEMM, (m, k, n) per GEMM, copies, cycles per copy, cycles of a copy's first r rows or None)."""
+        key = ("table", index, axis)
+        if key in self._split_cache:
+            return self._split_cache[key]
+        units = self.split_units(index, axis)
+        array = self.array
+        layer = self.lowered[index].layer
+        delta = self.lowered[index].op("D")
+        gemms = delta.gemms if delta is not None else ()
+        R, C, df = array.rows, array.cols, array.dataflow  # type: ignore[union-attr]
+
+        def cyc(m, k, n) -> np.ndarray:
+            m, k, n = (np.asarray(x, dtype=np.int64) for x in (m, k, n))
+            return np.where((m > 0) & (k > 0) & (n > 0), gemm_cycles(m, k, n, R, C, df), 0)
+
+        if units <= 1:
+            table = None
+        elif axis == "rows":
+            cycles = [int(c) for c in cyc([g.m for g in gemms], [g.k for g in gemms], [g.n for g in gemms])]
+            starts, rows_at = [0], [0]
+            for g, c in zip(gemms, cycles):
+                starts.append(starts[-1] + g.count * c)
+                rows_at.append(rows_at[-1] + g.count * g.m)
+            partial = [cyc(np.arange(g.m), g.k, g.n) if g.m <= self._PARTIAL_ROWS else None for g in gemms]
+            table = (np.array(starts, dtype=np.int64), rows_at, [(g.m, g.k, g.n) for g in gemms],
+                     [g.count for g in gemms], cycles, partial)
+        else:
+            parts = np.arange(units + 1)
+            table = np.zeros(len(parts), dtype=np.int64)
+            for g in gemms:
+                if axis == "channels":
+                    per = g.n // layer.channels if layer.kind == "fc" else 1
+                    table += g.count * cyc(g.m, g.k, per * parts)
+                else:
+                    per = 1 if layer.kind == "fc" else g.k // layer.filters
+                    table += g.count * cyc(g.m, per * parts, g.n)
+        self._split_cache[key] = (units, table)
+        return units, table
+
     def split_units(self, index: int, axis: str) -> int:
         layer = self.lowered[index].layer
         if axis != "rows" and (not layer.is_gemm or layer.kind == "matmul"):
@@ -128,25 +286,29 @@ def build_profile(network: Network, array: ArrayConfig, batch: int, mode: Mode =
         for op in item.ops:
             per_kind[op.kind][index] = float(cycles[position])
             position += 1
+    position_of = {item.layer.name: k for k, item in enumerate(lowered)}
+    edges = tuple((position_of[p], k) for k, item in enumerate(lowered) for p in item.layer.inputs if p in position_of)
     return LayerProfile(
         names=tuple(item.layer.name for item in lowered),
         forward=per_kind["F"], weight_grad=per_kind["G"], delta=per_kind["D"],
         activation_bytes=np.array([item.tensors.activation_bytes for item in lowered], dtype=np.int64),
         delta_bytes=np.array([item.tensors.delta_bytes if item.op("D") else 0 for item in lowered], dtype=np.int64),
         weight_bytes=np.array([item.tensors.weight_bytes for item in lowered], dtype=np.int64),
-        lowered=lowered, array=array, mode=mode, batch=batch, engine=engine,
+        lowered=lowered, array=array, mode=mode, batch=batch, engine=engine, edges=edges,
     )
 
 
 def profile_from_costs(names, forward, weight_grad, delta, activation_bytes=None, delta_bytes=None,
-                       weight_bytes=None) -> LayerProfile:
-    """A profile from given costs (tests, per-layer profiles in seconds); δ cannot be split."""
+                       weight_bytes=None, *, edges=None, unit: str = "cycles") -> LayerProfile:
+    """A profile from given costs (tests, per-layer profiles in seconds); δ cannot be split.
+    ``edges``: (producer, consumer) index pairs, producer earlier in ``names`` (None: a chain)."""
     n = len(names)
     zeros = np.zeros(n, dtype=np.int64)
     as_float = lambda x: np.asarray(x, dtype=float)  # noqa: E731
     as_int = lambda x: zeros.copy() if x is None else np.asarray(x, dtype=np.int64)  # noqa: E731
     return LayerProfile(tuple(names), as_float(forward), as_float(weight_grad), as_float(delta),
-                        as_int(activation_bytes), as_int(delta_bytes), as_int(weight_bytes), lowered=())
+                        as_int(activation_bytes), as_int(delta_bytes), as_int(weight_bytes), lowered=(),
+                        edges=None if edges is None else tuple((int(a), int(b)) for a, b in edges), unit=unit)
 
 
 __all__ = ["SPLIT_AXES", "LayerProfile", "build_profile", "profile_from_costs"]

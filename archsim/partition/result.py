@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pandas as pd
+
+if TYPE_CHECKING:
+    from archsim.partition.profile import LayerProfile
 
 
 @dataclass(frozen=True)
@@ -80,3 +84,15 @@ class Partition:
                 "ops": " ".join(f"{op.kind}:{op.layer}" + ("*" if op.borrowed else "") for op in stage.ops),
             })
         return pd.DataFrame(rows)
+
+
+def mandatory_bytes(profile: LayerProfile, stage_of: dict[str, int]) -> int:
+    """Bytes every pipeline with this layer→stage map must move: each tensor that crosses a stage
+    boundary (an edge of the profile's DAG) goes forward as an activation and comes back as a δ
+    of the same size."""
+    total = 0
+    for consumer, name in enumerate(profile.names):
+        for producer in profile.producers(consumer):
+            if stage_of[profile.names[producer]] != stage_of[name]:
+                total += 2 * int(profile.activation_bytes[producer])
+    return total

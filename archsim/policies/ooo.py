@@ -14,7 +14,9 @@ Layer-wise ops F_l, D_l (δ, absent for the first layer) and G_l of M micro-batc
 
 ``flush``: with it, no backward op starts before every forward of the mini-batch has finished
 (GPipe's synchronous flush); without it, backward ops interleave with later micro-batches'
-forwards, and δ is ranked above the next micro-batch's F.
+forwards, and δ is ranked above the next micro-batch's F. ``mp`` runs one micro-batch's forward
+and backward before the next micro-batch starts, which a flush over two or more micro-batches
+contradicts: that combination is refused (with one micro-batch the flush changes nothing).
 """
 
 from __future__ import annotations
@@ -55,12 +57,20 @@ def device_of(layer: int, layers: int, devices: int, policy: str, group: int = 1
     return min(layer // per, devices - 1)
 
 
+def default_flush(policy: str) -> bool:
+    """Flush unless the policy interleaves micro-batches by design (ooo-pipe2) or runs them one by one (mp)."""
+    return policy not in ("ooo-pipe2", "mp")
+
+
 def ooo_problem(costs: LayerCosts, devices: int, microbatches: int, policy: str, *, flush: bool = True,
                 group: int = 1) -> Problem:
     if policy not in POLICIES:
         raise InputError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}", field="policy")
     if devices <= 0 or microbatches <= 0 or group <= 0:
         raise InputError("devices, microbatches and group must be positive", field="devices")
+    if policy == "mp" and flush and microbatches > 1:
+        raise InputError("mp runs one micro-batch at a time, so it cannot flush (all forwards before any "
+                         "backward) over several micro-batches; use it without a flush", field="flush")
     n = len(costs)
     where = [device_of(l, n, devices, policy, group) for l in range(n)]
     ops: list[Op] = []
@@ -150,5 +160,5 @@ def schedule_metrics(problem: Problem, timeline) -> dict[str, float]:
             "peak_memory_bytes": max(peaks.values(), default=0)}
 
 
-__all__ = ["POLICIES", "LayerCosts", "device_of", "flush_phases", "lower_bound", "ooo_problem", "ooo_schedule",
+__all__ = ["POLICIES", "LayerCosts", "default_flush", "device_of", "flush_phases", "lower_bound", "ooo_problem", "ooo_schedule",
            "schedule_metrics"]

@@ -4,11 +4,17 @@
   per op, ``pid`` = processor, ``tid`` = stream, times in microseconds of the timeline's unit
   (1 cycle or 1 second → 1 µs, so the viewer's scale reads in the timeline's own unit); transfers
   appear on a process of their link.
-* A pipeline-schedule CSV in the layout of ``torch.distributed.pipelining``'s schedule dumps: one
-  line per rank (processor), its actions in time order as ``{stage}{type}{microbatch}`` with type
-  F (forward), I (backward of the input, archsim's D/D1/D2), W (backward of the weights, G) — the
-  zero-bubble split's notation; consecutive ops of one stage and kind (its several layers) form one
-  action. Ops without a micro-batch tag are skipped.
+* A pipeline-schedule CSV in torch.distributed.pipelining's compute-only layout (``_dump_csv`` /
+  ``_load_csv``): one line per rank, its actions in time order as ``{stage}{type}{microbatch}``
+  with type F (forward), I (backward of the input: archsim's D, D1, D2), W (backward of the
+  weights: G) or B (full backward). Stage ids are virtual stages: the layers in forward order,
+  cut wherever the processor changes (so interleaved and modulo allocations get one stage per
+  block of layers), numbered from 0; ops without layer tags use their ``stage`` tag. A stage's
+  several layer ops form one action, placed at the end of its last op. A stage's backward is one
+  B when its input gradient is finished no earlier than its weight gradient (the gradient leaves
+  with the full backward), else I then W. δ″ ops run on another processor (LayerPipe's split) are
+  folded into their layer's stage: torch's format has no op split across ranks. SPP's fused
+  ``FB`` block is F then B. Ops without a micro-batch tag (flush, all-reduce, channels) are left out.
 """
 
 from __future__ import annotations
@@ -18,7 +24,9 @@ from pathlib import Path
 
 from archsim.outputs import atomic_write_text
 
-ACTION = {"F": "F", "D": "I", "D1": "I", "D2": "I", "G": "W", "B": "B", "W": "W", "I": "I"}
+# archsim / zero-bubble / SPP op kind → the action families it belongs to
+FAMILY = {"F": ("F",), "D": ("I",), "D1": ("I",), "D2": ("I",), "I": ("I",), "G": ("W",), "W": ("W",),
+          "B": ("B",), "FB": ("F", "B")}
 
 
 def chrome_trace(timeline) -> dict:
@@ -44,27 +52,75 @@ def write_chrome_trace(timeline, path: str | Path) -> Path:
     return atomic_write_text(path, json.dumps(chrome_trace(timeline)))
 
 
+def _virtual_stages(problem, ops) -> dict[object, int]:
+    """Layer → virtual stage: the first micro-batch's forwards in dependency order, cut at processor changes."""
+    import networkx as nx
+
+    first = min(op.tag("microbatch") for op in ops)
+    forwards = {op.id: op for op in ops if op.tag("kind") in ("F", "FB") and op.tag("microbatch") == first}
+    position = {op_id: i for i, op_id in enumerate(forwards)}
+    graph = nx.DiGraph()
+    graph.add_nodes_from(forwards)
+    graph.add_edges_from((d.src, d.dst) for d in problem.deps if d.src in forwards and d.dst in forwards)
+    stages: dict[object, int] = {}
+    previous, stage = None, -1
+    for op_id in nx.lexicographical_topological_sort(graph, key=position.__getitem__):
+        op = forwards[op_id]
+        if op.processor != previous:
+            stage, previous = stage + 1, op.processor
+        stages[op.tag("layer")] = stage
+    return stages
+
+
+def schedule_actions(timeline) -> list[list[str]]:
+    """Per rank (processors that run actions, in the problem's order), torch action strings in time order."""
+    problem = timeline.problem
+    by_id = {op.id: op for op in problem.ops}
+    slots = [(s, by_id[s.op]) for s in timeline.slots]
+    slots = [(s, op) for s, op in slots if op.tag("microbatch") is not None and op.tag("kind") in FAMILY]
+    if not slots:
+        return []
+    ops = [op for _, op in slots]
+    if all(op.tag("layer") is not None for op in ops):
+        layer_stage = _virtual_stages(problem, ops)
+        stage_of = {op.id: layer_stage[op.tag("layer")] for op in ops}
+    else:
+        tags = sorted({op.tag("stage") for op in ops})
+        stage_of = {op.id: tags.index(op.tag("stage")) for op in ops}
+    home: dict[int, str] = {}
+    ends: dict[tuple[int, str, int], float] = {}
+    for slot, op in slots:
+        stage, mb = stage_of[op.id], int(op.tag("microbatch"))  # type: ignore[arg-type]
+        for family in FAMILY[str(op.tag("kind"))]:
+            if family == "F":
+                home.setdefault(stage, op.processor)
+            key = (stage, family, mb)
+            ends[key] = max(ends.get(key, slot.end), slot.end)
+    actions: dict[str, list[tuple[float, int, str]]] = {}
+    for (stage, family, mb), end in ends.items():
+        kind = family
+        if family in ("I", "W"):
+            i_end, w_end = ends.get((stage, "I", mb)), ends.get((stage, "W", mb))
+            split = i_end is not None and w_end is not None and i_end < w_end
+            if not split and family == "W" and i_end is not None:
+                continue  # the weight gradient is part of the full backward placed at the I's end
+            kind = family if split else "B"
+        order = {"F": 0, "I": 1, "B": 1, "W": 2}[kind]
+        actions.setdefault(home.get(stage, ""), []).append((end, order, f"{stage}{kind}{mb}"))
+    ranks = [p.name for p in problem.processors if p.name in actions]
+    return [[a for *_, a in sorted(actions[name])] for name in ranks]
+
+
 def pipeline_schedule_csv(timeline) -> str:
-    frame = timeline.to_frame()
-    if "microbatch" not in frame.columns:
-        return ""
-    lines = []
-    processors = sorted(frame["processor"].unique(), key=lambda p: (len(str(p)), str(p)))
-    for rank, processor in enumerate(processors):
-        part = frame[(frame.processor == processor) & frame.microbatch.notna()].sort_values(["start", "end"])
-        actions = []
-        for row in part.itertuples(index=False):
-            data = row._asdict()
-            kind = ACTION.get(str(data.get("kind")), None)
-            if kind is None:
-                continue
-            stage = int(data["stage"]) - 1 if "stage" in data and data["stage"] == data["stage"] else rank
-            action = f"{stage}{kind}{int(data['microbatch'])}"
-            if not actions or actions[-1] != action:  # a stage's several layers form one action
-                actions.append(action)
-        lines.append(",".join(actions))
-    return "\n".join(lines) + "\n"
+    """The timeline's actions in torch's CSV layout (empty when no op has a micro-batch)."""
+    return "".join(",".join(row) + "\n" for row in schedule_actions(timeline))
 
 
 def write_pipeline_schedule_csv(timeline, path: str | Path) -> Path:
-    return atomic_write_text(path, pipeline_schedule_csv(timeline))
+    from archsim.errors import InputError
+
+    text = pipeline_schedule_csv(timeline)
+    if not text:
+        raise InputError("--schedule-csv needs a pipeline schedule: no op of this one belongs to a micro-batch",
+                         field="schedule-csv")
+    return atomic_write_text(path, text)

@@ -13,9 +13,9 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 from archsim.outputs import atomic_write_text
+from archsim.report.style import KIND_COLORS, KIND_LABELS
 
-KIND_COLORS = {"F": "#4C78A8", "G": "#F58518", "D": "#54A24B", "D1": "#54A24B", "D2": "#B279A2",
-               "U": "#9D755D", "comm": "#BAB0AC"}
+__all__ = ["KIND_COLORS", "gantt_figure", "write_gantt"]
 
 
 def gantt_figure(frame: pd.DataFrame, title: str = "", unit: str = "cycles") -> go.Figure:
@@ -33,14 +33,22 @@ def gantt_figure(frame: pd.DataFrame, title: str = "", unit: str = "cycles") -> 
     for kind in sorted(kinds.unique(), key=lambda k: list(KIND_COLORS).index(k) if k in KIND_COLORS else 99):
         part = data[kinds == kind]
         fig.add_trace(go.Bar(
-            y=part["row"], x=part["end"] - part["start"], base=part["start"], orientation="h", name=kind,
-            marker_color=KIND_COLORS.get(kind), hovertext=part["op"],
+            y=part["row"], x=part["end"] - part["start"], base=part["start"], orientation="h",
+            name=KIND_LABELS.get(kind, kind), marker={"color": KIND_COLORS.get(kind), "line": {"color": "white", "width": 0.5}},
+            hovertext=part["op"],
             hovertemplate="%{hovertext}<br>start %{base:.4g}<br>duration %{x:.4g}<extra></extra>"))
     rows = sorted(data["row"].unique(), key=_natural)
-    fig.update_layout(title=title, barmode="overlay", xaxis_title=unit, legend_title="op",
+    # legend above the bars (never clipped, whatever the row count); height grows with the rows
+    fig.update_layout(title=title, barmode="overlay", xaxis_title=unit,
+                      legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "xanchor": "left", "x": 0},
                       yaxis={"categoryorder": "array", "categoryarray": rows[::-1]},
-                      height=max(300, 40 * len(rows) + 150))
+                      margin={"t": 110}, height=gantt_height(len(rows)))
     return fig
+
+
+def gantt_height(rows: int) -> int:
+    """Pixels: 36 per processor row plus title, legend and axis (at least 320)."""
+    return max(320, 36 * rows + 230)
 
 
 def _natural(text: str) -> tuple:
@@ -55,5 +63,6 @@ def write_gantt(timeline, path: str | Path, title: str = "", caption: str = "") 
     fig = gantt_figure(frame, title)
     body = pio.to_html(fig, include_plotlyjs=True, full_html=False)
     note = f"<p>{caption}</p>" if caption else ""
-    html = f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title></head><body>{body}{note}</body></html>"
+    html = (f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title>"
+            f"<style>body{{font-family:sans-serif;margin:1em}}</style></head><body>{body}{note}</body></html>")
     return atomic_write_text(path, html)

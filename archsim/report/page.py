@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 from archsim.outputs import atomic_write_text
+from archsim.report.style import table_number
 
 Section = tuple[go.Figure | pd.DataFrame, str]  # (figure or table, caption HTML)
 
@@ -27,7 +28,7 @@ def page(title: str, sections: list[Section]) -> str:
     parts, first = [], True
     for item, caption in sections:
         if isinstance(item, pd.DataFrame):
-            parts.append(item.to_html(index=False, border=0, float_format=lambda x: f"{x:.4g}"))
+            parts.append(item.to_html(index=False, border=0, float_format=table_number))
         else:
             parts.append(pio.to_html(item, include_plotlyjs=first, full_html=False, default_width="100%"))
             first = False

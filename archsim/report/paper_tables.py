@@ -1,6 +1,6 @@
 """Published numbers the reports compare against (typed from the papers, cited per table)."""
 
-# LayerPipe (004_2cd4e01df0d40184.txt) Table IV: VGG16 conv layers, averaged over arrays 32..256 and
+# LayerPipe (Unnikrishnan & Parhi, ICCAD 2021) Table IV: VGG16 conv layers, averaged over arrays 32..256 and
 # batches 16..256: processors → (LayerPipe speedup, PipeDream speedup, communication overhead KB).
 LAYERPIPE_TABLE_IV = {
     2: (1.93, 1.80, 0.0), 3: (2.75, 2.32, 0.0), 4: (3.59, 2.73, 0.0), 5: (4.35, 3.10, 0.26),

@@ -12,9 +12,8 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-import networkx as nx
-
 from archsim.errors import InputError
+from archsim.sim.arrays import ProblemArrays, index_problem, paused_gc
 
 Tags = tuple[tuple[str, object], ...]
 
@@ -41,7 +40,7 @@ class Link:
         return self.latency + size / self.bandwidth
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Op:
     """One unit of work on one processor.
 
@@ -64,11 +63,13 @@ class Op:
     tags: Tags | Mapping[str, object] = ()
 
     def __post_init__(self) -> None:
-        if isinstance(self.tags, Mapping):
-            object.__setattr__(self, "tags", tuple(self.tags.items()))
-        elif not isinstance(self.tags, tuple):
-            object.__setattr__(self, "tags", tuple(tuple(pair) for pair in self.tags))
-        if isinstance(self.priority, list):
+        tags = self.tags
+        if type(tags) is not tuple:  # the common case skips the (slow) ABC check
+            if isinstance(tags, Mapping):
+                object.__setattr__(self, "tags", tuple(tags.items()))
+            elif not isinstance(tags, tuple):
+                object.__setattr__(self, "tags", tuple(tuple(pair) for pair in tags))
+        if type(self.priority) is not tuple and isinstance(self.priority, list):
             object.__setattr__(self, "priority", tuple(self.priority))
 
     def tag(self, key: str, default: object = None) -> object:
@@ -78,7 +79,7 @@ class Op:
         return default
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Dep:
     """``dst`` starts only after ``src`` ends; with a ``link``, ``bytes`` cross it in between.
 
@@ -107,14 +108,25 @@ class Problem:
                 object.__setattr__(self, name, tuple(value))
         procs = _check_processors(self.processors)
         links = _check_links(self.links, procs)
-        ops = _check_ops(self.ops, procs)
-        _check_deps(self.deps, ops, links)
+        with paused_gc():
+            arrays = index_problem(self.processors, self.links, self.ops, self.deps)
+        if arrays is None:  # something is wrong: the checks below name the first mistake
+            ops = _check_ops(self.ops, procs)
+            _check_deps(self.deps, ops, links)
+            raise AssertionError("index_problem rejected a problem the checks accept")  # pragma: no cover
+        if not arrays.acyclic:
+            _raise_cycle(arrays)
         object.__setattr__(self, "_procs", procs)
         object.__setattr__(self, "_links", links)
-        object.__setattr__(self, "_ops", ops)
+        object.__setattr__(self, "_arrays", arrays)
+
+    @property
+    def arrays(self) -> ProblemArrays:
+        """The problem as integer-indexed numpy arrays (op i is ``ops[i]``), built once when checked."""
+        return self._arrays  # type: ignore[attr-defined]
 
     def op(self, op_id: str) -> Op:
-        return self._ops[op_id]  # type: ignore[attr-defined]
+        return self.ops[self.arrays.index[op_id]]
 
     def processor(self, name: str) -> Processor:
         return self._procs[name]  # type: ignore[attr-defined]
@@ -169,8 +181,6 @@ def _check_ops(ops: Iterable[Op], procs: Mapping[str, Processor]) -> dict[str, O
 
 
 def _check_deps(deps: Iterable[Dep], ops: Mapping[str, Op], links: Mapping[str, Link]) -> None:
-    graph = nx.DiGraph()
-    graph.add_nodes_from(ops)
     for dep in deps:
         for end in (dep.src, dep.dst):
             if end not in ops:
@@ -186,7 +196,15 @@ def _check_deps(deps: Iterable[Dep], ops: Mapping[str, Op], links: Mapping[str, 
             if (link.src, link.dst) != (src, dst):
                 raise InputError(f"link {dep.link!r} runs {link.src!r} -> {link.dst!r}, but dependency "
                                  f"{dep.src!r} -> {dep.dst!r} runs {src!r} -> {dst!r}", field="link")
-        graph.add_edge(dep.src, dep.dst)
-    if not nx.is_directed_acyclic_graph(graph):
-        cycle = " -> ".join(u for u, _ in nx.find_cycle(graph))
-        raise InputError(f"dependencies contain a cycle: {cycle}", field="deps")
+
+
+def _raise_cycle(arrays: ProblemArrays) -> None:
+    """Name one cycle, as networkx finds it (only on this error path; the check itself is Kahn's)."""
+    import networkx as nx
+
+    ids = list(arrays.index)
+    graph = nx.DiGraph()
+    graph.add_nodes_from(ids)
+    graph.add_edges_from((ids[a], ids[b]) for a, b in zip(arrays.dep_src.tolist(), arrays.dep_dst.tolist()))
+    cycle = " -> ".join(u for u, _ in nx.find_cycle(graph))
+    raise InputError(f"dependencies contain a cycle: {cycle}", field="deps")

@@ -1,14 +1,19 @@
 """Simulator output: when each op ran on which processor stream, and each transfer on its link.
 
-Times are in the problem's unit (cycles or seconds); bytes are bytes.
+Times are in the problem's unit (cycles or seconds); bytes are bytes. The engine hands back its
+slots and transfers as :class:`SlotTable` / :class:`TransferTable` — sequences of :class:`Slot`
+and :class:`Transfer` kept as integer-indexed arrays, made into objects only when read one by
+one — so a timeline of 10⁶ ops costs arrays, not 10⁶ objects; the summaries below read the arrays.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pandas as pd
 
 if TYPE_CHECKING:
@@ -17,7 +22,7 @@ if TYPE_CHECKING:
 SLOT_COLUMNS = ("op", "processor", "stream", "start", "end")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Slot:
     """Op ``op`` ran on ``processor``'s stream ``stream`` over [start, end)."""
 
@@ -28,7 +33,7 @@ class Slot:
     end: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Transfer:
     """The bytes of dependency ``src`` -> ``dst`` crossed ``link`` over [start, end)."""
 
@@ -40,6 +45,75 @@ class Transfer:
     end: float
 
 
+class _Table(Sequence):
+    """A read-only sequence of records stored as columns; equal to the tuple of its records."""
+
+    _columns: tuple[np.ndarray, ...]
+
+    def __len__(self) -> int:
+        return len(self._columns[0])
+
+    def _make(self, row: tuple):  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def __getitem__(self, item):
+        if isinstance(item, slice):
+            return tuple(self._make(row) for row in zip(*(c[item].tolist() for c in self._columns)))
+        return self._make(tuple(c[item].item() for c in self._columns))
+
+    def __iter__(self):
+        return (self._make(row) for row in zip(*(c.tolist() for c in self._columns)))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (tuple, _Table)):
+            return len(self) == len(other) and tuple(self) == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __add__(self, other):
+        return tuple(self) + tuple(other)
+
+    def __radd__(self, other):
+        return tuple(other) + tuple(self)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({len(self)} rows)"
+
+
+class SlotTable(_Table):
+    """Slots as arrays: op index, processor index, stream, start, end (in the problem's order)."""
+
+    def __init__(self, problem: Problem, op, processor, stream, start, end) -> None:
+        self.problem = problem
+        self.op, self.processor, self.stream = (np.asarray(x, dtype=np.int64) for x in (op, processor, stream))
+        self.start, self.end = np.asarray(start, dtype=np.float64), np.asarray(end, dtype=np.float64)
+        self._columns = (self.op, self.processor, self.stream, self.start, self.end)
+        self._ids: list[str] | None = None
+
+    def _make(self, row: tuple) -> Slot:
+        if self._ids is None:
+            self._ids = [op.id for op in self.problem.ops]
+        i, p, stream, start, end = row
+        return Slot(self._ids[i], self.problem.processors[p].name, stream, start, end)
+
+
+class TransferTable(_Table):
+    """Transfers as arrays: dependency index, link index, start, end (in the problem's order)."""
+
+    def __init__(self, problem: Problem, dep, link, start, end) -> None:
+        self.problem = problem
+        self.dep, self.link = np.asarray(dep, dtype=np.int64), np.asarray(link, dtype=np.int64)
+        self.start, self.end = np.asarray(start, dtype=np.float64), np.asarray(end, dtype=np.float64)
+        self._columns = (self.dep, self.link, self.start, self.end)
+
+    def _make(self, row: tuple) -> Transfer:
+        d, link, start, end = row
+        dep = self.problem.deps[d]
+        return Transfer(dep.src, dep.dst, self.problem.links[link].name, dep.bytes, start, end)
+
+
 @dataclass(frozen=True)
 class Timeline:
     """Slots in start order, transfers in start order, the problem they solve, the policy's name."""
@@ -49,9 +123,17 @@ class Timeline:
     problem: Problem | None = None
     policy: str = ""
 
+    def _tables(self) -> bool:
+        """True when slots and transfers are the engine's arrays, of this timeline's problem."""
+        return (isinstance(self.slots, SlotTable) and isinstance(self.transfers, TransferTable)
+                and self.slots.problem is self.problem and self.transfers.problem is self.problem)
+
     @property
     def makespan(self) -> float:
         """The time the last op or transfer ends (0 for an empty timeline)."""
+        if self._tables():
+            ends = [float(t.end.max()) for t in (self.slots, self.transfers) if len(t)]
+            return max(ends, default=0.0)
         ends = [s.end for s in self.slots] + [t.end for t in self.transfers]
         return max(ends, default=0.0)
 
@@ -67,7 +149,11 @@ class Timeline:
         """
         span = self.makespan
         busy: dict[str, float] = defaultdict(float)
-        for s in self.slots:
+        if self._tables():  # bincount adds in slot order, as the loop below does
+            names = [p.name for p in self.problem.processors]
+            sums = np.bincount(self.slots.processor, weights=self.slots.end - self.slots.start, minlength=len(names))
+            busy.update({names[p]: float(sums[p]) for p in np.unique(self.slots.processor).tolist()})
+        for s in (() if self._tables() else self.slots):
             busy[s.processor] += s.end - s.start
         streams = {p.name: p.streams for p in self.problem.processors} if self.problem is not None else {}
         names = list(streams) + sorted(set(busy) - set(streams))
@@ -83,6 +169,8 @@ class Timeline:
         """
         if self.problem is None:
             raise ValueError("peak_memory needs the Timeline's problem")
+        if self._tables():
+            return _peak_memory(self.problem, self.slots)
         ops = {op.id: op for op in self.problem.ops}
         events: dict[str, list[tuple[float, int, int]]] = defaultdict(list)
         for s in self.slots:
@@ -119,3 +207,25 @@ class Timeline:
         """One row per transfer: src, dst, link, bytes, start, end."""
         columns = ["src", "dst", "link", "bytes", "start", "end"]
         return pd.DataFrame([[getattr(t, c) for c in columns] for t in self.transfers], columns=columns)
+
+
+def _peak_memory(problem: Problem, slots: SlotTable) -> dict[str, int]:
+    """Timeline.peak_memory over arrays: the same events, sorted the same way, summed in order."""
+    arrays = problem.arrays
+    i = slots.op
+    alloc, free = arrays.alloc[i], arrays.free[i]
+    a, f = alloc != 0, free != 0
+    proc = np.concatenate([slots.processor[a], slots.processor[f]])
+    time = np.concatenate([slots.start[a], slots.end[f]])
+    code = np.concatenate([np.ones(int(a.sum()), dtype=np.int64), np.where(slots.end[f] == slots.start[f], 2, 0)])
+    delta = np.concatenate([alloc[a], -free[f]])
+    order = np.lexsort((delta, code, time, proc))
+    proc, delta = proc[order], delta[order]
+    bounds = np.searchsorted(proc, np.arange(len(problem.processors) + 1))
+    peaks = {p.name: 0 for p in problem.processors}
+    for p, name in enumerate(peaks):
+        if bounds[p + 1] > bounds[p]:
+            top = np.cumsum(delta[bounds[p]:bounds[p + 1]]).max()
+            if top > 0:
+                peaks[name] = top.item()
+    return peaks

@@ -13,21 +13,174 @@ problem and the timeline), so an engine bug cannot hide behind a matching valida
 * no two transfers overlap on one link.
 
 Times compare with an absolute tolerance ``tol`` scaled by max(1, |value|).
+
+Two passes: :func:`quick_check` runs every rule as numpy array operations and, when it finds
+nothing, the timeline is valid; otherwise the per-item checks below run and name every
+violation. quick_check accepts exactly what the per-item checks accept (tested on mutated
+timelines).
 """
 
 from __future__ import annotations
 
+import gc
 from collections import defaultdict
 from itertools import pairwise
+
+import numpy as np
 
 
 def validate_timeline(problem, timeline, tol: float = 1e-9) -> list[str]:
     """Every violation found, one line each (an empty list: the timeline is valid)."""
+    enabled = gc.isenabled()
+    gc.disable()  # passes over every op create no cycles (see archsim.sim.arrays.paused_gc)
+    try:
+        if quick_check(problem, timeline, tol):
+            return []
+    finally:
+        if enabled:
+            gc.enable()
+    return full_check(problem, timeline, tol)
+
+
+def full_check(problem, timeline, tol: float = 1e-9) -> list[str]:
+    """The per-item checks: every violation, one line each."""
     errors: list[str] = []
     seen = _check_slots(problem, timeline.slots, tol, errors)
     _check_overlaps(problem, seen, tol, errors)
-    _check_deps(problem, seen, timeline.transfers, tol, errors)
+    _check_dep_order(problem, seen, tol, errors)
+    _check_transfers(problem, seen, timeline.transfers, tol, errors)
     return errors
+
+
+def quick_check(problem, timeline, tol: float = 1e-9) -> bool:
+    """True when the timeline breaks no rule, decided over arrays (no message on failure)."""
+    ops = problem.ops
+    index = {op.id: i for i, op in enumerate(ops)}
+    if len(index) != len(ops):
+        return False
+    procs = {p.name: i for i, p in enumerate(problem.processors)}
+    streams = np.array([p.streams for p in problem.processors] + [0], dtype=np.int64)
+    slots = timeline.slots
+    if _is_table(slots, problem):
+        op, proc, stream = slots.op, slots.processor, slots.stream
+        start, end = slots.start, slots.end
+    else:
+        op = np.array([index.get(s.op, -1) for s in slots], dtype=np.int64)
+        proc = np.array([procs.get(s.processor, -1) for s in slots], dtype=np.int64)
+        try:
+            stream = np.array([s.stream for s in slots], dtype=np.int64)
+            start = np.array([s.start for s in slots], dtype=np.float64)
+            end = np.array([s.end for s in slots], dtype=np.float64)
+        except (TypeError, ValueError, OverflowError):
+            return False
+    n = len(ops)
+    if len(op) != n or (n and ((op < 0).any() or (proc < 0).any() or (np.bincount(op, minlength=n) != 1).any())):
+        return False
+    if n == 0:
+        return len(timeline.transfers) == 0
+    op_proc = np.array([procs.get(o.processor, -1) for o in ops], dtype=np.int64)
+    duration = np.array([o.duration for o in ops], dtype=np.float64)
+    pin = np.array([-1 if o.stream is None else o.stream for o in ops], dtype=np.int64)
+    length = end - start
+    if ((op_proc[op] != proc).any() or (stream < 0).any() or (stream >= streams[proc]).any()
+            or ((pin[op] >= 0) & (pin[op] != stream)).any()
+            or not _all_close(length, duration[op], tol) or not _all_before(np.zeros_like(start), start, tol)):
+        return False
+    busy = length > tol
+    if not _lanes_ok(proc[busy], stream[busy], start[busy], end[busy], tol):
+        return False
+    if not _concurrency_ok(proc[busy], start[busy], end[busy], streams, tol):
+        return False
+    src = np.array([index.get(d.src, -1) for d in problem.deps], dtype=np.int64)
+    dst = np.array([index.get(d.dst, -1) for d in problem.deps], dtype=np.int64)
+    if (src < 0).any() or (dst < 0).any():
+        return False
+    slot_of = np.empty(n, dtype=np.int64)
+    slot_of[op] = np.arange(n)
+    if not _all_before(end[slot_of[src]], start[slot_of[dst]], tol):
+        return False
+    return _transfers_quick(problem, timeline, index, start[slot_of], end[slot_of], tol)
+
+
+def _transfers_quick(problem, timeline, index: dict, op_start, op_end, tol: float) -> bool:
+    """The transfer rules over arrays: the transfers, sorted by (src, dst, link, bytes, start), pair
+    one to one with the link dependencies sorted by (src, dst, link, bytes) — the pairing the
+    per-item checks make — and each pair is on time and lasts latency + bytes / bandwidth; no two
+    transfers of non-zero length overlap on a link."""
+    links = {link.name: i for i, link in enumerate(problem.links)}
+    latency = np.array([link.latency for link in problem.links] + [0.0], dtype=np.float64)
+    bandwidth = np.array([link.bandwidth for link in problem.links] + [1.0], dtype=np.float64)
+    wanted = [(index[d.src], index[d.dst], links.get(d.link, -1), d.bytes) for d in problem.deps
+              if d.link is not None]
+    transfers = timeline.transfers
+    if not wanted and not len(transfers):
+        return True
+    try:
+        found = [(index.get(t.src, -1), index.get(t.dst, -1), links.get(t.link, -1), t.bytes, t.start, t.end)
+                 for t in transfers]
+        want = np.array(wanted, dtype=np.float64).reshape(-1, 4)
+        got = np.array(found, dtype=np.float64).reshape(-1, 6)
+    except (TypeError, ValueError):
+        return False
+    if len(want) != len(got) or (want[:, 2] < 0).any() or (got[:, :3] < 0).any():
+        return False
+    if (np.abs(want[:, 3]) > 2**53).any() or (np.abs(got[:, 3]) > 2**53).any():  # bytes not exact as floats
+        return False
+    want = want[np.lexsort(want.T[::-1])]
+    got = got[np.lexsort(got[:, :5].T[::-1])]
+    if not (want == got[:, :4]).all():
+        return False
+    src, dst, link = (want[:, c].astype(np.int64) for c in range(3))
+    start, end = got[:, 4], got[:, 5]
+    expected = latency[link] + want[:, 3] / bandwidth[link]
+    if not (_all_close(end - start, expected, tol) and _all_before(op_end[src], start, tol)
+            and _all_before(end, op_start[dst], tol)):
+        return False
+    order = np.lexsort((end, start, link))
+    link, start, end = link[order], start[order], end[order]
+    both = (link[1:] == link[:-1]) & (end[:-1] - start[:-1] > tol) & (end[1:] - start[1:] > tol)
+    return _all_before(end[:-1][both], start[1:][both], tol)
+
+
+def _is_table(slots, problem) -> bool:
+    return getattr(slots, "problem", None) is problem and hasattr(slots, "op") and hasattr(slots, "start")
+
+
+def _scale(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.maximum(1.0, np.maximum(np.abs(a), np.abs(b)))
+
+
+def _all_close(a: np.ndarray, b: np.ndarray, tol: float) -> bool:
+    return bool((np.abs(a - b) <= tol * _scale(a, b)).all())
+
+
+def _all_before(a: np.ndarray, b: np.ndarray, tol: float) -> bool:
+    return bool((a <= b + tol * _scale(a, b)).all())
+
+
+def _lanes_ok(proc, stream, start, end, tol: float) -> bool:
+    """No two busy slots overlap on one (processor, stream): sorted by start, each ends in time."""
+    order = np.lexsort((end, start, stream, proc))
+    proc, stream, start, end = proc[order], stream[order], start[order], end[order]
+    same = (proc[1:] == proc[:-1]) & (stream[1:] == stream[:-1])
+    a, b = end[:-1][same], start[1:][same]
+    return _all_before(a, b, tol)
+
+
+def _concurrency_ok(proc, start, end, streams, tol: float) -> bool:
+    """At most ``streams`` busy slots at once per processor (an end at t and a start at t do not
+    overlap: ends sort first, starts are nudged by the tolerance)."""
+    if proc.size == 0:
+        return True
+    value = np.concatenate([start + tol * np.maximum(1.0, np.abs(start)), end])
+    delta = np.concatenate([np.ones(proc.size, dtype=np.int64), -np.ones(proc.size, dtype=np.int64)])
+    owner = np.concatenate([proc, proc])
+    order = np.lexsort((delta, value, owner))
+    owner, delta = owner[order], delta[order]
+    level = np.cumsum(delta)
+    first = np.searchsorted(owner, owner)  # each processor's first point
+    level = level - np.where(first > 0, level[first - 1], 0)
+    return bool((level <= streams[owner]).all())
 
 
 def assert_valid(problem, timeline, tol: float = 1e-9) -> None:
@@ -99,7 +252,14 @@ def _check_overlaps(problem, seen: dict, tol: float, errors: list[str]) -> None:
                 break
 
 
-def _check_deps(problem, seen: dict, transfers, tol: float, errors: list[str]) -> None:
+def _check_dep_order(problem, seen: dict, tol: float, errors: list[str]) -> None:
+    for dep in problem.deps:
+        src, dst = seen.get(dep.src), seen.get(dep.dst)
+        if src is not None and dst is not None and not _before(src.end, dst.start, tol):
+            errors.append(f"{dep.dst} started at {dst.start} before {dep.src} ended at {src.end}")
+
+
+def _check_transfers(problem, seen: dict, transfers, tol: float, errors: list[str]) -> None:
     links = {link.name: link for link in problem.links}
     by_key = defaultdict(list)
     by_link = defaultdict(list)
@@ -108,11 +268,8 @@ def _check_deps(problem, seen: dict, transfers, tol: float, errors: list[str]) -
         by_link[t.link].append(t)
     wanted = defaultdict(list)
     for dep in problem.deps:
-        src, dst = seen.get(dep.src), seen.get(dep.dst)
         if dep.link is not None:
             wanted[(dep.src, dep.dst, dep.link)].append(dep)
-        if src is not None and dst is not None and not _before(src.end, dst.start, tol):
-            errors.append(f"{dep.dst} started at {dst.start} before {dep.src} ended at {src.end}")
     for key in sorted(set(by_key) - set(wanted)):
         errors.append(f"transfer {key[0]}->{key[1]} on {key[2]} that no dependency asks for")
     for key, deps in wanted.items():

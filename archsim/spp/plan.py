@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from archsim.errors import InputError
+from archsim.partition.profile import LayerProfile
 from archsim.spp.pe import StagePlan, pe_makespan
-from archsim.spp.prm import LayerProfileSPP, PRMPlan, channel_time, prm_tables, stage_time
+from archsim.spp.prm import PRMPlan, boundary_bytes, channel_time, prm_tables, stage_time
 from archsim.spp.rdo import recursive_device_order
 from archsim.spp.topology import Topology
 
@@ -20,25 +22,25 @@ class SPPResult:
     timeline: object
 
 
-def stage_plans(profile: LayerProfileSPP, plan: PRMPlan, bandwidth) -> list[StagePlan]:
+def stage_plans(profile: LayerProfile, plan: PRMPlan, bandwidth) -> list[StagePlan]:
     """Per-micro-batch stage and channel times of a PRM plan (replicas share a micro-batch)."""
     plans = []
     for n, ((first, last), devices) in enumerate(zip(plan.stages, plan.devices)):
         r = len(devices)
-        forward = sum(profile.forward[first:last]) / r
-        backward = sum(profile.backward[first:last]) / r
+        forward = float(sum(profile.forward[first:last])) / r
+        backward = float(sum(profile.backward[first:last])) / r
         allreduce = stage_time(profile, 1, first, last, devices, bandwidth) - forward - backward if r > 1 else 0.0
         cf = cb = 0.0
         if n + 1 < len(plan.stages):
             both = channel_time(profile, 1, last, devices, plan.devices[n + 1], bandwidth)
-            size = profile.activations[last - 1] + profile.gradients[last - 1]
-            cf = both * profile.activations[last - 1] / size if size else 0.0
+            size = boundary_bytes(profile)[last - 1]
+            cf = both * float(profile.activation_bytes[last - 1]) / size if size else 0.0
             cb = both - cf
         plans.append(StagePlan(forward, backward, allreduce, cf, cb))
     return plans
 
 
-def spp(profile: LayerProfileSPP, topology: Topology, microbatches: int, *, max_stages: int | None = None) -> SPPResult:
+def spp(profile: LayerProfile, topology: Topology, microbatches: int, *, max_stages: int | None = None) -> SPPResult:
     order = recursive_device_order(topology).order
     limit = min(len(profile), topology.devices, max_stages or topology.devices)
     best = None
@@ -51,3 +53,41 @@ def spp(profile: LayerProfileSPP, topology: Topology, microbatches: int, *, max_
             best = (plan, makespan, timeline)
     assert best is not None
     return SPPResult(best[0], best[1], order, tuple(table), best[2])
+
+
+def partition_stage_plans(profile: LayerProfile, partition, bandwidth) -> list[StagePlan]:
+    """A :class:`~archsim.partition.result.Partition` (a PipeDream plan, say) laid on GPUs in their
+    order, each stage on ``replicas`` consecutive GPUs, as PE's per-micro-batch stage plans over the
+    cluster's real links: the stage's forward and backward split over its replicas, SPP's ring
+    all-reduce of its parameters at its slowest link, and each boundary's crossing tensors split
+    over the replica pairs at the slowest link between the two groups (SPP's channel model)."""
+    index = {name: k for k, name in enumerate(profile.names)}
+    stage_of = {index[name]: s for s, stage in enumerate(partition.stages) for name in stage.layers}
+    groups, first = [], 0
+    for stage in partition.stages:
+        groups.append(tuple(range(first, first + stage.replicas)))
+        first += stage.replicas
+    if first > len(bandwidth):
+        raise InputError(f"the plan needs {first} GPUs; the cluster has {len(bandwidth)}", field="cluster")
+    crossing = [0.0] * len(partition.stages)  # bytes leaving stage s for a later stage
+    for consumer in range(len(profile)):
+        for producer in set(profile.producers(consumer)):
+            for s in range(stage_of[producer], stage_of[consumer]):
+                crossing[s] += float(profile.activation_bytes[producer])
+    plans = []
+    for s, (stage, devices) in enumerate(zip(partition.stages, groups)):
+        nodes = [index[name] for name in stage.layers]
+        r = len(devices)
+        forward = float(sum(profile.forward[k] for k in nodes)) / r
+        backward = float(sum(profile.weight_grad[k] + profile.delta[k] for k in nodes)) / r
+        allreduce = 0.0
+        if r > 1:
+            slowest = min(bandwidth[u, v] for u in devices for v in devices if u != v)
+            allreduce = 2 * (r - 1) * float(sum(profile.weight_bytes[k] for k in nodes)) / (r * slowest)
+        channel = 0.0
+        if s + 1 < len(groups):
+            after = groups[s + 1]
+            slowest = min(bandwidth[u, v] for u in devices for v in after)
+            channel = crossing[s] / (r * len(after) * slowest)
+        plans.append(StagePlan(forward, backward, allreduce, channel, channel))
+    return plans

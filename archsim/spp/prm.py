@@ -16,26 +16,24 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
 from archsim.errors import InputError
+from archsim.jit import announce_compile
+from archsim.numba_cache import njit
+from archsim.partition.profile import LayerProfile
 
 
-@dataclass(frozen=True)
-class LayerProfileSPP:
-    """Per layer l: forward/backward time per micro-batch, parameter bytes α_l, and the bytes
-    crossing to layer l + 1 (activations forward, gradients backward; 0 after the last layer)."""
-
-    forward: tuple[float, ...]
-    backward: tuple[float, ...]
-    parameters: tuple[float, ...]
-    activations: tuple[float, ...]
-    gradients: tuple[float, ...]
-
-    def __len__(self) -> int:
-        return len(self.forward)
+def boundary_bytes(profile: LayerProfile) -> np.ndarray:
+    """Per layer l, the bytes crossing between layers l and l + 1 in one micro-batch, both ways:
+    l's activation forward (d^f) and the δ layer l + 1 sends back (d^b); 0 after the last layer.
+    SPP plans chains: a branching profile is taken in its (topological) node order."""
+    back = np.append(np.asarray(profile.delta_bytes[1:], dtype=float), 0.0)
+    forward = np.asarray(profile.activation_bytes, dtype=float).copy()
+    forward[-1] = 0.0
+    return forward + back
 
 
 @dataclass(frozen=True)
@@ -46,26 +44,27 @@ class PRMPlan:
     devices: tuple[tuple[int, ...], ...]  # device ids of each stage, in the given order
 
 
-def stage_time(profile: LayerProfileSPP, microbatches: int, first: int, last: int, devices: Sequence[int],
+def stage_time(profile: LayerProfile, microbatches: int, first: int, last: int, devices: Sequence[int],
                bandwidth: np.ndarray) -> float:
     """M Σ (p^f + p^b) / r + A for layers first..last−1 on ``devices``."""
     r = len(devices)
-    compute = microbatches * sum(profile.forward[first:last]) / r + microbatches * sum(profile.backward[first:last]) / r
+    compute = microbatches * float(sum(profile.forward[first:last])) / r \
+        + microbatches * float(sum(profile.backward[first:last])) / r
     if r == 1:
         return compute
     slowest = min(bandwidth[u, v] for u in devices for v in devices if u != v)
-    return compute + 2 * (r - 1) * sum(profile.parameters[first:last]) / (r * slowest)
+    return compute + 2 * (r - 1) * float(sum(profile.weight_bytes[first:last])) / (r * slowest)
 
 
-def channel_time(profile: LayerProfileSPP, microbatches: int, boundary: int, before: Sequence[int],
+def channel_time(profile: LayerProfile, microbatches: int, boundary: int, before: Sequence[int],
                  after: Sequence[int], bandwidth: np.ndarray) -> float:
     """M (d^f + d^b) / (r′ r b_{r′r}) between the stage ending at layer ``boundary`` and the next."""
     slowest = min(bandwidth[u, v] for u in before for v in after)
-    size = profile.activations[boundary - 1] + profile.gradients[boundary - 1]
+    size = boundary_bytes(profile)[boundary - 1]
     return microbatches * size / (len(before) * len(after) * slowest)
 
 
-def prm(profile: LayerProfileSPP, order: Sequence[int], bandwidth: np.ndarray, microbatches: int,
+def prm(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarray, microbatches: int,
         stages: int) -> PRMPlan:
     """𝒲(|S|) = min_r W(L, |S|, r, V) with its partition, replication and mapping."""
     n_layers, n_devices = len(profile), len(order)
@@ -73,8 +72,8 @@ def prm(profile: LayerProfileSPP, order: Sequence[int], bandwidth: np.ndarray, m
         raise InputError(f"stages must be within 1..{min(n_layers, n_devices)}, got {stages}", field="stages")
     order = tuple(order)
 
-    @lru_cache(maxsize=None)
-    def W(l: int, xi: int, r: int, i: int) -> tuple[float, tuple]:  # noqa: N802 - the paper's name
+    @cache
+    def W(l: int, xi: int, r: int, i: int) -> tuple[float, tuple]:
         block = order[i - r:i]
         if xi == 1:
             if r != i:
@@ -106,7 +105,7 @@ def prm(profile: LayerProfileSPP, order: Sequence[int], bandwidth: np.ndarray, m
     return PRMPlan(value, tuple(s for s, _ in plan), tuple(r for _, r in plan), tuple(devices))
 
 
-def plan_value(profile: LayerProfileSPP, microbatches: int, stages: Sequence[tuple[int, int]],
+def plan_value(profile: LayerProfile, microbatches: int, stages: Sequence[tuple[int, int]],
                devices: Sequence[Sequence[int]], bandwidth: np.ndarray) -> float:
     """𝒲 of an explicit plan (the objective PRM minimizes), for brute-force checks."""
     terms = [stage_time(profile, microbatches, a, b, d, bandwidth) for (a, b), d in zip(stages, devices)]
@@ -115,27 +114,27 @@ def plan_value(profile: LayerProfileSPP, microbatches: int, stages: Sequence[tup
     return max(terms)
 
 
-def phi(profile: LayerProfileSPP, bandwidth: np.ndarray) -> float:
+def phi(profile: LayerProfile, bandwidth: np.ndarray) -> float:
     """Lemma 2's Φ = max{p_max b_max, d_max} / Γ · (1/b_min − 1/b_max)."""
     links = bandwidth[~np.eye(len(bandwidth), dtype=bool)]
     b_min, b_max = float(links.min()), float(links.max())
-    p_max = max(f + b for f, b in zip(profile.forward, profile.backward))
-    d_max = max((a + g for a, g in zip(profile.activations[:-1], profile.gradients[:-1])), default=0.0)
-    gamma = sum(profile.forward) + sum(profile.backward)
+    p_max = float(max(profile.total))
+    d_max = float(max(boundary_bytes(profile)[:-1], default=0.0))
+    gamma = float(sum(profile.forward) + sum(profile.backward))
     gamma /= len(bandwidth)
     return max(p_max * b_max, d_max) / gamma * (1 / b_min - 1 / b_max)
 
 
-def prm_tables(profile: LayerProfileSPP, order: Sequence[int], bandwidth: np.ndarray, microbatches: int,
+def prm_tables(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarray, microbatches: int,
                max_stages: int) -> list[PRMPlan]:
-    """PRM for every stage count 1..max_stages at once, vectorized with numpy (the same recurrence
-    as :func:`prm`, tested equal). Tables W[ξ][l, r, i] over l ≤ L, r ≤ V, i ≤ V."""
+    """PRM for every stage count 1..max_stages at once (the same recurrence as :func:`prm`, tested
+    equal). Tables W[ξ][l, r, i] over l ≤ L, r ≤ V, i ≤ V; each level is one numba kernel call."""
     L, V = len(profile), len(order)
     b = bandwidth[np.ix_(order, order)]
     inf = np.inf
     work = np.concatenate([[0.0], np.cumsum(np.add(profile.forward, profile.backward))])
-    params = np.concatenate([[0.0], np.cumsum(profile.parameters)])
-    size = np.add(profile.activations, profile.gradients)
+    params = np.concatenate([[0.0], np.cumsum(np.asarray(profile.weight_bytes, dtype=float))])
+    size = boundary_bytes(profile)
     # slowest link inside the block of r devices ending at position i (1-based i), and between the
     # block of r' ending at i − r and the block of r ending at i.
     inside = np.full((V + 1, V + 1), inf)
@@ -163,25 +162,10 @@ def prm_tables(profile: LayerProfileSPP, order: Sequence[int], bandwidth: np.nda
         for r in range(1, V + 1):
             W[l, r, r] = compute[r] * work[l] + allreduce[r, r] * params[l]
     tables = [W]
+    if max_stages >= 2:
+        announce_compile(_level, "SPP's PRM tables")
     for _xi in range(2, max_stages + 1):
-        prev = tables[-1]
-        new = np.full_like(prev, inf)
-        pick = np.zeros((L + 1, V + 1, V + 1, 2), dtype=np.int64)
-        for l in range(1, L + 1):
-            for r in range(1, V + 1):
-                for i in range(r + 1, V + 1):
-                    lp = np.arange(1, l)  # l' in 1..l−1
-                    if lp.size == 0:
-                        continue
-                    tail = compute[r] * seg_work[lp, l] + allreduce[r, i] * seg_par[lp, l]
-                    rp = np.arange(1, i - r + 1)
-                    head = prev[lp[:, None], rp[None, :], i - r]
-                    with np.errstate(divide="ignore", invalid="ignore"):
-                        comm = microbatches * size[lp - 1][:, None] / (rp[None, :] * r * between[rp, r, i][None, :])
-                    value = np.maximum(np.maximum(head, comm), tail[:, None])
-                    k = np.unravel_index(np.argmin(value), value.shape)
-                    new[l, r, i] = value[k]
-                    pick[l, r, i] = (lp[k[0]], rp[k[1]])
+        new, pick = _level(tables[-1], compute, seg_work, seg_par, allreduce, size, between, microbatches)
         tables.append(new)
         choice.append(pick)
     for xi in range(1, max_stages + 1):
@@ -206,3 +190,34 @@ def prm_tables(profile: LayerProfileSPP, order: Sequence[int], bandwidth: np.nda
             position += rr
         plans.append(PRMPlan(value, tuple(stages), tuple(reps), tuple(devices)))
     return plans
+
+
+@njit(cache=True, error_model="numpy")  # IEEE division: x / 0 is inf, as numpy gives
+def _level(prev, compute, seg_work, seg_par, allreduce, size, between, microbatches):  # pragma: no cover
+    """One level ξ of the recurrence: for each (l, r, i), the least max(head, comm, tail) over
+    l′ < l and r′ ≤ i − r, and its (l′, r′) — the first least in (l′, r′) row-major order, NaN
+    first, as numpy's argmin picks; the arithmetic is written as the numpy expressions were."""
+    n_l, n_v = prev.shape[0], prev.shape[1]
+    new = np.full(prev.shape, np.inf)
+    pick = np.zeros((n_l, n_v, n_v, 2), dtype=np.int64)
+    for l in range(1, n_l):
+        for r in range(1, n_v):
+            for i in range(r + 1, n_v):
+                if l < 2:
+                    continue
+                best = np.inf
+                found = False
+                best_lp, best_rp = 0, 0
+                for lp in range(1, l):
+                    tail = compute[r] * seg_work[lp, l] + allreduce[r, i] * seg_par[lp, l]
+                    for rp in range(1, i - r + 1):
+                        head = prev[lp, rp, i - r]
+                        comm = microbatches * size[lp - 1] / (rp * r * between[rp, r, i])
+                        value = head if (head >= comm or head != head) else comm
+                        value = value if (value >= tail or value != value) else tail
+                        if not found or value < best or (value != value and best == best):
+                            best, best_lp, best_rp, found = value, lp, rp, True
+                new[l, r, i] = best
+                pick[l, r, i, 0] = best_lp
+                pick[l, r, i, 1] = best_rp
+    return new, pick

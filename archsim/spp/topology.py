@@ -7,6 +7,7 @@ A TOML file (``configs/clusters/*.toml``), keys checked exactly::
     seed = 0                      # bandwidths given as [low, high] ranges are drawn uniformly
     inter_server_gbps = [32, 40]  # per server pair
     inter_server_link = "shared"  # or "per_gpu_pair" (see below)
+    gpu_memory_gb = 16            # optional: each GPU's memory (10⁹ bytes), for memory-constrained planners
     [[servers]]
     count = 3                     # servers of this kind
     gpus = 4
@@ -35,7 +36,7 @@ import numpy as np
 from archsim.errors import InputError
 from archsim.validate import SEED_MAX, check_name, read_text, shown
 
-CLUSTER_KEYS = {"name", "seed", "inter_server_gbps", "inter_server_link"}
+CLUSTER_KEYS = {"name", "seed", "inter_server_gbps", "inter_server_link", "gpu_memory_gb"}
 INTER_SERVER_LINKS = ("shared", "per_gpu_pair")
 SERVER_KEYS = {"count", "gpus", "intra_server_gbps"}
 MAX_DEVICES = 1024  # GPUs in one cluster file (the planner's min-cut works on the complete GPU graph)
@@ -50,10 +51,34 @@ class Topology:
     servers: tuple[int, ...]  # server index of each GPU
     bandwidth: np.ndarray  # (V, V), zero on the diagonal: what one transfer between two GPUs gets
     capacity: np.ndarray | None = None  # (V, V) min-cut weights; None: the bandwidths themselves
+    gpu_memory_bytes: float | None = None  # None: not given (a planner uses its own default)
 
     @property
     def devices(self) -> int:
         return len(self.servers)
+
+    def uniform_levels(self) -> tuple[tuple[int, float], ...]:
+        """(machines, bandwidth in bytes/s) per level, innermost first, for planners that model a
+        uniform hierarchy (PipeDream's optimizer): GPUs in a server at its fabric's bandwidth, then
+        servers at the inter-server bandwidth. One server is one level."""
+        per_server = np.bincount(np.array(self.servers))
+        if len(set(per_server.tolist())) != 1:
+            raise InputError(f"servers hold different GPU counts ({sorted(set(per_server.tolist()))}): a "
+                             "uniform hierarchy needs equal servers", field="servers")
+        where = np.array(self.servers)
+        same = where[:, None] == where[None, :]
+        off_diagonal = ~np.eye(self.devices, dtype=bool)
+        intra = np.unique(self.bandwidth[same & off_diagonal])
+        inter = np.unique(self.bandwidth[~same])
+        for values, field in ((intra, "intra_server_gbps"), (inter, "inter_server_gbps")):
+            if len(values) > 1:
+                raise InputError("links of one level differ (a range was drawn?): a uniform hierarchy needs one "
+                                 "bandwidth per level", field=field)
+        gpus, servers = int(per_server[0]), len(per_server)
+        levels = [(gpus, float(intra[0]) if len(intra) else float(inter[0]) if len(inter) else 1.0)]
+        if servers > 1:
+            levels.append((servers, float(inter[0])))
+        return tuple(levels)
 
     def graph(self) -> nx.Graph:
         capacity = self.bandwidth if self.capacity is None else self.capacity
@@ -127,8 +152,13 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
     if link == "shared":
         gpus = np.bincount(where)[where]  # GPUs on each device's server
         capacity = np.where(where[:, None] == where[None, :], bandwidth, bandwidth / np.outer(gpus, gpus))
+    memory = cluster.get("gpu_memory_gb")
+    if memory is not None and not (isinstance(memory, (int, float)) and not isinstance(memory, bool)
+                                   and 0 < memory < float("inf")):
+        raise InputError("expected a positive number of GB", file=file, field="gpu_memory_gb")
     name = check_name(cluster.get("name", Path(file).stem), "name", file=file)
-    return Topology(name, tuple(servers), bandwidth, capacity)
+    return Topology(name, tuple(servers), bandwidth, capacity,
+                    None if memory is None else float(memory) * 1e9)
 
 
 def load_topology_file(path: str | Path, *, seed: int | None = None) -> Topology:

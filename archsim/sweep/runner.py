@@ -32,6 +32,7 @@ from archsim.workload import load_network
 RESULT_COLUMNS = ["network", "only", "rows", "cols", "dataflow", "batch", "mode", "processors", "method",
                   "stages", "single_cycles", "cycles_per_iteration", "speedup", "mandatory_bytes",
                   "comm_overhead_bytes"]
+PROVENANCE_COLUMNS = ["network_path", "network_sha256"]  # the network a row costed: path or shipped name, hash
 SORT_COLUMNS = ["network", "only", "rows", "cols", "dataflow", "batch", "mode", "processors", "method"]
 
 
@@ -43,6 +44,22 @@ def compute_unit(unit: Unit) -> list[dict[str, object]]:
     network = load_network(unit.network)
     if unit.only:
         network = network.only(*unit.only)
+
+    def base_row(processors: int, method: str, plan, single: float, cycles: float) -> dict[str, object]:
+        return {
+            "network": Path(unit.network).stem, "only": "+".join(unit.only) or "all", "rows": unit.rows,
+            "cols": unit.cols, "dataflow": unit.dataflow, "batch": unit.batch, "mode": unit.mode,
+            "processors": processors, "method": method, "stages": len(plan.stages),
+            "single_cycles": single, "cycles_per_iteration": cycles,
+            "speedup": single / cycles, "mandatory_bytes": plan.mandatory_bytes,
+            "comm_overhead_bytes": plan.additional_bytes, "network_path": unit.network,
+            "network_sha256": unit.network_sha256,
+        }
+
+    if unit.design is not None:
+        from archsim.sweep.design import design_rows
+
+        return design_rows(unit, network, base_row)
     array = ArrayConfig(rows=unit.rows, cols=unit.cols, dataflow=unit.dataflow)
     profile = build_profile(network, array, unit.batch, unit.mode, unit.engine)  # type: ignore[arg-type]
     single = float(profile.total.sum())
@@ -51,14 +68,7 @@ def compute_unit(unit: Unit) -> list[dict[str, object]]:
         for method in unit.methods:
             options = {"alpha": unit.alpha} if method == "layerpipe" else {}
             plan = partition(profile, processors, method, **options)
-            rows.append({
-                "network": unit.label or Path(unit.network).stem, "only": "+".join(unit.only) or "all", "rows": unit.rows,
-                "cols": unit.cols, "dataflow": unit.dataflow, "batch": unit.batch, "mode": unit.mode,
-                "processors": processors, "method": method, "stages": len(plan.stages),
-                "single_cycles": single, "cycles_per_iteration": plan.max_stage_cycles,
-                "speedup": single / plan.max_stage_cycles, "mandatory_bytes": plan.mandatory_bytes,
-                "comm_overhead_bytes": plan.additional_bytes,
-            })
+            rows.append(base_row(processors, method, plan, single, plan.max_stage_cycles))
     return rows
 
 
@@ -133,11 +143,15 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, workers: int = 1, dask: str |
     files = {unit: _cache_file(out, unit, digests) for unit in units}
     todo = [unit for unit in units if not files[unit].is_file()]
     run = _executor(workers, dask)
-    with tqdm(total=len(units), initial=len(units) - len(todo), desc=f"sweep {spec.name}", unit="config",
-              disable=not progress) as bar:
+
+    def size(unit: Unit) -> int:  # configurations: the rows of results.csv this unit gives
+        return len(unit.processors) * len(unit.methods)
+
+    with tqdm(total=sum(map(size, units)), initial=sum(map(size, units)) - sum(map(size, todo)),
+              desc=f"sweep {spec.name}", unit="config", disable=not progress) as bar:
         for unit, rows in run(todo):
             atomic_write_text(files[unit], json.dumps({"unit": asdict(unit), "rows": rows}))
-            bar.update(1)
+            bar.update(size(unit))
     frame = load_results(out, [files[unit] for unit in units])
     atomic_write_text(out / "results.csv", frame.to_csv(index=False))
     atomic_write_text(out / "summary.csv", summarize(frame).to_csv(index=False))
@@ -155,5 +169,8 @@ def load_results(out: Path, files: list[Path] | None = None) -> pd.DataFrame:
         except (OSError, ValueError, KeyError) as exc:
             raise InputError(f"unreadable sweep cache file ({exc.__class__.__name__}); delete it to recompute",
                              file=str(file)) from None
-    frame = pd.DataFrame(rows, columns=RESULT_COLUMNS)
-    return frame.sort_values(SORT_COLUMNS, kind="stable").reset_index(drop=True)
+    from archsim.sweep.design import DESIGN_COLUMNS
+
+    design = [c for c in DESIGN_COLUMNS if any(c in row for row in rows)]
+    frame = pd.DataFrame(rows, columns=RESULT_COLUMNS + PROVENANCE_COLUMNS + design)
+    return frame.sort_values(SORT_COLUMNS + design[:6], kind="stable").reset_index(drop=True)

@@ -4,7 +4,8 @@ Keys are checked exactly — an unknown key is an error naming it, never silentl
 
     [sweep]
     name = "layerpipe_vgg16"
-    networks = ["vgg16"]            # shipped names or CSV paths (relative to the spec file)
+    networks = ["vgg16"]            # shipped names, or CSV/ONNX paths (relative to the spec file or the
+                                    # working directory); results keep the path and a content hash
     only = ["conv"]                 # optional: keep only these layer kinds
     arrays = ["32x32", "64x64"]
     dataflows = ["ws"]
@@ -13,6 +14,16 @@ Keys are checked exactly — an unknown key is an error naming it, never silentl
     methods = ["layerpipe", "pipedream", "gpipe"]
     mode = "paper"                  # or "exact"
     engine = "analytic"             # or "cycle": memory-aware (compute + SCALE-Sim stall cycles)
+
+Design-space axes (optional; any of them makes it a design sweep whose rows add time, energy per
+iteration and area — ``archsim.sweep.design``)::
+
+    sram_kb = [32, 64, 256]         # KiB of each of the ifmap, filter and ofmap SRAMs
+    bandwidths = [4, 10, 32]        # DRAM words/cycle per operand (the cycle engine's stalls)
+    clocks_ghz = [0.5, 1.0, 2.0]    # seconds = cycles / clock
+    element_bytes = [1, 2]          # bytes per element: tensor sizes, MAC/SRAM energies, area
+    microbatches = [1, 4]           # the batch runs as M micro-batches of batch / M (M must divide it)
+    energy_tables = ["horowitz45"]  # shipped names or .toml paths (relative to the spec file)
 """
 
 from __future__ import annotations
@@ -34,8 +45,9 @@ from archsim.workload.layer import LAYER_KINDS
 
 MAX_LIST = 1000  # values per list: a sweep is their product
 
+DESIGN_KEYS = {"sram_kb", "bandwidths", "clocks_ghz", "element_bytes", "microbatches", "energy_tables"}
 KEYS = {"name", "networks", "only", "arrays", "dataflows", "batches", "processors", "methods", "mode", "alpha",
-        "engine"}
+        "engine"} | DESIGN_KEYS
 REQUIRED = {"networks", "arrays", "batches", "processors", "methods"}
 
 
@@ -54,14 +66,36 @@ class Unit:
     methods: tuple[str, ...]
     alpha: float
     engine: str = "analytic"
-    label: str = ""  # the results' network column: the file stem, or more of the path where stems collide
+    network_sha256: str = ""  # of a network file's bytes; empty for a shipped name
+    design: Design | None = None  # None: a plain sweep (cycles and speedups only)
 
     @property
     def key(self) -> str:
         only = "+".join(self.only) or "all"
         engine = "" if self.engine == "analytic" else f"_{self.engine}"  # analytic keys as before
-        return (f"{Path(self.network).stem}_{only}_{self.rows}x{self.cols}_{self.dataflow}_b{self.batch}_{self.mode}"
-                f"_p{'-'.join(map(str, self.processors))}_{'-'.join(self.methods)}_a{self.alpha:g}{engine}")
+        content = f"_{self.network_sha256[:12]}" if self.network_sha256 else ""  # a changed file is recomputed
+        design = "" if self.design is None else f"_{self.design.key}"
+        return (f"{Path(self.network).stem}{content}_{only}_{self.rows}x{self.cols}_{self.dataflow}_b{self.batch}"
+                f"_{self.mode}_p{'-'.join(map(str, self.processors))}_{'-'.join(self.methods)}_a{self.alpha:g}{engine}"
+                f"{design}")
+
+
+@dataclass(frozen=True)
+class Design:
+    """One point of the design-space axes; clocks only rescale time, so a unit carries all of them."""
+
+    sram_kb: int = 64
+    bandwidth: int = 10
+    element_bytes: int = 1
+    microbatches: int = 1
+    energy_table: str = "horowitz45"
+    clocks_ghz: tuple[float, ...] = ()
+
+    @property
+    def key(self) -> str:
+        clocks = "-".join(f"{c:g}" for c in self.clocks_ghz) or "none"
+        return (f"s{self.sram_kb}_bw{self.bandwidth}_e{self.element_bytes}_m{self.microbatches}_"
+                f"{Path(self.energy_table).stem}_c{clocks}")
 
 
 @dataclass(frozen=True)
@@ -78,31 +112,48 @@ class SweepSpec:
     alpha: float = 1.001
     engine: str = "analytic"
     source: str | None = None
+    designs: tuple[Design, ...] = ()  # empty: a plain sweep
 
     def units(self) -> list[Unit]:
-        labels = network_labels(self.networks)
+        digests = {network: network_sha256(network) for network in self.networks}
         return [Unit(network, self.only, rows, cols, dataflow, batch, self.mode, self.processors, self.methods,
-                     self.alpha, self.engine, labels[network])
-                for network, (rows, cols), dataflow, batch in product(self.networks, self.arrays, self.dataflows,
-                                                                      self.batches)]
+                     self.alpha, self.engine, digests[network], design)
+                for network, (rows, cols), dataflow, batch, design in product(
+                    self.networks, self.arrays, self.dataflows, self.batches, self.designs or (None,))]
 
     @property
     def size(self) -> int:
-        return len(self.units()) * len(self.processors) * len(self.methods)
+        clocks = max(1, len(self.designs[0].clocks_ghz)) if self.designs else 1
+        return len(self.units()) * len(self.processors) * len(self.methods) * clocks
 
 
-def network_labels(networks: tuple[str, ...]) -> dict[str, str]:
-    """Each network's name in results: its stem, or its path below the colliding ones' common folder
-    (``a/net``, ``b/net``) when two networks share a stem."""
-    stems = [Path(n).stem for n in networks]
-    labels = {}
-    for network, stem in zip(networks, stems):
-        twins = [n for n, s in zip(networks, stems) if s == stem]
-        if len(twins) > 1:
-            root = os.path.commonpath([str(Path(n).parent) for n in twins])
-            stem = str(Path(os.path.relpath(network, root)).with_suffix("")).replace(os.sep, "/")
-        labels[network] = stem
-    return labels
+NETWORK_SUFFIXES = (".csv", ".onnx", ".json", ".toml")
+
+
+def resolve_network(name: str, spec_dir: Path, file: str) -> str:
+    """A spec's network: a file relative to the spec, else to the working directory (absolute path
+    returned), else a shipped name. A name that looks like a file but is neither is an error."""
+    for candidate in (spec_dir / name, Path(name)):
+        if candidate.is_file():
+            return str(candidate.resolve())
+    if Path(name).suffix.lower() in NETWORK_SUFFIXES or "/" in name or "\\" in name:
+        raise InputError(f"network file {name!r} not found (relative to the spec's folder or the working "
+                         f"directory)", file=file, field="networks")
+    return name
+
+
+def network_sha256(network: str) -> str:
+    """SHA-256 of a network file's bytes (empty for a shipped name): results say which file they costed."""
+    path = Path(network)
+    if not path.is_file():
+        return ""
+    import hashlib
+
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def load_spec(path: str | Path) -> SweepSpec:
@@ -149,7 +200,7 @@ def load_spec(path: str | Path) -> SweepSpec:
     networks = strings("networks")
     if not networks:
         raise InputError("expected at least one network", file=file, field="networks")
-    resolved = tuple(str((path.parent / n).resolve()) if n.endswith(".csv") else n for n in networks)
+    resolved = tuple(resolve_network(n, path.parent, file) for n in networks)
     arrays = []
     for text in strings("arrays"):
         try:
@@ -170,7 +221,25 @@ def load_spec(path: str | Path) -> SweepSpec:
     methods = strings("methods", METHODS)
     if not methods:
         raise InputError("expected at least one method", file=file, field="methods")
-    return SweepSpec(
+    designs: tuple[Design, ...] = ()
+    if DESIGN_KEYS & set(table):
+        clocks = table.get("clocks_ghz", [])
+        if not isinstance(clocks, list) or not all(
+                isinstance(x, (int, float)) and not isinstance(x, bool) and 0 < x < float("inf") for x in clocks):
+            raise InputError("expected a list of positive numbers (GHz)", file=file, field="clocks_ghz")
+        tables = strings("energy_tables") or ("horowitz45",)
+        tables = tuple(str((path.parent / t).resolve()) if t.endswith(".toml") else t for t in tables)
+        micro = positives("microbatches") if "microbatches" in table else (1,)
+        batches = positives("batches")
+        for m in micro:
+            bad = [b for b in batches if b % m]
+            if bad:
+                raise InputError(f"{m} micro-batches do not divide batch {bad[0]}", file=file, field="microbatches")
+        designs = tuple(Design(s, bw, e, m, t, tuple(float(c) for c in clocks)) for s, bw, e, m, t in product(
+            positives("sram_kb") if "sram_kb" in table else (64,),
+            positives("bandwidths") if "bandwidths" in table else (10,),
+            positives("element_bytes") if "element_bytes" in table else (1,), micro, tables))
+    return SweepSpec(designs=designs, 
         name=check_name(table.get("name", path.stem), "name", file=file), networks=resolved, only=strings("only", LAYER_KINDS),
         arrays=tuple(arrays), dataflows=strings("dataflows", ("ws", "os", "is")) or ("ws",),
         batches=positives("batches"), processors=positives("processors", MAX_PROCESSORS), methods=methods, mode=mode,

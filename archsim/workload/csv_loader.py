@@ -9,8 +9,22 @@ exactly as SCALE-Sim reads them::
 any order: ``Padding`` (default 0), ``Type`` (conv, fc/linear, matmul, pool, elementwise,
 batchnorm; default conv), ``Inputs`` (producer names separated by ``;``; default: the row above,
 or the network input for the first row; ``input`` names the network input), ``Bias`` (0/1),
-``Repeat`` (independent instances per sample, e.g. attention heads). A SCALE-Sim sparsity column
-(header containing ``sparsity``) is accepted and ignored.
+``Repeat`` (independent instances per sample, e.g. attention heads), ``Groups`` (grouped or
+depthwise convolution), ``Dilation`` (spacing of a conv's filter taps). A SCALE-Sim sparsity column
+(header containing ``sparsity``) is accepted and ignored (SCALE-Sim uses it only with
+``SparsitySupport`` on, which archsim refuses), and so is an empty ``batch size`` column.
+
+SCALE-Sim's own files load as SCALE-Sim reads them (``scalesim/topology_utils.py``):
+
+* GEMM mode — a header ``Layer, M, N, K`` (any spelling of the first column): each row
+  ``name, M, N, K`` is a linear layer on M rows, out[M×N] = A[M×K]·W[K×N] (an fc layer with
+  IFMAP Height M, Channels K, Num Filter N), so its forward GEMM is SCALE-Sim's GEMM.
+* In a plain eight-column file (no archsim columns), a trailing field starting with ``#`` is a
+  comment (SCALE-Sim drops the field after the last comma), and repeated layer names are made
+  unique (``name_2``…) and reported in ``Network.notes``; with an ``Inputs`` column they are errors.
+  A layer whose name contains ``DP`` is SCALE-Sim's depthwise convolution: one convolution per
+  input channel, each with all ``Num Filter`` filters (Groups = Channels, Channels × Num Filter
+  outputs), also noted.
 """
 
 from __future__ import annotations
@@ -22,14 +36,16 @@ from pathlib import Path
 
 from archsim.errors import InputError
 from archsim.workload.layer import NETWORK_INPUT, Layer, Network, canonical_kind
+from archsim.workload.shapes import SHAPE_CHECKS, check_shapes
 
 POSITIONAL = ("Layer name", "IFMAP Height", "IFMAP Width", "Filter Height", "Filter Width",
               "Channels", "Num Filter", "Strides")
 _FIELD_OF = dict(zip(POSITIONAL[1:], ("ifmap_h", "ifmap_w", "filter_h", "filter_w", "channels",
                                        "filters", "stride")))
-OPTIONAL = ("Padding", "Type", "Inputs", "Bias", "Repeat")
+OPTIONAL = ("Padding", "Type", "Inputs", "Bias", "Repeat", "Groups", "Dilation")
 _ATTR_FIELD = {v: k for k, v in _FIELD_OF.items()} | {"padding": "Padding", "repeat": "Repeat",
-                                                     "kind": "Type", "inputs": "Inputs"}
+                                                     "kind": "Type", "inputs": "Inputs", "groups": "Groups",
+                                                     "dilation": "Dilation"}
 MAX_BYTES = 16 * 1024 * 1024
 
 
@@ -38,10 +54,17 @@ def _norm(name: str) -> str:
 
 
 def parse_topology(text: str, *, source: str = "<string>", name: str = "network",
-                   geometry: str = "archsim") -> Network:
-    """Parse topology CSV text. Raises :class:`InputError` (with file, line, field) on bad input."""
+                   geometry: str = "archsim", shapes: str = "auto") -> Network:
+    """Parse topology CSV text. Raises :class:`InputError` (with file, line, field) on bad input.
+
+    ``shapes`` (:mod:`archsim.workload.shapes`): ``auto`` checks every layer against its producers
+    when the file declares ``Inputs`` — raw SCALE-Sim topologies are often unrelated layers, read
+    as a chain for ordering only; ``check`` checks the implicit chain too; ``off`` checks nothing.
+    """
     if geometry not in ("archsim", "scalesim"):
         raise InputError(f"unknown geometry {geometry!r}; choose archsim or scalesim", field="geometry")
+    if shapes not in SHAPE_CHECKS:
+        raise InputError(f"unknown shape check {shapes!r}; choose {', '.join(SHAPE_CHECKS)}", field="shapes")
     if "\x00" in text:
         raise InputError("file contains NUL bytes; not a CSV text file", file=source)
     try:
@@ -55,14 +78,21 @@ def parse_topology(text: str, *, source: str = "<string>", name: str = "network"
         raise InputError("empty topology file (expected a header and at least one layer row)", file=source)
     header_line, header = numbered[0]
     header = _strip_trailing_empty(header)
+    if _is_gemm_header(header):
+        network = _parse_gemm(numbered, source, name, geometry)
+        if shapes == "check":
+            check_shapes(network)
+        return network
     if len(header) < len(POSITIONAL):
         raise InputError(f"header has {len(header)} columns; the first {len(POSITIONAL)} must be "
                          f"{', '.join(POSITIONAL)}", file=source, line=header_line)
     extras: dict[int, str] = {}
     known = {_norm(x): x for x in OPTIONAL}
+    ignored: dict[int, str] = {}
     for index, raw in enumerate(header[len(POSITIONAL):], start=len(POSITIONAL)):
         key = _norm(raw)
-        if "sparsity" in key:
+        if "sparsity" in key or key == "batch size":
+            ignored[index] = raw.strip()
             continue
         if key not in known:
             raise InputError(f"unknown column {raw.strip()!r}; optional columns are {', '.join(OPTIONAL)}",
@@ -75,9 +105,16 @@ def parse_topology(text: str, *, source: str = "<string>", name: str = "network"
 
     layers: list[Layer] = []
     seen: set[str] = set()
+    notes: list[str] = []
+    lines: dict[str, int] = {}
+    plain = not extras  # a SCALE-Sim file: comments and repeated names as SCALE-Sim takes them
     previous = NETWORK_INPUT
     for line, row in numbered[1:]:
-        row = _strip_trailing_empty(row)
+        row = _strip_trailing_empty(_drop_comment(row) if plain else row)
+        for index, column in ignored.items():
+            if "batch" in column.lower() and index < len(row) and row[index].strip():
+                raise InputError("a batch size per layer is not read (archsim applies --batch to every layer); "
+                                 "leave the column empty", file=source, line=line, field=column)
         if len(row) < len(POSITIONAL):
             raise InputError(f"row has {len(row)} fields, expected at least {len(POSITIONAL)}",
                              file=source, line=line, field=POSITIONAL[len(row)] if row else POSITIONAL[0])
@@ -87,12 +124,16 @@ def parse_topology(text: str, *, source: str = "<string>", name: str = "network"
         layer_name = row[0].strip()
         if not layer_name:
             raise InputError("empty layer name", file=source, line=line, field="Layer name")
+        if plain and layer_name in seen:
+            layer_name = _renamed(layer_name, seen, notes, line)
         values: dict[str, object] = {}
         for column, attr in _FIELD_OF.items():
             values[attr] = _integer(row[POSITIONAL.index(column)], source, line, column)
         named = {extras[i]: row[i].strip() for i in extras if i < len(row)}
         values["padding"] = _integer(named.get("Padding") or "0", source, line, "Padding", minimum=0)
         values["repeat"] = _integer(named.get("Repeat") or "1", source, line, "Repeat")
+        values["groups"] = _integer(named.get("Groups") or "1", source, line, "Groups")
+        values["dilation"] = _integer(named.get("Dilation") or "1", source, line, "Dilation")
         bias = (named.get("Bias") or "0").lower()
         if bias not in ("0", "1", "true", "false", "yes", "no"):
             raise InputError(f"expected 0 or 1, got {named.get('Bias')!r}", file=source, line=line, field="Bias")
@@ -103,6 +144,10 @@ def parse_topology(text: str, *, source: str = "<string>", name: str = "network"
         inputs_text = named.get("Inputs", "")
         inputs = tuple(x.strip() for x in inputs_text.replace("|", ";").split(";") if x.strip()) \
             if inputs_text else (previous,)
+        if plain and "DP" in layer_name:  # SCALE-Sim: one conv per input channel, each with all the filters
+            values["groups"], values["filters"] = values["channels"], values["channels"] * values["filters"]
+            notes.append(f"line {line}: {layer_name!r} has 'DP' in its name: depthwise as SCALE-Sim runs it "
+                         f"(one {values['filters'] // values['channels']}-filter conv per input channel)")
         try:
             layer = Layer(name=layer_name, kind=kind, bias=bias in ("1", "true", "yes"), inputs=inputs,
                           geometry=geometry, **values)  # type: ignore[arg-type]
@@ -121,11 +166,74 @@ def parse_topology(text: str, *, source: str = "<string>", name: str = "network"
                                  field="Inputs")
         seen.add(layer_name)
         layers.append(layer)
+        lines[layer_name] = line
         previous = layer_name
-    return Network(name=name, layers=tuple(layers), source=source)
+    network = Network(name=name, layers=tuple(layers), source=source, notes=tuple(notes))
+    if shapes == "check" or (shapes == "auto" and "Inputs" in extras.values()):
+        check_shapes(network, lines)
+    return network
 
 
-def load_topology(path: str | Path, *, geometry: str = "archsim", name: str | None = None) -> Network:
+def _renamed(layer_name: str, seen: set[str], notes: list[str], line: int) -> str:
+    n = 2
+    while f"{layer_name}_{n}" in seen:
+        n += 1
+    notes.append(f"line {line}: layer name {layer_name!r} repeats; renamed {layer_name}_{n}")
+    return f"{layer_name}_{n}"
+
+
+def _drop_comment(row: list[str]) -> list[str]:
+    """A row without its trailing ``#`` comment field (and anything after it)."""
+    for index, cell in enumerate(row):
+        if index and cell.strip().startswith("#"):
+            return row[:index]
+    return row
+
+
+_GEMM_COLUMNS = ("m", "n", "k")
+
+
+def _is_gemm_header(header: list[str]) -> bool:
+    return (len(header) >= 4 and _norm(header[0]) in ("layer", "layer name", "l")
+            and tuple(_norm(x) for x in header[1:4]) == _GEMM_COLUMNS)
+
+
+def _parse_gemm(numbered, source: str, name: str, geometry: str) -> Network:
+    """SCALE-Sim's GEMM-mode topology: ``Layer, M, N, K[, Sparsity]`` rows → fc layers on M rows."""
+    header_line, header = numbered[0]
+    header = _strip_trailing_empty(header)
+    for index, raw in enumerate(header[4:], start=4):
+        if "sparsity" not in _norm(raw):
+            raise InputError(f"unknown column {raw.strip()!r} in a GEMM-mode topology (Layer, M, N, K[, Sparsity])",
+                             file=source, line=header_line, field=raw.strip() or f"column {index + 1}")
+    if len(numbered) < 2:
+        raise InputError("no layer rows after the header", file=source, line=header_line)
+    layers: list[Layer] = []
+    seen: set[str] = set()
+    notes: list[str] = []
+    previous = NETWORK_INPUT
+    for line, row in numbered[1:]:
+        row = _strip_trailing_empty(_drop_comment(row))
+        if len(row) < 4:
+            raise InputError(f"row has {len(row)} fields, expected Layer, M, N, K", file=source, line=line,
+                             field=("Layer", "M", "N", "K")[len(row)] if row else "Layer")
+        if len(row) > len(header):
+            raise InputError(f"row has {len(row)} fields but the header has {len(header)}", file=source, line=line)
+        layer_name = row[0].strip()
+        if not layer_name or layer_name == NETWORK_INPUT:
+            raise InputError(f"empty or reserved layer name {layer_name!r}", file=source, line=line, field="Layer")
+        if layer_name in seen:
+            layer_name = _renamed(layer_name, seen, notes, line)
+        m, n, k = (_integer(row[i], source, line, label) for i, label in ((1, "M"), (2, "N"), (3, "K")))
+        layers.append(Layer(name=layer_name, kind="fc", ifmap_h=m, ifmap_w=1, filter_h=1, filter_w=1, channels=k,
+                            filters=n, inputs=(previous,), geometry=geometry))
+        seen.add(layer_name)
+        previous = layer_name
+    return Network(name=name, layers=tuple(layers), source=source, notes=tuple(notes))
+
+
+def load_topology(path: str | Path, *, geometry: str = "archsim", name: str | None = None,
+                  shapes: str = "auto") -> Network:
     """Read a topology CSV file (see module docstring). Raises :class:`InputError` on bad input."""
     path = Path(path)
     if not path.is_file():
@@ -138,7 +246,7 @@ def load_topology(path: str | Path, *, geometry: str = "archsim", name: str | No
         raise InputError("not UTF-8 text", file=str(path)) from None
     except OSError as exc:
         raise InputError(f"cannot read ({exc.strerror})", file=str(path)) from None
-    return parse_topology(text, source=str(path), name=name or path.stem, geometry=geometry)
+    return parse_topology(text, source=str(path), name=name or path.stem, geometry=geometry, shapes=shapes)
 
 
 _DECIMAL = re.compile(r"[-+]?[0-9]+")

@@ -12,14 +12,15 @@ from typing import Literal
 
 from archsim.errors import InputError
 
-LayerKind = Literal["conv", "fc", "matmul", "pool", "elementwise", "batchnorm"]
-LAYER_KINDS: tuple[str, ...] = ("conv", "fc", "matmul", "pool", "elementwise", "batchnorm")
+LayerKind = Literal["conv", "fc", "matmul", "pool", "elementwise", "batchnorm", "deconv"]
+LAYER_KINDS: tuple[str, ...] = ("conv", "fc", "matmul", "pool", "elementwise", "batchnorm", "deconv")
 Geometry = Literal["archsim", "scalesim"]
 NETWORK_INPUT = "input"
 """The name that, in a layer's ``inputs``, stands for the network's input tensor."""
 
 _KIND_ALIASES = {"linear": "fc", "fullyconnected": "fc", "gemm": "matmul", "bn": "batchnorm",
-                 "add": "elementwise", "relu": "elementwise", "maxpool": "pool", "avgpool": "pool"}
+                 "add": "elementwise", "relu": "elementwise", "maxpool": "pool", "avgpool": "pool",
+                 "convtranspose": "deconv", "transposedconv": "deconv", "convtranspose2d": "deconv"}
 
 
 def canonical_kind(text: str) -> str:
@@ -38,13 +39,20 @@ class Layer:
 
     ifmap_h/ifmap_w/channels: input feature map (unpadded). filter_h/filter_w/filters: kernel and
     output channels. stride, padding: the same in both spatial directions.
-    kind: conv | fc | matmul | pool | elementwise | batchnorm.
+    kind: conv | fc | matmul | pool | elementwise | batchnorm | deconv.
+    ``deconv`` is a transposed convolution (ONNX ConvTranspose, output padding 0): the input
+    H×W×C spreads to (H − 1)·stride − 2·padding + dilation·(R − 1) + 1 rows (and columns) of
+    Num Filter channels; it is the input gradient of the convolution it inverts.
     For ``matmul`` (activation × activation, e.g. attention scores) the row encodes
     out[M×N] = A[M×K]·B[K×N] exactly as SCALE-Sim's GEMM topology does: ifmap_h = M,
     ifmap_w = K, filter_h = 1, filter_w = K, channels = 1, filters = N; ``repeat`` counts
     independent instances per sample (attention heads).
     bias: whether the layer has a bias vector (parameter counts only).
     inputs: names of producing layers; ``("input",)`` is the network input.
+    groups: grouped convolution (conv only): ``groups`` independent convolutions, each of
+    channels/groups inputs and filters/groups outputs; depthwise is groups = channels.
+    dilation: spacing of the filter taps (conv only); the filter spans dilation·(R − 1) + 1
+    input pixels but still has R taps.
     """
 
     name: str
@@ -61,9 +69,12 @@ class Layer:
     repeat: int = 1
     inputs: tuple[str, ...] = (NETWORK_INPUT,)
     geometry: str = field(default="archsim", compare=False)
+    groups: int = 1
+    dilation: int = 1
 
     def __post_init__(self) -> None:
-        for name in ("ifmap_h", "ifmap_w", "filter_h", "filter_w", "channels", "filters", "stride", "repeat"):
+        for name in ("ifmap_h", "ifmap_w", "filter_h", "filter_w", "channels", "filters", "stride", "repeat",
+                     "groups", "dilation"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise InputError(f"must be a positive integer, got {value!r}", field=name)
@@ -75,7 +86,15 @@ class Layer:
             raise InputError(f"unknown geometry {self.geometry!r}", field="geometry")
         if self.geometry == "scalesim" and self.padding:
             raise InputError("SCALE-Sim geometry has no padding; set Padding to 0", field="Padding")
-        if self.filter_h > self.ifmap_h + 2 * self.padding or self.filter_w > self.ifmap_w + 2 * self.padding:
+        if (self.groups > 1 or self.dilation > 1) and self.kind not in ("conv", "deconv"):
+            raise InputError(f"groups and dilation apply to conv layers only, not {self.kind}", field="groups")
+        if self.channels % self.groups or self.filters % self.groups:
+            raise InputError(f"groups ({self.groups}) must divide Channels ({self.channels}) and Num Filter "
+                             f"({self.filters})", field="groups")
+        if self.kind == "deconv":
+            if self.ofmap_h <= 0 or self.ofmap_w <= 0:
+                raise InputError("padding leaves no output of the transposed convolution", field="padding")
+        elif self.span_h > self.ifmap_h + 2 * self.padding or self.span_w > self.ifmap_w + 2 * self.padding:
             raise InputError(
                 f"filter {self.filter_h}x{self.filter_w} is larger than the padded input "
                 f"{self.ifmap_h + 2 * self.padding}x{self.ifmap_w + 2 * self.padding}", field="Filter Height")
@@ -90,12 +109,21 @@ class Layer:
 
     # -- output geometry -------------------------------------------------------------------
     @property
+    def span_h(self) -> int:
+        """Input rows one filter covers: dilation·(R − 1) + 1."""
+        return self.dilation * (self.filter_h - 1) + 1
+
+    @property
+    def span_w(self) -> int:
+        return self.dilation * (self.filter_w - 1) + 1
+
+    @property
     def ofmap_h(self) -> int:
-        return _out_size(self.ifmap_h, self.filter_h, self.stride, self.padding, self.geometry, self.kind)
+        return _out_size(self.ifmap_h, self.span_h, self.stride, self.padding, self.geometry, self.kind)
 
     @property
     def ofmap_w(self) -> int:
-        return _out_size(self.ifmap_w, self.filter_w, self.stride, self.padding, self.geometry, self.kind)
+        return _out_size(self.ifmap_w, self.span_w, self.stride, self.padding, self.geometry, self.kind)
 
     @property
     def out_channels(self) -> int:
@@ -104,11 +132,11 @@ class Layer:
     @property
     def is_gemm(self) -> bool:
         """Runs on the systolic array (conv, fc, matmul); the rest run on the vector unit."""
-        return self.kind in ("conv", "fc", "matmul")
+        return self.kind in ("conv", "fc", "matmul", "deconv")
 
     @property
     def has_weights(self) -> bool:
-        return self.kind in ("conv", "fc", "batchnorm")
+        return self.kind in ("conv", "fc", "batchnorm", "deconv")
 
     @property
     def takes_network_input(self) -> bool:
@@ -129,8 +157,8 @@ class Layer:
     @property
     def weight_elements(self) -> int:
         """Trainable weights excluding bias (filters, FC matrix, or BN's γ and β)."""
-        if self.kind in ("conv", "fc"):
-            return self.filter_h * self.filter_w * self.channels * self.filters
+        if self.kind in ("conv", "fc", "deconv"):
+            return self.filter_h * self.filter_w * (self.channels // self.groups) * self.filters
         if self.kind == "batchnorm":
             return 2 * self.channels
         return 0
@@ -138,7 +166,7 @@ class Layer:
     @property
     def parameter_count(self) -> int:
         """Trainable parameters: weights plus bias (what model summaries count)."""
-        return self.weight_elements + (self.filters if self.bias and self.kind in ("conv", "fc") else 0)
+        return self.weight_elements + (self.filters if self.bias and self.kind in ("conv", "fc", "deconv") else 0)
 
     @property
     def macs(self) -> int:
@@ -146,13 +174,20 @@ class Layer:
         if self.kind == "matmul":
             return self.ifmap_h * self.ifmap_w * self.filters * self.repeat
         if self.kind in ("conv", "fc"):
-            return self.ofmap_h * self.ofmap_w * self.filter_h * self.filter_w * self.channels * self.filters
+            return (self.ofmap_h * self.ofmap_w * self.filter_h * self.filter_w * (self.channels // self.groups)
+                    * self.filters)
+        if self.kind == "deconv":  # every input pixel meets every tap, as profilers count (the F op skips
+            # the taps that land in the cropped padding)
+            return self.ifmap_h * self.ifmap_w * self.filter_h * self.filter_w * (self.channels // self.groups) \
+                * self.filters
         return 0
 
 
 def _out_size(size: int, kernel: int, stride: int, padding: int, geometry: str, kind: str) -> int:
     if kind == "matmul":
         return size if kernel == 1 else 1
+    if kind == "deconv":
+        return (size - 1) * stride - 2 * padding + kernel
     if geometry == "scalesim":
         # SCALE-Sim 3.0.0 topology_utils: ceil((H - fh + s) / s), no padding. Integer ceiling: exact
         # for any size (float division overflows past ~1e308 and rounds past 2**53).
@@ -162,11 +197,16 @@ def _out_size(size: int, kernel: int, stride: int, padding: int, geometry: str, 
 
 @dataclass(frozen=True)
 class Network:
-    """An ordered, validated set of layers; ``name`` is the file stem or the builder's name."""
+    """An ordered, validated set of layers; ``name`` is the file stem or the builder's name.
+
+    ``notes``: what the loader changed or left out (renamed duplicates, skipped ONNX nodes), one
+    line each, for commands to show the user.
+    """
 
     name: str
     layers: tuple[Layer, ...]
     source: str | None = field(default=None, compare=False)
+    notes: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         if not self.layers:
@@ -231,4 +271,5 @@ class Network:
                     if item not in inputs:
                         inputs.append(item)
             layers.append(replace(layer, inputs=tuple(inputs)))
-        return Network(name=f"{self.name}[{','.join(kinds)}]", layers=tuple(layers), source=self.source)
+        return Network(name=f"{self.name}[{','.join(kinds)}]", layers=tuple(layers), source=self.source,
+                       notes=self.notes)

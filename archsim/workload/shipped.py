@@ -23,15 +23,35 @@ def shipped_networks() -> list[str]:
     return sorted(entry.name[:-4] for entry in _shipped_dir().iterdir() if entry.name.endswith(".csv"))
 
 
-def load_network(name_or_path: str | Path, *, geometry: str = "archsim") -> Network:
-    """Load a network from a CSV path, or by shipped name (``vgg16``, ``resnet50`` …)."""
+def load_network(name_or_path: str | Path, *, geometry: str = "archsim", unsupported: str = "error",
+                 dims: dict[str, int] | None = None, shapes: str = "auto") -> Network:
+    """Load a network from a CSV or ONNX path, a transformer config (``.json``/``.toml``), or by
+    shipped name (``vgg16``, ``resnet50`` …).
+
+    ``unsupported`` and ``dims`` apply to ONNX files (:func:`archsim.workload.onnx_import.load_onnx`),
+    whose shapes come from ONNX shape inference; ``shapes`` to CSV files (:func:`parse_topology`).
+    """
     path = Path(name_or_path)
+    if path.suffix.lower() in (".onnx", ".json", ".toml") and geometry != "archsim":
+        raise InputError("SCALE-Sim geometry applies to topology CSVs only (ONNX files and transformer configs "
+                         "carry their own padding)", field="geometry")
+    if path.suffix.lower() == ".onnx":
+        from archsim.workload.onnx_import import load_onnx
+
+        return load_onnx(path, unsupported=unsupported, dims=dims)
+    if path.suffix.lower() in (".json", ".toml"):
+        from archsim.workload.transformer import load_transformer
+
+        unknown = sorted(set(dims or {}) - {"seq"})
+        if unknown:
+            raise InputError(f"a transformer config takes --dim seq=N only, not {unknown[0]!r}", field="dim")
+        return load_transformer(path, seq=(dims or {}).get("seq")).network()
     if path.suffix.lower() == ".csv" or path.exists() or "/" in str(name_or_path):
-        return load_topology(path, geometry=geometry)
+        return load_topology(path, geometry=geometry, shapes=shapes)
     key = str(name_or_path).strip().lower().replace("-", "_")
     entry = _shipped_dir() / f"{key}.csv"
     if not entry.is_file():
         raise InputError(f"no such file, and no shipped network named {str(name_or_path)!r}; "
                          f"shipped: {', '.join(shipped_networks())}", field="NETWORK")
     return parse_topology(entry.read_text(encoding="utf-8"), source=f"layers/{key}.csv", name=key,
-                          geometry=geometry)
+                          geometry=geometry, shapes=shapes)

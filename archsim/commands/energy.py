@@ -1,0 +1,79 @@
+"""``archsim energy``: energy of one training iteration by part (MACs, array registers, SRAM reads and
+writes per operand, DRAM, vector unit, leakage) and op kind, plus the array's area."""
+
+from __future__ import annotations
+
+import argparse
+
+from archsim.array.config import ArrayConfig
+from archsim.cli import Command
+from archsim.commands.common import (MODE_HELP, add_array_arguments, add_clock_argument, add_engine_arguments,
+                                     add_network_arguments, add_output_arguments, array_from_args, emit,
+                                     memory_meta, network_from_args, positive_int, with_clock, with_memory_args)
+from archsim.lowering import MODES
+from archsim.outputs import render
+
+
+def add_energy_table_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--energy-table", default=None, metavar="NAME|FILE.toml",
+                        help="per-access energy/area table (default: the .cfg's [energy] table, else horowitz45; "
+                             "configs/energy/)")
+
+
+def table_from_args(args: argparse.Namespace):
+    """The energy/area table: --energy-table, else the .cfg's ``[energy]`` table, else the default."""
+    from archsim.energy import load_table, read_cfg_energy
+
+    cfg = read_cfg_energy(args.config) if getattr(args, "config", None) else None
+    name = args.energy_table or (cfg.table if cfg else None)
+    return load_table(name) if name else load_table()
+
+
+def energies_from_args(array: ArrayConfig, args: argparse.Namespace):
+    """(table, per-event energies) for ``array``: :func:`table_from_args`, then the .cfg's
+    ``[energy]`` figure overrides."""
+    from archsim.energy import access_energies, read_cfg_energy
+
+    cfg = read_cfg_energy(args.config) if getattr(args, "config", None) else None
+    table = table_from_args(args)
+    return table, access_energies(array, table, cfg.overrides if cfg else None)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_network_arguments(parser)
+    add_array_arguments(parser)
+    parser.add_argument("--batch", type=positive_int, default=32, help="mini-batch size (default 32)")
+    parser.add_argument("--microbatches", type=positive_int, default=1,
+                        help="run the batch as M micro-batches of batch/M (default 1)")
+    parser.add_argument("--mode", default="paper", choices=MODES, help=MODE_HELP)
+    add_engine_arguments(parser)
+    add_clock_argument(parser)
+    add_energy_table_argument(parser)
+    add_output_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from archsim.energy import array_area, iteration_energy
+
+    network = network_from_args(args)
+    array = with_clock(with_memory_args(array_from_args(args), args), args)
+    table, energies = energies_from_args(array, args)
+    frame = iteration_energy(network, array, args.batch, args.mode, args.engine, energies, args.microbatches)
+    meta: dict[str, object] = {
+        "network": network.name, "array": f"{array.rows}x{array.cols}", "dataflow": array.dataflow,
+        "batch": args.batch, "microbatches": args.microbatches, "mode": args.mode, "engine": args.engine,
+        "element_bytes": array.element_bytes, "energy_table": table.name,
+        "dram_counts": "cycle engine" if args.engine == "cycle" else "compulsory (each operand once per GEMM)",
+        **memory_meta(array), **array_area(array, table).as_dict(),
+    }
+    if array.clock_hz is not None:
+        meta["clock_ghz"] = array.clock_hz / 1e9
+        total = frame.loc[frame["op"] == "TOTAL"].iloc[0]
+        meta["seconds_per_iteration"] = float(total["cycles"]) / array.clock_hz
+        meta["average_power_w"] = float(total["energy_pj"]) * 1e-12 / meta["seconds_per_iteration"]  # type: ignore[operator]
+    emit(render(frame, args.format, precision=args.precision, meta=meta), args)
+    return 0
+
+
+COMMAND = Command("energy", "energy of one training iteration by part and op, and the array's area",
+                  add_arguments, run)

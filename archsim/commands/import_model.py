@@ -1,0 +1,40 @@
+"""``archsim import``: a user's model (ONNX, or any NETWORK archsim reads) → archsim's topology CSV.
+
+The CSV holds one row per layer, per sample (the batch is applied when costing), with ``Inputs``
+for branches; skipped ONNX nodes are listed on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from archsim.cli import Command
+from archsim.commands.common import add_onnx_arguments, onnx_options
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", metavar="MODEL", help="an .onnx file (or any NETWORK: CSV path, shipped name)")
+    parser.add_argument("-o", "--out", default=None, metavar="OUT.csv",
+                        help="write the topology CSV here (atomically; default stdout)")
+    add_onnx_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from archsim.outputs import atomic_write_text
+    from archsim.workload import load_network
+    from archsim.workload.builders import to_csv
+
+    network = load_network(args.model, **onnx_options(args))
+    for note in network.notes:
+        print(f"archsim: note: {note}", file=sys.stderr)
+    text = to_csv(network)
+    if args.out:
+        path = atomic_write_text(args.out, text)
+        print(f"wrote {path} ({len(network.layers)} layers, {network.parameter_count:,} parameters)", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+COMMAND = Command("import", "convert a model (ONNX) to archsim's topology CSV", add_arguments, run)

@@ -1,0 +1,166 @@
+"""``archsim schedule`` on per-stage costs without a network (the zero-bubble paper's setting).
+
+    archsim schedule --stages 8 --stage-times 18.522,18.086,9.337 --comm 0.601 --microbatches 24 \\
+        --policy zb-h1 --format json
+    archsim schedule --stage-profile stages.csv --microbatches 24 --policy zb-2p
+    archsim schedule --stages 4 --stage-times 1,1,1 --microbatches 8 --torch-schedule ScheduleInterleaved1F1B
+    archsim schedule --stages 4 --stage-times 1,1,1 --schedule-csv-in order.csv
+
+Reports makespan, cost (the longest rank span), bubble_rate ((cost − work)/cost, the paper's
+§5.3) and the peak activation memory of every rank (``;``-separated, rank 0 first).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import pandas as pd
+
+from archsim.errors import InputError
+
+STAGE_POLICIES = ("1f1b", "interleaved-1f1b", "zb-h1", "zb-h2", "zb-1p", "zb-2p", "interleaved-zb", "zb-v",
+                  "dualpipev", "gpipe", "looped-bfs", "zb-1p-exact", "zb-2p-exact")
+STAGE_ONLY = ("looped-bfs", "zb-1p-exact", "zb-2p-exact")  # the others also run on a NETWORK's layers
+
+
+def add_stage_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("per-stage costs (no NETWORK)")
+    group.add_argument("--stages", type=int, default=None, metavar="P", help="devices (pipeline stages)")
+    group.add_argument("--stage-times", default=None, metavar="F,B,W",
+                       help="forward, backward-input and backward-weight time of every stage")
+    group.add_argument("--comm", type=float, default=0.0, metavar="C", help="per-hop transfer time (T_comm)")
+    group.add_argument("--stage-memory", default="1,0.4", metavar="M_B,M_W",
+                       help="activation memory of a micro-batch and the part kept until W (default 1,0.4: "
+                            "M_W/M_B of the zero-bubble paper's GPT layers, 32h/(34h + 5as) = 0.37-0.43)")
+    group.add_argument("--stage-profile", default=None, metavar="FILE.csv",
+                       help="per-stage forward,backward_input,backward_weight"
+                            "[,comm,activation_bytes,weight_bytes,send_bytes]")
+    group.add_argument("--link-bandwidth", type=float, default=None, metavar="BYTES",
+                       help="bytes per time unit of a link between ranks: a hop takes comm + send_bytes/BYTES "
+                            "(send_bytes from --stage-profile)")
+    group.add_argument("--torch-schedule", default=None, metavar="NAME",
+                       help="simulate a torch.distributed.pipelining schedule class's order (e.g. Schedule1F1B)")
+    group.add_argument("--schedule-csv-in", default=None, metavar="FILE.csv",
+                       help="simulate an action order in torch's CSV layout")
+    group.add_argument("--torch-steps", action="store_true",
+                       help="with --schedule-csv-in of a schedule with SEND/RECV actions (torch's compute_comms "
+                            "CSV): count steps as torch's dry-run simulator does")
+
+
+def stage_mode(args: argparse.Namespace) -> bool:
+    return args.torch_steps or any(getattr(args, name) is not None for name in (
+        "stages", "stage_times", "stage_profile", "torch_schedule", "schedule_csv_in"))
+
+
+def _numbers(text: str, count: int, flag: str) -> list[float]:
+    try:
+        values = [float(x) for x in text.split(",")]
+    except ValueError:
+        raise InputError(f"expected {count} comma-separated numbers, got {text!r}", field=flag) from None
+    if len(values) != count:
+        raise InputError(f"expected {count} comma-separated numbers, got {text!r}", field=flag)
+    return values
+
+
+def profile_from_args(args: argparse.Namespace):
+    from archsim.policies.stage_profile import StageProfile, read_stage_profile
+
+    if args.stage_profile:
+        if args.stage_times or args.stages:
+            raise InputError("give --stage-profile or --stages with --stage-times, not both", field="stage-profile")
+        return read_stage_profile(args.stage_profile, args.link_bandwidth)
+    if args.stages is None and args.processors is not None:
+        args.stages = args.processors  # --processors P means the same as --stages P here
+    if args.stages is None or not args.stage_times:
+        raise InputError("per-stage mode needs --stages P and --stage-times F,B,W (or --stage-profile)",
+                         field="stage-times")
+    if args.stages <= 0:
+        raise InputError(f"--stages must be positive, got {args.stages}", field="stages")
+    if args.link_bandwidth is not None:
+        raise InputError("--link-bandwidth needs send_bytes per stage: give them in --stage-profile",
+                         field="link-bandwidth")
+    f, b, w = _numbers(args.stage_times, 3, "stage-times")
+    mb, mw = _numbers(args.stage_memory, 2, "stage-memory")
+    return StageProfile.uniform(args.stages, f, b, w, args.comm, mb, mw)
+
+
+def run_stages(args: argparse.Namespace) -> int:
+    from archsim.commands.common import emit
+    from archsim.outputs import atomic_write_text, render
+    from archsim.policies import stage_orders as so
+    from archsim.policies.stage_run import run_order
+    from archsim.policies.zero_bubble import published_run
+
+    if args.network:
+        raise InputError("per-stage mode (--stages, --stage-profile, ...) takes no NETWORK", field="network")
+    if args.torch_steps:
+        return _torch_steps(args)
+    profile = profile_from_args(args)
+    p, m = profile.stages, args.microbatches
+    if args.schedule_csv_in or args.torch_schedule:
+        if args.schedule_csv_in and args.torch_schedule:
+            raise InputError("give --torch-schedule or --schedule-csv-in, not both", field="torch-schedule")
+        if args.torch_schedule:
+            args.torch_schedule = so.torch_schedule_name(args.torch_schedule)
+            order = so.published_order(args.torch_schedule, p, m, args.chunks)
+        else:
+            order = so.read_order_csv(args.schedule_csv_in)
+            if len(order.ranks) != p:
+                raise InputError(f"{args.schedule_csv_in}: {len(order.ranks)} ranks, but the profile has {p} stages",
+                                 field="stages")
+            m = order.microbatches
+        run = run_order(order, profile.on_ranks(order.rank_of_stage()))
+        name = args.torch_schedule or order.name
+    else:
+        policy = args.policy or "1f1b"
+        if policy not in STAGE_POLICIES:
+            raise InputError(f"policy {policy!r} needs a NETWORK; per-stage policies: {', '.join(STAGE_POLICIES)}",
+                             field="policy")
+        if policy.endswith("-exact"):
+            from archsim.policies.zb_exact import zb_optimal_order
+
+            if isinstance(profile.comm, tuple):
+                raise InputError(f"{policy} takes one T_comm for every hop", field="comm")
+            order = zb_optimal_order(profile.forward, profile.backward_input, profile.backward_weight, profile.comm,
+                                     m, 1 if policy == "zb-1p-exact" else 2, profile.activation,
+                                     profile.weight_memory)
+            run = run_order(order, profile)
+        elif policy in ("gpipe", "looped-bfs"):
+            chunks = args.chunks if policy == "looped-bfs" else 1
+            run = run_order(so.published_order(policy, p, m, chunks), profile.chunked(chunks))
+        else:
+            run = published_run(profile, m, policy, args.chunks)
+        name = policy
+    row = {"policy": name, "stages": p, "microbatches": m, **run.metrics()}
+    meta = {"unit": "the stage times' unit", "comm": str(profile.comm),
+            "bubble_rate": "(longest rank span - busiest rank's work) / longest rank span"}
+    if args.schedule_csv:
+        atomic_write_text(args.schedule_csv, so.order_csv(run.order))
+    if args.gantt or args.trace:
+        from archsim.commands.common import write_timeline_outputs
+
+        csv_path, args.schedule_csv = args.schedule_csv, None
+        write_timeline_outputs(args, run.timeline, f"{name}: {p} stages, {m} micro-batches")
+        args.schedule_csv = csv_path
+    emit(render(pd.DataFrame([row]), args.format, precision=args.precision, meta=meta), args)
+    return 0
+
+
+def _torch_steps(args: argparse.Namespace) -> int:
+    """Steps of torch's dry-run simulator for a compute_comms CSV (no costs needed)."""
+    from pathlib import Path
+
+    from archsim.commands.common import emit
+    from archsim.outputs import render
+    from archsim.policies.torch_steps import parse_comm_schedule, torch_steps
+
+    if not args.schedule_csv_in:
+        raise InputError("--torch-steps needs --schedule-csv-in FILE with SEND/RECV actions", field="torch-steps")
+    try:
+        text = Path(args.schedule_csv_in).read_text()
+    except OSError as error:
+        raise InputError(f"cannot read ({error.strerror})", file=args.schedule_csv_in) from None
+    ranks = parse_comm_schedule(text, args.schedule_csv_in)
+    row = {"schedule": Path(args.schedule_csv_in).stem, "ranks": len(ranks), "steps": torch_steps(ranks)}
+    emit(render(pd.DataFrame([row]), args.format, precision=args.precision, meta={"unit": "torch dry-run steps"}), args)
+    return 0

@@ -1,0 +1,13 @@
+"""Energy and area of training on systolic arrays: per-access tables with published sources
+(:mod:`.table`), event counts × energies per op and iteration (:mod:`.model`), PE and SRAM area
+(:mod:`.area`)."""
+
+from archsim.energy.area import Area, array_area
+from archsim.energy.model import (COUNTS, ENERGY_COLUMNS, energy_of, gemm_counts, iteration_energy, layer_energy,
+                                  op_counts, op_energy)
+from archsim.energy.table import (DEFAULT_TABLE, AccessEnergies, EnergyTable, access_energies, load_table,
+                                  read_cfg_energy, with_overrides)
+
+__all__ = ["Area", "array_area", "COUNTS", "ENERGY_COLUMNS", "energy_of", "gemm_counts", "iteration_energy",
+           "layer_energy", "op_counts", "op_energy", "DEFAULT_TABLE", "AccessEnergies", "EnergyTable",
+           "access_energies", "load_table", "read_cfg_energy", "with_overrides"]

@@ -1,0 +1,169 @@
+"""Energy of training ops on a systolic array: event counts × per-event energies.
+
+Counts come from the cost engines archsim already has; this module only names the events and
+multiplies, so energy is linear in every count by construction. Per GEMM out[M×N] = A[M×K]·B[K×N]:
+
+* ``macs`` = M·K·N, each one MAC (the multiplier and its accumulating adder).
+* ``register_words``: operand movement inside the array. Each MAC moves two words one PE hop
+  through a pipeline register (ws: the ifmap word right, the partial sum down; os: ifmap right and
+  filter down; is: filter and partial sum), and every word of the stationary operand passes one
+  register on its way in (ws: K·N filter words; is: M·K ifmap words) or out (os: M·N outputs):
+  2·MACs + stationary words.
+* SRAM reads and writes per operand. Reads into the array are SCALE-Sim's demand counts
+  (:func:`~archsim.array.analytic.gemm_cost`, with the true M·N ofmap count for os). The ofmap SRAM
+  is read back to accumulate every partial sum written before the last reduction fold (writes − M·N)
+  and read once more for every word drained to DRAM; the ifmap and filter SRAMs are written once for
+  every word filled from DRAM.
+* DRAM words per operand. ``engine="cycle"``: what the cycle engine counts (SCALE-Sim's USER-mode
+  DRAM traffic for the array's SRAMs and bandwidth). ``engine="analytic"``: compulsory traffic —
+  A and B read once, out written once — the floor any SRAM size reaches.
+* Vector-unit work: one add per element (pooling, element-wise and batch-norm layers).
+* Leakage: (PE leakage × PEs + SRAM leakage × KiB) × the op's cycles / clock, when the table has
+  leakage (it needs a clock then).
+
+Energies are pJ. An op's energy is the sum over its GEMMs (× their ``count``) and vector work,
+so a δ split into D1/D2 sub-GEMMs is costed as what it is, never as a share of δ.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from archsim.array.analytic import gemm_cost
+from archsim.array.config import ArrayConfig
+from archsim.array.costing import _check_engine, flatten_gemms, op_cycles
+from archsim.array.cycle import simulate_cached
+from archsim.energy.table import AccessEnergies, access_energies
+from archsim.errors import InputError
+from archsim.lowering import LoweredLayer, Mode, TrainingOp, lower_network
+from archsim.workload.layer import Network
+
+COUNTS = ("macs", "register_words", "ifmap_sram_reads", "filter_sram_reads", "ofmap_sram_reads",
+          "ifmap_sram_writes", "filter_sram_writes", "ofmap_sram_writes", "ifmap_dram_reads", "filter_dram_reads",
+          "ofmap_dram_writes", "vector_elements")
+# energy column → (per-event figure of AccessEnergies, counts it multiplies)
+PARTS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "mac_pj": ("mac_pj", ("macs",)),
+    "register_pj": ("register_pj", ("register_words",)),
+    "ifmap_sram_read_pj": ("ifmap_read_pj", ("ifmap_sram_reads",)),
+    "filter_sram_read_pj": ("filter_read_pj", ("filter_sram_reads",)),
+    "ofmap_sram_read_pj": ("ofmap_read_pj", ("ofmap_sram_reads",)),
+    "ifmap_sram_write_pj": ("ifmap_write_pj", ("ifmap_sram_writes",)),
+    "filter_sram_write_pj": ("filter_write_pj", ("filter_sram_writes",)),
+    "ofmap_sram_write_pj": ("ofmap_write_pj", ("ofmap_sram_writes",)),
+    "dram_read_pj": ("dram_read_pj", ("ifmap_dram_reads", "filter_dram_reads")),
+    "dram_write_pj": ("dram_write_pj", ("ofmap_dram_writes",)),
+    "vector_pj": ("vector_pj", ("vector_elements",)),
+}
+ENERGY_COLUMNS = (*PARTS, "leakage_pj", "energy_pj")
+
+
+def gemm_counts(m: np.ndarray, k: np.ndarray, n: np.ndarray, array: ArrayConfig,
+                engine: str = "analytic") -> dict[str, np.ndarray]:
+    """Event counts (words of the array's element size) of each GEMM out[m×n] = A[m×k]·B[k×n]."""
+    _check_engine(engine)
+    m, k, n = (np.asarray(x, dtype=np.int64) for x in (m, k, n))
+    cost = gemm_cost(m, k, n, array.rows, array.cols, array.dataflow, ofmap_count="true")
+    if engine == "cycle":
+        shapes, inverse = np.unique(np.stack([m, k, n], axis=1), axis=0, return_inverse=True)
+        traffic = np.array([[r.ifmap_dram_reads, r.filter_dram_reads, r.ofmap_dram_writes]
+                            for r in (simulate_cached(a, b, c, array) for a, b, c in shapes.tolist())],
+                           dtype=np.int64).reshape(-1, 3)[inverse.reshape(-1)]
+        ifmap_dram, filter_dram, ofmap_dram = traffic.T
+    else:
+        ifmap_dram, filter_dram, ofmap_dram = m * k, k * n, m * n
+    stationary = {"ws": k * n, "is": m * k, "os": m * n}[array.dataflow]
+    return {
+        "macs": cost.macs,
+        "register_words": 2 * cost.macs + stationary,
+        "ifmap_sram_reads": cost.ifmap_sram_reads,
+        "filter_sram_reads": cost.filter_sram_reads,
+        "ofmap_sram_reads": cost.ofmap_sram_writes - m * n + ofmap_dram,
+        "ifmap_sram_writes": np.asarray(ifmap_dram),
+        "filter_sram_writes": np.asarray(filter_dram),
+        "ofmap_sram_writes": cost.ofmap_sram_writes,
+        "ifmap_dram_reads": np.asarray(ifmap_dram),
+        "filter_dram_reads": np.asarray(filter_dram),
+        "ofmap_dram_writes": np.asarray(ofmap_dram),
+    }
+
+
+def op_counts(ops: Sequence[TrainingOp], array: ArrayConfig, engine: str = "analytic") -> pd.DataFrame:
+    """One row per op: layer, op kind, cycles and every event count of :data:`COUNTS`."""
+    owner, m, k, n, count = flatten_gemms(ops)
+    totals = {name: np.zeros(len(ops), dtype=np.int64) for name in COUNTS}
+    if owner.size:
+        for name, values in gemm_counts(m, k, n, array, engine).items():
+            np.add.at(totals[name], owner, values * count)
+    totals["vector_elements"] = np.asarray([op.vector_elements for op in ops], dtype=np.int64)
+    frame = pd.DataFrame({"layer": [op.layer for op in ops], "op": [op.kind for op in ops],
+                          "cycles": op_cycles(ops, array, engine)})
+    for name in COUNTS:
+        frame[name] = totals[name]
+    return frame
+
+
+def static_power_mw(energies: AccessEnergies, array: ArrayConfig) -> float:
+    """Leakage power of one array (mW): its PEs and the KiB of its three SRAMs."""
+    return energies.pe_leakage_mw * array.pes + energies.sram_leakage_mw_per_kib * (
+        array.ifmap_sram_kb + array.filter_sram_kb + array.ofmap_sram_kb)
+
+
+def energy_of(counts: pd.DataFrame, energies: AccessEnergies, array: ArrayConfig) -> pd.DataFrame:
+    """Energy (pJ) of each row of ``counts`` (columns :data:`COUNTS` and ``cycles``), by part."""
+    out = pd.DataFrame(index=counts.index)
+    for column, (figure, names) in PARTS.items():
+        events = sum(counts[name].to_numpy(dtype=np.float64) for name in names)
+        out[column] = events * getattr(energies, figure)
+    static_mw = static_power_mw(energies, array)
+    if static_mw > 0 and array.clock_hz is None:
+        raise InputError("leakage needs the array's clock (--clock-ghz or [archsim] ClockGHz)", field="clock-ghz")
+    seconds = counts["cycles"].to_numpy(dtype=np.float64) / (array.clock_hz or 1.0)
+    out["leakage_pj"] = static_mw * seconds * 1e9 if static_mw > 0 else 0.0  # mW·s = 1e9 pJ
+    out["energy_pj"] = out[list(PARTS) + ["leakage_pj"]].sum(axis=1)
+    return out
+
+
+def op_energy(ops: Sequence[TrainingOp], array: ArrayConfig, energies: AccessEnergies | None = None,
+              engine: str = "analytic") -> pd.DataFrame:
+    """Per op: counts (:func:`op_counts`) then energy by part (:data:`ENERGY_COLUMNS`, pJ)."""
+    counts = op_counts(ops, array, engine)
+    return pd.concat([counts, energy_of(counts, energies or access_energies(array), array)], axis=1)
+
+
+def layer_energy(lowered: Sequence[LoweredLayer], array: ArrayConfig, energies: AccessEnergies | None = None,
+                 engine: str = "analytic") -> pd.DataFrame:
+    """Per layer: F, G, D energy (pJ, a split δ's D1 + D2 under D) and the total."""
+    ops = [op for item in lowered for op in item.ops]
+    per_op = op_energy(ops, array, energies, engine)
+    rows = []
+    position = 0
+    for item in lowered:
+        row = {"layer": item.layer.name, "F_energy_pj": 0.0, "G_energy_pj": 0.0, "D_energy_pj": 0.0}
+        for op in item.ops:
+            row[f"{op.kind[0]}_energy_pj"] += float(per_op["energy_pj"].iloc[position])
+            position += 1
+        row["energy_pj"] = row["F_energy_pj"] + row["G_energy_pj"] + row["D_energy_pj"]
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["layer", "F_energy_pj", "G_energy_pj", "D_energy_pj", "energy_pj"])
+
+
+def iteration_energy(network: Network, array: ArrayConfig, batch: int, mode: Mode = "paper",
+                     engine: str = "analytic", energies: AccessEnergies | None = None,
+                     microbatches: int = 1) -> pd.DataFrame:
+    """Energy of one training iteration by part and op kind: one row per kind (F, G, D) and a TOTAL.
+
+    With ``microbatches`` M the batch runs as M micro-batches of batch / M (which must divide), so
+    every GEMM is M times a smaller one — fold and fill effects included."""
+    if batch % microbatches:
+        raise InputError(f"micro-batches ({microbatches}) must divide the batch ({batch})", field="microbatches")
+    lowered = lower_network(network, batch // microbatches, mode, array.element_bytes)
+    per_op = op_energy([op for item in lowered for op in item.ops], array, energies, engine)
+    numeric = ["cycles", *COUNTS, *ENERGY_COLUMNS]
+    per_op[numeric] = per_op[numeric] * microbatches
+    by_kind = per_op.groupby(per_op["op"].str[0], sort=False)[numeric].sum()
+    by_kind.loc["TOTAL"] = by_kind.sum()
+    return by_kind.reset_index(names="op")

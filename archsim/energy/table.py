@@ -1,0 +1,238 @@
+"""Per-access energy tables: read a documented table file, resolve it for one array.
+
+A table (``configs/energy/*.toml``, shipped as ``archsim.configs``) gives per-operation energies
+and areas with their published sources. :func:`access_energies` turns it into the flat per-event
+figures one :class:`~archsim.array.config.ArrayConfig` costs with — MAC and register energy at its
+element width, SRAM access energy at each operand's capacity — and a ``.cfg``'s ``[energy]``
+section can override any of those figures by name (:func:`read_cfg_energy`).
+"""
+
+from __future__ import annotations
+
+import configparser
+import math
+import tomllib
+from dataclasses import dataclass, fields, replace
+from importlib import resources
+from pathlib import Path
+
+from archsim.array.config import ArrayConfig
+from archsim.errors import InputError
+
+DEFAULT_TABLE = "horowitz45"
+
+
+def _energy_dir():
+    """``configs/energy/`` as installed (package ``archsim.configs``), or beside the package in a checkout."""
+    try:
+        return resources.files("archsim.configs").joinpath("energy")
+    except ModuleNotFoundError:  # editable installs put the repo root on sys.path, not the mapping
+        return Path(__file__).resolve().parents[2] / "configs" / "energy"
+
+
+@dataclass(frozen=True)
+class EnergyTable:
+    """One table file's figures (pJ, µm², mW), keyed by element bytes where they depend on width."""
+
+    name: str
+    source: str
+    mac_pj: dict[int, float]
+    mac_um2: dict[int, float]
+    vector_pj: dict[int, float]
+    register_pj_per_bit: float
+    register_um2_per_bit: float
+    registers_per_pe: int
+    sram_access_bits: int
+    sram_capacity_kib: tuple[float, ...]
+    sram_read_pj: tuple[float, ...]
+    sram_write_factor: float
+    sram_cell_um2: float
+    sram_area_efficiency: float
+    dram_pj_per_bit: float
+    pe_leakage_mw: float
+    sram_leakage_mw_per_kib: float
+
+    def sram_access_pj(self, capacity_kib: float) -> float:
+        """Energy (pJ) of one ``sram_access_bits`` read of an SRAM of ``capacity_kib``: log-log
+        interpolation between the table's points, extrapolated along the end segments."""
+        xs = [math.log(x) for x in self.sram_capacity_kib]
+        ys = [math.log(y) for y in self.sram_read_pj]
+        x = math.log(capacity_kib)
+        if len(xs) == 1:
+            return self.sram_read_pj[0] * math.sqrt(capacity_kib / self.sram_capacity_kib[0])
+        segment = 0
+        while segment < len(xs) - 2 and x > xs[segment + 1]:
+            segment += 1
+        x0, x1, y0, y1 = xs[segment], xs[segment + 1], ys[segment], ys[segment + 1]
+        return math.exp(y0 + (y1 - y0) * (x - x0) / (x1 - x0))
+
+    def at_width(self, element_bytes: int, what: str) -> tuple[float, float, float]:
+        """(MAC pJ, MAC µm², vector pJ) at ``element_bytes``; an error names the missing width."""
+        if element_bytes not in self.mac_pj or element_bytes not in self.vector_pj:
+            widths = ", ".join(str(w) for w in sorted(self.mac_pj))
+            raise InputError(f"energy table {self.name!r} has no {element_bytes}-byte figures (it has {widths}); "
+                             f"needed for {what}", field="element_bytes")
+        return self.mac_pj[element_bytes], self.mac_um2[element_bytes], self.vector_pj[element_bytes]
+
+
+@dataclass(frozen=True)
+class AccessEnergies:
+    """Energy per event for one array (pJ per word of its element size; leakage in mW).
+
+    ``ifmap/filter/ofmap`` name the SRAM operands as SCALE-Sim does (A, B and out of the GEMM).
+    """
+
+    table: str
+    mac_pj: float
+    vector_pj: float
+    register_pj: float
+    ifmap_read_pj: float
+    filter_read_pj: float
+    ofmap_read_pj: float
+    ifmap_write_pj: float
+    filter_write_pj: float
+    ofmap_write_pj: float
+    dram_read_pj: float
+    dram_write_pj: float
+    pe_leakage_mw: float
+    sram_leakage_mw_per_kib: float
+
+
+OVERRIDABLE = tuple(f.name for f in fields(AccessEnergies) if f.name != "table")
+
+
+def _number(value: object, where: str, file: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise InputError(f"expected a non-negative number, got {value!r}", file=file, field=where)
+    return float(value)
+
+
+def _widths(section: object, key: str, file: str) -> dict[int, float]:
+    if not isinstance(section, dict) or not section:
+        raise InputError("expected a table keyed by element bytes", file=file, field=key)
+    out = {}
+    for width, value in section.items():
+        if not str(width).isdigit() or int(width) <= 0:
+            raise InputError(f"expected element bytes as keys, got {width!r}", file=file, field=key)
+        out[int(width)] = _number(value, f"{key}.{width}", file)
+    return out
+
+
+def load_table(name_or_path: str | Path = DEFAULT_TABLE) -> EnergyTable:
+    """A shipped table by name (``horowitz45``) or a ``.toml`` file of the same layout."""
+    text_path = str(name_or_path)
+    if text_path.endswith(".toml") or Path(text_path).is_file():
+        path = Path(text_path)
+        if not path.is_file():
+            raise InputError("energy table not found", file=text_path)
+        raw_text, file = path.read_text(encoding="utf-8"), text_path
+    else:
+        shipped = _energy_dir().joinpath(f"{text_path}.toml")
+        if not shipped.is_file():
+            raise InputError(f"unknown energy table {text_path!r} (give a shipped name such as {DEFAULT_TABLE} "
+                             "or a .toml path)", field="energy-table")
+        raw_text, file = shipped.read_text(encoding="utf-8"), f"{text_path}.toml"
+    try:
+        data = tomllib.loads(raw_text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"not valid TOML ({exc})", file=file) from None
+    try:
+        mac = data["mac"]
+        sram, register, leakage = data["sram"], data["register"], data.get("leakage", {})
+        capacity = tuple(_number(x, "sram.capacity_kib", file) for x in sram["capacity_kib"])
+        read = tuple(_number(x, "sram.read_pj", file) for x in sram["read_pj"])
+        if not capacity or len(capacity) != len(read) or list(capacity) != sorted(set(capacity)) or min(capacity) <= 0 \
+                or min(read) <= 0:
+            raise InputError("capacity_kib and read_pj need equal lengths, increasing positive capacities and "
+                             "positive energies", file=file, field="sram")
+        if not isinstance(mac, dict):
+            raise InputError("expected a table keyed by element bytes", file=file, field="mac")
+        return EnergyTable(
+            name=str(data.get("name", Path(file).stem)), source=str(data.get("source", "")),
+            mac_pj=_widths({w: v["pj"] for w, v in mac.items()}, "mac", file),
+            mac_um2=_widths({w: v["um2"] for w, v in mac.items()}, "mac", file),
+            vector_pj=_widths(data["vector"], "vector", file),
+            register_pj_per_bit=_number(register["pj_per_bit"], "register.pj_per_bit", file),
+            register_um2_per_bit=_number(register["um2_per_bit"], "register.um2_per_bit", file),
+            registers_per_pe=int(_number(register["per_pe"], "register.per_pe", file)),
+            sram_access_bits=int(_number(sram["access_bits"], "sram.access_bits", file)) or 64,
+            sram_capacity_kib=capacity, sram_read_pj=read,
+            sram_write_factor=_number(sram["write_factor"], "sram.write_factor", file),
+            sram_cell_um2=_number(sram["cell_um2"], "sram.cell_um2", file),
+            sram_area_efficiency=_number(sram["area_efficiency"], "sram.area_efficiency", file) or 1.0,
+            dram_pj_per_bit=_number(data["dram"]["pj_per_bit"], "dram.pj_per_bit", file),
+            pe_leakage_mw=_number(leakage.get("pe_mw", 0.0), "leakage.pe_mw", file),
+            sram_leakage_mw_per_kib=_number(leakage.get("sram_mw_per_kib", 0.0), "leakage.sram_mw_per_kib", file),
+        )
+    except KeyError as exc:
+        raise InputError("missing key", file=file, field=str(exc.args[0])) from None
+    except (TypeError, AttributeError):
+        raise InputError("malformed table (see configs/energy/horowitz45.toml for the layout)", file=file) from None
+
+
+def access_energies(array: ArrayConfig, table: EnergyTable | None = None,
+                    overrides: dict[str, float] | None = None) -> AccessEnergies:
+    """Per-event energies of ``array`` from ``table`` (default :data:`DEFAULT_TABLE`), then ``overrides``."""
+    table = table or load_table()
+    mac_pj, _, vector_pj = table.at_width(array.element_bytes, "the energy model")
+    bits = 8 * array.element_bytes
+
+    def sram(kib: int) -> float:
+        return table.sram_access_pj(kib) * bits / table.sram_access_bits
+
+    reads = [sram(kb) for kb in (array.ifmap_sram_kb, array.filter_sram_kb, array.ofmap_sram_kb)]
+    energies = AccessEnergies(
+        table=table.name, mac_pj=mac_pj, vector_pj=vector_pj, register_pj=table.register_pj_per_bit * bits,
+        ifmap_read_pj=reads[0], filter_read_pj=reads[1], ofmap_read_pj=reads[2],
+        ifmap_write_pj=reads[0] * table.sram_write_factor, filter_write_pj=reads[1] * table.sram_write_factor,
+        ofmap_write_pj=reads[2] * table.sram_write_factor,
+        dram_read_pj=table.dram_pj_per_bit * bits, dram_write_pj=table.dram_pj_per_bit * bits,
+        pe_leakage_mw=table.pe_leakage_mw, sram_leakage_mw_per_kib=table.sram_leakage_mw_per_kib,
+    )
+    return with_overrides(energies, overrides or {})
+
+
+def with_overrides(energies: AccessEnergies, overrides: dict[str, float], file: str | None = None) -> AccessEnergies:
+    """``energies`` with the named figures replaced; an unknown name is an error naming it."""
+    for key, value in overrides.items():
+        if key not in OVERRIDABLE:
+            raise InputError(f"unknown energy figure; choose from {', '.join(OVERRIDABLE)}", file=file, field=key)
+        _number(value, key, file or "")
+    return replace(energies, **{k: float(v) for k, v in overrides.items()})
+
+
+@dataclass(frozen=True)
+class CfgEnergy:
+    """A ``.cfg``'s ``[energy]`` section: the table to use (None: default) and figure overrides."""
+
+    table: str | None
+    overrides: dict[str, float]
+
+
+def read_cfg_energy(path: str | Path) -> CfgEnergy:
+    """The optional ``[energy]`` section of a SCALE-Sim ``.cfg`` (SCALE-Sim never reads it):
+    ``table = NAME|PATH.toml`` (a path relative to the .cfg) and any of :data:`OVERRIDABLE`."""
+    file = str(path)
+    parser = configparser.ConfigParser()
+    try:
+        parser.read_string(Path(path).read_text(encoding="utf-8"), source=file)
+    except (OSError, configparser.Error, UnicodeDecodeError) as exc:
+        raise InputError(f"not a readable .cfg file ({exc.__class__.__name__})", file=file) from None
+    if not parser.has_section("energy"):
+        return CfgEnergy(None, {})
+    table, overrides = None, {}
+    for key, raw in parser["energy"].items():
+        if key == "table":
+            value = raw.strip()
+            relative = Path(path).parent / value
+            table = str(relative) if value.endswith(".toml") and relative.is_file() else value
+            continue
+        try:
+            overrides[key] = float(raw)
+        except ValueError:
+            raise InputError(f"expected a number, got {raw!r}", file=file, field=key) from None
+    with_overrides(_ZERO, overrides, file)  # validate names and values here, with the file named
+    return CfgEnergy(table, overrides)
+
+
+_ZERO = AccessEnergies("", *([0.0] * len(OVERRIDABLE)))

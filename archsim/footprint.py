@@ -1,0 +1,155 @@
+"""Memory per processor of a pipelined training run: weights (with stashed weight versions),
+stashed activations as the schedule really holds them, gradients, optimizer state, and the peak.
+
+Everything is read from a simulated :class:`~archsim.sim.timeline.Timeline` whose op slots carry
+``kind`` and ``microbatch`` tags (and ``layer`` or ``stage``), so the figures follow the schedule
+that ran — GPipe's fill-drain, 1F1B, LayerPipe's δ-first, zero-bubble's split backward — rather
+than a formula per schedule:
+
+* **Stashed activations.** A micro-batch's stash on a processor lives from the start of its first
+  forward op there to the end of the last op of the ``release`` kinds there (``G`` for the
+  partition pipelines: G reads the layer's input activation; ``B`` or ``W`` for zero-bubble's
+  split/fused backward, as that paper counts M_B). The peak over time of the stashed bytes is
+  ``peak_activation_bytes``; the peak count of micro-batches in flight is ``peak_in_flight``.
+* **Weight versions.** A weight-stashing schedule (PipeDream's 1F1B, LayerPipe) keeps one weight
+  version per micro-batch in flight (the backward must use the weights its forward used), so
+  versions = ``peak_in_flight`` — PipeDream's S − s + 1, which the training DFG derives as its
+  stash depth (tests check both agree). GPipe flushes and keeps one version.
+* **Gradients**: one accumulated weight-gradient buffer of the weights' size. **Optimizer state**:
+  ``optimizer_states`` × the weights (SGD 0, momentum 1, Adam 2: its two moments).
+
+Peak = weights × versions + gradients + optimizer state + peak stashed activations — an upper
+bound on the sum of peaks at different instants that the weights terms do not change over time.
+Bytes throughout. The partitioners are untouched: :func:`check_capacity` is the constraint a
+partitioner or CLI applies to a plan's footprint.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+import pandas as pd
+
+from archsim.errors import InputError
+from archsim.partition.profile import LayerProfile
+from archsim.partition.result import Partition
+from archsim.sim.timeline import Timeline
+
+OPTIMIZER_STATES = {"sgd": 0, "momentum": 1, "adam": 2}
+
+
+@dataclass(frozen=True)
+class StashProfile:
+    """What a schedule holds on one processor: peak stashed bytes and peak micro-batches in flight."""
+
+    peak_activation_bytes: int
+    peak_in_flight: int
+
+
+@dataclass(frozen=True)
+class ProcessorMemory:
+    """Bytes one processor holds during training (see the module docstring)."""
+
+    processor: str
+    weight_bytes: int
+    weight_versions: int
+    gradient_bytes: int
+    optimizer_bytes: int
+    peak_activation_bytes: int
+    peak_in_flight: int
+
+    @property
+    def peak_bytes(self) -> int:
+        return (self.weight_bytes * self.weight_versions + self.gradient_bytes + self.optimizer_bytes
+                + self.peak_activation_bytes)
+
+
+def _tags(timeline: Timeline) -> dict[str, dict[str, object]]:
+    if timeline.problem is None:
+        raise ValueError("the footprint needs the Timeline's problem (its ops' tags)")
+    return {op.id: dict(op.tags) for op in timeline.problem.ops}  # type: ignore[arg-type]
+
+
+def stash_profile(timeline: Timeline, stash_bytes: Callable[[dict[str, object]], int],
+                  release: Iterable[str]) -> dict[str, StashProfile]:
+    """Per processor: the peak of stashed bytes and of micro-batches in flight over the timeline.
+
+    ``stash_bytes(tags)`` gives the bytes a forward op (kind ``F``) stashes; the stash of (processor,
+    stash key, micro-batch) is held from its forward's start to the end of the last ``release`` op
+    with the same key and micro-batch on that processor. The key is the op's ``layer`` tag, else its
+    ``stage``. At one instant frees apply before allocations (memory handed back is reusable).
+    """
+    tags = _tags(timeline)
+    release = set(release)
+    start: dict[tuple[str, object, object], float] = {}
+    end: dict[tuple[str, object, object], float] = {}
+    size: dict[tuple[str, object, object], int] = {}
+    for slot in timeline.slots:
+        tag = tags[slot.op]
+        key = (slot.processor, tag.get("layer", tag.get("stage")), tag.get("microbatch"))
+        if tag.get("kind") == "F":
+            start[key] = min(start.get(key, slot.start), slot.start)
+            size[key] = stash_bytes(tag)
+        elif tag.get("kind") in release:
+            end[key] = max(end.get(key, slot.end), slot.end)
+    events: dict[str, list[tuple[float, int, int, object]]] = defaultdict(list)
+    for key, begin in start.items():
+        if key not in end:
+            raise ValueError(f"forward {key} has no {'/'.join(sorted(release))} op on its processor to release it")
+        processor, _, microbatch = key
+        events[processor].append((begin, 1, size[key], microbatch))
+        events[processor].append((end[key], 0, -size[key], microbatch))
+    profiles = {p.name: StashProfile(0, 0) for p in timeline.problem.processors}  # type: ignore[union-attr]
+    for processor, items in events.items():
+        level = peak = in_flight = peak_in_flight = 0
+        live: dict[object, int] = defaultdict(int)  # micro-batch → its stashes held now
+        for _, opening, delta, microbatch in sorted(items, key=lambda e: (e[0], e[1])):
+            level += delta
+            before = live[microbatch]
+            live[microbatch] += 1 if opening else -1
+            in_flight += (live[microbatch] > 0) - (before > 0)
+            peak, peak_in_flight = max(peak, level), max(peak_in_flight, in_flight)
+        profiles[processor] = StashProfile(peak, peak_in_flight)
+    return profiles
+
+
+def partition_footprint(plan: Partition, profile: LayerProfile, timeline: Timeline, schedule: str,
+                        optimizer: str = "sgd") -> list[ProcessorMemory]:
+    """Memory of every stage's processor for a partition run under ``schedule`` (the timeline of
+    :func:`archsim.policies.pipeline.simulate_partition`). A stage's weights are its layers' plus
+    the weight slices LayerPipe ships with borrowed δ ops (their ``extra_bytes``); activations are
+    each layer's input tensor (``delta_bytes``: what its G reads), held until its G."""
+    if optimizer not in OPTIMIZER_STATES:
+        raise InputError(f"unknown optimizer {optimizer!r}; choose one of {', '.join(OPTIMIZER_STATES)}",
+                         field="optimizer")
+    index = {name: k for k, name in enumerate(profile.names)}
+    stash = stash_profile(timeline, lambda tag: int(profile.delta_bytes[index[str(tag["layer"])]]), ("G",))
+    rows = []
+    for stage in plan.stages:
+        processor = f"p{stage.index + 1}"
+        weights = sum(int(profile.weight_bytes[index[name]]) for name in stage.layers) + sum(
+            op.extra_bytes for op in stage.ops if op.borrowed and op.kind in ("D", "D2"))
+        held = stash.get(processor, StashProfile(0, 0))
+        versions = 1 if schedule == "gpipe" else max(1, held.peak_in_flight)
+        rows.append(ProcessorMemory(processor, weights, versions, weights, OPTIMIZER_STATES[optimizer] * weights,
+                                    held.peak_activation_bytes, held.peak_in_flight))
+    return rows
+
+
+def footprint_frame(memory: Iterable[ProcessorMemory]) -> pd.DataFrame:
+    """One row per processor, bytes, with the peak."""
+    return pd.DataFrame([{"processor": m.processor, "weight_bytes": m.weight_bytes, "weight_versions": m.weight_versions,
+                          "gradient_bytes": m.gradient_bytes, "optimizer_bytes": m.optimizer_bytes,
+                          "peak_activation_bytes": m.peak_activation_bytes, "peak_in_flight": m.peak_in_flight,
+                          "peak_bytes": m.peak_bytes} for m in memory])
+
+
+def check_capacity(memory: Iterable[ProcessorMemory], capacity_bytes: float | Mapping[str, float]) -> None:
+    """Raise :class:`InputError` naming the first processor whose peak exceeds its capacity."""
+    for item in memory:
+        limit = capacity_bytes[item.processor] if isinstance(capacity_bytes, Mapping) else capacity_bytes
+        if item.peak_bytes > limit:
+            raise InputError(f"processor {item.processor} needs {item.peak_bytes:,} bytes at its peak, over its "
+                             f"capacity of {int(limit):,}", field="capacity")

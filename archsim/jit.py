@@ -1,0 +1,33 @@
+"""Say once, on stderr, when a numba kernel is about to compile rather than load from its cache.
+
+The kernels are compiled with ``cache=True``: the first run after an install (or an edit of the
+kernel's module) compiles them — seconds to tens of seconds on a slow machine — and every later
+run loads machine code from the cache next to the module. Without a word that first run looks
+like a hang, so callers announce it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+_ANNOUNCED: set[str] = set()
+
+
+def will_compile(dispatcher) -> bool:
+    """True when calling ``dispatcher`` in this process compiles it: nothing compiled yet in this
+    process and no index of cached machine code on disk."""
+    if dispatcher.signatures:
+        return False
+    cache = getattr(dispatcher, "_cache", None)
+    index = getattr(getattr(cache, "_cache_file", None), "_index_path", None)
+    return index is None or not os.path.exists(index)
+
+
+def announce_compile(dispatcher, what: str) -> None:
+    """Print 'compiling …' to stderr, once per process and ``what``, when the kernel must compile."""
+    if what in _ANNOUNCED or not will_compile(dispatcher):
+        return
+    _ANNOUNCED.add(what)
+    print(f"archsim: compiling {what} with numba (once per install; later runs load it from the cache)…",
+          file=sys.stderr, flush=True)

@@ -1,0 +1,328 @@
+"""PipeDream's optimizer (Narayanan et al., SOSP'19 §3.1; the released
+``optimizer_graph_hierarchical.py``), giving its answer on its inputs.
+
+Over the antichain states s_0 … s_{n−1} (:mod:`archsim.partition.antichain`) and, per level of the
+machine hierarchy, N machines joined at bandwidth B, it computes
+
+    A(i, j, m) = min( T(i..j on m+1 replicas),
+                      min_{k ancestor of j, 1 ≤ m′ ≤ m} max( A(i, k, m − m′), T(k+1..j on m′), transfers ) )
+
+with T(x on r) = (compute + 4(r − 1)·params / (B·r) / W) / r (W: machines inside one machine of
+this level, the previous level's N; the all-reduce of a split stage leaves W out, as the released
+code does), transfers 2·a/(B·m′) of the bytes a crossing each cut (divided by the activation
+compression ratio; ignored when there is none, the CLI's default), and, with the memory
+constraint, a stage skipped when ⌈(N − r)/r⌉·(activations + params) exceeds the memory. Level ℓ+1
+reads level ℓ's A(·, ·, N_ℓ − 1) as its compute time. The final level needs only i = 0.
+
+Everything is the released code's arithmetic in its order, so ``time_per_stage`` equals its
+output; ties go to the first split in ascending state order and the fewest replicas, which is
+where the released code (whose ancestor order is a Python set's) usually lands. The split search
+is compiled (:mod:`archsim.partition.pipedream_kernel`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from archsim.errors import InputError
+from archsim.partition.antichain import AntichainStates
+from archsim.partition.pipedream_kernel import solve_splits
+from archsim.partition.profile import LayerProfile
+from archsim.partition.result import Partition, PlacedOp, Stage
+
+DEFAULT_MEMORY_BYTES = 16e9  # the optimizer's --memory_size default
+
+
+@dataclass(frozen=True)
+class Level:
+    """One level of the hierarchy: ``machines`` joined at ``bandwidth`` bytes per time unit."""
+
+    machines: int
+    bandwidth: float
+
+
+@dataclass(frozen=True)
+class PipeDreamOptions:
+    """The optimizer's flags. activation_compression_ratio None: activation transfers ignored."""
+
+    activation_compression_ratio: float | None = None
+    memory_constraint: bool = False
+    memory_bytes: float = DEFAULT_MEMORY_BYTES
+    straight_pipeline: bool = False
+    use_fewer_machines: bool = False
+
+
+@dataclass(frozen=True)
+class Block:
+    """States [start, end) on ``replicas`` machines of its level; ``compute``: their raw time."""
+
+    start: int
+    end: int
+    compute: float
+    replicas: int
+
+
+@dataclass(frozen=True)
+class PipeDreamPlan:
+    """The optimizer's answer: time per stage, and per level (top first) the blocks it printed,
+    one list per block of the level above, in its own state numbering."""
+
+    time_per_stage: float
+    single_stage_time: float
+    levels: tuple[tuple[tuple[Block, ...], ...], ...]
+    states: AntichainStates
+    hierarchy: tuple[Level, ...]
+    options: PipeDreamOptions
+    by_machines: tuple[float, ...]  # the final level's optimum on 1 … N machines (inf: no plan)
+
+    def stages(self) -> list[tuple[Block, int]]:
+        """Level-1 blocks in pipeline order with their total replication (× every level above)."""
+        out: list[tuple[Block, int]] = []
+
+        def walk(level: int, group: int, factor: int) -> None:
+            offset = sum(len(g) for g in self.levels[level][:group])  # this group's first block, level-wide
+            for position, block in enumerate(self.levels[level][group]):
+                if level == len(self.levels) - 1:
+                    out.append((block, factor * block.replicas))
+                else:
+                    walk(level + 1, offset + position, factor * block.replicas)
+
+        walk(0, 0, 1)
+        return out
+
+
+def pipedream_plan(profile: LayerProfile, hierarchy: tuple[Level, ...] | list[Level],
+                   options: PipeDreamOptions = PipeDreamOptions()) -> PipeDreamPlan:
+    """Run PipeDream's optimizer on ``profile`` over ``hierarchy`` (innermost level first)."""
+    hierarchy = tuple(hierarchy)
+    if not hierarchy:
+        raise InputError("at least one level of machines is needed", field="machines")
+    for level in hierarchy:
+        if level.machines < 1:
+            raise InputError(f"machines per level must be positive, got {level.machines}", field="machines")
+        if not level.bandwidth > 0:  # inf: free links
+            raise InputError(f"bandwidth must be positive, got {level.bandwidth}", field="bandwidth")
+    ratio = options.activation_compression_ratio
+    if ratio is not None and not (ratio > 0 and math.isfinite(ratio)):
+        raise InputError(f"must be positive and finite, got {ratio}", field="activation-compression-ratio")
+    states = profile.antichain_states
+    n = len(states)
+    compute = _Cumulative(states.compute)
+    all_a = []
+    within = 1
+    for number, level in enumerate(hierarchy):
+        final = number == len(hierarchy) - 1
+        solved = _solve_level(states, compute, level, within, final, options)
+        all_a.append(solved)
+        within = level.machines
+        if not final:
+            compute = _Matrix(solved.value[:, :, -1])
+    last = all_a[-1]
+    time = float(last.value[0, n - 1, hierarchy[-1].machines - 1])
+    if not math.isfinite(time):
+        raise InputError(f"PipeDream's optimizer finds no plan: {n} states on {hierarchy[-1].machines} machines"
+                         + (" under the memory constraint" if options.memory_constraint else "")
+                         + ("" if options.use_fewer_machines else " (allow fewer machines to leave some idle)"),
+                         field="machines")
+    levels = []
+    splits = [(0, n)]
+    for number in reversed(range(len(hierarchy))):
+        groups, new_splits = [], []
+        for start, end in splits:
+            blocks = _analyze(all_a[number], states, start, end, hierarchy[number].machines)
+            groups.append(tuple(blocks))
+            new_splits.extend((b.start, b.end) for b in blocks)
+        levels.append(tuple(groups))
+        splits = new_splits
+    return PipeDreamPlan(time, float(states.compute[-1]), tuple(levels), states, hierarchy, options,
+                         tuple(float(v) for v in last.value[0, n - 1, :]))
+
+
+@dataclass(frozen=True)
+class _Solved:
+    value: np.ndarray  # (rows, n, machines): A(i, j, m); inf where the released code has None
+    split: np.ndarray  # k of the chosen split; −1: the whole range on one replicated stage
+    rest: np.ndarray  # m − m′ machines index of the part before the split
+    replicas: np.ndarray  # m′ (or m + 1 for the whole range)
+
+
+class _Cumulative:
+    """Level 1's compute_times[i][j] = compute[j] − compute[i − 1] (compute[j] for i = 0), None for j < i."""
+
+    def __init__(self, cumulative: np.ndarray):
+        self.cumulative = cumulative
+        self.shifted = np.concatenate([[0.0], cumulative])
+
+    def get(self, rows, cols):
+        rows, cols = np.asarray(rows), np.asarray(cols)
+        value = self.cumulative[cols] - self.shifted[rows]
+        return np.where(cols >= rows, value, np.nan)
+
+
+class _Matrix:
+    """Upper levels' compute_times: the level below's A(i, j, N − 1); None (NaN) where it had none."""
+
+    def __init__(self, values: np.ndarray):
+        self.values = np.where(np.isinf(values), np.nan, values)
+
+    def get(self, rows, cols):
+        return self.values[np.asarray(rows), np.asarray(cols)]
+
+
+def _differences(cumulative: np.ndarray, rows, cols):
+    shifted = np.concatenate([[0.0], cumulative])
+    return cumulative[np.asarray(cols)] - shifted[np.asarray(rows)]
+
+
+def _solve_level(states: AntichainStates, compute, level: Level, within: int, final: bool,
+                 options: PipeDreamOptions) -> _Solved:
+    n, machines, bandwidth = len(states), level.machines, level.bandwidth
+    rows = 1 if final else n + 1
+    value = np.full((rows, n, machines), np.inf)
+    split = np.full((rows, n, machines), -1, dtype=np.int64)
+    rest = np.full((rows, n, machines), -1, dtype=np.int64)
+    replicas = np.zeros((rows, n, machines), dtype=np.int64)
+    row_index = np.arange(rows)[:, None]
+    col_index = np.arange(n)[None, :]
+    whole = compute.get(row_index, col_index)  # NaN where None
+    activation = _differences(states.activation, row_index, col_index)
+    parameters = _differences(states.parameters, row_index, col_index)
+    upper = col_index >= row_index
+    for m in range(1 if options.straight_pipeline else machines):
+        stashed = math.ceil((machines - (m + 1)) / (m + 1)) * (activation + parameters)
+        allowed = upper & ~np.isnan(whole)
+        if options.memory_constraint:
+            allowed &= ~(stashed > options.memory_bytes)
+        allreduce = (4 * m * parameters) / (bandwidth * (m + 1)) / within
+        value[:, :, m] = np.where(allowed, (whole + allreduce) / (m + 1), np.inf)
+        replicas[:, :, m] = np.where(allowed, m + 1, 0)
+    ratio = options.activation_compression_ratio
+    use_matrix = isinstance(compute, _Matrix)
+    solve_splits(value, split, rest, replicas, states.ancestor_bits,
+                 np.zeros(1) if use_matrix else compute.cumulative, compute.values if use_matrix else np.zeros((1, 1)),
+                 use_matrix, states.activation, states.parameters, states.crossing, float(bandwidth),
+                 options.straight_pipeline, options.use_fewer_machines,
+                 -1.0 if ratio is None else float(ratio),
+                 float(options.memory_bytes) if options.memory_constraint else -1.0)
+    return _Solved(value, split, rest, replicas)
+
+
+def _analyze(solved: _Solved, states: AntichainStates, start: int, end: int, machines: int) -> list[Block]:
+    """The released analyze_partitioning: follow the splits of A(start, end − 1, machines − 1)."""
+    j, m = end - 1, machines - 1
+    cuts, reps = [], []
+    while solved.split[start, j, m] >= 0:
+        k = int(solved.split[start, j, m])
+        cuts.append(k + 1)
+        reps.append(int(solved.replicas[start, j, m]))
+        j, m = k, int(solved.rest[start, j, m])
+    reps.append(int(solved.replicas[start, j, m]))
+    bounds = [start, *reversed(cuts), end]
+    reps.reverse()
+    blocks = []
+    for (a, b), r in zip(itertools.pairwise(bounds), reps):
+        time = states.compute[b - 1] - (states.compute[a - 1] if a > 0 else 0.0)
+        blocks.append(Block(a, b, float(time), r))
+    return blocks
+
+
+def pipedream_partition(profile: LayerProfile, processors: int | None = None, *, bandwidth: float | None = None,
+                        replication: bool = False, use_fewer_machines: bool = False,
+                        hierarchy: tuple[Level, ...] | list[Level] | None = None,
+                        options: PipeDreamOptions | None = None) -> Partition:
+    """PipeDream's plan as archsim's :class:`Partition` (what schedules and the simulator read).
+
+    The short form is LayerPipe's comparison: ``processors`` machines on one level joined at
+    ``bandwidth`` bytes per time unit (None: free links, activation transfers ignored; given:
+    transfers counted, compression ratio 1); ``replication`` False is the optimizer's
+    ``--straight_pipeline``; ``use_fewer_machines`` its flag of that name (without it, a plan
+    must use every machine). ``hierarchy`` and ``options`` give every flag of the optimizer.
+    Each stage's time is the optimizer's own term for it, so ``max_stage_cycles`` is its
+    ``time_per_stage``.
+    """
+    if hierarchy is None:
+        if processors is None or processors <= 0:
+            raise InputError(f"processors must be positive, got {processors}", field="processors")
+        hierarchy = (Level(processors, math.inf if bandwidth is None else bandwidth),)
+    if options is None:
+        options = PipeDreamOptions(activation_compression_ratio=None if bandwidth is None else 1.0,
+                                   straight_pipeline=not replication, use_fewer_machines=use_fewer_machines)
+    plan = pipedream_plan(profile, hierarchy, options)
+    return plan_partition(profile, plan)
+
+
+def plan_partition(profile: LayerProfile, plan: PipeDreamPlan) -> Partition:
+    """Stages (innermost blocks, in pipeline order) with the optimizer's time terms.
+
+    A level above replicates a block r times and adds its all-reduce a before dividing, so what a
+    stage or transfer t inside it costs is (t + a) / r, applied level by level outwards."""
+    ratio = plan.options.activation_compression_ratio
+    n = len(plan.states)
+    stages: list[Stage] = []
+    boundaries: list[float] = []
+
+    def outwards(value: float, above: list[tuple[float, int]]) -> float:
+        for extra, replicas in above:
+            value = (value + extra) / replicas
+        return value
+
+    def walk(level: int, group: int, above: list[tuple[float, int]]) -> None:
+        number = len(plan.levels) - level  # 1: the innermost level
+        spec = plan.hierarchy[number - 1]
+        within = plan.hierarchy[number - 2].machines if number > 1 else 1
+        offset = sum(len(g) for g in plan.levels[level][:group])
+        for position, block in enumerate(plan.levels[level][group]):
+            r = block.replicas
+            parameters = plan.states.parameters[block.end - 1] - (
+                plan.states.parameters[block.start - 1] if block.start else 0.0)
+            # The released code divides the all-reduce by `within` only in its one-stage base case.
+            allreduce = 4 * (r - 1) * parameters / (spec.bandwidth * r) / (within if position == 0 else 1)
+            if position and ratio is not None:
+                incoming = 2.0 * plan.states.crossing[block.start - 1] / (spec.bandwidth * r) / ratio
+                outgoing = 2.0 * plan.states.crossing[block.end - 1] / (spec.bandwidth * r) / ratio \
+                    if block.end < n else 0.0
+                boundaries.append(outwards(max(incoming, outgoing), above))
+            if number > 1:
+                walk(level + 1, offset + position, [(allreduce, r), *above])
+                continue
+            nodes = plan.states.nodes_between(block.start, block.end)
+            ops = tuple(PlacedOp(profile.names[k], kind, float(cost)) for k in nodes
+                        for kind, cost in (("F", profile.forward[k]), ("G", profile.weight_grad[k]),
+                                           ("D", profile.delta[k])) if kind != "D" or cost > 0)
+            compute = sum(op.cycles for op in ops)
+            machines = r * math.prod(replicas for _, replicas in above)
+            time = outwards((compute + allreduce) / r, above)
+            stages.append(Stage(len(stages), tuple(profile.names[k] for k in nodes), ops, replicas=machines,
+                                allreduce_cycles=time - compute / machines))
+
+    walk(0, 0, [])
+    from archsim.partition.result import mandatory_bytes
+
+    stage_of = {name: stage.index for stage in stages for name in stage.layers}
+    return Partition("pipedream", tuple(stages), mandatory_bytes(profile, stage_of), 0, tuple(boundaries),
+                     (describe(plan),))
+
+
+def describe(plan: PipeDreamPlan) -> str:
+    """Which of the optimizer's settings a result used (outputs say so)."""
+    options = plan.options
+    levels = " × ".join(f"{level.machines} machines, free links" if math.isinf(level.bandwidth)
+                        else f"{level.machines} machines at {level.bandwidth:.4g} bytes per time unit"
+                        for level in plan.hierarchy)
+    parts = [f"PipeDream's optimizer: {levels}",
+             "straight pipeline" if options.straight_pipeline else "stage replication",
+             "activation transfers ignored" if options.activation_compression_ratio is None
+             else f"activation compression ratio {options.activation_compression_ratio:g}"]
+    if options.memory_constraint:
+        parts.append(f"memory constraint {options.memory_bytes:.4g} B")
+    if options.use_fewer_machines:
+        parts.append("fewer machines allowed")
+    return "; ".join(parts)
+
+
+__all__ = ["DEFAULT_MEMORY_BYTES", "Block", "Level", "PipeDreamOptions", "PipeDreamPlan", "pipedream_partition",
+           "pipedream_plan", "plan_partition"]

@@ -1,0 +1,145 @@
+"""Per-stage costs of a pipeline without a network: what the zero-bubble paper profiles (App. D).
+
+Times are in one unit of the caller's choosing (the paper's are milliseconds); memory in bytes
+(or any unit: only ratios to M_B matter to the schedules).
+
+A stage-profile CSV has a header and one row per stage, in stage order::
+
+    forward,backward_input,backward_weight,comm,activation_bytes,weight_bytes
+    18.522,18.086,9.337,0.601,201216,73728
+
+``forward``, ``backward_input`` and ``backward_weight`` are required; ``comm`` (latency of a
+transfer this stage sends, default 0), ``activation_bytes`` (M_B, default 1) and
+``weight_bytes`` (M_W, the part of M_B kept from the input backward to the weight backward,
+default 0) and ``send_bytes`` (bytes of the activation this stage sends to the next, and of the
+gradient that comes back, timed at the link bandwidth given separately) are optional. Unknown
+columns are errors.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from archsim.errors import InputError
+
+COLUMNS = ("forward", "backward_input", "backward_weight", "comm", "activation_bytes", "weight_bytes", "send_bytes")
+REQUIRED = COLUMNS[:3]
+
+
+@dataclass(frozen=True)
+class StageProfile:
+    """Per (virtual) stage: forward, backward-input, backward-weight time; ``comm``: the latency of
+    a transfer each stage sends (one value for all, or one per stage); activation M_B and the part
+    M_W kept from I to W; ``send_bytes`` per hop and link ``bandwidth`` in bytes per time unit
+    (None: a transfer takes its latency only)."""
+
+    forward: tuple[float, ...]
+    backward_input: tuple[float, ...]
+    backward_weight: tuple[float, ...]
+    comm: float | tuple[float, ...] = 0.0
+    activation: tuple[float, ...] = ()
+    weight_memory: tuple[float, ...] = ()
+    send_bytes: tuple[float, ...] = ()
+    bandwidth: float | None = None
+
+    @classmethod
+    def uniform(cls, stages: int, f: float, b: float, w: float, comm: float = 0.0, activation: float = 1.0,
+                weight_memory: float = 0.0) -> StageProfile:
+        if stages <= 0:
+            raise InputError(f"stages must be positive, got {stages}", field="stages")
+        return cls((f,) * stages, (b,) * stages, (w,) * stages, comm, (activation,) * stages,
+                   (weight_memory,) * stages)
+
+    def __post_init__(self) -> None:
+        n = len(self.forward)
+        if n == 0 or len(self.backward_input) != n or len(self.backward_weight) != n:
+            raise InputError("stage profile needs forward, backward_input and backward_weight for every stage",
+                             field="stage-profile")
+        comm = self.comm if isinstance(self.comm, tuple) else (self.comm,)
+        for name in ("activation", "weight_memory", "send_bytes"):
+            if getattr(self, name) and len(getattr(self, name)) != n:
+                raise InputError(f"stage profile: {name} has {len(getattr(self, name))} values for {n} stages",
+                                 field=name)
+        if isinstance(self.comm, tuple) and len(self.comm) != n:
+            raise InputError(f"stage profile: comm has {len(self.comm)} values for {n} stages", field="comm")
+        values = (*self.forward, *self.backward_input, *self.backward_weight, *comm, *self.activation,
+                  *self.weight_memory, *self.send_bytes)
+        if any(not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0) for v in values):
+            raise InputError("stage times, comm and memory must be finite numbers >= 0", field="stage-profile")
+        if self.bandwidth is not None and not self.bandwidth > 0:
+            raise InputError(f"bandwidth must be > 0, got {self.bandwidth}", field="bandwidth")
+
+    @property
+    def stages(self) -> int:
+        return len(self.forward)
+
+    def hop(self, stage: int) -> float:
+        """Latency of a transfer sent by ``stage``."""
+        return self.comm[stage] if isinstance(self.comm, tuple) else self.comm
+
+    def on_ranks(self, rank_of_stage: dict[int, int]) -> StageProfile:
+        """Per virtual stage of a schedule: its rank's stage split evenly over the rank's stages."""
+        if sorted(set(rank_of_stage.values())) != list(range(self.stages)):
+            raise InputError(f"the schedule runs on ranks {sorted(set(rank_of_stage.values()))}, the profile has "
+                             f"{self.stages} stages", field="stages")
+        share = {r: sum(1 for x in rank_of_stage.values() if x == r) for r in range(self.stages)}
+        pick = [rank_of_stage[j] for j in range(len(rank_of_stage))]
+
+        def part(values: tuple[float, ...]) -> tuple[float, ...]:
+            return tuple(values[d] / share[d] for d in pick) if values else ()
+
+        comm = tuple(self.comm[d] for d in pick) if isinstance(self.comm, tuple) else self.comm
+        return StageProfile(part(self.forward), part(self.backward_input), part(self.backward_weight), comm,
+                            part(self.activation), part(self.weight_memory),
+                            tuple(self.send_bytes[d] for d in pick) if self.send_bytes else (), self.bandwidth)
+
+    def chunked(self, chunks: int) -> StageProfile:
+        """Split each device's stage into ``chunks`` equal chunks: virtual stage j = chunk·p + device."""
+        if chunks <= 0:
+            raise InputError(f"chunks must be positive, got {chunks}", field="chunks")
+        return self.on_ranks({j: j % self.stages for j in range(self.stages * chunks)})
+
+
+def read_stage_profile(path: str | Path, bandwidth: float | None = None) -> StageProfile:
+    """A :class:`StageProfile` from a stage-profile CSV (see the module docstring)."""
+    try:
+        text = Path(path).read_text()
+    except OSError as error:
+        raise InputError(f"cannot read stage profile ({error.strerror})", file=str(path)) from None
+    rows = list(csv.reader(text.splitlines()))
+    if not rows:
+        raise InputError("empty stage profile", file=str(path))
+    header = [h.strip() for h in rows[0]]
+    for name in header:
+        if name not in COLUMNS:
+            raise InputError(f"unknown column {name!r}; expected {', '.join(COLUMNS)}", file=str(path), line=1,
+                             field=name)
+    for name in REQUIRED:
+        if name not in header:
+            raise InputError(f"missing column {name!r}", file=str(path), line=1, field=name)
+    columns: dict[str, list[float]] = {name: [] for name in header}
+    for line, row in enumerate(rows[1:], start=2):
+        if not any(cell.strip() for cell in row):
+            continue
+        if len(row) != len(header):
+            raise InputError(f"{len(row)} cells for {len(header)} columns", file=str(path), line=line)
+        for name, cell in zip(header, row):
+            try:
+                value = float(cell)
+            except ValueError:
+                raise InputError(f"{cell.strip()!r} is not a number", file=str(path), line=line, field=name) from None
+            if not (math.isfinite(value) and value >= 0):
+                raise InputError(f"{value} must be finite and >= 0", file=str(path), line=line, field=name)
+            columns[name].append(value)
+    if not columns["forward"]:
+        raise InputError("no stages", file=str(path))
+    return StageProfile(tuple(columns["forward"]), tuple(columns["backward_input"]),
+                        tuple(columns["backward_weight"]), tuple(columns["comm"]) if "comm" in columns else 0.0,
+                        tuple(columns.get("activation_bytes", ())), tuple(columns.get("weight_bytes", ())),
+                        tuple(columns.get("send_bytes", ())), bandwidth)
+
+
+__all__ = ["COLUMNS", "StageProfile", "read_stage_profile"]

@@ -1,0 +1,87 @@
+"""torch.distributed.pipelining's dry-run step model, in archsim's simulator.
+
+torch's ``_simulate_comms_compute`` counts steps over a schedule that includes its communication
+actions (``_add_send_recv``): in each step a rank runs its next action if it is ready — a compute
+action (F, I, W, B) or a SEND/RECV — so every action takes one step, and a RECV may run in the
+same step as its SEND. archsim reproduces that with unit-time ops in each rank's order, a RECV
+depending on the op its rank's SEND follows (so it can start with the SEND), and the data
+dependencies torch checks: F after its RECV_F (or the previous stage's F on the same rank), I/B
+after its RECV_B (or the next stage's I/B on the same rank), a SEND after the compute it sends.
+The makespan is then torch's step count (tests compare them on every torch schedule).
+
+torch's simulator has no rule for UNSHARD, RESHARD or REDUCE_GRAD; they are left out here too.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from itertools import pairwise
+
+from archsim.errors import InputError
+from archsim.sim import Dep, Op, Problem, Processor, simulate
+
+_TOKEN = re.compile(r"(\d+)(F|I|W|B|SEND_F|RECV_F|SEND_B|RECV_B)(\d+)")
+_SKIPPED = re.compile(r"\d*(UNSHARD|RESHARD|REDUCE_GRAD)\d*")
+
+
+def parse_comm_schedule(text: str, source: str = "schedule csv") -> list[list[tuple[int, str, int]]]:
+    """Per rank, (stage, type, micro-batch) of torch's compute_comms CSV (``_dump_csv`` of a runtime schedule)."""
+    ranks = []
+    for line, row in enumerate(csv.reader(io.StringIO(text)), start=1):
+        actions = []
+        for column, cell in enumerate(row, start=1):
+            cell = cell.strip()
+            if not cell or _SKIPPED.fullmatch(cell):
+                continue
+            match = _TOKEN.fullmatch(cell)
+            if match is None:
+                raise InputError(f"cell {column}: {cell!r} is not a compute or SEND/RECV action (e.g. 1F0, 0SEND_F2)",
+                                 file=source, line=line, field="action")
+            actions.append((int(match[1]), match[2], int(match[3])))
+        ranks.append(actions)
+    while ranks and not ranks[-1]:
+        ranks.pop()
+    return ranks
+
+
+def step_problem(ranks: list[list[tuple[int, str, int]]]) -> Problem:
+    """Unit-step op DAG of a schedule with communication actions (see the module docstring)."""
+    ids = [[f"{s}{t}{i}" for s, t, i in actions] for actions in ranks]
+    where = {op_id: (r, k) for r, row in enumerate(ids) for k, op_id in enumerate(row)}
+    if len(where) != sum(len(row) for row in ids):
+        raise InputError("an action appears twice", field="action")
+    ops = [Op(op_id, f"r{r}", 1.0) for r, row in enumerate(ids) for op_id in row]
+    deps = [Dep(a, b) for row in ids for a, b in pairwise(row)]
+
+    def first(*candidates: str) -> str | None:
+        return next((c for c in candidates if c in where), None)
+
+    for r, actions in enumerate(ranks):
+        for (s, t, i), me in zip(actions, ids[r]):
+            if t == "F":
+                source = first(f"{s}RECV_F{i}", f"{s - 1}F{i}") if s > 0 else None
+            elif t in ("I", "B"):
+                source = first(f"{s}RECV_B{i}", f"{s + 1}I{i}", f"{s + 1}B{i}")
+            elif t == "W":
+                source = first(f"{s}I{i}")
+            elif t in ("SEND_F", "SEND_B"):
+                source = first(f"{s}F{i}") if t == "SEND_F" else first(f"{s}I{i}", f"{s}B{i}")
+            else:  # a RECV may run in the step its SEND runs: it waits for what precedes the SEND
+                send = f"{s - 1}SEND_F{i}" if t == "RECV_F" else f"{s + 1}SEND_B{i}"
+                if send not in where:
+                    raise InputError(f"{me} on rank {r} has no matching {send}", field="action")
+                sender, position = where[send]
+                source = ids[sender][position - 1] if position else None
+            if source is not None and source != me:
+                deps.append(Dep(source, me))
+    return Problem(tuple(Processor(f"r{r}") for r in range(len(ranks))), (), tuple(ops), tuple(deps))
+
+
+def torch_steps(ranks: list[list[tuple[int, str, int]]]) -> int:
+    """The number of steps torch's dry-run simulator takes for this schedule."""
+    return int(simulate(step_problem(ranks)).makespan)
+
+
+__all__ = ["parse_comm_schedule", "step_problem", "torch_steps"]

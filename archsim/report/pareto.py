@@ -1,0 +1,95 @@
+"""Pareto fronts of design sweeps (time, energy, area — all minimized) and their report figures."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+OBJECTIVES = ("seconds_per_iteration", "energy_pj", "area_mm2")
+
+
+def pareto_mask(values: np.ndarray) -> np.ndarray:
+    """True for rows of ``values`` (n × d, minimized) that no other row dominates: none is ≤ in every
+    column and < in one. Equal rows do not dominate each other. O(n² d) in blocks of rows."""
+    values = np.asarray(values, dtype=np.float64)
+    n = len(values)
+    keep = np.ones(n, dtype=bool)
+    block = max(1, 2_000_000 // max(1, n * values.shape[1]))
+    for start in range(0, n, block):
+        rows = values[start:start + block, None, :]  # candidates i
+        others = values[None, :, :]  # every j
+        dominated = (np.all(others <= rows, axis=2) & np.any(others < rows, axis=2)).any(axis=1)
+        keep[start:start + block] = ~dominated
+    return keep
+
+
+def time_column(results: pd.DataFrame) -> str:
+    """Seconds when every row has a clock, else cycles."""
+    seconds = results.get("seconds_per_iteration")
+    return "seconds_per_iteration" if seconds is not None and seconds.notna().all() else "cycles_per_iteration"
+
+
+def with_front(results: pd.DataFrame) -> pd.DataFrame:
+    """``results`` plus ``pareto`` (bool): non-dominated in (time, energy, area) within each network."""
+    out = results.copy()
+    objectives = [time_column(results), "energy_pj", "area_mm2"]
+    out["pareto"] = False
+    for _, part in out.groupby("network"):
+        out.loc[part.index, "pareto"] = pareto_mask(part[objectives].to_numpy())
+    return out
+
+
+def _label(frame: pd.DataFrame) -> pd.Series:
+    return (frame["rows"].astype(str) + "x" + frame["cols"].astype(str) + " " + frame["dataflow"].astype(str)
+            + ", SRAM " + frame["sram_kb"].astype(str) + " KiB, bw " + frame["bandwidth"].astype(str)
+            + ", " + frame["clock_ghz"].map(lambda c: f"{c:g} GHz" if c == c else "no clock")
+            + ", " + frame["element_bytes"].astype(str) + " B, M=" + frame["microbatches"].astype(str)
+            + ", P=" + frame["processors"].astype(str) + " " + frame["method"].astype(str)
+            + ", " + frame["energy_table"].astype(str))
+
+
+def pareto_figure(results: pd.DataFrame, network: str) -> go.Figure:
+    """Time vs energy per iteration, colour = area; the non-dominated designs ringed and joined."""
+    data = with_front(results[results.network == network])
+    time = time_column(data)
+    fig = go.Figure()
+    for on_front, part in data.groupby("pareto"):
+        fig.add_trace(go.Scatter(
+            x=part[time], y=part["energy_pj"] * 1e-9, mode="markers", text=_label(part),
+            name="Pareto-optimal (time, energy, area)" if on_front else "dominated",
+            marker={"color": part["area_mm2"], "colorscale": "Viridis", "size": 11 if on_front else 6,
+                    "symbol": "diamond" if on_front else "circle", "line": {"width": 2 if on_front else 0,
+                                                                            "color": "#d62728"},
+                    "showscale": bool(on_front), "colorbar": {"title": "area mm²"}},
+            hovertemplate="%{text}<br>time %{x:.4g}<br>energy %{y:.4g} mJ<br>area %{marker.color:.3g} mm²"))
+    fig.update_layout(title=f"{network}: time vs energy per iteration (colour: area; ◆ ringed: not dominated in "
+                            "time, energy and area)", xaxis_title=time.replace("_", " "),
+                      yaxis_title="energy per iteration (mJ)", xaxis_type="log", yaxis_type="log")
+    return fig
+
+
+def energy_parts_figure(results: pd.DataFrame, network: str) -> go.Figure:
+    """Energy per iteration by part for each design on the front."""
+    data = with_front(results[results.network == network])
+    front = data[data["pareto"]].drop_duplicates(subset=["rows", "cols", "sram_kb", "bandwidth", "element_bytes",
+                                                         "microbatches", "energy_table", "dataflow"])
+    front = front.sort_values(time_column(front))
+    labels = (front["rows"].astype(str) + "x" + front["cols"].astype(str) + " " + front["dataflow"].astype(str)
+              + " S" + front["sram_kb"].astype(str) + " bw" + front["bandwidth"].astype(str)
+              + " " + front["element_bytes"].astype(str) + "B M" + front["microbatches"].astype(str)
+              + " " + front["energy_table"].astype(str))
+    fig = go.Figure()
+    for part, color in (("mac_pj", "#4C78A8"), ("register_pj", "#72B7B2"), ("sram_pj", "#F58518"),
+                        ("dram_pj", "#E45756"), ("vector_pj", "#54A24B"), ("leakage_pj", "#B279A2")):
+        fig.add_trace(go.Bar(x=labels, y=front[part] * 1e-9, name=part[:-3], marker_color=color))
+    fig.update_layout(barmode="stack", title=f"{network}: energy per iteration by part, Pareto-optimal designs "
+                                             "(fastest first)", yaxis_title="mJ")
+    return fig
+
+
+def front_table(results: pd.DataFrame, network: str) -> pd.DataFrame:
+    data = with_front(results[results.network == network])
+    columns = ["rows", "cols", "dataflow", "sram_kb", "bandwidth", "clock_ghz", "element_bytes", "microbatches",
+               "processors", "method", "energy_table", time_column(data), "energy_pj", "area_mm2"]
+    return data[data["pareto"]][columns].sort_values(columns[-3]).reset_index(drop=True)

@@ -1,0 +1,22 @@
+"""One look for every report: op-kind colours and labels, and how tables print numbers.
+
+The same colour means the same op kind in every figure (Gantt charts, per-layer breakdowns):
+F blue, G orange, D (δ) green, its split parts D1 (δ′) teal and D2 (δ″) purple, communication grey.
+"""
+
+from __future__ import annotations
+
+KIND_COLORS = {"F": "#4C78A8", "G": "#F58518", "D": "#54A24B", "D1": "#72B7B2", "D2": "#B279A2",
+               "U": "#9D755D", "comm": "#BAB0AC"}
+KIND_LABELS = {"F": "F (forward)", "G": "G (weight gradient)", "D": "D (δ, input gradient)", "D1": "D1 (δ′, split part)",
+               "D2": "D2 (δ″, split part)", "U": "U (weight update)", "comm": "communication"}
+
+
+def table_number(value: float, digits: int = 4) -> str:
+    """A table cell: ``digits`` significant digits, but never an exponent for large values
+    (109,000 rather than 1.09e+05)."""
+    if value != value:  # NaN
+        return ""
+    if abs(value) >= 10 ** digits:
+        return f"{value:,.0f}"
+    return f"{value:.{digits}g}"

@@ -1,0 +1,314 @@
+"""The simulator's event loop as a numba kernel over integer arrays (rules: :mod:`archsim.sim.engine`).
+
+Every queue is a binary heap in a preallocated array region: one ready heap per processor, one per
+pinned (processor, stream), one FIFO-by-key queue per link and one event heap. All keys are
+unique — ranks are a permutation within a processor, events and link entries carry a sequence
+number — so the pop order, and hence the timeline, does not depend on the heap's layout.
+Compiled once per machine (numba's cache next to this file); the first call after an install
+says so on stderr.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from archsim.jit import announce_compile
+from archsim.numba_cache import njit
+from archsim.sim.arrays import ProblemArrays, out_edges
+
+_OP_END, _TRANSFER_END = 0, 1
+
+
+def run_arrays(arrays: ProblemArrays, rank: np.ndarray, n_links: int):
+    """Slots (op, processor, stream, start, end) in start order and transfers (dep, link, start,
+    end) in start order, as arrays."""
+    n = len(arrays.proc)
+    ptr, order = out_edges(n, arrays.dep_src)
+    waiting = np.bincount(arrays.dep_dst, minlength=n).astype(np.int64) if n else np.zeros(0, np.int64)
+    stream_base = np.zeros(len(arrays.streams) + 1, dtype=np.int64)
+    np.cumsum(arrays.streams, out=stream_base[1:])
+    pinned = arrays.pin >= 0
+    ready_base = _bases(arrays.proc[~pinned], len(arrays.streams))
+    pin_base = _bases(stream_base[arrays.proc[pinned]] + arrays.pin[pinned], int(stream_base[-1]))
+    linked = arrays.dep_link >= 0
+    link_base = _bases(arrays.dep_link[linked], n_links)
+    announce_compile(_run, "the event simulator")
+    result = _run(arrays.proc, arrays.pin, arrays.duration, rank, waiting, ptr, order, arrays.dep_dst,
+                  arrays.dep_link, arrays.dep_time, stream_base, ready_base, pin_base, link_base)
+    count, s_op, s_proc, s_stream, s_start, s_end, t_count, t_dep, t_link, t_start, t_end = result
+    if count != n:  # pragma: no cover - Problem rejects cycles
+        raise RuntimeError("simulation stalled: some ops never became ready")
+    return (s_op, s_proc, s_stream, s_start, s_end), (t_dep[:t_count], t_link[:t_count], t_start[:t_count],
+                                                      t_end[:t_count])
+
+
+def _bases(groups: np.ndarray, count: int) -> np.ndarray:
+    """Region starts of a flat array holding one heap per group (sized by the group's members)."""
+    base = np.zeros(count + 1, dtype=np.int64)
+    if count:
+        np.cumsum(np.bincount(groups, minlength=count), out=base[1:])
+    return base
+
+
+# --- heaps: parallel key arrays, region [base, base + size) ---------------------------------------
+
+@njit(cache=True, inline="always")
+def _rank_push(heap, base, size, op, rank):  # pragma: no cover - compiled
+    j = size
+    heap[base + j] = op
+    while j > 0:
+        parent = (j - 1) >> 1
+        if rank[heap[base + parent]] <= rank[op]:
+            break
+        heap[base + j] = heap[base + parent]
+        j = parent
+    heap[base + j] = op
+
+
+@njit(cache=True, inline="always")
+def _rank_pop(heap, base, size, rank):  # pragma: no cover - compiled
+    top = heap[base]
+    size -= 1
+    last = heap[base + size]
+    j = 0
+    while True:
+        child = 2 * j + 1
+        if child >= size:
+            break
+        if child + 1 < size and rank[heap[base + child + 1]] < rank[heap[base + child]]:
+            child += 1
+        if rank[last] <= rank[heap[base + child]]:
+            break
+        heap[base + j] = heap[base + child]
+        j = child
+    if size > 0:
+        heap[base + j] = last
+    return top
+
+
+@njit(cache=True, inline="always")
+def _less(t1, k1, s1, t2, k2, s2):  # pragma: no cover - compiled
+    if t1 != t2:
+        return t1 < t2
+    if k1 != k2:
+        return k1 < k2
+    return s1 < s2
+
+
+@njit(cache=True, inline="always")
+def _key_push(time, key, seq, a, b, base, size, t, k, s, va, vb):  # pragma: no cover - compiled
+    """Push (t, k, s) with payload (va, vb) onto the heap keyed by (time, key, seq)."""
+    j = size
+    while j > 0:
+        parent = (j - 1) >> 1
+        p = base + parent
+        if not _less(t, k, s, time[p], key[p], seq[p]):
+            break
+        q = base + j
+        time[q], key[q], seq[q], a[q], b[q] = time[p], key[p], seq[p], a[p], b[p]
+        j = parent
+    q = base + j
+    time[q], key[q], seq[q], a[q], b[q] = t, k, s, va, vb
+
+
+@njit(cache=True, inline="always")
+def _key_pop(time, key, seq, a, b, base, size):  # pragma: no cover - compiled
+    """Remove the least entry (the caller reads it at ``base`` first)."""
+    size -= 1
+    last = base + size
+    t, k, s, va, vb = time[last], key[last], seq[last], a[last], b[last]
+    j = 0
+    while True:
+        child = 2 * j + 1
+        if child >= size:
+            break
+        c = base + child
+        if child + 1 < size and _less(time[c + 1], key[c + 1], seq[c + 1], time[c], key[c], seq[c]):
+            child += 1
+            c += 1
+        if not _less(time[c], key[c], seq[c], t, k, s):
+            break
+        q = base + j
+        time[q], key[q], seq[q], a[q], b[q] = time[c], key[c], seq[c], a[c], b[c]
+        j = child
+    if size > 0:
+        q = base + j
+        time[q], key[q], seq[q], a[q], b[q] = t, k, s, va, vb
+
+
+@njit(cache=True)
+def _run(proc_of, pin, duration, rank, waiting, ptr, out_dep, dep_dst, dep_link, dep_time, stream_base,
+         ready_base, pin_base, link_base):  # pragma: no cover - compiled
+    n = proc_of.shape[0]
+    n_procs = stream_base.shape[0] - 1
+    n_links = link_base.shape[0] - 1
+    ready = np.empty(max(ready_base[-1], 1), dtype=np.int64)
+    ready_size = np.zeros(n_procs, dtype=np.int64)
+    pinned = np.empty(max(pin_base[-1], 1), dtype=np.int64)
+    pinned_size = np.zeros(max(stream_base[-1], 1), dtype=np.int64)
+    free = np.ones(max(stream_base[-1], 1), dtype=np.bool_)
+    n_free = stream_base[1:] - stream_base[:-1]
+    m = max(link_base[-1], 1)
+    q_time, q_key, q_seq = np.empty(m), np.empty(m, np.int64), np.empty(m, np.int64)
+    q_dep, q_dep2 = np.empty(m, np.int64), np.empty(m, np.int64)  # payload: the dependency (twice)
+    q_size = np.zeros(max(n_links, 1), dtype=np.int64)
+    busy = np.zeros(max(n_links, 1), dtype=np.bool_)
+    e_cap = n + link_base[-1] + 1
+    e_time, e_kind, e_seq = np.empty(e_cap), np.empty(e_cap, np.int64), np.empty(e_cap, np.int64)
+    e_a, e_b = np.empty(e_cap, np.int64), np.empty(e_cap, np.int64)
+    e_size = 0
+    seq = 0
+    s_op, s_proc, s_stream = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64)
+    s_start, s_end = np.empty(n), np.empty(n)
+    count = 0
+    t_cap = max(link_base[-1], 1)
+    t_dep, t_link, t_start, t_end = np.empty(t_cap, np.int64), np.empty(t_cap, np.int64), np.empty(t_cap), np.empty(t_cap)
+    t_count = 0
+    dirty_proc = np.zeros(max(n_procs, 1), dtype=np.bool_)
+    dirty_procs = np.empty(max(n_procs, 1), dtype=np.int64)
+    n_dirty_procs = 0
+    dirty_link = np.zeros(max(n_links, 1), dtype=np.bool_)
+    dirty_links = np.empty(max(n_links, 1), dtype=np.int64)
+    n_dirty_links = 0
+
+    for i in range(n):
+        if waiting[i] == 0:
+            p = proc_of[i]
+            if pin[i] < 0:
+                _rank_push(ready, ready_base[p], ready_size[p], i, rank)
+                ready_size[p] += 1
+            else:
+                g = stream_base[p] + pin[i]
+                _rank_push(pinned, pin_base[g], pinned_size[g], i, rank)
+                pinned_size[g] += 1
+            if not dirty_proc[p]:
+                dirty_proc[p] = True
+                dirty_procs[n_dirty_procs] = p
+                n_dirty_procs += 1
+    now = 0.0
+    while True:
+        if n_dirty_links:
+            for l in np.sort(dirty_links[:n_dirty_links]):
+                dirty_link[l] = False
+                if busy[l] or q_size[l] == 0:
+                    continue
+                base = link_base[l]
+                d = q_dep[base]
+                _key_pop(q_time, q_key, q_seq, q_dep, q_dep2, base, q_size[l])
+                q_size[l] -= 1
+                end = now + dep_time[d]
+                busy[l] = True
+                t_dep[t_count], t_link[t_count], t_start[t_count], t_end[t_count] = d, l, now, end
+                t_count += 1
+                seq += 1
+                _key_push(e_time, e_kind, e_seq, e_a, e_b, 0, e_size, end, 0, seq, d, l)  # b >= 0: a transfer
+                e_size += 1
+            n_dirty_links = 0
+        if n_dirty_procs:
+            for p in np.sort(dirty_procs[:n_dirty_procs]):
+                dirty_proc[p] = False
+                sb = stream_base[p]
+                while n_free[p] > 0:
+                    has_best = ready_size[p] > 0
+                    best = rank[ready[ready_base[p]]] if has_best else 0
+                    stream = -1
+                    for s in range(stream_base[p + 1] - sb):
+                        g = sb + s
+                        if free[g] and pinned_size[g] > 0:
+                            r = rank[pinned[pin_base[g]]]
+                            if not has_best or r < best:
+                                best, stream, has_best = r, s, True
+                    if not has_best:
+                        break
+                    if stream < 0:
+                        i = _rank_pop(ready, ready_base[p], ready_size[p], rank)
+                        ready_size[p] -= 1
+                        first = -1
+                        for s in range(stream_base[p + 1] - sb):
+                            if free[sb + s]:
+                                if first < 0:
+                                    first = s
+                                if pinned_size[sb + s] == 0:
+                                    stream = s
+                                    break
+                        if stream < 0:
+                            stream = first
+                    else:
+                        g = sb + stream
+                        i = _rank_pop(pinned, pin_base[g], pinned_size[g], rank)
+                        pinned_size[g] -= 1
+                    free[sb + stream] = False
+                    n_free[p] -= 1
+                    end = now + duration[i]
+                    s_op[count], s_proc[count], s_stream[count], s_start[count], s_end[count] = i, p, stream, now, end
+                    count += 1
+                    seq += 1
+                    _key_push(e_time, e_kind, e_seq, e_a, e_b, 0, e_size, end, 0, seq, i, -1 - stream)  # b < 0: an op
+                    e_size += 1
+            n_dirty_procs = 0
+        if e_size == 0:
+            break
+        now = e_time[0]
+        while e_size > 0 and e_time[0] <= now:
+            a, b = e_a[0], e_b[0]
+            _key_pop(e_time, e_kind, e_seq, e_a, e_b, 0, e_size)
+            e_size -= 1
+            if b < 0:  # an op ended on stream -1 - b
+                i = a
+                p = proc_of[i]
+                free[stream_base[p] - 1 - b] = True
+                n_free[p] += 1
+                if not dirty_proc[p]:
+                    dirty_proc[p] = True
+                    dirty_procs[n_dirty_procs] = p
+                    n_dirty_procs += 1
+                for e in range(ptr[i], ptr[i + 1]):
+                    d = out_dep[e]
+                    c = dep_dst[d]
+                    l = dep_link[d]
+                    if l < 0:
+                        waiting[c] -= 1
+                        if waiting[c] == 0:
+                            cp = proc_of[c]
+                            if pin[c] < 0:
+                                _rank_push(ready, ready_base[cp], ready_size[cp], c, rank)
+                                ready_size[cp] += 1
+                            else:
+                                g = stream_base[cp] + pin[c]
+                                _rank_push(pinned, pin_base[g], pinned_size[g], c, rank)
+                                pinned_size[g] += 1
+                            if not dirty_proc[cp]:
+                                dirty_proc[cp] = True
+                                dirty_procs[n_dirty_procs] = cp
+                                n_dirty_procs += 1
+                    else:
+                        seq += 1
+                        _key_push(q_time, q_key, q_seq, q_dep, q_dep2, link_base[l], q_size[l], now, rank[c], seq,
+                                  d, d)
+                        q_size[l] += 1
+                        if not dirty_link[l]:
+                            dirty_link[l] = True
+                            dirty_links[n_dirty_links] = l
+                            n_dirty_links += 1
+            else:  # a transfer of dependency a ended on link b
+                busy[b] = False
+                if not dirty_link[b]:
+                    dirty_link[b] = True
+                    dirty_links[n_dirty_links] = b
+                    n_dirty_links += 1
+                c = dep_dst[a]
+                waiting[c] -= 1
+                if waiting[c] == 0:
+                    cp = proc_of[c]
+                    if pin[c] < 0:
+                        _rank_push(ready, ready_base[cp], ready_size[cp], c, rank)
+                        ready_size[cp] += 1
+                    else:
+                        g = stream_base[cp] + pin[c]
+                        _rank_push(pinned, pin_base[g], pinned_size[g], c, rank)
+                        pinned_size[g] += 1
+                    if not dirty_proc[cp]:
+                        dirty_proc[cp] = True
+                        dirty_procs[n_dirty_procs] = cp
+                        n_dirty_procs += 1
+    return count, s_op, s_proc, s_stream, s_start, s_end, t_count, t_dep, t_link, t_start, t_end

@@ -1,0 +1,386 @@
+"""ONNX model → :class:`Network`: checked by ``onnx.checker``, shaped by ONNX shape inference.
+
+Validator, then factory: the model must pass ``onnx.checker`` (well-formed, topologically
+sorted — so no cycles — known ops) and strict shape inference with every symbolic dimension
+fixed: the batch dimension (the first dimension of the first graph input) becomes 1 unless the
+file fixes it — layers are per sample and commands apply ``--batch`` at lowering — and any other
+symbolic dimension must be given in ``dims`` (``archsim import --dim seq=128``). Then each node
+becomes a layer by the rules of :mod:`archsim.workload.onnx_ops`. An op archsim does not model is
+an error naming the node and its op type, or with ``unsupported="skip"`` is left out (its
+consumers read its producers) and listed in ``Network.notes``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import prod
+from pathlib import Path
+
+from archsim.errors import InputError
+from archsim.workload import onnx_ops as ops
+from archsim.workload.onnx_fold import fold_constants
+from archsim.workload.layer import NETWORK_INPUT, Layer, Network
+
+MAX_DIMENSION = 2**31 - 1
+MAX_ELEMENTS = 2**50  # beyond this, byte counts overflow the int64 arithmetic downstream
+MAX_BYTES = 2**31  # protobuf's own limit for one message
+UNSUPPORTED_CHOICES = ("error", "skip")
+MAX_FOLD_ROUNDS = 4  # shape inference ⇄ constant folding until no shape arithmetic is left
+
+
+def _onnx():
+    try:
+        import onnx
+    except ImportError:  # pragma: no cover - onnx is a dependency; guards a broken install
+        raise InputError("reading .onnx files needs the 'onnx' package (pip install onnx)") from None
+    return onnx
+
+
+def load_onnx(model, *, name: str | None = None, unsupported: str = "error",
+              dims: dict[str, int] | None = None) -> Network:
+    """An ONNX model (a path or an ``onnx.ModelProto``) as a network. Raises :class:`InputError`."""
+    if unsupported not in UNSUPPORTED_CHOICES:
+        raise InputError(f"unknown --unsupported {unsupported!r}; choose error or skip", field="unsupported")
+    onnx = _onnx()
+    source = "<onnx model>"
+    if isinstance(model, (str, Path)):
+        model, source = _read(onnx, Path(model)), str(model)
+        name = name or Path(source).stem
+    try:
+        return _Importer(onnx, model, source, unsupported, dict(dims or {})).run(name or "onnx_model")
+    except UnicodeDecodeError:  # protobuf decodes string fields lazily: a corrupted name surfaces here
+        raise InputError("invalid ONNX model: a string field is not UTF-8", file=source) from None
+    except InputError as exc:
+        if exc.where.file is None:
+            raise InputError(exc.message, file=source, line=exc.where.line, field=exc.where.field) from None
+        raise
+
+
+def _read(onnx, path: Path):
+    if not path.is_file():
+        raise InputError("ONNX file not found", file=str(path))
+    if path.stat().st_size > MAX_BYTES:
+        raise InputError("file is larger than 2 GiB; archsim reads single-file ONNX models", file=str(path))
+    try:
+        return onnx.load(str(path), load_external_data=False)
+    except Exception as exc:  # protobuf's DecodeError and friends: the file is not an ONNX model
+        raise InputError(f"not an ONNX model ({type(exc).__name__})", file=str(path)) from None
+
+
+SMALL_CONSTANT = 4096  # initializers up to this many elements keep their values (shape arithmetic needs them)
+
+
+def _light(onnx, model):
+    """A copy of ``model`` without large weight values: large initializers become typed graph
+    inputs, so checking and shape inference need not copy hundreds of MB of weights."""
+    graph = model.graph
+    light = onnx.GraphProto(name=graph.name)
+    light.node.extend(graph.node)
+    light.input.extend(graph.input)
+    light.output.extend(graph.output)
+    light.value_info.extend(graph.value_info)
+    listed = {v.name for v in graph.input}
+    for tensor in graph.initializer:
+        if prod(tensor.dims) <= SMALL_CONSTANT:
+            light.initializer.append(tensor)
+        elif tensor.name not in listed:
+            light.input.append(onnx.helper.make_tensor_value_info(tensor.name, tensor.data_type, list(tensor.dims)))
+    out = onnx.ModelProto(ir_version=model.ir_version, producer_name=model.producer_name, domain=model.domain,
+                          model_version=model.model_version)
+    out.opset_import.extend(model.opset_import)
+    out.functions.extend(model.functions)
+    out.graph.CopyFrom(light)
+    return out
+
+
+def _first_line(exc: Exception) -> str:
+    text = " ".join(str(exc).split())
+    return text[:300] + ("…" if len(text) > 300 else "")
+
+
+@dataclass
+class _Importer:
+    onnx: object
+    model: object
+    source: str
+    unsupported: str
+    dims: dict[str, int]
+    layers: list[Layer] = field(default_factory=list)
+    producers: dict[str, tuple[str, ...]] = field(default_factory=dict)  # tensor → layers that made it
+    shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)  # full shapes, batch included
+    constants: dict[str, tuple[int, ...]] = field(default_factory=dict)  # static tensors' shapes
+    names: set[str] = field(default_factory=set)
+    notes: list[str] = field(default_factory=list)
+    batch: int = 1
+    absorbed: set[int] = field(default_factory=set)  # node indices folded into a previous layer
+
+    def run(self, name: str) -> Network:
+        graph = self._checked_graph()
+        nodes = list(graph.node)
+        if not nodes:
+            raise InputError("the ONNX graph has no nodes")
+        for node in nodes:  # protobuf hands back bytes for a string field that is not UTF-8
+            if not all(isinstance(t, str) for t in (node.name, node.op_type, node.domain, *node.input, *node.output)):
+                raise UnicodeDecodeError("utf-8", b"", 0, 1, "not UTF-8")
+        consumers: dict[str, list[int]] = {}
+        for index, node in enumerate(nodes):
+            for tensor in node.input:
+                consumers.setdefault(tensor, []).append(index)
+        for index, node in enumerate(nodes):
+            if index not in self.absorbed:
+                self._node(index, node, nodes, consumers)
+        if not self.layers:
+            raise InputError("no node of the ONNX graph maps to a layer (nothing to cost)")
+        return Network(name=name, layers=tuple(self.layers), source=self.source, notes=tuple(self.notes))
+
+    # -- validation and shape inference ----------------------------------------------------
+    def _checked_graph(self):
+        onnx = self.onnx
+        model = _light(onnx, self.model)
+        graph = model.graph
+        initializers = {t.name: tuple(t.dims) for t in self.model.graph.initializer}
+        inputs = [v for v in graph.input if v.name not in initializers]
+        if not inputs:
+            raise InputError("the ONNX graph has no inputs")
+        for index, value in enumerate(inputs):
+            tensor_type = value.type.tensor_type
+            if not tensor_type.HasField("shape"):
+                raise InputError(f"graph input {value.name!r} has no shape", field="input")
+            for axis, dim in enumerate(tensor_type.shape.dim):
+                if dim.HasField("dim_value"):
+                    continue
+                label = dim.dim_param or f"{value.name}[{axis}]"
+                if label in self.dims:
+                    dim.dim_value = self.dims[label]
+                elif index == 0 and axis == 0:
+                    dim.dim_value = 1  # the batch: layers are per sample
+                else:
+                    raise InputError(f"graph input {value.name!r} dimension {axis} ({label!r}) is symbolic; "
+                                     f"fix it with --dim {label}=VALUE", field="input")
+        first = inputs[0].type.tensor_type.shape.dim
+        self.batch = first[0].dim_value if len(first) else 1
+        try:
+            onnx.checker.check_model(model)
+            for _ in range(MAX_FOLD_ROUNDS):
+                model = onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True, data_prop=True)
+                self._read_shapes(model.graph)
+                if not fold_constants(onnx, model, self.shapes):
+                    break
+        except InputError:
+            raise
+        except Exception as exc:  # ValidationError, InferenceError, protobuf errors: the model is invalid
+            raise InputError(f"invalid ONNX model: {_first_line(exc)}") from None
+        graph = model.graph
+        for tensor in graph.initializer:
+            initializers.setdefault(tensor.name, tuple(tensor.dims))
+        for tensor_name, dims in initializers.items():
+            self.constants[tensor_name] = self._checked_shape(tensor_name, dims)
+        for value in inputs:
+            self.producers[value.name] = (NETWORK_INPUT,)
+        return graph
+
+    def _read_shapes(self, graph) -> None:
+        for value in list(graph.input) + list(graph.value_info) + list(graph.output):
+            tensor_type = value.type.tensor_type
+            if value.type.HasField("tensor_type") and tensor_type.HasField("shape") and all(
+                    d.HasField("dim_value") for d in tensor_type.shape.dim):
+                dims = tuple(d.dim_value for d in tensor_type.shape.dim)
+                self.shapes[value.name] = self._checked_shape(value.name, dims)
+
+    @staticmethod
+    def _checked_shape(tensor: str, shape: tuple[int, ...]) -> tuple[int, ...]:
+        if any(d < 0 or d > MAX_DIMENSION for d in shape) or prod(shape) > MAX_ELEMENTS:
+            raise InputError(f"tensor {tensor!r} has shape {list(shape)}: dimensions must lie in 0..{MAX_DIMENSION} "
+                             f"and a tensor hold at most 2**50 elements", field="shape")
+        return shape
+
+    # -- per node ----------------------------------------------------------------------------
+    def _node(self, index: int, node, nodes, consumers) -> None:
+        name = node.name or f"{node.op_type}_{index}"
+        dynamic = [t for t in node.input if t and t in self.producers]
+        if node.domain not in ("", "ai.onnx") or node.op_type not in ops.SUPPORTED:
+            return self._skip(node, name, dynamic, "op type not modelled by archsim")
+        if node.op_type in ops.STATIC or not dynamic:
+            for out in node.output:
+                self.constants[out] = self.shapes.get(out, ())
+            return None
+        if node.op_type in ops.ZERO_COST:
+            routed = dynamic[:1] if node.op_type in ("Reshape", "Expand", "Tile", "Slice", "Pad") else dynamic
+            if node.op_type == "Gather" and node.input[0] in self.constants:
+                routed = [t for t in node.input[1:] if t in self.producers]
+            self._route(node, self._union(routed))
+            return None
+        attrs = {a.name: self.onnx.helper.get_attribute_value(a) for a in node.attribute}
+        try:
+            layer = self._layer(node, name, attrs, dynamic, index, nodes, consumers)
+        except InputError as exc:
+            if self.unsupported == "skip" and exc.where.field == "node":
+                return self._skip(node, name, dynamic, exc.message.split(": ", 1)[-1])
+            if exc.message.startswith("node "):
+                raise
+            raise InputError(f"node {name!r} (op {node.op_type}): {exc.message}", field=exc.where.field) from None
+        self.layers.append(layer)
+        self.names.add(layer.name)
+        for out in node.output[:1]:
+            self.producers[out] = (layer.name,)
+        if index + 1 in self.absorbed:  # a folded bias Add: its output is this layer's output
+            self.producers[nodes[index + 1].output[0]] = (layer.name,)
+        return None
+
+    def _skip(self, node, name: str, dynamic: list[str], why: str) -> None:
+        if self.unsupported != "skip":
+            raise InputError(f"node {name!r} (op {node.op_type}): {why}; use --unsupported skip to leave it out",
+                             field="node")
+        self.notes.append(f"skipped ONNX node {name!r} (op {node.op_type}): {why}")
+        self._route(node, self._union(dynamic))
+
+    def _route(self, node, producers: tuple[str, ...]) -> None:
+        for out in node.output:
+            if out:
+                self.producers[out] = producers or (NETWORK_INPUT,)
+
+    def _union(self, tensors: list[str]) -> tuple[str, ...]:
+        found: list[str] = []
+        for tensor in tensors:
+            for producer in self.producers.get(tensor, ()):
+                if producer not in found:
+                    found.append(producer)
+        return tuple(found)
+
+    def _shape(self, node, name: str, tensor: str) -> tuple[int, ...]:
+        """Per-sample shape of an activation tensor (batch dimension removed)."""
+        shape = self.shapes.get(tensor)
+        if shape is None:
+            raise InputError(f"node {name!r} (op {node.op_type}): shape of {tensor!r} unknown after shape "
+                             f"inference", field="shape")
+        if shape and shape[0] == self.batch:
+            return shape[1:]
+        if self.batch == 1:
+            return shape
+        if shape and shape[0] % self.batch == 0:
+            return (shape[0] // self.batch,) + shape[1:]
+        raise InputError(f"node {name!r} (op {node.op_type}): tensor {tensor!r} of shape {list(shape)} does "
+                         f"not lead with the batch ({self.batch})", field="shape")
+
+    def _unique(self, name: str) -> str:
+        clean = "".join("_" if ch in ',;"\r\n' else ch for ch in name).strip() or "node"
+        if clean == NETWORK_INPUT:
+            clean = "input_node"
+        candidate, n = clean, 1
+        while candidate in self.names:
+            n += 1
+            candidate = f"{clean}_{n}"
+        return candidate
+
+    def _layer(self, node, name: str, attrs: dict, dynamic: list[str], index: int, nodes, consumers) -> Layer:
+        op = node.op_type
+        inputs = self._union(dynamic)
+        layer_name = self._unique(name)
+        out = self._shape(node, name, node.output[0])
+        common = {"name": layer_name, "inputs": inputs}
+        if op in ("Conv", "ConvTranspose"):
+            return self._conv(node, name, attrs, common, out)
+        if op in ("Gemm", "MatMul"):
+            return self._gemm(node, name, attrs, common, out, index, nodes, consumers)
+        if op in ops.POOLS:
+            return self._pool(node, name, attrs, common, out)
+        if op in ops.NORMS:
+            x = self._shape(node, name, node.input[0])
+            h, w, c = ops.hwc(x)
+            if op == "LayerNormalization":
+                axis = attrs.get("axis", -1) % max(len(x), 1) if x else 0
+                c = prod(x[axis:]) if x else 1
+                h, w = prod(x) // c, 1
+            return Layer(kind="batchnorm", ifmap_h=h, ifmap_w=w, filter_h=1, filter_w=1, channels=c, filters=c,
+                         **common)
+        shape = self._shape(node, name, node.input[0]) if op in ops.REDUCTIONS else out
+        h, w, c = ops.hwc(shape)
+        return Layer(kind="elementwise", ifmap_h=h, ifmap_w=w, filter_h=1, filter_w=1, channels=c, filters=c,
+                     **common)
+
+    def _conv(self, node, name: str, attrs: dict, common: dict, out: tuple[int, ...]) -> Layer:
+        x = self._shape(node, name, node.input[0])
+        weight = self.constants.get(node.input[1]) or self.shapes.get(node.input[1])
+        if len(x) != 3 or not weight or len(weight) != 4:
+            raise ops._unsupported(node, name, f"only 2-D convolutions are modelled (input {list(x)})")
+        if node.input[1] in self.producers:
+            raise ops._unsupported(node, name, "weights computed by the graph (not a constant)")
+        stride, pad, dilation = ops.spatial(node, attrs, name)
+        groups = int(attrs.get("group", 1))
+        c, h, w = x
+        transposed = node.op_type == "ConvTranspose"
+        if transposed and any(attrs.get("output_padding", [])):
+            raise ops._unsupported(node, name, f"output_padding={list(attrs['output_padding'])} is not modelled")
+        layer = Layer(kind="deconv" if transposed else "conv", ifmap_h=h, ifmap_w=w, filter_h=weight[2],
+                      filter_w=weight[3], channels=c, filters=weight[1] * groups if transposed else weight[0],
+                      stride=stride, padding=pad, groups=groups, dilation=dilation,
+                      bias=len(node.input) > 2 and bool(node.input[2]), **common)
+        self._check_out(node, name, layer, out)
+        return layer
+
+    def _pool(self, node, name: str, attrs: dict, common: dict, out: tuple[int, ...]) -> Layer:
+        x = self._shape(node, name, node.input[0])
+        if len(x) != 3:
+            raise ops._unsupported(node, name, f"only 2-D pooling is modelled (input {list(x)})")
+        c, h, w = x
+        if node.op_type.startswith("Global"):
+            kernel, stride, pad = (h, w), 1, 0
+        else:
+            kernel = tuple(attrs["kernel_shape"])
+            stride, pad, dilation = ops.spatial(node, attrs, name)
+            if dilation != 1:
+                raise ops._unsupported(node, name, "dilated pooling is not modelled")
+        layer = Layer(kind="pool", ifmap_h=h, ifmap_w=w, filter_h=kernel[0], filter_w=kernel[1], channels=c,
+                      filters=c, stride=stride, padding=pad, **common)
+        self._check_out(node, name, layer, out)
+        return layer
+
+    @staticmethod
+    def _check_out(node, name: str, layer: Layer, out: tuple[int, ...]) -> None:
+        if (layer.filters, layer.ofmap_h, layer.ofmap_w) != tuple(out):
+            raise ops._unsupported(node, name, f"ONNX output {list(out)} differs from archsim's "
+                                               f"{[layer.filters, layer.ofmap_h, layer.ofmap_w]} (ceil_mode?)")
+
+    def _gemm(self, node, name: str, attrs: dict, common: dict, out: tuple[int, ...], index: int, nodes,
+              consumers) -> Layer:
+        a, b = node.input[0], node.input[1]
+        if node.op_type == "Gemm" and attrs.get("transA", 0):
+            raise ops._unsupported(node, name, "transA=1 (the batch would sit in the reduction)")
+        if a in self.producers and b in self.producers:  # activation × activation
+            x, y = self._shape(node, name, a), self._shape(node, name, b)
+            m = x[-2] if len(x) >= 2 else 1
+            k = x[-1]
+            n = y[-1] if not attrs.get("transB", 0) else y[-2]
+            repeat = prod(out[:-2]) if len(out) > 2 else 1
+            return Layer(kind="matmul", ifmap_h=m, ifmap_w=k, filter_h=1, filter_w=k, channels=1, filters=n,
+                         repeat=repeat, **common)
+        if a in self.producers:
+            x, weight = self._shape(node, name, a), self.constants.get(b, ())
+            if len(weight) != 2:
+                raise ops._unsupported(node, name, f"weight operand of rank {len(weight)} (expected a matrix)")
+            k, n = (weight[1], weight[0]) if attrs.get("transB", 0) else weight
+        else:  # constant × activation: the constant is the weight, the activation's columns are the rows
+            x, weight = self._shape(node, name, b), self.constants.get(a, ())
+            if len(weight) != 2 or len(x) != 2:
+                raise ops._unsupported(node, name, "a constant left operand needs two matrices")
+            x, (n, k) = (x[1], x[0]), weight
+        rows = prod(x[:-1]) if len(x) > 1 else 1
+        if (x[-1] if x else 1) != k:
+            raise InputError(f"node {name!r} (op {node.op_type}): input has {x[-1] if x else 1} features, "
+                             f"the weight expects {k}", field="shape")
+        bias = node.op_type == "Gemm" and len(node.input) > 2 and bool(node.input[2])
+        if not bias and self._bias_follows(node, index, nodes, consumers, n):
+            bias = True
+            self.absorbed.add(index + 1)
+        return Layer(kind="fc", ifmap_h=rows, ifmap_w=1, filter_h=1, filter_w=1, channels=k, filters=n, bias=bias,
+                     **common)
+
+    def _bias_follows(self, node, index: int, nodes, consumers, n: int) -> bool:
+        """Is the next node ``Add(this, constant of n elements)`` and this layer's only consumer?"""
+        if index + 1 >= len(nodes) or consumers.get(node.output[0], []) != [index + 1]:
+            return False
+        add = nodes[index + 1]
+        if add.op_type != "Add" or len(add.input) != 2:
+            return False
+        other = add.input[1] if add.input[0] == node.output[0] else add.input[0]
+        return other in self.constants and other not in self.producers and prod(self.constants[other]) == n

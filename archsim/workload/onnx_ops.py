@@ -1,0 +1,92 @@
+"""ONNX operators → archsim layers: which op becomes which layer kind, and its geometry.
+
+Every tensor is read *per sample* (the batch dimension is stripped; archsim applies the batch at
+lowering) and laid out as (H, W, C) for a layer row:
+
+* rank 3 per sample (C, H, W) — a feature map: H, W, C as they are; for an attention tensor
+  (heads, S, S) that is S × S × heads, as ``bert_large`` writes its softmax;
+* rank 2 (S, D) — tokens × features: an S×1 map of D channels (position-wise layers);
+* rank 1 (F,) — a 1×1 map of F channels; rank ≥ 4: C = first dim, W = last, H = the rest.
+
+Mapping (``KIND_OF``; documented costs, nothing is free by accident):
+
+* ``Conv`` (2-D; groups, depthwise, dilation, stride, symmetric padding) → conv.
+* ``ConvTranspose`` (2-D, output padding 0) → deconv: the input gradient of the conv it inverts.
+* ``Gemm`` and ``MatMul`` with a constant (weight) operand → fc over the rows of the other operand
+  (tokens × batch-free leading dims), with the bias of a directly following ``Add`` of a 1-D
+  constant folded in; with two activation operands → matmul (``Repeat`` = the per-sample batch of
+  instances, e.g. attention heads).
+* ``MaxPool``/``AveragePool``/``GlobalAveragePool``/``GlobalMaxPool`` → pool.
+* ``BatchNormalization``, ``LayerNormalization``, ``InstanceNormalization``,
+  ``GroupNormalization`` → batchnorm (γ, β per normalised channel; LayerNorm's channel is the
+  normalised extent).
+* Activations, arithmetic, ``Softmax``, reductions and ``Resize`` → elementwise (one op per
+  element of the output per activation operand; reductions count the input's elements).
+* Layout and routing — ``Reshape``, ``Flatten``, ``Transpose``, ``Squeeze``, ``Unsqueeze``,
+  ``Concat``, ``Split``, ``Slice``, ``Gather``, ``Expand``, ``Pad``, ``Identity``, ``Dropout``,
+  ``Cast`` — cost nothing: archsim models no data movement inside a processor. Their consumers
+  read the layers that produced the routed tensors (a ``Concat`` gives its consumer several
+  ``Inputs``). ``Gather`` of an embedding table is a lookup: zero cost, and its table is not
+  counted as a layer's parameters.
+* ``Shape``, ``Constant`` and anything computed from constants only are static (no layer).
+"""
+
+from __future__ import annotations
+
+from math import prod
+
+from archsim.errors import InputError
+
+ZERO_COST = frozenset({
+    "Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "Concat", "Split", "Slice", "Gather",
+    "GatherElements", "Expand", "Pad", "Identity", "Dropout", "Cast", "CastLike", "Tile", "DepthToSpace",
+    "SpaceToDepth",
+})
+STATIC = frozenset({"Shape", "Size", "Constant", "ConstantOfShape", "Range", "EyeLike"})
+ELEMENTWISE = frozenset({
+    "Relu", "LeakyRelu", "PRelu", "Elu", "Selu", "Celu", "Gelu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh",
+    "Softplus", "Softsign", "Mish", "Erf", "Exp", "Log", "Sqrt", "Reciprocal", "Neg", "Abs", "Sign", "Floor",
+    "Ceil", "Round", "Clip", "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Mean", "Sum", "Where", "Equal",
+    "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not", "And", "Or", "Softmax", "LogSoftmax", "Sin",
+    "Cos", "Resize", "Upsample", "ThresholdedRelu", "Shrink", "Trilu",
+})
+REDUCTIONS = frozenset({"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL2",
+                        "ReduceSumSquare", "ReduceLogSumExp", "ArgMax", "ArgMin"})
+NORMS = frozenset({"BatchNormalization", "LayerNormalization", "InstanceNormalization", "GroupNormalization"})
+POOLS = frozenset({"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"})
+GEMMS = frozenset({"Conv", "ConvTranspose", "Gemm", "MatMul"})
+SUPPORTED = ZERO_COST | STATIC | ELEMENTWISE | REDUCTIONS | NORMS | POOLS | GEMMS
+
+
+def hwc(shape: tuple[int, ...]) -> tuple[int, int, int]:
+    """A per-sample tensor shape as a layer's (IFMAP Height, IFMAP Width, Channels)."""
+    if len(shape) == 0:
+        return 1, 1, 1
+    if len(shape) == 1:
+        return 1, 1, shape[0]
+    if len(shape) == 2:
+        return shape[0], 1, shape[1]
+    if len(shape) == 3:
+        return shape[1], shape[2], shape[0]
+    return prod(shape[1:-1]), shape[-1], shape[0]
+
+
+def spatial(node, attrs: dict, name: str, rank: int = 2) -> tuple[int, int, int]:
+    """(stride, padding, dilation) of a 2-D Conv/pool node; one value each, or an error naming the node."""
+    strides = list(attrs.get("strides", [1] * rank))
+    dilations = list(attrs.get("dilations", [1] * rank))
+    pads = list(attrs.get("pads", [0] * 2 * rank))
+    auto_pad = attrs.get("auto_pad", b"NOTSET")
+    auto_pad = auto_pad.decode() if isinstance(auto_pad, bytes) else str(auto_pad)
+    if auto_pad not in ("NOTSET", "VALID", ""):
+        raise _unsupported(node, name, f"auto_pad={auto_pad} (write explicit pads)")
+    for label, values in (("strides", strides), ("dilations", dilations)):
+        if len(set(values)) != 1:
+            raise _unsupported(node, name, f"{label}={values}: archsim models one value for H and W")
+    if len(set(pads)) > 1:
+        raise _unsupported(node, name, f"pads={pads}: archsim models one symmetric padding for H and W")
+    return strides[0], (pads[0] if pads else 0), dilations[0]
+
+
+def _unsupported(node, name: str, why: str) -> InputError:
+    return InputError(f"node {name!r} (op {node.op_type}): {why}", field="node")

@@ -1,0 +1,212 @@
+"""Transformers from their configuration: GPT-2/GPT-3, Llama (grouped-query attention, SwiGLU), BERT.
+
+Read from a Hugging Face ``config.json`` (plain JSON, nothing downloaded; ``model_type`` gpt2,
+llama/mistral or bert) or a short TOML table::
+
+    [transformer]
+    family = "gpt"        # gpt | llama | bert
+    layers = 24
+    hidden = 2048
+    heads = 16
+    vocab = 50257
+    seq = 2048            # sequence length (tokens per sample); --dim seq=N overrides
+    ffn = 8192            # optional: default 4 × hidden (llama: required)
+    kv_heads = 16         # optional: grouped-query attention (default heads)
+    tied_embeddings = true
+
+Each block is lowered to its GEMMs per sample (one sequence of S tokens; the micro-batch is
+``--batch``): the QKV projection (an fc on S rows, d → d + 2·kv_heads·head_dim), the scores
+Q·Kᵀ and the context P·V (matmuls, one instance per head, S×S — the array computes the whole
+square; causal masking skips no work here), softmax, the output projection, the MLP (GPT/BERT:
+d → ffn → d with GELU; Llama: gate and up d → ffn, SiLU·up, down ffn → d), residual adds and
+norms (LayerNorm; Llama's RMSNorm is costed as a norm with γ and β: one d-vector per norm more
+than it has). GPT and Llama end with the final norm and the LM head (d → vocab); BERT is its
+encoder stack (embedding LayerNorm and layers, as the shipped ``bert_large``; no pooler or
+pre-training heads). Embedding tables are lookups, not layers:
+:attr:`TransformerConfig.parameter_count` adds them (an LM head tied to the token embedding is
+counted once).
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from archsim.errors import InputError
+from archsim.workload.builders import _Builder
+from archsim.workload.layer import Network
+
+FAMILIES = ("gpt", "llama", "bert")
+_TOML_KEYS = {"family", "layers", "hidden", "heads", "vocab", "seq", "ffn", "kv_heads", "tied_embeddings",
+              "name", "type_vocab"}
+
+
+@dataclass(frozen=True)
+class TransformerConfig:
+    """Shapes of a decoder (gpt, llama) or encoder (bert) stack; sizes in elements."""
+
+    name: str
+    family: str
+    layers: int
+    hidden: int
+    heads: int
+    vocab: int
+    seq: int
+    ffn: int
+    kv_heads: int
+    tied_embeddings: bool = True
+    positions: int = 0  # learned position-embedding rows (0: rotary)
+    type_vocab: int = 0  # BERT's segment embeddings
+
+    def __post_init__(self) -> None:
+        if self.family not in FAMILIES:
+            raise InputError(f"unknown family {self.family!r}; choose {', '.join(FAMILIES)}", field="family")
+        for key in ("layers", "hidden", "heads", "vocab", "seq", "ffn", "kv_heads"):
+            value = getattr(self, key)
+            if not isinstance(value, int) or isinstance(value, bool) or not 0 < value <= 2**31 - 1:
+                raise InputError(f"must be a positive integer, got {value!r}", field=key)
+        if self.hidden % self.heads or self.heads % self.kv_heads:
+            raise InputError(f"heads ({self.heads}) must divide hidden ({self.hidden}) and be a multiple of "
+                             f"kv_heads ({self.kv_heads})", field="heads")
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden // self.heads
+
+    @property
+    def embedding_parameters(self) -> int:
+        """Parameters of the lookup tables that are not layers (token table unless tied to the head)."""
+        token = self.vocab * self.hidden if (self.family == "bert" or not self.tied_embeddings) else 0
+        return token + (self.positions + self.type_vocab) * self.hidden
+
+    @property
+    def parameter_count(self) -> int:
+        return self.network().parameter_count + self.embedding_parameters
+
+    def network(self, seq: int | None = None) -> Network:
+        return build(self if seq is None else _replace_seq(self, seq))
+
+
+def _replace_seq(config: TransformerConfig, seq: int) -> TransformerConfig:
+    from dataclasses import replace
+
+    return replace(config, seq=seq)
+
+
+def build(c: TransformerConfig) -> Network:
+    s, d, hd = c.seq, c.hidden, c.head_dim
+    b = _Builder(c.name).start(s, 1, d)
+    if c.family == "bert":
+        b.add("emb_ln", "batchnorm")
+    for i in range(1, c.layers + 1):
+        p = f"l{i}"
+        entry = b.current
+        bias = c.family != "llama"
+        normed = entry if c.family == "bert" else b.add(f"{p}_ln1", "batchnorm")
+        qkv = b.add(f"{p}_qkv", "fc", d + 2 * c.kv_heads * hd, bias=bias, source=normed)
+        b.add(f"{p}_scores", "matmul", s, repeat=c.heads, source=qkv, shape=(s, hd, 1))
+        probs = b.add(f"{p}_softmax", "elementwise", shape=(s, s, c.heads))
+        b.add(f"{p}_context", "matmul", hd, repeat=c.heads, inputs=(probs[0], qkv[0]), shape=(s, s, 1))
+        b.add(f"{p}_out", "fc", d, bias=bias, shape=(s, 1, d))
+        attn = b.add(f"{p}_add1", "elementwise", inputs=(f"{p}_out", entry[0]))
+        normed = b.add(f"{p}_ln1", "batchnorm") if c.family == "bert" else b.add(f"{p}_ln2", "batchnorm")
+        if c.family == "llama":
+            gate = b.add(f"{p}_gate", "fc", c.ffn, source=normed)
+            up = b.add(f"{p}_up", "fc", c.ffn, source=normed)
+            act = b.add(f"{p}_silu", "elementwise", source=gate)
+            b.add(f"{p}_mul", "elementwise", inputs=(act[0], up[0]), source=act)
+            b.add(f"{p}_down", "fc", d)
+        else:
+            b.add(f"{p}_ffn1", "fc", c.ffn, bias=True, source=normed)
+            b.add(f"{p}_gelu", "elementwise")
+            b.add(f"{p}_ffn2", "fc", d, bias=True)
+        residual = attn if c.family != "bert" else normed
+        b.add(f"{p}_add2", "elementwise", inputs=(b.current[0], residual[0]))
+        if c.family == "bert":
+            b.add(f"{p}_ln2", "batchnorm")
+    if c.family != "bert":
+        b.add("ln_f", "batchnorm")
+        b.add("lm_head", "fc", c.vocab)
+    return b.network()
+
+
+# -- reading configs -------------------------------------------------------------------------------
+def load_transformer(path: str | Path, *, seq: int | None = None) -> TransformerConfig:
+    """A Hugging Face ``config.json`` or a ``[transformer]`` TOML table (module docstring)."""
+    path = Path(path)
+    file = str(path)
+    if not path.is_file():
+        raise InputError("transformer config not found", file=file)
+    try:
+        text = path.read_text(encoding="utf-8")
+        document = json.loads(text) if path.suffix.lower() == ".json" else tomllib.loads(text)
+    except (UnicodeDecodeError, json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise InputError(f"not a readable config ({exc.__class__.__name__})", file=file) from None
+    if not isinstance(document, dict):
+        raise InputError("expected a JSON object", file=file)
+    try:
+        config = _from_toml(document, path) if path.suffix.lower() == ".toml" else _from_hf(document, path)
+        return config if seq is None else _replace_seq(config, seq)
+    except InputError as exc:
+        raise InputError(exc.message, file=file, field=exc.where.field) from None
+
+
+def _get(table: dict, key: str, default=None, *, required: bool = True):
+    if key not in table or table[key] is None:
+        if default is None and required:
+            raise InputError("missing key", field=key)
+        return default
+    value = table[key]
+    if isinstance(default, bool) or key.startswith("tie"):
+        if not isinstance(value, bool):
+            raise InputError(f"expected true or false, got {value!r}", field=key)
+        return value
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise InputError(f"expected a positive integer, got {value!r}", field=key)
+    return value
+
+
+def _from_toml(document: dict, path: Path) -> TransformerConfig:
+    if set(document) != {"transformer"} or not isinstance(document["transformer"], dict):
+        raise InputError("expected exactly one table, [transformer]", field="transformer")
+    t = document["transformer"]
+    unknown = sorted(set(t) - _TOML_KEYS)
+    if unknown:
+        raise InputError(f"unknown key; keys are {', '.join(sorted(_TOML_KEYS))}", field=unknown[0])
+    family = t.get("family")
+    if family not in FAMILIES:
+        raise InputError(f"expected one of {', '.join(FAMILIES)}, got {family!r}", field="family")
+    hidden, heads = _get(t, "hidden"), _get(t, "heads")
+    return TransformerConfig(
+        name=str(t.get("name", path.stem)), family=family, layers=_get(t, "layers"), hidden=hidden, heads=heads,
+        vocab=_get(t, "vocab"), seq=_get(t, "seq"),
+        ffn=_get(t, "ffn", None if family == "llama" else 4 * hidden),
+        kv_heads=_get(t, "kv_heads", heads), tied_embeddings=_get(t, "tied_embeddings", family != "llama"),
+        positions=0 if family == "llama" else _get(t, "seq"), type_vocab=_get(t, "type_vocab", 0, required=False))
+
+
+def _from_hf(config: dict, path: Path) -> TransformerConfig:
+    kind = str(config.get("model_type", "")).lower()
+    name = path.parent.name if path.name == "config.json" else path.stem
+    if kind == "gpt2":
+        hidden, heads = _get(config, "n_embd"), _get(config, "n_head")
+        positions = _get(config, "n_positions", config.get("n_ctx"))
+        return TransformerConfig(name, "gpt", _get(config, "n_layer"), hidden, heads, _get(config, "vocab_size"),
+                                 positions, _get(config, "n_inner", 4 * hidden), heads,
+                                 _get(config, "tie_word_embeddings", True), positions)
+    if kind in ("llama", "mistral"):
+        heads = _get(config, "num_attention_heads")
+        return TransformerConfig(name, "llama", _get(config, "num_hidden_layers"), _get(config, "hidden_size"), heads,
+                                 _get(config, "vocab_size"), _get(config, "max_position_embeddings"),
+                                 _get(config, "intermediate_size"), _get(config, "num_key_value_heads", heads),
+                                 _get(config, "tie_word_embeddings", False))
+    if kind == "bert":
+        positions = _get(config, "max_position_embeddings")
+        return TransformerConfig(name, "bert", _get(config, "num_hidden_layers"), _get(config, "hidden_size"),
+                                 _get(config, "num_attention_heads"), _get(config, "vocab_size"), positions,
+                                 _get(config, "intermediate_size"), _get(config, "num_attention_heads"), True,
+                                 positions, _get(config, "type_vocab_size", 2))
+    raise InputError(f"model_type {config.get('model_type')!r} is not read; archsim reads gpt2, llama, mistral "
+                     f"and bert configs (or write a [transformer] TOML)", field="model_type")

@@ -1,0 +1,60 @@
+"""`archsim --help` with lazy sub-command imports vs loading every sub-command, measured in one run.
+
+    .venv/bin/python benchmarks/bench_cli_startup.py [--repeats 7]
+
+Each sample is a fresh interpreter (what a user's shell pays): ``lazy`` runs ``archsim --help`` as
+shipped (only the registry is imported); ``eager`` builds the full parser first, importing every
+sub-command module as the CLI did before the registry became lazy; ``python`` is a bare
+interpreter, the floor. Prints the median and best wall time of each and the eager/lazy ratio,
+and writes benchmarks/results/cli_startup.csv atomically.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from archsim.outputs import atomic_write_text
+
+ROOT = Path(__file__).resolve().parents[1]
+CASES = {
+    "python": "pass",
+    "lazy": "from archsim.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass",
+    "eager": ("from archsim.cli import build_parser\nparser = build_parser()\ntry:\n    parser.parse_args(['--help'])\n"
+              "except SystemExit:\n    pass"),
+}
+
+
+def sample(code: str) -> float:
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", code], check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "cli_startup.csv"))
+    args = parser.parse_args(argv)
+    times: dict[str, list[float]] = {name: [] for name in CASES}
+    for _ in range(args.repeats):  # interleaved, so load on the machine hits every case alike
+        for name, code in CASES.items():
+            times[name].append(sample(code))
+    rows = [{"case": name, "repeats": args.repeats, "median_s": statistics.median(values), "best_s": min(values)}
+            for name, values in times.items()]
+    frame = pd.DataFrame(rows)
+    ratio = frame.set_index("case").median_s["eager"] / frame.set_index("case").median_s["lazy"]
+    print(frame.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    print(f"eager / lazy (median): {ratio:.1f}x")
+    atomic_write_text(args.out, frame.to_csv(index=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

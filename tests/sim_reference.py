@@ -1,0 +1,234 @@
+"""The reference engine: archsim's original pure-Python list scheduler, kept unchanged as the oracle.
+
+``archsim.sim.engine`` runs the same rules over integer arrays in a numba kernel; the tests
+(conftest.py, test_sim_engine_equal.py) require its timelines to equal this one's slot for slot.
+
+Event-driven, non-delay list scheduling over an op DAG with processors, streams and links.
+
+Rules (DESIGN.md, "Simulator"):
+
+* An op is ready when every dependency is met: its producer has ended and, for a dep with a
+  link, the transfer has arrived.
+* Whenever a processor has a free stream and ready ops, the op the policy ranks first starts
+  there — the lowest ``policy.key(op)``, ties by the op's position in ``problem.ops``. Ranks are
+  static: a policy is a key function, computed once per op, and keys are compared only among the
+  ops of one processor. An unpinned op takes the lowest free
+  stream that no ready pinned op is waiting for (else the lowest free stream); a pinned op waits
+  for its own stream.
+* A link is FIFO: it serves transfers in the order their producers ended, ties by the consumer's
+  rank, then by the order they were queued. A transfer holds the link for latency + bytes/bandwidth.
+* At one instant, every event (op or transfer end) is applied before anything starts, so ops that
+  become ready together compete by rank. A zero-length op or transfer started at that instant ends
+  at it too, and what it releases may start in a later round of the same instant.
+
+Deterministic: no dict or set order and no clocks matter. Cost: O((ops + deps) log ops), plus
+O(streams) per start for pinned ops.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from archsim.errors import InputError
+from archsim.sim.problem import Op, Problem
+from archsim.sim.timeline import Slot, Timeline, Transfer
+
+_OP_END, _TRANSFER_END = 0, 1
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """What the simulator asks of a schedule policy: a name for reports and a sort key per op."""
+
+    name: str
+
+    def key(self, op: Op) -> Any: ...
+
+
+class PriorityPolicy:
+    """Rank by ``op.priority`` (tuples compare lexicographically): the default."""
+
+    name = "priority"
+
+    def key(self, op: Op) -> Any:
+        return op.priority
+
+
+@dataclass(frozen=True)
+class KeyPolicy:
+    """A policy from a plain key function, e.g. ``KeyPolicy("d-first", lambda op: ...)``."""
+
+    name: str
+    function: Callable[[Op], Hashable]
+
+    def key(self, op: Op) -> Any:
+        return self.function(op)
+
+
+def simulate(problem: Problem, policy: Policy | None = None) -> Timeline:
+    """Run ``problem`` under ``policy`` (default :class:`PriorityPolicy`) and return its Timeline."""
+    policy = policy if policy is not None else PriorityPolicy()
+    ops = problem.ops
+    rank = _ranks(ops, policy)
+    return _Run(problem, rank).run(getattr(policy, "name", type(policy).__name__))
+
+
+def _ranks(ops: tuple[Op, ...], policy: Policy) -> list[int]:
+    """Each op's place in the policy's order among its processor's ops (0 first), ties by position.
+
+    Keys are compared only among ops of one processor — the only ops that ever compete, for a
+    stream or (as consumers) for a link into that processor — so processors may use unlike keys.
+    """
+    groups: dict[str, list[int]] = {}
+    for i, op in enumerate(ops):
+        groups.setdefault(op.processor, []).append(i)
+    rank = [0] * len(ops)
+    for processor, members in groups.items():
+        keys = {i: policy.key(ops[i]) for i in members}
+        try:
+            order = sorted(members, key=keys.__getitem__)  # stable: ties keep problem order
+        except TypeError as error:
+            raise InputError(f"policy {getattr(policy, 'name', policy)!r} gave keys on {processor!r} that do not "
+                             f"compare with each other ({error}); use all numbers or all tuples",
+                             field="priority") from None
+        for place, i in enumerate(order):
+            rank[i] = place
+    return rank
+
+
+class _Run:
+    """The state of one simulation; integers index ops, processors and links throughout."""
+
+    def __init__(self, problem: Problem, rank: list[int]) -> None:
+        self.problem = problem
+        self.rank = rank
+        proc_index = {p.name: i for i, p in enumerate(problem.processors)}
+        link_index = {link.name: i for i, link in enumerate(problem.links)}
+        op_index = {op.id: i for i, op in enumerate(problem.ops)}
+        self.proc_of = [proc_index[op.processor] for op in problem.ops]
+        self.pin = [op.stream for op in problem.ops]
+        self.duration = [float(op.duration) for op in problem.ops]
+        self.waiting = [0] * len(problem.ops)
+        self.consumer = [op_index[dep.dst] for dep in problem.deps]
+        # out[i]: (dep position, consumer, link index or -1, transfer time)
+        self.out: list[list[tuple[int, int, int, float]]] = [[] for _ in problem.ops]
+        for d, dep in enumerate(problem.deps):
+            dst = op_index[dep.dst]
+            self.waiting[dst] += 1
+            if dep.link is None:
+                self.out[op_index[dep.src]].append((d, dst, -1, 0.0))
+            else:
+                link = problem.links[link_index[dep.link]]
+                self.out[op_index[dep.src]].append((d, dst, link_index[dep.link], link.transfer_time(dep.bytes)))
+        self.streams = [p.streams for p in problem.processors]
+        self.free = [list(range(p.streams)) for p in problem.processors]  # kept sorted
+        self.ready: list[list[tuple[int, int]]] = [[] for _ in problem.processors]  # (rank, op)
+        self.pinned: list[list[list[tuple[int, int]]]] = [[[] for _ in range(p.streams)] for p in problem.processors]
+        self.link_queue: list[list[tuple[float, int, int, int, float]]] = [[] for _ in problem.links]
+        self.link_busy = [False] * len(problem.links)
+        self.events: list[tuple[float, int, int, int, int]] = []  # (time, seq, kind, a, b)
+        self.seq = 0
+        self.slots: list[tuple[int, int, int, float, float]] = []
+        self.transfers: list[tuple[int, int, float, float]] = []  # (dep position, link, start, end)
+        self.dirty_procs: set[int] = set()
+        self.dirty_links: set[int] = set()
+
+    def run(self, policy_name: str) -> Timeline:
+        for i, count in enumerate(self.waiting):
+            if count == 0:
+                self._make_ready(i)
+        now = 0.0
+        events = self.events
+        while True:
+            for link in sorted(self.dirty_links):
+                self._start_transfer(link, now)
+            self.dirty_links.clear()
+            for proc in sorted(self.dirty_procs):
+                self._dispatch(proc, now)
+            self.dirty_procs.clear()
+            if not events:
+                break
+            now = events[0][0]
+            while events and events[0][0] <= now:
+                _, _, kind, a, b = heapq.heappop(events)
+                if kind == _OP_END:
+                    self._op_ended(a, b, now)
+                else:
+                    self.link_busy[b] = False
+                    self.dirty_links.add(b)
+                    self._arrived(self.consumer[a])
+        if len(self.slots) != len(self.problem.ops):  # pragma: no cover - Problem rejects cycles
+            raise RuntimeError("simulation stalled: some ops never became ready")
+        return self._timeline(policy_name)
+
+    def _make_ready(self, i: int) -> None:
+        proc, pin = self.proc_of[i], self.pin[i]
+        queue = self.ready[proc] if pin is None else self.pinned[proc][pin]
+        heapq.heappush(queue, (self.rank[i], i))
+        self.dirty_procs.add(proc)
+
+    def _arrived(self, consumer: int) -> None:
+        self.waiting[consumer] -= 1
+        if self.waiting[consumer] == 0:
+            self._make_ready(consumer)
+
+    def _op_ended(self, i: int, stream: int, now: float) -> None:
+        proc = self.proc_of[i]
+        free = self.free[proc]
+        free.append(stream)
+        free.sort()
+        self.dirty_procs.add(proc)
+        for d, consumer, link, seconds in self.out[i]:
+            if link < 0:
+                self._arrived(consumer)
+            else:
+                self.seq += 1
+                heapq.heappush(self.link_queue[link], (now, self.rank[consumer], self.seq, d, seconds))
+                self.dirty_links.add(link)
+
+    def _start_transfer(self, link: int, now: float) -> None:
+        queue = self.link_queue[link]
+        if self.link_busy[link] or not queue:
+            return
+        _, _, _, d, seconds = heapq.heappop(queue)
+        end = now + seconds
+        self.link_busy[link] = True
+        self.transfers.append((d, link, now, end))
+        self._push(end, _TRANSFER_END, d, link)
+
+    def _dispatch(self, proc: int, now: float) -> None:
+        free, ready, pinned = self.free[proc], self.ready[proc], self.pinned[proc]
+        while free:
+            best, stream = (ready[0][0], -1) if ready else (None, -1)
+            for s in free:
+                if pinned[s] and (best is None or pinned[s][0][0] < best):
+                    best, stream = pinned[s][0][0], s
+            if best is None:
+                return
+            if stream < 0:
+                _, i = heapq.heappop(ready)
+                stream = next((s for s in free if not pinned[s]), free[0])
+            else:
+                _, i = heapq.heappop(pinned[stream])
+            free.remove(stream)
+            end = now + self.duration[i]
+            self.slots.append((i, proc, stream, now, end))
+            self._push(end, _OP_END, i, stream)
+
+    def _push(self, time: float, kind: int, a: int, b: int) -> None:
+        self.seq += 1
+        heapq.heappush(self.events, (time, self.seq, kind, a, b))
+
+    def _timeline(self, policy_name: str) -> Timeline:
+        problem = self.problem
+        ids = [op.id for op in problem.ops]
+        procs = [p.name for p in problem.processors]
+        links = [link.name for link in problem.links]
+        deps = problem.deps
+        slots = tuple(Slot(ids[i], procs[p], s, start, end) for i, p, s, start, end in self.slots)
+        transfers = tuple(Transfer(deps[d].src, deps[d].dst, links[link], deps[d].bytes, start, end)
+                          for d, link, start, end in self.transfers)
+        return Timeline(slots, transfers, problem, policy_name)

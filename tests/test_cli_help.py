@@ -1,0 +1,177 @@
+"""The CLI explains itself: --version, defaults in every help, lazy sub-command imports, public API."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import subprocess
+import sys
+
+import pytest
+
+import archsim
+from archsim import cli
+
+
+def subcommand_parsers(parser: argparse.ArgumentParser, prefix: str = "archsim"):
+    """(``archsim cost``, its parser) for every sub-command, nested ones (``bppsa rnn``) included."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                yield f"{prefix} {name}", child
+                yield from subcommand_parsers(child, f"{prefix} {name}")
+
+
+def test_version_matches_installed_metadata(capsys):
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["--version"])
+    assert stop.value.code == 0
+    assert capsys.readouterr().out.strip() == f"archsim {importlib.metadata.version('archsim')}"
+    assert archsim.__version__ == importlib.metadata.version("archsim")
+
+
+def test_top_level_help_imports_no_command_and_no_numpy():
+    """`archsim --help` must not import the sub-commands (numpy, pandas, numba): that made it take seconds."""
+    code = ("import sys\nfrom archsim.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+            "heavy = sorted(m for m in ('numpy', 'pandas', 'numba', 'plotly', 'scipy') if m in sys.modules)\n"
+            "commands = sorted(m for m in sys.modules if m.startswith('archsim.commands.'))\n"
+            "print('LOADED', heavy, commands)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "LOADED [] []" in out
+    for name, _, text in cli.REGISTRY:
+        assert name in out and text.split()[0] in out
+
+
+def test_a_subcommand_loads_only_its_own_module():
+    code = ("import sys\nfrom archsim.cli import build_parser\nbuild_parser(['gemm', '--help'])\n"
+            "print(sorted(m for m in sys.modules if m.startswith('archsim.commands.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "archsim.commands.gemm" in out and "archsim.commands.cost" not in out and "archsim.commands.sweep" not in out
+
+
+def test_registry_help_is_each_commands_own():
+    loaded = cli._commands()
+    assert [c.name for c in loaded] == [name for name, _, _ in cli.REGISTRY]
+    assert [c.help for c in loaded] == [text for _, _, text in cli.REGISTRY]
+
+
+def test_every_option_has_help_and_states_its_default():
+    parsers = list(subcommand_parsers(cli.build_parser()))
+    assert {"archsim cost", "archsim bppsa rnn", "archsim validate-gpu"} <= {name for name, _ in parsers}
+    for name, parser in parsers:
+        text = " ".join(parser.format_help().split())
+        for action in parser._actions:
+            if (isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)) or not action.option_strings
+                    or action.help == argparse.SUPPRESS):  # an older name kept out of the help
+                continue
+            assert action.help, f"{name} {action.option_strings[0]} has no help"
+            if action.default not in (None, False, argparse.SUPPRESS):
+                expanded = " ".join(parser._get_formatter()._expand_help(action).split())
+                assert "default" in expanded, f"{name} {action.option_strings[0]}: no default in {expanded!r}"
+        if any(a.option_strings and a.default not in (None, False, argparse.SUPPRESS) for a in parser._actions):
+            assert "(default: " in text or "(default " in text, name
+
+
+def test_help_shows_the_defaults_users_tripped_on(capsys):
+    for argv, needle in ((["pipeline", "--help"], "(default: layerpipe)"), (["schedule", "--help"], "(default: 1)")):
+        with pytest.raises(SystemExit):
+            cli.main(argv)
+        assert needle in " ".join(capsys.readouterr().out.split())
+
+
+def test_public_api_is_listed_and_resolves():
+    names = [n for n in archsim.__all__ if n != "__version__"]
+    assert set(names) <= set(dir(archsim))
+    assert {"load_network", "cost", "profile", "pipeline", "simulate", "run_sweep", "write_report"} <= set(names)
+    for name in names:
+        assert getattr(archsim, name) is not None
+    with pytest.raises(AttributeError):
+        archsim.no_such_thing  # noqa: B018
+
+
+def test_public_api_cost_and_pipeline_keyword_only():
+    # LayerPipe sample conv4: 28×28×128 → 128, 3×3, stride 1, pad 1, batch 32 → F is the GEMM
+    # (32·28·28, 9·128, 128); on 32×32 ws: ⌈1152/32⌉·⌈128/32⌉·(2·32 + 32 + 25088 − 2) − 1 (SCALE-Sim's count).
+    table = archsim.cost("layerpipe_sample", array="32x32", batch=32, mode="paper")
+    assert int(table.set_index("layer").F_cycles["conv4"]) == 36 * 4 * (64 + 32 + 25088 - 2) - 1
+    with pytest.raises(TypeError):
+        archsim.cost("layerpipe_sample", "32x32")  # array is keyword-only
+    profile = archsim.profile("layerpipe_sample", array="32x32", batch=32, mode="paper")
+    plan = archsim.pipeline(profile, processors=3, method="pipedream")
+    # PipeDream puts conv1, conv2, conv3+conv4 on three processors (Table III): the slowest is conv1's total
+    assert plan.max_stage_cycles == pytest.approx(float(table.set_index("layer").total_cycles["conv1"]))
+    timeline = archsim.simulate(plan, profile, microbatches=2)
+    assert timeline.makespan >= 2 * plan.max_stage_cycles
+    only_conv = archsim.load_network("resnet50", only="conv")
+    assert {layer.kind for layer in only_conv.layers} == {"conv"}
+
+
+def test_pipeline_table_shows_layer_ranges_and_explains_split_markers(capsys):
+    argv = ["pipeline", "resnet50", "--processors", "6", "--method", "pipedream"]
+    assert cli.main([*argv, "--format", "json"]) == 0
+    import json
+
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "# split_ops: D1/D2 are the parts δ′/δ″" in out
+    assert max(len(line) for line in out.splitlines() if not line.startswith("#")) < 160
+    for row in rows:  # json keeps every layer; the table names the first and last and the count
+        layers = row["layers"].split()
+        shown = f"{layers[0]}…{layers[-1]} ({len(layers)})" if len(layers) > 2 else row["layers"]
+        assert shown in out
+
+
+def test_table_numbers_are_formatted_one_way(capsys):
+    assert cli.main(["pipeline", "layerpipe_sample", "--processors", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "# speedup: 2.997\n" in out  # 96,478,356 / 32,191,601 to 4 significant digits
+    assert "# single_processor_cycles: 96478356\n" in out  # integral cycle counts in full
+    assert "e+0" not in out
+    assert cli.main(["pipeline", "layerpipe_sample", "--processors", "3", "--precision", "8"]) == 0
+    assert "# speedup: 2.997004\n" in capsys.readouterr().out  # 2.99700397… to 8 digits
+
+
+def test_sweep_progress_counts_configurations_like_the_results(tmp_path, capsys):
+    """The bar's total is the number of result rows (units × processors × methods), not units."""
+    from archsim.sweep import load_spec, run_sweep
+
+    spec = tmp_path / "s.toml"
+    spec.write_text('[sweep]\nname = "p"\nnetworks = ["layerpipe_sample"]\narrays = ["16x16", "32x32"]\n'
+                    'batches = [4]\nprocessors = [2, 3, 4]\nmethods = ["pipedream", "gpipe"]\n')
+    frame = run_sweep(load_spec(spec), tmp_path / "out", progress=True)
+    bar = capsys.readouterr().err
+    assert len(frame) == 2 * 3 * 2
+    assert f"{len(frame)}/{len(frame)}" in bar and "config" in bar
+    run_sweep(load_spec(spec), tmp_path / "out", progress=True)  # all cached: starts full
+    assert f"{len(frame)}/{len(frame)}" in capsys.readouterr().err
+
+
+def test_one_meaning_per_visible_option_name():
+    """An option name shown in two commands' help means the same there (help texts may word it differently,
+    but these were the names with two meanings)."""
+    shown: dict[str, set[str]] = {}
+    for name, parser in subcommand_parsers(cli.build_parser()):
+        for action in parser._actions:
+            if action.help != argparse.SUPPRESS:
+                for option in action.option_strings:
+                    shown.setdefault(option, set()).add(name)
+    assert shown["--trace"] == {"archsim cluster"}
+    assert shown["--k"] == {"archsim gemm"}
+    assert {"archsim pipeline", "archsim schedule", "archsim plan"} <= shown["--chrome-trace"]
+
+
+def test_older_option_names_still_work(tmp_path, capsys):
+    old = tmp_path / "old.json"
+    new = tmp_path / "new.json"
+    base = ["pipeline", "layerpipe_sample", "--processors", "2", "--microbatches", "2", "--format", "csv"]
+    assert cli.main([*base, "--trace", str(old)]) == 0
+    assert cli.main([*base, "--chrome-trace", str(new)]) == 0
+    assert old.read_text() == new.read_text() and '"traceEvents"' in new.read_text()
+    capsys.readouterr()
+    outputs = []
+    for flags in (["--bandwidth", "8", "--reverse-k", "2"], ["--bandwidth", "8", "--k", "2"], []):
+        assert cli.main(["schedule", "ffnn8", "--policy", "dp-reverse-k", "--processors", "4", "--format", "csv",
+                         *flags]) == 0
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1] != outputs[2]  # the flags took effect (defaults: 64 bytes/cycle, k auto)

@@ -1,0 +1,215 @@
+"""The user's guide cannot go stale: the site builds strictly, the CLI reference is the parser's,
+the format tables are the code's keys, and every command and Python example shown is run.
+
+Conventions the docs follow: a ```bash block holds commands a test runs (from the repository
+root's files, in a scratch folder); a ```text block is a synopsis or needs what tests lack (a GPU);
+``<!-- output-of: CMD -->`` before a ```text block means that block is CMD's exact output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from archsim import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = sorted((ROOT / "docs").rglob("*.md")) + [ROOT / "README.md"]
+FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
+
+
+def blocks(kind: str) -> list[tuple[Path, str]]:
+    return [(page, body) for page in PAGES for lang, body in FENCE.findall(page.read_text(encoding="utf-8"))
+            if lang == kind]
+
+
+def shown_commands() -> list[tuple[str, str]]:
+    """(page, command) for every `archsim …` line of a bash block, trailing comments dropped."""
+    found = []
+    for page, body in blocks("bash"):
+        for line in body.splitlines():
+            line = line.split("  #")[0].strip()
+            if line.startswith("archsim "):
+                found.append((page.relative_to(ROOT).as_posix(), line))
+    return found
+
+
+PLACEHOLDER = re.compile(r"\b[A-Z][A-Z_.]*\b|[|…<>]")
+
+
+def inline_commands() -> list[tuple[str, str]]:
+    """(page, command) for every inline `archsim …` span that is a whole command: not a bare
+    mention (`archsim plan`, `archsim --help`) and free of placeholders (NETWORK, FILE, P, a|b, …)."""
+    found = []
+    for page in PAGES:
+        for span in re.findall(r"`(archsim [^`]+)`", page.read_text(encoding="utf-8")):
+            command = " ".join(span.split())
+            words = command.split()
+            if len(words) <= 2 or "--help" in words or PLACEHOLDER.search(command):
+                continue
+            found.append((page.relative_to(ROOT).as_posix(), command))
+    return found
+
+
+def hooks():
+    spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "docs" / "hooks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory):
+    """A folder with the repository's inputs linked in, so commands write nothing into the checkout."""
+    folder = tmp_path_factory.mktemp("docs_run")
+    for name in ("configs", "layers", "benchmarks", "docs"):
+        (folder / name).symlink_to(ROOT / name)
+    return folder
+
+
+def run_archsim(command: str, cwd: Path, capsys, monkeypatch) -> tuple[int, str, str]:
+    """Run a documented command in-process (one interpreter for all: the imports are paid once)."""
+    argv = shlex.split(command)
+    assert argv[0] == "archsim"
+    monkeypatch.chdir(cwd)
+    capsys.readouterr()
+    code = cli.main(argv[1:])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_readme_setup_commands_are_what_ci_runs():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()
+    assert readme[2] == "```bash" and readme[3].startswith("python3 -m venv .venv && .venv/bin/pip install -q -e . &&")
+    assert readme[4] == ci[-1]  # CI runs exactly the README's test command
+    assert len(readme) <= 150
+
+
+def test_every_documented_command_parses():
+    commands = shown_commands()
+    assert len(commands) >= 12
+    for page, command in commands:
+        argv = shlex.split(command)[1:]
+        try:
+            cli.build_parser(argv).parse_args(argv)
+        except SystemExit as stop:  # pragma: no cover - a failure message
+            pytest.fail(f"{page}: {command!r} does not parse ({stop})")
+
+
+def test_every_inline_command_parses():
+    commands = inline_commands()
+    assert len(commands) >= 8
+    for page, command in commands:
+        argv = shlex.split(command)[1:]
+        try:
+            cli.build_parser(argv).parse_args(argv)
+        except SystemExit as stop:  # pragma: no cover - a failure message
+            pytest.fail(f"{page}: {command!r} does not parse ({stop})")
+
+
+@pytest.mark.slow
+def test_every_inline_command_runs(scratch, capsys, monkeypatch):
+    """The commands quoted in prose (paper reproductions: some take a minute or two)."""
+    for page, command in inline_commands():
+        code, _, err = run_archsim(command, scratch, capsys, monkeypatch)
+        assert code == 0, f"{page}: {command!r} failed: {err[-500:]}"
+
+
+def test_every_documented_command_runs(scratch, capsys, monkeypatch):
+    for page, command in shown_commands():
+        code, _, err = run_archsim(command, scratch, capsys, monkeypatch)
+        assert code == 0, f"{page}: {command!r} failed: {err[-500:]}"
+
+
+def test_quoted_outputs_match_a_fresh_run(scratch, capsys, monkeypatch):
+    quoted = 0
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        for command, expected in re.findall(r"<!-- output-of: (.*?) -->\n```text\n(.*?)^```", text, re.S | re.M):
+            code, out, err = run_archsim(command, scratch, capsys, monkeypatch)
+            assert code == 0, err
+            assert out == expected, f"{page.name}: the output of {command!r} changed; update the page"
+            quoted += 1
+    assert quoted >= 2
+
+
+def test_python_examples_run(scratch):
+    examples = blocks("python")
+    assert len(examples) >= 2
+    for page, body in examples:
+        done = subprocess.run([sys.executable, "-c", body], cwd=scratch, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, f"{page.name}: example failed: {done.stderr[-800:]}"
+
+
+def test_cli_reference_is_generated_from_the_parser():
+    page = hooks().cli_reference()
+    parser = cli.build_parser()
+    for name, _, _ in cli.REGISTRY:
+        assert f"## archsim {name}\n" in page
+    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    for child in sub.choices.values():
+        for action in child._actions:
+            for option in action.option_strings if action.help != argparse.SUPPRESS else ():
+                assert option in page
+    assert "<!-- archsim-cli -->" in (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+
+
+def table_keys(page: str, heading: str) -> list[list[str]]:
+    """The first-column `names` of each table under ``heading`` (up to the next heading of its level)."""
+    text = (ROOT / "docs" / page).read_text(encoding="utf-8")
+    level = heading.split()[0]
+    section = text.split(heading + "\n", 1)[1]
+    section = re.split(rf"^{level} ", section, flags=re.M)[0]
+    tables, current = [], []
+    for line in section.splitlines():
+        match = re.match(r"\| `([^`]+)` \|", line)
+        if match:
+            current.append(match.group(1))
+        elif current:
+            tables.append(current)
+            current = []
+    if current:
+        tables.append(current)
+    return tables
+
+
+def test_format_tables_list_exactly_the_keys_the_code_checks():
+    from archsim.cluster.profile_csv import COLUMNS as PROFILE_COLUMNS
+    from archsim.cluster.trace import COLUMNS as TIRESIAS_COLUMNS
+    from archsim.spp.topology import CLUSTER_KEYS, SERVER_KEYS
+    from archsim.sweep.spec import KEYS, REQUIRED
+    from archsim.workload.csv_loader import OPTIONAL, POSITIONAL
+
+    assert table_keys("formats.md", "## Network (topology) CSV") == [list(POSITIONAL), list(OPTIONAL)]
+    [sweep] = table_keys("formats.md", "## Sweep spec (TOML)")
+    assert sorted(sweep) == sorted(KEYS)
+    text = (ROOT / "docs" / "formats.md").read_text(encoding="utf-8")
+    assert {key for key in KEYS if f"| `{key}` | yes |" in text} == REQUIRED
+    cluster, servers = table_keys("formats.md", "## Cluster (TOML)")
+    assert (set(cluster), set(servers)) == (CLUSTER_KEYS, SERVER_KEYS)
+    [trace] = table_keys("formats.md", "## Job traces (CSV)")
+    assert sorted(trace) == sorted(TIRESIAS_COLUMNS)
+    [profile] = table_keys("formats.md", "## Profiles")
+    assert profile == list(PROFILE_COLUMNS)
+
+
+@pytest.mark.skipif(shutil.which("mkdocs") is None and importlib.util.find_spec("mkdocs") is None,
+                    reason="mkdocs not installed (the docs and test extras install it)")
+def test_site_builds_strictly(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          env={**__import__("os").environ, "NO_MKDOCS_2_WARNING": "1"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    cli_page = (tmp_path / "site" / "cli" / "index.html").read_text(encoding="utf-8")
+    assert "archsim pipeline" in cli_page and "(default: layerpipe)" in cli_page
+    api_page = (tmp_path / "site" / "api" / "index.html").read_text(encoding="utf-8")
+    assert "keyword-only" in api_page

@@ -1,0 +1,81 @@
+"""LayerPipe's split search over cost tables against a plain binary search over costed sub-GEMMs,
+and the relaxation search's count-only walk against the placing walk.
+
+The reference binary search reads D2's cycles from :meth:`LayerProfile.split_cost` — the cost
+model run on the real δ″ sub-GEMM — not from the tables the fast search uses.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from archsim.array.config import ArrayConfig
+from archsim.partition import build_profile
+from archsim.partition.layerpipe import _walk
+from archsim.workload import load_network
+from test_partition import random_conv_profile
+
+
+def binary_search(profile, index, axis, budget):
+    units = profile.split_units(index, axis)
+    if units <= 1:
+        return 0
+    low, high = 0, units - 1
+    while low < high:
+        mid = (low + high + 1) // 2
+        if profile.split_cost(index, axis, mid)[2] <= budget:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def check_every_layer(profile, fractions):
+    checked = 0
+    for index in range(len(profile)):
+        if profile.lowered[index].op("D") is None:
+            continue
+        delta = float(profile.delta[index])
+        for axis in ("channels", "reduction", "rows"):
+            for fraction in fractions:
+                budget = fraction * delta
+                assert profile.largest_fitting_part(index, axis, budget) == binary_search(profile, index, axis,
+                                                                                          budget), (index, axis)
+                checked += 1
+    assert checked
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 100_000), dataflow=st.sampled_from(["ws", "os", "is"]),
+       mode=st.sampled_from(["paper", "exact"]), fractions=st.lists(st.floats(-0.1, 1.2), min_size=1, max_size=4))
+def test_table_search_equals_binary_search_on_random_conv_nets(seed, dataflow, mode, fractions):
+    check_every_layer(random_conv_profile(seed, dataflow, mode), fractions)
+
+
+@pytest.mark.parametrize("network, batch", [("ffnn8", 3), ("layerpipe_sample", 2)])
+def test_table_search_equals_binary_search_on_shipped_nets(network, batch):
+    profile = build_profile(load_network(network), ArrayConfig(16, 8, "os"), batch, "paper")
+    check_every_layer(profile, [0.0, 0.013, 0.25, 0.5, 0.77, 0.999, 1.0])
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 100_000), scale=st.floats(0.05, 1.5))
+def test_counting_walk_equals_placing_walk(seed, scale):
+    profile = random_conv_profile(seed)
+    target = scale * float(profile.total.max())
+    placed, count = _walk(profile, target, ("channels", "reduction", "rows"))
+    assert _walk(profile, target, ("channels", "reduction", "rows"), place=False)[1] == count == len(placed)
+    assert all(placed)
+
+
+def test_cycle_engine_profiles_keep_the_binary_search():
+    from archsim.workload import Layer, Network
+
+    layers = (Layer(name="c0", kind="conv", ifmap_h=6, ifmap_w=6, filter_h=3, filter_w=3, channels=3, filters=5,
+                    stride=1, padding=1, inputs=("input",)),
+              Layer(name="c1", kind="conv", ifmap_h=6, ifmap_w=6, filter_h=3, filter_w=3, channels=5, filters=7,
+                    stride=1, padding=1, inputs=("c0",)))
+    profile = build_profile(Network("tiny", layers), ArrayConfig(4, 4, "ws"), 1, "paper", engine="cycle")
+    assert profile.engine == "cycle"
+    check_every_layer(profile, [0.3, 0.6])

@@ -1,0 +1,103 @@
+"""SCALE-Sim's topology formats (hand-written files in tests/data/scalesim_formats) and .cfg keys.
+
+Reference: SCALE-Sim 3.0.0 itself — its loader reads each file (conv mode, or GEMM mode for the
+``Layer, M, N, K`` files), and its layer simulator gives each row's compute cycles, which must equal
+archsim's forward cycles for the same file (batch 1, SCALE-Sim geometry).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from pathlib import Path
+
+import pytest
+
+from archsim.array.config import ArrayConfig, read_scalesim_cfg
+from archsim.array.costing import cost_network
+from archsim.cli import main
+from archsim.errors import InputError
+from archsim.workload import load_topology
+from tests.scalesim_reference import scalesim_conv
+
+DATA = Path(__file__).parent / "data" / "scalesim_formats"
+FILES = {"gemm_mnk.csv": True, "gemm_sparsity.csv": True, "conv_comment.csv": False,
+         "conv_batch_column.csv": False, "conv_repeated.csv": False, "conv_dp.csv": False}
+ARRAYS = [(8, 8, "ws"), (4, 8, "os"), (8, 4, "is")]
+
+
+def _scalesim_rows(path: Path, gemm: bool) -> list[list]:
+    pytest.importorskip("scalesim")
+    from scalesim.topology_utils import topologies
+
+    topo = topologies()
+    with contextlib.redirect_stdout(io.StringIO()):
+        topo.load_arrays(str(path), mnk_inputs=gemm)
+    return topo.topo_arrays
+
+
+@pytest.mark.parametrize("rows, cols, dataflow", ARRAYS)
+@pytest.mark.parametrize("file", sorted(FILES))
+def test_compute_cycles_equal_scalesims_on_its_own_reading_of_the_file(file, rows, cols, dataflow):
+    path = DATA / file
+    reference = _scalesim_rows(path, FILES[file])
+    expected: list[int] = []
+    for entry in reference:  # a DP row arrives as one SCALE-Sim layer per input channel: summed
+        name, h, w, fh, fw, c, m, stride = entry[:8]
+        cycles = scalesim_conv(h, w, fh, fw, c, m, stride, rows, cols, dataflow).compute_cycles
+        if "DP" in name and not name.endswith("Channel_0"):
+            expected[-1] += cycles
+        else:
+            expected.append(cycles)
+    network = load_topology(path, geometry="scalesim")
+    table = cost_network(network, ArrayConfig(rows, cols, dataflow), 1, "paper")
+    assert table["F_cycles"].astype(int).tolist() == expected
+
+
+def test_repeated_names_are_made_unique_and_reported():
+    network = load_topology(DATA / "conv_repeated.csv")
+    assert [layer.name for layer in network.layers] == ["block", "block_2", "block_3"]
+    assert network.notes == ("line 3: layer name 'block' repeats; renamed block_2",
+                             "line 4: layer name 'block' repeats; renamed block_3")
+    gemm = load_topology(DATA / "gemm_mnk.csv")
+    assert [layer.name for layer in gemm.layers][-1] == "Linear1_2"
+
+
+def test_gemm_rows_are_linear_layers_on_m_rows():
+    layer = load_topology(DATA / "gemm_mnk.csv").layers[2]  # Linear1: M 24, N 40, K 16
+    assert (layer.kind, layer.ifmap_h, layer.channels, layer.filters, layer.macs) == ("fc", 24, 16, 40, 24 * 16 * 40)
+
+
+def test_repeated_names_with_inputs_stay_an_error():
+    text = ("Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides, "
+            "Inputs,\na, 4, 4, 1, 1, 2, 2, 1, input,\na, 4, 4, 1, 1, 2, 2, 1, a,\n")
+    from archsim.workload import parse_topology
+
+    with pytest.raises(InputError, match="duplicate"):
+        parse_topology(text)
+
+
+def test_a_batch_size_value_is_refused(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("Layer name,Ifmap height,ifmap width,filter height,filter width,channels,num filters,strides,"
+                    "batch size,\nconv1,14,14,3,3,4,12,1,8,\n")
+    with pytest.raises(InputError) as err:
+        load_topology(path)
+    assert (err.value.where.line, err.value.where.field) == (2, "batch size")
+
+
+@pytest.mark.parametrize("section, key, on", [("sparsity", "SparsitySupport", "true"),
+                                              ("run_presets", "UseRamulatorTrace", "True"),
+                                              ("layout", "IfmapCustomLayout", "True")])
+def test_cfg_features_archsim_does_not_model_are_refused(tmp_path, capsys, section, key, on):
+    shipped = Path(__file__).parents[1] / "configs" / "arrays" / "scalesim_32x32_ws.cfg"
+    text = shipped.read_text()
+    lines = [f"{key} : {on}" if line.split(":")[0].strip() == key else line for line in text.splitlines()]
+    path = tmp_path / "on.cfg"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError) as err:
+        read_scalesim_cfg(path)
+    assert err.value.where.field == key and "does not model" in err.value.message
+    assert main(["cost", "layerpipe_sample", "--config", str(path)]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    assert read_scalesim_cfg(shipped).rows == 32  # the shipped file (all off) still loads

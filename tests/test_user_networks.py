@@ -1,0 +1,83 @@
+"""A user's own networks end to end: a sweep spec naming a CSV (relative to the spec), an ONNX file
+and a transformer config runs, keeps each network's path and hash, and its report renders."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+import onnx
+import pandas as pd
+import pytest
+
+from archsim.cli import main
+from archsim.sweep.spec import network_sha256
+from tests.onnx_models import mixed_cnn
+from tests.test_report import CHROMIUM, FLAGS
+
+CSV = ("Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides, Padding,\n"
+       "c1, 32, 32, 3, 3, 3, 16, 1, 1,\nc2, 32, 32, 3, 3, 16, 32, 2, 1,\nc3, 16, 16, 3, 3, 32, 32, 1, 1,\n")
+TOML = '[transformer]\nfamily = "gpt"\nlayers = 2\nhidden = 64\nheads = 4\nvocab = 100\nseq = 16\n'
+SPEC = """[sweep]
+name = "mine"
+networks = ["nets/mynet.csv", "model.onnx", "tiny_gpt.toml"]
+arrays = ["16x16"]
+dataflows = ["ws"]
+batches = [4]
+processors = [2]
+methods = ["layerpipe", "pipedream"]
+mode = "exact"
+"""
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("mine")
+    (folder / "nets").mkdir()
+    (folder / "nets" / "mynet.csv").write_text(CSV)
+    onnx.save(mixed_cnn(), folder / "model.onnx")
+    (folder / "tiny_gpt.toml").write_text(TOML)
+    (folder / "spec.toml").write_text(SPEC)
+    out = folder / "report.html"
+    assert main(["sweep", str(folder / "spec.toml"), "--out", str(folder / "results"), "--quiet",
+                 "--report", str(out)]) == 0
+    return folder
+
+
+def test_results_keep_path_and_hash(swept):
+    results = pd.read_csv(swept / "results" / "results.csv")
+    assert sorted(results.network.unique()) == ["model", "mynet", "tiny_gpt"]
+    for stem, path in (("mynet", swept / "nets" / "mynet.csv"), ("model", swept / "model.onnx")):
+        rows = results[results.network == stem]
+        assert set(rows.network_path) == {str(path.resolve())}
+        assert set(rows.network_sha256) == {network_sha256(str(path))}
+    # `archsim report` rebuilds the report from the results alone, from another working directory.
+    assert main(["report", str(swept / "results"), "--out", str(swept / "again.html")]) == 0
+
+
+def test_report_refuses_a_changed_network_file(swept, capsys):
+    path = swept / "nets" / "mynet.csv"
+    original = path.read_text()
+    try:
+        path.write_text(original.replace("c3, 16, 16, 3, 3, 32, 32", "c3, 16, 16, 3, 3, 32, 64"))
+        assert main(["report", str(swept / "results"), "--out", str(swept / "x.html")]) == 2
+        assert "changed since the sweep ran" in capsys.readouterr().err
+    finally:
+        path.write_text(original)
+
+
+def test_missing_network_file_in_a_spec_is_named(tmp_path, capsys):
+    (tmp_path / "spec.toml").write_text(SPEC)
+    assert main(["sweep", str(tmp_path / "spec.toml"), "--out", str(tmp_path / "r"), "--quiet"]) == 2
+    assert "network file 'nets/mynet.csv' not found" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium not installed (.ci/run installs it)")
+def test_report_of_user_networks_renders_in_headless_chromium(swept, tmp_path):
+    report = swept / "report.html"
+    result = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom",
+                             report.as_uri()], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    figures = len(re.findall(r'class="plotly-graph-div', report.read_text()))
+    rendered = len(re.findall(r'<div[^>]*class="[^"]*plot-container', result.stdout))
+    assert figures >= 4 and rendered == figures, (figures, rendered)
