@@ -43,7 +43,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-stages", type=positive_int, default=None,
                         help="try at most this many stages (default: as many as devices and layers allow)")
     pipedream = parser.add_argument_group("PipeDream's optimizer (--method pipedream), as its own flags")
-    pipedream.add_argument("--activation-compression-ratio", type=float, default=None, metavar="R",
+    pipedream.add_argument("--activation-compression-ratio", type=float_flag(1e-6, 1e6, what="a compression ratio"),
+                           default=None, metavar="R",
                            help="count activation transfers, compressed R× (default: ignored, as the optimizer's CLI)")
     pipedream.add_argument("--memory-constraint", action="store_true",
                            help="skip stages whose stash exceeds a GPU's memory (cluster gpu_memory_gb, default 16)")
