@@ -170,7 +170,7 @@ def test_older_option_names_still_work(tmp_path, capsys):
     assert old.read_text() == new.read_text() and '"traceEvents"' in new.read_text()
     capsys.readouterr()
     outputs = []
-    for flags in (["--bandwidth", "8", "--reverse-k", "2"], ["--bandwidth", "8", "--k", "2"], []):
+    for flags in (["--link-bandwidth", "8", "--reverse-k", "2"], ["--link-bandwidth", "8", "--k", "2"], []):
         assert cli.main(["schedule", "ffnn8", "--policy", "dp-reverse-k", "--processors", "4", "--format", "csv",
                          *flags]) == 0
         outputs.append(capsys.readouterr().out)

@@ -196,7 +196,7 @@ def test_non_finite_bandwidths_in_a_cluster_file(capsys, tmp_path, inter, intra)
 @pytest.mark.parametrize("argv", [
     ["plan", "layerpipe_sample", "--cluster", V100, "--microbatches", 2, "--clock-ghz", "nan"],
     ["plan", "layerpipe_sample", "--cluster", V100, "--microbatches", 2, "--clock-ghz", "inf"],
-    ["schedule", "layerpipe_sample", "--policy", "dp-wfbp", "--processors", 2, "--bandwidth", 0],
+    ["schedule", "layerpipe_sample", "--policy", "dp-wfbp", "--processors", 2, "--link-bandwidth", 0],
     ["schedule", "layerpipe_sample", "--policy", "dp-wfbp", "--processors", 2, "--comm-units", "nan"],
     ["cluster", "--unit-seconds", "inf"],
     ["cluster", "--interval", "nan"],

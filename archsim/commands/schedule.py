@@ -10,8 +10,9 @@ from archsim.cli import Command
 from archsim.validate import check_job_size, non_negative_float_flag, positive_float_flag, processors_flag
 from archsim.commands.common import add_job_limit_argument
 from archsim.commands.stage_schedule import STAGE_ONLY, add_stage_arguments, run_stages, stage_mode
-from archsim.commands.common import (MODE_HELP, add_array_arguments, add_engine_arguments, with_memory_args, add_network_arguments, add_output_arguments,
-                                     add_timeline_outputs, array_from_args, emit, network_from_args, positive_int,
+from archsim.commands.common import (MODE_HELP, add_array_arguments, add_clock_argument, add_engine_arguments,
+                                     add_network_arguments, add_output_arguments, add_timeline_outputs, array_from_args,
+                                     emit, network_from_args, positive_int, with_clock, with_memory_args,
                                      write_timeline_outputs)
 from archsim.lowering import MODES
 from archsim.outputs import render
@@ -43,12 +44,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="dp-reverse-k: layers to reverse, or 'auto' (the paper's search)")
     parser.add_argument("--k", dest="k", help=argparse.SUPPRESS)  # older name; gemm's --k is a GEMM dimension
     parser.add_argument("--sync", default="ring", choices=("ring", "ps"), help="data-parallel synchronization")
-    parser.add_argument("--bandwidth", type=positive_float_flag, default=64.0,
-                        help="bytes per cycle per link (data parallel; the published pipeline schedules' hops)")
+    # The link bandwidth is --link-bandwidth (per-stage group below); --bandwidth means DRAM words per
+    # cycle in cost and pipeline, so schedule does not take it.
     parser.add_argument("--comm-units", type=non_negative_float_flag, default=1.0,
                         help="with --unit-costs: synchronization time of each layer (data parallel)")
     add_array_arguments(parser)
     add_engine_arguments(parser, bandwidth_flag="--dram-bandwidth")
+    add_clock_argument(parser)
     parser.add_argument("--batch", type=positive_int, default=32, help="mini-batch size")
     parser.add_argument("--mode", default="paper", choices=MODES, help=MODE_HELP)
     add_timeline_outputs(parser)
@@ -94,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(f"{args.policy} has no communication model; --comm applies to the published schedules",
                              field="comm")
         problem, timeline = zb.zb_schedule(_stage_costs(args, costs), args.microbatches, args.policy, args.chunks,
-                                           comm=args.comm, bandwidth=None if args.unit_costs else args.bandwidth)
+                                           comm=args.comm, bandwidth=None if args.unit_costs else _link(args))
         extra = {}
     else:
         problem, timeline = ooo_schedule(costs, args.processors, args.microbatches, args.policy, flush=flush,
@@ -103,9 +105,21 @@ def run(args: argparse.Namespace) -> int:
     row = {"policy": args.policy, "processors": args.processors, "microbatches": args.microbatches,
            "flush": flush if args.policy in POLICIES else "", **schedule_metrics(problem, timeline), **extra}
     meta = {"network": network.name, "unit": unit, "costs": "unit" if args.unit_costs else f"{args.mode} mode"}
+    clock = None if args.unit_costs else with_clock(array_from_args(args), args).clock_hz
+    if clock is not None:  # seconds beside cycles when a clock is known
+        meta["clock_ghz"] = clock / 1e9
+        meta["makespan_seconds"] = float(row["makespan"]) / clock
     write_timeline_outputs(args, timeline, f"{network.name}: {args.policy}, {args.processors} devices")
     emit(render(pd.DataFrame([row]), args.format, precision=args.precision, meta=meta), args)
     return 0
+
+
+def _link(args: argparse.Namespace) -> float:
+    """Bytes per cycle of a link in network mode (--link-bandwidth; 64 when not given)."""
+    return DEFAULT_LINK_BYTES_PER_CYCLE if args.link_bandwidth is None else args.link_bandwidth
+
+
+DEFAULT_LINK_BYTES_PER_CYCLE = 64.0
 
 
 def _multistream(args: argparse.Namespace, network) -> int:
@@ -162,7 +176,7 @@ def _data_parallel(args: argparse.Namespace, costs: LayerCosts, network):
     if args.unit_costs:
         sync = [args.comm_units] * layers
     else:
-        model = dp.SyncModel(workers=args.processors, bandwidth=args.bandwidth, kind=args.sync)
+        model = dp.SyncModel(workers=args.processors, bandwidth=_link(args), kind=args.sync)
         sync = [model.time(layer.weight_elements * args.element_bytes) for layer in network.layers]
     f, d, g = list(costs.forward), list(costs.delta), list(costs.weight_grad)
 

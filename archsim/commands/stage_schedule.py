@@ -17,6 +17,7 @@ import argparse
 import pandas as pd
 
 from archsim.errors import InputError
+from archsim.validate import positive_float_flag
 
 STAGE_POLICIES = ("1f1b", "interleaved-1f1b", "zb-h1", "zb-h2", "zb-1p", "zb-2p", "interleaved-zb", "zb-v",
                   "dualpipev", "gpipe", "looped-bfs", "zb-1p-exact", "zb-2p-exact")
@@ -35,9 +36,10 @@ def add_stage_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--stage-profile", default=None, metavar="FILE.csv",
                        help="per-stage forward,backward_input,backward_weight"
                             "[,comm,activation_bytes,weight_bytes,send_bytes]")
-    group.add_argument("--link-bandwidth", type=float, default=None, metavar="BYTES",
+    group.add_argument("--link-bandwidth", type=positive_float_flag, default=None, metavar="BYTES",
                        help="bytes per time unit of a link between ranks: a hop takes comm + send_bytes/BYTES "
-                            "(send_bytes from --stage-profile)")
+                            "(per-stage mode: send_bytes from --stage-profile; on a network: bytes per cycle, "
+                            "default 64, for data-parallel sync and the published schedules' hops)")
     group.add_argument("--torch-schedule", default=None, metavar="NAME",
                        help="simulate a torch.distributed.pipelining schedule class's order (e.g. Schedule1F1B)")
     group.add_argument("--schedule-csv-in", default=None, metavar="FILE.csv",
