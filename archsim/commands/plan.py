@@ -83,7 +83,12 @@ def run(args: argparse.Namespace) -> int:
     from archsim.spp.baselines import baseline
     from archsim.spp.plan import spp
 
-    result = spp(profile, topology, args.microbatches, max_stages=args.max_stages)
+    from archsim.commands.common import progress
+    from archsim.spp.plan import stage_count_limit
+
+    with progress(stage_count_limit(profile, topology, args.max_stages), "SPP", "stage count") as bar:
+        result = spp(profile, topology, args.microbatches, max_stages=args.max_stages,
+                     on_stage_count=lambda _: bar.update())
     others = {method: float(baseline(method, profile, topology, args.microbatches)) for method in BASELINE_METHODS}
     names = profile.names
     rows = [{"stage": n + 1, "first_layer": names[a], "last_layer": names[b - 1], "layers": b - a,

@@ -40,19 +40,28 @@ def stage_plans(profile: LayerProfile, plan: PRMPlan, bandwidth) -> list[StagePl
     return plans
 
 
-def spp(profile: LayerProfile, topology: Topology, microbatches: int, *, max_stages: int | None = None) -> SPPResult:
+def spp(profile: LayerProfile, topology: Topology, microbatches: int, *, max_stages: int | None = None,
+        on_stage_count=None) -> SPPResult:
+    """``on_stage_count(n)``, if given, is called after each stage count is scheduled (progress)."""
     order = recursive_device_order(topology).order
-    limit = min(len(profile), topology.devices, max_stages or topology.devices)
+    limit = stage_count_limit(profile, topology, max_stages)
     best = None
     table = []
     for plan in prm_tables(profile, order, topology.bandwidth, microbatches, limit):
         count = len(plan.stages)
         makespan, timeline = pe_makespan(stage_plans(profile, plan, topology.bandwidth), microbatches)
         table.append((count, plan.value, makespan))
+        if on_stage_count is not None:
+            on_stage_count(count)
         if best is None or makespan < best[1]:
             best = (plan, makespan, timeline)
     assert best is not None
     return SPPResult(best[0], best[1], order, tuple(table), best[2])
+
+
+def stage_count_limit(profile: LayerProfile, topology: Topology, max_stages: int | None = None) -> int:
+    """How many stage counts SPP tries: up to the layers, the devices and ``max_stages``."""
+    return min(len(profile), topology.devices, max_stages or topology.devices)
 
 
 def partition_stage_plans(profile: LayerProfile, partition, bandwidth) -> list[StagePlan]:
