@@ -24,13 +24,32 @@ from archsim.cluster.profile_csv import load_profile_csv
 from archsim.cluster.trace import load_tiresias_csv
 from archsim.commands.gemm import read_shapes
 from archsim.errors import InputError
+from archsim.partition.graph_txt import load_graph_txt
+from archsim.partition.pipedream import Level, PipeDreamOptions, pipedream_plan
 from archsim.spp.topology import load_topology_file
 from archsim.sweep.spec import load_spec
 from archsim.validation.gpu_csv import read_kernel_csv
 from archsim.workload import load_topology
 
 ROOT = Path(__file__).resolve().parents[1]
+# PipeDream's graph.txt (a diamond after an Input node, one list-valued size), read and planned.
+GRAPH_TXT = "".join(
+    f"node{k} -- {desc} -- forward_compute_time={f}, backward_compute_time={b}, activation_size={a}, "
+    f"parameter_size={p}\n" for k, desc, f, b, a, p in (
+        (1, "Input", "0.0", "0.0", "1000.0", "0.0"), (2, "Conv2d", "2.5", "4.0", "4000.0", "1000.0"),
+        (3, "ReLU", "1.0", "1.0", "[4000.0; 16.0]", "0.0"), (4, "Conv2d", "3.0", "5.0", "2000.0", "500.0"),
+        (5, "Add", "0.5", "0.5", "2000.0", "0.0"))) + "\tnode1 -- node2\n\tnode2 -- node3\n\tnode2 -- node4\n" \
+    "\tnode3 -- node5\n\tnode4 -- node5\n"
+
+
+def plan_graph_txt(path: Path) -> None:
+    """Read a profile and run PipeDream's optimizer on it: a finite, non-negative time or an InputError."""
+    plan = pipedream_plan(load_graph_txt(path), [Level(2, 1e9)], PipeDreamOptions(activation_compression_ratio=1.0))
+    assert math.isfinite(plan.time_per_stage) and plan.time_per_stage >= 0
+
+
 READERS = {
+    "graph.txt": (plan_graph_txt, GRAPH_TXT),
     "cfg": (read_scalesim_cfg, (ROOT / "configs/arrays/scalesim_32x32_ws.cfg").read_text(encoding="utf-8")),
     "sweep.toml": (load_spec, (ROOT / "configs/sweeps/sample_quick.toml").read_text(encoding="utf-8")),
     "cluster.toml": (load_topology_file, (ROOT / "configs/clusters/spp_sim.toml").read_text(encoding="utf-8")),
