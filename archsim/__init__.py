@@ -6,7 +6,7 @@ The main jobs as keyword-only functions (:mod:`archsim.api`), loaded on first us
     import archsim
 
     net = archsim.load_network("layerpipe_sample")
-    table = archsim.cost(net, array="32x32", batch=32, mode="paper")        # per-layer F/G/D cycles
+    table = archsim.cost(net, array="32x32", batch=32, mode="paper")        # per-layer F/G/D cycles (default exact)
     profile = archsim.profile(net, array="32x32", batch=32, mode="paper")
     plan = archsim.pipeline(profile, processors=3, method="layerpipe")      # stages, speedup
     timeline = archsim.simulate(plan, profile, microbatches=8)              # .makespan, .to_frame()

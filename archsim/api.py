@@ -57,7 +57,7 @@ def array_config(array: str | Path | ArrayConfig = "32x32", *, dataflow: str | N
 
 
 def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig = "32x32", batch: int = 32,
-         mode: str = "paper", engine: str = "analytic") -> pd.DataFrame:
+         mode: str = "exact", engine: str = "analytic") -> pd.DataFrame:
     """Per-layer F/G/D cycles, utilizations and bytes — the table ``archsim cost`` prints.
 
     ``mode``: ``paper`` (LayerPipe's simplifications) or ``exact``; ``engine``: ``analytic``
@@ -68,7 +68,7 @@ def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig = "32
 
 
 def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig = "32x32", batch: int = 32,
-            mode: str = "paper", engine: str = "analytic"):
+            mode: str = "exact", engine: str = "analytic"):
     """The per-layer cost profile every partitioner and schedule works on (:class:`LayerProfile`)."""
     from archsim.partition import build_profile
 

@@ -105,7 +105,7 @@ def check_mode(mode: str) -> str:
     return mode
 
 
-def lower_layer(layer: Layer, batch: int, mode: Mode = "paper", element_bytes: int = 1) -> LoweredLayer:
+def lower_layer(layer: Layer, batch: int, mode: Mode = "exact", element_bytes: int = 1) -> LoweredLayer:
     """Lower one layer at the given batch size (see module docstring for the rules)."""
     check_mode(mode)
     if batch <= 0:
@@ -137,7 +137,7 @@ def lower_layer(layer: Layer, batch: int, mode: Mode = "paper", element_bytes: i
     return LoweredLayer(layer=layer, ops=tuple(ops), tensors=tensors)
 
 
-def lower_network(network: Network, batch: int, mode: Mode = "paper", element_bytes: int = 1) -> tuple[LoweredLayer, ...]:
+def lower_network(network: Network, batch: int, mode: Mode = "exact", element_bytes: int = 1) -> tuple[LoweredLayer, ...]:
     return tuple(lower_layer(layer, batch, mode, element_bytes) for layer in network.layers)
 
 

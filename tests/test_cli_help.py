@@ -123,12 +123,12 @@ def test_pipeline_table_shows_layer_ranges_and_explains_split_markers(capsys):
 
 
 def test_table_numbers_are_formatted_one_way(capsys):
-    assert cli.main(["pipeline", "layerpipe_sample", "--processors", "3"]) == 0
+    assert cli.main(["pipeline", "layerpipe_sample", "--processors", "3", "--mode", "paper"]) == 0
     out = capsys.readouterr().out
     assert "# speedup: 2.997\n" in out  # 96,478,356 / 32,191,601 to 4 significant digits
     assert "# single_processor_cycles: 96478356\n" in out  # integral cycle counts in full
     assert "e+0" not in out
-    assert cli.main(["pipeline", "layerpipe_sample", "--processors", "3", "--precision", "8"]) == 0
+    assert cli.main(["pipeline", "layerpipe_sample", "--processors", "3", "--mode", "paper", "--precision", "8"]) == 0
     assert "# speedup: 2.997004\n" in capsys.readouterr().out  # 2.99700397… to 8 digits
 
 

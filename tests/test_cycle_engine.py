@@ -354,7 +354,7 @@ def test_profile_splits_under_cycle_engine_agree(axis):
     hot path) equals split_cost (real sub-GEMM ops through op_cycles)."""
     from archsim.partition import build_profile
 
-    profile = build_profile(load_network("ffnn8"), small_array(), 4, engine="cycle")
+    profile = build_profile(load_network("ffnn8"), small_array(), 4, "paper", engine="cycle")
     for index in range(2):
         units = profile.split_units(index, axis)
         for part in sorted({1, units // 2} - {0}):

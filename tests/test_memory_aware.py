@@ -35,7 +35,7 @@ def test_delta_split_costs_under_the_cycle_engine_are_the_sub_gemms_own():
 
 
 def test_pipeline_command_plans_on_memory_aware_costs(capsys):
-    base = ["pipeline", "ffnn8", "--processors", "2", "--method", "pipedream", "--batch", "4", "--array", "16x16",
+    base = ["pipeline", "ffnn8", "--mode", "paper", "--processors", "2", "--method", "pipedream", "--batch", "4", "--array", "16x16",
             "--format", "json"]
     assert cli.main(base) == 0
     analytic = json.loads(capsys.readouterr().out)

@@ -100,7 +100,7 @@ def test_pipeline_of_a_one_layer_network_over_two_processors(capsys, tmp_path):
     one = write(tmp_path / "one.csv", f"{TOPOLOGY_HEADER}\nconv1, 8, 8, 3, 3, 3, 4, 1,\n")
     _, cost = json_rows(capsys, "cost", one)
     f, g = cost[0]["F_cycles"], cost[0]["G_cycles"]
-    meta, rows = json_rows(capsys, "pipeline", one, "--processors", 2, "--microbatches", 2)
+    meta, rows = json_rows(capsys, "pipeline", one, "--processors", 2, "--microbatches", 2, "--mode", "paper")
     assert len(rows) == 2 and rows[0]["ops"] == "F:conv1 G:conv1" and rows[1]["ops"].startswith("D:conv1")
     # Processor 1 runs F and G of both micro-batches back to back; D (on processor 2, D < F + G) hides
     # behind them, so the makespan is 2·(F + G).

@@ -77,7 +77,7 @@ def test_bert_large_config_gives_the_shipped_encoder(tmp_path):
     assert ours.layers[0].name == "emb_ln"
 
     def ops(network):
-        return [[(op.kind, op.gemms, op.vector_elements) for op in item.ops] for item in lower_network(network, 4)]
+        return [[(op.kind, op.gemms, op.vector_elements) for op in item.ops] for item in lower_network(network, 4, "paper")]
 
     assert ops(ours)[1:] == ops(shipped)  # paper mode: every layer has its δ
 

@@ -169,7 +169,7 @@ def cost_lowered(lowered: Sequence[LoweredLayer], array: ArrayConfig, engine: st
     return frame
 
 
-def cost_network(network: Network, array: ArrayConfig, batch: int, mode: Mode = "paper",
+def cost_network(network: Network, array: ArrayConfig, batch: int, mode: Mode = "exact",
                  engine: str = "analytic") -> pd.DataFrame:
     """Lower and cost a whole network: the table ``archsim cost`` prints."""
     return cost_lowered(lower_network(network, batch, mode, array.element_bytes), array, engine)

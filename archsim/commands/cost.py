@@ -21,8 +21,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_network_arguments(parser)
     add_array_arguments(parser)
     parser.add_argument("--batch", type=positive_int, default=32, help="mini-batch size (default 32)")
-    parser.add_argument("--mode", default="paper", choices=MODES,
-                        help="paper: LayerPipe's simplifications; exact: real training (default paper)")
+    parser.add_argument("--mode", default="exact", choices=MODES,
+                        help="exact: real training (default); paper: LayerPipe's simplifications")
     add_engine_arguments(parser)
     add_clock_argument(parser)
     parser.add_argument("--energy", action="store_true",

@@ -24,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_engine_arguments(parser)
     add_clock_argument(parser)
     parser.add_argument("--batch", type=positive_int, default=32, help="mini-batch size")
-    parser.add_argument("--mode", default="paper", choices=MODES, help=MODE_HELP)
+    parser.add_argument("--mode", default="exact", choices=MODES, help=MODE_HELP)
     parser.add_argument("--split-axes", default=",".join(SPLIT_AXES),
                         help=f"δ split axes LayerPipe may use (default {','.join(SPLIT_AXES)})")
     parser.add_argument("--alpha", type=float_flag(1.0, 1e6, low_open=True, what="a number > 1"), default=1.001, help="LayerPipe target relaxation factor")

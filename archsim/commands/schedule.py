@@ -52,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_engine_arguments(parser, bandwidth_flag="--dram-bandwidth")
     add_clock_argument(parser)
     parser.add_argument("--batch", type=positive_int, default=32, help="mini-batch size")
-    parser.add_argument("--mode", default="paper", choices=MODES, help=MODE_HELP)
+    parser.add_argument("--mode", default="exact", choices=MODES, help=MODE_HELP)
     add_timeline_outputs(parser)
     add_output_arguments(parser)
     add_job_limit_argument(parser)

@@ -151,7 +151,7 @@ def layer_energy(lowered: Sequence[LoweredLayer], array: ArrayConfig, energies: 
     return pd.DataFrame(rows, columns=["layer", "F_energy_pj", "G_energy_pj", "D_energy_pj", "energy_pj"])
 
 
-def iteration_energy(network: Network, array: ArrayConfig, batch: int, mode: Mode = "paper",
+def iteration_energy(network: Network, array: ArrayConfig, batch: int, mode: Mode = "exact",
                      engine: str = "analytic", energies: AccessEnergies | None = None,
                      microbatches: int = 1) -> pd.DataFrame:
     """Energy of one training iteration by part and op kind: one row per kind (F, G, D) and a TOTAL.

@@ -274,7 +274,7 @@ class LayerProfile:
         return delta_split_units(self.lowered[index], axis)  # type: ignore[arg-type]
 
 
-def build_profile(network: Network, array: ArrayConfig, batch: int, mode: Mode = "paper",
+def build_profile(network: Network, array: ArrayConfig, batch: int, mode: Mode = "exact",
                   engine: str = "analytic") -> LayerProfile:
     """Lower and cost ``network``; one cost-model call for every op (``engine``: analytic or cycle)."""
     lowered = lower_network(network, batch, mode, array.element_bytes)

@@ -108,7 +108,7 @@ class SweepSpec:
     batches: tuple[int, ...]
     processors: tuple[int, ...]
     methods: tuple[str, ...]
-    mode: str = "paper"
+    mode: str = "exact"
     alpha: float = 1.001
     engine: str = "analytic"
     source: str | None = None
@@ -209,7 +209,7 @@ def load_spec(path: str | Path) -> SweepSpec:
             raise InputError(exc.message, file=file, field="arrays") from None
     if not arrays:
         raise InputError("expected at least one array", file=file, field="arrays")
-    mode = table.get("mode", "paper")
+    mode = table.get("mode", "exact")
     if mode not in MODES:
         raise InputError(f"unknown mode {shown(mode)}; choose paper or exact", file=file, field="mode")
     alpha = table.get("alpha", 1.001)
