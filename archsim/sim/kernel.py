@@ -136,6 +136,28 @@ def _key_pop(time, key, seq, a, b, base, size):  # pragma: no cover - compiled
         time[q], key[q], seq[q], a[q], b[q] = t, k, s, va, vb
 
 
+@njit(cache=True, inline="always")
+def _arrive(c, waiting, proc_of, pin, rank, ready, ready_base, ready_size, pinned, pin_base, pinned_size, stream_base,
+            dirty_proc, dirty_procs, n_dirty_procs):  # pragma: no cover - compiled
+    """One dependency of op c is met: when it was the last, c joins its processor's ready heap (or its
+    pinned stream's) and the processor is marked for a look. Returns the new count of marked processors."""
+    waiting[c] -= 1
+    if waiting[c] == 0:
+        cp = proc_of[c]
+        if pin[c] < 0:
+            _rank_push(ready, ready_base[cp], ready_size[cp], c, rank)
+            ready_size[cp] += 1
+        else:
+            g = stream_base[cp] + pin[c]
+            _rank_push(pinned, pin_base[g], pinned_size[g], c, rank)
+            pinned_size[g] += 1
+        if not dirty_proc[cp]:
+            dirty_proc[cp] = True
+            dirty_procs[n_dirty_procs] = cp
+            n_dirty_procs += 1
+    return n_dirty_procs
+
+
 @njit(cache=True)
 def _run(proc_of, pin, duration, rank, waiting, ptr, out_dep, dep_dst, dep_link, dep_time, stream_base,
          ready_base, pin_base, link_base):  # pragma: no cover - compiled
@@ -267,20 +289,9 @@ def _run(proc_of, pin, duration, rank, waiting, ptr, out_dep, dep_dst, dep_link,
                     c = dep_dst[d]
                     l = dep_link[d]
                     if l < 0:
-                        waiting[c] -= 1
-                        if waiting[c] == 0:
-                            cp = proc_of[c]
-                            if pin[c] < 0:
-                                _rank_push(ready, ready_base[cp], ready_size[cp], c, rank)
-                                ready_size[cp] += 1
-                            else:
-                                g = stream_base[cp] + pin[c]
-                                _rank_push(pinned, pin_base[g], pinned_size[g], c, rank)
-                                pinned_size[g] += 1
-                            if not dirty_proc[cp]:
-                                dirty_proc[cp] = True
-                                dirty_procs[n_dirty_procs] = cp
-                                n_dirty_procs += 1
+                        n_dirty_procs = _arrive(c, waiting, proc_of, pin, rank, ready, ready_base, ready_size, pinned,
+                                                pin_base, pinned_size, stream_base, dirty_proc, dirty_procs,
+                                                n_dirty_procs)
                     else:
                         seq += 1
                         _key_push(q_time, q_key, q_seq, q_dep, q_dep2, link_base[l], q_size[l], now, rank[c], seq,
@@ -296,19 +307,6 @@ def _run(proc_of, pin, duration, rank, waiting, ptr, out_dep, dep_dst, dep_link,
                     dirty_link[b] = True
                     dirty_links[n_dirty_links] = b
                     n_dirty_links += 1
-                c = dep_dst[a]
-                waiting[c] -= 1
-                if waiting[c] == 0:
-                    cp = proc_of[c]
-                    if pin[c] < 0:
-                        _rank_push(ready, ready_base[cp], ready_size[cp], c, rank)
-                        ready_size[cp] += 1
-                    else:
-                        g = stream_base[cp] + pin[c]
-                        _rank_push(pinned, pin_base[g], pinned_size[g], c, rank)
-                        pinned_size[g] += 1
-                    if not dirty_proc[cp]:
-                        dirty_proc[cp] = True
-                        dirty_procs[n_dirty_procs] = cp
-                        n_dirty_procs += 1
+                n_dirty_procs = _arrive(dep_dst[a], waiting, proc_of, pin, rank, ready, ready_base, ready_size, pinned,
+                                        pin_base, pinned_size, stream_base, dirty_proc, dirty_procs, n_dirty_procs)
     return count, s_op, s_proc, s_stream, s_start, s_end, t_count, t_dep, t_link, t_start, t_end
