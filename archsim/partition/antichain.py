@@ -9,16 +9,17 @@ reached from the first source by advancing one node at a time, and numbered in t
 PipeDream's ``topological_sort`` gives them (depth-first from the first state, children in the
 order they were found, each finished state put in front), so state numbers match the optimizer's.
 
-Sets of nodes and of states are Python integers used as bit sets (bit k = node k), and a state's
-ancestors are handed on packed, so memory grows as n²/8 bytes, not n² integers.
+Sets of nodes are Python integers used as bit sets (bit k = node k). A state's ancestors are
+handed on as sorted runs of state numbers (for a chain, one run 0..j−1), so the dynamic program
+reads them in memory that grows with the number of runs, not with n².
 """
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import sparse
 
 from archsim.errors import InputError
 from archsim.partition.profile import LayerProfile
@@ -30,9 +31,10 @@ class AntichainStates:
 
     compute/activation/parameters: sums over the state's closure (its augmented antichain and all
     their predecessors); crossing: bytes of every tensor crossing the cut after the state (the
-    augmented antichain's outputs); ancestor_bits[j]: the states before state j in the antichain
-    DAG, packed little-endian (bit k of row j: state k is an ancestor of j); closure[j]: the bit
-    set of nodes done after state j.
+    augmented antichain's outputs); the states before state j in the antichain DAG (its ancestors)
+    are the runs ancestor_starts[r] … ancestor_ends[r] (inclusive, ascending, disjoint, not
+    adjacent) for r in ancestor_runs[j] … ancestor_runs[j + 1] − 1; closure[j]: the bit set of
+    nodes done after state j.
     """
 
     antichains: tuple[tuple[int, ...], ...]
@@ -41,7 +43,9 @@ class AntichainStates:
     activation: np.ndarray
     parameters: np.ndarray
     crossing: np.ndarray
-    ancestor_bits: np.ndarray
+    ancestor_runs: np.ndarray
+    ancestor_starts: np.ndarray
+    ancestor_ends: np.ndarray
 
     def __len__(self) -> int:
         return len(self.antichains)
@@ -50,6 +54,11 @@ class AntichainStates:
         """Nodes of the stage holding states start..end−1: done after end−1 but not after start−1."""
         done = self.closure[end - 1] & ~(self.closure[start - 1] if start > 0 else 0)
         return [k for k in range(done.bit_length()) if done >> k & 1]
+
+    def ancestors(self, state: int) -> list[int]:
+        """The states before ``state`` in the antichain DAG, ascending."""
+        runs = range(self.ancestor_runs[state], self.ancestor_runs[state + 1])
+        return [k for r in runs for k in range(self.ancestor_starts[r], self.ancestor_ends[r] + 1)]
 
 
 MAX_STATES = 20000  # a limit on the search itself; Inception-v3 has ~221,000 states
@@ -73,8 +82,13 @@ def antichain_states(profile: LayerProfile, max_states: int = MAX_STATES) -> Ant
     if not sources:
         raise InputError("the profile has no source node", field="edges")
 
-    # reads[p, q] = 1 for an edge p → q: one sparse product finds the nodes read from outside a set.
-    reads = _edge_matrix(producers, n)
+    # Only a node with two or more consumers can be added: a path from a single-consumer node p to
+    # an antichain node passes through p's one consumer, which is then not outside.
+    consumers_of = [0] * n
+    for node in range(n):
+        for child in successors_list[node]:
+            consumers_of[node] |= 1 << child
+    branching = sum(1 << node for node in range(n) if len(successors_list[node]) > 1)
     augmented_cache: dict[tuple[int, ...], list[int]] = {}
 
     def augment(antichain: list[int]) -> list[int]:
@@ -82,13 +96,17 @@ def antichain_states(profile: LayerProfile, max_states: int = MAX_STATES) -> Ant
         has a consumer other than a outside a's predecessors."""
         key = tuple(sorted(antichain))
         if key not in augmented_cache:
-            extra: set[int] = set()
+            extra = 0
             for node in antichain:
-                inside = _mask(before[node], n)
-                outside = ~inside
-                outside[node] = False
-                extra.update(np.flatnonzero(inside & (reads @ outside.astype(np.int8) > 0)).tolist())
-            augmented_cache[key] = sorted(extra) + list(antichain)
+                inside = before[node]
+                candidates = inside & branching
+                while candidates:
+                    low = candidates & -candidates
+                    p = low.bit_length() - 1
+                    if consumers_of[p] & ~(inside | 1 << node):
+                        extra |= low
+                    candidates ^= low
+            augmented_cache[key] = [k for k in range(extra.bit_length()) if extra >> k & 1] + list(antichain)
         return augmented_cache[key]
 
     def deaugment(augmented: list[int]) -> list[int]:
@@ -161,22 +179,44 @@ def antichain_states(profile: LayerProfile, max_states: int = MAX_STATES) -> Ant
                          f"{len(missing)} node(s), e.g. {missing[0]}: PipeDream's states would drop their cost",
                          field="edges")
     total, weights, activations = profile.total, profile.weight_bytes, profile.activation_bytes
-    masks = [_mask(done, n) for done in closure]
-    compute = np.array([float(np.sum(total[mask], dtype=float)) for mask in masks])
-    activation = np.array([float(np.sum(activations[mask], dtype=float)) for mask in masks])
-    parameters = np.array([float(np.sum(weights[mask], dtype=float)) for mask in masks])
+    compute, activation, parameters = (np.empty(len(order)) for _ in range(3))
+    for number_, done in enumerate(closure):  # one mask at a time (a prefix of nodes needs none)
+        picks = slice(0, done.bit_length()) if not done & (done + 1) else _mask(done, n)
+        compute[number_] = float(np.sum(total[picks], dtype=float))
+        activation[number_] = float(np.sum(activations[picks], dtype=float))
+        parameters[number_] = float(np.sum(weights[picks], dtype=float))
     crossing = np.array([float(sum(float(activations[k]) for k in nodes)) for nodes in augmented])
-    ancestors = [0] * len(order)
-    for s in order:  # topological: a state's ancestors are complete before its children read them
-        for child in edges[s]:
-            ancestors[number[child]] |= ancestors[number[s]] | 1 << number[s]
-    width = (len(order) + 7) // 8
-    bits = np.frombuffer(b"".join(a.to_bytes(width, "little") for a in ancestors), dtype=np.uint8)
+    runs, starts, ends = _ancestor_runs(order, edges, number)
     return AntichainStates(
         antichains=tuple(tuple(nodes) for nodes in augmented), closure=tuple(closure), compute=compute,
         activation=activation, parameters=parameters, crossing=crossing,
-        ancestor_bits=bits.reshape(len(order), width).copy(),
+        ancestor_runs=runs, ancestor_starts=starts, ancestor_ends=ends,
     )
+
+
+def _ancestor_runs(order: list[int], edges: list[list[int]], number: dict[int, int]):
+    """Each state's ancestors (by state number) as merged runs, in CSR form (see AntichainStates)."""
+    parents: list[list[int]] = [[] for _ in order]
+    for s in order:
+        for child in edges[s]:
+            parents[number[child]].append(number[s])
+    found: list[list[tuple[int, int]]] = []
+    for state in range(len(order)):  # numbers are topological: parents come first
+        pieces = sorted(itertools.chain.from_iterable(found[p] + [(p, p)] for p in set(parents[state])))
+        merged: list[tuple[int, int]] = []
+        for start, end in pieces:
+            if merged and start <= merged[-1][1] + 1:
+                if end > merged[-1][1]:
+                    merged[-1] = (merged[-1][0], end)
+            else:
+                merged.append((start, end))
+        found.append(merged)
+    runs = np.zeros(len(order) + 1, dtype=np.int64)
+    runs[1:] = np.cumsum([len(f) for f in found])
+    flat = [run for f in found for run in f]
+    starts = np.array([a for a, _ in flat], dtype=np.int64)
+    ends = np.array([b for _, b in flat], dtype=np.int64)
+    return runs, starts, ends
 
 
 def _depth_first_order(edges: list[list[int]]) -> list[int]:
@@ -209,12 +249,6 @@ def _mask(bits: int, n: int) -> np.ndarray:
     """The bit set ``bits`` over nodes 0..n−1 as booleans."""
     raw = np.frombuffer(bits.to_bytes((n + 7) // 8, "little"), dtype=np.uint8)
     return np.unpackbits(raw, bitorder="little")[:n].astype(bool)
-
-
-def _edge_matrix(producers, n: int) -> sparse.csr_matrix:
-    rows = [p for node in range(n) for p in producers[node]]
-    cols = [node for node in range(n) for _ in producers[node]]
-    return sparse.csr_matrix((np.ones(len(rows), dtype=np.int32), (rows, cols)), shape=(n, n))
 
 
 __all__ = ["AntichainStates", "antichain_states"]

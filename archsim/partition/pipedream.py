@@ -168,6 +168,8 @@ class _Matrix:
 
     def __init__(self, values: np.ndarray):
         self.values = np.where(np.isinf(values), np.nan, values)
+        # lowest[r, j]: the least non-None entry of rows 0..r of column j (inf: none), the kernel's bound
+        self.lowest = np.minimum.accumulate(np.where(np.isnan(self.values), np.inf, self.values), axis=0)
 
     def get(self, rows, cols):
         return self.values[np.asarray(rows), np.asarray(cols)]
@@ -202,8 +204,9 @@ def _solve_level(states: AntichainStates, compute, level: Level, within: int, fi
         replicas[:, :, m] = np.where(allowed, m + 1, 0)
     ratio = options.activation_compression_ratio
     use_matrix = isinstance(compute, _Matrix)
-    solve_splits(value, split, rest, replicas, states.ancestor_bits,
+    solve_splits(value, split, rest, replicas, states.ancestor_runs, states.ancestor_starts, states.ancestor_ends,
                  np.zeros(1) if use_matrix else compute.cumulative, compute.values if use_matrix else np.zeros((1, 1)),
+                 compute.lowest if use_matrix else np.zeros((1, 1)),
                  use_matrix, states.activation, states.parameters, states.crossing, float(bandwidth),
                  options.straight_pipeline, options.use_fewer_machines,
                  -1.0 if ratio is None else float(ratio),
