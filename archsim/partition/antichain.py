@@ -16,6 +16,7 @@ reads them in memory that grows with the number of runs, not with n².
 
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass
 
@@ -68,8 +69,44 @@ def antichain_states(profile: LayerProfile, max_states: int = MAX_STATES) -> Ant
     """The states of ``profile``; more than ``max_states`` is an error (the optimizer's tables
     would not fit: PipeDream's own answer is to compress branches first)."""
     n = len(profile)
-    producers = [profile.producers(k) for k in range(n)]
-    successors_list = [profile.consumers(k) for k in range(n)]
+    shape = _shape(tuple(profile.producers(k) for k in range(n)), tuple(profile.consumers(k) for k in range(n)),
+                   max_states)
+    augmented, closure = shape.augmented, shape.closure
+    if closure[-1] != (1 << n) - 1:
+        missing = [profile.names[k] for k in range(n) if not closure[-1] >> k & 1]
+        raise InputError(f"no antichain path from the first source {profile.names[shape.source]} reaches "
+                         f"{len(missing)} node(s), e.g. {missing[0]}: PipeDream's states would drop their cost",
+                         field="edges")
+    total, weights, activations = profile.total, profile.weight_bytes, profile.activation_bytes
+    compute, activation, parameters = (np.empty(len(closure)) for _ in range(3))
+    for number, done in enumerate(closure):  # one mask at a time (a prefix of nodes needs none)
+        picks = slice(0, done.bit_length()) if not done & (done + 1) else _mask(done, n)
+        compute[number] = float(np.sum(total[picks], dtype=float))
+        activation[number] = float(np.sum(activations[picks], dtype=float))
+        parameters[number] = float(np.sum(weights[picks], dtype=float))
+    crossing = np.array([float(sum(float(activations[k]) for k in nodes)) for nodes in augmented])
+    return AntichainStates(antichains=augmented, closure=closure, compute=compute, activation=activation,
+                           parameters=parameters, crossing=crossing, ancestor_runs=shape.runs,
+                           ancestor_starts=shape.starts, ancestor_ends=shape.ends)
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """What the states depend on besides costs: the DAG alone (shared by every profile of a network)."""
+
+    augmented: tuple[tuple[int, ...], ...]
+    closure: tuple[int, ...]
+    runs: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+    source: int
+
+
+@functools.lru_cache(maxsize=8)
+def _shape(producers: tuple[tuple[int, ...], ...], successors_list: tuple[tuple[int, ...], ...],
+           max_states: int) -> _Shape:
+    """The states of the DAG given by each node's producers and consumers, in PipeDream's order."""
+    n = len(producers)
     before = [0] * n  # strict predecessors
     for node in range(n):
         for parent in producers[node]:
@@ -173,25 +210,8 @@ def antichain_states(profile: LayerProfile, max_states: int = MAX_STATES) -> Ant
         for node in nodes:
             done |= before[node] | 1 << node
         closure.append(done)
-    if closure[-1] != (1 << n) - 1:
-        missing = [profile.names[k] for k in range(n) if not closure[-1] >> k & 1]
-        raise InputError(f"no antichain path from the first source {profile.names[sources[0]]} reaches "
-                         f"{len(missing)} node(s), e.g. {missing[0]}: PipeDream's states would drop their cost",
-                         field="edges")
-    total, weights, activations = profile.total, profile.weight_bytes, profile.activation_bytes
-    compute, activation, parameters = (np.empty(len(order)) for _ in range(3))
-    for number_, done in enumerate(closure):  # one mask at a time (a prefix of nodes needs none)
-        picks = slice(0, done.bit_length()) if not done & (done + 1) else _mask(done, n)
-        compute[number_] = float(np.sum(total[picks], dtype=float))
-        activation[number_] = float(np.sum(activations[picks], dtype=float))
-        parameters[number_] = float(np.sum(weights[picks], dtype=float))
-    crossing = np.array([float(sum(float(activations[k]) for k in nodes)) for nodes in augmented])
     runs, starts, ends = _ancestor_runs(order, edges, number)
-    return AntichainStates(
-        antichains=tuple(tuple(nodes) for nodes in augmented), closure=tuple(closure), compute=compute,
-        activation=activation, parameters=parameters, crossing=crossing,
-        ancestor_runs=runs, ancestor_starts=starts, ancestor_ends=ends,
-    )
+    return _Shape(tuple(tuple(nodes) for nodes in augmented), tuple(closure), runs, starts, ends, sources[0])
 
 
 def _ancestor_runs(order: list[int], edges: list[list[int]], number: dict[int, int]):
