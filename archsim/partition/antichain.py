@@ -16,8 +16,10 @@ reads them in memory that grows with the number of runs, not with n².
 
 from __future__ import annotations
 
+import collections
 import functools
 import itertools
+import operator
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,12 +36,12 @@ class AntichainStates:
     their predecessors); crossing: bytes of every tensor crossing the cut after the state (the
     augmented antichain's outputs); the states before state j in the antichain DAG (its ancestors)
     are the runs ancestor_starts[r] … ancestor_ends[r] (inclusive, ascending, disjoint, not
-    adjacent) for r in ancestor_runs[j] … ancestor_runs[j + 1] − 1; closure[j]: the bit set of
-    nodes done after state j.
+    adjacent) for r in ancestor_runs[j] … ancestor_runs[j + 1] − 1; closure[j]: the nodes done
+    after state j, as runs (first, last) of node indices (a chain's: one run from node 0).
     """
 
     antichains: tuple[tuple[int, ...], ...]
-    closure: tuple[int, ...]
+    closure: tuple[tuple[tuple[int, int], ...], ...]
     compute: np.ndarray
     activation: np.ndarray
     parameters: np.ndarray
@@ -51,10 +53,14 @@ class AntichainStates:
     def __len__(self) -> int:
         return len(self.antichains)
 
+    def done(self, state: int) -> int:
+        """The bit set of nodes done after ``state``."""
+        return _bits(self.closure[state])
+
     def nodes_between(self, start: int, end: int) -> list[int]:
         """Nodes of the stage holding states start..end−1: done after end−1 but not after start−1."""
-        done = self.closure[end - 1] & ~(self.closure[start - 1] if start > 0 else 0)
-        return [k for k in range(done.bit_length()) if done >> k & 1]
+        done = self.done(end - 1) & ~(self.done(start - 1) if start > 0 else 0)
+        return np.flatnonzero(_mask(done, done.bit_length())).tolist()
 
     def ancestors(self, state: int) -> list[int]:
         """The states before ``state`` in the antichain DAG, ascending."""
@@ -72,18 +78,23 @@ def antichain_states(profile: LayerProfile, max_states: int = MAX_STATES) -> Ant
     shape = _shape(tuple(profile.producers(k) for k in range(n)), tuple(profile.consumers(k) for k in range(n)),
                    max_states)
     augmented, closure = shape.augmented, shape.closure
-    if closure[-1] != (1 << n) - 1:
-        missing = [profile.names[k] for k in range(n) if not closure[-1] >> k & 1]
+    if closure[-1] != ((0, n - 1),):
+        last = _bits(closure[-1])
+        missing = [profile.names[k] for k in range(n) if not last >> k & 1]
         raise InputError(f"no antichain path from the first source {profile.names[shape.source]} reaches "
                          f"{len(missing)} node(s), e.g. {missing[0]}: PipeDream's states would drop their cost",
                          field="edges")
     total, weights, activations = profile.total, profile.weight_bytes, profile.activation_bytes
-    compute, activation, parameters = (np.empty(len(closure)) for _ in range(3))
-    for number, done in enumerate(closure):  # one mask at a time (a prefix of nodes needs none)
-        picks = slice(0, done.bit_length()) if not done & (done + 1) else _mask(done, n)
-        compute[number] = float(np.sum(total[picks], dtype=float))
-        activation[number] = float(np.sum(activations[picks], dtype=float))
-        parameters[number] = float(np.sum(weights[picks], dtype=float))
+    sums = []
+    for values in (total, activations, weights):
+        out, prefix = np.empty(len(closure)), _exact_prefix_sums(values)
+        for number, runs in enumerate(closure):  # one mask at a time (a prefix of nodes needs none)
+            if len(runs) == 1 and runs[0][0] == 0:
+                out[number] = prefix[runs[0][1]] if prefix is not None else np.sum(values[:runs[0][1] + 1], dtype=float)
+            else:
+                out[number] = np.sum(values[_mask(_bits(runs), n)], dtype=float)
+        sums.append(out)
+    compute, activation, parameters = sums
     crossing = np.array([float(sum(float(activations[k]) for k in nodes)) for nodes in augmented])
     return AntichainStates(antichains=augmented, closure=closure, compute=compute, activation=activation,
                            parameters=parameters, crossing=crossing, ancestor_runs=shape.runs,
@@ -95,7 +106,7 @@ class _Shape:
     """What the states depend on besides costs: the DAG alone (shared by every profile of a network)."""
 
     augmented: tuple[tuple[int, ...], ...]
-    closure: tuple[int, ...]
+    closure: tuple[tuple[tuple[int, int], ...], ...]
     runs: np.ndarray
     starts: np.ndarray
     ends: np.ndarray
@@ -107,25 +118,22 @@ def _shape(producers: tuple[tuple[int, ...], ...], successors_list: tuple[tuple[
            max_states: int) -> _Shape:
     """The states of the DAG given by each node's producers and consumers, in PipeDream's order."""
     n = len(producers)
-    before = [0] * n  # strict predecessors
+    before = _Reach(lambda node: (1 << node) - 1)  # strict predecessors
     for node in range(n):
-        for parent in producers[node]:
-            before[node] |= before[parent] | 1 << parent
-    after = [0] * n  # strict successors
+        before.put(node, functools.reduce(operator.or_, (before[p] | 1 << p for p in producers[node]), 0))
+    everything = (1 << n) - 1
+    after = _Reach(lambda node: everything >> (node + 1) << (node + 1))  # strict successors
     for node in reversed(range(n)):
-        for child in successors_list[node]:
-            after[node] |= after[child] | 1 << child
+        after.put(node, functools.reduce(operator.or_, (after[c] | 1 << c for c in successors_list[node]), 0))
     sources = [k for k in range(n) if not producers[k]]
     if not sources:
         raise InputError("the profile has no source node", field="edges")
 
     # Only a node with two or more consumers can be added: a path from a single-consumer node p to
     # an antichain node passes through p's one consumer, which is then not outside.
-    consumers_of = [0] * n
-    for node in range(n):
-        for child in successors_list[node]:
-            consumers_of[node] |= 1 << child
-    branching = sum(1 << node for node in range(n) if len(successors_list[node]) > 1)
+    consumers_of = {node: sum(1 << child for child in set(successors_list[node])) for node in range(n)
+                    if len(successors_list[node]) > 1}
+    branching = sum(1 << node for node in consumers_of)
     augmented_cache: dict[tuple[int, ...], list[int]] = {}
 
     def augment(antichain: list[int]) -> list[int]:
@@ -180,10 +188,10 @@ def _shape(producers: tuple[tuple[int, ...], ...], successors_list: tuple[tuple[
     ids: dict[tuple[int, ...], int] = {tuple(sorted(first)): 0}
     chains: list[list[int]] = [first]
     edges: list[list[int]] = [[]]
-    queue = [first]
+    queue = collections.deque([first])
     expanded: set[tuple[int, ...]] = set()
     while queue:
-        antichain = queue.pop(0)
+        antichain = queue.popleft()
         key = tuple(sorted(antichain))
         if key in expanded:
             continue
@@ -209,7 +217,7 @@ def _shape(producers: tuple[tuple[int, ...], ...], successors_list: tuple[tuple[
         done = 0
         for node in nodes:
             done |= before[node] | 1 << node
-        closure.append(done)
+        closure.append(_runs(done))
     runs, starts, ends = _ancestor_runs(order, edges, number)
     return _Shape(tuple(tuple(nodes) for nodes in augmented), tuple(closure), runs, starts, ends, sources[0])
 
@@ -263,6 +271,52 @@ def _depth_first_order(edges: list[list[int]]) -> list[int]:
                 order.append(state)
     order.reverse()
     return order
+
+
+def _exact_prefix_sums(values: np.ndarray) -> np.ndarray | None:
+    """Every prefix's sum when the values are whole numbers whose magnitudes total less than 2⁵³:
+    then every partial sum is exact, so any order of summation (np.sum's pairwise one included)
+    gives these same floats. None otherwise (prefixes are then summed as np.sum does)."""
+    as_float = np.asarray(values, dtype=float)
+    if not (np.all(as_float == np.round(as_float)) and float(np.sum(np.abs(as_float))) < 2.0 ** 53):
+        return None
+    return np.cumsum(as_float)
+
+
+class _Reach:
+    """Each node's strict predecessors (or successors) as bit sets, kept only where they are not
+    ``full(node)`` (every earlier, or later, node): a chain keeps none, so memory follows the
+    branching, not n²."""
+
+    def __init__(self, full):
+        self.full = full
+        self.kept: dict[int, int] = {}
+
+    def put(self, node: int, bits: int) -> None:
+        if bits != self.full(node):
+            self.kept[node] = bits
+
+    def __getitem__(self, node: int) -> int:
+        bits = self.kept.get(node)
+        return self.full(node) if bits is None else bits
+
+
+def _runs(bits: int) -> tuple[tuple[int, int], ...]:
+    """A bit set as ascending runs (first, last) of set bits."""
+    runs = []
+    offset = 0
+    while bits:
+        skip = (bits & -bits).bit_length() - 1
+        bits >>= skip
+        length = (~bits & (bits + 1)).bit_length() - 1
+        runs.append((offset + skip, offset + skip + length - 1))
+        bits >>= length
+        offset += skip + length
+    return tuple(runs)
+
+
+def _bits(runs: tuple[tuple[int, int], ...]) -> int:
+    return sum((1 << (last + 1)) - (1 << first) for first, last in runs)
 
 
 def _mask(bits: int, n: int) -> np.ndarray:
