@@ -5,11 +5,14 @@ chains and DAGs under every flag of the optimizer, and on long chains where prun
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from archsim.partition import partition, partitions, profile_from_costs
 from archsim.partition.antichain import antichain_states
+from archsim.partition.graph_txt import load_graph_txt
 from archsim.partition.pipedream import (Level, PipeDreamOptions, _Cumulative, _Matrix, _solve_level,
                                         pipedream_partition, pipedream_partitions, pipedream_plan, pipedream_plans)
 from tests.pipedream_reference import reference_tables
@@ -125,3 +128,20 @@ def test_the_sweeps_batch_call_equals_one_call_per_processor_count():
     assert partitions(profile, counts, "gpipe") == [partition(profile, count, "gpipe") for count in counts]
     assert pipedream_partitions(profile, counts, bandwidth=5.0, replication=True) == [
         pipedream_partition(profile, count, bandwidth=5.0, replication=True) for count in counts]
+
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "pipedream" / "profiles"
+SETTINGS = [([8], [1e9], {"activation_compression_ratio": 1.0}), ([8], [1e9], {}),
+            ([8], [1e9], {"activation_compression_ratio": 1.0, "memory_constraint": True}),
+            ([4, 4], [1.6e10, 1.25e9], {"activation_compression_ratio": 1.0}),
+            ([16], [1e9], {"straight_pipeline": True}),
+            ([6], [1e9], {"straight_pipeline": True, "use_fewer_machines": True})]
+
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason="shared/pipedream (PipeDream's profiles) not beside the repo")
+@pytest.mark.parametrize("model, settings", [("resnet50", SETTINGS), ("gnmt", SETTINGS),
+                                             ("densenet121", SETTINGS[4:])])
+def test_released_profiles_give_the_reference_tables(model, settings):
+    profile = load_graph_txt(SHARED / f"{model}.txt")
+    for machines, bandwidths, flags in settings:
+        assert_same(profile, [Level(n, b) for n, b in zip(machines, bandwidths)], PipeDreamOptions(**flags))
