@@ -20,15 +20,15 @@ from pathlib import Path
 
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[1]
+from archsim.array.config import ArrayConfig
+from archsim.outputs import atomic_write_text
+from archsim.partition import build_profile
+from archsim.partition.pipedream import pipedream_partition, pipedream_partitions
+from archsim.partition.pipedream_kernel import warm_up
+from archsim.sweep import load_spec
+from archsim.workload import load_network
 
-from archsim.array.config import ArrayConfig  # noqa: E402
-from archsim.outputs import atomic_write_text  # noqa: E402
-from archsim.partition import build_profile  # noqa: E402
-from archsim.partition.pipedream import pipedream_partition, pipedream_partitions  # noqa: E402
-from archsim.partition.pipedream_kernel import warm_up  # noqa: E402
-from archsim.sweep import load_spec  # noqa: E402
-from archsim.workload import load_network  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 LOAD = ("import time; import archsim.partition.pipedream_kernel as k; t = time.process_time(); k.warm_up(); "
         "print(time.process_time() - t)")

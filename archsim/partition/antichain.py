@@ -72,8 +72,8 @@ MAX_STATES = 20000  # a limit on the search itself; Inception-v3 has ~221,000 st
 
 
 def antichain_states(profile: LayerProfile, max_states: int = MAX_STATES) -> AntichainStates:
-    """The states of ``profile``; more than ``max_states`` is an error (the optimizer's tables
-    would not fit: PipeDream's own answer is to compress branches first)."""
+    """The states of ``profile``; more than ``max_states`` is an error (the search, and a
+    hierarchy's tables, would not fit: PipeDream's own answer is to compress branches first)."""
     n = len(profile)
     shape = _shape(tuple(profile.producers(k) for k in range(n)), tuple(profile.consumers(k) for k in range(n)),
                    max_states)
@@ -200,9 +200,9 @@ def _shape(producers: tuple[tuple[int, ...], ...], successors_list: tuple[tuple[
             nkey = tuple(sorted(nxt))
             if nkey not in ids:
                 if len(chains) >= max_states:
-                    raise InputError(f"more than {max_states} antichain states: PipeDream's optimizer keeps "
-                                     "states² × machines tables, too large here; merge parallel branches first "
-                                     "(PipeDream's scripts/compress_graph_branches.py)", field="edges")
+                    raise InputError(f"more than {max_states} antichain states: too many for PipeDream's state "
+                                     "search (and a hierarchy's states² × machines tables); merge parallel branches "
+                                     "first (PipeDream's scripts/compress_graph_branches.py)", field="edges")
                 ids[nkey] = len(chains)
                 chains.append(nxt)
                 edges.append([])
