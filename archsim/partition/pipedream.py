@@ -31,7 +31,6 @@ import numpy as np
 
 from archsim.errors import InputError
 from archsim.partition.antichain import AntichainStates
-from archsim.partition.pipedream_kernel import solve_splits
 from archsim.partition.profile import LayerProfile
 from archsim.partition.result import Partition, PlacedOp, Stage
 
@@ -236,6 +235,8 @@ def _solve_level(states: AntichainStates, compute, level: Level, within: int, fi
         replicas[:, :, m] = np.where(allowed, m + 1, 0)
     ratio = options.activation_compression_ratio
     use_matrix = isinstance(compute, _Matrix)
+    from archsim.partition.pipedream_kernel import solve_splits  # numba loads with the first solve, not on import
+
     solve_splits(value, split, rest, replicas, states.ancestor_runs, states.ancestor_starts, states.ancestor_ends,
                  np.zeros(1) if use_matrix else compute.cumulative, compute.values if use_matrix else np.zeros((1, 1)),
                  compute.lowest if use_matrix else np.zeros((1, 1)),
