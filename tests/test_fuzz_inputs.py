@@ -266,6 +266,24 @@ def _read_once(tally: Tally, kind: str, path: Path, text: str, broken: str | Non
         tally.counts[(kind, "ok")] += 1
 
 
+def test_the_tally_counts_each_kind_of_failure(tmp_path, monkeypatch):
+    """The acceptance counts can fail: a hang, a traceback, an accepted invalid input, a negative result."""
+    import sys
+
+    monkeypatch.setattr(sys.modules[__name__], "LIMIT_S", 0.05)
+    cases = {"hangs": lambda path: time.sleep(5), "raises": lambda path: [][0], "accepts": lambda path: 1,
+             "negative": lambda path: {"cycles": -1}}
+    for kind, reader in cases.items():
+        monkeypatch.setitem(READERS, kind, (reader, ""))
+    tally = Tally()
+    for kind in cases:
+        _read_once(tally, kind, tmp_path / kind, "x", "a broken rule" if kind == "accepts" else None)
+    assert {what: tally.total(what) for what in ("hang", "traceback", "invalid accepted", "negative or nan")} \
+        == {"hang": 1, "traceback": 1, "invalid accepted": 1, "negative or nan": 1}
+    with pytest.raises(AssertionError):
+        tally.check()
+
+
 def _fuzz_readers(tmp_path: Path, examples: int) -> Tally:
     tally = Tally()
 
