@@ -16,6 +16,7 @@ import hashlib
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import asdict
+from functools import lru_cache
 from pathlib import Path
 
 import pandas as pd
@@ -23,11 +24,13 @@ from tqdm import tqdm
 
 from archsim.array.config import ArrayConfig
 from archsim.errors import InputError
+from archsim.lowering import LoweredLayer, lower_network
 from archsim.outputs import atomic_write_text
 from archsim.partition import build_profile, partition
 from archsim.sweep.spec import SweepSpec, Unit
 from archsim.sweep.summary import summarize
 from archsim.workload import load_network
+from archsim.workload.layer import Network
 
 RESULT_COLUMNS = ["network", "only", "rows", "cols", "dataflow", "batch", "mode", "processors", "method",
                   "stages", "single_cycles", "cycles_per_iteration", "speedup", "mandatory_bytes",
@@ -39,11 +42,23 @@ SORT_COLUMNS = ["network", "only", "rows", "cols", "dataflow", "batch", "mode", 
 CACHE_FORMAT = 2  # bump when a unit's rows change meaning, so old cache files are not reused
 
 
+@lru_cache(maxsize=16)
+def unit_network(path: str, sha256: str, only: tuple[str, ...]) -> Network:
+    """A unit's network, loaded once per process (``sha256``, of a file's bytes, keys a changed file)."""
+    network = load_network(path)
+    return network.only(*only) if only else network
+
+
+@lru_cache(maxsize=64)
+def unit_lowering(path: str, sha256: str, only: tuple[str, ...], batch: int, mode: str,
+                  element_bytes: int) -> tuple[LoweredLayer, ...]:
+    """The network lowered once per process for every array shape and dataflow that share it."""
+    return lower_network(unit_network(path, sha256, only), batch, mode, element_bytes)  # type: ignore[arg-type]
+
+
 def compute_unit(unit: Unit) -> list[dict[str, object]]:
     """All (processors, method) results of one configuration. Pure: safe on any worker."""
-    network = load_network(unit.network)
-    if unit.only:
-        network = network.only(*unit.only)
+    network = unit_network(unit.network, unit.network_sha256, unit.only)
 
     def base_row(processors: int, method: str, plan, single: float, cycles: float) -> dict[str, object]:
         return {
@@ -61,7 +76,9 @@ def compute_unit(unit: Unit) -> list[dict[str, object]]:
 
         return design_rows(unit, network, base_row)
     array = ArrayConfig(rows=unit.rows, cols=unit.cols, dataflow=unit.dataflow)
-    profile = build_profile(network, array, unit.batch, unit.mode, unit.engine)  # type: ignore[arg-type]
+    profile = build_profile(network, array, unit.batch, unit.mode, unit.engine,  # type: ignore[arg-type]
+                            lowered=unit_lowering(unit.network, unit.network_sha256, unit.only, unit.batch,
+                                                  unit.mode, array.element_bytes))
     single = float(profile.total.sum())
     rows = []
     for processors in unit.processors:
@@ -98,6 +115,21 @@ def _remove_orphans(out: Path) -> None:
                 orphan.unlink(missing_ok=True)
 
 
+CHUNK_UNITS = 64  # most units per task: few enough to balance workers, enough to amortize a task's overhead
+
+
+def compute_units(units: tuple[Unit, ...]) -> list[list[dict[str, object]]]:
+    """:func:`compute_unit` of each unit, in order: one task of a pool or cluster."""
+    return [compute_unit(unit) for unit in units]
+
+
+def _chunks(units: list[Unit], workers: int) -> list[tuple[Unit, ...]]:
+    """Consecutive units in at least four tasks per worker (when there are that many units), each
+    at most CHUNK_UNITS: a 10⁵-configuration sweep sends tens of tasks, not thousands."""
+    size = max(1, min(CHUNK_UNITS, -(-len(units) // (4 * max(workers, 1)))))
+    return [tuple(units[start:start + size]) for start in range(0, len(units), size)]
+
+
 def _executor(workers: int, dask: str | None) -> Callable[[list[Unit]], Iterable[tuple[Unit, list]]]:
     if dask:
         return lambda units: _run_dask(units, dask, workers)
@@ -110,9 +142,9 @@ def _run_processes(units: list[Unit], workers: int):
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = {pool.submit(compute_unit, unit): unit for unit in units}
+        futures = {pool.submit(compute_units, chunk): chunk for chunk in _chunks(units, workers)}
         for future in as_completed(futures):
-            yield futures[future], future.result()
+            yield from zip(futures[future], future.result())
 
 
 def _run_dask(units: list[Unit], address: str, workers: int):
@@ -124,9 +156,10 @@ def _run_dask(units: list[Unit], address: str, workers: int):
                            dashboard_address=None) if address == "local" else None
     try:
         with Client(cluster if cluster is not None else address) as client:
-            futures = {client.submit(compute_unit, unit, pure=False): unit for unit in units}
+            chunks = _chunks(units, sum(client.nthreads().values()) or workers)
+            futures = {client.submit(compute_units, chunk, pure=False): chunk for chunk in chunks}
             for future in as_completed(futures):
-                yield futures[future], future.result()
+                yield from zip(futures[future], future.result())
     finally:
         if cluster is not None:
             cluster.close()
