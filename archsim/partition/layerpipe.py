@@ -174,10 +174,7 @@ def _to_partition(profile: LayerProfile, placed: list[list[_Placed]], notes) -> 
         marked = []
         for k, _, kind, cycles, axis, part in sorted(ops, key=lambda op: op[:2]):
             name = names[k]
-            extra = 0
-            if kind == "D2" and axis is not None:
-                split = profile.split_ops(k, axis, part)
-                extra = split.d2.extra_bytes if split.d2 is not None else 0
+            extra = profile.split_bytes(k, axis, part)[1] if kind == "D2" and axis is not None else 0
             marked.append(PlacedOp(name, kind, cycles, borrowed=kind in ("D", "D2") and home[name] != proc,
                                    extra_bytes=extra, split_axis=axis, split_part=part))
         stages.append(Stage(proc, tuple(layers_of[proc]), tuple(marked)))
@@ -201,5 +198,4 @@ def _to_partition(profile: LayerProfile, placed: list[list[_Placed]], notes) -> 
 def _d2_out(profile: LayerProfile, index: int, op: PlacedOp) -> int:
     if op.split_axis is None or not profile.lowered:
         return 0
-    split = profile.split_ops(index, op.split_axis, op.split_part)
-    return split.d2.out_bytes if split.d2 is not None else 0
+    return profile.split_bytes(index, op.split_axis, op.split_part)[0]

@@ -19,7 +19,7 @@ from archsim.array.config import ArrayConfig
 from archsim.array.costing import op_cycles
 from archsim.array.cycle import simulate_cached
 from archsim.lowering import (SPLIT_AXES, DeltaSplit, LoweredLayer, Mode, delta_split_units, lower_network,
-                              split_delta)
+                              split_d2_bytes, split_delta)
 from archsim.workload.layer import Network
 
 
@@ -74,14 +74,14 @@ class LayerProfile:
     @cached_property
     def _producers(self) -> tuple[tuple[int, ...], ...]:
         found: list[list[int]] = [[] for _ in self.names]
-        for producer, consumer in self._edge_list:
+        for producer, consumer in self.edge_pairs:
             found[consumer].append(producer)
         return tuple(tuple(p) for p in found)
 
     @cached_property
     def _consumers(self) -> tuple[tuple[int, ...], ...]:
         found: list[list[int]] = [[] for _ in self.names]
-        for producer, consumer in self._edge_list:
+        for producer, consumer in self.edge_pairs:
             found[producer].append(consumer)
         return tuple(tuple(c) for c in found)
 
@@ -93,8 +93,9 @@ class LayerProfile:
 
         return antichain_states(self)
 
-    @property
-    def _edge_list(self) -> tuple[tuple[int, int], ...]:
+    @cached_property
+    def edge_pairs(self) -> tuple[tuple[int, int], ...]:
+        """Every (producer, consumer) index pair: ``edges``, or consecutive layers for a chain."""
         if self.edges is None:
             return tuple((k - 1, k) for k in range(1, len(self.names)))
         return self.edges
@@ -127,6 +128,13 @@ class LayerProfile:
             self._split_cache[key] = split_delta(self.lowered[index], part, axis,  # type: ignore[arg-type]
                                                  self.array.element_bytes)
         return self._split_cache[key]
+
+    def split_bytes(self, index: int, axis: str, part: int) -> tuple[int, int]:
+        """D2's (out_bytes, extra_bytes) of a split, without building its sub-GEMMs (equal to
+        :meth:`split_ops`'s, tested)."""
+        if self.array is None:
+            raise ValueError("this profile has no array: δ splits cannot be costed")
+        return split_d2_bytes(self.lowered[index], part, axis, self.array.element_bytes)  # type: ignore[arg-type]
 
     def split_cycles(self, index: int, axis: str, part: int) -> tuple[int, int]:
         """(D1, D2) cycles of a split, from integer arithmetic alone: the hot path of Algorithm 1's

@@ -90,9 +90,6 @@ def mandatory_bytes(profile: LayerProfile, stage_of: dict[str, int]) -> int:
     """Bytes every pipeline with this layer→stage map must move: each tensor that crosses a stage
     boundary (an edge of the profile's DAG) goes forward as an activation and comes back as a δ
     of the same size."""
-    total = 0
-    for consumer, name in enumerate(profile.names):
-        for producer in profile.producers(consumer):
-            if stage_of[profile.names[producer]] != stage_of[name]:
-                total += 2 * int(profile.activation_bytes[producer])
-    return total
+    names, activation = profile.names, profile.activation_bytes.tolist()
+    return sum(2 * int(activation[producer]) for producer, consumer in profile.edge_pairs
+               if stage_of[names[producer]] != stage_of[names[consumer]])
