@@ -45,6 +45,12 @@ def best_split(profile: LayerProfile, index: int, budget: float, axes=SPLIT_AXES
     otherwise); the axes are then compared by δ′ cycles (ties: the first axis in ``axes``). Costs
     come from integer arithmetic; the split's ops and bytes are built only for the final placement.
     """
+    found = _best_split(profile, index, budget, axes)
+    return None if found is None else _Split(*found)
+
+
+def _best_split(profile: LayerProfile, index: int, budget: float, axes) -> tuple[float, float, str, int] | None:
+    """:func:`best_split` as a plain (δ′ cycles, δ″ cycles, axis, part) tuple: the walks' hot path."""
     best: tuple[int, int, str, int] | None = None
     for axis in axes:
         part, d1, d2 = profile.fitting_split(index, axis, budget)
@@ -52,8 +58,7 @@ def best_split(profile: LayerProfile, index: int, budget: float, axes=SPLIT_AXES
             best = (d1, d2, axis, part)
     if best is None:
         return None
-    d1, d2, axis, part = best
-    return _Split(float(d1), float(d2), axis, part)
+    return float(best[0]), float(best[1]), best[2], best[3]
 
 
 def layerpipe_partition(profile: LayerProfile, processors: int, *, alpha: float = 1.001,
@@ -111,8 +116,7 @@ def _walk(profile: LayerProfile, target: float, axes, place: bool = True,
     idle = target
     forward, weight_grad, delta, fixed_of = profile.layer_cycles
     can_split = profile.array is not None
-    for index in reversed(range(len(profile))):
-        flex = delta[index]
+    for index, flex, fixed in zip(range(len(delta) - 1, -1, -1), reversed(delta), reversed(fixed_of)):
         if flex > 0:
             if flex < idle:
                 if place:
@@ -120,20 +124,20 @@ def _walk(profile: LayerProfile, target: float, axes, place: bool = True,
                 used = True
                 idle -= flex
             else:
-                split = best_split(profile, index, idle, axes) if can_split else None
+                split = _best_split(profile, index, idle, axes) if can_split else None
                 if split is not None:
+                    d1, d2, axis, part = split
                     if place:
-                        procs[-1].append((index, 4, "D2", split.d2, split.axis, split.part))
-                        procs.append([(index, 3, "D1", split.d1, split.axis, 0)])
+                        procs[-1].append((index, 4, "D2", d2, axis, part))
+                        procs.append([(index, 3, "D1", d1, axis, 0)])
                     count += 1  # δ″ fills the current processor, δ′ opens the next
-                    idle = target - split.d1
+                    idle = target - d1
                 else:
                     if place:
                         procs.append([(index, 2, "D", flex, None, 0)])
                     count += 1 if used else 0  # an empty processor is dropped at the end
                     idle = target - flex
                 used = True
-        fixed = fixed_of[index]
         if fixed > idle:
             if place:
                 procs.append([])

@@ -195,7 +195,8 @@ class LayerProfile:
         by :func:`gemm_rows_within`, the closed form inverted. Other engines binary-search
         :meth:`split_cycles`. All give the binary search's answer on the same integers (tested).
         """
-        found = self._fit_search(index, axis)(budget)
+        search = self._split_cache.get(("fit", index, axis)) or self._fit_search(index, axis)
+        found = search(budget)
         if found is None:  # the budget covers all of δ: hand out all but one unit
             part = self.split_units(index, axis) - 1
             return (part, *self.split_cycles(index, axis, part))
@@ -218,8 +219,10 @@ class LayerProfile:
             search = _BinarySplits(self, index, axis, units)
         elif axis == "rows":
             search = _RowSplits.of(self.lowered[index], units, self.array)
-        else:
-            search = _TableSplits.of(self.lowered[index], axis, units, self.array)
+        else:  # with the tables of the layers the walk reaches next, in one vectorized call
+            for (layer, table_axis), table in _table_splits(self, index).items():
+                self._split_cache[("fit", layer, table_axis)] = table
+            return self._split_cache[key]
         self._split_cache[key] = search
         return search
 
@@ -242,35 +245,60 @@ class _TableSplits:
     d2: list[int]
     keys: list[float]  # d2 as floats: compared with a float budget as numpy compares int64 tables
 
-    @classmethod
-    def of(cls, lowered: LoweredLayer, axis: str, units: int, array: ArrayConfig) -> _TableSplits:
-        if units <= 1:
-            return cls(units, [], [])
-        layer = lowered.layer
-        delta = lowered.op("D")
-        R, C, df = array.rows, array.cols, array.dataflow
-
-        def cyc(m, k, n) -> np.ndarray:
-            m, k, n = (np.asarray(x, dtype=np.int64) for x in (m, k, n))
-            return np.where((m > 0) & (k > 0) & (n > 0), gemm_cycles(m, k, n, R, C, df), 0)
-
-        parts = np.arange(units + 1)
-        table = np.zeros(len(parts), dtype=np.int64)
-        for g in delta.gemms if delta is not None else ():
-            if axis == "channels":
-                per = g.n // layer.channels if layer.kind == "fc" else 1
-                table += g.count * cyc(g.m, g.k, per * parts)
-            else:
-                per = 1 if layer.kind == "fc" else g.k // layer.filters
-                table += g.count * cyc(g.m, per * parts, g.n)
-        return cls(units, table.tolist(), table.astype(float).tolist())
-
     def __call__(self, budget: float) -> tuple[int, int, int]:
         units = self.units
         if units <= 1 or not budget >= 0:  # part 0 costs nothing; no part fits a negative budget
             return _NOTHING
         part = min(bisect_right(self.keys, budget) - 1, units - 1)
         return (part, self.d2[units - part], self.d2[part]) if part > 0 else _NOTHING
+
+
+_TABLE_BATCH = 1 << 16  # table entries per vectorized call: amortizes numpy's per-call cost, bounds memory
+
+
+def _table_splits(profile: LayerProfile, index: int) -> dict[tuple[int, str], _TableSplits]:
+    """Channels and reduction tables of layer ``index`` and of the layers before it (Algorithm 1
+    walks backwards) not built yet, up to _TABLE_BATCH entries: D2 cycles of every part of every
+    δ GEMM from one closed-form call, summed per layer and axis."""
+    wanted: list[tuple[int, str, int]] = []
+    size = 0
+    for layer in range(index, -1, -1):
+        for axis in ("channels", "reduction"):
+            if ("fit", layer, axis) not in profile._split_cache:
+                units = profile.split_units(layer, axis)
+                wanted.append((layer, axis, units))
+                delta = profile.lowered[layer].op("D")
+                size += (units + 1) * len(delta.gemms) if units > 1 and delta is not None else 0
+        if size >= _TABLE_BATCH:
+            break
+    shapes: list[tuple[int, int]] = []  # (slot in wanted, table length) of each δ GEMM, in order
+    m_all, k_all, n_all, count_all = [], [], [], []
+    for slot, (layer_index, axis, units) in enumerate(wanted):
+        if units <= 1:
+            continue
+        layer, delta = profile.lowered[layer_index].layer, profile.lowered[layer_index].op("D")
+        parts = np.arange(units + 1, dtype=np.int64)
+        for g in delta.gemms if delta is not None else ():
+            if axis == "channels":
+                per = g.n // layer.channels if layer.kind == "fc" else 1
+                m, k, n = np.full_like(parts, g.m), np.full_like(parts, g.k), per * parts
+            else:
+                per = 1 if layer.kind == "fc" else g.k // layer.filters
+                m, k, n = np.full_like(parts, g.m), per * parts, np.full_like(parts, g.n)
+            m_all.append(m), k_all.append(k), n_all.append(n), count_all.append(np.full_like(parts, g.count))
+            shapes.append((slot, units + 1))
+    tables = [np.zeros(units + 1 if units > 1 else 0, dtype=np.int64) for _, _, units in wanted]
+    if shapes:
+        array = profile.array
+        m, k, n, count = (np.concatenate(x) for x in (m_all, k_all, n_all, count_all))
+        cycles = count * np.where((m > 0) & (k > 0) & (n > 0),
+                                  gemm_cycles(m, k, n, array.rows, array.cols, array.dataflow), 0)  # type: ignore[union-attr]
+        start = 0
+        for slot, length in shapes:
+            tables[slot] += cycles[start:start + length]
+            start += length
+    return {(layer, axis): _TableSplits(units, table.tolist(), table.astype(float).tolist())
+            for (layer, axis, units), table in zip(wanted, tables)}
 
 
 @dataclass(frozen=True)
