@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from operator import itemgetter
 
 from archsim.errors import InputError
 from archsim.lowering import SPLIT_AXES
@@ -176,7 +177,7 @@ def _to_partition(profile: LayerProfile, placed: list[list[_Placed]], notes) -> 
     stages = []
     for proc, ops in enumerate(forward_order):
         marked = []
-        for k, _, kind, cycles, axis, part in sorted(ops, key=lambda op: op[:2]):
+        for k, _, kind, cycles, axis, part in sorted(ops, key=itemgetter(0, 1)):
             name = names[k]
             extra = profile.split_bytes(k, axis, part)[1] if kind == "D2" and axis is not None else 0
             marked.append(PlacedOp(name, kind, cycles, borrowed=kind in ("D", "D2") and home[name] != proc,

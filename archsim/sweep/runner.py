@@ -182,10 +182,13 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, workers: int = 1, dask: str |
 
     with tqdm(total=sum(map(size, units)), initial=sum(map(size, units)) - sum(map(size, todo)),
               desc=f"sweep {spec.name}", unit="config", disable=not progress) as bar:
+        computed = {}  # rows of the units computed now: the frame needs not read their files back
         for unit, rows in run(todo):
             atomic_write_text(files[unit], json.dumps({"unit": asdict(unit), "rows": rows}))
+            computed[unit] = rows
             bar.update(size(unit))
-    frame = load_results(out, [files[unit] for unit in units])
+    frame = _frame([row for unit in units
+                    for row in (computed[unit] if unit in computed else _cached_rows(files[unit]))])
     atomic_write_text(out / "results.csv", frame.to_csv(index=False))
     atomic_write_text(out / "summary.csv", summarize(frame).to_csv(index=False))
     atomic_write_text(out / "spec.json", json.dumps({k: v for k, v in asdict(spec).items()}, indent=2, default=list))
@@ -195,15 +198,22 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, workers: int = 1, dask: str |
 def load_results(out: Path, files: list[Path] | None = None) -> pd.DataFrame:
     """Assemble cached unit files (all of them, or just ``files``) into one sorted frame."""
     files = files if files is not None else sorted((out / "cache").glob("*.json"))
-    rows: list[dict[str, object]] = []
-    for file in files:
-        try:
-            rows.extend(json.loads(file.read_text(encoding="utf-8"))["rows"])
-        except (OSError, ValueError, KeyError) as exc:
-            raise InputError(f"unreadable sweep cache file ({exc.__class__.__name__}); delete it to recompute",
-                             file=str(file)) from None
+    return _frame([row for file in files for row in _cached_rows(file)])
+
+
+def _cached_rows(file: Path) -> list[dict[str, object]]:
+    try:
+        return json.loads(file.read_text(encoding="utf-8"))["rows"]
+    except (OSError, ValueError, KeyError) as exc:
+        raise InputError(f"unreadable sweep cache file ({exc.__class__.__name__}); delete it to recompute",
+                         file=str(file)) from None
+
+
+def _frame(rows: list[dict[str, object]]) -> pd.DataFrame:
+    """Rows as results.csv orders them: sorted by configuration, design columns only when present."""
     from archsim.sweep.design import DESIGN_COLUMNS
 
-    design = [c for c in DESIGN_COLUMNS if any(c in row for row in rows)]
+    present = set().union(*rows)
+    design = [c for c in DESIGN_COLUMNS if c in present]
     frame = pd.DataFrame(rows, columns=RESULT_COLUMNS + PROVENANCE_COLUMNS + design)
     return frame.sort_values(SORT_COLUMNS + design[:6], kind="stable").reset_index(drop=True)
