@@ -8,6 +8,10 @@ the unit's every setting *and the content of its network* (its parsed layers), s
 file recomputes its units, and two networks with the same file name never share a cache file.
 Temp files a killed writer left in ``DIR/cache`` are removed when the next run starts (one sweep
 writes into a folder at a time).
+
+For 10⁵-configuration sweeps: pools and clusters get units in chunks (tens of tasks, not
+thousands), and each process loads a network and lowers it per batch once, for all the array
+shapes and dataflows that share them.
 """
 
 from __future__ import annotations
