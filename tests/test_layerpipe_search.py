@@ -88,6 +88,9 @@ def test_counting_walk_equals_placing_walk(seed, scale):
     placed, count = _walk(profile, target, ("channels", "reduction", "rows"))
     assert _walk(profile, target, ("channels", "reduction", "rows"), place=False)[1] == count == len(placed)
     assert all(placed)
+    for limit in range(1, count + 2):  # a walk that stops past `limit` decides the same fit
+        stopped = _walk(profile, target, ("channels", "reduction", "rows"), place=False, limit=limit)[1]
+        assert (stopped <= limit) == (count <= limit)
 
 
 def test_cycle_engine_profiles_keep_the_binary_search():
