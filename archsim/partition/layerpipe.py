@@ -180,8 +180,8 @@ def _to_partition(profile: LayerProfile, placed: list[list[_Placed]], notes) -> 
         for k, _, kind, cycles, axis, part in sorted(ops, key=itemgetter(0, 1)):
             name = names[k]
             extra = profile.split_bytes(k, axis, part)[1] if kind == "D2" and axis is not None else 0
-            marked.append(PlacedOp(name, kind, cycles, borrowed=kind in ("D", "D2") and home[name] != proc,
-                                   extra_bytes=extra, split_axis=axis, split_part=part))
+            borrowed = kind in ("D", "D2") and home[name] != proc
+            marked.append(PlacedOp(name, kind, cycles, borrowed, extra, axis, part))  # positional: a hot loop
         stages.append(Stage(proc, tuple(layers_of[proc]), tuple(marked)))
     stage_of = dict(home)
     additional = 0
