@@ -290,9 +290,10 @@ def _table_splits(profile: LayerProfile, index: int) -> dict[tuple[int, str], _T
     tables = [np.zeros(units + 1 if units > 1 else 0, dtype=np.int64) for _, _, units in wanted]
     if shapes:
         array = profile.array
+        assert array is not None
         m, k, n, count = (np.concatenate(x) for x in (m_all, k_all, n_all, count_all))
         cycles = count * np.where((m > 0) & (k > 0) & (n > 0),
-                                  gemm_cycles(m, k, n, array.rows, array.cols, array.dataflow), 0)  # type: ignore[union-attr]
+                                  gemm_cycles(m, k, n, array.rows, array.cols, array.dataflow), 0)
         start = 0
         for slot, length in shapes:
             tables[slot] += cycles[start:start + length]
