@@ -256,26 +256,42 @@ def split_delta(lowered: LoweredLayer, part: int, axis: SplitAxis = "channels", 
         raise InputError(f"δ of grouped conv {layer.name!r} splits by rows only (each group is its own GEMM)",
                          field="axis")
     if axis == "rows":
-        return _split_rows(delta, part, element_bytes * layer.weight_elements)
+        return _split_rows(lowered, part, element_bytes)
     total = layer.channels if axis == "channels" else layer.filters
     if not 0 <= part <= total:
         raise InputError(f"split part must be within 0..{total}, got {part}", field="part")
-    eb = element_bytes
-    w_per_unit = layer.filter_h * layer.filter_w * (layer.filters if axis == "channels" else layer.channels)
 
     def piece(units: int, kind: str) -> TrainingOp | None:
         if units == 0:
             return None
         gemms = tuple(_resize(g, layer, units, axis) for g in delta.gemms)
-        if axis == "channels":
-            out = delta.out_bytes * units // total
-            extra = w_per_unit * units * eb if kind == "D2" else 0
-        else:
-            out = delta.out_bytes  # each half yields partial sums of the whole δ
-            extra = (w_per_unit * units * eb + delta.out_bytes) if kind == "D2" else 0
+        out, extra = _piece_bytes(lowered, axis, units, total, element_bytes, kind)
         return replace(delta, kind=kind, gemms=gemms, out_bytes=out, extra_bytes=extra)
 
     return DeltaSplit(d1=piece(total - part, "D1"), d2=piece(part, "D2"), axis=axis, part=part, total=total)
+
+
+def split_d2_bytes(lowered: LoweredLayer, part: int, axis: SplitAxis, element_bytes: int = 1) -> tuple[int, int]:
+    """(out_bytes, extra_bytes) of the D2 of :func:`split_delta` (0, 0 for part 0), without building
+    its sub-GEMMs: what a partition's traffic count reads for every split it places."""
+    if part == 0:
+        return 0, 0
+    return _piece_bytes(lowered, axis, part, delta_split_units(lowered, axis), element_bytes, "D2")
+
+
+def _piece_bytes(lowered: LoweredLayer, axis: str, units: int, total: int, element_bytes: int,
+                 kind: str) -> tuple[int, int]:
+    """(out_bytes, extra_bytes) of a split piece taking ``units`` of ``total``: D2 receives the weight
+    slice (all weights for rows) and, split along the reduction, sends partial sums of all of δ back."""
+    layer, delta = lowered.layer, lowered.op("D")
+    out_bytes = delta.out_bytes  # type: ignore[union-attr]
+    if axis == "rows":
+        return out_bytes * units // total, element_bytes * layer.weight_elements if kind == "D2" else 0
+    w_per_unit = layer.filter_h * layer.filter_w * (layer.filters if axis == "channels" else layer.channels)
+    if axis == "channels":
+        return out_bytes * units // total, w_per_unit * units * element_bytes if kind == "D2" else 0
+    # each half yields partial sums of the whole δ
+    return out_bytes, (w_per_unit * units * element_bytes + out_bytes) if kind == "D2" else 0
 
 
 def _resize(gemm: Gemm, layer: Layer, units: int, axis: str) -> Gemm:
@@ -304,8 +320,10 @@ def delta_split_units(lowered: LoweredLayer, axis: SplitAxis) -> int:
     return sum(g.m * g.count for g in delta.gemms) if delta is not None else 0
 
 
-def _split_rows(delta: TrainingOp, part: int, weight_bytes: int) -> DeltaSplit:
+def _split_rows(lowered: LoweredLayer, part: int, element_bytes: int) -> DeltaSplit:
     """D2 takes the first ``part`` GEMM rows (in GEMM order), D1 the rest; rows split exactly."""
+    delta = lowered.op("D")
+    assert delta is not None
     total = sum(g.m * g.count for g in delta.gemms)
     if not 0 <= part <= total:
         raise InputError(f"split part must be within 0..{total}, got {part}", field="part")
@@ -329,8 +347,8 @@ def _split_rows(delta: TrainingOp, part: int, weight_bytes: int) -> DeltaSplit:
     def piece(gemms: list[Gemm], units: int, kind: str) -> TrainingOp | None:
         if units == 0:
             return None
-        return replace(delta, kind=kind, gemms=tuple(gemms), out_bytes=delta.out_bytes * units // total,
-                       extra_bytes=weight_bytes if kind == "D2" else 0)
+        out, extra = _piece_bytes(lowered, "rows", units, total, element_bytes, kind)
+        return replace(delta, kind=kind, gemms=tuple(gemms), out_bytes=out, extra_bytes=extra)
 
     return DeltaSplit(d1=piece(rest, total - part, "D1"), d2=piece(first, part, "D2"), axis="rows", part=part,
                       total=total)

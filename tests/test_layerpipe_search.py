@@ -2,7 +2,9 @@
 and the relaxation search's count-only walk against the placing walk.
 
 The reference binary search reads D2's cycles from :meth:`LayerProfile.split_cost` — the cost
-model run on the real δ″ sub-GEMM — not from the tables the fast search uses.
+model run on the real δ″ sub-GEMM — not from the tables the fast search uses; ``scalar_best_split``
+is the split search as first written (per axis that binary search, then the axes compared by δ′'s
+costed cycles), the oracle for :func:`best_split`.
 """
 
 import numpy as np
@@ -10,9 +12,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from archsim.array.analytic import gemm_cycles, gemm_rows_within
 from archsim.array.config import ArrayConfig
+from archsim.lowering import SPLIT_AXES
 from archsim.partition import build_profile
-from archsim.partition.layerpipe import _walk
+from archsim.partition.layerpipe import _walk, best_split
 from archsim.workload import load_network
 from test_partition import random_conv_profile
 
@@ -31,18 +35,35 @@ def binary_search(profile, index, axis, budget):
     return low
 
 
+def scalar_best_split(profile, index, budget, axes=SPLIT_AXES):
+    best = None
+    for axis in axes:
+        part = binary_search(profile, index, axis, budget)
+        if part == 0:
+            continue
+        _, d1, d2 = profile.split_cost(index, axis, part)
+        if best is None or d1 < best[0]:
+            best = (d1, d2, axis, part)
+    return best
+
+
 def check_every_layer(profile, fractions):
     checked = 0
     for index in range(len(profile)):
         if profile.lowered[index].op("D") is None:
             continue
         delta = float(profile.delta[index])
-        for axis in ("channels", "reduction", "rows"):
-            for fraction in fractions:
-                budget = fraction * delta
-                assert profile.largest_fitting_part(index, axis, budget) == binary_search(profile, index, axis,
-                                                                                          budget), (index, axis)
+        for fraction in fractions:
+            budget = fraction * delta
+            for axis in ("channels", "reduction", "rows"):
+                part = binary_search(profile, index, axis, budget)
+                found = profile.fitting_split(index, axis, budget)
+                assert found[0] == profile.largest_fitting_part(index, axis, budget) == part, (index, axis)
+                assert found[1:] == ((0, 0) if part == 0 else profile.split_cost(index, axis, part)[1:]), (index, axis)
                 checked += 1
+            split = best_split(profile, index, budget)
+            expected = scalar_best_split(profile, index, budget)
+            assert (None if split is None else (split.d1, split.d2, split.axis, split.part)) == expected, index
     assert checked
 
 
@@ -67,6 +88,9 @@ def test_counting_walk_equals_placing_walk(seed, scale):
     placed, count = _walk(profile, target, ("channels", "reduction", "rows"))
     assert _walk(profile, target, ("channels", "reduction", "rows"), place=False)[1] == count == len(placed)
     assert all(placed)
+    for limit in range(1, count + 2):  # a walk that stops past `limit` decides the same fit
+        stopped = _walk(profile, target, ("channels", "reduction", "rows"), place=False, limit=limit)[1]
+        assert (stopped <= limit) == (count <= limit)
 
 
 def test_cycle_engine_profiles_keep_the_binary_search():
@@ -79,3 +103,13 @@ def test_cycle_engine_profiles_keep_the_binary_search():
     profile = build_profile(Network("tiny", layers), ArrayConfig(4, 4, "ws"), 1, "paper", engine="cycle")
     assert profile.engine == "cycle"
     check_every_layer(profile, [0.3, 0.6])
+
+
+@settings(max_examples=300, deadline=None)
+@given(k=st.integers(1, 40), n=st.integers(1, 40), rows=st.integers(1, 12), cols=st.integers(1, 12),
+       dataflow=st.sampled_from(["ws", "os", "is"]), limit=st.integers(-3, 3000))
+def test_rows_within_inverts_gemm_cycles(k, n, rows, cols, dataflow, limit):
+    m = 0  # brute force: add rows while the GEMM still fits (cycles grow without bound in m)
+    while gemm_cycles(m + 1, k, n, rows, cols, dataflow) <= limit:
+        m += 1
+    assert gemm_rows_within(limit, k, n, rows, cols, dataflow) == m

@@ -171,15 +171,17 @@ def random_conv_profile(seed, dataflow="ws", mode="paper", array=8):
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 100_000), dataflow=st.sampled_from(["ws", "os", "is"]),
        mode=st.sampled_from(["paper", "exact"]), fraction=st.floats(0, 1))
-def test_integer_split_cycles_equal_costed_sub_gemms(seed, dataflow, mode, fraction):
+def test_integer_split_cycles_and_bytes_equal_costed_sub_gemms(seed, dataflow, mode, fraction):
     profile = random_conv_profile(seed, dataflow, mode)
     for index in range(len(profile)):
         if profile.lowered[index].op("D") is None:
             continue
         for axis in ("channels", "reduction", "rows"):
             part = round(fraction * profile.split_units(index, axis))
-            _, d1, d2 = profile.split_cost(index, axis, part)
+            split, d1, d2 = profile.split_cost(index, axis, part)
             assert profile.split_cycles(index, axis, part) == (d1, d2)
+            assert profile.split_bytes(index, axis, part) == (
+                (split.d2.out_bytes, split.d2.extra_bytes) if split.d2 is not None else (0, 0))
 
 
 @settings(max_examples=25, deadline=None)

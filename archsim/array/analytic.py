@@ -188,3 +188,21 @@ def gemm_cycles(m: int, k: int, n: int, rows: int, cols: int, dataflow: str) -> 
         raise InputError(f"unknown dataflow {dataflow!r}; choose one of ws, os, is", field="dataflow")
     folds = (-(-sr // rows)) * (-(-sc // cols))
     return folds * (fill + rows + cols + t - 2) - 1
+
+
+def gemm_rows_within(limit: int, k: int, n: int, rows: int, cols: int, dataflow: str) -> int:
+    """The most rows m ≥ 0 of an m×``k``×``n`` GEMM (k, n ≥ 1) with ``gemm_cycles(m, …) ≤ limit``
+    cycles (an integer; m = 0 counts as free): :func:`gemm_cycles` inverted in m, so a δ split by
+    rows finds its largest fitting part in O(1). Unbounded in m: callers clip to the rows they have.
+
+    In m the cycles are ws: ⌈K/R⌉⌈N/C⌉·(2R + C + m − 2) − 1 (m streams), os: ⌈m/R⌉⌈N/C⌉·(R + C + K − 2) − 1
+    and is: ⌈K/R⌉⌈m/C⌉·(2R + C + N − 2) − 1 (m folds), each non-decreasing.
+    """
+    if dataflow == "ws":
+        per_fold = (limit + 1) // ((-(-k // rows)) * (-(-n // cols)))
+        return max(0, per_fold - (2 * rows + cols - 2))
+    if dataflow == "os":
+        return max(0, (limit + 1) // ((-(-n // cols)) * (rows + cols + k - 2)) * rows)
+    if dataflow == "is":
+        return max(0, (limit + 1) // ((-(-k // rows)) * (2 * rows + cols + n - 2)) * cols)
+    raise InputError(f"unknown dataflow {dataflow!r}; choose one of ws, os, is", field="dataflow")

@@ -19,14 +19,15 @@ def gpipe_partition(profile: LayerProfile, processors: int, *, bandwidth: float 
         bounds.append((start, start + size))
         start += size
     stage_list = []
+    forward, weight_grad, delta, _ = profile.layer_cycles
     for index, (i, j) in enumerate(bounds):
         ops = []
         for layer in range(i, j):
             name = profile.names[layer]
-            ops.append(PlacedOp(name, "F", float(profile.forward[layer])))
-            ops.append(PlacedOp(name, "G", float(profile.weight_grad[layer])))
-            if profile.delta[layer] > 0:
-                ops.append(PlacedOp(name, "D", float(profile.delta[layer])))
+            ops.append(PlacedOp(name, "F", forward[layer]))
+            ops.append(PlacedOp(name, "G", weight_grad[layer]))
+            if delta[layer] > 0:
+                ops.append(PlacedOp(name, "D", delta[layer]))
         stage_list.append(Stage(index, profile.names[i:j], tuple(ops)))
     stage_of = {name: s.index for s in stage_list for name in s.layers}
     # A boundary moves the activation forward and its δ back at ``bandwidth`` (bytes per time unit).

@@ -18,7 +18,9 @@ Two corrections to the printed pseudocode, both documented:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from operator import itemgetter
 
 from archsim.errors import InputError
 from archsim.lowering import SPLIT_AXES
@@ -39,23 +41,25 @@ def best_split(profile: LayerProfile, index: int, budget: float, axes=SPLIT_AXES
     """The δ split with the smallest δ′ among those whose δ″ fits in ``budget`` cycles.
 
     Along each axis δ″'s cycles grow monotonically with its share, so the largest share that fits
-    is a search (:meth:`LayerProfile.largest_fitting_part`: a lookup in per-axis cost tables with
-    the analytic engine, a binary search otherwise); the axes are then compared by δ′ cycles (ties:
-    the first axis in ``axes``). Costs come from integer arithmetic; the split's ops and bytes are
-    built only for the final placement.
+    is a search (:meth:`LayerProfile.fitting_split`: a bisection of per-axis cost tables or the
+    closed form inverted, built once per layer and axis, with the analytic engine; a binary search
+    otherwise); the axes are then compared by δ′ cycles (ties: the first axis in ``axes``). Costs
+    come from integer arithmetic; the split's ops and bytes are built only for the final placement.
     """
+    found = _best_split(profile, index, budget, axes)
+    return None if found is None else _Split(*found)
+
+
+def _best_split(profile: LayerProfile, index: int, budget: float, axes) -> tuple[float, float, str, int] | None:
+    """:func:`best_split` as a plain (δ′ cycles, δ″ cycles, axis, part) tuple: the walks' hot path."""
     best: tuple[int, int, str, int] | None = None
     for axis in axes:
-        low = profile.largest_fitting_part(index, axis, budget)
-        if low == 0:
-            continue
-        d1, d2 = profile.split_cycles(index, axis, low)
-        if best is None or d1 < best[0]:
-            best = (d1, d2, axis, low)
+        part, d1, d2 = profile.fitting_split(index, axis, budget)
+        if part and (best is None or d1 < best[0]):
+            best = (d1, d2, axis, part)
     if best is None:
         return None
-    d1, d2, axis, part = best
-    return _Split(float(d1), float(d2), axis, part)
+    return float(best[0]), float(best[1]), best[2], best[3]
 
 
 def layerpipe_partition(profile: LayerProfile, processors: int, *, alpha: float = 1.001,
@@ -74,14 +78,14 @@ def layerpipe_partition(profile: LayerProfile, processors: int, *, alpha: float 
     if search not in ("gallop", "linear"):
         raise InputError(f"unknown search {search!r}; choose gallop or linear", field="search")
     base = float(profile.total.sum()) / processors
-    walks: dict[int, int] = {}  # relaxation k → processors its walk needs
+    walks: dict[int, bool] = {}  # relaxation k → whether its walk needs at most `processors`
 
     def fits(k: int) -> bool:
         if k > max_rounds:
             raise InputError(f"no balanced schedule after {max_rounds} relaxations", field="alpha")
         if k not in walks:
-            walks[k] = _walk(profile, base * alpha**k, axes, place=False)[1]
-        return walks[k] <= processors
+            walks[k] = _walk(profile, base * alpha**k, axes, place=False, limit=processors)[1] <= processors
+        return walks[k]
 
     if search == "linear":
         rounds = 0
@@ -102,49 +106,48 @@ def layerpipe_partition(profile: LayerProfile, processors: int, *, alpha: float 
     return _to_partition(profile, _walk(profile, target, axes)[0], notes)
 
 
-def _walk(profile: LayerProfile, target: float, axes, place: bool = True) -> tuple[list[list[PlacedOp]], int]:
+def _walk(profile: LayerProfile, target: float, axes, place: bool = True,
+          limit: int | None = None) -> tuple[list[list[_Placed]], int]:
     """One pass of step 3: returns ops per processor (processor 0 holds the last layers) and their
-    count; with ``place`` False only the count (the relaxation search needs nothing else)."""
-    procs: list[list[PlacedOp]] = [[]]
+    count; with ``place`` False only the count (the relaxation search needs nothing else), and
+    with a ``limit`` the walk stops once the count exceeds it."""
+    procs: list[list[_Placed]] = [[]]
     count, used = 1, False  # processors opened; whether the latest one holds an op yet
+    stop = math.inf if limit is None or place else limit  # counts only grow: one above `stop` is final
     idle = target
-    names = profile.names
-    forward, weight_grad = profile.forward.tolist(), profile.weight_grad.tolist()
-    delta, fixed_of = profile.delta.tolist(), profile.fixed.tolist()  # once per walk
+    forward, weight_grad, delta, fixed_of = profile.layer_cycles
     can_split = profile.array is not None
-    for index in reversed(range(len(profile))):
-        name = names[index]
-        flex = float(delta[index])
+    for index, flex, fixed in zip(range(len(delta) - 1, -1, -1), reversed(delta), reversed(fixed_of)):
         if flex > 0:
             if flex < idle:
                 if place:
-                    procs[-1].append(PlacedOp(name, "D", flex))
+                    procs[-1].append((index, 2, "D", flex, None, 0))
                 used = True
                 idle -= flex
             else:
-                split = best_split(profile, index, idle, axes) if can_split else None
+                split = _best_split(profile, index, idle, axes) if can_split else None
                 if split is not None:
+                    d1, d2, axis, part = split
                     if place:
-                        procs[-1].append(PlacedOp(name, "D2", split.d2, split_axis=split.axis,
-                                                  split_part=split.part))
-                        procs.append([PlacedOp(name, "D1", split.d1, split_axis=split.axis)])
+                        procs[-1].append((index, 4, "D2", d2, axis, part))
+                        procs.append([(index, 3, "D1", d1, axis, 0)])
                     count += 1  # δ″ fills the current processor, δ′ opens the next
-                    idle = target - split.d1
+                    idle = target - d1
                 else:
                     if place:
-                        procs.append([PlacedOp(name, "D", flex)])
+                        procs.append([(index, 2, "D", flex, None, 0)])
                     count += 1 if used else 0  # an empty processor is dropped at the end
                     idle = target - flex
                 used = True
-        fixed = float(fixed_of[index])
         if fixed > idle:
             if place:
                 procs.append([])
             count += 1 if used else 0
             idle = target  # correction: a new processor starts with its whole target idle
+            if count > stop:
+                break
         if place:
-            procs[-1].extend([PlacedOp(name, "F", float(forward[index])),
-                              PlacedOp(name, "G", float(weight_grad[index]))])
+            procs[-1] += ((index, 0, "F", forward[index], None, 0), (index, 1, "G", weight_grad[index], None, 0))
         used = True
         idle -= fixed
     if not place:
@@ -153,29 +156,33 @@ def _walk(profile: LayerProfile, target: float, axes, place: bool = True) -> tup
     return procs, len(procs)
 
 
-def _to_partition(profile: LayerProfile, placed: list[list[PlacedOp]], notes) -> Partition:
+# An op as the walk places it: (layer index, rank in a stage's order F G D D1 D2, kind, cycles, split
+# axis, split part); _to_partition makes PlacedOps of them once the processors are known.
+_Placed = tuple[int, int, str, float, "str | None", int]
+
+
+def _to_partition(profile: LayerProfile, placed: list[list[_Placed]], notes) -> Partition:
     forward_order = list(reversed(placed))
-    home = {}  # layer → processor of its fixed part
+    names = profile.names
+    home: dict[str, int] = {}  # layer → processor of its fixed part
     for proc, ops in enumerate(forward_order):
         for op in ops:
-            if op.kind == "F":
-                home[op.layer] = proc
-    index = {name: k for k, name in enumerate(profile.names)}
-
-    def extra(op: PlacedOp) -> int:
-        if op.kind != "D2" or op.split_axis is None:
-            return op.extra_bytes
-        split = profile.split_ops(index[op.layer], op.split_axis, op.split_part)
-        return split.d2.extra_bytes if split.d2 is not None else 0
-
+            if op[2] == "F":
+                home[names[op[0]]] = proc
+    index = {name: k for k, name in enumerate(names)}
+    layers_of: list[list[str]] = [[] for _ in forward_order]
+    for name in names:
+        if name in home:
+            layers_of[home[name]].append(name)
     stages = []
     for proc, ops in enumerate(forward_order):
-        marked = tuple(
-            PlacedOp(op.layer, op.kind, op.cycles, borrowed=(op.kind in ("D", "D2") and home[op.layer] != proc),
-                     extra_bytes=extra(op), split_axis=op.split_axis, split_part=op.split_part)
-            for op in sorted(ops, key=lambda o: (index[o.layer], "FGD".find(o.kind[0]), o.kind)))
-        layers = tuple(name for name in profile.names if home.get(name) == proc)
-        stages.append(Stage(proc, layers, marked))
+        marked = []
+        for k, _, kind, cycles, axis, part in sorted(ops, key=itemgetter(0, 1)):
+            name = names[k]
+            extra = profile.split_bytes(k, axis, part)[1] if kind == "D2" and axis is not None else 0
+            borrowed = kind in ("D", "D2") and home[name] != proc
+            marked.append(PlacedOp(name, kind, cycles, borrowed, extra, axis, part))  # positional: a hot loop
+        stages.append(Stage(proc, tuple(layers_of[proc]), tuple(marked)))
     stage_of = dict(home)
     additional = 0
     for stage in stages:
@@ -196,5 +203,4 @@ def _to_partition(profile: LayerProfile, placed: list[list[PlacedOp]], notes) ->
 def _d2_out(profile: LayerProfile, index: int, op: PlacedOp) -> int:
     if op.split_axis is None or not profile.lowered:
         return 0
-    split = profile.split_ops(index, op.split_axis, op.split_part)
-    return split.d2.out_bytes if split.d2 is not None else 0
+    return profile.split_bytes(index, op.split_axis, op.split_part)[0]

@@ -7,17 +7,19 @@ is all a partitioner needs — so partitioners never call the cost model except 
 
 from __future__ import annotations
 
+import math
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
 
-from archsim.array.analytic import gemm_cycles
+from archsim.array.analytic import gemm_cycles, gemm_rows_within
 from archsim.array.config import ArrayConfig
 from archsim.array.costing import op_cycles
 from archsim.array.cycle import simulate_cached
 from archsim.lowering import (SPLIT_AXES, DeltaSplit, LoweredLayer, Mode, delta_split_units, lower_network,
-                              split_delta)
+                              split_d2_bytes, split_delta)
 from archsim.workload.layer import Network
 
 
@@ -54,6 +56,13 @@ class LayerProfile:
         """G + D: what a profile that does not split the backward (PipeDream's) measures as one."""
         return self.weight_grad + self.delta
 
+    @cached_property
+    def layer_cycles(self) -> tuple[list[float], list[float], list[float], list[float]]:
+        """forward, weight_grad, delta and fixed as lists of floats: what Algorithm 1's walks read
+        per layer, converted once per profile (not once per walk)."""
+        return tuple(np.asarray(x, dtype=float).tolist()  # type: ignore[return-value]
+                     for x in (self.forward, self.weight_grad, self.delta, self.fixed))
+
     def producers(self, index: int) -> tuple[int, ...]:
         """Nodes whose output node ``index`` reads (the previous node, for a chain)."""
         return self._producers[index]
@@ -65,14 +74,14 @@ class LayerProfile:
     @cached_property
     def _producers(self) -> tuple[tuple[int, ...], ...]:
         found: list[list[int]] = [[] for _ in self.names]
-        for producer, consumer in self._edge_list:
+        for producer, consumer in self.edge_pairs:
             found[consumer].append(producer)
         return tuple(tuple(p) for p in found)
 
     @cached_property
     def _consumers(self) -> tuple[tuple[int, ...], ...]:
         found: list[list[int]] = [[] for _ in self.names]
-        for producer, consumer in self._edge_list:
+        for producer, consumer in self.edge_pairs:
             found[producer].append(consumer)
         return tuple(tuple(c) for c in found)
 
@@ -84,8 +93,9 @@ class LayerProfile:
 
         return antichain_states(self)
 
-    @property
-    def _edge_list(self) -> tuple[tuple[int, int], ...]:
+    @cached_property
+    def edge_pairs(self) -> tuple[tuple[int, int], ...]:
+        """Every (producer, consumer) index pair: ``edges``, or consecutive layers for a chain."""
         if self.edges is None:
             return tuple((k - 1, k) for k in range(1, len(self.names)))
         return self.edges
@@ -119,6 +129,13 @@ class LayerProfile:
                                                  self.array.element_bytes)
         return self._split_cache[key]
 
+    def split_bytes(self, index: int, axis: str, part: int) -> tuple[int, int]:
+        """D2's (out_bytes, extra_bytes) of a split, without building its sub-GEMMs (equal to
+        :meth:`split_ops`'s, tested)."""
+        if self.array is None:
+            raise ValueError("this profile has no array: δ splits cannot be costed")
+        return split_d2_bytes(self.lowered[index], part, axis, self.array.element_bytes)  # type: ignore[arg-type]
+
     def split_cycles(self, index: int, axis: str, part: int) -> tuple[int, int]:
         """(D1, D2) cycles of a split, from integer arithmetic alone: the hot path of Algorithm 1's
         split search. Equal to :meth:`split_cost`'s cycles (tested) without building any op."""
@@ -126,9 +143,9 @@ class LayerProfile:
         if array is None:
             raise ValueError("this profile has no array: δ splits cannot be costed")
         if self.engine == "analytic" and axis != "rows":  # both halves are entries of the axis's table
-            units, table = self._split_table(index, axis)
-            if table is not None:
-                return int(table[units - part]), int(table[part])
+            search = self._fit_search(index, axis)
+            if search.units > 1:
+                return search.d2[search.units - part], search.d2[part]
         layer = self.lowered[index].layer
         gemms = self.lowered[index].op("D").gemms  # type: ignore[union-attr]
         R, C, df = array.rows, array.cols, array.dataflow
@@ -167,105 +184,47 @@ class LayerProfile:
                 d1 += g.count * cyc(g.m, per * (total - part), g.n)
         return d1, d2
 
-    def largest_fitting_part(self, index: int, axis: str, budget: float) -> int:
-        """The largest part in 0..units − 1 whose D2 cycles are ≤ ``budget`` (0 when none is).
+    def fitting_split(self, index: int, axis: str, budget: float) -> tuple[int, int, int]:
+        """(part, D1 cycles, D2 cycles) for the largest part in 0..units − 1 whose D2 cycles are
+        ≤ ``budget``; (0, 0, 0) when no positive part fits. Algorithm 1's split search.
 
-        D2 cycles grow monotonically with the part, so this is the binary search of Algorithm 1's
-        split; with the analytic engine it is a lookup instead: the axis's D2 cycles for every part
-        come from one vectorized closed-form call per GEMM (cached per layer and axis) and are
-        searched with ``searchsorted``. Rows, whose parts can number millions, are searched per
-        GEMM: whole GEMM copies first, then a binary search over the rows of the partial copy.
-        Both give the binary search's answer on the same integers (tested).
+        D2 cycles grow monotonically with the part. With the analytic engine the search is built
+        once per layer and axis (:meth:`_fit_search`): channels and reduction tabulate D2's cycles
+        for every part in one vectorized closed-form call per GEMM and bisect the table; rows (whose
+        parts can number millions) find whole GEMM copies by arithmetic and the partial copy's rows
+        by :func:`gemm_rows_within`, the closed form inverted. Other engines binary-search
+        :meth:`split_cycles`. All give the binary search's answer on the same integers (tested).
         """
-        if self.engine != "analytic":
-            units = self.split_units(index, axis)
-            if units <= 1 or not budget >= 0:  # part 0 costs nothing; no part fits a negative budget
-                return 0
-            low, high = 0, units - 1
-            while low < high:
-                mid = (low + high + 1) // 2
-                if self.split_cycles(index, axis, mid)[1] <= budget:
-                    low = mid
-                else:
-                    high = mid - 1
-            return low
-        entry = self._split_cache.get(("table", index, axis))
-        units, table = entry if entry is not None else self._split_table(index, axis)
-        if units <= 1 or not budget >= 0:
-            return 0
-        if axis != "rows":
-            return min(int(table.searchsorted(budget, side="right")) - 1, units - 1)
-        starts, rows_at, shapes, copies, cycles, partial = table
-        j = int(starts.searchsorted(budget, side="right")) - 1  # last GEMM whose start fits
-        if j == len(copies):
-            return units - 1
-        start = int(starts[j])
-        whole = min(copies[j], max(0, int((budget - start) // cycles[j]) if cycles[j] else copies[j]))
-        while whole > 0 and start + whole * cycles[j] > budget:  # exact integer-vs-float comparisons
-            whole -= 1
-        while whole < copies[j] and start + (whole + 1) * cycles[j] <= budget:
-            whole += 1
-        base = start + whole * cycles[j]
-        m, k, n = shapes[j]
-        if partial[j] is not None:  # the partial copy's first r rows, tabulated
-            low = max(0, int(partial[j].searchsorted(budget - base, side="right")) - 1)
-            while low > 0 and base + int(partial[j][low]) > budget:  # budget − base is a float's
-                low -= 1
-            while low + 1 < m and base + int(partial[j][low + 1]) <= budget:
-                low += 1
-        else:
-            low, high = 0, m - 1  # rows of the partial copy: cycles are monotone in them
-            while low < high:
-                mid = (low + high + 1) // 2
-                if base + gemm_cycles(mid, k, n, self.array.rows, self.array.cols, self.array.dataflow) <= budget:
-                    low = mid
-                else:
-                    high = mid - 1
-        return min(rows_at[j] + whole * m + low, units - 1)
+        search = self._split_cache.get(("fit", index, axis)) or self._fit_search(index, axis)
+        found = search(budget)
+        if found is None:  # the budget covers all of δ: hand out all but one unit
+            part = self.split_units(index, axis) - 1
+            return (part, *self.split_cycles(index, axis, part))
+        return found
 
-    _PARTIAL_ROWS = 1 << 17  # tabulate a GEMM's partial-copy rows up to this many (1 MiB of int64)
+    def largest_fitting_part(self, index: int, axis: str, budget: float) -> int:
+        """The largest part in 0..units − 1 whose D2 cycles are ≤ ``budget`` (0 when none is)."""
+        return self.fitting_split(index, axis, budget)[0]
 
-    def _split_table(self, index: int, axis: str):
-        """(units, table): D2 cycles of every part of an axis (channels, reduction), or the
-        per-GEMM pieces of the rows axis: (D2 cycles before each GEMM + the total, rows before each
-        GEMM, (m, k, n) per GEMM, copies, cycles per copy, cycles of a copy's first r rows or None)."""
-        key = ("table", index, axis)
-        if key in self._split_cache:
-            return self._split_cache[key]
+    def _fit_search(self, index: int, axis: str):
+        """The budget → (part, D1, D2) search of one layer and axis (cached; see :meth:`fitting_split`)."""
+        key = ("fit", index, axis)
+        search = self._split_cache.get(key)
+        if search is not None:
+            return search
+        if self.array is None:
+            raise ValueError("this profile has no array: δ splits cannot be costed")
         units = self.split_units(index, axis)
-        array = self.array
-        layer = self.lowered[index].layer
-        delta = self.lowered[index].op("D")
-        gemms = delta.gemms if delta is not None else ()
-        R, C, df = array.rows, array.cols, array.dataflow  # type: ignore[union-attr]
-
-        def cyc(m, k, n) -> np.ndarray:
-            m, k, n = (np.asarray(x, dtype=np.int64) for x in (m, k, n))
-            return np.where((m > 0) & (k > 0) & (n > 0), gemm_cycles(m, k, n, R, C, df), 0)
-
-        if units <= 1:
-            table = None
+        if self.engine != "analytic":
+            search = _BinarySplits(self, index, axis, units)
         elif axis == "rows":
-            cycles = [int(c) for c in cyc([g.m for g in gemms], [g.k for g in gemms], [g.n for g in gemms])]
-            starts, rows_at = [0], [0]
-            for g, c in zip(gemms, cycles):
-                starts.append(starts[-1] + g.count * c)
-                rows_at.append(rows_at[-1] + g.count * g.m)
-            partial = [cyc(np.arange(g.m), g.k, g.n) if g.m <= self._PARTIAL_ROWS else None for g in gemms]
-            table = (np.array(starts, dtype=np.int64), rows_at, [(g.m, g.k, g.n) for g in gemms],
-                     [g.count for g in gemms], cycles, partial)
-        else:
-            parts = np.arange(units + 1)
-            table = np.zeros(len(parts), dtype=np.int64)
-            for g in gemms:
-                if axis == "channels":
-                    per = g.n // layer.channels if layer.kind == "fc" else 1
-                    table += g.count * cyc(g.m, g.k, per * parts)
-                else:
-                    per = 1 if layer.kind == "fc" else g.k // layer.filters
-                    table += g.count * cyc(g.m, per * parts, g.n)
-        self._split_cache[key] = (units, table)
-        return units, table
+            search = _RowSplits.of(self.lowered[index], units, self.array)
+        else:  # with the tables of the layers the walk reaches next, in one vectorized call
+            for (layer, table_axis), table in _table_splits(self, index).items():
+                self._split_cache[("fit", layer, table_axis)] = table
+            return self._split_cache[key]
+        self._split_cache[key] = search
+        return search
 
     def split_units(self, index: int, axis: str) -> int:
         layer = self.lowered[index].layer
@@ -274,10 +233,151 @@ class LayerProfile:
         return delta_split_units(self.lowered[index], axis)  # type: ignore[arg-type]
 
 
+_NOTHING = (0, 0, 0)  # no positive part fits
+
+
+@dataclass(frozen=True)
+class _TableSplits:
+    """Channels or reduction split of one layer's δ: D2 cycles of every part 0..units (D1 of a part
+    is D2 of the rest, the same sub-GEMM shape), searched by bisection."""
+
+    units: int
+    d2: list[int]
+    keys: list[float]  # d2 as floats: compared with a float budget as numpy compares int64 tables
+
+    def __call__(self, budget: float) -> tuple[int, int, int]:
+        units = self.units
+        if units <= 1 or not budget >= 0:  # part 0 costs nothing; no part fits a negative budget
+            return _NOTHING
+        part = min(bisect_right(self.keys, budget) - 1, units - 1)
+        return (part, self.d2[units - part], self.d2[part]) if part > 0 else _NOTHING
+
+
+_TABLE_BATCH = 1 << 16  # table entries per vectorized call: amortizes numpy's per-call cost, bounds memory
+
+
+def _table_splits(profile: LayerProfile, index: int) -> dict[tuple[int, str], _TableSplits]:
+    """Channels and reduction tables of layer ``index`` and of the layers before it (Algorithm 1
+    walks backwards) not built yet, up to _TABLE_BATCH entries: D2 cycles of every part of every
+    δ GEMM from one closed-form call, summed per layer and axis."""
+    wanted: list[tuple[int, str, int]] = []
+    size = 0
+    for layer in range(index, -1, -1):
+        for axis in ("channels", "reduction"):
+            if ("fit", layer, axis) not in profile._split_cache:
+                units = profile.split_units(layer, axis)
+                wanted.append((layer, axis, units))
+                delta = profile.lowered[layer].op("D")
+                size += (units + 1) * len(delta.gemms) if units > 1 and delta is not None else 0
+        if size >= _TABLE_BATCH:
+            break
+    shapes: list[tuple[int, int]] = []  # (slot in wanted, table length) of each δ GEMM, in order
+    m_all, k_all, n_all, count_all = [], [], [], []
+    for slot, (layer_index, axis, units) in enumerate(wanted):
+        if units <= 1:
+            continue
+        layer, delta = profile.lowered[layer_index].layer, profile.lowered[layer_index].op("D")
+        parts = np.arange(units + 1, dtype=np.int64)
+        for g in delta.gemms if delta is not None else ():
+            if axis == "channels":
+                per = g.n // layer.channels if layer.kind == "fc" else 1
+                m, k, n = np.full_like(parts, g.m), np.full_like(parts, g.k), per * parts
+            else:
+                per = 1 if layer.kind == "fc" else g.k // layer.filters
+                m, k, n = np.full_like(parts, g.m), per * parts, np.full_like(parts, g.n)
+            m_all.append(m), k_all.append(k), n_all.append(n), count_all.append(np.full_like(parts, g.count))
+            shapes.append((slot, units + 1))
+    tables = [np.zeros(units + 1 if units > 1 else 0, dtype=np.int64) for _, _, units in wanted]
+    if shapes:
+        array = profile.array
+        assert array is not None
+        m, k, n, count = (np.concatenate(x) for x in (m_all, k_all, n_all, count_all))
+        cycles = count * np.where((m > 0) & (k > 0) & (n > 0),
+                                  gemm_cycles(m, k, n, array.rows, array.cols, array.dataflow), 0)
+        start = 0
+        for slot, length in shapes:
+            tables[slot] += cycles[start:start + length]
+            start += length
+    return {(layer, axis): _TableSplits(units, table.tolist(), table.astype(float).tolist())
+            for (layer, axis, units), table in zip(wanted, tables)}
+
+
+@dataclass(frozen=True)
+class _RowSplits:
+    """Rows split of one layer's δ: D2 takes the first rows in GEMM order (whole copies, then part
+    of one). Per GEMM: (m, k, n, copies, cycles per copy); D2 cycles before each GEMM (and the
+    total), rows before each GEMM, and D1 cycles of the GEMMs after each."""
+
+    units: int
+    gemms: tuple[tuple[int, int, int, int, int], ...]
+    starts: list[int]
+    rows_at: list[int]
+    after: list[int]
+    array: ArrayConfig
+
+    @classmethod
+    def of(cls, lowered: LoweredLayer, units: int, array: ArrayConfig) -> _RowSplits:
+        delta = lowered.op("D")
+        gemms = tuple((g.m, g.k, g.n, g.count, gemm_cycles(g.m, g.k, g.n, array.rows, array.cols, array.dataflow)
+                       if g.m > 0 and g.k > 0 and g.n > 0 else 0) for g in (delta.gemms if delta is not None else ()))
+        starts, rows_at = [0], [0]
+        for m, _, _, copies, cycles in gemms:
+            starts.append(starts[-1] + copies * cycles)
+            rows_at.append(rows_at[-1] + copies * m)
+        after = [starts[-1] - end for end in starts[1:]]
+        return cls(units, gemms, starts, rows_at, after, array)
+
+    def __call__(self, budget: float) -> tuple[int, int, int] | None:
+        """(part, D1, D2); None when the budget covers every GEMM (the caller costs units − 1)."""
+        if self.units <= 1 or not budget >= 0:
+            return _NOTHING
+        j = bisect_right(self.starts, budget) - 1  # the GEMM whose copies the budget ends in
+        if j == len(self.gemms):
+            return None
+        m, k, n, copies, cycles = self.gemms[j]  # cycles > 0: else the next start would fit too
+        limit = math.floor(budget)  # cycles are integers: ≤ budget ⇔ ≤ ⌊budget⌋
+        whole = (limit - self.starts[j]) // cycles  # < copies, as the next start exceeds the budget
+        base = self.starts[j] + whole * cycles
+        R, C, df = self.array.rows, self.array.cols, self.array.dataflow
+        rows = min(m - 1, gemm_rows_within(limit - base, k, n, R, C, df))  # of the partial copy
+        part = self.rows_at[j] + whole * m + rows
+        if part == 0:
+            return _NOTHING
+        if rows == 0:
+            return part, (copies - whole) * cycles + self.after[j], base
+        return (part, (copies - whole - 1) * cycles + gemm_cycles(m - rows, k, n, R, C, df) + self.after[j],
+                base + gemm_cycles(rows, k, n, R, C, df))
+
+
+@dataclass(frozen=True)
+class _BinarySplits:
+    """Any engine: binary search over :meth:`LayerProfile.split_cycles` (D2 is monotone in the part)."""
+
+    profile: LayerProfile
+    index: int
+    axis: str
+    units: int
+
+    def __call__(self, budget: float) -> tuple[int, int, int]:
+        if self.units <= 1 or not budget >= 0:
+            return _NOTHING
+        low, high = 0, self.units - 1
+        while low < high:
+            mid = (low + high + 1) // 2
+            if self.profile.split_cycles(self.index, self.axis, mid)[1] <= budget:
+                low = mid
+            else:
+                high = mid - 1
+        return (low, *self.profile.split_cycles(self.index, self.axis, low)) if low else _NOTHING
+
+
 def build_profile(network: Network, array: ArrayConfig, batch: int, mode: Mode = "exact",
-                  engine: str = "analytic") -> LayerProfile:
-    """Lower and cost ``network``; one cost-model call for every op (``engine``: analytic or cycle)."""
-    lowered = lower_network(network, batch, mode, array.element_bytes)
+                  engine: str = "analytic", *, lowered: tuple[LoweredLayer, ...] | None = None) -> LayerProfile:
+    """Lower and cost ``network``; one cost-model call for every op (``engine``: analytic or cycle).
+    ``lowered``: ``lower_network(network, batch, mode, array.element_bytes)`` when the caller has it
+    (a sweep lowers once for every array shape)."""
+    if lowered is None:
+        lowered = lower_network(network, batch, mode, array.element_bytes)
     ops = [op for item in lowered for op in item.ops]
     cycles = op_cycles(ops, array, engine)
     per_kind = {kind: np.zeros(len(lowered)) for kind in ("F", "G", "D")}

@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from archsim.partition.profile import LayerProfile
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class PlacedOp:
     """An op on a processor. ``borrowed``: a δ (or δ″) of a layer whose F/G live elsewhere."""
 
@@ -22,6 +22,13 @@ class PlacedOp:
     extra_bytes: int = 0
     split_axis: str | None = None
     split_part: int = 0
+
+    def __init__(self, layer: str, kind: str, cycles: float, borrowed: bool = False, extra_bytes: int = 0,
+                 split_axis: str | None = None, split_part: int = 0) -> None:
+        # Every partition places one op per F, G and δ: a sweep makes millions. The generated frozen
+        # __init__ sets the seven fields one object.__setattr__ at a time (2x this one update's cost).
+        self.__dict__.update(layer=layer, kind=kind, cycles=cycles, borrowed=borrowed, extra_bytes=extra_bytes,
+                             split_axis=split_axis, split_part=split_part)
 
 
 @dataclass(frozen=True)
@@ -90,9 +97,6 @@ def mandatory_bytes(profile: LayerProfile, stage_of: dict[str, int]) -> int:
     """Bytes every pipeline with this layer→stage map must move: each tensor that crosses a stage
     boundary (an edge of the profile's DAG) goes forward as an activation and comes back as a δ
     of the same size."""
-    total = 0
-    for consumer, name in enumerate(profile.names):
-        for producer in profile.producers(consumer):
-            if stage_of[profile.names[producer]] != stage_of[name]:
-                total += 2 * int(profile.activation_bytes[producer])
-    return total
+    names, activation = profile.names, profile.activation_bytes.tolist()
+    return sum(2 * int(activation[producer]) for producer, consumer in profile.edge_pairs
+               if stage_of[names[producer]] != stage_of[names[consumer]])

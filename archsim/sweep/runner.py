@@ -8,6 +8,10 @@ the unit's every setting *and the content of its network* (its parsed layers), s
 file recomputes its units, and two networks with the same file name never share a cache file.
 Temp files a killed writer left in ``DIR/cache`` are removed when the next run starts (one sweep
 writes into a folder at a time).
+
+For 10⁵-configuration sweeps: pools and clusters get units in chunks (tens of tasks, not
+thousands), and each process loads a network and lowers it per batch once, for all the array
+shapes and dataflows that share them.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import hashlib
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import asdict
+from functools import lru_cache
 from pathlib import Path
 
 import pandas as pd
@@ -23,11 +28,13 @@ from tqdm import tqdm
 
 from archsim.array.config import ArrayConfig
 from archsim.errors import InputError
+from archsim.lowering import LoweredLayer, lower_network
 from archsim.outputs import atomic_write_text
 from archsim.partition import build_profile, partitions
 from archsim.sweep.spec import SweepSpec, Unit
 from archsim.sweep.summary import summarize
 from archsim.workload import load_network
+from archsim.workload.layer import Network
 
 RESULT_COLUMNS = ["network", "only", "rows", "cols", "dataflow", "batch", "mode", "processors", "method",
                   "stages", "single_cycles", "cycles_per_iteration", "speedup", "mandatory_bytes",
@@ -39,11 +46,23 @@ SORT_COLUMNS = ["network", "only", "rows", "cols", "dataflow", "batch", "mode", 
 CACHE_FORMAT = 2  # bump when a unit's rows change meaning, so old cache files are not reused
 
 
+@lru_cache(maxsize=16)
+def unit_network(path: str, sha256: str, only: tuple[str, ...]) -> Network:
+    """A unit's network, loaded once per process (``sha256``, of a file's bytes, keys a changed file)."""
+    network = load_network(path)
+    return network.only(*only) if only else network
+
+
+@lru_cache(maxsize=64)
+def unit_lowering(path: str, sha256: str, only: tuple[str, ...], batch: int, mode: str,
+                  element_bytes: int) -> tuple[LoweredLayer, ...]:
+    """The network lowered once per process for every array shape and dataflow that share it."""
+    return lower_network(unit_network(path, sha256, only), batch, mode, element_bytes)  # type: ignore[arg-type]
+
+
 def compute_unit(unit: Unit) -> list[dict[str, object]]:
     """All (processors, method) results of one configuration. Pure: safe on any worker."""
-    network = load_network(unit.network)
-    if unit.only:
-        network = network.only(*unit.only)
+    network = unit_network(unit.network, unit.network_sha256, unit.only)
 
     def base_row(processors: int, method: str, plan, single: float, cycles: float) -> dict[str, object]:
         return {
@@ -61,7 +80,9 @@ def compute_unit(unit: Unit) -> list[dict[str, object]]:
 
         return design_rows(unit, network, base_row)
     array = ArrayConfig(rows=unit.rows, cols=unit.cols, dataflow=unit.dataflow)
-    profile = build_profile(network, array, unit.batch, unit.mode, unit.engine)  # type: ignore[arg-type]
+    profile = build_profile(network, array, unit.batch, unit.mode, unit.engine,  # type: ignore[arg-type]
+                            lowered=unit_lowering(unit.network, unit.network_sha256, unit.only, unit.batch,
+                                                  unit.mode, array.element_bytes))
     single = float(profile.total.sum())
     options = {method: {"alpha": unit.alpha} if method == "layerpipe" else {} for method in unit.methods}
     plans = {method: partitions(profile, unit.processors, method, **options[method]) for method in unit.methods}
@@ -99,6 +120,21 @@ def _remove_orphans(out: Path) -> None:
                 orphan.unlink(missing_ok=True)
 
 
+CHUNK_UNITS = 64  # most units per task: few enough to balance workers, enough to amortize a task's overhead
+
+
+def compute_units(units: tuple[Unit, ...]) -> list[list[dict[str, object]]]:
+    """:func:`compute_unit` of each unit, in order: one task of a pool or cluster."""
+    return [compute_unit(unit) for unit in units]
+
+
+def _chunks(units: list[Unit], workers: int) -> list[tuple[Unit, ...]]:
+    """Consecutive units in at least four tasks per worker (when there are that many units), each
+    at most CHUNK_UNITS: a 10⁵-configuration sweep sends tens of tasks, not thousands."""
+    size = max(1, min(CHUNK_UNITS, -(-len(units) // (4 * max(workers, 1)))))
+    return [tuple(units[start:start + size]) for start in range(0, len(units), size)]
+
+
 def _executor(workers: int, dask: str | None) -> Callable[[list[Unit]], Iterable[tuple[Unit, list]]]:
     if dask:
         return lambda units: _run_dask(units, dask, workers)
@@ -111,9 +147,9 @@ def _run_processes(units: list[Unit], workers: int):
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = {pool.submit(compute_unit, unit): unit for unit in units}
+        futures = {pool.submit(compute_units, chunk): chunk for chunk in _chunks(units, workers)}
         for future in as_completed(futures):
-            yield futures[future], future.result()
+            yield from zip(futures[future], future.result())
 
 
 def _run_dask(units: list[Unit], address: str, workers: int):
@@ -125,9 +161,10 @@ def _run_dask(units: list[Unit], address: str, workers: int):
                            dashboard_address=None) if address == "local" else None
     try:
         with Client(cluster if cluster is not None else address) as client:
-            futures = {client.submit(compute_unit, unit, pure=False): unit for unit in units}
+            chunks = _chunks(units, sum(client.nthreads().values()) or workers)
+            futures = {client.submit(compute_units, chunk, pure=False): chunk for chunk in chunks}
             for future in as_completed(futures):
-                yield futures[future], future.result()
+                yield from zip(futures[future], future.result())
     finally:
         if cluster is not None:
             cluster.close()
@@ -150,10 +187,13 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, workers: int = 1, dask: str |
 
     with tqdm(total=sum(map(size, units)), initial=sum(map(size, units)) - sum(map(size, todo)),
               desc=f"sweep {spec.name}", unit="config", disable=not progress) as bar:
+        computed = {}  # rows of the units computed now: the frame needs not read their files back
         for unit, rows in run(todo):
             atomic_write_text(files[unit], json.dumps({"unit": asdict(unit), "rows": rows}))
+            computed[unit] = rows
             bar.update(size(unit))
-    frame = load_results(out, [files[unit] for unit in units])
+    frame = _frame([row for unit in units
+                    for row in (computed[unit] if unit in computed else _cached_rows(files[unit]))])
     atomic_write_text(out / "results.csv", frame.to_csv(index=False))
     atomic_write_text(out / "summary.csv", summarize(frame).to_csv(index=False))
     atomic_write_text(out / "spec.json", json.dumps({k: v for k, v in asdict(spec).items()}, indent=2, default=list))
@@ -163,15 +203,22 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, workers: int = 1, dask: str |
 def load_results(out: Path, files: list[Path] | None = None) -> pd.DataFrame:
     """Assemble cached unit files (all of them, or just ``files``) into one sorted frame."""
     files = files if files is not None else sorted((out / "cache").glob("*.json"))
-    rows: list[dict[str, object]] = []
-    for file in files:
-        try:
-            rows.extend(json.loads(file.read_text(encoding="utf-8"))["rows"])
-        except (OSError, ValueError, KeyError) as exc:
-            raise InputError(f"unreadable sweep cache file ({exc.__class__.__name__}); delete it to recompute",
-                             file=str(file)) from None
+    return _frame([row for file in files for row in _cached_rows(file)])
+
+
+def _cached_rows(file: Path) -> list[dict[str, object]]:
+    try:
+        return json.loads(file.read_text(encoding="utf-8"))["rows"]
+    except (OSError, ValueError, KeyError) as exc:
+        raise InputError(f"unreadable sweep cache file ({exc.__class__.__name__}); delete it to recompute",
+                         file=str(file)) from None
+
+
+def _frame(rows: list[dict[str, object]]) -> pd.DataFrame:
+    """Rows as results.csv orders them: sorted by configuration, design columns only when present."""
     from archsim.sweep.design import DESIGN_COLUMNS
 
-    design = [c for c in DESIGN_COLUMNS if any(c in row for row in rows)]
+    present = set().union(*rows)
+    design = [c for c in DESIGN_COLUMNS if c in present]
     frame = pd.DataFrame(rows, columns=RESULT_COLUMNS + PROVENANCE_COLUMNS + design)
     return frame.sort_values(SORT_COLUMNS + design[:6], kind="stable").reset_index(drop=True)

@@ -1,0 +1,39 @@
+"""Sweeps against files recorded before their code path was sped up: results.csv and summary.csv
+must stay byte-identical.
+
+Recorded with the code of commit 2f42dea (before LayerPipe's split search was rebuilt, networks and
+lowerings were shared across a sweep's units, and tasks were sent in chunks):
+``run_sweep(load_spec(SPEC), OUT)`` with one worker, OUT's results.csv and summary.csv gzipped
+(mtime 0) into ``tests/data/sweep_reference/NAME.{results,summary}.csv.gz``. The two specs: the
+default sweep (paper mode, ws) and ``exact_mix.toml`` (exact mode, all dataflows, small and
+non-square arrays), which exercises every split axis's search.
+"""
+
+import gzip
+from pathlib import Path
+
+import pytest
+
+from archsim.sweep import load_spec, run_sweep
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = Path(__file__).parent / "data" / "sweep_reference"
+
+
+def first_difference(actual: bytes, expected: bytes) -> str:
+    for number, (a, e) in enumerate(zip(actual.splitlines(), expected.splitlines()), 1):
+        if a != e:
+            return f"line {number}:\n  now     {a.decode()}\n  before  {e.decode()}"
+    return f"{len(actual.splitlines())} lines now, {len(expected.splitlines())} before"
+
+
+@pytest.mark.parametrize("name, spec, workers", [
+    ("layerpipe_paper", ROOT / "configs" / "sweeps" / "layerpipe_paper.toml", 1),
+    ("exact_mix", DATA / "exact_mix.toml", 2),
+])
+def test_sweep_files_are_byte_identical_to_the_recorded_ones(tmp_path, name, spec, workers):
+    run_sweep(load_spec(spec), tmp_path, workers=workers, progress=False)
+    for kind in ("results", "summary"):
+        actual = (tmp_path / f"{kind}.csv").read_bytes()
+        expected = gzip.decompress((DATA / f"{name}.{kind}.csv.gz").read_bytes())
+        assert actual == expected, f"{name} {kind}.csv differs, {first_difference(actual, expected)}"
