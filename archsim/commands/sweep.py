@@ -13,7 +13,6 @@ from archsim.array.config import ArrayConfig
 from archsim.array.costing import cost_network
 from archsim.cli import Command
 from archsim.errors import InputError
-from archsim.report.sweep_report import build_report, layer_breakdown_figure
 from archsim.sweep import load_spec, run_sweep, summarize
 from archsim.sweep.runner import RESULT_COLUMNS
 from archsim.validate import int_flag
@@ -82,6 +81,8 @@ def read_results(folder: Path) -> pd.DataFrame:
 
 def write_report(folder: Path, target: str | Path, *, spec_command: str) -> Path:
     results = read_results(folder)
+    from archsim.report.sweep_report import build_report, layer_breakdown_figure  # plotly loads only for a report
+
     summary = summarize(results)
     if "network_path" in results.columns:  # every network file must still be the one the sweep costed
         for _, row in results.drop_duplicates("network_path").iterrows():

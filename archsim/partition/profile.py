@@ -17,7 +17,6 @@ import numpy as np
 from archsim.array.analytic import gemm_cycles, gemm_rows_within
 from archsim.array.config import ArrayConfig
 from archsim.array.costing import op_cycles
-from archsim.array.cycle import simulate_cached
 from archsim.lowering import (SPLIT_AXES, DeltaSplit, LoweredLayer, Mode, delta_split_units, lower_network,
                               split_d2_bytes, split_delta)
 from archsim.workload.layer import Network
@@ -154,6 +153,8 @@ class LayerProfile:
             if m <= 0 or k <= 0 or n <= 0:
                 return 0
             if self.engine == "cycle":
+                from archsim.array.cycle import simulate_cached  # numba loads only for the cycle engine
+
                 return simulate_cached(m, k, n, array).cycles
             return gemm_cycles(m, k, n, R, C, df)
 
