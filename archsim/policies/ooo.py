@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from archsim.errors import InputError
 from archsim.sim import Dep, Op, Problem, Processor, simulate
 
@@ -152,8 +154,10 @@ def schedule_metrics(problem: Problem, timeline) -> dict[str, float]:
     """makespan, bubble fraction (idle share of compute devices × makespan; network resources, whose
     ops are tagged ``comm``, do not count) and peak stash bytes."""
     span = timeline.makespan
-    network = {op.processor for op in problem.ops if op.tag("kind") == "comm"}
-    busy = sum(op.duration for op in problem.ops if op.processor not in network)
+    a = problem.arrays
+    comm = np.array([kind == "comm" for kind in problem.tag_values("kind")], dtype=bool)
+    network = np.unique(a.proc[comm]) if comm.size else np.zeros(0, dtype=np.int64)
+    busy = sum(a.duration[~np.isin(a.proc, network)].tolist())  # in problem order, as Python sums
     devices = len(problem.processors) - len(network)
     peaks = timeline.peak_memory()
     return {"makespan": span, "bubble_fraction": 1.0 - busy / (devices * span) if span else 0.0,
