@@ -10,9 +10,12 @@ import pytest
 from archsim.errors import InputError
 from archsim.policies.stage_orders import ORDERS, Action, StageOrder, order_csv, parse_order_csv, published_order
 from archsim.policies.stage_profile import StageProfile
-from archsim.policies.ooo import schedule_metrics
+from archsim.cli import main
+from archsim.policies.ooo import POLICIES, LayerCosts, ooo_problem, schedule_metrics
+from archsim.policies.ooo import op_count as ooo_op_count
 from archsim.policies.stage_run import StageRun, order_problem
 from archsim.policies.zb_auto import zb_auto_order
+from archsim.policies.zero_bubble import SCHEDULES, StageCosts, op_count, zb_schedule
 from archsim.sim import simulate, validate_timeline
 from stage_run_reference import order_problem as reference_problem
 
@@ -112,3 +115,34 @@ def test_malformed_orders_fail_as_before(order):
     with pytest.raises(InputError) as got:
         order_problem(order, profile)
     assert str(got.value) == str(expected.value)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("p, m, chunks", [(1, 2, 2), (2, 4, 2), (3, 6, 3), (4, 8, 2)])
+def test_job_size_counts_the_ops_a_published_schedule_builds(schedule, p, m, chunks):
+    if schedule.startswith("interleaved") and m % max(1, m // p):
+        pytest.skip("interleaved schedules need whole rounds")
+    problem, _ = zb_schedule(StageCosts.equal(p), m, schedule, chunks)
+    if schedule == "dualpipev":  # a bound: its main phase fuses some backwards
+        assert len(problem.ops) <= op_count(schedule, p, m, chunks)
+    else:
+        assert len(problem.ops) == op_count(schedule, p, m, chunks)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("flush, first_layer_delta, m", [(True, False, 3), (False, True, 3), (True, True, 1)])
+def test_job_size_counts_the_ops_of_a_layer_schedule(policy, flush, first_layer_delta, m):
+    if policy == "mp" and flush and m > 1:
+        pytest.skip("mp cannot flush")
+    costs = LayerCosts((1.0,) * 5, (1.0,) * 5, (1.0,) * 5, first_layer_delta=first_layer_delta)
+    problem = ooo_problem(costs, 2, m, policy, flush=flush)
+    assert len(problem.ops) == ooo_op_count(5, m, first_layer_delta=first_layer_delta, flush=flush)
+
+
+def test_the_command_line_refuses_by_the_exact_count(capsys):
+    """VGG16 on 8 stages, 10 micro-batches of 1F1B: 2 · 8 · 10 = 160 ops, run at --max-ops 160."""
+    command = ["schedule", "vgg16", "--policy", "1f1b", "--processors", "8", "--microbatches", "10", "--max-ops"]
+    assert main([*command, "160"]) == 0
+    capsys.readouterr()
+    assert main([*command, "159"]) == 2
+    assert "about 160 ops" in capsys.readouterr().err

@@ -21,6 +21,7 @@ from archsim.policies import data_parallel as dp
 from archsim.policies import multistream as ms
 from archsim.policies import zero_bubble as zb
 from archsim.policies.ooo import POLICIES, LayerCosts, default_flush, ooo_schedule, schedule_metrics
+from archsim.policies.ooo import op_count as ooo_op_count
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -75,9 +76,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"{args.policy} runs on per-stage costs: use --stages/--stage-times or --stage-profile",
                          field="policy")
     network = network_from_args(args)
-    chunks = args.chunks if args.policy == "interleaved-1f1b" else 1
-    check_job_size(args.microbatches * 3 * max(len(network), args.processors) * chunks, args.max_ops)
     flush = args.flush if args.flush is not None else default_flush(args.policy)
+    check_job_size(_op_count(args, len(network), flush), args.max_ops)
     if args.unit_costs:
         costs = LayerCosts.unit(len(network))
         unit = "units"
@@ -112,6 +112,18 @@ def run(args: argparse.Namespace) -> int:
     write_timeline_outputs(args, timeline, f"{network.name}: {args.policy}, {args.processors} devices")
     emit(render(pd.DataFrame([row]), args.format, precision=args.precision, meta=meta), args)
     return 0
+
+
+def _op_count(args: argparse.Namespace, layers: int, flush: bool) -> int:
+    """The ops the policy's problem will have, counted before building it (exact but for dualpipev's bound)."""
+    if args.policy in zb.SCHEDULES:
+        return zb.op_count(args.policy, args.processors, args.microbatches, args.chunks)
+    if args.policy in zb.LIST_SCHEDULES:
+        return 3 * args.processors * args.microbatches
+    if args.policy in POLICIES:
+        return ooo_op_count(layers, args.microbatches, first_layer_delta=args.mode == "paper" and not args.unit_costs,
+                            flush=flush)
+    return 5 * layers  # one iteration window of data parallelism (F, F', S per layer; G, D in the backward order)
 
 
 def _link(args: argparse.Namespace) -> float:

@@ -64,6 +64,13 @@ def default_flush(policy: str) -> bool:
     return policy not in ("ooo-pipe2", "mp")
 
 
+def op_count(layers: int, microbatches: int, *, first_layer_delta: bool = False, flush: bool = True) -> int:
+    """The ops :func:`ooo_problem` builds: per micro-batch F and G of every layer and δ of every layer
+    that has one, and the flush barrier when it flushes two or more micro-batches."""
+    deltas = layers - 1 + first_layer_delta if layers else 0
+    return microbatches * (2 * layers + deltas) + (flush and microbatches > 1)
+
+
 def ooo_problem(costs: LayerCosts, devices: int, microbatches: int, policy: str, *, flush: bool = True,
                 group: int = 1) -> Problem:
     if policy not in POLICIES:
@@ -164,5 +171,6 @@ def schedule_metrics(problem: Problem, timeline) -> dict[str, float]:
             "peak_memory_bytes": max(peaks.values(), default=0)}
 
 
-__all__ = ["POLICIES", "LayerCosts", "default_flush", "device_of", "flush_phases", "lower_bound", "ooo_problem", "ooo_schedule",
+__all__ = ["POLICIES", "LayerCosts", "default_flush", "device_of", "flush_phases", "lower_bound", "ooo_problem",
+           "ooo_schedule", "op_count",
            "schedule_metrics"]

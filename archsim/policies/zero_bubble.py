@@ -54,6 +54,15 @@ class StageCosts:
         return cls((f,) * stages, (b,) * stages, (w,) * stages, (activation,) * stages)
 
 
+def op_count(schedule: str, processors: int, microbatches: int, chunks: int = 2) -> int:
+    """The ops a schedule's problem has (dualpipev: at most; its main phase fuses some backwards):
+    per (virtual) stage and micro-batch one F and one B, or F, I and W when the backward is split."""
+    stages = processors * (chunks if schedule.startswith("interleaved") else 2 if schedule in ("zb-v", "dualpipev")
+                           else 1)
+    fused = schedule in ("1f1b", "interleaved-1f1b")
+    return stages * microbatches * (2 if fused else 3)
+
+
 def in_flight(schedule: str, stages: int, stage: int) -> int:
     """N_s for 1-based stage s."""
     return 2 * (stages - stage) + 1 if schedule.endswith("zb-h2") else stages - stage + 1
@@ -139,5 +148,5 @@ def bubble_time(problem: Problem, timeline) -> float:
     return max(span - b for b in busy.values())
 
 
-__all__ = ["LIST_SCHEDULES", "SCHEDULES", "StageCosts", "bubble_time", "in_flight", "published_run", "stage_profile",
+__all__ = ["LIST_SCHEDULES", "SCHEDULES", "StageCosts", "bubble_time", "in_flight", "op_count", "published_run", "stage_profile",
            "zb_problem", "zb_schedule"]
