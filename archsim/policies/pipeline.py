@@ -21,6 +21,7 @@ stashing schedules (1f1b, layerpipe), one weight version; its G releases both.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from archsim.errors import InputError
@@ -147,6 +148,12 @@ def pipeline_problem(plan: Partition, profile: LayerProfile, microbatches: int, 
 
 
 def simulate_partition(plan: Partition, profile: LayerProfile, microbatches: int, schedule: str | None = None,
-                       bandwidth: float | None = None, latency: float = 0.0) -> PipelineRun:
+                       bandwidth: float | None = None, latency: float = 0.0, *,
+                       phase: Callable[[str], None] | None = None) -> PipelineRun:
+    """``phase(name)``, if given, is called as building and simulating start (progress)."""
+    if phase is not None:
+        phase("build")
     problem = pipeline_problem(plan, profile, microbatches, schedule, bandwidth, latency)
+    if phase is not None:
+        phase("simulate")
     return PipelineRun(problem, simulate(problem), schedule or default_schedule(plan.method), microbatches)

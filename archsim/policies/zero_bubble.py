@@ -31,9 +31,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from archsim.errors import InputError
-from archsim.policies.stage_orders import published_order
+from archsim.policies.stage_orders import StageOrder, published_order
 from archsim.policies.stage_profile import StageProfile
-from archsim.policies.stage_run import StageRun, run_order
+from archsim.policies.stage_run import StageRun, order_problem, run_order
 from archsim.policies.zb_auto import zb_auto_order
 from archsim.sim import Dep, Op, Problem, Processor, simulate
 
@@ -111,6 +111,11 @@ def stage_profile(costs: StageCosts, comm: float = 0.0, weight_memory: tuple[flo
 
 def published_run(profile: StageProfile, microbatches: int, schedule: str, chunks: int = 2) -> StageRun:
     """A published schedule (``SCHEDULES``) over one profile entry per device."""
+    return run_order(*_published(profile, microbatches, schedule, chunks))
+
+
+def _published(profile: StageProfile, microbatches: int, schedule: str, chunks: int) -> tuple[StageOrder, StageProfile]:
+    """The order of a published schedule and the profile of its virtual stages."""
     p = profile.stages
     if schedule in ("zb-1p", "zb-2p"):
         hops = set(profile.comm) if isinstance(profile.comm, tuple) else {profile.comm}
@@ -120,22 +125,28 @@ def published_run(profile: StageProfile, microbatches: int, schedule: str, chunk
         order = zb_auto_order(profile.forward, profile.backward_input, profile.backward_weight, hops.pop(),
                               microbatches, 1 if schedule == "zb-1p" else 2, profile.activation,
                               profile.weight_memory)
-        return run_order(order, profile)
+        return order, profile
     if schedule in ("interleaved-1f1b", "interleaved-zb"):
-        return run_order(published_order(schedule, p, microbatches, chunks), profile.chunked(chunks))
+        return published_order(schedule, p, microbatches, chunks), profile.chunked(chunks)
     if schedule not in SCHEDULES:
         raise InputError(f"unknown schedule {schedule!r}; choose one of {', '.join(SCHEDULES)}", field="policy")
     order = published_order(schedule, p, microbatches)
-    return run_order(order, profile.on_ranks(order.rank_of_stage()) if order.stages != p else profile)
+    return order, profile.on_ranks(order.rank_of_stage()) if order.stages != p else profile
+
+
+def zb_build(costs: StageCosts, microbatches: int, schedule: str, chunks: int = 2, comm: float = 0.0,
+             bandwidth: float | None = None) -> Problem:
+    """The problem of a published schedule or a ``list-…`` variant (these have no transfers)."""
+    if schedule in SCHEDULES:
+        return order_problem(*_published(stage_profile(costs, comm, bandwidth=bandwidth), microbatches, schedule,
+                                         chunks))
+    return zb_problem(costs, microbatches, schedule)
 
 
 def zb_schedule(costs: StageCosts, microbatches: int, schedule: str, chunks: int = 2, comm: float = 0.0,
                 bandwidth: float | None = None):
     """(problem, timeline) of a published schedule or a ``list-…`` variant (these have no transfers)."""
-    if schedule in SCHEDULES:
-        run = published_run(stage_profile(costs, comm, bandwidth=bandwidth), microbatches, schedule, chunks)
-        return run.problem, run.timeline
-    problem = zb_problem(costs, microbatches, schedule)
+    problem = zb_build(costs, microbatches, schedule, chunks, comm, bandwidth)
     return problem, simulate(problem)
 
 
@@ -148,5 +159,5 @@ def bubble_time(problem: Problem, timeline) -> float:
     return max(span - b for b in busy.values())
 
 
-__all__ = ["LIST_SCHEDULES", "SCHEDULES", "StageCosts", "bubble_time", "in_flight", "op_count", "published_run", "stage_profile",
-           "zb_problem", "zb_schedule"]
+__all__ = ["LIST_SCHEDULES", "SCHEDULES", "StageCosts", "bubble_time", "in_flight", "op_count", "published_run",
+           "stage_profile", "zb_build", "zb_problem", "zb_schedule"]
