@@ -27,7 +27,8 @@ from archsim.sim.arrays import ProblemArrays, acyclic
 class OpColumns:
     """Op i is ``ids[i]`` on processor ``proc[i]`` (an index into the problem's processors) for
     ``duration[i]``; ``pin[i]`` its stream (-1: any), ``alloc[i]`` / ``free[i]`` its bytes (None:
-    all 0); ``priority`` one key per op (None: every op 0, so ops run in problem order); ``tags``:
+    all 0); ``priority`` one key per op (None: every op 0, so ops run in problem order; an integer
+    array of one row per op: the row as a tuple, compared lexicographically); ``tags``:
     (key, column) pairs, ``column[i]`` op i's value."""
 
     ids: Sequence[str]
@@ -120,8 +121,13 @@ def check_columns(processors, links, ops: OpColumns, deps: DepColumns, named=Non
     duration = np.asarray(ops.duration, dtype=np.float64)
     pin = _column(ops.pin, n, -1)
     alloc, free = _column(ops.alloc, n, 0), _column(ops.free, n, 0)
-    if len(proc) != n or len(duration) != n or len(pin) != n or len(alloc) != n or len(free) != n:
+    lengths = [len(proc), len(duration), len(pin), len(alloc), len(free)]
+    lengths += [len(ops.priority)] if ops.priority is not None else []
+    lengths += [len(column) for _, column in ops.tags]
+    if any(length != n for length in lengths):
         raise InputError(f"op columns differ in length from the {n} op ids", field="ops")
+    if isinstance(ops.priority, np.ndarray) and ops.priority.dtype.kind not in "iu":
+        raise InputError("priority arrays must hold integers (other keys: a sequence)", field="priority")
     known = (proc >= 0) & (proc < len(processors))
     lanes = np.where(known, streams[np.where(known, proc, 0)] if len(processors) else 0, 0)
     rules = [~known, ~(np.isfinite(duration) & (duration >= 0)), (pin < -1) | (pin >= lanes), (alloc < 0) | (free < 0)]

@@ -90,6 +90,11 @@ def _ranks(problem: Problem, policy: Policy) -> np.ndarray:
     if keys is None:  # every priority 0: problem order within each processor
         rank[members_of] = np.arange(len(proc)) - bounds[proc[members_of]]
         return rank
+    if isinstance(keys, np.ndarray):  # integer keys, a row per op compared as a tuple; ties by position
+        columns = keys.reshape(len(proc), -1).T[::-1]
+        order = np.lexsort((np.arange(len(proc)), *columns, proc))
+        rank[order] = np.arange(len(proc)) - bounds[proc[order]]
+        return rank
     present, first = np.unique(proc, return_index=True)
     for p in present[np.argsort(first)].tolist():  # processors in order of their first op, as errors name them
         members = members_of[bounds[p]:bounds[p + 1]].tolist()

@@ -206,6 +206,8 @@ class Problem:
         a, columns = self.arrays, self._columns
         names = [p.name for p in self.processors]
         priority = columns.priority if columns.priority is not None else itertools.repeat(0)
+        if isinstance(priority, np.ndarray):  # rows of integer keys are tuples
+            priority = map(tuple, priority.tolist()) if priority.ndim == 2 else priority.tolist()
         keys = [key for key, _ in columns.tags]
         rows = zip(*(_plain(column) for _, column in columns.tags)) if keys else itertools.repeat(())
         with paused_gc():
