@@ -209,7 +209,7 @@ def write_page(frame: pd.DataFrame, fitted: pd.DataFrame) -> Path:
 
 
 CHILD_DOCS = {
-    "sim": "the published 1F1B order on 8 stages, with links, from 10³ to 10⁶ ops; the reference engine up to 10⁵.",
+    "sim": "the published 1F1B order on 8 stages, with links, 10³ to 10⁶ ops; the reference engine up to 10⁵.",
     "procs": "the ring problem of tests/test_sim_scale.py, 10⁵ ops on 2 to 1,000 processors.",
     "layerpipe": "Algorithm 1 on 8 processors over conv chains of 10³ to 10⁵ layers.",
     "spp": "prm_tables for 48 layers on 4 to 32 GPUs; the replaced numpy version up to 16.",

@@ -153,9 +153,10 @@ def zb_schedule(costs: StageCosts, microbatches: int, schedule: str, chunks: int
 def bubble_time(problem: Problem, timeline) -> float:
     """Idle time of the busiest-then-idle pattern: per stage, makespan − its busy time; the maximum."""
     span = timeline.makespan
-    busy: dict[str, float] = {}
-    for op in problem.ops:
-        busy[op.processor] = busy.get(op.processor, 0.0) + op.duration
+    busy: dict[int, float] = {}
+    a = problem.arrays
+    for processor, duration in zip(a.proc.tolist(), a.duration.tolist()):  # the ops' columns, in problem order
+        busy[processor] = busy.get(processor, 0.0) + duration
     return max(span - b for b in busy.values())
 
 

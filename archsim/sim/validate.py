@@ -111,7 +111,8 @@ def _transfers_quick(problem, timeline, index: dict, op_start, op_end, tol: floa
     transfers = timeline.transfers
     if not len(want) and not len(transfers):
         return True
-    if getattr(transfers, "problem", None) is problem and hasattr(transfers, "dep"):  # a transfer names its dependency: read that dependency's ends and bytes
+    if getattr(transfers, "problem", None) is problem and hasattr(transfers, "dep"):
+        # the engine's table: a transfer names its dependency, whose ends and bytes are read from the problem
         d = transfers.dep
         if len(d) and ((d < 0).any() or (d >= len(linked)).any()):
             return False
