@@ -179,3 +179,24 @@ def test_plan_command_on_a_testbed(capsys, tmp_path):
     doc = json.loads(out)
     assert code == 0 and sum(row["replicas"] for row in doc["rows"]) == 4
     assert doc["meta"]["makespan_seconds"] > 0 and (tmp_path / "g.html").is_file()
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("argv, phases", [
+    (["schedule", "layerpipe_sample", "--policy", "1f1b", "--processors", "2", "--microbatches", "4"],
+     ("costs", "build", "simulate", "validate")),
+    (["pipeline", "layerpipe_sample", "--processors", "2", "--microbatches", "4"], ("build", "simulate", "validate")),
+])
+def test_long_runs_name_their_phases_on_a_terminal_only(argv, phases, monkeypatch, capsys):
+    main(argv)
+    quiet = capsys.readouterr()
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    main(argv)
+    shown = terminal.getvalue()
+    assert all(f"phase/s, {name}]" in shown for name in phases) and quiet.err == ""
+    assert capsys.readouterr().out == quiet.out  # the same results either way
