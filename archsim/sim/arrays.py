@@ -12,6 +12,7 @@ import gc
 from collections.abc import Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -20,8 +21,7 @@ from archsim.numba_cache import njit
 
 @dataclass(frozen=True, eq=False)
 class ProblemArrays:
-    ids: Sequence[str]     # op i's id
-    index: dict            # op id → position
+    ids: Sequence[str]     # op i's id (unique)
     proc: np.ndarray       # int64[ops]: processor index
     duration: np.ndarray   # float64[ops]
     pin: np.ndarray        # int64[ops]: pinned stream, -1 when free to run on any
@@ -34,6 +34,11 @@ class ProblemArrays:
     dep_bytes: np.ndarray  # int64[deps] (float64 when fractional)
     dep_time: np.ndarray   # float64[deps]: latency + bytes / bandwidth on its link (0 without one)
     acyclic: bool
+
+    @cached_property
+    def index(self) -> dict[str, int]:
+        """Op id → position, made on first use (a problem of 10⁶ ops needs it only for lookups by id)."""
+        return dict(zip(self.ids, range(len(self.ids))))
 
 
 @contextmanager

@@ -116,7 +116,6 @@ def check_columns(processors, links, ops: OpColumns, deps: DepColumns, named=Non
     field values the messages quote."""
     n = len(ops.ids)
     streams = np.array([p.streams for p in processors], dtype=np.int64)
-    index = dict(zip(ops.ids, range(n)))
     proc = np.asarray(ops.proc, dtype=np.int64)
     duration = np.asarray(ops.duration, dtype=np.float64)
     pin = _column(ops.pin, n, -1)
@@ -131,8 +130,8 @@ def check_columns(processors, links, ops: OpColumns, deps: DepColumns, named=Non
     known = (proc >= 0) & (proc < len(processors))
     lanes = np.where(known, streams[np.where(known, proc, 0)] if len(processors) else 0, 0)
     rules = [~known, ~(np.isfinite(duration) & (duration >= 0)), (pin < -1) | (pin >= lanes), (alloc < 0) | (free < 0)]
-    if len(index) != n or any(rule.any() for rule in rules):
-        _raise_op_error(processors, ops, index, proc, duration, pin, rules, named)
+    if len(set(ops.ids)) != n or any(rule.any() for rule in rules):
+        _raise_op_error(processors, ops, proc, duration, pin, rules, named)
     src = np.asarray(deps.src, dtype=np.int64)
     dst = np.asarray(deps.dst, dtype=np.int64)
     m = len(src)
@@ -156,7 +155,7 @@ def check_columns(processors, links, ops: OpColumns, deps: DepColumns, named=Non
     bandwidth = np.array([x.bandwidth for x in links] + [1.0], dtype=np.float64)
     # Link.transfer_time, latency + bytes / bandwidth, in the same float arithmetic
     dep_time = np.where(link >= 0, latency[lk] + size / bandwidth[lk], 0.0) if m else np.zeros(0)
-    arrays = ProblemArrays(ops.ids, index, proc, duration, pin, alloc, free, streams, src, dst, link, size,
+    arrays = ProblemArrays(ops.ids, proc, duration, pin, alloc, free, streams, src, dst, link, size,
                            dep_time.astype(np.float64), acyclic(n, src, dst))
     if not arrays.acyclic:
         _raise_cycle(arrays)
@@ -170,7 +169,7 @@ def _column(values, n: int, default: int) -> np.ndarray:
     return array if array.dtype.kind == "f" else array.astype(np.int64, copy=False)
 
 
-def _raise_op_error(processors, ops: OpColumns, index: dict, proc, duration, pin, rules, named) -> None:
+def _raise_op_error(processors, ops: OpColumns, proc, duration, pin, rules, named) -> None:
     """The first op breaking a rule, and the first rule it breaks, as the per-op checks word it."""
     first: dict = {}
     duplicate = np.array([first.setdefault(op_id, i) != i for i, op_id in enumerate(ops.ids)], dtype=bool)

@@ -56,7 +56,6 @@ def full_check(problem, timeline, tol: float = 1e-9) -> list[str]:
 def quick_check(problem, timeline, tol: float = 1e-9) -> bool:
     """True when the timeline breaks no rule, decided over arrays (no message on failure)."""
     a = problem.arrays  # the problem's own columns, as checked when it was built
-    index = a.index
     procs = {p.name: i for i, p in enumerate(problem.processors)}
     streams = np.append(a.streams, 0)
     slots = timeline.slots
@@ -64,6 +63,7 @@ def quick_check(problem, timeline, tol: float = 1e-9) -> bool:
         op, proc, stream = slots.op, slots.processor, slots.stream
         start, end = slots.start, slots.end
     else:
+        index = a.index
         op = np.array([index.get(s.op, -1) for s in slots], dtype=np.int64)
         proc = np.array([procs.get(s.processor, -1) for s in slots], dtype=np.int64)
         try:
@@ -93,10 +93,10 @@ def quick_check(problem, timeline, tol: float = 1e-9) -> bool:
     slot_of[op] = np.arange(n)
     if not _all_before(end[slot_of[src]], start[slot_of[dst]], tol):
         return False
-    return _transfers_quick(problem, timeline, index, start[slot_of], end[slot_of], tol)
+    return _transfers_quick(problem, timeline, start[slot_of], end[slot_of], tol)
 
 
-def _transfers_quick(problem, timeline, index: dict, op_start, op_end, tol: float) -> bool:
+def _transfers_quick(problem, timeline, op_start, op_end, tol: float) -> bool:
     """The transfer rules over arrays: the transfers, sorted by (src, dst, link, bytes, start), pair
     one to one with the link dependencies sorted by (src, dst, link, bytes) — the pairing the
     per-item checks make — and each pair is on time and lasts latency + bytes / bandwidth; no two
@@ -119,6 +119,7 @@ def _transfers_quick(problem, timeline, index: dict, op_start, op_end, tol: floa
         got = np.column_stack([a.dep_src[d], a.dep_dst[d], transfers.link, a.dep_bytes[d], transfers.start,
                                transfers.end]).astype(np.float64)
     else:
+        index = a.index
         try:
             found = [(index.get(t.src, -1), index.get(t.dst, -1), links.get(t.link, -1), t.bytes, t.start, t.end)
                      for t in transfers]
