@@ -29,7 +29,7 @@ class OpColumns:
     ``duration[i]``; ``pin[i]`` its stream (-1: any), ``alloc[i]`` / ``free[i]`` its bytes (None:
     all 0); ``priority`` one key per op (None: every op 0, so ops run in problem order; an integer
     array of one row per op: the row as a tuple, compared lexicographically); ``tags``:
-    (key, column) pairs, ``column[i]`` op i's value."""
+    (key, column) pairs, ``column[i]`` op i's value (None: op i has no such tag)."""
 
     ids: Sequence[str]
     proc: np.ndarray

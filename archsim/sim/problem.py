@@ -175,7 +175,7 @@ class Problem:
         if self._columns is not None and self._ops is None:
             for name, column in self._columns.tags:
                 if name == key:
-                    return column
+                    return column if default is None else [default if v is None else v for v in column]
             return [default] * len(self.arrays.ids)
         return [op.tag(key, default) for op in self.ops]
 
@@ -211,7 +211,8 @@ class Problem:
         keys = [key for key, _ in columns.tags]
         rows = zip(*(_plain(column) for _, column in columns.tags)) if keys else itertools.repeat(())
         with paused_gc():
-            return tuple(Op(i, names[p], d, pr, None if s < 0 else s, al, fr, tuple(zip(keys, tags)))
+            return tuple(Op(i, names[p], d, pr, None if s < 0 else s, al, fr,
+                            tuple((key, value) for key, value in zip(keys, tags) if value is not None))
                          for i, p, d, pr, s, al, fr, tags in
                          zip(a.ids, a.proc.tolist(), a.duration.tolist(), priority, a.pin.tolist(), a.alloc.tolist(),
                              a.free.tolist(), rows))
