@@ -35,7 +35,10 @@ from archsim.policies.stage_orders import StageOrder, published_order
 from archsim.policies.stage_profile import StageProfile
 from archsim.policies.stage_run import StageRun, order_problem, run_order
 from archsim.policies.zb_auto import zb_auto_order
-from archsim.sim import Dep, Op, Problem, Processor, simulate
+import numpy as np
+
+from archsim.sim import Problem, Processor, simulate
+from archsim.sim.columns import DepColumns, OpColumns
 
 SCHEDULES = ("1f1b", "interleaved-1f1b", "zb-h1", "zb-h2", "zb-1p", "zb-2p", "interleaved-zb", "zb-v", "dualpipev")
 LIST_SCHEDULES = ("list-1f1b", "list-zb-h1", "list-zb-h2")
@@ -69,36 +72,47 @@ def in_flight(schedule: str, stages: int, stage: int) -> int:
 
 
 def zb_problem(costs: StageCosts, microbatches: int, schedule: str) -> Problem:
-    """The list-schedule variant ``list-1f1b``, ``list-zb-h1`` or ``list-zb-h2``."""
+    """The list-schedule variant ``list-1f1b``, ``list-zb-h1`` or ``list-zb-h2``, built as columns:
+    one micro-batch's ops (F, B, W per stage) and dependencies repeated for every micro-batch."""
     if schedule not in LIST_SCHEDULES:
         raise InputError(f"unknown list schedule {schedule!r}; choose one of {', '.join(LIST_SCHEDULES)}",
                          field="policy")
-    p = len(costs.forward)
-    ops: list[Op] = []
-    deps: list[Dep] = []
-    rank = {"B": 0, "F": 1, "W": 2}
-    for b in range(microbatches):
-        for s in range(1, p + 1):
-            memory = costs.activation_bytes[s - 1] if costs.activation_bytes else 0
-            tags = (("stage", s), ("microbatch", b))
-            fused = schedule == "list-1f1b"
-            ops.append(Op(f"F{s}:{b}", f"s{s}", costs.forward[s - 1], (rank["F"], b), alloc_bytes=memory,
-                          tags=(*tags, ("kind", "F"))))
-            ops.append(Op(f"B{s}:{b}", f"s{s}", costs.backward_input[s - 1], (rank["B"], b),
-                          free_bytes=0 if fused else memory, tags=(*tags, ("kind", "D"))))
-            ops.append(Op(f"W{s}:{b}", f"s{s}", costs.backward_weight[s - 1], (-1, b) if fused else (rank["W"], b),
-                          free_bytes=memory if fused else 0, tags=(*tags, ("kind", "G"))))
-            if s > 1:
-                deps.append(Dep(f"F{s - 1}:{b}", f"F{s}:{b}"))
-            upstream = "W" if fused else "B"  # a fused backward sends δ only after its W
-            deps.append(Dep(f"{upstream}{s + 1}:{b}" if s < p else f"F{s}:{b}", f"B{s}:{b}"))
-            deps.append(Dep(f"B{s}:{b}", f"W{s}:{b}"))
-            window = in_flight(schedule, p, s)
-            if b - window >= 0:  # admission: the backward of b − N_s has freed its activation
-                deps.append(Dep(f"{'W' if fused else 'B'}{s}:{b - window}", f"F{s}:{b}"))
-            if fused and b > 0:  # W right after its B: the next B waits for this W
-                deps.append(Dep(f"W{s}:{b - 1}", f"B{s}:{b}"))
-    return Problem(tuple(Processor(f"s{s}") for s in range(1, p + 1)), (), tuple(ops), tuple(deps))
+    p, m = len(costs.forward), microbatches
+    fused = schedule == "list-1f1b"
+    rank = {"B": 0, "F": 1, "W": -1 if fused else 2}
+    template = [(s, kind) for s in range(1, p + 1) for kind in "FBW"]
+    slot = {op: t for t, op in enumerate(template)}
+    memory = [costs.activation_bytes[s - 1] if costs.activation_bytes else 0 for s, _ in template]
+    cost = {"F": costs.forward, "B": costs.backward_input, "W": costs.backward_weight}
+    freed = "W" if fused else "B"  # the backward that frees the activation (and admits the next micro-batch)
+    b = np.repeat(np.arange(m, dtype=np.int64), len(template))
+    ops = OpColumns(
+        [f"{kind}{s}:{i}" for i in range(m) for s, kind in template],
+        np.tile(np.array([s - 1 for s, _ in template], dtype=np.int64), m),
+        np.tile(np.array([cost[kind][s - 1] for s, kind in template], dtype=np.float64), m),
+        alloc=np.tile(np.array([x if kind == "F" else 0 for (_, kind), x in zip(template, memory)]), m),
+        free=np.tile(np.array([x if kind == freed else 0 for (_, kind), x in zip(template, memory)]), m),
+        priority=np.column_stack([np.tile(np.array([rank[kind] for _, kind in template], dtype=np.int64), m), b]),
+        tags=(("stage", [s for s, _ in template] * m), ("microbatch", b),
+              ("kind", [{"F": "F", "B": "D", "W": "G"}[kind] for _, kind in template] * m)))
+    # (source op, its micro-batch − this one, target op, the first micro-batch that has the dependency)
+    deps: list[tuple[int, int, int, int]] = []
+    for s in range(1, p + 1):
+        if s > 1:
+            deps.append((slot[(s - 1, "F")], 0, slot[(s, "F")], 0))
+        upstream = "W" if fused else "B"  # a fused backward sends δ only after its W
+        deps.append((slot[(s + 1, upstream)] if s < p else slot[(s, "F")], 0, slot[(s, "B")], 0))
+        deps.append((slot[(s, "B")], 0, slot[(s, "W")], 0))
+        window = in_flight(schedule, p, s)  # admission: the backward of b − N_s has freed its activation
+        deps.append((slot[(s, freed)], -window, slot[(s, "F")], window))
+        if fused:  # W right after its B: the next B waits for this W
+            deps.append((slot[(s, "W")], -1, slot[(s, "B")], 1))
+    src_t, offset, dst_t, first = (np.array(c, dtype=np.int64) for c in zip(*deps))
+    batch = np.arange(m, dtype=np.int64)[:, None]
+    keep = batch >= first
+    src = ((batch + offset) * len(template) + src_t)[keep]
+    dst = (batch * len(template) + dst_t)[keep]
+    return Problem.from_arrays(tuple(Processor(f"s{s}") for s in range(1, p + 1)), (), ops, DepColumns(src, dst))
 
 
 def stage_profile(costs: StageCosts, comm: float = 0.0, weight_memory: tuple[float, ...] = (),
