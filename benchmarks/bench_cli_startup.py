@@ -1,11 +1,13 @@
-"""`archsim --help` with lazy sub-command imports vs loading every sub-command, measured in one run.
+"""CLI start-up: `archsim --help` lazy vs eager, and `archsim cost layerpipe_sample`, measured in one run.
 
     .venv/bin/python benchmarks/bench_cli_startup.py [--repeats 7]
 
 Each sample is a fresh interpreter (what a user's shell pays): ``lazy`` runs ``archsim --help`` as
 shipped (only the registry is imported); ``eager`` builds the full parser first, importing every
 sub-command module as the CLI did before the registry became lazy; ``python`` is a bare
-interpreter, the floor. Prints the median and best wall time of each and the eager/lazy ratio,
+interpreter, the floor. ``cost`` runs ``archsim cost layerpipe_sample`` (analytic engine: numba is
+not imported); ``pandas`` imports numpy and pandas only, the floor of any command that prints a
+table. Prints the median and best wall time of each and the eager/lazy ratio,
 and writes benchmarks/results/cli_startup.csv atomically.
 """
 
@@ -26,6 +28,8 @@ ROOT = Path(__file__).resolve().parents[1]
 CASES = {
     "python": "pass",
     "lazy": "from archsim.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass",
+    "pandas": "import numpy, pandas",
+    "cost": "from archsim.cli import main\nmain(['cost', 'layerpipe_sample'])",
     "eager": ("from archsim.cli import build_parser\nparser = build_parser()\ntry:\n    parser.parse_args(['--help'])\n"
               "except SystemExit:\n    pass"),
 }
@@ -33,7 +37,7 @@ CASES = {
 
 def sample(code: str) -> float:
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-c", code], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([sys.executable, "-c", code], check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
     return time.perf_counter() - start
 
 

@@ -1,7 +1,7 @@
 """Scaling of archsim's layers above the per-layer cost: time and memory vs ops, processors, layers
 and configurations, with the fitted exponents, and the page that plots them — in one run.
 
-    .venv/bin/python benchmarks/bench_scaling.py [--quick] [--only sim,procs,layerpipe,spp,sweep]
+    .venv/bin/python benchmarks/bench_scaling.py [--quick] [--only sim,procs,layerpipe,pipedream,pipedream_procs,spp,sweep]
     .venv/bin/python benchmarks/bench_scaling.py --page-only     # redraw the page from the CSVs
 
 Studies (each point in a fresh child process, so its peak memory is its own):
@@ -13,6 +13,12 @@ Studies (each point in a fresh child process, so its peak memory is its own):
 * ``procs``: the test ring problem (tests/test_sim_scale.py), 10⁵ ops on 2 to 1,000 processors.
 * ``layerpipe``: Algorithm 1 (``layerpipe_partition``, 8 processors) on conv chains of 10³ to 10⁵
   layers whose widths cycle 32/64/128 (so δ splits happen).
+* ``pipedream``: PipeDream's optimizer (one level of 16 processors, free links) on random chains of
+  10³ to 2·10⁴ layers (the state limit): the antichain states, the straight pipeline (what
+  ``pipedream_partition`` and the sweep run) and stage replication; the first-written states and
+  kernel (tests/pipedream_reference.py) on the same chains up to 10⁴ layers (replication to
+  2·10³), for the ratio, with equal answers asserted.
+* ``pipedream_procs``: the same optimizer on a 10⁴-layer chain over 2 to 64 processors.
 * ``spp``: ``prm_tables`` for 48 layers on 4 to 32 GPUs (random profile and bandwidths, the tests'
   generators); the numpy version it replaced (tests/spp_prm_reference.py) up to 16 GPUs.
 * ``sweep``: the default sweep's spec cut to 33…1,320 configurations (1 worker, cold).
@@ -37,7 +43,7 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-STUDIES = ("sim", "procs", "layerpipe", "spp", "sweep")
+STUDIES = ("sim", "procs", "layerpipe", "pipedream", "pipedream_procs", "spp", "sweep")
 
 # --- what one child process measures (run as: bench_scaling.py --child STUDY SIZE) ----------------
 
@@ -106,6 +112,45 @@ t = clock(); plan = layerpipe_partition(profile, 8); out["layerpipe_partition"] 
 out["stages"] = len(plan.stages)
 out["peak_mb"] = peak_mb()
 """,
+    "pipedream": """
+import numpy as np
+from archsim.partition import profile_from_costs
+from archsim.partition.pipedream import Level, PipeDreamOptions, pipedream_partition, pipedream_plan
+from archsim.partition.pipedream_kernel import warm_up
+warm_up()
+out["base_mb"] = peak_mb()
+n, rng = {size}, np.random.default_rng(0)
+profile = profile_from_costs([f"l{{k}}" for k in range(n)], rng.uniform(1, 2, n), rng.uniform(1, 2, n),
+                             rng.uniform(1, 2, n), rng.integers(1, 100, n), None, rng.integers(1, 100, n))
+t = clock(); profile.antichain_states; out["antichain_states"] = since(t)
+t = clock(); pipedream_partition(profile, 16); out["plan_straight"] = since(t)
+t = clock(); pipedream_partition(profile, 16, replication=True); out["plan_replication"] = since(t)
+out["peak_mb"] = peak_mb()
+if n <= 10_000:
+    from tests.pipedream_reference import reference_tables  # the name pytest caches its kernel under
+    for name, straight in (("straight", True), ("replication", False)):
+        if straight or n <= 2_000:
+            options = PipeDreamOptions(straight_pipeline=straight)
+            t = clock(); _, tables = reference_tables(profile, [Level(16, float("inf"))], options)
+            out["reference_states_and_plan_" + name] = since(t)
+            plan = pipedream_plan(profile, [Level(16, float("inf"))], options)
+            assert plan.by_machines == tuple(float(v) for v in tables[0].value[0, n - 1, :]), name
+""",
+    "pipedream_procs": """
+import numpy as np
+from archsim.partition import profile_from_costs
+from archsim.partition.pipedream import pipedream_partition
+from archsim.partition.pipedream_kernel import warm_up
+warm_up()
+n, rng = 10_000, np.random.default_rng(0)
+profile = profile_from_costs([f"l{{k}}" for k in range(n)], rng.uniform(1, 2, n), rng.uniform(1, 2, n),
+                             rng.uniform(1, 2, n), rng.integers(1, 100, n), None, rng.integers(1, 100, n))
+profile.antichain_states
+out["base_mb"] = peak_mb()
+t = clock(); pipedream_partition(profile, {size}); out["plan_straight"] = since(t)
+t = clock(); pipedream_partition(profile, {size}, replication=True); out["plan_replication"] = since(t)
+out["peak_mb"] = peak_mb()
+""",
     "spp": """
 from test_spp import random_profile, random_topology
 from archsim.spp.prm import prm_tables
@@ -139,10 +184,13 @@ out["peak_mb"] = peak_mb()
 }
 
 SIZES = {"sim": [1_000, 10_000, 100_000, 1_000_000], "procs": [2, 8, 32, 128, 1000],
-         "layerpipe": [1_000, 3_000, 10_000, 30_000, 100_000], "spp": [4, 8, 16, 32], "sweep": [33, 132, 330, 1320]}
+         "layerpipe": [1_000, 3_000, 10_000, 30_000, 100_000], "pipedream": [1_000, 2_000, 5_000, 10_000, 20_000],
+         "pipedream_procs": [2, 4, 8, 16, 32, 64], "spp": [4, 8, 16, 32], "sweep": [33, 132, 330, 1320]}
 QUICK = {"sim": [1_000, 10_000, 100_000], "procs": [2, 32, 1000], "layerpipe": [1_000, 10_000],
+         "pipedream": [1_000, 5_000], "pipedream_procs": [4, 16],
          "spp": [4, 8, 16], "sweep": [33, 132]}
-AXIS = {"sim": "ops", "procs": "processors", "layerpipe": "layers", "spp": "GPUs", "sweep": "configurations"}
+AXIS = {"sim": "ops", "procs": "processors", "layerpipe": "layers", "pipedream": "layers",
+        "pipedream_procs": "processors", "spp": "GPUs", "sweep": "configurations"}
 
 
 def child(study: str, size: int) -> dict:
@@ -212,6 +260,9 @@ CHILD_DOCS = {
     "sim": "the published 1F1B order on 8 stages, with links, 10³ to 10⁶ ops; the reference engine up to 10⁵.",
     "procs": "the ring problem of tests/test_sim_scale.py, 10⁵ ops on 2 to 1,000 processors.",
     "layerpipe": "Algorithm 1 on 8 processors over conv chains of 10³ to 10⁵ layers.",
+    "pipedream": "PipeDream's optimizer on 16 processors over chains of 10³ to 2·10⁴ layers; the first-written "
+                 "states and kernel up to 10⁴ (replication: 2·10³).",
+    "pipedream_procs": "PipeDream's optimizer on a 10⁴-layer chain over 2 to 64 processors.",
     "spp": "prm_tables for 48 layers on 4 to 32 GPUs; the replaced numpy version up to 16.",
     "sweep": "the default sweep cut to 33 to 1,320 configurations, one worker, cold.",
 }

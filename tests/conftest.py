@@ -5,8 +5,13 @@ The fixture wraps ``archsim.sim.engine.simulate`` wherever archsim's modules imp
 cannot forget to validate: an invalid timeline fails the test that produced it, and so does one
 that differs, slot for slot or transfer for transfer, from the original pure-Python engine kept in
 ``sim_reference.py`` (on problems of up to REFERENCE_OPS ops, to keep the suite fast).
+
+The SCALE-Sim comparisons skip without the ``scalesim`` package, so a run that lacks it would pass with
+hundreds of checks silently gone: the session refuses to start instead, unless
+``ARCHSIM_TESTS_WITHOUT_SCALESIM=1`` says the gap is meant.
 """
 
+import os
 import sys
 from pathlib import Path
 
@@ -21,6 +26,18 @@ import sim_reference  # noqa: E402
 _ORIGINAL = engine.simulate
 VALIDATED = {"count": 0, "compared": 0}
 REFERENCE_OPS = 20_000
+WITHOUT_SCALESIM = "ARCHSIM_TESTS_WITHOUT_SCALESIM"
+
+
+def pytest_configure(config):
+    if os.environ.get(WITHOUT_SCALESIM) == "1":
+        return
+    try:
+        import scalesim  # noqa: F401
+    except ImportError as error:
+        raise pytest.UsageError(
+            f"the SCALE-Sim comparisons need the scalesim package ({error}); install the test extra "
+            f"(pip install -e '.[test]'), or set {WITHOUT_SCALESIM}=1 to run without them") from error
 
 
 def assert_same_as_reference(problem, policy, timeline) -> None:

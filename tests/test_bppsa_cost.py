@@ -211,6 +211,19 @@ def test_cli_pruned_vgg_csv_and_report(tmp_path, capsys):
     frame = pd.read_csv(io.StringIO(out))
     assert {"method", "seq_step", "kind", "flops", "dense_flops", "critical"} <= set(frame.columns)
     assert "archsim bppsa pruned-vgg11 --sparsity 0.97" in report.read_text()
+    # BP by hand. VGG-11 at width 64/16 = 4 … 512/16 = 32 channels on 32×32×3: the 21 operators
+    # (C conv 3×3 pad 1, R ReLU, M 2×2 max-pool) and the element count each outputs.
+    ops = "C R M C R M C R C R M C R C R M C R C R M".split()
+    sizes = [3072, 4096, 4096, 1024, 2048, 2048, 512, 1024, 1024, 1024, 1024, 256, 512, 512, 512, 512, 128,
+             128, 128, 128, 128, 32]  # sizes[i] = input of operator i + 1
+    bp = frame[frame.method == "bp"].sort_values("seq_step")
+    # Step 0 takes the loss gradient as given; step s = 1…20 multiplies by operator 22 − s's Jᵀ
+    # (in × out) a dense vector: dense FLOPs r·(2k − 1) with r = its input size, k = its output size.
+    assert bp.dense_flops.tolist() == [0] + [sizes[i] * (2 * sizes[i + 1] - 1) for i in range(20, 0, -1)]
+    # Input-independent patterns (zeros kept): ReLU's Jᵀ is diagonal — out multiplies, no adds; a max-pool's
+    # links each input to its one window — in multiplies, no adds. Conv counts depend on the random pruning.
+    sparse = {i: sizes[i + 1] if ops[i] == "R" else sizes[i] for i in range(1, 21) if ops[i] != "C"}
+    assert {i: bp.flops.iloc[21 - i] for i in sparse} == sparse
 
 
 @pytest.mark.parametrize("argv, field", [

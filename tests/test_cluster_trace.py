@@ -107,7 +107,16 @@ def test_cli_compare_json_and_report(tmp_path, capsys):
 
 def test_cli_single_policy_table(capsys):
     code, out, _ = run_cli(["--jobs", "30", "--gpus", "20", "--policy", "tiresias"], capsys)
-    assert code == 0 and "makespan_s" in out and "tiresias" in out
+    header, values = [line.split() for line in out.splitlines() if not line.startswith("#")]
+    row = dict(zip(header, values))
+    assert code == 0 and row["policy"] == "tiresias" and row["jobs"] == "30"
+    # The synthetic trace (seed 0): Tiresias gangs each job on its num_gpu GPUs for its trace duration, so
+    # utilization is Σ num_gpu·duration / (20 GPUs × makespan) (table: 4 significant digits), and the
+    # makespan is at least that work over 20 GPUs and the latest submit + duration.
+    jobs = synthetic_trace(30, 0)
+    work, makespan = sum(job.workers * job.duration_s for job in jobs), float(row["makespan_s"])
+    assert float(row["utilization"]) == pytest.approx(work / (20 * makespan), abs=1e-4)  # both rounded
+    assert makespan >= max(work / 20, max(job.submit_s + job.duration_s for job in jobs)) - 0.5
 
 
 def test_cli_tiresias_on_two_jobs_by_hand(tmp_path, capsys):

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from archsim.array import costing
+from archsim.array import cycle
 from archsim.array.analytic import gemm_cost
 from archsim.array.config import ArrayConfig, read_scalesim_cfg
 from archsim.array.cycle import (demand_matrices, minimum_bandwidth, prefetch_order, simulate_cached,
@@ -213,14 +213,14 @@ def test_op_cycles_under_cycle_engine_add_each_gemms_stalls():
 
 def test_cycle_engine_simulates_each_distinct_gemm_once(monkeypatch):
     calls = []
-    real = costing.simulate_cached.__wrapped__
+    real = cycle.simulate_cached.__wrapped__
 
     def counting(m, k, n, array):
         calls.append((m, k, n))
         return real(m, k, n, array)
 
     array = replace(small_array(), bandwidth=(3,))  # a config no other test caches
-    monkeypatch.setattr(costing, "simulate_cached", counting)
+    monkeypatch.setattr(cycle, "simulate_cached", counting)  # costing imports it at call time
     ops = [op for item in lower_network(load_network("ffnn8"), 2, "paper") for op in item.ops]
     shapes = {(g.m, g.k, g.n) for op in ops for g in op.gemms}
     assert sum(g.count for op in ops for g in op.gemms) > len(shapes)  # shapes do repeat

@@ -10,3 +10,25 @@ def test_pyproject_lists_every_subpackage():
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "archsim").rglob("__init__.py")}
     assert found <= listed, sorted(found - listed)
+
+
+def run_pytest_without_scalesim(*args: str, **env: str):
+    """pytest in a fresh interpreter where ``import scalesim`` fails as if it were not installed."""
+    import os
+    import subprocess
+    import sys
+
+    code = "import sys; sys.modules['scalesim'] = None; import pytest; sys.exit(pytest.main(sys.argv[1:]))"
+    environment = {k: v for k, v in os.environ.items() if k != "ARCHSIM_TESTS_WITHOUT_SCALESIM"} | env
+    return subprocess.run([sys.executable, "-c", code, "-q", "-p", "no:cacheprovider", *args], cwd=ROOT,
+                          env=environment, capture_output=True, text=True, timeout=300, check=False)
+
+
+def test_a_missing_scalesim_fails_the_run_instead_of_skipping():
+    """Without scalesim the SCALE-Sim comparisons would all skip and the run pass: it must fail, loudly."""
+    done = run_pytest_without_scalesim("tests/test_scalesim_exact.py")
+    assert done.returncode == 4, done.stdout[-500:] + done.stderr[-500:]
+    assert "need the scalesim package" in done.stderr and "ARCHSIM_TESTS_WITHOUT_SCALESIM" in done.stderr
+    # Asked for explicitly, the same run skips the module (exit 5: no test left to run).
+    done = run_pytest_without_scalesim("tests/test_scalesim_exact.py", ARCHSIM_TESTS_WITHOUT_SCALESIM="1")
+    assert done.returncode == 5 and "1 skipped" in done.stdout, done.stdout[-500:] + done.stderr[-500:]

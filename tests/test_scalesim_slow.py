@@ -1,4 +1,4 @@
-"""Larger cross-checks against the scalesim package (about 12 minutes on 2 cores).
+"""Larger cross-checks against the scalesim package (about 21 CPU-minutes; CI runs them, see the README).
 
 Deselected by default; run with ``python -m pytest -m slow``. Same assertions as
 test_scalesim_exact (integers exact, ratios to 1e-12 relative), on shapes nobody chose: seeded random

@@ -268,13 +268,16 @@ def test_data_parallel_by_hand():
 @given(seed=st.integers(0, 10_000), layers=st.integers(2, 5), devices=st.integers(2, 5),
        microbatches=st.integers(1, 8))
 def test_spp_is_never_slower_than_data_parallel(seed, layers, devices, microbatches):
-    """SPP's one-stage plan on every GPU is data parallelism, so SPP can only do better."""
+    """SPP's one-stage plan on every GPU is data parallelism, so SPP can only do better. No plan beats the
+    whole iteration's compute, M·Σ(p^f + p^b), spread evenly over the V GPUs."""
     profile = random_profile(seed, layers)
     topology = random_topology(seed + 5, devices)
     result = spp(profile, topology, microbatches)
     assert result.makespan <= data_parallel(profile, topology, microbatches) + 1e-9
+    work = microbatches * float(sum(profile.forward) + sum(profile.backward)) / topology.devices
+    assert result.makespan >= work * (1 - 1e-9)
     for method in BASELINES:
-        assert baseline(method, profile, topology, microbatches) > 0
+        assert baseline(method, profile, topology, microbatches) >= work * (1 - 1e-9)
 
 
 def test_plan_value_by_hand():

@@ -19,7 +19,6 @@ import pandas as pd
 
 from archsim.array.analytic import gemm_cost
 from archsim.array.config import ArrayConfig
-from archsim.array.cycle import simulate_cached
 from archsim.errors import InputError
 from archsim.lowering import LoweredLayer, Mode, TrainingOp, lower_network
 from archsim.validate import check_exact, shown
@@ -60,6 +59,8 @@ def _check_engine(engine: str) -> None:
 def _cycle_figures(m: np.ndarray, k: np.ndarray, n: np.ndarray, array: ArrayConfig) -> np.ndarray:
     """Per GEMM: [cycles with stalls, stall cycles, DRAM read words, DRAM write words], each distinct
     shape simulated once."""
+    from archsim.array.cycle import simulate_cached  # numba loads only for the cycle engine
+
     shapes, inverse = np.unique(np.stack([m, k, n], axis=1), axis=0, return_inverse=True)
     figures = np.empty((len(shapes), 4), dtype=np.int64)
     for row, (a, b, c) in enumerate(shapes.tolist()):

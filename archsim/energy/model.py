@@ -35,7 +35,6 @@ import pandas as pd
 from archsim.array.analytic import gemm_cost
 from archsim.array.config import ArrayConfig
 from archsim.array.costing import _check_engine, flatten_gemms, op_cycles
-from archsim.array.cycle import simulate_cached
 from archsim.energy.table import AccessEnergies, access_energies
 from archsim.errors import InputError
 from archsim.lowering import LoweredLayer, Mode, TrainingOp, lower_network
@@ -68,6 +67,8 @@ def gemm_counts(m: np.ndarray, k: np.ndarray, n: np.ndarray, array: ArrayConfig,
     m, k, n = (np.asarray(x, dtype=np.int64) for x in (m, k, n))
     cost = gemm_cost(m, k, n, array.rows, array.cols, array.dataflow, ofmap_count="true")
     if engine == "cycle":
+        from archsim.array.cycle import simulate_cached  # numba loads only for the cycle engine
+
         shapes, inverse = np.unique(np.stack([m, k, n], axis=1), axis=0, return_inverse=True)
         traffic = np.array([[r.ifmap_dram_reads, r.filter_dram_reads, r.ofmap_dram_writes]
                             for r in (simulate_cached(a, b, c, array) for a, b, c in shapes.tolist())],

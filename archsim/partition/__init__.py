@@ -2,7 +2,8 @@
 
 from archsim.partition.gpipe import gpipe_partition
 from archsim.partition.layerpipe import best_split, layerpipe_partition
-from archsim.partition.pipedream import Level, PipeDreamOptions, pipedream_partition, pipedream_plan
+from archsim.partition.pipedream import (Level, PipeDreamOptions, pipedream_partition, pipedream_partitions,
+                                        pipedream_plan)
 from archsim.partition.profile import LayerProfile, build_profile, profile_from_costs
 from archsim.partition.result import Partition, PlacedOp, Stage, mandatory_bytes
 
@@ -22,6 +23,15 @@ def partition(profile: LayerProfile, processors: int, method: str, **options) ->
     raise InputError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}", field="method")
 
 
+def partitions(profile: LayerProfile, processors: list[int] | tuple[int, ...], method: str,
+               **options) -> list[Partition]:
+    """:func:`partition` for each processor count, in order; PipeDream's optimizer solves its
+    table once for them all (:func:`~archsim.partition.pipedream.pipedream_partitions`)."""
+    if method == "pipedream":
+        return pipedream_partitions(profile, processors, **options)
+    return [partition(profile, count, method, **options) for count in processors]
+
+
 __all__ = [
     "METHODS",
     "LayerProfile",
@@ -36,7 +46,9 @@ __all__ = [
     "layerpipe_partition",
     "mandatory_bytes",
     "partition",
+    "partitions",
     "pipedream_partition",
+    "pipedream_partitions",
     "pipedream_plan",
     "profile_from_costs",
 ]

@@ -9,16 +9,20 @@ reached from the first source by advancing one node at a time, and numbered in t
 PipeDream's ``topological_sort`` gives them (depth-first from the first state, children in the
 order they were found, each finished state put in front), so state numbers match the optimizer's.
 
-Sets of nodes and of states are Python integers used as bit sets (bit k = node k), and a state's
-ancestors are handed on packed, so memory grows as n²/8 bytes, not n² integers.
+Sets of nodes are Python integers used as bit sets (bit k = node k). A state's ancestors are
+handed on as sorted runs of state numbers (for a chain, one run 0..j−1), so the dynamic program
+reads them in memory that grows with the number of runs, not with n².
 """
 
 from __future__ import annotations
 
+import collections
+import functools
+import itertools
+import operator
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import sparse
 
 from archsim.errors import InputError
 from archsim.partition.profile import LayerProfile
@@ -30,51 +34,106 @@ class AntichainStates:
 
     compute/activation/parameters: sums over the state's closure (its augmented antichain and all
     their predecessors); crossing: bytes of every tensor crossing the cut after the state (the
-    augmented antichain's outputs); ancestor_bits[j]: the states before state j in the antichain
-    DAG, packed little-endian (bit k of row j: state k is an ancestor of j); closure[j]: the bit
-    set of nodes done after state j.
+    augmented antichain's outputs); the states before state j in the antichain DAG (its ancestors)
+    are the runs ancestor_starts[r] … ancestor_ends[r] (inclusive, ascending, disjoint, not
+    adjacent) for r in ancestor_runs[j] … ancestor_runs[j + 1] − 1; closure[j]: the nodes done
+    after state j, as runs (first, last) of node indices (a chain's: one run from node 0).
     """
 
     antichains: tuple[tuple[int, ...], ...]
-    closure: tuple[int, ...]
+    closure: tuple[tuple[tuple[int, int], ...], ...]
     compute: np.ndarray
     activation: np.ndarray
     parameters: np.ndarray
     crossing: np.ndarray
-    ancestor_bits: np.ndarray
+    ancestor_runs: np.ndarray
+    ancestor_starts: np.ndarray
+    ancestor_ends: np.ndarray
 
     def __len__(self) -> int:
         return len(self.antichains)
 
+    def done(self, state: int) -> int:
+        """The bit set of nodes done after ``state``."""
+        return _bits(self.closure[state])
+
     def nodes_between(self, start: int, end: int) -> list[int]:
         """Nodes of the stage holding states start..end−1: done after end−1 but not after start−1."""
-        done = self.closure[end - 1] & ~(self.closure[start - 1] if start > 0 else 0)
-        return [k for k in range(done.bit_length()) if done >> k & 1]
+        done = self.done(end - 1) & ~(self.done(start - 1) if start > 0 else 0)
+        return np.flatnonzero(_mask(done, done.bit_length())).tolist()
+
+    def ancestors(self, state: int) -> list[int]:
+        """The states before ``state`` in the antichain DAG, ascending."""
+        runs = range(self.ancestor_runs[state], self.ancestor_runs[state + 1])
+        return [k for r in runs for k in range(self.ancestor_starts[r], self.ancestor_ends[r] + 1)]
 
 
 MAX_STATES = 20000  # a limit on the search itself; Inception-v3 has ~221,000 states
 
 
 def antichain_states(profile: LayerProfile, max_states: int = MAX_STATES) -> AntichainStates:
-    """The states of ``profile``; more than ``max_states`` is an error (the optimizer's tables
-    would not fit: PipeDream's own answer is to compress branches first)."""
+    """The states of ``profile``; more than ``max_states`` is an error (the search, and a
+    hierarchy's tables, would not fit: PipeDream's own answer is to compress branches first)."""
     n = len(profile)
-    producers = [profile.producers(k) for k in range(n)]
-    successors_list = [profile.consumers(k) for k in range(n)]
-    before = [0] * n  # strict predecessors
+    shape = _shape(tuple(profile.producers(k) for k in range(n)), tuple(profile.consumers(k) for k in range(n)),
+                   max_states)
+    augmented, closure = shape.augmented, shape.closure
+    if closure[-1] != ((0, n - 1),):
+        last = _bits(closure[-1])
+        missing = [profile.names[k] for k in range(n) if not last >> k & 1]
+        raise InputError(f"no antichain path from the first source {profile.names[shape.source]} reaches "
+                         f"{len(missing)} node(s), e.g. {missing[0]}: PipeDream's states would drop their cost",
+                         field="edges")
+    total, weights, activations = profile.total, profile.weight_bytes, profile.activation_bytes
+    sums = []
+    for values in (total, activations, weights):
+        out, prefix = np.empty(len(closure)), _exact_prefix_sums(values)
+        for number, runs in enumerate(closure):  # one mask at a time (a prefix of nodes needs none)
+            if len(runs) == 1 and runs[0][0] == 0:
+                out[number] = prefix[runs[0][1]] if prefix is not None else np.sum(values[:runs[0][1] + 1], dtype=float)
+            else:
+                out[number] = np.sum(values[_mask(_bits(runs), n)], dtype=float)
+        sums.append(out)
+    compute, activation, parameters = sums
+    crossing = np.array([float(sum(float(activations[k]) for k in nodes)) for nodes in augmented])
+    return AntichainStates(antichains=augmented, closure=closure, compute=compute, activation=activation,
+                           parameters=parameters, crossing=crossing, ancestor_runs=shape.runs,
+                           ancestor_starts=shape.starts, ancestor_ends=shape.ends)
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """What the states depend on besides costs: the DAG alone (shared by every profile of a network)."""
+
+    augmented: tuple[tuple[int, ...], ...]
+    closure: tuple[tuple[tuple[int, int], ...], ...]
+    runs: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+    source: int
+
+
+@functools.lru_cache(maxsize=8)
+def _shape(producers: tuple[tuple[int, ...], ...], successors_list: tuple[tuple[int, ...], ...],
+           max_states: int) -> _Shape:
+    """The states of the DAG given by each node's producers and consumers, in PipeDream's order."""
+    n = len(producers)
+    before = _Reach(lambda node: (1 << node) - 1)  # strict predecessors
     for node in range(n):
-        for parent in producers[node]:
-            before[node] |= before[parent] | 1 << parent
-    after = [0] * n  # strict successors
+        before.put(node, functools.reduce(operator.or_, (before[p] | 1 << p for p in producers[node]), 0))
+    everything = (1 << n) - 1
+    after = _Reach(lambda node: everything >> (node + 1) << (node + 1))  # strict successors
     for node in reversed(range(n)):
-        for child in successors_list[node]:
-            after[node] |= after[child] | 1 << child
+        after.put(node, functools.reduce(operator.or_, (after[c] | 1 << c for c in successors_list[node]), 0))
     sources = [k for k in range(n) if not producers[k]]
     if not sources:
         raise InputError("the profile has no source node", field="edges")
 
-    # reads[p, q] = 1 for an edge p → q: one sparse product finds the nodes read from outside a set.
-    reads = _edge_matrix(producers, n)
+    # Only a node with two or more consumers can be added: a path from a single-consumer node p to
+    # an antichain node passes through p's one consumer, which is then not outside.
+    consumers_of = {node: sum(1 << child for child in set(successors_list[node])) for node in range(n)
+                    if len(successors_list[node]) > 1}
+    branching = sum(1 << node for node in consumers_of)
     augmented_cache: dict[tuple[int, ...], list[int]] = {}
 
     def augment(antichain: list[int]) -> list[int]:
@@ -82,13 +141,17 @@ def antichain_states(profile: LayerProfile, max_states: int = MAX_STATES) -> Ant
         has a consumer other than a outside a's predecessors."""
         key = tuple(sorted(antichain))
         if key not in augmented_cache:
-            extra: set[int] = set()
+            extra = 0
             for node in antichain:
-                inside = _mask(before[node], n)
-                outside = ~inside
-                outside[node] = False
-                extra.update(np.flatnonzero(inside & (reads @ outside.astype(np.int8) > 0)).tolist())
-            augmented_cache[key] = sorted(extra) + list(antichain)
+                inside = before[node]
+                candidates = inside & branching
+                while candidates:
+                    low = candidates & -candidates
+                    p = low.bit_length() - 1
+                    if consumers_of[p] & ~(inside | 1 << node):
+                        extra |= low
+                    candidates ^= low
+            augmented_cache[key] = [k for k in range(extra.bit_length()) if extra >> k & 1] + list(antichain)
         return augmented_cache[key]
 
     def deaugment(augmented: list[int]) -> list[int]:
@@ -125,10 +188,10 @@ def antichain_states(profile: LayerProfile, max_states: int = MAX_STATES) -> Ant
     ids: dict[tuple[int, ...], int] = {tuple(sorted(first)): 0}
     chains: list[list[int]] = [first]
     edges: list[list[int]] = [[]]
-    queue = [first]
+    queue = collections.deque([first])
     expanded: set[tuple[int, ...]] = set()
     while queue:
-        antichain = queue.pop(0)
+        antichain = queue.popleft()
         key = tuple(sorted(antichain))
         if key in expanded:
             continue
@@ -137,9 +200,9 @@ def antichain_states(profile: LayerProfile, max_states: int = MAX_STATES) -> Ant
             nkey = tuple(sorted(nxt))
             if nkey not in ids:
                 if len(chains) >= max_states:
-                    raise InputError(f"more than {max_states} antichain states: PipeDream's optimizer keeps "
-                                     "states² × machines tables, too large here; merge parallel branches first "
-                                     "(PipeDream's scripts/compress_graph_branches.py)", field="edges")
+                    raise InputError(f"more than {max_states} antichain states: too many for PipeDream's state "
+                                     "search (and a hierarchy's states² × machines tables); merge parallel branches "
+                                     "first (PipeDream's scripts/compress_graph_branches.py)", field="edges")
                 ids[nkey] = len(chains)
                 chains.append(nxt)
                 edges.append([])
@@ -154,29 +217,34 @@ def antichain_states(profile: LayerProfile, max_states: int = MAX_STATES) -> Ant
         done = 0
         for node in nodes:
             done |= before[node] | 1 << node
-        closure.append(done)
-    if closure[-1] != (1 << n) - 1:
-        missing = [profile.names[k] for k in range(n) if not closure[-1] >> k & 1]
-        raise InputError(f"no antichain path from the first source {profile.names[sources[0]]} reaches "
-                         f"{len(missing)} node(s), e.g. {missing[0]}: PipeDream's states would drop their cost",
-                         field="edges")
-    total, weights, activations = profile.total, profile.weight_bytes, profile.activation_bytes
-    masks = [_mask(done, n) for done in closure]
-    compute = np.array([float(np.sum(total[mask], dtype=float)) for mask in masks])
-    activation = np.array([float(np.sum(activations[mask], dtype=float)) for mask in masks])
-    parameters = np.array([float(np.sum(weights[mask], dtype=float)) for mask in masks])
-    crossing = np.array([float(sum(float(activations[k]) for k in nodes)) for nodes in augmented])
-    ancestors = [0] * len(order)
-    for s in order:  # topological: a state's ancestors are complete before its children read them
+        closure.append(_runs(done))
+    runs, starts, ends = _ancestor_runs(order, edges, number)
+    return _Shape(tuple(tuple(nodes) for nodes in augmented), tuple(closure), runs, starts, ends, sources[0])
+
+
+def _ancestor_runs(order: list[int], edges: list[list[int]], number: dict[int, int]):
+    """Each state's ancestors (by state number) as merged runs, in CSR form (see AntichainStates)."""
+    parents: list[list[int]] = [[] for _ in order]
+    for s in order:
         for child in edges[s]:
-            ancestors[number[child]] |= ancestors[number[s]] | 1 << number[s]
-    width = (len(order) + 7) // 8
-    bits = np.frombuffer(b"".join(a.to_bytes(width, "little") for a in ancestors), dtype=np.uint8)
-    return AntichainStates(
-        antichains=tuple(tuple(nodes) for nodes in augmented), closure=tuple(closure), compute=compute,
-        activation=activation, parameters=parameters, crossing=crossing,
-        ancestor_bits=bits.reshape(len(order), width).copy(),
-    )
+            parents[number[child]].append(number[s])
+    found: list[list[tuple[int, int]]] = []
+    for state in range(len(order)):  # numbers are topological: parents come first
+        pieces = sorted(itertools.chain.from_iterable(found[p] + [(p, p)] for p in set(parents[state])))
+        merged: list[tuple[int, int]] = []
+        for start, end in pieces:
+            if merged and start <= merged[-1][1] + 1:
+                if end > merged[-1][1]:
+                    merged[-1] = (merged[-1][0], end)
+            else:
+                merged.append((start, end))
+        found.append(merged)
+    runs = np.zeros(len(order) + 1, dtype=np.int64)
+    runs[1:] = np.cumsum([len(f) for f in found])
+    flat = [run for f in found for run in f]
+    starts = np.array([a for a, _ in flat], dtype=np.int64)
+    ends = np.array([b for _, b in flat], dtype=np.int64)
+    return runs, starts, ends
 
 
 def _depth_first_order(edges: list[list[int]]) -> list[int]:
@@ -205,16 +273,56 @@ def _depth_first_order(edges: list[list[int]]) -> list[int]:
     return order
 
 
+def _exact_prefix_sums(values: np.ndarray) -> np.ndarray | None:
+    """Every prefix's sum when the values are whole numbers whose magnitudes total less than 2⁵³:
+    then every partial sum is exact, so any order of summation (np.sum's pairwise one included)
+    gives these same floats. None otherwise (prefixes are then summed as np.sum does)."""
+    as_float = np.asarray(values, dtype=float)
+    if not (np.all(as_float == np.round(as_float)) and float(np.sum(np.abs(as_float))) < 2.0 ** 53):
+        return None
+    return np.cumsum(as_float)
+
+
+class _Reach:
+    """Each node's strict predecessors (or successors) as bit sets, kept only where they are not
+    ``full(node)`` (every earlier, or later, node): a chain keeps none, so memory follows the
+    branching, not n²."""
+
+    def __init__(self, full):
+        self.full = full
+        self.kept: dict[int, int] = {}
+
+    def put(self, node: int, bits: int) -> None:
+        if bits != self.full(node):
+            self.kept[node] = bits
+
+    def __getitem__(self, node: int) -> int:
+        bits = self.kept.get(node)
+        return self.full(node) if bits is None else bits
+
+
+def _runs(bits: int) -> tuple[tuple[int, int], ...]:
+    """A bit set as ascending runs (first, last) of set bits."""
+    runs = []
+    offset = 0
+    while bits:
+        skip = (bits & -bits).bit_length() - 1
+        bits >>= skip
+        length = (~bits & (bits + 1)).bit_length() - 1
+        runs.append((offset + skip, offset + skip + length - 1))
+        bits >>= length
+        offset += skip + length
+    return tuple(runs)
+
+
+def _bits(runs: tuple[tuple[int, int], ...]) -> int:
+    return sum((1 << (last + 1)) - (1 << first) for first, last in runs)
+
+
 def _mask(bits: int, n: int) -> np.ndarray:
     """The bit set ``bits`` over nodes 0..n−1 as booleans."""
     raw = np.frombuffer(bits.to_bytes((n + 7) // 8, "little"), dtype=np.uint8)
     return np.unpackbits(raw, bitorder="little")[:n].astype(bool)
-
-
-def _edge_matrix(producers, n: int) -> sparse.csr_matrix:
-    rows = [p for node in range(n) for p in producers[node]]
-    cols = [node for node in range(n) for _ in producers[node]]
-    return sparse.csr_matrix((np.ones(len(rows), dtype=np.int32), (rows, cols)), shape=(n, n))
 
 
 __all__ = ["AntichainStates", "antichain_states"]

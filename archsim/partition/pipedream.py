@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from archsim.errors import InputError
 from archsim.partition.antichain import AntichainStates
-from archsim.partition.pipedream_kernel import solve_splits
 from archsim.partition.profile import LayerProfile
 from archsim.partition.result import Partition, PlacedOp, Stage
 
@@ -101,7 +101,23 @@ def pipedream_plan(profile: LayerProfile, hierarchy: tuple[Level, ...] | list[Le
     hierarchy = tuple(hierarchy)
     if not hierarchy:
         raise InputError("at least one level of machines is needed", field="machines")
-    for level in hierarchy:
+    return pipedream_plans(profile, hierarchy[:-1], hierarchy[-1].bandwidth, [hierarchy[-1].machines], options)[0]
+
+
+def pipedream_plans(profile: LayerProfile, inner: tuple[Level, ...] | list[Level], bandwidth: float,
+                    machines: Sequence[int], options: PipeDreamOptions = PipeDreamOptions()) -> list[PipeDreamPlan]:
+    """PipeDream's plans for each count in ``machines`` of an outermost level at ``bandwidth``
+    above the levels ``inner`` (innermost first; empty: one level), each equal to
+    :func:`pipedream_plan`'s for that hierarchy.
+
+    The outermost level's entry A(0, n − 1, m) and its splits depend on that level's machine count
+    only through the memory constraint, so without it one table, solved for the largest count,
+    holds every count's plan (a sweep over processor counts solves once)."""
+    machines = [int(count) for count in machines]
+    if not machines:
+        return []
+    hierarchies = [(*tuple(inner), Level(count, bandwidth)) for count in machines]
+    for level in (*tuple(inner), *(h[-1] for h in hierarchies)):
         if level.machines < 1:
             raise InputError(f"machines per level must be positive, got {level.machines}", field="machines")
         if not level.bandwidth > 0:  # inf: free links
@@ -109,8 +125,16 @@ def pipedream_plan(profile: LayerProfile, hierarchy: tuple[Level, ...] | list[Le
     ratio = options.activation_compression_ratio
     if ratio is not None and not (ratio > 0 and math.isfinite(ratio)):
         raise InputError(f"must be positive and finite, got {ratio}", field="activation-compression-ratio")
-    states = profile.antichain_states
-    n = len(states)
+    if options.memory_constraint:
+        return [_plan(profile.antichain_states, _tables(profile.antichain_states, h, options), h, options)
+                for h in hierarchies]
+    widest = (*tuple(inner), Level(max(machines), bandwidth))
+    tables = _tables(profile.antichain_states, widest, options)
+    return [_plan(profile.antichain_states, tables, h, options) for h in hierarchies]
+
+
+def _tables(states: AntichainStates, hierarchy: tuple[Level, ...], options: PipeDreamOptions) -> list[_Solved]:
+    """Every level's tables, innermost first; each level above reads the one below's A(·, ·, N − 1)."""
     compute = _Cumulative(states.compute)
     all_a = []
     within = 1
@@ -121,10 +145,17 @@ def pipedream_plan(profile: LayerProfile, hierarchy: tuple[Level, ...] | list[Le
         within = level.machines
         if not final:
             compute = _Matrix(solved.value[:, :, -1])
-    last = all_a[-1]
-    time = float(last.value[0, n - 1, hierarchy[-1].machines - 1])
+    return all_a
+
+
+def _plan(states: AntichainStates, all_a: list[_Solved], hierarchy: tuple[Level, ...],
+          options: PipeDreamOptions) -> PipeDreamPlan:
+    """The plan for ``hierarchy`` read from its tables (the outermost may hold more machines)."""
+    n = len(states)
+    last, machines = all_a[-1], hierarchy[-1].machines
+    time = float(last.value[0, n - 1, machines - 1])
     if not math.isfinite(time):
-        raise InputError(f"PipeDream's optimizer finds no plan: {n} states on {hierarchy[-1].machines} machines"
+        raise InputError(f"PipeDream's optimizer finds no plan: {n} states on {machines} machines"
                          + (" under the memory constraint" if options.memory_constraint else "")
                          + ("" if options.use_fewer_machines else " (allow fewer machines to leave some idle)"),
                          field="machines")
@@ -139,7 +170,7 @@ def pipedream_plan(profile: LayerProfile, hierarchy: tuple[Level, ...] | list[Le
         levels.append(tuple(groups))
         splits = new_splits
     return PipeDreamPlan(time, float(states.compute[-1]), tuple(levels), states, hierarchy, options,
-                         tuple(float(v) for v in last.value[0, n - 1, :]))
+                         tuple(float(v) for v in last.value[0, n - 1, :machines]))
 
 
 @dataclass(frozen=True)
@@ -168,6 +199,8 @@ class _Matrix:
 
     def __init__(self, values: np.ndarray):
         self.values = np.where(np.isinf(values), np.nan, values)
+        # lowest[r, j]: the least non-None entry of rows 0..r of column j (inf: none), the kernel's bound
+        self.lowest = np.minimum.accumulate(np.where(np.isnan(self.values), np.inf, self.values), axis=0)
 
     def get(self, rows, cols):
         return self.values[np.asarray(rows), np.asarray(cols)]
@@ -202,8 +235,11 @@ def _solve_level(states: AntichainStates, compute, level: Level, within: int, fi
         replicas[:, :, m] = np.where(allowed, m + 1, 0)
     ratio = options.activation_compression_ratio
     use_matrix = isinstance(compute, _Matrix)
-    solve_splits(value, split, rest, replicas, states.ancestor_bits,
+    from archsim.partition.pipedream_kernel import solve_splits  # numba loads with the first solve, not on import
+
+    solve_splits(value, split, rest, replicas, states.ancestor_runs, states.ancestor_starts, states.ancestor_ends,
                  np.zeros(1) if use_matrix else compute.cumulative, compute.values if use_matrix else np.zeros((1, 1)),
+                 compute.lowest if use_matrix else np.zeros((1, 1)),
                  use_matrix, states.activation, states.parameters, states.crossing, float(bandwidth),
                  options.straight_pipeline, options.use_fewer_machines,
                  -1.0 if ratio is None else float(ratio),
@@ -249,10 +285,27 @@ def pipedream_partition(profile: LayerProfile, processors: int | None = None, *,
             raise InputError(f"processors must be positive, got {processors}", field="processors")
         hierarchy = (Level(processors, math.inf if bandwidth is None else bandwidth),)
     if options is None:
-        options = PipeDreamOptions(activation_compression_ratio=None if bandwidth is None else 1.0,
-                                   straight_pipeline=not replication, use_fewer_machines=use_fewer_machines)
+        options = _short_options(bandwidth, replication, use_fewer_machines)
     plan = pipedream_plan(profile, hierarchy, options)
     return plan_partition(profile, plan)
+
+
+def pipedream_partitions(profile: LayerProfile, processors: Sequence[int], *, bandwidth: float | None = None,
+                         replication: bool = False, use_fewer_machines: bool = False) -> list[Partition]:
+    """:func:`pipedream_partition`'s short form for every count in ``processors``, in that order,
+    from one solve of the optimizer's table (see :func:`pipedream_plans`): what a sweep over
+    processor counts calls. Each equals ``pipedream_partition(profile, count, ...)``."""
+    for count in processors:
+        if count <= 0:
+            raise InputError(f"processors must be positive, got {count}", field="processors")
+    options = _short_options(bandwidth, replication, use_fewer_machines)
+    plans = pipedream_plans(profile, (), math.inf if bandwidth is None else bandwidth, processors, options)
+    return [plan_partition(profile, plan) for plan in plans]
+
+
+def _short_options(bandwidth: float | None, replication: bool, use_fewer_machines: bool) -> PipeDreamOptions:
+    return PipeDreamOptions(activation_compression_ratio=None if bandwidth is None else 1.0,
+                            straight_pipeline=not replication, use_fewer_machines=use_fewer_machines)
 
 
 def plan_partition(profile: LayerProfile, plan: PipeDreamPlan) -> Partition:
@@ -264,6 +317,7 @@ def plan_partition(profile: LayerProfile, plan: PipeDreamPlan) -> Partition:
     n = len(plan.states)
     stages: list[Stage] = []
     boundaries: list[float] = []
+    forward, weight_grad, delta = profile.forward.tolist(), profile.weight_grad.tolist(), profile.delta.tolist()
 
     def outwards(value: float, above: list[tuple[float, int]]) -> float:
         for extra, replicas in above:
@@ -290,9 +344,9 @@ def plan_partition(profile: LayerProfile, plan: PipeDreamPlan) -> Partition:
                 walk(level + 1, offset + position, [(allreduce, r), *above])
                 continue
             nodes = plan.states.nodes_between(block.start, block.end)
-            ops = tuple(PlacedOp(profile.names[k], kind, float(cost)) for k in nodes
-                        for kind, cost in (("F", profile.forward[k]), ("G", profile.weight_grad[k]),
-                                           ("D", profile.delta[k])) if kind != "D" or cost > 0)
+            ops = tuple(PlacedOp(profile.names[k], kind, cost) for k in nodes
+                        for kind, cost in (("F", forward[k]), ("G", weight_grad[k]), ("D", delta[k]))
+                        if kind != "D" or cost > 0)
             compute = sum(op.cycles for op in ops)
             machines = r * math.prod(replicas for _, replicas in above)
             time = outwards((compute + allreduce) / r, above)
@@ -325,4 +379,4 @@ def describe(plan: PipeDreamPlan) -> str:
 
 
 __all__ = ["DEFAULT_MEMORY_BYTES", "Block", "Level", "PipeDreamOptions", "PipeDreamPlan", "pipedream_partition",
-           "pipedream_plan", "plan_partition"]
+           "pipedream_partitions", "pipedream_plan", "pipedream_plans", "plan_partition"]

@@ -24,7 +24,7 @@ from tqdm import tqdm
 from archsim.array.config import ArrayConfig
 from archsim.errors import InputError
 from archsim.outputs import atomic_write_text
-from archsim.partition import build_profile, partition
+from archsim.partition import build_profile, partitions
 from archsim.sweep.spec import SweepSpec, Unit
 from archsim.sweep.summary import summarize
 from archsim.workload import load_network
@@ -63,11 +63,12 @@ def compute_unit(unit: Unit) -> list[dict[str, object]]:
     array = ArrayConfig(rows=unit.rows, cols=unit.cols, dataflow=unit.dataflow)
     profile = build_profile(network, array, unit.batch, unit.mode, unit.engine)  # type: ignore[arg-type]
     single = float(profile.total.sum())
+    options = {method: {"alpha": unit.alpha} if method == "layerpipe" else {} for method in unit.methods}
+    plans = {method: partitions(profile, unit.processors, method, **options[method]) for method in unit.methods}
     rows = []
-    for processors in unit.processors:
+    for index, processors in enumerate(unit.processors):
         for method in unit.methods:
-            options = {"alpha": unit.alpha} if method == "layerpipe" else {}
-            plan = partition(profile, processors, method, **options)
+            plan = plans[method][index]
             rows.append(base_row(processors, method, plan, single, plan.max_stage_cycles))
     return rows
 

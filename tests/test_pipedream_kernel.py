@@ -1,0 +1,147 @@
+"""PipeDream's pruned dynamic program and its run-list antichain states against the first-written
+ones (``tests/pipedream_reference.py``: every ancestor of every state scanned, ancestors as a bit
+matrix), table for table: the same values, splits, rests and replicas, bit for bit, on random
+chains and DAGs under every flag of the optimizer, and on long chains where pruning matters."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from archsim.partition import partition, partitions, profile_from_costs
+from archsim.partition.antichain import antichain_states
+from archsim.partition.graph_txt import load_graph_txt
+from archsim.partition.pipedream import (Level, PipeDreamOptions, _Cumulative, _Matrix, _solve_level,
+                                        pipedream_partition, pipedream_partitions, pipedream_plan, pipedream_plans)
+from tests.pipedream_reference import reference_tables
+
+
+def tables(profile, hierarchy, options):
+    """The tables pipedream_plan fills, per level (innermost first)."""
+    states = antichain_states(profile)
+    compute, within, solved = _Cumulative(states.compute), 1, []
+    for number, level in enumerate(hierarchy):
+        final = number == len(hierarchy) - 1
+        solved.append(_solve_level(states, compute, level, within, final, options))
+        within = level.machines
+        if not final:
+            compute = _Matrix(solved[-1].value[:, :, -1])
+    return states, solved
+
+
+def random_profile(rng, n, branches=0.3, ties=False):
+    """A chain with random extra edges from earlier nodes (skip connections); ``ties``: small
+    integer costs, so many splits tie."""
+    edges = [(k - 1, k) for k in range(1, n)]
+    edges += [(int(rng.integers(0, k - 1)), k) for k in range(2, n) if rng.random() < branches]
+    if ties:
+        forward, weight_grad, delta = rng.integers(0, 3, n), rng.integers(0, 2, n), np.zeros(n)
+    else:
+        forward, weight_grad, delta = rng.uniform(0, 2, n), rng.uniform(0, 1, n), rng.uniform(0, 1, n)
+    return profile_from_costs([f"n{k}" for k in range(n)], forward, weight_grad, delta, rng.integers(0, 50, n),
+                              None, rng.integers(0, 50, n), edges=edges)
+
+
+def random_options(rng):
+    return PipeDreamOptions(activation_compression_ratio=rng.choice([None, 1.0, 2.0]),
+                            memory_constraint=bool(rng.random() < 0.3), memory_bytes=float(rng.integers(20, 400)),
+                            straight_pipeline=bool(rng.random() < 0.5), use_fewer_machines=bool(rng.random() < 0.5))
+
+
+def assert_same(profile, hierarchy, options):
+    expected_states, expected = reference_tables(profile, hierarchy, options)
+    states, got = tables(profile, hierarchy, options)
+    assert states.antichains == expected_states.antichains
+    assert [states.done(j) for j in range(len(states))] == list(expected_states.closure)
+    for name in ("compute", "activation", "parameters", "crossing"):
+        assert np.array_equal(getattr(states, name), getattr(expected_states, name)), name
+    for j in range(len(states)):
+        bits = expected_states.ancestor_bits
+        assert states.ancestors(j) == [k for k in range(len(states)) if bits[j, k >> 3] >> (k & 7) & 1]
+    for level, (mine, theirs) in enumerate(zip(got, expected)):
+        for name in ("value", "split", "rest", "replicas"):
+            assert np.array_equal(getattr(mine, name), getattr(theirs, name)), (level, name)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_networks_give_the_reference_tables(seed):
+    rng = np.random.default_rng(seed)
+    for _ in range(40):
+        profile = random_profile(rng, int(rng.integers(1, 30)), branches=rng.choice([0.0, 0.2, 0.5]),
+                                 ties=rng.random() < 0.5)
+        hierarchy = [Level(int(rng.integers(1, 7)), float(rng.choice([1.0, 10.0, np.inf])))
+                     for _ in range(int(rng.integers(1, 3)))]
+        options = random_options(rng)
+        assert_same(profile, hierarchy, options)
+
+
+@pytest.mark.parametrize("replication, bandwidth", [(False, np.inf), (True, np.inf), (False, 50.0), (True, 50.0)])
+def test_long_chains_give_the_reference_tables(replication, bandwidth):
+    rng = np.random.default_rng(7)
+    options = PipeDreamOptions(activation_compression_ratio=None if np.isinf(bandwidth) else 1.0,
+                               straight_pipeline=not replication)
+    for n, hierarchy in ((600, [Level(16, bandwidth)]), (120, [Level(3, bandwidth), Level(4, bandwidth / 10)])):
+        profile = profile_from_costs([f"l{k}" for k in range(n)], rng.uniform(1, 2, n), rng.uniform(1, 2, n),
+                                     rng.uniform(1, 2, n), rng.integers(1, 100, n), None, rng.integers(1, 100, n))
+        assert_same(profile, hierarchy, options)
+
+
+def test_equal_layers_tie_as_the_reference_does():
+    # Every layer alike: many splits give the optimum; the first in the released order must win.
+    n = 200
+    profile = profile_from_costs([f"l{k}" for k in range(n)], np.ones(n), np.ones(n), np.zeros(n))
+    for options in (PipeDreamOptions(straight_pipeline=True), PipeDreamOptions(),
+                    PipeDreamOptions(straight_pipeline=True, use_fewer_machines=True)):
+        assert_same(profile, [Level(7, 1.0)], options)
+
+
+def test_a_chain_has_one_ancestor_run_per_state():
+    n = 5000
+    profile = profile_from_costs([f"l{k}" for k in range(n)], np.ones(n), np.ones(n), np.zeros(n))
+    states = profile.antichain_states
+    assert len(states) == n and len(states.ancestor_starts) == n - 1
+    assert states.ancestors(n - 1) == list(range(n - 1))
+    plan = pipedream_plan(profile, [Level(16, np.inf)], PipeDreamOptions(straight_pipeline=True))
+    assert plan.time_per_stage == 626.0  # 10,000 units of work over 16 stages of whole layers: ⌈5000/16⌉ × 2
+
+
+@pytest.mark.parametrize("options", [PipeDreamOptions(straight_pipeline=True), PipeDreamOptions(),
+                                     PipeDreamOptions(activation_compression_ratio=1.0, use_fewer_machines=True),
+                                     PipeDreamOptions(memory_constraint=True, memory_bytes=300.0)])
+def test_one_table_gives_every_machine_count_its_own_plan(options):
+    rng = np.random.default_rng(3)
+    profile = random_profile(rng, 40, branches=0.2)
+    counts = [2, 5, 3, 12, 1]
+    inner = [Level(2, 100.0)]
+    for levels in ([], inner):
+        together = pipedream_plans(profile, levels, 10.0, counts, options)
+        assert together == [pipedream_plan(profile, [*levels, Level(count, 10.0)], options) for count in counts]
+
+
+def test_the_sweeps_batch_call_equals_one_call_per_processor_count():
+    rng = np.random.default_rng(4)
+    profile = random_profile(rng, 30, branches=0.3)
+    counts = [2, 3, 4, 8, 12]
+    assert partitions(profile, counts, "pipedream") == [pipedream_partition(profile, count) for count in counts]
+    assert partitions(profile, counts, "gpipe") == [partition(profile, count, "gpipe") for count in counts]
+    assert pipedream_partitions(profile, counts, bandwidth=5.0, replication=True) == [
+        pipedream_partition(profile, count, bandwidth=5.0, replication=True) for count in counts]
+
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "pipedream" / "profiles"
+SETTINGS = [([8], [1e9], {"activation_compression_ratio": 1.0}), ([8], [1e9], {}),
+            ([8], [1e9], {"activation_compression_ratio": 1.0, "memory_constraint": True}),
+            ([4, 4], [1.6e10, 1.25e9], {"activation_compression_ratio": 1.0}),
+            ([16], [1e9], {"straight_pipeline": True}),
+            ([6], [1e9], {"straight_pipeline": True, "use_fewer_machines": True})]
+
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason="shared/pipedream (PipeDream's profiles) not beside the repo")
+@pytest.mark.parametrize("model, settings", [("resnet50", SETTINGS), ("gnmt", SETTINGS),
+                                             ("densenet121", SETTINGS[4:])])
+def test_released_profiles_give_the_reference_tables(model, settings):
+    profile = load_graph_txt(SHARED / f"{model}.txt")
+    for machines, bandwidths, flags in settings:
+        assert_same(profile, [Level(n, b) for n, b in zip(machines, bandwidths)], PipeDreamOptions(**flags))
