@@ -6,10 +6,10 @@ and configurations, with the fitted exponents, and the page that plots them — 
 
 Studies (each point in a fresh child process, so its peak memory is its own):
 
-* ``sim``: the 1F1B stage pipeline (``zb_problem``, 8 stages, F = B = W = 1) from 10³ to 10⁶ ops:
-  the policy building its Op/Dep objects, the Problem checking and indexing them, the simulation,
-  the validation; the reference engine (the original pure-Python engine, tests/sim_reference.py)
-  on the same problems up to 10⁵ ops, for the ratio.
+* ``sim``: the published 1F1B order on 8 stages (unequal F, B, W; per-hop latency and bytes over
+  links) from 10³ to 10⁶ ops: the order, the problem built as columns and checked
+  (``order_problem``), the simulation, the validation; the reference engine (the original
+  pure-Python engine, tests/sim_reference.py) on the same problems up to 10⁵ ops, for the ratio.
 * ``procs``: the test ring problem (tests/test_sim_scale.py), 10⁵ ops on 2 to 1,000 processors.
 * ``layerpipe``: Algorithm 1 (``layerpipe_partition``, 8 processors) on conv chains of 10³ to 10⁵
   layers whose widths cycle 32/64/128 (so δ splits happen).
@@ -67,15 +67,16 @@ def warm_up():  # load the simulator's compiled kernels (numba's cache) before a
 CHILD = {
     "sim": """
 warm_up()
-import archsim.policies.zero_bubble as zb
-from archsim.sim import Problem, simulate, validate_timeline
+from archsim.policies.stage_orders import published_order
+from archsim.policies.stage_profile import StageProfile
+from archsim.policies.stage_run import order_problem
+from archsim.sim import simulate, validate_timeline
 out["base_mb"] = peak_mb()
-captured = {{}}
-zb.Problem = lambda *a: captured.setdefault("args", a)
-m = max(1, {size} // 24)
-t = clock(); zb.zb_problem(zb.StageCosts.equal(8), m, "1f1b"); out["build_objects"] = since(t)
-t = clock(); problem = Problem(*captured["args"]); out["check_and_index"] = since(t)
-out["ops"] = len(problem.ops)
+m = max(1, {size} // 16)  # the published 1F1B order on 8 stages: F and B per stage and micro-batch
+profile = StageProfile((3.0,) * 8, (2.0,) * 8, (1.0,) * 8, 0.5, (4,) * 8, (), (8,) * 8, 16.0)
+t = clock(); order = published_order("1f1b", 8, m); out["order"] = since(t)
+t = clock(); problem = order_problem(order, profile); out["build_and_check"] = since(t)
+out["ops"] = len(problem.arrays.ids)
 t = clock(); timeline = simulate(problem); out["simulate"] = since(t)
 t = clock(); errors = validate_timeline(problem, timeline); out["validate"] = since(t)
 assert errors == []
@@ -83,7 +84,7 @@ out["peak_mb"] = peak_mb()
 if {size} <= 100_000:
     import sim_reference
     t = clock(); expected = sim_reference.simulate(problem); out["reference_simulate"] = since(t)
-    assert tuple(timeline.slots) == expected.slots
+    assert tuple(timeline.slots) == expected.slots and tuple(timeline.transfers) == expected.transfers
 """,
     "procs": """
 warm_up()
@@ -256,7 +257,7 @@ def write_page(frame: pd.DataFrame, fitted: pd.DataFrame) -> Path:
 
 
 CHILD_DOCS = {
-    "sim": "the 1F1B stage pipeline (8 stages) from 10³ to 10⁶ ops; the reference engine up to 10⁵.",
+    "sim": "the published 1F1B order on 8 stages, with links, 10³ to 10⁶ ops; the reference engine up to 10⁵.",
     "procs": "the ring problem of tests/test_sim_scale.py, 10⁵ ops on 2 to 1,000 processors.",
     "layerpipe": "Algorithm 1 on 8 processors over conv chains of 10³ to 10⁵ layers.",
     "pipedream": "PipeDream's optimizer on 16 processors over chains of 10³ to 2·10⁴ layers; the first-written "

@@ -208,3 +208,24 @@ def test_plan_command_on_a_testbed(capsys, tmp_path):
     weights = sum(9 * c * m for _, c, m in VGG16_CONV.values())
     assert weights == 14_710_464
     assert doc["meta"]["makespan_seconds"] == pytest.approx(cycles / 1e9 + 2 * 3 / 4 * weights / 16e9)
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("argv, phases", [
+    (["schedule", "layerpipe_sample", "--policy", "1f1b", "--processors", "2", "--microbatches", "4"],
+     ("costs", "build", "simulate", "validate")),
+    (["pipeline", "layerpipe_sample", "--processors", "2", "--microbatches", "4"], ("build", "simulate", "validate")),
+])
+def test_long_runs_name_their_phases_on_a_terminal_only(argv, phases, monkeypatch, capsys):
+    main(argv)
+    quiet = capsys.readouterr()
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    main(argv)
+    shown = terminal.getvalue()
+    assert all(f"phase/s, {name}]" in shown for name in phases) and quiet.err == ""
+    assert capsys.readouterr().out == quiet.out  # the same results either way

@@ -25,6 +25,7 @@ from archsim.sim import (
     simulate,
     validate_timeline,
 )
+from archsim.sim.timeline import SlotTable, TransferTable
 
 PROBLEM = Problem(
     (Processor("p", 2), Processor("q")), (Link("l", "p", "q", bandwidth=1, latency=1),),
@@ -126,3 +127,30 @@ def test_every_simulation_in_the_tests_is_validated():
     profile = profile_from_costs(["a", "b"], [1, 1], [1, 1], [1, 1])
     pipeline.simulate_partition(pipedream_partition(profile, 2), profile, 2)
     assert VALIDATED["count"] == before + 1
+
+
+def _tables(timeline, slots=None, transfers=None):
+    """The timeline with its engine tables' columns replaced (the arrays the fast path reads)."""
+    s, t = timeline.slots, timeline.transfers
+    slot_columns = {"op": s.op, "processor": s.processor, "stream": s.stream, "start": s.start, "end": s.end}
+    transfer_columns = {"dep": t.dep, "link": t.link, "start": t.start, "end": t.end}
+    slot_columns.update(slots or {})
+    transfer_columns.update(transfers or {})
+    return Timeline(SlotTable(timeline.problem, **slot_columns), TransferTable(timeline.problem, **transfer_columns),
+                    timeline.problem)
+
+
+@pytest.mark.parametrize("plant, needle", [
+    (lambda t: _tables(t, transfers={"start": t.transfers.start - 1, "end": t.transfers.end - 1}),
+     "before a ended"),
+    (lambda t: _tables(t, transfers={"dep": t.transfers.dep[[0, 0]]}), "0 transfers, expected 1"),
+    (lambda t: _tables(t, transfers={"start": t.transfers.start[[0, 0]], "end": t.transfers.start[[0, 0]] + [4, 1]}),
+     "overlap on link l"),
+    (lambda t: _tables(t, slots={"start": t.slots.start + 0.5}), "lasted"),
+])
+def test_validator_reads_the_engine_tables_and_catches_planted_bugs(valid, plant, needle):
+    from archsim.sim.validate import quick_check
+
+    broken = plant(valid)
+    assert quick_check(PROBLEM, _tables(valid)) and not quick_check(PROBLEM, broken)
+    assert any(needle in line for line in validate_timeline(PROBLEM, broken))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from archsim.array.config import ArrayConfig, parse_array_shape, read_scalesim_cfg
@@ -226,6 +228,35 @@ def progress(total: int, desc: str, unit: str):
     from tqdm import tqdm
 
     return tqdm(total=total, desc=desc, unit=unit, disable=None, leave=False)
+
+
+@contextmanager
+def phases(desc: str, names: Sequence[str]):
+    """The phases of a long run (cost, build, simulate, validate) as a :func:`progress` bar — on a
+    terminal only — naming the phase under way; yields ``step(name)``, called as each phase starts.
+    It draws between phases only, so the simulation itself runs untouched."""
+    with progress(len(names), desc, "phase") as bar:
+        started = False
+
+        def step(name: str) -> None:
+            nonlocal started
+            if started:
+                bar.update()
+            started = True
+            bar.set_postfix_str(name)
+
+        yield step
+        if started:
+            bar.update()
+
+
+def validated(timeline):
+    """``timeline`` after the independent validator found nothing wrong with it (else an
+    AssertionError listing the violations: a simulator bug, not a user's mistake)."""
+    from archsim.sim.validate import assert_valid
+
+    assert_valid(timeline.problem, timeline)
+    return timeline
 
 
 def check_choice(value: str, choices: tuple[str, ...], field: str) -> str:

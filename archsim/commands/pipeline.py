@@ -8,8 +8,8 @@ from archsim.cli import Command
 from archsim.validate import check_job_size, float_flag, processors_flag
 from archsim.commands.common import add_job_limit_argument
 from archsim.commands.common import (MODE_HELP, add_array_arguments, add_clock_argument, add_seconds, with_clock, add_engine_arguments, with_memory_args, add_network_arguments, add_output_arguments,
-                                     add_timeline_outputs, array_from_args, emit, network_from_args, positive_int,
-                                     write_timeline_outputs)
+                                     add_timeline_outputs, array_from_args, emit, network_from_args, phases,
+                                     positive_int, validated, write_timeline_outputs)
 from archsim.errors import InputError
 from archsim.lowering import MODES, SPLIT_AXES
 from archsim.outputs import render
@@ -78,7 +78,10 @@ def run(args: argparse.Namespace) -> int:
                          field="microbatches")
     if args.microbatches:
         check_job_size(args.microbatches * sum(len(stage.ops) for stage in plan.stages), args.max_ops)
-        result = simulate_partition(plan, profile, args.microbatches)
+        with phases(f"pipeline {plan.method}", ("build", "simulate", "validate")) as phase:
+            result = simulate_partition(plan, profile, args.microbatches, phase=phase)
+            phase("validate")
+            validated(result.timeline)
         meta["microbatches"] = args.microbatches
         meta["makespan"] = result.timeline.makespan
         utilization = result.timeline.utilization()

@@ -120,6 +120,7 @@ def _run_pipedream(args: argparse.Namespace, profile, topology) -> int:
         pipedream_plan,
         plan_partition,
     )
+    from archsim.commands.common import phases, validated
     from archsim.spp.pe import pe_makespan
     from archsim.spp.plan import partition_stage_plans
 
@@ -135,7 +136,12 @@ def _run_pipedream(args: argparse.Namespace, profile, topology) -> int:
             raise
         raise InputError(error.message, file=args.network, field=error.where.field) from None
     partition = plan_partition(profile, plan)
-    makespan, timeline = pe_makespan(partition_stage_plans(profile, partition, topology.bandwidth), args.microbatches)
+    with phases("PipeDream plan", ("simulate", "validate")) as phase:
+        phase("simulate")
+        makespan, timeline = pe_makespan(partition_stage_plans(profile, partition, topology.bandwidth),
+                                         args.microbatches)
+        phase("validate")
+        validated(timeline)
     blocks = plan.stages()
     rows = []
     for stage, (block, machines) in zip(partition.stages, blocks):

@@ -12,15 +12,17 @@ from archsim.commands.common import add_job_limit_argument
 from archsim.commands.stage_schedule import STAGE_ONLY, add_stage_arguments, run_stages, stage_mode
 from archsim.commands.common import (MODE_HELP, add_array_arguments, add_clock_argument, add_engine_arguments,
                                      add_network_arguments, add_output_arguments, add_timeline_outputs, array_from_args,
-                                     emit, network_from_args, positive_int, with_clock, with_memory_args,
-                                     write_timeline_outputs)
+                                     emit, network_from_args, phases, positive_int, validated, with_clock,
+                                     with_memory_args, write_timeline_outputs)
+from archsim.sim import simulate
 from archsim.lowering import MODES
 from archsim.outputs import render
 from archsim.partition import build_profile
 from archsim.policies import data_parallel as dp
 from archsim.policies import multistream as ms
 from archsim.policies import zero_bubble as zb
-from archsim.policies.ooo import POLICIES, LayerCosts, default_flush, ooo_schedule, schedule_metrics
+from archsim.policies.ooo import POLICIES, LayerCosts, default_flush, ooo_problem, schedule_metrics
+from archsim.policies.ooo import op_count as ooo_op_count
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -75,33 +77,41 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"{args.policy} runs on per-stage costs: use --stages/--stage-times or --stage-profile",
                          field="policy")
     network = network_from_args(args)
-    chunks = args.chunks if args.policy == "interleaved-1f1b" else 1
-    check_job_size(args.microbatches * 3 * max(len(network), args.processors) * chunks, args.max_ops)
     flush = args.flush if args.flush is not None else default_flush(args.policy)
-    if args.unit_costs:
-        costs = LayerCosts.unit(len(network))
-        unit = "units"
-    else:
-        array = with_memory_args(array_from_args(args), args)
-        profile = build_profile(network, array, args.batch, args.mode, args.engine)
-        costs = LayerCosts(tuple(profile.forward), tuple(profile.delta), tuple(profile.weight_grad),
-                           first_layer_delta=args.mode == "paper", stash_bytes=tuple(int(x) for x in profile.delta_bytes))
-        unit = "cycles"
+    check_job_size(_op_count(args, len(network), flush), args.max_ops)
     if args.policy == "multistream":
         return _multistream(args, network)
-    if args.policy in dp.POLICIES:
-        problem, timeline, extra = _data_parallel(args, costs, network)
-    elif args.policy in zb.SCHEDULES + zb.LIST_SCHEDULES:
-        if args.comm and args.policy in zb.LIST_SCHEDULES:
-            raise InputError(f"{args.policy} has no communication model; --comm applies to the published schedules",
-                             field="comm")
-        problem, timeline = zb.zb_schedule(_stage_costs(args, costs), args.microbatches, args.policy, args.chunks,
-                                           comm=args.comm, bandwidth=None if args.unit_costs else _link(args))
-        extra = {}
-    else:
-        problem, timeline = ooo_schedule(costs, args.processors, args.microbatches, args.policy, flush=flush,
-                                         group=args.group)
-        extra = {}
+    with phases(f"schedule {args.policy}", ("costs", "build", "simulate", "validate")) as phase:
+        phase("costs")
+        if args.unit_costs:
+            costs = LayerCosts.unit(len(network))
+            unit = "units"
+        else:
+            array = with_memory_args(array_from_args(args), args)
+            profile = build_profile(network, array, args.batch, args.mode, args.engine)
+            costs = LayerCosts(tuple(profile.forward), tuple(profile.delta), tuple(profile.weight_grad),
+                               first_layer_delta=args.mode == "paper",
+                               stash_bytes=tuple(int(x) for x in profile.delta_bytes))
+            unit = "cycles"
+        extra: dict = {}
+        if args.policy in dp.POLICIES:
+            problem, extra = _data_parallel(args, costs, network, phase)
+        elif args.policy in zb.SCHEDULES + zb.LIST_SCHEDULES:
+            if args.comm and args.policy in zb.LIST_SCHEDULES:
+                raise InputError(f"{args.policy} has no communication model; --comm applies to the published "
+                                 "schedules", field="comm")
+            stage_costs = _stage_costs(args, costs)
+            phase("build")
+            problem = zb.zb_build(stage_costs, args.microbatches, args.policy, args.chunks, comm=args.comm,
+                                  bandwidth=None if args.unit_costs else _link(args))
+        else:
+            phase("build")
+            problem = ooo_problem(costs, args.processors, args.microbatches, args.policy, flush=flush,
+                                  group=args.group)
+        phase("simulate")
+        timeline = simulate(problem)
+        phase("validate")
+        validated(timeline)
     row = {"policy": args.policy, "processors": args.processors, "microbatches": args.microbatches,
            "flush": flush if args.policy in POLICIES else "", **schedule_metrics(problem, timeline), **extra}
     meta = {"network": network.name, "unit": unit, "costs": "unit" if args.unit_costs else f"{args.mode} mode"}
@@ -112,6 +122,18 @@ def run(args: argparse.Namespace) -> int:
     write_timeline_outputs(args, timeline, f"{network.name}: {args.policy}, {args.processors} devices")
     emit(render(pd.DataFrame([row]), args.format, precision=args.precision, meta=meta), args)
     return 0
+
+
+def _op_count(args: argparse.Namespace, layers: int, flush: bool) -> int:
+    """The ops the policy's problem will have, counted before building it (exact but for dualpipev's bound)."""
+    if args.policy in zb.SCHEDULES:
+        return zb.op_count(args.policy, args.processors, args.microbatches, args.chunks)
+    if args.policy in zb.LIST_SCHEDULES:
+        return 3 * args.processors * args.microbatches
+    if args.policy in POLICIES:
+        return ooo_op_count(layers, args.microbatches, first_layer_delta=args.mode == "paper" and not args.unit_costs,
+                            flush=flush)
+    return 5 * layers  # one iteration window of data parallelism (F, F', S per layer; G, D in the backward order)
 
 
 def _link(args: argparse.Namespace) -> float:
@@ -167,10 +189,10 @@ def _stage_costs(args: argparse.Namespace, costs: LayerCosts) -> zb.StageCosts:
     return zb.StageCosts(tuple(sums["F"]), tuple(sums["D"]), tuple(sums["G"]), tuple(activation), tuple(send))
 
 
-def _data_parallel(args: argparse.Namespace, costs: LayerCosts, network):
-    """One device's iteration window under data parallelism over ``--processors`` workers."""
+def _data_parallel(args: argparse.Namespace, costs: LayerCosts, network, phase):
+    """One device's iteration window under data parallelism over ``--processors`` workers (the
+    search for k simulates candidate windows), and the chosen k."""
     from archsim.errors import InputError
-    from archsim.sim import simulate
 
     layers = len(costs)
     if args.unit_costs:
@@ -184,6 +206,7 @@ def _data_parallel(args: argparse.Namespace, costs: LayerCosts, network):
         return dp.window_time(f, d, g, sync, dp.reverse_first_k_order(layers, k))
 
     k = 0
+    phase("build")
     if args.policy == "dp-reverse-k":
         if args.k == "auto":
             k = dp.search_k(evaluate, layers)
@@ -193,8 +216,7 @@ def _data_parallel(args: argparse.Namespace, costs: LayerCosts, network):
             except ValueError:
                 raise InputError(f"expected an integer or 'auto', got {args.k!r}", field="k") from None
     order, prioritized = dp.policy_order(args.policy, layers, k)
-    problem = dp.dp_problem(f, d, g, sync, order, prioritized=prioritized)
-    return problem, simulate(problem), {"k": k}
+    return dp.dp_problem(f, d, g, sync, order, prioritized=prioritized), {"k": k}
 
 
 COMMAND = Command("schedule", "layer-wise schedules: pipelines (mp, gpipe, ooo-pipe1/2) and data parallel",

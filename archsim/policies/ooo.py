@@ -23,8 +23,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from archsim.errors import InputError
-from archsim.sim import Dep, Op, Problem, Processor, simulate
+from archsim.sim import Problem, Processor, simulate
+from archsim.sim.columns import DepColumns, OpColumns
 
 POLICIES = ("mp", "gpipe", "ooo-pipe1", "ooo-pipe2")
 
@@ -62,6 +65,13 @@ def default_flush(policy: str) -> bool:
     return policy not in ("ooo-pipe2", "mp")
 
 
+def op_count(layers: int, microbatches: int, *, first_layer_delta: bool = False, flush: bool = True) -> int:
+    """The ops :func:`ooo_problem` builds: per micro-batch F and G of every layer and δ of every layer
+    that has one, and the flush barrier when it flushes two or more micro-batches."""
+    deltas = layers - 1 + first_layer_delta if layers else 0
+    return microbatches * (2 * layers + deltas) + (flush and microbatches > 1)
+
+
 def ooo_problem(costs: LayerCosts, devices: int, microbatches: int, policy: str, *, flush: bool = True,
                 group: int = 1) -> Problem:
     if policy not in POLICIES:
@@ -73,8 +83,6 @@ def ooo_problem(costs: LayerCosts, devices: int, microbatches: int, policy: str,
                          "backward) over several micro-batches; use it without a flush", field="flush")
     n = len(costs)
     where = [device_of(l, n, devices, policy, group) for l in range(n)]
-    ops: list[Op] = []
-    deps: list[Dep] = []
 
     def rank(kind: str, mb: int, layer: int) -> tuple:
         backward_layer = n - 1 - layer  # deeper layers first in the backward pass
@@ -84,39 +92,68 @@ def ooo_problem(costs: LayerCosts, devices: int, microbatches: int, policy: str,
             return (0, mb, layer) if kind == "F" else ((1, mb, backward_layer) if kind == "D" else (2, mb, backward_layer))
         return {"D": (0, mb, backward_layer), "F": (1, mb, layer), "G": (2, mb, backward_layer)}[kind]
 
-    def oid(kind: str, layer: int, mb: int) -> str:
-        return f"{kind}{layer + 1}:{mb}"
-
+    # one micro-batch's ops — per layer F, G and (where it has one) D — repeated for every micro-batch
     has_delta = [l > 0 or costs.first_layer_delta for l in range(n)]
-    for mb in range(microbatches):
-        for l in range(n):
-            tags = (("layer", f"l{l + 1}"), ("microbatch", mb))
-            stash = costs.stash_bytes[l] if costs.stash_bytes else 0
-            ops.append(Op(oid("F", l, mb), f"d{where[l] + 1}", costs.forward[l], rank("F", mb, l),
-                          alloc_bytes=stash, tags=(*tags, ("kind", "F"))))
-            ops.append(Op(oid("G", l, mb), f"d{where[l] + 1}", costs.weight_grad[l], rank("G", mb, l),
-                          free_bytes=stash, tags=(*tags, ("kind", "G"))))
-            if has_delta[l]:
-                ops.append(Op(oid("D", l, mb), f"d{where[l] + 1}", costs.delta[l], rank("D", mb, l),
-                              tags=(*tags, ("kind", "D"))))
-            if l:
-                deps.append(Dep(oid("F", l - 1, mb), oid("F", l, mb)))
-            source = oid("F", n - 1, mb) if l == n - 1 else oid("D", l + 1, mb)
-            deps.append(Dep(source, oid("G", l, mb)))
-            if has_delta[l]:
-                deps.append(Dep(source, oid("D", l, mb)))
-        if policy == "mp" and mb:  # one micro-batch at a time: no pipelining across devices
-            deps.append(Dep(oid("G", 0, mb - 1), oid("F", 0, mb)))
-    if flush and microbatches > 1:
-        ops.append(Op("flush", "d1", 0.0, (-1,)))
-        for mb in range(microbatches):
-            deps.append(Dep(oid("F", n - 1, mb), "flush"))
-            for l in range(n):
-                deps.append(Dep("flush", oid("G", l, mb)))
-                if has_delta[l]:
-                    deps.append(Dep("flush", oid("D", l, mb)))
+    template = [(kind, l) for l in range(n) for kind in ("F", "G", "D") if kind != "D" or has_delta[l]]
+    slot = {op: t for t, op in enumerate(template)}
+    size, m = len(template), microbatches
+    cost = {"F": costs.forward, "G": costs.weight_grad, "D": costs.delta}
+    stash = [costs.stash_bytes[l] if costs.stash_bytes else 0 for _, l in template]
+    ids = [f"{kind}{l + 1}:{mb}" for mb in range(m) for kind, l in template]
+    priority = [rank(kind, mb, l) for mb in range(m) for kind, l in template]
+    columns = [np.tile(np.array(values), m) for values in (
+        [where[l] for _, l in template], [cost[kind][l] for kind, l in template],
+        [x if kind == "F" else 0 for (kind, _), x in zip(template, stash)],
+        [x if kind == "G" else 0 for (kind, _), x in zip(template, stash)])]
+    tags = [("layer", [f"l{l + 1}" for _, l in template] * m),
+            ("microbatch", np.repeat(np.arange(m), size).tolist()), ("kind", [kind for kind, _ in template] * m)]
+    # one micro-batch's dependencies, in order; (source op, its micro-batch − this one, target op)
+    deps: list[tuple[int, int, int]] = []
+    for l in range(n):
+        if l:
+            deps.append((slot[("F", l - 1)], 0, slot[("F", l)]))
+        source = slot[("F", n - 1)] if l == n - 1 else slot[("D", l + 1)]
+        deps.append((source, 0, slot[("G", l)]))
+        if has_delta[l]:
+            deps.append((source, 0, slot[("D", l)]))
+    src_t, offset, dst_t = (np.array(c, dtype=np.int64) for c in zip(*deps)) if deps else (np.zeros(0, np.int64),) * 3
+    batch = np.arange(m, dtype=np.int64)[:, None]
+    src, dst = ((batch + offset) * size + src_t).ravel(), (batch * size + dst_t).ravel()
+    if policy == "mp" and m > 1:  # one micro-batch at a time: no pipelining across devices
+        chained = np.arange(1, m, dtype=np.int64)
+        src, dst = _after_each(src, dst, len(deps), (chained - 1) * size + slot[("G", 0)],
+                               chained * size + slot[("F", 0)])
+    if flush and m > 1:
+        barrier = m * size  # the flush op, after every micro-batch's ops
+        backward = np.array([t for t, (kind, _) in enumerate(template) if kind != "F"], dtype=np.int64)
+        block = np.concatenate([np.full(1, barrier), np.full(len(backward), barrier)])
+        per_mb_src = np.tile(block, m)
+        per_mb_dst = (batch * size + np.concatenate([[0], backward])[None, :]).ravel()
+        first = np.arange(m) * (len(backward) + 1)
+        per_mb_src[first] = np.arange(m) * size + slot[("F", n - 1)]
+        per_mb_dst[first] = barrier
+        src, dst = np.concatenate([src, per_mb_src]), np.concatenate([dst, per_mb_dst])
+        ids.append("flush")
+        priority.append((-1,))
+        columns = [np.append(columns[0], 0), np.append(columns[1], 0.0), np.append(columns[2], 0),
+                   np.append(columns[3], 0)]
+        tags = [(key, values + [None]) for key, values in tags]
     processors = tuple(Processor(f"d{i + 1}") for i in range(devices))
-    return Problem(processors, (), tuple(ops), tuple(deps))
+    ops = OpColumns(ids, columns[0], columns[1].astype(np.float64), alloc=columns[2], free=columns[3],
+                    priority=priority, tags=tuple(tags))
+    return Problem.from_arrays(processors, (), ops, DepColumns(src, dst))
+
+
+def _after_each(src, dst, per: int, extra_src, extra_dst):
+    """The dependencies with one more after each micro-batch's ``per`` from the second micro-batch on."""
+    count = len(extra_src)
+    at = np.arange(1, count + 1) * per + per  # after micro-batch b's block (b = 1 … count), shifted by those before
+    keep = np.ones(len(src) + count, dtype=bool)
+    keep[at + np.arange(count)] = False
+    merged_src, merged_dst = np.empty(len(keep), dtype=np.int64), np.empty(len(keep), dtype=np.int64)
+    merged_src[keep], merged_dst[keep] = src, dst
+    merged_src[~keep], merged_dst[~keep] = extra_src, extra_dst
+    return merged_src, merged_dst
 
 
 def flush_phases(problem: Problem) -> tuple[Problem, Problem]:
@@ -152,13 +189,16 @@ def schedule_metrics(problem: Problem, timeline) -> dict[str, float]:
     """makespan, bubble fraction (idle share of compute devices × makespan; network resources, whose
     ops are tagged ``comm``, do not count) and peak stash bytes."""
     span = timeline.makespan
-    network = {op.processor for op in problem.ops if op.tag("kind") == "comm"}
-    busy = sum(op.duration for op in problem.ops if op.processor not in network)
+    a = problem.arrays
+    comm = np.array([kind == "comm" for kind in problem.tag_values("kind")], dtype=bool)
+    network = np.unique(a.proc[comm]) if comm.size else np.zeros(0, dtype=np.int64)
+    busy = sum(a.duration[~np.isin(a.proc, network)].tolist())  # in problem order, as Python sums
     devices = len(problem.processors) - len(network)
     peaks = timeline.peak_memory()
     return {"makespan": span, "bubble_fraction": 1.0 - busy / (devices * span) if span else 0.0,
             "peak_memory_bytes": max(peaks.values(), default=0)}
 
 
-__all__ = ["POLICIES", "LayerCosts", "default_flush", "device_of", "flush_phases", "lower_bound", "ooo_problem", "ooo_schedule",
+__all__ = ["POLICIES", "LayerCosts", "default_flush", "device_of", "flush_phases", "lower_bound", "ooo_problem",
+           "ooo_schedule", "op_count",
            "schedule_metrics"]

@@ -21,12 +21,16 @@ stashing schedules (1f1b, layerpipe), one weight version; its G releases both.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from archsim.errors import InputError
 from archsim.partition.profile import LayerProfile
 from archsim.partition.result import Partition
-from archsim.sim import Dep, Link, Op, Problem, Processor, simulate
+import numpy as np
+
+from archsim.sim import Link, Problem, Processor, simulate
+from archsim.sim.columns import DepColumns, OpColumns
 
 SCHEDULES = ("gpipe", "1f1b", "layerpipe")
 BACKWARD = ("D", "D1", "D2", "G")
@@ -49,6 +53,11 @@ def pipeline_problem(plan: Partition, profile: LayerProfile, microbatches: int, 
     """The op DAG of ``microbatches`` micro-batches through ``plan``.
 
     bandwidth: bytes per time unit of a link between any two processors (None: free transfers).
+
+    Built as columns: one micro-batch's ops and dependencies form a template that every
+    micro-batch repeats (op i of micro-batch b is op b·K + i); the admission and alternation
+    dependencies between micro-batches are in the template too, kept only for the micro-batches
+    they exist for. Problem order: micro-batch by micro-batch, each in template order.
     """
     schedule = schedule or default_schedule(plan.method)
     if schedule not in SCHEDULES:
@@ -72,81 +81,109 @@ def pipeline_problem(plan: Partition, profile: LayerProfile, microbatches: int, 
         for op in stage.ops:
             where[(op.layer, op.kind)] = stage.index
             cycles[(op.layer, op.kind)] = op.cycles / stage.replicas
+    slot = {key: t for t, key in enumerate(where)}  # (layer, kind) → its op in the template
 
     def kinds_of(layer: str, family: str) -> list[str]:
         if family == "D":
             return [k for k in ("D", "D1", "D2") if (layer, k) in where]
         return [family] if (layer, family) in where else []
 
-    def oid(layer: str, kind: str, b: int) -> str:
-        return f"{kind}:{layer}:{b}"
+    links: dict[tuple[int, int], int] = {}
 
-    links: dict[tuple[int, int], Link] = {}
-
-    def link(src: int, dst: int) -> str | None:
+    def link(src: int, dst: int) -> int:
         if bandwidth is None or src == dst:
-            return None
-        key = (src, dst)
-        if key not in links:
-            links[key] = Link(f"{proc_of_stage[src]}->{proc_of_stage[dst]}", proc_of_stage[src], proc_of_stage[dst],
-                              bandwidth, latency)
-        return links[key].name
+            return -1
+        return links.setdefault((src, dst), len(links))
 
     rank = {"gpipe": {"F": 0, "D": 1, "D1": 1, "D2": 1, "G": 1},
             "1f1b": {"D": 0, "D1": 0, "D2": 0, "G": 0, "F": 1},
             "layerpipe": {"D": 0, "D1": 0, "D2": 0, "G": 1, "F": 2}}[schedule]
     stash_weights = schedule != "gpipe"
-    ops: list[Op] = []
-    deps: list[Dep] = []
-    for b in range(microbatches):
-        for (layer, kind), stage in where.items():
-            k = index[layer]
-            if schedule == "gpipe":
-                order = (rank[kind], b if kind == "F" else -b, k if kind == "F" else -k)
-            else:
-                order = (rank[kind], b, k if kind == "F" else -k)
-            alloc = free = 0
-            if kind == "F":
-                alloc = int(profile.delta_bytes[k]) + (int(profile.weight_bytes[k]) if stash_weights else 0)
-            if kind == "G":
-                free = int(profile.delta_bytes[k]) + (int(profile.weight_bytes[k]) if stash_weights else 0)
-            ops.append(Op(oid(layer, kind, b), proc_of_stage[stage], cycles[(layer, kind)], priority=order,
-                          alloc_bytes=alloc, free_bytes=free,
-                          tags=(("layer", layer), ("kind", kind), ("microbatch", b), ("stage", stage + 1))))
-        for layer in profile.names:
-            k = index[layer]
-            f_stage = where[(layer, "F")]
-            for parent in producers[layer]:  # activations forward
-                src = where[(parent, "F")]
-                deps.append(Dep(oid(parent, "F", b), oid(layer, "F", b), int(profile.activation_bytes[index[parent]]),
-                                link(src, f_stage)))
-            # δ of this layer's output comes from its consumers' δ ops (or from the loss after F).
-            sources = [(c, kd) for c in consumers[layer] for kd in kinds_of(c, "D")] or [(layer, "F")]
-            for kind in kinds_of(layer, "D") + kinds_of(layer, "G"):
-                dst_stage = where[(layer, kind)]
-                for c, kd in sources:
-                    src_stage = where[(c, kd)]
-                    size = int(profile.delta_bytes[index[c]]) if kd != "F" else 0
-                    deps.append(Dep(oid(c, kd, b), oid(layer, kind, b), size, link(src_stage, dst_stage)))
-            deps.append(Dep(oid(layer, "F", b), oid(layer, "G", b)))
-        if schedule != "gpipe":
-            for stage in plan.stages:
-                window = stages - stage.index  # stage s of S keeps at most S − s + 1 micro-batches in flight
-                forwards = [op.layer for op in stage.ops if op.kind == "F"]
-                backwards = [(op.layer, op.kind) for op in stage.ops if op.kind in BACKWARD]
-                if not forwards:  # an idle stage, or one holding only split δ work: nothing to alternate
-                    continue
-                if b - window >= 0:  # admission: F(b) after the backward of b − window
-                    for layer, kind in backwards:
-                        deps.append(Dep(oid(layer, kind, b - window), oid(forwards[0], "F", b)))
-                if b + window - 1 < microbatches:  # alternation: B(b) after F(b + window − 1)
-                    for layer, kind in backwards:
-                        deps.append(Dep(oid(forwards[-1], "F", b + window - 1), oid(layer, kind, b)))
+    template = []  # per op: processor, cycles, rank, sign of b, last key, alloc, free, layer, kind, stage
+    for (layer, kind), stage in where.items():
+        k = index[layer]
+        forward = kind == "F"
+        stash = int(profile.delta_bytes[k]) + (int(profile.weight_bytes[k]) if stash_weights else 0)
+        template.append((stage, cycles[(layer, kind)], rank[kind],
+                         -1 if schedule == "gpipe" and not forward else 1, k if forward else -k,
+                         stash if forward else 0, stash if kind == "G" else 0, layer, kind, stage + 1))
+    # dependencies of micro-batch b: (source op, its micro-batch − b, target op, bytes, link, when)
+    # when: 0 always, w > 0 only if b >= w (admission), -w only if b + w − 1 < microbatches (alternation)
+    deps: list[tuple[int, int, int, int, int, int]] = []
+
+    def dep(src: tuple[str, str], dst: tuple[str, str], size: int = 0, channel: int = -1, offset: int = 0,
+            when: int = 0) -> None:
+        deps.append((slot.get(src, -1), offset, slot.get(dst, -1), size, channel, when))
+        named.append((src, dst))
+
+    named: list[tuple[tuple[str, str], tuple[str, str]]] = []  # for the message on a dependency on a missing op
+    for layer in profile.names:
+        f_stage = where[(layer, "F")]
+        for parent in producers[layer]:  # activations forward
+            dep((parent, "F"), (layer, "F"), int(profile.activation_bytes[index[parent]]),
+                link(where[(parent, "F")], f_stage))
+        # δ of this layer's output comes from its consumers' δ ops (or from the loss after F).
+        sources = [(c, kd) for c in consumers[layer] for kd in kinds_of(c, "D")] or [(layer, "F")]
+        for kind in kinds_of(layer, "D") + kinds_of(layer, "G"):
+            for c, kd in sources:
+                size = int(profile.delta_bytes[index[c]]) if kd != "F" else 0
+                dep((c, kd), (layer, kind), size, link(where[(c, kd)], where[(layer, kind)]))
+        dep((layer, "F"), (layer, "G"))
+    if schedule != "gpipe":
+        for stage in plan.stages:
+            window = stages - stage.index  # stage s of S keeps at most S − s + 1 micro-batches in flight
+            forwards = [op.layer for op in stage.ops if op.kind == "F"]
+            backwards = [(op.layer, op.kind) for op in stage.ops if op.kind in BACKWARD]
+            if not forwards:  # an idle stage, or one holding only split δ work: nothing to alternate
+                continue
+            for layer, kind in backwards:  # admission: F(b) after the backward of b − window
+                dep((layer, kind), (forwards[0], "F"), offset=-window, when=window)
+            for layer, kind in backwards:  # alternation: B(b) after F(b + window − 1)
+                dep((forwards[-1], "F"), (layer, kind), offset=window - 1, when=-window)
+    return _problem(proc_of_stage, links, template, deps, named, microbatches, bandwidth, latency)
+
+
+def _problem(proc_of_stage, links, template, deps, named, microbatches: int, bandwidth, latency) -> Problem:
+    """The template repeated over the micro-batches, as a Problem built from columns."""
+    m, size = microbatches, len(template)
+    proc, cycles, rank, sign, last, alloc, free, layer, kind, stage = (list(c) for c in zip(*template)) \
+        if template else ([],) * 10
+    b = np.repeat(np.arange(m, dtype=np.int64), size)
+    tile = np.tile
+    priority = np.column_stack([tile(np.array(rank, dtype=np.int64), m), b * tile(np.array(sign, dtype=np.int64), m),
+                                tile(np.array(last, dtype=np.int64), m)])
+    ids = [f"{k}:{name}:{i}" for i in range(m) for name, k in zip(layer, kind)]
+    ops = OpColumns(ids, tile(np.array(proc, dtype=np.int64), m), tile(np.array(cycles, dtype=np.float64), m),
+                    alloc=tile(np.array(alloc, dtype=np.int64), m), free=tile(np.array(free, dtype=np.int64), m),
+                    priority=priority,
+                    tags=(("layer", layer * m), ("kind", kind * m), ("microbatch", b), ("stage", stage * m)))
+    src_t, offset, dst_t, nbytes, channel, when = (np.array(c, dtype=np.int64).reshape(-1)
+                                                   for c in (zip(*deps) if deps else ([],) * 6))
+    batch = np.arange(m, dtype=np.int64)[:, None]
+    keep = (when == 0) | ((when > 0) & (batch >= when)) | ((when < 0) & (batch - when - 1 < m))
+    missing = keep & ((src_t < 0) | (dst_t < 0))
+    if missing.any():  # as Problem words a dependency on an op that does not exist
+        b, d = (int(x[0]) for x in np.nonzero(missing))
+        (a_layer, a_kind), (z_layer, z_kind) = named[d]
+        a, z = f"{a_kind}:{a_layer}:{b + int(offset[d])}", f"{z_kind}:{z_layer}:{b}"
+        raise InputError(f"dependency {a!r} -> {z!r} names unknown op {a if src_t[d] < 0 else z!r}", field="deps")
+    src = ((batch + offset) * size + src_t)[keep]
+    dst = (batch * size + dst_t)[keep]
+    columns = DepColumns(src, dst, np.broadcast_to(nbytes, keep.shape)[keep],
+                         np.broadcast_to(channel, keep.shape)[keep])
     processors = tuple(Processor(name) for name in proc_of_stage)
-    return Problem(processors=processors, links=tuple(links.values()), ops=tuple(ops), deps=tuple(deps))
+    names = {(s, d): Link(f"{proc_of_stage[s]}->{proc_of_stage[d]}", proc_of_stage[s], proc_of_stage[d], bandwidth,
+                          latency) for (s, d) in links}
+    return Problem.from_arrays(processors, tuple(names[key] for key in links), ops, columns)
 
 
 def simulate_partition(plan: Partition, profile: LayerProfile, microbatches: int, schedule: str | None = None,
-                       bandwidth: float | None = None, latency: float = 0.0) -> PipelineRun:
+                       bandwidth: float | None = None, latency: float = 0.0, *,
+                       phase: Callable[[str], None] | None = None) -> PipelineRun:
+    """``phase(name)``, if given, is called as building and simulating start (progress)."""
+    if phase is not None:
+        phase("build")
     problem = pipeline_problem(plan, profile, microbatches, schedule, bandwidth, latency)
+    if phase is not None:
+        phase("simulate")
     return PipelineRun(problem, simulate(problem), schedule or default_schedule(plan.method), microbatches)

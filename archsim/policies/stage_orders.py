@@ -40,6 +40,7 @@ import re
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
+from operator import itemgetter
 from pathlib import Path
 from typing import NamedTuple
 
@@ -76,10 +77,9 @@ class StageOrder:
     def rank_of_stage(self) -> dict[int, int]:
         found: dict[int, int] = {}
         for rank, actions in enumerate(self.ranks):
-            for action in actions:
-                if found.setdefault(action.stage, rank) != rank:
-                    raise InputError(f"stage {action.stage} runs on ranks {found[action.stage]} and {rank}",
-                                     field="schedule")
+            for stage in dict.fromkeys(map(itemgetter(0), actions)):  # the rank's stages, in order of first use
+                if found.setdefault(stage, rank) != rank:
+                    raise InputError(f"stage {stage} runs on ranks {found[stage]} and {rank}", field="schedule")
         return found
 
 

@@ -16,12 +16,14 @@ Times are in the caller's unit (the paper's profiled times are milliseconds); by
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import pairwise
+
+import numpy as np
 
 from archsim.errors import InputError
 from archsim.policies.stage_orders import StageOrder
 from archsim.policies.stage_profile import StageProfile
-from archsim.sim import Dep, Link, Op, Problem, Processor, simulate
+from archsim.sim import Link, Problem, Processor, simulate
+from archsim.sim.columns import DepColumns, OpColumns
 
 
 @dataclass(frozen=True)
@@ -32,12 +34,13 @@ class StageRun:
 
     def spans(self) -> list[float]:
         """Per rank: end of its last action − start of its first (the zero-bubble paper's stage time)."""
-        first: dict[str, float] = {}
-        last: dict[str, float] = {}
-        for slot in self.timeline.slots:  # type: ignore[attr-defined]
-            first[slot.processor] = min(first.get(slot.processor, slot.start), slot.start)
-            last[slot.processor] = max(last.get(slot.processor, slot.end), slot.end)
-        return [last[p.name] - first[p.name] for p in self.problem.processors if p.name in first]
+        slots = self.timeline.slots  # type: ignore[attr-defined]
+        count = len(self.problem.processors)
+        first, last = np.full(count, np.inf), np.full(count, -np.inf)
+        np.minimum.at(first, slots.processor, slots.start)
+        np.maximum.at(last, slots.processor, slots.end)
+        ran = np.bincount(slots.processor, minlength=count) > 0
+        return (last - first)[ran].tolist()
 
     def bubble_rate(self) -> float:
         """(cost − work)/cost, cost = the longest rank span, work = the busiest rank's compute time —
@@ -53,61 +56,144 @@ class StageRun:
                 "peak_memory": ";".join(f"{peaks[p.name]:g}" for p in self.problem.processors)}
 
 
+_CODE = {"F": 0, "I": 1, "W": 2, "B": 3}  # any other kind is timed as a full backward, as B
+
+
 def order_problem(order: StageOrder, profile: StageProfile) -> Problem:
     """The op DAG of ``order`` with ``profile``'s costs (one profile entry per virtual stage).
 
-    Op ids are torch's action strings ("0F0", "3I2", …)."""
+    Op ids are torch's action strings ("0F0", "3I2", …). Built as columns (no per-op objects):
+    op i is the i-th action, ranks one after another; its dependencies, in problem order, are each
+    action's data dependencies in action order, then the rank's chain."""
     if profile.stages != order.stages:
         raise InputError(f"schedule {order.name!r} has {order.stages} stages but the profile has {profile.stages}",
                          field="stages")
     rank_of = order.rank_of_stage()
+    stage, kinds, microbatch, rank = _columns(order)
+    code = np.array([_CODE.get(k, 3) for k in kinds], dtype=np.int64)
+    n, stages = len(stage), max(order.stages, int(stage.max()) + 1 if len(stage) else 0)
+    cell = stage * 4 + code  # (stage, kind) → its profile entry
+    ids = [f"{s}{k}{i}" for s, k, i in zip(stage.tolist(), kinds, microbatch.tolist())]
+    duration, alloc, free = _costs(profile, stages, cell)
+    columns = OpColumns(ids, rank, duration, alloc=alloc, free=free,
+                        tags=(("stage", stage), ("kind", kinds), ("microbatch", microbatch), ("rank", rank)))
+    where = np.full((stages + 1, 4, int(microbatch.max()) + 1 if n else 1), -1, dtype=np.int64)
+    where[stage, code, microbatch] = np.arange(n)
+    # per action, up to two data dependencies: (source op, source stage, 0 act / 1 grad / -1 same rank)
     last = order.stages - 1
-    full_backward = {(a.stage, a.microbatch) for actions in order.ranks for a in actions if a.kind == "B"}
-    links: dict[tuple[int, int, str], Link] = {}
-    deps: list[Dep] = []
-    ops: list[Op] = []
-    bandwidth = profile.bandwidth if profile.bandwidth is not None else 1.0
-
-    def cross(src: int, src_id: str, dst: int, dst_id: str, kind: str) -> Dep:
-        a, b = rank_of[src], rank_of[dst]
-        if a == b:
-            return Dep(src_id, dst_id)
-        key = (src, dst, kind)
-        if key not in links:
-            links[key] = Link(f"{src}->{dst}:{kind}", f"r{a}", f"r{b}", bandwidth, profile.hop(src))
-        boundary = min(src, dst)  # activations and their gradients cross the same stage boundary
-        size = int(profile.send_bytes[boundary]) if profile.send_bytes and profile.bandwidth is not None else 0
-        return Dep(src_id, dst_id, size, links[key].name)
-
-    for rank, actions in enumerate(order.ranks):
-        processor = f"r{rank}"
-        ids = [f"{s}{k}{i}" for s, k, i in actions]
-        for (s, kind, i), op_id in zip(actions, ids):
-            held = profile.activation[s] if profile.activation else 0
-            kept = min(profile.weight_memory[s], held) if profile.weight_memory else 0
-            if kind == "F":
-                cost, alloc, free = profile.forward[s], held, 0
-            elif kind == "I":
-                cost, alloc, free = profile.backward_input[s], 0, held - kept
-            elif kind == "W":
-                cost, alloc, free = profile.backward_weight[s], 0, kept
-            else:
-                cost, alloc, free = profile.backward_input[s] + profile.backward_weight[s], 0, held
-            ops.append(Op(op_id, processor, cost, alloc_bytes=alloc, free_bytes=free,  # type: ignore[arg-type]
-                          tags=(("stage", s), ("kind", kind), ("microbatch", i), ("rank", rank))))
-            if kind == "F":
-                if s > 0:
-                    deps.append(cross(s - 1, f"{s - 1}F{i}", s, op_id, "act"))
-            elif kind == "W":
-                deps.append(Dep(f"{s}I{i}", op_id))
-            else:
-                deps.append(Dep(f"{s}F{i}", op_id))
-                if s != last:
-                    upstream = f"{s + 1}{'B' if (s + 1, i) in full_backward else 'I'}{i}"
-                    deps.append(cross(s + 1, upstream, s, op_id, "grad"))
-        deps += [Dep(x, y) for x, y in pairwise(ids)]
+    first = np.where(code == 0, where[np.maximum(stage - 1, 0), 0, microbatch],
+                     where[stage, np.where(code == 2, 1, 0), microbatch])
+    first_stage = np.where(code == 0, stage - 1, stage)
+    has_first = (code != 0) | (stage > 0)
+    upstream = np.minimum(stage + 1, stages)
+    full = where[upstream, 3, microbatch]
+    second = np.where(full >= 0, full, where[upstream, 1, microbatch])
+    has_second = ((code == 1) | (code == 3)) & (stage != last)
+    missing = (has_first & (first < 0)) | (has_second & (second < 0))
+    if missing.any():
+        _raise_missing(order, profile, columns, stage, kinds, microbatch, code, has_first & (first < 0), missing)
+    rank_array = np.array([rank_of.get(s, -1) for s in range(stages + 1)], dtype=np.int64)
+    cross_first = (code == 0) & (stage > 0) & (rank_array[first_stage] != rank_array[stage])
+    cross_second = has_second & (rank_array[upstream] != rank_array[stage])
+    src, dst, src_stage, kind_bit, cross = [], [], [], [], []
+    bounds = np.concatenate([[0], np.cumsum([len(actions) for actions in order.ranks])])
+    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        rows = slice(a, b)
+        data = np.column_stack([has_first[rows], has_second[rows]]).ravel()
+        chain = np.arange(a, b - 1)
+        src.append(np.column_stack([first[rows], second[rows]]).ravel()[data])
+        src.append(chain)
+        dst.append(np.repeat(np.arange(a, b), 2)[data])
+        dst.append(chain + 1)
+        src_stage.append(np.column_stack([first_stage[rows], upstream[rows]]).ravel()[data])
+        src_stage.append(stage[chain])
+        kind_bit.append(np.tile([0, 1], b - a)[data])
+        kind_bit.append(np.zeros(len(chain), dtype=np.int64))
+        cross.append(np.column_stack([cross_first[rows], cross_second[rows]]).ravel()[data])
+        cross.append(np.zeros(len(chain), dtype=bool))
+    src, dst, src_stage, kind_bit, cross = (np.concatenate(x) if x else np.zeros(0, np.int64)
+                                            for x in (src, dst, src_stage, kind_bit, cross))
+    cross = cross.astype(bool)
+    links, link, size = _links(profile, rank_array, src_stage, stage[dst], kind_bit, cross)
     processors = tuple(Processor(f"r{r}") for r in range(len(order.ranks)))
-    return Problem(processors, tuple(links.values()), tuple(ops), tuple(deps))
+    return Problem.from_arrays(processors, links, columns, DepColumns(src, dst, size, link))
+
+
+def _columns(order: StageOrder) -> tuple[np.ndarray, list[str], np.ndarray, np.ndarray]:
+    """The actions of every rank, one rank after another, as columns: stage, kind, micro-batch, rank."""
+    stage: list[int] = []
+    kinds: list[str] = []
+    microbatch: list[int] = []
+    for actions in order.ranks:
+        if actions:
+            s, k, i = zip(*actions)
+            stage += s
+            kinds += k
+            microbatch += i
+    rank = np.repeat(np.arange(len(order.ranks)), [len(actions) for actions in order.ranks])
+    return (np.array(stage, dtype=np.int64), kinds, np.array(microbatch, dtype=np.int64), rank.astype(np.int64))
+
+
+def _costs(profile: StageProfile, stages: int, cell: np.ndarray):
+    """Per op: duration, bytes allocated, bytes freed, from one table entry per (stage, kind) —
+    int64 bytes when every entry the ops use is an integer, float64 otherwise (as Problem stores them)."""
+    duration, alloc, free = [0.0] * (4 * stages), [0] * (4 * stages), [0] * (4 * stages)
+    for s in range(min(stages, profile.stages)):
+        held = profile.activation[s] if profile.activation else 0
+        kept = min(profile.weight_memory[s], held) if profile.weight_memory else 0
+        f, i, w = profile.forward[s], profile.backward_input[s], profile.backward_weight[s]
+        duration[4 * s:4 * s + 4] = [f, i, w, i + w]
+        alloc[4 * s] = held
+        free[4 * s + 1:4 * s + 4] = [held - kept, kept, held]
+    used = np.unique(cell)
+    columns = []
+    for table in (alloc, free):
+        values = np.array([table[u] for u in used.tolist()]) if used.size else np.zeros(0, dtype=np.int64)
+        lookup = np.zeros(len(table), dtype=np.int64 if values.dtype.kind in "iu" else np.float64)
+        lookup[used] = values
+        columns.append(lookup[cell])
+    return np.array(duration, dtype=np.float64)[cell], columns[0], columns[1]
+
+
+def _links(profile: StageProfile, rank_of: np.ndarray, src_stage: np.ndarray, dst_stage: np.ndarray,
+           kind_bit: np.ndarray, cross: np.ndarray):
+    """The links the crossing dependencies use — one per (source stage, destination stage, act or
+    grad), in order of first use — and each dependency's link (-1: none) and bytes."""
+    bandwidth = profile.bandwidth if profile.bandwidth is not None else 1.0
+    stages = len(rank_of)
+    key = (src_stage * stages + dst_stage) * 2 + kind_bit
+    found, first, slot = np.unique(key[cross], return_index=True, return_inverse=True)
+    by_use = np.argsort(first, kind="stable")
+    position = np.empty(len(found), dtype=np.int64)
+    position[by_use] = np.arange(len(found))
+    link = np.full(len(key), -1, dtype=np.int64)
+    link[cross] = position[slot.ravel()]
+    links = []
+    for k in found[by_use].tolist():
+        src, dst, kind = k // 2 // stages, k // 2 % stages, ("act", "grad")[k % 2]
+        links.append(Link(f"{src}->{dst}:{kind}", f"r{rank_of[src]}", f"r{rank_of[dst]}", bandwidth,
+                          profile.hop(src)))
+    sends = profile.send_bytes and profile.bandwidth is not None
+    per_boundary = np.array([int(x) for x in profile.send_bytes] if sends else [0] * profile.stages, dtype=np.int64)
+    boundary = np.minimum(src_stage, dst_stage)  # activations and their gradients cross the same stage boundary
+    size = np.where(cross, per_boundary[np.clip(boundary, 0, len(per_boundary) - 1)], 0).astype(np.int64)
+    return tuple(links), link, size
+
+
+def _raise_missing(order, profile, columns, stage, kinds, microbatch, code, first_missing, missing) -> None:
+    """A dependency on an action the order lacks: the ops' own mistakes first (a repeated action),
+    then the first such dependency, as Problem words it."""
+    processors = tuple(Processor(f"r{r}") for r in range(len(order.ranks)))
+    empty = np.zeros(0, dtype=np.int64)
+    Problem.from_arrays(processors, (), columns, DepColumns(empty, empty))
+    j = int(np.flatnonzero(missing)[0])
+    s, i = int(stage[j]), int(microbatch[j])
+    if first_missing[j]:
+        source = f"{s - 1}F{i}" if code[j] == 0 else f"{s}{'I' if code[j] == 2 else 'F'}{i}"
+    else:
+        source = f"{s + 1}I{i}"
+    target = f"{s}{kinds[j]}{i}"
+    raise InputError(f"dependency {source!r} -> {target!r} names unknown op {source!r}", field="deps")
 
 
 def run_order(order: StageOrder, profile: StageProfile) -> StageRun:

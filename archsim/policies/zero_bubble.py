@@ -31,11 +31,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from archsim.errors import InputError
-from archsim.policies.stage_orders import published_order
+from archsim.policies.stage_orders import StageOrder, published_order
 from archsim.policies.stage_profile import StageProfile
-from archsim.policies.stage_run import StageRun, run_order
+from archsim.policies.stage_run import StageRun, order_problem, run_order
 from archsim.policies.zb_auto import zb_auto_order
-from archsim.sim import Dep, Op, Problem, Processor, simulate
+import numpy as np
+
+from archsim.sim import Problem, Processor, simulate
+from archsim.sim.columns import DepColumns, OpColumns
 
 SCHEDULES = ("1f1b", "interleaved-1f1b", "zb-h1", "zb-h2", "zb-1p", "zb-2p", "interleaved-zb", "zb-v", "dualpipev")
 LIST_SCHEDULES = ("list-1f1b", "list-zb-h1", "list-zb-h2")
@@ -54,42 +57,62 @@ class StageCosts:
         return cls((f,) * stages, (b,) * stages, (w,) * stages, (activation,) * stages)
 
 
+def op_count(schedule: str, processors: int, microbatches: int, chunks: int = 2) -> int:
+    """The ops a schedule's problem has (dualpipev: at most; its main phase fuses some backwards):
+    per (virtual) stage and micro-batch one F and one B, or F, I and W when the backward is split."""
+    stages = processors * (chunks if schedule.startswith("interleaved") else 2 if schedule in ("zb-v", "dualpipev")
+                           else 1)
+    fused = schedule in ("1f1b", "interleaved-1f1b")
+    return stages * microbatches * (2 if fused else 3)
+
+
 def in_flight(schedule: str, stages: int, stage: int) -> int:
     """N_s for 1-based stage s."""
     return 2 * (stages - stage) + 1 if schedule.endswith("zb-h2") else stages - stage + 1
 
 
 def zb_problem(costs: StageCosts, microbatches: int, schedule: str) -> Problem:
-    """The list-schedule variant ``list-1f1b``, ``list-zb-h1`` or ``list-zb-h2``."""
+    """The list-schedule variant ``list-1f1b``, ``list-zb-h1`` or ``list-zb-h2``, built as columns:
+    one micro-batch's ops (F, B, W per stage) and dependencies repeated for every micro-batch."""
     if schedule not in LIST_SCHEDULES:
         raise InputError(f"unknown list schedule {schedule!r}; choose one of {', '.join(LIST_SCHEDULES)}",
                          field="policy")
-    p = len(costs.forward)
-    ops: list[Op] = []
-    deps: list[Dep] = []
-    rank = {"B": 0, "F": 1, "W": 2}
-    for b in range(microbatches):
-        for s in range(1, p + 1):
-            memory = costs.activation_bytes[s - 1] if costs.activation_bytes else 0
-            tags = (("stage", s), ("microbatch", b))
-            fused = schedule == "list-1f1b"
-            ops.append(Op(f"F{s}:{b}", f"s{s}", costs.forward[s - 1], (rank["F"], b), alloc_bytes=memory,
-                          tags=(*tags, ("kind", "F"))))
-            ops.append(Op(f"B{s}:{b}", f"s{s}", costs.backward_input[s - 1], (rank["B"], b),
-                          free_bytes=0 if fused else memory, tags=(*tags, ("kind", "D"))))
-            ops.append(Op(f"W{s}:{b}", f"s{s}", costs.backward_weight[s - 1], (-1, b) if fused else (rank["W"], b),
-                          free_bytes=memory if fused else 0, tags=(*tags, ("kind", "G"))))
-            if s > 1:
-                deps.append(Dep(f"F{s - 1}:{b}", f"F{s}:{b}"))
-            upstream = "W" if fused else "B"  # a fused backward sends δ only after its W
-            deps.append(Dep(f"{upstream}{s + 1}:{b}" if s < p else f"F{s}:{b}", f"B{s}:{b}"))
-            deps.append(Dep(f"B{s}:{b}", f"W{s}:{b}"))
-            window = in_flight(schedule, p, s)
-            if b - window >= 0:  # admission: the backward of b − N_s has freed its activation
-                deps.append(Dep(f"{'W' if fused else 'B'}{s}:{b - window}", f"F{s}:{b}"))
-            if fused and b > 0:  # W right after its B: the next B waits for this W
-                deps.append(Dep(f"W{s}:{b - 1}", f"B{s}:{b}"))
-    return Problem(tuple(Processor(f"s{s}") for s in range(1, p + 1)), (), tuple(ops), tuple(deps))
+    p, m = len(costs.forward), microbatches
+    fused = schedule == "list-1f1b"
+    rank = {"B": 0, "F": 1, "W": -1 if fused else 2}
+    template = [(s, kind) for s in range(1, p + 1) for kind in "FBW"]
+    slot = {op: t for t, op in enumerate(template)}
+    memory = [costs.activation_bytes[s - 1] if costs.activation_bytes else 0 for s, _ in template]
+    cost = {"F": costs.forward, "B": costs.backward_input, "W": costs.backward_weight}
+    freed = "W" if fused else "B"  # the backward that frees the activation (and admits the next micro-batch)
+    b = np.repeat(np.arange(m, dtype=np.int64), len(template))
+    ops = OpColumns(
+        [f"{kind}{s}:{i}" for i in range(m) for s, kind in template],
+        np.tile(np.array([s - 1 for s, _ in template], dtype=np.int64), m),
+        np.tile(np.array([cost[kind][s - 1] for s, kind in template], dtype=np.float64), m),
+        alloc=np.tile(np.array([x if kind == "F" else 0 for (_, kind), x in zip(template, memory)]), m),
+        free=np.tile(np.array([x if kind == freed else 0 for (_, kind), x in zip(template, memory)]), m),
+        priority=np.column_stack([np.tile(np.array([rank[kind] for _, kind in template], dtype=np.int64), m), b]),
+        tags=(("stage", [s for s, _ in template] * m), ("microbatch", b),
+              ("kind", [{"F": "F", "B": "D", "W": "G"}[kind] for _, kind in template] * m)))
+    # (source op, its micro-batch − this one, target op, the first micro-batch that has the dependency)
+    deps: list[tuple[int, int, int, int]] = []
+    for s in range(1, p + 1):
+        if s > 1:
+            deps.append((slot[(s - 1, "F")], 0, slot[(s, "F")], 0))
+        upstream = "W" if fused else "B"  # a fused backward sends δ only after its W
+        deps.append((slot[(s + 1, upstream)] if s < p else slot[(s, "F")], 0, slot[(s, "B")], 0))
+        deps.append((slot[(s, "B")], 0, slot[(s, "W")], 0))
+        window = in_flight(schedule, p, s)  # admission: the backward of b − N_s has freed its activation
+        deps.append((slot[(s, freed)], -window, slot[(s, "F")], window))
+        if fused:  # W right after its B: the next B waits for this W
+            deps.append((slot[(s, "W")], -1, slot[(s, "B")], 1))
+    src_t, offset, dst_t, first = (np.array(c, dtype=np.int64) for c in zip(*deps))
+    batch = np.arange(m, dtype=np.int64)[:, None]
+    keep = batch >= first
+    src = ((batch + offset) * len(template) + src_t)[keep]
+    dst = (batch * len(template) + dst_t)[keep]
+    return Problem.from_arrays(tuple(Processor(f"s{s}") for s in range(1, p + 1)), (), ops, DepColumns(src, dst))
 
 
 def stage_profile(costs: StageCosts, comm: float = 0.0, weight_memory: tuple[float, ...] = (),
@@ -102,6 +125,11 @@ def stage_profile(costs: StageCosts, comm: float = 0.0, weight_memory: tuple[flo
 
 def published_run(profile: StageProfile, microbatches: int, schedule: str, chunks: int = 2) -> StageRun:
     """A published schedule (``SCHEDULES``) over one profile entry per device."""
+    return run_order(*_published(profile, microbatches, schedule, chunks))
+
+
+def _published(profile: StageProfile, microbatches: int, schedule: str, chunks: int) -> tuple[StageOrder, StageProfile]:
+    """The order of a published schedule and the profile of its virtual stages."""
     p = profile.stages
     if schedule in ("zb-1p", "zb-2p"):
         hops = set(profile.comm) if isinstance(profile.comm, tuple) else {profile.comm}
@@ -111,33 +139,40 @@ def published_run(profile: StageProfile, microbatches: int, schedule: str, chunk
         order = zb_auto_order(profile.forward, profile.backward_input, profile.backward_weight, hops.pop(),
                               microbatches, 1 if schedule == "zb-1p" else 2, profile.activation,
                               profile.weight_memory)
-        return run_order(order, profile)
+        return order, profile
     if schedule in ("interleaved-1f1b", "interleaved-zb"):
-        return run_order(published_order(schedule, p, microbatches, chunks), profile.chunked(chunks))
+        return published_order(schedule, p, microbatches, chunks), profile.chunked(chunks)
     if schedule not in SCHEDULES:
         raise InputError(f"unknown schedule {schedule!r}; choose one of {', '.join(SCHEDULES)}", field="policy")
     order = published_order(schedule, p, microbatches)
-    return run_order(order, profile.on_ranks(order.rank_of_stage()) if order.stages != p else profile)
+    return order, profile.on_ranks(order.rank_of_stage()) if order.stages != p else profile
+
+
+def zb_build(costs: StageCosts, microbatches: int, schedule: str, chunks: int = 2, comm: float = 0.0,
+             bandwidth: float | None = None) -> Problem:
+    """The problem of a published schedule or a ``list-…`` variant (these have no transfers)."""
+    if schedule in SCHEDULES:
+        return order_problem(*_published(stage_profile(costs, comm, bandwidth=bandwidth), microbatches, schedule,
+                                         chunks))
+    return zb_problem(costs, microbatches, schedule)
 
 
 def zb_schedule(costs: StageCosts, microbatches: int, schedule: str, chunks: int = 2, comm: float = 0.0,
                 bandwidth: float | None = None):
     """(problem, timeline) of a published schedule or a ``list-…`` variant (these have no transfers)."""
-    if schedule in SCHEDULES:
-        run = published_run(stage_profile(costs, comm, bandwidth=bandwidth), microbatches, schedule, chunks)
-        return run.problem, run.timeline
-    problem = zb_problem(costs, microbatches, schedule)
+    problem = zb_build(costs, microbatches, schedule, chunks, comm, bandwidth)
     return problem, simulate(problem)
 
 
 def bubble_time(problem: Problem, timeline) -> float:
     """Idle time of the busiest-then-idle pattern: per stage, makespan − its busy time; the maximum."""
     span = timeline.makespan
-    busy: dict[str, float] = {}
-    for op in problem.ops:
-        busy[op.processor] = busy.get(op.processor, 0.0) + op.duration
+    busy: dict[int, float] = {}
+    a = problem.arrays
+    for processor, duration in zip(a.proc.tolist(), a.duration.tolist()):  # the ops' columns, in problem order
+        busy[processor] = busy.get(processor, 0.0) + duration
     return max(span - b for b in busy.values())
 
 
-__all__ = ["LIST_SCHEDULES", "SCHEDULES", "StageCosts", "bubble_time", "in_flight", "published_run", "stage_profile",
-           "zb_problem", "zb_schedule"]
+__all__ = ["LIST_SCHEDULES", "SCHEDULES", "StageCosts", "bubble_time", "in_flight", "op_count", "published_run",
+           "stage_profile", "zb_build", "zb_problem", "zb_schedule"]

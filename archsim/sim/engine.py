@@ -82,13 +82,19 @@ def _ranks(problem: Problem, policy: Policy) -> np.ndarray:
     Keys are compared only among ops of one processor — the only ops that ever compete, for a
     stream or (as consumers) for a link into that processor — so processors may use unlike keys.
     """
-    ops = problem.ops
-    key = policy.key
-    keys = [op.priority for op in ops] if type(policy) is PriorityPolicy else [key(op) for op in ops]
     proc = problem.arrays.proc
-    rank = np.zeros(len(ops), dtype=np.int64)
     members_of = np.argsort(proc, kind="stable")
     bounds = np.searchsorted(proc[members_of], np.arange(len(problem.processors) + 1))
+    keys = problem.priorities if type(policy) is PriorityPolicy else [policy.key(op) for op in problem.ops]
+    rank = np.zeros(len(proc), dtype=np.int64)
+    if keys is None:  # every priority 0: problem order within each processor
+        rank[members_of] = np.arange(len(proc)) - bounds[proc[members_of]]
+        return rank
+    if isinstance(keys, np.ndarray):  # integer keys, a row per op compared as a tuple; ties by position
+        columns = keys.reshape(len(proc), -1).T[::-1]
+        order = np.lexsort((np.arange(len(proc)), *columns, proc))
+        rank[order] = np.arange(len(proc)) - bounds[proc[order]]
+        return rank
     present, first = np.unique(proc, return_index=True)
     for p in present[np.argsort(first)].tolist():  # processors in order of their first op, as errors name them
         members = members_of[bounds[p]:bounds[p + 1]].tolist()

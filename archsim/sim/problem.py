@@ -8,12 +8,16 @@ itself when built, so the engine and every policy can trust it; a mistake raises
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from archsim.errors import InputError
-from archsim.sim.arrays import ProblemArrays, index_problem, paused_gc
+from archsim.sim.arrays import ProblemArrays, paused_gc
+from archsim.sim.columns import DepColumns, OpColumns, check_columns, object_columns
 
 Tags = tuple[tuple[str, object], ...]
 
@@ -92,38 +96,88 @@ class Dep:
     link: str | None = None
 
 
-@dataclass(frozen=True)
 class Problem:
-    """A checked op DAG over processors and links (any iterables are stored as tuples)."""
+    """A checked op DAG over processors and links (any iterables are stored as tuples).
+
+    Built from Op and Dep objects, ``Problem(processors, links, ops, deps)``, or from columns,
+    :meth:`from_arrays`, which is how policies of 10⁶ ops build theirs: both are checked by the
+    same array rules (:mod:`archsim.sim.columns`), and a problem built from columns makes its
+    ``ops`` and ``deps`` objects only when a caller reads them (reports, Gantt charts, tags).
+    Immutable; equal problems have equal processors, links, ops and deps.
+    """
+
+    def __init__(self, processors: Iterable[Processor], links: Iterable[Link], ops: Iterable[Op],
+                 deps: Iterable[Dep]) -> None:
+        processors, links, ops, deps = (tuple(x) for x in (processors, links, ops, deps))
+        procs = _check_processors(processors)
+        found = _check_links(links, procs)
+        with paused_gc():
+            op_columns, dep_columns = object_columns(processors, links, ops, deps)
+            arrays = check_columns(processors, links, op_columns, dep_columns, named=(ops, deps))
+        self._set(processors, links, procs, found, arrays, ops, deps, None)
+
+    @classmethod
+    def from_arrays(cls, processors: Iterable[Processor], links: Iterable[Link], ops: OpColumns,
+                    deps: DepColumns) -> Problem:
+        """A problem from columns (op and link positions as integers), checked by the same rules."""
+        processors, links = tuple(processors), tuple(links)
+        procs = _check_processors(processors)
+        found = _check_links(links, procs)
+        with paused_gc():
+            arrays = check_columns(processors, links, ops, deps)
+        self = cls.__new__(cls)
+        self._set(processors, links, procs, found, arrays, None, None, ops)
+        return self
+
+    def _set(self, processors, links, procs, found, arrays, ops, deps, columns) -> None:
+        for name, value in (("processors", processors), ("links", links), ("_procs", procs), ("_links", found),
+                            ("_arrays", arrays), ("_ops", ops), ("_deps", deps), ("_columns", columns)):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Problem is immutable; cannot set {name!r}")
 
     processors: tuple[Processor, ...]
     links: tuple[Link, ...]
-    ops: tuple[Op, ...]
-    deps: tuple[Dep, ...]
 
-    def __post_init__(self) -> None:
-        for name in ("processors", "links", "ops", "deps"):
-            value = getattr(self, name)
-            if not isinstance(value, tuple):
-                object.__setattr__(self, name, tuple(value))
-        procs = _check_processors(self.processors)
-        links = _check_links(self.links, procs)
-        with paused_gc():
-            arrays = index_problem(self.processors, self.links, self.ops, self.deps)
-        if arrays is None:  # something is wrong: the checks below name the first mistake
-            ops = _check_ops(self.ops, procs)
-            _check_deps(self.deps, ops, links)
-            raise AssertionError("index_problem rejected a problem the checks accept")  # pragma: no cover
-        if not arrays.acyclic:
-            _raise_cycle(arrays)
-        object.__setattr__(self, "_procs", procs)
-        object.__setattr__(self, "_links", links)
-        object.__setattr__(self, "_arrays", arrays)
+    @property
+    def ops(self) -> tuple[Op, ...]:
+        """The ops as objects (made from the columns on first use when built by :meth:`from_arrays`)."""
+        if self._ops is None:
+            object.__setattr__(self, "_ops", self._make_ops())
+        return self._ops
+
+    @property
+    def deps(self) -> tuple[Dep, ...]:
+        if self._deps is None:
+            a = self.arrays
+            names = [link.name for link in self.links] + [None]
+            ids = a.ids
+            object.__setattr__(self, "_deps", tuple(
+                Dep(ids[s], ids[d], size, names[link]) for s, d, size, link in
+                zip(a.dep_src.tolist(), a.dep_dst.tolist(), a.dep_bytes.tolist(), a.dep_link.tolist())))
+        return self._deps
 
     @property
     def arrays(self) -> ProblemArrays:
         """The problem as integer-indexed numpy arrays (op i is ``ops[i]``), built once when checked."""
         return self._arrays  # type: ignore[attr-defined]
+
+    @property
+    def priorities(self) -> Sequence | None:
+        """Each op's priority, in problem order; None when every op's is 0 (columns without priorities)."""
+        if self._columns is not None:
+            return self._columns.priority
+        return [op.priority for op in self.ops]
+
+    def tag_values(self, key: str, default: object = None) -> Sequence:
+        """Each op's tag ``key`` (``default`` where it has none), in problem order, without making the ops."""
+        if self._columns is not None and self._ops is None:
+            for name, column in self._columns.tags:
+                if name == key:
+                    return column if default is None else [default if v is None else v for v in column]
+            return [default] * len(self.arrays.ids)
+        return [op.tag(key, default) for op in self.ops]
 
     def op(self, op_id: str) -> Op:
         return self.ops[self.arrays.index[op_id]]
@@ -133,6 +187,40 @@ class Problem:
 
     def link(self, name: str) -> Link:
         return self._links[name]  # type: ignore[attr-defined]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Problem):
+            return NotImplemented
+        return self is other or (self.processors, self.links, self.ops, self.deps) == (
+            other.processors, other.links, other.ops, other.deps)
+
+    def __hash__(self) -> int:
+        return hash((self.processors, self.links, self.ops, self.deps))
+
+    def __repr__(self) -> str:
+        a = self.arrays
+        return (f"Problem({len(self.processors)} processors, {len(self.links)} links, {len(a.ids)} ops, "
+                f"{len(a.dep_src)} deps)")
+
+    def _make_ops(self) -> tuple[Op, ...]:
+        a, columns = self.arrays, self._columns
+        names = [p.name for p in self.processors]
+        priority = columns.priority if columns.priority is not None else itertools.repeat(0)
+        if isinstance(priority, np.ndarray):  # rows of integer keys are tuples
+            priority = map(tuple, priority.tolist()) if priority.ndim == 2 else priority.tolist()
+        keys = [key for key, _ in columns.tags]
+        rows = zip(*(_plain(column) for _, column in columns.tags)) if keys else itertools.repeat(())
+        with paused_gc():
+            return tuple(Op(i, names[p], d, pr, None if s < 0 else s, al, fr,
+                            tuple((key, value) for key, value in zip(keys, tags) if value is not None))
+                         for i, p, d, pr, s, al, fr, tags in
+                         zip(a.ids, a.proc.tolist(), a.duration.tolist(), priority, a.pin.tolist(), a.alloc.tolist(),
+                             a.free.tolist(), rows))
+
+
+def _plain(column: Sequence) -> list:
+    """A column as Python values (numpy scalars become ints, floats, strings)."""
+    return column.tolist() if isinstance(column, np.ndarray) else list(column)
 
 
 def _check_processors(processors: Iterable[Processor]) -> dict[str, Processor]:
@@ -159,52 +247,3 @@ def _check_links(links: Iterable[Link], procs: Mapping[str, Processor]) -> dict[
                              f"{link.bandwidth!r} and {link.latency!r}", field="links")
         found[link.name] = link
     return found
-
-
-def _check_ops(ops: Iterable[Op], procs: Mapping[str, Processor]) -> dict[str, Op]:
-    found: dict[str, Op] = {}
-    for op in ops:
-        if op.id in found:
-            raise InputError(f"duplicate op id {op.id!r}", field="ops")
-        proc = procs.get(op.processor)
-        if proc is None:
-            raise InputError(f"op {op.id!r} on unknown processor {op.processor!r}", field="processor")
-        if not (math.isfinite(op.duration) and op.duration >= 0):
-            raise InputError(f"op {op.id!r} needs a finite duration >= 0, got {op.duration!r}", field="duration")
-        if op.stream is not None and not 0 <= op.stream < proc.streams:
-            raise InputError(f"op {op.id!r} pinned to stream {op.stream}, but {op.processor!r} has "
-                             f"{proc.streams}", field="stream")
-        if op.alloc_bytes < 0 or op.free_bytes < 0:
-            raise InputError(f"op {op.id!r} allocates or frees a negative number of bytes", field="alloc_bytes")
-        found[op.id] = op
-    return found
-
-
-def _check_deps(deps: Iterable[Dep], ops: Mapping[str, Op], links: Mapping[str, Link]) -> None:
-    for dep in deps:
-        for end in (dep.src, dep.dst):
-            if end not in ops:
-                raise InputError(f"dependency {dep.src!r} -> {dep.dst!r} names unknown op {end!r}", field="deps")
-        if dep.bytes < 0:
-            raise InputError(f"dependency {dep.src!r} -> {dep.dst!r} moves negative bytes", field="bytes")
-        if dep.link is not None:
-            link = links.get(dep.link)
-            if link is None:
-                raise InputError(f"dependency {dep.src!r} -> {dep.dst!r} uses unknown link {dep.link!r}",
-                                 field="link")
-            src, dst = ops[dep.src].processor, ops[dep.dst].processor
-            if (link.src, link.dst) != (src, dst):
-                raise InputError(f"link {dep.link!r} runs {link.src!r} -> {link.dst!r}, but dependency "
-                                 f"{dep.src!r} -> {dep.dst!r} runs {src!r} -> {dst!r}", field="link")
-
-
-def _raise_cycle(arrays: ProblemArrays) -> None:
-    """Name one cycle, as networkx finds it (only on this error path; the check itself is Kahn's)."""
-    import networkx as nx
-
-    ids = list(arrays.index)
-    graph = nx.DiGraph()
-    graph.add_nodes_from(ids)
-    graph.add_edges_from((ids[a], ids[b]) for a, b in zip(arrays.dep_src.tolist(), arrays.dep_dst.tolist()))
-    cycle = " -> ".join(u for u, _ in nx.find_cycle(graph))
-    raise InputError(f"dependencies contain a cycle: {cycle}", field="deps")

@@ -90,13 +90,10 @@ class SlotTable(_Table):
         self.op, self.processor, self.stream = (np.asarray(x, dtype=np.int64) for x in (op, processor, stream))
         self.start, self.end = np.asarray(start, dtype=np.float64), np.asarray(end, dtype=np.float64)
         self._columns = (self.op, self.processor, self.stream, self.start, self.end)
-        self._ids: list[str] | None = None
 
     def _make(self, row: tuple) -> Slot:
-        if self._ids is None:
-            self._ids = [op.id for op in self.problem.ops]
         i, p, stream, start, end = row
-        return Slot(self._ids[i], self.problem.processors[p].name, stream, start, end)
+        return Slot(self.problem.arrays.ids[i], self.problem.processors[p].name, stream, start, end)
 
 
 class TransferTable(_Table):
@@ -110,8 +107,9 @@ class TransferTable(_Table):
 
     def _make(self, row: tuple) -> Transfer:
         d, link, start, end = row
-        dep = self.problem.deps[d]
-        return Transfer(dep.src, dep.dst, self.problem.links[link].name, dep.bytes, start, end)
+        a = self.problem.arrays
+        return Transfer(a.ids[a.dep_src[d]], a.ids[a.dep_dst[d]], self.problem.links[link].name, a.dep_bytes[d].item(),
+                        start, end)
 
 
 @dataclass(frozen=True)
@@ -139,6 +137,12 @@ class Timeline:
 
     def busy_time(self, processor: str) -> float:
         """Σ durations of the ops run on ``processor``, over all its streams."""
+        if self._tables():  # the same sum, in slot order, over the arrays
+            names = [p.name for p in self.problem.processors]
+            if processor not in names:
+                return 0
+            mine = self.slots.processor == names.index(processor)
+            return sum((self.slots.end[mine] - self.slots.start[mine]).tolist())
         return sum(s.end - s.start for s in self.slots if s.processor == processor)
 
     def utilization(self) -> dict[str, float]:

@@ -1,7 +1,8 @@
 """An independent check of a Timeline against its Problem.
 
-Written apart from the engine and sharing no code with it (it reads only the plain fields of the
-problem and the timeline), so an engine bug cannot hide behind a matching validator bug. Checks:
+Written apart from the engine and sharing no code with it (it reads only the problem's checked
+columns, ``problem.arrays``, and links, and the timeline), so an engine bug cannot hide behind a
+matching validator bug. Checks:
 
 * every op runs exactly once, for exactly its duration, from a time >= 0, on its processor, on a
   stream that exists there (and on its pinned stream, if pinned);
@@ -54,17 +55,15 @@ def full_check(problem, timeline, tol: float = 1e-9) -> list[str]:
 
 def quick_check(problem, timeline, tol: float = 1e-9) -> bool:
     """True when the timeline breaks no rule, decided over arrays (no message on failure)."""
-    ops = problem.ops
-    index = {op.id: i for i, op in enumerate(ops)}
-    if len(index) != len(ops):
-        return False
+    a = problem.arrays  # the problem's own columns, as checked when it was built
     procs = {p.name: i for i, p in enumerate(problem.processors)}
-    streams = np.array([p.streams for p in problem.processors] + [0], dtype=np.int64)
+    streams = np.append(a.streams, 0)
     slots = timeline.slots
     if _is_table(slots, problem):
         op, proc, stream = slots.op, slots.processor, slots.stream
         start, end = slots.start, slots.end
     else:
+        index = a.index
         op = np.array([index.get(s.op, -1) for s in slots], dtype=np.int64)
         proc = np.array([procs.get(s.processor, -1) for s in slots], dtype=np.int64)
         try:
@@ -73,14 +72,12 @@ def quick_check(problem, timeline, tol: float = 1e-9) -> bool:
             end = np.array([s.end for s in slots], dtype=np.float64)
         except (TypeError, ValueError, OverflowError):
             return False
-    n = len(ops)
+    n = len(a.ids)
     if len(op) != n or (n and ((op < 0).any() or (proc < 0).any() or (np.bincount(op, minlength=n) != 1).any())):
         return False
     if n == 0:
         return len(timeline.transfers) == 0
-    op_proc = np.array([procs.get(o.processor, -1) for o in ops], dtype=np.int64)
-    duration = np.array([o.duration for o in ops], dtype=np.float64)
-    pin = np.array([-1 if o.stream is None else o.stream for o in ops], dtype=np.int64)
+    op_proc, duration, pin = a.proc, a.duration, a.pin
     length = end - start
     if ((op_proc[op] != proc).any() or (stream < 0).any() or (stream >= streams[proc]).any()
             or ((pin[op] >= 0) & (pin[op] != stream)).any()
@@ -91,38 +88,46 @@ def quick_check(problem, timeline, tol: float = 1e-9) -> bool:
         return False
     if not _concurrency_ok(proc[busy], start[busy], end[busy], streams, tol):
         return False
-    src = np.array([index.get(d.src, -1) for d in problem.deps], dtype=np.int64)
-    dst = np.array([index.get(d.dst, -1) for d in problem.deps], dtype=np.int64)
-    if (src < 0).any() or (dst < 0).any():
-        return False
+    src, dst = a.dep_src, a.dep_dst
     slot_of = np.empty(n, dtype=np.int64)
     slot_of[op] = np.arange(n)
     if not _all_before(end[slot_of[src]], start[slot_of[dst]], tol):
         return False
-    return _transfers_quick(problem, timeline, index, start[slot_of], end[slot_of], tol)
+    return _transfers_quick(problem, timeline, start[slot_of], end[slot_of], tol)
 
 
-def _transfers_quick(problem, timeline, index: dict, op_start, op_end, tol: float) -> bool:
+def _transfers_quick(problem, timeline, op_start, op_end, tol: float) -> bool:
     """The transfer rules over arrays: the transfers, sorted by (src, dst, link, bytes, start), pair
     one to one with the link dependencies sorted by (src, dst, link, bytes) — the pairing the
     per-item checks make — and each pair is on time and lasts latency + bytes / bandwidth; no two
     transfers of non-zero length overlap on a link."""
+    a = problem.arrays
     links = {link.name: i for i, link in enumerate(problem.links)}
     latency = np.array([link.latency for link in problem.links] + [0.0], dtype=np.float64)
     bandwidth = np.array([link.bandwidth for link in problem.links] + [1.0], dtype=np.float64)
-    wanted = [(index[d.src], index[d.dst], links.get(d.link, -1), d.bytes) for d in problem.deps
-              if d.link is not None]
+    linked = a.dep_link >= 0
+    want = np.column_stack([a.dep_src[linked], a.dep_dst[linked], a.dep_link[linked],
+                            a.dep_bytes[linked]]).astype(np.float64)
     transfers = timeline.transfers
-    if not wanted and not len(transfers):
+    if not len(want) and not len(transfers):
         return True
-    try:
-        found = [(index.get(t.src, -1), index.get(t.dst, -1), links.get(t.link, -1), t.bytes, t.start, t.end)
-                 for t in transfers]
-        want = np.array(wanted, dtype=np.float64).reshape(-1, 4)
-        got = np.array(found, dtype=np.float64).reshape(-1, 6)
-    except (TypeError, ValueError):
-        return False
-    if len(want) != len(got) or (want[:, 2] < 0).any() or (got[:, :3] < 0).any():
+    if getattr(transfers, "problem", None) is problem and hasattr(transfers, "dep"):
+        # the engine's table: a transfer names its dependency, whose ends and bytes are read from the problem
+        d = transfers.dep
+        if len(d) and ((d < 0).any() or (d >= len(linked)).any()):
+            return False
+        got = np.column_stack([a.dep_src[d], a.dep_dst[d], transfers.link, a.dep_bytes[d], transfers.start,
+                               transfers.end]).astype(np.float64)
+    else:
+        index = a.index
+        try:
+            found = [(index.get(t.src, -1), index.get(t.dst, -1), links.get(t.link, -1), t.bytes, t.start, t.end)
+                     for t in transfers]
+            got = np.array(found, dtype=np.float64).reshape(-1, 6)
+        except (TypeError, ValueError):
+            return False
+    want = want.reshape(-1, 4)
+    if len(want) != len(got) or (got[:, :3] < 0).any():
         return False
     if (np.abs(want[:, 3]) > 2**53).any() or (np.abs(got[:, 3]) > 2**53).any():  # bytes not exact as floats
         return False

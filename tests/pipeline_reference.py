@@ -1,0 +1,111 @@
+"""The reference for :func:`archsim.policies.pipeline.pipeline_problem`: archsim's original
+builder, which made one Op and Dep object per op and dependency, kept unchanged as the oracle the
+columnar builder must equal (tests/test_pipeline_columns.py)."""
+
+from archsim.errors import InputError
+from archsim.partition.profile import LayerProfile
+from archsim.partition.result import Partition
+from archsim.policies.pipeline import BACKWARD, SCHEDULES, default_schedule
+from archsim.sim import Dep, Link, Op, Problem, Processor
+
+
+def pipeline_problem(plan: Partition, profile: LayerProfile, microbatches: int, schedule: str | None = None,
+                     bandwidth: float | None = None, latency: float = 0.0) -> Problem:
+    """The op DAG of ``microbatches`` micro-batches through ``plan``.
+
+    bandwidth: bytes per time unit of a link between any two processors (None: free transfers).
+    """
+    schedule = schedule or default_schedule(plan.method)
+    if schedule not in SCHEDULES:
+        raise InputError(f"unknown schedule {schedule!r}; choose one of {', '.join(SCHEDULES)}", field="schedule")
+    if microbatches <= 0:
+        raise InputError(f"microbatches must be positive, got {microbatches}", field="microbatches")
+    stages = len(plan.stages)
+    proc_of_stage = [f"p{s.index + 1}" for s in plan.stages]
+    index = {name: k for k, name in enumerate(profile.names)}
+    producers = {name: [p for p in (profile.lowered[k].layer.inputs if profile.lowered else
+                                    ((profile.names[k - 1],) if k else ())) if p in index]
+                 for k, name in enumerate(profile.names)}
+    consumers: dict[str, list[str]] = {name: [] for name in profile.names}
+    for name, parents in producers.items():
+        for parent in parents:
+            consumers[parent].append(name)
+
+    where: dict[tuple[str, str], int] = {}  # (layer, kind) → stage
+    cycles: dict[tuple[str, str], float] = {}
+    for stage in plan.stages:
+        for op in stage.ops:
+            where[(op.layer, op.kind)] = stage.index
+            cycles[(op.layer, op.kind)] = op.cycles / stage.replicas
+
+    def kinds_of(layer: str, family: str) -> list[str]:
+        if family == "D":
+            return [k for k in ("D", "D1", "D2") if (layer, k) in where]
+        return [family] if (layer, family) in where else []
+
+    def oid(layer: str, kind: str, b: int) -> str:
+        return f"{kind}:{layer}:{b}"
+
+    links: dict[tuple[int, int], Link] = {}
+
+    def link(src: int, dst: int) -> str | None:
+        if bandwidth is None or src == dst:
+            return None
+        key = (src, dst)
+        if key not in links:
+            links[key] = Link(f"{proc_of_stage[src]}->{proc_of_stage[dst]}", proc_of_stage[src], proc_of_stage[dst],
+                              bandwidth, latency)
+        return links[key].name
+
+    rank = {"gpipe": {"F": 0, "D": 1, "D1": 1, "D2": 1, "G": 1},
+            "1f1b": {"D": 0, "D1": 0, "D2": 0, "G": 0, "F": 1},
+            "layerpipe": {"D": 0, "D1": 0, "D2": 0, "G": 1, "F": 2}}[schedule]
+    stash_weights = schedule != "gpipe"
+    ops: list[Op] = []
+    deps: list[Dep] = []
+    for b in range(microbatches):
+        for (layer, kind), stage in where.items():
+            k = index[layer]
+            if schedule == "gpipe":
+                order = (rank[kind], b if kind == "F" else -b, k if kind == "F" else -k)
+            else:
+                order = (rank[kind], b, k if kind == "F" else -k)
+            alloc = free = 0
+            if kind == "F":
+                alloc = int(profile.delta_bytes[k]) + (int(profile.weight_bytes[k]) if stash_weights else 0)
+            if kind == "G":
+                free = int(profile.delta_bytes[k]) + (int(profile.weight_bytes[k]) if stash_weights else 0)
+            ops.append(Op(oid(layer, kind, b), proc_of_stage[stage], cycles[(layer, kind)], priority=order,
+                          alloc_bytes=alloc, free_bytes=free,
+                          tags=(("layer", layer), ("kind", kind), ("microbatch", b), ("stage", stage + 1))))
+        for layer in profile.names:
+            k = index[layer]
+            f_stage = where[(layer, "F")]
+            for parent in producers[layer]:  # activations forward
+                src = where[(parent, "F")]
+                deps.append(Dep(oid(parent, "F", b), oid(layer, "F", b), int(profile.activation_bytes[index[parent]]),
+                                link(src, f_stage)))
+            # δ of this layer's output comes from its consumers' δ ops (or from the loss after F).
+            sources = [(c, kd) for c in consumers[layer] for kd in kinds_of(c, "D")] or [(layer, "F")]
+            for kind in kinds_of(layer, "D") + kinds_of(layer, "G"):
+                dst_stage = where[(layer, kind)]
+                for c, kd in sources:
+                    src_stage = where[(c, kd)]
+                    size = int(profile.delta_bytes[index[c]]) if kd != "F" else 0
+                    deps.append(Dep(oid(c, kd, b), oid(layer, kind, b), size, link(src_stage, dst_stage)))
+            deps.append(Dep(oid(layer, "F", b), oid(layer, "G", b)))
+        if schedule != "gpipe":
+            for stage in plan.stages:
+                window = stages - stage.index  # stage s of S keeps at most S − s + 1 micro-batches in flight
+                forwards = [op.layer for op in stage.ops if op.kind == "F"]
+                backwards = [(op.layer, op.kind) for op in stage.ops if op.kind in BACKWARD]
+                if not forwards:  # an idle stage, or one holding only split δ work: nothing to alternate
+                    continue
+                if b - window >= 0:  # admission: F(b) after the backward of b − window
+                    for layer, kind in backwards:
+                        deps.append(Dep(oid(layer, kind, b - window), oid(forwards[0], "F", b)))
+                if b + window - 1 < microbatches:  # alternation: B(b) after F(b + window − 1)
+                    for layer, kind in backwards:
+                        deps.append(Dep(oid(forwards[-1], "F", b + window - 1), oid(layer, kind, b)))
+    processors = tuple(Processor(name) for name in proc_of_stage)
+    return Problem(processors=processors, links=tuple(links.values()), ops=tuple(ops), deps=tuple(deps))

@@ -1,0 +1,55 @@
+"""The columnar builders of the layer-wise schedules (mp, gpipe, ooo-pipe1/2) and of the list
+schedules (list-1f1b, list-zb-h1/h2) against the original object builders (tests/ooo_reference.py,
+tests/zb_list_reference.py): the same ops (ids, priorities, costs, memory, tags), dependencies in
+the same order, arrays and timelines, with and without a flush, δ for the first layer or not, one
+or many micro-batches, stash bytes or none."""
+
+import numpy as np
+import pytest
+
+from archsim.policies.ooo import POLICIES, LayerCosts, ooo_problem
+from archsim.policies.zero_bubble import LIST_SCHEDULES, StageCosts, zb_problem
+from archsim.sim import simulate
+from ooo_reference import ooo_problem as reference_problem
+from zb_list_reference import zb_problem as reference_list_problem
+
+ARRAYS = ("proc", "duration", "pin", "alloc", "free", "streams", "dep_src", "dep_dst", "dep_link", "dep_bytes",
+          "dep_time")
+COSTS = [LayerCosts.unit(4),
+         LayerCosts((3.0, 1.0, 4.0, 1.5, 5.0), (2.0, 6.0, 5.0, 3.0, 5.0), (9.0, 7.0, 9.0, 3.0, 2.0),
+                    first_layer_delta=True, stash_bytes=(10, 20, 30, 40, 50)),
+         LayerCosts((1.0,), (2.0,), (3.0,), stash_bytes=(7,))]
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("costs", COSTS, ids=["unit", "unequal", "one-layer"])
+@pytest.mark.parametrize("devices, microbatches, flush, group", [(2, 1, True, 1), (2, 3, False, 1), (3, 4, True, 2),
+                                                                   (4, 5, False, 2)])
+def test_columnar_problem_equals_the_object_built_one(policy, costs, devices, microbatches, flush, group):
+    if policy == "mp" and flush and microbatches > 1:
+        pytest.skip("mp cannot flush")
+    columnar = ooo_problem(costs, devices, microbatches, policy, flush=flush, group=group)
+    expected = reference_problem(costs, devices, microbatches, policy, flush=flush, group=group)
+    assert columnar.processors == expected.processors and columnar.links == expected.links
+    assert columnar.ops == expected.ops
+    assert columnar.deps == expected.deps
+    for name in ARRAYS:
+        got, want = getattr(columnar.arrays, name), getattr(expected.arrays, name)
+        assert got.dtype == want.dtype and np.array_equal(got, want), name
+    assert tuple(simulate(columnar).slots) == tuple(simulate(expected).slots)
+
+
+@pytest.mark.parametrize("schedule", LIST_SCHEDULES)
+@pytest.mark.parametrize("costs", [StageCosts.equal(1), StageCosts.equal(3, 1.0, 2.0, 0.5, 4),
+                                   StageCosts((2.0, 1.0, 3.0, 1.0), (1.0, 2.0, 2.0, 1.0), (1.0, 1.0, 0.5, 2.0),
+                                              (3, 5, 7, 9))], ids=["p1", "p3", "p4"])
+@pytest.mark.parametrize("microbatches", [1, 2, 9])
+def test_list_schedules_from_columns_equal_the_object_built_ones(schedule, costs, microbatches):
+    columnar = zb_problem(costs, microbatches, schedule)
+    expected = reference_list_problem(costs, microbatches, schedule)
+    assert columnar.processors == expected.processors and columnar.ops == expected.ops
+    assert columnar.deps == expected.deps
+    for name in ARRAYS:
+        got, want = getattr(columnar.arrays, name), getattr(expected.arrays, name)
+        assert got.dtype == want.dtype and np.array_equal(got, want), name
+    assert tuple(simulate(columnar).slots) == tuple(simulate(expected).slots)

@@ -1,0 +1,52 @@
+"""The columnar builder of a partition's pipeline problem against the original object builder
+(tests/pipeline_reference.py): the same processors, links, ops (ids, priorities, costs, memory,
+tags) and dependencies in the same order, the same arrays and the same timeline — over the three
+partitioners and schedules, chains and branching networks (split δ ops included), micro-batch
+counts below and above the pipeline depth, with and without link bandwidth."""
+
+import numpy as np
+import pytest
+
+from archsim.array.config import ArrayConfig
+from archsim.partition import build_profile, partition, profile_from_costs
+from archsim.policies.pipeline import SCHEDULES, pipeline_problem
+from archsim.sim import simulate
+from archsim.workload import load_network
+from pipeline_reference import pipeline_problem as reference_problem
+
+ARRAYS = ("proc", "duration", "pin", "alloc", "free", "streams", "dep_src", "dep_dst", "dep_link", "dep_bytes",
+          "dep_time")
+
+
+def _assert_same(columnar, expected):
+    assert columnar.processors == expected.processors
+    assert columnar.links == expected.links
+    assert columnar.ops == expected.ops
+    assert columnar.deps == expected.deps
+    for name in ARRAYS:
+        got, want = getattr(columnar.arrays, name), getattr(expected.arrays, name)
+        assert got.dtype == want.dtype and np.array_equal(got, want), name
+    assert columnar == expected
+
+
+def _cases():
+    array = ArrayConfig(16, 16, "ws")
+    chain = profile_from_costs([f"l{i}" for i in range(6)], [3, 1, 4, 1, 5, 9], [2, 6, 5, 3, 5, 8],
+                               [9, 7, 9, 3, 2, 3], activation_bytes=[5, 6, 7, 8, 9, 10], delta_bytes=[4, 4, 3, 3, 2, 2])
+    sample = build_profile(load_network("layerpipe_sample"), array, 4, "paper")
+    resnet = build_profile(load_network("resnet50"), array, 2, "exact")
+    for name, profile, processors in (("chain", chain, 3), ("sample", sample, 3), ("resnet50", resnet, 4)):
+        for method in ("layerpipe", "pipedream", "gpipe"):
+            yield pytest.param(profile, partition(profile, processors, method), id=f"{name}-{method}")
+
+
+@pytest.mark.parametrize("profile, plan", list(_cases()))
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_columnar_problem_equals_the_object_built_one(profile, plan, schedule):
+    for microbatches, bandwidth in ((1, None), (2, 3.0), (7, None), (7, 2.5)):
+        columnar = pipeline_problem(plan, profile, microbatches, schedule, bandwidth, 0.5)
+        expected = reference_problem(plan, profile, microbatches, schedule, bandwidth, 0.5)
+        _assert_same(columnar, expected)
+        timeline, reference = simulate(columnar), simulate(expected)
+        assert tuple(timeline.slots) == tuple(reference.slots)
+        assert tuple(timeline.transfers) == tuple(reference.transfers)
