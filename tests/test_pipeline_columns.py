@@ -4,7 +4,6 @@ tags) and dependencies in the same order, the same arrays and the same timeline 
 partitioners and schedules, chains and branching networks (split δ ops included), micro-batch
 counts below and above the pipeline depth, with and without link bandwidth."""
 
-import numpy as np
 import pytest
 
 from archsim.array.config import ArrayConfig
@@ -13,20 +12,8 @@ from archsim.policies.pipeline import SCHEDULES, pipeline_problem
 from archsim.sim import simulate
 from archsim.workload import load_network
 from pipeline_reference import pipeline_problem as reference_problem
+from problem_equality import assert_same_problem
 
-ARRAYS = ("proc", "duration", "pin", "alloc", "free", "streams", "dep_src", "dep_dst", "dep_link", "dep_bytes",
-          "dep_time")
-
-
-def _assert_same(columnar, expected):
-    assert columnar.processors == expected.processors
-    assert columnar.links == expected.links
-    assert columnar.ops == expected.ops
-    assert columnar.deps == expected.deps
-    for name in ARRAYS:
-        got, want = getattr(columnar.arrays, name), getattr(expected.arrays, name)
-        assert got.dtype == want.dtype and np.array_equal(got, want), name
-    assert columnar == expected
 
 
 def _cases():
@@ -46,7 +33,7 @@ def test_columnar_problem_equals_the_object_built_one(profile, plan, schedule):
     for microbatches, bandwidth in ((1, None), (2, 3.0), (7, None), (7, 2.5)):
         columnar = pipeline_problem(plan, profile, microbatches, schedule, bandwidth, 0.5)
         expected = reference_problem(plan, profile, microbatches, schedule, bandwidth, 0.5)
-        _assert_same(columnar, expected)
+        assert_same_problem(columnar, expected)
         timeline, reference = simulate(columnar), simulate(expected)
         assert tuple(timeline.slots) == tuple(reference.slots)
         assert tuple(timeline.transfers) == tuple(reference.transfers)

@@ -4,7 +4,6 @@ dependencies in the same order, the same arrays, the same timeline — on every 
 several stage and micro-batch counts, with and without communication, bandwidth and memory —
 and the same error on a malformed order."""
 
-import numpy as np
 import pytest
 
 from archsim.errors import InputError
@@ -18,9 +17,8 @@ from archsim.policies.zb_auto import zb_auto_order
 from archsim.policies.zero_bubble import SCHEDULES, StageCosts, op_count, zb_schedule
 from archsim.sim import simulate, validate_timeline
 from stage_run_reference import order_problem as reference_problem
+from problem_equality import assert_same_problem
 
-ARRAYS = ("proc", "duration", "pin", "alloc", "free", "streams", "dep_src", "dep_dst", "dep_link", "dep_bytes",
-          "dep_time")
 
 
 def _profiles(stages: int):
@@ -51,23 +49,11 @@ def _orders():
     yield pytest.param(parse_order_csv(order_csv(dualpipe)), id="dualpipev-csv")
 
 
-def _assert_same(columnar, expected):
-    assert columnar.processors == expected.processors
-    assert columnar.links == expected.links
-    assert columnar.ops == expected.ops
-    assert columnar.deps == expected.deps
-    for name in ARRAYS:
-        got, want = getattr(columnar.arrays, name), getattr(expected.arrays, name)
-        assert got.dtype == want.dtype and np.array_equal(got, want), name
-    assert list(columnar.arrays.ids) == list(expected.arrays.ids)
-    assert columnar == expected and hash(columnar) == hash(expected)
-
-
 @pytest.mark.parametrize("order", list(_orders()))
 def test_columnar_problem_equals_the_object_built_one(order):
     for profile in _profiles(order.stages):
         columnar, expected = order_problem(order, profile), reference_problem(order, profile)
-        _assert_same(columnar, expected)
+        assert_same_problem(columnar, expected)
         timeline, reference = simulate(columnar), simulate(expected)
         assert tuple(timeline.slots) == tuple(reference.slots)
         assert tuple(timeline.transfers) == tuple(reference.transfers)
