@@ -1,7 +1,9 @@
 """PipeDream's pruned dynamic program and its run-list antichain states against the first-written
 ones (``tests/pipedream_reference.py``: every ancestor of every state scanned, ancestors as a bit
 matrix), table for table: the same values, splits, rests and replicas, bit for bit, on random
-chains and DAGs under every flag of the optimizer, and on long chains where pruning matters."""
+chains and DAGs under every flag of the optimizer, and on long chains where pruning matters.
+Small final levels are solved by the dense numpy search, the rest by the compiled walk: the
+``search`` fixture runs the tests that use it once with each forced on every final level."""
 
 from __future__ import annotations
 
@@ -15,7 +17,15 @@ from archsim.partition.antichain import antichain_states
 from archsim.partition.graph_txt import load_graph_txt
 from archsim.partition.pipedream import (Level, PipeDreamOptions, _Cumulative, _Matrix, _solve_level,
                                         pipedream_partition, pipedream_partitions, pipedream_plan, pipedream_plans)
+from archsim.partition import pipedream_dense
 from tests.pipedream_reference import reference_tables
+
+
+@pytest.fixture(params=["dense", "compiled"])
+def search(request, monkeypatch):
+    """Force one split search for every final level: dense (any size) or compiled (none dense)."""
+    monkeypatch.setattr(pipedream_dense, "WORK_LIMIT", 10**12 if request.param == "dense" else -1)
+    return request.param
 
 
 def tables(profile, hierarchy, options):
@@ -66,7 +76,7 @@ def assert_same(profile, hierarchy, options):
 
 
 @pytest.mark.parametrize("seed", range(8))
-def test_random_networks_give_the_reference_tables(seed):
+def test_random_networks_give_the_reference_tables(seed, search):
     rng = np.random.default_rng(seed)
     for _ in range(40):
         profile = random_profile(rng, int(rng.integers(1, 30)), branches=rng.choice([0.0, 0.2, 0.5]),
@@ -78,7 +88,7 @@ def test_random_networks_give_the_reference_tables(seed):
 
 
 @pytest.mark.parametrize("replication, bandwidth", [(False, np.inf), (True, np.inf), (False, 50.0), (True, 50.0)])
-def test_long_chains_give_the_reference_tables(replication, bandwidth):
+def test_long_chains_give_the_reference_tables(replication, bandwidth, search):
     rng = np.random.default_rng(7)
     options = PipeDreamOptions(activation_compression_ratio=None if np.isinf(bandwidth) else 1.0,
                                straight_pipeline=not replication)
@@ -88,7 +98,7 @@ def test_long_chains_give_the_reference_tables(replication, bandwidth):
         assert_same(profile, hierarchy, options)
 
 
-def test_equal_layers_tie_as_the_reference_does():
+def test_equal_layers_tie_as_the_reference_does(search):
     # Every layer alike: many splits give the optimum; the first in the released order must win.
     n = 200
     profile = profile_from_costs([f"l{k}" for k in range(n)], np.ones(n), np.ones(n), np.zeros(n))
@@ -110,7 +120,7 @@ def test_a_chain_has_one_ancestor_run_per_state():
 @pytest.mark.parametrize("options", [PipeDreamOptions(straight_pipeline=True), PipeDreamOptions(),
                                      PipeDreamOptions(activation_compression_ratio=1.0, use_fewer_machines=True),
                                      PipeDreamOptions(memory_constraint=True, memory_bytes=300.0)])
-def test_one_table_gives_every_machine_count_its_own_plan(options):
+def test_one_table_gives_every_machine_count_its_own_plan(options, search):
     rng = np.random.default_rng(3)
     profile = random_profile(rng, 40, branches=0.2)
     counts = [2, 5, 3, 12, 1]
@@ -141,7 +151,7 @@ SETTINGS = [([8], [1e9], {"activation_compression_ratio": 1.0}), ([8], [1e9], {}
 @pytest.mark.skipif(not SHARED.is_dir(), reason="shared/pipedream (PipeDream's profiles) not beside the repo")
 @pytest.mark.parametrize("model, settings", [("resnet50", SETTINGS), ("gnmt", SETTINGS),
                                              ("densenet121", SETTINGS[4:])])
-def test_released_profiles_give_the_reference_tables(model, settings):
+def test_released_profiles_give_the_reference_tables(model, settings, search):
     profile = load_graph_txt(SHARED / f"{model}.txt")
     for machines, bandwidths, flags in settings:
         assert_same(profile, [Level(n, b) for n, b in zip(machines, bandwidths)], PipeDreamOptions(**flags))

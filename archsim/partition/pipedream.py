@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from archsim.errors import InputError
+from archsim.partition import pipedream_dense
 from archsim.partition.antichain import AntichainStates
 from archsim.partition.profile import LayerProfile
 from archsim.partition.result import Partition, PlacedOp, Stage
@@ -235,15 +236,19 @@ def _solve_level(states: AntichainStates, compute, level: Level, within: int, fi
         replicas[:, :, m] = np.where(allowed, m + 1, 0)
     ratio = options.activation_compression_ratio
     use_matrix = isinstance(compute, _Matrix)
+    arguments = (use_matrix, states.activation, states.parameters, states.crossing, float(bandwidth),
+                 options.straight_pipeline, options.use_fewer_machines, -1.0 if ratio is None else float(ratio),
+                 float(options.memory_bytes) if options.memory_constraint else -1.0)
+    if pipedream_dense.fits(rows, n, machines, options.straight_pipeline):  # small: no numba load
+        pipedream_dense.solve_row(value, split, rest, replicas, states.ancestor_runs, states.ancestor_starts,
+                                  states.ancestor_ends, np.zeros(1) if use_matrix else compute.cumulative,
+                                  compute.values if use_matrix else np.zeros((1, 1)), *arguments)
+        return _Solved(value, split, rest, replicas)
     from archsim.partition.pipedream_kernel import solve_splits  # numba loads with the first solve, not on import
 
     solve_splits(value, split, rest, replicas, states.ancestor_runs, states.ancestor_starts, states.ancestor_ends,
                  np.zeros(1) if use_matrix else compute.cumulative, compute.values if use_matrix else np.zeros((1, 1)),
-                 compute.lowest if use_matrix else np.zeros((1, 1)),
-                 use_matrix, states.activation, states.parameters, states.crossing, float(bandwidth),
-                 options.straight_pipeline, options.use_fewer_machines,
-                 -1.0 if ratio is None else float(ratio),
-                 float(options.memory_bytes) if options.memory_constraint else -1.0)
+                 compute.lowest if use_matrix else np.zeros((1, 1)), *arguments)
     return _Solved(value, split, rest, replicas)
 
 
