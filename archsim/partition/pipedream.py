@@ -17,7 +17,8 @@ reads level ℓ's A(·, ·, N_ℓ − 1) as its compute time. The final level ne
 Everything is the released code's arithmetic in its order, so ``time_per_stage`` equals its
 output; ties go to the first split in ascending state order and the fewest replicas, which is
 where the released code (whose ancestor order is a Python set's) usually lands. The split search
-is compiled (:mod:`archsim.partition.pipedream_kernel`).
+is compiled (:mod:`archsim.partition.pipedream_kernel`), except on small final levels, where one
+dense numpy pass (:mod:`archsim.partition.pipedream_dense`) is cheaper than loading numba.
 """
 
 from __future__ import annotations
