@@ -1,0 +1,164 @@
+"""Algorithm 1's δ-split searches: budget → (part, D1 cycles, D2 cycles) for one layer and axis.
+
+:meth:`archsim.partition.profile.LayerProfile.fitting_split` builds one search per (layer, axis)
+and caches it: with the analytic engine, channels and reduction splits are tables of D2 cycles for
+every part (one vectorized closed-form call for a batch of layers) searched by bisection, and rows
+splits are found by arithmetic on whole GEMM copies plus the inverted closed form for the partial
+copy; other engines binary-search the profile's own split costs. Cycles are integers.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_right
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from archsim.array.analytic import gemm_cycles, gemm_rows_within
+from archsim.array.config import ArrayConfig
+from archsim.lowering import LoweredLayer
+
+if TYPE_CHECKING:
+    from archsim.partition.profile import LayerProfile
+
+_NOTHING = (0, 0, 0)  # no positive part fits
+
+
+@dataclass(frozen=True)
+class TableSplits:
+    """Channels or reduction split of one layer's δ: D2 cycles of every part 0..units (D1 of a part
+    is D2 of the rest, the same sub-GEMM shape), searched by bisection."""
+
+    units: int
+    d2: list[int]
+    keys: list[float]  # d2 as floats: compared with a float budget as numpy compares int64 tables
+
+    def __call__(self, budget: float) -> tuple[int, int, int]:
+        units = self.units
+        if units <= 1 or not budget >= 0:  # part 0 costs nothing; no part fits a negative budget
+            return _NOTHING
+        part = min(bisect_right(self.keys, budget) - 1, units - 1)
+        return (part, self.d2[units - part], self.d2[part]) if part > 0 else _NOTHING
+
+
+_TABLE_BATCH = 1 << 16  # table entries per vectorized call: amortizes numpy's per-call cost, bounds memory
+
+
+def table_splits(profile: LayerProfile, index: int) -> dict[tuple[int, str], TableSplits]:
+    """Channels and reduction tables of layer ``index`` and of the layers before it (Algorithm 1
+    walks backwards) not built yet, up to _TABLE_BATCH entries: D2 cycles of every part of every
+    δ GEMM from one closed-form call, summed per layer and axis."""
+    wanted: list[tuple[int, str, int]] = []
+    size = 0
+    for layer in range(index, -1, -1):
+        for axis in ("channels", "reduction"):
+            if ("fit", layer, axis) not in profile._split_cache:
+                units = profile.split_units(layer, axis)
+                wanted.append((layer, axis, units))
+                delta = profile.lowered[layer].op("D")
+                size += (units + 1) * len(delta.gemms) if units > 1 and delta is not None else 0
+        if size >= _TABLE_BATCH:
+            break
+    shapes: list[tuple[int, int]] = []  # (slot in wanted, table length) of each δ GEMM, in order
+    m_all, k_all, n_all, count_all = [], [], [], []
+    for slot, (layer_index, axis, units) in enumerate(wanted):
+        if units <= 1:
+            continue
+        layer, delta = profile.lowered[layer_index].layer, profile.lowered[layer_index].op("D")
+        parts = np.arange(units + 1, dtype=np.int64)
+        for g in delta.gemms if delta is not None else ():
+            if axis == "channels":
+                per = g.n // layer.channels if layer.kind == "fc" else 1
+                m, k, n = np.full_like(parts, g.m), np.full_like(parts, g.k), per * parts
+            else:
+                per = 1 if layer.kind == "fc" else g.k // layer.filters
+                m, k, n = np.full_like(parts, g.m), per * parts, np.full_like(parts, g.n)
+            m_all.append(m), k_all.append(k), n_all.append(n), count_all.append(np.full_like(parts, g.count))
+            shapes.append((slot, units + 1))
+    tables = [np.zeros(units + 1 if units > 1 else 0, dtype=np.int64) for _, _, units in wanted]
+    if shapes:
+        array = profile.array
+        assert array is not None
+        m, k, n, count = (np.concatenate(x) for x in (m_all, k_all, n_all, count_all))
+        cycles = count * np.where((m > 0) & (k > 0) & (n > 0),
+                                  gemm_cycles(m, k, n, array.rows, array.cols, array.dataflow), 0)
+        start = 0
+        for slot, length in shapes:
+            tables[slot] += cycles[start:start + length]
+            start += length
+    return {(layer, axis): TableSplits(units, table.tolist(), table.astype(float).tolist())
+            for (layer, axis, units), table in zip(wanted, tables)}
+
+
+@dataclass(frozen=True)
+class RowSplits:
+    """Rows split of one layer's δ: D2 takes the first rows in GEMM order (whole copies, then part
+    of one). Per GEMM: (m, k, n, copies, cycles per copy); D2 cycles before each GEMM (and the
+    total), rows before each GEMM, and D1 cycles of the GEMMs after each."""
+
+    units: int
+    gemms: tuple[tuple[int, int, int, int, int], ...]
+    starts: list[int]
+    rows_at: list[int]
+    after: list[int]
+    array: ArrayConfig
+
+    @classmethod
+    def of(cls, lowered: LoweredLayer, units: int, array: ArrayConfig) -> RowSplits:
+        delta = lowered.op("D")
+        gemms = tuple((g.m, g.k, g.n, g.count, gemm_cycles(g.m, g.k, g.n, array.rows, array.cols, array.dataflow)
+                       if g.m > 0 and g.k > 0 and g.n > 0 else 0) for g in (delta.gemms if delta is not None else ()))
+        starts, rows_at = [0], [0]
+        for m, _, _, copies, cycles in gemms:
+            starts.append(starts[-1] + copies * cycles)
+            rows_at.append(rows_at[-1] + copies * m)
+        after = [starts[-1] - end for end in starts[1:]]
+        return cls(units, gemms, starts, rows_at, after, array)
+
+    def __call__(self, budget: float) -> tuple[int, int, int] | None:
+        """(part, D1, D2); None when the budget covers every GEMM (the caller costs units − 1)."""
+        if self.units <= 1 or not budget >= 0:
+            return _NOTHING
+        j = bisect_right(self.starts, budget) - 1  # the GEMM whose copies the budget ends in
+        if j == len(self.gemms):
+            return None
+        m, k, n, copies, cycles = self.gemms[j]  # cycles > 0: else the next start would fit too
+        limit = math.floor(budget)  # cycles are integers: ≤ budget ⇔ ≤ ⌊budget⌋
+        whole = (limit - self.starts[j]) // cycles  # < copies, as the next start exceeds the budget
+        base = self.starts[j] + whole * cycles
+        R, C, df = self.array.rows, self.array.cols, self.array.dataflow
+        rows = min(m - 1, gemm_rows_within(limit - base, k, n, R, C, df))  # of the partial copy
+        part = self.rows_at[j] + whole * m + rows
+        if part == 0:
+            return _NOTHING
+        if rows == 0:
+            return part, (copies - whole) * cycles + self.after[j], base
+        return (part, (copies - whole - 1) * cycles + gemm_cycles(m - rows, k, n, R, C, df) + self.after[j],
+                base + gemm_cycles(rows, k, n, R, C, df))
+
+
+@dataclass(frozen=True)
+class BinarySplits:
+    """Any engine: binary search over :meth:`LayerProfile.split_cycles` (D2 is monotone in the part)."""
+
+    profile: LayerProfile
+    index: int
+    axis: str
+    units: int
+
+    def __call__(self, budget: float) -> tuple[int, int, int]:
+        if self.units <= 1 or not budget >= 0:
+            return _NOTHING
+        low, high = 0, self.units - 1
+        while low < high:
+            mid = (low + high + 1) // 2
+            if self.profile.split_cycles(self.index, self.axis, mid)[1] <= budget:
+                low = mid
+            else:
+                high = mid - 1
+        return (low, *self.profile.split_cycles(self.index, self.axis, low)) if low else _NOTHING
+
+
+__all__ = ["BinarySplits", "RowSplits", "TableSplits", "table_splits"]
