@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from archsim.errors import InputError
 from archsim.partition.profile import LayerProfile
-from archsim.partition.result import Partition, PlacedOp, Stage, mandatory_bytes
+from archsim.partition.result import Partition, Stage, mandatory_bytes
 
 
 def gpipe_partition(profile: LayerProfile, processors: int, *, bandwidth: float | None = None) -> Partition:
@@ -18,17 +18,9 @@ def gpipe_partition(profile: LayerProfile, processors: int, *, bandwidth: float 
     for size in sizes:
         bounds.append((start, start + size))
         start += size
-    stage_list = []
-    forward, weight_grad, delta, _ = profile.layer_cycles
-    for index, (i, j) in enumerate(bounds):
-        ops = []
-        for layer in range(i, j):
-            name = profile.names[layer]
-            ops.append(PlacedOp(name, "F", forward[layer]))
-            ops.append(PlacedOp(name, "G", weight_grad[layer]))
-            if delta[layer] > 0:
-                ops.append(PlacedOp(name, "D", delta[layer]))
-        stage_list.append(Stage(index, profile.names[i:j], tuple(ops)))
+    placed = profile.placed_ops
+    stage_list = [Stage(index, profile.names[i:j], tuple(op for layer in range(i, j) for op in placed[layer]))
+                  for index, (i, j) in enumerate(bounds)]
     stage_of = {name: s.index for s in stage_list for name in s.layers}
     # A boundary moves the activation forward and its δ back at ``bandwidth`` (bytes per time unit).
     boundary = tuple(2.0 * float(profile.activation_bytes[j - 1]) / bandwidth for (_, j) in bounds[:-1]) \

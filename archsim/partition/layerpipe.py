@@ -175,13 +175,19 @@ def _to_partition(profile: LayerProfile, placed: list[list[_Placed]], notes) -> 
         if name in home:
             layers_of[home[name]].append(name)
     stages = []
+    unsplit, borrowed_delta = profile.placed_ops, profile.borrowed_deltas  # shared: most ops are unsplit
     for proc, ops in enumerate(forward_order):
         marked = []
-        for k, _, kind, cycles, axis, part in sorted(ops, key=itemgetter(0, 1)):
+        for k, rank, kind, cycles, axis, part in sorted(ops, key=itemgetter(0, 1)):
             name = names[k]
-            extra = profile.split_bytes(k, axis, part)[1] if kind == "D2" and axis is not None else 0
-            borrowed = kind in ("D", "D2") and home[name] != proc
-            marked.append(PlacedOp(name, kind, cycles, borrowed, extra, axis, part))  # positional: a hot loop
+            if rank < 2:  # F, G
+                marked.append(unsplit[k][rank])
+            elif kind == "D":
+                marked.append(borrowed_delta[k] if home[name] != proc else unsplit[k][2])
+            else:  # D1 (never borrowed: it runs with the layer's fixed part), D2
+                extra = profile.split_bytes(k, axis, part)[1] if kind == "D2" and axis is not None else 0
+                borrowed = kind == "D2" and home[name] != proc
+                marked.append(PlacedOp(name, kind, cycles, borrowed, extra, axis, part))  # positional: a hot loop
         stages.append(Stage(proc, tuple(layers_of[proc]), tuple(marked)))
     stage_of = dict(home)
     additional = 0

@@ -34,7 +34,7 @@ from archsim.errors import InputError
 from archsim.partition import pipedream_dense
 from archsim.partition.antichain import AntichainStates
 from archsim.partition.profile import LayerProfile
-from archsim.partition.result import Partition, PlacedOp, Stage
+from archsim.partition.result import Partition, Stage
 
 DEFAULT_MEMORY_BYTES = 16e9  # the optimizer's --memory_size default
 
@@ -323,7 +323,7 @@ def plan_partition(profile: LayerProfile, plan: PipeDreamPlan) -> Partition:
     n = len(plan.states)
     stages: list[Stage] = []
     boundaries: list[float] = []
-    forward, weight_grad, delta = profile.forward.tolist(), profile.weight_grad.tolist(), profile.delta.tolist()
+    placed = profile.placed_ops
 
     def outwards(value: float, above: list[tuple[float, int]]) -> float:
         for extra, replicas in above:
@@ -350,9 +350,7 @@ def plan_partition(profile: LayerProfile, plan: PipeDreamPlan) -> Partition:
                 walk(level + 1, offset + position, [(allreduce, r), *above])
                 continue
             nodes = plan.states.nodes_between(block.start, block.end)
-            ops = tuple(PlacedOp(profile.names[k], kind, cost) for k in nodes
-                        for kind, cost in (("F", forward[k]), ("G", weight_grad[k]), ("D", delta[k]))
-                        if kind != "D" or cost > 0)
+            ops = tuple(op for k in nodes for op in placed[k])
             compute = sum(op.cycles for op in ops)
             machines = r * math.prod(replicas for _, replicas in above)
             time = outwards((compute + allreduce) / r, above)

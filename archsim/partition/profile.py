@@ -17,6 +17,7 @@ from archsim.array.config import ArrayConfig
 from archsim.array.costing import op_cycles
 from archsim.lowering import (SPLIT_AXES, DeltaSplit, LoweredLayer, Mode, delta_split_units, lower_network,
                               split_d2_bytes, split_delta)
+from archsim.partition.result import PlacedOp
 from archsim.partition.split_search import BinarySplits, RowSplits, table_splits
 from archsim.workload.layer import Network
 
@@ -60,6 +61,20 @@ class LayerProfile:
         per layer, converted once per profile (not once per walk)."""
         return tuple(np.asarray(x, dtype=float).tolist()  # type: ignore[return-value]
                      for x in (self.forward, self.weight_grad, self.delta, self.fixed))
+
+    @cached_property
+    def placed_ops(self) -> tuple[tuple[PlacedOp, ...], ...]:
+        """Each layer's unsplit ops as its own stage runs them: F, G and (when it costs anything) δ,
+        none borrowed. Built once per profile and shared by every partition of it (PlacedOp is
+        frozen): a sweep places each layer hundreds of times."""
+        forward, weight_grad, delta, _ = self.layer_cycles
+        return tuple((PlacedOp(name, "F", f), PlacedOp(name, "G", g)) + ((PlacedOp(name, "D", d),) if d > 0 else ())
+                     for name, f, g, d in zip(self.names, forward, weight_grad, delta))
+
+    @cached_property
+    def borrowed_deltas(self) -> tuple[PlacedOp, ...]:
+        """Each layer's whole δ as another stage runs it (LayerPipe's borrowed δ), built once per profile."""
+        return tuple(PlacedOp(name, "D", d, True) for name, d in zip(self.names, self.layer_cycles[2]))
 
     def producers(self, index: int) -> tuple[int, ...]:
         """Nodes whose output node ``index`` reads (the previous node, for a chain)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -41,15 +42,16 @@ class Stage:
     replicas: int = 1
     allreduce_cycles: float = 0.0
 
-    @property
+    # Cached (the ops never change): a sweep reads every stage's total for its slowest stage.
+    @cached_property
     def assigned_cycles(self) -> float:
         return sum(op.cycles for op in self.ops if not op.borrowed) / self.replicas
 
-    @property
+    @cached_property
     def borrowed_cycles(self) -> float:
         return sum(op.cycles for op in self.ops if op.borrowed) / self.replicas
 
-    @property
+    @cached_property
     def total_cycles(self) -> float:
         return self.assigned_cycles + self.borrowed_cycles + self.allreduce_cycles
 
