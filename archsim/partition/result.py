@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -42,16 +41,15 @@ class Stage:
     replicas: int = 1
     allreduce_cycles: float = 0.0
 
-    # Cached (the ops never change): a sweep reads every stage's total for its slowest stage.
-    @cached_property
+    @property
     def assigned_cycles(self) -> float:
         return sum(op.cycles for op in self.ops if not op.borrowed) / self.replicas
 
-    @cached_property
+    @property
     def borrowed_cycles(self) -> float:
         return sum(op.cycles for op in self.ops if op.borrowed) / self.replicas
 
-    @cached_property
+    @property
     def total_cycles(self) -> float:
         return self.assigned_cycles + self.borrowed_cycles + self.allreduce_cycles
 
