@@ -60,7 +60,7 @@ class AntichainStates:
     def nodes_between(self, start: int, end: int) -> list[int]:
         """Nodes of the stage holding states start..end−1: done after end−1 but not after start−1."""
         done = self.done(end - 1) & ~(self.done(start - 1) if start > 0 else 0)
-        return np.flatnonzero(_mask(done, done.bit_length())).tolist()
+        return [node for first, last in _runs(done) for node in range(first, last + 1)]
 
     def ancestors(self, state: int) -> list[int]:
         """The states before ``state`` in the antichain DAG, ascending."""

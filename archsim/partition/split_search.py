@@ -32,14 +32,13 @@ class TableSplits:
     is D2 of the rest, the same sub-GEMM shape), searched by bisection."""
 
     units: int
-    d2: list[int]
-    keys: list[float]  # d2 as floats: compared with a float budget as numpy compares int64 tables
+    d2: list[int]  # bisected with a float budget: Python compares int and float exactly
 
     def __call__(self, budget: float) -> tuple[int, int, int]:
         units = self.units
         if units <= 1 or not budget >= 0:  # part 0 costs nothing; no part fits a negative budget
             return _NOTHING
-        part = min(bisect_right(self.keys, budget) - 1, units - 1)
+        part = min(bisect_right(self.d2, budget) - 1, units - 1)
         return (part, self.d2[units - part], self.d2[part]) if part > 0 else _NOTHING
 
 
@@ -88,7 +87,7 @@ def table_splits(profile: LayerProfile, index: int) -> dict[tuple[int, str], Tab
         for slot, length in shapes:
             tables[slot] += cycles[start:start + length]
             start += length
-    return {(layer, axis): TableSplits(units, table.tolist(), table.astype(float).tolist())
+    return {(layer, axis): TableSplits(units, table.tolist())
             for (layer, axis, units), table in zip(wanted, tables)}
 
 
