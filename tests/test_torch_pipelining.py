@@ -1,7 +1,7 @@
 """archsim's schedules through torch.distributed.pipelining's own reader, validator and simulator.
 
-Needs the optional extra ``torch`` (``pip install -e ".[torch]"``, torch==2.13.0, CPU build); the
-module is skipped without it. torch's schedule classes are built on stand-in stages that carry only
+Needs ``torch`` (torch==2.13.0, CPU build; in the test extra): without it the session refuses to
+start (tests/conftest.py) unless ``ARCHSIM_TESTS_WITHOUT=torch``, and then this module is skipped. torch's schedule classes are built on stand-in stages that carry only
 the attributes the schedule constructors read (no process group, no model).
 """
 
