@@ -229,3 +229,22 @@ def test_long_runs_name_their_phases_on_a_terminal_only(argv, phases, monkeypatc
     shown = terminal.getvalue()
     assert all(f"phase/s, {name}]" in shown for name in phases) and quiet.err == ""
     assert capsys.readouterr().out == quiet.out  # the same results either way
+
+
+def test_the_cycle_engine_shows_its_progress_on_a_terminal_only(monkeypatch, capsys):
+    """The cycle engine steps through every cycle (23 s for layerpipe_sample at batch 32): on a
+    terminal a bar counts the simulated cycles (drawn after a second; here at once)."""
+    import archsim.progress as bars
+
+    immediate = bars.progress
+    at_once = {"delay": 0.0, "mininterval": 0.0, "miniters": 1}  # draw every update, from the start
+    monkeypatch.setattr(bars, "progress", lambda *args, **kwargs: immediate(*args, **{**kwargs, **at_once}))
+    argv = ["cost", "layerpipe_sample", "--engine", "cycle", "--batch", "1", "--format", "csv"]
+    main(argv)
+    quiet = capsys.readouterr()
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    main(argv)
+    shown = terminal.getvalue()
+    assert "cycle engine: 100%" in shown and "cycle/s" in shown and quiet.err == ""
+    assert capsys.readouterr().out == quiet.out

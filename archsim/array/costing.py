@@ -60,13 +60,18 @@ def _cycle_figures(m: np.ndarray, k: np.ndarray, n: np.ndarray, array: ArrayConf
     """Per GEMM: [cycles with stalls, stall cycles, DRAM read words, DRAM write words], each distinct
     shape simulated once."""
     from archsim.array.cycle import simulate_cached  # numba loads only for the cycle engine
+    from archsim.progress import progress
 
     shapes, inverse = np.unique(np.stack([m, k, n], axis=1), axis=0, return_inverse=True)
     figures = np.empty((len(shapes), 4), dtype=np.int64)
-    for row, (a, b, c) in enumerate(shapes.tolist()):
-        result = simulate_cached(a, b, c, array)
-        figures[row] = (result.cycles, result.stall_cycles, result.ifmap_dram_reads + result.filter_dram_reads,
-                        result.ofmap_dram_writes)
+    # The simulation steps through every cycle: the analytic (stall-free) cycles measure its work.
+    work = gemm_cost(shapes[:, 0], shapes[:, 1], shapes[:, 2], array.rows, array.cols, array.dataflow).cycles.tolist()
+    with progress(int(sum(work)), "cycle engine", "cycle", delay=1.0, unit_scale=True) as bar:
+        for row, (a, b, c) in enumerate(shapes.tolist()):
+            result = simulate_cached(a, b, c, array)
+            figures[row] = (result.cycles, result.stall_cycles, result.ifmap_dram_reads + result.filter_dram_reads,
+                            result.ofmap_dram_writes)
+            bar.update(work[row])
     return figures[inverse.reshape(-1)]
 
 

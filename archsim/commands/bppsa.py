@@ -17,7 +17,8 @@ from archsim.bppsa.rnn_cost import rnn_study
 from archsim.bppsa.vgg import ZEROS, check_sparsity, critical_path, vgg_flops
 from archsim.cli import Command
 from archsim.validate import seed_flag
-from archsim.commands.common import add_array_arguments, add_output_arguments, array_from_args, emit, progress
+from archsim.commands.common import add_array_arguments, add_output_arguments, array_from_args, emit
+from archsim.progress import progress
 from archsim.errors import InputError
 from archsim.outputs import render
 

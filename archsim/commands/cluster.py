@@ -14,7 +14,8 @@ from archsim.cluster.jobs import ClusterSpec, SimConfig, build_jobs
 from archsim.cluster.metrics import aggregate, summarize
 from archsim.cluster.simulate import MAIN_POLICIES, POLICIES, simulate
 from archsim.cluster.trace import load_tiresias_csv, synthetic_trace
-from archsim.commands.common import add_output_arguments, emit, positive_int, progress
+from archsim.commands.common import add_output_arguments, emit, positive_int
+from archsim.progress import progress
 from archsim.errors import InputError
 from archsim.outputs import render
 from archsim.validate import float_flag, int_flag, processors_flag, seed_flag

@@ -11,6 +11,7 @@ from pathlib import Path
 from archsim.array.config import ArrayConfig, parse_array_shape, read_scalesim_cfg
 from archsim.errors import InputError
 from archsim.outputs import FORMATS, atomic_write_text
+from archsim.progress import progress
 from archsim.validate import DEFAULT_MAX_OPS, positive_int_flag
 
 
@@ -222,17 +223,9 @@ def emit(text: str, args: argparse.Namespace) -> None:
         sys.stdout.write(text)
 
 
-def progress(total: int, desc: str, unit: str):
-    """A tqdm bar on stderr for work that can take seconds; shown only on a terminal (never in pipes,
-    logs or tests), counting ``unit``s that match what the command reports."""
-    from tqdm import tqdm
-
-    return tqdm(total=total, desc=desc, unit=unit, disable=None, leave=False)
-
-
 @contextmanager
 def phases(desc: str, names: Sequence[str]):
-    """The phases of a long run (cost, build, simulate, validate) as a :func:`progress` bar — on a
+    """The phases of a long run (cost, build, simulate, validate) as a :func:`~archsim.progress.progress` bar — on a
     terminal only — naming the phase under way; yields ``step(name)``, called as each phase starts.
     It draws between phases only, so the simulation itself runs untouched."""
     with progress(len(names), desc, "phase") as bar:

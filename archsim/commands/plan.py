@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.spp.baselines import baseline
     from archsim.spp.plan import spp
 
-    from archsim.commands.common import progress
+    from archsim.progress import progress
     from archsim.spp.plan import stage_count_limit
 
     with progress(stage_count_limit(profile, topology, args.max_stages), "SPP", "stage count") as bar:
