@@ -248,3 +248,17 @@ def test_the_cycle_engine_shows_its_progress_on_a_terminal_only(monkeypatch, cap
     shown = terminal.getvalue()
     assert "cycle engine: 100%" in shown and "cycle/s" in shown and quiet.err == ""
     assert capsys.readouterr().out == quiet.out
+
+
+def test_bars_inside_quiet_are_never_drawn(monkeypatch):
+    """A sweep's worker processes (archsim.sweep.runner.compute_units) draw no bars over the parent's."""
+    from archsim.progress import progress, quiet
+
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    with quiet(), progress(3, "inner", "step", mininterval=0.0) as bar:
+        bar.update(3)
+    assert terminal.getvalue() == ""
+    with progress(3, "outer", "step", mininterval=0.0) as bar:
+        bar.update(3)
+    assert "outer" in terminal.getvalue()

@@ -124,8 +124,12 @@ CHUNK_UNITS = 64  # most units per task: few enough to balance workers, enough t
 
 
 def compute_units(units: tuple[Unit, ...]) -> list[list[dict[str, object]]]:
-    """:func:`compute_unit` of each unit, in order: one task of a pool or cluster."""
-    return [compute_unit(unit) for unit in units]
+    """:func:`compute_unit` of each unit, in order: one task of a pool or cluster (whose processes
+    draw no bars of their own: the parent shows the sweep's)."""
+    from archsim.progress import quiet
+
+    with quiet():
+        return [compute_unit(unit) for unit in units]
 
 
 def _chunks(units: list[Unit], workers: int) -> list[tuple[Unit, ...]]:
