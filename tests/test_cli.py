@@ -221,14 +221,20 @@ class _Terminal(io.StringIO):
     (["pipeline", "layerpipe_sample", "--processors", "2", "--microbatches", "4"], ("build", "simulate", "validate")),
 ])
 def test_long_runs_name_their_phases_on_a_terminal_only(argv, phases, monkeypatch, capsys):
+    shown = _piped_then_on_a_terminal(argv, monkeypatch, capsys)
+    assert all(f"phase/s, {name}]" in shown for name in phases)
+
+
+def _piped_then_on_a_terminal(argv: list[str], monkeypatch, capsys) -> str:
+    """Run ``argv`` into a pipe, then with stderr on a terminal: nothing on the pipe's stderr, the
+    same results either way; returns what the terminal showed."""
     main(argv)
-    quiet = capsys.readouterr()
+    piped = capsys.readouterr()
     terminal = _Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
     main(argv)
-    shown = terminal.getvalue()
-    assert all(f"phase/s, {name}]" in shown for name in phases) and quiet.err == ""
-    assert capsys.readouterr().out == quiet.out  # the same results either way
+    assert piped.err == "" and capsys.readouterr().out == piped.out
+    return terminal.getvalue()
 
 
 def test_the_cycle_engine_shows_its_progress_on_a_terminal_only(monkeypatch, capsys):
@@ -239,15 +245,9 @@ def test_the_cycle_engine_shows_its_progress_on_a_terminal_only(monkeypatch, cap
     immediate = bars.progress
     at_once = {"delay": 0.0, "mininterval": 0.0, "miniters": 1}  # draw every update, from the start
     monkeypatch.setattr(bars, "progress", lambda *args, **kwargs: immediate(*args, **{**kwargs, **at_once}))
-    argv = ["cost", "layerpipe_sample", "--engine", "cycle", "--batch", "1", "--format", "csv"]
-    main(argv)
-    quiet = capsys.readouterr()
-    terminal = _Terminal()
-    monkeypatch.setattr(sys, "stderr", terminal)
-    main(argv)
-    shown = terminal.getvalue()
-    assert "cycle engine: 100%" in shown and "cycle/s" in shown and quiet.err == ""
-    assert capsys.readouterr().out == quiet.out
+    shown = _piped_then_on_a_terminal(["cost", "layerpipe_sample", "--engine", "cycle", "--batch", "1"],
+                                      monkeypatch, capsys)
+    assert "cycle engine: 100%" in shown and "cycle/s" in shown
 
 
 def test_bars_inside_quiet_are_never_drawn(monkeypatch):
