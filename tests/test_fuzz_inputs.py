@@ -4,7 +4,7 @@ InputError line (exit 2) — never another exception, a hang, a negative or NaN 
 Each case mutates a valid file (replace one token with a hostile value, insert random text, drop or
 repeat a line) or draws a command line from hostile flag values. A quarter of the cases are invalid
 by construction: the valid file or command with one value set against a documented rule (a negative
-count, a NaN time, an unknown dataflow; the tables BREAKS and CLI_BREAKS), which must be refused.
+count, a NaN time, an unknown dataflow; the tables in tests/fuzz_cases.py), which must be refused.
 Every case runs under a 30 s alarm. The tallies (cases per format, results, clean errors, invalid
 inputs refused) are printed. The default run is a fast slice; the ``slow`` tier is the acceptance
 run of ≥ 10⁴ cases over all nine formats: ``pytest -m slow tests/test_fuzz_inputs.py -s``.
@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import re
 import signal
 import time
 from collections import Counter
@@ -28,116 +27,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from archsim.array.config import read_scalesim_cfg
 from archsim.cli import main
-from archsim.cluster.profile_csv import load_profile_csv
-from archsim.cluster.trace import load_tiresias_csv
-from archsim.commands.gemm import read_shapes
 from archsim.errors import InputError
-from archsim.partition.graph_txt import load_graph_txt
-from archsim.partition.pipedream import Level, PipeDreamOptions, pipedream_plan
-from archsim.spp.topology import load_topology_file
-from archsim.sweep.spec import load_spec
-from archsim.validation.gpu_csv import read_kernel_csv
-from archsim.workload import load_topology
+from fuzz_cases import BROKEN, CLI_BREAKS, CLI_BROKEN, HOSTILE, READERS, ROOT, TOKEN
 
-ROOT = Path(__file__).resolve().parents[1]
-# PipeDream's graph.txt (a diamond after an Input node, one list-valued size), read and planned.
-GRAPH_TXT = "".join(
-    f"node{k} -- {desc} -- forward_compute_time={f}, backward_compute_time={b}, activation_size={a}, "
-    f"parameter_size={p}\n" for k, desc, f, b, a, p in (
-        (1, "Input", "0.0", "0.0", "1000.0", "0.0"), (2, "Conv2d", "2.5", "4.0", "4000.0", "1000.0"),
-        (3, "ReLU", "1.0", "1.0", "[4000.0; 16.0]", "0.0"), (4, "Conv2d", "3.0", "5.0", "2000.0", "500.0"),
-        (5, "Add", "0.5", "0.5", "2000.0", "0.0"))) + "\tnode1 -- node2\n\tnode2 -- node3\n\tnode2 -- node4\n" \
-    "\tnode3 -- node5\n\tnode4 -- node5\n"
-
-
-def plan_graph_txt(path: Path) -> None:
-    """Read a profile and run PipeDream's optimizer on it: a finite, non-negative time or an InputError."""
-    plan = pipedream_plan(load_graph_txt(path), [Level(2, 1e9)], PipeDreamOptions(activation_compression_ratio=1.0))
-    assert math.isfinite(plan.time_per_stage) and plan.time_per_stage >= 0
-
-
-READERS = {
-    "graph.txt": (plan_graph_txt, GRAPH_TXT),
-    "cfg": (read_scalesim_cfg, (ROOT / "configs/arrays/scalesim_32x32_ws.cfg").read_text(encoding="utf-8")),
-    "sweep.toml": (load_spec, (ROOT / "configs/sweeps/sample_quick.toml").read_text(encoding="utf-8")),
-    "cluster.toml": (load_topology_file, (ROOT / "configs/clusters/spp_sim.toml").read_text(encoding="utf-8")),
-    "trace.csv": (load_tiresias_csv,
-                  "".join((ROOT / "configs/traces/sample_tiresias.csv").read_text(encoding="utf-8")
-                          .splitlines(keepends=True)[:6])),
-    "kernels.csv": (read_kernel_csv, ("# gpu: fuzz\nnetwork,layer,batch,op,measured_ms,ifmap_h,channels\n"
-                                      "vgg16,conv1,1,F,0.5,224,3\nvgg16,conv1,1,D,0.7,224,3\n")),
-    "shapes.csv": (read_shapes, "m,k,n,rows,cols,dataflow\n64,64,64,32,32,ws\n100,20,7,8,8,os\n"),
-    "profile.csv": (load_profile_csv, ("layer,forward_s,backward_s,activation_bytes,parameter_bytes\n"
-                                       "conv1,0.002,0.005,1000,100\nfc1,0.001,0.002,400,4000\n")),
-    "topology.csv": (load_topology, (ROOT / "layers/layerpipe_sample.csv").read_text(encoding="utf-8")),
-}
-HOSTILE = ["0", "-1", "1", "2147483647", "2147483648", "9223372036854775808", "1" * 30, "1e19", "1e308", "1e999",
-           "inf", "-inf", "nan", "NaN", "1.5", "", " ", "%", "%(x)s", "x" * 300, "a\x00b", "\x1b[31m", "\n", '"',
-           "'", ",", ";", "[]", "[1, inf]", "[0, 0]", "[2147483647]", "{a = 1}", "true", '"x"', '"../../x"',
-           '"/abs"', '"a\\u0000b"', "ü", "\ufeff", "\\", "0x10", "1_000", "[[x]]", "[sweep]", "= 5", "::"]
-TOKEN = re.compile(r"[^\s,=:\[\]\"]+")
 LINES = st.lists(st.sampled_from(HOSTILE), min_size=1, max_size=3).map(" ".join)
-
-# Values that break a documented rule: counts are positive integers, sizes and times non-negative
-# finite numbers, rates and clocks positive finite numbers.
-COUNT = ("0", "-1", "1.5", "x", "nan")
-SIZE = ("-1", "nan", "inf", "-inf", "x")
-RATE = ("0", "-1", "nan", "inf", "x")
-# Per format: where a value sits (a CSV column — header line, column name — or a regex whose group 1 is
-# the value) and the values that break its rule. Every break of the valid seed must be refused.
-BREAKS = {
-    "graph.txt": [(r"forward_compute_time=([^,\n]+)", SIZE), (r"backward_compute_time=([^,\n]+)", SIZE),
-                  (r"activation_size=([^,\n]+)", SIZE), (r"parameter_size=([^,\n]+)", SIZE)],
-    "cfg": [(r"(?m)^ArrayHeight:\s*(\S+)", COUNT), (r"(?m)^ArrayWidth:\s*(\S+)", COUNT),
-            (r"(?m)^IfmapSramSzkB:\s*(\S+)", ("-1", "x", "nan")), (r"(?m)^Dataflow : (\S+)", ("xs", "1"))],
-    "sweep.toml": [(r"(?m)^batches = (\[.*\])", ("[0]", "[-1]", '["x"]', "[1.5]", "[16, 0]")),
-                   (r"(?m)^processors = (\[.*\])", ("[0]", "[-1]", '["x"]', "[2, 1.5]")),
-                   (r"(?m)^arrays = (\[.*\])", ('["0x4"]', '["axb"]', '["-1x4"]', "[32]")),
-                   (r"(?m)^dataflows = (\[.*\])", ('["xs"]', "[1]")),
-                   (r"(?m)^methods = (\[.*\])", ('["bogus"]',)), (r'(?m)^mode = (".*")', ('"bogus"', "1"))],
-    "cluster.toml": [(r"(?m)^count = (\S+)", ("0", "-1", '"x"', "1.5")), (r"(?m)^gpus = (\S+)", ("0", "-1", '"x"', "1.5")),
-                     (r"(?m)^intra_server_gbps = (\[.*\])", ("[0, 1]", "[-1, 5]", "[1, inf]", "[nan, 1]", '["x", 1]')),
-                     (r"(?m)^inter_server_gbps = (\[.*\])", ("[0, 1]", "[-1, 5]", "[1, inf]", "inf", "0")),
-                     (r"(?m)^seed = (\S+)", ("-1", '"x"', "1.5"))],
-    "trace.csv": [((0, "num_gpu"), COUNT), ((0, "submit_time"), SIZE), ((0, "iterations"), ("-1", "1.5", "x")),
-                  ((0, "duration"), SIZE)],
-    "kernels.csv": [((1, "batch"), COUNT), ((1, "measured_ms"), SIZE), ((1, "op"), ("Q", "")),
-                    ((1, "ifmap_h"), COUNT)],
-    "shapes.csv": [((0, "m"), ("-1", "1.5", "x")), ((0, "k"), ("-1", "1.5", "x")), ((0, "rows"), COUNT),
-                   ((0, "cols"), COUNT), ((0, "dataflow"), ("xs", "1"))],
-    "profile.csv": [((0, "forward_s"), SIZE), ((0, "backward_s"), SIZE), ((0, "activation_bytes"), SIZE),
-                    ((0, "parameter_bytes"), SIZE)],
-    "topology.csv": [((0, "IFMAP Height"), COUNT), ((0, "Filter Width"), COUNT), ((0, "Channels"), COUNT),
-                     ((0, "Num Filter"), COUNT), ((0, "Strides"), COUNT), ((0, "Padding"), ("-1", "1.5", "x"))],
-}
-
-
-def break_sites(kind: str) -> list[tuple[str, str]]:
-    """Every (text, what) with one value of the valid seed broken: each site's occurrence × bad value."""
-    seed = READERS[kind][1]
-    found = []
-    for where, values in BREAKS[kind]:
-        if isinstance(where, tuple):  # a CSV column: every data row after the header line
-            lines = seed.splitlines(keepends=True)
-            header = [cell.strip() for cell in lines[where[0]].split(",")]
-            column = header.index(where[1])
-            for row in range(where[0] + 1, len(lines)):
-                for value in values:
-                    cells = lines[row].rstrip("\n").split(",")
-                    cells[column] = value
-                    found.append(("".join(lines[:row]) + ",".join(cells) + "\n" + "".join(lines[row + 1:]),
-                                  f"line {row + 1} {where[1]}={value}"))
-        else:
-            for match in re.finditer(where, seed):
-                for value in values:
-                    found.append((seed[:match.start(1)] + value + seed[match.end(1):], f"{match.group(0)!r} → {value}"))
-    assert found, kind
-    return found
-
-
-BROKEN = {kind: break_sites(kind) for kind in READERS}
 
 
 class Hang(BaseException):
@@ -327,22 +221,6 @@ INTS = st.sampled_from(["0", "-1", "2147483647", "2147483648", "1e19", "10000000
 FLOATS = st.sampled_from(["0", "-1", "inf", "nan", "1e308", "1e-320", "x", "0.5", "2", "1.001"])
 ARRAYS = st.sampled_from(["32x32", "1x1", "0x4", "3000000000x1", "2147483647x2147483647", "8", "axb", "1e19x1",
                           "-1x4", "256x256"])
-
-
-# Per command, flag values that break the flag's documented range: set last, so they win.
-CLI_BREAKS = {
-    "cost": [("--batch", COUNT), ("--array", ("0x4", "-1x4", "axb", "1.5x4", "4x0")), ("--element-bytes", COUNT)],
-    "gemm": [("--m", ("-1", "1.5", "x")), ("--n", ("-1", "x")), ("--array", ("0x4", "axb"))],
-    "pipeline": [("--processors", COUNT), ("--microbatches", COUNT), ("--batch", COUNT),
-                 ("--alpha", ("-1", "nan", "inf", "x")), ("--method", ("bogus",))],
-    "schedule": [("--processors", COUNT), ("--microbatches", COUNT), ("--bandwidth", RATE),
-                 ("--comm-units", ("-1", "nan", "inf", "x"))],
-    "plan": [("--microbatches", COUNT), ("--seed", ("-1", "x", "1.5")), ("--clock-ghz", RATE)],
-    "cluster": [("--jobs", COUNT), ("--gpus", COUNT), ("--seed", ("-1", "x")), ("--unit-seconds", SIZE),
-                ("--interval", ("-1", "nan", "inf", "x"))],
-}
-CLI_BROKEN = [(command, flag, value) for command, breaks in CLI_BREAKS.items() for flag, values in breaks
-              for value in values]
 
 
 @st.composite
