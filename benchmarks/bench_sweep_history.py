@@ -64,7 +64,8 @@ def export(commit: str, folder: Path) -> Path:
     """``commit``'s tree under ``folder`` (git archive: tracked files only, no build outputs)."""
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit], check=True, capture_output=True).stdout
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(folder, filter="data")
+        # git's own archive; the "data" filter (Python ≥ 3.11.4) refuses links out of the folder anyway
+        tar.extractall(folder, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
     return folder
 
 
