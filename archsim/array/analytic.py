@@ -190,19 +190,27 @@ def gemm_cycles(m: int, k: int, n: int, rows: int, cols: int, dataflow: str) -> 
     return folds * (fill + rows + cols + t - 2) - 1
 
 
-def gemm_rows_within(limit: int, k: int, n: int, rows: int, cols: int, dataflow: str) -> int:
-    """The most rows m ≥ 0 of an m×``k``×``n`` GEMM (k, n ≥ 1) with ``gemm_cycles(m, …) ≤ limit``
-    cycles (an integer; m = 0 counts as free): :func:`gemm_cycles` inverted in m, so a δ split by
-    rows finds its largest fitting part in O(1). Unbounded in m: callers clip to the rows they have.
+def gemm_dim_within(limit: int, dim: str, m: int, k: int, n: int, rows: int, cols: int, dataflow: str) -> int:
+    """The largest value ≥ 0 of GEMM dimension ``dim`` ("m", "k" or "n"; the value passed for it is
+    ignored, the other two are ≥ 1) with ``gemm_cycles ≤ limit`` (an integer; 0 counts as free):
+    :func:`gemm_cycles` inverted in one dimension, so a δ split finds its largest fitting part in
+    O(1). Unbounded: callers clip to the extent they have.
 
-    In m the cycles are ws: ⌈K/R⌉⌈N/C⌉·(2R + C + m − 2) − 1 (m streams), os: ⌈m/R⌉⌈N/C⌉·(R + C + K − 2) − 1
-    and is: ⌈K/R⌉⌈m/C⌉·(2R + C + N − 2) − 1 (m folds), each non-decreasing.
+    The cycles ⌈sr/R⌉·⌈sc/C⌉·(fill + R + C + t − 2) − 1 are non-decreasing in each of sr, sc and t,
+    and ``dim`` is exactly one of them (ws: sr = k, sc = n, t = m; os: sr = m, sc = n, t = k;
+    is: sr = k, sc = m, t = n): a fold count in sr or sc, a stream length in t.
     """
-    if dataflow == "ws":
-        per_fold = (limit + 1) // ((-(-k // rows)) * (-(-n // cols)))
-        return max(0, per_fold - (2 * rows + cols - 2))
-    if dataflow == "os":
-        return max(0, (limit + 1) // ((-(-n // cols)) * (rows + cols + k - 2)) * rows)
-    if dataflow == "is":
-        return max(0, (limit + 1) // ((-(-k // rows)) * (2 * rows + cols + n - 2)) * cols)
-    raise InputError(f"unknown dataflow {dataflow!r}; choose one of ws, os, is", field="dataflow")
+    roles = {"ws": ("k", "n", "m"), "os": ("m", "n", "k"), "is": ("k", "m", "n")}.get(dataflow)
+    if roles is None:
+        raise InputError(f"unknown dataflow {dataflow!r}; choose one of ws, os, is", field="dataflow")
+    if dim not in ("m", "k", "n"):
+        raise ValueError(f"dim must be m, k or n, got {dim!r}")
+    size = {"m": m, "k": k, "n": n}
+    sr, sc, t = (size[role] for role in roles)
+    fill = 0 if dataflow == "os" else rows
+    budget = limit + 1  # cycles ≤ limit ⇔ folds · per-fold ≤ limit + 1
+    if dim == roles[0]:  # row folds: ⌈x/R⌉ ≤ budget / (⌈sc/C⌉ · per-fold)
+        return max(0, budget // ((-(-sc // cols)) * (fill + rows + cols + t - 2)) * rows)
+    if dim == roles[1]:  # column folds
+        return max(0, budget // ((-(-sr // rows)) * (fill + rows + cols + t - 2)) * cols)
+    return max(0, budget // ((-(-sr // rows)) * (-(-sc // cols))) - (fill + rows + cols - 2))  # stream length

@@ -18,7 +18,7 @@ from archsim.array.costing import op_cycles
 from archsim.lowering import (SPLIT_AXES, DeltaSplit, LoweredLayer, Mode, delta_split_units, lower_network,
                               split_d2_bytes, split_delta)
 from archsim.partition.result import PlacedOp
-from archsim.partition.split_search import BinarySplits, RowSplits, table_splits
+from archsim.partition.split_search import AxisSplits, BinarySplits, RowSplits, one_gemm, split_gemm, table_splits
 from archsim.workload.layer import Network
 
 
@@ -155,10 +155,10 @@ class LayerProfile:
         array = self.array
         if array is None:
             raise ValueError("this profile has no array: δ splits cannot be costed")
-        if self.engine == "analytic" and axis != "rows":  # both halves are entries of the axis's table
+        if self.engine == "analytic" and axis != "rows":  # both halves from the axis's search
             search = self._fit_search(index, axis)
             if search.units > 1:
-                return search.d2[search.units - part], search.d2[part]
+                return search.cycles(search.units - part), search.cycles(part)
         layer = self.lowered[index].layer
         gemms = self.lowered[index].op("D").gemms  # type: ignore[union-attr]
         R, C, df = array.rows, array.cols, array.dataflow
@@ -189,14 +189,13 @@ class LayerProfile:
             return d1, d2
         total = layer.channels if axis == "channels" else layer.filters
         for g in gemms:
-            if axis == "channels":
-                per = g.n // layer.channels if layer.kind == "fc" else 1
-                d2 += g.count * cyc(g.m, g.k, per * part)
-                d1 += g.count * cyc(g.m, g.k, per * (total - part))
-            else:
-                per = 1 if layer.kind == "fc" else g.k // layer.filters
-                d2 += g.count * cyc(g.m, per * part, g.n)
-                d1 += g.count * cyc(g.m, per * (total - part), g.n)
+            dim, per = split_gemm(layer, g, axis)
+
+            def cut(units: int) -> list[int]:  # the GEMM with `units` of the axis
+                return [per * units if name == dim else size for name, size in (("m", g.m), ("k", g.k), ("n", g.n))]
+
+            d2 += g.count * cyc(*cut(part))
+            d1 += g.count * cyc(*cut(total - part))
         return d1, d2
 
     def fitting_split(self, index: int, axis: str, budget: float) -> tuple[int, int, int]:
@@ -204,11 +203,12 @@ class LayerProfile:
         ≤ ``budget``; (0, 0, 0) when no positive part fits. Algorithm 1's split search.
 
         D2 cycles grow monotonically with the part. With the analytic engine the search is built
-        once per layer and axis (:meth:`_fit_search`): channels and reduction tabulate D2's cycles
-        for every part in one vectorized closed-form call per GEMM and bisect the table; rows (whose
-        parts can number millions) find whole GEMM copies by arithmetic and the partial copy's rows
-        by :func:`~archsim.array.analytic.gemm_rows_within`, the closed form inverted (:mod:`archsim.partition.split_search`). Other engines binary-search
-        :meth:`split_cycles`. All give the binary search's answer on the same integers (tested).
+        once per layer and axis (:meth:`_fit_search`, :mod:`archsim.partition.split_search`): the
+        closed form inverted in the cut dimension (:func:`~archsim.array.analytic.gemm_dim_within`)
+        for channels and reduction of a one-GEMM δ, and for the partial copy of a rows split after
+        whole copies by arithmetic; a table of every part, bisected, for channels and reduction of a
+        δ of several GEMMs. Other engines binary-search :meth:`split_cycles`. All give the binary
+        search's answer on the same integers (tested).
         """
         search = self._split_cache.get(("fit", index, axis)) or self._fit_search(index, axis)
         found = search(budget)
@@ -234,6 +234,8 @@ class LayerProfile:
             search = BinarySplits(self, index, axis, units)
         elif axis == "rows":
             search = RowSplits.of(self.lowered[index], units, self.array)
+        elif one_gemm(self.lowered[index]):
+            search = AxisSplits.of(self.lowered[index], axis, units, self.array)
         else:  # with the tables of the layers the walk reaches next, in one vectorized call
             for (layer, table_axis), table in table_splits(self, index).items():
                 self._split_cache[("fit", layer, table_axis)] = table

@@ -1,10 +1,12 @@
 """Algorithm 1's δ-split searches: budget → (part, D1 cycles, D2 cycles) for one layer and axis.
 
 :meth:`archsim.partition.profile.LayerProfile.fitting_split` builds one search per (layer, axis)
-and caches it: with the analytic engine, channels and reduction splits are tables of D2 cycles for
-every part (one vectorized closed-form call for a batch of layers) searched by bisection, and rows
-splits are found by arithmetic on whole GEMM copies plus the inverted closed form for the partial
-copy; other engines binary-search the profile's own split costs. Cycles are integers.
+and caches it. With the analytic engine: a channels or reduction split of a δ that is one GEMM
+(nearly every layer) inverts the closed form in the split dimension (:class:`AxisSplits`); one of a
+δ made of several GEMMs is a table of D2 cycles for every part (one vectorized closed-form call for
+a batch of layers) searched by bisection; rows splits are found by arithmetic on whole GEMM copies
+plus the inverted closed form for the partial copy. Other engines binary-search the profile's own
+split costs. Cycles are integers.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from archsim.array.analytic import gemm_cycles, gemm_rows_within
+from archsim.array.analytic import gemm_cycles, gemm_dim_within
 from archsim.array.config import ArrayConfig
 from archsim.lowering import LoweredLayer
 
@@ -34,12 +36,76 @@ class TableSplits:
     units: int
     d2: list[int]  # bisected with a float budget: Python compares int and float exactly
 
+    def cycles(self, part: int) -> int:
+        """D2's cycles when it takes ``part`` units (D1's: the rest)."""
+        return self.d2[part]
+
     def __call__(self, budget: float) -> tuple[int, int, int]:
         units = self.units
         if units <= 1 or not budget >= 0:  # part 0 costs nothing; no part fits a negative budget
             return _NOTHING
         part = min(bisect_right(self.d2, budget) - 1, units - 1)
         return (part, self.d2[units - part], self.d2[part]) if part > 0 else _NOTHING
+
+
+def split_gemm(layer, gemm, axis: str) -> tuple[str, int]:
+    """Which dimension of one δ GEMM a channels or reduction split cuts, and how much of it one
+    unit is: channels cut n (δ's output channels; an fc layer's n holds several per channel),
+    reduction cuts k (the layer's output channels; a conv's k holds its filter window per channel)."""
+    if axis == "channels":
+        return "n", gemm.n // layer.channels if layer.kind == "fc" else 1
+    return "k", 1 if layer.kind == "fc" else gemm.k // layer.filters
+
+
+def one_gemm(lowered: LoweredLayer) -> bool:
+    """Whether the layer's δ is a single GEMM shape (its channels and reduction splits invert the closed form)."""
+    delta = lowered.op("D")
+    return delta is not None and len(delta.gemms) == 1
+
+
+@dataclass(frozen=True)
+class AxisSplits:
+    """Channels or reduction split of a δ that is one GEMM shape (``count`` copies): D2 of part p
+    is count · cycles with the cut dimension = per · p, so the largest fitting part comes from
+    :func:`~archsim.array.analytic.gemm_dim_within` — the same integers as a table of every part,
+    without building it (tested against the tables and a binary search over costed sub-GEMMs)."""
+
+    units: int
+    dim: str  # "n" (channels) or "k" (reduction)
+    per: int  # of the dimension per unit
+    m: int
+    k: int
+    n: int
+    count: int
+    array: ArrayConfig
+
+    @classmethod
+    def of(cls, lowered: LoweredLayer, axis: str, units: int, array: ArrayConfig) -> AxisSplits:
+        (gemm,) = lowered.op("D").gemms  # type: ignore[union-attr]
+        dim, per = split_gemm(lowered.layer, gemm, axis)
+        return cls(units, dim, per, gemm.m, gemm.k, gemm.n, gemm.count, array)
+
+    def cycles(self, part: int) -> int:
+        """D2's cycles when it takes ``part`` units (D1's: the rest)."""
+        shape = {"m": self.m, "k": self.k, "n": self.n, self.dim: self.per * part}
+        if min(shape.values()) <= 0:
+            return 0
+        return self.count * gemm_cycles(shape["m"], shape["k"], shape["n"], self.array.rows, self.array.cols,
+                                        self.array.dataflow)
+
+    def __call__(self, budget: float) -> tuple[int, int, int]:
+        units = self.units
+        if units <= 1 or not budget >= 0:  # part 0 costs nothing; no part fits a negative budget
+            return _NOTHING
+        fixed = (self.m, self.n) if self.dim == "k" else (self.m, self.k)
+        if budget == math.inf or self.count <= 0 or self.per <= 0 or min(fixed) <= 0:
+            part = units - 1  # every part fits (or costs nothing)
+        else:  # count · cycles ≤ budget ⇔ cycles ≤ ⌊budget⌋ // count (integers)
+            a = self.array
+            extent = gemm_dim_within(math.floor(budget) // self.count, self.dim, self.m, self.k, self.n,
+                                     a.rows, a.cols, a.dataflow)
+            part = min(units - 1, extent // self.per)
+        return (part, self.cycles(units - part), self.cycles(part)) if part > 0 else _NOTHING
 
 
 _TABLE_BATCH = 1 << 16  # table entries per vectorized call: amortizes numpy's per-call cost, bounds memory
@@ -52,6 +118,8 @@ def table_splits(profile: LayerProfile, index: int) -> dict[tuple[int, str], Tab
     wanted: list[tuple[int, str, int]] = []
     size = 0
     for layer in range(index, -1, -1):
+        if layer != index and one_gemm(profile.lowered[layer]):
+            continue  # its searches are AxisSplits, built when the walk asks
         for axis in ("channels", "reduction"):
             if ("fit", layer, axis) not in profile._split_cache:
                 units = profile.split_units(layer, axis)
@@ -68,12 +136,9 @@ def table_splits(profile: LayerProfile, index: int) -> dict[tuple[int, str], Tab
         layer, delta = profile.lowered[layer_index].layer, profile.lowered[layer_index].op("D")
         parts = np.arange(units + 1, dtype=np.int64)
         for g in delta.gemms if delta is not None else ():
-            if axis == "channels":
-                per = g.n // layer.channels if layer.kind == "fc" else 1
-                m, k, n = np.full_like(parts, g.m), np.full_like(parts, g.k), per * parts
-            else:
-                per = 1 if layer.kind == "fc" else g.k // layer.filters
-                m, k, n = np.full_like(parts, g.m), per * parts, np.full_like(parts, g.n)
+            dim, per = split_gemm(layer, g, axis)
+            m, k, n = (per * parts if dim == name else np.full_like(parts, size)
+                       for name, size in (("m", g.m), ("k", g.k), ("n", g.n)))
             m_all.append(m), k_all.append(k), n_all.append(n), count_all.append(np.full_like(parts, g.count))
             shapes.append((slot, units + 1))
     tables = [np.zeros(units + 1 if units > 1 else 0, dtype=np.int64) for _, _, units in wanted]
@@ -128,7 +193,7 @@ class RowSplits:
         whole = (limit - self.starts[j]) // cycles  # < copies, as the next start exceeds the budget
         base = self.starts[j] + whole * cycles
         R, C, df = self.array.rows, self.array.cols, self.array.dataflow
-        rows = min(m - 1, gemm_rows_within(limit - base, k, n, R, C, df))  # of the partial copy
+        rows = min(m - 1, gemm_dim_within(limit - base, "m", m, k, n, R, C, df))  # of the partial copy
         part = self.rows_at[j] + whole * m + rows
         if part == 0:
             return _NOTHING
@@ -160,4 +225,4 @@ class BinarySplits:
         return (low, *self.profile.split_cycles(self.index, self.axis, low)) if low else _NOTHING
 
 
-__all__ = ["BinarySplits", "RowSplits", "TableSplits", "table_splits"]
+__all__ = ["AxisSplits", "BinarySplits", "RowSplits", "TableSplits", "one_gemm", "split_gemm", "table_splits"]
