@@ -190,15 +190,14 @@ def gemm_cycles(m: int, k: int, n: int, rows: int, cols: int, dataflow: str) -> 
     return folds * (fill + rows + cols + t - 2) - 1
 
 
-def gemm_dim_within(limit: int, dim: str, m: int, k: int, n: int, rows: int, cols: int, dataflow: str) -> int:
-    """The largest value ≥ 0 of GEMM dimension ``dim`` ("m", "k" or "n"; the value passed for it is
-    ignored, the other two are ≥ 1) with ``gemm_cycles ≤ limit`` (an integer; 0 counts as free):
-    :func:`gemm_cycles` inverted in one dimension, so a δ split finds its largest fitting part in
-    O(1). Unbounded: callers clip to the extent they have.
+def gemm_cycles_form(dim: str, m: int, k: int, n: int, rows: int, cols: int, dataflow: str) -> tuple[int, int, int]:
+    """(q, b, a) with ``gemm_cycles = (⌈x/q⌉ + b) · a − 1`` for x ≥ 1 the GEMM's dimension ``dim``
+    ("m", "k" or "n"; the value passed for it is ignored, the other two are ≥ 1): the closed form
+    as a function of one dimension, for searches that vary it (δ splits).
 
-    The cycles ⌈sr/R⌉·⌈sc/C⌉·(fill + R + C + t − 2) − 1 are non-decreasing in each of sr, sc and t,
-    and ``dim`` is exactly one of them (ws: sr = k, sc = n, t = m; os: sr = m, sc = n, t = k;
-    is: sr = k, sc = m, t = n): a fold count in sr or sc, a stream length in t.
+    The cycles ⌈sr/R⌉·⌈sc/C⌉·(fill + R + C + t − 2) − 1 involve each dimension in exactly one role
+    (ws: sr = k, sc = n, t = m; os: sr = m, sc = n, t = k; is: sr = k, sc = m, t = n): a row-fold
+    count (q = R), a column-fold count (q = C) or the stream length (q = 1, b = fill + R + C − 2).
     """
     roles = {"ws": ("k", "n", "m"), "os": ("m", "n", "k"), "is": ("k", "m", "n")}.get(dataflow)
     if roles is None:
@@ -208,9 +207,22 @@ def gemm_dim_within(limit: int, dim: str, m: int, k: int, n: int, rows: int, col
     size = {"m": m, "k": k, "n": n}
     sr, sc, t = (size[role] for role in roles)
     fill = 0 if dataflow == "os" else rows
-    budget = limit + 1  # cycles ≤ limit ⇔ folds · per-fold ≤ limit + 1
-    if dim == roles[0]:  # row folds: ⌈x/R⌉ ≤ budget / (⌈sc/C⌉ · per-fold)
-        return max(0, budget // ((-(-sc // cols)) * (fill + rows + cols + t - 2)) * rows)
-    if dim == roles[1]:  # column folds
-        return max(0, budget // ((-(-sr // rows)) * (fill + rows + cols + t - 2)) * cols)
-    return max(0, budget // ((-(-sr // rows)) * (-(-sc // cols))) - (fill + rows + cols - 2))  # stream length
+    if dim == roles[0]:
+        return rows, 0, (-(-sc // cols)) * (fill + rows + cols + t - 2)
+    if dim == roles[1]:
+        return cols, 0, (-(-sr // rows)) * (fill + rows + cols + t - 2)
+    return 1, fill + rows + cols - 2, (-(-sr // rows)) * (-(-sc // cols))
+
+
+def gemm_dim_within(limit: int, dim: str, m: int, k: int, n: int, rows: int, cols: int, dataflow: str) -> int:
+    """The largest value ≥ 0 of GEMM dimension ``dim`` (the value passed for it is ignored, the
+    other two are ≥ 1) with ``gemm_cycles ≤ limit`` (an integer; 0 counts as free): the closed form
+    (:func:`gemm_cycles_form`) inverted, so a δ split finds its largest fitting part in O(1).
+    Unbounded: callers clip to the extent they have."""
+    return form_within(limit, *gemm_cycles_form(dim, m, k, n, rows, cols, dataflow))
+
+
+def form_within(limit: int, q: int, b: int, a: int) -> int:
+    """The largest x ≥ 0 with (⌈x/q⌉ + b)·a − 1 ≤ ``limit`` (x = 0 counts as free): ⌈x/q⌉ ≤
+    (limit + 1) // a − b."""
+    return max(0, ((limit + 1) // a - b) * q)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from archsim.array.analytic import gemm_cycles, gemm_dim_within
+from archsim.array.analytic import form_within, gemm_cycles, gemm_cycles_form, gemm_dim_within
 from archsim.array.config import ArrayConfig
 from archsim.lowering import LoweredLayer
 
@@ -66,44 +66,43 @@ def one_gemm(lowered: LoweredLayer) -> bool:
 @dataclass(frozen=True)
 class AxisSplits:
     """Channels or reduction split of a δ that is one GEMM shape (``count`` copies): D2 of part p
-    is count · cycles with the cut dimension = per · p, so the largest fitting part comes from
-    :func:`~archsim.array.analytic.gemm_dim_within` — the same integers as a table of every part,
-    without building it (tested against the tables and a binary search over costed sub-GEMMs)."""
+    is count · ((⌈per·p/q⌉ + b) · a − 1) (:func:`~archsim.array.analytic.gemm_cycles_form` in the cut
+    dimension), so the largest fitting part is that form inverted — the same integers as a table
+    of every part, without building it (tested against the tables and a binary search over costed
+    sub-GEMMs). ``free``: a zero dimension or count, so every part costs 0."""
 
     units: int
-    dim: str  # "n" (channels) or "k" (reduction)
-    per: int  # of the dimension per unit
-    m: int
-    k: int
-    n: int
+    per: int  # of the cut dimension per unit
     count: int
-    array: ArrayConfig
+    q: int
+    b: int
+    a: int
+    free: bool
 
     @classmethod
     def of(cls, lowered: LoweredLayer, axis: str, units: int, array: ArrayConfig) -> AxisSplits:
         (gemm,) = lowered.op("D").gemms  # type: ignore[union-attr]
         dim, per = split_gemm(lowered.layer, gemm, axis)
-        return cls(units, dim, per, gemm.m, gemm.k, gemm.n, gemm.count, array)
+        free = gemm.count <= 0 or per <= 0 or min(size for name, size in zip("mkn", (gemm.m, gemm.k, gemm.n))
+                                                  if name != dim) <= 0
+        q, b, a = (1, 0, 1) if free else gemm_cycles_form(dim, gemm.m, gemm.k, gemm.n, array.rows, array.cols,
+                                                          array.dataflow)
+        return cls(units, per, gemm.count, q, b, a, free)
 
     def cycles(self, part: int) -> int:
         """D2's cycles when it takes ``part`` units (D1's: the rest)."""
-        shape = {"m": self.m, "k": self.k, "n": self.n, self.dim: self.per * part}
-        if min(shape.values()) <= 0:
+        if self.free or part <= 0:
             return 0
-        return self.count * gemm_cycles(shape["m"], shape["k"], shape["n"], self.array.rows, self.array.cols,
-                                        self.array.dataflow)
+        return self.count * ((-(-(self.per * part) // self.q) + self.b) * self.a - 1)
 
     def __call__(self, budget: float) -> tuple[int, int, int]:
         units = self.units
         if units <= 1 or not budget >= 0:  # part 0 costs nothing; no part fits a negative budget
             return _NOTHING
-        fixed = (self.m, self.n) if self.dim == "k" else (self.m, self.k)
-        if budget == math.inf or self.count <= 0 or self.per <= 0 or min(fixed) <= 0:
-            part = units - 1  # every part fits (or costs nothing)
+        if self.free or budget == math.inf:
+            part = units - 1
         else:  # count · cycles ≤ budget ⇔ cycles ≤ ⌊budget⌋ // count (integers)
-            a = self.array
-            extent = gemm_dim_within(math.floor(budget) // self.count, self.dim, self.m, self.k, self.n,
-                                     a.rows, a.cols, a.dataflow)
+            extent = form_within(math.floor(budget) // self.count, self.q, self.b, self.a)
             part = min(units - 1, extent // self.per)
         return (part, self.cycles(units - part), self.cycles(part)) if part > 0 else _NOTHING
 
