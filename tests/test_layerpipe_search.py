@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from archsim.array.analytic import gemm_cycles, gemm_dim_within
+from archsim.array.analytic import form_cycles, form_within, gemm_cycles, gemm_cycles_form
 from archsim.array.config import ArrayConfig
 from archsim.lowering import SPLIT_AXES
 from archsim.partition import build_profile
@@ -110,16 +110,21 @@ def test_cycle_engine_profiles_keep_the_binary_search():
 @given(dim=st.sampled_from(["m", "k", "n"]), others=st.tuples(st.integers(1, 40), st.integers(1, 40)),
        rows=st.integers(1, 12), cols=st.integers(1, 12), dataflow=st.sampled_from(["ws", "os", "is"]),
        limit=st.integers(-3, 3000))
-def test_dim_within_inverts_gemm_cycles(dim, others, rows, cols, dataflow, limit):
-    def cycles(x):
-        shape = dict(zip([d for d in "mkn" if d != dim], others), **{dim: x})
-        return gemm_cycles(shape["m"], shape["k"], shape["n"], rows, cols, dataflow)
+def test_the_cycles_form_in_one_dimension_and_its_inverse(dim, others, rows, cols, dataflow, limit):
+    """gemm_cycles_form gives gemm_cycles in any one dimension, and form_within inverts it (brute force)."""
+    def shape(x):
+        return dict(zip([d for d in "mkn" if d != dim], others), **{dim: x})
 
+    def cycles(x):
+        return gemm_cycles(shape(x)["m"], shape(x)["k"], shape(x)["n"], rows, cols, dataflow)
+
+    big = shape(10**6)  # the varied dimension's own value is ignored
+    form = gemm_cycles_form(dim, big["m"], big["k"], big["n"], rows, cols, dataflow)
+    assert all(form_cycles(x, *form) == cycles(x) for x in range(1, 60)) and form_cycles(0, *form) == 0
     x = 0  # brute force: grow the dimension while the GEMM still fits (cycles grow without bound in it)
     while cycles(x + 1) <= limit:
         x += 1
-    shape = dict(zip([d for d in "mkn" if d != dim], others), **{dim: 10**6})  # its own value is ignored
-    assert gemm_dim_within(limit, dim, shape["m"], shape["k"], shape["n"], rows, cols, dataflow) == x
+    assert form_within(limit, *form) == x
 
 
 def check_closed_form_against_tables(profile, fractions) -> int:

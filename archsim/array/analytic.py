@@ -214,15 +214,12 @@ def gemm_cycles_form(dim: str, m: int, k: int, n: int, rows: int, cols: int, dat
     return 1, fill + rows + cols - 2, (-(-sr // rows)) * (-(-sc // cols))
 
 
-def gemm_dim_within(limit: int, dim: str, m: int, k: int, n: int, rows: int, cols: int, dataflow: str) -> int:
-    """The largest value ≥ 0 of GEMM dimension ``dim`` (the value passed for it is ignored, the
-    other two are ≥ 1) with ``gemm_cycles ≤ limit`` (an integer; 0 counts as free): the closed form
-    (:func:`gemm_cycles_form`) inverted, so a δ split finds its largest fitting part in O(1).
-    Unbounded: callers clip to the extent they have."""
-    return form_within(limit, *gemm_cycles_form(dim, m, k, n, rows, cols, dataflow))
+def form_cycles(x: int, q: int, b: int, a: int) -> int:
+    """:func:`gemm_cycles` from its form in one dimension (:func:`gemm_cycles_form`): 0 for x ≤ 0."""
+    return (-(-x // q) + b) * a - 1 if x > 0 else 0
 
 
 def form_within(limit: int, q: int, b: int, a: int) -> int:
-    """The largest x ≥ 0 with (⌈x/q⌉ + b)·a − 1 ≤ ``limit`` (x = 0 counts as free): ⌈x/q⌉ ≤
-    (limit + 1) // a − b."""
+    """The largest x ≥ 0 with ``form_cycles(x, q, b, a) ≤ limit`` (an integer): the closed form
+    inverted, ⌈x/q⌉ ≤ (limit + 1) // a − b, so a δ split finds its largest fitting part in O(1)."""
     return max(0, ((limit + 1) // a - b) * q)

@@ -204,7 +204,7 @@ class LayerProfile:
 
         D2 cycles grow monotonically with the part. With the analytic engine the search is built
         once per layer and axis (:meth:`_fit_search`, :mod:`archsim.partition.split_search`): the
-        closed form inverted in the cut dimension (:func:`~archsim.array.analytic.gemm_dim_within`)
+        closed form inverted in the cut dimension (:func:`~archsim.array.analytic.form_within`)
         for channels and reduction of a one-GEMM δ, and for the partial copy of a rows split after
         whole copies by arithmetic; a table of every part, bisected, for channels and reduction of a
         δ of several GEMMs. Other engines binary-search :meth:`split_cycles`. All give the binary

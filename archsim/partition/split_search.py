@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from archsim.array.analytic import form_within, gemm_cycles, gemm_cycles_form, gemm_dim_within
+from archsim.array.analytic import form_cycles, form_within, gemm_cycles, gemm_cycles_form
 from archsim.array.config import ArrayConfig
 from archsim.lowering import LoweredLayer
 
@@ -91,9 +91,7 @@ class AxisSplits:
 
     def cycles(self, part: int) -> int:
         """D2's cycles when it takes ``part`` units (D1's: the rest)."""
-        if self.free or part <= 0:
-            return 0
-        return self.count * ((-(-(self.per * part) // self.q) + self.b) * self.a - 1)
+        return 0 if self.free else self.count * form_cycles(self.per * part, self.q, self.b, self.a)
 
     def __call__(self, budget: float) -> tuple[int, int, int]:
         units = self.units
@@ -158,27 +156,30 @@ def table_splits(profile: LayerProfile, index: int) -> dict[tuple[int, str], Tab
 @dataclass(frozen=True)
 class RowSplits:
     """Rows split of one layer's δ: D2 takes the first rows in GEMM order (whole copies, then part
-    of one). Per GEMM: (m, k, n, copies, cycles per copy); D2 cycles before each GEMM (and the
-    total), rows before each GEMM, and D1 cycles of the GEMMs after each."""
+    of one). Per GEMM: (m, copies, cycles per copy, its cycles' form in m — see
+    :func:`~archsim.array.analytic.gemm_cycles_form`); D2 cycles before each GEMM (and the total),
+    rows before each GEMM, and D1 cycles of the GEMMs after each."""
 
     units: int
-    gemms: tuple[tuple[int, int, int, int, int], ...]
+    gemms: tuple[tuple[int, int, int, tuple[int, int, int]], ...]
     starts: list[int]
     rows_at: list[int]
     after: list[int]
-    array: ArrayConfig
 
     @classmethod
     def of(cls, lowered: LoweredLayer, units: int, array: ArrayConfig) -> RowSplits:
         delta = lowered.op("D")
-        gemms = tuple((g.m, g.k, g.n, g.count, gemm_cycles(g.m, g.k, g.n, array.rows, array.cols, array.dataflow)
-                       if g.m > 0 and g.k > 0 and g.n > 0 else 0) for g in (delta.gemms if delta is not None else ()))
+        R, C, df = array.rows, array.cols, array.dataflow
+        gemms = tuple((g.m, g.count, gemm_cycles(g.m, g.k, g.n, R, C, df),
+                       gemm_cycles_form("m", g.m, g.k, g.n, R, C, df))
+                      if g.m > 0 and g.k > 0 and g.n > 0 else (g.m, g.count, 0, (1, 0, 1))
+                      for g in (delta.gemms if delta is not None else ()))
         starts, rows_at = [0], [0]
-        for m, _, _, copies, cycles in gemms:
+        for m, copies, cycles, _ in gemms:
             starts.append(starts[-1] + copies * cycles)
             rows_at.append(rows_at[-1] + copies * m)
         after = [starts[-1] - end for end in starts[1:]]
-        return cls(units, gemms, starts, rows_at, after, array)
+        return cls(units, gemms, starts, rows_at, after)
 
     def __call__(self, budget: float) -> tuple[int, int, int] | None:
         """(part, D1, D2); None when the budget covers every GEMM (the caller costs units − 1)."""
@@ -187,19 +188,18 @@ class RowSplits:
         j = bisect_right(self.starts, budget) - 1  # the GEMM whose copies the budget ends in
         if j == len(self.gemms):
             return None
-        m, k, n, copies, cycles = self.gemms[j]  # cycles > 0: else the next start would fit too
+        m, copies, cycles, form = self.gemms[j]  # cycles > 0: else the next start would fit too
         limit = math.floor(budget)  # cycles are integers: ≤ budget ⇔ ≤ ⌊budget⌋
         whole = (limit - self.starts[j]) // cycles  # < copies, as the next start exceeds the budget
         base = self.starts[j] + whole * cycles
-        R, C, df = self.array.rows, self.array.cols, self.array.dataflow
-        rows = min(m - 1, gemm_dim_within(limit - base, "m", m, k, n, R, C, df))  # of the partial copy
+        rows = min(m - 1, form_within(limit - base, *form))  # of the partial copy
         part = self.rows_at[j] + whole * m + rows
         if part == 0:
             return _NOTHING
         if rows == 0:
             return part, (copies - whole) * cycles + self.after[j], base
-        return (part, (copies - whole - 1) * cycles + gemm_cycles(m - rows, k, n, R, C, df) + self.after[j],
-                base + gemm_cycles(rows, k, n, R, C, df))
+        return (part, (copies - whole - 1) * cycles + form_cycles(m - rows, *form) + self.after[j],
+                base + form_cycles(rows, *form))
 
 
 @dataclass(frozen=True)
