@@ -108,6 +108,23 @@ positive_float_flag = float_flag(0.0, low_open=True, what="a positive number")
 non_negative_float_flag = float_flag(0.0, what="a non-negative number")
 
 
+def is_file(path: str | Path) -> bool:
+    """Whether a user's path names a regular file; a name the OS refuses to look up (too long, a
+    NUL, a component that is a file) is no file rather than an OSError."""
+    try:
+        return Path(path).is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def exists(path: str | Path) -> bool:
+    """:func:`is_file`'s rule for any kind of entry."""
+    try:
+        return Path(path).exists()
+    except (OSError, ValueError):
+        return False
+
+
 def read_text(path: str | Path, what: str, *, encoding: str = "utf-8", max_bytes: int = MAX_FILE_BYTES) -> str:
     """The text of a user's file, or an :class:`InputError` naming it: missing, a folder, unreadable
     (permissions, I/O), larger than ``max_bytes``, or not text in ``encoding``."""

@@ -474,3 +474,27 @@ def test_utilization_of_a_huge_array_is_tiny_not_negative(capsys):
     # 2³¹−1 squared PEs: PE count × cycles passes int64; utilization = MACs / (cycles · PEs) stays ≥ 0.
     _, rows = json_rows(capsys, "cost", "layerpipe_sample", "--array", "2147483647x2147483647")
     assert all(0 <= row[f"{kind}_utilization"] < 1e-15 for row in rows for kind in "FGD")
+
+
+# A name the OS refuses to look up (longer than NAME_MAX): not found, never an OSError (the
+# acceptance fuzz run drew it as a sweep spec's network).
+
+LONG = "x" * 300
+
+
+@pytest.mark.parametrize("argv", [
+    ["cost", LONG], ["cost", LONG + ".csv"], ["cost", LONG + ".onnx"], ["cost", LONG + ".json"],
+    ["cost", "a/" + LONG], ["energy", "layerpipe_sample", "--energy-table", LONG],
+    ["energy", "layerpipe_sample", "--energy-table", LONG + ".toml"], ["sweep", LONG + ".toml"],
+])
+def test_names_too_long_for_the_os(capsys, argv):
+    line = clean_error(capsys, *argv)
+    assert any(why in line for why in ("not found", "no shipped network", "unknown energy table",
+                                       "File name too long")), line
+
+
+def test_a_sweep_network_name_too_long_for_the_os(capsys, tmp_path):
+    text = SAMPLE_SWEEP.read_text(encoding="utf-8")
+    start = text.index("networks = ")
+    path = write(tmp_path / "s.toml", text[:start] + f'networks = ["-1 {LONG}"]\n' + text[text.index("\n", start) + 1:])
+    assert "field 'networks'" in clean_error(capsys, "sweep", path, "--out", tmp_path / "out")

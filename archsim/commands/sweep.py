@@ -15,7 +15,7 @@ from archsim.cli import Command
 from archsim.errors import InputError
 from archsim.sweep import load_spec, run_sweep, summarize
 from archsim.sweep.runner import RESULT_COLUMNS
-from archsim.validate import int_flag
+from archsim.validate import exists, int_flag
 from archsim.workload import load_network
 
 
@@ -61,7 +61,7 @@ def _spec_command(folder: Path) -> str:
     if spec.is_file():
         source = json.loads(spec.read_text(encoding="utf-8")).get("source")
         if source:
-            return f"archsim sweep {Path(source).name if not Path(source).exists() else source} --out {folder}"
+            return f"archsim sweep {Path(source).name if not exists(source) else source} --out {folder}"
     return f"archsim sweep SPEC --out {folder}"
 
 

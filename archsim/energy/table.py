@@ -18,6 +18,7 @@ from pathlib import Path
 
 from archsim.array.config import ArrayConfig
 from archsim.errors import InputError
+from archsim.validate import is_file
 
 DEFAULT_TABLE = "horowitz45"
 
@@ -121,14 +122,14 @@ def _widths(section: object, key: str, file: str) -> dict[int, float]:
 def load_table(name_or_path: str | Path = DEFAULT_TABLE) -> EnergyTable:
     """A shipped table by name (``horowitz45``) or a ``.toml`` file of the same layout."""
     text_path = str(name_or_path)
-    if text_path.endswith(".toml") or Path(text_path).is_file():
+    if text_path.endswith(".toml") or is_file(text_path):
         path = Path(text_path)
-        if not path.is_file():
+        if not is_file(path):
             raise InputError("energy table not found", file=text_path)
         raw_text, file = path.read_text(encoding="utf-8"), text_path
     else:
         shipped = _energy_dir().joinpath(f"{text_path}.toml")
-        if not shipped.is_file():
+        if not is_file(shipped):
             raise InputError(f"unknown energy table {text_path!r} (give a shipped name such as {DEFAULT_TABLE} "
                              "or a .toml path)", field="energy-table")
         raw_text, file = shipped.read_text(encoding="utf-8"), f"{text_path}.toml"
@@ -225,7 +226,7 @@ def read_cfg_energy(path: str | Path) -> CfgEnergy:
         if key == "table":
             value = raw.strip()
             relative = Path(path).parent / value
-            table = str(relative) if value.endswith(".toml") and relative.is_file() else value
+            table = str(relative) if value.endswith(".toml") and is_file(relative) else value
             continue
         try:
             overrides[key] = float(raw)

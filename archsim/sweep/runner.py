@@ -101,7 +101,7 @@ def network_digests(spec: SweepSpec) -> dict[str, str]:
         try:
             layers = load_network(network).layers
         except InputError as exc:
-            raise InputError(f"network {network!r}: {exc}", file=spec.source, field="networks") from None
+            raise InputError(f"network {network!r}: {exc.message}", file=spec.source, field="networks") from None
         digests[network] = hashlib.sha256(repr(layers).encode()).hexdigest()
     return digests
 

@@ -40,7 +40,7 @@ from archsim.array.costing import ENGINES
 from archsim.errors import InputError
 from archsim.lowering import MODES
 from archsim.partition import METHODS
-from archsim.validate import INT32_MAX, MAX_PROCESSORS, check_name, read_text, shown
+from archsim.validate import INT32_MAX, MAX_PROCESSORS, check_name, is_file, read_text, shown
 from archsim.workload.layer import LAYER_KINDS
 
 MAX_LIST = 1000  # values per list: a sweep is their product
@@ -134,7 +134,7 @@ def resolve_network(name: str, spec_dir: Path, file: str) -> str:
     """A spec's network: a file relative to the spec, else to the working directory (absolute path
     returned), else a shipped name. A name that looks like a file but is neither is an error."""
     for candidate in (spec_dir / name, Path(name)):
-        if candidate.is_file():
+        if is_file(candidate):
             return str(candidate.resolve())
     if Path(name).suffix.lower() in NETWORK_SUFFIXES or "/" in name or "\\" in name:
         raise InputError(f"network file {name!r} not found (relative to the spec's folder or the working "
@@ -145,7 +145,7 @@ def resolve_network(name: str, spec_dir: Path, file: str) -> str:
 def network_sha256(network: str) -> str:
     """SHA-256 of a network file's bytes (empty for a shipped name): results say which file they costed."""
     path = Path(network)
-    if not path.is_file():
+    if not is_file(path):
         return ""
     import hashlib
 

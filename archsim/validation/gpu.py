@@ -37,6 +37,7 @@ from archsim.array.analytic import gemm_cost
 from archsim.array.config import DATAFLOWS, ArrayConfig
 from archsim.array.costing import flatten_gemms
 from archsim.errors import InputError
+from archsim.validate import is_file
 from archsim.lowering import TrainingOp, check_mode, lower_layer
 from archsim.validation.gpu_csv import KernelTable
 from archsim.workload import load_network
@@ -238,7 +239,7 @@ def model_kernels(table: KernelTable, arrays: GpuArrays, mode: str = "exact") ->
         if row.network not in networks:
             beside = Path(table.source).parent / row.network  # a topology file next to the CSV
             try:
-                networks[row.network] = load_network(beside if beside.is_file() else row.network)
+                networks[row.network] = load_network(beside if is_file(beside) else row.network)
             except InputError as exc:
                 raise InputError(exc.message, file=table.source, line=row.line, field="network") from None
         try:

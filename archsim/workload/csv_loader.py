@@ -35,6 +35,7 @@ import re
 from pathlib import Path
 
 from archsim.errors import InputError
+from archsim.validate import is_file
 from archsim.workload.layer import NETWORK_INPUT, Layer, Network, canonical_kind
 from archsim.workload.shapes import SHAPE_CHECKS, check_shapes
 
@@ -236,7 +237,7 @@ def load_topology(path: str | Path, *, geometry: str = "archsim", name: str | No
                   shapes: str = "auto") -> Network:
     """Read a topology CSV file (see module docstring). Raises :class:`InputError` on bad input."""
     path = Path(path)
-    if not path.is_file():
+    if not is_file(path):
         raise InputError("topology file not found", file=str(path))
     if path.stat().st_size > MAX_BYTES:
         raise InputError(f"file is larger than {MAX_BYTES // 2**20} MiB; not a topology", file=str(path))

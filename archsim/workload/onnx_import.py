@@ -17,6 +17,7 @@ from math import prod
 from pathlib import Path
 
 from archsim.errors import InputError
+from archsim.validate import is_file
 from archsim.workload import onnx_ops as ops
 from archsim.workload.onnx_fold import fold_constants
 from archsim.workload.layer import NETWORK_INPUT, Layer, Network
@@ -57,7 +58,7 @@ def load_onnx(model, *, name: str | None = None, unsupported: str = "error",
 
 
 def _read(onnx, path: Path):
-    if not path.is_file():
+    if not is_file(path):
         raise InputError("ONNX file not found", file=str(path))
     if path.stat().st_size > MAX_BYTES:
         raise InputError("file is larger than 2 GiB; archsim reads single-file ONNX models", file=str(path))

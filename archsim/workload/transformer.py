@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from archsim.errors import InputError
+from archsim.validate import is_file
 from archsim.workload.builders import _Builder
 from archsim.workload.layer import Network
 
@@ -137,7 +138,7 @@ def load_transformer(path: str | Path, *, seq: int | None = None) -> Transformer
     """A Hugging Face ``config.json`` or a ``[transformer]`` TOML table (module docstring)."""
     path = Path(path)
     file = str(path)
-    if not path.is_file():
+    if not is_file(path):
         raise InputError("transformer config not found", file=file)
     try:
         text = path.read_text(encoding="utf-8")
