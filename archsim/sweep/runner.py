@@ -31,7 +31,7 @@ from archsim.errors import InputError
 from archsim.lowering import LoweredLayer, lower_network
 from archsim.outputs import atomic_write_text
 from archsim.partition import build_profile, partitions
-from archsim.sweep.spec import SweepSpec, Unit
+from archsim.sweep.spec import SweepSpec, Unit, network_sha256
 from archsim.sweep.summary import summarize
 from archsim.workload import load_network
 from archsim.workload.layer import Network
@@ -49,8 +49,14 @@ CACHE_FORMAT = 2  # bump when a unit's rows change meaning, so old cache files a
 @lru_cache(maxsize=16)
 def unit_network(path: str, sha256: str, only: tuple[str, ...]) -> Network:
     """A unit's network, loaded once per process (``sha256``, of a file's bytes, keys a changed file)."""
-    network = load_network(path)
+    network = _loaded_network(path, sha256)
     return network.only(*only) if only else network
+
+
+@lru_cache(maxsize=16)
+def _loaded_network(path: str, sha256: str) -> Network:
+    """The whole network, read once per process for its digest and every ``only`` subset."""
+    return load_network(path)
 
 
 @lru_cache(maxsize=64)
@@ -99,7 +105,7 @@ def network_digests(spec: SweepSpec) -> dict[str, str]:
     digests = {}
     for network in spec.networks:
         try:
-            layers = load_network(network).layers
+            layers = _loaded_network(network, network_sha256(network)).layers
         except InputError as exc:
             raise InputError(f"network {network!r}: {exc.message}", file=spec.source, field="networks") from None
         digests[network] = hashlib.sha256(repr(layers).encode()).hexdigest()
