@@ -18,11 +18,16 @@ FORMATS = ("table", "csv", "json")
 def atomic_write_text(path: str | Path, text: str) -> Path:
     """Write ``text`` to ``path`` via a temp file in the same folder and ``os.replace``.
 
-    A crash mid-write leaves the old file (or none), never half a file.
+    A crash mid-write leaves the old file (or none), never half a file. A path that cannot be
+    written (a name too long, a folder that is a file, no permission, a full disk) is an
+    :class:`InputError` naming it, with nothing left behind.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise InputError(f"cannot write here ({exc.strerror or exc.__class__.__name__})", file=str(path)) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)
@@ -32,8 +37,11 @@ def atomic_write_text(path: str | Path, text: str) -> Path:
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the file the usual permissions
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise InputError(f"cannot write here ({exc.strerror or exc.__class__.__name__})",
+                             file=str(path)) from None
         raise
     return path
 

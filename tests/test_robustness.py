@@ -498,3 +498,18 @@ def test_a_sweep_network_name_too_long_for_the_os(capsys, tmp_path):
     start = text.index("networks = ")
     path = write(tmp_path / "s.toml", text[:start] + f'networks = ["-1 {LONG}"]\n' + text[text.index("\n", start) + 1:])
     assert "field 'networks'" in clean_error(capsys, "sweep", path, "--out", tmp_path / "out")
+
+
+@pytest.mark.parametrize("where", ["too long", "under a file"])
+@pytest.mark.parametrize("argv", [
+    ["cost", "layerpipe_sample", "--out", "{}.csv"],
+    ["schedule", "layerpipe_sample", "--policy", "1f1b", "--processors", 2, "--microbatches", 4, "--gantt", "{}.html"],
+    ["sweep", SAMPLE_SWEEP, "--out", "{}"],
+])
+def test_outputs_that_cannot_be_written(capsys, tmp_path, where, argv):
+    """An output path the OS refuses is one clean error naming it, and nothing is left behind."""
+    blocker = write(tmp_path / "a_file", "x")
+    target = tmp_path / LONG if where == "too long" else blocker / "out"
+    line = clean_error(capsys, *[str(target) + str(a)[2:] if str(a).startswith("{}") else a for a in argv])
+    assert "cannot write" in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"]

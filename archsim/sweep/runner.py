@@ -186,7 +186,12 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, workers: int = 1, dask: str |
     ``summary.csv`` there (atomically) and return the results frame."""
     out = Path(out)
     units = spec.units()
-    digests = network_digests(spec)
+    digests = network_digests(spec)  # a missing network stops the run before anything is written
+    try:
+        (out / "cache").mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot write results here ({exc.strerror or exc.__class__.__name__})",
+                         file=str(out), field="out") from None
     _remove_orphans(out)
     files = {unit: _cache_file(out, unit, digests) for unit in units}
     todo = [unit for unit in units if not files[unit].is_file()]
