@@ -119,7 +119,8 @@ BROKEN = {kind: break_sites(kind) for kind in READERS}
 
 # Per command, flag values that break the flag's documented range: set last, so they win.
 CLI_BREAKS = {
-    "cost": [("--batch", COUNT), ("--array", ("0x4", "-1x4", "axb", "1.5x4", "4x0")), ("--element-bytes", COUNT)],
+    "cost": [("--batch", COUNT), ("--array", ("0x4", "-1x4", "axb", "1.5x4", "4x0")), ("--element-bytes", COUNT),
+             ("--out", ("/dev/null/x.csv", "x" * 300 + ".csv"))],  # a path under a device file; a name too long
     "gemm": [("--m", ("-1", "1.5", "x")), ("--n", ("-1", "x")), ("--array", ("0x4", "axb"))],
     "pipeline": [("--processors", COUNT), ("--microbatches", COUNT), ("--batch", COUNT),
                  ("--alpha", ("-1", "nan", "inf", "x")), ("--method", ("bogus",))],
