@@ -20,7 +20,8 @@ import numpy as np
 
 from archsim.array.analytic import form_cycles, form_within, gemm_cycles, gemm_cycles_form
 from archsim.array.config import ArrayConfig
-from archsim.lowering import LoweredLayer
+from archsim.lowering import Gemm, LoweredLayer
+from archsim.workload.layer import Layer
 
 if TYPE_CHECKING:
     from archsim.partition.profile import LayerProfile
@@ -48,7 +49,7 @@ class TableSplits:
         return (part, self.d2[units - part], self.d2[part]) if part > 0 else _NOTHING
 
 
-def split_gemm(layer, gemm, axis: str) -> tuple[str, int]:
+def split_gemm(layer: Layer, gemm: Gemm, axis: str) -> tuple[str, int]:
     """Which dimension of one δ GEMM a channels or reduction split cuts, and how much of it one
     unit is: channels cut n (δ's output channels; an fc layer's n holds several per channel),
     reduction cuts k (the layer's output channels; a conv's k holds its filter window per channel)."""
@@ -111,7 +112,8 @@ _TABLE_BATCH = 1 << 16  # table entries per vectorized call: amortizes numpy's p
 def table_splits(profile: LayerProfile, index: int) -> dict[tuple[int, str], TableSplits]:
     """Channels and reduction tables of layer ``index`` and of the layers before it (Algorithm 1
     walks backwards) not built yet, up to _TABLE_BATCH entries: D2 cycles of every part of every
-    δ GEMM from one closed-form call, summed per layer and axis."""
+    δ GEMM from one closed-form call, summed per layer and axis. Earlier layers whose δ is one GEMM
+    are left to :class:`AxisSplits`; ``index`` itself is always tabulated (the tests compare)."""
     wanted: list[tuple[int, str, int]] = []
     size = 0
     for layer in range(index, -1, -1):
