@@ -84,8 +84,8 @@ class AxisSplits:
     def of(cls, lowered: LoweredLayer, axis: str, units: int, array: ArrayConfig) -> AxisSplits:
         (gemm,) = lowered.op("D").gemms  # type: ignore[union-attr]
         dim, per = split_gemm(lowered.layer, gemm, axis)
-        free = gemm.count <= 0 or per <= 0 or min(size for name, size in zip("mkn", (gemm.m, gemm.k, gemm.n))
-                                                  if name != dim) <= 0
+        fixed = [size for name, size in (("m", gemm.m), ("k", gemm.k), ("n", gemm.n)) if name != dim]
+        free = gemm.count <= 0 or per <= 0 or min(fixed) <= 0
         q, b, a = (1, 0, 1) if free else gemm_cycles_form(dim, gemm.m, gemm.k, gemm.n, array.rows, array.cols,
                                                           array.dataflow)
         return cls(units, per, gemm.count, q, b, a, free)
