@@ -155,13 +155,11 @@ def _torch_steps(args: argparse.Namespace) -> int:
     from archsim.commands.common import emit
     from archsim.outputs import render
     from archsim.policies.torch_steps import parse_comm_schedule, torch_steps
+    from archsim.validate import read_text
 
     if not args.schedule_csv_in:
         raise InputError("--torch-steps needs --schedule-csv-in FILE with SEND/RECV actions", field="torch-steps")
-    try:
-        text = Path(args.schedule_csv_in).read_text()
-    except OSError as error:
-        raise InputError(f"cannot read ({error.strerror})", file=args.schedule_csv_in) from None
+    text = read_text(args.schedule_csv_in, "schedule CSV")
     ranks = parse_comm_schedule(text, args.schedule_csv_in)
     row = {"schedule": Path(args.schedule_csv_in).stem, "ranks": len(ranks), "steps": torch_steps(ranks)}
     emit(render(pd.DataFrame([row]), args.format, precision=args.precision, meta={"unit": "torch dry-run steps"}), args)

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from archsim.errors import InputError
-from archsim.policies.stage_orders import Action, StageOrder
+from archsim.policies.actions import Action, StageOrder
 
 
 def v_stages(p: int, rank: int) -> tuple[int, int]:

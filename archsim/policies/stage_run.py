@@ -20,10 +20,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from archsim.errors import InputError
-from archsim.policies.stage_orders import StageOrder
+from archsim.policies.actions import KINDS, StageOrder
 from archsim.policies.stage_profile import StageProfile
 from archsim.sim import Link, Problem, Processor, simulate
-from archsim.sim.columns import DepColumns, OpColumns
+from archsim.sim.columns import DepColumns, FormattedIds, OpColumns
 
 
 @dataclass(frozen=True)
@@ -56,9 +56,6 @@ class StageRun:
                 "peak_memory": ";".join(f"{peaks[p.name]:g}" for p in self.problem.processors)}
 
 
-_CODE = {"F": 0, "I": 1, "W": 2, "B": 3}  # any other kind is timed as a full backward, as B
-
-
 def order_problem(order: StageOrder, profile: StageProfile) -> Problem:
     """The op DAG of ``order`` with ``profile``'s costs (one profile entry per virtual stage).
 
@@ -69,11 +66,13 @@ def order_problem(order: StageOrder, profile: StageProfile) -> Problem:
         raise InputError(f"schedule {order.name!r} has {order.stages} stages but the profile has {profile.stages}",
                          field="stages")
     rank_of = order.rank_of_stage()
-    stage, kinds, microbatch, rank = _columns(order)
-    code = np.array([_CODE.get(k, 3) for k in kinds], dtype=np.int64)
+    c = order.columns
+    stage, code, microbatch, rank = c.stage, c.kind, c.microbatch, c.rank
+    kinds = np.array(KINDS)[code]
     n, stages = len(stage), max(order.stages, int(stage.max()) + 1 if len(stage) else 0)
     cell = stage * 4 + code  # (stage, kind) → its profile entry
-    ids = [f"{s}{k}{i}" for s, k, i in zip(stage.tolist(), kinds, microbatch.tolist())]
+    top = int(microbatch.max()) + 1 if n else 1
+    ids = FormattedIds("{}{}{}", (stage, kinds, microbatch), cell * top + microbatch)
     duration, alloc, free = _costs(profile, stages, cell)
     columns = OpColumns(ids, rank, duration, alloc=alloc, free=free,
                         tags=(("stage", stage), ("kind", kinds), ("microbatch", microbatch), ("rank", rank)))
@@ -96,7 +95,7 @@ def order_problem(order: StageOrder, profile: StageProfile) -> Problem:
     cross_first = (code == 0) & (stage > 0) & (rank_array[first_stage] != rank_array[stage])
     cross_second = has_second & (rank_array[upstream] != rank_array[stage])
     src, dst, src_stage, kind_bit, cross = [], [], [], [], []
-    bounds = np.concatenate([[0], np.cumsum([len(actions) for actions in order.ranks])])
+    bounds = c.bounds
     for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
         rows = slice(a, b)
         data = np.column_stack([has_first[rows], has_second[rows]]).ravel()
@@ -115,23 +114,8 @@ def order_problem(order: StageOrder, profile: StageProfile) -> Problem:
                                             for x in (src, dst, src_stage, kind_bit, cross))
     cross = cross.astype(bool)
     links, link, size = _links(profile, rank_array, src_stage, stage[dst], kind_bit, cross)
-    processors = tuple(Processor(f"r{r}") for r in range(len(order.ranks)))
+    processors = tuple(Processor(f"r{r}") for r in range(len(c.lengths)))
     return Problem.from_arrays(processors, links, columns, DepColumns(src, dst, size, link))
-
-
-def _columns(order: StageOrder) -> tuple[np.ndarray, list[str], np.ndarray, np.ndarray]:
-    """The actions of every rank, one rank after another, as columns: stage, kind, micro-batch, rank."""
-    stage: list[int] = []
-    kinds: list[str] = []
-    microbatch: list[int] = []
-    for actions in order.ranks:
-        if actions:
-            s, k, i = zip(*actions)
-            stage += s
-            kinds += k
-            microbatch += i
-    rank = np.repeat(np.arange(len(order.ranks)), [len(actions) for actions in order.ranks])
-    return (np.array(stage, dtype=np.int64), kinds, np.array(microbatch, dtype=np.int64), rank.astype(np.int64))
 
 
 def _costs(profile: StageProfile, stages: int, cell: np.ndarray):
@@ -183,7 +167,7 @@ def _links(profile: StageProfile, rank_of: np.ndarray, src_stage: np.ndarray, ds
 def _raise_missing(order, profile, columns, stage, kinds, microbatch, code, first_missing, missing) -> None:
     """A dependency on an action the order lacks: the ops' own mistakes first (a repeated action),
     then the first such dependency, as Problem words it."""
-    processors = tuple(Processor(f"r{r}") for r in range(len(order.ranks)))
+    processors = tuple(Processor(f"r{r}") for r in range(len(order.columns.lengths)))
     empty = np.zeros(0, dtype=np.int64)
     Problem.from_arrays(processors, (), columns, DepColumns(empty, empty))
     j = int(np.flatnonzero(missing)[0])

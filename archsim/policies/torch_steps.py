@@ -14,36 +14,16 @@ torch's simulator has no rule for UNSHARD, RESHARD or REDUCE_GRAD; they are left
 
 from __future__ import annotations
 
-import csv
-import io
-import re
 from itertools import pairwise
 
 from archsim.errors import InputError
+from archsim.policies.torch_csv import parse_cells
 from archsim.sim import Dep, Op, Problem, Processor, simulate
-
-_TOKEN = re.compile(r"(\d+)(F|I|W|B|SEND_F|RECV_F|SEND_B|RECV_B)(\d+)")
-_SKIPPED = re.compile(r"\d*(UNSHARD|RESHARD|REDUCE_GRAD)\d*")
 
 
 def parse_comm_schedule(text: str, source: str = "schedule csv") -> list[list[tuple[int, str, int]]]:
     """Per rank, (stage, type, micro-batch) of torch's compute_comms CSV (``_dump_csv`` of a runtime schedule)."""
-    ranks = []
-    for line, row in enumerate(csv.reader(io.StringIO(text)), start=1):
-        actions = []
-        for column, cell in enumerate(row, start=1):
-            cell = cell.strip()
-            if not cell or _SKIPPED.fullmatch(cell):
-                continue
-            match = _TOKEN.fullmatch(cell)
-            if match is None:
-                raise InputError(f"cell {column}: {cell!r} is not a compute or SEND/RECV action (e.g. 1F0, 0SEND_F2)",
-                                 file=source, line=line, field="action")
-            actions.append((int(match[1]), match[2], int(match[3])))
-        ranks.append(actions)
-    while ranks and not ranks[-1]:
-        ranks.pop()
-    return ranks
+    return parse_cells(text, source)[0]
 
 
 def step_problem(ranks: list[list[tuple[int, str, int]]]) -> Problem:

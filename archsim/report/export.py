@@ -113,7 +113,9 @@ def schedule_actions(timeline) -> list[list[str]]:
 
 def pipeline_schedule_csv(timeline) -> str:
     """The timeline's actions in torch's CSV layout (empty when no op has a micro-batch)."""
-    return "".join(",".join(row) + "\n" for row in schedule_actions(timeline))
+    from archsim.policies.torch_csv import format_rows
+
+    return format_rows(schedule_actions(timeline))
 
 
 def write_pipeline_schedule_csv(timeline, path: str | Path) -> Path:

@@ -23,6 +23,32 @@ from archsim.errors import InputError
 from archsim.sim.arrays import ProblemArrays, acyclic
 
 
+class FormattedIds(Sequence):
+    """Op ids made on demand, ``ids[i] = pattern.format(*(c[i] for c in columns))``, for problems of
+    10⁶ ops whose ids are read only for reports: ``key[i]`` is an integer with equal keys exactly
+    for equal ids (the caller's promise), so uniqueness is checked on the keys, not on 10⁶ strings."""
+
+    def __init__(self, pattern: str, columns: Sequence[Sequence], key: np.ndarray) -> None:
+        self.pattern, self.columns, self.key = pattern, tuple(columns), key
+
+    def __len__(self) -> int:
+        return len(self.key)
+
+    def __getitem__(self, item):
+        if isinstance(item, slice):
+            return [self.pattern.format(*(c[i] for c in self.columns)) for i in range(*item.indices(len(self)))]
+        return self.pattern.format(*(c[item] for c in self.columns))
+
+    def __iter__(self):
+        return map(self.pattern.format, *(c.tolist() if isinstance(c, np.ndarray) else c for c in self.columns))
+
+
+def _has_duplicates(ids: Sequence[str], n: int) -> bool:
+    if isinstance(ids, FormattedIds):
+        return len(np.unique(ids.key)) != n
+    return len(set(ids)) != n
+
+
 @dataclass(frozen=True, eq=False)
 class OpColumns:
     """Op i is ``ids[i]`` on processor ``proc[i]`` (an index into the problem's processors) for
@@ -130,7 +156,7 @@ def check_columns(processors, links, ops: OpColumns, deps: DepColumns, named=Non
     known = (proc >= 0) & (proc < len(processors))
     lanes = np.where(known, streams[np.where(known, proc, 0)] if len(processors) else 0, 0)
     rules = [~known, ~(np.isfinite(duration) & (duration >= 0)), (pin < -1) | (pin >= lanes), (alloc < 0) | (free < 0)]
-    if len(set(ops.ids)) != n or any(rule.any() for rule in rules):
+    if _has_duplicates(ops.ids, n) or any(rule.any() for rule in rules):
         _raise_op_error(processors, ops, proc, duration, pin, rules, named)
     src = np.asarray(deps.src, dtype=np.int64)
     dst = np.asarray(deps.dst, dtype=np.int64)
@@ -228,4 +254,4 @@ def _raise_cycle(arrays: ProblemArrays) -> None:
     raise InputError(f"dependencies contain a cycle: {cycle}", field="deps")
 
 
-__all__ = ["DepColumns", "OpColumns", "check_columns", "object_columns"]
+__all__ = ["DepColumns", "FormattedIds", "OpColumns", "check_columns", "object_columns"]

@@ -1,0 +1,197 @@
+"""A schedule as per-rank action orders, in torch.distributed.pipelining's vocabulary.
+
+An order fixes, for every rank (device), the sequence of its actions; it says nothing about time.
+:func:`archsim.policies.stage_run.order_problem` (the one builder) turns an order plus per-stage
+costs and link costs into the simulator's problem.
+
+The vocabulary (torch's ``_ComputationType`` names; docs/glossary.md has the same table):
+
+======  ===============================================  ====================================
+kind    meaning                                          also called
+======  ===============================================  ====================================
+F       forward of a stage                               archsim F
+I       backward of the input (the gradient sent up)     archsim D / δ, the zero-bubble
+                                                         paper's B, torch BACKWARD_INPUT
+W       backward of the weights                          archsim G, torch BACKWARD_WEIGHT
+B       full backward: I and W fused, the gradient sent  torch FULL_BACKWARD
+        upstream only when both are done
+======  ===============================================  ====================================
+
+archsim's named actions beyond torch's (used by the layer-wise schedules and reports, see
+``NAMED``): ``D1``/``D2`` (δ′/δ″, the two halves of a δ split by LayerPipe), ``FB`` (SPP's last
+stage, forward and backward merged), ``A`` (a replicated stage's all-reduce), ``S`` (a data-parallel
+gradient synchronization); torch's communication actions ``SEND_F``/``RECV_F``/``SEND_B``/
+``RECV_B`` are read by :mod:`archsim.policies.torch_csv` and timed by
+:mod:`archsim.policies.torch_steps`.
+
+Orders are stored as columns (stage, kind code, micro-batch per action, ranks one after another)
+so that generators of 10⁶ actions (1F1B over 62,500 micro-batches) build them with numpy; the
+per-rank tuples of :class:`Action` are made on first use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from archsim.errors import InputError
+
+KINDS = ("F", "I", "W", "B")
+CODE = {kind: code for code, kind in enumerate(KINDS)}  # F 0, I 1, W 2, B 3
+NAMED = {"D1": "δ′: first half of a split input gradient (LayerPipe)",
+         "D2": "δ″: second half of a split input gradient, on another processor (LayerPipe)",
+         "FB": "forward and backward of SPP's last stage, merged",
+         "A": "all-reduce of a replicated stage's weight gradients",
+         "S": "data-parallel synchronization of one layer's weight gradient"}
+COMMUNICATION = ("SEND_F", "RECV_F", "SEND_B", "RECV_B")
+
+
+class Action(NamedTuple):
+    """One compute action: ``kind`` of (virtual) ``stage`` on ``microbatch`` (torch's ``_Action``)."""
+
+    stage: int
+    kind: str
+    microbatch: int
+
+    def __str__(self) -> str:
+        return f"{self.stage}{self.kind}{self.microbatch}"
+
+    __repr__ = __str__
+
+
+@dataclass(frozen=True, eq=False)
+class OrderColumns:
+    """Action j of the order: ``kind[j]`` (a code of ``KINDS``) of ``stage[j]`` on ``microbatch[j]``;
+    rank r owns the ``lengths[r]`` actions after those of ranks 0 … r − 1, in its order."""
+
+    lengths: np.ndarray
+    stage: np.ndarray
+    kind: np.ndarray
+    microbatch: np.ndarray
+
+    @property
+    def rank(self) -> np.ndarray:
+        return np.repeat(np.arange(len(self.lengths), dtype=np.int64), self.lengths)
+
+    @property
+    def bounds(self) -> np.ndarray:
+        """Rank r's actions are ``bounds[r]:bounds[r + 1]``."""
+        return np.concatenate([[0], np.cumsum(self.lengths)]).astype(np.int64)
+
+
+class StageOrder:
+    """Per-rank action sequences of one schedule over ``stages`` virtual stages (immutable).
+
+    ``StageOrder(name, ranks, stages, microbatches, pairs)`` from tuples of :class:`Action` per rank,
+    or :meth:`from_columns`; ``pairs``: per rank, where an overlapped F/B pair (torch's
+    ``OVERLAP_F_B``) starts."""
+
+    __slots__ = ("name", "stages", "microbatches", "pairs", "_ranks", "_columns")
+
+    def __init__(self, name: str, ranks, stages: int, microbatches: int, pairs: tuple[tuple[int, ...], ...] = ()):
+        for key, value in (("name", name), ("stages", stages), ("microbatches", microbatches),
+                           ("pairs", tuple(tuple(p) for p in pairs)),
+                           ("_ranks", tuple(tuple(r) for r in ranks)), ("_columns", None)):
+            object.__setattr__(self, key, value)
+
+    @classmethod
+    def from_columns(cls, name: str, columns: OrderColumns, stages: int, microbatches: int,
+                     pairs: tuple[tuple[int, ...], ...] = ()) -> StageOrder:
+        self = cls.__new__(cls)
+        for key, value in (("name", name), ("stages", stages), ("microbatches", microbatches),
+                           ("pairs", tuple(tuple(p) for p in pairs)), ("_ranks", None), ("_columns", columns)):
+            object.__setattr__(self, key, value)
+        return self
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"StageOrder is immutable; cannot set {name!r}")
+
+    @property
+    def ranks(self) -> tuple[tuple[Action, ...], ...]:
+        if self._ranks is None:
+            c = self._columns
+            letters = [KINDS[k] for k in c.kind.tolist()]
+            actions = list(map(Action, c.stage.tolist(), letters, c.microbatch.tolist()))
+            b = c.bounds.tolist()
+            object.__setattr__(self, "_ranks", tuple(tuple(actions[x:y]) for x, y in zip(b[:-1], b[1:])))
+        return self._ranks
+
+    @property
+    def columns(self) -> OrderColumns:
+        if self._columns is None:
+            object.__setattr__(self, "_columns", _columns_of(self._ranks))
+        return self._columns
+
+    def rank_of_stage(self) -> dict[int, int]:
+        """Stage → the rank that runs it, ranks in order and each rank's stages in order of first use."""
+        c = self.columns
+        if not len(c.stage):
+            return {}
+        top = int(c.stage.max()) + 1
+        pairs, first = np.unique(c.rank * top + c.stage, return_index=True)
+        pairs = pairs[np.argsort(first, kind="stable")]
+        rank, stage = (pairs // top).tolist(), (pairs % top).tolist()
+        found: dict[int, int] = {}
+        for s, r in sorted(zip(stage, rank), key=lambda x: x[1]):
+            if found.setdefault(s, r) != r:
+                raise InputError(f"stage {s} runs on ranks {found[s]} and {r}", field="schedule")
+        return found
+
+    def _key(self) -> tuple:
+        return self.name, self.ranks, self.stages, self.microbatches, self.pairs
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, StageOrder):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (f"StageOrder({self.name!r}, {len(self.columns.lengths)} ranks, {self.stages} stages, "
+                f"{self.microbatches} micro-batches)")
+
+
+def _columns_of(ranks: tuple[tuple[Action, ...], ...]) -> OrderColumns:
+    stage: list[int] = []
+    kinds: list[str] = []
+    microbatch: list[int] = []
+    for actions in ranks:
+        if actions:
+            s, k, i = zip(*actions)
+            stage += s
+            kinds += k
+            microbatch += i
+    try:
+        code = [CODE[k] for k in kinds]
+    except KeyError as error:
+        raise InputError(f"unknown action kind {error.args[0]!r}; an order holds {', '.join(KINDS)}",
+                         field="action") from None
+    return OrderColumns(np.array([len(r) for r in ranks], dtype=np.int64), np.array(stage, dtype=np.int64),
+                        np.array(code, dtype=np.int64), np.array(microbatch, dtype=np.int64))
+
+
+def from_blocks(name: str, ranks, stages: int, microbatches: int) -> StageOrder:
+    """An order from numpy blocks: per rank, a list of (stage, kind, micro-batches) — ``micro-batches``
+    an integer array, ``stage`` and ``kind`` (a letter or code) one value or an array of its length."""
+    lengths: list[int] = []
+    columns: tuple[list, list, list] = ([], [], [])
+    for blocks in ranks:
+        count = 0
+        for stage, kind, microbatch in blocks:
+            microbatch = np.asarray(microbatch, dtype=np.int64)
+            code = CODE[kind] if isinstance(kind, str) else kind
+            columns[0].append(np.broadcast_to(np.asarray(stage, dtype=np.int64), microbatch.shape))
+            columns[1].append(np.broadcast_to(np.asarray(code, dtype=np.int64), microbatch.shape))
+            columns[2].append(microbatch)
+            count += len(microbatch)
+        lengths.append(count)
+    stage, kind, microbatch = (np.concatenate(c) if c else np.zeros(0, dtype=np.int64) for c in columns)
+    return StageOrder.from_columns(name, OrderColumns(np.array(lengths, dtype=np.int64), stage, kind, microbatch),
+                                   stages, microbatches)
+
+
+__all__ = ["CODE", "COMMUNICATION", "KINDS", "NAMED", "Action", "OrderColumns", "StageOrder", "from_blocks"]
