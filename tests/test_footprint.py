@@ -48,7 +48,7 @@ def test_stash_peak_equals_brute_force_over_time(p, m, schedule, costs, sizes) -
     for slot in timeline.slots:
         tag = tags[slot.op]
         if tag["kind"] == "F":
-            end = next(s.end for s in timeline.slots if s.op == f"B{tag['stage']}:{tag['microbatch']}")
+            end = next(s.end for s in timeline.slots if s.op == f"I{tag['stage']}:{tag['microbatch']}")
             intervals.setdefault(slot.processor, []).append((slot.start, end, size_of(tag)))
     for processor, items in intervals.items():
         brute = max(sum(size for start, end, size in items if start <= t < end) for t, _, _ in items)

@@ -27,6 +27,7 @@ import numpy as np
 
 from archsim.errors import InputError
 from archsim.sim import Problem, Processor, simulate
+from archsim.sim.bubble import bubble
 from archsim.sim.columns import DepColumns, OpColumns
 
 POLICIES = ("mp", "gpipe", "ooo-pipe1", "ooo-pipe2")
@@ -186,16 +187,10 @@ def lower_bound(costs: LayerCosts, devices: int, microbatches: int, policy: str,
 
 
 def schedule_metrics(problem: Problem, timeline) -> dict[str, float]:
-    """makespan, bubble fraction (idle share of compute devices × makespan; network resources, whose
-    ops are tagged ``comm``, do not count) and peak stash bytes."""
-    span = timeline.makespan
-    a = problem.arrays
-    comm = np.array([kind == "comm" for kind in problem.tag_values("kind")], dtype=bool)
-    network = np.unique(a.proc[comm]) if comm.size else np.zeros(0, dtype=np.int64)
-    busy = sum(a.duration[~np.isin(a.proc, network)].tolist())  # in problem order, as Python sums
-    devices = len(problem.processors) - len(network)
+    """makespan, bubble fraction (:func:`archsim.sim.bubble.bubble`'s ``idle-share``: network resources,
+    whose ops are tagged ``comm``, do not count) and peak stash bytes; ``problem`` is the timeline's."""
     peaks = timeline.peak_memory()
-    return {"makespan": span, "bubble_fraction": 1.0 - busy / (devices * span) if span else 0.0,
+    return {"makespan": timeline.makespan, "bubble_fraction": bubble(timeline, "idle-share"),
             "peak_memory_bytes": max(peaks.values(), default=0)}
 
 

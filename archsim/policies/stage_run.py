@@ -23,6 +23,7 @@ from archsim.errors import InputError
 from archsim.policies.actions import KINDS, StageOrder
 from archsim.policies.stage_profile import StageProfile
 from archsim.sim import Link, Problem, Processor, simulate
+from archsim.sim.bubble import bubble, rank_spans
 from archsim.sim.columns import DepColumns, FormattedIds, OpColumns
 
 
@@ -34,20 +35,11 @@ class StageRun:
 
     def spans(self) -> list[float]:
         """Per rank: end of its last action − start of its first (the zero-bubble paper's stage time)."""
-        slots = self.timeline.slots  # type: ignore[attr-defined]
-        count = len(self.problem.processors)
-        first, last = np.full(count, np.inf), np.full(count, -np.inf)
-        np.minimum.at(first, slots.processor, slots.start)
-        np.maximum.at(last, slots.processor, slots.end)
-        ran = np.bincount(slots.processor, minlength=count) > 0
-        return (last - first)[ran].tolist()
+        return rank_spans(self.timeline)
 
     def bubble_rate(self) -> float:
-        """(cost − work)/cost, cost = the longest rank span, work = the busiest rank's compute time —
-        m(T_F + T_B + T_W) for equal stages, as the zero-bubble paper defines it (§5.3)."""
-        cost = max(self.spans(), default=0.0)
-        work = max((self.timeline.busy_time(p.name) for p in self.problem.processors), default=0.0)  # type: ignore[attr-defined]
-        return (cost - work) / cost if cost > 0 else 0.0
+        """The zero-bubble paper's bubble rate (§5.3): :func:`archsim.sim.bubble.bubble`'s ``zero-bubble``."""
+        return bubble(self.timeline, "zero-bubble")
 
     def metrics(self) -> dict[str, object]:
         peaks = self.timeline.peak_memory()  # type: ignore[attr-defined]

@@ -1,5 +1,6 @@
-"""Stage-level pipeline schedules with the backward split into B (input gradient, archsim's D) and
-W (weight gradient, G) (Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024).
+"""Stage-level pipeline schedules with the backward split into I (input gradient: archsim's D, the
+zero-bubble paper's B) and W (weight gradient, G) (Qi et al., "Zero Bubble Pipeline Parallelism",
+ICLR 2024). Vocabulary as torch's (:mod:`archsim.policies.actions`): B is a full backward.
 
 The published schedules (``SCHEDULES``: 1F1B, interleaved 1F1B, ZB-H1, ZB-H2, ZB-1p, ZB-2p and
 torch's interleaved zero bubble) run the fixed per-rank orders their authors build
@@ -10,19 +11,19 @@ archsim's own list schedules (``LIST_SCHEDULES``, named ``list-…``) are kept a
 not the published orders but greedy list schedules with the published in-flight limits (W fills
 any idle slot), without communication; they can beat the published orders they are named after:
 
-p stages, m micro-batches; per stage and micro-batch: F, B, W. F_s needs F_{s−1}; B_s needs B_{s+1}
-(the last stage's B needs its F); W_s needs B_s. Stage s admits micro-batch b only after the
+p stages, m micro-batches; per stage and micro-batch: F, I, W. F_s needs F_{s−1}; I_s needs I_{s+1}
+(the last stage's I needs its F); W_s needs I_s. Stage s admits micro-batch b only after the
 backward of b − N_s, where N_s is the schedule's in-flight limit, and the priority on a stage is
-B, then F, then W (W fills bubbles):
+I, then F, then W (W fills bubbles):
 
-* ``list-1f1b``: B and W run as one backward (B immediately followed by W), N_s = p − s + 1;
-* ``list-zb-h1``: B and W separate, N_s = p − s + 1 — 1F1B's activation memory, bubble
-  (p − 1)(T_F + T_B − T_W);
+* ``list-1f1b``: I and W run as one backward (I immediately followed by W), N_s = p − s + 1;
+* ``list-zb-h1``: I and W separate, N_s = p − s + 1 — 1F1B's activation memory, bubble
+  (p − 1)(T_F + T_I − T_W);
 * ``list-zb-h2``: N_s = 2(p − s) + 1 — more warm-up forwards fill the drain, 2p − 1 in flight on the
-  first stage, bubble (p − 1)(T_F + T_B − 2T_W) (zero when F = B = W).
+  first stage, bubble (p − 1)(T_F + T_I − 2T_W) (zero when F = I = W).
 
 Activation memory is counted as the zero-bubble paper counts it: a micro-batch's activation is
-held from its F to its backward — to W when B and W are fused, to B when they are split (W keeps
+held from its F to its backward — to W when I and W are fused, to I when they are split (W keeps
 only its smaller weight-gradient inputs, not counted here).
 """
 
@@ -73,18 +74,18 @@ def in_flight(schedule: str, stages: int, stage: int) -> int:
 
 def zb_problem(costs: StageCosts, microbatches: int, schedule: str) -> Problem:
     """The list-schedule variant ``list-1f1b``, ``list-zb-h1`` or ``list-zb-h2``, built as columns:
-    one micro-batch's ops (F, B, W per stage) and dependencies repeated for every micro-batch."""
+    one micro-batch's ops (F, I, W per stage) and dependencies repeated for every micro-batch."""
     if schedule not in LIST_SCHEDULES:
         raise InputError(f"unknown list schedule {schedule!r}; choose one of {', '.join(LIST_SCHEDULES)}",
                          field="policy")
     p, m = len(costs.forward), microbatches
     fused = schedule == "list-1f1b"
-    rank = {"B": 0, "F": 1, "W": -1 if fused else 2}
-    template = [(s, kind) for s in range(1, p + 1) for kind in "FBW"]
+    rank = {"I": 0, "F": 1, "W": -1 if fused else 2}
+    template = [(s, kind) for s in range(1, p + 1) for kind in "FIW"]
     slot = {op: t for t, op in enumerate(template)}
     memory = [costs.activation_bytes[s - 1] if costs.activation_bytes else 0 for s, _ in template]
-    cost = {"F": costs.forward, "B": costs.backward_input, "W": costs.backward_weight}
-    freed = "W" if fused else "B"  # the backward that frees the activation (and admits the next micro-batch)
+    cost = {"F": costs.forward, "I": costs.backward_input, "W": costs.backward_weight}
+    freed = "W" if fused else "I"  # the backward that frees the activation (and admits the next micro-batch)
     b = np.repeat(np.arange(m, dtype=np.int64), len(template))
     ops = OpColumns(
         [f"{kind}{s}:{i}" for i in range(m) for s, kind in template],
@@ -94,19 +95,19 @@ def zb_problem(costs: StageCosts, microbatches: int, schedule: str) -> Problem:
         free=np.tile(np.array([x if kind == freed else 0 for (_, kind), x in zip(template, memory)]), m),
         priority=np.column_stack([np.tile(np.array([rank[kind] for _, kind in template], dtype=np.int64), m), b]),
         tags=(("stage", [s for s, _ in template] * m), ("microbatch", b),
-              ("kind", [{"F": "F", "B": "D", "W": "G"}[kind] for _, kind in template] * m)))
+              ("kind", [{"F": "F", "I": "D", "W": "G"}[kind] for _, kind in template] * m)))
     # (source op, its micro-batch − this one, target op, the first micro-batch that has the dependency)
     deps: list[tuple[int, int, int, int]] = []
     for s in range(1, p + 1):
         if s > 1:
             deps.append((slot[(s - 1, "F")], 0, slot[(s, "F")], 0))
-        upstream = "W" if fused else "B"  # a fused backward sends δ only after its W
-        deps.append((slot[(s + 1, upstream)] if s < p else slot[(s, "F")], 0, slot[(s, "B")], 0))
-        deps.append((slot[(s, "B")], 0, slot[(s, "W")], 0))
+        upstream = "W" if fused else "I"  # a fused backward sends δ only after its W
+        deps.append((slot[(s + 1, upstream)] if s < p else slot[(s, "F")], 0, slot[(s, "I")], 0))
+        deps.append((slot[(s, "I")], 0, slot[(s, "W")], 0))
         window = in_flight(schedule, p, s)  # admission: the backward of b − N_s has freed its activation
         deps.append((slot[(s, freed)], -window, slot[(s, "F")], window))
-        if fused:  # W right after its B: the next B waits for this W
-            deps.append((slot[(s, "W")], -1, slot[(s, "B")], 1))
+        if fused:  # W right after its I: the next I waits for this W
+            deps.append((slot[(s, "W")], -1, slot[(s, "I")], 1))
     src_t, offset, dst_t, first = (np.array(c, dtype=np.int64) for c in zip(*deps))
     batch = np.arange(m, dtype=np.int64)[:, None]
     keep = batch >= first
@@ -164,15 +165,5 @@ def zb_schedule(costs: StageCosts, microbatches: int, schedule: str, chunks: int
     return problem, simulate(problem)
 
 
-def bubble_time(problem: Problem, timeline) -> float:
-    """Idle time of the busiest-then-idle pattern: per stage, makespan − its busy time; the maximum."""
-    span = timeline.makespan
-    busy: dict[int, float] = {}
-    a = problem.arrays
-    for processor, duration in zip(a.proc.tolist(), a.duration.tolist()):  # the ops' columns, in problem order
-        busy[processor] = busy.get(processor, 0.0) + duration
-    return max(span - b for b in busy.values())
-
-
-__all__ = ["LIST_SCHEDULES", "SCHEDULES", "StageCosts", "bubble_time", "in_flight", "op_count", "published_run",
+__all__ = ["LIST_SCHEDULES", "SCHEDULES", "StageCosts", "in_flight", "op_count", "published_run",
            "stage_profile", "zb_build", "zb_problem", "zb_schedule"]
