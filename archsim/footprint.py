@@ -132,7 +132,7 @@ def partition_footprint(plan: Partition, profile: LayerProfile, timeline: Timeli
         weights = sum(int(profile.weight_bytes[index[name]]) for name in stage.layers) + sum(
             op.extra_bytes for op in stage.ops if op.borrowed and op.kind in ("D", "D2"))
         held = stash.get(processor, StashProfile(0, 0))
-        versions = 1 if schedule == "gpipe" else max(1, held.peak_in_flight)
+        versions = 1 if schedule in ("gpipe", "gpipe-newest-first") else max(1, held.peak_in_flight)
         rows.append(ProcessorMemory(processor, weights, versions, weights, OPTIMIZER_STATES[optimizer] * weights,
                                     held.peak_activation_bytes, held.peak_in_flight))
     return rows

@@ -27,12 +27,16 @@ def _cases():
             yield pytest.param(profile, partition(profile, processors, method), id=f"{name}-{method}")
 
 
+# the reference's names for archsim's list schedules (before GPipe and 1F1B became torch's orders)
+REFERENCE_NAMES = {"gpipe-newest-first": "gpipe", "1f1b-window": "1f1b", "layerpipe": "layerpipe"}
+
+
 @pytest.mark.parametrize("profile, plan", list(_cases()))
-@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("schedule", [s for s in SCHEDULES if s in REFERENCE_NAMES])
 def test_columnar_problem_equals_the_object_built_one(profile, plan, schedule):
     for microbatches, bandwidth in ((1, None), (2, 3.0), (7, None), (7, 2.5)):
         columnar = pipeline_problem(plan, profile, microbatches, schedule, bandwidth, 0.5)
-        expected = reference_problem(plan, profile, microbatches, schedule, bandwidth, 0.5)
+        expected = reference_problem(plan, profile, microbatches, REFERENCE_NAMES[schedule], bandwidth, 0.5)
         assert_same_problem(columnar, expected)
         timeline, reference = simulate(columnar), simulate(expected)
         assert tuple(timeline.slots) == tuple(reference.slots)

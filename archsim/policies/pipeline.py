@@ -2,21 +2,27 @@
 
 A :class:`~archsim.partition.result.Partition` fixes *where* each op runs; this module builds the
 op DAG of M micro-batches (dependencies from the training data flow, transfers on links between
-processors) and the priority that decides *when*:
+processors) and what decides *when*:
 
-* ``gpipe``: fill-drain — every forward first, then the backward ops of the newest micro-batch
-  first (GPipe's reverse order); no in-flight limit (activations of all M micro-batches stashed).
-* ``1f1b``: PipeDream's one-forward-one-backward — stage s of S runs S − s + 1 warm-up forwards,
-  then strictly alternates: F(b) only after B(b − W) and B(b) only after F(b + W − 1), W = S − s + 1.
-  (A mere "backward first" priority is not 1F1B: on a bottleneck first stage, queued backwards
-  would starve the forwards and the pipeline would drain.)
+* ``gpipe`` and ``1f1b``: the one GPipe and the one 1F1B (:mod:`archsim.policies.stage_orders`,
+  torch's ``ScheduleGPipe`` / ``Schedule1F1B`` orders) — each processor runs its stage's actions
+  strictly in that order: an action (all of the stage's forward ops of one micro-batch, or all its
+  backward ops: δ, δ′, δ″ and G) starts only after the previous one ended. Within an action the
+  ops run as their data flow and priority allow.
+* ``gpipe-newest-first`` (archsim's earlier GPipe; the one the LayerPipe comparisons used before
+  the torch order): a list schedule, every forward first, then the backward ops of the newest
+  micro-batch first (GPipe's reverse order); no in-flight limit.
+* ``1f1b-window`` (archsim's earlier 1F1B, PipeDream's admission rule as a list schedule): stage s
+  of S admits F(b) only after B(b − W) and runs B(b) only after F(b + W − 1), W = S − s + 1; between
+  those limits, backward ops rank before forwards.
 * ``layerpipe``: 1F1B's admission rule with LayerPipe's critical-loop priority — δ (D, D1, D2)
   before G before F (004_2cd4e01df0d40184.txt §III-C: δ is on the critical loop, G is not), so
   the next stage's δ starts as early as possible; δ′ and δ″ of one layer run on two processors in
   parallel.
 
 Stash memory: a layer's F allocates its input activation (needed by G) and, for the weight-
-stashing schedules (1f1b, layerpipe), one weight version; its G releases both.
+stashing schedules (1f1b, 1f1b-window, layerpipe: PipeDream's and LayerPipe's asynchronous
+training keep one weight version per micro-batch in flight), one weight version; its G releases both.
 """
 
 from __future__ import annotations
@@ -32,7 +38,9 @@ import numpy as np
 from archsim.sim import Link, Problem, Processor, simulate
 from archsim.sim.columns import DepColumns, OpColumns
 
-SCHEDULES = ("gpipe", "1f1b", "layerpipe")
+SCHEDULES = ("gpipe", "1f1b", "layerpipe", "gpipe-newest-first", "1f1b-window")
+ORDERED = ("gpipe", "1f1b")  # run in the action order of stage_orders' generator of that name
+FLUSHED = ("gpipe", "gpipe-newest-first")  # one weight version, no in-flight limit
 BACKWARD = ("D", "D1", "D2", "G")
 
 
@@ -95,17 +103,18 @@ def pipeline_problem(plan: Partition, profile: LayerProfile, microbatches: int, 
             return -1
         return links.setdefault((src, dst), len(links))
 
-    rank = {"gpipe": {"F": 0, "D": 1, "D1": 1, "D2": 1, "G": 1},
-            "1f1b": {"D": 0, "D1": 0, "D2": 0, "G": 0, "F": 1},
-            "layerpipe": {"D": 0, "D1": 0, "D2": 0, "G": 1, "F": 2}}[schedule]
-    stash_weights = schedule != "gpipe"
+    fill_drain = {"F": 0, "D": 1, "D1": 1, "D2": 1, "G": 1}
+    backward_first = {"D": 0, "D1": 0, "D2": 0, "G": 0, "F": 1}
+    rank = {"gpipe": fill_drain, "gpipe-newest-first": fill_drain, "1f1b": backward_first,
+            "1f1b-window": backward_first, "layerpipe": {"D": 0, "D1": 0, "D2": 0, "G": 1, "F": 2}}[schedule]
+    stash_weights = schedule not in FLUSHED
     template = []  # per op: processor, cycles, rank, sign of b, last key, alloc, free, layer, kind, stage
     for (layer, kind), stage in where.items():
         k = index[layer]
         forward = kind == "F"
         stash = int(profile.delta_bytes[k]) + (int(profile.weight_bytes[k]) if stash_weights else 0)
         template.append((stage, cycles[(layer, kind)], rank[kind],
-                         -1 if schedule == "gpipe" and not forward else 1, k if forward else -k,
+                         -1 if schedule == "gpipe-newest-first" and not forward else 1, k if forward else -k,
                          stash if forward else 0, stash if kind == "G" else 0, layer, kind, stage + 1))
     # dependencies of micro-batch b: (source op, its micro-batch − b, target op, bytes, link, when)
     # when: 0 always, w > 0 only if b >= w (admission), -w only if b + w − 1 < microbatches (alternation)
@@ -129,7 +138,7 @@ def pipeline_problem(plan: Partition, profile: LayerProfile, microbatches: int, 
                 size = int(profile.delta_bytes[index[c]]) if kd != "F" else 0
                 dep((c, kd), (layer, kind), size, link(where[(c, kd)], where[(layer, kind)]))
         dep((layer, "F"), (layer, "G"))
-    if schedule != "gpipe":
+    if schedule in ("1f1b-window", "layerpipe"):
         for stage in plan.stages:
             window = stages - stage.index  # stage s of S keeps at most S − s + 1 micro-batches in flight
             forwards = [op.layer for op in stage.ops if op.kind == "F"]
@@ -140,10 +149,52 @@ def pipeline_problem(plan: Partition, profile: LayerProfile, microbatches: int, 
                 dep((layer, kind), (forwards[0], "F"), offset=-window, when=window)
             for layer, kind in backwards:  # alternation: B(b) after F(b + window − 1)
                 dep((forwards[-1], "F"), (layer, kind), offset=window - 1, when=-window)
-    return _problem(proc_of_stage, links, template, deps, named, microbatches, bandwidth, latency)
+    ordered = _in_order(schedule, template, deps, stages, microbatches) if schedule in ORDERED else None
+    return _problem(proc_of_stage, links, template, deps, named, microbatches, bandwidth, latency, ordered)
 
 
-def _problem(proc_of_stage, links, template, deps, named, microbatches: int, bandwidth, latency) -> Problem:
+def _in_order(schedule: str, template, deps, stages: int, microbatches: int) -> tuple[np.ndarray, np.ndarray]:
+    """Dependencies that make each processor run its stage's actions in the order of ``schedule``'s
+    generator: every op of an action that ends it (no successor in the action) before every op of
+    the next action that begins it (no predecessor in the action). An action is a stage's forward
+    ops (F) or backward ops (B) of one micro-batch; a stage without backward ops runs F only."""
+    from archsim.policies.stage_orders import gpipe, one_f_one_b
+
+    size = len(template)
+    family = np.array([0 if t[8] == "F" else 3 for t in template], dtype=np.int64)
+    stage_of = np.array([t[0] for t in template], dtype=np.int64)
+    inner = [(a, b) for a, offset, b, _, _, when in deps
+             if offset == 0 and when == 0 and a >= 0 and b >= 0 and stage_of[a] == stage_of[b] and family[a] == family[b]]
+    has_pred, has_succ = np.zeros(size, dtype=bool), np.zeros(size, dtype=bool)
+    for a, b in inner:
+        has_succ[a], has_pred[b] = True, True
+    order = (gpipe if schedule == "gpipe" else one_f_one_b)(stages, microbatches).columns
+    bounds = order.bounds.tolist()
+    src, dst, key = [], [], []
+    for r in range(stages):
+        mine = stage_of == r
+        ends = {f: np.flatnonzero(mine & (family == f) & ~has_succ) for f in (0, 3)}
+        begins = {f: np.flatnonzero(mine & (family == f) & ~has_pred) for f in (0, 3)}
+        kind, mb = order.kind[bounds[r]:bounds[r + 1]], order.microbatch[bounds[r]:bounds[r + 1]]
+        present = np.array([len(begins.get(f, ())) > 0 for f in (0, 1, 2, 3)])[kind]
+        kind, mb = kind[present], mb[present]
+        for fa in (0, 3):
+            for fb in (0, 3):
+                at = np.flatnonzero((kind[:-1] == fa) & (kind[1:] == fb))
+                a = (mb[at][:, None, None] * size + ends[fa][None, :, None])
+                b = (mb[at + 1][:, None, None] * size + begins[fb][None, None, :])
+                a, b = (x.reshape(len(at), len(ends[fa]) * len(begins[fb])) for x in np.broadcast_arrays(a, b))
+                src.append(a)
+                dst.append(b)
+                key.append(np.broadcast_to((r * 2 * microbatches + at)[:, None], a.shape))
+    key_all = np.concatenate([k.ravel() for k in key]) if key else np.zeros(0, np.int64)
+    by = np.argsort(key_all, kind="stable")
+    return (np.concatenate([x.ravel() for x in src])[by].astype(np.int64),
+            np.concatenate([x.ravel() for x in dst])[by].astype(np.int64))
+
+
+def _problem(proc_of_stage, links, template, deps, named, microbatches: int, bandwidth, latency,
+             ordered=None) -> Problem:
     """The template repeated over the micro-batches, as a Problem built from columns."""
     m, size = microbatches, len(template)
     proc, cycles, rank, sign, last, alloc, free, layer, kind, stage = (list(c) for c in zip(*template)) \
@@ -169,8 +220,12 @@ def _problem(proc_of_stage, links, template, deps, named, microbatches: int, ban
         raise InputError(f"dependency {a!r} -> {z!r} names unknown op {a if src_t[d] < 0 else z!r}", field="deps")
     src = ((batch + offset) * size + src_t)[keep]
     dst = (batch * size + dst_t)[keep]
-    columns = DepColumns(src, dst, np.broadcast_to(nbytes, keep.shape)[keep],
-                         np.broadcast_to(channel, keep.shape)[keep])
+    nbytes, channel = np.broadcast_to(nbytes, keep.shape)[keep], np.broadcast_to(channel, keep.shape)[keep]
+    if ordered is not None:  # the action order's dependencies, after the data flow's
+        src, dst = np.concatenate([src, ordered[0]]), np.concatenate([dst, ordered[1]])
+        nbytes = np.concatenate([nbytes, np.zeros(len(ordered[0]), dtype=np.int64)])
+        channel = np.concatenate([channel, np.full(len(ordered[0]), -1, dtype=np.int64)])
+    columns = DepColumns(src, dst, nbytes, channel)
     processors = tuple(Processor(name) for name in proc_of_stage)
     names = {(s, d): Link(f"{proc_of_stage[s]}->{proc_of_stage[d]}", proc_of_stage[s], proc_of_stage[d], bandwidth,
                           latency) for (s, d) in links}
