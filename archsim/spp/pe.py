@@ -60,8 +60,11 @@ def execution_order(stages: int, microbatches: int) -> tuple[list[tuple[tuple[st
     return visits, per_stage
 
 
-def gpipe_order(stages: int, microbatches: int) -> tuple[list, dict]:
-    """GPipe's per-stage order: every forward, then every backward, newest micro-batch first."""
+def gpipe_newest_first_order(stages: int, microbatches: int) -> tuple[list, dict]:
+    """archsim's GPipe baseline for SPP (``order="gpipe-newest-first"``): every forward, then every
+    backward, newest micro-batch first. Not torch's ``ScheduleGPipe`` (oldest first,
+    :func:`archsim.policies.stage_orders.gpipe`); the SPP baseline numbers (tests/test_spp.py's
+    hand-worked 7 s) use this one."""
     visits, per_stage = execution_order(stages, microbatches)
     for n in range(1, stages + 1):
         forward = sorted((x for x in per_stage[n] if x[0][0] in ("F", "FB")), key=lambda x: x[1])
@@ -70,11 +73,19 @@ def gpipe_order(stages: int, microbatches: int) -> tuple[list, dict]:
     return visits, per_stage
 
 
+gpipe_order = gpipe_newest_first_order  # the name the SPP baselines call
+ORDERS = {"pe": execution_order, "gpipe-newest-first": gpipe_newest_first_order,
+          "gpipe": gpipe_newest_first_order}  # "gpipe": the baselines' name for the newest-first variant
+
+
 def pe_problem(plans: list[StagePlan], microbatches: int, order: str = "pe") -> Problem:
+    """``order``: PE's ordering sweep (``pe``) or the ``gpipe-newest-first`` variant (alias ``gpipe``)."""
     stages = len(plans)
     if stages == 0 or microbatches <= 0:
         raise InputError("need at least one stage and one micro-batch", field="stages")
-    visits, per_stage = (gpipe_order if order == "gpipe" else execution_order)(stages, microbatches)
+    if order not in ORDERS:
+        raise InputError(f"unknown PE order {order!r}; choose one of {', '.join(ORDERS)}", field="order")
+    visits, per_stage = ORDERS[order](stages, microbatches)
     rank = {visit: i for i, visit in enumerate(visits)}
     J = blocks(stages)
     ops: list[Op] = []
