@@ -86,28 +86,44 @@ def order_problem(order: StageOrder, profile: StageProfile) -> Problem:
     rank_array = np.array([rank_of.get(s, -1) for s in range(stages + 1)], dtype=np.int64)
     cross_first = (code == 0) & (stage > 0) & (rank_array[first_stage] != rank_array[stage])
     cross_second = has_second & (rank_array[upstream] != rank_array[stage])
-    src, dst, src_stage, kind_bit, cross = [], [], [], [], []
-    bounds = c.bounds
-    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-        rows = slice(a, b)
-        data = np.column_stack([has_first[rows], has_second[rows]]).ravel()
-        chain = np.arange(a, b - 1)
-        src.append(np.column_stack([first[rows], second[rows]]).ravel()[data])
-        src.append(chain)
-        dst.append(np.repeat(np.arange(a, b), 2)[data])
-        dst.append(chain + 1)
-        src_stage.append(np.column_stack([first_stage[rows], upstream[rows]]).ravel()[data])
-        src_stage.append(stage[chain])
-        kind_bit.append(np.tile([0, 1], b - a)[data])
-        kind_bit.append(np.zeros(len(chain), dtype=np.int64))
-        cross.append(np.column_stack([cross_first[rows], cross_second[rows]]).ravel()[data])
-        cross.append(np.zeros(len(chain), dtype=bool))
-    src, dst, src_stage, kind_bit, cross = (np.concatenate(x) if x else np.zeros(0, np.int64)
-                                            for x in (src, dst, src_stage, kind_bit, cross))
-    cross = cross.astype(bool)
+    src, dst, src_stage, kind_bit, cross = _dependencies(c, stage, (first, second), (has_first, has_second),
+                                                         (first_stage, upstream), (cross_first, cross_second))
     links, link, size = _links(profile, rank_array, src_stage, stage[dst], kind_bit, cross)
     processors = tuple(Processor(f"r{r}") for r in range(len(c.lengths)))
     return Problem.from_arrays(processors, links, columns, DepColumns(src, dst, size, link))
+
+
+def _dependencies(c, stage, sources, has, source_stage, crossing):
+    """Every dependency, in problem order: per rank, its actions' data dependencies (the first, then
+    the second, of each action in order), then the rank's chain (action j before j + 1). Returns
+    source op, target op, source stage, 0 activation / 1 gradient, and whether it crosses ranks."""
+    n = len(stage)
+    data = np.column_stack(has).ravel()  # (action, first/second) pairs that exist, in action order
+    lengths = c.lengths
+    chains = np.maximum(lengths - 1, 0)
+    rank_of_action = c.rank
+    per_rank = np.bincount(rank_of_action, weights=data.reshape(n, 2).sum(axis=1),
+                           minlength=len(lengths)).astype(np.int64)
+    start = np.concatenate([[0], np.cumsum(per_rank + chains)])[:-1]  # each rank's first dependency
+    total = int(per_rank.sum() + chains.sum())
+    # data dependency k (k-th in action order) of a rank r: start[r] + its place among r's data dependencies
+    owner = np.repeat(rank_of_action, 2)[data]
+    before = np.concatenate([[0], np.cumsum(per_rank)])[:-1]
+    place = start[owner] + np.arange(len(owner)) - before[owner]
+    target = np.repeat(np.arange(n), 2)[data]
+    linked = np.flatnonzero(data)  # positions in the (action, first/second) pairs
+    chain = np.flatnonzero(np.diff(rank_of_action) == 0) if n else np.zeros(0, np.int64)  # j → j + 1, same rank
+    chain_place = start[rank_of_action[chain]] + per_rank[rank_of_action[chain]] + chain - c.bounds[:-1][
+        rank_of_action[chain]]
+    src, dst = np.empty(total, dtype=np.int64), np.empty(total, dtype=np.int64)
+    src_stage, kind_bit = np.empty(total, dtype=np.int64), np.zeros(total, dtype=np.int64)
+    cross = np.zeros(total, dtype=bool)
+    src[place], dst[place] = np.column_stack(sources).ravel()[linked], target
+    src_stage[place] = np.column_stack(source_stage).ravel()[linked]
+    kind_bit[place] = linked % 2
+    cross[place] = np.column_stack(crossing).ravel()[linked]
+    src[chain_place], dst[chain_place], src_stage[chain_place] = chain, chain + 1, stage[chain]
+    return src, dst, src_stage, kind_bit, cross
 
 
 def _costs(profile: StageProfile, stages: int, cell: np.ndarray):

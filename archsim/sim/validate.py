@@ -131,8 +131,8 @@ def _transfers_quick(problem, timeline, op_start, op_end, tol: float) -> bool:
         return False
     if (np.abs(want[:, 3]) > 2**53).any() or (np.abs(got[:, 3]) > 2**53).any():  # bytes not exact as floats
         return False
-    want = want[np.lexsort(want.T[::-1])]
-    got = got[np.lexsort(got[:, :5].T[::-1])]
+    want = want[_row_order(want[:, :3], want[:, 3:4])]
+    got = got[_row_order(got[:, :3], got[:, 3:5])]
     if not (want == got[:, :4]).all():
         return False
     src, dst, link = (want[:, c].astype(np.int64) for c in range(3))
@@ -145,6 +145,20 @@ def _transfers_quick(problem, timeline, op_start, op_end, tol: float) -> bool:
     link, start, end = link[order], start[order], end[order]
     both = (link[1:] == link[:-1]) & (end[:-1] - start[:-1] > tol) & (end[1:] - start[1:] > tol)
     return _all_before(end[:-1][both], start[1:][both], tol)
+
+
+def _row_order(ids: np.ndarray, rest: np.ndarray) -> np.ndarray:
+    """The rows' lexicographic order over the columns of ``ids`` (non-negative integers held as floats)
+    then of ``rest``: the id columns packed into one integer key when it fits in 62 bits (one sort
+    key instead of three: the same order, a third of the work on 10⁶ transfers)."""
+    ints = ids.astype(np.int64)
+    spans = ints.max(axis=0) + 1 if len(ints) else np.ones(ids.shape[1], dtype=np.int64)
+    if float(np.prod(spans.astype(np.float64))) < 2.0**62:
+        key = np.zeros(len(ints), dtype=np.int64)
+        for column, span in zip(ints.T, spans.tolist()):
+            key = key * span + column
+        return np.lexsort((*rest.T[::-1], key))
+    return np.lexsort((*rest.T[::-1], *ids.T[::-1]))
 
 
 def _is_table(slots, problem) -> bool:
