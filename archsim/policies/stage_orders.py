@@ -1,7 +1,10 @@
-"""Published pipeline schedules as per-rank action orders, in torch.distributed.pipelining's terms.
+"""Published pipeline schedules as generators of per-rank action orders (:mod:`archsim.policies.actions`).
 
 An order fixes, for every rank (device), the sequence of its actions; it says nothing about time.
-:mod:`archsim.policies.stage_run` turns an order plus stage costs into a timed simulation.
+:func:`archsim.policies.stage_run.order_problem`, the one builder, turns an order plus stage costs
+into the simulator's problem. ``gpipe`` and ``one_f_one_b`` are the only GPipe and 1F1B orders in
+archsim (the partition schedules of :mod:`archsim.policies.pipeline` run them too); torch CSVs are
+read and written by :mod:`archsim.policies.torch_csv` (re-exported here).
 
 Actions use torch's vocabulary (``torch/distributed/pipelining/schedules.py``, ``_Action``):
 ``F`` forward, ``I`` backward of the input (zero-bubble B, archsim's δ/D), ``W`` backward of the

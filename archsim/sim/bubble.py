@@ -41,7 +41,9 @@ def rank_spans(timeline) -> list[float]:
 def _idle_share(timeline) -> float:
     problem, span = timeline.problem, timeline.makespan
     a = problem.arrays
-    comm = np.array([kind == "comm" for kind in problem.tag_values("kind")], dtype=bool)
+    kinds = problem.tag_values("kind")
+    comm = (kinds == "comm" if isinstance(kinds, np.ndarray) and kinds.dtype.kind == "U"
+            else np.array([kind == "comm" for kind in kinds], dtype=bool))
     network = np.unique(a.proc[comm]) if comm.size else np.zeros(0, dtype=np.int64)
     busy = sum(a.duration[~np.isin(a.proc, network)].tolist())  # in problem order, as Python sums
     devices = len(problem.processors) - len(network)
