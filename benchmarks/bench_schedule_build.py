@@ -10,8 +10,9 @@ cache. Each child times the whole command from before ``import archsim`` to the 
 functions the command calls, its phases: the action order (``stage_orders.one_f_one_b``), the builder
 (``stage_run.order_problem``: columns, checks, cycle check), the simulation kernel
 (``sim.kernel.run_arrays``) and the independent validator (``sim.validate.assert_valid``); peak
-memory is the child's maximum resident set. The kernel's share is kernel / whole command. The best
-(fastest) of ``--repeats`` runs is kept. With ``--compare-with`` another checkout (e.g. an
+memory is the child's maximum resident set. Each phase is timed in wall seconds and in the process's
+CPU seconds (on a shared machine the CPU times are the steadier figure). The kernel's share is
+kernel / whole command. The best (fastest) of ``--repeats`` runs is kept. With ``--compare-with`` another checkout (e.g. an
 extracted earlier commit) runs the same children in the same session, alternating.
 Targets (issue #28): whole command < 3 s and < 1 GB, and within 2× of the kernel.
 Writes ``benchmarks/results/schedule_build_speed.csv``.
@@ -33,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 CHILD = r"""
 import json, resource, sys, time
-start = time.perf_counter()
+start, start_cpu = time.perf_counter(), time.process_time()
 import archsim.policies.stage_orders as so, archsim.policies.zero_bubble as zb, archsim.sim.kernel as kernel
 import archsim.sim.validate as validate
 from archsim.cli import main
@@ -42,11 +43,13 @@ spent = {}
 def timed(module, name, phase):
     inner = getattr(module, name)
     def wrapper(*args, **kwargs):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         try:
             return inner(*args, **kwargs)
         finally:
             spent[phase] = spent.get(phase, 0.0) + time.perf_counter() - t
+            cpu = phase.replace("_s", "_cpu_s")
+            spent[cpu] = spent.get(cpu, 0.0) + time.process_time() - c
     setattr(module, name, wrapper)
 
 timed(so, "one_f_one_b", "order_s")
@@ -55,6 +58,7 @@ timed(kernel, "run_arrays", "kernel_s")
 timed(validate, "assert_valid", "validate_s")
 code = main(sys.argv[1:] + ["--format", "json", "--out", sys.argv[0]])
 spent["command_s"] = time.perf_counter() - start
+spent["command_cpu_s"] = time.process_time() - start_cpu
 spent["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 spent["exit"] = code
 print(json.dumps(spent))
@@ -100,10 +104,14 @@ def main(argv: list[str] | None = None) -> int:
     scratch.unlink(missing_ok=True)
     rows = []
     for name, row in best.items():
-        rows.append({"tree": name, "ops": 8 * args.microbatches * 2, **{k: row.get(k) for k in (
-            "order_s", "build_s", "kernel_s", "validate_s", "command_s", "process_s", "peak_rss_mb", "makespan")},
-            "kernel_share": row["kernel_s"] / row["command_s"],
-            "command_over_kernel": row["command_s"] / row["kernel_s"]})
+        phases = ("order", "build", "kernel", "validate", "command")
+        rows.append({"tree": name, "ops": 8 * args.microbatches * 2,
+                     **{f"{k}_s": row.get(f"{k}_s") for k in phases}, "process_s": row["process_s"],
+                     **{f"{k}_cpu_s": row.get(f"{k}_cpu_s") for k in phases},
+                     "peak_rss_mb": row["peak_rss_mb"], "makespan": row["makespan"],
+                     "kernel_share": row["kernel_s"] / row["command_s"],
+                     "kernel_share_cpu": row["kernel_cpu_s"] / row["command_cpu_s"],
+                     "command_over_kernel": row["command_s"] / row["kernel_s"]})
     frame = pd.DataFrame(rows)
     print(frame.to_string(index=False))
     from archsim.outputs import atomic_write_text

@@ -108,11 +108,11 @@ def _dependencies(c, stage, sources, has, source_stage, crossing):
     start = np.concatenate([[0], np.cumsum(per_rank + chains)])[:-1]  # each rank's first dependency
     total = int(per_rank.sum() + chains.sum())
     # data dependency k (k-th in action order) of a rank r: start[r] + its place among r's data dependencies
-    owner = np.repeat(rank_of_action, 2)[data]
-    before = np.concatenate([[0], np.cumsum(per_rank)])[:-1]
-    place = start[owner] + np.arange(len(owner)) - before[owner]
-    target = np.repeat(np.arange(n), 2)[data]
     linked = np.flatnonzero(data)  # positions in the (action, first/second) pairs
+    target = linked >> 1
+    owner = rank_of_action[target]
+    before = np.concatenate([[0], np.cumsum(per_rank)])[:-1]
+    place = (start - before)[owner] + np.arange(len(owner))
     chain = np.flatnonzero(np.diff(rank_of_action) == 0) if n else np.zeros(0, np.int64)  # j → j + 1, same rank
     chain_place = start[rank_of_action[chain]] + per_rank[rank_of_action[chain]] + chain - c.bounds[:-1][
         rank_of_action[chain]]
@@ -121,7 +121,7 @@ def _dependencies(c, stage, sources, has, source_stage, crossing):
     cross = np.zeros(total, dtype=bool)
     src[place], dst[place] = np.column_stack(sources).ravel()[linked], target
     src_stage[place] = np.column_stack(source_stage).ravel()[linked]
-    kind_bit[place] = linked % 2
+    kind_bit[place] = linked & 1
     cross[place] = np.column_stack(crossing).ravel()[linked]
     src[chain_place], dst[chain_place], src_stage[chain_place] = chain, chain + 1, stage[chain]
     return src, dst, src_stage, kind_bit, cross
