@@ -4,6 +4,8 @@ GPipe's and the one 1F1B's action order (the orders torch's schedules produce, s
 tests/test_torch_pipelining.py); the schedules not yet written as action orders still pass the
 validator."""
 
+from itertools import pairwise
+
 import numpy as np
 import pytest
 
@@ -72,7 +74,7 @@ def _blocks(run, processor):
             span = spans.setdefault(("F" if kind == "F" else "B", mb), [slot.start, slot.end])
             span[0], span[1] = min(span[0], slot.start), max(span[1], slot.end)
     ordered = sorted(spans.items(), key=lambda item: item[1][0])
-    serial = all(b[1][0] >= a[1][1] - 1e-9 for a, b in zip(ordered, ordered[1:]))
+    serial = all(b[1][0] >= a[1][1] - 1e-9 for a, b in pairwise(ordered))
     return [f"{kind}{mb}" for (kind, mb), _ in ordered], serial
 
 

@@ -32,6 +32,7 @@ per-rank tuples of :class:`Action` are made on first use.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import NamedTuple
 
 import numpy as np
@@ -88,7 +89,7 @@ class StageOrder:
     or :meth:`from_columns`; ``pairs``: per rank, where an overlapped F/B pair (torch's
     ``OVERLAP_F_B``) starts."""
 
-    __slots__ = ("name", "stages", "microbatches", "pairs", "_ranks", "_columns")
+    __slots__ = ("_columns", "_ranks", "microbatches", "name", "pairs", "stages")
 
     def __init__(self, name: str, ranks, stages: int, microbatches: int, pairs: tuple[tuple[int, ...], ...] = ()):
         for key, value in (("name", name), ("stages", stages), ("microbatches", microbatches),
@@ -114,8 +115,7 @@ class StageOrder:
             c = self._columns
             letters = [KINDS[k] for k in c.kind.tolist()]
             actions = list(map(Action, c.stage.tolist(), letters, c.microbatch.tolist()))
-            b = c.bounds.tolist()
-            object.__setattr__(self, "_ranks", tuple(tuple(actions[x:y]) for x, y in zip(b[:-1], b[1:])))
+            object.__setattr__(self, "_ranks", tuple(tuple(actions[x:y]) for x, y in pairwise(c.bounds.tolist())))
         return self._ranks
 
     @property

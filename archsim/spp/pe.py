@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+from itertools import pairwise
 
 from archsim.errors import InputError
 from archsim.sim import Dep, Op, Problem, Processor, simulate
@@ -110,8 +111,8 @@ def pe_problem(plans: list[StagePlan], microbatches: int, order: str = "pe") -> 
                           tags=(("kind", block[0]), ("microbatch", m), ("stage", block[1]))))
             if j:
                 deps.append(Dep(oid(J[j - 1], m), oid(block, m)))
-    for order in per_stage.values():  # U_s: strictly in order
-        for (a, ma), (b, mb) in zip(order, order[1:]):
+    for sequence in per_stage.values():  # U_s: strictly in order
+        for (a, ma), (b, mb) in pairwise(sequence):
             deps.append(Dep(oid(a, ma), oid(b, mb)))
     for n, plan in enumerate(plans, start=1):
         if plan.allreduce > 0:
