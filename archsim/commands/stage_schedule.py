@@ -118,20 +118,7 @@ def run_stages(args: argparse.Namespace) -> int:
         if policy not in STAGE_POLICIES:
             raise InputError(f"policy {policy!r} needs a NETWORK; per-stage policies: {', '.join(STAGE_POLICIES)}",
                              field="policy")
-        if policy.endswith("-exact"):
-            from archsim.policies.zb_exact import zb_optimal_order
-
-            if isinstance(profile.comm, tuple):
-                raise InputError(f"{policy} takes one T_comm for every hop", field="comm")
-            order = zb_optimal_order(profile.forward, profile.backward_input, profile.backward_weight, profile.comm,
-                                     m, 1 if policy == "zb-1p-exact" else 2, profile.activation,
-                                     profile.weight_memory)
-            run = run_order(order, profile)
-        elif policy in ("gpipe", "looped-bfs"):
-            chunks = args.chunks if policy == "looped-bfs" else 1
-            run = run_order(so.published_order(policy, p, m, chunks), profile.chunked(chunks))
-        else:
-            run = published_run(profile, m, policy, args.chunks)
+        run = published_run(profile, m, policy, args.chunks)
         name = policy
     row = {"policy": name, "stages": p, "microbatches": m, **run.metrics()}
     meta = {"unit": "the stage times' unit", "comm": str(profile.comm),

@@ -31,18 +31,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from archsim.errors import InputError
 from archsim.policies.stage_orders import StageOrder, published_order
 from archsim.policies.stage_profile import StageProfile
 from archsim.policies.stage_run import StageRun, order_problem, run_order
 from archsim.policies.zb_auto import zb_auto_order
-import numpy as np
-
+from archsim.policies.zb_exact import zb_optimal_order
 from archsim.sim import Problem, Processor, simulate
 from archsim.sim.columns import DepColumns, OpColumns
 
 SCHEDULES = ("1f1b", "interleaved-1f1b", "zb-h1", "zb-h2", "zb-1p", "zb-2p", "interleaved-zb", "zb-v", "dualpipev")
 LIST_SCHEDULES = ("list-1f1b", "list-zb-h1", "list-zb-h2")
+# published orders run on per-stage costs only (on a network, ``gpipe`` is out-of-order backprop's policy)
+STAGE_ONLY = ("gpipe", "looped-bfs", "zb-1p-exact", "zb-2p-exact")
 
 
 @dataclass(frozen=True)
@@ -54,7 +57,7 @@ class StageCosts:
     send_bytes: tuple[int, ...] = ()  # bytes from stage s to s + 1 (activation; its gradient comes back)
 
     @classmethod
-    def equal(cls, stages: int, f: float = 1.0, b: float = 1.0, w: float = 1.0, activation: int = 1) -> "StageCosts":
+    def equal(cls, stages: int, f: float = 1.0, b: float = 1.0, w: float = 1.0, activation: int = 1) -> StageCosts:
         return cls((f,) * stages, (b,) * stages, (w,) * stages, (activation,) * stages)
 
 
@@ -125,13 +128,24 @@ def stage_profile(costs: StageCosts, comm: float = 0.0, weight_memory: tuple[flo
 
 
 def published_run(profile: StageProfile, microbatches: int, schedule: str, chunks: int = 2) -> StageRun:
-    """A published schedule (``SCHEDULES``) over one profile entry per device."""
+    """A published schedule (``SCHEDULES`` or ``STAGE_ONLY``) over one profile entry per device."""
     return run_order(*_published(profile, microbatches, schedule, chunks))
 
 
 def _published(profile: StageProfile, microbatches: int, schedule: str, chunks: int) -> tuple[StageOrder, StageProfile]:
-    """The order of a published schedule and the profile of its virtual stages."""
+    """The order of a published schedule and the profile of its virtual stages: the one place a
+    schedule's name picks its action-order generator."""
     p = profile.stages
+    if schedule in ("zb-1p-exact", "zb-2p-exact"):
+        if isinstance(profile.comm, tuple):
+            raise InputError(f"{schedule} takes one T_comm for every hop", field="comm")
+        order = zb_optimal_order(profile.forward, profile.backward_input, profile.backward_weight, profile.comm,
+                                 microbatches, 1 if schedule == "zb-1p-exact" else 2, profile.activation,
+                                 profile.weight_memory)
+        return order, profile
+    if schedule in ("gpipe", "looped-bfs"):
+        c = chunks if schedule == "looped-bfs" else 1
+        return published_order(schedule, p, microbatches, c), profile.chunked(c)
     if schedule in ("zb-1p", "zb-2p"):
         hops = set(profile.comm) if isinstance(profile.comm, tuple) else {profile.comm}
         if len(hops) > 1:
@@ -144,7 +158,8 @@ def _published(profile: StageProfile, microbatches: int, schedule: str, chunks: 
     if schedule in ("interleaved-1f1b", "interleaved-zb"):
         return published_order(schedule, p, microbatches, chunks), profile.chunked(chunks)
     if schedule not in SCHEDULES:
-        raise InputError(f"unknown schedule {schedule!r}; choose one of {', '.join(SCHEDULES)}", field="policy")
+        raise InputError(f"unknown schedule {schedule!r}; choose one of {', '.join(SCHEDULES + STAGE_ONLY)}",
+                         field="policy")
     order = published_order(schedule, p, microbatches)
     return order, profile.on_ranks(order.rank_of_stage()) if order.stages != p else profile
 
@@ -165,5 +180,5 @@ def zb_schedule(costs: StageCosts, microbatches: int, schedule: str, chunks: int
     return problem, simulate(problem)
 
 
-__all__ = ["LIST_SCHEDULES", "SCHEDULES", "StageCosts", "in_flight", "op_count", "published_run",
+__all__ = ["LIST_SCHEDULES", "SCHEDULES", "STAGE_ONLY", "StageCosts", "in_flight", "op_count", "published_run",
            "stage_profile", "zb_build", "zb_problem", "zb_schedule"]
