@@ -9,8 +9,8 @@ processors) and what decides *when*:
   strictly in that order: an action (all of the stage's forward ops of one micro-batch, or all its
   backward ops: δ, δ′, δ″ and G) starts only after the previous one ended. Within an action the
   ops run as their data flow and priority allow.
-* ``gpipe-newest-first`` (archsim's earlier GPipe; the one the LayerPipe comparisons used before
-  the torch order): a list schedule, every forward first, then the backward ops of the newest
+* ``gpipe-newest-first`` (archsim's GPipe before it followed torch's order; SPP's GPipe baseline
+  in :mod:`archsim.spp.pe` keeps the same newest-first backward): a list schedule, every forward first, then the backward ops of the newest
   micro-batch first (GPipe's reverse order); no in-flight limit.
 * ``1f1b-window`` (archsim's earlier 1F1B, PipeDream's admission rule as a list schedule): stage s
   of S admits F(b) only after B(b − W) and runs B(b) only after F(b + W − 1), W = S − s + 1; between
@@ -35,6 +35,7 @@ from archsim.partition.profile import LayerProfile
 from archsim.partition.result import Partition
 import numpy as np
 
+from archsim.policies.stage_orders import gpipe, one_f_one_b
 from archsim.sim import Link, Problem, Processor, simulate
 from archsim.sim.columns import DepColumns, OpColumns
 
@@ -158,8 +159,6 @@ def _in_order(schedule: str, template, deps, stages: int, microbatches: int) -> 
     generator: every op of an action that ends it (no successor in the action) before every op of
     the next action that begins it (no predecessor in the action). An action is a stage's forward
     ops (F) or backward ops (B) of one micro-batch; a stage without backward ops runs F only."""
-    from archsim.policies.stage_orders import gpipe, one_f_one_b
-
     size = len(template)
     family = np.array([0 if t[8] == "F" else 3 for t in template], dtype=np.int64)
     stage_of = np.array([t[0] for t in template], dtype=np.int64)
