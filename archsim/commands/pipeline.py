@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from archsim.cli import Command
+from archsim.commands import Command
 from archsim.validate import check_job_size, float_flag, processors_flag
 from archsim.commands.common import add_job_limit_argument
 from archsim.commands.common import (MODE_HELP, add_array_arguments, add_clock_argument, add_seconds, with_clock, add_engine_arguments, with_memory_args, add_network_arguments, add_output_arguments,

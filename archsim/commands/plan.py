@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from archsim.cli import Command
+from archsim.commands import Command
 from archsim.validate import check_job_size, float_flag, seed_flag
 from archsim.commands.common import add_job_limit_argument
 from archsim.commands.common import (

@@ -11,7 +11,7 @@ import pandas as pd
 
 from archsim.array.config import ArrayConfig
 from archsim.array.costing import cost_network
-from archsim.cli import Command
+from archsim.commands import Command
 from archsim.errors import InputError
 from archsim.sweep import load_spec, run_sweep, summarize
 from archsim.sweep.runner import RESULT_COLUMNS
