@@ -14,8 +14,7 @@
 
 from __future__ import annotations
 
-import numpy as np
-
+from archsim.collectives import ring_allreduce_on
 from archsim.partition import pipedream_partition, profile_from_costs
 from archsim.partition.profile import LayerProfile
 from archsim.spp.pe import StagePlan, pe_makespan
@@ -26,17 +25,9 @@ from archsim.spp.topology import Topology
 BASELINES = ("dp", "gpipe", "pipedream-prm", "hetpipe")
 
 
-def _ring(parameters: float, devices, bandwidth: np.ndarray) -> float:
-    k = len(devices)
-    if k <= 1:
-        return 0.0
-    slowest = min(bandwidth[u, v] for u in devices for v in devices if u != v)
-    return 2 * (k - 1) * parameters / (k * slowest)
-
-
 def data_parallel(profile: LayerProfile, topology: Topology, microbatches: int) -> float:
     compute = microbatches * float(sum(profile.forward) + sum(profile.backward)) / topology.devices
-    return compute + _ring(float(sum(profile.weight_bytes)), range(topology.devices), topology.bandwidth)
+    return compute + ring_allreduce_on(float(sum(profile.weight_bytes)), range(topology.devices), topology.bandwidth)
 
 
 def _balanced_plan(profile: LayerProfile, devices) -> PRMPlan:
@@ -73,7 +64,7 @@ def hetpipe(profile: LayerProfile, topology: Topology, microbatches: int) -> flo
         plan = _balanced_plan(profile, devices)
         slowest = max(slowest, pe_makespan(stage_plans(profile, plan, topology.bandwidth), per_server)[0])
     leaders = [next(d for d, s in enumerate(topology.servers) if s == server) for server in servers]
-    return slowest + _ring(float(sum(profile.weight_bytes)), leaders, topology.bandwidth)
+    return slowest + ring_allreduce_on(float(sum(profile.weight_bytes)), leaders, topology.bandwidth)
 
 
 def baseline(method: str, profile: LayerProfile, topology: Topology, microbatches: int) -> float:

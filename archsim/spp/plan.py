@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from archsim.collectives import ring_allreduce_on, slowest_link
 from archsim.errors import InputError
 from archsim.partition.profile import LayerProfile
 from archsim.spp.pe import StagePlan, pe_makespan
@@ -89,14 +90,10 @@ def partition_stage_plans(profile: LayerProfile, partition, bandwidth) -> list[S
         r = len(devices)
         forward = float(sum(profile.forward[k] for k in nodes)) / r
         backward = float(sum(profile.weight_grad[k] + profile.delta[k] for k in nodes)) / r
-        allreduce = 0.0
-        if r > 1:
-            slowest = min(bandwidth[u, v] for u in devices for v in devices if u != v)
-            allreduce = 2 * (r - 1) * float(sum(profile.weight_bytes[k] for k in nodes)) / (r * slowest)
+        allreduce = ring_allreduce_on(float(sum(profile.weight_bytes[k] for k in nodes)), devices, bandwidth)
         channel = 0.0
         if s + 1 < len(groups):
             after = groups[s + 1]
-            slowest = min(bandwidth[u, v] for u in devices for v in after)
-            channel = crossing[s] / (r * len(after) * slowest)
+            channel = crossing[s] / (r * len(after) * slowest_link(bandwidth, devices, after))
         plans.append(StagePlan(forward, backward, allreduce, channel, channel))
     return plans
