@@ -14,7 +14,6 @@ from archsim.cluster.trace import TraceJob, load_tiresias_csv, parse_tiresias_cs
 __all__ = ["MAIN_POLICIES", "POLICIES", "JobCluster", "JobLayerCosts", "JobSpec", "ModelProfile", "SimConfig",
            "SimResult", "TaskCost", "TraceJob", "aggregate", "backprop_sweep", "build_jobs", "compare", "jct_cdf",
            "layer_costs_from_network", "load_profile_csv", "load_tiresias_csv", "migrations_per_iteration",
-           "paper_catalog", "paper_profile", "parse_profile_csv", "parse_tiresias_csv",
-           "model_profile_from_costs",
+           "model_profile_from_costs", "paper_catalog", "paper_profile", "parse_profile_csv", "parse_tiresias_csv",
            "simulate", "simulate_trace", "spb_tasks", "suffix_lengths", "summarize", "synthetic_trace",
            "task_cost", "trace_to_csv", "utilization_series", "write_profile_csv"]

@@ -1,5 +1,7 @@
 """Partitioners over one profile type: PipeDream's optimizer, GPipe's equal split, LayerPipe's Algorithm 1."""
 
+from archsim.errors import InputError
+from archsim.partition.coster import DeltaCoster
 from archsim.partition.gpipe import gpipe_partition
 from archsim.partition.layerpipe import best_split, layerpipe_partition
 from archsim.partition.pipedream import (Level, PipeDreamOptions, pipedream_partition, pipedream_partitions,
@@ -12,8 +14,6 @@ METHODS = ("layerpipe", "pipedream", "gpipe")
 
 def partition(profile: LayerProfile, processors: int, method: str, **options) -> Partition:
     """Dispatch by method name (the CLI's ``--method``)."""
-    from archsim.errors import InputError
-
     if method == "layerpipe":
         return layerpipe_partition(profile, processors, **options)
     if method == "pipedream":
@@ -34,6 +34,7 @@ def partitions(profile: LayerProfile, processors: list[int] | tuple[int, ...], m
 
 __all__ = [
     "METHODS",
+    "DeltaCoster",
     "LayerProfile",
     "Level",
     "Partition",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from archsim.errors import InputError
 from archsim.partition.profile import LayerProfile
-from archsim.partition.result import Partition, Stage, mandatory_bytes
+from archsim.partition.result import Partition, Stage, mandatory_bytes, placed_ops
 
 
 def gpipe_partition(profile: LayerProfile, processors: int, *, bandwidth: float | None = None) -> Partition:
@@ -18,7 +18,7 @@ def gpipe_partition(profile: LayerProfile, processors: int, *, bandwidth: float 
     for size in sizes:
         bounds.append((start, start + size))
         start += size
-    placed = profile.placed_ops
+    placed = placed_ops(profile)
     stage_list = [Stage(index, profile.names[i:j], tuple(op for layer in range(i, j) for op in placed[layer]))
                   for index, (i, j) in enumerate(bounds)]
     stage_of = {name: s.index for s in stage_list for name in s.layers}

@@ -5,7 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pandas as pd
+
+from archsim.partition.memo import per_profile
 
 if TYPE_CHECKING:
     from archsim.partition.profile import LayerProfile
@@ -91,6 +94,24 @@ class Partition:
                 "ops": " ".join(f"{op.kind}:{op.layer}" + ("*" if op.borrowed else "") for op in stage.ops),
             })
         return pd.DataFrame(rows)
+
+
+@per_profile
+def placed_ops(profile: LayerProfile) -> tuple[tuple[PlacedOp, ...], ...]:
+    """Each layer's unsplit ops as its own stage runs them: F, G and (when it costs anything) δ,
+    none borrowed. Built once per profile and shared by every partition of it (PlacedOp is
+    frozen): a sweep places each layer hundreds of times."""
+    forward, weight_grad, delta = (np.asarray(x, dtype=float).tolist()
+                                   for x in (profile.forward, profile.weight_grad, profile.delta))
+    return tuple((PlacedOp(name, "F", f), PlacedOp(name, "G", g)) + ((PlacedOp(name, "D", d),) if d > 0 else ())
+                 for name, f, g, d in zip(profile.names, forward, weight_grad, delta))
+
+
+@per_profile
+def borrowed_deltas(profile: LayerProfile) -> tuple[PlacedOp, ...]:
+    """Each layer's whole δ as another stage runs it (LayerPipe's borrowed δ), built once per profile."""
+    return tuple(PlacedOp(name, "D", d, True)
+                 for name, d in zip(profile.names, np.asarray(profile.delta, dtype=float).tolist()))
 
 
 def mandatory_bytes(profile: LayerProfile, stage_of: dict[str, int]) -> int:

@@ -1,0 +1,33 @@
+"""Values derived once per profile (PipeDream's states, LayerPipe's placed ops), kept beside the
+profile rather than inside it, so :class:`~archsim.partition.profile.LayerProfile` stays plain
+data and each planner owns what it derives. A derived value lives as long as its profile."""
+
+from __future__ import annotations
+
+import functools
+import weakref
+from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+def per_profile(derive: Callable[..., T]) -> Callable[..., T]:
+    """``derive(profile)``, computed once per profile object (profiles are immutable; they compare
+    and hash by identity). Calls with further arguments are not cached."""
+    cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    @functools.wraps(derive)
+    def cached(profile, *args, **kwargs):
+        if args or kwargs:
+            return derive(profile, *args, **kwargs)
+        try:
+            return cache[profile]
+        except KeyError:
+            value = cache[profile] = derive(profile)
+            return value
+
+    return cached
+
+
+__all__ = ["per_profile"]
