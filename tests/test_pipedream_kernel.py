@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from archsim.partition import partition, partitions, profile_from_costs
+from archsim.partition import profile_from_costs
+from archsim.planners import partition, partitions
 from archsim.partition.antichain import antichain_states
 from archsim.partition.graph_txt import load_graph_txt
 from archsim.partition.pipedream import (Level, PipeDreamOptions, _Cumulative, _Matrix, _solve_level,

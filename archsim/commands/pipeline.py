@@ -13,13 +13,14 @@ from archsim.commands.common import (MODE_HELP, add_array_arguments, add_clock_a
 from archsim.errors import InputError
 from archsim.lowering import MODES, SPLIT_AXES
 from archsim.outputs import render
-from archsim.partition import METHODS, build_profile, partition
+from archsim.partition import build_profile
+from archsim.planners import PARTITIONERS, partition
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_network_arguments(parser)
     parser.add_argument("--processors", type=processors_flag, required=True, help="number of processors")
-    parser.add_argument("--method", default="layerpipe", choices=METHODS, help="partitioner")
+    parser.add_argument("--method", default="layerpipe", choices=PARTITIONERS, help="partitioner")
     add_array_arguments(parser)
     add_engine_arguments(parser)
     add_clock_argument(parser)

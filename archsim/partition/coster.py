@@ -34,7 +34,8 @@ class DeltaCoster:
     @staticmethod
     def of(profile) -> DeltaCoster | None:
         """The array model's coster of a profile built by :func:`~archsim.partition.profile.build_profile`
-        (one per profile, shared by every partition of it); None for a profile with no sub-GEMMs."""
+        (one per profile, shared by every partition of it); None for a profile with no sub-GEMMs or
+        with costs in seconds (the coster's are cycles)."""
         return _coster_of(profile)
 
     def split_cost(self, index: int, axis: str, part: int) -> tuple[DeltaSplit, float, float]:
@@ -165,8 +166,8 @@ class DeltaCoster:
 
 @per_profile
 def _coster_of(profile) -> DeltaCoster | None:
-    if profile.array is None or not profile.lowered:
-        return None
+    if profile.array is None or not profile.lowered or profile.unit != "cycles":
+        return None  # nothing to split, or costs in seconds a coster in cycles cannot match
     return DeltaCoster(profile.lowered, profile.array, profile.engine)
 
 

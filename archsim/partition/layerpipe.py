@@ -220,7 +220,8 @@ def _to_partition(profile: LayerProfile, coster: DeltaCoster | None, placed: lis
                                      ((profile.names[k - 1],) if k else ())) if p in index]
             if any(stage_of[p] == stage_of[op.layer] for p in producers):
                 additional += int(profile.delta_bytes[k]) if op.kind == "D" else _d2_out(coster, k, op)
-    return Partition("layerpipe", tuple(stages), mandatory_bytes(profile, stage_of), additional, notes=notes)
+    return Partition("layerpipe", tuple(stages), mandatory_bytes(profile, stage_of), additional, notes=notes,
+                     unit=profile.unit)
 
 
 def _d2_out(coster: DeltaCoster | None, index: int, op: PlacedOp) -> int:

@@ -360,7 +360,7 @@ def plan_partition(profile: LayerProfile, plan: PipeDreamPlan) -> Partition:
     walk(0, 0, [])
     stage_of = {name: stage.index for stage in stages for name in stage.layers}
     return Partition("pipedream", tuple(stages), mandatory_bytes(profile, stage_of), 0, tuple(boundaries),
-                     (describe(plan),))
+                     (describe(plan),), unit=profile.unit)
 
 
 def describe(plan: PipeDreamPlan) -> str:

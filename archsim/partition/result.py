@@ -1,4 +1,5 @@
-"""A partition: which ops each processor runs, what it borrowed, and what crosses boundaries."""
+"""The one plan type every planner returns (:mod:`archsim.planners`): which ops each stage runs,
+on how many replicas and which devices, what it borrowed, what crosses boundaries, in one unit."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, init=False)
 class PlacedOp:
-    """An op on a processor. ``borrowed``: a δ (or δ″) of a layer whose F/G live elsewhere."""
+    """An op on a processor, costing ``cycles`` in its plan's unit (:attr:`Partition.unit`: cycles or
+    seconds). ``borrowed``: a δ (or δ″) of a layer whose F/G live elsewhere."""
 
     layer: str
     kind: str  # F, G, D, D1, D2
@@ -36,7 +38,8 @@ class PlacedOp:
 
 @dataclass(frozen=True)
 class Stage:
-    """One pipeline stage: its processors (``replicas`` of them run data-parallel) and ops."""
+    """One pipeline stage: its processors (``replicas`` of them run data-parallel) and ops; every
+    ``*_cycles`` is in the plan's unit (:attr:`Partition.unit`)."""
 
     index: int
     layers: tuple[str, ...]
@@ -59,8 +62,13 @@ class Stage:
 
 @dataclass(frozen=True)
 class Partition:
-    """Stages in forward order plus communication: mandatory (activations after, δ before each
-    boundary) and LayerPipe's additional bytes (weight slices, partial sums, δ″ results)."""
+    """A plan: stages in forward order plus communication — mandatory (activations after, δ before
+    each boundary) and LayerPipe's additional bytes (weight slices, partial sums, δ″ results).
+
+    ``unit``: of every cost in it ("cycles" from the array model, "seconds" from a profile in
+    seconds), whatever the field names say. ``devices``: the cluster devices of each stage (empty:
+    stage s on the next ``replicas`` processors in order). ``makespan``: the iteration's simulated
+    time when the planner schedules too (SPP and its baselines run PE on the cluster's links)."""
 
     method: str
     stages: tuple[Stage, ...]
@@ -68,6 +76,9 @@ class Partition:
     additional_bytes: int
     boundary_cycles: tuple[float, ...] = ()
     notes: tuple[str, ...] = ()
+    unit: str = "cycles"
+    devices: tuple[tuple[int, ...], ...] = ()
+    makespan: float | None = None
 
     @property
     def processors(self) -> int:

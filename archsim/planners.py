@@ -1,0 +1,94 @@
+"""The one registry of planners. Every planner reads a profile
+(:class:`~archsim.partition.profile.LayerProfile`) and a cluster
+(:class:`~archsim.spp.topology.Topology`; ``Topology.flat(P)`` for P processors) and returns the
+one plan type (:class:`~archsim.partition.result.Partition`): stages, replicas, devices and
+per-stage costs in the profile's unit.
+
+A planner has up to two faces:
+
+* ``partition(profile, cluster, **options)`` — stages and their costs, no schedule: what
+  ``archsim pipeline``, sweeps and reports compare (slowest stage = time per iteration);
+* ``on_cluster(profile, cluster, microbatches)`` — the plan laid on the cluster's devices and
+  scheduled by SPP's PE over its real links, the makespan in the plan: what ``archsim plan``
+  compares (SPP and the baselines of its paper).
+
+A new planner is one entry here (and its module under ``archsim/partition/`` or ``archsim/spp/``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from archsim.errors import InputError
+from archsim.partition.gpipe import gpipe_partition
+from archsim.partition.layerpipe import layerpipe_partition
+from archsim.partition.pipedream import pipedream_partition, pipedream_partitions
+from archsim.partition.profile import LayerProfile
+from archsim.partition.result import Partition
+from archsim.spp import baselines
+from archsim.spp.plan import spp
+from archsim.spp.topology import Topology
+
+
+@dataclass(frozen=True)
+class Planner:
+    name: str
+    summary: str
+    partition: Callable[..., Partition] | None = None  # (profile, cluster, **options)
+    on_cluster: Callable[..., Partition] | None = None  # (profile, cluster, microbatches, **options)
+
+
+def _spp(profile: LayerProfile, cluster: Topology, microbatches: int, **options) -> Partition:
+    return spp(profile, cluster, microbatches, **options).partition
+
+
+PLANNERS: dict[str, Planner] = {planner.name: planner for planner in (
+    Planner("layerpipe", "LayerPipe's Algorithm 1: balanced stages, δ borrowed and split by operational parallelism",
+            partition=lambda profile, cluster, **options: layerpipe_partition(profile, cluster.devices, **options)),
+    Planner("pipedream", "PipeDream's optimizer (one level of the cluster's devices, free links unless given)",
+            partition=lambda profile, cluster, **options: pipedream_partition(profile, cluster.devices, **options)),
+    Planner("gpipe", "GPipe: consecutive layers per device (pipeline: equal layer counts; on a cluster: balanced "
+                     "compute, GPipe's fill-drain order)",
+            partition=lambda profile, cluster, **options: gpipe_partition(profile, cluster.devices, **options),
+            on_cluster=baselines.gpipe),
+    Planner("spp", "SPP: RDO device order, PRM partition/replication/mapping, PE schedule", on_cluster=_spp),
+    Planner("dp", "data parallel: every device the whole model, one ring all-reduce", on_cluster=baselines.data_parallel),
+    Planner("pipedream-prm", "the SPP paper's synchronous PipeDream: PRM over devices in order, PE schedule",
+            on_cluster=baselines.pipedream_prm),
+    Planner("hetpipe", "HetPipe: one pipeline per server, then a ring all-reduce across servers",
+            on_cluster=baselines.hetpipe),
+)}
+
+PARTITIONERS: tuple[str, ...] = tuple(name for name, planner in PLANNERS.items() if planner.partition)
+CLUSTER_PLANNERS: tuple[str, ...] = tuple(name for name, planner in PLANNERS.items() if planner.on_cluster)
+
+
+def partition(profile: LayerProfile, processors: int | Topology, method: str, **options) -> Partition:
+    """Plan ``profile`` on a cluster (or ``processors`` identical devices) by the partitioner named
+    ``method`` (the CLI's ``--method``); ``options`` go to it (LayerPipe: ``alpha``, ``axes``, ``coster``)."""
+    planner = PLANNERS.get(method)
+    if planner is None or planner.partition is None:
+        raise InputError(f"unknown method {method!r}; choose one of {', '.join(PARTITIONERS)}", field="method")
+    cluster = processors if isinstance(processors, Topology) else Topology.flat(processors)
+    return planner.partition(profile, cluster, **options)
+
+
+def partitions(profile: LayerProfile, processors: Sequence[int], method: str, **options) -> list[Partition]:
+    """:func:`partition` for each processor count, in order; PipeDream's optimizer solves its
+    table once for them all (:func:`~archsim.partition.pipedream.pipedream_partitions`)."""
+    if method == "pipedream":
+        return pipedream_partitions(profile, processors, **options)
+    return [partition(profile, count, method, **options) for count in processors]
+
+
+def plan_on_cluster(profile: LayerProfile, cluster: Topology, method: str, microbatches: int,
+                    **options) -> Partition:
+    """The plan of ``method`` on ``cluster``'s devices, scheduled over its links: ``.makespan``."""
+    planner = PLANNERS.get(method)
+    if planner is None or planner.on_cluster is None:
+        raise InputError(f"unknown method {method!r}; choose one of {', '.join(CLUSTER_PLANNERS)}", field="method")
+    return planner.on_cluster(profile, cluster, microbatches, **options)
+
+
+__all__ = ["CLUSTER_PLANNERS", "PARTITIONERS", "PLANNERS", "Planner", "partition", "partitions", "plan_on_cluster"]
