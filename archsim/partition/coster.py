@@ -16,7 +16,7 @@ import numpy as np
 from archsim.array.analytic import gemm_cycles
 from archsim.array.config import ArrayConfig
 from archsim.array.costing import op_cycles
-from archsim.lowering import DeltaSplit, LoweredLayer, delta_split_units, split_d2_bytes, split_delta
+from archsim.lowering import DeltaSplit, LoweredLayer, delta_split_units, split_d2_bytes, split_delta, split_row_gemms
 from archsim.partition.memo import per_profile
 from archsim.partition.split_search import AxisSplits, BinarySplits, RowSplits, one_gemm, split_gemm, table_splits
 
@@ -86,21 +86,10 @@ class DeltaCoster:
                 return simulate_cached(m, k, n, array).cycles
             return gemm_cycles(m, k, n, R, C, df)
 
-        d1 = d2 = 0
         if axis == "rows":
-            need = part
-            for g in gemms:
-                whole = min(g.count, need // g.m)
-                need -= whole * g.m
-                d2 += whole * cyc(g.m, g.k, g.n)
-                left = g.count - whole
-                if left and need:
-                    d2 += cyc(need, g.k, g.n)
-                    d1 += cyc(g.m - need, g.k, g.n)
-                    left -= 1
-                    need = 0
-                d1 += left * cyc(g.m, g.k, g.n)
-            return d1, d2
+            first, rest = split_row_gemms(gemms, part)
+            return sum(g.count * cyc(g.m, g.k, g.n) for g in rest), sum(g.count * cyc(g.m, g.k, g.n) for g in first)
+        d1 = d2 = 0
         total = layer.channels if axis == "channels" else layer.filters
         for g in gemms:
             dim, per = split_gemm(layer, g, axis)
