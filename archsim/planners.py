@@ -17,13 +17,14 @@ A new planner is one entry here (and its module under ``archsim/partition/`` or 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from archsim.errors import InputError
 from archsim.partition.gpipe import gpipe_partition
 from archsim.partition.layerpipe import layerpipe_partition
-from archsim.partition.pipedream import pipedream_partition, pipedream_partitions
+from archsim.partition.pipedream import Level, pipedream_partition, pipedream_partitions
 from archsim.partition.profile import LayerProfile
 from archsim.partition.result import Partition
 from archsim.spp import baselines
@@ -39,6 +40,16 @@ class Planner:
     on_cluster: Callable[..., Partition] | None = None  # (profile, cluster, microbatches, **options)
 
 
+def _pipedream(profile: LayerProfile, cluster: Topology, **options) -> Partition:
+    """PipeDream's optimizer on the cluster's levels: one server is its short form (the links'
+    one bandwidth, or free links); servers × devices its two levels (:meth:`Topology.uniform_levels`)."""
+    if len(set(cluster.servers)) == 1:  # a server's devices share its one fabric (cluster files, flat views)
+        links = float(cluster.bandwidth[0, 1]) if cluster.devices > 1 else math.inf
+        return pipedream_partition(profile, cluster.devices, bandwidth=None if math.isinf(links) else links, **options)
+    hierarchy = tuple(Level(machines, bandwidth) for machines, bandwidth in cluster.uniform_levels())
+    return pipedream_partition(profile, hierarchy=hierarchy, **options)
+
+
 def _spp(profile: LayerProfile, cluster: Topology, microbatches: int, **options) -> Partition:
     return spp(profile, cluster, microbatches, **options).partition
 
@@ -46,8 +57,8 @@ def _spp(profile: LayerProfile, cluster: Topology, microbatches: int, **options)
 PLANNERS: dict[str, Planner] = {planner.name: planner for planner in (
     Planner("layerpipe", "LayerPipe's Algorithm 1: balanced stages, δ borrowed and split by operational parallelism",
             partition=lambda profile, cluster, **options: layerpipe_partition(profile, cluster.devices, **options)),
-    Planner("pipedream", "PipeDream's optimizer (one level of the cluster's devices, free links unless given)",
-            partition=lambda profile, cluster, **options: pipedream_partition(profile, cluster.devices, **options)),
+    Planner("pipedream", "PipeDream's optimizer over the cluster's levels (one server: one level)",
+            partition=_pipedream),
     Planner("gpipe", "GPipe: consecutive layers per device (pipeline: equal layer counts; on a cluster: balanced "
                      "compute, GPipe's fill-drain order)",
             partition=lambda profile, cluster, **options: gpipe_partition(profile, cluster.devices, **options),

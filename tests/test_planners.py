@@ -79,6 +79,19 @@ def test_gpipe_compute_balance_is_the_least_slowest_stage(costs, processors):
     assert max(stage.total_cycles for stage in plan.stages) == pytest.approx(best)
 
 
+def test_pipedream_reads_the_clusters_levels():
+    """One server at one bandwidth is the optimizer's flat setting with that bandwidth; two servers
+    of two devices are its two levels (devices within a server, then servers)."""
+    from archsim.partition import Level
+
+    profile = chain([3.0, 1.0, 4.0, 1.0, 5.0, 9.0])
+    assert partition(profile, Topology.flat(3, 50.0), "pipedream") == pipedream_partition(profile, 3, bandwidth=50.0)
+    link = np.array([[0, 100, 10, 10], [100, 0, 10, 10], [10, 10, 0, 100], [10, 10, 100, 0]], dtype=float)
+    two = Topology("two", (0, 0, 1, 1), link)
+    assert partition(profile, two, "pipedream") == pipedream_partition(
+        profile, hierarchy=(Level(2, 100.0), Level(2, 10.0)))
+
+
 def test_equal_layer_counts_stay_the_default_gpipe():
     assert [len(s.layers) for s in gpipe_partition(chain([1.0] * 10), 4).stages] == [3, 3, 2, 2]
 
