@@ -27,8 +27,6 @@ from archsim.partition.layerpipe import layerpipe_partition
 from archsim.partition.pipedream import Level, pipedream_partition, pipedream_partitions
 from archsim.partition.profile import LayerProfile
 from archsim.partition.result import Partition
-from archsim.spp import baselines
-from archsim.spp.plan import spp
 from archsim.spp.topology import Topology
 
 
@@ -50,8 +48,21 @@ def _pipedream(profile: LayerProfile, cluster: Topology, **options) -> Partition
     return pipedream_partition(profile, hierarchy=hierarchy, **options)
 
 
+# SPP and its baselines schedule with the simulator (numba) and order devices with networkx: they
+# load when a cluster planner runs, so `archsim pipeline` and sweeps start without them.
 def _spp(profile: LayerProfile, cluster: Topology, microbatches: int, **options) -> Partition:
+    from archsim.spp.plan import spp
+
     return spp(profile, cluster, microbatches, **options).partition
+
+
+def _baseline(method: str) -> Callable[..., Partition]:
+    def plan(profile: LayerProfile, cluster: Topology, microbatches: int) -> Partition:
+        from archsim.spp.baselines import baseline
+
+        return baseline(method, profile, cluster, microbatches)
+
+    return plan
 
 
 PLANNERS: dict[str, Planner] = {planner.name: planner for planner in (
@@ -62,13 +73,13 @@ PLANNERS: dict[str, Planner] = {planner.name: planner for planner in (
     Planner("gpipe", "GPipe: consecutive layers per device (pipeline: equal layer counts; on a cluster: balanced "
                      "compute, GPipe's fill-drain order)",
             partition=lambda profile, cluster, **options: gpipe_partition(profile, cluster.devices, **options),
-            on_cluster=baselines.gpipe),
+            on_cluster=_baseline("gpipe")),
     Planner("spp", "SPP: RDO device order, PRM partition/replication/mapping, PE schedule", on_cluster=_spp),
-    Planner("dp", "data parallel: every device the whole model, one ring all-reduce", on_cluster=baselines.data_parallel),
+    Planner("dp", "data parallel: every device the whole model, one ring all-reduce", on_cluster=_baseline("dp")),
     Planner("pipedream-prm", "the SPP paper's synchronous PipeDream: PRM over devices in order, PE schedule",
-            on_cluster=baselines.pipedream_prm),
+            on_cluster=_baseline("pipedream-prm")),
     Planner("hetpipe", "HetPipe: one pipeline per server, then a ring all-reduce across servers",
-            on_cluster=baselines.hetpipe),
+            on_cluster=_baseline("hetpipe")),
 )}
 
 PARTITIONERS: tuple[str, ...] = tuple(name for name, planner in PLANNERS.items() if planner.partition)

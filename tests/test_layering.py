@@ -55,3 +55,15 @@ def test_no_module_imports_a_later_stage():
 def test_commands_do_not_import_the_cli():
     """The CLI imports the commands; a command takes :class:`archsim.commands.Command` from its package."""
     assert not [p.name for p in (ROOT / "commands").glob("*.py") if any(i.startswith("archsim.cli") for i in imports_of(p))]
+
+
+def test_the_planner_registry_loads_no_simulator():
+    """`archsim pipeline` and sweeps read the registry; SPP's simulator (numba) and networkx load only
+    when a cluster planner runs."""
+    import subprocess
+    import sys
+
+    code = ("import sys, archsim.planners\n"
+            "print(sorted(m for m in ('numba', 'networkx', 'archsim.sim') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
