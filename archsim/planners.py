@@ -32,18 +32,29 @@ from archsim.spp.topology import Topology
 
 @dataclass(frozen=True)
 class Planner:
+    """A planner's name (the CLI's ``--method``), one line on what it does, and its faces."""
+
     name: str
     summary: str
     partition: Callable[..., Partition] | None = None  # (profile, cluster, **options)
     on_cluster: Callable[..., Partition] | None = None  # (profile, cluster, microbatches, **options)
 
 
+def _server_link(cluster: Topology) -> float | None:
+    """The bandwidth of a one-server cluster's links (a server's devices share its one fabric, in
+    cluster files and flat views); None: free links, one device, or several servers."""
+    if len(set(cluster.servers)) != 1 or cluster.devices < 2:
+        return None
+    link = float(cluster.bandwidth[0, 1])
+    return None if math.isinf(link) else link
+
+
 def _pipedream(profile: LayerProfile, cluster: Topology, **options) -> Partition:
-    """PipeDream's optimizer on the cluster's levels: one server is its short form (the links'
-    one bandwidth, or free links); servers × devices its two levels (:meth:`Topology.uniform_levels`)."""
-    if len(set(cluster.servers)) == 1:  # a server's devices share its one fabric (cluster files, flat views)
-        links = float(cluster.bandwidth[0, 1]) if cluster.devices > 1 else math.inf
-        return pipedream_partition(profile, cluster.devices, bandwidth=None if math.isinf(links) else links, **options)
+    """PipeDream's optimizer on the cluster's levels: one server is its short form at the server's
+    link bandwidth (free links: transfers ignored); servers × devices its two levels
+    (:meth:`Topology.uniform_levels`)."""
+    if len(set(cluster.servers)) == 1:
+        return pipedream_partition(profile, cluster.devices, bandwidth=_server_link(cluster), **options)
     hierarchy = tuple(Level(machines, bandwidth) for machines, bandwidth in cluster.uniform_levels())
     return pipedream_partition(profile, hierarchy=hierarchy, **options)
 
@@ -72,7 +83,8 @@ PLANNERS: dict[str, Planner] = {planner.name: planner for planner in (
             partition=_pipedream),
     Planner("gpipe", "GPipe: consecutive layers per device (pipeline: equal layer counts; on a cluster: balanced "
                      "compute, GPipe's fill-drain order)",
-            partition=lambda profile, cluster, **options: gpipe_partition(profile, cluster.devices, **options),
+            partition=lambda profile, cluster, **options: gpipe_partition(
+                profile, cluster.devices, bandwidth=_server_link(cluster), **options),
             on_cluster=_baseline("gpipe")),
     Planner("spp", "SPP: RDO device order, PRM partition/replication/mapping, PE schedule", on_cluster=_spp),
     Planner("dp", "data parallel: every device the whole model, one ring all-reduce", on_cluster=_baseline("dp")),
@@ -86,13 +98,21 @@ PARTITIONERS: tuple[str, ...] = tuple(name for name, planner in PLANNERS.items()
 CLUSTER_PLANNERS: tuple[str, ...] = tuple(name for name, planner in PLANNERS.items() if planner.on_cluster)
 
 
-def partition(profile: LayerProfile, processors: int | Topology, method: str, **options) -> Partition:
-    """Plan ``profile`` on a cluster (or ``processors`` identical devices) by the partitioner named
-    ``method`` (the CLI's ``--method``); ``options`` go to it (LayerPipe: ``alpha``, ``axes``, ``coster``)."""
+def partition(profile: LayerProfile, processors: int | Topology, method: str, *, bandwidth: float | None = None,
+              **options) -> Partition:
+    """Plan ``profile`` on a cluster, or on ``processors`` identical devices joined at ``bandwidth``
+    (bytes per time unit; None: free links), by the partitioner named ``method`` (the CLI's
+    ``--method``); ``options`` go to it (LayerPipe: ``alpha``, ``axes``, ``coster``)."""
     planner = PLANNERS.get(method)
     if planner is None or planner.partition is None:
         raise InputError(f"unknown method {method!r}; choose one of {', '.join(PARTITIONERS)}", field="method")
-    cluster = processors if isinstance(processors, Topology) else Topology.flat(processors)
+    if isinstance(processors, Topology):
+        if bandwidth is not None:
+            raise InputError("a cluster has its own links: give bandwidth only with a processor count",
+                             field="bandwidth")
+        cluster = processors
+    else:
+        cluster = Topology.flat(processors, bandwidth)
     return planner.partition(profile, cluster, **options)
 
 

@@ -86,6 +86,8 @@ def test_pipedream_reads_the_clusters_levels():
 
     profile = chain([3.0, 1.0, 4.0, 1.0, 5.0, 9.0])
     assert partition(profile, Topology.flat(3, 50.0), "pipedream") == pipedream_partition(profile, 3, bandwidth=50.0)
+    assert partition(profile, 3, "pipedream", bandwidth=50.0) == pipedream_partition(profile, 3, bandwidth=50.0)
+    assert partition(profile, 3, "gpipe", bandwidth=4.0) == gpipe_partition(profile, 3, bandwidth=4.0)
     link = np.array([[0, 100, 10, 10], [100, 0, 10, 10], [10, 10, 0, 100], [10, 10, 100, 0]], dtype=float)
     two = Topology("two", (0, 0, 1, 1), link)
     assert partition(profile, two, "pipedream") == pipedream_partition(
