@@ -26,6 +26,7 @@ few fast intra-server links weigh less than its many inter-server ones).
 
 from __future__ import annotations
 
+import functools
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,11 +74,7 @@ class Topology:
         per time unit (None: free links): the cluster of ``archsim pipeline --processors P``."""
         if not processors > 0:
             raise InputError(f"processors must be positive, got {processors}", field="processors")
-        processors = int(processors)
-        # one read-only value broadcast over every pair (O(1) memory for thousands of processors);
-        # its diagonal holds the link too, and nothing reads a device's link to itself
-        links = np.broadcast_to(np.inf if bandwidth is None else float(bandwidth), (processors, processors))
-        return cls(name, (0,) * processors, links, None, memory_bytes)
+        return _flat(cls, int(processors), None if bandwidth is None else float(bandwidth), name, memory_bytes)
 
     def uniform_levels(self) -> tuple[tuple[int, float], ...]:
         """(machines, bandwidth in bytes/s) per level, innermost first, for planners that model a
@@ -113,6 +110,16 @@ class Topology:
             for v in range(u + 1, self.devices):
                 graph.add_edge(u, v, bandwidth=float(self.bandwidth[u, v]), capacity=float(capacity[u, v]))
         return graph
+
+
+@functools.lru_cache(maxsize=256)
+def _flat(cls, processors: int, bandwidth: float | None, name: str, memory_bytes: float | None) -> Topology:
+    """:meth:`Topology.flat`, built once per shape (frozen, shared): a sweep plans on the same few
+    processor counts thousands of times."""
+    # one read-only value broadcast over every pair (O(1) memory for thousands of processors);
+    # its diagonal holds the link too, and nothing reads a device's link to itself
+    links = np.broadcast_to(np.inf if bandwidth is None else bandwidth, (processors, processors))
+    return cls(name, (0,) * processors, links, None, memory_bytes)
 
 
 def _is_gbps(value: object) -> bool:
