@@ -79,7 +79,7 @@ def pipeline(profile, *, processors: int, method: str = "layerpipe", **options):
     """Partition a profile over ``processors`` (``layerpipe``, ``pipedream`` or ``gpipe``), as
     ``archsim pipeline`` does; ``options`` go to the partitioner (LayerPipe: ``alpha``, ``axes``).
     The :class:`Partition`'s ``max_stage_cycles`` is the steady-state cycles per iteration."""
-    from archsim.partition import partition
+    from archsim.planners import partition
 
     return partition(profile, processors, method, **options)
 

@@ -13,10 +13,10 @@ import argparse
 import gc
 import importlib
 import sys
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 from archsim import __version__
+from archsim.commands import Command
 from archsim.errors import InputError
 
 # name, "module:attribute" of its Command, and the one-line help `archsim --help` lists (a test
@@ -67,14 +67,6 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise InputError(f"{self.prog}: {message}")
-
-
-@dataclass(frozen=True)
-class Command:
-    name: str
-    help: str
-    add_arguments: Callable[[argparse.ArgumentParser], None]
-    run: Callable[[argparse.Namespace], int]
 
 
 def load_command(target: str) -> Command:

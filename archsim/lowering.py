@@ -27,6 +27,7 @@ element operations — documented per kind in :func:`_vector_work` — never zer
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -320,17 +321,14 @@ def delta_split_units(lowered: LoweredLayer, axis: SplitAxis) -> int:
     return sum(g.m * g.count for g in delta.gemms) if delta is not None else 0
 
 
-def _split_rows(lowered: LoweredLayer, part: int, element_bytes: int) -> DeltaSplit:
-    """D2 takes the first ``part`` GEMM rows (in GEMM order), D1 the rest; rows split exactly."""
-    delta = lowered.op("D")
-    assert delta is not None
-    total = sum(g.m * g.count for g in delta.gemms)
-    if not 0 <= part <= total:
-        raise InputError(f"split part must be within 0..{total}, got {part}", field="part")
+def split_row_gemms(gemms: Sequence[Gemm], part: int) -> tuple[list[Gemm], list[Gemm]]:
+    """The rows split, written once: the first ``part`` rows of ``gemms`` (in order: whole copies,
+    then part of one) and the rest, as GEMMs. δ's split (:func:`split_delta`) and the coster's
+    integer costs (:meth:`~archsim.partition.coster.DeltaCoster.split_cycles`) both read it."""
     first: list[Gemm] = []
     rest: list[Gemm] = []
     need = part
-    for g in delta.gemms:
+    for g in gemms:
         whole = min(g.count, need // g.m)
         if whole:
             first.append(replace(g, count=whole))
@@ -343,6 +341,17 @@ def _split_rows(lowered: LoweredLayer, part: int, element_bytes: int) -> DeltaSp
             need = 0
         if left:
             rest.append(replace(g, count=left))
+    return first, rest
+
+
+def _split_rows(lowered: LoweredLayer, part: int, element_bytes: int) -> DeltaSplit:
+    """D2 takes the first ``part`` GEMM rows (in GEMM order), D1 the rest; rows split exactly."""
+    delta = lowered.op("D")
+    assert delta is not None
+    total = sum(g.m * g.count for g in delta.gemms)
+    if not 0 <= part <= total:
+        raise InputError(f"split part must be within 0..{total}, got {part}", field="part")
+    first, rest = split_row_gemms(delta.gemms, part)
 
     def piece(gemms: list[Gemm], units: int, kind: str) -> TrainingOp | None:
         if units == 0:

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from archsim.cluster import (  # noqa: E402
-    ClusterSpec, SimConfig, build_jobs, paper_catalog, simulate, summarize, synthetic_trace)
+    JobCluster, SimConfig, build_jobs, paper_catalog, simulate, summarize, synthetic_trace)
 from archsim.outputs import atomic_write_text  # noqa: E402
 
 
@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-scalesim", action="store_true")
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "cluster_speed.csv"))
     args = parser.parse_args(argv)
-    cluster = ClusterSpec.uniform(args.gpus, 3)
+    cluster = JobCluster.uniform(args.gpus, 3)
     start = time.perf_counter()
     jobs = build_jobs(synthetic_trace(args.jobs, args.seed), paper_catalog(), cluster)
     print(f"trace + profiles: {args.jobs} jobs in {time.perf_counter() - start:.2f} s")

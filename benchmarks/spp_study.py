@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
                "spp": result.makespan, "spp_stages": len(result.plan.stages),
                "spp_replicas": " ".join(map(str, result.plan.replicas)), "seconds_to_plan": 0.0}
         for method in BASELINES:
-            row[method] = float(baseline(method, profile, topology, microbatches))
+            row[method] = float(baseline(method, profile, topology, microbatches).makespan)
         row["seconds_to_plan"] = time.perf_counter() - start
         ordering = recursive_device_order(topology)
         servers = [topology.servers[d] for d in ordering.order]

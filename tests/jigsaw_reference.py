@@ -11,13 +11,13 @@ import numpy as np
 import pandas as pd
 
 from archsim.cluster.jigsaw import block_iterations
-from archsim.cluster.jobs import ClusterSpec, JobSpec, SimConfig, SimResult
+from archsim.cluster.jobs import JobCluster, JobSpec, SimConfig, SimResult
 
 _EPS = 1e-9
 _DEVICE, _UNIT_DONE, _ARRIVAL = 0, 1, 2
 
 
-def reference_jigsaw(jobs: Sequence[JobSpec], cluster: ClusterSpec, config: SimConfig, *, spb: bool = True,
+def reference_jigsaw(jobs: Sequence[JobSpec], cluster: JobCluster, config: SimConfig, *, spb: bool = True,
                     policy: str = "jigsaw") -> SimResult:
     """Run Jigsaw over ``jobs`` (``spb=False``: every worker runs the full task — an ablation)."""
     n_dev = cluster.devices

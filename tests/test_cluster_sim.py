@@ -6,13 +6,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from archsim.cluster.jobs import ClusterSpec, JobSpec, SimConfig
+from archsim.cluster.jobs import JobCluster, JobSpec, SimConfig
 from archsim.cluster.metrics import aggregate, busy_device_seconds, summarize, utilization_series
 from archsim.cluster.simulate import simulate
 
 GIB = 2**30
 # Three single-device machines, 16 GiB each; no admission delay; no migration cost unless a test sets it.
-THREE = ClusterSpec((1, 1, 1), 16 * GIB)
+THREE = JobCluster((1, 1, 1), 16 * GIB)
 EXACT = SimConfig(interval_s=0.0, gamma_s_per_byte=0.0, unit_s=0.0)
 
 
@@ -103,7 +103,7 @@ def test_tiresias_2d_las_preempts_at_interval_boundaries():
 def test_gandiva_unpacks_with_migration_cost():
     # Two devices. J1 (4 it) → d0, J2 (1 it) → d1, J3 (4 it) packed on d0. t=1: J2 done, J1 (0.5 it done)
     # moves to d1 paying γ·size = 0.25 s: ends 1 + 0.25 + 3.5 = 4.75; J3, alone on d0: 1 + 3.5 = 4.5.
-    two = ClusterSpec((1, 1), 16 * GIB)
+    two = JobCluster((1, 1), 16 * GIB)
     jobs = [job("J1", 1, 4, (1.0,), model_bytes=0.25e9), job("J2", 1, 1, (1.0,)), job("J3", 1, 4, (1.0,))]
     r = simulate(jobs, two, "gandiva", SimConfig(interval_s=0, gamma_s_per_byte=1e-9, unit_s=0))
     assert ends(r) == {"J1": 4.75, "J2": 1.0, "J3": 4.5}

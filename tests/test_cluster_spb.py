@@ -5,9 +5,10 @@ import pytest
 
 from archsim.array.config import ArrayConfig
 from archsim.array.costing import cost_network
-from archsim.cluster.catalog import TABLE1, TABLE2, lookup, paper_catalog, paper_profile, profile_from_costs
+from archsim.cluster.catalog import (TABLE1, TABLE2, lookup, model_profile_from_costs, paper_catalog,
+                                    paper_profile)
 from archsim.cluster.profile_csv import load_profile_csv, parse_profile_csv, write_profile_csv
-from archsim.cluster.spb import (LayerCosts, backprop_sweep, chain_producers, layer_costs_from_network, spb_tasks,
+from archsim.cluster.spb import (JobLayerCosts, backprop_sweep, chain_producers, layer_costs_from_network, spb_tasks,
                                  suffix_lengths, task_cost)
 from archsim.errors import InputError
 from archsim.workload import load_network
@@ -31,7 +32,7 @@ def test_bad_shares_are_input_errors(shares):
 def _chain():
     # 4-layer chain: F = 1,2,3,4 s; backward (G+D) = 10,20,30,40 s of which D = 1,2,3,4 s;
     # activations kept for backward 100,200,300,400 B; parameters 5,6,7,8 B.
-    return LayerCosts(names=("a", "b", "c", "d"), forward_s=[1, 2, 3, 4], backward_s=[10, 20, 30, 40],
+    return JobLayerCosts(names=("a", "b", "c", "d"), forward_s=[1, 2, 3, 4], backward_s=[10, 20, 30, 40],
                       input_grad_s=[1, 2, 3, 4], activation_bytes=[100, 200, 300, 400],
                       parameter_bytes=[5, 6, 7, 8], producers=chain_producers(4))
 
@@ -52,7 +53,7 @@ def test_task_cost_by_hand():
 
 def test_branching_boundary_keeps_delta_when_a_suffix_layer_feeds_it():
     # d reads a and c: with the suffix {c, d}, d's D is needed (c is back-propagated), c's is not.
-    costs = LayerCosts(names=("a", "b", "c", "d"), forward_s=[0] * 4, backward_s=[10, 20, 30, 40],
+    costs = JobLayerCosts(names=("a", "b", "c", "d"), forward_s=[0] * 4, backward_s=[10, 20, 30, 40],
                        input_grad_s=[1, 2, 3, 4], activation_bytes=[1] * 4, parameter_bytes=[0] * 4,
                        producers=((), (0,), (1,), (0, 2)))
     assert task_cost(costs, 2).backward_s == 70 - 3
@@ -119,7 +120,7 @@ def test_paper_catalog_uses_tables_1_and_2():
 
 def test_profile_from_costs_is_exact_per_layer():
     costs = _chain()
-    profile = profile_from_costs("chain", costs)
+    profile = model_profile_from_costs("chain", costs)
     tasks = profile.worker_tasks(2)
     assert tasks == ((task_cost(costs, 2).time_s, task_cost(costs, 2).memory_bytes),
                      (task_cost(costs, 4).time_s, task_cost(costs, 4).memory_bytes))

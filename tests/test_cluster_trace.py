@@ -8,7 +8,7 @@ import pytest
 
 from archsim.cli import _Parser
 from archsim.cluster.catalog import paper_catalog
-from archsim.cluster.jobs import ClusterSpec, build_jobs
+from archsim.cluster.jobs import JobCluster, build_jobs
 from archsim.cluster.trace import COLUMNS, load_tiresias_csv, parse_tiresias_csv, synthetic_trace, trace_to_csv
 from archsim.commands.cluster import COMMAND
 from archsim.errors import InputError
@@ -21,7 +21,7 @@ HEADER = ",".join(COLUMNS) + "\n"
 def test_sample_trace_loads_and_builds():
     trace = load_tiresias_csv(SAMPLE)
     assert len(trace) == 40 and all(j.iterations > 0 for j in trace)
-    jobs = build_jobs(trace, paper_catalog(), ClusterSpec.uniform(45))
+    jobs = build_jobs(trace, paper_catalog(), JobCluster.uniform(45))
     assert all(len(j.spb_task_s) == j.workers and max(j.spb_task_s) == pytest.approx(j.full_task_s) for j in jobs)
 
 
@@ -56,7 +56,7 @@ def test_loader_header_and_row_errors():
 
 def test_duration_and_iterations_set_the_iteration_time():
     trace = parse_tiresias_csv(HEADER + "a,2,0,100,resnet50,50,0\nb,1,5,0,vgg16,39.28,0\n")
-    a, b = build_jobs(trace, paper_catalog(), ClusterSpec.uniform(4))
+    a, b = build_jobs(trace, paper_catalog(), JobCluster.uniform(4))
     assert a.full_task_s == pytest.approx(0.5) and a.iterations == 100  # 50 s / 100 iterations
     assert b.iterations == round(39.28 / ((5.68 + 13.96) / 1e3))  # derived from the Table 2 iteration time
 

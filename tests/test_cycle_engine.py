@@ -20,12 +20,13 @@ from hypothesis import strategies as st
 from archsim.array import cycle
 from archsim.array.analytic import gemm_cost
 from archsim.array.config import ArrayConfig, read_scalesim_cfg
+from archsim.array.costing import cost_network, op_costs, op_cycles
 from archsim.array.cycle import (demand_matrices, minimum_bandwidth, prefetch_order, simulate_cached,
                                  simulate_gemm, simulate_on)
-from archsim.array.costing import cost_network, op_costs, op_cycles
 from archsim.cli import main
 from archsim.errors import InputError
 from archsim.lowering import lower_network
+from archsim.partition.coster import DeltaCoster
 from archsim.sweep import load_spec
 from archsim.workload import load_network
 
@@ -356,8 +357,8 @@ def test_profile_splits_under_cycle_engine_agree(axis):
 
     profile = build_profile(load_network("ffnn8"), small_array(), 4, "paper", engine="cycle")
     for index in range(2):
-        units = profile.split_units(index, axis)
+        units = DeltaCoster.of(profile).split_units(index, axis)
         for part in sorted({1, units // 2} - {0}):
-            _, d1, d2 = profile.split_cost(index, axis, part)
-            assert (d1, d2) == tuple(float(x) for x in profile.split_cycles(index, axis, part))
+            _, d1, d2 = DeltaCoster.of(profile).split_cost(index, axis, part)
+            assert (d1, d2) == tuple(float(x) for x in DeltaCoster.of(profile).split_cycles(index, axis, part))
     assert profile.engine == "cycle"

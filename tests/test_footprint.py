@@ -12,7 +12,8 @@ from archsim.cli import main
 from archsim.dfg import pipeline as dfg_pipeline
 from archsim.errors import InputError
 from archsim.footprint import check_capacity, partition_footprint, stash_profile
-from archsim.partition import build_profile, partition
+from archsim.partition import build_profile
+from archsim.planners import partition
 from archsim.policies import zero_bubble as zb
 from archsim.policies.pipeline import simulate_partition
 from archsim.workload import load_network

@@ -9,7 +9,7 @@ from jigsaw_reference import reference_jigsaw
 
 from archsim.cluster.catalog import paper_catalog
 from archsim.cluster.jigsaw import simulate_jigsaw
-from archsim.cluster.jobs import ClusterSpec, JobSpec, SimConfig, build_jobs
+from archsim.cluster.jobs import JobCluster, JobSpec, SimConfig, build_jobs
 from archsim.cluster.trace import synthetic_trace
 
 GIB = 2**30
@@ -37,7 +37,7 @@ def cases(draw):
     config = SimConfig(interval_s=draw(st.sampled_from([0.0, 1.0, 3.0])),
                        gamma_s_per_byte=draw(st.sampled_from([0.0, 1e-10, 8e-10])),
                        unit_s=draw(st.sampled_from([0.0, 0.0, 1.0, 4.0])))
-    return jobs, ClusterSpec(machines, 16 * GIB), config, draw(st.booleans())
+    return jobs, JobCluster(machines, 16 * GIB), config, draw(st.booleans())
 
 
 @settings(max_examples=150, deadline=None)
@@ -53,7 +53,7 @@ def test_kernel_equals_the_python_loop_on_the_synthetic_trace():
     """60 jobs of the §4.2 mix (shortened to 30–120 s, arriving every 5 s on average, so the cluster is
     crowded) on the default 45-device cluster, every iteration planned: 352k placements, 19k migrations."""
     catalog = paper_catalog()
-    cluster = ClusterSpec.uniform(45)
+    cluster = JobCluster.uniform(45)
     trace = synthetic_trace(60, 3, catalog=catalog, duration_range_s=(30.0, 120.0), mean_interarrival_s=5.0)
     jobs = build_jobs(trace, catalog, cluster)
     config = SimConfig(unit_s=0.0)

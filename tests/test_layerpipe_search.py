@@ -1,7 +1,7 @@
 """LayerPipe's split search over cost tables against a plain binary search over costed sub-GEMMs,
 and the relaxation search's count-only walk against the placing walk.
 
-The reference binary search reads D2's cycles from :meth:`LayerProfile.split_cost` — the cost
+The reference binary search reads D2's cycles from :meth:`DeltaCoster.split_cost` — the cost
 model run on the real δ″ sub-GEMM — not from the tables the fast search uses; ``scalar_best_split``
 is the split search as first written (per axis that binary search, then the axes compared by δ′'s
 costed cycles), the oracle for :func:`best_split`.
@@ -16,6 +16,7 @@ from archsim.array.analytic import form_cycles, form_within, gemm_cycles, gemm_c
 from archsim.array.config import ArrayConfig
 from archsim.lowering import SPLIT_AXES
 from archsim.partition import build_profile
+from archsim.partition.coster import DeltaCoster
 from archsim.partition.layerpipe import _walk, best_split
 from archsim.partition.split_search import AxisSplits, one_gemm, table_splits
 from archsim.workload import load_network
@@ -23,13 +24,13 @@ from test_partition import random_conv_profile
 
 
 def binary_search(profile, index, axis, budget):
-    units = profile.split_units(index, axis)
+    units = DeltaCoster.of(profile).split_units(index, axis)
     if units <= 1:
         return 0
     low, high = 0, units - 1
     while low < high:
         mid = (low + high + 1) // 2
-        if profile.split_cost(index, axis, mid)[2] <= budget:
+        if DeltaCoster.of(profile).split_cost(index, axis, mid)[2] <= budget:
             low = mid
         else:
             high = mid - 1
@@ -42,7 +43,7 @@ def scalar_best_split(profile, index, budget, axes=SPLIT_AXES):
         part = binary_search(profile, index, axis, budget)
         if part == 0:
             continue
-        _, d1, d2 = profile.split_cost(index, axis, part)
+        _, d1, d2 = DeltaCoster.of(profile).split_cost(index, axis, part)
         if best is None or d1 < best[0]:
             best = (d1, d2, axis, part)
     return best
@@ -50,6 +51,7 @@ def scalar_best_split(profile, index, budget, axes=SPLIT_AXES):
 
 def check_every_layer(profile, fractions):
     checked = 0
+    coster = DeltaCoster.of(profile)
     for index in range(len(profile)):
         if profile.lowered[index].op("D") is None:
             continue
@@ -58,11 +60,11 @@ def check_every_layer(profile, fractions):
             budget = fraction * delta
             for axis in ("channels", "reduction", "rows"):
                 part = binary_search(profile, index, axis, budget)
-                found = profile.fitting_split(index, axis, budget)
-                assert found[0] == profile.largest_fitting_part(index, axis, budget) == part, (index, axis)
-                assert found[1:] == ((0, 0) if part == 0 else profile.split_cost(index, axis, part)[1:]), (index, axis)
+                found = coster.fitting_split(index, axis, budget)
+                assert found[0] == coster.largest_fitting_part(index, axis, budget) == part, (index, axis)
+                assert found[1:] == ((0, 0) if part == 0 else coster.split_cost(index, axis, part)[1:]), (index, axis)
                 checked += 1
-            split = best_split(profile, index, budget)
+            split = best_split(coster, index, budget)
             expected = scalar_best_split(profile, index, budget)
             assert (None if split is None else (split.d1, split.d2, split.axis, split.part)) == expected, index
     assert checked
@@ -91,11 +93,12 @@ def test_table_search_equals_binary_search_on_shipped_nets(network, batch):
 def test_counting_walk_equals_placing_walk(seed, scale):
     profile = random_conv_profile(seed)
     target = scale * float(profile.total.max())
-    placed, count = _walk(profile, target, ("channels", "reduction", "rows"))
-    assert _walk(profile, target, ("channels", "reduction", "rows"), place=False)[1] == count == len(placed)
+    coster = DeltaCoster.of(profile)
+    placed, count = _walk(profile, coster, target, ("channels", "reduction", "rows"))
+    assert _walk(profile, coster, target, ("channels", "reduction", "rows"), place=False)[1] == count == len(placed)
     assert all(placed)
     for limit in range(1, count + 2):  # a walk that stops past `limit` decides the same fit
-        stopped = _walk(profile, target, ("channels", "reduction", "rows"), place=False, limit=limit)[1]
+        stopped = _walk(profile, coster, target, ("channels", "reduction", "rows"), place=False, limit=limit)[1]
         assert (stopped <= limit) == (count <= limit)
 
 
@@ -135,12 +138,13 @@ def test_the_cycles_form_in_one_dimension_and_its_inverse(dim, others, rows, col
 def check_closed_form_against_tables(profile, fractions) -> int:
     """A one-GEMM δ's channels/reduction search (AxisSplits) gives what a table of every part gives."""
     compared = 0
+    coster = DeltaCoster.of(profile)
     for index in range(len(profile)):
         if not one_gemm(profile.lowered[index]):
             continue
-        tables = table_splits(profile, index)
+        tables = table_splits(coster, index)
         for axis in ("channels", "reduction"):
-            closed = AxisSplits.of(profile.lowered[index], axis, profile.split_units(index, axis), profile.array)
+            closed = AxisSplits.of(profile.lowered[index], axis, coster.split_units(index, axis), profile.array)
             delta = float(profile.delta[index])
             for budget in [fraction * delta for fraction in fractions] + [0.0, float("inf"), delta]:
                 assert closed(budget) == tables[(index, axis)](budget), (index, axis, budget)

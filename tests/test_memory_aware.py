@@ -9,6 +9,7 @@ from archsim import cli
 from archsim.array.config import ArrayConfig
 from archsim.array.costing import cost_network
 from archsim.partition import build_profile
+from archsim.partition.coster import DeltaCoster
 from archsim.workload import load_network
 
 ARRAY = ArrayConfig(16, 16, "ws", ifmap_sram_kb=4, filter_sram_kb=4, ofmap_sram_kb=4, bandwidth=(4,),
@@ -28,9 +29,10 @@ def test_profile_carries_the_cycle_engine_costs():
 
 def test_delta_split_costs_under_the_cycle_engine_are_the_sub_gemms_own():
     profile = build_profile(load_network("ffnn8"), ARRAY, 4, "exact", engine="cycle")
-    units = profile.split_units(3, "channels")
-    d1, d2 = profile.split_cycles(3, "channels", units // 2)
-    _, c1, c2 = profile.split_cost(3, "channels", units // 2)
+    coster = DeltaCoster.of(profile)
+    units = coster.split_units(3, "channels")
+    d1, d2 = coster.split_cycles(3, "channels", units // 2)
+    _, c1, c2 = coster.split_cost(3, "channels", units // 2)
     assert (d1, d2) == (c1, c2) and d1 > 0 and d2 > 0
 
 

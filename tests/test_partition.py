@@ -11,6 +11,7 @@ from archsim.array.config import ArrayConfig
 from archsim.errors import InputError
 from archsim.partition import (build_profile, gpipe_partition, layerpipe_partition, pipedream_partition,
                                profile_from_costs)
+from archsim.partition.coster import DeltaCoster
 from archsim.workload import load_network
 
 # Table III of 004_2cd4e01df0d40184.txt: 3 processors, 32×32 ws, batch 32.
@@ -177,10 +178,10 @@ def test_integer_split_cycles_and_bytes_equal_costed_sub_gemms(seed, dataflow, m
         if profile.lowered[index].op("D") is None:
             continue
         for axis in ("channels", "reduction", "rows"):
-            part = round(fraction * profile.split_units(index, axis))
-            split, d1, d2 = profile.split_cost(index, axis, part)
-            assert profile.split_cycles(index, axis, part) == (d1, d2)
-            assert profile.split_bytes(index, axis, part) == (
+            part = round(fraction * DeltaCoster.of(profile).split_units(index, axis))
+            split, d1, d2 = DeltaCoster.of(profile).split_cost(index, axis, part)
+            assert DeltaCoster.of(profile).split_cycles(index, axis, part) == (d1, d2)
+            assert DeltaCoster.of(profile).split_bytes(index, axis, part) == (
                 (split.d2.out_bytes, split.d2.extra_bytes) if split.d2 is not None else (0, 0))
 
 

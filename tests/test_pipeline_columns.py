@@ -7,7 +7,8 @@ counts below and above the pipeline depth, with and without link bandwidth."""
 import pytest
 
 from archsim.array.config import ArrayConfig
-from archsim.partition import build_profile, partition, profile_from_costs
+from archsim.partition import build_profile, profile_from_costs
+from archsim.planners import partition
 from archsim.policies.pipeline import SCHEDULES, pipeline_problem
 from archsim.sim import simulate
 from archsim.workload import load_network

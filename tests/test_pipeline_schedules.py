@@ -5,7 +5,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from archsim.array.config import ArrayConfig
-from archsim.partition import build_profile, partition, pipedream_partition, profile_from_costs
+from archsim.partition import build_profile, pipedream_partition, profile_from_costs
+from archsim.planners import partition
 from archsim.policies.pipeline import simulate_partition
 from archsim.sim import validate_timeline
 from archsim.workload import load_network

@@ -261,7 +261,7 @@ def test_data_parallel_by_hand():
     profile = profile_from_costs(["a", "b"], [1.0, 3.0], [0.0, 0.0], [2.0, 4.0], activation_bytes=[5, 0],
                                  delta_bytes=[0, 5], weight_bytes=[40, 60])
     topology = Topology("t", (0, 1), np.array([[0.0, 10.0], [10.0, 0.0]]))
-    assert data_parallel(profile, topology, 4) == pytest.approx(30.0)
+    assert data_parallel(profile, topology, 4).makespan == pytest.approx(30.0)
 
 
 @settings(max_examples=40, deadline=None)
@@ -273,11 +273,11 @@ def test_spp_is_never_slower_than_data_parallel(seed, layers, devices, microbatc
     profile = random_profile(seed, layers)
     topology = random_topology(seed + 5, devices)
     result = spp(profile, topology, microbatches)
-    assert result.makespan <= data_parallel(profile, topology, microbatches) + 1e-9
+    assert result.makespan <= data_parallel(profile, topology, microbatches).makespan + 1e-9
     work = microbatches * float(sum(profile.forward) + sum(profile.backward)) / topology.devices
     assert result.makespan >= work * (1 - 1e-9)
     for method in BASELINES:
-        assert baseline(method, profile, topology, microbatches) >= work * (1 - 1e-9)
+        assert baseline(method, profile, topology, microbatches).makespan >= work * (1 - 1e-9)
 
 
 def test_plan_value_by_hand():
@@ -320,8 +320,8 @@ def test_baselines_by_hand():
     link = np.array([[0.0, 50.0], [50.0, 0.0]])
     one_server, two_servers = Topology("one", (0, 0), link), Topology("two", (0, 1), link)
     expected = {"dp": 12.0, "gpipe": 7.0, "pipedream-prm": 6.0, "hetpipe": 6.0}
-    assert {m: baseline(m, profile, one_server, 2) for m in BASELINES} == pytest.approx(expected)
-    assert baseline("hetpipe", profile, two_servers, 2) == pytest.approx(12.0)
+    assert {m: baseline(m, profile, one_server, 2).makespan for m in BASELINES} == pytest.approx(expected)
+    assert baseline("hetpipe", profile, two_servers, 2).makespan == pytest.approx(12.0)
 
 
 from archsim.spp.prm import prm_tables  # noqa: E402

@@ -175,19 +175,30 @@ def _counts(M, K, N, R, C, D, ofmap_count: OfmapCount) -> tuple:
     return sr, sc, t, row_folds, col_folds, folds, per_fold, cycles, macs, ifmap_reads, filter_reads, ofmap_writes
 
 
+# Which of (m, k, n) plays (Sr, Sc, T) under each dataflow: the spatial rows and columns mapped on
+# the array and the streamed length (SCALE-Sim's mapping; :func:`_counts` is its vectorized form).
+ROLES = {"ws": (1, 2, 0), "os": (0, 2, 1), "is": (1, 0, 2)}
+
+
+def fold_geometry(m: int, k: int, n: int, rows: int, cols: int, dataflow: str) -> tuple[int, int, int]:
+    """(cycles per fold, row folds, column folds) of one GEMM, with plain integers (or integer
+    arrays of one dataflow): compute cycles = row folds · column folds · cycles per fold − 1. The
+    one scalar writing of the closed form — :func:`gemm_cycles`, :func:`gemm_cycles_form` and the
+    cycle engine's folding read it."""
+    roles = ROLES.get(dataflow)
+    if roles is None:
+        raise InputError(f"unknown dataflow {dataflow!r}; choose one of ws, os, is", field="dataflow")
+    shape = (m, k, n)
+    sr, sc, t = shape[roles[0]], shape[roles[1]], shape[roles[2]]
+    fill = 0 if dataflow == "os" else rows  # ws/is preload the stationary operand: R extra cycles per fold
+    return fill + rows + cols + t - 2, -(-sr // rows), -(-sc // cols)
+
+
 def gemm_cycles(m: int, k: int, n: int, rows: int, cols: int, dataflow: str) -> int:
     """Compute cycles of one GEMM with plain integers — the same closed form as :func:`gemm_cost`,
     for hot loops (split searches) where numpy's per-call overhead dominates."""
-    if dataflow == "ws":
-        sr, sc, t, fill = k, n, m, rows
-    elif dataflow == "os":
-        sr, sc, t, fill = m, n, k, 0
-    elif dataflow == "is":
-        sr, sc, t, fill = k, m, n, rows
-    else:
-        raise InputError(f"unknown dataflow {dataflow!r}; choose one of ws, os, is", field="dataflow")
-    folds = (-(-sr // rows)) * (-(-sc // cols))
-    return folds * (fill + rows + cols + t - 2) - 1
+    per_fold, row_folds, col_folds = fold_geometry(m, k, n, rows, cols, dataflow)
+    return row_folds * col_folds * per_fold - 1
 
 
 def gemm_cycles_form(dim: str, m: int, k: int, n: int, rows: int, cols: int, dataflow: str) -> tuple[int, int, int]:
@@ -199,19 +210,15 @@ def gemm_cycles_form(dim: str, m: int, k: int, n: int, rows: int, cols: int, dat
     (ws: sr = k, sc = n, t = m; os: sr = m, sc = n, t = k; is: sr = k, sc = m, t = n): a row-fold
     count (q = R), a column-fold count (q = C) or the stream length (q = 1, b = fill + R + C − 2).
     """
-    roles = {"ws": ("k", "n", "m"), "os": ("m", "n", "k"), "is": ("k", "m", "n")}.get(dataflow)
-    if roles is None:
-        raise InputError(f"unknown dataflow {dataflow!r}; choose one of ws, os, is", field="dataflow")
     if dim not in ("m", "k", "n"):
         raise ValueError(f"dim must be m, k or n, got {dim!r}")
-    size = {"m": m, "k": k, "n": n}
-    sr, sc, t = (size[role] for role in roles)
-    fill = 0 if dataflow == "os" else rows
-    if dim == roles[0]:
-        return rows, 0, (-(-sc // cols)) * (fill + rows + cols + t - 2)
-    if dim == roles[1]:
-        return cols, 0, (-(-sr // rows)) * (fill + rows + cols + t - 2)
-    return 1, fill + rows + cols - 2, (-(-sr // rows)) * (-(-sc // cols))
+    per_fold, row_folds, col_folds = fold_geometry(m, k, n, rows, cols, dataflow)
+    roles, x = ROLES[dataflow], "mkn".index(dim)
+    if x == roles[0]:
+        return rows, 0, col_folds * per_fold
+    if x == roles[1]:
+        return cols, 0, row_folds * per_fold
+    return 1, per_fold - (m, k, n)[x], row_folds * col_folds
 
 
 def form_cycles(x: int, q: int, b: int, a: int) -> int:

@@ -52,7 +52,7 @@ import numpy as np
 
 from archsim.array import cycle_kernel as kernel
 from archsim.jit import announce_compile
-from archsim.array.analytic import DATAFLOW_CODES
+from archsim.array.analytic import DATAFLOW_CODES, fold_geometry
 from archsim.array.config import ArrayConfig
 from archsim.errors import InputError
 from archsim.validate import parse_int
@@ -150,7 +150,7 @@ def simulate_gemm(m: int, k: int, n: int, rows: int, cols: int, dataflow: str = 
     if min(words) < 2:
         raise InputError("an SRAM needs at least 2 words (two halves)", field="sram")
     df = DATAFLOW_CODES[dataflow]
-    per_fold, row_folds, col_folds = _folding(m, k, n, rows, cols, dataflow)
+    per_fold, row_folds, col_folds = fold_geometry(m, k, n, rows, cols, dataflow)
     check_steps(per_fold * row_folds * col_folds)
 
     sides = {"rows": rows, "cols": cols}
@@ -179,12 +179,6 @@ def simulate_gemm(m: int, k: int, n: int, rows: int, cols: int, dataflow: str = 
     )
 
 
-def _folding(m: int, k: int, n: int, rows: int, cols: int, dataflow: str) -> tuple[int, int, int]:
-    """(cycles per fold, row folds, column folds), as in :mod:`archsim.array.analytic`."""
-    sr, sc, t = {"ws": (k, n, m), "os": (m, n, k), "is": (k, m, n)}[dataflow]
-    return (0 if dataflow == "os" else rows) + rows + cols + t - 2, _ceil(sr, rows), _ceil(sc, cols)
-
-
 def demand_matrices(m: int, k: int, n: int, rows: int, cols: int,
                     dataflow: str = "ws") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per-cycle demand as SCALE-Sim's compute system builds it: ifmap, filter and ofmap matrices,
@@ -192,7 +186,7 @@ def demand_matrices(m: int, k: int, n: int, rows: int, cols: int,
     out (−1: idle). Materializes them — for inspection and tests on small GEMMs; the engine itself
     walks the same rows without building them."""
     df = DATAFLOW_CODES[dataflow]
-    per_fold, row_folds, col_folds = _folding(m, k, n, rows, cols, dataflow)
+    per_fold, row_folds, col_folds = fold_geometry(m, k, n, rows, cols, dataflow)
     widths = np.array({"ws": (rows, cols, cols), "os": (rows, cols, cols), "is": (cols, rows, cols)}[dataflow],
                       dtype=np.int64)
     return kernel.fill_demand(m, k, n, rows, cols, df, per_fold, row_folds, col_folds, widths)

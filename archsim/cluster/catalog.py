@@ -7,7 +7,7 @@ the network a worker back-propagates. Two sources:
   backward memory at batch 128, gradient size = model size) for nine CNNs, shaped across shares by
   Table 1 (ResNet-101's backward time and peak memory against % back-propagated, normalised to
   100 %). Table 1 is the only such curve published, so every model borrows its shape.
-* :func:`profile_from_costs` — any :class:`~archsim.cluster.spb.LayerCosts` (array model or a
+* :func:`model_profile_from_costs` — any :class:`~archsim.cluster.spb.JobLayerCosts` (array model or a
   profile CSV), through :func:`~archsim.cluster.spb.task_cost`, whole layers exactly.
 """
 
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from archsim.cluster.spb import LayerCosts, suffix_lengths, task_cost
+from archsim.cluster.spb import JobLayerCosts, suffix_lengths, task_cost
 from archsim.errors import InputError
 
 GB = 1e9
@@ -100,7 +100,8 @@ def paper_catalog() -> dict[str, ModelProfile]:
     return {name: paper_profile(name) for name in TABLE2}
 
 
-def profile_from_costs(name: str, costs: LayerCosts, model_bytes: float | None = None) -> ModelProfile:
+def model_profile_from_costs(name: str, costs: JobLayerCosts, model_bytes: float | None = None
+                             ) -> ModelProfile:
     """Exact per-suffix profile of a network's layer costs; model size defaults to its parameter bytes."""
     count = len(costs)
     tasks = [task_cost(costs, n) for n in range(1, count + 1)]

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from archsim.cluster.jobs import ClusterSpec, JobSpec, SimConfig, SimResult
+from archsim.cluster.jobs import JobCluster, JobSpec, SimConfig, SimResult
 
 _EPS = 1e-9
 POLICIES = ("gandiva", "tiresias")
@@ -51,7 +51,7 @@ def _consolidated(free: list[int], machine: list[int], count: int) -> list[int] 
     return chosen
 
 
-def simulate_gang(jobs: Sequence[JobSpec], cluster: ClusterSpec, config: SimConfig, policy: str) -> SimResult:
+def simulate_gang(jobs: Sequence[JobSpec], cluster: JobCluster, config: SimConfig, policy: str) -> SimResult:
     """Run ``policy`` (gandiva or tiresias) over ``jobs``; see the module docstring for the rules."""
     if policy not in POLICIES:
         raise ValueError(policy)

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from archsim.cluster import jigsaw_kernel as kernel
-from archsim.cluster.jobs import ClusterSpec, JobSpec, SimConfig, SimResult
+from archsim.cluster.jobs import JobCluster, JobSpec, SimConfig, SimResult
 
 _EPS = 1e-9
 
@@ -40,7 +40,7 @@ def block_iterations(job: JobSpec, unit_s: float) -> int:
     return max(1, round(unit_s / job.full_task_s))
 
 
-def simulate_jigsaw(jobs: Sequence[JobSpec], cluster: ClusterSpec, config: SimConfig, *, spb: bool = True,
+def simulate_jigsaw(jobs: Sequence[JobSpec], cluster: JobCluster, config: SimConfig, *, spb: bool = True,
                     policy: str = "jigsaw") -> SimResult:
     """Run Jigsaw over ``jobs`` (``spb=False``: every worker runs the full task — an ablation)."""
     memory = cluster.device_memory_bytes

@@ -45,8 +45,10 @@ class JobSpec:
 
 
 @dataclass(frozen=True)
-class ClusterSpec:
-    """Machines of devices (GPUs or arrays); ``machine_sizes[m]`` devices on machine m."""
+class JobCluster:
+    """The job scheduler's view of a cluster: machines of devices (GPUs or arrays), ``machine_sizes[m]``
+    devices on machine m, each with the same memory. Not the planners' device cluster
+    (:class:`~archsim.spp.topology.Topology`, links and bandwidths): jobs are placed by count only."""
 
     machine_sizes: tuple[int, ...]
     device_memory_bytes: float = V100_MEMORY_BYTES
@@ -59,7 +61,7 @@ class ClusterSpec:
 
     @classmethod
     def uniform(cls, devices: int, per_machine: int = 3, device_memory_bytes: float = V100_MEMORY_BYTES
-                ) -> ClusterSpec:
+                ) -> JobCluster:
         """``devices`` devices, ``per_machine`` to a machine (the last machine may hold fewer)."""
         if devices < 1 or per_machine < 1:
             raise InputError(f"need ≥ 1 device and ≥ 1 per machine, got {devices}, {per_machine}", field="gpus")
@@ -118,7 +120,7 @@ class SimResult:
     devices: int
 
 
-def build_jobs(trace: Sequence[TraceJob], catalog: dict[str, ModelProfile], cluster: ClusterSpec,
+def build_jobs(trace: Sequence[TraceJob], catalog: dict[str, ModelProfile], cluster: JobCluster,
                shares: Sequence[float] | None = None) -> tuple[JobSpec, ...]:
     """Join trace rows with profiles. A row with both duration and iterations sets the iteration time
     (duration / iterations; the profile then gives only the SPB shape); either alone is completed

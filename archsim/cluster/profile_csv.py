@@ -1,4 +1,4 @@
-"""Per-layer profile in seconds → :class:`~archsim.cluster.spb.LayerCosts` (a measured cost source).
+"""Per-layer profile in seconds → :class:`~archsim.cluster.spb.JobLayerCosts` (a measured cost source).
 
 Format (UTF-8 CSV, one header row, one row per layer in forward order, the network a chain)::
 
@@ -23,14 +23,14 @@ import io
 from pathlib import Path
 
 from archsim.cluster.csv_table import non_negative, read_rows
-from archsim.cluster.spb import LayerCosts, chain_producers
+from archsim.cluster.spb import JobLayerCosts, chain_producers
 from archsim.errors import InputError
 from archsim.validate import read_text
 
 COLUMNS = ("layer", "forward_s", "backward_s", "activation_bytes", "parameter_bytes")
 
 
-def parse_profile_csv(text: str, *, source: str = "<string>") -> LayerCosts:
+def parse_profile_csv(text: str, *, source: str = "<string>") -> JobLayerCosts:
     """Parse profile text (format in the module docstring)."""
     names: list[str] = []
     values: dict[str, list[float]] = {c: [] for c in COLUMNS[1:]}
@@ -43,20 +43,20 @@ def parse_profile_csv(text: str, *, source: str = "<string>") -> LayerCosts:
         names.append(name)
         for column in COLUMNS[1:]:
             values[column].append(non_negative(cells[column], file=source, line=line, field=column))
-    return LayerCosts(names=tuple(names), forward_s=values["forward_s"], backward_s=values["backward_s"],
+    return JobLayerCosts(names=tuple(names), forward_s=values["forward_s"], backward_s=values["backward_s"],
                       input_grad_s=[0.0] * len(names), activation_bytes=values["activation_bytes"],
                       parameter_bytes=values["parameter_bytes"], producers=chain_producers(len(names)),
                       source=source)
 
 
-def load_profile_csv(path: str | Path) -> LayerCosts:
+def load_profile_csv(path: str | Path) -> JobLayerCosts:
     """Read a profile file; errors name the file."""
     path = Path(path)
     text = read_text(path, "profile file")
     return parse_profile_csv(text, source=str(path))
 
 
-def write_profile_csv(costs: LayerCosts) -> str:
+def write_profile_csv(costs: JobLayerCosts) -> str:
     """The CSV text of a profile (e.g. one built from the array model), readable by the parser."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")

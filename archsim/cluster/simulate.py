@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from archsim.cluster.catalog import ModelProfile, paper_catalog
 from archsim.cluster.gang import simulate_gang
 from archsim.cluster.jigsaw import simulate_jigsaw
-from archsim.cluster.jobs import ClusterSpec, JobSpec, SimConfig, SimResult, build_jobs
+from archsim.cluster.jobs import JobCluster, JobSpec, SimConfig, SimResult, build_jobs
 from archsim.cluster.metrics import summarize
 from archsim.cluster.trace import TraceJob, synthetic_trace
 from archsim.errors import InputError
@@ -22,7 +22,7 @@ POLICIES = ("jigsaw", "gandiva", "tiresias", "jigsaw-nospb")
 MAIN_POLICIES = ("jigsaw", "gandiva", "tiresias")
 
 
-def simulate(jobs: Sequence[JobSpec], cluster: ClusterSpec, policy: str, config: SimConfig | None = None
+def simulate(jobs: Sequence[JobSpec], cluster: JobCluster, policy: str, config: SimConfig | None = None
              ) -> SimResult:
     """Run one policy over prepared jobs."""
     config = config or SimConfig()
@@ -35,14 +35,14 @@ def simulate(jobs: Sequence[JobSpec], cluster: ClusterSpec, policy: str, config:
     raise InputError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}", field="policy")
 
 
-def simulate_trace(trace: Sequence[TraceJob], cluster: ClusterSpec, policy: str, config: SimConfig | None = None,
+def simulate_trace(trace: Sequence[TraceJob], cluster: JobCluster, policy: str, config: SimConfig | None = None,
                    catalog: dict[str, ModelProfile] | None = None) -> SimResult:
     """Join the trace with the catalog (default: the paper's Table 1/2 profiles) and simulate."""
     jobs = build_jobs(trace, paper_catalog() if catalog is None else catalog, cluster)
     return simulate(jobs, cluster, policy, config)
 
 
-def compare(cluster: ClusterSpec, seeds: Sequence[int], *, jobs: int = 500, policies: Sequence[str] = MAIN_POLICIES,
+def compare(cluster: JobCluster, seeds: Sequence[int], *, jobs: int = 500, policies: Sequence[str] = MAIN_POLICIES,
             config: SimConfig | None = None, catalog: dict[str, ModelProfile] | None = None,
             keep_results: bool = False) -> tuple[list[dict], list[SimResult]]:
     """Every policy on the synthetic trace of every seed: one summary per (policy, seed)."""

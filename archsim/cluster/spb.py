@@ -36,8 +36,10 @@ from archsim.workload.layer import NETWORK_INPUT, Network
 
 
 @dataclass(frozen=True, eq=False)
-class LayerCosts:
-    """Per-layer costs in network (topological) order; times in seconds, sizes in bytes.
+class JobLayerCosts:
+    """A job's per-layer costs as SPB prices its suffix tasks, in network (topological) order; times
+    in seconds, sizes in bytes. (The planners' per-layer type is
+    :class:`~archsim.partition.profile.LayerProfile`, in cycles or seconds.)
 
     backward_s is G + D of the layer; input_grad_s is its D part alone (zero when a profile does
     not separate it), skipped for suffix layers that no back-propagated layer feeds.
@@ -74,7 +76,8 @@ def chain_producers(count: int) -> tuple[tuple[int, ...], ...]:
     return tuple(() if i == 0 else (i - 1,) for i in range(count))
 
 
-def layer_costs_from_network(network: Network, array: ArrayConfig, batch: int, mode: Mode = "exact") -> LayerCosts:
+def layer_costs_from_network(network: Network, array: ArrayConfig, batch: int, mode: Mode = "exact"
+                             ) -> JobLayerCosts:
     """Per-layer costs from the array model: F/G/D cycles (``cost_network``) / ``array.clock_hz``
     (1 GHz when the array has none).
 
@@ -86,7 +89,7 @@ def layer_costs_from_network(network: Network, array: ArrayConfig, batch: int, m
     clock = array.clock_hz or DEFAULT_CLOCK_HZ
     index = {layer.name: i for i, layer in enumerate(network.layers)}
     producers = tuple(tuple(index[p] for p in layer.inputs if p != NETWORK_INPUT) for layer in network.layers)
-    return LayerCosts(
+    return JobLayerCosts(
         names=tuple(table["layer"]),
         forward_s=table["F_cycles"].to_numpy(float) / clock,
         backward_s=(table["G_cycles"] + table["D_cycles"]).to_numpy(float) / clock,
@@ -133,7 +136,7 @@ def suffix_lengths(layers: int, workers: int, shares: Sequence[float] | None = N
     return tuple(max(1, math.ceil(s * layers - 1e-9)) for s in shares)
 
 
-def task_cost(costs: LayerCosts, suffix: int) -> TaskCost:
+def task_cost(costs: JobLayerCosts, suffix: int) -> TaskCost:
     """Time and peak memory of a task back-propagating the last ``suffix`` layers (module docstring)."""
     n = len(costs)
     if not 0 < suffix <= n:
@@ -148,12 +151,12 @@ def task_cost(costs: LayerCosts, suffix: int) -> TaskCost:
                     backward_s=max(backward, 0.0), memory_bytes=float(par.sum() + max(prefix, suffix_mem)))
 
 
-def spb_tasks(costs: LayerCosts, workers: int, shares: Sequence[float] | None = None) -> tuple[TaskCost, ...]:
+def spb_tasks(costs: JobLayerCosts, workers: int, shares: Sequence[float] | None = None) -> tuple[TaskCost, ...]:
     """The k tasks of one SPB iteration, worker 1 … k (§2)."""
     return tuple(task_cost(costs, n) for n in suffix_lengths(len(costs), workers, shares))
 
 
-def backprop_sweep(costs: LayerCosts, percents: Sequence[float] = (100, 90, 80, 70, 60, 50, 40, 30, 20, 10, 5)
+def backprop_sweep(costs: JobLayerCosts, percents: Sequence[float] = (100, 90, 80, 70, 60, 50, 40, 30, 20, 10, 5)
                    ) -> pd.DataFrame:
     """Table 1's shape: forward/backward seconds and peak bytes as the back-propagated share falls."""
     rows = []

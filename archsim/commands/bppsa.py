@@ -15,7 +15,7 @@ from archsim.bppsa.report import rnn_sections, vgg_sections
 from archsim.report.page import write_page
 from archsim.bppsa.rnn_cost import rnn_study
 from archsim.bppsa.vgg import ZEROS, check_sparsity, critical_path, vgg_flops
-from archsim.cli import Command
+from archsim.commands import Command
 from archsim.validate import seed_flag
 from archsim.commands.common import add_array_arguments, add_output_arguments, array_from_args, emit
 from archsim.progress import progress

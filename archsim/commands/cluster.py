@@ -8,9 +8,9 @@ import sys
 
 import pandas as pd
 
-from archsim.cli import Command
+from archsim.commands import Command
 from archsim.cluster.catalog import paper_catalog
-from archsim.cluster.jobs import ClusterSpec, SimConfig, build_jobs
+from archsim.cluster.jobs import JobCluster, SimConfig, build_jobs
 from archsim.cluster.metrics import aggregate, summarize
 from archsim.cluster.simulate import MAIN_POLICIES, POLICIES, simulate
 from archsim.cluster.trace import load_tiresias_csv, synthetic_trace
@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     policy = "all" if args.compare else args.policy
     if args.device_memory_gb <= 0:
         raise InputError("must be positive", field="--device-memory-gb")
-    cluster = ClusterSpec.uniform(args.gpus, args.gpus_per_machine, args.device_memory_gb * 2**30)
+    cluster = JobCluster.uniform(args.gpus, args.gpus_per_machine, args.device_memory_gb * 2**30)
     config = SimConfig(interval_s=args.interval, gamma_s_per_byte=args.gamma_ns_per_byte * 1e-9,
                        unit_s=args.unit_seconds, max_pack=args.max_pack)
     catalog = paper_catalog()

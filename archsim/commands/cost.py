@@ -8,7 +8,7 @@ import argparse
 import pandas as pd
 
 from archsim.array.costing import cost_network
-from archsim.cli import Command
+from archsim.commands import Command
 from archsim.commands.common import (add_array_arguments, add_clock_argument, add_seconds, with_clock, add_engine_arguments, add_network_arguments,
                                      add_output_arguments, array_from_args, emit, memory_meta, network_from_args,
                                      positive_int, with_memory_args)

@@ -12,7 +12,7 @@ import pandas as pd
 from archsim.array.analytic import dataflow_codes, gemm_cost
 from archsim.array.config import ArrayConfig, parse_array_shape, read_scalesim_cfg
 from archsim.array.cycle import minimum_bandwidth, simulate_cached, sram_words
-from archsim.cli import Command
+from archsim.commands import Command
 from archsim.commands.common import (add_clock_argument, add_seconds, add_engine_arguments, add_output_arguments, emit, memory_meta, positive_int,
                                      with_memory_args)
 from archsim.errors import InputError

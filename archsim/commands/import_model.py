@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from archsim.cli import Command
+from archsim.commands import Command
 from archsim.commands.common import add_onnx_arguments, onnx_options
 
 

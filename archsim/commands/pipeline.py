@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from archsim.cli import Command
+from archsim.commands import Command
 from archsim.validate import check_job_size, float_flag, processors_flag
 from archsim.commands.common import add_job_limit_argument
 from archsim.commands.common import (MODE_HELP, add_array_arguments, add_clock_argument, add_seconds, with_clock, add_engine_arguments, with_memory_args, add_network_arguments, add_output_arguments,
@@ -13,13 +13,14 @@ from archsim.commands.common import (MODE_HELP, add_array_arguments, add_clock_a
 from archsim.errors import InputError
 from archsim.lowering import MODES, SPLIT_AXES
 from archsim.outputs import render
-from archsim.partition import METHODS, build_profile, partition
+from archsim.partition import build_profile
+from archsim.planners import PARTITIONERS, partition
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_network_arguments(parser)
     parser.add_argument("--processors", type=processors_flag, required=True, help="number of processors")
-    parser.add_argument("--method", default="layerpipe", choices=METHODS, help="partitioner")
+    parser.add_argument("--method", default="layerpipe", choices=PARTITIONERS, help="partitioner")
     add_array_arguments(parser)
     add_engine_arguments(parser)
     add_clock_argument(parser)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from archsim.cli import Command
+from archsim.commands import Command
 from archsim.validate import check_job_size, float_flag, seed_flag
 from archsim.commands.common import add_job_limit_argument
 from archsim.commands.common import (
@@ -27,8 +27,8 @@ from archsim.errors import InputError
 from archsim.lowering import MODES
 from archsim.outputs import render
 
-BASELINE_METHODS = ("dp", "gpipe", "pipedream-prm", "hetpipe")
-METHODS = ("spp", "pipedream", *BASELINE_METHODS)
+BASELINE_METHODS = ("dp", "gpipe", "pipedream-prm", "hetpipe")  # spp.baselines.BASELINES (a test checks)
+METHODS = ("spp", "pipedream", *BASELINE_METHODS)  # planners of archsim.planners on a cluster; pipedream as its own
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -80,16 +80,15 @@ def run(args: argparse.Namespace) -> int:
     check_job_size(args.microbatches * 2 * len(profile.names), args.max_ops)  # F and B blocks per stage ≤ per layer
     if args.method == "pipedream":
         return _run_pipedream(args, profile, topology)
-    from archsim.spp.baselines import baseline
-    from archsim.spp.plan import spp
-
+    from archsim.planners import plan_on_cluster
     from archsim.progress import progress
-    from archsim.spp.plan import stage_count_limit
+    from archsim.spp.plan import spp, stage_count_limit
 
     with progress(stage_count_limit(profile, topology, args.max_stages), "SPP", "stage count") as bar:
         result = spp(profile, topology, args.microbatches, max_stages=args.max_stages,
                      on_stage_count=lambda _: bar.update())
-    others = {method: float(baseline(method, profile, topology, args.microbatches)) for method in BASELINE_METHODS}
+    others = {method: float(plan_on_cluster(profile, topology, method, args.microbatches).makespan)  # type: ignore[arg-type]
+              for method in BASELINE_METHODS}
     names = profile.names
     rows = [{"stage": n + 1, "first_layer": names[a], "last_layer": names[b - 1], "layers": b - a,
              "replicas": len(d), "devices": " ".join(f"g{x}" for x in d)}

@@ -6,7 +6,7 @@ import argparse
 
 import pandas as pd
 
-from archsim.cli import Command
+from archsim.commands import Command
 from archsim.validate import check_job_size, non_negative_float_flag, positive_float_flag, processors_flag
 from archsim.commands.common import add_job_limit_argument
 from archsim.commands.stage_schedule import STAGE_ONLY, add_stage_arguments, run_stages, stage_mode

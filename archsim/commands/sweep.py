@@ -11,7 +11,7 @@ import pandas as pd
 
 from archsim.array.config import ArrayConfig
 from archsim.array.costing import cost_network
-from archsim.cli import Command
+from archsim.commands import Command
 from archsim.errors import InputError
 from archsim.sweep import load_spec, run_sweep, summarize
 from archsim.sweep.runner import RESULT_COLUMNS
@@ -137,12 +137,13 @@ def _design_sections(results: pd.DataFrame, spec_command: str, folder: str, targ
 
 def _gantt_section(network, array, first, processors: int, microbatches: int = 8):
     """LayerPipe's schedule of one configuration: 8 micro-batches, δ-first policy, in the simulator."""
-    from archsim.partition import build_profile, layerpipe_partition
+    from archsim.partition import build_profile
+    from archsim.planners import partition
     from archsim.policies.pipeline import simulate_partition
     from archsim.report.gantt import gantt_figure
 
     profile = build_profile(network, array, int(first.batch), str(first["mode"]))
-    plan = layerpipe_partition(profile, processors)
+    plan = partition(profile, processors, "layerpipe")
     run = simulate_partition(plan, profile, microbatches, "layerpipe")
     title = (f"{first.network}: LayerPipe schedule on {processors} processors, {microbatches} micro-batches "
              f"({first.rows}x{first.cols}, batch {first.batch}); makespan {run.timeline.makespan:.4g} cycles")

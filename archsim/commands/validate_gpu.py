@@ -12,7 +12,7 @@ import shlex
 import sys
 
 from archsim.array.config import DATAFLOWS, parse_array_shape
-from archsim.cli import Command
+from archsim.commands import Command
 from archsim.commands.common import add_output_arguments, emit, positive_int
 from archsim.lowering import MODES
 from archsim.outputs import render

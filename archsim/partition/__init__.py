@@ -1,5 +1,7 @@
-"""Partitioners over one profile type: PipeDream's optimizer, GPipe's equal split, LayerPipe's Algorithm 1."""
+"""Partitioners over one profile type: PipeDream's optimizer, GPipe, LayerPipe's Algorithm 1; the
+one registry of them (and of SPP's planners) is :mod:`archsim.planners`."""
 
+from archsim.partition.coster import DeltaCoster
 from archsim.partition.gpipe import gpipe_partition
 from archsim.partition.layerpipe import best_split, layerpipe_partition
 from archsim.partition.pipedream import (Level, PipeDreamOptions, pipedream_partition, pipedream_partitions,
@@ -7,33 +9,8 @@ from archsim.partition.pipedream import (Level, PipeDreamOptions, pipedream_part
 from archsim.partition.profile import LayerProfile, build_profile, profile_from_costs
 from archsim.partition.result import Partition, PlacedOp, Stage, mandatory_bytes
 
-METHODS = ("layerpipe", "pipedream", "gpipe")
-
-
-def partition(profile: LayerProfile, processors: int, method: str, **options) -> Partition:
-    """Dispatch by method name (the CLI's ``--method``)."""
-    from archsim.errors import InputError
-
-    if method == "layerpipe":
-        return layerpipe_partition(profile, processors, **options)
-    if method == "pipedream":
-        return pipedream_partition(profile, processors, **options)
-    if method == "gpipe":
-        return gpipe_partition(profile, processors, **options)
-    raise InputError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}", field="method")
-
-
-def partitions(profile: LayerProfile, processors: list[int] | tuple[int, ...], method: str,
-               **options) -> list[Partition]:
-    """:func:`partition` for each processor count, in order; PipeDream's optimizer solves its
-    table once for them all (:func:`~archsim.partition.pipedream.pipedream_partitions`)."""
-    if method == "pipedream":
-        return pipedream_partitions(profile, processors, **options)
-    return [partition(profile, count, method, **options) for count in processors]
-
-
 __all__ = [
-    "METHODS",
+    "DeltaCoster",
     "LayerProfile",
     "Level",
     "Partition",
@@ -45,8 +22,6 @@ __all__ = [
     "gpipe_partition",
     "layerpipe_partition",
     "mandatory_bytes",
-    "partition",
-    "partitions",
     "pipedream_partition",
     "pipedream_partitions",
     "pipedream_plan",

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from archsim.errors import InputError
+from archsim.partition.memo import per_profile
 from archsim.partition.profile import LayerProfile
 
 
@@ -71,6 +72,7 @@ class AntichainStates:
 MAX_STATES = 20000  # a limit on the search itself; Inception-v3 has ~221,000 states
 
 
+@per_profile
 def antichain_states(profile: LayerProfile, max_states: int = MAX_STATES) -> AntichainStates:
     """The states of ``profile``; more than ``max_states`` is an error (the search, and a
     hierarchy's tables, would not fit: PipeDream's own answer is to compress branches first)."""

@@ -22,11 +22,14 @@ import math
 from dataclasses import dataclass
 from operator import itemgetter
 
+import numpy as np
+
 from archsim.errors import InputError
 from archsim.lowering import SPLIT_AXES
-from archsim.partition.result import mandatory_bytes
+from archsim.partition.coster import DeltaCoster
+from archsim.partition.memo import per_profile
 from archsim.partition.profile import LayerProfile
-from archsim.partition.result import Partition, PlacedOp, Stage
+from archsim.partition.result import Partition, PlacedOp, Stage, borrowed_deltas, mandatory_bytes, placed_ops
 
 
 @dataclass(frozen=True)
@@ -37,24 +40,24 @@ class _Split:
     part: int
 
 
-def best_split(profile: LayerProfile, index: int, budget: float, axes=SPLIT_AXES) -> _Split | None:
+def best_split(coster: DeltaCoster, index: int, budget: float, axes=SPLIT_AXES) -> _Split | None:
     """The δ split with the smallest δ′ among those whose δ″ fits in ``budget`` cycles.
 
     Along each axis δ″'s cycles grow monotonically with its share, so the largest share that fits
-    is a search (:meth:`LayerProfile.fitting_split`: a bisection of per-axis cost tables or the
+    is a search (:meth:`DeltaCoster.fitting_split`: a bisection of per-axis cost tables or the
     closed form inverted, built once per layer and axis, with the analytic engine; a binary search
     otherwise); the axes are then compared by δ′ cycles (ties: the first axis in ``axes``). Costs
     come from integer arithmetic; the split's ops and bytes are built only for the final placement.
     """
-    found = _best_split(profile, index, budget, axes)
+    found = _best_split(coster, index, budget, axes)
     return None if found is None else _Split(*found)
 
 
-def _best_split(profile: LayerProfile, index: int, budget: float, axes) -> tuple[float, float, str, int] | None:
+def _best_split(coster: DeltaCoster, index: int, budget: float, axes) -> tuple[float, float, str, int] | None:
     """:func:`best_split` as a plain (δ′ cycles, δ″ cycles, axis, part) tuple: the walks' hot path."""
     best: tuple[int, int, str, int] | None = None
     for axis in axes:
-        part, d1, d2 = profile.fitting_split(index, axis, budget)
+        part, d1, d2 = coster.fitting_split(index, axis, budget)
         if part and (best is None or d1 < best[0]):
             best = (d1, d2, axis, part)
     if best is None:
@@ -62,9 +65,13 @@ def _best_split(profile: LayerProfile, index: int, budget: float, axes) -> tuple
     return float(best[0]), float(best[1]), best[2], best[3]
 
 
-def layerpipe_partition(profile: LayerProfile, processors: int, *, alpha: float = 1.001,
-                        max_rounds: int = 100_000, axes=SPLIT_AXES, search: str = "gallop") -> Partition:
+def layerpipe_partition(profile: LayerProfile, processors: int, *, coster: DeltaCoster | None = None,
+                        alpha: float = 1.001, max_rounds: int = 100_000, axes=SPLIT_AXES,
+                        search: str = "gallop") -> Partition:
     """Run Algorithm 1 (with the two corrections in the module docstring) on ``processors``.
+
+    ``coster`` costs δ splits; None: the array model's coster of the profile's own lowered layers
+    (:meth:`DeltaCoster.of`), and no splits for a profile without them (costs in seconds).
 
     The paper relaxes T_p ← α·T_p until the walk fits, i.e. it finds the least k with
     T_p = α^k·T_tot/N_p feasible. ``search="linear"`` steps k = 0, 1, 2, … as printed;
@@ -77,6 +84,8 @@ def layerpipe_partition(profile: LayerProfile, processors: int, *, alpha: float 
         raise InputError(f"alpha must be > 1, got {alpha}", field="alpha")
     if search not in ("gallop", "linear"):
         raise InputError(f"unknown search {search!r}; choose gallop or linear", field="search")
+    if coster is None:
+        coster = DeltaCoster.of(profile)
     base = float(profile.total.sum()) / processors
     walks: dict[int, bool] = {}  # relaxation k → whether its walk needs at most `processors`
 
@@ -84,7 +93,7 @@ def layerpipe_partition(profile: LayerProfile, processors: int, *, alpha: float 
         if k > max_rounds:
             raise InputError(f"no balanced schedule after {max_rounds} relaxations", field="alpha")
         if k not in walks:
-            walks[k] = _walk(profile, base * alpha**k, axes, place=False, limit=processors)[1] <= processors
+            walks[k] = _walk(profile, coster, base * alpha**k, axes, place=False, limit=processors)[1] <= processors
         return walks[k]
 
     if search == "linear":
@@ -103,10 +112,18 @@ def layerpipe_partition(profile: LayerProfile, processors: int, *, alpha: float 
         rounds = high
     target = base * alpha**rounds
     notes = (f"target T_p = {target:.6g} cycles after {rounds} relaxation(s) by alpha = {alpha}",)
-    return _to_partition(profile, _walk(profile, target, axes)[0], notes)
+    return _to_partition(profile, coster, _walk(profile, coster, target, axes)[0], notes)
 
 
-def _walk(profile: LayerProfile, target: float, axes, place: bool = True,
+@per_profile
+def _layer_costs(profile: LayerProfile) -> tuple[list[float], list[float], list[float], list[float]]:
+    """forward, weight_grad, delta and fixed as lists of floats: what the walks read per layer,
+    converted once per profile (not once per walk)."""
+    return tuple(np.asarray(x, dtype=float).tolist()  # type: ignore[return-value]
+                 for x in (profile.forward, profile.weight_grad, profile.delta, profile.fixed))
+
+
+def _walk(profile: LayerProfile, coster: DeltaCoster | None, target: float, axes, place: bool = True,
           limit: int | None = None) -> tuple[list[list[_Placed]], int]:
     """One pass of step 3: returns ops per processor (processor 0 holds the last layers) and their
     count; with ``place`` False only the count (the relaxation search needs nothing else), and
@@ -115,8 +132,7 @@ def _walk(profile: LayerProfile, target: float, axes, place: bool = True,
     count, used = 1, False  # processors opened; whether the latest one holds an op yet
     stop = math.inf if limit is None or place else limit  # counts only grow: one above `stop` is final
     idle = target
-    forward, weight_grad, delta, fixed_of = profile.layer_cycles
-    can_split = profile.array is not None
+    forward, weight_grad, delta, fixed_of = _layer_costs(profile)
     for index, flex, fixed in zip(range(len(delta) - 1, -1, -1), reversed(delta), reversed(fixed_of)):
         if flex > 0:
             if flex < idle:
@@ -125,7 +141,7 @@ def _walk(profile: LayerProfile, target: float, axes, place: bool = True,
                 used = True
                 idle -= flex
             else:
-                split = _best_split(profile, index, idle, axes) if can_split else None
+                split = _best_split(coster, index, idle, axes) if coster is not None else None
                 if split is not None:
                     d1, d2, axis, part = split
                     if place:
@@ -161,7 +177,8 @@ def _walk(profile: LayerProfile, target: float, axes, place: bool = True,
 _Placed = tuple[int, int, str, float, "str | None", int]
 
 
-def _to_partition(profile: LayerProfile, placed: list[list[_Placed]], notes) -> Partition:
+def _to_partition(profile: LayerProfile, coster: DeltaCoster | None, placed: list[list[_Placed]],
+                  notes) -> Partition:
     forward_order = list(reversed(placed))
     names = profile.names
     home: dict[str, int] = {}  # layer → processor of its fixed part
@@ -175,7 +192,7 @@ def _to_partition(profile: LayerProfile, placed: list[list[_Placed]], notes) -> 
         if name in home:
             layers_of[home[name]].append(name)
     stages = []
-    unsplit, borrowed_delta = profile.placed_ops, profile.borrowed_deltas  # shared: most ops are unsplit
+    unsplit, borrowed_delta = placed_ops(profile), borrowed_deltas(profile)  # shared: most ops are unsplit
     for proc, ops in enumerate(forward_order):
         marked = []
         for k, rank, kind, cycles, axis, part in sorted(ops, key=itemgetter(0, 1)):
@@ -185,7 +202,7 @@ def _to_partition(profile: LayerProfile, placed: list[list[_Placed]], notes) -> 
             elif kind == "D":
                 marked.append(borrowed_delta[k] if home[name] != proc else unsplit[k][2])
             else:  # D1 (never borrowed: it runs with the layer's fixed part), D2
-                extra = profile.split_bytes(k, axis, part)[1] if kind == "D2" and axis is not None else 0
+                extra = coster.split_bytes(k, axis, part)[1] if kind == "D2" and coster and axis is not None else 0
                 borrowed = kind == "D2" and home[name] != proc
                 marked.append(PlacedOp(name, kind, cycles, borrowed, extra, axis, part))  # positional: a hot loop
         stages.append(Stage(proc, tuple(layers_of[proc]), tuple(marked)))
@@ -202,11 +219,12 @@ def _to_partition(profile: LayerProfile, placed: list[list[_Placed]], notes) -> 
             producers = [p for p in (profile.lowered[k].layer.inputs if profile.lowered else
                                      ((profile.names[k - 1],) if k else ())) if p in index]
             if any(stage_of[p] == stage_of[op.layer] for p in producers):
-                additional += int(profile.delta_bytes[k]) if op.kind == "D" else _d2_out(profile, k, op)
-    return Partition("layerpipe", tuple(stages), mandatory_bytes(profile, stage_of), additional, notes=notes)
+                additional += int(profile.delta_bytes[k]) if op.kind == "D" else _d2_out(coster, k, op)
+    return Partition("layerpipe", tuple(stages), mandatory_bytes(profile, stage_of), additional, notes=notes,
+                     unit=profile.unit)
 
 
-def _d2_out(profile: LayerProfile, index: int, op: PlacedOp) -> int:
-    if op.split_axis is None or not profile.lowered:
+def _d2_out(coster: DeltaCoster | None, index: int, op: PlacedOp) -> int:
+    if op.split_axis is None or coster is None:
         return 0
-    return profile.split_bytes(index, op.split_axis, op.split_part)[0]
+    return coster.split_bytes(index, op.split_axis, op.split_part)[0]

@@ -32,9 +32,9 @@ import numpy as np
 
 from archsim.errors import InputError
 from archsim.partition import pipedream_dense
-from archsim.partition.antichain import AntichainStates
+from archsim.partition.antichain import AntichainStates, antichain_states
 from archsim.partition.profile import LayerProfile
-from archsim.partition.result import Partition, Stage
+from archsim.partition.result import Partition, Stage, mandatory_bytes, placed_ops
 
 DEFAULT_MEMORY_BYTES = 16e9  # the optimizer's --memory_size default
 
@@ -128,11 +128,11 @@ def pipedream_plans(profile: LayerProfile, inner: tuple[Level, ...] | list[Level
     if ratio is not None and not (ratio > 0 and math.isfinite(ratio)):
         raise InputError(f"must be positive and finite, got {ratio}", field="activation-compression-ratio")
     if options.memory_constraint:
-        return [_plan(profile.antichain_states, _tables(profile.antichain_states, h, options), h, options)
+        return [_plan(antichain_states(profile), _tables(antichain_states(profile), h, options), h, options)
                 for h in hierarchies]
     widest = (*tuple(inner), Level(max(machines), bandwidth))
-    tables = _tables(profile.antichain_states, widest, options)
-    return [_plan(profile.antichain_states, tables, h, options) for h in hierarchies]
+    tables = _tables(antichain_states(profile), widest, options)
+    return [_plan(antichain_states(profile), tables, h, options) for h in hierarchies]
 
 
 def _tables(states: AntichainStates, hierarchy: tuple[Level, ...], options: PipeDreamOptions) -> list[_Solved]:
@@ -323,7 +323,7 @@ def plan_partition(profile: LayerProfile, plan: PipeDreamPlan) -> Partition:
     n = len(plan.states)
     stages: list[Stage] = []
     boundaries: list[float] = []
-    placed = profile.placed_ops
+    placed = placed_ops(profile)
 
     def outwards(value: float, above: list[tuple[float, int]]) -> float:
         for extra, replicas in above:
@@ -358,11 +358,9 @@ def plan_partition(profile: LayerProfile, plan: PipeDreamPlan) -> Partition:
                                 allreduce_cycles=time - compute / machines))
 
     walk(0, 0, [])
-    from archsim.partition.result import mandatory_bytes
-
     stage_of = {name: stage.index for stage in stages for name in stage.layers}
     return Partition("pipedream", tuple(stages), mandatory_bytes(profile, stage_of), 0, tuple(boundaries),
-                     (describe(plan),))
+                     (describe(plan),), unit=profile.unit)
 
 
 def describe(plan: PipeDreamPlan) -> str:

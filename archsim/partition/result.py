@@ -1,11 +1,15 @@
-"""A partition: which ops each processor runs, what it borrowed, and what crosses boundaries."""
+"""The one plan type every planner returns (:mod:`archsim.planners`): which ops each stage runs,
+on how many replicas and which devices, what it borrowed, what crosses boundaries, in one unit."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pandas as pd
+
+from archsim.partition.memo import per_profile
 
 if TYPE_CHECKING:
     from archsim.partition.profile import LayerProfile
@@ -13,7 +17,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, init=False)
 class PlacedOp:
-    """An op on a processor. ``borrowed``: a δ (or δ″) of a layer whose F/G live elsewhere."""
+    """An op on a processor, costing ``cycles`` in its plan's unit (:attr:`Partition.unit`: cycles or
+    seconds). ``borrowed``: a δ (or δ″) of a layer whose F/G live elsewhere."""
 
     layer: str
     kind: str  # F, G, D, D1, D2
@@ -33,7 +38,8 @@ class PlacedOp:
 
 @dataclass(frozen=True)
 class Stage:
-    """One pipeline stage: its processors (``replicas`` of them run data-parallel) and ops."""
+    """One pipeline stage: its processors (``replicas`` of them run data-parallel) and ops; every
+    ``*_cycles`` is in the plan's unit (:attr:`Partition.unit`)."""
 
     index: int
     layers: tuple[str, ...]
@@ -56,8 +62,13 @@ class Stage:
 
 @dataclass(frozen=True)
 class Partition:
-    """Stages in forward order plus communication: mandatory (activations after, δ before each
-    boundary) and LayerPipe's additional bytes (weight slices, partial sums, δ″ results)."""
+    """A plan: stages in forward order plus communication — mandatory (activations after, δ before
+    each boundary) and LayerPipe's additional bytes (weight slices, partial sums, δ″ results).
+
+    ``unit``: of every cost in it ("cycles" from the array model, "seconds" from a profile in
+    seconds), whatever the field names say. ``devices``: the cluster devices of each stage (empty:
+    stage s on the next ``replicas`` processors in order). ``makespan``: the iteration's simulated
+    time when the planner schedules too (SPP and its baselines run PE on the cluster's links)."""
 
     method: str
     stages: tuple[Stage, ...]
@@ -65,6 +76,9 @@ class Partition:
     additional_bytes: int
     boundary_cycles: tuple[float, ...] = ()
     notes: tuple[str, ...] = ()
+    unit: str = "cycles"
+    devices: tuple[tuple[int, ...], ...] = ()
+    makespan: float | None = None
 
     @property
     def processors(self) -> int:
@@ -91,6 +105,24 @@ class Partition:
                 "ops": " ".join(f"{op.kind}:{op.layer}" + ("*" if op.borrowed else "") for op in stage.ops),
             })
         return pd.DataFrame(rows)
+
+
+@per_profile
+def placed_ops(profile: LayerProfile) -> tuple[tuple[PlacedOp, ...], ...]:
+    """Each layer's unsplit ops as its own stage runs them: F, G and (when it costs anything) δ,
+    none borrowed. Built once per profile and shared by every partition of it (PlacedOp is
+    frozen): a sweep places each layer hundreds of times."""
+    forward, weight_grad, delta = (np.asarray(x, dtype=float).tolist()
+                                   for x in (profile.forward, profile.weight_grad, profile.delta))
+    return tuple((PlacedOp(name, "F", f), PlacedOp(name, "G", g)) + ((PlacedOp(name, "D", d),) if d > 0 else ())
+                 for name, f, g, d in zip(profile.names, forward, weight_grad, delta))
+
+
+@per_profile
+def borrowed_deltas(profile: LayerProfile) -> tuple[PlacedOp, ...]:
+    """Each layer's whole δ as another stage runs it (LayerPipe's borrowed δ), built once per profile."""
+    return tuple(PlacedOp(name, "D", d, True)
+                 for name, d in zip(profile.names, np.asarray(profile.delta, dtype=float).tolist()))
 
 
 def mandatory_bytes(profile: LayerProfile, stage_of: dict[str, int]) -> int:

@@ -1,11 +1,11 @@
 """Algorithm 1's δ-split searches: budget → (part, D1 cycles, D2 cycles) for one layer and axis.
 
-:meth:`archsim.partition.profile.LayerProfile.fitting_split` builds one search per (layer, axis)
+:meth:`archsim.partition.coster.DeltaCoster.fitting_split` builds one search per (layer, axis)
 and caches it. With the analytic engine: a channels or reduction split of a δ that is one GEMM
 (nearly every layer) inverts the closed form in the split dimension (:class:`AxisSplits`); one of a
 δ made of several GEMMs is a table of D2 cycles for every part (one vectorized closed-form call for
 a batch of layers) searched by bisection; rows splits are found by arithmetic on whole GEMM copies
-plus the inverted closed form for the partial copy. Other engines binary-search the profile's own
+plus the inverted closed form for the partial copy. Other engines binary-search the coster's own
 split costs. Cycles are integers.
 """
 
@@ -24,7 +24,7 @@ from archsim.lowering import Gemm, LoweredLayer
 from archsim.workload.layer import Layer
 
 if TYPE_CHECKING:
-    from archsim.partition.profile import LayerProfile
+    from archsim.partition.coster import DeltaCoster
 
 _NOTHING = (0, 0, 0)  # no positive part fits
 
@@ -109,7 +109,7 @@ class AxisSplits:
 _TABLE_BATCH = 1 << 16  # table entries per vectorized call: amortizes numpy's per-call cost, bounds memory
 
 
-def table_splits(profile: LayerProfile, index: int) -> dict[tuple[int, str], TableSplits]:
+def table_splits(coster: DeltaCoster, index: int) -> dict[tuple[int, str], TableSplits]:
     """Channels and reduction tables of layer ``index`` and of the layers before it (Algorithm 1
     walks backwards) not built yet, up to _TABLE_BATCH entries: D2 cycles of every part of every
     δ GEMM from one closed-form call, summed per layer and axis. Earlier layers whose δ is one GEMM
@@ -117,13 +117,13 @@ def table_splits(profile: LayerProfile, index: int) -> dict[tuple[int, str], Tab
     wanted: list[tuple[int, str, int]] = []
     size = 0
     for layer in range(index, -1, -1):
-        if layer != index and one_gemm(profile.lowered[layer]):
+        if layer != index and one_gemm(coster.lowered[layer]):
             continue  # its searches are AxisSplits, built when the walk asks
         for axis in ("channels", "reduction"):
-            if ("fit", layer, axis) not in profile._split_cache:
-                units = profile.split_units(layer, axis)
+            if not coster.has_search(layer, axis):
+                units = coster.split_units(layer, axis)
                 wanted.append((layer, axis, units))
-                delta = profile.lowered[layer].op("D")
+                delta = coster.lowered[layer].op("D")
                 size += (units + 1) * len(delta.gemms) if units > 1 and delta is not None else 0
         if size >= _TABLE_BATCH:
             break
@@ -132,7 +132,7 @@ def table_splits(profile: LayerProfile, index: int) -> dict[tuple[int, str], Tab
     for slot, (layer_index, axis, units) in enumerate(wanted):
         if units <= 1:
             continue
-        layer, delta = profile.lowered[layer_index].layer, profile.lowered[layer_index].op("D")
+        layer, delta = coster.lowered[layer_index].layer, coster.lowered[layer_index].op("D")
         parts = np.arange(units + 1, dtype=np.int64)
         for g in delta.gemms if delta is not None else ():
             dim, per = split_gemm(layer, g, axis)
@@ -142,8 +142,7 @@ def table_splits(profile: LayerProfile, index: int) -> dict[tuple[int, str], Tab
             shapes.append((slot, units + 1))
     tables = [np.zeros(units + 1 if units > 1 else 0, dtype=np.int64) for _, _, units in wanted]
     if shapes:
-        array = profile.array
-        assert array is not None
+        array = coster.array
         m, k, n, count = (np.concatenate(x) for x in (m_all, k_all, n_all, count_all))
         cycles = count * np.where((m > 0) & (k > 0) & (n > 0),
                                   gemm_cycles(m, k, n, array.rows, array.cols, array.dataflow), 0)
@@ -206,9 +205,9 @@ class RowSplits:
 
 @dataclass(frozen=True)
 class BinarySplits:
-    """Any engine: binary search over :meth:`LayerProfile.split_cycles` (D2 is monotone in the part)."""
+    """Any engine: binary search over :meth:`DeltaCoster.split_cycles` (D2 is monotone in the part)."""
 
-    profile: LayerProfile
+    coster: DeltaCoster
     index: int
     axis: str
     units: int
@@ -219,11 +218,11 @@ class BinarySplits:
         low, high = 0, self.units - 1
         while low < high:
             mid = (low + high + 1) // 2
-            if self.profile.split_cycles(self.index, self.axis, mid)[1] <= budget:
+            if self.coster.split_cycles(self.index, self.axis, mid)[1] <= budget:
                 low = mid
             else:
                 high = mid - 1
-        return (low, *self.profile.split_cycles(self.index, self.axis, low)) if low else _NOTHING
+        return (low, *self.coster.split_cycles(self.index, self.axis, low)) if low else _NOTHING
 
 
 __all__ = ["AxisSplits", "BinarySplits", "RowSplits", "TableSplits", "one_gemm", "split_gemm", "table_splits"]

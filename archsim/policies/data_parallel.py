@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import permutations
 
+from archsim.collectives import ring_allreduce_time
 from archsim.errors import InputError
 from archsim.sim import Dep, Op, Problem, Processor, simulate
 
@@ -38,7 +39,7 @@ class SyncModel:
         if self.workers <= 1:
             return 0.0
         if self.kind == "ring":  # 2(N−1) steps of size/N each
-            return 2 * (self.workers - 1) * (self.latency + size / self.workers / self.bandwidth)
+            return ring_allreduce_time(size, self.workers, self.bandwidth, self.latency)
         if self.kind == "ps":  # push and pull through one server link
             return 2 * (self.latency + size / self.bandwidth)
         raise InputError(f"unknown synchronization {self.kind!r}; choose ring or ps", field="sync")

@@ -14,36 +14,34 @@
 
 from __future__ import annotations
 
-import numpy as np
-
-from archsim.partition import pipedream_partition, profile_from_costs
+from archsim.collectives import ring_allreduce_on
+from archsim.partition.gpipe import gpipe_partition
 from archsim.partition.profile import LayerProfile
+from archsim.partition.result import Partition, Stage, mandatory_bytes, placed_ops
 from archsim.spp.pe import StagePlan, pe_makespan
-from archsim.spp.plan import stage_plans
+from archsim.spp.plan import prm_partition, stage_plans
 from archsim.spp.prm import PRMPlan, prm_tables
 from archsim.spp.topology import Topology
 
 BASELINES = ("dp", "gpipe", "pipedream-prm", "hetpipe")
 
 
-def _ring(parameters: float, devices, bandwidth: np.ndarray) -> float:
-    k = len(devices)
-    if k <= 1:
-        return 0.0
-    slowest = min(bandwidth[u, v] for u in devices for v in devices if u != v)
-    return 2 * (k - 1) * parameters / (k * slowest)
-
-
-def data_parallel(profile: LayerProfile, topology: Topology, microbatches: int) -> float:
+def data_parallel(profile: LayerProfile, topology: Topology, microbatches: int) -> Partition:
+    """One stage of every layer on every GPU; its makespan is M micro-batches' compute spread over
+    the V GPUs plus one ring all-reduce of all parameters at the slowest link."""
     compute = microbatches * float(sum(profile.forward) + sum(profile.backward)) / topology.devices
-    return compute + _ring(float(sum(profile.weight_bytes)), range(topology.devices), topology.bandwidth)
+    devices = tuple(range(topology.devices))
+    allreduce = ring_allreduce_on(float(sum(profile.weight_bytes)), devices, topology.bandwidth)
+    ops = tuple(op for layer in placed_ops(profile) for op in layer)
+    stage = Stage(0, profile.names, ops, replicas=topology.devices, allreduce_cycles=allreduce)
+    return Partition("dp", (stage,), mandatory_bytes(profile, dict.fromkeys(profile.names, 0)), 0,
+                     unit=profile.unit, devices=(devices,), makespan=compute + allreduce)
 
 
 def _balanced_plan(profile: LayerProfile, devices) -> PRMPlan:
-    stages = min(len(devices), len(profile))
-    costs = profile_from_costs([str(i) for i in range(len(profile))], profile.forward, profile.backward,
-                               [0.0] * len(profile))
-    partition = pipedream_partition(costs, stages)
+    """GPipe's compute-balanced partition (:func:`~archsim.partition.gpipe.gpipe_partition`) on
+    ``devices`` in their given order, one stage per device."""
+    partition = gpipe_partition(profile, len(devices), balance="compute")
     bounds, position = [], 0
     for stage in partition.stages:
         bounds.append((position, position + len(stage.layers)))
@@ -52,31 +50,40 @@ def _balanced_plan(profile: LayerProfile, devices) -> PRMPlan:
     return PRMPlan(0.0, tuple(bounds), (1,) * len(bounds), tuple((d,) for d in used))
 
 
-def gpipe(profile: LayerProfile, topology: Topology, microbatches: int) -> float:
+def gpipe(profile: LayerProfile, topology: Topology, microbatches: int) -> Partition:
     plan = _balanced_plan(profile, list(range(topology.devices)))
-    return pe_makespan(stage_plans(profile, plan, topology.bandwidth), microbatches, order="gpipe")[0]
+    makespan = pe_makespan(stage_plans(profile, plan, topology.bandwidth), microbatches, order="gpipe")[0]
+    return prm_partition(profile, plan, topology.bandwidth, "gpipe", makespan)
 
 
-def pipedream_prm(profile: LayerProfile, topology: Topology, microbatches: int) -> float:
+def pipedream_prm(profile: LayerProfile, topology: Topology, microbatches: int) -> Partition:
     order = list(range(topology.devices))
     plans = prm_tables(profile, order, topology.bandwidth, microbatches, min(len(profile), topology.devices))
     best = min(plans, key=lambda p: p.value)
-    return pe_makespan(stage_plans(profile, best, topology.bandwidth), microbatches)[0]
+    makespan = pe_makespan(stage_plans(profile, best, topology.bandwidth), microbatches)[0]
+    return prm_partition(profile, best, topology.bandwidth, "pipedream-prm", makespan)
 
 
-def hetpipe(profile: LayerProfile, topology: Topology, microbatches: int) -> float:
+def hetpipe(profile: LayerProfile, topology: Topology, microbatches: int) -> Partition:
+    """One pipeline per server on ⌈M / servers⌉ micro-batches, then a ring all-reduce of all
+    parameters over one GPU of each server. The plan shows the slowest server's pipeline."""
     servers = sorted(set(topology.servers))
     per_server = max(1, -(-microbatches // len(servers)))
-    slowest = 0.0
+    slowest, shown = 0.0, None
     for server in servers:
         devices = [d for d, s in enumerate(topology.servers) if s == server]
         plan = _balanced_plan(profile, devices)
-        slowest = max(slowest, pe_makespan(stage_plans(profile, plan, topology.bandwidth), per_server)[0])
+        makespan = pe_makespan(stage_plans(profile, plan, topology.bandwidth), per_server)[0]
+        if shown is None or makespan > slowest:
+            slowest, shown = makespan, plan
     leaders = [next(d for d, s in enumerate(topology.servers) if s == server) for server in servers]
-    return slowest + _ring(float(sum(profile.weight_bytes)), leaders, topology.bandwidth)
+    total = slowest + ring_allreduce_on(float(sum(profile.weight_bytes)), leaders, topology.bandwidth)
+    assert shown is not None
+    return prm_partition(profile, shown, topology.bandwidth, "hetpipe", total)
 
 
-def baseline(method: str, profile: LayerProfile, topology: Topology, microbatches: int) -> float:
+def baseline(method: str, profile: LayerProfile, topology: Topology, microbatches: int) -> Partition:
+    """The baseline's plan, its makespan (seconds, or the profile's unit) in ``.makespan``."""
     return {"dp": data_parallel, "gpipe": gpipe, "pipedream-prm": pipedream_prm, "hetpipe": hetpipe}[method](
         profile, topology, microbatches)
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from archsim.collectives import ring_allreduce_on, slowest_link
 from archsim.errors import InputError
 from archsim.partition.profile import LayerProfile
+from archsim.partition.result import Partition, Stage, mandatory_bytes, placed_ops
 from archsim.spp.pe import StagePlan, pe_makespan
 from archsim.spp.prm import PRMPlan, boundary_bytes, channel_time, prm_tables, stage_time
 from archsim.spp.rdo import recursive_device_order
@@ -15,11 +17,30 @@ from archsim.spp.topology import Topology
 
 @dataclass(frozen=True)
 class SPPResult:
+    """SPP's answer: the plan (the one plan type, with its makespan), PRM's own form of it, the
+    RDO device order, every stage count tried and the PE timeline of the best."""
+
+    partition: Partition
     plan: PRMPlan
     makespan: float
     order: tuple[int, ...]
     by_stage_count: tuple[tuple[int, float, float], ...]  # (|S|, 𝒲(|S|), T_PE)
     timeline: object
+
+
+def prm_partition(profile: LayerProfile, plan: PRMPlan, bandwidth, method: str, makespan: float) -> Partition:
+    """A PRM plan as the one plan type: each stage's layers and ops (costs per micro-batch, shared by
+    its replicas), its devices, the ring all-reduce of its parameters at its slowest link, and the
+    makespan PE gave it."""
+    placed = placed_ops(profile)
+    stages = tuple(Stage(n, profile.names[first:last], tuple(op for k in range(first, last) for op in placed[k]),
+                         replicas=len(devices),
+                         allreduce_cycles=ring_allreduce_on(float(sum(profile.weight_bytes[first:last])), devices,
+                                                            bandwidth))
+                   for n, ((first, last), devices) in enumerate(zip(plan.stages, plan.devices)))
+    stage_of = {name: stage.index for stage in stages for name in stage.layers}
+    return Partition(method, stages, mandatory_bytes(profile, stage_of), 0, unit=profile.unit,
+                     devices=tuple(tuple(d) for d in plan.devices), makespan=makespan)
 
 
 def stage_plans(profile: LayerProfile, plan: PRMPlan, bandwidth) -> list[StagePlan]:
@@ -56,7 +77,8 @@ def spp(profile: LayerProfile, topology: Topology, microbatches: int, *, max_sta
         if best is None or makespan < best[1]:
             best = (plan, makespan, timeline)
     assert best is not None
-    return SPPResult(best[0], best[1], order, tuple(table), best[2])
+    partition = prm_partition(profile, best[0], topology.bandwidth, "spp", best[1])
+    return SPPResult(partition, best[0], best[1], order, tuple(table), best[2])
 
 
 def stage_count_limit(profile: LayerProfile, topology: Topology, max_stages: int | None = None) -> int:
@@ -89,14 +111,10 @@ def partition_stage_plans(profile: LayerProfile, partition, bandwidth) -> list[S
         r = len(devices)
         forward = float(sum(profile.forward[k] for k in nodes)) / r
         backward = float(sum(profile.weight_grad[k] + profile.delta[k] for k in nodes)) / r
-        allreduce = 0.0
-        if r > 1:
-            slowest = min(bandwidth[u, v] for u in devices for v in devices if u != v)
-            allreduce = 2 * (r - 1) * float(sum(profile.weight_bytes[k] for k in nodes)) / (r * slowest)
+        allreduce = ring_allreduce_on(float(sum(profile.weight_bytes[k] for k in nodes)), devices, bandwidth)
         channel = 0.0
         if s + 1 < len(groups):
             after = groups[s + 1]
-            slowest = min(bandwidth[u, v] for u in devices for v in after)
-            channel = crossing[s] / (r * len(after) * slowest)
+            channel = crossing[s] / (r * len(after) * slowest_link(bandwidth, devices, after))
         plans.append(StagePlan(forward, backward, allreduce, channel, channel))
     return plans

@@ -20,6 +20,7 @@ from functools import cache
 
 import numpy as np
 
+from archsim.collectives import ring_allreduce_on, slowest_link
 from archsim.errors import InputError
 from archsim.jit import announce_compile
 from archsim.numba_cache import njit
@@ -52,14 +53,13 @@ def stage_time(profile: LayerProfile, microbatches: int, first: int, last: int, 
         + microbatches * float(sum(profile.backward[first:last])) / r
     if r == 1:
         return compute
-    slowest = min(bandwidth[u, v] for u in devices for v in devices if u != v)
-    return compute + 2 * (r - 1) * float(sum(profile.weight_bytes[first:last])) / (r * slowest)
+    return compute + ring_allreduce_on(float(sum(profile.weight_bytes[first:last])), devices, bandwidth)
 
 
 def channel_time(profile: LayerProfile, microbatches: int, boundary: int, before: Sequence[int],
                  after: Sequence[int], bandwidth: np.ndarray) -> float:
     """M (d^f + d^b) / (r′ r b_{r′r}) between the stage ending at layer ``boundary`` and the next."""
-    slowest = min(bandwidth[u, v] for u in before for v in after)
+    slowest = slowest_link(bandwidth, before, after)
     size = boundary_bytes(profile)[boundary - 1]
     return microbatches * size / (len(before) * len(after) * slowest)
 

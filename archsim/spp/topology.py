@@ -26,15 +26,19 @@ few fast intra-server links weigh less than its many inter-server ones).
 
 from __future__ import annotations
 
+import functools
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import networkx as nx
 import numpy as np
 
 from archsim.errors import InputError
 from archsim.validate import SEED_MAX, check_name, read_text, shown
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 CLUSTER_KEYS = {"name", "seed", "inter_server_gbps", "inter_server_link", "gpu_memory_gb"}
 INTER_SERVER_LINKS = ("shared", "per_gpu_pair")
@@ -45,17 +49,32 @@ MAX_GBPS = 1e6  # a finite bound on link bandwidths (10⁶ Gbps = 125 TB/s)
 
 @dataclass(frozen=True)
 class Topology:
-    """GPUs ``g0, g1, …`` with the server each sits on and a symmetric bandwidth matrix (bytes/s)."""
+    """The one cluster model every planner reads: devices ``g0, g1, …`` (GPUs or arrays) with the
+    server each sits on (the hierarchy), a symmetric bandwidth matrix (bytes per time unit: bytes/s
+    from a cluster file) and what is known of each device. A flat group of processors is a
+    one-server cluster (:meth:`flat`); PipeDream's levels are :meth:`uniform_levels`; collectives
+    over it are :mod:`archsim.collectives`."""
 
     name: str
     servers: tuple[int, ...]  # server index of each GPU
     bandwidth: np.ndarray  # (V, V), zero on the diagonal: what one transfer between two GPUs gets
     capacity: np.ndarray | None = None  # (V, V) min-cut weights; None: the bandwidths themselves
     gpu_memory_bytes: float | None = None  # None: not given (a planner uses its own default)
+    device_types: tuple[str, ...] | None = None  # each device's type name (a GPU model, an array); None: not given
+    latency: float = 0.0  # per transfer, in the bandwidth's time unit (0: not modelled)
 
     @property
     def devices(self) -> int:
         return len(self.servers)
+
+    @classmethod
+    def flat(cls, processors: int, bandwidth: float | None = None, *, name: str = "flat",
+             memory_bytes: float | None = None) -> Topology:
+        """``processors`` identical devices on one server, every pair joined at ``bandwidth`` bytes
+        per time unit (None: free links): the cluster of ``archsim pipeline --processors P``."""
+        if not processors > 0:
+            raise InputError(f"processors must be positive, got {processors}", field="processors")
+        return _flat(cls, int(processors), None if bandwidth is None else float(bandwidth), name, memory_bytes)
 
     def uniform_levels(self) -> tuple[tuple[int, float], ...]:
         """(machines, bandwidth in bytes/s) per level, innermost first, for planners that model a
@@ -81,6 +100,9 @@ class Topology:
         return tuple(levels)
 
     def graph(self) -> nx.Graph:
+        """The complete device graph RDO's min-cuts read (networkx loads here: only SPP needs it)."""
+        import networkx as nx
+
         capacity = self.bandwidth if self.capacity is None else self.capacity
         graph = nx.Graph()
         graph.add_nodes_from(range(self.devices))
@@ -88,6 +110,16 @@ class Topology:
             for v in range(u + 1, self.devices):
                 graph.add_edge(u, v, bandwidth=float(self.bandwidth[u, v]), capacity=float(capacity[u, v]))
         return graph
+
+
+@functools.lru_cache(maxsize=256)
+def _flat(cls, processors: int, bandwidth: float | None, name: str, memory_bytes: float | None) -> Topology:
+    """:meth:`Topology.flat`, built once per shape (frozen, shared): a sweep plans on the same few
+    processor counts thousands of times."""
+    # one read-only value broadcast over every pair (O(1) memory for thousands of processors);
+    # its diagonal holds the link too, and nothing reads a device's link to itself
+    links = np.broadcast_to(np.inf if bandwidth is None else bandwidth, (processors, processors))
+    return cls(name, (0,) * processors, links, None, memory_bytes)
 
 
 def _is_gbps(value: object) -> bool:

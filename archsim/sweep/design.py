@@ -21,7 +21,8 @@ from archsim.array.config import ArrayConfig
 from archsim.energy import access_energies, array_area, iteration_energy, load_table
 from archsim.energy.model import static_power_mw
 from archsim.errors import InputError
-from archsim.partition import build_profile, partition
+from archsim.partition import build_profile
+from archsim.planners import partition
 from archsim.workload.layer import Network
 
 DESIGN_COLUMNS = ["sram_kb", "bandwidth", "element_bytes", "microbatches", "energy_table", "clock_ghz",

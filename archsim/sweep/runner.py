@@ -30,7 +30,8 @@ from archsim.array.config import ArrayConfig
 from archsim.errors import InputError
 from archsim.lowering import LoweredLayer, lower_network
 from archsim.outputs import atomic_write_text
-from archsim.partition import build_profile, partitions
+from archsim.partition import build_profile
+from archsim.planners import partitions
 from archsim.sweep.spec import SweepSpec, Unit, network_sha256
 from archsim.sweep.summary import summarize
 from archsim.workload import load_network

@@ -39,7 +39,7 @@ from archsim.array.config import parse_array_shape
 from archsim.array.costing import ENGINES
 from archsim.errors import InputError
 from archsim.lowering import MODES
-from archsim.partition import METHODS
+from archsim.planners import PARTITIONERS
 from archsim.validate import INT32_MAX, MAX_PROCESSORS, check_name, is_file, read_text, shown
 from archsim.workload.layer import LAYER_KINDS
 
@@ -218,7 +218,7 @@ def load_spec(path: str | Path) -> SweepSpec:
     engine = table.get("engine", "analytic")
     if engine not in ENGINES:
         raise InputError(f"unknown engine {shown(engine)}; choose one of {', '.join(ENGINES)}", file=file, field="engine")
-    methods = strings("methods", METHODS)
+    methods = strings("methods", PARTITIONERS)
     if not methods:
         raise InputError("expected at least one method", file=file, field="methods")
     designs: tuple[Design, ...] = ()

@@ -1,0 +1,136 @@
+"""The one registry of planners. Every planner reads a profile
+(:class:`~archsim.partition.profile.LayerProfile`) and a cluster
+(:class:`~archsim.spp.topology.Topology`; ``Topology.flat(P)`` for P processors) and returns the
+one plan type (:class:`~archsim.partition.result.Partition`): stages, replicas, devices and
+per-stage costs in the profile's unit.
+
+A planner has up to two faces:
+
+* ``partition(profile, cluster, **options)`` — stages and their costs, no schedule: what
+  ``archsim pipeline``, sweeps and reports compare (slowest stage = time per iteration);
+* ``on_cluster(profile, cluster, microbatches)`` — the plan laid on the cluster's devices and
+  scheduled by SPP's PE over its real links, the makespan in the plan: what ``archsim plan``
+  compares (SPP and the baselines of its paper).
+
+A new planner is one entry here (and its module under ``archsim/partition/`` or ``archsim/spp/``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from archsim.errors import InputError
+from archsim.partition.gpipe import gpipe_partition
+from archsim.partition.layerpipe import layerpipe_partition
+from archsim.partition.pipedream import Level, pipedream_partition, pipedream_partitions
+from archsim.partition.profile import LayerProfile
+from archsim.partition.result import Partition
+from archsim.spp.topology import Topology
+
+
+@dataclass(frozen=True)
+class Planner:
+    """A planner's name (the CLI's ``--method``), one line on what it does, and its faces."""
+
+    name: str
+    summary: str
+    partition: Callable[..., Partition] | None = None  # (profile, cluster, **options)
+    on_cluster: Callable[..., Partition] | None = None  # (profile, cluster, microbatches, **options)
+
+
+def _server_link(cluster: Topology) -> float | None:
+    """The bandwidth of a one-server cluster's links (a server's devices share its one fabric, in
+    cluster files and flat views); None: free links, one device, or several servers."""
+    if len(set(cluster.servers)) != 1 or cluster.devices < 2:
+        return None
+    link = float(cluster.bandwidth[0, 1])
+    return None if math.isinf(link) else link
+
+
+def _pipedream(profile: LayerProfile, cluster: Topology, **options) -> Partition:
+    """PipeDream's optimizer on the cluster's levels: one server is its short form at the server's
+    link bandwidth (free links: transfers ignored); servers × devices its two levels
+    (:meth:`Topology.uniform_levels`)."""
+    if len(set(cluster.servers)) == 1:
+        return pipedream_partition(profile, cluster.devices, bandwidth=_server_link(cluster), **options)
+    hierarchy = tuple(Level(machines, bandwidth) for machines, bandwidth in cluster.uniform_levels())
+    return pipedream_partition(profile, hierarchy=hierarchy, **options)
+
+
+# SPP and its baselines schedule with the simulator (numba) and order devices with networkx: they
+# load when a cluster planner runs, so `archsim pipeline` and sweeps start without them.
+def _spp(profile: LayerProfile, cluster: Topology, microbatches: int, **options) -> Partition:
+    from archsim.spp.plan import spp
+
+    return spp(profile, cluster, microbatches, **options).partition
+
+
+def _baseline(method: str) -> Callable[..., Partition]:
+    def plan(profile: LayerProfile, cluster: Topology, microbatches: int) -> Partition:
+        from archsim.spp.baselines import baseline
+
+        return baseline(method, profile, cluster, microbatches)
+
+    return plan
+
+
+PLANNERS: dict[str, Planner] = {planner.name: planner for planner in (
+    Planner("layerpipe", "LayerPipe's Algorithm 1: balanced stages, δ borrowed and split by operational parallelism",
+            partition=lambda profile, cluster, **options: layerpipe_partition(profile, cluster.devices, **options)),
+    Planner("pipedream", "PipeDream's optimizer over the cluster's levels (one server: one level)",
+            partition=_pipedream),
+    Planner("gpipe", "GPipe: consecutive layers per device (pipeline: equal layer counts; on a cluster: balanced "
+                     "compute, GPipe's fill-drain order)",
+            partition=lambda profile, cluster, **options: gpipe_partition(
+                profile, cluster.devices, bandwidth=_server_link(cluster), **options),
+            on_cluster=_baseline("gpipe")),
+    Planner("spp", "SPP: RDO device order, PRM partition/replication/mapping, PE schedule", on_cluster=_spp),
+    Planner("dp", "data parallel: every device the whole model, one ring all-reduce", on_cluster=_baseline("dp")),
+    Planner("pipedream-prm", "the SPP paper's synchronous PipeDream: PRM over devices in order, PE schedule",
+            on_cluster=_baseline("pipedream-prm")),
+    Planner("hetpipe", "HetPipe: one pipeline per server, then a ring all-reduce across servers",
+            on_cluster=_baseline("hetpipe")),
+)}
+
+PARTITIONERS: tuple[str, ...] = tuple(name for name, planner in PLANNERS.items() if planner.partition)
+CLUSTER_PLANNERS: tuple[str, ...] = tuple(name for name, planner in PLANNERS.items() if planner.on_cluster)
+
+
+def partition(profile: LayerProfile, processors: int | Topology, method: str, *, bandwidth: float | None = None,
+              **options) -> Partition:
+    """Plan ``profile`` on a cluster, or on ``processors`` identical devices joined at ``bandwidth``
+    (bytes per time unit; None: free links), by the partitioner named ``method`` (the CLI's
+    ``--method``); ``options`` go to it (LayerPipe: ``alpha``, ``axes``, ``coster``)."""
+    planner = PLANNERS.get(method)
+    if planner is None or planner.partition is None:
+        raise InputError(f"unknown method {method!r}; choose one of {', '.join(PARTITIONERS)}", field="method")
+    if isinstance(processors, Topology):
+        if bandwidth is not None:
+            raise InputError("a cluster has its own links: give bandwidth only with a processor count",
+                             field="bandwidth")
+        cluster = processors
+    else:
+        cluster = Topology.flat(processors, bandwidth)
+    return planner.partition(profile, cluster, **options)
+
+
+def partitions(profile: LayerProfile, processors: Sequence[int], method: str, **options) -> list[Partition]:
+    """:func:`partition` for each processor count, in order; PipeDream's optimizer solves its
+    table once for them all (:func:`~archsim.partition.pipedream.pipedream_partitions`)."""
+    if method == "pipedream":
+        return pipedream_partitions(profile, processors, **options)
+    return [partition(profile, count, method, **options) for count in processors]
+
+
+def plan_on_cluster(profile: LayerProfile, cluster: Topology, method: str, microbatches: int,
+                    **options) -> Partition:
+    """The plan of ``method`` on ``cluster``'s devices, scheduled over its links: ``.makespan``."""
+    planner = PLANNERS.get(method)
+    if planner is None or planner.on_cluster is None:
+        raise InputError(f"unknown method {method!r}; choose one of {', '.join(CLUSTER_PLANNERS)}", field="method")
+    return planner.on_cluster(profile, cluster, microbatches, **options)
+
+
+__all__ = ["CLUSTER_PLANNERS", "PARTITIONERS", "PLANNERS", "Planner", "partition", "partitions", "plan_on_cluster"]
