@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from archsim.array.config import ArrayConfig
-from archsim.partition import build_profile, partition, profile_from_costs
+from archsim.partition import build_profile, profile_from_costs
+from archsim.planners import partition
 from archsim.policies import stage_orders as so
 from archsim.policies.actions import KINDS, StageOrder
 from archsim.policies.ooo import POLICIES, LayerCosts, ooo_problem
