@@ -54,11 +54,11 @@ FilterSRAMBankNum: {bank_num}
 FilterSRAMBankPort: 2
 
 [sparsity]
-SparsitySupport : false
-SparseRep : ellpack_block
-OptimizedMapping : false
-BlockSize : 8
-RandomNumberGeneratorSeed : 40
+SparsitySupport : {sparse}
+SparseRep : {representation}
+OptimizedMapping : {optimized}
+BlockSize : {block_size}
+RandomNumberGeneratorSeed : {seed}
 
 [run_presets]
 InterfaceBandwidth: {mode}
@@ -94,7 +94,8 @@ def config_text(rows: int, cols: int, dataflow: str, *, ifmap_kb: int = 64, filt
     without it the shipped layout (10 words/cycle in 10 banks)."""
     return CONFIG.format(rows=rows, cols=cols, dataflow=dataflow, ifmap_kb=ifmap_kb, filter_kb=filter_kb,
                          ofmap_kb=ofmap_kb, bandwidth=bandwidth or 10, mode="USER" if bandwidth else "CALC",
-                         read_bandwidth=read_bandwidth or 10, bank_num=1 if read_bandwidth else 10)
+                         read_bandwidth=read_bandwidth or 10, bank_num=1 if read_bandwidth else 10,
+                         sparse="false", representation="ellpack_block", optimized="false", block_size=8, seed=40)
 
 
 def scalesim_conv(h: int, w: int, fh: int, fw: int, c: int, m: int, stride: int, rows: int, cols: int,
@@ -202,3 +203,67 @@ def scalesim_compute_matrices(m: int, k: int, n: int, rows: int, cols: int, data
         ifmap_prefetch, filter_prefetch = system.get_prefetch_matrices()
         ifmap_demand, filter_demand, ofmap_demand = system.get_demand_matrices()
     return ifmap_prefetch, filter_prefetch, ifmap_demand, filter_demand, ofmap_demand
+
+
+@dataclass(frozen=True)
+class SparseReference:
+    """SCALE-Sim's numbers for one layer with ``SparsitySupport`` on (CALC bandwidth mode), in its units:
+    the compute report, the SRAM access counts of its compute system (the ifmap count is a float in
+    SCALE-Sim: ws scales it by M/N) and its SPARSE_REPORT storage columns (words)."""
+
+    compute_cycles: int
+    stall_cycles: int
+    mapping_efficiency: float  # percent
+    compute_utilization: float  # percent
+    ifmap_sram_reads: float
+    filter_sram_reads: int
+    ofmap_sram_writes: int
+    folds: int
+    original_storage: int
+    new_storage: float
+    metadata_storage: float
+
+
+def sparse_config_text(rows: int, cols: int, dataflow: str, representation: str, optimized: bool,
+                       block_size: int, seed: int = 40) -> str:
+    """A SCALE-Sim .cfg with ``SparsitySupport : true`` (CALC mode, the shipped offsets)."""
+    return CONFIG.format(rows=rows, cols=cols, dataflow=dataflow, ifmap_kb=64, filter_kb=64, ofmap_kb=64,
+                         bandwidth=10, mode="CALC", read_bandwidth=10, bank_num=10, sparse="true",
+                         representation=representation, optimized="true" if optimized else "false",
+                         block_size=block_size, seed=seed)
+
+
+def scalesim_sparse_conv(h: int, w: int, fh: int, fw: int, c: int, m: int, stride: int, ratio: tuple[int, int],
+                         rows: int, cols: int, dataflow: str, representation: str = "ellpack_block",
+                         optimized: bool = False, block_size: int = 4, seed: int = 40) -> SparseReference:
+    """SCALE-Sim's numbers for one conv layer (its geometry, as :func:`scalesim_conv`) whose topology row
+    carries the sparsity ratio ``ratio`` = (N, M). Raises whatever SCALE-Sim raises where it refuses."""
+    from scalesim.layout_utils import layouts
+    from scalesim.scale_config import scale_config
+    from scalesim.single_layer_sim import single_layer_sim
+    from scalesim.topology_utils import topologies
+
+    with tempfile.TemporaryDirectory(prefix="archsim-scalesim-") as folder:
+        path = Path(folder) / "reference.cfg"
+        path.write_text(sparse_config_text(rows, cols, dataflow, representation, optimized, block_size, seed))
+        config = scale_config()
+        config.read_conf_file(str(path))
+    topology = topologies()
+    topology.load_layer_params_from_list("layer", ["layer", h, w, fh, fw, c, m, stride, stride, *ratio])
+    layout = layouts()
+    layout.load_layer_params_from_list("layer", ["layer", 1, 1, 1, 1, 1, 1, 1, 1])
+    sim = single_layer_sim()
+    silent = io.StringIO()
+    with contextlib.redirect_stdout(silent), contextlib.redirect_stderr(silent), warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        sim.set_params(layer_id=0, config_obj=config, topology_obj=topology, layout_obj=layout, verbose=False)
+        sim.run()
+        _, compute, stalls, _, mapping, util = sim.get_compute_report_items()
+        original, new, metadata, _ = sim.get_sparse_report_items()
+    return SparseReference(
+        compute_cycles=int(compute), stall_cycles=int(stalls), mapping_efficiency=float(mapping),
+        compute_utilization=float(util), ifmap_sram_reads=float(sim.ifmap_sram_reads),
+        filter_sram_reads=int(sim.filter_sram_reads), ofmap_sram_writes=int(sim.ofmap_sram_writes),
+        folds=len(sim.compute_system.mapping_efficiency_per_fold), original_storage=int(original),
+        new_storage=float(new), metadata_storage=float(metadata),
+    )
