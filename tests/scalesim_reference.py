@@ -267,3 +267,38 @@ def scalesim_sparse_conv(h: int, w: int, fh: int, fw: int, c: int, m: int, strid
         folds=len(sim.compute_system.mapping_efficiency_per_fold), original_storage=int(original),
         new_storage=float(new), metadata_storage=float(metadata),
     )
+
+
+def scalesim_run_files(config_path, topology_path, gemm: bool) -> list[dict]:
+    """SCALE-Sim's per-layer figures for a .cfg and a topology file as its driver reads them
+    (``scale_config.read_conf_file``, ``topologies.load_arrays``), each layer through ``single_layer_sim``:
+    its compute report (total and stall cycles), SRAM counts and, with sparsity on, its sparse report."""
+    from scalesim.layout_utils import layouts
+    from scalesim.scale_config import scale_config
+    from scalesim.single_layer_sim import single_layer_sim
+    from scalesim.topology_utils import topologies
+
+    config = scale_config()
+    config.read_conf_file(str(config_path))
+    topology = topologies()
+    layout = layouts()
+    silent = io.StringIO()
+    out = []
+    with contextlib.redirect_stdout(silent), contextlib.redirect_stderr(silent), warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        topology.load_arrays(str(topology_path), mnk_inputs=gemm)
+        for layer_id in range(topology.get_num_layers()):
+            layout.load_layer_params_from_list(f"layer{layer_id}", ["layer", 1, 1, 1, 1, 1, 1, 1, 1])
+            sim = single_layer_sim()
+            sim.set_params(layer_id=layer_id, config_obj=config, topology_obj=topology, layout_obj=layout,
+                           verbose=False)
+            sim.run()
+            _, total, stalls, _, mapping, _ = sim.get_compute_report_items()
+            row = {"total_cycles": int(total), "stall_cycles": int(stalls), "mapping_efficiency": float(mapping),
+                   "ifmap_sram_reads": float(sim.ifmap_sram_reads), "filter_sram_reads": int(sim.filter_sram_reads),
+                   "ofmap_sram_writes": int(sim.ofmap_sram_writes)}
+            if config.sparsity_support:
+                original, new, metadata, _ = sim.get_sparse_report_items()
+                row.update(original_storage=int(original), new_storage=float(new), metadata_storage=float(metadata))
+            out.append(row)
+    return out

@@ -17,14 +17,16 @@ from __future__ import annotations
 
 import itertools
 import math
+from pathlib import Path
 
 import pytest
 
+from archsim.array.sparse_network import read_sparse_run, sparse_table
 from archsim.array.sparsity import SparsityConfig, sparse_layer_cost
 from archsim.errors import InputError
 
 pytest.importorskip("scalesim")
-from scalesim_reference import scalesim_sparse_conv  # noqa: E402
+from scalesim_reference import scalesim_run_files, scalesim_sparse_conv  # noqa: E402
 
 DATAFLOWS = ("ws", "os", "is")
 REPRESENTATIONS = ("csr", "csc", "ellpack_block")
@@ -126,3 +128,47 @@ def test_grid_equals_scalesim(dataflow, rows, cols):
             continue
         outcomes.append(check(layer, ratio, rows, cols, dataflow, representation, optimized, block))
     assert "equal" in outcomes and len(outcomes) >= 3 * 8 * 24
+
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE_CFG = ROOT / "configs" / "arrays" / "scalesim_sparsity_128x128_ws.cfg"
+FORMATS = ROOT / "tests" / "data" / "scalesim_formats"
+
+
+def check_files(config: Path, topology: Path, gemm: bool) -> int:
+    """``archsim sparse``'s table for a .cfg and topology against SCALE-Sim's run of the same files."""
+    reference = scalesim_run_files(config, topology, gemm)
+    table = sparse_table(*read_sparse_run(config, topology))
+    assert len(table) == len(reference)
+    for row, theirs in zip(table.itertuples(), reference):
+        assert row.F_cycles == theirs["total_cycles"] - theirs["stall_cycles"]
+        for name in ("ifmap_sram_reads", "filter_sram_reads", "ofmap_sram_writes", "original_storage",
+                     "new_storage", "metadata_storage"):
+            assert getattr(row, name) == theirs[name], name
+        assert row.mapping_efficiency * 100 == pytest.approx(theirs["mapping_efficiency"], rel=1e-12)
+    return len(table)
+
+
+@pytest.mark.parametrize("topology, gemm", [("sparsity_conv.csv", False), ("sparsity_gemm.csv", True)])
+def test_scalesims_sparsity_example_runs_and_agrees(topology, gemm):
+    """SCALE-Sim's own sparsity example (its configs/sparsity.cfg values, USER bandwidth, row-wise
+    ELLPACK, B = 8) on its two small example topologies (topologies/sparsity/conv.csv, gemm.csv)."""
+    assert check_files(EXAMPLE_CFG, FORMATS / topology, gemm) >= 1
+
+
+@pytest.mark.slow
+def test_scalesims_sparsity_example_on_alexnet_conv1():
+    """The example's third topology (topologies/sparsity/alexnet_part.csv: AlexNet conv1 at 1:4), whose
+    numbers SCALE-Sim's repository also keeps as golden reports (test/sparsity/golden_trace)."""
+    assert check_files(EXAMPLE_CFG, FORMATS / "sparsity_alexnet_part.csv", False) == 1
+
+
+@pytest.mark.parametrize("representation, optimized", [("csr", "false"), ("csc", "true"), ("ellpack_block", "false")])
+def test_the_example_with_every_representation_and_mapping(tmp_path, representation, optimized):
+    text = EXAMPLE_CFG.read_text().replace("SparseRep : ellpack_block", f"SparseRep : {representation}")
+    text = text.replace("OptimizedMapping : true", f"OptimizedMapping : {optimized}")
+    text = text.replace("FilterOffset:   100", "FilterOffset:   10000000").replace("ArrayHeight : 128", "ArrayHeight : 8")
+    text = text.replace("ArrayWidth :  128", "ArrayWidth :  8")
+    config = tmp_path / "example.cfg"
+    config.write_text(text)
+    assert check_files(config, FORMATS / "sparsity_gemm.csv", True) == 2
