@@ -5,7 +5,8 @@ As ``scalesim/scale_config.py`` reads the section: ``SparsitySupport`` is on whe
 any case; then ``SparseRep`` (case-sensitive, as SCALE-Sim compares it), ``OptimizedMapping``
 (``true`` in any case), ``BlockSize`` (read only with optimized mapping, 4 otherwise) and
 ``RandomNumberGeneratorSeed`` are read. SCALE-Sim needs the section; archsim takes a missing
-section or key ``SparsitySupport`` as off. A topology's sparsity column (a header containing
+section or key ``SparsitySupport`` as off, and refuses ``FilterOffset`` 0 with sparsity on (SCALE-Sim
+then drops the weight at address 0 as if pruned). A topology's sparsity column (a header containing
 ``sparsity``) gives each row's N:M; an empty cell or no column is SCALE-Sim's default 1:1.
 """
 
@@ -54,6 +55,11 @@ def read_sparsity_section(path: str | Path) -> SparsityConfig | None:
         except ValueError as exc:
             raise InputError(str(exc), file=file, line=_line_of(text, key), field=key) from None
 
+    offset = parser.get("architecture_presets", "FilterOffset", fallback="10000000").strip()
+    if offset == "0":
+        raise InputError("FilterOffset 0 with sparsity on: SCALE-Sim takes the weight stored at address 0 for a "
+                         "pruned one (its pattern test is address != 0), which archsim does not copy; use an "
+                         "offset above 0", file=file, line=_line_of(text, "FilterOffset"), field="FilterOffset")
     optimized = value("OptimizedMapping").lower() == "true"
     fields = dict(representation=value("SparseRep"), optimized_mapping=optimized,
                   block_size=integer("BlockSize", 1, 2**31 - 1) if optimized else 4,
