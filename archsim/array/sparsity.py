@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -118,6 +119,13 @@ def column_ratios(filters: int, block_size: int, seed: int) -> np.ndarray:
     return np.random.RandomState(seed).randint(1, block_size // 2 + 1, size=filters)
 
 
+@lru_cache(maxsize=4096)
+def row_wise_kept(k: int, filters: int, block_size: int, seed: int) -> int:
+    """Kept weights (nnz) of a K×N filter under row-wise mapping: Σ_j n_j·⌊K/B⌋ + min(K mod B, n_j)."""
+    per_column = column_ratios(filters, block_size, seed)
+    return int(np.sum(per_column * (k // block_size) + np.minimum(k % block_size, per_column)))
+
+
 def packed_rows(k: int, block_size: int) -> int:
     """Rows of the filter after row-wise packing: K padded to 2B, halved: B·⌈K/2B⌉."""
     return block_size * -(-k // (2 * block_size))
@@ -134,12 +142,15 @@ def _storage(representation: str, k: int, filters: int, nnz: int, condensed_rows
     return original, condensed_rows * filters + metadata, metadata
 
 
-def _scaled_ifmap_reads(t: int, condensed: int, rows: int, col_folds: int, scale: float) -> float:
+def _scaled_ifmap_reads(t: int, condensed: int, rows: int, col_folds: int, ratio_m: int, ratio_n: int) -> float:
     """Weight stationary's ifmap reads under layer-wise N:M, summed as SCALE-Sim sums them: one float
     T·(fold width)·(M/N) per fold, column folds outer, added in order (``np.cumsum`` adds sequentially),
-    so the float is bit-identical where M/N is not a binary fraction."""
-    if scale == 1.0:
-        return float(t * condensed * col_folds)
+    so the float is bit-identical; where M/N is a binary fraction every term and partial sum is exact
+    (below 2⁵³), so any order gives the same sum."""
+    denominator = ratio_n // math.gcd(ratio_m, ratio_n)
+    if denominator & (denominator - 1) == 0:  # M/N is a binary fraction: every partial sum is exact
+        return t * condensed * col_folds * ratio_m / ratio_n
+    scale = ratio_m / ratio_n
     widths = np.minimum(rows, condensed - rows * np.arange(-(-condensed // rows)))
     per_fold = (t * np.tile(widths, col_folds)).astype(np.float64) * scale
     return float(np.cumsum(per_fold)[-1])
@@ -174,8 +185,7 @@ def sparse_layer_cost(t: int, k: int, filters: int, rows: int, cols: int, datafl
             raise InputError(f"row-wise sparse mapping (OptimizedMapping) runs only on the ws dataflow in "
                              f"SCALE-Sim; {dataflow} refuses a {condensed}-row packed filter for a {k}-word "
                              "window", field="OptimizedMapping")
-        per_column = column_ratios(filters, block, sparsity.seed)
-        nnz = int(np.sum(per_column * (k // block) + np.minimum(k % block, per_column)))
+        nnz = row_wise_kept(k, filters, block, sparsity.seed)
     cost = gemm_cost(t, condensed, filters, rows, cols, dataflow)
     folds = int(cost.folds)
     ifmap_reads: float = int(cost.ifmap_sram_reads)
@@ -184,7 +194,7 @@ def sparse_layer_cost(t: int, k: int, filters: int, rows: int, cols: int, datafl
         ifmap_reads = folds * (t + rows - 1) * 2 * rows * (block // 2)
         mapping = nnz / (rows * cols * folds)  # unfilled packing slots are idle PEs
     elif dataflow == "ws":
-        ifmap_reads = _scaled_ifmap_reads(t, condensed, rows, int(cost.col_folds), ratio_m / ratio_n)
+        ifmap_reads = _scaled_ifmap_reads(t, condensed, rows, int(cost.col_folds), ratio_m, ratio_n)
     original, new, metadata = _storage(sparsity.representation, k, filters, nnz, condensed, ratio_m)
     cycles = int(cost.cycles)
     macs = t * k * filters
