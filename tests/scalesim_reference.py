@@ -205,7 +205,7 @@ def scalesim_compute_matrices(m: int, k: int, n: int, rows: int, cols: int, data
     return ifmap_prefetch, filter_prefetch, ifmap_demand, filter_demand, ofmap_demand
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class SparseReference:
     """SCALE-Sim's numbers for one layer with ``SparsitySupport`` on (CALC bandwidth mode), in its units:
     the compute report, the SRAM access counts of its compute system (the ifmap count is a float in
@@ -222,6 +222,8 @@ class SparseReference:
     original_storage: int
     new_storage: float
     metadata_storage: float
+    kept_weights: int  # ones in SCALE-Sim's K×N pattern (operand_matrix.sparse_filter_array)
+    pattern: object = None  # that K×N 0/1 pattern itself (a numpy array)
 
 
 def sparse_config_text(rows: int, cols: int, dataflow: str, representation: str, optimized: bool,
@@ -266,6 +268,7 @@ def scalesim_sparse_conv(h: int, w: int, fh: int, fw: int, c: int, m: int, strid
         filter_sram_reads=int(sim.filter_sram_reads), ofmap_sram_writes=int(sim.ofmap_sram_writes),
         folds=len(sim.compute_system.mapping_efficiency_per_fold), original_storage=int(original),
         new_storage=float(new), metadata_storage=float(metadata),
+        kept_weights=int(sim.op_mat_obj.sparse_filter_array.sum()), pattern=sim.op_mat_obj.sparse_filter_array.copy(),
     )
 
 

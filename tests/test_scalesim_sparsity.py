@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from archsim.array.sparse_network import read_sparse_run, sparse_table
+from archsim.array.sparse_training import SparseTraining, backward_gemms
 from archsim.array.sparsity import SparsityConfig, sparse_layer_cost
 from archsim.errors import InputError
 
@@ -70,6 +71,7 @@ def check(layer, ratio, rows, cols, dataflow, representation, optimized, block):
     assert ours.ofmap_sram_writes == reference.ofmap_sram_writes
     assert (ours.original_storage, ours.new_storage, ours.metadata_storage) == \
         (reference.original_storage, reference.new_storage, reference.metadata_storage)
+    assert ours.kept_weights == reference.kept_weights
     assert ours.mapping_efficiency * 100 == pytest.approx(reference.mapping_efficiency, rel=1e-12)
     assert ours.compute_utilization * 100 == pytest.approx(reference.compute_utilization, rel=1e-12)
     return "equal"
@@ -172,3 +174,54 @@ def test_the_example_with_every_representation_and_mapping(tmp_path, representat
     config = tmp_path / "example.cfg"
     config.write_text(text)
     assert check_files(config, FORMATS / "sparsity_gemm.csv", True) == 2
+
+
+TRAINING_CASES = [  # (layer, ratio, rows, cols, optimized, block)
+    ((6, 6, 3, 3, 2, 5, 1), (2, 4), 4, 4, False, 4),
+    ((4, 19, 1, 19, 1, 7, 1), (3, 4), 8, 4, False, 4),
+    ((3, 31, 1, 31, 1, 29, 1), (1, 4), 8, 4, True, 8),
+    ((5, 5, 3, 3, 2, 6, 1), (1, 4), 4, 4, True, 4),
+]
+
+
+@pytest.mark.parametrize("layer, ratio, rows, cols, optimized, block", TRAINING_CASES)
+def test_delta_and_gradient_skip_exactly_the_all_zero_weight_rows(layer, ratio, rows, cols, optimized, block):
+    """On SCALE-Sim's own K×N pattern, with random weights: δ = dout·Wᵀ is zero in exactly the columns
+    whose weight row is zero in every filter (what ``delta="transposed"`` skips), and a masked G
+    (dW kept only where W is kept) is zero in exactly those rows (what ``gradient="masked"`` skips)."""
+    import numpy as np
+
+    t, k, n = gemm_of(layer)
+    config = SparsityConfig("csr", optimized, block)
+    reference = scalesim_sparse_conv(*layer, ratio, rows, cols, "ws", "csr", optimized, block)
+    mask = np.asarray(reference.pattern, dtype=bool)
+    rng = np.random.default_rng(0)
+    weights = rng.standard_normal((k, n)) * mask
+    delta = rng.standard_normal((t, n)) @ weights.T
+    grad = (rng.standard_normal((k, t)) @ rng.standard_normal((t, n))) * mask
+    live_columns = int(np.sum(np.any(delta != 0, axis=0)))
+    live_rows = int(np.sum(np.any(grad != 0, axis=1)))
+    assert live_columns == live_rows == int(np.sum(mask.any(axis=1)))
+    shapes = backward_gemms(t, k, n, ratio, config, SparseTraining("transposed", "masked"))
+    assert shapes == {"D": (t, n, live_columns), "G": (live_rows, t, n)}
+    assert backward_gemms(t, k, n, ratio, config, SparseTraining("dense", "dense")) == {"D": (t, n, k), "G": (k, t, n)}
+
+
+@pytest.mark.parametrize("case", SUBSET[:9:2], ids=lambda c: "-".join(map(str, c[1:])))  # cases SCALE-Sim runs
+def test_energy_counts_compressed_weights_and_metadata(case):
+    """F's counts use SCALE-Sim's own sparse figures: weights fetched = its New Storage (compressed
+    weights + metadata), filter SRAM reads = its filter reads + metadata reads, MACs = T × kept weights."""
+    from archsim.array.config import ArrayConfig
+    from archsim.energy.sparse import sparse_layer_counts
+
+    layer, ratio, rows, cols, dataflow, representation, optimized, block = case
+    t, k, n = gemm_of(layer)
+    reference = scalesim_sparse_conv(*layer, ratio, rows, cols, dataflow, representation, optimized, block)
+    counts = sparse_layer_counts(t, k, n, ArrayConfig(rows, cols, dataflow), ratio,
+                                 SparsityConfig(representation, optimized, block)).set_index("op")
+    forward = counts.loc["F"]
+    assert forward.cycles == reference.compute_cycles
+    assert forward.filter_dram_reads == forward.filter_sram_writes == reference.new_storage
+    assert forward.filter_sram_reads == reference.filter_sram_reads + reference.metadata_storage
+    assert forward.ifmap_sram_reads == reference.ifmap_sram_reads
+    assert forward.macs == t * reference.kept_weights

@@ -47,8 +47,10 @@ def read_sparse_run(config: str | Path, topology: str | Path) -> tuple[ArrayConf
 
 
 def sparse_table(array: ArrayConfig, sparsity: SparsityConfig, network: Network, ratios: list[tuple[int, int]],
-                 options: SparseTraining = SparseTraining(), batch: int = 1) -> pd.DataFrame:
-    """One row per conv/fc layer (see the module docstring); ``batch`` multiplies M (SCALE-Sim: 1)."""
+                 options: SparseTraining = SparseTraining(), batch: int = 1, energy: bool = False) -> pd.DataFrame:
+    """One row per conv/fc layer (see the module docstring); ``batch`` multiplies M (SCALE-Sim: 1).
+    ``energy``: add ``energy_pj`` (F + δ + G of the pruned layer, :mod:`archsim.energy.sparse`, the
+    array's default energy table) and ``dense_energy_pj`` (the same layer unpruned)."""
     rows, cols, dataflow = array.rows, array.cols, array.dataflow
     records = []
     for layer, ratio in zip(network.layers, ratios):
@@ -63,6 +65,14 @@ def sparse_table(array: ArrayConfig, sparsity: SparsityConfig, network: Network,
         dense_back = {"D": gemm_cycles(gemm.m, gemm.n, gemm.k, rows, cols, dataflow),
                       "G": gemm_cycles(gemm.k, gemm.m, gemm.n, rows, cols, dataflow)}
         count = gemm.count
+        extra = {}
+        if energy:
+            from archsim.energy.sparse import dense_layer_counts, sparse_layer_counts, with_energy
+
+            extra = {"energy_pj": count * with_energy(sparse_layer_counts(
+                         gemm.m, gemm.k, gemm.n, array, ratio, sparsity, options, has_delta), array),
+                     "dense_energy_pj": count * with_energy(dense_layer_counts(gemm.m, gemm.k, gemm.n, array,
+                                                                               has_delta), array)}
         records.append({
             "layer": layer.name, "sparsity": f"{ratio[0]}:{ratio[1]}", "m": gemm.m, "k": gemm.k, "n": gemm.n,
             "count": count, "filter_rows": cost.filter_rows,
@@ -75,6 +85,6 @@ def sparse_table(array: ArrayConfig, sparsity: SparsityConfig, network: Network,
             "metadata_storage": cost.metadata_storage * count,
             "D_cycles": back["D"] * count if has_delta else 0,
             "D_dense_cycles": dense_back["D"] * count if has_delta else 0,
-            "G_cycles": back["G"] * count, "G_dense_cycles": dense_back["G"] * count,
+            "G_cycles": back["G"] * count, "G_dense_cycles": dense_back["G"] * count, **extra,
         })
     return pd.DataFrame.from_records(records)

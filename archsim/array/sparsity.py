@@ -82,7 +82,7 @@ class SparseCost:
     condensed filter matrix the array sees (K' or K_c). ifmap_sram_reads is a float where SCALE-Sim's
     is (weight stationary scales it by M/N). original/new/metadata_storage: SPARSE_REPORT's columns.
     mapping_efficiency: mean over folds of PEs holding a weight. utilization: dense MACs (T·K·N, what
-    SCALE-Sim counts) / (cycles · PEs).
+    SCALE-Sim counts) / (cycles · PEs). kept_weights: nnz of the K×N weight pattern.
     """
 
     cycles: int
@@ -98,6 +98,7 @@ class SparseCost:
     new_storage: float
     metadata_storage: float
     macs: int
+    kept_weights: int
 
 
 def check_ratio(ratio: tuple[int, int], *, field: str = "Sparsity") -> tuple[int, int]:
@@ -203,5 +204,5 @@ def sparse_layer_cost(t: int, k: int, filters: int, rows: int, cols: int, datafl
         filter_sram_reads=int(cost.filter_sram_reads), ofmap_sram_writes=int(cost.ofmap_sram_writes),
         mapping_efficiency=mapping, compute_utilization=float(cost.compute_utilization),
         utilization=macs / (max(cycles, 1) * rows * cols), original_storage=original, new_storage=new,
-        metadata_storage=metadata, macs=macs,
+        metadata_storage=metadata, macs=macs, kept_weights=nnz,
     )

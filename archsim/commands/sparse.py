@@ -26,13 +26,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="dense: G computes every weight's gradient; masked: only rows holding kept weights")
     parser.add_argument("--batch", type=positive_int, default=1,
                         help="samples per GEMM (SCALE-Sim has none: 1 reproduces its numbers)")
+    parser.add_argument("--energy", action="store_true",
+                        help="add energy_pj (F+δ+G, compressed weights and metadata counted) and dense_energy_pj")
     add_output_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     array, sparsity, network, ratios = read_sparse_run(args.config, args.topology)
     options = SparseTraining(delta=args.delta, gradient=args.gradient)
-    table = sparse_table(array, sparsity, network, ratios, options, args.batch)
+    table = sparse_table(array, sparsity, network, ratios, options, args.batch, args.energy)
     meta = {"array": f"{array.rows}x{array.cols}", "dataflow": array.dataflow,
             "representation": sparsity.representation, "optimized_mapping": sparsity.optimized_mapping,
             "block_size": sparsity.block_size, "seed": sparsity.seed, "delta": args.delta,
