@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from archsim.array.sparse_network import read_sparse_run, sparse_table
-from archsim.array.sparse_training import SparseTraining, backward_gemms
+from archsim.array.sparse_training import SparseTraining, backward_gemms, weight_mask
 from archsim.array.sparsity import SparsityConfig, sparse_layer_cost
 from archsim.errors import InputError
 
@@ -178,33 +178,59 @@ def test_the_example_with_every_representation_and_mapping(tmp_path, representat
 
 TRAINING_CASES = [  # (layer, ratio, rows, cols, optimized, block)
     ((6, 6, 3, 3, 2, 5, 1), (2, 4), 4, 4, False, 4),
-    ((4, 19, 1, 19, 1, 7, 1), (3, 4), 8, 4, False, 4),
-    ((3, 31, 1, 31, 1, 29, 1), (1, 4), 8, 4, True, 8),
+    ((6, 6, 3, 3, 4, 3, 1), (2, 4), 4, 4, False, 4),  # C a multiple of M: whole channels pruned
+    ((5, 5, 3, 3, 8, 3, 2), (1, 4), 8, 4, False, 4),
     ((5, 5, 3, 3, 2, 6, 1), (1, 4), 4, 4, True, 4),
+    ((6, 6, 2, 2, 8, 5, 1), (1, 4), 8, 4, True, 8),
 ]
 
 
-@pytest.mark.parametrize("layer, ratio, rows, cols, optimized, block", TRAINING_CASES)
-def test_delta_and_gradient_skip_exactly_the_all_zero_weight_rows(layer, ratio, rows, cols, optimized, block):
-    """On SCALE-Sim's own K×N pattern, with random weights: δ = dout·Wᵀ is zero in exactly the columns
-    whose weight row is zero in every filter (what ``delta="transposed"`` skips), and a masked G
-    (dW kept only where W is kept) is zero in exactly those rows (what ``gradient="masked"`` skips)."""
+def transposed_conv(weights, dout, h, w, stride):
+    """dX of a conv by its definition (every tap scattered back), weights as SCALE-Sim orders its K
+    rows: window index (r·fw + s)·C + c."""
     import numpy as np
 
+    fh, fw, channels, filters = weights.shape
+    dx = np.zeros((channels, h, w))
+    for oy, ox in np.ndindex(dout.shape[1:]):
+        for r, s in np.ndindex(fh, fw):
+            y, x = oy * stride + r, ox * stride + s
+            if y < h and x < w:
+                dx[:, y, x] += weights[r, s] @ dout[:, oy, ox]
+    return dx
+
+
+@pytest.mark.parametrize("layer, ratio, rows, cols, optimized, block", TRAINING_CASES)
+def test_delta_and_gradient_skip_exactly_what_only_pruned_weights_feed(layer, ratio, rows, cols, optimized, block):
+    """SCALE-Sim's own K×N pattern is archsim's; with random weights on it, δ (the transposed conv,
+    by definition) is zero in exactly the input channels ``delta="transposed"`` skips, and a masked G
+    is zero in exactly the weight rows ``gradient="masked"`` skips."""
+    import numpy as np
+
+    from archsim.lowering import lower_layer
+    from archsim.workload import Layer
+
+    h, w, fh, fw, c, m, stride = layer
     t, k, n = gemm_of(layer)
     config = SparsityConfig("csr", optimized, block)
     reference = scalesim_sparse_conv(*layer, ratio, rows, cols, "ws", "csr", optimized, block)
-    mask = np.asarray(reference.pattern, dtype=bool)
+    mask = weight_mask(k, n, ratio, config)
+    assert np.array_equal(mask, np.asarray(reference.pattern, dtype=bool))
     rng = np.random.default_rng(0)
-    weights = rng.standard_normal((k, n)) * mask
-    delta = rng.standard_normal((t, n)) @ weights.T
+    weights = (rng.standard_normal((k, n)) * mask).reshape(fh, fw, c, n)
+    oh, ow = math.ceil((h - fh + stride) / stride), math.ceil((w - fw + stride) / stride)
+    dx = transposed_conv(weights, rng.standard_normal((n, oh, ow)), h, w, stride)
+    live_channels = int(np.sum(np.any(dx != 0, axis=(1, 2))))
     grad = (rng.standard_normal((k, t)) @ rng.standard_normal((t, n))) * mask
-    live_columns = int(np.sum(np.any(delta != 0, axis=0)))
     live_rows = int(np.sum(np.any(grad != 0, axis=1)))
-    assert live_columns == live_rows == int(np.sum(mask.any(axis=1)))
-    shapes = backward_gemms(t, k, n, ratio, config, SparseTraining("transposed", "masked"))
-    assert shapes == {"D": (t, n, live_columns), "G": (live_rows, t, n)}
-    assert backward_gemms(t, k, n, ratio, config, SparseTraining("dense", "dense")) == {"D": (t, n, k), "G": (k, t, n)}
+    net_layer = Layer(name="conv", kind="conv", ifmap_h=h, ifmap_w=w, filter_h=fh, filter_w=fw, channels=c,
+                      filters=n, stride=stride, inputs=("prev",), geometry="scalesim")
+    lowered = lower_layer(net_layer, batch=1, mode="paper")
+    pruned = backward_gemms(lowered, ratio, config, SparseTraining("transposed", "masked"))
+    assert {g.n for g in pruned["D"]} == {live_channels}
+    assert {g.m for g in pruned["G"]} == {live_rows}
+    assert backward_gemms(lowered, ratio, config, SparseTraining("dense", "dense")) == \
+        {"D": lowered.op("D").gemms, "G": lowered.op("G").gemms}
 
 
 @pytest.mark.parametrize("case", SUBSET[:9:2], ids=lambda c: "-".join(map(str, c[1:])))  # cases SCALE-Sim runs
@@ -213,11 +239,16 @@ def test_energy_counts_compressed_weights_and_metadata(case):
     weights + metadata), filter SRAM reads = its filter reads + metadata reads, MACs = T × kept weights."""
     from archsim.array.config import ArrayConfig
     from archsim.energy.sparse import sparse_layer_counts
+    from archsim.lowering import lower_layer
+    from archsim.workload import Layer
 
     layer, ratio, rows, cols, dataflow, representation, optimized, block = case
+    h, w, fh, fw, c, m, stride = layer
     t, k, n = gemm_of(layer)
     reference = scalesim_sparse_conv(*layer, ratio, rows, cols, dataflow, representation, optimized, block)
-    counts = sparse_layer_counts(t, k, n, ArrayConfig(rows, cols, dataflow), ratio,
+    lowered = lower_layer(Layer(name="conv", kind="conv", ifmap_h=h, ifmap_w=w, filter_h=fh, filter_w=fw, channels=c,
+                                filters=m, stride=stride, geometry="scalesim"), batch=1)
+    counts = sparse_layer_counts(lowered, ArrayConfig(rows, cols, dataflow), ratio,
                                  SparsityConfig(representation, optimized, block)).set_index("op")
     forward = counts.loc["F"]
     assert forward.cycles == reference.compute_cycles

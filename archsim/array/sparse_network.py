@@ -14,15 +14,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
-from archsim.array.analytic import gemm_cycles
 from archsim.array.config import ArrayConfig, read_scalesim_cfg
 from archsim.array.sparse_input import read_sparsity_column, read_sparsity_section
-from archsim.array.sparse_training import SparseTraining, backward_cycles
+from archsim.array.sparse_training import SparseTraining, backward_gemms, gemms_cycles
 from archsim.array.sparsity import SparsityConfig, sparse_layer_cost
 from archsim.errors import InputError
-from archsim.lowering import lower_layer
+from archsim.lowering import Mode, lower_layer
+from archsim.partition.profile import LayerProfile, profile_from_costs
 from archsim.workload import load_topology
 from archsim.workload.layer import Network
 
@@ -47,44 +48,53 @@ def read_sparse_run(config: str | Path, topology: str | Path) -> tuple[ArrayConf
 
 
 def sparse_table(array: ArrayConfig, sparsity: SparsityConfig, network: Network, ratios: list[tuple[int, int]],
-                 options: SparseTraining = SparseTraining(), batch: int = 1, energy: bool = False) -> pd.DataFrame:
+                 options: SparseTraining = SparseTraining(), batch: int = 1, energy: bool = False,
+                 mode: Mode = "exact") -> pd.DataFrame:
     """One row per conv/fc layer (see the module docstring); ``batch`` multiplies M (SCALE-Sim: 1).
+    δ and G are archsim's lowering (``mode``) of the layer, shrunk by ``options``
+    (:func:`~archsim.array.sparse_training.backward_gemms`); the ``*_dense_cycles`` are the unpruned ones.
     ``energy``: add ``energy_pj`` (F + δ + G of the pruned layer, :mod:`archsim.energy.sparse`, the
     array's default energy table) and ``dense_energy_pj`` (the same layer unpruned)."""
     rows, cols, dataflow = array.rows, array.cols, array.dataflow
     records = []
     for layer, ratio in zip(network.layers, ratios):
-        lowered = lower_layer(layer, batch=batch)
+        lowered = lower_layer(layer, batch=batch, mode=mode, element_bytes=array.element_bytes)
         forward = lowered.op("F").gemms
-        if len(forward) != 1:
+        if len(forward) != 1 or layer.kind not in ("conv", "fc"):
             raise InputError(f"{layer.kind} layers have no SCALE-Sim sparse mapping", field=layer.name)
         (gemm,) = forward
-        has_delta = any(op.kind == "D" for op in lowered.ops)
         cost = sparse_layer_cost(gemm.m, gemm.k, gemm.n, rows, cols, dataflow, ratio, sparsity)
-        back = backward_cycles(gemm.m, gemm.k, gemm.n, rows, cols, dataflow, ratio, sparsity, options)
-        dense_back = {"D": gemm_cycles(gemm.m, gemm.n, gemm.k, rows, cols, dataflow),
-                      "G": gemm_cycles(gemm.k, gemm.m, gemm.n, rows, cols, dataflow)}
+        back = backward_gemms(lowered, ratio, sparsity, options)
+        dense = {op.kind: gemms_cycles(op.gemms, rows, cols, dataflow) for op in lowered.ops}
         count = gemm.count
         extra = {}
         if energy:
             from archsim.energy.sparse import dense_layer_counts, sparse_layer_counts, with_energy
 
-            extra = {"energy_pj": count * with_energy(sparse_layer_counts(
-                         gemm.m, gemm.k, gemm.n, array, ratio, sparsity, options, has_delta), array),
-                     "dense_energy_pj": count * with_energy(dense_layer_counts(gemm.m, gemm.k, gemm.n, array,
-                                                                               has_delta), array)}
+            extra = {"energy_pj": with_energy(sparse_layer_counts(lowered, array, ratio, sparsity, options), array),
+                     "dense_energy_pj": with_energy(dense_layer_counts(lowered, array), array)}
         records.append({
             "layer": layer.name, "sparsity": f"{ratio[0]}:{ratio[1]}", "m": gemm.m, "k": gemm.k, "n": gemm.n,
             "count": count, "filter_rows": cost.filter_rows,
-            "F_cycles": cost.cycles * count, "F_dense_cycles": gemm_cycles(gemm.m, gemm.k, gemm.n, rows, cols,
-                                                                           dataflow) * count,
+            "F_cycles": cost.cycles * count, "F_dense_cycles": dense["F"],
             "folds": cost.folds * count, "mapping_efficiency": cost.mapping_efficiency,
             "ifmap_sram_reads": cost.ifmap_sram_reads * count, "filter_sram_reads": cost.filter_sram_reads * count,
             "ofmap_sram_writes": cost.ofmap_sram_writes * count,
             "original_storage": cost.original_storage * count, "new_storage": cost.new_storage * count,
             "metadata_storage": cost.metadata_storage * count,
-            "D_cycles": back["D"] * count if has_delta else 0,
-            "D_dense_cycles": dense_back["D"] * count if has_delta else 0,
-            "G_cycles": back["G"] * count, "G_dense_cycles": dense_back["G"] * count, **extra,
+            "D_cycles": gemms_cycles(back.get("D", ()), rows, cols, dataflow), "D_dense_cycles": dense.get("D", 0),
+            "G_cycles": gemms_cycles(back["G"], rows, cols, dataflow), "G_dense_cycles": dense["G"], **extra,
         })
     return pd.DataFrame.from_records(records)
+
+
+def pruned_profile(table: pd.DataFrame, dense: LayerProfile, element_bytes: int = 1) -> LayerProfile:
+    """A partitioner's profile of the pruned network: F, G and δ cycles from :func:`sparse_table`,
+    activation and δ bytes of the dense layers (pruning weights changes neither), weight bytes the
+    compressed storage (weights + metadata, rounded up to whole words). δ is not split (its sub-GEMMs
+    would be costed dense), so LayerPipe may only borrow whole δs."""
+    words = table["new_storage"].to_numpy(dtype=float)
+    return profile_from_costs(
+        tuple(table["layer"]), table["F_cycles"], table["G_cycles"], table["D_cycles"],
+        activation_bytes=dense.activation_bytes, delta_bytes=dense.delta_bytes,
+        weight_bytes=np.ceil(words).astype(np.int64) * element_bytes, edges=dense.edges)

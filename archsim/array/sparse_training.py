@@ -1,20 +1,23 @@
 """Training on a SCALE-Sim sparse layer: which of F, δ and G a weight-sparsity pattern speeds up.
 
 A layer's three GEMMs (archsim's lowering, K = window words, N = filters, M = ofmap pixels × batch):
-F out[M×N] = A[M×K]·W[K×N]; δ dA[M×K] = dout[M×N]·Wᵀ[N×K]; G dW[K×N] = Aᵀ[K×M]·dout[M×N].
+F out[M×N] = A[M×K]·W[K×N]; δ dA = dout·Wᵀ; G dW[K×N] = Aᵀ[K×M]·dout[M×N].
 
 * **F** runs as SCALE-Sim runs it (:func:`~archsim.array.sparsity.sparse_layer_cost`): the N:M
   pattern runs down K, F's reduction dimension, so the array streams only the kept rows.
-* **δ** uses Wᵀ, whose rows are the N filters: the N:M pattern now runs along δ's *output* columns,
-  not its reduction (N), so nothing is compressed along the reduction. What it does give: a row of
-  W that is zero in every filter is a column of dA that is zero — not computed. Layer-wise N:M
-  zeroes the same rows in every filter (K' of K kept); row-wise mapping keeps, in each block of B
-  rows, the first max_j n_j rows in some filter (``delta="transposed"``: δ is M×N×K_kept). With
-  ``delta="dense"`` δ is the dense M×N×K GEMM (an array that does not look at the pattern).
+* **δ** uses Wᵀ, whose rows are the N filters: the N:M pattern, which runs down K (taps × input
+  channels, channel fastest), no longer runs along the reduction, so nothing is compressed there.
+  What it does give: an output that only pruned weights feed is zero and is not computed
+  (``delta="transposed"``). For an fc layer (δ = dout·Wᵀ, M×N×K) that is each of the K columns whose
+  weight row is pruned in every filter (layer-wise N:M: K − K'); for a conv, which archsim lowers
+  as the transposed convolution (pixels × taps·N × C), each input channel all of whose taps are
+  pruned in every filter — with layer-wise N:M that happens only when M divides into the channel
+  count's pattern (e.g. C a multiple of M: C·(M − N)/M channels), so a conv's δ is often not sped
+  up at all. ``delta="dense"`` computes every output.
 * **G** produces every weight's gradient, a dense K×N dW, pruned positions included
-  (``gradient="dense"``, K×M×N). ``gradient="masked"`` computes only the rows of dW that hold a kept
-  weight (the same K_kept rows as δ) — the pruned weights' gradients are masked to zero anyway when
-  the mask is re-applied after the update, so only masked training may skip them.
+  (``gradient="dense"``, K×M×N). ``gradient="masked"`` computes only the rows of dW that hold a
+  kept weight in some filter — the pruned weights' gradients are masked to zero anyway when the
+  mask is re-applied after the update, so only masked training may skip them.
 
 Only the ws/os/is GEMM costs of :mod:`archsim.array.analytic` are used for δ and G: SCALE-Sim has no
 backward pass, so these are archsim's reading of the pattern, not SCALE-Sim's numbers.
@@ -22,13 +25,14 @@ backward pass, so these are archsim's reading of the pattern, not SCALE-Sim's nu
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from archsim.array.analytic import gemm_cycles
-from archsim.array.sparsity import SparsityConfig, column_ratios, kept_rows
+from archsim.array.sparsity import SparsityConfig, column_ratios
 from archsim.errors import InputError
+from archsim.lowering import Gemm, LoweredLayer
 
 DELTA_OPTIONS = ("transposed", "dense")
 GRADIENT_OPTIONS = ("dense", "masked")
@@ -49,25 +53,46 @@ class SparseTraining:
                              field="gradient")
 
 
-def nonzero_weight_rows(k: int, filters: int, ratio: tuple[int, int], sparsity: SparsityConfig) -> int:
-    """Rows of the K×N weight matrix that hold a kept weight in at least one filter."""
+def weight_mask(k: int, filters: int, ratio: tuple[int, int], sparsity: SparsityConfig) -> np.ndarray:
+    """SCALE-Sim's K×N keep pattern (``operand_matrix.sparse_filter_array``) as booleans: layer-wise,
+    row j kept iff j mod M < N; row-wise, row j of filter f kept iff j mod B < n_f."""
+    rows = np.arange(k)[:, None]
     if not sparsity.optimized_mapping:
-        return kept_rows(k, *ratio)
-    widest = int(np.max(column_ratios(filters, sparsity.block_size, sparsity.seed)))
-    return kept_rows(k, widest, sparsity.block_size)
+        return np.broadcast_to(rows % ratio[1] < ratio[0], (k, filters))
+    return rows % sparsity.block_size < column_ratios(filters, sparsity.block_size, sparsity.seed)[None, :]
 
 
-def backward_gemms(m: int, k: int, filters: int, ratio: tuple[int, int], sparsity: SparsityConfig,
-                   options: SparseTraining) -> dict[str, tuple[int, int, int]]:
-    """(m, k, n) of δ ("D") and G under ``options``: the GEMMs the array runs."""
-    kept = nonzero_weight_rows(k, filters, ratio, sparsity)
-    delta_out = kept if options.delta == "transposed" else k
-    grad_rows = kept if options.gradient == "masked" else k
-    return {"D": (m, filters, delta_out), "G": (grad_rows, m, filters)}
+def backward_gemms(lowered: LoweredLayer, ratio: tuple[int, int], sparsity: SparsityConfig,
+                   options: SparseTraining) -> dict[str, tuple[Gemm, ...]]:
+    """The δ ("D") and G GEMMs of archsim's lowering of a conv/fc layer, shrunk as ``options`` say.
+
+    G = (K, M, N): masked, only the K rows holding a kept weight. δ: archsim lowers a conv's δ as the
+    transposed convolution, GEMMs (pixels, taps·N, C) whose output columns are input channels — a
+    channel is skipped when every tap of every filter on it is pruned; an fc layer's δ (M, N, K) skips
+    the K columns whose weight row is pruned in every filter.
+    """
+    (forward,) = lowered.op("F").gemms
+    mask = weight_mask(forward.k, forward.n, ratio, sparsity)
+    live_rows = int(np.count_nonzero(mask.any(axis=1)))
+    out: dict[str, tuple[Gemm, ...]] = {}
+    for op in lowered.ops:
+        if op.kind == "G":
+            rows = live_rows if options.gradient == "masked" else None
+            out["G"] = tuple(replace(g, m=rows) if rows is not None else g for g in op.gemms)
+        elif op.kind == "D":
+            gemms = []
+            for g in op.gemms:
+                if options.delta == "dense":
+                    gemms.append(g)
+                elif lowered.layer.kind == "conv":  # columns are the C input channels of one group
+                    live = int(np.count_nonzero(mask.reshape(-1, g.n, forward.n).any(axis=(0, 2))))
+                    gemms.append(replace(g, n=max(live, 1)))
+                else:
+                    gemms.append(replace(g, n=max(live_rows, 1)))
+            out["D"] = tuple(gemms)
+    return out
 
 
-def backward_cycles(m: int, k: int, filters: int, rows: int, cols: int, dataflow: str, ratio: tuple[int, int],
-                    sparsity: SparsityConfig, options: SparseTraining) -> dict[str, int]:
-    """Compute cycles of δ and G (analytic, stall-free) under ``options``."""
-    return {op: gemm_cycles(*shape, rows, cols, dataflow)
-            for op, shape in backward_gemms(m, k, filters, ratio, sparsity, options).items()}
+def gemms_cycles(gemms: tuple[Gemm, ...], rows: int, cols: int, dataflow: str) -> int:
+    """Compute cycles of GEMMs run one after another (each ``count`` times)."""
+    return sum(gemm_cycles(g.m, g.k, g.n, rows, cols, dataflow) * g.count for g in gemms)
