@@ -47,11 +47,11 @@ WriteRequestBuffer: 32
 IfmapCustomLayout: False
 IfmapSRAMBankBandwidth: {read_bandwidth}
 IfmapSRAMBankNum: {bank_num}
-IfmapSRAMBankPort: 2
+IfmapSRAMBankPort: {bank_port}
 FilterCustomLayout: False
 FilterSRAMBankBandwidth: {read_bandwidth}
 FilterSRAMBankNum: {bank_num}
-FilterSRAMBankPort: 2
+FilterSRAMBankPort: {bank_port}
 
 [sparsity]
 SparsitySupport : {sparse}
@@ -88,19 +88,23 @@ class Reference:
 
 
 def config_text(rows: int, cols: int, dataflow: str, *, ifmap_kb: int = 64, filter_kb: int = 64,
-                ofmap_kb: int = 64, bandwidth: int | None = None, read_bandwidth: int | None = None) -> str:
+                ofmap_kb: int = 64, bandwidth: int | None = None, read_bandwidth: int | None = None,
+                banks: tuple[int, int] | None = None) -> str:
     """A SCALE-Sim .cfg; ``bandwidth`` given → USER interface-bandwidth mode, else CALC.
     ``read_bandwidth`` → the ifmap/filter bank bandwidth SCALE-Sim's USER mode reads (one bank);
-    without it the shipped layout (10 words/cycle in 10 banks)."""
+    without it the shipped layout (10 words/cycle in 10 banks). ``banks`` = (banks, ports per bank)
+    of both read SRAMs, overriding those (custom layouts stay off)."""
     return CONFIG.format(rows=rows, cols=cols, dataflow=dataflow, ifmap_kb=ifmap_kb, filter_kb=filter_kb,
                          ofmap_kb=ofmap_kb, bandwidth=bandwidth or 10, mode="USER" if bandwidth else "CALC",
-                         read_bandwidth=read_bandwidth or 10, bank_num=1 if read_bandwidth else 10,
-                         sparse="false", representation="ellpack_block", optimized="false", block_size=8, seed=40)
+                         read_bandwidth=read_bandwidth or 10,
+                         bank_num=banks[0] if banks else (1 if read_bandwidth else 10),
+                         bank_port=banks[1] if banks else 2, sparse="false", representation="ellpack_block", optimized="false", block_size=8, seed=40)
 
 
 def scalesim_conv(h: int, w: int, fh: int, fw: int, c: int, m: int, stride: int, rows: int, cols: int,
                   dataflow: str, *, ifmap_kb: int = 64, filter_kb: int = 64, ofmap_kb: int = 64,
-                  bandwidth: int | None = None, read_bandwidth: int | None = None) -> Reference:
+                  bandwidth: int | None = None, read_bandwidth: int | None = None,
+                  banks: tuple[int, int] | None = None) -> Reference:
     """SCALE-Sim's numbers for one conv layer in its geometry: H×W×C input (no padding), fh×fw×C×M
     filters, the same stride both ways, batch 1; output ⌈(H − fh + s)/s⌉ × ⌈(W − fw + s)/s⌉.
     ``bandwidth`` (words/cycle) selects USER mode; ifmap and filter then read at ``read_bandwidth``,
@@ -116,7 +120,7 @@ def scalesim_conv(h: int, w: int, fh: int, fw: int, c: int, m: int, stride: int,
         path = Path(folder) / "reference.cfg"
         path.write_text(config_text(rows, cols, dataflow, ifmap_kb=ifmap_kb, filter_kb=filter_kb,
                                     ofmap_kb=ofmap_kb, bandwidth=bandwidth,
-                                    read_bandwidth=read_bandwidth))
+                                    read_bandwidth=read_bandwidth, banks=banks))
         config = scale_config()
         config.read_conf_file(str(path))
     topology = topologies()
@@ -230,7 +234,7 @@ def sparse_config_text(rows: int, cols: int, dataflow: str, representation: str,
                        block_size: int, seed: int = 40) -> str:
     """A SCALE-Sim .cfg with ``SparsitySupport : true`` (CALC mode, the shipped offsets)."""
     return CONFIG.format(rows=rows, cols=cols, dataflow=dataflow, ifmap_kb=64, filter_kb=64, ofmap_kb=64,
-                         bandwidth=10, mode="CALC", read_bandwidth=10, bank_num=10, sparse="true",
+                         bandwidth=10, mode="CALC", read_bandwidth=10, bank_num=10, bank_port=2, sparse="true",
                          representation=representation, optimized="true" if optimized else "false",
                          block_size=block_size, seed=seed)
 

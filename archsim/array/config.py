@@ -208,6 +208,12 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
             rates.append(int(raw))
         if rates != [bandwidth[0]] * 2:
             read_bandwidth = (rates[0], rates[1])
+        for prefix, rate in zip(("Ifmap", "Filter"), rates):  # SCALE-Sim's read_buffer asserts this
+            key = f"{prefix}SRAMBankNum"
+            raw = layout.get(key, "1").strip()
+            if not raw.isdigit() or not 0 < int(raw) <= INT32_MAX or rate % int(raw):
+                raise InputError(f"USER mode splits the {rate} words/cycle of {prefix}SRAMBankBandwidth evenly over "
+                                 f"the banks; {raw!r} banks do not divide it", file=file, line=line_of(key), field=key)
 
     if clock_hz is None and parser.has_option("archsim", "ClockGHz"):
         raw = parser["archsim"]["ClockGHz"].strip()
