@@ -25,12 +25,13 @@ backward pass, so these are archsim's reading of the pattern, not SCALE-Sim's nu
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from archsim.array.analytic import gemm_cycles
-from archsim.array.sparsity import SparsityConfig, column_ratios
+from archsim.array.sparsity import SparsityConfig, column_ratios, kept_rows
 from archsim.errors import InputError
 from archsim.lowering import Gemm, LoweredLayer
 
@@ -55,11 +56,38 @@ class SparseTraining:
 
 def weight_mask(k: int, filters: int, ratio: tuple[int, int], sparsity: SparsityConfig) -> np.ndarray:
     """SCALE-Sim's K×N keep pattern (``operand_matrix.sparse_filter_array``) as booleans: layer-wise,
-    row j kept iff j mod M < N; row-wise, row j of filter f kept iff j mod B < n_f."""
+    row j kept iff j mod M < N; row-wise, row j of filter f kept iff j mod B < n_f. K·N booleans: for
+    checks and small layers (the costs use the closed forms below)."""
     rows = np.arange(k)[:, None]
     if not sparsity.optimized_mapping:
         return np.broadcast_to(rows % ratio[1] < ratio[0], (k, filters))
     return rows % sparsity.block_size < column_ratios(filters, sparsity.block_size, sparsity.seed)[None, :]
+
+
+def pattern_period(filters: int, ratio: tuple[int, int], sparsity: SparsityConfig) -> tuple[int, int]:
+    """(n, m): a row j of the K×N weights is kept in some filter iff j mod m < n — layer-wise the
+    ratio itself, row-wise (max over filters of n_f, B)."""
+    if not sparsity.optimized_mapping:
+        return ratio
+    return int(np.max(column_ratios(filters, sparsity.block_size, sparsity.seed))), sparsity.block_size
+
+
+def live_channels(taps: int, channels: int, n: int, m: int) -> int:
+    """Input channels c < C with a kept weight on some tap t, i.e. (t·C + c) mod m < n for some t < taps
+    (SCALE-Sim's K rows run channel fastest). Each tap keeps a cyclic run of n residues of c mod m,
+    starting at −t·C mod m; the runs repeat after m/gcd(C, m) taps. O(m) time."""
+    distinct = min(taps, m // math.gcd(channels, m))
+    starts = (-np.arange(distinct, dtype=np.int64) * (channels % m)) % m
+    cover = np.zeros(m + 1, dtype=np.int64)
+    ends = starts + n
+    np.add.at(cover, starts, 1)
+    np.add.at(cover, np.minimum(ends, m), -1)
+    wrapped = ends > m
+    np.add.at(cover, np.zeros(int(wrapped.sum()), dtype=np.int64), 1)
+    np.add.at(cover, ends[wrapped] - m, -1)
+    live = np.cumsum(cover[:m]) > 0
+    full, rest = divmod(channels, m)
+    return int(full * live.sum() + live[:rest].sum())
 
 
 def backward_gemms(lowered: LoweredLayer, ratio: tuple[int, int], sparsity: SparsityConfig,
@@ -72,8 +100,8 @@ def backward_gemms(lowered: LoweredLayer, ratio: tuple[int, int], sparsity: Spar
     the K columns whose weight row is pruned in every filter.
     """
     (forward,) = lowered.op("F").gemms
-    mask = weight_mask(forward.k, forward.n, ratio, sparsity)
-    live_rows = int(np.count_nonzero(mask.any(axis=1)))
+    n, m = pattern_period(forward.n, ratio, sparsity)
+    live_rows = kept_rows(forward.k, n, m)
     out: dict[str, tuple[Gemm, ...]] = {}
     for op in lowered.ops:
         if op.kind == "G":
@@ -85,7 +113,7 @@ def backward_gemms(lowered: LoweredLayer, ratio: tuple[int, int], sparsity: Spar
                 if options.delta == "dense":
                     gemms.append(g)
                 elif lowered.layer.kind == "conv":  # columns are the C input channels of one group
-                    live = int(np.count_nonzero(mask.reshape(-1, g.n, forward.n).any(axis=(0, 2))))
+                    live = live_channels(forward.k // g.n, g.n, n, m)
                     gemms.append(replace(g, n=max(live, 1)))
                 else:
                     gemms.append(replace(g, n=max(live_rows, 1)))

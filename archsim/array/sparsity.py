@@ -101,11 +101,18 @@ class SparseCost:
     kept_weights: int
 
 
+MAX_BLOCK = 2**20  # M of an N:M ratio: archsim's δ pattern walks one period of M rows
+MAX_ROW_WISE_FILTERS = 2**24  # row-wise mapping draws one ratio per filter
+
+
 def check_ratio(ratio: tuple[int, int], *, field: str = "Sparsity") -> tuple[int, int]:
-    """A topology N:M ratio SCALE-Sim can run: 1 ≤ N ≤ M (N = 0 leaves no filter; N > M has no pattern)."""
+    """A topology N:M ratio SCALE-Sim can run: 1 ≤ N ≤ M (N = 0 leaves no filter; N > M has no pattern),
+    and M ≤ 2²⁰ (archsim's limit)."""
     n, m = ratio
     if not (isinstance(n, int) and isinstance(m, int)) or not 1 <= n <= m:
         raise InputError(f"expected N:M with 1 ≤ N ≤ M, got {n}:{m}", field=field)
+    if m > MAX_BLOCK:
+        raise InputError(f"M of N:M must be at most {MAX_BLOCK:,}, got {m:,}", field=field)
     return n, m
 
 
@@ -175,6 +182,9 @@ def sparse_layer_cost(t: int, k: int, filters: int, rows: int, cols: int, datafl
         condensed = kept_rows(k, ratio_n, ratio_m)
         nnz = condensed * filters
     else:
+        if block > MAX_BLOCK or filters > MAX_ROW_WISE_FILTERS:
+            raise InputError(f"row-wise mapping takes BlockSize ≤ {MAX_BLOCK:,} and ≤ {MAX_ROW_WISE_FILTERS:,} filters "
+                             f"(one drawn ratio each), got {block:,} and {filters:,}", field="BlockSize")
         if block > rows:
             raise InputError(f"BlockSize {block} exceeds the array's {rows} rows (SCALE-Sim asserts "
                              "BlockSize ≤ ArrayHeight)", field="BlockSize")
