@@ -85,3 +85,34 @@ def test_bad_ratio_cells_name_their_line(tmp_path, capsys, cell):
 def test_dense_commands_still_refuse_a_sparse_config(capsys):
     code, _, err = run(capsys, "cost", "layerpipe_sample", "--config", str(CONFIG))
     assert code == 2 and "archsim sparse" in err and err.count("\n") == 1
+
+
+CFG_VALUES = ["", "0", "-1", "1e3", "2147483648", "ws", "true", "TRUE", "csr", "csc", "coo", "nan", "3", "8", "128"]
+CFG_KEYS = ["ArrayHeight", "ArrayWidth", "Dataflow", "SparsitySupport", "SparseRep", "OptimizedMapping",
+            "BlockSize", "RandomNumberGeneratorSeed", "FilterOffset", "IfmapSRAMBankNum", "IfmapSRAMBankBandwidth"]
+CELLS = ["", "0", "-3", "x", "2:4", "4:2", "1:1048577", "3:3", "2147483647", "1:8", "1e9"]
+
+
+def test_hostile_edits_give_a_table_or_one_clean_line(tmp_path, capsys):
+    """Seeded edits of one .cfg value and one topology cell at a time (each key × value, a sample of cells):
+    exit 0 with a table, or exit 2 with one line — never a traceback."""
+    import random
+
+    rng = random.Random(2026)
+    config_text, topology_text = CONFIG.read_text(), TOPOLOGY.read_text()
+    outcomes = set()
+    for key in CFG_KEYS:
+        for value in CFG_VALUES:
+            lines = [f"{key} : {value}" if line.split(":")[0].strip() == key else line
+                     for line in config_text.splitlines()]
+            config = tmp_path / "edit.cfg"
+            config.write_text("\n".join(lines) + "\n")
+            topology = tmp_path / "edit.csv"
+            rows = [line.split(",") for line in topology_text.splitlines()]
+            row, column = rng.randrange(1, len(rows)), rng.randrange(1, 9)
+            rows[row][column] = " " + rng.choice(CELLS)
+            topology.write_text("\n".join(",".join(r) for r in rows) + "\n")
+            code, out, err = run(capsys, "sparse", "--config", str(config), "--topology", str(topology))
+            assert (code, err) == (0, "") and out or code == 2 and err.count("\n") == 1, (key, value, err)
+            outcomes.add(code)
+    assert outcomes == {0, 2}
