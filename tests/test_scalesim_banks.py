@@ -4,7 +4,7 @@ that does not divide the bank bandwidth is refused in USER mode, where SCALE-Sim
 
 Every expected value comes from running the scalesim package (``scalesim_reference``) at each bank
 setting; archsim's cycle engine (which has no bank parameter) must equal each of them. The GEMM
-overflows 1 KiB SRAMs, so the array really stalls. A few settings run by default, all in the slow tier.
+overflows 1 KiB SRAMs, so the array really stalls (ws and is; os does not at these rates). A few settings run by default, all in the slow tier.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ SMALL = [(1, 2), (4, 1), (12, 2)]
 def check(banks, dataflow):
     reference = scalesim_gemm(64, 40, 48, 8, 8, dataflow, ifmap_kb=1, filter_kb=1, ofmap_kb=1, bandwidth=2,
                               read_bandwidth=READ_BANDWIDTH, banks=banks)
-    assert reference.stall_cycles > 0
+    assert reference.stall_cycles > 0 or dataflow == "os"  # os reads each operand once per fold here: no stall
     ours = simulate_gemm(64, 40, 48, 8, 8, dataflow, sram_words=(1024,) * 3, bandwidth=(READ_BANDWIDTH,) * 2 + (2,))
     assert (ours.cycles, ours.stall_cycles, ours.ifmap_dram_reads, ours.filter_dram_reads, ours.ofmap_dram_writes,
             ours.cycles_incl_prefetch) == (reference.compute_cycles, reference.stall_cycles,
