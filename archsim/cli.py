@@ -26,6 +26,8 @@ REGISTRY: tuple[tuple[str, str, str], ...] = (
     ("energy", "archsim.commands.energy:COMMAND",
      "energy of one training iteration by part and op, and the array's area"),
     ("gemm", "archsim.commands.gemm:COMMAND", "SCALE-Sim-exact cost of GEMMs out[MxN] = A[MxK]·B[KxN]"),
+    ("sparse", "archsim.commands.sparse:COMMAND",
+     "SCALE-Sim-exact sparse layers (N:M, CSR/CSC/ELLPACK) and their δ/G training cycles"),
     ("pipeline", "archsim.commands.pipeline:COMMAND",
      "partition a network over processors (layerpipe, pipedream, gpipe)"),
     ("schedule", "archsim.commands.schedule:COMMAND",

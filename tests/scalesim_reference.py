@@ -47,18 +47,18 @@ WriteRequestBuffer: 32
 IfmapCustomLayout: False
 IfmapSRAMBankBandwidth: {read_bandwidth}
 IfmapSRAMBankNum: {bank_num}
-IfmapSRAMBankPort: 2
+IfmapSRAMBankPort: {bank_port}
 FilterCustomLayout: False
 FilterSRAMBankBandwidth: {read_bandwidth}
 FilterSRAMBankNum: {bank_num}
-FilterSRAMBankPort: 2
+FilterSRAMBankPort: {bank_port}
 
 [sparsity]
-SparsitySupport : false
-SparseRep : ellpack_block
-OptimizedMapping : false
-BlockSize : 8
-RandomNumberGeneratorSeed : 40
+SparsitySupport : {sparse}
+SparseRep : {representation}
+OptimizedMapping : {optimized}
+BlockSize : {block_size}
+RandomNumberGeneratorSeed : {seed}
 
 [run_presets]
 InterfaceBandwidth: {mode}
@@ -88,18 +88,23 @@ class Reference:
 
 
 def config_text(rows: int, cols: int, dataflow: str, *, ifmap_kb: int = 64, filter_kb: int = 64,
-                ofmap_kb: int = 64, bandwidth: int | None = None, read_bandwidth: int | None = None) -> str:
+                ofmap_kb: int = 64, bandwidth: int | None = None, read_bandwidth: int | None = None,
+                banks: tuple[int, int] | None = None) -> str:
     """A SCALE-Sim .cfg; ``bandwidth`` given → USER interface-bandwidth mode, else CALC.
     ``read_bandwidth`` → the ifmap/filter bank bandwidth SCALE-Sim's USER mode reads (one bank);
-    without it the shipped layout (10 words/cycle in 10 banks)."""
+    without it the shipped layout (10 words/cycle in 10 banks). ``banks`` = (banks, ports per bank)
+    of both read SRAMs, overriding those (custom layouts stay off)."""
     return CONFIG.format(rows=rows, cols=cols, dataflow=dataflow, ifmap_kb=ifmap_kb, filter_kb=filter_kb,
                          ofmap_kb=ofmap_kb, bandwidth=bandwidth or 10, mode="USER" if bandwidth else "CALC",
-                         read_bandwidth=read_bandwidth or 10, bank_num=1 if read_bandwidth else 10)
+                         read_bandwidth=read_bandwidth or 10,
+                         bank_num=banks[0] if banks else (1 if read_bandwidth else 10),
+                         bank_port=banks[1] if banks else 2, sparse="false", representation="ellpack_block", optimized="false", block_size=8, seed=40)
 
 
 def scalesim_conv(h: int, w: int, fh: int, fw: int, c: int, m: int, stride: int, rows: int, cols: int,
                   dataflow: str, *, ifmap_kb: int = 64, filter_kb: int = 64, ofmap_kb: int = 64,
-                  bandwidth: int | None = None, read_bandwidth: int | None = None) -> Reference:
+                  bandwidth: int | None = None, read_bandwidth: int | None = None,
+                  banks: tuple[int, int] | None = None) -> Reference:
     """SCALE-Sim's numbers for one conv layer in its geometry: H×W×C input (no padding), fh×fw×C×M
     filters, the same stride both ways, batch 1; output ⌈(H − fh + s)/s⌉ × ⌈(W − fw + s)/s⌉.
     ``bandwidth`` (words/cycle) selects USER mode; ifmap and filter then read at ``read_bandwidth``,
@@ -115,7 +120,7 @@ def scalesim_conv(h: int, w: int, fh: int, fw: int, c: int, m: int, stride: int,
         path = Path(folder) / "reference.cfg"
         path.write_text(config_text(rows, cols, dataflow, ifmap_kb=ifmap_kb, filter_kb=filter_kb,
                                     ofmap_kb=ofmap_kb, bandwidth=bandwidth,
-                                    read_bandwidth=read_bandwidth))
+                                    read_bandwidth=read_bandwidth, banks=banks))
         config = scale_config()
         config.read_conf_file(str(path))
     topology = topologies()
@@ -202,3 +207,105 @@ def scalesim_compute_matrices(m: int, k: int, n: int, rows: int, cols: int, data
         ifmap_prefetch, filter_prefetch = system.get_prefetch_matrices()
         ifmap_demand, filter_demand, ofmap_demand = system.get_demand_matrices()
     return ifmap_prefetch, filter_prefetch, ifmap_demand, filter_demand, ofmap_demand
+
+
+@dataclass(frozen=True, eq=False)
+class SparseReference:
+    """SCALE-Sim's numbers for one layer with ``SparsitySupport`` on (CALC bandwidth mode), in its units:
+    the compute report, the SRAM access counts of its compute system (the ifmap count is a float in
+    SCALE-Sim: ws scales it by M/N) and its SPARSE_REPORT storage columns (words)."""
+
+    compute_cycles: int
+    stall_cycles: int
+    mapping_efficiency: float  # percent
+    compute_utilization: float  # percent
+    ifmap_sram_reads: float
+    filter_sram_reads: int
+    ofmap_sram_writes: int
+    folds: int
+    original_storage: int
+    new_storage: float
+    metadata_storage: float
+    kept_weights: int  # ones in SCALE-Sim's K×N pattern (operand_matrix.sparse_filter_array)
+    pattern: object = None  # that K×N 0/1 pattern itself (a numpy array)
+
+
+def sparse_config_text(rows: int, cols: int, dataflow: str, representation: str, optimized: bool,
+                       block_size: int, seed: int = 40) -> str:
+    """A SCALE-Sim .cfg with ``SparsitySupport : true`` (CALC mode, the shipped offsets)."""
+    return CONFIG.format(rows=rows, cols=cols, dataflow=dataflow, ifmap_kb=64, filter_kb=64, ofmap_kb=64,
+                         bandwidth=10, mode="CALC", read_bandwidth=10, bank_num=10, bank_port=2, sparse="true",
+                         representation=representation, optimized="true" if optimized else "false",
+                         block_size=block_size, seed=seed)
+
+
+def scalesim_sparse_conv(h: int, w: int, fh: int, fw: int, c: int, m: int, stride: int, ratio: tuple[int, int],
+                         rows: int, cols: int, dataflow: str, representation: str = "ellpack_block",
+                         optimized: bool = False, block_size: int = 4, seed: int = 40) -> SparseReference:
+    """SCALE-Sim's numbers for one conv layer (its geometry, as :func:`scalesim_conv`) whose topology row
+    carries the sparsity ratio ``ratio`` = (N, M). Raises whatever SCALE-Sim raises where it refuses."""
+    from scalesim.layout_utils import layouts
+    from scalesim.scale_config import scale_config
+    from scalesim.single_layer_sim import single_layer_sim
+    from scalesim.topology_utils import topologies
+
+    with tempfile.TemporaryDirectory(prefix="archsim-scalesim-") as folder:
+        path = Path(folder) / "reference.cfg"
+        path.write_text(sparse_config_text(rows, cols, dataflow, representation, optimized, block_size, seed))
+        config = scale_config()
+        config.read_conf_file(str(path))
+    topology = topologies()
+    topology.load_layer_params_from_list("layer", ["layer", h, w, fh, fw, c, m, stride, stride, *ratio])
+    layout = layouts()
+    layout.load_layer_params_from_list("layer", ["layer", 1, 1, 1, 1, 1, 1, 1, 1])
+    sim = single_layer_sim()
+    silent = io.StringIO()
+    with contextlib.redirect_stdout(silent), contextlib.redirect_stderr(silent), warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        sim.set_params(layer_id=0, config_obj=config, topology_obj=topology, layout_obj=layout, verbose=False)
+        sim.run()
+        _, compute, stalls, _, mapping, util = sim.get_compute_report_items()
+        original, new, metadata, _ = sim.get_sparse_report_items()
+    return SparseReference(
+        compute_cycles=int(compute), stall_cycles=int(stalls), mapping_efficiency=float(mapping),
+        compute_utilization=float(util), ifmap_sram_reads=float(sim.ifmap_sram_reads),
+        filter_sram_reads=int(sim.filter_sram_reads), ofmap_sram_writes=int(sim.ofmap_sram_writes),
+        folds=len(sim.compute_system.mapping_efficiency_per_fold), original_storage=int(original),
+        new_storage=float(new), metadata_storage=float(metadata),
+        kept_weights=int(sim.op_mat_obj.sparse_filter_array.sum()), pattern=sim.op_mat_obj.sparse_filter_array.copy(),
+    )
+
+
+def scalesim_run_files(config_path, topology_path, gemm: bool) -> list[dict]:
+    """SCALE-Sim's per-layer figures for a .cfg and a topology file as its driver reads them
+    (``scale_config.read_conf_file``, ``topologies.load_arrays``), each layer through ``single_layer_sim``:
+    its compute report (total and stall cycles), SRAM counts and, with sparsity on, its sparse report."""
+    from scalesim.layout_utils import layouts
+    from scalesim.scale_config import scale_config
+    from scalesim.single_layer_sim import single_layer_sim
+    from scalesim.topology_utils import topologies
+
+    config = scale_config()
+    config.read_conf_file(str(config_path))
+    topology = topologies()
+    layout = layouts()
+    silent = io.StringIO()
+    out = []
+    with contextlib.redirect_stdout(silent), contextlib.redirect_stderr(silent), warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        topology.load_arrays(str(topology_path), mnk_inputs=gemm)
+        for layer_id in range(topology.get_num_layers()):
+            layout.load_layer_params_from_list(f"layer{layer_id}", ["layer", 1, 1, 1, 1, 1, 1, 1, 1])
+            sim = single_layer_sim()
+            sim.set_params(layer_id=layer_id, config_obj=config, topology_obj=topology, layout_obj=layout,
+                           verbose=False)
+            sim.run()
+            _, total, stalls, _, mapping, _ = sim.get_compute_report_items()
+            row = {"total_cycles": int(total), "stall_cycles": int(stalls), "mapping_efficiency": float(mapping),
+                   "ifmap_sram_reads": float(sim.ifmap_sram_reads), "filter_sram_reads": int(sim.filter_sram_reads),
+                   "ofmap_sram_writes": int(sim.ofmap_sram_writes)}
+            if config.sparsity_support:
+                original, new, metadata, _ = sim.get_sparse_report_items()
+                row.update(original_storage=int(original), new_storage=float(new), metadata_storage=float(metadata))
+            out.append(row)
+    return out

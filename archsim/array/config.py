@@ -109,24 +109,29 @@ _REQUIRED = {
 
 # (section, key, SCALE-Sim's test for "on", what archsim would have to model)
 _UNMODELLED = (
-    ("sparsity", "SparsitySupport", lambda v: v.lower() == "true", "SCALE-Sim's N:M sparse compute"),
+    ("sparsity", "SparsitySupport", lambda v: v.lower() == "true",
+     "SCALE-Sim's N:M sparse compute in training costs (`archsim sparse` costs it)"),
     ("run_presets", "UseRamulatorTrace", lambda v: v == "True", "Ramulator's DRAM timing"),
     ("layout", "IfmapCustomLayout", lambda v: v.lower() in ("1", "yes", "true", "on"), "custom SRAM layouts"),
     ("layout", "FilterCustomLayout", lambda v: v.lower() in ("1", "yes", "true", "on"), "custom SRAM layouts"),
 )
 
 
-def _refuse_unmodelled(parser: configparser.ConfigParser, file: str, line_of) -> None:
+def _refuse_unmodelled(parser: configparser.ConfigParser, file: str, line_of, sparsity: bool = False) -> None:
     """One line for the first switched-on SCALE-Sim feature archsim does not model (tested as
-    SCALE-Sim 3.0.0's ``scale_config`` tests it), instead of costing the array as if it were off."""
+    SCALE-Sim 3.0.0's ``scale_config`` tests it), instead of costing the array as if it were off.
+    ``sparsity``: the caller reads the ``[sparsity]`` section itself (:mod:`archsim.array.sparse_input`)."""
     for section, key, is_on, what in _UNMODELLED:
+        if sparsity and section == "sparsity":
+            continue
         if parser.has_option(section, key) and is_on(parser.get(section, key).strip()):
             raise InputError(f"{key} is on: archsim does not model {what}, so its cycles would differ from "
                              f"SCALE-Sim's; set it off to cost the array without it", file=file, line=line_of(key),
                              field=key)
 
 
-def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: float | None = None) -> ArrayConfig:
+def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: float | None = None,
+                     sparsity: bool = False) -> ArrayConfig:
     """Read a SCALE-Sim 3.0.0 ``.cfg`` file into an :class:`ArrayConfig`.
 
     Keys SCALE-Sim reads that do not change its cycle counts (offsets, request buffers, bank counts
@@ -138,7 +143,8 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
     the ``[layout]`` ``IfmapSRAMBankBandwidth``/``FilterSRAMBankBandwidth`` become ``read_bandwidth``,
     since SCALE-Sim reads ifmap and filter from DRAM at those rates (``single_layer_sim.run``).
     An optional ``[archsim]`` section (which SCALE-Sim never reads) gives ``ClockGHz``; the
-    ``clock_hz`` argument, when given, wins over it.
+    ``clock_hz`` argument, when given, wins over it. ``sparsity=True`` (``archsim sparse``) lets
+    ``SparsitySupport`` be on: that caller reads the section with :mod:`archsim.array.sparse_input`.
     """
     path = Path(path)
     file = str(path)
@@ -162,7 +168,7 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
             if not parser.has_option(section, key):
                 raise InputError(f"missing key in [{section}]", file=file, field=key)
 
-    _refuse_unmodelled(parser, file, line_of)
+    _refuse_unmodelled(parser, file, line_of, sparsity)
     arch = parser["architecture_presets"]
 
     def as_int(key: str) -> int:
@@ -202,6 +208,12 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
             rates.append(int(raw))
         if rates != [bandwidth[0]] * 2:
             read_bandwidth = (rates[0], rates[1])
+        for prefix, rate in zip(("Ifmap", "Filter"), rates):  # SCALE-Sim's read_buffer asserts this
+            key = f"{prefix}SRAMBankNum"
+            raw = layout.get(key, "1").strip()
+            if not raw.isdigit() or not 0 < int(raw) <= INT32_MAX or rate % int(raw):
+                raise InputError(f"USER mode splits the {rate} words/cycle of {prefix}SRAMBankBandwidth evenly over "
+                                 f"the banks; {raw!r} banks do not divide it", file=file, line=line_of(key), field=key)
 
     if clock_hz is None and parser.has_option("archsim", "ClockGHz"):
         raw = parser["archsim"]["ClockGHz"].strip()

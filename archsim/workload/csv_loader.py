@@ -11,8 +11,9 @@ batchnorm; default conv), ``Inputs`` (producer names separated by ``;``; default
 or the network input for the first row; ``input`` names the network input), ``Bias`` (0/1),
 ``Repeat`` (independent instances per sample, e.g. attention heads), ``Groups`` (grouped or
 depthwise convolution), ``Dilation`` (spacing of a conv's filter taps). A SCALE-Sim sparsity column
-(header containing ``sparsity``) is accepted and ignored (SCALE-Sim uses it only with
-``SparsitySupport`` on, which archsim refuses), and so is an empty ``batch size`` column.
+(header containing ``sparsity``) is skipped here (SCALE-Sim uses it only with ``SparsitySupport``
+on; ``archsim sparse`` reads it with :mod:`archsim.array.sparse_input`), and so is an empty
+``batch size`` column.
 
 SCALE-Sim's own files load as SCALE-Sim reads them (``scalesim/topology_utils.py``):
 

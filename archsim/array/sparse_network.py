@@ -1,0 +1,100 @@
+"""A SCALE-Sim sparsity run, whole: a ``.cfg`` with ``SparsitySupport`` on and a topology with its
+``Sparsity`` column → one row per layer with SCALE-Sim's compute report, SRAM counts and sparse
+report (:func:`~archsim.array.sparsity.sparse_layer_cost`), and the δ and G cycles of training on
+the pruned layer (:mod:`archsim.array.sparse_training`) beside the dense ones.
+
+Layers load in SCALE-Sim's geometry (``load_topology(..., geometry="scalesim")``), so each row's
+forward GEMM is the one SCALE-Sim simulates; a depthwise (``DP``) row is SCALE-Sim's one layer per
+channel, its figures summed over the channels. Cycles are stall-free: in USER bandwidth mode
+SCALE-Sim's "Total Cycles" add memory stalls, which archsim does not model for sparse layers, so
+``F_cycles`` equal its Total Cycles minus its Stall Cycles.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from archsim.array.config import ArrayConfig, read_scalesim_cfg
+from archsim.array.sparse_input import read_sparsity_column, read_sparsity_section
+from archsim.array.sparse_training import SparseTraining, backward_gemms, gemms_cycles
+from archsim.array.sparsity import SparsityConfig, sparse_layer_cost
+from archsim.errors import InputError
+from archsim.lowering import Mode, lower_layer
+from archsim.partition.profile import LayerProfile, profile_from_costs
+from archsim.workload import load_topology
+from archsim.workload.layer import Network
+
+SUMMED = ("F_cycles", "F_dense_cycles", "folds", "ifmap_sram_reads", "filter_sram_reads", "ofmap_sram_writes",
+          "original_storage", "new_storage", "metadata_storage", "D_cycles", "D_dense_cycles", "G_cycles",
+          "G_dense_cycles")
+
+
+def read_sparse_run(config: str | Path, topology: str | Path) -> tuple[ArrayConfig, SparsityConfig, Network,
+                                                                       list[tuple[int, int]]]:
+    """The array, its ``[sparsity]`` section, the network and each layer's N:M, as SCALE-Sim reads them."""
+    array = read_scalesim_cfg(config, sparsity=True)
+    sparsity = read_sparsity_section(config)
+    if sparsity is None:
+        raise InputError("SparsitySupport is not true in [sparsity]; `archsim cost` or `archsim gemm` cost a dense "
+                         "array", file=str(config), field="SparsitySupport")
+    network = load_topology(topology, geometry="scalesim")
+    ratios = read_sparsity_column(topology)
+    if len(ratios) != len(network.layers):
+        raise InputError(f"{len(ratios)} sparsity rows for {len(network.layers)} layers", file=str(topology))
+    return array, sparsity, network, ratios
+
+
+def sparse_table(array: ArrayConfig, sparsity: SparsityConfig, network: Network, ratios: list[tuple[int, int]],
+                 options: SparseTraining = SparseTraining(), batch: int = 1, energy: bool = False,
+                 mode: Mode = "exact") -> pd.DataFrame:
+    """One row per conv/fc layer (see the module docstring); ``batch`` multiplies M (SCALE-Sim: 1).
+    δ and G are archsim's lowering (``mode``) of the layer, shrunk by ``options``
+    (:func:`~archsim.array.sparse_training.backward_gemms`); the ``*_dense_cycles`` are the unpruned ones.
+    ``energy``: add ``energy_pj`` (F + δ + G of the pruned layer, :mod:`archsim.energy.sparse`, the
+    array's default energy table) and ``dense_energy_pj`` (the same layer unpruned)."""
+    rows, cols, dataflow = array.rows, array.cols, array.dataflow
+    records = []
+    for layer, ratio in zip(network.layers, ratios):
+        lowered = lower_layer(layer, batch=batch, mode=mode, element_bytes=array.element_bytes)
+        forward = lowered.op("F").gemms
+        if len(forward) != 1 or layer.kind not in ("conv", "fc"):
+            raise InputError(f"{layer.kind} layers have no SCALE-Sim sparse mapping", field=layer.name)
+        (gemm,) = forward
+        cost = sparse_layer_cost(gemm.m, gemm.k, gemm.n, rows, cols, dataflow, ratio, sparsity)
+        back = backward_gemms(lowered, ratio, sparsity, options)
+        dense = {op.kind: gemms_cycles(op.gemms, rows, cols, dataflow) for op in lowered.ops}
+        count = gemm.count
+        extra = {}
+        if energy:
+            from archsim.energy.sparse import dense_layer_counts, sparse_layer_counts, with_energy
+
+            extra = {"energy_pj": with_energy(sparse_layer_counts(lowered, array, ratio, sparsity, options), array),
+                     "dense_energy_pj": with_energy(dense_layer_counts(lowered, array), array)}
+        records.append({
+            "layer": layer.name, "sparsity": f"{ratio[0]}:{ratio[1]}", "m": gemm.m, "k": gemm.k, "n": gemm.n,
+            "count": count, "filter_rows": cost.filter_rows,
+            "F_cycles": cost.cycles * count, "F_dense_cycles": dense["F"],
+            "folds": cost.folds * count, "mapping_efficiency": cost.mapping_efficiency,
+            "ifmap_sram_reads": cost.ifmap_sram_reads * count, "filter_sram_reads": cost.filter_sram_reads * count,
+            "ofmap_sram_writes": cost.ofmap_sram_writes * count,
+            "original_storage": cost.original_storage * count, "new_storage": cost.new_storage * count,
+            "metadata_storage": cost.metadata_storage * count,
+            "D_cycles": gemms_cycles(back.get("D", ()), rows, cols, dataflow), "D_dense_cycles": dense.get("D", 0),
+            "G_cycles": gemms_cycles(back["G"], rows, cols, dataflow), "G_dense_cycles": dense["G"], **extra,
+        })
+    return pd.DataFrame.from_records(records)
+
+
+def pruned_profile(table: pd.DataFrame, dense: LayerProfile, element_bytes: int = 1) -> LayerProfile:
+    """A partitioner's profile of the pruned network: F, G and δ cycles from :func:`sparse_table`,
+    activation and δ bytes of the dense layers (pruning weights changes neither), weight bytes the
+    compressed storage (weights + metadata, rounded up to whole words). δ is not split (its sub-GEMMs
+    would be costed dense), so LayerPipe may only borrow whole δs."""
+    words = table["new_storage"].to_numpy(dtype=float)
+    return profile_from_costs(
+        tuple(table["layer"]), table["F_cycles"], table["G_cycles"], table["D_cycles"],
+        activation_bytes=dense.activation_bytes, delta_bytes=dense.delta_bytes,
+        weight_bytes=np.ceil(words).astype(np.int64) * element_bytes, edges=dense.edges)

@@ -1,0 +1,67 @@
+"""``archsim sparse``: a SCALE-Sim sparsity run (``.cfg`` with ``[sparsity] SparsitySupport : true``
+and a topology with a ``Sparsity`` column), per layer: SCALE-Sim's compute cycles, SRAM counts and
+sparse report, and the δ/G cycles of training the pruned layer under named options."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+
+from archsim.array.sparse_network import pruned_profile, read_sparse_run, sparse_table
+from archsim.array.sparse_training import DELTA_OPTIONS, GRADIENT_OPTIONS, SparseTraining
+from archsim.cli import Command
+from archsim.commands.common import add_output_arguments, emit, positive_int
+from archsim.outputs import render
+from archsim.partition import METHODS, build_profile, partition
+from archsim.validate import processors_flag
+
+HELP = "SCALE-Sim-exact sparse layers (N:M, CSR/CSC/ELLPACK) and their δ/G training cycles"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", required=True, metavar="FILE.cfg",
+                        help="SCALE-Sim .cfg with [sparsity] SparsitySupport : true")
+    parser.add_argument("--topology", required=True, metavar="FILE.csv",
+                        help="SCALE-Sim topology (conv or Layer, M, N, K) with a Sparsity N:M column")
+    parser.add_argument("--delta", default="transposed", choices=DELTA_OPTIONS,
+                        help="transposed: δ skips the dA columns of all-zero weight rows; dense: full GEMM")
+    parser.add_argument("--gradient", default="dense", choices=GRADIENT_OPTIONS,
+                        help="dense: G computes every weight's gradient; masked: only rows holding kept weights")
+    parser.add_argument("--batch", type=positive_int, default=1,
+                        help="samples per GEMM (SCALE-Sim has none: 1 reproduces its numbers)")
+    parser.add_argument("--energy", action="store_true",
+                        help="add energy_pj (F+δ+G, compressed weights and metadata counted) and dense_energy_pj")
+    parser.add_argument("--processors", type=processors_flag, default=None,
+                        help="instead of the layer table: partition the pruned network over P processors")
+    parser.add_argument("--method", default="layerpipe", choices=METHODS,
+                        help="with --processors: the partitioner (LayerPipe borrows whole δs only; the dense "
+                             "bottleneck in the header is the unpruned network under the same rule)")
+    add_output_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    array, sparsity, network, ratios = read_sparse_run(args.config, args.topology)
+    options = SparseTraining(delta=args.delta, gradient=args.gradient)
+    table = sparse_table(array, sparsity, network, ratios, options, args.batch, args.energy)
+    meta = {"array": f"{array.rows}x{array.cols}", "dataflow": array.dataflow,
+            "representation": sparsity.representation, "optimized_mapping": sparsity.optimized_mapping,
+            "block_size": sparsity.block_size, "seed": sparsity.seed, "delta": args.delta,
+            "gradient": args.gradient, "batch": args.batch,
+            "stalls": "not modelled: F_cycles are SCALE-Sim's Total Cycles minus Stall Cycles"}
+    if args.processors is not None:
+        dense = build_profile(network, array, args.batch, "exact")
+        pruned = pruned_profile(table, dense, array.element_bytes)
+        plan = partition(pruned, args.processors, args.method)
+        unsplit = replace(pruned, forward=dense.forward, weight_grad=dense.weight_grad, delta=dense.delta,
+                          weight_bytes=dense.weight_bytes)  # the dense network under the same rules
+        meta.update(method=args.method, processors=args.processors,
+                    single_processor_cycles=float(pruned.total.sum()),
+                    dense_single_processor_cycles=float(dense.total.sum()),
+                    bottleneck_cycles=plan.max_stage_cycles,
+                    dense_bottleneck_cycles=partition(unsplit, args.processors, args.method).max_stage_cycles)
+        table = plan.to_frame()
+    emit(render(table, args.format, precision=args.precision, meta=meta), args)
+    return 0
+
+
+COMMAND = Command("sparse", HELP, add_arguments, run)
