@@ -1,0 +1,96 @@
+"""The iteration model: TP = PP = DP = 1 is the single device's sum of op times; closed form vs the
+event simulator; a handful of measured A100 runs; the CLI."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from archsim.cli import main
+from archsim.devices.gpu_cost import op_seconds
+from archsim.training import fitted
+from archsim.training.cluster import single_node
+from archsim.training.iteration import (OPTIMIZER_BYTES_PER_PARAMETER, model_pieces, one_f_one_b_seconds,
+                                        stage_times)
+from archsim.training.layer_ops import block_work, embedding_work, head_work
+from archsim.training.measured import read_measured
+from archsim.training.memory import stage_parameters
+from archsim.training.parallel import Parallelism
+from archsim.training.run import train
+from archsim.workload.transformer import TransformerConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+C = TransformerConfig("small", "gpt", 4, 256, 4, 1000, 128, 1024, 4, True, 128)
+
+
+def test_one_gpu_is_the_sum_of_its_ops():
+    par = Parallelism(1, 1, 1, 6, 2, "none")
+    machine = single_node(gpus=1).machine(par)
+    result = train(C, par, machine)
+    ops = [*block_work(C, 2).forward, *block_work(C, 2).backward]
+    layer = op_seconds(ops, machine.gpu, machine.efficiency).sum()
+    ends = [embedding_work(C, 2), head_work(C, 2)]
+    edge = sum(op_seconds([*w.forward, *w.backward], machine.gpu, machine.efficiency).sum() for w in ends)
+    params = stage_parameters(C, par, 4, True, True)
+    optimizer = params * OPTIMIZER_BYTES_PER_PARAMETER / (machine.gpu.hbm_bytes_per_s * machine.efficiency.memory) \
+        + 4 * machine.efficiency.kernel_s
+    host_free = machine.efficiency.host_s == 0
+    expected = 3 * (4 * layer + edge) + optimizer
+    if host_free:
+        assert result.iteration_seconds == pytest.approx(expected, rel=1e-9)
+    else:  # host-bound passes can only add time
+        assert result.iteration_seconds >= expected * (1 - 1e-9)
+    assert result.breakdown["pipeline_bubble_and_p2p"] == pytest.approx(0, abs=1e-12)
+    assert result.breakdown["tp_communication"] == 0 and result.breakdown["dp_communication"] == 0
+
+
+@pytest.mark.parametrize("pp, m", [(1, 4), (2, 4), (4, 8)])
+def test_closed_form_close_to_simulator(pp, m):
+    par = Parallelism(1, pp, 1, m * 2, 2, "full")
+    machine = single_node().machine(par)
+    times = stage_times(C, par, machine, model_pieces(C, par, machine))
+    result = train(C, par, machine)
+    span = result.run.timeline.makespan
+    closed = one_f_one_b_seconds(times, m)
+    assert closed == pytest.approx(span, rel=0.05 if pp > 1 else 1e-9)
+
+
+# Six held-out measured runs (12/20/24-layer models: not in the fit), one per kind of parallelism.
+# Tolerance: 20% each (the held-out MAPE is reported by benchmarks/bench_vtrain_e2e.py).
+PICKS = [(1, 1, 2), (1, 8, 1), (2, 2, 2), (4, 1, 2), (8, 1, 1), (1, 2, 4)]
+
+
+def test_handful_of_measured_runs():
+    runs = [r for r in read_measured(ROOT / "tests" / "data" / "e2e" / "vtrain_single_node_shown.csv")
+            if not fitted.is_fit_run(r.layers) and r.micro_batch == 4]
+    chosen = [next(r for r in runs if (r.tp, r.dp, r.pp) == p) for p in PICKS]
+    cluster = single_node()
+    errors = []
+    for run in chosen:
+        predicted = train(run.config(), run.parallelism(), cluster.machine(run.parallelism())).iteration_seconds
+        errors.append(predicted * 1e3 / run.milliseconds - 1)
+    assert np.max(np.abs(errors)) <= 0.20, errors
+
+
+def test_cli_json(capsys):
+    code = main(["train", str(ROOT / "configs/transformers/gpt_1024h_24l.json"), "--cluster",
+                 str(ROOT / "configs/clusters/a100_node.toml"), "--tp", "2", "--pp", "2", "--dp", "2",
+                 "--global-batch", "16", "--micro-batch", "2", "--recompute", "full", "--format", "json"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["meta"]["iteration_seconds"] > 0 and 0 < out["meta"]["peak_memory_gib"] < 80
+    assert out["meta"]["timeline"] and out["rows"]
+
+
+@pytest.mark.parametrize("argv, field", [
+    (["--tp", "3"], "tp"), (["--global-batch", "7", "--micro-batch", "2"], "global batch"), (["--sequence-parallel"], "sequence"),
+    (["--tp", "8", "--dp", "2"], "GPUs"),
+])
+def test_cli_bad_input_is_one_line(capsys, argv, field):
+    base = ["train", str(ROOT / "configs/transformers/gpt_1024h_24l.json"), "--cluster",
+            str(ROOT / "configs/clusters/a100_node.toml"), "--global-batch", "8"]
+    args = base + argv if "--global-batch" not in argv else base[:-2] + argv
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and field in err
