@@ -56,21 +56,23 @@ def test_closed_form_close_to_simulator(pp, m):
     assert closed == pytest.approx(span, rel=0.05 if pp > 1 else 1e-9)
 
 
-# Six held-out measured runs (12/20/24-layer models: not in the fit), one per kind of parallelism.
-# Tolerance: 20% each (the held-out MAPE is reported by benchmarks/bench_vtrain_e2e.py).
-PICKS = [(1, 1, 2), (1, 8, 1), (2, 2, 2), (4, 1, 2), (8, 1, 1), (1, 2, 4)]
-
-
+# The first held-out run (12/20/24-layer models: not in the fit) of each of the 18 parallelisms, in
+# file order. Tolerance: their mean absolute error within 10% and each within 30% (the benchmark's
+# held-out MAPE over all 757 is 6.7%; its worst runs, TP 8 at micro-batch 1, are 29% off).
 def test_handful_of_measured_runs():
     runs = [r for r in read_measured(ROOT / "tests" / "data" / "e2e" / "vtrain_single_node_shown.csv")
-            if not fitted.is_fit_run(r.layers) and r.micro_batch == 4]
-    chosen = [next(r for r in runs if (r.tp, r.dp, r.pp) == p) for p in PICKS]
+            if not fitted.is_fit_run(r.layers)]
+    chosen = {}
+    for run in runs:
+        chosen.setdefault((run.tp, run.dp, run.pp), run)
+    assert len(chosen) == 18
     cluster = single_node()
     errors = []
-    for run in chosen:
+    for run in chosen.values():
         predicted = train(run.config(), run.parallelism(), cluster.machine(run.parallelism())).iteration_seconds
         errors.append(predicted * 1e3 / run.milliseconds - 1)
-    assert np.max(np.abs(errors)) <= 0.20, errors
+    assert np.mean(np.abs(errors)) <= 0.10, errors
+    assert np.max(np.abs(errors)) <= 0.30, errors
 
 
 def test_cli_json(capsys):
