@@ -114,7 +114,9 @@ def main(argv=None) -> int:
                "held_out_signed_mean": float((predicted / measured - 1)[held].mean()),
                "closed_form_vs_simulator_max": float(np.max(np.abs(np.array([r["closed_ms"] for r in rows])
                                                                    / predicted - 1))),
-               "efficiency": str(fitted.A100_KERNELS)}
+               "efficiency": str(fitted.A100_KERNELS),
+               "largest_peak_memory_gib": float(max(r["peak_memory_gib"] for r in rows)),
+               "runs_not_fitting_80gb": int(sum(r["peak_memory_gib"] > 80 for r in rows))}
     print(json.dumps(summary, indent=1))
     groups = sorted({group(r["run"]) for r in rows})
     per_group = {g: float(ape[held & np.array([group(r["run"]) == g for r in rows])].mean()) for g in groups}
@@ -131,7 +133,8 @@ def main(argv=None) -> int:
         run = r["run"]
         share = {k: round(v * 1e3, 1) for k, v in r["breakdown"].items() if v}
         print(f"  {group(run):14s} h{run.hidden} L{run.layers} B{run.global_batch} b{run.micro_batch}: measured "
-              f"{run.milliseconds:.1f} ms, predicted {r['predicted_ms']:.1f} ({ape[i]:+.0%} abs) {share}")
+              f"{run.milliseconds:.1f} ms, predicted {r['predicted_ms']:.1f} ({r['predicted_ms'] / run.milliseconds - 1:+.0%}) "
+              f"{share}")
     total = {k: float(np.mean([r["breakdown"][k] / (r["predicted_ms"] / 1e3) for r in rows]))
              for k in rows[0]["breakdown"]}
     print("where the time goes (mean share of the predicted iteration, all runs):")

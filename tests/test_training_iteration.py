@@ -96,3 +96,17 @@ def test_cli_bad_input_is_one_line(capsys, argv, field):
     assert main(args) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and field in err
+
+
+def test_sweep_rows_are_single_runs(capsys):
+    code = main(["train", str(ROOT / "configs/transformers/gpt_1024h_24l.json"), "--cluster",
+                 str(ROOT / "configs/clusters/a100_node.toml"), "--global-batch", "8", "--sweep", "tp=2,3",
+                 "--sweep", "micro_batch=1,2", "--format", "json"])
+    assert code == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert [(r["tp"], r["micro_batch"]) for r in rows] == [(2, 1), (2, 2), (3, 1), (3, 2)]
+    assert all("divide the heads" in r["error"] for r in rows[2:])
+    from archsim.workload.transformer import load_transformer
+    c = load_transformer(ROOT / "configs/transformers/gpt_1024h_24l.json")
+    single = train(c, Parallelism(2, 1, 1, 8, 2), single_node().machine(Parallelism(2, 1, 1, 8, 2)))
+    assert rows[1]["iteration_seconds"] == pytest.approx(single.iteration_seconds)

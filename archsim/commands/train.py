@@ -29,6 +29,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="model chunks per pipeline rank (interleaved 1F1B when V > 1)")
     parser.add_argument("--schedule", default="1f1b", help="pipeline schedule (archsim's published orders: 1f1b, "
                         "gpipe, zb-h1, zb-h2, interleaved-1f1b, …)")
+    parser.add_argument("--sweep", action="append", default=[], metavar="KEY=V1,V2,…",
+                        help="sweep an axis (tp, pp, dp, global_batch, micro_batch, interleave, recompute, schedule, "
+                             "sequence_parallel); repeat for a grid: one row per point instead of one iteration's "
+                             "breakdown")
     add_timeline_outputs(parser)
     add_output_arguments(parser)
 
@@ -44,6 +48,8 @@ def run(args: argparse.Namespace) -> int:
     from archsim.workload.transformer import load_transformer
 
     config = load_transformer(args.model, seq=args.seq)
+    if args.sweep:
+        return _run_sweep(args, config)
     par = Parallelism(args.tp, args.pp, args.dp, args.global_batch, args.micro_batch, args.recompute,
                       args.sequence_parallel, args.interleave, args.schedule)
     cluster = load_gpu_cluster(args.cluster)
@@ -68,6 +74,25 @@ def run(args: argparse.Namespace) -> int:
         meta = {k: v for k, v in meta.items() if not isinstance(v, (list, dict))}
     emit(render(frame, args.format, meta=meta, precision=args.precision), args)
     write_timeline_outputs(args, result.run.timeline, f"{config.name}: TP{par.tp} PP{par.pp} DP{par.dp}")
+    return 0
+
+
+def _run_sweep(args: argparse.Namespace, config) -> int:
+    import pandas as pd
+
+    from archsim.outputs import render
+    from archsim.training.cluster import load_gpu_cluster
+    from archsim.training.sweep import parse_axis, sweep
+
+    axes = [parse_axis(text) for text in args.sweep]
+    base = {"tp": args.tp, "pp": args.pp, "dp": args.dp, "global_batch": args.global_batch,
+            "micro_batch": args.micro_batch, "recompute": args.recompute,
+            "sequence_parallel": args.sequence_parallel, "interleave": args.interleave, "schedule": args.schedule}
+    cluster = load_gpu_cluster(args.cluster)
+    rows = sweep(config, cluster, base, axes)
+    meta = {"model": config.name, "gpu": cluster.gpu.name, "points": len(rows),
+            "axes": ",".join(name for name, _ in axes)}
+    emit(render(pd.DataFrame(rows), args.format, meta=meta, precision=args.precision), args)
     return 0
 
 

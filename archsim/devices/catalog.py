@@ -16,6 +16,11 @@ Figures (dense, no sparsity), from NVIDIA's datasheets and architecture whitepap
   FP16/BF16 tensor, 1979 FP8, 495 TF32, 67 FP32; HBM3 3350 GB/s; NVLink 4: 18 links, 900 GB/s
   total; PCIe 5.0 128 GB/s total.
 
+L2 read bandwidth (what feeds a GEMM tile's operands to the SMs): the Volta and Ampere whitepapers
+give 2,048 and 5,120 bytes per clock (A100: "2.3× V100's"). The Hopper whitepaper gives no figure;
+archsim assumes the A100's per SM, doubled as H100's per-SM tensor rate is (an assumption, not a
+datasheet value).
+
 Link figures here are per direction (half the datasheets' bidirectional totals): what one GPU can
 send while it receives as much.
 """
@@ -42,6 +47,7 @@ class Gpu:
     peak_flops: dict[str, float] = field(hash=False)
     nvlink_bytes_per_s: float
     pcie_bytes_per_s: float
+    l2_bytes_per_clock: float = 0.0  # L2 → SM read bandwidth, bytes per clock for the whole GPU (0: unlimited)
 
     @property
     def sms(self) -> int:
@@ -68,20 +74,20 @@ class Gpu:
 
 
 def _gpu(name: str, slug: str, memory_gb: float, peaks_tflops: dict[str, float], nvlink_gbs: float,
-         pcie_gbs: float) -> Gpu:
+         pcie_gbs: float, l2_bytes_per_clock: float) -> Gpu:
     return Gpu(name, KNOWN_GPUS[slug], memory_gb * GIB,
-               {k: v * 1e12 for k, v in peaks_tflops.items()}, nvlink_gbs * 1e9, pcie_gbs * 1e9)
+               {k: v * 1e12 for k, v in peaks_tflops.items()}, nvlink_gbs * 1e9, pcie_gbs * 1e9, l2_bytes_per_clock)
 
 
 GPUS: dict[str, Gpu] = {
-    "v100-32gb": _gpu("NVIDIA V100 SXM2 32GB", "v100", 32, {"fp16": 125, "fp32": 15.7, "fp64": 7.8}, 150, 16),
+    "v100-32gb": _gpu("NVIDIA V100 SXM2 32GB", "v100", 32, {"fp16": 125, "fp32": 15.7, "fp64": 7.8}, 150, 16, 2048),
     "a100-40gb": _gpu("NVIDIA A100 SXM4 40GB", "a100-40gb", 40,
-                      {"fp16": 312, "bf16": 312, "tf32": 156, "fp32": 19.5, "fp64": 19.5}, 300, 32),
+                      {"fp16": 312, "bf16": 312, "tf32": 156, "fp32": 19.5, "fp64": 19.5}, 300, 32, 5120),
     "a100-80gb": _gpu("NVIDIA A100 SXM4 80GB", "a100-80gb", 80,
-                      {"fp16": 312, "bf16": 312, "tf32": 156, "fp32": 19.5, "fp64": 19.5}, 300, 32),
+                      {"fp16": 312, "bf16": 312, "tf32": 156, "fp32": 19.5, "fp64": 19.5}, 300, 32, 5120),
     "h100-80gb-sxm": _gpu("NVIDIA H100 SXM5 80GB", "h100-sxm", 80,
                           {"fp16": 989.4, "bf16": 989.4, "fp8": 1978.9, "tf32": 494.7, "fp32": 66.9, "fp64": 66.9},
-                          450, 64),
+                          450, 64, 5120 * 132 / 108 * 2),
 }
 ALIASES = {"v100": "v100-32gb", "a100": "a100-80gb", "h100": "h100-80gb-sxm", "h100-sxm": "h100-80gb-sxm"}
 

@@ -7,7 +7,9 @@ array can cost them on a GPU. Two kinds of work:
 * **GEMMs on tensor cores, tile- and wave-quantized.** A GEMM out[m×n] = A[m×k]·B[k×n] (``count``
   of them in one batched launch) is cut into output tiles of tm × tn, as cuBLAS/CUTLASS kernels do;
   one SM computes one tile at a time, so the tiles run in ⌈tiles / SMs⌉ waves of 2·tm·tn·k FLOPs
-  each at the SM's share of the dense tensor peak × ``efficiency.gemm``. The tile is the one of
+  each at the SM's share of the dense tensor peak × ``efficiency.gemm`` × the tile's own efficiency
+  (:func:`tile_efficiency`: a tile's k-steps load (tm + tn) operands for tm·tn MACs from L2, so small
+  tiles are bound by the GPU's L2 bandwidth per SM). The tile is the one of
   :data:`TILES` that finishes first (a library's heuristic picks well on regular shapes). A GEMM
   also moves A, B and out through HBM once: its time is the larger of the two (a roofline per GEMM).
 * **Memory-bound ops** (norms, softmax, GeLU, dropout, residual adds, the optimizer step, the
@@ -56,6 +58,16 @@ class Efficiency:
                              field="efficiency")
 
 
+def tile_efficiency(tm: int, tn: int, device: Gpu, precision: str = "fp16", element_bytes: int = 2) -> float:
+    """Fraction of an SM's tensor rate a tm × tn tile can sustain when its operands stream from L2:
+    min(1, L2 bytes per clock per SM × tm·tn / ((tm + tn) · element bytes) / MACs per clock per SM)."""
+    if not device.l2_bytes_per_clock:
+        return 1.0
+    macs_per_clock = device.peak(precision) / (2 * device.clock_hz * device.sms)
+    fed = device.l2_bytes_per_clock / device.sms * tm * tn / ((tm + tn) * element_bytes)
+    return min(1.0, fed / macs_per_clock)
+
+
 def gemm_seconds(m, k, n, count, device: Gpu, efficiency: Efficiency, precision: str = "fp16",
                  element_bytes: int = 2) -> np.ndarray:
     """Seconds of each batched GEMM (arrays broadcast): tile/wave-quantized compute vs HBM traffic,
@@ -66,7 +78,8 @@ def gemm_seconds(m, k, n, count, device: Gpu, efficiency: Efficiency, precision:
     for tm, tn in TILES:
         tiles = np.ceil(m / tm) * np.ceil(n / tn) * count
         waves = np.ceil(tiles / device.sms)
-        best = np.minimum(best, waves * 2.0 * tm * tn * k / per_sm)
+        rate = per_sm * tile_efficiency(tm, tn, device, precision, element_bytes)
+        best = np.minimum(best, waves * 2.0 * tm * tn * k / rate)
     traffic = (m * k + k * n + m * n) * count * element_bytes / (device.hbm_bytes_per_s * efficiency.memory)
     return np.maximum(best, traffic) + efficiency.kernel_s
 
@@ -92,4 +105,4 @@ def op_seconds(ops: Sequence[TrainingOp], device: Gpu, efficiency: Efficiency, e
     return seconds
 
 
-__all__ = ["TILES", "Efficiency", "gemm_seconds", "memory_seconds", "op_seconds"]
+__all__ = ["TILES", "Efficiency", "gemm_seconds", "memory_seconds", "op_seconds", "tile_efficiency"]
