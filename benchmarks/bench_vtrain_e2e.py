@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -27,50 +26,21 @@ sys.path.insert(0, str(ROOT))
 from archsim.devices.gpu_cost import Efficiency  # noqa: E402
 from archsim.training import fitted  # noqa: E402
 from archsim.training.cluster import single_node  # noqa: E402
-from archsim.training.iteration import (after_backward, model_pieces, one_f_one_b_seconds,  # noqa: E402
-                                        stage_times)
+from archsim.training.calibrate import fast_seconds, fit_kernels  # noqa: E402
 from archsim.training.measured import MeasuredRun, read_measured  # noqa: E402
-from archsim.training.memory import stage_parameters  # noqa: E402
 from archsim.training.run import train  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "e2e"
 
 
 def closed_form(run: MeasuredRun, machine) -> float:
-    c, par = run.config(), run.parallelism()
-    times = stage_times(c, par, machine, model_pieces(c, par, machine))
-    span = one_f_one_b_seconds(times, par.microbatches)
-    per = c.layers // par.pp
-    post = max(sum(after_backward(c, par, machine, r, stage_parameters(c, par, per, r == 0, r == par.pp - 1)).values())
-               for r in range(par.pp))
-    return span + post
+    return fast_seconds(run, machine)
 
 
 def refit(runs: list[MeasuredRun]) -> Efficiency:
-    from scipy.optimize import minimize
-
-    fit_runs = [r for r in runs if fitted.is_fit_run(r.layers)]
-    base = single_node().machine(fit_runs[0].parallelism())
-    measured = np.array([r.milliseconds / 1e3 for r in fit_runs])
-
-    def efficiency(x):
-        return Efficiency(gemm=min(float(x[0]), 1.0), memory=min(float(x[1]), 1.0), kernel_s=float(x[2]) * 1e-6,
-                          host_s=float(x[3]) * 1e-6)
-
-    def loss(x):
-        if np.any(np.asarray(x) <= 0) or x[0] > 1 or x[1] > 1:
-            return 1e9
-        machine = replace(base, efficiency=efficiency(x))
-        predicted = np.array([closed_form(r, machine) for r in fit_runs])
-        return float(np.mean(np.abs(predicted / measured - 1)))
-
-    # a wide start: the host-bound term is flat until it binds (below ~40 µs per op it never does)
-    start = np.array([0.7, 0.8, 5.0, 60.0])
-    simplex = np.vstack([start, *(start * np.where(np.arange(4) == i, 0.7, 1.0) for i in range(4))])
-    best = minimize(loss, x0=start, method="Nelder-Mead",
-                    options={"xatol": 1e-3, "fatol": 1e-4, "maxiter": 250, "initial_simplex": simplex})
-    print(f"fit on {len(fit_runs)} runs: MAPE {best.fun:.4f}, {efficiency(best.x)}")
-    return efficiency(best.x)
+    efficiency, loss = fit_kernels(runs)
+    print(f"fit on {sum(fitted.is_fit_run(r.layers) for r in runs)} runs: MAPE {loss:.4f}, {efficiency}")
+    return efficiency
 
 
 def group(run: MeasuredRun) -> str:

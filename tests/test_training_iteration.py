@@ -110,3 +110,16 @@ def test_sweep_rows_are_single_runs(capsys):
     c = load_transformer(ROOT / "configs/transformers/gpt_1024h_24l.json")
     single = train(c, Parallelism(2, 1, 1, 8, 2), single_node().machine(Parallelism(2, 1, 1, 8, 2)))
     assert rows[1]["iteration_seconds"] == pytest.approx(single.iteration_seconds)
+
+
+@pytest.mark.slow
+def test_stored_kernel_efficiencies_are_the_fit():
+    """Refit on the 16-layer runs (about 3 minutes): the stored constants are what the fit gives."""
+    from archsim.training.calibrate import fit_kernels
+
+    runs = read_measured(ROOT / "tests" / "data" / "e2e" / "vtrain_single_node_shown.csv")
+    efficiency, loss = fit_kernels(runs)
+    stored = fitted.A100_KERNELS
+    assert loss < 0.08
+    for name in ("gemm", "memory", "kernel_s", "host_s"):
+        assert getattr(efficiency, name) == pytest.approx(getattr(stored, name), rel=0.03), name
