@@ -56,3 +56,15 @@ def test_parameters_and_head():
     head = head_work(C, 1, 1)
     lm = next(op for op in head.forward if op.layer == "lm_head")
     assert (lm.gemms[0].m, lm.gemms[0].k, lm.gemms[0].n) == (16, 64, 128)  # vocab 100 padded to 128
+
+
+def test_llama_layer_flops_by_hand():
+    """Grouped-query attention (8 heads, 2 KV heads) and SwiGLU (gate, up, down of width f)."""
+    llama = TransformerConfig("llama", "llama", 2, 128, 8, 100, 32, 352, 2, False, 0)
+    b, s, h, f, hd = 2, 32, 128, 352, 16
+    tokens = b * s
+    forward = 2 * tokens * (h * (h + 2 * 2 * hd) + h * h + 3 * h * f) + 4 * b * s * s * h
+    work = block_work(llama, b, 1)
+    assert flops(work.forward) == forward
+    assert flops(work.backward) == 2 * forward
+    assert layer_parameters(llama) == h * (h + 2 * 2 * hd) + h * h + 3 * h * f + 2 * h

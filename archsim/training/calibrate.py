@@ -19,10 +19,18 @@ from archsim.training.cluster import single_node
 from archsim.training.iteration import Machine, after_backward, model_pieces, one_f_one_b_seconds, stage_times
 from archsim.training.measured import MeasuredRun
 from archsim.training.memory import stage_parameters
+from archsim.training.parallel import Parallelism
+from archsim.workload.transformer import TransformerConfig
 
 
 def fast_seconds(run: MeasuredRun, machine: Machine) -> float:
-    c, par = run.config(), run.parallelism()
+    """A measured run's predicted iteration seconds by the closed form."""
+    return fast_iteration_seconds(run.config(), run.parallelism(), machine)
+
+
+def fast_iteration_seconds(c: TransformerConfig, par: Parallelism, machine: Machine) -> float:
+    """Iteration seconds of plain 1F1B (one chunk per rank) by its closed form, without building the
+    schedule: what a search over many configurations can afford per point."""
     times = stage_times(c, par, machine, model_pieces(c, par, machine))
     span = one_f_one_b_seconds(times, par.microbatches)
     per = c.layers // par.pp
@@ -58,4 +66,4 @@ def fit_kernels(runs: list[MeasuredRun]) -> tuple[Efficiency, float]:
     return _efficiency(best.x), float(best.fun)
 
 
-__all__ = ["fast_seconds", "fit_kernels"]
+__all__ = ["fast_iteration_seconds", "fast_seconds", "fit_kernels"]
