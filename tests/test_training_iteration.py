@@ -123,3 +123,28 @@ def test_stored_kernel_efficiencies_are_the_fit():
     assert loss < 0.08
     for name in ("gemm", "memory", "kernel_s", "host_s"):
         assert getattr(efficiency, name) == pytest.approx(getattr(stored, name), rel=0.03), name
+
+
+def test_cli_writes_gantt_and_chrome_trace(tmp_path, capsys):
+    gantt, trace = tmp_path / "g.html", tmp_path / "t.json"
+    assert main(["train", str(ROOT / "configs/transformers/gpt_1024h_24l.json"), "--cluster",
+                 str(ROOT / "configs/clusters/a100_node.toml"), "--pp", "2", "--global-batch", "4",
+                 "--gantt", str(gantt), "--chrome-trace", str(trace)]) == 0
+    events = json.loads(trace.read_text())
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    actions = [e for e in events if e.get("ph") == "X" and e.get("cat") in ("F", "B")]
+    assert len(actions) == 2 * 2 * 4  # 2 ranks × (F, B) × 4 micro-batches (the rest: pipeline hops)
+    assert gantt.stat().st_size > 1000
+
+
+@pytest.mark.parametrize("cluster, message", [("testbed_v100.toml", "needs gpu"), (None, "unknown GPU")])
+def test_cluster_without_a_catalog_gpu_is_one_line(tmp_path, capsys, cluster, message):
+    if cluster is None:
+        path = tmp_path / "c.toml"
+        path.write_text('[cluster]\nname = "x"\n[[servers]]\ngpus = 2\nintra_server_gbps = 100\ngpu = "tpu"\n')
+    else:
+        path = ROOT / "configs" / "clusters" / cluster
+    assert main(["train", str(ROOT / "configs/transformers/gpt_1024h_24l.json"), "--cluster", str(path),
+                 "--global-batch", "4"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err and "gpu" in err
