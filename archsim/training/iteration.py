@@ -58,7 +58,8 @@ class Machine:
 @dataclass(frozen=True)
 class PieceCost:
     """Per micro-batch seconds of one model piece: forward, δ, weight-gradient compute, recompute, and
-    TP collectives in the forward and the backward; ``ops``: (name, kind, seconds) rows."""
+    TP collectives in the forward and the backward; ``ops``: (name, kind, seconds) rows, each op's GPU
+    time (before the host-issue floor) and each TP collective's, kind F/D/G (ops) or F/B (collectives)."""
 
     forward: float
     backward_input: float
@@ -77,6 +78,9 @@ def piece_cost(work: Work, par: Parallelism, machine: Machine, recompute: str) -
     ops: list[TrainingOp] = [*work.forward, *work.backward]
     seconds = op_seconds(ops, machine.gpu, machine.efficiency)
     rows = tuple((op.layer, op.kind, float(t)) for op, t in zip(ops, seconds))
+    rows += tuple((f"{c.name} ({c.kind}, {c.bytes / 2**20:.3g} MiB)", c.phase,
+                   float(collective_seconds(c.kind, c.bytes, par.tp, machine.links.tp)))
+                  for c in (*work.forward_collectives, *work.backward_collectives))
     nf = len(work.forward)
     host = machine.efficiency.host_s
     tp_f = _coll_seconds(work.forward_collectives, par, machine.links)

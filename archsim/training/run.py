@@ -23,7 +23,7 @@ class TrainResult:
     iteration_seconds: float
     memory: tuple[StageMemory, ...]
     breakdown: dict[str, float]
-    ops: list[dict]
+    ops: list[dict]  # per micro-batch: each op and TP collective of a layer / embedding / head; per iteration: the rest
     run: object
     post: tuple[dict[str, float], ...]
 
@@ -53,7 +53,7 @@ def train(c: TransformerConfig, par: Parallelism, machine: Machine) -> TrainResu
     finish = [ends[r] + sum(post[r].values()) for r in range(par.pp)]
     slowest = int(np.argmax(finish))
     return TrainResult(float(max(finish)), tuple(mem), _breakdown(c, par, pieces, times, run, slowest, post[slowest]),
-                       _op_rows(c, par, pieces), run, post)
+                       _op_rows(c, par, pieces) + _iteration_rows(post[slowest]), run, post)
 
 
 def _breakdown(c, par, pieces, times, run, rank, post) -> dict[str, float]:
@@ -88,12 +88,14 @@ def _op_rows(c, par, pieces) -> list[dict]:
         for name, kind, seconds in piece.ops:
             merged[(name, kind)] += seconds
         rows += [{"piece": piece_name, "op": name, "kind": kind, "seconds": s} for (name, kind), s in merged.items()]
-        if piece.tp_forward or piece.tp_backward:
-            rows.append({"piece": piece_name, "op": "tp_collectives", "kind": "F", "seconds": piece.tp_forward})
-            rows.append({"piece": piece_name, "op": "tp_collectives", "kind": "B", "seconds": piece.tp_backward})
         if piece.recompute:
             rows.append({"piece": piece_name, "op": "recompute", "kind": "B", "seconds": piece.recompute})
     return rows
+
+
+def _iteration_rows(post: dict[str, float]) -> list[dict]:
+    """Once per iteration, on the slowest rank: gradient all-reduces and the optimizer step."""
+    return [{"piece": "iteration", "op": name, "kind": "-", "seconds": seconds} for name, seconds in post.items()]
 
 
 __all__ = ["TrainResult", "train"]
