@@ -63,7 +63,15 @@ def main(argv=None) -> int:
         tables = read_nccl_tables(Path(args.data) / "nccl_allreduce", "a100")
         link = fit_link([tables[n] for n in fitted.NCCL_FIT_GPUS],
                         LinkClass("nvlink", gpu("a100-80gb").nvlink_bytes_per_s, 0.7, 5e-6, 20e-6))
-        print("NVLink fit on", fitted.NCCL_FIT_GPUS, "GPUs:", link)
+        print("A100 NVLink fit on", fitted.NCCL_FIT_GPUS, "GPUs:", link)
+        from archsim.training.nvlink_rings import ring_count
+
+        v100 = gpu("v100-32gb")
+        tables = read_nccl_tables(Path(args.data) / "nccl_allreduce", "v100")
+        link = fit_link([tables[n] for n in fitted.NCCL_FIT_GPUS],
+                        LinkClass("nvlink", v100.nvlink_link_bytes_per_s, 0.7, 5e-6, 20e-6),
+                        bandwidth_of=lambda n: ring_count(tuple(range(n))) * v100.nvlink_link_bytes_per_s)
+        print("V100 NVLink-ring fit on", fitted.NCCL_FIT_GPUS, "GPUs:", link)
         refit(runs)
         return 0
     cluster = single_node()

@@ -3,8 +3,9 @@
 :class:`~archsim.training.iteration.Machine` the iteration model runs on.
 
 Groups are placed Megatron's way: TP innermost (consecutive GPUs), then DP, then PP. A group whose
-GPUs all sit in one server talks over that server's NVLink (the catalog's per-GPU NVLink bandwidth,
-calibrated on nccl-tests); a group that spans servers over the inter-server network at
+GPUs all sit in one server talks over that server's NVLink (the catalog's per-GPU NVLink bandwidth
+through NVSwitches; on a DGX-1 of V100s, the NVLink rings its GPUs can form — calibrated on
+nccl-tests, :func:`archsim.training.fitted.nvlink_group`); a group that spans servers over the inter-server network at
 ``inter_server_gbps`` per GPU (``inter_server_link = "per_gpu_pair"``: each GPU its own NIC) or that
 bandwidth shared by the server's GPUs (``"shared"``).
 """
@@ -34,15 +35,15 @@ class GpuCluster:
     def machine(self, par: Parallelism) -> Machine:
         if par.gpus > self.topology.devices:
             raise InputError(f"TP × PP × DP = {par.gpus} GPUs, the cluster has {self.topology.devices}", field="gpus")
-        nv = fitted.nvlink(self.gpu.nvlink_bytes_per_s)
         ib = fitted.infiniband(self.inter_server_bytes_per_s)
         g = self.gpus_per_server
 
-        def link(span: int):  # GPUs a group's members are spread over
-            return nv if span <= g else ib
+        def link(members: range):  # the first group of a kind: GPU indices, Megatron's order
+            return fitted.nvlink_group(self.gpu, tuple(members)) if members[-1] < g else ib
 
         return Machine(self.gpu, fitted.kernels(self.gpu.name),
-                       Links(tp=link(par.tp), dp=link(par.tp * par.dp), pp=link(par.gpus)))
+                       Links(tp=link(range(par.tp)), dp=link(range(0, par.tp * par.dp, par.tp)),
+                             pp=link(range(0, par.gpus, par.tp * par.dp))))
 
 
 def load_gpu_cluster(path: str | Path) -> GpuCluster:

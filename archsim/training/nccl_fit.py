@@ -65,8 +65,11 @@ def model_seconds(table: NcclTable, link: LinkClass) -> np.ndarray:
     return collective_seconds("all-reduce", table.sizes, table.gpus, link)
 
 
-def fit_link(tables: list[NcclTable], base: LinkClass, min_bytes: float = 16 * 2**20) -> LinkClass:
-    """``base`` with η, α, α₀ and γ fitted to ``tables`` (least squares on log time ratios)."""
+def fit_link(tables: list[NcclTable], base: LinkClass, min_bytes: float = 16 * 2**20,
+             bandwidth_of=None) -> LinkClass:
+    """``base`` with η, α, α₀ and γ fitted to ``tables`` (least squares on log time ratios);
+    ``bandwidth_of(gpus)``, when given, is each table's link bandwidth (servers without an NVSwitch:
+    rings × one link's, :mod:`archsim.training.nvlink_rings`)."""
     from scipy.optimize import least_squares
 
     def link_of(x: np.ndarray) -> LinkClass:
@@ -75,7 +78,9 @@ def fit_link(tables: list[NcclTable], base: LinkClass, min_bytes: float = 16 * 2
 
     def residuals(x: np.ndarray) -> np.ndarray:
         link = link_of(x)
-        return np.concatenate([np.log(model_seconds(t, link) / t.seconds)[t.sizes >= min_bytes] for t in tables])
+        return np.concatenate([np.log(model_seconds(t, link if bandwidth_of is None
+                                                    else replace(link, bandwidth=bandwidth_of(t.gpus))) / t.seconds)
+                               [t.sizes >= min_bytes] for t in tables])
 
     fit = least_squares(residuals, x0=[0.7, 5.0, 20.0, 1.0], bounds=([0.05, 0, 0, 0], [1.0, 1000.0, 1000.0, 100.0]))
     return link_of(fit.x)
