@@ -175,11 +175,17 @@ def check_fits(c: TransformerConfig, par: Parallelism) -> None:
         raise InputError(f"TP {par.tp} must divide the heads ({c.heads}) and the FFN width ({c.ffn})", field="tp")
 
 
-def memories(c: TransformerConfig, par: Parallelism, order) -> list[StageMemory]:
-    """Memory of one GPU of each pipeline rank (chunks of a rank summed)."""
+def memories(c: TransformerConfig, par: Parallelism, order=None) -> list[StageMemory]:
+    """Memory of one GPU of each pipeline rank (chunks of a rank summed). Without ``order``, plain 1F1B's
+    in-flight counts min(p − r, m) — no schedule built, for searches over many configurations."""
     chunks = par.pp * par.interleave
     per_chunk = c.layers // chunks
-    peaks = in_flight(order)
+    if order is None:
+        if par.interleave != 1 or par.schedule != "1f1b":
+            raise InputError("memory without a schedule's order is 1F1B's only", field="schedule")
+        peaks = [min(par.pp - r, par.microbatches) for r in range(par.pp)]
+    else:
+        peaks = in_flight(order)
     out = []
     for rank in range(par.pp):
         mine = [j for j in range(chunks) if j % par.pp == rank]
