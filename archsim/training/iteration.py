@@ -143,11 +143,14 @@ def stage_times(c: TransformerConfig, par: Parallelism, machine: Machine,
 
 
 def after_backward(c: TransformerConfig, par: Parallelism, machine: Machine, rank: int,
-                   parameters: float) -> dict[str, float]:
-    """Seconds each rank spends after its last backward: DP and embedding all-reduces, optimizer."""
+                   parameters: float, tied_ranks: tuple[int, int] | None = None) -> dict[str, float]:
+    """Seconds each rank spends after its last backward: DP and embedding all-reduces, optimizer.
+    ``tied_ranks``: the ranks of the first and last stage (default 0 and PP − 1); when they differ and
+    embeddings are tied, both all-reduce the token table's gradient."""
     dp = float(collective_seconds("all-reduce", parameters * 2, par.dp, machine.links.dp))
     tied = 0.0
-    if par.pp > 1 and c.tied_embeddings and rank in (0, par.pp - 1):
+    ends = (0, par.pp - 1) if tied_ranks is None else tied_ranks
+    if ends[0] != ends[1] and c.tied_embeddings and rank in ends:
         table = padded_vocab(c.vocab, par.tp) // par.tp * c.hidden * 2
         tied = float(collective_seconds("all-reduce", table, 2, machine.links.pp))
     optimizer = float(memory_seconds(parameters * OPTIMIZER_BYTES_PER_PARAMETER / 2, machine.gpu,
@@ -188,10 +191,11 @@ def memories(c: TransformerConfig, par: Parallelism, order=None) -> list[StageMe
     else:
         peaks = in_flight(order)
         rank_of = order.rank_of_stage()
+    apart = rank_of[0] != rank_of[chunks - 1]
     out = []
     for rank in range(par.pp):
         mine = [j for j in range(chunks) if rank_of[j] == rank]
-        parts = [stage_memory(c, par, per_chunk, max(peaks[rank] // par.chunks, 1), j == 0, j == chunks - 1)
+        parts = [stage_memory(c, par, per_chunk, max(peaks[rank] // par.chunks, 1), j == 0, j == chunks - 1, apart)
                  for j in mine]
         out.append(StageMemory(sum(p.parameters for p in parts), sum(p.states for p in parts),
                                sum(p.activations for p in parts)))

@@ -45,7 +45,9 @@ def train(c: TransformerConfig, par: Parallelism, machine: Machine) -> TrainResu
     slots = run.timeline.slots
     ends = np.full(par.pp, 0.0)
     np.maximum.at(ends, slots.processor, slots.end)
-    post = tuple(after_backward(c, par, machine, r, mem[r].parameters) for r in range(par.pp))
+    rank_of = order.rank_of_stage()
+    tied_ranks = (rank_of[0], rank_of[order.stages - 1])
+    post = tuple(after_backward(c, par, machine, r, mem[r].parameters, tied_ranks) for r in range(par.pp))
     finish = [ends[r] + sum(post[r].values()) for r in range(par.pp)]
     slowest = int(np.argmax(finish))
     return TrainResult(float(max(finish)), tuple(mem),
