@@ -43,6 +43,8 @@ REGISTRY: tuple[tuple[str, str, str], ...] = (
     ("validate-gpu", "archsim.commands.validate_gpu:COMMAND",
      "compare archsim's per-layer F/D/G costs with kernels measured on a GPU"),
     ("import", "archsim.commands.import_model:COMMAND", "convert a model (ONNX) to archsim's topology CSV"),
+    ("train", "archsim.commands.train:COMMAND",
+     "one training iteration of a transformer on GPUs: TP × PP × DP, time, memory, breakdown"),
 )
 
 

@@ -12,6 +12,7 @@ A TOML file (``configs/clusters/*.toml``), keys checked exactly::
     count = 3                     # servers of this kind
     gpus = 4
     intra_server_gbps = [96, 128] # per server (its PCIe or NVLink fabric)
+    gpu = "a100-80gb"             # optional: the GPU by catalog name (archsim train; archsim.devices)
 
 Bandwidths are stored in bytes per second (Gbps · 10⁹ / 8).
 
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
 
 CLUSTER_KEYS = {"name", "seed", "inter_server_gbps", "inter_server_link", "gpu_memory_gb"}
 INTER_SERVER_LINKS = ("shared", "per_gpu_pair")
-SERVER_KEYS = {"count", "gpus", "intra_server_gbps"}
+SERVER_KEYS = {"count", "gpus", "intra_server_gbps", "gpu"}  # gpu: a catalog name, read by archsim train
 MAX_DEVICES = 1024  # GPUs in one cluster file (the planner's min-cut works on the complete GPU graph)
 MAX_GBPS = 1e6  # a finite bound on link bandwidths (10⁶ Gbps = 125 TB/s)
 

@@ -1,0 +1,99 @@
+"""``archsim train``: one training iteration of a transformer on a GPU cluster — time, memory per GPU,
+per-op and per-collective breakdown and the pipeline timeline (:mod:`archsim.training`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from archsim.cli import Command
+from archsim.commands.common import add_output_arguments, add_timeline_outputs, emit, positive_int
+from archsim.training.parallel import RECOMPUTE
+
+HELP = "one training iteration of a transformer on GPUs: TP × PP × DP, time, memory, breakdown"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", metavar="MODEL", help="transformer config: Hugging Face config.json (gpt2, llama, "
+                        "bert) or a [transformer] TOML")
+    parser.add_argument("--cluster", required=True, metavar="CLUSTER.toml",
+                        help='cluster TOML whose [[servers]] name their GPU (gpu = "a100-80gb")')
+    parser.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel degree")
+    parser.add_argument("--pp", type=positive_int, default=1, help="pipeline-parallel degree")
+    parser.add_argument("--dp", type=positive_int, default=1, help="data-parallel degree")
+    parser.add_argument("--global-batch", type=positive_int, required=True, help="samples per iteration")
+    parser.add_argument("--micro-batch", type=positive_int, default=1, help="samples per micro-batch")
+    parser.add_argument("--seq", type=positive_int, default=None, help="sequence length (default: the config's)")
+    parser.add_argument("--recompute", default="full", choices=RECOMPUTE, help="activation recomputation")
+    parser.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallelism (TP > 1)")
+    parser.add_argument("--interleave", type=positive_int, default=1, metavar="V",
+                        help="model chunks per pipeline rank (interleaved 1F1B when V > 1)")
+    parser.add_argument("--schedule", default="1f1b", help="pipeline schedule (archsim's published orders: 1f1b, "
+                        "gpipe, zb-h1, zb-h2, interleaved-1f1b, …)")
+    parser.add_argument("--sweep", action="append", default=[], metavar="KEY=V1,V2,…",
+                        help="sweep an axis (tp, pp, dp, global_batch, micro_batch, interleave, recompute, schedule, "
+                             "sequence_parallel); repeat for a grid: one row per point instead of one iteration's "
+                             "breakdown")
+    add_timeline_outputs(parser)
+    add_output_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from archsim.commands.common import write_timeline_outputs
+    from archsim.outputs import render
+    from archsim.training.cluster import load_gpu_cluster
+    from archsim.training.parallel import Parallelism
+    from archsim.training.run import train
+    from archsim.workload.transformer import load_transformer
+
+    config = load_transformer(args.model, seq=args.seq)
+    if args.sweep:
+        return _run_sweep(args, config)
+    par = Parallelism(args.tp, args.pp, args.dp, args.global_batch, args.micro_batch, args.recompute,
+                      args.sequence_parallel, args.interleave, args.schedule)
+    cluster = load_gpu_cluster(args.cluster)
+    result = train(config, par, cluster.machine(par))
+    capacity = cluster.gpu.memory_bytes
+    memory = [{"rank": r, "parameters": m.parameters, "states_gib": m.states / 2**30,
+               "activations_gib": m.activations / 2**30, "total_gib": m.total / 2**30,
+               "fits": m.total <= capacity} for r, m in enumerate(result.memory)]
+    slots = result.run.timeline.to_frame()
+    timeline = [{"rank": str(row.processor), "action": str(row.op), "start_s": float(row.start), "end_s": float(row.end)}
+                for row in slots.itertuples()] if len(slots) <= 20000 else []
+    meta = {"model": config.name, "gpu": cluster.gpu.name, "gpus": par.gpus, "tp": par.tp, "pp": par.pp,
+            "dp": par.dp, "global_batch": par.global_batch, "micro_batch": par.micro_batch,
+            "microbatches": par.microbatches, "recompute": par.recompute,
+            "sequence_parallel": par.sequence_parallel, "interleave": par.interleave, "schedule": par.schedule,
+            "iteration_seconds": result.iteration_seconds, "peak_memory_gib": result.peak_memory_gib,
+            "memory_capacity_gib": capacity / 2**30, "fits_memory": all(m["fits"] for m in memory),
+            "breakdown_seconds": result.breakdown, "memory_per_rank": memory,
+            "after_backward_seconds": list(result.post), "timeline": timeline}
+    frame = pd.DataFrame(result.ops, columns=["piece", "op", "kind", "seconds"])
+    if args.format != "json":
+        meta = {k: v for k, v in meta.items() if not isinstance(v, (list, dict))}
+    emit(render(frame, args.format, meta=meta, precision=args.precision), args)
+    write_timeline_outputs(args, result.run.timeline, f"{config.name}: TP{par.tp} PP{par.pp} DP{par.dp}")
+    return 0
+
+
+def _run_sweep(args: argparse.Namespace, config) -> int:
+    import pandas as pd
+
+    from archsim.outputs import render
+    from archsim.training.cluster import load_gpu_cluster
+    from archsim.training.sweep import parse_axis, sweep
+
+    axes = [parse_axis(text) for text in args.sweep]
+    base = {"tp": args.tp, "pp": args.pp, "dp": args.dp, "global_batch": args.global_batch,
+            "micro_batch": args.micro_batch, "recompute": args.recompute,
+            "sequence_parallel": args.sequence_parallel, "interleave": args.interleave, "schedule": args.schedule}
+    cluster = load_gpu_cluster(args.cluster)
+    rows = sweep(config, cluster, base, axes)
+    meta = {"model": config.name, "gpu": cluster.gpu.name, "points": len(rows),
+            "axes": ",".join(name for name, _ in axes)}
+    emit(render(pd.DataFrame(rows), args.format, meta=meta, precision=args.precision), args)
+    return 0
+
+
+COMMAND = Command("train", HELP, add_arguments, run)

@@ -1,0 +1,108 @@
+"""Training ops → seconds on a GPU: the GPU's cost source, behind the array model's interface.
+
+:func:`op_seconds` takes the same :class:`~archsim.lowering.TrainingOp` list as
+:func:`archsim.array.costing.op_cycles` and returns each op's time, so anything that costs ops on an
+array can cost them on a GPU. Two kinds of work:
+
+* **GEMMs on tensor cores, tile- and wave-quantized.** A GEMM out[m×n] = A[m×k]·B[k×n] (``count``
+  of them in one batched launch) is cut into output tiles of tm × tn, as cuBLAS/CUTLASS kernels do;
+  one SM computes one tile at a time, so the tiles run in ⌈tiles / SMs⌉ waves of 2·tm·tn·k FLOPs
+  each at the SM's share of the dense tensor peak × ``efficiency.gemm`` × the tile's own efficiency
+  (:func:`tile_efficiency`: a tile's k-steps load (tm + tn) operands for tm·tn MACs from L2, so small
+  tiles are bound by the GPU's L2 bandwidth per SM). The tile is the one of
+  :data:`TILES` that finishes first (a library's heuristic picks well on regular shapes). A GEMM
+  also moves A, B and out through HBM once: its time is the larger of the two (a roofline per GEMM).
+* **Memory-bound ops** (norms, softmax, GeLU, dropout, residual adds, the optimizer step, the
+  embedding lookup): their ``vector_elements`` count the elements they read and write in HBM, at
+  ``element_bytes`` each, moved at HBM bandwidth × ``efficiency.memory``.
+
+Every op pays ``efficiency.kernel_s`` per kernel it launches (the gap between kernels on the GPU).
+``efficiency.host_s`` is the host's time to issue one op; the iteration model takes, per pass, the
+larger of the GPU's time and the host's (the host runs ahead of the GPU asynchronously).
+
+The four efficiencies are the model's only fitted constants on the GPU side (see
+:mod:`archsim.training.fitted` for their values and how they were fitted).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from archsim.array.costing import flatten_gemms
+from archsim.devices.catalog import Gpu
+from archsim.errors import InputError
+from archsim.lowering import TrainingOp
+
+# CTA output tiles (rows × cols) of cuBLAS/CUTLASS fp16 tensor-core GEMMs on Volta–Hopper.
+TILES = ((256, 128), (128, 256), (128, 128), (256, 64), (64, 256), (128, 64), (64, 128), (64, 64))
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """gemm: fraction of the dense tensor peak a full wave of tiles reaches; memory: fraction of HBM
+    bandwidth memory-bound kernels reach; kernel_s: seconds of overhead per kernel launch on the GPU;
+    host_s: seconds the host (Python, PyTorch's dispatcher) spends issuing one op — when a pass's ops
+    are issued slower than the GPU runs them, the GPU waits (see :mod:`archsim.training.iteration`)."""
+
+    gemm: float
+    memory: float
+    kernel_s: float
+    host_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not (0 < self.gemm <= 1 and 0 < self.memory <= 1 and 0 <= self.kernel_s < 1 and 0 <= self.host_s < 1):
+            raise InputError(f"efficiencies must be in (0, 1] and kernel overhead in [0, 1) s, got {self}",
+                             field="efficiency")
+
+
+def tile_efficiency(tm: int, tn: int, device: Gpu, precision: str = "fp16", element_bytes: int = 2) -> float:
+    """Fraction of an SM's tensor rate a tm × tn tile can sustain when its operands stream from L2:
+    min(1, L2 bytes per clock per SM × tm·tn / ((tm + tn) · element bytes) / MACs per clock per SM)."""
+    if not device.l2_bytes_per_clock:
+        return 1.0
+    macs_per_clock = device.peak(precision) / (2 * device.clock_hz * device.sms)
+    fed = device.l2_bytes_per_clock / device.sms * tm * tn / ((tm + tn) * element_bytes)
+    return min(1.0, fed / macs_per_clock)
+
+
+def gemm_seconds(m, k, n, count, device: Gpu, efficiency: Efficiency, precision: str = "fp16",
+                 element_bytes: int = 2) -> np.ndarray:
+    """Seconds of each batched GEMM (arrays broadcast): tile/wave-quantized compute vs HBM traffic,
+    plus one kernel overhead. Units: elements in, seconds out."""
+    m, k, n, count = (np.asarray(x, dtype=np.float64) for x in (m, k, n, count))
+    per_sm = device.peak(precision) * efficiency.gemm / device.sms  # FLOP/s of one SM
+    best = np.full(np.broadcast(m, k, n, count).shape, np.inf)
+    for tm, tn in TILES:
+        tiles = np.ceil(m / tm) * np.ceil(n / tn) * count
+        waves = np.ceil(tiles / device.sms)
+        rate = per_sm * tile_efficiency(tm, tn, device, precision, element_bytes)
+        best = np.minimum(best, waves * 2.0 * tm * tn * k / rate)
+    traffic = (m * k + k * n + m * n) * count * element_bytes / (device.hbm_bytes_per_s * efficiency.memory)
+    return np.maximum(best, traffic) + efficiency.kernel_s
+
+
+def memory_seconds(elements, device: Gpu, efficiency: Efficiency, element_bytes: int = 2, kernels=1) -> np.ndarray:
+    """Seconds to move ``elements`` (read + written) through HBM, plus ``kernels`` launch overheads."""
+    elements = np.asarray(elements, dtype=np.float64)
+    return (elements * element_bytes / (device.hbm_bytes_per_s * efficiency.memory)
+            + np.asarray(kernels) * efficiency.kernel_s)
+
+
+def op_seconds(ops: Sequence[TrainingOp], device: Gpu, efficiency: Efficiency, element_bytes: int = 2,
+               precision: str = "fp16") -> np.ndarray:
+    """Seconds of each op on ``device``: its GEMMs (one launch per :class:`~archsim.lowering.Gemm`)
+    plus its memory-bound part (one launch when it has ``vector_elements``). The interface of
+    :func:`archsim.array.costing.op_cycles`, in seconds."""
+    owner, m, k, n, count = flatten_gemms(ops)
+    seconds = np.zeros(len(ops))
+    if owner.size:
+        np.add.at(seconds, owner, gemm_seconds(m, k, n, count, device, efficiency, precision, element_bytes))
+    vector = np.fromiter((op.vector_elements for op in ops), dtype=np.float64, count=len(ops))
+    seconds += np.where(vector > 0, memory_seconds(vector, device, efficiency, element_bytes), 0.0)
+    return seconds
+
+
+__all__ = ["TILES", "Efficiency", "gemm_seconds", "memory_seconds", "op_seconds", "tile_efficiency"]

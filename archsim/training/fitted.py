@@ -1,0 +1,75 @@
+"""archsim's only fitted constants for GPU training, with how each was fitted and on what.
+
+Collectives (NVLink inside a server): η, α, α₀, γ of
+:class:`~archsim.training.collectives.LinkClass`, fitted by :func:`archsim.training.nccl_fit.fit_link`
+to the nccl-tests all-reduce tables of **2, 4 and 8 GPUs** (sizes ≥ 16 MB), once for A100s (NVSwitch)
+and once for V100s (DGX-1 hybrid cube-mesh, bandwidth = NVLink rings × one link's); the tables of 3,
+5, 6 and 7 GPUs are kept for the check (tests/test_training_collectives.py). Refit with
+``python benchmarks/bench_vtrain_e2e.py --refit``.
+
+GPU kernels (:class:`~archsim.devices.gpu_cost.Efficiency`): fitted by
+``benchmarks/bench_vtrain_e2e.py --refit`` on the measured Megatron-DeepSpeed iterations of the
+**16-layer models only** (hidden 1,024 and 2,048; :func:`is_fit_run`); the 12-, 20- and 24-layer
+models are never seen by the fit, and their error is the one archsim reports.
+
+No other constant is fitted: every other figure is a datasheet value (:mod:`archsim.devices.catalog`)
+or a count of FLOPs, bytes and kernels.
+"""
+
+from __future__ import annotations
+
+from archsim.devices.gpu_cost import Efficiency
+from archsim.training.collectives import LinkClass
+
+NCCL_FIT_GPUS = (2, 4, 8)
+NCCL_CHECK_GPUS = (3, 5, 6, 7)
+FIT_LAYERS = 16  # the model shape(s) the kernel efficiencies are fitted on
+
+
+def is_fit_run(layers: int) -> bool:
+    """Whether a measured run belongs to the fit part (its model has :data:`FIT_LAYERS` layers)."""
+    return layers == FIT_LAYERS
+
+
+# η, α (s), α₀ (s), γ (s/byte) of NVLink on an A100 server, per direction 300 GB/s (datasheet).
+A100_NVLINK = dict(efficiency=0.998, alpha_s=3.15e-6, launch_s=52.7e-6, copy_s_per_byte=1.80e-12)
+
+# η, α (s), α₀ (s), γ (s/byte) of V100 NVLink rings on a DGX-1 (per link 25 GB/s per direction).
+V100_NVLINK = dict(efficiency=0.903, alpha_s=0.0, launch_s=37.9e-6, copy_s_per_byte=0.357e-12)
+
+# Kernel efficiencies on an A100, fitted to the 16-layer runs.
+A100_KERNELS = Efficiency(gemm=0.920, memory=0.733, kernel_s=32.7e-6, host_s=69.4e-6)
+
+
+def nvlink(bandwidth: float) -> LinkClass:
+    """The NVLink link class of a server whose GPUs each have ``bandwidth`` bytes/s per direction."""
+    return LinkClass("nvlink", bandwidth, **A100_NVLINK)
+
+
+def nvlink_group(device, members: tuple[int, ...]) -> LinkClass:
+    """The link class of a collective over ``members`` (GPU indices within one server) of ``device``:
+    NVSwitch servers give every group the GPU's full NVLink bandwidth; a DGX-1 of V100s gives it its
+    NVLink rings' (:func:`~archsim.training.nvlink_rings.ring_count`), PCIe where no ring exists."""
+    if device.nvswitch:
+        return nvlink(device.nvlink_bytes_per_s)
+    from archsim.training.nvlink_rings import ring_count
+
+    rings = ring_count(tuple(members))
+    bandwidth = rings * device.nvlink_link_bytes_per_s if rings else device.pcie_bytes_per_s
+    return LinkClass("nvlink" if rings else "pcie", bandwidth, **V100_NVLINK)
+
+
+def infiniband(bandwidth: float) -> LinkClass:
+    """An inter-server link of ``bandwidth`` bytes/s per GPU: not calibrated (no multi-server tables);
+    NVLink's latencies and no copy cost beyond them are assumed."""
+    return LinkClass("infiniband", bandwidth, efficiency=0.9, alpha_s=A100_NVLINK["alpha_s"] * 2,
+                     launch_s=A100_NVLINK["launch_s"], copy_s_per_byte=A100_NVLINK["copy_s_per_byte"])
+
+
+def kernels(gpu_name: str) -> Efficiency:
+    """Kernel efficiencies for a GPU: the A100's fit for every GPU until others are measured."""
+    return A100_KERNELS
+
+
+__all__ = ["A100_KERNELS", "A100_NVLINK", "V100_NVLINK", "nvlink_group", "FIT_LAYERS", "NCCL_CHECK_GPUS", "NCCL_FIT_GPUS", "infiniband",
+           "is_fit_run", "kernels", "nvlink"]

@@ -1,0 +1,223 @@
+"""One training iteration on a GPU cluster: per-stage op times → pipeline schedule → DP all-reduce
+and optimizer step.
+
+1. Each pipeline (virtual) stage's forward F, input-backward I and weight-backward W per micro-batch
+   are the sums of its ops' times on the GPU (:func:`archsim.devices.gpu_cost.op_seconds`) and of
+   its tensor-parallel collectives (they run on the compute stream, between the GEMMs, as Megatron
+   issues them). A pass is host-bound when its ops are issued slower than the GPU runs them:
+   each pass (forward, recompute, backward) takes max(GPU time, ops × ``efficiency.host_s``).
+   Recomputation adds the forward again to I: all of a layer's forward (``full``) or
+   its attention core (``selective``).
+2. The stages' action order is the published schedule's (:func:`archsim.policies.stage_orders.published_order`:
+   1F1B, interleaved with v chunks, zero-bubble…), timed in archsim's event simulator
+   (:func:`archsim.policies.stage_run.run_order`) with a pipeline hop of s·b·h·2/t bytes (Megatron
+   scatters the activation over the TP ranks) on the pipeline link.
+3. After its last backward each stage all-reduces its gradients over DP (no bucketing: nothing
+   overlaps the backward), the first and last stage all-reduce the tied embedding's gradient, and
+   the optimizer step reads and writes 32 bytes per parameter (fp16 gradient; fp32 master weight,
+   momentum and variance read and written; fp16 weight written; the overflow check and norm read
+   the gradient twice more). The iteration ends when the slowest stage has stepped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from archsim.devices.catalog import Gpu
+from archsim.devices.gpu_cost import Efficiency, memory_seconds, op_seconds
+from archsim.errors import InputError
+from archsim.lowering import TrainingOp
+from archsim.training.collectives import LinkClass, collective_seconds
+from archsim.training.layer_ops import Collective, Work, block_work, embedding_work, head_work
+from archsim.training.memory import StageMemory, stage_memory
+from archsim.training.parallel import Parallelism, layers_per_stage, padded_vocab
+from archsim.workload.transformer import TransformerConfig
+
+OPTIMIZER_BYTES_PER_PARAMETER = 32
+ATTENTION_CORE = ("scores", "softmax", "attn_dropout", "context")
+
+
+@dataclass(frozen=True)
+class Links:
+    """The link class each parallel group communicates over."""
+
+    tp: LinkClass
+    pp: LinkClass
+    dp: LinkClass
+
+
+@dataclass(frozen=True)
+class Machine:
+    gpu: Gpu
+    efficiency: Efficiency
+    links: Links
+
+
+@dataclass(frozen=True)
+class PieceCost:
+    """Per micro-batch seconds of one model piece: forward, δ, weight-gradient compute, recompute, and
+    TP collectives in the forward and the backward; ``ops``: (name, kind, seconds) rows, each op's GPU
+    time (before the host-issue floor) and each TP collective's, kind F/D/G (ops) or F/B (collectives)."""
+
+    forward: float
+    backward_input: float
+    backward_weight: float
+    recompute: float
+    tp_forward: float
+    tp_backward: float
+    ops: tuple[tuple[str, str, float], ...]
+
+
+def _coll_seconds(colls: tuple[Collective, ...], par: Parallelism, links: Links) -> float:
+    return float(sum(collective_seconds(c.kind, c.bytes, par.tp, links.tp) for c in colls))
+
+
+def piece_cost(work: Work, par: Parallelism, machine: Machine, recompute: str) -> PieceCost:
+    ops: list[TrainingOp] = [*work.forward, *work.backward]
+    seconds = op_seconds(ops, machine.gpu, machine.efficiency)
+    rows = tuple((op.layer, op.kind, float(t)) for op, t in zip(ops, seconds))
+    rows += tuple((f"{c.name} ({c.kind}, {c.bytes / 2**20:.3g} MiB)", c.phase,
+                   float(collective_seconds(c.kind, c.bytes, par.tp, machine.links.tp)))
+                  for c in (*work.forward_collectives, *work.backward_collectives))
+    nf = len(work.forward)
+    host = machine.efficiency.host_s
+    tp_f = _coll_seconds(work.forward_collectives, par, machine.links)
+    tp_b = _coll_seconds(work.backward_collectives, par, machine.links)
+    # a pass takes max(GPU time, host issue time); the host-bound excess is charged to its compute
+    forward = float(seconds[:nf].sum())
+    forward = max(forward, host * (nf + len(work.forward_collectives)) - tp_f)
+    back = [(op, float(t)) for op, t in zip(work.backward, seconds[nf:])]
+    weight = sum(t for op, t in back if op.kind == "G")
+    delta = sum(t for _, t in back) - weight
+    delta = max(delta, host * (len(work.backward) + len(work.backward_collectives)) - tp_b - weight)
+    if recompute == "full":
+        redo = forward + tp_f
+    elif recompute == "selective":
+        core = [t for op, t in zip(work.forward, seconds[:nf]) if op.layer in ATTENTION_CORE]
+        redo = max(float(sum(core)), host * len(core))
+    else:
+        redo = 0.0
+    return PieceCost(forward, delta, weight, redo, tp_f, tp_b, rows)
+
+
+@dataclass(frozen=True)
+class StageTimes:
+    """Per virtual stage, per micro-batch: F, I, W seconds (collectives and recompute included)."""
+
+    forward: tuple[float, ...]
+    backward_input: tuple[float, ...]
+    backward_weight: tuple[float, ...]
+    hop: float
+
+
+def model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> dict[str, PieceCost]:
+    b, t, sp = par.micro_batch, par.tp, par.sequence_parallel
+    return {"layer": piece_cost(block_work(c, b, t, sp), par, machine, par.recompute),
+            "embedding": piece_cost(embedding_work(c, b, t), par, machine, "none"),
+            "head": piece_cost(head_work(c, b, t), par, machine, "none")}
+
+
+def stage_times(c: TransformerConfig, par: Parallelism, machine: Machine,
+                pieces: dict[str, PieceCost]) -> StageTimes:
+    chunks = par.pp * par.chunks
+    counts = layers_per_stage(c.layers, chunks)
+    layer, emb, head = pieces["layer"], pieces["embedding"], pieces["head"]
+    fwd, bin_, bw = [], [], []
+    for j, n in enumerate(counts):
+        f = n * (layer.forward + layer.tp_forward)
+        i = n * (layer.backward_input + layer.recompute + layer.tp_backward)
+        w = n * layer.backward_weight
+        for piece, on in ((emb, j == 0), (head, j == chunks - 1)):
+            if on:
+                f += piece.forward + piece.tp_forward
+                i += piece.backward_input + piece.tp_backward
+                w += piece.backward_weight
+        fwd.append(f)
+        bin_.append(i)
+        bw.append(w)
+    hop_bytes = c.seq * par.micro_batch * c.hidden * 2 / par.tp
+    hop = float(collective_seconds("p2p", hop_bytes, 2, machine.links.pp)) if par.pp > 1 else 0.0
+    return StageTimes(tuple(fwd), tuple(bin_), tuple(bw), hop)
+
+
+def after_backward(c: TransformerConfig, par: Parallelism, machine: Machine, rank: int,
+                   parameters: float, tied_ranks: tuple[int, int] | None = None) -> dict[str, float]:
+    """Seconds each rank spends after its last backward: DP and embedding all-reduces, optimizer.
+    ``tied_ranks``: the ranks of the first and last stage (default 0 and PP − 1); when they differ and
+    embeddings are tied, both all-reduce the token table's gradient."""
+    dp = float(collective_seconds("all-reduce", parameters * 2, par.dp, machine.links.dp))
+    tied = 0.0
+    ends = (0, par.pp - 1) if tied_ranks is None else tied_ranks
+    if ends[0] != ends[1] and c.tied_embeddings and rank in ends:
+        table = padded_vocab(c.vocab, par.tp) // par.tp * c.hidden * 2
+        tied = float(collective_seconds("all-reduce", table, 2, machine.links.pp))
+    optimizer = float(memory_seconds(parameters * OPTIMIZER_BYTES_PER_PARAMETER / 2, machine.gpu,
+                                     machine.efficiency, kernels=4))
+    return {"dp_allreduce": dp, "embedding_allreduce": tied, "optimizer": optimizer}
+
+
+def in_flight(order) -> list[int]:
+    """Per rank: the most micro-batch chunks run forward and not yet backward (B or I) at once."""
+    peaks = []
+    for actions in order.ranks:
+        live = peak = 0
+        for action in actions:
+            live += 1 if action.kind == "F" else -1 if action.kind in ("B", "I") else 0
+            peak = max(peak, live)
+        peaks.append(peak)
+    return peaks
+
+
+def check_fits(c: TransformerConfig, par: Parallelism) -> None:
+    if c.layers % (par.pp * par.chunks):
+        raise InputError(f"{c.layers} layers do not split into {par.pp} stages × {par.chunks} chunks",
+                         field="pp")
+    if c.heads % par.tp or c.ffn % par.tp:
+        raise InputError(f"TP {par.tp} must divide the heads ({c.heads}) and the FFN width ({c.ffn})", field="tp")
+
+
+def memories(c: TransformerConfig, par: Parallelism, order=None) -> list[StageMemory]:
+    """Memory of one GPU of each pipeline rank (chunks of a rank summed). Without ``order``, plain 1F1B's
+    in-flight counts min(p − r, m) — no schedule built, for searches over many configurations."""
+    chunks = par.pp * par.chunks
+    per_chunk = c.layers // chunks
+    if order is None:
+        if par.schedule_name != "1f1b":
+            raise InputError("memory without a schedule's order is 1F1B's only", field="schedule")
+        peaks = [min(par.pp - r, par.microbatches) for r in range(par.pp)]
+        rank_of = {j: j for j in range(par.pp)}
+    else:
+        peaks = in_flight(order)
+        rank_of = order.rank_of_stage()
+    apart = rank_of[0] != rank_of[chunks - 1]
+    out = []
+    for rank in range(par.pp):
+        mine = [j for j in range(chunks) if rank_of[j] == rank]
+        parts = [stage_memory(c, par, per_chunk, max(peaks[rank] // par.chunks, 1), j == 0, j == chunks - 1, apart)
+                 for j in mine]
+        out.append(StageMemory(sum(p.parameters for p in parts), sum(p.states for p in parts),
+                               sum(p.activations for p in parts)))
+    return out
+
+
+def one_f_one_b_seconds(times: StageTimes, microbatches: int) -> float:
+    """A closed form of 1F1B's pipeline span (one chunk per rank): the first micro-batch's forward
+    through every stage, m − 1 steady steps of the slowest stage's F + B, the last backward back
+    through every stage, and a hop each way between stages. Used to fit constants quickly; the
+    benchmark reports how far it is from the event simulator."""
+    f, b = np.asarray(times.forward), np.asarray(times.backward_input) + np.asarray(times.backward_weight)
+    p = len(f)
+    return float(f.sum() + b.sum() + (microbatches - 1) * (f + b).max() + 2 * (p - 1) * times.hop)
+
+
+def stage_profile(times: StageTimes):
+    from archsim.policies.stage_profile import StageProfile
+
+    return StageProfile(times.forward, times.backward_input, times.backward_weight, times.hop)
+
+
+__all__ = ["ATTENTION_CORE", "Links", "Machine", "OPTIMIZER_BYTES_PER_PARAMETER", "PieceCost", "StageTimes",
+           "after_backward", "check_fits", "in_flight", "memories", "model_pieces", "one_f_one_b_seconds", "piece_cost", "stage_profile",
+           "stage_times"]

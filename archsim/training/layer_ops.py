@@ -1,0 +1,194 @@
+"""A transformer's training work on one GPU, as archsim ops: F (forward), D (δ, input gradient) and
+G (weight gradient), plus the collectives tensor parallelism adds.
+
+Per micro-batch of b sequences of s tokens, hidden h, a heads (kv heads for Llama's grouped-query
+attention), FFN width f, TP degree t (Megatron's column-parallel QKV and first MLP GEMMs, row-parallel
+projection and second MLP GEMM, Shoeybi et al. 2019 §3). T = s·b tokens; with sequence
+parallelism the norms, dropouts and residual adds work on T/t tokens.
+
+GEMMs (m, k, n, count) for Y = X·W, X: m×k: F (m, k, n); D = dY·Wᵀ (m, n, k); G = Xᵀ·dY (k, m, n).
+Attention's scores S = Q·Kᵀ and context P·V are batched over b·a/t heads; both of their backward
+GEMMs are δ work (there are no weights), as :mod:`archsim.lowering` lowers ``matmul`` layers.
+
+Memory-bound ops count the elements they read and write (:mod:`archsim.devices.gpu_cost`), with a
+dropout mask as half an element (1 byte next to 2-byte fp16 values):
+
+======================  ==================  ====================================
+op                      forward             backward
+======================  ==================  ====================================
+layer/RMS norm          read x, write y: 2  read dy, x, write dx: 3
+softmax (fused scale,   read, write: 2      read y, dy, write dx: 3
+mask)
+dropout                 read, write, mask:  read, mask, write: 2.5
+                        2.5
+bias + GeLU (fused)     read, write: 2      read dy, x, write dx: 3
+bias + dropout + add    read x, residual,   read dy, mask, write dx, add residual
+                        write, mask: 3.5    grad: 3.5
+======================  ==================  ====================================
+
+Collectives (bytes at 2 per element): without sequence parallelism, an all-reduce of T·h after the
+attention projection and after the second MLP GEMM in the forward, and after the QKV and first MLP
+δ in the backward; with it, each becomes an all-gather before the column-parallel GEMM and a
+reduce-scatter after the row-parallel one (Korthikanti et al. 2022 §4.2.2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from archsim.lowering import Gemm, TrainingOp
+from archsim.training.parallel import padded_vocab
+from archsim.workload.transformer import TransformerConfig
+
+
+@dataclass(frozen=True)
+class Collective:
+    """One collective a GPU takes part in: ``kind`` all-reduce | all-gather | reduce-scatter | p2p,
+    over ``group`` (tp, dp, pp, embedding), of ``bytes`` per GPU (the full buffer), in ``phase`` F or B."""
+
+    name: str
+    kind: str
+    group: str
+    bytes: float
+    phase: str
+
+
+@dataclass(frozen=True)
+class Work:
+    """Ops and collectives of one piece of the model for one micro-batch: forward and backward."""
+
+    forward: tuple[TrainingOp, ...]
+    backward: tuple[TrainingOp, ...]
+    forward_collectives: tuple[Collective, ...] = ()
+    backward_collectives: tuple[Collective, ...] = ()
+
+
+def _gemm_ops(name: str, m: int, k: int, n: int, count: int = 1, weights: bool = True) -> tuple[TrainingOp, ...]:
+    f = TrainingOp(name, "F", (Gemm(m, k, n, count),), out_bytes=2 * m * n * count)
+    d = TrainingOp(name, "D", (Gemm(m, n, k, count),), out_bytes=2 * m * k * count)
+    if weights:
+        g = TrainingOp(name, "G", (Gemm(k, m, n, count),), out_bytes=2 * k * n * count)
+    else:  # activation × activation: ∂B is δ work too
+        g = TrainingOp(name + ".dB", "D", (Gemm(k, m, n, count),), out_bytes=2 * k * n * count)
+    return f, d, g
+
+
+def _vector(name: str, kind: str, elements: float) -> TrainingOp:
+    return TrainingOp(name, kind, (), vector_elements=int(round(elements)))
+
+
+def _memory_op(name: str, forward: float, backward: float) -> tuple[TrainingOp, TrainingOp]:
+    return _vector(name, "F", forward), _vector(name, "D", backward)
+
+
+def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_parallel: bool = False) -> Work:
+    """One transformer layer's work on one GPU of its TP group, for one micro-batch."""
+    s, h, b, t = c.seq, c.hidden, micro_batch, tp
+    tokens = s * b
+    local = tokens // t if sequence_parallel else tokens  # tokens the norms/dropouts see
+    heads = c.heads // t
+    kv = max(c.kv_heads // t, 1)
+    hd = c.head_dim
+    ffn = c.ffn // t
+    pairs: list[tuple[TrainingOp, ...]] = []
+    forward: list[TrainingOp] = []
+    backward: list[TrainingOp] = []
+
+    def mem(name: str, fwd: float, bwd: float) -> None:
+        f, d = _memory_op(name, fwd, bwd)
+        forward.append(f)
+        backward.append(d)
+
+    def gemm(name: str, *args, weights: bool = True) -> None:
+        f, d, g = _gemm_ops(name, *args, weights=weights)
+        forward.append(f)
+        backward.extend((d, g))
+        pairs.append((f, d, g))
+
+    mem("norm1", 2 * local * h, 3 * local * h)
+    gemm("qkv", tokens, h, (heads + 2 * kv) * hd)
+    gemm("scores", s, hd, s, b * heads, weights=False)
+    mem("softmax", 2 * s * s * b * heads, 3 * s * s * b * heads)
+    mem("attn_dropout", 2.5 * s * s * b * heads, 2.5 * s * s * b * heads)
+    gemm("context", s, s, hd, b * heads, weights=False)
+    gemm("proj", tokens, heads * hd, h)
+    mem("residual1", 3.5 * local * h, 3.5 * local * h)
+    mem("norm2", 2 * local * h, 3 * local * h)
+    if c.family == "llama":
+        gemm("gate", tokens, h, ffn)
+        gemm("up", tokens, h, ffn)
+        mem("silu_mul", 3 * tokens * ffn, 5 * tokens * ffn)
+    else:
+        gemm("fc1", tokens, h, ffn)
+        mem("bias_gelu", 2 * tokens * ffn, 3 * tokens * ffn)
+    gemm("fc2", tokens, ffn, h)
+    mem("residual2", 3.5 * local * h, 3.5 * local * h)
+    backward.reverse()  # backward runs the ops last-first (order only matters for a timeline)
+    return Work(tuple(forward), tuple(backward), *_tp_collectives(tokens * h * 2, tp, sequence_parallel))
+
+
+def _tp_collectives(activation_bytes: float, tp: int,
+                    sequence_parallel: bool) -> tuple[tuple[Collective, ...], tuple[Collective, ...]]:
+    if tp == 1:
+        return (), ()
+    if sequence_parallel:
+        fwd = tuple(Collective(f"{where}.{kind}", kind, "tp", activation_bytes, "F")
+                    for where in ("attn", "mlp") for kind in ("all-gather", "reduce-scatter"))
+        bwd = tuple(Collective(f"{where}.{kind}", kind, "tp", activation_bytes, "B")
+                    for where in ("mlp", "attn") for kind in ("all-gather", "reduce-scatter"))
+        return fwd, bwd
+    fwd = (Collective("attn.all-reduce", "all-reduce", "tp", activation_bytes, "F"),
+           Collective("mlp.all-reduce", "all-reduce", "tp", activation_bytes, "F"))
+    bwd = (Collective("mlp.all-reduce", "all-reduce", "tp", activation_bytes, "B"),
+           Collective("attn.all-reduce", "all-reduce", "tp", activation_bytes, "B"))
+    return fwd, bwd
+
+
+def embedding_work(c: TransformerConfig, micro_batch: int, tp: int = 1) -> Work:
+    """The first stage's input: the vocabulary-parallel token lookup (each TP rank gathers the rows it
+    holds, then an all-reduce), learned positions, and embedding dropout; backward accumulates the
+    gradient into the (zeroed) local table."""
+    tokens, h = c.seq * micro_batch, c.hidden
+    vocab = padded_vocab(c.vocab, tp) // tp
+    positions = 1 if c.positions else 0
+    forward = (_vector("embedding", "F", (2 + 2 * positions) * tokens * h),
+               _vector("embedding_dropout", "F", 2.5 * tokens * h))
+    backward = (_vector("embedding_dropout", "D", 2.5 * tokens * h),
+                _vector("embedding", "G", vocab * h + (2 + positions) * tokens * h))
+    coll = (Collective("embedding.all-reduce", "all-reduce", "tp", tokens * h * 2, "F"),) if tp > 1 else ()
+    return Work(forward, backward, coll, ())
+
+
+def head_work(c: TransformerConfig, micro_batch: int, tp: int = 1) -> Work:
+    """The last stage's output: final norm, the (vocabulary-parallel) LM head GEMM and the fused
+    vocabulary-parallel cross-entropy in fp32: forward reads the fp16 logits and writes fp32 ones,
+    takes a max, exponentiates and sums (≈ 11 two-byte element passes over T·V/t); backward writes
+    softmax − one-hot as fp16 (≈ 4 passes)."""
+    tokens, h = c.seq * micro_batch, c.hidden
+    vocab = padded_vocab(c.vocab, tp) // tp
+    f, d, g = _gemm_ops("lm_head", tokens, h, vocab)
+    norm_f, norm_d = _memory_op("final_norm", 2 * tokens * h, 3 * tokens * h)
+    loss_f, loss_d = _memory_op("cross_entropy", 11 * tokens * vocab, 4 * tokens * vocab)
+    coll_f = tuple(Collective(f"cross_entropy.{what}", "all-reduce", "tp", tokens * 4, "F")
+                   for what in ("max", "sum", "target")) if tp > 1 else ()
+    coll_b = (Collective("lm_head.all-reduce", "all-reduce", "tp", tokens * h * 2, "B"),) if tp > 1 else ()
+    return Work((norm_f, f, loss_f), (loss_d, d, g, norm_d), coll_f, coll_b)
+
+
+def layer_parameters(c: TransformerConfig) -> int:
+    """Parameters of one transformer layer (weights and biases; norms' γ, β)."""
+    h, hd = c.hidden, c.head_dim
+    qkv = h * (c.heads + 2 * c.kv_heads) * hd
+    proj = c.heads * hd * h
+    if c.family == "llama":
+        return qkv + proj + 3 * h * c.ffn + 2 * h
+    return qkv + (c.heads + 2 * c.kv_heads) * hd + proj + h + 2 * h * c.ffn + c.ffn + h + 4 * h
+
+
+def embedding_parameters(c: TransformerConfig, tp: int = 1) -> int:
+    """Token table (padded vocabulary, split over TP) and learned positions (replicated)."""
+    return padded_vocab(c.vocab, tp) // tp * c.hidden + c.positions * c.hidden
+
+
+__all__ = ["Collective", "Work", "block_work", "embedding_parameters", "embedding_work", "head_work",
+           "layer_parameters"]

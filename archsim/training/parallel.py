@@ -1,0 +1,82 @@
+"""How one training iteration is parallelized: TP × PP × DP, micro-batching, recomputation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from archsim.errors import InputError
+
+RECOMPUTE = ("none", "selective", "full")
+V_SCHEDULES = ("zb-v", "dualpipev")  # two chunks per rank, V-shaped
+CHUNKED_SCHEDULES = ("1f1b", "interleaved-1f1b", "interleaved-zb", "looped-bfs")  # take --interleave
+
+
+@dataclass(frozen=True)
+class Parallelism:
+    """tp, pp, dp: tensor-, pipeline- and data-parallel degrees (GPUs = tp·pp·dp);
+    global_batch and micro_batch in samples; recompute: none | selective (attention's core, Korthikanti
+    et al. 2022 §4.2) | full (each layer's forward rerun in its backward, from its input);
+    sequence_parallel: Megatron's sequence parallelism in the TP group; interleave: model chunks per
+    pipeline rank (1: plain 1F1B)."""
+
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    global_batch: int = 1
+    micro_batch: int = 1
+    recompute: str = "full"
+    sequence_parallel: bool = False
+    interleave: int = 1
+    schedule: str = "1f1b"
+
+    def __post_init__(self) -> None:
+        for name in ("tp", "pp", "dp", "global_batch", "micro_batch", "interleave"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise InputError(f"must be a positive integer, got {value!r}", field=name)
+        if self.recompute not in RECOMPUTE:
+            raise InputError(f"expected one of {', '.join(RECOMPUTE)}, got {self.recompute!r}", field="recompute")
+        if self.global_batch % (self.micro_batch * self.dp):
+            raise InputError(f"global batch {self.global_batch} is not a multiple of micro-batch × DP "
+                             f"({self.micro_batch} × {self.dp})", field="global-batch")
+        if self.interleave > 1 and self.schedule not in CHUNKED_SCHEDULES:
+            raise InputError(f"--interleave takes one of the schedules {', '.join(CHUNKED_SCHEDULES)}, not "
+                             f"{self.schedule!r}", field="interleave")
+        if self.sequence_parallel and self.tp == 1:
+            raise InputError("sequence parallelism needs --tp > 1", field="sequence-parallel")
+
+    @property
+    def chunks(self) -> int:
+        """Model chunks per pipeline rank the schedule runs: ``interleave``, or 2 for the V-shaped ones."""
+        return 2 if self.schedule in V_SCHEDULES else self.interleave
+
+    @property
+    def schedule_name(self) -> str:
+        """The published order to build: plain 1F1B with ``interleave`` > 1 is Megatron's interleaved 1F1B."""
+        return "interleaved-1f1b" if self.schedule == "1f1b" and self.interleave > 1 else self.schedule
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp * self.dp
+
+    @property
+    def microbatches(self) -> int:
+        """Micro-batches each pipeline runs per iteration."""
+        return self.global_batch // (self.micro_batch * self.dp)
+
+
+def padded_vocab(vocab: int, tp: int, multiple: int = 128) -> int:
+    """Megatron-LM pads the vocabulary to a multiple of ``multiple`` × TP (``make_vocab_size_divisible_by``)."""
+    step = multiple * tp
+    return -(-vocab // step) * step
+
+
+def layers_per_stage(layers: int, stages: int) -> tuple[int, ...]:
+    """Megatron's even split of the transformer layers over pipeline stages (the embedding joins the
+    first, the final norm and LM head the last)."""
+    if layers % stages:
+        raise InputError(f"{layers} layers do not split evenly over {stages} pipeline stages", field="pp")
+    return (layers // stages,) * stages
+
+
+__all__ = ["RECOMPUTE", "Parallelism", "layers_per_stage", "padded_vocab"]

@@ -1,0 +1,101 @@
+"""``train(...)``: one iteration's time, memory per GPU, breakdown and timeline (what ``archsim train`` prints)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+
+from archsim.devices.catalog import GIB
+from archsim.training.iteration import (Machine, after_backward, check_fits, memories, model_pieces, stage_profile,
+                                        stage_times)
+from archsim.training.memory import StageMemory
+from archsim.training.parallel import Parallelism
+from archsim.workload.transformer import TransformerConfig
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """iteration_seconds; memory per pipeline rank; ``breakdown``: seconds of the slowest rank's
+    iteration by category; ``ops``: per op/collective rows; ``run``: the pipeline's StageRun."""
+
+    iteration_seconds: float
+    memory: tuple[StageMemory, ...]
+    breakdown: dict[str, float]
+    ops: list[dict]  # per micro-batch: each op and TP collective of a layer / embedding / head; per iteration: the rest
+    run: object
+    post: tuple[dict[str, float], ...]
+
+    @property
+    def peak_memory_gib(self) -> float:
+        return max(m.total for m in self.memory) / GIB
+
+
+def train(c: TransformerConfig, par: Parallelism, machine: Machine) -> TrainResult:
+    from archsim.policies.stage_orders import published_order
+    from archsim.policies.stage_run import run_order
+
+    check_fits(c, par)
+    pieces = model_pieces(c, par, machine)
+    times = stage_times(c, par, machine, pieces)
+    order = published_order(par.schedule_name, par.pp, par.microbatches, par.chunks)
+    run = run_order(order, stage_profile(times))
+    mem = memories(c, par, order)
+    slots = run.timeline.slots
+    ends = np.full(par.pp, 0.0)
+    np.maximum.at(ends, slots.processor, slots.end)
+    rank_of = order.rank_of_stage()
+    tied_ranks = (rank_of[0], rank_of[order.stages - 1])
+    post = tuple(after_backward(c, par, machine, r, mem[r].parameters, tied_ranks) for r in range(par.pp))
+    finish = [ends[r] + sum(post[r].values()) for r in range(par.pp)]
+    slowest = int(np.argmax(finish))
+    return TrainResult(float(max(finish)), tuple(mem),
+                       _breakdown(c, par, pieces, order.rank_of_stage(), run, slowest, post[slowest]),
+                       _op_rows(c, par, pieces) + _iteration_rows(post[slowest]), run, post)
+
+
+def _breakdown(c, par, pieces, rank_of, run, rank, post) -> dict[str, float]:
+    """The slowest rank's iteration by category (seconds): its compute, recompute, TP collectives,
+    pipeline wait (bubbles and hops: the rest of its pipeline span), DP/embedding all-reduce, optimizer."""
+    m = par.microbatches
+    chunks = par.pp * par.chunks
+    layers = c.layers // chunks
+    stages = [j for j in range(chunks) if rank_of[j] == rank]
+    layer, emb, head = pieces["layer"], pieces["embedding"], pieces["head"]
+    compute = recompute = tp = 0.0
+    for j in stages:
+        compute += layers * (layer.forward + layer.backward_input + layer.backward_weight)
+        recompute += layers * layer.recompute
+        tp += layers * (layer.tp_forward + layer.tp_backward)
+        for piece, on in ((emb, j == 0), (head, j == chunks - 1)):
+            if on:
+                compute += piece.forward + piece.backward_input + piece.backward_weight
+                tp += piece.tp_forward + piece.tp_backward
+    compute, recompute, tp = compute * m, recompute * m, tp * m
+    span = float(run.timeline.makespan)
+    return {"compute": compute, "recompute": recompute, "tp_communication": tp,
+            "pipeline_bubble_and_p2p": max(span - compute - recompute - tp, 0.0),
+            "dp_communication": post["dp_allreduce"], "embedding_allreduce": post["embedding_allreduce"],
+            "optimizer": post["optimizer"]}
+
+
+def _op_rows(c, par, pieces) -> list[dict]:
+    """Per op (and TP collective) of one micro-batch through one layer / the embedding / the head."""
+    rows = []
+    for piece_name, piece in pieces.items():
+        merged: dict[tuple[str, str], float] = defaultdict(float)
+        for name, kind, seconds in piece.ops:
+            merged[(name, kind)] += seconds
+        rows += [{"piece": piece_name, "op": name, "kind": kind, "seconds": s} for (name, kind), s in merged.items()]
+        if piece.recompute:
+            rows.append({"piece": piece_name, "op": "recompute", "kind": "B", "seconds": piece.recompute})
+    return rows
+
+
+def _iteration_rows(post: dict[str, float]) -> list[dict]:
+    """Once per iteration, on the slowest rank: gradient all-reduces and the optimizer step."""
+    return [{"piece": "iteration", "op": name, "kind": "-", "seconds": seconds} for name, seconds in post.items()]
+
+
+__all__ = ["TrainResult", "train"]

@@ -1,0 +1,59 @@
+"""Sweeping ``archsim train`` over axes: ``--sweep micro_batch=1,2,4 --sweep tp=1,2`` → one row per point.
+
+A point whose settings are invalid (a batch that does not split, TP not dividing the heads, more GPUs
+than the cluster) is kept as a row with its reason, not dropped: the row says why it cannot run."""
+
+from __future__ import annotations
+
+import itertools
+
+
+from archsim.errors import InputError
+from archsim.training.parallel import Parallelism
+
+AXES = {"tp": int, "pp": int, "dp": int, "global_batch": int, "micro_batch": int, "interleave": int,
+        "recompute": str, "schedule": str, "sequence_parallel": lambda v: v.lower() in ("1", "true", "yes", "on")}
+
+
+def parse_axis(text: str) -> tuple[str, tuple]:
+    """``KEY=V1,V2,…`` → (key, values); KEY one of :data:`AXES` (dashes allowed)."""
+    key, sep, values = text.partition("=")
+    key = key.strip().replace("-", "_")
+    if not sep or key not in AXES or not values.strip():
+        raise InputError(f"expected KEY=V1,V2,… with KEY one of {', '.join(AXES)}, got {text!r}", field="sweep")
+    try:
+        parsed = tuple(AXES[key](v.strip()) for v in values.split(",") if v.strip())
+    except ValueError:
+        raise InputError(f"{key} takes integers, got {values!r}", field="sweep") from None
+    if any(isinstance(v, int) and not isinstance(v, bool) and v <= 0 for v in parsed):
+        raise InputError(f"{key} values must be positive, got {values!r}", field="sweep")
+    return key, parsed
+
+
+def points(base: dict, axes: list[tuple[str, tuple]]):
+    """Every combination of the axes' values over ``base`` (Parallelism's keyword arguments)."""
+    names = [name for name, _ in axes]
+    for combo in itertools.product(*(values for _, values in axes)):
+        yield {**base, **dict(zip(names, combo))}
+
+
+def sweep(config, cluster, base: dict, axes: list[tuple[str, tuple]]) -> list[dict]:
+    """One row per point: its settings, iteration seconds, peak memory (GiB) and whether it fits, or the
+    reason it cannot run."""
+    from archsim.training.run import train
+
+    rows = []
+    for settings in points(base, axes):
+        row = dict(settings)
+        try:
+            par = Parallelism(**settings)
+            result = train(config, par, cluster.machine(par))
+            row.update(iteration_seconds=result.iteration_seconds, peak_memory_gib=result.peak_memory_gib,
+                       fits_memory=result.peak_memory_gib * 2**30 <= cluster.gpu.memory_bytes, error="")
+        except InputError as exc:
+            row.update(iteration_seconds=None, peak_memory_gib=None, fits_memory=None, error=exc.message)
+        rows.append(row)
+    return rows
+
+
+__all__ = ["AXES", "parse_axis", "points", "sweep"]

@@ -1,0 +1,70 @@
+"""GPU catalog against datasheet figures, and the GPU cost source's tile/wave quantization by hand."""
+
+import pytest
+
+from archsim.devices.catalog import GIB, GPUS, gpu
+from archsim.devices.gpu_cost import Efficiency, gemm_seconds, memory_seconds, op_seconds
+from archsim.errors import InputError
+from archsim.lowering import Gemm, TrainingOp
+
+# name: (dense FP16 tensor TFLOP/s, SMs, tensor cores, HBM GiB, HBM GB/s, NVLink GB/s per direction)
+DATASHEET = {"v100-32gb": (125, 80, 640, 32, 900, 150), "a100-40gb": (312, 108, 432, 40, 1555, 300),
+             "a100-80gb": (312, 108, 432, 80, 2039, 300), "h100-80gb-sxm": (989.4, 132, 528, 80, 3350, 450)}
+
+
+@pytest.mark.parametrize("name", sorted(DATASHEET))
+def test_catalog_matches_datasheets(name):
+    peak, sms, tcs, memory, hbm, nvlink = DATASHEET[name]
+    g = gpu(name)
+    assert g.peak("fp16") == pytest.approx(peak * 1e12)
+    # the tensor-core geometry × clock (shared with GPU validation) gives the same peak
+    assert g.spec.peak_flops == pytest.approx(peak * 1e12, rel=0.01)
+    assert (g.sms, g.tensor_cores) == (sms, tcs)
+    assert g.memory_bytes == memory * GIB
+    assert g.hbm_bytes_per_s == hbm * 1e9 and g.nvlink_bytes_per_s == nvlink * 1e9
+
+
+def test_catalog_names():
+    assert set(GPUS) == set(DATASHEET)
+    assert gpu("A100") is GPUS["a100-80gb"]
+    with pytest.raises(InputError, match="unknown GPU"):
+        gpu("tpu-v4")
+    with pytest.raises(InputError, match="no fp8"):
+        gpu("a100-80gb").peak("fp8")
+
+
+PLAIN = Efficiency(gemm=1.0, memory=1.0, kernel_s=0.0)
+
+
+def test_wave_quantization_by_hand():
+    a100 = gpu("a100-80gb")
+    per_sm = 312e12 / 108
+    # 108 output tiles of 128×256 (m = 128·108, n = 256): one wave of 2·128·256·k FLOPs per SM
+    k = 4096
+    one_wave = 2 * 128 * 256 * k / per_sm
+    assert gemm_seconds(128 * 108, k, 256, 1, a100, PLAIN) == pytest.approx(one_wave)
+    # one more row: 109 tiles of 128×256 need 2 waves; 128×128 or 256×64 tiles 3 half-size waves (1.5×);
+    # 128×64 tiles 5 quarter-size waves (1.25×) at the L2-fed rate of a 128×64 tile:
+    # 5120/108 bytes/clock × 128·64/(192·2) MACs/byte over 312e12/(2·1.41e9·108) MACs/clock = 0.987;
+    # 64×64 tiles 9 eighth-size waves (1.125×) at 0.740 (1.52×). Best: 128×64.
+    fed = 5120 / 108 * 128 * 64 / (192 * 2) / (312e12 / (2 * 1.41e9 * 108))
+    assert gemm_seconds(128 * 109, k, 256, 1, a100, PLAIN) == pytest.approx(1.25 * one_wave / fed)
+    # batched: count multiplies the tiles (108 → one wave), but each of the 108 GEMMs moves its own
+    # operands, (128·k + k·256 + 128·256)·2 bytes, at 2039 GB/s: memory-bound
+    traffic = 108 * (128 * k + k * 256 + 128 * 256) * 2 / 2039e9
+    assert traffic > one_wave
+    assert gemm_seconds(128, k, 256, 108, a100, PLAIN) == pytest.approx(traffic)
+
+
+def test_memory_floor_and_overheads_by_hand():
+    a100 = gpu("a100-80gb")
+    # a skinny GEMM is bound by moving its operands: (m·k + k·n + m·n)·2 bytes / bandwidth
+    m, k, n = 1_000_000, 8, 8
+    traffic = (m * k + k * n + m * n) * 2 / 2039e9
+    assert gemm_seconds(m, k, n, 1, a100, PLAIN) == pytest.approx(traffic)
+    eff = Efficiency(gemm=0.5, memory=0.5, kernel_s=5e-6)
+    assert memory_seconds(1e9, a100, eff) == pytest.approx(2e9 / (0.5 * 2039e9) + 5e-6)
+    ops = [TrainingOp("x", "F", (Gemm(128 * 108, 4096, 256),)), TrainingOp("y", "F", (), vector_elements=10**9)]
+    got = op_seconds(ops, a100, eff)
+    assert got[0] == pytest.approx(2 * 128 * 256 * 4096 / (0.5 * 312e12 / 108) + 5e-6)  # 256×128 and 128×256 run at full rate
+    assert got[1] == pytest.approx(2e9 / (0.5 * 2039e9) + 5e-6)
