@@ -316,10 +316,9 @@ def parse_order_csv(text: str, source: str = "schedule csv", name: str = "csv") 
 
 
 def read_order_csv(path: str | Path) -> StageOrder:
-    try:
-        text = Path(path).read_text()
-    except OSError as error:
-        raise InputError(f"cannot read ({error.strerror})", file=str(path), field="schedule-csv-in") from None
+    from archsim.validate import read_text
+
+    text = read_text(path, "schedule CSV")
     return parse_order_csv(text, str(path), Path(path).stem)
 
 

@@ -29,13 +29,11 @@ counted once).
 
 from __future__ import annotations
 
-import json
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from archsim.errors import InputError
-from archsim.validate import is_file
+from archsim.validate import parse_json, parse_toml, read_text
 from archsim.workload.builders import _Builder
 from archsim.workload.layer import Network
 
@@ -138,13 +136,8 @@ def load_transformer(path: str | Path, *, seq: int | None = None) -> Transformer
     """A Hugging Face ``config.json`` or a ``[transformer]`` TOML table (module docstring)."""
     path = Path(path)
     file = str(path)
-    if not is_file(path):
-        raise InputError("transformer config not found", file=file)
-    try:
-        text = path.read_text(encoding="utf-8")
-        document = json.loads(text) if path.suffix.lower() == ".json" else tomllib.loads(text)
-    except (UnicodeDecodeError, json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise InputError(f"not a readable config ({exc.__class__.__name__})", file=file) from None
+    text = read_text(path, "transformer config")
+    document = parse_json(text, file) if path.suffix.lower() == ".json" else parse_toml(text, file)
     if not isinstance(document, dict):
         raise InputError("expected a JSON object", file=file)
     try:
