@@ -120,6 +120,7 @@ def _check_unchanged(row) -> None:
 
 def _design_sections(results: pd.DataFrame, spec_command: str, folder: str, target: str):
     """Design sweeps: Pareto front of time, energy and area, energy by part, and the front's table."""
+    from archsim.report.html_page import table as html_table
     from archsim.report.pareto import energy_parts_figure, front_table, pareto_figure
 
     command = f"{spec_command}  &&  archsim report {folder} --out {target}"
@@ -131,7 +132,7 @@ def _design_sections(results: pd.DataFrame, spec_command: str, folder: str, targ
             (f"{network}: energy per iteration of the Pareto-optimal designs", energy_parts_figure(results, network),
              command),
             (f"{network}: the {len(table)} Pareto-optimal designs",
-             table.to_html(index=False, float_format=lambda x: f"{x:.4g}", border=0), command)]
+             html_table(table, lambda x: f"{x:.4g}"), command)]
     return sections
 
 

@@ -40,7 +40,6 @@ from archsim.array.config import DATAFLOWS, ArrayConfig
 from archsim.array.costing import flatten_gemms
 from archsim.errors import InputError
 from archsim.validate import MIN_MAGNITUDE, is_file, shown
-
 from archsim.lowering import TrainingOp, check_mode, lower_layer
 from archsim.validation.gpu_csv import KernelTable
 from archsim.workload import load_network
