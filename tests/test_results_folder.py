@@ -94,7 +94,7 @@ def test_concurrent_sweeps_lose_nothing_and_never_claim_anothers_results(tmp_pat
     line); each exit 0 leaves results.csv holding its own spec's complete results."""
     a = spec(tmp_path, "a")
     b = a if same else spec(tmp_path, "b", "8x8")
-    expected = {str(a.resolve()): 16, str(b.resolve()): 8}
+    expected = {str(b.resolve()): 8, str(a.resolve()): 16}  # array rows each spec's results carry
     outcomes = []
     for trial in range(20):
         out = tmp_path / f"out{trial}"

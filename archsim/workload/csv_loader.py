@@ -122,6 +122,9 @@ def parse_topology(text: str, *, source: str = "<string>", name: str = "network"
             raise InputError(f"row has {len(row)} fields but the header has {len(header)}",
                              file=source, line=line)
         layer_name = row[0].strip()
+        if not layer_name.isprintable():
+            raise InputError(f"layer name has control characters: {layer_name!r}", file=source, line=line,
+                             field="Layer name")
         if not layer_name:
             raise InputError("empty layer name", file=source, line=line, field="Layer name")
         if plain and layer_name in seen:
@@ -220,7 +223,7 @@ def _parse_gemm(numbered, source: str, name: str, geometry: str) -> Network:
         if len(row) > len(header):
             raise InputError(f"row has {len(row)} fields but the header has {len(header)}", file=source, line=line)
         layer_name = row[0].strip()
-        if not layer_name or layer_name == NETWORK_INPUT:
+        if not layer_name or layer_name == NETWORK_INPUT or not layer_name.isprintable():
             raise InputError(f"empty or reserved layer name {layer_name!r}", file=source, line=line, field="Layer")
         if layer_name in seen:
             layer_name = _renamed(layer_name, seen, notes, line)
