@@ -34,8 +34,6 @@ Orders, each as its authors build it:
 
 from __future__ import annotations
 
-import csv
-import io
 import re
 from collections import defaultdict
 from collections.abc import Callable
@@ -240,7 +238,7 @@ ORDERS = ("gpipe", "1f1b", "zb-h1", "zb-h2", "interleaved-1f1b", "interleaved-zb
 
 # --- torch's CSV layout: one row per rank, one cell per action ("0F0", "1I3", "2W0", "1B2") ---
 
-_CELL = re.compile(r"(\d+)(F|I|W|B)(\d+)")
+_CELL = re.compile(r"(\d{1,9})(F|I|W|B)(\d{1,9})")  # stage, micro-batch < 10⁹: no 5,000-digit int()
 _OVERLAP = re.compile(r"\(([^;()]+);([^;()]+)\)OVERLAP_F_B")
 _TORCH_OTHER = re.compile(r"\d*(UNSHARD|RESHARD|REDUCE_GRAD|SEND_F|RECV_F|SEND_B|RECV_B)\d*")
 
@@ -271,7 +269,9 @@ def parse_order_csv(text: str, source: str = "schedule csv", name: str = "csv") 
     ranks: list[list[Action]] = []
     pairs: list[tuple[int, ...]] = []
     seen: set[Action] = set()
-    for line, row in enumerate(csv.reader(io.StringIO(text)), start=1):
+    from archsim.validate import csv_rows
+
+    for line, row in csv_rows(text, source):  # an over-long field or a NUL: one error at its line
         actions: list[Action] = []
         starts = []
         for column, cell in enumerate(row, start=1):

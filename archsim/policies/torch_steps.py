@@ -14,22 +14,22 @@ torch's simulator has no rule for UNSHARD, RESHARD or REDUCE_GRAD; they are left
 
 from __future__ import annotations
 
-import csv
-import io
 import re
 from itertools import pairwise
 
 from archsim.errors import InputError
 from archsim.sim import Dep, Op, Problem, Processor, simulate
 
-_TOKEN = re.compile(r"(\d+)(F|I|W|B|SEND_F|RECV_F|SEND_B|RECV_B)(\d+)")
+_TOKEN = re.compile(r"(\d{1,9})(F|I|W|B|SEND_F|RECV_F|SEND_B|RECV_B)(\d{1,9})")
 _SKIPPED = re.compile(r"\d*(UNSHARD|RESHARD|REDUCE_GRAD)\d*")
 
 
 def parse_comm_schedule(text: str, source: str = "schedule csv") -> list[list[tuple[int, str, int]]]:
     """Per rank, (stage, type, micro-batch) of torch's compute_comms CSV (``_dump_csv`` of a runtime schedule)."""
+    from archsim.validate import csv_rows
+
     ranks = []
-    for line, row in enumerate(csv.reader(io.StringIO(text)), start=1):
+    for line, row in csv_rows(text, source):
         actions = []
         for column, cell in enumerate(row, start=1):
             cell = cell.strip()
@@ -43,6 +43,8 @@ def parse_comm_schedule(text: str, source: str = "schedule csv") -> list[list[tu
         ranks.append(actions)
     while ranks and not ranks[-1]:
         ranks.pop()
+    if not ranks:  # nothing to count: 0 steps would read as a result
+        raise InputError("no actions", file=source, field="action")
     return ranks
 
 
