@@ -16,7 +16,7 @@ from archsim.report.page import write_page
 from archsim.bppsa.rnn_cost import rnn_study
 from archsim.bppsa.vgg import ZEROS, check_sparsity, critical_path, vgg_flops
 from archsim.cli import Command
-from archsim.validate import float_flag, seed_flag
+from archsim.validate import seed_flag
 from archsim.commands.common import add_array_arguments, add_output_arguments, array_from_args, emit
 from archsim.progress import progress
 from archsim.errors import InputError
@@ -88,7 +88,7 @@ def run_rnn(args: argparse.Namespace) -> int:
 
 
 def add_vgg_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--sparsity", type=float_flag(0.0, 1.0, what="a fraction"), default=0.97, help="fraction of weights pruned (default 0.97, §4.3)")
+    parser.add_argument("--sparsity", type=float, default=0.97, help="fraction of weights pruned (default 0.97, §4.3)")
     parser.add_argument("--seed", type=seed_flag, default=0, help="pruning and input seed (default 0)")
     parser.add_argument("--up-levels", default="2",
                         help="up-sweep levels before the linear part (default 2, §5.3's L0–L2; 'full' = Algorithm 1, "
