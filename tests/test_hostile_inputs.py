@@ -269,3 +269,12 @@ def test_a_name_whose_symlink_leaves_the_folder_is_refused(tmp_path):
     assert resolve_name(folder, "ok", ".toml", "energy table") == folder / "ok.toml"
     with pytest.raises(InputError, match="resolves outside tables/"):
         resolve_name(folder, "out", ".toml", "energy table")
+
+
+def test_a_dim_that_names_no_dimension(tmp_path, capsys):
+    from onnx_models import mixed_cnn
+
+    onnx_file = tmp_path / "m.onnx"
+    onnx_file.write_bytes(mixed_cnn().SerializeToString())
+    refused(capsys, "cost", onnx_file, "--dim", "foo=3", words="names no symbolic input dimension")
+    refused(capsys, "cost", "layerpipe_sample", "--dim", "foo=3", words="--dim applies to ONNX")

@@ -155,6 +155,13 @@ class _Importer:
                 else:
                     raise InputError(f"graph input {value.name!r} dimension {axis} ({label!r}) is symbolic; "
                                      f"fix it with --dim {label}=VALUE", field="input")
+        symbolic = {dim.dim_param or f"{value.name}[{axis}]" for value in self.model.graph.input
+                    for axis, dim in enumerate(value.type.tensor_type.shape.dim) if not dim.HasField("dim_value")}
+        unused = sorted(set(self.dims) - symbolic)
+        if unused:
+            raise InputError(f"--dim {shown(unused[0])} names no symbolic input dimension of this model"
+                             + (f" (it has {', '.join(sorted(symbolic))})" if symbolic else " (it has none)"),
+                             field="dim")
         first = inputs[0].type.tensor_type.shape.dim
         self.batch = first[0].dim_value if len(first) else 1
         if len(first) and self.batch <= 0:  # a batch of 0 would make every per-sample shape 0 / 0

@@ -6,7 +6,7 @@ from importlib import resources
 from pathlib import Path
 
 from archsim.errors import InputError
-from archsim.validate import exists, is_file, read_text, resolve_name
+from archsim.validate import exists, is_file, read_text, resolve_name, shown
 from archsim.workload.csv_loader import load_topology, parse_topology
 from archsim.workload.layer import Network
 
@@ -47,6 +47,9 @@ def load_network(name_or_path: str | Path, *, geometry: str = "archsim", unsuppo
         if unknown:
             raise InputError(f"a transformer config takes --dim seq=N only, not {unknown[0]!r}", field="dim")
         return load_transformer(path, seq=(dims or {}).get("seq")).network()
+    if dims:
+        raise InputError(f"--dim applies to ONNX files and transformer configs, not to {shown(str(name_or_path))}",
+                         field="dim")
     if path.suffix.lower() == ".csv" or exists(path) or "/" in str(name_or_path):
         return load_topology(path, geometry=geometry, shapes=shapes)
     key = str(name_or_path).strip().lower().replace("-", "_")
