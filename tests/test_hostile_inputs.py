@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 from onnx import helper
+from onnx_models import model, value, weight
 
 from archsim.cli import main
-from onnx_models import model, value, weight
 
 ROOT = Path(__file__).resolve().parents[1]
 CLUSTER = str(ROOT / "configs/clusters/testbed_v100.toml")

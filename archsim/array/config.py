@@ -7,7 +7,6 @@ SCALE-Sim config loads unchanged; archsim adds the element size (bytes) and the 
 from __future__ import annotations
 
 import configparser
-import math
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path

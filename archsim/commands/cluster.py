@@ -15,9 +15,9 @@ from archsim.cluster.metrics import aggregate, summarize
 from archsim.cluster.simulate import MAIN_POLICIES, POLICIES, simulate
 from archsim.cluster.trace import load_tiresias_csv, synthetic_trace
 from archsim.commands.common import add_output_arguments, emit, positive_int
-from archsim.progress import progress
 from archsim.errors import InputError
 from archsim.outputs import render
+from archsim.progress import progress
 from archsim.validate import float_flag, int_flag, processors_flag, seed_flag
 
 _non_negative = float_flag(0.0, 1e12, what="a non-negative number")  # finite; 10¹² s or GiB is beyond any cluster

@@ -33,8 +33,8 @@ from archsim.outputs import atomic_write_text, remove_orphans
 from archsim.partition import build_profile, partitions
 from archsim.sweep.folder import check_owner, holding
 from archsim.sweep.spec import SweepSpec, Unit, network_sha256
-from archsim.validate import parse_json, read_text
 from archsim.sweep.summary import summarize
+from archsim.validate import parse_json, read_text
 from archsim.workload import load_network
 from archsim.workload.layer import Network
 

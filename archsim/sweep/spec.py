@@ -29,7 +29,6 @@ iteration and area — ``archsim.sweep.design``)::
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 from itertools import product
 from pathlib import Path

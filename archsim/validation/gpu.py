@@ -25,7 +25,6 @@ What the model assumes (the report and ``archsim validate-gpu`` print this):
 from __future__ import annotations
 
 import math
-
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -39,8 +38,8 @@ from archsim.array.analytic import gemm_cost
 from archsim.array.config import DATAFLOWS, ArrayConfig
 from archsim.array.costing import flatten_gemms
 from archsim.errors import InputError
-from archsim.validate import MIN_MAGNITUDE, is_file, shown
 from archsim.lowering import TrainingOp, check_mode, lower_layer
+from archsim.validate import MIN_MAGNITUDE, is_file, shown
 from archsim.validation.gpu_csv import KernelTable
 from archsim.workload import load_network
 from archsim.workload.layer import NETWORK_INPUT, Layer

@@ -19,8 +19,8 @@ from pathlib import Path
 from archsim.errors import InputError
 from archsim.validate import read_bytes, shown
 from archsim.workload import onnx_ops as ops
-from archsim.workload.onnx_fold import fold_constants
 from archsim.workload.layer import NETWORK_INPUT, Layer, Network
+from archsim.workload.onnx_fold import fold_constants
 
 MAX_DIMENSION = 2**31 - 1
 MAX_ELEMENTS = 2**50  # beyond this, byte counts overflow the int64 arithmetic downstream
