@@ -208,11 +208,6 @@ def parse_json(text: str, file: str) -> object:
         raise InputError(f"not valid JSON ({exc})", file=file) from None
 
 
-def read_toml(path: str | Path, what: str) -> dict:
-    """:func:`read_text` then :func:`parse_toml`."""
-    return parse_toml(read_text(path, what), str(path))
-
-
 def resolve_name(folder: str | Path, name: str, suffix: str, what: str, *, field: str | None = None) -> Path:
     """The file a *name* (not a path) stands for inside ``folder``: ``folder/name+suffix``. A name
     that is absolute, holds ``..``, a control character, or resolves (through a symlink) outside
