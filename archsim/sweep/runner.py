@@ -29,7 +29,7 @@ from tqdm import tqdm
 from archsim.array.config import ArrayConfig
 from archsim.errors import InputError
 from archsim.lowering import LoweredLayer, lower_network
-from archsim.outputs import atomic_write_text, remove_orphans
+from archsim.outputs import atomic_write_text
 from archsim.partition import build_profile, partitions
 from archsim.sweep.folder import check_owner, holding
 from archsim.sweep.spec import SweepSpec, Unit, network_sha256
@@ -121,9 +121,12 @@ def _cache_file(out: Path, unit: Unit, digests: dict[str, str]) -> Path:
 
 
 def _remove_orphans(out: Path) -> None:
-    """Delete temp files killed writers left behind (:func:`archsim.outputs.remove_orphans`)."""
+    """Delete every temp file (``.NAME….tmp``) in the folder and its cache: called under the folder's
+    lock, so no other sweep is writing there and each one is a killed writer's."""
     for folder in (out, out / "cache"):
-        remove_orphans(folder)
+        if folder.is_dir():
+            for orphan in folder.glob(".*.tmp"):
+                orphan.unlink(missing_ok=True)
 
 
 CHUNK_UNITS = 64  # most units per task: few enough to balance workers, enough to amortize a task's overhead
