@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import tempfile
@@ -25,7 +26,8 @@ def atomic_write_text(path: str | Path, text: str) -> Path:
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        remove_orphans(path.parent, path.name)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
     except OSError as exc:
         raise InputError(f"cannot write here ({exc.strerror or exc.__class__.__name__})", file=str(path)) from None
     try:
@@ -44,6 +46,37 @@ def atomic_write_text(path: str | Path, text: str) -> Path:
                              file=str(path)) from None
         raise
     return path
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return pid > 0  # someone else's live process, or not a pid at all
+    return True
+
+
+def remove_orphans(folder: str | Path, name: str = "*") -> int:
+    """Delete the temp files that killed writers left in ``folder`` (for target ``name``, or all):
+    :func:`atomic_write_text` names them ``.NAME.PID.XXXX.tmp``, so one whose PID is gone is an
+    orphan, while a live writer's temp file (another run writing beside this one) is left alone.
+    Returns how many were removed."""
+    removed = 0
+    try:
+        candidates = list(Path(folder).glob(f".{name if name == '*' else glob.escape(name)}.*.tmp"))
+    except OSError:
+        return 0
+    for temp in candidates:
+        parts = temp.name[:-len(".tmp")].rsplit(".", 2)  # ".NAME", PID, random part
+        if len(parts) == 3 and parts[1].isdigit() and len(parts[1]) < 10 and not _alive(int(parts[1])):
+            try:
+                temp.unlink()
+                removed += 1
+            except OSError:
+                pass
+    return removed
 
 
 def _plain(value: object) -> object:

@@ -16,8 +16,11 @@ from __future__ import annotations
 
 import argparse
 import csv
+import errno
 import io
 import math
+import os
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -125,25 +128,105 @@ def exists(path: str | Path) -> bool:
         return False
 
 
-def read_text(path: str | Path, what: str, *, encoding: str = "utf-8", max_bytes: int = MAX_FILE_BYTES) -> str:
-    """The text of a user's file, or an :class:`InputError` naming it: missing, a folder, unreadable
-    (permissions, I/O), larger than ``max_bytes``, or not text in ``encoding``."""
-    path = Path(path)
+def _open_error(exc: OSError, what: str) -> str:
+    """One line for an OS refusal to open a user's file."""
+    reasons = {errno.ENOENT: f"{what} not found", errno.ENOTDIR: f"{what} not found (a part of the path is a file)",
+               errno.ELOOP: f"{what} is a symlink loop", errno.ENXIO: f"{what} is not a regular file (a socket)"}
+    return reasons.get(exc.errno, f"cannot read {what} ({exc.strerror or exc.__class__.__name__})")
+
+
+def read_bytes(path: str | Path, what: str, *, max_bytes: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of a user's *regular* file, at most ``max_bytes``, or an :class:`InputError` naming
+    it: missing, a symlink loop, a folder, a FIFO/device/socket (opened without blocking and refused,
+    so a FIFO never hangs and ``/dev/zero`` is never read), too large, unreadable."""
     file = str(path)
     try:
-        if not path.exists():
-            raise InputError(f"{what} not found", file=file)
-        if not path.is_file():
-            raise InputError(f"{what} is not a regular file", file=file)
-        if path.stat().st_size > max_bytes:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except OSError as exc:
+        raise InputError(_open_error(exc, what), file=file) from None
+    except ValueError:  # a NUL in the path
+        raise InputError(f"{what} not found", file=file) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            kind = "a folder" if stat.S_ISDIR(info.st_mode) else "a FIFO" if stat.S_ISFIFO(info.st_mode) else \
+                "a device" if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode) else "not a plain file"
+            raise InputError(f"{what} is not a regular file ({kind})", file=file)
+        if info.st_size > max_bytes:
             raise InputError(f"{what} is larger than {max_bytes // 2**20} MiB", file=file)
-        data = path.read_bytes()
+        chunks, size = [], 0
+        while size <= max_bytes:  # bounded even if the file grows while it is read
+            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > max_bytes:
+            raise InputError(f"{what} is larger than {max_bytes // 2**20} MiB", file=file)
+        return b"".join(chunks)
     except OSError as exc:
         raise InputError(f"cannot read {what} ({exc.strerror or exc.__class__.__name__})", file=file) from None
+    finally:
+        os.close(fd)
+
+
+def read_text(path: str | Path, what: str, *, encoding: str = "utf-8", max_bytes: int = MAX_FILE_BYTES) -> str:
+    """The text of a user's file (:func:`read_bytes`'s rules), or an :class:`InputError` naming it
+    when it is not text in ``encoding``."""
+    data = read_bytes(path, what, max_bytes=max_bytes)
     try:
         return data.decode(encoding)
-    except UnicodeDecodeError:
-        raise InputError(f"{what} is not {encoding.removesuffix('-sig').upper()} text", file=file) from None
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise InputError(f"{what} is not {encoding.removesuffix('-sig').upper()} text (byte {exc.start})",
+                         file=str(path), line=line) from None
+
+
+def parse_toml(text: str, file: str) -> dict:
+    """``text`` as TOML, or one InputError: bad syntax, nesting too deep, an integer too long."""
+    import tomllib
+
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"not valid TOML ({exc})", file=file) from None
+    except RecursionError:
+        raise InputError("not valid TOML (nested too deeply)", file=file) from None
+    except ValueError as exc:  # an integer of more than 4300 digits
+        raise InputError(f"not valid TOML ({exc})", file=file) from None
+
+
+def parse_json(text: str, file: str) -> object:
+    """``text`` as JSON, or one InputError: bad syntax, nesting too deep, an integer too long."""
+    import json
+
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise InputError("not valid JSON (nested too deeply)", file=file) from None
+    except ValueError as exc:  # JSONDecodeError, or an integer of more than 4300 digits
+        raise InputError(f"not valid JSON ({exc})", file=file) from None
+
+
+def resolve_name(folder: str | Path, name: str, suffix: str, what: str, *, field: str | None = None) -> Path:
+    """The file a *name* (not a path) stands for inside ``folder``: ``folder/name+suffix``. A name
+    that is absolute, holds ``..``, a control character, or resolves (through a symlink) outside
+    ``folder`` is refused, so a shared spec or flag can only pick among the folder's files."""
+    text = str(name)
+    if not text or not text.isprintable():
+        raise InputError(f"{what} name must be printable and non-empty: {shown(text)}", field=field)
+    parts = Path(text).parts
+    if Path(text).is_absolute() or ".." in parts or "\\" in text:
+        raise InputError(f"{what} name must stay inside {Path(folder).name}/: {shown(text)}", field=field)
+    base = Path(folder)
+    candidate = base / f"{text}{suffix}"
+    try:
+        inside = candidate.resolve().is_relative_to(base.resolve())
+    except (OSError, RuntimeError, ValueError):  # a symlink loop, a NUL
+        inside = False
+    if not inside:
+        raise InputError(f"{what} name resolves outside {base.name}/: {shown(text)}", field=field)
+    return candidate
 
 
 def csv_rows(text: str | Iterable[str], source: str, *, first_line: int = 1, **options) -> list[tuple[int, list[str]]]:

@@ -18,6 +18,7 @@ from archsim.spp.topology import load_topology_file
 from archsim.sweep.spec import load_spec
 from archsim.validation.gpu_csv import read_kernel_csv
 from archsim.workload import load_topology
+from archsim.workload.transformer import load_transformer
 
 ROOT = Path(__file__).resolve().parents[1]
 # PipeDream's graph.txt (a diamond after an Input node, one list-valued size), read and planned.
@@ -51,10 +52,74 @@ READERS = {
                                        "conv1,0.002,0.005,1000,100\nfc1,0.001,0.002,400,4000\n")),
     "topology.csv": (load_topology, (ROOT / "layers/layerpipe_sample.csv").read_text(encoding="utf-8")),
 }
+
+
+# The readers added since the first round (issue 27): transformer configs, energy tables, a .cfg's
+# [energy]/[archsim] sections, torch schedule CSVs (action orders and compute_comms), stage profiles,
+# and a cluster file with every optional key. (ONNX is binary: tests/test_onnx_import.py mutates its bytes.)
+def transformer_network(path: Path):
+    """Read a transformer config and build its network (the layers a command would cost)."""
+    return load_transformer(path).network()
+
+
+def cfg_with_energy(path: Path):
+    from archsim.energy import read_cfg_energy
+
+    return read_scalesim_cfg(path), read_cfg_energy(path)
+
+
+def energy_table(path: Path):
+    from archsim.energy import load_table
+
+    return load_table(path)
+
+
+def schedule_order(path: Path):
+    from archsim.policies.stage_orders import read_order_csv
+
+    order = read_order_csv(path)
+    return order.stages, order.microbatches, [len(rank) for rank in order.ranks]
+
+
+def torch_comm_steps(path: Path):
+    from archsim.policies.torch_steps import parse_comm_schedule, torch_steps
+    from archsim.validate import read_text
+
+    return torch_steps(parse_comm_schedule(read_text(path, "schedule CSV"), str(path)))
+
+
+def stage_profile(path: Path):
+    from archsim.policies.stage_profile import read_stage_profile
+
+    return read_stage_profile(path)
+
+
+HF_GPT2 = ('{"model_type": "gpt2", "n_embd": 64, "n_head": 4, "n_layer": 2, "vocab_size": 1000, "n_positions": 32,\n'
+           ' "n_inner": 256, "tie_word_embeddings": true}\n')
+TRANSFORMER_TOML = ('[transformer]\nname = "tiny"\nfamily = "llama"\nlayers = 2\nhidden = 64\nheads = 4\n'
+                    'kv_heads = 2\nvocab = 1000\nseq = 32\nffn = 128\ntied_embeddings = false\n')
+CFG_ENERGY = ((ROOT / "configs/arrays/scalesim_32x32_ws.cfg").read_text(encoding="utf-8")
+              + "\n[archsim]\nClockGHz = 1.0\n\n[energy]\ntable = horowitz45\nmac_pj = 0.5\ndram_read_pj = 80\n")
+NEW_READERS = {
+    "hf.json": (transformer_network, HF_GPT2),
+    "transformer.toml": (transformer_network, TRANSFORMER_TOML),
+    "energy.toml": (energy_table, (ROOT / "configs/energy/horowitz45.toml").read_text(encoding="utf-8")),
+    "energy.cfg": (cfg_with_energy, CFG_ENERGY),
+    "order.csv": (schedule_order, "0F0,0F1,0B0,0B1\n1F0,1B0,1F1,1B1\n"),
+    "comms.csv": (torch_comm_steps, "0F0,0SEND_F0,0RECV_B0,0B0\n1RECV_F0,1F0,1B0,1SEND_B0\n"),
+    "stages.csv": (stage_profile, ("forward,backward_input,backward_weight,comm,activation_bytes,weight_bytes\n"
+                                   "18.5,18.1,9.3,0.6,201216,73728\n18.5,18.1,9.3,0.6,201216,73728\n")),
+    "devices.toml": (load_topology_file, ('[cluster]\nname = "pair"\nseed = 3\ninter_server_gbps = [32, 40]\n'
+                                          'inter_server_link = "per_gpu_pair"\ngpu_memory_gb = 16\n[[servers]]\n'
+                                          'count = 2\ngpus = 2\nintra_server_gbps = [96, 128]\n')),
+}
+READERS.update(NEW_READERS)
 HOSTILE = ["0", "-1", "1", "2147483647", "2147483648", "9223372036854775808", "1" * 30, "1e19", "1e308", "1e999",
            "inf", "-inf", "nan", "NaN", "1.5", "", " ", "%", "%(x)s", "x" * 300, "a\x00b", "\x1b[31m", "\n", '"',
            "'", ",", ";", "[]", "[1, inf]", "[0, 0]", "[2147483647]", "{a = 1}", "true", '"x"', '"../../x"',
-           '"/abs"', '"a\\u0000b"', "ü", "\ufeff", "\\", "0x10", "1_000", "[[x]]", "[sweep]", "= 5", "::"]
+           '"/abs"', '"a\\u0000b"', "ü", "\ufeff", "\\", "0x10", "1_000", "[[x]]", "[sweep]", "= 5", "::",
+           # issue 27's second round: subnormals, 5,000-digit numbers, ints beyond float, deep nesting, bad UTF-8
+           "1e-320", "9" * 5000, "1" + "0" * 400, "[" * 3000, "{" * 3000, '{"a":' * 2000, "\udcff", "x" * 140_000]
 TOKEN = re.compile(r"[^\s,=:\[\]\"]+")
 
 # Values that break a documented rule: counts are positive integers, sizes and times non-negative
@@ -86,6 +151,24 @@ BREAKS = {
                    ((0, "cols"), COUNT), ((0, "dataflow"), ("xs", "1"))],
     "profile.csv": [((0, "forward_s"), SIZE), ((0, "backward_s"), SIZE), ((0, "activation_bytes"), SIZE),
                     ((0, "parameter_bytes"), SIZE)],
+    "hf.json": [(r'"n_layer": (\d+)', COUNT + ("5000", '"2"', "1e400")), (r'"vocab_size": (\d+)', COUNT + ("3000000000",)),
+                (r'"n_embd": (\d+)', COUNT), (r'"n_positions": (\d+)', COUNT + ("null",)),
+                (r'"tie_word_embeddings": (\w+)', ("1", '"yes"'))],
+    "transformer.toml": [(r"(?m)^layers = (\S+)", COUNT + ("1" + "0" * 400,)), (r"(?m)^hidden = (\S+)", COUNT),
+                         (r'(?m)^name = (".*")', ("5", '"a\\nb"', '""')), (r'(?m)^family = (".*")', ('"rnn"', "1")),
+                         (r"(?m)^vocab = (\S+)", COUNT + ("3000000000",)), (r"(?m)^seq = (\S+)", COUNT)],
+    "energy.toml": [(r"(?m)^pj_per_bit = (\S+)", SIZE + ("1e-320",)), (r"(?m)^write_factor = (\S+)", SIZE),
+                    (r"(?m)^read_pj = (\[.*\])", ("[10.0, -20.0, 100.0]", "[10.0]", "[]")),
+                    (r"(?m)^(name) = ", ("nmae",)), (r'(?m)^name = (".*")', ("5",)),
+                    (r"(?m)^\[(leakage)\]", ("leakge",))],
+    "energy.cfg": [(r"(?m)^mac_pj = (\S+)", SIZE + ("1e-320", "%(x)s")), (r"(?m)^(dram_read_pj) = ", ("dram_pj",)),
+                   (r"(?m)^ClockGHz = (\S+)", RATE + ("1e-320",)), (r"(?m)^\[(archsim)\]", ("archsm",))],
+    "order.csv": [(r"(?m)^(0F0),", ("0F1", "0X0", "")), (r"(?m),(1B1)$", ("1B0", "9B9"))],
+    "comms.csv": [(r"(?m)^(0F0),", ("0Q0", "F0"))],
+    "stages.csv": [((0, "forward"), SIZE + ("1e-320",)), ((0, "comm"), SIZE), ((0, "activation_bytes"), SIZE)],
+    "devices.toml": [(r"(?m)^gpu_memory_gb = (\S+)", ("0", "-1", "1e-300", "inf", '"x"')),
+                     (r"(?m)^inter_server_gbps = (\[.*\])", ("[1e-320, 1e-320]", "[40, 32]")),
+                     (r'(?m)^inter_server_link = (".*")', ('"bus"',)), (r"(?m)^gpus = (\S+)", ("0", "1025"))],
     "topology.csv": [((0, "IFMAP Height"), COUNT), ((0, "Filter Width"), COUNT), ((0, "Channels"), COUNT),
                      ((0, "Num Filter"), COUNT), ((0, "Strides"), COUNT), ((0, "Padding"), ("-1", "1.5", "x"))],
 }
@@ -120,13 +203,15 @@ BROKEN = {kind: break_sites(kind) for kind in READERS}
 # Per command, flag values that break the flag's documented range: set last, so they win.
 CLI_BREAKS = {
     "cost": [("--batch", COUNT), ("--array", ("0x4", "-1x4", "axb", "1.5x4", "4x0")), ("--element-bytes", COUNT),
+             ("--clock-ghz", RATE + ("1e-320", "1e400")), ("--sram-kb", ("9" * 5000, "0", "x", "1,2")),
              ("--out", ("/dev/null/x.csv", "x" * 300 + ".csv"))],  # a path under a device file; a name too long
     "gemm": [("--m", ("-1", "1.5", "x")), ("--n", ("-1", "x")), ("--array", ("0x4", "axb"))],
     "pipeline": [("--processors", COUNT), ("--microbatches", COUNT), ("--batch", COUNT),
                  ("--alpha", ("-1", "nan", "inf", "x")), ("--method", ("bogus",))],
-    "schedule": [("--processors", COUNT), ("--microbatches", COUNT), ("--bandwidth", RATE),
+    "schedule": [("--processors", COUNT), ("--microbatches", COUNT + ("2147483647",)), ("--bandwidth", RATE),
+                 ("--comm", ("-1", "nan", "inf", "1e-320", "x")),
                  ("--comm-units", ("-1", "nan", "inf", "x"))],
-    "plan": [("--microbatches", COUNT), ("--seed", ("-1", "x", "1.5")), ("--clock-ghz", RATE)],
+    "plan": [("--microbatches", COUNT), ("--seed", ("-1", "x", "1.5")), ("--clock-ghz", RATE + ("1e-320",))],
     "cluster": [("--jobs", COUNT), ("--gpus", COUNT), ("--seed", ("-1", "x")), ("--unit-seconds", SIZE),
                 ("--interval", ("-1", "nan", "inf", "x"))],
 }

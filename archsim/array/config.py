@@ -7,13 +7,12 @@ SCALE-Sim config loads unchanged; archsim adds the element size (bytes) and the 
 from __future__ import annotations
 
 import configparser
-import math
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from archsim.errors import InputError
-from archsim.validate import INT32_MAX, parse_int, read_text, shown
+from archsim.validate import INT32_MAX, check_name, parse_float, parse_int, read_text, shown
 
 DATAFLOWS = ("ws", "os", "is")
 DEFAULT_CLOCK_HZ = 1.0e9  # where seconds are needed and the array has no clock of its own
@@ -101,6 +100,10 @@ def parse_array_shape(text: str, *, field_name: str = "array") -> tuple[int, int
     return rows, cols
 
 
+# SCALE-Sim's own sections (any of its versions) and archsim's two; any other is a typo, refused.
+_SECTIONS = {"general", "architecture_presets", "layout", "sparsity", "run_presets", "memory", "archsim", "energy"}
+MIN_CLOCK_GHZ, MAX_CLOCK_GHZ = 1e-6, 1e3  # 1 kHz … 1 THz: wider than any array, narrow enough to refuse 1e-320
+
 _REQUIRED = {
     "architecture_presets": ("ArrayHeight", "ArrayWidth", "IfmapSramSzkB", "FilterSramSzkB",
                              "OfmapSramSzkB", "Dataflow"),
@@ -161,6 +164,13 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
                 return number
         return None
 
+    for section in parser.sections():
+        if section not in _SECTIONS:
+            raise InputError(f"unknown section [{shown(section)[1:-1]}]; expected {', '.join(sorted(_SECTIONS))}",
+                             file=file)
+    for key in parser.options("archsim") if parser.has_section("archsim") else ():
+        if key != "clockghz":
+            raise InputError("unknown key in [archsim]; expected ClockGHz", file=file, line=line_of(key), field=key)
     for section, keys in _REQUIRED.items():
         if not parser.has_section(section):
             raise InputError(f"missing section [{section}]", file=file)
@@ -202,10 +212,10 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
         rates = []
         for key in ("IfmapSRAMBankBandwidth", "FilterSRAMBankBandwidth"):
             raw = layout.get(key, str(bandwidth[0])).strip()
-            if not raw.isdigit() or not 0 < int(raw) <= INT32_MAX:
-                raise InputError(f"expected a positive integer, got {raw!r}", file=file, line=line_of(key),
-                                 field=key)
-            rates.append(int(raw))
+            try:
+                rates.append(parse_int(raw, what="a positive integer"))
+            except ValueError as exc:
+                raise InputError(str(exc), file=file, line=line_of(key), field=key) from None
         if rates != [bandwidth[0]] * 2:
             read_bandwidth = (rates[0], rates[1])
         for prefix, rate in zip(("Ifmap", "Filter"), rates):  # SCALE-Sim's read_buffer asserts this
@@ -218,12 +228,9 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
     if clock_hz is None and parser.has_option("archsim", "ClockGHz"):
         raw = parser["archsim"]["ClockGHz"].strip()
         try:
-            clock_hz = float(raw) * 1e9
-        except ValueError:
-            raise InputError(f"expected a number of GHz, got {raw!r}", file=file, line=line_of("ClockGHz"),
-                             field="ClockGHz") from None
-        if not 0 < clock_hz < float("inf"):
-            raise InputError(f"must be positive, got {raw!r}", file=file, line=line_of("ClockGHz"), field="ClockGHz")
+            clock_hz = parse_float(raw, low=MIN_CLOCK_GHZ, high=MAX_CLOCK_GHZ, what="a clock in GHz") * 1e9
+        except ValueError as exc:
+            raise InputError(str(exc), file=file, line=line_of("ClockGHz"), field="ClockGHz") from None
 
     fields = dict(
         rows=as_int("ArrayHeight"),
@@ -237,7 +244,8 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
         read_bandwidth=read_bandwidth,
         element_bytes=element_bytes,
         clock_hz=clock_hz,
-        name=parser.get("general", "run_name", fallback=path.stem).strip(),
+        name=check_name(parser.get("general", "run_name", fallback=path.stem).strip(), "run_name", file=file,
+                        line=line_of("run_name")),
     )
     key_of = {"rows": "ArrayHeight", "cols": "ArrayWidth", "dataflow": "Dataflow",
               "ifmap_sram_kb": "IfmapSramSzkB", "filter_sram_kb": "FilterSramSzkB",

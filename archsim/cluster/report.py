@@ -7,22 +7,21 @@ figure's caption carries the command that regenerates the page.
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-import plotly.io as pio
 
 from archsim.cluster.jobs import SimResult
 from archsim.cluster.metrics import jct_cdf, migrations_per_iteration, utilization_series
-from archsim.outputs import atomic_write_text
+from archsim.report.html_page import Figures, esc, write_document
+from archsim.report.html_page import table as html_table
 
-STYLE = ("<style>body{font-family:sans-serif;max-width:1100px;margin:auto}"
-         "figcaption{color:#444;font-size:90%}code{background:#f3f3f3}"
-         "table.numbers td{text-align:right;padding:0 .6em}</style></head><body>")
+STYLE_CSS = ("body{font-family:sans-serif;max-width:1100px;margin:auto}"
+             "figcaption{color:#444;font-size:90%}code{background:#f3f3f3}"
+             "table.numbers td{text-align:right;padding:0 .6em}")
 COLORS = {"jigsaw": "#E45756", "gandiva": "#4C78A8", "tiresias": "#72B7B2", "jigsaw-nospb": "#F58518"}
 
 
@@ -77,8 +76,7 @@ def _table(frame: pd.DataFrame) -> str:
     from archsim.report.style import table_number
 
     # a wide summary scrolls inside its box instead of widening the page
-    return ('<div style="overflow-x:auto">'
-            + frame.to_html(index=False, float_format=table_number, border=0, classes="numbers") + "</div>")
+    return '<div style="overflow-x:auto">' + html_table(frame, table_number, classes="numbers") + "</div>"
 
 
 def write_cluster_report(path: str | Path, results: Sequence[SimResult], command: str, *, bin_s: float = 60.0,
@@ -90,18 +88,15 @@ def write_cluster_report(path: str | Path, results: Sequence[SimResult], command
                (migration_figure(results), "Migrations per iteration")]
     if per_seed is not None and per_seed.seed.nunique() > 1:
         figures.insert(0, (spread_figure(per_seed), "Makespan and JCT over seeds"))
-    cmd = html.escape(command)
-    parts = ["<!doctype html><html><head><meta charset='utf-8'><title>archsim cluster report</title>",
-             STYLE,
-             "<h1>Cluster scheduling: Jigsaw + SPB vs gang baselines</h1>",
-             f"<p>Regenerate this page: <code>{cmd}</code></p>"]
+    cmd = esc(command)
+    parts = [f"<p>Regenerate this page: <code>{cmd}</code></p>"]
     if notes:
-        parts.append(f"<p>{html.escape(notes)}</p>")
+        parts.append(f"<p>{esc(notes)}</p>")
     if summary is not None:
         parts.append("<h2>Summary</h2>" + _table(summary))
-    for index, (fig, caption) in enumerate(figures):
-        body = pio.to_html(fig, include_plotlyjs=index == 0, full_html=False)
-        parts.append(f"<figure>{body}<figcaption>{html.escape(caption)}. Regenerate: <code>{cmd}</code>"
+    figure = Figures()
+    for fig, caption in figures:
+        parts.append(f"<figure>{figure(fig)}<figcaption>{esc(caption)}. Regenerate: <code>{cmd}</code>"
                      "</figcaption></figure>")
-    parts.append("</body></html>")
-    return atomic_write_text(path, "\n".join(parts))
+    return write_document(path, "archsim cluster report", parts,
+                          heading="Cluster scheduling: Jigsaw + SPB vs gang baselines", style=STYLE_CSS)

@@ -15,9 +15,9 @@ from archsim.cluster.metrics import aggregate, summarize
 from archsim.cluster.simulate import MAIN_POLICIES, POLICIES, simulate
 from archsim.cluster.trace import load_tiresias_csv, synthetic_trace
 from archsim.commands.common import add_output_arguments, emit, positive_int
-from archsim.progress import progress
 from archsim.errors import InputError
 from archsim.outputs import render
+from archsim.progress import progress
 from archsim.validate import float_flag, int_flag, processors_flag, seed_flag
 
 _non_negative = float_flag(0.0, 1e12, what="a non-negative number")  # finite; 10¹² s or GiB is beyond any cluster
@@ -80,6 +80,21 @@ def _command_line(args: argparse.Namespace, policy: str) -> str:
     return shlex.join(words)
 
 
+MAX_ROUNDS = 10**6  # scheduling intervals one simulation may step through (≈ a minute of CPU)
+
+
+def _check_rounds(jobs, interval_s: float) -> None:
+    """Refuse, before simulating, a trace whose work alone spans more than MAX_ROUNDS intervals (a
+    duration of 10¹² s at a 60 s interval would step for days)."""
+    if interval_s <= 0 or not jobs:
+        return
+    span = max(j.submit_s for j in jobs) + sum(j.iterations * j.full_task_s for j in jobs)
+    if span / interval_s > MAX_ROUNDS:
+        raise InputError(f"the trace's work spans about {span:.3g} s, {span / interval_s:.3g} scheduling intervals of "
+                         f"{interval_s:g} s: above the limit of {MAX_ROUNDS:,}; shorten the jobs or raise --interval",
+                         field="trace")
+
+
 def run(args: argparse.Namespace) -> int:
     policy = "all" if args.compare else args.policy
     if args.device_memory_gb <= 0:
@@ -100,6 +115,7 @@ def run(args: argparse.Namespace) -> int:
                 jobs = build_jobs(trace, catalog, cluster)  # type: ignore[arg-type]
             except InputError as exc:  # name the trace file: the row's job id is in the field
                 raise InputError(exc.message, file=None if synthetic else args.trace, field=exc.where.field) from None
+            _check_rounds(jobs, config.interval_s)
             for name in policies:
                 result = simulate(jobs, cluster, name, config)
                 per_run.append({**summarize(result), "seed": seed})

@@ -12,7 +12,9 @@ from archsim.array.config import ArrayConfig, parse_array_shape, read_scalesim_c
 from archsim.errors import InputError
 from archsim.outputs import FORMATS, atomic_write_text
 from archsim.progress import progress
-from archsim.validate import DEFAULT_MAX_OPS, positive_int_flag
+from archsim.validate import DEFAULT_MAX_OPS, float_flag, parse_int, positive_float_flag, positive_int_flag, shown
+
+clock_ghz_flag = float_flag(1e-6, 1e3, what="a clock in GHz (1e-06 … 1000)")
 
 
 def positive_int(text: str) -> int:
@@ -30,18 +32,11 @@ def add_job_limit_argument(parser: argparse.ArgumentParser) -> None:
 MODE_HELP = "paper: LayerPipe's simplifications (δ for the first layer, dense δ); exact: what training computes"
 
 
-def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-    return value
+positive_float = positive_float_flag
 
 
 def add_clock_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--clock-ghz", type=positive_float, default=None, metavar="GHZ",
+    parser.add_argument("--clock-ghz", type=clock_ghz_flag, default=None, metavar="GHZ",
                         help="array clock: adds seconds beside cycles (default: the .cfg's [archsim] ClockGHz, "
                              "else cycles only)")
 
@@ -121,9 +116,12 @@ def with_memory_args(array: ArrayConfig, args: argparse.Namespace) -> ArrayConfi
         changes["user_bandwidth"] = True
     if args.sram_kb is not None:
         parts = [p.strip() for p in str(args.sram_kb).split(",")]
-        if len(parts) not in (1, 3) or not all(p.isdigit() and int(p) > 0 for p in parts):
-            raise InputError(f"expected one or three positive integers, got {args.sram_kb!r}", field="sram-kb")
-        sizes = [int(p) for p in parts] * (3 if len(parts) == 1 else 1)
+        try:
+            if len(parts) not in (1, 3) or not all(p.isdigit() for p in parts):
+                raise ValueError(f"expected one or three positive integers, got {shown(args.sram_kb)}")
+            sizes = [parse_int(p, what="SRAM KiB") for p in parts] * (3 if len(parts) == 1 else 1)
+        except ValueError as exc:
+            raise InputError(str(exc), field="sram-kb") from None
         changes.update(ifmap_sram_kb=sizes[0], filter_sram_kb=sizes[1], ofmap_sram_kb=sizes[2])
     return replace(array, **changes) if changes else array  # type: ignore[arg-type]
 
@@ -159,9 +157,12 @@ def add_onnx_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _dim(text: str) -> tuple[str, int]:
     name, _, value = text.partition("=")
-    if not name.strip() or not value.strip().isdigit() or int(value) <= 0:
-        raise argparse.ArgumentTypeError(f"expected NAME=POSITIVE_INTEGER, got {text!r}")
-    return name.strip(), int(value)
+    try:
+        if not name.strip() or not name.strip().isprintable() or not value.strip().isdigit():
+            raise ValueError
+        return name.strip(), parse_int(value, what="a positive integer")
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected NAME=POSITIVE_INTEGER, got {shown(text)}") from None
 
 
 def onnx_options(args: argparse.Namespace) -> dict[str, object]:

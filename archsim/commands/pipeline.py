@@ -36,7 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "state, peak stashed activations of the simulated schedule)")
     parser.add_argument("--optimizer", default="sgd", choices=("sgd", "momentum", "adam"),
                         help="optimizer state for --memory: sgd none, momentum 1×, adam 2× the weights")
-    parser.add_argument("--capacity-gb", type=float, default=None, metavar="GB",
+    parser.add_argument("--capacity-gb", type=float_flag(0.0, 1e9, low_open=True, what="a positive number of GB"),
+                        default=None, metavar="GB",
                         help="with --memory: per-processor memory (GB = 1e9 bytes); a plan over it is an error")
     add_timeline_outputs(parser)
     add_output_arguments(parser)

@@ -17,7 +17,8 @@ import argparse
 import pandas as pd
 
 from archsim.errors import InputError
-from archsim.validate import positive_float_flag
+from archsim.policies.stage_profile import MAX_STAGE_VALUE
+from archsim.validate import MAX_PROCESSORS, float_flag, parse_float, positive_float_flag, processors_flag
 
 STAGE_POLICIES = ("1f1b", "interleaved-1f1b", "zb-h1", "zb-h2", "zb-1p", "zb-2p", "interleaved-zb", "zb-v",
                   "dualpipev", "gpipe", "looped-bfs", "zb-1p-exact", "zb-2p-exact")
@@ -26,10 +27,12 @@ STAGE_ONLY = ("looped-bfs", "zb-1p-exact", "zb-2p-exact")  # the others also run
 
 def add_stage_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("per-stage costs (no NETWORK)")
-    group.add_argument("--stages", type=int, default=None, metavar="P", help="devices (pipeline stages)")
+    group.add_argument("--stages", type=processors_flag, default=None, metavar="P",
+                       help=f"devices (pipeline stages, at most {MAX_PROCESSORS})")
     group.add_argument("--stage-times", default=None, metavar="F,B,W",
                        help="forward, backward-input and backward-weight time of every stage")
-    group.add_argument("--comm", type=float, default=0.0, metavar="C", help="per-hop transfer time (T_comm)")
+    group.add_argument("--comm", type=float_flag(0.0, MAX_STAGE_VALUE, what="a non-negative time"), default=0.0,
+                       metavar="C", help="per-hop transfer time (T_comm)")
     group.add_argument("--stage-memory", default="1,0.4", metavar="M_B,M_W",
                        help="activation memory of a micro-batch and the part kept until W (default 1,0.4: "
                             "M_W/M_B of the zero-bubble paper's GPT layers, 32h/(34h + 5as) = 0.37-0.43)")
@@ -56,9 +59,9 @@ def stage_mode(args: argparse.Namespace) -> bool:
 
 def _numbers(text: str, count: int, flag: str) -> list[float]:
     try:
-        values = [float(x) for x in text.split(",")]
-    except ValueError:
-        raise InputError(f"expected {count} comma-separated numbers, got {text!r}", field=flag) from None
+        values = [parse_float(x, high=MAX_STAGE_VALUE, what="a non-negative number") for x in text.split(",")]
+    except ValueError as exc:
+        raise InputError(f"expected {count} comma-separated numbers ({exc})", field=flag) from None
     if len(values) != count:
         raise InputError(f"expected {count} comma-separated numbers, got {text!r}", field=flag)
     return values
@@ -99,6 +102,10 @@ def run_stages(args: argparse.Namespace) -> int:
         return _torch_steps(args)
     profile = profile_from_args(args)
     p, m = profile.stages, args.microbatches
+    if m is not None and not args.schedule_csv_in:  # F, B (or I and W) per stage, chunk and micro-batch
+        from archsim.validate import check_job_size
+
+        check_job_size(3 * p * max(1, args.chunks or 1) * m, args.max_ops)
     if args.schedule_csv_in or args.torch_schedule:
         if args.schedule_csv_in and args.torch_schedule:
             raise InputError("give --torch-schedule or --schedule-csv-in, not both", field="torch-schedule")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -28,12 +27,14 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--report", nargs="?", const="", default=None, metavar="OUT.html",
                         help="also write the HTML report (default reports/<spec name>.html)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--force", action="store_true",
+                        help="take over a results folder that holds another spec's results (replacing them)")
 
 
 def run_sweep_command(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
     out = Path(args.out or Path("results") / spec.name)
-    frame = run_sweep(spec, out, workers=args.workers, dask=args.dask, progress=not args.quiet)
+    frame = run_sweep(spec, out, workers=args.workers, dask=args.dask, progress=not args.quiet, force=args.force)
     print(f"{len(frame)} results in {out / 'results.csv'}; summary in {out / 'summary.csv'}", file=sys.stderr)
     if args.report is not None:
         target = args.report or str(Path("reports") / f"{spec.name}.html")
@@ -59,8 +60,11 @@ def run_report_command(args: argparse.Namespace) -> int:
 def _spec_command(folder: Path) -> str:
     spec = folder / "spec.json"
     if spec.is_file():
-        source = json.loads(spec.read_text(encoding="utf-8")).get("source")
-        if source:
+        from archsim.validate import parse_json, read_text
+
+        record = parse_json(read_text(spec, "the folder's spec.json"), str(spec))
+        source = record.get("source") if isinstance(record, dict) else None
+        if isinstance(source, str) and source:
             return f"archsim sweep {Path(source).name if not exists(source) else source} --out {folder}"
     return f"archsim sweep SPEC --out {folder}"
 
@@ -70,7 +74,11 @@ def read_results(folder: Path) -> pd.DataFrame:
     if not path.is_file():
         raise InputError("no results.csv here: run `archsim sweep SPEC --out DIR` first", file=str(folder))
     try:
-        frame = pd.read_csv(path)
+        import io
+
+        from archsim.validate import read_text
+
+        frame = pd.read_csv(io.StringIO(read_text(path, "results file")))
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         raise InputError(f"unreadable results ({exc.__class__.__name__})", file=str(path)) from None
     missing = [c for c in RESULT_COLUMNS if c not in frame.columns]
@@ -120,6 +128,7 @@ def _check_unchanged(row) -> None:
 
 def _design_sections(results: pd.DataFrame, spec_command: str, folder: str, target: str):
     """Design sweeps: Pareto front of time, energy and area, energy by part, and the front's table."""
+    from archsim.report.html_page import table as html_table
     from archsim.report.pareto import energy_parts_figure, front_table, pareto_figure
 
     command = f"{spec_command}  &&  archsim report {folder} --out {target}"
@@ -131,7 +140,7 @@ def _design_sections(results: pd.DataFrame, spec_command: str, folder: str, targ
             (f"{network}: energy per iteration of the Pareto-optimal designs", energy_parts_figure(results, network),
              command),
             (f"{network}: the {len(table)} Pareto-optimal designs",
-             table.to_html(index=False, float_format=lambda x: f"{x:.4g}", border=0), command)]
+             html_table(table, lambda x: f"{x:.4g}"), command)]
     return sections
 
 

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import configparser
 import math
-import tomllib
 from dataclasses import dataclass, fields, replace
 from importlib import resources
 from pathlib import Path
 
 from archsim.array.config import ArrayConfig
 from archsim.errors import InputError
-from archsim.validate import is_file
+from archsim.validate import check_name, is_file, parse_float, parse_int, parse_toml, read_text, resolve_name, shown
 
 DEFAULT_TABLE = "horowitz45"
 
@@ -103,9 +102,26 @@ OVERRIDABLE = tuple(f.name for f in fields(AccessEnergies) if f.name != "table")
 
 
 def _number(value: object, where: str, file: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        raise InputError(f"expected a non-negative number, got {value!r}", file=file, field=where)
-    return float(value)
+    """A table figure: a finite number, 0 or at least 10⁻¹² (no subnormals), non-negative."""
+    try:
+        return parse_float(value, what="a non-negative number")
+    except ValueError as exc:
+        raise InputError(str(exc), file=file, field=where) from None
+
+
+def _known(section: object, keys: set[str], file: str, where: str) -> None:
+    """Refuse a key the table layout does not have (a typo would otherwise be silently ignored)."""
+    if isinstance(section, dict):
+        unknown = sorted(set(section) - keys)
+        if unknown:
+            field = f"{where}.{unknown[0]}" if where else unknown[0]
+            raise InputError(f"unknown key; expected one of {', '.join(sorted(keys))}", file=file, field=field)
+
+
+LAYOUT = {"": {"name", "node_nm", "source", "mac", "vector", "register", "sram", "dram", "leakage"},
+          "register": {"pj_per_bit", "um2_per_bit", "per_pe"},
+          "sram": {"access_bits", "capacity_kib", "read_pj", "write_factor", "cell_um2", "area_efficiency"},
+          "dram": {"pj_per_bit"}, "leakage": {"pe_mw", "sram_mw_per_kib"}}
 
 
 def _widths(section: object, key: str, file: str) -> dict[int, float]:
@@ -113,30 +129,40 @@ def _widths(section: object, key: str, file: str) -> dict[int, float]:
         raise InputError("expected a table keyed by element bytes", file=file, field=key)
     out = {}
     for width, value in section.items():
-        if not str(width).isdigit() or int(width) <= 0:
-            raise InputError(f"expected element bytes as keys, got {width!r}", file=file, field=key)
-        out[int(width)] = _number(value, f"{key}.{width}", file)
+        try:
+            out[parse_int(width, low=1, high=64, what="element bytes")] = _number(value, f"{key}.{width}", file)
+        except ValueError as exc:
+            raise InputError(f"{exc} as a key", file=file, field=f"{key}.{shown(width, 20)}") from None
     return out
+
+
+def _count(value: object, where: str, file: str) -> int:
+    try:
+        return parse_int(value, low=0, what="a non-negative integer")
+    except ValueError as exc:
+        raise InputError(str(exc), file=file, field=where) from None
 
 
 def load_table(name_or_path: str | Path = DEFAULT_TABLE) -> EnergyTable:
     """A shipped table by name (``horowitz45``) or a ``.toml`` file of the same layout."""
     text_path = str(name_or_path)
-    if text_path.endswith(".toml") or is_file(text_path):
-        path = Path(text_path)
-        if not is_file(path):
-            raise InputError("energy table not found", file=text_path)
-        raw_text, file = path.read_text(encoding="utf-8"), text_path
-    else:
-        shipped = _energy_dir().joinpath(f"{text_path}.toml")
+    if text_path.endswith(".toml") or is_file(text_path):  # a path: the user's choice
+        file = text_path
+        raw_text = read_text(text_path, "energy table")
+    else:  # a name: one of the shipped tables, never a file outside their folder
+        shipped = resolve_name(_energy_dir(), text_path, ".toml", "energy table", field="energy-table")
         if not is_file(shipped):
-            raise InputError(f"unknown energy table {text_path!r} (give a shipped name such as {DEFAULT_TABLE} "
+            raise InputError(f"unknown energy table {shown(text_path)} (give a shipped name such as {DEFAULT_TABLE} "
                              "or a .toml path)", field="energy-table")
-        raw_text, file = shipped.read_text(encoding="utf-8"), f"{text_path}.toml"
-    try:
-        data = tomllib.loads(raw_text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"not valid TOML ({exc})", file=file) from None
+        raw_text, file = read_text(shipped, "energy table"), f"{text_path}.toml"
+    data = parse_toml(raw_text, file)
+    for where, keys in LAYOUT.items():
+        _known(data.get(where) if where else data, keys, file, where)
+    for key in ("name", "source"):
+        if key in data and not isinstance(data[key], str):
+            raise InputError(f"expected a string, got {shown(data[key])}", file=file, field=key)
+    if "name" in data:
+        check_name(data["name"], "name", file=file)
     try:
         mac = data["mac"]
         sram, register, leakage = data["sram"], data["register"], data.get("leakage", {})
@@ -148,15 +174,17 @@ def load_table(name_or_path: str | Path = DEFAULT_TABLE) -> EnergyTable:
                              "positive energies", file=file, field="sram")
         if not isinstance(mac, dict):
             raise InputError("expected a table keyed by element bytes", file=file, field="mac")
+        for width, entry in mac.items():
+            _known(entry, {"pj", "um2"}, file, f"mac.{width}")
         return EnergyTable(
-            name=str(data.get("name", Path(file).stem)), source=str(data.get("source", "")),
+            name=data.get("name", Path(file).stem), source=data.get("source", ""),
             mac_pj=_widths({w: v["pj"] for w, v in mac.items()}, "mac", file),
             mac_um2=_widths({w: v["um2"] for w, v in mac.items()}, "mac", file),
             vector_pj=_widths(data["vector"], "vector", file),
             register_pj_per_bit=_number(register["pj_per_bit"], "register.pj_per_bit", file),
             register_um2_per_bit=_number(register["um2_per_bit"], "register.um2_per_bit", file),
-            registers_per_pe=int(_number(register["per_pe"], "register.per_pe", file)),
-            sram_access_bits=int(_number(sram["access_bits"], "sram.access_bits", file)) or 64,
+            registers_per_pe=_count(register["per_pe"], "register.per_pe", file),
+            sram_access_bits=_count(sram["access_bits"], "sram.access_bits", file) or 64,
             sram_capacity_kib=capacity, sram_read_pj=read,
             sram_write_factor=_number(sram["write_factor"], "sram.write_factor", file),
             sram_cell_um2=_number(sram["cell_um2"], "sram.cell_um2", file),
@@ -214,10 +242,10 @@ def read_cfg_energy(path: str | Path) -> CfgEnergy:
     """The optional ``[energy]`` section of a SCALE-Sim ``.cfg`` (SCALE-Sim never reads it):
     ``table = NAME|PATH.toml`` (a path relative to the .cfg) and any of :data:`OVERRIDABLE`."""
     file = str(path)
-    parser = configparser.ConfigParser()
+    parser = configparser.ConfigParser(interpolation=None)  # a '%' in a value is just a character
     try:
-        parser.read_string(Path(path).read_text(encoding="utf-8"), source=file)
-    except (OSError, configparser.Error, UnicodeDecodeError) as exc:
+        parser.read_string(read_text(path, "config file"), source=file)
+    except configparser.Error as exc:
         raise InputError(f"not a readable .cfg file ({exc.__class__.__name__})", file=file) from None
     if not parser.has_section("energy"):
         return CfgEnergy(None, {})
@@ -228,10 +256,7 @@ def read_cfg_energy(path: str | Path) -> CfgEnergy:
             relative = Path(path).parent / value
             table = str(relative) if value.endswith(".toml") and is_file(relative) else value
             continue
-        try:
-            overrides[key] = float(raw)
-        except ValueError:
-            raise InputError(f"expected a number, got {raw!r}", file=file, field=key) from None
+        overrides[key] = _number(raw, key, file) if key in OVERRIDABLE else raw
     with_overrides(_ZERO, overrides, file)  # validate names and values here, with the file named
     return CfgEnergy(table, overrides)
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from archsim.errors import InputError
 from archsim.partition.profile import LayerProfile, profile_from_costs
+from archsim.validate import read_text
 
 FIELDS = ("forward_compute_time", "backward_compute_time", "activation_size", "parameter_size")
 NODE_ID = re.compile(r"node\d{1,9}")
@@ -33,14 +34,7 @@ def load_graph_txt(path: str | Path) -> LayerProfile:
     """The profile of ``path``; one-line :class:`InputError` (file, line, field) on anything malformed."""
     path = Path(path)
     file = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("profile file not found", file=file) from None
-    except (IsADirectoryError, PermissionError) as error:
-        raise InputError(f"cannot read the profile: {error.strerror}", file=file) from None
-    except UnicodeDecodeError:
-        raise InputError("not UTF-8 text", file=file) from None
+    text = read_text(path, "profile file")
     nodes: dict[str, tuple[str, dict[str, float]]] = {}
     edges: list[tuple[str, str, int]] = []
     for number, raw in enumerate(text.splitlines(), start=1):

@@ -18,12 +18,16 @@ columns are errors.
 
 from __future__ import annotations
 
-import csv
 import math
 from dataclasses import dataclass
 from pathlib import Path
 
 from archsim.errors import InputError
+from archsim.validate import MIN_MAGNITUDE, parse_float
+
+# Largest stage time, comm or memory figure: sums over 2³¹ micro-batches stay finite and exact
+# enough in float64; anything beyond it is a typo (a trace in ns read as s, an exponent slip).
+MAX_STAGE_VALUE = 1e15
 
 COLUMNS = ("forward", "backward_input", "backward_weight", "comm", "activation_bytes", "weight_bytes", "send_bytes")
 REQUIRED = COLUMNS[:3]
@@ -67,8 +71,10 @@ class StageProfile:
             raise InputError(f"stage profile: comm has {len(self.comm)} values for {n} stages", field="comm")
         values = (*self.forward, *self.backward_input, *self.backward_weight, *comm, *self.activation,
                   *self.weight_memory, *self.send_bytes)
-        if any(not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0) for v in values):
-            raise InputError("stage times, comm and memory must be finite numbers >= 0", field="stage-profile")
+        if any(not (isinstance(v, (int, float)) and math.isfinite(v) and (v == 0 or MIN_MAGNITUDE <= v <= MAX_STAGE_VALUE))
+               for v in values):
+            raise InputError(f"stage times, comm and memory must be 0 or in {MIN_MAGNITUDE:g}…{MAX_STAGE_VALUE:g}",
+                             field="stage-profile")
         if self.bandwidth is not None and not self.bandwidth > 0:
             raise InputError(f"bandwidth must be > 0, got {self.bandwidth}", field="bandwidth")
 
@@ -105,11 +111,9 @@ class StageProfile:
 
 def read_stage_profile(path: str | Path, bandwidth: float | None = None) -> StageProfile:
     """A :class:`StageProfile` from a stage-profile CSV (see the module docstring)."""
-    try:
-        text = Path(path).read_text()
-    except OSError as error:
-        raise InputError(f"cannot read stage profile ({error.strerror})", file=str(path)) from None
-    rows = list(csv.reader(text.splitlines()))
+    from archsim.validate import csv_rows, read_text
+
+    rows = [row for _, row in csv_rows(read_text(path, "stage profile"), str(path))]
     if not rows:
         raise InputError("empty stage profile", file=str(path))
     header = [h.strip() for h in rows[0]]
@@ -128,11 +132,9 @@ def read_stage_profile(path: str | Path, bandwidth: float | None = None) -> Stag
             raise InputError(f"{len(row)} cells for {len(header)} columns", file=str(path), line=line)
         for name, cell in zip(header, row):
             try:
-                value = float(cell)
-            except ValueError:
-                raise InputError(f"{cell.strip()!r} is not a number", file=str(path), line=line, field=name) from None
-            if not (math.isfinite(value) and value >= 0):
-                raise InputError(f"{value} must be finite and >= 0", file=str(path), line=line, field=name)
+                value = parse_float(cell, high=MAX_STAGE_VALUE, what="a non-negative number")
+            except ValueError as exc:
+                raise InputError(str(exc), file=str(path), line=line, field=name) from None
             columns[name].append(value)
     if not columns["forward"]:
         raise InputError("no stages", file=str(path))

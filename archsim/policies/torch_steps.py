@@ -23,7 +23,10 @@ from archsim.sim import Dep, Op, Problem, Processor, simulate
 
 def parse_comm_schedule(text: str, source: str = "schedule csv") -> list[list[tuple[int, str, int]]]:
     """Per rank, (stage, type, micro-batch) of torch's compute_comms CSV (``_dump_csv`` of a runtime schedule)."""
-    return parse_cells(text, source)[0]
+    ranks = parse_cells(text, source)[0]
+    if not ranks:  # nothing to count: 0 steps would read as a result
+        raise InputError("no actions", file=source, field="action")
+    return ranks
 
 
 def step_problem(ranks: list[list[tuple[int, str, int]]]) -> Problem:

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pandas as pd
 import plotly.graph_objects as go
-import plotly.io as pio
 
 from archsim.outputs import atomic_write_text
 from archsim.report.style import KIND_COLORS, KIND_LABELS
@@ -59,10 +58,10 @@ def _natural(text: str) -> tuple:
 
 def write_gantt(timeline, path: str | Path, title: str = "", caption: str = "") -> Path:
     """Write a self-contained HTML Gantt of ``timeline`` (a Timeline or its frame) atomically."""
+    from archsim.report.html_page import document, esc, figure
+
     frame = timeline.to_frame() if hasattr(timeline, "to_frame") else timeline
-    fig = gantt_figure(frame, title)
-    body = pio.to_html(fig, include_plotlyjs=True, full_html=False)
-    note = f"<p>{caption}</p>" if caption else ""
-    html = (f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title>"
-            f"<style>body{{font-family:sans-serif;margin:1em}}</style></head><body>{body}{note}</body></html>")
-    return atomic_write_text(path, html)
+    body = figure(gantt_figure(frame, title), first=True)
+    note = f"<p>{esc(caption)}</p>" if caption else ""
+    return atomic_write_text(path, document(title, [body, note], heading="",
+                                            style="body{font-family:sans-serif;margin:1em}"))

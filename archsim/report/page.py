@@ -7,14 +7,13 @@ atomically.
 
 from __future__ import annotations
 
-import html
 from pathlib import Path
 
 import pandas as pd
 import plotly.graph_objects as go
-import plotly.io as pio
 
 from archsim.outputs import atomic_write_text
+from archsim.report.html_page import Figures, document, table
 from archsim.report.style import table_number
 
 Section = tuple[go.Figure | pd.DataFrame, str]  # (figure or table, caption HTML)
@@ -24,17 +23,13 @@ STYLE = ("body{font-family:sans-serif;max-width:1100px;margin:auto}.caption{colo
 
 
 def page(title: str, sections: list[Section]) -> str:
-    """One HTML document: plotly.js inlined once, each figure or table followed by its caption."""
-    parts, first = [], True
+    """One HTML document (:mod:`archsim.report.html_page`): plotly.js inlined once, each figure or
+    table followed by its caption (already-safe markup: callers escape the user's text in it)."""
+    figures, parts = Figures(), []
     for item, caption in sections:
-        if isinstance(item, pd.DataFrame):
-            parts.append(item.to_html(index=False, border=0, float_format=table_number))
-        else:
-            parts.append(pio.to_html(item, include_plotlyjs=first, full_html=False, default_width="100%"))
-            first = False
+        parts.append(table(item, table_number) if isinstance(item, pd.DataFrame) else figures(item))
         parts.append(f'<p class="caption">{caption}</p>')
-    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>{''.join(parts)}</body></html>")
+    return document(title, parts, style=STYLE)
 
 
 def write_page(path: str | Path, title: str, sections: list[Section]) -> Path:

@@ -5,15 +5,15 @@ Every figure carries the command that regenerates it and the mode (paper/exact) 
 
 from __future__ import annotations
 
-import html
 from pathlib import Path
 
 import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
-import plotly.io as pio
 
 from archsim.outputs import atomic_write_text
+from archsim.report.html_page import Figures, document, esc, section
+from archsim.report.html_page import table as html_table
 from archsim.report.paper_tables import LAYERPIPE_TABLE_IV
 from archsim.report.style import KIND_COLORS, KIND_LABELS, table_number
 
@@ -100,20 +100,14 @@ slice per layer, hence KB there and MB here.</li></ul>"""
 
 
 def _section(title: str, body: str, command: str, mode: str) -> str:
-    return (f"<section><h2>{html.escape(title)}</h2>{body}<p class='cmd'>Mode: <b>{html.escape(mode)}</b>. "
-            f"Regenerate: <code>{html.escape(command)}</code></p></section>")
+    return section(title, body, f"<p class='cmd'>Mode: <b>{esc(mode)}</b>. Regenerate: <code>{esc(command)}</code></p>")
 
 
 def build_report(results: pd.DataFrame, summary: pd.DataFrame, *, results_path: str, out: str | Path,
                  spec_command: str, extra_sections: list[tuple[str, go.Figure | str, str]] = ()) -> Path:
     """Assemble and atomically write the report HTML; returns its path."""
     parts: list[str] = []
-    first = [True]
-
-    def figure(fig: go.Figure) -> str:
-        text = pio.to_html(fig, include_plotlyjs=first[0], full_html=False, default_width="100%")
-        first[0] = False
-        return text
+    figure = Figures()
 
     modes = ", ".join(sorted(results["mode"].unique()))
     report_cmd = f"archsim report {results_path} --out {out}"
@@ -124,7 +118,7 @@ def build_report(results: pd.DataFrame, summary: pd.DataFrame, *, results_path: 
         if not table.empty:
             notes = TABLE_IV_NOTES if network == "vgg16" else ""
             parts.append(_section(f"{network}: Table IV (LayerPipe vs PipeDream)",
-                                  table.to_html(index=False, float_format=lambda x: table_number(x, 3), border=0) + notes,
+                                  html_table(table, lambda x: table_number(x, 3)) + notes,
                                   report_cmd, modes))
         for by in ("array", "batch"):
             parts.append(_section(f"{network}: distribution over {by} size",
@@ -135,8 +129,6 @@ def build_report(results: pd.DataFrame, summary: pd.DataFrame, *, results_path: 
     style = ("body{font-family:sans-serif;max-width:1100px;margin:auto}section{margin:2em 0}"
              "table{border-collapse:collapse}td,th{padding:2px 8px;border-bottom:1px solid #ddd}"
              ".cmd{color:#555;font-size:90%}")
-    document = (f"<!doctype html><html><head><meta charset='utf-8'><title>archsim report</title>"
-                f"<style>{style}</style></head><body><h1>archsim sweep report</h1>"
-                f"<p>{len(results)} configurations from <code>{html.escape(results_path)}</code>; mode: {modes}.</p>"
-                + "".join(parts) + "</body></html>")
-    return atomic_write_text(out, document)
+    intro = f"<p>{len(results)} configurations from <code>{esc(results_path)}</code>; mode: {esc(modes)}.</p>"
+    return atomic_write_text(out, document("archsim report", parts, heading="archsim sweep report",
+                                           intro_html=intro, style=style))

@@ -28,7 +28,6 @@ few fast intra-server links weigh less than its many inter-server ones).
 from __future__ import annotations
 
 import functools
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -36,7 +35,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from archsim.errors import InputError
-from archsim.validate import SEED_MAX, check_name, read_text, shown
+from archsim.validate import SEED_MAX, check_name, parse_toml, read_text, shown
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -45,7 +44,8 @@ CLUSTER_KEYS = {"name", "seed", "inter_server_gbps", "inter_server_link", "gpu_m
 INTER_SERVER_LINKS = ("shared", "per_gpu_pair")
 SERVER_KEYS = {"count", "gpus", "intra_server_gbps", "gpu"}  # gpu: a catalog name, read by archsim train
 MAX_DEVICES = 1024  # GPUs in one cluster file (the planner's min-cut works on the complete GPU graph)
-MAX_GBPS = 1e6  # a finite bound on link bandwidths (10⁶ Gbps = 125 TB/s)
+MIN_GBPS, MAX_GBPS = 1e-6, 1e6  # link bandwidths: 1 kbit/s … 10⁶ Gbps = 125 TB/s (no subnormals, no inf)
+MIN_MEMORY_GB, MAX_MEMORY_GB = 1e-6, 1e6  # a GPU's memory: 1 kB … 1 PB
 
 
 @dataclass(frozen=True)
@@ -124,7 +124,7 @@ def _flat(cls, processors: int, bandwidth: float | None, name: str, memory_bytes
 
 
 def _is_gbps(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= MAX_GBPS
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and MIN_GBPS <= value <= MAX_GBPS
 
 
 def _gbps(value, field: str, file: str, rng: np.random.Generator) -> float:
@@ -132,7 +132,7 @@ def _gbps(value, field: str, file: str, rng: np.random.Generator) -> float:
         return float(value) * 1e9 / 8
     if isinstance(value, list) and len(value) == 2 and all(map(_is_gbps, value)) and value[0] <= value[1]:
         return float(rng.uniform(value[0], value[1])) * 1e9 / 8
-    raise InputError(f"expected a number in (0, {MAX_GBPS:g}] or a [low, high] range of them", file=file,
+    raise InputError(f"expected a number in [{MIN_GBPS:g}, {MAX_GBPS:g}] or a [low, high] range of them", file=file,
                      field=field)
 
 
@@ -187,8 +187,9 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
         capacity = np.where(where[:, None] == where[None, :], bandwidth, bandwidth / np.outer(gpus, gpus))
     memory = cluster.get("gpu_memory_gb")
     if memory is not None and not (isinstance(memory, (int, float)) and not isinstance(memory, bool)
-                                   and 0 < memory < float("inf")):
-        raise InputError("expected a positive number of GB", file=file, field="gpu_memory_gb")
+                                   and MIN_MEMORY_GB <= memory <= MAX_MEMORY_GB):
+        raise InputError(f"expected a number of GB in [{MIN_MEMORY_GB:g}, {MAX_MEMORY_GB:g}]", file=file,
+                         field="gpu_memory_gb")
     name = check_name(cluster.get("name", Path(file).stem), "name", file=file)
     return Topology(name, tuple(servers), bandwidth, capacity,
                     None if memory is None else float(memory) * 1e9)
@@ -196,8 +197,5 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
 
 def load_topology_file(path: str | Path, *, seed: int | None = None) -> Topology:
     path = Path(path)
-    try:
-        spec = tomllib.loads(read_text(path, "cluster file"))
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"not valid TOML ({exc})", file=str(path)) from None
+    spec = parse_toml(read_text(path, "cluster file"), str(path))
     return build_topology(spec, file=str(path), seed=seed)

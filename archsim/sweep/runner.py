@@ -32,8 +32,10 @@ from archsim.lowering import LoweredLayer, lower_network
 from archsim.outputs import atomic_write_text
 from archsim.partition import build_profile
 from archsim.planners import partitions
+from archsim.sweep.folder import check_owner, holding
 from archsim.sweep.spec import SweepSpec, Unit, network_sha256
 from archsim.sweep.summary import summarize
+from archsim.validate import parse_json, read_text
 from archsim.workload import load_network
 from archsim.workload.layer import Network
 
@@ -120,7 +122,8 @@ def _cache_file(out: Path, unit: Unit, digests: dict[str, str]) -> Path:
 
 
 def _remove_orphans(out: Path) -> None:
-    """Delete temp files a killed writer left behind (``atomic_write_text`` names them ``.NAME.*.tmp``)."""
+    """Delete every temp file (``.NAME….tmp``) in the folder and its cache: called under the folder's
+    lock, so no other sweep is writing there and each one is a killed writer's."""
     for folder in (out, out / "cache"):
         if folder.is_dir():
             for orphan in folder.glob(".*.tmp"):
@@ -182,9 +185,10 @@ def _run_dask(units: list[Unit], address: str, workers: int):
 
 
 def run_sweep(spec: SweepSpec, out: str | Path, *, workers: int = 1, dask: str | None = None,
-              progress: bool = True) -> pd.DataFrame:
+              progress: bool = True, force: bool = False) -> pd.DataFrame:
     """Compute the units not yet cached under ``out``, then write ``results.csv`` and
-    ``summary.csv`` there (atomically) and return the results frame."""
+    ``summary.csv`` there (atomically) and return the results frame. The folder is locked for the
+    run, and refused when another spec's results are in it unless ``force`` (:mod:`.folder`)."""
     out = Path(out)
     units = spec.units()
     digests = network_digests(spec)  # a missing network stops the run before anything is written
@@ -193,6 +197,15 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, workers: int = 1, dask: str |
     except OSError as exc:
         raise InputError(f"cannot write results here ({exc.strerror or exc.__class__.__name__})",
                          file=str(out), field="out") from None
+    with holding(out, spec.source, spec.name):
+        check_owner(out, spec.source, force=force)
+        record = json.dumps({**asdict(spec), "source_path": str(Path(spec.source).resolve())}, indent=2, default=list)
+        atomic_write_text(out / "spec.json", record)  # the folder is this spec's from now on
+        return _run_locked(spec, out, units, digests, workers, dask, progress)
+
+
+def _run_locked(spec: SweepSpec, out: Path, units, digests, workers: int, dask: str | None,
+                progress: bool) -> pd.DataFrame:
     _remove_orphans(out)
     files = {unit: _cache_file(out, unit, digests) for unit in units}
     todo = [unit for unit in units if not files[unit].is_file()]
@@ -212,7 +225,6 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, workers: int = 1, dask: str |
                     for row in (computed[unit] if unit in computed else _cached_rows(files[unit]))])
     atomic_write_text(out / "results.csv", frame.to_csv(index=False))
     atomic_write_text(out / "summary.csv", summarize(frame).to_csv(index=False))
-    atomic_write_text(out / "spec.json", json.dumps({k: v for k, v in asdict(spec).items()}, indent=2, default=list))
     return frame
 
 
@@ -224,10 +236,13 @@ def load_results(out: Path, files: list[Path] | None = None) -> pd.DataFrame:
 
 def _cached_rows(file: Path) -> list[dict[str, object]]:
     try:
-        return json.loads(file.read_text(encoding="utf-8"))["rows"]
-    except (OSError, ValueError, KeyError) as exc:
+        rows = parse_json(read_text(file, "sweep cache file"), str(file))["rows"]
+    except (InputError, KeyError, TypeError) as exc:
         raise InputError(f"unreadable sweep cache file ({exc.__class__.__name__}); delete it to recompute",
                          file=str(file)) from None
+    if not isinstance(rows, list):
+        raise InputError("unreadable sweep cache file (no rows); delete it to recompute", file=str(file))
+    return rows
 
 
 def _frame(rows: list[dict[str, object]]) -> pd.DataFrame:

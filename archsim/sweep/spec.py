@@ -29,18 +29,17 @@ iteration and area — ``archsim.sweep.design``)::
 from __future__ import annotations
 
 import math
-import os
-import tomllib
 from dataclasses import dataclass
 from itertools import product
 from pathlib import Path
 
-from archsim.array.config import parse_array_shape
+from archsim.array.config import MAX_CLOCK_GHZ, MIN_CLOCK_GHZ, parse_array_shape
 from archsim.array.costing import ENGINES
 from archsim.errors import InputError
 from archsim.lowering import MODES
 from archsim.planners import PARTITIONERS
-from archsim.validate import INT32_MAX, MAX_PROCESSORS, check_name, is_file, read_text, shown
+from archsim.validate import (INT32_MAX, MAX_PROCESSORS, check_name, is_file, parse_toml, read_bytes, read_text,
+                              resolve_name, shown)
 from archsim.workload.layer import LAYER_KINDS
 
 MAX_LIST = 1000  # values per list: a sweep is their product
@@ -131,14 +130,16 @@ NETWORK_SUFFIXES = (".csv", ".onnx", ".json", ".toml")
 
 
 def resolve_network(name: str, spec_dir: Path, file: str) -> str:
-    """A spec's network: a file relative to the spec, else to the working directory (absolute path
-    returned), else a shipped name. A name that looks like a file but is neither is an error."""
-    for candidate in (spec_dir / name, Path(name)):
+    """A spec's network: a file inside the spec's folder (absolute path returned), else a shipped
+    name. A spec is shared between people, so its paths stay inside its folder: an absolute path,
+    ``..`` or a symlink out of the folder is refused, and so is a name that looks like a file but
+    is none there."""
+    looks_like_file = Path(name).suffix.lower() in NETWORK_SUFFIXES or "/" in name or "\\" in name
+    if looks_like_file or is_file(spec_dir / name):
+        candidate = resolve_name(spec_dir, name, "", "network file", field="networks")
         if is_file(candidate):
             return str(candidate.resolve())
-    if Path(name).suffix.lower() in NETWORK_SUFFIXES or "/" in name or "\\" in name:
-        raise InputError(f"network file {name!r} not found (relative to the spec's folder or the working "
-                         f"directory)", file=file, field="networks")
+        raise InputError(f"network file {shown(name)} not found in the spec's folder", file=file, field="networks")
     return name
 
 
@@ -149,20 +150,13 @@ def network_sha256(network: str) -> str:
         return ""
     import hashlib
 
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return hashlib.sha256(read_bytes(path, "network file")).hexdigest()
 
 
 def load_spec(path: str | Path) -> SweepSpec:
     path = Path(path)
     file = str(path)
-    try:
-        document = tomllib.loads(read_text(path, "sweep spec"))
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"not valid TOML ({exc})", file=file) from None
+    document = parse_toml(read_text(path, "sweep spec"), file)
     if set(document) != {"sweep"}:
         raise InputError("expected exactly one table, [sweep]", file=file,
                          field=next(iter(set(document) - {"sweep"}), "sweep"))
@@ -225,10 +219,13 @@ def load_spec(path: str | Path) -> SweepSpec:
     if DESIGN_KEYS & set(table):
         clocks = table.get("clocks_ghz", [])
         if not isinstance(clocks, list) or not all(
-                isinstance(x, (int, float)) and not isinstance(x, bool) and 0 < x < float("inf") for x in clocks):
-            raise InputError("expected a list of positive numbers (GHz)", file=file, field="clocks_ghz")
+                isinstance(x, (int, float)) and not isinstance(x, bool) and MIN_CLOCK_GHZ <= x <= MAX_CLOCK_GHZ
+                for x in clocks):
+            raise InputError(f"expected a list of clocks in {MIN_CLOCK_GHZ:g}…{MAX_CLOCK_GHZ:g} GHz", file=file,
+                             field="clocks_ghz")
         tables = strings("energy_tables") or ("horowitz45",)
-        tables = tuple(str((path.parent / t).resolve()) if t.endswith(".toml") else t for t in tables)
+        tables = tuple(str(resolve_name(path.parent, t, "", "energy table", field="energy_tables").resolve())
+                       if t.endswith(".toml") else t for t in tables)
         micro = positives("microbatches") if "microbatches" in table else (1,)
         batches = positives("batches")
         for m in micro:

@@ -24,6 +24,7 @@ What the model assumes (the report and ``archsim validate-gpu`` print this):
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -37,11 +38,13 @@ from archsim.array.analytic import gemm_cost
 from archsim.array.config import DATAFLOWS, ArrayConfig
 from archsim.array.costing import flatten_gemms
 from archsim.errors import InputError
-from archsim.validate import is_file
 from archsim.lowering import TrainingOp, check_mode, lower_layer
+from archsim.validate import MIN_MAGNITUDE, is_file, shown
 from archsim.validation.gpu_csv import KernelTable
 from archsim.workload import load_network
 from archsim.workload.layer import NETWORK_INPUT, Layer
+
+MAX_GPU_UNITS = 2**20  # SMs, tensor cores per SM, MMA rows or columns: far above any GPU, far below overflow
 
 
 @dataclass(frozen=True)
@@ -64,11 +67,13 @@ class GpuSpec:
     def __post_init__(self) -> None:
         for name in ("sm_count", "tensor_cores_per_sm", "mma_rows", "mma_cols"):
             value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise InputError(f"must be a positive integer, got {value!r}", field=name)
+            if not isinstance(value, int) or isinstance(value, bool) or not 0 < value <= MAX_GPU_UNITS:
+                raise InputError(f"must be an integer in 1…{MAX_GPU_UNITS}, got {shown(value)}", field=name)
         for name in ("clock_hz", "memory_bytes_per_s"):
-            if not getattr(self, name) > 0:
-                raise InputError(f"must be positive, got {getattr(self, name)!r}", field=name)
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and MIN_MAGNITUDE <= value < math.inf):
+                raise InputError(f"must be a finite number of at least {MIN_MAGNITUDE:g}, got {shown(value)}",
+                                 field=name)
 
     @property
     def arrays(self) -> int:

@@ -36,7 +36,7 @@ import re
 from pathlib import Path
 
 from archsim.errors import InputError
-from archsim.validate import is_file
+from archsim.validate import read_text
 from archsim.workload.layer import NETWORK_INPUT, Layer, Network, canonical_kind
 from archsim.workload.shapes import SHAPE_CHECKS, check_shapes
 
@@ -48,7 +48,6 @@ OPTIONAL = ("Padding", "Type", "Inputs", "Bias", "Repeat", "Groups", "Dilation")
 _ATTR_FIELD = {v: k for k, v in _FIELD_OF.items()} | {"padding": "Padding", "repeat": "Repeat",
                                                      "kind": "Type", "inputs": "Inputs", "groups": "Groups",
                                                      "dilation": "Dilation"}
-MAX_BYTES = 16 * 1024 * 1024
 
 
 def _norm(name: str) -> str:
@@ -124,6 +123,9 @@ def parse_topology(text: str, *, source: str = "<string>", name: str = "network"
             raise InputError(f"row has {len(row)} fields but the header has {len(header)}",
                              file=source, line=line)
         layer_name = row[0].strip()
+        if not layer_name.isprintable():
+            raise InputError(f"layer name has control characters: {layer_name!r}", file=source, line=line,
+                             field="Layer name")
         if not layer_name:
             raise InputError("empty layer name", file=source, line=line, field="Layer name")
         if plain and layer_name in seen:
@@ -222,7 +224,7 @@ def _parse_gemm(numbered, source: str, name: str, geometry: str) -> Network:
         if len(row) > len(header):
             raise InputError(f"row has {len(row)} fields but the header has {len(header)}", file=source, line=line)
         layer_name = row[0].strip()
-        if not layer_name or layer_name == NETWORK_INPUT:
+        if not layer_name or layer_name == NETWORK_INPUT or not layer_name.isprintable():
             raise InputError(f"empty or reserved layer name {layer_name!r}", file=source, line=line, field="Layer")
         if layer_name in seen:
             layer_name = _renamed(layer_name, seen, notes, line)
@@ -238,16 +240,7 @@ def load_topology(path: str | Path, *, geometry: str = "archsim", name: str | No
                   shapes: str = "auto") -> Network:
     """Read a topology CSV file (see module docstring). Raises :class:`InputError` on bad input."""
     path = Path(path)
-    if not is_file(path):
-        raise InputError("topology file not found", file=str(path))
-    if path.stat().st_size > MAX_BYTES:
-        raise InputError(f"file is larger than {MAX_BYTES // 2**20} MiB; not a topology", file=str(path))
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError:
-        raise InputError("not UTF-8 text", file=str(path)) from None
-    except OSError as exc:
-        raise InputError(f"cannot read ({exc.strerror})", file=str(path)) from None
+    text = read_text(path, "topology file", encoding="utf-8-sig")
     return parse_topology(text, source=str(path), name=name or path.stem, geometry=geometry, shapes=shapes)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from archsim.errors import InputError
+from archsim.errors import InputError, one_line
 
 LayerKind = Literal["conv", "fc", "matmul", "pool", "elementwise", "batchnorm", "deconv"]
 LAYER_KINDS: tuple[str, ...] = ("conv", "fc", "matmul", "pool", "elementwise", "batchnorm", "deconv")
@@ -211,8 +211,14 @@ class Network:
     def __post_init__(self) -> None:
         if not self.layers:
             raise InputError("a network needs at least one layer", file=self.source)
+        if not isinstance(self.name, str) or not self.name.isprintable():  # names reach outputs and pages
+            raise InputError(f"network name has control characters: {one_line(repr(self.name), 80)}",
+                             file=self.source, field="name")
         seen: set[str] = set()
         for layer in self.layers:
+            if not layer.name.isprintable():
+                raise InputError(f"layer name has control characters: {one_line(repr(layer.name), 80)}",
+                                 file=self.source, field="Layer name")
             if layer.name in seen or layer.name == NETWORK_INPUT:
                 raise InputError(f"duplicate or reserved layer name {layer.name!r}", file=self.source,
                                  field="Layer name")

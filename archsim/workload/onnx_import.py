@@ -17,10 +17,10 @@ from math import prod
 from pathlib import Path
 
 from archsim.errors import InputError
-from archsim.validate import is_file
+from archsim.validate import read_bytes, shown
 from archsim.workload import onnx_ops as ops
-from archsim.workload.onnx_fold import fold_constants
 from archsim.workload.layer import NETWORK_INPUT, Layer, Network
+from archsim.workload.onnx_fold import fold_constants
 
 MAX_DIMENSION = 2**31 - 1
 MAX_ELEMENTS = 2**50  # beyond this, byte counts overflow the int64 arithmetic downstream
@@ -58,12 +58,9 @@ def load_onnx(model, *, name: str | None = None, unsupported: str = "error",
 
 
 def _read(onnx, path: Path):
-    if not is_file(path):
-        raise InputError("ONNX file not found", file=str(path))
-    if path.stat().st_size > MAX_BYTES:
-        raise InputError("file is larger than 2 GiB; archsim reads single-file ONNX models", file=str(path))
+    data = read_bytes(path, "ONNX file", max_bytes=MAX_BYTES)  # weights make ONNX files the one larger cap
     try:
-        return onnx.load(str(path), load_external_data=False)
+        return onnx.load_model_from_string(data)
     except Exception as exc:  # protobuf's DecodeError and friends: the file is not an ONNX model
         raise InputError(f"not an ONNX model ({type(exc).__name__})", file=str(path)) from None
 
@@ -158,8 +155,18 @@ class _Importer:
                 else:
                     raise InputError(f"graph input {value.name!r} dimension {axis} ({label!r}) is symbolic; "
                                      f"fix it with --dim {label}=VALUE", field="input")
+        symbolic = {dim.dim_param or f"{value.name}[{axis}]" for value in self.model.graph.input
+                    for axis, dim in enumerate(value.type.tensor_type.shape.dim) if not dim.HasField("dim_value")}
+        unused = sorted(set(self.dims) - symbolic)
+        if unused:
+            raise InputError(f"--dim {shown(unused[0])} names no symbolic input dimension of this model"
+                             + (f" (it has {', '.join(sorted(symbolic))})" if symbolic else " (it has none)"),
+                             field="dim")
         first = inputs[0].type.tensor_type.shape.dim
         self.batch = first[0].dim_value if len(first) else 1
+        if len(first) and self.batch <= 0:  # a batch of 0 would make every per-sample shape 0 / 0
+            raise InputError(f"graph input {shown(inputs[0].name)} fixes its batch dimension at 0; give a batch of at "
+                             "least 1 (or leave it symbolic)", field="input")
         try:
             onnx.checker.check_model(model)
             for _ in range(MAX_FOLD_ROUNDS):

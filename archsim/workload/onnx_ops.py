@@ -85,7 +85,14 @@ def spatial(node, attrs: dict, name: str, rank: int = 2) -> tuple[int, int, int]
             raise _unsupported(node, name, f"{label}={values}: archsim models one value for H and W")
     if len(set(pads)) > 1:
         raise _unsupported(node, name, f"pads={pads}: archsim models one symmetric padding for H and W")
-    return strides[0], (pads[0] if pads else 0), dilations[0]
+    stride, pad, dilation = strides[0], (pads[0] if pads else 0), dilations[0]
+    for label, value, low in (("strides", stride, 1), ("pads", pad, 0), ("dilations", dilation, 1)):
+        if not low <= value <= MAX_WINDOW:
+            raise _unsupported(node, name, f"{label}={value}: outside {low}…{MAX_WINDOW}")
+    return stride, pad, dilation
+
+
+MAX_WINDOW = 2**16  # largest stride, padding or dilation read: beyond any published network, far from overflow
 
 
 def _unsupported(node, name: str, why: str) -> InputError:

@@ -6,7 +6,7 @@ from importlib import resources
 from pathlib import Path
 
 from archsim.errors import InputError
-from archsim.validate import exists, is_file
+from archsim.validate import exists, is_file, read_text, resolve_name, shown
 from archsim.workload.csv_loader import load_topology, parse_topology
 from archsim.workload.layer import Network
 
@@ -47,12 +47,15 @@ def load_network(name_or_path: str | Path, *, geometry: str = "archsim", unsuppo
         if unknown:
             raise InputError(f"a transformer config takes --dim seq=N only, not {unknown[0]!r}", field="dim")
         return load_transformer(path, seq=(dims or {}).get("seq")).network()
+    if dims:
+        raise InputError(f"--dim applies to ONNX files and transformer configs, not to {shown(str(name_or_path))}",
+                         field="dim")
     if path.suffix.lower() == ".csv" or exists(path) or "/" in str(name_or_path):
         return load_topology(path, geometry=geometry, shapes=shapes)
     key = str(name_or_path).strip().lower().replace("-", "_")
-    entry = _shipped_dir() / f"{key}.csv"
+    entry = resolve_name(_shipped_dir(), key, ".csv", "shipped network", field="NETWORK")
     if not is_file(entry):
         raise InputError(f"no such file, and no shipped network named {str(name_or_path)!r}; "
                          f"shipped: {', '.join(shipped_networks())}", field="NETWORK")
-    return parse_topology(entry.read_text(encoding="utf-8"), source=f"layers/{key}.csv", name=key,
+    return parse_topology(read_text(entry, "shipped network"), source=f"layers/{key}.csv", name=key,
                           geometry=geometry, shapes=shapes)

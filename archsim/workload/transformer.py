@@ -29,17 +29,19 @@ counted once).
 
 from __future__ import annotations
 
-import json
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from archsim.errors import InputError
-from archsim.validate import is_file
+from archsim.validate import check_name, parse_json, parse_toml, read_text, shown
 from archsim.workload.builders import _Builder
 from archsim.workload.layer import Network
 
 FAMILIES = ("gpt", "llama", "bert")
+# Largest accepted sizes (documented in docs/security.md's input limits): far above any published
+# model, small enough that a typo (n_layer in the billions) is refused before any layer is built.
+LIMITS = {"layers": 4096, "hidden": 2**20, "heads": 4096, "vocab": 2**24, "seq": 2**20, "ffn": 2**22,
+          "kv_heads": 4096, "positions": 2**20, "type_vocab": 2**16}
 _TOML_KEYS = {"family", "layers", "hidden", "heads", "vocab", "seq", "ffn", "kv_heads", "tied_embeddings",
               "name", "type_vocab"}
 
@@ -64,10 +66,11 @@ class TransformerConfig:
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
             raise InputError(f"unknown family {self.family!r}; choose {', '.join(FAMILIES)}", field="family")
-        for key in ("layers", "hidden", "heads", "vocab", "seq", "ffn", "kv_heads"):
+        for key, high in LIMITS.items():
             value = getattr(self, key)
-            if not isinstance(value, int) or isinstance(value, bool) or not 0 < value <= 2**31 - 1:
-                raise InputError(f"must be a positive integer, got {value!r}", field=key)
+            low = 0 if key in ("positions", "type_vocab") else 1
+            if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+                raise InputError(f"must be an integer in {low}…{high}, got {shown(value)}", field=key)
         if self.hidden % self.heads or self.heads % self.kv_heads:
             raise InputError(f"heads ({self.heads}) must divide hidden ({self.hidden}) and be a multiple of "
                              f"kv_heads ({self.kv_heads})", field="heads")
@@ -138,13 +141,8 @@ def load_transformer(path: str | Path, *, seq: int | None = None) -> Transformer
     """A Hugging Face ``config.json`` or a ``[transformer]`` TOML table (module docstring)."""
     path = Path(path)
     file = str(path)
-    if not is_file(path):
-        raise InputError("transformer config not found", file=file)
-    try:
-        text = path.read_text(encoding="utf-8")
-        document = json.loads(text) if path.suffix.lower() == ".json" else tomllib.loads(text)
-    except (UnicodeDecodeError, json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise InputError(f"not a readable config ({exc.__class__.__name__})", file=file) from None
+    text = read_text(path, "transformer config")
+    document = parse_json(text, file) if path.suffix.lower() == ".json" else parse_toml(text, file)
     if not isinstance(document, dict):
         raise InputError("expected a JSON object", file=file)
     try:
@@ -162,10 +160,10 @@ def _get(table: dict, key: str, default=None, *, required: bool = True):
     value = table[key]
     if isinstance(default, bool) or key.startswith("tie"):
         if not isinstance(value, bool):
-            raise InputError(f"expected true or false, got {value!r}", field=key)
+            raise InputError(f"expected true or false, got {shown(value)}", field=key)
         return value
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise InputError(f"expected a positive integer, got {value!r}", field=key)
+        raise InputError(f"expected a positive integer, got {shown(value)}", field=key)
     return value
 
 
@@ -181,7 +179,7 @@ def _from_toml(document: dict, path: Path) -> TransformerConfig:
         raise InputError(f"expected one of {', '.join(FAMILIES)}, got {family!r}", field="family")
     hidden, heads = _get(t, "hidden"), _get(t, "heads")
     return TransformerConfig(
-        name=str(t.get("name", path.stem)), family=family, layers=_get(t, "layers"), hidden=hidden, heads=heads,
+        name=check_name(t.get("name", path.stem), "name"), family=family, layers=_get(t, "layers"), hidden=hidden, heads=heads,
         vocab=_get(t, "vocab"), seq=_get(t, "seq"),
         ffn=_get(t, "ffn", None if family == "llama" else 4 * hidden),
         kv_heads=_get(t, "kv_heads", heads), tied_embeddings=_get(t, "tied_embeddings", family != "llama"),

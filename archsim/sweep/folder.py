@@ -1,0 +1,79 @@
+"""A results folder belongs to one sweep spec at a time.
+
+Two runs writing into one folder would lose results: a second spec's ``results.csv`` replaces the
+first's, and a second run of the same spec races the first's files. So a run holds
+``DIR/.archsim.lock`` (an advisory ``flock``, released by the OS even when the run is killed) for
+its whole length, and a second run is refused with the holder's pid and spec; and a folder records
+its spec in ``spec.json``, so a run of a *different* spec file is refused unless ``--force`` (which
+hands the folder over; cached units stay valid, they are keyed by their settings).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from archsim.errors import InputError
+from archsim.validate import parse_json, read_text
+
+LOCK_NAME = ".archsim.lock"
+
+
+def _spec_id(source: str) -> str:
+    """What makes two specs the same: the spec file (resolved), so editing it keeps its folder."""
+    try:
+        return str(Path(source).resolve())
+    except (OSError, RuntimeError):
+        return source
+
+
+@contextmanager
+def holding(out: Path, source: str, name: str) -> Iterator[None]:
+    """Hold ``out``'s lock for the block, or refuse naming the run that holds it."""
+    import fcntl
+
+    lock = out / LOCK_NAME
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o666)
+    except OSError as exc:
+        raise InputError(f"cannot lock the results folder ({exc.strerror or exc.__class__.__name__})",
+                         file=str(out), field="out") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _holder(fd)
+            raise InputError(f"results folder is in use by another archsim sweep ({holder}); wait for it to finish "
+                             "or give another --out", file=str(out), field="out") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, json.dumps({"pid": os.getpid(), "spec": _spec_id(source), "name": name}).encode())
+        yield
+    finally:
+        os.close(fd)  # closing releases the flock
+
+
+def _holder(fd: int) -> str:
+    try:
+        data = json.loads(os.pread(fd, 4096, 0) or b"{}")
+        return f"pid {int(data['pid'])}, spec {data['spec']}"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "pid unknown"
+
+
+def check_owner(out: Path, source: str, *, force: bool) -> None:
+    """Refuse a folder whose ``spec.json`` names another spec file, unless ``force``."""
+    record = out / "spec.json"
+    if force or not record.exists():
+        return
+    try:
+        owner = parse_json(read_text(record, "the folder's spec.json"), str(record))
+        previous = (owner.get("source_path") or owner.get("source")) if isinstance(owner, dict) else None
+    except InputError:
+        previous = None
+    if not isinstance(previous, str) or _spec_id(previous) != _spec_id(source):
+        shown = previous if isinstance(previous, str) else "an unreadable spec.json"
+        raise InputError(f"results folder holds the results of another spec ({shown}); give another --out, "
+                         "or --force to replace them", file=str(out), field="out")
