@@ -56,7 +56,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     runs = read_measured(Path(args.data) / "vtrain_single_node_shown.csv")
     if args.refit:
-        from archsim.training.collectives import LinkClass
+        from archsim.collectives import LinkClass
         from archsim.training.nccl_fit import fit_link, read_nccl_tables
         from archsim.devices.catalog import gpu
 

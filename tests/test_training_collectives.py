@@ -12,7 +12,7 @@ import pytest
 
 from archsim.devices.catalog import gpu
 from archsim.training import fitted
-from archsim.training.collectives import LinkClass, collective_seconds
+from archsim.collectives import LinkClass, collective_seconds
 from archsim.training.nccl_fit import fit_link, read_nccl_tables, relative_errors
 
 DATA = Path(__file__).parent / "data" / "e2e" / "nccl_allreduce"

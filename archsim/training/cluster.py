@@ -12,7 +12,6 @@ bandwidth shared by the server's GPUs (``"shared"``).
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from archsim.spp.topology import Topology, build_topology
 from archsim.training import fitted
 from archsim.training.iteration import Links, Machine
 from archsim.training.parallel import Parallelism
-from archsim.validate import read_text
+from archsim.validate import parse_toml, read_text
 
 
 @dataclass(frozen=True)
@@ -49,10 +48,7 @@ class GpuCluster:
 def load_gpu_cluster(path: str | Path) -> GpuCluster:
     """Read a cluster TOML whose servers all name one catalog GPU."""
     file = str(path)
-    try:
-        spec = tomllib.loads(read_text(path, "cluster file"))
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"not valid TOML ({exc})", file=file) from None
+    spec = parse_toml(read_text(path, "cluster file"), file)
     topology = build_topology(spec, file=file)
     servers = spec["servers"]
     names = {group.get("gpu") for group in servers}

@@ -1,7 +1,7 @@
 """archsim's only fitted constants for GPU training, with how each was fitted and on what.
 
 Collectives (NVLink inside a server): η, α, α₀, γ of
-:class:`~archsim.training.collectives.LinkClass`, fitted by :func:`archsim.training.nccl_fit.fit_link`
+:class:`~archsim.collectives.LinkClass`, fitted by :func:`archsim.training.nccl_fit.fit_link`
 to the nccl-tests all-reduce tables of **2, 4 and 8 GPUs** (sizes ≥ 16 MB), once for A100s (NVSwitch)
 and once for V100s (DGX-1 hybrid cube-mesh, bandwidth = NVLink rings × one link's); the tables of 3,
 5, 6 and 7 GPUs are kept for the check (tests/test_training_collectives.py). Refit with
@@ -19,7 +19,7 @@ or a count of FLOPs, bytes and kernels.
 from __future__ import annotations
 
 from archsim.devices.gpu_cost import Efficiency
-from archsim.training.collectives import LinkClass
+from archsim.collectives import LinkClass
 
 NCCL_FIT_GPUS = (2, 4, 8)
 NCCL_CHECK_GPUS = (3, 5, 6, 7)

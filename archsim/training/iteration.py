@@ -29,7 +29,7 @@ from archsim.devices.catalog import Gpu
 from archsim.devices.gpu_cost import Efficiency, memory_seconds, op_seconds
 from archsim.errors import InputError
 from archsim.lowering import TrainingOp
-from archsim.training.collectives import LinkClass, collective_seconds
+from archsim.collectives import LinkClass, collective_seconds
 from archsim.training.layer_ops import Collective, Work, block_work, embedding_work, head_work
 from archsim.training.memory import StageMemory, stage_memory
 from archsim.training.parallel import Parallelism, layers_per_stage, padded_vocab

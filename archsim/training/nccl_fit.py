@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from archsim.errors import InputError
-from archsim.training.collectives import LinkClass, collective_seconds
+from archsim.collectives import LinkClass, collective_seconds
 from archsim.validate import read_text
 
 _NAME = re.compile(r"_GPU(\d+)_")
