@@ -86,12 +86,19 @@ def run(args: argparse.Namespace) -> int:
     from archsim.progress import progress
     from archsim.spp.plan import stage_count_limit
 
-    with progress(stage_count_limit(profile, topology, args.max_stages), "SPP", "stage count") as bar:
+    # one bar for all the work: SPP's stage counts, then the four baselines (seconds each on a large
+    # profile; they once ran after a full bar, silently)
+    with progress(stage_count_limit(profile, topology, args.max_stages) + len(BASELINE_METHODS), "SPP",
+                  "step") as bar:
         result = spp(profile, topology, args.microbatches, max_stages=args.max_stages,
                      on_stage_count=lambda _: bar.update())
-    others = {method: float(baseline(method, profile, topology, args.microbatches)) for method in BASELINE_METHODS}
+        others = {}
+        for method in BASELINE_METHODS:
+            bar.set_postfix_str(f"baseline {method}")
+            others[method] = float(baseline(method, profile, topology, args.microbatches))
+            bar.update()
     names = profile.names
-    rows = [{"stage": n + 1, "first_layer": names[a], "last_layer": names[b - 1], "layers": b - a,
+    rows = [{"stage": n + 1, "first_layer": names[a], "last_layer": names[b - 1], "layer_count": b - a,
              "replicas": len(d), "devices": " ".join(f"g{x}" for x in d)}
             for n, ((a, b), d) in enumerate(zip(result.plan.stages, result.plan.devices))]
     if args.method != "spp":
@@ -99,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
         emit(render(pd.DataFrame([row]), args.format, precision=args.precision, meta={"cluster": topology.name}),
              args)
         return 0
-    meta = {"method": args.method, "cluster": topology.name, "devices": topology.devices,
+    meta = {"method": args.method, "cluster": topology.name, "device_count": topology.devices,
             "microbatches": args.microbatches, "makespan_seconds": result.makespan,
             "stage_counts": "; ".join(f"{s}:{t:.4g}s" for s, _, t in result.by_stage_count),
             "baselines_seconds": "; ".join(f"{m}:{t:.4g}" for m, t in others.items()),
@@ -151,8 +158,8 @@ def _run_pipedream(args: argparse.Namespace, profile, topology) -> int:
     levels = [{"level": len(plan.levels) - number,
                "blocks": [[[b.start, b.end, b.compute, b.replicas] for b in group] for group in groups]}
               for number, groups in enumerate(plan.levels)]
-    meta = {"method": "pipedream", "settings": describe(plan), "cluster": topology.name, "devices": topology.devices,
-            "states": len(plan.states), "time_per_stage": plan.time_per_stage,
+    meta = {"method": "pipedream", "settings": describe(plan), "cluster": topology.name,
+            "device_count": topology.devices, "state_count": len(plan.states), "time_per_stage": plan.time_per_stage,
             "single_stage_time": plan.single_stage_time,
             "time_per_stage_by_machines": [None if t == float("inf") else t for t in plan.by_machines],
             "levels": levels, "microbatches": args.microbatches, "simulated_makespan_seconds": makespan,
