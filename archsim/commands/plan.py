@@ -28,6 +28,7 @@ from archsim.lowering import MODES
 from archsim.outputs import render
 
 BASELINE_METHODS = ("dp", "gpipe", "pipedream-prm", "hetpipe")
+DEFAULT_MICRO_BATCH = 4
 METHODS = ("spp", "pipedream", *BASELINE_METHODS)
 
 
@@ -51,7 +52,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     pipedream.add_argument("--straight-pipeline", action="store_true", help="no stage replication")
     pipedream.add_argument("--use-fewer-machines", action="store_true", help="a plan may leave machines idle")
     add_array_arguments(parser)
-    parser.add_argument("--batch", type=positive_int, default=4, help="micro-batch size (array-model costs)")
+    parser.add_argument("--micro-batch", type=positive_int, default=None,
+                        help=f"samples per micro-batch (array-model costs; default {DEFAULT_MICRO_BATCH})")
+    parser.add_argument("--batch", type=positive_int, default=None,
+                        help="mini-batch size, as in every command: the micro-batch is BATCH / --microbatches")
     parser.add_argument("--mode", default="exact", choices=MODES, help=MODE_HELP)
     parser.add_argument("--clock-ghz", type=float_flag(1e-6, 1e6, what="a clock in GHz"), default=1.0, help="array clock, to turn cycles into seconds")
     add_timeline_outputs(parser)
@@ -69,7 +73,19 @@ def _profile(args: argparse.Namespace):
     if not args.clock_ghz > 0 or args.clock_ghz == float("inf"):
         raise InputError("must be a positive finite number", field="clock-ghz")
     array = replace(array_from_args(args), clock_hz=args.clock_ghz * 1e9)
-    return profile_from_network(network_from_args(args), array, args.batch, args.mode)
+    return profile_from_network(network_from_args(args), array, micro_batch(args), args.mode)
+
+
+def micro_batch(args: argparse.Namespace) -> int:
+    """Samples per micro-batch: --micro-batch, or the mini-batch --batch split into --microbatches."""
+    if args.batch is None:
+        return DEFAULT_MICRO_BATCH if args.micro_batch is None else args.micro_batch
+    if args.micro_batch is not None:
+        raise InputError("give --batch (the mini-batch) or --micro-batch, not both", field="batch")
+    if args.batch % args.microbatches:
+        raise InputError(f"--batch {args.batch} does not split into --microbatches {args.microbatches} equal "
+                         "micro-batches", field="batch")
+    return args.batch // args.microbatches
 
 
 def run(args: argparse.Namespace) -> int:

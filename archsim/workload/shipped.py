@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from importlib import resources
+from dataclasses import replace
 from pathlib import Path
 
 from archsim.errors import InputError
@@ -46,7 +47,17 @@ def load_network(name_or_path: str | Path, *, geometry: str = "archsim", unsuppo
         unknown = sorted(set(dims or {}) - {"seq"})
         if unknown:
             raise InputError(f"a transformer config takes --dim seq=N only, not {unknown[0]!r}", field="dim")
-        return load_transformer(path, seq=(dims or {}).get("seq")).network()
+        seq = (dims or {}).get("seq")
+        config = load_transformer(path, seq=seq)
+        network = config.network()
+        source = "--dim seq" if seq is not None else ("the config's seq" if path.suffix.lower() == ".toml" else
+                                                      "the config's position limit (n_positions or "
+                                                      "max_position_embeddings)")
+        note = f"sequence length {config.seq} tokens per sample, from {source}; --dim seq=N sets it"
+        return replace(network, notes=(*network.notes, note))
+    if dims:  # a topology's shapes are all given: a --dim would silently change nothing
+        raise InputError(f"--dim {next(iter(dims))}=… names no dimension: a topology CSV or shipped network has no "
+                         "symbolic dimensions (--dim applies to ONNX files and transformer configs)", field="dim")
     if path.suffix.lower() == ".csv" or exists(path) or "/" in str(name_or_path):
         return load_topology(path, geometry=geometry, shapes=shapes)
     key = str(name_or_path).strip().lower().replace("-", "_")
