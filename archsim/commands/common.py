@@ -199,15 +199,17 @@ def add_timeline_outputs(parser: argparse.ArgumentParser) -> None:
 
 
 def write_timeline_outputs(args: argparse.Namespace, timeline, title: str) -> None:
-    from archsim.report.export import write_chrome_trace, write_pipeline_schedule_csv
-    from archsim.report.gantt import write_gantt
-
     if args.gantt:
+        from archsim.report.gantt import write_gantt  # plotly: only when a chart is asked for
+
         write_gantt(timeline, args.gantt, title=title)
-    if args.trace:
-        write_chrome_trace(timeline, args.trace)
-    if args.schedule_csv:
-        write_pipeline_schedule_csv(timeline, args.schedule_csv)
+    if args.trace or args.schedule_csv:
+        from archsim.report.export import write_chrome_trace, write_pipeline_schedule_csv
+
+        if args.trace:
+            write_chrome_trace(timeline, args.trace)
+        if args.schedule_csv:
+            write_pipeline_schedule_csv(timeline, args.schedule_csv)
 
 
 def add_output_arguments(parser: argparse.ArgumentParser) -> None:

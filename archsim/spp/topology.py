@@ -29,9 +29,12 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import networkx as nx
 import numpy as np
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 from archsim.errors import InputError
 from archsim.validate import SEED_MAX, check_name, read_text, shown
@@ -80,7 +83,9 @@ class Topology:
             levels.append((servers, float(inter[0])))
         return tuple(levels)
 
-    def graph(self) -> nx.Graph:
+    def graph(self) -> "nx.Graph":
+        import networkx as nx  # here, not at the top: plans that never build the graph skip its import (~1 s)
+
         capacity = self.bandwidth if self.capacity is None else self.capacity
         graph = nx.Graph()
         graph.add_nodes_from(range(self.devices))
