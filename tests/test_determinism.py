@@ -163,18 +163,16 @@ def test_a_test_that_undoes_the_profile_is_caught_at_collection():
 @pytest.mark.skipif(EXPLORING, reason="the explore profile draws afresh by design")
 def test_the_same_examples_are_drawn_twice():
     """Derandomized means replayed: two runs of one property test see the same examples, in order."""
-    runs = []
-
     def run():
         seen = []
 
-        @settings(max_examples=30)
-        @given(st.integers(), st.text(max_size=5))
-        def record(number, text):
-            seen.append((number, text))
+        @settings(max_examples=20)
+        @given(st.integers(), st.integers())
+        def record(a, b):
+            seen.append((a, b))
 
         record()
         return seen
 
     runs = [run(), run()]
-    assert runs[0] == runs[1] and len(set(runs[0])) > 10
+    assert runs[0] == runs[1] and len(set(runs[0])) > 5
