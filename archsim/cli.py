@@ -42,7 +42,7 @@ REGISTRY: tuple[tuple[str, str, str], ...] = (
     ("report", "archsim.commands.sweep:REPORT", "write the HTML report of a sweep's results"),
     ("validate-gpu", "archsim.commands.validate_gpu:COMMAND",
      "compare archsim's per-layer F/D/G costs with kernels measured on a GPU"),
-    ("import", "archsim.commands.import_model:COMMAND", "convert a model (ONNX) to archsim's topology CSV"),
+    ("import", "archsim.commands.import_model:COMMAND", "convert a model (ONNX, PyTorch) to archsim's topology CSV"),
     ("train", "archsim.commands.train:COMMAND",
      "one training iteration of a transformer on GPUs: TP × PP × DP, time, memory, breakdown"),
 )

@@ -102,6 +102,18 @@ def format_number(value: object, float_format: str = "{:.4g}") -> str:
     return str(value)
 
 
+def meta_columns(meta: dict[str, object] | None, columns) -> dict[str, object]:
+    """The meta entries a CSV carries as columns: every single value (numbers, text, flags) whose name
+    is not already a column; lists and tables (JSON's nested entries) have no cell to go in."""
+    return {key: _plain(value) for key, value in (meta or {}).items()
+            if key not in columns and (value is None or isinstance(value, (str, int, float, bool, np.generic)))}
+
+
+def with_meta_columns(frame: pd.DataFrame, meta: dict[str, object] | None) -> pd.DataFrame:
+    extra = meta_columns(meta, set(frame.columns))
+    return frame.assign(**extra) if extra and len(frame) else frame
+
+
 def render(frame: pd.DataFrame, fmt: str, *, meta: dict[str, object] | None = None,
            float_format: str = "{:.4g}", precision: int | None = None) -> str:
     """Render a result frame as an aligned table, CSV, or JSON (``{"meta": …, "rows": […]}``).
@@ -112,8 +124,8 @@ def render(frame: pd.DataFrame, fmt: str, *, meta: dict[str, object] | None = No
         float_format = f"{{:.{precision}g}}"
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}", field="format")
-    if fmt == "csv":
-        return frame.to_csv(index=False)
+    if fmt == "csv":  # the meta's values too (as columns after the rows' own), so csv loses nothing json has
+        return with_meta_columns(frame, meta).to_csv(index=False)
     if fmt == "json":
         rows = [{k: _plain(v) for k, v in row.items()} for row in frame.to_dict(orient="records")]
         return json.dumps({"meta": meta or {}, "rows": rows}, indent=2) + "\n"

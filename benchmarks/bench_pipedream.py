@@ -34,7 +34,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pipedream", type=Path, required=True)
     parser.add_argument("--python", default="python3")
-    parser.add_argument("--profiles", type=Path, default=ROOT.parent / "shared" / "pipedream" / "profiles")
+    parser.add_argument("--profiles", type=Path, default=ROOT / "tests" / "data" / "pipedream" / "profiles")
     parser.add_argument("--repeats", type=int, default=3, help="archsim runs per case (median taken)")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "pipedream_speed.csv")
     args = parser.parse_args()

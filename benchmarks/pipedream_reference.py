@@ -8,11 +8,11 @@ setting and machine count this runs
 
 from ``DIR/optimizer`` and parses "Time per stage in pipeline", "Time taken by single-stage
 pipeline" and each level's "(split start, split end) time replication" lines into the same
-JSON layout as ``shared/pipedream/optimizer_results.json`` (also the settings below, which are
+JSON layout as ``tests/data/pipedream/optimizer_results.json`` (also the settings below, which are
 that file's). ``benchmarks/bench_pipedream.py`` uses :func:`run_optimizer` to time it.
 
     python benchmarks/pipedream_reference.py --pipedream ../pipedream --python python3 \
-        --profile ../shared/pipedream/profiles/resnet18.txt --out tests/data/pipedream_resnet18.json
+        --profile tests/data/pipedream/profiles/resnet18.txt --out tests/data/pipedream_resnet18.json
 """
 
 from __future__ import annotations

@@ -10,6 +10,13 @@ The test extra's packages are the references many checks compare against (SCALE-
 pipelining reader and simulator, Dask, mkdocs); their tests skip without them, so a run that lacks
 one would pass with hundreds of checks silently gone. The session refuses to start instead, unless
 ``ARCHSIM_TESTS_WITHOUT`` names the missing packages (comma-separated, e.g. ``scalesim,torch``).
+
+Property tests draw the same examples on every run: the default hypothesis profile, ``deterministic``,
+is derandomized (a fixed seed per test) and keeps no example database between runs, so a run passes or
+fails the same way on every clone. The ``explore`` profile draws afresh (and keeps hypothesis' database):
+``ARCHSIM_HYPOTHESIS_PROFILE=explore pytest`` or ``pytest --hypothesis-profile=explore``; a failure it
+finds becomes an explicit ``@example`` in the test. A collection check refuses to run a default-profile
+session in which some test would still draw randomly (its own ``@settings`` undoing the profile).
 """
 
 import importlib.util
@@ -18,6 +25,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from archsim.sim import engine
 from archsim.sim.validate import assert_valid
@@ -36,6 +44,39 @@ REFERENCES = {
     "distributed": "the Dask sweep checks",
     "mkdocs": "the user's guide build",
 }
+
+
+PROFILE_VARIABLE = "ARCHSIM_HYPOTHESIS_PROFILE"
+DEFAULT_PROFILE = "deterministic"
+settings.register_profile(DEFAULT_PROFILE, derandomize=True, database=None, print_blob=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get(PROFILE_VARIABLE, DEFAULT_PROFILE))
+
+
+def draws_randomly(test_settings) -> bool:
+    """Whether a hypothesis test with these settings would draw different examples on another run."""
+    return not test_settings.derandomize or test_settings.database is not None
+
+
+def random_drawing_tests(items) -> list[str]:
+    """The collected hypothesis tests whose settings are not derandomized (or keep a database)."""
+    found = []
+    for item in items:
+        function = getattr(item, "function", None)
+        test_settings = getattr(function, "_hypothesis_internal_use_settings", None)
+        if getattr(function, "is_hypothesis_test", False) and test_settings is not None \
+                and draws_randomly(test_settings):
+            found.append(item.nodeid)
+    return found
+
+
+def pytest_collection_modifyitems(config, items):
+    if draws_randomly(settings.default):  # the explore profile: drawing afresh is its purpose
+        return
+    offenders = random_drawing_tests(items)
+    if offenders:
+        raise pytest.UsageError("these tests draw randomly in the default (derandomized) hypothesis profile; "
+                                "drop derandomize=False / database= from their @settings: " + ", ".join(offenders))
 
 
 def _installed(name: str) -> bool:

@@ -138,7 +138,7 @@ def test_schedule_data_parallel_reverse_k_searches_k(capsys):
     row = json.loads(out)["rows"][0]
     # 8 layers, unit F/D/G, 1-unit synchronizations: the window is F1..F8, 15 backward ops, F1'..F8'
     # = 31 busy units on the device, so the makespan is at least 31.
-    assert code == 0 and row["makespan"] >= 31 and 0 <= row["k"] <= 8
+    assert code == 0 and row["makespan"] >= 31 and 0 <= row["reversed_layers"] <= 8
     assert row["bubble_fraction"] == pytest.approx(1 - 31 / row["makespan"])
 
 
@@ -187,7 +187,7 @@ def test_schedule_multistream_pays_on_a_large_array(capsys):
     # D the same except conv1_1 (no δ into the image).
     forward = sum(16 * h * h * 9 * c * m for h, c, m in VGG16_CONV.values())
     macs = 3 * forward - 16 * 224 * 224 * 9 * 3 * 64
-    assert row["bubble_fraction"] == pytest.approx(1 - macs / (65_536 * row["makespan"]))
+    assert row["idle_pe_fraction"] == pytest.approx(1 - macs / (65_536 * row["makespan"]))
 
 
 def test_plan_command_on_a_testbed(capsys, tmp_path):
@@ -202,7 +202,7 @@ def test_plan_command_on_a_testbed(capsys, tmp_path):
     # SPP keeps one stage on all 4 GPUs — data parallelism: 4 micro-batches over 4 replicas is one
     # micro-batch's Σ F + G + D cycles each at 1 GHz, then a ring AllReduce of the weights, 2(4 − 1)/4 ·
     # Σ 9·C·M bytes (1-byte elements) over the 128 Gbps = 16e9 B/s bus (SPP §III-A).
-    assert [(row["layers"], row["replicas"]) for row in doc["rows"]] == [(13, 4)]
+    assert [(row["layer_count"], row["replicas"]) for row in doc["rows"]] == [(13, 4)]
     _, out, _ = run(["cost", "vgg16", "--only", "conv", "--array", "64x64", "--batch", "4", "--format", "json"], capsys)
     cycles = sum(r["total_cycles"] for r in json.loads(out)["rows"] if r["layer"] in VGG16_CONV)
     weights = sum(9 * c * m for _, c, m in VGG16_CONV.values())

@@ -132,9 +132,12 @@ def test_table_numbers_are_formatted_one_way(capsys):
     assert "# speedup: 2.997004\n" in capsys.readouterr().out  # 2.99700397… to 8 digits
 
 
-def test_sweep_progress_counts_configurations_like_the_results(tmp_path, capsys):
+def test_sweep_progress_counts_configurations_like_the_results(tmp_path, capsys, monkeypatch):
     """The bar's total is the number of result rows (units × processors × methods), not units."""
+    from archsim import progress
     from archsim.sweep import load_spec, run_sweep
+
+    monkeypatch.setattr(progress, "on_terminal", lambda stream=None: True)  # bars are drawn on terminals only
 
     spec = tmp_path / "s.toml"
     spec.write_text('[sweep]\nname = "p"\nnetworks = ["layerpipe_sample"]\narrays = ["16x16", "32x32"]\n'

@@ -87,7 +87,7 @@ def test_cli_compare_json_and_report(tmp_path, capsys):
     assert code == 0
     doc = json.loads(out)
     assert [row["policy"] for row in doc["rows"]] == ["jigsaw", "gandiva", "tiresias"]
-    assert all(row["makespan_s_mean"] > 0 for row in doc["rows"])
+    assert all(row["makespan_seconds_mean"] > 0 for row in doc["rows"])
     # Gang baselines run every job exactly its trace duration on num_gpu devices, so their utilization is
     # Σ num_gpu·duration / (16 GPUs × makespan), and the makespan is at least that work over 16 GPUs and
     # at least the latest submit + duration; Jigsaw's gain is 100·(baseline − jigsaw)/baseline.
@@ -95,10 +95,10 @@ def test_cli_compare_json_and_report(tmp_path, capsys):
     work = sum(job.workers * job.duration_s for job in jobs)
     rows = {row["policy"]: row for row in doc["rows"]}
     for name in ("gandiva", "tiresias"):
-        makespan = rows[name]["makespan_s_mean"]
+        makespan = rows[name]["makespan_seconds_mean"]
         assert rows[name]["seeds"] == 1 and rows[name]["utilization_mean"] == pytest.approx(work / (16 * makespan))
         assert makespan >= max(work / 16, max(job.submit_s + job.duration_s for job in jobs)) - 1e-6
-        gain = 100 * (makespan - rows["jigsaw"]["makespan_s_mean"]) / makespan
+        gain = 100 * (makespan - rows["jigsaw"]["makespan_seconds_mean"]) / makespan
         assert rows[name]["jigsaw_gain_makespan_pct_mean"] == pytest.approx(gain)
     page = report.read_text(encoding="utf-8")
     assert "plotly" in page and page.count("archsim cluster --trace") >= 4  # each caption has the command
@@ -114,7 +114,7 @@ def test_cli_single_policy_table(capsys):
     # utilization is Σ num_gpu·duration / (20 GPUs × makespan) (table: 4 significant digits), and the
     # makespan is at least that work over 20 GPUs and the latest submit + duration.
     jobs = synthetic_trace(30, 0)
-    work, makespan = sum(job.workers * job.duration_s for job in jobs), float(row["makespan_s"])
+    work, makespan = sum(job.workers * job.duration_s for job in jobs), float(row["makespan_seconds"])
     assert float(row["utilization"]) == pytest.approx(work / (20 * makespan), abs=1e-4)  # both rounded
     assert makespan >= max(work / 20, max(job.submit_s + job.duration_s for job in jobs)) - 0.5
 
@@ -130,8 +130,8 @@ def test_cli_tiresias_on_two_jobs_by_hand(tmp_path, capsys):
                             "--format", "json"], capsys)
     row = json.loads(out)["rows"][0]
     assert code == 0 and row["jobs"] == 2 and row["migrations_per_iteration"] == 0
-    assert (row["makespan_s"], row["jct_mean_s"], row["jct_median_s"]) == pytest.approx((150, 110, 110))
-    assert row["jct_p95_s"] == pytest.approx(119) and row["utilization"] == pytest.approx(400 / 600)
+    assert (row["makespan_seconds"], row["jct_mean_seconds"], row["jct_median_seconds"]) == pytest.approx((150, 110, 110))
+    assert row["jct_p95_seconds"] == pytest.approx(119) and row["utilization"] == pytest.approx(400 / 600)
 
 
 def test_cli_bad_trace_is_an_input_error(tmp_path, capsys):

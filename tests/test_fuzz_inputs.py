@@ -8,6 +8,10 @@ count, a NaN time, an unknown dataflow; the tables in tests/fuzz_cases.py), whic
 Every case runs under a 30 s alarm. The tallies (cases per format, results, clean errors, invalid
 inputs refused) are printed. The default run is a fast slice; the ``slow`` tier is the acceptance
 run of ≥ 10⁴ cases over all nine formats: ``pytest -m slow tests/test_fuzz_inputs.py -s``.
+
+Seeding: the cases' ``@settings`` take the session's hypothesis profile (tests/conftest.py), so under the
+default ``deterministic`` profile both tiers replay the same cases on every run (a CI failure reproduces);
+``--hypothesis-profile=explore`` draws new ones.
 """
 
 from __future__ import annotations

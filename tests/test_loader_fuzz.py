@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from archsim.errors import InputError
 from archsim.workload import Network, load_topology, parse_topology
+from archsim.workload.layer import KIND_SPELLINGS
 
 FIELDS = ["Layer name", "IFMAP Height", "IFMAP Width", "Filter Height", "Filter Width", "Channels", "Num Filter",
           "Strides", "Padding", "Type", "Inputs", "Bias", "Repeat"]
@@ -25,9 +26,9 @@ GOOD = [["c1", "16", "16", "3", "3", "3", "8", "1", "1", "conv", "input", "1", "
         ["c2", "16", "16", "3", "3", "8", "8", "2", "1", "conv", "c1", "0", "1"],
         ["p1", "8", "8", "2", "2", "8", "8", "2", "0", "pool", "c2", "0", "1"],
         ["f1", "4", "4", "4", "4", "8", "10", "1", "0", "fc", "p1", "1", "2"]]
-# Spellings the format accepts for Type (csv_loader docstring), normalised: lower case, no _ or -.
-KNOWN_TYPES = {"conv", "fc", "linear", "fullyconnected", "matmul", "gemm", "pool", "maxpool", "avgpool",
-               "elementwise", "add", "relu", "batchnorm", "bn"}
+# Spellings the format accepts for Type, taken from the loader's own table (kinds and aliases, deconv's
+# included) so that a spelling added there is never drawn as "unknown"; normalised as the loader does.
+KNOWN_TYPES = KIND_SPELLINGS
 FAST = settings(max_examples=200, deadline=None)
 FILES = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 # Text without the characters that change how a CSV row splits (field/row separators, quotes, NUL).
@@ -204,12 +205,25 @@ def test_header_names_are_case_and_space_insensitive_and_sparsity_is_ignored():
 @FAST
 @given(row=st.integers(0, len(GOOD) - 1), kind=st.text(string.ascii_letters + "_-0123456789", min_size=1, max_size=15))
 def test_an_unknown_type_names_line_and_field(row, kind):
-    assume(kind.lower().replace("_", "").replace("-", "") not in KNOWN_TYPES)
+    assume(_kind_key(kind) not in KNOWN_TYPES)
     rows = [list(r) for r in GOOD]
     rows[row][9] = kind
     result = outcome(csv_text(rows))
     assert isinstance(result, InputError)
     assert (result.where.line, result.where.field) == (row + 2, "Type")
+
+
+def _kind_key(kind: str) -> str:
+    return kind.strip().lower().replace("_", "").replace("-", "")
+
+
+@pytest.mark.parametrize("kind", ["DECONV", "ConvTranspose", "conv_transpose_2d", "Transposed-Conv"])
+def test_every_spelling_in_the_table_is_known_to_the_unknown_type_test(kind):
+    """The reproducer: ``DECONV`` was drawn as an unknown type, and the loader rightly accepted it."""
+    assert _kind_key(kind) in KNOWN_TYPES and _kind_key(kind.upper()) in KNOWN_TYPES
+    rows = [list(r) for r in GOOD]
+    rows[0][9] = kind
+    assert isinstance(outcome(csv_text(rows)), Network)
 
 
 @pytest.mark.parametrize("kind, canonical", [("CONV", "conv"), ("Linear", "fc"), ("fully_connected", "fc"),

@@ -1,7 +1,7 @@
 """PipeDream's optimizer in archsim against the released optimizer's own outputs on its own profiles.
 
-References (never archsim's output): ``shared/pipedream/optimizer_results.json`` (vgg16, alexnet,
-resnet50, gnmt × 5 settings × 2/4/8/16 machines, see its README) and
+References (never archsim's output): ``tests/data/pipedream/optimizer_results.json`` (vgg16, alexnet,
+resnet50, gnmt × 5 settings × 2/4/8/16 machines, see the README beside it) and
 ``tests/data/pipedream_resnet18.json`` (recorded the same way; see ``tests/data/README.md``).
 """
 
@@ -19,19 +19,15 @@ from archsim.partition.graph_txt import load_graph_txt
 from archsim.partition.pipedream import Level, PipeDreamOptions, pipedream_plan, plan_partition
 from tests.pipedream_evaluator import plan_time
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "pipedream"
 DATA = Path(__file__).resolve().parent / "data"
+SHARED = DATA / "pipedream"  # PipeDream's profiles and recorded outputs, shipped with the tests (MIT)
 ROOT = Path(__file__).resolve().parents[1]
-PROFILES = {p.stem: p for p in sorted((SHARED / "profiles").glob("*.txt"))} if SHARED.is_dir() else {}
-needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason="shared/pipedream (PipeDream's profiles) not beside the repo")
+PROFILES = {p.stem: p for p in sorted((SHARED / "profiles").glob("*.txt"))}
 
 
 def _records():
-    records = []
-    if SHARED.is_dir():
-        records += json.loads((SHARED / "optimizer_results.json").read_text())
-    records += json.loads((DATA / "pipedream_resnet18.json").read_text())
-    return records
+    return (json.loads((SHARED / "optimizer_results.json").read_text())
+            + json.loads((DATA / "pipedream_resnet18.json").read_text()))
 
 
 RECORDS = _records()
@@ -54,12 +50,9 @@ def as_levels(record_levels):
 
 def test_all_five_models_are_recorded():
     models = {r["model"] for r in RECORDS}
-    assert "resnet18" in models
-    if SHARED.is_dir():
-        assert {"vgg16", "alexnet", "resnet50", "gnmt"} <= models and len(RECORDS) == 100
+    assert {"resnet18", "vgg16", "alexnet", "resnet50", "gnmt"} <= models and len(RECORDS) == 100
 
 
-@needs_shared
 @pytest.mark.parametrize("record", RECORDS, ids=lambda r: f"{r['model']}-{r['setting']}-{r['N']}")
 def test_time_per_stage_equals_the_released_optimizer(record):
     profile = profile_of(record["model"])
@@ -93,7 +86,6 @@ def test_time_per_stage_equals_the_released_optimizer(record):
                     assert block.compute == pytest.approx(printed[(block.start, block.end)], rel=1e-9, abs=1e-12)
 
 
-@needs_shared
 def test_every_profile_loads():
     assert len(PROFILES) == 14
     for name, path in PROFILES.items():
@@ -102,7 +94,6 @@ def test_every_profile_loads():
         assert all(all(p < k for p in profile.producers(k)) for k in range(len(profile))), name
 
 
-@needs_shared
 def test_lists_of_output_sizes_are_summed_and_inputs_dropped():
     text = PROFILES["gnmt"].read_text()
     assert "activation_size=[6291456.0; 131072.0; 131072.0]" in text
@@ -179,7 +170,6 @@ intra_server_gbps = {intra}
 """
 
 
-@needs_shared
 @pytest.mark.parametrize("setting, servers, gpus, intra, inter, extra", [
     ("flat", 1, 8, 8, 8, ["--activation-compression-ratio", "1"]),            # 1 GB/s = 8 Gb/s, one level
     ("flat_noact", 1, 8, 8, 8, []),                                             # the CLI's default: ignored
@@ -206,7 +196,6 @@ def test_archsim_plan_method_pipedream_gives_the_optimizers_answer(tmp_path, set
     assert meta["time_per_stage_by_machines"][-1] == pytest.approx(record["time_per_stage"], rel=1e-6)
 
 
-@needs_shared
 def test_too_many_states_is_a_one_line_error_naming_the_profile(tmp_path, capsys):
     cluster = tmp_path / "c.toml"
     cluster.write_text(CLUSTER.format(name="c", inter=8, servers=1, gpus=2, intra=8))
@@ -216,7 +205,6 @@ def test_too_many_states_is_a_one_line_error_naming_the_profile(tmp_path, capsys
     assert code == 2 and "inception_v3.txt" in error and "antichain states" in error and error.count("\n") == 1
 
 
-@needs_shared
 def test_a_ranged_cluster_is_refused_for_pipedreams_uniform_levels():
     code, _ = run_cli("plan", PROFILES["alexnet"], "--cluster", ROOT / "configs" / "clusters" / "spp_sim.toml", "--method",
                       "pipedream", "--microbatches", 2)

@@ -141,7 +141,7 @@ def test_the_sweeps_batch_call_equals_one_call_per_processor_count():
         pipedream_partition(profile, count, bandwidth=5.0, replication=True) for count in counts]
 
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "pipedream" / "profiles"
+SHARED = Path(__file__).resolve().parent / "data" / "pipedream" / "profiles"  # PipeDream's own (MIT), shipped
 SETTINGS = [([8], [1e9], {"activation_compression_ratio": 1.0}), ([8], [1e9], {}),
             ([8], [1e9], {"activation_compression_ratio": 1.0, "memory_constraint": True}),
             ([4, 4], [1.6e10, 1.25e9], {"activation_compression_ratio": 1.0}),
@@ -149,7 +149,6 @@ SETTINGS = [([8], [1e9], {"activation_compression_ratio": 1.0}), ([8], [1e9], {}
             ([6], [1e9], {"straight_pipeline": True, "use_fewer_machines": True})]
 
 
-@pytest.mark.skipif(not SHARED.is_dir(), reason="shared/pipedream (PipeDream's profiles) not beside the repo")
 @pytest.mark.parametrize("model, settings", [("resnet50", SETTINGS), ("gnmt", SETTINGS),
                                              ("densenet121", SETTINGS[4:])])
 def test_released_profiles_give_the_reference_tables(model, settings, search):

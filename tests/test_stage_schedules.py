@@ -119,7 +119,7 @@ def test_table5_from_the_command_line(memory, capsys):
         assert main(["schedule", "--stages", str(p), "--stage-times", f"{f},{b},{w}", "--comm", str(c),
                      "--microbatches", str(m), "--policy", policy, *memory, "--format", "json"]) == 0
         row = json.loads(capsys.readouterr().out)["rows"][0]
-        assert row["bubble_rate"] == pytest.approx(expected[POLICIES.index(policy)], abs=0.002)
+        assert row["zb_bubble_rate"] == pytest.approx(expected[POLICIES.index(policy)], abs=0.002)
 
 
 @pytest.mark.parametrize("ratio", (0.2, 0.37, 0.43, 0.7))

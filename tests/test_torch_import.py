@@ -148,6 +148,7 @@ class FoldedRows(nn.Module):
 
 
 def test_rows_holding_the_batch_are_divided_by_it():
+    torch.manual_seed(0)
     network = from_torch(FoldedRows(), torch.randn(4, 8, 16))  # 32 rows = 4 samples × 8 tokens
     assert [(layer.kind, layer.ifmap_h, layer.macs) for layer in network.layers] == [
         ("fc", 8, 8 * 16 * 32), ("elementwise", 8, 0), ("fc", 8, 8 * 32 * 8)]

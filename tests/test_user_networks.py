@@ -81,3 +81,22 @@ def test_report_of_user_networks_renders_in_headless_chromium(swept, tmp_path):
     figures = len(re.findall(r'class="plotly-graph-div', report.read_text()))
     rendered = len(re.findall(r'<div[^>]*class="[^"]*plot-container', result.stdout))
     assert figures >= 4 and rendered == figures, (figures, rendered)
+
+
+def test_a_user_networks_report_uses_its_names_and_neutral_headings(swept):
+    """Issue reproducers: "Table IV" and the file's absolute path in headings, a clipped Gantt title,
+    ticks at 2.5 processors, per-layer bars on a log axis by default."""
+    import json
+    import re
+
+    page = (swept / "report.html").read_text(encoding="utf-8")
+    headings = re.findall(r"<h2>(.*?)</h2>", page)
+    assert headings and not any("Table IV" in h or str(swept) in h or "/" in h.split(":")[0] for h in headings)
+    assert any(re.match(r"(model|mynet|tiny_gpt): per-layer", h) for h in headings)  # the user's own names
+    titles = [json.loads(f'"{t}"') for t in re.findall(r'"title":\{"text":"((?:[^"\\]|\\.)*)"', page)]
+    [gantt] = [title for title in titles if "LayerPipe schedule" in title]
+    assert "<br>" in gantt and all(len(line) <= 80 for line in gantt.split("<br>"))  # wrapped, not clipped
+    assert all("/" not in title.split(":")[0] for title in titles)
+    ticks = re.findall(r'"tickvals":\[([^\]]*)\]', page)
+    assert ticks and all(all(v.strip().isdigit() for v in t.split(",")) for t in ticks)
+    assert '"type":"log"' not in page.replace(" ", "")  # only the toggle's button may switch to log

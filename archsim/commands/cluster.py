@@ -124,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
                 bar.update(1)
     per_seed = pd.DataFrame(per_run)
     meta = {"trace": args.trace, "gpus": args.gpus, "gpus_per_machine": args.gpus_per_machine,
-            "interval_s": args.interval, "gamma_ns_per_byte": args.gamma_ns_per_byte,
+            "interval_seconds": args.interval, "gamma_ns_per_byte": args.gamma_ns_per_byte,
             "unit_seconds": args.unit_seconds, "seeds": ",".join(str(s) for s in seeds),
             "jobs": int(per_seed.jobs.iloc[0]), "spb": "jigsaw only (baselines run full backprop, §4.2)"}
     if policy == "all":
@@ -137,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
             frame = summary
     else:
         summary = frame = per_seed.drop(columns=["seed"])
-    emit(render(frame, args.format, precision=args.precision, meta=meta), args)
+    emit(render(_seconds_spelled_out(frame), args.format, precision=args.precision, meta=meta), args)
     if args.report:
         from archsim.cluster.report import write_cluster_report
 
@@ -147,6 +147,13 @@ def run(args: argparse.Namespace) -> int:
                                           "Baselines run without SPB; Jigsaw with SPB (§4.2). " + granularity_note(args))
         print(f"wrote {path}", file=sys.stderr)
     return 0
+
+
+def _seconds_spelled_out(frame):
+    """Output names as every command spells seconds (``makespan_seconds``, not the simulator's ``makespan_s``)."""
+    import re
+
+    return frame.rename(columns=lambda name: re.sub(r"_s(?=$|_mean$|_std$)", "_seconds", name))
 
 
 COMMAND = Command("cluster", "SPB + Jigsaw vs Gandiva and Tiresias on a job trace: makespan, JCT, utilization",

@@ -138,7 +138,8 @@ def memory_meta(array: ArrayConfig) -> dict[str, object]:
 
 def add_network_arguments(parser: argparse.ArgumentParser, optional: bool = False) -> None:
     parser.add_argument("network", metavar="NETWORK", nargs="?" if optional else None, default=None,
-                        help="topology CSV, ONNX file, transformer config (.json/.toml) or shipped network name")
+                        help="topology CSV, ONNX file, transformer config (.json/.toml), PyTorch model "
+                             "(FILE.py:ClassName with --input-shape) or shipped network name")
     parser.add_argument("--only", default=None, metavar="KIND[,KIND]",
                         help="keep only these layer kinds (conv, fc, matmul, pool, elementwise, batchnorm, deconv)")
     parser.add_argument("--shapes", default="auto", choices=("auto", "check", "off"),
@@ -150,6 +151,9 @@ def add_network_arguments(parser: argparse.ArgumentParser, optional: bool = Fals
 def add_onnx_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--unsupported", default="error", choices=("error", "skip"),
                         help="an ONNX op archsim does not model: error (default), or skip it and list it")
+    parser.add_argument("--input-shape", default=None, metavar="1,3,224,224",
+                        help="a PyTorch model's (FILE.py:ClassName) example input, batch first; several inputs "
+                             "separated by ';'")
     parser.add_argument("--dim", action="append", type=_dim, default=[], metavar="NAME=VALUE",
                         help="value of a symbolic ONNX input dimension, or a transformer config's sequence length "
                              "(e.g. --dim seq=128); the batch dimension needs none: layers are per sample")
@@ -171,7 +175,7 @@ def onnx_options(args: argparse.Namespace) -> dict[str, object]:
     if len(dims) != len(getattr(args, "dim", [])):
         raise InputError("a --dim name is given twice", field="dim")
     return {"unsupported": getattr(args, "unsupported", "error"), "dims": dims,
-            "shapes": getattr(args, "shapes", "auto")}
+            "shapes": getattr(args, "shapes", "auto"), "input_shape": getattr(args, "input_shape", None)}
 
 
 def network_from_args(args: argparse.Namespace, geometry: str = "archsim"):
@@ -196,15 +200,17 @@ def add_timeline_outputs(parser: argparse.ArgumentParser) -> None:
 
 
 def write_timeline_outputs(args: argparse.Namespace, timeline, title: str) -> None:
-    from archsim.report.export import write_chrome_trace, write_pipeline_schedule_csv
-    from archsim.report.gantt import write_gantt
-
     if args.gantt:
+        from archsim.report.gantt import write_gantt  # plotly: only when a chart is asked for
+
         write_gantt(timeline, args.gantt, title=title)
-    if args.trace:
-        write_chrome_trace(timeline, args.trace)
-    if args.schedule_csv:
-        write_pipeline_schedule_csv(timeline, args.schedule_csv)
+    if args.trace or args.schedule_csv:
+        from archsim.report.export import write_chrome_trace, write_pipeline_schedule_csv
+
+        if args.trace:
+            write_chrome_trace(timeline, args.trace)
+        if args.schedule_csv:
+            write_pipeline_schedule_csv(timeline, args.schedule_csv)
 
 
 def add_output_arguments(parser: argparse.ArgumentParser) -> None:

@@ -11,7 +11,6 @@ import pandas as pd
 
 from archsim.array.analytic import dataflow_codes, gemm_cost
 from archsim.array.config import ArrayConfig, parse_array_shape, read_scalesim_cfg
-from archsim.array.cycle import minimum_bandwidth, simulate_cached, sram_words
 from archsim.commands import Command
 from archsim.commands.common import (add_clock_argument, add_seconds, add_engine_arguments, add_output_arguments, emit, memory_meta, positive_int,
                                      with_memory_args)
@@ -89,6 +88,8 @@ def cost_shapes(shapes: pd.DataFrame, ofmap_count: str = "scalesim") -> pd.DataF
 
 def cycle_columns(shapes: pd.DataFrame, memory: ArrayConfig, min_bandwidth: bool = False) -> pd.DataFrame:
     """The cycle engine's figures for every shape row, on ``memory``'s SRAMs and bandwidth."""
+    from archsim.array.cycle import minimum_bandwidth, simulate_cached, sram_words  # numba: --engine cycle only
+
     out = {column: [] for column in CYCLE_COLUMNS + (("min_bandwidth",) if min_bandwidth else ())}
     for m, k, n, rows, cols, dataflow in shapes[list(SHAPE_COLUMNS)].itertuples(index=False):
         array = replace(memory, rows=int(rows), cols=int(cols), dataflow=str(dataflow))

@@ -1,4 +1,5 @@
-"""``archsim import``: a user's model (ONNX, or any NETWORK archsim reads) → archsim's topology CSV.
+"""``archsim import``: a user's model (ONNX, a PyTorch class as ``model.py:ClassName --input-shape 1,3,32,32``,
+or any NETWORK archsim reads) → archsim's topology CSV.
 
 The CSV holds one row per layer, per sample (the batch is applied when costing), with ``Inputs``
 for branches; skipped ONNX nodes are listed on stderr.
@@ -14,7 +15,8 @@ from archsim.commands.common import add_onnx_arguments, onnx_options
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", metavar="MODEL", help="an .onnx file (or any NETWORK: CSV path, shipped name)")
+    parser.add_argument("model", metavar="MODEL",
+                        help="an .onnx file, a PyTorch model FILE.py:ClassName (with --input-shape), or any NETWORK")
     parser.add_argument("-o", "--out", default=None, metavar="OUT.csv",
                         help="write the topology CSV here (atomically; default stdout)")
     add_onnx_arguments(parser)
@@ -37,4 +39,4 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMAND = Command("import", "convert a model (ONNX) to archsim's topology CSV", add_arguments, run)
+COMMAND = Command("import", "convert a model (ONNX, PyTorch) to archsim's topology CSV", add_arguments, run)

@@ -44,10 +44,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_job_limit_argument(parser)
 
 
+def check_flags(args: argparse.Namespace) -> None:
+    """Flag combinations, checked before the network is read or searched."""
+    if (args.gantt or args.trace or args.schedule_csv) and not args.microbatches:
+        raise InputError("--gantt, --chrome-trace and --schedule-csv need --microbatches", field="microbatches")
+    if (args.memory or args.capacity_gb is not None) and not args.microbatches:
+        raise InputError("--memory and --capacity-gb need --microbatches (the schedule decides the stash)",
+                         field="microbatches")
+
+
 def run(args: argparse.Namespace) -> int:
-    network = network_from_args(args)
-    array = with_clock(with_memory_args(array_from_args(args), args), args)
-    profile = build_profile(network, array, args.batch, args.mode, args.engine)
+    check_flags(args)
     options: dict[str, object] = {}
     if args.method == "layerpipe":
         axes = tuple(a.strip() for a in args.split_axes.split(",") if a.strip())
@@ -55,6 +62,11 @@ def run(args: argparse.Namespace) -> int:
         if bad:
             raise InputError(f"unknown split axis {bad[0]!r}; choose from {', '.join(SPLIT_AXES)}", field="split-axes")
         options = {"alpha": args.alpha, "axes": axes}
+    network = network_from_args(args)
+    if args.microbatches:  # F, δ and G of every layer per micro-batch: a floor on the plan's ops, known now
+        check_job_size(args.microbatches * 3 * len(network), args.max_ops)
+    array = with_clock(with_memory_args(array_from_args(args), args), args)
+    profile = build_profile(network, array, args.batch, args.mode, args.engine)
     plan = partition(profile, args.processors, args.method, **options)
     single = float(profile.total.sum())
     frame = plan.to_frame()
@@ -70,15 +82,9 @@ def run(args: argparse.Namespace) -> int:
     stash = _stash_depths(plan, network)
     if stash is not None:
         frame["weight_versions"] = stash
-    if args.microbatches or args.gantt or args.trace or args.schedule_csv:
+    if args.microbatches:
         from archsim.policies.pipeline import simulate_partition
 
-        if not args.microbatches:
-            raise InputError("--gantt, --chrome-trace and --schedule-csv need --microbatches", field="microbatches")
-    if (args.memory or args.capacity_gb is not None) and not args.microbatches:
-        raise InputError("--memory and --capacity-gb need --microbatches (the schedule decides the stash)",
-                         field="microbatches")
-    if args.microbatches:
         check_job_size(args.microbatches * sum(len(stage.ops) for stage in plan.stages), args.max_ops)
         with phases(f"pipeline {plan.method}", ("build", "simulate", "validate")) as phase:
             result = simulate_partition(plan, profile, args.microbatches, phase=phase)

@@ -28,6 +28,7 @@ from archsim.lowering import MODES
 from archsim.outputs import render
 
 BASELINE_METHODS = ("dp", "gpipe", "pipedream-prm", "hetpipe")  # spp.baselines.BASELINES (a test checks)
+DEFAULT_MICRO_BATCH = 4
 METHODS = ("spp", "pipedream", *BASELINE_METHODS)  # planners of archsim.planners on a cluster; pipedream as its own
 
 
@@ -51,7 +52,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     pipedream.add_argument("--straight-pipeline", action="store_true", help="no stage replication")
     pipedream.add_argument("--use-fewer-machines", action="store_true", help="a plan may leave machines idle")
     add_array_arguments(parser)
-    parser.add_argument("--batch", type=positive_int, default=4, help="micro-batch size (array-model costs)")
+    parser.add_argument("--micro-batch", type=positive_int, default=None,
+                        help=f"samples per micro-batch (array-model costs; default {DEFAULT_MICRO_BATCH})")
+    parser.add_argument("--batch", type=positive_int, default=None,
+                        help="mini-batch size, as in every command: the micro-batch is BATCH / --microbatches")
     parser.add_argument("--mode", default="exact", choices=MODES, help=MODE_HELP)
     parser.add_argument("--clock-ghz", type=float_flag(1e-6, 1e6, what="a clock in GHz"), default=1.0, help="array clock, to turn cycles into seconds")
     add_timeline_outputs(parser)
@@ -69,7 +73,19 @@ def _profile(args: argparse.Namespace):
     if not args.clock_ghz > 0 or args.clock_ghz == float("inf"):
         raise InputError("must be a positive finite number", field="clock-ghz")
     array = replace(array_from_args(args), clock_hz=args.clock_ghz * 1e9)
-    return profile_from_network(network_from_args(args), array, args.batch, args.mode)
+    return profile_from_network(network_from_args(args), array, micro_batch(args), args.mode)
+
+
+def micro_batch(args: argparse.Namespace) -> int:
+    """Samples per micro-batch: --micro-batch, or the mini-batch --batch split into --microbatches."""
+    if args.batch is None:
+        return DEFAULT_MICRO_BATCH if args.micro_batch is None else args.micro_batch
+    if args.micro_batch is not None:
+        raise InputError("give --batch (the mini-batch) or --micro-batch, not both", field="batch")
+    if args.batch % args.microbatches:
+        raise InputError(f"--batch {args.batch} does not split into --microbatches {args.microbatches} equal "
+                         "micro-batches", field="batch")
+    return args.batch // args.microbatches
 
 
 def run(args: argparse.Namespace) -> int:
@@ -84,13 +100,19 @@ def run(args: argparse.Namespace) -> int:
     from archsim.progress import progress
     from archsim.spp.plan import spp, stage_count_limit
 
-    with progress(stage_count_limit(profile, topology, args.max_stages), "SPP", "stage count") as bar:
+    # one bar for all the work: SPP's stage counts, then the four baselines (seconds each on a large
+    # profile; they once ran after a full bar, silently)
+    with progress(stage_count_limit(profile, topology, args.max_stages) + len(BASELINE_METHODS), "SPP",
+                  "step") as bar:
         result = spp(profile, topology, args.microbatches, max_stages=args.max_stages,
                      on_stage_count=lambda _: bar.update())
-    others = {method: float(plan_on_cluster(profile, topology, method, args.microbatches).makespan)  # type: ignore[arg-type]
-              for method in BASELINE_METHODS}
+        others = {}
+        for method in BASELINE_METHODS:
+            bar.set_postfix_str(f"baseline {method}")
+            others[method] = float(plan_on_cluster(profile, topology, method, args.microbatches).makespan)  # type: ignore[arg-type]
+            bar.update()
     names = profile.names
-    rows = [{"stage": n + 1, "first_layer": names[a], "last_layer": names[b - 1], "layers": b - a,
+    rows = [{"stage": n + 1, "first_layer": names[a], "last_layer": names[b - 1], "layer_count": b - a,
              "replicas": len(d), "devices": " ".join(f"g{x}" for x in d)}
             for n, ((a, b), d) in enumerate(zip(result.plan.stages, result.plan.devices))]
     if args.method != "spp":
@@ -98,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         emit(render(pd.DataFrame([row]), args.format, precision=args.precision, meta={"cluster": topology.name}),
              args)
         return 0
-    meta = {"method": args.method, "cluster": topology.name, "devices": topology.devices,
+    meta = {"method": args.method, "cluster": topology.name, "device_count": topology.devices,
             "microbatches": args.microbatches, "makespan_seconds": result.makespan,
             "stage_counts": "; ".join(f"{s}:{t:.4g}s" for s, _, t in result.by_stage_count),
             "baselines_seconds": "; ".join(f"{m}:{t:.4g}" for m, t in others.items()),
@@ -150,8 +172,8 @@ def _run_pipedream(args: argparse.Namespace, profile, topology) -> int:
     levels = [{"level": len(plan.levels) - number,
                "blocks": [[[b.start, b.end, b.compute, b.replicas] for b in group] for group in groups]}
               for number, groups in enumerate(plan.levels)]
-    meta = {"method": "pipedream", "settings": describe(plan), "cluster": topology.name, "devices": topology.devices,
-            "states": len(plan.states), "time_per_stage": plan.time_per_stage,
+    meta = {"method": "pipedream", "settings": describe(plan), "cluster": topology.name,
+            "device_count": topology.devices, "state_count": len(plan.states), "time_per_stage": plan.time_per_stage,
             "single_stage_time": plan.single_stage_time,
             "time_per_stage_by_machines": [None if t == float("inf") else t for t in plan.by_machines],
             "levels": levels, "microbatches": args.microbatches, "simulated_makespan_seconds": makespan,

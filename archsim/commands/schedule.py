@@ -160,10 +160,10 @@ def _multistream(args: argparse.Namespace, network) -> int:
     work = sum(t * u for t, u in zip(ops.forward + ops.delta + ops.weight_grad,
                                      ops.forward_util + ops.delta_util + ops.weight_grad_util))
     row = {"policy": f"multistream-{args.streams}", "processors": 1, "microbatches": 1, "flush": "",
-           "makespan": result.makespan, "bubble_fraction": 1.0 - work / result.makespan,
+           "makespan": result.makespan, "idle_pe_fraction": 1.0 - work / result.makespan,
            "peak_memory_bytes": result.peak_held_bytes, "speedup_vs_single_stream": single / result.makespan}
     meta = {"network": network.name, "array": f"{array.rows}x{array.cols}", "unit": "cycles",
-            "bubble_fraction": "idle PE-cycles / (makespan × PEs)"}
+            "idle_pe_fraction": "idle PE-cycles / (makespan × PEs): one device, so PEs, not devices, idle"}
     emit(render(pd.DataFrame([row]), args.format, precision=args.precision, meta=meta), args)
     return 0
 
@@ -216,7 +216,7 @@ def _data_parallel(args: argparse.Namespace, costs: LayerCosts, network, phase):
             except ValueError:
                 raise InputError(f"expected an integer or 'auto', got {args.k!r}", field="k") from None
     order, prioritized = dp.policy_order(args.policy, layers, k)
-    return dp.dp_problem(f, d, g, sync, order, prioritized=prioritized), {"k": k}
+    return dp.dp_problem(f, d, g, sync, order, prioritized=prioritized), {"reversed_layers": k}
 
 
 COMMAND = Command("schedule", "layer-wise schedules: pipelines (mp, gpipe, ooo-pipe1/2) and data parallel",

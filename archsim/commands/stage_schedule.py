@@ -6,23 +6,27 @@
     archsim schedule --stages 4 --stage-times 1,1,1 --microbatches 8 --torch-schedule ScheduleInterleaved1F1B
     archsim schedule --stages 4 --stage-times 1,1,1 --schedule-csv-in order.csv
 
-Reports makespan, cost (the longest rank span), bubble_rate ((cost − work)/cost, the paper's
-§5.3) and the peak activation memory of every rank (``;``-separated, rank 0 first).
+Reports makespan, cost (the longest rank span), bubble_fraction (idle rank time / (ranks × makespan),
+as the network form), zb_bubble_rate ((cost − work)/cost, the paper's §5.3) and the peak activation
+memory of every rank (``;``-separated, rank 0 first).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 
 import pandas as pd
 
 from archsim.errors import InputError
 from archsim.policies.stage_profile import MAX_STAGE_VALUE
-from archsim.validate import MAX_PROCESSORS, float_flag, parse_float, positive_float_flag, processors_flag
+from archsim.validate import (INT32_MAX, MAX_PROCESSORS, float_flag, parse_float, positive_float_flag, positive_int_flag,
+                              processors_flag)
 
 STAGE_POLICIES = ("1f1b", "interleaved-1f1b", "zb-h1", "zb-h2", "zb-1p", "zb-2p", "interleaved-zb", "zb-v",
                   "dualpipev", "gpipe", "looped-bfs", "zb-1p-exact", "zb-2p-exact")
 STAGE_ONLY = ("looped-bfs", "zb-1p-exact", "zb-2p-exact")  # the others also run on a NETWORK's layers
+EXACT_SEARCH_LIMIT = 300_000  # combinations of per-stage orders: about a minute of search, well under 4 GB
 
 
 def add_stage_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,6 +51,9 @@ def add_stage_arguments(parser: argparse.ArgumentParser) -> None:
                        help="simulate a torch.distributed.pipelining schedule class's order (e.g. Schedule1F1B)")
     group.add_argument("--schedule-csv-in", default=None, metavar="FILE.csv",
                        help="simulate an action order in torch's CSV layout")
+    group.add_argument("--max-orders", type=positive_int_flag, default=EXACT_SEARCH_LIMIT, metavar="N",
+                       help="zb-1p-exact/zb-2p-exact: refuse searches over more combinations of per-stage orders "
+                            f"than this (default {EXACT_SEARCH_LIMIT:,}), counted before any order is built")
     group.add_argument("--torch-steps", action="store_true",
                        help="with --schedule-csv-in of a schedule with SEND/RECV actions (torch's compute_comms "
                             "CSV): count steps as torch's dry-run simulator does")
@@ -73,7 +80,9 @@ def profile_from_args(args: argparse.Namespace):
     if args.stage_profile:
         if args.stage_times or args.stages:
             raise InputError("give --stage-profile or --stages with --stage-times, not both", field="stage-profile")
-        return read_stage_profile(args.stage_profile, args.link_bandwidth)
+        profile = read_stage_profile(args.stage_profile, args.link_bandwidth)
+        check_stage_job(args, profile.stages, uniform=False)
+        return profile
     if args.stages is None and args.processors is not None:
         args.stages = args.processors  # --processors P means the same as --stages P here
     if args.stages is None or not args.stage_times:
@@ -81,12 +90,70 @@ def profile_from_args(args: argparse.Namespace):
                          field="stage-times")
     if args.stages <= 0:
         raise InputError(f"--stages must be positive, got {args.stages}", field="stages")
+    check_stage_job(args, args.stages)
     if args.link_bandwidth is not None:
         raise InputError("--link-bandwidth needs send_bytes per stage: give them in --stage-profile",
                          field="link-bandwidth")
     f, b, w = _numbers(args.stage_times, 3, "stage-times")
     mb, mw = _numbers(args.stage_memory, 2, "stage-memory")
     return StageProfile.uniform(args.stages, f, b, w, args.comm, mb, mw)
+
+
+def stage_job_ops(policy: str, stages: int, microbatches: int, chunks: int) -> int:
+    """Ops of a per-stage run, counted from the flags alone (F, B and W per stage, chunk and micro-batch;
+    the published schedules' own count where they have one)."""
+    from archsim.policies import zero_bubble as zb
+
+    if policy in zb.SCHEDULES:
+        return zb.op_count(policy, stages, microbatches, chunks)
+    return 3 * stages * microbatches * (chunks if policy == "looped-bfs" else 1)
+
+
+def check_stage_job(args: argparse.Namespace, stages: int, uniform: bool = True) -> None:
+    """Refuse, before the profile or any order is built, a run over the op limit or an exact search over
+    ``--max-orders`` combinations, with the estimate and the flag that lifts the limit."""
+    from archsim.validate import check_job_size
+
+    policy = args.torch_schedule or args.policy or "1f1b"
+    check_job_size(stage_job_ops(policy if not args.torch_schedule else "looped-bfs", stages, args.microbatches,
+                                 args.chunks), args.max_ops)
+    if uniform and policy.endswith("-exact"):  # a profile's own memories: the search counts them itself
+        check_exact_search(policy, stages, args.microbatches, *_numbers(args.stage_memory, 2, "stage-memory"),
+                           args.max_orders)
+
+
+def check_exact_search(policy: str, stages: int, microbatches: int, mb: float, mw: float, limit: int) -> None:
+    """The exact search's size: each stage's memory-feasible orders are counted (not listed) first."""
+    from archsim.policies.zb_exact import count_stage_orders
+
+    factor = 1 if policy == "zb-1p-exact" else 2
+    per_stage = count_stage_orders(microbatches, mb, mw, factor * stages * mb, cap=limit)
+    if per_stage <= 1 or stages * math.log10(per_stage) <= math.log10(limit) + 1e-12:
+        return  # none (the search says so), or few enough
+    exact = microbatches <= 40  # the count itself is cheap to finish there (≤ 40³ lattice states)
+    if exact:
+        per_stage = count_stage_orders(microbatches, mb, mw, factor * stages * mb)
+    digits = stages * math.log10(per_stage)
+    size = f"{per_stage ** stages:,}" if digits < 30 else f"about 10^{digits:.0f}"
+    orders_gb = stages * per_stage * (24 * microbatches + 64) / 1e9  # a tuple of 3m pointers and its list slot
+    amount = f"{size} combinations ({per_stage:,} orders per stage, over {orders_gb:.3g} GB to list them)" if exact \
+        else f"more than {limit:,} combinations"
+    reachable = exact and digits < 9.3 and per_stage ** stages <= INT32_MAX
+    lift = f"give --max-orders {per_stage ** stages} to run it anyway, or" if reachable else \
+        f"that is beyond --max-orders' range ({INT32_MAX:,}):"
+    raise InputError(f"{policy} would search {amount}, above the limit of {limit:,}; {lift} use "
+                     f"{policy[:-6]}'s heuristic", field="max-orders")
+
+
+def stage_row(name: str, stages: int, microbatches: int, run) -> dict[str, object]:
+    """The output row of a per-stage run: ``bubble_fraction`` as the network form defines it (one name,
+    one quantity), beside the zero-bubble paper's span-based rate under its own name."""
+    from archsim.policies.ooo import schedule_metrics
+
+    metrics = run.metrics()
+    return {"policy": name, "stages": stages, "microbatches": microbatches, "makespan": metrics["makespan"],
+            "cost": metrics["cost"], "bubble_fraction": schedule_metrics(run.problem, run.timeline)["bubble_fraction"],
+            "zb_bubble_rate": metrics["bubble_rate"], "peak_memory": metrics["peak_memory"]}
 
 
 def run_stages(args: argparse.Namespace) -> int:
@@ -125,11 +192,12 @@ def run_stages(args: argparse.Namespace) -> int:
         if policy not in STAGE_POLICIES:
             raise InputError(f"policy {policy!r} needs a NETWORK; per-stage policies: {', '.join(STAGE_POLICIES)}",
                              field="policy")
-        run = published_run(profile, m, policy, args.chunks)
+        run = published_run(profile, m, policy, args.chunks, max_orders=args.max_orders)
         name = policy
-    row = {"policy": name, "stages": p, "microbatches": m, **run.metrics()}
+    row = stage_row(name, p, m, run)
     meta = {"unit": "the stage times' unit", "comm": str(profile.comm),
-            "bubble_rate": "(longest rank span - busiest rank's work) / longest rank span"}
+            "bubble_fraction": "idle rank time / (ranks × makespan), as every schedule reports it",
+            "zb_bubble_rate": "(longest rank span - busiest rank's work) / longest rank span (zero-bubble paper §5.3)"}
     if args.schedule_csv:
         atomic_write_text(args.schedule_csv, so.order_csv(run.order))
     if args.gantt or args.trace:

@@ -103,7 +103,7 @@ def write_report(folder: Path, target: str | Path, *, spec_command: str) -> Path
         network = network.only(*str(first["only"]).split("+"))
     array = ArrayConfig(int(first.rows), int(first.cols), str(first.dataflow))
     costs = cost_network(network, array, int(first.batch), str(first["mode"]))
-    title = f"{first.network}: per-layer F/G/D cycles ({first.rows}x{first.cols} {first.dataflow}, batch {first.batch})"
+    title = f"{network.name}: per-layer F/G/D cycles ({first.rows}x{first.cols} {first.dataflow}, batch {first.batch})"
     command = (f"archsim cost {first.network} --array {first.rows}x{first.cols} --dataflow {first.dataflow} "
                f"--batch {first.batch} --mode {first['mode']}" + (f" --only {first['only'].replace('+', ',')}"
                                                                   if first["only"] != "all" else ""))
@@ -154,7 +154,7 @@ def _gantt_section(network, array, first, processors: int, microbatches: int = 8
     profile = build_profile(network, array, int(first.batch), str(first["mode"]))
     plan = partition(profile, processors, "layerpipe")
     run = simulate_partition(plan, profile, microbatches, "layerpipe")
-    title = (f"{first.network}: LayerPipe schedule on {processors} processors, {microbatches} micro-batches "
+    title = (f"{network.name}: LayerPipe schedule on {processors} processors, {microbatches} micro-batches "
              f"({first.rows}x{first.cols}, batch {first.batch}); makespan {run.timeline.makespan:.4g} cycles")
     command = (f"archsim pipeline {first.network} --processors {processors} --method layerpipe --array "
                f"{first.rows}x{first.cols} --dataflow {first.dataflow} --batch {first.batch} --mode {first['mode']}"

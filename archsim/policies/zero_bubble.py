@@ -127,12 +127,15 @@ def stage_profile(costs: StageCosts, comm: float = 0.0, weight_memory: tuple[flo
                         weight_memory, costs.send_bytes if bandwidth is not None else (), bandwidth)
 
 
-def published_run(profile: StageProfile, microbatches: int, schedule: str, chunks: int = 2) -> StageRun:
-    """A published schedule (``SCHEDULES`` or ``STAGE_ONLY``) over one profile entry per device."""
-    return run_order(*_published(profile, microbatches, schedule, chunks))
+def published_run(profile: StageProfile, microbatches: int, schedule: str, chunks: int = 2,
+                  max_orders: int = 300_000) -> StageRun:
+    """A published schedule (``SCHEDULES`` or ``STAGE_ONLY``) over one profile entry per device;
+    ``max_orders`` bounds the exact searches' order count (counted before any order is built)."""
+    return run_order(*_published(profile, microbatches, schedule, chunks, max_orders))
 
 
-def _published(profile: StageProfile, microbatches: int, schedule: str, chunks: int) -> tuple[StageOrder, StageProfile]:
+def _published(profile: StageProfile, microbatches: int, schedule: str, chunks: int,
+               max_orders: int = 300_000) -> tuple[StageOrder, StageProfile]:
     """The order of a published schedule and the profile of its virtual stages: the one place a
     schedule's name picks its action-order generator."""
     p = profile.stages
@@ -141,7 +144,7 @@ def _published(profile: StageProfile, microbatches: int, schedule: str, chunks: 
             raise InputError(f"{schedule} takes one T_comm for every hop", field="comm")
         order = zb_optimal_order(profile.forward, profile.backward_input, profile.backward_weight, profile.comm,
                                  microbatches, 1 if schedule == "zb-1p-exact" else 2, profile.activation,
-                                 profile.weight_memory)
+                                 profile.weight_memory, limit=max_orders)
         return order, profile
     if schedule in ("gpipe", "looped-bfs"):
         c = chunks if schedule == "looped-bfs" else 1

@@ -38,11 +38,18 @@ def gantt_figure(frame: pd.DataFrame, title: str = "", unit: str = "cycles") -> 
             hovertemplate="%{hovertext}<br>start %{base:.4g}<br>duration %{x:.4g}<extra></extra>"))
     rows = sorted(data["row"].unique(), key=_natural)
     # legend above the bars (never clipped, whatever the row count); height grows with the rows
-    fig.update_layout(title=title, barmode="overlay", xaxis_title=unit,
+    fig.update_layout(title=wrapped(title), barmode="overlay", xaxis_title=unit,
                       legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "xanchor": "left", "x": 0},
                       yaxis={"categoryorder": "array", "categoryarray": rows[::-1]},
                       margin={"t": 110}, height=gantt_height(len(rows)))
     return fig
+
+
+def wrapped(title: str, width: int = 80) -> str:
+    """A long title broken into lines (plotly clips a one-line title at the figure's edge)."""
+    import textwrap
+
+    return "<br>".join(textwrap.wrap(title, width)) if title else title
 
 
 def gantt_height(rows: int) -> int:

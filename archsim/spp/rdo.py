@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import networkx as nx
-
 from archsim.spp.topology import Topology
 
 
@@ -22,6 +20,8 @@ class Ordering:
 
 
 def recursive_device_order(topology: Topology) -> Ordering:
+    import networkx as nx  # here, not at the top: importing spp.plan (as PipeDream's plans do) skips it
+
     graph = topology.graph()
     cuts: list[tuple[frozenset[int], frozenset[int]]] = []
 

@@ -101,8 +101,8 @@ class Topology:
         return tuple(levels)
 
     def graph(self) -> nx.Graph:
-        """The complete device graph RDO's min-cuts read (networkx loads here: only SPP needs it)."""
-        import networkx as nx
+        """The complete device graph RDO's min-cuts read."""
+        import networkx as nx  # here, not at the top: plans that never build the graph skip its import (~1 s)
 
         capacity = self.bandwidth if self.capacity is None else self.capacity
         graph = nx.Graph()

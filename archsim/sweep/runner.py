@@ -24,7 +24,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import pandas as pd
-from tqdm import tqdm
+from archsim.progress import progress as progress_bar
 
 from archsim.array.config import ArrayConfig
 from archsim.errors import InputError
@@ -214,8 +214,8 @@ def _run_locked(spec: SweepSpec, out: Path, units, digests, workers: int, dask: 
     def size(unit: Unit) -> int:  # configurations: the rows of results.csv this unit gives
         return len(unit.processors) * len(unit.methods)
 
-    with tqdm(total=sum(map(size, units)), initial=sum(map(size, units)) - sum(map(size, todo)),
-              desc=f"sweep {spec.name}", unit="config", disable=not progress) as bar:
+    with progress_bar(sum(map(size, units)), f"sweep {spec.name}", "config", enabled=progress,
+                      initial=sum(map(size, units)) - sum(map(size, todo)), leave=True) as bar:
         computed = {}  # rows of the units computed now: the frame needs not read their files back
         for unit, rows in run(todo):
             atomic_write_text(files[unit], json.dumps({"unit": asdict(unit), "rows": rows}))

@@ -21,6 +21,8 @@ NETWORK_INPUT = "input"
 _KIND_ALIASES = {"linear": "fc", "fullyconnected": "fc", "gemm": "matmul", "bn": "batchnorm",
                  "add": "elementwise", "relu": "elementwise", "maxpool": "pool", "avgpool": "pool",
                  "convtranspose": "deconv", "transposedconv": "deconv", "convtranspose2d": "deconv"}
+KIND_SPELLINGS: frozenset[str] = frozenset(LAYER_KINDS) | frozenset(_KIND_ALIASES)
+"""Every layer-type spelling the loaders accept, normalised as :func:`canonical_kind` normalises."""
 
 
 def canonical_kind(text: str) -> str:

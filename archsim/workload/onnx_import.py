@@ -140,6 +140,11 @@ class _Importer:
         inputs = [v for v in graph.input if v.name not in initializers]
         if not inputs:
             raise InputError("the ONNX graph has no inputs")
+        labels = {dim.dim_param or f"{value.name}[{axis}]" for value in inputs
+                  for axis, dim in enumerate(value.type.tensor_type.shape.dim) if not dim.HasField("dim_value")}
+        unknown = sorted(set(self.dims) - labels)
+        if unknown:  # a typo would otherwise change nothing, silently
+            raise InputError(f"--dim {unknown[0]} names no symbolic dimension of the graph's inputs", field="dim")
         for index, value in enumerate(inputs):
             tensor_type = value.type.tensor_type
             if not tensor_type.HasField("shape"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from importlib import resources
+from dataclasses import replace
 from pathlib import Path
 
 from archsim.errors import InputError
@@ -25,13 +26,22 @@ def shipped_networks() -> list[str]:
 
 
 def load_network(name_or_path: str | Path, *, geometry: str = "archsim", unsupported: str = "error",
-                 dims: dict[str, int] | None = None, shapes: str = "auto") -> Network:
+                 dims: dict[str, int] | None = None, shapes: str = "auto", input_shape: str | None = None) -> Network:
     """Load a network from a CSV or ONNX path, a transformer config (``.json``/``.toml``), or by
     shipped name (``vgg16``, ``resnet50`` …).
 
     ``unsupported`` and ``dims`` apply to ONNX files (:func:`archsim.workload.onnx_import.load_onnx`),
     whose shapes come from ONNX shape inference; ``shapes`` to CSV files (:func:`parse_topology`).
     """
+    from archsim.workload.torch_file import is_torch_spec, load_torch_file
+
+    if is_torch_spec(str(name_or_path)):  # model.py:ClassName, exported through ONNX (input_shape: batch first)
+        if dims:
+            raise InputError("--dim applies to ONNX files and transformer configs; a PyTorch model's shapes come "
+                             "from --input-shape", field="dim")
+        return load_torch_file(str(name_or_path), input_shape, unsupported=unsupported)
+    if input_shape is not None:
+        raise InputError("--input-shape applies to a PyTorch model given as FILE.py:ClassName", field="input-shape")
     path = Path(name_or_path)
     if path.suffix.lower() in (".onnx", ".json", ".toml") and geometry != "archsim":
         raise InputError("SCALE-Sim geometry applies to topology CSVs only (ONNX files and transformer configs "
@@ -46,10 +56,17 @@ def load_network(name_or_path: str | Path, *, geometry: str = "archsim", unsuppo
         unknown = sorted(set(dims or {}) - {"seq"})
         if unknown:
             raise InputError(f"a transformer config takes --dim seq=N only, not {unknown[0]!r}", field="dim")
-        return load_transformer(path, seq=(dims or {}).get("seq")).network()
-    if dims:
-        raise InputError(f"--dim applies to ONNX files and transformer configs, not to {shown(str(name_or_path))}",
-                         field="dim")
+        seq = (dims or {}).get("seq")
+        config = load_transformer(path, seq=seq)
+        network = config.network()
+        source = "--dim seq" if seq is not None else ("the config's seq" if path.suffix.lower() == ".toml" else
+                                                      "the config's position limit (n_positions or "
+                                                      "max_position_embeddings)")
+        note = f"sequence length {config.seq} tokens per sample, from {source}; --dim seq=N sets it"
+        return replace(network, notes=(*network.notes, note))
+    if dims:  # a topology's shapes are all given: a --dim would silently change nothing
+        raise InputError(f"--dim {next(iter(dims))}=… names no dimension: a topology CSV or shipped network has no "
+                         "symbolic dimensions (--dim applies to ONNX files and transformer configs)", field="dim")
     if path.suffix.lower() == ".csv" or exists(path) or "/" in str(name_or_path):
         return load_topology(path, geometry=geometry, shapes=shapes)
     key = str(name_or_path).strip().lower().replace("-", "_")

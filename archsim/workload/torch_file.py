@@ -1,0 +1,97 @@
+"""A PyTorch model named on the command line: ``model.py:ClassName`` with ``--input-shape 1,3,224,224``.
+
+The file is imported as a module (it is the user's own code, run as ``python model.py`` would run it),
+the class is built with no arguments, and :func:`archsim.workload.torch_import.from_torch` exports it
+on zeros of the given shape (batch first; the batch is stripped: layers are per sample). Several
+inputs: shapes separated by ``;``. Needs the ``archsim[torch]`` extra.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+from archsim.errors import InputError
+from archsim.validate import INT32_MAX, is_file
+from archsim.workload.layer import Network
+
+_SPEC = re.compile(r"^(?P<file>.+\.py):(?P<name>[A-Za-z_][A-Za-z0-9_]*)$")
+MAX_INPUT_ELEMENTS = 2**28  # zeros of this many float32 elements: 1 GiB, refused above
+
+
+def is_torch_spec(text: str) -> bool:
+    """Whether a NETWORK argument names a class in a Python file (``model.py:ClassName``)."""
+    return bool(_SPEC.match(str(text)))
+
+
+def parse_input_shape(text: str | None) -> tuple[tuple[int, ...], ...]:
+    """``1,3,224,224`` (or ``1x3x224x224``), several inputs separated by ``;``."""
+    if not text or not text.strip():
+        raise InputError("a PyTorch model needs --input-shape, e.g. --input-shape 1,3,224,224 (batch first)",
+                         field="input-shape")
+    shapes = []
+    for part in text.split(";"):
+        try:
+            shape = tuple(int(x) for x in re.split(r"[,x×]", part.strip()))
+        except ValueError:
+            raise InputError(f"expected positive integers like 1,3,224,224, got {part.strip()!r}",
+                             field="input-shape") from None
+        if not shape or any(not 0 < n <= INT32_MAX for n in shape):
+            raise InputError(f"expected positive integers like 1,3,224,224, got {part.strip()!r}", field="input-shape")
+        elements = 1
+        for n in shape:
+            elements *= n
+        if elements > MAX_INPUT_ELEMENTS:
+            raise InputError(f"an input of {elements:,} elements is over the limit of {MAX_INPUT_ELEMENTS:,} "
+                             "(the export runs the model once on it)", field="input-shape")
+        shapes.append(shape)
+    return tuple(shapes)
+
+
+def load_torch_file(spec: str, input_shape: str | None, *, unsupported: str = "error") -> Network:
+    """The network of ``model.py:ClassName`` exported on zeros of ``input_shape``."""
+    match = _SPEC.match(spec)
+    if match is None:
+        raise InputError(f"expected FILE.py:ClassName, got {spec!r}", field="NETWORK")
+    path, name = Path(match["file"]), match["name"]
+    shapes = parse_input_shape(input_shape)  # flags first: before the user's file runs
+    if not is_file(path):
+        raise InputError("no such Python file", file=str(path))
+    try:
+        import torch
+    except ImportError:
+        raise InputError("a PyTorch model needs PyTorch: pip install 'archsim[torch]'", file=str(path)) from None
+    from archsim.workload.torch_import import from_torch
+
+    module_name = f"archsim_user_model_{abs(hash(str(path.resolve())))}"
+    loader_spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(loader_spec)
+    sys.modules[module_name] = module  # dataclasses and pickling look their module up
+    try:
+        loader_spec.loader.exec_module(module)
+    except Exception as exc:  # the user's file: report it as their error, in one line
+        raise InputError(f"importing it raised {exc.__class__.__name__}: {' '.join(str(exc).split())[:200]}",
+                         file=str(path)) from None
+    finally:
+        sys.modules.pop(module_name, None)
+    cls = getattr(module, name, None)
+    if cls is None or not isinstance(cls, type) or not issubclass(cls, torch.nn.Module):
+        found = sorted(k for k, v in vars(module).items()
+                       if isinstance(v, type) and issubclass(v, torch.nn.Module) and v.__module__ == module_name)
+        raise InputError(f"no torch.nn.Module class {name!r} here; found: {', '.join(found) or 'none'}",
+                         file=str(path), field=name)
+    try:
+        model = cls()
+    except Exception as exc:
+        raise InputError(f"{name}() raised {exc.__class__.__name__}: {' '.join(str(exc).split())[:200]} "
+                         "(the class is built with no arguments)", file=str(path), field=name) from None
+    inputs = tuple(torch.zeros(shape) for shape in shapes)
+    try:
+        return from_torch(model, inputs if len(inputs) > 1 else inputs[0], name=name.lower(), unsupported=unsupported)
+    except InputError as exc:
+        raise InputError(exc.message, file=str(path), field=exc.where.field or name) from None
+
+
+__all__ = ["MAX_INPUT_ELEMENTS", "is_torch_spec", "load_torch_file", "parse_input_shape"]

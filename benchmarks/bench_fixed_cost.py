@@ -1,0 +1,149 @@
+"""The fixed cost of every command: each on a small input against ``python -c pass``, in one run.
+
+    python benchmarks/bench_fixed_cost.py [--repeats 5] [--pipedream PIPEDREAM_CHECKOUT --python PYTHON]
+
+For each command (as a user runs it: a fresh process) the best of ``--repeats`` runs' CPU seconds
+(user + system of the child) and wall seconds, the same for ``python -c pass`` and for importing the
+CLI alone, and the fixed part named: the heavy packages the command imported and their cumulative import
+seconds (``python -X importtime``, one more run). Target: under 0.5 s each on an idle machine.
+
+With ``--pipedream`` (a checkout of msr-fiddle/pipedream and a Python with numpy and graphviz, see
+benchmarks/pipedream_reference.py) it also times ``archsim plan --method pipedream`` against the released
+``optimizer_graph_hierarchical.py`` as commands, on the smallest shipped profile and the largest that archsim plans (``COMPARED_PROFILES``), 4
+machines at 16 GB/s, activations ignored (the released CLI's default; ``configs/clusters/testbed_v100.toml``
+is that cluster), and checks they print the same time per stage. Writes benchmarks/results/fixed_cost.csv
+(and pipedream_commands.csv).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import re
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PROFILES = ROOT / "tests" / "data" / "pipedream" / "profiles"
+CLUSTER = ROOT / "configs" / "clusters" / "testbed_v100.toml"
+# The smallest shipped profile, and the largest archsim plans: nasnetalarge, nasnetamobile and inception_v3
+# have over 20,000 antichain states, which archsim refuses (in about a second) and the released optimizer
+# searches for many minutes (nasnetalarge: not finished after 20 minutes).
+COMPARED_PROFILES = ("alexnet", "densenet121")
+HEAVY = ("pandas", "numba", "scipy", "networkx", "plotly", "tqdm", "onnx", "torch", "numpy")
+ARCHSIM = [sys.executable, "-m", "archsim"]
+
+COMMANDS = {
+    "python -c pass": [sys.executable, "-c", "pass"],
+    "import archsim.cli": [sys.executable, "-c", "import archsim.cli"],
+    "gemm": [*ARCHSIM, "gemm", "--m", "64", "--k", "64", "--n", "64"],
+    "cost": [*ARCHSIM, "cost", "layerpipe_sample"],
+    "energy": [*ARCHSIM, "energy", "layerpipe_sample"],
+    "pipeline": [*ARCHSIM, "pipeline", "layerpipe_sample", "--processors", "2"],
+    "schedule (network)": [*ARCHSIM, "schedule", "layerpipe_sample", "--policy", "gpipe", "--processors", "2",
+                           "--microbatches", "2"],
+    "schedule (per stage)": [*ARCHSIM, "schedule", "--stages", "2", "--stage-times", "1,1,1", "--microbatches", "4",
+                             "--policy", "zb-h1"],
+    "plan (pipedream)": [*ARCHSIM, "plan", str(PROFILES / "alexnet.txt"), "--cluster", str(CLUSTER),
+                         "--microbatches", "4", "--method", "pipedream"],
+    "plan (spp)": [*ARCHSIM, "plan", str(PROFILES / "alexnet.txt"), "--cluster", str(CLUSTER), "--microbatches", "4"],
+    "bppsa rnn": [*ARCHSIM, "bppsa", "rnn"],
+    "cluster": [*ARCHSIM, "cluster", "--trace", "synthetic", "--jobs", "8"],
+    "import": [*ARCHSIM, "import", "layerpipe_sample"],
+}
+
+
+def timed(argv: list[str], cwd: Path = ROOT) -> tuple[float, float, subprocess.CompletedProcess]:
+    """CPU seconds (user + system) and wall seconds of one child process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode:
+        raise SystemExit(f"{' '.join(argv)} failed: {done.stderr[-500:]}")
+    return after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, wall, done
+
+
+def best(argv: list[str], repeats: int, cwd: Path = ROOT) -> tuple[float, float, str]:
+    runs = [timed(argv, cwd) for _ in range(repeats)]
+    return min(r[0] for r in runs), min(r[1] for r in runs), runs[-1][2].stdout
+
+
+def heavy_imports(argv: list[str]) -> dict[str, float]:
+    """Cumulative import seconds of each heavy top-level package the command imported."""
+    done = subprocess.run([argv[0], "-X", "importtime", *argv[1:]], cwd=ROOT, capture_output=True, text=True)
+    found = {}
+    for line in done.stderr.splitlines():
+        match = re.match(r"import time:\s+\d+ \|\s+(\d+) \| (\s*)(\S+)$", line)
+        if match and match[3] in HEAVY and match[3] not in found:
+            found[match[3]] = int(match[1]) / 1e6
+    return found
+
+
+def fixed_costs(repeats: int) -> list[dict]:
+    rows = []
+    for name, argv in COMMANDS.items():
+        cpu, wall, _ = best(argv, repeats)
+        imports = heavy_imports(argv)
+        rows.append({"command": name, "cpu_seconds": round(cpu, 3), "wall_seconds": round(wall, 3),
+                     "heavy_imports": " ".join(f"{k}:{v:.2f}s" for k, v in sorted(imports.items(), key=lambda x: -x[1])),
+                     "under_half_second": cpu < 0.5})
+        print(f"{name:22s} cpu {cpu:6.3f} s  wall {wall:6.3f} s  {rows[-1]['heavy_imports']}", flush=True)
+    return rows
+
+
+def pipedream_commands(checkout: Path, python: str, repeats: int) -> list[dict]:
+    """archsim plan --method pipedream vs the released optimizer, both as commands."""
+    rows = []
+    for profile in (PROFILES / f"{name}.txt" for name in COMPARED_PROFILES):
+        local = checkout / "optimizer" / "profiles" / profile.name
+        local.parent.mkdir(exist_ok=True)
+        local.write_bytes(profile.read_bytes())
+        theirs_cmd = [python, "optimizer_graph_hierarchical.py", "-f", f"profiles/{profile.name}", "-n", "4",
+                      "-b", "1.6e10"]
+        theirs_cpu, theirs_wall, out = best(theirs_cmd, repeats, checkout / "optimizer")
+        theirs = float(re.search(r"Time per stage in pipeline: ([0-9.eE+-]+)", out)[1])
+        ours_cmd = [*ARCHSIM, "plan", str(profile), "--cluster", str(CLUSTER), "--microbatches", "4", "--method",
+                    "pipedream", "--format", "json"]
+        ours_cpu, ours_wall, out = best(ours_cmd, repeats)
+        ours = json.loads(out)["meta"]["time_per_stage"]
+        nodes = profile.read_text().count("forward_compute_time=")
+        rows.append({"profile": profile.stem, "nodes": nodes, "released_cpu_seconds": round(theirs_cpu, 3),
+                     "archsim_cpu_seconds": round(ours_cpu, 3), "speedup_cpu": round(theirs_cpu / ours_cpu, 2),
+                     "released_wall_seconds": round(theirs_wall, 3), "archsim_wall_seconds": round(ours_wall, 3),
+                     "same_time_per_stage": abs(ours - theirs) <= 1e-6 * theirs})
+        print(f"{profile.stem} ({nodes} nodes): released {theirs_cpu:.3f} s CPU, archsim {ours_cpu:.3f} s CPU "
+              f"(×{theirs_cpu / ours_cpu:.2f}); same answer: {rows[-1]['same_time_per_stage']}", flush=True)
+    return rows
+
+
+def write(path: Path, rows: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--pipedream", type=Path, default=None)
+    parser.add_argument("--python", default="python3")
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    args = parser.parse_args()
+    print(f"load average before: {os.getloadavg()}", flush=True)
+    write(args.out / "fixed_cost.csv", fixed_costs(args.repeats))
+    if args.pipedream:
+        write(args.out / "pipedream_commands.csv", pipedream_commands(args.pipedream, args.python, args.repeats))
+    print(f"load average after: {os.getloadavg()}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,30 @@
+"""Small invocations of every command's output forms, for the checks that what they print is the same
+in every format and documented in docs/formats.md ("Output columns")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PROFILE = str(ROOT / "tests" / "data" / "pipedream" / "profiles" / "alexnet.txt")
+CLUSTER = str(ROOT / "configs" / "clusters" / "testbed_v100.toml")
+
+# form name → argv (without --format); each runs in well under a second
+COMMANDS: dict[str, list[str]] = {
+    "cost": ["cost", "layerpipe_sample"],
+    "energy": ["energy", "layerpipe_sample"],
+    "gemm": ["gemm", "--m", "64", "--k", "64", "--n", "64"],
+    "pipeline": ["pipeline", "layerpipe_sample", "--processors", "2", "--clock-ghz", "1"],
+    "pipeline --memory": ["pipeline", "layerpipe_sample", "--processors", "2", "--microbatches", "2", "--memory"],
+    "schedule (layer-wise)": ["schedule", "layerpipe_sample", "--policy", "gpipe", "--processors", "2",
+                              "--microbatches", "2", "--clock-ghz", "1"],
+    "schedule (data parallel)": ["schedule", "layerpipe_sample", "--policy", "dp-reverse-k", "--processors", "2"],
+    "schedule (multistream)": ["schedule", "layerpipe_sample", "--policy", "multistream", "--processors", "1"],
+    "schedule (per stage)": ["schedule", "--stages", "2", "--stage-times", "1,1,1", "--microbatches", "4",
+                             "--policy", "zb-h1"],
+    "plan (spp)": ["plan", PROFILE, "--cluster", CLUSTER, "--microbatches", "4"],
+    "plan (pipedream)": ["plan", PROFILE, "--cluster", CLUSTER, "--microbatches", "4", "--method", "pipedream"],
+    "plan (baseline)": ["plan", PROFILE, "--cluster", CLUSTER, "--microbatches", "4", "--method", "gpipe"],
+    "bppsa rnn": ["bppsa", "rnn"],
+    "cluster": ["cluster", "--trace", "synthetic", "--jobs", "8"],
+}
