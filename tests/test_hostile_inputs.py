@@ -276,5 +276,5 @@ def test_a_dim_that_names_no_dimension(tmp_path, capsys):
 
     onnx_file = tmp_path / "m.onnx"
     onnx_file.write_bytes(mixed_cnn().SerializeToString())
-    refused(capsys, "cost", onnx_file, "--dim", "foo=3", words="names no symbolic input dimension")
+    refused(capsys, "cost", onnx_file, "--dim", "foo=3", words="names no symbolic dimension")
     refused(capsys, "cost", "layerpipe_sample", "--dim", "foo=3", words="--dim applies to ONNX")

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from archsim.array.config import ArrayConfig, read_scalesim_cfg
@@ -23,7 +22,6 @@ from archsim.array.sparse_training import SparseTraining, backward_gemms, gemms_
 from archsim.array.sparsity import SparsityConfig, sparse_layer_cost
 from archsim.errors import InputError
 from archsim.lowering import Mode, lower_layer
-from archsim.partition.profile import LayerProfile, profile_from_costs
 from archsim.workload import load_topology
 from archsim.workload.layer import Network
 
@@ -86,15 +84,3 @@ def sparse_table(array: ArrayConfig, sparsity: SparsityConfig, network: Network,
             "G_cycles": gemms_cycles(back["G"], rows, cols, dataflow), "G_dense_cycles": dense["G"], **extra,
         })
     return pd.DataFrame.from_records(records)
-
-
-def pruned_profile(table: pd.DataFrame, dense: LayerProfile, element_bytes: int = 1) -> LayerProfile:
-    """A partitioner's profile of the pruned network: F, G and δ cycles from :func:`sparse_table`,
-    activation and δ bytes of the dense layers (pruning weights changes neither), weight bytes the
-    compressed storage (weights + metadata, rounded up to whole words). δ is not split (its sub-GEMMs
-    would be costed dense), so LayerPipe may only borrow whole δs."""
-    words = table["new_storage"].to_numpy(dtype=float)
-    return profile_from_costs(
-        tuple(table["layer"]), table["F_cycles"], table["G_cycles"], table["D_cycles"],
-        activation_bytes=dense.activation_bytes, delta_bytes=dense.delta_bytes,
-        weight_bytes=np.ceil(words).astype(np.int64) * element_bytes, edges=dense.edges)

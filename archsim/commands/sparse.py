@@ -7,12 +7,14 @@ from __future__ import annotations
 import argparse
 from dataclasses import replace
 
-from archsim.array.sparse_network import pruned_profile, read_sparse_run, sparse_table
+from archsim.array.sparse_network import read_sparse_run, sparse_table
 from archsim.array.sparse_training import DELTA_OPTIONS, GRADIENT_OPTIONS, SparseTraining
-from archsim.cli import Command
+from archsim.commands import Command
 from archsim.commands.common import add_output_arguments, emit, positive_int
 from archsim.outputs import render
-from archsim.partition import METHODS, build_profile, partition
+from archsim.partition import build_profile
+from archsim.partition.pruned import pruned_profile
+from archsim.planners import PARTITIONERS, partition
 from archsim.validate import processors_flag
 
 HELP = "SCALE-Sim-exact sparse layers (N:M, CSR/CSC/ELLPACK) and their δ/G training cycles"
@@ -33,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="add energy_pj (F+δ+G, compressed weights and metadata counted) and dense_energy_pj")
     parser.add_argument("--processors", type=processors_flag, default=None,
                         help="instead of the layer table: partition the pruned network over P processors")
-    parser.add_argument("--method", default="layerpipe", choices=METHODS,
+    parser.add_argument("--method", default="layerpipe", choices=PARTITIONERS,
                         help="with --processors: the partitioner (LayerPipe borrows whole δs only; the dense "
                              "bottleneck in the header is the unpruned network under the same rule)")
     add_output_arguments(parser)

@@ -49,7 +49,7 @@ def wrapped(title: str, width: int = 80) -> str:
     """A long title broken into lines (plotly clips a one-line title at the figure's edge)."""
     import textwrap
 
-    return "<br>".join(textwrap.wrap(title, width)) if title else title
+    return "\n".join(textwrap.wrap(title, width)) if title else title  # the page builder breaks lines at \n
 
 
 def gantt_height(rows: int) -> int:

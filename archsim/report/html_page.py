@@ -40,8 +40,8 @@ def esc(text: object) -> str:
 
 
 def _escaped(value: object) -> object:
-    if isinstance(value, str):
-        return esc(value)
+    if isinstance(value, str):  # archsim's own line breaks (\n: names never hold control characters) as plotly's
+        return esc(value).replace("\n", "<br>")
     if isinstance(value, (list, tuple)):
         return [_escaped(v) for v in value]
     if hasattr(value, "dtype") and getattr(value.dtype, "kind", "") in "OUS":  # numpy arrays of strings

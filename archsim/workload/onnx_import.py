@@ -140,11 +140,13 @@ class _Importer:
         inputs = [v for v in graph.input if v.name not in initializers]
         if not inputs:
             raise InputError("the ONNX graph has no inputs")
-        labels = {dim.dim_param or f"{value.name}[{axis}]" for value in inputs
-                  for axis, dim in enumerate(value.type.tensor_type.shape.dim) if not dim.HasField("dim_value")}
-        unknown = sorted(set(self.dims) - labels)
-        if unknown:  # a typo would otherwise change nothing, silently
-            raise InputError(f"--dim {unknown[0]} names no symbolic dimension of the graph's inputs", field="dim")
+        symbolic = {dim.dim_param or f"{value.name}[{axis}]" for value in self.model.graph.input
+                    for axis, dim in enumerate(value.type.tensor_type.shape.dim) if not dim.HasField("dim_value")}
+        unused = sorted(set(self.dims) - symbolic)
+        if unused:  # a typo would otherwise change nothing, silently
+            raise InputError(f"--dim {shown(unused[0])} names no symbolic dimension of the model's inputs"
+                             + (f" (it has {', '.join(sorted(symbolic))})" if symbolic else " (it has none)"),
+                             field="dim")
         for index, value in enumerate(inputs):
             tensor_type = value.type.tensor_type
             if not tensor_type.HasField("shape"):
@@ -160,13 +162,6 @@ class _Importer:
                 else:
                     raise InputError(f"graph input {value.name!r} dimension {axis} ({label!r}) is symbolic; "
                                      f"fix it with --dim {label}=VALUE", field="input")
-        symbolic = {dim.dim_param or f"{value.name}[{axis}]" for value in self.model.graph.input
-                    for axis, dim in enumerate(value.type.tensor_type.shape.dim) if not dim.HasField("dim_value")}
-        unused = sorted(set(self.dims) - symbolic)
-        if unused:
-            raise InputError(f"--dim {shown(unused[0])} names no symbolic input dimension of this model"
-                             + (f" (it has {', '.join(sorted(symbolic))})" if symbolic else " (it has none)"),
-                             field="dim")
         first = inputs[0].type.tensor_type.shape.dim
         self.batch = first[0].dim_value if len(first) else 1
         if len(first) and self.batch <= 0:  # a batch of 0 would make every per-sample shape 0 / 0
