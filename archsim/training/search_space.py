@@ -1,0 +1,125 @@
+"""The configurations a training search enumerates, the rules that rule them out, and the memory each
+needs — without building a schedule.
+
+A candidate is TP × PP × DP (= the GPUs searched) × micro-batch × recompute × schedule (with its chunks
+per rank) × sequence parallelism. :func:`rejection` says why a candidate cannot run (the first rule it
+breaks, in :data:`REASONS`' order) or ``None``; :func:`peak_memory_bytes` is the largest GPU's memory
+under the schedule, from the closed forms of :func:`in_flight_peaks` (micro-batches forward and not yet
+backward on a rank), which equal :func:`archsim.training.iteration.in_flight` of the published
+orders (checked by brute force in the tests)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from archsim.training.memory import StageMemory, stage_memory
+from archsim.training.parallel import Parallelism
+from archsim.workload.transformer import TransformerConfig
+
+# schedule name → whether it runs v > 1 chunks per rank (interleaved) — the orders the training model times
+SCHEDULES = ("1f1b", "gpipe", "zb-h1", "zb-h2", "interleaved-1f1b")
+REASONS = ("tp-divides-heads", "tp-within-server", "pp-divides-layers", "dp-divides-batch",
+           "micro-batch-divides-batch", "sequence-parallel-needs-tp", "schedule-needs-pp",
+           "interleave-needs-microbatches-multiple-of-pp", "out-of-memory")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    tp: int
+    pp: int
+    dp: int
+    micro_batch: int
+    recompute: str
+    schedule: str
+    interleave: int
+    sequence_parallel: bool
+
+    def parallelism(self, global_batch: int) -> Parallelism:
+        return Parallelism(self.tp, self.pp, self.dp, global_batch, self.micro_batch, self.recompute,
+                           self.sequence_parallel, self.interleave, self.schedule)
+
+
+def divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def factorizations(gpus: int) -> Iterator[tuple[int, int, int]]:
+    """Every (tp, pp, dp) with tp·pp·dp = gpus."""
+    for tp in divisors(gpus):
+        for pp in divisors(gpus // tp):
+            yield tp, pp, gpus // (tp * pp)
+
+
+def candidates(gpus: int, micro_batches, recomputes, schedules, chunks, sequence_parallel) -> Iterator[Candidate]:
+    """The whole grid, before any rule: ``schedules`` names from :data:`SCHEDULES`; interleaved ones take
+    each of ``chunks`` (v) per rank, the others v = 1; ``sequence_parallel``: the values to try."""
+    for tp, pp, dp in factorizations(gpus):
+        for b in micro_batches:
+            for r in recomputes:
+                for s in schedules:
+                    for v in (chunks if s.startswith("interleaved") else (1,)):
+                        for sp in sequence_parallel:
+                            yield Candidate(tp, pp, dp, b, r, s, v, sp)
+
+
+def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_server: int) -> str | None:
+    """The first rule of :data:`REASONS` (but memory) that ``k`` breaks, or None."""
+    if c.heads % k.tp or c.ffn % k.tp:
+        return "tp-divides-heads"
+    if k.tp > gpus_per_server or gpus_per_server % k.tp:
+        return "tp-within-server"
+    if c.layers % (k.pp * k.interleave):
+        return "pp-divides-layers"
+    if global_batch % k.dp:
+        return "dp-divides-batch"
+    if (global_batch // k.dp) % k.micro_batch:
+        return "micro-batch-divides-batch"
+    if k.sequence_parallel and k.tp == 1:
+        return "sequence-parallel-needs-tp"
+    if k.schedule != "1f1b" and k.pp == 1:  # one stage: every schedule runs as 1F1B does
+        return "schedule-needs-pp"
+    if k.interleave > 1 and (global_batch // (k.dp * k.micro_batch)) % k.pp:
+        return "interleave-needs-microbatches-multiple-of-pp"
+    return None
+
+
+def in_flight_peaks(schedule: str, p: int, m: int, v: int = 1) -> list[int]:
+    """Per rank r: the most micro-batch chunks forward and not yet backward at once — the published
+    orders' warm-ups (1F1B: p − r; GPipe: all m; ZB-H1/H2: k(p − 1 − r) + 1; interleaved 1F1B with
+    m a multiple of p: (v − 1)p + 2(p − 1 − r) + 1), capped by the chunks there are."""
+    if schedule == "gpipe":
+        return [m] * p
+    if schedule == "1f1b":
+        return [min(p - r, m) for r in range(p)]
+    if schedule in ("zb-h1", "zb-h2"):
+        k = int(schedule[-1])
+        return [min(k * (p - 1 - r), m) + 1 if k * (p - 1 - r) < m else m for r in range(p)]
+    if schedule == "interleaved-1f1b":
+        return [min((v - 1) * p + 2 * (p - 1 - r) + 1, m * v) for r in range(p)]
+    raise ValueError(schedule)
+
+
+def rank_memories(c: TransformerConfig, par: Parallelism, ranks=None) -> list[StageMemory]:
+    """Memory of one GPU of each pipeline rank in ``ranks`` (default all), as
+    :func:`archsim.training.iteration.memories` but with the in-flight counts in closed form."""
+    chunks = par.pp * par.interleave
+    per_chunk = c.layers // chunks
+    peaks = in_flight_peaks(par.schedule, par.pp, par.microbatches, par.interleave)
+    out = []
+    for rank in (range(par.pp) if ranks is None else ranks):
+        parts = [stage_memory(c, par, per_chunk, max(peaks[rank] // par.interleave, 1), j == 0, j == chunks - 1)
+                 for j in range(rank, chunks, par.pp)]
+        out.append(StageMemory(sum(p.parameters for p in parts), sum(p.states for p in parts),
+                               sum(p.activations for p in parts)))
+    return out
+
+
+def peak_memory_bytes(c: TransformerConfig, par: Parallelism) -> float:
+    """The largest GPU's bytes. In-flight counts fall with the rank and only the first rank holds the
+    embedding, the last the LM head, so the peak is on the first or the last rank."""
+    return max(m.total for m in rank_memories(c, par, sorted({0, par.pp - 1})))
+
+
+__all__ = ["Candidate", "REASONS", "SCHEDULES", "candidates", "divisors", "factorizations", "in_flight_peaks",
+           "peak_memory_bytes", "rank_memories", "rejection"]
