@@ -25,6 +25,9 @@ from archsim.training.parallel import Parallelism
 from archsim.validate import read_text
 
 
+MAX_GPUS = 4096  # a training cluster's GPUs (its topology is a GPUs × GPUs bandwidth matrix)
+
+
 @dataclass(frozen=True)
 class GpuCluster:
     topology: Topology
@@ -53,7 +56,7 @@ def load_gpu_cluster(path: str | Path) -> GpuCluster:
         spec = tomllib.loads(read_text(path, "cluster file"))
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"not valid TOML ({exc})", file=file) from None
-    topology = build_topology(spec, file=file)
+    topology = build_topology(spec, file=file, max_devices=MAX_GPUS)
     servers = spec["servers"]
     names = {group.get("gpu") for group in servers}
     if None in names:

@@ -24,7 +24,7 @@ from archsim.training.search_space import (REASONS, Candidate, candidates, peak_
                                            rejection)
 from archsim.workload.transformer import TransformerConfig
 
-EVENT_ACTION_LIMIT = 20000  # stages × micro-batches × chunks above which the event simulator is skipped
+EVENT_ACTION_LIMIT = 100_000  # stages × micro-batches × chunks above which re-timing is skipped (~1 s each)
 
 
 @dataclass(frozen=True)
@@ -115,8 +115,12 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus: int | None = 
     costed.sort(key=lambda t: t[0])
     rows = [_row(c, cluster, global_batch, k, s, mem, "closed-form") for s, mem, k in costed[:max(top, refine)]]
     if refine:
-        rows[:refine] = sorted((_event_row(c, cluster, global_batch, row) for row in rows[:refine]),
-                               key=lambda r: r["iteration_seconds"])
+        with progress(min(refine, len(rows)), "re-time in the event simulator", "config", delay=1.0) as bar:
+            timed = []
+            for row in rows[:refine]:
+                timed.append(_event_row(c, cluster, global_batch, row))
+                bar.update(1)
+        rows[:refine] = sorted(timed, key=lambda r: r["iteration_seconds"])
     order = [r for r in REASONS if rejected[r]] + (["filtered"] if rejected["filtered"] else [])
     return SearchResult(rows[:top], {r: rejected[r] for r in order}, len(grid), len(costed))
 
