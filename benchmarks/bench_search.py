@@ -32,11 +32,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from archsim.outputs import atomic_write_text  # noqa: E402
-from archsim.training.cluster import load_gpu_cluster  # noqa: E402
-from archsim.training.search import search  # noqa: E402
-from archsim.training.search_space import SCHEDULES  # noqa: E402
-from archsim.workload.transformer import load_transformer  # noqa: E402
+from archsim.outputs import atomic_write_text
+from archsim.training.cluster import load_gpu_cluster
+from archsim.training.search import search
+from archsim.training.search_space import SCHEDULES
+from archsim.workload.transformer import load_transformer
 
 CLUSTER = """[cluster]
 name = "dgx_a100_{servers}"

@@ -17,8 +17,8 @@ from archsim.training.cluster import load_gpu_cluster, single_node
 from archsim.training.iteration import in_flight, memories
 from archsim.training.parallel import Parallelism
 from archsim.training.run import train
-from archsim.training.search import search, train_command
-from archsim.training.search_space import in_flight_peaks, peak_memory_bytes, rank_memories
+from archsim.training.search import _Coster, search, train_command
+from archsim.training.search_space import Candidate, in_flight_peaks, peak_memory_bytes, rank_memories
 from archsim.workload.transformer import TransformerConfig
 
 TINY = TransformerConfig("tiny", "gpt", layers=6, hidden=96, heads=6, vocab=500, seq=64, ffn=384, kv_heads=6,
@@ -154,3 +154,31 @@ def test_search_command_json(tmp_path, capsys):
     assert again["iteration_seconds"] == pytest.approx(best["iteration_seconds"])
     assert main(["search", str(model), "--cluster", cluster, "--global-batch", "16", "--gpus", "9"]) == 2
     assert "9 GPUs" in capsys.readouterr().err
+
+
+def test_pareto_front_by_brute_force():
+    c = replace(TINY, layers=12)
+    result = search(c, single_node("a100-80gb", 8), 16, micro_batches=(1, 2, 4), schedules=SCHEDULES, top=100000)
+    points = [(r["iteration_seconds"], r["peak_memory_gib"]) for r in result.rows]
+    dominated = {p for p in points for q in points if q[0] <= p[0] and q[1] <= p[1] and q != p}
+    expected = sorted(set(points) - dominated)
+    assert sorted({(r["iteration_seconds"], r["peak_memory_gib"]) for r in result.pareto}) == expected
+
+
+@pytest.mark.parametrize("schedule, v", [("zb-h1", 1), ("zb-h2", 1), ("interleaved-1f1b", 2)])
+def test_closed_forms_near_the_event_simulator_in_steady_state(schedule, v):
+    """The screening closed forms of the schedules other than 1F1B, with m ≥ 2p micro-batches, are
+    within 10% of the event simulator (rows are re-timed there before they are shown)."""
+    c = replace(TINY, layers=12)
+    cluster = single_node("a100-80gb", 8)
+    coster = _Coster(c, cluster, 32)
+    checked = 0
+    for tp, pp, mb, rc in itertools.product((1, 2), (2, 3, 4), (1, 2), ("none", "full")):
+        par = Parallelism(tp, pp, 1, 32, mb, rc, False, v, schedule)
+        if par.microbatches < 2 * pp or c.layers % (pp * v) or (v > 1 and par.microbatches % pp):
+            continue
+        k = Candidate(tp, pp, 1, mb, rc, schedule, v, False)
+        event = train(c, par, cluster.machine(par)).iteration_seconds
+        assert coster.seconds(k) == pytest.approx(event, rel=0.10), (tp, pp, mb, rc)
+        checked += 1
+    assert checked >= 8

@@ -61,10 +61,14 @@ def run(args: argparse.Namespace) -> int:
             for row in result.rows]
     meta = {"model": config.name, "gpu": cluster.gpu.name, "gpus": args.gpus or cluster.topology.devices,
             "global_batch": args.global_batch, "objective": args.objective, "enumerated": result.enumerated,
-            "costed": result.costed, "rejected": result.rejected}
+            "costed": result.costed, "rejected": result.rejected,
+            "pareto": [{k: v for k, v in row.items() if k != "megatron_args"} for row in result.pareto]}
     if args.format != "json":
         meta = {k: (", ".join(f"{r}: {n}" for r, n in v.items()) if isinstance(v, dict) else v)
-                for k, v in meta.items()}
+                for k, v in meta.items() if k != "pareto"}
+        meta["pareto"] = "; ".join(f"TP{r['tp']} PP{r['pp']} DP{r['dp']} mb{r['micro_batch']} {r['recompute']} "
+                                   f"{r['schedule']}: {r['iteration_seconds']:.4g} s, {r['peak_memory_gib']:.3g} GiB"
+                                   for r in result.pareto)
         rows = [{k: v for k, v in row.items() if k not in ("megatron_args", "command")} for row in rows] \
             if args.format == "table" else rows
     columns = None if rows else ["tp", "pp", "dp", "micro_batch", "recompute", "schedule", "iteration_seconds"]

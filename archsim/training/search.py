@@ -20,8 +20,7 @@ import numpy as np
 
 from archsim.training.iteration import after_backward, model_pieces, one_f_one_b_seconds, stage_times
 from archsim.training.layer_ops import layer_parameters
-from archsim.training.search_space import (REASONS, Candidate, candidates, peak_memory_bytes, rank_memories,
-                                           rejection)
+from archsim.training.search_space import REASONS, Candidate, candidates, peak_memory_bytes, rank_memories, rejection
 from archsim.workload.transformer import TransformerConfig
 
 EVENT_ACTION_LIMIT = 100_000  # stages × micro-batches × chunks above which re-timing is skipped (~1 s each)
@@ -33,6 +32,7 @@ class SearchResult:
     rejected: dict[str, int]  # reason → candidates
     enumerated: int
     costed: int
+    pareto: list[dict]        # time vs memory per GPU: no other configuration is faster and smaller (closed forms)
 
 
 def model_flops(c: TransformerConfig, global_batch: int) -> float:
@@ -122,7 +122,18 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus: int | None = 
                 bar.update(1)
         rows[:refine] = sorted(timed, key=lambda r: r["iteration_seconds"])
     order = [r for r in REASONS if rejected[r]] + (["filtered"] if rejected["filtered"] else [])
-    return SearchResult(rows[:top], {r: rejected[r] for r in order}, len(grid), len(costed))
+    front = [_row(c, cluster, global_batch, k, s, mem, "closed-form") for s, mem, k in pareto_front(costed)]
+    return SearchResult(rows[:top], {r: rejected[r] for r in order}, len(grid), len(costed), front)
+
+
+def pareto_front(costed: list[tuple[float, float, Candidate]]) -> list[tuple[float, float, Candidate]]:
+    """(seconds, bytes, candidate) none of the others beats on both (ties: the first kept), fastest
+    first: sorted by time, each kept if smaller than everything faster."""
+    front: list[tuple[float, float, Candidate]] = []
+    for item in sorted(costed, key=lambda t: (t[0], t[1])):
+        if not front or item[1] < front[-1][1]:
+            front.append(item)
+    return front
 
 
 def _row(c, cluster, global_batch, k: Candidate, seconds: float, memory: float, timing: str) -> dict:
@@ -172,5 +183,5 @@ def train_command(model: str, cluster: str, global_batch: int, row: dict) -> str
     return line + (" --sequence-parallel" if row["sequence_parallel"] else "")
 
 
-__all__ = ["EVENT_ACTION_LIMIT", "SearchResult", "megatron_args", "model_flops", "pipeline_seconds", "search",
+__all__ = ["EVENT_ACTION_LIMIT", "SearchResult", "megatron_args", "model_flops", "pareto_front", "pipeline_seconds", "search",
            "train_command"]

@@ -58,9 +58,10 @@ def group_outcomes(runs: list[MeasuredRun], cluster=None) -> list[GroupOutcome]:
             continue
         measured = {k: sum(v) / len(v) for k, v in configs.items()}
         run = sample[g]
-        result = search(run.config(), cluster, run.global_batch, run.gpus, micro_batches=sorted({k[3] for k in measured}),
-                        recomputes=("full",), schedules=("1f1b",), sequence_parallel=(False,), top=len(measured),
-                        only=lambda k: _key(k.tp, k.pp, k.dp, k.micro_batch) in measured)
+        result = search(run.config(), cluster, run.global_batch, run.gpus,
+                        micro_batches=sorted({k[3] for k in measured}), recomputes=("full",), schedules=("1f1b",),
+                        sequence_parallel=(False,), top=len(measured),
+                        only=lambda k, allowed=frozenset(measured): _key(k.tp, k.pp, k.dp, k.micro_batch) in allowed)
         ranked = tuple(_key(row["tp"], row["pp"], row["dp"], row["micro_batch"]) for row in result.rows)
         best = min(measured, key=measured.get)
         first = measured[ranked[0]] / measured[best] - 1 if ranked else float("inf")

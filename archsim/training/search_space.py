@@ -121,5 +121,15 @@ def peak_memory_bytes(c: TransformerConfig, par: Parallelism) -> float:
     return max(m.total for m in rank_memories(c, par, sorted({0, par.pp - 1})))
 
 
-__all__ = ["Candidate", "REASONS", "SCHEDULES", "candidates", "divisors", "factorizations", "in_flight_peaks",
-           "peak_memory_bytes", "rank_memories", "rejection"]
+__all__ = [
+    "REASONS",
+    "SCHEDULES",
+    "Candidate",
+    "candidates",
+    "divisors",
+    "factorizations",
+    "in_flight_peaks",
+    "peak_memory_bytes",
+    "rank_memories",
+    "rejection",
+]
