@@ -18,12 +18,12 @@ from archsim.training.iteration import in_flight, memories
 from archsim.training.parallel import Parallelism
 from archsim.training.run import train
 from archsim.training.search import _Coster, search, train_command
-from archsim.training.search_space import Candidate, in_flight_peaks, peak_memory_bytes, rank_memories
+from archsim.training.search_space import CHUNKED, Candidate, in_flight_peaks, peak_memory_bytes, rank_memories
 from archsim.workload.transformer import TransformerConfig
 
 TINY = TransformerConfig("tiny", "gpt", layers=6, hidden=96, heads=6, vocab=500, seq=64, ffn=384, kv_heads=6,
                          tied_embeddings=True, positions=64)
-SCHEDULES = ("1f1b", "gpipe", "zb-h1", "zb-h2", "interleaved-1f1b")
+SCHEDULES = ("1f1b", "gpipe", "zb-h1", "zb-h2", "interleaved-1f1b", "interleaved-zb", "looped-bfs")
 
 
 @pytest.mark.parametrize("schedule", ["1f1b", "gpipe", "zb-h1", "zb-h2"])
@@ -32,17 +32,18 @@ def test_in_flight_closed_forms_equal_the_orders(schedule):
         assert in_flight_peaks(schedule, p, m) == in_flight(published_order(schedule, p, m)), (p, m)
 
 
-def test_interleaved_in_flight_closed_form_equals_the_order():
+@pytest.mark.parametrize("schedule", ["interleaved-1f1b", "interleaved-zb", "looped-bfs"])
+def test_chunked_in_flight_closed_forms_equal_the_orders(schedule):
     for p, k, v in itertools.product(range(2, 6), range(1, 5), (2, 3, 4)):
         m = k * p
-        assert in_flight_peaks("interleaved-1f1b", p, m, v) == in_flight(published_order("interleaved-1f1b", p, m, v))
+        assert in_flight_peaks(schedule, p, m, v) == in_flight(published_order(schedule, p, m, v)), (p, m, v)
 
 
 def test_rank_memories_equal_the_event_orders_memories():
     c = replace(TINY, layers=12)
     for tp, pp, mb, rc, sched, v in itertools.product((1, 2), (2, 3), (1, 2), ("none", "selective", "full"),
                                                     SCHEDULES, (1, 2)):
-        if (v > 1) != sched.startswith("interleaved"):
+        if (v > 1) != (sched in CHUNKED):
             continue
         par = Parallelism(tp, pp, 1, 6 * mb * pp, mb, rc, False, v, sched)
         order = published_order(sched, pp, par.microbatches, v)
@@ -89,11 +90,13 @@ def _naive_survivors(c, gpus, per_server, global_batch):
     for tp, pp, dp, mb, rc, sched, v, sp in itertools.product(
             range(1, gpus + 1), range(1, gpus + 1), range(1, gpus + 1), range(1, 5), ("none", "selective", "full"),
             SCHEDULES, (1, 2, 3), (False, True)):
-        if tp * pp * dp != gpus or (v > 1) != sched.startswith("interleaved"):
+        if tp * pp * dp != gpus or (v > 1) != (sched in CHUNKED):
             continue
         if c.heads % tp or c.ffn % tp or per_server % tp or c.layers % (pp * v) or global_batch % (dp * mb):
             continue
-        if (sp and tp == 1) or (pp == 1 and sched != "1f1b") or (v > 1 and (global_batch // (dp * mb)) % pp):
+        if (sp and tp == 1) or (pp == 1 and sched != "1f1b"):
+            continue
+        if sched.startswith("interleaved") and (global_batch // (dp * mb)) % pp:
             continue
         par = Parallelism(tp, pp, dp, global_batch, mb, rc, sp, v, sched)
         out[(tp, pp, dp, mb, rc, sched, v, sp)] = train(c, par, single_node(gpus=gpus).machine(par)).peak_memory_gib * 2**30
@@ -165,7 +168,8 @@ def test_pareto_front_by_brute_force():
     assert sorted({(r["iteration_seconds"], r["peak_memory_gib"]) for r in result.pareto}) == expected
 
 
-@pytest.mark.parametrize("schedule, v", [("zb-h1", 1), ("zb-h2", 1), ("interleaved-1f1b", 2)])
+@pytest.mark.parametrize("schedule, v", [("zb-h1", 1), ("zb-h2", 1), ("interleaved-1f1b", 2), ("interleaved-zb", 2),
+                                         ("looped-bfs", 2)])
 def test_closed_forms_near_the_event_simulator_in_steady_state(schedule, v):
     """The screening closed forms of the schedules other than 1F1B, with m ≥ 2p micro-batches, are
     within 10% of the event simulator (rows are re-timed there before they are shown)."""
@@ -175,7 +179,8 @@ def test_closed_forms_near_the_event_simulator_in_steady_state(schedule, v):
     checked = 0
     for tp, pp, mb, rc in itertools.product((1, 2), (2, 3, 4), (1, 2), ("none", "full")):
         par = Parallelism(tp, pp, 1, 32, mb, rc, False, v, schedule)
-        if par.microbatches < 2 * pp or c.layers % (pp * v) or (v > 1 and par.microbatches % pp):
+        if par.microbatches < 2 * pp or c.layers % (pp * v) or (schedule.startswith("interleaved")
+                                                                 and par.microbatches % pp):
             continue
         k = Candidate(tp, pp, 1, mb, rc, schedule, v, False)
         event = train(c, par, cluster.machine(par)).iteration_seconds

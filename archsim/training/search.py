@@ -48,7 +48,9 @@ def pipeline_seconds(schedule: str, times, p: int, m: int, v: int) -> float:
     """Pipeline span by closed form. 1F1B and GPipe: the first micro-batch's way down and the last's
     way back plus m − 1 steps of the slowest stage. ZB-H1 / ZB-H2 (Qi et al. 2024 §3): 1F1B's bubble
     (p − 1)(F + I + W) shrinks to (p − 1)(F + I − W), (p − 1)(F + I − 2W) (not below 0, nor above 1F1B). Interleaved
-    1F1B (Narayanan et al. 2021 §2.2): m × the busiest rank's chunks plus (p − 1) × a chunk's F + B."""
+    1F1B (Narayanan et al. 2021 §2.2) and looped BFS: m × the busiest rank's chunks plus (p − 1) × a
+    chunk's F + B; interleaved ZB: (p − 1) × a chunk's F + I − W. Screening estimates, not exact (the
+    tests bound them against the event simulator in steady state, m ≥ 2p)."""
     f = np.asarray(times.forward)
     i = np.asarray(times.backward_input)
     w = np.asarray(times.backward_weight)
@@ -61,7 +63,8 @@ def pipeline_seconds(schedule: str, times, p: int, m: int, v: int) -> float:
         # never above 1F1B's (the formula assumes a steady state, which m < p micro-batches lack)
         return min(m * step + bubble + 2 * (p - 1) * times.hop, one_f_one_b_seconds(times, m))
     per_rank = (f + i + w).reshape(v, p).sum(axis=0)
-    return float(m * per_rank.max() + (p - 1) * (f + i + w).max() + 2 * (p - 1) * times.hop)
+    step = (f + i - w).max() if schedule == "interleaved-zb" else (f + i + w).max()
+    return float(m * per_rank.max() + (p - 1) * max(step, 0.0) + 2 * (p - 1) * times.hop)
 
 
 class _Coster:

@@ -18,10 +18,11 @@ from archsim.training.parallel import Parallelism
 from archsim.workload.transformer import TransformerConfig
 
 # schedule name → whether it runs v > 1 chunks per rank (interleaved) — the orders the training model times
-SCHEDULES = ("1f1b", "gpipe", "zb-h1", "zb-h2", "interleaved-1f1b")
+SCHEDULES = ("1f1b", "gpipe", "zb-h1", "zb-h2", "interleaved-1f1b", "interleaved-zb", "looped-bfs")
+CHUNKED = ("interleaved-1f1b", "interleaved-zb", "looped-bfs")  # v > 1 chunks per rank, chunk j on rank j mod p
 REASONS = ("tp-divides-heads", "tp-within-server", "pp-divides-layers", "dp-divides-batch",
            "micro-batch-divides-batch", "sequence-parallel-needs-tp", "schedule-needs-pp",
-           "interleave-needs-microbatches-multiple-of-pp", "out-of-memory")
+           "interleave-needs-microbatches-multiple-of-pp", "out-of-memory")  # in the order checked
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,7 @@ def candidates(gpus: int, micro_batches, recomputes, schedules, chunks, sequence
         for b in micro_batches:
             for r in recomputes:
                 for s in schedules:
-                    for v in (chunks if s.startswith("interleaved") else (1,)):
+                    for v in (chunks if s in CHUNKED else (1,)):
                         for sp in sequence_parallel:
                             yield Candidate(tp, pp, dp, b, r, s, v, sp)
 
@@ -79,7 +80,7 @@ def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_se
         return "sequence-parallel-needs-tp"
     if k.schedule != "1f1b" and k.pp == 1:  # one stage: every schedule runs as 1F1B does
         return "schedule-needs-pp"
-    if k.interleave > 1 and (global_batch // (k.dp * k.micro_batch)) % k.pp:
+    if k.schedule.startswith("interleaved") and (global_batch // (k.dp * k.micro_batch)) % k.pp:
         return "interleave-needs-microbatches-multiple-of-pp"
     return None
 
@@ -87,7 +88,8 @@ def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_se
 def in_flight_peaks(schedule: str, p: int, m: int, v: int = 1) -> list[int]:
     """Per rank r: the most micro-batch chunks forward and not yet backward at once — the published
     orders' warm-ups (1F1B: p − r; GPipe: all m; ZB-H1/H2: k(p − 1 − r) + 1; interleaved 1F1B with
-    m a multiple of p: (v − 1)p + 2(p − 1 − r) + 1), capped by the chunks there are."""
+    m a multiple of p: (v − 1)p + 2(p − 1 − r) + 1; interleaved ZB: vp − r; looped BFS: all m·v),
+    capped by the chunks there are."""
     if schedule == "gpipe":
         return [m] * p
     if schedule == "1f1b":
@@ -97,6 +99,10 @@ def in_flight_peaks(schedule: str, p: int, m: int, v: int = 1) -> list[int]:
         return [min(k * (p - 1 - r), m) + 1 if k * (p - 1 - r) < m else m for r in range(p)]
     if schedule == "interleaved-1f1b":
         return [min((v - 1) * p + 2 * (p - 1 - r) + 1, m * v) for r in range(p)]
+    if schedule == "interleaved-zb":  # one warm-up step per hop instead of two
+        return [min(v * p - r, m * v) for r in range(p)]
+    if schedule == "looped-bfs":  # every chunk's forwards before any backward
+        return [m * v] * p
     raise ValueError(schedule)
 
 
@@ -124,6 +130,7 @@ def peak_memory_bytes(c: TransformerConfig, par: Parallelism) -> float:
 __all__ = [
     "REASONS",
     "SCHEDULES",
+    "CHUNKED",
     "Candidate",
     "candidates",
     "divisors",
