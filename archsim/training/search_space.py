@@ -128,9 +128,9 @@ def peak_memory_bytes(c: TransformerConfig, par: Parallelism) -> float:
 
 
 __all__ = [
+    "CHUNKED",
     "REASONS",
     "SCHEDULES",
-    "CHUNKED",
     "Candidate",
     "candidates",
     "divisors",
