@@ -15,15 +15,36 @@ from archsim.policies.stage_orders import published_order
 from archsim.training.calibrate import fast_iteration_seconds
 from archsim.training.cluster import load_gpu_cluster, single_node
 from archsim.training.iteration import in_flight, memories
+from archsim.training.memory import stage_memory
 from archsim.training.parallel import Parallelism
 from archsim.training.run import train
 from archsim.training.search import _Coster, search, train_command
-from archsim.training.search_space import CHUNKED, Candidate, in_flight_peaks, peak_memory_bytes, rank_memories
+from archsim.training.search_space import (
+    CHUNKED,
+    V_SHAPED,
+    Candidate,
+    in_flight_peaks,
+    peak_memory_bytes,
+    rank_memories,
+)
 from archsim.workload.transformer import TransformerConfig
 
 TINY = TransformerConfig("tiny", "gpt", layers=6, hidden=96, heads=6, vocab=500, seq=64, ffn=384, kv_heads=6,
                          tied_embeddings=True, positions=64)
-SCHEDULES = ("1f1b", "gpipe", "zb-h1", "zb-h2", "interleaved-1f1b", "interleaved-zb", "looped-bfs")
+SCHEDULES = ("1f1b", "gpipe", "zb-h1", "zb-h2", "interleaved-1f1b", "interleaved-zb", "looped-bfs", "zb-v", "dualpipev")
+
+
+def _order_memories(c, par):
+    """Each rank's memory summed over the chunks the published order itself places on it
+    (``rank_of_stage``), with its in-flight counts read off the order."""
+    order = published_order(par.schedule, par.pp, par.microbatches, par.interleave)
+    peaks, where, chunks = in_flight(order), order.rank_of_stage(), par.pp * par.interleave
+    out = []
+    for rank in range(par.pp):
+        parts = [stage_memory(c, par, c.layers // chunks, max(peaks[rank] // par.interleave, 1), j == 0,
+                              j == chunks - 1) for j in range(chunks) if where[j] == rank]
+        out.append(sum(p.total for p in parts))
+    return out
 
 
 @pytest.mark.parametrize("schedule", ["1f1b", "gpipe", "zb-h1", "zb-h2"])
@@ -39,17 +60,25 @@ def test_chunked_in_flight_closed_forms_equal_the_orders(schedule):
         assert in_flight_peaks(schedule, p, m, v) == in_flight(published_order(schedule, p, m, v)), (p, m, v)
 
 
-def test_rank_memories_equal_the_event_orders_memories():
+def test_v_in_flight_equals_the_orders():
+    for schedule, p in itertools.product(V_SHAPED, range(1, 6)):
+        for m in range(2 * p if schedule == "dualpipev" else 1, 9 * p + 1):
+            assert in_flight_peaks(schedule, p, m, 2) == in_flight(published_order(schedule, p, m)), (p, m)
+
+
+def test_rank_memories_equal_the_orders_placement():
     c = replace(TINY, layers=12)
     for tp, pp, mb, rc, sched, v in itertools.product((1, 2), (2, 3), (1, 2), ("none", "selective", "full"),
                                                     SCHEDULES, (1, 2)):
-        if (v > 1) != (sched in CHUNKED):
+        if (v > 1) != (sched in CHUNKED or sched in V_SHAPED):
             continue
         par = Parallelism(tp, pp, 1, 6 * mb * pp, mb, rc, False, v, sched)
-        order = published_order(sched, pp, par.microbatches, v)
-        expected = memories(c, par, order)
-        assert [m.total for m in rank_memories(c, par)] == pytest.approx([m.total for m in expected], rel=1e-12)
-        assert peak_memory_bytes(c, par) == pytest.approx(max(m.total for m in expected), rel=1e-12)
+        expected = _order_memories(c, par)
+        assert [m.total for m in rank_memories(c, par)] == pytest.approx(expected, rel=1e-12)
+        assert peak_memory_bytes(c, par) == pytest.approx(max(expected), rel=1e-12)
+        if sched not in V_SHAPED:  # archsim train's memories place chunk j on rank j mod p
+            train_memories = memories(c, par, published_order(sched, pp, par.microbatches, v))
+            assert expected == pytest.approx([m.total for m in train_memories], rel=1e-12)
 
 
 def test_activation_memory_per_layer_follows_korthikanti():
@@ -85,21 +114,22 @@ def _tiny_cluster(tmp_path, servers: int, per_server: int, memory_bytes: float):
 
 def _naive_survivors(c, gpus, per_server, global_batch):
     """Every tuple in ranges wider than the search's kept by the rules as written in the issue → its
-    peak memory as archsim train computes it (the event-simulated order's in-flight counts)."""
+    peak memory with the published order's in-flight counts and placement."""
     out = {}
     for tp, pp, dp, mb, rc, sched, v, sp in itertools.product(
             range(1, gpus + 1), range(1, gpus + 1), range(1, gpus + 1), range(1, 5), ("none", "selective", "full"),
             SCHEDULES, (1, 2, 3), (False, True)):
-        if tp * pp * dp != gpus or (v > 1) != (sched in CHUNKED):
+        if tp * pp * dp != gpus or (v > 1) != (sched in CHUNKED or sched in V_SHAPED) or (sched in V_SHAPED and v != 2):
             continue
         if c.heads % tp or c.ffn % tp or per_server % tp or c.layers % (pp * v) or global_batch % (dp * mb):
             continue
         if (sp and tp == 1) or (pp == 1 and sched != "1f1b"):
             continue
-        if sched.startswith("interleaved") and (global_batch // (dp * mb)) % pp:
+        m = global_batch // (dp * mb)
+        if (sched.startswith("interleaved") and m % pp) or (sched == "dualpipev" and m < 2 * pp):
             continue
         par = Parallelism(tp, pp, dp, global_batch, mb, rc, sp, v, sched)
-        out[(tp, pp, dp, mb, rc, sched, v, sp)] = train(c, par, single_node(gpus=gpus).machine(par)).peak_memory_gib * 2**30
+        out[(tp, pp, dp, mb, rc, sched, v, sp)] = max(_order_memories(c, par))
     return out
 
 
@@ -169,7 +199,7 @@ def test_pareto_front_by_brute_force():
 
 
 @pytest.mark.parametrize("schedule, v", [("zb-h1", 1), ("zb-h2", 1), ("interleaved-1f1b", 2), ("interleaved-zb", 2),
-                                         ("looped-bfs", 2)])
+                                         ("looped-bfs", 2), ("zb-v", 2), ("dualpipev", 2)])
 def test_closed_forms_near_the_event_simulator_in_steady_state(schedule, v):
     """The screening closed forms of the schedules other than 1F1B, with m ≥ 2p micro-batches, are
     within 10% of the event simulator (rows are re-timed there before they are shown)."""

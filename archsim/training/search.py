@@ -20,7 +20,16 @@ import numpy as np
 
 from archsim.training.iteration import after_backward, model_pieces, one_f_one_b_seconds, stage_times
 from archsim.training.layer_ops import layer_parameters
-from archsim.training.search_space import REASONS, Candidate, candidates, peak_memory_bytes, rank_memories, rejection
+from archsim.training.search_space import (
+    REASONS,
+    V_SHAPED,
+    Candidate,
+    candidates,
+    peak_memory_bytes,
+    rank_chunks,
+    rank_memories,
+    rejection,
+)
 from archsim.workload.transformer import TransformerConfig
 
 EVENT_ACTION_LIMIT = 100_000  # stages × micro-batches × chunks above which re-timing is skipped (~1 s each)
@@ -49,7 +58,7 @@ def pipeline_seconds(schedule: str, times, p: int, m: int, v: int) -> float:
     way back plus m − 1 steps of the slowest stage. ZB-H1 / ZB-H2 (Qi et al. 2024 §3): 1F1B's bubble
     (p − 1)(F + I + W) shrinks to (p − 1)(F + I − W), (p − 1)(F + I − 2W) (not below 0, nor above 1F1B). Interleaved
     1F1B (Narayanan et al. 2021 §2.2) and looped BFS: m × the busiest rank's chunks plus (p − 1) × a
-    chunk's F + B; interleaved ZB: (p − 1) × a chunk's F + I − W. Screening estimates, not exact (the
+    chunk's F + B; interleaved ZB: (p − 1) × a chunk's F + I − W; ZB-V and DualPipeV: no bubble. Screening estimates, not exact (the
     tests bound them against the event simulator in steady state, m ≥ 2p)."""
     f = np.asarray(times.forward)
     i = np.asarray(times.backward_input)
@@ -62,6 +71,9 @@ def pipeline_seconds(schedule: str, times, p: int, m: int, v: int) -> float:
         bubble = (p - 1) * max(float((f + i).max()) - (k - 1) * float(w.min()) - float(w.min()), 0.0)
         # never above 1F1B's (the formula assumes a steady state, which m < p micro-batches lack)
         return min(m * step + bubble + 2 * (p - 1) * times.hop, one_f_one_b_seconds(times, m))
+    if schedule in V_SHAPED:  # zero bubble, as ZB-V and DualPipe aim for
+        per_rank = np.array([(f + i + w)[rank_chunks(schedule, p, v, r)].sum() for r in range(p)])
+        return float(m * per_rank.max() + 2 * (p - 1) * times.hop)
     per_rank = (f + i + w).reshape(v, p).sum(axis=0)
     step = (f + i - w).max() if schedule == "interleaved-zb" else (f + i + w).max()
     return float(m * per_rank.max() + (p - 1) * max(step, 0.0) + 2 * (p - 1) * times.hop)
@@ -157,8 +169,8 @@ def _event_row(c, cluster, global_batch, row: dict) -> dict:
     par = k.parallelism(global_batch)
     if k.pp * par.microbatches * k.interleave > EVENT_ACTION_LIMIT:
         return row
-    result = train(c, par, cluster.machine(par))
-    return _row(c, cluster, global_batch, k, result.iteration_seconds, result.peak_memory_gib * 2**30, "event")
+    result = train(c, par, cluster.machine(par))  # its time; the memory is the search's (V chunks placed right)
+    return _row(c, cluster, global_batch, k, result.iteration_seconds, row["peak_memory_gib"] * 2**30, "event")
 
 
 def megatron_args(k: Candidate, global_batch: int, layers: int) -> str:

@@ -12,17 +12,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 
 from archsim.training.memory import StageMemory, stage_memory
 from archsim.training.parallel import Parallelism
 from archsim.workload.transformer import TransformerConfig
 
 # schedule name → whether it runs v > 1 chunks per rank (interleaved) — the orders the training model times
-SCHEDULES = ("1f1b", "gpipe", "zb-h1", "zb-h2", "interleaved-1f1b", "interleaved-zb", "looped-bfs")
+SCHEDULES = ("1f1b", "gpipe", "zb-h1", "zb-h2", "interleaved-1f1b", "interleaved-zb", "looped-bfs", "zb-v", "dualpipev")
+V_SHAPED = ("zb-v", "dualpipev")  # two chunks per rank, chunks j and 2p − 1 − j on rank j
 CHUNKED = ("interleaved-1f1b", "interleaved-zb", "looped-bfs")  # v > 1 chunks per rank, chunk j on rank j mod p
 REASONS = ("tp-divides-heads", "tp-within-server", "pp-divides-layers", "dp-divides-batch",
            "micro-batch-divides-batch", "sequence-parallel-needs-tp", "schedule-needs-pp",
-           "interleave-needs-microbatches-multiple-of-pp", "out-of-memory")  # in the order checked
+           "interleave-needs-microbatches-multiple-of-pp", "dualpipev-needs-2p-microbatches", "out-of-memory")  # in the order checked
 
 
 @dataclass(frozen=True)
@@ -59,7 +61,7 @@ def candidates(gpus: int, micro_batches, recomputes, schedules, chunks, sequence
         for b in micro_batches:
             for r in recomputes:
                 for s in schedules:
-                    for v in (chunks if s in CHUNKED else (1,)):
+                    for v in (chunks if s in CHUNKED else (2,) if s in V_SHAPED else (1,)):
                         for sp in sequence_parallel:
                             yield Candidate(tp, pp, dp, b, r, s, v, sp)
 
@@ -82,6 +84,8 @@ def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_se
         return "schedule-needs-pp"
     if k.schedule.startswith("interleaved") and (global_batch // (k.dp * k.micro_batch)) % k.pp:
         return "interleave-needs-microbatches-multiple-of-pp"
+    if k.schedule == "dualpipev" and global_batch // (k.dp * k.micro_batch) < 2 * k.pp:
+        return "dualpipev-needs-2p-microbatches"
     return None
 
 
@@ -103,19 +107,35 @@ def in_flight_peaks(schedule: str, p: int, m: int, v: int = 1) -> list[int]:
         return [min(v * p - r, m * v) for r in range(p)]
     if schedule == "looped-bfs":  # every chunk's forwards before any backward
         return [m * v] * p
+    if schedule in V_SHAPED:  # no closed form written: the order's own count, which stops growing by m = 2p
+        return list(_v_in_flight(schedule, p, min(m, 3 * p)))
     raise ValueError(schedule)
+
+
+@lru_cache(maxsize=256)
+def _v_in_flight(schedule: str, p: int, m: int) -> tuple[int, ...]:
+    from archsim.policies.stage_orders import published_order
+    from archsim.training.iteration import in_flight
+
+    return tuple(in_flight(published_order(schedule, p, m)))
+
+
+def rank_chunks(schedule: str, p: int, v: int, rank: int) -> list[int]:
+    """The model chunks (virtual stages) a pipeline rank runs."""
+    return [rank, 2 * p - 1 - rank] if schedule in V_SHAPED else list(range(rank, p * v, p))
 
 
 def rank_memories(c: TransformerConfig, par: Parallelism, ranks=None) -> list[StageMemory]:
     """Memory of one GPU of each pipeline rank in ``ranks`` (default all), as
-    :func:`archsim.training.iteration.memories` but with the in-flight counts in closed form."""
+    :func:`archsim.training.iteration.memories` but with the in-flight counts in closed form, and a
+    V-shaped schedule's first and last chunk (embedding and LM head) both on rank 0."""
     chunks = par.pp * par.interleave
     per_chunk = c.layers // chunks
     peaks = in_flight_peaks(par.schedule, par.pp, par.microbatches, par.interleave)
     out = []
     for rank in (range(par.pp) if ranks is None else ranks):
         parts = [stage_memory(c, par, per_chunk, max(peaks[rank] // par.interleave, 1), j == 0, j == chunks - 1)
-                 for j in range(rank, chunks, par.pp)]
+                 for j in rank_chunks(par.schedule, par.pp, par.interleave, rank)]
         out.append(StageMemory(sum(p.parameters for p in parts), sum(p.states for p in parts),
                                sum(p.activations for p in parts)))
     return out
@@ -131,12 +151,14 @@ __all__ = [
     "CHUNKED",
     "REASONS",
     "SCHEDULES",
+    "V_SHAPED",
     "Candidate",
     "candidates",
     "divisors",
     "factorizations",
     "in_flight_peaks",
     "peak_memory_bytes",
+    "rank_chunks",
     "rank_memories",
     "rejection",
 ]
