@@ -174,7 +174,10 @@ def _event_row(c, cluster, global_batch, row: dict) -> dict:
 
 
 def megatron_args(k: Candidate, global_batch: int, layers: int) -> str:
-    """Megatron-LM's arguments for the configuration (``pretrain_gpt.py``)."""
+    """Megatron-LM's arguments for the configuration (``pretrain_gpt.py``); empty for a schedule
+    Megatron-LM does not run (it has 1F1B and interleaved 1F1B)."""
+    if k.schedule not in ("1f1b", "interleaved-1f1b"):
+        return ""
     args = [f"--tensor-model-parallel-size {k.tp}", f"--pipeline-model-parallel-size {k.pp}",
             f"--micro-batch-size {k.micro_batch}", f"--global-batch-size {global_batch}"]
     if k.recompute != "none":
