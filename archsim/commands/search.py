@@ -67,7 +67,9 @@ def run(args: argparse.Namespace) -> int:
         meta = {k: (", ".join(f"{r}: {n}" for r, n in v.items()) if isinstance(v, dict) else v)
                 for k, v in meta.items() if k != "pareto"}
         meta["pareto"] = "; ".join(f"TP{r['tp']} PP{r['pp']} DP{r['dp']} mb{r['micro_batch']} {r['recompute']} "
-                                   f"{r['schedule']}: {r['iteration_seconds']:.4g} s, {r['peak_memory_gib']:.3g} GiB"
+                                   f"{r['schedule']}{' v' + str(r['interleave']) if r['interleave'] > 1 else ''}"
+                                   f"{' sp' if r['sequence_parallel'] else ''}: {r['iteration_seconds']:.4g} s, "
+                                   f"{r['peak_memory_gib']:.3g} GiB"
                                    for r in result.pareto)
         rows = [{k: v for k, v in row.items() if k not in ("megatron_args", "command")} for row in rows] \
             if args.format == "table" else rows

@@ -7,8 +7,11 @@ parallelism for a transformer, a global batch and a GPU cluster.
    F/I/W times (:func:`pipeline_seconds`; the pieces' op costs are computed once per TP ×
    micro-batch × recompute × sequence parallelism × TP link, so a candidate costs microseconds).
    1F1B's is :func:`archsim.training.iteration.one_f_one_b_seconds`, the one the kernel fit uses.
-3. Re-time the best ``refine`` with the event simulator (:func:`archsim.training.run.train`) when
-   their schedule is small enough, and rank again: ``timing`` says which model timed each row.
+   Schedules other than 1F1B and GPipe are timed in the event simulator while short of a steady
+   state (fewer than 2p micro-batches), where their closed forms are poor.
+3. Re-time the best ``refine`` estimated by a closed form with the event simulator
+   (:func:`archsim.training.run.train`) when their schedule is small enough, and rank again:
+   ``timing`` says which model timed each row.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from archsim.training.search_space import (
 )
 from archsim.workload.transformer import TransformerConfig
 
+CLOSED_FORM_EXACT = ("1f1b", "gpipe")  # their closed form equals the event simulator (tests)
 EVENT_ACTION_LIMIT = 100_000  # stages × micro-batches × chunks above which re-timing is skipped (~1 s each)
 
 
@@ -41,7 +45,7 @@ class SearchResult:
     rejected: dict[str, int]  # reason → candidates
     enumerated: int
     costed: int
-    pareto: list[dict]        # time vs memory per GPU: no other configuration is faster and smaller (closed forms)
+    pareto: list[dict]        # time vs memory per GPU: no other configuration is faster and smaller
 
 
 def model_flops(c: TransformerConfig, global_batch: int) -> float:
@@ -80,24 +84,34 @@ def pipeline_seconds(schedule: str, times, p: int, m: int, v: int) -> float:
 
 
 class _Coster:
-    """Closed-form iteration seconds, with the layer pieces cached per what they depend on."""
+    """Iteration seconds of a candidate and which model gave them: 1F1B's and GPipe's closed form
+    (equal to the event simulator); for the other schedules the event simulator itself
+    (:func:`archsim.training.run.train`) while the pipeline is short of a steady state (m < 2p
+    micro-batches), where their closed forms are poor, else their closed forms. Layer pieces are
+    cached per what they depend on."""
 
     def __init__(self, c: TransformerConfig, cluster, global_batch: int) -> None:
         self.c, self.cluster, self.global_batch = c, cluster, global_batch
         self.pieces: dict = {}
 
-    def seconds(self, k: Candidate) -> float:
+    def seconds(self, k: Candidate) -> tuple[float, str]:
         par = k.parallelism(self.global_batch)
         machine = self.cluster.machine(par)
+        m = par.microbatches
+        if (k.schedule not in CLOSED_FORM_EXACT and m < 2 * k.pp
+                and k.pp * m * k.interleave <= EVENT_ACTION_LIMIT):
+            from archsim.training.run import train
+
+            return train(self.c, par, machine).iteration_seconds, "event"
         key = (k.tp, k.micro_batch, k.recompute, k.sequence_parallel, machine.links.tp)
         if key not in self.pieces:
             self.pieces[key] = model_pieces(self.c, par, machine)
         times = stage_times(self.c, par, machine, self.pieces[key])
-        span = pipeline_seconds(k.schedule, times, k.pp, par.microbatches, k.interleave)
+        span = pipeline_seconds(k.schedule, times, k.pp, m, k.interleave)
         ranks = sorted({0, k.pp - 1})
         post = max(sum(after_backward(self.c, par, machine, r, mem.parameters).values())
                    for r, mem in zip(ranks, rank_memories(self.c, par, ranks)))
-        return span + post
+        return span + post, "closed-form"
 
 
 def search(c: TransformerConfig, cluster, global_batch: int, gpus: int | None = None, *,
@@ -113,7 +127,7 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus: int | None = 
     grid = list(candidates(gpus, micro_batches, recomputes, schedules, chunks, sequence_parallel))
     rejected: Counter = Counter()
     coster = _Coster(c, cluster, global_batch)
-    costed: list[tuple[float, float, Candidate]] = []
+    costed: list[tuple[float, float, Candidate, str]] = []
     with progress(len(grid), progress_desc or f"search {c.name}", "config", delay=1.0) as bar:
         for k in grid:
             bar.update(1)
@@ -126,27 +140,28 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus: int | None = 
             if reason:
                 rejected[reason] += 1
                 continue
-            costed.append((coster.seconds(k), memory, k))
+            costed.append((*coster.seconds(k), memory, k))
     costed.sort(key=lambda t: t[0])
-    rows = [_row(c, cluster, global_batch, k, s, mem, "closed-form") for s, mem, k in costed[:max(top, refine)]]
+    rows = [_row(c, cluster, global_batch, k, s, mem, timing) for s, timing, mem, k in costed[:max(top, refine)]]
     if refine:
         with progress(min(refine, len(rows)), "re-time in the event simulator", "config", delay=1.0) as bar:
             timed = []
             for row in rows[:refine]:
-                timed.append(_event_row(c, cluster, global_batch, row))
+                estimate = row["timing"] == "closed-form" and row["schedule"] not in CLOSED_FORM_EXACT
+                timed.append(_event_row(c, cluster, global_batch, row) if estimate else row)
                 bar.update(1)
         rows[:refine] = sorted(timed, key=lambda r: r["iteration_seconds"])
     order = [r for r in REASONS if rejected[r]] + (["filtered"] if rejected["filtered"] else [])
-    front = [_row(c, cluster, global_batch, k, s, mem, "closed-form") for s, mem, k in pareto_front(costed)]
+    front = [_row(c, cluster, global_batch, k, s, mem, timing) for s, timing, mem, k in pareto_front(costed)]
     return SearchResult(rows[:top], {r: rejected[r] for r in order}, len(grid), len(costed), front)
 
 
-def pareto_front(costed: list[tuple[float, float, Candidate]]) -> list[tuple[float, float, Candidate]]:
-    """(seconds, bytes, candidate) none of the others beats on both (ties: the first kept), fastest
-    first: sorted by time, each kept if smaller than everything faster."""
-    front: list[tuple[float, float, Candidate]] = []
-    for item in sorted(costed, key=lambda t: (t[0], t[1])):
-        if not front or item[1] < front[-1][1]:
+def pareto_front(costed: list[tuple]) -> list[tuple]:
+    """(seconds, timing, bytes, candidate) none of the others beats on both seconds and bytes (ties:
+    the first kept), fastest first: sorted by time, each kept if smaller than everything faster."""
+    front: list[tuple] = []
+    for item in sorted(costed, key=lambda t: (t[0], t[2])):
+        if not front or item[2] < front[-1][2]:
             front.append(item)
     return front
 
