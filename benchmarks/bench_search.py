@@ -7,7 +7,9 @@ against vTrain's measured single-node runs — in one run.
   seq 2,048) on 24 to 384 DGX A100 servers (192 to 3,072 GPUs; 200 Gb/s InfiniBand per GPU), global
   batch 3,072, every factorization, micro-batches 1–8, every recompute mode and schedule (interleaved
   with 2 and 4 chunks), sequence parallelism on and off; closed forms only (``--refine 0``) and
-  then with the best 20 re-timed (the command's default) in the event simulator. CPU seconds of one process
+  then with the best 20 re-timed (the command's default) in the event simulator; the same for
+  GPT-3 175B (configs/transformers/gpt3_175b.toml, global batch 1,536), which fits every cluster
+  size, so its growth is the search's own. CPU seconds of one process
   (``time.process_time``: the machine is shared), the scaling exponent of time in GPUs
   (least-squares slope of log time on log GPUs), and the target: 3,072 GPUs in under 60 s.
 * ``acceptance``: :func:`archsim.training.search_acceptance.group_outcomes` — per (model, GPUs,
@@ -51,8 +53,8 @@ gpu = "a100-80gb"
 """
 
 
-def speed(servers_list: list[int]) -> list[dict]:
-    model = load_transformer(ROOT / "configs" / "transformers" / "gpt_1t.toml")
+def speed(servers_list: list[int], name: str = "gpt_1t", batch: int = 3072) -> list[dict]:
+    model = load_transformer(ROOT / "configs" / "transformers" / f"{name}.toml")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for servers in servers_list:
@@ -62,10 +64,10 @@ def speed(servers_list: list[int]) -> list[dict]:
             for refine in (0, 20):
                 start = time.process_time()
                 wall = time.perf_counter()
-                result = search(model, cluster, 3072, micro_batches=range(1, 9), schedules=SCHEDULES, chunks=(2, 4),
+                result = search(model, cluster, batch, micro_batches=range(1, 9), schedules=SCHEDULES, chunks=(2, 4),
                                 top=10, refine=refine)
                 best = result.rows[0] if result.rows else {}
-                rows.append({"gpus": servers * 8, "refine": refine, "cpu_s": time.process_time() - start,
+                rows.append({"model": name, "gpus": servers * 8, "refine": refine, "cpu_s": time.process_time() - start,
                              "wall_s": time.perf_counter() - wall, "enumerated": result.enumerated,
                              "costed": result.costed, "best": {k: best.get(k) for k in (
                                  "tp", "pp", "dp", "micro_batch", "recompute", "schedule", "interleave",
@@ -74,8 +76,8 @@ def speed(servers_list: list[int]) -> list[dict]:
     return rows
 
 
-def exponent(rows: list[dict], refine: int) -> float:
-    pts = [(r["gpus"], r["cpu_s"]) for r in rows if r["refine"] == refine]
+def exponent(rows: list[dict], model: str, refine: int) -> float:
+    pts = [(r["gpus"], r["cpu_s"]) for r in rows if r["refine"] == refine and r["model"] == model]
     x, y = np.log([p[0] for p in pts]), np.log([p[1] for p in pts])
     return float(np.polyfit(x, y, 1)[0])
 
@@ -99,16 +101,20 @@ def main() -> int:
     parser.add_argument("--skip-acceptance", action="store_true")
     args = parser.parse_args()
     results = ROOT / "benchmarks" / "results"
-    rows = speed([24, 48, 96] if args.quick else [24, 48, 96, 192, 384])
+    servers = [24, 48, 96] if args.quick else [24, 48, 96, 192, 384]
+    rows = speed(servers) + speed(servers, "gpt3_175b", 1536)
     keys = list(rows[0]["best"])
-    lines = [",".join(["gpus", "refine", "cpu_s", "wall_s", "enumerated", "costed", *keys])]
-    lines += [",".join([f"{r['gpus']},{r['refine']},{r['cpu_s']:.3f},{r['wall_s']:.3f},{r['enumerated']},{r['costed']}",
-                        *("" if r["best"][k] is None else str(r["best"][k]) for k in keys)]) for r in rows]
-    for refine in (0, 20):
-        lines.append(f"# exponent (cpu_s ~ gpus^k), refine {refine}: {exponent(rows, refine):.3f}")
+    lines = [",".join(["model", "gpus", "refine", "cpu_s", "wall_s", "enumerated", "costed", *keys])]
+    for r in rows:
+        head = [r["model"], r["gpus"], r["refine"], f"{r['cpu_s']:.3f}", f"{r['wall_s']:.3f}", r["enumerated"],
+                r["costed"]]
+        lines.append(",".join(map(str, [*head, *("" if r["best"][k] is None else r["best"][k] for k in keys)])))
+    for model in ("gpt_1t", "gpt3_175b"):
+        for refine in (0, 20):
+            lines.append(f"# exponent (cpu_s ~ gpus^k), {model}, refine {refine}: {exponent(rows, model, refine):.3f}")
     atomic_write_text(results / "search_speed.csv", "\n".join(lines) + "\n")
-    print("\n".join(lines[-2:]))
-    largest = max(rows, key=lambda r: (r["gpus"], r["refine"]))
+    print("\n".join(lines[-4:]))
+    largest = max((r for r in rows if r["model"] == "gpt_1t"), key=lambda r: (r["gpus"], r["refine"]))
     print(f"largest: {largest['gpus']} GPUs, refine {largest['refine']}: {largest['cpu_s']:.2f} CPU s "
           f"({'under' if largest['cpu_s'] < 60 else 'OVER'} 60 s)")
     if not args.skip_acceptance:
