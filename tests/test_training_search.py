@@ -218,3 +218,21 @@ def test_closed_forms_near_the_event_simulator_in_steady_state(schedule, v):
         assert timing == "closed-form" and seconds == pytest.approx(event, rel=0.10), (tp, pp, mb, rc)
         checked += 1
     assert checked >= 8
+
+
+def test_search_writes_the_best_schedule_as_torch_csv(tmp_path, capsys):
+    from archsim.policies.stage_orders import parse_order_csv
+
+    model = tmp_path / "m.json"
+    model.write_text(json.dumps({"model_type": "gpt2", "n_layer": 8, "n_embd": 256, "n_head": 8, "n_positions": 128,
+                                 "vocab_size": 1000, "n_inner": 1024}))
+    out = tmp_path / "order.csv"
+    assert main(["search", str(model), "--cluster", "configs/clusters/a100_node.toml", "--global-batch", "32",
+                 "--gpus", "4", "--schedule", "zb-h1", "--top", "1", "--format", "json",
+                 "--schedule-csv", str(out), "--gantt", str(tmp_path / "g.html")]) == 0
+    best = json.loads(capsys.readouterr().out)["rows"][0]
+    assert best["schedule"] == "zb-h1" and best["pp"] > 1
+    order = parse_order_csv(out.read_text())
+    expected = published_order("zb-h1", best["pp"], 32 // (best["dp"] * best["micro_batch"]))
+    assert [list(map(str, r)) for r in order.ranks] == [list(map(str, r)) for r in expected.ranks]
+    assert (tmp_path / "g.html").stat().st_size > 0

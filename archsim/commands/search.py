@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from archsim.cli import Command
-from archsim.commands.common import add_output_arguments, emit, positive_int
+from archsim.commands.common import add_output_arguments, add_timeline_outputs, emit, positive_int
 from archsim.training.parallel import RECOMPUTE
 from archsim.training.search_space import SCHEDULES
 
@@ -35,6 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--refine", type=int, default=None, metavar="N",
                         help="re-time the best N of the closed forms with the event simulator and rank them again "
                              "(default: 2 × --top)")
+    add_timeline_outputs(parser)  # of the first row's iteration, as archsim train writes them
     add_output_arguments(parser)
 
 
@@ -75,7 +76,26 @@ def run(args: argparse.Namespace) -> int:
             if args.format == "table" else rows
     columns = None if rows else ["tp", "pp", "dp", "micro_batch", "recompute", "schedule", "iteration_seconds"]
     emit(render(pd.DataFrame(rows, columns=columns), args.format, meta=meta, precision=args.precision), args)
+    if args.gantt or args.trace or args.schedule_csv:
+        _write_best_timeline(args, config, cluster, result.rows)
     return 0
+
+
+def _write_best_timeline(args: argparse.Namespace, config, cluster, rows: list[dict]) -> None:
+    """The first row's iteration timed by archsim train, written as its Gantt chart, Chrome trace and
+    torch.distributed.pipelining schedule CSV."""
+    from archsim.commands.common import write_timeline_outputs
+    from archsim.errors import InputError
+    from archsim.training.parallel import Parallelism
+    from archsim.training.run import train
+
+    if not rows:
+        raise InputError("no configuration fits, so there is no timeline to write", field="gantt")
+    r = rows[0]
+    par = Parallelism(r["tp"], r["pp"], r["dp"], args.global_batch, r["micro_batch"], r["recompute"],
+                      r["sequence_parallel"], r["interleave"], r["schedule"])
+    result = train(config, par, cluster.machine(par))
+    write_timeline_outputs(args, result.run.timeline, f"{config.name}: TP{par.tp} PP{par.pp} DP{par.dp}, {r['schedule']}")
 
 
 COMMAND = Command("search", HELP, add_arguments, run)
