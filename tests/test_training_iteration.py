@@ -148,3 +148,32 @@ def test_cluster_without_a_catalog_gpu_is_one_line(tmp_path, capsys, cluster, me
                  "--global-batch", "4"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err and "gpu" in err
+
+
+@pytest.mark.parametrize("schedule, interleave", [("1f1b", 2), ("interleaved-zb", 2), ("looped-bfs", 2), ("zb-h1", 1), ("zb-v", 1),
+                                                  ("dualpipev", 1), ("gpipe", 1)])
+def test_every_schedule_does_all_the_work(schedule, interleave):
+    """Whatever the order, each rank runs its share of every micro-batch: summed busy time = m × all stages'
+    F + I + W, and the iteration is at least the busiest rank's work."""
+    par = Parallelism(1, 2, 1, 8, 2, "full", False, interleave, schedule)
+    machine = single_node().machine(par)
+    result = train(C, par, machine)
+    times = stage_times(C, par, machine, model_pieces(C, par, machine))
+    work = sum(times.forward) + sum(times.backward_input) + sum(times.backward_weight)
+    timeline = result.run.timeline
+    busy = sum(timeline.busy_time(p.name) for p in result.run.problem.processors)
+    assert busy == pytest.approx(par.microbatches * work)
+    assert result.iteration_seconds >= max(timeline.busy_time(p.name) for p in result.run.problem.processors)
+
+
+@pytest.mark.parametrize("schedule, copies", [("1f1b", 1), ("zb-v", 0)])
+def test_tied_embedding_copy_only_across_ranks(schedule, copies):
+    """1F1B puts the embedding and the LM head on different ranks: a second copy of the token table and
+    its gradient all-reduce; the V-shaped schedules keep both on rank 0: neither."""
+    par = Parallelism(1, 2, 1, 4, 2, "full", False, 1, schedule)
+    result = train(C, par, single_node().machine(par))
+    layer = 12 * 256 * 256 + 13 * 256
+    table = 1024 * 256  # vocabulary 1000 padded to 1024
+    expected = 4 * layer + table + 128 * 256 + 2 * 256 + copies * table
+    assert sum(m.parameters for m in result.memory) == expected
+    assert (sum(p["embedding_allreduce"] for p in result.post) > 0) == bool(copies)

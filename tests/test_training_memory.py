@@ -46,3 +46,12 @@ def test_stage_total_by_hand(recompute):
     assert memory.states == 16 * params
     assert memory.activations == pytest.approx(activations)
     assert memory.total == pytest.approx(16 * params + activations)
+
+
+@pytest.mark.parametrize("pp, m", [(1, 3), (2, 1), (4, 8), (4, 2)])
+def test_1f1b_memory_without_building_the_order(pp, m):
+    from archsim.policies.stage_orders import published_order
+    from archsim.training.iteration import memories
+
+    par = Parallelism(1, pp, 1, 2 * m, 2, "full")
+    assert memories(TINY, par) == memories(TINY, par, published_order("1f1b", pp, m))

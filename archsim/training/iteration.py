@@ -121,7 +121,7 @@ def model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> di
 
 def stage_times(c: TransformerConfig, par: Parallelism, machine: Machine,
                 pieces: dict[str, PieceCost]) -> StageTimes:
-    chunks = par.pp * par.interleave
+    chunks = par.pp * par.chunks
     counts = layers_per_stage(c.layers, chunks)
     layer, emb, head = pieces["layer"], pieces["embedding"], pieces["head"]
     fwd, bin_, bw = [], [], []
@@ -143,11 +143,14 @@ def stage_times(c: TransformerConfig, par: Parallelism, machine: Machine,
 
 
 def after_backward(c: TransformerConfig, par: Parallelism, machine: Machine, rank: int,
-                   parameters: float) -> dict[str, float]:
-    """Seconds each rank spends after its last backward: DP and embedding all-reduces, optimizer."""
+                   parameters: float, tied_ranks: tuple[int, int] | None = None) -> dict[str, float]:
+    """Seconds each rank spends after its last backward: DP and embedding all-reduces, optimizer.
+    ``tied_ranks``: the ranks of the first and last stage (default 0 and PP − 1); when they differ and
+    embeddings are tied, both all-reduce the token table's gradient."""
     dp = float(collective_seconds("all-reduce", parameters * 2, par.dp, machine.links.dp))
     tied = 0.0
-    if par.pp > 1 and c.tied_embeddings and rank in (0, par.pp - 1):
+    ends = (0, par.pp - 1) if tied_ranks is None else tied_ranks
+    if ends[0] != ends[1] and c.tied_embeddings and rank in ends:
         table = padded_vocab(c.vocab, par.tp) // par.tp * c.hidden * 2
         tied = float(collective_seconds("all-reduce", table, 2, machine.links.pp))
     optimizer = float(memory_seconds(parameters * OPTIMIZER_BYTES_PER_PARAMETER / 2, machine.gpu,
@@ -168,22 +171,31 @@ def in_flight(order) -> list[int]:
 
 
 def check_fits(c: TransformerConfig, par: Parallelism) -> None:
-    if c.layers % (par.pp * par.interleave):
-        raise InputError(f"{c.layers} layers do not split into {par.pp} stages × {par.interleave} chunks",
+    if c.layers % (par.pp * par.chunks):
+        raise InputError(f"{c.layers} layers do not split into {par.pp} stages × {par.chunks} chunks",
                          field="pp")
     if c.heads % par.tp or c.ffn % par.tp:
         raise InputError(f"TP {par.tp} must divide the heads ({c.heads}) and the FFN width ({c.ffn})", field="tp")
 
 
-def memories(c: TransformerConfig, par: Parallelism, order) -> list[StageMemory]:
-    """Memory of one GPU of each pipeline rank (chunks of a rank summed)."""
-    chunks = par.pp * par.interleave
+def memories(c: TransformerConfig, par: Parallelism, order=None) -> list[StageMemory]:
+    """Memory of one GPU of each pipeline rank (chunks of a rank summed). Without ``order``, plain 1F1B's
+    in-flight counts min(p − r, m) — no schedule built, for searches over many configurations."""
+    chunks = par.pp * par.chunks
     per_chunk = c.layers // chunks
-    peaks = in_flight(order)
+    if order is None:
+        if par.schedule_name != "1f1b":
+            raise InputError("memory without a schedule's order is 1F1B's only", field="schedule")
+        peaks = [min(par.pp - r, par.microbatches) for r in range(par.pp)]
+        rank_of = {j: j for j in range(par.pp)}
+    else:
+        peaks = in_flight(order)
+        rank_of = order.rank_of_stage()
+    apart = rank_of[0] != rank_of[chunks - 1]
     out = []
     for rank in range(par.pp):
-        mine = [j for j in range(chunks) if j % par.pp == rank]
-        parts = [stage_memory(c, par, per_chunk, max(peaks[rank] // par.interleave, 1), j == 0, j == chunks - 1)
+        mine = [j for j in range(chunks) if rank_of[j] == rank]
+        parts = [stage_memory(c, par, per_chunk, max(peaks[rank] // par.chunks, 1), j == 0, j == chunks - 1, apart)
                  for j in mine]
         out.append(StageMemory(sum(p.parameters for p in parts), sum(p.states for p in parts),
                                sum(p.activations for p in parts)))

@@ -67,21 +67,23 @@ class StageMemory:
         return self.states + self.activations
 
 
-def stage_parameters(c: TransformerConfig, par: Parallelism, layers: int, first: bool, last: bool) -> float:
+def stage_parameters(c: TransformerConfig, par: Parallelism, layers: int, first: bool, last: bool,
+                     head_copy: bool | None = None) -> float:
     """Parameters on one GPU of a stage: its layers, the embedding on the first stage, the final norm
-    (and, with PP > 1 and tied embeddings, the LM head's copy of the token table) on the last."""
+    (and, when the first and last stages sit on different ranks and embeddings are tied, the LM head's
+    copy of the token table — ``head_copy``, default PP > 1) on the last."""
     params = layers * layer_parameters_per_gpu(c, par.tp)
     if first:
         params += embedding_parameters(c, par.tp)
     if last:
         params += 2 * c.hidden
-        if par.pp > 1 or not c.tied_embeddings:
+        if (par.pp > 1 if head_copy is None else head_copy) or not c.tied_embeddings:
             params += padded_vocab(c.vocab, par.tp) // par.tp * c.hidden
     return params
 
 
 def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight: int, first: bool,
-                 last: bool) -> StageMemory:
+                 last: bool, head_copy: bool | None = None) -> StageMemory:
     """Memory of one GPU of a stage holding ``layers`` layers with ``in_flight`` micro-batches' activations."""
     b, t = par.micro_batch, par.tp
     per_layer = layer_activation_bytes(c, b, t, par.recompute, par.sequence_parallel)
@@ -94,7 +96,7 @@ def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight:
         activations += in_flight * c.seq * b * c.hidden
     if last:
         activations += 6 * c.seq * b * padded_vocab(c.vocab, t) / t
-    params = stage_parameters(c, par, layers, first, last)
+    params = stage_parameters(c, par, layers, first, last, head_copy)
     return StageMemory(params, STATE_BYTES_PER_PARAMETER * params, activations)
 
 

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from archsim.errors import InputError
 
 RECOMPUTE = ("none", "selective", "full")
+V_SCHEDULES = ("zb-v", "dualpipev")  # two chunks per rank, V-shaped
+CHUNKED_SCHEDULES = ("1f1b", "interleaved-1f1b", "interleaved-zb", "looped-bfs")  # take --interleave
 
 
 @dataclass(frozen=True)
@@ -37,8 +39,21 @@ class Parallelism:
         if self.global_batch % (self.micro_batch * self.dp):
             raise InputError(f"global batch {self.global_batch} is not a multiple of micro-batch × DP "
                              f"({self.micro_batch} × {self.dp})", field="global-batch")
+        if self.interleave > 1 and self.schedule not in CHUNKED_SCHEDULES:
+            raise InputError(f"--interleave takes one of the schedules {', '.join(CHUNKED_SCHEDULES)}, not "
+                             f"{self.schedule!r}", field="interleave")
         if self.sequence_parallel and self.tp == 1:
             raise InputError("sequence parallelism needs --tp > 1", field="sequence-parallel")
+
+    @property
+    def chunks(self) -> int:
+        """Model chunks per pipeline rank the schedule runs: ``interleave``, or 2 for the V-shaped ones."""
+        return 2 if self.schedule in V_SCHEDULES else self.interleave
+
+    @property
+    def schedule_name(self) -> str:
+        """The published order to build: plain 1F1B with ``interleave`` > 1 is Megatron's interleaved 1F1B."""
+        return "interleaved-1f1b" if self.schedule == "1f1b" and self.interleave > 1 else self.schedule
 
     @property
     def gpus(self) -> int:

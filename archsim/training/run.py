@@ -39,36 +39,36 @@ def train(c: TransformerConfig, par: Parallelism, machine: Machine) -> TrainResu
     check_fits(c, par)
     pieces = model_pieces(c, par, machine)
     times = stage_times(c, par, machine, pieces)
-    schedule = par.schedule if par.interleave == 1 or par.schedule != "1f1b" else "interleaved-1f1b"
-    order = published_order(schedule, par.pp, par.microbatches, par.interleave)
-    profile = stage_profile(times)
-    if par.interleave > 1 or schedule not in ("gpipe", "1f1b", "zb-h1", "zb-h2"):
-        profile = profile.on_ranks(order.rank_of_stage()) if profile.stages != order.stages else profile
-    run = run_order(order, profile)
+    order = published_order(par.schedule_name, par.pp, par.microbatches, par.chunks)
+    run = run_order(order, stage_profile(times))
     mem = memories(c, par, order)
     slots = run.timeline.slots
     ends = np.full(par.pp, 0.0)
     np.maximum.at(ends, slots.processor, slots.end)
-    post = tuple(after_backward(c, par, machine, r, mem[r].parameters) for r in range(par.pp))
+    rank_of = order.rank_of_stage()
+    tied_ranks = (rank_of[0], rank_of[order.stages - 1])
+    post = tuple(after_backward(c, par, machine, r, mem[r].parameters, tied_ranks) for r in range(par.pp))
     finish = [ends[r] + sum(post[r].values()) for r in range(par.pp)]
     slowest = int(np.argmax(finish))
-    return TrainResult(float(max(finish)), tuple(mem), _breakdown(c, par, pieces, times, run, slowest, post[slowest]),
+    return TrainResult(float(max(finish)), tuple(mem),
+                       _breakdown(c, par, pieces, order.rank_of_stage(), run, slowest, post[slowest]),
                        _op_rows(c, par, pieces) + _iteration_rows(post[slowest]), run, post)
 
 
-def _breakdown(c, par, pieces, times, run, rank, post) -> dict[str, float]:
+def _breakdown(c, par, pieces, rank_of, run, rank, post) -> dict[str, float]:
     """The slowest rank's iteration by category (seconds): its compute, recompute, TP collectives,
     pipeline wait (bubbles and hops: the rest of its pipeline span), DP/embedding all-reduce, optimizer."""
     m = par.microbatches
-    layers = c.layers // (par.pp * par.interleave)
-    stages = [j for j in range(par.pp * par.interleave) if j % par.pp == rank]
+    chunks = par.pp * par.chunks
+    layers = c.layers // chunks
+    stages = [j for j in range(chunks) if rank_of[j] == rank]
     layer, emb, head = pieces["layer"], pieces["embedding"], pieces["head"]
     compute = recompute = tp = 0.0
     for j in stages:
         compute += layers * (layer.forward + layer.backward_input + layer.backward_weight)
         recompute += layers * layer.recompute
         tp += layers * (layer.tp_forward + layer.tp_backward)
-        for piece, on in ((emb, j == 0), (head, j == par.pp * par.interleave - 1)):
+        for piece, on in ((emb, j == 0), (head, j == chunks - 1)):
             if on:
                 compute += piece.forward + piece.backward_input + piece.backward_weight
                 tp += piece.tp_forward + piece.tp_backward

@@ -99,7 +99,7 @@ class _Coster:
         machine = self.cluster.machine(par)
         m = par.microbatches
         if (k.schedule not in CLOSED_FORM_EXACT and m < 2 * k.pp
-                and k.pp * m * k.interleave <= EVENT_ACTION_LIMIT):
+                and k.pp * m * par.chunks <= EVENT_ACTION_LIMIT):
             from archsim.training.run import train
 
             return train(self.c, par, machine).iteration_seconds, "event"
@@ -107,9 +107,10 @@ class _Coster:
         if key not in self.pieces:
             self.pieces[key] = model_pieces(self.c, par, machine)
         times = stage_times(self.c, par, machine, self.pieces[key])
-        span = pipeline_seconds(k.schedule, times, k.pp, m, k.interleave)
+        span = pipeline_seconds(k.schedule, times, k.pp, m, par.chunks)
         ranks = sorted({0, k.pp - 1})
-        post = max(sum(after_backward(self.c, par, machine, r, mem.parameters).values())
+        tied = (0, 0) if k.schedule in V_SHAPED else (0, k.pp - 1)  # ranks of the embedding and the LM head
+        post = max(sum(after_backward(self.c, par, machine, r, mem.parameters, tied).values())
                    for r, mem in zip(ranks, rank_memories(self.c, par, ranks)))
         return span + post, "closed-form"
 
@@ -182,7 +183,7 @@ def _event_row(c, cluster, global_batch, row: dict) -> dict:
     k = Candidate(*(row[f] for f in ("tp", "pp", "dp", "micro_batch", "recompute", "schedule", "interleave",
                                      "sequence_parallel")))
     par = k.parallelism(global_batch)
-    if k.pp * par.microbatches * k.interleave > EVENT_ACTION_LIMIT:
+    if k.pp * par.microbatches * par.chunks > EVENT_ACTION_LIMIT:
         return row
     result = train(c, par, cluster.machine(par))  # its time; the memory is the search's (V chunks placed right)
     return _row(c, cluster, global_batch, k, result.iteration_seconds, row["peak_memory_gib"] * 2**30, "event")

@@ -61,7 +61,7 @@ def candidates(gpus: int, micro_batches, recomputes, schedules, chunks, sequence
         for b in micro_batches:
             for r in recomputes:
                 for s in schedules:
-                    for v in (chunks if s in CHUNKED else (2,) if s in V_SHAPED else (1,)):
+                    for v in (chunks if s in CHUNKED else (1,)):
                         for sp in sequence_parallel:
                             yield Candidate(tp, pp, dp, b, r, s, v, sp)
 
@@ -72,7 +72,7 @@ def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_se
         return "tp-divides-heads"
     if k.tp > gpus_per_server or gpus_per_server % k.tp:
         return "tp-within-server"
-    if c.layers % (k.pp * k.interleave):
+    if c.layers % (k.pp * (2 if k.schedule in V_SHAPED else k.interleave)):
         return "pp-divides-layers"
     if global_batch % k.dp:
         return "dp-divides-batch"
@@ -129,13 +129,14 @@ def rank_memories(c: TransformerConfig, par: Parallelism, ranks=None) -> list[St
     """Memory of one GPU of each pipeline rank in ``ranks`` (default all), as
     :func:`archsim.training.iteration.memories` but with the in-flight counts in closed form, and a
     V-shaped schedule's first and last chunk (embedding and LM head) both on rank 0."""
-    chunks = par.pp * par.interleave
+    chunks = par.pp * par.chunks
     per_chunk = c.layers // chunks
-    peaks = in_flight_peaks(par.schedule, par.pp, par.microbatches, par.interleave)
+    peaks = in_flight_peaks(par.schedule, par.pp, par.microbatches, par.chunks)
+    apart = par.schedule not in V_SHAPED and par.pp > 1  # first and last chunk on different ranks
     out = []
     for rank in (range(par.pp) if ranks is None else ranks):
-        parts = [stage_memory(c, par, per_chunk, max(peaks[rank] // par.interleave, 1), j == 0, j == chunks - 1)
-                 for j in rank_chunks(par.schedule, par.pp, par.interleave, rank)]
+        parts = [stage_memory(c, par, per_chunk, max(peaks[rank] // par.chunks, 1), j == 0, j == chunks - 1, apart)
+                 for j in rank_chunks(par.schedule, par.pp, par.chunks, rank)]
         out.append(StageMemory(sum(p.parameters for p in parts), sum(p.states for p in parts),
                                sum(p.activations for p in parts)))
     return out
