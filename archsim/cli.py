@@ -45,6 +45,8 @@ REGISTRY: tuple[tuple[str, str, str], ...] = (
     ("import", "archsim.commands.import_model:COMMAND", "convert a model (ONNX, PyTorch) to archsim's topology CSV"),
     ("train", "archsim.commands.train:COMMAND",
      "one training iteration of a transformer on GPUs: TP × PP × DP, time, memory, breakdown"),
+    ("search", "archsim.commands.search:COMMAND",
+     "search TP × PP × DP × micro-batch × recompute × schedule for the fastest training iteration"),
 )
 
 

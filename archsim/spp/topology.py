@@ -136,8 +136,9 @@ def _gbps(value, field: str, file: str, rng: np.random.Generator) -> float:
                      field=field)
 
 
-def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = None) -> Topology:
-    """Validate a parsed cluster document and draw its bandwidths."""
+def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = None,
+                   max_devices: int = MAX_DEVICES) -> Topology:
+    """Validate a parsed cluster document and draw its bandwidths (at most ``max_devices`` GPUs)."""
     if set(spec) - {"cluster", "servers"} or "cluster" not in spec or "servers" not in spec:
         raise InputError("expected a [cluster] table and [[servers]] entries", file=file, field="cluster")
     cluster = spec["cluster"]
@@ -162,8 +163,8 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
         count, gpus = group.get("count", 1), group.get("gpus")
         if not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in (count, gpus)):
             raise InputError("count and gpus must be positive integers", file=file, field="gpus")
-        if len(servers) + count * gpus > MAX_DEVICES:
-            raise InputError(f"more than {MAX_DEVICES} GPUs in all", file=file, field="count")
+        if len(servers) + count * gpus > max_devices:
+            raise InputError(f"more than {max_devices} GPUs in all", file=file, field="count")
         for _ in range(count):
             intra.append(_gbps(group.get("intra_server_gbps"), "intra_server_gbps", file, rng))
             servers.extend([len(intra) - 1] * gpus)

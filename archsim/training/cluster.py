@@ -23,6 +23,8 @@ from archsim.training.iteration import Links, Machine
 from archsim.training.parallel import Parallelism
 from archsim.validate import parse_toml, read_text
 
+MAX_GPUS = 4096  # a training cluster's GPUs (its topology is a GPUs × GPUs bandwidth matrix)
+
 
 @dataclass(frozen=True)
 class GpuCluster:
@@ -49,7 +51,7 @@ def load_gpu_cluster(path: str | Path) -> GpuCluster:
     """Read a cluster TOML whose servers all name one catalog GPU."""
     file = str(path)
     spec = parse_toml(read_text(path, "cluster file"), file)
-    topology = build_topology(spec, file=file)
+    topology = build_topology(spec, file=file, max_devices=MAX_GPUS)
     servers = spec["servers"]
     names = {group.get("gpu") for group in servers}
     if None in names:

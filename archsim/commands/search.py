@@ -1,0 +1,101 @@
+"""``archsim search``: the fastest TP × PP × DP × micro-batch × recompute × schedule × sequence
+parallelism for a transformer on a GPU cluster (:mod:`archsim.training.search`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from archsim.cli import Command
+from archsim.commands.common import add_output_arguments, add_timeline_outputs, emit, positive_int
+from archsim.training.parallel import RECOMPUTE
+from archsim.training.search_space import SCHEDULES
+
+HELP = "search TP × PP × DP × micro-batch × recompute × schedule for the fastest training iteration"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", metavar="MODEL", help="transformer config: Hugging Face config.json or a "
+                        "[transformer] TOML")
+    parser.add_argument("--cluster", required=True, metavar="CLUSTER.toml",
+                        help='cluster TOML whose [[servers]] name their GPU (gpu = "a100-80gb")')
+    parser.add_argument("--global-batch", type=positive_int, required=True, help="samples per iteration")
+    parser.add_argument("--gpus", type=positive_int, default=None, help="GPUs to use (default: all the cluster's)")
+    parser.add_argument("--seq", type=positive_int, default=None, help="sequence length (default: the config's)")
+    parser.add_argument("--objective", default="time", choices=("time",), help="what to minimise")
+    parser.add_argument("--top", type=positive_int, default=10, help="rows to print, best first")
+    parser.add_argument("--recompute", nargs="+", default=list(RECOMPUTE), choices=RECOMPUTE,
+                        help="recompute modes to try")
+    parser.add_argument("--schedule", nargs="+", default=list(SCHEDULES), choices=SCHEDULES,
+                        help="pipeline schedules to try")
+    parser.add_argument("--chunks", nargs="+", type=positive_int, default=[2, 4], metavar="V",
+                        help="model chunks per rank the interleaved schedule tries")
+    parser.add_argument("--max-micro-batch", type=positive_int, default=8, help="micro-batches 1 … this")
+    parser.add_argument("--sequence-parallel", default="both", choices=("both", "on", "off"),
+                        help="Megatron sequence parallelism: try both, or only on / off")
+    parser.add_argument("--refine", type=int, default=None, metavar="N",
+                        help="re-time the best N of the closed forms with the event simulator and rank them again "
+                             "(default: 2 × --top)")
+    add_timeline_outputs(parser)  # of the first row's iteration, as archsim train writes them
+    add_output_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from archsim.outputs import render
+    from archsim.training.cluster import load_gpu_cluster
+    from archsim.training.search import search, train_command
+    from archsim.workload.transformer import load_transformer
+
+    config = load_transformer(args.model, seq=args.seq)
+    cluster = load_gpu_cluster(args.cluster)
+    if args.gpus and args.gpus > cluster.topology.devices:
+        from archsim.errors import InputError
+
+        raise InputError(f"{args.gpus} GPUs asked for, the cluster has {cluster.topology.devices}", field="gpus")
+    sp = {"both": (False, True), "on": (True,), "off": (False,)}[args.sequence_parallel]
+    result = search(config, cluster, args.global_batch, args.gpus,
+                    micro_batches=range(1, args.max_micro_batch + 1), recomputes=tuple(args.recompute),
+                    schedules=tuple(args.schedule), chunks=tuple(args.chunks), sequence_parallel=sp, top=args.top,
+                    refine=2 * args.top if args.refine is None else max(args.refine, 0))
+    rows = [{**row, "command": train_command(args.model, args.cluster, args.global_batch, row)}
+            for row in result.rows]
+    meta = {"model": config.name, "gpu": cluster.gpu.name, "gpus": args.gpus or cluster.topology.devices,
+            "global_batch": args.global_batch, "objective": args.objective, "enumerated": result.enumerated,
+            "costed": result.costed, "rejected": result.rejected,
+            "pareto": [{k: v for k, v in row.items() if k != "megatron_args"} for row in result.pareto]}
+    if args.format != "json":
+        meta = {k: (", ".join(f"{r}: {n}" for r, n in v.items()) if isinstance(v, dict) else v)
+                for k, v in meta.items() if k != "pareto"}
+        meta["pareto"] = "; ".join(f"TP{r['tp']} PP{r['pp']} DP{r['dp']} mb{r['micro_batch']} {r['recompute']} "
+                                   f"{r['schedule']}{' v' + str(r['interleave']) if r['interleave'] > 1 else ''}"
+                                   f"{' sp' if r['sequence_parallel'] else ''}: {r['iteration_seconds']:.4g} s, "
+                                   f"{r['peak_memory_gib']:.3g} GiB"
+                                   for r in result.pareto)
+        rows = [{k: v for k, v in row.items() if k not in ("megatron_args", "command")} for row in rows] \
+            if args.format == "table" else rows
+    columns = None if rows else ["tp", "pp", "dp", "micro_batch", "recompute", "schedule", "iteration_seconds"]
+    emit(render(pd.DataFrame(rows, columns=columns), args.format, meta=meta, precision=args.precision), args)
+    if args.gantt or args.trace or args.schedule_csv:
+        _write_best_timeline(args, config, cluster, result.rows)
+    return 0
+
+
+def _write_best_timeline(args: argparse.Namespace, config, cluster, rows: list[dict]) -> None:
+    """The first row's iteration timed by archsim train, written as its Gantt chart, Chrome trace and
+    torch.distributed.pipelining schedule CSV."""
+    from archsim.commands.common import write_timeline_outputs
+    from archsim.errors import InputError
+    from archsim.training.parallel import Parallelism
+    from archsim.training.run import train
+
+    if not rows:
+        raise InputError("no configuration fits, so there is no timeline to write", field="gantt")
+    r = rows[0]
+    par = Parallelism(r["tp"], r["pp"], r["dp"], args.global_batch, r["micro_batch"], r["recompute"],
+                      r["sequence_parallel"], r["interleave"], r["schedule"])
+    result = train(config, par, cluster.machine(par))
+    write_timeline_outputs(args, result.run.timeline, f"{config.name}: TP{par.tp} PP{par.pp} DP{par.dp}, {r['schedule']}")
+
+
+COMMAND = Command("search", HELP, add_arguments, run)

@@ -1,0 +1,165 @@
+"""The configurations a training search enumerates, the rules that rule them out, and the memory each
+needs — without building a schedule.
+
+A candidate is TP × PP × DP (= the GPUs searched) × micro-batch × recompute × schedule (with its chunks
+per rank) × sequence parallelism. :func:`rejection` says why a candidate cannot run (the first rule it
+breaks, in :data:`REASONS`' order) or ``None``; :func:`peak_memory_bytes` is the largest GPU's memory
+under the schedule, from the closed forms of :func:`in_flight_peaks` (micro-batches forward and not yet
+backward on a rank), which equal :func:`archsim.training.iteration.in_flight` of the published
+orders (checked by brute force in the tests)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+
+from archsim.training.memory import StageMemory, stage_memory
+from archsim.training.parallel import Parallelism
+from archsim.workload.transformer import TransformerConfig
+
+# schedule name → whether it runs v > 1 chunks per rank (interleaved) — the orders the training model times
+SCHEDULES = ("1f1b", "gpipe", "zb-h1", "zb-h2", "interleaved-1f1b", "interleaved-zb", "looped-bfs", "zb-v", "dualpipev")
+V_SHAPED = ("zb-v", "dualpipev")  # two chunks per rank, chunks j and 2p − 1 − j on rank j
+CHUNKED = ("interleaved-1f1b", "interleaved-zb", "looped-bfs")  # v > 1 chunks per rank, chunk j on rank j mod p
+REASONS = ("tp-divides-heads", "tp-within-server", "pp-divides-layers", "dp-divides-batch",
+           "micro-batch-divides-batch", "sequence-parallel-needs-tp", "schedule-needs-pp",
+           "interleave-needs-microbatches-multiple-of-pp", "dualpipev-needs-2p-microbatches", "out-of-memory")  # in the order checked
+
+
+@dataclass(frozen=True)
+class Candidate:
+    tp: int
+    pp: int
+    dp: int
+    micro_batch: int
+    recompute: str
+    schedule: str
+    interleave: int
+    sequence_parallel: bool
+
+    def parallelism(self, global_batch: int) -> Parallelism:
+        return Parallelism(self.tp, self.pp, self.dp, global_batch, self.micro_batch, self.recompute,
+                           self.sequence_parallel, self.interleave, self.schedule)
+
+
+def divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def factorizations(gpus: int) -> Iterator[tuple[int, int, int]]:
+    """Every (tp, pp, dp) with tp·pp·dp = gpus."""
+    for tp in divisors(gpus):
+        for pp in divisors(gpus // tp):
+            yield tp, pp, gpus // (tp * pp)
+
+
+def candidates(gpus: int, micro_batches, recomputes, schedules, chunks, sequence_parallel) -> Iterator[Candidate]:
+    """The whole grid, before any rule: ``schedules`` names from :data:`SCHEDULES`; interleaved ones take
+    each of ``chunks`` (v) per rank, the others v = 1; ``sequence_parallel``: the values to try."""
+    for tp, pp, dp in factorizations(gpus):
+        for b in micro_batches:
+            for r in recomputes:
+                for s in schedules:
+                    for v in (chunks if s in CHUNKED else (1,)):
+                        for sp in sequence_parallel:
+                            yield Candidate(tp, pp, dp, b, r, s, v, sp)
+
+
+def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_server: int) -> str | None:
+    """The first rule of :data:`REASONS` (but memory) that ``k`` breaks, or None."""
+    if c.heads % k.tp or c.ffn % k.tp:
+        return "tp-divides-heads"
+    if k.tp > gpus_per_server or gpus_per_server % k.tp:
+        return "tp-within-server"
+    if c.layers % (k.pp * (2 if k.schedule in V_SHAPED else k.interleave)):
+        return "pp-divides-layers"
+    if global_batch % k.dp:
+        return "dp-divides-batch"
+    if (global_batch // k.dp) % k.micro_batch:
+        return "micro-batch-divides-batch"
+    if k.sequence_parallel and k.tp == 1:
+        return "sequence-parallel-needs-tp"
+    if k.schedule != "1f1b" and k.pp == 1:  # one stage: every schedule runs as 1F1B does
+        return "schedule-needs-pp"
+    if k.schedule.startswith("interleaved") and (global_batch // (k.dp * k.micro_batch)) % k.pp:
+        return "interleave-needs-microbatches-multiple-of-pp"
+    if k.schedule == "dualpipev" and global_batch // (k.dp * k.micro_batch) < 2 * k.pp:
+        return "dualpipev-needs-2p-microbatches"
+    return None
+
+
+def in_flight_peaks(schedule: str, p: int, m: int, v: int = 1) -> list[int]:
+    """Per rank r: the most micro-batch chunks forward and not yet backward at once — the published
+    orders' warm-ups (1F1B: p − r; GPipe: all m; ZB-H1/H2: k(p − 1 − r) + 1; interleaved 1F1B with
+    m a multiple of p: (v − 1)p + 2(p − 1 − r) + 1; interleaved ZB: vp − r; looped BFS: all m·v),
+    capped by the chunks there are."""
+    if schedule == "gpipe":
+        return [m] * p
+    if schedule == "1f1b":
+        return [min(p - r, m) for r in range(p)]
+    if schedule in ("zb-h1", "zb-h2"):
+        k = int(schedule[-1])
+        return [min(k * (p - 1 - r), m) + 1 if k * (p - 1 - r) < m else m for r in range(p)]
+    if schedule == "interleaved-1f1b":
+        return [min((v - 1) * p + 2 * (p - 1 - r) + 1, m * v) for r in range(p)]
+    if schedule == "interleaved-zb":  # one warm-up step per hop instead of two
+        return [min(v * p - r, m * v) for r in range(p)]
+    if schedule == "looped-bfs":  # every chunk's forwards before any backward
+        return [m * v] * p
+    if schedule in V_SHAPED:  # no closed form written: the order's own count, which stops growing by m = 2p
+        return list(_v_in_flight(schedule, p, min(m, 3 * p)))
+    raise ValueError(schedule)
+
+
+@lru_cache(maxsize=256)
+def _v_in_flight(schedule: str, p: int, m: int) -> tuple[int, ...]:
+    from archsim.policies.stage_orders import published_order
+    from archsim.training.iteration import in_flight
+
+    return tuple(in_flight(published_order(schedule, p, m)))
+
+
+def rank_chunks(schedule: str, p: int, v: int, rank: int) -> list[int]:
+    """The model chunks (virtual stages) a pipeline rank runs."""
+    return [rank, 2 * p - 1 - rank] if schedule in V_SHAPED else list(range(rank, p * v, p))
+
+
+def rank_memories(c: TransformerConfig, par: Parallelism, ranks=None) -> list[StageMemory]:
+    """Memory of one GPU of each pipeline rank in ``ranks`` (default all), as
+    :func:`archsim.training.iteration.memories` but with the in-flight counts in closed form, and a
+    V-shaped schedule's first and last chunk (embedding and LM head) both on rank 0."""
+    chunks = par.pp * par.chunks
+    per_chunk = c.layers // chunks
+    peaks = in_flight_peaks(par.schedule, par.pp, par.microbatches, par.chunks)
+    apart = par.schedule not in V_SHAPED and par.pp > 1  # first and last chunk on different ranks
+    out = []
+    for rank in (range(par.pp) if ranks is None else ranks):
+        parts = [stage_memory(c, par, per_chunk, max(peaks[rank] // par.chunks, 1), j == 0, j == chunks - 1, apart)
+                 for j in rank_chunks(par.schedule, par.pp, par.chunks, rank)]
+        out.append(StageMemory(sum(p.parameters for p in parts), sum(p.states for p in parts),
+                               sum(p.activations for p in parts)))
+    return out
+
+
+def peak_memory_bytes(c: TransformerConfig, par: Parallelism) -> float:
+    """The largest GPU's bytes. In-flight counts fall with the rank and only the first rank holds the
+    embedding, the last the LM head, so the peak is on the first or the last rank."""
+    return max(m.total for m in rank_memories(c, par, sorted({0, par.pp - 1})))
+
+
+__all__ = [
+    "CHUNKED",
+    "REASONS",
+    "SCHEDULES",
+    "V_SHAPED",
+    "Candidate",
+    "candidates",
+    "divisors",
+    "factorizations",
+    "in_flight_peaks",
+    "peak_memory_bytes",
+    "rank_chunks",
+    "rank_memories",
+    "rejection",
+]
