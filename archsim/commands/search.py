@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from archsim.cli import Command
+from archsim.commands import Command
 from archsim.commands.common import add_output_arguments, add_timeline_outputs, emit, positive_int
 from archsim.training.parallel import RECOMPUTE
 from archsim.training.search_space import SCHEDULES
