@@ -52,6 +52,8 @@ class GpuSpec:
     """What archsim needs to know about a GPU.
 
     mma_rows × mma_cols: one tensor core as a PE array (dense FP16 MACs per clock = their product).
+    array_unit: what one array stands for — a tensor core, or on GPUs without tensor cores (Maxwell,
+    Pascal, AMD Vega) one SIMD partition of FP32 lanes, whose lanes are the PEs.
     clock_hz: the tensor cores' clock (cycles → seconds). memory_bytes_per_s: DRAM bandwidth,
     only for the separate memory floor.
     """
@@ -63,6 +65,7 @@ class GpuSpec:
     mma_cols: int
     clock_hz: float
     memory_bytes_per_s: float
+    array_unit: str = "tensor core"
 
     def __post_init__(self) -> None:
         for name in ("sm_count", "tensor_cores_per_sm", "mma_rows", "mma_cols"):
@@ -86,8 +89,12 @@ class GpuSpec:
         return 2.0 * self.arrays * self.mma_rows * self.mma_cols * self.clock_hz
 
 
-def _gpu(name: str, sms: int, tcs: int, mma: tuple[int, int], mhz: float, gbps: float) -> GpuSpec:
-    return GpuSpec(name, sms, tcs, mma[0], mma[1], mhz * 1e6, gbps * 1e9)
+def _gpu(name: str, sms: int, tcs: int, mma: tuple[int, int], mhz: float, gbps: float,
+         unit: str = "tensor core") -> GpuSpec:
+    return GpuSpec(name, sms, tcs, mma[0], mma[1], mhz * 1e6, gbps * 1e9, unit)
+
+
+FP32_PARTITION = "FP32 SIMD partition"
 
 
 KNOWN_GPUS: dict[str, GpuSpec] = {
@@ -103,9 +110,25 @@ KNOWN_GPUS: dict[str, GpuSpec] = {
     "h100-sxm": _gpu("NVIDIA H100 SXM", 132, 4, (16, 32), 1830, 3350),
     "h100-pcie": _gpu("NVIDIA H100 PCIe", 114, 4, (16, 32), 1620, 2000),
     "h200": _gpu("NVIDIA H200", 132, 4, (16, 32), 1830, 4800),
+    # GPUs without tensor cores, timed by DeepBench in FP32 (docs/citations.md): each SM (AMD: compute
+    # unit) is its SIMD partitions of FP32 lanes, one array each — NVIDIA 32 lanes → 4×8, AMD SIMD16 → 4×4;
+    # the clock is the boost clock giving the datasheet's FP32 peak: P100 PCIe 9.3, GTX 1080 Ti 11.3,
+    # Titan Xp 12.1, Titan X (Pascal) 11.0, GTX Titan X (Maxwell) 6.6, Tesla M40 6.8, MI25 12.3,
+    # Vega Frontier Edition 13.1 TFLOP/s.
+    "p100-pcie": _gpu("NVIDIA Tesla P100 PCIe", 56, 2, (4, 8), 1303, 732, FP32_PARTITION),
+    "gtx-1080-ti": _gpu("NVIDIA GTX 1080 Ti", 28, 4, (4, 8), 1582, 484, FP32_PARTITION),
+    "titan-xp": _gpu("NVIDIA Titan Xp", 30, 4, (4, 8), 1582, 547.7, FP32_PARTITION),
+    "titan-x-pascal": _gpu("NVIDIA Titan X (Pascal)", 28, 4, (4, 8), 1531, 480, FP32_PARTITION),
+    "titan-x-maxwell": _gpu("NVIDIA GTX Titan X (Maxwell)", 24, 4, (4, 8), 1075, 336.5, FP32_PARTITION),
+    "m40": _gpu("NVIDIA Tesla M40", 24, 4, (4, 8), 1114, 288, FP32_PARTITION),
+    "mi25": _gpu("AMD Radeon Instinct MI25", 64, 4, (4, 4), 1500, 484, FP32_PARTITION),
+    "vega-fe": _gpu("AMD Radeon Vega Frontier Edition", 64, 4, (4, 4), 1600, 483, FP32_PARTITION),
 }
 
-_NAME_PATTERNS = ((r"h200", "h200"), (r"h100.*pcie", "h100-pcie"), (r"h100", "h100-sxm"),
+_NAME_PATTERNS = ((r"p100", "p100-pcie"), (r"1080\s*ti", "gtx-1080-ti"), (r"titan\s*xp", "titan-xp"),
+                  (r"titan\s*x.*pascal", "titan-x-pascal"), (r"titan\s*x.*maxwell", "titan-x-maxwell"),
+                  (r"\bm40\b", "m40"), (r"mi25", "mi25"), (r"vega.*(frontier|\bfe\b)", "vega-fe"),
+                  (r"h200", "h200"), (r"h100.*pcie", "h100-pcie"), (r"h100", "h100-sxm"),
                   (r"a100.*40\s*gb", "a100-40gb"), (r"a100", "a100-80gb"), (r"\ba10\b", "a10"),
                   (r"\bl4\b", "l4"), (r"v100", "v100"), (r"\bt4\b", "t4"))
 
@@ -325,9 +348,9 @@ def assumptions(arrays: GpuArrays, mode: str, measured_sm_count: str | None = No
     sms = f"{spec.sm_count}" + (" (from the measured CSV)" if measured_sm_count else " (table)")
     return [
         ("GPU", spec.name),
-        ("arrays P", f"{arrays.count} = {sms} SMs × {spec.tensor_cores_per_sm} tensor cores"),
-        ("array per tensor core", f"{a.rows}×{a.cols} PEs ({a.rows * a.cols} FP16 MAC/clock), dataflow {a.dataflow}"),
-        ("clock", f"{spec.clock_hz / 1e6:.0f} MHz (peak {spec.peak_flops / 1e12:.0f} dense TFLOP/s)"),
+        ("arrays P", f"{arrays.count} = {sms} SMs × {spec.tensor_cores_per_sm} {spec.array_unit}s"),
+        (f"array per {spec.array_unit}", f"{a.rows}×{a.cols} PEs ({a.rows * a.cols} MAC/clock), dataflow {a.dataflow}"),
+        ("clock", f"{spec.clock_hz / 1e6:.0f} MHz (peak {spec.peak_flops / 1e12:.1f} dense TFLOP/s)"),
         ("GEMM on P arrays", "folds dealt in waves: ⌈folds/P⌉ × SCALE-Sim cycles per fold − 1"),
         ("split-K", "on: fewer os tiles than arrays → reduction cut into the cheapest s sub-GEMMs + merge adds"
          if arrays.split_k and a.dataflow == "os" else "off"),
