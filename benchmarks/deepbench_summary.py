@@ -18,6 +18,7 @@ import pandas as pd
 
 from archsim.outputs import atomic_write_text
 from archsim.validation.gpu_csv import read_kernel_csv
+from archsim.validation.gpu_algorithms import DGRAD
 from archsim.validation.gpu_compare import tensor_core_subset
 from archsim.validation.gpu_study import GpuOverrides, run_study
 
@@ -61,8 +62,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, help="write the Markdown table here")
     parser.add_argument("--no-split-k", action="store_true", help="model without split-K (sensitivity)")
+    parser.add_argument("--dgrad", choices=DGRAD, default="zero-insertion", help="how strided δ kernels run")
+    parser.add_argument("--no-cuda-core-fallback", action="store_true",
+                        help="cost fp16 layers of non-multiple-of-8 shapes on tensor cores too")
     args = parser.parse_args(argv)
-    text = markdown(summary(conv_csvs(), GpuOverrides(split_k=not args.no_split_k)))
+    overrides = GpuOverrides(split_k=not args.no_split_k, dgrad=args.dgrad,
+                             cuda_core_fallback=not args.no_cuda_core_fallback)
+    text = markdown(summary(conv_csvs(), overrides))
     if args.out:
         atomic_write_text(args.out, text)
     else:
