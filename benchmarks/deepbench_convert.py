@@ -42,8 +42,7 @@ LAYERS_FILE = "deepbench_conv_layers.csv"
 GEMM_LAYERS_FILE = "deepbench_gemm_layers.csv"
 COLUMNS = {"w": "w", "h": "h", "c": "c", "n": "batch", "k": "k", "s": "s", "r": "r", "pad_w": "pad_w",
            "pad_h": "pad_h", "horizontal stride": "stride_w", "vertical stride": "stride_h", "forward (msec)": "F",
-           "wrt inputs (msec)": "D", "wrt parameters (msec)": "G", "p": "p", "q": "q",
-           "forward algorithm": "fwd_algo"}
+           "wrt inputs (msec)": "D", "wrt parameters (msec)": "G", "p": "p", "q": "q"}
 TOPOLOGY_HEADER = ("Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, "
                    "Strides, Padding, Type, Inputs, Bias, Repeat,")
 
