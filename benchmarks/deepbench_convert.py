@@ -87,6 +87,8 @@ def read_conv_rows(path: Path, sheet_name: str = SHEET) -> pd.DataFrame:
     for app, values in found:
         row = {"app": app}
         row.update({ours: values[theirs] for theirs, ours in COLUMNS.items()})
+        algorithm = values.get("forward algorithm")
+        row["algorithm"] = str(algorithm).strip() if isinstance(algorithm, str) else ""
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -172,7 +174,8 @@ def convert(conv: pd.DataFrame, layers: dict[tuple, Layer]) -> tuple[list[dict],
                          "op": op, "measured_ms": float(value), "ifmap_h": layer.ifmap_h, "ifmap_w": layer.ifmap_w,
                          "channels": layer.channels, "filters": layer.filters, "filter_h": layer.filter_h,
                          "filter_w": layer.filter_w, "stride": layer.stride, "padding": layer.padding,
-                         "same_as": "", "repeats": "", "inner": ""})
+                         "same_as": "", "repeats": "", "inner": "",
+                         "algorithm": row.algorithm if op == "F" else ""})  # the sheet records only the forward's
     return rows, skipped, repeats, unchecked
 
 

@@ -65,9 +65,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dgrad", choices=DGRAD, default="zero-insertion", help="how strided δ kernels run")
     parser.add_argument("--no-cuda-core-fallback", action="store_true",
                         help="cost fp16 layers of non-multiple-of-8 shapes on tensor cores too")
+    parser.add_argument("--no-winograd", action="store_true",
+                        help="cost forwards DeepBench ran by Winograd as im2col GEMMs too")
     args = parser.parse_args(argv)
     overrides = GpuOverrides(split_k=not args.no_split_k, dgrad=args.dgrad,
-                             cuda_core_fallback=not args.no_cuda_core_fallback)
+                             cuda_core_fallback=not args.no_cuda_core_fallback, winograd=not args.no_winograd)
     text = markdown(summary(conv_csvs(), overrides))
     if args.out:
         atomic_write_text(args.out, text)

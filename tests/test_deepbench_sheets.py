@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from archsim.validation.gpu import KNOWN_GPUS, GpuSpec, find_gpu, gpu_arrays, model_kernels, op_cycles, resolve_gpu
-from archsim.validation.gpu_algorithms import cuda_core_arrays, kernel_ops
+from archsim.validation.gpu_algorithms import cuda_core_arrays, kernel_ops, winograd_forward
 from archsim.validation.gpu_csv import read_kernel_csv
 from archsim.validation.gpu_study import GpuOverrides, run_study
 from archsim.workload.layer import Layer
@@ -180,3 +180,22 @@ def test_committed_summary_is_current():
     summary = load_script("deepbench_summary")
     text = (RESULTS / "deepbench_summary.md").read_text(encoding="utf-8")
     assert text == summary.markdown(summary.summary(summary.conv_csvs()))
+
+
+def test_winograd_forward_is_lavin_and_grays_batched_gemms():
+    # vision_15: 28×28×256 → 512, 3×3, stride 1, pad 1, batch 8; F(2×2, 3×3): 16 GEMMs of 8·14·14 tiles × 256 × 512
+    layer = Layer("v15", "conv", 28, 28, 3, 3, 256, 512, stride=1, padding=1, inputs=("previous",))
+    f = next(op for op in kernel_ops(layer, 8, "exact", 2, "zero-insertion") if op.kind == "F")
+    w = winograd_forward(f, layer, 8)
+    assert f.macs == 8 * 28 * 28 * 256 * 9 * 512
+    assert w.macs == 16 * (8 * 14 * 14) * 256 * 512 and f.macs / w.macs == pytest.approx(2.25)
+    strided = Layer("s", "conv", 28, 28, 3, 3, 256, 512, stride=2, padding=1, inputs=("previous",))
+    fs = next(op for op in kernel_ops(strided, 8, "exact", 2, "zero-insertion") if op.kind == "F")
+    assert winograd_forward(fs, strided, 8) is fs  # stride 2: no Winograd form, the op is unchanged
+    # the committed 1080 Ti sheet: vision_15's forward is recorded as WINOGRAD and costed so
+    table = read_kernel_csv(RESULTS / "deepbench_gtx-1080-ti_kernels.csv")
+    joined = model_kernels(table, gpu_arrays(resolve_gpu("NVIDIA GTX 1080 Ti")))
+    row = joined[(joined.layer == "vision_15") & (joined.batch == 8) & (joined.op == "F")].iloc[0]
+    assert row.algorithm == "WINOGRAD" and row.macs == w.macs
+    plain = model_kernels(table, gpu_arrays(resolve_gpu("NVIDIA GTX 1080 Ti"), winograd=False))
+    assert plain.loc[row.name, "macs"] == f.macs

@@ -42,7 +42,8 @@ from archsim.array.costing import flatten_gemms
 from archsim.errors import InputError
 from archsim.lowering import TrainingOp, check_mode
 from archsim.validate import MIN_MAGNITUDE, is_file, shown
-from archsim.validation.gpu_algorithms import check_dgrad, cuda_core_arrays, kernel_ops, tensor_core_shape
+from archsim.validation.gpu_algorithms import (check_dgrad, cuda_core_arrays, kernel_ops, runs_winograd,
+                                               tensor_core_shape, winograd_forward)
 from archsim.validation.gpu_csv import KernelTable
 from archsim.workload import load_network
 from archsim.workload.layer import NETWORK_INPUT, Layer
@@ -186,10 +187,11 @@ class GpuArrays:
     split_k: bool = True
     dgrad: str = "zero-insertion"
     cuda_core_fallback: bool = True
+    winograd: bool = True
 
 
 def gpu_arrays(spec: GpuSpec, dataflow: str = "os", element_bytes: int = 2, split_k: bool = True,
-               dgrad: str = "zero-insertion", cuda_core_fallback: bool = True) -> GpuArrays:
+               dgrad: str = "zero-insertion", cuda_core_fallback: bool = True, winograd: bool = True) -> GpuArrays:
     """Map a GPU to archsim arrays: one ``mma_rows × mma_cols`` array per tensor core at the GPU clock.
 
     The array's SRAM sizes keep ArrayConfig's defaults: the analytic cost (compute cycles) does not read them.
@@ -199,7 +201,7 @@ def gpu_arrays(spec: GpuSpec, dataflow: str = "os", element_bytes: int = 2, spli
     array = ArrayConfig(rows=spec.mma_rows, cols=spec.mma_cols, dataflow=dataflow, element_bytes=element_bytes,
                         clock_hz=spec.clock_hz, name=spec.name)
     return GpuArrays(spec=spec, array=array, count=spec.arrays, split_k=split_k, dgrad=check_dgrad(dgrad),
-                     cuda_core_fallback=cuda_core_fallback)
+                     cuda_core_fallback=cuda_core_fallback, winograd=winograd)
 
 
 def gemm_cycles(m: npt.ArrayLike, k: npt.ArrayLike, n: npt.ArrayLike,
@@ -293,6 +295,8 @@ def model_kernels(table: KernelTable, arrays: GpuArrays, mode: str = "exact") ->
         _check_shape(row._asdict(), layer, table.source)
         layers[key] = layer
     units = sorted({(r.network, r.layer, int(r.batch)) for r in frame.itertuples(index=False)})
+    winograd = {(r.network, r.layer, int(r.batch)) for r in frame.itertuples(index=False)
+                if arrays.winograd and r.op == "F" and runs_winograd(getattr(r, "algorithm", None))}
     ops: list[TrainingOp] = []
     lanes = cuda_core_arrays(arrays)
     on_lanes: list[bool] = []
@@ -301,6 +305,8 @@ def model_kernels(table: KernelTable, arrays: GpuArrays, mode: str = "exact") ->
     for network, name, batch in units:
         layer = layers[(network, name)]
         for op in kernel_ops(measured_layer(layer), batch, mode, eb, arrays.dgrad):
+            if (network, name, batch) in winograd:
+                op = winograd_forward(op, layer, batch)
             where[(network, name, batch, op.kind)] = len(ops)
             ops.append(op)
             on_lanes.append(lanes is not None and layer.kind == "conv" and not tensor_core_shape(layer))

@@ -14,7 +14,13 @@
   1–3 channels; both are named in the docs. Convolutions only: DeepBench's cuBLAS GEMMs with M = 35
   or 5124 show no such slowdown (their ρ drops from 0.964 to 0.934 on V100 if they fall back too).
 
-Nothing here is fitted: both choose which GEMMs run on which arrays; their cost stays SCALE-Sim's.
+* **Winograd forward where the measurement says so.** DeepBench records the forward algorithm
+  cuDNN/MIOpen picked. A stride-1 r×r layer run by Winograd F(2×2, r×r) (Lavin & Gray 2016) is
+  (2 + r − 1)² independent GEMMs of (N·⌈P/2⌉·⌈Q/2⌉ tiles) × C × K — one per point of the transformed
+  tile — instead of the im2col GEMM: 2.25× fewer MACs for 3×3. The transforms (elementwise work) are
+  not costed; the tile is Lavin & Gray's smallest, not chosen to match.
+
+Nothing here is fitted: all three choose which GEMMs run on which arrays; their cost stays SCALE-Sim's.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from archsim.errors import InputError
-from archsim.lowering import TrainingOp, lower_layer
+from archsim.lowering import Gemm, TrainingOp, lower_layer
 from archsim.workload.layer import Layer
 
 if TYPE_CHECKING:
@@ -45,6 +51,28 @@ def kernel_ops(layer: Layer, batch: int, mode: str, element_bytes: int, dgrad: s
         return ops
     dense = {op.kind: op for op in lower_layer(layer, batch, "paper", element_bytes).ops}
     return tuple(dense["D"] if op.kind == "D" and "D" in dense else op for op in ops)
+
+
+WINOGRAD_TILE = 2
+"""Output tile m of Winograd F(m×m, r×r): Lavin & Gray's F(2×2, 3×3)."""
+
+
+def runs_winograd(algorithm: object) -> bool:
+    """Whether a recorded algorithm name is a Winograd one (cuDNN ``WINOGRAD``/``WINOGRAD_NONFUSED``,
+    MIOpen ``ConvolutionFwdAlgoWinograd``)."""
+    return isinstance(algorithm, str) and "winograd" in algorithm.lower()
+
+
+def winograd_forward(op: TrainingOp, layer: Layer, batch: int, tile: int = WINOGRAD_TILE) -> TrainingOp:
+    """The forward ``op`` as Winograd F(tile×tile, r×r) GEMMs where the layer allows it (a convolution
+    with a square filter, stride 1, no dilation, one group); otherwise ``op`` unchanged."""
+    r = layer.filter_h
+    if (layer.kind != "conv" or op.kind != "F" or r != layer.filter_w or r < 2 or layer.stride != 1
+            or layer.dilation != 1 or layer.groups != 1):
+        return op
+    tiles = batch * -(-layer.ofmap_h // tile) * -(-layer.ofmap_w // tile)
+    points = (tile + r - 1) ** 2
+    return replace(op, gemms=(Gemm(tiles, layer.channels, layer.filters, points),))
 
 
 def tensor_core_shape(layer: Layer) -> bool:

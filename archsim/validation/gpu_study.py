@@ -33,6 +33,7 @@ class GpuOverrides:
     split_k: bool = True
     dgrad: str = "zero-insertion"
     cuda_core_fallback: bool = True
+    winograd: bool = True
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,7 @@ def run_study(tables: Sequence[KernelTable], overrides: GpuOverrides = GpuOverri
         eb = _element_bytes(table)
         gpu = table.meta.get("gpu_slug") or slug(name)
         arrays = gpu_arrays(spec, overrides.dataflow, eb, overrides.split_k, overrides.dgrad,
-                            overrides.cuda_core_fallback)
+                            overrides.cuda_core_fallback, overrides.winograd)
         joined.append(model_kernels(table, arrays, mode).assign(gpu=gpu))
         from_csv = measured_sms if overrides.sm_count is None else None
         notes += [{"gpu": gpu, "item": item, "value": value} for item, value in assumptions(arrays, mode, from_csv)]
@@ -96,7 +97,8 @@ def run_study(tables: Sequence[KernelTable], overrides: GpuOverrides = GpuOverri
             f"{k} {table.meta[k]}" for k in ("dtype", "torch", "cuda", "cudnn", "sm_clock_max_mhz", "repeats")
             if k in table.meta)})
         for dataflow, split_k in VARIANTS:
-            variant = gpu_arrays(spec, dataflow, eb, split_k, overrides.dgrad, overrides.cuda_core_fallback)
+            variant = gpu_arrays(spec, dataflow, eb, split_k, overrides.dgrad, overrides.cuda_core_fallback,
+                                 overrides.winograd)
             other = model_kernels(table, variant, mode).assign(gpu=gpu)
             stats = compare(other, groupings=(("op",),)).assign(dataflow=dataflow, split_k=split_k)
             sensitivity.append(stats[["gpu", "dataflow", "split_k", "op", "n", "rho", "median_ratio", "scaled_abs_err",
