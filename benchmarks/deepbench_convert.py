@@ -1,26 +1,34 @@
 """Turn DeepBench's published training-convolution timings into archsim's measured-kernel CSV.
 
     pip install openpyxl   # only this converter reads .xlsx
-    python benchmarks/deepbench_convert.py DeepBench_NV_V100.xlsx --gpu "NVIDIA V100" --sm-count 80 \\
-        --source "baidu-research/DeepBench results/train/DeepBench_NV_V100.xlsx @ da81ba7"
+    # the xlsx files: git show <DeepBench commit>:results/train/DeepBench_NV_V100.xlsx > .deepbench/…
+    python benchmarks/deepbench_convert.py .deepbench/DeepBench_NV_V100.xlsx … --gpu "NVIDIA V100" \\
+        --sm-count 80 --source "baidu-research/DeepBench results/train/DeepBench_NV_V100.xlsx at da81ba7" …
 
-DeepBench (Baidu Research, Apache-2.0) timed cuDNN's forward, input-gradient ("wrt Inputs") and
-weight-gradient ("wrt Parameters") convolution kernels of layers from speech, OCR, face recognition,
-vision (VGG- and GoogLeNet-like) and ResNet models, at batch 4–32, on real GPUs. Those are the
-F, D and G kernels archsim costs, measured by someone else: an independent check of archsim's GPU
-model (``archsim validate-gpu``) that needs no GPU here. This script reads the sheet with 16-bit
-inputs and mixed-precision math, keeps the layers archsim can describe (the same stride and padding
-both ways; every one in the V100 and T4 files), and writes
+(one ``--gpu``, ``--sm-count`` and ``--source`` per file, in order; the full command for all ten GPUs
+is in each committed CSV's ``# command:`` line). Convert every file in one run: a layer shape keeps
+the name of the first file that lists it.
+
+DeepBench (Baidu Research, Apache-2.0) timed cuDNN's (AMD: MIOpen's) forward, input-gradient ("wrt
+Inputs") and weight-gradient ("wrt Parameters") convolution kernels of layers from speech, OCR, face
+recognition, vision (VGG- and GoogLeNet-like) and ResNet models, at batch 4–32, on real GPUs. Those
+are the F, D and G kernels archsim costs, measured by someone else: an independent check of archsim's
+GPU model (``archsim validate-gpu``) that needs no GPU here. This script reads the sheet with 16-bit
+inputs and mixed-precision math where the file has one (V100, T4), else its FP32 sheet (Maxwell,
+Pascal, AMD), in either layout DeepBench used (2019: application names, output sizes; 2017: neither),
+keeps the layers archsim can describe (the same stride and padding both ways: all of them), and writes
 
 * ``benchmarks/results/deepbench_conv_layers.csv`` — one topology row per distinct layer shape
   (each taking the network input, so the measured CSV joins to it like to a shipped network);
 * ``benchmarks/results/deepbench_<gpu>_kernels.csv`` — one row per (layer, batch, op) with the
-  milliseconds DeepBench reports; "N/A*" (no input gradient for a first layer) is left out;
+  milliseconds DeepBench reports and, for F, the forward algorithm the sheet records; "N/A*" (no
+  input gradient for a first layer) is left out; the header names the sheet and the Specs sheet;
 * ``benchmarks/results/deepbench_gemm_layers.csv`` and ``deepbench_<gpu>_gemm_kernels.csv`` — the
   sheet's dense GEMMs C[M×N] = A[M×K]·B[K×N] (cuBLAS) as the forward op of a fully-connected layer
   of K inputs and M outputs at batch N (the same M·N·K MACs); the transposes name the layer.
 
-The output sizes DeepBench lists (P, Q) are checked against archsim's for every row.
+The output sizes DeepBench lists (P, Q) are checked against archsim's on every row that lists them
+as integers.
 """
 
 from __future__ import annotations
