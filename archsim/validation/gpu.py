@@ -378,7 +378,9 @@ def assumptions(arrays: GpuArrays, mode: str, measured_sm_count: str | None = No
          if arrays.dgrad == "zero-insertion" else "stride-aware phase GEMMs"),
         ("other shapes", f"channels or filters not multiples of 8 run on {cuda_core_arrays(arrays).count} FP32 "
          "SIMD partitions" if cuda_core_arrays(arrays) is not None else "on the same arrays"),
-        ("not modeled", "memory stalls, launch overhead, layout transforms, FFT/Winograd choice"),
+        ("Winograd", "forwards the CSV records as Winograd: F(2×2, r×r) batched GEMMs, transforms not costed"
+         if arrays.winograd else "off: every forward as its im2col GEMM"),
+        ("not modeled", "memory stalls, launch overhead, layout transforms, FFT, algorithms the CSV does not record"),
         ("memory floor", f"input + weights + output once at {spec.memory_bytes_per_s / 1e9:.0f} GB/s (separate column)"),
         ("D ∥ G", "concurrent = max(D, G, (D + G busy array-cycles) / P); serial = D + G"),
         ("element size", f"{a.element_bytes} bytes"),
