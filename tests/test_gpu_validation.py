@@ -74,10 +74,12 @@ def test_spearman_of_a_known_permutation():
 
 
 def test_ratio_errors_by_hand():
-    # ratios 3, 1.5, 1, 0.5 → median 1.25; |r − 1| = 2, .5, 0, .5 → 0.5; |r/1.25 − 1| = 1.4, .2, .2, .6 → 0.4
+    # ratios 3, 1.5, 1, 0.5 → median 1.25; |r − 1| = 2, .5, 0, .5 → median 0.5, mean 0.75;
+    # |r/1.25 − 1| = 1.4, .2, .2, .6 → 0.4
     errors = ratio_errors([3, 3, 3, 3], [1, 2, 3, 6])
     assert errors["median_ratio"] == pytest.approx(1.25)
     assert errors["median_abs_err"] == pytest.approx(0.5)
+    assert errors["mape"] == pytest.approx(0.75)
     assert errors["scaled_abs_err"] == pytest.approx(0.4)
 
 

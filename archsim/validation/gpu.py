@@ -14,9 +14,11 @@ What the model assumes (the report and ``archsim validate-gpu`` print this):
   reduction into s real sub-GEMMs (the cheapest s) plus the adds that merge their partial outputs,
   as cuBLAS/cuDNN do for weight gradients and small-batch layers.
 * **Ops** lower by im2col (:mod:`archsim.lowering`); δ (D) is costed for every layer, the first
-  included, because the GPU run times it there; ``exact`` mode costs it stride-aware.
-* **Not modeled**: memory stalls, kernel launch, layout transforms, cuDNN's algorithm choice
-  (FFT/Winograd). ``memory_ms`` — the op's three tensors moved once at DRAM bandwidth — is a
+  included, because the GPU run times it there. A strided layer's δ runs by zero insertion (the
+  dense transposed convolution, as cuDNN 5–7 and MIOpen did) unless ``dgrad="stride-aware"``; fp16
+  layers whose channels or filters are not multiples of 8 run on the FP32 lanes
+  (:mod:`archsim.validation.gpu_algorithms`).
+* **Not modeled**: memory stalls, kernel launch, layout transforms, the FFT/Winograd choice. ``memory_ms`` — the op's three tensors moved once at DRAM bandwidth — is a
   separate floor shown beside the model, never folded into it.
 * **D ∥ G on two streams** share the P arrays: concurrent = max(D, G, (busy cycles of D and G) / P),
   serial = D + G.
@@ -38,8 +40,10 @@ from archsim.array.analytic import gemm_cost
 from archsim.array.config import DATAFLOWS, ArrayConfig
 from archsim.array.costing import flatten_gemms
 from archsim.errors import InputError
-from archsim.lowering import TrainingOp, check_mode, lower_layer
+from archsim.lowering import TrainingOp, check_mode
 from archsim.validate import MIN_MAGNITUDE, is_file, shown
+from archsim.validation.gpu_algorithms import (check_dgrad, cuda_core_arrays, kernel_ops, runs_winograd,
+                                               tensor_core_shape, winograd_forward)
 from archsim.validation.gpu_csv import KernelTable
 from archsim.workload import load_network
 from archsim.workload.layer import NETWORK_INPUT, Layer
@@ -52,6 +56,10 @@ class GpuSpec:
     """What archsim needs to know about a GPU.
 
     mma_rows × mma_cols: one tensor core as a PE array (dense FP16 MACs per clock = their product).
+    array_unit: what one array stands for — a tensor core, or on GPUs without tensor cores (Maxwell,
+    Pascal, AMD Vega) one SIMD partition of FP32 lanes, whose lanes are the PEs.
+    cuda_cores: a tensor-core GPU's FP32 lanes as (partitions per SM, rows, cols), for the layers
+    its fp16 tensor-core kernels cannot take (None: not described, no fallback).
     clock_hz: the tensor cores' clock (cycles → seconds). memory_bytes_per_s: DRAM bandwidth,
     only for the separate memory floor.
     """
@@ -63,6 +71,8 @@ class GpuSpec:
     mma_cols: int
     clock_hz: float
     memory_bytes_per_s: float
+    array_unit: str = "tensor core"
+    cuda_cores: tuple[int, int, int] | None = None
 
     def __post_init__(self) -> None:
         for name in ("sm_count", "tensor_cores_per_sm", "mma_rows", "mma_cols"):
@@ -86,16 +96,22 @@ class GpuSpec:
         return 2.0 * self.arrays * self.mma_rows * self.mma_cols * self.clock_hz
 
 
-def _gpu(name: str, sms: int, tcs: int, mma: tuple[int, int], mhz: float, gbps: float) -> GpuSpec:
-    return GpuSpec(name, sms, tcs, mma[0], mma[1], mhz * 1e6, gbps * 1e9)
+def _gpu(name: str, sms: int, tcs: int, mma: tuple[int, int], mhz: float, gbps: float,
+         unit: str = "tensor core", cuda_cores: tuple[int, int, int] | None = None) -> GpuSpec:
+    return GpuSpec(name, sms, tcs, mma[0], mma[1], mhz * 1e6, gbps * 1e9, unit, cuda_cores)
+
+
+FP32_PARTITION = "FP32 SIMD partition"
 
 
 KNOWN_GPUS: dict[str, GpuSpec] = {
     # slug: SMs, tensor cores/SM, MACs/clock per tensor core as R×C, clock (MHz) giving the datasheet's
     # dense FP16 tensor peak, DRAM GB/s.  Peaks: V100 125, T4 65, A100 312, A10 125, L4 121,
     # H100 SXM 989, H100 PCIe 756, H200 989 TFLOP/s.
-    "v100": _gpu("NVIDIA V100 (SXM2)", 80, 8, (8, 8), 1530, 900),
-    "t4": _gpu("NVIDIA T4", 40, 8, (8, 8), 1590, 320),
+    # V100 and T4 also list their 64 FP32 lanes per SM as 4 partitions of 4×4 (15.7 and 8.1 TFLOP/s
+    # FP32 at the same clock), where fp16 layers of other shapes run.
+    "v100": _gpu("NVIDIA V100 (SXM2)", 80, 8, (8, 8), 1530, 900, cuda_cores=(4, 4, 4)),
+    "t4": _gpu("NVIDIA T4", 40, 8, (8, 8), 1590, 320, cuda_cores=(4, 4, 4)),
     "a100-40gb": _gpu("NVIDIA A100 40GB", 108, 4, (16, 16), 1410, 1555),
     "a100-80gb": _gpu("NVIDIA A100 80GB", 108, 4, (16, 16), 1410, 2039),
     "a10": _gpu("NVIDIA A10", 72, 4, (8, 16), 1695, 600),
@@ -103,9 +119,25 @@ KNOWN_GPUS: dict[str, GpuSpec] = {
     "h100-sxm": _gpu("NVIDIA H100 SXM", 132, 4, (16, 32), 1830, 3350),
     "h100-pcie": _gpu("NVIDIA H100 PCIe", 114, 4, (16, 32), 1620, 2000),
     "h200": _gpu("NVIDIA H200", 132, 4, (16, 32), 1830, 4800),
+    # GPUs without tensor cores, timed by DeepBench in FP32 (docs/citations.md): each SM (AMD: compute
+    # unit) is its SIMD partitions of FP32 lanes, one array each — NVIDIA 32 lanes → 4×8, AMD SIMD16 → 4×4;
+    # the clock is the boost clock giving the datasheet's FP32 peak: P100 PCIe 9.3, GTX 1080 Ti 11.3,
+    # Titan Xp 12.1, Titan X (Pascal) 11.0, GTX Titan X (Maxwell) 6.6, Tesla M40 6.8, MI25 12.3,
+    # Vega Frontier Edition 13.1 TFLOP/s.
+    "p100-pcie": _gpu("NVIDIA Tesla P100 PCIe", 56, 2, (4, 8), 1303, 732, FP32_PARTITION),
+    "gtx-1080-ti": _gpu("NVIDIA GTX 1080 Ti", 28, 4, (4, 8), 1582, 484, FP32_PARTITION),
+    "titan-xp": _gpu("NVIDIA Titan Xp", 30, 4, (4, 8), 1582, 547.7, FP32_PARTITION),
+    "titan-x-pascal": _gpu("NVIDIA Titan X (Pascal)", 28, 4, (4, 8), 1531, 480, FP32_PARTITION),
+    "titan-x-maxwell": _gpu("NVIDIA GTX Titan X (Maxwell)", 24, 4, (4, 8), 1075, 336.5, FP32_PARTITION),
+    "m40": _gpu("NVIDIA Tesla M40", 24, 4, (4, 8), 1114, 288, FP32_PARTITION),
+    "mi25": _gpu("AMD Radeon Instinct MI25", 64, 4, (4, 4), 1500, 484, FP32_PARTITION),
+    "vega-fe": _gpu("AMD Radeon Vega Frontier Edition", 64, 4, (4, 4), 1600, 483, FP32_PARTITION),
 }
 
-_NAME_PATTERNS = ((r"h200", "h200"), (r"h100.*pcie", "h100-pcie"), (r"h100", "h100-sxm"),
+_NAME_PATTERNS = ((r"p100", "p100-pcie"), (r"1080\s*ti", "gtx-1080-ti"), (r"titan\s*xp", "titan-xp"),
+                  (r"titan\s*x.*pascal", "titan-x-pascal"), (r"titan\s*x.*maxwell", "titan-x-maxwell"),
+                  (r"\bm40\b", "m40"), (r"mi25", "mi25"), (r"vega.*(frontier|\bfe\b)", "vega-fe"),
+                  (r"h200", "h200"), (r"h100.*pcie", "h100-pcie"), (r"h100", "h100-sxm"),
                   (r"a100.*40\s*gb", "a100-40gb"), (r"a100", "a100-80gb"), (r"\ba10\b", "a10"),
                   (r"\bl4\b", "l4"), (r"v100", "v100"), (r"\bt4\b", "t4"))
 
@@ -153,9 +185,13 @@ class GpuArrays:
     array: ArrayConfig
     count: int
     split_k: bool = True
+    dgrad: str = "zero-insertion"
+    cuda_core_fallback: bool = True
+    winograd: bool = True
 
 
-def gpu_arrays(spec: GpuSpec, dataflow: str = "os", element_bytes: int = 2, split_k: bool = True) -> GpuArrays:
+def gpu_arrays(spec: GpuSpec, dataflow: str = "os", element_bytes: int = 2, split_k: bool = True,
+               dgrad: str = "zero-insertion", cuda_core_fallback: bool = True, winograd: bool = True) -> GpuArrays:
     """Map a GPU to archsim arrays: one ``mma_rows × mma_cols`` array per tensor core at the GPU clock.
 
     The array's SRAM sizes keep ArrayConfig's defaults: the analytic cost (compute cycles) does not read them.
@@ -164,7 +200,8 @@ def gpu_arrays(spec: GpuSpec, dataflow: str = "os", element_bytes: int = 2, spli
         raise InputError(f"unknown dataflow {dataflow!r}; choose one of {', '.join(DATAFLOWS)}", field="dataflow")
     array = ArrayConfig(rows=spec.mma_rows, cols=spec.mma_cols, dataflow=dataflow, element_bytes=element_bytes,
                         clock_hz=spec.clock_hz, name=spec.name)
-    return GpuArrays(spec=spec, array=array, count=spec.arrays, split_k=split_k)
+    return GpuArrays(spec=spec, array=array, count=spec.arrays, split_k=split_k, dgrad=check_dgrad(dgrad),
+                     cuda_core_fallback=cuda_core_fallback, winograd=winograd)
 
 
 def gemm_cycles(m: npt.ArrayLike, k: npt.ArrayLike, n: npt.ArrayLike,
@@ -258,17 +295,29 @@ def model_kernels(table: KernelTable, arrays: GpuArrays, mode: str = "exact") ->
         _check_shape(row._asdict(), layer, table.source)
         layers[key] = layer
     units = sorted({(r.network, r.layer, int(r.batch)) for r in frame.itertuples(index=False)})
+    winograd = {(r.network, r.layer, int(r.batch)) for r in frame.itertuples(index=False)
+                if arrays.winograd and r.op == "F" and runs_winograd(getattr(r, "algorithm", None))}
     ops: list[TrainingOp] = []
+    lanes = cuda_core_arrays(arrays)
+    on_lanes: list[bool] = []
     where: dict[tuple[str, str, int, str], int] = {}
     bytes_of: dict[tuple[str, str, int], int] = {}
     for network, name, batch in units:
         layer = layers[(network, name)]
-        for op in lower_layer(measured_layer(layer), batch, mode, eb).ops:  # type: ignore[arg-type]
+        for op in kernel_ops(measured_layer(layer), batch, mode, eb, arrays.dgrad):
+            if (network, name, batch) in winograd:
+                op = winograd_forward(op, layer, batch)
             where[(network, name, batch, op.kind)] = len(ops)
             ops.append(op)
+            on_lanes.append(lanes is not None and layer.kind == "conv" and not tensor_core_shape(layer))
         bytes_of[(network, name, batch)] = (batch * (layer.input_elements + layer.output_elements)
                                             + layer.weight_elements) * eb
     cycles, busy, split = op_cycles(ops, arrays)
+    if lanes is not None and any(on_lanes):  # same clock: cycles compare; busy rescaled to P tensor cores
+        fallback = np.flatnonzero(on_lanes)
+        lane_cycles, lane_busy, lane_split = op_cycles([ops[i] for i in fallback], lanes)
+        cycles[fallback], split[fallback] = lane_cycles, lane_split
+        busy[fallback] = -(-lane_busy * arrays.count // lanes.count)
     macs = np.asarray([op.macs for op in ops], dtype=np.int64)
     P = arrays.count
     out_cycles, out_macs, out_bytes, out_split = [], [], [], []
@@ -300,13 +349,6 @@ def model_kernels(table: KernelTable, arrays: GpuArrays, mode: str = "exact") ->
     return frame
 
 
-def tensor_core_shape(layer: Layer) -> bool:
-    """Channels and filters both multiples of 8: the shapes cuDNN runs on fp16 tensor cores as they
-    are. Others (first layers with 1–3 input channels) may run on CUDA cores instead, which a model
-    of tensor-core arrays does not describe; the report shows ρ with and without them."""
-    return layer.channels % 8 == 0 and layer.filters % 8 == 0
-
-
 def _check_shape(row: dict[str, object], layer: Layer, source: str) -> None:
     for name in ("ifmap_h", "ifmap_w", "channels", "filters", "filter_h", "filter_w", "stride", "padding", "kind"):
         value = row.get(name)
@@ -325,14 +367,20 @@ def assumptions(arrays: GpuArrays, mode: str, measured_sm_count: str | None = No
     sms = f"{spec.sm_count}" + (" (from the measured CSV)" if measured_sm_count else " (table)")
     return [
         ("GPU", spec.name),
-        ("arrays P", f"{arrays.count} = {sms} SMs × {spec.tensor_cores_per_sm} tensor cores"),
-        ("array per tensor core", f"{a.rows}×{a.cols} PEs ({a.rows * a.cols} FP16 MAC/clock), dataflow {a.dataflow}"),
-        ("clock", f"{spec.clock_hz / 1e6:.0f} MHz (peak {spec.peak_flops / 1e12:.0f} dense TFLOP/s)"),
+        ("arrays P", f"{arrays.count} = {sms} SMs × {spec.tensor_cores_per_sm} {spec.array_unit}s"),
+        (f"array per {spec.array_unit}", f"{a.rows}×{a.cols} PEs ({a.rows * a.cols} MAC/clock), dataflow {a.dataflow}"),
+        ("clock", f"{spec.clock_hz / 1e6:.0f} MHz (peak {spec.peak_flops / 1e12:.1f} dense TFLOP/s)"),
         ("GEMM on P arrays", "folds dealt in waves: ⌈folds/P⌉ × SCALE-Sim cycles per fold − 1"),
         ("split-K", "on: fewer os tiles than arrays → reduction cut into the cheapest s sub-GEMMs + merge adds"
          if arrays.split_k and a.dataflow == "os" else "off"),
         ("lowering", f"im2col, {mode} mode; δ costed for every layer (the first too)"),
-        ("not modeled", "memory stalls, launch overhead, layout transforms, cuDNN algorithm choice"),
+        ("strided δ", "zero insertion: dense transposed conv (N·H·W × R·S·K × C), as cuDNN 5–7 / MIOpen 1.3"
+         if arrays.dgrad == "zero-insertion" else "stride-aware phase GEMMs"),
+        ("other shapes", f"channels or filters not multiples of 8 run on {cuda_core_arrays(arrays).count} FP32 "
+         "SIMD partitions" if cuda_core_arrays(arrays) is not None else "on the same arrays"),
+        ("Winograd", "forwards the CSV records as Winograd: F(2×2, r×r) batched GEMMs, transforms not costed"
+         if arrays.winograd else "off: every forward as its im2col GEMM"),
+        ("not modeled", "memory stalls, launch overhead, layout transforms, FFT, algorithms the CSV does not record"),
         ("memory floor", f"input + weights + output once at {spec.memory_bytes_per_s / 1e9:.0f} GB/s (separate column)"),
         ("D ∥ G", "concurrent = max(D, G, (D + G busy array-cycles) / P); serial = D + G"),
         ("element size", f"{a.element_bytes} bytes"),

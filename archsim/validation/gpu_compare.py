@@ -17,7 +17,7 @@ from scipy.stats import spearmanr
 from archsim.validation.gpu_csv import KERNEL_OPS
 
 GROUPINGS: tuple[tuple[str, ...], ...] = (("op",), ("network", "op"), ("batch", "op"))
-STAT_COLUMNS = ("group", "gpu", "network", "batch", "op", "n", "rho", "median_ratio", "median_abs_err",
+STAT_COLUMNS = ("group", "gpu", "network", "batch", "op", "n", "rho", "median_ratio", "median_abs_err", "mape",
                 "scaled_abs_err", "rho_mem", "median_ratio_mem")
 
 
@@ -32,12 +32,15 @@ def spearman(modeled: Sequence[float], measured: Sequence[float]) -> float:
 
 def ratio_errors(modeled: Sequence[float], measured: Sequence[float]) -> dict[str, float]:
     """median_ratio = median(modeled/measured); median_abs_err = median |ratio − 1|;
+    mape = mean |ratio − 1| (mean absolute percentage error, as a fraction);
     scaled_abs_err = median |ratio / median_ratio − 1|."""
     ratio = np.asarray(modeled, dtype=float) / np.asarray(measured, dtype=float)
     if ratio.size == 0:
-        return {"median_ratio": float("nan"), "median_abs_err": float("nan"), "scaled_abs_err": float("nan")}
+        return {"median_ratio": float("nan"), "median_abs_err": float("nan"), "mape": float("nan"),
+                "scaled_abs_err": float("nan")}
     middle = float(np.median(ratio))
     return {"median_ratio": middle, "median_abs_err": float(np.median(np.abs(ratio - 1))),
+            "mape": float(np.mean(np.abs(ratio - 1))),
             "scaled_abs_err": float(np.median(np.abs(ratio / middle - 1)))}
 
 

@@ -27,8 +27,10 @@ STREAM_OPS = ("DG_serial", "DG_concurrent")
 OPS = KERNEL_OPS + STREAM_OPS
 SHAPE_COLUMNS = ("ifmap_h", "ifmap_w", "channels", "filters", "filter_h", "filter_w", "stride", "padding")
 REQUIRED = ("network", "layer", "batch", "op", "measured_ms")
-COLUMNS = ("network", "layer", "kind", "batch", "op", "measured_ms", *SHAPE_COLUMNS, "same_as", "repeats", "inner")
-"""Column order the timing script writes; the reader needs only :data:`REQUIRED` (the rest are checked if present)."""
+COLUMNS = ("network", "layer", "kind", "batch", "op", "measured_ms", *SHAPE_COLUMNS, "same_as", "repeats", "inner",
+           "algorithm")
+"""Column order the timing script writes; the reader needs only :data:`REQUIRED` (the rest are checked if present).
+``algorithm``: the library's algorithm for the kernel where the measurement recorded it (DeepBench: forward only)."""
 
 
 @dataclass(frozen=True)
@@ -84,7 +86,7 @@ def parse_kernel_csv(text: str, source: str = "<memory>") -> KernelTable:
             if name in index and cells[name]:  # optional: an empty cell is "not recorded"
                 minimum = 0 if name == "padding" else 1
                 record[name] = _integer(cells[name], source, line, name, minimum=minimum)
-        for name in ("kind", "same_as"):
+        for name in ("kind", "same_as", "algorithm"):
             if name in index:
                 record[name] = cells[name]
         key = (record["network"], record["layer"], record["batch"], record["op"])

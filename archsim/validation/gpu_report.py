@@ -84,7 +84,7 @@ def _caption(text: str, command: str) -> str:
 
 
 STATS_NOTE = ("rho: Spearman rank correlation of modeled and measured time (the bar is ≥ 0.9 per op type); "
-              "median_ratio: median of modeled / measured; median_abs_err: median |ratio − 1|; scaled_abs_err: "
+              "median_ratio: median of modeled / measured; median_abs_err: median |ratio − 1|; mape: mean |ratio − 1|; scaled_abs_err: "
               "median |ratio / median_ratio − 1|, the error one constant cannot absorb; *_mem: the same with the "
               "memory floor max(modeled, memory_ms).")
 

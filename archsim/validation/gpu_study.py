@@ -31,6 +31,9 @@ class GpuOverrides:
     memory_bytes_per_s: float | None = None
     dataflow: str = "os"
     split_k: bool = True
+    dgrad: str = "zero-insertion"
+    cuda_core_fallback: bool = True
+    winograd: bool = True
 
 
 @dataclass(frozen=True)
@@ -85,7 +88,8 @@ def run_study(tables: Sequence[KernelTable], overrides: GpuOverrides = GpuOverri
                            clock_hz=overrides.clock_hz, memory_bytes_per_s=overrides.memory_bytes_per_s)
         eb = _element_bytes(table)
         gpu = table.meta.get("gpu_slug") or slug(name)
-        arrays = gpu_arrays(spec, overrides.dataflow, eb, overrides.split_k)
+        arrays = gpu_arrays(spec, overrides.dataflow, eb, overrides.split_k, overrides.dgrad,
+                            overrides.cuda_core_fallback, overrides.winograd)
         joined.append(model_kernels(table, arrays, mode).assign(gpu=gpu))
         from_csv = measured_sms if overrides.sm_count is None else None
         notes += [{"gpu": gpu, "item": item, "value": value} for item, value in assumptions(arrays, mode, from_csv)]
@@ -93,7 +97,9 @@ def run_study(tables: Sequence[KernelTable], overrides: GpuOverrides = GpuOverri
             f"{k} {table.meta[k]}" for k in ("dtype", "torch", "cuda", "cudnn", "sm_clock_max_mhz", "repeats")
             if k in table.meta)})
         for dataflow, split_k in VARIANTS:
-            other = model_kernels(table, gpu_arrays(spec, dataflow, eb, split_k), mode).assign(gpu=gpu)
+            variant = gpu_arrays(spec, dataflow, eb, split_k, overrides.dgrad, overrides.cuda_core_fallback,
+                                 overrides.winograd)
+            other = model_kernels(table, variant, mode).assign(gpu=gpu)
             stats = compare(other, groupings=(("op",),)).assign(dataflow=dataflow, split_k=split_k)
             sensitivity.append(stats[["gpu", "dataflow", "split_k", "op", "n", "rho", "median_ratio", "scaled_abs_err",
                                       "rho_mem"]])

@@ -1,0 +1,92 @@
+"""Which kernel a GPU library runs for a convolution op: the two mechanisms DeepBench's timings show.
+
+* **Zero-insertion δ of strided convolutions.** The data-gradient kernels of cuDNN 5–7 and MIOpen
+  1.3 (the libraries DeepBench timed) run a strided layer's δ as an implicit GEMM over the output
+  gradient with stride − 1 zeros inserted between its elements: (N·H·W) × (R·S·K) × C MACs, the
+  dense transposed convolution LayerPipe's ``paper`` rule costs, s² times the stride-aware GEMMs.
+  Evidence (docs/gpu-validation.md): in ``exact`` mode strided δ kernels are underpredicted about
+  s² = 4× more than unstrided ones on every DeepBench GPU; with zero insertion the two groups line up.
+  ``stride-aware`` keeps the exact phase GEMMs (a library with dedicated strided-dgrad kernels).
+* **CUDA-core fallback of non-tensor-core shapes.** fp16 tensor-core kernels need channels and
+  filters in multiples of 8 (cuDNN 7's rule, NVIDIA's Deep Learning Performance Guide); other layers
+  (first layers with 1–3 input channels) run on the FP32 lanes, modeled as the GPU's ``cuda_cores``
+  arrays at the same clock. Padding the channels to 8 on tensor cores predicts about the same cost for
+  1–3 channels; both are named in the docs. Convolutions only: DeepBench's cuBLAS GEMMs with M = 35
+  or 5124 show no such slowdown (their ρ drops from 0.964 to 0.934 on V100 if they fall back too).
+
+* **Winograd forward where the measurement says so.** DeepBench records the forward algorithm
+  cuDNN/MIOpen picked. A stride-1 r×r layer run by Winograd F(2×2, r×r) (Lavin & Gray 2016) is
+  (2 + r − 1)² independent GEMMs of (N·⌈P/2⌉·⌈Q/2⌉ tiles) × C × K — one per point of the transformed
+  tile — instead of the im2col GEMM: 2.25× fewer MACs for 3×3. The transforms (elementwise work) are
+  not costed; the tile is Lavin & Gray's smallest, not chosen to match.
+
+Nothing here is fitted: all three choose which GEMMs run on which arrays; their cost stays SCALE-Sim's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from archsim.errors import InputError
+from archsim.lowering import Gemm, TrainingOp, lower_layer
+from archsim.workload.layer import Layer
+
+if TYPE_CHECKING:
+    from archsim.validation.gpu import GpuArrays
+
+DGRAD = ("zero-insertion", "stride-aware")
+
+
+def check_dgrad(dgrad: str) -> str:
+    if dgrad not in DGRAD:
+        raise InputError(f"unknown dgrad {dgrad!r}; choose {' or '.join(DGRAD)}", field="dgrad")
+    return dgrad
+
+
+def kernel_ops(layer: Layer, batch: int, mode: str, element_bytes: int, dgrad: str) -> tuple[TrainingOp, ...]:
+    """F, D, G of ``layer`` as the library runs them: D by zero insertion (``paper`` lowering) or stride-aware."""
+    ops = lower_layer(layer, batch, mode, element_bytes).ops  # type: ignore[arg-type]
+    if check_dgrad(dgrad) == "stride-aware" or mode == "paper" or layer.stride == 1:
+        return ops
+    dense = {op.kind: op for op in lower_layer(layer, batch, "paper", element_bytes).ops}
+    return tuple(dense["D"] if op.kind == "D" and "D" in dense else op for op in ops)
+
+
+WINOGRAD_TILE = 2
+"""Output tile m of Winograd F(m×m, r×r): Lavin & Gray's F(2×2, 3×3)."""
+
+
+def runs_winograd(algorithm: object) -> bool:
+    """Whether a recorded algorithm name is a Winograd one (cuDNN ``WINOGRAD``/``WINOGRAD_NONFUSED``,
+    MIOpen ``ConvolutionFwdAlgoWinograd``)."""
+    return isinstance(algorithm, str) and "winograd" in algorithm.lower()
+
+
+def winograd_forward(op: TrainingOp, layer: Layer, batch: int, tile: int = WINOGRAD_TILE) -> TrainingOp:
+    """The forward ``op`` as Winograd F(tile×tile, r×r) GEMMs where the layer allows it (a convolution
+    with a square filter, stride 1, no dilation, one group); otherwise ``op`` unchanged."""
+    r = layer.filter_h
+    if (layer.kind != "conv" or op.kind != "F" or r != layer.filter_w or r < 2 or layer.stride != 1
+            or layer.dilation != 1 or layer.groups != 1):
+        return op
+    tiles = batch * -(-layer.ofmap_h // tile) * -(-layer.ofmap_w // tile)
+    points = (tile + r - 1) ** 2
+    return replace(op, gemms=(Gemm(tiles, layer.channels, layer.filters, points),))
+
+
+def tensor_core_shape(layer: Layer) -> bool:
+    """Channels and filters both multiples of 8: the shapes cuDNN runs on fp16 tensor cores as they are."""
+    return layer.channels % 8 == 0 and layer.filters % 8 == 0
+
+
+def cuda_core_arrays(arrays: GpuArrays) -> GpuArrays | None:
+    """The GPU's FP32 lanes as arrays (same clock, dataflow and split-K), where the fallback applies:
+    a tensor-core GPU whose spec lists ``cuda_cores`` and a fallback not switched off."""
+    spec = arrays.spec
+    if not arrays.cuda_core_fallback or spec.cuda_cores is None or spec.array_unit != "tensor core":
+        return None
+    per_sm, rows, cols = spec.cuda_cores
+    lanes = replace(spec, tensor_cores_per_sm=per_sm, mma_rows=rows, mma_cols=cols, cuda_cores=None,
+                    array_unit="FP32 SIMD partition")
+    return replace(arrays, spec=lanes, array=replace(arrays.array, rows=rows, cols=cols), count=lanes.arrays)

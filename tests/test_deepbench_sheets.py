@@ -1,0 +1,201 @@
+"""Every DeepBench GPU sheet: the converter on synthetic workbooks of both layouts, the committed
+conversions against values read off the published sheets by eye, the FP32 GPUs' datasheet peaks,
+and the two library mechanisms of the GPU model (zero-insertion δ, FP32-lane fallback) by hand."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from archsim.validation.gpu import KNOWN_GPUS, GpuSpec, find_gpu, gpu_arrays, model_kernels, op_cycles, resolve_gpu
+from archsim.validation.gpu_algorithms import cuda_core_arrays, kernel_ops, winograd_forward
+from archsim.validation.gpu_csv import read_kernel_csv
+from archsim.validation.gpu_study import GpuOverrides, run_study
+from archsim.workload.layer import Layer
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def load_script(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+# -- the converter on tiny workbooks ----------------------------------------------------------------
+CONV_2019 = ["W", "H", "C", "N", "K", "S (Filter width)", "R (Filter height)", "pad_w", "pad_h", "Horizontal stride",
+             "Vertical stride", "Forward (msec)", "wrt Inputs (msec)", "wrt Parameters (msec)", "P", "Q"]
+CONV_2017 = ["W", "H", "C", "N", "K", "R", "S", "pad_h", "pad_w", "Vertical stride", "Horizontal stride",
+             "Forward (msec)", "wrt Inputs (msec)", "wrt Parameters (msec)", "P", "Q", "Total Time (msec)"]
+GEMM = ["M", "N", "K", "A Transpose", "B Transpose", None, "Time (msec)"]
+
+
+def workbook(path: Path, sheet: str, conv_header: list[str], conv_rows: list[list], app: str | None) -> Path:
+    """A results sheet laid out as DeepBench's: block titles in column A, application (or nothing) in B."""
+    openpyxl = pytest.importorskip("openpyxl")
+    book = openpyxl.Workbook()
+    ws = book.active
+    ws.title = sheet
+    ws.append(["Precision"])
+    ws.append(["Dense Matrix Multiplication", None, *GEMM])
+    ws.append([None, app, 64, 16, 128, "N", "N", None, 0.01])
+    ws.append([])
+    ws.append(["Convolution"])
+    ws.append([None, None, *conv_header])
+    for row in conv_rows:
+        ws.append([None, app, *row])
+    ws.append([None, None, None, "* = a footnote, not a row"])
+    ws.append(["Recurrent Layers - Vanilla"])
+    specs = book.create_sheet("Specs")
+    specs.append(["GPU Model", "Test GPU"])
+    specs.append(["Cudnn Version", "6.0.21"])
+    book.save(path)
+    return path
+
+
+def test_converter_reads_both_sheet_layouts(tmp_path):
+    convert = load_script("deepbench_convert")
+    # 2019 layout (V100/T4): application names, fp16 sheet, integral (P, Q) = (width, height) of the output
+    new = workbook(tmp_path / "new.xlsx", convert.SHEET, CONV_2019,
+                   [[700, 161, 1, 4, 32, 20, 5, 0, 0, 2, 2, 0.5, "N/A*", 0.9, 341, 79],
+                    [14, 14, 256, 8, 512, 3, 3, 1, 1, 1, 1, 0.1, 0.2, 0.3, 14, 14]], "DeepSpeech")
+    # 2017 layout (Pascal/Maxwell/AMD): no application, FP32 sheet only, R before S, fractional P, Q
+    old = workbook(tmp_path / "old.xlsx", "Results - FP32", CONV_2017,
+                   [[700, 161, 1, 4, 32, 5, 20, 0, 0, 2, 2, 0.122, 0.473, 0.257, 78.5, 340.5, 0.852]], None)
+    out = tmp_path / "out"
+    out.mkdir()
+    assert convert.main([str(new), str(old), "--gpu", "NVIDIA V100", "--sm-count", "80", "--source", "a",
+                         "--gpu", "NVIDIA GTX 1080 Ti", "--sm-count", "28", "--source", "b",
+                         "--out-dir", str(out)]) == 0
+    v100 = read_kernel_csv(out / "deepbench_v100_kernels.csv")
+    gtx = read_kernel_csv(out / "deepbench_gtx-1080-ti_kernels.csv")
+    assert v100.meta["dtype"] == "fp16" and gtx.meta["dtype"] == "fp32"
+    assert gtx.meta["sheet"] == "Results - FP32" and "Cudnn Version 6.0.21" in gtx.meta["specs"]
+    assert gtx.meta["output_sizes"].startswith("1 rows list fractional")
+    # V100: "N/A*" δ left out; 2 + 3 kernels. The 1080 Ti's one row is the same shape as V100's first
+    assert sorted(v100.frame.op) == ["D", "F", "F", "G", "G"]
+    assert dict(zip(gtx.frame.op, gtx.frame.measured_ms)) == {"F": 0.122, "D": 0.473, "G": 0.257}
+    assert set(gtx.frame.layer) == {"deepspeech_1"}  # one name per shape across GPUs
+    first = gtx.frame.iloc[0]
+    assert (first.filter_h, first.filter_w, first.ifmap_h, first.ifmap_w) == (5, 20, 161, 700)
+    gemm = read_kernel_csv(out / "deepbench_gtx-1080-ti_gemm_kernels.csv").frame
+    assert (gemm.filters.tolist(), gemm.channels.tolist(), gemm.batch.tolist(), gemm.measured_ms.tolist()) == \
+        ([64], [128], [16], [0.01])
+
+
+def test_converter_refuses_a_wrong_output_size(tmp_path):
+    convert = load_script("deepbench_convert")
+    bad = workbook(tmp_path / "bad.xlsx", convert.SHEET, CONV_2019,
+                   [[14, 14, 256, 8, 512, 3, 3, 1, 1, 1, 1, 0.1, 0.2, 0.3, 13, 14]], "Vision")
+    with pytest.raises(SystemExit, match="DeepBench lists output 13×14"):
+        convert.main([str(bad), "--gpu", "NVIDIA V100", "--sm-count", "80", "--source", "a",
+                      "--out-dir", str(tmp_path)])
+
+
+# -- the committed conversions against the published sheets ----------------------------------------
+# (GPU file, layer shape, batch) → times read off DeepBench's results/train/*.xlsx at da81ba7 by eye
+@pytest.mark.parametrize("name, expected", [
+    ("gtx-1080-ti", {"F": 0.122, "D": 0.473, "G": 0.257}),   # first Convolution row, FP32 sheet
+    ("titan-xp", {"F": 0.131, "D": 0.508, "G": 0.273}),
+    ("tesla-p100", {"F": 0.142, "D": 0.482, "G": 0.301}),
+    ("tesla-m40", {"F": 0.224, "G": 0.369}),                 # "N/A*" δ left out
+    ("titan-x-maxwell", {"F": 0.211, "G": 0.362}),
+    ("titan-x-pascal", {"F": 0.132, "G": 0.28}),
+    ("amd-radeon-instinct-mi25", {"F": 0.208, "D": 0.296, "G": 0.274}),
+    ("amd-radeon-vega-frontier-edition", {"F": 0.185, "D": 0.282, "G": 0.26}),
+])
+def test_committed_sheets_hold_the_published_first_row(name, expected):
+    table = read_kernel_csv(RESULTS / f"deepbench_{name}_kernels.csv")
+    rows = table.frame[(table.frame.layer == "deepspeech_1") & (table.frame.batch == 4)]
+    assert dict(zip(rows.op, rows.measured_ms)) == expected
+    assert table.meta["dtype"] == "fp32" and "da81ba7" in table.meta["source"]
+    assert find_gpu(table.meta["gpu"]) is not None  # every converted GPU is in the catalog
+
+
+@pytest.mark.parametrize("slug, tflops", [("p100-pcie", 9.3), ("gtx-1080-ti", 11.3), ("titan-xp", 12.1),
+                                         ("titan-x-pascal", 11.0), ("titan-x-maxwell", 6.6), ("m40", 6.84),
+                                         ("mi25", 12.3), ("vega-fe", 13.1)])
+def test_fp32_gpus_reproduce_datasheet_peaks(slug, tflops):
+    assert KNOWN_GPUS[slug].peak_flops / 1e12 == pytest.approx(tflops, rel=0.01)
+
+
+# -- the two mechanisms, by hand --------------------------------------------------------------------
+def test_strided_delta_by_zero_insertion_costs_the_dense_transposed_conv():
+    # resnet_45: 56×56×256 → 128 filters, 1×1, stride 2, batch 8 (DeepBench's layer)
+    layer = Layer("r45", "conv", 56, 56, 1, 1, 256, 128, stride=2, padding=0, inputs=("previous",))
+    dense = {op.kind: op.macs for op in kernel_ops(layer, 8, "exact", 2, "zero-insertion")}
+    exact = {op.kind: op.macs for op in kernel_ops(layer, 8, "exact", 2, "stride-aware")}
+    assert dense["D"] == 8 * 56 * 56 * 128 * 256          # every input pixel reduces R·S·K = 128 terms
+    assert exact["D"] == 8 * 28 * 28 * 128 * 256          # only the taps that land: 1 in 4 pixels
+    assert dense["F"] == exact["F"] and dense["G"] == exact["G"]
+
+
+def test_non_tensor_core_convolutions_run_on_the_fp32_lanes():
+    v100 = resolve_gpu("NVIDIA V100")
+    lanes = cuda_core_arrays(gpu_arrays(v100))
+    # 80 SMs × 4 partitions of 4×4 FP32 lanes at 1530 MHz: V100's 15.7 FP32 TFLOP/s datasheet peak
+    assert lanes.count == 320 and lanes.spec.peak_flops / 1e12 == pytest.approx(15.7, rel=0.01)
+    assert cuda_core_arrays(gpu_arrays(v100, cuda_core_fallback=False)) is None
+    table = read_kernel_csv(RESULTS / "deepbench_v100_kernels.csv")
+    joined = model_kernels(table, gpu_arrays(v100))
+    row = joined[(joined.layer == "deepspeech_1") & (joined.batch == 4) & (joined.op == "F")].iloc[0]
+    # the same GEMMs on a hand-built GPU of 320 4×4 arrays at the same clock
+    hand = GpuSpec("lanes", 80, 4, 4, 4, v100.clock_hz, v100.memory_bytes_per_s)
+    layer = Layer("d1", "conv", 161, 700, 5, 20, 1, 32, stride=2, padding=0, inputs=("previous",))
+    f = [op for op in kernel_ops(layer, 4, "exact", 2, "zero-insertion") if op.kind == "F"]
+    assert row.modeled_cycles == op_cycles(f, gpu_arrays(hand))[0][0]
+    tensor = joined[(joined.layer == "vision_15") & (joined.op == "F")].iloc[0]  # 256 → 512: tensor cores
+    off = model_kernels(table, gpu_arrays(v100, cuda_core_fallback=False))
+    assert tensor.modeled_cycles == off.loc[tensor.name, "modeled_cycles"]
+
+
+# -- the per-GPU summary from the committed CSVs ----------------------------------------------------
+def test_summary_per_gpu_and_op_matches_a_hand_computation():
+    summary = load_script("deepbench_summary")
+    path = RESULTS / "deepbench_gtx-1080-ti_kernels.csv"
+    frame = summary.summary([path]).set_index("op")
+    joined = run_study([read_kernel_csv(path)], GpuOverrides()).joined
+    for op in ("F", "D", "G"):
+        part = joined[joined.op == op]
+        ratio = part.modeled_ms.to_numpy() / part.measured_ms.to_numpy()
+        assert frame.loc[op, "n"] == len(part) == 90
+        assert frame.loc[op, "mape"] == pytest.approx(float(np.mean(np.abs(ratio - 1))))
+        ranks = [pd.Series(x, dtype=float).rank() for x in (part.modeled_ms, part.measured_ms)]
+        assert frame.loc[op, "rho"] == pytest.approx(float(np.corrcoef(*ranks)[0, 1]))
+    # one row by hand: deepspeech_1, batch 4, F on the 1080 Ti = 0.122 ms measured (the sheet's first row)
+    row = joined[(joined.layer == "deepspeech_1") & (joined.batch == 4) & (joined.op == "F")].iloc[0]
+    assert row.measured_ms == 0.122
+    assert row.modeled_ms == pytest.approx(row.modeled_cycles / 1582e6 * 1e3)
+    # its GEMM: N·P·Q = 4·79·341 outputs × K = 32 filters, reduction C·R·S = 100
+    assert row.macs == 4 * 79 * 341 * 32 * 100
+
+
+def test_committed_summary_is_current():
+    summary = load_script("deepbench_summary")
+    text = (RESULTS / "deepbench_summary.md").read_text(encoding="utf-8")
+    assert text == summary.markdown(summary.summary(summary.conv_csvs()))
+
+
+def test_winograd_forward_is_lavin_and_grays_batched_gemms():
+    # vision_15: 28×28×256 → 512, 3×3, stride 1, pad 1, batch 8; F(2×2, 3×3): 16 GEMMs of 8·14·14 tiles × 256 × 512
+    layer = Layer("v15", "conv", 28, 28, 3, 3, 256, 512, stride=1, padding=1, inputs=("previous",))
+    f = next(op for op in kernel_ops(layer, 8, "exact", 2, "zero-insertion") if op.kind == "F")
+    w = winograd_forward(f, layer, 8)
+    assert f.macs == 8 * 28 * 28 * 256 * 9 * 512
+    assert w.macs == 16 * (8 * 14 * 14) * 256 * 512 and f.macs / w.macs == pytest.approx(2.25)
+    strided = Layer("s", "conv", 28, 28, 3, 3, 256, 512, stride=2, padding=1, inputs=("previous",))
+    fs = next(op for op in kernel_ops(strided, 8, "exact", 2, "zero-insertion") if op.kind == "F")
+    assert winograd_forward(fs, strided, 8) is fs  # stride 2: no Winograd form, the op is unchanged
+    # the committed 1080 Ti sheet: vision_15's forward is recorded as WINOGRAD and costed so
+    table = read_kernel_csv(RESULTS / "deepbench_gtx-1080-ti_kernels.csv")
+    joined = model_kernels(table, gpu_arrays(resolve_gpu("NVIDIA GTX 1080 Ti")))
+    row = joined[(joined.layer == "vision_15") & (joined.batch == 8) & (joined.op == "F")].iloc[0]
+    assert row.algorithm == "WINOGRAD" and row.macs == w.macs
+    plain = model_kernels(table, gpu_arrays(resolve_gpu("NVIDIA GTX 1080 Ti"), winograd=False))
+    assert plain.loc[row.name, "macs"] == f.macs
