@@ -80,7 +80,7 @@ class ArrayConfig:
         """``cycles`` at this array's clock, in seconds; None when the clock is unknown."""
         return None if self.clock_hz is None else float(cycles) / self.clock_hz
 
-    def with_shape(self, rows: int, cols: int) -> "ArrayConfig":
+    def with_shape(self, rows: int, cols: int) -> ArrayConfig:
         return replace(self, rows=rows, cols=cols)
 
 

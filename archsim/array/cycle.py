@@ -51,10 +51,10 @@ from functools import lru_cache
 import numpy as np
 
 from archsim.array import cycle_kernel as kernel
-from archsim.jit import announce_compile
 from archsim.array.analytic import DATAFLOW_CODES, fold_geometry
 from archsim.array.config import ArrayConfig
 from archsim.errors import InputError
+from archsim.jit import announce_compile
 from archsim.validate import parse_int
 
 # How each dataflow tiles A and B for prefetching: (tile width, transposed, anti-diagonal order),

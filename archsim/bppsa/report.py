@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 
 from archsim.report.page import Section
 
+
 def _caption(command: str, what: str, assumes: str) -> str:
     return (f"{html.escape(what)} <br><b>Regenerate:</b> <code>{html.escape(command)}</code>"
             f"<br><b>Model assumes:</b> {html.escape(assumes)}")

@@ -7,8 +7,15 @@ from archsim.cluster.jobs import JobCluster, JobSpec, SimConfig, SimResult, buil
 from archsim.cluster.metrics import aggregate, jct_cdf, migrations_per_iteration, summarize, utilization_series
 from archsim.cluster.profile_csv import load_profile_csv, parse_profile_csv, write_profile_csv
 from archsim.cluster.simulate import MAIN_POLICIES, POLICIES, compare, simulate, simulate_trace
-from archsim.cluster.spb import (JobLayerCosts, TaskCost, backprop_sweep, layer_costs_from_network, spb_tasks,
-                                 suffix_lengths, task_cost)
+from archsim.cluster.spb import (
+                                 JobLayerCosts,
+                                 TaskCost,
+                                 backprop_sweep,
+                                 layer_costs_from_network,
+                                 spb_tasks,
+                                 suffix_lengths,
+                                 task_cost,
+)
 from archsim.cluster.trace import TraceJob, load_tiresias_csv, parse_tiresias_csv, synthetic_trace, trace_to_csv
 
 __all__ = ["MAIN_POLICIES", "POLICIES", "JobCluster", "JobLayerCosts", "JobSpec", "ModelProfile", "SimConfig",

@@ -8,12 +8,12 @@ import sys
 
 import pandas as pd
 
-from archsim.commands import Command
 from archsim.cluster.catalog import paper_catalog
 from archsim.cluster.jobs import JobCluster, SimConfig, build_jobs
 from archsim.cluster.metrics import aggregate, summarize
 from archsim.cluster.simulate import MAIN_POLICIES, POLICIES, simulate
 from archsim.cluster.trace import load_tiresias_csv, synthetic_trace
+from archsim.commands import Command
 from archsim.commands.common import add_output_arguments, emit, positive_int
 from archsim.errors import InputError
 from archsim.outputs import render

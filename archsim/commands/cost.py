@@ -9,9 +9,21 @@ import pandas as pd
 
 from archsim.array.costing import cost_network
 from archsim.commands import Command
-from archsim.commands.common import (add_array_arguments, add_clock_argument, add_seconds, with_clock, add_engine_arguments, add_network_arguments,
-                                     add_output_arguments, array_from_args, emit, memory_meta, network_from_args,
-                                     positive_int, with_memory_args)
+from archsim.commands.common import (
+    add_array_arguments,
+    add_clock_argument,
+    add_engine_arguments,
+    add_network_arguments,
+    add_output_arguments,
+    add_seconds,
+    array_from_args,
+    emit,
+    memory_meta,
+    network_from_args,
+    positive_int,
+    with_clock,
+    with_memory_args,
+)
 from archsim.commands.energy import add_energy_table_argument, energies_from_args, table_from_args
 from archsim.lowering import MODES, lower_network
 from archsim.outputs import render

@@ -7,9 +7,21 @@ import argparse
 
 from archsim.array.config import ArrayConfig
 from archsim.commands import Command
-from archsim.commands.common import (MODE_HELP, add_array_arguments, add_clock_argument, add_engine_arguments,
-                                     add_network_arguments, add_output_arguments, array_from_args, emit,
-                                     memory_meta, network_from_args, positive_int, with_clock, with_memory_args)
+from archsim.commands.common import (
+    MODE_HELP,
+    add_array_arguments,
+    add_clock_argument,
+    add_engine_arguments,
+    add_network_arguments,
+    add_output_arguments,
+    array_from_args,
+    emit,
+    memory_meta,
+    network_from_args,
+    positive_int,
+    with_clock,
+    with_memory_args,
+)
 from archsim.lowering import MODES
 from archsim.outputs import render
 

@@ -3,11 +3,42 @@
 (:mod:`.area`)."""
 
 from archsim.energy.area import Area, array_area
-from archsim.energy.model import (COUNTS, ENERGY_COLUMNS, energy_of, gemm_counts, iteration_energy, layer_energy,
-                                  op_counts, op_energy)
-from archsim.energy.table import (DEFAULT_TABLE, AccessEnergies, EnergyTable, access_energies, load_table,
-                                  read_cfg_energy, with_overrides)
+from archsim.energy.model import (
+                                  COUNTS,
+                                  ENERGY_COLUMNS,
+                                  energy_of,
+                                  gemm_counts,
+                                  iteration_energy,
+                                  layer_energy,
+                                  op_counts,
+                                  op_energy,
+)
+from archsim.energy.table import (
+                                  DEFAULT_TABLE,
+                                  AccessEnergies,
+                                  EnergyTable,
+                                  access_energies,
+                                  load_table,
+                                  read_cfg_energy,
+                                  with_overrides,
+)
 
-__all__ = ["Area", "array_area", "COUNTS", "ENERGY_COLUMNS", "energy_of", "gemm_counts", "iteration_energy",
-           "layer_energy", "op_counts", "op_energy", "DEFAULT_TABLE", "AccessEnergies", "EnergyTable",
-           "access_energies", "load_table", "read_cfg_energy", "with_overrides"]
+__all__ = [
+                                  "COUNTS",
+                                  "DEFAULT_TABLE",
+                                  "ENERGY_COLUMNS",
+                                  "AccessEnergies",
+                                  "Area",
+                                  "EnergyTable",
+                                  "access_energies",
+                                  "array_area",
+                                  "energy_of",
+                                  "gemm_counts",
+                                  "iteration_energy",
+                                  "layer_energy",
+                                  "load_table",
+                                  "op_counts",
+                                  "op_energy",
+                                  "read_cfg_energy",
+                                  "with_overrides",
+]

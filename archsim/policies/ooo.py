@@ -44,7 +44,7 @@ class LayerCosts:
     stash_bytes: tuple[int, ...] = ()  # a^{l-1} a layer keeps from F_l until G_l (0 when unknown)
 
     @classmethod
-    def unit(cls, layers: int) -> "LayerCosts":
+    def unit(cls, layers: int) -> LayerCosts:
         """F = D = G = 1 (the paper's illustrations), no δ for the first layer."""
         ones = (1.0,) * layers
         return cls(ones, ones, ones)

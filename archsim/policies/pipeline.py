@@ -30,11 +30,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
+
 from archsim.errors import InputError
 from archsim.partition.profile import LayerProfile
 from archsim.partition.result import Partition
-import numpy as np
-
 from archsim.policies.stage_orders import gpipe, one_f_one_b
 from archsim.sim import Link, Problem, Processor, simulate
 from archsim.sim.columns import DepColumns, OpColumns

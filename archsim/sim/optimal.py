@@ -25,7 +25,7 @@ def optimal_makespan(problem: Problem, horizon: int, *, time_limit: float = 60.0
     if any(abs(d - op.duration) > 1e-9 for d, op in zip(durations, ops)):
         raise InputError("the exact solver needs integer durations", field="duration")
     index = {op.id: j for j, op in enumerate(ops)}
-    starts = [range(0, horizon - d + 1) for d in durations]
+    starts = [range(horizon - d + 1) for d in durations]
     column = {}
     for j, times in enumerate(starts):
         for t in times:

@@ -24,7 +24,6 @@ from functools import lru_cache
 from pathlib import Path
 
 import pandas as pd
-from archsim.progress import progress as progress_bar
 
 from archsim.array.config import ArrayConfig
 from archsim.errors import InputError
@@ -32,6 +31,7 @@ from archsim.lowering import LoweredLayer, lower_network
 from archsim.outputs import atomic_write_text
 from archsim.partition import build_profile
 from archsim.planners import partitions
+from archsim.progress import progress as progress_bar
 from archsim.sweep.folder import check_owner, holding
 from archsim.sweep.spec import SweepSpec, Unit, network_sha256
 from archsim.sweep.summary import summarize

@@ -38,8 +38,17 @@ from archsim.array.costing import ENGINES
 from archsim.errors import InputError
 from archsim.lowering import MODES
 from archsim.planners import PARTITIONERS
-from archsim.validate import (INT32_MAX, MAX_PROCESSORS, check_name, is_file, parse_toml, read_bytes, read_text,
-                              resolve_name, shown)
+from archsim.validate import (
+    INT32_MAX,
+    MAX_PROCESSORS,
+    check_name,
+    is_file,
+    parse_toml,
+    read_bytes,
+    read_text,
+    resolve_name,
+    shown,
+)
 from archsim.workload.layer import LAYER_KINDS
 
 MAX_LIST = 1000  # values per list: a sweep is their product

@@ -18,8 +18,8 @@ or a count of FLOPs, bytes and kernels.
 
 from __future__ import annotations
 
-from archsim.devices.gpu_cost import Efficiency
 from archsim.collectives import LinkClass
+from archsim.devices.gpu_cost import Efficiency
 
 NCCL_FIT_GPUS = (2, 4, 8)
 NCCL_CHECK_GPUS = (3, 5, 6, 7)
@@ -71,5 +71,16 @@ def kernels(gpu_name: str) -> Efficiency:
     return A100_KERNELS
 
 
-__all__ = ["A100_KERNELS", "A100_NVLINK", "V100_NVLINK", "nvlink_group", "FIT_LAYERS", "NCCL_CHECK_GPUS", "NCCL_FIT_GPUS", "infiniband",
-           "is_fit_run", "kernels", "nvlink"]
+__all__ = [
+    "A100_KERNELS",
+    "A100_NVLINK",
+    "FIT_LAYERS",
+    "NCCL_CHECK_GPUS",
+    "NCCL_FIT_GPUS",
+    "V100_NVLINK",
+    "infiniband",
+    "is_fit_run",
+    "kernels",
+    "nvlink",
+    "nvlink_group",
+]

@@ -25,11 +25,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from archsim.collectives import LinkClass, collective_seconds
 from archsim.devices.catalog import Gpu
 from archsim.devices.gpu_cost import Efficiency, memory_seconds, op_seconds
 from archsim.errors import InputError
 from archsim.lowering import TrainingOp
-from archsim.collectives import LinkClass, collective_seconds
 from archsim.training.layer_ops import Collective, Work, block_work, embedding_work, head_work
 from archsim.training.memory import StageMemory, stage_memory
 from archsim.training.parallel import Parallelism, layers_per_stage, padded_vocab
@@ -218,6 +218,20 @@ def stage_profile(times: StageTimes):
     return StageProfile(times.forward, times.backward_input, times.backward_weight, times.hop)
 
 
-__all__ = ["ATTENTION_CORE", "Links", "Machine", "OPTIMIZER_BYTES_PER_PARAMETER", "PieceCost", "StageTimes",
-           "after_backward", "check_fits", "in_flight", "memories", "model_pieces", "one_f_one_b_seconds", "piece_cost", "stage_profile",
-           "stage_times"]
+__all__ = [
+    "ATTENTION_CORE",
+    "OPTIMIZER_BYTES_PER_PARAMETER",
+    "Links",
+    "Machine",
+    "PieceCost",
+    "StageTimes",
+    "after_backward",
+    "check_fits",
+    "in_flight",
+    "memories",
+    "model_pieces",
+    "one_f_one_b_seconds",
+    "piece_cost",
+    "stage_profile",
+    "stage_times",
+]

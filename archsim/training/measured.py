@@ -60,4 +60,4 @@ def read_measured(path: str | Path) -> list[MeasuredRun]:
     return runs
 
 
-__all__ = ["MeasuredRun", "VOCAB", "read_measured"]
+__all__ = ["VOCAB", "MeasuredRun", "read_measured"]

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from archsim.errors import InputError
 from archsim.collectives import LinkClass, collective_seconds
+from archsim.errors import InputError
 from archsim.validate import read_text
 
 _NAME = re.compile(r"_GPU(\d+)_")

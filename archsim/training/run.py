@@ -8,8 +8,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from archsim.devices.catalog import GIB
-from archsim.training.iteration import (Machine, after_backward, check_fits, memories, model_pieces, stage_profile,
-                                        stage_times)
+from archsim.training.iteration import (
+    Machine,
+    after_backward,
+    check_fits,
+    memories,
+    model_pieces,
+    stage_profile,
+    stage_times,
+)
 from archsim.training.memory import StageMemory
 from archsim.training.parallel import Parallelism
 from archsim.workload.transformer import TransformerConfig

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import itertools
 
-
 from archsim.errors import InputError
 from archsim.training.parallel import Parallelism
 

@@ -42,8 +42,14 @@ from archsim.array.costing import flatten_gemms
 from archsim.errors import InputError
 from archsim.lowering import TrainingOp, check_mode
 from archsim.validate import MIN_MAGNITUDE, is_file, shown
-from archsim.validation.gpu_algorithms import (check_dgrad, cuda_core_arrays, kernel_ops, runs_winograd,
-                                               tensor_core_shape, winograd_forward)
+from archsim.validation.gpu_algorithms import (
+    check_dgrad,
+    cuda_core_arrays,
+    kernel_ops,
+    runs_winograd,
+    tensor_core_shape,
+    winograd_forward,
+)
 from archsim.validation.gpu_csv import KernelTable
 from archsim.workload import load_network
 from archsim.workload.layer import NETWORK_INPUT, Layer

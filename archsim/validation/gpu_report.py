@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from archsim.report.page import Section, page
 from archsim.outputs import atomic_write_text
+from archsim.report.page import Section, page
 from archsim.validation.gpu_compare import RHO_BAR, below_bar, outliers, tensor_core_subset
 from archsim.validation.gpu_csv import KERNEL_OPS
 from archsim.validation.gpu_study import GpuStudy

@@ -29,7 +29,7 @@ class _Builder:
     layers: list[Layer] = field(default_factory=list)
     current: tuple[str, int, int, int] = (NETWORK_INPUT, 0, 0, 0)
 
-    def start(self, h: int, w: int, c: int) -> "_Builder":
+    def start(self, h: int, w: int, c: int) -> _Builder:
         self.current = (NETWORK_INPUT, h, w, c)
         return self
 

@@ -246,7 +246,7 @@ class Network:
     def parameter_count(self) -> int:
         return sum(layer.parameter_count for layer in self.layers)
 
-    def only(self, *kinds: str) -> "Network":
+    def only(self, *kinds: str) -> Network:
         """The sub-network of the given kinds (e.g. the conv layers LayerPipe evaluates).
 
         Inputs that point at dropped layers are re-pointed to the nearest kept producer, so the

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from importlib import resources
 from dataclasses import replace
+from importlib import resources
 from pathlib import Path
 
 from archsim.errors import InputError
-from archsim.validate import exists, is_file, read_text, resolve_name, shown
+from archsim.validate import exists, is_file, read_text, resolve_name
 from archsim.workload.csv_loader import load_topology, parse_topology
 from archsim.workload.layer import Network
 
