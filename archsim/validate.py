@@ -19,6 +19,7 @@ import csv
 import errno
 import io
 import math
+import numbers
 import os
 import stat
 from collections.abc import Iterable
@@ -35,6 +36,12 @@ MAX_FILE_BYTES = 64 * 2**20
 MAX_NAME_CHARS = 100
 MIN_MAGNITUDE = 1e-12  # smallest non-zero real accepted (seconds, GHz, bytes/cycle …): no subnormals
 MAX_PROCESSORS = 4096  # processors a partition or schedule may use (partitioners are O(layers² · P))
+
+
+def is_nan(value: object) -> bool:
+    """Whether ``value`` is a NaN of any real type (numpy's included); False for every non-number, so
+    table cells of mixed types can be tested alike. The one NaN test archsim has."""
+    return isinstance(value, numbers.Real) and math.isnan(value)
 
 
 def shown(value: object, limit: int = 60) -> str:

@@ -475,3 +475,12 @@ def test_utilization_of_a_huge_array_is_tiny_not_negative(capsys):
     _, rows = json_rows(capsys, "cost", "layerpipe_sample", "--array", "2147483647x2147483647")
     assert all(0 <= row[f"{kind}_utilization"] < 1e-15 for row in rows for kind in "FGD")
 
+
+
+def test_one_nan_test_for_every_cell_type():
+    import numpy as np
+
+    from archsim.validate import is_nan
+
+    assert is_nan(float("nan")) and is_nan(np.float32("nan")) and is_nan(np.float64("nan"))
+    assert not any(is_nan(v) for v in (0.0, 3, "nan", None, float("inf"), np.int64(2), "x"))

@@ -23,6 +23,7 @@ import json
 from pathlib import Path
 
 from archsim.outputs import atomic_write_text
+from archsim.validate import is_nan
 
 # archsim / zero-bubble / SPP op kind → the action families it belongs to
 FAMILY = {"F": ("F",), "D": ("I",), "D1": ("I",), "D2": ("I",), "I": ("I",), "G": ("W",), "W": ("W",),
@@ -37,7 +38,7 @@ def chrome_trace(timeline) -> dict:
         data = row._asdict()
         pid = names.setdefault(str(data["processor"]), len(names) + 1)
         args = {k: (v if isinstance(v, (int, float, str)) else str(v)) for k, v in data.items()
-                if k not in ("op", "processor", "stream", "start", "end") and v == v}
+                if k not in ("op", "processor", "stream", "start", "end") and not is_nan(v)}
         events.append({"name": str(data["op"]), "cat": str(data.get("kind", "op")), "ph": "X", "ts": float(data["start"]),
                        "dur": float(data["end"] - data["start"]), "pid": pid, "tid": int(data["stream"]), "args": args})
     for transfer in timeline.transfers:

@@ -6,6 +6,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from archsim.validate import is_nan
+
 OBJECTIVES = ("seconds_per_iteration", "energy_pj", "area_mm2")
 
 
@@ -43,7 +45,7 @@ def with_front(results: pd.DataFrame) -> pd.DataFrame:
 def _label(frame: pd.DataFrame) -> pd.Series:
     return (frame["rows"].astype(str) + "x" + frame["cols"].astype(str) + " " + frame["dataflow"].astype(str)
             + ", SRAM " + frame["sram_kb"].astype(str) + " KiB, bw " + frame["bandwidth"].astype(str)
-            + ", " + frame["clock_ghz"].map(lambda c: f"{c:g} GHz" if c == c else "no clock")
+            + ", " + frame["clock_ghz"].map(lambda c: "no clock" if is_nan(c) else f"{c:g} GHz")
             + ", " + frame["element_bytes"].astype(str) + " B, M=" + frame["microbatches"].astype(str)
             + ", P=" + frame["processors"].astype(str) + " " + frame["method"].astype(str)
             + ", " + frame["energy_table"].astype(str))

@@ -6,6 +6,8 @@ F blue, G orange, D (δ) green, its split parts D1 (δ′) teal and D2 (δ″) p
 
 from __future__ import annotations
 
+from archsim.validate import is_nan
+
 KIND_COLORS = {"F": "#4C78A8", "G": "#F58518", "D": "#54A24B", "D1": "#72B7B2", "D2": "#B279A2",
                "U": "#9D755D", "comm": "#BAB0AC"}
 KIND_LABELS = {"F": "F (forward)", "G": "G (weight gradient)", "D": "D (δ, input gradient)", "D1": "D1 (δ′, split part)",
@@ -15,7 +17,7 @@ KIND_LABELS = {"F": "F (forward)", "G": "G (weight gradient)", "D": "D (δ, inpu
 def table_number(value: float, digits: int = 4) -> str:
     """A table cell: ``digits`` significant digits, but never an exponent for large values
     (109,000 rather than 1.09e+05)."""
-    if value != value:  # NaN
+    if is_nan(value):
         return ""
     if abs(value) >= 10 ** digits:
         return f"{value:,.0f}"
