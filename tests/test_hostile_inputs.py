@@ -278,3 +278,22 @@ def test_a_dim_that_names_no_dimension(tmp_path, capsys):
     onnx_file.write_bytes(mixed_cnn().SerializeToString())
     refused(capsys, "cost", onnx_file, "--dim", "foo=3", words="names no symbolic dimension")
     refused(capsys, "cost", "layerpipe_sample", "--dim", "foo=3", words="--dim applies to ONNX")
+
+
+def test_a_truncated_results_csv_is_refused_by_report(tmp_path, capsys):
+    """#27: a results.csv cut short (as by a full disk or a copy interrupted) gave a report of NaN and exit 0."""
+    from archsim.cli import main
+
+    out = tmp_path / "sweep"
+    spec = tmp_path / "s.toml"
+    spec.write_text('[sweep]\nname = "cut"\nnetworks = ["layerpipe_sample"]\narrays = ["32x32"]\ndataflows = ["ws"]\n'
+                    'batches = [8]\nprocessors = [2, 3]\nmethods = ["layerpipe", "gpipe"]\nmode = "paper"\n')
+    assert main(["sweep", str(spec), "--out", str(out)]) == 0
+    capsys.readouterr()
+    whole = (out / "results.csv").read_text()
+    for cut in (whole[:-1], whole[:whole.rindex(",", 0, len(whole) - 40)] + "\n"):
+        (out / "results.csv").write_text(cut)
+        code = main(["report", str(out), "--out", str(tmp_path / "r.html")])
+        err = capsys.readouterr().err
+        assert code == 2 and len(err.strip().splitlines()) == 1 and "cut short" in err, err
+        assert not (tmp_path / "r.html").exists()

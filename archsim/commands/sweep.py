@@ -69,6 +69,10 @@ def _spec_command(folder: Path) -> str:
     return f"archsim sweep SPEC --out {folder}"
 
 
+NUMERIC_RESULT_COLUMNS = ("rows", "cols", "batch", "processors", "stages", "single_cycles", "cycles_per_iteration",
+                          "speedup", "mandatory_bytes", "comm_overhead_bytes")  # never empty in a sweep's rows
+
+
 def read_results(folder: Path) -> pd.DataFrame:
     path = folder / "results.csv"
     if not path.is_file():
@@ -78,12 +82,22 @@ def read_results(folder: Path) -> pd.DataFrame:
 
         from archsim.validate import read_text
 
-        frame = pd.read_csv(io.StringIO(read_text(path, "results file")))
+        text = read_text(path, "results file")
+        frame = pd.read_csv(io.StringIO(text))
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         raise InputError(f"unreadable results ({exc.__class__.__name__})", file=str(path)) from None
     missing = [c for c in RESULT_COLUMNS if c not in frame.columns]
     if missing:
         raise InputError("missing column", file=str(path), line=1, field=missing[0])
+    if not text.endswith("\n"):  # archsim writes whole lines, atomically: a file without one was cut short
+        raise InputError("the file ends inside a row (cut short?): rerun the sweep that wrote it", file=str(path),
+                         line=text.count("\n") + 1)
+    numbers = frame[[c for c in RESULT_COLUMNS if c in NUMERIC_RESULT_COLUMNS]]
+    empty = numbers.isna().to_numpy().nonzero()
+    if len(empty[0]):  # a row with fewer cells than the header: a report would show NaN
+        row, column = int(empty[0][0]), numbers.columns[int(empty[1][0])]
+        raise InputError("empty cell (a row cut short?): rerun the sweep that wrote it", file=str(path),
+                         line=row + 2, field=column)
     return frame
 
 
