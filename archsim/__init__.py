@@ -34,7 +34,7 @@ _EXPORTS = {
     "InputError": "archsim.errors:InputError",
 }
 
-__all__ = ["__version__", *sorted(_EXPORTS)]
+__all__ = ["__version__", *sorted(_EXPORTS)]  # noqa: PLE0604 (the lazy exports' names, strings)
 
 
 def __getattr__(name: str):

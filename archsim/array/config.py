@@ -232,21 +232,21 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
         except ValueError as exc:
             raise InputError(str(exc), file=file, line=line_of("ClockGHz"), field="ClockGHz") from None
 
-    fields = dict(
-        rows=as_int("ArrayHeight"),
-        cols=as_int("ArrayWidth"),
-        dataflow=arch.get("Dataflow", "").strip().lower(),
-        ifmap_sram_kb=as_int("IfmapSramSzkB"),
-        filter_sram_kb=as_int("FilterSramSzkB"),
-        ofmap_sram_kb=as_int("OfmapSramSzkB"),
-        bandwidth=bandwidth,
-        user_bandwidth=(mode == "USER"),
-        read_bandwidth=read_bandwidth,
-        element_bytes=element_bytes,
-        clock_hz=clock_hz,
-        name=check_name(parser.get("general", "run_name", fallback=path.stem).strip(), "run_name", file=file,
-                        line=line_of("run_name")),
-    )
+    fields = {
+        "rows": as_int("ArrayHeight"),
+        "cols": as_int("ArrayWidth"),
+        "dataflow": arch.get("Dataflow", "").strip().lower(),
+        "ifmap_sram_kb": as_int("IfmapSramSzkB"),
+        "filter_sram_kb": as_int("FilterSramSzkB"),
+        "ofmap_sram_kb": as_int("OfmapSramSzkB"),
+        "bandwidth": bandwidth,
+        "user_bandwidth": (mode == "USER"),
+        "read_bandwidth": read_bandwidth,
+        "element_bytes": element_bytes,
+        "clock_hz": clock_hz,
+        "name": check_name(parser.get("general", "run_name", fallback=path.stem).strip(), "run_name", file=file,
+                           line=line_of("run_name")),
+    }
     key_of = {"rows": "ArrayHeight", "cols": "ArrayWidth", "dataflow": "Dataflow",
               "ifmap_sram_kb": "IfmapSramSzkB", "filter_sram_kb": "FilterSramSzkB",
               "ofmap_sram_kb": "OfmapSramSzkB", "bandwidth": "Bandwidth"}

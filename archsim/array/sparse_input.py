@@ -61,9 +61,9 @@ def read_sparsity_section(path: str | Path) -> SparsityConfig | None:
                          "pruned one (its pattern test is address != 0), which archsim does not copy; use an "
                          "offset above 0", file=file, line=_line_of(text, "FilterOffset"), field="FilterOffset")
     optimized = value("OptimizedMapping").lower() == "true"
-    fields = dict(representation=value("SparseRep"), optimized_mapping=optimized,
-                  block_size=integer("BlockSize", 1, 2**31 - 1) if optimized else 4,
-                  seed=integer("RandomNumberGeneratorSeed", 0, SEED_MAX))
+    fields = {"representation": value("SparseRep"), "optimized_mapping": optimized,
+              "block_size": integer("BlockSize", 1, 2**31 - 1) if optimized else 4,
+              "seed": integer("RandomNumberGeneratorSeed", 0, SEED_MAX)}
     try:
         return SparsityConfig(**fields)
     except InputError as exc:

@@ -57,8 +57,7 @@ def run(args: argparse.Namespace) -> int:
         lowered = lower_network(network, args.batch, args.mode, array.element_bytes)  # type: ignore[arg-type]
         per_layer = layer_energy(lowered, array, energies, args.engine)
         table = pd.concat([table, per_layer.drop(columns="layer")], axis=1)
-    totals = {column: table[column].sum() for column in table.columns if column.endswith("_cycles")
-              or column.endswith("_bytes") or column.endswith("_pj")}
+    totals = {column: table[column].sum() for column in table.columns if column.endswith(("_cycles", "_bytes", "_pj"))}
     total_row = pd.DataFrame([{"layer": "TOTAL", "type": "", **totals}])
     for kind in ("F", "G", "D"):
         cycles = table[f"{kind}_cycles"]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import permutations
+from itertools import pairwise, permutations
 
 from archsim.collectives import ring_allreduce_time
 from archsim.errors import InputError
@@ -99,7 +99,7 @@ def dp_problem(forward: Sequence[float], delta: Sequence[float], weight_grad: Se
                       tags=(("kind", kind), ("layer", f"l{l}"))))
         source = f"F{layers}" if l == layers else f"D{l + 1}"
         deps.append(Dep(source, f"{kind}{l}"))
-    for (a, b) in zip(order, order[1:]):  # the device runs the backward in exactly this order
+    for a, b in pairwise(order):  # the device runs the backward in exactly this order
         deps.append(Dep(f"{a[0]}{a[1]}", f"{b[0]}{b[1]}"))
     last = order[-1]
     deps.append(Dep(f"{last[0]}{last[1]}", "F1'"))

@@ -32,10 +32,10 @@ def is_fit_run(layers: int) -> bool:
 
 
 # η, α (s), α₀ (s), γ (s/byte) of NVLink on an A100 server, per direction 300 GB/s (datasheet).
-A100_NVLINK = dict(efficiency=0.998, alpha_s=3.15e-6, launch_s=52.7e-6, copy_s_per_byte=1.80e-12)
+A100_NVLINK = {"efficiency": 0.998, "alpha_s": 3.15e-6, "launch_s": 52.7e-6, "copy_s_per_byte": 1.80e-12}
 
 # η, α (s), α₀ (s), γ (s/byte) of V100 NVLink rings on a DGX-1 (per link 25 GB/s per direction).
-V100_NVLINK = dict(efficiency=0.903, alpha_s=0.0, launch_s=37.9e-6, copy_s_per_byte=0.357e-12)
+V100_NVLINK = {"efficiency": 0.903, "alpha_s": 0.0, "launch_s": 37.9e-6, "copy_s_per_byte": 0.357e-12}
 
 # Kernel efficiencies on an A100, fitted to the 16-layer runs.
 A100_KERNELS = Efficiency(gemm=0.920, memory=0.733, kernel_s=32.7e-6, host_s=69.4e-6)

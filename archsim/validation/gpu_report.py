@@ -151,8 +151,8 @@ def markdown_report(study: GpuStudy, command: str) -> str:
     """The report's tables as Markdown, for ``benchmarks/results/`` (the HTML is regenerated, not committed)."""
     per_op = study.stats[study.stats["group"] == "op"]
     parts = [f"# archsim vs GPU kernels ({', '.join(sorted(study.joined['gpu'].unique()))})\n",
-             f"Measured: {', '.join(f'`{s}`' for s in study.sources)}. Regenerate this and the HTML report: "
-             f"`{command}`\n", "## Assumptions\n", markdown_table(study.assumptions),
+             (f"Measured: {', '.join(f'`{s}`' for s in study.sources)}. Regenerate this and the HTML report: "
+              f"`{command}`\n"), "## Assumptions\n", markdown_table(study.assumptions),
              "\n## Per op type\n", markdown_table(per_op), "\n" + STATS_NOTE + "\n",
              "\n## Per network and per batch\n", markdown_table(study.stats[study.stats["group"] != "op"])]
     if len(study.streams_summary):
