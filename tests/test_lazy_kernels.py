@@ -107,3 +107,74 @@ def test_the_limit_is_inclusive(work, limit, expected):
 
     with small_in_python(identity, work, limit) as python:
         assert python is expected
+
+
+_PRM_CHILD = """
+import pickle, sys
+from archsim.spp.prm import prm_tables
+cases = pickle.loads(sys.stdin.buffer.read())
+out = [prm_tables(*case) for case in cases]
+assert "numba" not in sys.modules, "a small input loaded numba"
+sys.stdout.buffer.write(pickle.dumps(out))
+"""
+
+
+def test_uncompiled_small_prm_tables_equal_the_compiled_kernel(monkeypatch):
+    from archsim.spp import prm
+    from test_spp import random_profile, random_topology
+
+    cases = []
+    for seed in range(60):
+        layers, devices = seed % 9 + 1, seed % 7 + 1
+        bandwidth = random_topology(seed + 5, devices).bandwidth
+        if seed % 3 == 0:  # equal bandwidths: ties
+            bandwidth = np.where(bandwidth > 0, np.round(bandwidth / 4) + 1, 0.0)
+        order = [int(d) for d in np.random.default_rng(seed).permutation(devices)]
+        cases.append((random_profile(seed, layers), order, bandwidth, seed % 5 + 1, min(layers, devices)))
+    done = subprocess.run([sys.executable, "-c", _PRM_CHILD], input=pickle.dumps(cases), capture_output=True,
+                          check=True)
+    assert done.stderr == b""  # no division warnings: the uncompiled run divides as IEEE, silently
+    monkeypatch.setattr(prm, "PYTHON_WORK", -1)
+    assert pickle.loads(done.stdout) == [prm.prm_tables(*case) for case in cases]
+
+
+_JIGSAW_CHILD = """
+import pickle, sys
+from archsim.cluster.jigsaw import simulate_jigsaw
+cases = pickle.loads(sys.stdin.buffer.read())
+out = [simulate_jigsaw(jobs, cluster, config, spb=spb) for jobs, cluster, config, spb in cases]
+assert "numba" not in sys.modules, "a small input loaded numba"
+sys.stdout.buffer.write(pickle.dumps(out))
+"""
+
+
+def jigsaw_case(seed: int):
+    from archsim.cluster.jobs import JobCluster, JobSpec, SimConfig
+
+    gib, rng = 2**30, random.Random(seed)
+    machines = tuple(rng.randint(1, 3) for _ in range(rng.randint(1, 4)))
+    jobs = []
+    for j in range(rng.randint(1, 9)):
+        workers = rng.randint(1, sum(machines))
+        spb = tuple(rng.randint(1, 8) / 4 for _ in range(workers))  # a coarse grid: ties
+        memory = tuple(rng.randint(1, 4) * gib for _ in range(workers))
+        jobs.append(JobSpec(f"j{j}", rng.randint(0, 12) / 2, workers, rng.randint(1, 30), "m", max(spb), max(memory),
+                            spb, memory, rng.choice([0.0, 1e8, 1e9, 4e9])))
+    config = SimConfig(interval_s=rng.choice([0.0, 1.0, 3.0]), gamma_s_per_byte=rng.choice([0.0, 1e-10, 8e-10]),
+                       unit_s=rng.choice([0.0, 0.0, 1.0, 4.0]))
+    return jobs, JobCluster(machines, 16 * gib), config, rng.random() < 0.7
+
+
+def test_uncompiled_small_jigsaw_runs_equal_the_compiled_kernel(monkeypatch):
+    from archsim.cluster import jigsaw
+
+    cases = [jigsaw_case(seed) for seed in range(150)]
+    done = subprocess.run([sys.executable, "-c", _JIGSAW_CHILD], input=pickle.dumps(cases), capture_output=True,
+                          check=True)
+    monkeypatch.setattr(jigsaw, "PYTHON_WORK", -1)
+    for case, python in zip(cases, pickle.loads(done.stdout)):
+        jobs, cluster, config, spb = case
+        compiled = jigsaw.simulate_jigsaw(jobs, cluster, config, spb=spb)
+        assert python.jobs.astype(str).equals(compiled.jobs.astype(str))
+        assert np.array_equal(python.busy, compiled.busy)
+        assert (python.makespan_s, python.devices) == (compiled.makespan_s, compiled.devices)
