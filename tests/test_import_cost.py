@@ -29,7 +29,7 @@ CASES = [
     (["plan", PROFILE, "--cluster", CLUSTER, "--microbatches", "4", "--method", "pipedream", "--format", "json"], ()),
     (["plan", PROFILE, "--cluster", CLUSTER, "--microbatches", "4"], ("networkx",)),  # SPP's min-cut device order
     (["import", "layerpipe_sample"], ()),
-    (["gemm", "--m", "64", "--k", "64", "--n", "64"], ("pandas",)),
+    (["gemm", "--m", "64", "--k", "64", "--n", "64"], ()),
     (["cost", "layerpipe_sample"], ("pandas",)),
     (["energy", "layerpipe_sample"], ("pandas",)),
     (["pipeline", "layerpipe_sample", "--processors", "2"], ("pandas",)),
