@@ -88,8 +88,8 @@ class Topology:
         where = np.array(self.servers)
         same = where[:, None] == where[None, :]
         off_diagonal = ~np.eye(self.devices, dtype=bool)
-        intra = np.unique(self.bandwidth[same & off_diagonal])
-        inter = np.unique(self.bandwidth[~same])
+        intra = sorted(set(self.bandwidth[same & off_diagonal].tolist()))  # not np.unique: it imports numpy.ma
+        inter = sorted(set(self.bandwidth[~same].tolist()))
         for values, field in ((intra, "intra_server_gbps"), (inter, "inter_server_gbps")):
             if len(values) > 1:
                 raise InputError("links of one level differ (a range was drawn?): a uniform hierarchy needs one "
