@@ -17,6 +17,12 @@ _ANNOUNCED: set[str] = set()
 def will_compile(dispatcher) -> bool:
     """True when calling ``dispatcher`` in this process compiles it: nothing compiled yet in this
     process and no index of cached machine code on disk."""
+    from archsim.numba_cache import LazyKernel, running_in_python
+
+    if isinstance(dispatcher, LazyKernel):
+        if running_in_python() and not dispatcher.loaded:
+            return False  # this call runs uncompiled (a small input)
+        dispatcher = dispatcher.compiled()
     if dispatcher.signatures:
         return False
     cache = getattr(dispatcher, "_cache", None)

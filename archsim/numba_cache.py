@@ -10,12 +10,21 @@ available"). archsim picks the folder itself, in this order:
 
 the first that can be created and written. If none can, kernels are compiled on every run
 (correct, a second or two slower) and :data:`CACHE_NOTE` says why.
+
+Importing numba and loading a cached kernel costs about half a second of CPU, more than a small
+problem's whole answer. So :func:`njit` returns a :class:`LazyKernel`: numba is imported and the
+kernel compiled (or loaded from the cache) on its first compiled call, not when its module is
+imported, and :func:`small_in_python` runs a call on a small input as the very same Python function,
+uncompiled (``tests/test_lazy_kernels.py`` checks both paths give equal results on many inputs).
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
+import threading
+from contextlib import contextmanager
 from pathlib import Path
 
 CACHE_NOTE = ""
@@ -48,20 +57,89 @@ def _configure() -> bool:
     if folder is None:
         CACHE_NOTE = "no writable cache folder (NUMBA_CACHE_DIR, ~/.cache, temp): kernels compile on each run"
         return False
-    os.environ["NUMBA_CACHE_DIR"] = str(folder)
-    from numba.core import config
-
-    config.CACHE_DIR = str(folder)  # in case numba was imported (and read its environment) before us
+    os.environ["NUMBA_CACHE_DIR"] = str(folder)  # numba reads it when it is imported
+    config = sys.modules.get("numba.core.config")
+    if config is not None:
+        config.CACHE_DIR = str(folder)  # numba was imported (and read its environment) before us
     return True
 
 
 CACHING = _configure()
+_LOCAL = threading.local()  # .python: calls in this thread run uncompiled (inside small_in_python)
+
+
+class LazyKernel:
+    """A kernel whose ``numba.njit`` happens on its first compiled call (see the module docstring).
+
+    Calling it runs the compiled kernel, except inside :func:`small_in_python` while it is not compiled
+    yet. Once compiled, the module's global of that name becomes numba's dispatcher, so kernels calling
+    kernels compile together; other attributes (``signatures``, ``py_func`` …) are the dispatcher's."""
+
+    def __init__(self, function, options: dict) -> None:
+        self.py_func = function
+        self._options = options
+        self._dispatcher = None
+        self.__name__ = function.__name__
+        self.__doc__ = function.__doc__
+
+    def compiled(self):
+        """numba's dispatcher of this kernel (importing numba on the first call)."""
+        if self._dispatcher is None:
+            from numba import njit as numba_njit
+
+            names = self.py_func.__globals__
+            for name in self.py_func.__code__.co_names:  # kernels this one calls: numba must see dispatchers
+                if isinstance(names.get(name), LazyKernel):
+                    names[name] = names[name].compiled()
+            self._dispatcher = numba_njit(**self._options)(self.py_func)
+            if names.get(self.__name__) is self:
+                names[self.__name__] = self._dispatcher
+        return self._dispatcher
+
+    @property
+    def loaded(self) -> bool:
+        return self._dispatcher is not None
+
+    def __call__(self, *args):
+        if self._dispatcher is None and getattr(_LOCAL, "python", False):
+            return self.py_func(*args)
+        return self.compiled()(*args)
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.compiled(), name)
 
 
 def njit(*args, **kwargs):
-    """``numba.njit``; ``cache=True`` caches in :func:`cache_dir` (or is dropped when there is none)."""
-    from numba import njit as numba_njit
-
+    """``numba.njit``, deferred (:class:`LazyKernel`); ``cache=True`` caches in :func:`cache_dir` (or is
+    dropped when there is none)."""
     if kwargs.get("cache") and not CACHING:
         kwargs["cache"] = False
-    return numba_njit(*args, **kwargs)
+    if args and callable(args[0]):  # bare @njit
+        return LazyKernel(args[0], kwargs)
+    return lambda function: LazyKernel(function, kwargs)
+
+
+def loaded(kernel) -> bool:
+    """True when ``kernel`` is compiled (or loaded from the cache) in this process already."""
+    return not isinstance(kernel, LazyKernel) or kernel.loaded
+
+
+def running_in_python() -> bool:
+    """True inside a :func:`small_in_python` block that chose plain Python."""
+    return getattr(_LOCAL, "python", False)
+
+
+@contextmanager
+def small_in_python(kernel, work: int, limit: int):
+    """Within the block, ``kernel`` (and the kernels it calls) run as plain Python when ``work``
+    (the caller's count of its inner steps) is at most ``limit`` and ``kernel`` is not compiled in this
+    process yet: for a small input that is cheaper than importing numba and loading the kernel."""
+    python = work <= limit and not loaded(kernel)
+    before = getattr(_LOCAL, "python", False)
+    _LOCAL.python = before or python
+    try:
+        yield python
+    finally:
+        _LOCAL.python = before

@@ -8,10 +8,15 @@ import os
 import tempfile
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 
 from archsim.errors import InputError
+from archsim.rows import Rows, columns, table, to_csv, to_json
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 FORMATS = ("table", "csv", "json")
 
@@ -109,21 +114,28 @@ def meta_columns(meta: dict[str, object] | None, columns) -> dict[str, object]:
             if key not in columns and (value is None or isinstance(value, (str, int, float, bool, np.generic)))}
 
 
-def with_meta_columns(frame: pd.DataFrame, meta: dict[str, object] | None) -> pd.DataFrame:
+def with_meta_columns(frame: "pd.DataFrame", meta: dict[str, object] | None) -> "pd.DataFrame":
     extra = meta_columns(meta, set(frame.columns))
     return frame.assign(**extra) if extra and len(frame) else frame
 
 
-def render(frame: pd.DataFrame, fmt: str, *, meta: dict[str, object] | None = None,
+def render(frame: "pd.DataFrame | Rows", fmt: str, *, meta: dict[str, object] | None = None,
            float_format: str = "{:.4g}", precision: int | None = None) -> str:
     """Render a result frame as an aligned table, CSV, or JSON (``{"meta": …, "rows": […]}``).
 
     The table (for reading) formats numbers with :func:`format_number`, in the ``# key: value``
-    header lines too, to ``precision`` significant digits when given; CSV and JSON keep full precision."""
+    header lines too, to ``precision`` significant digits when given; CSV and JSON keep full precision.
+    Plain :class:`~archsim.rows.Rows` render the same bytes without importing pandas where they can."""
     if precision is not None:
         float_format = f"{{:.{precision}g}}"
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}", field="format")
+    if isinstance(frame, Rows):
+        text = _render_rows(frame, fmt, meta, float_format)
+        if text is not None:
+            return text
+        frame = frame.frame()
+    import pandas as pd
     if fmt == "csv":  # the meta's values too (as columns after the rows' own), so csv loses nothing json has
         return with_meta_columns(frame, meta).to_csv(index=False)
     if fmt == "json":
@@ -135,3 +147,17 @@ def render(frame: pd.DataFrame, fmt: str, *, meta: dict[str, object] | None = No
             shown[column] = shown[column].map(lambda x: format_number(x, float_format))
     header = "".join(f"# {k}: {format_number(v, float_format)}\n" for k, v in (meta or {}).items())
     return header + shown.to_string(index=False) + "\n"
+
+
+def _render_rows(rows: Rows, fmt: str, meta: dict[str, object] | None, float_format: str) -> str | None:
+    """:func:`render`'s bytes for plain rows, or None when only pandas renders them (see archsim.rows)."""
+    parsed = columns(rows)
+    if parsed is None:
+        return None
+    names, values, kinds = parsed
+    if fmt == "csv":
+        return to_csv(names, values, kinds, meta_columns(meta, set(names)))
+    if fmt == "json":
+        return to_json(names, values, meta or {})
+    header = "".join(f"# {k}: {format_number(v, float_format)}\n" for k, v in (meta or {}).items())
+    return header + table(names, values, kinds, lambda x: format_number(x, float_format)) + "\n"

@@ -37,6 +37,10 @@ CLUSTER = ROOT / "configs" / "clusters" / "testbed_v100.toml"
 COMPARED_PROFILES = ("alexnet", "densenet121")
 HEAVY = ("pandas", "numba", "scipy", "networkx", "plotly", "tqdm", "onnx", "torch", "numpy")
 ARCHSIM = [sys.executable, "-m", "archsim"]
+# Children read and write bytecode caches, as an installed package has them (pip compiles at install):
+# with PYTHONDONTWRITEBYTECODE set, every run would compile archsim's ~60 modules from source (≈ 0.12 s
+# CPU) and the released optimizer's few. The first of the repeats writes them; the best is reported.
+CHILD_ENV = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}, "PYTHONWARNINGS": "ignore"}
 
 COMMANDS = {
     "python -c pass": [sys.executable, "-c", "pass"],
@@ -62,7 +66,7 @@ def timed(argv: list[str], cwd: Path = ROOT) -> tuple[float, float, subprocess.C
     """CPU seconds (user + system) and wall seconds of one child process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, env=CHILD_ENV)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode:
@@ -77,7 +81,8 @@ def best(argv: list[str], repeats: int, cwd: Path = ROOT) -> tuple[float, float,
 
 def heavy_imports(argv: list[str]) -> dict[str, float]:
     """Cumulative import seconds of each heavy top-level package the command imported."""
-    done = subprocess.run([argv[0], "-X", "importtime", *argv[1:]], cwd=ROOT, capture_output=True, text=True)
+    done = subprocess.run([argv[0], "-X", "importtime", *argv[1:]], cwd=ROOT, capture_output=True, text=True,
+                          env=CHILD_ENV)
     found = {}
     for line in done.stderr.splitlines():
         match = re.match(r"import time:\s+\d+ \|\s+(\d+) \| (\s*)(\S+)$", line)

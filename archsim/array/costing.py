@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-import pandas as pd
 
 from archsim.array.analytic import gemm_cost
 from archsim.array.config import ArrayConfig
@@ -82,6 +81,8 @@ def op_costs(ops: Sequence[TrainingOp], array: ArrayConfig, engine: str = "analy
     GEMM cycles come from the chosen engine; vector-unit work costs ⌈elements / cols⌉ cycles
     (one lane per array column) and never stalls.
     """
+    import pandas as pd
+
     _check_engine(engine)
     owner, m, k, n, count = flatten_gemms(ops)
     cycles = np.zeros(len(ops), dtype=np.int64)
@@ -144,6 +145,8 @@ LAYER_COLUMNS = ("layer", "type", "F_cycles", "G_cycles", "D_cycles", "total_cyc
 def cost_lowered(lowered: Sequence[LoweredLayer], array: ArrayConfig, engine: str = "analytic") -> pd.DataFrame:
     """Per-layer table: F/G/D cycles and utilization, total, and the tensors a stage boundary moves;
     under the ``cycle`` engine also the layer's stall cycles and DRAM bytes (F + G + D)."""
+    import pandas as pd
+
     ops = [op for item in lowered for op in item.ops]
     costs = op_costs(ops, array, engine)
     extra = CYCLE_COLUMNS if engine == "cycle" else ()

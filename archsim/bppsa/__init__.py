@@ -5,16 +5,45 @@ operator and the modified Blelloch scan (:mod:`.scan`), checked against plain nu
 (:mod:`.backprop`). Cost: step/work/space complexity (:mod:`.steps`), dense per-step cycles on
 systolic arrays for the RNN (:mod:`.rnn_cost`), sparse per-step FLOPs from patterns
 (:mod:`.sparse_cost`, :mod:`.vgg`). Pages: :mod:`.report`.
+
+Names load on first use (PEP 562): ``archsim bppsa rnn`` needs neither scipy's sparse matrices nor plotly.
 """
 
-from archsim.bppsa.backprop import RNNCell, backprop, rnn_backprop, rnn_forward, weight_gradient
-from archsim.bppsa.jacobians import rnn_scan_input, scan_input, transposed_jacobian
-from archsim.bppsa.layers import Conv2d, Linear, MaxPool2d, ReLU, forward_chain
-from archsim.bppsa.rnn_cost import rnn_backward, rnn_study
-from archsim.bppsa.scan import IDENTITY, ScanRun, blelloch_scan, diamond, linear_scan
-from archsim.bppsa.sparse_cost import count_flops
-from archsim.bppsa.steps import blelloch_level_count, level_census, per_worker_memory, steps_with_workers
-from archsim.bppsa.vgg import critical_path, vgg11_conv_stack, vgg_flops
+from __future__ import annotations
+
+import importlib
+
+# public name -> the module defining it
+_EXPORTS = {
+    "Conv2d": "archsim.bppsa.layers",
+    "IDENTITY": "archsim.bppsa.scan",
+    "Linear": "archsim.bppsa.layers",
+    "MaxPool2d": "archsim.bppsa.layers",
+    "RNNCell": "archsim.bppsa.backprop",
+    "ReLU": "archsim.bppsa.layers",
+    "ScanRun": "archsim.bppsa.scan",
+    "backprop": "archsim.bppsa.backprop",
+    "blelloch_level_count": "archsim.bppsa.steps",
+    "blelloch_scan": "archsim.bppsa.scan",
+    "count_flops": "archsim.bppsa.sparse_cost",
+    "critical_path": "archsim.bppsa.vgg",
+    "diamond": "archsim.bppsa.scan",
+    "forward_chain": "archsim.bppsa.layers",
+    "level_census": "archsim.bppsa.steps",
+    "linear_scan": "archsim.bppsa.scan",
+    "per_worker_memory": "archsim.bppsa.steps",
+    "rnn_backprop": "archsim.bppsa.backprop",
+    "rnn_backward": "archsim.bppsa.rnn_cost",
+    "rnn_forward": "archsim.bppsa.backprop",
+    "rnn_scan_input": "archsim.bppsa.jacobians",
+    "rnn_study": "archsim.bppsa.rnn_cost",
+    "scan_input": "archsim.bppsa.jacobians",
+    "steps_with_workers": "archsim.bppsa.steps",
+    "transposed_jacobian": "archsim.bppsa.jacobians",
+    "vgg11_conv_stack": "archsim.bppsa.vgg",
+    "vgg_flops": "archsim.bppsa.vgg",
+    "weight_gradient": "archsim.bppsa.backprop",
+}
 
 __all__ = [
     "IDENTITY", "Conv2d", "Linear", "MaxPool2d", "RNNCell", "ReLU", "ScanRun", "backprop", "blelloch_level_count",
@@ -22,3 +51,16 @@ __all__ = [
     "per_worker_memory", "rnn_backprop", "rnn_backward", "rnn_forward", "rnn_scan_input", "rnn_study", "scan_input",
     "steps_with_workers", "transposed_jacobian", "vgg11_conv_stack", "vgg_flops", "weight_gradient",
 ]
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'archsim.bppsa' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(__all__) | set(globals()))

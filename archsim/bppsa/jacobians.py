@@ -13,7 +13,6 @@ retraining, §4.3) unless ``prune_zeros=False``.
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
 from archsim.bppsa.backprop import RNNCell
 from archsim.bppsa.layers import Conv2d, Layer, Linear, MaxPool2d, ReLU, output_shape
@@ -36,6 +35,8 @@ def _spatial_pairs(in_hw, out_hw, stride, pad, kh: int, kw: int) -> tuple[np.nda
 
 def _csr(rows: list, cols: list, data: list, shape: tuple[int, int]) -> sp.csr_array:
     """CSR from COO pieces, keeping explicitly stored zeros (they are pattern, not absence)."""
+    import scipy.sparse as sp
+
     r, c, d = (np.concatenate(x) if x else np.zeros(0, dtype=t) for x, t in
                ((rows, np.int64), (cols, np.int64), (data, float)))
     order = np.lexsort((c, r))
@@ -66,6 +67,8 @@ def conv_jacobian_t(layer: Conv2d, in_shape: tuple[int, int, int], *, prune_zero
 
 def relu_jacobian_t(x_in: np.ndarray) -> sp.csr_array:
     """Diagonal: 1 where x > 0, an explicitly stored 0 elsewhere (Algorithms 5–7)."""
+    import scipy.sparse as sp
+
     d = x_in.size
     values = (x_in.reshape(-1) > 0).astype(float)
     return sp.csr_array((values, np.arange(d), np.arange(d + 1)), shape=(d, d))

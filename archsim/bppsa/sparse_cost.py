@@ -19,7 +19,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
 from archsim.bppsa.scan import IDENTITY, ScanRun, Step, blelloch_scan, linear_scan
 
@@ -38,6 +37,8 @@ class Pattern:
 
 def pattern_of(value) -> Pattern:
     """The pattern of a CSR matrix (explicitly stored zeros count as pattern) or of a vector."""
+    import scipy.sparse as sp
+
     if np.ndim(value) == 1:
         return Pattern(length=int(np.size(value)))
     m = sp.csr_array(value)
@@ -51,6 +52,8 @@ def _binary(m: sp.csr_array) -> sp.csr_array:
 
 def product_flops(x: Pattern, y: Pattern) -> tuple[int, int, Pattern]:
     """(sparse FLOPs, dense FLOPs, pattern of X·Y) for a matrix X and a matrix or vector Y."""
+    import scipy.sparse as sp
+
     rows, inner = x.matrix.shape
     if y.matrix is None:
         nnz = x.matrix.nnz

@@ -29,8 +29,12 @@ import pandas as pd
 
 from archsim.cluster import jigsaw_kernel as kernel
 from archsim.cluster.jobs import JobCluster, JobSpec, SimConfig, SimResult
+from archsim.numba_cache import small_in_python
 
 _EPS = 1e-9
+# Task placements up to which a process that has not loaded the kernel runs it as plain Python:
+# about as long as loading numba and the cached kernel.
+PYTHON_WORK = 50_000
 
 
 def block_iterations(job: JobSpec, unit_s: float) -> int:
@@ -47,15 +51,17 @@ def simulate_jigsaw(jobs: Sequence[JobSpec], cluster: JobCluster, config: SimCon
     task_s = [job.spb_task_s if spb else (job.full_task_s,) * job.workers for job in jobs]
     task_mem = [job.spb_memory_bytes if spb else (job.full_memory_bytes,) * job.workers for job in jobs]
     workers = np.array([job.workers for job in jobs], dtype=np.int64)
-    start, end, moves, busy_begin, busy_end = kernel.run(
-        workers, np.concatenate([[0], np.cumsum(workers)]).astype(np.int64),
-        np.array([t for ts in task_s for t in ts], dtype=float),
-        np.array([m / memory * t for ts, ms in zip(task_s, task_mem) for t, m in zip(ts, ms)], dtype=float),
-        np.array([config.gamma_s_per_byte * job.model_bytes for job in jobs], dtype=float),
-        np.array([block_iterations(job, config.unit_s) for job in jobs], dtype=np.int64),
-        np.array([job.iterations for job in jobs], dtype=np.int64),
-        np.array([config.admit_time(job.submit_s) for job in jobs], dtype=float),
-        cluster.machine_of().astype(np.int64), _EPS)
+    blocks = np.array([block_iterations(job, config.unit_s) for job in jobs], dtype=np.int64)
+    iterations = np.array([job.iterations for job in jobs], dtype=np.int64)
+    placements = int(np.sum(workers * -(-iterations // blocks))) if len(jobs) else 0
+    with small_in_python(kernel.run, placements, PYTHON_WORK):
+        start, end, moves, busy_begin, busy_end = kernel.run(
+            workers, np.concatenate([[0], np.cumsum(workers)]).astype(np.int64),
+            np.array([t for ts in task_s for t in ts], dtype=float),
+            np.array([m / memory * t for ts, ms in zip(task_s, task_mem) for t, m in zip(ts, ms)], dtype=float),
+            np.array([config.gamma_s_per_byte * job.model_bytes for job in jobs], dtype=float),
+            blocks, iterations, np.array([config.admit_time(job.submit_s) for job in jobs], dtype=float),
+            cluster.machine_of().astype(np.int64), _EPS)
     frame = pd.DataFrame({
         "job_id": [job.job_id for job in jobs], "submit_s": [job.submit_s for job in jobs],
         "start_s": start, "end_s": end, "workers": workers,

@@ -11,8 +11,6 @@ import sys
 
 import pandas as pd
 
-from archsim.bppsa.report import rnn_sections, vgg_sections
-from archsim.report.page import write_page
 from archsim.bppsa.rnn_cost import rnn_study
 from archsim.bppsa.vgg import ZEROS, check_sparsity, critical_path, vgg_flops
 from archsim.commands import Command
@@ -81,6 +79,9 @@ def run_rnn(args: argparse.Namespace) -> int:
         command = (f"archsim bppsa rnn --seq-len {args.seq_len} --hidden {hidden} --batch {batch} "
                                       f"--processors {args.processors} --array {array.rows}x{array.cols} "
                                       f"--dataflow {array.dataflow} --report {args.report}")
+        from archsim.bppsa.report import rnn_sections  # plotly: only when a page is asked for
+        from archsim.report.page import write_page
+
         path = write_page(args.report, "BPPSA: tanh RNN backward pass on systolic arrays",
                           rnn_sections(frame, command, shape))
         print(f"wrote {path}", file=sys.stderr)
@@ -131,6 +132,9 @@ def run_vgg(args: argparse.Namespace) -> int:
         command = (f"archsim bppsa pruned-vgg11 --sparsity {sparsity} --seed {args.seed} --zeros {args.zeros} "
                                       f"--up-levels {args.up_levels} --compare-levels {args.compare_levels} "
                                       f"--report {args.report}")
+        from archsim.bppsa.report import vgg_sections  # plotly: only when a page is asked for
+        from archsim.report.page import write_page
+
         path = write_page(args.report, f"BPPSA: pruned VGG-11 ({sparsity:.0%} pruned), FLOPs per step",
                           vgg_sections(frame, summary, command))
         print(f"wrote {path}", file=sys.stderr)

@@ -7,7 +7,6 @@ import argparse
 from dataclasses import replace
 
 import numpy as np
-import pandas as pd
 
 from archsim.array.analytic import dataflow_codes, gemm_cost
 from archsim.array.config import ArrayConfig, parse_array_shape, read_scalesim_cfg
@@ -16,6 +15,7 @@ from archsim.commands.common import (add_clock_argument, add_seconds, add_engine
                                      with_memory_args)
 from archsim.errors import InputError
 from archsim.outputs import render
+from archsim.rows import Rows
 from archsim.validate import csv_rows, parse_int, read_text
 
 SHAPE_COLUMNS = ("m", "k", "n", "rows", "cols", "dataflow")
@@ -45,6 +45,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def read_shapes(path: str) -> pd.DataFrame:
     """Read and validate a shapes CSV; errors name the file, line and column."""
+    import pandas as pd
+
     text = read_text(path, "shapes file", encoding="utf-8-sig")
     rows = [(n, r) for n, r in csv_rows(text.splitlines(), path) if any(c.strip() for c in r)]
     if not rows:
@@ -88,6 +90,8 @@ def cost_shapes(shapes: pd.DataFrame, ofmap_count: str = "scalesim") -> pd.DataF
 
 def cycle_columns(shapes: pd.DataFrame, memory: ArrayConfig, min_bandwidth: bool = False) -> pd.DataFrame:
     """The cycle engine's figures for every shape row, on ``memory``'s SRAMs and bandwidth."""
+    import pandas as pd
+
     from archsim.array.cycle import minimum_bandwidth, simulate_cached, sram_words  # numba: --engine cycle only
 
     out = {column: [] for column in CYCLE_COLUMNS + (("min_bandwidth",) if min_bandwidth else ())}
@@ -116,8 +120,21 @@ def run(args: argparse.Namespace) -> int:
         if missing:
             raise InputError(f"missing {', '.join(missing)} (or give --shapes FILE.csv)", field=missing[0])
         rows, cols = parse_array_shape(args.array) if args.array else (base.rows, base.cols)
-        shapes = pd.DataFrame([{"m": args.m, "k": args.k, "n": args.n, "rows": rows, "cols": cols,
-                                "dataflow": args.dataflow or base.dataflow}], columns=list(SHAPE_COLUMNS))
+        shape = {"m": args.m, "k": args.k, "n": args.n, "rows": rows, "cols": cols,
+                 "dataflow": args.dataflow or base.dataflow}
+        if args.engine == "analytic" and base.clock_hz is None:  # one row, no frame: pandas stays unloaded
+            if args.min_bandwidth:
+                raise InputError("--min-bandwidth needs --engine cycle", field="min-bandwidth")
+            cost = gemm_cost(*(np.array([shape[c]], dtype=np.int64) for c in SHAPE_COLUMNS[:5]),
+                             dataflow_codes(shape["dataflow"]), ofmap_count=args.ofmap_count)  # type: ignore[arg-type]
+            record = {**shape, **{column: getattr(cost, column)[0] for column in RESULT_COLUMNS}}
+            meta = {"ofmap_count": args.ofmap_count, "engine": args.engine}
+            emit(render(Rows.of([record]), args.format, precision=args.precision, meta=meta), args)
+            return 0
+    import pandas as pd
+
+    if not args.shapes:
+        shapes = pd.DataFrame([shape], columns=list(SHAPE_COLUMNS))
     if args.min_bandwidth and args.engine != "cycle":
         raise InputError("--min-bandwidth needs --engine cycle", field="min-bandwidth")
     result = cost_shapes(shapes, args.ofmap_count)

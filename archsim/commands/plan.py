@@ -6,7 +6,6 @@ import argparse
 from dataclasses import replace
 from pathlib import Path
 
-import pandas as pd
 
 from archsim.commands import Command
 from archsim.validate import check_job_size, float_flag, seed_flag
@@ -24,6 +23,7 @@ from archsim.commands.common import (
     write_timeline_outputs,
 )
 from archsim.errors import InputError
+from archsim.rows import Rows
 from archsim.lowering import MODES
 from archsim.outputs import render
 
@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
             for n, ((a, b), d) in enumerate(zip(result.plan.stages, result.plan.devices))]
     if args.method != "spp":
         row = {"method": args.method, "makespan_seconds": others[args.method], "spp_makespan_seconds": result.makespan}
-        emit(render(pd.DataFrame([row]), args.format, precision=args.precision, meta={"cluster": topology.name}),
+        emit(render(Rows.of([row]), args.format, precision=args.precision, meta={"cluster": topology.name}),
              args)
         return 0
     meta = {"method": args.method, "cluster": topology.name, "device_count": topology.devices,
@@ -126,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
             "baselines_seconds": "; ".join(f"{m}:{t:.4g}" for m, t in others.items()),
             "device_order": " ".join(f"g{x}" for x in result.order)}
     write_timeline_outputs(args, result.timeline, f"SPP on {topology.name}, {args.microbatches} micro-batches")
-    emit(render(pd.DataFrame(rows), args.format, precision=args.precision, meta=meta), args)
+    emit(render(Rows.of(rows), args.format, precision=args.precision, meta=meta), args)
     return 0
 
 
@@ -181,7 +181,7 @@ def _run_pipedream(args: argparse.Namespace, profile, topology) -> int:
     if args.format != "json":
         meta = {k: v for k, v in meta.items() if k not in ("levels", "time_per_stage_by_machines")}
     write_timeline_outputs(args, timeline, f"PipeDream's plan on {topology.name}, {args.microbatches} micro-batches")
-    emit(render(pd.DataFrame(rows), args.format, precision=args.precision, meta=meta), args)
+    emit(render(Rows.of(rows), args.format, precision=args.precision, meta=meta), args)
     return 0
 
 

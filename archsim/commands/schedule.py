@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-import pandas as pd
-
 from archsim.commands import Command
 from archsim.validate import check_job_size, non_negative_float_flag, positive_float_flag, processors_flag
 from archsim.commands.common import add_job_limit_argument
@@ -17,6 +15,7 @@ from archsim.commands.common import (MODE_HELP, add_array_arguments, add_clock_a
 from archsim.sim import simulate
 from archsim.lowering import MODES
 from archsim.outputs import render
+from archsim.rows import Rows
 from archsim.partition import build_profile
 from archsim.policies import data_parallel as dp
 from archsim.policies import multistream as ms
@@ -120,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
         meta["clock_ghz"] = clock / 1e9
         meta["makespan_seconds"] = float(row["makespan"]) / clock
     write_timeline_outputs(args, timeline, f"{network.name}: {args.policy}, {args.processors} devices")
-    emit(render(pd.DataFrame([row]), args.format, precision=args.precision, meta=meta), args)
+    emit(render(Rows.of([row]), args.format, precision=args.precision, meta=meta), args)
     return 0
 
 
@@ -164,7 +163,7 @@ def _multistream(args: argparse.Namespace, network) -> int:
            "peak_memory_bytes": result.peak_held_bytes, "speedup_vs_single_stream": single / result.makespan}
     meta = {"network": network.name, "array": f"{array.rows}x{array.cols}", "unit": "cycles",
             "idle_pe_fraction": "idle PE-cycles / (makespan × PEs): one device, so PEs, not devices, idle"}
-    emit(render(pd.DataFrame([row]), args.format, precision=args.precision, meta=meta), args)
+    emit(render(Rows.of([row]), args.format, precision=args.precision, meta=meta), args)
     return 0
 
 

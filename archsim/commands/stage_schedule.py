@@ -16,9 +16,8 @@ from __future__ import annotations
 import argparse
 import math
 
-import pandas as pd
-
 from archsim.errors import InputError
+from archsim.rows import Rows
 from archsim.policies.stage_profile import MAX_STAGE_VALUE
 from archsim.validate import (INT32_MAX, MAX_PROCESSORS, float_flag, parse_float, positive_float_flag, positive_int_flag,
                               processors_flag)
@@ -206,7 +205,7 @@ def run_stages(args: argparse.Namespace) -> int:
         csv_path, args.schedule_csv = args.schedule_csv, None
         write_timeline_outputs(args, run.timeline, f"{name}: {p} stages, {m} micro-batches")
         args.schedule_csv = csv_path
-    emit(render(pd.DataFrame([row]), args.format, precision=args.precision, meta=meta), args)
+    emit(render(Rows.of([row]), args.format, precision=args.precision, meta=meta), args)
     return 0
 
 
@@ -224,5 +223,5 @@ def _torch_steps(args: argparse.Namespace) -> int:
     text = read_text(args.schedule_csv_in, "schedule CSV")
     ranks = parse_comm_schedule(text, args.schedule_csv_in)
     row = {"schedule": Path(args.schedule_csv_in).stem, "ranks": len(ranks), "steps": torch_steps(ranks)}
-    emit(render(pd.DataFrame([row]), args.format, precision=args.precision, meta={"unit": "torch dry-run steps"}), args)
+    emit(render(Rows.of([row]), args.format, precision=args.precision, meta={"unit": "torch dry-run steps"}), args)
     return 0

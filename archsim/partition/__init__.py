@@ -1,13 +1,32 @@
 """Partitioners over one profile type: PipeDream's optimizer, GPipe, LayerPipe's Algorithm 1; the
-one registry of them (and of SPP's planners) is :mod:`archsim.planners`."""
+one registry of them (and of SPP's planners) is :mod:`archsim.planners`.
 
-from archsim.partition.coster import DeltaCoster
-from archsim.partition.gpipe import gpipe_partition
-from archsim.partition.layerpipe import best_split, layerpipe_partition
-from archsim.partition.pipedream import (Level, PipeDreamOptions, pipedream_partition, pipedream_partitions,
-                                        pipedream_plan)
-from archsim.partition.profile import LayerProfile, build_profile, profile_from_costs
-from archsim.partition.result import Partition, PlacedOp, Stage, mandatory_bytes
+Names load on first use (PEP 562): a command importing one partitioner does not load the others.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+# public name -> the module defining it
+_EXPORTS = {
+    "DeltaCoster": "archsim.partition.coster",
+    "LayerProfile": "archsim.partition.profile",
+    "Level": "archsim.partition.pipedream",
+    "Partition": "archsim.partition.result",
+    "PipeDreamOptions": "archsim.partition.pipedream",
+    "PlacedOp": "archsim.partition.result",
+    "Stage": "archsim.partition.result",
+    "best_split": "archsim.partition.layerpipe",
+    "build_profile": "archsim.partition.profile",
+    "gpipe_partition": "archsim.partition.gpipe",
+    "layerpipe_partition": "archsim.partition.layerpipe",
+    "mandatory_bytes": "archsim.partition.result",
+    "pipedream_partition": "archsim.partition.pipedream",
+    "pipedream_partitions": "archsim.partition.pipedream",
+    "pipedream_plan": "archsim.partition.pipedream",
+    "profile_from_costs": "archsim.partition.profile",
+}
 
 __all__ = [
     "DeltaCoster",
@@ -27,3 +46,16 @@ __all__ = [
     "pipedream_plan",
     "profile_from_costs",
 ]
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'archsim.partition' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(__all__) | set(globals()))

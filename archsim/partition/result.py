@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from archsim.partition.memo import per_profile
 
@@ -93,6 +92,8 @@ class Partition:
         return single_processor_cycles / self.max_stage_cycles
 
     def to_frame(self) -> pd.DataFrame:
+        import pandas as pd
+
         rows = []
         for stage in self.stages:
             rows.append({

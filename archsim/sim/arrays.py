@@ -16,7 +16,11 @@ from functools import cached_property
 
 import numpy as np
 
-from archsim.numba_cache import njit
+from archsim.numba_cache import njit, small_in_python
+
+# Ops + dependencies up to which a kernel call in a process that has not loaded the kernel runs
+# uncompiled: plain Python takes about as long for this many as loading numba and the cached kernel.
+PYTHON_WORK = 20_000
 
 
 @dataclass(frozen=True, eq=False)
@@ -69,8 +73,9 @@ def acyclic(n: int, src: np.ndarray, dst: np.ndarray) -> bool:
     from archsim.jit import announce_compile
 
     ptr, order = out_edges(n, src)
-    announce_compile(_kahn, "the event simulator")
-    return _kahn(n, ptr, dst[order])
+    with small_in_python(_kahn, n + len(src), PYTHON_WORK):
+        announce_compile(_kahn, "the event simulator")
+        return bool(_kahn(n, ptr, dst[order]))
 
 
 @njit(cache=True)

@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from archsim.jit import announce_compile
-from archsim.numba_cache import njit
-from archsim.sim.arrays import ProblemArrays, out_edges
+from archsim.numba_cache import njit, small_in_python
+from archsim.sim.arrays import PYTHON_WORK, ProblemArrays, out_edges
 
 _OP_END, _TRANSFER_END = 0, 1
 
@@ -32,9 +32,10 @@ def run_arrays(arrays: ProblemArrays, rank: np.ndarray, n_links: int):
     pin_base = _bases(stream_base[arrays.proc[pinned]] + arrays.pin[pinned], int(stream_base[-1]))
     linked = arrays.dep_link >= 0
     link_base = _bases(arrays.dep_link[linked], n_links)
-    announce_compile(_run, "the event simulator")
-    result = _run(arrays.proc, arrays.pin, arrays.duration, rank, waiting, ptr, order, arrays.dep_dst,
-                  arrays.dep_link, arrays.dep_time, stream_base, ready_base, pin_base, link_base)
+    with small_in_python(_run, n + len(arrays.dep_dst), PYTHON_WORK):
+        announce_compile(_run, "the event simulator")
+        result = _run(arrays.proc, arrays.pin, arrays.duration, rank, waiting, ptr, order, arrays.dep_dst,
+                      arrays.dep_link, arrays.dep_time, stream_base, ready_base, pin_base, link_base)
     count, s_op, s_proc, s_stream, s_start, s_end, t_count, t_dep, t_link, t_start, t_end = result
     if count != n:  # pragma: no cover - Problem rejects cycles
         raise RuntimeError("simulation stalled: some ops never became ready")

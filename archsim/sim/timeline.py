@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 if TYPE_CHECKING:
     from archsim.sim.problem import Problem
@@ -194,6 +193,8 @@ class Timeline:
 
     def to_frame(self) -> pd.DataFrame:
         """One row per slot: op, processor, stream, start, end, then one column per tag key."""
+        import pandas as pd
+
         ops = {op.id: op for op in self.problem.ops} if self.problem is not None else {}
         rows = []
         for s in self.slots:
@@ -209,6 +210,8 @@ class Timeline:
 
     def transfers_frame(self) -> pd.DataFrame:
         """One row per transfer: src, dst, link, bytes, start, end."""
+        import pandas as pd
+
         columns = ["src", "dst", "link", "bytes", "start", "end"]
         return pd.DataFrame([[getattr(t, c) for c in columns] for t in self.transfers], columns=columns)
 

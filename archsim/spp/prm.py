@@ -23,8 +23,12 @@ import numpy as np
 from archsim.collectives import ring_allreduce_on, slowest_link
 from archsim.errors import InputError
 from archsim.jit import announce_compile
-from archsim.numba_cache import njit
+from archsim.numba_cache import njit, small_in_python
 from archsim.partition.profile import LayerProfile
+
+# Inner steps of all levels up to which a process that has not loaded the kernel runs it as plain
+# Python (numpy scalars; IEEE division as the kernel's error_model="numpy"): about as long as loading numba.
+PYTHON_WORK = 500_000
 
 
 def boundary_bytes(profile: LayerProfile) -> np.ndarray:
@@ -162,12 +166,14 @@ def prm_tables(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarra
         for r in range(1, V + 1):
             W[l, r, r] = compute[r] * work[l] + allreduce[r, r] * params[l]
     tables = [W]
-    if max_stages >= 2:
-        announce_compile(_level, "SPP's PRM tables")
-    for _xi in range(2, max_stages + 1):
-        new, pick = _level(tables[-1], compute, seg_work, seg_par, allreduce, size, between, microbatches)
-        tables.append(new)
-        choice.append(pick)
+    inner = (max_stages - 1) * L * L * V * V * V // 4  # (l′ < l) × (r, r′ ≤ i) steps, all levels
+    with small_in_python(_level, inner, PYTHON_WORK), np.errstate(divide="ignore", invalid="ignore"):
+        if max_stages >= 2:
+            announce_compile(_level, "SPP's PRM tables")
+        for _xi in range(2, max_stages + 1):
+            new, pick = _level(tables[-1], compute, seg_work, seg_par, allreduce, size, between, microbatches)
+            tables.append(new)
+            choice.append(pick)
     for xi in range(1, max_stages + 1):
         final = tables[xi - 1][L, :, V]
         r = int(np.argmin(final))

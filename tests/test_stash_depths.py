@@ -1,0 +1,50 @@
+"""``archsim pipeline``'s weight-stash column states S − s + 1 directly (no networkx, no integer
+program); here it is checked against the derivation from the pipelined training DFG
+(:func:`archsim.dfg.pipeline`) on every chain of up to 7 layers cut into stages, with and without an
+empty stage among them."""
+
+import itertools
+from types import SimpleNamespace
+
+import pytest
+
+from archsim.commands.pipeline import _stash_depths
+from archsim.dfg import pipeline
+
+
+def derived(plan, names):
+    """The DFG's weight versions per plan stage (0 for an empty one)."""
+    homes = [stage for stage in plan.stages if stage.layers]
+    stage_of = {name: number for number, stage in enumerate(homes, start=1) for name in stage.layers}
+    versions = {stage_of[item.layer]: item.weight_versions for item in pipeline(names, stage_of).layers}
+    number = {stage.index: n for n, stage in enumerate(homes, start=1)}
+    return [versions.get(number.get(stage.index, 0), 0) for stage in plan.stages]
+
+
+def plans(n):
+    names = [f"l{i}" for i in range(n)]
+    for cuts in itertools.product((False, True), repeat=n - 1):
+        groups, current = [], [names[0]]
+        for name, cut in zip(names[1:], cuts):
+            if cut:
+                groups.append(current)
+                current = []
+            current.append(name)
+        groups.append(current)
+        for empty_at in (None, 0, len(groups)):
+            layers = [tuple(g) for g in groups]
+            if empty_at is not None:
+                layers.insert(empty_at, ())
+            yield names, SimpleNamespace(stages=[SimpleNamespace(index=i, layers=g) for i, g in enumerate(layers)])
+
+
+@pytest.mark.parametrize("n", range(1, 8))
+def test_stated_stash_depths_equal_the_derived_ones(n):
+    for names, plan in plans(n):
+        network = SimpleNamespace(layers=[SimpleNamespace(name=name, inputs=("x",)) for name in names])
+        assert _stash_depths(plan, network) == derived(plan, names)
+
+
+def test_a_network_that_is_not_a_chain_has_none():
+    network = SimpleNamespace(layers=[SimpleNamespace(name="a", inputs=()), SimpleNamespace(name="b", inputs=("a",))])
+    assert _stash_depths(SimpleNamespace(stages=[]), network) is None
