@@ -12,6 +12,17 @@ Names load on first use (PEP 562): ``archsim bppsa rnn`` needs neither scipy's s
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the names, for type checkers and the API docs
+    from archsim.bppsa.backprop import RNNCell, backprop, rnn_backprop, rnn_forward, weight_gradient
+    from archsim.bppsa.jacobians import rnn_scan_input, scan_input, transposed_jacobian
+    from archsim.bppsa.layers import Conv2d, Linear, MaxPool2d, ReLU, forward_chain
+    from archsim.bppsa.rnn_cost import rnn_backward, rnn_study
+    from archsim.bppsa.scan import IDENTITY, ScanRun, blelloch_scan, diamond, linear_scan
+    from archsim.bppsa.sparse_cost import count_flops
+    from archsim.bppsa.steps import blelloch_level_count, level_census, per_worker_memory, steps_with_workers
+    from archsim.bppsa.vgg import critical_path, vgg11_conv_stack, vgg_flops
 
 # public name -> the module defining it
 _EXPORTS = {
