@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import glob
 import json
+import math
 import os
 import tempfile
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -99,7 +99,7 @@ def format_number(value: object, float_format: str = "{:.4g}") -> str:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return str(value)
     if isinstance(value, float):
-        if value != value or value in (float("inf"), float("-inf")):
+        if not math.isfinite(value):
             return str(value)
         if value.is_integer() and abs(value) < 1e15:
             return str(int(value))
@@ -114,12 +114,12 @@ def meta_columns(meta: dict[str, object] | None, columns) -> dict[str, object]:
             if key not in columns and (value is None or isinstance(value, (str, int, float, bool, np.generic)))}
 
 
-def with_meta_columns(frame: "pd.DataFrame", meta: dict[str, object] | None) -> "pd.DataFrame":
+def with_meta_columns(frame: pd.DataFrame, meta: dict[str, object] | None) -> pd.DataFrame:
     extra = meta_columns(meta, set(frame.columns))
     return frame.assign(**extra) if extra and len(frame) else frame
 
 
-def render(frame: "pd.DataFrame | Rows", fmt: str, *, meta: dict[str, object] | None = None,
+def render(frame: pd.DataFrame | Rows, fmt: str, *, meta: dict[str, object] | None = None,
            float_format: str = "{:.4g}", precision: int | None = None) -> str:
     """Render a result frame as an aligned table, CSV, or JSON (``{"meta": …, "rows": […]}``).
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 from contextlib import contextmanager
+from typing import Self
 
 _quiet = 0  # depth of `quiet()` blocks under way in this process
 
@@ -22,7 +23,7 @@ class _NoBar:
     """What :func:`progress` returns when nothing is drawn: the calls a bar takes, doing nothing
     (tqdm's import, about 0.05 s, is paid only where a bar shows)."""
 
-    def __enter__(self) -> _NoBar:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -13,10 +13,12 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
+
+from archsim.validate import is_nan
 
 _INT64 = (-(2**63), 2**63)
 
@@ -94,7 +96,7 @@ def table(names: list[str], values: list[list], kinds: list[str], number: Callab
 
 def _csv_cell(value: object, kind: str) -> object:
     if kind == "float":
-        return "" if value != value else repr(value)
+        return "" if is_nan(value) else repr(value)
     if value is None:
         return ""
     return value

@@ -13,6 +13,7 @@ Every partitioner and schedule reads op costs from here, so a new cost source pl
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,6 +23,9 @@ from archsim.errors import InputError
 from archsim.lowering import LoweredLayer, Mode, TrainingOp, lower_network
 from archsim.validate import check_exact, shown
 from archsim.workload.layer import Network
+
+if TYPE_CHECKING:
+    import pandas as pd  # annotations only: loaded where used
 
 ENGINES = ("analytic", "cycle")
 CYCLE_COLUMNS = ("stall_cycles", "dram_read_bytes", "dram_write_bytes")
@@ -40,7 +44,7 @@ def flatten_gemms(ops: Sequence[TrainingOp]) -> tuple[np.ndarray, np.ndarray, np
     for op in ops:
         check_exact([op.vector_elements, op.out_bytes, op.extra_bytes], f"op {op.kind} of layer {shown(op.layer)}: bytes")
     check_exact([max(m, default=0), max(k, default=0), max(n, default=0), max(count, default=0)], "a GEMM dimension")
-    as_int = lambda xs: np.asarray(xs, dtype=np.int64)  # noqa: E731
+    as_int = lambda xs: np.asarray(xs, dtype=np.int64)
     return as_int(owner), as_int(m), as_int(k), as_int(n), as_int(count)
 
 

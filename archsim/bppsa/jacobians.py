@@ -12,10 +12,15 @@ retraining, §4.3) unless ``prune_zeros=False``.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from archsim.bppsa.backprop import RNNCell
 from archsim.bppsa.layers import Conv2d, Layer, Linear, MaxPool2d, ReLU, output_shape
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp  # annotations only: loaded where used
 
 
 def _valid(out_size: int, in_size: int, stride: int, pad: int, k: int) -> tuple[np.ndarray, np.ndarray]:

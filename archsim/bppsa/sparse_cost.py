@@ -17,10 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from archsim.bppsa.scan import IDENTITY, ScanRun, Step, blelloch_scan, linear_scan
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp  # annotations only: loaded where used
 
 
 @dataclass(frozen=True, eq=False)

@@ -14,11 +14,11 @@ import pandas as pd
 from archsim.bppsa.rnn_cost import rnn_study
 from archsim.bppsa.vgg import ZEROS, check_sparsity, critical_path, vgg_flops
 from archsim.commands import Command
-from archsim.validate import seed_flag
 from archsim.commands.common import add_array_arguments, add_output_arguments, array_from_args, emit
-from archsim.progress import progress
 from archsim.errors import InputError
 from archsim.outputs import render
+from archsim.progress import progress
+from archsim.validate import seed_flag
 
 PAPER_SEQ_LENS = "10,30,100,300,1000,3000,10000,30000"  # §4.1, Table 4
 

@@ -5,18 +5,30 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from archsim.array.analytic import dataflow_codes, gemm_cost
 from archsim.array.config import ArrayConfig, parse_array_shape, read_scalesim_cfg
 from archsim.commands import Command
-from archsim.commands.common import (add_clock_argument, add_seconds, add_engine_arguments, add_output_arguments, emit, memory_meta, positive_int,
-                                     with_memory_args)
+from archsim.commands.common import (
+    add_clock_argument,
+    add_engine_arguments,
+    add_output_arguments,
+    add_seconds,
+    emit,
+    memory_meta,
+    positive_int,
+    with_memory_args,
+)
 from archsim.errors import InputError
 from archsim.outputs import render
 from archsim.rows import Rows
 from archsim.validate import csv_rows, parse_int, read_text
+
+if TYPE_CHECKING:
+    import pandas as pd  # annotations only: loaded where used
 
 SHAPE_COLUMNS = ("m", "k", "n", "rows", "cols", "dataflow")
 RESULT_COLUMNS = ("cycles", "folds", "mapping_efficiency", "utilization", "compute_utilization",

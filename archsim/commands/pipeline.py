@@ -5,16 +5,32 @@ from __future__ import annotations
 import argparse
 
 from archsim.commands import Command
-from archsim.validate import check_job_size, float_flag, processors_flag
-from archsim.commands.common import add_job_limit_argument
-from archsim.commands.common import (MODE_HELP, add_array_arguments, add_clock_argument, add_seconds, with_clock, add_engine_arguments, with_memory_args, add_network_arguments, add_output_arguments,
-                                     add_timeline_outputs, array_from_args, emit, network_from_args, phases,
-                                     positive_int, validated, write_timeline_outputs)
+from archsim.commands.common import (
+    MODE_HELP,
+    add_array_arguments,
+    add_clock_argument,
+    add_engine_arguments,
+    add_job_limit_argument,
+    add_network_arguments,
+    add_output_arguments,
+    add_seconds,
+    add_timeline_outputs,
+    array_from_args,
+    emit,
+    network_from_args,
+    phases,
+    positive_int,
+    validated,
+    with_clock,
+    with_memory_args,
+    write_timeline_outputs,
+)
 from archsim.errors import InputError
 from archsim.lowering import MODES, SPLIT_AXES
 from archsim.outputs import render
 from archsim.partition import build_profile
 from archsim.planners import PARTITIONERS, partition
+from archsim.validate import check_job_size, float_flag, processors_flag
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -6,13 +6,11 @@ import argparse
 from dataclasses import replace
 from pathlib import Path
 
-
 from archsim.commands import Command
-from archsim.validate import check_job_size, float_flag, seed_flag
-from archsim.commands.common import add_job_limit_argument
 from archsim.commands.common import (
     MODE_HELP,
     add_array_arguments,
+    add_job_limit_argument,
     add_network_arguments,
     add_output_arguments,
     add_timeline_outputs,
@@ -23,9 +21,10 @@ from archsim.commands.common import (
     write_timeline_outputs,
 )
 from archsim.errors import InputError
-from archsim.rows import Rows
 from archsim.lowering import MODES
 from archsim.outputs import render
+from archsim.rows import Rows
+from archsim.validate import check_job_size, float_flag, seed_flag
 
 BASELINE_METHODS = ("dp", "gpipe", "pipedream-prm", "hetpipe")  # spp.baselines.BASELINES (a test checks)
 DEFAULT_MICRO_BATCH = 4
@@ -133,6 +132,7 @@ def run(args: argparse.Namespace) -> int:
 def _run_pipedream(args: argparse.Namespace, profile, topology) -> int:
     """PipeDream's optimizer on the cluster's uniform levels; the simulated makespan runs the plan
     on the cluster's real links under SPP's synchronous PE schedule (a named difference)."""
+    from archsim.commands.common import phases, validated
     from archsim.partition.pipedream import (
         DEFAULT_MEMORY_BYTES,
         Level,
@@ -141,7 +141,6 @@ def _run_pipedream(args: argparse.Namespace, profile, topology) -> int:
         pipedream_plan,
         plan_partition,
     )
-    from archsim.commands.common import phases, validated
     from archsim.spp.pe import pe_makespan
     from archsim.spp.plan import partition_stage_plans
 

@@ -5,23 +5,37 @@ from __future__ import annotations
 import argparse
 
 from archsim.commands import Command
-from archsim.validate import check_job_size, non_negative_float_flag, positive_float_flag, processors_flag
-from archsim.commands.common import add_job_limit_argument
+from archsim.commands.common import (
+    MODE_HELP,
+    add_array_arguments,
+    add_clock_argument,
+    add_engine_arguments,
+    add_job_limit_argument,
+    add_network_arguments,
+    add_output_arguments,
+    add_timeline_outputs,
+    array_from_args,
+    emit,
+    network_from_args,
+    phases,
+    positive_int,
+    validated,
+    with_clock,
+    with_memory_args,
+    write_timeline_outputs,
+)
 from archsim.commands.stage_schedule import STAGE_ONLY, add_stage_arguments, run_stages, stage_mode
-from archsim.commands.common import (MODE_HELP, add_array_arguments, add_clock_argument, add_engine_arguments,
-                                     add_network_arguments, add_output_arguments, add_timeline_outputs, array_from_args,
-                                     emit, network_from_args, phases, positive_int, validated, with_clock,
-                                     with_memory_args, write_timeline_outputs)
-from archsim.sim import simulate
 from archsim.lowering import MODES
 from archsim.outputs import render
-from archsim.rows import Rows
 from archsim.partition import build_profile
 from archsim.policies import data_parallel as dp
 from archsim.policies import multistream as ms
 from archsim.policies import zero_bubble as zb
 from archsim.policies.ooo import POLICIES, LayerCosts, default_flush, ooo_problem, schedule_metrics
 from archsim.policies.ooo import op_count as ooo_op_count
+from archsim.rows import Rows
+from archsim.sim import simulate
+from archsim.validate import check_job_size, non_negative_float_flag, processors_flag
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -17,10 +17,17 @@ import argparse
 import math
 
 from archsim.errors import InputError
-from archsim.rows import Rows
 from archsim.policies.stage_profile import MAX_STAGE_VALUE
-from archsim.validate import (INT32_MAX, MAX_PROCESSORS, float_flag, parse_float, positive_float_flag, positive_int_flag,
-                              processors_flag)
+from archsim.rows import Rows
+from archsim.validate import (
+    INT32_MAX,
+    MAX_PROCESSORS,
+    float_flag,
+    parse_float,
+    positive_float_flag,
+    positive_int_flag,
+    processors_flag,
+)
 
 STAGE_POLICIES = ("1f1b", "interleaved-1f1b", "zb-h1", "zb-h2", "zb-1p", "zb-2p", "interleaved-zb", "zb-v",
                   "dualpipev", "gpipe", "looped-bfs", "zb-1p-exact", "zb-2p-exact")

@@ -13,8 +13,13 @@ if TYPE_CHECKING:  # the names, for type checkers and the API docs
     from archsim.partition.coster import DeltaCoster
     from archsim.partition.gpipe import gpipe_partition
     from archsim.partition.layerpipe import best_split, layerpipe_partition
-    from archsim.partition.pipedream import (Level, PipeDreamOptions, pipedream_partition, pipedream_partitions,
-                                            pipedream_plan)
+    from archsim.partition.pipedream import (
+        Level,
+        PipeDreamOptions,
+        pipedream_partition,
+        pipedream_partitions,
+        pipedream_plan,
+    )
     from archsim.partition.profile import LayerProfile, build_profile, profile_from_costs
     from archsim.partition.result import Partition, PlacedOp, Stage, mandatory_bytes
 

@@ -11,6 +11,8 @@ import numpy as np
 from archsim.partition.memo import per_profile
 
 if TYPE_CHECKING:
+    import pandas as pd  # annotations only: loaded where used
+
     from archsim.partition.profile import LayerProfile
 
 

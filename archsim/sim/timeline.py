@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
+    import pandas as pd  # annotations only: loaded where used
+
     from archsim.sim.problem import Problem
 
 SLOT_COLUMNS = ("op", "processor", "stream", "start", "end")

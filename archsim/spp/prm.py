@@ -219,9 +219,9 @@ def _level(prev, compute, seg_work, seg_par, allreduce, size, between, microbatc
                     for rp in range(1, i - r + 1):
                         head = prev[lp, rp, i - r]
                         comm = microbatches * size[lp - 1] / (rp * r * between[rp, r, i])
-                        value = head if (head >= comm or head != head) else comm
-                        value = value if (value >= tail or value != value) else tail
-                        if not found or value < best or (value != value and best == best):
+                        value = head if (head >= comm or math.isnan(head)) else comm
+                        value = value if (value >= tail or math.isnan(value)) else tail
+                        if not found or value < best or (math.isnan(value) and not math.isnan(best)):
                             best, best_lp, best_rp, found = value, lp, rp, True
                 new[l, r, i] = best
                 pick[l, r, i, 0] = best_lp
