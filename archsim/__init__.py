@@ -14,6 +14,8 @@ The main jobs as keyword-only functions (:mod:`archsim.api`), loaded on first us
 
 from __future__ import annotations
 
+from archsim.lazy import lazy_exports
+
 __version__ = "0.1.0"
 
 # public name -> "module:attribute"; resolved lazily by __getattr__ (PEP 562)
@@ -37,17 +39,4 @@ _EXPORTS = {
 __all__ = ["__version__", *sorted(_EXPORTS)]  # noqa: PLE0604 (the lazy exports' names, strings)
 
 
-def __getattr__(name: str):
-    target = _EXPORTS.get(name)
-    if target is None:
-        raise AttributeError(f"module 'archsim' has no attribute {name!r}")
-    import importlib
-
-    module, _, attribute = target.partition(":")
-    value = getattr(importlib.import_module(module), attribute)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(__all__) | {"__doc__", "__file__", "__name__", "__path__", "__spec__"})
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -11,8 +11,9 @@ Names load on first use (PEP 562): ``archsim bppsa rnn`` needs neither scipy's s
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from archsim.lazy import lazy_exports
 
 if TYPE_CHECKING:  # the names, for type checkers and the API docs
     from archsim.bppsa.backprop import RNNCell, backprop, rnn_backprop, rnn_forward, weight_gradient
@@ -64,14 +65,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'archsim.bppsa' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(__all__) | set(globals()))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
