@@ -7,7 +7,7 @@ that differs, slot for slot or transfer for transfer, from the original pure-Pyt
 ``sim_reference.py`` (on problems of up to REFERENCE_OPS ops, to keep the suite fast).
 
 The test extra's packages are the references many checks compare against (SCALE-Sim, torch's
-pipelining reader and simulator, Dask, mkdocs); their tests skip without them, so a run that lacks
+pipelining reader and simulator, Dask, mkdocs, openpyxl); their tests skip without them, so a run that lacks
 one would pass with hundreds of checks silently gone. The session refuses to start instead, unless
 ``ARCHSIM_TESTS_WITHOUT`` names the missing packages (comma-separated, e.g. ``scalesim,torch``).
 
@@ -43,6 +43,7 @@ REFERENCES = {
     "torch": "the torch.distributed.pipelining and from_torch checks",
     "distributed": "the Dask sweep checks",
     "mkdocs": "the user's guide build",
+    "openpyxl": "the DeepBench converter's workbook tests",
 }
 
 

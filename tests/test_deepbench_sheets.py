@@ -38,7 +38,7 @@ GEMM = ["M", "N", "K", "A Transpose", "B Transpose", None, "Time (msec)"]
 
 def workbook(path: Path, sheet: str, conv_header: list[str], conv_rows: list[list], app: str | None) -> Path:
     """A results sheet laid out as DeepBench's: block titles in column A, application (or nothing) in B."""
-    openpyxl = pytest.importorskip("openpyxl")
+    import openpyxl
     book = openpyxl.Workbook()
     ws = book.active
     ws.title = sheet
