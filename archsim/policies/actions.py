@@ -18,9 +18,11 @@ B       full backward: I and W fused, the gradient sent  torch FULL_BACKWARD
 ======  ===============================================  ====================================
 
 archsim's named actions beyond torch's (used by the layer-wise schedules and reports, see
-``NAMED``): ``D1``/``D2`` (δ′/δ″, the two halves of a δ split by LayerPipe), ``FB`` (SPP's last
-stage, forward and backward merged), ``A`` (a replicated stage's all-reduce), ``S`` (a data-parallel
-gradient synchronization); torch's communication actions ``SEND_F``/``RECV_F``/``SEND_B``/
+``NAMED``): ``G``/``D`` (the layer-wise schedules' names of W and I), ``D1``/``D2`` (δ′/δ″, the two
+halves of a δ split by LayerPipe), ``FB`` (SPP's last stage, forward and backward merged), ``A`` (a
+replicated stage's all-reduce), ``S`` (a data-parallel gradient synchronization), ``cf``/``cb``
+(SPP's transfers between stages, ops on their channel); ``VOCABULARY`` is all of them, and
+:func:`archsim.policies.builder.build` rejects any other; torch's communication actions ``SEND_F``/``RECV_F``/``SEND_B``/
 ``RECV_B`` are read by :mod:`archsim.policies.torch_csv` and timed by
 :mod:`archsim.policies.torch_steps`.
 
@@ -41,12 +43,17 @@ from archsim.errors import InputError
 
 KINDS = ("F", "I", "W", "B")
 CODE = {kind: code for code, kind in enumerate(KINDS)}  # F 0, I 1, W 2, B 3
-NAMED = {"D1": "δ′: first half of a split input gradient (LayerPipe)",
+NAMED = {"G": "archsim's name for W in the layer-wise schedules (a layer's weight gradient)",
+         "D": "archsim's name for I in the layer-wise schedules (a layer's input gradient, δ)",
+         "D1": "δ′: first half of a split input gradient (LayerPipe)",
          "D2": "δ″: second half of a split input gradient, on another processor (LayerPipe)",
          "FB": "forward and backward of SPP's last stage, merged",
          "A": "all-reduce of a replicated stage's weight gradients",
-         "S": "data-parallel synchronization of one layer's weight gradient"}
+         "S": "data-parallel synchronization of one layer's weight gradient",
+         "cf": "SPP's transfer of a stage's activations to the next stage, on their channel",
+         "cb": "SPP's transfer of the gradient back from the next stage, on their channel"}
 COMMUNICATION = ("SEND_F", "RECV_F", "SEND_B", "RECV_B")
+VOCABULARY = (*KINDS, *COMMUNICATION, *NAMED)  # every action kind a schedule may name (docs/glossary.md)
 
 
 class Action(NamedTuple):
@@ -194,4 +201,4 @@ def from_blocks(name: str, ranks, stages: int, microbatches: int) -> StageOrder:
                                    stages, microbatches)
 
 
-__all__ = ["CODE", "COMMUNICATION", "KINDS", "NAMED", "Action", "OrderColumns", "StageOrder", "from_blocks"]
+__all__ = ["CODE", "COMMUNICATION", "KINDS", "NAMED", "VOCABULARY", "Action", "OrderColumns", "StageOrder", "from_blocks"]
