@@ -21,10 +21,11 @@ archsim's named actions beyond torch's (used by the layer-wise schedules and rep
 ``NAMED``): ``G``/``D`` (the layer-wise schedules' names of W and I), ``D1``/``D2`` (δ′/δ″, the two
 halves of a δ split by LayerPipe), ``FB`` (SPP's last stage, forward and backward merged), ``A`` (a
 replicated stage's all-reduce), ``S`` (a data-parallel gradient synchronization), ``cf``/``cb``
-(SPP's transfers between stages, ops on their channel); ``VOCABULARY`` is all of them, and
-:func:`archsim.policies.builder.build` rejects any other; torch's communication actions ``SEND_F``/``RECV_F``/``SEND_B``/
-``RECV_B`` are read by :mod:`archsim.policies.torch_csv` and timed by
-:mod:`archsim.policies.torch_steps`.
+(SPP's transfers between stages, ops on their channel); torch's communication actions
+``SEND_F``/``RECV_F``/``SEND_B``/``RECV_B`` are read by :mod:`archsim.policies.torch_csv` and timed
+by :mod:`archsim.policies.torch_steps`. ``VOCABULARY`` is all of them; the table is kept in
+:mod:`archsim.sim.builder` (the one builder, which rejects any other kind; SPP's PE, below the
+policies, builds through it too) and read here.
 
 Orders are stored as columns (stage, kind code, micro-batch per action, ranks one after another)
 so that generators of 10⁶ actions (1F1B over 62,500 micro-batches) build them with numpy; the
@@ -40,20 +41,7 @@ from typing import NamedTuple
 import numpy as np
 
 from archsim.errors import InputError
-
-KINDS = ("F", "I", "W", "B")
-CODE = {kind: code for code, kind in enumerate(KINDS)}  # F 0, I 1, W 2, B 3
-NAMED = {"G": "archsim's name for W in the layer-wise schedules (a layer's weight gradient)",
-         "D": "archsim's name for I in the layer-wise schedules (a layer's input gradient, δ)",
-         "D1": "δ′: first half of a split input gradient (LayerPipe)",
-         "D2": "δ″: second half of a split input gradient, on another processor (LayerPipe)",
-         "FB": "forward and backward of SPP's last stage, merged",
-         "A": "all-reduce of a replicated stage's weight gradients",
-         "S": "data-parallel synchronization of one layer's weight gradient",
-         "cf": "SPP's transfer of a stage's activations to the next stage, on their channel",
-         "cb": "SPP's transfer of the gradient back from the next stage, on their channel"}
-COMMUNICATION = ("SEND_F", "RECV_F", "SEND_B", "RECV_B")
-VOCABULARY = (*KINDS, *COMMUNICATION, *NAMED)  # every action kind a schedule may name (docs/glossary.md)
+from archsim.sim.builder import CODE, COMMUNICATION, KINDS, NAMED, VOCABULARY  # the one table, kept by the builder
 
 
 class Action(NamedTuple):

@@ -23,8 +23,8 @@ import numpy as np
 
 from archsim.collectives import ring_allreduce_time
 from archsim.errors import InputError
-from archsim.policies.builder import build, objects
 from archsim.sim import Problem, Processor, simulate
+from archsim.sim.builder import build, objects
 
 POLICIES = ("dp-wfbp", "dp-priority", "dp-reverse-k")
 

@@ -2,8 +2,9 @@
 
 Every schedule in archsim is an action-order generator: it names, for every rank (a processor, a
 channel or a network modelled as one), the actions it runs — their kind from the one vocabulary
-(:data:`archsim.policies.actions.VOCABULARY`), cost, memory and data dependencies — and *how* the
-rank picks the next one. Two modes, which a schedule may mix:
+(:data:`VOCABULARY`: torch.distributed.pipelining's kinds and archsim's named actions;
+docs/glossary.md has the same table), cost, memory and data dependencies — and *how* the rank
+picks the next one. Two modes, which a schedule may mix:
 
 * **sequence** (torch's schedules, SPP's U_s, data parallel's backward): the rank runs the listed
   actions exactly in that order; the builder chains each one after the previous one;
@@ -24,9 +25,22 @@ from collections.abc import Sequence
 import numpy as np
 
 from archsim.errors import InputError
-from archsim.policies.actions import VOCABULARY
-from archsim.sim import Link, Problem, Processor
 from archsim.sim.columns import DepColumns, OpColumns
+from archsim.sim.problem import Link, Problem, Processor
+
+KINDS = ("F", "I", "W", "B")
+CODE = {kind: code for code, kind in enumerate(KINDS)}  # F 0, I 1, W 2, B 3
+NAMED = {"G": "archsim's name for W in the layer-wise schedules (a layer's weight gradient)",
+         "D": "archsim's name for I in the layer-wise schedules (a layer's input gradient, δ)",
+         "D1": "δ′: first half of a split input gradient (LayerPipe)",
+         "D2": "δ″: second half of a split input gradient, on another processor (LayerPipe)",
+         "FB": "forward and backward of SPP's last stage, merged",
+         "A": "all-reduce of a replicated stage's weight gradients",
+         "S": "data-parallel synchronization of one layer's weight gradient",
+         "cf": "SPP's transfer of a stage's activations to the next stage, on their channel",
+         "cb": "SPP's transfer of the gradient back from the next stage, on their channel"}
+COMMUNICATION = ("SEND_F", "RECV_F", "SEND_B", "RECV_B")
+VOCABULARY = (*KINDS, *COMMUNICATION, *NAMED)  # every action kind a schedule may name (docs/glossary.md)
 
 _KNOWN = frozenset(VOCABULARY)
 
@@ -53,7 +67,7 @@ def check_kinds(actions: OpColumns) -> None:
     kinds = next((column for key, column in actions.tags if key == "kind"), None)
     if kinds is None:
         raise InputError("every action needs a kind from the schedule vocabulary", field="kind")
-    found = set(np.unique(np.asarray(kinds, dtype=object)).tolist()) if len(kinds) else set()
+    found = set(np.unique(kinds).tolist()) if isinstance(kinds, np.ndarray) and kinds.dtype.kind == "U" else set(kinds)
     unknown = sorted(str(k) for k in found - _KNOWN - {None})
     if unknown:
         raise InputError(f"unknown action kind {unknown[0]!r}; the vocabulary is {', '.join(VOCABULARY)}",
@@ -75,4 +89,4 @@ def objects(ops, deps) -> tuple[OpColumns, DepColumns]:
                       priority=list(priority), tags=columns), DepColumns(src, dst))
 
 
-__all__ = ["build", "check_kinds", "objects"]
+__all__ = ["CODE", "COMMUNICATION", "KINDS", "NAMED", "VOCABULARY", "build", "check_kinds", "objects"]
