@@ -37,6 +37,7 @@ from archsim.partition.profile import LayerProfile
 from archsim.partition.result import Partition
 from archsim.policies.stage_orders import gpipe, one_f_one_b
 from archsim.sim import Link, Problem, Processor, simulate
+from archsim.sim.builder import build
 from archsim.sim.columns import DepColumns, OpColumns
 
 SCHEDULES = ("gpipe", "1f1b", "layerpipe", "gpipe-newest-first", "1f1b-window")
@@ -228,7 +229,7 @@ def _problem(proc_of_stage, links, template, deps, named, microbatches: int, ban
     processors = tuple(Processor(name) for name in proc_of_stage)
     names = {(s, d): Link(f"{proc_of_stage[s]}->{proc_of_stage[d]}", proc_of_stage[s], proc_of_stage[d], bandwidth,
                           latency) for (s, d) in links}
-    return Problem.from_arrays(processors, tuple(names[key] for key in links), ops, columns)
+    return build(processors, ops, columns, tuple(names[key] for key in links))
 
 
 def simulate_partition(plan: Partition, profile: LayerProfile, microbatches: int, schedule: str | None = None,
