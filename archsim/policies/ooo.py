@@ -28,6 +28,7 @@ import numpy as np
 from archsim.errors import InputError
 from archsim.sim import Problem, Processor, simulate
 from archsim.sim.bubble import bubble
+from archsim.sim.builder import build
 from archsim.sim.columns import DepColumns, OpColumns
 
 POLICIES = ("mp", "gpipe", "ooo-pipe1", "ooo-pipe2")
@@ -142,7 +143,7 @@ def ooo_problem(costs: LayerCosts, devices: int, microbatches: int, policy: str,
     processors = tuple(Processor(f"d{i + 1}") for i in range(devices))
     ops = OpColumns(ids, columns[0], columns[1].astype(np.float64), alloc=columns[2], free=columns[3],
                     priority=priority, tags=tuple(tags))
-    return Problem.from_arrays(processors, (), ops, DepColumns(src, dst))
+    return build(processors, ops, DepColumns(src, dst))
 
 
 def _after_each(src, dst, per: int, extra_src, extra_dst):
