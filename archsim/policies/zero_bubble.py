@@ -40,6 +40,7 @@ from archsim.policies.stage_run import StageRun, order_problem, run_order
 from archsim.policies.zb_auto import zb_auto_order
 from archsim.policies.zb_exact import zb_optimal_order
 from archsim.sim import Problem, Processor, simulate
+from archsim.sim.builder import build
 from archsim.sim.columns import DepColumns, OpColumns
 
 SCHEDULES = ("1f1b", "interleaved-1f1b", "zb-h1", "zb-h2", "zb-1p", "zb-2p", "interleaved-zb", "zb-v", "dualpipev")
@@ -116,7 +117,7 @@ def zb_problem(costs: StageCosts, microbatches: int, schedule: str) -> Problem:
     keep = batch >= first
     src = ((batch + offset) * len(template) + src_t)[keep]
     dst = (batch * len(template) + dst_t)[keep]
-    return Problem.from_arrays(tuple(Processor(f"s{s}") for s in range(1, p + 1)), (), ops, DepColumns(src, dst))
+    return build(tuple(Processor(f"s{s}") for s in range(1, p + 1)), ops, DepColumns(src, dst))
 
 
 def stage_profile(costs: StageCosts, comm: float = 0.0, weight_memory: tuple[float, ...] = (),
