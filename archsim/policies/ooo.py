@@ -26,12 +26,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from archsim.errors import InputError
+from archsim.partition.ooo_allocation import device_of
 from archsim.sim import Problem, Processor, simulate
 from archsim.sim.bubble import bubble
 from archsim.sim.builder import build
 from archsim.sim.columns import DepColumns, OpColumns
 
 POLICIES = ("mp", "gpipe", "ooo-pipe1", "ooo-pipe2")
+# each policy's layer allocation (archsim.partition.ooo_allocation; the registry's planner "ooo" is the contiguous one)
+ALLOCATION = {"mp": "contiguous", "gpipe": "contiguous", "ooo-pipe1": "contiguous", "ooo-pipe2": "modulo"}
 
 
 @dataclass(frozen=True)
@@ -52,14 +55,6 @@ class LayerCosts:
 
     def __len__(self) -> int:
         return len(self.forward)
-
-
-def device_of(layer: int, layers: int, devices: int, policy: str, group: int = 1) -> int:
-    """0-based device of 0-based ``layer``: contiguous blocks, or modulo groups for ooo-pipe2."""
-    if policy == "ooo-pipe2":
-        return (layer // group) % devices
-    per = -(-layers // devices)
-    return min(layer // per, devices - 1)
 
 
 def default_flush(policy: str) -> bool:
@@ -84,7 +79,7 @@ def ooo_problem(costs: LayerCosts, devices: int, microbatches: int, policy: str,
         raise InputError("mp runs one micro-batch at a time, so it cannot flush (all forwards before any "
                          "backward) over several micro-batches; use it without a flush", field="flush")
     n = len(costs)
-    where = [device_of(l, n, devices, policy, group) for l in range(n)]
+    where = [device_of(l, n, devices, ALLOCATION[policy], group) for l in range(n)]
 
     def rank(kind: str, mb: int, layer: int) -> tuple:
         backward_layer = n - 1 - layer  # deeper layers first in the backward pass
@@ -182,7 +177,7 @@ def lower_bound(costs: LayerCosts, devices: int, microbatches: int, policy: str,
     chain = sum(costs.forward) + sum(delta[1:]) + max(costs.weight_grad[0], delta[0])
     work = [0.0] * devices
     for l in range(n):
-        work[device_of(l, n, devices, policy, group)] += microbatches * (costs.forward[l] + delta[l]
+        work[device_of(l, n, devices, ALLOCATION[policy], group)] += microbatches * (costs.forward[l] + delta[l]
                                                                           + costs.weight_grad[l])
     return max(chain, max(work))
 
@@ -195,6 +190,6 @@ def schedule_metrics(problem: Problem, timeline) -> dict[str, float]:
             "peak_memory_bytes": max(peaks.values(), default=0)}
 
 
-__all__ = ["POLICIES", "LayerCosts", "default_flush", "device_of", "flush_phases", "lower_bound", "ooo_problem",
+__all__ = ["ALLOCATION", "POLICIES", "LayerCosts", "default_flush", "flush_phases", "lower_bound", "ooo_problem",
            "ooo_schedule", "op_count",
            "schedule_metrics"]
