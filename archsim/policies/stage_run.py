@@ -151,7 +151,7 @@ def _raise_missing(order, profile, columns, stage, kinds, microbatch, code, firs
     then the first such dependency, as Problem words it."""
     processors = tuple(Processor(f"r{r}") for r in range(len(order.columns.lengths)))
     empty = np.zeros(0, dtype=np.int64)
-    Problem.from_arrays(processors, (), columns, DepColumns(empty, empty))
+    build(processors, columns, DepColumns(empty, empty))
     j = int(np.flatnonzero(missing)[0])
     s, i = int(stage[j]), int(microbatch[j])
     if first_missing[j]:
