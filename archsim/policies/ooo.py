@@ -29,7 +29,7 @@ from archsim.errors import InputError
 from archsim.partition.ooo_allocation import device_of
 from archsim.sim import Problem, Processor, simulate
 from archsim.sim.bubble import bubble
-from archsim.sim.builder import build
+from archsim.sim.builder import build, repeat_flow
 from archsim.sim.columns import DepColumns, OpColumns
 
 POLICIES = ("mp", "gpipe", "ooo-pipe1", "ooo-pipe2")
@@ -114,8 +114,9 @@ def ooo_problem(costs: LayerCosts, devices: int, microbatches: int, policy: str,
         if has_delta[l]:
             deps.append((source, 0, slot[("D", l)]))
     src_t, offset, dst_t = (np.array(c, dtype=np.int64) for c in zip(*deps)) if deps else (np.zeros(0, np.int64),) * 3
+    flow = repeat_flow(DepColumns(src_t, dst_t), offset, size, m)
+    src, dst = flow.src, flow.dst
     batch = np.arange(m, dtype=np.int64)[:, None]
-    src, dst = ((batch + offset) * size + src_t).ravel(), (batch * size + dst_t).ravel()
     if policy == "mp" and m > 1:  # one micro-batch at a time: no pipelining across devices
         chained = np.arange(1, m, dtype=np.int64)
         src, dst = _after_each(src, dst, len(deps), (chained - 1) * size + slot[("G", 0)],

@@ -62,6 +62,23 @@ def build(ranks: Sequence[Processor], actions: OpColumns, flow: DepColumns, link
     return Problem.from_arrays(tuple(ranks), tuple(links), actions, flow)
 
 
+def repeat_flow(template: DepColumns, offset: np.ndarray, size: int, microbatches: int) -> DepColumns:
+    """The data flow of ``microbatches`` copies of a ``size``-action template (copy b's actions are
+    b·size … b·size + size − 1): template dependency d runs, in copy b, from action ``src[d]`` of
+    copy b + ``offset[d]`` to action ``dst[d]`` of copy b, and exists only where that copy does
+    (admission windows, alternation, a fused backward's W before the next I). Copy by copy, each in
+    template order — the list schedules' micro-batches."""
+    batch = np.arange(microbatches, dtype=np.int64)[:, None]
+    offset = np.asarray(offset, dtype=np.int64)
+    source = batch + offset
+    keep = (source >= 0) & (source < microbatches)
+    src = (source * size + template.src)[keep]
+    dst = np.broadcast_to(batch * size + template.dst, keep.shape)[keep]
+    size_ = None if template.bytes is None else np.broadcast_to(template.bytes, keep.shape)[keep]
+    link = None if template.link is None else np.broadcast_to(template.link, keep.shape)[keep]
+    return DepColumns(src.astype(np.int64), dst.astype(np.int64), size_, link)
+
+
 def check_kinds(actions: OpColumns) -> None:
     """Every action's ``kind`` tag is a vocabulary name (None: a zero-length barrier)."""
     kinds = next((column for key, column in actions.tags if key == "kind"), None)
@@ -89,4 +106,4 @@ def objects(ops, deps) -> tuple[OpColumns, DepColumns]:
                       priority=list(priority), tags=columns), DepColumns(src, dst))
 
 
-__all__ = ["CODE", "COMMUNICATION", "KINDS", "NAMED", "VOCABULARY", "build", "check_kinds", "objects"]
+__all__ = ["CODE", "COMMUNICATION", "KINDS", "NAMED", "VOCABULARY", "build", "check_kinds", "objects", "repeat_flow"]
