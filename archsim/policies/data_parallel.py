@@ -24,7 +24,7 @@ import numpy as np
 from archsim.collectives import ring_allreduce_time
 from archsim.errors import InputError
 from archsim.sim import Problem, Processor, simulate
-from archsim.sim.builder import build, objects
+from archsim.sim.builder import build, from_rows
 
 POLICIES = ("dp-wfbp", "dp-priority", "dp-reverse-k")
 
@@ -102,7 +102,7 @@ def dp_problem(forward: Sequence[float], delta: Sequence[float], weight_grad: Se
         ops.append((f"{kind}{l}", 0, duration, (1, position[(kind, l)]), (("kind", kind), ("layer", f"l{l}"))))
         flow.append((f"F{layers}" if l == layers else f"D{l + 1}", f"{kind}{l}"))
     index = {op[0]: i for i, op in enumerate(ops)}
-    actions, deps = objects(ops, [(index[a], index[b]) for a, b in flow])
+    actions, deps = from_rows(ops, [(index[a], index[b]) for a, b in flow])
     sequence = np.array([index[f"{kind}{l}"] for kind, l in order] + [index["F1'"]], dtype=np.int64)
     return build((Processor("gpu"), Processor("net")), actions, deps, sequences=(sequence,))
 

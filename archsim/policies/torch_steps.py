@@ -20,7 +20,7 @@ import numpy as np
 from archsim.errors import InputError
 from archsim.policies.torch_csv import parse_cells
 from archsim.sim import Problem, Processor, simulate
-from archsim.sim.builder import build, objects
+from archsim.sim.builder import build, from_rows
 
 
 def parse_comm_schedule(text: str, source: str = "schedule csv") -> list[list[tuple[int, str, int]]]:
@@ -63,7 +63,7 @@ def step_problem(ranks: list[list[tuple[int, str, int]]]) -> Problem:
                 source = ids[sender][position - 1] if position else None
             if source is not None and source != me:
                 deps.append((index[source], index[me]))
-    actions, flow = objects(ops, deps)
+    actions, flow = from_rows(ops, deps)
     sequences = [np.array([index[op_id] for op_id in row], dtype=np.int64) for row in ids]
     return build(tuple(Processor(f"r{r}") for r in range(len(ranks))), actions, flow, sequences=sequences)
 

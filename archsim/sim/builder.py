@@ -95,7 +95,7 @@ def check_kinds(actions: OpColumns) -> None:
             raise InputError("an action without a kind must be a zero-length barrier", field="kind")
 
 
-def objects(ops, deps) -> tuple[OpColumns, DepColumns]:
+def from_rows(ops, deps) -> tuple[OpColumns, DepColumns]:
     """Columns of a small schedule written as rows: ``ops`` (id, rank index, duration, priority,
     tags) and ``deps`` (source index, target index), for generators that list a few hundred actions."""
     ids, rank, duration, priority, tags = zip(*ops) if ops else ((),) * 5
@@ -106,4 +106,4 @@ def objects(ops, deps) -> tuple[OpColumns, DepColumns]:
                       priority=list(priority), tags=columns), DepColumns(src, dst))
 
 
-__all__ = ["CODE", "COMMUNICATION", "KINDS", "NAMED", "VOCABULARY", "build", "check_kinds", "objects", "repeat_flow"]
+__all__ = ["CODE", "COMMUNICATION", "KINDS", "NAMED", "VOCABULARY", "build", "check_kinds", "from_rows", "repeat_flow"]

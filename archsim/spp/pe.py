@@ -19,7 +19,7 @@ import numpy as np
 
 from archsim.errors import InputError
 from archsim.sim import Problem, Processor, simulate
-from archsim.sim.builder import build, objects
+from archsim.sim.builder import build, from_rows
 
 
 @dataclass(frozen=True)
@@ -122,7 +122,7 @@ def pe_problem(plans: list[StagePlan], microbatches: int, order: str = "pe") -> 
     resources = sorted({op[1] for op in ops})
     where = {r: i for i, r in enumerate(resources)}
     index = {op[0]: i for i, op in enumerate(ops)}
-    actions, deps = objects([(i, where[r], d, p, t) for i, r, d, p, t in ops],
+    actions, deps = from_rows([(i, where[r], d, p, t) for i, r, d, p, t in ops],
                             [(index[a], index[b]) for a, b in flow])
     chains = [np.array([index[oid(block, m)] for block, m in seq], dtype=np.int64) for seq in per_stage.values()]
     return build(tuple(Processor(r) for r in resources), actions, deps, sequences=chains)
