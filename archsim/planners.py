@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from archsim.errors import InputError
 from archsim.partition.gpipe import gpipe_partition
 from archsim.partition.layerpipe import layerpipe_partition
+from archsim.partition.ooo_allocation import ooo_partition
 from archsim.partition.pipedream import Level, pipedream_partition, pipedream_partitions
 from archsim.partition.profile import LayerProfile
 from archsim.partition.result import Partition
@@ -86,6 +87,8 @@ PLANNERS: dict[str, Planner] = {planner.name: planner for planner in (
             partition=lambda profile, cluster, **options: gpipe_partition(
                 profile, cluster.devices, bandwidth=_server_link(cluster), **options),
             on_cluster=_baseline("gpipe")),
+    Planner("ooo", "the out-of-order backprop paper's allocation: ⌈L/P⌉ consecutive layers per device (3/3/3/1)",
+            partition=lambda profile, cluster: ooo_partition(profile, cluster.devices)),
     Planner("spp", "SPP: RDO device order, PRM partition/replication/mapping, PE schedule", on_cluster=_spp),
     Planner("dp", "data parallel: every device the whole model, one ring all-reduce", on_cluster=_baseline("dp")),
     Planner("pipedream-prm", "the SPP paper's synchronous PipeDream: PRM over devices in order, PE schedule",

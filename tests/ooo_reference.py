@@ -3,7 +3,8 @@ made one Op and Dep object per op and dependency, kept unchanged as the oracle t
 builder must equal (tests/test_ooo_columns.py)."""
 
 from archsim.errors import InputError
-from archsim.policies.ooo import POLICIES, LayerCosts, device_of
+from archsim.partition.ooo_allocation import device_of
+from archsim.policies.ooo import ALLOCATION, POLICIES, LayerCosts
 from archsim.sim import Dep, Op, Problem, Processor
 
 
@@ -17,7 +18,7 @@ def ooo_problem(costs: LayerCosts, devices: int, microbatches: int, policy: str,
         raise InputError("mp runs one micro-batch at a time, so it cannot flush (all forwards before any "
                          "backward) over several micro-batches; use it without a flush", field="flush")
     n = len(costs)
-    where = [device_of(l, n, devices, policy, group) for l in range(n)]
+    where = [device_of(l, n, devices, ALLOCATION[policy], group) for l in range(n)]
     ops: list[Op] = []
     deps: list[Dep] = []
 

@@ -22,6 +22,7 @@ def order_problem(order: StageOrder, profile: StageProfile) -> Problem:
     full_backward = {(a.stage, a.microbatch) for actions in order.ranks for a in actions if a.kind == "B"}
     links: dict[tuple[int, int, str], Link] = {}
     deps: list[Dep] = []
+    chains: list[Dep] = []
     ops: list[Op] = []
     bandwidth = profile.bandwidth if profile.bandwidth is not None else 1.0
 
@@ -62,7 +63,8 @@ def order_problem(order: StageOrder, profile: StageProfile) -> Problem:
                 if s != last:
                     upstream = f"{s + 1}{'B' if (s + 1, i) in full_backward else 'I'}{i}"
                     deps.append(cross(s + 1, upstream, s, op_id, "grad"))
-        deps += [Dep(x, y) for x, y in pairwise(ids)]
+        chains += [Dep(x, y) for x, y in pairwise(ids)]
+    deps += chains  # each rank's sequence after every data dependency (the builder's layout)
     processors = tuple(Processor(f"r{r}") for r in range(len(order.ranks)))
     return Problem(processors, tuple(links.values()), tuple(ops), tuple(deps))
 

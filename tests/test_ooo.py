@@ -52,11 +52,14 @@ def test_flushed_schedules_against_the_optimum(policy, expected_optimum):
 
 
 def test_modulo_allocation_alternates_devices():
-    from archsim.policies.ooo import device_of
+    from archsim.partition.ooo_allocation import device_of
+    from archsim.policies.ooo import ALLOCATION
 
-    assert [device_of(l, 8, 2, "ooo-pipe2") for l in range(8)] == [0, 1, 0, 1, 0, 1, 0, 1]
-    assert [device_of(l, 8, 2, "ooo-pipe2", group=2) for l in range(8)] == [0, 0, 1, 1, 0, 0, 1, 1]
-    assert [device_of(l, 8, 2, "mp") for l in range(8)] == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert ALLOCATION["ooo-pipe2"] == "modulo" and ALLOCATION["mp"] == "contiguous"
+    assert [device_of(l, 8, 2, "modulo") for l in range(8)] == [0, 1, 0, 1, 0, 1, 0, 1]
+    assert [device_of(l, 8, 2, "modulo", group=2) for l in range(8)] == [0, 0, 1, 1, 0, 0, 1, 1]
+    assert [device_of(l, 8, 2, "contiguous") for l in range(8)] == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert [device_of(l, 10, 4) for l in range(10)] == [0, 0, 0, 1, 1, 1, 2, 2, 2, 3]  # 3/3/3/1
 
 
 def test_metrics_and_stash_memory():

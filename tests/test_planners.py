@@ -30,7 +30,7 @@ def chain(costs, weights=None):
 def test_the_plan_command_lists_the_papers_baselines():
     assert BASELINE_METHODS == BASELINES
     assert set(BASELINES) <= set(CLUSTER_PLANNERS) and "spp" in CLUSTER_PLANNERS
-    assert PARTITIONERS == ("layerpipe", "pipedream", "gpipe")
+    assert PARTITIONERS == ("layerpipe", "pipedream", "gpipe", "ooo")
 
 
 def test_every_planner_returns_the_one_plan_type_covering_every_layer():

@@ -1,8 +1,8 @@
 """Every schedule generator through the one builder (``stage_run.order_problem``) and the independent
 validator (``archsim.sim.validate``); the layer-wise GPipe and 1F1B run their processors in the one
 GPipe's and the one 1F1B's action order (the orders torch's schedules produce, see
-tests/test_torch_pipelining.py); the schedules not yet written as action orders still pass the
-validator."""
+tests/test_torch_pipelining.py); the list schedules (actions by priority, through the same builder)
+pass the validator too (tests/test_one_builder.py runs every planner and schedule)."""
 
 from itertools import pairwise
 
@@ -101,7 +101,7 @@ def test_layerwise_gpipe_and_1f1b_follow_the_one_order(schedule, generator, meth
 
 
 def test_the_other_schedule_builders_pass_the_validator():
-    """Schedules still built as priorities and dependencies (not yet action orders)."""
+    """The list schedules: actions by priority among the ready ones, through the one builder."""
     layers = LayerCosts((3.0, 1.0, 4.0, 1.5), (2.0, 6.0, 5.0, 3.0), (9.0, 7.0, 9.0, 3.0), stash_bytes=(1, 2, 3, 4))
     problems = [ooo_problem(layers, 2, 3, policy, flush=policy != "mp") for policy in POLICIES]
     problems += [zb_problem(StageCosts((2.0, 1.0, 3.0), (1.0, 2.0, 2.0), (1.0, 1.0, 0.5)), 5, s) for s in LIST_SCHEDULES]

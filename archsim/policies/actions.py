@@ -18,11 +18,14 @@ B       full backward: I and W fused, the gradient sent  torch FULL_BACKWARD
 ======  ===============================================  ====================================
 
 archsim's named actions beyond torch's (used by the layer-wise schedules and reports, see
-``NAMED``): ``D1``/``D2`` (δ′/δ″, the two halves of a δ split by LayerPipe), ``FB`` (SPP's last
-stage, forward and backward merged), ``A`` (a replicated stage's all-reduce), ``S`` (a data-parallel
-gradient synchronization); torch's communication actions ``SEND_F``/``RECV_F``/``SEND_B``/
-``RECV_B`` are read by :mod:`archsim.policies.torch_csv` and timed by
-:mod:`archsim.policies.torch_steps`.
+``NAMED``): ``G``/``D`` (the layer-wise schedules' names of W and I), ``D1``/``D2`` (δ′/δ″, the two
+halves of a δ split by LayerPipe), ``FB`` (SPP's last stage, forward and backward merged), ``A`` (a
+replicated stage's all-reduce), ``S`` (a data-parallel gradient synchronization), ``cf``/``cb``
+(SPP's transfers between stages, ops on their channel); torch's communication actions
+``SEND_F``/``RECV_F``/``SEND_B``/``RECV_B`` are read by :mod:`archsim.policies.torch_csv` and timed
+by :mod:`archsim.policies.torch_steps`. ``VOCABULARY`` is all of them; the table is kept in
+:mod:`archsim.sim.builder` (the one builder, which rejects any other kind; SPP's PE, below the
+policies, builds through it too) and read here.
 
 Orders are stored as columns (stage, kind code, micro-batch per action, ranks one after another)
 so that generators of 10⁶ actions (1F1B over 62,500 micro-batches) build them with numpy; the
@@ -38,15 +41,7 @@ from typing import NamedTuple
 import numpy as np
 
 from archsim.errors import InputError
-
-KINDS = ("F", "I", "W", "B")
-CODE = {kind: code for code, kind in enumerate(KINDS)}  # F 0, I 1, W 2, B 3
-NAMED = {"D1": "δ′: first half of a split input gradient (LayerPipe)",
-         "D2": "δ″: second half of a split input gradient, on another processor (LayerPipe)",
-         "FB": "forward and backward of SPP's last stage, merged",
-         "A": "all-reduce of a replicated stage's weight gradients",
-         "S": "data-parallel synchronization of one layer's weight gradient"}
-COMMUNICATION = ("SEND_F", "RECV_F", "SEND_B", "RECV_B")
+from archsim.sim.builder import CODE, COMMUNICATION, KINDS, NAMED, VOCABULARY  # the one table, kept by the builder
 
 
 class Action(NamedTuple):
@@ -194,4 +189,4 @@ def from_blocks(name: str, ranks, stages: int, microbatches: int) -> StageOrder:
                                    stages, microbatches)
 
 
-__all__ = ["CODE", "COMMUNICATION", "KINDS", "NAMED", "Action", "OrderColumns", "StageOrder", "from_blocks"]
+__all__ = ["CODE", "COMMUNICATION", "KINDS", "NAMED", "VOCABULARY", "Action", "OrderColumns", "StageOrder", "from_blocks"]

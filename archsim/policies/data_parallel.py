@@ -17,11 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import pairwise, permutations
+from itertools import permutations
+
+import numpy as np
 
 from archsim.collectives import ring_allreduce_time
 from archsim.errors import InputError
-from archsim.sim import Dep, Op, Problem, Processor, simulate
+from archsim.sim import Problem, Processor, simulate
+from archsim.sim.builder import build, from_rows
 
 POLICIES = ("dp-wfbp", "dp-priority", "dp-reverse-k")
 
@@ -77,33 +80,31 @@ def reverse_first_k_order(layers: int, k: int) -> list[tuple[str, int]]:
 
 def dp_problem(forward: Sequence[float], delta: Sequence[float], weight_grad: Sequence[float],
                sync: Sequence[float], order: Sequence[tuple[str, int]], *, prioritized: bool) -> Problem:
-    """The iteration window for a given backward computation order."""
+    """The iteration window for a given backward computation order, as actions on two ranks: the
+    device (F, the backward in exactly ``order``'s sequence, then the next iteration's F′ by data
+    flow) and the network (S by priority: layer number, or FIFO in gradient order)."""
     layers = len(forward)
     expected = set(conventional_order(layers))
     if sorted(order) != sorted(expected) or len(order) != len(expected):
         raise InputError("the backward order must contain each G_l and D_l (l > 1) exactly once", field="order")
-    ops: list[Op] = []
-    deps: list[Dep] = []
+    ops: list[tuple] = []  # id, rank (0 device, 1 network), duration, priority, tags
+    flow: list[tuple[str, str]] = []
     position = {op: i for i, op in enumerate(order)}
     for l in range(1, layers + 1):
-        ops.append(Op(f"F{l}", "gpu", forward[l - 1], (0, l), tags=(("kind", "F"), ("layer", f"l{l}"))))
-        ops.append(Op(f"F{l}'", "gpu", forward[l - 1], (2, l), tags=(("kind", "F"), ("layer", f"l{l}"))))
-        ops.append(Op(f"S{l}", "net", sync[l - 1], l if prioritized else position[("G", l)],
-                      tags=(("kind", "comm"), ("layer", f"l{l}"))))
-        deps += [Dep(f"G{l}", f"S{l}"), Dep(f"S{l}", f"F{l}'")]
+        ops.append((f"F{l}", 0, forward[l - 1], (0, l), (("kind", "F"), ("layer", f"l{l}"))))
+        ops.append((f"F{l}'", 0, forward[l - 1], (2, l), (("kind", "F"), ("layer", f"l{l}"))))
+        ops.append((f"S{l}", 1, sync[l - 1], l if prioritized else position[("G", l)], (("kind", "S"), ("layer", f"l{l}"))))
+        flow += [(f"G{l}", f"S{l}"), (f"S{l}", f"F{l}'")]
         if l > 1:
-            deps += [Dep(f"F{l - 1}", f"F{l}"), Dep(f"F{l - 1}'", f"F{l}'")]
+            flow += [(f"F{l - 1}", f"F{l}"), (f"F{l - 1}'", f"F{l}'")]
     for kind, l in order:
         duration = weight_grad[l - 1] if kind == "G" else delta[l - 1]
-        ops.append(Op(f"{kind}{l}", "gpu", duration, (1, position[(kind, l)]),
-                      tags=(("kind", kind), ("layer", f"l{l}"))))
-        source = f"F{layers}" if l == layers else f"D{l + 1}"
-        deps.append(Dep(source, f"{kind}{l}"))
-    for a, b in pairwise(order):  # the device runs the backward in exactly this order
-        deps.append(Dep(f"{a[0]}{a[1]}", f"{b[0]}{b[1]}"))
-    last = order[-1]
-    deps.append(Dep(f"{last[0]}{last[1]}", "F1'"))
-    return Problem((Processor("gpu"), Processor("net")), (), tuple(ops), tuple(deps))
+        ops.append((f"{kind}{l}", 0, duration, (1, position[(kind, l)]), (("kind", kind), ("layer", f"l{l}"))))
+        flow.append((f"F{layers}" if l == layers else f"D{l + 1}", f"{kind}{l}"))
+    index = {op[0]: i for i, op in enumerate(ops)}
+    actions, deps = from_rows(ops, [(index[a], index[b]) for a, b in flow])
+    sequence = np.array([index[f"{kind}{l}"] for kind, l in order] + [index["F1'"]], dtype=np.int64)
+    return build((Processor("gpu"), Processor("net")), actions, deps, sequences=(sequence,))
 
 
 def window_time(forward, delta, weight_grad, sync, order, *, prioritized: bool = True) -> float:

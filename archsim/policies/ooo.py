@@ -26,11 +26,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from archsim.errors import InputError
+from archsim.partition.ooo_allocation import device_of
 from archsim.sim import Problem, Processor, simulate
 from archsim.sim.bubble import bubble
+from archsim.sim.builder import build, repeat_flow
 from archsim.sim.columns import DepColumns, OpColumns
 
 POLICIES = ("mp", "gpipe", "ooo-pipe1", "ooo-pipe2")
+# each policy's layer allocation (archsim.partition.ooo_allocation; the registry's planner "ooo" is the contiguous one)
+ALLOCATION = {"mp": "contiguous", "gpipe": "contiguous", "ooo-pipe1": "contiguous", "ooo-pipe2": "modulo"}
 
 
 @dataclass(frozen=True)
@@ -51,14 +55,6 @@ class LayerCosts:
 
     def __len__(self) -> int:
         return len(self.forward)
-
-
-def device_of(layer: int, layers: int, devices: int, policy: str, group: int = 1) -> int:
-    """0-based device of 0-based ``layer``: contiguous blocks, or modulo groups for ooo-pipe2."""
-    if policy == "ooo-pipe2":
-        return (layer // group) % devices
-    per = -(-layers // devices)
-    return min(layer // per, devices - 1)
 
 
 def default_flush(policy: str) -> bool:
@@ -83,7 +79,7 @@ def ooo_problem(costs: LayerCosts, devices: int, microbatches: int, policy: str,
         raise InputError("mp runs one micro-batch at a time, so it cannot flush (all forwards before any "
                          "backward) over several micro-batches; use it without a flush", field="flush")
     n = len(costs)
-    where = [device_of(l, n, devices, policy, group) for l in range(n)]
+    where = [device_of(l, n, devices, ALLOCATION[policy], group) for l in range(n)]
 
     def rank(kind: str, mb: int, layer: int) -> tuple:
         backward_layer = n - 1 - layer  # deeper layers first in the backward pass
@@ -118,8 +114,9 @@ def ooo_problem(costs: LayerCosts, devices: int, microbatches: int, policy: str,
         if has_delta[l]:
             deps.append((source, 0, slot[("D", l)]))
     src_t, offset, dst_t = (np.array(c, dtype=np.int64) for c in zip(*deps)) if deps else (np.zeros(0, np.int64),) * 3
+    flow = repeat_flow(DepColumns(src_t, dst_t), offset, size, m)
+    src, dst = flow.src, flow.dst
     batch = np.arange(m, dtype=np.int64)[:, None]
-    src, dst = ((batch + offset) * size + src_t).ravel(), (batch * size + dst_t).ravel()
     if policy == "mp" and m > 1:  # one micro-batch at a time: no pipelining across devices
         chained = np.arange(1, m, dtype=np.int64)
         src, dst = _after_each(src, dst, len(deps), (chained - 1) * size + slot[("G", 0)],
@@ -142,7 +139,7 @@ def ooo_problem(costs: LayerCosts, devices: int, microbatches: int, policy: str,
     processors = tuple(Processor(f"d{i + 1}") for i in range(devices))
     ops = OpColumns(ids, columns[0], columns[1].astype(np.float64), alloc=columns[2], free=columns[3],
                     priority=priority, tags=tuple(tags))
-    return Problem.from_arrays(processors, (), ops, DepColumns(src, dst))
+    return build(processors, ops, DepColumns(src, dst))
 
 
 def _after_each(src, dst, per: int, extra_src, extra_dst):
@@ -181,7 +178,7 @@ def lower_bound(costs: LayerCosts, devices: int, microbatches: int, policy: str,
     chain = sum(costs.forward) + sum(delta[1:]) + max(costs.weight_grad[0], delta[0])
     work = [0.0] * devices
     for l in range(n):
-        work[device_of(l, n, devices, policy, group)] += microbatches * (costs.forward[l] + delta[l]
+        work[device_of(l, n, devices, ALLOCATION[policy], group)] += microbatches * (costs.forward[l] + delta[l]
                                                                           + costs.weight_grad[l])
     return max(chain, max(work))
 
@@ -194,6 +191,6 @@ def schedule_metrics(problem: Problem, timeline) -> dict[str, float]:
             "peak_memory_bytes": max(peaks.values(), default=0)}
 
 
-__all__ = ["POLICIES", "LayerCosts", "default_flush", "device_of", "flush_phases", "lower_bound", "ooo_problem",
+__all__ = ["ALLOCATION", "POLICIES", "LayerCosts", "default_flush", "flush_phases", "lower_bound", "ooo_problem",
            "ooo_schedule", "op_count",
            "schedule_metrics"]

@@ -37,6 +37,7 @@ from archsim.partition.profile import LayerProfile
 from archsim.partition.result import Partition
 from archsim.policies.stage_orders import gpipe, one_f_one_b
 from archsim.sim import Link, Problem, Processor, simulate
+from archsim.sim.builder import build, repeat_flow
 from archsim.sim.columns import DepColumns, OpColumns
 
 SCHEDULES = ("gpipe", "1f1b", "layerpipe", "gpipe-newest-first", "1f1b-window")
@@ -117,13 +118,12 @@ def pipeline_problem(plan: Partition, profile: LayerProfile, microbatches: int, 
         template.append((stage, cycles[(layer, kind)], rank[kind],
                          -1 if schedule == "gpipe-newest-first" and not forward else 1, k if forward else -k,
                          stash if forward else 0, stash if kind == "G" else 0, layer, kind, stage + 1))
-    # dependencies of micro-batch b: (source op, its micro-batch − b, target op, bytes, link, when)
-    # when: 0 always, w > 0 only if b >= w (admission), -w only if b + w − 1 < microbatches (alternation)
-    deps: list[tuple[int, int, int, int, int, int]] = []
+    # dependencies of micro-batch b: (source op, its micro-batch − b, target op, bytes, link); one
+    # exists only where its source micro-batch does (admission: b ≥ w; alternation: b + w − 1 < M)
+    deps: list[tuple[int, int, int, int, int]] = []
 
-    def dep(src: tuple[str, str], dst: tuple[str, str], size: int = 0, channel: int = -1, offset: int = 0,
-            when: int = 0) -> None:
-        deps.append((slot.get(src, -1), offset, slot.get(dst, -1), size, channel, when))
+    def dep(src: tuple[str, str], dst: tuple[str, str], size: int = 0, channel: int = -1, offset: int = 0) -> None:
+        deps.append((slot.get(src, -1), offset, slot.get(dst, -1), size, channel))
         named.append((src, dst))
 
     named: list[tuple[tuple[str, str], tuple[str, str]]] = []  # for the message on a dependency on a missing op
@@ -147,9 +147,9 @@ def pipeline_problem(plan: Partition, profile: LayerProfile, microbatches: int, 
             if not forwards:  # an idle stage, or one holding only split δ work: nothing to alternate
                 continue
             for layer, kind in backwards:  # admission: F(b) after the backward of b − window
-                dep((layer, kind), (forwards[0], "F"), offset=-window, when=window)
+                dep((layer, kind), (forwards[0], "F"), offset=-window)
             for layer, kind in backwards:  # alternation: B(b) after F(b + window − 1)
-                dep((forwards[-1], "F"), (layer, kind), offset=window - 1, when=-window)
+                dep((forwards[-1], "F"), (layer, kind), offset=window - 1)
     ordered = _in_order(schedule, template, deps, stages, microbatches) if schedule in ORDERED else None
     return _problem(proc_of_stage, links, template, deps, named, microbatches, bandwidth, latency, ordered)
 
@@ -162,8 +162,8 @@ def _in_order(schedule: str, template, deps, stages: int, microbatches: int) -> 
     size = len(template)
     family = np.array([0 if t[8] == "F" else 3 for t in template], dtype=np.int64)
     stage_of = np.array([t[0] for t in template], dtype=np.int64)
-    inner = [(a, b) for a, offset, b, _, _, when in deps
-             if offset == 0 and when == 0 and a >= 0 and b >= 0 and stage_of[a] == stage_of[b] and family[a] == family[b]]
+    inner = [(a, b) for a, offset, b, _, _ in deps
+             if offset == 0 and a >= 0 and b >= 0 and stage_of[a] == stage_of[b] and family[a] == family[b]]
     has_pred, has_succ = np.zeros(size, dtype=bool), np.zeros(size, dtype=bool)
     for a, b in inner:
         has_succ[a], has_pred[b] = True, True
@@ -207,19 +207,17 @@ def _problem(proc_of_stage, links, template, deps, named, microbatches: int, ban
                     alloc=tile(np.array(alloc, dtype=np.int64), m), free=tile(np.array(free, dtype=np.int64), m),
                     priority=priority,
                     tags=(("layer", layer * m), ("kind", kind * m), ("microbatch", b), ("stage", stage * m)))
-    src_t, offset, dst_t, nbytes, channel, when = (np.array(c, dtype=np.int64).reshape(-1)
-                                                   for c in (zip(*deps) if deps else ([],) * 6))
+    src_t, offset, dst_t, nbytes, channel = (np.array(c, dtype=np.int64).reshape(-1)
+                                             for c in (zip(*deps) if deps else ([],) * 5))
     batch = np.arange(m, dtype=np.int64)[:, None]
-    keep = (when == 0) | ((when > 0) & (batch >= when)) | ((when < 0) & (batch - when - 1 < m))
-    missing = keep & ((src_t < 0) | (dst_t < 0))
+    missing = (batch + offset >= 0) & (batch + offset < m) & ((src_t < 0) | (dst_t < 0))
     if missing.any():  # as Problem words a dependency on an op that does not exist
         b, d = (int(x[0]) for x in np.nonzero(missing))
         (a_layer, a_kind), (z_layer, z_kind) = named[d]
         a, z = f"{a_kind}:{a_layer}:{b + int(offset[d])}", f"{z_kind}:{z_layer}:{b}"
         raise InputError(f"dependency {a!r} -> {z!r} names unknown op {a if src_t[d] < 0 else z!r}", field="deps")
-    src = ((batch + offset) * size + src_t)[keep]
-    dst = (batch * size + dst_t)[keep]
-    nbytes, channel = np.broadcast_to(nbytes, keep.shape)[keep], np.broadcast_to(channel, keep.shape)[keep]
+    flow = repeat_flow(DepColumns(src_t, dst_t, nbytes, channel), offset, size, m)
+    src, dst, nbytes, channel = flow.src, flow.dst, flow.bytes, flow.link
     if ordered is not None:  # the action order's dependencies, after the data flow's
         src, dst = np.concatenate([src, ordered[0]]), np.concatenate([dst, ordered[1]])
         nbytes = np.concatenate([nbytes, np.zeros(len(ordered[0]), dtype=np.int64)])
@@ -228,7 +226,7 @@ def _problem(proc_of_stage, links, template, deps, named, microbatches: int, ban
     processors = tuple(Processor(name) for name in proc_of_stage)
     names = {(s, d): Link(f"{proc_of_stage[s]}->{proc_of_stage[d]}", proc_of_stage[s], proc_of_stage[d], bandwidth,
                           latency) for (s, d) in links}
-    return Problem.from_arrays(processors, tuple(names[key] for key in links), ops, columns)
+    return build(processors, ops, columns, tuple(names[key] for key in links))
 
 
 def simulate_partition(plan: Partition, profile: LayerProfile, microbatches: int, schedule: str | None = None,

@@ -17,6 +17,7 @@ Times are in the caller's unit (the paper's profiled times are milliseconds); by
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 
@@ -25,6 +26,7 @@ from archsim.policies.actions import KINDS, StageOrder
 from archsim.policies.stage_profile import StageProfile
 from archsim.sim import Link, Problem, Processor, simulate
 from archsim.sim.bubble import bubble, rank_spans
+from archsim.sim.builder import build
 from archsim.sim.columns import DepColumns, FormattedIds, OpColumns
 
 
@@ -53,8 +55,8 @@ def order_problem(order: StageOrder, profile: StageProfile) -> Problem:
     """The op DAG of ``order`` with ``profile``'s costs (one profile entry per virtual stage).
 
     Op ids are torch's action strings ("0F0", "3I2", …). Built as columns (no per-op objects):
-    op i is the i-th action, ranks one after another; its dependencies, in problem order, are each
-    action's data dependencies in action order, then the rank's chain."""
+    op i is the i-th action, ranks one after another; each rank runs its actions in sequence (the
+    builder's chains, after every action's data dependencies in action order)."""
     if profile.stages != order.stages:
         raise InputError(f"schedule {order.name!r} has {order.stages} stages but the profile has {profile.stages}",
                          field="stages")
@@ -87,44 +89,15 @@ def order_problem(order: StageOrder, profile: StageProfile) -> Problem:
     rank_array = np.array([rank_of.get(s, -1) for s in range(stages + 1)], dtype=np.int64)
     cross_first = (code == 0) & (stage > 0) & (rank_array[first_stage] != rank_array[stage])
     cross_second = has_second & (rank_array[upstream] != rank_array[stage])
-    src, dst, src_stage, kind_bit, cross = _dependencies(c, stage, (first, second), (has_first, has_second),
-                                                         (first_stage, upstream), (cross_first, cross_second))
+    linked = np.flatnonzero(np.column_stack((has_first, has_second)).ravel())  # data dependencies, in action order
+    src = np.column_stack((first, second)).ravel()[linked]
+    src_stage = np.column_stack((first_stage, upstream)).ravel()[linked]
+    cross = np.column_stack((cross_first, cross_second)).ravel()[linked]
+    dst, kind_bit = linked >> 1, linked & 1  # the second dependency of an action carries its gradient
     links, link, size = _links(profile, rank_array, src_stage, stage[dst], kind_bit, cross)
     processors = tuple(Processor(f"r{r}") for r in range(len(c.lengths)))
-    return Problem.from_arrays(processors, links, columns, DepColumns(src, dst, size, link))
-
-
-def _dependencies(c, stage, sources, has, source_stage, crossing):
-    """Every dependency, in problem order: per rank, its actions' data dependencies (the first, then
-    the second, of each action in order), then the rank's chain (action j before j + 1). Returns
-    source op, target op, source stage, 0 activation / 1 gradient, and whether it crosses ranks."""
-    n = len(stage)
-    data = np.column_stack(has).ravel()  # (action, first/second) pairs that exist, in action order
-    lengths = c.lengths
-    chains = np.maximum(lengths - 1, 0)
-    rank_of_action = c.rank
-    per_rank = np.bincount(rank_of_action, weights=data.reshape(n, 2).sum(axis=1),
-                           minlength=len(lengths)).astype(np.int64)
-    start = np.concatenate([[0], np.cumsum(per_rank + chains)])[:-1]  # each rank's first dependency
-    total = int(per_rank.sum() + chains.sum())
-    # data dependency k (k-th in action order) of a rank r: start[r] + its place among r's data dependencies
-    linked = np.flatnonzero(data)  # positions in the (action, first/second) pairs
-    target = linked >> 1
-    owner = rank_of_action[target]
-    before = np.concatenate([[0], np.cumsum(per_rank)])[:-1]
-    place = (start - before)[owner] + np.arange(len(owner))
-    chain = np.flatnonzero(np.diff(rank_of_action) == 0) if n else np.zeros(0, np.int64)  # j → j + 1, same rank
-    chain_place = start[rank_of_action[chain]] + per_rank[rank_of_action[chain]] + chain - c.bounds[:-1][
-        rank_of_action[chain]]
-    src, dst = np.empty(total, dtype=np.int64), np.empty(total, dtype=np.int64)
-    src_stage, kind_bit = np.empty(total, dtype=np.int64), np.zeros(total, dtype=np.int64)
-    cross = np.zeros(total, dtype=bool)
-    src[place], dst[place] = np.column_stack(sources).ravel()[linked], target
-    src_stage[place] = np.column_stack(source_stage).ravel()[linked]
-    kind_bit[place] = linked & 1
-    cross[place] = np.column_stack(crossing).ravel()[linked]
-    src[chain_place], dst[chain_place], src_stage[chain_place] = chain, chain + 1, stage[chain]
-    return src, dst, src_stage, kind_bit, cross
+    sequences = [np.arange(x, y, dtype=np.int64) for x, y in pairwise(c.bounds.tolist())]
+    return build(processors, columns, DepColumns(src, dst, size, link), links, sequences=sequences)
 
 
 def _costs(profile: StageProfile, stages: int, cell: np.ndarray):
@@ -178,7 +151,7 @@ def _raise_missing(order, profile, columns, stage, kinds, microbatch, code, firs
     then the first such dependency, as Problem words it."""
     processors = tuple(Processor(f"r{r}") for r in range(len(order.columns.lengths)))
     empty = np.zeros(0, dtype=np.int64)
-    Problem.from_arrays(processors, (), columns, DepColumns(empty, empty))
+    build(processors, columns, DepColumns(empty, empty))
     j = int(np.flatnonzero(missing)[0])
     s, i = int(stage[j]), int(microbatch[j])
     if first_missing[j]:

@@ -7,18 +7,20 @@ same step as its SEND. archsim reproduces that with unit-time ops in each rank's
 depending on the op its rank's SEND follows (so it can start with the SEND), and the data
 dependencies torch checks: F after its RECV_F (or the previous stage's F on the same rank), I/B
 after its RECV_B (or the next stage's I/B on the same rank), a SEND after the compute it sends.
-The makespan is then torch's step count (tests compare them on every torch schedule).
+The makespan is then torch's step count (tests compare them on every torch schedule). Each rank's
+actions are a sequence for the one builder (:mod:`archsim.sim.builder`).
 
 torch's simulator has no rule for UNSHARD, RESHARD or REDUCE_GRAD; they are left out here too.
 """
 
 from __future__ import annotations
 
-from itertools import pairwise
+import numpy as np
 
 from archsim.errors import InputError
 from archsim.policies.torch_csv import parse_cells
-from archsim.sim import Dep, Op, Problem, Processor, simulate
+from archsim.sim import Problem, Processor, simulate
+from archsim.sim.builder import build, from_rows
 
 
 def parse_comm_schedule(text: str, source: str = "schedule csv") -> list[list[tuple[int, str, int]]]:
@@ -35,8 +37,10 @@ def step_problem(ranks: list[list[tuple[int, str, int]]]) -> Problem:
     where = {op_id: (r, k) for r, row in enumerate(ids) for k, op_id in enumerate(row)}
     if len(where) != sum(len(row) for row in ids):
         raise InputError("an action appears twice", field="action")
-    ops = [Op(op_id, f"r{r}", 1.0) for r, row in enumerate(ids) for op_id in row]
-    deps = [Dep(a, b) for row in ids for a, b in pairwise(row)]
+    index = {op_id: k for k, op_id in enumerate(op_id for row in ids for op_id in row)}
+    ops = [(op_id, r, 1.0, 0, (("kind", t),)) for r, (row, actions) in enumerate(zip(ids, ranks))
+           for op_id, (_, t, _) in zip(row, actions)]
+    deps: list[tuple[int, int]] = []
 
     def first(*candidates: str) -> str | None:
         return next((c for c in candidates if c in where), None)
@@ -58,8 +62,10 @@ def step_problem(ranks: list[list[tuple[int, str, int]]]) -> Problem:
                 sender, position = where[send]
                 source = ids[sender][position - 1] if position else None
             if source is not None and source != me:
-                deps.append(Dep(source, me))
-    return Problem(tuple(Processor(f"r{r}") for r in range(len(ranks))), (), tuple(ops), tuple(deps))
+                deps.append((index[source], index[me]))
+    actions, flow = from_rows(ops, deps)
+    sequences = [np.array([index[op_id] for op_id in row], dtype=np.int64) for row in ids]
+    return build(tuple(Processor(f"r{r}") for r in range(len(ranks))), actions, flow, sequences=sequences)
 
 
 def torch_steps(ranks: list[list[tuple[int, str, int]]]) -> int:

@@ -40,6 +40,7 @@ from archsim.policies.stage_run import StageRun, order_problem, run_order
 from archsim.policies.zb_auto import zb_auto_order
 from archsim.policies.zb_exact import zb_optimal_order
 from archsim.sim import Problem, Processor, simulate
+from archsim.sim.builder import build, repeat_flow
 from archsim.sim.columns import DepColumns, OpColumns
 
 SCHEDULES = ("1f1b", "interleaved-1f1b", "zb-h1", "zb-h2", "zb-1p", "zb-2p", "interleaved-zb", "zb-v", "dualpipev")
@@ -99,24 +100,21 @@ def zb_problem(costs: StageCosts, microbatches: int, schedule: str) -> Problem:
         priority=np.column_stack([np.tile(np.array([rank[kind] for _, kind in template], dtype=np.int64), m), b]),
         tags=(("stage", [s for s, _ in template] * m), ("microbatch", b),
               ("kind", [{"F": "F", "I": "D", "W": "G"}[kind] for _, kind in template] * m)))
-    # (source op, its micro-batch − this one, target op, the first micro-batch that has the dependency)
-    deps: list[tuple[int, int, int, int]] = []
+    # (source op, its micro-batch − this one, target op): a dependency exists where its source micro-batch does
+    deps: list[tuple[int, int, int]] = []
     for s in range(1, p + 1):
         if s > 1:
-            deps.append((slot[(s - 1, "F")], 0, slot[(s, "F")], 0))
+            deps.append((slot[(s - 1, "F")], 0, slot[(s, "F")]))
         upstream = "W" if fused else "I"  # a fused backward sends δ only after its W
-        deps.append((slot[(s + 1, upstream)] if s < p else slot[(s, "F")], 0, slot[(s, "I")], 0))
-        deps.append((slot[(s, "I")], 0, slot[(s, "W")], 0))
+        deps.append((slot[(s + 1, upstream)] if s < p else slot[(s, "F")], 0, slot[(s, "I")]))
+        deps.append((slot[(s, "I")], 0, slot[(s, "W")]))
         window = in_flight(schedule, p, s)  # admission: the backward of b − N_s has freed its activation
-        deps.append((slot[(s, freed)], -window, slot[(s, "F")], window))
+        deps.append((slot[(s, freed)], -window, slot[(s, "F")]))
         if fused:  # W right after its I: the next I waits for this W
-            deps.append((slot[(s, "W")], -1, slot[(s, "I")], 1))
-    src_t, offset, dst_t, first = (np.array(c, dtype=np.int64) for c in zip(*deps))
-    batch = np.arange(m, dtype=np.int64)[:, None]
-    keep = batch >= first
-    src = ((batch + offset) * len(template) + src_t)[keep]
-    dst = (batch * len(template) + dst_t)[keep]
-    return Problem.from_arrays(tuple(Processor(f"s{s}") for s in range(1, p + 1)), (), ops, DepColumns(src, dst))
+            deps.append((slot[(s, "W")], -1, slot[(s, "I")]))
+    src, offset, dst = (np.array(c, dtype=np.int64) for c in zip(*deps))
+    flow = repeat_flow(DepColumns(src, dst), offset, len(template), m)
+    return build(tuple(Processor(f"s{s}") for s in range(1, p + 1)), ops, flow)
 
 
 def stage_profile(costs: StageCosts, comm: float = 0.0, weight_memory: tuple[float, ...] = (),

@@ -1,7 +1,8 @@
 """One look for every report: op-kind colours and labels, and how tables print numbers.
 
 The same colour means the same op kind in every figure (Gantt charts, per-layer breakdowns):
-F blue, G orange, D (δ) green, its split parts D1 (δ′) teal and D2 (δ″) purple, communication grey.
+F blue, G orange, D (δ) green, its split parts D1 (δ′) teal and D2 (δ″) purple, communication grey, a
+data-parallel gradient synchronization (S) red.
 """
 
 from __future__ import annotations
@@ -9,9 +10,10 @@ from __future__ import annotations
 from archsim.validate import is_nan
 
 KIND_COLORS = {"F": "#4C78A8", "G": "#F58518", "D": "#54A24B", "D1": "#72B7B2", "D2": "#B279A2",
-               "U": "#9D755D", "comm": "#BAB0AC"}
+               "U": "#9D755D", "comm": "#BAB0AC", "S": "#E45756"}
 KIND_LABELS = {"F": "F (forward)", "G": "G (weight gradient)", "D": "D (δ, input gradient)", "D1": "D1 (δ′, split part)",
-               "D2": "D2 (δ″, split part)", "U": "U (weight update)", "comm": "communication"}
+               "D2": "D2 (δ″, split part)", "U": "U (weight update)", "comm": "communication",
+               "S": "S (gradient synchronization)"}
 
 
 def table_number(value: float, digits: int = 4) -> str:

@@ -2,7 +2,8 @@
 
 * ``idle-share`` (``bubble_fraction`` in ``archsim schedule`` on a network; the out-of-order
   backprop and LayerPipe studies): 1 − Σ op durations / (devices × makespan). Processors that run
-  ops tagged ``kind = comm`` (networks modelled as processors) are not devices and do not count.
+  ops tagged ``kind = S`` (data parallel's gradient synchronization: a network modelled as a
+  processor) are not devices and do not count.
 * ``zero-bubble`` (``bubble_rate`` in ``archsim schedule`` on per-stage costs; Qi et al., ICLR'24,
   §5.3 and Table 5): (cost − work) / cost, cost = the longest rank span (first start to last end on
   a rank), work = the busiest rank's compute time — m(T_F + T_B + T_W) for equal stages.
@@ -42,8 +43,8 @@ def _idle_share(timeline) -> float:
     problem, span = timeline.problem, timeline.makespan
     a = problem.arrays
     kinds = problem.tag_values("kind")
-    comm = (kinds == "comm" if isinstance(kinds, np.ndarray) and kinds.dtype.kind == "U"
-            else np.array([kind == "comm" for kind in kinds], dtype=bool))
+    comm = (kinds == "S" if isinstance(kinds, np.ndarray) and kinds.dtype.kind == "U"
+            else np.array([kind == "S" for kind in kinds], dtype=bool))
     network = np.unique(a.proc[comm]) if comm.size else np.zeros(0, dtype=np.int64)
     busy = sum(a.duration[~np.isin(a.proc, network)].tolist())  # in problem order, as Python sums
     devices = len(problem.processors) - len(network)

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from itertools import pairwise
+
+import numpy as np
 
 from archsim.errors import InputError
-from archsim.sim import Dep, Op, Problem, Processor, simulate
+from archsim.sim import Problem, Processor, simulate
+from archsim.sim.builder import build, from_rows
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,8 @@ ORDERS = {"pe": execution_order, "gpipe-newest-first": gpipe_newest_first_order,
 
 
 def pe_problem(plans: list[StagePlan], microbatches: int, order: str = "pe") -> Problem:
-    """``order``: PE's ordering sweep (``pe``) or the ``gpipe-newest-first`` variant (alias ``gpipe``)."""
+    """``order``: PE's ordering sweep (``pe``) or the ``gpipe-newest-first`` variant (alias ``gpipe``).
+    As actions: each stage runs U_s in sequence; a channel's blocks go by priority (the visit)."""
     stages = len(plans)
     if stages == 0 or microbatches <= 0:
         raise InputError("need at least one stage and one micro-batch", field="stages")
@@ -89,8 +92,8 @@ def pe_problem(plans: list[StagePlan], microbatches: int, order: str = "pe") -> 
     visits, per_stage = ORDERS[order](stages, microbatches)
     rank = {visit: i for i, visit in enumerate(visits)}
     J = blocks(stages)
-    ops: list[Op] = []
-    deps: list[Dep] = []
+    ops: list[tuple] = []  # id, resource, duration, priority (the visit), tags
+    flow: list[tuple[str, str]] = []
 
     def oid(block: tuple[str, int], m: int) -> str:
         return f"{block[0]}{block[1]}:{m}"
@@ -107,21 +110,22 @@ def pe_problem(plans: list[StagePlan], microbatches: int, order: str = "pe") -> 
 
     for m in range(microbatches):
         for j, block in enumerate(J):
-            ops.append(Op(oid(block, m), resource(block), duration(block), rank[(block, m)],
-                          tags=(("kind", block[0]), ("microbatch", m), ("stage", block[1]))))
+            ops.append((oid(block, m), resource(block), duration(block), rank[(block, m)],
+                        (("kind", block[0]), ("microbatch", m), ("stage", block[1]))))
             if j:
-                deps.append(Dep(oid(J[j - 1], m), oid(block, m)))
-    for sequence in per_stage.values():  # U_s: strictly in order
-        for (a, ma), (b, mb) in pairwise(sequence):
-            deps.append(Dep(oid(a, ma), oid(b, mb)))
+                flow.append((oid(J[j - 1], m), oid(block, m)))
     for n, plan in enumerate(plans, start=1):
         if plan.allreduce > 0:
-            ops.append(Op(f"A{n}", f"ar{n}", plan.allreduce, 0, tags=(("kind", "allreduce"), ("stage", n))))
+            ops.append((f"A{n}", f"ar{n}", plan.allreduce, 0, (("kind", "A"), ("stage", n))))
             last_block = ("FB", n) if n == stages else ("B", n)
-            for m in range(microbatches):
-                deps.append(Dep(oid(last_block, m), f"A{n}"))
-    resources = sorted({op.processor for op in ops})
-    return Problem(tuple(Processor(r) for r in resources), (), tuple(ops), tuple(deps))
+            flow += [(oid(last_block, m), f"A{n}") for m in range(microbatches)]
+    resources = sorted({op[1] for op in ops})
+    where = {r: i for i, r in enumerate(resources)}
+    index = {op[0]: i for i, op in enumerate(ops)}
+    actions, deps = from_rows([(i, where[r], d, p, t) for i, r, d, p, t in ops],
+                            [(index[a], index[b]) for a, b in flow])
+    chains = [np.array([index[oid(block, m)] for block, m in seq], dtype=np.int64) for seq in per_stage.values()]
+    return build(tuple(Processor(r) for r in resources), actions, deps, sequences=chains)
 
 
 def pe_makespan(plans: list[StagePlan], microbatches: int, order: str = "pe") -> tuple[float, object]:

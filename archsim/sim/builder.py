@@ -1,0 +1,109 @@
+"""The one builder: a schedule's actions, per rank, become the simulator's problem.
+
+Every schedule in archsim is an action-order generator: it names, for every rank (a processor, a
+channel or a network modelled as one), the actions it runs — their kind from the one vocabulary
+(:data:`VOCABULARY`: torch.distributed.pipelining's kinds and archsim's named actions;
+docs/glossary.md has the same table), cost, memory and data dependencies — and *how* the rank
+picks the next one. Two modes, which a schedule may mix:
+
+* **sequence** (torch's schedules, SPP's U_s, data parallel's backward): the rank runs the listed
+  actions exactly in that order; the builder chains each one after the previous one;
+* **priority** (the list schedules: LayerPipe's δ-first, the OOO policies, the ``list-…`` zero
+  bubble variants, PE's visit order): a priority column, lower first, and the simulator's list
+  rule — among a rank's ready actions the one of lowest priority runs (ties: problem order).
+
+The builder checks the vocabulary (one clear error naming the first unknown kind), adds the
+sequence chains after the data flow, and hands the columns to ``sim.Problem.from_arrays`` — the
+one place that turns actions into the simulator's problem. Times are in the caller's unit, bytes
+are bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from archsim.errors import InputError
+from archsim.sim.columns import DepColumns, OpColumns
+from archsim.sim.problem import Link, Problem, Processor
+
+KINDS = ("F", "I", "W", "B")
+CODE = {kind: code for code, kind in enumerate(KINDS)}  # F 0, I 1, W 2, B 3
+NAMED = {"G": "archsim's name for W in the layer-wise schedules (a layer's weight gradient)",
+         "D": "archsim's name for I in the layer-wise schedules (a layer's input gradient, δ)",
+         "D1": "δ′: first half of a split input gradient (LayerPipe)",
+         "D2": "δ″: second half of a split input gradient, on another processor (LayerPipe)",
+         "FB": "forward and backward of SPP's last stage, merged",
+         "A": "all-reduce of a replicated stage's weight gradients",
+         "S": "data-parallel synchronization of one layer's weight gradient",
+         "cf": "SPP's transfer of a stage's activations to the next stage, on their channel",
+         "cb": "SPP's transfer of the gradient back from the next stage, on their channel"}
+COMMUNICATION = ("SEND_F", "RECV_F", "SEND_B", "RECV_B")
+VOCABULARY = (*KINDS, *COMMUNICATION, *NAMED)  # every action kind a schedule may name (docs/glossary.md)
+
+_KNOWN = frozenset(VOCABULARY)
+
+
+def build(ranks: Sequence[Processor], actions: OpColumns, flow: DepColumns, links: Sequence[Link] = (), *,
+          sequences: Sequence[np.ndarray] = ()) -> Problem:
+    """The problem of ``actions`` (op columns; their ``kind`` tag must name vocabulary kinds, None
+    only for a zero-length barrier) on ``ranks`` with data dependencies ``flow`` over ``links``;
+    each array of ``sequences`` lists action indices one rank runs strictly in that order."""
+    check_kinds(actions)
+    if len(sequences):
+        chains = [np.asarray(s, dtype=np.int64) for s in sequences]
+        src = np.concatenate([flow.src, *(c[:-1] for c in chains)]).astype(np.int64)
+        dst = np.concatenate([flow.dst, *(c[1:] for c in chains)]).astype(np.int64)
+        extra = len(src) - len(flow.src)
+        size = None if flow.bytes is None else np.concatenate([flow.bytes, np.zeros(extra, dtype=flow.bytes.dtype)])
+        link = None if flow.link is None else np.concatenate([flow.link, np.full(extra, -1, dtype=np.int64)])
+        flow = DepColumns(src, dst, size, link)
+    return Problem.from_arrays(tuple(ranks), tuple(links), actions, flow)
+
+
+def repeat_flow(template: DepColumns, offset: np.ndarray, size: int, microbatches: int) -> DepColumns:
+    """The data flow of ``microbatches`` copies of a ``size``-action template (copy b's actions are
+    b·size … b·size + size − 1): template dependency d runs, in copy b, from action ``src[d]`` of
+    copy b + ``offset[d]`` to action ``dst[d]`` of copy b, and exists only where that copy does
+    (admission windows, alternation, a fused backward's W before the next I). Copy by copy, each in
+    template order — the list schedules' micro-batches."""
+    batch = np.arange(microbatches, dtype=np.int64)[:, None]
+    offset = np.asarray(offset, dtype=np.int64)
+    source = batch + offset
+    keep = (source >= 0) & (source < microbatches)
+    src = (source * size + template.src)[keep]
+    dst = np.broadcast_to(batch * size + template.dst, keep.shape)[keep]
+    size_ = None if template.bytes is None else np.broadcast_to(template.bytes, keep.shape)[keep]
+    link = None if template.link is None else np.broadcast_to(template.link, keep.shape)[keep]
+    return DepColumns(src.astype(np.int64), dst.astype(np.int64), size_, link)
+
+
+def check_kinds(actions: OpColumns) -> None:
+    """Every action's ``kind`` tag is a vocabulary name (None: a zero-length barrier)."""
+    kinds = next((column for key, column in actions.tags if key == "kind"), None)
+    if kinds is None:
+        raise InputError("every action needs a kind from the schedule vocabulary", field="kind")
+    found = set(np.unique(kinds).tolist()) if isinstance(kinds, np.ndarray) and kinds.dtype.kind == "U" else set(kinds)
+    unknown = sorted(str(k) for k in found - _KNOWN - {None})
+    if unknown:
+        raise InputError(f"unknown action kind {unknown[0]!r}; the vocabulary is {', '.join(VOCABULARY)}",
+                         field="kind")
+    if None in found:
+        barrier = np.array([k is None for k in kinds], dtype=bool)
+        if np.any(np.asarray(actions.duration)[barrier] != 0):
+            raise InputError("an action without a kind must be a zero-length barrier", field="kind")
+
+
+def from_rows(ops, deps) -> tuple[OpColumns, DepColumns]:
+    """Columns of a small schedule written as rows: ``ops`` (id, rank index, duration, priority,
+    tags) and ``deps`` (source index, target index), for generators that list a few hundred actions."""
+    ids, rank, duration, priority, tags = zip(*ops) if ops else ((),) * 5
+    keys = list(dict.fromkeys(key for row in tags for key, _ in row))
+    columns = tuple((key, [dict(row).get(key) for row in tags]) for key in keys)
+    src, dst = (np.array(c, dtype=np.int64) for c in zip(*deps)) if deps else (np.zeros(0, np.int64),) * 2
+    return (OpColumns(list(ids), np.array(rank, dtype=np.int64), np.array(duration, dtype=np.float64),
+                      priority=list(priority), tags=columns), DepColumns(src, dst))
+
+
+__all__ = ["CODE", "COMMUNICATION", "KINDS", "NAMED", "VOCABULARY", "build", "check_kinds", "from_rows", "repeat_flow"]
