@@ -206,3 +206,51 @@ def _tables(words: np.ndarray, index: np.ndarray, size: int, bandwidth: int, ban
     line[index] = np.arange(words.size, dtype=np.int64) // bandwidth
     bank[index] = columns(words, bandwidth, rule) // (bandwidth // banks)
     return line, bank, padded
+
+
+_ON, _OFF = ("1", "yes", "true", "on"), ("0", "no", "false", "off")  # configparser's getboolean words
+
+
+def layout_from_cfg(cfg_path: str | Path, layout_path: str | Path | None, rule: str = "set") -> GemmLayout | None:
+    """The custom layouts a SCALE-Sim ``.cfg`` switches on, with the layout file (SCALE-Sim's ``-l``):
+    which operands, their banks and ports, the filter offset; None when both are off (then a layout
+    file changes nothing, and giving one is refused so that it is not taken for having an effect)."""
+    import configparser
+
+    file = str(cfg_path)
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read_string(read_text(cfg_path, "config file"), source=file)  # read_scalesim_cfg checked it
+
+    def get(section: str, key: str, default: str) -> str:
+        return parser.get(section, key, fallback=default).strip()
+
+    def number(section: str, key: str, default: str, low: int = 1) -> int:
+        raw = get(section, key, default)
+        if not raw.isdigit() or not low <= int(raw) <= INT32_MAX:
+            raise InputError(f"must be an integer ≥ {low}, got {raw!r}", file=file, field=key)
+        return int(raw)
+
+    banks: list[Banks | None] = []
+    for name in ("Ifmap", "Filter"):
+        flag = get("layout", f"{name}CustomLayout", "False").lower()
+        if flag not in _ON + _OFF:
+            raise InputError(f"expected True or False, got {flag!r}", file=file, field=f"{name}CustomLayout")
+        on = flag in _ON
+        banks.append(Banks(number("layout", f"{name}SRAMBankNum", "1"), number("layout", f"{name}SRAMBankPort", "2"))
+                     if on else None)
+    if banks == [None, None]:
+        if layout_path is not None:
+            raise InputError("a layout file changes nothing here: IfmapCustomLayout and FilterCustomLayout are off",
+                             file=file, field="layout")
+        return None
+    if layout_path is None:
+        raise InputError("a custom layout is on: give its layout file (--layout, SCALE-Sim's -l)", file=file,
+                         field="IfmapCustomLayout" if banks[0] else "FilterCustomLayout")
+    if get("run_presets", "InterfaceBandwidth", "CALC").upper() != "USER":
+        raise InputError("custom layouts act only in USER bandwidth mode (SCALE-Sim lays out nothing in CALC)",
+                         file=file, field="InterfaceBandwidth")
+    if banks[0] is not None and number("architecture_presets", "IfmapOffset", "0", low=0) != 0:
+        raise InputError("SCALE-Sim's custom ifmap layout has no IfmapOffset, so its reads would never hit "
+                         "(it loops for ever); set IfmapOffset to 0", file=file, field="IfmapOffset")
+    return GemmLayout(read_layout_file(layout_path), banks[0], banks[1],
+                      number("architecture_presets", "FilterOffset", "10000000", low=0), rule)
