@@ -168,6 +168,9 @@ def simulate_gemm(m: int, k: int, n: int, rows: int, cols: int, dataflow: str = 
                      _read_constants(words[1], bws[1], k * n, int(padded[1])) if tables[1] is None else
                      _read_constants(words[1], bws[1], k * n, tables[1][2], per_set=bws[1])], dtype=np.int64)
     banked, lookup = _banked(tables, layout)
+    if int(banked[:, 1].max()) * (max(rows, cols) + 1) > 2**27:
+        raise InputError(f"{int(banked[:, 1].max()):,} banks on a {rows}x{cols} array: too many to track per cycle",
+                         field="banks")
     active = _ceil(words[2], 2)
     write = np.array([words[2], active, _ceil(words[2] - active, bws[2]), bws[2]], dtype=np.int64)
     announce_compile(kernel.simulate, "the cycle-level engine")

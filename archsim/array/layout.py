@@ -38,6 +38,7 @@ from archsim.errors import InputError
 from archsim.validate import INT32_MAX, csv_rows, read_text
 
 BANK_RULES = ("set", "line")
+MAX_PADDED_WORDS = 2**30  # an operand padded to its intraline factors, in words
 IFMAP_FIELDS = 13  # name, 6 factors, 3 intraline, 3 interline
 FILTER_FIELDS = 21  # … 4 filter intraline, 4 filter interline
 
@@ -105,6 +106,10 @@ def layout_order(dims: tuple[int, ...], factors: tuple[int, ...], order: tuple[i
         raise InputError(f"the {what} axis order {list(order)} must be a permutation of 0…{2 * d - 1}",
                          field=f"{what} order")
     tiles = [-(-size // f) for size, f in zip(dims, factors)]
+    padded = int(np.prod([t * f for t, f in zip(tiles, factors)], dtype=object))
+    if padded > MAX_PADDED_WORDS:
+        raise InputError(f"the {what} factors {list(factors)} pad the operand to {padded:,} words "
+                         f"(at most {MAX_PADDED_WORDS:,})", field=f"{what} factors")
     data = np.full([t * f for t, f in zip(tiles, factors)], -1, dtype=np.int64)
     data[tuple(slice(0, size) for size in dims)] = np.arange(int(np.prod(dims)), dtype=np.int64).reshape(dims) + offset
     split = data.reshape([x for t, f in zip(tiles, factors) for x in (t, f)])
