@@ -38,6 +38,10 @@ SCALE-Sim's memory model, and the oddities this engine reproduces on purpose:
   SCALE-Sim ``.cfg`` carries the layout rates in ``read_bandwidth``, otherwise ``bandwidth`` applies
   to all three.
 
+* **Custom layouts** (``layout=``, :mod:`archsim.array.layout`): a laid-out operand's words go into
+  lines of exactly one bank bandwidth in the layout file's order, a late prefetch moves the line's
+  cycle once (an early one not at all), and each demand row waits for its worst bank conflict.
+
 Cycles: ``compute_cycles`` is the analytic count (stall-free); ``cycles`` is SCALE-Sim's "Compute
 cycles" in USER mode — the last cycle an ofmap line is serviced, stalls included.
 """

@@ -224,7 +224,10 @@ def layout_from_cfg(cfg_path: str | Path, layout_path: str | Path | None, rule: 
 
     file = str(cfg_path)
     parser = configparser.ConfigParser(interpolation=None)
-    parser.read_string(read_text(cfg_path, "config file"), source=file)  # read_scalesim_cfg checked it
+    try:
+        parser.read_string(read_text(cfg_path, "config file"), source=file)
+    except (configparser.Error, UnicodeDecodeError) as exc:
+        raise InputError(f"not a readable .cfg file ({exc.__class__.__name__})", file=file) from None
 
     def get(section: str, key: str, default: str) -> str:
         return parser.get(section, key, fallback=default).strip()
