@@ -275,3 +275,14 @@ def test_scalesims_layout_files_every_layer(tmp_path, layout_file):
     reference = scalesim_files(cfg, topology, layout_file)
     gemms = [[int(x) for x in line.split(",")[1:4]] for line in topology.read_text().splitlines()[1:] if line.strip()]
     assert [ours(cfg, layout_file, m, n, k) for m, n, k in gemms] == reference
+
+
+@pytest.mark.slow
+def test_the_shipped_layout_example_equals_scalesim(tmp_path):
+    """docs/scalesim.md's example: the shipped .cfg and layout file, read unchanged by both tools."""
+    root = Path(__file__).resolve().parents[1]
+    cfg, layout_file = root / "configs" / "arrays" / "scalesim_layout_32x32_ws.cfg", root / "docs" / "examples" / "gemm_layout.csv"
+    (tmp_path / "gemm.csv").write_text(gemm_csv(("g", 128, 64, 256)))
+    (reference,) = scalesim_files(cfg, tmp_path / "gemm.csv", layout_file)
+    assert ours(cfg, layout_file, 128, 64, 256) == reference
+    assert reference["stall_cycles"] > ours(cfg, layout_file, 128, 64, 256, "line")["stall_cycles"]
