@@ -1,6 +1,6 @@
 """archsim's analytic sparse path vs the scalesim package on the same sparse layers, in one run.
 
-    .venv/bin/python benchmarks/bench_sparse_vs_scalesim.py [--layers N]
+    .venv/bin/python benchmarks/bench_sparse_vs_scalesim.py [--layers N] [--memory]
 
 For each layer (real layers at batch 1, SCALE-Sim geometry, with an N:M ratio and a mapping; CALC
 bandwidth mode, so SCALE-Sim's cycles are its compute cycles): SCALE-Sim's wall time for one
@@ -9,14 +9,23 @@ archsim's time per ``sparse_layer_cost`` call (median over timeit batches; it re
 SCALE-Sim's compute, SRAM and sparse reports have), the ratio, and whether cycles, SRAM counts and
 storage are identical. Results go to benchmarks/results/sparse_speed.csv (atomically). Exit status 1
 if any figure differs.
+
+``--memory`` times USER bandwidth mode instead (results/sparse_memory_speed.csv): layer-wise sparse
+GEMMs with small SRAMs (archsim: ``sparse_layer_cost`` + the cycle engine on the condensed GEMM,
+``memory_columns``) and SCALE-Sim's own custom-layout example (tpuv5e_downscale with a vit_s GEMM and
+each vit_s_downscale layout row; archsim: ``simulate_gemm`` with the layout), each checked identical
+in Total and Stall Cycles and DRAM counts. archsim's time there is one call (median of 3), the engine
+already compiled.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import statistics
 import sys
+import tempfile
 import time
 import timeit
 from pathlib import Path
@@ -47,11 +56,87 @@ def per_call_seconds(function, *args) -> float:
     return statistics.median(t / number for t in timer.repeat(repeat=5, number=number))
 
 
+# USER mode: (label, (T, K, N), N:M, rows, cols, dataflow, SRAM KiB, ofmap Bandwidth, read bandwidth)
+MEMORY_LAYERS = [
+    ("bert/ffn slice 2:4 ws", (128, 1024, 256), (2, 4), 32, 32, "ws", 16, 16, 32),
+    ("resnet18/fc 1:4 os", (64, 512, 1000), (1, 4), 32, 32, "os", 16, 16, 32),
+    ("gemm 2:4 is", (256, 384, 192), (2, 4), 16, 16, "is", 8, 8, 16),
+]
+
+
+def median_seconds(function, repeat: int = 3) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def sparse_memory(call: tuple, array) -> dict:
+    """archsim's USER-mode figures of one sparse layer: the analytic cost, then the engine's stalls."""
+    from archsim.array.sparse_network import memory_columns
+
+    cost = sparse_layer_cost(*call)
+    return memory_columns(call[0], cost.filter_rows, call[2], 1, array)
+
+
+def memory_rows() -> list[dict]:
+    """USER-mode sparse layers and SCALE-Sim's layout example, both sides timed (see the docstring)."""
+    from scalesim_layout_reference import gemm_csv, layout_cfg, layout_csv, scalesim_files
+    from scalesim_reference import scalesim_sparse_conv
+    from test_scalesim_banks import EXAMPLE_ROWS, ours
+
+    from archsim.array.config import ArrayConfig
+
+    rows = []
+    for label, (t, k, n), ratio, r, c, dataflow, kb, bandwidth, read in MEMORY_LAYERS:
+        array = ArrayConfig(r, c, dataflow, kb, kb, kb, (bandwidth,), True, (read, read))
+        config = SparsityConfig("csr", False, 4)
+
+        archsim_layer = functools.partial(sparse_memory, (t, k, n, r, c, dataflow, ratio, config), array)
+        ours_figures = archsim_layer()  # compiles the engine once, outside the timing
+        print(f"{label}: GEMM {t}x{k}x{n} USER mode, SCALE-Sim running …", flush=True)
+        start = time.perf_counter()
+        reference = scalesim_sparse_conv(t, k, 1, k, 1, n, 1, ratio, r, c, dataflow, "csr", False, 4,
+                                         user=(kb, bandwidth, read))
+        scalesim_s = time.perf_counter() - start
+        identical = (ours_figures["F_total_cycles"], ours_figures["F_stall_cycles"], ours_figures["ifmap_dram_reads"],
+                     ours_figures["filter_dram_reads"], ours_figures["ofmap_dram_writes"]) == (
+            reference.compute_cycles, reference.stall_cycles, *reference.memory[1:])
+        rows.append({"layer": label, "t": t, "k": k, "n": n, "cycles": ours_figures["F_total_cycles"],
+                     "identical": identical, "scalesim_seconds": scalesim_s,
+                     "archsim_seconds": median_seconds(archsim_layer)})
+    with tempfile.TemporaryDirectory(prefix="archsim-bench-") as folder:
+        cfg, topology, layout = (Path(folder) / name for name in ("example.cfg", "gemm.csv", "layout.csv"))
+        cfg.write_text(layout_cfg(128, 128, "ws", ifmap=(True, 1024, 32, 1), filter=(True, 1024, 32, 1),
+                                  kb=(4096, 4096, 8192), bandwidth=60))
+        topology.write_text(gemm_csv(("L0", 196, 192, 384)))
+        for name, row in sorted(EXAMPLE_ROWS.items()):
+            layout.write_text(layout_csv(row))
+            mine = ours(cfg, layout, 196, 192, 384)
+            print(f"layout example {name}: SCALE-Sim running …", flush=True)
+            start = time.perf_counter()
+            (reference,) = scalesim_files(cfg, topology, layout)
+            scalesim_s = time.perf_counter() - start
+            rows.append({"layer": f"layout example vit_s L0 {name}", "t": 196, "k": 384, "n": 192,
+                         "cycles": mine["cycles"], "identical": mine == reference, "scalesim_seconds": scalesim_s,
+                         "archsim_seconds": median_seconds(lambda: ours(cfg, layout, 196, 192, 384))})
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--layers", type=int, default=len(LAYERS), help=f"first N layers (of {len(LAYERS)})")
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "sparse_speed.csv")
+    parser.add_argument("--memory", action="store_true", help="USER mode: stalls and custom layouts instead")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="default results/sparse_speed.csv (results/sparse_memory_speed.csv with --memory)")
     args = parser.parse_args(argv)
+    results = ROOT / "benchmarks" / "results"
+    if args.memory:
+        frame = pd.DataFrame(memory_rows())
+        frame["speedup"] = frame.scalesim_seconds / frame.archsim_seconds
+        return report(frame, args.out or results / "sparse_memory_speed.csv")
     from scalesim_reference import scalesim_sparse_conv
 
     rows = []
@@ -76,15 +161,19 @@ def main(argv: list[str] | None = None) -> int:
                      "optimized_mapping": optimized, "array": f"{r}x{c}", "dataflow": dataflow,
                      "cycles": ours.cycles, "identical": identical, "scalesim_seconds": scalesim_s,
                      "archsim_seconds": archsim_s, "speedup": scalesim_s / archsim_s})
-    frame = pd.DataFrame(rows)
-    atomic_write_text(args.out, frame.to_csv(index=False))
+    return report(pd.DataFrame(rows), args.out or results / "sparse_speed.csv")
+
+
+def report(frame: pd.DataFrame, out: Path) -> int:
+    """Write the frame, print its table and the smallest ratio; 1 when a figure differs."""
+    atomic_write_text(out, frame.to_csv(index=False))
     table = frame.assign(**{"SCALE-Sim s": frame.scalesim_seconds.map(lambda s: f"{s:.2f}"),
                             "archsim µs": (frame.archsim_seconds * 1e6).map(lambda s: f"{s:.1f}"),
                             "ratio": frame.speedup.map(lambda x: f"{x:.3g}x")})
     print(table[["layer", "t", "k", "n", "cycles", "identical", "SCALE-Sim s", "archsim µs", "ratio"]]
           .to_string(index=False))
     print(f"\nall identical: {bool(frame.identical.all())}; minimum ratio {frame.speedup.min():.3g}x")
-    print(f"wrote {args.out}")
+    print(f"wrote {out}")
     return 0 if bool(frame.identical.all()) else 1
 
 

@@ -228,22 +228,28 @@ class SparseReference:
     metadata_storage: float
     kept_weights: int  # ones in SCALE-Sim's K×N pattern (operand_matrix.sparse_filter_array)
     pattern: object = None  # that K×N 0/1 pattern itself (a numpy array)
+    memory: tuple = ()  # USER mode: (Total Cycles incl. prefetch, DRAM ifmap, filter reads, ofmap writes)
 
 
 def sparse_config_text(rows: int, cols: int, dataflow: str, representation: str, optimized: bool,
-                       block_size: int, seed: int = 40) -> str:
-    """A SCALE-Sim .cfg with ``SparsitySupport : true`` (CALC mode, the shipped offsets)."""
-    return CONFIG.format(rows=rows, cols=cols, dataflow=dataflow, ifmap_kb=64, filter_kb=64, ofmap_kb=64,
-                         bandwidth=10, mode="CALC", read_bandwidth=10, bank_num=10, bank_port=2, sparse="true",
+                       block_size: int, seed: int = 40, user: tuple[int, int, int] | None = None) -> str:
+    """A SCALE-Sim .cfg with ``SparsitySupport : true`` (the shipped offsets): CALC mode, or with
+    ``user`` = (SRAM KiB, ofmap Bandwidth, ifmap/filter bank bandwidth) USER mode."""
+    kb, bandwidth, read = user or (64, 10, 10)
+    return CONFIG.format(rows=rows, cols=cols, dataflow=dataflow, ifmap_kb=kb, filter_kb=kb, ofmap_kb=kb,
+                         bandwidth=bandwidth, mode="USER" if user else "CALC", read_bandwidth=read,
+                         bank_num=1 if user else 10, bank_port=2, sparse="true",
                          representation=representation, optimized="true" if optimized else "false",
                          block_size=block_size, seed=seed)
 
 
 def scalesim_sparse_conv(h: int, w: int, fh: int, fw: int, c: int, m: int, stride: int, ratio: tuple[int, int],
                          rows: int, cols: int, dataflow: str, representation: str = "ellpack_block",
-                         optimized: bool = False, block_size: int = 4, seed: int = 40) -> SparseReference:
+                         optimized: bool = False, block_size: int = 4, seed: int = 40,
+                         user: tuple[int, int, int] | None = None) -> SparseReference:
     """SCALE-Sim's numbers for one conv layer (its geometry, as :func:`scalesim_conv`) whose topology row
-    carries the sparsity ratio ``ratio`` = (N, M). Raises whatever SCALE-Sim raises where it refuses."""
+    carries the sparsity ratio ``ratio`` = (N, M). Raises whatever SCALE-Sim raises where it refuses.
+    ``user``: USER bandwidth mode (see :func:`sparse_config_text`), filling ``memory``."""
     from scalesim.layout_utils import layouts
     from scalesim.scale_config import scale_config
     from scalesim.single_layer_sim import single_layer_sim
@@ -251,7 +257,7 @@ def scalesim_sparse_conv(h: int, w: int, fh: int, fw: int, c: int, m: int, strid
 
     with tempfile.TemporaryDirectory(prefix="archsim-scalesim-") as folder:
         path = Path(folder) / "reference.cfg"
-        path.write_text(sparse_config_text(rows, cols, dataflow, representation, optimized, block_size, seed))
+        path.write_text(sparse_config_text(rows, cols, dataflow, representation, optimized, block_size, seed, user))
         config = scale_config()
         config.read_conf_file(str(path))
     topology = topologies()
@@ -264,8 +270,9 @@ def scalesim_sparse_conv(h: int, w: int, fh: int, fw: int, c: int, m: int, strid
         warnings.simplefilter("ignore", DeprecationWarning)
         sim.set_params(layer_id=0, config_obj=config, topology_obj=topology, layout_obj=layout, verbose=False)
         sim.run()
-        _, compute, stalls, _, mapping, util = sim.get_compute_report_items()
+        incl_prefetch, compute, stalls, _, mapping, util = sim.get_compute_report_items()
         original, new, metadata, _ = sim.get_sparse_report_items()
+        detail = sim.get_detail_report_items() if user else None
     return SparseReference(
         compute_cycles=int(compute), stall_cycles=int(stalls), mapping_efficiency=float(mapping),
         compute_utilization=float(util), ifmap_sram_reads=float(sim.ifmap_sram_reads),
@@ -273,6 +280,7 @@ def scalesim_sparse_conv(h: int, w: int, fh: int, fw: int, c: int, m: int, strid
         folds=len(sim.compute_system.mapping_efficiency_per_fold), original_storage=int(original),
         new_storage=float(new), metadata_storage=float(metadata),
         kept_weights=int(sim.op_mat_obj.sparse_filter_array.sum()), pattern=sim.op_mat_obj.sparse_filter_array.copy(),
+        memory=(int(incl_prefetch), int(detail[11]), int(detail[14]), int(detail[17])) if user else (),
     )
 
 

@@ -256,3 +256,52 @@ def test_energy_counts_compressed_weights_and_metadata(case):
     assert forward.filter_sram_reads == reference.filter_sram_reads + reference.metadata_storage
     assert forward.ifmap_sram_reads == reference.ifmap_sram_reads
     assert forward.macs == t * reference.kept_weights
+
+
+# USER bandwidth mode: layers whose im2col repeats no ifmap word (GEMMs, 1×1 convs), 1 KiB SRAMs so they stall
+USER_LAYERS = [(64, 40, 1, 40, 1, 48, 1), (33, 27, 1, 27, 1, 19, 1), (50, 45, 1, 45, 1, 30, 1),
+               (8, 8, 1, 1, 17, 9, 2), (10, 10, 1, 1, 24, 20, 1)]
+USER = (1, 4, 8)  # SRAM KiB, ofmap Bandwidth, ifmap/filter bank bandwidth
+
+
+def check_user_mode(layer, ratio, rows, cols, dataflow):
+    from archsim.array.config import ArrayConfig
+    from archsim.array.sparse_network import memory_columns
+
+    t, k, n = gemm_of(layer)
+    reference = scalesim_sparse_conv(*layer, ratio, rows, cols, dataflow, "csr", False, 4, user=USER)
+    kb, bandwidth, read = USER
+    array = ArrayConfig(rows, cols, dataflow, kb, kb, kb, (bandwidth,), True, (read, read))
+    condensed = sparse_layer_cost(t, k, n, rows, cols, dataflow, ratio, SparsityConfig("csr", False, 4)).filter_rows
+    ours = memory_columns(t, condensed, n, 1, array)
+    assert (ours["F_total_cycles"], ours["F_stall_cycles"]) == (reference.compute_cycles, reference.stall_cycles)
+    assert (ours["ifmap_dram_reads"], ours["filter_dram_reads"], ours["ofmap_dram_writes"]) == reference.memory[1:]
+    return reference
+
+
+@pytest.mark.parametrize("dataflow", DATAFLOWS)
+def test_user_mode_stalls_of_a_sparse_gemm_equal_scalesim(dataflow):
+    assert check_user_mode(USER_LAYERS[0], (2, 4), 8, 8, dataflow).stall_cycles > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dataflow", DATAFLOWS)
+@pytest.mark.parametrize("ratio", [(1, 4), (2, 4), (3, 4), (1, 2), (3, 7)])
+@pytest.mark.parametrize("layer", USER_LAYERS)
+def test_user_mode_stalls_every_dataflow_and_ratio(layer, ratio, dataflow):
+    for rows, cols in ((8, 8), (4, 8)):
+        check_user_mode(layer, ratio, rows, cols, dataflow)
+
+
+def test_archsim_sparse_in_user_mode_runs_the_files_as_scalesim(tmp_path):
+    """The .cfg and topology through both readers: Total and Stall Cycles per layer equal."""
+    from scalesim_reference import sparse_config_text
+
+    cfg, topology = tmp_path / "user.cfg", tmp_path / "gemms.csv"
+    cfg.write_text(sparse_config_text(8, 8, "ws", "ellpack_block", False, 4, user=USER))
+    topology.write_text("Layer, M, N, K, Sparsity,\ng1, 64, 48, 40, 2:4,\ng2, 33, 19, 27, 1:4,\n")
+    reference = scalesim_run_files(cfg, topology, gemm=True)
+    table = sparse_table(*read_sparse_run(cfg, topology))
+    assert table.F_total_cycles.tolist() == [r["total_cycles"] for r in reference]
+    assert table.F_stall_cycles.tolist() == [r["stall_cycles"] for r in reference]
+    assert (table.F_total_cycles - table.F_stall_cycles).tolist() == table.F_cycles.tolist()

@@ -110,22 +110,25 @@ _REQUIRED = {
 }
 
 
+_LAYOUTS = "custom SRAM layouts here (`archsim gemm --engine cycle --layout FILE` runs them on GEMMs)"
 # (section, key, SCALE-Sim's test for "on", what archsim would have to model)
 _UNMODELLED = (
     ("sparsity", "SparsitySupport", lambda v: v.lower() == "true",
      "SCALE-Sim's N:M sparse compute in training costs (`archsim sparse` costs it)"),
     ("run_presets", "UseRamulatorTrace", lambda v: v == "True", "Ramulator's DRAM timing"),
-    ("layout", "IfmapCustomLayout", lambda v: v.lower() in ("1", "yes", "true", "on"), "custom SRAM layouts"),
-    ("layout", "FilterCustomLayout", lambda v: v.lower() in ("1", "yes", "true", "on"), "custom SRAM layouts"),
+    ("layout", "IfmapCustomLayout", lambda v: v.lower() in ("1", "yes", "true", "on"), _LAYOUTS),
+    ("layout", "FilterCustomLayout", lambda v: v.lower() in ("1", "yes", "true", "on"), _LAYOUTS),
 )
 
 
-def _refuse_unmodelled(parser: configparser.ConfigParser, file: str, line_of, sparsity: bool = False) -> None:
+def _refuse_unmodelled(parser: configparser.ConfigParser, file: str, line_of, sparsity: bool = False,
+                       layouts: bool = False) -> None:
     """One line for the first switched-on SCALE-Sim feature archsim does not model (tested as
     SCALE-Sim 3.0.0's ``scale_config`` tests it), instead of costing the array as if it were off.
-    ``sparsity``: the caller reads the ``[sparsity]`` section itself (:mod:`archsim.array.sparse_input`)."""
+    ``sparsity``: the caller reads the ``[sparsity]`` section itself (:mod:`archsim.array.sparse_input`);
+    ``layouts``: the caller reads the custom layouts (:func:`archsim.array.layout.layout_from_cfg`)."""
     for section, key, is_on, what in _UNMODELLED:
-        if sparsity and section == "sparsity":
+        if (sparsity and section == "sparsity") or (layouts and section == "layout"):
             continue
         if parser.has_option(section, key) and is_on(parser.get(section, key).strip()):
             raise InputError(f"{key} is on: archsim does not model {what}, so its cycles would differ from "
@@ -134,7 +137,7 @@ def _refuse_unmodelled(parser: configparser.ConfigParser, file: str, line_of, sp
 
 
 def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: float | None = None,
-                     sparsity: bool = False) -> ArrayConfig:
+                     sparsity: bool = False, layouts: bool = False) -> ArrayConfig:
     """Read a SCALE-Sim 3.0.0 ``.cfg`` file into an :class:`ArrayConfig`.
 
     Keys SCALE-Sim reads that do not change its cycle counts (offsets, request buffers, bank counts
@@ -147,7 +150,9 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
     since SCALE-Sim reads ifmap and filter from DRAM at those rates (``single_layer_sim.run``).
     An optional ``[archsim]`` section (which SCALE-Sim never reads) gives ``ClockGHz``; the
     ``clock_hz`` argument, when given, wins over it. ``sparsity=True`` (``archsim sparse``) lets
-    ``SparsitySupport`` be on: that caller reads the section with :mod:`archsim.array.sparse_input`.
+    ``SparsitySupport`` be on: that caller reads the section with :mod:`archsim.array.sparse_input`;
+    ``layouts=True`` (``archsim gemm --layout``) lets the custom layouts be on, read by
+    :func:`archsim.array.layout.layout_from_cfg`.
     """
     path = Path(path)
     file = str(path)
@@ -178,7 +183,7 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
             if not parser.has_option(section, key):
                 raise InputError(f"missing key in [{section}]", file=file, field=key)
 
-    _refuse_unmodelled(parser, file, line_of, sparsity)
+    _refuse_unmodelled(parser, file, line_of, sparsity, layouts)
     arch = parser["architecture_presets"]
 
     def as_int(key: str) -> int:

@@ -38,6 +38,10 @@ SCALE-Sim's memory model, and the oddities this engine reproduces on purpose:
   SCALE-Sim ``.cfg`` carries the layout rates in ``read_bandwidth``, otherwise ``bandwidth`` applies
   to all three.
 
+* **Custom layouts** (``layout=``, :mod:`archsim.array.layout`): a laid-out operand's words go into
+  lines of exactly one bank bandwidth in the layout file's order, a late prefetch moves the line's
+  cycle once (an early one not at all), and each demand row waits for its worst bank conflict.
+
 Cycles: ``compute_cycles`` is the analytic count (stall-free); ``cycles`` is SCALE-Sim's "Compute
 cycles" in USER mode — the last cycle an ofmap line is serviced, stalls included.
 """
@@ -53,6 +57,7 @@ import numpy as np
 from archsim.array import cycle_kernel as kernel
 from archsim.array.analytic import DATAFLOW_CODES, fold_geometry
 from archsim.array.config import ArrayConfig
+from archsim.array.layout import GemmLayout, gemm_tables
 from archsim.errors import InputError
 from archsim.jit import announce_compile
 from archsim.validate import parse_int
@@ -96,9 +101,10 @@ def _ceil(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def _read_constants(words: int, bandwidth: int, valid: int, padded: int) -> list[int]:
-    """read_buffer.set_params / prepare_hashed_buffer / prefetch_active_buffer, as numbers."""
-    per_set = _ceil(words, 100)
+def _read_constants(words: int, bandwidth: int, valid: int, padded: int, per_set: int | None = None) -> list[int]:
+    """read_buffer.set_params / prepare_hashed_buffer / prefetch_active_buffer, as numbers
+    (``per_set``: words per SRAM line, ⌈S/100⌉ unless a custom layout makes it the bandwidth)."""
+    per_set = per_set or _ceil(words, 100)
     active = _ceil(words, 2)
     prefetch = words - active
     lines = valid // per_set + 1  # SCALE-Sim always closes one more (possibly empty) line
@@ -132,11 +138,13 @@ def _positive(value: int, field: str) -> int:
 
 def simulate_gemm(m: int, k: int, n: int, rows: int, cols: int, dataflow: str = "ws", *,
                   sram_words: tuple[int, int, int] = (65536, 65536, 65536),
-                  bandwidth: tuple[int, int, int] = (10, 10, 10)) -> CycleResult:
+                  bandwidth: tuple[int, int, int] = (10, 10, 10), layout: GemmLayout | None = None) -> CycleResult:
     """Step out[M×N] = A[M×K]·B[K×N] on an R×C array with SCALE-Sim's memory model.
 
     sram_words: ifmap, filter, ofmap SRAM sizes in words (SCALE-Sim: KiB × 1024, 1-byte words).
     bandwidth: ifmap, filter, ofmap DRAM words/cycle (USER mode).
+    layout: custom layouts and SRAM banks of A and/or B (:mod:`archsim.array.layout`), as SCALE-Sim's
+    GEMM mode runs them; None: SCALE-Sim's default layout (banks then change nothing).
     """
     m, k, n = _positive(m, "m"), _positive(k, "k"), _positive(n, "n")
     rows, cols = _positive(rows, "rows"), _positive(cols, "cols")
@@ -158,12 +166,20 @@ def simulate_gemm(m: int, k: int, n: int, rows: int, cols: int, dataflow: str = 
     geometry = np.array([kernel.prefetch_geometry(m, k, sides[wa], ta, da),
                          kernel.prefetch_geometry(k, n, sides[wb], tb, db)], dtype=np.int64)
     padded = geometry[:, kernel.P_STACKED_ROWS] * geometry[:, kernel.P_WIDTH]
-    read = np.array([_read_constants(words[0], bws[0], m * k, int(padded[0])),
-                     _read_constants(words[1], bws[1], k * n, int(padded[1]))], dtype=np.int64)
+    tables = [None, None] if layout is None else gemm_tables(m, k, n, layout, (bws[0], bws[1]))
+    read = np.array([_read_constants(words[0], bws[0], m * k, int(padded[0])) if tables[0] is None else
+                     _read_constants(words[0], bws[0], m * k, tables[0][2], per_set=bws[0]),
+                     _read_constants(words[1], bws[1], k * n, int(padded[1])) if tables[1] is None else
+                     _read_constants(words[1], bws[1], k * n, tables[1][2], per_set=bws[1])], dtype=np.int64)
+    banked, lookup = _banked(tables, layout)
+    if int(banked[:, 1].max()) * (max(rows, cols) + 1) > 2**27:
+        raise InputError(f"{int(banked[:, 1].max()):,} banks on a {rows}x{cols} array: too many to track per cycle",
+                         field="banks")
     active = _ceil(words[2], 2)
     write = np.array([words[2], active, _ceil(words[2] - active, bws[2]), bws[2]], dtype=np.int64)
     announce_compile(kernel.simulate, "the cycle-level engine")
-    out = kernel.simulate(m, k, n, rows, cols, df, per_fold, row_folds, col_folds, geometry, read, write)
+    out = kernel.simulate(m, k, n, rows, cols, df, per_fold, row_folds, col_folds, geometry, read, write, banked,
+                          lookup)
     if out[kernel.OUT_ERROR] != kernel.ERROR_NONE:  # a drain starts only with > S/2 words stored
         raise RuntimeError("internal: ofmap drain of an empty trace (SCALE-Sim would raise IndexError)")
     first_read = min(int(out[kernel.OUT_IFMAP_FIRST]), int(out[kernel.OUT_FILTER_FIRST]))
@@ -177,6 +193,20 @@ def simulate_gemm(m: int, k: int, n: int, rows: int, cols: int, dataflow: str = 
         filter_dram_reads=int(out[kernel.OUT_FILTER_READS]),
         ofmap_dram_writes=int(out[kernel.OUT_OFMAP_WRITES]),
     )
+
+
+def _banked(tables, layout: GemmLayout | None) -> tuple[np.ndarray, np.ndarray]:
+    """The kernel's ``banked`` (2×4) and ``lookup`` (2×words) arguments from :func:`gemm_tables`."""
+    banked = np.zeros((2, 4), dtype=np.int64)
+    parts = []
+    start = 0
+    for op, (table, banks) in enumerate(zip(tables, (None, None) if layout is None else (layout.ifmap, layout.filter))):
+        if table is not None and banks is not None:
+            banked[op] = (1, banks.banks, banks.ports, start)
+            parts.append(np.stack(table[:2]))
+            start += table[0].size
+    lookup = np.concatenate(parts, axis=1) if parts else np.zeros((2, 1), dtype=np.int64)
+    return banked, lookup
 
 
 def demand_matrices(m: int, k: int, n: int, rows: int, cols: int,

@@ -149,6 +149,37 @@ def _read_line(state, geometry, elems_per_set, desc, t, first, last, now):
 
 
 @njit(cache=True)
+def _read_line_banked(state, lookup, base, banks, ports, desc, t, first, last, now, seen):
+    """_read_line for an operand in a custom layout (read_buffer.service_reads with
+    enable_layout_evaluation): the word's line is looked up (``lookup[0]``), a late prefetch moves
+    ``now`` to its cycle once and an early one not at all, and the row then waits
+    ⌈(most distinct lines one bank serves)/ports⌉ − 1 cycles (bank of a word: ``lookup[1]``)."""
+    nl, active, step = state[3], state[4], state[6]
+    seen[:banks, 0] = 0  # seen[b, 0]: distinct lines of bank b so far; seen[b, 1:]: those lines
+    for c in range(first, last):
+        word = base + desc[D_BASE] + desc[D_A] * t + desc[D_B] * c
+        line = lookup[0, word]
+        while (line - state[0] + nl) % nl >= active:
+            state[0] = (state[0] + state[5]) % nl
+            state[1] += step
+            state[2] += 1
+            now = max(now, state[1])
+        bank = lookup[1, word]
+        found = False
+        for x in range(1, seen[bank, 0] + 1):
+            if seen[bank, x] == line:
+                found = True
+                break
+        if not found:
+            seen[bank, 0] += 1
+            seen[bank, seen[bank, 0]] = line
+    most = 0
+    for bank in range(banks):
+        most = max(most, seen[bank, 0])
+    return now + (most + ports - 1) // ports - 1
+
+
+@njit(cache=True)
 def _drain(wstate, partial, start_cycle):
     """write_buffer.empty_drain_buf: drain up to one drain buffer of lines; return its last cycle.
 
@@ -196,12 +227,15 @@ def _flush_open_line(wstate, partial):
 
 
 @njit(cache=True)
-def simulate(m, k, n, rows, cols, df, per_fold, row_folds, col_folds, geometry, read_consts, write_consts):
+def simulate(m, k, n, rows, cols, df, per_fold, row_folds, col_folds, geometry, read_consts, write_consts,
+             banked, lookup):
     """Step every demand line of every fold through SCALE-Sim's double-buffered memory model.
 
     geometry: 2×8 prefetch_geometry of A and B. read_consts: 2×7 [words per set, lines, active lines, prefetch lines, cycles per prefetch,
     first-fill lines, bandwidth] for ifmap and filter. write_consts: [words, active words,
-    lines per drain, bandwidth]. Returns the OUT_* vector.
+    lines per drain, bandwidth]. banked: 2×4 [custom layout on, banks, ports, first column in
+    lookup] for ifmap and filter; lookup: 2×(words) line and bank of each word of the operands in a
+    custom layout, A's then B's. Returns the OUT_* vector.
     """
     out = np.zeros(OUT_SIZE, dtype=np.int64)
     states = np.zeros((2, 7), dtype=np.int64)
@@ -221,6 +255,7 @@ def simulate(m, k, n, rows, cols, df, per_fold, row_folds, col_folds, geometry, 
     partial = np.empty((16, 2), dtype=np.int64)
     bw_out = write_consts[3]
     desc = np.zeros((3, 7), dtype=np.int64)
+    seen = np.zeros((max(1, banked[0, 1], banked[1, 1]), max(rows, cols) + 1), dtype=np.int64)
     stalls = 0
     line_index = 0
     total = 0
@@ -234,7 +269,11 @@ def simulate(m, k, n, rows, cols, df, per_fold, row_folds, col_folds, geometry, 
                 worst = 0
                 for op in range(2):
                     first, last = _lanes(desc[op], t)
-                    if first < last:
+                    if first < last and banked[op, 0] == 1:
+                        done = _read_line_banked(states[op], lookup, banked[op, 3], banked[op, 1], banked[op, 2],
+                                                 desc[op], t, first, last, cycle + 1, seen)
+                        worst = max(worst, done - cycle - 1)
+                    elif first < last:
                         done = _read_line(states[op], geometry[op], read_consts[op, 0], desc[op], t, first, last,
                                           cycle + 1)
                         worst = max(worst, done - cycle - 1)

@@ -5,9 +5,13 @@ the pruned layer (:mod:`archsim.array.sparse_training`) beside the dense ones.
 
 Layers load in SCALE-Sim's geometry (``load_topology(..., geometry="scalesim")``), so each row's
 forward GEMM is the one SCALE-Sim simulates; a depthwise (``DP``) row is SCALE-Sim's one layer per
-channel, its figures summed over the channels. Cycles are stall-free: in USER bandwidth mode
-SCALE-Sim's "Total Cycles" add memory stalls, which archsim does not model for sparse layers, so
-``F_cycles`` equal its Total Cycles minus its Stall Cycles.
+channel, its figures summed over the channels. ``F_cycles`` are stall-free (SCALE-Sim's Total
+Cycles minus its Stall Cycles). In USER bandwidth mode with layer-wise N:M, :func:`memory_columns`
+adds the memory stalls: SCALE-Sim then runs the condensed GEMM (the ifmap's kept columns, the
+filter's kept rows — distinct words, built like dense operands) through the same memory model as a
+dense one, so the cycle engine on M × K' × N gives its stall cycles, Total Cycles and DRAM counts.
+Row-wise mapping (``OptimizedMapping``) streams the unpruned ifmap with its own skew, which the
+engine does not model: there the columns are absent and the output says so.
 """
 
 from __future__ import annotations
@@ -27,7 +31,8 @@ from archsim.workload.layer import Network
 
 SUMMED = ("F_cycles", "F_dense_cycles", "folds", "ifmap_sram_reads", "filter_sram_reads", "ofmap_sram_writes",
           "original_storage", "new_storage", "metadata_storage", "D_cycles", "D_dense_cycles", "G_cycles",
-          "G_dense_cycles")
+          "G_dense_cycles", "F_stall_cycles", "F_total_cycles", "ifmap_dram_reads", "filter_dram_reads",
+          "ofmap_dram_writes")
 
 
 def read_sparse_run(config: str | Path, topology: str | Path) -> tuple[ArrayConfig, SparsityConfig, Network,
@@ -43,6 +48,25 @@ def read_sparse_run(config: str | Path, topology: str | Path) -> tuple[ArrayConf
     if len(ratios) != len(network.layers):
         raise InputError(f"{len(ratios)} sparsity rows for {len(network.layers)} layers", file=str(topology))
     return array, sparsity, network, ratios
+
+
+MEMORY_COLUMNS = ("F_stall_cycles", "F_total_cycles", "ifmap_dram_reads", "filter_dram_reads", "ofmap_dram_writes")
+
+
+def memory_modelled(array: ArrayConfig, sparsity: SparsityConfig) -> bool:
+    """Whether :func:`memory_columns` applies: USER bandwidth mode and layer-wise N:M."""
+    return array.user_bandwidth and not sparsity.optimized_mapping
+
+
+def memory_columns(m: int, condensed_k: int, n: int, count: int, array: ArrayConfig) -> dict[str, int]:
+    """SCALE-Sim's USER-mode stall cycles, Total Cycles ("Compute cycles", stalls included) and DRAM
+    words of a layer-wise sparse layer (``count`` copies): the cycle engine on the condensed GEMM."""
+    from archsim.array.cycle import simulate_on  # numba: USER mode only
+
+    run = simulate_on(m, condensed_k, n, array)
+    return {"F_stall_cycles": run.stall_cycles * count, "F_total_cycles": run.cycles * count,
+            "ifmap_dram_reads": run.ifmap_dram_reads * count, "filter_dram_reads": run.filter_dram_reads * count,
+            "ofmap_dram_writes": run.ofmap_dram_writes * count}
 
 
 def sparse_table(array: ArrayConfig, sparsity: SparsityConfig, network: Network, ratios: list[tuple[int, int]],
@@ -71,6 +95,8 @@ def sparse_table(array: ArrayConfig, sparsity: SparsityConfig, network: Network,
 
             extra = {"energy_pj": with_energy(sparse_layer_counts(lowered, array, ratio, sparsity, options), array),
                      "dense_energy_pj": with_energy(dense_layer_counts(lowered, array), array)}
+        if memory_modelled(array, sparsity):
+            extra.update(memory_columns(gemm.m, cost.filter_rows, gemm.n, count, array))
         records.append({
             "layer": layer.name, "sparsity": f"{ratio[0]}:{ratio[1]}", "m": gemm.m, "k": gemm.k, "n": gemm.n,
             "count": count, "filter_rows": cost.filter_rows,

@@ -30,6 +30,8 @@ from archsim.validate import csv_rows, parse_int, read_text
 if TYPE_CHECKING:
     import pandas as pd  # annotations only: loaded where used
 
+    from archsim.array.layout import GemmLayout
+
 SHAPE_COLUMNS = ("m", "k", "n", "rows", "cols", "dataflow")
 RESULT_COLUMNS = ("cycles", "folds", "mapping_efficiency", "utilization", "compute_utilization",
                   "ifmap_sram_reads", "filter_sram_reads", "ofmap_sram_writes")
@@ -49,6 +51,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ofmap-count", default="scalesim", choices=("scalesim", "true"),
                         help="scalesim: match SCALE-Sim 3.0.0's os ofmap-write count; true: M·N")
     add_engine_arguments(parser)
+    parser.add_argument("--layout", default=None, metavar="FILE.csv",
+                        help="with --engine cycle and a USER-mode --config whose [layout] IfmapCustomLayout/"
+                             "FilterCustomLayout is on: SCALE-Sim's layout file (its -l); its first row lays "
+                             "out the operands and the SRAM banks' conflicts stall the array")
+    parser.add_argument("--bank-rule", default="set", choices=("set", "line"),
+                        help="with --layout: a word's bank as SCALE-Sim finds it (set: its place in CPython's "
+                             "set of the line) or by its place in the line (line: interleaved)")
     parser.add_argument("--min-bandwidth", action="store_true",
                         help="with --engine cycle: add the fewest DRAM words/cycle that run stall-free")
     add_clock_argument(parser)
@@ -100,16 +109,27 @@ def cost_shapes(shapes: pd.DataFrame, ofmap_count: str = "scalesim") -> pd.DataF
     return out
 
 
-def cycle_columns(shapes: pd.DataFrame, memory: ArrayConfig, min_bandwidth: bool = False) -> pd.DataFrame:
-    """The cycle engine's figures for every shape row, on ``memory``'s SRAMs and bandwidth."""
+def cycle_columns(shapes: pd.DataFrame, memory: ArrayConfig, min_bandwidth: bool = False,
+                  layout: GemmLayout | None = None) -> pd.DataFrame:
+    """The cycle engine's figures for every shape row, on ``memory``'s SRAMs and bandwidth (and
+    custom ``layout``, when given)."""
     import pandas as pd
 
-    from archsim.array.cycle import minimum_bandwidth, simulate_cached, sram_words  # numba: --engine cycle only
+    from archsim.array.cycle import (  # numba: --engine cycle only
+        minimum_bandwidth,
+        simulate_cached,
+        simulate_gemm,
+        sram_words,
+    )
 
     out = {column: [] for column in CYCLE_COLUMNS + (("min_bandwidth",) if min_bandwidth else ())}
     for m, k, n, rows, cols, dataflow in shapes[list(SHAPE_COLUMNS)].itertuples(index=False):
         array = replace(memory, rows=int(rows), cols=int(cols), dataflow=str(dataflow))
-        result = simulate_cached(int(m), int(k), int(n), array)
+        if layout is None:
+            result = simulate_cached(int(m), int(k), int(n), array)
+        else:
+            result = simulate_gemm(int(m), int(k), int(n), array.rows, array.cols, array.dataflow,
+                                   sram_words=sram_words(array), bandwidth=array.dram_bandwidths, layout=layout)
         for column in CYCLE_COLUMNS:
             out[column].append(result.cycles if column == "total_cycles" else getattr(result, column))
         if min_bandwidth:
@@ -120,7 +140,17 @@ def cycle_columns(shapes: pd.DataFrame, memory: ArrayConfig, min_bandwidth: bool
 
 
 def run(args: argparse.Namespace) -> int:
-    base = read_scalesim_cfg(args.config) if args.config else ArrayConfig()
+    layout = None
+    if args.layout is not None:
+        if not args.config or args.engine != "cycle" or args.min_bandwidth or args.dram_bandwidth is not None:
+            raise InputError("--layout needs --config (its [layout] section) and --engine cycle, without "
+                             "--bandwidth or --min-bandwidth (the layout fixes the read bandwidths)", field="layout")
+        from archsim.array.layout import layout_from_cfg
+
+        base = read_scalesim_cfg(args.config, layouts=True)
+        layout = layout_from_cfg(args.config, args.layout, args.bank_rule)
+    else:
+        base = read_scalesim_cfg(args.config) if args.config else ArrayConfig()
     if args.clock_ghz is not None:
         base = replace(base, clock_hz=args.clock_ghz * 1e9)
     if args.shapes:
@@ -153,8 +183,10 @@ def run(args: argparse.Namespace) -> int:
     meta: dict[str, object] = {"ofmap_count": args.ofmap_count, "engine": args.engine}
     if args.engine == "cycle":
         memory = with_memory_args(base, args)
-        result = pd.concat([result, cycle_columns(shapes, memory, args.min_bandwidth)], axis=1)
+        result = pd.concat([result, cycle_columns(shapes, memory, args.min_bandwidth, layout)], axis=1)
         meta.update(memory_meta(memory))
+        if layout is not None:
+            meta.update(layout=layout.row.name, bank_rule=layout.rule)
     if base.clock_hz is not None:
         meta["clock_ghz"] = base.clock_hz / 1e9
     emit(render(add_seconds(result, base.clock_hz), args.format, precision=args.precision, meta=meta), args)

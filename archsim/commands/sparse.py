@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import replace
 
-from archsim.array.sparse_network import read_sparse_run, sparse_table
+from archsim.array.sparse_network import memory_modelled, read_sparse_run, sparse_table
 from archsim.array.sparse_training import DELTA_OPTIONS, GRADIENT_OPTIONS, SparseTraining
 from archsim.commands import Command
 from archsim.commands.common import add_output_arguments, emit, positive_int
@@ -41,6 +41,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_output_arguments(parser)
 
 
+def stalls_note(array, sparsity) -> str:
+    """What the table says of memory stalls, in one line."""
+    if not array.user_bandwidth:
+        return "none: CALC bandwidth mode (F_cycles are SCALE-Sim's Total Cycles)"
+    if memory_modelled(array, sparsity):
+        return ("cycle engine on the condensed GEMM: F_total_cycles and F_stall_cycles are SCALE-Sim's USER-mode "
+                "Total and Stall Cycles (exact where the layer's im2col repeats no ifmap word: GEMMs, 1x1 convs)")
+    return ("not modelled for row-wise mapping (OptimizedMapping): F_cycles are SCALE-Sim's Total Cycles minus "
+            "Stall Cycles")
+
+
 def run(args: argparse.Namespace) -> int:
     array, sparsity, network, ratios = read_sparse_run(args.config, args.topology)
     options = SparseTraining(delta=args.delta, gradient=args.gradient)
@@ -48,8 +59,7 @@ def run(args: argparse.Namespace) -> int:
     meta = {"array": f"{array.rows}x{array.cols}", "dataflow": array.dataflow,
             "representation": sparsity.representation, "optimized_mapping": sparsity.optimized_mapping,
             "block_size": sparsity.block_size, "seed": sparsity.seed, "delta": args.delta,
-            "gradient": args.gradient, "batch": args.batch,
-            "stalls": "not modelled: F_cycles are SCALE-Sim's Total Cycles minus Stall Cycles"}
+            "gradient": args.gradient, "batch": args.batch, "stalls": stalls_note(array, sparsity)}
     if args.processors is not None:
         dense = build_profile(network, array, args.batch, "exact")
         pruned = pruned_profile(table, dense, array.element_bytes)
