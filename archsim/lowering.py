@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Literal, cast
 
 from archsim.errors import InputError
 from archsim.workload.layer import Layer, Network
@@ -99,11 +99,19 @@ class LoweredLayer:
     def op(self, kind: str) -> TrainingOp | None:
         return next((op for op in self.ops if op.kind == kind), None)
 
+    def required_op(self, kind: str) -> TrainingOp:
+        """The op of ``kind``, where the caller only reaches layers that have one."""
+        op = self.op(kind)
+        if op is None:
+            raise InputError(f"layer {self.layer.name!r} has no {kind} op")
+        return op
 
-def check_mode(mode: str) -> str:
+
+def check_mode(mode: str) -> Mode:
+    """``mode`` as a :data:`Mode`, or an error naming it."""
     if mode not in MODES:
         raise InputError(f"unknown mode {mode!r}; choose paper or exact", field="mode")
-    return mode
+    return cast(Mode, mode)
 
 
 def lower_layer(layer: Layer, batch: int, mode: Mode = "exact", element_bytes: int = 1) -> LoweredLayer:
@@ -163,7 +171,7 @@ def _gemm_ops(layer: Layer, batch: int, mode: str) -> tuple[tuple[Gemm, ...], tu
     forward = (Gemm(n * e * f, r * s * c, mo, g),)
     weight = (Gemm(r * s * c, n * e * f, mo, g),)
     if layer.kind == "fc":
-        delta: tuple[Gemm, ...] = (Gemm(n * e * f, mo, r * s * c),)
+        delta = (Gemm(n * e * f, mo, r * s * c),)
     elif mode == "paper":
         delta = (Gemm(n * layer.ifmap_h * layer.ifmap_w, r * s * mo, c, g),)
     else:
@@ -284,8 +292,7 @@ def _piece_bytes(lowered: LoweredLayer, axis: str, units: int, total: int, eleme
                  kind: str) -> tuple[int, int]:
     """(out_bytes, extra_bytes) of a split piece taking ``units`` of ``total``: D2 receives the weight
     slice (all weights for rows) and, split along the reduction, sends partial sums of all of δ back."""
-    layer, delta = lowered.layer, lowered.op("D")
-    out_bytes = delta.out_bytes  # type: ignore[union-attr]
+    layer, out_bytes = lowered.layer, lowered.required_op("D").out_bytes
     if axis == "rows":
         return out_bytes * units // total, element_bytes * layer.weight_elements if kind == "D2" else 0
     w_per_unit = layer.filter_h * layer.filter_w * (layer.filters if axis == "channels" else layer.channels)

@@ -108,7 +108,9 @@ def run(args: argparse.Namespace) -> int:
         others = {}
         for method in BASELINE_METHODS:
             bar.set_postfix_str(f"baseline {method}")
-            others[method] = float(plan_on_cluster(profile, topology, method, args.microbatches).makespan)  # type: ignore[arg-type]
+            makespan = plan_on_cluster(profile, topology, method, args.microbatches).makespan
+            assert makespan is not None, "a plan on a cluster is scheduled"
+            others[method] = float(makespan)
             bar.update()
     names = profile.names
     rows = [{"stage": n + 1, "first_layer": names[a], "last_layer": names[b - 1], "layer_count": b - a,

@@ -190,7 +190,7 @@ def _stage_costs(args: argparse.Namespace, costs: LayerCosts) -> zb.StageCosts:
     names = [f"l{i}" for i in range(len(costs))]
     profile = profile_from_costs(names, costs.forward, costs.weight_grad, costs.delta)
     plan = pipedream_partition(profile, args.processors)
-    sums = {kind: [] for kind in "FDG"}
+    sums: dict[str, list[float]] = {kind: [] for kind in "FDG"}
     for stage in plan.stages:
         for kind in "FDG":
             sums[kind].append(sum(op.cycles for op in stage.ops if op.kind == kind))

@@ -137,7 +137,7 @@ def pipedream_plans(profile: LayerProfile, inner: tuple[Level, ...] | list[Level
 
 def _tables(states: AntichainStates, hierarchy: tuple[Level, ...], options: PipeDreamOptions) -> list[_Solved]:
     """Every level's tables, innermost first; each level above reads the one below's A(·, ·, N − 1)."""
-    compute = _Cumulative(states.compute)
+    compute: _Cumulative | _Matrix = _Cumulative(states.compute)
     all_a = []
     within = 1
     for number, level in enumerate(hierarchy):
@@ -164,7 +164,7 @@ def _plan(states: AntichainStates, all_a: list[_Solved], hierarchy: tuple[Level,
     levels = []
     splits = [(0, n)]
     for number in reversed(range(len(hierarchy))):
-        groups, new_splits = [], []
+        groups, new_splits = [], list[tuple[int, int]]()
         for start, end in splits:
             blocks = _analyze(all_a[number], states, start, end, hierarchy[number].machines)
             groups.append(tuple(blocks))

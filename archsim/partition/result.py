@@ -13,6 +13,7 @@ from archsim.partition.memo import per_profile
 if TYPE_CHECKING:
     import pandas as pd  # annotations only: loaded where used
 
+    from archsim.lowering import SplitAxis
     from archsim.partition.profile import LayerProfile
 
 
@@ -26,11 +27,11 @@ class PlacedOp:
     cycles: float
     borrowed: bool = False
     extra_bytes: int = 0
-    split_axis: str | None = None
+    split_axis: SplitAxis | None = None
     split_part: int = 0
 
     def __init__(self, layer: str, kind: str, cycles: float, borrowed: bool = False, extra_bytes: int = 0,
-                 split_axis: str | None = None, split_part: int = 0) -> None:
+                 split_axis: SplitAxis | None = None, split_part: int = 0) -> None:
         # Every partition places one op per F, G and δ: a sweep makes millions. The generated frozen
         # __init__ sets the seven fields one object.__setattr__ at a time (2x this one update's cost).
         self.__dict__.update(layer=layer, kind=kind, cycles=cycles, borrowed=borrowed, extra_bytes=extra_bytes,

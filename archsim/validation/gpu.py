@@ -31,6 +31,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -52,7 +53,7 @@ from archsim.validation.gpu_algorithms import (
 )
 from archsim.validation.gpu_csv import KernelTable
 from archsim.workload import load_network
-from archsim.workload.layer import NETWORK_INPUT, Layer
+from archsim.workload.layer import NETWORK_INPUT, Layer, Network
 
 MAX_GPU_UNITS = 2**20  # SMs, tensor cores per SM, MMA rows or columns: far above any GPU, far below overflow
 
@@ -169,7 +170,7 @@ def resolve_gpu(name: str, *, like: str | None = None, sm_count: int | None = No
         raise InputError(f"unknown GPU {(like or name)!r}; name a similar known one with --like "
                          f"({', '.join(KNOWN_GPUS)}) and override what differs", field=field)
     base = KNOWN_GPUS[slug]
-    changes: dict[str, object] = {"name": name or base.name}
+    changes: dict[str, Any] = {"name": name or base.name}
     for key, value in (("sm_count", sm_count), ("tensor_cores_per_sm", tensor_cores_per_sm),
                        ("clock_hz", clock_hz), ("memory_bytes_per_s", memory_bytes_per_s)):
         if value is not None:
@@ -274,11 +275,11 @@ def model_kernels(table: KernelTable, arrays: GpuArrays, mode: str = "exact") ->
     topology file of that name beside the CSV (measurements of other layers, such as DeepBench's); a layer
     that is missing, not a conv/fc, or has another shape than the CSV says is an error naming the line.
     """
-    check_mode(mode)
+    lowering = check_mode(mode)
     frame = table.frame.copy()
     eb = arrays.array.element_bytes
     layers: dict[tuple[str, str], Layer] = {}
-    networks: dict[str, object] = {}
+    networks: dict[str, Network] = {}
     for row in frame.itertuples(index=False):
         key = (row.network, row.layer)
         if key in layers:  # every row's recorded shape must match, not only the layer's first row's
@@ -291,7 +292,7 @@ def model_kernels(table: KernelTable, arrays: GpuArrays, mode: str = "exact") ->
             except InputError as exc:
                 raise InputError(exc.message, file=table.source, line=row.line, field="network") from None
         try:
-            layer = networks[row.network].layer(row.layer)  # type: ignore[attr-defined]
+            layer = networks[row.network].layer(row.layer)
         except KeyError:
             raise InputError(f"network {row.network!r} has no layer {row.layer!r}", file=table.source,
                              line=row.line, field="layer") from None
@@ -310,7 +311,7 @@ def model_kernels(table: KernelTable, arrays: GpuArrays, mode: str = "exact") ->
     bytes_of: dict[tuple[str, str, int], int] = {}
     for network, name, batch in units:
         layer = layers[(network, name)]
-        for op in kernel_ops(measured_layer(layer), batch, mode, eb, arrays.dgrad):
+        for op in kernel_ops(measured_layer(layer), batch, lowering, eb, arrays.dgrad):
             if (network, name, batch) in winograd:
                 op = winograd_forward(op, layer, batch)
             where[(network, name, batch, op.kind)] = len(ops)
@@ -355,7 +356,7 @@ def model_kernels(table: KernelTable, arrays: GpuArrays, mode: str = "exact") ->
     return frame
 
 
-def _check_shape(row: dict[str, object], layer: Layer, source: str) -> None:
+def _check_shape(row: dict[str, Any], layer: Layer, source: str) -> None:  # a gpu_csv record
     for name in ("ifmap_h", "ifmap_w", "channels", "filters", "filter_h", "filter_w", "stride", "padding", "kind"):
         value = row.get(name)
         if value is None or value == "" or (isinstance(value, float) and np.isnan(value)):
@@ -363,7 +364,7 @@ def _check_shape(row: dict[str, object], layer: Layer, source: str) -> None:
         expected = getattr(layer, name)
         if (int(value) if name != "kind" else value) != expected:
             raise InputError(f"CSV has {name}={value} but the shipped {layer.name} has {expected}: the file was "
-                             "measured on other layer definitions", file=source, line=int(row["line"]),  # type: ignore[arg-type]
+                             "measured on other layer definitions", file=source, line=int(row["line"]),
                              field=name)
 
 
@@ -371,6 +372,7 @@ def assumptions(arrays: GpuArrays, mode: str, measured_sm_count: str | None = No
     """The model's assumptions as (item, value) pairs, for tables and report captions."""
     spec, a = arrays.spec, arrays.array
     sms = f"{spec.sm_count}" + (" (from the measured CSV)" if measured_sm_count else " (table)")
+    cuda = cuda_core_arrays(arrays)
     return [
         ("GPU", spec.name),
         ("arrays P", f"{arrays.count} = {sms} SMs × {spec.tensor_cores_per_sm} {spec.array_unit}s"),
@@ -382,8 +384,8 @@ def assumptions(arrays: GpuArrays, mode: str, measured_sm_count: str | None = No
         ("lowering", f"im2col, {mode} mode; δ costed for every layer (the first too)"),
         ("strided δ", "zero insertion: dense transposed conv (N·H·W × R·S·K × C), as cuDNN 5–7 / MIOpen 1.3"
          if arrays.dgrad == "zero-insertion" else "stride-aware phase GEMMs"),
-        ("other shapes", f"channels or filters not multiples of 8 run on {cuda_core_arrays(arrays).count} FP32 "
-         "SIMD partitions" if cuda_core_arrays(arrays) is not None else "on the same arrays"),
+        ("other shapes", f"channels or filters not multiples of 8 run on {cuda.count} FP32 "
+         "SIMD partitions" if cuda is not None else "on the same arrays"),
         ("Winograd", "forwards the CSV records as Winograd: F(2×2, r×r) batched GEMMs, transforms not costed"
          if arrays.winograd else "off: every forward as its im2col GEMM"),
         ("not modeled", "memory stalls, launch overhead, layout transforms, FFT, algorithms the CSV does not record"),

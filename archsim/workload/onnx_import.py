@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from math import prod
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 from archsim.errors import InputError
 from archsim.validate import read_bytes, shown
@@ -98,7 +100,7 @@ def _first_line(exc: Exception) -> str:
 
 @dataclass
 class _Importer:
-    onnx: object
+    onnx: ModuleType  # the onnx package, imported when a model is read
     model: object
     source: str
     unsupported: str
@@ -285,7 +287,7 @@ class _Importer:
         inputs = self._union(dynamic)
         layer_name = self._unique(name)
         out = self._shape(node, name, node.output[0])
-        common = {"name": layer_name, "inputs": inputs}
+        common: dict[str, Any] = {"name": layer_name, "inputs": inputs}  # every Layer's name and inputs
         if op in ("Conv", "ConvTranspose"):
             return self._conv(node, name, attrs, common, out)
         if op in ("Gemm", "MatMul"):
