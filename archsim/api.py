@@ -81,7 +81,7 @@ def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig = 
 def pipeline(profile, *, processors: int, method: str = "layerpipe", **options):
     """Partition a profile over ``processors`` (``layerpipe``, ``pipedream`` or ``gpipe``), as
     ``archsim pipeline`` does; ``options`` go to the partitioner (LayerPipe: ``alpha``, ``axes``).
-    The :class:`Partition`'s ``max_stage_cycles`` is the steady-state cycles per iteration."""
+    The :class:`Partition`'s ``max_stage_cost`` is the steady-state time per iteration in its ``unit``."""
     from archsim.planners import partition
 
     return partition(profile, processors, method, **options)

@@ -169,7 +169,7 @@ def _run_pipedream(args: argparse.Namespace, profile, topology) -> int:
     for stage, (block, machines) in zip(partition.stages, blocks):
         rows.append({"stage": stage.index + 1, "states": f"{block.start}-{block.end}", "nodes": len(stage.layers),
                      "first_node": stage.layers[0], "last_node": stage.layers[-1], "replicas": machines,
-                     "compute_seconds": block.compute, "stage_seconds": stage.total_cycles})
+                     "compute_seconds": block.compute, "stage_seconds": stage.total_cost})
     levels = [{"level": len(plan.levels) - number,
                "blocks": [[[b.start, b.end, b.compute, b.replicas] for b in group] for group in groups]}
               for number, groups in enumerate(plan.levels)]

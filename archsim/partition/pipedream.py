@@ -147,7 +147,7 @@ def pipedream_partition(profile: LayerProfile, processors: int | None = None, *,
     transfers counted, compression ratio 1); ``replication`` False is the optimizer's
     ``--straight_pipeline``; ``use_fewer_machines`` its flag of that name (without it, a plan
     must use every machine). ``hierarchy`` and ``options`` give every flag of the optimizer.
-    Each stage's time is the optimizer's own term for it, so ``max_stage_cycles`` is its
+    Each stage's time is the optimizer's own term for it, so ``max_stage_cost`` is its
     ``time_per_stage``.
     """
     if hierarchy is None:
@@ -215,11 +215,11 @@ def plan_partition(profile: LayerProfile, plan: PipeDreamPlan) -> Partition:
                 continue
             nodes = plan.states.nodes_between(block.start, block.end)
             ops = tuple(op for k in nodes for op in placed[k])
-            compute = sum(op.cycles for op in ops)
+            compute = sum(op.cost for op in ops)
             machines = r * math.prod(replicas for _, replicas in above)
             time = outwards((compute + allreduce) / r, above)
             stages.append(Stage(len(stages), tuple(profile.names[k] for k in nodes), ops, replicas=machines,
-                                allreduce_cycles=time - compute / machines))
+                                allreduce_cost=time - compute / machines))
 
     walk(0, 0, [])
     stage_of = {name: stage.index for stage in stages for name in stage.layers}

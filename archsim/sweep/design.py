@@ -55,7 +55,7 @@ def design_rows(unit, network: Network, base_row) -> list[dict[str, object]]:
         for method in unit.methods:
             options = {"alpha": unit.alpha} if method == "layerpipe" else {}
             plan = partition(profile, processors, method, **options)
-            cycles = m * plan.max_stage_cycles
+            cycles = m * plan.max_stage_cost
             for clock in design.clocks_ghz or (None,):
                 seconds = cycles / (clock * 1e9) if clock else float("nan")
                 leakage = static_power_mw(energies, array) * plan.processors * seconds * 1e9 if clock else 0.0

@@ -99,7 +99,7 @@ def compute_unit(unit: Unit) -> list[dict[str, object]]:
     for index, processors in enumerate(unit.processors):
         for method in unit.methods:
             plan = plans[method][index]
-            rows.append(base_row(processors, method, plan, single, plan.max_stage_cycles))
+            rows.append(base_row(processors, method, plan, single, plan.max_stage_cost))
     return rows
 
 
