@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -42,13 +43,13 @@ def array_config(array: str | Path | ArrayConfig = "32x32", *, dataflow: str | N
     else:
         rows, cols = parse_array_shape(str(array))
         config = ArrayConfig(rows=rows, cols=cols)
-    changes: dict[str, object] = {}
+    changes: dict[str, Any] = {}  # ArrayConfig's fields, checked by it
     if dataflow is not None:
         changes["dataflow"] = dataflow
     if element_bytes is not None:
         changes["element_bytes"] = element_bytes
     if changes:
-        config = replace(config, **changes)  # type: ignore[arg-type]
+        config = replace(config, **changes)
     if config.dataflow not in ("ws", "os", "is"):
         from archsim.errors import InputError
 
@@ -63,22 +64,24 @@ def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig = "32
     ``mode``: ``paper`` (LayerPipe's simplifications) or ``exact``; ``engine``: ``analytic``
     (compute cycles) or ``cycle`` (memory-aware: adds stall cycles and DRAM bytes)."""
     from archsim.array.costing import cost_network
+    from archsim.lowering import check_mode
 
-    return cost_network(load_network(network), array_config(array), batch, mode, engine)
+    return cost_network(load_network(network), array_config(array), batch, check_mode(mode), engine)
 
 
 def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig = "32x32", batch: int = 32,
             mode: str = "exact", engine: str = "analytic"):
     """The per-layer cost profile every partitioner and schedule works on (:class:`LayerProfile`)."""
+    from archsim.lowering import check_mode
     from archsim.partition import build_profile
 
-    return build_profile(load_network(network), array_config(array), batch, mode, engine)
+    return build_profile(load_network(network), array_config(array), batch, check_mode(mode), engine)
 
 
 def pipeline(profile, *, processors: int, method: str = "layerpipe", **options):
     """Partition a profile over ``processors`` (``layerpipe``, ``pipedream`` or ``gpipe``), as
     ``archsim pipeline`` does; ``options`` go to the partitioner (LayerPipe: ``alpha``, ``axes``).
-    The :class:`Partition`'s ``max_stage_cycles`` is the steady-state cycles per iteration."""
+    The :class:`Partition`'s ``max_stage_cost`` is the steady-state time per iteration in its ``unit``."""
     from archsim.planners import partition
 
     return partition(profile, processors, method, **options)

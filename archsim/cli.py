@@ -14,6 +14,7 @@ import gc
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from archsim import __version__
 from archsim.commands import Command
@@ -71,7 +72,7 @@ class _Parser(argparse.ArgumentParser):
         kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         raise InputError(f"{self.prog}: {message}")
 
 

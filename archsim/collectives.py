@@ -35,13 +35,18 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import overload
 
 import numpy as np
 
 from archsim.errors import InputError
 
 
-def ring_allreduce_time(size: float, workers: int, bandwidth: float, latency: float = 0.0) -> float:
+@overload
+def ring_allreduce_time(size: float, workers: int, bandwidth: float, latency: float = 0.0) -> float: ...
+@overload
+def ring_allreduce_time(size: np.ndarray, workers: int, bandwidth: float, latency: float = 0.0) -> np.ndarray: ...
+def ring_allreduce_time(size, workers, bandwidth, latency=0.0):
     """A ring all-reduce of ``size`` bytes over ``workers`` devices: 2(k − 1) steps, each moving
     size/k bytes over one link of ``bandwidth`` and paying ``latency`` (reduce-scatter, then
     all-gather; Patarasuk & Yuan 2009). One worker: nothing to reduce."""

@@ -35,6 +35,7 @@ import pandas as pd
 from archsim.errors import InputError
 from archsim.partition.profile import LayerProfile
 from archsim.partition.result import Partition
+from archsim.sim.problem import Problem
 from archsim.sim.timeline import Timeline
 
 OPTIMIZER_STATES = {"sgd": 0, "momentum": 1, "adam": 2}
@@ -66,10 +67,14 @@ class ProcessorMemory:
                 + self.peak_activation_bytes)
 
 
-def _tags(timeline: Timeline) -> dict[str, dict[str, object]]:
+def _problem(timeline: Timeline) -> Problem:
     if timeline.problem is None:
         raise ValueError("the footprint needs the Timeline's problem (its ops' tags)")
-    return {op.id: dict(op.tags) for op in timeline.problem.ops}  # type: ignore[arg-type]
+    return timeline.problem
+
+
+def _tags(timeline: Timeline) -> dict[str, dict[str, object]]:
+    return {op.id: dict(op.tags) for op in _problem(timeline).ops}
 
 
 def stash_profile(timeline: Timeline, stash_bytes: Callable[[dict[str, object]], int],
@@ -101,7 +106,7 @@ def stash_profile(timeline: Timeline, stash_bytes: Callable[[dict[str, object]],
         processor, _, microbatch = key
         events[processor].append((begin, 1, size[key], microbatch))
         events[processor].append((end[key], 0, -size[key], microbatch))
-    profiles = {p.name: StashProfile(0, 0) for p in timeline.problem.processors}  # type: ignore[union-attr]
+    profiles = {p.name: StashProfile(0, 0) for p in _problem(timeline).processors}
     for processor, items in events.items():
         level = peak = in_flight = peak_in_flight = 0
         live: dict[object, int] = defaultdict(int)  # micro-batch → its stashes held now

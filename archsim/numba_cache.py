@@ -26,6 +26,7 @@ import tempfile
 import threading
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 CACHE_NOTE = ""
 
@@ -58,7 +59,7 @@ def _configure() -> bool:
         CACHE_NOTE = "no writable cache folder (NUMBA_CACHE_DIR, ~/.cache, temp): kernels compile on each run"
         return False
     os.environ["NUMBA_CACHE_DIR"] = str(folder)  # numba reads it when it is imported
-    config = sys.modules.get("numba.core.config")
+    config: Any = sys.modules.get("numba.core.config")  # numba's settings module (untyped)
     if config is not None:
         config.CACHE_DIR = str(folder)  # numba was imported (and read its environment) before us
     return True

@@ -7,6 +7,7 @@ import json
 import math
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -107,19 +108,19 @@ def format_number(value: object, float_format: str = "{:.4g}") -> str:
     return str(value)
 
 
-def meta_columns(meta: dict[str, object] | None, columns) -> dict[str, object]:
+def meta_columns(meta: Mapping[str, object] | None, columns) -> dict[str, object]:
     """The meta entries a CSV carries as columns: every single value (numbers, text, flags) whose name
     is not already a column; lists and tables (JSON's nested entries) have no cell to go in."""
     return {key: _plain(value) for key, value in (meta or {}).items()
             if key not in columns and (value is None or isinstance(value, (str, int, float, bool, np.generic)))}
 
 
-def with_meta_columns(frame: pd.DataFrame, meta: dict[str, object] | None) -> pd.DataFrame:
+def with_meta_columns(frame: pd.DataFrame, meta: Mapping[str, object] | None) -> pd.DataFrame:
     extra = meta_columns(meta, set(frame.columns))
     return frame.assign(**extra) if extra and len(frame) else frame
 
 
-def render(frame: pd.DataFrame | Rows, fmt: str, *, meta: dict[str, object] | None = None,
+def render(frame: pd.DataFrame | Rows, fmt: str, *, meta: Mapping[str, object] | None = None,
            float_format: str = "{:.4g}", precision: int | None = None) -> str:
     """Render a result frame as an aligned table, CSV, or JSON (``{"meta": …, "rows": […]}``).
 
@@ -149,7 +150,7 @@ def render(frame: pd.DataFrame | Rows, fmt: str, *, meta: dict[str, object] | No
     return header + shown.to_string(index=False) + "\n"
 
 
-def _render_rows(rows: Rows, fmt: str, meta: dict[str, object] | None, float_format: str) -> str | None:
+def _render_rows(rows: Rows, fmt: str, meta: Mapping[str, object] | None, float_format: str) -> str | None:
     """:func:`render`'s bytes for plain rows, or None when only pandas renders them (see archsim.rows)."""
     parsed = columns(rows)
     if parsed is None:

@@ -13,8 +13,9 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -40,7 +41,7 @@ class Rows:
         return pd.DataFrame(list(self.records))
 
 
-def _plain(value: object) -> object:
+def _plain(value: Any) -> Any:  # numpy scalars become Python's; anything else passes
     if isinstance(value, np.bool_):
         return bool(value)
     if isinstance(value, np.integer):
@@ -102,7 +103,7 @@ def _csv_cell(value: object, kind: str) -> object:
     return value
 
 
-def to_csv(names: list[str], values: list[list], kinds: list[str], extra: dict[str, object]) -> str | None:
+def to_csv(names: list[str], values: list[list], kinds: list[str], extra: Mapping[str, Any]) -> str | None:
     """pandas' ``to_csv(index=False)`` of the columns plus ``extra`` (one value repeated per row)."""
     extra_kinds = {}
     for key, value in extra.items():
@@ -122,6 +123,6 @@ def to_csv(names: list[str], values: list[list], kinds: list[str], extra: dict[s
     return buffer.getvalue()
 
 
-def to_json(names: list[str], values: list[list], meta: dict[str, object]) -> str:
+def to_json(names: list[str], values: list[list], meta: Mapping[str, object]) -> str:
     records = [dict(zip(names, row)) for row in zip(*values)]
     return json.dumps({"meta": meta, "rows": records}, indent=2) + "\n"

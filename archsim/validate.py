@@ -137,7 +137,7 @@ def exists(path: str | Path) -> bool:
 
 def _open_error(exc: OSError, what: str) -> str:
     """One line for an OS refusal to open a user's file."""
-    reasons = {errno.ENOENT: f"{what} not found", errno.ENOTDIR: f"{what} not found (a part of the path is a file)",
+    reasons: dict[int | None, str] = {errno.ENOENT: f"{what} not found", errno.ENOTDIR: f"{what} not found (a part of the path is a file)",
                errno.ELOOP: f"{what} is a symlink loop", errno.ENXIO: f"{what} is not a regular file (a socket)"}
     return reasons.get(exc.errno, f"cannot read {what} ({exc.strerror or exc.__class__.__name__})")
 

@@ -55,7 +55,7 @@ def main() -> int:
     profiles = [build_profile(network, ArrayConfig(a, a, "ws"), b, "paper")
                 for a in (32, 64, 128, 256) for b in (16, 32, 64, 128, 256)]
     candidates = {
-        "pipedream optimizer (optimal)": lambda p, n: pipedream_partition(p, n).max_stage_cycles,
+        "pipedream optimizer (optimal)": lambda p, n: pipedream_partition(p, n).max_stage_cost,
         "greedy fill, forward": lambda p, n: greedy_fill(p.total, n),
         "greedy fill, reverse": lambda p, n: greedy_fill(p.total, n, reverse=True),
         "Algorithm 1, whole layers, T_idle slip": lambda p, n: algorithm1_whole_layers(p.total, n),

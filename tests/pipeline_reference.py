@@ -36,7 +36,7 @@ def pipeline_problem(plan: Partition, profile: LayerProfile, microbatches: int, 
     for stage in plan.stages:
         for op in stage.ops:
             where[(op.layer, op.kind)] = stage.index
-            cycles[(op.layer, op.kind)] = op.cycles / stage.replicas
+            cycles[(op.layer, op.kind)] = op.cost / stage.replicas
 
     def kinds_of(layer: str, family: str) -> list[str]:
         if family == "D":

@@ -90,8 +90,10 @@ def test_readme_setup_commands_are_what_ci_runs():
     readme = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()
     assert readme[2] == "```bash" and readme[3].startswith("python3 -m venv .venv && .venv/bin/pip install -q -e . &&")
-    assert readme[4] == ci[-2]  # CI runs exactly the README's test command,
-    assert f"`{ci[-1]}`" in " ".join(" ".join(readme).split())  # then the slow stage the README quotes
+    text = " ".join(" ".join(readme).split())
+    assert readme[4] == ci[-3]  # CI runs exactly the README's test command,
+    assert ci[-2] == ".venv/bin/mypy" and f"`{ci[-2]}`" in text  # then the type checker the README names,
+    assert f"`{ci[-1]}`" in text  # then the slow stage the README quotes
     assert len(readme) <= 150
 
 

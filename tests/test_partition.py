@@ -50,7 +50,7 @@ def test_layerpipe_matches_table_iii_within_one_percent(sample_profile):
     for stage in part.stages:
         for op in stage.ops:
             if op.kind in ("D1", "D2"):
-                pieces[op.layer] = pieces.get(op.layer, 0.0) + op.cycles
+                pieces[op.layer] = pieces.get(op.layer, 0.0) + op.cost
     assert pieces and all(pieces[name] >= delta[name] for name in pieces)
 
 
@@ -58,7 +58,7 @@ def test_layerpipe_uses_the_processors_and_keeps_all_work(sample_profile):
     for processors in (1, 2, 3, 4):
         part = layerpipe_partition(sample_profile, processors)
         assert len(part.stages) <= processors
-        fixed = sum(op.cycles for s in part.stages for op in s.ops if op.kind in ("F", "G"))
+        fixed = sum(op.cost for s in part.stages for op in s.ops if op.kind in ("F", "G"))
         assert fixed == pytest.approx(float(sample_profile.fixed.sum()))
         whole_deltas = {op.layer for s in part.stages for op in s.ops if op.kind == "D"}
         split_deltas = {op.layer for s in part.stages for op in s.ops if op.kind in ("D1", "D2")}
@@ -89,7 +89,7 @@ def test_pipedream_dp_equals_brute_force(costs, processors):
         return
     part = pipedream_partition(profile, processors, use_fewer_machines=True)
     totals = [a + b + c for a, b, c in costs]
-    assert part.max_stage_cycles == pytest.approx(brute_force_min_max(totals, processors))
+    assert part.max_stage_cost == pytest.approx(brute_force_min_max(totals, processors))
     assert [n for s in part.stages for n in s.layers] == list(profile.names)
 
 
@@ -120,7 +120,7 @@ def test_pipedream_replication_equals_brute_force(costs, processors):
     if len(costs) == 1 and processors > 1:
         processors = 1  # see test_pipedream_dp_equals_brute_force: no plan for one state on several machines
     part = pipedream_partition(profile, processors, replication=True, bandwidth=10.0, use_fewer_machines=True)
-    assert part.max_stage_cycles == pytest.approx(brute_force_replicated(totals, weights, processors, 10.0))
+    assert part.max_stage_cost == pytest.approx(brute_force_replicated(totals, weights, processors, 10.0))
     assert part.processors <= processors
 
 
@@ -149,8 +149,8 @@ def test_layerpipe_never_worse_than_even_target_bound_on_random_conv_nets(seed, 
     lp = layerpipe_partition(profile, processors)
     pd_opt = pipedream_partition(profile, processors)
     assert len(lp.stages) <= processors
-    assert lp.max_stage_cycles >= float(profile.total.sum()) / processors * 0.999
-    assert lp.max_stage_cycles <= pd_opt.max_stage_cycles * 1.25
+    assert lp.max_stage_cost >= float(profile.total.sum()) / processors * 0.999
+    assert lp.max_stage_cost <= pd_opt.max_stage_cost * 1.25
 
 
 def random_conv_profile(seed, dataflow="ws", mode="paper", array=8):

@@ -76,7 +76,7 @@ def test_gpipe_compute_balance_is_the_least_slowest_stage(costs, processors):
     best = min(max(sum(totals[a:b]) for a, b in itertools.pairwise((0, *cuts, len(costs))))
                for cuts in itertools.combinations(range(1, len(costs)), k - 1))
     assert len(plan.stages) == k
-    assert max(stage.total_cycles for stage in plan.stages) == pytest.approx(best)
+    assert max(stage.total_cost for stage in plan.stages) == pytest.approx(best)
 
 
 def test_pipedream_reads_the_clusters_levels():
@@ -107,8 +107,8 @@ def test_spp_plans_carry_their_stage_allreduce():
     topology = Topology("t", (0, 1), np.array([[0.0, 10.0], [10.0, 0.0]]))
     plan = plan_on_cluster(profile, topology, "dp", 4)
     (stage,) = plan.stages
-    assert (stage.replicas, plan.devices, stage.assigned_cycles) == (2, ((0, 1),), 5.0)
-    assert stage.allreduce_cycles == pytest.approx(10.0) and plan.makespan == pytest.approx(30.0)
+    assert (stage.replicas, plan.devices, stage.assigned_cost) == (2, ((0, 1),), 5.0)
+    assert stage.allreduce_cost == pytest.approx(10.0) and plan.makespan == pytest.approx(30.0)
 
 
 def test_a_flat_cluster_is_one_server_of_free_links():

@@ -24,7 +24,7 @@ skew (R − 1 + C − 1) and T streaming cycles; folds do not overlap in SCALE-S
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -34,6 +34,7 @@ from archsim.validate import check_exact
 
 DATAFLOW_CODES = {"ws": 0, "os": 1, "is": 2}
 OfmapCount = Literal["scalesim", "true"]
+Integers = TypeVar("Integers", int, np.ndarray)  # a scalar closed form that numpy arrays broadcast through
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -119,7 +120,8 @@ def gemm_cost(
         if value.size and value.min() <= 0:
             raise InputError(f"must be positive, got {int(value.min())}", field=name)
     # The same integer formulas in float64 first: refuse what would not be exact in int64.
-    estimate = _counts(*(x.astype(np.float64) for x in (M, K, N, R, C)), D, ofmap_count)
+    Mf, Kf, Nf, Rf, Cf = (x.astype(np.float64) for x in (M, K, N, R, C))
+    estimate = _counts(Mf, Kf, Nf, Rf, Cf, D, ofmap_count)
     check_exact([np.max(x) for x in estimate if x.size], "a GEMM's cycles, MACs or SRAM words",
                 "use smaller dimensions or a larger array")
     sr, sc, t, row_folds, col_folds, folds, per_fold, cycles, macs, ifmap_reads, filter_reads, ofmap_writes = \
@@ -180,7 +182,8 @@ def _counts(M, K, N, R, C, D, ofmap_count: OfmapCount) -> tuple:
 ROLES = {"ws": (1, 2, 0), "os": (0, 2, 1), "is": (1, 0, 2)}
 
 
-def fold_geometry(m: int, k: int, n: int, rows: int, cols: int, dataflow: str) -> tuple[int, int, int]:
+def fold_geometry(m: Integers, k: Integers, n: Integers, rows: int, cols: int,
+                  dataflow: str) -> tuple[Integers, Integers, Integers]:
     """(cycles per fold, row folds, column folds) of one GEMM, with plain integers (or integer
     arrays of one dataflow): compute cycles = row folds · column folds · cycles per fold − 1. The
     one scalar writing of the closed form — :func:`gemm_cycles`, :func:`gemm_cycles_form` and the
@@ -194,7 +197,7 @@ def fold_geometry(m: int, k: int, n: int, rows: int, cols: int, dataflow: str) -
     return fill + rows + cols + t - 2, -(-sr // rows), -(-sc // cols)
 
 
-def gemm_cycles(m: int, k: int, n: int, rows: int, cols: int, dataflow: str) -> int:
+def gemm_cycles(m: Integers, k: Integers, n: Integers, rows: int, cols: int, dataflow: str) -> Integers:
     """Compute cycles of one GEMM with plain integers — the same closed form as :func:`gemm_cost`,
     for hot loops (split searches) where numpy's per-call overhead dominates."""
     per_fold, row_folds, col_folds = fold_geometry(m, k, n, rows, cols, dataflow)

@@ -10,6 +10,7 @@ import configparser
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from archsim.errors import InputError
 from archsim.validate import INT32_MAX, check_name, parse_float, parse_int, read_text, shown
@@ -237,7 +238,7 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
         except ValueError as exc:
             raise InputError(str(exc), file=file, line=line_of("ClockGHz"), field="ClockGHz") from None
 
-    fields = {
+    fields: dict[str, Any] = {  # ArrayConfig's fields, checked by it
         "rows": as_int("ArrayHeight"),
         "cols": as_int("ArrayWidth"),
         "dataflow": arch.get("Dataflow", "").strip().lower(),
@@ -258,5 +259,5 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
     try:
         return ArrayConfig(**fields)
     except InputError as exc:
-        key = key_of.get(exc.where.field or "", exc.where.field)
-        raise InputError(exc.message, file=file, line=line_of(key) if key else None, field=key) from None
+        named = key_of.get(exc.where.field or "", exc.where.field)
+        raise InputError(exc.message, file=file, line=line_of(named) if named else None, field=named) from None

@@ -161,16 +161,18 @@ def cost_lowered(lowered: Sequence[LoweredLayer], array: ArrayConfig, engine: st
         for kind in ("F", "G", "D"):
             row[f"{kind}_cycles"] = 0
             row[f"{kind}_utilization"] = 0.0
-        for column in extra:
-            row[column] = 0
+        sums = dict.fromkeys(extra, 0)
+        row.update(sums)
+        cycles = {"F": 0, "G": 0, "D": 0}
         for op in item.ops:
             cost = costs.iloc[position]
-            row[f"{op.kind}_cycles"] = int(cost["cycles"])
+            cycles[op.kind] = row[f"{op.kind}_cycles"] = int(cost["cycles"])
             row[f"{op.kind}_utilization"] = float(cost["utilization"])
             for column in extra:
-                row[column] = int(row[column]) + int(cost[column])  # type: ignore[call-overload]
+                sums[column] += int(cost[column])
+                row[column] = sums[column]
             position += 1
-        row["total_cycles"] = int(row["F_cycles"]) + int(row["G_cycles"]) + int(row["D_cycles"])  # type: ignore[arg-type]
+        row["total_cycles"] = cycles["F"] + cycles["G"] + cycles["D"]
         row["activation_bytes"] = item.tensors.activation_bytes
         row["delta_bytes"] = item.tensors.delta_bytes
         row["weight_bytes"] = item.tensors.weight_bytes

@@ -234,8 +234,9 @@ def prefetch_order(m: int, k: int, n: int, rows: int, cols: int, dataflow: str =
 
 def sram_words(array: ArrayConfig) -> tuple[int, int, int]:
     """SRAM sizes of an array config in words of its element size."""
-    return tuple(max(2, kb * 1024 // array.element_bytes)  # type: ignore[return-value]
-                 for kb in (array.ifmap_sram_kb, array.filter_sram_kb, array.ofmap_sram_kb))
+    ifmap, filters, ofmap = (max(2, kb * 1024 // array.element_bytes)
+                             for kb in (array.ifmap_sram_kb, array.filter_sram_kb, array.ofmap_sram_kb))
+    return ifmap, filters, ofmap
 
 
 def simulate_on(m: int, k: int, n: int, array: ArrayConfig, bandwidth: int | None = None) -> CycleResult:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import configparser
 import re
 from pathlib import Path
+from typing import Any
 
 from archsim.array.sparsity import SparsityConfig, check_ratio
 from archsim.errors import InputError
@@ -61,7 +62,7 @@ def read_sparsity_section(path: str | Path) -> SparsityConfig | None:
                          "pruned one (its pattern test is address != 0), which archsim does not copy; use an "
                          "offset above 0", file=file, line=_line_of(text, "FilterOffset"), field="FilterOffset")
     optimized = value("OptimizedMapping").lower() == "true"
-    fields = {"representation": value("SparseRep"), "optimized_mapping": optimized,
+    fields: dict[str, Any] = {"representation": value("SparseRep"), "optimized_mapping": optimized,
               "block_size": integer("BlockSize", 1, 2**31 - 1) if optimized else 4,
               "seed": integer("RandomNumberGeneratorSeed", 0, SEED_MAX)}
     try:

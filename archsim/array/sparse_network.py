@@ -81,7 +81,7 @@ def sparse_table(array: ArrayConfig, sparsity: SparsityConfig, network: Network,
     records = []
     for layer, ratio in zip(network.layers, ratios):
         lowered = lower_layer(layer, batch=batch, mode=mode, element_bytes=array.element_bytes)
-        forward = lowered.op("F").gemms
+        forward = lowered.required_op("F").gemms
         if len(forward) != 1 or layer.kind not in ("conv", "fc"):
             raise InputError(f"{layer.kind} layers have no SCALE-Sim sparse mapping", field=layer.name)
         (gemm,) = forward

@@ -99,7 +99,7 @@ def backward_gemms(lowered: LoweredLayer, ratio: tuple[int, int], sparsity: Spar
     channel is skipped when every tap of every filter on it is pruned; an fc layer's δ (M, N, K) skips
     the K columns whose weight row is pruned in every filter.
     """
-    (forward,) = lowered.op("F").gemms
+    (forward,) = lowered.required_op("F").gemms
     n, m = pattern_period(forward.n, ratio, sparsity)
     live_rows = kept_rows(forward.k, n, m)
     out: dict[str, tuple[Gemm, ...]] = {}

@@ -38,7 +38,7 @@ def backward(layer: Layer, x_in: np.ndarray, grad_out: np.ndarray) -> np.ndarray
         gp = np.zeros_like(xp)
         for ch, oh, ow in np.ndindex(*out_shape):
             window = xp[ch, oh * s_h: oh * s_h + h_f, ow * s_w: ow * s_w + w_f]
-            kh, kw = np.unravel_index(int(np.argmax(window)), window.shape)  # first maximum
+            kh, kw = (int(i) for i in np.unravel_index(int(np.argmax(window)), window.shape))  # first maximum
             gp[ch, oh * s_h + kh, ow * s_w + kw] += g[ch, oh, ow]
         return gp[:, p_h: p_h + x_in.shape[1], p_w: p_w + x_in.shape[2]]
     if isinstance(layer, Linear):

@@ -142,7 +142,7 @@ def blelloch_scan(elements: Sequence, *, up_levels: int | None = None, op: Op = 
     top = ceil_log2(n + 1) - 1
     if up_levels is not None and not 0 <= up_levels <= top:
         raise InputError(f"must be between 0 and {top} for {n + 1} elements, got {up_levels}", field="up_levels")
-    a, steps = list(elements), []
+    a, steps = list(elements), list[Step]()
     levels = top if up_levels is None else up_levels
     for d in range(levels):
         _up_level(a, n, d, op, steps)

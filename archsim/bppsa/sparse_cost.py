@@ -58,6 +58,7 @@ def product_flops(x: Pattern, y: Pattern) -> tuple[int, int, Pattern]:
     """(sparse FLOPs, dense FLOPs, pattern of X·Y) for a matrix X and a matrix or vector Y."""
     import scipy.sparse as sp
 
+    assert x.matrix is not None, "X is a matrix"
     rows, inner = x.matrix.shape
     if y.matrix is None:
         nnz = x.matrix.nnz

@@ -50,7 +50,7 @@ def vgg11_conv_stack(*, sparsity: float = 0.0, seed: int = 0, in_channels: int =
     layers: list[Layer] = []
     channels = in_channels
     for item in VGG11_CONV:
-        if item == "M":
+        if isinstance(item, str):  # "M"
             layers.append(MaxPool2d((2, 2), (2, 2)))
             continue
         out = item // width_divisor

@@ -74,12 +74,19 @@ def simulate_gang(jobs: Sequence[JobSpec], cluster: JobCluster, config: SimConfi
     next_admit = 0
     t = 0.0
 
-    def slowdown(j: int) -> int:
-        return max(load[d] for d in placed[j])  # type: ignore[union-attr]
+    def devices_of(j: int) -> list[int]:  # of a placed job
+        devices = placed[j]
+        assert devices is not None, f"job {j} is not placed"
+        return devices
 
-    def put(j: int, devices: list[int], now: float) -> None:
-        if last[j] is not None:
-            moved = sum(a != b for a, b in zip(last[j], devices))  # type: ignore[arg-type]
+    def slowdown(j: int) -> int:
+        return max(load[d] for d in devices_of(j))
+
+    def put(j: int, devices: list[int] | None, now: float) -> None:
+        assert devices is not None, f"no devices for job {j}"
+        previous = last[j]
+        if previous is not None:
+            moved = sum(a != b for a, b in zip(previous, devices))
             if moved:
                 moves[j] += moved
                 pause[j] += config.gamma_s_per_byte * jobs[j].model_bytes
@@ -91,7 +98,7 @@ def simulate_gang(jobs: Sequence[JobSpec], cluster: JobCluster, config: SimConfi
             start[j] = now
 
     def release(j: int) -> None:
-        for d in placed[j]:  # type: ignore[union-attr]
+        for d in devices_of(j):
             load[d] -= 1
             used_memory[d] -= jobs[j].full_memory_bytes
         placed[j] = None
@@ -110,12 +117,14 @@ def simulate_gang(jobs: Sequence[JobSpec], cluster: JobCluster, config: SimConfi
             if devices is not None:
                 put(j, devices, now)
         for j in sorted((j for j in active if placed[j] is not None), key=lambda j: (jobs[j].submit_s, j)):
-            shared = [w for w, d in enumerate(placed[j]) if load[d] > 1]  # type: ignore[arg-type]
+            shared = [w for w, d in enumerate(devices_of(j)) if load[d] > 1]
             free = free_devices()
             if shared and len(free) >= len(shared):
-                target = list(placed[j])  # type: ignore[arg-type]
+                target = list(devices_of(j))
                 release(j)
-                for w, d in zip(shared, _consolidated(free, machine, len(shared))):  # type: ignore[arg-type]
+                spots = _consolidated(free, machine, len(shared))
+                assert spots is not None, "free devices hold the shared workers"
+                for w, d in zip(shared, spots):
                     target[w] = d
                 put(j, target, now)
 
@@ -138,7 +147,7 @@ def simulate_gang(jobs: Sequence[JobSpec], cluster: JobCluster, config: SimConfi
                 old = last[j]
                 devices = old if old is not None and all(load[d] == 0 for d in old) else \
                     _consolidated(free, machine, jobs[j].workers)
-                put(j, devices, now)  # type: ignore[arg-type]
+                put(j, devices, now)
 
     while next_admit < n or active:
         horizon = [admit[order[next_admit]]] if next_admit < n else []

@@ -22,6 +22,8 @@ import csv
 import io
 from pathlib import Path
 
+import numpy as np
+
 from archsim.cluster.csv_table import non_negative, read_rows
 from archsim.cluster.spb import JobLayerCosts, chain_producers
 from archsim.errors import InputError
@@ -43,9 +45,10 @@ def parse_profile_csv(text: str, *, source: str = "<string>") -> JobLayerCosts:
         names.append(name)
         for column in COLUMNS[1:]:
             values[column].append(non_negative(cells[column], file=source, line=line, field=column))
-    return JobLayerCosts(names=tuple(names), forward_s=values["forward_s"], backward_s=values["backward_s"],
-                      input_grad_s=[0.0] * len(names), activation_bytes=values["activation_bytes"],
-                      parameter_bytes=values["parameter_bytes"], producers=chain_producers(len(names)),
+    columns = {name: np.asarray(column, dtype=float) for name, column in values.items()}
+    return JobLayerCosts(names=tuple(names), forward_s=columns["forward_s"], backward_s=columns["backward_s"],
+                      input_grad_s=np.zeros(len(names)), activation_bytes=columns["activation_bytes"],
+                      parameter_bytes=columns["parameter_bytes"], producers=chain_producers(len(names)),
                       source=source)
 
 

@@ -107,7 +107,8 @@ def add_vgg_arguments(parser: argparse.ArgumentParser) -> None:
 def run_vgg(args: argparse.Namespace) -> int:
     sparsity, up_levels = check_sparsity(args.sparsity), _up_levels(args.up_levels)
     divisor = _positive(args.width_divisor, "width_divisor")
-    compare = sorted({0, *(_up_levels(x.strip(), "compare_levels") for x in args.compare_levels.split(","))} - {None})
+    levels_given = {_up_levels(x.strip(), "compare_levels") for x in args.compare_levels.split(",")}
+    compare = sorted({0, *(levels for levels in levels_given if levels is not None)})
     with progress(1 + sum(levels != up_levels for levels in compare), "pruned VGG-11", "scan") as bar:
         frame = vgg_flops(sparsity=sparsity, seed=args.seed, up_levels=up_levels, width_divisor=divisor,
                           zeros=args.zeros)

@@ -110,9 +110,9 @@ def run(args: argparse.Namespace) -> int:
     per_run, shown = [], []
     with progress(len(seeds) * len(policies), "cluster", "simulation") as bar:
         for seed in seeds:
-            trace = synthetic_trace(args.jobs, seed, catalog=catalog) if synthetic else file_trace
+            trace = file_trace if file_trace is not None else synthetic_trace(args.jobs, seed, catalog=catalog)
             try:
-                jobs = build_jobs(trace, catalog, cluster)  # type: ignore[arg-type]
+                jobs = build_jobs(trace, catalog, cluster)
             except InputError as exc:  # name the trace file: the row's job id is in the field
                 raise InputError(exc.message, file=None if synthetic else args.trace, field=exc.where.field) from None
             _check_rounds(jobs, config.interval_s)

@@ -7,12 +7,16 @@ import sys
 from collections.abc import Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from archsim.array.config import ArrayConfig, parse_array_shape, read_scalesim_cfg
 from archsim.errors import InputError
 from archsim.outputs import FORMATS, atomic_write_text
 from archsim.progress import progress
 from archsim.validate import DEFAULT_MAX_OPS, float_flag, parse_int, positive_float_flag, positive_int_flag, shown
+
+if TYPE_CHECKING:
+    from archsim.sim.timeline import Timeline
 
 clock_ghz_flag = float_flag(1e-6, 1e3, what="a clock in GHz (1e-06 … 1000)")
 
@@ -109,7 +113,7 @@ def with_memory_args(array: ArrayConfig, args: argparse.Namespace) -> ArrayConfi
     """``array`` with the --bandwidth and --sram-kb the user gave."""
     from dataclasses import replace
 
-    changes: dict[str, object] = {}
+    changes: dict[str, Any] = {}  # ArrayConfig's fields, checked by it
     if args.dram_bandwidth is not None:
         changes["bandwidth"] = (args.dram_bandwidth,)
         changes["read_bandwidth"] = None  # the flag sets all three operands
@@ -123,7 +127,7 @@ def with_memory_args(array: ArrayConfig, args: argparse.Namespace) -> ArrayConfi
         except ValueError as exc:
             raise InputError(str(exc), field="sram-kb") from None
         changes.update(ifmap_sram_kb=sizes[0], filter_sram_kb=sizes[1], ofmap_sram_kb=sizes[2])
-    return replace(array, **changes) if changes else array  # type: ignore[arg-type]
+    return replace(array, **changes) if changes else array
 
 
 def memory_meta(array: ArrayConfig) -> dict[str, object]:
@@ -169,7 +173,7 @@ def _dim(text: str) -> tuple[str, int]:
         raise argparse.ArgumentTypeError(f"expected NAME=POSITIVE_INTEGER, got {shown(text)}") from None
 
 
-def onnx_options(args: argparse.Namespace) -> dict[str, object]:
+def onnx_options(args: argparse.Namespace) -> dict[str, Any]:
     """``load_network``'s keywords from --unsupported, --dim and --shapes."""
     dims = dict(getattr(args, "dim", []))
     if len(dims) != len(getattr(args, "dim", [])):
@@ -250,11 +254,13 @@ def phases(desc: str, names: Sequence[str]):
             bar.update()
 
 
-def validated(timeline):
+def validated(timeline: object) -> Timeline:
     """``timeline`` after the independent validator found nothing wrong with it (else an
     AssertionError listing the violations: a simulator bug, not a user's mistake)."""
+    from archsim.sim.timeline import Timeline
     from archsim.sim.validate import assert_valid
 
+    assert isinstance(timeline, Timeline), type(timeline)
     assert_valid(timeline.problem, timeline)
     return timeline
 

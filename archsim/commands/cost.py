@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         from archsim.energy import layer_energy
 
         energy_table, energies = energies_from_args(array, args)
-        lowered = lower_network(network, args.batch, args.mode, array.element_bytes)  # type: ignore[arg-type]
+        lowered = lower_network(network, args.batch, args.mode, array.element_bytes)
         per_layer = layer_energy(lowered, array, energies, args.engine)
         table = pd.concat([table, per_layer.drop(columns="layer")], axis=1)
     totals = {column: table[column].sum() for column in table.columns if column.endswith(("_cycles", "_bytes", "_pj"))}

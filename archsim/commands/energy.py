@@ -81,8 +81,9 @@ def run(args: argparse.Namespace) -> int:
     if array.clock_hz is not None:
         meta["clock_ghz"] = array.clock_hz / 1e9
         total = frame.loc[frame["op"] == "TOTAL"].iloc[0]
-        meta["seconds_per_iteration"] = float(total["cycles"]) / array.clock_hz
-        meta["average_power_w"] = float(total["energy_pj"]) * 1e-12 / meta["seconds_per_iteration"]  # type: ignore[operator]
+        seconds = float(total["cycles"]) / array.clock_hz
+        meta["seconds_per_iteration"] = seconds
+        meta["average_power_w"] = float(total["energy_pj"]) * 1e-12 / seconds
     emit(render(frame, args.format, precision=args.precision, meta=meta), args)
     return 0
 

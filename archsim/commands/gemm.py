@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from archsim.array.analytic import dataflow_codes, gemm_cost
+from archsim.array.analytic import OfmapCount, dataflow_codes, gemm_cost
 from archsim.array.config import ArrayConfig, parse_array_shape, read_scalesim_cfg
 from archsim.commands import Command
 from archsim.commands.common import (
@@ -99,10 +99,10 @@ def read_shapes(path: str) -> pd.DataFrame:
     return pd.DataFrame.from_records(records, columns=list(SHAPE_COLUMNS))
 
 
-def cost_shapes(shapes: pd.DataFrame, ofmap_count: str = "scalesim") -> pd.DataFrame:
+def cost_shapes(shapes: pd.DataFrame, ofmap_count: OfmapCount = "scalesim") -> pd.DataFrame:
     """The shapes frame plus one column per cost figure, all in one vectorized call."""
-    cost = gemm_cost(*(shapes[c].to_numpy(dtype=np.int64) for c in ("m", "k", "n", "rows", "cols")),
-                     dataflow_codes(shapes["dataflow"].to_numpy()), ofmap_count=ofmap_count)  # type: ignore[arg-type]
+    m, k, n, rows, cols = (shapes[c].to_numpy(dtype=np.int64) for c in ("m", "k", "n", "rows", "cols"))
+    cost = gemm_cost(m, k, n, rows, cols, dataflow_codes(shapes["dataflow"].to_numpy()), ofmap_count=ofmap_count)
     out = shapes.copy()
     for column in RESULT_COLUMNS:
         out[column] = getattr(cost, column)
@@ -122,7 +122,7 @@ def cycle_columns(shapes: pd.DataFrame, memory: ArrayConfig, min_bandwidth: bool
         sram_words,
     )
 
-    out = {column: [] for column in CYCLE_COLUMNS + (("min_bandwidth",) if min_bandwidth else ())}
+    out: dict[str, list[object]] = {column: [] for column in CYCLE_COLUMNS + (("min_bandwidth",) if min_bandwidth else ())}
     for m, k, n, rows, cols, dataflow in shapes[list(SHAPE_COLUMNS)].itertuples(index=False):
         array = replace(memory, rows=int(rows), cols=int(cols), dataflow=str(dataflow))
         if layout is None:
@@ -167,11 +167,11 @@ def run(args: argparse.Namespace) -> int:
         if args.engine == "analytic" and base.clock_hz is None:  # one row, no frame: pandas stays unloaded
             if args.min_bandwidth:
                 raise InputError("--min-bandwidth needs --engine cycle", field="min-bandwidth")
-            cost = gemm_cost(*(np.array([shape[c]], dtype=np.int64) for c in SHAPE_COLUMNS[:5]),
-                             dataflow_codes(shape["dataflow"]), ofmap_count=args.ofmap_count)  # type: ignore[arg-type]
+            one = [np.array([shape[c]], dtype=np.int64) for c in SHAPE_COLUMNS[:5]]
+            cost = gemm_cost(one[0], one[1], one[2], one[3], one[4], dataflow_codes(shape["dataflow"]), ofmap_count=args.ofmap_count)
             record = {**shape, **{column: getattr(cost, column)[0] for column in RESULT_COLUMNS}}
-            meta = {"ofmap_count": args.ofmap_count, "engine": args.engine}
-            emit(render(Rows.of([record]), args.format, precision=args.precision, meta=meta), args)
+            emit(render(Rows.of([record]), args.format, precision=args.precision,
+                        meta={"ofmap_count": args.ofmap_count, "engine": args.engine}), args)
             return 0
     import pandas as pd
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from archsim.commands import Command
 from archsim.commands.common import (
@@ -71,7 +72,7 @@ def check_flags(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     check_flags(args)
-    options: dict[str, object] = {}
+    options: dict[str, Any] = {}  # the partitioner's keywords
     if args.method == "layerpipe":
         axes = tuple(a.strip() for a in args.split_axes.split(",") if a.strip())
         bad = [a for a in axes if a not in SPLIT_AXES]
@@ -89,13 +90,14 @@ def run(args: argparse.Namespace) -> int:
     meta: dict[str, object] = {
         "network": network.name, "method": plan.method, "processors": args.processors,
         "array": f"{array.rows}x{array.cols}", "dataflow": array.dataflow, "batch": args.batch, "mode": args.mode,
-        "single_processor_cycles": single, "cycles_per_iteration": plan.max_stage_cycles,
-        "speedup": single / plan.max_stage_cycles,
+        "single_processor_cycles": single, "cycles_per_iteration": plan.max_stage_cost,
+        "speedup": single / plan.max_stage_cost,
         "mandatory_comm_bytes": plan.mandatory_bytes, "additional_comm_bytes": plan.additional_bytes,
     }
     if plan.method == "pipedream":  # which of the optimizer's settings LayerPipe's comparison uses
         meta["settings"] = "; ".join(plan.notes)
     stash = _stash_depths(plan, network)
+    makespan: float | None = None
     if stash is not None:
         frame["weight_versions"] = stash
     if args.microbatches:
@@ -105,15 +107,16 @@ def run(args: argparse.Namespace) -> int:
         with phases(f"pipeline {plan.method}", ("build", "simulate", "validate")) as phase:
             result = simulate_partition(plan, profile, args.microbatches, phase=phase)
             phase("validate")
-            validated(result.timeline)
+            timeline = validated(result.timeline)
+        makespan = timeline.makespan
         meta["microbatches"] = args.microbatches
-        meta["makespan"] = result.timeline.makespan
-        utilization = result.timeline.utilization()
+        meta["makespan"] = makespan
+        utilization = timeline.utilization()
         frame["utilization"] = [utilization.get(f"p{i + 1}", 0.0) for i in range(len(frame))]
         if args.memory or args.capacity_gb is not None:
             from archsim.footprint import check_capacity, footprint_frame, partition_footprint
 
-            memory = partition_footprint(plan, profile, result.timeline, result.schedule, args.optimizer)
+            memory = partition_footprint(plan, profile, timeline, result.schedule, args.optimizer)
             # the schedule's own versions (GPipe flushes: 1) replace the DFG's PipeDream stash depths
             frame = frame.drop(columns="weight_versions", errors="ignore").join(
                 footprint_frame(memory).drop(columns="processor"))
@@ -121,13 +124,13 @@ def run(args: argparse.Namespace) -> int:
             if args.capacity_gb is not None:
                 check_capacity(memory, args.capacity_gb * 1e9)
                 meta["capacity_bytes"] = args.capacity_gb * 1e9
-        write_timeline_outputs(args, result.timeline, f"{network.name}: {plan.method}, {args.processors} processors")
+        write_timeline_outputs(args, timeline, f"{network.name}: {plan.method}, {args.processors} processors")
     if array.clock_hz is not None:
         meta["clock_ghz"] = array.clock_hz / 1e9
-        for key in ("single_processor_cycles", "cycles_per_iteration"):
-            meta[key.replace("cycles", "seconds")] = float(meta[key]) / array.clock_hz  # type: ignore[arg-type]
-        if "makespan" in meta:
-            meta["makespan_seconds"] = float(meta["makespan"]) / array.clock_hz  # type: ignore[arg-type]
+        meta["single_processor_seconds"] = single / array.clock_hz
+        meta["seconds_per_iteration"] = float(plan.max_stage_cost) / array.clock_hz
+        if makespan is not None:
+            meta["makespan_seconds"] = float(makespan) / array.clock_hz
     if args.format == "table":
         frame = _compact(frame, plan, [layer.name for layer in network.layers])
         meta["split_ops"] = ("D1/D2 are the parts δ′/δ″ of a split δ (input gradient); * marks a part run here "

@@ -108,7 +108,9 @@ def run(args: argparse.Namespace) -> int:
         others = {}
         for method in BASELINE_METHODS:
             bar.set_postfix_str(f"baseline {method}")
-            others[method] = float(plan_on_cluster(profile, topology, method, args.microbatches).makespan)  # type: ignore[arg-type]
+            makespan = plan_on_cluster(profile, topology, method, args.microbatches).makespan
+            assert makespan is not None, "a plan on a cluster is scheduled"
+            others[method] = float(makespan)
             bar.update()
     names = profile.names
     rows = [{"stage": n + 1, "first_layer": names[a], "last_layer": names[b - 1], "layer_count": b - a,
@@ -167,7 +169,7 @@ def _run_pipedream(args: argparse.Namespace, profile, topology) -> int:
     for stage, (block, machines) in zip(partition.stages, blocks):
         rows.append({"stage": stage.index + 1, "states": f"{block.start}-{block.end}", "nodes": len(stage.layers),
                      "first_node": stage.layers[0], "last_node": stage.layers[-1], "replicas": machines,
-                     "compute_seconds": block.compute, "stage_seconds": stage.total_cycles})
+                     "compute_seconds": block.compute, "stage_seconds": stage.total_cost})
     levels = [{"level": len(plan.levels) - number,
                "blocks": [[[b.start, b.end, b.compute, b.replicas] for b in group] for group in groups]}
               for number, groups in enumerate(plan.levels)]

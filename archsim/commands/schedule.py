@@ -190,10 +190,10 @@ def _stage_costs(args: argparse.Namespace, costs: LayerCosts) -> zb.StageCosts:
     names = [f"l{i}" for i in range(len(costs))]
     profile = profile_from_costs(names, costs.forward, costs.weight_grad, costs.delta)
     plan = pipedream_partition(profile, args.processors)
-    sums = {kind: [] for kind in "FDG"}
+    sums: dict[str, list[float]] = {kind: [] for kind in "FDG"}
     for stage in plan.stages:
         for kind in "FDG":
-            sums[kind].append(sum(op.cycles for op in stage.ops if op.kind == kind))
+            sums[kind].append(sum(op.cost for op in stage.ops if op.kind == kind))
     activation = [sum(costs.stash_bytes[names.index(n)] for n in stage.layers) if costs.stash_bytes else 0
                   for stage in plan.stages]
     # a stage sends the next stage its first layer's input activation (and gets its gradient back)

@@ -95,7 +95,7 @@ def _write_best_timeline(args: argparse.Namespace, config, cluster, rows: list[d
     par = Parallelism(r["tp"], r["pp"], r["dp"], args.global_batch, r["micro_batch"], r["recompute"],
                       r["sequence_parallel"], r["interleave"], r["schedule"])
     result = train(config, par, cluster.machine(par))
-    write_timeline_outputs(args, result.run.timeline, f"{config.name}: TP{par.tp} PP{par.pp} DP{par.dp}, {r['schedule']}")
+    write_timeline_outputs(args, result.timeline, f"{config.name}: TP{par.tp} PP{par.pp} DP{par.dp}, {r['schedule']}")
 
 
 COMMAND = Command("search", HELP, add_arguments, run)

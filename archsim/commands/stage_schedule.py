@@ -124,8 +124,8 @@ def check_stage_job(args: argparse.Namespace, stages: int, uniform: bool = True)
     check_job_size(stage_job_ops(policy if not args.torch_schedule else "looped-bfs", stages, args.microbatches,
                                  args.chunks), args.max_ops)
     if uniform and policy.endswith("-exact"):  # a profile's own memories: the search counts them itself
-        check_exact_search(policy, stages, args.microbatches, *_numbers(args.stage_memory, 2, "stage-memory"),
-                           args.max_orders)
+        mb, mw = _numbers(args.stage_memory, 2, "stage-memory")
+        check_exact_search(policy, stages, args.microbatches, mb, mw, args.max_orders)
 
 
 def check_exact_search(policy: str, stages: int, microbatches: int, mb: float, mw: float, limit: int) -> None:
@@ -190,9 +190,9 @@ def run_stages(args: argparse.Namespace) -> int:
             if len(order.ranks) != p:
                 raise InputError(f"{args.schedule_csv_in}: {len(order.ranks)} ranks, but the profile has {p} stages",
                                  field="stages")
-            m = order.microbatches
+            m = order.microbatches  # type: ignore[attr-defined]  # StageOrder's __slots__
         run = run_order(order, profile.on_ranks(order.rank_of_stage()))
-        name = args.torch_schedule or order.name
+        name = args.torch_schedule or order.name  # type: ignore[attr-defined]  # StageOrder's __slots__
     else:
         policy = args.policy or "1f1b"
         if policy not in STAGE_POLICIES:

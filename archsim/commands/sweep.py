@@ -12,6 +12,7 @@ from archsim.array.config import ArrayConfig
 from archsim.array.costing import cost_network
 from archsim.commands import Command
 from archsim.errors import InputError
+from archsim.lowering import check_mode
 from archsim.sweep import load_spec, run_sweep, summarize
 from archsim.sweep.runner import RESULT_COLUMNS
 from archsim.validate import exists, int_flag
@@ -116,7 +117,7 @@ def write_report(folder: Path, target: str | Path, *, spec_command: str) -> Path
     if first["only"] != "all":
         network = network.only(*str(first["only"]).split("+"))
     array = ArrayConfig(int(first.rows), int(first.cols), str(first.dataflow))
-    costs = cost_network(network, array, int(first.batch), str(first["mode"]))
+    costs = cost_network(network, array, int(first.batch), check_mode(str(first["mode"])))
     title = f"{network.name}: per-layer F/G/D cycles ({first.rows}x{first.cols} {first.dataflow}, batch {first.batch})"
     command = (f"archsim cost {first.network} --array {first.rows}x{first.cols} --dataflow {first.dataflow} "
                f"--batch {first.batch} --mode {first['mode']}" + (f" --only {first['only'].replace('+', ',')}"
@@ -164,17 +165,19 @@ def _gantt_section(network, array, first, processors: int, microbatches: int = 8
     from archsim.planners import partition
     from archsim.policies.pipeline import simulate_partition
     from archsim.report.gantt import gantt_figure
+    from archsim.sim.timeline import Timeline
 
-    profile = build_profile(network, array, int(first.batch), str(first["mode"]))
+    profile = build_profile(network, array, int(first.batch), check_mode(str(first["mode"])))
     plan = partition(profile, processors, "layerpipe")
-    run = simulate_partition(plan, profile, microbatches, "layerpipe")
+    timeline = simulate_partition(plan, profile, microbatches, "layerpipe").timeline
+    assert isinstance(timeline, Timeline)
     title = (f"{network.name}: LayerPipe schedule on {processors} processors, {microbatches} micro-batches "
-             f"({first.rows}x{first.cols}, batch {first.batch}); makespan {run.timeline.makespan:.4g} cycles")
+             f"({first.rows}x{first.cols}, batch {first.batch}); makespan {timeline.makespan:.4g} cycles")
     command = (f"archsim pipeline {first.network} --processors {processors} --method layerpipe --array "
                f"{first.rows}x{first.cols} --dataflow {first.dataflow} --batch {first.batch} --mode {first['mode']}"
                + (f" --only {first['only'].replace('+', ',')}" if first["only"] != "all" else "")
                + f" --microbatches {microbatches} --gantt gantt.html")
-    return title, gantt_figure(run.timeline.to_frame(), title), command
+    return title, gantt_figure(timeline.to_frame(), title), command
 
 
 SWEEP = Command("sweep", "run a sweep spec (array × batch × processors × method) with caching",

@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     memory = [{"rank": r, "parameters": m.parameters, "states_gib": m.states / 2**30,
                "activations_gib": m.activations / 2**30, "total_gib": m.total / 2**30,
                "fits": m.total <= capacity} for r, m in enumerate(result.memory)]
-    slots = result.run.timeline.to_frame()
+    slots = result.timeline.to_frame()
     timeline = [{"rank": str(row.processor), "action": str(row.op), "start_s": float(row.start), "end_s": float(row.end)}
                 for row in slots.itertuples()] if len(slots) <= 20000 else []
     meta = {"model": config.name, "gpu": cluster.gpu.name, "gpus": par.gpus, "tp": par.tp, "pp": par.pp,
@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     if args.format != "json":
         meta = {k: v for k, v in meta.items() if not isinstance(v, (list, dict))}
     emit(render(frame, args.format, meta=meta, precision=args.precision), args)
-    write_timeline_outputs(args, result.run.timeline, f"{config.name}: TP{par.tp} PP{par.pp} DP{par.dp}")
+    write_timeline_outputs(args, result.timeline, f"{config.name}: TP{par.tp} PP{par.pp} DP{par.dp}")
     return 0
 
 

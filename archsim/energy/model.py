@@ -143,12 +143,12 @@ def layer_energy(lowered: Sequence[LoweredLayer], array: ArrayConfig, energies: 
     rows = []
     position = 0
     for item in lowered:
-        row = {"layer": item.layer.name, "F_energy_pj": 0.0, "G_energy_pj": 0.0, "D_energy_pj": 0.0}
+        energy = {"F": 0.0, "G": 0.0, "D": 0.0}  # a split δ's D1 + D2 under D
         for op in item.ops:
-            row[f"{op.kind[0]}_energy_pj"] += float(per_op["energy_pj"].iloc[position])
+            energy[op.kind[0]] += float(per_op["energy_pj"].iloc[position])
             position += 1
-        row["energy_pj"] = row["F_energy_pj"] + row["G_energy_pj"] + row["D_energy_pj"]
-        rows.append(row)
+        rows.append({"layer": item.layer.name, "F_energy_pj": energy["F"], "G_energy_pj": energy["G"],
+                     "D_energy_pj": energy["D"], "energy_pj": energy["F"] + energy["G"] + energy["D"]})
     return pd.DataFrame(rows, columns=["layer", "F_energy_pj", "G_energy_pj", "D_energy_pj", "energy_pj"])
 
 

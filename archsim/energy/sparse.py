@@ -19,6 +19,7 @@ Counts that are fractions in SCALE-Sim (ELLPACK's metadata bits / 32, ifmap M/N 
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from archsim.array.config import ArrayConfig
@@ -33,7 +34,7 @@ def _gemm_rows(op: str, gemms, array: ArrayConfig) -> dict:
     """One op's counts: :func:`~archsim.energy.model.gemm_counts` summed over its GEMMs (× count)."""
     total = {name: 0.0 for name in COUNTS if name != "vector_elements"}
     for g in gemms:
-        for name, value in gemm_counts([g.m], [g.k], [g.n], array).items():
+        for name, value in gemm_counts(np.array([g.m]), np.array([g.k]), np.array([g.n]), array).items():
             total[name] += float(value[0]) * g.count
     return {"op": op, "cycles": gemms_cycles(gemms, array.rows, array.cols, array.dataflow), **total}
 
@@ -48,7 +49,7 @@ def sparse_layer_counts(lowered: LoweredLayer, array: ArrayConfig, ratio: tuple[
                         sparsity: SparsityConfig, options: SparseTraining = SparseTraining()) -> pd.DataFrame:
     """One row per op (F, then G and δ as the lowering has them) of a pruned conv/fc layer: cycles and
     every count of :data:`COUNTS`."""
-    (gemm,) = lowered.op("F").gemms
+    (gemm,) = lowered.required_op("F").gemms
     t, k, filters = gemm.m, gemm.k, gemm.n
     cost = sparse_layer_cost(t, k, filters, array.rows, array.cols, array.dataflow, ratio, sparsity)
     forward = _gemm_rows("F", (Gemm(t, cost.filter_rows, filters),), array)

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import configparser
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from archsim.array.config import ArrayConfig
 from archsim.errors import InputError
@@ -221,13 +223,15 @@ def access_energies(array: ArrayConfig, table: EnergyTable | None = None,
     return with_overrides(energies, overrides or {})
 
 
-def with_overrides(energies: AccessEnergies, overrides: dict[str, float], file: str | None = None) -> AccessEnergies:
+def with_overrides(energies: AccessEnergies, overrides: Mapping[str, float | str],
+                   file: str | None = None) -> AccessEnergies:
     """``energies`` with the named figures replaced; an unknown name is an error naming it."""
     for key, value in overrides.items():
         if key not in OVERRIDABLE:
             raise InputError(f"unknown energy figure; choose from {', '.join(OVERRIDABLE)}", file=file, field=key)
         _number(value, key, file or "")
-    return replace(energies, **{k: float(v) for k, v in overrides.items()})
+    figures: dict[str, Any] = {k: float(v) for k, v in overrides.items()}  # AccessEnergies' float fields
+    return replace(energies, **figures)
 
 
 @dataclass(frozen=True)
@@ -249,7 +253,7 @@ def read_cfg_energy(path: str | Path) -> CfgEnergy:
         raise InputError(f"not a readable .cfg file ({exc.__class__.__name__})", file=file) from None
     if not parser.has_section("energy"):
         return CfgEnergy(None, {})
-    table, overrides = None, {}
+    table, overrides = None, dict[str, float | str]()
     for key, raw in parser["energy"].items():
         if key == "table":
             value = raw.strip()
@@ -258,7 +262,7 @@ def read_cfg_energy(path: str | Path) -> CfgEnergy:
             continue
         overrides[key] = _number(raw, key, file) if key in OVERRIDABLE else raw
     with_overrides(_ZERO, overrides, file)  # validate names and values here, with the file named
-    return CfgEnergy(table, overrides)
+    return CfgEnergy(table, {key: float(value) for key, value in overrides.items()})
 
 
 _ZERO = AccessEnergies("", *([0.0] * len(OVERRIDABLE)))

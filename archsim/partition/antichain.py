@@ -20,6 +20,7 @@ import collections
 import functools
 import itertools
 import operator
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -290,7 +291,7 @@ class _Reach:
     ``full(node)`` (every earlier, or later, node): a chain keeps none, so memory follows the
     branching, not n²."""
 
-    def __init__(self, full):
+    def __init__(self, full: Callable[[int], int]) -> None:
         self.full = full
         self.kept: dict[int, int] = {}
 

@@ -16,7 +16,15 @@ import numpy as np
 from archsim.array.analytic import gemm_cycles
 from archsim.array.config import ArrayConfig
 from archsim.array.costing import op_cycles
-from archsim.lowering import DeltaSplit, LoweredLayer, delta_split_units, split_d2_bytes, split_delta, split_row_gemms
+from archsim.lowering import (
+    DeltaSplit,
+    LoweredLayer,
+    SplitAxis,
+    delta_split_units,
+    split_d2_bytes,
+    split_delta,
+    split_row_gemms,
+)
 from archsim.partition.memo import per_profile
 from archsim.partition.split_search import AxisSplits, BinarySplits, RowSplits, one_gemm, split_gemm, table_splits
 
@@ -38,7 +46,7 @@ class DeltaCoster:
         with costs in seconds (the coster's are cycles)."""
         return _coster_of(profile)
 
-    def split_cost(self, index: int, axis: str, part: int) -> tuple[DeltaSplit, float, float]:
+    def split_cost(self, index: int, axis: SplitAxis, part: int) -> tuple[DeltaSplit, float, float]:
         """Split layer ``index``'s δ giving ``part`` units to D2; returns (split, D1 cycles, D2 cycles)."""
         key = (index, axis, part)
         if key in self._cache:
@@ -52,20 +60,20 @@ class DeltaCoster:
         self._cache[key] = (split, d1, d2)
         return split, d1, d2
 
-    def split_ops(self, index: int, axis: str, part: int) -> DeltaSplit:
+    def split_ops(self, index: int, axis: SplitAxis, part: int) -> DeltaSplit:
         """The δ′/δ″ sub-GEMMs and bytes of a split, without costing them (cached)."""
         key = ("ops", index, axis, part)
         if key not in self._cache:
-            self._cache[key] = split_delta(self.lowered[index], part, axis,  # type: ignore[arg-type]
+            self._cache[key] = split_delta(self.lowered[index], part, axis,
                                            self.array.element_bytes)
         return self._cache[key]
 
-    def split_bytes(self, index: int, axis: str, part: int) -> tuple[int, int]:
+    def split_bytes(self, index: int, axis: SplitAxis, part: int) -> tuple[int, int]:
         """D2's (out_bytes, extra_bytes) of a split, without building its sub-GEMMs (equal to
         :meth:`split_ops`'s, tested)."""
-        return split_d2_bytes(self.lowered[index], part, axis, self.array.element_bytes)  # type: ignore[arg-type]
+        return split_d2_bytes(self.lowered[index], part, axis, self.array.element_bytes)
 
-    def split_cycles(self, index: int, axis: str, part: int) -> tuple[int, int]:
+    def split_cycles(self, index: int, axis: SplitAxis, part: int) -> tuple[int, int]:
         """(D1, D2) cycles of a split, from integer arithmetic alone: the hot path of Algorithm 1's
         split search. Equal to :meth:`split_cost`'s cycles (tested) without building any op."""
         array = self.array
@@ -74,7 +82,7 @@ class DeltaCoster:
             if search.units > 1:
                 return search.cycles(search.units - part), search.cycles(part)
         layer = self.lowered[index].layer
-        gemms = self.lowered[index].op("D").gemms  # type: ignore[union-attr]
+        gemms = self.lowered[index].required_op("D").gemms
         R, C, df = array.rows, array.cols, array.dataflow
 
         def cyc(m: int, k: int, n: int) -> int:
@@ -98,7 +106,7 @@ class DeltaCoster:
             d1 += g.count * cyc(*(per * (total - part) if name == dim else size for name, size in shape))
         return d1, d2
 
-    def fitting_split(self, index: int, axis: str, budget: float) -> tuple[int, int, int]:
+    def fitting_split(self, index: int, axis: SplitAxis, budget: float) -> tuple[int, int, int]:
         """(part, D1 cycles, D2 cycles) for the largest part in 0..units − 1 whose D2 cycles are
         ≤ ``budget``; (0, 0, 0) when no positive part fits. Algorithm 1's split search.
 
@@ -117,15 +125,15 @@ class DeltaCoster:
             return (part, *self.split_cycles(index, axis, part))
         return found
 
-    def largest_fitting_part(self, index: int, axis: str, budget: float) -> int:
+    def largest_fitting_part(self, index: int, axis: SplitAxis, budget: float) -> int:
         """The largest part in 0..units − 1 whose D2 cycles are ≤ ``budget`` (0 when none is)."""
         return self.fitting_split(index, axis, budget)[0]
 
-    def has_search(self, index: int, axis: str) -> bool:
+    def has_search(self, index: int, axis: SplitAxis) -> bool:
         """Whether the budget search of this layer and axis is built (:func:`table_splits` skips it)."""
         return ("fit", index, axis) in self._cache
 
-    def _fit_search(self, index: int, axis: str):
+    def _fit_search(self, index: int, axis: SplitAxis):
         """The budget → (part, D1, D2) search of one layer and axis (cached; see :meth:`fitting_split`)."""
         key = ("fit", index, axis)
         search = self._cache.get(key)
@@ -145,12 +153,12 @@ class DeltaCoster:
         self._cache[key] = search
         return search
 
-    def split_units(self, index: int, axis: str) -> int:
+    def split_units(self, index: int, axis: SplitAxis) -> int:
         """How many units layer ``index``'s δ splits into along ``axis`` (0: it cannot split so)."""
         layer = self.lowered[index].layer
         if axis != "rows" and (not layer.is_gemm or layer.kind == "matmul"):
             return 0
-        return delta_split_units(self.lowered[index], axis)  # type: ignore[arg-type]
+        return delta_split_units(self.lowered[index], axis)
 
 
 @per_profile

@@ -25,7 +25,7 @@ from operator import itemgetter
 import numpy as np
 
 from archsim.errors import InputError
-from archsim.lowering import SPLIT_AXES
+from archsim.lowering import SPLIT_AXES, SplitAxis
 from archsim.partition.coster import DeltaCoster
 from archsim.partition.memo import per_profile
 from archsim.partition.profile import LayerProfile
@@ -36,7 +36,7 @@ from archsim.partition.result import Partition, PlacedOp, Stage, borrowed_deltas
 class _Split:
     d1: float
     d2: float
-    axis: str
+    axis: SplitAxis
     part: int
 
 
@@ -53,9 +53,9 @@ def best_split(coster: DeltaCoster, index: int, budget: float, axes=SPLIT_AXES) 
     return None if found is None else _Split(*found)
 
 
-def _best_split(coster: DeltaCoster, index: int, budget: float, axes) -> tuple[float, float, str, int] | None:
+def _best_split(coster: DeltaCoster, index: int, budget: float, axes) -> tuple[float, float, SplitAxis, int] | None:
     """:func:`best_split` as a plain (δ′ cycles, δ″ cycles, axis, part) tuple: the walks' hot path."""
-    best: tuple[int, int, str, int] | None = None
+    best: tuple[int, int, SplitAxis, int] | None = None
     for axis in axes:
         part, d1, d2 = coster.fitting_split(index, axis, budget)
         if part and (best is None or d1 < best[0]):
@@ -119,7 +119,7 @@ def layerpipe_partition(profile: LayerProfile, processors: int, *, coster: Delta
 def _layer_costs(profile: LayerProfile) -> tuple[list[float], list[float], list[float], list[float]]:
     """forward, weight_grad, delta and fixed as lists of floats: what the walks read per layer,
     converted once per profile (not once per walk)."""
-    return tuple(np.asarray(x, dtype=float).tolist()  # type: ignore[return-value]
+    return tuple(np.asarray(x, dtype=float).tolist()
                  for x in (profile.forward, profile.weight_grad, profile.delta, profile.fixed))
 
 
@@ -174,7 +174,7 @@ def _walk(profile: LayerProfile, coster: DeltaCoster | None, target: float, axes
 
 # An op as the walk places it: (layer index, rank in a stage's order F G D D1 D2, kind, cycles, split
 # axis, split part); _to_partition makes PlacedOps of them once the processors are known.
-_Placed = tuple[int, int, str, float, "str | None", int]
+_Placed = tuple[int, int, str, float, "SplitAxis | None", int]
 
 
 def _to_partition(profile: LayerProfile, coster: DeltaCoster | None, placed: list[list[_Placed]],
@@ -183,9 +183,9 @@ def _to_partition(profile: LayerProfile, coster: DeltaCoster | None, placed: lis
     names = profile.names
     home: dict[str, int] = {}  # layer → processor of its fixed part
     for proc, ops in enumerate(forward_order):
-        for op in ops:
-            if op[2] == "F":
-                home[names[op[0]]] = proc
+        for item in ops:
+            if item[2] == "F":
+                home[names[item[0]]] = proc
     index = {name: k for k, name in enumerate(names)}
     layers_of: list[list[str]] = [[] for _ in forward_order]
     for name in names:

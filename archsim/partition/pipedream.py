@@ -23,49 +23,25 @@ dense numpy pass (:mod:`archsim.partition.pipedream_dense`) is cheaper than load
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 from archsim.errors import InputError
-from archsim.partition import pipedream_dense
 from archsim.partition.antichain import AntichainStates, antichain_states
+from archsim.partition.pipedream_tables import (  # the tables' inputs and blocks: exported here
+    DEFAULT_MEMORY_BYTES,
+    Block,
+    Level,
+    LevelTable,
+    PipeDreamOptions,
+    analyze,
+    level_tables,
+)
 from archsim.partition.profile import LayerProfile
 from archsim.partition.result import Partition, Stage, mandatory_bytes, placed_ops
 
-DEFAULT_MEMORY_BYTES = 16e9  # the optimizer's --memory_size default
-
-
-@dataclass(frozen=True)
-class Level:
-    """One level of the hierarchy: ``machines`` joined at ``bandwidth`` bytes per time unit."""
-
-    machines: int
-    bandwidth: float
-
-
-@dataclass(frozen=True)
-class PipeDreamOptions:
-    """The optimizer's flags. activation_compression_ratio None: activation transfers ignored."""
-
-    activation_compression_ratio: float | None = None
-    memory_constraint: bool = False
-    memory_bytes: float = DEFAULT_MEMORY_BYTES
-    straight_pipeline: bool = False
-    use_fewer_machines: bool = False
-
-
-@dataclass(frozen=True)
-class Block:
-    """States [start, end) on ``replicas`` machines of its level; ``compute``: their raw time."""
-
-    start: int
-    end: int
-    compute: float
-    replicas: int
+DEFAULT_OPTIONS = PipeDreamOptions()  # the optimizer's own defaults (frozen)
 
 
 @dataclass(frozen=True)
@@ -98,7 +74,7 @@ class PipeDreamPlan:
 
 
 def pipedream_plan(profile: LayerProfile, hierarchy: tuple[Level, ...] | list[Level],
-                   options: PipeDreamOptions = PipeDreamOptions()) -> PipeDreamPlan:
+                   options: PipeDreamOptions = DEFAULT_OPTIONS) -> PipeDreamPlan:
     """Run PipeDream's optimizer on ``profile`` over ``hierarchy`` (innermost level first)."""
     hierarchy = tuple(hierarchy)
     if not hierarchy:
@@ -107,7 +83,7 @@ def pipedream_plan(profile: LayerProfile, hierarchy: tuple[Level, ...] | list[Le
 
 
 def pipedream_plans(profile: LayerProfile, inner: tuple[Level, ...] | list[Level], bandwidth: float,
-                    machines: Sequence[int], options: PipeDreamOptions = PipeDreamOptions()) -> list[PipeDreamPlan]:
+                    machines: Sequence[int], options: PipeDreamOptions = DEFAULT_OPTIONS) -> list[PipeDreamPlan]:
     """PipeDream's plans for each count in ``machines`` of an outermost level at ``bandwidth``
     above the levels ``inner`` (innermost first; empty: one level), each equal to
     :func:`pipedream_plan`'s for that hierarchy.
@@ -128,29 +104,14 @@ def pipedream_plans(profile: LayerProfile, inner: tuple[Level, ...] | list[Level
     if ratio is not None and not (ratio > 0 and math.isfinite(ratio)):
         raise InputError(f"must be positive and finite, got {ratio}", field="activation-compression-ratio")
     if options.memory_constraint:
-        return [_plan(antichain_states(profile), _tables(antichain_states(profile), h, options), h, options)
+        return [_plan(antichain_states(profile), level_tables(antichain_states(profile), h, options), h, options)
                 for h in hierarchies]
     widest = (*tuple(inner), Level(max(machines), bandwidth))
-    tables = _tables(antichain_states(profile), widest, options)
+    tables = level_tables(antichain_states(profile), widest, options)
     return [_plan(antichain_states(profile), tables, h, options) for h in hierarchies]
 
 
-def _tables(states: AntichainStates, hierarchy: tuple[Level, ...], options: PipeDreamOptions) -> list[_Solved]:
-    """Every level's tables, innermost first; each level above reads the one below's A(·, ·, N − 1)."""
-    compute = _Cumulative(states.compute)
-    all_a = []
-    within = 1
-    for number, level in enumerate(hierarchy):
-        final = number == len(hierarchy) - 1
-        solved = _solve_level(states, compute, level, within, final, options)
-        all_a.append(solved)
-        within = level.machines
-        if not final:
-            compute = _Matrix(solved.value[:, :, -1])
-    return all_a
-
-
-def _plan(states: AntichainStates, all_a: list[_Solved], hierarchy: tuple[Level, ...],
+def _plan(states: AntichainStates, all_a: list[LevelTable], hierarchy: tuple[Level, ...],
           options: PipeDreamOptions) -> PipeDreamPlan:
     """The plan for ``hierarchy`` read from its tables (the outermost may hold more machines)."""
     n = len(states)
@@ -164,112 +125,15 @@ def _plan(states: AntichainStates, all_a: list[_Solved], hierarchy: tuple[Level,
     levels = []
     splits = [(0, n)]
     for number in reversed(range(len(hierarchy))):
-        groups, new_splits = [], []
+        groups, new_splits = [], list[tuple[int, int]]()
         for start, end in splits:
-            blocks = _analyze(all_a[number], states, start, end, hierarchy[number].machines)
+            blocks = analyze(all_a[number], states, start, end, hierarchy[number].machines)
             groups.append(tuple(blocks))
             new_splits.extend((b.start, b.end) for b in blocks)
         levels.append(tuple(groups))
         splits = new_splits
     return PipeDreamPlan(time, float(states.compute[-1]), tuple(levels), states, hierarchy, options,
                          tuple(float(v) for v in last.value[0, n - 1, :machines]))
-
-
-@dataclass(frozen=True)
-class _Solved:
-    value: np.ndarray  # (rows, n, machines): A(i, j, m); inf where the released code has None
-    split: np.ndarray  # k of the chosen split; −1: the whole range on one replicated stage
-    rest: np.ndarray  # m − m′ machines index of the part before the split
-    replicas: np.ndarray  # m′ (or m + 1 for the whole range)
-
-
-class _Cumulative:
-    """Level 1's compute_times[i][j] = compute[j] − compute[i − 1] (compute[j] for i = 0), None for j < i."""
-
-    def __init__(self, cumulative: np.ndarray):
-        self.cumulative = cumulative
-        self.shifted = np.concatenate([[0.0], cumulative])
-
-    def get(self, rows, cols):
-        rows, cols = np.asarray(rows), np.asarray(cols)
-        value = self.cumulative[cols] - self.shifted[rows]
-        return np.where(cols >= rows, value, np.nan)
-
-
-class _Matrix:
-    """Upper levels' compute_times: the level below's A(i, j, N − 1); None (NaN) where it had none."""
-
-    def __init__(self, values: np.ndarray):
-        self.values = np.where(np.isinf(values), np.nan, values)
-        # lowest[r, j]: the least non-None entry of rows 0..r of column j (inf: none), the kernel's bound
-        self.lowest = np.minimum.accumulate(np.where(np.isnan(self.values), np.inf, self.values), axis=0)
-
-    def get(self, rows, cols):
-        return self.values[np.asarray(rows), np.asarray(cols)]
-
-
-def _differences(cumulative: np.ndarray, rows, cols):
-    shifted = np.concatenate([[0.0], cumulative])
-    return cumulative[np.asarray(cols)] - shifted[np.asarray(rows)]
-
-
-def _solve_level(states: AntichainStates, compute, level: Level, within: int, final: bool,
-                 options: PipeDreamOptions) -> _Solved:
-    n, machines, bandwidth = len(states), level.machines, level.bandwidth
-    rows = 1 if final else n + 1
-    value = np.full((rows, n, machines), np.inf)
-    split = np.full((rows, n, machines), -1, dtype=np.int64)
-    rest = np.full((rows, n, machines), -1, dtype=np.int64)
-    replicas = np.zeros((rows, n, machines), dtype=np.int64)
-    row_index = np.arange(rows)[:, None]
-    col_index = np.arange(n)[None, :]
-    whole = compute.get(row_index, col_index)  # NaN where None
-    activation = _differences(states.activation, row_index, col_index)
-    parameters = _differences(states.parameters, row_index, col_index)
-    upper = col_index >= row_index
-    for m in range(1 if options.straight_pipeline else machines):
-        stashed = math.ceil((machines - (m + 1)) / (m + 1)) * (activation + parameters)
-        allowed = upper & ~np.isnan(whole)
-        if options.memory_constraint:
-            allowed &= ~(stashed > options.memory_bytes)
-        allreduce = (4 * m * parameters) / (bandwidth * (m + 1)) / within
-        value[:, :, m] = np.where(allowed, (whole + allreduce) / (m + 1), np.inf)
-        replicas[:, :, m] = np.where(allowed, m + 1, 0)
-    ratio = options.activation_compression_ratio
-    use_matrix = isinstance(compute, _Matrix)
-    arguments = (use_matrix, states.activation, states.parameters, states.crossing, float(bandwidth),
-                 options.straight_pipeline, options.use_fewer_machines, -1.0 if ratio is None else float(ratio),
-                 float(options.memory_bytes) if options.memory_constraint else -1.0)
-    if pipedream_dense.fits(rows, n, machines, options.straight_pipeline):  # small: no numba load
-        pipedream_dense.solve_row(value, split, rest, replicas, states.ancestor_runs, states.ancestor_starts,
-                                  states.ancestor_ends, np.zeros(1) if use_matrix else compute.cumulative,
-                                  compute.values if use_matrix else np.zeros((1, 1)), *arguments)
-        return _Solved(value, split, rest, replicas)
-    from archsim.partition.pipedream_kernel import solve_splits  # numba loads with the first solve, not on import
-
-    solve_splits(value, split, rest, replicas, states.ancestor_runs, states.ancestor_starts, states.ancestor_ends,
-                 np.zeros(1) if use_matrix else compute.cumulative, compute.values if use_matrix else np.zeros((1, 1)),
-                 compute.lowest if use_matrix else np.zeros((1, 1)), *arguments)
-    return _Solved(value, split, rest, replicas)
-
-
-def _analyze(solved: _Solved, states: AntichainStates, start: int, end: int, machines: int) -> list[Block]:
-    """The released analyze_partitioning: follow the splits of A(start, end − 1, machines − 1)."""
-    j, m = end - 1, machines - 1
-    cuts, reps = [], []
-    while solved.split[start, j, m] >= 0:
-        k = int(solved.split[start, j, m])
-        cuts.append(k + 1)
-        reps.append(int(solved.replicas[start, j, m]))
-        j, m = k, int(solved.rest[start, j, m])
-    reps.append(int(solved.replicas[start, j, m]))
-    bounds = [start, *reversed(cuts), end]
-    reps.reverse()
-    blocks = []
-    for (a, b), r in zip(itertools.pairwise(bounds), reps):
-        time = states.compute[b - 1] - (states.compute[a - 1] if a > 0 else 0.0)
-        blocks.append(Block(a, b, float(time), r))
-    return blocks
 
 
 def pipedream_partition(profile: LayerProfile, processors: int | None = None, *, bandwidth: float | None = None,
@@ -283,7 +147,7 @@ def pipedream_partition(profile: LayerProfile, processors: int | None = None, *,
     transfers counted, compression ratio 1); ``replication`` False is the optimizer's
     ``--straight_pipeline``; ``use_fewer_machines`` its flag of that name (without it, a plan
     must use every machine). ``hierarchy`` and ``options`` give every flag of the optimizer.
-    Each stage's time is the optimizer's own term for it, so ``max_stage_cycles`` is its
+    Each stage's time is the optimizer's own term for it, so ``max_stage_cost`` is its
     ``time_per_stage``.
     """
     if hierarchy is None:
@@ -351,11 +215,11 @@ def plan_partition(profile: LayerProfile, plan: PipeDreamPlan) -> Partition:
                 continue
             nodes = plan.states.nodes_between(block.start, block.end)
             ops = tuple(op for k in nodes for op in placed[k])
-            compute = sum(op.cycles for op in ops)
+            compute = sum(op.cost for op in ops)
             machines = r * math.prod(replicas for _, replicas in above)
             time = outwards((compute + allreduce) / r, above)
             stages.append(Stage(len(stages), tuple(profile.names[k] for k in nodes), ops, replicas=machines,
-                                allreduce_cycles=time - compute / machines))
+                                allreduce_cost=time - compute / machines))
 
     walk(0, 0, [])
     stage_of = {name: stage.index for stage in stages for name in stage.layers}

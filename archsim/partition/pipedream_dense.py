@@ -53,7 +53,7 @@ def solve_row(value, split, rest, replicas, runs, starts, ends, cumulative, matr
         allowed = candidates & ~np.isnan(last_compute)
         for m in range(1, machines):
             current = value[0, :, m].copy()
-            keep = split[0, :, m].copy(), rest[0, :, m].copy(), replicas[0, :, m].copy()
+            keep: tuple[np.ndarray, ...] = split[0, :, m].copy(), rest[0, :, m].copy(), replicas[0, :, m].copy()
             if fewer:
                 fewer_better = value[0, :, m - 1] < current
                 current = np.where(fewer_better, value[0, :, m - 1], current)

@@ -13,52 +13,53 @@ from archsim.partition.memo import per_profile
 if TYPE_CHECKING:
     import pandas as pd  # annotations only: loaded where used
 
+    from archsim.lowering import SplitAxis
     from archsim.partition.profile import LayerProfile
 
 
 @dataclass(frozen=True, init=False)
 class PlacedOp:
-    """An op on a processor, costing ``cycles`` in its plan's unit (:attr:`Partition.unit`: cycles or
+    """An op on a processor, costing ``cost`` in its plan's unit (:attr:`Partition.unit`: cycles or
     seconds). ``borrowed``: a δ (or δ″) of a layer whose F/G live elsewhere."""
 
     layer: str
     kind: str  # F, G, D, D1, D2
-    cycles: float
+    cost: float
     borrowed: bool = False
     extra_bytes: int = 0
-    split_axis: str | None = None
+    split_axis: SplitAxis | None = None
     split_part: int = 0
 
-    def __init__(self, layer: str, kind: str, cycles: float, borrowed: bool = False, extra_bytes: int = 0,
-                 split_axis: str | None = None, split_part: int = 0) -> None:
+    def __init__(self, layer: str, kind: str, cost: float, borrowed: bool = False, extra_bytes: int = 0,
+                 split_axis: SplitAxis | None = None, split_part: int = 0) -> None:
         # Every partition places one op per F, G and δ: a sweep makes millions. The generated frozen
         # __init__ sets the seven fields one object.__setattr__ at a time (2x this one update's cost).
-        self.__dict__.update(layer=layer, kind=kind, cycles=cycles, borrowed=borrowed, extra_bytes=extra_bytes,
+        self.__dict__.update(layer=layer, kind=kind, cost=cost, borrowed=borrowed, extra_bytes=extra_bytes,
                              split_axis=split_axis, split_part=split_part)
 
 
 @dataclass(frozen=True)
 class Stage:
     """One pipeline stage: its processors (``replicas`` of them run data-parallel) and ops; every
-    ``*_cycles`` is in the plan's unit (:attr:`Partition.unit`)."""
+    cost is in the plan's unit (:attr:`Partition.unit`)."""
 
     index: int
     layers: tuple[str, ...]
     ops: tuple[PlacedOp, ...]
     replicas: int = 1
-    allreduce_cycles: float = 0.0
+    allreduce_cost: float = 0.0
 
     @property
-    def assigned_cycles(self) -> float:
-        return sum(op.cycles for op in self.ops if not op.borrowed) / self.replicas
+    def assigned_cost(self) -> float:
+        return sum(op.cost for op in self.ops if not op.borrowed) / self.replicas
 
     @property
-    def borrowed_cycles(self) -> float:
-        return sum(op.cycles for op in self.ops if op.borrowed) / self.replicas
+    def borrowed_cost(self) -> float:
+        return sum(op.cost for op in self.ops if op.borrowed) / self.replicas
 
     @property
-    def total_cycles(self) -> float:
-        return self.assigned_cycles + self.borrowed_cycles + self.allreduce_cycles
+    def total_cost(self) -> float:
+        return self.assigned_cost + self.borrowed_cost + self.allreduce_cost
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,7 @@ class Partition:
     each boundary) and LayerPipe's additional bytes (weight slices, partial sums, δ″ results).
 
     ``unit``: of every cost in it ("cycles" from the array model, "seconds" from a profile in
-    seconds), whatever the field names say. ``devices``: the cluster devices of each stage (empty:
+    seconds). ``devices``: the cluster devices of each stage (empty:
     stage s on the next ``replicas`` processors in order). ``makespan``: the iteration's simulated
     time when the planner schedules too (SPP and its baselines run PE on the cluster's links)."""
 
@@ -75,7 +76,7 @@ class Partition:
     stages: tuple[Stage, ...]
     mandatory_bytes: int
     additional_bytes: int
-    boundary_cycles: tuple[float, ...] = ()
+    boundary_costs: tuple[float, ...] = ()
     notes: tuple[str, ...] = ()
     unit: str = "cycles"
     devices: tuple[tuple[int, ...], ...] = ()
@@ -86,12 +87,12 @@ class Partition:
         return sum(stage.replicas for stage in self.stages)
 
     @property
-    def max_stage_cycles(self) -> float:
-        """Steady-state cycles per iteration: the slowest stage (or boundary transfer)."""
-        return max([stage.total_cycles for stage in self.stages] + list(self.boundary_cycles))
+    def max_stage_cost(self) -> float:
+        """Steady-state time per iteration in the plan's unit: the slowest stage (or boundary transfer)."""
+        return max([stage.total_cost for stage in self.stages] + list(self.boundary_costs))
 
-    def speedup(self, single_processor_cycles: float) -> float:
-        return single_processor_cycles / self.max_stage_cycles
+    def speedup(self, single_processor_cost: float) -> float:
+        return single_processor_cost / self.max_stage_cost
 
     def to_frame(self) -> pd.DataFrame:
         import pandas as pd
@@ -102,9 +103,9 @@ class Partition:
                 "processor": stage.index + 1,
                 "layers": " ".join(stage.layers),
                 "replicas": stage.replicas,
-                "assigned_cycles": stage.assigned_cycles,
-                "borrowed_cycles": stage.borrowed_cycles,
-                "total_cycles": stage.total_cycles,
+                "assigned_cycles": stage.assigned_cost,
+                "borrowed_cycles": stage.borrowed_cost,
+                "total_cycles": stage.total_cost,
                 "ops": " ".join(f"{op.kind}:{op.layer}" + ("*" if op.borrowed else "") for op in stage.ops),
             })
         return pd.DataFrame(rows)

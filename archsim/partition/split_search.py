@@ -20,7 +20,7 @@ import numpy as np
 
 from archsim.array.analytic import form_cycles, form_within, gemm_cycles, gemm_cycles_form
 from archsim.array.config import ArrayConfig
-from archsim.lowering import Gemm, LoweredLayer
+from archsim.lowering import Gemm, LoweredLayer, SplitAxis
 from archsim.workload.layer import Layer
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ class AxisSplits:
 
     @classmethod
     def of(cls, lowered: LoweredLayer, axis: str, units: int, array: ArrayConfig) -> AxisSplits:
-        (gemm,) = lowered.op("D").gemms  # type: ignore[union-attr]
+        (gemm,) = lowered.required_op("D").gemms
         dim, per = split_gemm(lowered.layer, gemm, axis)
         fixed = [size for name, size in (("m", gemm.m), ("k", gemm.k), ("n", gemm.n)) if name != dim]
         free = gemm.count <= 0 or per <= 0 or min(fixed) <= 0
@@ -132,13 +132,17 @@ def table_splits(coster: DeltaCoster, index: int) -> dict[tuple[int, str], Table
     for slot, (layer_index, axis, units) in enumerate(wanted):
         if units <= 1:
             continue
-        layer, delta = coster.lowered[layer_index].layer, coster.lowered[layer_index].op("D")
+        lowered = coster.lowered[layer_index]
+        delta = lowered.op("D")
         parts = np.arange(units + 1, dtype=np.int64)
         for g in delta.gemms if delta is not None else ():
-            dim, per = split_gemm(layer, g, axis)
+            dim, per = split_gemm(lowered.layer, g, axis)
             m, k, n = (per * parts if dim == name else np.full_like(parts, size)
                        for name, size in (("m", g.m), ("k", g.k), ("n", g.n)))
-            m_all.append(m), k_all.append(k), n_all.append(n), count_all.append(np.full_like(parts, g.count))
+            m_all.append(m)
+            k_all.append(k)
+            n_all.append(n)
+            count_all.append(np.full_like(parts, g.count))
             shapes.append((slot, units + 1))
     tables = [np.zeros(units + 1 if units > 1 else 0, dtype=np.int64) for _, _, units in wanted]
     if shapes:
@@ -209,7 +213,7 @@ class BinarySplits:
 
     coster: DeltaCoster
     index: int
-    axis: str
+    axis: SplitAxis
     units: int
 
     def __call__(self, budget: float) -> tuple[int, int, int]:

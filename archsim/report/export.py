@@ -32,7 +32,7 @@ FAMILY = {"F": ("F",), "D": ("I",), "D1": ("I",), "D2": ("I",), "I": ("I",), "G"
 
 def chrome_trace(timeline) -> dict:
     events = []
-    names = {}
+    names: dict[str, int] = {}
     frame = timeline.to_frame()
     for row in frame.itertuples(index=False):
         data = row._asdict()
@@ -91,7 +91,7 @@ def schedule_actions(timeline) -> list[list[str]]:
     home: dict[int, str] = {}
     ends: dict[tuple[int, str, int], float] = {}
     for slot, op in slots:
-        stage, mb = stage_of[op.id], int(op.tag("microbatch"))  # type: ignore[arg-type]
+        stage, mb = stage_of[op.id], int(op.tag("microbatch"))
         for family in FAMILY[str(op.tag("kind"))]:
             if family == "F":
                 home.setdefault(stage, op.processor)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import html
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -39,7 +40,7 @@ def esc(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
-def _escaped(value: object) -> object:
+def _escaped(value: Any) -> Any:  # any plotly JSON value
     if isinstance(value, str):  # archsim's own line breaks (\n: names never hold control characters) as plotly's
         return esc(value).replace("\n", "<br>")
     if isinstance(value, (list, tuple)):
@@ -49,7 +50,7 @@ def _escaped(value: object) -> object:
     return value
 
 
-def _walk(node: object, key: str | None = None) -> object:
+def _walk(node: Any, key: str | None = None) -> Any:
     if isinstance(node, dict):
         return {k: _escaped(v) if k in TEXT_KEYS and not isinstance(v, dict) else _walk(v, k) for k, v in node.items()}
     if isinstance(node, list):

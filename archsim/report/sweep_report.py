@@ -5,6 +5,7 @@ Every figure carries the command that regenerates it and the mode (paper/exact) 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -107,7 +108,7 @@ def _section(title: str, body: str, command: str, mode: str) -> str:
 
 
 def build_report(results: pd.DataFrame, summary: pd.DataFrame, *, results_path: str, out: str | Path,
-                 spec_command: str, extra_sections: list[tuple[str, go.Figure | str, str]] = ()) -> Path:
+                 spec_command: str, extra_sections: Sequence[tuple[str, go.Figure | str, str]] = ()) -> Path:
     """Assemble and atomically write the report HTML; returns its path."""
     parts: list[str] = []
     figure = Figures()

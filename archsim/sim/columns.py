@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NoReturn
 
 import numpy as np
 
@@ -106,12 +107,13 @@ def object_columns(processors, links, ops, deps) -> tuple[OpColumns, DepColumns]
         pins = None
     columns = {"duration": [op.duration for op in ops], "stream": pins,
                "alloc_bytes": [op.alloc_bytes for op in ops], "free_bytes": [op.free_bytes for op in ops]}
-    arrays = {}
+    arrays: dict[str, np.ndarray] = {}
     for name, values in columns.items():
         kinds = "iu" if name == "stream" else "iuf"
-        arrays[name] = None if values is None else _numbers(values, kinds)
-        if arrays[name] is None:
+        found = None if values is None else _numbers(values, kinds)
+        if found is None:
             _checked([getattr(op, name) for op in ops], ops, name, kinds, name == "stream")
+        arrays[name] = found
     sizes = _numbers([dep.bytes for dep in deps])
     if sizes is None:
         _checked([dep.bytes for dep in deps], deps, "bytes", "iuf", False)
@@ -124,7 +126,7 @@ def object_columns(processors, links, ops, deps) -> tuple[OpColumns, DepColumns]
     return op_columns, dep_columns
 
 
-def _checked(values: list, items, field: str, kinds: str, optional: bool) -> None:
+def _checked(values: list, items, field: str, kinds: str, optional: bool) -> NoReturn:
     """Raise an InputError naming the first item whose value is not a number of ``kinds`` (None
     allowed when optional)."""
     allowed = (int, np.integer) if kinds == "iu" else (int, float, np.integer, np.floating)

@@ -26,7 +26,7 @@ def optimal_makespan(problem: Problem, horizon: int, *, time_limit: float = 60.0
         raise InputError("the exact solver needs integer durations", field="duration")
     index = {op.id: j for j, op in enumerate(ops)}
     starts = [range(horizon - d + 1) for d in durations]
-    column = {}
+    column: dict[tuple[int, int], int] = {}  # (op, start time) → its variable
     for j, times in enumerate(starts):
         for t in times:
             column[(j, t)] = len(column)
@@ -40,10 +40,10 @@ def optimal_makespan(problem: Problem, horizon: int, *, time_limit: float = 60.0
         by_processor.setdefault(op.processor, []).append(j)
     for members in by_processor.values():  # one op at a time per processor
         for time in range(horizon):
-            row = {column[(j, t)]: 1.0 for j in members if durations[j] > 0
-                   for t in range(max(0, time - durations[j] + 1), time + 1) if (j, t) in column}
-            if len(row) > 1:
-                rows.append((row, -np.inf, 1.0))
+            busy = {column[(j, t)]: 1.0 for j in members if durations[j] > 0
+                    for t in range(max(0, time - durations[j] + 1), time + 1) if (j, t) in column}
+            if len(busy) > 1:
+                rows.append((busy, -np.inf, 1.0))
     for dep in problem.deps:  # start(v) - start(u) >= duration(u)
         u, v = index[dep.src], index[dep.dst]
         row: dict[int, float] = {}

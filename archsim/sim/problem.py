@@ -12,6 +12,7 @@ import itertools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -77,7 +78,7 @@ class Op:
             object.__setattr__(self, "priority", tuple(self.priority))
 
     def tag(self, key: str, default: object = None) -> object:
-        for name, value in self.tags:  # type: ignore[misc]
+        for name, value in cast(Tags, self.tags):  # __post_init__ made them pairs
             if name == key:
                 return value
         return default
@@ -108,13 +109,13 @@ class Problem:
 
     def __init__(self, processors: Iterable[Processor], links: Iterable[Link], ops: Iterable[Op],
                  deps: Iterable[Dep]) -> None:
-        processors, links, ops, deps = (tuple(x) for x in (processors, links, ops, deps))
-        procs = _check_processors(processors)
-        found = _check_links(links, procs)
+        all_processors, all_links, all_ops, all_deps = tuple(processors), tuple(links), tuple(ops), tuple(deps)
+        procs = _check_processors(all_processors)
+        found = _check_links(all_links, procs)
         with paused_gc():
-            op_columns, dep_columns = object_columns(processors, links, ops, deps)
-            arrays = check_columns(processors, links, op_columns, dep_columns, named=(ops, deps))
-        self._set(processors, links, procs, found, arrays, ops, deps, None)
+            op_columns, dep_columns = object_columns(all_processors, all_links, all_ops, all_deps)
+            arrays = check_columns(all_processors, all_links, op_columns, dep_columns, named=(all_ops, all_deps))
+        self._set(all_processors, all_links, procs, found, arrays, all_ops, all_deps, None)
 
     @classmethod
     def from_arrays(cls, processors: Iterable[Processor], links: Iterable[Link], ops: OpColumns,
@@ -139,29 +140,38 @@ class Problem:
 
     processors: tuple[Processor, ...]
     links: tuple[Link, ...]
+    _procs: dict[str, Processor]
+    _links: dict[str, Link]
+    _arrays: ProblemArrays
+    _ops: tuple[Op, ...] | None  # made from the columns on first use
+    _deps: tuple[Dep, ...] | None
+    _columns: OpColumns | None  # the columns it was built from (from_arrays)
 
     @property
     def ops(self) -> tuple[Op, ...]:
         """The ops as objects (made from the columns on first use when built by :meth:`from_arrays`)."""
-        if self._ops is None:
-            object.__setattr__(self, "_ops", self._make_ops())
-        return self._ops
+        ops = self._ops
+        if ops is None:
+            ops = self._make_ops()
+            object.__setattr__(self, "_ops", ops)
+        return ops
 
     @property
     def deps(self) -> tuple[Dep, ...]:
-        if self._deps is None:
+        deps = self._deps
+        if deps is None:
             a = self.arrays
             names = [link.name for link in self.links] + [None]
             ids = a.ids
-            object.__setattr__(self, "_deps", tuple(
-                Dep(ids[s], ids[d], size, names[link]) for s, d, size, link in
-                zip(a.dep_src.tolist(), a.dep_dst.tolist(), a.dep_bytes.tolist(), a.dep_link.tolist())))
-        return self._deps
+            deps = tuple(Dep(ids[s], ids[d], size, names[link]) for s, d, size, link in
+                         zip(a.dep_src.tolist(), a.dep_dst.tolist(), a.dep_bytes.tolist(), a.dep_link.tolist()))
+            object.__setattr__(self, "_deps", deps)
+        return deps
 
     @property
     def arrays(self) -> ProblemArrays:
         """The problem as integer-indexed numpy arrays (op i is ``ops[i]``), built once when checked."""
-        return self._arrays  # type: ignore[attr-defined]
+        return self._arrays
 
     @property
     def priorities(self) -> Sequence | None:
@@ -183,10 +193,10 @@ class Problem:
         return self.ops[self.arrays.index[op_id]]
 
     def processor(self, name: str) -> Processor:
-        return self._procs[name]  # type: ignore[attr-defined]
+        return self._procs[name]
 
     def link(self, name: str) -> Link:
-        return self._links[name]  # type: ignore[attr-defined]
+        return self._links[name]
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Problem):
@@ -204,6 +214,7 @@ class Problem:
 
     def _make_ops(self) -> tuple[Op, ...]:
         a, columns = self.arrays, self._columns
+        assert columns is not None  # a problem built from objects has its ops already
         names = [p.name for p in self.processors]
         priority = columns.priority if columns.priority is not None else itertools.repeat(0)
         if isinstance(priority, np.ndarray):  # rows of integer keys are tuples

@@ -11,14 +11,14 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar, cast
 
 import numpy as np
 
 if TYPE_CHECKING:
     import pandas as pd  # annotations only: loaded where used
 
-    from archsim.sim.problem import Problem
+    from archsim.sim.problem import Problem, Tags
 
 SLOT_COLUMNS = ("op", "processor", "stream", "start", "end")
 
@@ -46,7 +46,10 @@ class Transfer:
     end: float
 
 
-class _Table(Sequence):
+Record = TypeVar("Record")
+
+
+class _Table(Sequence[Record]):
     """A read-only sequence of records stored as columns; equal to the tuple of its records."""
 
     _columns: tuple[np.ndarray, ...]
@@ -54,7 +57,7 @@ class _Table(Sequence):
     def __len__(self) -> int:
         return len(self._columns[0])
 
-    def _make(self, row: tuple):  # pragma: no cover - overridden
+    def _make(self, row: tuple) -> Record:  # pragma: no cover - overridden
         raise NotImplementedError
 
     def __getitem__(self, item):
@@ -83,7 +86,7 @@ class _Table(Sequence):
         return f"{type(self).__name__}({len(self)} rows)"
 
 
-class SlotTable(_Table):
+class SlotTable(_Table[Slot]):
     """Slots as arrays: op index, processor index, stream, start, end (in the problem's order)."""
 
     def __init__(self, problem: Problem, op, processor, stream, start, end) -> None:
@@ -97,7 +100,7 @@ class SlotTable(_Table):
         return Slot(self.problem.arrays.ids[i], self.problem.processors[p].name, stream, start, end)
 
 
-class TransferTable(_Table):
+class TransferTable(_Table[Transfer]):
     """Transfers as arrays: dependency index, link index, start, end (in the problem's order)."""
 
     def __init__(self, problem: Problem, dep, link, start, end) -> None:
@@ -117,33 +120,40 @@ class TransferTable(_Table):
 class Timeline:
     """Slots in start order, transfers in start order, the problem they solve, the policy's name."""
 
-    slots: tuple[Slot, ...]
-    transfers: tuple[Transfer, ...]
+    slots: Sequence[Slot]  # a tuple, or the engine's SlotTable
+    transfers: Sequence[Transfer]  # a tuple, or the engine's TransferTable
     problem: Problem | None = None
     policy: str = ""
 
-    def _tables(self) -> bool:
-        """True when slots and transfers are the engine's arrays, of this timeline's problem."""
-        return (isinstance(self.slots, SlotTable) and isinstance(self.transfers, TransferTable)
-                and self.slots.problem is self.problem and self.transfers.problem is self.problem)
+    def _tables(self) -> tuple[SlotTable, TransferTable, Problem] | None:
+        """Slots, transfers and problem when slots and transfers are the engine's arrays, of this
+        timeline's problem (the fast paths read them); None otherwise."""
+        slots, transfers, problem = self.slots, self.transfers, self.problem
+        if (isinstance(slots, SlotTable) and isinstance(transfers, TransferTable) and problem is not None
+                and slots.problem is problem and transfers.problem is problem):
+            return slots, transfers, problem
+        return None
 
     @property
     def makespan(self) -> float:
         """The time the last op or transfer ends (0 for an empty timeline)."""
-        if self._tables():
-            ends = [float(t.end.max()) for t in (self.slots, self.transfers) if len(t)]
+        tables = self._tables()
+        if tables is not None:
+            ends = [float(t.end.max()) for t in tables[:2] if len(t)]
             return max(ends, default=0.0)
         ends = [s.end for s in self.slots] + [t.end for t in self.transfers]
         return max(ends, default=0.0)
 
     def busy_time(self, processor: str) -> float:
         """Σ durations of the ops run on ``processor``, over all its streams."""
-        if self._tables():  # the same sum, in slot order, over the arrays
-            names = [p.name for p in self.problem.processors]
+        tables = self._tables()
+        if tables is not None:  # the same sum, in slot order, over the arrays
+            slots, _, problem = tables
+            names = [p.name for p in problem.processors]
             if processor not in names:
                 return 0
-            mine = self.slots.processor == names.index(processor)
-            return sum((self.slots.end[mine] - self.slots.start[mine]).tolist())
+            mine = slots.processor == names.index(processor)
+            return sum((slots.end[mine] - slots.start[mine]).tolist())
         return sum(s.end - s.start for s in self.slots if s.processor == processor)
 
     def utilization(self) -> dict[str, float]:
@@ -154,12 +164,15 @@ class Timeline:
         """
         span = self.makespan
         busy: dict[str, float] = defaultdict(float)
-        if self._tables():  # bincount adds in slot order, as the loop below does
-            names = [p.name for p in self.problem.processors]
-            sums = np.bincount(self.slots.processor, weights=self.slots.end - self.slots.start, minlength=len(names))
-            busy.update({names[p]: float(sums[p]) for p in np.unique(self.slots.processor).tolist()})
-        for s in (() if self._tables() else self.slots):
-            busy[s.processor] += s.end - s.start
+        tables = self._tables()
+        if tables is not None:  # bincount adds in slot order, as the loop below does
+            slots, _, problem = tables
+            names = [p.name for p in problem.processors]
+            sums = np.bincount(slots.processor, weights=slots.end - slots.start, minlength=len(names))
+            busy.update({names[p]: float(sums[p]) for p in np.unique(slots.processor).tolist()})
+        else:
+            for s in self.slots:
+                busy[s.processor] += s.end - s.start
         streams = {p.name: p.streams for p in self.problem.processors} if self.problem is not None else {}
         names = list(streams) + sorted(set(busy) - set(streams))
         return {n: busy[n] / (span * streams.get(n, 1)) if span > 0 else 0.0 for n in names}
@@ -174,8 +187,9 @@ class Timeline:
         """
         if self.problem is None:
             raise ValueError("peak_memory needs the Timeline's problem")
-        if self._tables():
-            return _peak_memory(self.problem, self.slots)
+        tables = self._tables()
+        if tables is not None:
+            return _peak_memory(tables[2], tables[0])
         ops = {op.id: op for op in self.problem.ops}
         events: dict[str, list[tuple[float, int, int]]] = defaultdict(list)
         for s in self.slots:
@@ -204,7 +218,7 @@ class Timeline:
                                       "start": s.start, "end": s.end}
             op = ops.get(s.op)
             if op is not None:
-                for key, value in op.tags:  # type: ignore[misc]
+                for key, value in cast("Tags", op.tags):  # Op.__post_init__ made them pairs
                     row.setdefault(key, value)
             rows.append(row)
         frame = pd.DataFrame(rows)

@@ -260,11 +260,11 @@ def _check_overlaps(problem, seen: dict, tol: float, errors: list[str]) -> None:
         for (_, end, a), (start, _, b) in pairwise(items):
             if not _before(end, start, tol):
                 errors.append(f"ops {a} and {b} overlap on {proc} stream {stream}")
-    for proc, items in per_proc.items():
+    for proc, spans in per_proc.items():
         # An end at t and a start at t do not overlap: ends sort first.
-        points = sorted([(s + tol * max(1.0, abs(s)), 1) for s, _ in items] + [(e, -1) for _, e in items])
+        marks = sorted([(s + tol * max(1.0, abs(s)), 1) for s, _ in spans] + [(e, -1) for _, e in spans])
         level = 0
-        for _, delta in points:
+        for _, delta in marks:
             level += delta
             if level > streams.get(proc, 1):
                 errors.append(f"more than {streams.get(proc, 1)} ops at once on {proc}")

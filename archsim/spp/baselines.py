@@ -33,7 +33,7 @@ def data_parallel(profile: LayerProfile, topology: Topology, microbatches: int) 
     devices = tuple(range(topology.devices))
     allreduce = ring_allreduce_on(float(sum(profile.weight_bytes)), devices, topology.bandwidth)
     ops = tuple(op for layer in placed_ops(profile) for op in layer)
-    stage = Stage(0, profile.names, ops, replicas=topology.devices, allreduce_cycles=allreduce)
+    stage = Stage(0, profile.names, ops, replicas=topology.devices, allreduce_cost=allreduce)
     return Partition("dp", (stage,), mandatory_bytes(profile, dict.fromkeys(profile.names, 0)), 0,
                      unit=profile.unit, devices=(devices,), makespan=compute + allreduce)
 

@@ -35,7 +35,7 @@ def prm_partition(profile: LayerProfile, plan: PRMPlan, bandwidth, method: str, 
     placed = placed_ops(profile)
     stages = tuple(Stage(n, profile.names[first:last], tuple(op for k in range(first, last) for op in placed[k]),
                          replicas=len(devices),
-                         allreduce_cycles=ring_allreduce_on(float(sum(profile.weight_bytes[first:last])), devices,
+                         allreduce_cost=ring_allreduce_on(float(sum(profile.weight_bytes[first:last])), devices,
                                                             bandwidth))
                    for n, ((first, last), devices) in enumerate(zip(plan.stages, plan.devices)))
     stage_of = {name: stage.index for stage in stages for name in stage.layers}

@@ -10,14 +10,15 @@ from dataclasses import replace
 
 import numpy as np
 
+from archsim.lowering import Mode
 from archsim.partition.profile import LayerProfile, build_profile, profile_from_costs
 
 
-def profile_from_network(network, array, batch: int, mode: str = "exact", group=None) -> LayerProfile:
+def profile_from_network(network, array, batch: int, mode: Mode = "exact", group=None) -> LayerProfile:
     """Array-model costs in seconds (cycles / clock). ``group`` maps a layer name to a block name;
     consecutive layers of one block merge into one node of a chain (e.g. a BERT encoder layer),
     whose boundary tensor is its last layer's output and whose δ back is the previous block's."""
-    p = build_profile(network, array, batch, mode)  # type: ignore[arg-type]
+    p = build_profile(network, array, batch, mode)
     from archsim.array.config import DEFAULT_CLOCK_HZ
 
     seconds = 1.0 / (array.clock_hz or DEFAULT_CLOCK_HZ)

@@ -75,7 +75,7 @@ class Topology:
         per time unit (None: free links): the cluster of ``archsim pipeline --processors P``."""
         if not processors > 0:
             raise InputError(f"processors must be positive, got {processors}", field="processors")
-        return _flat(cls, int(processors), None if bandwidth is None else float(bandwidth), name, memory_bytes)
+        return _flat(int(processors), None if bandwidth is None else float(bandwidth), name, memory_bytes)
 
     def uniform_levels(self) -> tuple[tuple[int, float], ...]:
         """(machines, bandwidth in bytes/s) per level, innermost first, for planners that model a
@@ -114,13 +114,13 @@ class Topology:
 
 
 @functools.lru_cache(maxsize=256)
-def _flat(cls, processors: int, bandwidth: float | None, name: str, memory_bytes: float | None) -> Topology:
+def _flat(processors: int, bandwidth: float | None, name: str, memory_bytes: float | None) -> Topology:
     """:meth:`Topology.flat`, built once per shape (frozen, shared): a sweep plans on the same few
     processor counts thousands of times."""
     # one read-only value broadcast over every pair (O(1) memory for thousands of processors);
     # its diagonal holds the link too, and nothing reads a device's link to itself
     links = np.broadcast_to(np.inf if bandwidth is None else bandwidth, (processors, processors))
-    return cls(name, (0,) * processors, links, None, memory_bytes)
+    return Topology(name, (0,) * processors, links, None, memory_bytes)
 
 
 def _is_gbps(value: object) -> bool:
@@ -133,7 +133,7 @@ class _Draws:
 
     def __init__(self, seed: int) -> None:
         self.seed = seed
-        self._rng = None
+        self._rng: np.random.Generator | None = None
 
     def uniform(self, low: float, high: float) -> float:
         if self._rng is None:

@@ -40,8 +40,8 @@ def design_rows(unit, network: Network, base_row) -> list[dict[str, object]]:
     table = load_table(design.energy_table)
     energies = access_energies(array, table)
     m = design.microbatches
-    profile = build_profile(network, array, unit.batch // m, unit.mode, unit.engine)  # type: ignore[arg-type]
-    dynamic = iteration_energy(network, array, unit.batch, unit.mode, unit.engine,  # type: ignore[arg-type]
+    profile = build_profile(network, array, unit.batch // m, unit.mode, unit.engine)
+    dynamic = iteration_energy(network, array, unit.batch, unit.mode, unit.engine,
                                energies=_without_leakage(energies), microbatches=m).set_index("op").loc["TOTAL"]
     parts = {"mac_pj": dynamic["mac_pj"], "register_pj": dynamic["register_pj"],
              "sram_pj": sum(dynamic[c] for c in dynamic.index if "_sram_" in c and c.endswith("_pj")),
@@ -55,7 +55,7 @@ def design_rows(unit, network: Network, base_row) -> list[dict[str, object]]:
         for method in unit.methods:
             options = {"alpha": unit.alpha} if method == "layerpipe" else {}
             plan = partition(profile, processors, method, **options)
-            cycles = m * plan.max_stage_cycles
+            cycles = m * plan.max_stage_cost
             for clock in design.clocks_ghz or (None,):
                 seconds = cycles / (clock * 1e9) if clock else float("nan")
                 leakage = static_power_mw(energies, array) * plan.processors * seconds * 1e9 if clock else 0.0

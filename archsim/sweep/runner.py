@@ -27,7 +27,7 @@ import pandas as pd
 
 from archsim.array.config import ArrayConfig
 from archsim.errors import InputError
-from archsim.lowering import LoweredLayer, lower_network
+from archsim.lowering import LoweredLayer, Mode, lower_network
 from archsim.outputs import atomic_write_text
 from archsim.partition import build_profile
 from archsim.planners import partitions
@@ -63,10 +63,10 @@ def _loaded_network(path: str, sha256: str) -> Network:
 
 
 @lru_cache(maxsize=64)
-def unit_lowering(path: str, sha256: str, only: tuple[str, ...], batch: int, mode: str,
+def unit_lowering(path: str, sha256: str, only: tuple[str, ...], batch: int, mode: Mode,
                   element_bytes: int) -> tuple[LoweredLayer, ...]:
     """The network lowered once per process for every array shape and dataflow that share it."""
-    return lower_network(unit_network(path, sha256, only), batch, mode, element_bytes)  # type: ignore[arg-type]
+    return lower_network(unit_network(path, sha256, only), batch, mode, element_bytes)
 
 
 def compute_unit(unit: Unit) -> list[dict[str, object]]:
@@ -89,7 +89,7 @@ def compute_unit(unit: Unit) -> list[dict[str, object]]:
 
         return design_rows(unit, network, base_row)
     array = ArrayConfig(rows=unit.rows, cols=unit.cols, dataflow=unit.dataflow)
-    profile = build_profile(network, array, unit.batch, unit.mode, unit.engine,  # type: ignore[arg-type]
+    profile = build_profile(network, array, unit.batch, unit.mode, unit.engine,
                             lowered=unit_lowering(unit.network, unit.network_sha256, unit.only, unit.batch,
                                                   unit.mode, array.element_bytes))
     single = float(profile.total.sum())
@@ -99,7 +99,7 @@ def compute_unit(unit: Unit) -> list[dict[str, object]]:
     for index, processors in enumerate(unit.processors):
         for method in unit.methods:
             plan = plans[method][index]
-            rows.append(base_row(processors, method, plan, single, plan.max_stage_cycles))
+            rows.append(base_row(processors, method, plan, single, plan.max_stage_cost))
     return rows
 
 
@@ -197,6 +197,9 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, workers: int = 1, dask: str |
     except OSError as exc:
         raise InputError(f"cannot write results here ({exc.strerror or exc.__class__.__name__})",
                          file=str(out), field="out") from None
+    if spec.source is None:  # the folder's owner is named by the spec file (spec.json, the lock)
+        raise InputError("a sweep runs a spec read from its file (load_spec), which names the folder's owner",
+                         field="spec")
     with holding(out, spec.source, spec.name):
         check_owner(out, spec.source, force=force)
         record = json.dumps({**asdict(spec), "source_path": str(Path(spec.source).resolve())}, indent=2, default=list)
@@ -236,10 +239,11 @@ def load_results(out: Path, files: list[Path] | None = None) -> pd.DataFrame:
 
 def _cached_rows(file: Path) -> list[dict[str, object]]:
     try:
-        rows = parse_json(read_text(file, "sweep cache file"), str(file))["rows"]
-    except (InputError, KeyError, TypeError) as exc:
+        data = parse_json(read_text(file, "sweep cache file"), str(file))
+    except InputError as exc:
         raise InputError(f"unreadable sweep cache file ({exc.__class__.__name__}); delete it to recompute",
                          file=str(file)) from None
+    rows = data.get("rows") if isinstance(data, dict) else None
     if not isinstance(rows, list):
         raise InputError("unreadable sweep cache file (no rows); delete it to recompute", file=str(file))
     return rows

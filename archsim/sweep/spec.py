@@ -36,7 +36,7 @@ from pathlib import Path
 from archsim.array.config import MAX_CLOCK_GHZ, MIN_CLOCK_GHZ, parse_array_shape
 from archsim.array.costing import ENGINES
 from archsim.errors import InputError
-from archsim.lowering import MODES
+from archsim.lowering import MODES, Mode
 from archsim.planners import PARTITIONERS
 from archsim.validate import (
     INT32_MAX,
@@ -69,7 +69,7 @@ class Unit:
     cols: int
     dataflow: str
     batch: int
-    mode: str
+    mode: Mode
     processors: tuple[int, ...]
     methods: tuple[str, ...]
     alpha: float
@@ -116,7 +116,7 @@ class SweepSpec:
     batches: tuple[int, ...]
     processors: tuple[int, ...]
     methods: tuple[str, ...]
-    mode: str = "exact"
+    mode: Mode = "exact"
     alpha: float = 1.001
     engine: str = "analytic"
     source: str | None = None

@@ -63,7 +63,7 @@ class Work:
     backward_collectives: tuple[Collective, ...] = ()
 
 
-def _gemm_ops(name: str, m: int, k: int, n: int, count: int = 1, weights: bool = True) -> tuple[TrainingOp, ...]:
+def _gemm_ops(name: str, m: int, k: int, n: int, count: int = 1, *, weights: bool = True) -> tuple[TrainingOp, ...]:
     f = TrainingOp(name, "F", (Gemm(m, k, n, count),), out_bytes=2 * m * n * count)
     d = TrainingOp(name, "D", (Gemm(m, n, k, count),), out_bytes=2 * m * k * count)
     if weights:

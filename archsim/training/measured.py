@@ -51,8 +51,8 @@ def read_measured(path: str | Path) -> list[MeasuredRun]:
         if not line.strip():
             continue
         try:
-            ints = [int(c) for c in cells[:10]]
-            runs.append(MeasuredRun(*ints, float(cells[10])))
+            gpus, batch, micro, hidden, heads, layers, seq, tp, dp, pp = (int(c) for c in cells[:10])
+            runs.append(MeasuredRun(gpus, batch, micro, hidden, heads, layers, seq, tp, dp, pp, float(cells[10])))
         except (ValueError, IndexError, TypeError):
             raise InputError("expected 10 integers and a time in ms", file=str(path), line=number) from None
         if runs[-1].gpus != runs[-1].tp * runs[-1].dp * runs[-1].pp:

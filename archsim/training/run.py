@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,6 +22,10 @@ from archsim.training.memory import StageMemory
 from archsim.training.parallel import Parallelism
 from archsim.workload.transformer import TransformerConfig
 
+if TYPE_CHECKING:
+    from archsim.policies.stage_run import StageRun
+    from archsim.sim.timeline import Timeline
+
 
 @dataclass(frozen=True)
 class TrainResult:
@@ -31,8 +36,17 @@ class TrainResult:
     memory: tuple[StageMemory, ...]
     breakdown: dict[str, float]
     ops: list[dict]  # per micro-batch: each op and TP collective of a layer / embedding / head; per iteration: the rest
-    run: object
+    run: StageRun
     post: tuple[dict[str, float], ...]
+
+    @property
+    def timeline(self) -> Timeline:
+        """The pipeline run's timeline (seconds)."""
+        from archsim.sim.timeline import Timeline
+
+        timeline = self.run.timeline
+        assert isinstance(timeline, Timeline)
+        return timeline
 
     @property
     def peak_memory_gib(self) -> float:
@@ -42,6 +56,7 @@ class TrainResult:
 def train(c: TransformerConfig, par: Parallelism, machine: Machine) -> TrainResult:
     from archsim.policies.stage_orders import published_order
     from archsim.policies.stage_run import run_order
+    from archsim.sim.timeline import SlotTable, Timeline
 
     check_fits(c, par)
     pieces = model_pieces(c, par, machine)
@@ -49,11 +64,13 @@ def train(c: TransformerConfig, par: Parallelism, machine: Machine) -> TrainResu
     order = published_order(par.schedule_name, par.pp, par.microbatches, par.chunks)
     run = run_order(order, stage_profile(times))
     mem = memories(c, par, order)
-    slots = run.timeline.slots
+    timeline = run.timeline
+    assert isinstance(timeline, Timeline) and isinstance(timeline.slots, SlotTable)  # the engine's arrays
+    slots = timeline.slots
     ends = np.full(par.pp, 0.0)
     np.maximum.at(ends, slots.processor, slots.end)
     rank_of = order.rank_of_stage()
-    tied_ranks = (rank_of[0], rank_of[order.stages - 1])
+    tied_ranks = (rank_of[0], rank_of[order.stages - 1])  # type: ignore[attr-defined]  # StageOrder's __slots__
     post = tuple(after_backward(c, par, machine, r, mem[r].parameters, tied_ranks) for r in range(par.pp))
     finish = [ends[r] + sum(post[r].values()) for r in range(par.pp)]
     slowest = int(np.argmax(finish))

@@ -128,7 +128,7 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus: int | None = 
     grid = list(candidates(gpus, micro_batches, recomputes, schedules, chunks, sequence_parallel))
     rejected: Counter = Counter()
     coster = _Coster(c, cluster, global_batch)
-    costed: list[tuple[float, float, Candidate, str]] = []
+    costed: list[tuple[float, str, float, Candidate]] = []  # seconds, timing, memory, candidate
     with progress(len(grid), progress_desc or f"search {c.name}", "config", delay=1.0) as bar:
         for k in grid:
             bar.update(1)

@@ -63,7 +63,7 @@ def group_outcomes(runs: list[MeasuredRun], cluster=None) -> list[GroupOutcome]:
                         sequence_parallel=(False,), top=len(measured),
                         only=lambda k, allowed=frozenset(measured): _key(k.tp, k.pp, k.dp, k.micro_batch) in allowed)
         ranked = tuple(_key(row["tp"], row["pp"], row["dp"], row["micro_batch"]) for row in result.rows)
-        best = min(measured, key=measured.get)
+        best = min(measured, key=lambda k: measured[k])
         first = measured[ranked[0]] / measured[best] - 1 if ranked else float("inf")
         out.append(GroupOutcome(run.hidden, run.layers, run.gpus, run.global_batch, len(measured), best, ranked,
                                 first))

@@ -6,11 +6,12 @@ than the cluster) is kept as a row with its reason, not dropped: the row says wh
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 
 from archsim.errors import InputError
 from archsim.training.parallel import Parallelism
 
-AXES = {"tp": int, "pp": int, "dp": int, "global_batch": int, "micro_batch": int, "interleave": int,
+AXES: dict[str, Callable[[str], object]] = {"tp": int, "pp": int, "dp": int, "global_batch": int, "micro_batch": int, "interleave": int,
         "recompute": str, "schedule": str, "sequence_parallel": lambda v: v.lower() in ("1", "true", "yes", "on")}
 
 

@@ -26,11 +26,10 @@ What the model assumes (the report and ``archsim validate-gpu`` print this):
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -41,7 +40,7 @@ from archsim.array.config import DATAFLOWS, ArrayConfig
 from archsim.array.costing import flatten_gemms
 from archsim.errors import InputError
 from archsim.lowering import TrainingOp, check_mode
-from archsim.validate import MIN_MAGNITUDE, is_file, shown
+from archsim.validate import is_file
 from archsim.validation.gpu_algorithms import (
     check_dgrad,
     cuda_core_arrays,
@@ -50,133 +49,16 @@ from archsim.validation.gpu_algorithms import (
     tensor_core_shape,
     winograd_forward,
 )
+from archsim.validation.gpu_catalog import (  # the catalog is exported here too
+    KNOWN_GPUS,
+    MAX_GPU_UNITS,
+    GpuSpec,
+    find_gpu,
+    resolve_gpu,
+)
 from archsim.validation.gpu_csv import KernelTable
 from archsim.workload import load_network
-from archsim.workload.layer import NETWORK_INPUT, Layer
-
-MAX_GPU_UNITS = 2**20  # SMs, tensor cores per SM, MMA rows or columns: far above any GPU, far below overflow
-
-
-@dataclass(frozen=True)
-class GpuSpec:
-    """What archsim needs to know about a GPU.
-
-    mma_rows × mma_cols: one tensor core as a PE array (dense FP16 MACs per clock = their product).
-    array_unit: what one array stands for — a tensor core, or on GPUs without tensor cores (Maxwell,
-    Pascal, AMD Vega) one SIMD partition of FP32 lanes, whose lanes are the PEs.
-    cuda_cores: a tensor-core GPU's FP32 lanes as (partitions per SM, rows, cols), for the layers
-    its fp16 tensor-core kernels cannot take (None: not described, no fallback).
-    clock_hz: the tensor cores' clock (cycles → seconds). memory_bytes_per_s: DRAM bandwidth,
-    only for the separate memory floor.
-    """
-
-    name: str
-    sm_count: int
-    tensor_cores_per_sm: int
-    mma_rows: int
-    mma_cols: int
-    clock_hz: float
-    memory_bytes_per_s: float
-    array_unit: str = "tensor core"
-    cuda_cores: tuple[int, int, int] | None = None
-
-    def __post_init__(self) -> None:
-        for name in ("sm_count", "tensor_cores_per_sm", "mma_rows", "mma_cols"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or not 0 < value <= MAX_GPU_UNITS:
-                raise InputError(f"must be an integer in 1…{MAX_GPU_UNITS}, got {shown(value)}", field=name)
-        for name in ("clock_hz", "memory_bytes_per_s"):
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and MIN_MAGNITUDE <= value < math.inf):
-                raise InputError(f"must be a finite number of at least {MIN_MAGNITUDE:g}, got {shown(value)}",
-                                 field=name)
-
-    @property
-    def arrays(self) -> int:
-        """Tensor cores on the GPU: the number of arrays a GEMM is split across."""
-        return self.sm_count * self.tensor_cores_per_sm
-
-    @property
-    def peak_flops(self) -> float:
-        """Dense FLOP/s (2 per MAC) the spec implies; checked against vendor datasheets in the tests."""
-        return 2.0 * self.arrays * self.mma_rows * self.mma_cols * self.clock_hz
-
-
-def _gpu(name: str, sms: int, tcs: int, mma: tuple[int, int], mhz: float, gbps: float,
-         unit: str = "tensor core", cuda_cores: tuple[int, int, int] | None = None) -> GpuSpec:
-    return GpuSpec(name, sms, tcs, mma[0], mma[1], mhz * 1e6, gbps * 1e9, unit, cuda_cores)
-
-
-FP32_PARTITION = "FP32 SIMD partition"
-
-
-KNOWN_GPUS: dict[str, GpuSpec] = {
-    # slug: SMs, tensor cores/SM, MACs/clock per tensor core as R×C, clock (MHz) giving the datasheet's
-    # dense FP16 tensor peak, DRAM GB/s.  Peaks: V100 125, T4 65, A100 312, A10 125, L4 121,
-    # H100 SXM 989, H100 PCIe 756, H200 989 TFLOP/s.
-    # V100 and T4 also list their 64 FP32 lanes per SM as 4 partitions of 4×4 (15.7 and 8.1 TFLOP/s
-    # FP32 at the same clock), where fp16 layers of other shapes run.
-    "v100": _gpu("NVIDIA V100 (SXM2)", 80, 8, (8, 8), 1530, 900, cuda_cores=(4, 4, 4)),
-    "t4": _gpu("NVIDIA T4", 40, 8, (8, 8), 1590, 320, cuda_cores=(4, 4, 4)),
-    "a100-40gb": _gpu("NVIDIA A100 40GB", 108, 4, (16, 16), 1410, 1555),
-    "a100-80gb": _gpu("NVIDIA A100 80GB", 108, 4, (16, 16), 1410, 2039),
-    "a10": _gpu("NVIDIA A10", 72, 4, (8, 16), 1695, 600),
-    "l4": _gpu("NVIDIA L4", 58, 4, (8, 16), 2040, 300),
-    "h100-sxm": _gpu("NVIDIA H100 SXM", 132, 4, (16, 32), 1830, 3350),
-    "h100-pcie": _gpu("NVIDIA H100 PCIe", 114, 4, (16, 32), 1620, 2000),
-    "h200": _gpu("NVIDIA H200", 132, 4, (16, 32), 1830, 4800),
-    # GPUs without tensor cores, timed by DeepBench in FP32 (docs/citations.md): each SM (AMD: compute
-    # unit) is its SIMD partitions of FP32 lanes, one array each — NVIDIA 32 lanes → 4×8, AMD SIMD16 → 4×4;
-    # the clock is the boost clock giving the datasheet's FP32 peak: P100 PCIe 9.3, GTX 1080 Ti 11.3,
-    # Titan Xp 12.1, Titan X (Pascal) 11.0, GTX Titan X (Maxwell) 6.6, Tesla M40 6.8, MI25 12.3,
-    # Vega Frontier Edition 13.1 TFLOP/s.
-    "p100-pcie": _gpu("NVIDIA Tesla P100 PCIe", 56, 2, (4, 8), 1303, 732, FP32_PARTITION),
-    "gtx-1080-ti": _gpu("NVIDIA GTX 1080 Ti", 28, 4, (4, 8), 1582, 484, FP32_PARTITION),
-    "titan-xp": _gpu("NVIDIA Titan Xp", 30, 4, (4, 8), 1582, 547.7, FP32_PARTITION),
-    "titan-x-pascal": _gpu("NVIDIA Titan X (Pascal)", 28, 4, (4, 8), 1531, 480, FP32_PARTITION),
-    "titan-x-maxwell": _gpu("NVIDIA GTX Titan X (Maxwell)", 24, 4, (4, 8), 1075, 336.5, FP32_PARTITION),
-    "m40": _gpu("NVIDIA Tesla M40", 24, 4, (4, 8), 1114, 288, FP32_PARTITION),
-    "mi25": _gpu("AMD Radeon Instinct MI25", 64, 4, (4, 4), 1500, 484, FP32_PARTITION),
-    "vega-fe": _gpu("AMD Radeon Vega Frontier Edition", 64, 4, (4, 4), 1600, 483, FP32_PARTITION),
-}
-
-_NAME_PATTERNS = ((r"p100", "p100-pcie"), (r"1080\s*ti", "gtx-1080-ti"), (r"titan\s*xp", "titan-xp"),
-                  (r"titan\s*x.*pascal", "titan-x-pascal"), (r"titan\s*x.*maxwell", "titan-x-maxwell"),
-                  (r"\bm40\b", "m40"), (r"mi25", "mi25"), (r"vega.*(frontier|\bfe\b)", "vega-fe"),
-                  (r"h200", "h200"), (r"h100.*pcie", "h100-pcie"), (r"h100", "h100-sxm"),
-                  (r"a100.*40\s*gb", "a100-40gb"), (r"a100", "a100-80gb"), (r"\ba10\b", "a10"),
-                  (r"\bl4\b", "l4"), (r"v100", "v100"), (r"\bt4\b", "t4"))
-
-
-def find_gpu(name: str) -> str | None:
-    """The :data:`KNOWN_GPUS` slug for a device name such as ``"NVIDIA H100 80GB HBM3"`` (None if unknown)."""
-    text = name.strip().lower()
-    if text in KNOWN_GPUS:
-        return text
-    return next((slug for pattern, slug in _NAME_PATTERNS if re.search(pattern, text)), None)
-
-
-def resolve_gpu(name: str, *, like: str | None = None, sm_count: int | None = None,
-                tensor_cores_per_sm: int | None = None, mma: tuple[int, int] | None = None,
-                clock_hz: float | None = None, memory_bytes_per_s: float | None = None) -> GpuSpec:
-    """The known GPU ``name`` matches (or ``like``, for one not in the table), with overrides applied.
-
-    A measured SM count (MIG slices, a cut-down part) should be passed as ``sm_count``.
-    """
-    slug = find_gpu(like) if like else find_gpu(name)
-    if slug is None:
-        field = "like" if like else "gpu"
-        raise InputError(f"unknown GPU {(like or name)!r}; name a similar known one with --like "
-                         f"({', '.join(KNOWN_GPUS)}) and override what differs", field=field)
-    base = KNOWN_GPUS[slug]
-    changes: dict[str, object] = {"name": name or base.name}
-    for key, value in (("sm_count", sm_count), ("tensor_cores_per_sm", tensor_cores_per_sm),
-                       ("clock_hz", clock_hz), ("memory_bytes_per_s", memory_bytes_per_s)):
-        if value is not None:
-            changes[key] = value
-    if mma is not None:
-        changes["mma_rows"], changes["mma_cols"] = mma
-    return replace(base, **changes)
+from archsim.workload.layer import NETWORK_INPUT, Layer, Network
 
 
 @dataclass(frozen=True)
@@ -274,11 +156,11 @@ def model_kernels(table: KernelTable, arrays: GpuArrays, mode: str = "exact") ->
     topology file of that name beside the CSV (measurements of other layers, such as DeepBench's); a layer
     that is missing, not a conv/fc, or has another shape than the CSV says is an error naming the line.
     """
-    check_mode(mode)
+    lowering = check_mode(mode)
     frame = table.frame.copy()
     eb = arrays.array.element_bytes
     layers: dict[tuple[str, str], Layer] = {}
-    networks: dict[str, object] = {}
+    networks: dict[str, Network] = {}
     for row in frame.itertuples(index=False):
         key = (row.network, row.layer)
         if key in layers:  # every row's recorded shape must match, not only the layer's first row's
@@ -291,7 +173,7 @@ def model_kernels(table: KernelTable, arrays: GpuArrays, mode: str = "exact") ->
             except InputError as exc:
                 raise InputError(exc.message, file=table.source, line=row.line, field="network") from None
         try:
-            layer = networks[row.network].layer(row.layer)  # type: ignore[attr-defined]
+            layer = networks[row.network].layer(row.layer)
         except KeyError:
             raise InputError(f"network {row.network!r} has no layer {row.layer!r}", file=table.source,
                              line=row.line, field="layer") from None
@@ -310,7 +192,7 @@ def model_kernels(table: KernelTable, arrays: GpuArrays, mode: str = "exact") ->
     bytes_of: dict[tuple[str, str, int], int] = {}
     for network, name, batch in units:
         layer = layers[(network, name)]
-        for op in kernel_ops(measured_layer(layer), batch, mode, eb, arrays.dgrad):
+        for op in kernel_ops(measured_layer(layer), batch, lowering, eb, arrays.dgrad):
             if (network, name, batch) in winograd:
                 op = winograd_forward(op, layer, batch)
             where[(network, name, batch, op.kind)] = len(ops)
@@ -355,7 +237,7 @@ def model_kernels(table: KernelTable, arrays: GpuArrays, mode: str = "exact") ->
     return frame
 
 
-def _check_shape(row: dict[str, object], layer: Layer, source: str) -> None:
+def _check_shape(row: dict[str, Any], layer: Layer, source: str) -> None:  # a gpu_csv record
     for name in ("ifmap_h", "ifmap_w", "channels", "filters", "filter_h", "filter_w", "stride", "padding", "kind"):
         value = row.get(name)
         if value is None or value == "" or (isinstance(value, float) and np.isnan(value)):
@@ -363,7 +245,7 @@ def _check_shape(row: dict[str, object], layer: Layer, source: str) -> None:
         expected = getattr(layer, name)
         if (int(value) if name != "kind" else value) != expected:
             raise InputError(f"CSV has {name}={value} but the shipped {layer.name} has {expected}: the file was "
-                             "measured on other layer definitions", file=source, line=int(row["line"]),  # type: ignore[arg-type]
+                             "measured on other layer definitions", file=source, line=int(row["line"]),
                              field=name)
 
 
@@ -371,6 +253,7 @@ def assumptions(arrays: GpuArrays, mode: str, measured_sm_count: str | None = No
     """The model's assumptions as (item, value) pairs, for tables and report captions."""
     spec, a = arrays.spec, arrays.array
     sms = f"{spec.sm_count}" + (" (from the measured CSV)" if measured_sm_count else " (table)")
+    cuda = cuda_core_arrays(arrays)
     return [
         ("GPU", spec.name),
         ("arrays P", f"{arrays.count} = {sms} SMs × {spec.tensor_cores_per_sm} {spec.array_unit}s"),
@@ -382,8 +265,8 @@ def assumptions(arrays: GpuArrays, mode: str, measured_sm_count: str | None = No
         ("lowering", f"im2col, {mode} mode; δ costed for every layer (the first too)"),
         ("strided δ", "zero insertion: dense transposed conv (N·H·W × R·S·K × C), as cuDNN 5–7 / MIOpen 1.3"
          if arrays.dgrad == "zero-insertion" else "stride-aware phase GEMMs"),
-        ("other shapes", f"channels or filters not multiples of 8 run on {cuda_core_arrays(arrays).count} FP32 "
-         "SIMD partitions" if cuda_core_arrays(arrays) is not None else "on the same arrays"),
+        ("other shapes", f"channels or filters not multiples of 8 run on {cuda.count} FP32 "
+         "SIMD partitions" if cuda is not None else "on the same arrays"),
         ("Winograd", "forwards the CSV records as Winograd: F(2×2, r×r) batched GEMMs, transforms not costed"
          if arrays.winograd else "off: every forward as its im2col GEMM"),
         ("not modeled", "memory stalls, launch overhead, layout transforms, FFT, algorithms the CSV does not record"),
@@ -391,3 +274,7 @@ def assumptions(arrays: GpuArrays, mode: str, measured_sm_count: str | None = No
         ("D ∥ G", "concurrent = max(D, G, (D + G busy array-cycles) / P); serial = D + G"),
         ("element size", f"{a.element_bytes} bytes"),
     ]
+
+
+__all__ = ["KNOWN_GPUS", "MAX_GPU_UNITS", "GpuArrays", "GpuSpec", "assumptions", "find_gpu", "gemm_cycles", "gpu_arrays",
+           "measured_layer", "model_kernels", "op_cycles", "resolve_gpu"]

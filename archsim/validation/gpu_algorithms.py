@@ -29,7 +29,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from archsim.errors import InputError
-from archsim.lowering import Gemm, TrainingOp, lower_layer
+from archsim.lowering import Gemm, Mode, TrainingOp, lower_layer
 from archsim.workload.layer import Layer
 
 if TYPE_CHECKING:
@@ -44,9 +44,9 @@ def check_dgrad(dgrad: str) -> str:
     return dgrad
 
 
-def kernel_ops(layer: Layer, batch: int, mode: str, element_bytes: int, dgrad: str) -> tuple[TrainingOp, ...]:
+def kernel_ops(layer: Layer, batch: int, mode: Mode, element_bytes: int, dgrad: str) -> tuple[TrainingOp, ...]:
     """F, D, G of ``layer`` as the library runs them: D by zero insertion (``paper`` lowering) or stride-aware."""
-    ops = lower_layer(layer, batch, mode, element_bytes).ops  # type: ignore[arg-type]
+    ops = lower_layer(layer, batch, mode, element_bytes).ops
     if check_dgrad(dgrad) == "stride-aware" or mode == "paper" or layer.stride == 1:
         return ops
     dense = {op.kind: op for op in lower_layer(layer, batch, "paper", element_bytes).ops}

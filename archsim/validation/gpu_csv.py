@@ -89,11 +89,11 @@ def parse_kernel_csv(text: str, source: str = "<memory>") -> KernelTable:
         for name in ("kind", "same_as", "algorithm"):
             if name in index:
                 record[name] = cells[name]
-        key = (record["network"], record["layer"], record["batch"], record["op"])
-        if key in seen:
-            raise InputError(f"duplicate row for {'/'.join(map(str, key))} (first on line {seen[key]})",
+        row_key = (record["network"], record["layer"], record["batch"], record["op"])
+        if row_key in seen:
+            raise InputError(f"duplicate row for {'/'.join(map(str, row_key))} (first on line {seen[row_key]})",
                              file=source, line=line, field="op")
-        seen[key] = line
+        seen[row_key] = line
         records.append(record)
     if not records:
         raise InputError("no measurement rows after the header", file=source)

@@ -34,6 +34,7 @@ import csv
 import io
 import re
 from pathlib import Path
+from typing import Any
 
 from archsim.errors import InputError
 from archsim.validate import read_text
@@ -130,7 +131,7 @@ def parse_topology(text: str, *, source: str = "<string>", name: str = "network"
             raise InputError("empty layer name", file=source, line=line, field="Layer name")
         if plain and layer_name in seen:
             layer_name = _renamed(layer_name, seen, notes, line)
-        values: dict[str, object] = {}
+        values: dict[str, Any] = {}  # Layer's integer fields, checked by Layer
         for column, attr in _FIELD_OF.items():
             values[attr] = _integer(row[POSITIONAL.index(column)], source, line, column)
         named = {extras[i]: row[i].strip() for i in extras if i < len(row)}
@@ -154,7 +155,7 @@ def parse_topology(text: str, *, source: str = "<string>", name: str = "network"
                          f"(one {values['filters'] // values['channels']}-filter conv per input channel)")
         try:
             layer = Layer(name=layer_name, kind=kind, bias=bias in ("1", "true", "yes"), inputs=inputs,
-                          geometry=geometry, **values)  # type: ignore[arg-type]
+                          geometry=geometry, **values)
             layer.ofmap_h, layer.ofmap_w  # noqa: B018 - geometry must be computable
         except InputError as exc:
             raise InputError(exc.message, file=source, line=line,

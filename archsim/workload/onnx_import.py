@@ -4,7 +4,8 @@ Validator, then factory: the model must pass ``onnx.checker`` (well-formed, topo
 sorted — so no cycles — known ops) and strict shape inference with every symbolic dimension
 fixed: the batch dimension (the first dimension of the first graph input) becomes 1 unless the
 file fixes it — layers are per sample and commands apply ``--batch`` at lowering — and any other
-symbolic dimension must be given in ``dims`` (``archsim import --dim seq=128``). Then each node
+symbolic dimension must be given in ``dims`` (``archsim import --dim seq=128``) — that is
+:mod:`archsim.workload.onnx_graph`'s job. Then each node
 becomes a layer by the rules of :mod:`archsim.workload.onnx_ops`. An op archsim does not model is
 an error naming the node and its op type, or with ``unsupported="skip"`` is left out (its
 consumers read its producers) and listed in ``Network.notes``.
@@ -15,18 +16,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from math import prod
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 from archsim.errors import InputError
-from archsim.validate import read_bytes, shown
 from archsim.workload import onnx_ops as ops
 from archsim.workload.layer import NETWORK_INPUT, Layer, Network
-from archsim.workload.onnx_fold import fold_constants
+from archsim.workload.onnx_graph import checked_graph, read_model
 
-MAX_DIMENSION = 2**31 - 1
-MAX_ELEMENTS = 2**50  # beyond this, byte counts overflow the int64 arithmetic downstream
-MAX_BYTES = 2**31  # protobuf's own limit for one message
 UNSUPPORTED_CHOICES = ("error", "skip")
-MAX_FOLD_ROUNDS = 4  # shape inference ⇄ constant folding until no shape arithmetic is left
 
 
 def _onnx():
@@ -45,7 +43,7 @@ def load_onnx(model, *, name: str | None = None, unsupported: str = "error",
     onnx = _onnx()
     source = "<onnx model>"
     if isinstance(model, (str, Path)):
-        model, source = _read(onnx, Path(model)), str(model)
+        model, source = read_model(onnx, Path(model)), str(model)
         name = name or Path(source).stem
     try:
         return _Importer(onnx, model, source, unsupported, dict(dims or {})).run(name or "onnx_model")
@@ -57,48 +55,9 @@ def load_onnx(model, *, name: str | None = None, unsupported: str = "error",
         raise
 
 
-def _read(onnx, path: Path):
-    data = read_bytes(path, "ONNX file", max_bytes=MAX_BYTES)  # weights make ONNX files the one larger cap
-    try:
-        return onnx.load_model_from_string(data)
-    except Exception as exc:  # protobuf's DecodeError and friends: the file is not an ONNX model
-        raise InputError(f"not an ONNX model ({type(exc).__name__})", file=str(path)) from None
-
-
-SMALL_CONSTANT = 4096  # initializers up to this many elements keep their values (shape arithmetic needs them)
-
-
-def _light(onnx, model):
-    """A copy of ``model`` without large weight values: large initializers become typed graph
-    inputs, so checking and shape inference need not copy hundreds of MB of weights."""
-    graph = model.graph
-    light = onnx.GraphProto(name=graph.name)
-    light.node.extend(graph.node)
-    light.input.extend(graph.input)
-    light.output.extend(graph.output)
-    light.value_info.extend(graph.value_info)
-    listed = {v.name for v in graph.input}
-    for tensor in graph.initializer:
-        if prod(tensor.dims) <= SMALL_CONSTANT:
-            light.initializer.append(tensor)
-        elif tensor.name not in listed:
-            light.input.append(onnx.helper.make_tensor_value_info(tensor.name, tensor.data_type, list(tensor.dims)))
-    out = onnx.ModelProto(ir_version=model.ir_version, producer_name=model.producer_name, domain=model.domain,
-                          model_version=model.model_version)
-    out.opset_import.extend(model.opset_import)
-    out.functions.extend(model.functions)
-    out.graph.CopyFrom(light)
-    return out
-
-
-def _first_line(exc: Exception) -> str:
-    text = " ".join(str(exc).split())
-    return text[:300] + ("…" if len(text) > 300 else "")
-
-
 @dataclass
 class _Importer:
-    onnx: object
+    onnx: ModuleType  # the onnx package, imported when a model is read
     model: object
     source: str
     unsupported: str
@@ -113,7 +72,11 @@ class _Importer:
     absorbed: set[int] = field(default_factory=set)  # node indices folded into a previous layer
 
     def run(self, name: str) -> Network:
-        graph = self._checked_graph()
+        checked = checked_graph(self.onnx, self.model, self.dims)
+        graph, self.batch = checked.graph, checked.batch
+        self.shapes.update(checked.shapes)
+        self.constants.update(checked.constants)
+        self.producers.update((tensor, (NETWORK_INPUT,)) for tensor in checked.inputs)
         nodes = list(graph.node)
         if not nodes:
             raise InputError("the ONNX graph has no nodes")
@@ -130,77 +93,6 @@ class _Importer:
         if not self.layers:
             raise InputError("no node of the ONNX graph maps to a layer (nothing to cost)")
         return Network(name=name, layers=tuple(self.layers), source=self.source, notes=tuple(self.notes))
-
-    # -- validation and shape inference ----------------------------------------------------
-    def _checked_graph(self):
-        onnx = self.onnx
-        model = _light(onnx, self.model)
-        graph = model.graph
-        initializers = {t.name: tuple(t.dims) for t in self.model.graph.initializer}
-        inputs = [v for v in graph.input if v.name not in initializers]
-        if not inputs:
-            raise InputError("the ONNX graph has no inputs")
-        symbolic = {dim.dim_param or f"{value.name}[{axis}]" for value in self.model.graph.input
-                    for axis, dim in enumerate(value.type.tensor_type.shape.dim) if not dim.HasField("dim_value")}
-        unused = sorted(set(self.dims) - symbolic)
-        if unused:  # a typo would otherwise change nothing, silently
-            raise InputError(f"--dim {shown(unused[0])} names no symbolic dimension of the model's inputs"
-                             + (f" (it has {', '.join(sorted(symbolic))})" if symbolic else " (it has none)"),
-                             field="dim")
-        for index, value in enumerate(inputs):
-            tensor_type = value.type.tensor_type
-            if not tensor_type.HasField("shape"):
-                raise InputError(f"graph input {value.name!r} has no shape", field="input")
-            for axis, dim in enumerate(tensor_type.shape.dim):
-                if dim.HasField("dim_value"):
-                    continue
-                label = dim.dim_param or f"{value.name}[{axis}]"
-                if label in self.dims:
-                    dim.dim_value = self.dims[label]
-                elif index == 0 and axis == 0:
-                    dim.dim_value = 1  # the batch: layers are per sample
-                else:
-                    raise InputError(f"graph input {value.name!r} dimension {axis} ({label!r}) is symbolic; "
-                                     f"fix it with --dim {label}=VALUE", field="input")
-        first = inputs[0].type.tensor_type.shape.dim
-        self.batch = first[0].dim_value if len(first) else 1
-        if len(first) and self.batch <= 0:  # a batch of 0 would make every per-sample shape 0 / 0
-            raise InputError(f"graph input {shown(inputs[0].name)} fixes its batch dimension at 0; give a batch of at "
-                             "least 1 (or leave it symbolic)", field="input")
-        try:
-            onnx.checker.check_model(model)
-            for _ in range(MAX_FOLD_ROUNDS):
-                model = onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True, data_prop=True)
-                self._read_shapes(model.graph)
-                if not fold_constants(onnx, model, self.shapes):
-                    break
-        except InputError:
-            raise
-        except Exception as exc:  # ValidationError, InferenceError, protobuf errors: the model is invalid
-            raise InputError(f"invalid ONNX model: {_first_line(exc)}") from None
-        graph = model.graph
-        for tensor in graph.initializer:
-            initializers.setdefault(tensor.name, tuple(tensor.dims))
-        for tensor_name, dims in initializers.items():
-            self.constants[tensor_name] = self._checked_shape(tensor_name, dims)
-        for value in inputs:
-            self.producers[value.name] = (NETWORK_INPUT,)
-        return graph
-
-    def _read_shapes(self, graph) -> None:
-        for value in list(graph.input) + list(graph.value_info) + list(graph.output):
-            tensor_type = value.type.tensor_type
-            if value.type.HasField("tensor_type") and tensor_type.HasField("shape") and all(
-                    d.HasField("dim_value") for d in tensor_type.shape.dim):
-                dims = tuple(d.dim_value for d in tensor_type.shape.dim)
-                self.shapes[value.name] = self._checked_shape(value.name, dims)
-
-    @staticmethod
-    def _checked_shape(tensor: str, shape: tuple[int, ...]) -> tuple[int, ...]:
-        if any(d < 0 or d > MAX_DIMENSION for d in shape) or prod(shape) > MAX_ELEMENTS:
-            raise InputError(f"tensor {tensor!r} has shape {list(shape)}: dimensions must lie in 0..{MAX_DIMENSION} "
-                             f"and a tensor hold at most 2**50 elements", field="shape")
-        return shape
 
     # -- per node ----------------------------------------------------------------------------
     def _node(self, index: int, node, nodes, consumers) -> None:
@@ -285,7 +177,7 @@ class _Importer:
         inputs = self._union(dynamic)
         layer_name = self._unique(name)
         out = self._shape(node, name, node.output[0])
-        common = {"name": layer_name, "inputs": inputs}
+        common: dict[str, Any] = {"name": layer_name, "inputs": inputs}  # every Layer's name and inputs
         if op in ("Conv", "ConvTranspose"):
             return self._conv(node, name, attrs, common, out)
         if op in ("Gemm", "MatMul"):

@@ -67,6 +67,8 @@ def load_torch_file(spec: str, input_shape: str | None, *, unsupported: str = "e
 
     module_name = f"archsim_user_model_{abs(hash(str(path.resolve())))}"
     loader_spec = importlib.util.spec_from_file_location(module_name, path)
+    if loader_spec is None or loader_spec.loader is None:
+        raise InputError("not loadable as a Python module", file=str(path))
     module = importlib.util.module_from_spec(loader_spec)
     sys.modules[module_name] = module  # dataclasses and pickling look their module up
     try:

@@ -32,7 +32,8 @@ def from_torch(module, example_inputs, *, name: str | None = None, unsupported: 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation and in-place notices
         try:
-            torch.onnx.export(module, args, buffer, dynamo=False, opset_version=opset,
+            # a file object: torch's annotation omits it; its TorchScript exporter writes to one
+            torch.onnx.export(module, args, buffer, dynamo=False, opset_version=opset,  # type: ignore[arg-type]
                               training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
         except Exception as exc:  # the exporter's own errors: the module cannot be traced or exported
             raise InputError(f"torch.onnx.export failed: {' '.join(str(exc).split())[:300]}") from None

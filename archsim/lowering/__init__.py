@@ -1,0 +1,19 @@
+"""Layer → training ops: F, G and D (δ) as GEMMs plus the tensors they move (:mod:`.lower`, which
+states the lowering rules), the types it produces (:mod:`.ops`), and δ's split into δ′/δ″ for
+LayerPipe (:mod:`.delta_split`). Import from here; the modules are its parts."""
+
+from archsim.lowering.delta_split import (
+    SPLIT_AXES,
+    DeltaSplit,
+    SplitAxis,
+    delta_split_units,
+    split_d2_bytes,
+    split_delta,
+    split_row_gemms,
+)
+from archsim.lowering.lower import delta_phases, lower_layer, lower_network
+from archsim.lowering.ops import MODES, Gemm, LayerTensors, LoweredLayer, Mode, OpKind, TrainingOp, check_mode
+
+__all__ = ["MODES", "SPLIT_AXES", "DeltaSplit", "Gemm", "LayerTensors", "LoweredLayer", "Mode", "OpKind", "SplitAxis",
+           "TrainingOp", "check_mode", "delta_phases", "delta_split_units", "lower_layer", "lower_network",
+           "split_d2_bytes", "split_delta", "split_row_gemms"]

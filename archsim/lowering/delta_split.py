@@ -1,0 +1,153 @@
+"""Splitting a layer's δ into δ′ (D1, stays) and δ″ (D2, moves to the next processor) by operational
+parallelism — along δ's output channels, its reduction, or its GEMM rows — as real sub-GEMMs with
+the bytes each part sends (LayerPipe's additional communication)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from archsim.errors import InputError
+from archsim.lowering.ops import Gemm, LoweredLayer, TrainingOp
+from archsim.workload.layer import Layer
+
+SplitAxis = Literal["channels", "reduction", "rows"]
+SPLIT_AXES: tuple[str, ...] = ("channels", "reduction", "rows")
+
+
+@dataclass(frozen=True)
+class DeltaSplit:
+    """δ split by operational parallelism into D1 (stays) and D2 (moves to the next processor).
+
+    ``part`` is how many of ``total`` units D2 takes: channels of δ's output (``channels``), output
+    channels of the layer along δ's reduction (``reduction``), or GEMM rows — input pixels of the
+    batch (``rows``). D2's ``extra_bytes`` are what the other processor needs in addition: the
+    weight slice (all weights for a rows split), and for a reduction split the partial sums to
+    merge back.
+    """
+
+    d1: TrainingOp | None
+    d2: TrainingOp | None
+    axis: str
+    part: int
+    total: int
+
+
+def split_delta(lowered: LoweredLayer, part: int, axis: SplitAxis = "channels", element_bytes: int = 1) -> DeltaSplit:
+    """Give ``part`` units of the layer's δ to D2 and the rest to D1; both are real sub-GEMMs."""
+    layer = lowered.layer
+    delta = lowered.op("D")
+    if delta is None:
+        raise InputError(f"layer {layer.name!r} has no δ op to split")
+    if not layer.is_gemm or layer.kind == "matmul":
+        raise InputError(f"δ of {layer.kind} layer {layer.name!r} is not split (only conv/fc δ is)")
+    if axis not in SPLIT_AXES:
+        raise InputError(f"unknown split axis {axis!r}; choose one of {', '.join(SPLIT_AXES)}", field="axis")
+    if layer.groups > 1 and axis != "rows":
+        raise InputError(f"δ of grouped conv {layer.name!r} splits by rows only (each group is its own GEMM)",
+                         field="axis")
+    if axis == "rows":
+        return _split_rows(lowered, part, element_bytes)
+    total = layer.channels if axis == "channels" else layer.filters
+    if not 0 <= part <= total:
+        raise InputError(f"split part must be within 0..{total}, got {part}", field="part")
+
+    def piece(units: int, kind: str) -> TrainingOp | None:
+        if units == 0:
+            return None
+        gemms = tuple(_resize(g, layer, units, axis) for g in delta.gemms)
+        out, extra = _piece_bytes(lowered, axis, units, total, element_bytes, kind)
+        return replace(delta, kind=kind, gemms=gemms, out_bytes=out, extra_bytes=extra)
+
+    return DeltaSplit(d1=piece(total - part, "D1"), d2=piece(part, "D2"), axis=axis, part=part, total=total)
+
+
+def split_d2_bytes(lowered: LoweredLayer, part: int, axis: SplitAxis, element_bytes: int = 1) -> tuple[int, int]:
+    """(out_bytes, extra_bytes) of the D2 of :func:`split_delta` (0, 0 for part 0), without building
+    its sub-GEMMs: what a partition's traffic count reads for every split it places."""
+    if part == 0:
+        return 0, 0
+    return _piece_bytes(lowered, axis, part, delta_split_units(lowered, axis), element_bytes, "D2")
+
+
+def _piece_bytes(lowered: LoweredLayer, axis: str, units: int, total: int, element_bytes: int,
+                 kind: str) -> tuple[int, int]:
+    """(out_bytes, extra_bytes) of a split piece taking ``units`` of ``total``: D2 receives the weight
+    slice (all weights for rows) and, split along the reduction, sends partial sums of all of δ back."""
+    layer, out_bytes = lowered.layer, lowered.required_op("D").out_bytes
+    if axis == "rows":
+        return out_bytes * units // total, element_bytes * layer.weight_elements if kind == "D2" else 0
+    w_per_unit = layer.filter_h * layer.filter_w * (layer.filters if axis == "channels" else layer.channels)
+    if axis == "channels":
+        return out_bytes * units // total, w_per_unit * units * element_bytes if kind == "D2" else 0
+    # each half yields partial sums of the whole δ
+    return out_bytes, (w_per_unit * units * element_bytes + out_bytes) if kind == "D2" else 0
+
+
+def _resize(gemm: Gemm, layer: Layer, units: int, axis: str) -> Gemm:
+    if layer.kind == "fc":
+        # fc δ is (rows, M, in_features): channels slice the in_features columns.
+        if axis == "channels":
+            per = gemm.n // layer.channels
+            return replace(gemm, n=per * units)
+        return replace(gemm, k=units)
+    if axis == "channels":
+        return replace(gemm, n=units)
+    per_tap = gemm.k // layer.filters
+    return replace(gemm, k=per_tap * units)
+
+
+def delta_split_units(lowered: LoweredLayer, axis: SplitAxis) -> int:
+    """How many units a δ split along ``axis`` can hand out (the ``total`` of :func:`split_delta`)."""
+    layer = lowered.layer
+    if layer.groups > 1 and axis != "rows":
+        return 0
+    if axis == "channels":
+        return layer.channels
+    if axis == "reduction":
+        return layer.filters
+    delta = lowered.op("D")
+    return sum(g.m * g.count for g in delta.gemms) if delta is not None else 0
+
+
+def split_row_gemms(gemms: Sequence[Gemm], part: int) -> tuple[list[Gemm], list[Gemm]]:
+    """The rows split, written once: the first ``part`` rows of ``gemms`` (in order: whole copies,
+    then part of one) and the rest, as GEMMs. δ's split (:func:`split_delta`) and the coster's
+    integer costs (:meth:`~archsim.partition.coster.DeltaCoster.split_cycles`) both read it."""
+    first: list[Gemm] = []
+    rest: list[Gemm] = []
+    need = part
+    for g in gemms:
+        whole = min(g.count, need // g.m)
+        if whole:
+            first.append(replace(g, count=whole))
+        need -= whole * g.m
+        left = g.count - whole
+        if left and need:
+            first.append(replace(g, m=need, count=1))
+            rest.append(replace(g, m=g.m - need, count=1))
+            left -= 1
+            need = 0
+        if left:
+            rest.append(replace(g, count=left))
+    return first, rest
+
+
+def _split_rows(lowered: LoweredLayer, part: int, element_bytes: int) -> DeltaSplit:
+    """D2 takes the first ``part`` GEMM rows (in GEMM order), D1 the rest; rows split exactly."""
+    delta = lowered.op("D")
+    assert delta is not None
+    total = sum(g.m * g.count for g in delta.gemms)
+    if not 0 <= part <= total:
+        raise InputError(f"split part must be within 0..{total}, got {part}", field="part")
+    first, rest = split_row_gemms(delta.gemms, part)
+
+    def piece(gemms: list[Gemm], units: int, kind: str) -> TrainingOp | None:
+        if units == 0:
+            return None
+        out, extra = _piece_bytes(lowered, "rows", units, total, element_bytes, kind)
+        return replace(delta, kind=kind, gemms=tuple(gemms), out_bytes=out, extra_bytes=extra)
+
+    return DeltaSplit(d1=piece(rest, total - part, "D1"), d2=piece(first, part, "D2"), axis="rows", part=part,
+                      total=total)

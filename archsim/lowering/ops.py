@@ -1,0 +1,89 @@
+"""What lowering produces: a layer's training ops (F, G, D and δ's parts) as GEMMs and vector work,
+with the bytes they move (:mod:`archsim.lowering.lower` builds them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, cast
+
+from archsim.errors import InputError
+from archsim.workload.layer import Layer
+
+Mode = Literal["paper", "exact"]
+MODES = ("paper", "exact")
+OpKind = Literal["F", "G", "D", "D1", "D2"]
+
+
+@dataclass(frozen=True)
+class Gemm:
+    """``count`` independent GEMMs out[m×n] = A[m×k]·B[k×n], run one after another."""
+
+    m: int
+    k: int
+    n: int
+    count: int = 1
+
+    def __post_init__(self) -> None:
+        for name in ("m", "k", "n", "count"):
+            if getattr(self, name) <= 0:
+                raise InputError(f"GEMM dimension must be positive, got {getattr(self, name)}", field=name)
+
+    @property
+    def macs(self) -> int:
+        return self.m * self.k * self.n * self.count
+
+
+@dataclass(frozen=True)
+class TrainingOp:
+    """One training operation of one layer.
+
+    gemms: the systolic-array work (empty for vector-unit layers).
+    vector_elements: element operations on the vector unit (non-GEMM layers).
+    out_bytes: bytes of the tensor the op produces (activation, weight gradient, δ or its part).
+    extra_bytes: bytes a split op must receive beyond the unsplit op's inputs (weight slice,
+        partial sums to merge) — LayerPipe's "additional communication".
+    """
+
+    layer: str
+    kind: str
+    gemms: tuple[Gemm, ...]
+    vector_elements: int = 0
+    out_bytes: int = 0
+    extra_bytes: int = 0
+
+    @property
+    def macs(self) -> int:
+        return sum(g.macs for g in self.gemms)
+
+
+@dataclass(frozen=True)
+class LayerTensors:
+    """Bytes a pipeline stage boundary moves around one layer (LayerPipe Table II)."""
+
+    activation_bytes: int  # layer output, sent forward if a stage ends after the layer
+    delta_bytes: int  # δ of the layer input, sent backward if a stage starts at the layer
+    weight_bytes: int  # the layer's weights (bias excluded)
+
+
+@dataclass(frozen=True)
+class LoweredLayer:
+    layer: Layer
+    ops: tuple[TrainingOp, ...]
+    tensors: LayerTensors
+
+    def op(self, kind: str) -> TrainingOp | None:
+        return next((op for op in self.ops if op.kind == kind), None)
+
+    def required_op(self, kind: str) -> TrainingOp:
+        """The op of ``kind``, where the caller only reaches layers that have one."""
+        op = self.op(kind)
+        if op is None:
+            raise InputError(f"layer {self.layer.name!r} has no {kind} op")
+        return op
+
+
+def check_mode(mode: str) -> Mode:
+    """``mode`` as a :data:`Mode`, or an error naming it."""
+    if mode not in MODES:
+        raise InputError(f"unknown mode {mode!r}; choose paper or exact", field="mode")
+    return cast(Mode, mode)
