@@ -58,7 +58,7 @@ def test_closed_form_close_to_simulator(pp, m):
 
 # The first held-out run (12/20/24-layer models: not in the fit) of each of the 18 parallelisms, in
 # file order. Tolerance: their mean absolute error within 10% and each within 30% (the benchmark's
-# held-out MAPE over all 757 is 6.7%; its worst runs, TP 8 at micro-batch 1, are 29% off).
+# held-out MAPE over all 757 is 6.4%; its worst runs, TP 2 at micro-batch 4 with hidden 1,024, are 28% off).
 def test_handful_of_measured_runs():
     runs = [r for r in read_measured(ROOT / "tests" / "data" / "e2e" / "vtrain_single_node_shown.csv")
             if not fitted.is_fit_run(r.layers)]
@@ -73,6 +73,35 @@ def test_handful_of_measured_runs():
         errors.append(predicted * 1e3 / run.milliseconds - 1)
     assert np.mean(np.abs(errors)) <= 0.10, errors
     assert np.max(np.abs(errors)) <= 0.30, errors
+
+
+def _measured_ms_per_layer_and_microbatch(runs, hidden, tp, micro_batch):
+    """Least squares over a cell's PP 1 runs: time = m·L·x + m·y + c (m micro-batches, L layers); x."""
+    cell = [r for r in runs if (r.hidden, r.tp, r.micro_batch, r.pp) == (hidden, tp, micro_batch, 1)]
+    m = np.array([r.global_batch // (r.micro_batch * r.dp) for r in cell])
+    x = np.c_[m * np.array([r.layers for r in cell]), m, np.ones(len(cell))]
+    return np.linalg.lstsq(x, np.array([r.milliseconds for r in cell]), rcond=None)[0][0]
+
+
+@pytest.mark.parametrize("hidden", [1024, 2048])
+def test_unfused_softmax_explains_tp8_micro_batch_1(hidden):
+    """16 heads over TP 8 at micro-batch 1 leave 2 attention batches: Megatron's fused softmax does not
+    run. The measured runs cost 0.90–0.95 ms more per layer and micro-batch there than at micro-batch 2
+    (where it runs, and both are host-bound); archsim's five-kernel fp32 softmax must account for that
+    difference within 25% (without the rule archsim predicts the same time for both)."""
+    runs = read_measured(ROOT / "tests" / "data" / "e2e" / "vtrain_single_node_shown.csv")
+    measured = (_measured_ms_per_layer_and_microbatch(runs, hidden, 8, 1)
+                - _measured_ms_per_layer_and_microbatch(runs, hidden, 8, 2))
+    gpt = TransformerConfig("gpt", "gpt", 16, hidden, 16, 50257, 1024, 4 * hidden, 16, True, 1024)
+
+    def per_layer_ms(b):
+        par = Parallelism(8, 1, 1, 8 * b, b, "full")
+        layer = model_pieces(gpt, par, single_node().machine(par))["layer"]
+        return 1e3 * (layer.forward + layer.tp_forward + layer.recompute + layer.backward_input
+                      + layer.tp_backward + layer.backward_weight)
+
+    assert 0.85 <= measured <= 1.0  # the data's own figure, recomputed
+    assert per_layer_ms(1) - per_layer_ms(2) == pytest.approx(measured, rel=0.25)
 
 
 def test_cli_json(capsys):

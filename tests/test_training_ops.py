@@ -5,7 +5,7 @@ Reference: Narayanan et al. 2021 (SC'21, §5.1): a GPT layer's forward is 24·b�
 
 import pytest
 
-from archsim.training.layer_ops import block_work, head_work, layer_parameters
+from archsim.training.layer_ops import block_work, fused_softmax, head_work, layer_parameters
 from archsim.workload.transformer import TransformerConfig
 
 C = TransformerConfig("tiny", "gpt", 2, 64, 4, 100, 16, 256, 4, True, 16)
@@ -27,10 +27,13 @@ def test_layer_flops_by_hand(tp):
     assert flops([op for op in work.backward if op.kind == "D"]) * tp == 2 * forward - 24 * b * s * h * h
 
 
+C32 = TransformerConfig("tiny-32", "gpt", 2, 64, 4, 100, 32, 256, 4, True, 32)  # long enough for the fused softmax
+
+
 def test_layer_bytes_by_hand():
-    b, s, h, a = 2, 16, 64, 4
+    b, s, h, a = 2, 32, 64, 4
     t_ = b * s
-    work = block_work(C, b, 1)
+    work = block_work(C32, b, 1)
     elements = {op.layer: op.vector_elements for op in work.forward if not op.gemms}
     assert elements == {"norm1": 2 * t_ * h, "softmax": 2 * b * a * s * s, "attn_dropout": 2.5 * b * a * s * s,
                         "residual1": 3.5 * t_ * h, "norm2": 2 * t_ * h, "bias_gelu": 2 * t_ * 4 * h,
@@ -38,6 +41,33 @@ def test_layer_bytes_by_hand():
     backward = {op.layer: op.vector_elements for op in work.backward if not op.gemms}
     assert backward["norm1"] == 3 * t_ * h and backward["softmax"] == 3 * b * a * s * s
     assert backward["bias_gelu"] == 3 * t_ * 4 * h
+
+
+@pytest.mark.parametrize(("seq", "batches", "fused"), [
+    (32, 8, True), (1024, 4, True), (2048, 16, True),
+    (16, 8, False),    # key length must exceed 16
+    (4096, 8, False),  # and be at most 2048
+    (1024, 2, False),  # 16 heads over TP 8 at micro-batch 1
+    (1024, 6, False), (30, 8, False)])
+def test_fused_softmax_condition(seq, batches, fused):
+    """Megatron's FusedScaleMaskSoftmax: 16 < sk <= 2048, sq % 4 == 0, (b · heads per rank) % 4 == 0."""
+    assert fused_softmax(seq, batches) is fused
+
+
+def test_unfused_softmax_is_five_fp32_kernels_each_way():
+    """16 heads over TP 8 at micro-batch 1: cast, scale, mask, softmax, cast back, in fp32. Bytes by
+    hand per score: forward 2→4 + 4→4 + (4 + 1 mask)→4 + 4→4 + 4→2 = 6 + 8 + 9 + 8 + 6 = 37 bytes;
+    backward 6 + 8 + 9 + 12 (softmax reads y and dy) + 6 = 41 bytes; the fused kernel 4 and 6."""
+    gpt = TransformerConfig("gpt-16h", "gpt", 2, 1024, 16, 100, 1024, 4096, 16, True, 1024)
+    scores = 1024 * 1024 * 2  # b · heads/t · s²
+    unfused, fused = block_work(gpt, 1, 8), block_work(gpt, 2, 8)
+    soft = lambda ops: [op for op in ops if op.layer.startswith("softmax")]
+    assert len(soft(unfused.forward)) == len(soft(unfused.backward)) == 5
+    assert len(soft(fused.forward)) == len(soft(fused.backward)) == 1
+    assert sum(op.vector_elements for op in soft(unfused.forward)) * 2 == 37 * scores
+    assert sum(op.vector_elements for op in soft(unfused.backward)) * 2 == 41 * scores
+    assert sum(op.vector_elements for op in soft(fused.forward)) * 2 == 4 * 2 * scores
+    assert len(unfused.forward) == len(fused.forward) + 4 and len(unfused.backward) == len(fused.backward) + 4
 
 
 def test_tp_collectives():

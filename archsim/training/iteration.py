@@ -36,7 +36,8 @@ from archsim.training.parallel import Parallelism, layers_per_stage, padded_voca
 from archsim.workload.transformer import TransformerConfig
 
 OPTIMIZER_BYTES_PER_PARAMETER = 32
-ATTENTION_CORE = ("scores", "softmax", "attn_dropout", "context")
+ATTENTION_CORE = ("scores", "softmax", "attn_dropout", "context", "softmax.to_fp32", "softmax.scale", "softmax.mask",
+                  "softmax.to_fp16")
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,9 @@ bias + dropout + add    read x, residual,   read dy, mask, write dx, add residua
                         write, mask: 3.5    grad: 3.5
 ======================  ==================  ====================================
 
+Megatron's fused scale-mask-softmax kernel runs only on some shapes (:func:`fused_softmax`); elsewhere
+the softmax is five fp32 kernels each way (:data:`UNFUSED_SOFTMAX`).
+
 Collectives (bytes at 2 per element): without sequence parallelism, an all-reduce of T·h after the
 attention projection and after the second MLP GEMM in the forward, and after the QKV and first MLP
 δ in the backward; with it, each becomes an all-gather before the column-parallel GEMM and a
@@ -108,7 +111,12 @@ def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_par
     mem("norm1", 2 * local * h, 3 * local * h)
     gemm("qkv", tokens, h, (heads + 2 * kv) * hd)
     gemm("scores", s, hd, s, b * heads, weights=False)
-    mem("softmax", 2 * s * s * b * heads, 3 * s * s * b * heads)
+    scores = s * s * b * heads
+    if fused_softmax(s, b * heads):
+        mem("softmax", 2 * scores, 3 * scores)
+    else:
+        for name, fwd, bwd in UNFUSED_SOFTMAX:
+            mem(name, fwd * scores, bwd * scores)
     mem("attn_dropout", 2.5 * s * s * b * heads, 2.5 * s * s * b * heads)
     gemm("context", s, s, hd, b * heads, weights=False)
     gemm("proj", tokens, heads * hd, h)
@@ -125,6 +133,24 @@ def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_par
     mem("residual2", 3.5 * local * h, 3.5 * local * h)
     backward.reverse()  # backward runs the ops last-first (order only matters for a timeline)
     return Work(tuple(forward), tuple(backward), *_tp_collectives(tokens * h * 2, tp, sequence_parallel))
+
+
+# Megatron's softmax when its fused kernel does not apply (FusedScaleMaskSoftmax.forward_torch_softmax):
+# cast to fp32, scale, mask, softmax, cast back — five kernels each way. Elements read and written per
+# score, in 2-byte units (an fp32 value is 2, the bool mask ½): forward, backward (the casts' and the
+# scale's gradients, softmax's backward reading y and dy, the mask's gradient a masked fill).
+UNFUSED_SOFTMAX = (("softmax.to_fp32", 3, 3), ("softmax.scale", 4, 4), ("softmax.mask", 4.5, 4.5),
+                   ("softmax", 4, 6), ("softmax.to_fp16", 3, 3))
+
+
+def fused_softmax(seq: int, attention_batches: int) -> bool:
+    """Whether Megatron's fused scale-mask-softmax kernel runs (one kernel each way) for ``seq`` tokens
+    and ``attention_batches`` = micro-batch × heads per TP rank: its warp-per-row kernel needs
+    16 < key length ≤ 2048, query length and attention batches multiples of 4
+    (``FusedScaleMaskSoftmax``'s ``custom_kernel_constraint`` in the Megatron-DeepSpeed the measured
+    runs used; vTrain's model copies it). Otherwise PyTorch runs :data:`UNFUSED_SOFTMAX` in fp32 —
+    e.g. 16 heads over TP 8 at micro-batch 1 (2 attention batches)."""
+    return 16 < seq <= 2048 and seq % 4 == 0 and attention_batches % 4 == 0
 
 
 def _tp_collectives(activation_bytes: float, tp: int,
@@ -190,5 +216,5 @@ def embedding_parameters(c: TransformerConfig, tp: int = 1) -> int:
     return padded_vocab(c.vocab, tp) // tp * c.hidden + c.positions * c.hidden
 
 
-__all__ = ["Collective", "Work", "block_work", "embedding_parameters", "embedding_work", "head_work",
-           "layer_parameters"]
+__all__ = ["UNFUSED_SOFTMAX", "Collective", "Work", "block_work", "embedding_parameters", "embedding_work",
+           "fused_softmax", "head_work", "layer_parameters"]
