@@ -29,10 +29,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from archsim.errors import InputError
-from archsim.workload.layer import Layer, Network
+
+if TYPE_CHECKING:  # in annotations only: `plan` reads --mode's choices without loading layers
+    from archsim.workload.layer import Layer, Network
 
 Mode = Literal["paper", "exact"]
 MODES = ("paper", "exact")

@@ -7,12 +7,15 @@ import sys
 from collections.abc import Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from archsim.array.config import ArrayConfig, parse_array_shape, read_scalesim_cfg
 from archsim.errors import InputError
 from archsim.outputs import FORMATS, atomic_write_text
 from archsim.progress import progress
 from archsim.validate import DEFAULT_MAX_OPS, float_flag, parse_int, positive_float_flag, positive_int_flag, shown
+
+if TYPE_CHECKING:  # the array model is imported by the commands that cost on it
+    from archsim.array.config import ArrayConfig
 
 clock_ghz_flag = float_flag(1e-6, 1e3, what="a clock in GHz (1e-06 … 1000)")
 
@@ -75,6 +78,8 @@ def add_array_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def array_from_args(args: argparse.Namespace) -> ArrayConfig:
+    from archsim.array.config import ArrayConfig, parse_array_shape, read_scalesim_cfg
+
     if args.config:
         config = read_scalesim_cfg(args.config, element_bytes=args.element_bytes)
         if args.array is not None:

@@ -4,15 +4,17 @@ replication and mapping, schedule it with PE, and keep the stage count with the 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from archsim.collectives import ring_allreduce_on, slowest_link
 from archsim.errors import InputError
 from archsim.partition.profile import LayerProfile
 from archsim.partition.result import Partition, Stage, mandatory_bytes, placed_ops
 from archsim.spp.pe import StagePlan, pe_makespan
-from archsim.spp.prm import PRMPlan, boundary_bytes, channel_time, prm_tables, stage_time
-from archsim.spp.rdo import recursive_device_order
-from archsim.spp.topology import Topology
+
+if TYPE_CHECKING:  # PRM and RDO load with SPP's search: a PipeDream plan laid on GPUs needs neither
+    from archsim.spp.prm import PRMPlan
+    from archsim.spp.topology import Topology
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,8 @@ def prm_partition(profile: LayerProfile, plan: PRMPlan, bandwidth, method: str, 
 
 def stage_plans(profile: LayerProfile, plan: PRMPlan, bandwidth) -> list[StagePlan]:
     """Per-micro-batch stage and channel times of a PRM plan (replicas share a micro-batch)."""
+    from archsim.spp.prm import boundary_bytes, channel_time, stage_time
+
     plans = []
     for n, ((first, last), devices) in enumerate(zip(plan.stages, plan.devices)):
         r = len(devices)
@@ -64,6 +68,9 @@ def stage_plans(profile: LayerProfile, plan: PRMPlan, bandwidth) -> list[StagePl
 def spp(profile: LayerProfile, topology: Topology, microbatches: int, *, max_stages: int | None = None,
         on_stage_count=None) -> SPPResult:
     """``on_stage_count(n)``, if given, is called after each stage count is scheduled (progress)."""
+    from archsim.spp.prm import prm_tables
+    from archsim.spp.rdo import recursive_device_order
+
     order = recursive_device_order(topology).order
     limit = stage_count_limit(profile, topology, max_stages)
     best = None
