@@ -93,6 +93,28 @@ def stage_count_limit(profile: LayerProfile, topology: Topology, max_stages: int
     return min(len(profile), topology.devices, max_stages or topology.devices)
 
 
+SEARCH_STEP_LIMIT = 10_000_000_000  # PRM steps refused above: ≈ 9 s at the ≈ 0.9 ns a step measured (numba)
+SEARCH_BYTES_LIMIT = 4_000_000_000  # PRM tables: the 4 GB every accepted job stays under (docs/cli.md)
+
+
+def check_search_size(profile: LayerProfile, topology: Topology, max_stages: int | None, limit: int) -> None:
+    """Refuse, before any table is built, an SPP search of more than ``limit`` PRM steps or more
+    than 4 GB of tables, with the estimate and what lifts or avoids the limit (its size grows as
+    L²V³ in layers and GPUs, so a typo in a cluster file fails in a second, not after hours)."""
+    from archsim.spp.prm import prm_search_size
+
+    stages = stage_count_limit(profile, topology, max_stages)
+    steps, size = prm_search_size(len(profile), topology.devices, stages)
+    estimate = (f"SPP's search over {len(profile)} layers, {topology.devices} GPUs and up to {stages} stages is "
+                f"about {steps:,} steps (≈{steps * 0.9e-9:.3g} s) and {size / 1e9:.3g} GB of tables")
+    if size > SEARCH_BYTES_LIMIT:
+        raise InputError(f"{estimate}, above the {SEARCH_BYTES_LIMIT / 1e9:.0f} GB bound; use fewer GPUs "
+                         "or --max-stages", field="cluster")
+    if steps > limit:
+        raise InputError(f"{estimate}, above the limit of {limit:,} steps; give --max-search-steps {steps} to "
+                         "run it anyway, or fewer --max-stages", field="max-search-steps")
+
+
 def partition_stage_plans(profile: LayerProfile, partition, bandwidth) -> list[StagePlan]:
     """A :class:`~archsim.partition.result.Partition` (a PipeDream plan, say) laid on GPUs in their
     order, each stage on ``replicas`` consecutive GPUs, as PE's per-micro-batch stage plans over the
