@@ -32,12 +32,11 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 from archsim.errors import InputError
+from archsim.modes import MODES, Mode  # one definition; re-exported for the modules that cost
 
 if TYPE_CHECKING:  # in annotations only: `plan` reads --mode's choices without loading layers
     from archsim.workload.layer import Layer, Network
 
-Mode = Literal["paper", "exact"]
-MODES = ("paper", "exact")
 OpKind = Literal["F", "G", "D", "D1", "D2"]
 
 

@@ -21,7 +21,7 @@ from archsim.commands.common import (
     write_timeline_outputs,
 )
 from archsim.errors import InputError
-from archsim.lowering import MODES
+from archsim.modes import MODES
 from archsim.outputs import render
 from archsim.rows import Rows
 from archsim.validate import check_job_size, float_flag, int_flag, seed_flag
