@@ -8,7 +8,8 @@ available"). archsim picks the folder itself, in this order:
 2. ``$XDG_CACHE_HOME/archsim/numba`` (``~/.cache/archsim/numba``);
 3. ``<temp>/archsim-numba-<uid>``;
 
-the first that can be created and written. If none can, kernels are compiled on every run
+the first that can be created and written, chosen when the first kernel compiles (not at import:
+a run that compiles nothing touches no folder). If none can, kernels are compiled on every run
 (correct, a second or two slower) and :data:`CACHE_NOTE` says why.
 
 Importing numba and loading a cached kernel costs about half a second of CPU, more than a small
@@ -22,7 +23,6 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 import threading
 from contextlib import contextmanager
 from pathlib import Path
@@ -48,6 +48,8 @@ def cache_dir() -> Path | None:
     if base:
         candidates.append(Path(base) / "archsim" / "numba")
     uid = os.getuid() if hasattr(os, "getuid") else "user"
+    import tempfile
+
     candidates.append(Path(tempfile.gettempdir()) / f"archsim-numba-{uid}")
     return next((folder for folder in candidates if _writable(folder)), None)
 
@@ -65,7 +67,16 @@ def _configure() -> bool:
     return True
 
 
-CACHING = _configure()
+CACHING: bool | None = None  # whether kernels cache on disk; decided by the first compile (caching())
+
+
+def caching() -> bool:
+    """Pick the cache folder once (see the module docstring); False when none is writable."""
+    global CACHING
+    if CACHING is None:
+        CACHING = _configure()
+    return CACHING
+
 _LOCAL = threading.local()  # .python: calls in this thread run uncompiled (inside small_in_python)
 
 
@@ -86,13 +97,16 @@ class LazyKernel:
     def compiled(self):
         """numba's dispatcher of this kernel (importing numba on the first call)."""
         if self._dispatcher is None:
+            options = dict(self._options)
+            if options.get("cache") and not caching():
+                options["cache"] = False
             from numba import njit as numba_njit
 
             names = self.py_func.__globals__
             for name in self.py_func.__code__.co_names:  # kernels this one calls: numba must see dispatchers
                 if isinstance(names.get(name), LazyKernel):
                     names[name] = names[name].compiled()
-            self._dispatcher = numba_njit(**self._options)(self.py_func)
+            self._dispatcher = numba_njit(**options)(self.py_func)
             if names.get(self.__name__) is self:
                 names[self.__name__] = self._dispatcher
         return self._dispatcher
@@ -115,8 +129,6 @@ class LazyKernel:
 def njit(*args, **kwargs):
     """``numba.njit``, deferred (:class:`LazyKernel`); ``cache=True`` caches in :func:`cache_dir` (or is
     dropped when there is none)."""
-    if kwargs.get("cache") and not CACHING:
-        kwargs["cache"] = False
     if args and callable(args[0]):  # bare @njit
         return LazyKernel(args[0], kwargs)
     return lambda function: LazyKernel(function, kwargs)

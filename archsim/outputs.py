@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import glob
 import json
 import math
 import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,6 +27,8 @@ def atomic_write_text(path: str | Path, text: str) -> Path:
     written (a name too long, a folder that is a file, no permission, a full disk) is an
     :class:`InputError` naming it, with nothing left behind.
     """
+    import tempfile  # here, not at the top: it pulls in random and shutil
+
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -70,6 +70,8 @@ def remove_orphans(folder: str | Path, name: str = "*") -> int:
     orphan, while a live writer's temp file (another run writing beside this one) is left alone.
     Returns how many were removed."""
     removed = 0
+    import glob
+
     try:
         candidates = list(Path(folder).glob(f".{name if name == '*' else glob.escape(name)}.*.tmp"))
     except OSError:

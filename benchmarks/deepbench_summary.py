@@ -44,7 +44,7 @@ def summary(paths: list[Path], overrides: GpuOverrides = GpuOverrides()) -> pd.D
             if op not in per_op.index:
                 continue
             stat = per_op.loc[op]
-            rows.append({"gpu": stat["gpu"], "dtype": table.meta.get("dtype", ""), "op": op, "n": int(stat["n"]),
+            rows.append({"gpu": stat["gpu"], "dtype": table.meta.get("dtype", ""), "op": op, "n": int(stat["kernel_count"]),
                          "rho": stat["rho"], "mape": stat["mape"], "median_ratio": stat["median_ratio"],
                          "scaled_abs_err": stat["scaled_abs_err"], "rho_mem": stat["rho_mem"],
                          "rho_tc_shapes": shapes.loc[op, "rho"] if op in shapes.index else float("nan")})

@@ -8,6 +8,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PROFILE = str(ROOT / "tests" / "data" / "pipedream" / "profiles" / "alexnet.txt")
 CLUSTER = str(ROOT / "configs" / "clusters" / "testbed_v100.toml")
+# a made-up measured CSV (its header says so): only the names validate-gpu prints are checked
+GPU_CSV = str(ROOT / "tests" / "data" / "gpu_kernels_columns.csv")
+# a design sweep (a clock axis) small enough to run in a second: results.csv's and summary.csv's names
+SWEEP_SPEC = """[sweep]
+name = "columns"
+networks = ["layerpipe_sample"]
+arrays = ["16x16"]
+batches = [16]
+processors = [2]
+methods = ["layerpipe"]
+clocks_ghz = [1.0]
+"""
 
 # form name → argv (without --format); each runs in well under a second
 COMMANDS: dict[str, list[str]] = {
@@ -27,4 +39,6 @@ COMMANDS: dict[str, list[str]] = {
     "plan (baseline)": ["plan", PROFILE, "--cluster", CLUSTER, "--microbatches", "4", "--method", "gpipe"],
     "bppsa rnn": ["bppsa", "rnn"],
     "cluster": ["cluster", "--trace", "synthetic", "--jobs", "8"],
+    **{f"validate-gpu {show}": ["validate-gpu", "--csv", GPU_CSV, "--show", show]
+       for show in ("stats", "kernels", "sensitivity", "assumptions")},
 }

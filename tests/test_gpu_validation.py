@@ -98,7 +98,7 @@ def test_compare_groups_per_op_network_and_batch():
     # three adjacent swaps in 6: Σd² = 6, ρ = 1 − 36/210
     assert per_op.loc["F", "rho"] == pytest.approx(1 - 36 / 210)
     assert per_op.loc["D", "rho"] == pytest.approx(-(1 - 36 / 210))
-    assert per_op.loc["F", "n"] == 6  # the DG_serial row is not a kernel of its own
+    assert per_op.loc["F", "kernel_count"] == 6  # the DG_serial row is not a kernel of its own
     assert list(stats[stats.group == "op"].op) == ["F", "D", "G"]
     by_network = stats[(stats.group == "network×op") & (stats.op == "F")].set_index("network")
     assert by_network.loc["a", "rho"] == pytest.approx(independent_spearman([1, 2, 3], [2, 1, 4]))
@@ -113,7 +113,7 @@ def test_tensor_core_subset_drops_other_shapes_and_counts_them():
     rows = [{"gpu": "x", "network": "n", "layer": f"l{i}", "batch": 1, "op": "F", "modeled_ms": modeled[i],
              "roofline_ms": modeled[i], "measured_ms": measured[i], "tensor_core_shape": i >= 2} for i in range(7)]
     subset = tensor_core_subset(pd.DataFrame(rows)).set_index("op")
-    assert subset.loc["F", "n"] == 5 and subset.loc["F", "left_out"] == 2
+    assert subset.loc["F", "kernel_count"] == 5 and subset.loc["F", "left_out"] == 2
     assert subset.loc["F", "rho"] == pytest.approx(independent_spearman(modeled[2:], measured[2:]))
     whole = compare(pd.DataFrame(rows), groupings=(("op",),)).set_index("op")
     assert whole.loc["F", "rho"] < subset.loc["F", "rho"]
@@ -360,7 +360,7 @@ def test_cli_prints_statistics_and_writes_the_report(tmp_path, capsys):
     for op in ("F", "D", "G"):
         part = joined[joined.op == op]
         assert per_op.loc[op, "rho"] == pytest.approx(independent_spearman(part.modeled_ms, part.measured_ms), abs=1e-9)
-        assert per_op.loc[op, "n"] == 10
+        assert per_op.loc[op, "kernel_count"] == 10
     assert report.is_file()
     assert run_cli(["--csv", str(path), "--show", "assumptions", "--format", "json", "--mma", "8x8"]) == 0
     notes = json.loads(capsys.readouterr().out)["rows"]

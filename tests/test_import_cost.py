@@ -32,7 +32,8 @@ CASES = [
     (["gemm", "--m", "64", "--k", "64", "--n", "64"], ()),
     (["cost", "layerpipe_sample"], ("pandas",)),
     (["energy", "layerpipe_sample"], ("pandas",)),
-    (["pipeline", "layerpipe_sample", "--processors", "2"], ("pandas",)),
+    (["pipeline", "layerpipe_sample", "--processors", "2"], ()),
+    (["pipeline", "layerpipe_sample", "--processors", "2", "--microbatches", "2", "--clock-ghz", "1"], ()),
     (["cluster", "--trace", "synthetic", "--jobs", "8"], ("pandas",)),
     (["bppsa", "rnn"], ("pandas",)),
 ]

@@ -2,8 +2,9 @@
 
 Runs the invocations of ``output_commands.py`` in json and csv (and table): the CSV header is the JSON
 rows' keys followed by the meta's single values (nothing JSON has is lost, and nothing is renamed);
-every name printed is in docs/formats.md's "Output columns" tables with a unit and a meaning, and every
-name documented there is printed by one of them (no stale entries).
+every name printed — and every column of a small design sweep's results.csv and summary.csv — is in
+docs/formats.md's "Output columns" tables with a unit and a meaning, and every name documented there is
+printed by one of them (no stale entries).
 """
 
 from __future__ import annotations
@@ -12,12 +13,14 @@ import csv
 import io
 import json
 import re
+import tempfile
 from functools import cache
+from pathlib import Path
 
 import pytest
 
 from archsim.cli import main
-from output_commands import COMMANDS
+from output_commands import COMMANDS, SWEEP_SPEC
 from test_docs import ROOT, table_keys
 
 NESTED = {"levels", "time_per_stage_by_machines"}  # JSON-only meta (lists): documented as such
@@ -77,8 +80,30 @@ def test_every_documented_name_has_a_unit_and_a_meaning():
     assert all(unit and meaning for unit, meaning in entries.values())
 
 
+@cache
+def sweep_names() -> tuple[str, ...]:
+    """The header names of a design sweep's results.csv and summary.csv."""
+    from contextlib import redirect_stderr, redirect_stdout
+
+    with tempfile.TemporaryDirectory() as folder:
+        spec = Path(folder) / "columns.toml"
+        spec.write_text(SWEEP_SPEC, encoding="utf-8")
+        with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()) as err:
+            code = main(["sweep", str(spec), "--out", str(Path(folder) / "out"), "--quiet"])
+        assert code == 0, err.getvalue()
+        names = []
+        for name in ("results.csv", "summary.csv"):
+            with (Path(folder) / "out" / name).open(newline="", encoding="utf-8") as handle:
+                names += next(csv.reader(handle))
+    return tuple(dict.fromkeys(names))
+
+
+def test_the_sweep_writes_its_design_columns():
+    assert {"single_cycles", "speedup", "clock_ghz", "energy_pj", "improvement_vs_pipedream_pct"} <= set(sweep_names())
+
+
 def test_every_printed_name_is_documented_and_every_documented_name_is_printed():
-    printed = set()
+    printed = set(sweep_names())
     for form in COMMANDS:
         columns, meta = json_names(form)
         printed |= set(columns) | set(meta)

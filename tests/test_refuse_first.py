@@ -107,3 +107,32 @@ def test_pipeline_refuses_a_huge_simulation_before_partitioning(capsys, monkeypa
     monkeypatch.setattr(pipeline, "partition", _must_not_run)
     code, _, err = run(["pipeline", "vgg16", "--processors", "4", "--microbatches", "1000000"], capsys)
     assert code == 2 and "--max-ops" in err
+
+
+def test_an_spp_search_too_large_is_refused_before_any_table(monkeypatch, capsys):
+    """SPP's PRM grows as L²V³: its steps and tables are estimated from the profile and cluster sizes
+    (176 layers, 32 GPUs, 32 stage counts: 31 · 176² · 32³ / 4 steps by hand) and refused first."""
+    from archsim.spp import prm
+
+    monkeypatch.setattr(prm, "prm_tables", _must_not_run)
+    argv = ["plan", "tests/data/pipedream/profiles/resnet50.txt", "--cluster", "configs/clusters/spp_sim.toml",
+            "--microbatches", "4", "--max-search-steps", "1000"]
+    code, out, err = run(argv, capsys)
+    steps = 31 * 176**2 * 32**3 // 4
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert f"{steps:,} steps" in err and f"--max-search-steps {steps}" in err
+
+
+def test_spp_tables_over_4_gb_are_refused_before_any_table(monkeypatch, tmp_path, capsys):
+    """1,024 GPUs, 22 layers, 2 stage counts: 24 · 2 · 23 · 1025² B of tables and values plus the (V+1)³
+    table of links between blocks, 8 · 1025³ B: 9.78 GB by hand."""
+    from archsim.spp import prm
+
+    monkeypatch.setattr(prm, "prm_tables", _must_not_run)
+    cluster = tmp_path / "big.toml"
+    cluster.write_text('[cluster]\nname = "big"\ninter_server_gbps = 100\n\n'
+                       '[[servers]]\ncount = 128\ngpus = 8\nintra_server_gbps = 1000\n')
+    code, out, err = run(["plan", "tests/data/pipedream/profiles/alexnet.txt", "--cluster", str(cluster),
+                          "--microbatches", "4", "--max-stages", "2"], capsys)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "9.78 GB of tables, above the 4 GB bound" in err and "fewer GPUs" in err

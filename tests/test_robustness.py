@@ -387,7 +387,9 @@ def test_numba_cache_dir_none_when_nothing_is_writable(monkeypatch, tmp_path):
     blocker = write(tmp_path / "a_file", "")  # a regular file: no folder can be made below it, even by root
     monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocker / "x"))
-    monkeypatch.setattr(numba_cache.tempfile, "gettempdir", lambda: str(blocker / "tmp"))
+    import tempfile  # numba_cache imports it when it picks the folder
+
+    monkeypatch.setattr(tempfile, "gettempdir", lambda: str(blocker / "tmp"))
     assert numba_cache.cache_dir() is None
 
 

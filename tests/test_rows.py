@@ -56,3 +56,18 @@ def test_the_plain_path_is_taken_for_plain_columns_and_not_for_odd_ones():
     assert columns(Rows.of([{"a": 1}, {"b": 1}])) is None
     assert columns(Rows.of([{"a": "x"}, {"a": 1}])) is None
     assert columns(Rows.of([])) is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(rows=records(), clock=st.sampled_from([1e9, 7e8, 3.3e-6]))
+@example(rows=[{"assigned_cycles": 3, "total_cycles": 2.5, "total_seconds": 1.0, "n": "x"}], clock=1e9)
+@example(rows=[{"cycles": 1, "x": 2}, {"cycles": 2**62, "x": 3}], clock=7e8)
+def test_seconds_beside_cycles_on_plain_rows_as_on_the_dataframe(rows, clock):
+    """add_seconds on plain rows gives the bytes pandas' path gives (the reference), in every format."""
+    from archsim.commands.common import add_seconds
+
+    rows = [{(f"{k}_cycles" if i % 2 == 0 else k): v for i, (k, v) in enumerate(r.items())} for r in rows]
+    for fmt in FORMATS:
+        ours = render(add_seconds(Rows.of(rows), clock), fmt)
+        theirs = render(add_seconds(pd.DataFrame(rows), clock), fmt) if rows else render(Rows.of(rows), fmt)
+        assert ours == theirs, fmt

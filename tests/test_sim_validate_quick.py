@@ -77,3 +77,34 @@ def test_the_array_pass_agrees_on_transfer_faults(fault, k, shift, processors, s
                "swap-bytes": (dataclasses.replace(t, bytes=other.bytes),)}[fault]
     broken = Timeline(tuple(timeline.slots), transfers[:j] + changed + transfers[j + 1:], problem, timeline.policy)
     assert quick_check(problem, broken) == (full_check(problem, broken) == [])
+
+
+def _sweep_reference(proc, start, end, streams, tol):
+    """The per-item check's sweep over start and end points, one processor at a time (brute reference)."""
+    for p in set(proc):
+        items = [(s, e) for q, s, e in zip(proc, start, end) if q == p]
+        points = sorted([(s + tol * max(1.0, abs(s)), 1) for s, _ in items] + [(e, -1) for _, e in items])
+        level = 0
+        for _, delta in points:
+            level += delta
+            if level > streams[p]:
+                return False
+    return True
+
+
+@settings(max_examples=400, deadline=None)
+@given(slots=st.lists(st.tuples(st.integers(0, 2), st.sampled_from([0.0, 1.0, 2.0, 2.5, 3.0, 1e6]),
+                                st.sampled_from([0.5, 1.0, 1e-9, 2e-9, 1e-3])), min_size=1, max_size=12),
+       streams=st.tuples(st.integers(1, 3), st.integers(1, 3), st.integers(1, 3)))
+def test_the_concurrency_rule_over_sorted_starts_and_ends_is_the_sweep(slots, streams):
+    """A[i + k] ≥ B[i] on sorted nudged starts A and ends B decides what the point sweep decides."""
+    import numpy as np
+
+    from archsim.sim.validate import _concurrency_ok
+
+    proc = np.array([p for p, _, _ in slots], dtype=np.int64)
+    start = np.array([s for _, s, _ in slots], dtype=np.float64)
+    end = start + np.array([d for _, _, d in slots], dtype=np.float64)
+    tol = 1e-9
+    assert _concurrency_ok(proc, start, end, np.array(streams), tol) == _sweep_reference(
+        proc.tolist(), start.tolist(), end.tolist(), streams, tol)

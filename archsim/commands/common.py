@@ -9,13 +9,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from archsim.array.config import ArrayConfig, parse_array_shape, read_scalesim_cfg
 from archsim.errors import InputError
 from archsim.outputs import FORMATS, atomic_write_text
 from archsim.progress import progress
 from archsim.validate import DEFAULT_MAX_OPS, float_flag, parse_int, positive_float_flag, positive_int_flag, shown
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the array model is imported by the commands that cost on it
+    from archsim.array.config import ArrayConfig
     from archsim.sim.timeline import Timeline
 
 clock_ghz_flag = float_flag(1e-6, 1e3, what="a clock in GHz (1e-06 … 1000)")
@@ -53,12 +53,20 @@ def with_clock(array: ArrayConfig, args: argparse.Namespace) -> ArrayConfig:
 
 
 def add_seconds(frame, clock_hz: float | None):
-    """A copy of ``frame`` with ``X_seconds`` right after every numeric ``X_cycles`` column (``seconds``
-    after ``cycles``) at ``clock_hz``; ``frame`` itself when the clock is unknown."""
-    import pandas as pd
-
+    """A copy of ``frame`` (a DataFrame or :class:`~archsim.rows.Rows`) with ``X_seconds`` right after
+    every numeric ``X_cycles`` column (``seconds`` after ``cycles``) at ``clock_hz``; ``frame`` itself
+    when the clock is unknown. Rows stay rows (no pandas) where every such column is all numbers."""
     if clock_hz is None:
         return frame
+    from archsim.rows import Rows
+
+    if isinstance(frame, Rows):
+        rows = _rows_with_seconds(frame, clock_hz)
+        if rows is not None:
+            return rows
+        frame = frame.frame()
+    import pandas as pd
+
     out = frame.copy()
     for column in [str(c) for c in frame.columns if str(c).endswith("cycles")]:
         name = column[: -len("cycles")] + "seconds"
@@ -66,6 +74,30 @@ def add_seconds(frame, clock_hz: float | None):
             values = pd.to_numeric(frame[column], errors="coerce") / clock_hz
             out.insert(out.columns.get_loc(column) + 1, name, values)
     return out
+
+
+def _rows_with_seconds(rows, clock_hz: float):
+    """:func:`add_seconds` on plain rows, or None where a ``cycles`` column is not all numbers (pandas'
+    coercion to NaN then decides) or the rows differ in their keys."""
+    from numbers import Real
+
+    from archsim.rows import Rows
+
+    if not rows.records or any(list(r) != list(rows.records[0]) for r in rows.records):
+        return None
+    names = [str(c) for c in rows.records[0] if str(c).endswith("cycles")]
+    if any(not isinstance(r[c], Real) or isinstance(r[c], bool) for r in rows.records for c in names):
+        return None
+    out = []
+    for record in rows.records:
+        row = {}
+        for key, value in record.items():
+            row[key] = value
+            name = str(key)[: -len("cycles")] + "seconds"
+            if key in names and name not in record:
+                row[name] = float(value) / clock_hz
+        out.append(row)
+    return Rows.of(out)
 
 
 def add_array_arguments(parser: argparse.ArgumentParser) -> None:
@@ -79,6 +111,8 @@ def add_array_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def array_from_args(args: argparse.Namespace) -> ArrayConfig:
+    from archsim.array.config import ArrayConfig, parse_array_shape, read_scalesim_cfg
+
     if args.config:
         config = read_scalesim_cfg(args.config, element_bytes=args.element_bytes)
         if args.array is not None:

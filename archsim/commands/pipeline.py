@@ -31,6 +31,7 @@ from archsim.lowering import MODES, SPLIT_AXES
 from archsim.outputs import render
 from archsim.partition import build_profile
 from archsim.planners import PARTITIONERS, partition
+from archsim.rows import Rows
 from archsim.validate import check_job_size, float_flag, processors_flag
 
 
@@ -86,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     profile = build_profile(network, array, args.batch, args.mode, args.engine)
     plan = partition(profile, args.processors, args.method, **options)
     single = float(profile.total.sum())
-    frame = plan.to_frame()
+    records = plan.to_rows()  # plain rows: pandas only for --memory's footprint table
     meta: dict[str, object] = {
         "network": network.name, "method": plan.method, "processors": args.processors,
         "array": f"{array.rows}x{array.cols}", "dataflow": array.dataflow, "batch": args.batch, "mode": args.mode,
@@ -99,7 +100,8 @@ def run(args: argparse.Namespace) -> int:
     stash = _stash_depths(plan, network)
     makespan: float | None = None
     if stash is not None:
-        frame["weight_versions"] = stash
+        for record, versions in zip(records, stash):
+            record["weight_versions"] = versions
     if args.microbatches:
         from archsim.policies.pipeline import simulate_partition
 
@@ -112,14 +114,16 @@ def run(args: argparse.Namespace) -> int:
         meta["microbatches"] = args.microbatches
         meta["makespan"] = makespan
         utilization = timeline.utilization()
-        frame["utilization"] = [utilization.get(f"p{i + 1}", 0.0) for i in range(len(frame))]
+        for i, record in enumerate(records):
+            record["utilization"] = utilization.get(f"p{i + 1}", 0.0)
         if args.memory or args.capacity_gb is not None:
             from archsim.footprint import check_capacity, footprint_frame, partition_footprint
 
             memory = partition_footprint(plan, profile, timeline, result.schedule, args.optimizer)
             # the schedule's own versions (GPipe flushes: 1) replace the DFG's PipeDream stash depths
-            frame = frame.drop(columns="weight_versions", errors="ignore").join(
+            frame = Rows.of(records).frame().drop(columns="weight_versions", errors="ignore").join(
                 footprint_frame(memory).drop(columns="processor"))
+            records = frame.to_dict(orient="records")
             meta["optimizer"] = args.optimizer
             if args.capacity_gb is not None:
                 check_capacity(memory, args.capacity_gb * 1e9)
@@ -132,14 +136,15 @@ def run(args: argparse.Namespace) -> int:
         if makespan is not None:
             meta["makespan_seconds"] = float(makespan) / array.clock_hz
     if args.format == "table":
-        frame = _compact(frame, plan, [layer.name for layer in network.layers])
+        records = _compact(records, plan, [layer.name for layer in network.layers])
         meta["split_ops"] = ("D1/D2 are the parts δ′/δ″ of a split δ (input gradient); * marks a part run here "
                              "for a layer on an earlier processor; --format csv lists every op")
-    emit(render(add_seconds(frame, array.clock_hz), args.format, precision=args.precision, meta=meta), args)
+    emit(render(add_seconds(Rows.of(records), array.clock_hz), args.format, precision=args.precision, meta=meta),
+         args)
     return 0
 
 
-def _compact(frame, plan, order: list[str]):
+def _compact(records: list[dict], plan, order: list[str]) -> list[dict]:
     """The table's short form: a range of layers per processor, and only the split/borrowed ops."""
     position = {name: i for i, name in enumerate(order)}
     ranges = []
@@ -149,10 +154,16 @@ def _compact(frame, plan, order: list[str]):
             ranges.append(f"{stage.layers[0]}…{stage.layers[-1]} ({len(spots)})")
         else:
             ranges.append(" ".join(stage.layers))
-    shown = frame.drop(columns=["ops"]).assign(layers=ranges)
-    shown.insert(shown.columns.get_loc("total_cycles") + 1, "split_ops", [
-        " ".join(f"{op.kind}:{op.layer}" + ("*" if op.borrowed else "") for op in stage.ops
-                 if op.borrowed or op.kind in ("D1", "D2")) or "-" for stage in plan.stages])
+    shown = []
+    for record, layers, stage in zip(records, ranges, plan.stages):
+        row = {}
+        for key, value in record.items():
+            if key != "ops":
+                row[key] = layers if key == "layers" else value
+            if key == "total_cycles":
+                row["split_ops"] = " ".join(f"{op.kind}:{op.layer}" + ("*" if op.borrowed else "") for op in stage.ops
+                                            if op.borrowed or op.kind in ("D1", "D2")) or "-"
+        shown.append(row)
     return shown
 
 

@@ -21,10 +21,10 @@ from archsim.commands.common import (
     write_timeline_outputs,
 )
 from archsim.errors import InputError
-from archsim.lowering import MODES
+from archsim.modes import MODES
 from archsim.outputs import render
 from archsim.rows import Rows
-from archsim.validate import check_job_size, float_flag, seed_flag
+from archsim.validate import check_job_size, float_flag, int_flag, seed_flag
 
 BASELINE_METHODS = ("dp", "gpipe", "pipedream-prm", "hetpipe")  # spp.baselines.BASELINES (a test checks)
 DEFAULT_MICRO_BATCH = 4
@@ -60,6 +60,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_timeline_outputs(parser)
     add_output_arguments(parser)
     add_job_limit_argument(parser)
+    from archsim.spp.plan import SEARCH_STEP_LIMIT  # every method loads it (PipeDream's plan runs on SPP's PE)
+
+    parser.add_argument("--max-search-steps", type=int_flag(1, 10**15, "a step count"), default=SEARCH_STEP_LIMIT,
+                        metavar="N", help=f"refuse SPP searches (every method but pipedream runs SPP) of more PRM "
+                                          f"steps than this (default {SEARCH_STEP_LIMIT:,}, about 10 s of PRM tables)")
 
 
 def _profile(args: argparse.Namespace):
@@ -97,7 +102,9 @@ def run(args: argparse.Namespace) -> int:
         return _run_pipedream(args, profile, topology)
     from archsim.planners import plan_on_cluster
     from archsim.progress import progress
-    from archsim.spp.plan import spp, stage_count_limit
+    from archsim.spp.plan import check_search_size, spp, stage_count_limit
+
+    check_search_size(profile, topology, args.max_stages, args.max_search_steps)
 
     # one bar for all the work: SPP's stage counts, then the four baselines (seconds each on a large
     # profile; they once ran after a full bar, silently)

@@ -4,13 +4,14 @@ with the bytes they move (:mod:`archsim.lowering.lower` builds them)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, cast
+from typing import TYPE_CHECKING, Literal, cast
 
 from archsim.errors import InputError
-from archsim.workload.layer import Layer
+from archsim.modes import MODES, Mode  # one definition; re-exported for the modules that cost
 
-Mode = Literal["paper", "exact"]
-MODES = ("paper", "exact")
+if TYPE_CHECKING:  # in annotations only
+    from archsim.workload.layer import Layer
+
 OpKind = Literal["F", "G", "D", "D1", "D2"]
 
 

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from archsim.array.config import ArrayConfig
-from archsim.array.costing import op_cycles
-from archsim.lowering import SPLIT_AXES, LoweredLayer, Mode, lower_network
-from archsim.workload.layer import Network
+if TYPE_CHECKING:  # a profile read from a file (PipeDream's graph.txt) needs no cost model
+    from archsim.array.config import ArrayConfig
+    from archsim.lowering import LoweredLayer, Mode
+    from archsim.workload.layer import Network
 
 
 @dataclass(frozen=True, eq=False)
@@ -92,6 +93,9 @@ def build_profile(network: Network, array: ArrayConfig, batch: int, mode: Mode =
     """Lower and cost ``network``; one cost-model call for every op (``engine``: analytic or cycle).
     ``lowered``: ``lower_network(network, batch, mode, array.element_bytes)`` when the caller has it
     (a sweep lowers once for every array shape)."""
+    from archsim.array.costing import op_cycles
+    from archsim.lowering import lower_network
+
     if lowered is None:
         lowered = lower_network(network, batch, mode, array.element_bytes)
     ops = [op for item in lowered for op in item.ops]
@@ -127,4 +131,4 @@ def profile_from_costs(names, forward, weight_grad, delta, activation_bytes=None
                         edges=None if edges is None else tuple((int(a), int(b)) for a, b in edges), unit=unit)
 
 
-__all__ = ["SPLIT_AXES", "LayerProfile", "build_profile", "profile_from_costs"]
+__all__ = ["LayerProfile", "build_profile", "profile_from_costs"]

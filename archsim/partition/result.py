@@ -94,21 +94,23 @@ class Partition:
     def speedup(self, single_processor_cost: float) -> float:
         return single_processor_cost / self.max_stage_cost
 
+    def to_rows(self) -> list[dict]:
+        """One record per processor (stage): its layers, replicas, cycles and ops (``*``: borrowed)."""
+        return [{
+            "processor": stage.index + 1,
+            "layers": " ".join(stage.layers),
+            "replicas": stage.replicas,
+            "assigned_cycles": stage.assigned_cost,
+            "borrowed_cycles": stage.borrowed_cost,
+            "total_cycles": stage.total_cost,
+            "ops": " ".join(f"{op.kind}:{op.layer}" + ("*" if op.borrowed else "") for op in stage.ops),
+        } for stage in self.stages]
+
     def to_frame(self) -> pd.DataFrame:
+        """:meth:`to_rows` as a DataFrame (imports pandas)."""
         import pandas as pd
 
-        rows = []
-        for stage in self.stages:
-            rows.append({
-                "processor": stage.index + 1,
-                "layers": " ".join(stage.layers),
-                "replicas": stage.replicas,
-                "assigned_cycles": stage.assigned_cost,
-                "borrowed_cycles": stage.borrowed_cost,
-                "total_cycles": stage.total_cost,
-                "ops": " ".join(f"{op.kind}:{op.layer}" + ("*" if op.borrowed else "") for op in stage.ops),
-            })
-        return pd.DataFrame(rows)
+        return pd.DataFrame(self.to_rows())
 
 
 @per_profile

@@ -4,15 +4,17 @@ replication and mapping, schedule it with PE, and keep the stage count with the 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from archsim.collectives import ring_allreduce_on, slowest_link
 from archsim.errors import InputError
 from archsim.partition.profile import LayerProfile
 from archsim.partition.result import Partition, Stage, mandatory_bytes, placed_ops
 from archsim.spp.pe import StagePlan, pe_makespan
-from archsim.spp.prm import PRMPlan, boundary_bytes, channel_time, prm_tables, stage_time
-from archsim.spp.rdo import recursive_device_order
-from archsim.spp.topology import Topology
+
+if TYPE_CHECKING:  # PRM and RDO load with SPP's search: a PipeDream plan laid on GPUs needs neither
+    from archsim.spp.prm import PRMPlan
+    from archsim.spp.topology import Topology
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,8 @@ def prm_partition(profile: LayerProfile, plan: PRMPlan, bandwidth, method: str, 
 
 def stage_plans(profile: LayerProfile, plan: PRMPlan, bandwidth) -> list[StagePlan]:
     """Per-micro-batch stage and channel times of a PRM plan (replicas share a micro-batch)."""
+    from archsim.spp.prm import boundary_bytes, channel_time, stage_time
+
     plans = []
     for n, ((first, last), devices) in enumerate(zip(plan.stages, plan.devices)):
         r = len(devices)
@@ -64,6 +68,9 @@ def stage_plans(profile: LayerProfile, plan: PRMPlan, bandwidth) -> list[StagePl
 def spp(profile: LayerProfile, topology: Topology, microbatches: int, *, max_stages: int | None = None,
         on_stage_count=None) -> SPPResult:
     """``on_stage_count(n)``, if given, is called after each stage count is scheduled (progress)."""
+    from archsim.spp.prm import prm_tables
+    from archsim.spp.rdo import recursive_device_order
+
     order = recursive_device_order(topology).order
     limit = stage_count_limit(profile, topology, max_stages)
     best = None
@@ -84,6 +91,28 @@ def spp(profile: LayerProfile, topology: Topology, microbatches: int, *, max_sta
 def stage_count_limit(profile: LayerProfile, topology: Topology, max_stages: int | None = None) -> int:
     """How many stage counts SPP tries: up to the layers, the devices and ``max_stages``."""
     return min(len(profile), topology.devices, max_stages or topology.devices)
+
+
+SEARCH_STEP_LIMIT = 10_000_000_000  # PRM steps refused above: ≈ 9 s at the ≈ 0.9 ns a step measured (numba)
+SEARCH_BYTES_LIMIT = 4_000_000_000  # PRM tables: the 4 GB every accepted job stays under (docs/cli.md)
+
+
+def check_search_size(profile: LayerProfile, topology: Topology, max_stages: int | None, limit: int) -> None:
+    """Refuse, before any table is built, an SPP search of more than ``limit`` PRM steps or more
+    than 4 GB of tables, with the estimate and what lifts or avoids the limit (its size grows as
+    L²V³ in layers and GPUs, so a typo in a cluster file fails in a second, not after hours)."""
+    from archsim.spp.prm import prm_search_size
+
+    stages = stage_count_limit(profile, topology, max_stages)
+    steps, size = prm_search_size(len(profile), topology.devices, stages)
+    estimate = (f"SPP's search over {len(profile)} layers, {topology.devices} GPUs and up to {stages} stages is "
+                f"about {steps:,} steps (≈{steps * 0.9e-9:.3g} s) and {size / 1e9:.3g} GB of tables")
+    if size > SEARCH_BYTES_LIMIT:
+        raise InputError(f"{estimate}, above the {SEARCH_BYTES_LIMIT / 1e9:.0f} GB bound; use fewer GPUs "
+                         "or --max-stages", field="cluster")
+    if steps > limit:
+        raise InputError(f"{estimate}, above the limit of {limit:,} steps; give --max-search-steps {steps} to "
+                         "run it anyway, or fewer --max-stages", field="max-search-steps")
 
 
 def partition_stage_plans(profile: LayerProfile, partition, bandwidth) -> list[StagePlan]:

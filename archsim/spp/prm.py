@@ -129,6 +129,15 @@ def phi(profile: LayerProfile, bandwidth: np.ndarray) -> float:
     return max(p_max * b_max, d_max) / gamma * (1 / b_min - 1 / b_max)
 
 
+def prm_search_size(layers: int, devices: int, max_stages: int) -> tuple[int, int]:
+    """(inner steps, bytes) of :func:`prm_tables` on ``layers`` × ``devices`` up to ``max_stages``
+    stages, known before any table is built: each level ξ ≥ 2 tries (l′ < l) × (r, r′ ≤ i), about
+    L²V³/4 steps, and keeps an (L+1)(V+1)² table of values and of choices (8 + 16 B an entry)
+    beside the (V+1)³ table of slowest links between blocks (8 B an entry)."""
+    L, V, S = layers, devices, max_stages
+    return (S - 1) * L * L * V * V * V // 4, 24 * S * (L + 1) * (V + 1) ** 2 + 8 * (V + 1) ** 3
+
+
 def prm_tables(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarray, microbatches: int,
                max_stages: int) -> list[PRMPlan]:
     """PRM for every stage count 1..max_stages at once (the same recurrence as :func:`prm`, tested
@@ -166,7 +175,7 @@ def prm_tables(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarra
         for r in range(1, V + 1):
             W[l, r, r] = compute[r] * work[l] + allreduce[r, r] * params[l]
     tables = [W]
-    inner = (max_stages - 1) * L * L * V * V * V // 4  # (l′ < l) × (r, r′ ≤ i) steps, all levels
+    inner, _ = prm_search_size(L, V, max_stages)
     with small_in_python(_level, inner, PYTHON_WORK), np.errstate(divide="ignore", invalid="ignore"):
         if max_stages >= 2:
             announce_compile(_level, "SPP's PRM tables")

@@ -17,7 +17,7 @@ from scipy.stats import spearmanr
 from archsim.validation.gpu_csv import KERNEL_OPS
 
 GROUPINGS: tuple[tuple[str, ...], ...] = (("op",), ("network", "op"), ("batch", "op"))
-STAT_COLUMNS = ("group", "gpu", "network", "batch", "op", "n", "rho", "median_ratio", "median_abs_err", "mape",
+STAT_COLUMNS = ("group", "gpu", "network", "batch", "op", "kernel_count", "rho", "median_ratio", "median_abs_err", "mape",
                 "scaled_abs_err", "rho_mem", "median_ratio_mem")
 
 
@@ -61,7 +61,7 @@ def compare(joined: pd.DataFrame, groupings: Sequence[Sequence[str]] = GROUPINGS
             errors = ratio_errors(part["modeled_ms"], part["measured_ms"])
             memory = ratio_errors(part["roofline_ms"], part["measured_ms"])
             rows.append({"group": "×".join(keys), "gpu": label["gpu"], "network": label.get("network", "all"),
-                         "batch": str(label.get("batch", "all")), "op": label["op"], "n": len(part),
+                         "batch": str(label.get("batch", "all")), "op": label["op"], "kernel_count": len(part),
                          "rho": spearman(part["modeled_ms"], part["measured_ms"]), **errors,
                          "rho_mem": spearman(part["roofline_ms"], part["measured_ms"]),
                          "median_ratio_mem": memory["median_ratio"]})
@@ -137,7 +137,7 @@ def tensor_core_subset(joined: pd.DataFrame) -> pd.DataFrame:
     kept = kernels[kernels["tensor_core_shape"].astype(bool)]
     stats = compare(kept, groupings=(("op",),)) if len(kept) else pd.DataFrame(columns=list(STAT_COLUMNS))
     total = kernels.assign(gpu=kernels.get("gpu", "")).groupby(["gpu", "op"]).size()
-    stats["left_out"] = [int(total.get((g, op), 0)) - int(n) for g, op, n in zip(stats["gpu"], stats["op"], stats["n"])]
+    stats["left_out"] = [int(total.get((g, op), 0)) - int(n) for g, op, n in zip(stats["gpu"], stats["op"], stats["kernel_count"])]
     return stats.assign(group="op, tensor-core shapes")
 
 

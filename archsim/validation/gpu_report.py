@@ -180,8 +180,8 @@ def verdict_markdown(study: GpuStudy) -> str:
         if (row.gpu, row.op) in subset.index and subset.loc[(row.gpu, row.op), "left_out"] > 0:
             kept = subset.loc[(row.gpu, row.op)]
             shapes = (f"; without the {kept['left_out']} kernels of layers whose channels or filters are not "
-                      f"multiples of 8 (not tensor-core shapes) ρ = {kept['rho']:.3g} over {kept['n']}")
-        lines.append(f"- {row.gpu} {OP_NAMES.get(row.op, row.op)}: ρ = {row.rho:.3g} over {row.n} kernels; {helped}"
+                      f"multiples of 8 (not tensor-core shapes) ρ = {kept['rho']:.3g} over {kept['kernel_count']}")
+        lines.append(f"- {row.gpu} {OP_NAMES.get(row.op, row.op)}: ρ = {row.rho:.3g} over {row.kernel_count} kernels; {helped}"
                      f"{shapes}. See the largest disagreements below.")
     return "\n".join(lines) + "\n"
 

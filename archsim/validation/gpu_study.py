@@ -100,9 +100,10 @@ def run_study(tables: Sequence[KernelTable], overrides: GpuOverrides = GpuOverri
             variant = gpu_arrays(spec, dataflow, eb, split_k, overrides.dgrad, overrides.cuda_core_fallback,
                                  overrides.winograd)
             other = model_kernels(table, variant, mode).assign(gpu=gpu)
-            stats = compare(other, groupings=(("op",),)).assign(dataflow=dataflow, split_k=split_k)
-            sensitivity.append(stats[["gpu", "dataflow", "split_k", "op", "n", "rho", "median_ratio", "scaled_abs_err",
-                                      "rho_mem"]])
+            # split_k_allowed: the variant's switch (a kernel's own split count is the kernels table's split_k)
+            stats = compare(other, groupings=(("op",),)).assign(dataflow=dataflow, split_k_allowed=split_k)
+            sensitivity.append(stats[["gpu", "dataflow", "split_k_allowed", "op", "kernel_count", "rho", "median_ratio",
+                                      "scaled_abs_err", "rho_mem"]])
     frame = pd.concat(joined, ignore_index=True)
     streams = concurrency(frame)
     return GpuStudy(joined=frame, stats=compare(frame), streams=streams,

@@ -1,8 +1,19 @@
-"""Networks: layers, the topology CSV loader, and the shipped networks in ``layers/``."""
+"""Networks: layers, the topology CSV loader, and the shipped networks in ``layers/``.
 
-from archsim.workload.csv_loader import load_topology, parse_topology
-from archsim.workload.layer import LAYER_KINDS, NETWORK_INPUT, Layer, Network
-from archsim.workload.shipped import load_network, shipped_networks
+Names load on first use (PEP 562): importing :mod:`archsim.workload.layer` does not load the CSV
+loader or the shipped networks.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from archsim.lazy import lazy_exports
+
+if TYPE_CHECKING:  # the names, for type checkers and the API docs
+    from archsim.workload.csv_loader import load_topology, parse_topology
+    from archsim.workload.layer import LAYER_KINDS, NETWORK_INPUT, Layer, Network
+    from archsim.workload.shipped import load_network, shipped_networks
 
 
 def from_torch(module, example_inputs, **kwargs):
@@ -18,6 +29,19 @@ def load_onnx(model, **kwargs):
 
     return _load_onnx(model, **kwargs)
 
+
+# public name -> the module defining it
+_EXPORTS = {
+    "LAYER_KINDS": "archsim.workload.layer",
+    "NETWORK_INPUT": "archsim.workload.layer",
+    "Layer": "archsim.workload.layer",
+    "Network": "archsim.workload.layer",
+    "load_network": "archsim.workload.shipped",
+    "load_topology": "archsim.workload.csv_loader",
+    "parse_topology": "archsim.workload.csv_loader",
+    "shipped_networks": "archsim.workload.shipped",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 __all__ = ["LAYER_KINDS", "NETWORK_INPUT", "Layer", "Network", "from_torch", "load_network", "load_onnx",
            "load_topology",
