@@ -18,7 +18,7 @@ from archsim.training.iteration import (
     stage_times,
 )
 from archsim.training.memory import StageMemory
-from archsim.training.parallel import Parallelism
+from archsim.training.parallel import Parallelism, layers_per_stage
 from archsim.workload.transformer import TransformerConfig
 
 
@@ -67,11 +67,12 @@ def _breakdown(c, par, pieces, rank_of, run, rank, post) -> dict[str, float]:
     pipeline wait (bubbles and hops: the rest of its pipeline span), DP/embedding all-reduce, optimizer."""
     m = par.microbatches
     chunks = par.pp * par.chunks
-    layers = c.layers // chunks
+    counts = layers_per_stage(c.layers, chunks, par.stage_layers)
     stages = [j for j in range(chunks) if rank_of[j] == rank]
     layer, emb, head = pieces["layer"], pieces["embedding"], pieces["head"]
     compute = recompute = tp = 0.0
     for j in stages:
+        layers = counts[j]
         compute += layers * (layer.forward + layer.backward_input + layer.backward_weight)
         recompute += layers * layer.recompute
         tp += layers * (layer.tp_forward + layer.tp_backward)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from archsim.training.memory import StageMemory, stage_memory
-from archsim.training.parallel import Parallelism
+from archsim.training.parallel import Parallelism, layers_per_stage
 from archsim.workload.transformer import TransformerConfig
 
 # schedule name → whether it runs v > 1 chunks per rank (interleaved) — the orders the training model times
@@ -130,12 +130,12 @@ def rank_memories(c: TransformerConfig, par: Parallelism, ranks=None) -> list[St
     :func:`archsim.training.iteration.memories` but with the in-flight counts in closed form, and a
     V-shaped schedule's first and last chunk (embedding and LM head) both on rank 0."""
     chunks = par.pp * par.chunks
-    per_chunk = c.layers // chunks
+    counts = layers_per_stage(c.layers, chunks, par.stage_layers)
     peaks = in_flight_peaks(par.schedule, par.pp, par.microbatches, par.chunks)
     apart = par.schedule not in V_SHAPED and par.pp > 1  # first and last chunk on different ranks
     out = []
     for rank in (range(par.pp) if ranks is None else ranks):
-        parts = [stage_memory(c, par, per_chunk, max(peaks[rank] // par.chunks, 1), j == 0, j == chunks - 1, apart)
+        parts = [stage_memory(c, par, counts[j], max(peaks[rank] // par.chunks, 1), j == 0, j == chunks - 1, apart)
                  for j in rank_chunks(par.schedule, par.pp, par.chunks, rank)]
         out.append(StageMemory(sum(p.parameters for p in parts), sum(p.states for p in parts),
                                sum(p.activations for p in parts)))
@@ -144,8 +144,10 @@ def rank_memories(c: TransformerConfig, par: Parallelism, ranks=None) -> list[St
 
 def peak_memory_bytes(c: TransformerConfig, par: Parallelism) -> float:
     """The largest GPU's bytes. In-flight counts fall with the rank and only the first rank holds the
-    embedding, the last the LM head, so the peak is on the first or the last rank."""
-    return max(m.total for m in rank_memories(c, par, sorted({0, par.pp - 1})))
+    embedding, the last the LM head, so under an even split the peak is on the first or the last rank
+    (an uneven split: every rank is looked at)."""
+    ranks = None if par.stage_layers is not None else sorted({0, par.pp - 1})
+    return max(m.total for m in rank_memories(c, par, ranks))
 
 
 __all__ = [
