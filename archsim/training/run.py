@@ -15,7 +15,6 @@ from archsim.training.iteration import (
     memories,
     model_pieces,
     stage_profile,
-    stage_times,
 )
 from archsim.training.memory import StageMemory
 from archsim.training.parallel import Parallelism, layers_per_stage
@@ -39,13 +38,17 @@ class TrainResult:
         return max(m.total for m in self.memory) / GIB
 
 
-def train(c: TransformerConfig, par: Parallelism, machine: Machine) -> TrainResult:
+def train(c: TransformerConfig, par: Parallelism, machine: Machine,
+          machines: tuple[Machine, ...] | None = None) -> TrainResult:
+    """One iteration on ``machine``, or with each pipeline rank on its own of ``machines`` (mixed GPUs)."""
     from archsim.policies.stage_orders import published_order
     from archsim.policies.stage_run import run_order
+    from archsim.training.stage_split import rank_stage_times
 
     check_fits(c, par)
-    pieces = model_pieces(c, par, machine)
-    times = stage_times(c, par, machine, pieces)
+    machines = machines or (machine,) * par.pp
+    own = {id(m): model_pieces(c, par, m) for m in machines}
+    times = rank_stage_times(c, par, machines, [own[id(m)] for m in machines])
     order = published_order(par.schedule_name, par.pp, par.microbatches, par.chunks)
     run = run_order(order, stage_profile(times))
     mem = memories(c, par, order)
@@ -54,9 +57,10 @@ def train(c: TransformerConfig, par: Parallelism, machine: Machine) -> TrainResu
     np.maximum.at(ends, slots.processor, slots.end)
     rank_of = order.rank_of_stage()
     tied_ranks = (rank_of[0], rank_of[order.stages - 1])
-    post = tuple(after_backward(c, par, machine, r, mem[r].parameters, tied_ranks) for r in range(par.pp))
+    post = tuple(after_backward(c, par, machines[r], r, mem[r].parameters, tied_ranks) for r in range(par.pp))
     finish = [ends[r] + sum(post[r].values()) for r in range(par.pp)]
     slowest = int(np.argmax(finish))
+    pieces = own[id(machines[slowest])]
     return TrainResult(float(max(finish)), tuple(mem),
                        _breakdown(c, par, pieces, order.rank_of_stage(), run, slowest, post[slowest]),
                        _op_rows(c, par, pieces) + _iteration_rows(post[slowest]), run, post)

@@ -24,7 +24,8 @@ V_SHAPED = ("zb-v", "dualpipev")  # two chunks per rank, chunks j and 2p − 1 �
 CHUNKED = ("interleaved-1f1b", "interleaved-zb", "looped-bfs")  # v > 1 chunks per rank, chunk j on rank j mod p
 REASONS = ("tp-divides-heads", "tp-within-server", "pp-divides-layers", "dp-divides-batch",
            "micro-batch-divides-batch", "sequence-parallel-needs-tp", "schedule-needs-pp",
-           "interleave-needs-microbatches-multiple-of-pp", "dualpipev-needs-2p-microbatches", "out-of-memory")  # in the order checked
+           "interleave-needs-microbatches-multiple-of-pp", "dualpipev-needs-2p-microbatches", "stage-mixes-gpu-types",
+           "out-of-memory")  # in the order checked
 
 
 @dataclass(frozen=True)
@@ -37,10 +38,16 @@ class Candidate:
     schedule: str
     interleave: int
     sequence_parallel: bool
+    stage_layers: tuple[int, ...] | None = None  # None: Megatron's even split
 
     def parallelism(self, global_batch: int) -> Parallelism:
         return Parallelism(self.tp, self.pp, self.dp, global_batch, self.micro_batch, self.recompute,
-                           self.sequence_parallel, self.interleave, self.schedule)
+                           self.sequence_parallel, self.interleave, self.schedule, self.stage_layers)
+
+    @property
+    def plannable(self) -> bool:
+        """Whether a planner may split its layers unevenly: one chunk per rank, more than one rank."""
+        return self.pp > 1 and self.interleave == 1 and self.schedule not in V_SHAPED
 
 
 def divisors(n: int) -> list[int]:
@@ -66,13 +73,16 @@ def candidates(gpus: int, micro_batches, recomputes, schedules, chunks, sequence
                             yield Candidate(tp, pp, dp, b, r, s, v, sp)
 
 
-def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_server: int) -> str | None:
-    """The first rule of :data:`REASONS` (but memory) that ``k`` breaks, or None."""
+def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_server: int,
+              uneven: bool = False) -> str | None:
+    """The first rule of :data:`REASONS` (but GPU types and memory) that ``k`` breaks, or None;
+    ``uneven``: a planner splits the layers of :attr:`Candidate.plannable` ones, which then need only
+    PP ≤ layers."""
     if c.heads % k.tp or c.ffn % k.tp:
         return "tp-divides-heads"
     if k.tp > gpus_per_server or gpus_per_server % k.tp:
         return "tp-within-server"
-    if c.layers % (k.pp * (2 if k.schedule in V_SHAPED else k.interleave)):
+    if (c.layers < k.pp) if uneven and k.plannable else c.layers % (k.pp * (2 if k.schedule in V_SHAPED else k.interleave)):
         return "pp-divides-layers"
     if global_batch % k.dp:
         return "dp-divides-batch"

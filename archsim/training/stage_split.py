@@ -30,7 +30,7 @@ import numpy as np
 
 from archsim.training.iteration import Machine, PieceCost, StageTimes, model_pieces, stage_times
 from archsim.training.memory import stage_memory
-from archsim.training.parallel import Parallelism
+from archsim.training.parallel import V_SCHEDULES, Parallelism
 from archsim.training.search_space import in_flight_peaks
 from archsim.workload.transformer import TransformerConfig
 
@@ -110,16 +110,18 @@ def planned_split(c: TransformerConfig, par: Parallelism, machines: Sequence[Mac
 
 def rank_stage_times(c: TransformerConfig, par: Parallelism, machines: Sequence[Machine],
                      pieces: Sequence[dict[str, PieceCost]] | None = None, hop: float | None = None) -> StageTimes:
-    """Each (virtual) stage's F, I, W on the GPU of the rank that runs it (rank = stage mod PP; the
-    V-shaped schedules are not placed here), from :func:`stage_times` per distinct machine; the hop
-    is the slowest rank's unless given."""
+    """Each (virtual) stage's F, I, W on the GPU of the rank that runs it (stage mod PP; the V-shaped
+    schedules' stage s and 2·PP − 1 − s on rank s), from :func:`stage_times` per distinct machine; the
+    hop is the slowest rank's unless given."""
     per_machine: dict[int, StageTimes] = {}
     for k, machine in enumerate(machines):
         if id(machine) not in per_machine:
             own = pieces[k] if pieces is not None else model_pieces(c, par, machine)
             per_machine[id(machine)] = stage_times(c, par, machine, own)
     stages = par.pp * par.chunks
-    rows = [per_machine[id(machines[s % par.pp])] for s in range(stages)]
+    p = par.pp
+    rank = [(s if s < p else 2 * p - 1 - s) if par.schedule in V_SCHEDULES else s % p for s in range(stages)]
+    rows = [per_machine[id(machines[rank[s]])] for s in range(stages)]
     return StageTimes(tuple(t.forward[s] for s, t in enumerate(rows)),
                       tuple(t.backward_input[s] for s, t in enumerate(rows)),
                       tuple(t.backward_weight[s] for s, t in enumerate(rows)),
