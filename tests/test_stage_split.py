@@ -127,3 +127,77 @@ def test_bad_stage_layers_are_input_errors():
         layers_per_stage(7, 2, (3, 3))
     with pytest.raises(InputError):
         Parallelism(pp=2, stage_layers=(1, 2, 3))
+
+
+MIXED = """[cluster]
+name = "mixed"
+inter_server_gbps = 200
+inter_server_link = "per_gpu_pair"
+
+[[servers]]
+gpus = 2
+intra_server_gbps = 4800
+gpu = "a100-80gb"
+
+[[servers]]
+gpus = 2
+intra_server_gbps = 2400
+gpu = "v100-32gb"
+"""
+
+
+def test_search_on_a_tiny_mixed_cluster_by_brute_force(tmp_path):
+    """Two servers (2 × A100 80 GB, 2 × V100 32 GB) and a model wide enough that memory bites: each
+    configuration the search keeps is placed on one GPU type per rank, fits each rank's own memory and
+    has the split with the smallest slowest stage among all contiguous splits (enumerated here, memory
+    from the published order); each it prunes for memory has no split that fits."""
+    from archsim.devices.catalog import gpu
+    from archsim.training.cluster import load_gpu_cluster
+    from archsim.training.search import search
+    from archsim.training.search_space import Candidate, rejection
+
+    path = tmp_path / "mixed.toml"
+    path.write_text(MIXED)
+    cluster = load_gpu_cluster(path)
+    c = TransformerConfig("wide", "gpt", layers=8, hidden=8192, heads=64, vocab=5000, seq=256, ffn=32768,
+                          kv_heads=64, tied_embeddings=True, positions=256)
+    kinds = [gpu("a100-80gb")] * 2 + [gpu("v100-32gb")] * 2
+    result = search(c, cluster, 8, (2, 4), micro_batches=(1, 4), recomputes=("none", "full"), schedules=("1f1b",),
+                    sequence_parallel=(False,), top=10**6, balance="planned")
+    kept = {(r["tp"], r["pp"], r["dp"], r["micro_batch"], r["recompute"]): r for r in result.rows}
+    out_of_memory = mixed = 0
+    for gpus in (2, 4):
+        for tp, pp in itertools.product((1, 2, 4), (1, 2, 4)):
+            if gpus % (tp * pp):
+                continue
+            dp = gpus // (tp * pp)
+            for b, recompute in itertools.product((1, 4), ("none", "full")):
+                k = Candidate(tp, pp, dp, b, recompute, "1f1b", 1, False)
+                if rejection(c, k, 8, 2, uneven=True):
+                    assert (tp, pp, dp, b, recompute) not in kept
+                    continue
+                group = tp * dp
+                ranks = [{kinds[i].name for i in range(r * group, (r + 1) * group)} for r in range(pp)]
+                if any(len(names) > 1 for names in ranks):
+                    mixed += 1
+                    assert (tp, pp, dp, b, recompute) not in kept
+                    continue
+                par = Parallelism(tp, pp, dp, 8, b, recompute)
+                machines = [cluster.machine(par, kinds[r * group]) for r in range(pp)]
+                caps = [kinds[r * group].memory_bytes for r in range(pp)]
+                want = _brute(c, par, machines, caps)
+                row = kept.get((tp, pp, dp, b, recompute))
+                if want is None:
+                    out_of_memory += 1
+                    assert row is None
+                    continue
+                split = tuple(int(n) for n in row["stage_layers"].split(",")) if row["stage_layers"] else None
+                trial = Parallelism(tp, pp, dp, 8, b, recompute, stage_layers=split)
+                order = published_order("1f1b", pp, trial.microbatches, 1)
+                assert all(m.total <= cap for m, cap in zip(memories(c, trial, order), caps))
+                times = rank_stage_times(c, trial, machines)
+                slowest = max(np.add(np.add(times.forward, times.backward_input), times.backward_weight))
+                assert slowest == pytest.approx(want[0], rel=1e-12), (tp, pp, dp, b, recompute)
+    assert result.rejected.get("out-of-memory", 0) == out_of_memory > 0
+    assert result.rejected.get("stage-mixes-gpu-types", 0) == mixed > 0
+    assert len(kept) == result.costed > 0
