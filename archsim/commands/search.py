@@ -44,6 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--refine", type=int, default=None, metavar="N",
                         help="re-time the best N of the closed forms with the event simulator and rank them again "
                              "(default: 2 × --top)")
+    parser.add_argument("--pareto-html", default=None, metavar="OUT.html",
+                        help="write the Pareto front (time against memory, or against the objective) as a plotly page")
     add_timeline_outputs(parser)  # of the first row's iteration, as archsim train writes them
     add_output_arguments(parser)
 
@@ -91,6 +93,11 @@ def run(args: argparse.Namespace) -> int:
             if args.format == "table" else rows
     columns = None if rows else ["tp", "pp", "dp", "micro_batch", "recompute", "schedule", "iteration_seconds"]
     emit(render(pd.DataFrame(rows, columns=columns), args.format, meta=meta, precision=args.precision), args)
+    if args.pareto_html:
+        from archsim.report.search_front import write_front_page  # plotly: only when a page is asked for
+
+        write_front_page(args.pareto_html, f"archsim search: {config.name}, global batch {args.global_batch}",
+                         result.pareto, result.rows, args.objective)
     if args.gantt or args.trace or args.schedule_csv:
         _write_best_timeline(args, config, cluster, result.rows)
     return 0

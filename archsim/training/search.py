@@ -249,9 +249,10 @@ class _RowMaker:
         return row
 
     def gain(self, k: Candidate) -> float:
-        """1 − planned / even seconds (both by the coster); NaN where one of the splits cannot run."""
+        """1 − planned / even seconds (both by the coster); NaN where the planner does not split (one
+        stage, several chunks per rank) or one of the splits cannot run."""
         if not k.plannable:
-            return 0.0 if k.stage_layers is None else float("nan")
+            return float("nan")
         planned = k if k.stage_layers else _planned(self.c, self.cluster, self.global_batch, k)
         even = replace(k, stage_layers=None)
         if planned is None or self.c.layers % k.pp:
