@@ -20,6 +20,7 @@ override the objectives' figures with ``price_per_gpu_hour`` (USD) and ``gpu_wat
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from archsim.devices.catalog import Gpu, gpu
@@ -43,9 +44,9 @@ class GpuCluster:
     prices: tuple[float | None, ...] = ()  # each server's USD per GPU-hour override (None: the default table)
     watts: tuple[float | None, ...] = ()  # each server's watts per GPU override
 
-    @property
+    @cached_property
     def heterogeneous(self) -> bool:
-        return len(set(self.servers)) > 1
+        return len({device.name for device in self.servers}) > 1
 
     def gpu_at(self, index: int) -> Gpu:
         return self.servers[index // self.gpus_per_server] if self.servers else self.gpu

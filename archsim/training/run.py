@@ -47,7 +47,7 @@ def train(c: TransformerConfig, par: Parallelism, machine: Machine,
 
     check_fits(c, par)
     machines = machines or (machine,) * par.pp
-    own = {id(m): model_pieces(c, par, m) for m in machines}
+    own = {id(m): model_pieces(c, par, m) for m in {id(m): m for m in machines}.values()}
     times = rank_stage_times(c, par, machines, [own[id(m)] for m in machines])
     order = published_order(par.schedule_name, par.pp, par.microbatches, par.chunks)
     run = run_order(order, stage_profile(times))

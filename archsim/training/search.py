@@ -128,7 +128,9 @@ class _Coster:
 
 def _capacities(cluster, par) -> list[float] | None:
     """Each pipeline rank's GPU memory (bytes), or None when a rank's GPUs mix types."""
-    kinds = cluster.rank_gpus(par) if cluster.heterogeneous else (cluster.gpu,) * par.pp
+    if not cluster.heterogeneous:
+        return [cluster.gpu.memory_bytes] * par.pp
+    kinds = cluster.rank_gpus(par)
     return None if kinds is None else [g.memory_bytes for g in kinds]
 
 
@@ -175,13 +177,15 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
             if reason is None and only is not None and not only(k):
                 reason = "filtered"
             if reason is None:
-                capacities = _capacities(cluster, k.parallelism(global_batch))
+                par = k.parallelism(global_batch)
+                capacities = _capacities(cluster, par)
                 reason = "stage-mixes-gpu-types" if capacities is None else None
             if reason is None and balance == "planned" and k.plannable:
                 k = _planned(c, cluster, global_batch, k)
                 reason = "out-of-memory" if k is None else None
+                par = k.parallelism(global_batch) if k else par
             if reason is None:
-                memory, fits = _memory(c, cluster, k.parallelism(global_batch), capacities)
+                memory, fits = _memory(c, cluster, par, capacities)
                 reason = None if fits else "out-of-memory"
             if reason:
                 rejected[reason] += 1
