@@ -49,41 +49,47 @@ def node_seconds(c: TransformerConfig, pieces: dict[str, PieceCost]) -> np.ndarr
                      piece_seconds(pieces["head"], False)])
 
 
-def _memory_line(c: TransformerConfig, par: Parallelism, in_flight: int, first: bool, last: bool):
-    """Bytes of a stage as (at 0 layers, per layer): stage_memory is affine in its layer count."""
+def _most_layers(c: TransformerConfig, par: Parallelism, in_flight: int, first: bool, last: bool,
+                 capacity: float) -> int:
+    """The most layers a stage fits in ``capacity`` bytes (−1: not even none): stage_memory is affine
+    in its layer count."""
     apart = par.pp > 1
     zero = stage_memory(c, par, 0, in_flight, first, last, apart).total
-    return zero, stage_memory(c, par, 1, in_flight, first, last, apart).total - zero
+    per_layer = stage_memory(c, par, 1, in_flight, first, last, apart).total - zero
+    if zero > capacity:
+        return -1
+    if per_layer <= 0 or capacity - zero >= per_layer * c.layers:
+        return c.layers
+    return int((capacity - zero) // per_layer)
 
 
 def plan_stage_layers(c: TransformerConfig, par: Parallelism, node_times: Sequence[np.ndarray],
                       capacities: Sequence[float]) -> tuple[int, ...] | None:
     """Layers per pipeline rank minimising the slowest stage's F + I + W (module docstring);
     ``node_times[r]``: the chain's node seconds on rank r's GPU, ``capacities[r]``: its bytes. None
-    when no split fits memory."""
+    when no split fits memory (the layers are alike, so one fits exactly when every rank holds at
+    least one layer and together they hold them all)."""
     p, layers = par.pp, c.layers
     n = layers + 2
     if par.chunks != 1 or p > layers:
         return None
     peaks = in_flight_peaks(par.schedule, p, par.microbatches, 1)
+    most = [_most_layers(c, par, max(peaks[r], 1), r == 0, r == p - 1, capacities[r]) for r in range(p)]
+    if min(most) < 1 or sum(most) < layers:
+        return None
     i, j = np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij")  # stage = nodes i … j − 1
     first, last = i == 0, j == n
     count = j - i - first - last  # transformer layers in the stage
     shape_ok = (j > i) & (count >= 1)
+    middle = shape_ok & ~first & ~last
     best = np.full(n + 1, np.inf)
     best[0] = 0.0
     choice = np.zeros((p, n + 1), dtype=int)
     for r in range(p):
         prefix = np.concatenate(([0.0], np.cumsum(node_times[r])))
         cost = prefix[j] - prefix[i]
-        memory = np.zeros_like(cost)
-        for f in (False, True):
-            for last_ in (False, True):
-                zero, per_layer = _memory_line(c, par, max(peaks[r], 1), f, last_)
-                where = (first == f) & (last == last_)
-                memory[where] = zero + per_layer * count[where]
-        allowed = shape_ok & (memory <= capacities[r]) & (first == (r == 0)) & (last == (r == p - 1))
-        value = np.where(allowed, np.maximum(best[:, None], cost), np.inf)
+        ends = shape_ok & (first == (r == 0)) & (last == (r == p - 1)) if r in (0, p - 1) else middle
+        value = np.where(ends & (count <= most[r]), np.maximum(best[:, None], cost), np.inf)
         choice[r] = np.argmin(value, axis=0)
         best = value[choice[r], np.arange(n + 1)]
     if not np.isfinite(best[n]):
