@@ -240,13 +240,14 @@ class _RowMaker:
         c, cluster, global_batch = self.c, self.cluster, self.global_batch
         flops = model_flops(c, global_batch)
         gpus = k.tp * k.pp * k.dp
-        peak = sum(cluster.gpu_at(i).peak("fp16") for i in range(gpus)) if cluster.heterogeneous \
-            else gpus * cluster.gpu.peak("fp16")
+        # the GPUs' summed peak: as gpus × peak on one GPU type (the same rounding as before mixed clusters)
+        peak = sum(cluster.gpu_at(i).peak("fp16") for i in range(gpus)) / gpus if cluster.heterogeneous \
+            else cluster.gpu.peak("fp16")
         row = {"tp": k.tp, "pp": k.pp, "dp": k.dp, "micro_batch": k.micro_batch, "recompute": k.recompute,
                "schedule": k.schedule, "interleave": k.interleave, "sequence_parallel": k.sequence_parallel,
                "stage_layers": ",".join(map(str, k.stage_layers)) if k.stage_layers else "",
                "iteration_seconds": seconds, "peak_memory_gib": memory / 2**30,
-               "mfu": flops / (seconds * peak), **objective_columns(cluster, gpus, seconds),
+               "mfu": flops / (seconds * gpus * peak), **objective_columns(cluster, gpus, seconds),
                "uneven_gain": self.gain(k), "timing": timing,
                "megatron_args": megatron_args(k, global_batch, c.layers)}
         self.keep[id(row)] = k
