@@ -7,8 +7,10 @@ import argparse
 
 from archsim.commands import Command
 from archsim.commands.common import add_output_arguments, add_timeline_outputs, emit, positive_int
+from archsim.training.objectives import OBJECTIVES
 from archsim.training.parallel import RECOMPUTE
 from archsim.training.search_space import SCHEDULES
+from archsim.training.stage_split import BALANCES
 
 HELP = "search TP × PP × DP × micro-batch × recompute × schedule for the fastest training iteration"
 
@@ -19,9 +21,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cluster", required=True, metavar="CLUSTER.toml",
                         help='cluster TOML whose [[servers]] name their GPU (gpu = "a100-80gb")')
     parser.add_argument("--global-batch", type=positive_int, required=True, help="samples per iteration")
-    parser.add_argument("--gpus", type=positive_int, default=None, help="GPUs to use (default: all the cluster's)")
+    parser.add_argument("--gpus", type=positive_int, nargs="+", default=None,
+                        help="GPUs to use, one count or several to compare (default: all the cluster's; the first "
+                             "GPUs of the cluster file)")
     parser.add_argument("--seq", type=positive_int, default=None, help="sequence length (default: the config's)")
-    parser.add_argument("--objective", default="time", choices=("time",), help="what to minimise")
+    parser.add_argument("--objective", default="time", choices=OBJECTIVES,
+                        help="what to minimise per iteration: time, cost (GPU-hours × price per GPU-hour) or energy "
+                             "(GPU board power × time); the Pareto front is time against it (time: against memory)")
+    parser.add_argument("--balance", default="even", choices=BALANCES,
+                        help="layers per pipeline stage: Megatron's even split, or planned by PipeDream's DP over "
+                             "embedding, layers and LM head under each GPU's memory (one-chunk schedules)")
     parser.add_argument("--top", type=positive_int, default=10, help="rows to print, best first")
     parser.add_argument("--recompute", nargs="+", default=list(RECOMPUTE), choices=RECOMPUTE,
                         help="recompute modes to try")
@@ -35,6 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--refine", type=int, default=None, metavar="N",
                         help="re-time the best N of the closed forms with the event simulator and rank them again "
                              "(default: 2 × --top)")
+    parser.add_argument("--pareto-html", default=None, metavar="OUT.html",
+                        help="write the Pareto front (time against memory, or against the objective) as a plotly page")
     add_timeline_outputs(parser)  # of the first row's iteration, as archsim train writes them
     add_output_arguments(parser)
 
@@ -49,20 +60,26 @@ def run(args: argparse.Namespace) -> int:
 
     config = load_transformer(args.model, seq=args.seq)
     cluster = load_gpu_cluster(args.cluster)
-    if args.gpus and args.gpus > cluster.topology.devices:
+    if args.gpus and max(args.gpus) > cluster.topology.devices:
         from archsim.errors import InputError
 
-        raise InputError(f"{args.gpus} GPUs asked for, the cluster has {cluster.topology.devices}", field="gpus")
+        raise InputError(f"{max(args.gpus)} GPUs asked for, the cluster has {cluster.topology.devices}", field="gpus")
     sp = {"both": (False, True), "on": (True,), "off": (False,)}[args.sequence_parallel]
     result = search(config, cluster, args.global_batch, args.gpus,
                     micro_batches=range(1, args.max_micro_batch + 1), recomputes=tuple(args.recompute),
                     schedules=tuple(args.schedule), chunks=tuple(args.chunks), sequence_parallel=sp, top=args.top,
-                    refine=2 * args.top if args.refine is None else max(args.refine, 0))
+                    refine=2 * args.top if args.refine is None else max(args.refine, 0), balance=args.balance,
+                    objective=args.objective)
     rows = [{**row, "command": train_command(args.model, args.cluster, args.global_batch, row)}
             for row in result.rows]
-    meta = {"model": config.name, "gpu": cluster.gpu.name, "gpus": args.gpus or cluster.topology.devices,
-            "global_batch": args.global_batch, "objective": args.objective, "enumerated": result.enumerated,
-            "costed": result.costed, "rejected": result.rejected,
+    gains = [row["uneven_gain"] for row in result.rows if row["uneven_gain"] == row["uneven_gain"]]
+    gpu_names = sorted({g.name for g in cluster.servers} or {cluster.gpu.name})
+    meta = {"model": config.name, "gpu": ", ".join(gpu_names),
+            "gpus": ",".join(map(str, args.gpus)) if args.gpus else cluster.topology.devices,
+            "global_batch": args.global_batch, "objective": args.objective, "balance": args.balance,
+            "enumerated": result.enumerated, "costed": result.costed, "rejected": result.rejected,
+            "uneven_gain_first_row": result.rows[0]["uneven_gain"] if result.rows else None,
+            "uneven_gain_max": max(gains) if gains else None,
             "pareto": [{k: v for k, v in row.items() if k != "megatron_args"} for row in result.pareto]}
     if args.format != "json":
         meta = {k: (", ".join(f"{r}: {n}" for r, n in v.items()) if isinstance(v, dict) else v)
@@ -76,6 +93,11 @@ def run(args: argparse.Namespace) -> int:
             if args.format == "table" else rows
     columns = None if rows else ["tp", "pp", "dp", "micro_batch", "recompute", "schedule", "iteration_seconds"]
     emit(render(pd.DataFrame(rows, columns=columns), args.format, meta=meta, precision=args.precision), args)
+    if args.pareto_html:
+        from archsim.report.search_front import write_front_page  # plotly: only when a page is asked for
+
+        write_front_page(args.pareto_html, f"archsim search: {config.name}, global batch {args.global_batch}",
+                         result.pareto, result.rows, args.objective)
     if args.gantt or args.trace or args.schedule_csv:
         _write_best_timeline(args, config, cluster, result.rows)
     return 0
@@ -92,9 +114,10 @@ def _write_best_timeline(args: argparse.Namespace, config, cluster, rows: list[d
     if not rows:
         raise InputError("no configuration fits, so there is no timeline to write", field="gantt")
     r = rows[0]
+    split = tuple(int(n) for n in r["stage_layers"].split(",")) if r["stage_layers"] else None
     par = Parallelism(r["tp"], r["pp"], r["dp"], args.global_batch, r["micro_batch"], r["recompute"],
-                      r["sequence_parallel"], r["interleave"], r["schedule"])
-    result = train(config, par, cluster.machine(par))
+                      r["sequence_parallel"], r["interleave"], r["schedule"], split)
+    result = train(config, par, cluster.machine(par), cluster.rank_machines(par) if cluster.heterogeneous else None)
     write_timeline_outputs(args, result.timeline, f"{config.name}: TP{par.tp} PP{par.pp} DP{par.dp}, {r['schedule']}")
 
 

@@ -29,6 +29,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="model chunks per pipeline rank (interleaved 1F1B when V > 1)")
     parser.add_argument("--schedule", default="1f1b", help="pipeline schedule (archsim's published orders: 1f1b, "
                         "gpipe, zb-h1, zb-h2, interleaved-1f1b, …)")
+    parser.add_argument("--stage-layers", default=None, metavar="N1,N2,…",
+                        help="transformer layers of each pipeline stage, first to last (default: Megatron's even split)")
+    parser.add_argument("--balance", default="even", choices=("even", "planned"),
+                        help="without --stage-layers: Megatron's even split, or the split PipeDream's DP plans over "
+                             "embedding, layers and LM head under each GPU's memory")
     parser.add_argument("--sweep", action="append", default=[], metavar="KEY=V1,V2,…",
                         help="sweep an axis (tp, pp, dp, global_batch, micro_batch, interleave, recompute, schedule, "
                              "sequence_parallel); repeat for a grid: one row per point instead of one iteration's "
@@ -38,33 +43,52 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
     import pandas as pd
 
     from archsim.commands.common import write_timeline_outputs
+    from archsim.errors import InputError
     from archsim.outputs import render
     from archsim.training.cluster import load_gpu_cluster
     from archsim.training.parallel import Parallelism
     from archsim.training.run import train
+    from archsim.training.stage_split import parse_stage_layers, planned_split
     from archsim.workload.transformer import load_transformer
 
     config = load_transformer(args.model, seq=args.seq)
     if args.sweep:
         return _run_sweep(args, config)
     par = Parallelism(args.tp, args.pp, args.dp, args.global_batch, args.micro_batch, args.recompute,
-                      args.sequence_parallel, args.interleave, args.schedule)
+                      args.sequence_parallel, args.interleave, args.schedule,
+                      parse_stage_layers(args.stage_layers) if args.stage_layers else None)
     cluster = load_gpu_cluster(args.cluster)
-    result = train(config, par, cluster.machine(par))
-    capacity = cluster.gpu.memory_bytes
-    memory = [{"rank": r, "parameters": m.parameters, "states_gib": m.states / 2**30,
+    machines = cluster.rank_machines(par)
+    if machines is None:
+        raise InputError("a pipeline stage's GPUs are of different types: choose TP × DP to fill whole servers of "
+                         "one type", field="tp")
+    capacities = [m.gpu.memory_bytes for m in machines]
+    if args.balance == "planned" and par.stage_layers is None and par.pp > 1:
+        if par.chunks != 1:
+            raise InputError("--balance planned splits one chunk per rank: not with --interleave or a V schedule",
+                             field="balance")
+        split = planned_split(config, par, machines, capacities)
+        if split is None:
+            raise InputError("no split of the layers over the pipeline stages fits the GPUs' memory", field="balance")
+        par = replace(par, stage_layers=split)
+    result = train(config, par, machines[0], machines)
+    capacity = max(capacities)
+    memory = [{"rank": r, "gpu": machines[r].gpu.name, "parameters": m.parameters, "states_gib": m.states / 2**30,
                "activations_gib": m.activations / 2**30, "total_gib": m.total / 2**30,
-               "fits": m.total <= capacity} for r, m in enumerate(result.memory)]
+               "fits": m.total <= capacities[r]} for r, m in enumerate(result.memory)]
     slots = result.timeline.to_frame()
     timeline = [{"rank": str(row.processor), "action": str(row.op), "start_s": float(row.start), "end_s": float(row.end)}
                 for row in slots.itertuples()] if len(slots) <= 20000 else []
-    meta = {"model": config.name, "gpu": cluster.gpu.name, "gpus": par.gpus, "tp": par.tp, "pp": par.pp,
+    meta = {"model": config.name, "gpu": ", ".join(sorted({m.gpu.name for m in machines})), "gpus": par.gpus, "tp": par.tp, "pp": par.pp,
             "dp": par.dp, "global_batch": par.global_batch, "micro_batch": par.micro_batch,
             "microbatches": par.microbatches, "recompute": par.recompute,
             "sequence_parallel": par.sequence_parallel, "interleave": par.interleave, "schedule": par.schedule,
+            "stage_layers": ",".join(map(str, par.stage_layers)) if par.stage_layers else "even",
             "iteration_seconds": result.iteration_seconds, "peak_memory_gib": result.peak_memory_gib,
             "memory_capacity_gib": capacity / 2**30, "fits_memory": all(m["fits"] for m in memory),
             "breakdown_seconds": result.breakdown, "memory_per_rank": memory,

@@ -42,7 +42,8 @@ if TYPE_CHECKING:
 
 CLUSTER_KEYS = {"name", "seed", "inter_server_gbps", "inter_server_link", "gpu_memory_gb"}
 INTER_SERVER_LINKS = ("shared", "per_gpu_pair")
-SERVER_KEYS = {"count", "gpus", "intra_server_gbps", "gpu"}  # gpu: a catalog name, read by archsim train
+SERVER_KEYS = {"count", "gpus", "intra_server_gbps", "gpu",  # gpu: a catalog name, read by archsim train
+               "price_per_gpu_hour", "gpu_watts"}  # the search's cost and energy objectives
 MAX_DEVICES = 1024  # GPUs in one cluster file (the planner's min-cut works on the complete GPU graph)
 MIN_GBPS, MAX_GBPS = 1e-6, 1e6  # link bandwidths: 1 kbit/s … 10⁶ Gbps = 125 TB/s (no subnormals, no inf)
 MIN_MEMORY_GB, MAX_MEMORY_GB = 1e-6, 1e6  # a GPU's memory: 1 kB … 1 PB

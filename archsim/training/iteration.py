@@ -123,7 +123,7 @@ def model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> di
 def stage_times(c: TransformerConfig, par: Parallelism, machine: Machine,
                 pieces: dict[str, PieceCost]) -> StageTimes:
     chunks = par.pp * par.chunks
-    counts = layers_per_stage(c.layers, chunks)
+    counts = layers_per_stage(c.layers, chunks, par.stage_layers)
     layer, emb, head = pieces["layer"], pieces["embedding"], pieces["head"]
     fwd, bin_, bw = [], [], []
     for j, n in enumerate(counts):
@@ -172,7 +172,9 @@ def in_flight(order) -> list[int]:
 
 
 def check_fits(c: TransformerConfig, par: Parallelism) -> None:
-    if c.layers % (par.pp * par.chunks):
+    if par.stage_layers is not None:
+        layers_per_stage(c.layers, par.pp * par.chunks, par.stage_layers)
+    elif c.layers % (par.pp * par.chunks):
         raise InputError(f"{c.layers} layers do not split into {par.pp} stages × {par.chunks} chunks",
                          field="pp")
     if c.heads % par.tp or c.ffn % par.tp:
@@ -183,7 +185,7 @@ def memories(c: TransformerConfig, par: Parallelism, order=None) -> list[StageMe
     """Memory of one GPU of each pipeline rank (chunks of a rank summed). Without ``order``, plain 1F1B's
     in-flight counts min(p − r, m) — no schedule built, for searches over many configurations."""
     chunks = par.pp * par.chunks
-    per_chunk = c.layers // chunks
+    counts = layers_per_stage(c.layers, chunks, par.stage_layers)
     if order is None:
         if par.schedule_name != "1f1b":
             raise InputError("memory without a schedule's order is 1F1B's only", field="schedule")
@@ -196,7 +198,7 @@ def memories(c: TransformerConfig, par: Parallelism, order=None) -> list[StageMe
     out = []
     for rank in range(par.pp):
         mine = [j for j in range(chunks) if rank_of[j] == rank]
-        parts = [stage_memory(c, par, per_chunk, max(peaks[rank] // par.chunks, 1), j == 0, j == chunks - 1, apart)
+        parts = [stage_memory(c, par, counts[j], max(peaks[rank] // par.chunks, 1), j == 0, j == chunks - 1, apart)
                  for j in mine]
         out.append(StageMemory(sum(p.parameters for p in parts), sum(p.states for p in parts),
                                sum(p.activations for p in parts)))

@@ -17,7 +17,8 @@ class Parallelism:
     global_batch and micro_batch in samples; recompute: none | selective (attention's core, Korthikanti
     et al. 2022 §4.2) | full (each layer's forward rerun in its backward, from its input);
     sequence_parallel: Megatron's sequence parallelism in the TP group; interleave: model chunks per
-    pipeline rank (1: plain 1F1B)."""
+    pipeline rank (1: plain 1F1B); stage_layers: transformer layers of each pipeline (virtual) stage,
+    first to last (None: Megatron's even split), e.g. a planner's uneven split."""
 
     tp: int = 1
     pp: int = 1
@@ -28,6 +29,7 @@ class Parallelism:
     sequence_parallel: bool = False
     interleave: int = 1
     schedule: str = "1f1b"
+    stage_layers: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         for name in ("tp", "pp", "dp", "global_batch", "micro_batch", "interleave"):
@@ -44,6 +46,9 @@ class Parallelism:
                              f"{self.schedule!r}", field="interleave")
         if self.sequence_parallel and self.tp == 1:
             raise InputError("sequence parallelism needs --tp > 1", field="sequence-parallel")
+        if self.stage_layers is not None and len(self.stage_layers) != self.pp * self.chunks:
+            raise InputError(f"{len(self.stage_layers)} stage layer counts for {self.pp * self.chunks} pipeline "
+                             "stages", field="stage-layers")
 
     @property
     def chunks(self) -> int:
@@ -71,9 +76,14 @@ def padded_vocab(vocab: int, tp: int, multiple: int = 128) -> int:
     return -(-vocab // step) * step
 
 
-def layers_per_stage(layers: int, stages: int) -> tuple[int, ...]:
-    """Megatron's even split of the transformer layers over pipeline stages (the embedding joins the
-    first, the final norm and LM head the last)."""
+def layers_per_stage(layers: int, stages: int, split: tuple[int, ...] | None = None) -> tuple[int, ...]:
+    """Transformer layers of each pipeline stage: ``split`` when given (checked against the model),
+    else Megatron's even split (the embedding joins the first stage, the final norm and LM head the last)."""
+    if split is not None:
+        if len(split) != stages or sum(split) != layers or min(split) < 1:
+            raise InputError(f"stage layers {','.join(map(str, split))} must be {stages} counts ≥ 1 adding up to "
+                             f"the model's {layers} layers", field="stage-layers")
+        return tuple(split)
     if layers % stages:
         raise InputError(f"{layers} layers do not split evenly over {stages} pipeline stages", field="pp")
     return (layers // stages,) * stages

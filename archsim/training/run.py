@@ -16,10 +16,9 @@ from archsim.training.iteration import (
     memories,
     model_pieces,
     stage_profile,
-    stage_times,
 )
 from archsim.training.memory import StageMemory
-from archsim.training.parallel import Parallelism
+from archsim.training.parallel import Parallelism, layers_per_stage
 from archsim.workload.transformer import TransformerConfig
 
 if TYPE_CHECKING:
@@ -53,14 +52,18 @@ class TrainResult:
         return max(m.total for m in self.memory) / GIB
 
 
-def train(c: TransformerConfig, par: Parallelism, machine: Machine) -> TrainResult:
+def train(c: TransformerConfig, par: Parallelism, machine: Machine,
+          machines: tuple[Machine, ...] | None = None) -> TrainResult:
+    """One iteration on ``machine``, or with each pipeline rank on its own of ``machines`` (mixed GPUs)."""
     from archsim.policies.stage_orders import published_order
     from archsim.policies.stage_run import run_order
     from archsim.sim.timeline import SlotTable, Timeline
+    from archsim.training.stage_split import rank_stage_times
 
     check_fits(c, par)
-    pieces = model_pieces(c, par, machine)
-    times = stage_times(c, par, machine, pieces)
+    machines = machines or (machine,) * par.pp
+    own = {id(m): model_pieces(c, par, m) for m in {id(m): m for m in machines}.values()}
+    times = rank_stage_times(c, par, machines, [own[id(m)] for m in machines])
     order = published_order(par.schedule_name, par.pp, par.microbatches, par.chunks)
     run = run_order(order, stage_profile(times))
     mem = memories(c, par, order)
@@ -71,9 +74,10 @@ def train(c: TransformerConfig, par: Parallelism, machine: Machine) -> TrainResu
     np.maximum.at(ends, slots.processor, slots.end)
     rank_of = order.rank_of_stage()
     tied_ranks = (rank_of[0], rank_of[order.stages - 1])  # type: ignore[attr-defined]  # StageOrder's __slots__
-    post = tuple(after_backward(c, par, machine, r, mem[r].parameters, tied_ranks) for r in range(par.pp))
+    post = tuple(after_backward(c, par, machines[r], r, mem[r].parameters, tied_ranks) for r in range(par.pp))
     finish = [ends[r] + sum(post[r].values()) for r in range(par.pp)]
     slowest = int(np.argmax(finish))
+    pieces = own[id(machines[slowest])]
     return TrainResult(float(max(finish)), tuple(mem),
                        _breakdown(c, par, pieces, order.rank_of_stage(), run, slowest, post[slowest]),
                        _op_rows(c, par, pieces) + _iteration_rows(post[slowest]), run, post)
@@ -84,11 +88,12 @@ def _breakdown(c, par, pieces, rank_of, run, rank, post) -> dict[str, float]:
     pipeline wait (bubbles and hops: the rest of its pipeline span), DP/embedding all-reduce, optimizer."""
     m = par.microbatches
     chunks = par.pp * par.chunks
-    layers = c.layers // chunks
+    counts = layers_per_stage(c.layers, chunks, par.stage_layers)
     stages = [j for j in range(chunks) if rank_of[j] == rank]
     layer, emb, head = pieces["layer"], pieces["embedding"], pieces["head"]
     compute = recompute = tp = 0.0
     for j in stages:
+        layers = counts[j]
         compute += layers * (layer.forward + layer.backward_input + layer.backward_weight)
         recompute += layers * layer.recompute
         tp += layers * (layer.tp_forward + layer.tp_backward)

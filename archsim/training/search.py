@@ -17,12 +17,13 @@ parallelism for a transformer, a global batch and a GPU cluster.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from archsim.training.iteration import after_backward, model_pieces, one_f_one_b_seconds, stage_times
 from archsim.training.layer_ops import layer_parameters
+from archsim.training.objectives import OBJECTIVE_COLUMN, objective_columns
 from archsim.training.search_space import (
     REASONS,
     V_SHAPED,
@@ -33,6 +34,7 @@ from archsim.training.search_space import (
     rank_memories,
     rejection,
 )
+from archsim.training.stage_split import planned_split, rank_stage_times
 from archsim.workload.transformer import TransformerConfig
 
 CLOSED_FORM_EXACT = ("1f1b", "gpipe")  # their closed form equals the event simulator (tests)
@@ -45,7 +47,7 @@ class SearchResult:
     rejected: dict[str, int]  # reason → candidates
     enumerated: int
     costed: int
-    pareto: list[dict]        # time vs memory per GPU: no other configuration is faster and smaller
+    pareto: list[dict]        # time vs memory per GPU (or vs the objective): none other is faster and smaller
 
 
 def model_flops(c: TransformerConfig, global_batch: int) -> float:
@@ -88,111 +90,208 @@ class _Coster:
     (equal to the event simulator); for the other schedules the event simulator itself
     (:func:`archsim.training.run.train`) while the pipeline is short of a steady state (m < 2p
     micro-batches), where their closed forms are poor, else their closed forms. Layer pieces are
-    cached per what they depend on."""
+    cached per what they depend on. On a cluster of mixed GPUs each rank is costed on its own GPU."""
 
     def __init__(self, c: TransformerConfig, cluster, global_batch: int) -> None:
         self.c, self.cluster, self.global_batch = c, cluster, global_batch
         self.pieces: dict = {}
 
+    def _pieces(self, par, machine):
+        key = (machine.gpu.name, par.tp, par.micro_batch, par.recompute, par.sequence_parallel, machine.links.tp)
+        if key not in self.pieces:
+            self.pieces[key] = model_pieces(self.c, par, machine)
+        return self.pieces[key]
+
     def seconds(self, k: Candidate) -> tuple[float, str]:
         par = k.parallelism(self.global_batch)
-        machine = self.cluster.machine(par)
+        machines = self.cluster.rank_machines(par) if self.cluster.heterogeneous else None
+        machine = machines[0] if machines else self.cluster.machine(par)
         m = par.microbatches
         if (k.schedule not in CLOSED_FORM_EXACT and m < 2 * k.pp
                 and k.pp * m * par.chunks <= EVENT_ACTION_LIMIT):
             from archsim.training.run import train
 
-            return train(self.c, par, machine).iteration_seconds, "event"
-        key = (k.tp, k.micro_batch, k.recompute, k.sequence_parallel, machine.links.tp)
-        if key not in self.pieces:
-            self.pieces[key] = model_pieces(self.c, par, machine)
-        times = stage_times(self.c, par, machine, self.pieces[key])
+            return train(self.c, par, machine, machines).iteration_seconds, "event"
+        if machines:
+            times = rank_stage_times(self.c, par, machines, [self._pieces(par, mc) for mc in machines])
+        else:
+            times = stage_times(self.c, par, machine, self._pieces(par, machine))
         span = pipeline_seconds(k.schedule, times, k.pp, m, par.chunks)
-        ranks = sorted({0, k.pp - 1})
+        # even split, one GPU type: the largest parameters are on the first or the last rank
+        ranks = sorted({0, k.pp - 1}) if machines is None and k.stage_layers is None else list(range(k.pp))
         tied = (0, 0) if k.schedule in V_SHAPED else (0, k.pp - 1)  # ranks of the embedding and the LM head
-        post = max(sum(after_backward(self.c, par, machine, r, mem.parameters, tied).values())
+        post = max(sum(after_backward(self.c, par, machines[r] if machines else machine, r, mem.parameters,
+                                      tied).values())
                    for r, mem in zip(ranks, rank_memories(self.c, par, ranks)))
         return span + post, "closed-form"
 
 
-def search(c: TransformerConfig, cluster, global_batch: int, gpus: int | None = None, *,
+def _capacities(cluster, par) -> list[float] | None:
+    """Each pipeline rank's GPU memory (bytes), or None when a rank's GPUs mix types."""
+    if not cluster.heterogeneous:
+        return [cluster.gpu.memory_bytes] * par.pp
+    kinds = cluster.rank_gpus(par)
+    return None if kinds is None else [g.memory_bytes for g in kinds]
+
+
+def _planned(c, cluster, global_batch: int, k: Candidate) -> Candidate | None:
+    """``k`` with the planner's stage split (:func:`~archsim.training.stage_split.planned_split`), or
+    None when no split fits each rank's memory."""
+    par = k.parallelism(global_batch)
+    machines = cluster.rank_machines(par) if cluster.heterogeneous else (cluster.machine(par),) * k.pp
+    capacities = _capacities(cluster, par)
+    split = None if capacities is None else planned_split(c, par, machines, capacities)
+    return None if split is None else replace(k, stage_layers=split)
+
+
+def _memory(c, cluster, par, capacities: list[float]) -> tuple[float, bool]:
+    """The largest GPU's bytes and whether every rank fits its own GPU."""
+    if not cluster.heterogeneous:
+        peak = peak_memory_bytes(c, par)
+        return peak, peak <= capacities[0]
+    sizes = [m.total for m in rank_memories(c, par)]
+    return max(sizes), all(size <= cap for size, cap in zip(sizes, capacities))
+
+
+def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
            micro_batches=range(1, 9), recomputes=("none", "selective", "full"),
            schedules=("1f1b", "interleaved-1f1b"), chunks=(2,), sequence_parallel=(False, True),
-           top: int = 10, refine: int = 0, only=None, progress_desc: str | None = None) -> SearchResult:
-    """Rank every candidate on ``gpus`` GPUs (default all the cluster's); ``only(candidate)``: an extra
-    filter (e.g. the configurations a measurement covered), its rejections counted as ``filtered``."""
+           top: int = 10, refine: int = 0, only=None, progress_desc: str | None = None,
+           balance: str = "even", objective: str = "time") -> SearchResult:
+    """Rank every candidate on ``gpus`` GPUs (an int or several; default all the cluster's) by
+    ``objective`` (:mod:`archsim.training.objectives`); ``balance``: ``even`` (Megatron's split) or
+    ``planned`` (:mod:`archsim.training.stage_split` for one-chunk schedules; then PP need not divide
+    the layers); ``only(candidate)``: an extra filter (e.g. the configurations a measurement
+    covered), its rejections counted as ``filtered``. Each row's ``uneven_gain`` is how much faster
+    the planned split is than the even one, as a fraction of the even one's time."""
     from archsim.progress import progress
 
-    gpus = gpus or cluster.topology.devices
-    capacity = cluster.gpu.memory_bytes
-    grid = list(candidates(gpus, micro_batches, recomputes, schedules, chunks, sequence_parallel))
+    counts = (gpus,) if isinstance(gpus, int) else tuple(gpus or (cluster.topology.devices,))
+    grid = [k for n in counts for k in candidates(n, micro_batches, recomputes, schedules, chunks, sequence_parallel)]
     rejected: Counter = Counter()
     coster = _Coster(c, cluster, global_batch)
     costed: list[tuple[float, str, float, Candidate]] = []  # seconds, timing, memory, candidate
     with progress(len(grid), progress_desc or f"search {c.name}", "config", delay=1.0) as bar:
         for k in grid:
             bar.update(1)
-            reason = rejection(c, k, global_batch, cluster.gpus_per_server)
+            reason = rejection(c, k, global_batch, cluster.gpus_per_server, balance == "planned")
             if reason is None and only is not None and not only(k):
                 reason = "filtered"
             if reason is None:
-                memory = peak_memory_bytes(c, k.parallelism(global_batch))
-                reason = "out-of-memory" if memory > capacity else None
+                par = k.parallelism(global_batch)
+                capacities = _capacities(cluster, par)
+                reason = "stage-mixes-gpu-types" if capacities is None else None
+            if reason is None and balance == "planned" and k.plannable:
+                planned = _planned(c, cluster, global_batch, k)
+                reason = "out-of-memory" if planned is None else None
+                if planned is not None:
+                    k, par = planned, planned.parallelism(global_batch)
+            if reason is None:
+                assert capacities is not None  # refused above as stage-mixes-gpu-types
+                memory, fits = _memory(c, cluster, par, capacities)
+                reason = None if fits else "out-of-memory"
             if reason:
                 rejected[reason] += 1
                 continue
             costed.append((*coster.seconds(k), memory, k))
-    costed.sort(key=lambda t: t[0])
-    rows = [_row(c, cluster, global_batch, k, s, mem, timing) for s, timing, mem, k in costed[:max(top, refine)]]
+    value = _objective_value(cluster, objective)
+    costed.sort(key=value)
+    make = _RowMaker(c, cluster, global_batch, coster)
+    rows = [make(k, s, mem, timing) for s, timing, mem, k in costed[:max(top, refine)]]
     if refine:
         with progress(min(refine, len(rows)), "re-time in the event simulator", "config", delay=1.0) as bar:
             timed = []
             for row in rows[:refine]:
                 estimate = row["timing"] == "closed-form" and row["schedule"] not in CLOSED_FORM_EXACT
-                timed.append(_event_row(c, cluster, global_batch, row) if estimate else row)
+                timed.append(make.event_row(row) if estimate else row)
                 bar.update(1)
-        rows[:refine] = sorted(timed, key=lambda r: r["iteration_seconds"])
+        rows[:refine] = sorted(timed, key=lambda r: r[OBJECTIVE_COLUMN[objective]])
     order = [r for r in REASONS if rejected[r]] + (["filtered"] if rejected["filtered"] else [])
-    front = [_row(c, cluster, global_batch, k, s, mem, timing) for s, timing, mem, k in pareto_front(costed)]
+    second = (lambda t: t[2]) if objective == "time" else value
+    front = [make(k, s, mem, timing) for s, timing, mem, k in pareto_front(costed, second)]
     return SearchResult(rows[:top], {r: rejected[r] for r in order}, len(grid), len(costed), front)
 
 
-def pareto_front(costed: list[tuple]) -> list[tuple]:
-    """(seconds, timing, bytes, candidate) none of the others beats on both seconds and bytes (ties:
-    the first kept), fastest first: sorted by time, each kept if smaller than everything faster."""
+def _objective_value(cluster, objective: str):
+    """(seconds, timing, bytes, candidate) → the objective's value (seconds, USD or joules)."""
+    if objective == "time":
+        return lambda t: t[0]
+    column = OBJECTIVE_COLUMN[objective]
+    return lambda t: objective_columns(cluster, t[3].tp * t[3].pp * t[3].dp, t[0])[column]
+
+
+def pareto_front(costed: list[tuple], second=lambda t: t[2]) -> list[tuple]:
+    """(seconds, timing, bytes, candidate) none of the others beats on both seconds and ``second``
+    (default the bytes; ties: the first kept), fastest first: sorted by time, each kept if smaller
+    than everything faster."""
     front: list[tuple] = []
-    for item in sorted(costed, key=lambda t: (t[0], t[2])):
-        if not front or item[2] < front[-1][2]:
+    for item in sorted(costed, key=lambda t: (t[0], second(t))):
+        if not front or second(item) < second(front[-1]):
             front.append(item)
     return front
 
 
-def _row(c, cluster, global_batch, k: Candidate, seconds: float, memory: float, timing: str) -> dict:
-    flops = model_flops(c, global_batch)
-    gpus = k.tp * k.pp * k.dp
-    return {"tp": k.tp, "pp": k.pp, "dp": k.dp, "micro_batch": k.micro_batch, "recompute": k.recompute,
-            "schedule": k.schedule, "interleave": k.interleave, "sequence_parallel": k.sequence_parallel,
-            "iteration_seconds": seconds, "peak_memory_gib": memory / 2**30,
-            "mfu": flops / (seconds * gpus * cluster.gpu.peak("fp16")), "timing": timing,
-            "megatron_args": megatron_args(k, global_batch, c.layers)}
+class _RowMaker:
+    """Output rows: the configuration, its time, memory, MFU, cost, energy, stage split and the
+    planned split's gain over the even one (timed by the same coster)."""
 
+    def __init__(self, c, cluster, global_batch: int, coster: _Coster) -> None:
+        self.c, self.cluster, self.global_batch, self.coster = c, cluster, global_batch, coster
+        self.keep: dict[int, Candidate] = {}
 
-def _event_row(c, cluster, global_batch, row: dict) -> dict:
-    from archsim.training.run import train
-
-    k = Candidate(*(row[f] for f in ("tp", "pp", "dp", "micro_batch", "recompute", "schedule", "interleave",
-                                     "sequence_parallel")))
-    par = k.parallelism(global_batch)
-    if k.pp * par.microbatches * par.chunks > EVENT_ACTION_LIMIT:
+    def __call__(self, k: Candidate, seconds: float, memory: float, timing: str) -> dict:
+        c, cluster, global_batch = self.c, self.cluster, self.global_batch
+        flops = model_flops(c, global_batch)
+        gpus = k.tp * k.pp * k.dp
+        # the GPUs' summed peak: as gpus × peak on one GPU type (the same rounding as before mixed clusters)
+        peak = sum(cluster.gpu_at(i).peak("fp16") for i in range(gpus)) / gpus if cluster.heterogeneous \
+            else cluster.gpu.peak("fp16")
+        row = {"tp": k.tp, "pp": k.pp, "dp": k.dp, "micro_batch": k.micro_batch, "recompute": k.recompute,
+               "schedule": k.schedule, "interleave": k.interleave, "sequence_parallel": k.sequence_parallel,
+               "stage_layers": ",".join(map(str, k.stage_layers)) if k.stage_layers else "",
+               "iteration_seconds": seconds, "peak_memory_gib": memory / 2**30,
+               "mfu": flops / (seconds * gpus * peak), **objective_columns(cluster, gpus, seconds),
+               "uneven_gain": self.gain(k), "timing": timing,
+               "megatron_args": megatron_args(k, global_batch, c.layers)}
+        self.keep[id(row)] = k
         return row
-    result = train(c, par, cluster.machine(par))  # its time; the memory is the search's (V chunks placed right)
-    return _row(c, cluster, global_batch, k, result.iteration_seconds, row["peak_memory_gib"] * 2**30, "event")
+
+    def gain(self, k: Candidate) -> float:
+        """1 − planned / even seconds (both by the coster); NaN where the planner does not split (one
+        stage, several chunks per rank) or one of the splits cannot run."""
+        if not k.plannable:
+            return float("nan")
+        planned = k if k.stage_layers else _planned(self.c, self.cluster, self.global_batch, k)
+        even = replace(k, stage_layers=None)
+        if planned is None or self.c.layers % k.pp:
+            return float("nan")
+        par = even.parallelism(self.global_batch)
+        capacities = _capacities(self.cluster, par)
+        if capacities is None or not _memory(self.c, self.cluster, par, capacities)[1]:
+            return float("nan")
+        return 1.0 - self.coster.seconds(planned)[0] / self.coster.seconds(even)[0]
+
+    def event_row(self, row: dict) -> dict:
+        from archsim.training.run import train
+
+        k = self.keep[id(row)]
+        par = k.parallelism(self.global_batch)
+        if k.pp * par.microbatches * par.chunks > EVENT_ACTION_LIMIT:
+            return row
+        machines = self.cluster.rank_machines(par) if self.cluster.heterogeneous else None
+        result = train(self.c, par, self.cluster.machine(par), machines)
+        # its time; the memory is the search's (V chunks placed right)
+        return self(k, result.iteration_seconds, row["peak_memory_gib"] * 2**30, "event")
 
 
 def megatron_args(k: Candidate, global_batch: int, layers: int) -> str:
     """Megatron-LM's arguments for the configuration (``pretrain_gpt.py``); empty for a schedule
-    Megatron-LM does not run (it has 1F1B and interleaved 1F1B)."""
-    if k.schedule not in ("1f1b", "interleaved-1f1b"):
+    Megatron-LM does not run (it has 1F1B and interleaved 1F1B) and for an uneven split it cannot
+    express: Megatron takes the first and the last stage's layer counts
+    (``--decoder-first-pipeline-num-layers``, ``--decoder-last-pipeline-num-layers``) and splits the
+    rest evenly."""
+    split = k.stage_layers
+    if k.schedule not in ("1f1b", "interleaved-1f1b") or (split and len(set(split[1:-1])) > 1):
         return ""
     args = [f"--tensor-model-parallel-size {k.tp}", f"--pipeline-model-parallel-size {k.pp}",
             f"--micro-batch-size {k.micro_batch}", f"--global-batch-size {global_batch}"]
@@ -204,6 +303,8 @@ def megatron_args(k: Candidate, global_batch: int, layers: int) -> str:
         args.append("--sequence-parallel")
     if k.interleave > 1:
         args.append(f"--num-layers-per-virtual-pipeline-stage {layers // (k.pp * k.interleave)}")
+    if split and len(set(split)) > 1:
+        args.append(f"--decoder-first-pipeline-num-layers {split[0]} --decoder-last-pipeline-num-layers {split[-1]}")
     return " ".join(args)
 
 
@@ -214,6 +315,8 @@ def train_command(model: str, cluster: str, global_batch: int, row: dict) -> str
             f"--schedule {row['schedule']}")
     if row["interleave"] > 1:
         line += f" --interleave {row['interleave']}"
+    if row.get("stage_layers"):
+        line += f" --stage-layers {row['stage_layers']}"
     return line + (" --sequence-parallel" if row["sequence_parallel"] else "")
 
 

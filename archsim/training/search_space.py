@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from archsim.training.memory import StageMemory, stage_memory
-from archsim.training.parallel import Parallelism
+from archsim.training.parallel import Parallelism, layers_per_stage
 from archsim.workload.transformer import TransformerConfig
 
 # schedule name → whether it runs v > 1 chunks per rank (interleaved) — the orders the training model times
@@ -24,7 +24,8 @@ V_SHAPED = ("zb-v", "dualpipev")  # two chunks per rank, chunks j and 2p − 1 �
 CHUNKED = ("interleaved-1f1b", "interleaved-zb", "looped-bfs")  # v > 1 chunks per rank, chunk j on rank j mod p
 REASONS = ("tp-divides-heads", "tp-within-server", "pp-divides-layers", "dp-divides-batch",
            "micro-batch-divides-batch", "sequence-parallel-needs-tp", "schedule-needs-pp",
-           "interleave-needs-microbatches-multiple-of-pp", "dualpipev-needs-2p-microbatches", "out-of-memory")  # in the order checked
+           "interleave-needs-microbatches-multiple-of-pp", "dualpipev-needs-2p-microbatches", "stage-mixes-gpu-types",
+           "out-of-memory")  # in the order checked
 
 
 @dataclass(frozen=True)
@@ -37,10 +38,16 @@ class Candidate:
     schedule: str
     interleave: int
     sequence_parallel: bool
+    stage_layers: tuple[int, ...] | None = None  # None: Megatron's even split
 
     def parallelism(self, global_batch: int) -> Parallelism:
         return Parallelism(self.tp, self.pp, self.dp, global_batch, self.micro_batch, self.recompute,
-                           self.sequence_parallel, self.interleave, self.schedule)
+                           self.sequence_parallel, self.interleave, self.schedule, self.stage_layers)
+
+    @property
+    def plannable(self) -> bool:
+        """Whether a planner may split its layers unevenly: one chunk per rank, more than one rank."""
+        return self.pp > 1 and self.interleave == 1 and self.schedule not in V_SHAPED
 
 
 def divisors(n: int) -> list[int]:
@@ -66,13 +73,16 @@ def candidates(gpus: int, micro_batches, recomputes, schedules, chunks, sequence
                             yield Candidate(tp, pp, dp, b, r, s, v, sp)
 
 
-def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_server: int) -> str | None:
-    """The first rule of :data:`REASONS` (but memory) that ``k`` breaks, or None."""
+def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_server: int,
+              uneven: bool = False) -> str | None:
+    """The first rule of :data:`REASONS` (but GPU types and memory) that ``k`` breaks, or None;
+    ``uneven``: a planner splits the layers of :attr:`Candidate.plannable` ones, which then need only
+    PP ≤ layers."""
     if c.heads % k.tp or c.ffn % k.tp:
         return "tp-divides-heads"
     if k.tp > gpus_per_server or gpus_per_server % k.tp:
         return "tp-within-server"
-    if c.layers % (k.pp * (2 if k.schedule in V_SHAPED else k.interleave)):
+    if (c.layers < k.pp) if uneven and k.plannable else c.layers % (k.pp * (2 if k.schedule in V_SHAPED else k.interleave)):
         return "pp-divides-layers"
     if global_batch % k.dp:
         return "dp-divides-batch"
@@ -130,12 +140,12 @@ def rank_memories(c: TransformerConfig, par: Parallelism, ranks=None) -> list[St
     :func:`archsim.training.iteration.memories` but with the in-flight counts in closed form, and a
     V-shaped schedule's first and last chunk (embedding and LM head) both on rank 0."""
     chunks = par.pp * par.chunks
-    per_chunk = c.layers // chunks
+    counts = layers_per_stage(c.layers, chunks, par.stage_layers)
     peaks = in_flight_peaks(par.schedule, par.pp, par.microbatches, par.chunks)
     apart = par.schedule not in V_SHAPED and par.pp > 1  # first and last chunk on different ranks
     out = []
     for rank in (range(par.pp) if ranks is None else ranks):
-        parts = [stage_memory(c, par, per_chunk, max(peaks[rank] // par.chunks, 1), j == 0, j == chunks - 1, apart)
+        parts = [stage_memory(c, par, counts[j], max(peaks[rank] // par.chunks, 1), j == 0, j == chunks - 1, apart)
                  for j in rank_chunks(par.schedule, par.pp, par.chunks, rank)]
         out.append(StageMemory(sum(p.parameters for p in parts), sum(p.states for p in parts),
                                sum(p.activations for p in parts)))
@@ -144,8 +154,10 @@ def rank_memories(c: TransformerConfig, par: Parallelism, ranks=None) -> list[St
 
 def peak_memory_bytes(c: TransformerConfig, par: Parallelism) -> float:
     """The largest GPU's bytes. In-flight counts fall with the rank and only the first rank holds the
-    embedding, the last the LM head, so the peak is on the first or the last rank."""
-    return max(m.total for m in rank_memories(c, par, sorted({0, par.pp - 1})))
+    embedding, the last the LM head, so under an even split the peak is on the first or the last rank
+    (an uneven split: every rank is looked at)."""
+    ranks = None if par.stage_layers is not None else sorted({0, par.pp - 1})
+    return max(m.total for m in rank_memories(c, par, ranks))
 
 
 __all__ = [

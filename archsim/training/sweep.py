@@ -47,9 +47,13 @@ def sweep(config, cluster, base: dict, axes: list[tuple[str, tuple]]) -> list[di
         row = dict(settings)
         try:
             par = Parallelism(**settings)
-            result = train(config, par, cluster.machine(par))
+            machines = cluster.rank_machines(par)  # each pipeline rank's GPU (mixed clusters)
+            if machines is None:
+                raise InputError("a pipeline stage's GPUs are of different types", field="tp")
+            result = train(config, par, machines[0], machines)
+            fits = all(m.total <= mc.gpu.memory_bytes for m, mc in zip(result.memory, machines))
             row.update(iteration_seconds=result.iteration_seconds, peak_memory_gib=result.peak_memory_gib,
-                       fits_memory=result.peak_memory_gib * 2**30 <= cluster.gpu.memory_bytes, error="")
+                       fits_memory=fits, error="")
         except InputError as exc:
             row.update(iteration_seconds=None, peak_memory_gib=None, fits_memory=None, error=exc.message)
         rows.append(row)

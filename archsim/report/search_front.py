@@ -1,0 +1,56 @@
+"""The ``archsim search`` Pareto page: iteration time against memory per GPU (``--objective time``) or
+against the objective (cost or energy per iteration), the front's configurations joined, the ranked
+rows beside them, colour = GPUs used; built by the one page builder (:mod:`archsim.report.html_page`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from archsim.report.html_page import Figures, section, table, write_document
+
+AXIS = {"time": ("peak_memory_gib", "memory per GPU (GiB)"), "cost": ("cost_usd", "cost per iteration (USD)"),
+        "energy": ("energy_j", "energy per iteration (J, GPUs at board power)")}
+COLUMNS = ["tp", "pp", "dp", "micro_batch", "recompute", "schedule", "interleave", "sequence_parallel",
+           "stage_layers", "iteration_seconds", "peak_memory_gib", "cost_usd", "energy_j", "uneven_gain", "mfu"]
+
+
+def _label(row: dict) -> str:
+    chunks = f" v{row['interleave']}" if row["interleave"] > 1 else ""
+    split = f" [{row['stage_layers']}]" if row["stage_layers"] else ""
+    return (f"TP{row['tp']} PP{row['pp']} DP{row['dp']} mb{row['micro_batch']} {row['recompute']} "
+            f"{row['schedule']}{chunks}{' sp' if row['sequence_parallel'] else ''}{split}")
+
+
+def front_figure(front: list[dict], rows: list[dict], objective: str) -> go.Figure:
+    """Time (x) against the objective's second axis (y); the front as a line, the ranked rows as points."""
+    column, title = AXIS[objective]
+    fig = go.Figure()
+    for name, part, mode in (("Pareto front", front, "lines+markers"), ("ranked rows", rows, "markers")):
+        if not part:
+            continue
+        fig.add_trace(go.Scatter(
+            x=[r["iteration_seconds"] for r in part], y=[r[column] for r in part], mode=mode, name=name,
+            text=[_label(r) for r in part],
+            marker={"size": 9 if mode == "markers" else 7, "symbol": "circle-open" if mode == "markers" else "circle",
+                    "color": [r["tp"] * r["pp"] * r["dp"] for r in part], "colorscale": "Viridis",
+                    "showscale": mode != "markers", "colorbar": {"title": "GPUs"}},
+            hovertemplate="%{text}<br>%{x:.4g} s, %{y:.4g}<extra></extra>"))
+    fig.update_layout(xaxis_title="iteration (s)", yaxis_title=title, height=520,
+                      legend={"orientation": "h", "y": -0.2})
+    return fig
+
+
+def write_front_page(path: str | Path, title: str, front: list[dict], rows: list[dict], objective: str) -> Path:
+    """The page: the figure, then the front's and the ranked rows' tables."""
+    figures = Figures()
+    frame = lambda part: pd.DataFrame([{k: r.get(k) for k in COLUMNS} for r in part], columns=COLUMNS)
+    parts = [section("Time against " + AXIS[objective][1], figures(front_figure(front, rows, objective))),
+             section("Pareto front", table(frame(front), float_format=lambda v: f"{v:.4g}")),
+             section("Ranked configurations", table(frame(rows), float_format=lambda v: f"{v:.4g}"))]
+    return write_document(path, title, parts)
+
+
+__all__ = ["front_figure", "write_front_page"]

@@ -1,0 +1,59 @@
+"""What a training search minimises: time, cost or energy per iteration.
+
+* ``time``: the iteration's seconds.
+* ``cost``: GPU-hours × price per GPU-hour of each GPU's type, in USD per iteration. The default prices
+  (:data:`PRICE_PER_GPU_HOUR`) are AWS EC2 on-demand list prices in US East (N. Virginia), Linux, per
+  8-GPU instance hour ÷ 8, as published in 2024 (docs/citations.md, "GPU prices and power"): p3dn.24xlarge
+  (8 × V100 32 GB) $31.212, p4d.24xlarge (8 × A100 40 GB) $32.7726, p4de.24xlarge (8 × A100 80 GB) $40.9657,
+  p5.48xlarge (8 × H100 SXM 80 GB) $98.32. Cloud prices change (AWS cut P4 and P5 prices in 2025):
+  set ``price_per_gpu_hour`` in a ``[[servers]]`` table of the cluster TOML to use your own.
+* ``energy``: every GPU at its board power (TDP, :data:`GPU_WATTS`: the NVIDIA datasheets' V100 SXM2
+  300 W, A100 SXM4 400 W, H100 SXM5 700 W) for the whole iteration, in joules — an upper bound: a GPU
+  waiting in a pipeline bubble draws less, and the host, network and cooling are left out. Set
+  ``gpu_watts`` per server to use a measured figure.
+
+Only the GPUs a configuration uses are counted (the first TP × PP × DP GPUs of the cluster file).
+"""
+
+from __future__ import annotations
+
+from archsim.devices.catalog import GPUS
+
+OBJECTIVES = ("time", "cost", "energy")
+
+PRICE_PER_GPU_HOUR = {"v100-32gb": 31.212 / 8, "a100-40gb": 32.7726 / 8, "a100-80gb": 40.9657 / 8,
+                      "h100-80gb-sxm": 98.32 / 8}  # USD, AWS on-demand list prices (module docstring)
+GPU_WATTS = {"v100-32gb": 300.0, "a100-40gb": 400.0, "a100-80gb": 400.0, "h100-80gb-sxm": 700.0}  # datasheet TDP
+_KEY = {device.name: key for key, device in GPUS.items()}  # a Gpu's name → its catalog key
+
+
+def _per_gpu(cluster, gpus: int, overrides: tuple, table: dict[str, float]) -> float:
+    """Σ over the first ``gpus`` GPUs of their server's override, else their type's table value."""
+    total = 0.0
+    g = cluster.gpus_per_server
+    for server in range(-(-gpus // g)):
+        count = min(g, gpus - server * g)
+        own = overrides[server] if server < len(overrides) else None
+        total += count * (own if own is not None else table[_KEY[cluster.gpu_at(server * g).name]])
+    return total
+
+
+def dollars_per_hour(cluster, gpus: int) -> float:
+    """USD per hour of the first ``gpus`` GPUs."""
+    return _per_gpu(cluster, gpus, cluster.prices, PRICE_PER_GPU_HOUR)
+
+
+def watts(cluster, gpus: int) -> float:
+    """Watts of the first ``gpus`` GPUs at board power."""
+    return _per_gpu(cluster, gpus, cluster.watts, GPU_WATTS)
+
+
+def objective_columns(cluster, gpus: int, seconds: float) -> dict[str, float]:
+    """The row's cost (USD) and energy (J) per iteration."""
+    return {"cost_usd": seconds / 3600 * dollars_per_hour(cluster, gpus), "energy_j": seconds * watts(cluster, gpus)}
+
+
+OBJECTIVE_COLUMN = {"time": "iteration_seconds", "cost": "cost_usd", "energy": "energy_j"}
+
+__all__ = ["GPU_WATTS", "OBJECTIVES", "OBJECTIVE_COLUMN", "PRICE_PER_GPU_HOUR", "dollars_per_hour",
+           "objective_columns", "watts"]

@@ -1,0 +1,152 @@
+"""Uneven pipeline stages: which transformer layers each pipeline rank runs, chosen by a planner
+instead of Megatron's equal counts.
+
+The model is a chain of real nodes — the embedding, the ``L`` transformer layers, the LM head (final
+norm, logits and loss) — each with its own per-micro-batch forward, input-backward (with any
+recomputation), weight-backward and TP-collective seconds on each rank's GPU
+(:func:`archsim.training.iteration.model_pieces`). PipeDream's dynamic program (Narayanan et al.,
+SOSP'19 §3.1) restricted to a straight pipeline (one replica per stage, what ``straight_pipeline``
+gives in :mod:`archsim.partition.pipedream`) splits the chain into ``p`` contiguous stages::
+
+    A(r, j) = min_{i < j}  max( A(r − 1, i), T_r(i..j) )     (stage r holds nodes i … j − 1)
+
+where ``T_r`` is the nodes' F + I + W on rank r's GPU — each rank its own GPU, so a heterogeneous
+cluster's speeds enter here — and a stage is allowed only when it holds at least one transformer
+layer and its memory (:func:`archsim.training.memory.stage_memory`, with the rank's in-flight
+micro-batches under the schedule, :func:`archsim.training.search_space.in_flight_peaks`) fits that
+rank's GPU. The embedding can only land on the first stage and the head on the last: the stages
+are contiguous. The result minimises the slowest stage's F + I + W — for 1F1B and GPipe on one GPU
+type this also minimises the iteration (the sum of the stages' work does not depend on the split,
+:func:`~archsim.training.iteration.one_f_one_b_seconds`; checked by brute force in the tests).
+
+Only one chunk per rank is planned (interleaved and V-shaped schedules keep the even split).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from archsim.training.iteration import Machine, PieceCost, StageTimes, model_pieces, stage_times
+from archsim.training.memory import stage_memory
+from archsim.training.parallel import V_SCHEDULES, Parallelism
+from archsim.training.search_space import in_flight_peaks
+from archsim.workload.transformer import TransformerConfig
+
+BALANCES = ("even", "planned")
+
+
+def piece_seconds(piece: PieceCost, recompute: bool = True) -> float:
+    """One node's F + I + W per micro-batch, TP collectives (and the recompute) included."""
+    return (piece.forward + piece.tp_forward + piece.backward_input + piece.tp_backward
+            + piece.backward_weight + (piece.recompute if recompute else 0.0))
+
+
+def node_seconds(c: TransformerConfig, pieces: dict[str, PieceCost]) -> np.ndarray:
+    """The chain's nodes in order — embedding, the layers, the LM head — each one's F + I + W."""
+    return np.array([piece_seconds(pieces["embedding"], False), *[piece_seconds(pieces["layer"])] * c.layers,
+                     piece_seconds(pieces["head"], False)])
+
+
+def _most_layers(c: TransformerConfig, par: Parallelism, in_flight: int, first: bool, last: bool,
+                 capacity: float) -> int:
+    """The most layers a stage fits in ``capacity`` bytes (−1: not even none): stage_memory is affine
+    in its layer count."""
+    apart = par.pp > 1
+    zero = stage_memory(c, par, 0, in_flight, first, last, apart).total
+    per_layer = stage_memory(c, par, 1, in_flight, first, last, apart).total - zero
+    if zero > capacity:
+        return -1
+    if per_layer <= 0 or capacity - zero >= per_layer * c.layers:
+        return c.layers
+    return int((capacity - zero) // per_layer)
+
+
+def plan_stage_layers(c: TransformerConfig, par: Parallelism, node_times: Sequence[np.ndarray],
+                      capacities: Sequence[float]) -> tuple[int, ...] | None:
+    """Layers per pipeline rank minimising the slowest stage's F + I + W (module docstring);
+    ``node_times[r]``: the chain's node seconds on rank r's GPU, ``capacities[r]``: its bytes. None
+    when no split fits memory (the layers are alike, so one fits exactly when every rank holds at
+    least one layer and together they hold them all)."""
+    p, layers = par.pp, c.layers
+    n = layers + 2
+    if par.chunks != 1 or p > layers:
+        return None
+    peaks = in_flight_peaks(par.schedule, p, par.microbatches, 1)
+    most = [_most_layers(c, par, max(peaks[r], 1), r == 0, r == p - 1, capacities[r]) for r in range(p)]
+    if min(most) < 1 or sum(most) < layers:
+        return None
+    i, j = np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij")  # stage = nodes i … j − 1
+    first, last = i == 0, j == n
+    count = j - i - first - last  # transformer layers in the stage
+    shape_ok = (j > i) & (count >= 1)
+    middle = shape_ok & ~first & ~last
+    best = np.full(n + 1, np.inf)
+    best[0] = 0.0
+    choice = np.zeros((p, n + 1), dtype=int)
+    for r in range(p):
+        prefix = np.concatenate(([0.0], np.cumsum(node_times[r])))
+        cost = prefix[j] - prefix[i]
+        ends = shape_ok & (first == (r == 0)) & (last == (r == p - 1)) if r in (0, p - 1) else middle
+        value = np.where(ends & (count <= most[r]), np.maximum(best[:, None], cost), np.inf)
+        choice[r] = np.argmin(value, axis=0)
+        best = value[choice[r], np.arange(n + 1)]
+    if not np.isfinite(best[n]):
+        return None
+    cuts, end = [], n
+    for r in range(p - 1, -1, -1):
+        start = int(choice[r, end])
+        cuts.append(end - start - (start == 0) - (end == n))
+        end = start
+    return tuple(reversed(cuts))
+
+
+def planned_split(c: TransformerConfig, par: Parallelism, machines: Sequence[Machine],
+                  capacities: Sequence[float]) -> tuple[int, ...] | None:
+    """:func:`plan_stage_layers` with each rank's node times costed on its own machine."""
+    cache: dict[int, np.ndarray] = {}
+    times = []
+    for machine in machines:
+        if id(machine) not in cache:
+            cache[id(machine)] = node_seconds(c, model_pieces(c, par, machine))
+        times.append(cache[id(machine)])
+    return plan_stage_layers(c, par, times, capacities)
+
+
+def rank_stage_times(c: TransformerConfig, par: Parallelism, machines: Sequence[Machine],
+                     pieces: Sequence[dict[str, PieceCost]] | None = None, hop: float | None = None) -> StageTimes:
+    """Each (virtual) stage's F, I, W on the GPU of the rank that runs it (stage mod PP; the V-shaped
+    schedules' stage s and 2·PP − 1 − s on rank s), from :func:`stage_times` per distinct machine; the
+    hop is the slowest rank's unless given."""
+    per_machine: dict[int, StageTimes] = {}
+    for k, machine in enumerate(machines):
+        if id(machine) not in per_machine:
+            own = pieces[k] if pieces is not None else model_pieces(c, par, machine)
+            per_machine[id(machine)] = stage_times(c, par, machine, own)
+    stages = par.pp * par.chunks
+    p = par.pp
+    rank = [(s if s < p else 2 * p - 1 - s) if par.schedule in V_SCHEDULES else s % p for s in range(stages)]
+    rows = [per_machine[id(machines[rank[s]])] for s in range(stages)]
+    return StageTimes(tuple(t.forward[s] for s, t in enumerate(rows)),
+                      tuple(t.backward_input[s] for s, t in enumerate(rows)),
+                      tuple(t.backward_weight[s] for s, t in enumerate(rows)),
+                      max(t.hop for t in per_machine.values()) if hop is None else hop)
+
+
+def parse_stage_layers(text: str) -> tuple[int, ...]:
+    """``--stage-layers 5,6,6,5`` → (5, 6, 6, 5)."""
+    from archsim.errors import InputError
+
+    try:
+        counts = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise InputError(f"expected comma-separated layer counts such as 5,6,6,5, got {text!r}",
+                         field="stage-layers") from None
+    if not counts or min(counts) < 1:
+        raise InputError(f"every stage needs at least one layer, got {text!r}", field="stage-layers")
+    return counts
+
+
+__all__ = ["BALANCES", "node_seconds", "parse_stage_layers", "piece_seconds", "plan_stage_layers", "planned_split",
+           "rank_stage_times"]

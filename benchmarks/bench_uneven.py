@@ -1,0 +1,103 @@
+"""How much the planned (uneven) stage split gains over Megatron's even split, as archsim models it.
+
+    .venv/bin/python benchmarks/bench_uneven.py
+
+* ``gpt3_175b``: GPT-3 175B (configs/transformers/gpt3_175b.toml) on 1,024 A100 80 GB (128 DGX A100
+  servers, 200 Gb/s InfiniBand per GPU), global batch 1,536, 1F1B and GPipe, micro-batches 1–8, every
+  recompute mode, sequence parallelism on and off: the search with ``--balance even`` and with
+  ``--balance planned`` (closed forms, ``--refine 0``), their first rows, and the first even row's gain.
+* ``measured_16_layers``: every vTrain single-node run (../shared/e2e) of a 16-layer model with PP > 1,
+  timed by archsim with the even split and with the planned one (same TP, PP, DP, micro-batch, full
+  recompute, 1F1B): the gain 1 − planned / even per run, and its mean and largest. No uneven run was
+  measured: these are archsim's predictions, not measurements.
+
+Writes benchmarks/results/uneven_gain.json.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from archsim.outputs import atomic_write_text
+from archsim.training.cluster import load_gpu_cluster, single_node
+from archsim.training.measured import read_measured
+from archsim.training.run import train
+from archsim.training.search import search
+from archsim.training.stage_split import planned_split
+from archsim.workload.transformer import load_transformer
+
+CLUSTER = """[cluster]
+name = "dgx_a100_128"
+inter_server_gbps = 200
+inter_server_link = "per_gpu_pair"
+
+[[servers]]
+count = 128
+gpus = 8
+intra_server_gbps = 4800
+gpu = "a100-80gb"
+"""
+KEYS = ("tp", "pp", "dp", "micro_batch", "recompute", "schedule", "sequence_parallel", "stage_layers",
+        "iteration_seconds", "peak_memory_gib", "uneven_gain")
+
+
+def gpt3() -> dict:
+    model = load_transformer(ROOT / "configs" / "transformers" / "gpt3_175b.toml")
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "c.toml"
+        path.write_text(CLUSTER)
+        cluster = load_gpu_cluster(path)
+        for balance in ("even", "planned"):
+            start = time.process_time()
+            result = search(model, cluster, 1536, micro_batches=range(1, 9), schedules=("1f1b", "gpipe"),
+                            top=5, refine=0, balance=balance)
+            out[balance] = {"cpu_s": time.process_time() - start, "costed": result.costed,
+                            "rows": [{k: r[k] for k in KEYS} for r in result.rows]}
+            print(balance, json.dumps(out[balance]["rows"][0]), flush=True)
+    even, planned = out["even"]["rows"][0], out["planned"]["rows"][0]
+    out["first_row_gain"] = even["uneven_gain"]
+    out["planned_best_over_even_best"] = 1 - planned["iteration_seconds"] / even["iteration_seconds"]
+    return out
+
+
+def measured_16_layers() -> dict:
+    runs = [r for r in read_measured(ROOT.parent / "shared" / "e2e" / "vtrain_single_node_shown.csv")
+            if r.layers == 16 and r.pp > 1]
+    cluster = single_node("a100-80gb", 8)
+    rows = []
+    for run in runs:
+        c, par = run.config(), run.parallelism()
+        machine = cluster.machine(par)
+        split = planned_split(c, par, [machine] * par.pp, [cluster.gpu.memory_bytes] * par.pp)
+        even = train(c, par, machine).iteration_seconds
+        planned = train(c, replace(par, stage_layers=split), machine).iteration_seconds
+        rows.append({"hidden": run.hidden, "gpus": par.gpus, "tp": par.tp, "pp": par.pp, "dp": par.dp,
+                     "global_batch": par.global_batch, "micro_batch": par.micro_batch,
+                     "split": ",".join(map(str, split)), "even_s": even, "planned_s": planned,
+                     "measured_even_s": run.milliseconds / 1e3, "gain": 1 - planned / even})
+    gains = [r["gain"] for r in rows]
+    return {"runs": rows, "mean_gain": sum(gains) / len(gains), "max_gain": max(gains), "count": len(rows)}
+
+
+def main() -> None:
+    result = {"gpt3_175b_1024_a100": gpt3(), "measured_16_layers": measured_16_layers()}
+    m = result["measured_16_layers"]
+    print(f"16-layer measured runs with PP > 1: {m['count']}, mean gain {m['mean_gain']:.2%}, "
+          f"largest {m['max_gain']:.2%}")
+    g = result["gpt3_175b_1024_a100"]
+    print(f"GPT-3 175B on 1,024 A100s: first even row's gain {g['first_row_gain']:.2%}; planned best vs even best "
+          f"{g['planned_best_over_even_best']:.2%}")
+    atomic_write_text(ROOT / "benchmarks" / "results" / "uneven_gain.json", json.dumps(result, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

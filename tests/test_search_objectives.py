@@ -1,0 +1,102 @@
+"""The search's cost and energy objectives by hand sums on a mixed cluster, ranking and the Pareto front
+by the objective, and the command line of uneven stages, mixed clusters and the Pareto page."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from archsim.cli import main
+from archsim.training.cluster import load_gpu_cluster
+from archsim.training.objectives import dollars_per_hour, watts
+from archsim.training.search import search
+from archsim.workload.transformer import TransformerConfig
+
+MIXED = """[cluster]
+name = "mixed"
+inter_server_gbps = 200
+inter_server_link = "per_gpu_pair"
+
+[[servers]]
+gpus = 2
+intra_server_gbps = 7200
+gpu = "h100"
+
+[[servers]]
+gpus = 2
+intra_server_gbps = 4800
+gpu = "a100-40gb"
+price_per_gpu_hour = 1.5
+gpu_watts = 250
+"""
+TINY = TransformerConfig("tiny", "gpt", layers=6, hidden=96, heads=6, vocab=500, seq=64, ffn=384, kv_heads=6,
+                         tied_embeddings=True, positions=64)
+
+
+@pytest.fixture
+def mixed(tmp_path):
+    path = tmp_path / "mixed.toml"
+    path.write_text(MIXED)
+    return path
+
+
+def test_prices_and_power_by_hand(mixed):
+    cluster = load_gpu_cluster(mixed)
+    # H100: AWS p5.48xlarge $98.32 / 8 GPUs, 700 W; the A100 40 GB server's own figures from the file
+    assert dollars_per_hour(cluster, 2) == pytest.approx(2 * 98.32 / 8)
+    assert dollars_per_hour(cluster, 3) == pytest.approx(2 * 98.32 / 8 + 1.5)
+    assert watts(cluster, 4) == pytest.approx(2 * 700 + 2 * 250)
+
+
+@pytest.mark.parametrize("objective, column", [("cost", "cost_usd"), ("energy", "energy_j")])
+def test_rows_rank_by_the_objective_and_the_front_is_time_against_it(mixed, objective, column):
+    cluster = load_gpu_cluster(mixed)
+    result = search(TINY, cluster, 8, (2, 4), micro_batches=(1, 2), recomputes=("full",), schedules=("1f1b",),
+                    sequence_parallel=(False,), top=10**6, objective=objective)
+    rows = result.rows
+    assert {r["tp"] * r["pp"] * r["dp"] for r in rows} == {2, 4}
+    for r in rows:
+        gpus = r["tp"] * r["pp"] * r["dp"]
+        per_hour = 2 * 98.32 / 8 + (2 * 1.5 if gpus == 4 else 0)
+        power = 2 * 700 + (2 * 250 if gpus == 4 else 0)
+        assert r["cost_usd"] == pytest.approx(r["iteration_seconds"] / 3600 * per_hour)
+        assert r["energy_j"] == pytest.approx(r["iteration_seconds"] * power)
+    values = [r[column] for r in rows]
+    assert values == sorted(values)
+    points = {(r["iteration_seconds"], r[column]) for r in rows}
+    dominated = {p for p in points for q in points if q[0] <= p[0] and q[1] <= p[1] and q != p}
+    assert sorted({(r["iteration_seconds"], r[column]) for r in result.pareto}) == sorted(points - dominated)
+
+
+def test_train_takes_a_stage_split_and_plans_one(mixed, tmp_path, capsys):
+    model = tmp_path / "tiny.toml"
+    model.write_text('[transformer]\nname = "tiny"\nfamily = "gpt"\nlayers = 6\nhidden = 96\nheads = 6\n'
+                     'vocab = 500\nseq = 64\n')
+    base = ["train", str(model), "--cluster", str(mixed), "--pp", "4", "--global-batch", "8", "--format", "json"]
+    assert main([*base, "--stage-layers", "1,2,2,1"]) == 0
+    meta = json.loads(capsys.readouterr().out)["meta"]
+    assert meta["stage_layers"] == "1,2,2,1"
+    assert [r["gpu"] for r in meta["memory_per_rank"]] == ["NVIDIA H100 SXM5 80GB"] * 2 + ["NVIDIA A100 SXM4 40GB"] * 2
+    assert main([*base, "--balance", "planned"]) == 0
+    planned = json.loads(capsys.readouterr().out)["meta"]
+    assert sum(map(int, planned["stage_layers"].split(","))) == 6
+    assert main([*base, "--stage-layers", "1,2,2"]) == 2
+    assert "stage" in capsys.readouterr().err
+    assert main([*base[:4], "--tp", "4", "--global-batch", "8"]) == 2  # a rank on H100 and A100
+    assert "different types" in capsys.readouterr().err
+
+
+def test_search_command_writes_the_pareto_page_and_the_gain(mixed, tmp_path, capsys):
+    model = tmp_path / "tiny.toml"
+    model.write_text('[transformer]\nname = "tiny"\nfamily = "gpt"\nlayers = 7\nhidden = 96\nheads = 6\n'
+                     'vocab = 500\nseq = 64\n')
+    page = tmp_path / "front.html"
+    assert main(["search", str(model), "--cluster", str(mixed), "--global-batch", "8", "--schedule", "1f1b",
+                 "--balance", "planned", "--objective", "energy", "--pareto-html", str(page), "--refine", "0",
+                 "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["rows"] and all(r["stage_layers"] or r["pp"] == 1 for r in out["rows"])
+    assert any(r["pp"] > 1 and 7 % r["pp"] for r in out["rows"])  # PP need not divide the layers when planned
+    assert "uneven_gain_max" in out["meta"]
+    assert page.stat().st_size > 0 and "Pareto front" in page.read_text()
