@@ -103,7 +103,9 @@ def order_problem(order: StageOrder, profile: StageProfile) -> Problem:
 def _costs(profile: StageProfile, stages: int, cell: np.ndarray):
     """Per op: duration, bytes allocated, bytes freed, from one table entry per (stage, kind) —
     int64 bytes when every entry the ops use is an integer, float64 otherwise (as Problem stores them)."""
-    duration, alloc, free = [0.0] * (4 * stages), [0] * (4 * stages), [0] * (4 * stages)
+    duration: list[float] = [0.0] * (4 * stages)
+    alloc: list[float] = [0] * (4 * stages)  # ints stay ints: the bytes columns are int64 when they can be
+    free: list[float] = [0] * (4 * stages)
     for s in range(min(stages, profile.stages)):
         held = profile.activation[s] if profile.activation else 0
         kept = min(profile.weight_memory[s], held) if profile.weight_memory else 0
