@@ -24,7 +24,7 @@ import numpy as np
 from archsim.errors import InputError
 from archsim.policies.actions import KINDS, StageOrder
 from archsim.policies.stage_profile import StageProfile
-from archsim.sim import Link, Problem, Processor, simulate
+from archsim.sim import Link, Problem, Processor, Timeline, simulate
 from archsim.sim.bubble import bubble, rank_spans
 from archsim.sim.builder import build
 from archsim.sim.columns import DepColumns, FormattedIds, OpColumns
@@ -34,7 +34,7 @@ from archsim.sim.columns import DepColumns, FormattedIds, OpColumns
 class StageRun:
     order: StageOrder
     problem: Problem
-    timeline: object
+    timeline: Timeline
 
     def spans(self) -> list[float]:
         """Per rank: end of its last action − start of its first (the zero-bubble paper's stage time)."""
@@ -45,8 +45,8 @@ class StageRun:
         return bubble(self.timeline, "zero-bubble")
 
     def metrics(self) -> dict[str, object]:
-        peaks = self.timeline.peak_memory()  # type: ignore[attr-defined]
-        return {"makespan": self.timeline.makespan, "cost": max(self.spans(), default=0.0),  # type: ignore[attr-defined]
+        peaks = self.timeline.peak_memory()
+        return {"makespan": self.timeline.makespan, "cost": max(self.spans(), default=0.0),
                 "bubble_rate": self.bubble_rate(),
                 "peak_memory": ";".join(f"{peaks[p.name]:g}" for p in self.problem.processors)}
 
