@@ -190,9 +190,9 @@ def run_stages(args: argparse.Namespace) -> int:
             if len(order.ranks) != p:
                 raise InputError(f"{args.schedule_csv_in}: {len(order.ranks)} ranks, but the profile has {p} stages",
                                  field="stages")
-            m = order.microbatches  # type: ignore[attr-defined]  # StageOrder's __slots__
+            m = order.microbatches
         run = run_order(order, profile.on_ranks(order.rank_of_stage()))
-        name = args.torch_schedule or order.name  # type: ignore[attr-defined]  # StageOrder's __slots__
+        name = args.torch_schedule or order.name
     else:
         policy = args.policy or "1f1b"
         if policy not in STAGE_POLICIES:

@@ -34,6 +34,7 @@ per-rank tuples of :class:`Action` are made on first use.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import NamedTuple
@@ -54,7 +55,8 @@ class Action(NamedTuple):
     def __str__(self) -> str:
         return f"{self.stage}{self.kind}{self.microbatch}"
 
-    __repr__ = __str__
+    def __repr__(self) -> str:  # torch's action string, as in its schedule CSVs
+        return self.__str__()
 
 
 @dataclass(frozen=True, eq=False)
@@ -85,8 +87,14 @@ class StageOrder:
     ``OVERLAP_F_B``) starts."""
 
     __slots__ = ("_columns", "_ranks", "microbatches", "name", "pairs", "stages")
+    name: str
+    stages: int
+    microbatches: int
+    pairs: tuple[tuple[int, ...], ...]
+    _ranks: tuple[tuple[Action, ...], ...] | None  # one of these two is set; the other is made on first use
+    _columns: OrderColumns | None
 
-    def __init__(self, name: str, ranks, stages: int, microbatches: int, pairs: tuple[tuple[int, ...], ...] = ()):
+    def __init__(self, name: str, ranks: Iterable[Iterable[Action]], stages: int, microbatches: int, pairs: tuple[tuple[int, ...], ...] = ()):
         for key, value in (("name", name), ("stages", stages), ("microbatches", microbatches),
                            ("pairs", tuple(tuple(p) for p in pairs)),
                            ("_ranks", tuple(tuple(r) for r in ranks)), ("_columns", None)):
@@ -106,18 +114,22 @@ class StageOrder:
 
     @property
     def ranks(self) -> tuple[tuple[Action, ...], ...]:
-        if self._ranks is None:
-            c = self._columns
+        ranks = self._ranks
+        if ranks is None:
+            c = self.columns
             letters = [KINDS[k] for k in c.kind.tolist()]
             actions = list(map(Action, c.stage.tolist(), letters, c.microbatch.tolist()))
-            object.__setattr__(self, "_ranks", tuple(tuple(actions[x:y]) for x, y in pairwise(c.bounds.tolist())))
-        return self._ranks
+            ranks = tuple(tuple(actions[x:y]) for x, y in pairwise(c.bounds.tolist()))
+            object.__setattr__(self, "_ranks", ranks)
+        return ranks
 
     @property
     def columns(self) -> OrderColumns:
-        if self._columns is None:
-            object.__setattr__(self, "_columns", _columns_of(self._ranks))
-        return self._columns
+        columns = self._columns
+        if columns is None:
+            columns = _columns_of(self.ranks)
+            object.__setattr__(self, "_columns", columns)
+        return columns
 
     def rank_of_stage(self) -> dict[int, int]:
         """Stage → the rank that runs it, ranks in order and each rank's stages in order of first use."""

@@ -22,8 +22,12 @@ Schedules:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from archsim.errors import InputError
+
+if TYPE_CHECKING:  # the lowering is imported when ops are made, not when the module is
+    from archsim.lowering import Mode
 
 SCHEDULES = ("single", "naive", "joint")
 
@@ -201,7 +205,7 @@ def _peak_held(ops: DeviceOps, placements, ready) -> int:
     return peak
 
 
-def device_ops(network, array, batch: int, mode: str = "exact") -> DeviceOps:
+def device_ops(network, array, batch: int, mode: Mode = "exact") -> DeviceOps:
     """A network's ops on one array: durations and utilizations from the cost model; a pending G_l
     holds a^{l-1} and δ^l."""
     from archsim.array.costing import op_costs

@@ -37,7 +37,7 @@ from archsim.partition.profile import LayerProfile
 from archsim.partition.result import Partition
 from archsim.policies.stage_orders import gpipe, one_f_one_b
 from archsim.sim import Link, Problem, Processor, simulate
-from archsim.sim.builder import build, repeat_flow
+from archsim.sim.builder import build, repeat_flow, then_order
 from archsim.sim.columns import DepColumns, OpColumns
 
 SCHEDULES = ("gpipe", "1f1b", "layerpipe", "gpipe-newest-first", "1f1b-window")
@@ -111,13 +111,13 @@ def pipeline_problem(plan: Partition, profile: LayerProfile, microbatches: int, 
             "1f1b-window": backward_first, "layerpipe": {"D": 0, "D1": 0, "D2": 0, "G": 1, "F": 2}}[schedule]
     stash_weights = schedule not in FLUSHED
     template = []  # per op: processor, cycles, rank, sign of b, last key, alloc, free, layer, kind, stage
-    for (layer, kind), stage in where.items():
+    for (layer, kind), s in where.items():  # s: the stage index (int), not a Stage
         k = index[layer]
         forward = kind == "F"
         stash = int(profile.delta_bytes[k]) + (int(profile.weight_bytes[k]) if stash_weights else 0)
-        template.append((stage, cycles[(layer, kind)], rank[kind],
+        template.append((s, cycles[(layer, kind)], rank[kind],
                          -1 if schedule == "gpipe-newest-first" and not forward else 1, k if forward else -k,
-                         stash if forward else 0, stash if kind == "G" else 0, layer, kind, stage + 1))
+                         stash if forward else 0, stash if kind == "G" else 0, layer, kind, s + 1))
     # dependencies of micro-batch b: (source op, its micro-batch − b, target op, bytes, link); one
     # exists only where its source micro-batch does (admission: b ≥ w; alternation: b + w − 1 < M)
     deps: list[tuple[int, int, int, int, int]] = []
@@ -212,17 +212,13 @@ def _problem(proc_of_stage, links, template, deps, named, microbatches: int, ban
     batch = np.arange(m, dtype=np.int64)[:, None]
     missing = (batch + offset >= 0) & (batch + offset < m) & ((src_t < 0) | (dst_t < 0))
     if missing.any():  # as Problem words a dependency on an op that does not exist
-        b, d = (int(x[0]) for x in np.nonzero(missing))
+        at, d = (int(x[0]) for x in np.nonzero(missing))  # the micro-batch and template dependency
         (a_layer, a_kind), (z_layer, z_kind) = named[d]
-        a, z = f"{a_kind}:{a_layer}:{b + int(offset[d])}", f"{z_kind}:{z_layer}:{b}"
+        a, z = f"{a_kind}:{a_layer}:{at + int(offset[d])}", f"{z_kind}:{z_layer}:{at}"
         raise InputError(f"dependency {a!r} -> {z!r} names unknown op {a if src_t[d] < 0 else z!r}", field="deps")
-    flow = repeat_flow(DepColumns(src_t, dst_t, nbytes, channel), offset, size, m)
-    src, dst, nbytes, channel = flow.src, flow.dst, flow.bytes, flow.link
+    columns = repeat_flow(DepColumns(src_t, dst_t, nbytes, channel), offset, size, m)
     if ordered is not None:  # the action order's dependencies, after the data flow's
-        src, dst = np.concatenate([src, ordered[0]]), np.concatenate([dst, ordered[1]])
-        nbytes = np.concatenate([nbytes, np.zeros(len(ordered[0]), dtype=np.int64)])
-        channel = np.concatenate([channel, np.full(len(ordered[0]), -1, dtype=np.int64)])
-    columns = DepColumns(src, dst, nbytes, channel)
+        columns = then_order(columns, *ordered)
     processors = tuple(Processor(name) for name in proc_of_stage)
     names = {(s, d): Link(f"{proc_of_stage[s]}->{proc_of_stage[d]}", proc_of_stage[s], proc_of_stage[d], bandwidth,
                           latency) for (s, d) in links}

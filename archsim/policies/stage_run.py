@@ -24,7 +24,7 @@ import numpy as np
 from archsim.errors import InputError
 from archsim.policies.actions import KINDS, StageOrder
 from archsim.policies.stage_profile import StageProfile
-from archsim.sim import Link, Problem, Processor, simulate
+from archsim.sim import Link, Problem, Processor, Timeline, simulate
 from archsim.sim.bubble import bubble, rank_spans
 from archsim.sim.builder import build
 from archsim.sim.columns import DepColumns, FormattedIds, OpColumns
@@ -34,7 +34,7 @@ from archsim.sim.columns import DepColumns, FormattedIds, OpColumns
 class StageRun:
     order: StageOrder
     problem: Problem
-    timeline: object
+    timeline: Timeline
 
     def spans(self) -> list[float]:
         """Per rank: end of its last action − start of its first (the zero-bubble paper's stage time)."""
@@ -45,8 +45,8 @@ class StageRun:
         return bubble(self.timeline, "zero-bubble")
 
     def metrics(self) -> dict[str, object]:
-        peaks = self.timeline.peak_memory()  # type: ignore[attr-defined]
-        return {"makespan": self.timeline.makespan, "cost": max(self.spans(), default=0.0),  # type: ignore[attr-defined]
+        peaks = self.timeline.peak_memory()
+        return {"makespan": self.timeline.makespan, "cost": max(self.spans(), default=0.0),
                 "bubble_rate": self.bubble_rate(),
                 "peak_memory": ";".join(f"{peaks[p.name]:g}" for p in self.problem.processors)}
 
@@ -103,7 +103,9 @@ def order_problem(order: StageOrder, profile: StageProfile) -> Problem:
 def _costs(profile: StageProfile, stages: int, cell: np.ndarray):
     """Per op: duration, bytes allocated, bytes freed, from one table entry per (stage, kind) —
     int64 bytes when every entry the ops use is an integer, float64 otherwise (as Problem stores them)."""
-    duration, alloc, free = [0.0] * (4 * stages), [0] * (4 * stages), [0] * (4 * stages)
+    duration: list[float] = [0.0] * (4 * stages)
+    alloc: list[float] = [0] * (4 * stages)  # ints stay ints: the bytes columns are int64 when they can be
+    free: list[float] = [0] * (4 * stages)
     for s in range(min(stages, profile.stages)):
         held = profile.activation[s] if profile.activation else 0
         kept = min(profile.weight_memory[s], held) if profile.weight_memory else 0

@@ -63,9 +63,9 @@ def step_problem(ranks: list[list[tuple[int, str, int]]]) -> Problem:
                 source = ids[sender][position - 1] if position else None
             if source is not None and source != me:
                 deps.append((index[source], index[me]))
-    actions, flow = from_rows(ops, deps)
+    columns, flow = from_rows(ops, deps)
     sequences = [np.array([index[op_id] for op_id in row], dtype=np.int64) for row in ids]
-    return build(tuple(Processor(f"r{r}") for r in range(len(ranks))), actions, flow, sequences=sequences)
+    return build(tuple(Processor(f"r{r}") for r in range(len(ranks))), columns, flow, sequences=sequences)
 
 
 def torch_steps(ranks: list[list[tuple[int, str, int]]]) -> int:

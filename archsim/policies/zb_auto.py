@@ -231,7 +231,8 @@ def zb_auto_order(forward, backward_input, backward_weight, comm: float, microba
         raise InputError(f"the zero-bubble heuristic finds no complete order within {memory_factor:g}·p·M_B for "
                          "these stages (it is built for equal stages); try zb-h1, zb-h2 or the exact search",
                          field="memory")
-    name = {1: "zb-1p", 2: "zb-2p"}.get(memory_factor, f"zb-{memory_factor:g}p")  # type: ignore[call-overload]
+    published: dict[float, str] = {1: "zb-1p", 2: "zb-2p"}  # the paper's names (1.0 finds 1)
+    name = published.get(memory_factor, f"zb-{memory_factor:g}p")
     return StageOrder(name, tuple(tuple(r) for r in best[1]), p, m)
 
 

@@ -53,13 +53,17 @@ def build(ranks: Sequence[Processor], actions: OpColumns, flow: DepColumns, link
     check_kinds(actions)
     if len(sequences):
         chains = [np.asarray(s, dtype=np.int64) for s in sequences]
-        src = np.concatenate([flow.src, *(c[:-1] for c in chains)]).astype(np.int64)
-        dst = np.concatenate([flow.dst, *(c[1:] for c in chains)]).astype(np.int64)
-        extra = len(src) - len(flow.src)
-        size = None if flow.bytes is None else np.concatenate([flow.bytes, np.zeros(extra, dtype=flow.bytes.dtype)])
-        link = None if flow.link is None else np.concatenate([flow.link, np.full(extra, -1, dtype=np.int64)])
-        flow = DepColumns(src, dst, size, link)
+        flow = then_order(flow, np.concatenate([c[:-1] for c in chains]), np.concatenate([c[1:] for c in chains]))
     return Problem.from_arrays(tuple(ranks), tuple(links), actions, flow)
+
+
+def then_order(flow: DepColumns, src: np.ndarray, dst: np.ndarray) -> DepColumns:
+    """``flow``, then dependencies ``src[k]`` → ``dst[k]`` that only order ops (no bytes, no link)."""
+    extra = len(src)
+    size = None if flow.bytes is None else np.concatenate([flow.bytes, np.zeros(extra, dtype=flow.bytes.dtype)])
+    link = None if flow.link is None else np.concatenate([flow.link, np.full(extra, -1, dtype=np.int64)])
+    return DepColumns(np.concatenate([flow.src, src]).astype(np.int64), np.concatenate([flow.dst, dst]).astype(np.int64),
+                      size, link)
 
 
 def repeat_flow(template: DepColumns, offset: np.ndarray, size: int, microbatches: int) -> DepColumns:
@@ -106,4 +110,4 @@ def from_rows(ops, deps) -> tuple[OpColumns, DepColumns]:
                       priority=list(priority), tags=columns), DepColumns(src, dst))
 
 
-__all__ = ["CODE", "COMMUNICATION", "KINDS", "NAMED", "VOCABULARY", "build", "check_kinds", "from_rows", "repeat_flow"]
+__all__ = ["CODE", "COMMUNICATION", "KINDS", "NAMED", "VOCABULARY", "build", "check_kinds", "from_rows", "repeat_flow", "then_order"]

@@ -16,12 +16,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import numpy as np
 
 from archsim.errors import InputError
 from archsim.sim.arrays import ProblemArrays, acyclic
+
+# One value per op: a list or tuple, or a numpy array (what the column builders hand over).
+Column = Sequence[Any] | np.ndarray
 
 
 class FormattedIds(Sequence):
@@ -29,7 +32,7 @@ class FormattedIds(Sequence):
     10⁶ ops whose ids are read only for reports: ``key[i]`` is an integer with equal keys exactly
     for equal ids (the caller's promise), so uniqueness is checked on the keys, not on 10⁶ strings."""
 
-    def __init__(self, pattern: str, columns: Sequence[Sequence], key: np.ndarray) -> None:
+    def __init__(self, pattern: str, columns: Sequence[Column], key: np.ndarray) -> None:
         self.pattern, self.columns, self.key = pattern, tuple(columns), key
 
     def __len__(self) -> int:
@@ -64,8 +67,8 @@ class OpColumns:
     pin: np.ndarray | None = None
     alloc: np.ndarray | None = None
     free: np.ndarray | None = None
-    priority: Sequence | None = None
-    tags: tuple[tuple[str, Sequence], ...] = ()
+    priority: Column | None = None
+    tags: tuple[tuple[str, Column], ...] = ()
 
 
 @dataclass(frozen=True, eq=False)

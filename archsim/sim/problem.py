@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 
 from archsim.errors import InputError
 from archsim.sim.arrays import ProblemArrays, paused_gc
-from archsim.sim.columns import DepColumns, OpColumns, check_columns, object_columns
+from archsim.sim.columns import Column, DepColumns, OpColumns, check_columns, object_columns
 
 Tags = tuple[tuple[str, object], ...]
 
@@ -174,13 +174,13 @@ class Problem:
         return self._arrays
 
     @property
-    def priorities(self) -> Sequence | None:
+    def priorities(self) -> Column | None:
         """Each op's priority, in problem order; None when every op's is 0 (columns without priorities)."""
         if self._columns is not None:
             return self._columns.priority
         return [op.priority for op in self.ops]
 
-    def tag_values(self, key: str, default: object = None) -> Sequence:
+    def tag_values(self, key: str, default: object = None) -> Column:
         """Each op's tag ``key`` (``default`` where it has none), in problem order, without making the ops."""
         if self._columns is not None and self._ops is None:
             for name, column in self._columns.tags:
@@ -216,7 +216,7 @@ class Problem:
         a, columns = self.arrays, self._columns
         assert columns is not None  # a problem built from objects has its ops already
         names = [p.name for p in self.processors]
-        priority = columns.priority if columns.priority is not None else itertools.repeat(0)
+        priority: Iterable[Any] = columns.priority if columns.priority is not None else itertools.repeat(0)
         if isinstance(priority, np.ndarray):  # rows of integer keys are tuples
             priority = map(tuple, priority.tolist()) if priority.ndim == 2 else priority.tolist()
         keys = [key for key, _ in columns.tags]
@@ -229,7 +229,7 @@ class Problem:
                              a.free.tolist(), rows))
 
 
-def _plain(column: Sequence) -> list:
+def _plain(column: Column) -> list:
     """A column as Python values (numpy scalars become ints, floats, strings)."""
     return column.tolist() if isinstance(column, np.ndarray) else list(column)
 

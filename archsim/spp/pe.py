@@ -48,7 +48,7 @@ def blocks(stages: int) -> list[tuple[str, int]]:
 def execution_order(stages: int, microbatches: int) -> tuple[list[tuple[tuple[str, int], int]], dict]:
     """The ordering sweep (Alg. 1 lines 1–8): the global visit order and U_s per stage."""
     J = blocks(stages)
-    queues = [deque() for _ in J]
+    queues: list[deque[int]] = [deque() for _ in J]  # micro-batches waiting at each block
     queues[0].extend(range(microbatches))
     visits: list[tuple[tuple[str, int], int]] = []
     per_stage: dict[int, list[tuple[tuple[str, int], int]]] = {n: [] for n in range(1, stages + 1)}

@@ -73,7 +73,7 @@ def train(c: TransformerConfig, par: Parallelism, machine: Machine,
     ends = np.full(par.pp, 0.0)
     np.maximum.at(ends, slots.processor, slots.end)
     rank_of = order.rank_of_stage()
-    tied_ranks = (rank_of[0], rank_of[order.stages - 1])  # type: ignore[attr-defined]  # StageOrder's __slots__
+    tied_ranks = (rank_of[0], rank_of[order.stages - 1])
     post = tuple(after_backward(c, par, machines[r], r, mem[r].parameters, tied_ranks) for r in range(par.pp))
     finish = [ends[r] + sum(post[r].values()) for r in range(par.pp)]
     slowest = int(np.argmax(finish))
