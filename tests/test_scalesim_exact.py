@@ -301,3 +301,18 @@ def test_error_edits_still_parse_in_scalesim_where_it_is_lenient(tmp_path):
     with pytest.raises(InputError):
         read_scalesim_cfg(path)
 
+
+
+def test_a_wide_ws_gemm_counts_exactly_without_an_overflow_warning():
+    """Under ws the filter is read once (K·N words) and the ifmap once per column fold (M·K·⌈N/C⌉);
+    the other dataflows' formulas, evaluated alongside, would pass int64 here and must not warn."""
+    import warnings
+
+    from archsim.array.analytic import gemm_cost
+
+    n = 2**31 - 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        cost = gemm_cost(1156, 288, n, 128, 128, "ws")
+    assert int(cost.filter_sram_reads) == 288 * n
+    assert int(cost.ifmap_sram_reads) == 1156 * 288 * -(-n // 128)

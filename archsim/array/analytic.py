@@ -124,8 +124,11 @@ def gemm_cost(
     estimate = _counts(Mf, Kf, Nf, Rf, Cf, D, ofmap_count)
     check_exact([np.max(x) for x in estimate if x.size], "a GEMM's cycles, MACs or SRAM words",
                 "use smaller dimensions or a larger array")
-    sr, sc, t, row_folds, col_folds, folds, per_fold, cycles, macs, ifmap_reads, filter_reads, ofmap_writes = \
-        _counts(M, K, N, R, C, D, ofmap_count)
+    # np.where/np.select evaluate every dataflow's formula; an unselected one may wrap in int64 (its
+    # value is discarded), while the selected ones were bounded by the float64 estimate above.
+    with np.errstate(over="ignore"):
+        sr, sc, t, row_folds, col_folds, folds, per_fold, cycles, macs, ifmap_reads, filter_reads, ofmap_writes = \
+            _counts(M, K, N, R, C, D, ofmap_count)
     is_os = D == 1
     pes = (R * C).astype(np.float64)  # ratios in float64: PEs × cycles may pass int64
     # Sum over folds of used PEs is exactly Sr·Sc (the folds tile the spatial grid).
