@@ -129,13 +129,16 @@ def _links(profile: StageProfile, rank_of: np.ndarray, src_stage: np.ndarray, ds
     grad), in order of first use — and each dependency's link (-1: none) and bytes."""
     bandwidth = profile.bandwidth if profile.bandwidth is not None else 1.0
     stages = len(rank_of)
-    key = (src_stage * stages + dst_stage) * 2 + kind_bit
-    found, first, slot = np.unique(key[cross], return_index=True, return_inverse=True)
-    by_use = np.argsort(first, kind="stable")
-    position = np.empty(len(found), dtype=np.int64)
-    position[by_use] = np.arange(len(found))
-    link = np.full(len(key), -1, dtype=np.int64)
-    link[cross] = position[slot.ravel()]
+    crossing = np.flatnonzero(cross)
+    key = (src_stage[crossing] * stages + dst_stage[crossing]) * 2 + kind_bit[crossing]
+    first = np.full(2 * stages * stages, len(key), dtype=np.int64)  # per key, its first use (a few hundred keys)
+    np.minimum.at(first, key, np.arange(len(key), dtype=np.int64))
+    found = np.flatnonzero(first < len(key))
+    by_use = np.argsort(first[found], kind="stable")
+    position = np.empty(len(first), dtype=np.int64)
+    position[found[by_use]] = np.arange(len(found))
+    link = np.full(len(cross), -1, dtype=np.int64)
+    link[crossing] = position[key]
     links = []
     for k in found[by_use].tolist():
         src, dst, kind = k // 2 // stages, k // 2 % stages, ("act", "grad")[k % 2]
@@ -143,8 +146,9 @@ def _links(profile: StageProfile, rank_of: np.ndarray, src_stage: np.ndarray, ds
                           profile.hop(src)))
     sends = profile.send_bytes and profile.bandwidth is not None
     per_boundary = np.array([int(x) for x in profile.send_bytes] if sends else [0] * profile.stages, dtype=np.int64)
-    boundary = np.minimum(src_stage, dst_stage)  # activations and their gradients cross the same stage boundary
-    size = np.where(cross, per_boundary[np.clip(boundary, 0, len(per_boundary) - 1)], 0).astype(np.int64)
+    boundary = np.minimum(src_stage[crossing], dst_stage[crossing])  # activations and their gradients cross one boundary
+    size = np.zeros(len(cross), dtype=np.int64)
+    size[crossing] = per_boundary[np.clip(boundary, 0, len(per_boundary) - 1)]
     return tuple(links), link, size
 
 

@@ -62,8 +62,8 @@ def then_order(flow: DepColumns, src: np.ndarray, dst: np.ndarray) -> DepColumns
     extra = len(src)
     size = None if flow.bytes is None else np.concatenate([flow.bytes, np.zeros(extra, dtype=flow.bytes.dtype)])
     link = None if flow.link is None else np.concatenate([flow.link, np.full(extra, -1, dtype=np.int64)])
-    return DepColumns(np.concatenate([flow.src, src]).astype(np.int64), np.concatenate([flow.dst, dst]).astype(np.int64),
-                      size, link)
+    return DepColumns(np.concatenate([flow.src, src]).astype(np.int64, copy=False),
+                      np.concatenate([flow.dst, dst]).astype(np.int64, copy=False), size, link)
 
 
 def repeat_flow(template: DepColumns, offset: np.ndarray, size: int, microbatches: int) -> DepColumns:

@@ -49,8 +49,20 @@ class FormattedIds(Sequence):
 
 def _has_duplicates(ids: Sequence[str], n: int) -> bool:
     if isinstance(ids, FormattedIds):
-        return len(np.unique(ids.key)) != n
+        return distinct(ids.key) != n
     return len(set(ids)) != n
+
+
+def distinct(key: np.ndarray) -> int:
+    """How many different integers ``key`` holds: one mark per value when they span a range of a
+    few times their number (the schedules' keys, no sort), ``np.unique`` otherwise."""
+    if key.size and key.dtype.kind in "iu":
+        low, high = int(key.min()), int(key.max())
+        if high - low < 8 * key.size + 4096:
+            seen = np.zeros(high - low + 1, dtype=bool)
+            seen[key - low] = True
+            return int(np.count_nonzero(seen))
+    return len(np.unique(key))
 
 
 @dataclass(frozen=True, eq=False)
@@ -175,19 +187,20 @@ def check_columns(processors, links, ops: OpColumns, deps: DepColumns, named=Non
     link_dst = np.array([position[x.dst] for x in links] + [0], dtype=np.int64)
     has_src, has_dst = (src >= 0) & (src < n), (dst >= 0) & (dst < n)
     known_link = (link >= -1) & (link < len(links))
-    linked = known_link & (link >= 0) & has_src & has_dst
-    lk = np.where(linked, link, len(links))
-    wrong_way = linked & ((link_src[lk] != proc[np.where(linked, src, 0)])
-                          | (link_dst[lk] != proc[np.where(linked, dst, 0)]))
+    linked = np.flatnonzero(known_link & (link >= 0) & has_src & has_dst)  # only these cross a link
+    lk = link[linked]
+    wrong_way = np.zeros(m, dtype=bool)
+    wrong_way[linked] = (link_src[lk] != proc[src[linked]]) | (link_dst[lk] != proc[dst[linked]])
     dep_rules = [~has_src, ~has_dst, size < 0, ~known_link, wrong_way]
     if any(rule.any() for rule in dep_rules):
         _raise_dep_error(processors, links, ops, src, dst, link, dep_rules, named)
     latency = np.array([x.latency for x in links] + [0.0], dtype=np.float64)
     bandwidth = np.array([x.bandwidth for x in links] + [1.0], dtype=np.float64)
-    # Link.transfer_time, latency + bytes / bandwidth, in the same float arithmetic
-    dep_time = np.where(link >= 0, latency[lk] + size / bandwidth[lk], 0.0) if m else np.zeros(0)
+    # Link.transfer_time, latency + bytes / bandwidth, in the same float arithmetic (0 without a link)
+    dep_time = np.zeros(m, dtype=np.float64)
+    dep_time[linked] = latency[lk] + size[linked] / bandwidth[lk]
     arrays = ProblemArrays(ops.ids, proc, duration, pin, alloc, free, streams, src, dst, link, size,
-                           dep_time.astype(np.float64), acyclic(n, src, dst))
+                           dep_time, acyclic(n, src, dst))
     if not arrays.acyclic:
         _raise_cycle(arrays)
     return arrays
