@@ -29,6 +29,8 @@ from archsim.sim.bubble import bubble, rank_spans
 from archsim.sim.builder import build
 from archsim.sim.columns import DepColumns, FormattedIds, OpColumns
 
+_FIRST_FROM = np.array([-4, -1, -1, -3], dtype=np.int64)  # per kind F I W B: its first source's key offset / top
+
 
 @dataclass(frozen=True)
 class StageRun:
@@ -71,30 +73,38 @@ def order_problem(order: StageOrder, profile: StageProfile) -> Problem:
     duration, alloc, free = _costs(profile, stages, cell)
     columns = OpColumns(ids, rank, duration, alloc=alloc, free=free,
                         tags=(("stage", stage), ("kind", kinds), ("microbatch", microbatch), ("rank", rank)))
-    where = np.full((stages + 1, 4, int(microbatch.max()) + 1 if n else 1), -1, dtype=np.int64)
-    where[stage, code, microbatch] = np.arange(n)
-    # per action, up to two data dependencies: (source op, source stage, 0 act / 1 grad / -1 same rank)
+    # op i sits at where[key[i]]: (stage, kind, micro-batch) in a flat table with an empty last stage
+    where = np.full((stages + 1) * 4 * top, -1, dtype=np.int64)
+    key = ids.key
+    where[key] = np.arange(n)
+    # per action, up to two data dependencies, on actions of the same micro-batch: its first (F: F of
+    # s − 1; I, B: F of s; W: I of s) and, for I and B below the last stage, the gradient from s + 1
+    # (its B, else its I). Positions are key offsets in units of ``top``; stage 0's F reads the empty stage.
     last = order.stages - 1
-    first = np.where(code == 0, where[np.maximum(stage - 1, 0), 0, microbatch],
-                     where[stage, np.where(code == 2, 1, 0), microbatch])
-    first_stage = np.where(code == 0, stage - 1, stage)
-    has_first = (code != 0) | (stage > 0)
-    upstream = np.minimum(stage + 1, stages)
-    full = where[upstream, 3, microbatch]
-    second = np.where(full >= 0, full, where[upstream, 1, microbatch])
+    first = where[key + _FIRST_FROM[code] * top]
+    upstream = key + (4 - code) * top  # F of s + 1
+    full = where[upstream + 3 * top]
+    second = np.where(full >= 0, full, where[upstream + top])
+    del upstream, full
+    is_forward = code == 0
+    has_first = ~is_forward | (stage > 0)
     has_second = ((code == 1) | (code == 3)) & (stage != last)
     missing = (has_first & (first < 0)) | (has_second & (second < 0))
     if missing.any():
         _raise_missing(order, profile, columns, stage, kinds, microbatch, code, has_first & (first < 0), missing)
     rank_array = np.array([rank_of.get(s, -1) for s in range(stages + 1)], dtype=np.int64)
-    cross_first = (code == 0) & (stage > 0) & (rank_array[first_stage] != rank_array[stage])
-    cross_second = has_second & (rank_array[upstream] != rank_array[stage])
+    rank_here = rank_array[stage]
+    cross_first = is_forward & (stage > 0) & (rank_array[stage - 1] != rank_here)
+    cross_second = has_second & (rank_array[np.minimum(stage + 1, stages)] != rank_here)
     linked = np.flatnonzero(np.column_stack((has_first, has_second)).ravel())  # data dependencies, in action order
     src = np.column_stack((first, second)).ravel()[linked]
-    src_stage = np.column_stack((first_stage, upstream)).ravel()[linked]
     cross = np.column_stack((cross_first, cross_second)).ravel()[linked]
     dst, kind_bit = linked >> 1, linked & 1  # the second dependency of an action carries its gradient
-    links, link, size = _links(profile, rank_array, src_stage, stage[dst], kind_bit, cross)
+    crossing = np.flatnonzero(cross)
+    over = dst[crossing]
+    to_stage = stage[over]
+    pair = (np.where(kind_bit[crossing] == 1, to_stage + 1, to_stage - 1) * (stages + 1) + to_stage) * 2 + kind_bit[crossing]
+    links, link, size = _links(profile, rank_array, len(src), crossing, pair)
     processors = tuple(Processor(f"r{r}") for r in range(len(c.lengths)))
     sequences = [np.arange(x, y, dtype=np.int64) for x, y in pairwise(c.bounds.tolist())]
     return build(processors, columns, DepColumns(src, dst, size, link), links, sequences=sequences)
@@ -123,32 +133,33 @@ def _costs(profile: StageProfile, stages: int, cell: np.ndarray):
     return np.array(duration, dtype=np.float64)[cell], columns[0], columns[1]
 
 
-def _links(profile: StageProfile, rank_of: np.ndarray, src_stage: np.ndarray, dst_stage: np.ndarray,
-           kind_bit: np.ndarray, cross: np.ndarray):
-    """The links the crossing dependencies use — one per (source stage, destination stage, act or
-    grad), in order of first use — and each dependency's link (-1: none) and bytes."""
+def _links(profile: StageProfile, rank_of: np.ndarray, deps: int, crossing: np.ndarray, pair: np.ndarray):
+    """The links the crossing dependencies (positions ``crossing`` among ``deps``) use — one per
+    (source stage, destination stage, act or grad), ``pair`` = (source · stages + destination) · 2 +
+    grad, in order of first use — and each dependency's link (-1: none) and bytes."""
     bandwidth = profile.bandwidth if profile.bandwidth is not None else 1.0
     stages = len(rank_of)
-    crossing = np.flatnonzero(cross)
-    key = (src_stage[crossing] * stages + dst_stage[crossing]) * 2 + kind_bit[crossing]
-    first = np.full(2 * stages * stages, len(key), dtype=np.int64)  # per key, its first use (a few hundred keys)
-    np.minimum.at(first, key, np.arange(len(key), dtype=np.int64))
-    found = np.flatnonzero(first < len(key))
-    by_use = np.argsort(first[found], kind="stable")
-    position = np.empty(len(first), dtype=np.int64)
-    position[found[by_use]] = np.arange(len(found))
-    link = np.full(len(cross), -1, dtype=np.int64)
-    link[crossing] = position[key]
+    keys = 2 * stages * stages  # a few hundred: tables over every key, then one look-up per dependency
+    first = np.full(keys, len(pair), dtype=np.int64)
+    np.minimum.at(first, pair, np.arange(len(pair), dtype=np.int64))
+    found = np.flatnonzero(first < len(pair))
+    by_use = found[np.argsort(first[found], kind="stable")]
+    position = np.full(keys, -1, dtype=np.int64)
+    position[by_use] = np.arange(len(by_use))
+    link = np.full(deps, -1, dtype=np.int64)
+    link[crossing] = position[pair]
     links = []
-    for k in found[by_use].tolist():
+    for k in by_use.tolist():
         src, dst, kind = k // 2 // stages, k // 2 % stages, ("act", "grad")[k % 2]
         links.append(Link(f"{src}->{dst}:{kind}", f"r{rank_of[src]}", f"r{rank_of[dst]}", bandwidth,
                           profile.hop(src)))
     sends = profile.send_bytes and profile.bandwidth is not None
     per_boundary = np.array([int(x) for x in profile.send_bytes] if sends else [0] * profile.stages, dtype=np.int64)
-    boundary = np.minimum(src_stage[crossing], dst_stage[crossing])  # activations and their gradients cross one boundary
-    size = np.zeros(len(cross), dtype=np.int64)
-    size[crossing] = per_boundary[np.clip(boundary, 0, len(per_boundary) - 1)]
+    size = np.zeros(deps, dtype=np.int64)
+    if len(per_boundary):
+        every = np.arange(keys) // 2
+        boundary = np.minimum(every // stages, every % stages)  # activations and their gradients cross one boundary
+        size[crossing] = per_boundary[np.clip(boundary, 0, len(per_boundary) - 1)][pair]
     return tuple(links), link, size
 
 

@@ -38,6 +38,11 @@ class ProblemArrays:
     dep_bytes: np.ndarray  # int64[deps] (float64 when fractional)
     dep_time: np.ndarray   # float64[deps]: latency + bytes / bandwidth on its link (0 without one)
     acyclic: bool
+    edges: tuple[np.ndarray, np.ndarray] | None = None  # out_edges(ops, dep_src) when the cycle check made it
+
+    def out_edges(self) -> tuple[np.ndarray, np.ndarray]:
+        """:func:`out_edges` of these dependencies (the cycle check's, reused by the kernel)."""
+        return self.edges if self.edges is not None else out_edges(len(self.proc), self.dep_src)
 
     @cached_property
     def index(self) -> dict[str, int]:
@@ -66,13 +71,14 @@ def out_edges(n: int, src: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return ptr, order
 
 
-def acyclic(n: int, src: np.ndarray, dst: np.ndarray) -> bool:
-    """True when the dependencies src[d] → dst[d] over n ops have no cycle."""
+def acyclic(n: int, src: np.ndarray, dst: np.ndarray, edges: tuple[np.ndarray, np.ndarray] | None = None) -> bool:
+    """True when the dependencies src[d] → dst[d] over n ops have no cycle (``edges``: their
+    :func:`out_edges`, when the caller has it)."""
     if src.size == 0:
         return True
     from archsim.jit import announce_compile
 
-    ptr, order = out_edges(n, src)
+    ptr, order = edges if edges is not None else out_edges(n, src)
     with small_in_python(_kahn, n + len(src), PYTHON_WORK):
         announce_compile(_kahn, "the event simulator")
         return bool(_kahn(n, ptr, dst[order]))

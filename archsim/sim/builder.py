@@ -59,11 +59,18 @@ def build(ranks: Sequence[Processor], actions: OpColumns, flow: DepColumns, link
 
 def then_order(flow: DepColumns, src: np.ndarray, dst: np.ndarray) -> DepColumns:
     """``flow``, then dependencies ``src[k]`` → ``dst[k]`` that only order ops (no bytes, no link)."""
-    extra = len(src)
-    size = None if flow.bytes is None else np.concatenate([flow.bytes, np.zeros(extra, dtype=flow.bytes.dtype)])
-    link = None if flow.link is None else np.concatenate([flow.link, np.full(extra, -1, dtype=np.int64)])
-    return DepColumns(np.concatenate([flow.src, src]).astype(np.int64, copy=False),
-                      np.concatenate([flow.dst, dst]).astype(np.int64, copy=False), size, link)
+    return DepColumns(_joined(flow.src, src, np.int64), _joined(flow.dst, dst, np.int64),
+                      None if flow.bytes is None else _joined(flow.bytes, 0, flow.bytes.dtype, len(src)),
+                      None if flow.link is None else _joined(flow.link, -1, np.int64, len(src)))
+
+
+def _joined(head: np.ndarray, tail, dtype, extra: int = 0) -> np.ndarray:
+    """``head`` then ``tail`` (an array, or a value repeated ``extra`` times) in one new array."""
+    tail_length = extra if np.isscalar(tail) else len(tail)
+    out = np.empty(len(head) + tail_length, dtype=dtype)
+    out[:len(head)] = head
+    out[len(head):] = tail
+    return out
 
 
 def repeat_flow(template: DepColumns, offset: np.ndarray, size: int, microbatches: int) -> DepColumns:
@@ -88,7 +95,7 @@ def check_kinds(actions: OpColumns) -> None:
     kinds = next((column for key, column in actions.tags if key == "kind"), None)
     if kinds is None:
         raise InputError("every action needs a kind from the schedule vocabulary", field="kind")
-    found = set(np.unique(kinds).tolist()) if isinstance(kinds, np.ndarray) and kinds.dtype.kind == "U" else set(kinds)
+    found = _distinct_strings(kinds) if isinstance(kinds, np.ndarray) and kinds.dtype.kind == "U" else set(kinds)
     unknown = sorted(str(k) for k in found - _KNOWN - {None})
     if unknown:
         raise InputError(f"unknown action kind {unknown[0]!r}; the vocabulary is {', '.join(VOCABULARY)}",
@@ -97,6 +104,14 @@ def check_kinds(actions: OpColumns) -> None:
         barrier = np.array([k is None for k in kinds], dtype=bool)
         if np.any(np.asarray(actions.duration)[barrier] != 0):
             raise InputError("an action without a kind must be a zero-length barrier", field="kind")
+
+
+def _distinct_strings(column: np.ndarray) -> set[str]:
+    """The different strings of a numpy string column; one-letter kinds (F, I, W, B) counted by code
+    point, not sorted."""
+    if column.dtype.itemsize == 4 and column.size:
+        return {chr(c) if c else "" for c in np.flatnonzero(np.bincount(column.view(np.uint32))).tolist()}
+    return set(np.unique(column).tolist())
 
 
 def from_rows(ops, deps) -> tuple[OpColumns, DepColumns]:

@@ -21,7 +21,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from archsim.errors import InputError
-from archsim.sim.arrays import ProblemArrays, acyclic
+from archsim.sim.arrays import ProblemArrays, acyclic, out_edges
 
 # One value per op: a list or tuple, or a numpy array (what the column builders hand over).
 Column = Sequence[Any] | np.ndarray
@@ -199,8 +199,9 @@ def check_columns(processors, links, ops: OpColumns, deps: DepColumns, named=Non
     # Link.transfer_time, latency + bytes / bandwidth, in the same float arithmetic (0 without a link)
     dep_time = np.zeros(m, dtype=np.float64)
     dep_time[linked] = latency[lk] + size[linked] / bandwidth[lk]
+    edges = out_edges(n, src)
     arrays = ProblemArrays(ops.ids, proc, duration, pin, alloc, free, streams, src, dst, link, size,
-                           dep_time, acyclic(n, src, dst))
+                           dep_time, acyclic(n, src, dst, edges), edges)
     if not arrays.acyclic:
         _raise_cycle(arrays)
     return arrays

@@ -14,7 +14,7 @@ import numpy as np
 
 from archsim.jit import announce_compile
 from archsim.numba_cache import njit, small_in_python
-from archsim.sim.arrays import PYTHON_WORK, ProblemArrays, out_edges
+from archsim.sim.arrays import PYTHON_WORK, ProblemArrays
 
 _OP_END, _TRANSFER_END = 0, 1
 
@@ -23,7 +23,7 @@ def run_arrays(arrays: ProblemArrays, rank: np.ndarray, n_links: int):
     """Slots (op, processor, stream, start, end) in start order and transfers (dep, link, start,
     end) in start order, as arrays."""
     n = len(arrays.proc)
-    ptr, order = out_edges(n, arrays.dep_src)
+    ptr, order = arrays.out_edges()
     waiting = np.bincount(arrays.dep_dst, minlength=n).astype(np.int64) if n else np.zeros(0, np.int64)
     stream_base = np.zeros(len(arrays.streams) + 1, dtype=np.int64)
     np.cumsum(arrays.streams, out=stream_base[1:])
