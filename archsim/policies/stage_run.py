@@ -3,7 +3,7 @@ and link costs become the simulator's problem, built as columns (10⁶ actions i
 
 Each rank runs its actions in the given order (a chain of dependencies), each action waits for its
 data — F on stage s for F on s − 1, I/B on s for I/B on s + 1 (the last stage's for its own F), W
-for its I — and data between ranks crosses a link: ``comm`` per hop (latency, the zero-bubble
+for its I: the builder's :func:`~archsim.sim.builder.stage_flow` — and data between ranks crosses a link: ``comm`` per hop (latency, the zero-bubble
 paper's T_comm) plus bytes / bandwidth. Activation data and gradients use separate links per
 direction and stage pair, each serial (FIFO); a transfer queues only when a stage emits two within
 one transfer time, which needs an action shorter than T_comm.
@@ -26,10 +26,8 @@ from archsim.policies.actions import KINDS, StageOrder
 from archsim.policies.stage_profile import StageProfile
 from archsim.sim import Link, Problem, Processor, Timeline, simulate
 from archsim.sim.bubble import bubble, rank_spans
-from archsim.sim.builder import build
+from archsim.sim.builder import build, stage_flow
 from archsim.sim.columns import DepColumns, FormattedIds, OpColumns
-
-_FIRST_FROM = np.array([-4, -1, -1, -3], dtype=np.int64)  # per kind F I W B: its first source's key offset / top
 
 
 @dataclass(frozen=True)
@@ -73,37 +71,15 @@ def order_problem(order: StageOrder, profile: StageProfile) -> Problem:
     duration, alloc, free = _costs(profile, stages, cell)
     columns = OpColumns(ids, rank, duration, alloc=alloc, free=free,
                         tags=(("stage", stage), ("kind", kinds), ("microbatch", microbatch), ("rank", rank)))
-    # op i sits at where[key[i]]: (stage, kind, micro-batch) in a flat table with an empty last stage
-    where = np.full((stages + 1) * 4 * top, -1, dtype=np.int64)
-    key = ids.key
-    where[key] = np.arange(n)
-    # per action, up to two data dependencies, on actions of the same micro-batch: its first (F: F of
-    # s − 1; I, B: F of s; W: I of s) and, for I and B below the last stage, the gradient from s + 1
-    # (its B, else its I). Positions are key offsets in units of ``top``; stage 0's F reads the empty stage.
-    last = order.stages - 1
-    first = where[key + _FIRST_FROM[code] * top]
-    upstream = key + (4 - code) * top  # F of s + 1
-    full = where[upstream + 3 * top]
-    second = np.where(full >= 0, full, where[upstream + top])
-    del upstream, full
-    is_forward = code == 0
-    has_first = ~is_forward | (stage > 0)
-    has_second = ((code == 1) | (code == 3)) & (stage != last)
-    missing = (has_first & (first < 0)) | (has_second & (second < 0))
-    if missing.any():
-        _raise_missing(order, profile, columns, stage, kinds, microbatch, code, has_first & (first < 0), missing)
     rank_array = np.array([rank_of.get(s, -1) for s in range(stages + 1)], dtype=np.int64)
-    rank_here = rank_array[stage]
-    cross_first = is_forward & (stage > 0) & (rank_array[stage - 1] != rank_here)
-    cross_second = has_second & (rank_array[np.minimum(stage + 1, stages)] != rank_here)
-    linked = np.flatnonzero(np.column_stack((has_first, has_second)).ravel())  # data dependencies, in action order
-    src = np.column_stack((first, second)).ravel()[linked]
-    cross = np.column_stack((cross_first, cross_second)).ravel()[linked]
-    dst, kind_bit = linked >> 1, linked & 1  # the second dependency of an action carries its gradient
+    flow = stage_flow(stage, code, microbatch, rank_array, order.stages - 1)
+    if flow.missing.any():
+        _raise_missing(order, profile, columns, stage, kinds, microbatch, code, flow.missing_first, flow.missing)
+    src, dst, kind_bit, cross = flow.src, flow.dst, flow.grad, flow.cross  # the gradient's dependency: kind_bit 1
     crossing = np.flatnonzero(cross)
-    over = dst[crossing]
-    to_stage = stage[over]
-    pair = (np.where(kind_bit[crossing] == 1, to_stage + 1, to_stage - 1) * (stages + 1) + to_stage) * 2 + kind_bit[crossing]
+    to_stage = stage[dst[crossing]]
+    grad = kind_bit[crossing]
+    pair = (np.where(grad == 1, to_stage + 1, to_stage - 1) * (stages + 1) + to_stage) * 2 + grad  # (from, to, grad)
     links, link, size = _links(profile, rank_array, len(src), crossing, pair)
     processors = tuple(Processor(f"r{r}") for r in range(len(c.lengths)))
     sequences = [np.arange(x, y, dtype=np.int64) for x, y in pairwise(c.bounds.tolist())]

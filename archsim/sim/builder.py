@@ -21,6 +21,7 @@ are bytes.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -90,6 +91,56 @@ def repeat_flow(template: DepColumns, offset: np.ndarray, size: int, microbatche
     return DepColumns(src.astype(np.int64), dst.astype(np.int64), size_, link)
 
 
+_FIRST_FROM = np.array([-4, -1, -1, -3], dtype=np.int64)  # per kind F I W B: its first source's key offset / top
+
+
+@dataclass(frozen=True, eq=False)
+class StageFlow:
+    """The data flow of a per-stage action order: dependency d runs from action ``src[d]`` to action
+    ``dst[d]`` (positions in the order), ``grad[d]`` 1 for the gradient from the next stage, 0 for
+    the action's own input; ``cross[d]`` where the two stages' ranks differ (a transfer). Per action:
+    ``missing_first`` (its input is absent) and ``missing`` (some source is absent)."""
+
+    src: np.ndarray
+    dst: np.ndarray
+    grad: np.ndarray
+    cross: np.ndarray
+    missing_first: np.ndarray
+    missing: np.ndarray
+
+
+def stage_flow(stage: np.ndarray, code: np.ndarray, microbatch: np.ndarray, rank_of_stage: np.ndarray,
+               last: int) -> StageFlow:
+    """The stage chain's data dependencies of actions (``stage``, kind ``code`` of :data:`KINDS`,
+    ``microbatch``), in action order, each action's input first: F(s, m) after F(s − 1, m); I and
+    B after F(s, m); W after I(s, m); then, for I and B below stage ``last``, the gradient of
+    s + 1 (its B, else its I). ``rank_of_stage``: the rank of stages 0 … S (S: one past the
+    highest stage; −1 where none runs it). No per-action Python: one table of (stage, kind,
+    micro-batch) positions and gathers from it."""
+    n = len(stage)
+    stages = len(rank_of_stage) - 1
+    top = int(microbatch.max()) + 1 if n else 1
+    key = (stage * 4 + code) * top + microbatch  # action i sits at where[key[i]]; the last stage row stays empty
+    where = np.full((stages + 1) * 4 * top, -1, dtype=np.int64)
+    where[key] = np.arange(n)
+    first = where[key + _FIRST_FROM[code] * top]  # stage 0's F reads the empty row (and has no input)
+    upstream = key + (4 - code) * top  # F of s + 1
+    full = where[upstream + 3 * top]
+    second = np.where(full >= 0, full, where[upstream + top])
+    del upstream, full, key
+    is_forward = code == 0
+    has_first = ~is_forward | (stage > 0)
+    has_second = ((code == 1) | (code == 3)) & (stage != last)
+    missing_first = has_first & (first < 0)
+    missing = missing_first | (has_second & (second < 0))
+    rank_here = rank_of_stage[stage]
+    cross_first = is_forward & (stage > 0) & (rank_of_stage[stage - 1] != rank_here)
+    cross_second = has_second & (rank_of_stage[np.minimum(stage + 1, stages)] != rank_here)
+    linked = np.flatnonzero(np.column_stack((has_first, has_second)).ravel())
+    return StageFlow(np.column_stack((first, second)).ravel()[linked], linked >> 1, linked & 1,
+                     np.column_stack((cross_first, cross_second)).ravel()[linked], missing_first, missing)
+
+
 def check_kinds(actions: OpColumns) -> None:
     """Every action's ``kind`` tag is a vocabulary name (None: a zero-length barrier)."""
     kinds = next((column for key, column in actions.tags if key == "kind"), None)
@@ -125,4 +176,5 @@ def from_rows(ops, deps) -> tuple[OpColumns, DepColumns]:
                       priority=list(priority), tags=columns), DepColumns(src, dst))
 
 
-__all__ = ["CODE", "COMMUNICATION", "KINDS", "NAMED", "VOCABULARY", "build", "check_kinds", "from_rows", "repeat_flow", "then_order"]
+__all__ = ["CODE", "COMMUNICATION", "KINDS", "NAMED", "VOCABULARY", "StageFlow", "build", "check_kinds", "from_rows", "repeat_flow", "stage_flow",
+           "then_order"]
