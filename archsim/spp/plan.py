@@ -10,7 +10,8 @@ from archsim.collectives import ring_allreduce_on, slowest_link
 from archsim.errors import InputError
 from archsim.partition.profile import LayerProfile
 from archsim.partition.result import Partition, Stage, mandatory_bytes, placed_ops
-from archsim.spp.pe import StagePlan, pe_makespan
+from archsim.spp import SEARCH_BYTES_LIMIT
+from archsim.spp.pe_order import StagePlan
 
 if TYPE_CHECKING:  # PRM and RDO load with SPP's search: a PipeDream plan laid on GPUs needs neither
     from archsim.spp.prm import PRMPlan
@@ -68,6 +69,7 @@ def stage_plans(profile: LayerProfile, plan: PRMPlan, bandwidth) -> list[StagePl
 def spp(profile: LayerProfile, topology: Topology, microbatches: int, *, max_stages: int | None = None,
         on_stage_count=None) -> SPPResult:
     """``on_stage_count(n)``, if given, is called after each stage count is scheduled (progress)."""
+    from archsim.spp.pe import pe_makespan  # the simulator: here, not at the top (a PipeDream plan needs none)
     from archsim.spp.prm import prm_tables
     from archsim.spp.rdo import recursive_device_order
 
@@ -93,8 +95,6 @@ def stage_count_limit(profile: LayerProfile, topology: Topology, max_stages: int
     return min(len(profile), topology.devices, max_stages or topology.devices)
 
 
-SEARCH_STEP_LIMIT = 10_000_000_000  # PRM steps refused above: ≈ 9 s at the ≈ 0.9 ns a step measured (numba)
-SEARCH_BYTES_LIMIT = 4_000_000_000  # PRM tables: the 4 GB every accepted job stays under (docs/cli.md)
 
 
 def check_search_size(profile: LayerProfile, topology: Topology, max_stages: int | None, limit: int) -> None:
