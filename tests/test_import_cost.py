@@ -70,7 +70,8 @@ def test_a_pipedream_plan_prints_its_makespan_without_the_simulator():
     simulator in tests/test_pe_finish_time.py) and loads neither the event simulator nor SPP's search:
     with them it was slower than PipeDream's released optimizer on its smallest profile."""
     argv = ["plan", PROFILE, "--cluster", CLUSTER, "--microbatches", "4", "--method", "pipedream"]
-    code, modules = loaded_modules(argv, ["archsim.sim", "archsim.spp.pe", "archsim.spp.prm", "archsim.spp.rdo"])
+    code, modules = loaded_modules(argv, ["archsim.sim", "archsim.spp.pe", "archsim.spp.plan", "archsim.spp.prm",
+                                          "archsim.spp.rdo"])
     assert code == 0 and modules == []
 
 

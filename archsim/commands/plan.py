@@ -149,7 +149,7 @@ def _run_pipedream(args: argparse.Namespace, profile, topology) -> int:
         pipedream_plan,
         plan_partition,
     )
-    from archsim.spp.plan import partition_stage_plans
+    from archsim.spp.placement import partition_stage_plans
 
     hierarchy = tuple(Level(machines, bandwidth) for machines, bandwidth in topology.uniform_levels())
     options = PipeDreamOptions(
