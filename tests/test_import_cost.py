@@ -35,15 +35,12 @@ CASES = [
     (["pipeline", "layerpipe_sample", "--processors", "2"], ()),
     (["pipeline", "layerpipe_sample", "--processors", "2", "--microbatches", "2", "--clock-ghz", "1"], ()),
     (["cluster", "--trace", "synthetic", "--jobs", "8"], ("pandas",)),
-    (["bppsa", "rnn"], ("pandas",)),
+    (["bppsa", "rnn"], ()),  # records rendered by archsim.rows
 ]
 
 
 def loaded(argv: list[str]) -> tuple[int, list[str]]:
-    done = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(argv), json.dumps(HEAVY)], capture_output=True,
-                          text=True, check=True)
-    code, modules = json.loads(done.stdout.splitlines()[-1])
-    return code, modules
+    return loaded_modules(argv, list(HEAVY))
 
 
 @pytest.mark.parametrize("argv, allowed", CASES, ids=[" ".join(a[:2]) + f" #{i}" for i, (a, _) in enumerate(CASES)])
@@ -66,3 +63,20 @@ def test_a_large_schedule_still_runs_the_compiled_kernel():
     code, modules = loaded(["schedule", "--stages", "8", "--stage-times", "1,1,1", "--microbatches", "2000",
                             "--policy", "1f1b"])
     assert code == 0 and "numba" in modules
+
+
+def test_a_pipedream_plan_prints_its_makespan_without_the_simulator():
+    """``plan --method pipedream`` prints the PE makespan (archsim.spp.pe_order, checked against the
+    simulator in tests/test_pe_finish_time.py) and loads neither the event simulator nor SPP's search:
+    with them it was slower than PipeDream's released optimizer on its smallest profile."""
+    argv = ["plan", PROFILE, "--cluster", CLUSTER, "--microbatches", "4", "--method", "pipedream"]
+    code, modules = loaded_modules(argv, ["archsim.sim", "archsim.spp.pe", "archsim.spp.plan", "archsim.spp.prm",
+                                          "archsim.spp.rdo"])
+    assert code == 0 and modules == []
+
+
+def loaded_modules(argv: list[str], names: list[str]) -> tuple[int, list[str]]:
+    done = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(argv), json.dumps(names)], capture_output=True,
+                          text=True, check=True)
+    code, modules = json.loads(done.stdout.splitlines()[-1])
+    return code, modules

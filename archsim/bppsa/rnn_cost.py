@@ -19,8 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from archsim.array.analytic import gemm_cost
 from archsim.array.config import ArrayConfig
@@ -33,6 +32,9 @@ from archsim.bppsa.steps import (
     work,
 )
 from archsim.errors import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -107,9 +109,15 @@ def rnn_backward(seq_len: int, processors: int, *, hidden: int = 20, batch: int 
                        batch * (seq_len - 1), batch * (done["mm"] + done["mv"]), bppsa_mem, pipe_mem)
 
 
+def rnn_records(seq_lens: Iterable[int], processors: Iterable[int], *, hidden: int = 20, batch: int = 16,
+                array: ArrayConfig | None = None) -> list[dict]:
+    """One record per (T, p): the backward-pass speedup of BPPSA over BP as T and p vary (Fig. 8)."""
+    return [asdict(rnn_backward(t, p, hidden=hidden, batch=batch, array=array)) for p in processors for t in seq_lens]
+
+
 def rnn_study(seq_lens: Iterable[int], processors: Iterable[int], *, hidden: int = 20, batch: int = 16,
               array: ArrayConfig | None = None) -> pd.DataFrame:
-    """One row per (T, p): the backward-pass speedup of BPPSA over BP as T and p vary (Fig. 8)."""
-    rows = [asdict(rnn_backward(t, p, hidden=hidden, batch=batch, array=array))
-            for p in processors for t in seq_lens]
-    return pd.DataFrame(rows)
+    """:func:`rnn_records` as a DataFrame (imports pandas)."""
+    import pandas as pd
+
+    return pd.DataFrame(rnn_records(seq_lens, processors, hidden=hidden, batch=batch, array=array))

@@ -11,14 +11,17 @@ per-layer density, which is all FLOP counts depend on, but not the same placemen
 from __future__ import annotations
 
 from dataclasses import asdict
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from archsim.bppsa.jacobians import scan_input
 from archsim.bppsa.layers import Conv2d, Layer, MaxPool2d, ReLU, forward_chain
 from archsim.bppsa.sparse_cost import CountedStep, count_flops
 from archsim.errors import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 VGG11_CONV = (64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M")
 
@@ -96,6 +99,8 @@ def vgg_flops(*, sparsity: float = 0.97, seed: int = 0, image: int = 32, up_leve
     if zeros == "values":
         for jacobian in elements[1:]:
             jacobian.eliminate_zeros()
+    import pandas as pd  # here: `bppsa rnn` loads this module and renders without pandas
+
     frame = pd.DataFrame(_rows("bppsa", count_flops(elements, up_levels=up_levels))
                          + _rows("bp", count_flops(elements, method="bp")))
     frame["critical"] = frame.index.isin(frame.groupby(["method", "seq_step"]).flops.idxmax())
@@ -104,6 +109,8 @@ def vgg_flops(*, sparsity: float = 0.97, seed: int = 0, image: int = 32, up_leve
 
 def critical_path(frame: pd.DataFrame) -> pd.DataFrame:
     """Per method: sequential steps, critical-path FLOPs and total work FLOPs."""
+    import pandas as pd
+
     crit = frame[frame.critical]
     return pd.DataFrame([{"method": m, "steps": int(part.seq_step.nunique()),
                           "critical_path_flops": int(crit[crit.method == m].flops.sum()),

@@ -9,15 +9,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-import pandas as pd
-
-from archsim.bppsa.rnn_cost import rnn_study
+from archsim.bppsa.rnn_cost import rnn_records
 from archsim.bppsa.vgg import ZEROS, check_sparsity, critical_path, vgg_flops
 from archsim.commands import Command
 from archsim.commands.common import add_array_arguments, add_output_arguments, array_from_args, emit
 from archsim.errors import InputError
 from archsim.outputs import render
 from archsim.progress import progress
+from archsim.rows import Rows
 from archsim.validate import seed_flag
 
 PAPER_SEQ_LENS = "10,30,100,300,1000,3000,10000,30000"  # §4.1, Table 4
@@ -71,10 +70,10 @@ def run_rnn(args: argparse.Namespace) -> int:
     seq_lens, processors = int_list(args.seq_len, "seq_len"), int_list(args.processors, "processors")
     hidden, batch = _positive(args.hidden, "hidden"), _positive(args.batch, "batch")
     array = array_from_args(args)
-    frame = rnn_study(seq_lens, processors, hidden=hidden, batch=batch, array=array)
+    rows = Rows.of(rnn_records(seq_lens, processors, hidden=hidden, batch=batch, array=array))  # no pandas
     shape = f"{array.rows}x{array.cols} {array.dataflow}"
     meta = {"study": "bppsa rnn", "hidden": hidden, "batch": batch, "array": shape}
-    emit(render(frame, args.format, precision=args.precision, meta=meta), args)
+    emit(render(rows, args.format, precision=args.precision, meta=meta), args)
     if args.report:
         command = (f"archsim bppsa rnn --seq-len {args.seq_len} --hidden {hidden} --batch {batch} "
                                       f"--processors {args.processors} --array {array.rows}x{array.cols} "
@@ -83,7 +82,7 @@ def run_rnn(args: argparse.Namespace) -> int:
         from archsim.report.page import write_page
 
         path = write_page(args.report, "BPPSA: tanh RNN backward pass on systolic arrays",
-                          rnn_sections(frame, command, shape))
+                          rnn_sections(rows.frame(), command, shape))
         print(f"wrote {path}", file=sys.stderr)
     return 0
 
@@ -121,6 +120,8 @@ def run_vgg(args: argparse.Namespace) -> int:
                                  zeros=args.zeros)
                 bar.update(1)
             summaries.append(critical_path(part).query("method == 'bppsa'").assign(up_levels=levels))
+    import pandas as pd  # the pruned-VGG study's tables are DataFrames
+
     summary = pd.concat(summaries, ignore_index=True)[["up_levels", "steps", "critical_path_flops", "work_flops"]]
     totals = critical_path(frame).set_index("method")
     meta = {"study": "bppsa pruned-vgg11", "sparsity": sparsity, "seed": args.seed, "up_levels": args.up_levels,

@@ -60,7 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_timeline_outputs(parser)
     add_output_arguments(parser)
     add_job_limit_argument(parser)
-    from archsim.spp.plan import SEARCH_STEP_LIMIT  # every method loads it (PipeDream's plan runs on SPP's PE)
+    from archsim.spp import SEARCH_STEP_LIMIT  # not archsim.spp.plan: --method pipedream needs none of SPP's search
 
     parser.add_argument("--max-search-steps", type=int_flag(1, 10**15, "a step count"), default=SEARCH_STEP_LIMIT,
                         metavar="N", help=f"refuse SPP searches (every method but pipedream runs SPP) of more PRM "
@@ -141,7 +141,6 @@ def run(args: argparse.Namespace) -> int:
 def _run_pipedream(args: argparse.Namespace, profile, topology) -> int:
     """PipeDream's optimizer on the cluster's uniform levels; the simulated makespan runs the plan
     on the cluster's real links under SPP's synchronous PE schedule (a named difference)."""
-    from archsim.commands.common import phases, validated
     from archsim.partition.pipedream import (
         DEFAULT_MEMORY_BYTES,
         Level,
@@ -150,8 +149,7 @@ def _run_pipedream(args: argparse.Namespace, profile, topology) -> int:
         pipedream_plan,
         plan_partition,
     )
-    from archsim.spp.pe import pe_makespan
-    from archsim.spp.plan import partition_stage_plans
+    from archsim.spp.placement import partition_stage_plans
 
     hierarchy = tuple(Level(machines, bandwidth) for machines, bandwidth in topology.uniform_levels())
     options = PipeDreamOptions(
@@ -165,12 +163,21 @@ def _run_pipedream(args: argparse.Namespace, profile, topology) -> int:
             raise
         raise InputError(error.message, file=args.network, field=error.where.field) from None
     partition = plan_partition(profile, plan)
-    with phases("PipeDream plan", ("simulate", "validate")) as phase:
-        phase("simulate")
-        makespan, timeline = pe_makespan(partition_stage_plans(profile, partition, topology.bandwidth),
-                                         args.microbatches)
-        phase("validate")
-        validated(timeline)
+    stage_plans = partition_stage_plans(profile, partition, topology.bandwidth)
+    timeline = None
+    if args.gantt or args.trace or args.schedule_csv:  # a timeline to write: the simulator, validated
+        from archsim.commands.common import phases, validated
+        from archsim.spp.pe import pe_makespan
+
+        with phases("PipeDream plan", ("simulate", "validate")) as phase:
+            phase("simulate")
+            makespan, timeline = pe_makespan(stage_plans, args.microbatches)
+            phase("validate")
+            validated(timeline)
+    else:  # the makespan alone: the same schedule's end without the simulator's import and timeline
+        from archsim.spp.pe_order import pe_finish_time
+
+        makespan = pe_finish_time(stage_plans, args.microbatches)
     blocks = plan.stages()
     rows = []
     for stage, (block, machines) in zip(partition.stages, blocks):
@@ -188,7 +195,8 @@ def _run_pipedream(args: argparse.Namespace, profile, topology) -> int:
             "simulation": "the plan's stages on consecutive GPUs, the cluster's real links, SPP's PE schedule"}
     if args.format != "json":
         meta = {k: v for k, v in meta.items() if k not in ("levels", "time_per_stage_by_machines")}
-    write_timeline_outputs(args, timeline, f"PipeDream's plan on {topology.name}, {args.microbatches} micro-batches")
+    if timeline is not None:
+        write_timeline_outputs(args, timeline, f"PipeDream's plan on {topology.name}, {args.microbatches} micro-batches")
     emit(render(Rows.of(rows), args.format, precision=args.precision, meta=meta), args)
     return 0
 

@@ -62,6 +62,8 @@ def level_tables(states: AntichainStates, hierarchy: tuple[Level, ...], options:
 
 @dataclass(frozen=True)
 class LevelTable:
+    """One level's dynamic-programming tables (a docstring: without one, dataclass asks inspect for a signature)."""
+
     value: np.ndarray  # (rows, n, machines): A(i, j, m); inf where the released code has None
     split: np.ndarray  # k of the chosen split; −1: the whole range on one replicated stage
     rest: np.ndarray  # m − m′ machines index of the part before the split

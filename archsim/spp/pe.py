@@ -12,83 +12,29 @@ end of every AllReduce).
 
 from __future__ import annotations
 
-from collections import deque
-from dataclasses import dataclass
-
 import numpy as np
 
-from archsim.errors import InputError
 from archsim.sim import Problem, Processor, simulate
 from archsim.sim.builder import build, from_rows
+from archsim.spp.pe_order import (  # the ordering lives with the simulator-free makespan; exported here
+    ORDERS,
+    StagePlan,
+    blocks,
+    check_pe_input,
+    execution_order,
+    gpipe_newest_first_order,
+    gpipe_order,
+)
 
-
-@dataclass(frozen=True)
-class StagePlan:
-    """A stage's per-micro-batch forward and backward time (already divided by its replicas),
-    its AllReduce time (0 if not replicated), and the channel times to the next stage."""
-
-    forward: float
-    backward: float
-    allreduce: float = 0.0
-    comm_forward: float = 0.0  # c^f to the next stage
-    comm_backward: float = 0.0  # c^b from the next stage
-
-
-def blocks(stages: int) -> list[tuple[str, int]]:
-    """J in dependency order: ("F", n), ("cf", n), …, ("FB", S), ("cb", n), ("B", n) (1-based n)."""
-    order: list[tuple[str, int]] = []
-    for n in range(1, stages):
-        order += [("F", n), ("cf", n)]
-    order.append(("FB", stages))
-    for n in range(stages - 1, 0, -1):
-        order += [("cb", n), ("B", n)]
-    return order
-
-
-def execution_order(stages: int, microbatches: int) -> tuple[list[tuple[tuple[str, int], int]], dict]:
-    """The ordering sweep (Alg. 1 lines 1–8): the global visit order and U_s per stage."""
-    J = blocks(stages)
-    queues: list[deque[int]] = [deque() for _ in J]  # micro-batches waiting at each block
-    queues[0].extend(range(microbatches))
-    visits: list[tuple[tuple[str, int], int]] = []
-    per_stage: dict[int, list[tuple[tuple[str, int], int]]] = {n: [] for n in range(1, stages + 1)}
-    while any(queues):
-        moved = [(j, queues[j].popleft()) for j in range(len(J)) if queues[j]]
-        for j, m in moved:
-            if j + 1 < len(J):
-                queues[j + 1].append(m)
-            visits.append((J[j], m))
-            if J[j][0] in ("F", "FB", "B"):
-                per_stage[J[j][1]].append((J[j], m))
-    return visits, per_stage
-
-
-def gpipe_newest_first_order(stages: int, microbatches: int) -> tuple[list, dict]:
-    """archsim's GPipe baseline for SPP (``order="gpipe-newest-first"``): every forward, then every
-    backward, newest micro-batch first. Not torch's ``ScheduleGPipe`` (oldest first,
-    :func:`archsim.policies.stage_orders.gpipe`); the SPP baseline numbers (tests/test_spp.py's
-    hand-worked 7 s) use this one."""
-    visits, per_stage = execution_order(stages, microbatches)
-    for n in range(1, stages + 1):
-        forward = sorted((x for x in per_stage[n] if x[0][0] in ("F", "FB")), key=lambda x: x[1])
-        backward = sorted((x for x in per_stage[n] if x[0][0] == "B"), key=lambda x: -x[1])
-        per_stage[n] = forward + backward
-    return visits, per_stage
-
-
-gpipe_order = gpipe_newest_first_order  # the name the SPP baselines call
-ORDERS = {"pe": execution_order, "gpipe-newest-first": gpipe_newest_first_order,
-          "gpipe": gpipe_newest_first_order}  # "gpipe": the baselines' name for the newest-first variant
+__all__ = ["ORDERS", "StagePlan", "blocks", "execution_order", "gpipe_newest_first_order", "gpipe_order",
+           "lemma1_bound", "pe_makespan", "pe_problem"]
 
 
 def pe_problem(plans: list[StagePlan], microbatches: int, order: str = "pe") -> Problem:
     """``order``: PE's ordering sweep (``pe``) or the ``gpipe-newest-first`` variant (alias ``gpipe``).
     As actions: each stage runs U_s in sequence; a channel's blocks go by priority (the visit)."""
     stages = len(plans)
-    if stages == 0 or microbatches <= 0:
-        raise InputError("need at least one stage and one micro-batch", field="stages")
-    if order not in ORDERS:
-        raise InputError(f"unknown PE order {order!r}; choose one of {', '.join(ORDERS)}", field="order")
+    check_pe_input(stages, microbatches, order)
     visits, per_stage = ORDERS[order](stages, microbatches)
     rank = {visit: i for i, visit in enumerate(visits)}
     J = blocks(stages)

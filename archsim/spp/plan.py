@@ -6,11 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from archsim.collectives import ring_allreduce_on, slowest_link
+from archsim.collectives import ring_allreduce_on
 from archsim.errors import InputError
 from archsim.partition.profile import LayerProfile
 from archsim.partition.result import Partition, Stage, mandatory_bytes, placed_ops
-from archsim.spp.pe import StagePlan, pe_makespan
+from archsim.spp import SEARCH_BYTES_LIMIT
+from archsim.spp.pe_order import StagePlan
 
 if TYPE_CHECKING:  # PRM and RDO load with SPP's search: a PipeDream plan laid on GPUs needs neither
     from archsim.spp.prm import PRMPlan
@@ -68,6 +69,7 @@ def stage_plans(profile: LayerProfile, plan: PRMPlan, bandwidth) -> list[StagePl
 def spp(profile: LayerProfile, topology: Topology, microbatches: int, *, max_stages: int | None = None,
         on_stage_count=None) -> SPPResult:
     """``on_stage_count(n)``, if given, is called after each stage count is scheduled (progress)."""
+    from archsim.spp.pe import pe_makespan  # the simulator: here, not at the top (a PipeDream plan needs none)
     from archsim.spp.prm import prm_tables
     from archsim.spp.rdo import recursive_device_order
 
@@ -93,8 +95,6 @@ def stage_count_limit(profile: LayerProfile, topology: Topology, max_stages: int
     return min(len(profile), topology.devices, max_stages or topology.devices)
 
 
-SEARCH_STEP_LIMIT = 10_000_000_000  # PRM steps refused above: ≈ 9 s at the ≈ 0.9 ns a step measured (numba)
-SEARCH_BYTES_LIMIT = 4_000_000_000  # PRM tables: the 4 GB every accepted job stays under (docs/cli.md)
 
 
 def check_search_size(profile: LayerProfile, topology: Topology, max_stages: int | None, limit: int) -> None:
@@ -113,37 +113,3 @@ def check_search_size(profile: LayerProfile, topology: Topology, max_stages: int
     if steps > limit:
         raise InputError(f"{estimate}, above the limit of {limit:,} steps; give --max-search-steps {steps} to "
                          "run it anyway, or fewer --max-stages", field="max-search-steps")
-
-
-def partition_stage_plans(profile: LayerProfile, partition, bandwidth) -> list[StagePlan]:
-    """A :class:`~archsim.partition.result.Partition` (a PipeDream plan, say) laid on GPUs in their
-    order, each stage on ``replicas`` consecutive GPUs, as PE's per-micro-batch stage plans over the
-    cluster's real links: the stage's forward and backward split over its replicas, SPP's ring
-    all-reduce of its parameters at its slowest link, and each boundary's crossing tensors split
-    over the replica pairs at the slowest link between the two groups (SPP's channel model)."""
-    index = {name: k for k, name in enumerate(profile.names)}
-    stage_of = {index[name]: s for s, stage in enumerate(partition.stages) for name in stage.layers}
-    groups, first = [], 0
-    for stage in partition.stages:
-        groups.append(tuple(range(first, first + stage.replicas)))
-        first += stage.replicas
-    if first > len(bandwidth):
-        raise InputError(f"the plan needs {first} GPUs; the cluster has {len(bandwidth)}", field="cluster")
-    crossing = [0.0] * len(partition.stages)  # bytes leaving stage s for a later stage
-    for consumer in range(len(profile)):
-        for producer in set(profile.producers(consumer)):
-            for s in range(stage_of[producer], stage_of[consumer]):
-                crossing[s] += float(profile.activation_bytes[producer])
-    plans = []
-    for s, (stage, devices) in enumerate(zip(partition.stages, groups)):
-        nodes = [index[name] for name in stage.layers]
-        r = len(devices)
-        forward = float(sum(profile.forward[k] for k in nodes)) / r
-        backward = float(sum(profile.weight_grad[k] + profile.delta[k] for k in nodes)) / r
-        allreduce = ring_allreduce_on(float(sum(profile.weight_bytes[k] for k in nodes)), devices, bandwidth)
-        channel = 0.0
-        if s + 1 < len(groups):
-            after = groups[s + 1]
-            channel = crossing[s] / (r * len(after) * slowest_link(bandwidth, devices, after))
-        plans.append(StagePlan(forward, backward, allreduce, channel, channel))
-    return plans

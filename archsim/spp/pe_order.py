@@ -1,0 +1,160 @@
+"""SPP's PE (001_655b4b8cd650573f.txt §IV-A, Alg. 1) without the simulator: its blocks, its ordering
+sweep, and the makespan of its schedule.
+
+:mod:`archsim.spp.pe` states PE's problem for the event simulator (a timeline to draw, validate and
+export). A command that prints only the makespan (``archsim plan --method pipedream``) asks
+:func:`pe_finish_time` here instead, which runs the simulator's rules (:mod:`archsim.sim.engine`:
+non-delay list scheduling, every event of an instant applied before anything starts, the lowest
+rank first) on that one problem — one stream per resource, no links — in plain Python, without
+importing numpy or the simulator (about 20 ms of a 0.2 s command). tests/test_pe_finish_time.py
+checks it equals the simulated timeline's makespan, float for float.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from dataclasses import dataclass
+from itertools import pairwise
+
+from archsim.errors import InputError
+
+
+@dataclass(frozen=True)
+class StagePlan:
+    """A stage's per-micro-batch forward and backward time (already divided by its replicas),
+    its AllReduce time (0 if not replicated), and the channel times to the next stage."""
+
+    forward: float
+    backward: float
+    allreduce: float = 0.0
+    comm_forward: float = 0.0  # c^f to the next stage
+    comm_backward: float = 0.0  # c^b from the next stage
+
+
+def blocks(stages: int) -> list[tuple[str, int]]:
+    """J in dependency order: ("F", n), ("cf", n), …, ("FB", S), ("cb", n), ("B", n) (1-based n)."""
+    order: list[tuple[str, int]] = []
+    for n in range(1, stages):
+        order += [("F", n), ("cf", n)]
+    order.append(("FB", stages))
+    for n in range(stages - 1, 0, -1):
+        order += [("cb", n), ("B", n)]
+    return order
+
+
+def execution_order(stages: int, microbatches: int) -> tuple[list[tuple[tuple[str, int], int]], dict]:
+    """The ordering sweep (Alg. 1 lines 1–8): the global visit order and U_s per stage."""
+    J = blocks(stages)
+    queues: list[deque[int]] = [deque() for _ in J]  # micro-batches waiting at each block
+    queues[0].extend(range(microbatches))
+    visits: list[tuple[tuple[str, int], int]] = []
+    per_stage: dict[int, list[tuple[tuple[str, int], int]]] = {n: [] for n in range(1, stages + 1)}
+    while any(queues):
+        moved = [(j, queues[j].popleft()) for j in range(len(J)) if queues[j]]
+        for j, m in moved:
+            if j + 1 < len(J):
+                queues[j + 1].append(m)
+            visits.append((J[j], m))
+            if J[j][0] in ("F", "FB", "B"):
+                per_stage[J[j][1]].append((J[j], m))
+    return visits, per_stage
+
+
+def gpipe_newest_first_order(stages: int, microbatches: int) -> tuple[list, dict]:
+    """archsim's GPipe baseline for SPP (``order="gpipe-newest-first"``): every forward, then every
+    backward, newest micro-batch first. Not torch's ``ScheduleGPipe`` (oldest first,
+    :func:`archsim.policies.stage_orders.gpipe`); the SPP baseline numbers (tests/test_spp.py's
+    hand-worked 7 s) use this one."""
+    visits, per_stage = execution_order(stages, microbatches)
+    for n in range(1, stages + 1):
+        forward = sorted((x for x in per_stage[n] if x[0][0] in ("F", "FB")), key=lambda x: x[1])
+        backward = sorted((x for x in per_stage[n] if x[0][0] == "B"), key=lambda x: -x[1])
+        per_stage[n] = forward + backward
+    return visits, per_stage
+
+
+gpipe_order = gpipe_newest_first_order  # the name the SPP baselines call
+ORDERS = {"pe": execution_order, "gpipe-newest-first": gpipe_newest_first_order,
+          "gpipe": gpipe_newest_first_order}  # "gpipe": the baselines' name for the newest-first variant
+
+
+def pe_finish_time(plans: list[StagePlan], microbatches: int, order: str = "pe") -> float:
+    """The makespan (seconds) of :func:`archsim.spp.pe.pe_makespan`'s timeline, without building it.
+
+    The ops, dependencies and ranks are :func:`archsim.spp.pe.pe_problem`'s: each block of each
+    micro-batch after the block before it, each stage's blocks in its order U_s, each AllReduce
+    after its stage's last backward of every micro-batch; a resource (a stage, a channel, an
+    AllReduce) runs one op at a time, its ready op of lowest visit first."""
+    stages = len(plans)
+    check_pe_input(stages, microbatches, order)
+    visits, per_stage = ORDERS[order](stages, microbatches)
+    rank = {visit: i for i, visit in enumerate(visits)}
+    J = blocks(stages)
+    ops: list[tuple[tuple, int, float, int]] = []  # (name, resource, seconds, rank)
+    where: dict[tuple, int] = {}
+    succ: list[list[int]] = []
+
+    def add(name: tuple, resource: int, seconds: float, key: int) -> int:
+        where[name] = len(ops)
+        ops.append((name, resource, seconds, key))
+        succ.append([])
+        return where[name]
+
+    for m in range(microbatches):
+        for j, block in enumerate(J):
+            kind, n = block
+            plan = plans[n - 1]
+            seconds = {"F": plan.forward, "B": plan.backward, "FB": plan.forward + plan.backward,
+                       "cf": plan.comm_forward, "cb": plan.comm_backward}[kind]
+            resource = n - 1 if kind in ("F", "B", "FB") else stages + n - 1  # stages, then channels
+            op = add((block, m), resource, seconds, rank[(block, m)])
+            if j:
+                succ[where[(J[j - 1], m)]].append(op)
+    for n, plan in enumerate(plans, start=1):
+        if plan.allreduce > 0:
+            op = add(("A", n), 2 * stages + n - 1, plan.allreduce, 0)
+            last_block = ("FB", n) if n == stages else ("B", n)
+            for m in range(microbatches):
+                succ[where[(last_block, m)]].append(op)
+    for sequence in per_stage.values():
+        for before, after in pairwise(sequence):
+            succ[where[before]].append(where[after])
+    waiting = [0] * len(ops)
+    for outs in succ:
+        for op in outs:
+            waiting[op] += 1
+    ready: dict[int, list[tuple[int, int]]] = {}  # resource → heap of (rank, op)
+    for op, count in enumerate(waiting):
+        if not count:
+            heapq.heappush(ready.setdefault(ops[op][1], []), (ops[op][3], op))
+    busy: set[int] = set()
+    events: list[tuple[float, int, int]] = []  # (end, sequence, op)
+    now = finish = 0.0
+    sequence = 0
+    while True:
+        for resource in sorted(ready):
+            if resource not in busy and ready[resource]:
+                _, op = heapq.heappop(ready[resource])
+                busy.add(resource)
+                sequence += 1
+                end = now + ops[op][2]
+                finish = max(finish, end)
+                heapq.heappush(events, (end, sequence, op))
+        if not events:
+            return finish
+        now = events[0][0]
+        while events and events[0][0] <= now:
+            _, _, op = heapq.heappop(events)
+            busy.discard(ops[op][1])
+            for after in succ[op]:
+                waiting[after] -= 1
+                if not waiting[after]:
+                    heapq.heappush(ready.setdefault(ops[after][1], []), (ops[after][3], after))
+
+
+def check_pe_input(stages: int, microbatches: int, order: str) -> None:
+    if stages == 0 or microbatches <= 0:
+        raise InputError("need at least one stage and one micro-batch", field="stages")
+    if order not in ORDERS:
+        raise InputError(f"unknown PE order {order!r}; choose one of {', '.join(ORDERS)}", field="order")

@@ -1,0 +1,45 @@
+"""A plan made elsewhere (PipeDream's, say) laid on a cluster's GPUs as PE's per-stage plans.
+
+Apart from :mod:`archsim.spp.plan` so that ``archsim plan --method pipedream`` loads neither SPP's
+search nor the simulator to price its plan's makespan."""
+
+from __future__ import annotations
+
+from archsim.collectives import ring_allreduce_on, slowest_link
+from archsim.errors import InputError
+from archsim.partition.profile import LayerProfile
+from archsim.spp.pe_order import StagePlan
+
+
+def partition_stage_plans(profile: LayerProfile, partition, bandwidth) -> list[StagePlan]:
+    """A :class:`~archsim.partition.result.Partition` (a PipeDream plan, say) laid on GPUs in their
+    order, each stage on ``replicas`` consecutive GPUs, as PE's per-micro-batch stage plans over the
+    cluster's real links: the stage's forward and backward split over its replicas, SPP's ring
+    all-reduce of its parameters at its slowest link, and each boundary's crossing tensors split
+    over the replica pairs at the slowest link between the two groups (SPP's channel model)."""
+    index = {name: k for k, name in enumerate(profile.names)}
+    stage_of = {index[name]: s for s, stage in enumerate(partition.stages) for name in stage.layers}
+    groups, first = [], 0
+    for stage in partition.stages:
+        groups.append(tuple(range(first, first + stage.replicas)))
+        first += stage.replicas
+    if first > len(bandwidth):
+        raise InputError(f"the plan needs {first} GPUs; the cluster has {len(bandwidth)}", field="cluster")
+    crossing = [0.0] * len(partition.stages)  # bytes leaving stage s for a later stage
+    for consumer in range(len(profile)):
+        for producer in set(profile.producers(consumer)):
+            for s in range(stage_of[producer], stage_of[consumer]):
+                crossing[s] += float(profile.activation_bytes[producer])
+    plans = []
+    for s, (stage, devices) in enumerate(zip(partition.stages, groups)):
+        nodes = [index[name] for name in stage.layers]
+        r = len(devices)
+        forward = float(sum(profile.forward[k] for k in nodes)) / r
+        backward = float(sum(profile.weight_grad[k] + profile.delta[k] for k in nodes)) / r
+        allreduce = ring_allreduce_on(float(sum(profile.weight_bytes[k] for k in nodes)), devices, bandwidth)
+        channel = 0.0
+        if s + 1 < len(groups):
+            after = groups[s + 1]
+            channel = crossing[s] / (r * len(after) * slowest_link(bandwidth, devices, after))
+        plans.append(StagePlan(forward, backward, allreduce, channel, channel))
+    return plans
