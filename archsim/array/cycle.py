@@ -97,6 +97,34 @@ class CycleResult:
         return self.ifmap_dram_reads + self.filter_dram_reads + self.ofmap_dram_writes
 
 
+@dataclass(frozen=True)
+class ConvWindows:
+    """A is the im2col matrix of this convolution (SCALE-Sim's conv mode): out_h·out_w rows (ofmap
+    pixels, row-major), filter_h·filter_w·channels columns (tap row, tap column, channel fastest),
+    windows ``stride`` apart. Where windows overlap the same ifmap word sits in several places of A;
+    SCALE-Sim's read buffer finds a word by address, so any active copy is a hit. Every window lies
+    inside the ifmap (archsim's geometry; SCALE-Sim's when (H − f) is a multiple of the stride)."""
+
+    out_h: int
+    out_w: int
+    filter_h: int
+    filter_w: int
+    channels: int
+    stride: int
+
+    def descriptor(self, m: int, k: int) -> np.ndarray:
+        """The kernel's conv vector, after checking that A is M×K of this convolution."""
+        values = [_positive(getattr(self, name), name) for name in
+                  ("out_h", "out_w", "filter_h", "filter_w", "channels", "stride")]
+        if m != self.out_h * self.out_w or k != self.filter_h * self.filter_w * self.channels:
+            raise InputError(f"a {self.out_h}x{self.out_w} ofmap of {self.filter_h}x{self.filter_w}x{self.channels} "
+                             f"windows is not a {m}x{k} ifmap matrix", field="conv")
+        out = np.zeros(kernel.C_SIZE, dtype=np.int64)
+        out[kernel.C_ON] = 1
+        out[[kernel.C_EH, kernel.C_EW, kernel.C_FH, kernel.C_FW, kernel.C_CHANNELS, kernel.C_STRIDE]] = values
+        return out
+
+
 def _ceil(a: int, b: int) -> int:
     return -(-a // b)
 
@@ -138,13 +166,16 @@ def _positive(value: int, field: str) -> int:
 
 def simulate_gemm(m: int, k: int, n: int, rows: int, cols: int, dataflow: str = "ws", *,
                   sram_words: tuple[int, int, int] = (65536, 65536, 65536),
-                  bandwidth: tuple[int, int, int] = (10, 10, 10), layout: GemmLayout | None = None) -> CycleResult:
+                  bandwidth: tuple[int, int, int] = (10, 10, 10), layout: GemmLayout | None = None,
+                  conv: ConvWindows | None = None) -> CycleResult:
     """Step out[M×N] = A[M×K]·B[K×N] on an R×C array with SCALE-Sim's memory model.
 
     sram_words: ifmap, filter, ofmap SRAM sizes in words (SCALE-Sim: KiB × 1024, 1-byte words).
     bandwidth: ifmap, filter, ofmap DRAM words/cycle (USER mode).
     layout: custom layouts and SRAM banks of A and/or B (:mod:`archsim.array.layout`), as SCALE-Sim's
     GEMM mode runs them; None: SCALE-Sim's default layout (banks then change nothing).
+    conv: A is this convolution's im2col matrix (:class:`ConvWindows`), as SCALE-Sim's conv mode
+    builds it; None: A's words are all distinct (a GEMM, or a conv whose windows do not overlap).
     """
     m, k, n = _positive(m, "m"), _positive(k, "k"), _positive(n, "n")
     rows, cols = _positive(rows, "rows"), _positive(cols, "cols")
@@ -158,6 +189,9 @@ def simulate_gemm(m: int, k: int, n: int, rows: int, cols: int, dataflow: str = 
     if min(words) < 2:
         raise InputError("an SRAM needs at least 2 words (two halves)", field="sram")
     df = DATAFLOW_CODES[dataflow]
+    windows = np.zeros(kernel.C_SIZE, dtype=np.int64) if conv is None else conv.descriptor(m, k)
+    if conv is not None and layout is not None:
+        raise InputError("custom layouts run on GEMMs (SCALE-Sim's GEMM mode); give no conv", field="conv")
     per_fold, row_folds, col_folds = fold_geometry(m, k, n, rows, cols, dataflow)
     check_steps(per_fold * row_folds * col_folds)
 
@@ -179,7 +213,7 @@ def simulate_gemm(m: int, k: int, n: int, rows: int, cols: int, dataflow: str = 
     write = np.array([words[2], active, _ceil(words[2] - active, bws[2]), bws[2]], dtype=np.int64)
     announce_compile(kernel.simulate, "the cycle-level engine")
     out = kernel.simulate(m, k, n, rows, cols, df, per_fold, row_folds, col_folds, geometry, read, write, banked,
-                          lookup)
+                          lookup, windows)
     if out[kernel.OUT_ERROR] != kernel.ERROR_NONE:  # a drain starts only with > S/2 words stored
         raise RuntimeError("internal: ofmap drain of an empty trace (SCALE-Sim would raise IndexError)")
     first_read = min(int(out[kernel.OUT_IFMAP_FIRST]), int(out[kernel.OUT_FILTER_FIRST]))

@@ -125,19 +125,58 @@ def _lanes(desc, t):
     return 0, 0
 
 
+# Layout of the conv descriptor of A (see _copy_active): A is the im2col matrix of a convolution.
+C_ON, C_EH, C_EW, C_STRIDE, C_FH, C_FW, C_CHANNELS = range(7)
+C_SIZE = 7
+
+
 @njit(cache=True)
-def _read_line(state, geometry, elems_per_set, desc, t, first, last, now):
+def _copy_active(state, geometry, elems_per_set, conv, index):
+    """Whether another im2col copy of A's word ``index`` (the same ifmap pixel and channel, seen by an
+    overlapping window) sits in a line of the active window: SCALE-Sim's ``active_buffer_hit`` looks
+    the *address* up in every active line, and a conv's prefetch matrix holds each address once per
+    window that reads it (its lines count the repeats: ``prepare_hashed_buffer`` counts elements)."""
+    ew, stride, fh, fw, channels = conv[C_EW], conv[C_STRIDE], conv[C_FH], conv[C_FW], conv[C_CHANNELS]
+    k = fh * fw * channels
+    pixel = index // k
+    tap = index - pixel * k
+    oy = pixel // ew
+    ox = pixel - oy * ew
+    r = tap // (fw * channels)
+    rest = tap - r * fw * channels
+    s = rest // channels
+    ch = rest - s * channels
+    y = oy * stride + r
+    x = ox * stride + s
+    nl, active = state[3], state[4]
+    for oy2 in range(max(0, (y - fh + stride) // stride), min(conv[C_EH] - 1, y // stride) + 1):
+        for ox2 in range(max(0, (x - fw + stride) // stride), min(ew - 1, x // stride) + 1):
+            if oy2 == oy and ox2 == ox:
+                continue
+            other = (oy2 * ew + ox2) * k + ((y - oy2 * stride) * fw + x - ox2 * stride) * channels + ch
+            line = position(geometry, other) // elems_per_set
+            if (line - state[0] + nl) % nl < active:
+                return True
+    return False
+
+
+@njit(cache=True)
+def _read_line(state, geometry, elems_per_set, desc, t, first, last, now, conv):
     """Serve one demand line's reads of one operand; return the cycle SCALE-Sim says it finishes.
 
     state: [window start line, last prefetch cycle, prefetches, lines, active lines, prefetch lines,
     cycles per prefetch]. Mirrors read_buffer.service_reads: a miss slides the window one prefetch
     and moves ``now`` to the prefetch's cycle — twice the overshoot when late (SCALE-Sim adds the
-    potential stall twice), back to it when early (it adds a negative stall).
+    potential stall twice), back to it when early (it adds a negative stall). ``conv[C_ON]``: a word
+    also hits where another im2col copy of it is active (:func:`_copy_active`).
     """
     nl, active, step = state[3], state[4], state[6]
     for c in range(first, last):
-        line = position(geometry, desc[D_BASE] + desc[D_A] * t + desc[D_B] * c) // elems_per_set
+        index = desc[D_BASE] + desc[D_A] * t + desc[D_B] * c
+        line = position(geometry, index) // elems_per_set
         while (line - state[0] + nl) % nl >= active:
+            if conv[C_ON] == 1 and _copy_active(state, geometry, elems_per_set, conv, index):
+                break
             state[0] = (state[0] + state[5]) % nl
             state[1] += step
             state[2] += 1
@@ -228,14 +267,15 @@ def _flush_open_line(wstate, partial):
 
 @njit(cache=True)
 def simulate(m, k, n, rows, cols, df, per_fold, row_folds, col_folds, geometry, read_consts, write_consts,
-             banked, lookup):
+             banked, lookup, conv):
     """Step every demand line of every fold through SCALE-Sim's double-buffered memory model.
 
     geometry: 2×8 prefetch_geometry of A and B. read_consts: 2×7 [words per set, lines, active lines, prefetch lines, cycles per prefetch,
     first-fill lines, bandwidth] for ifmap and filter. write_consts: [words, active words,
     lines per drain, bandwidth]. banked: 2×4 [custom layout on, banks, ports, first column in
     lookup] for ifmap and filter; lookup: 2×(words) line and bank of each word of the operands in a
-    custom layout, A's then B's. Returns the OUT_* vector.
+    custom layout, A's then B's. conv: C_SIZE conv descriptor of A (C_ON 0: a GEMM, no repeated words).
+    Returns the OUT_* vector.
     """
     out = np.zeros(OUT_SIZE, dtype=np.int64)
     states = np.zeros((2, 7), dtype=np.int64)
@@ -256,6 +296,7 @@ def simulate(m, k, n, rows, cols, df, per_fold, row_folds, col_folds, geometry, 
     bw_out = write_consts[3]
     desc = np.zeros((3, 7), dtype=np.int64)
     seen = np.zeros((max(1, banked[0, 1], banked[1, 1]), max(rows, cols) + 1), dtype=np.int64)
+    plain = np.zeros(C_SIZE, dtype=np.int64)  # the filter's words never repeat
     stalls = 0
     line_index = 0
     total = 0
@@ -275,7 +316,7 @@ def simulate(m, k, n, rows, cols, df, per_fold, row_folds, col_folds, geometry, 
                         worst = max(worst, done - cycle - 1)
                     elif first < last:
                         done = _read_line(states[op], geometry[op], read_consts[op, 0], desc[op], t, first, last,
-                                          cycle + 1)
+                                          cycle + 1, conv if op == 0 else plain)
                         worst = max(worst, done - cycle - 1)
                 first, last = _lanes(desc[2], t)
                 now = cycle
