@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from archsim.array.cycle_order import C_ON, C_SIZE, copy_active, line_of
 from archsim.numba_cache import njit
 
 # Layout of the int64 vector simulate() returns.
@@ -22,61 +23,6 @@ ERROR_NONE, ERROR_EMPTY_DRAIN = 0, 1
 
 # Layout of one operand's demand description (see _describe).
 D_SKEW, D_LO, D_HI, D_CLIMIT, D_BASE, D_A, D_B = 0, 1, 2, 3, 4, 5, 6
-
-
-# Layout of one read operand's prefetch geometry (see prefetch_geometry).
-P_NC, P_WIDTH, P_TRANSPOSED, P_DIAGONAL, P_HEIGHT, P_STACKED_ROWS, P_LAST_ROW0, P_LAST_WIDTH = range(8)
-
-
-def prefetch_geometry(nr: int, nc: int, width: int, transposed: bool, diagonal: bool) -> list[int]:
-    """How SCALE-Sim lays an nr×nc operand out for prefetching, as eight integers.
-
-    It stacks the operand's fold tiles (``width`` columns each, the last one padded with nulls) into
-    one matrix — tiles of columns X[:, b·w:(b+1)·w] (``transposed`` False) or of rows
-    X[b·w:(b+1)·w, :]ᵀ (True) — and reads it row by row, or anti-diagonal by anti-diagonal from the
-    bottom-left (``diagonal``, its fix for skewed demand).
-    """
-    limit = nr if transposed else nc
-    height = nc if transposed else nr
-    blocks = -(-limit // width)
-    return [nc, width, int(transposed), int(diagonal), height, blocks * height, (blocks - 1) * height,
-            limit - (blocks - 1) * width]
-
-
-@njit(cache=True)
-def _triangle(x):
-    return x * (x + 1) // 2 if x > 0 else 0
-
-
-@njit(cache=True)
-def _below_diagonal(d, height, width):
-    """Cells (r, c) of a height×width rectangle with r + c < d."""
-    return (_triangle(d) - _triangle(d - height) - _triangle(d - width)
-            + _triangle(d - height - width))
-
-
-@njit(cache=True)
-def position(geometry, index):
-    """Place of word ``index`` among the operand's non-null words in prefetch order (closed form:
-    the stacked matrix is never built). Nulls sit only in the last tile's columns ≥ last width."""
-    nc, width, height = geometry[P_NC], geometry[P_WIDTH], geometry[P_HEIGHT]
-    stacked, row0, last_width = geometry[P_STACKED_ROWS], geometry[P_LAST_ROW0], geometry[P_LAST_WIDTH]
-    i = index // nc
-    j = index - i * nc
-    h, w = (j, i) if geometry[P_TRANSPOSED] else (i, j)
-    block = w // width
-    col = w - block * width
-    row = block * height + h
-    if geometry[P_DIAGONAL] == 0:
-        return row * width - max(0, row - row0) * (width - last_width) + col
-    d = row + col
-    before = _below_diagonal(d, stacked, width) + min(d, stacked - 1) - row
-    nulls = _below_diagonal(d - row0 - last_width, stacked - row0, width - last_width)
-    lo = max(row + 1, row0, d - width + 1)  # nulls later on the same diagonal (rows > row)
-    hi = min(stacked - 1, d - last_width)
-    if hi >= lo:
-        nulls += hi - lo + 1
-    return before - nulls
 
 
 @njit(cache=True)
@@ -125,57 +71,24 @@ def _lanes(desc, t):
     return 0, 0
 
 
-# Layout of the conv descriptor of A (see _copy_active): A is the im2col matrix of a convolution.
-C_ON, C_EH, C_EW, C_STRIDE, C_FH, C_FW, C_CHANNELS = range(7)
-C_SIZE = 7
-
-
 @njit(cache=True)
-def _copy_active(state, geometry, elems_per_set, conv, index):
-    """Whether another im2col copy of A's word ``index`` (the same ifmap pixel and channel, seen by an
-    overlapping window) sits in a line of the active window: SCALE-Sim's ``active_buffer_hit`` looks
-    the *address* up in every active line, and a conv's prefetch matrix holds each address once per
-    window that reads it (its lines count the repeats: ``prepare_hashed_buffer`` counts elements)."""
-    ew, stride, fh, fw, channels = conv[C_EW], conv[C_STRIDE], conv[C_FH], conv[C_FW], conv[C_CHANNELS]
-    k = fh * fw * channels
-    pixel = index // k
-    tap = index - pixel * k
-    oy = pixel // ew
-    ox = pixel - oy * ew
-    r = tap // (fw * channels)
-    rest = tap - r * fw * channels
-    s = rest // channels
-    ch = rest - s * channels
-    y = oy * stride + r
-    x = ox * stride + s
-    nl, active = state[3], state[4]
-    for oy2 in range(max(0, (y - fh + stride) // stride), min(conv[C_EH] - 1, y // stride) + 1):
-        for ox2 in range(max(0, (x - fw + stride) // stride), min(ew - 1, x // stride) + 1):
-            if oy2 == oy and ox2 == ox:
-                continue
-            other = (oy2 * ew + ox2) * k + ((y - oy2 * stride) * fw + x - ox2 * stride) * channels + ch
-            line = position(geometry, other) // elems_per_set
-            if (line - state[0] + nl) % nl < active:
-                return True
-    return False
-
-
-@njit(cache=True)
-def _read_line(state, geometry, elems_per_set, desc, t, first, last, now, conv):
+def _read_line(state, geometry, elems_per_set, desc, t, first, last, now, conv, taps, table):
     """Serve one demand line's reads of one operand; return the cycle SCALE-Sim says it finishes.
 
     state: [window start line, last prefetch cycle, prefetches, lines, active lines, prefetch lines,
     cycles per prefetch]. Mirrors read_buffer.service_reads: a miss slides the window one prefetch
     and moves ``now`` to the prefetch's cycle — twice the overshoot when late (SCALE-Sim adds the
     potential stall twice), back to it when early (it adds a negative stall). ``conv[C_ON]``: a word
-    also hits where another im2col copy of it is active (:func:`_copy_active`).
+    also hits where another im2col copy of it is active (:func:`~archsim.array.cycle_order.copy_active`).
     """
     nl, active, step = state[3], state[4], state[6]
     for c in range(first, last):
         index = desc[D_BASE] + desc[D_A] * t + desc[D_B] * c
-        line = position(geometry, index) // elems_per_set
+        line = line_of(geometry, elems_per_set, table, index)
+        if line < 0:  # an off-edge tap: SCALE-Sim's demand skips its null address
+            continue
         while (line - state[0] + nl) % nl >= active:
-            if conv[C_ON] == 1 and _copy_active(state, geometry, elems_per_set, conv, index):
+            if conv[C_ON] == 1 and copy_active(state, geometry, elems_per_set, conv, taps, table, index):
                 break
             state[0] = (state[0] + state[5]) % nl
             state[1] += step
@@ -267,14 +180,15 @@ def _flush_open_line(wstate, partial):
 
 @njit(cache=True)
 def simulate(m, k, n, rows, cols, df, per_fold, row_folds, col_folds, geometry, read_consts, write_consts,
-             banked, lookup, conv):
+             banked, lookup, conv, taps, table):
     """Step every demand line of every fold through SCALE-Sim's double-buffered memory model.
 
     geometry: 2×8 prefetch_geometry of A and B. read_consts: 2×7 [words per set, lines, active lines, prefetch lines, cycles per prefetch,
     first-fill lines, bandwidth] for ifmap and filter. write_consts: [words, active words,
     lines per drain, bandwidth]. banked: 2×4 [custom layout on, banks, ports, first column in
     lookup] for ifmap and filter; lookup: 2×(words) line and bank of each word of the operands in a
-    custom layout, A's then B's. conv: C_SIZE conv descriptor of A (C_ON 0: a GEMM, no repeated words).
+    custom layout, A's then B's. conv, taps, table: A's conv descriptor, tap table and null line table (cycle_order; C_ON 0: a GEMM,
+    no repeated words; table empty: no nulls).
     Returns the OUT_* vector.
     """
     out = np.zeros(OUT_SIZE, dtype=np.int64)
@@ -297,6 +211,7 @@ def simulate(m, k, n, rows, cols, df, per_fold, row_folds, col_folds, geometry, 
     desc = np.zeros((3, 7), dtype=np.int64)
     seen = np.zeros((max(1, banked[0, 1], banked[1, 1]), max(rows, cols) + 1), dtype=np.int64)
     plain = np.zeros(C_SIZE, dtype=np.int64)  # the filter's words never repeat
+    empty = np.zeros(0, dtype=np.int64)
     stalls = 0
     line_index = 0
     total = 0
@@ -316,7 +231,7 @@ def simulate(m, k, n, rows, cols, df, per_fold, row_folds, col_folds, geometry, 
                         worst = max(worst, done - cycle - 1)
                     elif first < last:
                         done = _read_line(states[op], geometry[op], read_consts[op, 0], desc[op], t, first, last,
-                                          cycle + 1, conv if op == 0 else plain)
+                                          cycle + 1, conv if op == 0 else plain, taps, table if op == 0 else empty)
                         worst = max(worst, done - cycle - 1)
                 first, last = _lanes(desc[2], t)
                 now = cycle
