@@ -8,8 +8,9 @@ forward GEMM is the one SCALE-Sim simulates; a depthwise (``DP``) row is SCALE-S
 channel, its figures summed over the channels. ``F_cycles`` are stall-free (SCALE-Sim's Total
 Cycles minus its Stall Cycles). In USER bandwidth mode with layer-wise N:M, :func:`memory_columns`
 adds the memory stalls: SCALE-Sim then runs the condensed GEMM (the ifmap's kept columns, the
-filter's kept rows — distinct words, built like dense operands) through the same memory model as a
-dense one, so the cycle engine on M × K' × N gives its stall cycles, Total Cycles and DRAM counts.
+filter's kept rows, built like dense operands) through the same memory model as a dense one, so the
+cycle engine on M × K' × N, given a conv layer's windows (:func:`kept_windows`: its kept columns
+repeat the words of overlapping windows), gives its stall cycles, Total Cycles and DRAM counts.
 Row-wise mapping (``OptimizedMapping``) streams the unpruned ifmap with its own skew, which the
 engine does not model: there the columns are absent and the output says so.
 """
