@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from archsim.array.cycle_order import C_ON, C_SIZE, copy_active, line_of
+from archsim.array.cycle_order import C_ON, copy_active, line_of, position
 from archsim.numba_cache import njit
 
 # Layout of the int64 vector simulate() returns.
@@ -72,31 +72,51 @@ def _lanes(desc, t):
 
 
 @njit(cache=True)
-def _read_line(state, geometry, elems_per_set, desc, t, first, last, now, conv, taps, table):
+def _slide(state, now):
+    """A miss: slide the window one prefetch and move ``now`` to the prefetch's cycle — twice the
+    overshoot when late (SCALE-Sim adds the potential stall twice), back to it when early (it adds a
+    negative stall)."""
+    state[0] = (state[0] + state[5]) % state[3]
+    state[1] += state[6]
+    state[2] += 1
+    potential = state[1] - now
+    now += potential
+    if potential > 0:
+        now += potential
+    return now
+
+
+@njit(cache=True)
+def _read_line(state, geometry, elems_per_set, desc, t, first, last, now):
     """Serve one demand line's reads of one operand; return the cycle SCALE-Sim says it finishes.
 
     state: [window start line, last prefetch cycle, prefetches, lines, active lines, prefetch lines,
-    cycles per prefetch]. Mirrors read_buffer.service_reads: a miss slides the window one prefetch
-    and moves ``now`` to the prefetch's cycle — twice the overshoot when late (SCALE-Sim adds the
-    potential stall twice), back to it when early (it adds a negative stall). ``conv[C_ON]``: a word
-    also hits where another im2col copy of it is active (:func:`~archsim.array.cycle_order.copy_active`).
+    cycles per prefetch]. Mirrors read_buffer.service_reads: a word outside the active window slides
+    it (:func:`_slide`) until it is in.
     """
-    nl, active, step = state[3], state[4], state[6]
+    nl, active = state[3], state[4]
+    for c in range(first, last):
+        line = position(geometry, desc[D_BASE] + desc[D_A] * t + desc[D_B] * c) // elems_per_set
+        while (line - state[0] + nl) % nl >= active:
+            now = _slide(state, now)
+    return now
+
+
+@njit(cache=True)
+def _read_line_conv(state, geometry, elems_per_set, desc, t, first, last, now, conv, taps, table):
+    """:func:`_read_line` for a conv's im2col operand (kept apart so the GEMM path stays as fast): a
+    word also hits where another window's copy of it is active, and off-edge taps (null addresses,
+    ``table`` −1) are skipped (:mod:`archsim.array.cycle_order`)."""
+    nl, active = state[3], state[4]
     for c in range(first, last):
         index = desc[D_BASE] + desc[D_A] * t + desc[D_B] * c
         line = line_of(geometry, elems_per_set, table, index)
-        if line < 0:  # an off-edge tap: SCALE-Sim's demand skips its null address
+        if line < 0:
             continue
         while (line - state[0] + nl) % nl >= active:
-            if conv[C_ON] == 1 and copy_active(state, geometry, elems_per_set, conv, taps, table, index):
+            if copy_active(state, geometry, elems_per_set, conv, taps, table, index):
                 break
-            state[0] = (state[0] + state[5]) % nl
-            state[1] += step
-            state[2] += 1
-            potential = state[1] - now
-            now += potential
-            if potential > 0:
-                now += potential
+            now = _slide(state, now)
     return now
 
 
@@ -210,8 +230,6 @@ def simulate(m, k, n, rows, cols, df, per_fold, row_folds, col_folds, geometry, 
     bw_out = write_consts[3]
     desc = np.zeros((3, 7), dtype=np.int64)
     seen = np.zeros((max(1, banked[0, 1], banked[1, 1]), max(rows, cols) + 1), dtype=np.int64)
-    plain = np.zeros(C_SIZE, dtype=np.int64)  # the filter's words never repeat
-    empty = np.zeros(0, dtype=np.int64)
     stalls = 0
     line_index = 0
     total = 0
@@ -229,9 +247,13 @@ def simulate(m, k, n, rows, cols, df, per_fold, row_folds, col_folds, geometry, 
                         done = _read_line_banked(states[op], lookup, banked[op, 3], banked[op, 1], banked[op, 2],
                                                  desc[op], t, first, last, cycle + 1, seen)
                         worst = max(worst, done - cycle - 1)
+                    elif first < last and op == 0 and conv[C_ON] == 1:
+                        done = _read_line_conv(states[op], geometry[op], read_consts[op, 0], desc[op], t, first,
+                                               last, cycle + 1, conv, taps, table)
+                        worst = max(worst, done - cycle - 1)
                     elif first < last:
                         done = _read_line(states[op], geometry[op], read_consts[op, 0], desc[op], t, first, last,
-                                          cycle + 1, conv if op == 0 else plain, taps, table if op == 0 else empty)
+                                          cycle + 1)
                         worst = max(worst, done - cycle - 1)
                 first, last = _lanes(desc[2], t)
                 now = cycle
