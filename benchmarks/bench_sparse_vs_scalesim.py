@@ -11,8 +11,9 @@ storage are identical. Results go to benchmarks/results/sparse_speed.csv (atomic
 if any figure differs.
 
 ``--memory`` times USER bandwidth mode instead (results/sparse_memory_speed.csv): layer-wise sparse
-GEMMs with small SRAMs (archsim: ``sparse_layer_cost`` + the cycle engine on the condensed GEMM,
-``memory_columns``) and SCALE-Sim's own custom-layout example (tpuv5e_downscale with a vit_s GEMM and
+GEMMs and conv layers (overlapping windows: repeated ifmap words) with small SRAMs (archsim:
+``sparse_layer_cost`` + the cycle engine on the condensed GEMM, ``memory_columns``, given a conv's
+windows) and SCALE-Sim's own custom-layout example (tpuv5e_downscale with a vit_s GEMM and
 each vit_s_downscale layout row; archsim: ``simulate_gemm`` with the layout), each checked identical
 in Total and Stall Cycles and DRAM counts. archsim's time there is one call (median of 3), the engine
 already compiled.
@@ -63,6 +64,11 @@ MEMORY_LAYERS = [
     ("gemm 2:4 is", (256, 384, 192), (2, 4), 16, 16, "is", 8, 8, 16),
 ]
 
+MEMORY_CONVS = [  # label, SCALE-Sim conv row (H, W, fh, fw, C, filters, stride), ratio, rows, cols, dataflow, KiB, bw, read
+    ("conv 3x3/1 2:4 ws", (30, 30, 3, 3, 16, 32, 1), (2, 4), 16, 16, "ws", 4, 8, 16),
+    ("conv 5x5/2 1:4 is", (31, 31, 5, 5, 8, 24, 2), (1, 4), 16, 16, "is", 4, 8, 16),
+]
+
 
 def median_seconds(function, repeat: int = 3) -> float:
     times = []
@@ -73,12 +79,12 @@ def median_seconds(function, repeat: int = 3) -> float:
     return statistics.median(times)
 
 
-def sparse_memory(call: tuple, array) -> dict:
+def sparse_memory(call: tuple, array, windows=None) -> dict:
     """archsim's USER-mode figures of one sparse layer: the analytic cost, then the engine's stalls."""
     from archsim.array.sparse_network import memory_columns
 
     cost = sparse_layer_cost(*call)
-    return memory_columns(call[0], cost.filter_rows, call[2], 1, array)
+    return memory_columns(call[0], cost.filter_rows, call[2], 1, array, windows)
 
 
 def memory_rows() -> list[dict]:
@@ -105,6 +111,30 @@ def memory_rows() -> list[dict]:
                      ours_figures["filter_dram_reads"], ours_figures["ofmap_dram_writes"]) == (
             reference.compute_cycles, reference.stall_cycles, *reference.memory[1:])
         rows.append({"layer": label, "t": t, "k": k, "n": n, "cycles": ours_figures["F_total_cycles"],
+                     "identical": identical, "scalesim_seconds": scalesim_s,
+                     "archsim_seconds": median_seconds(archsim_layer)})
+    from archsim.array.sparse_network import kept_windows
+    from archsim.workload import Layer
+
+    for label, layer, ratio, r, c, dataflow, kb, bandwidth, read in MEMORY_CONVS:
+        h, w, fh, fw, channels, filters, stride = layer
+        t = math.ceil((h - fh + stride) / stride) * math.ceil((w - fw + stride) / stride)
+        k = fh * fw * channels
+        array = ArrayConfig(r, c, dataflow, kb, kb, kb, (bandwidth,), True, (read, read))
+        windows = kept_windows(Layer(name="l", kind="conv", ifmap_h=h, ifmap_w=w, filter_h=fh, filter_w=fw,
+                                     channels=channels, filters=filters, stride=stride, geometry="scalesim"),
+                               t, k, ratio)
+        archsim_layer = functools.partial(sparse_memory, (t, k, filters, r, c, dataflow, ratio,
+                                                          SparsityConfig("csr", False, 4)), array, windows)
+        ours_figures = archsim_layer()
+        print(f"{label}: GEMM {t}x{k}x{filters} USER mode, SCALE-Sim running …", flush=True)
+        start = time.perf_counter()
+        reference = scalesim_sparse_conv(*layer, ratio, r, c, dataflow, "csr", False, 4, user=(kb, bandwidth, read))
+        scalesim_s = time.perf_counter() - start
+        identical = (ours_figures["F_total_cycles"], ours_figures["F_stall_cycles"], ours_figures["ifmap_dram_reads"],
+                     ours_figures["filter_dram_reads"], ours_figures["ofmap_dram_writes"]) == (
+            reference.compute_cycles, reference.stall_cycles, *reference.memory[1:])
+        rows.append({"layer": label, "t": t, "k": k, "n": filters, "cycles": ours_figures["F_total_cycles"],
                      "identical": identical, "scalesim_seconds": scalesim_s,
                      "archsim_seconds": median_seconds(archsim_layer)})
     with tempfile.TemporaryDirectory(prefix="archsim-bench-") as folder:

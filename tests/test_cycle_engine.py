@@ -125,6 +125,40 @@ def test_user_bandwidth_mode_equals_scalesim(m, k, n, rows, cols, kib, bandwidth
     assert figures(ours) == reference_figures(reference)
 
 
+CONV_USER_CASES = [  # (H, W, f, C, filters, stride, dataflow): overlapping windows; stalls differ from the GEMM's
+    (12, 12, 3, 2, 8, 1, "os"),
+    (9, 9, 3, 3, 5, 1, "ws"),
+    (12, 12, 3, 2, 8, 1, "is"),
+]
+
+
+@pytest.mark.parametrize("h, w, f, c, filters, stride, dataflow", CONV_USER_CASES)
+def test_conv_with_overlapping_windows_equals_scalesims_conv_mode(h, w, f, c, filters, stride, dataflow):
+    """SCALE-Sim's conv mode repeats ifmap words in its im2col operand and its read buffer hits on any
+    active copy; with the windows given (``conv=``) the engine's stalls and DRAM counts equal its, where
+    the plain im2col GEMM (every word distinct) gives other stalls on these layers."""
+    pytest.importorskip("scalesim")
+    from scalesim_reference import scalesim_conv
+
+    from archsim.array.cycle import ConvWindows
+
+    eh, ew = (h - f) // stride + 1, (w - f) // stride + 1
+    reference = scalesim_conv(h, w, f, f, c, filters, stride, 8, 8, dataflow, ifmap_kb=1, filter_kb=1, ofmap_kb=1,
+                              bandwidth=4)
+    memory = {"sram_words": (1024,) * 3, "bandwidth": (4,) * 3}
+    ours = simulate_gemm(eh * ew, f * f * c, filters, 8, 8, dataflow, conv=ConvWindows(eh, ew, f, f, c, stride),
+                         **memory)
+    assert figures(ours) == reference_figures(reference)
+    assert figures(simulate_gemm(eh * ew, f * f * c, filters, 8, 8, dataflow, **memory)) != figures(ours)
+
+
+def test_conv_windows_must_match_the_gemm():
+    from archsim.array.cycle import ConvWindows
+
+    with pytest.raises(InputError, match="not a 16x18 ifmap matrix"):
+        simulate_gemm(16, 18, 4, 4, 4, conv=ConvWindows(4, 5, 3, 3, 2, 1))
+
+
 @pytest.mark.parametrize("dataflow", DATAFLOWS)
 def test_scalesims_own_read_bandwidth_in_user_mode(dataflow):
     """SCALE-Sim's shipped layout: ifmap and filter read at its bank bandwidth (10), the ofmap

@@ -117,3 +117,50 @@ def test_cycle_engine_layerpipe_sample_conv4_user_mode(dataflow):
     assert (ours.cycles, ours.stall_cycles, ours.ifmap_dram_reads, ours.filter_dram_reads,
             ours.ofmap_dram_writes) == (reference.compute_cycles, reference.stall_cycles, reference.ifmap_dram_reads,
                                         reference.filter_dram_reads, reference.ofmap_dram_writes)
+
+
+def random_overlapping_conv(rng):
+    """A conv layer whose windows overlap (f > stride) and all lie inside the ifmap, with small SRAMs."""
+    f = int(rng.choice([2, 3, 5, 7]))
+    stride = int(rng.integers(1, min(f, 4)))
+    eh, ew = (int(x) for x in rng.integers(1, 12, 2))
+    return ((eh - 1) * stride + f, (ew - 1) * stride + f, f, int(rng.integers(1, 7)), int(rng.integers(1, 25)), stride,
+            int(rng.choice(SIDES[:-1])), int(rng.choice(SIDES[:-1])), tuple(int(x) for x in rng.integers(1, 3, 3)),
+            int(rng.integers(1, 11)), int(rng.integers(1, 11)))
+
+
+def random_edge_conv(rng):
+    """A conv layer in SCALE-Sim's geometry, any size and stride (1–4, also above f): its ⌈(H − f + s)/s⌉
+    outputs often put the last windows past the ifmap's edge (null taps)."""
+    f = int(rng.choice([1, 2, 3, 5, 7]))
+    return (int(rng.integers(f, 24)), int(rng.integers(f, 24)), f, int(rng.integers(1, 7)), int(rng.integers(1, 25)),
+            int(rng.integers(1, 5)), int(rng.choice(SIDES[:-1])), int(rng.choice(SIDES[:-1])),
+            tuple(int(x) for x in rng.integers(1, 3, 3)), int(rng.integers(1, 11)), int(rng.integers(1, 11)))
+
+
+CONV_USER_RNG = np.random.default_rng(31)
+CONV_USER_CASES = [random_overlapping_conv(CONV_USER_RNG) for _ in range(24)] + \
+    [random_edge_conv(CONV_USER_RNG) for _ in range(24)]
+
+
+@pytest.mark.parametrize("dataflow", ["ws", "os", "is"])
+@pytest.mark.parametrize("h, w, f, c, filters, stride, rows, cols, kib, bandwidth, read_bandwidth", CONV_USER_CASES)
+def test_cycle_engine_conv_mode_user_mode(h, w, f, c, filters, stride, rows, cols, kib, bandwidth, read_bandwidth,
+                                          dataflow):
+    """SCALE-Sim's conv mode in USER mode — its im2col operand repeats the ifmap words of overlapping
+    windows and holds nulls for off-edge taps: the engine given the windows (``conv=``) equals its stalls,
+    cycles and DRAM counts, on 1–2 KiB SRAMs."""
+    from scalesim_reference import scalesim_conv
+
+    from archsim.array.cycle import ConvWindows
+
+    eh, ew = -(-(h - f + stride) // stride), -(-(w - f + stride) // stride)
+    reference = scalesim_conv(h, w, f, f, c, filters, stride, rows, cols, dataflow, ifmap_kb=kib[0],
+                              filter_kb=kib[1], ofmap_kb=kib[2], bandwidth=bandwidth, read_bandwidth=read_bandwidth)
+    ours = simulate_gemm(eh * ew, f * f * c, filters, rows, cols, dataflow, sram_words=tuple(1024 * x for x in kib),
+                         bandwidth=(read_bandwidth, read_bandwidth, bandwidth),
+                         conv=ConvWindows(eh, ew, f, f, c, stride, ifmap_h=h, ifmap_w=w))
+    assert (ours.cycles, ours.stall_cycles, ours.ifmap_dram_reads, ours.filter_dram_reads, ours.ofmap_dram_writes,
+            ours.cycles_incl_prefetch) == (reference.compute_cycles, reference.stall_cycles,
+                                           reference.ifmap_dram_reads, reference.filter_dram_reads,
+                                           reference.ofmap_dram_writes, reference.cycles_incl_prefetch)

@@ -23,7 +23,7 @@ import pytest
 
 from archsim.array.sparse_network import read_sparse_run, sparse_table
 from archsim.array.sparse_training import SparseTraining, backward_gemms, weight_mask
-from archsim.array.sparsity import SparsityConfig, sparse_layer_cost
+from archsim.array.sparsity import SparsityConfig, kept_rows, sparse_layer_cost
 from archsim.errors import InputError
 
 pytest.importorskip("scalesim")
@@ -264,16 +264,28 @@ USER_LAYERS = [(64, 40, 1, 40, 1, 48, 1), (33, 27, 1, 27, 1, 19, 1), (50, 45, 1,
 USER = (1, 4, 8)  # SRAM KiB, ofmap Bandwidth, ifmap/filter bank bandwidth
 
 
+# conv layers whose windows overlap (f > stride; SCALE-Sim's im2col repeats ifmap words), the last three with
+# windows past the ifmap's edge ((H − f) not a multiple of the stride: null taps)
+USER_CONV_LAYERS = [(16, 16, 3, 3, 4, 8, 1), (17, 17, 3, 3, 6, 6, 2), (19, 19, 5, 5, 3, 5, 2), (14, 18, 3, 5, 5, 9, 1),
+                    (21, 21, 7, 7, 2, 4, 2), (15, 15, 4, 4, 4, 6, 1), (16, 17, 3, 3, 4, 8, 2), (18, 18, 5, 5, 3, 5, 3),
+                    (20, 20, 7, 7, 2, 4, 4)]
+
+
 def check_user_mode(layer, ratio, rows, cols, dataflow):
     from archsim.array.config import ArrayConfig
-    from archsim.array.sparse_network import memory_columns
+    from archsim.array.sparse_network import kept_windows, memory_columns
+    from archsim.workload import Layer
 
     t, k, n = gemm_of(layer)
     reference = scalesim_sparse_conv(*layer, ratio, rows, cols, dataflow, "csr", False, 4, user=USER)
     kb, bandwidth, read = USER
     array = ArrayConfig(rows, cols, dataflow, kb, kb, kb, (bandwidth,), True, (read, read))
     condensed = sparse_layer_cost(t, k, n, rows, cols, dataflow, ratio, SparsityConfig("csr", False, 4)).filter_rows
-    ours = memory_columns(t, condensed, n, 1, array)
+    h, w, fh, fw, c, filters, stride = layer
+    windows = kept_windows(Layer(name="l", kind="conv", ifmap_h=h, ifmap_w=w, filter_h=fh, filter_w=fw, channels=c,
+                                 filters=filters, stride=stride, geometry="scalesim"), t, k, ratio)
+    assert windows is not None
+    ours = memory_columns(t, condensed, n, 1, array, windows)
     assert (ours["F_total_cycles"], ours["F_stall_cycles"]) == (reference.compute_cycles, reference.stall_cycles)
     assert (ours["ifmap_dram_reads"], ours["filter_dram_reads"], ours["ofmap_dram_writes"]) == reference.memory[1:]
     return reference
@@ -284,10 +296,26 @@ def test_user_mode_stalls_of_a_sparse_gemm_equal_scalesim(dataflow):
     assert check_user_mode(USER_LAYERS[0], (2, 4), 8, 8, dataflow).stall_cycles > 0
 
 
+@pytest.mark.parametrize("dataflow", DATAFLOWS)
+def test_user_mode_stalls_of_a_sparse_conv_with_overlapping_windows_equal_scalesim(dataflow):
+    """The condensed ifmap keeps each ifmap word once per window that reads it through a kept tap, and
+    SCALE-Sim hits on any active copy: equal with the windows; the plain condensed GEMM stalls otherwise."""
+    from archsim.array.config import ArrayConfig
+    from archsim.array.sparse_network import memory_columns
+
+    layer = USER_CONV_LAYERS[0]
+    reference = check_user_mode(layer, (2, 4), 8, 8, dataflow)
+    t, k, n = gemm_of(layer)
+    kb, bandwidth, read = USER
+    plain = memory_columns(t, kept_rows(k, 2, 4), n, 1, ArrayConfig(8, 8, dataflow, kb, kb, kb, (bandwidth,), True,
+                                                                     (read, read)))
+    assert plain["F_stall_cycles"] != reference.stall_cycles
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("dataflow", DATAFLOWS)
 @pytest.mark.parametrize("ratio", [(1, 4), (2, 4), (3, 4), (1, 2), (3, 7)])
-@pytest.mark.parametrize("layer", USER_LAYERS)
+@pytest.mark.parametrize("layer", USER_LAYERS + USER_CONV_LAYERS)
 def test_user_mode_stalls_every_dataflow_and_ratio(layer, ratio, dataflow):
     for rows, cols in ((8, 8), (4, 8)):
         check_user_mode(layer, ratio, rows, cols, dataflow)
@@ -305,3 +333,19 @@ def test_archsim_sparse_in_user_mode_runs_the_files_as_scalesim(tmp_path):
     assert table.F_total_cycles.tolist() == [r["total_cycles"] for r in reference]
     assert table.F_stall_cycles.tolist() == [r["stall_cycles"] for r in reference]
     assert (table.F_total_cycles - table.F_stall_cycles).tolist() == table.F_cycles.tolist()
+
+
+def test_archsim_sparse_in_user_mode_runs_a_conv_topology_as_scalesim(tmp_path):
+    """A conv topology (overlapping windows; the second layer's run past the ifmap's edge) through both
+    readers in USER mode: Total and Stall Cycles and DRAM counts per layer equal."""
+    from scalesim_reference import sparse_config_text
+
+    cfg, topology = tmp_path / "user.cfg", tmp_path / "convs.csv"
+    cfg.write_text(sparse_config_text(8, 8, "is", "csr", False, 4, user=USER))
+    topology.write_text("Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, "
+                        "Strides, Sparsity,\nc1, 16, 16, 3, 3, 4, 8, 1, 2:4,\nc2, 18, 18, 5, 5, 3, 5, 3, 3:4,\n")
+    reference = scalesim_run_files(cfg, topology, gemm=False)
+    table = sparse_table(*read_sparse_run(cfg, topology))
+    assert table.F_total_cycles.tolist() == [r["total_cycles"] for r in reference]
+    assert table.F_stall_cycles.tolist() == [r["stall_cycles"] for r in reference]
+    assert sum(table.F_stall_cycles) > 0

@@ -8,8 +8,8 @@ base + a·t + b·lane, valid on a (skewed) band", so nothing larger than one ope
 The demand goes through a model of SCALE-Sim's double-buffered scratchpads with its DRAM interface
 in USER bandwidth mode (``memory/double_buffered_scratchpad_mem.py``, ``read_buffer.py``,
 ``write_buffer.py``, ``read_port.py``/``write_port.py``), reproduced decision for decision, so
-stall cycles and DRAM reads/writes equal SCALE-Sim's for GEMMs (its conv mode's overlapping
-im2col windows repeat addresses; archsim's lowering hands the engine the im2col GEMM).
+stall cycles and DRAM reads/writes equal SCALE-Sim's for GEMMs, and for its conv mode when given
+the windows (:class:`ConvWindows`: overlapping windows repeat ifmap words, off-edge taps are nulls).
 
 SCALE-Sim's memory model, and the oddities this engine reproduces on purpose:
 
@@ -38,6 +38,9 @@ SCALE-Sim's memory model, and the oddities this engine reproduces on purpose:
   SCALE-Sim ``.cfg`` carries the layout rates in ``read_bandwidth``, otherwise ``bandwidth`` applies
   to all three.
 
+* **Repeated words** (a conv's im2col operand, ``conv=``): SCALE-Sim's read buffer looks a word up by
+  address in every active line, so a word whose other copy (another window's) is active hits there;
+  lines count every copy. Off-edge taps are null addresses: in no line, and skipped in the demand.
 * **Custom layouts** (``layout=``, :mod:`archsim.array.layout`): a laid-out operand's words go into
   lines of exactly one bank bandwidth in the layout file's order, a late prefetch moves the line's
   cycle once (an early one not at all), and each demand row waits for its worst bank conflict.
@@ -55,6 +58,7 @@ from functools import lru_cache
 import numpy as np
 
 from archsim.array import cycle_kernel as kernel
+from archsim.array import cycle_order as order
 from archsim.array.analytic import DATAFLOW_CODES, fold_geometry
 from archsim.array.config import ArrayConfig
 from archsim.array.layout import GemmLayout, gemm_tables
@@ -63,7 +67,7 @@ from archsim.jit import announce_compile
 from archsim.validate import parse_int
 
 # How each dataflow tiles A and B for prefetching: (tile width, transposed, anti-diagonal order),
-# from systolic_compute_*.create_{ifmap,filter}_prefetch_mat — see kernel.prefetch_geometry.
+# from systolic_compute_*.create_{ifmap,filter}_prefetch_mat — see order.prefetch_geometry.
 _PREFETCH = {  # dataflow: ((A width, A transposed, A diagonal), (B width, B transposed, B diagonal))
     "ws": (("rows", False, True), ("cols", False, False)),
     "os": (("rows", True, True), ("cols", False, True)),
@@ -95,6 +99,52 @@ class CycleResult:
     @property
     def dram_words(self) -> int:
         return self.ifmap_dram_reads + self.filter_dram_reads + self.ofmap_dram_writes
+
+
+@dataclass(frozen=True)
+class ConvWindows:
+    """A is the im2col matrix of this convolution (SCALE-Sim's conv mode, one image): out_h·out_w rows
+    (ofmap pixels, row-major), one column per tap (tap row, tap column, channel
+    fastest: filter_h·filter_w·channels), windows ``stride`` apart. Where windows overlap the same
+    ifmap word sits in several places of A; SCALE-Sim's read buffer finds a word by address, so any
+    active copy is a hit. ``kept_taps``: A holds only these columns, in this order (layer-wise N:M
+    sparsity drops the pruned rows' columns); None: every tap. ``ifmap_h``/``ifmap_w``: the ifmap, when
+    windows run past its edge (SCALE-Sim's ⌈(H − f + s)/s⌉ outputs: an off-edge tap is a null address,
+    skipped in its SRAM lines and in the demand); None: every window lies inside it."""
+
+    out_h: int
+    out_w: int
+    filter_h: int
+    filter_w: int
+    channels: int
+    stride: int
+    kept_taps: tuple[int, ...] | None = None
+    ifmap_h: int | None = None
+    ifmap_w: int | None = None
+
+    def tables(self, m: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The kernel's conv descriptor and tap table, after checking that A is M×K of this convolution."""
+        values = [_positive(getattr(self, name), name) for name in
+                  ("out_h", "out_w", "filter_h", "filter_w", "channels", "stride")]
+        taps = self.filter_h * self.filter_w * self.channels
+        kept = np.arange(taps, dtype=np.int64) if self.kept_taps is None else np.asarray(self.kept_taps, dtype=np.int64)
+        if kept.ndim != 1 or (kept.size and (kept.min() < 0 or kept.max() >= taps or np.any(np.diff(kept) <= 0))):
+            raise InputError(f"kept taps must rise within 0…{taps - 1}", field="conv")
+        if m != self.out_h * self.out_w or k != kept.size:
+            raise InputError(f"{self.out_h}x{self.out_w} windows of {kept.size} taps are not a {m}x{k} ifmap matrix",
+                             field="conv")
+        descriptor = np.zeros(order.C_SIZE, dtype=np.int64)
+        descriptor[order.C_ON] = 1
+        descriptor[[order.C_EH, order.C_EW, order.C_FH, order.C_FW, order.C_CHANNELS, order.C_STRIDE]] = values
+        descriptor[order.C_KEPT] = kept.size
+        reach = ((self.out_h - 1) * self.stride + self.filter_h, (self.out_w - 1) * self.stride + self.filter_w)
+        sides = [reach[0] if self.ifmap_h is None else _positive(self.ifmap_h, "ifmap_h"),
+                 reach[1] if self.ifmap_w is None else _positive(self.ifmap_w, "ifmap_w")]
+        descriptor[[order.C_IH, order.C_IW]] = sides
+        table = np.full((2, taps), -1, dtype=np.int64)
+        table[0, :kept.size] = kept
+        table[1, kept] = np.arange(kept.size)
+        return descriptor, table
 
 
 def _ceil(a: int, b: int) -> int:
@@ -138,13 +188,16 @@ def _positive(value: int, field: str) -> int:
 
 def simulate_gemm(m: int, k: int, n: int, rows: int, cols: int, dataflow: str = "ws", *,
                   sram_words: tuple[int, int, int] = (65536, 65536, 65536),
-                  bandwidth: tuple[int, int, int] = (10, 10, 10), layout: GemmLayout | None = None) -> CycleResult:
+                  bandwidth: tuple[int, int, int] = (10, 10, 10), layout: GemmLayout | None = None,
+                  conv: ConvWindows | None = None) -> CycleResult:
     """Step out[M×N] = A[M×K]·B[K×N] on an R×C array with SCALE-Sim's memory model.
 
     sram_words: ifmap, filter, ofmap SRAM sizes in words (SCALE-Sim: KiB × 1024, 1-byte words).
     bandwidth: ifmap, filter, ofmap DRAM words/cycle (USER mode).
     layout: custom layouts and SRAM banks of A and/or B (:mod:`archsim.array.layout`), as SCALE-Sim's
     GEMM mode runs them; None: SCALE-Sim's default layout (banks then change nothing).
+    conv: A is this convolution's im2col matrix (:class:`ConvWindows`), as SCALE-Sim's conv mode
+    builds it; None: A's words are all distinct (a GEMM, or a conv whose windows do not overlap).
     """
     m, k, n = _positive(m, "m"), _positive(k, "k"), _positive(n, "n")
     rows, cols = _positive(rows, "rows"), _positive(cols, "cols")
@@ -158,16 +211,26 @@ def simulate_gemm(m: int, k: int, n: int, rows: int, cols: int, dataflow: str = 
     if min(words) < 2:
         raise InputError("an SRAM needs at least 2 words (two halves)", field="sram")
     df = DATAFLOW_CODES[dataflow]
+    windows, taps = ((np.zeros(order.C_SIZE, dtype=np.int64), np.zeros((2, 1), dtype=np.int64)) if conv is None
+                     else conv.tables(m, k))
+    off_edge = conv is not None and (conv.ifmap_h is not None or conv.ifmap_w is not None) and \
+        (windows[order.C_IH] < (conv.out_h - 1) * conv.stride + conv.filter_h or
+         windows[order.C_IW] < (conv.out_w - 1) * conv.stride + conv.filter_w)
+    if conv is not None and layout is not None:
+        raise InputError("custom layouts run on GEMMs (SCALE-Sim's GEMM mode); give no conv", field="conv")
     per_fold, row_folds, col_folds = fold_geometry(m, k, n, rows, cols, dataflow)
     check_steps(per_fold * row_folds * col_folds)
 
     sides = {"rows": rows, "cols": cols}
     (wa, ta, da), (wb, tb, db) = _PREFETCH[dataflow]
-    geometry = np.array([kernel.prefetch_geometry(m, k, sides[wa], ta, da),
-                         kernel.prefetch_geometry(k, n, sides[wb], tb, db)], dtype=np.int64)
-    padded = geometry[:, kernel.P_STACKED_ROWS] * geometry[:, kernel.P_WIDTH]
+    geometry = np.array([order.prefetch_geometry(m, k, sides[wa], ta, da),
+                         order.prefetch_geometry(k, n, sides[wb], tb, db)], dtype=np.int64)
+    padded = geometry[:, order.P_STACKED_ROWS] * geometry[:, order.P_WIDTH]
     tables = [None, None] if layout is None else gemm_tables(m, k, n, layout, (bws[0], bws[1]))
-    read = np.array([_read_constants(words[0], bws[0], m * k, int(padded[0])) if tables[0] is None else
+    nulls, valid = np.zeros(0, dtype=np.int64), m * k
+    if off_edge:
+        nulls, valid = order.null_line_table(geometry[0], _ceil(words[0], 100), m * k, windows, taps)
+    read = np.array([_read_constants(words[0], bws[0], int(valid), int(padded[0])) if tables[0] is None else
                      _read_constants(words[0], bws[0], m * k, tables[0][2], per_set=bws[0]),
                      _read_constants(words[1], bws[1], k * n, int(padded[1])) if tables[1] is None else
                      _read_constants(words[1], bws[1], k * n, tables[1][2], per_set=bws[1])], dtype=np.int64)
@@ -179,7 +242,7 @@ def simulate_gemm(m: int, k: int, n: int, rows: int, cols: int, dataflow: str = 
     write = np.array([words[2], active, _ceil(words[2] - active, bws[2]), bws[2]], dtype=np.int64)
     announce_compile(kernel.simulate, "the cycle-level engine")
     out = kernel.simulate(m, k, n, rows, cols, df, per_fold, row_folds, col_folds, geometry, read, write, banked,
-                          lookup)
+                          lookup, windows, taps, nulls)
     if out[kernel.OUT_ERROR] != kernel.ERROR_NONE:  # a drain starts only with > S/2 words stored
         raise RuntimeError("internal: ofmap drain of an empty trace (SCALE-Sim would raise IndexError)")
     first_read = min(int(out[kernel.OUT_IFMAP_FIRST]), int(out[kernel.OUT_FILTER_FIRST]))
@@ -227,8 +290,8 @@ def prefetch_order(m: int, k: int, n: int, rows: int, cols: int, dataflow: str =
     sides = {"rows": rows, "cols": cols}
     orders = []
     for (width, transposed, diagonal), (nr, nc) in zip(_PREFETCH[dataflow], ((m, k), (k, n))):
-        geometry = np.array(kernel.prefetch_geometry(nr, nc, sides[width], transposed, diagonal), dtype=np.int64)
-        orders.append(np.array([kernel.position(geometry, i) for i in range(nr * nc)], dtype=np.int64))
+        geometry = np.array(order.prefetch_geometry(nr, nc, sides[width], transposed, diagonal), dtype=np.int64)
+        orders.append(np.array([order.position(geometry, i) for i in range(nr * nc)], dtype=np.int64))
     return orders[0], orders[1]
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from archsim.array.cycle_order import C_ON, copy_active, line_of, position
 from archsim.numba_cache import njit
 
 # Layout of the int64 vector simulate() returns.
@@ -22,61 +23,6 @@ ERROR_NONE, ERROR_EMPTY_DRAIN = 0, 1
 
 # Layout of one operand's demand description (see _describe).
 D_SKEW, D_LO, D_HI, D_CLIMIT, D_BASE, D_A, D_B = 0, 1, 2, 3, 4, 5, 6
-
-
-# Layout of one read operand's prefetch geometry (see prefetch_geometry).
-P_NC, P_WIDTH, P_TRANSPOSED, P_DIAGONAL, P_HEIGHT, P_STACKED_ROWS, P_LAST_ROW0, P_LAST_WIDTH = range(8)
-
-
-def prefetch_geometry(nr: int, nc: int, width: int, transposed: bool, diagonal: bool) -> list[int]:
-    """How SCALE-Sim lays an nr×nc operand out for prefetching, as eight integers.
-
-    It stacks the operand's fold tiles (``width`` columns each, the last one padded with nulls) into
-    one matrix — tiles of columns X[:, b·w:(b+1)·w] (``transposed`` False) or of rows
-    X[b·w:(b+1)·w, :]ᵀ (True) — and reads it row by row, or anti-diagonal by anti-diagonal from the
-    bottom-left (``diagonal``, its fix for skewed demand).
-    """
-    limit = nr if transposed else nc
-    height = nc if transposed else nr
-    blocks = -(-limit // width)
-    return [nc, width, int(transposed), int(diagonal), height, blocks * height, (blocks - 1) * height,
-            limit - (blocks - 1) * width]
-
-
-@njit(cache=True)
-def _triangle(x):
-    return x * (x + 1) // 2 if x > 0 else 0
-
-
-@njit(cache=True)
-def _below_diagonal(d, height, width):
-    """Cells (r, c) of a height×width rectangle with r + c < d."""
-    return (_triangle(d) - _triangle(d - height) - _triangle(d - width)
-            + _triangle(d - height - width))
-
-
-@njit(cache=True)
-def position(geometry, index):
-    """Place of word ``index`` among the operand's non-null words in prefetch order (closed form:
-    the stacked matrix is never built). Nulls sit only in the last tile's columns ≥ last width."""
-    nc, width, height = geometry[P_NC], geometry[P_WIDTH], geometry[P_HEIGHT]
-    stacked, row0, last_width = geometry[P_STACKED_ROWS], geometry[P_LAST_ROW0], geometry[P_LAST_WIDTH]
-    i = index // nc
-    j = index - i * nc
-    h, w = (j, i) if geometry[P_TRANSPOSED] else (i, j)
-    block = w // width
-    col = w - block * width
-    row = block * height + h
-    if geometry[P_DIAGONAL] == 0:
-        return row * width - max(0, row - row0) * (width - last_width) + col
-    d = row + col
-    before = _below_diagonal(d, stacked, width) + min(d, stacked - 1) - row
-    nulls = _below_diagonal(d - row0 - last_width, stacked - row0, width - last_width)
-    lo = max(row + 1, row0, d - width + 1)  # nulls later on the same diagonal (rows > row)
-    hi = min(stacked - 1, d - last_width)
-    if hi >= lo:
-        nulls += hi - lo + 1
-    return before - nulls
 
 
 @njit(cache=True)
@@ -126,25 +72,51 @@ def _lanes(desc, t):
 
 
 @njit(cache=True)
+def _slide(state, now):
+    """A miss: slide the window one prefetch and move ``now`` to the prefetch's cycle — twice the
+    overshoot when late (SCALE-Sim adds the potential stall twice), back to it when early (it adds a
+    negative stall)."""
+    state[0] = (state[0] + state[5]) % state[3]
+    state[1] += state[6]
+    state[2] += 1
+    potential = state[1] - now
+    now += potential
+    if potential > 0:
+        now += potential
+    return now
+
+
+@njit(cache=True)
 def _read_line(state, geometry, elems_per_set, desc, t, first, last, now):
     """Serve one demand line's reads of one operand; return the cycle SCALE-Sim says it finishes.
 
     state: [window start line, last prefetch cycle, prefetches, lines, active lines, prefetch lines,
-    cycles per prefetch]. Mirrors read_buffer.service_reads: a miss slides the window one prefetch
-    and moves ``now`` to the prefetch's cycle — twice the overshoot when late (SCALE-Sim adds the
-    potential stall twice), back to it when early (it adds a negative stall).
+    cycles per prefetch]. Mirrors read_buffer.service_reads: a word outside the active window slides
+    it (:func:`_slide`) until it is in.
     """
-    nl, active, step = state[3], state[4], state[6]
+    nl, active = state[3], state[4]
     for c in range(first, last):
         line = position(geometry, desc[D_BASE] + desc[D_A] * t + desc[D_B] * c) // elems_per_set
         while (line - state[0] + nl) % nl >= active:
-            state[0] = (state[0] + state[5]) % nl
-            state[1] += step
-            state[2] += 1
-            potential = state[1] - now
-            now += potential
-            if potential > 0:
-                now += potential
+            now = _slide(state, now)
+    return now
+
+
+@njit(cache=True)
+def _read_line_conv(state, geometry, elems_per_set, desc, t, first, last, now, conv, taps, table):
+    """:func:`_read_line` for a conv's im2col operand (kept apart so the GEMM path stays as fast): a
+    word also hits where another window's copy of it is active, and off-edge taps (null addresses,
+    ``table`` −1) are skipped (:mod:`archsim.array.cycle_order`)."""
+    nl, active = state[3], state[4]
+    for c in range(first, last):
+        index = desc[D_BASE] + desc[D_A] * t + desc[D_B] * c
+        line = line_of(geometry, elems_per_set, table, index)
+        if line < 0:
+            continue
+        while (line - state[0] + nl) % nl >= active:
+            if copy_active(state, geometry, elems_per_set, conv, taps, table, index):
+                break
+            now = _slide(state, now)
     return now
 
 
@@ -228,14 +200,16 @@ def _flush_open_line(wstate, partial):
 
 @njit(cache=True)
 def simulate(m, k, n, rows, cols, df, per_fold, row_folds, col_folds, geometry, read_consts, write_consts,
-             banked, lookup):
+             banked, lookup, conv, taps, table):
     """Step every demand line of every fold through SCALE-Sim's double-buffered memory model.
 
     geometry: 2×8 prefetch_geometry of A and B. read_consts: 2×7 [words per set, lines, active lines, prefetch lines, cycles per prefetch,
     first-fill lines, bandwidth] for ifmap and filter. write_consts: [words, active words,
     lines per drain, bandwidth]. banked: 2×4 [custom layout on, banks, ports, first column in
     lookup] for ifmap and filter; lookup: 2×(words) line and bank of each word of the operands in a
-    custom layout, A's then B's. Returns the OUT_* vector.
+    custom layout, A's then B's. conv, taps, table: A's conv descriptor, tap table and null line table (cycle_order; C_ON 0: a GEMM,
+    no repeated words; table empty: no nulls).
+    Returns the OUT_* vector.
     """
     out = np.zeros(OUT_SIZE, dtype=np.int64)
     states = np.zeros((2, 7), dtype=np.int64)
@@ -272,6 +246,10 @@ def simulate(m, k, n, rows, cols, df, per_fold, row_folds, col_folds, geometry, 
                     if first < last and banked[op, 0] == 1:
                         done = _read_line_banked(states[op], lookup, banked[op, 3], banked[op, 1], banked[op, 2],
                                                  desc[op], t, first, last, cycle + 1, seen)
+                        worst = max(worst, done - cycle - 1)
+                    elif first < last and op == 0 and conv[C_ON] == 1:
+                        done = _read_line_conv(states[op], geometry[op], read_consts[op, 0], desc[op], t, first,
+                                               last, cycle + 1, conv, taps, table)
                         worst = max(worst, done - cycle - 1)
                     elif first < last:
                         done = _read_line(states[op], geometry[op], read_consts[op, 0], desc[op], t, first, last,

@@ -8,8 +8,9 @@ forward GEMM is the one SCALE-Sim simulates; a depthwise (``DP``) row is SCALE-S
 channel, its figures summed over the channels. ``F_cycles`` are stall-free (SCALE-Sim's Total
 Cycles minus its Stall Cycles). In USER bandwidth mode with layer-wise N:M, :func:`memory_columns`
 adds the memory stalls: SCALE-Sim then runs the condensed GEMM (the ifmap's kept columns, the
-filter's kept rows — distinct words, built like dense operands) through the same memory model as a
-dense one, so the cycle engine on M × K' × N gives its stall cycles, Total Cycles and DRAM counts.
+filter's kept rows, built like dense operands) through the same memory model as a dense one, so the
+cycle engine on M × K' × N, given a conv layer's windows (:func:`kept_windows`: its kept columns
+repeat the words of overlapping windows), gives its stall cycles, Total Cycles and DRAM counts.
 Row-wise mapping (``OptimizedMapping``) streams the unpruned ifmap with its own skew, which the
 engine does not model: there the columns are absent and the output says so.
 """
@@ -17,6 +18,7 @@ engine does not model: there the columns are absent and the output says so.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -27,7 +29,10 @@ from archsim.array.sparsity import SparsityConfig, sparse_layer_cost
 from archsim.errors import InputError
 from archsim.lowering import Mode, lower_layer
 from archsim.workload import load_topology
-from archsim.workload.layer import Network
+from archsim.workload.layer import Layer, Network
+
+if TYPE_CHECKING:
+    from archsim.array.cycle import ConvWindows
 
 SUMMED = ("F_cycles", "F_dense_cycles", "folds", "ifmap_sram_reads", "filter_sram_reads", "ofmap_sram_writes",
           "original_storage", "new_storage", "metadata_storage", "D_cycles", "D_dense_cycles", "G_cycles",
@@ -58,12 +63,31 @@ def memory_modelled(array: ArrayConfig, sparsity: SparsityConfig) -> bool:
     return array.user_bandwidth and not sparsity.optimized_mapping
 
 
-def memory_columns(m: int, condensed_k: int, n: int, count: int, array: ArrayConfig) -> dict[str, int]:
-    """SCALE-Sim's USER-mode stall cycles, Total Cycles ("Compute cycles", stalls included) and DRAM
-    words of a layer-wise sparse layer (``count`` copies): the cycle engine on the condensed GEMM."""
-    from archsim.array.cycle import simulate_on  # numba: USER mode only
+def kept_windows(layer: Layer, m: int, k: int, ratio: tuple[int, int]) -> ConvWindows | None:
+    """The windows of a SCALE-Sim-geometry conv layer's forward GEMM (M × K, K = taps × channels per
+    GEMM), condensed by layer-wise N:M to the columns j with j mod M < N: overlapping windows repeat
+    ifmap words, and SCALE-Sim's ⌈(H − f + s)/s⌉ outputs put off-edge taps (null words) in windows
+    that run past the ifmap. None for a layer that is not a plain convolution (fc)."""
+    from archsim.array.cycle import ConvWindows
 
-    run = simulate_on(m, condensed_k, n, array)
+    taps = layer.filter_h * layer.filter_w
+    eh, ew = layer.ofmap_h, layer.ofmap_w
+    if layer.kind != "conv" or layer.dilation != 1 or k % taps or m != eh * ew:
+        return None
+    kept = tuple(j for j in range(k) if j % ratio[1] < ratio[0])
+    return ConvWindows(eh, ew, layer.filter_h, layer.filter_w, k // taps, layer.stride, kept, layer.ifmap_h,
+                       layer.ifmap_w)
+
+
+def memory_columns(m: int, condensed_k: int, n: int, count: int, array: ArrayConfig,
+                   windows: ConvWindows | None = None) -> dict[str, int]:
+    """SCALE-Sim's USER-mode stall cycles, Total Cycles ("Compute cycles", stalls included) and DRAM
+    words of a layer-wise sparse layer (``count`` copies): the cycle engine on the condensed GEMM,
+    its ifmap words repeated as the layer's overlapping ``windows`` repeat them (:func:`kept_windows`)."""
+    from archsim.array.cycle import simulate_gemm, sram_words  # numba: USER mode only
+
+    run = simulate_gemm(m, condensed_k, n, array.rows, array.cols, array.dataflow, sram_words=sram_words(array),
+                        bandwidth=array.dram_bandwidths, conv=windows)
     return {"F_stall_cycles": run.stall_cycles * count, "F_total_cycles": run.cycles * count,
             "ifmap_dram_reads": run.ifmap_dram_reads * count, "filter_dram_reads": run.filter_dram_reads * count,
             "ofmap_dram_writes": run.ofmap_dram_writes * count}
@@ -96,7 +120,8 @@ def sparse_table(array: ArrayConfig, sparsity: SparsityConfig, network: Network,
             extra = {"energy_pj": with_energy(sparse_layer_counts(lowered, array, ratio, sparsity, options), array),
                      "dense_energy_pj": with_energy(dense_layer_counts(lowered, array), array)}
         if memory_modelled(array, sparsity):
-            extra.update(memory_columns(gemm.m, cost.filter_rows, gemm.n, count, array))
+            extra.update(memory_columns(gemm.m, cost.filter_rows, gemm.n, count, array,
+                                        kept_windows(layer, gemm.m, gemm.k, ratio)))
         records.append({
             "layer": layer.name, "sparsity": f"{ratio[0]}:{ratio[1]}", "m": gemm.m, "k": gemm.k, "n": gemm.n,
             "count": count, "filter_rows": cost.filter_rows,

@@ -46,8 +46,9 @@ def stalls_note(array, sparsity) -> str:
     if not array.user_bandwidth:
         return "none: CALC bandwidth mode (F_cycles are SCALE-Sim's Total Cycles)"
     if memory_modelled(array, sparsity):
-        return ("cycle engine on the condensed GEMM: F_total_cycles and F_stall_cycles are SCALE-Sim's USER-mode "
-                "Total and Stall Cycles (exact where the layer's im2col repeats no ifmap word: GEMMs, 1x1 convs)")
+        return ("cycle engine on the condensed GEMM with each conv layer's windows (repeated ifmap words, off-edge "
+                "nulls): F_total_cycles and F_stall_cycles are SCALE-Sim's USER-mode Total and Stall Cycles, exact "
+                "for GEMM, fc and conv layers (dilation 1)")
     return ("not modelled for row-wise mapping (OptimizedMapping): F_cycles are SCALE-Sim's Total Cycles minus "
             "Stall Cycles")
 
