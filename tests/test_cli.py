@@ -109,8 +109,8 @@ def test_pipeline_table_iii_columns_and_gantt(tmp_path, capsys):
     doc = json.loads(out)
     assert {"processor", "assigned_cycles", "borrowed_cycles", "total_cycles", "utilization"} <= set(doc["rows"][0])
     assert doc["meta"]["speedup"] == pytest.approx(doc["meta"]["single_processor_cycles"]
-                                                   / doc["meta"]["cycles_per_iteration"])
-    assert doc["meta"]["makespan"] >= 6 * doc["meta"]["cycles_per_iteration"]
+                                                   / doc["meta"]["iteration_cycles"])
+    assert doc["meta"]["makespan"] >= 6 * doc["meta"]["iteration_cycles"]
     assert "plotly" in gantt.read_text()
 
 
@@ -128,7 +128,7 @@ def test_pipeline_rejects_unknown_split_axis(capsys):
 def test_schedule_command_unit_costs(argv, makespan, capsys):
     code, out, _ = run([*argv, "--format", "csv"], capsys)
     frame = pd.read_csv(io.StringIO(out))
-    assert code == 0 and {"policy", "makespan", "bubble_fraction", "peak_memory_bytes"} <= set(frame.columns)
+    assert code == 0 and {"policy", "makespan", "bubble_fraction", "peak_activation_bytes"} <= set(frame.columns)
     assert frame.makespan[0] == makespan
 
 

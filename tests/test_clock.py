@@ -45,7 +45,7 @@ def test_cost_and_pipeline_seconds(capsys) -> None:
     pipe = run_json(capsys, ["pipeline", "layerpipe_sample", "--processors", "2", "--batch", "2",
                              "--clock-ghz", "1", "--microbatches", "3"])
     meta = pipe["meta"]
-    assert meta["seconds_per_iteration"] == pytest.approx(meta["cycles_per_iteration"] / 1e9)
+    assert meta["iteration_seconds"] == pytest.approx(meta["iteration_cycles"] / 1e9)
     assert meta["makespan_seconds"] == pytest.approx(meta["makespan"] / 1e9)
     assert all(r["total_seconds"] == pytest.approx(r["total_cycles"] / 1e9) for r in pipe["rows"])
 

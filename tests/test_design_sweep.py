@@ -71,7 +71,7 @@ def test_design_rows_time_energy_area(tmp_path) -> None:
     assert main(["sweep", str(spec), "--out", str(tmp_path / "r"), "--quiet"]) == 0
     rows = pd.read_csv(tmp_path / "r" / "results.csv")
     assert len(rows) == 2 * 2 * 2 * 2 * 2
-    assert np.allclose(rows.seconds_per_iteration, rows.cycles_per_iteration / (rows.clock_ghz * 1e9))
+    assert np.allclose(rows.iteration_seconds, rows.iteration_cycles / (rows.clock_ghz * 1e9))
     parts = rows[["mac_pj", "register_pj", "sram_pj", "dram_pj", "vector_pj", "leakage_pj"]].sum(axis=1)
     assert np.allclose(rows.energy_pj, parts)
     # Area: P arrays; a bigger SRAM costs area and per-access energy, never time (analytic engine).
@@ -80,7 +80,7 @@ def test_design_rows_time_energy_area(tmp_path) -> None:
     assert np.allclose(two.area_mm2, 2 * one.area_mm2) and np.allclose(two.energy_pj, one.energy_pj)
     small, big = (rows[rows.sram_kb == s].reset_index(drop=True) for s in (8, 32))
     assert (big.area_mm2 > small.area_mm2).all() and (big.sram_pj > small.sram_pj).all()
-    assert np.allclose(big.cycles_per_iteration, small.cycles_per_iteration)
+    assert np.allclose(big.iteration_cycles, small.iteration_cycles)
 
 
 def _acceptance(tmp_path, engine: str):
@@ -130,8 +130,8 @@ def test_shipped_resnet50_design_sweep_cycle_engine(tmp_path) -> None:
                  str(tmp_path / "r.html")]) == 0
     rows = pd.read_csv(tmp_path / "r" / "results.csv")
     assert len(rows) == 4 * 3 * 3 * 3 and 0 < with_front(rows).pareto.sum() < len(rows)
-    for keys, part in rows.groupby(["rows", "clock_ghz", "bandwidth"]):
-        cycles = part.sort_values("sram_kb").cycles_per_iteration.to_numpy()
+    for keys, part in rows.groupby(["rows", "clock_ghz", "bandwidth_words_per_cycle"]):
+        cycles = part.sort_values("sram_kb").iteration_cycles.to_numpy()
         assert (np.diff(cycles) <= 0).all(), keys
     for keys, part in rows.groupby(["rows", "clock_ghz", "sram_kb"]):
-        assert (np.diff(part.sort_values("bandwidth").cycles_per_iteration.to_numpy()) <= 0).all(), keys
+        assert (np.diff(part.sort_values("bandwidth_words_per_cycle").iteration_cycles.to_numpy()) <= 0).all(), keys

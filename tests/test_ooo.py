@@ -66,6 +66,6 @@ def test_metrics_and_stash_memory():
     costs = LayerCosts((1.0, 1.0), (1.0, 1.0), (1.0, 1.0), stash_bytes=(10, 20))
     problem, timeline = ooo_schedule(costs, 2, 2, "gpipe")
     metrics = schedule_metrics(problem, timeline)
-    assert metrics["peak_memory_bytes"] == 40  # device 2 holds layer 2's input for both micro-batches
+    assert metrics["peak_activation_bytes"] == 40  # device 2 holds layer 2's input for both micro-batches
     busy = 2 * (2 + 1 + 2)
     assert metrics["bubble_fraction"] == pytest.approx(1 - busy / (2 * metrics["makespan"]))

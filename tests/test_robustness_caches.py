@@ -33,10 +33,10 @@ def test_editing_a_network_between_runs_changes_the_results(capsys, tmp_path):
     spec = write(tmp_path / "s.toml", SWEEP_TEMPLATE.format(networks='"net.csv"'))
     out = tmp_path / "out"
     assert main(["sweep", str(spec), "--out", str(out), "--quiet"]) == 0
-    first = _results(out).single_cycles.tolist()
+    first = _results(out).single_processor_cycles.tolist()
     write(net, f"{TOPOLOGY_HEADER}\nc1, 8, 8, 3, 3, 3, 16, 1,\n")  # 4 → 16 filters
     assert main(["sweep", str(spec), "--out", str(out), "--quiet"]) == 0
-    second = _results(out).single_cycles.tolist()
+    second = _results(out).single_processor_cycles.tolist()
     _, fresh = json_rows(capsys, "cost", net, "--array", "8x8", "--batch", 4)
     assert second == [fresh[-1]["total_cycles"]] != first
 
@@ -55,8 +55,8 @@ def test_two_networks_with_the_same_stem_both_appear(capsys, tmp_path):
     for name in ("a", "b"):
         path = (tmp_path / name / "net.csv").resolve()
         _, fresh = json_rows(capsys, "cost", path, "--array", "8x8", "--batch", 4)
-        assert by_path.loc[str(path), "single_cycles"] == fresh[-1]["total_cycles"]
-    assert len(set(frame.single_cycles)) == 2
+        assert by_path.loc[str(path), "single_processor_cycles"] == fresh[-1]["total_cycles"]
+    assert len(set(frame.single_processor_cycles)) == 2
 
 
 def test_orphaned_temp_files_are_removed(tmp_path):

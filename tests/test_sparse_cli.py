@@ -54,7 +54,7 @@ def test_pruned_pipeline_plan_covers_every_op_once(capsys):
     assert plan["meta"]["single_processor_cycles"] == single
     stages = plan["rows"]
     assert sum(stage["total_cycles"] for stage in stages) == single
-    assert plan["meta"]["bottleneck_cycles"] == max(stage["total_cycles"] for stage in stages)
+    assert plan["meta"]["iteration_cycles"] == max(stage["total_cycles"] for stage in stages)
     ops = " ".join(stage["ops"] for stage in stages).split()
     assert sorted(ops) == sorted(f"{op}:{layer}" for layer in table.layer for op in "FGD"
                                  if not (op == "D" and layer == "conv1"))

@@ -76,12 +76,12 @@ def test_summary_averages_over_arrays_and_batches_like_table_iv():
         for method, speedup in (("layerpipe", lp), ("pipedream", pd_)):
             rows.append({"network": "n", "only": "all", "rows": array, "cols": array, "dataflow": "ws",
                          "batch": batch, "mode": "paper", "processors": 2, "method": method, "stages": 2,
-                         "single_cycles": 1.0, "cycles_per_iteration": 1.0, "speedup": speedup,
-                         "mandatory_bytes": 0, "comm_overhead_bytes": 100 if method == "layerpipe" else 0})
+                         "single_processor_cycles": 1.0, "iteration_cycles": 1.0, "speedup": speedup,
+                         "mandatory_comm_bytes": 0, "additional_comm_bytes": 100 if method == "layerpipe" else 0})
     summary = summarize(pd.DataFrame(rows)).set_index("method")
     assert summary.speedup["layerpipe"] == 3.0 and summary.speedup["pipedream"] == 1.5
     assert summary.improvement_vs_pipedream_pct["layerpipe"] == pytest.approx(100.0)
-    assert summary.comm_overhead_bytes["layerpipe"] == 100
+    assert summary.additional_comm_bytes["layerpipe"] == 100
 
 
 def test_sigkill_then_rerun_equals_an_uninterrupted_run(tmp_path):

@@ -126,8 +126,8 @@ def run_vgg(args: argparse.Namespace) -> int:
     totals = critical_path(frame).set_index("method")
     meta = {"study": "bppsa pruned-vgg11", "sparsity": sparsity, "seed": args.seed, "up_levels": args.up_levels,
             "zeros": args.zeros,
-            "bppsa_steps": int(totals.steps["bppsa"]), "bp_steps": int(totals.steps["bp"]),
-            "bppsa_critical_path_flops": int(totals.critical_path_flops["bppsa"]),
+            "scan_steps": int(totals.steps["bppsa"]), "bp_steps": int(totals.steps["bp"]),
+            "scan_critical_path_flops": int(totals.critical_path_flops["bppsa"]),
             "bp_critical_path_flops": int(totals.critical_path_flops["bp"])}
     emit(render(frame, args.format, precision=args.precision, meta=meta), args)
     if args.report:

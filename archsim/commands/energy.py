@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         meta["clock_ghz"] = array.clock_hz / 1e9
         total = frame.loc[frame["op"] == "TOTAL"].iloc[0]
         seconds = float(total["cycles"]) / array.clock_hz
-        meta["seconds_per_iteration"] = seconds
+        meta["iteration_seconds"] = seconds
         meta["average_power_w"] = float(total["energy_pj"]) * 1e-12 / seconds
     emit(render(frame, args.format, precision=args.precision, meta=meta), args)
     return 0

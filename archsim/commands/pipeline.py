@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     meta: dict[str, object] = {
         "network": network.name, "method": plan.method, "processors": args.processors,
         "array": f"{array.rows}x{array.cols}", "dataflow": array.dataflow, "batch": args.batch, "mode": args.mode,
-        "single_processor_cycles": single, "cycles_per_iteration": plan.max_stage_cost,
+        "single_processor_cycles": single, "iteration_cycles": plan.max_stage_cost,
         "speedup": single / plan.max_stage_cost,
         "mandatory_comm_bytes": plan.mandatory_bytes, "additional_comm_bytes": plan.additional_bytes,
     }
@@ -132,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     if array.clock_hz is not None:
         meta["clock_ghz"] = array.clock_hz / 1e9
         meta["single_processor_seconds"] = single / array.clock_hz
-        meta["seconds_per_iteration"] = float(plan.max_stage_cost) / array.clock_hz
+        meta["iteration_seconds"] = float(plan.max_stage_cost) / array.clock_hz
         if makespan is not None:
             meta["makespan_seconds"] = float(makespan) / array.clock_hz
     if args.format == "table":

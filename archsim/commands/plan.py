@@ -128,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
         emit(render(Rows.of([row]), args.format, precision=args.precision, meta={"cluster": topology.name}),
              args)
         return 0
-    meta = {"method": args.method, "cluster": topology.name, "device_count": topology.devices,
+    meta = {"method": args.method, "cluster": topology.name, "gpus": topology.devices,
             "microbatches": args.microbatches, "makespan_seconds": result.makespan,
             "stage_counts": "; ".join(f"{s}:{t:.4g}s" for s, _, t in result.by_stage_count),
             "baselines_seconds": "; ".join(f"{m}:{t:.4g}" for m, t in others.items()),
@@ -188,7 +188,7 @@ def _run_pipedream(args: argparse.Namespace, profile, topology) -> int:
                "blocks": [[[b.start, b.end, b.compute, b.replicas] for b in group] for group in groups]}
               for number, groups in enumerate(plan.levels)]
     meta = {"method": "pipedream", "settings": describe(plan), "cluster": topology.name,
-            "device_count": topology.devices, "state_count": len(plan.states), "time_per_stage": plan.time_per_stage,
+            "gpus": topology.devices, "state_count": len(plan.states), "time_per_stage": plan.time_per_stage,
             "single_stage_time": plan.single_stage_time,
             "time_per_stage_by_machines": [None if t == float("inf") else t for t in plan.by_machines],
             "levels": levels, "microbatches": args.microbatches, "simulated_makespan_seconds": makespan,

@@ -174,7 +174,7 @@ def _multistream(args: argparse.Namespace, network) -> int:
                                      ops.forward_util + ops.delta_util + ops.weight_grad_util))
     row = {"policy": f"multistream-{args.streams}", "processors": 1, "microbatches": 1, "flush": "",
            "makespan": result.makespan, "idle_pe_fraction": 1.0 - work / result.makespan,
-           "peak_memory_bytes": result.peak_held_bytes, "speedup_vs_single_stream": single / result.makespan}
+           "peak_activation_bytes": result.peak_held_bytes, "speedup_vs_single_stream": single / result.makespan}
     meta = {"network": network.name, "array": f"{array.rows}x{array.cols}", "unit": "cycles",
             "idle_pe_fraction": "idle PE-cycles / (makespan × PEs): one device, so PEs, not devices, idle"}
     emit(render(Rows.of([row]), args.format, precision=args.precision, meta=meta), args)

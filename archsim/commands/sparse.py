@@ -70,8 +70,8 @@ def run(args: argparse.Namespace) -> int:
         meta.update(method=args.method, processors=args.processors,
                     single_processor_cycles=float(pruned.total.sum()),
                     dense_single_processor_cycles=float(dense.total.sum()),
-                    bottleneck_cycles=plan.max_stage_cost,
-                    dense_bottleneck_cycles=partition(unsplit, args.processors, args.method).max_stage_cost)
+                    iteration_cycles=plan.max_stage_cost,
+                    dense_iteration_cycles=partition(unsplit, args.processors, args.method).max_stage_cost)
         table = plan.to_frame()
     emit(render(table, args.format, precision=args.precision, meta=meta), args)
     return 0

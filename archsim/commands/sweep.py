@@ -14,7 +14,7 @@ from archsim.commands import Command
 from archsim.errors import InputError
 from archsim.lowering import check_mode
 from archsim.sweep import load_spec, run_sweep, summarize
-from archsim.sweep.runner import RESULT_COLUMNS
+from archsim.sweep.runner import RESULT_COLUMNS, current_names
 from archsim.validate import exists, int_flag
 from archsim.workload import load_network
 
@@ -70,8 +70,8 @@ def _spec_command(folder: Path) -> str:
     return f"archsim sweep SPEC --out {folder}"
 
 
-NUMERIC_RESULT_COLUMNS = ("rows", "cols", "batch", "processors", "stages", "single_cycles", "cycles_per_iteration",
-                          "speedup", "mandatory_bytes", "comm_overhead_bytes")  # never empty in a sweep's rows
+NUMERIC_RESULT_COLUMNS = ("rows", "cols", "batch", "processors", "stages", "single_processor_cycles", "iteration_cycles",
+                          "speedup", "mandatory_comm_bytes", "additional_comm_bytes")  # never empty in a sweep's rows
 
 
 def read_results(folder: Path) -> pd.DataFrame:
@@ -87,6 +87,7 @@ def read_results(folder: Path) -> pd.DataFrame:
         frame = pd.read_csv(io.StringIO(text))
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         raise InputError(f"unreadable results ({exc.__class__.__name__})", file=str(path)) from None
+    frame = frame.rename(columns=current_names(frame.columns))  # an older version's names read as today's
     missing = [c for c in RESULT_COLUMNS if c not in frame.columns]
     if missing:
         raise InputError("missing column", file=str(path), line=1, field=missing[0])

@@ -188,7 +188,7 @@ def schedule_metrics(problem: Problem, timeline) -> dict[str, float]:
     whose ops are tagged ``comm``, do not count) and peak stash bytes; ``problem`` is the timeline's."""
     peaks = timeline.peak_memory()
     return {"makespan": timeline.makespan, "bubble_fraction": bubble(timeline, "idle-share"),
-            "peak_memory_bytes": max(peaks.values(), default=0)}
+            "peak_activation_bytes": max(peaks.values(), default=0)}
 
 
 __all__ = ["ALLOCATION", "POLICIES", "LayerCosts", "default_flush", "flush_phases", "lower_bound", "ooo_problem",

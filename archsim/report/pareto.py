@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 
 from archsim.validate import is_nan
 
-OBJECTIVES = ("seconds_per_iteration", "energy_pj", "area_mm2")
+OBJECTIVES = ("iteration_seconds", "energy_pj", "area_mm2")
 
 
 def pareto_mask(values: np.ndarray) -> np.ndarray:
@@ -28,8 +28,8 @@ def pareto_mask(values: np.ndarray) -> np.ndarray:
 
 def time_column(results: pd.DataFrame) -> str:
     """Seconds when every row has a clock, else cycles."""
-    seconds = results.get("seconds_per_iteration")
-    return "seconds_per_iteration" if seconds is not None and seconds.notna().all() else "cycles_per_iteration"
+    seconds = results.get("iteration_seconds")
+    return "iteration_seconds" if seconds is not None and seconds.notna().all() else "iteration_cycles"
 
 
 def with_front(results: pd.DataFrame) -> pd.DataFrame:
@@ -44,7 +44,7 @@ def with_front(results: pd.DataFrame) -> pd.DataFrame:
 
 def _label(frame: pd.DataFrame) -> pd.Series:
     return (frame["rows"].astype(str) + "x" + frame["cols"].astype(str) + " " + frame["dataflow"].astype(str)
-            + ", SRAM " + frame["sram_kb"].astype(str) + " KiB, bw " + frame["bandwidth"].astype(str)
+            + ", SRAM " + frame["sram_kb"].astype(str) + " KiB, bw " + frame["bandwidth_words_per_cycle"].astype(str)
             + ", " + frame["clock_ghz"].map(lambda c: "no clock" if is_nan(c) else f"{c:g} GHz")
             + ", " + frame["element_bytes"].astype(str) + " B, M=" + frame["microbatches"].astype(str)
             + ", P=" + frame["processors"].astype(str) + " " + frame["method"].astype(str)
@@ -74,11 +74,11 @@ def pareto_figure(results: pd.DataFrame, network: str) -> go.Figure:
 def energy_parts_figure(results: pd.DataFrame, network: str) -> go.Figure:
     """Energy per iteration by part for each design on the front."""
     data = with_front(results[results.network == network])
-    front = data[data["pareto"]].drop_duplicates(subset=["rows", "cols", "sram_kb", "bandwidth", "element_bytes",
+    front = data[data["pareto"]].drop_duplicates(subset=["rows", "cols", "sram_kb", "bandwidth_words_per_cycle", "element_bytes",
                                                          "microbatches", "energy_table", "dataflow"])
     front = front.sort_values(time_column(front))
     labels = (front["rows"].astype(str) + "x" + front["cols"].astype(str) + " " + front["dataflow"].astype(str)
-              + " S" + front["sram_kb"].astype(str) + " bw" + front["bandwidth"].astype(str)
+              + " S" + front["sram_kb"].astype(str) + " bw" + front["bandwidth_words_per_cycle"].astype(str)
               + " " + front["element_bytes"].astype(str) + "B M" + front["microbatches"].astype(str)
               + " " + front["energy_table"].astype(str))
     fig = go.Figure()
@@ -92,6 +92,6 @@ def energy_parts_figure(results: pd.DataFrame, network: str) -> go.Figure:
 
 def front_table(results: pd.DataFrame, network: str) -> pd.DataFrame:
     data = with_front(results[results.network == network])
-    columns = ["rows", "cols", "dataflow", "sram_kb", "bandwidth", "clock_ghz", "element_bytes", "microbatches",
+    columns = ["rows", "cols", "dataflow", "sram_kb", "bandwidth_words_per_cycle", "clock_ghz", "element_bytes", "microbatches",
                "processors", "method", "energy_table", time_column(data), "energy_pj", "area_mm2"]
     return data[data["pareto"]][columns].sort_values(columns[-3]).reset_index(drop=True)

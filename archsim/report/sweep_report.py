@@ -60,7 +60,7 @@ def table_iv(summary: pd.DataFrame, network: str) -> pd.DataFrame:
     for p in sorted(set(lp.index) & set(pd_.index)):
         row = {"processors": p, "LayerPipe": lp.speedup[p], "LayerPipe (≤P)": lp.speedup_upto[p],
                "PipeDream": pd_.speedup[p], "improvement %": (lp.speedup[p] / pd_.speedup[p] - 1) * 100,
-               "comm overhead KB": lp.comm_overhead_bytes[p] / 1024}
+               "comm overhead KB": lp.additional_comm_bytes[p] / 1024}
         if network == "vgg16" and p in LAYERPIPE_TABLE_IV:
             paper = LAYERPIPE_TABLE_IV[p]
             row.update({"paper LayerPipe": paper[0], "paper PipeDream": paper[1],

@@ -4,12 +4,12 @@ One unit = one network × array × dataflow × batch × :class:`~archsim.sweep.s
 DRAM bandwidth, element size, micro-batches, energy table; clocks only rescale time). Per
 (processors, method, clock) a row carries:
 
-* ``cycles_per_iteration``: M × the partition's slowest stage at micro-batch size batch / M — the
+* ``iteration_cycles``: M × the partition's slowest stage at micro-batch size batch / M — the
   steady-state time of one iteration of M micro-batches (pipeline fill and drain excluded), and
-  ``single_cycles`` M × the one-processor cycles; ``seconds_per_iteration`` at the clock.
+  ``single_processor_cycles`` M × the one-processor cycles; ``iteration_seconds`` at the clock.
 * ``energy_pj``: :func:`archsim.energy.iteration_energy` of the M micro-batches (dynamic energy
   does not depend on the partition: the same ops run somewhere), by part, plus leakage of all P
-  arrays over ``seconds_per_iteration`` when the table has leakage.
+  arrays over ``iteration_seconds`` when the table has leakage.
 * ``area_mm2``: P × one array's PEs and SRAMs (:func:`archsim.energy.array_area`).
 """
 
@@ -25,8 +25,8 @@ from archsim.partition import build_profile
 from archsim.planners import partition
 from archsim.workload.layer import Network
 
-DESIGN_COLUMNS = ["sram_kb", "bandwidth", "element_bytes", "microbatches", "energy_table", "clock_ghz",
-                  "seconds_per_iteration", "energy_pj", "mac_pj", "register_pj", "sram_pj", "dram_pj", "vector_pj",
+DESIGN_COLUMNS = ["sram_kb", "bandwidth_words_per_cycle", "element_bytes", "microbatches", "energy_table", "clock_ghz",
+                  "iteration_seconds", "energy_pj", "mac_pj", "register_pj", "sram_pj", "dram_pj", "vector_pj",
                   "leakage_pj", "area_mm2", "pe_array_mm2", "sram_mm2"]
 
 
@@ -61,9 +61,9 @@ def design_rows(unit, network: Network, base_row) -> list[dict[str, object]]:
                 leakage = static_power_mw(energies, array) * plan.processors * seconds * 1e9 if clock else 0.0
                 rows.append({
                     **base_row(processors, method, plan, single, cycles),
-                    "sram_kb": design.sram_kb, "bandwidth": design.bandwidth, "element_bytes": design.element_bytes,
+                    "sram_kb": design.sram_kb, "bandwidth_words_per_cycle": design.bandwidth, "element_bytes": design.element_bytes,
                     "microbatches": m, "energy_table": Path(design.energy_table).stem,
-                    "clock_ghz": clock if clock else float("nan"), "seconds_per_iteration": seconds,
+                    "clock_ghz": clock if clock else float("nan"), "iteration_seconds": seconds,
                     "energy_pj": float(sum(parts.values())) + leakage, **{k: float(v) for k, v in parts.items()},
                     "leakage_pj": leakage, "area_mm2": plan.processors * area.total_mm2,
                     "pe_array_mm2": plan.processors * area.pe_array_mm2, "sram_mm2": plan.processors * area.sram_mm2,

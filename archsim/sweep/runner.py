@@ -40,10 +40,22 @@ from archsim.workload import load_network
 from archsim.workload.layer import Network
 
 RESULT_COLUMNS = ["network", "only", "rows", "cols", "dataflow", "batch", "mode", "processors", "method",
-                  "stages", "single_cycles", "cycles_per_iteration", "speedup", "mandatory_bytes",
-                  "comm_overhead_bytes"]
+                  "stages", "single_processor_cycles", "iteration_cycles", "speedup", "mandatory_comm_bytes",
+                  "additional_comm_bytes"]
 PROVENANCE_COLUMNS = ["network_path", "network_sha256"]  # the network a row costed: path or shipped name, hash
 SORT_COLUMNS = ["network", "only", "rows", "cols", "dataflow", "batch", "mode", "processors", "method"]
+# Columns results.csv (and its cached unit rows) named otherwise before every output took one name per
+# quantity (docs/formats.md): old name → today's. Files written by older versions are read through it.
+RENAMED_COLUMNS = {"single_cycles": "single_processor_cycles", "mandatory_bytes": "mandatory_comm_bytes",
+                   "comm_overhead_bytes": "additional_comm_bytes", "cycles_per_iteration": "iteration_cycles",
+                   "seconds_per_iteration": "iteration_seconds", "bandwidth": "bandwidth_words_per_cycle"}
+
+
+def current_names(names: Iterable[str]) -> dict[str, str]:
+    """The renaming that gives older results' columns today's names (none already present is renamed
+    onto a column the file has)."""
+    names = list(names)
+    return {old: new for old, new in RENAMED_COLUMNS.items() if old in names and new not in names}
 
 
 CACHE_FORMAT = 2  # bump when a unit's rows change meaning, so old cache files are not reused
@@ -78,9 +90,9 @@ def compute_unit(unit: Unit) -> list[dict[str, object]]:
             "network": Path(unit.network).stem, "only": "+".join(unit.only) or "all", "rows": unit.rows,
             "cols": unit.cols, "dataflow": unit.dataflow, "batch": unit.batch, "mode": unit.mode,
             "processors": processors, "method": method, "stages": len(plan.stages),
-            "single_cycles": single, "cycles_per_iteration": cycles,
-            "speedup": single / cycles, "mandatory_bytes": plan.mandatory_bytes,
-            "comm_overhead_bytes": plan.additional_bytes, "network_path": unit.network,
+            "single_processor_cycles": single, "iteration_cycles": cycles,
+            "speedup": single / cycles, "mandatory_comm_bytes": plan.mandatory_bytes,
+            "additional_comm_bytes": plan.additional_bytes, "network_path": unit.network,
             "network_sha256": unit.network_sha256,
         }
 
@@ -246,7 +258,8 @@ def _cached_rows(file: Path) -> list[dict[str, object]]:
     rows = data.get("rows") if isinstance(data, dict) else None
     if not isinstance(rows, list):
         raise InputError("unreadable sweep cache file (no rows); delete it to recompute", file=str(file))
-    return rows
+    return [{current_names(row).get(key, key): value for key, value in row.items()}
+            if isinstance(row, dict) else row for row in rows]
 
 
 def _frame(rows: list[dict[str, object]]) -> pd.DataFrame:

@@ -20,8 +20,8 @@ def summarize(results: pd.DataFrame) -> pd.DataFrame:
     summary = (results.groupby(keys, sort=True)
                .agg(speedup=("speedup", "mean"), speedup_min=("speedup", "min"), speedup_max=("speedup", "max"),
                     speedup_upto=("speedup_upto", "mean"),
-                    comm_overhead_bytes=("comm_overhead_bytes", "mean"),
-                    mandatory_bytes=("mandatory_bytes", "mean"), configs=("speedup", "size"))
+                    additional_comm_bytes=("additional_comm_bytes", "mean"),
+                    mandatory_comm_bytes=("mandatory_comm_bytes", "mean"), configs=("speedup", "size"))
                .reset_index())
     baseline = summary[summary.method == "pipedream"].set_index(["network", "only", "mode", "processors"])["speedup"]
     joined = summary.join(baseline.rename("pipedream_speedup"), on=["network", "only", "mode", "processors"])
