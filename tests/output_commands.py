@@ -10,6 +10,10 @@ PROFILE = str(ROOT / "tests" / "data" / "pipedream" / "profiles" / "alexnet.txt"
 CLUSTER = str(ROOT / "configs" / "clusters" / "testbed_v100.toml")
 # a made-up measured CSV (its header says so): only the names validate-gpu prints are checked
 GPU_CSV = str(ROOT / "tests" / "data" / "gpu_kernels_columns.csv")
+MODEL = str(ROOT / "configs" / "transformers" / "gpt_1024h_24l.json")
+GPU_CLUSTER = str(ROOT / "configs" / "clusters" / "a100_node.toml")
+SPARSE = ["sparse", "--config", str(ROOT / "configs" / "arrays" / "scalesim_sparsity_128x128_ws.cfg"),
+          "--topology", str(ROOT / "docs" / "examples" / "pruned_convs.csv")]
 # a design sweep (a clock axis) small enough to run in a second: results.csv's and summary.csv's names
 SWEEP_SPEC = """[sweep]
 name = "columns"
@@ -25,9 +29,11 @@ clocks_ghz = [1.0]
 COMMANDS: dict[str, list[str]] = {
     "cost": ["cost", "layerpipe_sample"],
     "energy": ["energy", "layerpipe_sample"],
+    "energy (clock)": ["energy", "layerpipe_sample", "--clock-ghz", "1"],
     "gemm": ["gemm", "--m", "64", "--k", "64", "--n", "64"],
     "pipeline": ["pipeline", "layerpipe_sample", "--processors", "2", "--clock-ghz", "1"],
-    "pipeline --memory": ["pipeline", "layerpipe_sample", "--processors", "2", "--microbatches", "2", "--memory"],
+    "pipeline --memory": ["pipeline", "layerpipe_sample", "--processors", "2", "--microbatches", "2", "--memory",
+                          "--capacity-gb", "100"],
     "schedule (layer-wise)": ["schedule", "layerpipe_sample", "--policy", "gpipe", "--processors", "2",
                               "--microbatches", "2", "--clock-ghz", "1"],
     "schedule (data parallel)": ["schedule", "layerpipe_sample", "--policy", "dp-reverse-k", "--processors", "2"],
@@ -38,6 +44,13 @@ COMMANDS: dict[str, list[str]] = {
     "plan (pipedream)": ["plan", PROFILE, "--cluster", CLUSTER, "--microbatches", "4", "--method", "pipedream"],
     "plan (baseline)": ["plan", PROFILE, "--cluster", CLUSTER, "--microbatches", "4", "--method", "gpipe"],
     "bppsa rnn": ["bppsa", "rnn"],
+    "bppsa pruned-vgg11": ["bppsa", "pruned-vgg11", "--width-divisor", "16", "--compare-levels", "0,1"],
+    "sparse": [*SPARSE, "--energy"],
+    "sparse --processors": [*SPARSE, "--processors", "2"],
+    "train": ["train", MODEL, "--cluster", GPU_CLUSTER, "--pp", "2", "--global-batch", "4", "--micro-batch", "2"],
+    "train --sweep": ["train", MODEL, "--cluster", GPU_CLUSTER, "--global-batch", "8", "--sweep", "tp=2,3"],
+    "search": ["search", MODEL, "--cluster", GPU_CLUSTER, "--global-batch", "16", "--top", "3", "--schedule", "1f1b",
+               "--max-micro-batch", "2"],
     "cluster": ["cluster", "--trace", "synthetic", "--jobs", "8"],
     **{f"validate-gpu {show}": ["validate-gpu", "--csv", GPU_CSV, "--show", show]
        for show in ("stats", "kernels", "sensitivity", "assumptions")},

@@ -4,7 +4,8 @@ Runs the invocations of ``output_commands.py`` in json and csv (and table): the 
 rows' keys followed by the meta's single values (nothing JSON has is lost, and nothing is renamed);
 every name printed — and every column of a small design sweep's results.csv and summary.csv — is in
 docs/formats.md's "Output columns" tables with a unit and a meaning, and every name documented there is
-printed by one of them (no stale entries).
+printed by one of them (no stale entries). No two names of one quantity (SYNONYMS: today's name and the
+names it replaced or could be mistaken for) are printed anywhere, by any command.
 """
 
 from __future__ import annotations
@@ -23,7 +24,26 @@ from archsim.cli import main
 from output_commands import COMMANDS, SWEEP_SPEC
 from test_docs import ROOT, table_keys
 
-NESTED = {"levels", "time_per_stage_by_machines"}  # JSON-only meta (lists): documented as such
+NESTED = {"levels", "time_per_stage_by_machines", "breakdown_seconds", "memory_per_rank", "after_backward_seconds",
+          "timeline"}  # JSON-only meta (lists, objects): documented as such
+FLATTENED = {"pareto", "rejected"}  # JSON's lists/objects that csv and table carry as one line of text
+# One quantity, one name: each group lists today's name first, then names that must never be printed
+# (names it replaced — results.csv's old ones are still read, see test_results_old_names.py — or synonyms).
+SYNONYMS = (
+    ("single_processor_cycles", "single_cycles"),
+    ("iteration_cycles", "cycles_per_iteration", "bottleneck_cycles"),
+    ("iteration_seconds", "seconds_per_iteration", "iteration_time_s", "iteration_time"),
+    ("mandatory_comm_bytes", "mandatory_bytes"),
+    ("additional_comm_bytes", "comm_overhead_bytes"),
+    ("bandwidth_words_per_cycle", "bandwidth"),
+    ("bubble_fraction", "bubble_rate", "bubble"),  # zb_bubble_rate is another quantity (the paper's span-based rate)
+    ("peak_activation_bytes", "peak_memory_bytes"),
+    ("gpus", "device_count", "num_gpus", "num_gpu"),
+    ("scan_steps", "bppsa_steps"),
+    ("scan_critical_path_flops", "bppsa_critical_path_flops"),
+    ("microbatches", "micro_batches", "num_microbatches"),
+    ("makespan", "makespan_cycles"),
+)
 
 
 @cache
@@ -47,13 +67,15 @@ def test_csv_carries_what_json_has(form):
     columns, meta = json_names(form)
     rows = list(csv.reader(io.StringIO(output(form, "csv"))))
     scalars = [key for key, value in meta.items() if key not in columns and not isinstance(value, (list, dict))]
-    assert rows[0] == columns + scalars
+    flattened = [key for key in rows[0] if key not in columns + scalars]
+    assert set(flattened) <= FLATTENED & set(meta), flattened  # a nested entry's one-line text, nothing else
+    assert [key for key in rows[0] if key not in flattened] == columns + scalars
     doc_rows = json.loads(output(form, "json"))["rows"]
     assert len(rows) - 1 == len(doc_rows)
     for key in scalars:  # the meta's values, not only their names
         value = meta[key]
         cell = rows[1][rows[0].index(key)]
-        assert cell == ("" if value is None else str(value)), key
+        assert cell == ("" if value is None or value != value else str(value)), key  # None, NaN: an empty cell
 
 
 @pytest.mark.parametrize("form", COMMANDS)
@@ -102,12 +124,43 @@ def test_the_sweep_writes_its_design_columns():
     assert {"single_processor_cycles", "speedup", "clock_ghz", "energy_pj", "improvement_vs_pipedream_pct"} <= set(sweep_names())
 
 
-def test_every_printed_name_is_documented_and_every_documented_name_is_printed():
-    printed = set(sweep_names())
+def table_meta_names(form: str) -> list[str]:
+    """The ``# name: value`` lines above a table (the table may add notes JSON has not)."""
+    return [line[2:].split(":", 1)[0] for line in output(form, "table").splitlines() if line.startswith("# ")]
+
+
+@cache
+def printed_names() -> dict[str, set[str]]:
+    """Every name any command prints in any format (and the sweep writes) → the forms that print it."""
+    printed: dict[str, set[str]] = {name: {"sweep"} for name in sweep_names()}
     for form in COMMANDS:
         columns, meta = json_names(form)
-        printed |= set(columns) | set(meta)
+        csv_header = next(csv.reader(io.StringIO(output(form, "csv"))))
+        for name in [*columns, *meta, *csv_header, *table_meta_names(form)]:
+            printed.setdefault(name, set()).add(form)
+    return printed
+
+
+def test_every_printed_name_is_documented_and_every_documented_name_is_printed():
+    printed = set(printed_names())
     names = set(documented())
     assert sorted(printed - names) == [], "printed but not documented"
     assert sorted(names - printed) == [], "documented but printed by none of output_commands.py"
     assert NESTED <= names
+
+
+def test_one_quantity_is_printed_under_one_name_only():
+    printed = printed_names()
+    for group in SYNONYMS:
+        assert group[0] in printed, f"{group[0]} is printed by none of output_commands.py"
+        for other in group[1:]:
+            assert other not in printed, f"{other} (printed by {sorted(printed[other])}) is {group[0]}"
+    documented_names = documented()
+    for group in SYNONYMS:
+        assert group[0] in documented_names and not set(group[1:]) & set(documented_names), group
+
+
+def test_every_documented_unit_is_a_unit():
+    """The unit column names a unit, a count or a kind of value: never blank, never a sentence."""
+    for name, (unit, _) in documented().items():
+        assert unit and len(unit) <= 60, name
