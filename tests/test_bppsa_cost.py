@@ -209,7 +209,7 @@ def test_cli_pruned_vgg_csv_and_report(tmp_path, capsys):
                            capsys)
     assert code == 0
     frame = pd.read_csv(io.StringIO(out))
-    assert {"method", "seq_step", "kind", "flops", "dense_flops", "critical"} <= set(frame.columns)
+    assert {"method", "seq_step", "product", "flops", "dense_flops", "critical"} <= set(frame.columns)
     assert "archsim bppsa pruned-vgg11 --sparsity 0.97" in report.read_text()
     # BP by hand. VGG-11 at width 64/16 = 4 … 512/16 = 32 channels on 32×32×3: the 21 operators
     # (C conv 3×3 pad 1, R ReLU, M 2×2 max-pool) and the element count each outputs.

@@ -44,6 +44,7 @@ SYNONYMS = (
     ("scan_critical_path_flops", "bppsa_critical_path_flops"),
     ("microbatches", "micro_batches", "num_microbatches"),
     ("makespan", "makespan_cycles"),
+    ("type", "kind", "layer_kind"),  # a layer's kind (an op's is `op`: F, G, D)
 )
 
 

@@ -129,7 +129,8 @@ def run_vgg(args: argparse.Namespace) -> int:
             "scan_steps": int(totals.steps["bppsa"]), "bp_steps": int(totals.steps["bp"]),
             "scan_critical_path_flops": int(totals.critical_path_flops["bppsa"]),
             "bp_critical_path_flops": int(totals.critical_path_flops["bp"])}
-    emit(render(frame, args.format, precision=args.precision, meta=meta), args)
+    # a step's `kind` is printed as `product`: `kind` and `type` name a layer's kind elsewhere
+    emit(render(frame.rename(columns={"kind": "product"}), args.format, precision=args.precision, meta=meta), args)
     if args.report:
         command = (f"archsim bppsa pruned-vgg11 --sparsity {sparsity} --seed {args.seed} --zeros {args.zeros} "
                                       f"--up-levels {args.up_levels} --compare-levels {args.compare_levels} "

@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
             "memory_capacity_gib": capacity / 2**30, "fits_memory": all(m["fits"] for m in memory),
             "breakdown_seconds": result.breakdown, "memory_per_rank": memory,
             "after_backward_seconds": list(result.post), "timeline": timeline}
-    frame = pd.DataFrame(result.ops, columns=["piece", "op", "kind", "seconds"])
+    frame = pd.DataFrame(result.ops, columns=["piece", "name", "op", "seconds"])
     if args.format != "json":
         meta = {k: v for k, v in meta.items() if not isinstance(v, (list, dict))}
     emit(render(frame, args.format, meta=meta, precision=args.precision), args)

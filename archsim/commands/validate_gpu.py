@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote {write_markdown(study, args.markdown, command)}", file=sys.stderr)
     frame = {"stats": study.stats, "kernels": study.joined, "streams": study.streams,
              "streams-summary": study.streams_summary, "sensitivity": study.sensitivity,
-             "assumptions": study.assumptions}[args.show]
+             "assumptions": study.assumptions}[args.show].rename(columns={"kind": "type"})  # as `cost` names it
     meta = {"csv": " ".join(args.csv), "mode": study.mode, "dataflow": args.dataflow,
             "arrays": "; ".join(f"{r.gpu}: {r.value}" for r in study.assumptions.itertuples() if r.item == "arrays P")}
     emit(render(frame, args.format, precision=args.precision, meta=meta, float_format="{:.3g}"), args)

@@ -110,21 +110,22 @@ def _breakdown(c, par, pieces, rank_of, run, rank, post) -> dict[str, float]:
 
 
 def _op_rows(c, par, pieces) -> list[dict]:
-    """Per op (and TP collective) of one micro-batch through one layer / the embedding / the head."""
+    """Per op (and TP collective) of one micro-batch through one layer / the embedding / the head: its
+    ``name`` and ``op`` (F, D, G; B: the recompute), as every output names an op (docs/formats.md)."""
     rows = []
     for piece_name, piece in pieces.items():
         merged: dict[tuple[str, str], float] = defaultdict(float)
         for name, kind, seconds in piece.ops:
             merged[(name, kind)] += seconds
-        rows += [{"piece": piece_name, "op": name, "kind": kind, "seconds": s} for (name, kind), s in merged.items()]
+        rows += [{"piece": piece_name, "name": name, "op": kind, "seconds": s} for (name, kind), s in merged.items()]
         if piece.recompute:
-            rows.append({"piece": piece_name, "op": "recompute", "kind": "B", "seconds": piece.recompute})
+            rows.append({"piece": piece_name, "name": "recompute", "op": "B", "seconds": piece.recompute})
     return rows
 
 
 def _iteration_rows(post: dict[str, float]) -> list[dict]:
     """Once per iteration, on the slowest rank: gradient all-reduces and the optimizer step."""
-    return [{"piece": "iteration", "op": name, "kind": "-", "seconds": seconds} for name, seconds in post.items()]
+    return [{"piece": "iteration", "name": name, "op": "-", "seconds": seconds} for name, seconds in post.items()]
 
 
 __all__ = ["TrainResult", "train"]
