@@ -148,7 +148,7 @@ def footprint_frame(memory: Iterable[ProcessorMemory]) -> pd.DataFrame:
     return pd.DataFrame([{"processor": m.processor, "weight_bytes": m.weight_bytes, "weight_versions": m.weight_versions,
                           "gradient_bytes": m.gradient_bytes, "optimizer_bytes": m.optimizer_bytes,
                           "peak_activation_bytes": m.peak_activation_bytes, "peak_in_flight": m.peak_in_flight,
-                          "peak_bytes": m.peak_bytes} for m in memory])
+                          "peak_memory_bytes": m.peak_bytes} for m in memory])
 
 
 def check_capacity(memory: Iterable[ProcessorMemory], capacity_bytes: float | Mapping[str, float]) -> None:

@@ -38,7 +38,9 @@ SYNONYMS = (
     ("additional_comm_bytes", "comm_overhead_bytes"),
     ("bandwidth_words_per_cycle", "bandwidth"),
     ("bubble_fraction", "bubble_rate", "bubble"),  # zb_bubble_rate is another quantity (the paper's span-based rate)
-    ("peak_activation_bytes", "peak_memory_bytes"),
+    ("peak_activation_bytes", "peak_stash_bytes"),  # the stash alone (schedule printed it as peak_memory_bytes)
+    ("peak_memory_bytes", "peak_bytes"),  # all of a device's memory; train, search: peak_memory_gib
+    ("memory_capacity_bytes", "capacity_bytes"),  # train: memory_capacity_gib
     ("gpus", "device_count", "num_gpus", "num_gpu"),
     ("scan_steps", "bppsa_steps"),
     ("scan_critical_path_flops", "bppsa_critical_path_flops"),

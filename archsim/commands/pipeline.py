@@ -127,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
             meta["optimizer"] = args.optimizer
             if args.capacity_gb is not None:
                 check_capacity(memory, args.capacity_gb * 1e9)
-                meta["capacity_bytes"] = args.capacity_gb * 1e9
+                meta["memory_capacity_bytes"] = args.capacity_gb * 1e9
         write_timeline_outputs(args, timeline, f"{network.name}: {plan.method}, {args.processors} processors")
     if array.clock_hz is not None:
         meta["clock_ghz"] = array.clock_hz / 1e9
