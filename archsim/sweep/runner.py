@@ -258,8 +258,13 @@ def _cached_rows(file: Path) -> list[dict[str, object]]:
     rows = data.get("rows") if isinstance(data, dict) else None
     if not isinstance(rows, list):
         raise InputError("unreadable sweep cache file (no rows); delete it to recompute", file=str(file))
-    return [{current_names(row).get(key, key): value for key, value in row.items()}
-            if isinstance(row, dict) else row for row in rows]
+    return [_renamed(row) if isinstance(row, dict) else row for row in rows]
+
+
+def _renamed(row: dict[str, object]) -> dict[str, object]:
+    """A cached row with an older version's column names under today's."""
+    names = current_names(row)
+    return {names.get(key, key): value for key, value in row.items()}
 
 
 def _frame(rows: list[dict[str, object]]) -> pd.DataFrame:
