@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The one-call GPU check (docs/training.md, "Hopper check"): run from the repository root on a machine
+# with one CUDA GPU and PyTorch, results into $OUT (at most 5 files), about 7 minutes at most:
+#
+#     OUT=/some/folder bash benchmarks/device_check.sh            # on the GPU machine
+#     OUT=$(mktemp -d) bash benchmarks/device_check.sh --dry-run  # here, on the CPU: the same steps on tiny shapes
+#
+# Steps, each under its own timeout (worst case 15 + 255 + 110 + 45 s = 7.1 min):
+#   1. nvidia-smi -L, the GPU's clocks and memory, python / torch / CUDA versions, `import archsim`;
+#   2. benchmarks/gpu_train_measure.py --max-minutes 4 → $OUT/gpu_train_measured.csv (one-GPU GPT
+#      training iterations; rewritten after every point, so a timeout keeps what was measured);
+#   3. benchmarks/gpu_validate.py --max-minutes 1.5 --no-analysis → $OUT/gpu_kernels.csv (VGG16 /
+#      ResNet-50 conv and fc kernels; analysed later with archsim validate-gpu where plotly is);
+#   4. the tests that need CUDA (they skip without it) → $OUT/pytest.txt.
+# Everything printed goes to $OUT/log.txt too. Nothing is installed; PYTHONPATH=. finds archsim.
+# Afterwards, here: python benchmarks/bench_vtrain_e2e.py --measured gpu_train_measured.csv
+#     --cluster configs/clusters/h200_1gpu.toml (or h100_1gpu.toml), and archsim validate-gpu --csv gpu_kernels.csv.
+set -u -o pipefail
+
+DRY=0
+if [ "${1:-}" = "--dry-run" ]; then DRY=1; elif [ $# -gt 0 ]; then echo "usage: OUT=DIR $0 [--dry-run]" >&2; exit 2; fi
+: "${OUT:?set OUT to the folder the results go to}"
+mkdir -p "$OUT" || exit 2
+cd "$(dirname "$0")/.." || exit 2
+export PYTHONPATH=".${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
+PY=${PYTHON:-python3}
+# The test extra's reference packages absent on the GPU machine (tests/conftest.py refuses to run otherwise).
+export ARCHSIM_TESTS_WITHOUT=${ARCHSIM_TESTS_WITHOUT:-scalesim,distributed,mkdocs,openpyxl}
+
+if [ $DRY = 1 ]; then
+  # As on the GPU machine: no plotly, no SCALE-Sim (a shim on PYTHONPATH makes their import fail).
+  SHIM=$(mktemp -d) || exit 2
+  for name in plotly scalesim; do
+    echo "raise ImportError('$name is hidden by device_check.sh --dry-run: the GPU machine has none')" >"$SHIM/$name.py"
+  done
+  export PYTHONPATH="$PYTHONPATH:$SHIM"
+  MEASURE=(--device cpu --tiny --global-batches 4 --micro-batches 1,2 --warmup 1 --iterations 1 --max-minutes 0.5)
+  KERNELS=(--networks vgg16 --limit 1 --batches 1 --repeats 1 --warmup 1)
+else
+  MEASURE=(--max-minutes 4)
+  KERNELS=(--batches 1,8,32 --repeats 5 --warmup 2 --max-minutes 1.5)
+fi
+CUDA_TESTS=(
+  "tests/test_gpu_timing_script.py::test_timing_script_on_one_tiny_layer"
+  "tests/test_gpu_timing_script.py::test_timing_script_end_to_end_on_one_shape"
+  "tests/test_gpu_train_measure.py::test_tiny_run_on_cuda"
+)
+
+step() { echo; echo "=== $(date -u +%H:%M:%S) $*"; }
+
+main() {
+  local status=0
+  step "1. the machine"
+  if command -v nvidia-smi >/dev/null; then
+    timeout 15 nvidia-smi -L
+    timeout 15 nvidia-smi --format=csv --query-gpu=name,memory.total,clocks.max.sm,clocks.sm,clocks.max.mem,power.limit,driver_version,temperature.gpu
+  else
+    echo "no nvidia-smi"
+  fi
+  timeout 60 "$PY" -c "import sys, torch, archsim; print('python', sys.version.split()[0], '| torch', torch.__version__, '| cuda', torch.version.cuda, '| available', torch.cuda.is_available(), '|', torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no GPU', '| archsim', archsim.__version__)" || status=1
+
+  step "2. training iterations (gpu_train_measure.py ${MEASURE[*]})"
+  timeout 255 "$PY" benchmarks/gpu_train_measure.py --out "$OUT/gpu_train_measured.csv" "${MEASURE[@]}" || status=1
+
+  step "3. conv/fc kernels (gpu_validate.py ${KERNELS[*]})"
+  if [ $DRY = 1 ]; then
+    echo "(dry run: gpu_validate.py needs CUDA; its exit 2 without a GPU is expected)"
+    timeout 110 "$PY" benchmarks/gpu_validate.py --no-analysis --out "$OUT/gpu_kernels.csv" "${KERNELS[@]}"
+    [ $? = 2 ] || status=1
+  else
+    timeout 110 "$PY" benchmarks/gpu_validate.py --no-analysis --out "$OUT/gpu_kernels.csv" "${KERNELS[@]}" || status=1
+  fi
+
+  step "4. the CUDA tests"
+  timeout 45 "$PY" -m pytest -q -p no:cacheprovider "${CUDA_TESTS[@]}" 2>&1 | tee "$OUT/pytest.txt" || status=1
+
+  step "done (status $status); files in OUT:"
+  ls -la "$OUT"
+  return $status
+}
+
+main 2>&1 | tee "$OUT/log.txt"
