@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # The one-call GPU check (docs/training.md, "Hopper check"): run from the repository root on a machine
-# with one CUDA GPU and PyTorch, results into $OUT (at most 5 files), about 7 minutes at most:
+# with one CUDA GPU and PyTorch, results into $OUT (at most 5 files), 7 minutes at most:
 #
 #     OUT=/some/folder bash benchmarks/device_check.sh            # on the GPU machine
 #     OUT=$(mktemp -d) bash benchmarks/device_check.sh --dry-run  # here, on the CPU: the same steps on tiny shapes
 #
-# Steps, each under its own timeout (worst case 15 + 255 + 110 + 45 s = 7.1 min):
+# Steps, each under its own timeout (worst case 10 + 10 + 20 + 255 + 105 + 35 s = 7.3 min; expected about 6.3).
+# A shorter rerun: MEASURE_MINUTES=2 KERNEL_MINUTES=0 (0 skips the kernels) OUT=… bash benchmarks/device_check.sh
 #   1. nvidia-smi -L, the GPU's clocks and memory, python / torch / CUDA versions, `import archsim`;
 #   2. benchmarks/gpu_train_measure.py --max-minutes 4 → $OUT/gpu_train_measured.csv (one-GPU GPT
-#      training iterations; rewritten after every point, so a timeout keeps what was measured);
+#      training iterations; rewritten after every point, so a timeout keeps what was measured), with
+#      nvidia-smi dmon's SM clock, power and temperature every 5 s → $OUT/dmon.txt;
 #   3. benchmarks/gpu_validate.py --max-minutes 1.5 --no-analysis → $OUT/gpu_kernels.csv (VGG16 /
 #      ResNet-50 conv and fc kernels; analysed later with archsim validate-gpu where plotly is);
 #   4. the tests that need CUDA (they skip without it) → $OUT/pytest.txt.
@@ -37,9 +39,12 @@ if [ $DRY = 1 ]; then
   MEASURE=(--device cpu --tiny --global-batches 4 --micro-batches 1,2 --warmup 1 --iterations 1 --max-minutes 0.5)
   KERNELS=(--networks vgg16 --limit 1 --batches 1 --repeats 1 --warmup 1)
 else
-  MEASURE=(--max-minutes 4)
-  KERNELS=(--batches 1,8,32 --repeats 5 --warmup 2 --max-minutes 1.5)
+  MEASURE=(--max-minutes "${MEASURE_MINUTES:-4}")
+  KERNELS=(--batches 1,8,32 --repeats 5 --warmup 2 --max-minutes "${KERNEL_MINUTES:-1.5}")
 fi
+# each step's hard limit: its budget (which counts from the start of its Python process) plus 15 s
+MEASURE_TIMEOUT=$(awk -v m="${MEASURE_MINUTES:-4}" 'BEGIN { print int(m * 60 + 15) }')
+KERNEL_TIMEOUT=$(awk -v m="${KERNEL_MINUTES:-1.5}" 'BEGIN { print int(m * 60 + 15) }')
 CUDA_TESTS=(
   "tests/test_gpu_timing_script.py::test_timing_script_on_one_tiny_layer"
   "tests/test_gpu_timing_script.py::test_timing_script_end_to_end_on_one_shape"
@@ -52,27 +57,35 @@ main() {
   local status=0
   step "1. the machine"
   if command -v nvidia-smi >/dev/null; then
-    timeout 15 nvidia-smi -L
-    timeout 15 nvidia-smi --format=csv --query-gpu=name,memory.total,clocks.max.sm,clocks.sm,clocks.max.mem,power.limit,driver_version,temperature.gpu
+    timeout 10 nvidia-smi -L
+    timeout 10 nvidia-smi --format=csv --query-gpu=name,memory.total,clocks.max.sm,clocks.sm,clocks.max.mem,power.limit,driver_version,temperature.gpu
   else
     echo "no nvidia-smi"
   fi
-  timeout 60 "$PY" -c "import sys, torch, archsim; print('python', sys.version.split()[0], '| torch', torch.__version__, '| cuda', torch.version.cuda, '| available', torch.cuda.is_available(), '|', torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no GPU', '| archsim', archsim.__version__)" || status=1
+  timeout 20 "$PY" -c "import sys, torch, archsim; print('python', sys.version.split()[0], '| torch', torch.__version__, '| cuda', torch.version.cuda, '| available', torch.cuda.is_available(), '|', torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no GPU', '| archsim', archsim.__version__)" || status=1
 
   step "2. training iterations (gpu_train_measure.py ${MEASURE[*]})"
-  timeout 255 "$PY" benchmarks/gpu_train_measure.py --out "$OUT/gpu_train_measured.csv" "${MEASURE[@]}" || status=1
+  local dmon=""
+  if command -v nvidia-smi >/dev/null; then  # SM clock, power, temperature every 5 s while training runs
+    timeout "$MEASURE_TIMEOUT" nvidia-smi dmon -s pc -d 5 >"$OUT/dmon.txt" 2>&1 &
+    dmon=$!
+  fi
+  timeout "$MEASURE_TIMEOUT" "$PY" benchmarks/gpu_train_measure.py --out "$OUT/gpu_train_measured.csv" "${MEASURE[@]}" || status=1
+  if [ -n "$dmon" ]; then kill "$dmon" 2>/dev/null; wait "$dmon" 2>/dev/null; fi
 
   step "3. conv/fc kernels (gpu_validate.py ${KERNELS[*]})"
-  if [ $DRY = 1 ]; then
+  if [ "${KERNEL_MINUTES:-1.5}" = 0 ]; then
+    echo "skipped (KERNEL_MINUTES=0)"
+  elif [ $DRY = 1 ]; then
     echo "(dry run: gpu_validate.py needs CUDA; its exit 2 without a GPU is expected)"
-    timeout 110 "$PY" benchmarks/gpu_validate.py --no-analysis --out "$OUT/gpu_kernels.csv" "${KERNELS[@]}"
+    timeout "$KERNEL_TIMEOUT" "$PY" benchmarks/gpu_validate.py --no-analysis --out "$OUT/gpu_kernels.csv" "${KERNELS[@]}"
     [ $? = 2 ] || status=1
   else
-    timeout 110 "$PY" benchmarks/gpu_validate.py --no-analysis --out "$OUT/gpu_kernels.csv" "${KERNELS[@]}" || status=1
+    timeout "$KERNEL_TIMEOUT" "$PY" benchmarks/gpu_validate.py --no-analysis --out "$OUT/gpu_kernels.csv" "${KERNELS[@]}" || status=1
   fi
 
   step "4. the CUDA tests"
-  timeout 45 "$PY" -m pytest -q -p no:cacheprovider "${CUDA_TESTS[@]}" 2>&1 | tee "$OUT/pytest.txt" || status=1
+  timeout 35 "$PY" -m pytest -q -p no:cacheprovider "${CUDA_TESTS[@]}" 2>&1 | tee "$OUT/pytest.txt" || status=1
 
   step "done (status $status); files in OUT:"
   ls -la "$OUT"

@@ -322,6 +322,7 @@ def device_meta(torch, device: str) -> dict[str, object]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    began = time.monotonic()  # --max-minutes counts from here: importing torch and starting CUDA included
     args = parse_args(argv)
     try:
         import torch
@@ -340,12 +341,12 @@ def main(argv: list[str] | None = None) -> int:
     if not args.device.startswith("cuda"):
         torch.set_num_threads(1)  # tiny shapes: threads only contend (the CPU mode is for tests, not timings)
     try:
-        return measure_all(torch, args, argv)
+        return measure_all(torch, args, argv, began)
     finally:
         torch.set_num_threads(threads)
 
 
-def measure_all(torch, args: argparse.Namespace, argv: list[str] | None) -> int:
+def measure_all(torch, args: argparse.Namespace, argv: list[str] | None, began: float) -> int:
     """Every point of the grid, the CSV rewritten after each (module docstring)."""
     try:
         shapes = list(TINY) if args.tiny else [load_shape(ROOT / p.strip()) for p in args.models.split(",") if p.strip()]
@@ -371,7 +372,6 @@ def measure_all(torch, args: argparse.Namespace, argv: list[str] | None) -> int:
     out = Path(args.out)
     rows: list[dict[str, object]] = []
     notes: list[str] = []
-    began = time.monotonic()
     print(f"gpu_train_measure: {gpu_name}; {len(points)} points; cap {args.max_minutes:g} min", file=sys.stderr)
     write_atomic(out, csv_text(meta, rows))
     model = optimizer = None

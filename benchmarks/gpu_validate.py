@@ -228,6 +228,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
+    began = time.monotonic()  # --max-minutes counts from here: importing torch and starting CUDA included
     args = parse_args(argv)
     try:
         import torch
@@ -258,7 +259,6 @@ def main(argv: list[str] | None = None) -> int:
           f"shapes × {len(args.batches)} batches; estimated {minutes:.1f} min (cap {args.max_minutes:g})", file=sys.stderr)
     measured: dict[tuple[tuple, int], dict[str, tuple[float, int]]] = {}
     skipped: list[str] = []
-    began = time.monotonic()
     complete = True
     for key, batch in tqdm(units, desc="gpu kernels", unit="shape"):
         if time.monotonic() - began > args.max_minutes * 60:
