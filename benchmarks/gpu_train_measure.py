@@ -219,8 +219,8 @@ class MixedPrecisionAdam:
             m.grad = None
 
 
-def iteration(torch, model, optimizer: MixedPrecisionAdam, tokens, labels) -> float:
-    """One training iteration over the micro-batches in ``tokens`` [m, b, s]; returns the last loss."""
+def iteration(torch, model, optimizer: MixedPrecisionAdam, tokens, labels):
+    """One training iteration over the micro-batches in ``tokens`` [m, b, s]; returns the last loss (a tensor)."""
     m = tokens.shape[0]
     loss = None
     for i in range(m):
