@@ -232,7 +232,8 @@ def measured_markdown(rows: list[dict], meta: dict[str, str], gpu_name: str, clu
              (f"Measured: `{Path(csv_path).name}` ({meta.get('date', 'undated')}, torch {meta.get('torch', '?')}, "
              f"complete: {meta.get('complete', '?')}, {meta.get('points', f'{len(rows)} points')}). "
              f"Predicted: `archsim train` on `{Path(cluster_path).name}` with the A100-fitted kernel efficiencies "
-             f"({fitted.A100_KERNELS}) scaled by the catalog's peaks; nothing fitted on these runs. Error = "
+             f"({fitted.A100_KERNELS}) scaled by the catalog's peaks (their held-out MAPE on the A100 runs: 6.4%, "
+             "docs/training.md); nothing fitted on these runs. Error = "
              "predicted / measured − 1; MAPE = mean |error|. Memory: archsim's peak per GPU vs "
              "`torch.cuda.max_memory_allocated` (GiB). Regenerate: "
              f"`python benchmarks/bench_vtrain_e2e.py --measured {csv_path} --cluster {cluster_path}`."), "",
