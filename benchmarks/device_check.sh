@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The one-call GPU check (docs/training.md, "Hopper check"): run from the repository root on a machine
-# with one CUDA GPU and PyTorch, results into $OUT (at most 5 files), 7 minutes at most:
+# with one CUDA GPU and PyTorch, results into $OUT (at most 6 files), about 7 minutes:
 #
 #     OUT=/some/folder bash benchmarks/device_check.sh            # on the GPU machine
 #     OUT=$(mktemp -d) bash benchmarks/device_check.sh --dry-run  # here, on the CPU: the same steps on tiny shapes
@@ -22,7 +22,7 @@ set -u -o pipefail
 DRY=0
 if [ "${1:-}" = "--dry-run" ]; then DRY=1; elif [ $# -gt 0 ]; then echo "usage: OUT=DIR $0 [--dry-run]" >&2; exit 2; fi
 : "${OUT:?set OUT to the folder the results go to}"
-mkdir -p "$OUT" || exit 2
+mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd) || exit 2  # absolute: the steps run from the repository root
 cd "$(dirname "$0")/.." || exit 2
 export PYTHONPATH=".${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 PY=${PYTHON:-python3}

@@ -223,3 +223,29 @@ def test_formats_page_lists_the_columns_read_and_written():
     read, optional, written = table_keys("formats.md", "## Measured training runs (CSV)")
     assert [name.lower() for name in read] == list(COLUMNS) and optional == list(OPTIONAL)
     assert written == list(load("bench_vtrain_e2e").PER_RUN)
+
+
+# -- committed one-GPU runs (benchmarks/device_check.sh's gpu_train_measured.csv, renamed) ------------
+MEASURED = sorted((ROOT / "benchmarks" / "results").glob("gpu_train_measured_*.csv"))
+CLUSTER_OF = {"h200": "h200_1gpu.toml", "h100-sxm": "h100_1gpu.toml"}  # find_gpu's name → one-GPU cluster file
+
+
+@pytest.mark.parametrize("path", MEASURED or [pytest.param(None, marks=pytest.mark.skip(
+    reason="no one-GPU training runs committed yet (benchmarks/results/gpu_train_measured_<gpu>.csv)"))],
+    ids=[p.name for p in MEASURED] or ["none"])
+def test_committed_one_gpu_runs_and_their_summary(path):
+    """A committed measurement reads, is one-GPU with memory measured, and its summary
+    (gpu_train_<gpu>.md beside it) holds the MAPE archsim gives today."""
+    from archsim.training.cluster import load_gpu_cluster
+    from archsim.training.measured import predict
+    from archsim.validation.gpu_catalog import find_gpu
+    from archsim.validation.gpu_study import slug
+
+    table = read_measured_table(path)
+    assert table.runs and all(r.gpus == 1 and r.peak_memory_gib for r in table.runs)
+    assert path.name == f"gpu_train_measured_{slug(table.meta['gpu'])}.csv"
+    cluster = load_gpu_cluster(ROOT / "configs" / "clusters" / CLUSTER_OF[find_gpu(table.meta["gpu"])])
+    errors = [abs(p.error) for p in predict(table.runs, cluster)]
+    summary = path.with_name(f"gpu_train_{slug(table.meta['gpu'])}.md")
+    assert summary.is_file(), f"{summary.name} is not committed beside {path.name}"
+    assert f"| all | {sum(errors) / len(errors):.1%}" in summary.read_text(), "stale summary: regenerate it"
