@@ -9,6 +9,14 @@ models: nothing was fitted on them), on the fit runs and on all, labelled; per p
 worst 5% with their breakdown; where the time goes; how far the closed form used for fitting is from
 the event simulator. Writes reports/vtrain_e2e.html (predicted vs measured, coloured by parallelism)
 and benchmarks/results/vtrain_e2e.json.
+
+    python benchmarks/bench_vtrain_e2e.py --measured RUNS.csv --cluster configs/clusters/h200_1gpu.toml
+
+checks the same model, unchanged, on any measured CSV of that format — e.g. the one-GPU runs of
+``benchmarks/gpu_train_measure.py`` on a Hopper GPU, with their ``recompute`` and ``peak_memory_gib``
+columns — on a cluster whose GPU is the one that ran them: per run predicted vs measured iteration time
+and peak memory and their errors; MAPE overall, per recompute and per model. Nothing is fitted on these
+runs. Writes benchmarks/results/gpu_train_<gpu-slug>.md and .csv (``--markdown`` / ``--csv`` elsewhere).
 """
 
 from __future__ import annotations
@@ -23,12 +31,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from archsim.devices.gpu_cost import Efficiency  # noqa: E402
-from archsim.training import fitted  # noqa: E402
-from archsim.training.cluster import single_node  # noqa: E402
-from archsim.training.calibrate import fast_seconds, fit_kernels  # noqa: E402
-from archsim.training.measured import MeasuredRun, read_measured  # noqa: E402
-from archsim.training.run import train  # noqa: E402
+from archsim.devices.gpu_cost import Efficiency
+from archsim.training import fitted
+from archsim.training.calibrate import fast_seconds, fit_kernels
+from archsim.training.cluster import single_node
+from archsim.training.measured import MeasuredRun, Prediction, predict, read_measured
 
 DATA = ROOT / "tests" / "data" / "e2e"
 
@@ -53,12 +60,20 @@ def main(argv=None) -> int:
     parser.add_argument("--refit", action="store_true")
     parser.add_argument("--html", default=str(ROOT / "reports" / "vtrain_e2e.html"))
     parser.add_argument("--json", default=str(ROOT / "benchmarks" / "results" / "vtrain_e2e.json"))
+    parser.add_argument("--measured", default=None, help="another measured CSV to check (with --cluster)")
+    parser.add_argument("--cluster", default=None, help="cluster TOML whose GPU ran the --measured runs")
+    parser.add_argument("--markdown", default=None, help="--measured: summary (default results/gpu_train_<gpu>.md)")
+    parser.add_argument("--csv", default=None, help="--measured: per-run table (default results/gpu_train_<gpu>.csv)")
     args = parser.parse_args(argv)
+    if args.measured or args.cluster:
+        if not (args.measured and args.cluster):
+            parser.error("--measured and --cluster go together")
+        return check_measured(args.measured, args.cluster, args.markdown, args.csv)
     runs = read_measured(Path(args.data) / "vtrain_single_node_shown.csv")
     if args.refit:
         from archsim.collectives import LinkClass
-        from archsim.training.nccl_fit import fit_link, read_nccl_tables
         from archsim.devices.catalog import gpu
+        from archsim.training.nccl_fit import fit_link, read_nccl_tables
 
         tables = read_nccl_tables(Path(args.data) / "nccl_allreduce", "a100")
         link = fit_link([tables[n] for n in fitted.NCCL_FIT_GPUS],
@@ -75,13 +90,9 @@ def main(argv=None) -> int:
         refit(runs)
         return 0
     cluster = single_node()
-    rows = []
-    for run in runs:
-        machine = cluster.machine(run.parallelism())
-        result = train(run.config(), run.parallelism(), machine)
-        rows.append({"run": run, "predicted_ms": result.iteration_seconds * 1e3,
-                     "closed_ms": closed_form(run, machine) * 1e3, "breakdown": result.breakdown,
-                     "peak_memory_gib": result.peak_memory_gib})
+    rows = [{"run": p.run, "predicted_ms": p.milliseconds, "breakdown": p.breakdown, "peak_memory_gib": p.peak_memory_gib,
+             "closed_ms": closed_form(p.run, cluster.machine(p.run.parallelism())) * 1e3}
+            for p in predict(runs, cluster)]
     measured = np.array([r["run"].milliseconds for r in rows])
     predicted = np.array([r["predicted_ms"] for r in rows])
     ape = np.abs(predicted / measured - 1)
@@ -147,6 +158,101 @@ def _plot(rows, held, path: Path, summary) -> None:
                          xaxis_title="measured (ms)", yaxis_title="predicted (ms)", width=1000, height=800)
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.write_html(str(path), include_plotlyjs="cdn")
+
+
+PER_RUN = ("hidden", "layers", "heads", "seq", "global_batch", "micro_batch", "recompute", "measured_ms", "predicted_ms",
+           "error", "measured_gib", "predicted_gib", "memory_error")
+
+
+def check_measured(csv_path: str, cluster_path: str, markdown: str | None, per_run: str | None) -> int:
+    """The ``--measured`` check (module docstring); exit 2 with one line on bad input."""
+    from archsim.devices.catalog import gpu
+    from archsim.errors import InputError
+    from archsim.outputs import atomic_write_text
+    from archsim.training.cluster import load_gpu_cluster
+    from archsim.training.measured import read_measured_table
+    from archsim.validation.gpu_catalog import find_gpu
+    from archsim.validation.gpu_study import slug
+
+    try:
+        table = read_measured_table(csv_path)
+        cluster = load_gpu_cluster(cluster_path)
+        name = table.meta.get("gpu") or next((r.gpu_name for r in table.runs if r.gpu_name), "")
+        known = find_gpu(name) if name else None
+        if known is None or gpu(known) is not cluster.gpu:
+            raise InputError(f"the runs were measured on {name or 'an unnamed GPU'!r}, the cluster has "
+                             f"{cluster.gpu.name}", file=cluster_path, field="gpu")
+        if not table.runs:
+            raise InputError("no measured runs", file=csv_path)
+        predictions = predict(table.runs, cluster)
+    except InputError as exc:
+        print(f"bench_vtrain_e2e: {exc}", file=sys.stderr)
+        return 2
+    rows = [measured_row(p) for p in predictions]
+    gpu_slug = slug(name)
+    results = ROOT / "benchmarks" / "results"
+    text = "\n".join([",".join(PER_RUN), *(",".join(_cell(r[c]) for c in PER_RUN) for r in rows)]) + "\n"
+    print(f"wrote {atomic_write_text(per_run or results / f'gpu_train_{gpu_slug}.csv', text)}", file=sys.stderr)
+    summary = measured_markdown(rows, table.meta, name, cluster_path, csv_path)
+    print(summary)
+    print(f"wrote {atomic_write_text(markdown or results / f'gpu_train_{gpu_slug}.md', summary)}", file=sys.stderr)
+    return 0
+
+
+def measured_row(p: Prediction) -> dict:
+    r = p.run
+    return {"hidden": r.hidden, "layers": r.layers, "heads": r.heads, "seq": r.seq, "global_batch": r.global_batch,
+            "micro_batch": r.micro_batch, "recompute": r.recompute, "measured_ms": r.milliseconds,
+            "predicted_ms": p.milliseconds, "error": p.error, "measured_gib": r.peak_memory_gib,
+            "predicted_gib": p.peak_memory_gib, "memory_error": p.memory_error}
+
+
+def _cell(value) -> str:
+    return "" if value is None else f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def _mape(rows: list[dict], key: str) -> str:
+    errors = [abs(r[key]) for r in rows if r[key] is not None]
+    if not errors:
+        return "–"
+    signed = float(np.mean([r[key] for r in rows if r[key] is not None]))
+    return f"{np.mean(errors):.1%} (signed {signed:+.1%}, max {max(errors):.1%}, {len(errors)} runs)"
+
+
+def _shown(path: str) -> str:
+    """A path as the repository sees it (no machine's absolute paths in committed files)."""
+    resolved = Path(path).resolve()
+    return str(resolved.relative_to(ROOT)) if resolved.is_relative_to(ROOT) else resolved.name
+
+
+def measured_markdown(rows: list[dict], meta: dict[str, str], gpu_name: str, cluster_path: str, csv_path: str) -> str:
+    """The summary: MAPE of time and memory overall, per recompute and per model, then every run."""
+    csv_path, cluster_path = _shown(csv_path), _shown(cluster_path)
+    lines = [f"# archsim train vs measured one-GPU iterations: {gpu_name}", "",
+             (f"Measured: `{Path(csv_path).name}` ({meta.get('date', 'undated')}, torch {meta.get('torch', '?')}, "
+             f"complete: {meta.get('complete', '?')}, {meta.get('points', f'{len(rows)} points')}). "
+             f"Predicted: `archsim train` on `{Path(cluster_path).name}` with the A100-fitted kernel efficiencies "
+             f"({fitted.A100_KERNELS}) scaled by the catalog's peaks (their held-out MAPE on the A100 runs: 6.4%, "
+             "docs/training.md); nothing fitted on these runs. Error = "
+             "predicted / measured − 1; MAPE = mean |error|. Memory: archsim's peak per GPU vs "
+             "`torch.cuda.max_memory_allocated` (GiB). Regenerate: "
+             f"`python benchmarks/bench_vtrain_e2e.py --measured {csv_path} --cluster {cluster_path}`."), "",
+             "| runs | time MAPE | memory MAPE |", "| --- | --- | --- |",
+             f"| all | {_mape(rows, 'error')} | {_mape(rows, 'memory_error')} |"]
+    for recompute in sorted({r["recompute"] for r in rows}):
+        pick = [r for r in rows if r["recompute"] == recompute]
+        lines.append(f"| recompute {recompute} | {_mape(pick, 'error')} | {_mape(pick, 'memory_error')} |")
+    for shape in sorted({(r["hidden"], r["layers"]) for r in rows}):
+        pick = [r for r in rows if (r["hidden"], r["layers"]) == shape]
+        lines.append(f"| h{shape[0]} L{shape[1]} | {_mape(pick, 'error')} | {_mape(pick, 'memory_error')} |")
+    lines += ["", ("| model | recompute | B | b | measured ms | predicted ms | error | measured GiB | predicted GiB | "
+                   "memory error |"), "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in rows:
+        memory = (f"{r['measured_gib']:.2f} | {r['predicted_gib']:.2f} | {r['memory_error']:+.1%}"
+                  if r["measured_gib"] else f"– | {r['predicted_gib']:.2f} | –")
+        lines.append(f"| h{r['hidden']} L{r['layers']} | {r['recompute']} | {r['global_batch']} | {r['micro_batch']} | "
+                     f"{r['measured_ms']:.1f} | {r['predicted_ms']:.1f} | {r['error']:+.1%} | {memory} |")
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

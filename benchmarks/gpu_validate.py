@@ -19,7 +19,8 @@ The L2 cache is not flushed between calls.
 
 Writes ``benchmarks/results/gpu_kernels_<gpu-slug>.csv`` (metadata in ``# key: value`` lines),
 then runs ``archsim validate-gpu`` on it: ``benchmarks/results/gpu_validation_<gpu-slug>.md``
-(committed) and ``reports/gpu_validation_<gpu-slug>.html``. Stops starting new work after
+(committed) and ``reports/gpu_validation_<gpu-slug>.html`` (``--no-analysis``: the CSV only, for a GPU
+machine without plotly; the analysis runs anywhere later). Stops starting new work after
 --max-minutes and writes what it measured (metadata ``complete: false``).
 """
 
@@ -218,6 +219,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--out", default=None, help="CSV path (default benchmarks/results/gpu_kernels_<gpu>.csv)")
     parser.add_argument("--markdown", default=None, help="summary path (default benchmarks/results/gpu_validation_<gpu>.md)")
     parser.add_argument("--report", default=None, help="HTML path (default reports/gpu_validation_<gpu>.html)")
+    parser.add_argument("--no-analysis", action="store_true",
+                        help="only write the CSV (run archsim validate-gpu on it later, e.g. where plotly is installed)")
     args = parser.parse_args(argv)
     if args.repeats < 1 or args.warmup < 1:
         parser.error("--repeats and --warmup must be at least 1")
@@ -225,6 +228,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
+    began = time.monotonic()  # --max-minutes counts from here: importing torch and starting CUDA included
     args = parse_args(argv)
     try:
         import torch
@@ -255,7 +259,6 @@ def main(argv: list[str] | None = None) -> int:
           f"shapes × {len(args.batches)} batches; estimated {minutes:.1f} min (cap {args.max_minutes:g})", file=sys.stderr)
     measured: dict[tuple[tuple, int], dict[str, tuple[float, int]]] = {}
     skipped: list[str] = []
-    began = time.monotonic()
     complete = True
     for key, batch in tqdm(units, desc="gpu kernels", unit="shape"):
         if time.monotonic() - began > args.max_minutes * 60:
@@ -286,11 +289,15 @@ def main(argv: list[str] | None = None) -> int:
             "method": "median over repeats of (CUDA-event time of `inner` back-to-back calls / inner); cudnn.benchmark "
                       "on; launch gaps hidden by a queued GPU sleep; L2 not flushed",
             "complete": str(complete and not skipped).lower(), "skipped_oom": " ".join(skipped) or "none",
-            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "command": shlex.join(["python", "benchmarks/gpu_validate.py", *(argv if argv is not None else sys.argv[1:])])}
     out = Path(args.out or ROOT / "benchmarks" / "results" / f"gpu_kernels_{gpu}.csv")
     print(f"wrote {atomic_write_text(out, format_kernel_csv(meta, rows))} ({len(rows)} rows, "
           f"{(time.monotonic() - began) / 60:.1f} min)", file=sys.stderr)
+    if args.no_analysis:
+        print(f"gpu_validate: analyse later with archsim validate-gpu --csv {os.path.relpath(out)} --markdown M.md",
+              file=sys.stderr)
+        return 0
     return summarize(out, args, gpu)
 
 

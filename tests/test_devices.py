@@ -9,7 +9,8 @@ from archsim.lowering import Gemm, TrainingOp
 
 # name: (dense FP16 tensor TFLOP/s, SMs, tensor cores, HBM GiB, HBM GB/s, NVLink GB/s per direction)
 DATASHEET = {"v100-32gb": (125, 80, 640, 32, 900, 150), "a100-40gb": (312, 108, 432, 40, 1555, 300),
-             "a100-80gb": (312, 108, 432, 80, 2039, 300), "h100-80gb-sxm": (989.4, 132, 528, 80, 3350, 450)}
+             "a100-80gb": (312, 108, 432, 80, 2039, 300), "h100-80gb-sxm": (989.4, 132, 528, 80, 3350, 450),
+             "h200-141gb": (989.4, 132, 528, 143771 / 1024, 4800, 450)}
 
 
 @pytest.mark.parametrize("name", sorted(DATASHEET))

@@ -78,12 +78,15 @@ def test_timing_script_end_to_end_on_one_shape(tmp_path):
     _cuda()
     script = load_script()
     out = tmp_path / "gpu_kernels_x.csv"
+    # a GPU machine without plotly (the HTML report's) writes the CSV only; the analysis is tested without a GPU
+    analyse = importlib.util.find_spec("plotly") is not None
     code = script.main(["--networks", "vgg16", "--limit", "1", "--batches", "1", "--repeats", "2", "--warmup", "1",
-                        "--out", str(out), "--markdown", str(tmp_path / "x.md"), "--report", str(tmp_path / "x.html")])
+                        "--out", str(out), "--markdown", str(tmp_path / "x.md"), "--report", str(tmp_path / "x.html"),
+                        *([] if analyse else ["--no-analysis"])])
     assert code == 0
     table = read_kernel_csv(out)
     assert set(table.frame.layer) == {"conv1_1"} and set(table.frame.op) == set(OPS)
-    assert int(table.meta["sm_count"]) > 0 and (tmp_path / "x.md").is_file()
+    assert int(table.meta["sm_count"]) > 0 and (tmp_path / "x.md").is_file() == analyse
 
 
 @pytest.mark.parametrize("layer", [Layer("tiny_conv", "conv", 9, 9, 3, 3, 4, 8, stride=2, padding=1),
@@ -163,3 +166,17 @@ def test_script_bookkeeping_with_a_fake_gpu(tmp_path, monkeypatch, capsys):
     assert set(same) == {"vgg16/conv3_2"}
     assert (tmp_path / "fake.md").is_file() and (tmp_path / "fake.html").is_file()
     assert "F" in capsys.readouterr().out
+
+
+def test_no_analysis_writes_the_csv_only(tmp_path, monkeypatch):
+    """--no-analysis (a GPU machine without plotly): the measured CSV, no Markdown or HTML, exit 0."""
+    script = load_script()
+    monkeypatch.setitem(sys.modules, "torch", fake_torch())
+    monkeypatch.setitem(sys.modules, "plotly", None)  # as on the GPU machine: import plotly fails
+    monkeypatch.setattr(script.subprocess, "run", lambda *a, **k: (_ for _ in ()).throw(OSError("no nvidia-smi")))
+    monkeypatch.setattr(script, "measure", lambda torch, layer, batch, dtype, **_: {op: (1.0, 1) for op in OPS})
+    out = tmp_path / "k.csv"
+    code = script.main(["--networks", "vgg16", "--limit", "1", "--batches", "1", "--out", str(out), "--markdown",
+                        str(tmp_path / "k.md"), "--report", str(tmp_path / "k.html"), "--no-analysis"])
+    assert code == 0 and not (tmp_path / "k.md").exists() and not (tmp_path / "k.html").exists()
+    assert set(read_kernel_csv(out).frame.op) == set(OPS) and read_kernel_csv(out).meta["complete"] == "true"

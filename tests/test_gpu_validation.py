@@ -370,7 +370,7 @@ def test_cli_prints_statistics_and_writes_the_report(tmp_path, capsys):
 
 
 # -- committed measurements --------------------------------------------------------------------------
-COMMITTED = sorted((ROOT / "benchmarks" / "results").glob("*gpu*.csv"))
+COMMITTED = sorted((ROOT / "benchmarks" / "results").glob("gpu_kernels_*.csv"))  # gpu_validate.py's (not gpu_train_*)
 NO_COMMITTED = pytest.mark.skip(reason="no measured GPU CSV under benchmarks/results/ yet: run "
                                        "benchmarks/gpu_validate.py on a CUDA machine and commit its output")
 

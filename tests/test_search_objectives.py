@@ -100,3 +100,15 @@ def test_search_command_writes_the_pareto_page_and_the_gain(mixed, tmp_path, cap
     assert any(r["pp"] > 1 and 7 % r["pp"] for r in out["rows"])  # PP need not divide the layers when planned
     assert "uneven_gain_max" in out["meta"]
     assert page.stat().st_size > 0 and "Pareto front" in page.read_text()
+
+
+def test_a_gpu_without_a_default_price_asks_for_one():
+    """The H200 has a datasheet power (700 W) but no list price in the table: cost needs the file's own."""
+    from pathlib import Path
+
+    from archsim.errors import InputError
+
+    cluster = load_gpu_cluster(Path(__file__).resolve().parents[1] / "configs" / "clusters" / "h200_1gpu.toml")
+    assert watts(cluster, 1) == 700.0
+    with pytest.raises(InputError, match="price_per_gpu_hour"):
+        dollars_per_hour(cluster, 1)

@@ -16,6 +16,9 @@ Figures (dense, no sparsity), from NVIDIA's datasheets and architecture whitepap
 * H100 SXM5 80 GB (H100 datasheet; Hopper whitepaper): 132 SMs, 528 tensor cores, 989 TFLOP/s
   FP16/BF16 tensor, 1979 FP8, 495 TF32, 67 FP32; HBM3 3350 GB/s; NVLink 4: 18 links, 900 GB/s
   total; PCIe 5.0 128 GB/s total.
+* H200 SXM 141 GB (H200 datasheet): the H100 SXM's processor (same SMs, clock and peaks), HBM3e
+  4800 GB/s, NVLink 4 900 GB/s total, PCIe 5.0 128 GB/s total. Its "141 GB" are not GiB: the GPU
+  reports 143,771 MiB, the capacity used here.
 
 L2 read bandwidth (what feeds a GEMM tile's operands to the SMs): the Volta and Ampere whitepapers
 give 2,048 and 5,120 bytes per clock (A100: "2.3× V100's"). The Hopper whitepaper gives no figure;
@@ -97,8 +100,12 @@ GPUS: dict[str, Gpu] = {
     "h100-80gb-sxm": _gpu("NVIDIA H100 SXM5 80GB", "h100-sxm", 80,
                           {"fp16": 989.4, "bf16": 989.4, "fp8": 1978.9, "tf32": 494.7, "fp32": 66.9, "fp64": 66.9},
                           450, 64, 5120 * 132 / 108 * 2, 18),
+    "h200-141gb": _gpu("NVIDIA H200 SXM 141GB", "h200", 143771 / 1024,
+                       {"fp16": 989.4, "bf16": 989.4, "fp8": 1978.9, "tf32": 494.7, "fp32": 66.9, "fp64": 66.9},
+                       450, 64, 5120 * 132 / 108 * 2, 18),
 }
-ALIASES = {"v100": "v100-32gb", "a100": "a100-80gb", "h100": "h100-80gb-sxm", "h100-sxm": "h100-80gb-sxm"}
+ALIASES = {"v100": "v100-32gb", "a100": "a100-80gb", "h100": "h100-80gb-sxm", "h100-sxm": "h100-80gb-sxm",
+           "h200": "h200-141gb"}
 
 
 def gpu(name: str) -> Gpu:

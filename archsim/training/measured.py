@@ -1,21 +1,37 @@
-"""Measured training iterations (vTrain's released single-node A100 runs) and the model archsim
-predicts each with — shared by the benchmark, its fit and the tests."""
+"""Measured training iterations and the model archsim predicts each with — shared by the benchmark,
+its fit and the tests. Two sources, one format: vTrain's released single-node A100 runs
+(``vtrain_single_node_shown.csv``) and one-GPU runs timed by ``benchmarks/gpu_train_measure.py``,
+whose CSV adds ``recompute``, ``peak_memory_gib`` and ``gpu_name`` columns after ``# key: value``
+metadata lines (docs/formats.md, "Measured training runs")."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from archsim.errors import InputError
-from archsim.training.parallel import Parallelism
+from archsim.training.parallel import RECOMPUTE, Parallelism
 from archsim.validate import read_text
 from archsim.workload.transformer import TransformerConfig
 
+if TYPE_CHECKING:
+    from archsim.training.cluster import GpuCluster
+
 VOCAB = 50257  # GPT-2's vocabulary, as the measured runs used
+COLUMNS = ("# gpus", "global batch", "micro batch", "hidden size", "attention heads", "# layers", "sequence length",
+           "tensor parallelism", "data parallelism", "pipeline parallelism", "iteration time (ms)")
+OPTIONAL = ("recompute", "peak_memory_gib", "gpu_name")
+_META = re.compile(r"^#\s*([^,:]+?)\s*:\s?(.*)$")  # "# key: value" (the header "# GPUs,…" has commas, no colon)
 
 
 @dataclass(frozen=True)
 class MeasuredRun:
+    """One measured iteration; ``recompute`` as :class:`Parallelism`'s (the A100 runs: full);
+    ``peak_memory_gib``: the GPU's measured peak allocation (None: not measured)."""
+
     gpus: int
     global_batch: int
     micro_batch: int
@@ -27,6 +43,9 @@ class MeasuredRun:
     dp: int
     pp: int
     milliseconds: float
+    recompute: str = "full"
+    peak_memory_gib: float | None = None
+    gpu_name: str = ""
 
     def config(self) -> TransformerConfig:
         """The GPT the run trained: learned positions, FFN 4h, tied embeddings."""
@@ -34,30 +53,116 @@ class MeasuredRun:
                                  VOCAB, self.seq, 4 * self.hidden, self.heads, True, self.seq)
 
     def parallelism(self) -> Parallelism:
-        """Megatron-DeepSpeed as measured: 1F1B, full recomputation, no sequence parallelism."""
-        return Parallelism(self.tp, self.pp, self.dp, self.global_batch, self.micro_batch, "full")
+        """Megatron-DeepSpeed as measured: 1F1B, the run's recomputation, no sequence parallelism."""
+        return Parallelism(self.tp, self.pp, self.dp, self.global_batch, self.micro_batch, self.recompute)
 
     @property
     def shape(self) -> tuple[int, int]:
         return self.hidden, self.layers
 
 
-def read_measured(path: str | Path) -> list[MeasuredRun]:
-    """Rows of ``vtrain_single_node_shown.csv`` (header: GPUs, global batch, …, iteration time (ms))."""
-    lines = read_text(path, "measured runs").splitlines()
+@dataclass(frozen=True)
+class MeasuredTable:
+    """A measured CSV's runs and its ``# key: value`` metadata."""
+
+    runs: tuple[MeasuredRun, ...]
+    meta: dict[str, str] = field(default_factory=dict)
+
+
+def read_measured_table(path: str | Path) -> MeasuredTable:
+    """Read a measured CSV: metadata lines, the header (the 11 columns of :data:`COLUMNS`, then any of
+    :data:`OPTIONAL` by name), one run per line. Errors name the file, line and field."""
+    file = str(path)
+    lines = read_text(path, "measured runs", encoding="utf-8-sig").splitlines()
+    meta: dict[str, str] = {}
+    first = 0
+    while first < len(lines) and (not lines[first].strip() or _META.match(lines[first])):
+        match = _META.match(lines[first])
+        if match:
+            meta[match.group(1)] = match.group(2).strip()
+        first += 1
+    if first == len(lines):
+        raise InputError("no header row", file=file)
+    names = [c.strip().lower() for c in lines[first].split(",")]
+    if tuple(names[:len(COLUMNS)]) != COLUMNS:
+        raise InputError(f"expected the columns {', '.join(COLUMNS)} first", file=file, line=first + 1)
+    extra = {name: names.index(name) for name in OPTIONAL if name in names}
     runs = []
-    for number, line in enumerate(lines[1:], start=2):
-        cells = [c.strip() for c in line.split(",")]
+    for number, line in enumerate(lines[first + 1:], start=first + 2):
         if not line.strip():
             continue
+        cells = [c.strip() for c in line.split(",")]
         try:
             gpus, batch, micro, hidden, heads, layers, seq, tp, dp, pp = (int(c) for c in cells[:10])
-            runs.append(MeasuredRun(gpus, batch, micro, hidden, heads, layers, seq, tp, dp, pp, float(cells[10])))
-        except (ValueError, IndexError, TypeError):
-            raise InputError("expected 10 integers and a time in ms", file=str(path), line=number) from None
-        if runs[-1].gpus != runs[-1].tp * runs[-1].dp * runs[-1].pp:
-            raise InputError("GPUs ≠ TP × DP × PP", file=str(path), line=number)
-    return runs
+            ms = float(cells[10])
+        except (ValueError, IndexError):
+            raise InputError("expected 10 integers and a time in ms", file=file, line=number) from None
+        recompute = cells[extra["recompute"]] if "recompute" in extra and len(cells) > extra["recompute"] else "full"
+        if recompute not in RECOMPUTE:
+            raise InputError(f"expected one of {', '.join(RECOMPUTE)}, got {recompute!r}", file=file, line=number,
+                             field="recompute")
+        peak = _optional_float(cells, extra.get("peak_memory_gib"), file, number)
+        name = cells[extra["gpu_name"]] if "gpu_name" in extra and len(cells) > extra["gpu_name"] else ""
+        if not (ms > 0 and math.isfinite(ms)):
+            raise InputError(f"iteration time must be a positive number of ms, got {cells[10]!r}", file=file,
+                             line=number)
+        runs.append(MeasuredRun(gpus, batch, micro, hidden, heads, layers, seq, tp, dp, pp, ms, recompute, peak,
+                                name))
+        if gpus != tp * dp * pp:
+            raise InputError("GPUs ≠ TP × DP × PP", file=file, line=number)
+    return MeasuredTable(tuple(runs), meta)
 
 
-__all__ = ["VOCAB", "MeasuredRun", "read_measured"]
+def _optional_float(cells: list[str], index: int | None, file: str, line: int) -> float | None:
+    if index is None or index >= len(cells) or not cells[index]:
+        return None
+    try:
+        value = float(cells[index])
+    except ValueError:
+        value = math.nan
+    if not (value >= 0 and math.isfinite(value)):
+        raise InputError(f"expected a number of GiB ≥ 0, got {cells[index]!r}", file=file, line=line,
+                         field="peak_memory_gib")
+    return value
+
+
+def read_measured(path: str | Path) -> list[MeasuredRun]:
+    """The runs of a measured CSV (:func:`read_measured_table`), e.g. ``vtrain_single_node_shown.csv``."""
+    return list(read_measured_table(path).runs)
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """archsim train's iteration time (ms), peak memory per GPU (GiB) and breakdown (s) for one run."""
+
+    run: MeasuredRun
+    milliseconds: float
+    peak_memory_gib: float
+    breakdown: dict[str, float]
+
+    @property
+    def error(self) -> float:
+        """predicted / measured − 1 (signed)."""
+        return self.milliseconds / self.run.milliseconds - 1
+
+    @property
+    def memory_error(self) -> float | None:
+        """predicted / measured peak memory − 1 (None where the run's memory was not measured)."""
+        measured = self.run.peak_memory_gib
+        return None if not measured else self.peak_memory_gib / measured - 1
+
+
+def predict(runs: list[MeasuredRun] | tuple[MeasuredRun, ...], cluster: GpuCluster) -> list[Prediction]:
+    """``archsim train`` on ``cluster`` (its first GPU type) for every run — nothing fitted here."""
+    from archsim.training.run import train
+
+    out = []
+    for run in runs:
+        par = run.parallelism()
+        result = train(run.config(), par, cluster.machine(par))
+        out.append(Prediction(run, result.iteration_seconds * 1e3, result.peak_memory_gib, result.breakdown))
+    return out
+
+
+__all__ = ["COLUMNS", "OPTIONAL", "VOCAB", "MeasuredRun", "MeasuredTable", "Prediction", "predict", "read_measured",
+           "read_measured_table"]

@@ -6,9 +6,10 @@
   8-GPU instance hour ÷ 8, as published in 2024 (docs/citations.md, "GPU prices and power"): p3dn.24xlarge
   (8 × V100 32 GB) $31.212, p4d.24xlarge (8 × A100 40 GB) $32.7726, p4de.24xlarge (8 × A100 80 GB) $40.9657,
   p5.48xlarge (8 × H100 SXM 80 GB) $98.32. Cloud prices change (AWS cut P4 and P5 prices in 2025):
-  set ``price_per_gpu_hour`` in a ``[[servers]]`` table of the cluster TOML to use your own.
+  set ``price_per_gpu_hour`` in a ``[[servers]]`` table of the cluster TOML to use your own. The H200 has
+  no default price (a cluster of them must set it for ``cost``).
 * ``energy``: every GPU at its board power (TDP, :data:`GPU_WATTS`: the NVIDIA datasheets' V100 SXM2
-  300 W, A100 SXM4 400 W, H100 SXM5 700 W) for the whole iteration, in joules — an upper bound: a GPU
+  300 W, A100 SXM4 400 W, H100 SXM5 and H200 SXM 700 W) for the whole iteration, in joules — an upper bound: a GPU
   waiting in a pipeline bubble draws less, and the host, network and cooling are left out. Set
   ``gpu_watts`` per server to use a measured figure.
 
@@ -18,12 +19,14 @@ Only the GPUs a configuration uses are counted (the first TP × PP × DP GPUs of
 from __future__ import annotations
 
 from archsim.devices.catalog import GPUS
+from archsim.errors import InputError
 
 OBJECTIVES = ("time", "cost", "energy")
 
 PRICE_PER_GPU_HOUR = {"v100-32gb": 31.212 / 8, "a100-40gb": 32.7726 / 8, "a100-80gb": 40.9657 / 8,
                       "h100-80gb-sxm": 98.32 / 8}  # USD, AWS on-demand list prices (module docstring)
-GPU_WATTS = {"v100-32gb": 300.0, "a100-40gb": 400.0, "a100-80gb": 400.0, "h100-80gb-sxm": 700.0}  # datasheet TDP
+GPU_WATTS = {"v100-32gb": 300.0, "a100-40gb": 400.0, "a100-80gb": 400.0, "h100-80gb-sxm": 700.0,
+             "h200-141gb": 700.0}  # datasheet TDP
 _KEY = {device.name: key for key, device in GPUS.items()}  # a Gpu's name → its catalog key
 
 
@@ -34,7 +37,11 @@ def _per_gpu(cluster, gpus: int, overrides: tuple, table: dict[str, float]) -> f
     for server in range(-(-gpus // g)):
         count = min(g, gpus - server * g)
         own = overrides[server] if server < len(overrides) else None
-        total += count * (own if own is not None else table[_KEY[cluster.gpu_at(server * g).name]])
+        key = _KEY[cluster.gpu_at(server * g).name]
+        if own is None and key not in table:
+            raise InputError(f"no default figure for {key}: set price_per_gpu_hour / gpu_watts in its [[servers]] "
+                             "table", field="price_per_gpu_hour")
+        total += count * (own if own is not None else table[key])
     return total
 
 

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# The one-call GPU check (docs/training.md, "Hopper check"): run from the repository root on a machine
+# with one CUDA GPU and PyTorch, results into $OUT (at most 6 files), about 7 minutes:
+#
+#     OUT=/some/folder bash benchmarks/device_check.sh            # on the GPU machine
+#     OUT=$(mktemp -d) bash benchmarks/device_check.sh --dry-run  # here, on the CPU: the same steps on tiny shapes
+#
+# Steps, each under its own timeout (worst case 10 + 10 + 20 + 255 + 105 + 35 s = 7.3 min; expected about 6.3).
+# A shorter rerun: MEASURE_MINUTES=2 KERNEL_MINUTES=0 (0 skips the kernels) OUT=… bash benchmarks/device_check.sh
+#   1. nvidia-smi -L, the GPU's clocks and memory, python / torch / CUDA versions, `import archsim`;
+#   2. benchmarks/gpu_train_measure.py --max-minutes 4 → $OUT/gpu_train_measured.csv (one-GPU GPT
+#      training iterations; rewritten after every point, so a timeout keeps what was measured), with
+#      nvidia-smi dmon's SM clock, power and temperature every 5 s → $OUT/dmon.txt;
+#   3. benchmarks/gpu_validate.py --max-minutes 1.5 --no-analysis → $OUT/gpu_kernels.csv (VGG16 /
+#      ResNet-50 conv and fc kernels; analysed later with archsim validate-gpu where plotly is);
+#   4. the tests that need CUDA (they skip without it) → $OUT/pytest.txt.
+# Everything printed goes to $OUT/log.txt too. Nothing is installed; PYTHONPATH=. finds archsim.
+# Afterwards, here: python benchmarks/bench_vtrain_e2e.py --measured gpu_train_measured.csv
+#     --cluster configs/clusters/h200_1gpu.toml (or h100_1gpu.toml), and archsim validate-gpu --csv gpu_kernels.csv.
+set -u -o pipefail
+
+DRY=0
+if [ "${1:-}" = "--dry-run" ]; then DRY=1; elif [ $# -gt 0 ]; then echo "usage: OUT=DIR $0 [--dry-run]" >&2; exit 2; fi
+: "${OUT:?set OUT to the folder the results go to}"
+mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd) || exit 2  # absolute: the steps run from the repository root
+cd "$(dirname "$0")/.." || exit 2
+export PYTHONPATH=".${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
+PY=${PYTHON:-python3}
+# The test extra's reference packages absent on the GPU machine (tests/conftest.py refuses to run otherwise).
+export ARCHSIM_TESTS_WITHOUT=${ARCHSIM_TESTS_WITHOUT:-scalesim,distributed,mkdocs,openpyxl}
+
+if [ $DRY = 1 ]; then
+  # As on the GPU machine: no plotly, no SCALE-Sim (a shim on PYTHONPATH makes their import fail).
+  SHIM=$(mktemp -d) || exit 2
+  for name in plotly scalesim; do
+    echo "raise ImportError('$name is hidden by device_check.sh --dry-run: the GPU machine has none')" >"$SHIM/$name.py"
+  done
+  export PYTHONPATH="$PYTHONPATH:$SHIM"
+  MEASURE=(--device cpu --tiny --global-batches 4 --micro-batches 1,2 --warmup 1 --iterations 1 --max-minutes 0.5)
+  KERNELS=(--networks vgg16 --limit 1 --batches 1 --repeats 1 --warmup 1)
+else
+  MEASURE=(--max-minutes "${MEASURE_MINUTES:-4}")
+  KERNELS=(--batches 1,8,32 --repeats 5 --warmup 2 --max-minutes "${KERNEL_MINUTES:-1.5}")
+fi
+# each step's hard limit: its budget (which counts from the start of its Python process) plus 15 s
+MEASURE_TIMEOUT=$(awk -v m="${MEASURE_MINUTES:-4}" 'BEGIN { print int(m * 60 + 15) }')
+KERNEL_TIMEOUT=$(awk -v m="${KERNEL_MINUTES:-1.5}" 'BEGIN { print int(m * 60 + 15) }')
+CUDA_TESTS=(
+  "tests/test_gpu_timing_script.py::test_timing_script_on_one_tiny_layer"
+  "tests/test_gpu_timing_script.py::test_timing_script_end_to_end_on_one_shape"
+  "tests/test_gpu_train_measure.py::test_tiny_run_on_cuda"
+)
+
+step() { echo; echo "=== $(date -u +%H:%M:%S) $*"; }
+
+main() {
+  local status=0
+  step "1. the machine"
+  if command -v nvidia-smi >/dev/null; then
+    timeout 10 nvidia-smi -L
+    timeout 10 nvidia-smi --format=csv --query-gpu=name,memory.total,clocks.max.sm,clocks.sm,clocks.max.mem,power.limit,driver_version,temperature.gpu
+  else
+    echo "no nvidia-smi"
+  fi
+  timeout 20 "$PY" -c "import sys, torch, archsim; print('python', sys.version.split()[0], '| torch', torch.__version__, '| cuda', torch.version.cuda, '| available', torch.cuda.is_available(), '|', torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no GPU', '| archsim', archsim.__version__)" || status=1
+
+  step "2. training iterations (gpu_train_measure.py ${MEASURE[*]})"
+  local dmon=""
+  if command -v nvidia-smi >/dev/null; then  # SM clock, power, temperature every 5 s while training runs
+    timeout "$MEASURE_TIMEOUT" nvidia-smi dmon -s pc -d 5 >"$OUT/dmon.txt" 2>&1 &
+    dmon=$!
+  fi
+  timeout "$MEASURE_TIMEOUT" "$PY" benchmarks/gpu_train_measure.py --out "$OUT/gpu_train_measured.csv" "${MEASURE[@]}" || status=1
+  if [ -n "$dmon" ]; then kill "$dmon" 2>/dev/null; wait "$dmon" 2>/dev/null; fi
+
+  step "3. conv/fc kernels (gpu_validate.py ${KERNELS[*]})"
+  if [ "${KERNEL_MINUTES:-1.5}" = 0 ]; then
+    echo "skipped (KERNEL_MINUTES=0)"
+  elif [ $DRY = 1 ]; then
+    echo "(dry run: gpu_validate.py needs CUDA; its exit 2 without a GPU is expected)"
+    timeout "$KERNEL_TIMEOUT" "$PY" benchmarks/gpu_validate.py --no-analysis --out "$OUT/gpu_kernels.csv" "${KERNELS[@]}"
+    [ $? = 2 ] || status=1
+  else
+    timeout "$KERNEL_TIMEOUT" "$PY" benchmarks/gpu_validate.py --no-analysis --out "$OUT/gpu_kernels.csv" "${KERNELS[@]}" || status=1
+  fi
+
+  step "4. the CUDA tests"
+  timeout 35 "$PY" -m pytest -q -p no:cacheprovider "${CUDA_TESTS[@]}" 2>&1 | tee "$OUT/pytest.txt" || status=1
+
+  step "done (status $status); files in OUT:"
+  ls -la "$OUT"
+  return $status
+}
+
+main 2>&1 | tee "$OUT/log.txt"
