@@ -11,7 +11,8 @@ parallelism for a transformer, a global batch and a GPU cluster.
    state (fewer than 2p micro-batches), where their closed forms are poor.
 3. Re-time the best ``refine`` estimated by a closed form with the event simulator
    (:func:`archsim.training.run.train`) when their schedule is small enough, and rank again:
-   ``timing`` says which model timed each row.
+   ``timing`` says which model timed each row. On a heterogeneous cluster every closed form is an
+   estimate (1F1B's too), and a row on a planned placement is re-timed on each server order.
 """
 
 from __future__ import annotations
@@ -22,10 +23,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from archsim.training.iteration import after_backward, model_pieces, one_f_one_b_seconds, stage_times
-from archsim.training.layer_ops import layer_parameters
 from archsim.training.objectives import OBJECTIVE_COLUMN, objective_columns
 from archsim.training.placement import layouts, order_text, server_orders
-from archsim.training.search_commands import megatron_args, train_command
+from archsim.training.search_rows import megatron_args, model_flops, pareto_front, train_command
 from archsim.training.search_space import (
     REASONS,
     V_SHAPED,
@@ -50,15 +50,6 @@ class SearchResult:
     enumerated: int
     costed: int
     pareto: list[dict]        # time vs memory per GPU (or vs the objective): none other is faster and smaller
-
-
-def model_flops(c: TransformerConfig, global_batch: int) -> float:
-    """FLOPs of one iteration without recomputation (PaLM's MFU count, Chowdhery et al. 2022 App. B):
-    6 per parameter per token (the layers' and the LM head's) plus 12·layers·hidden·seq per token for
-    attention's scores and context. For a GPT this is Narayanan et al.'s 72·B·s·l·h²(1 + s/6h + V/12lh)."""
-    tokens = global_batch * c.seq
-    params = c.layers * layer_parameters(c) + c.vocab * c.hidden
-    return tokens * (6 * params + 12 * c.layers * c.hidden * c.seq)
 
 
 def pipeline_seconds(schedule: str, times, p: int, m: int, v: int) -> float:
@@ -236,13 +227,15 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
             if reason:
                 rejected[reason] += 1
     costed.sort(key=value)
-    make = _RowMaker(c, cluster, global_batch, coster, balance)
+    make = _RowMaker(c, cluster, global_batch, coster, balance, orders, value)
     rows = [make(k, s, mem, timing) for s, timing, mem, k in costed[:max(top, refine)]]
     if refine:
         with progress(min(refine, len(rows)), "re-time in the event simulator", "config", delay=1.0) as bar:
             timed = []
             for row in rows[:refine]:
-                estimate = row["timing"] == "closed-form" and row["schedule"] not in CLOSED_FORM_EXACT
+                # 1F1B's and GPipe's closed form is exact on equal stages only, not on mixed GPUs
+                estimate = row["timing"] == "closed-form" and (row["schedule"] not in CLOSED_FORM_EXACT
+                                                               or cluster.heterogeneous)
                 timed.append(make.event_row(row) if estimate else row)
                 bar.update(1)
         rows[:refine] = sorted(timed, key=lambda r: r[OBJECTIVE_COLUMN[objective]])
@@ -260,23 +253,14 @@ def _objective_value(coster: _Coster, objective: str):
     return lambda t: objective_columns(coster.placed(t[3]), t[3].tp * t[3].pp * t[3].dp, t[0])[column]
 
 
-def pareto_front(costed: list[tuple], second=lambda t: t[2]) -> list[tuple]:
-    """(seconds, timing, bytes, candidate) none of the others beats on both seconds and ``second``
-    (default the bytes; ties: the first kept), fastest first: sorted by time, each kept if smaller
-    than everything faster."""
-    front: list[tuple] = []
-    for item in sorted(costed, key=lambda t: (t[0], second(t))):
-        if not front or second(item) < second(front[-1]):
-            front.append(item)
-    return front
-
-
 class _RowMaker:
     """Output rows: the configuration, its time, memory, MFU, cost, energy, stage split, server order
     and what the planned split and order gain (timed by the same coster)."""
 
-    def __init__(self, c, cluster, global_batch: int, coster: _Coster, balance: str = "even") -> None:
+    def __init__(self, c, cluster, global_batch: int, coster: _Coster, balance: str = "even", orders=None,
+                 value=lambda t: t[0]) -> None:
         self.c, self.cluster, self.global_batch, self.coster, self.balance = c, cluster, global_batch, coster, balance
+        self.orders, self.value = orders, value  # the server orders a planned placement tries; the objective
         self.keep: dict[int, Candidate] = {}
 
     def __call__(self, k: Candidate, seconds: float, memory: float, timing: str) -> dict:
@@ -323,18 +307,34 @@ class _RowMaker:
             return float("nan")
         return 1.0 - self.coster.seconds(k)[0] / self.coster.seconds(fit[0])[0]
 
-    def event_row(self, row: dict) -> dict:
+    def _event_seconds(self, k: Candidate) -> float:
         from archsim.training.run import train
 
+        par = k.parallelism(self.global_batch)
+        cluster = self.coster.placed(k)
+        machines = cluster.rank_machines(par) if cluster.heterogeneous else None
+        return train(self.c, par, cluster.machine(par), machines).iteration_seconds
+
+    def event_row(self, row: dict) -> dict:
+        """The row re-timed in the event simulator; under a planned placement every server order is
+        re-timed and the best by the objective kept (its gain then over the file's order, both timed so)."""
         k = self.keep[id(row)]
         par = k.parallelism(self.global_batch)
         if k.pp * par.microbatches * par.chunks > EVENT_ACTION_LIMIT:
             return row
-        cluster = self.coster.placed(k)
-        machines = cluster.rank_machines(par) if cluster.heterogeneous else None
-        result = train(self.c, par, cluster.machine(par), machines)
-        # its time; the memory is the search's (V chunks placed right)
-        return self(k, result.iteration_seconds, row["peak_memory_gib"] * 2**30, "event")
+        if k.placement is None or self.orders is None:  # its time; the memory is the search's (V chunks placed right)
+            return self(k, self._event_seconds(k), row["peak_memory_gib"] * 2**30, "event")
+        timed = []
+        for order, on in layouts(self.cluster, par, self.orders)[0]:
+            fit = _fit(self.c, on, self.global_batch, replace(k, placement=order, stage_layers=None), self.balance,
+                       self.coster.pieces_of)
+            if not isinstance(fit, str):
+                timed.append((self._event_seconds(fit[0]), "event", fit[1], fit[0]))
+        best = min(timed, key=self.value)  # the first of equals: the file's order when it is one
+        out = self(best[3], best[0], best[2], "event")
+        file = [t for t in timed if t[3].placement == tuple(sorted(t[3].placement))]
+        out["placement_gain"] = 1.0 - best[0] / file[0][0] if file else float("nan")
+        return out
 
 
 __all__ = ["EVENT_ACTION_LIMIT", "SearchResult", "megatron_args", "model_flops", "pareto_front", "pipeline_seconds", "search",

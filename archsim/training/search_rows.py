@@ -1,8 +1,31 @@
-"""What a search row gives to run it: Megatron-LM's arguments and the ``archsim train`` line."""
+"""What a search row carries besides its time: the model FLOPs of its MFU, Megatron-LM's arguments, the
+``archsim train`` line that reproduces it, and the Pareto front of the rows."""
 
 from __future__ import annotations
 
+from archsim.training.layer_ops import layer_parameters
 from archsim.training.search_space import Candidate
+from archsim.workload.transformer import TransformerConfig
+
+
+def model_flops(c: TransformerConfig, global_batch: int) -> float:
+    """FLOPs of one iteration without recomputation (PaLM's MFU count, Chowdhery et al. 2022 App. B):
+    6 per parameter per token (the layers' and the LM head's) plus 12·layers·hidden·seq per token for
+    attention's scores and context. For a GPT this is Narayanan et al.'s 72·B·s·l·h²(1 + s/6h + V/12lh)."""
+    tokens = global_batch * c.seq
+    params = c.layers * layer_parameters(c) + c.vocab * c.hidden
+    return tokens * (6 * params + 12 * c.layers * c.hidden * c.seq)
+
+
+def pareto_front(costed: list[tuple], second=lambda t: t[2]) -> list[tuple]:
+    """(seconds, timing, bytes, candidate) none of the others beats on both seconds and ``second``
+    (default the bytes; ties: the first kept), fastest first: sorted by time, each kept if smaller
+    than everything faster."""
+    front: list[tuple] = []
+    for item in sorted(costed, key=lambda t: (t[0], second(t))):
+        if not front or second(item) < second(front[-1]):
+            front.append(item)
+    return front
 
 
 def megatron_args(k: Candidate, global_batch: int, layers: int) -> str:
@@ -43,4 +66,4 @@ def train_command(model: str, cluster: str, global_batch: int, row: dict) -> str
     return line + (" --sequence-parallel" if row["sequence_parallel"] else "")
 
 
-__all__ = ["megatron_args", "train_command"]
+__all__ = ["megatron_args", "model_flops", "pareto_front", "train_command"]
