@@ -141,6 +141,7 @@ def _best_placement(config, cluster, par, balance: str):
     best = None
     for order, placed in options:
         machines = placed.rank_machines(par)
+        assert machines is not None  # layouts() kept only orders that lay it out
         try:
             trial = _split(config, par, machines, balance)
         except InputError:
@@ -159,8 +160,10 @@ def _best_placement(config, cluster, par, balance: str):
 def _run_sweep(args: argparse.Namespace, config) -> int:
     import pandas as pd
 
+    from archsim.errors import InputError
     from archsim.outputs import render
     from archsim.training.cluster import load_gpu_cluster
+    from archsim.training.placement import parse_placement
     from archsim.training.sweep import parse_axis, sweep
 
     axes = [parse_axis(text) for text in args.sweep]
@@ -168,6 +171,12 @@ def _run_sweep(args: argparse.Namespace, config) -> int:
             "micro_batch": args.micro_batch, "recompute": args.recompute,
             "sequence_parallel": args.sequence_parallel, "interleave": args.interleave, "schedule": args.schedule}
     cluster = load_gpu_cluster(args.cluster)
+    placement = parse_placement(args.placement, cluster)
+    if placement == "planned":
+        raise InputError("--sweep runs each point in one server order: give --placement file or an order I,J,…",
+                         field="placement")
+    if isinstance(placement, tuple):
+        cluster = cluster.reordered(placement)
     rows = sweep(config, cluster, base, axes)
     meta = {"model": config.name, "gpu": cluster.gpu.name, "points": len(rows),
             "axes": ",".join(name for name, _ in axes)}

@@ -14,8 +14,12 @@ machine and the same servers used — are tried once (:func:`layouts`). A brute 
 from __future__ import annotations
 
 from math import factorial, prod
+from typing import TYPE_CHECKING
 
 from archsim.errors import InputError
+
+if TYPE_CHECKING:
+    from archsim.training.cluster import GpuCluster
 
 PLACEMENTS = ("file", "planned")
 MAX_ORDERS = 5040  # distinct server orders --placement planned tries (7 servers all different)
@@ -61,7 +65,7 @@ def server_orders(cluster) -> list[tuple[int, ...]]:
     return out
 
 
-def layouts(cluster, par, orders) -> tuple[list[tuple[tuple[int, ...], object]], str | None]:
+def layouts(cluster: GpuCluster, par, orders) -> tuple[list[tuple[tuple[int, ...], GpuCluster]], str | None]:
     """(order, placed cluster) for each distinct way ``orders`` lay ``par`` out, and the file order's
     reason when none can (:meth:`~archsim.training.cluster.GpuCluster.problem`). Two orders are alike
     when every rank gets the same machine and the GPUs used are the same kinds."""

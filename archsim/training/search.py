@@ -332,7 +332,7 @@ class _RowMaker:
                 timed.append((self._event_seconds(fit[0]), "event", fit[1], fit[0]))
         best = min(timed, key=self.value)  # the first of equals: the file's order when it is one
         out = self(best[3], best[0], best[2], "event")
-        file = [t for t in timed if t[3].placement == tuple(sorted(t[3].placement))]
+        file = [t for t in timed if t[3].placement == tuple(sorted(t[3].placement or ()))]
         out["placement_gain"] = 1.0 - best[0] / file[0][0] if file else float("nan")
         return out
 
