@@ -330,6 +330,8 @@ class _RowMaker:
                        self.coster.pieces_of)
             if not isinstance(fit, str):
                 timed.append((self._event_seconds(fit[0]), "event", fit[1], fit[0]))
+        if not timed:  # not expected: the row's own order fitted in the search
+            return row
         best = min(timed, key=self.value)  # the first of equals: the file's order when it is one
         out = self(best[3], best[0], best[2], "event")
         file = [t for t in timed if t[3].placement == tuple(sorted(t[3].placement or ()))]
