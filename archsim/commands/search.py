@@ -9,6 +9,7 @@ from archsim.commands import Command
 from archsim.commands.common import add_output_arguments, add_timeline_outputs, emit, positive_int
 from archsim.training.objectives import OBJECTIVES
 from archsim.training.parallel import RECOMPUTE
+from archsim.training.placement import PLACEMENTS
 from archsim.training.search_space import SCHEDULES
 from archsim.training.stage_split import BALANCES
 
@@ -31,6 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--balance", default="even", choices=BALANCES,
                         help="layers per pipeline stage: Megatron's even split, or planned by PipeDream's DP over "
                              "embedding, layers and LM head under each GPU's memory (one-chunk schedules)")
+    parser.add_argument("--placement", default="file", choices=PLACEMENTS,
+                        help="which servers run which pipeline ranks: the cluster file's order, or the best of every "
+                             "distinct server order for each configuration (heterogeneous clusters)")
     parser.add_argument("--top", type=positive_int, default=10, help="rows to print, best first")
     parser.add_argument("--recompute", nargs="+", default=list(RECOMPUTE), choices=RECOMPUTE,
                         help="recompute modes to try")
@@ -69,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
                     micro_batches=range(1, args.max_micro_batch + 1), recomputes=tuple(args.recompute),
                     schedules=tuple(args.schedule), chunks=tuple(args.chunks), sequence_parallel=sp, top=args.top,
                     refine=2 * args.top if args.refine is None else max(args.refine, 0), balance=args.balance,
-                    objective=args.objective)
+                    objective=args.objective, placement=args.placement)
     rows = [{**row, "command": train_command(args.model, args.cluster, args.global_batch, row)}
             for row in result.rows]
     gains = [row["uneven_gain"] for row in result.rows if row["uneven_gain"] == row["uneven_gain"]]
@@ -80,6 +84,9 @@ def run(args: argparse.Namespace) -> int:
             "enumerated": result.enumerated, "costed": result.costed, "rejected": result.rejected,
             "uneven_gain_first_row": result.rows[0]["uneven_gain"] if result.rows else None,
             "uneven_gain_max": max(gains) if gains else None,
+            **({"placement": args.placement,
+                "placement_gain_first_row": result.rows[0]["placement_gain"] if result.rows else None}
+               if args.placement == "planned" else {}),
             "pareto": [{k: v for k, v in row.items() if k != "megatron_args"} for row in result.pareto]}
     if args.format != "json":
         meta = {k: (", ".join(f"{r}: {n}" for r, n in v.items()) if isinstance(v, dict) else v)
@@ -117,6 +124,8 @@ def _write_best_timeline(args: argparse.Namespace, config, cluster, rows: list[d
     split = tuple(int(n) for n in r["stage_layers"].split(",")) if r["stage_layers"] else None
     par = Parallelism(r["tp"], r["pp"], r["dp"], args.global_batch, r["micro_batch"], r["recompute"],
                       r["sequence_parallel"], r["interleave"], r["schedule"], split)
+    if r.get("placement"):
+        cluster = cluster.reordered(tuple(int(n) for n in r["placement"].split(",")))
     result = train(config, par, cluster.machine(par), cluster.rank_machines(par) if cluster.heterogeneous else None)
     write_timeline_outputs(args, result.timeline, f"{config.name}: TP{par.tp} PP{par.pp} DP{par.dp}, {r['schedule']}")
 

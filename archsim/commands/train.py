@@ -34,6 +34,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--balance", default="even", choices=("even", "planned"),
                         help="without --stage-layers: Megatron's even split, or the split PipeDream's DP plans over "
                              "embedding, layers and LM head under each GPU's memory")
+    parser.add_argument("--placement", default="file", metavar="file|planned|I,J,…",
+                        help="which servers run which pipeline ranks: the cluster file's order (default), the fastest "
+                             "of every distinct server order (with its split under --balance planned), or an order "
+                             "of the file's servers numbered from 0 (count expanded), as archsim search prints")
     parser.add_argument("--sweep", action="append", default=[], metavar="KEY=V1,V2,…",
                         help="sweep an axis (tp, pp, dp, global_batch, micro_batch, interleave, recompute, schedule, "
                              "sequence_parallel); repeat for a grid: one row per point instead of one iteration's "
@@ -43,7 +47,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dataclasses import replace
 
     import pandas as pd
 
@@ -52,8 +55,9 @@ def run(args: argparse.Namespace) -> int:
     from archsim.outputs import render
     from archsim.training.cluster import load_gpu_cluster
     from archsim.training.parallel import Parallelism
+    from archsim.training.placement import order_text, parse_placement
     from archsim.training.run import train
-    from archsim.training.stage_split import parse_stage_layers, planned_split
+    from archsim.training.stage_split import parse_stage_layers
     from archsim.workload.transformer import load_transformer
 
     config = load_transformer(args.model, seq=args.seq)
@@ -63,19 +67,16 @@ def run(args: argparse.Namespace) -> int:
                       args.sequence_parallel, args.interleave, args.schedule,
                       parse_stage_layers(args.stage_layers) if args.stage_layers else None)
     cluster = load_gpu_cluster(args.cluster)
+    placement = parse_placement(args.placement, cluster)
+    if isinstance(placement, tuple):
+        cluster = cluster.reordered(placement)
+    if placement == "planned":
+        cluster, par, placement = _best_placement(config, cluster, par, args.balance)
     machines = cluster.rank_machines(par)
     if machines is None:
-        raise InputError("a pipeline stage's GPUs are of different types: choose TP × DP to fill whole servers of "
-                         "one type", field="tp")
+        raise InputError(_LAYOUT_ERRORS["stage-mixes-gpu-types"], field="tp")
+    par = _split(config, par, machines, args.balance)
     capacities = [m.gpu.memory_bytes for m in machines]
-    if args.balance == "planned" and par.stage_layers is None and par.pp > 1:
-        if par.chunks != 1:
-            raise InputError("--balance planned splits one chunk per rank: not with --interleave or a V schedule",
-                             field="balance")
-        split = planned_split(config, par, machines, capacities)
-        if split is None:
-            raise InputError("no split of the layers over the pipeline stages fits the GPUs' memory", field="balance")
-        par = replace(par, stage_layers=split)
     result = train(config, par, machines[0], machines)
     capacity = max(capacities)
     memory = [{"rank": r, "gpu": machines[r].gpu.name, "parameters": m.parameters, "states_gib": m.states / 2**30,
@@ -89,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
             "microbatches": par.microbatches, "recompute": par.recompute,
             "sequence_parallel": par.sequence_parallel, "interleave": par.interleave, "schedule": par.schedule,
             "stage_layers": ",".join(map(str, par.stage_layers)) if par.stage_layers else "even",
+            "placement": order_text(placement) if isinstance(placement, tuple) else "file",
             "iteration_seconds": result.iteration_seconds, "peak_memory_gib": result.peak_memory_gib,
             "memory_capacity_gib": capacity / 2**30, "fits_memory": all(m["fits"] for m in memory),
             "breakdown_seconds": result.breakdown, "memory_per_rank": memory,
@@ -101,11 +103,67 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+_LAYOUT_ERRORS = {
+    "tp-within-server": "a TP group spans two servers: choose a TP that divides the GPUs of each server it runs on",
+    "stage-mixes-gpu-types": "a pipeline stage's GPUs are of different types: choose TP × DP to fill whole servers "
+                             "of one type"}
+
+
+def _split(config, par, machines, balance: str):
+    """``par`` with the planner's stage split under ``--balance planned`` (its own split kept)."""
+    from dataclasses import replace
+
+    from archsim.errors import InputError
+    from archsim.training.stage_split import planned_split
+
+    if balance != "planned" or par.stage_layers is not None or par.pp == 1:
+        return par
+    if par.chunks != 1:
+        raise InputError("--balance planned splits one chunk per rank: not with --interleave or a V schedule",
+                         field="balance")
+    split = planned_split(config, par, machines, [m.gpu.memory_bytes for m in machines])
+    if split is None:
+        raise InputError("no split of the layers over the pipeline stages fits the GPUs' memory", field="balance")
+    return replace(par, stage_layers=split)
+
+
+def _best_placement(config, cluster, par, balance: str):
+    """The fastest of the distinct server orders (:mod:`archsim.training.placement`) that fit memory:
+    (placed cluster, parallelism with its split, order); ties keep the earlier order (the file's first)."""
+    from archsim.errors import InputError
+    from archsim.training.placement import layouts, server_orders
+    from archsim.training.run import train
+
+    options, reason = layouts(cluster, par, server_orders(cluster))
+    if not options:
+        raise InputError(f"no server order lays this out: {_LAYOUT_ERRORS[reason or 'stage-mixes-gpu-types']}",
+                         field="placement")
+    best = None
+    for order, placed in options:
+        machines = placed.rank_machines(par)
+        assert machines is not None  # layouts() kept only orders that lay it out
+        try:
+            trial = _split(config, par, machines, balance)
+        except InputError:
+            continue
+        result = train(config, trial, machines[0], machines)
+        fits = all(m.total <= mc.gpu.memory_bytes for m, mc in zip(result.memory, machines))
+        key = (not fits, result.iteration_seconds)
+        if best is None or key < best[0]:
+            best = (key, placed, trial, order)
+    if best is None:
+        raise InputError("no split of the layers over the pipeline stages fits the GPUs' memory in any server order",
+                         field="balance")
+    return best[1], best[2], best[3]
+
+
 def _run_sweep(args: argparse.Namespace, config) -> int:
     import pandas as pd
 
+    from archsim.errors import InputError
     from archsim.outputs import render
     from archsim.training.cluster import load_gpu_cluster
+    from archsim.training.placement import parse_placement
     from archsim.training.sweep import parse_axis, sweep
 
     axes = [parse_axis(text) for text in args.sweep]
@@ -113,6 +171,12 @@ def _run_sweep(args: argparse.Namespace, config) -> int:
             "micro_batch": args.micro_batch, "recompute": args.recompute,
             "sequence_parallel": args.sequence_parallel, "interleave": args.interleave, "schedule": args.schedule}
     cluster = load_gpu_cluster(args.cluster)
+    placement = parse_placement(args.placement, cluster)
+    if placement == "planned":
+        raise InputError("--sweep runs each point in one server order: give --placement file or an order I,J,…",
+                         field="placement")
+    if isinstance(placement, tuple):
+        cluster = cluster.reordered(placement)
     rows = sweep(config, cluster, base, axes)
     meta = {"model": config.name, "gpu": cluster.gpu.name, "points": len(rows),
             "axes": ",".join(name for name, _ in axes)}

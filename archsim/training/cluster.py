@@ -9,18 +9,23 @@ nccl-tests, :func:`archsim.training.fitted.nvlink_group`); a group that spans se
 ``inter_server_gbps`` per GPU (``inter_server_link = "per_gpu_pair"``: each GPU its own NIC) or that
 bandwidth shared by the server's GPUs (``"shared"``).
 
-Heterogeneous clusters: ``[[servers]]`` tables may name different GPUs (same GPU count per server).
-GPUs are numbered in the file's order, and a pipeline rank runs on GPUs r·TP·DP … (r + 1)·TP·DP − 1
-(Megatron's order), so list the servers in the pipeline order wanted; :meth:`GpuCluster.rank_machines`
-gives each rank its GPU, kernels and links (None when one rank's GPUs mix types). A server may
-override the objectives' figures with ``price_per_gpu_hour`` (USD) and ``gpu_watts``
-(:mod:`archsim.training.objectives`).
+Heterogeneous clusters: ``[[servers]]`` tables may name different GPUs and hold different GPU
+counts. GPUs are numbered in the file's order (or in a server order of
+:mod:`archsim.training.placement`, :meth:`GpuCluster.reordered`), and a pipeline rank runs on GPUs
+r·TP·DP … (r + 1)·TP·DP − 1 (Megatron's order). :meth:`GpuCluster.problem` says why a configuration
+cannot be laid out — a TP group across two servers (``tp-within-server``) or one rank's GPUs of two
+types (``stage-mixes-gpu-types``: archsim does not run a stage at its slowest GPU, it refuses it) —
+and :meth:`GpuCluster.rank_machines` gives each rank its GPU, kernels and links (its own TP and DP
+groups' links). A server may override the objectives' figures with ``price_per_gpu_hour`` (USD) and
+``gpu_watts`` (:mod:`archsim.training.objectives`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from bisect import bisect_right
+from dataclasses import dataclass, replace
 from functools import cached_property
+from itertools import accumulate
 from pathlib import Path
 
 from archsim.devices.catalog import Gpu, gpu
@@ -36,57 +41,102 @@ MAX_GPUS = 4096  # a training cluster's GPUs (its topology is a GPUs × GPUs ban
 
 @dataclass(frozen=True)
 class GpuCluster:
-    topology: Topology
-    gpu: Gpu
-    gpus_per_server: int
+    topology: Topology  # its GPU count is read (the training model prices links by class, not by this matrix)
+    gpu: Gpu  # the first server's GPU
+    gpus_per_server: int  # the largest server's GPUs (every server's on a uniform cluster)
     inter_server_bytes_per_s: float
     servers: tuple[Gpu, ...] = ()  # each server's GPU, in the file's order (empty: all ``gpu``)
     prices: tuple[float | None, ...] = ()  # each server's USD per GPU-hour override (None: the default table)
     watts: tuple[float | None, ...] = ()  # each server's watts per GPU override
+    sizes: tuple[int, ...] = ()  # each server's GPU count (empty: all ``gpus_per_server``)
 
     @cached_property
     def heterogeneous(self) -> bool:
-        return len({device.name for device in self.servers}) > 1
+        """Servers of several GPU types or GPU counts: each rank is then laid out and costed on its own."""
+        return len({device.name for device in self.servers}) > 1 or len(set(self.sizes)) > 1
+
+    @cached_property
+    def starts(self) -> tuple[int, ...]:
+        """Each server's first GPU index, then the GPU count."""
+        sizes = self.sizes or (self.gpus_per_server,) * max(len(self.servers), 1)
+        return tuple(accumulate(sizes, initial=0))
+
+    def server_of(self, index: int) -> int:
+        return bisect_right(self.starts, index) - 1
 
     def gpu_at(self, index: int) -> Gpu:
-        return self.servers[index // self.gpus_per_server] if self.servers else self.gpu
+        return self.servers[self.server_of(index)] if self.servers else self.gpu
 
-    def machine(self, par: Parallelism, device: Gpu | None = None) -> Machine:
-        """The machine of a pipeline rank on ``device`` (default the cluster's first GPU type)."""
+    def reordered(self, order: tuple[int, ...]) -> GpuCluster:
+        """The cluster with its servers in ``order`` (indices of the file's servers, ``count`` expanded),
+        its GPUs numbered anew in that order."""
+        def pick(values: tuple) -> tuple:
+            return tuple(values[i] for i in order) if values else values
+
+        servers = pick(self.servers)
+        return replace(self, gpu=servers[0] if servers else self.gpu, servers=servers, prices=pick(self.prices),
+                       watts=pick(self.watts), sizes=pick(self.sizes))
+
+    def _check_gpus(self, par: Parallelism) -> None:
         if par.gpus > self.topology.devices:
             raise InputError(f"TP × PP × DP = {par.gpus} GPUs, the cluster has {self.topology.devices}", field="gpus")
+
+    def _link(self, device: Gpu, members: range):
+        """A group's link: its server's NVLink when all ``members`` (GPU indices) sit in one server, else
+        the inter-server network."""
+        server = self.server_of(members[0])
+        if server != self.server_of(members[-1]):
+            return fitted.infiniband(self.inter_server_bytes_per_s)
+        first = self.starts[server]
+        return fitted.nvlink_group(device, tuple(i - first for i in members))
+
+    def machine(self, par: Parallelism, device: Gpu | None = None, rank: int = 0) -> Machine:
+        """The machine of pipeline rank ``rank`` on ``device`` (default the cluster's first GPU type):
+        its own TP and DP groups' links, and the pipeline's (its ranks' first GPUs) for the hops."""
+        self._check_gpus(par)
         device = device or self.gpu
-        ib = fitted.infiniband(self.inter_server_bytes_per_s)
-        g = self.gpus_per_server
-
-        def link(members: range):  # the first group of a kind: GPU indices, Megatron's order
-            return fitted.nvlink_group(device, tuple(members)) if members[-1] < g else ib
-
+        start = rank * par.tp * par.dp
         return Machine(device, fitted.kernels(device.name),
-                       Links(tp=link(range(par.tp)), dp=link(range(0, par.tp * par.dp, par.tp)),
-                             pp=link(range(0, par.gpus, par.tp * par.dp))))
+                       Links(tp=self._link(device, range(start, start + par.tp)),
+                             dp=self._link(device, range(start, start + par.tp * par.dp, par.tp)),
+                             pp=self._link(device, range(0, par.gpus, par.tp * par.dp))))
+
+    def problem(self, par: Parallelism) -> str | None:
+        """Why ``par`` cannot be laid out in GPU order: a TP group across two servers
+        (``tp-within-server``: a server boundary inside the GPUs used that TP does not divide) or a rank
+        whose TP × DP GPUs are of two types (``stage-mixes-gpu-types``); None when it can."""
+        self._check_gpus(par)
+        if any(b % par.tp for b in self.starts[1:] if b < par.gpus):
+            return "tp-within-server"
+        return "stage-mixes-gpu-types" if self.rank_gpus(par) is None else None
 
     def rank_gpus(self, par: Parallelism) -> tuple[Gpu, ...] | None:
         """Each pipeline rank's GPU, or None when a rank's TP × DP GPUs are of different types."""
-        if par.gpus > self.topology.devices:
-            raise InputError(f"TP × PP × DP = {par.gpus} GPUs, the cluster has {self.topology.devices}", field="gpus")
+        self._check_gpus(par)
         group = par.tp * par.dp
         out = []
         for r in range(par.pp):
-            kinds = {self.gpu_at(i) for i in range(r * group, (r + 1) * group, self.gpus_per_server)}
-            kinds.add(self.gpu_at((r + 1) * group - 1))
+            first, last = self.server_of(r * group), self.server_of((r + 1) * group - 1)
+            kinds = {self.gpu_at(self.starts[s]).name for s in range(first, last + 1)}
             if len(kinds) > 1:
                 return None
-            out.append(kinds.pop())
+            out.append(self.gpu_at(r * group))
         return tuple(out)
 
     def rank_machines(self, par: Parallelism) -> tuple[Machine, ...] | None:
-        """Each pipeline rank's machine (one object per GPU type), or None as :meth:`rank_gpus`."""
-        kinds = self.rank_gpus(par)
-        if kinds is None:
-            return None
-        made = {device: self.machine(par, device) for device in set(kinds)}
-        return tuple(made[device] for device in kinds)
+        """Each pipeline rank's machine (equal ones shared), or None as :meth:`rank_gpus` (a TP group
+        across servers is costed over the inter-server link here; the search refuses it)."""
+        key = (par.tp, par.pp, par.dp)
+        if key not in self._machines:
+            kinds = self.rank_gpus(par)
+            made: dict[Machine, Machine] = {}
+            self._machines[key] = None if kinds is None else tuple(
+                made.setdefault(m, m) for m in (self.machine(par, device, r) for r, device in enumerate(kinds)))
+        return self._machines[key]
+
+    @cached_property
+    def _machines(self) -> dict[tuple[int, int, int], tuple[Machine, ...] | None]:
+        return {}  # (tp, pp, dp) → rank_machines: they depend on nothing else
 
 
 def load_gpu_cluster(path: str | Path) -> GpuCluster:
@@ -99,6 +149,7 @@ def load_gpu_cluster(path: str | Path) -> GpuCluster:
         raise InputError('every [[servers]] table needs gpu = "<catalog name>" for archsim train', file=file,
                          field="gpu")
     kinds: list[Gpu] = []
+    sizes: list[int] = []
     prices: list[float | None] = []
     watts: list[float | None] = []
     for group in servers:
@@ -112,15 +163,14 @@ def load_gpu_cluster(path: str | Path) -> GpuCluster:
                 raise InputError(f"expected a positive number, got {value!r}", file=file, field=key)
             out.extend([None if value is None else float(value)] * group.get("count", 1))
         kinds.extend([device] * group.get("count", 1))
-    sizes = {group["gpus"] for group in servers}
-    if len(sizes) != 1:
-        raise InputError("servers of different GPU counts are not modelled yet", file=file, field="gpus")
-    per_server = sizes.pop()
+        sizes.extend([group["gpus"]] * group.get("count", 1))
+    per_server = max(sizes)  # a shared NIC: the most GPUs share one (the slowest per GPU)
     inter = spec["cluster"].get("inter_server_gbps", 0)
     inter_bytes = float(inter if not isinstance(inter, list) else inter[0]) * 1e9 / 8
     if spec["cluster"].get("inter_server_link", "shared") == "shared" and inter_bytes:
         inter_bytes /= per_server
-    return GpuCluster(topology, kinds[0], per_server, inter_bytes or 1.0, tuple(kinds), tuple(prices), tuple(watts))
+    return GpuCluster(topology, kinds[0], per_server, inter_bytes or 1.0, tuple(kinds), tuple(prices), tuple(watts),
+                      tuple(sizes))
 
 
 def single_node(name: str = "a100-80gb", gpus: int = 8) -> GpuCluster:

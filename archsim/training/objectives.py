@@ -13,7 +13,8 @@
   waiting in a pipeline bubble draws less, and the host, network and cooling are left out. Set
   ``gpu_watts`` per server to use a measured figure.
 
-Only the GPUs a configuration uses are counted (the first TP × PP × DP GPUs of the cluster file).
+Only the GPUs a configuration uses are counted (the first TP × PP × DP GPUs of the cluster file, or of
+the server order ``--placement`` chose).
 """
 
 from __future__ import annotations
@@ -33,11 +34,13 @@ _KEY = {device.name: key for key, device in GPUS.items()}  # a Gpu's name → it
 def _per_gpu(cluster, gpus: int, overrides: tuple, table: dict[str, float]) -> float:
     """Σ over the first ``gpus`` GPUs of their server's override, else their type's table value."""
     total = 0.0
-    g = cluster.gpus_per_server
-    for server in range(-(-gpus // g)):
-        count = min(g, gpus - server * g)
+    starts = cluster.starts
+    for server in range(len(starts) - 1):
+        count = min(starts[server + 1], gpus) - starts[server]
+        if count <= 0:
+            break
         own = overrides[server] if server < len(overrides) else None
-        key = _KEY[cluster.gpu_at(server * g).name]
+        key = _KEY[cluster.gpu_at(starts[server]).name]
         if own is None and key not in table:
             raise InputError(f"no default figure for {key}: set price_per_gpu_hour / gpu_watts in its [[servers]] "
                              "table", field="price_per_gpu_hour")

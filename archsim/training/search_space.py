@@ -39,6 +39,7 @@ class Candidate:
     interleave: int
     sequence_parallel: bool
     stage_layers: tuple[int, ...] | None = None  # None: Megatron's even split
+    placement: tuple[int, ...] | None = None  # the servers' order (archsim.training.placement); None: the file's
 
     def parallelism(self, global_batch: int) -> Parallelism:
         return Parallelism(self.tp, self.pp, self.dp, global_batch, self.micro_batch, self.recompute,

@@ -103,13 +103,14 @@ def plan_stage_layers(c: TransformerConfig, par: Parallelism, node_times: Sequen
 
 
 def planned_split(c: TransformerConfig, par: Parallelism, machines: Sequence[Machine],
-                  capacities: Sequence[float]) -> tuple[int, ...] | None:
-    """:func:`plan_stage_layers` with each rank's node times costed on its own machine."""
+                  capacities: Sequence[float], pieces=None) -> tuple[int, ...] | None:
+    """:func:`plan_stage_layers` with each rank's node times costed on its own machine;
+    ``pieces(par, machine)``: a cache of :func:`~archsim.training.iteration.model_pieces`."""
     cache: dict[int, np.ndarray] = {}
     times = []
     for machine in machines:
         if id(machine) not in cache:
-            cache[id(machine)] = node_seconds(c, model_pieces(c, par, machine))
+            cache[id(machine)] = node_seconds(c, (pieces or (lambda p, m: model_pieces(c, p, m)))(par, machine))
         times.append(cache[id(machine)])
     return plan_stage_layers(c, par, times, capacities)
 

@@ -1,0 +1,69 @@
+"""What a search row carries besides its time: the model FLOPs of its MFU, Megatron-LM's arguments, the
+``archsim train`` line that reproduces it, and the Pareto front of the rows."""
+
+from __future__ import annotations
+
+from archsim.training.layer_ops import layer_parameters
+from archsim.training.search_space import Candidate
+from archsim.workload.transformer import TransformerConfig
+
+
+def model_flops(c: TransformerConfig, global_batch: int) -> float:
+    """FLOPs of one iteration without recomputation (PaLM's MFU count, Chowdhery et al. 2022 App. B):
+    6 per parameter per token (the layers' and the LM head's) plus 12·layers·hidden·seq per token for
+    attention's scores and context. For a GPT this is Narayanan et al.'s 72·B·s·l·h²(1 + s/6h + V/12lh)."""
+    tokens = global_batch * c.seq
+    params = c.layers * layer_parameters(c) + c.vocab * c.hidden
+    return tokens * (6 * params + 12 * c.layers * c.hidden * c.seq)
+
+
+def pareto_front(costed: list[tuple], second=lambda t: t[2]) -> list[tuple]:
+    """(seconds, timing, bytes, candidate) none of the others beats on both seconds and ``second``
+    (default the bytes; ties: the first kept), fastest first: sorted by time, each kept if smaller
+    than everything faster."""
+    front: list[tuple] = []
+    for item in sorted(costed, key=lambda t: (t[0], second(t))):
+        if not front or second(item) < second(front[-1]):
+            front.append(item)
+    return front
+
+
+def megatron_args(k: Candidate, global_batch: int, layers: int) -> str:
+    """Megatron-LM's arguments for the configuration (``pretrain_gpt.py``); empty for a schedule
+    Megatron-LM does not run (it has 1F1B and interleaved 1F1B) and for an uneven split it cannot
+    express: Megatron takes the first and the last stage's layer counts
+    (``--decoder-first-pipeline-num-layers``, ``--decoder-last-pipeline-num-layers``) and splits the
+    rest evenly."""
+    split = k.stage_layers
+    if k.schedule not in ("1f1b", "interleaved-1f1b") or (split and len(set(split[1:-1])) > 1):
+        return ""
+    args = [f"--tensor-model-parallel-size {k.tp}", f"--pipeline-model-parallel-size {k.pp}",
+            f"--micro-batch-size {k.micro_batch}", f"--global-batch-size {global_batch}"]
+    if k.recompute != "none":
+        args.append(f"--recompute-granularity {k.recompute}")
+        if k.recompute == "full":
+            args.append("--recompute-method uniform --recompute-num-layers 1")
+    if k.sequence_parallel:
+        args.append("--sequence-parallel")
+    if k.interleave > 1:
+        args.append(f"--num-layers-per-virtual-pipeline-stage {layers // (k.pp * k.interleave)}")
+    if split and len(set(split)) > 1:
+        args.append(f"--decoder-first-pipeline-num-layers {split[0]} --decoder-last-pipeline-num-layers {split[-1]}")
+    return " ".join(args)
+
+
+def train_command(model: str, cluster: str, global_batch: int, row: dict) -> str:
+    """The ``archsim train`` line that reproduces a row."""
+    line = (f"archsim train {model} --cluster {cluster} --tp {row['tp']} --pp {row['pp']} --dp {row['dp']} "
+            f"--global-batch {global_batch} --micro-batch {row['micro_batch']} --recompute {row['recompute']} "
+            f"--schedule {row['schedule']}")
+    if row["interleave"] > 1:
+        line += f" --interleave {row['interleave']}"
+    if row.get("stage_layers"):
+        line += f" --stage-layers {row['stage_layers']}"
+    if row.get("placement"):
+        line += f" --placement {row['placement']}"
+    return line + (" --sequence-parallel" if row["sequence_parallel"] else "")
+
+
+__all__ = ["megatron_args", "model_flops", "pareto_front", "train_command"]
