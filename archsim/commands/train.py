@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.training.cluster import load_gpu_cluster
     from archsim.training.parallel import Parallelism
     from archsim.training.run import train
-    from archsim.training.stage_split import parse_stage_layers, planned_split
+    from archsim.training.stage_split import parse_stage_layers, planned_split, stage_layer_counts
     from archsim.workload.transformer import load_transformer
 
     config = load_transformer(args.model, seq=args.seq)
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         split = planned_split(config, par, machines, capacities)
         if split is None:
             raise InputError("no split of the layers over the pipeline stages fits the GPUs' memory", field="balance")
-        par = replace(par, stage_layers=split)
+        par = replace(par, stage_layers=stage_layer_counts(split))
     result = train(config, par, machines[0], machines)
     capacity = max(capacities)
     memory = [{"rank": r, "gpu": machines[r].gpu.name, "parameters": m.parameters, "states_gib": m.states / 2**30,

@@ -34,7 +34,7 @@ from archsim.training.search_space import (
     rank_memories,
     rejection,
 )
-from archsim.training.stage_split import planned_split, rank_stage_times
+from archsim.training.stage_split import planned_split, rank_stage_times, stage_layer_counts
 from archsim.workload.transformer import TransformerConfig
 
 CLOSED_FORM_EXACT = ("1f1b", "gpipe")  # their closed form equals the event simulator (tests)
@@ -141,7 +141,7 @@ def _planned(c, cluster, global_batch: int, k: Candidate) -> Candidate | None:
     machines = cluster.rank_machines(par) if cluster.heterogeneous else (cluster.machine(par),) * k.pp
     capacities = _capacities(cluster, par)
     split = None if capacities is None else planned_split(c, par, machines, capacities)
-    return None if split is None else replace(k, stage_layers=split)
+    return None if split is None else replace(k, stage_layers=stage_layer_counts(split))
 
 
 def _memory(c, cluster, par, capacities: list[float]) -> tuple[float, bool]:
