@@ -20,18 +20,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from spp_study import CLUSTER  # noqa: E402
+from spp_study import CLUSTER
 
-from archsim.array.config import ArrayConfig  # noqa: E402
-from archsim.outputs import atomic_write_text  # noqa: E402
-from archsim.spp.pe import pe_makespan  # noqa: E402
-from archsim.spp.pe_order import pe_finish_time  # noqa: E402
-from archsim.spp.plan import stage_count_limit, stage_plans  # noqa: E402
-from archsim.spp.prm import prm_tables  # noqa: E402
-from archsim.spp.profiles import profile_from_network  # noqa: E402
-from archsim.spp.rdo import recursive_device_order  # noqa: E402
-from archsim.spp.topology import build_topology  # noqa: E402
-from archsim.workload import load_network  # noqa: E402
+from archsim.array.config import ArrayConfig
+from archsim.outputs import atomic_write_text
+from archsim.spp.pe import pe_makespan
+from archsim.spp.pe_order import pe_finish_time
+from archsim.spp.plan import stage_count_limit, stage_plans
+from archsim.spp.prm import prm_tables
+from archsim.spp.profiles import profile_from_network
+from archsim.spp.rdo import recursive_device_order
+from archsim.spp.topology import build_topology
+from archsim.workload import load_network
 
 ROOT = Path(__file__).resolve().parents[1]
 

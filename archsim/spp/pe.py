@@ -1,4 +1,5 @@
-"""SPP's pipeline execution scheduler PE (001_655b4b8cd650573f.txt §IV-A, Alg. 1), in the simulator.
+"""SPP's pipeline execution scheduler PE (001_655b4b8cd650573f.txt §IV-A, Alg. 1), in the simulator:
+its timeline (to draw, validate, export). Its makespan alone is :func:`~archsim.spp.pe_order.pe_finish_time`.
 
 Blocks, in dependency order (|J| = 4|S| − 3): F_1, c^f_1, F_2, …, c^f_{S−1}, FB_S (the last stage's
 forward and backward merged), c^b_{S−1}, B_{S−1}, …, c^b_1, B_1. Ordering: available-micro-batch
