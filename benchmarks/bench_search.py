@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -33,46 +32,33 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from dgx_a100 import dgx_a100
 
 from archsim.outputs import atomic_write_text
-from archsim.training.cluster import load_gpu_cluster
 from archsim.training.search import search
 from archsim.training.search_space import SCHEDULES
 from archsim.workload.transformer import load_transformer
-
-CLUSTER = """[cluster]
-name = "dgx_a100_{servers}"
-inter_server_gbps = 200
-inter_server_link = "per_gpu_pair"
-
-[[servers]]
-count = {servers}
-gpus = 8
-intra_server_gbps = 4800
-gpu = "a100-80gb"
-"""
 
 
 def speed(servers_list: list[int], name: str = "gpt_1t", batch: int = 3072) -> list[dict]:
     model = load_transformer(ROOT / "configs" / "transformers" / f"{name}.toml")
     rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for servers in servers_list:
-            path = Path(tmp) / f"c{servers}.toml"
-            path.write_text(CLUSTER.format(servers=servers))
-            cluster = load_gpu_cluster(path)
-            for refine in (0, 20):
-                start = time.process_time()
-                wall = time.perf_counter()
-                result = search(model, cluster, batch, micro_batches=range(1, 9), schedules=SCHEDULES, chunks=(2, 4),
-                                top=10, refine=refine)
-                best = result.rows[0] if result.rows else {}
-                rows.append({"model": name, "gpus": servers * 8, "refine": refine, "cpu_s": time.process_time() - start,
-                             "wall_s": time.perf_counter() - wall, "enumerated": result.enumerated,
-                             "costed": result.costed, "best": {k: best.get(k) for k in (
-                                 "tp", "pp", "dp", "micro_batch", "recompute", "schedule", "interleave",
-                                 "sequence_parallel", "iteration_seconds", "peak_memory_gib", "mfu", "timing")}})
-                print(json.dumps(rows[-1]), flush=True)
+    for servers in servers_list:
+        cluster = dgx_a100(servers)
+        for refine in (0, 20):
+            start = time.process_time()
+            wall = time.perf_counter()
+            result = search(model, cluster, batch, micro_batches=range(1, 9), schedules=SCHEDULES, chunks=(2, 4),
+                            top=10, refine=refine)
+            best = result.rows[0] if result.rows else {}
+            rows.append({"model": name, "gpus": servers * 8, "refine": refine, "cpu_s": time.process_time() - start,
+                         "wall_s": time.perf_counter() - wall, "enumerated": result.enumerated,
+                         "costed": result.costed, "best": {k: best.get(k) for k in (
+                             "tp", "pp", "dp", "micro_batch", "recompute", "schedule", "interleave",
+                             "sequence_parallel", "iteration_seconds", "peak_memory_gib", "mfu", "timing")}})
+            print(json.dumps(rows[-1]), flush=True)
     return rows
 
 

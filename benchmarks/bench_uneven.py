@@ -18,33 +18,24 @@ from __future__ import annotations
 
 import json
 import sys
-import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from dgx_a100 import dgx_a100
 
 from archsim.outputs import atomic_write_text
-from archsim.training.cluster import load_gpu_cluster, single_node
+from archsim.training.cluster import single_node
 from archsim.training.measured import read_measured
 from archsim.training.run import train
 from archsim.training.search import search
-from archsim.training.stage_split import planned_split
+from archsim.training.stage_split import planned_split, stage_layer_counts
 from archsim.workload.transformer import load_transformer
 
-CLUSTER = """[cluster]
-name = "dgx_a100_128"
-inter_server_gbps = 200
-inter_server_link = "per_gpu_pair"
-
-[[servers]]
-count = 128
-gpus = 8
-intra_server_gbps = 4800
-gpu = "a100-80gb"
-"""
 KEYS = ("tp", "pp", "dp", "micro_batch", "recompute", "schedule", "sequence_parallel", "stage_layers",
         "iteration_seconds", "peak_memory_gib", "uneven_gain")
 
@@ -52,17 +43,14 @@ KEYS = ("tp", "pp", "dp", "micro_batch", "recompute", "schedule", "sequence_para
 def gpt3() -> dict:
     model = load_transformer(ROOT / "configs" / "transformers" / "gpt3_175b.toml")
     out = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "c.toml"
-        path.write_text(CLUSTER)
-        cluster = load_gpu_cluster(path)
-        for balance in ("even", "planned"):
-            start = time.process_time()
-            result = search(model, cluster, 1536, micro_batches=range(1, 9), schedules=("1f1b", "gpipe"),
-                            top=5, refine=0, balance=balance)
-            out[balance] = {"cpu_s": time.process_time() - start, "costed": result.costed,
-                            "rows": [{k: r[k] for k in KEYS} for r in result.rows]}
-            print(balance, json.dumps(out[balance]["rows"][0]), flush=True)
+    cluster = dgx_a100(128)
+    for balance in ("even", "planned"):
+        start = time.process_time()
+        result = search(model, cluster, 1536, micro_batches=range(1, 9), schedules=("1f1b", "gpipe"),
+                        top=5, refine=0, balance=balance)
+        out[balance] = {"cpu_s": time.process_time() - start, "costed": result.costed,
+                        "rows": [{k: r[k] for k in KEYS} for r in result.rows]}
+        print(balance, json.dumps(out[balance]["rows"][0]), flush=True)
     even, planned = out["even"]["rows"][0], out["planned"]["rows"][0]
     out["first_row_gain"] = even["uneven_gain"]
     out["planned_best_over_even_best"] = 1 - planned["iteration_seconds"] / even["iteration_seconds"]
@@ -77,7 +65,9 @@ def measured_16_layers() -> dict:
     for run in runs:
         c, par = run.config(), run.parallelism()
         machine = cluster.machine(par)
-        split = planned_split(c, par, [machine] * par.pp, [cluster.gpu.memory_bytes] * par.pp)
+        plan = planned_split(c, par, [machine] * par.pp, [cluster.gpu.memory_bytes] * par.pp)
+        assert plan is not None
+        split = stage_layer_counts(plan)
         even = train(c, par, machine).iteration_seconds
         planned = train(c, replace(par, stage_layers=split), machine).iteration_seconds
         rows.append({"hidden": run.hidden, "gpus": par.gpus, "tp": par.tp, "pp": par.pp, "dp": par.dp,

@@ -51,6 +51,9 @@ COMMANDS: dict[str, list[str]] = {
     "train --sweep": ["train", MODEL, "--cluster", GPU_CLUSTER, "--global-batch", "8", "--sweep", "tp=2,3"],
     "search": ["search", MODEL, "--cluster", GPU_CLUSTER, "--global-batch", "16", "--top", "3", "--schedule", "1f1b",
                "--max-micro-batch", "2"],
+    "search --placement": ["search", MODEL, "--cluster", str(ROOT / "configs" / "clusters" / "mixed_counts_h100_a100.toml"),
+                           "--global-batch", "16", "--top", "3", "--schedule", "1f1b", "--max-micro-batch", "2",
+                           "--placement", "planned"],
     "cluster": ["cluster", "--trace", "synthetic", "--jobs", "8"],
     **{f"validate-gpu {show}": ["validate-gpu", "--csv", GPU_CSV, "--show", show]
        for show in ("stats", "kernels", "sensitivity", "assumptions")},

@@ -1,10 +1,10 @@
-"""GPU validation (issue 9, part 3): the measured-CSV reader, the GPU-as-arrays model, the statistics,
-the report and CLI, and the committed measurements (archsim's own when any, DeepBench's converted
-ones). The timing script that writes such CSVs is tested in test_gpu_timing_script.py.
+"""GPU validation (issue 9, part 3): the statistics, the measured-CSV reader and its join with the
+model, the streams summary, the report and CLI. The GPU-as-arrays model is tested in
+test_gpu_arrays.py, the committed measurements in test_gpu_committed.py, the timing script that
+writes such CSVs in test_gpu_timing_script.py.
 
 References are independent of the code under test: Spearman by the rank-difference formula and by
-pandas ranks, cycles from SCALE-Sim's per-fold formula worked by hand or by brute force, peak
-throughput from NVIDIA's datasheets.
+pandas ranks, cycles from SCALE-Sim's per-fold formula worked by hand or by brute force.
 """
 
 from __future__ import annotations
@@ -13,8 +13,6 @@ import argparse
 import io
 import json
 import math
-import re
-import statistics
 import sys
 from pathlib import Path
 
@@ -22,18 +20,25 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from archsim.array.config import ArrayConfig
-from archsim.array.costing import op_cycles as archsim_op_cycles
 from archsim.errors import InputError
-from archsim.lowering import lower_network
-from archsim.validation.gpu import (KNOWN_GPUS, GpuSpec, find_gpu, gemm_cycles, gpu_arrays, model_kernels,
-                                    op_cycles, resolve_gpu, tensor_core_shape)
-from archsim.validation.gpu_compare import (below_bar, compare, concurrency, concurrency_summary, ratio_errors,
-                                            spearman, tensor_core_subset)
+from archsim.validation.gpu import (
+    gpu_arrays,
+    model_kernels,
+    resolve_gpu,
+    tensor_core_shape,
+)
+from archsim.validation.gpu_compare import (
+    below_bar,
+    compare,
+    concurrency,
+    concurrency_summary,
+    ratio_errors,
+    spearman,
+    tensor_core_subset,
+)
 from archsim.validation.gpu_csv import COLUMNS, OPS, format_kernel_csv, parse_kernel_csv, read_kernel_csv
 from archsim.validation.gpu_report import markdown_report, write_markdown, write_report
 from archsim.validation.gpu_study import GpuOverrides, run_study, slug
-from archsim.workload import load_network
 from archsim.workload.layer import Layer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,10 +62,6 @@ def independent_spearman(x, y) -> float:
     rx = pd.Series(list(x), dtype=float).rank().to_numpy()
     ry = pd.Series(list(y), dtype=float).rank().to_numpy()
     return float(np.corrcoef(rx, ry)[0, 1])
-
-
-def tiny_spec(sms: int, rows: int, cols: int, clock_hz: float = 1e9) -> GpuSpec:
-    return GpuSpec("tiny", sms, 1, rows, cols, clock_hz, 1e12)
 
 
 # -- statistics ------------------------------------------------------------------------------------
@@ -138,70 +139,6 @@ def test_a_topology_file_beside_the_csv_names_the_layers(tmp_path):
     with pytest.raises(InputError) as error:
         run_study([read_kernel_csv(missing)])
     assert error.value.where.field == "network" and error.value.where.line is not None
-
-
-# -- GPU description → arrays ------------------------------------------------------------------------
-@pytest.mark.parametrize("slug_, tflops", [("v100", 125), ("t4", 65), ("a100-40gb", 312), ("a100-80gb", 312),
-                                           ("a10", 125), ("l4", 121), ("h100-sxm", 989.4), ("h100-pcie", 756),
-                                           ("h200", 989.4)])
-def test_known_gpus_reproduce_datasheet_dense_fp16_peaks(slug_, tflops):
-    assert KNOWN_GPUS[slug_].peak_flops / 1e12 == pytest.approx(tflops, rel=0.01)
-
-
-@pytest.mark.parametrize("name, expected", [
-    ("NVIDIA H100 80GB HBM3", "h100-sxm"), ("NVIDIA H100 PCIe", "h100-pcie"), ("NVIDIA H200", "h200"),
-    ("NVIDIA A100-SXM4-40GB", "a100-40gb"), ("NVIDIA A100-SXM4-80GB", "a100-80gb"), ("NVIDIA A10", "a10"),
-    ("Tesla V100-SXM2-16GB", "v100"), ("Tesla T4", "t4"), ("NVIDIA L4", "l4"), ("h100-sxm", "h100-sxm"),
-    ("NVIDIA GeForce RTX 4090", None)])
-def test_device_names_find_their_table_entry(name, expected):
-    assert find_gpu(name) == expected
-
-
-def test_gpu_maps_to_one_array_per_tensor_core_with_overrides():
-    spec = resolve_gpu(H100)
-    arrays = gpu_arrays(spec)
-    assert (arrays.count, arrays.array.rows, arrays.array.cols, arrays.array.dataflow) == (528, 16, 32, "os")
-    assert arrays.array.clock_hz == 1.83e9 and arrays.array.element_bytes == 2
-    mig = resolve_gpu("NVIDIA A100-SXM4-80GB MIG 3g.40gb", sm_count=42, mma=(8, 32), clock_hz=1.2e9)
-    assert (mig.arrays, mig.mma_rows, mig.mma_cols, mig.clock_hz) == (168, 8, 32, 1.2e9)
-    assert resolve_gpu("Some future GPU", like="h100-sxm").sm_count == 132
-    with pytest.raises(InputError) as info:
-        resolve_gpu("NVIDIA GeForce RTX 4090")
-    assert info.value.where.field == "gpu" and "--like" in str(info.value)
-    with pytest.raises(InputError) as info:
-        gpu_arrays(spec, dataflow="xs")
-    assert info.value.where.field == "dataflow"
-    with pytest.raises(InputError) as info:
-        resolve_gpu(H100, sm_count=0)
-    assert info.value.where.field == "sm_count"
-
-
-def test_folds_are_dealt_to_arrays_in_waves():
-    # os, 4×4 arrays: out 8×8 → 4 tiles, each R + C + K − 2 = 4 + 4 + 5 − 2 = 11 cycles.
-    two = gpu_arrays(tiny_spec(2, 4, 4))
-    cycles, busy, split = gemm_cycles([8], [5], [8], two)
-    assert (cycles[0], busy[0], split[0]) == (2 * 11 - 1, 4 * 11, 1)
-    # ws: folds ⌈K/R⌉·⌈N/C⌉ = 2·2 = 4 of 2R + C + M − 2 = 18 cycles; 3 arrays → 2 waves.
-    ws = gpu_arrays(tiny_spec(3, 4, 4), dataflow="ws")
-    assert gemm_cycles([8], [5], [8], ws)[0][0] == 2 * 18 - 1
-
-
-def test_split_k_picks_the_cheapest_real_sub_gemms():
-    # one 2×2 tile (m = n = 2), K = 8, 4 arrays of 2×2. By hand, s parts of ⌈8/s⌉ plus ⌈(s−1)·4 / (4·2)⌉ adds:
-    # s=1: 2+2+8−2−1 = 9; s=2: 5+1 = 6; s=3: 4+1 = 5; s=4: 3+2 = 5 → s = 3 (first minimum), 5 cycles.
-    arrays = gpu_arrays(tiny_spec(4, 2, 2))
-    cycles, busy, split = gemm_cycles([2], [8], [2], arrays)
-    assert (cycles[0], split[0]) == (5, 3)
-    assert busy[0] == 3 * 5 + math.ceil(2 * 2 * 2 / 2)  # three 5-cycle sub-GEMMs + 8 adds on 2 lanes
-    off = gpu_arrays(tiny_spec(4, 2, 2), split_k=False)
-    assert gemm_cycles([2], [8], [2], off)[0][0] == 9
-
-
-def test_one_array_reproduces_archsims_single_array_cost():
-    arrays = gpu_arrays(tiny_spec(1, 16, 32), dataflow="os")
-    ops = [op for item in lower_network(load_network("vgg16").only("conv", "fc"), 2, "exact", 2) for op in item.ops]
-    expected = archsim_op_cycles(ops, ArrayConfig(16, 32, "os", element_bytes=2))
-    np.testing.assert_array_equal(op_cycles(ops, arrays)[0], expected)
 
 
 # -- the measured CSV and the join --------------------------------------------------------------------
@@ -367,79 +304,3 @@ def test_cli_prints_statistics_and_writes_the_report(tmp_path, capsys):
     assert any(row["item"] == "array per tensor core" and row["value"].startswith("8×8 PEs") for row in notes)
     assert run_cli(["--csv", str(tmp_path / "missing.csv")]) == 2
     assert "measured CSV not found" in capsys.readouterr().err
-
-
-# -- committed measurements --------------------------------------------------------------------------
-COMMITTED = sorted((ROOT / "benchmarks" / "results").glob("gpu_kernels_*.csv"))  # gpu_validate.py's (not gpu_train_*)
-NO_COMMITTED = pytest.mark.skip(reason="no measured GPU CSV under benchmarks/results/ yet: run "
-                                       "benchmarks/gpu_validate.py on a CUDA machine and commit its output")
-
-
-@pytest.mark.parametrize("path", COMMITTED or [pytest.param(None, marks=NO_COMMITTED)],
-                         ids=[p.name for p in COMMITTED] or ["none"])
-def test_committed_gpu_measurements(path):
-    table = read_kernel_csv(path)
-    for key in ("gpu", "sm_count", "torch", "cuda", "dtype", "repeats", "networks", "batches"):
-        assert table.meta.get(key), f"{path.name}: metadata '{key}' missing"
-    frame = table.frame
-    assert set(frame.op) <= set(OPS) and (frame.measured_ms > 0).all()
-    if table.meta.get("complete") == "true":
-        ops = set(frame.op)
-        for network in table.meta["networks"].split(","):
-            for layer in load_network(network).layers:
-                if layer.kind in ("conv", "fc"):
-                    for batch in map(int, table.meta["batches"].split(",")):
-                        have = set(frame[(frame.network == network) & (frame.layer == layer.name) &
-                                         (frame.batch == batch)].op)
-                        assert have == ops, f"{network}/{layer.name} batch {batch}: {sorted(ops - have)} missing"
-    study = run_study([table])
-    per_op = study.stats[study.stats.group == "op"].set_index("op")
-    for op, part in study.joined[study.joined.op.isin(["F", "D", "G"])].groupby("op"):
-        assert per_op.loc[op, "rho"] == pytest.approx(independent_spearman(part.modeled_ms, part.measured_ms))
-        ratios = list(part.modeled_ms / part.measured_ms)
-        assert per_op.loc[op, "median_ratio"] == pytest.approx(statistics.median(ratios))
-    summary = path.with_name(path.name.replace("gpu_kernels_", "gpu_validation_")).with_suffix(".md")
-    assert summary.is_file(), f"the report {summary.name} is not committed beside {path.name}"
-    text = summary.read_text(encoding="utf-8")
-    assert all(f"{rho:.3g}" in text for rho in per_op.rho), "the committed report is stale: regenerate it"
-    if not below_bar(study.stats).empty:
-        assert re.search(r"below the ρ ≥ 0\.9 bar", text)
-
-
-# -- DeepBench's published kernels (measured by others, committed as converted CSVs) ----------------
-DEEPBENCH = sorted((ROOT / "benchmarks" / "results").glob("deepbench_*_kernels.csv"))
-
-
-def test_deepbench_v100_rows_are_the_published_ones():
-    """Spot values as DeepBench's V100 sheet lists them (fp16 inputs, mixed math): VGG-like layers
-    224×224×3→64 at N = 8 (forward 0.213 ms, wrt parameters 0.325 ms, no wrt-inputs time) and
-    112×112×64→128 at N = 16 (0.355, 0.374, 0.423 ms), all 3×3, pad 1, stride 1."""
-    table = read_kernel_csv(ROOT / "benchmarks" / "results" / "deepbench_v100_kernels.csv")
-    frame = table.frame
-
-    def times(h, c, k, batch):
-        rows = frame[(frame.ifmap_h == h) & (frame.channels == c) & (frame.filters == k) & (frame.filter_h == 3)
-                     & (frame.padding == 1) & (frame.stride == 1) & (frame.batch == batch)]
-        return dict(zip(rows.op, rows.measured_ms))
-
-    assert times(224, 3, 64, 8) == {"F": 0.213, "G": 0.325}
-    assert times(112, 64, 128, 16) == {"F": 0.355, "D": 0.374, "G": 0.423}
-    assert table.meta["gpu"] == "NVIDIA V100" and table.meta["sm_count"] == "80" and "DeepBench" in table.meta["source"]
-    # the GEMM sheet's first row: DeepSpeech M = 1760, N = 16, K = 1760, no transposes, 0.02 ms
-    gemm = read_kernel_csv(ROOT / "benchmarks" / "results" / "deepbench_v100_gemm_kernels.csv").frame
-    first = gemm[(gemm.filters == 1760) & (gemm.channels == 1760) & (gemm.batch == 16) & gemm.layer.str.endswith("_nn")]
-    assert first.measured_ms.tolist() == [0.02] and first.op.tolist() == ["F"]
-
-
-@pytest.mark.parametrize("path", DEEPBENCH, ids=[p.name for p in DEEPBENCH])
-def test_committed_deepbench_comparison_is_current(path):
-    """The committed Markdown beside each converted CSV states the ρ an independent computation gets."""
-    study = run_study([read_kernel_csv(path)])
-    per_op = study.stats[study.stats.group == "op"].set_index("op")
-    for op, part in study.joined[study.joined.op.isin(["F", "D", "G"])].groupby("op"):
-        assert per_op.loc[op, "rho"] == pytest.approx(independent_spearman(part.modeled_ms, part.measured_ms))
-        shapes = part[part.tensor_core_shape]
-        subset = tensor_core_subset(study.joined).set_index("op")
-        assert subset.loc[op, "rho"] == pytest.approx(independent_spearman(shapes.modeled_ms, shapes.measured_ms))
-    text = path.with_name(path.name.replace("_kernels", "_validation")).with_suffix(".md").read_text(encoding="utf-8")
-    assert all(f"{rho:.3g}" in text for rho in per_op.rho), "the committed report is stale: regenerate it"

@@ -1,15 +1,19 @@
-"""PE's makespan without the simulator (archsim.spp.pe_order.pe_finish_time) against the simulator's
-own timeline of the same problem (archsim.spp.pe.pe_makespan, whose engine is checked against the
-pure-Python reference engine elsewhere): equal, float for float, on every plan drawn here — stage
-counts 1–6, 1–9 micro-batches, zero and non-zero channels and AllReduces, ties, both PE orders."""
+"""PE's makespan (archsim.spp.pe_order.pe_finish_time: what SPP's search, its baselines and
+``plan --method pipedream`` read) against the simulator's own timeline of the same problem
+(archsim.spp.pe.pe_makespan, whose engine is checked against the pure-Python reference engine
+elsewhere): equal, float for float, on every plan drawn here — stage counts 1–6, 1–9 micro-batches,
+zero and non-zero channels and AllReduces, ties, both PE orders — and on plans of SPP's study's size
+(up to 24 stages, 64 micro-batches)."""
 
 import random
 
 import pytest
+from test_spp import random_profile, random_topology
 
 from archsim.errors import InputError
 from archsim.spp.pe import ORDERS, StagePlan, pe_makespan
 from archsim.spp.pe_order import pe_finish_time
+from archsim.spp.plan import spp
 
 
 def _plans(rng: random.Random, stages: int) -> list[StagePlan]:
@@ -30,6 +34,25 @@ def test_the_makespan_equals_the_simulated_timelines(seed, stages, microbatches,
     plans = _plans(random.Random(seed * 1000 + stages * 10 + microbatches), stages)
     simulated, _ = pe_makespan(plans, microbatches, order)
     assert pe_finish_time(plans, microbatches, order) == float(simulated)
+
+
+LARGE = [(seed, stages, microbatches, order) for seed, (stages, microbatches) in
+         enumerate([(8, 32), (12, 16), (16, 64), (24, 32)]) for order in ("pe", "gpipe-newest-first")]
+
+
+@pytest.mark.parametrize("seed, stages, microbatches, order", LARGE)
+def test_the_makespan_equals_the_simulated_timelines_at_spp_sizes(seed, stages, microbatches, order):
+    plans = _plans(random.Random(7919 + seed), stages)
+    simulated, _ = pe_makespan(plans, microbatches, order)
+    assert pe_finish_time(plans, microbatches, order) == float(simulated)
+
+
+def test_spp_reports_its_timelines_makespan():
+    """SPP ranks its stage counts by pe_finish_time and simulates only the chosen plan: the makespan
+    it reports is that timeline's."""
+    for seed, layers, devices, microbatches in ((1, 4, 4, 3), (2, 6, 5, 8), (3, 5, 3, 1)):
+        result = spp(random_profile(seed, layers), random_topology(seed + 3, devices), microbatches)
+        assert result.makespan == float(result.timeline.makespan)
 
 
 def test_a_hand_worked_two_stage_pipeline():

@@ -14,7 +14,7 @@ from archsim.policies.stage_orders import published_order
 from archsim.training.cluster import single_node
 from archsim.training.iteration import memories, model_pieces, one_f_one_b_seconds, stage_times
 from archsim.training.parallel import Parallelism, layers_per_stage
-from archsim.training.stage_split import parse_stage_layers, planned_split, rank_stage_times
+from archsim.training.stage_split import parse_stage_layers, planned_split, rank_stage_times, stage_layer_counts
 from archsim.workload.transformer import TransformerConfig
 
 TINY = TransformerConfig("tiny", "gpt", layers=7, hidden=96, heads=6, vocab=5000, seq=64, ffn=384, kv_heads=6,
@@ -46,9 +46,10 @@ def _brute(c, par, machines, capacities):
 
 
 def _planned(c, par, machines, capacities):
-    split = planned_split(c, par, machines, capacities)
-    if split is None:
+    plan = planned_split(c, par, machines, capacities)
+    if plan is None:
         return None, None
+    split = stage_layer_counts(plan)
     trial = Parallelism(par.tp, par.pp, par.dp, par.global_batch, par.micro_batch, par.recompute,
                         par.sequence_parallel, 1, par.schedule, split)
     times = rank_stage_times(c, trial, machines)
@@ -100,8 +101,28 @@ def test_planned_split_on_mixed_gpus_is_the_best_contiguous_split():
         split, got = _planned(TINY, par, list(ranks), caps)
         want = _brute(TINY, par, list(ranks), caps)
         assert got[0] == pytest.approx(want[0], rel=1e-12), split
-    split = planned_split(TINY, Parallelism(1, 2, 1, 16, 2, "full"), [a100, v100], [np.inf] * 2)
+    split = stage_layer_counts(planned_split(TINY, Parallelism(1, 2, 1, 16, 2, "full"), [a100, v100], [np.inf] * 2))
     assert split[0] > split[1]
+
+
+def test_the_planned_split_is_a_partition_of_the_chain():
+    """The plan is the one plan type: every node once and in order (the embedding on the first stage,
+    the LM head on the last); each stage's total the F + I + W that stage_times gives its rank for the
+    plan's layer counts (another path: counts × per-layer pieces); the hops' bytes s·b·h·2/t each way."""
+    a100 = single_node("a100-80gb").machine(Parallelism(pp=2))
+    v100 = single_node("v100-32gb").machine(Parallelism(pp=2))
+    for p, machines in ((3, [a100] * 3), (2, [a100, v100])):
+        par = Parallelism(1, p, 1, 8, 2, "full")
+        plan = planned_split(TINY, par, machines, [np.inf] * p)
+        assert [name for stage in plan.stages for name in stage.layers] == \
+            ["embedding", *(f"layer{k}" for k in range(1, TINY.layers + 1)), "head"]
+        assert plan.unit == "seconds" and [s.index for s in plan.stages] == list(range(p))
+        counts = stage_layer_counts(plan)
+        assert sum(counts) == TINY.layers and len(counts) == p
+        times = rank_stage_times(TINY, Parallelism(1, p, 1, 8, 2, "full", stage_layers=counts), machines)
+        for stage, f, i, w in zip(plan.stages, times.forward, times.backward_input, times.backward_weight):
+            assert stage.total_cost == pytest.approx(f + i + w, rel=1e-12)
+        assert plan.mandatory_bytes == 2 * (p - 1) * TINY.seq * 2 * TINY.hidden * 2
 
 
 def test_even_split_puts_the_embedding_first_and_the_head_last():

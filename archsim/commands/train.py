@@ -114,7 +114,7 @@ def _split(config, par, machines, balance: str):
     from dataclasses import replace
 
     from archsim.errors import InputError
-    from archsim.training.stage_split import planned_split
+    from archsim.training.stage_split import planned_split, stage_layer_counts
 
     if balance != "planned" or par.stage_layers is not None or par.pp == 1:
         return par
@@ -124,7 +124,7 @@ def _split(config, par, machines, balance: str):
     split = planned_split(config, par, machines, [m.gpu.memory_bytes for m in machines])
     if split is None:
         raise InputError("no split of the layers over the pipeline stages fits the GPUs' memory", field="balance")
-    return replace(par, stage_layers=split)
+    return replace(par, stage_layers=stage_layer_counts(split))
 
 
 def _best_placement(config, cluster, par, balance: str):

@@ -18,7 +18,7 @@ from archsim.collectives import ring_allreduce_on
 from archsim.partition.gpipe import gpipe_partition
 from archsim.partition.profile import LayerProfile
 from archsim.partition.result import Partition, Stage, mandatory_bytes, placed_ops
-from archsim.spp.pe import StagePlan, pe_makespan
+from archsim.spp.pe_order import StagePlan, pe_finish_time
 from archsim.spp.plan import prm_partition, stage_plans
 from archsim.spp.prm import PRMPlan, prm_tables
 from archsim.spp.topology import Topology
@@ -52,7 +52,7 @@ def _balanced_plan(profile: LayerProfile, devices) -> PRMPlan:
 
 def gpipe(profile: LayerProfile, topology: Topology, microbatches: int) -> Partition:
     plan = _balanced_plan(profile, list(range(topology.devices)))
-    makespan = pe_makespan(stage_plans(profile, plan, topology.bandwidth), microbatches, order="gpipe")[0]
+    makespan = pe_finish_time(stage_plans(profile, plan, topology.bandwidth), microbatches, order="gpipe")
     return prm_partition(profile, plan, topology.bandwidth, "gpipe", makespan)
 
 
@@ -60,7 +60,7 @@ def pipedream_prm(profile: LayerProfile, topology: Topology, microbatches: int) 
     order = list(range(topology.devices))
     plans = prm_tables(profile, order, topology.bandwidth, microbatches, min(len(profile), topology.devices))
     best = min(plans, key=lambda p: p.value)
-    makespan = pe_makespan(stage_plans(profile, best, topology.bandwidth), microbatches)[0]
+    makespan = pe_finish_time(stage_plans(profile, best, topology.bandwidth), microbatches)
     return prm_partition(profile, best, topology.bandwidth, "pipedream-prm", makespan)
 
 
@@ -73,7 +73,7 @@ def hetpipe(profile: LayerProfile, topology: Topology, microbatches: int) -> Par
     for server in servers:
         devices = [d for d, s in enumerate(topology.servers) if s == server]
         plan = _balanced_plan(profile, devices)
-        makespan = pe_makespan(stage_plans(profile, plan, topology.bandwidth), per_server)[0]
+        makespan = pe_finish_time(stage_plans(profile, plan, topology.bandwidth), per_server)
         if shown is None or makespan > slowest:
             slowest, shown = makespan, plan
     leaders = [next(d for d, s in enumerate(topology.servers) if s == server) for server in servers]

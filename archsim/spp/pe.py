@@ -1,4 +1,5 @@
-"""SPP's pipeline execution scheduler PE (001_655b4b8cd650573f.txt §IV-A, Alg. 1), in the simulator.
+"""SPP's pipeline execution scheduler PE (001_655b4b8cd650573f.txt §IV-A, Alg. 1), in the simulator:
+its timeline (to draw, validate, export). Its makespan alone is :func:`~archsim.spp.pe_order.pe_finish_time`.
 
 Blocks, in dependency order (|J| = 4|S| − 3): F_1, c^f_1, F_2, …, c^f_{S−1}, FB_S (the last stage's
 forward and backward merged), c^b_{S−1}, B_{S−1}, …, c^b_1, B_1. Ordering: available-micro-batch
@@ -20,10 +21,10 @@ from archsim.spp.pe_order import (  # the ordering lives with the simulator-free
     ORDERS,
     StagePlan,
     blocks,
-    check_pe_input,
     execution_order,
     gpipe_newest_first_order,
     gpipe_order,
+    pe_rows,
 )
 
 __all__ = ["ORDERS", "StagePlan", "blocks", "execution_order", "gpipe_newest_first_order", "gpipe_order",
@@ -31,46 +32,13 @@ __all__ = ["ORDERS", "StagePlan", "blocks", "execution_order", "gpipe_newest_fir
 
 
 def pe_problem(plans: list[StagePlan], microbatches: int, order: str = "pe") -> Problem:
-    """``order``: PE's ordering sweep (``pe``) or the ``gpipe-newest-first`` variant (alias ``gpipe``).
-    As actions: each stage runs U_s in sequence; a channel's blocks go by priority (the visit)."""
-    stages = len(plans)
-    check_pe_input(stages, microbatches, order)
-    visits, per_stage = ORDERS[order](stages, microbatches)
-    rank = {visit: i for i, visit in enumerate(visits)}
-    J = blocks(stages)
-    ops: list[tuple] = []  # id, resource, duration, priority (the visit), tags
-    flow: list[tuple[str, str]] = []
-
-    def oid(block: tuple[str, int], m: int) -> str:
-        return f"{block[0]}{block[1]}:{m}"
-
-    def duration(block: tuple[str, int]) -> float:
-        kind, n = block
-        plan = plans[n - 1]
-        return {"F": plan.forward, "B": plan.backward, "FB": plan.forward + plan.backward,
-                "cf": plan.comm_forward, "cb": plan.comm_backward}[kind]
-
-    def resource(block: tuple[str, int]) -> str:
-        kind, n = block
-        return f"s{n}" if kind in ("F", "B", "FB") else f"ch{n}"
-
-    for m in range(microbatches):
-        for j, block in enumerate(J):
-            ops.append((oid(block, m), resource(block), duration(block), rank[(block, m)],
-                        (("kind", block[0]), ("microbatch", m), ("stage", block[1]))))
-            if j:
-                flow.append((oid(J[j - 1], m), oid(block, m)))
-    for n, plan in enumerate(plans, start=1):
-        if plan.allreduce > 0:
-            ops.append((f"A{n}", f"ar{n}", plan.allreduce, 0, (("kind", "A"), ("stage", n))))
-            last_block = ("FB", n) if n == stages else ("B", n)
-            flow += [(oid(last_block, m), f"A{n}") for m in range(microbatches)]
-    resources = sorted({op[1] for op in ops})
+    """PE's problem (:func:`~archsim.spp.pe_order.pe_rows`) as actions: each stage runs U_s in
+    sequence; a channel's blocks go by priority (the visit)."""
+    rows = pe_rows(plans, microbatches, order)
+    resources = sorted({op[1] for op in rows.ops})
     where = {r: i for i, r in enumerate(resources)}
-    index = {op[0]: i for i, op in enumerate(ops)}
-    actions, deps = from_rows([(i, where[r], d, p, t) for i, r, d, p, t in ops],
-                            [(index[a], index[b]) for a, b in flow])
-    chains = [np.array([index[oid(block, m)] for block, m in seq], dtype=np.int64) for seq in per_stage.values()]
+    actions, deps = from_rows([(i, where[r], d, p, t) for i, r, d, p, t in rows.ops], rows.flow)
+    chains = [np.array(chain, dtype=np.int64) for chain in rows.chains]
     return build(tuple(Processor(r) for r in resources), actions, deps, sequences=chains)
 
 

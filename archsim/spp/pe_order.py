@@ -1,13 +1,16 @@
 """SPP's PE (001_655b4b8cd650573f.txt §IV-A, Alg. 1) without the simulator: its blocks, its ordering
-sweep, and the makespan of its schedule.
+sweep, its problem (:func:`pe_rows`, the one statement of it) and the makespan of its schedule.
 
-:mod:`archsim.spp.pe` states PE's problem for the event simulator (a timeline to draw, validate and
-export). A command that prints only the makespan (``archsim plan --method pipedream``) asks
-:func:`pe_finish_time` here instead, which runs the simulator's rules (:mod:`archsim.sim.engine`:
-non-delay list scheduling, every event of an instant applied before anything starts, the lowest
-rank first) on that one problem — one stream per resource, no links — in plain Python, without
-importing numpy or the simulator (about 20 ms of a 0.2 s command). tests/test_pe_finish_time.py
-checks it equals the simulated timeline's makespan, float for float.
+:func:`pe_finish_time` is PE's makespan wherever only the makespan is needed — SPP's search ranking
+its stage counts, its four baselines, ``archsim plan --method pipedream``: it runs the simulator's
+rules (:mod:`archsim.sim.engine`: non-delay list scheduling, every event of an instant applied
+before anything starts, the lowest rank first) on this one class of problem — one stream per
+resource, no links — in plain Python, without importing numpy or the simulator. The event simulator
+(:func:`archsim.spp.pe.pe_makespan`, the same rows through the builder) runs only where a timeline is
+wanted. Measured (benchmarks/bench_pe_makespan.py): 4.2× less CPU than the simulator on the 24 plans
+of SPP's BERT-large study; the simulator would make ``plan --method pipedream`` 1.1–1.3× slower, 4.2×
+at 2,000 micro-batches (numba's load). tests/test_pe_finish_time.py checks the two equal, float for
+float, on drawn plans up to SPP's study's size.
 """
 
 from __future__ import annotations
@@ -79,66 +82,91 @@ ORDERS = {"pe": execution_order, "gpipe-newest-first": gpipe_newest_first_order,
           "gpipe": gpipe_newest_first_order}  # "gpipe": the baselines' name for the newest-first variant
 
 
-def pe_finish_time(plans: list[StagePlan], microbatches: int, order: str = "pe") -> float:
-    """The makespan (seconds) of :func:`archsim.spp.pe.pe_makespan`'s timeline, without building it.
+@dataclass(frozen=True)
+class PERows:
+    """PE's problem as plain rows, the one statement of it that both timings read (the simulator's
+    :func:`archsim.spp.pe.pe_problem` and :func:`pe_finish_time`). ``ops``: (id, resource, seconds,
+    priority — the op's visit in the ordering sweep, 0 for an AllReduce —, tags); ``flow``: (before,
+    after) op indices — each block of each micro-batch after the block before it, each AllReduce after
+    its stage's last backward of every micro-batch; ``chains``: each stage's ops in its order U_s."""
 
-    The ops, dependencies and ranks are :func:`archsim.spp.pe.pe_problem`'s: each block of each
-    micro-batch after the block before it, each stage's blocks in its order U_s, each AllReduce
-    after its stage's last backward of every micro-batch; a resource (a stage, a channel, an
-    AllReduce) runs one op at a time, its ready op of lowest visit first."""
+    ops: list[tuple[str, str, float, int, tuple]]
+    flow: list[tuple[int, int]]
+    chains: list[list[int]]
+
+
+def pe_rows(plans: list[StagePlan], microbatches: int, order: str = "pe") -> PERows:
+    """``order``: PE's ordering sweep (``pe``) or the ``gpipe-newest-first`` variant (alias ``gpipe``).
+    Resources: a stage ``s<n>`` runs F/B/FB, a channel ``ch<n>`` c^f/c^b, ``ar<n>`` an AllReduce."""
     stages = len(plans)
     check_pe_input(stages, microbatches, order)
     visits, per_stage = ORDERS[order](stages, microbatches)
     rank = {visit: i for i, visit in enumerate(visits)}
     J = blocks(stages)
-    ops: list[tuple[tuple, int, float, int]] = []  # (name, resource, seconds, rank)
-    where: dict[tuple, int] = {}
-    succ: list[list[int]] = []
+    ops: list[tuple[str, str, float, int, tuple]] = []
+    index: dict[str, int] = {}
+    flow: list[tuple[int, int]] = []
 
-    def add(name: tuple, resource: int, seconds: float, key: int) -> int:
-        where[name] = len(ops)
-        ops.append((name, resource, seconds, key))
-        succ.append([])
-        return where[name]
+    def oid(block: tuple[str, int], m: int) -> str:
+        return f"{block[0]}{block[1]}:{m}"
+
+    def add(name: str, resource: str, seconds: float, priority: int, tags: tuple) -> None:
+        index[name] = len(ops)
+        ops.append((name, resource, seconds, priority, tags))
 
     for m in range(microbatches):
-        for j, block in enumerate(J):
-            kind, n = block
+        for j, (kind, n) in enumerate(J):
             plan = plans[n - 1]
             seconds = {"F": plan.forward, "B": plan.backward, "FB": plan.forward + plan.backward,
                        "cf": plan.comm_forward, "cb": plan.comm_backward}[kind]
-            resource = n - 1 if kind in ("F", "B", "FB") else stages + n - 1  # stages, then channels
-            op = add((block, m), resource, seconds, rank[(block, m)])
+            add(oid((kind, n), m), f"s{n}" if kind in ("F", "B", "FB") else f"ch{n}", seconds, rank[((kind, n), m)],
+                (("kind", kind), ("microbatch", m), ("stage", n)))
             if j:
-                succ[where[(J[j - 1], m)]].append(op)
+                flow.append((index[oid(J[j - 1], m)], index[oid((kind, n), m)]))
     for n, plan in enumerate(plans, start=1):
         if plan.allreduce > 0:
-            op = add(("A", n), 2 * stages + n - 1, plan.allreduce, 0)
+            add(f"A{n}", f"ar{n}", plan.allreduce, 0, (("kind", "A"), ("stage", n)))
             last_block = ("FB", n) if n == stages else ("B", n)
-            for m in range(microbatches):
-                succ[where[(last_block, m)]].append(op)
-    for sequence in per_stage.values():
-        for before, after in pairwise(sequence):
-            succ[where[before]].append(where[after])
-    waiting = [0] * len(ops)
+            flow += [(index[oid(last_block, m)], index[f"A{n}"]) for m in range(microbatches)]
+    chains = [[index[oid(block, m)] for block, m in sequence] for sequence in per_stage.values()]
+    return PERows(ops, flow, chains)
+
+
+def pe_finish_time(plans: list[StagePlan], microbatches: int, order: str = "pe") -> float:
+    """The makespan (seconds) of :func:`archsim.spp.pe.pe_makespan`'s timeline, without building it:
+    :func:`pe_rows` under the simulator's rules for this class of problem — one stream per resource,
+    no links, a stage's ops chained in U_s — where a resource runs one op at a time, its ready op of
+    lowest priority first, and every op end of an instant is applied before anything starts."""
+    rows = pe_rows(plans, microbatches, order)
+    resource_of = {name: i for i, name in enumerate(sorted({op[1] for op in rows.ops}))}
+    resource = [resource_of[op[1]] for op in rows.ops]
+    seconds = [op[2] for op in rows.ops]
+    priority = [op[3] for op in rows.ops]
+    succ: list[list[int]] = [[] for _ in rows.ops]
+    for before, after in rows.flow:
+        succ[before].append(after)
+    for chain in rows.chains:
+        for before, after in pairwise(chain):
+            succ[before].append(after)
+    waiting = [0] * len(rows.ops)
     for outs in succ:
         for op in outs:
             waiting[op] += 1
-    ready: dict[int, list[tuple[int, int]]] = {}  # resource → heap of (rank, op)
+    ready: dict[int, list[tuple[int, int]]] = {}  # resource → heap of (priority, op)
     for op, count in enumerate(waiting):
         if not count:
-            heapq.heappush(ready.setdefault(ops[op][1], []), (ops[op][3], op))
+            heapq.heappush(ready.setdefault(resource[op], []), (priority[op], op))
     busy: set[int] = set()
     events: list[tuple[float, int, int]] = []  # (end, sequence, op)
     now = finish = 0.0
     sequence = 0
     while True:
-        for resource in sorted(ready):
-            if resource not in busy and ready[resource]:
-                _, op = heapq.heappop(ready[resource])
-                busy.add(resource)
+        for r in sorted(ready):
+            if r not in busy and ready[r]:
+                _, op = heapq.heappop(ready[r])
+                busy.add(r)
                 sequence += 1
-                end = now + ops[op][2]
+                end = now + seconds[op]
                 finish = max(finish, end)
                 heapq.heappush(events, (end, sequence, op))
         if not events:
@@ -146,11 +174,11 @@ def pe_finish_time(plans: list[StagePlan], microbatches: int, order: str = "pe")
         now = events[0][0]
         while events and events[0][0] <= now:
             _, _, op = heapq.heappop(events)
-            busy.discard(ops[op][1])
+            busy.discard(resource[op])
             for after in succ[op]:
                 waiting[after] -= 1
                 if not waiting[after]:
-                    heapq.heappush(ready.setdefault(ops[after][1], []), (ops[after][3], after))
+                    heapq.heappush(ready.setdefault(resource[after], []), (priority[after], after))
 
 
 def check_pe_input(stages: int, microbatches: int, order: str) -> None:

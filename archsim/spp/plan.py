@@ -68,8 +68,11 @@ def stage_plans(profile: LayerProfile, plan: PRMPlan, bandwidth) -> list[StagePl
 
 def spp(profile: LayerProfile, topology: Topology, microbatches: int, *, max_stages: int | None = None,
         on_stage_count=None) -> SPPResult:
-    """``on_stage_count(n)``, if given, is called after each stage count is scheduled (progress)."""
+    """``on_stage_count(n)``, if given, is called after each stage count is scheduled (progress).
+    Each stage count's makespan is :func:`~archsim.spp.pe_order.pe_finish_time` (PE's makespan); the
+    event simulator runs once, on the chosen plan, for its timeline."""
     from archsim.spp.pe import pe_makespan  # the simulator: here, not at the top (a PipeDream plan needs none)
+    from archsim.spp.pe_order import pe_finish_time
     from archsim.spp.prm import prm_tables
     from archsim.spp.rdo import recursive_device_order
 
@@ -79,15 +82,16 @@ def spp(profile: LayerProfile, topology: Topology, microbatches: int, *, max_sta
     table = []
     for plan in prm_tables(profile, order, topology.bandwidth, microbatches, limit):
         count = len(plan.stages)
-        makespan, timeline = pe_makespan(stage_plans(profile, plan, topology.bandwidth), microbatches)
+        makespan = pe_finish_time(stage_plans(profile, plan, topology.bandwidth), microbatches)
         table.append((count, plan.value, makespan))
         if on_stage_count is not None:
             on_stage_count(count)
         if best is None or makespan < best[1]:
-            best = (plan, makespan, timeline)
+            best = (plan, makespan)
     assert best is not None
+    _, timeline = pe_makespan(stage_plans(profile, best[0], topology.bandwidth), microbatches)
     partition = prm_partition(profile, best[0], topology.bandwidth, "spp", best[1])
-    return SPPResult(partition, best[0], best[1], order, tuple(table), best[2])
+    return SPPResult(partition, best[0], best[1], order, tuple(table), timeline)
 
 
 def stage_count_limit(profile: LayerProfile, topology: Topology, max_stages: int | None = None) -> int:

@@ -138,9 +138,13 @@ def stage_times(c: TransformerConfig, par: Parallelism, machine: Machine,
         fwd.append(f)
         bin_.append(i)
         bw.append(w)
-    hop_bytes = c.seq * par.micro_batch * c.hidden * 2 / par.tp
-    hop = float(collective_seconds("p2p", hop_bytes, 2, machine.links.pp)) if par.pp > 1 else 0.0
+    hop = float(collective_seconds("p2p", hop_bytes(c, par), 2, machine.links.pp)) if par.pp > 1 else 0.0
     return StageTimes(tuple(fwd), tuple(bin_), tuple(bw), hop)
+
+
+def hop_bytes(c: TransformerConfig, par: Parallelism) -> float:
+    """Bytes one pipeline hop sends per micro-batch and TP rank: the s·b·h fp16 activation over TP."""
+    return c.seq * par.micro_batch * c.hidden * 2 / par.tp
 
 
 def after_backward(c: TransformerConfig, par: Parallelism, machine: Machine, rank: int,
@@ -230,6 +234,7 @@ __all__ = [
     "StageTimes",
     "after_backward",
     "check_fits",
+    "hop_bytes",
     "in_flight",
     "memories",
     "model_pieces",

@@ -36,7 +36,7 @@ from archsim.training.search_space import (
     rank_memories,
     rejection,
 )
-from archsim.training.stage_split import planned_split, rank_stage_times
+from archsim.training.stage_split import planned_split, rank_stage_times, stage_layer_counts
 from archsim.workload.transformer import TransformerConfig
 
 CLOSED_FORM_EXACT = ("1f1b", "gpipe")  # their closed form equals the event simulator (tests)
@@ -143,8 +143,9 @@ def _planned(c, cluster, global_batch: int, k: Candidate, pieces=None) -> Candid
     par = k.parallelism(global_batch)
     machines = cluster.rank_machines(par) if cluster.heterogeneous else (cluster.machine(par),) * k.pp
     capacities = _capacities(cluster, par)
-    split = None if capacities is None else planned_split(c, par, machines, capacities, pieces)
-    return None if split is None else replace(k, stage_layers=split)
+    split = None if capacities is None else planned_split(
+        c, par, machines, capacities, None if pieces is None else [pieces(par, m) for m in machines])
+    return None if split is None else replace(k, stage_layers=stage_layer_counts(split))
 
 
 def _fit(c, cluster, global_batch: int, k: Candidate, balance: str, pieces=None) -> tuple[Candidate, float] | str:

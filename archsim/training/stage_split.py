@@ -19,6 +19,10 @@ are contiguous. The result minimises the slowest stage's F + I + W — for 1F1B 
 type this also minimises the iteration (the sum of the stages' work does not depend on the split,
 :func:`~archsim.training.iteration.one_f_one_b_seconds`; checked by brute force in the tests).
 
+The plan is the project's one plan type, :class:`archsim.partition.result.Partition` (stage r's
+nodes, each with its F, W (``G``) and I (``D``) seconds on rank r's GPU); the layer counts a
+:class:`~archsim.training.parallel.Parallelism` carries are :func:`stage_layer_counts` of it.
+
 Only one chunk per rank is planned (interleaved and V-shaped schedules keep the even split).
 """
 
@@ -28,13 +32,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from archsim.training.iteration import Machine, PieceCost, StageTimes, model_pieces, stage_times
+from archsim.partition.result import Partition, PlacedOp, Stage
+from archsim.training.iteration import Machine, PieceCost, StageTimes, hop_bytes, model_pieces, stage_times
 from archsim.training.memory import stage_memory
 from archsim.training.parallel import V_SCHEDULES, Parallelism
 from archsim.training.search_space import in_flight_peaks
 from archsim.workload.transformer import TransformerConfig
 
 BALANCES = ("even", "planned")
+LAYER = "layer"  # the chain's transformer layers are named layer1 … layerL, between "embedding" and "head"
 
 
 def piece_seconds(piece: PieceCost, recompute: bool = True) -> float:
@@ -47,6 +53,41 @@ def node_seconds(c: TransformerConfig, pieces: dict[str, PieceCost]) -> np.ndarr
     """The chain's nodes in order — embedding, the layers, the LM head — each one's F + I + W."""
     return np.array([piece_seconds(pieces["embedding"], False), *[piece_seconds(pieces["layer"])] * c.layers,
                      piece_seconds(pieces["head"], False)])
+
+
+def node_names(c: TransformerConfig) -> tuple[str, ...]:
+    """The chain's nodes in order: ``embedding``, ``layer1`` … ``layerL``, ``head``."""
+    return ("embedding", *(f"{LAYER}{k}" for k in range(1, c.layers + 1)), "head")
+
+
+def node_ops(name: str, pieces: dict[str, PieceCost]) -> tuple[PlacedOp, ...]:
+    """A node's F, W (``G``) and I (``D``) seconds per micro-batch, TP collectives included and the
+    recompute in a layer's I: together :func:`piece_seconds`."""
+    piece = pieces["layer" if name.startswith(LAYER) else name]
+    redo = piece.recompute if name.startswith(LAYER) else 0.0
+    return (PlacedOp(name, "F", piece.forward + piece.tp_forward),
+            PlacedOp(name, "G", piece.backward_weight),
+            PlacedOp(name, "D", piece.backward_input + piece.tp_backward + redo))
+
+
+def chain_partition(c: TransformerConfig, par: Parallelism, counts: Sequence[int],
+                    rank_pieces: Sequence[dict[str, PieceCost]], method: str = "planned") -> Partition:
+    """Layer counts per pipeline rank as the one plan type: rank r's stage holds its layers (the
+    embedding joins the first, the LM head the last), each node's ops costed on rank r's GPU, in
+    seconds; the mandatory bytes are each boundary's hop (:func:`~archsim.training.iteration.hop_bytes`,
+    per TP rank) forward and its gradient back, per micro-batch."""
+    names = node_names(c)
+    bounds = np.concatenate(([0], np.cumsum(counts))) + 1
+    bounds[0], bounds[-1] = 0, len(names)
+    stages = tuple(Stage(r, names[a:b], tuple(op for name in names[a:b] for op in node_ops(name, rank_pieces[r])))
+                   for r, (a, b) in enumerate(zip(bounds[:-1].tolist(), bounds[1:].tolist())))
+    return Partition(method, stages, int(2 * hop_bytes(c, par) * (len(stages) - 1)), 0, unit="seconds",
+                     devices=tuple((r,) for r in range(len(stages))))
+
+
+def stage_layer_counts(partition: Partition) -> tuple[int, ...]:
+    """The transformer layers of each stage of a chain plan (what ``Parallelism.stage_layers`` holds)."""
+    return tuple(sum(name.startswith(LAYER) for name in stage.layers) for stage in partition.stages)
 
 
 def _most_layers(c: TransformerConfig, par: Parallelism, in_flight: int, first: bool, last: bool,
@@ -65,7 +106,7 @@ def _most_layers(c: TransformerConfig, par: Parallelism, in_flight: int, first: 
 
 def plan_stage_layers(c: TransformerConfig, par: Parallelism, node_times: Sequence[np.ndarray],
                       capacities: Sequence[float]) -> tuple[int, ...] | None:
-    """Layers per pipeline rank minimising the slowest stage's F + I + W (module docstring);
+    """The dynamic program: layers per pipeline rank minimising the slowest stage's F + I + W (module docstring);
     ``node_times[r]``: the chain's node seconds on rank r's GPU, ``capacities[r]``: its bytes. None
     when no split fits memory (the layers are alike, so one fits exactly when every rank holds at
     least one layer and together they hold them all)."""
@@ -103,16 +144,20 @@ def plan_stage_layers(c: TransformerConfig, par: Parallelism, node_times: Sequen
 
 
 def planned_split(c: TransformerConfig, par: Parallelism, machines: Sequence[Machine],
-                  capacities: Sequence[float], pieces=None) -> tuple[int, ...] | None:
-    """:func:`plan_stage_layers` with each rank's node times costed on its own machine;
-    ``pieces(par, machine)``: a cache of :func:`~archsim.training.iteration.model_pieces`."""
-    cache: dict[int, np.ndarray] = {}
-    times = []
-    for machine in machines:
-        if id(machine) not in cache:
-            cache[id(machine)] = node_seconds(c, (pieces or (lambda p, m: model_pieces(c, p, m)))(par, machine))
-        times.append(cache[id(machine)])
-    return plan_stage_layers(c, par, times, capacities)
+                  capacities: Sequence[float],
+                  pieces: Sequence[dict[str, PieceCost]] | None = None) -> Partition | None:
+    """The plan of :func:`plan_stage_layers` with each rank's nodes costed on its own machine (from
+    ``pieces[r]`` when given, e.g. a search's cached ones), as a
+    :class:`~archsim.partition.result.Partition` (:func:`chain_partition`); None when none fits."""
+    if pieces is None:
+        cache: dict[int, dict[str, PieceCost]] = {}
+        for machine in machines:
+            if id(machine) not in cache:
+                cache[id(machine)] = model_pieces(c, par, machine)
+        pieces = [cache[id(machine)] for machine in machines]
+    times = {id(own): node_seconds(c, own) for own in pieces}
+    counts = plan_stage_layers(c, par, [times[id(own)] for own in pieces], capacities)
+    return None if counts is None else chain_partition(c, par, counts, pieces)
 
 
 def rank_stage_times(c: TransformerConfig, par: Parallelism, machines: Sequence[Machine],
@@ -149,5 +194,5 @@ def parse_stage_layers(text: str) -> tuple[int, ...]:
     return counts
 
 
-__all__ = ["BALANCES", "node_seconds", "parse_stage_layers", "piece_seconds", "plan_stage_layers", "planned_split",
-           "rank_stage_times"]
+__all__ = ["BALANCES", "chain_partition", "node_names", "node_ops", "node_seconds", "parse_stage_layers",
+           "piece_seconds", "plan_stage_layers", "planned_split", "rank_stage_times", "stage_layer_counts"]
