@@ -30,7 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(GPU board power × time); the Pareto front is time against it (time: against memory)")
     parser.add_argument("--balance", default="even", choices=BALANCES,
                         help="layers per pipeline stage: Megatron's even split, or planned by PipeDream's DP over "
-                             "embedding, layers and LM head under each GPU's memory (one-chunk schedules)")
+                             "embedding, layers and LM head under each GPU's memory (interleaved and V-shaped schedules: "
+                             "per model chunk, balancing each rank's work over its chunks)")
     parser.add_argument("--top", type=positive_int, default=10, help="rows to print, best first")
     parser.add_argument("--recompute", nargs="+", default=list(RECOMPUTE), choices=RECOMPUTE,
                         help="recompute modes to try")

@@ -30,10 +30,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--schedule", default="1f1b", help="pipeline schedule (archsim's published orders: 1f1b, "
                         "gpipe, zb-h1, zb-h2, interleaved-1f1b, …)")
     parser.add_argument("--stage-layers", default=None, metavar="N1,N2,…",
-                        help="transformer layers of each pipeline stage, first to last (default: Megatron's even split)")
+                        help="transformer layers of each model chunk in pipeline order: PP counts, or PP × V with "
+                             "--interleave V (chunk c of rank r is the (c·PP + r)-th) and 2·PP with zb-v / dualpipev "
+                             "(rank r holds the r-th and the (2·PP − 1 − r)-th) (default: Megatron's even split)")
     parser.add_argument("--balance", default="even", choices=("even", "planned"),
                         help="without --stage-layers: Megatron's even split, or the split PipeDream's DP plans over "
-                             "embedding, layers and LM head under each GPU's memory")
+                             "embedding, layers and LM head under each GPU's memory (with several chunks per rank: "
+                             "balancing each rank's work over its chunks)")
     parser.add_argument("--sweep", action="append", default=[], metavar="KEY=V1,V2,…",
                         help="sweep an axis (tp, pp, dp, global_batch, micro_batch, interleave, recompute, schedule, "
                              "sequence_parallel); repeat for a grid: one row per point instead of one iteration's "
@@ -69,12 +72,10 @@ def run(args: argparse.Namespace) -> int:
                          "one type", field="tp")
     capacities = [m.gpu.memory_bytes for m in machines]
     if args.balance == "planned" and par.stage_layers is None and par.pp > 1:
-        if par.chunks != 1:
-            raise InputError("--balance planned splits one chunk per rank: not with --interleave or a V schedule",
-                             field="balance")
         split = planned_split(config, par, machines, capacities)
         if split is None:
-            raise InputError("no split of the layers over the pipeline stages fits the GPUs' memory", field="balance")
+            raise InputError("no split of the layers over the pipeline stages fits the GPUs' memory (or fewer layers "
+                             "than model chunks)", field="balance")
         par = replace(par, stage_layers=split)
     result = train(config, par, machines[0], machines)
     capacity = max(capacities)

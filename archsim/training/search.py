@@ -160,8 +160,8 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
            balance: str = "even", objective: str = "time") -> SearchResult:
     """Rank every candidate on ``gpus`` GPUs (an int or several; default all the cluster's) by
     ``objective`` (:mod:`archsim.training.objectives`); ``balance``: ``even`` (Megatron's split) or
-    ``planned`` (:mod:`archsim.training.stage_split` for one-chunk schedules; then PP need not divide
-    the layers); ``only(candidate)``: an extra filter (e.g. the configurations a measurement
+    ``planned`` (:mod:`archsim.training.stage_split`, per model chunk for interleaved and V-shaped
+    schedules; then PP × chunks need not divide the layers); ``only(candidate)``: an extra filter (e.g. the configurations a measurement
     covered), its rejections counted as ``filtered``. Each row's ``uneven_gain`` is how much faster
     the planned split is than the even one, as a fraction of the even one's time."""
     from archsim.progress import progress
@@ -258,14 +258,14 @@ class _RowMaker:
 
     def gain(self, k: Candidate) -> float:
         """1 − planned / even seconds (both by the coster); NaN where the planner does not split (one
-        stage, several chunks per rank) or one of the splits cannot run."""
+        stage) or one of the splits cannot run (the even one: PP × chunks must divide the layers)."""
         if not k.plannable:
             return float("nan")
         planned = k if k.stage_layers else _planned(self.c, self.cluster, self.global_batch, k)
         even = replace(k, stage_layers=None)
-        if planned is None or self.c.layers % k.pp:
-            return float("nan")
         par = even.parallelism(self.global_batch)
+        if planned is None or self.c.layers % (k.pp * par.chunks):
+            return float("nan")
         capacities = _capacities(self.cluster, par)
         if capacities is None or not _memory(self.c, self.cluster, par, capacities)[1]:
             return float("nan")
@@ -287,11 +287,12 @@ class _RowMaker:
 def megatron_args(k: Candidate, global_batch: int, layers: int) -> str:
     """Megatron-LM's arguments for the configuration (``pretrain_gpt.py``); empty for a schedule
     Megatron-LM does not run (it has 1F1B and interleaved 1F1B) and for an uneven split it cannot
-    express: Megatron takes the first and the last stage's layer counts
+    express (any uneven one with interleaving): Megatron takes the first and the last stage's layer counts
     (``--decoder-first-pipeline-num-layers``, ``--decoder-last-pipeline-num-layers``) and splits the
     rest evenly."""
     split = k.stage_layers
-    if k.schedule not in ("1f1b", "interleaved-1f1b") or (split and len(set(split[1:-1])) > 1):
+    if k.schedule not in ("1f1b", "interleaved-1f1b") or (split and len(set(split[1:-1])) > 1) \
+            or (split and k.interleave > 1 and len(set(split)) > 1):
         return ""
     args = [f"--tensor-model-parallel-size {k.tp}", f"--pipeline-model-parallel-size {k.pp}",
             f"--micro-batch-size {k.micro_batch}", f"--global-batch-size {global_batch}"]

@@ -19,7 +19,12 @@ are contiguous. The result minimises the slowest stage's F + I + W — for 1F1B 
 type this also minimises the iteration (the sum of the stages' work does not depend on the split,
 :func:`~archsim.training.iteration.one_f_one_b_seconds`; checked by brute force in the tests).
 
-Only one chunk per rank is planned (interleaved and V-shaped schedules keep the even split).
+Schedules with several model chunks per rank (interleaved 1F1B with V chunks: virtual stage c·PP + r
+on rank r; ZB-V and DualPipeV: stages r and 2·PP − 1 − r on rank r) are planned by the same DP over
+the ranks: what bounds their iteration is each *rank's* work summed over its chunks (their closed
+forms in :func:`archsim.training.search.pipeline_seconds` scale the busiest rank's by the
+micro-batches) and each rank's memory, not a chunk's; every chunk keeps at least one layer. The
+brute force over every composition of the layers into PP·V chunks checks this in the tests.
 """
 
 from __future__ import annotations
@@ -49,13 +54,27 @@ def node_seconds(c: TransformerConfig, pieces: dict[str, PieceCost]) -> np.ndarr
                      piece_seconds(pieces["head"], False)])
 
 
-def _most_layers(c: TransformerConfig, par: Parallelism, in_flight: int, first: bool, last: bool,
+def rank_of_stages(par: Parallelism) -> list[int]:
+    """The pipeline rank of each virtual stage (model chunk), in pipeline order: stage s on rank s mod PP
+    (one chunk per rank, interleaved), or the V-shaped schedules' stages r and 2·PP − 1 − r on rank r."""
+    p = par.pp
+    return [(s if s < p else 2 * p - 1 - s) if par.schedule in V_SCHEDULES else s % p for s in range(p * par.chunks)]
+
+
+def _most_layers(c: TransformerConfig, par: Parallelism, chunks: Sequence[int], in_flight: int,
                  capacity: float) -> int:
-    """The most layers a stage fits in ``capacity`` bytes (−1: not even none): stage_memory is affine
-    in its layer count."""
-    apart = par.pp > 1
-    zero = stage_memory(c, par, 0, in_flight, first, last, apart).total
-    per_layer = stage_memory(c, par, 1, in_flight, first, last, apart).total - zero
+    """The most layers a rank running virtual stages ``chunks`` fits in ``capacity`` bytes (−1: not even
+    none): its memory, the sum of its chunks' :func:`stage_memory`, is affine in its layer count (each
+    layer costs the same whichever chunk holds it)."""
+    last_stage = par.pp * par.chunks - 1
+    apart = rank_of_stages(par)[last_stage] != 0
+
+    def total(layers: int) -> float:
+        return sum(stage_memory(c, par, layers if k == 0 else 0, in_flight, j == 0, j == last_stage, apart).total
+                   for k, j in enumerate(chunks))
+
+    zero = total(0)
+    per_layer = total(1) - zero
     if zero > capacity:
         return -1
     if per_layer <= 0 or capacity - zero >= per_layer * c.layers:
@@ -63,30 +82,53 @@ def _most_layers(c: TransformerConfig, par: Parallelism, in_flight: int, first: 
     return int((capacity - zero) // per_layer)
 
 
+def spread(total: int, fixed: Sequence[float], layer: float) -> list[int]:
+    """A rank's ``total`` layers over its chunks (at least one each) so that its slowest chunk is as fast
+    as can be: each further layer to the chunk that is then fastest (earlier first on a tie), where
+    chunk k takes ``fixed[k]`` (its embedding or head) + its layers × ``layer`` seconds — the water-filling
+    that is optimal for alike layers."""
+    counts = [1] * len(fixed)
+    for _ in range(total - len(fixed)):
+        k = min(range(len(fixed)), key=lambda k: (fixed[k] + counts[k] * layer, k))
+        counts[k] += 1
+    return counts
+
+
 def plan_stage_layers(c: TransformerConfig, par: Parallelism, node_times: Sequence[np.ndarray],
                       capacities: Sequence[float]) -> tuple[int, ...] | None:
-    """Layers per pipeline rank minimising the slowest stage's F + I + W (module docstring);
-    ``node_times[r]``: the chain's node seconds on rank r's GPU, ``capacities[r]``: its bytes. None
-    when no split fits memory (the layers are alike, so one fits exactly when every rank holds at
-    least one layer and together they hold them all)."""
-    p, layers = par.pp, c.layers
+    """Layers per virtual stage (model chunk), in pipeline order, minimising the busiest rank's F + I + W
+    over its chunks (module docstring); ``node_times[r]``: the chain's node seconds on rank r's GPU,
+    ``capacities[r]``: its bytes. None when no split fits memory (the layers are alike, so one fits
+    exactly when every rank holds at least one layer per chunk and together they hold them all).
+
+    The DP runs over the ranks in rank order: a rank's work depends only on how many layers it holds
+    (and on the embedding and head it holds), so with several chunks per rank the chain is the ranks'
+    totals — the embedding first (virtual stage 0 is on rank 0), the head last (interleaved: the last
+    stage is on rank PP − 1) or with the embedding (V-shaped: on rank 0) — and each rank's total is then
+    spread over its chunks so that its slowest chunk is as fast as it can be (:func:`spread`)."""
+    p, layers, v = par.pp, c.layers, par.chunks
     n = layers + 2
-    if par.chunks != 1 or p > layers:
+    if p * v > layers:
         return None
-    peaks = in_flight_peaks(par.schedule, p, par.microbatches, 1)
-    most = [_most_layers(c, par, max(peaks[r], 1), r == 0, r == p - 1, capacities[r]) for r in range(p)]
-    if min(most) < 1 or sum(most) < layers:
+    rank_of = rank_of_stages(par)
+    owned = [[s for s in range(p * v) if rank_of[s] == r] for r in range(p)]
+    peaks = in_flight_peaks(par.schedule_name, p, par.microbatches, v)
+    most = [_most_layers(c, par, owned[r], max(peaks[r] // v, 1), capacities[r]) for r in range(p)]
+    if min(most) < v or sum(most) < layers:
         return None
+    chain = node_times
+    if rank_of[-1] == 0 and p > 1:  # V-shaped: embedding and head both rank 0's, a zero-cost node closes it
+        chain = [np.concatenate(([t[0] + t[-1]], t[1:-1], [0.0])) for t in node_times]
     i, j = np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij")  # stage = nodes i … j − 1
     first, last = i == 0, j == n
     count = j - i - first - last  # transformer layers in the stage
-    shape_ok = (j > i) & (count >= 1)
+    shape_ok = (j > i) & (count >= v)
     middle = shape_ok & ~first & ~last
     best = np.full(n + 1, np.inf)
     best[0] = 0.0
     choice = np.zeros((p, n + 1), dtype=int)
     for r in range(p):
-        prefix = np.concatenate(([0.0], np.cumsum(node_times[r])))
+        prefix = np.concatenate(([0.0], np.cumsum(chain[r])))
         cost = prefix[j] - prefix[i]
         ends = shape_ok & (first == (r == 0)) & (last == (r == p - 1)) if r in (0, p - 1) else middle
         value = np.where(ends & (count <= most[r]), np.maximum(best[:, None], cost), np.inf)
@@ -94,12 +136,20 @@ def plan_stage_layers(c: TransformerConfig, par: Parallelism, node_times: Sequen
         best = value[choice[r], np.arange(n + 1)]
     if not np.isfinite(best[n]):
         return None
-    cuts, end = [], n
+    totals, end = [], n
     for r in range(p - 1, -1, -1):
         start = int(choice[r, end])
-        cuts.append(end - start - (start == 0) - (end == n))
+        totals.append(end - start - (start == 0) - (end == n))
         end = start
-    return tuple(reversed(cuts))
+    totals.reverse()
+    if v == 1:
+        return tuple(totals)
+    split = [0] * (p * v)
+    for r in range(p):
+        fixed = [node_times[r][0] * (s == 0) + node_times[r][-1] * (s == p * v - 1) for s in owned[r]]
+        for s, k in zip(owned[r], spread(totals[r], fixed, float(node_times[r][1]))):
+            split[s] = k
+    return tuple(split)
 
 
 def planned_split(c: TransformerConfig, par: Parallelism, machines: Sequence[Machine],
@@ -125,8 +175,7 @@ def rank_stage_times(c: TransformerConfig, par: Parallelism, machines: Sequence[
             own = pieces[k] if pieces is not None else model_pieces(c, par, machine)
             per_machine[id(machine)] = stage_times(c, par, machine, own)
     stages = par.pp * par.chunks
-    p = par.pp
-    rank = [(s if s < p else 2 * p - 1 - s) if par.schedule in V_SCHEDULES else s % p for s in range(stages)]
+    rank = rank_of_stages(par)
     rows = [per_machine[id(machines[rank[s]])] for s in range(stages)]
     return StageTimes(tuple(t.forward[s] for s, t in enumerate(rows)),
                       tuple(t.backward_input[s] for s, t in enumerate(rows)),
