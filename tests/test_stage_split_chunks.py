@@ -182,3 +182,61 @@ def test_stage_layers_count_per_model_chunk():
     # more chunks than layers: nothing to plan
     assert planned_split(tiny(3), Parallelism(pp=2, schedule="zb-v"), [single_node().machine(Parallelism())] * 2,
                          [np.inf] * 2) is None
+
+
+def test_search_plans_chunk_splits_and_says_their_gain():
+    """Interleaved and ZB-V candidates get the planner's per-chunk split (the best composition, by brute
+    force); a row timed in the event simulator is archsim train's time of its split, and its
+    ``uneven_gain`` is 1 − that / train's time of the even split."""
+    from archsim.training.search import search
+
+    c = tiny(8, 64000)
+    cluster = single_node("a100-80gb", 4)
+    result = search(c, cluster, 4, 4, micro_batches=(1, 2), recomputes=("full",),
+                    schedules=("interleaved-1f1b", "zb-v"), chunks=(2,), sequence_parallel=(False,), top=10**6,
+                    balance="planned")
+    chunked = [r for r in result.rows if r["pp"] > 1]
+    assert {r["schedule"] for r in chunked} == {"interleaved-1f1b", "zb-v"}
+    timed = uneven = 0
+    for row in chunked:
+        split = tuple(int(n) for n in row["stage_layers"].split(","))
+        par = Parallelism(row["tp"], row["pp"], row["dp"], 4, row["micro_batch"], "full", False, row["interleave"],
+                          row["schedule"])
+        machine = cluster.machine(par)
+        assert len(split) == row["pp"] * par.chunks
+        uneven += len(set(split)) > 1
+        assert busiest(c, par, split, [machine] * par.pp) == pytest.approx(
+            brute(c, par, [machine] * par.pp, [np.inf] * par.pp)[0], rel=1e-12)
+        assert np.isfinite(row["uneven_gain"])  # PP × chunks divides the 8 layers: the even split runs too
+        if row["timing"] == "event":
+            timed += 1
+            planned = train(c, replace(par, stage_layers=split), machine).iteration_seconds
+            assert row["iteration_seconds"] == pytest.approx(planned, rel=1e-12)
+            even = train(c, par, machine).iteration_seconds
+            assert row["uneven_gain"] == pytest.approx(1 - planned / even, rel=1e-9, abs=1e-12)
+    assert timed >= 2 and uneven >= 2
+
+
+def test_command_line_takes_and_plans_chunk_splits(tmp_path, capsys):
+    import json
+
+    from archsim.cli import main
+
+    model = tmp_path / "tiny.toml"
+    model.write_text('[transformer]\nname = "tiny"\nfamily = "gpt"\nlayers = 9\nhidden = 1024\nheads = 16\n'
+                     'vocab = 64000\nseq = 1024\n')
+    cluster = tmp_path / "node.toml"
+    cluster.write_text('[cluster]\nname = "node"\n\n[[servers]]\ngpus = 2\nintra_server_gbps = 4800\n'
+                       'gpu = "a100-80gb"\n')
+    base = ["train", str(model), "--cluster", str(cluster), "--pp", "2", "--global-batch", "8", "--format", "json"]
+    assert main([*base, "--interleave", "2", "--stage-layers", "4,5"]) == 2
+    err = capsys.readouterr().err
+    assert "PP × chunks = 2 × 2 = 4 counts, got 2" in err and len(err.strip().splitlines()) == 1
+    assert main([*base, "--schedule", "zb-v", "--stage-layers", "2,2,2,2"]) == 2  # 8 of the 9 layers
+    assert "adding up to the model's 9 layers" in capsys.readouterr().err
+    assert main([*base, "--schedule", "zb-v", "--stage-layers", "2,3,2,2"]) == 0
+    assert json.loads(capsys.readouterr().out)["meta"]["stage_layers"] == "2,3,2,2"
+    for extra in (["--interleave", "2"], ["--schedule", "zb-v"], ["--schedule", "dualpipev"]):
+        assert main([*base, *extra, "--balance", "planned"]) == 0
+        split = json.loads(capsys.readouterr().out)["meta"]["stage_layers"].split(",")
+        assert len(split) == 4 and sum(map(int, split)) == 9
