@@ -10,6 +10,11 @@
   timed by archsim with the even split and with the planned one (same TP, PP, DP, micro-batch, full
   recompute, 1F1B): the gain 1 − planned / even per run, and its mean and largest. No uneven run was
   measured: these are archsim's predictions, not measurements.
+* ``chunked_gpt3_1.3b``: GPT-3 1.3B (configs/transformers/gpt3_1.3b.toml) on one DGX A100
+  (configs/clusters/a100_node.toml), global batch 64, with several model chunks per rank — interleaved
+  1F1B and interleaved ZB with V = 2, ZB-V, DualPipeV — at PP 4 × DP 2 and PP 2 × DP 4, micro-batch 2,
+  no and full recomputation: archsim train's time (event simulator) of the even split and of
+  ``--balance planned``'s per-chunk split, and the gain.
 
 Writes benchmarks/results/uneven_gain.json.
 """
@@ -29,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 from archsim.outputs import atomic_write_text
 from archsim.training.cluster import load_gpu_cluster, single_node
 from archsim.training.measured import read_measured
+from archsim.training.parallel import Parallelism
 from archsim.training.run import train
 from archsim.training.search import search
 from archsim.training.stage_split import planned_split
@@ -88,8 +94,29 @@ def measured_16_layers() -> dict:
     return {"runs": rows, "mean_gain": sum(gains) / len(gains), "max_gain": max(gains), "count": len(rows)}
 
 
+def chunked() -> dict:
+    model = load_transformer(ROOT / "configs" / "transformers" / "gpt3_1.3b.toml")
+    cluster = load_gpu_cluster(ROOT / "configs" / "clusters" / "a100_node.toml")
+    rows = []
+    for schedule, v in (("1f1b", 2), ("interleaved-zb", 2), ("zb-v", 1), ("dualpipev", 1)):
+        for pp, recompute in ((4, "none"), (4, "full"), (2, "none"), (2, "full")):
+            par = Parallelism(1, pp, 8 // pp, 64, 2, recompute, False, v, schedule)
+            machine = cluster.machine(par)
+            split = planned_split(model, par, [machine] * pp, [cluster.gpu.memory_bytes] * pp)
+            even = train(model, par, machine)
+            planned = train(model, replace(par, stage_layers=split), machine)
+            rows.append({"schedule": par.schedule_name, "interleave": v, "pp": pp, "dp": 8 // pp,
+                         "recompute": recompute, "split": ",".join(map(str, split)),
+                         "even_s": even.iteration_seconds, "planned_s": planned.iteration_seconds,
+                         "even_peak_gib": even.peak_memory_gib, "planned_peak_gib": planned.peak_memory_gib,
+                         "gain": 1 - planned.iteration_seconds / even.iteration_seconds})
+            print(json.dumps(rows[-1]), flush=True)
+    return {"runs": rows}
+
+
 def main() -> None:
-    result = {"gpt3_175b_1024_a100": gpt3(), "measured_16_layers": measured_16_layers()}
+    result = {"gpt3_175b_1024_a100": gpt3(), "measured_16_layers": measured_16_layers(),
+              "chunked_gpt3_1.3b": chunked()}
     m = result["measured_16_layers"]
     print(f"16-layer measured runs with PP > 1: {m['count']}, mean gain {m['mean_gain']:.2%}, "
           f"largest {m['max_gain']:.2%}")
