@@ -96,7 +96,7 @@ class _Coster:
         self.c, self.cluster, self.global_batch = c, cluster, global_batch
         self.pieces: dict = {}
 
-    def _pieces(self, par, machine):
+    def pieces_of(self, par, machine):
         key = (machine.gpu.name, par.tp, par.micro_batch, par.recompute, par.sequence_parallel, machine.links.tp)
         if key not in self.pieces:
             self.pieces[key] = model_pieces(self.c, par, machine)
@@ -113,9 +113,9 @@ class _Coster:
 
             return train(self.c, par, machine, machines).iteration_seconds, "event"
         if machines:
-            times = rank_stage_times(self.c, par, machines, [self._pieces(par, mc) for mc in machines])
+            times = rank_stage_times(self.c, par, machines, [self.pieces_of(par, mc) for mc in machines])
         else:
-            times = stage_times(self.c, par, machine, self._pieces(par, machine))
+            times = stage_times(self.c, par, machine, self.pieces_of(par, machine))
         span = pipeline_seconds(k.schedule, times, k.pp, m, par.chunks)
         # even split, one GPU type: the largest parameters are on the first or the last rank
         ranks = sorted({0, k.pp - 1}) if machines is None and k.stage_layers is None else list(range(k.pp))
@@ -134,13 +134,14 @@ def _capacities(cluster, par) -> list[float] | None:
     return None if kinds is None else [g.memory_bytes for g in kinds]
 
 
-def _planned(c, cluster, global_batch: int, k: Candidate) -> Candidate | None:
-    """``k`` with the planner's stage split (:func:`~archsim.training.stage_split.planned_split`), or
-    None when no split fits each rank's memory."""
+def _planned(c, cluster, global_batch: int, k: Candidate, coster: _Coster) -> Candidate | None:
+    """``k`` with the planner's stage split (:func:`~archsim.training.stage_split.planned_split`, on the
+    coster's cached pieces), or None when no split fits each rank's memory."""
     par = k.parallelism(global_batch)
     machines = cluster.rank_machines(par) if cluster.heterogeneous else (cluster.machine(par),) * k.pp
     capacities = _capacities(cluster, par)
-    split = None if capacities is None else planned_split(c, par, machines, capacities)
+    split = None if capacities is None else planned_split(c, par, machines, capacities,
+                                                          [coster.pieces_of(par, m) for m in machines])
     return None if split is None else replace(k, stage_layers=split)
 
 
@@ -182,7 +183,7 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
                 capacities = _capacities(cluster, par)
                 reason = "stage-mixes-gpu-types" if capacities is None else None
             if reason is None and balance == "planned" and k.plannable:
-                planned = _planned(c, cluster, global_batch, k)
+                planned = _planned(c, cluster, global_batch, k, coster)
                 reason = "out-of-memory" if planned is None else None
                 if planned is not None:
                     k, par = planned, planned.parallelism(global_batch)
@@ -261,7 +262,7 @@ class _RowMaker:
         stage) or one of the splits cannot run (the even one: PP × chunks must divide the layers)."""
         if not k.plannable:
             return float("nan")
-        planned = k if k.stage_layers else _planned(self.c, self.cluster, self.global_batch, k)
+        planned = k if k.stage_layers else _planned(self.c, self.cluster, self.global_batch, k, self.coster)
         even = replace(k, stage_layers=None)
         par = even.parallelism(self.global_batch)
         if planned is None or self.c.layers % (k.pp * par.chunks):

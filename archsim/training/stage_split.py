@@ -174,13 +174,16 @@ def plan_stage_layers(c: TransformerConfig, par: Parallelism, node_times: Sequen
 
 
 def planned_split(c: TransformerConfig, par: Parallelism, machines: Sequence[Machine],
-                  capacities: Sequence[float]) -> tuple[int, ...] | None:
-    """:func:`plan_stage_layers` with each rank's node times costed on its own machine."""
+                  capacities: Sequence[float],
+                  pieces: Sequence[dict[str, PieceCost]] | None = None) -> tuple[int, ...] | None:
+    """:func:`plan_stage_layers` with each rank's node times costed on its own machine (from
+    ``pieces[r]`` when given, e.g. a search's cached ones)."""
     cache: dict[int, np.ndarray] = {}
     times = []
-    for machine in machines:
+    for r, machine in enumerate(machines):
         if id(machine) not in cache:
-            cache[id(machine)] = node_seconds(c, model_pieces(c, par, machine))
+            own = pieces[r] if pieces is not None else model_pieces(c, par, machine)
+            cache[id(machine)] = node_seconds(c, own)
         times.append(cache[id(machine)])
     return plan_stage_layers(c, par, times, capacities)
 
