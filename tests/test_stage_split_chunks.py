@@ -205,6 +205,8 @@ def test_search_plans_chunk_splits_and_says_their_gain():
         machine = cluster.machine(par)
         assert len(split) == row["pp"] * par.chunks
         uneven += len(set(split)) > 1
+        if row["schedule"] == "interleaved-1f1b" and len(set(split)) > 1:  # Megatron-LM interleaves even splits only
+            assert row["megatron_args"] == ""
         assert busiest(c, par, split, [machine] * par.pp) == pytest.approx(
             brute(c, par, [machine] * par.pp, [np.inf] * par.pp)[0], rel=1e-12)
         assert np.isfinite(row["uneven_gain"])  # PP × chunks divides the 8 layers: the even split runs too
