@@ -98,8 +98,8 @@ def _level(chain: Sequence[np.ndarray], most: Sequence[int], v: int, layers: int
     """Among the ranks' layer totals whose busiest rank takes at most ``bound`` (the DP's optimum), the
     water-filled one: from v layers a rank, each further layer to the rank then least busy, earlier
     first. The DP's backtrack would pile its ties on the last ranks; the event simulator of the
-    interleaved and V-shaped orders runs the levelled totals faster (docs/training.md's figures:
-    GPT-3 1.3B, PP 4). None if rounding leaves a layer nowhere to go."""
+    interleaved and V-shaped orders runs the levelled totals faster (GPT-3 1.3B at PP 4 in
+    docs/search.md's uneven stages). None if rounding leaves a layer nowhere to go."""
     p = len(chain)
     fixed = [chain[r][0] * (r == 0) + chain[r][-1] * (r == p - 1) for r in range(p)]
     counts = [v] * p
@@ -161,10 +161,9 @@ def plan_stage_layers(c: TransformerConfig, par: Parallelism, node_times: Sequen
         totals.append(end - start - (start == 0) - (end == n))
         end = start
     totals.reverse()
-    if v > 1:
-        totals = _level(chain, most, v, layers, float(best[n])) or totals
     if v == 1:
         return tuple(totals)
+    totals = _level(chain, most, v, layers, float(best[n])) or totals
     split = [0] * (p * v)
     for r in range(p):
         fixed = [node_times[r][0] * (s == 0) + node_times[r][-1] * (s == p * v - 1) for s in owned[r]]
