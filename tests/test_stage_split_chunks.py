@@ -184,23 +184,25 @@ def test_stage_layers_count_per_model_chunk():
                          [np.inf] * 2) is None
 
 
-def test_search_plans_chunk_splits_and_says_their_gain():
+@pytest.mark.parametrize(("batch", "refine"), [(4, 0), (16, 10**6)])
+def test_search_plans_chunk_splits_and_says_their_gain(batch, refine):
     """Interleaved and ZB-V candidates get the planner's per-chunk split (the best composition, by brute
-    force); a row timed in the event simulator is archsim train's time of its split, and its
-    ``uneven_gain`` is 1 − that / train's time of the even split."""
+    force); a row timed in the event simulator (short of a steady state, or re-timed by ``refine``) is
+    archsim train's time of its split, and its ``uneven_gain`` is 1 − that / train's time of the even
+    split."""
     from archsim.training.search import search
 
     c = tiny(8, 64000)
     cluster = single_node("a100-80gb", 4)
-    result = search(c, cluster, 4, 4, micro_batches=(1, 2), recomputes=("full",),
+    result = search(c, cluster, batch, 4, micro_batches=(1, 2), recomputes=("full",),
                     schedules=("interleaved-1f1b", "zb-v"), chunks=(2,), sequence_parallel=(False,), top=10**6,
-                    balance="planned")
+                    refine=refine, balance="planned")
     chunked = [r for r in result.rows if r["pp"] > 1]
     assert {r["schedule"] for r in chunked} == {"interleaved-1f1b", "zb-v"}
     timed = uneven = 0
     for row in chunked:
         split = tuple(int(n) for n in row["stage_layers"].split(","))
-        par = Parallelism(row["tp"], row["pp"], row["dp"], 4, row["micro_batch"], "full", False, row["interleave"],
+        par = Parallelism(row["tp"], row["pp"], row["dp"], batch, row["micro_batch"], "full", False, row["interleave"],
                           row["schedule"])
         machine = cluster.machine(par)
         assert len(split) == row["pp"] * par.chunks

@@ -24,6 +24,7 @@ import numpy as np
 from archsim.training.iteration import after_backward, model_pieces, one_f_one_b_seconds, stage_times
 from archsim.training.layer_ops import layer_parameters
 from archsim.training.objectives import OBJECTIVE_COLUMN, objective_columns
+from archsim.training.parallel import layers_per_stage
 from archsim.training.search_space import (
     REASONS,
     V_SHAPED,
@@ -240,7 +241,8 @@ class _RowMaker:
         self.c, self.cluster, self.global_batch, self.coster = c, cluster, global_batch, coster
         self.keep: dict[int, Candidate] = {}
 
-    def __call__(self, k: Candidate, seconds: float, memory: float, timing: str) -> dict:
+    def __call__(self, k: Candidate, seconds: float, memory: float, timing: str, event: bool = False) -> dict:
+        """``event``: ``seconds`` are the event simulator's, so the gain is timed there too."""
         c, cluster, global_batch = self.c, self.cluster, self.global_batch
         flops = model_flops(c, global_batch)
         gpus = k.tp * k.pp * k.dp
@@ -252,13 +254,14 @@ class _RowMaker:
                "stage_layers": ",".join(map(str, k.stage_layers)) if k.stage_layers else "",
                "iteration_seconds": seconds, "peak_memory_gib": memory / 2**30,
                "mfu": flops / (seconds * gpus * peak), **objective_columns(cluster, gpus, seconds),
-               "uneven_gain": self.gain(k), "timing": timing,
+               "uneven_gain": self.gain(k, seconds if event else None), "timing": timing,
                "megatron_args": megatron_args(k, global_batch, c.layers)}
         self.keep[id(row)] = k
         return row
 
-    def gain(self, k: Candidate) -> float:
-        """1 − planned / even seconds (both by the coster); NaN where the planner does not split (one
+    def gain(self, k: Candidate, event_seconds: float | None = None) -> float:
+        """1 − planned / even seconds, both by the coster, or both by the event simulator when
+        ``event_seconds`` (``k``'s own there) are given; NaN where the planner does not split (one
         stage) or one of the splits cannot run (the even one: PP × chunks must divide the layers)."""
         if not k.plannable:
             return float("nan")
@@ -270,7 +273,20 @@ class _RowMaker:
         capacities = _capacities(self.cluster, par)
         if capacities is None or not _memory(self.c, self.cluster, par, capacities)[1]:
             return float("nan")
-        return 1.0 - self.coster.seconds(planned)[0] / self.coster.seconds(even)[0]
+        if planned.stage_layers == layers_per_stage(self.c.layers, k.pp * par.chunks):
+            return 0.0
+        if event_seconds is None:
+            return 1.0 - self.coster.seconds(planned)[0] / self.coster.seconds(even)[0]
+        mine = event_seconds if k.stage_layers else self._event_seconds(planned)
+        theirs = self._event_seconds(even) if k.stage_layers else event_seconds
+        return 1.0 - mine / theirs
+
+    def _event_seconds(self, k: Candidate) -> float:
+        from archsim.training.run import train
+
+        par = k.parallelism(self.global_batch)
+        machines = self.cluster.rank_machines(par) if self.cluster.heterogeneous else None
+        return train(self.c, par, self.cluster.machine(par), machines).iteration_seconds
 
     def event_row(self, row: dict) -> dict:
         from archsim.training.run import train
@@ -282,7 +298,7 @@ class _RowMaker:
         machines = self.cluster.rank_machines(par) if self.cluster.heterogeneous else None
         result = train(self.c, par, self.cluster.machine(par), machines)
         # its time; the memory is the search's (V chunks placed right)
-        return self(k, result.iteration_seconds, row["peak_memory_gib"] * 2**30, "event")
+        return self(k, result.iteration_seconds, row["peak_memory_gib"] * 2**30, "event", event=True)
 
 
 def megatron_args(k: Candidate, global_batch: int, layers: int) -> str:
