@@ -15,6 +15,10 @@
   1F1B and interleaved ZB with V = 2, ZB-V, DualPipeV — at PP 4 × DP 2 and PP 2 × DP 4, micro-batch 2,
   no and full recomputation: archsim train's time (event simulator) of the even split and of
   ``--balance planned``'s per-chunk split, and the gain.
+* ``chunked_tiny_event_gap``: tiny GPTs (9 layers, hidden 1,024, sequence 1,024, vocabulary 5,000 or
+  64,000) at PP 2–3 with 4·PP micro-batches: the planned per-chunk split's event-simulated time
+  against the fastest of every composition of the layers into the chunks (the planner is exact for
+  the closed forms, tests/test_stage_split_chunks.py; this is how far it is in the event simulator).
 
 Writes benchmarks/results/uneven_gain.json.
 """
@@ -114,9 +118,35 @@ def chunked() -> dict:
     return {"runs": rows}
 
 
+def tiny_event_gap() -> dict:
+    import itertools
+
+    from archsim.workload.transformer import TransformerConfig
+
+    rows = []
+    for schedule, p, v in (("interleaved-1f1b", 2, 2), ("zb-v", 2, 1), ("dualpipev", 2, 1), ("zb-v", 3, 1)):
+        for vocab, recompute in itertools.product((5000, 64000), ("none", "full")):
+            c = TransformerConfig("tiny", "gpt", layers=9, hidden=1024, heads=16, vocab=vocab, seq=1024, ffn=4096,
+                                  kv_heads=16, tied_embeddings=True, positions=1024)
+            par = Parallelism(1, p, 1, 4 * p, 1, recompute, False, v, schedule)
+            machine = single_node().machine(par)
+            split = planned_split(c, par, [machine] * p, [float("inf")] * p)
+            times = {}
+            for cuts in itertools.combinations(range(1, 9), p * par.chunks - 1):
+                counts = tuple(b - a for a, b in itertools.pairwise((0, *cuts, 9)))
+                times[counts] = train(c, replace(par, stage_layers=counts), machine).iteration_seconds
+            best = min(times, key=times.__getitem__)
+            rows.append({"schedule": schedule, "pp": p, "vocab": vocab, "recompute": recompute,
+                         "planned": ",".join(map(str, split)), "fastest": ",".join(map(str, best)),
+                         "gap": times[split] / times[best] - 1})
+            print(json.dumps(rows[-1]), flush=True)
+    worst = {s: max(r["gap"] for r in rows if r["schedule"] == s) for s in {r["schedule"] for r in rows}}
+    return {"runs": rows, "largest_gap": worst}
+
+
 def main() -> None:
     result = {"gpt3_175b_1024_a100": gpt3(), "measured_16_layers": measured_16_layers(),
-              "chunked_gpt3_1.3b": chunked()}
+              "chunked_gpt3_1.3b": chunked(), "chunked_tiny_event_gap": tiny_event_gap()}
     m = result["measured_16_layers"]
     print(f"16-layer measured runs with PP > 1: {m['count']}, mean gain {m['mean_gain']:.2%}, "
           f"largest {m['max_gain']:.2%}")
