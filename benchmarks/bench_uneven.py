@@ -10,6 +10,15 @@
   timed by archsim with the even split and with the planned one (same TP, PP, DP, micro-batch, full
   recompute, 1F1B): the gain 1 − planned / even per run, and its mean and largest. No uneven run was
   measured: these are archsim's predictions, not measurements.
+* ``chunked_gpt3_1.3b``: GPT-3 1.3B (configs/transformers/gpt3_1.3b.toml) on one DGX A100
+  (configs/clusters/a100_node.toml), global batch 64, with several model chunks per rank — interleaved
+  1F1B and interleaved ZB with V = 2, ZB-V, DualPipeV — at PP 4 × DP 2 and PP 2 × DP 4, micro-batch 2,
+  no and full recomputation: archsim train's time (event simulator) of the even split and of
+  ``--balance planned``'s per-chunk split, and the gain.
+* ``chunked_tiny_event_gap``: tiny GPTs (9 layers, hidden 1,024, sequence 1,024, vocabulary 5,000 or
+  64,000) at PP 2–3 with 4·PP micro-batches: the planned per-chunk split's event-simulated time
+  against the fastest of every composition of the layers into the chunks (the planner is exact for
+  the closed forms, tests/test_stage_split_chunks.py; this is how far it is in the event simulator).
 
 Writes benchmarks/results/uneven_gain.json.
 """
@@ -29,8 +38,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from dgx_a100 import dgx_a100
 
 from archsim.outputs import atomic_write_text
-from archsim.training.cluster import single_node
+from archsim.training.cluster import load_gpu_cluster, single_node
 from archsim.training.measured import read_measured
+from archsim.training.parallel import Parallelism
 from archsim.training.run import train
 from archsim.training.search import search
 from archsim.training.stage_split import planned_split, stage_layer_counts
@@ -78,8 +88,55 @@ def measured_16_layers() -> dict:
     return {"runs": rows, "mean_gain": sum(gains) / len(gains), "max_gain": max(gains), "count": len(rows)}
 
 
+def chunked() -> dict:
+    model = load_transformer(ROOT / "configs" / "transformers" / "gpt3_1.3b.toml")
+    cluster = load_gpu_cluster(ROOT / "configs" / "clusters" / "a100_node.toml")
+    rows = []
+    for schedule, v in (("1f1b", 2), ("interleaved-zb", 2), ("zb-v", 1), ("dualpipev", 1)):
+        for pp, recompute in ((4, "none"), (4, "full"), (2, "none"), (2, "full")):
+            par = Parallelism(1, pp, 8 // pp, 64, 2, recompute, False, v, schedule)
+            machine = cluster.machine(par)
+            split = stage_layer_counts(planned_split(model, par, [machine] * pp, [cluster.gpu.memory_bytes] * pp))
+            even = train(model, par, machine)
+            planned = train(model, replace(par, stage_layers=split), machine)
+            rows.append({"schedule": par.schedule_name, "interleave": v, "pp": pp, "dp": 8 // pp,
+                         "recompute": recompute, "split": ",".join(map(str, split)),
+                         "even_s": even.iteration_seconds, "planned_s": planned.iteration_seconds,
+                         "even_peak_gib": even.peak_memory_gib, "planned_peak_gib": planned.peak_memory_gib,
+                         "gain": 1 - planned.iteration_seconds / even.iteration_seconds})
+            print(json.dumps(rows[-1]), flush=True)
+    return {"runs": rows}
+
+
+def tiny_event_gap() -> dict:
+    import itertools
+
+    from archsim.workload.transformer import TransformerConfig
+
+    rows = []
+    for schedule, p, v in (("interleaved-1f1b", 2, 2), ("zb-v", 2, 1), ("dualpipev", 2, 1), ("zb-v", 3, 1)):
+        for vocab, recompute in itertools.product((5000, 64000), ("none", "full")):
+            c = TransformerConfig("tiny", "gpt", layers=9, hidden=1024, heads=16, vocab=vocab, seq=1024, ffn=4096,
+                                  kv_heads=16, tied_embeddings=True, positions=1024)
+            par = Parallelism(1, p, 1, 4 * p, 1, recompute, False, v, schedule)
+            machine = single_node().machine(par)
+            split = stage_layer_counts(planned_split(c, par, [machine] * p, [float("inf")] * p))
+            times = {}
+            for cuts in itertools.combinations(range(1, 9), p * par.chunks - 1):
+                counts = tuple(b - a for a, b in itertools.pairwise((0, *cuts, 9)))
+                times[counts] = train(c, replace(par, stage_layers=counts), machine).iteration_seconds
+            best = min(times, key=times.__getitem__)
+            rows.append({"schedule": schedule, "pp": p, "vocab": vocab, "recompute": recompute,
+                         "planned": ",".join(map(str, split)), "fastest": ",".join(map(str, best)),
+                         "gap": times[split] / times[best] - 1})
+            print(json.dumps(rows[-1]), flush=True)
+    worst = {s: max(r["gap"] for r in rows if r["schedule"] == s) for s in {r["schedule"] for r in rows}}
+    return {"runs": rows, "largest_gap": worst}
+
+
 def main() -> None:
-    result = {"gpt3_175b_1024_a100": gpt3(), "measured_16_layers": measured_16_layers()}
+    result = {"gpt3_175b_1024_a100": gpt3(), "measured_16_layers": measured_16_layers(),
+              "chunked_gpt3_1.3b": chunked(), "chunked_tiny_event_gap": tiny_event_gap()}
     m = result["measured_16_layers"]
     print(f"16-layer measured runs with PP > 1: {m['count']}, mean gain {m['mean_gain']:.2%}, "
           f"largest {m['max_gain']:.2%}")

@@ -31,7 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(GPU board power × time); the Pareto front is time against it (time: against memory)")
     parser.add_argument("--balance", default="even", choices=BALANCES,
                         help="layers per pipeline stage: Megatron's even split, or planned by PipeDream's DP over "
-                             "embedding, layers and LM head under each GPU's memory (one-chunk schedules)")
+                             "embedding, layers and LM head under each GPU's memory (interleaved and V-shaped schedules: "
+                             "per model chunk, balancing each rank's work over its chunks)")
     parser.add_argument("--placement", default="file", choices=PLACEMENTS,
                         help="which servers run which pipeline ranks: the cluster file's order, or the best of every "
                              "distinct server order for each configuration (heterogeneous clusters)")

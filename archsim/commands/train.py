@@ -30,10 +30,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--schedule", default="1f1b", help="pipeline schedule (archsim's published orders: 1f1b, "
                         "gpipe, zb-h1, zb-h2, interleaved-1f1b, …)")
     parser.add_argument("--stage-layers", default=None, metavar="N1,N2,…",
-                        help="transformer layers of each pipeline stage, first to last (default: Megatron's even split)")
+                        help="transformer layers of each model chunk in pipeline order: PP counts, or PP × V with "
+                             "--interleave V (chunk c of rank r is the (c·PP + r)-th) and 2·PP with zb-v / dualpipev "
+                             "(rank r holds the r-th and the (2·PP − 1 − r)-th) (default: Megatron's even split)")
     parser.add_argument("--balance", default="even", choices=("even", "planned"),
                         help="without --stage-layers: Megatron's even split, or the split PipeDream's DP plans over "
-                             "embedding, layers and LM head under each GPU's memory")
+                             "embedding, layers and LM head under each GPU's memory (with several chunks per rank: "
+                             "balancing each rank's work over its chunks)")
     parser.add_argument("--placement", default="file", metavar="file|planned|I,J,…",
                         help="which servers run which pipeline ranks: the cluster file's order (default), the fastest "
                              "of every distinct server order (with its split under --balance planned), or an order "
@@ -118,12 +121,10 @@ def _split(config, par, machines, balance: str):
 
     if balance != "planned" or par.stage_layers is not None or par.pp == 1:
         return par
-    if par.chunks != 1:
-        raise InputError("--balance planned splits one chunk per rank: not with --interleave or a V schedule",
-                         field="balance")
     split = planned_split(config, par, machines, [m.gpu.memory_bytes for m in machines])
     if split is None:
-        raise InputError("no split of the layers over the pipeline stages fits the GPUs' memory", field="balance")
+        raise InputError("no split of the layers over the pipeline stages fits the GPUs' memory (or fewer layers "
+                         "than model chunks)", field="balance")
     return replace(par, stage_layers=stage_layer_counts(split))
 
 

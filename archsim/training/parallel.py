@@ -17,8 +17,9 @@ class Parallelism:
     global_batch and micro_batch in samples; recompute: none | selective (attention's core, Korthikanti
     et al. 2022 §4.2) | full (each layer's forward rerun in its backward, from its input);
     sequence_parallel: Megatron's sequence parallelism in the TP group; interleave: model chunks per
-    pipeline rank (1: plain 1F1B); stage_layers: transformer layers of each pipeline (virtual) stage,
-    first to last (None: Megatron's even split), e.g. a planner's uneven split."""
+    pipeline rank (1: plain 1F1B); stage_layers: transformer layers of each pipeline (virtual) stage —
+    model chunk — in pipeline order, PP × chunks counts (interleaved: chunk c of rank r is virtual stage
+    c·PP + r; V-shaped: rank r holds stages r and 2·PP − 1 − r); None: Megatron's even split."""
 
     tp: int = 1
     pp: int = 1
@@ -47,8 +48,10 @@ class Parallelism:
         if self.sequence_parallel and self.tp == 1:
             raise InputError("sequence parallelism needs --tp > 1", field="sequence-parallel")
         if self.stage_layers is not None and len(self.stage_layers) != self.pp * self.chunks:
-            raise InputError(f"{len(self.stage_layers)} stage layer counts for {self.pp * self.chunks} pipeline "
-                             "stages", field="stage-layers")
+            need = f"PP × chunks = {self.pp} × {self.chunks} = {self.pp * self.chunks}" if self.chunks > 1 \
+                else f"PP = {self.pp}"
+            raise InputError(f"takes one layer count per model chunk in pipeline order, {need} counts, got "
+                             f"{len(self.stage_layers)}", field="stage-layers")
 
     @property
     def chunks(self) -> int:

@@ -24,19 +24,20 @@ import numpy as np
 
 from archsim.training.iteration import after_backward, model_pieces, one_f_one_b_seconds, stage_times
 from archsim.training.objectives import OBJECTIVE_COLUMN, objective_columns
+from archsim.training.parallel import layers_per_stage
 from archsim.training.placement import layouts, order_text, server_orders
+from archsim.training.search_fit import fit_candidate, memory_fits, plan_candidate, rank_capacities
 from archsim.training.search_rows import megatron_args, model_flops, pareto_front, train_command
 from archsim.training.search_space import (
     REASONS,
     V_SHAPED,
     Candidate,
     candidates,
-    peak_memory_bytes,
     rank_chunks,
     rank_memories,
     rejection,
 )
-from archsim.training.stage_split import planned_split, rank_stage_times, stage_layer_counts
+from archsim.training.stage_split import rank_stage_times
 from archsim.workload.transformer import TransformerConfig
 
 CLOSED_FORM_EXACT = ("1f1b", "gpipe")  # their closed form equals the event simulator (tests)
@@ -129,52 +130,6 @@ class _Coster:
         return span + post, "closed-form"
 
 
-def _capacities(cluster, par) -> list[float] | None:
-    """Each pipeline rank's GPU memory (bytes), or None when a rank's GPUs mix types."""
-    if not cluster.heterogeneous:
-        return [cluster.gpu.memory_bytes] * par.pp
-    kinds = cluster.rank_gpus(par)
-    return None if kinds is None else [g.memory_bytes for g in kinds]
-
-
-def _planned(c, cluster, global_batch: int, k: Candidate, pieces=None) -> Candidate | None:
-    """``k`` with the planner's stage split (:func:`~archsim.training.stage_split.planned_split`), or
-    None when no split fits each rank's memory."""
-    par = k.parallelism(global_batch)
-    machines = cluster.rank_machines(par) if cluster.heterogeneous else (cluster.machine(par),) * k.pp
-    capacities = _capacities(cluster, par)
-    split = None if capacities is None else planned_split(
-        c, par, machines, capacities, None if pieces is None else [pieces(par, m) for m in machines])
-    return None if split is None else replace(k, stage_layers=stage_layer_counts(split))
-
-
-def _fit(c, cluster, global_batch: int, k: Candidate, balance: str, pieces=None) -> tuple[Candidate, float] | str:
-    """``k`` laid out on ``cluster`` (its layers split by the planner when ``balance`` is planned) and
-    its largest GPU's bytes, or why it cannot run; ``pieces``: the coster's cache of layer pieces."""
-    par = k.parallelism(global_batch)
-    why = cluster.problem(par) if cluster.heterogeneous else None
-    if why is not None:
-        return why
-    if balance == "planned" and k.plannable:
-        planned = _planned(c, cluster, global_batch, k, pieces)
-        if planned is None:
-            return "out-of-memory"
-        k, par = planned, planned.parallelism(global_batch)
-    capacities = _capacities(cluster, par)
-    assert capacities is not None  # problem() refused mixed ranks
-    memory, fits = _memory(c, cluster, par, capacities)
-    return (k, memory) if fits else "out-of-memory"
-
-
-def _memory(c, cluster, par, capacities: list[float]) -> tuple[float, bool]:
-    """The largest GPU's bytes and whether every rank fits its own GPU."""
-    if not cluster.heterogeneous:
-        peak = peak_memory_bytes(c, par)
-        return peak, peak <= capacities[0]
-    sizes = [m.total for m in rank_memories(c, par)]
-    return max(sizes), all(size <= cap for size, cap in zip(sizes, capacities))
-
-
 def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
            micro_batches=range(1, 9), recomputes=("none", "selective", "full"),
            schedules=("1f1b", "interleaved-1f1b"), chunks=(2,), sequence_parallel=(False, True),
@@ -182,12 +137,13 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
            balance: str = "even", objective: str = "time", placement: str = "file") -> SearchResult:
     """Rank every candidate on ``gpus`` GPUs (an int or several; default all the cluster's) by
     ``objective`` (:mod:`archsim.training.objectives`); ``balance``: ``even`` (Megatron's split) or
-    ``planned`` (:mod:`archsim.training.stage_split` for one-chunk schedules; then PP need not divide
-    the layers); ``placement``: ``file`` (the servers in the file's order) or ``planned`` (each
-    candidate on its best server order, :mod:`archsim.training.placement`); ``only(candidate)``: an
-    extra filter (e.g. the configurations a measurement covered), its rejections counted as
-    ``filtered``. Each row's ``uneven_gain`` is how much faster the planned split is than the even
-    one, ``placement_gain`` the planned order than the file's, as fractions of the latter's time."""
+    ``planned`` (:mod:`archsim.training.stage_split`, per model chunk for interleaved and V-shaped
+    schedules; then PP × chunks need not divide the layers); ``placement``: ``file`` (the servers in
+    the file's order) or ``planned`` (each candidate on its best server order,
+    :mod:`archsim.training.placement`); ``only(candidate)``: an extra filter (e.g. the configurations a
+    measurement covered), its rejections counted as ``filtered``. Each row's ``uneven_gain`` is how
+    much faster the planned split is than the even one, ``placement_gain`` the planned order than the
+    file's, as fractions of the latter's time."""
     from archsim.progress import progress
 
     counts = (gpus,) if isinstance(gpus, int) else tuple(gpus or (cluster.topology.devices,))
@@ -205,7 +161,7 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
             if reason is None and only is not None and not only(k):
                 reason = "filtered"
             if reason is None and orders is None:
-                fit = _fit(c, cluster, global_batch, k, balance, coster.pieces_of)
+                fit = fit_candidate(c, cluster, global_batch, k, balance, coster.pieces_of)
                 if isinstance(fit, str):
                     reason = fit
                 else:
@@ -217,7 +173,7 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
                 options, reason = placed[key]
                 best = None
                 for order, on in options:
-                    fit = _fit(c, on, global_batch, replace(k, placement=order), balance, coster.pieces_of)
+                    fit = fit_candidate(c, on, global_batch, replace(k, placement=order), balance, coster.pieces_of)
                     item = None if isinstance(fit, str) else (*coster.seconds(fit[0]), fit[1], fit[0])
                     if item is not None and (best is None or value(item) < value(best)):
                         best = item
@@ -264,7 +220,8 @@ class _RowMaker:
         self.orders, self.value = orders, value  # the server orders a planned placement tries; the objective
         self.keep: dict[int, Candidate] = {}
 
-    def __call__(self, k: Candidate, seconds: float, memory: float, timing: str) -> dict:
+    def __call__(self, k: Candidate, seconds: float, memory: float, timing: str, event: bool = False) -> dict:
+        """``event``: ``seconds`` are the event simulator's, so the gain is timed there too."""
         c, cluster, global_batch = self.c, self.coster.placed(k), self.global_batch
         flops = model_flops(c, global_batch)
         gpus = k.tp * k.pp * k.dp
@@ -276,34 +233,42 @@ class _RowMaker:
                "stage_layers": ",".join(map(str, k.stage_layers)) if k.stage_layers else "",
                "iteration_seconds": seconds, "peak_memory_gib": memory / 2**30,
                "mfu": flops / (seconds * gpus * peak), **objective_columns(cluster, gpus, seconds),
-               "uneven_gain": self.gain(k), "timing": timing,
+               "uneven_gain": self.gain(k, seconds if event else None), "timing": timing,
                "megatron_args": megatron_args(k, global_batch, c.layers)}
         if k.placement is not None:
             row.update(placement=order_text(k.placement), placement_gain=self.placement_gain(k))
         self.keep[id(row)] = k
         return row
 
-    def gain(self, k: Candidate) -> float:
-        """1 − planned / even seconds (both by the coster); NaN where the planner does not split (one
-        stage, several chunks per rank) or one of the splits cannot run."""
+    def gain(self, k: Candidate, event_seconds: float | None = None) -> float:
+        """1 − planned / even seconds, both by the coster, or both by the event simulator when
+        ``event_seconds`` (``k``'s own there) are given; NaN where the planner does not split (one
+        stage) or one of the splits cannot run (the even one: PP × chunks must divide the layers)."""
         if not k.plannable:
             return float("nan")
         cluster = self.coster.placed(k)
-        planned = k if k.stage_layers else _planned(self.c, cluster, self.global_batch, k, self.coster.pieces_of)
+        pieces = self.coster.pieces_of
+        planned = k if k.stage_layers else plan_candidate(self.c, cluster, self.global_batch, k, pieces)
         even = replace(k, stage_layers=None)
-        if planned is None or self.c.layers % k.pp:
-            return float("nan")
         par = even.parallelism(self.global_batch)
-        capacities = _capacities(cluster, par)
-        if capacities is None or not _memory(self.c, cluster, par, capacities)[1]:
+        if planned is None or self.c.layers % (k.pp * par.chunks):
             return float("nan")
-        return 1.0 - self.coster.seconds(planned)[0] / self.coster.seconds(even)[0]
+        capacities = rank_capacities(cluster, par)
+        if capacities is None or not memory_fits(self.c, cluster, par, capacities)[1]:
+            return float("nan")
+        if planned.stage_layers == layers_per_stage(self.c.layers, k.pp * par.chunks):
+            return 0.0
+        if event_seconds is None:
+            return 1.0 - self.coster.seconds(planned)[0] / self.coster.seconds(even)[0]
+        mine = event_seconds if k.stage_layers else self._event_seconds(planned)
+        theirs = self._event_seconds(even) if k.stage_layers else event_seconds
+        return 1.0 - mine / theirs
 
     def placement_gain(self, k: Candidate) -> float:
         """1 − seconds / the same configuration's in the file's server order (its split planned anew
         when the search plans splits), both by the coster; NaN where the file's order cannot run it."""
         file = replace(k, placement=None, stage_layers=None)
-        fit = _fit(self.c, self.cluster, self.global_batch, file, self.balance, self.coster.pieces_of)
+        fit = fit_candidate(self.c, self.cluster, self.global_batch, file, self.balance, self.coster.pieces_of)
         if isinstance(fit, str):
             return float("nan")
         return 1.0 - self.coster.seconds(k)[0] / self.coster.seconds(fit[0])[0]
@@ -324,17 +289,17 @@ class _RowMaker:
         if k.pp * par.microbatches * par.chunks > EVENT_ACTION_LIMIT:
             return row
         if k.placement is None or self.orders is None:  # its time; the memory is the search's (V chunks placed right)
-            return self(k, self._event_seconds(k), row["peak_memory_gib"] * 2**30, "event")
+            return self(k, self._event_seconds(k), row["peak_memory_gib"] * 2**30, "event", event=True)
         timed = []
         for order, on in layouts(self.cluster, par, self.orders)[0]:
-            fit = _fit(self.c, on, self.global_batch, replace(k, placement=order, stage_layers=None), self.balance,
-                       self.coster.pieces_of)
+            fit = fit_candidate(self.c, on, self.global_batch, replace(k, placement=order, stage_layers=None),
+                                self.balance, self.coster.pieces_of)
             if not isinstance(fit, str):
                 timed.append((self._event_seconds(fit[0]), "event", fit[1], fit[0]))
         if not timed:  # not expected: the row's own order fitted in the search
             return row
         best = min(timed, key=self.value)  # the first of equals: the file's order when it is one
-        out = self(best[3], best[0], best[2], "event")
+        out = self(best[3], best[0], best[2], "event", event=True)
         file = [t for t in timed if t[3].placement == tuple(sorted(t[3].placement or ()))]
         out["placement_gain"] = 1.0 - best[0] / file[0][0] if file else float("nan")
         return out

@@ -31,11 +31,12 @@ def pareto_front(costed: list[tuple], second=lambda t: t[2]) -> list[tuple]:
 def megatron_args(k: Candidate, global_batch: int, layers: int) -> str:
     """Megatron-LM's arguments for the configuration (``pretrain_gpt.py``); empty for a schedule
     Megatron-LM does not run (it has 1F1B and interleaved 1F1B) and for an uneven split it cannot
-    express: Megatron takes the first and the last stage's layer counts
+    express (any uneven one with interleaving): Megatron takes the first and the last stage's layer counts
     (``--decoder-first-pipeline-num-layers``, ``--decoder-last-pipeline-num-layers``) and splits the
     rest evenly."""
     split = k.stage_layers
-    if k.schedule not in ("1f1b", "interleaved-1f1b") or (split and len(set(split[1:-1])) > 1):
+    if k.schedule not in ("1f1b", "interleaved-1f1b") or (split and len(set(split[1:-1])) > 1) \
+            or (split and k.interleave > 1 and len(set(split)) > 1):
         return ""
     args = [f"--tensor-model-parallel-size {k.tp}", f"--pipeline-model-parallel-size {k.pp}",
             f"--micro-batch-size {k.micro_batch}", f"--global-batch-size {global_batch}"]

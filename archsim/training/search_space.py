@@ -47,8 +47,9 @@ class Candidate:
 
     @property
     def plannable(self) -> bool:
-        """Whether a planner may split its layers unevenly: one chunk per rank, more than one rank."""
-        return self.pp > 1 and self.interleave == 1 and self.schedule not in V_SHAPED
+        """Whether a planner may split its layers unevenly: more than one rank (one chunk per rank or
+        several, :mod:`archsim.training.stage_split`)."""
+        return self.pp > 1
 
 
 def divisors(n: int) -> list[int]:
@@ -78,12 +79,13 @@ def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_se
               uneven: bool = False) -> str | None:
     """The first rule of :data:`REASONS` (but GPU types and memory) that ``k`` breaks, or None;
     ``uneven``: a planner splits the layers of :attr:`Candidate.plannable` ones, which then need only
-    PP ≤ layers."""
+    as many layers as model chunks (PP × chunks per rank)."""
     if c.heads % k.tp or c.ffn % k.tp:
         return "tp-divides-heads"
     if k.tp > gpus_per_server or gpus_per_server % k.tp:
         return "tp-within-server"
-    if (c.layers < k.pp) if uneven and k.plannable else c.layers % (k.pp * (2 if k.schedule in V_SHAPED else k.interleave)):
+    stages = k.pp * (2 if k.schedule in V_SHAPED else k.interleave)
+    if (c.layers < stages) if uneven and k.plannable else c.layers % stages:
         return "pp-divides-layers"
     if global_batch % k.dp:
         return "dp-divides-batch"
@@ -142,7 +144,7 @@ def rank_memories(c: TransformerConfig, par: Parallelism, ranks=None) -> list[St
     V-shaped schedule's first and last chunk (embedding and LM head) both on rank 0."""
     chunks = par.pp * par.chunks
     counts = layers_per_stage(c.layers, chunks, par.stage_layers)
-    peaks = in_flight_peaks(par.schedule, par.pp, par.microbatches, par.chunks)
+    peaks = in_flight_peaks(par.schedule_name, par.pp, par.microbatches, par.chunks)
     apart = par.schedule not in V_SHAPED and par.pp > 1  # first and last chunk on different ranks
     out = []
     for rank in (range(par.pp) if ranks is None else ranks):

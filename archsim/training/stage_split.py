@@ -19,11 +19,17 @@ are contiguous. The result minimises the slowest stage's F + I + W — for 1F1B 
 type this also minimises the iteration (the sum of the stages' work does not depend on the split,
 :func:`~archsim.training.iteration.one_f_one_b_seconds`; checked by brute force in the tests).
 
-The plan is the project's one plan type, :class:`archsim.partition.result.Partition` (stage r's
-nodes, each with its F, W (``G``) and I (``D``) seconds on rank r's GPU); the layer counts a
-:class:`~archsim.training.parallel.Parallelism` carries are :func:`stage_layer_counts` of it.
+The plan is the project's one plan type, :class:`archsim.partition.result.Partition` (each
+virtual stage's nodes on the rank that runs it, each node with its F, W (``G``) and I (``D``) seconds
+on that rank's GPU); the layer counts a :class:`~archsim.training.parallel.Parallelism` carries are
+:func:`stage_layer_counts` of it.
 
-Only one chunk per rank is planned (interleaved and V-shaped schedules keep the even split).
+Schedules with several model chunks per rank (interleaved 1F1B with V chunks: virtual stage c·PP + r
+on rank r; ZB-V and DualPipeV: stages r and 2·PP − 1 − r on rank r) are planned by the same DP over
+the ranks: what bounds their iteration is each *rank's* work summed over its chunks (their closed
+forms in :func:`archsim.training.search.pipeline_seconds` scale the busiest rank's by the
+micro-batches) and each rank's memory, not a chunk's; every chunk keeps at least one layer. The
+brute force over every composition of the layers into PP·V chunks checks this in the tests.
 """
 
 from __future__ import annotations
@@ -72,17 +78,20 @@ def node_ops(name: str, pieces: dict[str, PieceCost]) -> tuple[PlacedOp, ...]:
 
 def chain_partition(c: TransformerConfig, par: Parallelism, counts: Sequence[int],
                     rank_pieces: Sequence[dict[str, PieceCost]], method: str = "planned") -> Partition:
-    """Layer counts per pipeline rank as the one plan type: rank r's stage holds its layers (the
-    embedding joins the first, the LM head the last), each node's ops costed on rank r's GPU, in
-    seconds; the mandatory bytes are each boundary's hop (:func:`~archsim.training.iteration.hop_bytes`,
-    per TP rank) forward and its gradient back, per micro-batch."""
+    """Layer counts per virtual stage (model chunk, pipeline order) as the one plan type: stage s holds
+    its layers (the embedding joins the first, the LM head the last) and runs on rank
+    ``rank_of_stages(par)[s]`` (its ``devices``), each node's ops costed on that rank's GPU
+    (``rank_pieces[r]``), in seconds; the mandatory bytes are each boundary's hop
+    (:func:`~archsim.training.iteration.hop_bytes`, per TP rank) forward and its gradient back, per
+    micro-batch."""
     names = node_names(c)
+    rank = rank_of_stages(par)
     bounds = np.concatenate(([0], np.cumsum(counts))) + 1
     bounds[0], bounds[-1] = 0, len(names)
-    stages = tuple(Stage(r, names[a:b], tuple(op for name in names[a:b] for op in node_ops(name, rank_pieces[r])))
-                   for r, (a, b) in enumerate(zip(bounds[:-1].tolist(), bounds[1:].tolist())))
+    stages = tuple(Stage(s, names[a:b], tuple(op for name in names[a:b] for op in node_ops(name, rank_pieces[rank[s]])))
+                   for s, (a, b) in enumerate(zip(bounds[:-1].tolist(), bounds[1:].tolist())))
     return Partition(method, stages, int(2 * hop_bytes(c, par) * (len(stages) - 1)), 0, unit="seconds",
-                     devices=tuple((r,) for r in range(len(stages))))
+                     devices=tuple((rank[s],) for s in range(len(stages))))
 
 
 def stage_layer_counts(partition: Partition) -> tuple[int, ...]:
@@ -90,13 +99,27 @@ def stage_layer_counts(partition: Partition) -> tuple[int, ...]:
     return tuple(sum(name.startswith(LAYER) for name in stage.layers) for stage in partition.stages)
 
 
-def _most_layers(c: TransformerConfig, par: Parallelism, in_flight: int, first: bool, last: bool,
+def rank_of_stages(par: Parallelism) -> list[int]:
+    """The pipeline rank of each virtual stage (model chunk), in pipeline order: stage s on rank s mod PP
+    (one chunk per rank, interleaved), or the V-shaped schedules' stages r and 2·PP − 1 − r on rank r."""
+    p = par.pp
+    return [(s if s < p else 2 * p - 1 - s) if par.schedule in V_SCHEDULES else s % p for s in range(p * par.chunks)]
+
+
+def _most_layers(c: TransformerConfig, par: Parallelism, chunks: Sequence[int], in_flight: int,
                  capacity: float) -> int:
-    """The most layers a stage fits in ``capacity`` bytes (−1: not even none): stage_memory is affine
-    in its layer count."""
-    apart = par.pp > 1
-    zero = stage_memory(c, par, 0, in_flight, first, last, apart).total
-    per_layer = stage_memory(c, par, 1, in_flight, first, last, apart).total - zero
+    """The most layers a rank running virtual stages ``chunks`` fits in ``capacity`` bytes (−1: not even
+    none): its memory, the sum of its chunks' :func:`stage_memory`, is affine in its layer count (each
+    layer costs the same whichever chunk holds it)."""
+    last_stage = par.pp * par.chunks - 1
+    apart = rank_of_stages(par)[last_stage] != 0
+
+    def total(layers: int) -> float:
+        return sum(stage_memory(c, par, layers if k == 0 else 0, in_flight, j == 0, j == last_stage, apart).total
+                   for k, j in enumerate(chunks))
+
+    zero = total(0)
+    per_layer = total(1) - zero
     if zero > capacity:
         return -1
     if per_layer <= 0 or capacity - zero >= per_layer * c.layers:
@@ -104,30 +127,72 @@ def _most_layers(c: TransformerConfig, par: Parallelism, in_flight: int, first: 
     return int((capacity - zero) // per_layer)
 
 
+def spread(total: int, fixed: Sequence[float], layer: float) -> list[int]:
+    """A rank's ``total`` layers over its chunks (at least one each) so that its slowest chunk is as fast
+    as can be: each further layer to the chunk that is then fastest (earlier first on a tie), where
+    chunk k takes ``fixed[k]`` (its embedding or head) + its layers × ``layer`` seconds — the water-filling
+    that is optimal for alike layers."""
+    counts = [1] * len(fixed)
+    for _ in range(total - len(fixed)):
+        k = min(range(len(fixed)), key=lambda k: (fixed[k] + counts[k] * layer, k))
+        counts[k] += 1
+    return counts
+
+
+def _level(chain: Sequence[np.ndarray], most: Sequence[int], v: int, layers: int, bound: float) -> list[int] | None:
+    """Among the ranks' layer totals whose busiest rank takes at most ``bound`` (the DP's optimum), the
+    water-filled one: from v layers a rank, each further layer to the rank then least busy, earlier
+    first. The DP's backtrack would pile its ties on the last ranks; the event simulator of the
+    interleaved and V-shaped orders runs the levelled totals faster (GPT-3 1.3B at PP 4 in
+    docs/search.md's uneven stages). None if rounding leaves a layer nowhere to go."""
+    p = len(chain)
+    fixed = [chain[r][0] * (r == 0) + chain[r][-1] * (r == p - 1) for r in range(p)]
+    counts = [v] * p
+    for _ in range(layers - v * p):
+        options = [(fixed[r] + (counts[r] + 1) * chain[r][1], r) for r in range(p) if counts[r] < most[r]]
+        options = [o for o in options if o[0] <= bound * (1 + 1e-12)]
+        if not options:
+            return None
+        counts[min(options)[1]] += 1
+    return counts
+
+
 def plan_stage_layers(c: TransformerConfig, par: Parallelism, node_times: Sequence[np.ndarray],
                       capacities: Sequence[float]) -> tuple[int, ...] | None:
-    """The dynamic program: layers per pipeline rank minimising the slowest stage's F + I + W (module docstring);
-    ``node_times[r]``: the chain's node seconds on rank r's GPU, ``capacities[r]``: its bytes. None
-    when no split fits memory (the layers are alike, so one fits exactly when every rank holds at
-    least one layer and together they hold them all)."""
-    p, layers = par.pp, c.layers
+    """Layers per virtual stage (model chunk), in pipeline order, minimising the busiest rank's F + I + W
+    over its chunks (module docstring); ``node_times[r]``: the chain's node seconds on rank r's GPU,
+    ``capacities[r]``: its bytes. None when no split fits memory (the layers are alike, so one fits
+    exactly when every rank holds at least one layer per chunk and together they hold them all).
+
+    The DP runs over the ranks in rank order: a rank's work depends only on how many layers it holds
+    (and on the embedding and head it holds), so with several chunks per rank the chain is the ranks'
+    totals — the embedding first (virtual stage 0 is on rank 0), the head last (interleaved: the last
+    stage is on rank PP − 1) or with the embedding (V-shaped: on rank 0); among the totals that reach
+    its optimum the water-filled ones are taken (:func:`_level`), and each rank's total is spread over
+    its chunks so that its slowest chunk is as fast as it can be (:func:`spread`)."""
+    p, layers, v = par.pp, c.layers, par.chunks
     n = layers + 2
-    if par.chunks != 1 or p > layers:
+    if p * v > layers:
         return None
-    peaks = in_flight_peaks(par.schedule, p, par.microbatches, 1)
-    most = [_most_layers(c, par, max(peaks[r], 1), r == 0, r == p - 1, capacities[r]) for r in range(p)]
-    if min(most) < 1 or sum(most) < layers:
+    rank_of = rank_of_stages(par)
+    owned = [[s for s in range(p * v) if rank_of[s] == r] for r in range(p)]
+    peaks = in_flight_peaks(par.schedule_name, p, par.microbatches, v)
+    most = [_most_layers(c, par, owned[r], max(peaks[r] // v, 1), capacities[r]) for r in range(p)]
+    if min(most) < v or sum(most) < layers:
         return None
+    chain = node_times
+    if rank_of[-1] == 0 and p > 1:  # V-shaped: embedding and head both rank 0's, a zero-cost node closes it
+        chain = [np.concatenate(([t[0] + t[-1]], t[1:-1], [0.0])) for t in node_times]
     i, j = np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij")  # stage = nodes i … j − 1
     first, last = i == 0, j == n
     count = j - i - first - last  # transformer layers in the stage
-    shape_ok = (j > i) & (count >= 1)
+    shape_ok = (j > i) & (count >= v)
     middle = shape_ok & ~first & ~last
     best = np.full(n + 1, np.inf)
     best[0] = 0.0
     choice = np.zeros((p, n + 1), dtype=int)
     for r in range(p):
-        prefix = np.concatenate(([0.0], np.cumsum(node_times[r])))
+        prefix = np.concatenate(([0.0], np.cumsum(chain[r])))
         cost = prefix[j] - prefix[i]
         ends = shape_ok & (first == (r == 0)) & (last == (r == p - 1)) if r in (0, p - 1) else middle
         value = np.where(ends & (count <= most[r]), np.maximum(best[:, None], cost), np.inf)
@@ -135,12 +200,21 @@ def plan_stage_layers(c: TransformerConfig, par: Parallelism, node_times: Sequen
         best = value[choice[r], np.arange(n + 1)]
     if not np.isfinite(best[n]):
         return None
-    cuts, end = [], n
+    totals, end = [], n
     for r in range(p - 1, -1, -1):
         start = int(choice[r, end])
-        cuts.append(end - start - (start == 0) - (end == n))
+        totals.append(end - start - (start == 0) - (end == n))
         end = start
-    return tuple(reversed(cuts))
+    totals.reverse()
+    if v == 1:
+        return tuple(totals)
+    totals = _level(chain, most, v, layers, float(best[n])) or totals
+    split = [0] * (p * v)
+    for r in range(p):
+        fixed = [node_times[r][0] * (s == 0) + node_times[r][-1] * (s == p * v - 1) for s in owned[r]]
+        for s, k in zip(owned[r], spread(totals[r], fixed, float(node_times[r][1]))):
+            split[s] = k
+    return tuple(split)
 
 
 def planned_split(c: TransformerConfig, par: Parallelism, machines: Sequence[Machine],
@@ -171,8 +245,7 @@ def rank_stage_times(c: TransformerConfig, par: Parallelism, machines: Sequence[
             own = pieces[k] if pieces is not None else model_pieces(c, par, machine)
             per_machine[id(machine)] = stage_times(c, par, machine, own)
     stages = par.pp * par.chunks
-    p = par.pp
-    rank = [(s if s < p else 2 * p - 1 - s) if par.schedule in V_SCHEDULES else s % p for s in range(stages)]
+    rank = rank_of_stages(par)
     rows = [per_machine[id(machines[rank[s]])] for s in range(stages)]
     return StageTimes(tuple(t.forward[s] for s, t in enumerate(rows)),
                       tuple(t.backward_input[s] for s, t in enumerate(rows)),
@@ -195,4 +268,5 @@ def parse_stage_layers(text: str) -> tuple[int, ...]:
 
 
 __all__ = ["BALANCES", "chain_partition", "node_names", "node_ops", "node_seconds", "parse_stage_layers",
-           "piece_seconds", "plan_stage_layers", "planned_split", "rank_stage_times", "stage_layer_counts"]
+           "piece_seconds", "plan_stage_layers", "planned_split", "rank_of_stages", "rank_stage_times", "spread",
+           "stage_layer_counts"]

@@ -1,0 +1,62 @@
+"""A search candidate laid out on a GPU cluster: each pipeline rank's GPU memory, the planner's
+uneven split of its layers (:mod:`archsim.training.stage_split`, per model chunk where a rank holds
+several) and whether every rank fits its own GPU — what :mod:`archsim.training.search` checks before
+timing a candidate, on the file's server order or on each order a planned placement tries."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from archsim.training.search_space import Candidate, peak_memory_bytes, rank_memories
+from archsim.training.stage_split import planned_split, stage_layer_counts
+
+
+def rank_capacities(cluster, par) -> list[float] | None:
+    """Each pipeline rank's GPU memory (bytes), or None when a rank's GPUs mix types."""
+    if not cluster.heterogeneous:
+        return [cluster.gpu.memory_bytes] * par.pp
+    kinds = cluster.rank_gpus(par)
+    return None if kinds is None else [g.memory_bytes for g in kinds]
+
+
+def plan_candidate(c, cluster, global_batch: int, k: Candidate, pieces=None) -> Candidate | None:
+    """``k`` with the planner's stage split (:func:`~archsim.training.stage_split.planned_split`, each
+    rank's pieces from ``pieces(par, machine)``, the search's cache, when given), or None when no split
+    fits each rank's memory."""
+    par = k.parallelism(global_batch)
+    machines = cluster.rank_machines(par) if cluster.heterogeneous else (cluster.machine(par),) * k.pp
+    capacities = rank_capacities(cluster, par)
+    split = None if capacities is None else planned_split(
+        c, par, machines, capacities, None if pieces is None else [pieces(par, m) for m in machines])
+    return None if split is None else replace(k, stage_layers=stage_layer_counts(split))
+
+
+def fit_candidate(c, cluster, global_batch: int, k: Candidate, balance: str,
+                  pieces=None) -> tuple[Candidate, float] | str:
+    """``k`` laid out on ``cluster`` (its layers split by the planner when ``balance`` is planned) and
+    its largest GPU's bytes, or why it cannot run; ``pieces``: the coster's cache of layer pieces."""
+    par = k.parallelism(global_batch)
+    why = cluster.problem(par) if cluster.heterogeneous else None
+    if why is not None:
+        return why
+    if balance == "planned" and k.plannable:
+        planned = plan_candidate(c, cluster, global_batch, k, pieces)
+        if planned is None:
+            return "out-of-memory"
+        k, par = planned, planned.parallelism(global_batch)
+    capacities = rank_capacities(cluster, par)
+    assert capacities is not None  # problem() refused mixed ranks
+    memory, fits = memory_fits(c, cluster, par, capacities)
+    return (k, memory) if fits else "out-of-memory"
+
+
+def memory_fits(c, cluster, par, capacities: list[float]) -> tuple[float, bool]:
+    """The largest GPU's bytes and whether every rank fits its own GPU."""
+    if not cluster.heterogeneous:
+        peak = peak_memory_bytes(c, par)
+        return peak, peak <= capacities[0]
+    sizes = [m.total for m in rank_memories(c, par)]
+    return max(sizes), all(size <= cap for size, cap in zip(sizes, capacities))
+
+
+__all__ = ["fit_candidate", "memory_fits", "plan_candidate", "rank_capacities"]
