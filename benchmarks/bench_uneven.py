@@ -130,7 +130,7 @@ def tiny_event_gap() -> dict:
                          "planned": ",".join(map(str, split)), "fastest": ",".join(map(str, best)),
                          "gap": times[split] / times[best] - 1})
             print(json.dumps(rows[-1]), flush=True)
-    worst = {s: max(r["gap"] for r in rows if r["schedule"] == s) for s in {r["schedule"] for r in rows}}
+    worst = {s: max(r["gap"] for r in rows if r["schedule"] == s) for s in sorted({r["schedule"] for r in rows})}
     return {"runs": rows, "largest_gap": worst}
 
 
