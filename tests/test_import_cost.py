@@ -30,7 +30,8 @@ CASES = [
     (["plan", PROFILE, "--cluster", CLUSTER, "--microbatches", "4"], ("networkx",)),  # SPP's min-cut device order
     (["import", "layerpipe_sample"], ()),
     (["gemm", "--m", "64", "--k", "64", "--n", "64"], ()),
-    (["cost", "layerpipe_sample"], ("pandas",)),
+    (["cost", "layerpipe_sample"], ()),  # rows from archsim.array.costing.layer_cost_rows, no DataFrame
+    (["cost", "layerpipe_sample", "--format", "csv", "--clock-ghz", "1"], ()),
     (["energy", "layerpipe_sample"], ("pandas",)),
     (["pipeline", "layerpipe_sample", "--processors", "2"], ()),
     (["pipeline", "layerpipe_sample", "--processors", "2", "--microbatches", "2", "--clock-ghz", "1"], ()),

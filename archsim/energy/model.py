@@ -28,9 +28,9 @@ so a δ split into D1/D2 sub-GEMMs is costed as what it is, never as a share of 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from archsim.array.analytic import gemm_cost
 from archsim.array.config import ArrayConfig
@@ -39,6 +39,9 @@ from archsim.energy.table import AccessEnergies, access_energies
 from archsim.errors import InputError
 from archsim.lowering import LoweredLayer, Mode, TrainingOp, lower_network
 from archsim.workload.layer import Network
+
+if TYPE_CHECKING:
+    import pandas as pd  # annotations only: loaded where used (``archsim cost`` needs none of it)
 
 COUNTS = ("macs", "register_words", "ifmap_sram_reads", "filter_sram_reads", "ofmap_sram_reads",
           "ifmap_sram_writes", "filter_sram_writes", "ofmap_sram_writes", "ifmap_dram_reads", "filter_dram_reads",
@@ -94,6 +97,8 @@ def gemm_counts(m: np.ndarray, k: np.ndarray, n: np.ndarray, array: ArrayConfig,
 
 def op_counts(ops: Sequence[TrainingOp], array: ArrayConfig, engine: str = "analytic") -> pd.DataFrame:
     """One row per op: layer, op kind, cycles and every event count of :data:`COUNTS`."""
+    import pandas as pd
+
     owner, m, k, n, count = flatten_gemms(ops)
     totals = {name: np.zeros(len(ops), dtype=np.int64) for name in COUNTS}
     if owner.size:
@@ -115,6 +120,8 @@ def static_power_mw(energies: AccessEnergies, array: ArrayConfig) -> float:
 
 def energy_of(counts: pd.DataFrame, energies: AccessEnergies, array: ArrayConfig) -> pd.DataFrame:
     """Energy (pJ) of each row of ``counts`` (columns :data:`COUNTS` and ``cycles``), by part."""
+    import pandas as pd
+
     out = pd.DataFrame(index=counts.index)
     for column, (figure, names) in PARTS.items():
         events = sum(counts[name].to_numpy(dtype=np.float64) for name in names)
@@ -131,6 +138,8 @@ def energy_of(counts: pd.DataFrame, energies: AccessEnergies, array: ArrayConfig
 def op_energy(ops: Sequence[TrainingOp], array: ArrayConfig, energies: AccessEnergies | None = None,
               engine: str = "analytic") -> pd.DataFrame:
     """Per op: counts (:func:`op_counts`) then energy by part (:data:`ENERGY_COLUMNS`, pJ)."""
+    import pandas as pd
+
     counts = op_counts(ops, array, engine)
     return pd.concat([counts, energy_of(counts, energies or access_energies(array), array)], axis=1)
 
@@ -138,6 +147,8 @@ def op_energy(ops: Sequence[TrainingOp], array: ArrayConfig, energies: AccessEne
 def layer_energy(lowered: Sequence[LoweredLayer], array: ArrayConfig, energies: AccessEnergies | None = None,
                  engine: str = "analytic") -> pd.DataFrame:
     """Per layer: F, G, D energy (pJ, a split δ's D1 + D2 under D) and the total."""
+    import pandas as pd
+
     ops = [op for item in lowered for op in item.ops]
     per_op = op_energy(ops, array, energies, engine)
     rows = []
