@@ -32,7 +32,9 @@ CASES = [
     (["gemm", "--m", "64", "--k", "64", "--n", "64"], ()),
     (["cost", "layerpipe_sample"], ()),  # rows from archsim.array.costing.layer_cost_rows, no DataFrame
     (["cost", "layerpipe_sample", "--format", "csv", "--clock-ghz", "1"], ()),
-    (["energy", "layerpipe_sample"], ("pandas",)),
+    (["energy", "layerpipe_sample"], ()),  # rows from archsim.energy.model.iteration_energy_rows
+    (["energy", "layerpipe_sample", "--format", "json", "--microbatches", "4", "--clock-ghz", "1"], ()),
+    (["cost", "layerpipe_sample", "--energy"], ()),
     (["pipeline", "layerpipe_sample", "--processors", "2"], ()),
     (["pipeline", "layerpipe_sample", "--processors", "2", "--microbatches", "2", "--clock-ghz", "1"], ()),
     (["cluster", "--trace", "synthetic", "--jobs", "8"], ("pandas",)),

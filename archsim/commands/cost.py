@@ -52,12 +52,11 @@ def run(args: argparse.Namespace) -> int:
     rows = layer_cost_rows(lowered, array, args.engine)
     energy_table = energies = None
     if args.energy:
-        from archsim.energy import layer_energy
+        from archsim.energy.model import layer_energy_rows
 
         energy_table, energies = energies_from_args(array, args)
-        per_layer = layer_energy(lowered, array, energies, args.engine)
-        for row, energy in zip(rows, per_layer.drop(columns="layer").to_dict(orient="records")):
-            row.update(energy)
+        for row, energy in zip(rows, layer_energy_rows(lowered, array, energies, args.engine)):
+            row.update({name: value for name, value in energy.items() if name != "layer"})
     rows.append(total_row(rows))
     meta = {"network": network.name, "array": f"{array.rows}x{array.cols}", "dataflow": array.dataflow,
             "batch": args.batch, "mode": args.mode, "engine": args.engine, "geometry": args.geometry,
