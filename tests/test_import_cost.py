@@ -37,7 +37,8 @@ CASES = [
     (["cost", "layerpipe_sample", "--energy"], ()),
     (["pipeline", "layerpipe_sample", "--processors", "2"], ()),
     (["pipeline", "layerpipe_sample", "--processors", "2", "--microbatches", "2", "--clock-ghz", "1"], ()),
-    (["cluster", "--trace", "synthetic", "--jobs", "8"], ("pandas",)),
+    (["cluster", "--trace", "synthetic", "--jobs", "8"], ()),  # one run: summarize with numpy, plain rows
+    (["cluster", "--trace", "synthetic", "--jobs", "8", "--policy", "gandiva", "--format", "csv"], ()),
     (["bppsa", "rnn"], ()),  # records rendered by archsim.rows
 ]
 
