@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 import pytest
-
 from output_commands import CLUSTER, PROFILE
 
 HEAVY = ("pandas", "numba", "scipy", "networkx", "plotly", "torch", "onnx")
@@ -55,9 +54,9 @@ def test_a_small_command_imports_no_heavy_package_it_does_not_use(argv, allowed)
 
 
 def test_help_imports_no_numpy():
-    done = subprocess.run([sys.executable, "-c", "import sys\nfrom archsim.cli import main\n"
-                           "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
-                           "print('numpy' in sys.modules, 'pandas' in sys.modules)"],
+    done = subprocess.run([sys.executable, "-c", ("import sys\nfrom archsim.cli import main\n"
+                                                  "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+                                                  "print('numpy' in sys.modules, 'pandas' in sys.modules)")],
                           capture_output=True, text=True, check=True)
     assert done.stdout.splitlines()[-1] == "False False"
 
@@ -77,6 +76,20 @@ def test_a_pipedream_plan_prints_its_makespan_without_the_simulator():
     code, modules = loaded_modules(argv, ["archsim.sim", "archsim.spp.pe", "archsim.spp.plan", "archsim.spp.prm",
                                           "archsim.spp.rdo"])
     assert code == 0 and modules == []
+
+
+def test_only_the_process_entry_freezes_the_collector():
+    """``archsim`` and ``python -m archsim`` freeze the collector's objects after the command (the exit's
+    collections then skip what imports built); :func:`main` called in-process (tests, notebooks) must not."""
+    code = ("import gc, sys\nfrom archsim.cli import command_line, main\n"
+            "main(['gemm', '--m', '8', '--k', '8', '--n', '8'])\nafter_main = gc.get_freeze_count()\n"
+            "sys.argv = ['archsim', 'gemm', '--m', '8', '--k', '8', '--n', '8']\ncommand_line()\n"
+            "print(after_main, gc.get_freeze_count() > 0)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines()[-1] == "0 True"
+    done = subprocess.run([sys.executable, "-m", "archsim", "gemm", "--m", "8", "--k", "8", "--n", "8", "--format",
+                           "csv"], capture_output=True, text=True, check=True)
+    assert done.stdout.startswith("m,k,n")
 
 
 def loaded_modules(argv: list[str], names: list[str]) -> tuple[int, list[str]]:
