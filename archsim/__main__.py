@@ -1,5 +1,5 @@
 import sys
 
-from archsim.cli import main
+from archsim.cli import command_line
 
-sys.exit(main())
+sys.exit(command_line())

@@ -6,14 +6,16 @@ Each sample is a fresh interpreter (what a user's shell pays): ``lazy`` runs ``a
 shipped (only the registry is imported); ``eager`` builds the full parser first, importing every
 sub-command module as the CLI did before the registry became lazy; ``python`` is a bare
 interpreter, the floor. ``cost`` runs ``archsim cost layerpipe_sample`` (analytic engine: numba is
-not imported); ``pandas`` imports numpy and pandas only, the floor of any command that prints a
-table. Prints the median and best wall time of each and the eager/lazy ratio,
-and writes benchmarks/results/cli_startup.csv atomically.
+not imported; its rows print without pandas); ``numpy`` imports numpy only, the floor of every command
+that computes; ``pandas`` imports numpy and pandas, what a command that builds a DataFrame pays. Prints
+the median and best wall time of each, the eager/lazy ratio and the load average, and writes
+benchmarks/results/cli_startup.csv atomically.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -28,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CASES = {
     "python": "pass",
     "lazy": "from archsim.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass",
+    "numpy": "import numpy",
     "pandas": "import numpy, pandas",
     "cost": "from archsim.cli import main\nmain(['cost', 'layerpipe_sample'])",
     "eager": ("from archsim.cli import build_parser\nparser = build_parser()\ntry:\n    parser.parse_args(['--help'])\n"
@@ -55,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     frame = pd.DataFrame(rows)
     ratio = frame.set_index("case").median_s["eager"] / frame.set_index("case").median_s["lazy"]
     print(frame.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
-    print(f"eager / lazy (median): {ratio:.1f}x")
+    print(f"eager / lazy (median): {ratio:.1f}x; load average {os.getloadavg()}")
     atomic_write_text(args.out, frame.to_csv(index=False))
     return 0
 

@@ -1,11 +1,14 @@
 """The fixed cost of every command: each on a small input against ``python -c pass``, in one run.
 
-    python benchmarks/bench_fixed_cost.py [--repeats 5] [--pipedream PIPEDREAM_CHECKOUT --python PYTHON]
+    python benchmarks/bench_fixed_cost.py [--repeats 5] [--pipedream PIPEDREAM_CHECKOUT --python PYTHON
+                                          [--pd-repeats 20] [--only-pipedream]]
 
-For each command (as a user runs it: a fresh process) the best of ``--repeats`` runs' CPU seconds
-(user + system of the child) and wall seconds, the same for ``python -c pass`` and for importing the
-CLI alone, and the fixed part named: the heavy packages the command imported and their cumulative import
-seconds (``python -X importtime``, one more run). Target: under 0.5 s each on an idle machine.
+For each command (as a user runs it: a fresh process) the best and the median of ``--repeats`` runs'
+CPU seconds (user + system of the child) and the best wall seconds, the same for ``python -c pass`` and
+for importing the CLI alone, the commands' runs interleaved round by round (a change of load on a shared
+machine falls on all of them), and the fixed part named: the heavy packages the command imported and
+their cumulative import seconds (``python -X importtime``, one more run). The 1-minute load average
+before and after is printed and written beside each row. Target: under 0.5 s each on an idle machine.
 
 With ``--pipedream`` (a checkout of msr-fiddle/pipedream and a Python with numpy and graphviz, see
 benchmarks/pipedream_reference.py) it also times ``archsim plan --method pipedream`` against the released
@@ -67,7 +70,7 @@ def timed(argv: list[str], cwd: Path = ROOT) -> tuple[float, float, subprocess.C
     """CPU seconds (user + system) and wall seconds of one child process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, env=CHILD_ENV)
+    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, env=CHILD_ENV, check=False)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode:
@@ -75,15 +78,12 @@ def timed(argv: list[str], cwd: Path = ROOT) -> tuple[float, float, subprocess.C
     return after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, wall, done
 
 
-def best(argv: list[str], repeats: int, cwd: Path = ROOT) -> tuple[float, float, str]:
-    runs = [timed(argv, cwd) for _ in range(repeats)]
-    return min(r[0] for r in runs), min(r[1] for r in runs), runs[-1][2].stdout
 
 
 def heavy_imports(argv: list[str]) -> dict[str, float]:
     """Cumulative import seconds of each heavy top-level package the command imported."""
     done = subprocess.run([argv[0], "-X", "importtime", *argv[1:]], cwd=ROOT, capture_output=True, text=True,
-                          env=CHILD_ENV)
+                          env=CHILD_ENV, check=False)
     found = {}
     for line in done.stderr.splitlines():
         match = re.match(r"import time:\s+\d+ \|\s+(\d+) \| (\s*)(\S+)$", line)
@@ -93,14 +93,25 @@ def heavy_imports(argv: list[str]) -> dict[str, float]:
 
 
 def fixed_costs(repeats: int) -> list[dict]:
+    load = os.getloadavg()[0]
+    runs: dict[str, list[tuple[float, float]]] = {name: [] for name in COMMANDS}
+    for _ in range(repeats):  # round by round: every command sees the same spells of load
+        for name, argv in COMMANDS.items():
+            cpu, wall, _ = timed(argv)
+            runs[name].append((cpu, wall))
+    load = max(load, os.getloadavg()[0])
     rows = []
     for name, argv in COMMANDS.items():
-        cpu, wall, _ = best(argv, repeats)
+        cpu = min(r[0] for r in runs[name])
+        median = statistics.median(r[0] for r in runs[name])
+        wall = min(r[1] for r in runs[name])
         imports = heavy_imports(argv)
-        rows.append({"command": name, "cpu_seconds": round(cpu, 3), "wall_seconds": round(wall, 3),
+        rows.append({"command": name, "repeats": repeats, "cpu_seconds": round(cpu, 3),
+                     "cpu_median_seconds": round(median, 3), "wall_seconds": round(wall, 3),
                      "heavy_imports": " ".join(f"{k}:{v:.2f}s" for k, v in sorted(imports.items(), key=lambda x: -x[1])),
-                     "under_half_second": cpu < 0.5})
-        print(f"{name:22s} cpu {cpu:6.3f} s  wall {wall:6.3f} s  {rows[-1]['heavy_imports']}", flush=True)
+                     "under_half_second": cpu < 0.5, "load_average": round(load, 2)})
+        print(f"{name:22s} cpu {cpu:6.3f} s (median {median:6.3f})  wall {wall:6.3f} s  {rows[-1]['heavy_imports']}",
+              flush=True)
     return rows
 
 
@@ -108,6 +119,7 @@ def pipedream_commands(checkout: Path, python: str, repeats: int) -> list[dict]:
     """archsim plan --method pipedream vs the released optimizer, both as commands, their runs
     alternating (so that a change of load on a shared machine falls on both): best and median CPU."""
     rows = []
+    load = os.getloadavg()[0]
     python = str(Path(python).absolute()) if os.sep in python else python  # it runs in the checkout
     for profile in (PROFILES / f"{name}.txt" for name in COMPARED_PROFILES):
         local = checkout / "optimizer" / "profiles" / profile.name
@@ -135,7 +147,8 @@ def pipedream_commands(checkout: Path, python: str, repeats: int) -> list[dict]:
                      "speedup_cpu_median": round(median_ratio, 2),
                      "released_wall_seconds": round(min(r[1] for r in theirs_runs), 3),
                      "archsim_wall_seconds": round(min(r[1] for r in ours_runs), 3),
-                     "same_time_per_stage": abs(ours - theirs) <= 1e-6 * theirs})
+                     "same_time_per_stage": abs(ours - theirs) <= 1e-6 * theirs,
+                     "load_average": round(max(load, os.getloadavg()[0]), 2)})
         print(f"{profile.stem} ({nodes} nodes): released {theirs_cpu[0]:.3f} s CPU (median "
               f"{statistics.median(theirs_cpu):.3f}), archsim {ours_cpu[0]:.3f} s (median "
               f"{statistics.median(ours_cpu):.3f}): ×{best_ratio:.2f} best, ×{median_ratio:.2f} median; same answer: "
@@ -153,7 +166,9 @@ def write(path: Path, rows: list[dict]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=5, help="runs of each command (fixed costs)")
+    parser.add_argument("--pd-repeats", type=int, default=20,
+                        help="runs of each side in the PipeDream comparison (alternating)")
     parser.add_argument("--pipedream", type=Path, default=None)
     parser.add_argument("--python", default="python3")
     parser.add_argument("--only-pipedream", action="store_true", help="skip the per-command fixed costs")
@@ -163,7 +178,7 @@ def main() -> None:
     if not args.only_pipedream:
         write(args.out / "fixed_cost.csv", fixed_costs(args.repeats))
     if args.pipedream:
-        write(args.out / "pipedream_commands.csv", pipedream_commands(args.pipedream, args.python, args.repeats))
+        write(args.out / "pipedream_commands.csv", pipedream_commands(args.pipedream, args.python, args.pd_repeats))
     print(f"load average after: {os.getloadavg()}", flush=True)
 
 

@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 import pytest
-
 from output_commands import CLUSTER, PROFILE
 
 HEAVY = ("pandas", "numba", "scipy", "networkx", "plotly", "torch", "onnx")
@@ -30,11 +29,15 @@ CASES = [
     (["plan", PROFILE, "--cluster", CLUSTER, "--microbatches", "4"], ("networkx",)),  # SPP's min-cut device order
     (["import", "layerpipe_sample"], ()),
     (["gemm", "--m", "64", "--k", "64", "--n", "64"], ()),
-    (["cost", "layerpipe_sample"], ("pandas",)),
-    (["energy", "layerpipe_sample"], ("pandas",)),
+    (["cost", "layerpipe_sample"], ()),  # rows from archsim.array.costing.layer_cost_rows, no DataFrame
+    (["cost", "layerpipe_sample", "--format", "csv", "--clock-ghz", "1"], ()),
+    (["energy", "layerpipe_sample"], ()),  # rows from archsim.energy.model.iteration_energy_rows
+    (["energy", "layerpipe_sample", "--format", "json", "--microbatches", "4", "--clock-ghz", "1"], ()),
+    (["cost", "layerpipe_sample", "--energy"], ()),
     (["pipeline", "layerpipe_sample", "--processors", "2"], ()),
     (["pipeline", "layerpipe_sample", "--processors", "2", "--microbatches", "2", "--clock-ghz", "1"], ()),
-    (["cluster", "--trace", "synthetic", "--jobs", "8"], ("pandas",)),
+    (["cluster", "--trace", "synthetic", "--jobs", "8"], ()),  # one run: summarize with numpy, plain rows
+    (["cluster", "--trace", "synthetic", "--jobs", "8", "--policy", "gandiva", "--format", "csv"], ()),
     (["bppsa", "rnn"], ()),  # records rendered by archsim.rows
 ]
 
@@ -51,9 +54,9 @@ def test_a_small_command_imports_no_heavy_package_it_does_not_use(argv, allowed)
 
 
 def test_help_imports_no_numpy():
-    done = subprocess.run([sys.executable, "-c", "import sys\nfrom archsim.cli import main\n"
-                           "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
-                           "print('numpy' in sys.modules, 'pandas' in sys.modules)"],
+    done = subprocess.run([sys.executable, "-c", ("import sys\nfrom archsim.cli import main\n"
+                                                  "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+                                                  "print('numpy' in sys.modules, 'pandas' in sys.modules)")],
                           capture_output=True, text=True, check=True)
     assert done.stdout.splitlines()[-1] == "False False"
 
@@ -73,6 +76,20 @@ def test_a_pipedream_plan_prints_its_makespan_without_the_simulator():
     code, modules = loaded_modules(argv, ["archsim.sim", "archsim.spp.pe", "archsim.spp.plan", "archsim.spp.prm",
                                           "archsim.spp.rdo"])
     assert code == 0 and modules == []
+
+
+def test_only_the_process_entry_freezes_the_collector():
+    """``archsim`` and ``python -m archsim`` freeze the collector's objects after the command (the exit's
+    collections then skip what imports built); :func:`main` called in-process (tests, notebooks) must not."""
+    code = ("import gc, sys\nfrom archsim.cli import command_line, main\n"
+            "main(['gemm', '--m', '8', '--k', '8', '--n', '8'])\nafter_main = gc.get_freeze_count()\n"
+            "sys.argv = ['archsim', 'gemm', '--m', '8', '--k', '8', '--n', '8']\ncommand_line()\n"
+            "print(after_main, gc.get_freeze_count() > 0)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines()[-1] == "0 True"
+    done = subprocess.run([sys.executable, "-m", "archsim", "gemm", "--m", "8", "--k", "8", "--n", "8", "--format",
+                           "csv"], capture_output=True, text=True, check=True)
+    assert done.stdout.startswith("m,k,n")
 
 
 def loaded_modules(argv: list[str], names: list[str]) -> tuple[int, list[str]]:

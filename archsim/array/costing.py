@@ -13,7 +13,7 @@ Every partitioner and schedule reads op costs from here, so a new cost source pl
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -80,13 +80,18 @@ def _cycle_figures(m: np.ndarray, k: np.ndarray, n: np.ndarray, array: ArrayConf
 
 def op_costs(ops: Sequence[TrainingOp], array: ArrayConfig, engine: str = "analytic") -> pd.DataFrame:
     """One row per op: cycles, MACs, utilization, array GEMM count and bytes (and, under the
-    ``cycle`` engine, stall cycles and DRAM bytes read and written).
+    ``cycle`` engine, stall cycles and DRAM bytes read and written): :func:`op_cost_columns` as a DataFrame."""
+    import pandas as pd
+
+    return pd.DataFrame(op_cost_columns(ops, array, engine))
+
+
+def op_cost_columns(ops: Sequence[TrainingOp], array: ArrayConfig, engine: str = "analytic") -> dict[str, Any]:
+    """:func:`op_costs`' columns by name (lists of names, int64/float64 arrays), without pandas.
 
     GEMM cycles come from the chosen engine; vector-unit work costs ⌈elements / cols⌉ cycles
     (one lane per array column) and never stalls.
     """
-    import pandas as pd
-
     _check_engine(engine)
     owner, m, k, n, count = flatten_gemms(ops)
     cycles = np.zeros(len(ops), dtype=np.int64)
@@ -110,7 +115,7 @@ def op_costs(ops: Sequence[TrainingOp], array: ArrayConfig, engine: str = "analy
     cycles += -(-vector // array.cols)
     with np.errstate(divide="ignore", invalid="ignore"):
         utilization = np.where(cycles > 0, macs / (np.maximum(cycles, 1) * float(array.pes)), 0.0)  # float: may pass int64
-    frame = pd.DataFrame({
+    columns: dict[str, Any] = {
         "layer": [op.layer for op in ops],
         "op": [op.kind for op in ops],
         "cycles": cycles,
@@ -120,11 +125,10 @@ def op_costs(ops: Sequence[TrainingOp], array: ArrayConfig, engine: str = "analy
         "vector_elements": vector,
         "out_bytes": np.asarray([op.out_bytes for op in ops], dtype=np.int64),
         "extra_bytes": np.asarray([op.extra_bytes for op in ops], dtype=np.int64),
-    })
+    }
     if engine == "cycle":
-        for column in CYCLE_COLUMNS:
-            frame[column] = extra[column]
-    return frame
+        columns.update(extra)
+    return columns
 
 
 def op_cycles(ops: Sequence[TrainingOp], array: ArrayConfig, engine: str = "analytic") -> np.ndarray:
@@ -148,12 +152,25 @@ LAYER_COLUMNS = ("layer", "type", "F_cycles", "G_cycles", "D_cycles", "total_cyc
 
 def cost_lowered(lowered: Sequence[LoweredLayer], array: ArrayConfig, engine: str = "analytic") -> pd.DataFrame:
     """Per-layer table: F/G/D cycles and utilization, total, and the tensors a stage boundary moves;
-    under the ``cycle`` engine also the layer's stall cycles and DRAM bytes (F + G + D)."""
+    under the ``cycle`` engine also the layer's stall cycles and DRAM bytes (F + G + D):
+    :func:`layer_cost_rows` as a DataFrame."""
     import pandas as pd
 
-    ops = [op for item in lowered for op in item.ops]
-    costs = op_costs(ops, array, engine)
     extra = CYCLE_COLUMNS if engine == "cycle" else ()
+    frame = pd.DataFrame(layer_cost_rows(lowered, array, engine), columns=[*LAYER_COLUMNS, *extra])
+    for column in ("F_cycles", "G_cycles", "D_cycles", "total_cycles", "activation_bytes", "delta_bytes", "weight_bytes",
+                   *extra):
+        frame[column] = frame[column].astype(np.int64)
+    return frame
+
+
+def layer_cost_rows(lowered: Sequence[LoweredLayer], array: ArrayConfig, engine: str = "analytic") -> list[dict]:
+    """:func:`cost_lowered`'s rows as plain records (Python ints and floats), without pandas."""
+    ops = [op for item in lowered for op in item.ops]
+    costs = op_cost_columns(ops, array, engine)
+    extra = CYCLE_COLUMNS if engine == "cycle" else ()
+    op_cycles_, utilization = costs["cycles"].tolist(), costs["utilization"].tolist()
+    extras = {column: costs[column].tolist() for column in extra}
     rows = []
     position = 0
     for item in lowered:
@@ -165,26 +182,22 @@ def cost_lowered(lowered: Sequence[LoweredLayer], array: ArrayConfig, engine: st
         row.update(sums)
         cycles = {"F": 0, "G": 0, "D": 0}
         for op in item.ops:
-            cost = costs.iloc[position]
-            cycles[op.kind] = row[f"{op.kind}_cycles"] = int(cost["cycles"])
-            row[f"{op.kind}_utilization"] = float(cost["utilization"])
+            cycles[op.kind] = row[f"{op.kind}_cycles"] = int(op_cycles_[position])
+            row[f"{op.kind}_utilization"] = float(utilization[position])
             for column in extra:
-                sums[column] += int(cost[column])
+                sums[column] += int(extras[column][position])
                 row[column] = sums[column]
             position += 1
         row["total_cycles"] = cycles["F"] + cycles["G"] + cycles["D"]
         row["activation_bytes"] = item.tensors.activation_bytes
         row["delta_bytes"] = item.tensors.delta_bytes
         row["weight_bytes"] = item.tensors.weight_bytes
-        rows.append(row)
-    frame = pd.DataFrame(rows, columns=[*LAYER_COLUMNS, *extra])
-    for column in ("F_cycles", "G_cycles", "D_cycles", "total_cycles", "activation_bytes", "delta_bytes", "weight_bytes",
-                   *extra):
-        frame[column] = frame[column].astype(np.int64)
-    return frame
+        rows.append({column: row[column] for column in (*LAYER_COLUMNS, *extra)})
+    return rows
 
 
 def cost_network(network: Network, array: ArrayConfig, batch: int, mode: Mode = "exact",
                  engine: str = "analytic") -> pd.DataFrame:
-    """Lower and cost a whole network: the table ``archsim cost`` prints."""
+    """Lower and cost a whole network: the table ``archsim cost`` prints (its rows:
+    :func:`layer_cost_rows` of :func:`~archsim.lowering.lower_network`)."""
     return cost_lowered(lower_network(network, batch, mode, array.element_bytes), array, engine)

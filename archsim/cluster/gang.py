@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from archsim.cluster.jobs import JobCluster, JobSpec, SimConfig, SimResult
 
@@ -180,11 +180,11 @@ def simulate_gang(jobs: Sequence[JobSpec], cluster: JobCluster, config: SimConfi
             next_admit += 1
         (gandiva_round if policy == "gandiva" else tiresias_round)(t)
 
-    frame = pd.DataFrame({
+    columns: dict[str, Any] = {
         "job_id": [job.job_id for job in jobs], "submit_s": [job.submit_s for job in jobs],
         "start_s": start, "end_s": end, "workers": [job.workers for job in jobs],
         "iterations": [job.iterations for job in jobs], "migrations": moves,
-    })
-    frame["jct_s"] = frame.end_s - frame.submit_s
+    }
+    columns["jct_s"] = np.asarray(columns["end_s"]) - np.asarray(columns["submit_s"])
     busy = np.asarray(segments, dtype=float).reshape(-1, 3)
-    return SimResult(policy, frame, busy, float(frame.end_s.max()), n_dev)
+    return SimResult(policy, columns, busy, float(np.nanmax(columns["end_s"])), n_dev)

@@ -23,9 +23,9 @@ The event loop itself is compiled (:mod:`archsim.cluster.jigsaw_kernel`).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from archsim.cluster import jigsaw_kernel as kernel
 from archsim.cluster.jobs import JobCluster, JobSpec, SimConfig, SimResult
@@ -62,11 +62,11 @@ def simulate_jigsaw(jobs: Sequence[JobSpec], cluster: JobCluster, config: SimCon
             np.array([config.gamma_s_per_byte * job.model_bytes for job in jobs], dtype=float),
             blocks, iterations, np.array([config.admit_time(job.submit_s) for job in jobs], dtype=float),
             cluster.machine_of().astype(np.int64), _EPS)
-    frame = pd.DataFrame({
+    columns: dict[str, Any] = {
         "job_id": [job.job_id for job in jobs], "submit_s": [job.submit_s for job in jobs],
         "start_s": start, "end_s": end, "workers": workers,
         "iterations": [job.iterations for job in jobs], "migrations": moves,
-    })
-    frame["jct_s"] = frame.end_s - frame.submit_s
+    }
+    columns["jct_s"] = np.asarray(columns["end_s"]) - np.asarray(columns["submit_s"])
     busy = np.column_stack([busy_begin, busy_end, np.ones(len(busy_begin))])
-    return SimResult(policy, frame, busy, float(frame.end_s.max()), cluster.devices)
+    return SimResult(policy, columns, busy, float(np.nanmax(columns["end_s"])), cluster.devices)

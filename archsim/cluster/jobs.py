@@ -8,15 +8,19 @@ jobs, without SPB).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from archsim.cluster.catalog import ModelProfile, lookup
 from archsim.cluster.trace import TraceJob
 from archsim.errors import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd  # the per-job frame is built on first use (``archsim cluster`` prints without it)
 
 V100_MEMORY_BYTES = 16 * 2**30
 TEN_GBE_S_PER_BYTE = 8 / 10e9
@@ -111,13 +115,26 @@ class SimConfig:
 
 @dataclass(frozen=True, eq=False)
 class SimResult:
-    """One policy's run: per-job frame, device-busy segments (start, end, devices busy), makespan."""
+    """One policy's run: per-job columns (job_id, submit_s, start_s, end_s, workers, iterations,
+    migrations, jct_s; arrays or lists, or a DataFrame of them), device-busy segments (start, end,
+    devices busy), makespan."""
 
     policy: str
-    jobs: pd.DataFrame
+    job_columns: Mapping[str, object]
     busy: np.ndarray
     makespan_s: float
     devices: int
+
+    @cached_property
+    def jobs(self) -> pd.DataFrame:
+        """The per-job columns as a DataFrame (imports pandas)."""
+        import pandas as pd
+
+        return self.job_columns if isinstance(self.job_columns, pd.DataFrame) else pd.DataFrame(self.job_columns)
+
+    def column(self, name: str) -> np.ndarray:
+        """One per-job column as an array, without pandas."""
+        return np.asarray(self.job_columns[name])
 
 
 def build_jobs(trace: Sequence[TraceJob], catalog: dict[str, ModelProfile], cluster: JobCluster,

@@ -4,11 +4,14 @@ migrations per iteration — each a pure function of a :class:`~archsim.cluster.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from archsim.cluster.jobs import SimResult
+
+if TYPE_CHECKING:
+    import pandas as pd  # the figures' frames only: summarize (what ``archsim cluster`` prints) needs none
 
 
 def utilization_series(result: SimResult, bin_s: float) -> pd.DataFrame:
@@ -17,6 +20,8 @@ def utilization_series(result: SimResult, bin_s: float) -> pd.DataFrame:
     Busy segments (start, end, devices) integrate exactly: the cumulative busy device-seconds is
     piecewise linear between segment ends, so it is evaluated at the bin edges by interpolation.
     """
+    import pandas as pd
+
     horizon = result.makespan_s
     edges = np.arange(0.0, horizon + bin_s, bin_s) if horizon > 0 else np.array([0.0, bin_s])
     busy = result.busy
@@ -40,6 +45,8 @@ def busy_device_seconds(result: SimResult) -> float:
 
 def jct_cdf(result: SimResult) -> pd.DataFrame:
     """Empirical CDF of job completion times (Fig. 4(b))."""
+    import pandas as pd
+
     jct = np.sort(result.jobs.jct_s.to_numpy())
     return pd.DataFrame({"jct_s": jct, "fraction": np.arange(1, len(jct) + 1) / len(jct)})
 
@@ -50,24 +57,28 @@ def migrations_per_iteration(result: SimResult) -> pd.Series:
 
 
 def summarize(result: SimResult) -> dict[str, float | str]:
-    """Makespan, JCT mean/median/p95, mean utilization and migrations per iteration of one run."""
-    jct = result.jobs.jct_s
+    """Makespan, JCT mean/median/p95, mean utilization and migrations per iteration of one run (numpy's
+    NaN-skipping statistics: the same floats pandas' Series methods gave, which they call)."""
+    jct = result.column("jct_s").astype(np.float64)
     makespan = result.makespan_s
+    finished = jct[~np.isnan(jct)]
     return {
         "policy": result.policy,
         "jobs": len(jct),
         "makespan_s": makespan,
-        "jct_mean_s": float(jct.mean()),
-        "jct_median_s": float(jct.median()),
-        "jct_p95_s": float(jct.quantile(0.95)),
+        "jct_mean_s": float(np.nanmean(jct)) if len(finished) else float("nan"),
+        "jct_median_s": float(np.nanmedian(jct)) if len(finished) else float("nan"),
+        "jct_p95_s": float(np.percentile(finished, [95.0], method="linear")[0]) if len(finished) else float("nan"),
         "utilization": busy_device_seconds(result) / (makespan * result.devices) if makespan > 0 else 0.0,
-        "migrations_per_iteration": float(result.jobs.migrations.sum() / result.jobs.iterations.sum()),
+        "migrations_per_iteration": float(result.column("migrations").sum() / result.column("iterations").sum()),
     }
 
 
 def aggregate(summaries: Sequence[dict], reference: str = "jigsaw") -> pd.DataFrame:
     """Mean, standard deviation, min and max over seeds per policy, and the reference policy's mean
     improvement (%) over each policy, paired by seed: 100 · (1 − ref / other)."""
+    import pandas as pd
+
     frame = pd.DataFrame(list(summaries))
     metrics = ["makespan_s", "jct_mean_s", "jct_median_s", "jct_p95_s", "utilization", "migrations_per_iteration"]
     rows = []

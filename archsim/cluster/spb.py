@@ -24,15 +24,18 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from archsim.array.config import DEFAULT_CLOCK_HZ, ArrayConfig
-from archsim.array.costing import cost_network
+from archsim.array.costing import layer_cost_rows
 from archsim.errors import InputError
-from archsim.lowering import Mode
+from archsim.lowering import Mode, lower_network
 from archsim.workload.layer import NETWORK_INPUT, Network
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass(frozen=True, eq=False)
@@ -85,17 +88,18 @@ def layer_costs_from_network(network: Network, array: ArrayConfig, batch: int, m
     are each layer's input tensor (``delta_bytes`` of the lowering: what G needs), parameter bytes its
     weights (bias excluded), both at ``array.element_bytes`` per element.
     """
-    table = cost_network(network, array, batch, mode)
+    table = layer_cost_rows(lower_network(network, batch, mode, array.element_bytes), array)  # cost_network's rows
+    column = lambda name: np.array([row[name] for row in table], dtype=float)
     clock = array.clock_hz or DEFAULT_CLOCK_HZ
     index = {layer.name: i for i, layer in enumerate(network.layers)}
     producers = tuple(tuple(index[p] for p in layer.inputs if p != NETWORK_INPUT) for layer in network.layers)
     return JobLayerCosts(
-        names=tuple(table["layer"]),
-        forward_s=table["F_cycles"].to_numpy(float) / clock,
-        backward_s=(table["G_cycles"] + table["D_cycles"]).to_numpy(float) / clock,
-        input_grad_s=table["D_cycles"].to_numpy(float) / clock,
-        activation_bytes=table["delta_bytes"].to_numpy(float),
-        parameter_bytes=table["weight_bytes"].to_numpy(float),
+        names=tuple(str(row["layer"]) for row in table),
+        forward_s=column("F_cycles") / clock,
+        backward_s=np.array([row["G_cycles"] + row["D_cycles"] for row in table], dtype=float) / clock,
+        input_grad_s=column("D_cycles") / clock,
+        activation_bytes=column("delta_bytes"),
+        parameter_bytes=column("weight_bytes"),
         producers=producers,
         source=f"{network.name} on {array.rows}x{array.cols} {array.dataflow}, batch {batch}, {mode} mode",
     )
@@ -159,6 +163,8 @@ def spb_tasks(costs: JobLayerCosts, workers: int, shares: Sequence[float] | None
 def backprop_sweep(costs: JobLayerCosts, percents: Sequence[float] = (100, 90, 80, 70, 60, 50, 40, 30, 20, 10, 5)
                    ) -> pd.DataFrame:
     """Table 1's shape: forward/backward seconds and peak bytes as the back-propagated share falls."""
+    import pandas as pd
+
     rows = []
     for percent in percents:
         n = max(1, math.ceil(percent / 100 * len(costs) - 1e-9))

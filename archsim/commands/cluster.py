@@ -6,8 +6,6 @@ import argparse
 import shlex
 import sys
 
-import pandas as pd
-
 from archsim.cluster.catalog import paper_catalog
 from archsim.cluster.jobs import JobCluster, SimConfig, build_jobs
 from archsim.cluster.metrics import aggregate, summarize
@@ -18,6 +16,7 @@ from archsim.commands.common import add_output_arguments, emit, positive_int
 from archsim.errors import InputError
 from archsim.outputs import render
 from archsim.progress import progress
+from archsim.rows import Rows
 from archsim.validate import float_flag, int_flag, processors_flag, seed_flag
 
 _non_negative = float_flag(0.0, 1e12, what="a non-negative number")  # finite; 10¹² s or GiB is beyond any cluster
@@ -122,12 +121,15 @@ def run(args: argparse.Namespace) -> int:
                 if seed == seeds[0]:
                     shown.append(result)
                 bar.update(1)
-    per_seed = pd.DataFrame(per_run)
     meta = {"trace": args.trace, "gpus": args.gpus, "gpus_per_machine": args.gpus_per_machine,
             "interval_seconds": args.interval, "gamma_ns_per_byte": args.gamma_ns_per_byte,
             "unit_seconds": args.unit_seconds, "seeds": ",".join(str(s) for s in seeds),
-            "jobs": int(per_seed.jobs.iloc[0]), "spb": "jigsaw only (baselines run full backprop, §4.2)"}
-    if policy == "all":
+            "jobs": int(per_run[0]["jobs"]), "spb": "jigsaw only (baselines run full backprop, §4.2)"}
+    per_seed = None
+    if policy == "all":  # statistics over seeds: pandas
+        import pandas as pd
+
+        per_seed = pd.DataFrame(per_run)
         summary = aggregate(per_run)
         if args.format == "table":
             keep = [c for c in summary.columns if c.endswith(("_mean", "_std")) and not c.startswith("migrations")
@@ -135,14 +137,14 @@ def run(args: argparse.Namespace) -> int:
             frame = summary[["policy", "seeds", *keep]]
         else:
             frame = summary
-    else:
-        summary = frame = per_seed.drop(columns=["seed"])
+    else:  # one run's summary: plain rows
+        frame = Rows.of({key: value for key, value in row.items() if key != "seed"} for row in per_run)
     emit(render(_seconds_spelled_out(frame), args.format, precision=args.precision, meta=meta), args)
     if args.report:
         from archsim.cluster.report import write_cluster_report
 
         path = write_cluster_report(args.report, shown, _command_line(args, policy), bin_s=config.util_bin_s,
-                                    summary=summary, per_seed=per_seed if policy == "all" else None,
+                                    summary=frame.frame() if isinstance(frame, Rows) else summary, per_seed=per_seed,
                                     notes=f"Figures other than the spread show seed {seeds[0]}. "
                                           "Baselines run without SPB; Jigsaw with SPB (§4.2). " + granularity_note(args))
         print(f"wrote {path}", file=sys.stderr)
@@ -153,7 +155,12 @@ def _seconds_spelled_out(frame):
     """Output names as every command spells seconds (``makespan_seconds``, not the simulator's ``makespan_s``)."""
     import re
 
-    return frame.rename(columns=lambda name: re.sub(r"_s(?=$|_mean$|_std$)", "_seconds", name))
+    def spelled(name: str) -> str:
+        return re.sub(r"_s(?=$|_mean$|_std$)", "_seconds", name)
+
+    if isinstance(frame, Rows):
+        return Rows.of({spelled(key): value for key, value in row.items()} for row in frame.records)
+    return frame.rename(columns=spelled)
 
 
 COMMAND = Command("cluster", "SPB + Jigsaw vs Gandiva and Tiresias on a job trace: makespan, JCT, utilization",

@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import argparse
 
-import pandas as pd
-
-from archsim.array.costing import cost_network
 from archsim.commands import Command
 from archsim.commands.common import (
     add_array_arguments,
@@ -27,6 +24,7 @@ from archsim.commands.common import (
 from archsim.commands.energy import add_energy_table_argument, energies_from_args, table_from_args
 from archsim.lowering import MODES, lower_network
 from archsim.outputs import render
+from archsim.rows import Rows
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,24 +44,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from archsim.array.costing import layer_cost_rows
+
     network = network_from_args(args, args.geometry)
     array = with_clock(with_memory_args(array_from_args(args), args), args)
-    table = cost_network(network, array, args.batch, args.mode, args.engine)
+    lowered = lower_network(network, args.batch, args.mode, array.element_bytes)
+    rows = layer_cost_rows(lowered, array, args.engine)
     energy_table = energies = None
     if args.energy:
-        from archsim.energy import layer_energy
+        from archsim.energy.model import layer_energy_rows
 
         energy_table, energies = energies_from_args(array, args)
-        lowered = lower_network(network, args.batch, args.mode, array.element_bytes)
-        per_layer = layer_energy(lowered, array, energies, args.engine)
-        table = pd.concat([table, per_layer.drop(columns="layer")], axis=1)
-    totals = {column: table[column].sum() for column in table.columns if column.endswith(("_cycles", "_bytes", "_pj"))}
-    total_row = pd.DataFrame([{"layer": "TOTAL", "type": "", **totals}])
-    for kind in ("F", "G", "D"):
-        cycles = table[f"{kind}_cycles"]
-        weighted = (table[f"{kind}_utilization"] * cycles).sum()
-        total_row[f"{kind}_utilization"] = weighted / cycles.sum() if cycles.sum() else 0.0
-    frame = pd.concat([table, total_row[table.columns]], ignore_index=True)
+        for row, energy in zip(rows, layer_energy_rows(lowered, array, energies, args.engine)):
+            row.update({name: value for name, value in energy.items() if name != "layer"})
+    rows.append(total_row(rows))
     meta = {"network": network.name, "array": f"{array.rows}x{array.cols}", "dataflow": array.dataflow,
             "batch": args.batch, "mode": args.mode, "engine": args.engine, "geometry": args.geometry,
             "element_bytes": array.element_bytes, **(memory_meta(array) if args.engine == "cycle" else {})}
@@ -75,8 +69,25 @@ def run(args: argparse.Namespace) -> int:
         meta.update(array_area(array, energy_table).as_dict(), energy_table=energy_table.name)
     if array.clock_hz is not None:
         meta["clock_ghz"] = array.clock_hz / 1e9
-    emit(render(add_seconds(frame, array.clock_hz), args.format, precision=args.precision, meta=meta), args)
+    emit(render(add_seconds(Rows.of(rows), array.clock_hz), args.format, precision=args.precision, meta=meta), args)
     return 0
+
+
+def total_row(rows: list[dict]) -> dict:
+    """The TOTAL row: sums of every ``_cycles``, ``_bytes`` and ``_pj`` column (numpy's sums, as a
+    DataFrame's), and each F/G/D utilization weighted by that op's cycles."""
+    import numpy as np
+
+    columns = {name: np.asarray([row[name] for row in rows]) for name in rows[0]}
+    total: dict[str, object] = {"layer": "TOTAL", "type": ""}
+    for name, values in columns.items():
+        if name.endswith(("_cycles", "_bytes", "_pj")):
+            total[name] = values.sum().item()
+    for kind in ("F", "G", "D"):
+        cycles = columns[f"{kind}_cycles"]
+        weighted = (columns[f"{kind}_utilization"].astype(np.float64) * cycles).sum()
+        total[f"{kind}_utilization"] = float(weighted / cycles.sum()) if cycles.sum() else 0.0
+    return {name: total[name] for name in rows[0]}
 
 
 COMMAND = Command("cost", "per-layer F/G/D cycles, utilization and bytes of a network", add_arguments, run)

@@ -24,6 +24,7 @@ from archsim.commands.common import (
 )
 from archsim.lowering import MODES
 from archsim.outputs import render
+from archsim.rows import Rows
 
 
 def add_energy_table_argument(parser: argparse.ArgumentParser) -> None:
@@ -65,12 +66,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from archsim.energy import array_area, iteration_energy
+    from archsim.energy import array_area
+    from archsim.energy.model import iteration_energy_rows
 
     network = network_from_args(args)
     array = with_clock(with_memory_args(array_from_args(args), args), args)
     table, energies = energies_from_args(array, args)
-    frame = iteration_energy(network, array, args.batch, args.mode, args.engine, energies, args.microbatches)
+    rows = iteration_energy_rows(network, array, args.batch, args.mode, args.engine, energies, args.microbatches)
     meta: dict[str, object] = {
         "network": network.name, "array": f"{array.rows}x{array.cols}", "dataflow": array.dataflow,
         "batch": args.batch, "microbatches": args.microbatches, "mode": args.mode, "engine": args.engine,
@@ -80,11 +82,11 @@ def run(args: argparse.Namespace) -> int:
     }
     if array.clock_hz is not None:
         meta["clock_ghz"] = array.clock_hz / 1e9
-        total = frame.loc[frame["op"] == "TOTAL"].iloc[0]
+        total = rows[-1]  # the TOTAL row
         seconds = float(total["cycles"]) / array.clock_hz
         meta["iteration_seconds"] = seconds
         meta["average_power_w"] = float(total["energy_pj"]) * 1e-12 / seconds
-    emit(render(frame, args.format, precision=args.precision, meta=meta), args)
+    emit(render(Rows.of(rows), args.format, precision=args.precision, meta=meta), args)
     return 0
 
 

@@ -27,10 +27,11 @@ so a δ split into D1/D2 sub-GEMMs is costed as what it is, never as a share of 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from archsim.array.analytic import gemm_cost
 from archsim.array.config import ArrayConfig
@@ -39,6 +40,9 @@ from archsim.energy.table import AccessEnergies, access_energies
 from archsim.errors import InputError
 from archsim.lowering import LoweredLayer, Mode, TrainingOp, lower_network
 from archsim.workload.layer import Network
+
+if TYPE_CHECKING:
+    import pandas as pd  # annotations only: loaded where used (``archsim cost`` needs none of it)
 
 COUNTS = ("macs", "register_words", "ifmap_sram_reads", "filter_sram_reads", "ofmap_sram_reads",
           "ifmap_sram_writes", "filter_sram_writes", "ofmap_sram_writes", "ifmap_dram_reads", "filter_dram_reads",
@@ -94,17 +98,21 @@ def gemm_counts(m: np.ndarray, k: np.ndarray, n: np.ndarray, array: ArrayConfig,
 
 def op_counts(ops: Sequence[TrainingOp], array: ArrayConfig, engine: str = "analytic") -> pd.DataFrame:
     """One row per op: layer, op kind, cycles and every event count of :data:`COUNTS`."""
+    import pandas as pd
+
+    return pd.DataFrame(op_count_columns(ops, array, engine))
+
+
+def op_count_columns(ops: Sequence[TrainingOp], array: ArrayConfig, engine: str = "analytic") -> dict[str, Any]:
+    """:func:`op_counts`' columns by name (lists of text, int64 arrays), without pandas."""
     owner, m, k, n, count = flatten_gemms(ops)
     totals = {name: np.zeros(len(ops), dtype=np.int64) for name in COUNTS}
     if owner.size:
         for name, values in gemm_counts(m, k, n, array, engine).items():
             np.add.at(totals[name], owner, values * count)
     totals["vector_elements"] = np.asarray([op.vector_elements for op in ops], dtype=np.int64)
-    frame = pd.DataFrame({"layer": [op.layer for op in ops], "op": [op.kind for op in ops],
-                          "cycles": op_cycles(ops, array, engine)})
-    for name in COUNTS:
-        frame[name] = totals[name]
-    return frame
+    return {"layer": [op.layer for op in ops], "op": [op.kind for op in ops], "cycles": op_cycles(ops, array, engine),
+            **{name: totals[name] for name in COUNTS}}
 
 
 def static_power_mw(energies: AccessEnergies, array: ArrayConfig) -> float:
@@ -114,57 +122,124 @@ def static_power_mw(energies: AccessEnergies, array: ArrayConfig) -> float:
 
 
 def energy_of(counts: pd.DataFrame, energies: AccessEnergies, array: ArrayConfig) -> pd.DataFrame:
-    """Energy (pJ) of each row of ``counts`` (columns :data:`COUNTS` and ``cycles``), by part."""
-    out = pd.DataFrame(index=counts.index)
+    """Energy (pJ) of each row of ``counts`` (columns :data:`COUNTS` and ``cycles``), by part:
+    :func:`energy_columns` as a DataFrame on the same index."""
+    import pandas as pd
+
+    return pd.DataFrame(energy_columns(counts, energies, array), index=counts.index)
+
+
+def energy_columns(counts: Mapping[str, Any], energies: AccessEnergies, array: ArrayConfig) -> dict[str, np.ndarray]:
+    """Energy (pJ, float64 arrays by :data:`ENERGY_COLUMNS`) of each row of ``counts`` (columns of
+    :data:`COUNTS` and ``cycles``: a DataFrame or :func:`op_count_columns`), without pandas."""
+    out: dict[str, np.ndarray] = {}
     for column, (figure, names) in PARTS.items():
-        events = sum(counts[name].to_numpy(dtype=np.float64) for name in names)
+        events = sum(np.asarray(counts[name], dtype=np.float64) for name in names)
         out[column] = events * getattr(energies, figure)
     static_mw = static_power_mw(energies, array)
     if static_mw > 0 and array.clock_hz is None:
         raise InputError("leakage needs the array's clock (--clock-ghz or [archsim] ClockGHz)", field="clock-ghz")
-    seconds = counts["cycles"].to_numpy(dtype=np.float64) / (array.clock_hz or 1.0)
-    out["leakage_pj"] = static_mw * seconds * 1e9 if static_mw > 0 else 0.0  # mW·s = 1e9 pJ
-    out["energy_pj"] = out[list(PARTS) + ["leakage_pj"]].sum(axis=1)
+    seconds = np.asarray(counts["cycles"], dtype=np.float64) / (array.clock_hz or 1.0)
+    out["leakage_pj"] = static_mw * seconds * 1e9 if static_mw > 0 else np.zeros(len(seconds))  # mW·s = 1e9 pJ
+    total = out["mac_pj"]
+    for column in [*list(PARTS)[1:], "leakage_pj"]:  # part by part, in this order (as a DataFrame's row sums)
+        total = total + out[column]
+    out["energy_pj"] = total
     return out
 
 
 def op_energy(ops: Sequence[TrainingOp], array: ArrayConfig, energies: AccessEnergies | None = None,
               engine: str = "analytic") -> pd.DataFrame:
     """Per op: counts (:func:`op_counts`) then energy by part (:data:`ENERGY_COLUMNS`, pJ)."""
-    counts = op_counts(ops, array, engine)
-    return pd.concat([counts, energy_of(counts, energies or access_energies(array), array)], axis=1)
+    import pandas as pd
+
+    return pd.DataFrame(op_energy_columns(ops, array, energies, engine))
+
+
+def op_energy_columns(ops: Sequence[TrainingOp], array: ArrayConfig, energies: AccessEnergies | None = None,
+                      engine: str = "analytic") -> dict[str, Any]:
+    """:func:`op_energy`'s columns by name, without pandas."""
+    counts = op_count_columns(ops, array, engine)
+    return {**counts, **energy_columns(counts, energies or access_energies(array), array)}
+
+
+LAYER_ENERGY_COLUMNS = ("layer", "F_energy_pj", "G_energy_pj", "D_energy_pj", "energy_pj")
 
 
 def layer_energy(lowered: Sequence[LoweredLayer], array: ArrayConfig, energies: AccessEnergies | None = None,
                  engine: str = "analytic") -> pd.DataFrame:
     """Per layer: F, G, D energy (pJ, a split δ's D1 + D2 under D) and the total."""
+    import pandas as pd
+
+    return pd.DataFrame(layer_energy_rows(lowered, array, energies, engine), columns=list(LAYER_ENERGY_COLUMNS))
+
+
+def layer_energy_rows(lowered: Sequence[LoweredLayer], array: ArrayConfig, energies: AccessEnergies | None = None,
+                      engine: str = "analytic") -> list[dict]:
+    """:func:`layer_energy`'s rows as plain records, without pandas."""
     ops = [op for item in lowered for op in item.ops]
-    per_op = op_energy(ops, array, energies, engine)
+    per_op = op_energy_columns(ops, array, energies, engine)["energy_pj"].tolist()
     rows = []
     position = 0
     for item in lowered:
         energy = {"F": 0.0, "G": 0.0, "D": 0.0}  # a split δ's D1 + D2 under D
         for op in item.ops:
-            energy[op.kind[0]] += float(per_op["energy_pj"].iloc[position])
+            energy[op.kind[0]] += float(per_op[position])
             position += 1
         rows.append({"layer": item.layer.name, "F_energy_pj": energy["F"], "G_energy_pj": energy["G"],
                      "D_energy_pj": energy["D"], "energy_pj": energy["F"] + energy["G"] + energy["D"]})
-    return pd.DataFrame(rows, columns=["layer", "F_energy_pj", "G_energy_pj", "D_energy_pj", "energy_pj"])
+    return rows
 
 
 def iteration_energy(network: Network, array: ArrayConfig, batch: int, mode: Mode = "exact",
                      engine: str = "analytic", energies: AccessEnergies | None = None,
                      microbatches: int = 1) -> pd.DataFrame:
-    """Energy of one training iteration by part and op kind: one row per kind (F, G, D) and a TOTAL.
+    """Energy of one training iteration by part and op kind: one row per kind (F, G, D) and a TOTAL:
+    :func:`iteration_energy_rows` as a DataFrame."""
+    import pandas as pd
+
+    return pd.DataFrame(iteration_energy_rows(network, array, batch, mode, engine, energies, microbatches))
+
+
+def iteration_energy_rows(network: Network, array: ArrayConfig, batch: int, mode: Mode = "exact",
+                          engine: str = "analytic", energies: AccessEnergies | None = None,
+                          microbatches: int = 1) -> list[dict]:
+    """:func:`iteration_energy`'s rows (op, cycles, :data:`COUNTS`, :data:`ENERGY_COLUMNS`), without pandas.
 
     With ``microbatches`` M the batch runs as M micro-batches of batch / M (which must divide), so
-    every GEMM is M times a smaller one — fold and fill effects included."""
+    every GEMM is M times a smaller one — fold and fill effects included. Each kind's floats are
+    summed with Kahan compensation in op order and the TOTAL kind by kind, as pandas' group sums
+    were (the same floats as before this moved off pandas)."""
     if batch % microbatches:
         raise InputError(f"micro-batches ({microbatches}) must divide the batch ({batch})", field="microbatches")
     lowered = lower_network(network, batch // microbatches, mode, array.element_bytes)
-    per_op = op_energy([op for item in lowered for op in item.ops], array, energies, engine)
+    per_op = op_energy_columns([op for item in lowered for op in item.ops], array, energies, engine)
     numeric = ["cycles", *COUNTS, *ENERGY_COLUMNS]
-    per_op[numeric] = per_op[numeric] * microbatches
-    by_kind = per_op.groupby(per_op["op"].str[0], sort=False)[numeric].sum()
-    by_kind.loc["TOTAL"] = by_kind.sum()
-    return by_kind.reset_index(names="op")
+    values = {name: np.asarray(per_op[name]) * microbatches for name in numeric}
+    kinds = [op[0] for op in per_op["op"]]
+    rows = [{"op": kind, **{name: _group_sum(values[name], [k == kind for k in kinds]) for name in numeric}}
+            for kind in dict.fromkeys(kinds)]
+    total: dict[str, object] = {"op": "TOTAL"}
+    for name in numeric:
+        acc: Any = 0 if values[name].dtype.kind == "i" else 0.0
+        for row in rows:
+            acc += row[name]
+        total[name] = acc
+    return [*rows, total]
+
+
+def _group_sum(values: np.ndarray, members: list[bool]) -> int | float:
+    """The sum of ``values`` where ``members``: exact for integers; for floats, Kahan-compensated in
+    order (pandas' groupby sum, whose numbers archsim printed first)."""
+    if values.dtype.kind == "i":
+        return int(values[np.asarray(members, dtype=bool)].sum()) if values.size else 0
+    total = compensation = 0.0
+    for value, member in zip(values.tolist(), members):
+        if member:
+            y = value - compensation
+            t = total + y
+            compensation = t - total - y
+            if math.isnan(compensation):  # an infinite value: no compensation (pandas GH#53606)
+                compensation = 0.0
+            total = t
+    return total
