@@ -13,7 +13,9 @@ Sections, in this order, each row one measurement (``section`` column):
 * ``host`` — wall time of *issuing* ops without synchronizing, the GPU kept busy by a sleep queued in
   front: small elementwise ops (plain and recorded by autograd), and one forward + backward of the
   tiny GPT of gpu_train_measure.py (recompute none and full), with ``ops`` = archsim's op count of
-  that iteration (``host_s`` = seconds / ops);
+  that iteration (``host_s`` = seconds / ops); the ``.synchronized`` rows time the same iteration
+  on an idle GPU up to a synchronize (an upper bound: were the queued one above it, the iteration
+  synchronized somewhere and its queued time would include the sleep);
 * ``gemm`` — every distinct GEMM (m, k, n, count) archsim lowers a layer and the LM head of the two
   shipped GPTs into (:func:`archsim.training.layer_ops.block_work`, :func:`head_work`) at micro-batches
   1, 2, 4, 8: forward, δ and weight-gradient shapes, batched attention GEMMs included, fp16, in the
@@ -268,6 +270,19 @@ def measure_host(torch, args, rows, dtype) -> None:
         host = [queued(torch, cuda, 1, step)[1] for _ in range(args.repeats)]
         rows.append(row("host", f"tiny_gpt.fwd_bwd.recompute_{recompute}", (statistics.median(host), min(host),
                         max(host), len(host)), model=shape.name, micro_batch=1, ops=ops))
+        # the same on an idle GPU, synchronized after: an upper bound (a hidden sync would show above)
+        idle = []
+        for _ in range(args.repeats):
+            if cuda:
+                torch.cuda.synchronize()
+            began = time.perf_counter()
+            step()
+            if cuda:
+                torch.cuda.synchronize()
+            idle.append(time.perf_counter() - began)
+        rows.append(row("host", f"tiny_gpt.fwd_bwd.recompute_{recompute}.synchronized",
+                        (statistics.median(idle), min(idle), max(idle), len(idle)), model=shape.name, micro_batch=1,
+                        ops=ops))
 
 
 def csv_text(meta: dict[str, object], rows: list[dict[str, object]]) -> str:
