@@ -127,7 +127,8 @@ def read_probe(path: str | Path) -> tuple[dict[str, str], list[ProbeRow]]:
             raise InputError("expected numbers in m, k, n, count, ops, bytes, seconds", file=file, line=number) from None
         if not seconds > 0:
             raise InputError(f"seconds must be positive, got {cells[where['seconds']]!r}", file=file, line=number)
-        rows.append(ProbeRow(cells[where["section"]], cells[where["name"]], *ints[:4], moved, ints[4], seconds))
+        m, k, n, count, ops = ints
+        rows.append(ProbeRow(cells[where["section"]], cells[where["name"]], m, k, n, count, moved, ops, seconds))
     return meta, rows
 
 
@@ -152,10 +153,10 @@ def fit_probe(rows: list[ProbeRow], device: Gpu) -> ProbeFit:
     memory = min(1.0, 1.0 / inverse)
     probe = Efficiency(1.0, memory, kernel_s, host_s)
     memory_rms = float(np.sqrt(np.mean((memory_seconds(moved / 2, device, probe) / t - 1) ** 2)))
-    shapes = np.array([(r.m, r.k, r.n, r.count) for r in by["gemm"]], dtype=np.float64).T
+    m, k, n, count = np.array([(r.m, r.k, r.n, r.count) for r in by["gemm"]], dtype=np.float64).T
     measured = np.array([r.seconds for r in by["gemm"]])
     grid = np.linspace(0.05, 1.0, 951)
-    errors = [float(np.mean((gemm_seconds(*shapes, device, replace(probe, gemm=float(g))) / measured - 1) ** 2))
+    errors = [float(np.mean((gemm_seconds(m, k, n, count, device, replace(probe, gemm=float(g))) / measured - 1) ** 2))
               for g in grid]
     best = int(np.argmin(errors))
     sizes = {s: len(rs) for s, rs in by.items()}
