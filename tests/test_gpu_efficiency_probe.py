@@ -163,3 +163,10 @@ def test_bench_refuses_a_probe_of_another_gpu(tmp_path):
          "--csv", str(tmp_path / "r.csv"), "--efficiency-probe", str(probe)], check=False, capture_output=True,
         text=True)
     assert result.returncode == 2 and "the probe ran on" in result.stderr
+
+
+def test_probe_columns_are_documented():
+    from test_docs import table_keys
+
+    [columns] = table_keys("formats.md", "## Kernel-efficiency probe (CSV)")
+    assert tuple(columns) == load("gpu_efficiency_probe").COLUMNS == COLUMNS
