@@ -277,7 +277,9 @@ def measured_markdown(rows: list[dict], meta: dict[str, str], gpu_name: str, clu
         e = fit.efficiency
         lines += [(f"Probe-fitted (`{Path(probe_path or '').name}`, microbenchmarks on this GPU, "
                    "archsim.training.calibrate.fit_probe): "
-                   f"gemm {e.gemm:.3f}, memory {e.memory:.3f}, kernel_s {e.kernel_s * 1e6:.2f} µs, "
+                   f"gemm {e.gemm:.3f}, memory {e.memory:.3f}, kernel_s {e.kernel_s * 1e6:.2f} µs "
+                   f"({fit.kernels_per_op:.2f} kernels launched per archsim op × "
+                   f"{e.kernel_s / fit.kernels_per_op * 1e6:.2f} µs per kernel), "
                    f"host_s {e.host_s * 1e6:.2f} µs (RMS relative error of archsim's model on the probe: GEMMs "
                    f"{fit.gemm_rms:.1%} over {fit.rows['gemm']}, memory ops {fit.memory_rms:.1%} over "
                    f"{fit.rows['memory']}). Time MAPE with them in the third column."), ""]

@@ -16,6 +16,9 @@ Sections, in this order, each row one measurement (``section`` column):
   that iteration (``host_s`` = seconds / ops); the ``.synchronized`` rows time the same iteration
   on an idle GPU up to a synchronize (an upper bound: were the queued one above it, the iteration
   synchronized somewhere and its queued time would include the sleep);
+* ``launches`` (CUDA only) — how many kernels (memsets, copies) that tiny-GPT iteration launches
+  (``count``, by torch.profiler) against archsim's ``ops`` for it: plain PyTorch launches several
+  kernels per archsim op, each paying the per-kernel overhead;
 * ``gemm`` — every distinct GEMM (m, k, n, count) archsim lowers a layer and the LM head of the two
   shipped GPTs into (:func:`archsim.training.layer_ops.block_work`, :func:`head_work`) at micro-batches
   1, 2, 4, 8: forward, δ and weight-gradient shapes, batched attention GEMMs included, fp16, in the
@@ -283,6 +286,26 @@ def measure_host(torch, args, rows, dtype) -> None:
         rows.append(row("host", f"tiny_gpt.fwd_bwd.recompute_{recompute}.synchronized",
                         (statistics.median(idle), min(idle), max(idle), len(idle)), model=shape.name, micro_batch=1,
                         ops=ops))
+        kernels = count_kernels(torch, step) if cuda else 0
+        print(f"  tiny GPT recompute {recompute}: {kernels} kernels launched for {ops} archsim ops", file=sys.stderr)
+        if kernels:
+            rows.append(row("launches", f"tiny_gpt.fwd_bwd.recompute_{recompute}", (idle[0], idle[0], idle[0], 1),
+                            model=shape.name, micro_batch=1, ops=ops, count=kernels))
+
+
+def count_kernels(torch, fn) -> int:
+    """CUDA kernels, memsets and copies one call of ``fn`` launches (torch.profiler); 0 if it cannot tell."""
+    try:
+        from torch.profiler import ProfilerActivity, profile
+
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            fn()
+            torch.cuda.synchronize()
+        return sum(1 for e in prof.events() if str(e.device_type).endswith("CUDA"))
+    except Exception as exc:  # noqa: BLE001  (the profiler is optional: CUPTI may be missing)
+        print(f"  kernel count skipped: {exc!r}", file=sys.stderr)
+        return 0
 
 
 def csv_text(meta: dict[str, object], rows: list[dict[str, object]]) -> str:

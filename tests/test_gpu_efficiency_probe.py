@@ -42,8 +42,10 @@ def gpt(hidden: int, layers: int) -> TransformerConfig:
     return TransformerConfig(f"gpt{hidden}", "gpt", layers, hidden, 16, 50257, 1024, 4 * hidden, 16, True, 1024)
 
 
-def synthetic_probe(path: Path, truth: Efficiency = TRUTH, noise: float = 0.02, gpu_name: str = "NVIDIA H200") -> Path:
-    """A probe CSV whose times are archsim's model at ``truth`` on an H200, × lognormal noise."""
+def synthetic_probe(path: Path, truth: Efficiency = TRUTH, noise: float = 0.02, gpu_name: str = "NVIDIA H200",
+                    launches: int = 0) -> Path:
+    """A probe CSV whose times are archsim's model at ``truth`` on an H200, × lognormal noise; with
+    ``launches``, a kernel count for the 139-op host iteration."""
     device = gpu("h200")
     rng = np.random.default_rng(7)
     shapes = sorted({(g.m, g.k, g.n, g.count) for c in (gpt(1024, 24), gpt(2048, 20)) for b in (1, 2, 4, 8)
@@ -64,6 +66,8 @@ def synthetic_probe(path: Path, truth: Efficiency = TRUTH, noise: float = 0.02, 
         add("kernel", name, truth.kernel_s, ops=1000)
     add("host", HOST_ROW, truth.host_s * 139, ops=139)
     add("host", HOST_ROW + ".synchronized", truth.host_s * 139 * 1.5, ops=139)
+    if launches:
+        add("launches", HOST_ROW, 0.01, ops=139, count=launches)
     path.write_text(f"# gpu: {gpu_name}\n# complete: true\n" + ",".join(COLUMNS) + "\n" + "\n".join(rows) + "\n")
     return path
 
@@ -87,6 +91,14 @@ def test_fit_moves_with_the_truth(tmp_path):
     e = fit_probe(read_probe(synthetic_probe(tmp_path / "p.csv", other, noise=0.0))[1], gpu("h200")).efficiency
     assert (e.gemm, e.memory) == (pytest.approx(0.55, abs=0.002), pytest.approx(0.6, rel=1e-6))
     assert (e.kernel_s, e.host_s) == (pytest.approx(9e-6), pytest.approx(40e-6))
+
+
+def test_kernel_overhead_is_charged_per_launch_of_an_archsim_op(tmp_path):
+    """417 kernels for 139 archsim ops: each op pays three kernels' overhead."""
+    fit = fit_probe(read_probe(synthetic_probe(tmp_path / "p.csv", noise=0.0, launches=417))[1], gpu("h200"))
+    assert fit.kernels_per_op == 3.0
+    assert fit.efficiency.kernel_s == pytest.approx(3 * TRUTH.kernel_s)
+    assert fit.efficiency.gemm == pytest.approx(TRUTH.gemm, abs=0.002)
 
 
 def test_a_sync_in_the_queued_host_time_falls_back_to_the_synchronized_one(tmp_path):

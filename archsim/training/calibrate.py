@@ -96,12 +96,14 @@ class ProbeRow:
 @dataclass(frozen=True)
 class ProbeFit:
     """Probe-fitted constants and how well archsim's model fits each section: RMS relative error of
-    the GEMM and memory rows, and how many rows each section had."""
+    the GEMM and memory rows, how many rows each section had, and the kernels PyTorch launches per
+    archsim op (``kernel_s`` = the per-kernel overhead × it; 1 where the probe could not count)."""
 
     efficiency: Efficiency
     gemm_rms: float
     memory_rms: float
     rows: dict[str, int]
+    kernels_per_op: float = 1.0
 
 
 def read_probe(path: str | Path) -> tuple[dict[str, str], list[ProbeRow]]:
@@ -133,8 +135,10 @@ def read_probe(path: str | Path) -> tuple[dict[str, str], list[ProbeRow]]:
 
 
 def fit_probe(rows: list[ProbeRow], device: Gpu) -> ProbeFit:
-    """The four constants from a probe on ``device``: ``kernel_s`` = the median kernel row, ``host_s``
-    = the :data:`HOST_ROW` seconds per archsim op, ``memory`` and ``gemm`` by least squares of the
+    """The four constants from a probe on ``device``: ``kernel_s`` = the median kernel row × the
+    kernels launched per archsim op (the :data:`HOST_ROW` iteration's ``launches`` row; archsim charges
+    one overhead per op, plain PyTorch launches several), ``host_s`` = the :data:`HOST_ROW` seconds per
+    archsim op, ``memory`` and ``gemm`` by least squares of the
     relative error of archsim's own :func:`memory_seconds` and :func:`gemm_seconds` (the memory one
     in closed form, linear in 1 / memory; the GEMM one over a 0.001 grid, its model being stepwise)."""
     by = {s: [r for r in rows if r.section == s] for s in ("gemm", "memory", "kernel", "host")}
@@ -160,7 +164,10 @@ def fit_probe(rows: list[ProbeRow], device: Gpu) -> ProbeFit:
               for g in grid]
     best = int(np.argmin(errors))
     sizes = {s: len(rs) for s, rs in by.items()}
-    return ProbeFit(replace(probe, gemm=float(round(grid[best], 3))), float(np.sqrt(errors[best])), memory_rms, sizes)
+    launches = [r for r in rows if r.section == "launches" and r.name == HOST_ROW and r.ops > 0 and r.count > 0]
+    per_op = launches[0].count / launches[0].ops if launches else 1.0
+    fitted = replace(probe, gemm=float(round(grid[best], 3)), kernel_s=kernel_s * per_op)
+    return ProbeFit(fitted, float(np.sqrt(errors[best])), memory_rms, sizes, per_op)
 
 
 __all__ = ["HOST_ROW", "PROBE_COLUMNS", "ProbeFit", "ProbeRow", "fast_iteration_seconds", "fast_seconds",
