@@ -17,6 +17,12 @@ checks the same model, unchanged, on any measured CSV of that format — e.g. th
 columns — on a cluster whose GPU is the one that ran them: per run predicted vs measured iteration time
 and peak memory and their errors; MAPE overall, per recompute and per model. Nothing is fitted on these
 runs. Writes benchmarks/results/gpu_train_<gpu-slug>.md and .csv (``--markdown`` / ``--csv`` elsewhere).
+
+    python benchmarks/bench_vtrain_e2e.py --measured RUNS.csv --cluster … --efficiency-probe PROBE.csv
+
+adds, side by side, the MAPE with the four kernel constants measured on that GPU by microbenchmarks
+(``benchmarks/gpu_efficiency_probe.py``'s CSV, fitted by :func:`archsim.training.calibrate.fit_probe`:
+still nothing fitted on the iterations), overall, per recompute and per model, and the fitted constants.
 """
 
 from __future__ import annotations
@@ -64,11 +70,13 @@ def main(argv=None) -> int:
     parser.add_argument("--cluster", default=None, help="cluster TOML whose GPU ran the --measured runs")
     parser.add_argument("--markdown", default=None, help="--measured: summary (default results/gpu_train_<gpu>.md)")
     parser.add_argument("--csv", default=None, help="--measured: per-run table (default results/gpu_train_<gpu>.csv)")
+    parser.add_argument("--efficiency-probe", default=None,
+                        help="--measured: also predict with the constants fitted to this gpu_efficiency_probe.py CSV")
     args = parser.parse_args(argv)
     if args.measured or args.cluster:
         if not (args.measured and args.cluster):
             parser.error("--measured and --cluster go together")
-        return check_measured(args.measured, args.cluster, args.markdown, args.csv)
+        return check_measured(args.measured, args.cluster, args.markdown, args.csv, args.efficiency_probe)
     runs = read_measured(Path(args.data) / "vtrain_single_node_shown.csv")
     if args.refit:
         from archsim.collectives import LinkClass
@@ -164,7 +172,8 @@ PER_RUN = ("hidden", "layers", "heads", "seq", "global_batch", "micro_batch", "r
            "error", "measured_gib", "predicted_gib", "memory_error")
 
 
-def check_measured(csv_path: str, cluster_path: str, markdown: str | None, per_run: str | None) -> int:
+def check_measured(csv_path: str, cluster_path: str, markdown: str | None, per_run: str | None,
+                   probe_path: str | None = None) -> int:
     """The ``--measured`` check (module docstring); exit 2 with one line on bad input."""
     from archsim.devices.catalog import gpu
     from archsim.errors import InputError
@@ -185,6 +194,10 @@ def check_measured(csv_path: str, cluster_path: str, markdown: str | None, per_r
         if not table.runs:
             raise InputError("no measured runs", file=csv_path)
         predictions = predict(table.runs, cluster)
+        fit = probed = None
+        if probe_path:
+            fit = probe_fit(probe_path, cluster.gpu)
+            probed = [p.error for p in predict(table.runs, cluster, fit.efficiency)]
     except InputError as exc:
         print(f"bench_vtrain_e2e: {exc}", file=sys.stderr)
         return 2
@@ -193,10 +206,29 @@ def check_measured(csv_path: str, cluster_path: str, markdown: str | None, per_r
     results = ROOT / "benchmarks" / "results"
     text = "\n".join([",".join(PER_RUN), *(",".join(_cell(r[c]) for c in PER_RUN) for r in rows)]) + "\n"
     print(f"wrote {atomic_write_text(per_run or results / f'gpu_train_{gpu_slug}.csv', text)}", file=sys.stderr)
-    summary = measured_markdown(rows, table.meta, name, cluster_path, csv_path)
+    if probed is not None:
+        for r, error in zip(rows, probed):
+            r["probe_error"] = error
+    summary = measured_markdown(rows, table.meta, name, cluster_path, csv_path, fit, probe_path)
     print(summary)
     print(f"wrote {atomic_write_text(markdown or results / f'gpu_train_{gpu_slug}.md', summary)}", file=sys.stderr)
     return 0
+
+
+def probe_fit(path: str, device):
+    """The probe's fitted constants; the probe must have run on ``device`` (exit 2 otherwise)."""
+    from archsim.devices.catalog import gpu
+    from archsim.errors import InputError
+    from archsim.training.calibrate import fit_probe, read_probe
+    from archsim.validation.gpu_catalog import find_gpu
+
+    meta, rows = read_probe(path)
+    name = meta.get("gpu", "")
+    known = find_gpu(name) if name else None
+    if known is None or gpu(known) is not device:
+        raise InputError(f"the probe ran on {name or 'an unnamed GPU'!r}, the cluster has {device.name}", file=path,
+                         field="gpu")
+    return fit_probe(rows, device)
 
 
 def measured_row(p: Prediction) -> dict:
@@ -225,9 +257,12 @@ def _shown(path: str) -> str:
     return str(resolved.relative_to(ROOT)) if resolved.is_relative_to(ROOT) else resolved.name
 
 
-def measured_markdown(rows: list[dict], meta: dict[str, str], gpu_name: str, cluster_path: str, csv_path: str) -> str:
-    """The summary: MAPE of time and memory overall, per recompute and per model, then every run."""
+def measured_markdown(rows: list[dict], meta: dict[str, str], gpu_name: str, cluster_path: str, csv_path: str,
+                      fit=None, probe_path: str | None = None) -> str:
+    """The summary: MAPE of time and memory overall, per recompute and per model, then every run; with a
+    probe ``fit``, the time MAPE with its constants beside the A100-scaled one."""
     csv_path, cluster_path = _shown(csv_path), _shown(cluster_path)
+    probe = fit is not None
     lines = [f"# archsim train vs measured one-GPU iterations: {gpu_name}", "",
              (f"Measured: `{Path(csv_path).name}` ({meta.get('date', 'undated')}, torch {meta.get('torch', '?')}, "
              f"complete: {meta.get('complete', '?')}, {meta.get('points', f'{len(rows)} points')}). "
@@ -236,22 +271,38 @@ def measured_markdown(rows: list[dict], meta: dict[str, str], gpu_name: str, clu
              "docs/training.md); nothing fitted on these runs. Error = "
              "predicted / measured − 1; MAPE = mean |error|. Memory: archsim's peak per GPU vs "
              "`torch.cuda.max_memory_allocated` (GiB). Regenerate: "
-             f"`python benchmarks/bench_vtrain_e2e.py --measured {csv_path} --cluster {cluster_path}`."), "",
-             "| runs | time MAPE | memory MAPE |", "| --- | --- | --- |",
-             f"| all | {_mape(rows, 'error')} | {_mape(rows, 'memory_error')} |"]
+             f"`python benchmarks/bench_vtrain_e2e.py --measured {csv_path} --cluster {cluster_path}"
+             + (f" --efficiency-probe {_shown(probe_path or '')}`." if probe else "`.")), ""]
+    if probe:
+        e = fit.efficiency
+        lines += [(f"Probe-fitted (`{Path(probe_path or '').name}`, microbenchmarks on this GPU, "
+                   "archsim.training.calibrate.fit_probe): "
+                   f"gemm {e.gemm:.3f}, memory {e.memory:.3f}, kernel_s {e.kernel_s * 1e6:.2f} µs "
+                   f"({fit.kernels_per_op:.2f} kernels launched per archsim op × "
+                   f"{e.kernel_s / fit.kernels_per_op * 1e6:.2f} µs per kernel), "
+                   f"host_s {e.host_s * 1e6:.2f} µs (RMS relative error of archsim's model on the probe: GEMMs "
+                   f"{fit.gemm_rms:.1%} over {fit.rows['gemm']}, memory ops {fit.memory_rms:.1%} over "
+                   f"{fit.rows['memory']}). Time MAPE with them in the third column."), ""]
+    head = "| runs | time MAPE | time MAPE, probe-fitted | memory MAPE |" if probe else "| runs | time MAPE | memory MAPE |"
+
+    def line(label: str, pick: list[dict]) -> str:
+        middle = f" {_mape(pick, 'probe_error')} |" if probe else ""
+        return f"| {label} | {_mape(pick, 'error')} |{middle} {_mape(pick, 'memory_error')} |"
+
+    lines += [head, "| --- " * (4 if probe else 3) + "|", line("all", rows)]
     for recompute in sorted({r["recompute"] for r in rows}):
-        pick = [r for r in rows if r["recompute"] == recompute]
-        lines.append(f"| recompute {recompute} | {_mape(pick, 'error')} | {_mape(pick, 'memory_error')} |")
+        lines.append(line(f"recompute {recompute}", [r for r in rows if r["recompute"] == recompute]))
     for shape in sorted({(r["hidden"], r["layers"]) for r in rows}):
-        pick = [r for r in rows if (r["hidden"], r["layers"]) == shape]
-        lines.append(f"| h{shape[0]} L{shape[1]} | {_mape(pick, 'error')} | {_mape(pick, 'memory_error')} |")
+        lines.append(line(f"h{shape[0]} L{shape[1]}", [r for r in rows if (r["hidden"], r["layers"]) == shape]))
+    extra = (" probe error |", " --- |") if probe else ("", "")
     lines += ["", ("| model | recompute | B | b | measured ms | predicted ms | error | measured GiB | predicted GiB | "
-                   "memory error |"), "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+                   f"memory error |{extra[0]}"), f"| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |{extra[1]}"]
     for r in rows:
         memory = (f"{r['measured_gib']:.2f} | {r['predicted_gib']:.2f} | {r['memory_error']:+.1%}"
                   if r["measured_gib"] else f"– | {r['predicted_gib']:.2f} | –")
+        tail = f" {r['probe_error']:+.1%} |" if probe else ""
         lines.append(f"| h{r['hidden']} L{r['layers']} | {r['recompute']} | {r['global_batch']} | {r['micro_batch']} | "
-                     f"{r['measured_ms']:.1f} | {r['predicted_ms']:.1f} | {r['error']:+.1%} | {memory} |")
+                     f"{r['measured_ms']:.1f} | {r['predicted_ms']:.1f} | {r['error']:+.1%} | {memory} |{tail}")
     return "\n".join(lines) + "\n"
 
 

@@ -4,6 +4,10 @@
 #
 #     OUT=/some/folder bash benchmarks/device_check.sh            # on the GPU machine
 #     OUT=$(mktemp -d) bash benchmarks/device_check.sh --dry-run  # here, on the CPU: the same steps on tiny shapes
+#     OUT=/some/folder STEPS=probe bash benchmarks/device_check.sh  # step 1 and the probe only, ≤ 3 minutes
+#
+# STEPS (default train,kernels,tests): a comma-separated choice of train, kernels, tests, probe; step 1
+# always runs. The probe is not in the default (the default already takes ~7 minutes).
 #
 # Steps, each under its own timeout (worst case 10 + 10 + 20 + 255 + 105 + 35 s = 7.3 min; expected about 6.3).
 # A shorter rerun: MEASURE_MINUTES=2 KERNEL_MINUTES=0 (0 skips the kernels) OUT=… bash benchmarks/device_check.sh
@@ -13,15 +17,24 @@
 #      nvidia-smi dmon's SM clock, power and temperature every 5 s → $OUT/dmon.txt;
 #   3. benchmarks/gpu_validate.py --max-minutes 1.5 --no-analysis → $OUT/gpu_kernels.csv (VGG16 /
 #      ResNet-50 conv and fc kernels; analysed later with archsim validate-gpu where plotly is);
-#   4. the tests that need CUDA (they skip without it) → $OUT/pytest.txt.
+#   4. the tests that need CUDA (they skip without it) → $OUT/pytest.txt;
+#   5. (STEPS=probe) benchmarks/gpu_efficiency_probe.py --max-seconds 130 → $OUT/gpu_efficiency_probe.csv
+#      (kernel overhead, host issue time, archsim's GEMM shapes and memory-bound ops of the two GPTs;
+#      worst case 10 + 10 + 20 + 145 s = 3.1 min with step 1, expected about 1 minute).
 # Everything printed goes to $OUT/log.txt too. Nothing is installed; PYTHONPATH=. finds archsim.
 # Afterwards, here: python benchmarks/bench_vtrain_e2e.py --measured gpu_train_measured.csv
-#     --cluster configs/clusters/h200_1gpu.toml (or h100_1gpu.toml), and archsim validate-gpu --csv gpu_kernels.csv.
+#     --cluster configs/clusters/h200_1gpu.toml (or h100_1gpu.toml) [--efficiency-probe gpu_efficiency_probe.csv],
+#     and archsim validate-gpu --csv gpu_kernels.csv.
 set -u -o pipefail
 
 DRY=0
 if [ "${1:-}" = "--dry-run" ]; then DRY=1; elif [ $# -gt 0 ]; then echo "usage: OUT=DIR $0 [--dry-run]" >&2; exit 2; fi
 : "${OUT:?set OUT to the folder the results go to}"
+STEPS=",${STEPS:-train,kernels,tests},"
+for name in ${STEPS//,/ }; do
+  case $name in train|kernels|tests|probe) ;; *) echo "STEPS: unknown step '$name' (train, kernels, tests, probe)" >&2; exit 2;; esac
+done
+want() { [[ $STEPS == *",$1,"* ]]; }
 mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd) || exit 2  # absolute: the steps run from the repository root
 cd "$(dirname "$0")/.." || exit 2
 export PYTHONPATH=".${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
@@ -38,10 +51,19 @@ if [ $DRY = 1 ]; then
   export PYTHONPATH="$PYTHONPATH:$SHIM"
   MEASURE=(--device cpu --tiny --global-batches 4 --micro-batches 1,2 --warmup 1 --iterations 1 --max-minutes 0.5)
   KERNELS=(--networks vgg16 --limit 1 --batches 1 --repeats 1 --warmup 1)
+  PROBE=(--device cpu --tiny --warmup 1 --repeats 2 --max-seconds 60)
+  # the probe needs neither scipy nor pandas: hide them from it too
+  PROBE_SHIM=$(mktemp -d) || exit 2
+  for name in scipy pandas; do
+    echo "raise ImportError('$name is hidden from the probe by device_check.sh --dry-run')" >"$PROBE_SHIM/$name.py"
+  done
 else
   MEASURE=(--max-minutes "${MEASURE_MINUTES:-4}")
   KERNELS=(--batches 1,8,32 --repeats 5 --warmup 2 --max-minutes "${KERNEL_MINUTES:-1.5}")
+  PROBE=(--max-seconds 130)
+  PROBE_SHIM=""
 fi
+PROBE_TIMEOUT=145
 # each step's hard limit: its budget (which counts from the start of its Python process) plus 15 s
 MEASURE_TIMEOUT=$(awk -v m="${MEASURE_MINUTES:-4}" 'BEGIN { print int(m * 60 + 15) }')
 KERNEL_TIMEOUT=$(awk -v m="${KERNEL_MINUTES:-1.5}" 'BEGIN { print int(m * 60 + 15) }')
@@ -64,6 +86,7 @@ main() {
   fi
   timeout 20 "$PY" -c "import sys, torch, archsim; print('python', sys.version.split()[0], '| torch', torch.__version__, '| cuda', torch.version.cuda, '| available', torch.cuda.is_available(), '|', torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no GPU', '| archsim', archsim.__version__)" || status=1
 
+  if want train; then
   step "2. training iterations (gpu_train_measure.py ${MEASURE[*]})"
   local dmon=""
   if command -v nvidia-smi >/dev/null; then  # SM clock, power, temperature every 5 s while training runs
@@ -72,7 +95,9 @@ main() {
   fi
   timeout "$MEASURE_TIMEOUT" "$PY" benchmarks/gpu_train_measure.py --out "$OUT/gpu_train_measured.csv" "${MEASURE[@]}" || status=1
   if [ -n "$dmon" ]; then kill "$dmon" 2>/dev/null; wait "$dmon" 2>/dev/null; fi
+  fi
 
+  if want kernels; then
   step "3. conv/fc kernels (gpu_validate.py ${KERNELS[*]})"
   if [ "${KERNEL_MINUTES:-1.5}" = 0 ]; then
     echo "skipped (KERNEL_MINUTES=0)"
@@ -83,11 +108,20 @@ main() {
   else
     timeout "$KERNEL_TIMEOUT" "$PY" benchmarks/gpu_validate.py --no-analysis --out "$OUT/gpu_kernels.csv" "${KERNELS[@]}" || status=1
   fi
+  fi
 
+  if want tests; then
   step "4. the CUDA tests"
   timeout 35 "$PY" -m pytest -q -p no:cacheprovider "${CUDA_TESTS[@]}" 2>&1 | tee "$OUT/pytest.txt" || status=1
+  fi
 
-  step "done (status $status); files in OUT:"
+  if want probe; then
+  step "5. kernel-efficiency probe (gpu_efficiency_probe.py ${PROBE[*]})"
+  PYTHONPATH="$PYTHONPATH${PROBE_SHIM:+:$PROBE_SHIM}" timeout "$PROBE_TIMEOUT" "$PY" benchmarks/gpu_efficiency_probe.py \
+    --out "$OUT/gpu_efficiency_probe.csv" "${PROBE[@]}" || status=1
+  fi
+
+  step "done (status $status, STEPS ${STEPS:1:-1}); files in OUT:"
   ls -la "$OUT"
   return $status
 }

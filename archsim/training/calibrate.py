@@ -5,19 +5,26 @@
 measured run (the benchmark reports the largest difference), so a fit can evaluate hundreds of
 candidate constants in seconds. :func:`fit_kernels` minimises the mean absolute percentage error over
 the runs :func:`archsim.training.fitted.is_fit_run` selects (Nelder–Mead, from a wide start: the
-host-issue term is flat until it binds)."""
+host-issue term is flat until it binds).
+
+:func:`fit_probe` instead measures the four constants on one GPU from microbenchmarks
+(``benchmarks/gpu_efficiency_probe.py``, read by :func:`read_probe`), vTrain's method: profile the
+kernels, then predict whole iterations — so no measured iteration is fitted on."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 
-from archsim.devices.gpu_cost import Efficiency
+from archsim.devices.catalog import Gpu
+from archsim.devices.gpu_cost import Efficiency, gemm_seconds, memory_seconds
+from archsim.errors import InputError
 from archsim.training import fitted
 from archsim.training.cluster import single_node
 from archsim.training.iteration import Machine, after_backward, model_pieces, one_f_one_b_seconds, stage_times
-from archsim.training.measured import MeasuredRun
+from archsim.training.measured import MeasuredRun, split_meta
 from archsim.training.memory import stage_parameters
 from archsim.training.parallel import Parallelism
 from archsim.workload.transformer import TransformerConfig
@@ -66,4 +73,102 @@ def fit_kernels(runs: list[MeasuredRun]) -> tuple[Efficiency, float]:
     return _efficiency(best.x), float(best.fun)
 
 
-__all__ = ["fast_iteration_seconds", "fast_seconds", "fit_kernels"]
+PROBE_COLUMNS = ("section", "name", "m", "k", "n", "count", "bytes", "ops", "seconds")
+HOST_ROW = "tiny_gpt.fwd_bwd.recompute_none"  # the host row host_s is read from (seconds / archsim ops)
+
+
+@dataclass(frozen=True)
+class ProbeRow:
+    """One probe measurement: section gemm | memory | kernel | host; GEMM shape (m, k, n, count);
+    bytes the kernel moves; archsim ops issued (host, kernel rows); median seconds."""
+
+    section: str
+    name: str
+    m: int
+    k: int
+    n: int
+    count: int
+    bytes: float
+    ops: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class ProbeFit:
+    """Probe-fitted constants and how well archsim's model fits each section: RMS relative error of
+    the GEMM and memory rows, how many rows each section had, and the kernels PyTorch launches per
+    archsim op (``kernel_s`` = the per-kernel overhead × it; 1 where the probe could not count)."""
+
+    efficiency: Efficiency
+    gemm_rms: float
+    memory_rms: float
+    rows: dict[str, int]
+    kernels_per_op: float = 1.0
+
+
+def read_probe(path: str | Path) -> tuple[dict[str, str], list[ProbeRow]]:
+    """A probe CSV's ``# key: value`` metadata and rows; errors name the file and line."""
+    from archsim.validate import read_text
+
+    file = str(path)
+    lines = read_text(path, "probe", encoding="utf-8-sig").splitlines()
+    meta, first = split_meta(lines)
+    names = lines[first].split(",") if first < len(lines) else []
+    if missing := [c for c in PROBE_COLUMNS if c not in names]:
+        raise InputError(f"missing the probe columns {', '.join(missing)}", file=file, line=first + 1)
+    where = {c: names.index(c) for c in PROBE_COLUMNS}
+    rows = []
+    for number, line in enumerate(lines[first + 1:], start=first + 2):
+        if not line.strip():
+            continue
+        cells = line.split(",")
+        try:
+            ints = [int(float(cells[where[c]] or 0)) for c in ("m", "k", "n", "count", "ops")]
+            moved, seconds = float(cells[where["bytes"]] or 0), float(cells[where["seconds"]])
+        except (ValueError, IndexError):
+            raise InputError("expected numbers in m, k, n, count, ops, bytes, seconds", file=file, line=number) from None
+        if not seconds > 0:
+            raise InputError(f"seconds must be positive, got {cells[where['seconds']]!r}", file=file, line=number)
+        m, k, n, count, ops = ints
+        rows.append(ProbeRow(cells[where["section"]], cells[where["name"]], m, k, n, count, moved, ops, seconds))
+    return meta, rows
+
+
+def fit_probe(rows: list[ProbeRow], device: Gpu) -> ProbeFit:
+    """The four constants from a probe on ``device``: ``kernel_s`` = the median kernel row × the
+    kernels launched per archsim op (the :data:`HOST_ROW` iteration's ``launches`` row; archsim charges
+    one overhead per op, plain PyTorch launches several), ``host_s`` = the :data:`HOST_ROW` seconds per
+    archsim op, ``memory`` and ``gemm`` by least squares of the
+    relative error of archsim's own :func:`memory_seconds` and :func:`gemm_seconds` (the memory one
+    in closed form, linear in 1 / memory; the GEMM one over a 0.001 grid, its model being stepwise)."""
+    by = {s: [r for r in rows if r.section == s] for s in ("gemm", "memory", "kernel", "host")}
+    if missing := [s for s, rs in by.items() if not rs]:
+        raise InputError(f"the probe has no {', '.join(missing)} rows", field="section")
+    kernel_s = float(np.median([r.seconds for r in by["kernel"]]))
+    host = [r for r in by["host"] if r.name == HOST_ROW and r.ops > 0]
+    if not host:
+        raise InputError(f"the probe has no {HOST_ROW} row", field="name")
+    synced = [r for r in by["host"] if r.name == HOST_ROW + ".synchronized" and r.ops > 0]
+    host_s = min(r.seconds / r.ops for r in host + synced)  # a queued time above the synchronized one hid a sync
+    t = np.array([r.seconds for r in by["memory"]])
+    moved = np.array([r.bytes for r in by["memory"]])
+    a = moved / (device.hbm_bytes_per_s * t)  # seconds at full HBM bandwidth / measured seconds
+    inverse = float(np.sum(a * (1 - kernel_s / t)) / np.sum(a * a))  # min Σ (a·y + kernel_s/t − 1)², y = 1/memory
+    memory = min(1.0, 1.0 / inverse)
+    probe = Efficiency(1.0, memory, kernel_s, host_s)
+    memory_rms = float(np.sqrt(np.mean((memory_seconds(moved / 2, device, probe) / t - 1) ** 2)))
+    m, k, n, count = np.array([(r.m, r.k, r.n, r.count) for r in by["gemm"]], dtype=np.float64).T
+    measured = np.array([r.seconds for r in by["gemm"]])
+    grid = np.linspace(0.05, 1.0, 951)
+    errors = [float(np.mean((gemm_seconds(m, k, n, count, device, replace(probe, gemm=float(g))) / measured - 1) ** 2))
+              for g in grid]
+    best = int(np.argmin(errors))
+    sizes = {s: len(rs) for s, rs in by.items()}
+    launches = [r for r in rows if r.section == "launches" and r.name == HOST_ROW and r.ops > 0 and r.count > 0]
+    per_op = launches[0].count / launches[0].ops if launches else 1.0
+    fitted = replace(probe, gemm=float(round(grid[best], 3)), kernel_s=kernel_s * per_op)
+    return ProbeFit(fitted, float(np.sqrt(errors[best])), memory_rms, sizes, per_op)
+
+
+__all__ = ["HOST_ROW", "PROBE_COLUMNS", "ProbeFit", "ProbeRow", "fast_iteration_seconds", "fast_seconds",
+           "fit_kernels", "fit_probe", "read_probe"]

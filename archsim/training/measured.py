@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,6 +18,7 @@ from archsim.validate import read_text
 from archsim.workload.transformer import TransformerConfig
 
 if TYPE_CHECKING:
+    from archsim.devices.gpu_cost import Efficiency
     from archsim.training.cluster import GpuCluster
 
 VOCAB = 50257  # GPT-2's vocabulary, as the measured runs used
@@ -69,11 +70,8 @@ class MeasuredTable:
     meta: dict[str, str] = field(default_factory=dict)
 
 
-def read_measured_table(path: str | Path) -> MeasuredTable:
-    """Read a measured CSV: metadata lines, the header (the 11 columns of :data:`COLUMNS`, then any of
-    :data:`OPTIONAL` by name), one run per line. Errors name the file, line and field."""
-    file = str(path)
-    lines = read_text(path, "measured runs", encoding="utf-8-sig").splitlines()
+def split_meta(lines: list[str]) -> tuple[dict[str, str], int]:
+    """The leading ``# key: value`` lines of a CSV (blank lines skipped) and the index of its header."""
     meta: dict[str, str] = {}
     first = 0
     while first < len(lines) and (not lines[first].strip() or _META.match(lines[first])):
@@ -81,6 +79,15 @@ def read_measured_table(path: str | Path) -> MeasuredTable:
         if match:
             meta[match.group(1)] = match.group(2).strip()
         first += 1
+    return meta, first
+
+
+def read_measured_table(path: str | Path) -> MeasuredTable:
+    """Read a measured CSV: metadata lines, the header (the 11 columns of :data:`COLUMNS`, then any of
+    :data:`OPTIONAL` by name), one run per line. Errors name the file, line and field."""
+    file = str(path)
+    lines = read_text(path, "measured runs", encoding="utf-8-sig").splitlines()
+    meta, first = split_meta(lines)
     if first == len(lines):
         raise InputError("no header row", file=file)
     names = [c.strip().lower() for c in lines[first].split(",")]
@@ -152,17 +159,22 @@ class Prediction:
         return None if not measured else self.peak_memory_gib / measured - 1
 
 
-def predict(runs: list[MeasuredRun] | tuple[MeasuredRun, ...], cluster: GpuCluster) -> list[Prediction]:
-    """``archsim train`` on ``cluster`` (its first GPU type) for every run — nothing fitted here."""
+def predict(runs: list[MeasuredRun] | tuple[MeasuredRun, ...], cluster: GpuCluster,
+            efficiency: Efficiency | None = None) -> list[Prediction]:
+    """``archsim train`` on ``cluster`` (its first GPU type) for every run — nothing fitted here;
+    ``efficiency``: kernel constants instead of the catalog's (e.g. a probe's fit)."""
     from archsim.training.run import train
 
     out = []
     for run in runs:
         par = run.parallelism()
-        result = train(run.config(), par, cluster.machine(par))
+        machine = cluster.machine(par)
+        if efficiency is not None:
+            machine = replace(machine, efficiency=efficiency)
+        result = train(run.config(), par, machine)
         out.append(Prediction(run, result.iteration_seconds * 1e3, result.peak_memory_gib, result.breakdown))
     return out
 
 
 __all__ = ["COLUMNS", "OPTIONAL", "VOCAB", "MeasuredRun", "MeasuredTable", "Prediction", "predict", "read_measured",
-           "read_measured_table"]
+           "read_measured_table", "split_meta"]
