@@ -13,16 +13,15 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
 import pandas as pd
-from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from archsim.cluster import (  # noqa: E402
-    JobCluster, SimConfig, build_jobs, paper_catalog, simulate, summarize, synthetic_trace)
-from archsim.outputs import atomic_write_text  # noqa: E402
+from archsim.cluster import JobCluster, SimConfig, build_jobs, paper_catalog, simulate, summarize, synthetic_trace
+from archsim.outputs import atomic_write_text
 
 
 def main(argv: list[str] | None = None) -> int:

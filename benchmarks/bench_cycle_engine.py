@@ -30,11 +30,11 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the SCALE-Sim harness the tests use
 
-from archsim.array.analytic import gemm_cost  # noqa: E402
-from archsim.array.cycle import simulate_gemm  # noqa: E402
-from archsim.lowering import lower_layer  # noqa: E402
-from archsim.outputs import atomic_write_text  # noqa: E402
-from archsim.workload import Layer, load_network  # noqa: E402
+from archsim.array.analytic import gemm_cost
+from archsim.array.cycle import simulate_gemm
+from archsim.lowering import lower_layer
+from archsim.outputs import atomic_write_text
+from archsim.workload import Layer, load_network
 
 FIGURES = ("cycles", "stall_cycles", "ifmap_dram_reads", "filter_dram_reads", "ofmap_dram_writes")
 SMALL_CONV = Layer(name="small_conv", kind="conv", ifmap_h=16, ifmap_w=16, filter_h=3, filter_w=3, channels=8,

@@ -29,11 +29,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from archsim.devices import gpu_cost  # noqa: E402
-from archsim.devices.gpu_cost import Efficiency  # noqa: E402
-from archsim.training import calibrate, fitted, iteration  # noqa: E402
-from archsim.training.cluster import single_node  # noqa: E402
-from archsim.training.measured import read_measured  # noqa: E402
+from archsim.devices import gpu_cost
+from archsim.devices.gpu_cost import Efficiency
+from archsim.training import calibrate, fitted, iteration
+from archsim.training.cluster import single_node
+from archsim.training.measured import read_measured
 
 # E[max of t independent standard normals] (order statistics; t = 1, 2, 4, 8)
 EXPECTED_MAX = {1: 0.0, 2: 0.5642, 4: 1.0294, 8: 1.4236}

@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def residual_chain(blocks: int, channels: int = 64, size: int = 28) -> onnx.ModelProto:
     nodes, inits = [], []
     x = "x"
-    zero = lambda name, *shape: inits.append(numpy_helper.from_array(np.zeros(shape, np.float32), name))  # noqa: E731
+    zero = lambda name, *shape: inits.append(numpy_helper.from_array(np.zeros(shape, np.float32), name))
     inits.append(numpy_helper.from_array(np.array([0], np.int64), "i0"))
     inits.append(numpy_helper.from_array(np.array([channels, size, size], np.int64), "chw"))
     for b in range(blocks):

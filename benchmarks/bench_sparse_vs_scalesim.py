@@ -36,8 +36,8 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the SCALE-Sim harness the tests use
 
-from archsim.array.sparsity import SparsityConfig, sparse_layer_cost  # noqa: E402
-from archsim.outputs import atomic_write_text  # noqa: E402
+from archsim.array.sparsity import SparsityConfig, sparse_layer_cost
+from archsim.outputs import atomic_write_text
 
 # (label, (H, W, fh, fw, C, M, stride) in SCALE-Sim geometry, N:M, optimized, BlockSize, rows, cols, dataflow)
 LAYERS = [

@@ -20,8 +20,8 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from archsim.outputs import atomic_write_text  # noqa: E402
-from archsim.sweep import load_spec, run_sweep  # noqa: E402
+from archsim.outputs import atomic_write_text
+from archsim.sweep import load_spec, run_sweep
 
 
 def main(argv: list[str] | None = None) -> int:

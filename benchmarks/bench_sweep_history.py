@@ -36,7 +36,7 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from archsim.outputs import atomic_write_text  # noqa: E402
+from archsim.outputs import atomic_write_text
 
 # Runs in the child, from a folder holding nothing importable: sys.path[0] is that folder, so
 # PYTHONPATH (the earlier tree) comes before the installed archsim.

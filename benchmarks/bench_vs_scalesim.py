@@ -32,10 +32,10 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the SCALE-Sim harness the tests use
 
-from archsim.array.analytic import gemm_cost, gemm_cycles  # noqa: E402
-from archsim.lowering import lower_layer  # noqa: E402
-from archsim.outputs import atomic_write_text  # noqa: E402
-from archsim.workload import Layer, load_network  # noqa: E402
+from archsim.array.analytic import gemm_cost, gemm_cycles
+from archsim.lowering import lower_layer
+from archsim.outputs import atomic_write_text
+from archsim.workload import Layer, load_network
 
 # (label, network, layer) in run order; --layers N takes the first N. A None network is a layer
 # defined here. VGG16 conv1_1 (224×224×3, 3×3, pad 1) reaches SCALE-Sim as a 226×226 input.

@@ -48,9 +48,9 @@ model is right for a design matters more than any per-access figure.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import logging
-import contextlib
 import sys
 import tempfile
 from pathlib import Path
@@ -100,7 +100,7 @@ def _memory(name: str, bits: int, operands: list[str], per_byte_read: float, per
 
 def accelerator_yaml(array: ArrayConfig) -> str:
     e = access_energies(array)
-    kib = lambda k: k * 1024 * 8  # noqa: E731
+    kib = lambda k: k * 1024 * 8
     return ("name: archsim_ws\n\nmemories:\n"
             + _memory("reg_I", 8, ["I1"], e.register_pj, e.register_pj, "D2")
             + _memory("reg_W", 8, ["I2"], e.register_pj, e.register_pj, "")
@@ -196,9 +196,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {'dram (cycle)':<12} {a:>20.4g} {r['zigzag_dram_pj']:>12.4g} {a / r['zigzag_dram_pj']:>8.3g}"
               "   (archsim's cycle engine: SCALE-Sim's capacity-aware DRAM traffic)")
     if args.out:
-        import zigzag  # noqa: F401
-
         from importlib.metadata import version
+
+        import zigzag  # noqa: F401
 
         header = (f"# archsim vs ZigZag {version('zigzag-dse')} energy (pJ), {args.network} forward GEMMs, batch "
                   f"{args.batch}, 32x32 ws, 64 KiB SRAMs, configs/energy/horowitz45.toml; produced by: python "

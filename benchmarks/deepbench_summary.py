@@ -17,9 +17,9 @@ from pathlib import Path
 import pandas as pd
 
 from archsim.outputs import atomic_write_text
-from archsim.validation.gpu_csv import read_kernel_csv
 from archsim.validation.gpu_algorithms import DGRAD
 from archsim.validation.gpu_compare import tensor_core_subset
+from archsim.validation.gpu_csv import read_kernel_csv
 from archsim.validation.gpu_study import GpuOverrides, run_study
 
 RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"

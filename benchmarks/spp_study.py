@@ -28,8 +28,8 @@ from archsim.array.config import ArrayConfig
 from archsim.outputs import atomic_write_text
 from archsim.spp.baselines import BASELINES, baseline
 from archsim.spp.plan import spp
-from archsim.spp.rdo import recursive_device_order
 from archsim.spp.profiles import profile_from_network
+from archsim.spp.rdo import recursive_device_order
 from archsim.spp.topology import INTER_SERVER_LINKS, build_topology
 from archsim.workload import load_network
 

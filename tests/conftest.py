@@ -31,7 +31,7 @@ from archsim.sim import engine
 from archsim.sim.validate import assert_valid
 
 sys.path.insert(0, str(Path(__file__).parent))
-import sim_reference  # noqa: E402
+import sim_reference
 
 _ORIGINAL = engine.simulate
 VALIDATED = {"count": 0, "compared": 0}

@@ -213,7 +213,7 @@ def test_cli_pruned_vgg_csv_and_report(tmp_path, capsys):
     assert "archsim bppsa pruned-vgg11 --sparsity 0.97" in report.read_text()
     # BP by hand. VGG-11 at width 64/16 = 4 … 512/16 = 32 channels on 32×32×3: the 21 operators
     # (C conv 3×3 pad 1, R ReLU, M 2×2 max-pool) and the element count each outputs.
-    ops = "C R M C R M C R C R M C R C R M C R C R M".split()
+    ops = ["C", "R", "M", "C", "R", "M", "C", "R", "C", "R", "M", "C", "R", "C", "R", "M", "C", "R", "C", "R", "M"]
     sizes = [3072, 4096, 4096, 1024, 2048, 2048, 512, 1024, 1024, 1024, 1024, 256, 512, 512, 512, 512, 128,
              128, 128, 128, 128, 32]  # sizes[i] = input of operator i + 1
     bp = frame[frame.method == "bp"].sort_values("seq_step")

@@ -7,10 +7,10 @@ import json
 
 import onnx
 from onnx import helper
-
-from archsim.cli import main
 from onnx_models import model, value, weight
 from test_docs import ROOT
+
+from archsim.cli import main
 
 GPT2 = str(ROOT / "configs" / "transformers" / "gpt2.json")
 TESTBED = str(ROOT / "configs" / "clusters" / "testbed_v100.toml")

@@ -5,11 +5,17 @@ import pytest
 
 from archsim.array.config import ArrayConfig
 from archsim.array.costing import cost_network
-from archsim.cluster.catalog import (TABLE1, TABLE2, lookup, model_profile_from_costs, paper_catalog,
-                                    paper_profile)
+from archsim.cluster.catalog import TABLE1, TABLE2, lookup, model_profile_from_costs, paper_catalog, paper_profile
 from archsim.cluster.profile_csv import load_profile_csv, parse_profile_csv, write_profile_csv
-from archsim.cluster.spb import (JobLayerCosts, backprop_sweep, chain_producers, layer_costs_from_network, spb_tasks,
-                                 suffix_lengths, task_cost)
+from archsim.cluster.spb import (
+    JobLayerCosts,
+    backprop_sweep,
+    chain_producers,
+    layer_costs_from_network,
+    spb_tasks,
+    suffix_lengths,
+    task_cost,
+)
 from archsim.errors import InputError
 from archsim.workload import load_network
 

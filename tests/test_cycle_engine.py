@@ -21,8 +21,14 @@ from archsim.array import cycle
 from archsim.array.analytic import gemm_cost
 from archsim.array.config import ArrayConfig, read_scalesim_cfg
 from archsim.array.costing import cost_network, op_costs, op_cycles
-from archsim.array.cycle import (demand_matrices, minimum_bandwidth, prefetch_order, simulate_cached,
-                                 simulate_gemm, simulate_on)
+from archsim.array.cycle import (
+    demand_matrices,
+    minimum_bandwidth,
+    prefetch_order,
+    simulate_cached,
+    simulate_gemm,
+    simulate_on,
+)
 from archsim.cli import main
 from archsim.errors import InputError
 from archsim.lowering import lower_network

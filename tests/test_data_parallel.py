@@ -3,8 +3,16 @@ exhaustive search over every valid backward order."""
 
 import pytest
 
-from archsim.policies.data_parallel import (SyncModel, backward_orders, conventional_order, dp_problem,
-                                            max_k_for_memory, reverse_first_k_order, search_k, window_time)
+from archsim.policies.data_parallel import (
+    SyncModel,
+    backward_orders,
+    conventional_order,
+    dp_problem,
+    max_k_for_memory,
+    reverse_first_k_order,
+    search_k,
+    window_time,
+)
 from archsim.sim import simulate, validate_timeline
 
 ONES = [1.0] * 5
@@ -73,7 +81,7 @@ def test_prioritized_communication_helps_when_the_network_is_the_bottleneck():
 def test_k_search_finds_the_best_k_on_a_smooth_case():
     sync = [0.5 * l for l in range(1, 21)]
     costs = [1.0] * 20
-    evaluate = lambda k: window_time(costs, costs, costs, sync, reverse_first_k_order(20, k))  # noqa: E731
+    evaluate = lambda k: window_time(costs, costs, costs, sync, reverse_first_k_order(20, k))
     found = search_k(evaluate, 20)
     assert evaluate(found) == min(evaluate(k) for k in range(21))
 

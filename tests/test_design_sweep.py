@@ -11,12 +11,12 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_report import CHROMIUM, FLAGS
 
 from archsim.cli import main
 from archsim.errors import InputError
 from archsim.report.pareto import pareto_mask, with_front
 from archsim.sweep.spec import load_spec
-from test_report import CHROMIUM, FLAGS
 
 ACCEPTANCE = """[sweep]
 name = "dse"

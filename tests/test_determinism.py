@@ -20,10 +20,9 @@ import os
 from pathlib import Path
 
 import pytest
+from conftest import DEFAULT_PROFILE, PROFILE_VARIABLE, draws_randomly, random_drawing_tests
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from conftest import DEFAULT_PROFILE, PROFILE_VARIABLE, draws_randomly, random_drawing_tests
 
 TESTS = Path(__file__).resolve().parent
 EXPLORING = os.environ.get(PROFILE_VARIABLE, DEFAULT_PROFILE) != DEFAULT_PROFILE or draws_randomly(settings.default)

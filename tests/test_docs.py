@@ -23,7 +23,7 @@ from archsim import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = sorted((ROOT / "docs").rglob("*.md")) + [ROOT / "README.md"]
-FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
+FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.DOTALL | re.MULTILINE)
 
 
 def blocks(kind: str) -> list[tuple[Path, str]]:
@@ -136,7 +136,8 @@ def test_quoted_outputs_match_a_fresh_run(scratch, capsys, monkeypatch):
     quoted = 0
     for page in PAGES:
         text = page.read_text(encoding="utf-8")
-        for command, expected in re.findall(r"<!-- output-of: (.*?) -->\n```text\n(.*?)^```", text, re.S | re.M):
+        quotes = re.findall(r"<!-- output-of: (.*?) -->\n```text\n(.*?)^```", text, re.DOTALL | re.MULTILINE)
+        for command, expected in quotes:
             code, out, err = run_archsim(command, scratch, capsys, monkeypatch)
             assert code == 0, err
             assert out == expected, f"{page.name}: the output of {command!r} changed; update the page"
@@ -170,7 +171,7 @@ def table_keys(page: str, heading: str) -> list[list[str]]:
     text = (ROOT / "docs" / page).read_text(encoding="utf-8")
     level = heading.split()[0]
     section = text.split(heading + "\n", 1)[1]
-    section = re.split(rf"^{level} ", section, flags=re.M)[0]
+    section = re.split(rf"^{level} ", section, flags=re.MULTILINE)[0]
     tables, current = [], []
     for line in section.splitlines():
         match = re.match(r"\| `([^`]+)` \|", line)

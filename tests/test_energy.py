@@ -20,8 +20,17 @@ from hypothesis import strategies as st
 from archsim.array.config import ArrayConfig
 from archsim.array.cycle import demand_matrices
 from archsim.cli import main
-from archsim.energy import (COUNTS, ENERGY_COLUMNS, access_energies, array_area, energy_of, layer_energy,
-                            load_table, op_energy, read_cfg_energy)
+from archsim.energy import (
+    COUNTS,
+    ENERGY_COLUMNS,
+    access_energies,
+    array_area,
+    energy_of,
+    layer_energy,
+    load_table,
+    op_energy,
+    read_cfg_energy,
+)
 from archsim.errors import InputError
 from archsim.lowering import Gemm, TrainingOp, lower_layer, split_delta
 from archsim.workload import load_network

@@ -42,7 +42,7 @@ def test_stash_peak_equals_brute_force_over_time(p, m, schedule, costs, sizes) -
     """The event sweep equals sampling every instant an op starts: Σ sizes of the stashes live then."""
     stage_costs = zb.StageCosts(tuple(costs[:p]), tuple(costs[4:4 + p]), tuple(costs[8:8 + p]))
     problem, timeline = zb.zb_schedule(stage_costs, m, schedule)
-    size_of = lambda tag: sizes[int(tag["stage"]) - 1] * (1 + int(tag["microbatch"]))  # noqa: E731
+    size_of = lambda tag: sizes[int(tag["stage"]) - 1] * (1 + int(tag["microbatch"]))
     peaks = stash_profile(timeline, size_of, ("D",))  # the list variants tag the input gradient D (archsim's name)
     tags = {op.id: dict(op.tags) for op in problem.ops}
     intervals: dict[str, list[tuple[float, float, int]]] = {}

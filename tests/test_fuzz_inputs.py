@@ -26,14 +26,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
-
 import pytest
+from fuzz_cases import BROKEN, CLI_BREAKS, CLI_BROKEN, HOSTILE, READERS, ROOT, TOKEN
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from archsim.cli import main
 from archsim.errors import InputError
-from fuzz_cases import BROKEN, CLI_BREAKS, CLI_BROKEN, HOSTILE, READERS, ROOT, TOKEN
 
 LINES = st.lists(st.sampled_from(HOSTILE), min_size=1, max_size=3).map(" ".join)
 

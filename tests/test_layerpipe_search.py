@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_partition import random_conv_profile
 
 from archsim.array.analytic import form_cycles, form_within, gemm_cycles, gemm_cycles_form
 from archsim.array.config import ArrayConfig
@@ -20,7 +21,6 @@ from archsim.partition.coster import DeltaCoster
 from archsim.partition.layerpipe import _walk, best_split
 from archsim.partition.split_search import AxisSplits, one_gemm, table_splits
 from archsim.workload import load_network
-from test_partition import random_conv_profile
 
 
 def binary_search(profile, index, axis, budget):

@@ -120,8 +120,9 @@ sys.stdout.buffer.write(pickle.dumps(out))
 
 
 def test_uncompiled_small_prm_tables_equal_the_compiled_kernel(monkeypatch):
-    from archsim.spp import prm
     from test_spp import random_profile, random_topology
+
+    from archsim.spp import prm
 
     cases = []
     for seed in range(60):

@@ -43,7 +43,7 @@ def test_pipeline_command_plans_on_memory_aware_costs(capsys):
     analytic = json.loads(capsys.readouterr().out)
     assert cli.main(base + ["--engine", "cycle", "--bandwidth", "4", "--sram-kb", "4"]) == 0
     cycle = json.loads(capsys.readouterr().out)
-    rows = lambda doc: doc["rows"] if isinstance(doc, dict) else doc  # noqa: E731
+    rows = lambda doc: doc["rows"] if isinstance(doc, dict) else doc
     assert sum(r["total_cycles"] for r in rows(cycle)) > sum(r["total_cycles"] for r in rows(analytic))
     profile = build_profile(load_network("ffnn8"), ARRAY, 4, "paper", engine="cycle")
     assert sum(r["total_cycles"] for r in rows(cycle)) == pytest.approx(float(profile.total.sum()))

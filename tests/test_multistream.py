@@ -110,5 +110,5 @@ def test_prescheduling_every_region_is_the_as_soon_as_ready_schedule(network):
     covering every region it is exactly the naive (ASAP) two-stream schedule."""
     ops = device_ops(load_network(network).only("conv"), ArrayConfig(128, 128, "ws"), 16, "exact")
     early = run(ops, "joint", region_size=1, prescheduled=10**6)
-    times = lambda result: [(layer, start, end) for layer, _, start, end in result.placements]  # noqa: E731
+    times = lambda result: [(layer, start, end) for layer, _, start, end in result.placements]
     assert times(early) == times(run(ops, "naive"))

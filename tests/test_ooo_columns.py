@@ -5,14 +5,14 @@ the same order, arrays and timelines, with and without a flush, δ for the first
 or many micro-batches, stash bytes or none."""
 
 import pytest
+from ooo_reference import ooo_problem as reference_problem
+from problem_equality import assert_same_problem
+from zb_list_reference import zb_problem as reference_list_problem
 
 from archsim.errors import InputError
 from archsim.policies.ooo import POLICIES, LayerCosts, ooo_problem
 from archsim.policies.zero_bubble import LIST_SCHEDULES, StageCosts, zb_problem
 from archsim.sim import simulate
-from ooo_reference import ooo_problem as reference_problem
-from zb_list_reference import zb_problem as reference_list_problem
-from problem_equality import assert_same_problem
 
 COSTS = [LayerCosts.unit(4),
          LayerCosts((3.0, 1.0, 4.0, 1.5, 5.0), (2.0, 6.0, 5.0, 3.0, 5.0), (9.0, 7.0, 9.0, 3.0, 2.0),

@@ -3,7 +3,6 @@ outputs through the CLI: one clean error naming the path, never an OSError trace
 left behind (the acceptance fuzz run found the first, a sweep's network)."""
 
 import pytest
-
 from test_robustness import SAMPLE_SWEEP, clean_error, write
 
 LONG = "x" * 300

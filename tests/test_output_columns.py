@@ -20,10 +20,10 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-
-from archsim.cli import main
 from output_commands import COMMANDS, SWEEP_SPEC
 from test_docs import ROOT, table_keys
+
+from archsim.cli import main
 
 NESTED = {"levels", "time_per_stage_by_machines", "breakdown_seconds", "memory_per_rank", "after_backward_seconds",
           "timeline"}  # JSON-only meta (lists, objects): documented as such
@@ -94,7 +94,7 @@ def test_the_table_shows_the_meta_too(form):
 def documented() -> dict[str, tuple[str, str]]:
     text = (ROOT / "docs" / "formats.md").read_text(encoding="utf-8").split("## Output columns\n", 1)[1]
     entries = {}
-    for name, unit, meaning in re.findall(r"^\| `([^`]+)` \| ([^|]*) \| ([^|]*) \|$", text, flags=re.M):
+    for name, unit, meaning in re.findall(r"^\| `([^`]+)` \| ([^|]*) \| ([^|]*) \|$", text, flags=re.MULTILINE):
         assert name not in entries, f"{name} documented twice"
         entries[name] = (unit.strip(), meaning.strip())
     return entries

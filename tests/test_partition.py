@@ -9,8 +9,13 @@ from hypothesis import strategies as st
 
 from archsim.array.config import ArrayConfig
 from archsim.errors import InputError
-from archsim.partition import (build_profile, gpipe_partition, layerpipe_partition, pipedream_partition,
-                               profile_from_costs)
+from archsim.partition import (
+    build_profile,
+    gpipe_partition,
+    layerpipe_partition,
+    pipedream_partition,
+    profile_from_costs,
+)
 from archsim.partition.coster import DeltaCoster
 from archsim.workload import load_network
 

@@ -12,14 +12,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from archsim.partition import profile_from_costs
-from archsim.planners import partition, partitions
+from archsim.partition import pipedream_dense, profile_from_costs
 from archsim.partition.antichain import antichain_states
 from archsim.partition.graph_txt import load_graph_txt
-from archsim.partition.pipedream import (Level, PipeDreamOptions, pipedream_partition, pipedream_partitions,
-                                        pipedream_plan, pipedream_plans)
+from archsim.partition.pipedream import (
+    Level,
+    PipeDreamOptions,
+    pipedream_partition,
+    pipedream_partitions,
+    pipedream_plan,
+    pipedream_plans,
+)
 from archsim.partition.pipedream_tables import _Cumulative, _Matrix, _solve_level
-from archsim.partition import pipedream_dense
+from archsim.planners import partition, partitions
 from tests.pipedream_reference import reference_tables
 
 

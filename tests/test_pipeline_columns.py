@@ -5,6 +5,8 @@ partitioners and schedules, chains and branching networks (split δ ops included
 counts below and above the pipeline depth, with and without link bandwidth."""
 
 import pytest
+from pipeline_reference import pipeline_problem as reference_problem
+from problem_equality import assert_same_problem
 
 from archsim.array.config import ArrayConfig
 from archsim.partition import build_profile, profile_from_costs
@@ -12,9 +14,6 @@ from archsim.planners import partition
 from archsim.policies.pipeline import SCHEDULES, pipeline_problem
 from archsim.sim import simulate
 from archsim.workload import load_network
-from pipeline_reference import pipeline_problem as reference_problem
-from problem_equality import assert_same_problem
-
 
 
 def _cases():

@@ -8,9 +8,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from test_report import CHROMIUM, FLAGS
 
 from archsim.cli import main
-from test_report import CHROMIUM, FLAGS
 
 ROOT = Path(__file__).resolve().parents[1]
 WIDTH = 1280

@@ -8,11 +8,11 @@ import subprocess
 
 import pandas as pd
 import pytest
+from test_report import CHROMIUM, FLAGS
 
 from archsim.report.gantt import gantt_figure, gantt_height, write_gantt
 from archsim.report.style import KIND_COLORS, KIND_LABELS, table_number
 from archsim.report.sweep_report import layer_breakdown_figure
-from test_report import CHROMIUM, FLAGS
 
 
 def frame(rows: int) -> pd.DataFrame:

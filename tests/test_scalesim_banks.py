@@ -34,8 +34,8 @@ from archsim.cli import main
 from archsim.errors import InputError
 
 pytest.importorskip("scalesim")
-from scalesim_layout_reference import gemm_csv, layout_cfg, layout_csv, scalesim_files  # noqa: E402
-from scalesim_reference import config_text, scalesim_gemm  # noqa: E402
+from scalesim_layout_reference import gemm_csv, layout_cfg, layout_csv, scalesim_files
+from scalesim_reference import config_text, scalesim_gemm
 
 READ_BANDWIDTH = 12
 # (banks, ports per bank): every divisor of 12 and ports 1–4

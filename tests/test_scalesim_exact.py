@@ -25,7 +25,7 @@ from archsim.lowering import lower_layer
 from archsim.workload import Layer
 
 scalesim = pytest.importorskip("scalesim")
-from scalesim_reference import config_text, scalesim_conv, scalesim_gemm  # noqa: E402
+from scalesim_reference import config_text, scalesim_conv, scalesim_gemm
 
 DATAFLOWS = ["ws", "os", "is"]
 ARRAYS = [(4, 4), (8, 4), (3, 5), (16, 16)]

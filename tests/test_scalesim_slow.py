@@ -16,8 +16,8 @@ from archsim.lowering import lower_layer
 from archsim.workload import Layer, load_network
 
 pytest.importorskip("scalesim")
-from scalesim_reference import scalesim_gemm, scalesim_input_size, scalesim_layer  # noqa: E402
-from test_scalesim_exact import assert_equal  # noqa: E402
+from scalesim_reference import scalesim_gemm, scalesim_input_size, scalesim_layer
+from test_scalesim_exact import assert_equal
 
 pytestmark = pytest.mark.slow
 

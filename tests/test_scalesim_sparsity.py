@@ -27,7 +27,7 @@ from archsim.array.sparsity import SparsityConfig, kept_rows, sparse_layer_cost
 from archsim.errors import InputError
 
 pytest.importorskip("scalesim")
-from scalesim_reference import scalesim_run_files, scalesim_sparse_conv  # noqa: E402
+from scalesim_reference import scalesim_run_files, scalesim_sparse_conv
 
 DATAFLOWS = ("ws", "os", "is")
 REPRESENTATIONS = ("csr", "csc", "ellpack_block")

@@ -7,11 +7,11 @@ import math
 import numpy as np
 import pytest
 from hypothesis import given, settings
+from test_sim_properties import problems
 
 from archsim.errors import InputError
 from archsim.sim import Dep, KeyPolicy, Link, Op, Problem, Processor, simulate
 from archsim.sim.columns import DepColumns, OpColumns
-from test_sim_properties import problems
 
 P, Q = Processor("p", 2), Processor("q")
 LINKS = (Link("pq", "p", "q", 2.0, 0.5), Link("qp", "q", "p", 4.0))

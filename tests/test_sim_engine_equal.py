@@ -6,13 +6,13 @@ links, under the default and a custom policy, and on the larger ring problems of
 """
 
 import pytest
+from conftest import assert_same_as_reference
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from archsim.sim import Dep, KeyPolicy, Link, Op, Problem, Processor, simulate
-from conftest import assert_same_as_reference
 from test_sim_properties import problems
 from test_sim_scale import ring_problem
+
+from archsim.sim import Dep, KeyPolicy, Link, Op, Problem, Processor, simulate
 
 
 @settings(max_examples=400, deadline=None)

@@ -7,10 +7,10 @@ import dataclasses
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_sim_properties import problems
 
 from archsim.sim import Slot, Timeline, simulate
 from archsim.sim.validate import full_check, quick_check
-from test_sim_properties import problems
 
 FAULTS = ("start", "end", "both", "stream", "processor", "drop", "duplicate", "transfer", "drop-transfer")
 

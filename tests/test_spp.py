@@ -114,8 +114,8 @@ def random_profile(seed: int, layers: int) -> LayerProfile:
     """Random chain: times in (0.5, 5), byte sizes in 1..5 (per layer: parameters, activation out,
     δ back in)."""
     rng = np.random.default_rng(seed)
-    times = lambda: [float(x) for x in rng.uniform(0.5, 5.0, layers)]  # noqa: E731
-    sizes = lambda: [int(x) for x in rng.integers(1, 6, layers)]  # noqa: E731
+    times = lambda: [float(x) for x in rng.uniform(0.5, 5.0, layers)]
+    sizes = lambda: [int(x) for x in rng.integers(1, 6, layers)]
     forward, backward, parameters, activations, deltas = times(), times(), sizes(), sizes(), sizes()
     return profile_from_costs([f"l{k}" for k in range(layers)], forward, [0.0] * layers, backward,
                               activation_bytes=activations, delta_bytes=deltas, weight_bytes=parameters)
@@ -170,7 +170,7 @@ def test_lemma_2_bound_against_every_device_mapping(seed, layers, devices):
     assert ours <= (1 + phi(profile, topology.bandwidth)) * best + 1e-9
 
 
-from archsim.spp.pe import StagePlan, blocks, execution_order, lemma1_bound, pe_makespan  # noqa: E402
+from archsim.spp.pe import StagePlan, blocks, execution_order, lemma1_bound, pe_makespan
 
 
 def test_block_list_has_4s_minus_3_blocks():
@@ -204,8 +204,8 @@ def test_lemma_1_bound_holds_on_random_instances(data, stages, microbatches):
     assert makespan <= lemma1_bound(plans, microbatches) + 1e-9
 
 
-from archsim.spp.plan import spp, stage_plans  # noqa: E402
-from archsim.partition.graph_txt import load_graph_txt  # noqa: E402
+from archsim.partition.graph_txt import load_graph_txt
+from archsim.spp.plan import spp, stage_plans
 
 GRAPH_TXT = """node1 -- Input0 -- forward_compute_time=0.000, backward_compute_time=0.000, activation_size=1000.0, parameter_size=0.000
 node2 -- Conv2d(3, 64) -- forward_compute_time=2.000, backward_compute_time=4.000, activation_size=4000.0, parameter_size=1000.000
@@ -252,7 +252,7 @@ def test_spp_picks_the_stage_count_with_the_least_pe_makespan(seed, layers, devi
     assert lemma1_bound(plans, microbatches) >= result.makespan - 1e-9
 
 
-from archsim.spp.baselines import BASELINES, baseline, data_parallel  # noqa: E402
+from archsim.spp.baselines import BASELINES, baseline, data_parallel
 
 
 def test_data_parallel_by_hand():
@@ -324,7 +324,7 @@ def test_baselines_by_hand():
     assert baseline("hetpipe", profile, two_servers, 2).makespan == pytest.approx(12.0)
 
 
-from archsim.spp.prm import prm_tables  # noqa: E402
+from archsim.spp.prm import prm_tables
 
 
 @settings(max_examples=40, deadline=None)

@@ -5,10 +5,10 @@ topologies, including equal bandwidths (ties) and a device order that is not the
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from archsim.spp.prm import prm_tables
 from spp_prm_reference import prm_tables as reference_tables
 from test_spp import random_profile, random_topology
+
+from archsim.spp.prm import prm_tables
 
 
 @settings(max_examples=60, deadline=None)

@@ -5,20 +5,19 @@ several stage and micro-batch counts, with and without communication, bandwidth 
 and the same error on a malformed order."""
 
 import pytest
+from problem_equality import assert_same_problem
+from stage_run_reference import order_problem as reference_problem
 
-from archsim.errors import InputError
-from archsim.policies.stage_orders import ORDERS, Action, StageOrder, order_csv, parse_order_csv, published_order
-from archsim.policies.stage_profile import StageProfile
 from archsim.cli import main
+from archsim.errors import InputError
 from archsim.policies.ooo import POLICIES, LayerCosts, ooo_problem, schedule_metrics
 from archsim.policies.ooo import op_count as ooo_op_count
+from archsim.policies.stage_orders import ORDERS, Action, StageOrder, order_csv, parse_order_csv, published_order
+from archsim.policies.stage_profile import StageProfile
 from archsim.policies.stage_run import StageRun, order_problem
 from archsim.policies.zb_auto import zb_auto_order
 from archsim.policies.zero_bubble import SCHEDULES, StageCosts, op_count, zb_schedule
 from archsim.sim import simulate, validate_timeline
-from stage_run_reference import order_problem as reference_problem
-from problem_equality import assert_same_problem
-
 
 
 def _profiles(stages: int):

@@ -8,10 +8,10 @@ from __future__ import annotations
 import tomllib
 
 import pytest
+from test_docs import ROOT
 
 from archsim.cli import main
 from archsim.workload import load_network
-from test_docs import ROOT
 
 torch = pytest.importorskip("torch")
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 import pytest
 
 torch = pytest.importorskip("torch")
-from torch import nn  # noqa: E402
+from torch import nn
 
-from archsim.array.config import ArrayConfig  # noqa: E402
-from archsim.array.costing import cost_network  # noqa: E402
-from archsim.lowering import lower_network  # noqa: E402
-from archsim.workload import from_torch, load_network  # noqa: E402
+from archsim.array.config import ArrayConfig
+from archsim.array.costing import cost_network
+from archsim.lowering import lower_network
+from archsim.workload import from_torch, load_network
 
 
 def vgg16() -> nn.Module:

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from archsim.collectives import LinkClass, collective_seconds
 from archsim.devices.catalog import gpu
 from archsim.training import fitted
-from archsim.collectives import LinkClass, collective_seconds
 from archsim.training.nccl_fit import fit_link, read_nccl_tables, relative_errors
 
 DATA = Path(__file__).parent / "data" / "e2e" / "nccl_allreduce"
