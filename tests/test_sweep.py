@@ -110,7 +110,7 @@ def test_sigkill_then_rerun_equals_an_uninterrupted_run(tmp_path):
     process.wait()
     interrupted = process.returncode == -signal.SIGKILL
     partial = len(list((killed_out / "cache").glob("*.json")))
-    resumed = subprocess.run(command, capture_output=True, text=True)
+    resumed = subprocess.run(command, capture_output=True, text=True, check=False)
     assert resumed.returncode == 0, resumed.stderr
     clean_out = tmp_path / "clean"
     subprocess.run([*command[:6], str(clean_out), "--quiet"], check=True, capture_output=True)
