@@ -45,7 +45,7 @@ def test_ooo_pipe2_without_flush_is_optimal():
 def test_flushed_schedules_against_the_optimum(policy, expected_optimum):
     """With a flush the optimum is the forward phase's plus the backward phase's: 28 + 40. OOO-Pipe1
     reaches it; GPipe's conventional order (83) does not."""
-    problem, timeline = ooo_schedule(LayerCosts.unit(16), 4, 4, policy, flush=True)
+    problem, _ = ooo_schedule(LayerCosts.unit(16), 4, 4, policy, flush=True)
     forward, backward = flush_phases(problem)
     total = optimal_makespan(forward, 28, time_limit=300) + optimal_makespan(backward, 55, time_limit=300)
     assert total == expected_optimum

@@ -190,7 +190,7 @@ def transposed_conv(weights, dout, h, w, stride):
     rows: window index (r·fw + s)·C + c."""
     import numpy as np
 
-    fh, fw, channels, filters = weights.shape
+    fh, fw, channels, _ = weights.shape
     dx = np.zeros((channels, h, w))
     for oy, ox in np.ndindex(dout.shape[1:]):
         for r, s in np.ndindex(fh, fw):
@@ -210,7 +210,7 @@ def test_delta_and_gradient_skip_exactly_what_only_pruned_weights_feed(layer, ra
     from archsim.lowering import lower_layer
     from archsim.workload import Layer
 
-    h, w, fh, fw, c, m, stride = layer
+    h, w, fh, fw, c, _, stride = layer
     t, k, n = gemm_of(layer)
     config = SparsityConfig("csr", optimized, block)
     reference = scalesim_sparse_conv(*layer, ratio, rows, cols, "ws", "csr", optimized, block)
@@ -244,7 +244,7 @@ def test_energy_counts_compressed_weights_and_metadata(case):
 
     layer, ratio, rows, cols, dataflow, representation, optimized, block = case
     h, w, fh, fw, c, m, stride = layer
-    t, k, n = gemm_of(layer)
+    t, _, _ = gemm_of(layer)
     reference = scalesim_sparse_conv(*layer, ratio, rows, cols, dataflow, representation, optimized, block)
     lowered = lower_layer(Layer(name="conv", kind="conv", ifmap_h=h, ifmap_w=w, filter_h=fh, filter_w=fw, channels=c,
                                 filters=m, stride=stride, geometry="scalesim"), batch=1)

@@ -37,7 +37,7 @@ def test_import_and_every_network_command_take_it(capsys, tmp_path):
     assert code == 0 and "4 layers" in err
     assert [layer.macs for layer in load_network(out_csv).layers] == [55_296, 0, 0, 5_120]
     for argv in (["cost", TINY], ["pipeline", TINY, "--processors", "2"]):
-        code, out, err = run([*argv, "--input-shape", "1x3x16x16", "--format", "csv"], capsys)
+        code, _, err = run([*argv, "--input-shape", "1x3x16x16", "--format", "csv"], capsys)
         assert code == 0, err
 
 
