@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         row["seconds_to_plan"] = time.perf_counter() - start
         ordering = recursive_device_order(topology)
         servers = [topology.servers[d] for d in ordering.order]
-        row["server_runs_in_order"] = 1 + sum(a != b for a, b in zip(servers, servers[1:]))
+        row["server_runs_in_order"] = 1 + sum(a != b for a, b in itertools.pairwise(servers))
         row["first_cut"] = f"{len(ordering.cuts[0][0])}|{len(ordering.cuts[0][1])}"
         row["stage_counts"] = " ".join(f"{s}:{w:.6g}:{t:.6g}" for s, w, t in result.by_stage_count)  # |S|:𝒲:T_PE
         rows.append(row)

@@ -1,5 +1,7 @@
 """Single-device multi-stream: the co-run model by hand, Algorithm 1, bounds, where it pays."""
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -49,7 +51,7 @@ def test_two_streams_are_bounded_and_consistent(ops, schedule, region_size):
     assert result.makespan <= single + 1e-9  # the sub-stream never loses: alone it runs at full speed
     assert result.makespan >= max(result.main_end, capacity) - 1e-9  # the array's capacity is 1
     spans = sorted((start, end) for _, _, start, end in result.placements)
-    assert all(b[0] >= a[1] - 1e-9 for a, b in zip(spans, spans[1:]))  # one sub-stream
+    assert all(b[0] >= a[1] - 1e-9 for a, b in itertools.pairwise(spans))  # one sub-stream
     assert sorted(p[0] for p in result.placements) == list(range(len(ops.forward)))
 
 

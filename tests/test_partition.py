@@ -76,7 +76,7 @@ def brute_force_min_max(totals, processors):
     for stages in range(1, min(processors, n) + 1):
         for cuts in itertools.combinations(range(1, n), stages - 1):
             bounds = (0, *cuts, n)
-            best = min(best, max(sum(totals[a:b]) for a, b in zip(bounds, bounds[1:])))
+            best = min(best, max(sum(totals[a:b]) for a, b in itertools.pairwise(bounds)))
     return best
 
 

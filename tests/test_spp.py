@@ -74,7 +74,7 @@ def test_rdo_splits_servers_at_the_slow_links():
 
 def _runs(ordering, topology) -> int:
     servers = [topology.servers[d] for d in ordering.order]
-    return 1 + sum(a != b for a, b in zip(servers, servers[1:]))
+    return 1 + sum(a != b for a, b in itertools.pairwise(servers))
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -124,7 +124,7 @@ def random_profile(seed: int, layers: int) -> LayerProfile:
 def compositions(total: int, parts: int):
     for cuts in itertools.combinations(range(1, total), parts - 1):
         bounds = (0, *cuts, total)
-        yield tuple(b - a for a, b in zip(bounds, bounds[1:]))
+        yield tuple(b - a for a, b in itertools.pairwise(bounds))
 
 
 def brute_force(profile, order, bandwidth, microbatches, stages):
@@ -132,7 +132,7 @@ def brute_force(profile, order, bandwidth, microbatches, stages):
     layers = len(profile)
     for cuts in itertools.combinations(range(1, layers), stages - 1):
         bounds = (0, *cuts, layers)
-        partition = tuple(zip(bounds, bounds[1:]))
+        partition = tuple(itertools.pairwise(bounds))
         for replicas in compositions(len(order), stages):
             devices, position = [], 0
             for r in replicas:
