@@ -24,6 +24,7 @@ import sys
 import time
 import timeit
 from pathlib import Path
+from queue import Empty
 
 import pandas as pd
 
@@ -81,7 +82,7 @@ def run_scalesim(args: tuple, cap: float):
     child.start()
     try:
         return queue.get(timeout=cap + 30)  # + start-up (imports) of the child
-    except Exception:  # queue.Empty: over the cap
+    except Empty:  # over the cap
         return None
     finally:
         if child.is_alive():
@@ -110,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     rows, mismatches = [], 0
     for label, source, side, dataflow, kib, bandwidth in CASES[: args.layers]:
         m, k, n = gemm_of(source)
-        memory = dict(sram_words=(kib * 1024,) * 3, bandwidth=(bandwidth,) * 3)
+        memory = {"sram_words": (kib * 1024,) * 3, "bandwidth": (bandwidth,) * 3}
         row: dict[str, object] = {"case": label, "m": m, "k": k, "n": n, "array": f"{side}x{side}",
                                   "dataflow": dataflow, "sram_kb": kib, "bandwidth": bandwidth}
         start = time.perf_counter()

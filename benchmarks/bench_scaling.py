@@ -253,8 +253,8 @@ def write_page(frame: pd.DataFrame, fitted: pd.DataFrame) -> Path:
         caption = f"{study}: {CHILD_DOCS[study]} Exponents: " + ", ".join(
             f"{r.phase} {r.time_exponent}" for r in fitted[fitted.study == study].itertuples()) + "."
         sections += [(fig, caption), (fig_memory, "Peak resident memory of the child process (imports included).")]
-    sections.append((fitted, "Least-squares slopes of log(CPU time) and of log(peak RSS − RSS after imports) "
-                             "on log(size)."))
+    sections.append((fitted, ("Least-squares slopes of log(CPU time) and of log(peak RSS − RSS after imports) "
+                              "on log(size).")))
     return write(ROOT / "reports" / "scaling.html", "archsim scaling", sections)
 
 
