@@ -167,8 +167,11 @@ def test_the_tally_counts_each_kind_of_failure(tmp_path, monkeypatch):
     """The acceptance counts can fail: a hang, a traceback, an accepted invalid input, a negative result."""
     import sys
 
+    def buggy(path):
+        raise IndexError("a reader's own bug")  # not an InputError: a traceback
+
     monkeypatch.setattr(sys.modules[__name__], "LIMIT_S", 0.05)
-    cases = {"hangs": lambda path: time.sleep(5), "raises": lambda path: [][0], "accepts": lambda path: 1,
+    cases = {"hangs": lambda path: time.sleep(5), "raises": buggy, "accepts": lambda path: 1,
              "negative": lambda path: {"cycles": -1}}
     for kind, reader in cases.items():
         monkeypatch.setitem(READERS, kind, (reader, ""))

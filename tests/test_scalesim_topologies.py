@@ -34,7 +34,7 @@ def _scalesim(path: Path, gemm: bool):
         with contextlib.redirect_stdout(io.StringIO()):
             topo.load_arrays(str(path), mnk_inputs=gemm)
             topo.topo_calc_hyperparams(str(path))
-    except Exception:  # SCALE-Sim's asserts, int('') and IndexErrors: it does not load this file
+    except (AssertionError, IndexError, ValueError, ZeroDivisionError):  # its asserts, int(""), short rows, stride 0
         return None
     return [(row[0], *params[:3]) for row, params in zip(topo.topo_arrays, topo.layers_calculated_hyperparams)]
 
