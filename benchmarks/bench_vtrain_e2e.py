@@ -23,6 +23,9 @@ runs. Writes benchmarks/results/gpu_train_<gpu-slug>.md and .csv (``--markdown``
 adds, side by side, the MAPE with the four kernel constants measured on that GPU by microbenchmarks
 (``benchmarks/gpu_efficiency_probe.py``'s CSV, fitted by :func:`archsim.training.calibrate.fit_probe`:
 still nothing fitted on the iterations), overall, per recompute and per model, and the fitted constants.
+``--implementation pytorch-eager`` predicts with the op list of plain PyTorch
+(:mod:`archsim.training.eager_ops`, what gpu_train_measure.py runs) instead of Megatron's; its files
+are gpu_train_<gpu-slug>_pytorch-eager.md and .csv.
 """
 
 from __future__ import annotations
@@ -72,11 +75,14 @@ def main(argv=None) -> int:
     parser.add_argument("--csv", default=None, help="--measured: per-run table (default results/gpu_train_<gpu>.csv)")
     parser.add_argument("--efficiency-probe", default=None,
                         help="--measured: also predict with the constants fitted to this gpu_efficiency_probe.py CSV")
+    parser.add_argument("--implementation", default="megatron", choices=("megatron", "pytorch-eager"),
+                        help="--measured: whose op list archsim predicts with (default megatron)")
     args = parser.parse_args(argv)
     if args.measured or args.cluster:
         if not (args.measured and args.cluster):
             parser.error("--measured and --cluster go together")
-        return check_measured(args.measured, args.cluster, args.markdown, args.csv, args.efficiency_probe)
+        return check_measured(args.measured, args.cluster, args.markdown, args.csv, args.efficiency_probe,
+                              args.implementation)
     runs = read_measured(Path(args.data) / "vtrain_single_node_shown.csv")
     if args.refit:
         from archsim.collectives import LinkClass
@@ -173,7 +179,7 @@ PER_RUN = ("hidden", "layers", "heads", "seq", "global_batch", "micro_batch", "r
 
 
 def check_measured(csv_path: str, cluster_path: str, markdown: str | None, per_run: str | None,
-                   probe_path: str | None = None) -> int:
+                   probe_path: str | None = None, implementation: str = "megatron") -> int:
     """The ``--measured`` check (module docstring); exit 2 with one line on bad input."""
     from archsim.devices.catalog import gpu
     from archsim.errors import InputError
@@ -193,29 +199,29 @@ def check_measured(csv_path: str, cluster_path: str, markdown: str | None, per_r
                              f"{cluster.gpu.name}", file=cluster_path, field="gpu")
         if not table.runs:
             raise InputError("no measured runs", file=csv_path)
-        predictions = predict(table.runs, cluster)
+        predictions = predict(table.runs, cluster, implementation=implementation)
         fit = probed = None
         if probe_path:
-            fit = probe_fit(probe_path, cluster.gpu)
-            probed = [p.error for p in predict(table.runs, cluster, fit.efficiency)]
+            fit = probe_fit(probe_path, cluster.gpu, implementation)
+            probed = [p.error for p in predict(table.runs, cluster, fit.efficiency, implementation)]
     except InputError as exc:
         print(f"bench_vtrain_e2e: {exc}", file=sys.stderr)
         return 2
     rows = [measured_row(p) for p in predictions]
-    gpu_slug = slug(name)
+    gpu_slug = slug(name) + ("" if implementation == "megatron" else f"_{implementation}")
     results = ROOT / "benchmarks" / "results"
     text = "\n".join([",".join(PER_RUN), *(",".join(_cell(r[c]) for c in PER_RUN) for r in rows)]) + "\n"
     print(f"wrote {atomic_write_text(per_run or results / f'gpu_train_{gpu_slug}.csv', text)}", file=sys.stderr)
     if probed is not None:
         for r, error in zip(rows, probed):
             r["probe_error"] = error
-    summary = measured_markdown(rows, table.meta, name, cluster_path, csv_path, fit, probe_path)
+    summary = measured_markdown(rows, table.meta, name, cluster_path, csv_path, fit, probe_path, implementation)
     print(summary)
     print(f"wrote {atomic_write_text(markdown or results / f'gpu_train_{gpu_slug}.md', summary)}", file=sys.stderr)
     return 0
 
 
-def probe_fit(path: str, device):
+def probe_fit(path: str, device, implementation: str = "megatron"):
     """The probe's fitted constants; the probe must have run on ``device`` (exit 2 otherwise)."""
     from archsim.devices.catalog import gpu
     from archsim.errors import InputError
@@ -228,7 +234,7 @@ def probe_fit(path: str, device):
     if known is None or gpu(known) is not device:
         raise InputError(f"the probe ran on {name or 'an unnamed GPU'!r}, the cluster has {device.name}", file=path,
                          field="gpu")
-    return fit_probe(rows, device)
+    return fit_probe(rows, device, implementation)
 
 
 def measured_row(p: Prediction) -> dict:
@@ -258,7 +264,7 @@ def _shown(path: str) -> str:
 
 
 def measured_markdown(rows: list[dict], meta: dict[str, str], gpu_name: str, cluster_path: str, csv_path: str,
-                      fit=None, probe_path: str | None = None) -> str:
+                      fit=None, probe_path: str | None = None, implementation: str = "megatron") -> str:
     """The summary: MAPE of time and memory overall, per recompute and per model, then every run; with a
     probe ``fit``, the time MAPE with its constants beside the A100-scaled one."""
     csv_path, cluster_path = _shown(csv_path), _shown(cluster_path)
@@ -272,7 +278,13 @@ def measured_markdown(rows: list[dict], meta: dict[str, str], gpu_name: str, clu
              "predicted / measured − 1; MAPE = mean |error|. Memory: archsim's peak per GPU vs "
              "`torch.cuda.max_memory_allocated` (GiB). Regenerate: "
              f"`python benchmarks/bench_vtrain_e2e.py --measured {csv_path} --cluster {cluster_path}"
-             + (f" --efficiency-probe {_shown(probe_path or '')}`." if probe else "`.")), ""]
+             + (f" --efficiency-probe {_shown(probe_path or '')}" if probe else "")
+             + ("`." if implementation == "megatron" else f" --implementation {implementation}`.")), ""]
+    if implementation != "megatron":
+        lines += [(f"Op list: `{implementation}` (archsim.training.eager_ops: the kernels plain PyTorch runs — separate "
+                   "mask fill, dropout and residual add, two-pass LayerNorm backward, bias-gradient sums, the q/k/v "
+                   "gradient concatenation, fp32 cross-entropy passes, the eager optimizer step and gradient "
+                   "accumulation) instead of Megatron's fused one."), ""]
     if probe:
         e = fit.efficiency
         lines += [(f"Probe-fitted (`{Path(probe_path or '').name}`, microbenchmarks on this GPU, "

@@ -134,13 +134,32 @@ def read_probe(path: str | Path) -> tuple[dict[str, str], list[ProbeRow]]:
     return meta, rows
 
 
-def fit_probe(rows: list[ProbeRow], device: Gpu) -> ProbeFit:
+# the tiny GPT whose forward + backward the probe's host rows time (gpu_efficiency_probe.py's host_64h_4l)
+HOST_CONFIG = TransformerConfig("host_64h_4l", "gpt", 4, 64, 4, 1000, 32, 256, 4, True, 32)
+
+
+def iteration_ops(c: TransformerConfig, implementation: str = "megatron", recompute: str = "none") -> int:
+    """Ops archsim issues for one forward + backward of ``c`` at micro-batch 1 on one GPU (the
+    recomputed forward added under ``full``): what the probe's host and launch rows divide by."""
+    from archsim.training.eager_ops import eager_block_work, eager_embedding_work, eager_head_work
+    from archsim.training.layer_ops import block_work, embedding_work, head_work
+
+    eager = implementation == "pytorch-eager"
+    layer = eager_block_work(c, 1) if eager else block_work(c, 1)
+    ends = (eager_embedding_work(c, 1), eager_head_work(c, 1)) if eager else (embedding_work(c, 1), head_work(c, 1))
+    ops = c.layers * (len(layer.forward) + len(layer.backward)) + sum(len(w.forward) + len(w.backward) for w in ends)
+    return ops + (c.layers * len(layer.forward) if recompute == "full" else 0)
+
+
+def fit_probe(rows: list[ProbeRow], device: Gpu, implementation: str = "megatron") -> ProbeFit:
     """The four constants from a probe on ``device``: ``kernel_s`` = the median kernel row × the
     kernels launched per archsim op (the :data:`HOST_ROW` iteration's ``launches`` row; archsim charges
     one overhead per op, plain PyTorch launches several), ``host_s`` = the :data:`HOST_ROW` seconds per
     archsim op, ``memory`` and ``gemm`` by least squares of the
     relative error of archsim's own :func:`memory_seconds` and :func:`gemm_seconds` (the memory one
-    in closed form, linear in 1 / memory; the GEMM one over a 0.001 grid, its model being stepwise)."""
+    in closed form, linear in 1 / memory; the GEMM one over a 0.001 grid, its model being stepwise).
+    ``implementation``: whose op list the host and launch rows are divided by (the probe wrote
+    Megatron's count of :data:`HOST_CONFIG`'s iteration; ``pytorch-eager`` recounts it)."""
     by = {s: [r for r in rows if r.section == s] for s in ("gemm", "memory", "kernel", "host")}
     if missing := [s for s, rs in by.items() if not rs]:
         raise InputError(f"the probe has no {', '.join(missing)} rows", field="section")
@@ -149,7 +168,13 @@ def fit_probe(rows: list[ProbeRow], device: Gpu) -> ProbeFit:
     if not host:
         raise InputError(f"the probe has no {HOST_ROW} row", field="name")
     synced = [r for r in by["host"] if r.name == HOST_ROW + ".synchronized" and r.ops > 0]
-    host_s = min(r.seconds / r.ops for r in host + synced)  # a queued time above the synchronized one hid a sync
+    recount = 1.0
+    if implementation != "megatron":
+        if host[0].ops != iteration_ops(HOST_CONFIG):
+            raise InputError(f"the probe's {HOST_ROW} row counts {host[0].ops} ops, not {HOST_CONFIG.name}'s "
+                             f"{iteration_ops(HOST_CONFIG)}: cannot recount it for {implementation}", field="ops")
+        recount = iteration_ops(HOST_CONFIG, implementation) / host[0].ops
+    host_s = min(r.seconds / (r.ops * recount) for r in host + synced)  # a queued time above the synchronized one hid a sync
     t = np.array([r.seconds for r in by["memory"]])
     moved = np.array([r.bytes for r in by["memory"]])
     a = moved / (device.hbm_bytes_per_s * t)  # seconds at full HBM bandwidth / measured seconds
@@ -165,10 +190,10 @@ def fit_probe(rows: list[ProbeRow], device: Gpu) -> ProbeFit:
     best = int(np.argmin(errors))
     sizes = {s: len(rs) for s, rs in by.items()}
     launches = [r for r in rows if r.section == "launches" and r.name == HOST_ROW and r.ops > 0 and r.count > 0]
-    per_op = launches[0].count / launches[0].ops if launches else 1.0
+    per_op = launches[0].count / (launches[0].ops * recount) if launches else 1.0
     fitted = replace(probe, gemm=float(round(grid[best], 3)), kernel_s=kernel_s * per_op)
     return ProbeFit(fitted, float(np.sqrt(errors[best])), memory_rms, sizes, per_op)
 
 
-__all__ = ["HOST_ROW", "PROBE_COLUMNS", "ProbeFit", "ProbeRow", "fast_iteration_seconds", "fast_seconds",
-           "fit_kernels", "fit_probe", "read_probe"]
+__all__ = ["HOST_CONFIG", "HOST_ROW", "PROBE_COLUMNS", "ProbeFit", "ProbeRow", "fast_iteration_seconds", "fast_seconds",
+           "fit_kernels", "fit_probe", "iteration_ops", "read_probe"]

@@ -30,6 +30,16 @@ from archsim.devices.catalog import Gpu
 from archsim.devices.gpu_cost import Efficiency, memory_seconds, op_seconds
 from archsim.errors import InputError
 from archsim.lowering import TrainingOp
+from archsim.training.eager_ops import (
+    EAGER_ACCUMULATE_BYTES_PER_PARAMETER,
+    EAGER_OPTIMIZER_BYTES_PER_PARAMETER,
+    GPT_LAYER_TENSORS,
+    IMPLEMENTATIONS,
+    check_eager,
+    eager_block_work,
+    eager_embedding_work,
+    eager_head_work,
+)
 from archsim.training.layer_ops import Collective, Work, block_work, embedding_work, head_work
 from archsim.training.memory import StageMemory, stage_memory
 from archsim.training.parallel import Parallelism, layers_per_stage, padded_vocab
@@ -37,7 +47,7 @@ from archsim.workload.transformer import TransformerConfig
 
 OPTIMIZER_BYTES_PER_PARAMETER = 32
 ATTENTION_CORE = ("scores", "softmax", "attn_dropout", "context", "softmax.to_fp32", "softmax.scale", "softmax.mask",
-                  "softmax.to_fp16")
+                  "softmax.to_fp16", "mask_fill")
 
 
 @dataclass(frozen=True)
@@ -51,9 +61,19 @@ class Links:
 
 @dataclass(frozen=True)
 class Machine:
+    """A GPU, its kernel constants, its links, and the training implementation whose op list it runs:
+    ``megatron`` (:mod:`archsim.training.layer_ops`, the default) or ``pytorch-eager``
+    (:mod:`archsim.training.eager_ops`: plain PyTorch on one GPU)."""
+
     gpu: Gpu
     efficiency: Efficiency
     links: Links
+    implementation: str = "megatron"
+
+    def __post_init__(self) -> None:
+        if self.implementation not in IMPLEMENTATIONS:
+            raise InputError(f"implementation must be one of {', '.join(IMPLEMENTATIONS)}, got {self.implementation!r}",
+                             field="implementation")
 
 
 @dataclass(frozen=True)
@@ -115,6 +135,11 @@ class StageTimes:
 
 def model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> dict[str, PieceCost]:
     b, t, sp = par.micro_batch, par.tp, par.sequence_parallel
+    if machine.implementation == "pytorch-eager":
+        check_eager(c, t, sp)
+        return {"layer": piece_cost(eager_block_work(c, b), par, machine, par.recompute),
+                "embedding": piece_cost(eager_embedding_work(c, b), par, machine, "none"),
+                "head": piece_cost(eager_head_work(c, b), par, machine, "none")}
     return {"layer": piece_cost(block_work(c, b, t, sp), par, machine, par.recompute),
             "embedding": piece_cost(embedding_work(c, b, t), par, machine, "none"),
             "head": piece_cost(head_work(c, b, t), par, machine, "none")}
@@ -158,8 +183,14 @@ def after_backward(c: TransformerConfig, par: Parallelism, machine: Machine, ran
     if ends[0] != ends[1] and c.tied_embeddings and rank in ends:
         table = padded_vocab(c.vocab, par.tp) // par.tp * c.hidden * 2
         tied = float(collective_seconds("all-reduce", table, 2, machine.links.pp))
-    optimizer = float(memory_seconds(parameters * OPTIMIZER_BYTES_PER_PARAMETER / 2, machine.gpu,
-                                     machine.efficiency, kernels=4))
+    if machine.implementation == "pytorch-eager":  # its step, and the gradients summed over micro-batches
+        moved = (EAGER_OPTIMIZER_BYTES_PER_PARAMETER
+                 + EAGER_ACCUMULATE_BYTES_PER_PARAMETER * (par.microbatches - 1)) * parameters
+        kernels = GPT_LAYER_TENSORS * c.layers + 4 + 4  # a copy per tensor, then four multi-tensor kernels
+        optimizer = float(memory_seconds(moved / 2, machine.gpu, machine.efficiency, kernels=kernels))
+    else:
+        optimizer = float(memory_seconds(parameters * OPTIMIZER_BYTES_PER_PARAMETER / 2, machine.gpu,
+                                         machine.efficiency, kernels=4))
     return {"dp_allreduce": dp, "embedding_allreduce": tied, "optimizer": optimizer}
 
 

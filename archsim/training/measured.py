@@ -160,15 +160,16 @@ class Prediction:
 
 
 def predict(runs: list[MeasuredRun] | tuple[MeasuredRun, ...], cluster: GpuCluster,
-            efficiency: Efficiency | None = None) -> list[Prediction]:
+            efficiency: Efficiency | None = None, implementation: str = "megatron") -> list[Prediction]:
     """``archsim train`` on ``cluster`` (its first GPU type) for every run — nothing fitted here;
-    ``efficiency``: kernel constants instead of the catalog's (e.g. a probe's fit)."""
+    ``efficiency``: kernel constants instead of the catalog's (e.g. a probe's fit); ``implementation``:
+    whose op list (:class:`~archsim.training.iteration.Machine`)."""
     from archsim.training.run import train
 
     out = []
     for run in runs:
         par = run.parallelism()
-        machine = cluster.machine(par)
+        machine = replace(cluster.machine(par), implementation=implementation)
         if efficiency is not None:
             machine = replace(machine, efficiency=efficiency)
         result = train(run.config(), par, machine)

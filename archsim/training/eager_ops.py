@@ -1,0 +1,142 @@
+"""The op list of a second implementation: the same GPT trained in plain (eager) PyTorch on one GPU,
+as ``benchmarks/gpu_train_measure.py`` builds it, kernel by kernel.
+
+:mod:`archsim.training.layer_ops` lowers a layer as Megatron runs it (fused scale-mask-softmax,
+bias-GeLU, bias-dropout-add). Plain PyTorch runs the same GEMMs but more, separate memory-bound
+kernels; each is one op here (one launch). Elements read + written in HBM, 2-byte units (an fp32
+value is 2, a dropout mask byte ½), X = T·h, F = T·f, S = s²·b·a (T = s·b tokens):
+
+=====================  ===================================  ==========================================
+kernel                 forward                              backward
+=====================  ===================================  ==========================================
+LayerNorm              read x, write y: 2X                  dx: read dy, x, write dx: 3X; γ, β (a
+                                                            second kernel): read dy, x again: 2X
+masked_fill (mask)     read, write: 2S                      masked_fill of the gradient: 2S
+softmax                read, write: 2S                      read y, dy, write dx: 3S
+dropout                read, write, mask: 2.5               read dy, mask, write: 2.5
+context permute →      read, write: 2X (``reshape`` of a    none (the gradient is a view)
+[s, b, h]              permuted tensor copies)
+residual add           read 2, write 1: 3X                  the residual stream's two gradients
+                                                            summed by autograd: 3X
+GeLU (tanh)            2F                                   read dy, x, write dx: 3F
+bias gradient          (in the GEMM's epilogue)             dY summed over tokens: read T·n
+q, k, v gradients      —                                    ``split``'s backward concatenates them: 6X
+=====================  ===================================  ==========================================
+
+The head: the fp16 logits cast to fp32 (3 per logit), log-softmax in fp32 (read, write: 4), NLL;
+backward: NLL's zero-filled fp32 gradient (2), log-softmax's backward (read dy, y, write: 6), cast
+back to fp16 (3) — each the least a kernel must move (PyTorch's log-softmax over 50k-wide rows reads
+a row up to three times, L2 may catch it). The embedding: two gathers, their broadcast add, the
+[b, s] → [s, b] copy, dropout; backward the position table's sum over the batch, the gradient made
+contiguous, the token table's zeroed dense gradient, and the tied table's two gradients summed.
+
+One GPU only (TP = 1), GPT family only: the runs this describes.
+"""
+
+from __future__ import annotations
+
+from archsim.errors import InputError
+from archsim.lowering import TrainingOp
+from archsim.training.layer_ops import Work, _gemm_ops, _vector
+from archsim.training.parallel import padded_vocab
+from archsim.workload.transformer import TransformerConfig
+
+IMPLEMENTATIONS = ("megatron", "pytorch-eager")
+
+# fp16 → fp32 gradient copy 6, unscale 8, norm 4, fused Adam 28 (master, grad, two moments read; master,
+# moments written), master → fp16 weight 6: bytes per parameter of gpu_train_measure.py's optimizer step
+EAGER_OPTIMIZER_BYTES_PER_PARAMETER = 52
+# autograd sums each micro-batch's weight gradient into the fp16 .grad: read 2 + 2, write 2
+EAGER_ACCUMULATE_BYTES_PER_PARAMETER = 6
+GPT_LAYER_TENSORS = 12  # weights and biases of 2 norms and 4 linears: one fp16 → fp32 copy kernel each
+
+
+def check_eager(c: TransformerConfig, tp: int, sequence_parallel: bool) -> None:
+    if tp != 1 or sequence_parallel or c.family != "gpt":
+        raise InputError("implementation 'pytorch-eager' models one-GPU GPT training only (TP 1, no sequence "
+                         f"parallelism), got {c.family} at TP {tp}", field="implementation")
+
+
+def eager_block_work(c: TransformerConfig, micro_batch: int) -> Work:
+    """One layer's kernels in plain PyTorch for one micro-batch (module docstring's table)."""
+    s, h, b, f = c.seq, c.hidden, micro_batch, c.ffn
+    tokens = s * b
+    x, ff, scores = tokens * h, tokens * f, s * s * b * c.heads
+    hd = c.head_dim
+    forward: list[TrainingOp] = []
+    backward: list[TrainingOp] = []
+
+    def fwd(name: str, elements: float) -> None:
+        forward.append(_vector(name, "F", elements))
+
+    def bwd(name: str, elements: float) -> None:
+        backward.append(_vector(name, "D", elements))
+
+    def gemm(name: str, *args, weights: bool = True) -> None:
+        f_op, d_op, g_op = _gemm_ops(name, *args, weights=weights)
+        forward.append(f_op)
+        backward.extend((d_op, g_op))
+
+    # forward in issue order; the backward list is built first-to-last and reversed at the end
+    fwd("norm1", 2 * x)
+    bwd("norm1", 3 * x)
+    bwd("norm1.dgamma", 2 * x)
+    gemm("qkv", tokens, h, 3 * h)
+    bwd("qkv.bias_grad", 3 * x)
+    bwd("qkv.grad_cat", 6 * x)
+    gemm("scores", s, hd, s, b * c.heads, weights=False)
+    for name, forward_elements, backward_elements in (("mask_fill", 2, 2), ("softmax", 2, 3), ("attn_dropout", 2.5, 2.5)):
+        fwd(name, forward_elements * scores)
+        bwd(name, backward_elements * scores)
+    gemm("context", s, s, hd, b * c.heads, weights=False)
+    fwd("context_copy", 2 * x)
+    gemm("proj", tokens, h, h)
+    bwd("proj.bias_grad", x)
+    fwd("dropout1", 2.5 * x)
+    bwd("dropout1", 2.5 * x)
+    fwd("residual_add1", 3 * x)
+    bwd("residual_grad_add1", 3 * x)
+    fwd("norm2", 2 * x)
+    bwd("norm2", 3 * x)
+    bwd("norm2.dgamma", 2 * x)
+    gemm("fc1", tokens, h, f)
+    bwd("fc1.bias_grad", ff)
+    fwd("gelu", 2 * ff)
+    bwd("gelu", 3 * ff)
+    gemm("fc2", tokens, f, h)
+    bwd("fc2.bias_grad", x)
+    fwd("dropout2", 2.5 * x)
+    bwd("dropout2", 2.5 * x)
+    fwd("residual_add2", 3 * x)
+    bwd("residual_grad_add2", 3 * x)
+    backward.reverse()
+    return Work(tuple(forward), tuple(backward))
+
+
+def eager_embedding_work(c: TransformerConfig, micro_batch: int) -> Work:
+    tokens, h = c.seq * micro_batch, c.hidden
+    x, table = tokens * h, padded_vocab(c.vocab, 1) * h
+    positions = c.seq * h
+    forward = (_vector("embedding", "F", 2 * x), _vector("position_embedding", "F", 2 * positions),
+               _vector("embedding_add", "F", 2 * x + positions), _vector("embedding_transpose", "F", 2 * x),
+               _vector("embedding_dropout", "F", 2.5 * x))
+    backward = (_vector("embedding_dropout", "D", 2.5 * x), _vector("position_embedding", "G", x + positions),
+                _vector("embedding_grad_contiguous", "D", 2 * x), _vector("embedding", "G", table + 2 * x),
+                _vector("tied_grad_add", "G", 3 * table))
+    return Work(forward, backward)
+
+
+def eager_head_work(c: TransformerConfig, micro_batch: int) -> Work:
+    tokens, h = c.seq * micro_batch, c.hidden
+    x, logits = tokens * h, tokens * padded_vocab(c.vocab, 1)
+    f, d, g = _gemm_ops("lm_head", tokens, h, padded_vocab(c.vocab, 1))
+    forward = (_vector("final_norm", "F", 2 * x), f, _vector("logits_to_fp32", "F", 3 * logits),
+               _vector("log_softmax", "F", 4 * logits), _vector("nll_loss", "F", 2 * tokens))
+    backward = (_vector("nll_loss", "D", 2 * logits), _vector("log_softmax", "D", 6 * logits),
+                _vector("logits_to_fp16", "D", 3 * logits), d, g, _vector("final_norm.dgamma", "D", 2 * x),
+                _vector("final_norm", "D", 3 * x))
+    return Work(forward, backward)
+
+
+__all__ = ["EAGER_ACCUMULATE_BYTES_PER_PARAMETER", "EAGER_OPTIMIZER_BYTES_PER_PARAMETER", "GPT_LAYER_TENSORS",
+           "IMPLEMENTATIONS", "check_eager", "eager_block_work", "eager_embedding_work", "eager_head_work"]

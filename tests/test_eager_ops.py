@@ -1,0 +1,133 @@
+"""The plain-PyTorch op list (:mod:`archsim.training.eager_ops`) against first principles and the
+H200 probe's kernel counts.
+
+References: the bytes each kernel of ``benchmarks/gpu_train_measure.py``'s layer must move, summed by
+hand below (not read from the module); the GEMMs' FLOPs in closed form (24·T·h² + 4·T·s·h per forward
+with f = 4h); torch.profiler's launch counts in the committed H200 probe CSV (recompute full minus
+none = the recomputed forwards' kernels).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from archsim.devices.catalog import gpu
+from archsim.errors import InputError
+from archsim.training.calibrate import HOST_CONFIG, HOST_ROW, fit_probe, iteration_ops, read_probe
+from archsim.training.cluster import single_node
+from archsim.training.eager_ops import EAGER_OPTIMIZER_BYTES_PER_PARAMETER, eager_block_work, eager_head_work
+from archsim.training.iteration import Machine, model_pieces
+from archsim.training.layer_ops import block_work
+from archsim.training.parallel import Parallelism
+from archsim.workload.transformer import TransformerConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+PROBE = ROOT / "benchmarks" / "results" / "gpu_efficiency_probe_h200.csv"
+C = TransformerConfig("t", "gpt", 2, 64, 4, 1000, 32, 256, 4, True, 32)  # s 32, h 64, a 4, f 256
+
+
+def elements(ops, kind=None) -> float:
+    return sum(op.vector_elements for op in ops if kind is None or op.kind == kind)
+
+
+@pytest.mark.parametrize("b", [1, 3])
+def test_layer_bytes_are_each_kernels_reads_and_writes(b):
+    t = C.seq * b
+    x, f, s = t * C.hidden, t * C.ffn, C.seq * C.seq * b * C.heads
+    # forward: LayerNorm x→y (2X) twice; masked_fill, softmax read + write (2S each); dropout on the
+    # probabilities (read, write, 1-byte mask: 2.5S); the permuted context copied to [s, b, h] (2X);
+    # two dropouts (2.5X) and two residual adds (2 reads + 1 write: 3X); GeLU (2F)
+    forward = 2 * x + 2 * s + 2 * s + 2.5 * s + 2 * x + 2.5 * x + 3 * x + 2 * x + 2 * f + 2.5 * x + 3 * x
+    # backward: LayerNorm dx (dy, x → dx: 3X) and its γ/β kernel (dy, x again: 2X), twice; the four
+    # bias gradients read dY once (3X + X + F + X); split's backward concatenates dq, dk, dv (read 3X,
+    # write 3X); masked_fill of dP (2S); softmax (y, dy → dx: 3S); dropouts (dy, mask → dx: 2.5S, 2.5X
+    # twice); autograd summing the residual stream's two gradients, twice (3X); GeLU (x, dy → dx: 3F)
+    backward = (2 * (3 * x + 2 * x) + 3 * x + x + f + x + 6 * x + 2 * s + 3 * s + 2.5 * s + 2 * 2.5 * x
+                + 2 * 3 * x + 3 * f)
+    work = eager_block_work(C, b)
+    assert elements(work.forward) == pytest.approx(forward, abs=2)
+    assert elements(work.backward) == pytest.approx(backward, abs=2)
+
+
+def test_same_gemms_as_megatron_and_the_closed_form_flops():
+    def flops(ops):
+        return sum(2 * g.m * g.k * g.n * g.count for op in ops for g in op.gemms)
+
+    b = 2
+    t, h = C.seq * b, C.hidden
+    eager, megatron = eager_block_work(C, b), block_work(C, b)
+    assert flops(eager.forward) == flops(megatron.forward) == 24 * t * h * h + 4 * t * C.seq * h
+    assert flops(eager.backward) == flops(megatron.backward) == 2 * flops(eager.forward)
+
+
+def test_the_recomputed_forwards_kernels_match_the_profilers_count():
+    """The probe's torch.profiler counts: recompute full launches L × (forward kernels) more than none."""
+    launches = {r.name: r.count for r in read_probe(PROBE)[1] if r.section == "launches"}
+    extra = launches[f"{HOST_ROW.removesuffix('_none')}_full"] - launches[HOST_ROW]
+    assert extra == HOST_CONFIG.layers * len(eager_block_work(HOST_CONFIG, 1).forward)
+    assert extra != HOST_CONFIG.layers * len(block_work(HOST_CONFIG, 1).forward)  # Megatron's fused list is shorter
+    assert iteration_ops(HOST_CONFIG, "pytorch-eager", "full") - iteration_ops(HOST_CONFIG, "pytorch-eager") == extra
+
+
+def test_probe_counts_its_host_iteration_as_megatron_and_recounts_it_for_eager():
+    rows = read_probe(PROBE)[1]
+    host = next(r for r in rows if r.section == "host" and r.name == HOST_ROW)
+    assert host.ops == iteration_ops(HOST_CONFIG)
+    megatron, eager = fit_probe(rows, gpu("h200")), fit_probe(rows, gpu("h200"), "pytorch-eager")
+    ratio = iteration_ops(HOST_CONFIG, "pytorch-eager") / host.ops
+    assert eager.efficiency.host_s == pytest.approx(megatron.efficiency.host_s / ratio)
+    assert eager.kernels_per_op == pytest.approx(megatron.kernels_per_op / ratio)
+    assert (eager.efficiency.gemm, eager.efficiency.memory) == (megatron.efficiency.gemm, megatron.efficiency.memory)
+
+
+def test_head_moves_fp32_logits_each_way():
+    t, v = C.seq, 1024  # 1000 padded to a multiple of 128
+    work = eager_head_work(C, 1)
+    # forward: fp16 → fp32 cast (read 2 + write 4 bytes), log-softmax (read 4, write 4), NLL (T values)
+    assert elements(work.forward) == pytest.approx(2 * t * C.hidden + (3 + 4) * t * v + 2 * t)
+    # backward: NLL's zeroed fp32 gradient (4), log-softmax backward (read dy, y; write: 12), cast back (6)
+    assert elements(work.backward) == pytest.approx(5 * t * C.hidden + (2 + 6 + 3) * t * v)
+
+
+def test_optimizer_bytes_per_parameter():
+    # fp16 grad → fp32 (2 + 4), unscale in place (4 + 4), norm (4), Adam (read master, grad, m, v; write
+    # master, m, v: 7 × 4), master → fp16 weight (4 + 2)
+    assert EAGER_OPTIMIZER_BYTES_PER_PARAMETER == 6 + 8 + 4 + 28 + 6
+
+
+def test_default_is_megatron_and_bad_choices_fail():
+    par = Parallelism(1, 1, 1, 8, 2)
+    machine = single_node().machine(par)
+    assert machine.implementation == "megatron"
+    layer = model_pieces(C, par, machine)["layer"]
+    eager = model_pieces(C, par, replace(machine, implementation="pytorch-eager"))["layer"]
+    assert eager.forward > layer.forward and eager.backward_input > layer.backward_input
+    with pytest.raises(InputError, match="implementation must be one of"):
+        Machine(machine.gpu, machine.efficiency, machine.links, "apex")
+    tp2 = Parallelism(2, 1, 1, 8, 2)
+    with pytest.raises(InputError, match="one-GPU GPT"):
+        model_pieces(C, tp2, replace(single_node().machine(tp2), implementation="pytorch-eager"))
+
+
+def test_bench_predicts_with_the_eager_list_on_request(tmp_path):
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location("bench_vtrain_e2e", ROOT / "benchmarks" / "bench_vtrain_e2e.py")
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules["bench_vtrain_e2e"] = bench
+    spec.loader.exec_module(bench)
+    args = ["--measured", str(ROOT / "benchmarks" / "results" / "gpu_train_measured_h200.csv"),
+            "--cluster", str(ROOT / "configs" / "clusters" / "h200_1gpu.toml"), "--efficiency-probe", str(PROBE)]
+    texts = {}
+    for implementation in ("megatron", "pytorch-eager"):
+        md = tmp_path / f"{implementation}.md"
+        assert bench.main([*args, "--implementation", implementation, "--markdown", str(md),
+                           "--csv", str(tmp_path / f"{implementation}.csv")]) == 0
+        texts[implementation] = md.read_text()
+    assert "Op list: `pytorch-eager`" in texts["pytorch-eager"] and "Op list" not in texts["megatron"]
+    committed = ROOT / "benchmarks" / "results" / "gpu_train_h200.md"
+    assert texts["megatron"].split("\n", 4)[4] == committed.read_text().split("\n", 4)[4]  # unchanged by the variant
