@@ -57,6 +57,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import gpu_train_measure as gtm  # the training runs' model and helpers
 
+from archsim.commands.common import positive_int_list
+from archsim.outputs import atomic_write_text
+
 COLUMNS = ("section", "name", "model", "micro_batch", "layout", "m", "k", "n", "count", "bytes", "ops",
            "seconds", "min_seconds", "max_seconds", "repeats")
 SLEEP_CYCLES = 2_000_000  # ≈ 1 ms at 2 GHz: the op is queued before the start event fires
@@ -317,7 +320,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="CSV to write (rewritten after every section)")
     parser.add_argument("--models", default=",".join(gtm.MODELS), help="GPT config JSONs (default the two e2e shapes)")
-    parser.add_argument("--micro-batches", type=gtm.int_list, default=[1, 2, 4, 8], help="default 1,2,4,8")
+    parser.add_argument("--micro-batches", type=positive_int_list, default=[1, 2, 4, 8], help="default 1,2,4,8")
     parser.add_argument("--warmup", type=int, default=3, help="untimed runs per measurement (default 3)")
     parser.add_argument("--repeats", type=int, default=11, help="timed runs per measurement; median kept (default 11)")
     parser.add_argument("--max-seconds", type=float, default=150.0, help="hard budget from the process start (default 150)")
@@ -376,7 +379,7 @@ def main(argv: list[str] | None = None) -> int:
         "complete": "false"}
     out = Path(args.out)
     rows: list[dict[str, object]] = []
-    gtm.write_atomic(out, csv_text(meta, rows))
+    atomic_write_text(out, csv_text(meta, rows))
     sections = (("kernel", lambda: measure_kernels(torch, args, rows)),
                 ("host", lambda: measure_host(torch, args, rows, dtype)),
                 ("gemm", lambda: measure_gemms(torch, args, timer, budget, configs, rows, dtype)),
@@ -393,10 +396,10 @@ def main(argv: list[str] | None = None) -> int:
             torch.cuda.empty_cache()
         print(f"  {name}: {len(rows) - before} rows  [{time.monotonic() - began:.0f} s]", file=sys.stderr)
         meta["seconds"] = f"{time.monotonic() - began:.1f}"
-        gtm.write_atomic(out, csv_text(meta, rows))
+        atomic_write_text(out, csv_text(meta, rows))
     meta["complete"] = str(budget.left() > 0 and not stopped).lower()
     meta["seconds"] = f"{time.monotonic() - began:.1f}"
-    gtm.write_atomic(out, csv_text(meta, rows))
+    atomic_write_text(out, csv_text(meta, rows))
     print(f"gpu_efficiency_probe: wrote {out} ({len(rows)} rows, {meta['seconds']} s)", file=sys.stderr)
     return 0
 

@@ -50,7 +50,6 @@ import argparse
 import datetime
 import json
 import math
-import os
 import platform
 import shlex
 import statistics
@@ -60,6 +59,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from archsim.commands.common import positive_int_list
+from archsim.outputs import atomic_write_text
+
 MODELS = ("configs/transformers/gpt_1024h_24l.json", "configs/transformers/gpt_2048h_20l.json")
 VOCAB_MULTIPLE = 128  # Megatron's make_vocab_size_divisible_by (× TP = 1)
 COLUMNS = ("# GPUs", "global batch", "micro batch", "hidden size", "attention heads", "# layers", "sequence length",
@@ -271,29 +275,12 @@ def csv_text(meta: dict[str, object], rows: list[dict[str, object]]) -> str:
     return head + "\n".join(body) + "\n"
 
 
-def write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(text)
-    os.replace(temporary, path)
-
-
-def int_list(text: str) -> list[int]:
-    try:
-        values = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated positive integers, got {text!r}") from None
-    if not values or min(values) <= 0:
-        raise argparse.ArgumentTypeError(f"expected comma-separated positive integers, got {text!r}")
-    return values
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="CSV to write (rewritten after every point)")
     parser.add_argument("--models", default=",".join(MODELS), help="GPT config JSONs (default the two e2e shapes)")
-    parser.add_argument("--micro-batches", type=int_list, default=[1, 2, 4, 8], help="default 1,2,4,8")
-    parser.add_argument("--global-batches", type=int_list, default=[16, 32], help="default 16,32")
+    parser.add_argument("--micro-batches", type=positive_int_list, default=[1, 2, 4, 8], help="default 1,2,4,8")
+    parser.add_argument("--global-batches", type=positive_int_list, default=[16, 32], help="default 16,32")
     parser.add_argument("--recompute", default="full,none", help="full, none or both (default full,none)")
     parser.add_argument("--warmup", type=int, default=2,
                         help="untimed iterations per point (default 2; one more on a model's first point)")
@@ -373,7 +360,7 @@ def measure_all(torch, args: argparse.Namespace, argv: list[str] | None, began: 
     rows: list[dict[str, object]] = []
     notes: list[str] = []
     print(f"gpu_train_measure: {gpu_name}; {len(points)} points; cap {args.max_minutes:g} min", file=sys.stderr)
-    write_atomic(out, csv_text(meta, rows))
+    atomic_write_text(out, csv_text(meta, rows))
     model = optimizer = None
     current: Shape | None = None
     fresh = True
@@ -423,12 +410,12 @@ def measure_all(torch, args: argparse.Namespace, argv: list[str] | None, began: 
               f"peak {result['peak_gib']:.2f} GiB, loss {result['loss']:.3f}  [{time.monotonic() - began:.0f} s]",
               file=sys.stderr)
         meta["notes"] = " ".join(notes) or "none"
-        write_atomic(out, csv_text(meta, rows))
+        atomic_write_text(out, csv_text(meta, rows))
     meta["notes"] = " ".join(notes) or "none"
     meta["points"] = f"{len(rows)} of {len(points)}"
     meta["complete"] = str(not stopped and len(rows) == len(points)).lower()
     meta["minutes"] = f"{(time.monotonic() - began) / 60:.2f}"
-    write_atomic(out, csv_text(meta, rows))
+    atomic_write_text(out, csv_text(meta, rows))
     print(f"gpu_train_measure: wrote {out} ({len(rows)} of {len(points)} points, {meta['minutes']} min)",
           file=sys.stderr)
     return 0

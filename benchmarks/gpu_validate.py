@@ -38,6 +38,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from archsim.commands.common import positive_int_list
 from archsim.errors import InputError
 from archsim.outputs import atomic_write_text
 from archsim.validation.gpu_csv import format_kernel_csv
@@ -193,20 +194,10 @@ def estimate_seconds(units: list[tuple[Layer, int]], repeats: int, warmup: int, 
     return timings * (0.02 + 0.004 * repeats) + searches * 0.15 + flops * (repeats + warmup + 2) * 2 / 300e12
 
 
-def batch_list(text: str) -> list[int]:
-    try:
-        values = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated positive integers, got {text!r}") from None
-    if not values or min(values) <= 0:
-        raise argparse.ArgumentTypeError(f"expected comma-separated positive integers, got {text!r}")
-    return values
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--networks", default="vgg16,resnet50", help="shipped networks (default vgg16,resnet50)")
-    parser.add_argument("--batches", type=batch_list, default=[1, 8, 32, 64], help="default 1,8,32,64")
+    parser.add_argument("--batches", type=positive_int_list, default=[1, 8, 32, 64], help="default 1,8,32,64")
     parser.add_argument("--dtype", default="fp16", choices=DTYPES, help="fp16 (default), bf16, or fp32 (TF32 on)")
     parser.add_argument("--repeats", type=int, default=10, help="timed repeats per kernel; the median is kept")
     parser.add_argument("--warmup", type=int, default=3, help="untimed calls first (cuDNN's search runs here)")

@@ -4,12 +4,12 @@ and the two library mechanisms of the GPU model (zero-insertion δ, FP32-lane fa
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from benchmark_scripts import load_benchmark
 
 from archsim.validation.gpu import KNOWN_GPUS, GpuSpec, find_gpu, gpu_arrays, model_kernels, op_cycles, resolve_gpu
 from archsim.validation.gpu_algorithms import cuda_core_arrays, kernel_ops, winograd_forward
@@ -19,13 +19,6 @@ from archsim.workload.layer import Layer
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-
-
-def load_script(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
 
 
 # -- the converter on tiny workbooks ----------------------------------------------------------------
@@ -60,7 +53,7 @@ def workbook(path: Path, sheet: str, conv_header: list[str], conv_rows: list[lis
 
 
 def test_converter_reads_both_sheet_layouts(tmp_path):
-    convert = load_script("deepbench_convert")
+    convert = load_benchmark("deepbench_convert")
     # 2019 layout (V100/T4): application names, fp16 sheet, integral (P, Q) = (width, height) of the output
     new = workbook(tmp_path / "new.xlsx", convert.SHEET, CONV_2019,
                    [[700, 161, 1, 4, 32, 20, 5, 0, 0, 2, 2, 0.5, "N/A*", 0.9, 341, 79],
@@ -90,7 +83,7 @@ def test_converter_reads_both_sheet_layouts(tmp_path):
 
 
 def test_converter_refuses_a_wrong_output_size(tmp_path):
-    convert = load_script("deepbench_convert")
+    convert = load_benchmark("deepbench_convert")
     bad = workbook(tmp_path / "bad.xlsx", convert.SHEET, CONV_2019,
                    [[14, 14, 256, 8, 512, 3, 3, 1, 1, 1, 1, 0.1, 0.2, 0.3, 13, 14]], "Vision")
     with pytest.raises(SystemExit, match="DeepBench lists output 13×14"):
@@ -157,7 +150,7 @@ def test_non_tensor_core_convolutions_run_on_the_fp32_lanes():
 
 # -- the per-GPU summary from the committed CSVs ----------------------------------------------------
 def test_summary_per_gpu_and_op_matches_a_hand_computation():
-    summary = load_script("deepbench_summary")
+    summary = load_benchmark("deepbench_summary")
     path = RESULTS / "deepbench_gtx-1080-ti_kernels.csv"
     frame = summary.summary([path]).set_index("op")
     joined = run_study([read_kernel_csv(path)], GpuOverrides()).joined
@@ -177,7 +170,7 @@ def test_summary_per_gpu_and_op_matches_a_hand_computation():
 
 
 def test_committed_summary_is_current():
-    summary = load_script("deepbench_summary")
+    summary = load_benchmark("deepbench_summary")
     text = (RESULTS / "deepbench_summary.md").read_text(encoding="utf-8")
     assert text == summary.markdown(summary.summary(summary.conv_csvs()))
 

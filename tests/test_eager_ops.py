@@ -113,13 +113,9 @@ def test_default_is_megatron_and_bad_choices_fail():
 
 
 def test_bench_predicts_with_the_eager_list_on_request(tmp_path):
-    import importlib.util
-    import sys
+    from benchmark_scripts import load_benchmark
 
-    spec = importlib.util.spec_from_file_location("bench_vtrain_e2e", ROOT / "benchmarks" / "bench_vtrain_e2e.py")
-    bench = importlib.util.module_from_spec(spec)
-    sys.modules["bench_vtrain_e2e"] = bench
-    spec.loader.exec_module(bench)
+    bench = load_benchmark("bench_vtrain_e2e")
     args = ["--measured", str(ROOT / "benchmarks" / "results" / "gpu_train_measured_h200.csv"),
             "--cluster", str(ROOT / "configs" / "clusters" / "h200_1gpu.toml"), "--efficiency-probe", str(PROBE)]
     texts = {}

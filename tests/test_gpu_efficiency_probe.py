@@ -9,13 +9,13 @@ tiny CPU run read back. The GPU run itself is ``STEPS=probe bash benchmarks/devi
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from benchmark_scripts import load_benchmark
 
 from archsim.devices.catalog import gpu
 from archsim.devices.gpu_cost import Efficiency, gemm_seconds, memory_seconds
@@ -28,14 +28,6 @@ ROOT = Path(__file__).resolve().parents[1]
 TRUTH = Efficiency(gemm=0.78, memory=0.83, kernel_s=4.5e-6, host_s=14e-6)
 COLUMNS = ("section", "name", "model", "micro_batch", "layout", "m", "k", "n", "count", "bytes", "ops",
            "seconds", "min_seconds", "max_seconds", "repeats")
-
-
-def load(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def gpt(hidden: int, layers: int) -> TransformerConfig:
@@ -128,7 +120,7 @@ def test_bad_probe_files_fail_with_one_line(tmp_path):
 
 def test_probe_times_archsims_own_gemm_shapes():
     """The probe's GEMM list is exactly the distinct shapes of archsim's lowering (layer + LM head)."""
-    probe = load("gpu_efficiency_probe")
+    probe = load_benchmark("gpu_efficiency_probe")
     configs = [gpt(1024, 24), gpt(2048, 20)]
     timed = {key[:4] for key in probe.gemm_shapes(configs, [1, 2, 4, 8])}
     lowered = {(g.m, g.k, g.n, g.count) for c in configs for b in (1, 2, 4, 8)
@@ -139,7 +131,7 @@ def test_probe_times_archsims_own_gemm_shapes():
 def test_tiny_cpu_probe_reads_back(tmp_path):
     pytest.importorskip("torch", reason="PyTorch is not installed")
     out = tmp_path / "probe.csv"
-    code = load("gpu_efficiency_probe").main(["--device", "cpu", "--tiny", "--out", str(out), "--micro-batches", "1",
+    code = load_benchmark("gpu_efficiency_probe").main(["--device", "cpu", "--tiny", "--out", str(out), "--micro-batches", "1",
                                               "--warmup", "0", "--repeats", "1"])
     assert code == 0
     meta, rows = read_probe(out)
@@ -156,7 +148,7 @@ def test_tiny_cpu_probe_reads_back(tmp_path):
 def test_bench_reports_both_mapes_side_by_side(tmp_path):
     probe = synthetic_probe(tmp_path / "probe.csv")
     md = tmp_path / "summary.md"
-    code = load("bench_vtrain_e2e").main([
+    code = load_benchmark("bench_vtrain_e2e").main([
         "--measured", str(ROOT / "benchmarks" / "results" / "gpu_train_measured_h200.csv"),
         "--cluster", str(ROOT / "configs" / "clusters" / "h200_1gpu.toml"), "--markdown", str(md),
         "--csv", str(tmp_path / "runs.csv"), "--efficiency-probe", str(probe)])
@@ -181,4 +173,4 @@ def test_probe_columns_are_documented():
     from test_docs import table_keys
 
     [columns] = table_keys("formats.md", "## Kernel-efficiency probe (CSV)")
-    assert tuple(columns) == load("gpu_efficiency_probe").COLUMNS == COLUMNS
+    assert tuple(columns) == load_benchmark("gpu_efficiency_probe").COLUMNS == COLUMNS

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from benchmark_scripts import load_benchmark
 
 from archsim.validation.gpu_csv import OPS, read_kernel_csv
 from archsim.workload.layer import Layer
@@ -21,15 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 H100 = "NVIDIA H100 80GB HBM3"
 
 
-def load_script():
-    spec = importlib.util.spec_from_file_location("gpu_validate", ROOT / "benchmarks" / "gpu_validate.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_script_dedupes_identical_shapes():
-    script = load_script()
+    script = load_benchmark("gpu_validate")
     layers = script.gemm_layers(["vgg16"])
     # 13 conv + 3 fc; conv3_3 = conv3_2, conv4_3 = conv4_2, conv5_2 = conv5_3 = conv5_1 → 12 distinct
     assert len(layers) == 16 and len({script.shape_key(layer) for _, layer in layers}) == 12
@@ -47,7 +41,7 @@ def test_script_dedupes_identical_shapes():
 
 
 def test_script_without_torch_or_cuda_exits_2_with_one_line(monkeypatch, capsys):
-    script = load_script()
+    script = load_benchmark("gpu_validate")
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch → ImportError
     assert script.main(["--batches", "1"]) == 2
     err = capsys.readouterr().err.strip()
@@ -65,7 +59,7 @@ def _cuda():
                                    Layer("tiny_fc", "fc", 1, 1, 1, 1, 64, 16)], ids=["conv", "fc"])
 def test_timing_script_on_one_tiny_layer(layer):
     torch = _cuda()
-    script = load_script()
+    script = load_benchmark("gpu_validate")
     torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
     errors = script.check_kernels(torch, layer, 2)
     assert max(errors.values()) < 1e-4, errors  # F, D, G compute what autograd computes
@@ -76,7 +70,7 @@ def test_timing_script_on_one_tiny_layer(layer):
 
 def test_timing_script_end_to_end_on_one_shape(tmp_path):
     _cuda()
-    script = load_script()
+    script = load_benchmark("gpu_validate")
     out = tmp_path / "gpu_kernels_x.csv"
     # a GPU machine without plotly (the HTML report's) writes the CSV only; the analysis is tested without a GPU
     analyse = importlib.util.find_spec("plotly") is not None
@@ -95,7 +89,7 @@ def test_timing_script_end_to_end_on_one_shape(tmp_path):
 def test_timed_kernels_compute_what_autograd_computes_on_the_cpu(layer):
     """The D and G closures the script times are training's backward (checked without a GPU)."""
     torch = pytest.importorskip("torch", reason="PyTorch is not installed")
-    errors = load_script().check_kernels(torch, layer, 3, torch.float64, device="cpu")
+    errors = load_benchmark("gpu_validate").check_kernels(torch, layer, 3, torch.float64, device="cpu")
     assert set(errors) == {"F", "D", "G"} and max(errors.values()) < 1e-12, errors
 
 
@@ -134,7 +128,7 @@ def test_script_bookkeeping_with_a_fake_gpu(tmp_path, monkeypatch, capsys):
     conv/fc layer of both networks gets a row per batch and op, repeated shapes are timed once and
     point at their first occurrence, the OOM unit is named and marks the run incomplete, and the
     analysis reads the CSV the script wrote."""
-    script = load_script()
+    script = load_benchmark("gpu_validate")
     monkeypatch.setitem(sys.modules, "torch", fake_torch())
     monkeypatch.setattr(script.subprocess, "run", lambda *a, **k: (_ for _ in ()).throw(OSError("no nvidia-smi")))
     timed: list[tuple[str, int]] = []
@@ -170,7 +164,7 @@ def test_script_bookkeeping_with_a_fake_gpu(tmp_path, monkeypatch, capsys):
 
 def test_no_analysis_writes_the_csv_only(tmp_path, monkeypatch):
     """--no-analysis (a GPU machine without plotly): the measured CSV, no Markdown or HTML, exit 0."""
-    script = load_script()
+    script = load_benchmark("gpu_validate")
     monkeypatch.setitem(sys.modules, "torch", fake_torch())
     monkeypatch.setitem(sys.modules, "plotly", None)  # as on the GPU machine: import plotly fails
     monkeypatch.setattr(script.subprocess, "run", lambda *a, **k: (_ for _ in ()).throw(OSError("no nvidia-smi")))

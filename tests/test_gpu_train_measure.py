@@ -9,12 +9,11 @@ parameter count against the PyTorch model's own. The timing itself runs only on 
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
 from pathlib import Path
 
 import pytest
+from benchmark_scripts import load_benchmark
 
 from archsim.errors import InputError
 from archsim.training.measured import read_measured, read_measured_table
@@ -23,17 +22,9 @@ ROOT = Path(__file__).resolve().parents[1]
 A100_RUNS = ROOT / "tests" / "data" / "e2e" / "vtrain_single_node_shown.csv"
 
 
-def load(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def tiny_run(tmp_path, device: str, *extra: str) -> Path:
     out = tmp_path / "gpu_train.csv"
-    code = load("gpu_train_measure").main(["--device", device, "--tiny", "--out", str(out), "--global-batches", "2",
+    code = load_benchmark("gpu_train_measure").main(["--device", device, "--tiny", "--out", str(out), "--global-batches", "2",
                                            "--micro-batches", "1,2", "--warmup", "1", "--iterations", "1", *extra])
     assert code == 0
     return out
@@ -91,7 +82,7 @@ def _tiny_model(torch, module, recompute: str, dtype):
 def test_untrained_loss_is_log_of_the_padded_vocabulary():
     """Weights ~ N(0, 0.02): logits near 0, so cross-entropy ≈ ln V over Megatron's padded vocabulary."""
     torch = pytest.importorskip("torch", reason="PyTorch is not installed")
-    module = load("gpu_train_measure")
+    module = load_benchmark("gpu_train_measure")
     shape = module.TINY[0]
     assert (shape.vocab, shape.padded_vocab) == (1000, 1024)
     model = _tiny_model(torch, module, "none", torch.float32)
@@ -105,7 +96,7 @@ def test_full_recompute_computes_what_no_recompute_computes():
     """One iteration (2 micro-batches, dropout on, Adam) with each layer checkpointed gives the same loss
     and the same updated weights as plain autograd (checkpoint replays the dropout masks)."""
     torch = pytest.importorskip("torch", reason="PyTorch is not installed")
-    module = load("gpu_train_measure")
+    module = load_benchmark("gpu_train_measure")
     shape = module.TINY[0]
     generator = torch.Generator().manual_seed(2)
     tokens = torch.randint(0, shape.vocab, (2, 2, shape.seq), generator=generator)
@@ -129,7 +120,7 @@ def test_the_measured_model_has_the_parameters_archsim_counts():
     from archsim.training.parallel import Parallelism
     from archsim.workload.transformer import TransformerConfig
 
-    module = load("gpu_train_measure")
+    module = load_benchmark("gpu_train_measure")
     for shape in module.TINY:
         model = module.build_model(torch, shape, torch.float32, "meta" if hasattr(torch, "device") else "cpu")
         config = TransformerConfig("t", "gpt", shape.layers, shape.hidden, shape.heads, shape.vocab, shape.seq,
@@ -139,7 +130,7 @@ def test_the_measured_model_has_the_parameters_archsim_counts():
 
 
 def test_grid_puts_the_smaller_global_batch_and_full_recompute_first():
-    module = load("gpu_train_measure")
+    module = load_benchmark("gpu_train_measure")
     a, b = module.TINY
     points = module.grid([a, b], [1, 2, 8], [4, 8], ["full", "none"])
     assert [(p.global_batch, p.shape.name, p.recompute, p.micro_batch) for p in points[:5]] == [
@@ -158,7 +149,7 @@ def test_without_cuda_it_exits_2(capsys):
     torch = pytest.importorskip("torch", reason="PyTorch is not installed")
     if torch.cuda.is_available():
         pytest.skip("a CUDA GPU is present")
-    assert load("gpu_train_measure").main(["--out", "unused.csv"]) == 2
+    assert load_benchmark("gpu_train_measure").main(["--out", "unused.csv"]) == 2
     assert "no CUDA GPU" in capsys.readouterr().err
 
 
@@ -187,7 +178,7 @@ def _h200_csv(tmp_path, gpu: str) -> Path:
 
 
 def test_measured_check_writes_per_run_errors_and_their_mape(tmp_path, capsys):
-    bench = load("bench_vtrain_e2e")
+    bench = load_benchmark("bench_vtrain_e2e")
     md, out = tmp_path / "x.md", tmp_path / "x.csv"
     code = bench.main(["--measured", str(_h200_csv(tmp_path, "NVIDIA H200")), "--cluster",
                        str(ROOT / "configs" / "clusters" / "h200_1gpu.toml"), "--markdown", str(md), "--csv", str(out)])
@@ -208,7 +199,7 @@ def test_measured_check_writes_per_run_errors_and_their_mape(tmp_path, capsys):
 
 
 def test_measured_check_refuses_another_gpus_cluster(tmp_path, capsys):
-    bench = load("bench_vtrain_e2e")
+    bench = load_benchmark("bench_vtrain_e2e")
     code = bench.main(["--measured", str(_h200_csv(tmp_path, "NVIDIA H100 80GB HBM3")), "--cluster",
                        str(ROOT / "configs" / "clusters" / "h200_1gpu.toml")])
     err = capsys.readouterr().err.strip()
@@ -222,7 +213,7 @@ def test_formats_page_lists_the_columns_read_and_written():
 
     read, optional, written = table_keys("formats.md", "## Measured training runs (CSV)")
     assert [name.lower() for name in read] == list(COLUMNS) and optional == list(OPTIONAL)
-    assert written == list(load("bench_vtrain_e2e").PER_RUN)
+    assert written == list(load_benchmark("bench_vtrain_e2e").PER_RUN)
 
 
 # -- committed one-GPU runs (benchmarks/device_check.sh's gpu_train_measured.csv, renamed) ------------

@@ -12,7 +12,7 @@ import sys
 from archsim.bppsa.rnn_cost import rnn_records
 from archsim.bppsa.vgg import ZEROS, check_sparsity, critical_path, vgg_flops
 from archsim.commands import Command
-from archsim.commands.common import add_array_arguments, add_output_arguments, array_from_args, emit
+from archsim.commands.common import add_array_arguments, add_output_arguments, array_from_args, emit, int_list
 from archsim.errors import InputError
 from archsim.outputs import render
 from archsim.progress import progress
@@ -20,17 +20,6 @@ from archsim.rows import Rows
 from archsim.validate import seed_flag
 
 PAPER_SEQ_LENS = "10,30,100,300,1000,3000,10000,30000"  # §4.1, Table 4
-
-
-def int_list(text: str, field: str) -> list[int]:
-    """'10,30,100' → [10, 30, 100], every value a positive integer."""
-    try:
-        values = [int(part) for part in str(text).split(",") if part.strip()]
-    except ValueError:
-        raise InputError(f"expected comma-separated positive integers, got {text!r}", field=field) from None
-    if not values or any(v <= 0 for v in values):
-        raise InputError(f"expected comma-separated positive integers, got {text!r}", field=field)
-    return values
 
 
 def _positive(text: str, field: str) -> int:

@@ -26,6 +26,25 @@ def positive_int(text: str) -> int:
     return positive_int_flag(text)
 
 
+def int_list(text: str, field: str) -> list[int]:
+    """'10,30,100' → [10, 30, 100], every value a positive integer (InputError naming ``field``)."""
+    try:
+        values = [int(part) for part in str(text).split(",") if part.strip()]
+    except ValueError:
+        raise InputError(f"expected comma-separated positive integers, got {text!r}", field=field) from None
+    if not values or any(v <= 0 for v in values):
+        raise InputError(f"expected comma-separated positive integers, got {text!r}", field=field)
+    return values
+
+
+def positive_int_list(text: str) -> list[int]:
+    """argparse type: :func:`int_list` with argparse's error (the message kept)."""
+    try:
+        return int_list(text, "list")
+    except InputError as error:
+        raise argparse.ArgumentTypeError(str(error.args[0] if error.args else error)) from None
+
+
 def add_job_limit_argument(parser: argparse.ArgumentParser) -> None:
     """--max-ops: the simulated-op count above which a command refuses before starting."""
     parser.add_argument("--max-ops", type=positive_int, default=DEFAULT_MAX_OPS, metavar="N",

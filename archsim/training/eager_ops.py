@@ -84,6 +84,13 @@ def eager_block_work(c: TransformerConfig, micro_batch: int) -> Work:
     gemm("qkv", tokens, h, 3 * h)
     bwd("qkv.bias_grad", 3 * x)
     bwd("qkv.grad_cat", 6 * x)
+    def dropout_and_residual(i: int) -> None:
+        """A sublayer's end: dropout and the residual add, two kernels each way (not Megatron's fused one)."""
+        fwd(f"dropout{i}", 2.5 * x)
+        bwd(f"dropout{i}", 2.5 * x)
+        fwd(f"residual_add{i}", 3 * x)
+        bwd(f"residual_grad_add{i}", 3 * x)
+
     gemm("scores", s, hd, s, b * c.heads, weights=False)
     for name, forward_elements, backward_elements in (("mask_fill", 2, 2), ("softmax", 2, 3), ("attn_dropout", 2.5, 2.5)):
         fwd(name, forward_elements * scores)
@@ -92,10 +99,7 @@ def eager_block_work(c: TransformerConfig, micro_batch: int) -> Work:
     fwd("context_copy", 2 * x)
     gemm("proj", tokens, h, h)
     bwd("proj.bias_grad", x)
-    fwd("dropout1", 2.5 * x)
-    bwd("dropout1", 2.5 * x)
-    fwd("residual_add1", 3 * x)
-    bwd("residual_grad_add1", 3 * x)
+    dropout_and_residual(1)
     fwd("norm2", 2 * x)
     bwd("norm2", 3 * x)
     bwd("norm2.dgamma", 2 * x)
@@ -105,10 +109,7 @@ def eager_block_work(c: TransformerConfig, micro_batch: int) -> Work:
     bwd("gelu", 3 * ff)
     gemm("fc2", tokens, f, h)
     bwd("fc2.bias_grad", x)
-    fwd("dropout2", 2.5 * x)
-    bwd("dropout2", 2.5 * x)
-    fwd("residual_add2", 3 * x)
-    bwd("residual_grad_add2", 3 * x)
+    dropout_and_residual(2)
     backward.reverse()
     return Work(tuple(forward), tuple(backward))
 
