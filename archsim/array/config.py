@@ -138,7 +138,7 @@ def _refuse_unmodelled(parser: configparser.ConfigParser, file: str, line_of, sp
 
 
 def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: float | None = None,
-                     sparsity: bool = False, layouts: bool = False) -> ArrayConfig:
+                     sparsity: bool = False, layouts: bool = False, device: bool = False) -> ArrayConfig:
     """Read a SCALE-Sim 3.0.0 ``.cfg`` file into an :class:`ArrayConfig`.
 
     Keys SCALE-Sim reads that do not change its cycle counts (offsets, request buffers, bank counts
@@ -153,7 +153,9 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
     ``clock_hz`` argument, when given, wins over it. ``sparsity=True`` (``archsim sparse``) lets
     ``SparsitySupport`` be on: that caller reads the section with :mod:`archsim.array.sparse_input`;
     ``layouts=True`` (``archsim gemm --layout``) lets the custom layouts be on, read by
-    :func:`archsim.array.layout.layout_from_cfg`.
+    :func:`archsim.array.layout.layout_from_cfg`. ``device=True`` (a device file,
+    :mod:`archsim.devices.device_file`) lets its ``[device]`` and ``[links]`` sections stand; that
+    reader checks them and ``[memory]``.
     """
     path = Path(path)
     file = str(path)
@@ -171,7 +173,7 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
         return None
 
     for section in parser.sections():
-        if section not in _SECTIONS:
+        if section not in _SECTIONS and not (device and section in ("device", "links")):
             raise InputError(f"unknown section [{shown(section)[1:-1]}]; expected {', '.join(sorted(_SECTIONS))}",
                              file=file)
     for key in parser.options("archsim") if parser.has_section("archsim") else ():

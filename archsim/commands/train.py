@@ -7,6 +7,7 @@ import argparse
 
 from archsim.commands import Command
 from archsim.commands.common import add_output_arguments, add_timeline_outputs, emit, positive_int
+from archsim.devices.device import DTYPES
 from archsim.training.parallel import RECOMPUTE
 
 HELP = "one training iteration of a transformer on GPUs: TP × PP × DP, time, memory, breakdown"
@@ -16,7 +17,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", metavar="MODEL", help="transformer config: Hugging Face config.json (gpt2, llama, "
                         "bert) or a [transformer] TOML")
     parser.add_argument("--cluster", required=True, metavar="CLUSTER.toml",
-                        help='cluster TOML whose [[servers]] name their GPU (gpu = "a100-80gb")')
+                        help='cluster TOML whose [[servers]] name their GPU (gpu = "a100-80gb") or a device file '
+                             '(device = "chip.toml" or a SCALE-Sim .cfg, relative to the cluster file)')
+    parser.add_argument("--dtype", default="fp16", choices=DTYPES,
+                        help="training precision: fp16/bf16 mixed precision, or fp32 (on a GPU its FP32 lanes, "
+                             "PyTorch's default; 4 bytes per element)")
     parser.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel degree")
     parser.add_argument("--pp", type=positive_int, default=1, help="pipeline-parallel degree")
     parser.add_argument("--dp", type=positive_int, default=1, help="data-parallel degree")
@@ -57,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.errors import InputError
     from archsim.outputs import render
     from archsim.training.cluster import load_gpu_cluster
+    from archsim.training.energy import iteration_energy
     from archsim.training.parallel import Parallelism
     from archsim.training.placement import order_text, parse_placement
     from archsim.training.run import train
@@ -69,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     par = Parallelism(args.tp, args.pp, args.dp, args.global_batch, args.micro_batch, args.recompute,
                       args.sequence_parallel, args.interleave, args.schedule,
                       parse_stage_layers(args.stage_layers) if args.stage_layers else None)
-    cluster = load_gpu_cluster(args.cluster)
+    cluster = load_gpu_cluster(args.cluster, args.dtype)
     placement = parse_placement(args.placement, cluster)
     if isinstance(placement, tuple):
         cluster = cluster.reordered(placement)
@@ -94,7 +100,9 @@ def run(args: argparse.Namespace) -> int:
             "sequence_parallel": par.sequence_parallel, "interleave": par.interleave, "schedule": par.schedule,
             "stage_layers": ",".join(map(str, par.stage_layers)) if par.stage_layers else "even",
             "placement": order_text(placement) if isinstance(placement, tuple) else "file",
-            "iteration_seconds": result.iteration_seconds, "peak_memory_gib": result.peak_memory_gib,
+            "dtype": args.dtype, "iteration_seconds": result.iteration_seconds,
+            "forward_seconds": result.forward_seconds, "backward_seconds": result.backward_seconds,
+            **iteration_energy(config, par, cluster, result.iteration_seconds), "peak_memory_gib": result.peak_memory_gib,
             "memory_capacity_gib": capacity / 2**30, "fits_memory": all(m["fits"] for m in memory),
             "breakdown_seconds": result.breakdown, "memory_per_rank": memory,
             "after_backward_seconds": list(result.post), "timeline": timeline}
@@ -171,7 +179,7 @@ def _run_sweep(args: argparse.Namespace, config) -> int:
     base = {"tp": args.tp, "pp": args.pp, "dp": args.dp, "global_batch": args.global_batch,
             "micro_batch": args.micro_batch, "recompute": args.recompute,
             "sequence_parallel": args.sequence_parallel, "interleave": args.interleave, "schedule": args.schedule}
-    cluster = load_gpu_cluster(args.cluster)
+    cluster = load_gpu_cluster(args.cluster, args.dtype)
     placement = parse_placement(args.placement, cluster)
     if placement == "planned":
         raise InputError("--sweep runs each point in one server order: give --placement file or an order I,J,…",

@@ -16,6 +16,12 @@ array can cost them on a GPU. Two kinds of work:
   embedding lookup): their ``vector_elements`` count the elements they read and write in HBM, at
   ``element_bytes`` each, moved at HBM bandwidth × ``efficiency.memory``.
 
+* **GEMMs on a device's systolic arrays** (a device whose ``gemm`` is ``arrays``: an accelerator's
+  device file, :mod:`archsim.devices.device`): each GEMM's folds, costed exactly as SCALE-Sim costs
+  them on one array (:func:`archsim.array.analytic.gemm_cost`), are dealt to the device's arrays in
+  ⌈folds · count / arrays⌉ waves of one fold's cycles each at the arrays' clock, ÷ ``efficiency.gemm``;
+  the same HBM roofline per GEMM applies (:func:`array_gemm_seconds`).
+
 Every op pays ``efficiency.kernel_s`` per kernel it launches (the gap between kernels on the GPU).
 ``efficiency.host_s`` is the host's time to issue one op; the iteration model takes, per pass, the
 larger of the GPU's time and the host's (the host runs ahead of the GPU asynchronously).
@@ -28,13 +34,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Union
 
 import numpy as np
 
+from archsim.array.analytic import gemm_cost
 from archsim.array.costing import flatten_gemms
 from archsim.devices.catalog import Gpu
 from archsim.errors import InputError
 from archsim.lowering import TrainingOp
+
+if TYPE_CHECKING:
+    from archsim.devices.device import Device
+
+AnyDevice = Union[Gpu, "Device"]  # a catalog GPU or a device description: the same attributes are read
 
 # CTA output tiles (rows × cols) of cuBLAS/CUTLASS fp16 tensor-core GEMMs on Volta–Hopper.
 TILES = ((256, 128), (128, 256), (128, 128), (256, 64), (64, 256), (128, 64), (64, 128), (64, 64))
@@ -58,7 +71,7 @@ class Efficiency:
                              field="efficiency")
 
 
-def tile_efficiency(tm: int, tn: int, device: Gpu, precision: str = "fp16", element_bytes: int = 2) -> float:
+def tile_efficiency(tm: int, tn: int, device: AnyDevice, precision: str = "fp16", element_bytes: int = 2) -> float:
     """Fraction of an SM's tensor rate a tm × tn tile can sustain when its operands stream from L2:
     min(1, L2 bytes per clock per SM × tm·tn / ((tm + tn) · element bytes) / MACs per clock per SM)."""
     if not device.l2_bytes_per_clock:
@@ -68,7 +81,7 @@ def tile_efficiency(tm: int, tn: int, device: Gpu, precision: str = "fp16", elem
     return min(1.0, fed / macs_per_clock)
 
 
-def gemm_seconds(m, k, n, count, device: Gpu, efficiency: Efficiency, precision: str = "fp16",
+def gemm_seconds(m, k, n, count, device: AnyDevice, efficiency: Efficiency, precision: str = "fp16",
                  element_bytes: int = 2) -> np.ndarray:
     """Seconds of each batched GEMM (arrays broadcast): tile/wave-quantized compute vs HBM traffic,
     plus one kernel overhead. Units: elements in, seconds out."""
@@ -84,25 +97,46 @@ def gemm_seconds(m, k, n, count, device: Gpu, efficiency: Efficiency, precision:
     return np.maximum(best, traffic) + efficiency.kernel_s
 
 
-def memory_seconds(elements, device: Gpu, efficiency: Efficiency, element_bytes: int = 2, kernels=1) -> np.ndarray:
+def array_gemm_seconds(m, k, n, count, device: Device, efficiency: Efficiency, element_bytes: int = 2,
+                       dtype: str = "fp16") -> np.ndarray:
+    """Seconds of each batched GEMM on a device's arrays (the lanes for fp32 where it has them):
+    the ``count`` GEMMs' folds dealt in waves over the arrays, each wave one fold's SCALE-Sim cycles
+    (folds of one GEMM all cost the same), vs its HBM traffic, plus one kernel overhead."""
+    units = device.gemm_units(dtype)
+    m, k, n, count = (np.asarray(x, dtype=np.int64) for x in (m, k, n, count))
+    whole = gemm_cost(m, k, n, units.rows, units.cols, units.dataflow)
+    per_fold = (whole.cycles + 1) // whole.folds  # SCALE-Sim's cycles are the last cycle's index
+    waves = -(-(whole.folds * count) // units.count)
+    compute = (waves * per_fold).astype(np.float64) / (units.clock_hz * efficiency.gemm)
+    traffic = ((m * k + k * n + m * n) * count).astype(np.float64) * element_bytes / (
+        device.hbm_bytes_per_s * efficiency.memory)
+    return np.maximum(compute, traffic) + efficiency.kernel_s
+
+
+def memory_seconds(elements, device: AnyDevice, efficiency: Efficiency, element_bytes: int = 2, kernels=1) -> np.ndarray:
     """Seconds to move ``elements`` (read + written) through HBM, plus ``kernels`` launch overheads."""
     elements = np.asarray(elements, dtype=np.float64)
     return (elements * element_bytes / (device.hbm_bytes_per_s * efficiency.memory)
             + np.asarray(kernels) * efficiency.kernel_s)
 
 
-def op_seconds(ops: Sequence[TrainingOp], device: Gpu, efficiency: Efficiency, element_bytes: int = 2,
+def op_seconds(ops: Sequence[TrainingOp], device: AnyDevice, efficiency: Efficiency, element_bytes: int = 2,
                precision: str = "fp16") -> np.ndarray:
-    """Seconds of each op on ``device``: its GEMMs (one launch per :class:`~archsim.lowering.Gemm`)
+    """Seconds of each op on ``device`` (a catalog :class:`~archsim.devices.catalog.Gpu` or a
+    :class:`~archsim.devices.device.Device`): its GEMMs (one launch per :class:`~archsim.lowering.Gemm`)
     plus its memory-bound part (one launch when it has ``vector_elements``). The interface of
     :func:`archsim.array.costing.op_cycles`, in seconds."""
     owner, m, k, n, count = flatten_gemms(ops)
     seconds = np.zeros(len(ops))
     if owner.size:
-        np.add.at(seconds, owner, gemm_seconds(m, k, n, count, device, efficiency, precision, element_bytes))
+        if getattr(device, "gemm", "tiles") == "arrays":
+            per_gemm = array_gemm_seconds(m, k, n, count, device, efficiency, element_bytes, precision)
+        else:
+            per_gemm = gemm_seconds(m, k, n, count, device, efficiency, precision, element_bytes)
+        np.add.at(seconds, owner, per_gemm)
     vector = np.fromiter((op.vector_elements for op in ops), dtype=np.float64, count=len(ops))
     seconds += np.where(vector > 0, memory_seconds(vector, device, efficiency, element_bytes), 0.0)
     return seconds
 
 
-__all__ = ["TILES", "Efficiency", "gemm_seconds", "memory_seconds", "op_seconds", "tile_efficiency"]
+__all__ = ["TILES", "Efficiency", "array_gemm_seconds", "gemm_seconds", "memory_seconds", "op_seconds", "tile_efficiency"]

@@ -13,6 +13,7 @@ A TOML file (``configs/clusters/*.toml``), keys checked exactly::
     gpus = 4
     intra_server_gbps = [96, 128] # per server (its PCIe or NVLink fabric)
     gpu = "a100-80gb"             # optional: the GPU by catalog name (archsim train; archsim.devices)
+    # device = "tpu.toml"         # or a device file, relative to this file (archsim train, instead of gpu)
 
 Bandwidths are stored in bytes per second (Gbps · 10⁹ / 8).
 
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
 
 CLUSTER_KEYS = {"name", "seed", "inter_server_gbps", "inter_server_link", "gpu_memory_gb"}
 INTER_SERVER_LINKS = ("shared", "per_gpu_pair")
-SERVER_KEYS = {"count", "gpus", "intra_server_gbps", "gpu",  # gpu: a catalog name, read by archsim train
+SERVER_KEYS = {"count", "gpus", "intra_server_gbps", "gpu", "device",  # a catalog name / a device file: archsim train
                "price_per_gpu_hour", "gpu_watts"}  # the search's cost and energy objectives
 MAX_DEVICES = 1024  # GPUs in one cluster file (the planner's min-cut works on the complete GPU graph)
 MIN_GBPS, MAX_GBPS = 1e-6, 1e6  # link bandwidths: 1 kbit/s … 10⁶ Gbps = 125 TB/s (no subnormals, no inf)

@@ -1,6 +1,9 @@
 """A GPU cluster for training: today's cluster TOML (:mod:`archsim.spp.topology`) with each
-``[[servers]]`` table naming its GPU by catalog name (``gpu = "a100-80gb"``), read into the
-:class:`~archsim.training.iteration.Machine` the iteration model runs on.
+``[[servers]]`` table naming its GPU by catalog name (``gpu = "a100-80gb"``) or a device file
+(``device = "PATH"``, relative to the cluster file: :mod:`archsim.devices.device_file`), read into
+the :class:`~archsim.training.iteration.Machine` the iteration model runs on. Every server's device
+is a :class:`~archsim.devices.device.Device`; a catalog GPU's kernels are the fitted ones
+(:func:`archsim.training.fitted.kernels`), a device file's are its own.
 
 Groups are placed Megatron's way: TP innermost (consecutive GPUs), then DP, then PP. A group whose
 GPUs all sit in one server talks over that server's NVLink (the catalog's per-GPU NVLink bandwidth
@@ -28,7 +31,7 @@ from functools import cached_property
 from itertools import accumulate
 from pathlib import Path
 
-from archsim.devices.catalog import Gpu, gpu
+from archsim.devices.device import DTYPES, Device, catalog_device
 from archsim.errors import InputError
 from archsim.spp.topology import Topology, build_topology
 from archsim.training import fitted
@@ -42,13 +45,14 @@ MAX_GPUS = 4096  # a training cluster's GPUs (its topology is a GPUs × GPUs ban
 @dataclass(frozen=True)
 class GpuCluster:
     topology: Topology  # its GPU count is read (the training model prices links by class, not by this matrix)
-    gpu: Gpu  # the first server's GPU
+    gpu: Device  # the first server's device
     gpus_per_server: int  # the largest server's GPUs (every server's on a uniform cluster)
     inter_server_bytes_per_s: float
-    servers: tuple[Gpu, ...] = ()  # each server's GPU, in the file's order (empty: all ``gpu``)
+    servers: tuple[Device, ...] = ()  # each server's device, in the file's order (empty: all ``gpu``)
     prices: tuple[float | None, ...] = ()  # each server's USD per GPU-hour override (None: the default table)
     watts: tuple[float | None, ...] = ()  # each server's watts per GPU override
     sizes: tuple[int, ...] = ()  # each server's GPU count (empty: all ``gpus_per_server``)
+    dtype: str = "fp16"  # what every machine trains in (:class:`~archsim.training.iteration.Machine`)
 
     @cached_property
     def heterogeneous(self) -> bool:
@@ -64,7 +68,7 @@ class GpuCluster:
     def server_of(self, index: int) -> int:
         return bisect_right(self.starts, index) - 1
 
-    def gpu_at(self, index: int) -> Gpu:
+    def gpu_at(self, index: int) -> Device:
         return self.servers[self.server_of(index)] if self.servers else self.gpu
 
     def reordered(self, order: tuple[int, ...]) -> GpuCluster:
@@ -81,7 +85,7 @@ class GpuCluster:
         if par.gpus > self.topology.devices:
             raise InputError(f"TP × PP × DP = {par.gpus} GPUs, the cluster has {self.topology.devices}", field="gpus")
 
-    def _link(self, device: Gpu, members: range):
+    def _link(self, device: Device, members: range):
         """A group's link: its server's NVLink when all ``members`` (GPU indices) sit in one server, else
         the inter-server network."""
         server = self.server_of(members[0])
@@ -90,16 +94,18 @@ class GpuCluster:
         first = self.starts[server]
         return fitted.nvlink_group(device, tuple(i - first for i in members))
 
-    def machine(self, par: Parallelism, device: Gpu | None = None, rank: int = 0) -> Machine:
+    def machine(self, par: Parallelism, device: Device | None = None, rank: int = 0) -> Machine:
         """The machine of pipeline rank ``rank`` on ``device`` (default the cluster's first GPU type):
         its own TP and DP groups' links, and the pipeline's (its ranks' first GPUs) for the hops."""
         self._check_gpus(par)
         device = device or self.gpu
         start = rank * par.tp * par.dp
-        return Machine(device, fitted.kernels(device.name),
+        kernels = device.efficiency or fitted.kernels(device.name)
+        return Machine(device, kernels,
                        Links(tp=self._link(device, range(start, start + par.tp)),
                              dp=self._link(device, range(start, start + par.tp * par.dp, par.tp)),
-                             pp=self._link(device, range(0, par.gpus, par.tp * par.dp))))
+                             pp=self._link(device, range(0, par.gpus, par.tp * par.dp))),
+                       dtype=self.dtype)
 
     def problem(self, par: Parallelism) -> str | None:
         """Why ``par`` cannot be laid out in GPU order: a TP group across two servers
@@ -110,7 +116,7 @@ class GpuCluster:
             return "tp-within-server"
         return "stage-mixes-gpu-types" if self.rank_gpus(par) is None else None
 
-    def rank_gpus(self, par: Parallelism) -> tuple[Gpu, ...] | None:
+    def rank_gpus(self, par: Parallelism) -> tuple[Device, ...] | None:
         """Each pipeline rank's GPU, or None when a rank's TP × DP GPUs are of different types."""
         self._check_gpus(par)
         group = par.tp * par.dp
@@ -139,24 +145,42 @@ class GpuCluster:
         return {}  # (tp, pp, dp) → rank_machines: they depend on nothing else
 
 
-def load_gpu_cluster(path: str | Path) -> GpuCluster:
-    """Read a cluster TOML whose servers each name a catalog GPU."""
+def _server_device(group: dict, folder: Path, file: str, loaded: dict[str, Device]) -> Device:
+    """A ``[[servers]]`` table's device: its catalog ``gpu`` or its ``device`` file (one of the two)."""
+    from archsim.devices.device_file import load_device
+
+    name, path = group.get("gpu"), group.get("device")
+    if (name is None) == (path is None):
+        raise InputError('every [[servers]] table needs gpu = "<catalog name>" or device = "<device file>" '
+                         "(one of the two) for archsim train", file=file, field="gpu")
+    if path is not None:
+        if not isinstance(path, str) or not path.strip():
+            raise InputError(f"expected a device file's path, got {path!r}", file=file, field="device")
+        if path not in loaded:
+            loaded[path] = load_device(folder / path)
+        return loaded[path]
+    try:
+        return catalog_device(str(name))
+    except InputError as exc:
+        raise InputError(exc.message, file=file, field="gpu") from None
+
+
+def load_gpu_cluster(path: str | Path, dtype: str = "fp16") -> GpuCluster:
+    """Read a cluster TOML whose servers each name a catalog GPU or a device file; its machines train
+    in ``dtype``."""
+    if dtype not in DTYPES:
+        raise InputError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}", field="dtype")
     file = str(path)
     spec = parse_toml(read_text(path, "cluster file"), file)
     topology = build_topology(spec, file=file, max_devices=MAX_GPUS)
     servers = spec["servers"]
-    if any(group.get("gpu") is None for group in servers):
-        raise InputError('every [[servers]] table needs gpu = "<catalog name>" for archsim train', file=file,
-                         field="gpu")
-    kinds: list[Gpu] = []
+    loaded: dict[str, Device] = {}
+    kinds: list[Device] = []
     sizes: list[int] = []
     prices: list[float | None] = []
     watts: list[float | None] = []
     for group in servers:
-        try:
-            device = gpu(str(group["gpu"]))
-        except InputError as exc:
-            raise InputError(exc.message, file=file, field="gpu") from None
+        device = _server_device(group, Path(path).parent, file, loaded)
         for key, out in (("price_per_gpu_hour", prices), ("gpu_watts", watts)):
             value = group.get(key)
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
@@ -165,19 +189,19 @@ def load_gpu_cluster(path: str | Path) -> GpuCluster:
         kinds.extend([device] * group.get("count", 1))
         sizes.extend([group["gpus"]] * group.get("count", 1))
     per_server = max(sizes)  # a shared NIC: the most GPUs share one (the slowest per GPU)
-    inter = spec["cluster"].get("inter_server_gbps", 0)
+    inter = spec["cluster"].get("inter_server_gbps", 0) or kinds[0].inter_node_gbps  # the file's, else the NIC's
     inter_bytes = float(inter if not isinstance(inter, list) else inter[0]) * 1e9 / 8
     if spec["cluster"].get("inter_server_link", "shared") == "shared" and inter_bytes:
         inter_bytes /= per_server
     return GpuCluster(topology, kinds[0], per_server, inter_bytes or 1.0, tuple(kinds), tuple(prices), tuple(watts),
-                      tuple(sizes))
+                      tuple(sizes), dtype)
 
 
 def single_node(name: str = "a100-80gb", gpus: int = 8) -> GpuCluster:
     """One server of ``gpus`` catalog GPUs on NVLink (the measured runs' machine)."""
     spec = {"cluster": {"name": f"{name}-node"}, "servers": [{"count": 1, "gpus": gpus, "intra_server_gbps": 4800,
                                                                "gpu": name}]}
-    return GpuCluster(build_topology(spec), gpu(name), gpus, 1.0)
+    return GpuCluster(build_topology(spec), catalog_device(name), gpus, 1.0)
 
 
 __all__ = ["GpuCluster", "load_gpu_cluster", "single_node"]

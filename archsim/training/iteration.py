@@ -16,7 +16,10 @@ and optimizer step.
    overlaps the backward), the first and last stage all-reduce the tied embedding's gradient, and
    the optimizer step reads and writes 32 bytes per parameter (fp16 gradient; fp32 master weight,
    momentum and variance read and written; fp16 weight written; the overflow check and norm read
-   the gradient twice more). The iteration ends when the slowest stage has stepped.
+   the gradient twice more; in fp32, 28: weight, gradient, momentum and variance read, all but the
+   gradient written). The iteration ends when the slowest stage has stepped.
+
+In fp32 (``Machine.dtype``) every fp16 byte count of the op lists, messages and activations doubles.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from archsim.collectives import LinkClass, collective_seconds
-from archsim.devices.catalog import Gpu
+from archsim.devices.device import DTYPES, ELEMENT_BYTES, Device
 from archsim.devices.gpu_cost import Efficiency, memory_seconds, op_seconds
 from archsim.errors import InputError
 from archsim.lowering import TrainingOp
@@ -46,6 +49,7 @@ from archsim.training.parallel import Parallelism, layers_per_stage, padded_voca
 from archsim.workload.transformer import TransformerConfig
 
 OPTIMIZER_BYTES_PER_PARAMETER = 32
+FP32_OPTIMIZER_BYTES_PER_PARAMETER = 28  # fp32 Adam: weight, gradient, momentum, variance read; three written
 ATTENTION_CORE = ("scores", "softmax", "attn_dropout", "context", "softmax.to_fp32", "softmax.scale", "softmax.mask",
                   "softmax.to_fp16", "mask_fill")
 
@@ -61,16 +65,27 @@ class Links:
 
 @dataclass(frozen=True)
 class Machine:
-    """A GPU, its kernel constants, its links, and the training implementation whose op list it runs:
-    ``megatron`` (:mod:`archsim.training.layer_ops`, the default) or ``pytorch-eager``
-    (:mod:`archsim.training.eager_ops`: plain PyTorch on one GPU)."""
+    """A device (a catalog GPU or a device file, :mod:`archsim.devices.device`), its kernel constants,
+    its links, the training implementation whose op list it runs — ``megatron``
+    (:mod:`archsim.training.layer_ops`, the default) or ``pytorch-eager``
+    (:mod:`archsim.training.eager_ops`: plain PyTorch on one GPU) — and the ``dtype`` it trains in:
+    fp16/bf16 (mixed precision, the default) or fp32 (GEMMs on a GPU's FP32 lanes, every tensor and
+    message at 4 bytes per element; :func:`archsim.devices.device.gpu_precision`)."""
 
-    gpu: Gpu
+    gpu: Device
     efficiency: Efficiency
     links: Links
     implementation: str = "megatron"
+    dtype: str = "fp16"
+
+    @property
+    def scale(self) -> float:
+        """Bytes per element over fp16's 2: what the op lists' fp16 byte counts are multiplied by."""
+        return ELEMENT_BYTES[self.dtype] / 2
 
     def __post_init__(self) -> None:
+        if self.dtype not in DTYPES:
+            raise InputError(f"dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}", field="dtype")
         if self.implementation not in IMPLEMENTATIONS:
             raise InputError(f"implementation must be one of {', '.join(IMPLEMENTATIONS)}, got {self.implementation!r}",
                              field="implementation")
@@ -91,21 +106,22 @@ class PieceCost:
     ops: tuple[tuple[str, str, float], ...]
 
 
-def _coll_seconds(colls: tuple[Collective, ...], par: Parallelism, links: Links) -> float:
-    return float(sum(collective_seconds(c.kind, c.bytes, par.tp, links.tp) for c in colls))
+def _coll_seconds(colls: tuple[Collective, ...], par: Parallelism, links: Links, scale: float = 1.0) -> float:
+    return float(sum(collective_seconds(c.kind, c.bytes * scale, par.tp, links.tp) for c in colls))
 
 
 def piece_cost(work: Work, par: Parallelism, machine: Machine, recompute: str) -> PieceCost:
     ops: list[TrainingOp] = [*work.forward, *work.backward]
-    seconds = op_seconds(ops, machine.gpu, machine.efficiency)
+    scale = machine.scale
+    seconds = op_seconds(ops, machine.gpu, machine.efficiency, ELEMENT_BYTES[machine.dtype], machine.dtype)
     rows = tuple((op.layer, op.kind, float(t)) for op, t in zip(ops, seconds))
-    rows += tuple((f"{c.name} ({c.kind}, {c.bytes / 2**20:.3g} MiB)", c.phase,
-                   float(collective_seconds(c.kind, c.bytes, par.tp, machine.links.tp)))
+    rows += tuple((f"{c.name} ({c.kind}, {c.bytes * scale / 2**20:.3g} MiB)", c.phase,
+                   float(collective_seconds(c.kind, c.bytes * scale, par.tp, machine.links.tp)))
                   for c in (*work.forward_collectives, *work.backward_collectives))
     nf = len(work.forward)
     host = machine.efficiency.host_s
-    tp_f = _coll_seconds(work.forward_collectives, par, machine.links)
-    tp_b = _coll_seconds(work.backward_collectives, par, machine.links)
+    tp_f = _coll_seconds(work.forward_collectives, par, machine.links, scale)
+    tp_b = _coll_seconds(work.backward_collectives, par, machine.links, scale)
     # a pass takes max(GPU time, host issue time); the host-bound excess is charged to its compute
     forward = float(seconds[:nf].sum())
     forward = max(forward, host * (nf + len(work.forward_collectives)) - tp_f)
@@ -163,7 +179,8 @@ def stage_times(c: TransformerConfig, par: Parallelism, machine: Machine,
         fwd.append(f)
         bin_.append(i)
         bw.append(w)
-    hop = float(collective_seconds("p2p", hop_bytes(c, par), 2, machine.links.pp)) if par.pp > 1 else 0.0
+    hop = float(collective_seconds("p2p", hop_bytes(c, par) * machine.scale, 2, machine.links.pp)) \
+        if par.pp > 1 else 0.0
     return StageTimes(tuple(fwd), tuple(bin_), tuple(bw), hop)
 
 
@@ -177,19 +194,21 @@ def after_backward(c: TransformerConfig, par: Parallelism, machine: Machine, ran
     """Seconds each rank spends after its last backward: DP and embedding all-reduces, optimizer.
     ``tied_ranks``: the ranks of the first and last stage (default 0 and PP − 1); when they differ and
     embeddings are tied, both all-reduce the token table's gradient."""
-    dp = float(collective_seconds("all-reduce", parameters * 2, par.dp, machine.links.dp))
+    scale = machine.scale
+    dp = float(collective_seconds("all-reduce", parameters * 2 * scale, par.dp, machine.links.dp))
     tied = 0.0
     ends = (0, par.pp - 1) if tied_ranks is None else tied_ranks
     if ends[0] != ends[1] and c.tied_embeddings and rank in ends:
         table = padded_vocab(c.vocab, par.tp) // par.tp * c.hidden * 2
-        tied = float(collective_seconds("all-reduce", table, 2, machine.links.pp))
+        tied = float(collective_seconds("all-reduce", table * scale, 2, machine.links.pp))
     if machine.implementation == "pytorch-eager":  # its step, and the gradients summed over micro-batches
         moved = (EAGER_OPTIMIZER_BYTES_PER_PARAMETER
                  + EAGER_ACCUMULATE_BYTES_PER_PARAMETER * (par.microbatches - 1)) * parameters
         kernels = GPT_LAYER_TENSORS * c.layers + 4 + 4  # a copy per tensor, then four multi-tensor kernels
         optimizer = float(memory_seconds(moved / 2, machine.gpu, machine.efficiency, kernels=kernels))
     else:
-        optimizer = float(memory_seconds(parameters * OPTIMIZER_BYTES_PER_PARAMETER / 2, machine.gpu,
+        per_parameter = OPTIMIZER_BYTES_PER_PARAMETER if machine.dtype != "fp32" else FP32_OPTIMIZER_BYTES_PER_PARAMETER
+        optimizer = float(memory_seconds(parameters * per_parameter / 2, machine.gpu,
                                          machine.efficiency, kernels=4))
     return {"dp_allreduce": dp, "embedding_allreduce": tied, "optimizer": optimizer}
 
@@ -216,9 +235,11 @@ def check_fits(c: TransformerConfig, par: Parallelism) -> None:
         raise InputError(f"TP {par.tp} must divide the heads ({c.heads}) and the FFN width ({c.ffn})", field="tp")
 
 
-def memories(c: TransformerConfig, par: Parallelism, order=None) -> list[StageMemory]:
+def memories(c: TransformerConfig, par: Parallelism, order=None, scale: float = 1.0) -> list[StageMemory]:
     """Memory of one GPU of each pipeline rank (chunks of a rank summed). Without ``order``, plain 1F1B's
-    in-flight counts min(p − r, m) — no schedule built, for searches over many configurations."""
+    in-flight counts min(p − r, m) — no schedule built, for searches over many configurations. ``scale``:
+    bytes per element over fp16's (2 in fp32: the activations double; fp32 Adam's 16 bytes per
+    parameter equal mixed precision's)."""
     chunks = par.pp * par.chunks
     counts = layers_per_stage(c.layers, chunks, par.stage_layers)
     if order is None:
@@ -236,7 +257,7 @@ def memories(c: TransformerConfig, par: Parallelism, order=None) -> list[StageMe
         parts = [stage_memory(c, par, counts[j], max(peaks[rank] // par.chunks, 1), j == 0, j == chunks - 1, apart)
                  for j in mine]
         out.append(StageMemory(sum(p.parameters for p in parts), sum(p.states for p in parts),
-                               sum(p.activations for p in parts)))
+                               sum(p.activations for p in parts) * scale))
     return out
 
 
@@ -258,6 +279,7 @@ def stage_profile(times: StageTimes):
 
 __all__ = [
     "ATTENTION_CORE",
+    "FP32_OPTIMIZER_BYTES_PER_PARAMETER",
     "OPTIMIZER_BYTES_PER_PARAMETER",
     "Links",
     "Machine",

@@ -11,7 +11,8 @@
 * ``energy``: every GPU at its board power (TDP, :data:`GPU_WATTS`: the NVIDIA datasheets' V100 SXM2
   300 W, A100 SXM4 400 W, H100 SXM5 and H200 SXM 700 W) for the whole iteration, in joules — an upper bound: a GPU
   waiting in a pipeline bubble draws less, and the host, network and cooling are left out. Set
-  ``gpu_watts`` per server to use a measured figure.
+  ``gpu_watts`` per server to use a measured figure. A device file's ``board_watts`` stands for its
+  devices where the server sets none; a device file has no default price.
 
 Only the GPUs a configuration uses are counted (the first TP × PP × DP GPUs of the cluster file, or of
 the server order ``--placement`` chose).
@@ -40,7 +41,10 @@ def _per_gpu(cluster, gpus: int, overrides: tuple, table: dict[str, float]) -> f
         if count <= 0:
             break
         own = overrides[server] if server < len(overrides) else None
-        key = _KEY[cluster.gpu_at(starts[server]).name]
+        device = cluster.gpu_at(starts[server])
+        if own is None and table is GPU_WATTS and device.board_watts is not None:
+            own = device.board_watts  # a device file's own board power
+        key = _KEY.get(device.name, device.name)
         if own is None and key not in table:
             raise InputError(f"no default figure for {key}: set price_per_gpu_hour / gpu_watts in its [[servers]] "
                              "table", field="price_per_gpu_hour")

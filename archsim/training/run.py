@@ -29,7 +29,9 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class TrainResult:
     """iteration_seconds; memory per pipeline rank; ``breakdown``: seconds of the slowest rank's
-    iteration by category; ``ops``: per op/collective rows; ``run``: the pipeline's StageRun."""
+    iteration by category; ``ops``: per op/collective rows; ``run``: the pipeline's StageRun;
+    ``forward_seconds`` / ``backward_seconds``: the slowest rank's forward and backward compute (its
+    F; its I + W with recompute and TP collectives) over the iteration's micro-batches."""
 
     iteration_seconds: float
     memory: tuple[StageMemory, ...]
@@ -37,6 +39,8 @@ class TrainResult:
     ops: list[dict]  # per micro-batch: each op and TP collective of a layer / embedding / head; per iteration: the rest
     run: StageRun
     post: tuple[dict[str, float], ...]
+    forward_seconds: float = 0.0
+    backward_seconds: float = 0.0
 
     @property
     def timeline(self) -> Timeline:
@@ -66,7 +70,7 @@ def train(c: TransformerConfig, par: Parallelism, machine: Machine,
     times = rank_stage_times(c, par, machines, [own[id(m)] for m in machines])
     order = published_order(par.schedule_name, par.pp, par.microbatches, par.chunks)
     run = run_order(order, stage_profile(times))
-    mem = memories(c, par, order)
+    mem = memories(c, par, order, machine.scale)
     timeline = run.timeline
     assert isinstance(timeline, Timeline) and isinstance(timeline.slots, SlotTable)  # the engine's arrays
     slots = timeline.slots
@@ -78,9 +82,13 @@ def train(c: TransformerConfig, par: Parallelism, machine: Machine,
     finish = [ends[r] + sum(post[r].values()) for r in range(par.pp)]
     slowest = int(np.argmax(finish))
     pieces = own[id(machines[slowest])]
+    mine = [j for j in range(order.stages) if rank_of[j] == slowest]
+    forward = par.microbatches * sum(times.forward[j] for j in mine)
+    backward = par.microbatches * sum(times.backward_input[j] + times.backward_weight[j] for j in mine)
     return TrainResult(float(max(finish)), tuple(mem),
                        _breakdown(c, par, pieces, order.rank_of_stage(), run, slowest, post[slowest]),
-                       _op_rows(c, par, pieces) + _iteration_rows(post[slowest]), run, post)
+                       _op_rows(c, par, pieces) + _iteration_rows(post[slowest]), run, post,
+                       float(forward), float(backward))
 
 
 def _breakdown(c, par, pieces, rank_of, run, rank, post) -> dict[str, float]:

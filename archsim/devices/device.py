@@ -1,0 +1,173 @@
+"""One description of a training device — a catalog GPU or an accelerator's device file — for the
+training path (``archsim train``, ``archsim search``).
+
+A device is its compute units, its memories and its links:
+
+* **arrays**: the matrix units as systolic arrays — ``count`` arrays of ``rows × cols`` PEs (one
+  multiply-accumulate per PE per clock) with a ``dataflow``, at ``clock_hz``; ``per_core`` arrays
+  share one core (a GPU's SM: one GEMM output tile at a time). A GPU's tensor cores are arrays:
+  SMs × tensor cores per SM of the MMA shape (:mod:`archsim.validation.gpu_catalog`); a TPU's MXUs
+  are 128 × 128 arrays.
+* **lanes**: the FP32 vector lanes as arrays of lanes (a GPU's SIMD partitions, where the catalog
+  describes them), for fp32 GEMMs on an array device that has them; None when not described.
+* **gemm**: how a GEMM is timed — ``tiles`` (a GPU library's output tiles in waves over the cores at
+  the dtype's peak, :func:`archsim.devices.gpu_cost.gemm_seconds`) or ``arrays`` (the SCALE-Sim-exact
+  analytic cost of one array, :func:`archsim.array.analytic.gemm_cost`, its folds dealt in waves
+  over the arrays, :func:`archsim.devices.gpu_cost.array_gemm_seconds`).
+* **memories**: SRAM per array and a shared L2/scratchpad (bytes; the L2's read bandwidth in bytes
+  per array clock, 0 for unlimited), HBM capacity (bytes) and bandwidth (bytes/s).
+* **overheads and efficiencies**: seconds per kernel launch and per op the host issues, the fraction
+  of peak a full wave of tiles reaches and of HBM bandwidth memory-bound kernels reach. A catalog GPU
+  leaves them to :func:`archsim.training.fitted.kernels` (``efficiency`` None); a device file states
+  them (defaults: no overheads, full peak and bandwidth).
+* **links**, per direction in bytes/s: the intra-node fabric (NVLink, ICI) over ``links`` links,
+  switched or not, the host link (PCIe), and the inter-node NIC in Gb/s (0: the cluster file's).
+
+Peak FLOP/s per dtype are a device's datasheet figures where it has them (a catalog GPU's); a
+device file without ``peak_tflops`` gets 2 · count · rows · cols · clock for every dtype its arrays run
+(fp32 on its lanes when it has them).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+
+from archsim.array.config import DATAFLOWS
+from archsim.devices.catalog import Gpu
+from archsim.devices.gpu_cost import Efficiency
+from archsim.errors import InputError
+
+DTYPES = ("fp32", "fp16", "bf16")
+ELEMENT_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
+GEMM_MODELS = ("tiles", "arrays")
+
+
+@dataclass(frozen=True)
+class Arrays:
+    """``count`` identical ``rows × cols`` arrays at ``clock_hz``; ``per_core`` of them form one core."""
+
+    count: int
+    rows: int
+    cols: int
+    dataflow: str
+    clock_hz: float
+    per_core: int = 1
+
+    def __post_init__(self) -> None:
+        for name in ("count", "rows", "cols", "per_core"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise InputError(f"must be a positive integer, got {value!r}", field=name)
+        if self.count % self.per_core:
+            raise InputError(f"{self.per_core} arrays per core do not divide {self.count} arrays", field="per_core")
+        if self.dataflow not in DATAFLOWS:
+            raise InputError(f"unknown dataflow {self.dataflow!r}; choose one of {', '.join(DATAFLOWS)}",
+                             field="dataflow")
+        if not (isinstance(self.clock_hz, (int, float)) and 0 < self.clock_hz < math.inf):
+            raise InputError(f"must be a positive number of Hz, got {self.clock_hz!r}", field="clock_hz")
+
+    @property
+    def cores(self) -> int:
+        return self.count // self.per_core
+
+    @property
+    def peak_flops(self) -> float:
+        """2 FLOPs per PE per clock over all arrays (FLOP/s)."""
+        return 2.0 * self.count * self.rows * self.cols * self.clock_hz
+
+
+@dataclass(frozen=True)
+class Device:
+    """A training device (module docstring). Bytes, bytes/s, seconds, watts; ``peaks``: (dtype,
+    dense FLOP/s) pairs; ``efficiency`` None: a catalog GPU's fitted kernels apply."""
+
+    name: str
+    arrays: Arrays
+    lanes: Arrays | None
+    gemm: str
+    peaks: tuple[tuple[str, float], ...]
+    memory_bytes: float
+    hbm_bytes_per_s: float
+    sram_bytes_per_array: float = 0.0
+    l2_bytes: float = 0.0
+    l2_bytes_per_clock: float = 0.0
+    efficiency: Efficiency | None = None
+    nvlink_bytes_per_s: float = 0.0
+    nvlinks: int = 1
+    nvswitch: bool = True
+    pcie_bytes_per_s: float = 0.0
+    inter_node_gbps: float = 0.0
+    board_watts: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.gemm not in GEMM_MODELS:
+            raise InputError(f"unknown GEMM model {self.gemm!r}; choose one of {', '.join(GEMM_MODELS)}",
+                             field="gemm")
+        if not self.peaks:
+            raise InputError("a device needs at least one dtype's peak", field="peak_tflops")
+
+    @cached_property
+    def _peaks(self) -> dict[str, float]:
+        return dict(self.peaks)
+
+    @property
+    def sms(self) -> int:
+        """Cores (a GPU's SMs): the units GEMM tiles are dealt to in waves."""
+        return self.arrays.cores
+
+    @property
+    def clock_hz(self) -> float:
+        return self.arrays.clock_hz
+
+    @property
+    def nvlink_link_bytes_per_s(self) -> float:
+        """One intra-node link's bandwidth per direction."""
+        return self.nvlink_bytes_per_s / self.nvlinks
+
+    def peak(self, precision: str = "fp16") -> float:
+        """Dense peak FLOP/s at ``precision``."""
+        if precision not in self._peaks:
+            raise InputError(f"{self.name} has no {precision} peak; it has {', '.join(self._peaks)}",
+                             field="precision")
+        return self._peaks[precision]
+
+    def gemm_units(self, dtype: str) -> Arrays:
+        """The arrays a GEMM of ``dtype`` runs on: the lanes for fp32 where the device has them."""
+        return self.lanes if dtype == "fp32" and self.lanes is not None else self.arrays
+
+
+def gpu_precision(dtype: str) -> str:
+    """The peak a GPU's GEMMs of ``dtype`` run at: fp16/bf16 on the tensor cores; fp32 on the FP32
+    lanes, as PyTorch runs fp32 matmuls by default (``torch.backends.cuda.matmul.allow_tf32`` is False
+    since PyTorch 1.12)."""
+    if dtype not in DTYPES:
+        raise InputError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}", field="dtype")
+    return dtype
+
+
+def from_gpu(gpu: Gpu) -> Device:
+    """A catalog GPU as a device: its tensor cores as arrays (SMs × tensor cores per SM of the MMA
+    shape, output-stationary, at the catalog clock), its FP32 SIMD partitions as lanes where the
+    catalog describes them, GEMMs as library tiles at the datasheet peaks."""
+    spec = gpu.spec
+    arrays = Arrays(spec.arrays, spec.mma_rows, spec.mma_cols, "os", spec.clock_hz, spec.tensor_cores_per_sm)
+    lanes = None
+    if spec.cuda_cores is not None:
+        parts, rows, cols = spec.cuda_cores
+        lanes = Arrays(spec.sm_count * parts, rows, cols, "os", spec.clock_hz, parts)
+    return Device(gpu.name, arrays, lanes, "tiles", tuple(gpu.peak_flops.items()), gpu.memory_bytes,
+                  spec.memory_bytes_per_s, l2_bytes_per_clock=gpu.l2_bytes_per_clock,
+                  nvlink_bytes_per_s=gpu.nvlink_bytes_per_s, nvlinks=gpu.nvlinks, nvswitch=gpu.nvswitch,
+                  pcie_bytes_per_s=gpu.pcie_bytes_per_s)
+
+
+def catalog_device(name: str) -> Device:
+    """The catalog GPU ``name`` (a key of :data:`archsim.devices.catalog.GPUS` or an alias) as a device."""
+    from archsim.devices.catalog import gpu
+
+    return from_gpu(gpu(name))
+
+
+__all__ = ["DTYPES", "ELEMENT_BYTES", "GEMM_MODELS", "Arrays", "Device", "catalog_device", "from_gpu", "gpu_precision"]

@@ -1,0 +1,77 @@
+"""Energy of one training iteration, from the same ops the iteration is timed on.
+
+* **Array devices** (a device file whose GEMMs run on its arrays, ``gemm = "arrays"``): archsim's
+  energy model (:mod:`archsim.energy.model`, the default table) on the ops' accesses — each op's MACs,
+  register moves, SRAM and compulsory DRAM words and vector elements on one of the device's arrays
+  (its shape, dataflow and SRAM), summed over every op every device runs in the iteration: per
+  micro-batch the layer ops × layers, the embedding and the head, the forward again under full
+  recompute, × micro-batches × TP × DP. Leakage is left out (the default table has none). Not
+  counted: the optimizer step, the collectives' links, the host.
+* **Catalog GPUs** (and device files timed by tiles): board power × time, every GPU at its board
+  power for the whole iteration (:func:`archsim.training.objectives.watts`; an upper bound).
+
+The meta says which (``energy_source``).
+"""
+
+from __future__ import annotations
+
+from archsim.array.config import ArrayConfig
+from archsim.devices.device import ELEMENT_BYTES, Device
+from archsim.errors import InputError
+from archsim.training.parallel import Parallelism
+from archsim.workload.transformer import TransformerConfig
+
+MODEL_SOURCE = "energy model on the ops' accesses (archsim.energy, default table)"
+BOARD_SOURCE = "board power × iteration time"
+
+
+def device_array(device: Device, dtype: str) -> ArrayConfig:
+    """One of ``device``'s GEMM arrays as the energy model's :class:`ArrayConfig`: its SRAM split in
+    three equal operand buffers (whole KiB, at least 1)."""
+    units = device.gemm_units(dtype)
+    kib = max(int(device.sram_bytes_per_array / 1024 / 3), 1)
+    return ArrayConfig(rows=units.rows, cols=units.cols, dataflow=units.dataflow, ifmap_sram_kb=kib,
+                       filter_sram_kb=kib, ofmap_sram_kb=kib, element_bytes=ELEMENT_BYTES[dtype],
+                       clock_hz=units.clock_hz, name=device.name)
+
+
+def array_iteration_joules(c: TransformerConfig, par: Parallelism, device: Device, dtype: str,
+                           implementation: str = "megatron") -> float:
+    """Joules of one iteration's ops on array devices (module docstring)."""
+    from archsim.energy.model import op_energy_columns
+    from archsim.training.eager_ops import eager_block_work, eager_embedding_work, eager_head_work
+    from archsim.training.layer_ops import block_work, embedding_work, head_work
+
+    b, t = par.micro_batch, par.tp
+    if implementation == "pytorch-eager":
+        pieces = (eager_block_work(c, b), eager_embedding_work(c, b), eager_head_work(c, b))
+    else:
+        pieces = (block_work(c, b, t, par.sequence_parallel), embedding_work(c, b, t), head_work(c, b, t))
+    array = device_array(device, dtype)
+    per_microbatch = 0.0
+    for index, work in enumerate(pieces):
+        ops = [*work.forward, *work.backward]
+        if index == 0 and par.recompute == "full":
+            ops += list(work.forward)
+        picojoules = float(op_energy_columns(ops, array)["energy_pj"].sum()) if ops else 0.0
+        per_microbatch += picojoules * (c.layers if index == 0 else 1)
+    return per_microbatch * 1e-12 * par.microbatches * par.tp * par.dp
+
+
+def iteration_energy(c: TransformerConfig, par: Parallelism, cluster, seconds: float,
+                     implementation: str = "megatron") -> dict[str, float | str | None]:
+    """``energy_j`` (None when no figure is known) and ``energy_source`` of one iteration on ``cluster``."""
+    from archsim.training.objectives import watts
+
+    devices = {cluster.gpu_at(i).name: cluster.gpu_at(i) for i in range(par.gpus)}
+    if all(d.gemm == "arrays" for d in devices.values()) and len(devices) == 1:
+        device = next(iter(devices.values()))
+        return {"energy_j": array_iteration_joules(c, par, device, cluster.dtype, implementation),
+                "energy_source": MODEL_SOURCE}
+    try:
+        return {"energy_j": seconds * watts(cluster, par.gpus), "energy_source": BOARD_SOURCE}
+    except InputError:
+        return {"energy_j": None, "energy_source": "none: no board power known (set gpu_watts or board_watts)"}
+
+
+__all__ = ["BOARD_SOURCE", "MODEL_SOURCE", "array_iteration_joules", "device_array", "iteration_energy"]
