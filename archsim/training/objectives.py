@@ -62,9 +62,19 @@ def watts(cluster, gpus: int) -> float:
     return _per_gpu(cluster, gpus, cluster.watts, GPU_WATTS)
 
 
-def objective_columns(cluster, gpus: int, seconds: float) -> dict[str, float]:
-    """The row's cost (USD) and energy (J) per iteration."""
-    return {"cost_usd": seconds / 3600 * dollars_per_hour(cluster, gpus), "energy_j": seconds * watts(cluster, gpus)}
+def objective_columns(cluster, gpus: int, seconds: float, strict: str | None = None) -> dict[str, float]:
+    """The row's cost (USD) and energy (J) per iteration; a figure with no price or power known (a
+    device file's) is NaN, unless it is the ``strict`` column (the objective searched), then refused."""
+    out = {}
+    for column, value in (("cost_usd", lambda: seconds / 3600 * dollars_per_hour(cluster, gpus)),
+                          ("energy_j", lambda: seconds * watts(cluster, gpus))):
+        try:
+            out[column] = value()
+        except InputError:
+            if column == strict:
+                raise
+            out[column] = float("nan")
+    return out
 
 
 OBJECTIVE_COLUMN = {"time": "iteration_seconds", "cost": "cost_usd", "energy": "energy_j"}

@@ -207,7 +207,7 @@ def _objective_value(coster: _Coster, objective: str):
     if objective == "time":
         return lambda t: t[0]
     column = OBJECTIVE_COLUMN[objective]
-    return lambda t: objective_columns(coster.placed(t[3]), t[3].tp * t[3].pp * t[3].dp, t[0])[column]
+    return lambda t: objective_columns(coster.placed(t[3]), t[3].tp * t[3].pp * t[3].dp, t[0], column)[column]
 
 
 class _RowMaker:

@@ -1,0 +1,166 @@
+"""Devices for training: catalog GPUs and device files as one description (archsim.devices.device)."""
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from archsim.cli import main
+from archsim.devices.device import Arrays, catalog_device
+from archsim.devices.device_file import load_device
+from archsim.devices.gpu_cost import Efficiency, array_gemm_seconds
+from archsim.training import fitted
+from archsim.training.cluster import load_gpu_cluster
+from archsim.training.parallel import Parallelism
+from archsim.training.run import train
+from archsim.workload.transformer import TransformerConfig, load_transformer
+
+ROOT = Path(__file__).resolve().parents[1]
+DEVICES = ROOT / "configs" / "devices"
+CLUSTERS = ROOT / "configs" / "clusters"
+GPT = ROOT / "configs" / "transformers" / "gpt_1024h_24l.json"
+NO_OVERHEAD = Efficiency(gemm=1.0, memory=1.0, kernel_s=0.0)
+
+
+def test_the_a100_device_file_is_the_catalog_a100():
+    """The file states the catalog's figures and the fitted kernels: one device, not a look-alike."""
+    written, catalog = load_device(DEVICES / "a100_80gb_as_arrays.toml"), catalog_device("a100-80gb")
+    assert written.efficiency == fitted.kernels(catalog.name)
+    assert replace(written, efficiency=None) == catalog
+
+
+@pytest.mark.parametrize("par", [Parallelism(2, 2, 2, 16, 1), Parallelism(1, 4, 1, 8, 2, "selective")])
+def test_the_a100_device_file_trains_exactly_as_the_catalog_a100(par):
+    config = load_transformer(GPT)
+    results = []
+    for name in ("a100_node.toml", "a100_node_device_file.toml"):
+        cluster = load_gpu_cluster(CLUSTERS / name)
+        machines = cluster.rank_machines(par)
+        results.append(train(config, par, machines[0], machines))
+    catalog, written = results
+    assert written.iteration_seconds == catalog.iteration_seconds  # the same seconds, not close ones
+    assert (written.forward_seconds, written.backward_seconds) == (catalog.forward_seconds, catalog.backward_seconds)
+    assert written.breakdown == catalog.breakdown and written.memory == catalog.memory
+
+
+def _array_device(count: int, rows: int, cols: int, dataflow: str, hbm: float = 1e15):
+    tpu = load_device(DEVICES / "tpu_v4_like.toml")
+    return replace(tpu, arrays=Arrays(count, rows, cols, dataflow, 1e9, 1), hbm_bytes_per_s=hbm)
+
+
+@pytest.mark.parametrize("m, k, n, count, arrays, dataflow, cycles", [
+    # SCALE-Sim's per-fold cycles (archsim.array.analytic's table): ws 2R + C + M − 2 over
+    # ⌈K/R⌉·⌈N/C⌉ folds; os R + C + K − 2 over ⌈M/R⌉·⌈N/C⌉ folds; waves = ⌈folds · count / arrays⌉.
+    (256, 256, 256, 1, 8, "ws", 1 * (2 * 128 + 128 + 256 - 2)),   # 4 folds on 8 arrays: one wave
+    (256, 256, 256, 1, 2, "ws", 2 * (2 * 128 + 128 + 256 - 2)),   # 4 folds on 2 arrays: two waves
+    (256, 256, 256, 3, 8, "ws", 2 * (2 * 128 + 128 + 256 - 2)),   # 12 folds on 8 arrays
+    (100, 300, 129, 1, 1, "os", 2 * 1 * (128 + 128 + 300 - 2)),   # ⌈100/128⌉·⌈129/128⌉ = 2 folds
+])
+def test_a_gemm_on_arrays_is_scalesim_folds_in_waves(m, k, n, count, arrays, dataflow, cycles):
+    device = _array_device(arrays, 128, 128, dataflow)
+    assert float(array_gemm_seconds(m, k, n, count, device, NO_OVERHEAD)) == pytest.approx(cycles / 1e9, rel=1e-12)
+
+
+def test_a_memory_bound_gemm_runs_at_hbm_bandwidth():
+    device = _array_device(8, 128, 128, "ws", hbm=1e9)  # 1 GB/s: the traffic dominates
+    seconds = float(array_gemm_seconds(64, 64, 64, 1, device, NO_OVERHEAD))
+    assert seconds == pytest.approx(3 * 64 * 64 * 2 / 1e9)
+
+
+TINY = TransformerConfig("tiny", "gpt", layers=4, hidden=256, heads=4, vocab=1000, seq=128, ffn=1024, kv_heads=4)
+
+
+def _seconds(device, par: Parallelism) -> float:
+    from archsim.training.iteration import Links, Machine
+
+    link = fitted.nvlink(device.nvlink_bytes_per_s)
+    machine = Machine(device, device.efficiency or fitted.kernels(device.name), Links(link, link, link))
+    return train(TINY, par, machine).iteration_seconds
+
+
+@given(arrays=st.integers(1, 16), fewer=st.integers(1, 15), hbm=st.floats(1e10, 2e12), cut=st.floats(0.05, 1.0),
+       dataflow=st.sampled_from(["ws", "os", "is"]), pp=st.sampled_from([1, 2]))
+def test_fewer_arrays_or_less_hbm_bandwidth_is_never_faster(arrays, fewer, hbm, cut, dataflow, pp):
+    par = Parallelism(1, pp, 1, 4, 1, "none")
+    base = _array_device(arrays, 32, 32, dataflow, hbm)
+    fast = _seconds(base, par)
+    assert _seconds(replace(base, arrays=replace(base.arrays, count=max(arrays - fewer, 1))), par) >= fast
+    assert _seconds(replace(base, hbm_bytes_per_s=hbm * cut), par) >= fast
+
+
+def _train_json(capsys, cluster: Path, *extra: str) -> dict:
+    code = main(["train", str(ROOT / "configs/transformers/gpt3_1.3b.toml"), "--cluster", str(cluster), "--tp", "2",
+                 "--pp", "2", "--global-batch", "4", "--format", "json", *extra])
+    assert code == 0
+    return json.loads(capsys.readouterr().out)["meta"]
+
+
+@pytest.mark.parametrize("cluster", ["tpu_v4_like_slice.toml", "scalesim_32x32_device.toml"])
+def test_train_runs_on_device_files_with_time_memory_and_energy(capsys, cluster):
+    half = _train_json(capsys, CLUSTERS / cluster, "--dtype", "bf16")
+    assert half["energy_source"].startswith("energy model")
+    assert 0 < half["forward_seconds"] < half["backward_seconds"] < half["iteration_seconds"]
+    assert half["fits_memory"] and half["peak_memory_gib"] > 0 and half["energy_j"] > 0
+    doubled = _train_json(capsys, CLUSTERS / cluster, "--dtype", "bf16", "--dp", "2", "--global-batch", "8")
+    assert doubled["energy_j"] == pytest.approx(2 * half["energy_j"])  # twice the replicas, twice the work
+    full = _train_json(capsys, CLUSTERS / cluster, "--dtype", "fp32")
+    for mixed, single in zip(half["memory_per_rank"], full["memory_per_rank"]):  # Adam's 16 B/parameter either way
+        assert (single["states_gib"], single["activations_gib"]) == pytest.approx(
+            (mixed["states_gib"], 2 * mixed["activations_gib"]))
+    assert full["iteration_seconds"] > half["iteration_seconds"]  # twice the bytes, the same arrays
+
+
+def test_catalog_gpus_keep_board_power_energy(capsys):
+    meta = _train_json(capsys, CLUSTERS / "a100_node.toml")
+    assert meta["energy_source"] == "board power × iteration time"
+    assert meta["energy_j"] == pytest.approx(400.0 * 4 * meta["iteration_seconds"])  # 4 GPUs at 400 W
+
+
+GOOD_TOML = (DEVICES / "tpu_v4_like.toml").read_text()
+
+
+@pytest.mark.parametrize("text, field", [
+    (GOOD_TOML.replace("rows = 128", "rows = 0"), "compute.rows"),
+    (GOOD_TOML.replace("hbm_gbps = 1200", "hbm_gbps = -1"), "memory.hbm_gbps"),
+    (GOOD_TOML.replace("hbm_gbps = 1200", "hbm_gbps = nan"), "memory.hbm_gbps"),
+    (GOOD_TOML.replace("clock_mhz = 1050", "clock_mhz = 1050\nwarp_size = 32"), "compute.warp_size"),
+    (GOOD_TOML.replace("[links]", "[link]"), "[link]"),
+    (GOOD_TOML.replace('dataflow = "ws"', 'dataflow = "rs"'), "dataflow"),
+    (GOOD_TOML.replace('gemm = "arrays"', 'gemm = "magic"'), "device.gemm"),
+    (GOOD_TOML.replace("arrays_per_core = 4", "arrays_per_core = 3"), "per_core"),
+    (GOOD_TOML.split("[links]")[0], "[links]"),
+    (GOOD_TOML.replace("[memory]", "[compute.peak_tflops]\nfp4 = 9\n[memory]"), "peak_tflops"),
+])
+def test_bad_device_files_are_one_line(tmp_path, capsys, text, field):
+    (tmp_path / "chip.toml").write_text(text)
+    cluster = tmp_path / "c.toml"
+    cluster.write_text('[cluster]\nname = "x"\n[[servers]]\ngpus = 2\nintra_server_gbps = 100\ndevice = "chip.toml"\n')
+    assert main(["train", str(GPT), "--cluster", str(cluster), "--global-batch", "4"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and field in err, err
+
+
+@pytest.mark.parametrize("edit, field", [
+    (lambda t: t.replace("[links]\nintra_gbps = 100\n", ""), "[links]"),
+    (lambda t: t.replace("hbm_gib = 16", "hbm_gib = 16\nbanks = 4"), "memory.banks"),
+    (lambda t: t.replace("arrays = 16", "arrays = many"), "device.arrays"),
+    (lambda t: t.replace("[archsim]\nClockGHz = 1.0\n", ""), "ClockGHz"),
+])
+def test_bad_cfg_device_files_are_one_line(tmp_path, capsys, edit, field):
+    (tmp_path / "chip.cfg").write_text(edit((DEVICES / "scalesim_32x32_device.cfg").read_text()))
+    cluster = tmp_path / "c.toml"
+    cluster.write_text('[cluster]\nname = "x"\n[[servers]]\ngpus = 2\nintra_server_gbps = 100\ndevice = "chip.cfg"\n')
+    assert main(["train", str(GPT), "--cluster", str(cluster), "--global-batch", "4"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and field in err, err
+
+
+def test_a_server_names_a_gpu_or_a_device_not_both(tmp_path, capsys):
+    cluster = tmp_path / "c.toml"
+    cluster.write_text('[cluster]\nname = "x"\n[[servers]]\ngpus = 2\nintra_server_gbps = 100\ngpu = "a100"\n'
+                       f'device = "{DEVICES / "tpu_v4_like.toml"}"\n')
+    assert main(["train", str(GPT), "--cluster", str(cluster), "--global-batch", "4"]) == 2
+    assert "one of the two" in capsys.readouterr().err
