@@ -194,7 +194,7 @@ def check_measured(csv_path: str, cluster_path: str, markdown: str | None, per_r
         cluster = load_gpu_cluster(cluster_path)
         name = table.meta.get("gpu") or next((r.gpu_name for r in table.runs if r.gpu_name), "")
         known = find_gpu(name) if name else None
-        if known is None or gpu(known) is not cluster.gpu:
+        if known is None or gpu(known).name != cluster.gpu.name:
             raise InputError(f"the runs were measured on {name or 'an unnamed GPU'!r}, the cluster has "
                              f"{cluster.gpu.name}", file=cluster_path, field="gpu")
         if not table.runs:
@@ -231,7 +231,7 @@ def probe_fit(path: str, device, implementation: str = "megatron"):
     meta, rows = read_probe(path)
     name = meta.get("gpu", "")
     known = find_gpu(name) if name else None
-    if known is None or gpu(known) is not device:
+    if known is None or gpu(known).name != device.name:
         raise InputError(f"the probe ran on {name or 'an unnamed GPU'!r}, the cluster has {device.name}", file=path,
                          field="gpu")
     return fit_probe(rows, device, implementation)

@@ -164,3 +164,19 @@ def test_a_server_names_a_gpu_or_a_device_not_both(tmp_path, capsys):
                        f'device = "{DEVICES / "tpu_v4_like.toml"}"\n')
     assert main(["train", str(GPT), "--cluster", str(cluster), "--global-batch", "4"]) == 2
     assert "one of the two" in capsys.readouterr().err
+
+
+def test_the_device_sweep_front_is_what_brute_force_finds():
+    from benchmark_scripts import load_benchmark
+
+    bench = load_benchmark("bench_device_sweep")
+    rows = bench.with_front(bench.sweep(str(DEVICES / "tpu_v4_like.toml"), str(ROOT / "configs/transformers/gpt2.json"),
+                                        16, static_watts=60.0))
+    assert len(rows) == len(bench.SIDES) * len(bench.HBM_GBPS) * len(bench.CHIPS)
+
+    def beaten(r):
+        return any(o["fits"] and o["iteration_seconds"] <= r["iteration_seconds"] and o["energy_j"] <= r["energy_j"]
+                   and (o["iteration_seconds"], o["energy_j"]) != (r["iteration_seconds"], r["energy_j"]) for o in rows)
+
+    assert [r["pareto"] for r in rows] == [r["fits"] and not beaten(r) for r in rows]
+    assert any(r["pareto"] for r in rows)

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 
 from archsim.array.config import DATAFLOWS
 from archsim.devices.catalog import Gpu
@@ -163,8 +163,10 @@ def from_gpu(gpu: Gpu) -> Device:
                   pcie_bytes_per_s=gpu.pcie_bytes_per_s)
 
 
+@cache
 def catalog_device(name: str) -> Device:
-    """The catalog GPU ``name`` (a key of :data:`archsim.devices.catalog.GPUS` or an alias) as a device."""
+    """The catalog GPU ``name`` (a key of :data:`archsim.devices.catalog.GPUS` or an alias) as a device
+    (one object per name)."""
     from archsim.devices.catalog import gpu
 
     return from_gpu(gpu(name))
