@@ -129,7 +129,7 @@ def op_seconds(ops: Sequence[TrainingOp], device: AnyDevice, efficiency: Efficie
     owner, m, k, n, count = flatten_gemms(ops)
     seconds = np.zeros(len(ops))
     if owner.size:
-        if getattr(device, "gemm", "tiles") == "arrays":
+        if not isinstance(device, Gpu) and device.gemm == "arrays":
             per_gemm = array_gemm_seconds(m, k, n, count, device, efficiency, element_bytes, precision)
         else:
             per_gemm = gemm_seconds(m, k, n, count, device, efficiency, precision, element_bytes)
