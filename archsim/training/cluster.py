@@ -31,7 +31,8 @@ from functools import cached_property
 from itertools import accumulate
 from pathlib import Path
 
-from archsim.devices.device import DTYPES, Device, catalog_device
+from archsim.devices.catalog import Gpu
+from archsim.devices.device import DTYPES, Device, catalog_device, from_gpu
 from archsim.errors import InputError
 from archsim.spp.topology import Topology, build_topology
 from archsim.training import fitted
@@ -53,6 +54,12 @@ class GpuCluster:
     watts: tuple[float | None, ...] = ()  # each server's watts per GPU override
     sizes: tuple[int, ...] = ()  # each server's GPU count (empty: all ``gpus_per_server``)
     dtype: str = "fp16"  # what every machine trains in (:class:`~archsim.training.iteration.Machine`)
+
+    def __post_init__(self) -> None:  # catalog GPUs given as such become their device descriptions
+        if isinstance(self.gpu, Gpu):
+            object.__setattr__(self, "gpu", from_gpu(self.gpu))
+        if any(isinstance(s, Gpu) for s in self.servers):
+            object.__setattr__(self, "servers", tuple(from_gpu(s) if isinstance(s, Gpu) else s for s in self.servers))
 
     @cached_property
     def heterogeneous(self) -> bool:
@@ -94,11 +101,11 @@ class GpuCluster:
         first = self.starts[server]
         return fitted.nvlink_group(device, tuple(i - first for i in members))
 
-    def machine(self, par: Parallelism, device: Device | None = None, rank: int = 0) -> Machine:
+    def machine(self, par: Parallelism, device: Device | Gpu | None = None, rank: int = 0) -> Machine:
         """The machine of pipeline rank ``rank`` on ``device`` (default the cluster's first GPU type):
         its own TP and DP groups' links, and the pipeline's (its ranks' first GPUs) for the hops."""
         self._check_gpus(par)
-        device = device or self.gpu
+        device = self.gpu if device is None else from_gpu(device) if isinstance(device, Gpu) else device
         start = rank * par.tp * par.dp
         kernels = device.efficiency or fitted.kernels(device.name)
         return Machine(device, kernels,
