@@ -28,8 +28,10 @@ NO_OVERHEAD = Efficiency(gemm=1.0, memory=1.0, kernel_s=0.0)
 def test_the_a100_device_file_is_the_catalog_a100():
     """The file states the catalog's figures and the fitted kernels: one device, not a look-alike."""
     written, catalog = load_device(DEVICES / "a100_80gb_as_arrays.toml"), catalog_device("a100-80gb")
-    assert written.efficiency == fitted.kernels(catalog.name)
-    assert replace(written, efficiency=None) == catalog
+    from archsim.training.objectives import GPU_WATTS
+
+    assert written.efficiency == fitted.kernels(catalog.name) and written.board_watts == GPU_WATTS["a100-80gb"]
+    assert replace(written, efficiency=None, board_watts=None) == catalog
 
 
 @pytest.mark.parametrize("par", [Parallelism(2, 2, 2, 16, 1), Parallelism(1, 4, 1, 8, 2, "selective")])
@@ -44,6 +46,7 @@ def test_the_a100_device_file_trains_exactly_as_the_catalog_a100(par):
     assert written.iteration_seconds == catalog.iteration_seconds  # the same seconds, not close ones
     assert (written.forward_seconds, written.backward_seconds) == (catalog.forward_seconds, catalog.backward_seconds)
     assert written.breakdown == catalog.breakdown and written.memory == catalog.memory
+    assert written.ops == catalog.ops
 
 
 def _array_device(count: int, rows: int, cols: int, dataflow: str, hbm: float = 1e15):
@@ -156,6 +159,29 @@ def test_bad_cfg_device_files_are_one_line(tmp_path, capsys, edit, field):
     assert main(["train", str(GPT), "--cluster", str(cluster), "--global-batch", "4"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and field in err, err
+
+
+def test_a_missing_device_file_is_one_line(tmp_path, capsys):
+    cluster = tmp_path / "c.toml"
+    cluster.write_text('[cluster]\nname = "x"\n[[servers]]\ngpus = 2\nintra_server_gbps = 100\ndevice = "no.toml"\n')
+    assert main(["train", str(GPT), "--cluster", str(cluster), "--global-batch", "4"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no.toml" in err
+
+
+def test_search_plans_on_a_device_file(capsys):
+    argv = ["search", str(ROOT / "configs/transformers/gpt3_1.3b.toml"), "--cluster",
+            str(CLUSTERS / "tpu_v4_like_slice.toml"), "--global-batch", "32", "--top", "3", "--format", "json"]
+    assert main([*argv, "--objective", "energy"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    rows = out["rows"]
+    assert len(rows) == 3 and rows[0]["tp"] * rows[0]["pp"] * rows[0]["dp"] <= 16
+    for row in rows:  # the file's board power × the chips used × the iteration (no price: NaN cost)
+        chips = row["tp"] * row["pp"] * row["dp"]
+        assert row["energy_j"] == pytest.approx(192.0 * chips * row["iteration_seconds"])
+    assert main([*argv, "--objective", "cost"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "price_per_gpu_hour" in err
 
 
 def test_a_server_names_a_gpu_or_a_device_not_both(tmp_path, capsys):
