@@ -184,6 +184,33 @@ def test_search_plans_on_a_device_file(capsys):
     assert err.count("\n") == 1 and "price_per_gpu_hour" in err
 
 
+def test_fp32_on_a_gpu_runs_at_its_fp32_lanes_peak():
+    """A compute-bound GEMM (8192³, whole waves of every tile) takes the datasheet's fp16 : fp32 peak
+    ratio longer in fp32 (A100: 312 : 19.5 TFLOP/s); PyTorch's default, no TF32."""
+    from archsim.devices.gpu_cost import op_seconds
+    from archsim.lowering import Gemm, TrainingOp
+
+    a100, efficiency = catalog_device("a100-80gb"), fitted.kernels("a100-80gb")
+    op = [TrainingOp("gemm", "F", (Gemm(8192, 8192, 8192),))]
+    half, single = (float(op_seconds(op, a100, efficiency, size, dtype)[0]) - efficiency.kernel_s
+                    for size, dtype in ((2, "fp16"), (4, "fp32")))
+    assert single / half == pytest.approx(312 / 19.5)
+    waves = -(-(8192 // 256) * (8192 // 128) // 108)  # 256 × 128 tiles over 108 SMs
+    assert single == pytest.approx(waves * 108 * 2 * 256 * 128 * 8192 / (19.5e12 * efficiency.gemm))
+
+
+@pytest.mark.parametrize("cluster, argv, message", [
+    ("v100", ["--dtype", "bf16"], "no bf16 peak"),
+    ("a100", ["--dtype", "fp32", "--pp", "2", "--balance", "planned"], "2 bytes per element"),
+])
+def test_dtypes_a_device_cannot_run_are_one_line(tmp_path, capsys, cluster, argv, message):
+    path = tmp_path / "c.toml"
+    path.write_text(f'[cluster]\nname = "x"\n[[servers]]\ngpus = 2\nintra_server_gbps = 100\ngpu = "{cluster}"\n')
+    assert main(["train", str(GPT), "--cluster", str(path), "--global-batch", "4", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err
+
+
 def test_a_server_names_a_gpu_or_a_device_not_both(tmp_path, capsys):
     cluster = tmp_path / "c.toml"
     cluster.write_text('[cluster]\nname = "x"\n[[servers]]\ngpus = 2\nintra_server_gbps = 100\ngpu = "a100"\n'

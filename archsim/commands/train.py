@@ -129,6 +129,9 @@ def _split(config, par, machines, balance: str):
 
     if balance != "planned" or par.stage_layers is not None or par.pp == 1:
         return par
+    if machines[0].dtype == "fp32":
+        raise InputError("--balance planned sizes activations at 2 bytes per element: with --dtype fp32 give "
+                         "--stage-layers or the even split", field="balance")
     split = planned_split(config, par, machines, [m.gpu.memory_bytes for m in machines])
     if split is None:
         raise InputError("no split of the layers over the pipeline stages fits the GPUs' memory (or fewer layers "
