@@ -39,7 +39,9 @@ from archsim.devices.catalog import Gpu
 from archsim.devices.gpu_cost import Efficiency
 from archsim.errors import InputError
 
-DTYPES = ("fp32", "fp16", "bf16")
+DTYPES = ("fp32", "fp16", "bf16")  # a GEMM of a dtype runs at the device's peak of that name: on a GPU
+# fp16/bf16 on the tensor cores, fp32 on the FP32 lanes (PyTorch's default for fp32 matmuls:
+# ``torch.backends.cuda.matmul.allow_tf32`` is False since PyTorch 1.12, so TF32 is not used)
 ELEMENT_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
 GEMM_MODELS = ("tiles", "arrays")
 
@@ -138,15 +140,6 @@ class Device:
         return self.lanes if dtype == "fp32" and self.lanes is not None else self.arrays
 
 
-def gpu_precision(dtype: str) -> str:
-    """The peak a GPU's GEMMs of ``dtype`` run at: fp16/bf16 on the tensor cores; fp32 on the FP32
-    lanes, as PyTorch runs fp32 matmuls by default (``torch.backends.cuda.matmul.allow_tf32`` is False
-    since PyTorch 1.12)."""
-    if dtype not in DTYPES:
-        raise InputError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}", field="dtype")
-    return dtype
-
-
 def from_gpu(gpu: Gpu) -> Device:
     """A catalog GPU as a device: its tensor cores as arrays (SMs × tensor cores per SM of the MMA
     shape, output-stationary, at the catalog clock), its FP32 SIMD partitions as lanes where the
@@ -172,4 +165,4 @@ def catalog_device(name: str) -> Device:
     return from_gpu(gpu(name))
 
 
-__all__ = ["DTYPES", "ELEMENT_BYTES", "GEMM_MODELS", "Arrays", "Device", "catalog_device", "from_gpu", "gpu_precision"]
+__all__ = ["DTYPES", "ELEMENT_BYTES", "GEMM_MODELS", "Arrays", "Device", "catalog_device", "from_gpu"]

@@ -71,7 +71,7 @@ class Machine:
     (:mod:`archsim.training.layer_ops`, the default) or ``pytorch-eager``
     (:mod:`archsim.training.eager_ops`: plain PyTorch on one GPU) — and the ``dtype`` it trains in:
     fp16/bf16 (mixed precision, the default) or fp32 (GEMMs on a GPU's FP32 lanes, every tensor and
-    message at 4 bytes per element; :func:`archsim.devices.device.gpu_precision`)."""
+    message at 4 bytes per element; :data:`archsim.devices.device.DTYPES`)."""
 
     gpu: Device
     efficiency: Efficiency
