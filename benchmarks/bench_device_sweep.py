@@ -54,7 +54,8 @@ def sweep(device_path: str, model_path: str, global_batch: int, static_watts: fl
             for chips in CHIPS:
                 par = Parallelism(1, 1, chips, global_batch, 1, "full")
                 result = train(config, par, machine)
-                dynamic = array_iteration_joules(config, par, device, "bf16")
+                parameters = sum(m.parameters for m in result.memory) * par.tp * par.dp
+                dynamic = array_iteration_joules(config, par, device, "bf16", parameters=parameters)
                 rows.append({"array": f"{count}x{side}x{side}", "hbm_gbps": gbps, "chips": chips,
                              "iteration_seconds": result.iteration_seconds,
                              "energy_j": dynamic + static_watts * chips * result.iteration_seconds,

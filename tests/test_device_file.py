@@ -116,6 +116,17 @@ def test_train_runs_on_device_files_with_time_memory_and_energy(capsys, cluster)
     assert full["iteration_seconds"] > half["iteration_seconds"]  # twice the bytes, the same arrays
 
 
+def test_the_optimizer_step_costs_its_bytes_at_the_dram_energy():
+    """32 bytes per parameter (mixed-precision Adam) × 8 bits × the table's DRAM pJ per bit."""
+    from archsim.energy.table import load_table
+    from archsim.training.energy import array_iteration_joules
+
+    tpu, par = load_device(DEVICES / "tpu_v4_like.toml"), Parallelism(1, 1, 1, 1, 1, "none")
+    extra = array_iteration_joules(TINY, par, tpu, "bf16", parameters=1e6) - array_iteration_joules(TINY, par, tpu,
+                                                                                                      "bf16")
+    assert extra == pytest.approx(1e6 * 32 * 8 * load_table().dram_pj_per_bit * 1e-12)
+
+
 def test_catalog_gpus_keep_board_power_energy(capsys):
     meta = _train_json(capsys, CLUSTERS / "a100_node.toml")
     assert meta["energy_source"] == "board power × iteration time"

@@ -102,7 +102,8 @@ def run(args: argparse.Namespace) -> int:
             "placement": order_text(placement) if isinstance(placement, tuple) else "file",
             "dtype": args.dtype, "iteration_seconds": result.iteration_seconds,
             "forward_seconds": result.forward_seconds, "backward_seconds": result.backward_seconds,
-            **iteration_energy(config, par, cluster, result.iteration_seconds), "peak_memory_gib": result.peak_memory_gib,
+            **iteration_energy(config, par, cluster, result.iteration_seconds, memory=result.memory),
+            "peak_memory_gib": result.peak_memory_gib,
             "memory_capacity_gib": capacity / 2**30, "fits_memory": all(m["fits"] for m in memory),
             "breakdown_seconds": result.breakdown, "memory_per_rank": memory,
             "after_backward_seconds": list(result.post), "timeline": timeline}

@@ -3,10 +3,12 @@
 * **Array devices** (a device file whose GEMMs run on its arrays, ``gemm = "arrays"``): archsim's
   energy model (:mod:`archsim.energy.model`, the default table) on the ops' accesses — each op's MACs,
   register moves, SRAM and compulsory DRAM words and vector elements on one of the device's arrays
-  (its shape, dataflow and SRAM), summed over every op every device runs in the iteration: per
-  micro-batch the layer ops × layers, the embedding and the head, the forward again under full
-  recompute, × micro-batches × TP × DP. Leakage is left out (the default table has none). Not
-  counted: the optimizer step, the collectives' links, the host.
+  (its shape, dataflow and SRAM), and the HBM words its memory-bound part reads and writes (its
+  ``vector_elements``, at the table's DRAM energy per word) — summed over every op every device runs
+  in the iteration: per micro-batch the layer ops × layers, the embedding and the head, the forward
+  again under full recompute, × micro-batches × TP × DP; then each device's optimizer step, its
+  bytes per parameter (:mod:`archsim.training.iteration`) at the DRAM energy. Leakage is left out
+  (the default table has none). Not counted: the collectives' links, the host.
 * **Catalog GPUs** (and device files timed by tiles): board power × time, every GPU at its board
   power for the whole iteration (:func:`archsim.training.objectives.watts`; an upper bound).
 
@@ -36,10 +38,13 @@ def device_array(device: Device, dtype: str) -> ArrayConfig:
 
 
 def array_iteration_joules(c: TransformerConfig, par: Parallelism, device: Device, dtype: str,
-                           implementation: str = "megatron") -> float:
-    """Joules of one iteration's ops on array devices (module docstring)."""
+                           implementation: str = "megatron", parameters: float = 0.0) -> float:
+    """Joules of one iteration on array devices (module docstring); ``parameters``: the parameters
+    all devices hold together (each device's optimizer step reads and writes its own)."""
     from archsim.energy.model import op_energy_columns
+    from archsim.energy.table import access_energies
     from archsim.training.eager_ops import eager_block_work, eager_embedding_work, eager_head_work
+    from archsim.training.iteration import FP32_OPTIMIZER_BYTES_PER_PARAMETER, OPTIMIZER_BYTES_PER_PARAMETER
     from archsim.training.layer_ops import block_work, embedding_work, head_work
 
     b, t = par.micro_batch, par.tp
@@ -48,25 +53,32 @@ def array_iteration_joules(c: TransformerConfig, par: Parallelism, device: Devic
     else:
         pieces = (block_work(c, b, t, par.sequence_parallel), embedding_work(c, b, t), head_work(c, b, t))
     array = device_array(device, dtype)
+    energies = access_energies(array)
     per_microbatch = 0.0
     for index, work in enumerate(pieces):
         ops = [*work.forward, *work.backward]
         if index == 0 and par.recompute == "full":
             ops += list(work.forward)
-        picojoules = float(op_energy_columns(ops, array)["energy_pj"].sum()) if ops else 0.0
+        picojoules = float(op_energy_columns(ops, array, energies)["energy_pj"].sum()) if ops else 0.0
+        picojoules += sum(op.vector_elements for op in ops) * energies.dram_read_pj  # memory-bound ops' HBM words
         per_microbatch += picojoules * (c.layers if index == 0 else 1)
-    return per_microbatch * 1e-12 * par.microbatches * par.tp * par.dp
+    step = FP32_OPTIMIZER_BYTES_PER_PARAMETER if dtype == "fp32" else OPTIMIZER_BYTES_PER_PARAMETER
+    optimizer = parameters * step / array.element_bytes * energies.dram_read_pj
+    return (per_microbatch * par.microbatches * par.tp * par.dp + optimizer) * 1e-12
 
 
 def iteration_energy(c: TransformerConfig, par: Parallelism, cluster, seconds: float,
-                     implementation: str = "megatron") -> dict[str, float | str | None]:
-    """``energy_j`` (None when no figure is known) and ``energy_source`` of one iteration on ``cluster``."""
+                     implementation: str = "megatron", memory=()) -> dict[str, float | str | None]:
+    """``energy_j`` (None when no figure is known) and ``energy_source`` of one iteration on ``cluster``;
+    ``memory``: each pipeline rank's :class:`~archsim.training.memory.StageMemory` (its parameters
+    per device, for the optimizer step)."""
     from archsim.training.objectives import watts
 
     devices = {cluster.gpu_at(i).name: cluster.gpu_at(i) for i in range(par.gpus)}
     if all(d.gemm == "arrays" for d in devices.values()) and len(devices) == 1:
         device = next(iter(devices.values()))
-        return {"energy_j": array_iteration_joules(c, par, device, cluster.dtype, implementation),
+        parameters = sum(m.parameters for m in memory) * par.tp * par.dp
+        return {"energy_j": array_iteration_joules(c, par, device, cluster.dtype, implementation, parameters),
                 "energy_source": MODEL_SOURCE}
     try:
         return {"energy_j": seconds * watts(cluster, par.gpus), "energy_source": BOARD_SOURCE}
