@@ -22,6 +22,11 @@ bandwidth B and the fraction η of it NCCL's ring reaches (protocol, copy engine
 * tree all-reduce (double binary tree, pipelined): α₀ + 2⌈log₂ n⌉·α + γ·S + 2·S / (η·B);
   NCCL picks whichever is faster, so :func:`collective_seconds` takes the minimum
 * point-to-point send (a pipeline hop): α₀ + S / (η·B)
+* all-to-all: α₀ + (n − 1)·α + (n − 1)/n · S / (η·B)
+* NVLS all-reduce (``nvls``: the NVSwitch reduces): α₀ + 2α + γ·S + (n + 1)/n · S / (η·B)
+
+A group spread over servers (:class:`Spanning`) runs NVLink inside each server and the network between,
+channels over every NIC rail of its GPUs (docs/training.md, "Beyond one server").
 
 γ (seconds per byte, whatever n) is the cost the GPUs' own copy-and-reduce kernels add beside the
 wire: on an NVSwitch node the large-message all-reduce time of n GPUs is γ·S + 2(n − 1)/n · S/B with
@@ -46,13 +51,19 @@ from archsim.errors import InputError
 def ring_allreduce_time(size: float, workers: int, bandwidth: float, latency: float = 0.0) -> float: ...
 @overload
 def ring_allreduce_time(size: np.ndarray, workers: int, bandwidth: float, latency: float = 0.0) -> np.ndarray: ...
+@overload
+def ring_allreduce_time(size: float, workers: np.ndarray, bandwidth: np.ndarray, latency: float = 0.0) -> np.ndarray: ...
 def ring_allreduce_time(size, workers, bandwidth, latency=0.0):
     """A ring all-reduce of ``size`` bytes over ``workers`` devices: 2(k − 1) steps, each moving
     size/k bytes over one link of ``bandwidth`` and paying ``latency`` (reduce-scatter, then
-    all-gather; Patarasuk & Yuan 2009). One worker: nothing to reduce."""
-    if workers <= 1:
+    all-gather; Patarasuk & Yuan 2009). One worker: nothing to reduce. ``workers`` and ``bandwidth``
+    may be arrays (SPP's PRM tables: every block size at once; entries of fewer than one worker are
+    the caller's to mask)."""
+    if np.ndim(workers) == 0 and workers <= 1:
         return 0.0
-    return 2 * (workers - 1) * size / (workers * bandwidth) + 2 * (workers - 1) * latency
+    if np.ndim(workers) == 0:
+        return 2 * (workers - 1) * size / (workers * bandwidth) + 2 * (workers - 1) * latency
+    return 2 * (workers - 1) * size / workers / bandwidth + 2 * (workers - 1) * latency  # SPP's rounding
 
 
 def slowest_link(bandwidth: np.ndarray, devices: Sequence[int], others: Sequence[int] | None = None) -> float:
@@ -70,7 +81,7 @@ def ring_allreduce_on(size: float, devices: Sequence[int], bandwidth: np.ndarray
     return ring_allreduce_time(size, len(devices), slowest_link(bandwidth, devices))
 
 
-KINDS = ("all-reduce", "all-gather", "reduce-scatter", "p2p")
+KINDS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "p2p")
 
 
 @dataclass(frozen=True)
@@ -84,6 +95,7 @@ class LinkClass:
     alpha_s: float
     launch_s: float
     copy_s_per_byte: float = 0.0
+    nvls: bool = False  # NVSwitch reduces in the switch (NVLink SHARP, third-generation NVSwitch): all-reduce
 
     def __post_init__(self) -> None:
         if not (self.bandwidth > 0 and 0 < self.efficiency <= 1 and self.alpha_s >= 0 and self.launch_s >= 0
@@ -96,12 +108,37 @@ class LinkClass:
         return self.efficiency * self.bandwidth
 
 
-def collective_seconds(kind: str, nbytes, n: int, link: LinkClass):
+@dataclass(frozen=True)
+class Spanning:
+    """A group spread over servers, ``per_server`` of its GPUs in each: inside a server they talk over
+    ``intra``, between servers over ``inter``, whose bandwidth is the whole group's between two
+    servers — NCCL runs a collective as channels, each over its own NIC rail, so a group of k GPUs per
+    server moves data over the k GPUs' share of all the server's NICs at once, not over one NIC.
+    ``inter`` for a point-to-point hop: one GPU's share (every GPU of a stage sends its own slice)."""
+
+    intra: LinkClass
+    inter: LinkClass
+    per_server: int
+
+    @property
+    def name(self) -> str:
+        return self.inter.name
+
+    @property
+    def bus_bandwidth(self) -> float:
+        """The slower of the two: what a ring through both runs at (bytes/s)."""
+        return min(self.intra.bus_bandwidth, self.inter.bus_bandwidth)
+
+
+def collective_seconds(kind: str, nbytes, n: int, link: LinkClass | Spanning):
     """Seconds of one collective of ``nbytes`` (array or scalar) over ``n`` GPUs on ``link``; 0 when n = 1
-    (except p2p, which always moves its bytes)."""
+    (except p2p, which always moves its bytes). NCCL's choice by size: the fastest of ring and tree
+    (and NVLS where the switch reduces)."""
     if kind not in KINDS:
         raise InputError(f"unknown collective {kind!r}; choose {', '.join(KINDS)}", field="collective")
     s = np.asarray(nbytes, dtype=np.float64)
+    if isinstance(link, Spanning):
+        return _spanning_seconds(kind, s, n, link)
     bw = link.bus_bandwidth
     if kind == "p2p":
         return link.launch_s + s / bw
@@ -112,8 +149,44 @@ def collective_seconds(kind: str, nbytes, n: int, link: LinkClass):
     if kind == "all-reduce":
         ring = link.launch_s + copy + ring_allreduce_time(s, n, bw, link.alpha_s)
         tree = link.launch_s + 2 * math.ceil(math.log2(n)) * link.alpha_s + copy + 2 * s / bw
-        return np.minimum(ring, tree)
+        best = np.minimum(ring, tree)
+        if link.nvls:  # the switch reduces: each GPU sends its buffer and its reduced shard, reads both back
+            best = np.minimum(best, link.launch_s + 2 * link.alpha_s + copy + (n + 1) / n * s / bw)
+        return best
+    if kind == "all-to-all":  # every GPU sends (n − 1)/n of its buffer, one peer at a time
+        return link.launch_s + (n - 1) * link.alpha_s + share
     return link.launch_s + (n - 1) * link.alpha_s + copy / 2 + share
 
 
-__all__ = ["KINDS", "LinkClass", "collective_seconds", "ring_allreduce_on", "ring_allreduce_time", "slowest_link"]
+def _spanning_seconds(kind: str, s: np.ndarray, n: int, link: Spanning):
+    """A collective over servers (:class:`Spanning`), NCCL's way (its tuning model, src/graph/tuning.cc):
+    a ring's 2(n − 1) steps (n − 1 for all-gather and reduce-scatter) of which 2(m − 1) cross servers
+    (m − 1), each step paying its link's latency; a tree that is a chain inside each server and a
+    double binary tree over the m servers, 2((k − 1)·α_intra + ⌈log₂ m⌉·α_inter). The bytes stream
+    through both kinds of link at once, so the slower bounds the time: the server's NVLink ring with
+    its copy cost, or the network at the group's share of every NIC rail."""
+    intra, inter, k = link.intra, link.inter, link.per_server
+    m = max(1, n // max(k, 1))
+    net = inter.bus_bandwidth
+    if kind == "p2p":
+        return inter.launch_s + s / net
+    if n <= 1:
+        return np.zeros_like(s)
+    launch = max(intra.launch_s, inter.launch_s)
+    if kind == "all-to-all":  # (k − 1)/n of each GPU's buffer inside the server, (n − k)/n through its own
+        # share of the NICs: point-to-point sends do not spread over other GPUs' rails
+        wire = np.maximum((k - 1) / n * s / intra.bus_bandwidth, (n - k) / n * s / (net / k))
+        return launch + (k - 1) * intra.alpha_s + (m - 1) * inter.alpha_s + wire
+    inside = (k - 1) / k  # of a server's k ring edges, k − 1 are NVLink, one leaves through a NIC
+    if kind == "all-reduce":
+        nvlink = intra.copy_s_per_byte * s + inside * 2 * (n - 1) / n * s / intra.bus_bandwidth
+        ring = launch + 2 * (n - m) * intra.alpha_s + 2 * (m - 1) * inter.alpha_s + np.maximum(
+            nvlink, 2 * (n - 1) / n * s / net)
+        tree = launch + 2 * ((k - 1) * intra.alpha_s + math.ceil(math.log2(m)) * inter.alpha_s) + np.maximum(
+            intra.copy_s_per_byte * s + inside * 2 * s / intra.bus_bandwidth, 2 * s / net)
+        return np.minimum(ring, tree)
+    nvlink = intra.copy_s_per_byte * s / 2 + inside * (n - 1) / n * s / intra.bus_bandwidth
+    return launch + (n - m) * intra.alpha_s + (m - 1) * inter.alpha_s + np.maximum(nvlink, (n - 1) / n * s / net)
+
+
+__all__ = ["KINDS", "LinkClass", "Spanning", "collective_seconds", "ring_allreduce_on", "ring_allreduce_time", "slowest_link"]

@@ -129,6 +129,7 @@ def main(argv=None) -> int:
     for b in sorted({r["run"].micro_batch for r in rows}):
         pick = held & np.array([r["run"].micro_batch == b for r in rows])
         print(f"  micro-batch {b}: held-out MAPE {ape[pick].mean():.3f} (signed {(predicted / measured - 1)[pick].mean():+.3f})")
+    tp_collective_gap(rows)
     worst = np.argsort(-ape)[: max(1, len(rows) // 20)]
     print(f"worst 5% ({len(worst)} runs), all data:")
     for i in worst:
@@ -152,6 +153,24 @@ def main(argv=None) -> int:
     Path(args.json).write_text(json.dumps(summary, indent=1))
     _plot(rows, held, Path(args.html), summary)
     return 0
+
+
+def tp_collective_gap(rows: list[dict]) -> None:
+    """Each TP > 1 run's missing time (measured − predicted) over its TP all-reduces (6 per layer and
+    micro-batch under full recompute), median and IQR per TP and buffer size (docs/training.md, the
+    TP = 8 bias): a per-collective cost shows as a tight, size-ordered figure."""
+    cells: dict[tuple[int, int], list[float]] = {}
+    for r in rows:
+        run = r["run"]
+        if run.tp == 1:
+            continue
+        collectives = 6 * run.layers // run.pp * (run.global_batch // (run.micro_batch * run.dp))
+        gap = (run.milliseconds - r["predicted_ms"]) / 1e3 / collectives * 1e6
+        cells.setdefault((run.tp, run.seq * run.micro_batch * run.hidden * 2 // 2**20), []).append(gap)
+    print("missing time per TP all-reduce (µs, all data): TP, buffer MiB, runs, median (IQR)")
+    for (tp, mib), gaps in sorted(cells.items()):
+        low, high = np.percentile(gaps, [25, 75])
+        print(f"  TP {tp} {mib:3d} MiB {len(gaps):4d}  {np.median(gaps):+6.0f} ({low:+.0f} … {high:+.0f})")
 
 
 def _plot(rows, held, path: Path, summary) -> None:

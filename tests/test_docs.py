@@ -191,6 +191,7 @@ def test_format_tables_list_exactly_the_keys_the_code_checks():
     from archsim.cluster.trace import COLUMNS as TIRESIAS_COLUMNS
     from archsim.spp.topology import CLUSTER_KEYS, SERVER_KEYS
     from archsim.sweep.spec import KEYS, REQUIRED
+    from archsim.training.network import NETWORK_KEYS
     from archsim.workload.csv_loader import OPTIONAL, POSITIONAL
 
     assert table_keys("formats.md", "## Network (topology) CSV") == [list(POSITIONAL), list(OPTIONAL)]
@@ -198,8 +199,8 @@ def test_format_tables_list_exactly_the_keys_the_code_checks():
     assert sorted(sweep) == sorted(KEYS)
     text = (ROOT / "docs" / "formats.md").read_text(encoding="utf-8")
     assert {key for key in KEYS if f"| `{key}` | yes |" in text} == REQUIRED
-    cluster, servers = table_keys("formats.md", "## Cluster (TOML)")
-    assert (set(cluster), set(servers)) == (CLUSTER_KEYS, SERVER_KEYS)
+    cluster, servers, network = table_keys("formats.md", "## Cluster (TOML)")
+    assert (set(cluster), set(servers), set(network)) == (CLUSTER_KEYS, SERVER_KEYS, NETWORK_KEYS)
     [trace] = table_keys("formats.md", "## Job traces (CSV)")
     assert sorted(trace) == sorted(TIRESIAS_COLUMNS)
     [profile] = table_keys("formats.md", "## Profiles")

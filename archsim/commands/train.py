@@ -25,7 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel degree")
     parser.add_argument("--pp", type=positive_int, default=1, help="pipeline-parallel degree")
     parser.add_argument("--dp", type=positive_int, default=1, help="data-parallel degree")
-    parser.add_argument("--global-batch", type=positive_int, required=True, help="samples per iteration")
+    parser.add_argument("--global-batch", type=positive_int, default=None,
+                        help="samples per iteration (required unless --runs)")
     parser.add_argument("--micro-batch", type=positive_int, default=1, help="samples per micro-batch")
     parser.add_argument("--seq", type=positive_int, default=None, help="sequence length (default: the config's)")
     parser.add_argument("--recompute", default="full", choices=RECOMPUTE, help="activation recomputation")
@@ -50,6 +51,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="sweep an axis (tp, pp, dp, global_batch, micro_batch, interleave, recompute, schedule, "
                              "sequence_parallel); repeat for a grid: one row per point instead of one iteration's "
                              "breakdown")
+    parser.add_argument("--runs", default=None, metavar="RUNS.csv",
+                        help="predict every row of a runs file in one process (columns tp, pp, dp, micro_batch, "
+                             "global_batch and optionally recompute, sequence_parallel, interleave, gpus, "
+                             "measured_seconds; or vTrain's released CSV as it is): one row each, in input order, "
+                             "with the error where measured")
     add_timeline_outputs(parser)
     add_output_arguments(parser)
 
@@ -70,6 +76,10 @@ def run(args: argparse.Namespace) -> int:
     from archsim.workload.transformer import load_transformer
 
     config = load_transformer(args.model, seq=args.seq)
+    if args.runs:
+        return _run_runs(args, config)
+    if args.global_batch is None:
+        raise InputError("--global-batch is required (unless --runs)", field="global-batch")
     if args.sweep:
         return _run_sweep(args, config)
     par = Parallelism(args.tp, args.pp, args.dp, args.global_batch, args.micro_batch, args.recompute,
@@ -194,6 +204,33 @@ def _run_sweep(args: argparse.Namespace, config) -> int:
     meta = {"model": config.name, "gpu": cluster.gpu.name, "points": len(rows),
             "axes": ",".join(name for name, _ in axes)}
     emit(render(pd.DataFrame(rows), args.format, meta=meta, precision=args.precision), args)
+    return 0
+
+
+def _run_runs(args: argparse.Namespace, config) -> int:
+    """``--runs``: every row of the runs file predicted on the cluster, in input order (nothing written
+    when a row is bad: its line and field on stderr, exit 2)."""
+    import numpy as np
+
+    from archsim.errors import InputError
+    from archsim.outputs import render
+    from archsim.progress import progress
+    from archsim.rows import Rows
+    from archsim.training.cluster import load_gpu_cluster
+    from archsim.training.runs import predict_runs, read_runs
+
+    rows = read_runs(args.runs)
+    cluster = load_gpu_cluster(args.cluster)
+    try:
+        with progress(len(rows), "runs", "run", delay=0.5) as bar:
+            out = predict_runs(config, cluster, rows, bar.update)
+    except InputError as exc:
+        raise InputError(exc.message, file=args.runs, line=exc.where.line, field=exc.where.field) from None
+    errors = [abs(r["error"]) for r in out if r["error"] is not None]
+    meta = {"model": config.name, "gpu": cluster.gpu.name, "runs": len(out), "measured": len(errors),
+            "mape": float(np.mean(errors)) if errors else None}
+    emit(render(Rows.of(out), args.format, meta=meta,
+                precision=args.precision), args)
     return 0
 
 

@@ -20,7 +20,7 @@ from functools import cache
 
 import numpy as np
 
-from archsim.collectives import ring_allreduce_on, slowest_link
+from archsim.collectives import ring_allreduce_on, ring_allreduce_time, slowest_link
 from archsim.errors import InputError
 from archsim.jit import announce_compile
 from archsim.numba_cache import njit, small_in_python
@@ -165,8 +165,8 @@ def prm_tables(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarra
     seg_work = work[None, :] - work[:, None]  # [l', l]
     seg_par = params[None, :] - params[:, None]
     with np.errstate(divide="ignore", invalid="ignore"):
-        allreduce = np.where(r_idx[:, None] > 1, 2 * (r_idx[:, None] - 1) / np.maximum(r_idx[:, None], 1)
-                             / inside, 0.0)  # [r, i] per parameter byte
+        allreduce = np.where(r_idx[:, None] > 1, ring_allreduce_time(1.0, np.maximum(r_idx[:, None], 1), inside),
+                             0.0)  # [r, i] per parameter byte
         compute = microbatches / np.maximum(r_idx, 1)  # [r]
     plans: list[PRMPlan] = []
     W = np.full((L + 1, V + 1, V + 1), inf)  # ξ = 1

@@ -155,8 +155,9 @@ def _gbps(value, field: str, file: str, rng: _Draws) -> float:
 def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = None,
                    max_devices: int = MAX_DEVICES) -> Topology:
     """Validate a parsed cluster document and draw its bandwidths (at most ``max_devices`` GPUs)."""
-    if set(spec) - {"cluster", "servers"} or "cluster" not in spec or "servers" not in spec:
-        raise InputError("expected a [cluster] table and [[servers]] entries", file=file, field="cluster")
+    if set(spec) - {"cluster", "servers", "network"} or "cluster" not in spec or "servers" not in spec:
+        raise InputError("expected a [cluster] table and [[servers]] entries (and optionally [network], read by "
+                         "archsim train and search)", file=file, field="cluster")
     cluster = spec["cluster"]
     if not isinstance(cluster, dict):
         raise InputError("expected a table: write [cluster] above its keys", file=file, field="cluster")

@@ -31,12 +31,14 @@ from functools import cached_property
 from itertools import accumulate
 from pathlib import Path
 
+from archsim.collectives import Spanning
 from archsim.devices.catalog import Gpu
 from archsim.devices.device import DTYPES, Device, catalog_device, from_gpu
 from archsim.errors import InputError
 from archsim.spp.topology import Topology, build_topology
 from archsim.training import fitted
 from archsim.training.iteration import Links, Machine
+from archsim.training.network import Network, read_network
 from archsim.training.parallel import Parallelism
 from archsim.validate import parse_toml, read_text
 
@@ -53,6 +55,7 @@ class GpuCluster:
     prices: tuple[float | None, ...] = ()  # each server's USD per GPU-hour override (None: the default table)
     watts: tuple[float | None, ...] = ()  # each server's watts per GPU override
     sizes: tuple[int, ...] = ()  # each server's GPU count (empty: all ``gpus_per_server``)
+    network: Network | None = None  # the network as built (None: ``inter_server_bytes_per_s`` per GPU, no rails)
     dtype: str = "fp16"  # what every machine trains in (:class:`~archsim.training.iteration.Machine`)
 
     def __post_init__(self) -> None:  # catalog GPUs given as such become their device descriptions
@@ -92,14 +95,30 @@ class GpuCluster:
         if par.gpus > self.topology.devices:
             raise InputError(f"TP × PP × DP = {par.gpus} GPUs, the cluster has {self.topology.devices}", field="gpus")
 
-    def _link(self, device: Device, members: range):
-        """A group's link: its server's NVLink when all ``members`` (GPU indices) sit in one server, else
-        the inter-server network."""
+    def _link(self, device: Device, members: range, hop: bool = False):
+        """A group's link: its server's NVLink when all ``members`` (GPU indices) sit in one server (or one
+        NVLink domain of several servers), else NVLink inside each server and the network between
+        (:class:`~archsim.collectives.Spanning`: the group's share of every NIC rail; one GPU's for a
+        pipeline ``hop``, where every GPU of the stage sends its own slice at once)."""
         server = self.server_of(members[0])
-        if server != self.server_of(members[-1]):
-            return fitted.infiniband(self.inter_server_bytes_per_s)
-        first = self.starts[server]
-        return fitted.nvlink_group(device, tuple(i - first for i in members))
+        net = self.network
+        if server == self.server_of(members[-1]):
+            first = self.starts[server]
+            link = fitted.nvlink_group(device, tuple(i - first for i in members))
+            return replace(link, nvls=True) if net is not None and net.nvls and device.nvswitch else link
+        if net is not None and net.nvlink_domain > self.gpus_per_server and not self.heterogeneous and \
+                members[0] // net.nvlink_domain == members[-1] // net.nvlink_domain:
+            return replace(fitted.nvlink(device.nvlink_bytes_per_s), nvls=net.nvls)
+        local = tuple(i - self.starts[server] for i in members if self.server_of(i) == server)
+        if net is None:
+            per_gpu = self.inter_server_bytes_per_s
+            bandwidth = per_gpu if hop else per_gpu * len(local)
+        else:
+            servers = tuple(sorted({self.server_of(i) for i in members}))
+            bandwidth = (net.gpu_bytes_per_s(self.gpus_per_server) if hop
+                         else net.group_bytes_per_s(len(local), self.gpus_per_server, servers))
+        intra = fitted.nvlink_group(device, local) if len(local) > 1 else fitted.nvlink(device.nvlink_bytes_per_s)
+        return Spanning(intra, fitted.infiniband(bandwidth), len(local))
 
     def machine(self, par: Parallelism, device: Device | Gpu | None = None, rank: int = 0) -> Machine:
         """The machine of pipeline rank ``rank`` on ``device`` (default the cluster's first GPU type):
@@ -111,7 +130,7 @@ class GpuCluster:
         return Machine(device, kernels,
                        Links(tp=self._link(device, range(start, start + par.tp)),
                              dp=self._link(device, range(start, start + par.tp * par.dp, par.tp)),
-                             pp=self._link(device, range(0, par.gpus, par.tp * par.dp))),
+                             pp=self._link(device, range(0, par.gpus, par.tp * par.dp), hop=True)),
                        dtype=self.dtype)
 
     def problem(self, par: Parallelism) -> str | None:
@@ -196,12 +215,10 @@ def load_gpu_cluster(path: str | Path, dtype: str = "fp16") -> GpuCluster:
         kinds.extend([device] * group.get("count", 1))
         sizes.extend([group["gpus"]] * group.get("count", 1))
     per_server = max(sizes)  # a shared NIC: the most GPUs share one (the slowest per GPU)
-    inter = spec["cluster"].get("inter_server_gbps", 0) or kinds[0].inter_node_gbps  # the file's, else the NIC's
-    inter_bytes = float(inter if not isinstance(inter, list) else inter[0]) * 1e9 / 8
-    if spec["cluster"].get("inter_server_link", "shared") == "shared" and inter_bytes:
-        inter_bytes /= per_server
+    network = read_network(spec, per_server, file, default_gbps=kinds[0].inter_node_gbps)
+    inter_bytes = network.gpu_bytes_per_s(per_server)
     return GpuCluster(topology, kinds[0], per_server, inter_bytes or 1.0, tuple(kinds), tuple(prices), tuple(watts),
-                      tuple(sizes), dtype)
+                      tuple(sizes), network, dtype)
 
 
 def single_node(name: str = "a100-80gb", gpus: int = 8) -> GpuCluster:

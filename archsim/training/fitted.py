@@ -43,7 +43,7 @@ A100_KERNELS = Efficiency(gemm=0.911, memory=0.749, kernel_s=33.3e-6, host_s=69.
 
 def nvlink(bandwidth: float) -> LinkClass:
     """The NVLink link class of a server whose GPUs each have ``bandwidth`` bytes/s per direction."""
-    return LinkClass("nvlink", bandwidth, **A100_NVLINK)
+    return _link("nvlink", bandwidth, A100_NVLINK)
 
 
 def nvlink_group(device, members: tuple[int, ...]) -> LinkClass:
@@ -56,13 +56,23 @@ def nvlink_group(device, members: tuple[int, ...]) -> LinkClass:
 
     rings = ring_count(tuple(members))
     bandwidth = rings * device.nvlink_link_bytes_per_s if rings else device.pcie_bytes_per_s
-    return LinkClass("nvlink" if rings else "pcie", bandwidth, **V100_NVLINK)
+    return _link("nvlink" if rings else "pcie", bandwidth, V100_NVLINK)
+
+
+def _link(name: str, bandwidth: float, fit: dict[str, float]) -> LinkClass:
+    return LinkClass(name, bandwidth, fit["efficiency"], fit["alpha_s"], fit["launch_s"], fit["copy_s_per_byte"])
+
+
+# η of a NIC: the channel speed NCCL's graph search settles on for it (its speedArrayInter: 24 GB/s
+# for a 25 GB/s HDR NIC, 48 for 50 GB/s NDR, 12 for 12.5 GB/s), not fitted.
+NIC_EFFICIENCY = 0.96
 
 
 def infiniband(bandwidth: float) -> LinkClass:
-    """An inter-server link of ``bandwidth`` bytes/s per GPU: not calibrated (no multi-server tables);
-    NVLink's latencies and no copy cost beyond them are assumed."""
-    return LinkClass("infiniband", bandwidth, efficiency=0.9, alpha_s=A100_NVLINK["alpha_s"] * 2,
+    """An inter-server link of ``bandwidth`` bytes/s (a group's share of its servers' NICs): not fitted
+    (no multi-server tables are shipped; the cited figures check it, tests/data/nccl_multinode.csv);
+    η from NCCL's channel speeds, twice NVLink's step latency, NVLink's launch latency and copy cost."""
+    return LinkClass("infiniband", bandwidth, efficiency=NIC_EFFICIENCY, alpha_s=A100_NVLINK["alpha_s"] * 2,
                      launch_s=A100_NVLINK["launch_s"], copy_s_per_byte=A100_NVLINK["copy_s_per_byte"])
 
 
@@ -77,6 +87,7 @@ __all__ = [
     "FIT_LAYERS",
     "NCCL_CHECK_GPUS",
     "NCCL_FIT_GPUS",
+    "NIC_EFFICIENCY",
     "V100_NVLINK",
     "infiniband",
     "is_fit_run",

@@ -24,7 +24,8 @@ In fp32 (``Machine.dtype``) every fp16 byte count of the op lists, messages and 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import lru_cache
 
 import numpy as np
 
@@ -153,6 +154,15 @@ class StageTimes:
 
 
 def model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> dict[str, PieceCost]:
+    """Per micro-batch costs of one transformer layer, the embedding and the head on ``machine``. They do
+    not depend on PP, DP, the global batch, the schedule or the stage split, so they are computed once
+    per distinct rest (``par`` with those reset) and shared: a runs file or a sweep repeats them often."""
+    same = replace(par, pp=1, dp=1, global_batch=par.micro_batch, interleave=1, schedule="1f1b", stage_layers=None)
+    return dict(_model_pieces(c, same, machine))
+
+
+@lru_cache(maxsize=4096)
+def _model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> dict[str, PieceCost]:
     b, t, sp = par.micro_batch, par.tp, par.sequence_parallel
     if machine.implementation == "pytorch-eager":
         check_eager(c, t, sp)

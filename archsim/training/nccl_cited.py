@@ -1,0 +1,64 @@
+"""nccl-tests figures cited from public NCCL threads (``tests/data/nccl_multinode.csv``: source, GPU,
+servers, GPUs and NICs per server, NIC Gb/s, collective, algorithm, bytes, bus bandwidth GB/s), and
+archsim's bus bandwidth for the same run — the check of the collectives across servers and of NVLS,
+which no shipped table measures. Nothing here is fitted."""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from archsim.collectives import LinkClass, Spanning, collective_seconds
+from archsim.devices.catalog import gpu
+from archsim.training import fitted
+from archsim.training.network import Network
+
+
+@dataclass(frozen=True)
+class CitedRun:
+    """One cited figure; ``expected``: how the thread says the run relates to a sound system
+    (``match``; ``below-model``: the maintainers called it low; ``above-ring`` / ``match-ratio``: NVLS
+    and ring figures of one server)."""
+
+    source: str
+    gpu: str
+    servers: int
+    gpus_per_server: int
+    nics_per_server: int
+    nic_gbps: float
+    collective: str
+    algorithm: str
+    nbytes: float
+    bus_gbytes_per_s: float
+    expected: str
+
+
+def read_cited(path: str | Path) -> list[CitedRun]:
+    with open(path, encoding="utf-8") as f:
+        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
+    return [CitedRun(r["source"], r["gpu"], int(r["servers"]), int(r["gpus_per_server"]), int(r["nics_per_server"]),
+                     float(r["nic_gbps"]), r["collective"], r["algorithm"], float(r["bytes"]),
+                     float(r["bus_gbytes_per_s"]), r["expected"]) for r in rows]
+
+
+def predicted_bus_gbytes_per_s(run: CitedRun) -> float:
+    """archsim's bus bandwidth (nccl-tests' definition: 2(n − 1)/n · S / t for an all-reduce, GB/s) for the
+    cited run, the whole server's GPUs in one group; ``algorithm`` ring or nvls forces NCCL's choice."""
+    device = gpu(run.gpu)
+    n = run.servers * run.gpus_per_server
+    intra = fitted.nvlink(device.nvlink_bytes_per_s)
+    link: LinkClass | Spanning
+    if run.servers == 1:
+        link = replace(intra, nvls=run.algorithm == "nvls")
+    else:
+        network = Network(run.nics_per_server, run.nic_gbps, max(1, run.gpus_per_server // run.nics_per_server),
+                          run.gpus_per_server)
+        inter = fitted.infiniband(network.group_bytes_per_s(run.gpus_per_server, run.gpus_per_server))
+        link = Spanning(intra, inter, run.gpus_per_server)
+    seconds = float(collective_seconds(run.collective, run.nbytes, n, link))
+    factor = 2 * (n - 1) / n if run.collective == "all-reduce" else (n - 1) / n
+    return factor * run.nbytes / seconds / 1e9
+
+
+__all__ = ["CitedRun", "predicted_bus_gbytes_per_s", "read_cited"]

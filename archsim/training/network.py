@@ -1,0 +1,119 @@
+"""The network between servers as it is built: a cluster TOML's ``[network]`` table (docs/formats.md,
+"Cluster (TOML)") — NICs per server and their speed, which GPUs share a NIC (rails), the NVLink
+domain, switch tiers, servers per leaf group and the oversubscription above it.
+
+Without a ``[network]`` table the two older keys say the same in fewer words: ``inter_server_gbps``
+with ``inter_server_link = "per_gpu_pair"`` is one NIC of that speed per GPU (a rail per GPU),
+``"shared"`` (the default) one NIC of that speed for the whole server.
+
+What a group of GPUs gets between servers (:meth:`Network.group_bytes_per_s`): NCCL splits a
+collective into channels and spreads them over every NIC its GPUs reach (NCCL's graph search gives each
+channel one NIC), so a group with k GPUs in each server moves k GPUs' share of the server's NICs —
+all of them for a group that fills the server — while the other groups of the same kind (the DP
+groups of the other TP ranks, say) use the rest at the same time. Above a leaf group the uplinks may
+be oversubscribed: a group whose servers sit under different leaves gets that much less.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from archsim.errors import InputError
+from archsim.validate import shown
+
+NETWORK_KEYS = {"nics_per_server", "nic_gbps", "gpus_per_nic", "nvlink_domain", "switch_tiers", "servers_per_leaf",
+                "oversubscription", "nvls"}
+
+
+@dataclass(frozen=True)
+class Network:
+    """nics_per_server × nic_gbps (Gbit/s each, one direction); gpus_per_nic: GPUs sharing one NIC
+    (GPU g of a server uses NIC g // gpus_per_nic: its rail); nvlink_domain: GPUs one NVLink/NVSwitch
+    fabric joins (a server's, or several servers' with an NVLink switch system); switch_tiers: 1 (one
+    switch), 2 (leaf–spine) or 3 (leaf–spine–core); servers_per_leaf: the servers whose NICs of a rail
+    share a leaf switch (a DGX SuperPOD's scalable unit); oversubscription ≥ 1: down- to up-link
+    bandwidth of a leaf (1: non-blocking); nvls: the NVSwitch reduces all-reduces in the switch."""
+
+    nics_per_server: int
+    nic_gbps: float
+    gpus_per_nic: int
+    nvlink_domain: int
+    switch_tiers: int = 2
+    servers_per_leaf: int = 0  # 0: every server under one leaf group
+    oversubscription: float = 1.0
+    nvls: bool = False
+
+    @property
+    def server_bytes_per_s(self) -> float:
+        """All of a server's NICs, one direction, bytes/s."""
+        return self.nics_per_server * self.nic_gbps * 1e9 / 8
+
+    def gpu_bytes_per_s(self, gpus_per_server: int) -> float:
+        """One GPU's share of its server's NICs when every GPU sends at once (bytes/s): its own NIC's
+        bandwidth over the GPUs sharing it, or less where the server has fewer NIC ports than GPUs use."""
+        used = min(self.nics_per_server, math.ceil(gpus_per_server / self.gpus_per_nic))
+        return used * self.nic_gbps * 1e9 / 8 / gpus_per_server
+
+    def group_bytes_per_s(self, per_server: int, gpus_per_server: int, servers: tuple[int, ...] = ()) -> float:
+        """What a group with ``per_server`` GPUs in each of its ``servers`` (indices) moves between servers
+        (bytes/s): those GPUs' share of the NICs, over the oversubscription when they sit under
+        different leaves."""
+        bandwidth = per_server * self.gpu_bytes_per_s(gpus_per_server)
+        if self.servers_per_leaf and len({s // self.servers_per_leaf for s in servers}) > 1:
+            bandwidth /= self.oversubscription
+        return bandwidth
+
+
+def _positive(table: dict, key: str, default, file: str, kind=int):
+    value = table.get(key, default)
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 and math.isfinite(value)
+    if not ok or (kind is int and not isinstance(value, int)):
+        what = "a positive integer" if kind is int else "a positive number"
+        raise InputError(f"expected {what}, got {shown(value)}", file=file, field=key)
+    return kind(value)
+
+
+def read_network(spec: dict, gpus_per_server: int, file: str = "<cluster>", default_gbps: float = 0.0) -> Network:
+    """The cluster document's network: its ``[network]`` table, else the one ``inter_server_gbps`` and
+    ``inter_server_link`` describe (module docstring); ``default_gbps``: the devices' own inter-node
+    Gb/s (a device file's ``[links]``), used when the file states no ``inter_server_gbps``."""
+    cluster = spec.get("cluster", {})
+    table = spec.get("network")
+    if table is None:
+        inter = cluster.get("inter_server_gbps", 0) or default_gbps
+        shared = cluster.get("inter_server_link", "shared") != "per_gpu_pair"
+        # no inter-server bandwidth (one server): 1 byte/s per GPU, never used
+        gbps = float(inter if not isinstance(inter, list) else inter[0]) or 8e-9 * (gpus_per_server if shared else 1)
+        if not shared:
+            return Network(gpus_per_server, gbps, 1, gpus_per_server)
+        return Network(1, gbps, gpus_per_server, gpus_per_server)
+    if not isinstance(table, dict):
+        raise InputError("expected a table: write [network] above its keys", file=file, field="network")
+    unknown = sorted(set(table) - NETWORK_KEYS)
+    if unknown:
+        raise InputError("unknown key in [network]", file=file, field=unknown[0])
+    nics = _positive(table, "nics_per_server", None, file)
+    gbps = _positive(table, "nic_gbps", None, file, float)
+    per_nic = _positive(table, "gpus_per_nic", math.ceil(gpus_per_server / nics), file)
+    domain = _positive(table, "nvlink_domain", gpus_per_server, file)
+    if domain % gpus_per_server:
+        raise InputError(f"an NVLink domain holds whole servers: a multiple of {gpus_per_server} GPUs, got {domain}",
+                         file=file, field="nvlink_domain")
+    tiers = _positive(table, "switch_tiers", 2, file)
+    if tiers > 3:
+        raise InputError(f"expected 1, 2 or 3 switch tiers, got {tiers}", file=file, field="switch_tiers")
+    leaf = table.get("servers_per_leaf", 0)
+    if leaf != 0:
+        leaf = _positive(table, "servers_per_leaf", 0, file)
+    over = _positive(table, "oversubscription", 1.0, file, float)
+    if over < 1:
+        raise InputError(f"expected ≥ 1 (down- over up-link bandwidth), got {shown(over)}", file=file,
+                         field="oversubscription")
+    nvls = table.get("nvls", False)
+    if not isinstance(nvls, bool):
+        raise InputError(f"expected true or false, got {shown(nvls)}", file=file, field="nvls")
+    return Network(nics, gbps, per_nic, domain, tiers, leaf, over, nvls)
+
+
+__all__ = ["NETWORK_KEYS", "Network", "read_network"]

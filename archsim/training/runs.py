@@ -1,0 +1,185 @@
+"""A runs file: many training configurations of one model, each predicted by ``archsim train`` in one
+process (``archsim train MODEL --runs RUNS.csv``), so a user checks archsim against their own measured
+runs in seconds.
+
+Two layouts are read (docs/formats.md, "Runs files"):
+
+* archsim's: a header naming the columns ``tp, pp, dp, micro_batch, global_batch`` (required) and any of
+  ``recompute`` (none | selective | full, default full), ``sequence_parallel`` (true/false, default
+  false), ``interleave`` (default 1), ``gpus`` (checked against TP × PP × DP) and ``measured_seconds``;
+* vTrain's released CSV as it is (``# GPUs,global batch,…,iteration time (ms)``,
+  :data:`archsim.training.measured.COLUMNS`): each row also names its GPT's hidden size, heads, layers
+  and sequence length, which replace MODEL's (FFN kept at MODEL's multiple of hidden); recompute full
+  (or its optional ``recompute`` column, as :mod:`archsim.training.measured` reads it), no sequence
+  parallelism, no interleaving (how vTrain measured); the time in ms is the measured one.
+
+Rows differ in a few fields, and most of an iteration's cost depends on fewer still: the per-piece
+costs (one transformer layer, the embedding, the head on one GPU for one micro-batch) do not depend
+on PP, DP or the global batch, and :func:`archsim.training.iteration.model_pieces` keeps them across
+rows (vTrain's 1,008 rows need 127 distinct ones).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from archsim.errors import InputError
+from archsim.training.measured import COLUMNS as VTRAIN_COLUMNS
+from archsim.training.measured import split_meta
+from archsim.training.parallel import RECOMPUTE, Parallelism
+from archsim.validate import read_text
+from archsim.workload.transformer import TransformerConfig
+
+if TYPE_CHECKING:
+    from archsim.training.cluster import GpuCluster
+
+REQUIRED = ("tp", "pp", "dp", "micro_batch", "global_batch")
+OPTIONAL = ("recompute", "sequence_parallel", "interleave", "gpus", "measured_seconds")
+_TRUE = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False, "": False}
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """One row: its line in the file, its parallelism, and where given the measured iteration (seconds)
+    and the model shape that replaces MODEL's (hidden, heads, layers, seq: vTrain's layout)."""
+
+    line: int
+    par: Parallelism
+    measured_seconds: float | None = None
+    shape: tuple[int, int, int, int] | None = None
+
+
+def read_runs(path: str | Path) -> tuple[RunRow, ...]:
+    """The rows of a runs file (either layout, module docstring). A bad row raises an
+    :class:`InputError` naming the file, its line and the field."""
+    file = str(path)
+    lines = read_text(path, "runs file", encoding="utf-8-sig").splitlines()
+    _, first = split_meta(lines)
+    if first == len(lines):
+        raise InputError("no header row", file=file)
+    names = [c.strip().lower() for c in lines[first].split(",")]
+    body = [(n, line) for n, line in enumerate(lines[first + 1:], start=first + 2) if line.strip()]
+    if tuple(names[:len(VTRAIN_COLUMNS)]) == VTRAIN_COLUMNS:
+        return _measured_rows(path, [n for n, _ in body])
+    missing = [c for c in REQUIRED if c not in names]
+    if missing:
+        raise InputError(f"missing column(s) {', '.join(missing)}: a runs file names {', '.join(REQUIRED)} and "
+                         f"optionally {', '.join(OPTIONAL)} (or is vTrain's CSV as released)", file=file,
+                         line=first + 1)
+    unknown = [c for c in names if c not in REQUIRED + OPTIONAL]
+    if unknown:
+        raise InputError(f"unknown column(s) {', '.join(unknown)}", file=file, line=first + 1)
+    index = {name: i for i, name in enumerate(names)}
+    return tuple(_archsim_row(line.split(","), index, n, file) for n, line in body)
+
+
+def _int(cell: str, field: str, file: str, line: int) -> int:
+    try:
+        value = int(cell)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise InputError(f"expected a positive integer, got {cell!r}", file=file, line=line, field=field)
+    return value
+
+
+def _seconds(cell: str, field: str, file: str, line: int, scale: float = 1.0) -> float:
+    try:
+        value = float(cell) * scale
+    except ValueError:
+        value = math.nan
+    if not (value > 0 and math.isfinite(value)):
+        raise InputError(f"expected a positive time, got {cell!r}", file=file, line=line, field=field)
+    return value
+
+
+def _parallelism(fields: dict, file: str, line: int) -> Parallelism:
+    try:
+        return Parallelism(**fields)
+    except InputError as exc:
+        raise InputError(exc.message, file=file, line=line, field=exc.where.field) from None
+
+
+def _archsim_row(raw: list[str], index: dict[str, int], line: int, file: str) -> RunRow:
+    cells = {name: raw[i].strip() if i < len(raw) else "" for name, i in index.items()}
+    fields: dict = {name: _int(cells[name], name, file, line) for name in REQUIRED}
+    fields["recompute"] = cells.get("recompute") or "full"
+    if fields["recompute"] not in RECOMPUTE:
+        raise InputError(f"expected one of {', '.join(RECOMPUTE)}, got {fields['recompute']!r}", file=file,
+                         line=line, field="recompute")
+    flag = cells.get("sequence_parallel", "").lower()
+    if flag not in _TRUE:
+        raise InputError(f"expected true or false, got {cells['sequence_parallel']!r}", file=file, line=line,
+                         field="sequence_parallel")
+    fields["sequence_parallel"] = _TRUE[flag]
+    if cells.get("interleave"):
+        fields["interleave"] = _int(cells["interleave"], "interleave", file, line)
+    par = _parallelism(fields, file, line)
+    if cells.get("gpus") and _int(cells["gpus"], "gpus", file, line) != par.gpus:
+        raise InputError(f"gpus {cells['gpus']} ≠ TP × PP × DP = {par.gpus}", file=file, line=line, field="gpus")
+    measured = cells.get("measured_seconds")
+    return RunRow(line, par, _seconds(measured, "measured_seconds", file, line) if measured else None)
+
+
+def _measured_rows(path: str | Path, lines: list[int]) -> tuple[RunRow, ...]:
+    """vTrain's layout, read by :func:`~archsim.training.measured.read_measured_table` (one reader of that
+    format); ``lines``: the file's non-blank body lines, one per run in order."""
+    from archsim.training.measured import read_measured_table
+
+    runs = read_measured_table(path).runs
+    return tuple(RunRow(line, run.parallelism(), run.milliseconds / 1e3, (run.hidden, run.heads, run.layers, run.seq))
+                 for line, run in zip(lines, runs))
+
+
+def row_config(base: TransformerConfig, row: RunRow) -> TransformerConfig:
+    """MODEL with the row's hidden, heads, layers and sequence length where the row names them (the FFN
+    kept at MODEL's multiple of hidden, kv heads at its ratio, learned positions at the sequence)."""
+    if row.shape is None:
+        return base
+    hidden, heads, layers, seq = row.shape
+    group = base.heads // base.kv_heads
+    if heads % group:
+        raise InputError(f"{heads} heads do not group into MODEL's {group} query heads per kv head", field="heads")
+    try:
+        return replace(base, name=f"{base.name}-h{hidden}-l{layers}", hidden=hidden, heads=heads, layers=layers,
+                       seq=seq, ffn=base.ffn * hidden // base.hidden, kv_heads=heads // group,
+                       positions=seq if base.positions else 0)
+    except InputError as exc:
+        raise InputError(exc.message, field=exc.where.field) from None
+
+
+def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRow, ...],
+                 tick: Callable[[], None] = lambda: None) -> list[dict]:
+    """Each row's predicted iteration (seconds), peak memory per GPU (GiB) and, where measured, its error
+    (predicted / measured − 1), in the rows' order; ``tick`` is called after each row (a progress bar).
+    A row that cannot run on ``cluster`` raises an :class:`InputError` naming its line."""
+    from archsim.training.run import train
+
+    out = []
+    for row in rows:
+        try:
+            config = row_config(base, row)
+            machines = cluster.rank_machines(row.par)
+            if machines is None:
+                raise InputError("a pipeline stage's GPUs are of different types: choose TP × DP to fill whole "
+                                 "servers of one type", field="tp")
+            result = train(config, row.par, machines[0], machines)
+        except InputError as exc:
+            raise InputError(exc.message, line=row.line, field=exc.where.field) from None
+        p = row.par
+        record = {"line": row.line, "model": config.name, "gpus": p.gpus, "tp": p.tp, "pp": p.pp, "dp": p.dp,
+                  "micro_batch": p.micro_batch, "global_batch": p.global_batch, "recompute": p.recompute,
+                  "sequence_parallel": p.sequence_parallel, "interleave": p.interleave,
+                  "predicted_seconds": result.iteration_seconds, "peak_memory_gib": result.peak_memory_gib,
+                  "measured_seconds": row.measured_seconds,
+                  "error": None if row.measured_seconds is None else result.iteration_seconds / row.measured_seconds - 1}
+        out.append(record)
+        tick()
+    return out
+
+
+__all__ = ["OPTIONAL", "REQUIRED", "RunRow", "predict_runs", "read_runs", "row_config"]
