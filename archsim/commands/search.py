@@ -92,15 +92,15 @@ def run(args: argparse.Namespace) -> int:
     if args.format != "json":
         meta = {k: (", ".join(f"{r}: {n}" for r, n in v.items()) if isinstance(v, dict) else v)
                 for k, v in meta.items() if k != "pareto"}
-        meta["pareto"] = "; ".join(f"TP{r['tp']} PP{r['pp']} DP{r['dp']} mb{r['micro_batch']} {r['recompute']} "
-                                   f"{r['schedule']}{' v' + str(r['interleave']) if r['interleave'] > 1 else ''}"
-                                   f"{' sp' if r['sequence_parallel'] else ''}: {r['iteration_seconds']:.4g} s, "
-                                   f"{r['peak_memory_gib']:.3g} GiB"
-                                   for r in result.pareto)
+        if args.format == "csv":  # one column; the table ends with a block of one line per configuration
+            meta["pareto"] = "; ".join(_front_line(r) for r in result.pareto)
         rows = [{k: v for k, v in row.items() if k not in ("megatron_args", "command")} for row in rows] \
             if args.format == "table" else rows
     columns = None if rows else ["tp", "pp", "dp", "micro_batch", "recompute", "schedule", "iteration_seconds"]
-    emit(render(pd.DataFrame(rows, columns=columns), args.format, meta=meta, precision=args.precision), args)
+    text = render(pd.DataFrame(rows, columns=columns), args.format, meta=meta, precision=args.precision)
+    if args.format == "table":
+        text += _front_block(result.pareto, args.objective)
+    emit(text, args)
     if args.pareto_html:
         from archsim.report.search_front import write_front_page  # plotly: only when a page is asked for
 
@@ -109,6 +109,24 @@ def run(args: argparse.Namespace) -> int:
     if args.gantt or args.trace or args.schedule_csv:
         _write_best_timeline(args, config, cluster, result.rows)
     return 0
+
+
+def _front_line(r: dict) -> str:
+    """One Pareto configuration: its parallelism, schedule, time and memory per GPU."""
+    return (f"TP{r['tp']} PP{r['pp']} DP{r['dp']} mb{r['micro_batch']} {r['recompute']} "
+            f"{r['schedule']}{' v' + str(r['interleave']) if r['interleave'] > 1 else ''}"
+            f"{' sp' if r['sequence_parallel'] else ''}: {r['iteration_seconds']:.4g} s, "
+            f"{r['peak_memory_gib']:.3g} GiB")
+
+
+def _front_block(front: list[dict], objective: str) -> str:
+    """The table's closing block: the Pareto front, one indented line per configuration, fastest first
+    (no ``# name:`` lines: those are the meta's)."""
+    against = {"time": "memory per GPU", "cost": "cost per iteration", "energy": "energy per iteration"}[objective]
+    lines = [f"Pareto front, iteration time against {against} ({len(front)} configurations):"]
+    lines += [f"  {_front_line(r)}" + (f", {r['cost_usd']:.4g} USD" if objective == "cost" else "")
+              + (f", {r['energy_j']:.4g} J" if objective == "energy" else "") for r in front]
+    return "\n" + "\n".join(lines) + "\n"
 
 
 def _write_best_timeline(args: argparse.Namespace, config, cluster, rows: list[dict]) -> None:
@@ -128,7 +146,8 @@ def _write_best_timeline(args: argparse.Namespace, config, cluster, rows: list[d
     if r.get("placement"):
         cluster = cluster.reordered(tuple(int(n) for n in r["placement"].split(",")))
     result = train(config, par, cluster.machine(par), cluster.rank_machines(par) if cluster.heterogeneous else None)
-    write_timeline_outputs(args, result.timeline, f"{config.name}: TP{par.tp} PP{par.pp} DP{par.dp}, {r['schedule']}")
+    write_timeline_outputs(args, result.timeline, f"{config.name}: TP{par.tp} PP{par.pp} DP{par.dp}, {r['schedule']}",
+                           unit="seconds")
 
 
 COMMAND = Command("search", HELP, add_arguments, run)

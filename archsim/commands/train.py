@@ -4,6 +4,7 @@ per-op and per-collective breakdown and the pipeline timeline (:mod:`archsim.tra
 from __future__ import annotations
 
 import argparse
+import sys
 
 from archsim.commands import Command
 from archsim.commands.common import add_output_arguments, add_timeline_outputs, emit, positive_int
@@ -88,22 +89,54 @@ def run(args: argparse.Namespace) -> int:
     slots = result.timeline.to_frame()
     timeline = [{"rank": str(row.processor), "action": str(row.op), "start_s": float(row.start), "end_s": float(row.end)}
                 for row in slots.itertuples()] if len(slots) <= 20000 else []
+    rates = _rates(config, par, result.iteration_seconds, machines)
     meta = {"model": config.name, "gpu": ", ".join(sorted({m.gpu.name for m in machines})), "gpus": par.gpus, "tp": par.tp, "pp": par.pp,
             "dp": par.dp, "global_batch": par.global_batch, "micro_batch": par.micro_batch,
             "microbatches": par.microbatches, "recompute": par.recompute,
             "sequence_parallel": par.sequence_parallel, "interleave": par.interleave, "schedule": par.schedule,
             "stage_layers": ",".join(map(str, par.stage_layers)) if par.stage_layers else "even",
             "placement": order_text(placement) if isinstance(placement, tuple) else "file",
-            "iteration_seconds": result.iteration_seconds, "peak_memory_gib": result.peak_memory_gib,
+            "iteration_seconds": result.iteration_seconds, **rates, "peak_memory_gib": result.peak_memory_gib,
             "memory_capacity_gib": capacity / 2**30, "fits_memory": all(m["fits"] for m in memory),
             "breakdown_seconds": result.breakdown, "memory_per_rank": memory,
             "after_backward_seconds": list(result.post), "timeline": timeline}
     frame = pd.DataFrame(result.ops, columns=["piece", "name", "op", "seconds"])
-    if args.format != "json":
+    if args.format != "json":  # the breakdown as one line of text; the per-rank lists stay JSON's
+        from archsim.outputs import format_number
+
+        digits = "{:.4g}" if args.precision is None else f"{{:.{args.precision}g}}"
+        show = (lambda v: format_number(v, digits)) if args.format == "table" else repr  # csv: full precision
         meta = {k: v for k, v in meta.items() if not isinstance(v, (list, dict))}
+        meta["breakdown_seconds"] = ", ".join(f"{k}: {show(v)}" for k, v in result.breakdown.items())
+    warning = _memory_warning(memory, capacities)
+    if warning:
+        print(f"archsim train: warning: {warning}", file=sys.stderr)
     emit(render(frame, args.format, meta=meta, precision=args.precision), args)
-    write_timeline_outputs(args, result.timeline, f"{config.name}: TP{par.tp} PP{par.pp} DP{par.dp}")
+    write_timeline_outputs(args, result.timeline, f"{config.name}: TP{par.tp} PP{par.pp} DP{par.dp}",
+                           unit="seconds")
     return 0
+
+
+def _rates(config, par, seconds: float, machines) -> dict[str, float]:
+    """MFU, model and hardware TFLOP/s per GPU and tokens/s (:mod:`archsim.training.throughput`); the
+    peak is the mean of the ranks' GPUs' fp16 peaks (every rank has TP × DP GPUs)."""
+    from dataclasses import asdict
+
+    from archsim.training.throughput import throughput
+
+    peak = sum(m.gpu.peak("fp16") for m in machines) / len(machines)
+    return asdict(throughput(config, par.global_batch, par.recompute, seconds, par.gpus, peak))
+
+
+def _memory_warning(memory: list[dict], capacities: list[float]) -> str | None:
+    """One line naming the pipeline rank furthest over its GPU's memory, or None when every rank fits."""
+    over = [m for m in memory if not m["fits"]]
+    if not over:
+        return None
+    worst = max(over, key=lambda m: m["total_gib"] * 2**30 / capacities[m["rank"]])
+    others = f" ({len(over)} of {len(memory)} pipeline ranks do not fit)" if len(over) > 1 else ""
+    return (f"does not fit: pipeline rank {worst['rank']} needs {worst['total_gib']:.1f} GiB per GPU, its "
+            f"{worst['gpu']} has {capacities[worst['rank']] / 2**30:.1f} GiB{others}")
 
 
 _LAYOUT_ERRORS = {

@@ -3,18 +3,9 @@
 
 from __future__ import annotations
 
-from archsim.training.layer_ops import layer_parameters
 from archsim.training.search_space import Candidate
+from archsim.training.throughput import model_flops
 from archsim.workload.transformer import TransformerConfig
-
-
-def model_flops(c: TransformerConfig, global_batch: int) -> float:
-    """FLOPs of one iteration without recomputation (PaLM's MFU count, Chowdhery et al. 2022 App. B):
-    6 per parameter per token (the layers' and the LM head's) plus 12·layers·hidden·seq per token for
-    attention's scores and context. For a GPT this is Narayanan et al.'s 72·B·s·l·h²(1 + s/6h + V/12lh)."""
-    tokens = global_batch * c.seq
-    params = c.layers * layer_parameters(c) + c.vocab * c.hidden
-    return tokens * (6 * params + 12 * c.layers * c.hidden * c.seq)
 
 
 def pareto_front(costed: list[tuple], second=lambda t: t[2]) -> list[tuple]:
