@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from archsim.training.search_space import Candidate
 from archsim.training.throughput import model_flops
-from archsim.workload.transformer import TransformerConfig
 
 
 def pareto_front(costed: list[tuple], second=lambda t: t[2]) -> list[tuple]:
