@@ -41,14 +41,14 @@ def test_flops_are_narayanans_closed_form(batch):
 def test_selective_and_flash_recompute_the_attention_gemms():
     """Per layer and sample, each head's QKᵀ is s × d_head × s multiply-adds, 2·s²·d_head FLOPs, and so
     is P·V: selective recompute reruns both (4·s²·h over the heads), FlashAttention-2's backward one QKᵀ
-    more (2·s²·h), counted here head by head."""
+    more (2·s²·h; with flash, selective has no s² tensor to rebuild), counted here head by head."""
     c, B = GPT3, 3
     d_head = c.hidden // c.heads
     one_gemm = sum(2 * c.seq * d_head * c.seq for _ in range(c.heads))  # one QKᵀ over all heads, one sample
     assert recomputed_flops(c, B, "none") == 0
     assert recomputed_flops(c, B, "selective") == pytest.approx(B * c.layers * 2 * one_gemm)
     assert recomputed_flops(c, B, "none", "flash") == pytest.approx(B * c.layers * one_gemm)
-    assert recomputed_flops(c, B, "selective", "flash") == pytest.approx(B * c.layers * 3 * one_gemm)
+    assert recomputed_flops(c, B, "selective", "flash") == pytest.approx(B * c.layers * one_gemm)  # nothing s²
 
 
 def test_throughput_divides_by_time_and_gpus():
@@ -126,3 +126,73 @@ def test_search_table_ends_with_a_readable_pareto_block(capsys):
     block = out.split("\nPareto front, iteration time against memory per GPU (", 1)[1].splitlines()
     count = int(block[0].split(" ", 1)[0])
     assert count >= 1 and len(block) == count + 1 and all(line.startswith("  TP") for line in block[1:])
+
+
+def _attention_ops(work):
+    names = {"scores", "scores.dB", "context", "context.dB", "flash_attention"}
+    return [op for op in (*work.forward, *work.backward) if op.layer in names]
+
+
+@pytest.mark.parametrize("kv_heads", [32, 8])
+def test_flash_attention_flops_and_bytes(kv_heads):
+    """FlashAttention-2's forward runs the standard QKᵀ and P·V; its backward those four GEMMs' δ work
+    plus one recomputed QKᵀ (2·s²·d per head); none of its HBM traffic grows with s²."""
+    from archsim.training.layer_ops import block_work
+
+    c = TransformerConfig("llama-7b-like", "llama", layers=32, hidden=4096, heads=32, vocab=32000, seq=4096,
+                          ffn=11008, kv_heads=kv_heads, tied_embeddings=False)
+    b, t = 2, 2
+    heads, d = c.heads // t, c.hidden // c.heads
+    gemm_flops = 2 * c.seq * c.seq * d * b * heads  # one s × d × s product over the GPU's heads
+    standard = _attention_ops(block_work(c, b, t))
+    flash = _attention_ops(block_work(c, b, t, attention="flash"))
+    forward = lambda ops: sum(2 * op.macs for op in ops if op.kind == "F")
+    backward = lambda ops: sum(2 * op.macs for op in ops if op.kind != "F")
+    assert forward(standard) == forward(flash) == 2 * gemm_flops
+    assert backward(standard) == 4 * gemm_flops and backward(flash) == 5 * gemm_flops
+    assert all(op.fused for op in flash) and len(flash) == 2
+    longer = _attention_ops(block_work(TransformerConfig(**{**c.__dict__, "seq": 2 * c.seq}), b, t, attention="flash"))
+    assert [op.vector_elements for op in longer] == [2 * op.vector_elements for op in flash]  # linear in s
+    q, kv = c.seq * d * b * heads, c.seq * d * b * max(kv_heads // t, 1)
+    assert flash[0].vector_elements == 2 * q + 2 * kv + 2 * c.seq * b * heads  # Q, K, V, O; fp32 log-sum-exp
+
+
+def test_flash_attention_keeps_no_s_squared_activations():
+    from archsim.training.memory import layer_activation_bytes
+
+    c = TransformerConfig("gpt", "gpt", layers=24, hidden=2048, heads=16, vocab=50257, seq=4096, ffn=8192,
+                          kv_heads=16)
+    s, b, h, a, t = c.seq, 1, c.hidden, c.heads, 2
+    # Korthikanti et al. 2022 Table 2 without the 5·a·s²·b/t of the attention core, plus the log-sum-exp
+    assert layer_activation_bytes(c, b, t, "none", False, "flash") == s * b * h * (10 + 24 / t) + 4 * a * s * b / t
+    assert layer_activation_bytes(c, b, t, "none", False) == s * b * h * (10 + 24 / t + 5 * a * s / (h * t))
+    assert layer_activation_bytes(c, b, t, "selective", False, "flash") == \
+        layer_activation_bytes(c, b, t, "none", False, "flash")
+
+
+def test_a_fused_op_is_not_slower_than_its_parts():
+    from archsim.devices.catalog import gpu
+    from archsim.devices.gpu_cost import op_seconds
+    from archsim.training.fitted import A100_KERNELS
+    from archsim.training.layer_ops import flash_attention_ops
+
+    fused = flash_attention_ops(2048, 128, 32, 32)
+    parts = [op for f in fused for op in (
+        *(type(f)(f"{f.layer}.{i}", f.kind, (g,)) for i, g in enumerate(f.gemms)),
+        type(f)(f.layer, f.kind, (), vector_elements=f.vector_elements))]
+    a100 = gpu("a100-80gb")
+    assert op_seconds(fused, a100, A100_KERNELS).sum() < op_seconds(parts, a100, A100_KERNELS).sum()
+
+
+def test_train_attention_flash_runs_and_is_faster_at_long_sequences(capsys):
+    runs = {}
+    for attention in ("standard", "flash"):
+        assert main(["train", MODEL, "--cluster", NODE, "--tp", "2", "--global-batch", "4", "--seq", "4096",
+                     "--recompute", "none", "--attention", attention, "--format", "json"]) == 0
+        runs[attention] = json.loads(capsys.readouterr().out)["meta"]
+    assert runs["flash"]["attention"] == "flash"
+    assert runs["flash"]["iteration_seconds"] < runs["standard"]["iteration_seconds"]
+    assert runs["flash"]["peak_memory_gib"] < runs["standard"]["peak_memory_gib"]
+    # the same model FLOPs; flash's hardware FLOPs add its backward's QKᵀ
+    assert runs["flash"]["tflops_per_gpu"] * runs["flash"]["iteration_seconds"] == \
+        pytest.approx(runs["standard"]["tflops_per_gpu"] * runs["standard"]["iteration_seconds"])

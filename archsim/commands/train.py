@@ -8,7 +8,7 @@ import sys
 
 from archsim.commands import Command
 from archsim.commands.common import add_output_arguments, add_timeline_outputs, emit, positive_int
-from archsim.training.parallel import RECOMPUTE
+from archsim.training.parallel import ATTENTIONS, RECOMPUTE
 
 HELP = "one training iteration of a transformer on GPUs: TP × PP × DP, time, memory, breakdown"
 
@@ -26,6 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seq", type=positive_int, default=None, help="sequence length (default: the config's)")
     parser.add_argument("--recompute", default="full", choices=RECOMPUTE, help="activation recomputation")
     parser.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallelism (TP > 1)")
+    parser.add_argument("--attention", default="standard", choices=ATTENTIONS,
+                        help="attention kernels: Megatron's standard core (the s² scores in HBM, as the measured "
+                             "Megatron-DeepSpeed runs) or FlashAttention-2 (what Megatron-LM runs today; docs/training.md)")
     parser.add_argument("--interleave", type=positive_int, default=1, metavar="V",
                         help="model chunks per pipeline rank (interleaved 1F1B when V > 1)")
     parser.add_argument("--schedule", default="1f1b", help="pipeline schedule (archsim's published orders: 1f1b, "
@@ -69,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
         return _run_sweep(args, config)
     par = Parallelism(args.tp, args.pp, args.dp, args.global_batch, args.micro_batch, args.recompute,
                       args.sequence_parallel, args.interleave, args.schedule,
-                      parse_stage_layers(args.stage_layers) if args.stage_layers else None)
+                      parse_stage_layers(args.stage_layers) if args.stage_layers else None, args.attention)
     cluster = load_gpu_cluster(args.cluster)
     placement = parse_placement(args.placement, cluster)
     if isinstance(placement, tuple):
@@ -94,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
             "dp": par.dp, "global_batch": par.global_batch, "micro_batch": par.micro_batch,
             "microbatches": par.microbatches, "recompute": par.recompute,
             "sequence_parallel": par.sequence_parallel, "interleave": par.interleave, "schedule": par.schedule,
-            "stage_layers": ",".join(map(str, par.stage_layers)) if par.stage_layers else "even",
+            "attention": par.attention, "stage_layers": ",".join(map(str, par.stage_layers)) if par.stage_layers else "even",
             "placement": order_text(placement) if isinstance(placement, tuple) else "file",
             "iteration_seconds": result.iteration_seconds, **rates, "peak_memory_gib": result.peak_memory_gib,
             "memory_capacity_gib": capacity / 2**30, "fits_memory": all(m["fits"] for m in memory),
@@ -125,7 +128,7 @@ def _rates(config, par, seconds: float, machines) -> dict[str, float]:
     from archsim.training.throughput import throughput
 
     peak = sum(m.gpu.peak("fp16") for m in machines) / len(machines)
-    return asdict(throughput(config, par.global_batch, par.recompute, seconds, par.gpus, peak))
+    return asdict(throughput(config, par.global_batch, par.recompute, seconds, par.gpus, peak, par.attention))
 
 
 def _memory_warning(memory: list[dict], capacities: list[float]) -> str | None:
@@ -203,7 +206,8 @@ def _run_sweep(args: argparse.Namespace, config) -> int:
     axes = [parse_axis(text) for text in args.sweep]
     base = {"tp": args.tp, "pp": args.pp, "dp": args.dp, "global_batch": args.global_batch,
             "micro_batch": args.micro_batch, "recompute": args.recompute,
-            "sequence_parallel": args.sequence_parallel, "interleave": args.interleave, "schedule": args.schedule}
+            "sequence_parallel": args.sequence_parallel, "interleave": args.interleave, "schedule": args.schedule,
+            "attention": args.attention}
     cluster = load_gpu_cluster(args.cluster)
     placement = parse_placement(args.placement, cluster)
     if placement == "planned":

@@ -27,12 +27,13 @@ def model_flops(c: TransformerConfig, global_batch: int) -> float:
 def recomputed_flops(c: TransformerConfig, global_batch: int, recompute: str, attention: str = "standard") -> float:
     """FLOPs run again in the backward: a layer's forward (2 per parameter per token and 4·hidden·seq
     per token for scores and context) under full recompute, the scores and context under selective; with
-    FlashAttention the backward also recomputes QKᵀ from Q and K (2·hidden·seq per token per layer)."""
+    FlashAttention the backward also recomputes QKᵀ from Q and K (2·hidden·seq per token per layer), and
+    selective recompute reruns nothing (there is no s² tensor to rebuild)."""
     tokens = global_batch * c.seq
     scores = 2 * c.hidden * c.seq  # one QKᵀ (or one P·V) per token per layer, FLOPs
     per_layer = {"none": 0.0, "selective": 2.0 * scores, "full": 2.0 * layer_parameters(c) + 2.0 * scores}[recompute]
-    if attention == "flash":
-        per_layer += scores
+    if attention == "flash":  # selective has nothing to rerun: flash keeps no s² tensor (archsim.training.memory)
+        per_layer = (per_layer if recompute == "full" else 0.0) + scores
     return tokens * c.layers * per_layer
 
 
