@@ -1,0 +1,85 @@
+"""`archsim train`'s TFLOP/s per GPU and MFU on published large runs, printed beside the published figure.
+
+    .venv/bin/python benchmarks/bench_published_throughput.py
+
+* GPT-3 175B on 1,024 A100 80GB (128 DGX A100 servers) as Narayanan et al. 2021 ran it (Table 1, the
+  175B row: 96 layers, hidden 12,288, 96 heads, TP 8, PP 8, 1,024 GPUs, batch 1,536, sequence 2,048;
+  140 TFLOP/s per GPU, their §5.1 formula 96·B·s·l·h²(1 + s/6h + V/16lh) with full recompute, V =
+  51,200): micro-batch 1, standard attention (Megatron-LM of 2021 had no FlashAttention), full
+  recompute, plain 1F1B and interleaved 1F1B with 2 and 3 chunks per rank (the paper's table does not
+  give the chunk count). archsim's hardware TFLOP/s is the same formula (archsim.training.throughput).
+* A Llama-2-7B-like model (32 layers, hidden 4,096, 32 heads, FFN 11,008, vocabulary 32,000) at
+  sequence 4,096 with FlashAttention-2 on 16 H100s (configs/clusters/h100_2_servers.toml): DP 16 and
+  TP 2 × DP 8, micro-batch 1 and 2, global batch 256, no recompute; its MFU. No published run of this
+  exact setting is cited here (none was at hand to check); the standard-attention MFU is printed beside it.
+
+Writes benchmarks/results/published_throughput.csv atomically; also the CPU seconds of each prediction.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from archsim.outputs import atomic_write_text
+from archsim.training.cluster import load_gpu_cluster
+from archsim.training.parallel import Parallelism
+from archsim.training.run import train
+from archsim.training.throughput import throughput
+from archsim.workload.transformer import TransformerConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+GPT3 = TransformerConfig("gpt3-175b", "gpt", layers=96, hidden=12288, heads=96, vocab=51200, seq=2048, ffn=4 * 12288,
+                         kv_heads=96, tied_embeddings=True, positions=2048)
+LLAMA = TransformerConfig("llama-2-7b-like", "llama", layers=32, hidden=4096, heads=32, vocab=32000, seq=4096,
+                          ffn=11008, kv_heads=32, tied_embeddings=False)
+PUBLISHED_GPT3_TFLOPS = 140.0  # Narayanan et al. 2021, Table 1, 175B row (1,024 GPUs): TFLOP/s per GPU
+
+
+def predict(c: TransformerConfig, cluster_file: str, par: Parallelism) -> dict:
+    cluster = load_gpu_cluster(ROOT / "configs" / "clusters" / cluster_file)
+    start = time.process_time()
+    machines = cluster.rank_machines(par)
+    assert machines is not None
+    result = train(c, par, machines[0], machines)
+    cpu = time.process_time() - start
+    rates = throughput(c, par.global_batch, par.recompute, result.iteration_seconds, par.gpus,
+                       machines[0].gpu.peak("fp16"), par.attention)
+    fits = all(m.total <= mc.gpu.memory_bytes for m, mc in zip(result.memory, machines))
+    return {"model": c.name, "gpus": par.gpus, "tp": par.tp, "pp": par.pp, "dp": par.dp, "micro_batch": par.micro_batch,
+            "interleave": par.interleave, "recompute": par.recompute, "attention": par.attention,
+            "iteration_seconds": result.iteration_seconds, "tflops_per_gpu": rates.tflops_per_gpu,
+            "hardware_tflops_per_gpu": rates.hardware_tflops_per_gpu, "mfu": rates.mfu,
+            "peak_memory_gib": result.peak_memory_gib, "fits_memory": fits, "cpu_s": cpu,
+            **{f"{k}_s": v for k, v in result.breakdown.items()}}
+
+
+def main() -> int:
+    rows = []
+    for v in (1, 2, 3):
+        row = predict(GPT3, "a100_384_servers.toml", Parallelism(8, 8, 16, 1536, 1, "full", False, v, "1f1b"))
+        row["published_hardware_tflops_per_gpu"] = PUBLISHED_GPT3_TFLOPS
+        row["vs_published"] = row["hardware_tflops_per_gpu"] / PUBLISHED_GPT3_TFLOPS - 1
+        rows.append(row)
+    for tp, mb in ((1, 1), (1, 2), (2, 1), (2, 2)):
+        for attention in ("flash", "standard"):
+            rows.append(predict(LLAMA, "h100_2_servers.toml",
+                                Parallelism(tp, 1, 16 // tp, 256, mb, "none", False, attention=attention)))
+    frame = pd.DataFrame(rows)
+    shown = ["model", "tp", "pp", "dp", "micro_batch", "interleave", "attention", "iteration_seconds", "tflops_per_gpu",
+             "hardware_tflops_per_gpu", "mfu", "peak_memory_gib", "fits_memory", "cpu_s"]
+    print(frame[shown].to_string(index=False, float_format=lambda x: f"{x:.4g}"))
+    for row in rows[:3]:
+        print(f"GPT-3 175B, 1,024 A100, interleave {row['interleave']}: {row['hardware_tflops_per_gpu']:.1f} TFLOP/s per "
+              f"GPU (recompute counted) vs {PUBLISHED_GPT3_TFLOPS:.0f} published (Narayanan et al. 2021, Table 1): "
+              f"{row['vs_published']:+.1%}; breakdown (s): " + ", ".join(
+                  f"{k[:-2]} {row[k]:.2f}" for k in row if k.endswith("_s") and k != "cpu_s"))
+    atomic_write_text(ROOT / "benchmarks" / "results" / "published_throughput.csv", frame.to_csv(index=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
