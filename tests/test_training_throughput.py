@@ -196,3 +196,35 @@ def test_train_attention_flash_runs_and_is_faster_at_long_sequences(capsys):
     # the same model FLOPs; flash's hardware FLOPs add its backward's QKᵀ
     assert runs["flash"]["tflops_per_gpu"] * runs["flash"]["iteration_seconds"] == \
         pytest.approx(runs["standard"]["tflops_per_gpu"] * runs["standard"]["iteration_seconds"])
+
+
+def test_gpu_aliases_are_the_documented_ones():
+    """docs/formats.md lists every alias and the part it means (`a100` is the 80 GB A100)."""
+    import re
+
+    from archsim.devices.catalog import ALIASES
+
+    text = (ROOT / "docs" / "formats.md").read_text(encoding="utf-8")
+    row = next(line for line in text.splitlines() if line.startswith("| `gpu` | no |"))
+    documented = {}
+    for names, target in re.findall(r"((?:`[a-z0-9-]+`(?: and |, )?)+) = `([a-z0-9-]+)`", row):
+        for name in re.findall(r"`([a-z0-9-]+)`", names):
+            documented[name] = target
+    assert documented == ALIASES
+
+
+def test_train_refuses_a_tp_group_across_servers_as_search_does(capsys):
+    """Two 8-GPU servers: TP 16 would span both. search never proposes it (tp-within-server); train
+    refuses it in one line, and a --sweep point says why."""
+    cluster = str(ROOT / "configs" / "clusters" / "h100_2_servers.toml")
+    assert main(["train", MODEL, "--cluster", cluster, "--tp", "16", "--global-batch", "4"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "spans two servers" in err
+    assert main(["train", MODEL, "--cluster", cluster, "--global-batch", "16", "--sweep", "tp=8,16",
+                 "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert not rows[0]["error"] and "spans two servers" in rows[1]["error"]
+    assert main(["search", MODEL, "--cluster", cluster, "--global-batch", "16", "--top", "50", "--schedule", "1f1b",
+                 "--max-micro-batch", "1", "--refine", "0", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert all(row["tp"] <= 8 for row in doc["rows"]) and doc["meta"]["rejected"]["tp-within-server"] > 0

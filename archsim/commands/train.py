@@ -79,6 +79,8 @@ def run(args: argparse.Namespace) -> int:
         cluster = cluster.reordered(placement)
     if placement == "planned":
         cluster, par, placement = _best_placement(config, cluster, par, args.balance)
+    if cluster.problem(par) == "tp-within-server":  # refused as search refuses it (docs/search.md)
+        raise InputError(_LAYOUT_ERRORS["tp-within-server"], field="tp")
     machines = cluster.rank_machines(par)
     if machines is None:
         raise InputError(_LAYOUT_ERRORS["stage-mixes-gpu-types"], field="tp")

@@ -47,6 +47,8 @@ def sweep(config, cluster, base: dict, axes: list[tuple[str, tuple]]) -> list[di
         row = dict(settings)
         try:
             par = Parallelism(**settings)
+            if cluster.problem(par) == "tp-within-server":  # as train and search refuse it
+                raise InputError("a TP group spans two servers", field="tp")
             machines = cluster.rank_machines(par)  # each pipeline rank's GPU (mixed clusters)
             if machines is None:
                 raise InputError("a pipeline stage's GPUs are of different types", field="tp")
