@@ -228,3 +228,37 @@ def test_train_refuses_a_tp_group_across_servers_as_search_does(capsys):
                  "--max-micro-batch", "1", "--refine", "0", "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert all(row["tp"] <= 8 for row in doc["rows"]) and doc["meta"]["rejected"]["tp-within-server"] > 0
+
+
+def test_api_cost_takes_the_dataflow_as_the_cli_does(capsys):
+    import archsim
+
+    for dataflow in ("ws", "os", "is"):
+        table = archsim.cost("layerpipe_sample", array="32x32", batch=8, dataflow=dataflow)
+        assert main(["cost", "layerpipe_sample", "--array", "32x32", "--batch", "8", "--dataflow", dataflow,
+                     "--format", "json"]) == 0
+        rows = json.loads(capsys.readouterr().out)["rows"]
+        by_layer = {r["layer"]: r["F_cycles"] for r in rows}
+        assert {r.layer: int(r.F_cycles) for r in table.itertuples()} == {k: by_layer[k] for k in table.layer}
+    ws = archsim.cost("layerpipe_sample", array="32x32", batch=8, dataflow="ws").F_cycles.sum()
+    assert ws != archsim.cost("layerpipe_sample", array="32x32", batch=8, dataflow="os").F_cycles.sum()
+
+
+def test_api_train_and_search_are_the_commands(capsys):
+    import archsim
+
+    result, rates = archsim.train(MODEL, cluster=NODE, tp=2, pp=2, dp=2, global_batch=16, micro_batch=2,
+                                  attention="flash")
+    assert main(["train", MODEL, "--cluster", NODE, "--tp", "2", "--pp", "2", "--dp", "2", "--global-batch", "16",
+                 "--micro-batch", "2", "--attention", "flash", "--format", "json"]) == 0
+    meta = json.loads(capsys.readouterr().out)["meta"]
+    assert result.iteration_seconds == meta["iteration_seconds"] and rates.mfu == meta["mfu"]
+    assert rates.tokens_per_second == meta["tokens_per_second"]
+    found = archsim.search(MODEL, cluster=NODE, global_batch=16, top=3, schedule=["1f1b"], max_micro_batch=2,
+                           refine=0)
+    assert main(["search", MODEL, "--cluster", NODE, "--global-batch", "16", "--top", "3", "--schedule", "1f1b",
+                 "--max-micro-batch", "2", "--refine", "0", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert [r["iteration_seconds"] for r in found.rows] == [r["iteration_seconds"] for r in rows]
+    with pytest.raises(TypeError):
+        archsim.train(MODEL, NODE, global_batch=16)  # keyword-only, as the flags

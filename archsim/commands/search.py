@@ -58,23 +58,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
+    from archsim.api import search
     from archsim.outputs import render
     from archsim.training.cluster import load_gpu_cluster
-    from archsim.training.search import search, train_command
+    from archsim.training.search import train_command
     from archsim.workload.transformer import load_transformer
 
     config = load_transformer(args.model, seq=args.seq)
     cluster = load_gpu_cluster(args.cluster)
-    if args.gpus and max(args.gpus) > cluster.topology.devices:
-        from archsim.errors import InputError
-
-        raise InputError(f"{max(args.gpus)} GPUs asked for, the cluster has {cluster.topology.devices}", field="gpus")
-    sp = {"both": (False, True), "on": (True,), "off": (False,)}[args.sequence_parallel]
-    result = search(config, cluster, args.global_batch, args.gpus,
-                    micro_batches=range(1, args.max_micro_batch + 1), recomputes=tuple(args.recompute),
-                    schedules=tuple(args.schedule), chunks=tuple(args.chunks), sequence_parallel=sp, top=args.top,
-                    refine=2 * args.top if args.refine is None else max(args.refine, 0), balance=args.balance,
-                    objective=args.objective, placement=args.placement)
+    result = search(config, cluster=cluster, global_batch=args.global_batch, gpus=args.gpus, objective=args.objective,
+                    balance=args.balance, placement=args.placement, top=args.top, recompute=args.recompute,
+                    schedule=args.schedule, chunks=args.chunks, max_micro_batch=args.max_micro_batch,
+                    sequence_parallel=args.sequence_parallel, refine=args.refine)
     rows = [{**row, "command": train_command(args.model, args.cluster, args.global_batch, row)}
             for row in result.rows]
     gains = [row["uneven_gain"] for row in result.rows if row["uneven_gain"] == row["uneven_gain"]]

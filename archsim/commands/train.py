@@ -58,7 +58,6 @@ def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from archsim.commands.common import write_timeline_outputs
-    from archsim.errors import InputError
     from archsim.outputs import render
     from archsim.training.cluster import load_gpu_cluster
     from archsim.training.parallel import Parallelism
@@ -79,11 +78,7 @@ def run(args: argparse.Namespace) -> int:
         cluster = cluster.reordered(placement)
     if placement == "planned":
         cluster, par, placement = _best_placement(config, cluster, par, args.balance)
-    if cluster.problem(par) == "tp-within-server":  # refused as search refuses it (docs/search.md)
-        raise InputError(_LAYOUT_ERRORS["tp-within-server"], field="tp")
-    machines = cluster.rank_machines(par)
-    if machines is None:
-        raise InputError(_LAYOUT_ERRORS["stage-mixes-gpu-types"], field="tp")
+    machines = cluster.laid_out(par)  # a TP group across servers is refused, as search refuses it
     par = _split(config, par, machines, args.balance)
     capacities = [m.gpu.memory_bytes for m in machines]
     result = train(config, par, machines[0], machines)
@@ -144,12 +139,6 @@ def _memory_warning(memory: list[dict], capacities: list[float]) -> str | None:
             f"{worst['gpu']} has {capacities[worst['rank']] / 2**30:.1f} GiB{others}")
 
 
-_LAYOUT_ERRORS = {
-    "tp-within-server": "a TP group spans two servers: choose a TP that divides the GPUs of each server it runs on",
-    "stage-mixes-gpu-types": "a pipeline stage's GPUs are of different types: choose TP × DP to fill whole servers "
-                             "of one type"}
-
-
 def _split(config, par, machines, balance: str):
     """``par`` with the planner's stage split under ``--balance planned`` (its own split kept)."""
     from dataclasses import replace
@@ -170,12 +159,13 @@ def _best_placement(config, cluster, par, balance: str):
     """The fastest of the distinct server orders (:mod:`archsim.training.placement`) that fit memory:
     (placed cluster, parallelism with its split, order); ties keep the earlier order (the file's first)."""
     from archsim.errors import InputError
+    from archsim.training.cluster import LAYOUT_ERRORS
     from archsim.training.placement import layouts, server_orders
     from archsim.training.run import train
 
     options, reason = layouts(cluster, par, server_orders(cluster))
     if not options:
-        raise InputError(f"no server order lays this out: {_LAYOUT_ERRORS[reason or 'stage-mixes-gpu-types']}",
+        raise InputError(f"no server order lays this out: {LAYOUT_ERRORS[reason or 'stage-mixes-gpu-types']}",
                          field="placement")
     best = None
     for order, placed in options:

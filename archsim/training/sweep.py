@@ -47,11 +47,7 @@ def sweep(config, cluster, base: dict, axes: list[tuple[str, tuple]]) -> list[di
         row = dict(settings)
         try:
             par = Parallelism(**settings)
-            if cluster.problem(par) == "tp-within-server":  # as train and search refuse it
-                raise InputError("a TP group spans two servers", field="tp")
-            machines = cluster.rank_machines(par)  # each pipeline rank's GPU (mixed clusters)
-            if machines is None:
-                raise InputError("a pipeline stage's GPUs are of different types", field="tp")
+            machines = cluster.laid_out(par)  # each pipeline rank's GPU (mixed clusters); refused as train does
             result = train(config, par, machines[0], machines)
             fits = all(m.total <= mc.gpu.memory_bytes for m, mc in zip(result.memory, machines))
             row.update(iteration_seconds=result.iteration_seconds, peak_memory_gib=result.peak_memory_gib,
