@@ -109,7 +109,7 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
            objective: str = "time", balance: str = "even", placement: str = "file", top: int = 10,
            recompute: Sequence[str] = ("none", "selective", "full"), schedule: Sequence[str] | None = None,
            chunks: Sequence[int] = (2, 4), max_micro_batch: int = 8, sequence_parallel: str = "both",
-           refine: int | None = None):
+           refine: int | None = None, attention: str = "standard"):
     """Rank TP × PP × DP × micro-batch × recompute × schedule for ``model`` on ``cluster`` as
     ``archsim search`` does, with its flags' names and defaults (``schedule`` None: every schedule;
     ``refine`` None: 2 × ``top``). Returns the :class:`~archsim.training.search.SearchResult`: ``rows``
@@ -130,7 +130,7 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
                    recomputes=tuple(recompute), schedules=tuple(schedule or SCHEDULES), chunks=tuple(chunks),
                    sequence_parallel=modes[sequence_parallel], top=top,
                    refine=2 * top if refine is None else max(refine, 0), balance=balance, objective=objective,
-                   placement=placement)
+                   placement=placement, attention=attention)
 
 
 def _transformer(model, seq: int | None):

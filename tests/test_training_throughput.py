@@ -262,3 +262,18 @@ def test_api_train_and_search_are_the_commands(capsys):
     assert [r["iteration_seconds"] for r in found.rows] == [r["iteration_seconds"] for r in rows]
     with pytest.raises(TypeError):
         archsim.train(MODEL, NODE, global_batch=16)  # keyword-only, as the flags
+
+
+def test_search_with_flash_attention_rows_reproduce_on_train(capsys):
+    import shlex
+
+    assert main(["search", MODEL, "--cluster", NODE, "--global-batch", "16", "--top", "2", "--schedule", "1f1b",
+                 "--max-micro-batch", "2", "--refine", "2", "--attention", "flash", "--seq", "2048",
+                 "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert rows and all(r["attention"] == "flash" for r in rows)  # 1F1B: its closed form is exact
+    for row in rows:
+        argv = shlex.split(row["command"])[1:] + ["--seq", "2048", "--format", "json"]
+        assert "--attention" in argv and main(argv) == 0
+        meta = json.loads(capsys.readouterr().out)["meta"]
+        assert meta["iteration_seconds"] == pytest.approx(row["iteration_seconds"], rel=1e-6)

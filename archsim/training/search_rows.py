@@ -36,6 +36,8 @@ def megatron_args(k: Candidate, global_batch: int, layers: int) -> str:
             args.append("--recompute-method uniform --recompute-num-layers 1")
     if k.sequence_parallel:
         args.append("--sequence-parallel")
+    if k.attention == "flash":  # Megatron Core with Transformer Engine runs a fused attention without it
+        args.append("--use-flash-attn")
     if k.interleave > 1:
         args.append(f"--num-layers-per-virtual-pipeline-stage {layers // (k.pp * k.interleave)}")
     if split and len(set(split)) > 1:
@@ -47,7 +49,7 @@ def train_command(model: str, cluster: str, global_batch: int, row: dict) -> str
     """The ``archsim train`` line that reproduces a row."""
     line = (f"archsim train {model} --cluster {cluster} --tp {row['tp']} --pp {row['pp']} --dp {row['dp']} "
             f"--global-batch {global_batch} --micro-batch {row['micro_batch']} --recompute {row['recompute']} "
-            f"--schedule {row['schedule']}")
+            f"--schedule {row['schedule']} --attention {row.get('attention', 'standard')}")
     if row["interleave"] > 1:
         line += f" --interleave {row['interleave']}"
     if row.get("stage_layers"):
