@@ -85,7 +85,7 @@ def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig = 
 
 def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: int = 1, micro_batch: int = 1,
           seq: int | None = None, recompute: str = "full", sequence_parallel: bool = False, interleave: int = 1,
-          schedule: str = "1f1b", stage_layers: Sequence[int] | None = None, attention: str = "standard"):
+          schedule: str = "1f1b", stage_layers: Sequence[int] | None = None, attention: str = "flash"):
     """One training iteration of a transformer on a GPU cluster, as ``archsim train`` runs it (the
     cluster file's server order, the given or Megatron's even stage split). ``model``: a config path or
     a :class:`~archsim.workload.transformer.TransformerConfig`; ``cluster``: a cluster TOML path or a
@@ -109,7 +109,7 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
            objective: str = "time", balance: str = "even", placement: str = "file", top: int = 10,
            recompute: Sequence[str] = ("none", "selective", "full"), schedule: Sequence[str] | None = None,
            chunks: Sequence[int] = (2, 4), max_micro_batch: int = 8, sequence_parallel: str = "both",
-           refine: int | None = None, attention: str = "standard"):
+           refine: int | None = None, attention: str = "flash"):
     """Rank TP × PP × DP × micro-batch × recompute × schedule for ``model`` on ``cluster`` as
     ``archsim search`` does, with its flags' names and defaults (``schedule`` None: every schedule;
     ``refine`` None: 2 × ``top``). Returns the :class:`~archsim.training.search.SearchResult`: ``rows``

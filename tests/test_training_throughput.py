@@ -61,7 +61,7 @@ def test_throughput_divides_by_time_and_gpus():
 
 def test_train_json_meta_carries_the_rates(capsys):
     assert main(["train", MODEL, "--cluster", NODE, "--tp", "2", "--pp", "2", "--dp", "2", "--global-batch", "16",
-                 "--micro-batch", "2", "--recompute", "full", "--format", "json"]) == 0
+                 "--micro-batch", "2", "--recompute", "full", "--attention", "standard", "--format", "json"]) == 0
     captured = capsys.readouterr()
     meta = json.loads(captured.out)["meta"]
     assert captured.err == ""  # it fits: no warning

@@ -8,7 +8,7 @@ import argparse
 from archsim.commands import Command
 from archsim.commands.common import add_output_arguments, add_timeline_outputs, emit, positive_int
 from archsim.training.objectives import OBJECTIVES
-from archsim.training.parallel import ATTENTIONS, RECOMPUTE
+from archsim.training.parallel import ATTENTIONS, DEFAULT_ATTENTION, RECOMPUTE
 from archsim.training.placement import PLACEMENTS
 from archsim.training.search_space import SCHEDULES
 from archsim.training.stage_split import BALANCES
@@ -46,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-micro-batch", type=positive_int, default=8, help="micro-batches 1 … this")
     parser.add_argument("--sequence-parallel", default="both", choices=("both", "on", "off"),
                         help="Megatron sequence parallelism: try both, or only on / off")
-    parser.add_argument("--attention", default="standard", choices=ATTENTIONS,
+    parser.add_argument("--attention", default=DEFAULT_ATTENTION, choices=ATTENTIONS,
                         help="attention kernels of every configuration, as archsim train's --attention")
     parser.add_argument("--refine", type=int, default=None, metavar="N",
                         help="re-time the best N of the closed forms with the event simulator and rank them again "

@@ -8,7 +8,7 @@ import sys
 
 from archsim.commands import Command
 from archsim.commands.common import add_output_arguments, add_timeline_outputs, emit, positive_int
-from archsim.training.parallel import ATTENTIONS, RECOMPUTE
+from archsim.training.parallel import ATTENTIONS, DEFAULT_ATTENTION, RECOMPUTE
 
 HELP = "one training iteration of a transformer on GPUs: TP × PP × DP, time, memory, breakdown"
 
@@ -26,9 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seq", type=positive_int, default=None, help="sequence length (default: the config's)")
     parser.add_argument("--recompute", default="full", choices=RECOMPUTE, help="activation recomputation")
     parser.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallelism (TP > 1)")
-    parser.add_argument("--attention", default="standard", choices=ATTENTIONS,
-                        help="attention kernels: Megatron's standard core (the s² scores in HBM, as the measured "
-                             "Megatron-DeepSpeed runs) or FlashAttention-2 (what Megatron-LM runs today; docs/training.md)")
+    parser.add_argument("--attention", default=DEFAULT_ATTENTION, choices=ATTENTIONS,
+                        help="attention kernels: FlashAttention-2 (what Megatron-LM runs today) or Megatron's standard "
+                             "core (the s² scores in HBM, as the measured Megatron-DeepSpeed runs); docs/training.md")
     parser.add_argument("--interleave", type=positive_int, default=1, metavar="V",
                         help="model chunks per pipeline rank (interleaved 1F1B when V > 1)")
     parser.add_argument("--schedule", default="1f1b", help="pipeline schedule (archsim's published orders: 1f1b, "

@@ -8,6 +8,10 @@ from archsim.errors import InputError
 
 RECOMPUTE = ("none", "selective", "full")
 ATTENTIONS = ("standard", "flash")  # attention's kernels: Megatron's unfused core, or FlashAttention-2
+# What `archsim train`, `search` and the API run unless told: what Megatron-LM runs today (Megatron Core
+# with Transformer Engine: a fused flash or cuDNN attention). Parallelism's own default stays "standard",
+# the measured Megatron-DeepSpeed runs' attention, which the library's checks against them rely on.
+DEFAULT_ATTENTION = "flash"
 V_SCHEDULES = ("zb-v", "dualpipev")  # two chunks per rank, V-shaped
 CHUNKED_SCHEDULES = ("1f1b", "interleaved-1f1b", "interleaved-zb", "looped-bfs")  # take --interleave
 
@@ -99,4 +103,4 @@ def layers_per_stage(layers: int, stages: int, split: tuple[int, ...] | None = N
     return (layers // stages,) * stages
 
 
-__all__ = ["ATTENTIONS", "RECOMPUTE", "Parallelism", "layers_per_stage", "padded_vocab"]
+__all__ = ["ATTENTIONS", "DEFAULT_ATTENTION", "RECOMPUTE", "Parallelism", "layers_per_stage", "padded_vocab"]
