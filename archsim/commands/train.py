@@ -167,8 +167,12 @@ def _best_placement(config, cluster, par, balance: str):
     if not options:
         raise InputError(f"no server order lays this out: {LAYOUT_ERRORS[reason or 'stage-mixes-gpu-types']}",
                          field="placement")
+    from archsim.progress import progress
+
     best = None
+    bar = progress(len(options), "train --placement planned", "order", delay=2.0)  # on a terminal after 2 s
     for order, placed in options:
+        bar.update(1)
         machines = placed.rank_machines(par)
         assert machines is not None  # layouts() kept only orders that lay it out
         try:
@@ -180,6 +184,7 @@ def _best_placement(config, cluster, par, balance: str):
         key = (not fits, result.iteration_seconds)
         if best is None or key < best[0]:
             best = (key, placed, trial, order)
+    bar.close()
     if best is None:
         raise InputError("no split of the layers over the pipeline stages fits the GPUs' memory in any server order",
                          field="balance")

@@ -40,22 +40,31 @@ def points(base: dict, axes: list[tuple[str, tuple]]):
 def sweep(config, cluster, base: dict, axes: list[tuple[str, tuple]]) -> list[dict]:
     """One row per point: its settings, iteration seconds, peak memory (GiB) and whether it fits, or the
     reason it cannot run."""
+    from archsim.progress import progress
     from archsim.training.run import train
 
     rows = []
-    for settings in points(base, axes):
-        row = dict(settings)
-        try:
-            par = Parallelism(**settings)
-            machines = cluster.laid_out(par)  # each pipeline rank's GPU (mixed clusters); refused as train does
-            result = train(config, par, machines[0], machines)
-            fits = all(m.total <= mc.gpu.memory_bytes for m, mc in zip(result.memory, machines))
-            row.update(iteration_seconds=result.iteration_seconds, peak_memory_gib=result.peak_memory_gib,
-                       fits_memory=fits, error="")
-        except InputError as exc:
-            row.update(iteration_seconds=None, peak_memory_gib=None, fits_memory=None, error=exc.message)
-        rows.append(row)
+    grid = list(points(base, axes))
+    with progress(len(grid), "train --sweep", "point", delay=2.0) as bar:  # drawn on a terminal after 2 s
+        for settings in grid:
+            rows.append(_point(config, cluster, settings, train))
+            bar.update(1)
     return rows
+
+
+def _point(config, cluster, settings: dict, train) -> dict:
+    """One point's row (its settings and result, or why it cannot run)."""
+    row = dict(settings)
+    try:
+        par = Parallelism(**settings)
+        machines = cluster.laid_out(par)  # each pipeline rank's GPU (mixed clusters); refused as train does
+        result = train(config, par, machines[0], machines)
+        fits = all(m.total <= mc.gpu.memory_bytes for m, mc in zip(result.memory, machines))
+        row.update(iteration_seconds=result.iteration_seconds, peak_memory_gib=result.peak_memory_gib,
+                   fits_memory=fits, error="")
+    except InputError as exc:
+        row.update(iteration_seconds=None, peak_memory_gib=None, fits_memory=None, error=exc.message)
+    return row
 
 
 __all__ = ["AXES", "parse_axis", "points", "sweep"]
