@@ -99,9 +99,13 @@ def test_a_configuration_that_does_not_fit_says_so_in_one_line(capsys):
     assert meta["peak_memory_gib"] > 175e9 * 16 / 8 / 2**30
 
 
-def test_train_gantt_axis_is_seconds(tmp_path, capsys):
+@pytest.mark.parametrize("argv", [
+    ["train", MODEL, "--cluster", NODE, "--pp", "2", "--global-batch", "4"],
+    ["search", MODEL, "--cluster", NODE, "--global-batch", "8", "--top", "1", "--schedule", "1f1b", "--refine", "0"],
+])
+def test_train_and_search_gantt_axis_is_seconds(tmp_path, capsys, argv):
     gantt = tmp_path / "g.html"
-    assert main(["train", MODEL, "--cluster", NODE, "--pp", "2", "--global-batch", "4", "--gantt", str(gantt)]) == 0
+    assert main([*argv, "--gantt", str(gantt)]) == 0
     page = gantt.read_text(encoding="utf-8")
     assert '"xaxis":{"title":{"text":"seconds"}' in page.replace(" ", "") and '"text":"cycles"' not in page
 
