@@ -281,3 +281,17 @@ def test_search_with_flash_attention_rows_reproduce_on_train(capsys):
         assert "--attention" in argv and main(argv) == 0
         meta = json.loads(capsys.readouterr().out)["meta"]
         assert meta["iteration_seconds"] == pytest.approx(row["iteration_seconds"], rel=1e-6)
+
+
+def test_sweep_rows_carry_the_rates_of_single_runs(capsys):
+    assert main(["train", MODEL, "--cluster", NODE, "--global-batch", "8", "--sweep", "attention=standard,flash",
+                 "--sweep", "tp=2,3", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert [(r["attention"], r["tp"]) for r in rows] == [("standard", 2), ("standard", 3), ("flash", 2), ("flash", 3)]
+    for row in rows[::2]:
+        assert main(["train", MODEL, "--cluster", NODE, "--global-batch", "8", "--tp", "2", "--attention",
+                     row["attention"], "--format", "json"]) == 0
+        meta = json.loads(capsys.readouterr().out)["meta"]
+        assert all(row[k] == meta[k] for k in ("iteration_seconds", "mfu", "tflops_per_gpu",
+                                                "hardware_tflops_per_gpu", "tokens_per_second"))
+    assert all(r["mfu"] != r["mfu"] and "divide the heads" in r["error"] for r in rows[1::2])  # NaN: no run

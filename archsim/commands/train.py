@@ -47,8 +47,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "of the file's servers numbered from 0 (count expanded), as archsim search prints")
     parser.add_argument("--sweep", action="append", default=[], metavar="KEY=V1,V2,…",
                         help="sweep an axis (tp, pp, dp, global_batch, micro_batch, interleave, recompute, schedule, "
-                             "sequence_parallel); repeat for a grid: one row per point instead of one iteration's "
-                             "breakdown")
+                             "sequence_parallel, attention); repeat for a grid: one row per point instead of one "
+                             "iteration's breakdown")
     add_timeline_outputs(parser)
     add_output_arguments(parser)
 
