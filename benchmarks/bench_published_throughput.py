@@ -17,6 +17,11 @@
   optimizer; archsim models bf16/fp16 kernels and a replicated Adam state, so the two are printed side
   by side, not as a check (the run does not fit 80 GB without the distributed optimizer).
 
+Then a check of the GEMM model at these sizes where a measurement exists: the GEMMs of at least
+0.1 TFLOP in the Hopper check's probe (benchmarks/results/gpu_efficiency_probe_h100-80gb-hbm3.csv,
+timed on an H100 80GB HBM3) against archsim's time for them (the A100's kernel constants, as train
+uses on an H100): the measured TFLOP/s and predicted / measured time.
+
 Writes benchmarks/results/published_throughput.csv atomically; also the CPU seconds of each prediction.
 """
 
@@ -89,7 +94,30 @@ def main() -> int:
           f"GPU, {tokens:,.0f} tokens/s per GPU, MFU {nemo['mfu']:.2f} of the fp16 peak; NeMo 24.09 published (FP8) "
           f"{NEMO_LLAMA2_7B['tflops_per_gpu']:.0f} TFLOP/s, {NEMO_LLAMA2_7B['tokens_per_gpu_second']:,.0f} tokens/s per GPU")
     atomic_write_text(ROOT / "benchmarks" / "results" / "published_throughput.csv", frame.to_csv(index=False))
+    large_gemms_on_h100()
     return 0
+
+
+def large_gemms_on_h100(min_flops: float = 1e11) -> None:
+    """The probe's measured GEMMs of at least ``min_flops`` against archsim's GEMM time for them."""
+    import io
+
+    from archsim.devices.catalog import gpu
+    from archsim.devices.gpu_cost import gemm_seconds
+    from archsim.training.fitted import kernels
+
+    path = ROOT / "benchmarks" / "results" / "gpu_efficiency_probe_h100-80gb-hbm3.csv"
+    text = "".join(line for line in path.read_text(encoding="utf-8").splitlines(keepends=True)
+                   if not line.startswith("#"))
+    probe = pd.read_csv(io.StringIO(text))
+    gemms = probe[probe.section == "gemm"]
+    flops = 2 * gemms.m * gemms.k * gemms.n * gemms["count"]
+    big = gemms[flops >= min_flops]
+    h100 = gpu("h100-80gb-sxm")
+    ratio = gemm_seconds(big.m, big.k, big.n, big["count"], h100, kernels(h100.name)) / big.seconds
+    measured = flops[flops >= min_flops] / big.seconds / 1e12
+    print(f"H100 GEMMs of >= {min_flops / 1e12:g} TFLOP measured ({len(big)}): {measured.min():.0f}-{measured.max():.0f} "
+          f"TFLOP/s; archsim predicted / measured time: median {ratio.median():.3f}, {ratio.min():.3f}-{ratio.max():.3f}")
 
 
 if __name__ == "__main__":
