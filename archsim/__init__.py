@@ -10,6 +10,8 @@ The main jobs as keyword-only functions (:mod:`archsim.api`), loaded on first us
     profile = archsim.profile(net, array="32x32", batch=32, mode="paper")
     plan = archsim.pipeline(profile, processors=3, method="layerpipe")      # stages, speedup
     timeline = archsim.simulate(plan, profile, microbatches=8)              # .makespan, .to_frame()
+    result, rates = archsim.train("configs/transformers/gpt3_1.3b.toml", cluster="configs/clusters/a100_node.toml",
+                                  tp=2, dp=4, global_batch=32)              # seconds, memory; MFU, TFLOP/s
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ _EXPORTS = {
     "simulate": "archsim.api:simulate",
     "run_sweep": "archsim.api:run_sweep",
     "write_report": "archsim.api:write_report",
+    "train": "archsim.api:train",
+    "search": "archsim.api:search",
     "gemm_cost": "archsim.array.analytic:gemm_cost",
     "read_scalesim_cfg": "archsim.array.config:read_scalesim_cfg",
     "ArrayConfig": "archsim.array.config:ArrayConfig",

@@ -58,24 +58,96 @@ def array_config(array: str | Path | ArrayConfig = "32x32", *, dataflow: str | N
 
 
 def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig = "32x32", batch: int = 32,
-         mode: str = "exact", engine: str = "analytic") -> pd.DataFrame:
+         mode: str = "exact", engine: str = "analytic", dataflow: str | None = None,
+         element_bytes: int | None = None) -> pd.DataFrame:
     """Per-layer F/G/D cycles, utilizations and bytes — the table ``archsim cost`` prints.
 
     ``mode``: ``paper`` (LayerPipe's simplifications) or ``exact``; ``engine``: ``analytic``
-    (compute cycles) or ``cycle`` (memory-aware: adds stall cycles and DRAM bytes)."""
+    (compute cycles) or ``cycle`` (memory-aware: adds stall cycles and DRAM bytes); ``dataflow``
+    and ``element_bytes`` as ``--dataflow`` and ``--element-bytes`` (:func:`array_config`)."""
     from archsim.array.costing import cost_network
     from archsim.lowering import check_mode
 
-    return cost_network(load_network(network), array_config(array), batch, check_mode(mode), engine)
+    config = array_config(array, dataflow=dataflow, element_bytes=element_bytes)
+    return cost_network(load_network(network), config, batch, check_mode(mode), engine)
 
 
 def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig = "32x32", batch: int = 32,
-            mode: str = "exact", engine: str = "analytic"):
+            mode: str = "exact", engine: str = "analytic", dataflow: str | None = None,
+            element_bytes: int | None = None):
     """The per-layer cost profile every partitioner and schedule works on (:class:`LayerProfile`)."""
     from archsim.lowering import check_mode
     from archsim.partition import build_profile
 
-    return build_profile(load_network(network), array_config(array), batch, check_mode(mode), engine)
+    config = array_config(array, dataflow=dataflow, element_bytes=element_bytes)
+    return build_profile(load_network(network), config, batch, check_mode(mode), engine)
+
+
+def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: int = 1, micro_batch: int = 1,
+          seq: int | None = None, recompute: str = "full", sequence_parallel: bool = False, interleave: int = 1,
+          schedule: str = "1f1b", stage_layers: Sequence[int] | None = None, attention: str = "flash"):
+    """One training iteration of a transformer on a GPU cluster, as ``archsim train`` runs it (the
+    cluster file's server order, the given or Megatron's even stage split). ``model``: a config path or
+    a :class:`~archsim.workload.transformer.TransformerConfig`; ``cluster``: a cluster TOML path or a
+    :class:`~archsim.training.cluster.GpuCluster`; the other names are ``train``'s flags. Returns the
+    :class:`~archsim.training.run.TrainResult` (``iteration_seconds``, ``memory``, ``breakdown`` in
+    seconds) and its :class:`~archsim.training.throughput.Throughput` (MFU, TFLOP/s per GPU, tokens/s)."""
+    from archsim.training.parallel import Parallelism
+    from archsim.training.run import train as _train
+    from archsim.training.throughput import throughput
+
+    config, gpus = _transformer(model, seq), _gpu_cluster(cluster)
+    par = Parallelism(tp, pp, dp, global_batch, micro_batch, recompute, sequence_parallel, interleave, schedule,
+                      tuple(stage_layers) if stage_layers else None, attention)
+    machines = gpus.laid_out(par)
+    result = _train(config, par, machines[0], machines)
+    peak = sum(m.gpu.peak("fp16") for m in machines) / len(machines)
+    return result, throughput(config, global_batch, recompute, result.iteration_seconds, par.gpus, peak, attention)
+
+
+def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | None = None, seq: int | None = None,
+           objective: str = "time", balance: str = "even", placement: str = "file", top: int = 10,
+           recompute: Sequence[str] = ("none", "selective", "full"), schedule: Sequence[str] | None = None,
+           chunks: Sequence[int] = (2, 4), max_micro_batch: int = 8, sequence_parallel: str = "both",
+           refine: int | None = None, attention: str = "flash"):
+    """Rank TP × PP × DP × micro-batch × recompute × schedule for ``model`` on ``cluster`` as
+    ``archsim search`` does, with its flags' names and defaults (``schedule`` None: every schedule;
+    ``refine`` None: 2 × ``top``). Returns the :class:`~archsim.training.search.SearchResult`: ``rows``
+    (best first: the configuration, ``iteration_seconds``, ``peak_memory_gib``, ``mfu``, …),
+    ``rejected`` (reason → count) and the Pareto front."""
+    from archsim.errors import InputError
+    from archsim.training.search import search as _search
+    from archsim.training.search_space import SCHEDULES
+
+    config, on = _transformer(model, seq), _gpu_cluster(cluster)
+    counts = [gpus] if isinstance(gpus, int) else list(gpus or [])
+    if counts and max(counts) > on.topology.devices:
+        raise InputError(f"{max(counts)} GPUs asked for, the cluster has {on.topology.devices}", field="gpus")
+    modes = {"both": (False, True), "on": (True,), "off": (False,)}
+    if sequence_parallel not in modes:
+        raise InputError(f"expected both, on or off, got {sequence_parallel!r}", field="sequence-parallel")
+    return _search(config, on, global_batch, counts or None, micro_batches=range(1, max_micro_batch + 1),
+                   recomputes=tuple(recompute), schedules=tuple(schedule or SCHEDULES), chunks=tuple(chunks),
+                   sequence_parallel=modes[sequence_parallel], top=top,
+                   refine=2 * top if refine is None else max(refine, 0), balance=balance, objective=objective,
+                   placement=placement, attention=attention)
+
+
+def _transformer(model, seq: int | None):
+    """A config path loaded, or a config as is; ``seq`` overrides its sequence length (``--seq``)."""
+    from dataclasses import replace
+
+    from archsim.workload.transformer import TransformerConfig, load_transformer
+
+    if isinstance(model, TransformerConfig):
+        return model if seq is None else replace(model, seq=seq)
+    return load_transformer(model, seq=seq)
+
+
+def _gpu_cluster(cluster):
+    from archsim.training.cluster import GpuCluster, load_gpu_cluster
+
+    return cluster if isinstance(cluster, GpuCluster) else load_gpu_cluster(cluster)
 
 
 def pipeline(profile, *, processors: int, method: str = "layerpipe", **options):

@@ -73,7 +73,16 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
-        raise InputError(f"{self.prog}: {message}")
+        raise UsageError(message, self.prog)
+
+
+class UsageError(InputError):
+    """argparse's complaint about the command line; ``prog``: the parser that complained ("archsim" or
+    "archsim train"), so the line reads ``archsim train: error: …`` as argparse's own would."""
+
+    def __init__(self, message: str, prog: str) -> None:
+        super().__init__(message)
+        self.prog = prog
 
 
 def load_command(target: str) -> Command:
@@ -119,6 +128,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser(argv).parse_args(argv)
         return int(args._run(args))
+    except UsageError as exc:  # the top parser reports a sub-command's unknown arguments: name the sub-command
+        wanted = _selected(argv)
+        prog = f"archsim {wanted}" if exc.prog == "archsim" and wanted else exc.prog
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 2
     except InputError as exc:
         print(f"archsim: error: {exc}", file=sys.stderr)
         return 2

@@ -31,9 +31,38 @@ def will_compile(dispatcher) -> bool:
 
 
 def announce_compile(dispatcher, what: str) -> None:
-    """Print 'compiling …' to stderr, once per process and ``what``, when the kernel must compile."""
+    """Print 'compiling …' to stderr, once per process and ``what``, when the kernel must compile;
+    on a terminal, a line under it counts the seconds until the kernel has compiled."""
     if what in _ANNOUNCED or not will_compile(dispatcher):
         return
     _ANNOUNCED.add(what)
     print(f"archsim: compiling {what} with numba (once per install; later runs load it from the cache)…",
           file=sys.stderr, flush=True)
+    from archsim.numba_cache import LazyKernel
+    from archsim.progress import on_terminal
+
+    if on_terminal():
+        tick(dispatcher.compiled() if isinstance(dispatcher, LazyKernel) else dispatcher, what)
+
+
+def tick(dispatcher, what: str, every: float = 1.0, stream=None):
+    """A daemon thread writing ``  compiling WHAT: N s`` over one stderr line every ``every`` seconds
+    until ``dispatcher`` has a compiled signature, then erasing it; returns the thread."""
+    import threading
+    import time
+
+    out = sys.stderr if stream is None else stream
+    start = time.monotonic()
+
+    def run() -> None:
+        while not dispatcher.signatures:
+            time.sleep(every)
+            if not dispatcher.signatures:
+                out.write(f"\r  compiling {what}: {time.monotonic() - start:.0f} s")
+                out.flush()
+        out.write("\r\x1b[K")
+        out.flush()
+
+    thread = threading.Thread(target=run, name=f"compiling {what}", daemon=True)
+    thread.start()
+    return thread

@@ -21,6 +21,7 @@ session in which some test would still draw randomly (its own ``@settings`` undo
 
 import importlib.util
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -32,6 +33,10 @@ from archsim.sim.validate import assert_valid
 
 sys.path.insert(0, str(Path(__file__).parent))
 import sim_reference
+
+# archsim's one error line: "archsim: error: …", or a usage error named after its sub-command as
+# argparse names it ("archsim train: error: …", "archsim bppsa rnn: error: …")
+USAGE = re.compile(r"archsim(?: [a-z][a-z0-9-]*)*: error: ")
 
 _ORIGINAL = engine.simulate
 VALIDATED = {"count": 0, "compared": 0}

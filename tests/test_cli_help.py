@@ -42,6 +42,17 @@ def test_top_level_help_imports_no_command_and_no_numpy():
         assert name in out and text.split()[0] in out
 
 
+def test_no_commands_help_loads_scipy_pandas_or_plotly():
+    """Each command's --help builds its parser only: scipy (once pulled in through the GPU catalog),
+    pandas and plotly load when a command runs (their CPU time: benchmarks/bench_cli_startup.py)."""
+    names = [name for name, _, _ in cli.REGISTRY]
+    code = ("import sys\nfrom archsim.cli import main\nfor name in " + repr(names) + ":\n"
+            "    try:\n        main([name, '--help'])\n    except SystemExit:\n        pass\n"
+            "print('HEAVY', sorted(m for m in ('pandas', 'plotly', 'scipy', 'numba') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "HEAVY []" in out
+
+
 def test_a_subcommand_loads_only_its_own_module():
     code = ("import sys\nfrom archsim.cli import build_parser\nbuild_parser(['gemm', '--help'])\n"
             "print(sorted(m for m in sys.modules if m.startswith('archsim.commands.')))")

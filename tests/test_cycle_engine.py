@@ -14,6 +14,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import USAGE
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -363,7 +364,7 @@ def test_a_scalesim_cfg_costs_as_scalesim_runs_it(tmp_path, dataflow, capsys):
 def test_bad_engine_arguments_are_one_line_errors(argv, capsys):
     code, out, err = run_cli(argv, capsys)
     assert code == 2 and out == ""
-    assert err.count("\n") == 1 and err.startswith("archsim: error:")
+    assert err.count("\n") == 1 and USAGE.match(err)
 
 
 SPEC = """[sweep]

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import USAGE
 from fuzz_cases import BROKEN, CLI_BREAKS, CLI_BROKEN, HOSTILE, READERS, ROOT, TOKEN
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -309,7 +310,7 @@ def _run_once(tally: Tally, capsys, argv: list[str], broken: str | None) -> None
         tally.slowest = max(tally.slowest, time.perf_counter() - began)
         out, err = capsys.readouterr()
     if code == 2:
-        assert out == "" and len(err.splitlines()) == 1 and err.startswith("archsim: error: "), (argv, err)
+        assert out == "" and len(err.splitlines()) == 1 and USAGE.match(err), (argv, err)
         tally.counts[(f"cli {argv[0]}", "invalid refused" if broken else "exit 2")] += 1
     elif code != 0:
         tally.fail(f"cli {argv[0]}", "traceback", f"exit {code}: {err[-300:]} on {' '.join(argv)}")

@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
+from conftest import USAGE
 from onnx import helper
 from onnx_models import model, value, weight
 
@@ -26,7 +27,7 @@ def refused(capsys, *argv, words: str = "") -> str:
     code = main([str(a) for a in argv])
     out, err = capsys.readouterr()
     assert code == 2 and out == "", (code, out[-500:], err[-2000:])
-    assert len(err.splitlines()) == 1 and err.startswith("archsim: error: "), err
+    assert len(err.splitlines()) == 1 and USAGE.match(err), err
     assert words in err, err
     return err
 

@@ -26,3 +26,30 @@ def test_a_compiled_kernel_is_not_announced(capsys):
     three(1)
     jit.announce_compile(three, "another test kernel")
     assert capsys.readouterr().err == ""
+
+
+def test_the_compile_ticker_counts_until_the_kernel_has_compiled():
+    """The terminal's ticker line: rewritten while nothing is compiled, erased once a signature exists
+    (a stand-in dispatcher whose compile the test finishes; no clock is asserted)."""
+    import io
+    import threading
+    from types import SimpleNamespace
+
+    out, written = io.StringIO(), threading.Event()
+
+    class Stream:
+        def write(self, text):
+            out.write(text)
+            written.set()
+
+        def flush(self):
+            return None
+
+    stand_in = SimpleNamespace(signatures=[])
+    thread = jit.tick(stand_in, "a stand-in", every=0.01, stream=Stream())
+    assert written.wait(5)  # at least one tick while "compiling"
+    stand_in.signatures = ["(int64,)"]
+    thread.join(5)
+    assert not thread.is_alive()
+    text = out.getvalue()
+    assert "\r  compiling a stand-in: " in text and text.endswith("\r\x1b[K")

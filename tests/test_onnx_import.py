@@ -7,6 +7,7 @@ import re
 import numpy as np
 import onnx
 import pytest
+from conftest import USAGE
 from google.protobuf.message import DecodeError
 from onnx import helper
 
@@ -156,7 +157,7 @@ def test_malformed_models_give_one_line(tmp_path, capsys, make):
     path.write_bytes(make().SerializeToString())
     assert main(["cost", str(path)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("archsim: error: ") and err.count("\n") == 1 and "Traceback" not in err
+    assert USAGE.match(err) and err.count("\n") == 1 and "Traceback" not in err
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -176,7 +177,7 @@ def test_truncated_and_garbled_files_give_one_line(tmp_path, capsys, seed):
     err = capsys.readouterr().err
     assert code in (0, 2)  # a flipped byte inside a weight's values leaves a valid model
     if code == 2:
-        assert err.startswith("archsim: error: ") and err.count("\n") == 1
+        assert USAGE.match(err) and err.count("\n") == 1
 
 
 def test_onnx_path_works_where_a_network_is_accepted(tmp_path):

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import USAGE
 
 from archsim.cli import main
 from archsim.outputs import atomic_write_text, remove_orphans
@@ -29,7 +30,7 @@ def spec(folder: Path, name: str, array: str = "16x16") -> Path:
 
 def one_line_error(capsys) -> str:
     err = capsys.readouterr().err
-    assert len(err.strip().splitlines()) == 1 and err.startswith("archsim: error: "), err
+    assert len(err.strip().splitlines()) == 1 and USAGE.match(err), err
     return err
 
 

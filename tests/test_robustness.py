@@ -8,6 +8,7 @@ import pathlib
 from pathlib import Path
 
 import pytest
+from conftest import USAGE
 
 from archsim.cli import main
 from archsim.errors import InputError
@@ -30,7 +31,7 @@ def clean_error(capsys, *argv) -> str:
     assert code == 2, (code, out[-300:], err[-300:])
     assert out == ""
     lines = err.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("archsim: error: "), err
+    assert len(lines) == 1 and USAGE.match(lines[0]), err
     assert "\x1b" not in err and "Traceback" not in err
     return lines[0]
 

@@ -1,6 +1,7 @@
 """Every ``archsim schedule`` policy × flush × micro-batch count runs, or is refused in one line."""
 
 import pytest
+from conftest import USAGE
 
 from archsim.cli import main
 from archsim.policies import data_parallel as dp
@@ -22,7 +23,7 @@ def test_policy_flush_microbatch_matrix(policy, capsys):
             if code == 0:
                 assert out.startswith("policy,") and err == ""
             else:
-                assert len(err.strip().splitlines()) == 1 and err.startswith("archsim: error:"), err
+                assert len(err.strip().splitlines()) == 1 and USAGE.match(err), err
 
 
 @pytest.mark.parametrize("microbatches", (2, 3))

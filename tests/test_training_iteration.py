@@ -15,7 +15,7 @@ from archsim.training.iteration import OPTIMIZER_BYTES_PER_PARAMETER, model_piec
 from archsim.training.layer_ops import block_work, embedding_work, head_work
 from archsim.training.measured import read_measured
 from archsim.training.memory import stage_parameters
-from archsim.training.parallel import Parallelism
+from archsim.training.parallel import DEFAULT_ATTENTION, Parallelism
 from archsim.training.run import train
 from archsim.workload.transformer import TransformerConfig
 
@@ -136,7 +136,8 @@ def test_sweep_rows_are_single_runs(capsys):
     assert all("divide the heads" in r["error"] for r in rows[2:])
     from archsim.workload.transformer import load_transformer
     c = load_transformer(ROOT / "configs/transformers/gpt_1024h_24l.json")
-    single = train(c, Parallelism(2, 1, 1, 8, 2), single_node().machine(Parallelism(2, 1, 1, 8, 2)))
+    par = Parallelism(2, 1, 1, 8, 2, attention=DEFAULT_ATTENTION)  # the command's default attention
+    single = train(c, par, single_node().machine(par))
     assert rows[1]["iteration_seconds"] == pytest.approx(single.iteration_seconds)
 
 

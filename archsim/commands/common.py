@@ -256,11 +256,13 @@ def add_timeline_outputs(parser: argparse.ArgumentParser) -> None:
                         help="per-rank action CSV in torch.distributed.pipelining's layout")
 
 
-def write_timeline_outputs(args: argparse.Namespace, timeline, title: str) -> None:
+def write_timeline_outputs(args: argparse.Namespace, timeline, title: str, unit: str = "cycles") -> None:
+    """The Gantt, Chrome trace and schedule CSV asked for; ``unit``: the timeline's time unit, the
+    Gantt's x axis title (cycles for arrays, seconds for GPUs)."""
     if args.gantt:
         from archsim.report.gantt import write_gantt  # plotly: only when a chart is asked for
 
-        write_gantt(timeline, args.gantt, title=title)
+        write_gantt(timeline, args.gantt, title=title, unit=unit)
     if args.trace or args.schedule_csv:
         from archsim.report.export import write_chrome_trace, write_pipeline_schedule_csv
 

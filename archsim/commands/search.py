@@ -8,7 +8,7 @@ import argparse
 from archsim.commands import Command
 from archsim.commands.common import add_output_arguments, add_timeline_outputs, emit, positive_int
 from archsim.training.objectives import OBJECTIVES
-from archsim.training.parallel import RECOMPUTE
+from archsim.training.parallel import ATTENTIONS, DEFAULT_ATTENTION, RECOMPUTE
 from archsim.training.placement import PLACEMENTS
 from archsim.training.search_space import SCHEDULES
 from archsim.training.stage_split import BALANCES
@@ -46,6 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-micro-batch", type=positive_int, default=8, help="micro-batches 1 … this")
     parser.add_argument("--sequence-parallel", default="both", choices=("both", "on", "off"),
                         help="Megatron sequence parallelism: try both, or only on / off")
+    parser.add_argument("--attention", default=DEFAULT_ATTENTION, choices=ATTENTIONS,
+                        help="attention kernels of every configuration, as archsim train's --attention")
     parser.add_argument("--refine", type=int, default=None, metavar="N",
                         help="re-time the best N of the closed forms with the event simulator and rank them again "
                              "(default: 2 × --top)")
@@ -58,23 +60,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
+    from archsim.api import search
     from archsim.outputs import render
     from archsim.training.cluster import load_gpu_cluster
-    from archsim.training.search import search, train_command
+    from archsim.training.search import train_command
     from archsim.workload.transformer import load_transformer
 
     config = load_transformer(args.model, seq=args.seq)
     cluster = load_gpu_cluster(args.cluster)
-    if args.gpus and max(args.gpus) > cluster.topology.devices:
-        from archsim.errors import InputError
-
-        raise InputError(f"{max(args.gpus)} GPUs asked for, the cluster has {cluster.topology.devices}", field="gpus")
-    sp = {"both": (False, True), "on": (True,), "off": (False,)}[args.sequence_parallel]
-    result = search(config, cluster, args.global_batch, args.gpus,
-                    micro_batches=range(1, args.max_micro_batch + 1), recomputes=tuple(args.recompute),
-                    schedules=tuple(args.schedule), chunks=tuple(args.chunks), sequence_parallel=sp, top=args.top,
-                    refine=2 * args.top if args.refine is None else max(args.refine, 0), balance=args.balance,
-                    objective=args.objective, placement=args.placement)
+    result = search(config, cluster=cluster, global_batch=args.global_batch, gpus=args.gpus, objective=args.objective,
+                    balance=args.balance, placement=args.placement, top=args.top, recompute=args.recompute,
+                    schedule=args.schedule, chunks=args.chunks, max_micro_batch=args.max_micro_batch,
+                    sequence_parallel=args.sequence_parallel, refine=args.refine, attention=args.attention)
     rows = [{**row, "command": train_command(args.model, args.cluster, args.global_batch, row)}
             for row in result.rows]
     gains = [row["uneven_gain"] for row in result.rows if row["uneven_gain"] == row["uneven_gain"]]
@@ -92,15 +89,15 @@ def run(args: argparse.Namespace) -> int:
     if args.format != "json":
         meta = {k: (", ".join(f"{r}: {n}" for r, n in v.items()) if isinstance(v, dict) else v)
                 for k, v in meta.items() if k != "pareto"}
-        meta["pareto"] = "; ".join(f"TP{r['tp']} PP{r['pp']} DP{r['dp']} mb{r['micro_batch']} {r['recompute']} "
-                                   f"{r['schedule']}{' v' + str(r['interleave']) if r['interleave'] > 1 else ''}"
-                                   f"{' sp' if r['sequence_parallel'] else ''}: {r['iteration_seconds']:.4g} s, "
-                                   f"{r['peak_memory_gib']:.3g} GiB"
-                                   for r in result.pareto)
+        if args.format == "csv":  # one column; the table ends with a block of one line per configuration
+            meta["pareto"] = "; ".join(_front_line(r) for r in result.pareto)
         rows = [{k: v for k, v in row.items() if k not in ("megatron_args", "command")} for row in rows] \
             if args.format == "table" else rows
     columns = None if rows else ["tp", "pp", "dp", "micro_batch", "recompute", "schedule", "iteration_seconds"]
-    emit(render(pd.DataFrame(rows, columns=columns), args.format, meta=meta, precision=args.precision), args)
+    text = render(pd.DataFrame(rows, columns=columns), args.format, meta=meta, precision=args.precision)
+    if args.format == "table":
+        text += _front_block(result.pareto, args.objective)
+    emit(text, args)
     if args.pareto_html:
         from archsim.report.search_front import write_front_page  # plotly: only when a page is asked for
 
@@ -109,6 +106,24 @@ def run(args: argparse.Namespace) -> int:
     if args.gantt or args.trace or args.schedule_csv:
         _write_best_timeline(args, config, cluster, result.rows)
     return 0
+
+
+def _front_line(r: dict) -> str:
+    """One Pareto configuration: its parallelism, schedule, time and memory per GPU."""
+    return (f"TP{r['tp']} PP{r['pp']} DP{r['dp']} mb{r['micro_batch']} {r['recompute']} "
+            f"{r['schedule']}{' v' + str(r['interleave']) if r['interleave'] > 1 else ''}"
+            f"{' sp' if r['sequence_parallel'] else ''}: {r['iteration_seconds']:.4g} s, "
+            f"{r['peak_memory_gib']:.3g} GiB")
+
+
+def _front_block(front: list[dict], objective: str) -> str:
+    """The table's closing block: the Pareto front, one indented line per configuration, fastest first
+    (no ``# name:`` lines: those are the meta's)."""
+    against = {"time": "memory per GPU", "cost": "cost per iteration", "energy": "energy per iteration"}[objective]
+    lines = [f"Pareto front, iteration time against {against} ({len(front)} configurations):"]
+    lines += [f"  {_front_line(r)}" + (f", {r['cost_usd']:.4g} USD" if objective == "cost" else "")
+              + (f", {r['energy_j']:.4g} J" if objective == "energy" else "") for r in front]
+    return "\n" + "\n".join(lines) + "\n"
 
 
 def _write_best_timeline(args: argparse.Namespace, config, cluster, rows: list[dict]) -> None:
@@ -124,11 +139,12 @@ def _write_best_timeline(args: argparse.Namespace, config, cluster, rows: list[d
     r = rows[0]
     split = tuple(int(n) for n in r["stage_layers"].split(",")) if r["stage_layers"] else None
     par = Parallelism(r["tp"], r["pp"], r["dp"], args.global_batch, r["micro_batch"], r["recompute"],
-                      r["sequence_parallel"], r["interleave"], r["schedule"], split)
+                      r["sequence_parallel"], r["interleave"], r["schedule"], split, r["attention"])
     if r.get("placement"):
         cluster = cluster.reordered(tuple(int(n) for n in r["placement"].split(",")))
     result = train(config, par, cluster.machine(par), cluster.rank_machines(par) if cluster.heterogeneous else None)
-    write_timeline_outputs(args, result.timeline, f"{config.name}: TP{par.tp} PP{par.pp} DP{par.dp}, {r['schedule']}")
+    write_timeline_outputs(args, result.timeline, f"{config.name}: TP{par.tp} PP{par.pp} DP{par.dp}, {r['schedule']}",
+                           unit="seconds")
 
 
 COMMAND = Command("search", HELP, add_arguments, run)

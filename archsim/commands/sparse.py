@@ -7,14 +7,10 @@ from __future__ import annotations
 import argparse
 from dataclasses import replace
 
-from archsim.array.sparse_network import memory_modelled, read_sparse_run, sparse_table
 from archsim.array.sparse_training import DELTA_OPTIONS, GRADIENT_OPTIONS, SparseTraining
 from archsim.commands import Command
 from archsim.commands.common import add_output_arguments, emit, positive_int
-from archsim.outputs import render
-from archsim.partition import build_profile
-from archsim.partition.pruned import pruned_profile
-from archsim.planners import PARTITIONERS, partition
+from archsim.planners import PARTITIONERS
 from archsim.validate import processors_flag
 
 HELP = "SCALE-Sim-exact sparse layers (N:M, CSR/CSC/ELLPACK) and their δ/G training cycles"
@@ -43,6 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def stalls_note(array, sparsity) -> str:
     """What the table says of memory stalls, in one line."""
+    from archsim.array.sparse_network import memory_modelled  # pandas: only when the command runs
+
     if not array.user_bandwidth:
         return "none: CALC bandwidth mode (F_cycles are SCALE-Sim's Total Cycles)"
     if memory_modelled(array, sparsity):
@@ -54,6 +52,12 @@ def stalls_note(array, sparsity) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from archsim.array.sparse_network import read_sparse_run, sparse_table
+    from archsim.outputs import render
+    from archsim.partition import build_profile
+    from archsim.partition.pruned import pruned_profile
+    from archsim.planners import partition
+
     array, sparsity, network, ratios = read_sparse_run(args.config, args.topology)
     options = SparseTraining(delta=args.delta, gradient=args.gradient)
     table = sparse_table(array, sparsity, network, ratios, options, args.batch, args.energy)

@@ -5,18 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
-
-from archsim.array.config import ArrayConfig
-from archsim.array.costing import cost_network
 from archsim.commands import Command
 from archsim.errors import InputError
-from archsim.lowering import check_mode
-from archsim.sweep import load_spec, run_sweep, summarize
-from archsim.sweep.runner import RESULT_COLUMNS, current_names
 from archsim.validate import exists, int_flag
-from archsim.workload import load_network
+
+if TYPE_CHECKING:  # pandas, numpy and the sweep load when a command runs, not for --help
+    import pandas as pd
 
 
 def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,6 +29,8 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_sweep_command(args: argparse.Namespace) -> int:
+    from archsim.sweep import load_spec, run_sweep
+
     spec = load_spec(args.spec)
     out = Path(args.out or Path("results") / spec.name)
     frame = run_sweep(spec, out, workers=args.workers, dask=args.dask, progress=not args.quiet, force=args.force)
@@ -75,6 +73,10 @@ NUMERIC_RESULT_COLUMNS = ("rows", "cols", "batch", "processors", "stages", "sing
 
 
 def read_results(folder: Path) -> pd.DataFrame:
+    import pandas as pd
+
+    from archsim.sweep.runner import RESULT_COLUMNS, current_names
+
     path = folder / "results.csv"
     if not path.is_file():
         raise InputError("no results.csv here: run `archsim sweep SPEC --out DIR` first", file=str(folder))
@@ -104,6 +106,12 @@ def read_results(folder: Path) -> pd.DataFrame:
 
 
 def write_report(folder: Path, target: str | Path, *, spec_command: str) -> Path:
+    from archsim.array.config import ArrayConfig
+    from archsim.array.costing import cost_network
+    from archsim.lowering import check_mode
+    from archsim.sweep import summarize
+    from archsim.workload import load_network
+
     results = read_results(folder)
     from archsim.report.sweep_report import build_report, layer_breakdown_figure  # plotly loads only for a report
 
@@ -162,6 +170,7 @@ def _design_sections(results: pd.DataFrame, spec_command: str, folder: str, targ
 
 def _gantt_section(network, array, first, processors: int, microbatches: int = 8):
     """LayerPipe's schedule of one configuration: 8 micro-batches, δ-first policy, in the simulator."""
+    from archsim.lowering import check_mode
     from archsim.partition import build_profile
     from archsim.planners import partition
     from archsim.policies.pipeline import simulate_partition

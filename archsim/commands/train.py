@@ -4,11 +4,12 @@ per-op and per-collective breakdown and the pipeline timeline (:mod:`archsim.tra
 from __future__ import annotations
 
 import argparse
+import sys
 
 from archsim.commands import Command
 from archsim.commands.common import add_output_arguments, add_timeline_outputs, emit, positive_int
 from archsim.devices.device import DTYPES
-from archsim.training.parallel import RECOMPUTE
+from archsim.training.parallel import ATTENTIONS, DEFAULT_ATTENTION, RECOMPUTE
 
 HELP = "one training iteration of a transformer on GPUs: TP × PP × DP, time, memory, breakdown"
 
@@ -31,6 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seq", type=positive_int, default=None, help="sequence length (default: the config's)")
     parser.add_argument("--recompute", default="full", choices=RECOMPUTE, help="activation recomputation")
     parser.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallelism (TP > 1)")
+    parser.add_argument("--attention", default=DEFAULT_ATTENTION, choices=ATTENTIONS,
+                        help="attention kernels: FlashAttention-2 (what Megatron-LM runs today) or Megatron's standard "
+                             "core (the s² scores in HBM, as the measured Megatron-DeepSpeed runs); docs/training.md")
     parser.add_argument("--interleave", type=positive_int, default=1, metavar="V",
                         help="model chunks per pipeline rank (interleaved 1F1B when V > 1)")
     parser.add_argument("--schedule", default="1f1b", help="pipeline schedule (archsim's published orders: 1f1b, "
@@ -49,8 +53,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "of the file's servers numbered from 0 (count expanded), as archsim search prints")
     parser.add_argument("--sweep", action="append", default=[], metavar="KEY=V1,V2,…",
                         help="sweep an axis (tp, pp, dp, global_batch, micro_batch, interleave, recompute, schedule, "
-                             "sequence_parallel); repeat for a grid: one row per point instead of one iteration's "
-                             "breakdown")
+                             "sequence_parallel, attention); repeat for a grid: one row per point instead of one "
+                             "iteration's breakdown")
     parser.add_argument("--runs", default=None, metavar="RUNS.csv",
                         help="predict every row of a runs file in one process (columns tp, pp, dp, micro_batch, "
                              "global_batch and optionally recompute, sequence_parallel, interleave, gpus, "
@@ -84,16 +88,14 @@ def run(args: argparse.Namespace) -> int:
         return _run_sweep(args, config)
     par = Parallelism(args.tp, args.pp, args.dp, args.global_batch, args.micro_batch, args.recompute,
                       args.sequence_parallel, args.interleave, args.schedule,
-                      parse_stage_layers(args.stage_layers) if args.stage_layers else None)
+                      parse_stage_layers(args.stage_layers) if args.stage_layers else None, args.attention)
     cluster = load_gpu_cluster(args.cluster, args.dtype)
     placement = parse_placement(args.placement, cluster)
     if isinstance(placement, tuple):
         cluster = cluster.reordered(placement)
     if placement == "planned":
         cluster, par, placement = _best_placement(config, cluster, par, args.balance)
-    machines = cluster.rank_machines(par)
-    if machines is None:
-        raise InputError(_LAYOUT_ERRORS["stage-mixes-gpu-types"], field="tp")
+    machines = cluster.laid_out(par)  # a TP group across servers is refused, as search refuses it
     par = _split(config, par, machines, args.balance)
     capacities = [m.gpu.memory_bytes for m in machines]
     result = train(config, par, machines[0], machines)
@@ -104,31 +106,57 @@ def run(args: argparse.Namespace) -> int:
     slots = result.timeline.to_frame()
     timeline = [{"rank": str(row.processor), "action": str(row.op), "start_s": float(row.start), "end_s": float(row.end)}
                 for row in slots.itertuples()] if len(slots) <= 20000 else []
+    rates = _rates(config, par, result.iteration_seconds, machines)
     meta = {"model": config.name, "gpu": ", ".join(sorted({m.gpu.name for m in machines})), "gpus": par.gpus, "tp": par.tp, "pp": par.pp,
             "dp": par.dp, "global_batch": par.global_batch, "micro_batch": par.micro_batch,
             "microbatches": par.microbatches, "recompute": par.recompute,
             "sequence_parallel": par.sequence_parallel, "interleave": par.interleave, "schedule": par.schedule,
-            "stage_layers": ",".join(map(str, par.stage_layers)) if par.stage_layers else "even",
+            "attention": par.attention, "stage_layers": ",".join(map(str, par.stage_layers)) if par.stage_layers else "even",
             "placement": order_text(placement) if isinstance(placement, tuple) else "file",
             "dtype": args.dtype, "iteration_seconds": result.iteration_seconds,
             "forward_seconds": result.forward_seconds, "backward_seconds": result.backward_seconds,
             **iteration_energy(config, par, cluster, result.iteration_seconds, memory=result.memory),
-            "peak_memory_gib": result.peak_memory_gib,
+            **rates, "peak_memory_gib": result.peak_memory_gib,
             "memory_capacity_gib": capacity / 2**30, "fits_memory": all(m["fits"] for m in memory),
             "breakdown_seconds": result.breakdown, "memory_per_rank": memory,
             "after_backward_seconds": list(result.post), "timeline": timeline}
     frame = pd.DataFrame(result.ops, columns=["piece", "name", "op", "seconds"])
-    if args.format != "json":
+    if args.format != "json":  # the breakdown as one line of text; the per-rank lists stay JSON's
+        from archsim.outputs import format_number
+
+        digits = "{:.4g}" if args.precision is None else f"{{:.{args.precision}g}}"
+        show = (lambda v: format_number(v, digits)) if args.format == "table" else repr  # csv: full precision
         meta = {k: v for k, v in meta.items() if not isinstance(v, (list, dict))}
+        meta["breakdown_seconds"] = ", ".join(f"{k}: {show(v)}" for k, v in result.breakdown.items())
+    warning = _memory_warning(memory, capacities)
+    if warning:
+        print(f"archsim train: warning: {warning}", file=sys.stderr)
     emit(render(frame, args.format, meta=meta, precision=args.precision), args)
-    write_timeline_outputs(args, result.timeline, f"{config.name}: TP{par.tp} PP{par.pp} DP{par.dp}")
+    write_timeline_outputs(args, result.timeline, f"{config.name}: TP{par.tp} PP{par.pp} DP{par.dp}",
+                           unit="seconds")
     return 0
 
 
-_LAYOUT_ERRORS = {
-    "tp-within-server": "a TP group spans two servers: choose a TP that divides the GPUs of each server it runs on",
-    "stage-mixes-gpu-types": "a pipeline stage's GPUs are of different types: choose TP × DP to fill whole servers "
-                             "of one type"}
+def _rates(config, par, seconds: float, machines) -> dict[str, float]:
+    """MFU, model and hardware TFLOP/s per GPU and tokens/s (:mod:`archsim.training.throughput`); the
+    peak is the mean of the ranks' devices' dense peaks at the run's dtype (every rank has TP × DP GPUs)."""
+    from dataclasses import asdict
+
+    from archsim.training.throughput import throughput
+
+    peak = sum(m.gpu.peak(m.dtype) for m in machines) / len(machines)
+    return asdict(throughput(config, par.global_batch, par.recompute, seconds, par.gpus, peak, par.attention))
+
+
+def _memory_warning(memory: list[dict], capacities: list[float]) -> str | None:
+    """One line naming the pipeline rank furthest over its GPU's memory, or None when every rank fits."""
+    over = [m for m in memory if not m["fits"]]
+    if not over:
+        return None
+    worst = max(over, key=lambda m: m["total_gib"] * 2**30 / capacities[m["rank"]])
+    others = f" ({len(over)} of {len(memory)} pipeline ranks do not fit)" if len(over) > 1 else ""
+    return (f"does not fit: pipeline rank {worst['rank']} needs {worst['total_gib']:.1f} GiB per GPU, its "
+            f"{worst['gpu']} has {capacities[worst['rank']] / 2**30:.1f} GiB{others}")
 
 
 def _split(config, par, machines, balance: str):
@@ -154,15 +182,20 @@ def _best_placement(config, cluster, par, balance: str):
     """The fastest of the distinct server orders (:mod:`archsim.training.placement`) that fit memory:
     (placed cluster, parallelism with its split, order); ties keep the earlier order (the file's first)."""
     from archsim.errors import InputError
+    from archsim.training.cluster import LAYOUT_ERRORS
     from archsim.training.placement import layouts, server_orders
     from archsim.training.run import train
 
     options, reason = layouts(cluster, par, server_orders(cluster))
     if not options:
-        raise InputError(f"no server order lays this out: {_LAYOUT_ERRORS[reason or 'stage-mixes-gpu-types']}",
+        raise InputError(f"no server order lays this out: {LAYOUT_ERRORS[reason or 'stage-mixes-gpu-types']}",
                          field="placement")
+    from archsim.progress import progress
+
     best = None
+    bar = progress(len(options), "train --placement planned", "order", delay=2.0)  # on a terminal after 2 s
     for order, placed in options:
+        bar.update(1)
         machines = placed.rank_machines(par)
         assert machines is not None  # layouts() kept only orders that lay it out
         try:
@@ -174,6 +207,7 @@ def _best_placement(config, cluster, par, balance: str):
         key = (not fits, result.iteration_seconds)
         if best is None or key < best[0]:
             best = (key, placed, trial, order)
+    bar.close()
     if best is None:
         raise InputError("no split of the layers over the pipeline stages fits the GPUs' memory in any server order",
                          field="balance")
@@ -192,7 +226,8 @@ def _run_sweep(args: argparse.Namespace, config) -> int:
     axes = [parse_axis(text) for text in args.sweep]
     base = {"tp": args.tp, "pp": args.pp, "dp": args.dp, "global_batch": args.global_batch,
             "micro_batch": args.micro_batch, "recompute": args.recompute,
-            "sequence_parallel": args.sequence_parallel, "interleave": args.interleave, "schedule": args.schedule}
+            "sequence_parallel": args.sequence_parallel, "interleave": args.interleave, "schedule": args.schedule,
+            "attention": args.attention}
     cluster = load_gpu_cluster(args.cluster, args.dtype)
     placement = parse_placement(args.placement, cluster)
     if placement == "planned":

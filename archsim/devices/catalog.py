@@ -1,6 +1,6 @@
 """GPUs by catalog name, with their datasheet figures (docs/citations.md, "GPU datasheets").
 
-The tensor-core geometry, boost clock and HBM bandwidth are :data:`archsim.validation.gpu.KNOWN_GPUS`'
+The tensor-core geometry, boost clock and HBM bandwidth are :data:`archsim.validation.gpu_catalog.KNOWN_GPUS`'
 (one table for both the kernel validation and training); this module adds what training needs
 beside them: memory capacity, peak per precision, and the GPU's links.
 
@@ -34,7 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from archsim.errors import InputError
-from archsim.validation.gpu import KNOWN_GPUS, GpuSpec
+from archsim.validation.gpu_catalog import KNOWN_GPUS, GpuSpec
 
 GIB = 2**30
 

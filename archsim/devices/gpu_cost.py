@@ -12,6 +12,8 @@ array can cost them on a GPU. Two kinds of work:
   tiles are bound by the GPU's L2 bandwidth per SM). The tile is the one of
   :data:`TILES` that finishes first (a library's heuristic picks well on regular shapes). A GEMM
   also moves A, B and out through HBM once: its time is the larger of the two (a roofline per GEMM).
+  A *fused* op (FlashAttention) keeps its GEMMs' operands and results on chip: the larger of its
+  GEMMs' compute and the HBM traffic it counts in ``vector_elements``, one launch.
 * **Memory-bound ops** (norms, softmax, GeLU, dropout, residual adds, the optimizer step, the
   embedding lookup): their ``vector_elements`` count the elements they read and write in HBM, at
   ``element_bytes`` each, moved at HBM bandwidth × ``efficiency.memory``.
@@ -86,6 +88,16 @@ def gemm_seconds(m, k, n, count, device: AnyDevice, efficiency: Efficiency, prec
     """Seconds of each batched GEMM (arrays broadcast): tile/wave-quantized compute vs HBM traffic,
     plus one kernel overhead. Units: elements in, seconds out."""
     m, k, n, count = (np.asarray(x, dtype=np.float64) for x in (m, k, n, count))
+    traffic = (m * k + k * n + m * n) * count * element_bytes / (device.hbm_bytes_per_s * efficiency.memory)
+    return np.maximum(tile_seconds(m, k, n, count, device, efficiency, precision, element_bytes),
+                      traffic) + efficiency.kernel_s
+
+
+def tile_seconds(m, k, n, count, device: Gpu, efficiency: Efficiency, precision: str = "fp16",
+                 element_bytes: int = 2) -> np.ndarray:
+    """Seconds of each batched GEMM's tensor-core compute alone (tile/wave-quantized: no HBM roofline,
+    no launch), the part a fused kernel overlaps with its own traffic."""
+    m, k, n, count = (np.asarray(x, dtype=np.float64) for x in (m, k, n, count))
     per_sm = device.peak(precision) * efficiency.gemm / device.sms  # FLOP/s of one SM
     best = np.full(np.broadcast(m, k, n, count).shape, np.inf)
     for tm, tn in TILES:
@@ -93,8 +105,7 @@ def gemm_seconds(m, k, n, count, device: AnyDevice, efficiency: Efficiency, prec
         waves = np.ceil(tiles / device.sms)
         rate = per_sm * tile_efficiency(tm, tn, device, precision, element_bytes)
         best = np.minimum(best, waves * 2.0 * tm * tn * k / rate)
-    traffic = (m * k + k * n + m * n) * count * element_bytes / (device.hbm_bytes_per_s * efficiency.memory)
-    return np.maximum(best, traffic) + efficiency.kernel_s
+    return best
 
 
 def array_gemm_seconds(m, k, n, count, device: Device, efficiency: Efficiency, element_bytes: int = 2,
@@ -128,15 +139,23 @@ def op_seconds(ops: Sequence[TrainingOp], device: AnyDevice, efficiency: Efficie
     :func:`archsim.array.costing.op_cycles`, in seconds."""
     owner, m, k, n, count = flatten_gemms(ops)
     seconds = np.zeros(len(ops))
+    fused = np.fromiter((op.fused for op in ops), dtype=bool, count=len(ops))
     if owner.size:
         if not isinstance(device, Gpu) and device.gemm == "arrays":
-            per_gemm = array_gemm_seconds(m, k, n, count, device, efficiency, element_bytes, precision)
+            plain = array_gemm_seconds(m, k, n, count, device, efficiency, element_bytes, precision)
+            inside = plain - efficiency.kernel_s  # its own traffic is counted once more below: max, not sum
         else:
-            per_gemm = gemm_seconds(m, k, n, count, device, efficiency, precision, element_bytes)
-        np.add.at(seconds, owner, per_gemm)
+            plain = gemm_seconds(m, k, n, count, device, efficiency, precision, element_bytes)
+            inside = tile_seconds(m, k, n, count, device, efficiency, precision, element_bytes)
+        np.add.at(seconds, owner, np.where(fused[owner], inside, plain))
     vector = np.fromiter((op.vector_elements for op in ops), dtype=np.float64, count=len(ops))
+    if fused.any():  # one kernel: compute and its own HBM traffic overlap, one launch
+        traffic = memory_seconds(vector, device, efficiency, element_bytes, kernels=0)
+        seconds = np.where(fused, np.maximum(seconds, traffic) + efficiency.kernel_s, seconds)
+        vector = np.where(fused, 0.0, vector)
     seconds += np.where(vector > 0, memory_seconds(vector, device, efficiency, element_bytes), 0.0)
     return seconds
 
 
-__all__ = ["TILES", "Efficiency", "array_gemm_seconds", "gemm_seconds", "memory_seconds", "op_seconds", "tile_efficiency"]
+__all__ = ["TILES", "Efficiency", "array_gemm_seconds", "gemm_seconds", "memory_seconds", "op_seconds",
+           "tile_efficiency", "tile_seconds"]

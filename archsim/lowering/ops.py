@@ -43,6 +43,8 @@ class TrainingOp:
     out_bytes: bytes of the tensor the op produces (activation, weight gradient, δ or its part).
     extra_bytes: bytes a split op must receive beyond the unsplit op's inputs (weight slice,
         partial sums to merge) — LayerPipe's "additional communication".
+    fused: the GEMMs run in one kernel that keeps their intermediates on chip (FlashAttention): on a
+        GPU its time is the larger of the GEMMs' compute and ``vector_elements``' HBM traffic, one launch.
     """
 
     layer: str
@@ -51,6 +53,7 @@ class TrainingOp:
     vector_elements: int = 0
     out_bytes: int = 0
     extra_bytes: int = 0
+    fused: bool = False
 
     @property
     def macs(self) -> int:

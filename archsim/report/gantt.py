@@ -63,12 +63,13 @@ def _natural(text: str) -> tuple:
     return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(text)))
 
 
-def write_gantt(timeline, path: str | Path, title: str = "", caption: str = "") -> Path:
-    """Write a self-contained HTML Gantt of ``timeline`` (a Timeline or its frame) atomically."""
+def write_gantt(timeline, path: str | Path, title: str = "", caption: str = "", unit: str = "cycles") -> Path:
+    """Write a self-contained HTML Gantt of ``timeline`` (a Timeline or its frame) atomically; ``unit``
+    titles the x axis."""
     from archsim.report.html_page import document, esc, figure
 
     frame = timeline.to_frame() if hasattr(timeline, "to_frame") else timeline
-    body = figure(gantt_figure(frame, title), first=True)
+    body = figure(gantt_figure(frame, title, unit), first=True)
     note = f"<p>{esc(caption)}</p>" if caption else ""
     return atomic_write_text(path, document(title, [body, note], heading="",
                                             style="body{font-family:sans-serif;margin:1em}"))

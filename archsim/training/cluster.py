@@ -166,9 +166,25 @@ class GpuCluster:
                 made.setdefault(m, m) for m in (self.machine(par, device, r) for r, device in enumerate(kinds)))
         return self._machines[key]
 
+    def laid_out(self, par: Parallelism) -> tuple[Machine, ...]:
+        """:meth:`rank_machines`, or a one-line :class:`InputError` saying why ``par`` cannot be laid
+        out in this server order (:data:`LAYOUT_ERRORS`): what ``archsim train`` and the API run."""
+        problem = self.problem(par)
+        machines = None if problem else self.rank_machines(par)
+        if machines is None:
+            raise InputError(LAYOUT_ERRORS[problem or "stage-mixes-gpu-types"], field="tp")
+        return machines
+
     @cached_property
     def _machines(self) -> dict[tuple[int, int, int], tuple[Machine, ...] | None]:
         return {}  # (tp, pp, dp) → rank_machines: they depend on nothing else
+
+
+LAYOUT_ERRORS = {
+    "tp-within-server": "a TP group spans two servers: choose a TP that divides the GPUs of each server it runs on",
+    "stage-mixes-gpu-types": "a pipeline stage's GPUs are of different types: choose TP × DP to fill whole servers "
+                             "of one type"}
+
 
 
 def _server_device(group: dict, folder: Path, file: str, loaded: dict[str, Device]) -> Device:
@@ -228,4 +244,4 @@ def single_node(name: str = "a100-80gb", gpus: int = 8) -> GpuCluster:
     return GpuCluster(build_topology(spec), catalog_device(name), gpus, 1.0)
 
 
-__all__ = ["GpuCluster", "load_gpu_cluster", "single_node"]
+__all__ = ["LAYOUT_ERRORS", "GpuCluster", "load_gpu_cluster", "single_node"]

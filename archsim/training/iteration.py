@@ -166,10 +166,12 @@ def _model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> d
     b, t, sp = par.micro_batch, par.tp, par.sequence_parallel
     if machine.implementation == "pytorch-eager":
         check_eager(c, t, sp)
+        if par.attention != "standard":
+            raise InputError("the pytorch-eager op list runs standard attention only", field="attention")
         return {"layer": piece_cost(eager_block_work(c, b), par, machine, par.recompute),
                 "embedding": piece_cost(eager_embedding_work(c, b), par, machine, "none"),
                 "head": piece_cost(eager_head_work(c, b), par, machine, "none")}
-    return {"layer": piece_cost(block_work(c, b, t, sp), par, machine, par.recompute),
+    return {"layer": piece_cost(block_work(c, b, t, sp, par.attention), par, machine, par.recompute),
             "embedding": piece_cost(embedding_work(c, b, t), par, machine, "none"),
             "head": piece_cost(head_work(c, b, t), par, machine, "none")}
 

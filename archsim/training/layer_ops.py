@@ -84,8 +84,11 @@ def _memory_op(name: str, forward: float, backward: float) -> tuple[TrainingOp, 
     return _vector(name, "F", forward), _vector(name, "D", backward)
 
 
-def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_parallel: bool = False) -> Work:
-    """One transformer layer's work on one GPU of its TP group, for one micro-batch."""
+def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_parallel: bool = False,
+               attention: str = "standard") -> Work:
+    """One transformer layer's work on one GPU of its TP group, for one micro-batch; ``attention``
+    ``flash``: the scores, softmax, dropout and context as one FlashAttention-2 kernel each way
+    (:func:`flash_attention_ops`)."""
     s, h, b, t = c.seq, c.hidden, micro_batch, tp
     tokens = s * b
     local = tokens // t if sequence_parallel else tokens  # tokens the norms/dropouts see
@@ -110,15 +113,20 @@ def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_par
 
     mem("norm1", 2 * local * h, 3 * local * h)
     gemm("qkv", tokens, h, (heads + 2 * kv) * hd)
-    gemm("scores", s, hd, s, b * heads, weights=False)
-    scores = s * s * b * heads
-    if fused_softmax(s, b * heads):
-        mem("softmax", 2 * scores, 3 * scores)
+    if attention == "flash":
+        f, d = flash_attention_ops(s, hd, b * heads, b * kv)
+        forward.append(f)
+        backward.append(d)
     else:
-        for name, fwd, bwd in UNFUSED_SOFTMAX:
-            mem(name, fwd * scores, bwd * scores)
-    mem("attn_dropout", 2.5 * s * s * b * heads, 2.5 * s * s * b * heads)
-    gemm("context", s, s, hd, b * heads, weights=False)
+        gemm("scores", s, hd, s, b * heads, weights=False)
+        scores = s * s * b * heads
+        if fused_softmax(s, b * heads):
+            mem("softmax", 2 * scores, 3 * scores)
+        else:
+            for name, fwd, bwd in UNFUSED_SOFTMAX:
+                mem(name, fwd * scores, bwd * scores)
+        mem("attn_dropout", 2.5 * s * s * b * heads, 2.5 * s * s * b * heads)
+        gemm("context", s, s, hd, b * heads, weights=False)
     gemm("proj", tokens, heads * hd, h)
     mem("residual1", 3.5 * local * h, 3.5 * local * h)
     mem("norm2", 2 * local * h, 3 * local * h)
@@ -133,6 +141,24 @@ def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_par
     mem("residual2", 3.5 * local * h, 3.5 * local * h)
     backward.reverse()  # backward runs the ops last-first (order only matters for a timeline)
     return Work(tuple(forward), tuple(backward), *_tp_collectives(tokens * h * 2, tp, sequence_parallel))
+
+
+def flash_attention_ops(s: int, hd: int, heads: int, kv_heads: int) -> tuple[TrainingOp, TrainingOp]:
+    """FlashAttention-2 (Dao 2023, Algorithms 1 and 2) over ``heads`` query heads (micro-batch × heads
+    per GPU) sharing ``kv_heads`` K/V heads, s tokens of head size hd: one fused kernel each way.
+    Forward: S = QKᵀ and O = PV (the standard attention's FLOPs), softmax and dropout in registers;
+    HBM: read Q, K, V, write O and the fp32 log-sum-exp (2 units per row). Backward: recompute
+    S = QKᵀ, then dV = Pᵀ·dO, dP = dO·Vᵀ, dQ = dS·K, dK = dSᵀ·Q (five GEMMs, one more than the
+    standard backward); HBM: read Q, K, V, O, dO and the log-sum-exp, write dQ, dK, dV. No s × s
+    tensor is read or written (causal masking skips work the FLOP count keeps, as papers count it)."""
+    q, kv = s * hd * heads, s * hd * kv_heads  # elements of Q (= O) and of K (= V)
+    lse = 2 * s * heads
+    qk, pv = Gemm(s, hd, s, heads), Gemm(s, s, hd, heads)
+    forward = TrainingOp("flash_attention", "F", (qk, pv), vector_elements=q + 2 * kv + q + lse,
+                         out_bytes=2 * q, fused=True)
+    backward = TrainingOp("flash_attention", "D", (qk, pv, Gemm(s, hd, s, heads), pv, pv),
+                          vector_elements=3 * q + 2 * kv + lse + q + 2 * kv, out_bytes=2 * (q + 2 * kv), fused=True)
+    return forward, backward
 
 
 # Megatron's softmax when its fused kernel does not apply (FusedScaleMaskSoftmax.forward_torch_softmax):
@@ -216,5 +242,5 @@ def embedding_parameters(c: TransformerConfig, tp: int = 1) -> int:
     return padded_vocab(c.vocab, tp) // tp * c.hidden + c.positions * c.hidden
 
 
-__all__ = ["UNFUSED_SOFTMAX", "Collective", "Work", "block_work", "embedding_parameters", "embedding_work",
+__all__ = ["UNFUSED_SOFTMAX", "Collective", "Work", "block_work", "embedding_parameters", "embedding_work", "flash_attention_ops",
            "fused_softmax", "head_work", "layer_parameters"]

@@ -20,6 +20,10 @@ interleaved and zero-bubble orders count right). Recomputation rematerialises on
 in the backward: full recompute adds one layer's ``none`` activations, selective one layer's
 attention core (5·a·s²·b/t). The first stage also keeps the embedding's dropout mask (s·b·h bytes per
 micro-batch in flight), the last the fp16 and fp32 logits of the micro-batch it is on (6·s·b·V/t).
+
+With FlashAttention (``attention = "flash"``) no s² tensor is kept: ``none`` keeps the selective
+row's activations plus the fp32 log-sum-exp of every query row (4·a·s·b/t), and selective
+recompute has nothing left to recompute (it keeps what ``none`` keeps).
 """
 
 from __future__ import annotations
@@ -34,12 +38,14 @@ STATE_BYTES_PER_PARAMETER = 16
 
 
 def layer_activation_bytes(c: TransformerConfig, micro_batch: int, tp: int, recompute: str,
-                           sequence_parallel: bool) -> float:
-    """Korthikanti et al.'s per-layer activation bytes (table above)."""
+                           sequence_parallel: bool, attention: str = "standard") -> float:
+    """Korthikanti et al.'s per-layer activation bytes (table above); FlashAttention's below it."""
     s, b, h, a, t = c.seq, micro_batch, c.hidden, c.heads, tp
     sbh = s * b * h
     if recompute == "full":
         return 2 * sbh / (t if sequence_parallel else 1)
+    if attention == "flash":
+        return layer_activation_bytes(c, b, t, "selective", sequence_parallel) + 4 * a * s * b / t
     if recompute == "selective":
         return 34 * sbh / t if sequence_parallel else sbh * (10 + 24 / t)
     if sequence_parallel:
@@ -86,11 +92,11 @@ def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight:
                  last: bool, head_copy: bool | None = None) -> StageMemory:
     """Memory of one GPU of a stage holding ``layers`` layers with ``in_flight`` micro-batches' activations."""
     b, t = par.micro_batch, par.tp
-    per_layer = layer_activation_bytes(c, b, t, par.recompute, par.sequence_parallel)
+    per_layer = layer_activation_bytes(c, b, t, par.recompute, par.sequence_parallel, par.attention)
     activations = in_flight * layers * per_layer
     if par.recompute == "full":
-        activations += layer_activation_bytes(c, b, t, "none", par.sequence_parallel)
-    elif par.recompute == "selective":
+        activations += layer_activation_bytes(c, b, t, "none", par.sequence_parallel, par.attention)
+    elif par.recompute == "selective" and par.attention == "standard":
         activations += 5 * c.heads * c.seq**2 * b / t
     if first:
         activations += in_flight * c.seq * b * c.hidden

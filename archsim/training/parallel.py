@@ -7,6 +7,11 @@ from dataclasses import dataclass
 from archsim.errors import InputError
 
 RECOMPUTE = ("none", "selective", "full")
+ATTENTIONS = ("standard", "flash")  # attention's kernels: Megatron's unfused core, or FlashAttention-2
+# What `archsim train`, `search` and the API run unless told: what Megatron-LM runs today (Megatron Core
+# with Transformer Engine: a fused flash or cuDNN attention). Parallelism's own default stays "standard",
+# the measured Megatron-DeepSpeed runs' attention, which the library's checks against them rely on.
+DEFAULT_ATTENTION = "flash"
 V_SCHEDULES = ("zb-v", "dualpipev")  # two chunks per rank, V-shaped
 CHUNKED_SCHEDULES = ("1f1b", "interleaved-1f1b", "interleaved-zb", "looped-bfs")  # take --interleave
 
@@ -19,7 +24,10 @@ class Parallelism:
     sequence_parallel: Megatron's sequence parallelism in the TP group; interleave: model chunks per
     pipeline rank (1: plain 1F1B); stage_layers: transformer layers of each pipeline (virtual) stage —
     model chunk — in pipeline order, PP × chunks counts (interleaved: chunk c of rank r is virtual stage
-    c·PP + r; V-shaped: rank r holds stages r and 2·PP − 1 − r); None: Megatron's even split."""
+    c·PP + r; V-shaped: rank r holds stages r and 2·PP − 1 − r); None: Megatron's even split;
+    attention: ``standard`` (scores, softmax, dropout, context as separate kernels with the s² tensors
+    in HBM: the Megatron-DeepSpeed of the measured runs) or ``flash`` (FlashAttention-2, Dao 2023: one
+    fused kernel each way, no s² tensor in HBM or kept for the backward, which recomputes QKᵀ)."""
 
     tp: int = 1
     pp: int = 1
@@ -31,6 +39,7 @@ class Parallelism:
     interleave: int = 1
     schedule: str = "1f1b"
     stage_layers: tuple[int, ...] | None = None
+    attention: str = "standard"
 
     def __post_init__(self) -> None:
         for name in ("tp", "pp", "dp", "global_batch", "micro_batch", "interleave"):
@@ -39,6 +48,8 @@ class Parallelism:
                 raise InputError(f"must be a positive integer, got {value!r}", field=name)
         if self.recompute not in RECOMPUTE:
             raise InputError(f"expected one of {', '.join(RECOMPUTE)}, got {self.recompute!r}", field="recompute")
+        if self.attention not in ATTENTIONS:
+            raise InputError(f"expected one of {', '.join(ATTENTIONS)}, got {self.attention!r}", field="attention")
         if self.global_batch % (self.micro_batch * self.dp):
             raise InputError(f"global batch {self.global_batch} is not a multiple of micro-batch × DP "
                              f"({self.micro_batch} × {self.dp})", field="global-batch")
@@ -92,4 +103,4 @@ def layers_per_stage(layers: int, stages: int, split: tuple[int, ...] | None = N
     return (layers // stages,) * stages
 
 
-__all__ = ["RECOMPUTE", "Parallelism", "layers_per_stage", "padded_vocab"]
+__all__ = ["ATTENTIONS", "DEFAULT_ATTENTION", "RECOMPUTE", "Parallelism", "layers_per_stage", "padded_vocab"]

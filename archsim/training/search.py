@@ -100,7 +100,8 @@ class _Coster:
         return self._placed[k.placement]
 
     def pieces_of(self, par, machine):
-        key = (machine.gpu.name, par.tp, par.micro_batch, par.recompute, par.sequence_parallel, machine.links.tp)
+        key = (machine.gpu.name, par.tp, par.micro_batch, par.recompute, par.sequence_parallel, machine.links.tp,
+               par.attention)
         if key not in self.pieces:
             self.pieces[key] = model_pieces(self.c, par, machine)
         return self.pieces[key]
@@ -134,7 +135,8 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
            micro_batches=range(1, 9), recomputes=("none", "selective", "full"),
            schedules=("1f1b", "interleaved-1f1b"), chunks=(2,), sequence_parallel=(False, True),
            top: int = 10, refine: int = 0, only=None, progress_desc: str | None = None,
-           balance: str = "even", objective: str = "time", placement: str = "file") -> SearchResult:
+           balance: str = "even", objective: str = "time", placement: str = "file",
+           attention: str = "standard") -> SearchResult:
     """Rank every candidate on ``gpus`` GPUs (an int or several; default all the cluster's) by
     ``objective`` (:mod:`archsim.training.objectives`); ``balance``: ``even`` (Megatron's split) or
     ``planned`` (:mod:`archsim.training.stage_split`, per model chunk for interleaved and V-shaped
@@ -143,11 +145,13 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
     :mod:`archsim.training.placement`); ``only(candidate)``: an extra filter (e.g. the configurations a
     measurement covered), its rejections counted as ``filtered``. Each row's ``uneven_gain`` is how
     much faster the planned split is than the even one, ``placement_gain`` the planned order than the
-    file's, as fractions of the latter's time."""
+    file's, as fractions of the latter's time. ``attention``: every candidate's attention kernels
+    (``standard`` or ``flash``, :class:`~archsim.training.parallel.Parallelism`)."""
     from archsim.progress import progress
 
     counts = (gpus,) if isinstance(gpus, int) else tuple(gpus or (cluster.topology.devices,))
-    grid = [k for n in counts for k in candidates(n, micro_batches, recomputes, schedules, chunks, sequence_parallel)]
+    grid = [k for n in counts
+            for k in candidates(n, micro_batches, recomputes, schedules, chunks, sequence_parallel, attention)]
     orders = server_orders(cluster) if placement == "planned" else None
     placed: dict = {}  # (tp, pp, dp) → the distinct layouts of the server orders
     rejected: Counter = Counter()
@@ -230,7 +234,7 @@ class _RowMaker:
             else cluster.gpu.peak("fp16")
         row = {"tp": k.tp, "pp": k.pp, "dp": k.dp, "micro_batch": k.micro_batch, "recompute": k.recompute,
                "schedule": k.schedule, "interleave": k.interleave, "sequence_parallel": k.sequence_parallel,
-               "stage_layers": ",".join(map(str, k.stage_layers)) if k.stage_layers else "",
+               "attention": k.attention, "stage_layers": ",".join(map(str, k.stage_layers)) if k.stage_layers else "",
                "iteration_seconds": seconds, "peak_memory_gib": memory / 2**30,
                "mfu": flops / (seconds * gpus * peak), **objective_columns(cluster, gpus, seconds),
                "uneven_gain": self.gain(k, seconds if event else None), "timing": timing,

@@ -3,18 +3,8 @@
 
 from __future__ import annotations
 
-from archsim.training.layer_ops import layer_parameters
 from archsim.training.search_space import Candidate
-from archsim.workload.transformer import TransformerConfig
-
-
-def model_flops(c: TransformerConfig, global_batch: int) -> float:
-    """FLOPs of one iteration without recomputation (PaLM's MFU count, Chowdhery et al. 2022 App. B):
-    6 per parameter per token (the layers' and the LM head's) plus 12·layers·hidden·seq per token for
-    attention's scores and context. For a GPT this is Narayanan et al.'s 72·B·s·l·h²(1 + s/6h + V/12lh)."""
-    tokens = global_batch * c.seq
-    params = c.layers * layer_parameters(c) + c.vocab * c.hidden
-    return tokens * (6 * params + 12 * c.layers * c.hidden * c.seq)
+from archsim.training.throughput import model_flops
 
 
 def pareto_front(costed: list[tuple], second=lambda t: t[2]) -> list[tuple]:
@@ -46,6 +36,8 @@ def megatron_args(k: Candidate, global_batch: int, layers: int) -> str:
             args.append("--recompute-method uniform --recompute-num-layers 1")
     if k.sequence_parallel:
         args.append("--sequence-parallel")
+    if k.attention == "flash":  # Megatron Core with Transformer Engine runs a fused attention without it
+        args.append("--use-flash-attn")
     if k.interleave > 1:
         args.append(f"--num-layers-per-virtual-pipeline-stage {layers // (k.pp * k.interleave)}")
     if split and len(set(split)) > 1:
@@ -57,7 +49,7 @@ def train_command(model: str, cluster: str, global_batch: int, row: dict) -> str
     """The ``archsim train`` line that reproduces a row."""
     line = (f"archsim train {model} --cluster {cluster} --tp {row['tp']} --pp {row['pp']} --dp {row['dp']} "
             f"--global-batch {global_batch} --micro-batch {row['micro_batch']} --recompute {row['recompute']} "
-            f"--schedule {row['schedule']}")
+            f"--schedule {row['schedule']} --attention {row.get('attention', 'standard')}")
     if row["interleave"] > 1:
         line += f" --interleave {row['interleave']}"
     if row.get("stage_layers"):

@@ -40,10 +40,11 @@ class Candidate:
     sequence_parallel: bool
     stage_layers: tuple[int, ...] | None = None  # None: Megatron's even split
     placement: tuple[int, ...] | None = None  # the servers' order (archsim.training.placement); None: the file's
+    attention: str = "standard"  # attention's kernels (Parallelism.attention), one for the whole search
 
     def parallelism(self, global_batch: int) -> Parallelism:
         return Parallelism(self.tp, self.pp, self.dp, global_batch, self.micro_batch, self.recompute,
-                           self.sequence_parallel, self.interleave, self.schedule, self.stage_layers)
+                           self.sequence_parallel, self.interleave, self.schedule, self.stage_layers, self.attention)
 
     @property
     def plannable(self) -> bool:
@@ -63,16 +64,18 @@ def factorizations(gpus: int) -> Iterator[tuple[int, int, int]]:
             yield tp, pp, gpus // (tp * pp)
 
 
-def candidates(gpus: int, micro_batches, recomputes, schedules, chunks, sequence_parallel) -> Iterator[Candidate]:
+def candidates(gpus: int, micro_batches, recomputes, schedules, chunks, sequence_parallel,
+               attention: str = "standard") -> Iterator[Candidate]:
     """The whole grid, before any rule: ``schedules`` names from :data:`SCHEDULES`; interleaved ones take
-    each of ``chunks`` (v) per rank, the others v = 1; ``sequence_parallel``: the values to try."""
+    each of ``chunks`` (v) per rank, the others v = 1; ``sequence_parallel``: the values to try;
+    ``attention``: every candidate's attention kernels."""
     for tp, pp, dp in factorizations(gpus):
         for b in micro_batches:
             for r in recomputes:
                 for s in schedules:
                     for v in (chunks if s in CHUNKED else (1,)):
                         for sp in sequence_parallel:
-                            yield Candidate(tp, pp, dp, b, r, s, v, sp)
+                            yield Candidate(tp, pp, dp, b, r, s, v, sp, attention=attention)
 
 
 def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_server: int,

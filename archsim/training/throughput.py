@@ -1,0 +1,61 @@
+"""The figures people quote for a training run: MFU, model and hardware TFLOP/s per GPU, tokens/s.
+
+Model FLOPs count one forward and one backward (Narayanan et al. 2021, eq. 3 without the recompute;
+Chowdhery et al. 2022's MFU); hardware FLOPs add what the run recomputes (Korthikanti et al. 2022,
+§6: full recompute reruns each layer's forward, selective only attention's scores and context), so
+full recompute gives Narayanan et al.'s 96·B·s·l·h²·(1 + s/6h + V/16lh) for a GPT. FlashAttention
+adds its backward's recompute of the scores, one QKᵀ GEMM per head (Dao 2023, Algorithm 2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from archsim.training.layer_ops import layer_parameters
+from archsim.workload.transformer import TransformerConfig
+
+
+def model_flops(c: TransformerConfig, global_batch: int) -> float:
+    """FLOPs of one iteration without recomputation (PaLM's MFU count, Chowdhery et al. 2022 App. B):
+    6 per parameter per token (the layers' and the LM head's) plus 12·layers·hidden·seq per token for
+    attention's scores and context. For a GPT this is Narayanan et al.'s 72·B·s·l·h²(1 + s/6h + V/12lh)."""
+    tokens = global_batch * c.seq
+    params = c.layers * layer_parameters(c) + c.vocab * c.hidden
+    return tokens * (6 * params + 12 * c.layers * c.hidden * c.seq)
+
+
+def recomputed_flops(c: TransformerConfig, global_batch: int, recompute: str, attention: str = "standard") -> float:
+    """FLOPs run again in the backward: a layer's forward (2 per parameter per token and 4·hidden·seq
+    per token for scores and context) under full recompute, the scores and context under selective; with
+    FlashAttention the backward also recomputes QKᵀ from Q and K (2·hidden·seq per token per layer), and
+    selective recompute reruns nothing (there is no s² tensor to rebuild)."""
+    tokens = global_batch * c.seq
+    scores = 2 * c.hidden * c.seq  # one QKᵀ (or one P·V) per token per layer, FLOPs
+    per_layer = {"none": 0.0, "selective": 2.0 * scores, "full": 2.0 * layer_parameters(c) + 2.0 * scores}[recompute]
+    if attention == "flash":  # selective has nothing to rerun: flash keeps no s² tensor (archsim.training.memory)
+        per_layer = (per_layer if recompute == "full" else 0.0) + scores
+    return tokens * c.layers * per_layer
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """mfu: model FLOP/s over the GPUs' summed peak; tflops_per_gpu: model TFLOP/s per GPU;
+    hardware_tflops_per_gpu: with the recomputed FLOPs; tokens_per_second: the whole cluster's."""
+
+    mfu: float
+    tflops_per_gpu: float
+    hardware_tflops_per_gpu: float
+    tokens_per_second: float
+
+
+def throughput(c: TransformerConfig, global_batch: int, recompute: str, seconds: float, gpus: int,
+               peak_flops: float, attention: str = "standard") -> Throughput:
+    """One iteration of ``global_batch`` samples in ``seconds`` on ``gpus`` GPUs of ``peak_flops`` FLOP/s
+    each (the mean over the GPUs on a mixed cluster)."""
+    model = model_flops(c, global_batch)
+    hardware = model + recomputed_flops(c, global_batch, recompute, attention)
+    return Throughput(model / (seconds * gpus * peak_flops), model / (seconds * gpus) / 1e12,
+                      hardware / (seconds * gpus) / 1e12, global_batch * c.seq / seconds)
+
+
+__all__ = ["Throughput", "model_flops", "recomputed_flops", "throughput"]
