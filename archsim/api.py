@@ -101,7 +101,7 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
                       tuple(stage_layers) if stage_layers else None, attention)
     machines = gpus.laid_out(par)
     result = _train(config, par, machines[0], machines)
-    peak = sum(m.gpu.peak("fp16") for m in machines) / len(machines)
+    peak = sum(m.gpu.peak(m.dtype) for m in machines) / len(machines)
     return result, throughput(config, global_batch, recompute, result.iteration_seconds, par.gpus, peak, attention)
 
 

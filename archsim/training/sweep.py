@@ -67,7 +67,7 @@ def _point(config, cluster, settings: dict, train) -> dict:
         machines = cluster.laid_out(par)  # each pipeline rank's GPU (mixed clusters); refused as train does
         result = train(config, par, machines[0], machines)
         fits = all(m.total <= mc.gpu.memory_bytes for m, mc in zip(result.memory, machines))
-        peak = sum(m.gpu.peak("fp16") for m in machines) / len(machines)
+        peak = sum(m.gpu.peak(m.dtype) for m in machines) / len(machines)
         rates = throughput(config, par.global_batch, par.recompute, result.iteration_seconds, par.gpus, peak,
                            par.attention)
         row.update(iteration_seconds=result.iteration_seconds, **asdict(rates), peak_memory_gib=result.peak_memory_gib,
