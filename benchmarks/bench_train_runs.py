@@ -36,7 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sample", type=int, default=5, help="single-run processes timed for the comparison")
     args = parser.parse_args(argv)
-    whole, out = timed(["train", str(MODEL), "--cluster", str(CLUSTER), "--runs", str(RUNS), "--format", "json"])
+    whole, out = timed(["train", str(MODEL), "--cluster", str(CLUSTER), "--runs", str(RUNS), "--attention", "standard",
+                        "--format", "json"])
     meta = json.loads(out)["meta"]
     lines = RUNS.read_text().splitlines()[1:]
     singles = []
@@ -46,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         if not model.exists():
             model = MODEL  # the cost of a process is what is timed here, not this run's shape
         seconds, _ = timed(["train", str(model), "--cluster", str(CLUSTER), "--tp", tp, "--pp", pp, "--dp", dp,
-                            "--micro-batch", micro, "--global-batch", batch])
+                            "--micro-batch", micro, "--global-batch", batch, "--attention", "standard"])
         singles.append(seconds)
     single = sum(singles) / len(singles)
     print(f"--runs, {meta['runs']} runs in one process: {whole:.2f} s wall (MAPE {meta['mape']:.4f})")

@@ -32,7 +32,8 @@ def test_vtrain_csv_as_released_is_predicted_in_order_within_the_measured_error(
     sample = tmp_path / "runs.csv"
     head = VTRAIN.read_text().splitlines()[:61]
     sample.write_text("\n".join(head) + "\n")
-    code, out, err = _cli(["train", MODEL, "--cluster", CLUSTER, "--runs", str(sample), "--format", "json"], capsys)
+    code, out, err = _cli(["train", MODEL, "--cluster", CLUSTER, "--runs", str(sample), "--attention", "standard",
+                           "--format", "json"], capsys)
     assert code == 0 and err == ""
     rows = json.loads(out)["rows"]
     expected = _vtrain_rows(60)

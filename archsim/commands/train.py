@@ -245,6 +245,8 @@ def _run_sweep(args: argparse.Namespace, config) -> int:
 def _run_runs(args: argparse.Namespace, config) -> int:
     """``--runs``: every row of the runs file predicted on the cluster, in input order (nothing written
     when a row is bad: its line and field on stderr, exit 2)."""
+    from dataclasses import replace
+
     import numpy as np
 
     from archsim.errors import InputError
@@ -254,15 +256,17 @@ def _run_runs(args: argparse.Namespace, config) -> int:
     from archsim.training.cluster import load_gpu_cluster
     from archsim.training.runs import predict_runs, read_runs
 
-    rows = read_runs(args.runs)
-    cluster = load_gpu_cluster(args.cluster)
+    # every row runs with --attention (vTrain's measured runs: --attention standard) and --dtype
+    rows = tuple(replace(row, par=replace(row.par, attention=args.attention)) for row in read_runs(args.runs))
+    cluster = load_gpu_cluster(args.cluster, args.dtype)
     try:
         with progress(len(rows), "runs", "run", delay=0.5) as bar:
             out = predict_runs(config, cluster, rows, bar.update)
     except InputError as exc:
         raise InputError(exc.message, file=args.runs, line=exc.where.line, field=exc.where.field) from None
     errors = [abs(r["error"]) for r in out if r["error"] is not None]
-    meta = {"model": config.name, "gpu": cluster.gpu.name, "runs": len(out), "measured": len(errors),
+    meta = {"model": config.name, "gpu": cluster.gpu.name, "attention": args.attention, "dtype": args.dtype,
+            "runs": len(out), "measured": len(errors),
             "mape": float(np.mean(errors)) if errors else None}
     emit(render(Rows.of(out), args.format, meta=meta,
                 precision=args.precision), args)
