@@ -25,6 +25,8 @@ class GpuSpec:
     its fp16 tensor-core kernels cannot take (None: not described, no fallback).
     clock_hz: the tensor cores' clock (cycles → seconds). memory_bytes_per_s: DRAM bandwidth,
     only for the separate memory floor. l2_bytes: the L2 cache's capacity (0: not described).
+    fp32_lanes: FP32 lanes per SM where ``cuda_cores`` does not list them (that also turns on the
+    fp16 fallback of :mod:`archsim.validation.gpu_algorithms`; this does not).
     """
 
     name: str
@@ -37,6 +39,7 @@ class GpuSpec:
     array_unit: str = "tensor core"
     cuda_cores: tuple[int, int, int] | None = None
     l2_bytes: float = 0.0
+    fp32_lanes: int = 0
 
     def __post_init__(self) -> None:
         for name in ("sm_count", "tensor_cores_per_sm", "mma_rows", "mma_cols"):
@@ -56,8 +59,10 @@ class GpuSpec:
 
     @property
     def fp32_lanes_per_sm(self) -> int:
-        """FP32 lanes of one SM: ``cuda_cores``' product, or the FP32 partitions' lanes on GPUs without
-        tensor cores (0: not described)."""
+        """FP32 lanes of one SM: ``fp32_lanes``, else ``cuda_cores``' product, else the FP32 partitions'
+        lanes on GPUs without tensor cores (0: not described)."""
+        if self.fp32_lanes:
+            return self.fp32_lanes
         if self.cuda_cores is not None:
             return math.prod(self.cuda_cores)
         if self.array_unit == FP32_PARTITION:
@@ -75,8 +80,9 @@ MB = 2**20  # L2 capacities are given in MiB ("6 MB L2" = 6,144 KB in the whitep
 
 
 def _gpu(name: str, sms: int, tcs: int, mma: tuple[int, int], mhz: float, gbps: float,
-         unit: str = "tensor core", cuda_cores: tuple[int, int, int] | None = None, l2_mb: float = 0.0) -> GpuSpec:
-    return GpuSpec(name, sms, tcs, mma[0], mma[1], mhz * 1e6, gbps * 1e9, unit, cuda_cores, l2_mb * MB)
+         unit: str = "tensor core", cuda_cores: tuple[int, int, int] | None = None, l2_mb: float = 0.0,
+         lanes: int = 0) -> GpuSpec:
+    return GpuSpec(name, sms, tcs, mma[0], mma[1], mhz * 1e6, gbps * 1e9, unit, cuda_cores, l2_mb * MB, lanes)
 
 
 KNOWN_GPUS: dict[str, GpuSpec] = {
@@ -88,12 +94,12 @@ KNOWN_GPUS: dict[str, GpuSpec] = {
     "v100": _gpu("NVIDIA V100 (SXM2)", 80, 8, (8, 8), 1530, 900, cuda_cores=(4, 4, 4)),
     "v100-pcie": _gpu("NVIDIA V100 PCIe 32GB", 80, 8, (8, 8), 1380, 900, cuda_cores=(4, 4, 4), l2_mb=6),
     "t4": _gpu("NVIDIA T4", 40, 8, (8, 8), 1590, 320, cuda_cores=(4, 4, 4), l2_mb=4),
-    "a100-40gb": _gpu("NVIDIA A100 40GB", 108, 4, (16, 16), 1410, 1555, cuda_cores=(4, 4, 4), l2_mb=40),
-    "a100-80gb-pcie": _gpu("NVIDIA A100 80GB PCIe", 108, 4, (16, 16), 1410, 1935, cuda_cores=(4, 4, 4), l2_mb=40),
+    "a100-40gb": _gpu("NVIDIA A100 40GB", 108, 4, (16, 16), 1410, 1555, l2_mb=40, lanes=64),
+    "a100-80gb-pcie": _gpu("NVIDIA A100 80GB PCIe", 108, 4, (16, 16), 1410, 1935, l2_mb=40, lanes=64),
     "a100-80gb": _gpu("NVIDIA A100 80GB", 108, 4, (16, 16), 1410, 2039),
     "a10": _gpu("NVIDIA A10", 72, 4, (8, 16), 1695, 600),
-    "l4": _gpu("NVIDIA L4", 58, 4, (8, 16), 2040, 300, cuda_cores=(4, 4, 8), l2_mb=48),
-    "h100-sxm": _gpu("NVIDIA H100 SXM", 132, 4, (16, 32), 1830, 3350, cuda_cores=(4, 4, 8), l2_mb=50),
+    "l4": _gpu("NVIDIA L4", 58, 4, (8, 16), 2040, 300, l2_mb=48, lanes=128),
+    "h100-sxm": _gpu("NVIDIA H100 SXM", 132, 4, (16, 32), 1830, 3350, l2_mb=50, lanes=128),
     "h100-pcie": _gpu("NVIDIA H100 PCIe", 114, 4, (16, 32), 1620, 2000),
     "h200": _gpu("NVIDIA H200", 132, 4, (16, 32), 1830, 4800),
     # GPUs without tensor cores, timed by DeepBench in FP32 (docs/citations.md): each SM (AMD: compute

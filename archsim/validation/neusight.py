@@ -165,5 +165,19 @@ def fit_constants(frame: pd.DataFrame, start: KernelConstants, iterations: int =
     return KernelConstants(*(float(v) for v in np.exp(result.x)))
 
 
-__all__ = ["CLASS_ORDER", "KernelRows", "device_spec", "fit_constants", "is_neusight_file", "is_neusight_header", "mape_by_class",
+def leave_one_gpu_out(fit_rows: pd.DataFrame, check_rows: pd.DataFrame, start: KernelConstants,
+                      iterations: int = 3000) -> pd.DataFrame:
+    """Held-out accuracy: for each GPU of ``check_rows``, the constants fitted on the other GPUs' rows
+    of ``fit_rows`` predict its rows. MAPE (%) per GPU and op class, with the constants used."""
+    fit_gpus = predict(fit_rows, start)["gpu"]
+    check = predict(check_rows, start)
+    tables = []
+    for gpu in dict.fromkeys(check["gpu"]):
+        constants = fit_constants(fit_rows[(fit_gpus != gpu).to_numpy()], start, iterations)
+        mine = predict(check_rows[(check["gpu"] == gpu).to_numpy()], constants)
+        tables.append(mape_by_class(mine, ("gpu", "op_class")).assign(constants=str(constants)))
+    return pd.concat(tables, ignore_index=True)
+
+
+__all__ = ["CLASS_ORDER", "KernelRows", "device_spec", "fit_constants", "is_neusight_file", "is_neusight_header", "leave_one_gpu_out", "mape_by_class",
            "parse_neusight_csv", "predict", "read_neusight_csv"]
