@@ -66,8 +66,8 @@ def table(check: pd.DataFrame, fit: pd.DataFrame, iterations: int) -> tuple[pd.D
 
 def markdown(joined: pd.DataFrame, fits: dict[str, str], command: str) -> str:
     lines = [f"# NeuSight's fp32 kernels timed by archsim's kernel model\n\n`{command}`\n",
-             "MAPE % per GPU and op class. held out: constants fitted on the other four GPUs. "
-             "in sample: fitted on all five. shipped: archsim's `kernels.FITTED`.\n",
+             ("MAPE % per GPU and op class. held out: constants fitted on the other four GPUs. "
+              "in sample: fitted on all five. shipped: archsim's `kernels.FITTED`.\n"),
              "| GPU | op class | rows | held out | in sample | shipped |", "|---|---|---:|---:|---:|---:|"]
     for r in joined.itertuples():
         lines.append(f"| {r.gpu} | {r.op_class} | {r.rows} | {r.held_out:.1f} | {r.in_sample:.1f} | {r.shipped:.1f} |")

@@ -126,10 +126,10 @@ def test_cli_json_rows_follow_the_csv(name, capsys):
     assert [r["measured_seconds"] for r in rows] == pytest.approx([float(r["Latency"]) / 1e3 for r in records])
     shapes = ("B", "M", "N", "K") if name in ("linear", "bmm") else ("B", "H")
     for row, record in zip(rows, records, strict=True):
-        assert {"op", "measured_seconds", "predicted_seconds", "error", *shapes} <= set(row)
+        assert {"op", "measured_seconds", "predicted_seconds", "relative_error", *shapes} <= set(row)
         assert [row[c] for c in shapes] == [int(record[c]) for c in shapes]
         assert row["predicted_seconds"] > 0
-        assert row["error"] == pytest.approx(row["predicted_seconds"] / row["measured_seconds"] - 1)
+        assert row["relative_error"] == pytest.approx(row["predicted_seconds"] / row["measured_seconds"] - 1)
         assert row["gpu"] == find_gpu(record["Device"])
 
 
@@ -151,8 +151,8 @@ def test_cli_stats_give_mape_per_gpu_and_op_class(capsys):
     rows["op_class"] = rows.op.map(lambda op: classes.get(op, "elementwise"))
     for r in stats.itertuples():
         mine = rows[(rows.gpu == r.gpu) & (rows.op_class == r.op_class)]
-        assert r.rows == len(mine)
-        assert r.mape_percent == pytest.approx(100 * mine.error.abs().mean())
+        assert r.kernel_count == len(mine)
+        assert r.mape == pytest.approx(mine.relative_error.abs().mean())
 
 
 def test_header_tells_the_formats_apart(tmp_path):

@@ -100,13 +100,14 @@ def run_neusight(args: argparse.Namespace) -> int:
         raise InputError(f"--show {show}: NeuSight kernel CSVs give stats or kernels", field="show")
     frame = pd.concat([read_neusight_csv(path).frame for path in args.csv], ignore_index=True)
     rows = predict(frame, FITTED, args.gpu)
-    meta = {"csv": " ".join(args.csv), "model": "archsim.devices.kernels (fp32)",
-            "gpu": ", ".join(dict.fromkeys(rows["gpu"]))}
+    meta = {"csv": " ".join(args.csv), "kernel_model": "archsim.devices.kernels, fp32, kernels.FITTED"}
     if show == "stats":
-        table = mape_by_class(rows, ("gpu", "op_class")).rename(columns={"mape": "mape_percent"})
+        table = mape_by_class(rows, ("gpu", "op_class"))
+        table = table.assign(mape=table["mape"] / 100).rename(columns={"rows": "kernel_count"})
     else:
         shapes = [c for c in SHAPES if rows[c].notna().any()]
-        table = rows[["op", *shapes, "measured_seconds", "predicted_seconds", "error", "gpu"]].copy()
+        table = rows[["op", *shapes, "measured_seconds", "predicted_seconds", "error", "gpu"]].rename(
+            columns={"error": "relative_error"})
         for column in shapes:
             if rows[column].notna().all():
                 table[column] = table[column].astype("int64")

@@ -37,7 +37,7 @@ A GPU never fitted gets these mechanisms and its datasheet, never another GPU's 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import astuple, dataclass
 
 import numpy as np
@@ -135,7 +135,7 @@ def gemm_seconds(batch: npt.ArrayLike, m: npt.ArrayLike, n: npt.ArrayLike, k: np
     return np.maximum(best, traffic) + constants.launch_s
 
 
-def memory_bound_seconds(op: Sequence[str] | str, batch: npt.ArrayLike, hidden: npt.ArrayLike, spec: GpuSpec,
+def memory_bound_seconds(op: npt.ArrayLike, batch: npt.ArrayLike, hidden: npt.ArrayLike, spec: GpuSpec,
                          constants: KernelConstants = FITTED, dtype: str = "fp32") -> np.ndarray:
     """Seconds of an elementwise, softmax (``softmax``) or layer-norm (``ln``) kernel on a
     ``batch`` × ``hidden`` tensor: its bytes at the op class's achieved HBM fraction, plus launch."""

@@ -48,7 +48,7 @@ def parse_neusight_csv(text: str, source: str = "<memory>") -> KernelRows:
     index = {name: position for position, name in enumerate(header)}
     records = []
     for line, row in rows[1:]:
-        def cell(name: str) -> str:
+        def cell(name: str, row: list[str] = row) -> str:
             position = index.get(name)
             return row[position].strip() if position is not None and position < len(row) else ""
 
