@@ -57,6 +57,7 @@ def csv_records(name: str) -> list[dict[str, str]]:
 
 @pytest.mark.parametrize("device", sorted(DATASHEETS))
 def test_every_neusight_device_string_finds_its_datasheet(device):
+    assert find_gpu("NVIDIA GeForce RTX 4090") is None
     sms, lanes, hbm, l2 = DATASHEETS[device]
     spec = KNOWN_GPUS[find_gpu(device)]
     assert (spec.sm_count, spec.fp32_lanes_per_sm) == (sms, lanes)
@@ -67,9 +68,10 @@ def test_every_neusight_device_string_finds_its_datasheet(device):
 
 def test_every_device_config_of_the_data_is_a_catalog_gpu():
     configs = Path(__file__).resolve().parents[2] / "shared" / "gpu_kernels" / "device_configs"
-    names = [json.loads(p.read_text())["Device"] for p in sorted(configs.glob("*.json"))] if configs.is_dir() else []
-    assert set(names) <= set(DATASHEETS)  # nine when the shared data is beside the checkout
-    assert find_gpu("NVIDIA GeForce RTX 4090") is None
+    if not configs.is_dir():
+        pytest.skip("the project's shared gpu_kernels/ data is not beside this checkout")
+    names = [json.loads(p.read_text())["Device"] for p in sorted(configs.glob("*.json"))]
+    assert set(names) == set(DATASHEETS)
 
 
 def _tiny(sms: int = 4, lanes: int = 32, clock_hz: float = 1e9, hbm: float = 1e18) -> GpuSpec:

@@ -26,7 +26,7 @@ No L2-resident speed-up is modeled: in the fitted files no elementwise, softmax 
 that fits in L2 runs faster per byte than one that does not (they are launch-bound instead).
 
 The constants are architecture-independent fractions of datasheet peaks plus one launch time:
-:data:`FITTED`, fitted by :func:`fit_constants` on NeuSight's kernel measurements of five GPUs
+:data:`FITTED`, fitted by :func:`archsim.validation.neusight.fit_constants` on NeuSight's kernel measurements of five GPUs
 (``../shared/gpu_kernels/``: P100-PCIE-16GB, P4, T4, V100-PCIE-32GB, A100-PCIE-40GB; every row of
 linear.csv, bmm.csv, elem.csv, softmax.csv, ln.csv, train_elem.csv, train_softmax.csv and
 train_ln.csv): Nelder–Mead on the logarithms of the six constants, minimizing the sum over the five
