@@ -57,4 +57,7 @@ COMMANDS: dict[str, list[str]] = {
     "cluster": ["cluster", "--trace", "synthetic", "--jobs", "8"],
     **{f"validate-gpu {show}": ["validate-gpu", "--csv", GPU_CSV, "--show", show]
        for show in ("stats", "kernels", "sensitivity", "assumptions")},
+    **{f"validate-gpu {name}": ["validate-gpu", "--csv", str(ROOT / "tests" / "data" / "neusight_kernels" / name),
+                                "--show", show]
+       for show, name in (("stats", "ln.csv"), ("kernels", "bmm.csv"), ("kernels", "elem.csv"))},
 }

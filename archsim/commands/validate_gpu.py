@@ -3,6 +3,11 @@
 Reads CSVs written by ``benchmarks/gpu_validate.py``, costs every measured conv/fc kernel on a
 GPU-like set of arrays (:mod:`archsim.validation.gpu`) and prints Spearman ρ and ratio errors per
 op type, or the joined rows, or the two-stream D ∥ G effect; optionally writes the HTML report.
+
+NeuSight's kernel CSVs (header ``OPName,Latency,Device,…``; told apart by their header) are timed
+instead by the kernel time model (:mod:`archsim.devices.kernels`): every row predicted from its op,
+shape and the GPU's datasheet; ``--show kernels`` (the default for csv/json) gives the rows in input
+order, ``--show stats`` (the default table) the MAPE per GPU and op class.
 """
 
 from __future__ import annotations
@@ -27,7 +32,9 @@ positive_float = positive_float_flag
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--csv", nargs="+", required=True, metavar="FILE.csv",
                         help="measured CSV(s) from benchmarks/gpu_validate.py (benchmarks/results/gpu_kernels_*.csv)")
-    parser.add_argument("--gpu", default=None, help="GPU name (default: the CSV's '# gpu:' line)")
+    parser.add_argument("--gpu", default=None,
+                        help="GPU: a catalog name or a CUDA device string such as 'Tesla T4' "
+                             "(default: the CSV's '# gpu:' line, or a NeuSight CSV's Device column)")
     parser.add_argument("--like", default=None, help="a known GPU to start from when the name is not in the table")
     parser.add_argument("--sm-count", type=positive_int, default=None, help="SMs (default: the CSV's, else the table's)")
     parser.add_argument("--tensor-cores-per-sm", type=positive_int, default=None,
@@ -39,7 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-split-k", action="store_true",
                         help="deal out only output tiles (default: split the reduction when tiles < arrays)")
     parser.add_argument("--mode", default="exact", choices=MODES, help="lowering mode (default exact: stride-aware δ)")
-    parser.add_argument("--show", default="stats", choices=SHOW, help="which table to print (default stats)")
+    parser.add_argument("--show", default=None, choices=SHOW,
+                        help="which table to print (default stats; NeuSight CSVs: kernels for csv/json)")
     parser.add_argument("--report", default=None, metavar="OUT.html", help="write the HTML report (atomically)")
     parser.add_argument("--markdown", default=None, metavar="OUT.md", help="write the Markdown summary (atomically)")
     add_output_arguments(parser)
@@ -76,7 +84,48 @@ def command_line(args: argparse.Namespace) -> str:
     return shlex.join(words)
 
 
+def run_neusight(args: argparse.Namespace) -> int:
+    """NeuSight's kernel CSVs: every row timed by :mod:`archsim.devices.kernels`."""
+    import pandas as pd
+
+    from archsim.devices.kernels import FITTED
+    from archsim.errors import InputError
+    from archsim.validation.neusight import SHAPES, mape_by_class, predict, read_neusight_csv
+
+    for flag in ("like", "sm_count", "tensor_cores_per_sm", "mma", "clock_mhz", "memory_gbps", "report", "markdown"):
+        if getattr(args, flag) is not None:
+            raise InputError(f"--{flag.replace('_', '-')} is not for NeuSight kernel CSVs", field=flag)
+    show = args.show or ("stats" if args.format == "table" else "kernels")
+    if show not in ("stats", "kernels"):
+        raise InputError(f"--show {show}: NeuSight kernel CSVs give stats or kernels", field="show")
+    frame = pd.concat([read_neusight_csv(path).frame for path in args.csv], ignore_index=True)
+    rows = predict(frame, FITTED, args.gpu)
+    meta = {"csv": " ".join(args.csv), "kernel_model": "archsim.devices.kernels, fp32, kernels.FITTED"}
+    if show == "stats":
+        table = mape_by_class(rows, ("gpu", "op_class"))
+        table = table.assign(mape=table["mape"] / 100).rename(columns={"rows": "kernel_count"})
+    else:
+        shapes = [c for c in SHAPES if rows[c].notna().any()]
+        table = rows[["op", *shapes, "measured_seconds", "predicted_seconds", "error", "gpu"]].rename(
+            columns={"error": "relative_error"})
+        for column in shapes:
+            if rows[column].notna().all():
+                table[column] = table[column].astype("int64")
+    emit(render(table, args.format, precision=args.precision, meta=meta, float_format="{:.3g}"), args)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    from archsim.validation.neusight import is_neusight_file
+
+    kinds = {is_neusight_file(path) for path in args.csv}
+    if kinds == {True}:
+        return run_neusight(args)
+    if len(kinds) > 1:
+        from archsim.errors import InputError
+
+        raise InputError("mixes NeuSight kernel CSVs with archsim's measured CSVs; give one kind", field="csv")
+    args.show = args.show or "stats"
     # imported here: scipy.stats and plotly would slow every other archsim command's start-up
     from archsim.validation.gpu_csv import read_kernel_csv
     from archsim.validation.gpu_report import write_markdown, write_report

@@ -24,7 +24,9 @@ class GpuSpec:
     cuda_cores: a tensor-core GPU's FP32 lanes as (partitions per SM, rows, cols), for the layers
     its fp16 tensor-core kernels cannot take (None: not described, no fallback).
     clock_hz: the tensor cores' clock (cycles → seconds). memory_bytes_per_s: DRAM bandwidth,
-    only for the separate memory floor.
+    only for the separate memory floor. l2_bytes: the L2 cache's capacity (0: not described).
+    fp32_lanes: FP32 lanes per SM where ``cuda_cores`` does not list them (that also turns on the
+    fp16 fallback of :mod:`archsim.validation.gpu_algorithms`; this does not).
     """
 
     name: str
@@ -36,6 +38,8 @@ class GpuSpec:
     memory_bytes_per_s: float
     array_unit: str = "tensor core"
     cuda_cores: tuple[int, int, int] | None = None
+    l2_bytes: float = 0.0
+    fp32_lanes: int = 0
 
     def __post_init__(self) -> None:
         for name in ("sm_count", "tensor_cores_per_sm", "mma_rows", "mma_cols"):
@@ -54,17 +58,31 @@ class GpuSpec:
         return self.sm_count * self.tensor_cores_per_sm
 
     @property
+    def fp32_lanes_per_sm(self) -> int:
+        """FP32 lanes of one SM: ``fp32_lanes``, else ``cuda_cores``' product, else the FP32 partitions'
+        lanes on GPUs without tensor cores (0: not described)."""
+        if self.fp32_lanes:
+            return self.fp32_lanes
+        if self.cuda_cores is not None:
+            return math.prod(self.cuda_cores)
+        if self.array_unit == FP32_PARTITION:
+            return self.tensor_cores_per_sm * self.mma_rows * self.mma_cols
+        return 0
+
+    @property
     def peak_flops(self) -> float:
         """Dense FLOP/s (2 per MAC) the spec implies; checked against vendor datasheets in the tests."""
         return 2.0 * self.arrays * self.mma_rows * self.mma_cols * self.clock_hz
 
 
-def _gpu(name: str, sms: int, tcs: int, mma: tuple[int, int], mhz: float, gbps: float,
-         unit: str = "tensor core", cuda_cores: tuple[int, int, int] | None = None) -> GpuSpec:
-    return GpuSpec(name, sms, tcs, mma[0], mma[1], mhz * 1e6, gbps * 1e9, unit, cuda_cores)
-
-
 FP32_PARTITION = "FP32 SIMD partition"
+MB = 2**20  # L2 capacities are given in MiB ("6 MB L2" = 6,144 KB in the whitepapers)
+
+
+def _gpu(name: str, sms: int, tcs: int, mma: tuple[int, int], mhz: float, gbps: float,
+         unit: str = "tensor core", cuda_cores: tuple[int, int, int] | None = None, l2_mb: float = 0.0,
+         lanes: int = 0) -> GpuSpec:
+    return GpuSpec(name, sms, tcs, mma[0], mma[1], mhz * 1e6, gbps * 1e9, unit, cuda_cores, l2_mb * MB, lanes)
 
 
 KNOWN_GPUS: dict[str, GpuSpec] = {
@@ -74,12 +92,14 @@ KNOWN_GPUS: dict[str, GpuSpec] = {
     # V100 and T4 also list their 64 FP32 lanes per SM as 4 partitions of 4×4 (15.7 and 8.1 TFLOP/s
     # FP32 at the same clock), where fp16 layers of other shapes run.
     "v100": _gpu("NVIDIA V100 (SXM2)", 80, 8, (8, 8), 1530, 900, cuda_cores=(4, 4, 4)),
-    "t4": _gpu("NVIDIA T4", 40, 8, (8, 8), 1590, 320, cuda_cores=(4, 4, 4)),
-    "a100-40gb": _gpu("NVIDIA A100 40GB", 108, 4, (16, 16), 1410, 1555),
+    "v100-pcie": _gpu("NVIDIA V100 PCIe 32GB", 80, 8, (8, 8), 1380, 900, cuda_cores=(4, 4, 4), l2_mb=6),
+    "t4": _gpu("NVIDIA T4", 40, 8, (8, 8), 1590, 320, cuda_cores=(4, 4, 4), l2_mb=4),
+    "a100-40gb": _gpu("NVIDIA A100 40GB", 108, 4, (16, 16), 1410, 1555, l2_mb=40, lanes=64),
+    "a100-80gb-pcie": _gpu("NVIDIA A100 80GB PCIe", 108, 4, (16, 16), 1410, 1935, l2_mb=40, lanes=64),
     "a100-80gb": _gpu("NVIDIA A100 80GB", 108, 4, (16, 16), 1410, 2039),
     "a10": _gpu("NVIDIA A10", 72, 4, (8, 16), 1695, 600),
-    "l4": _gpu("NVIDIA L4", 58, 4, (8, 16), 2040, 300),
-    "h100-sxm": _gpu("NVIDIA H100 SXM", 132, 4, (16, 32), 1830, 3350),
+    "l4": _gpu("NVIDIA L4", 58, 4, (8, 16), 2040, 300, l2_mb=48, lanes=128),
+    "h100-sxm": _gpu("NVIDIA H100 SXM", 132, 4, (16, 32), 1830, 3350, l2_mb=50, lanes=128),
     "h100-pcie": _gpu("NVIDIA H100 PCIe", 114, 4, (16, 32), 1620, 2000),
     "h200": _gpu("NVIDIA H200", 132, 4, (16, 32), 1830, 4800),
     # GPUs without tensor cores, timed by DeepBench in FP32 (docs/citations.md): each SM (AMD: compute
@@ -87,7 +107,8 @@ KNOWN_GPUS: dict[str, GpuSpec] = {
     # the clock is the boost clock giving the datasheet's FP32 peak: P100 PCIe 9.3, GTX 1080 Ti 11.3,
     # Titan Xp 12.1, Titan X (Pascal) 11.0, GTX Titan X (Maxwell) 6.6, Tesla M40 6.8, MI25 12.3,
     # Vega Frontier Edition 13.1 TFLOP/s.
-    "p100-pcie": _gpu("NVIDIA Tesla P100 PCIe", 56, 2, (4, 8), 1303, 732, FP32_PARTITION),
+    "p100-pcie": _gpu("NVIDIA Tesla P100 PCIe", 56, 2, (4, 8), 1303, 732, FP32_PARTITION, l2_mb=4),
+    "p4": _gpu("NVIDIA Tesla P4", 20, 4, (4, 8), 1063, 192, FP32_PARTITION, l2_mb=2),
     "gtx-1080-ti": _gpu("NVIDIA GTX 1080 Ti", 28, 4, (4, 8), 1582, 484, FP32_PARTITION),
     "titan-xp": _gpu("NVIDIA Titan Xp", 30, 4, (4, 8), 1582, 547.7, FP32_PARTITION),
     "titan-x-pascal": _gpu("NVIDIA Titan X (Pascal)", 28, 4, (4, 8), 1531, 480, FP32_PARTITION),
@@ -101,8 +122,10 @@ _NAME_PATTERNS = ((r"p100", "p100-pcie"), (r"1080\s*ti", "gtx-1080-ti"), (r"tita
                   (r"titan\s*x.*pascal", "titan-x-pascal"), (r"titan\s*x.*maxwell", "titan-x-maxwell"),
                   (r"\bm40\b", "m40"), (r"mi25", "mi25"), (r"vega.*(frontier|\bfe\b)", "vega-fe"),
                   (r"h200", "h200"), (r"h100.*pcie", "h100-pcie"), (r"h100", "h100-sxm"),
-                  (r"a100.*40\s*gb", "a100-40gb"), (r"a100", "a100-80gb"), (r"\ba10\b", "a10"),
-                  (r"\bl4\b", "l4"), (r"v100", "v100"), (r"\bt4\b", "t4"))
+                  (r"a100.*40\s*gb", "a100-40gb"), (r"a100.*80\s*gb.*pcie", "a100-80gb-pcie"),
+                  (r"a100", "a100-80gb"), (r"\ba10\b", "a10"),
+                  (r"\bl4\b", "l4"), (r"v100.*pcie", "v100-pcie"), (r"v100", "v100"), (r"\bt4\b", "t4"),
+                  (r"\bp4\b", "p4"))
 
 
 def find_gpu(name: str) -> str | None:

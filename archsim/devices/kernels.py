@@ -1,0 +1,180 @@
+"""One GPU kernel → seconds, from the op, its shape, its dtype and the GPU's datasheet alone.
+
+The mechanisms (every figure of the GPU comes from :data:`archsim.validation.gpu_catalog.KNOWN_GPUS`):
+
+* **GEMM / batched GEMM** out[M×N] = A[M×K]·B[K×N], ``batch`` of them in one launch. The output is cut
+  into CTA tiles of one of :data:`TILES` (the SIMT sgemm tiles cuBLAS picks from on Pascal–Ampere);
+  ``REFERENCE_TILE_AREA / (tm·tn)`` small tiles share one SM at once, so the tiles run in
+  ⌈tiles / (SMs · tiles per SM)⌉ waves, each wave the SM's work on ``REFERENCE_TILE_AREA`` outputs × K
+  at the SM's peak (``lanes × 2 × clock`` for fp32; tensor-core MACs × 2 × clock for fp16/bf16) ×
+  ``constants.gemm`` × the tile's operand feed ``min(1, (tm·tn / (tm + tn)) / constants.feed)`` (a
+  tile's k-step loads tm + tn operands for tm·tn FMAs: small tiles starve the lanes). When the tiles
+  do not fill the SMs, split-K cuts the reduction into s ∈ :data:`SPLITS` parts and pays a second
+  kernel that reads the s partial outputs and writes the result at the memory rate. The tile and
+  split are the ones that finish first, as a library's heuristic picks. The kernel also moves A, B
+  and out through HBM once at ``constants.memory`` × bandwidth: the larger of the two times counts
+  (a roofline per kernel).
+* **Elementwise** (add, mul, div, pow and their ``u`` scalar forms, relu, gelu, tanh): bytes read
+  and written (3 tensors for tensor ⊕ tensor, 2 with a scalar or one input) at ``constants.memory`` ×
+  HBM bandwidth.
+* **Softmax / layer norm** over the last dimension: one read and one write of the B×H tensor (rows of
+  at most a few ten kB stay on chip between the kernels' passes over them) at their own achieved
+  fractions ``constants.softmax`` / ``constants.layernorm`` of HBM bandwidth.
+* Every kernel pays ``constants.launch_s``.
+
+No L2-resident speed-up is modeled: in the fitted files no elementwise, softmax or layer-norm kernel
+that fits in L2 runs faster per byte than one that does not (they are launch-bound instead).
+
+The constants are architecture-independent fractions of datasheet peaks plus one launch time:
+:data:`FITTED`, fitted by :func:`archsim.validation.neusight.fit_constants` on NeuSight's kernel measurements of five GPUs
+(``../shared/gpu_kernels/``: P100-PCIE-16GB, P4, T4, V100-PCIE-32GB, A100-PCIE-40GB; every row of
+linear.csv, bmm.csv, elem.csv, softmax.csv, ln.csv, train_elem.csv, train_softmax.csv and
+train_ln.csv): Nelder–Mead on the logarithms of the six constants, minimizing the sum over the five
+op classes of each class's mean absolute percentage error. ``benchmarks/bench_neusight_kernels.py``
+refits them (and the leave-one-GPU-out fits) and prints the figures in docs/gpu-validation.md.
+A GPU never fitted gets these mechanisms and its datasheet, never another GPU's number.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import astuple, dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from archsim.errors import InputError
+from archsim.validation.gpu_catalog import GpuSpec
+
+# SIMT sgemm CTA tiles (rows × cols of the output) among which cuBLAS chooses on Pascal–Ampere.
+TILES = ((128, 128), (128, 64), (64, 128), (128, 32), (32, 128), (64, 64), (64, 32), (32, 32))
+REFERENCE_TILE_AREA = 128 * 128  # outputs one SM works on at once (registers of one 128×128 sgemm CTA)
+SPLITS = (1, 2, 4, 8, 16, 32)  # split-K factors tried when the output tiles do not fill the SMs
+
+ELEMENT_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
+# elementwise ops: tensors moved per element (inputs + output)
+ELEMENTWISE_TENSORS = {"add": 3, "mul": 3, "div": 3, "pow": 3, "addu": 2, "mulu": 2, "divu": 2, "powu": 2,
+                       "relu": 2, "gelu": 2, "tanh": 2}
+GEMM_OPS = ("linear", "bmm")
+OP_CLASSES = {**{op: op for op in GEMM_OPS}, **{op: "elementwise" for op in ELEMENTWISE_TENSORS},
+              "softmax": "softmax", "ln": "layernorm"}
+"""op name (NeuSight's OPName) → op class for the accuracy report."""
+
+
+@dataclass(frozen=True)
+class KernelConstants:
+    """The model's fitted constants. gemm: fraction of the SMs' peak a well-fed tile reaches;
+    feed: operand reuse tm·tn/(tm+tn) (elements) at which a tile is fully fed; memory: achieved
+    fraction of HBM bandwidth of GEMM traffic and elementwise kernels; softmax / layernorm: the same
+    for those kernels; launch_s: seconds per kernel launch."""
+
+    gemm: float
+    feed: float
+    memory: float
+    softmax: float
+    layernorm: float
+    launch_s: float
+
+    def __post_init__(self) -> None:
+        values = astuple(self)
+        if not all(isinstance(v, (int, float)) and 0 < v < np.inf for v in values):
+            raise InputError(f"kernel constants must be positive and finite, got {self}", field="constants")
+
+
+FITTED = KernelConstants(gemm=0.837, feed=30.2, memory=0.761, softmax=0.630, layernorm=0.528, launch_s=13.6e-6)
+"""Fitted on all five GPUs' files (see the module docstring; refit by benchmarks/bench_neusight_kernels.py)."""
+
+
+def element_bytes(dtype: str) -> int:
+    """Bytes per element of ``dtype`` (fp32, tf32, fp16, bf16)."""
+    if dtype not in ELEMENT_BYTES:
+        raise InputError(f"unknown dtype {dtype!r}; choose one of {', '.join(ELEMENT_BYTES)}", field="dtype")
+    return ELEMENT_BYTES[dtype]
+
+
+def sm_flops(spec: GpuSpec, dtype: str = "fp32") -> float:
+    """Peak FLOP/s of one SM at ``dtype``: fp32 on the FP32 lanes (lanes × 2 × clock), fp16/bf16 on
+    the tensor cores (their MACs per clock × 2 × clock). A datasheet figure, never a fitted one."""
+    element_bytes(dtype)
+    if dtype in ("fp32", "tf32") or spec.array_unit != "tensor core":
+        lanes = spec.fp32_lanes_per_sm
+        if not lanes:
+            raise InputError(f"{spec.name}: FP32 lanes per SM not in the catalog", field="gpu")
+        return 2.0 * lanes * spec.clock_hz
+    return 2.0 * spec.tensor_cores_per_sm * spec.mma_rows * spec.mma_cols * spec.clock_hz
+
+
+def _arrays(*values: npt.ArrayLike) -> list[np.ndarray]:
+    return [np.asarray(v, dtype=np.float64) for v in values]
+
+
+def gemm_seconds(batch: npt.ArrayLike, m: npt.ArrayLike, n: npt.ArrayLike, k: npt.ArrayLike, spec: GpuSpec,
+                 constants: KernelConstants = FITTED, dtype: str = "fp32") -> np.ndarray:
+    """Seconds of ``batch`` GEMMs out[m×n] = A[m×k]·B[k×n] in one kernel (arrays broadcast)."""
+    b, m, n, k = _arrays(batch, m, n, k)
+    size = element_bytes(dtype)
+    hbm = spec.memory_bytes_per_s * constants.memory
+    rate = sm_flops(spec, dtype) * constants.gemm
+    sms = spec.sm_count
+    best = np.full(np.broadcast(b, m, n, k).shape, np.inf)
+    for tm, tn in TILES:
+        per_sm = max(1, REFERENCE_TILE_AREA // (tm * tn))
+        fed = min(1.0, tm * tn / (tm + tn) / constants.feed)
+        tiles = np.ceil(m / tm) * np.ceil(n / tn) * b
+        for s in SPLITS:
+            if s > 1:
+                usable = tiles * s <= 2 * sms * per_sm  # split only to fill the SMs
+                if not np.any(usable):
+                    break
+            waves = np.ceil(tiles * s / (sms * per_sm))
+            compute = waves * 2.0 * per_sm * tm * tn * np.ceil(k / s) / (rate * fed)
+            if s > 1:
+                compute = np.where(usable, compute + (s + 1) * b * m * n * size / hbm + constants.launch_s, np.inf)
+            best = np.minimum(best, compute)
+    traffic = b * (m * k + k * n + m * n) * size / hbm
+    return np.maximum(best, traffic) + constants.launch_s
+
+
+def memory_bound_seconds(op: npt.ArrayLike, batch: npt.ArrayLike, hidden: npt.ArrayLike, spec: GpuSpec,
+                         constants: KernelConstants = FITTED, dtype: str = "fp32") -> np.ndarray:
+    """Seconds of an elementwise, softmax (``softmax``) or layer-norm (``ln``) kernel on a
+    ``batch`` × ``hidden`` tensor: its bytes at the op class's achieved HBM fraction, plus launch."""
+    b, h = _arrays(batch, hidden)
+    ops = np.broadcast_to(np.asarray(op, dtype=object), np.broadcast(b, h).shape)
+    tensors = np.empty(ops.shape)
+    fraction = np.empty(ops.shape)
+    for name in set(ops.ravel().tolist()):
+        where = ops == name
+        if name in ELEMENTWISE_TENSORS:
+            tensors[where], fraction[where] = ELEMENTWISE_TENSORS[name], constants.memory
+        elif name in ("softmax", "ln"):
+            tensors[where] = 2
+            fraction[where] = constants.softmax if name == "softmax" else constants.layernorm
+        else:
+            raise InputError(f"unknown memory-bound op {name!r}", field="op")
+    seconds = tensors * b * h * element_bytes(dtype) / (spec.memory_bytes_per_s * fraction)
+    return seconds + constants.launch_s
+
+
+def kernel_seconds(rows: Mapping[str, npt.ArrayLike], spec: GpuSpec, constants: KernelConstants = FITTED,
+                   dtype: str = "fp32") -> np.ndarray:
+    """Seconds of each kernel in ``rows`` (columns ``op`` and B, M, N, K for linear/bmm or B, H
+    for the others; NeuSight's OPName names), on ``spec``."""
+    ops = np.asarray(rows["op"], dtype=object)
+    unknown = sorted(set(ops.tolist()) - set(OP_CLASSES))
+    if unknown:
+        raise InputError(f"unknown op(s) {', '.join(map(str, unknown))}; known: {', '.join(OP_CLASSES)}",
+                         field="op")
+    seconds = np.zeros(len(ops))
+    gemm = np.isin(ops, GEMM_OPS)
+    if gemm.any():
+        b, m, n, k = (np.asarray(rows[c], dtype=np.float64)[gemm] for c in ("B", "M", "N", "K"))
+        seconds[gemm] = gemm_seconds(b, m, n, k, spec, constants, dtype)
+    if (~gemm).any():
+        b, h = (np.asarray(rows[c], dtype=np.float64)[~gemm] for c in ("B", "H"))
+        seconds[~gemm] = memory_bound_seconds(ops[~gemm], b, h, spec, constants, dtype)
+    return seconds
+
+
+__all__ = ["ELEMENTWISE_TENSORS", "FITTED", "OP_CLASSES", "SPLITS", "TILES", "KernelConstants", "element_bytes",
+           "gemm_seconds", "kernel_seconds", "memory_bound_seconds", "sm_flops"]

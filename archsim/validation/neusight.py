@@ -1,0 +1,183 @@
+"""NeuSight's kernel measurements read as they are, predicted by :mod:`archsim.devices.kernels`, and the fit.
+
+A NeuSight CSV (``../shared/gpu_kernels/*.csv``) has one measured kernel per row: ``OPName``,
+``Latency`` (milliseconds), ``Device`` (the GPU as CUDA names it) and the shape columns B, M, N, K
+(linear, bmm) or B, H (elementwise, softmax, layer norm). The other columns (kernel name, grid,
+warps, blocks) were observed when the kernel ran; nothing here reads them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import astuple, dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from archsim.devices.kernels import OP_CLASSES, KernelConstants, kernel_seconds
+from archsim.errors import InputError
+from archsim.validate import csv_rows, read_text
+from archsim.validation.gpu_catalog import KNOWN_GPUS, GpuSpec, find_gpu
+
+REQUIRED = ("OPName", "Latency")
+SHAPES = ("B", "M", "N", "K", "H")
+CLASS_ORDER = ("linear", "bmm", "elementwise", "softmax", "layernorm")
+
+
+def is_neusight_header(header: Sequence[str]) -> bool:
+    """Whether a CSV header is NeuSight's (``OPName`` and ``Latency``) rather than archsim's own."""
+    names = {cell.strip() for cell in header}
+    return all(name in names for name in REQUIRED)
+
+
+@dataclass(frozen=True)
+class KernelRows:
+    """Measured kernels: ``frame`` has op, op_class, measured_seconds, device and the shape columns."""
+
+    frame: pd.DataFrame
+    source: str = "<memory>"
+
+
+def parse_neusight_csv(text: str, source: str = "<memory>") -> KernelRows:
+    """The rows of a NeuSight CSV; every error names the file, line and column."""
+    rows = [(line, row) for line, row in csv_rows(text.splitlines(), source) if any(c.strip() for c in row)]
+    if not rows or not is_neusight_header(rows[0][1]):
+        raise InputError(f"not a NeuSight kernel CSV (needs columns {', '.join(REQUIRED)})", file=source)
+    header = [cell.strip() for cell in rows[0][1]]
+    index = {name: position for position, name in enumerate(header)}
+    records = []
+    for line, row in rows[1:]:
+        def cell(name: str, row: list[str] = row) -> str:
+            position = index.get(name)
+            return row[position].strip() if position is not None and position < len(row) else ""
+
+        op = cell("OPName")
+        if op not in OP_CLASSES:
+            raise InputError(f"unknown op {op!r}; known: {', '.join(OP_CLASSES)}", file=source, line=line,
+                             field="OPName")
+        needed = ("B", "M", "N", "K") if OP_CLASSES[op] in ("linear", "bmm") else ("B", "H")
+        record: dict[str, object] = {"line": line, "op": op, "op_class": OP_CLASSES[op], "device": cell("Device")}
+        for name in needed:
+            text_value = cell(name)
+            try:
+                value = int(float(text_value))
+            except ValueError:
+                raise InputError(f"must be a positive integer, got {text_value!r}", file=source, line=line,
+                                 field=name) from None
+            if value <= 0 or value != float(text_value):
+                raise InputError(f"must be a positive integer, got {text_value!r}", file=source, line=line,
+                                 field=name)
+            record[name] = value
+        try:
+            latency = float(cell("Latency"))
+        except ValueError:
+            latency = float("nan")
+        if not 0 < latency < np.inf:
+            raise InputError(f"must be a positive number of milliseconds, got {cell('Latency')!r}", file=source,
+                             line=line, field="Latency")
+        record["measured_seconds"] = latency / 1e3
+        records.append(record)
+    if not records:
+        raise InputError("no measured rows", file=source)
+    frame = pd.DataFrame.from_records(records)
+    for name in SHAPES:
+        if name not in frame:
+            frame[name] = np.nan
+    return KernelRows(frame[["line", "op", "op_class", "device", *SHAPES, "measured_seconds"]], source)
+
+
+def is_neusight_file(path: str | Path) -> bool:
+    """Whether the CSV at ``path`` is NeuSight's (its header names OPName and Latency); an archsim
+    measured CSV (``# key: value`` lines, then network, layer, … columns) is not."""
+    text = read_text(path, "measured CSV", encoding="utf-8-sig")
+    header = next((line for line in text.splitlines() if line.strip() and not line.startswith("#")), "")
+    rows = csv_rows([header], str(path))
+    return bool(rows) and is_neusight_header(rows[0][1])
+
+
+def read_neusight_csv(path: str | Path) -> KernelRows:
+    """:func:`parse_neusight_csv` of a file."""
+    return parse_neusight_csv(read_text(path, "NeuSight kernel CSV", encoding="utf-8-sig"), source=str(path))
+
+
+def device_spec(name: str) -> GpuSpec:
+    """The catalog GPU for a catalog name or a CUDA device string such as ``"Tesla T4"``."""
+    slug = find_gpu(name)
+    if slug is None:
+        raise InputError(f"unknown GPU {name!r}; the catalog has {', '.join(KNOWN_GPUS)}", field="gpu")
+    return KNOWN_GPUS[slug]
+
+
+def predict(frame: pd.DataFrame, constants: KernelConstants, gpu: str | None = None,
+            dtype: str = "fp32") -> pd.DataFrame:
+    """``frame`` with ``gpu`` (the catalog slug), ``predicted_seconds`` and ``error`` (predicted /
+    measured − 1) added, rows in input order. ``gpu`` overrides each row's ``device``."""
+    out = frame.copy()
+    names = pd.Series(gpu, index=out.index) if gpu else out["device"]
+    if names.isna().any() or (names == "").any():
+        raise InputError("no GPU: pass --gpu or give the CSV a Device column", field="gpu")
+    out["gpu"] = [find_gpu(str(n)) or "" for n in names]
+    missing = sorted(set(names[out["gpu"] == ""].astype(str)))
+    if missing:
+        raise InputError(f"unknown GPU {missing[0]!r}; the catalog has {', '.join(KNOWN_GPUS)}", field="gpu")
+    out["predicted_seconds"] = _seconds(out, constants, dtype)
+    out["error"] = out["predicted_seconds"] / out["measured_seconds"] - 1
+    return out
+
+
+def _seconds(frame: pd.DataFrame, constants: KernelConstants, dtype: str = "fp32") -> np.ndarray:
+    """Predicted seconds of rows whose ``gpu`` column holds catalog slugs."""
+    seconds = np.full(len(frame), np.nan)
+    for slug, positions in frame.groupby("gpu", sort=False).indices.items():
+        group = frame.iloc[positions]
+        seconds[positions] = kernel_seconds({c: group[c].to_numpy() for c in ("op", *SHAPES)},
+                                            KNOWN_GPUS[str(slug)], constants, dtype)
+    return seconds
+
+
+def mape_by_class(predicted: pd.DataFrame, by: Sequence[str] = ("op_class",)) -> pd.DataFrame:
+    """Mean absolute percentage error (%) and row count per op class (and any other ``by`` column)."""
+    table = (predicted.assign(ape=predicted["error"].abs() * 100)
+             .groupby(list(by), sort=False)["ape"].agg(mape="mean", rows="size").reset_index())
+    order = {name: i for i, name in enumerate(CLASS_ORDER)}
+    return table.sort_values([*by[:-1], "op_class"] if "op_class" in by else list(by),
+                             key=lambda s: s.map(order).fillna(len(order)) if s.name == "op_class" else s,
+                             kind="stable").reset_index(drop=True)
+
+
+def fit_constants(frame: pd.DataFrame, start: KernelConstants, iterations: int = 3000) -> KernelConstants:
+    """Constants minimizing the sum over op classes of each class's MAPE on ``frame`` (measured rows
+    with a ``device`` column): Nelder–Mead on their logarithms, from ``start``."""
+    from scipy.optimize import minimize
+
+    frame = predict(frame.reset_index(drop=True), start)  # resolves each row's GPU once
+    measured = frame["measured_seconds"].to_numpy()
+    classes = [np.flatnonzero(frame["op_class"].to_numpy() == c) for c in CLASS_ORDER]
+    classes = [rows for rows in classes if rows.size]
+
+    def loss(logs: np.ndarray) -> float:
+        error = np.abs(_seconds(frame, KernelConstants(*np.exp(logs))) / measured - 1)
+        return float(sum(error[rows].mean() for rows in classes))
+
+    result = minimize(loss, np.log(astuple(start)), method="Nelder-Mead",
+                      options={"maxiter": iterations, "xatol": 1e-4, "fatol": 1e-6})
+    return KernelConstants(*(float(v) for v in np.exp(result.x)))
+
+
+def leave_one_gpu_out(fit_rows: pd.DataFrame, check_rows: pd.DataFrame, start: KernelConstants,
+                      iterations: int = 3000) -> pd.DataFrame:
+    """Held-out accuracy: for each GPU of ``check_rows``, the constants fitted on the other GPUs' rows
+    of ``fit_rows`` predict its rows. MAPE (%) per GPU and op class, with the constants used."""
+    fit_gpus = predict(fit_rows, start)["gpu"]
+    check = predict(check_rows, start)
+    tables = []
+    for gpu in dict.fromkeys(check["gpu"]):
+        constants = fit_constants(fit_rows[(fit_gpus != gpu).to_numpy()], start, iterations)
+        mine = predict(check_rows[(check["gpu"] == gpu).to_numpy()], constants)
+        tables.append(mape_by_class(mine, ("gpu", "op_class")).assign(constants=str(constants)))
+    return pd.concat(tables, ignore_index=True)
+
+
+__all__ = ["CLASS_ORDER", "KernelRows", "device_spec", "fit_constants", "is_neusight_file", "is_neusight_header", "leave_one_gpu_out", "mape_by_class",
+           "parse_neusight_csv", "predict", "read_neusight_csv"]
