@@ -28,7 +28,7 @@ import pandas as pd
 from archsim.array.config import ArrayConfig
 from archsim.errors import InputError
 from archsim.lowering import LoweredLayer, Mode, lower_network
-from archsim.outputs import atomic_write_text
+from archsim.output_files import write_output
 from archsim.partition import build_profile
 from archsim.planners import partitions
 from archsim.progress import progress as progress_bar
@@ -215,7 +215,7 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, workers: int = 1, dask: str |
     with holding(out, spec.source, spec.name):
         check_owner(out, spec.source, force=force)
         record = json.dumps({**asdict(spec), "source_path": str(Path(spec.source).resolve())}, indent=2, default=list)
-        atomic_write_text(out / "spec.json", record)  # the folder is this spec's from now on
+        write_output(out / "spec.json", record)  # the folder is this spec's from now on
         return _run_locked(spec, out, units, digests, workers, dask, progress)
 
 
@@ -233,13 +233,13 @@ def _run_locked(spec: SweepSpec, out: Path, units, digests, workers: int, dask: 
                       initial=sum(map(size, units)) - sum(map(size, todo)), leave=True) as bar:
         computed = {}  # rows of the units computed now: the frame needs not read their files back
         for unit, rows in run(todo):
-            atomic_write_text(files[unit], json.dumps({"unit": asdict(unit), "rows": rows}))
+            write_output(files[unit], json.dumps({"unit": asdict(unit), "rows": rows}))
             computed[unit] = rows
             bar.update(size(unit))
     frame = _frame([row for unit in units
                     for row in (computed[unit] if unit in computed else _cached_rows(files[unit]))])
-    atomic_write_text(out / "results.csv", frame.to_csv(index=False))
-    atomic_write_text(out / "summary.csv", summarize(frame).to_csv(index=False))
+    write_output(out / "results.csv", frame.to_csv(index=False))
+    write_output(out / "summary.csv", summarize(frame).to_csv(index=False))
     return frame
 
 
