@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import asdict
 from functools import lru_cache
@@ -172,7 +173,9 @@ def _executor(workers: int, dask: str | None) -> Callable[[list[Unit]], Iterable
 def _run_processes(units: list[Unit], workers: int):
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    from archsim.sweep.lifetime import die_with_parent
+
+    with ProcessPoolExecutor(max_workers=workers, initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
         futures = {pool.submit(compute_units, chunk): chunk for chunk in _chunks(units, workers)}
         for future in as_completed(futures):
             yield from zip(futures[future], future.result())
