@@ -39,6 +39,7 @@ from archsim.sweep.summary import summarize
 from archsim.validate import parse_json, read_text
 from archsim.workload import load_network
 from archsim.workload.layer import Network
+from archsim.workload.shipped import load_shipped
 
 RESULT_COLUMNS = ["network", "only", "rows", "cols", "dataflow", "batch", "mode", "processors", "method",
                   "stages", "single_processor_cycles", "iteration_cycles", "speedup", "mandatory_comm_bytes",
@@ -71,8 +72,9 @@ def unit_network(path: str, sha256: str, only: tuple[str, ...]) -> Network:
 
 @lru_cache(maxsize=16)
 def _loaded_network(path: str, sha256: str) -> Network:
-    """The whole network, read once per process for its digest and every ``only`` subset."""
-    return load_network(path)
+    """The whole network, read once per process for its digest and every ``only`` subset: a spec's
+    file (an absolute path inside the spec's folder) or a shipped name, never a working-folder file."""
+    return load_network(path) if Path(path).is_absolute() else load_shipped(path)
 
 
 @lru_cache(maxsize=64)

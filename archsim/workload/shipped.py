@@ -69,10 +69,23 @@ def load_network(name_or_path: str | Path, *, geometry: str = "archsim", unsuppo
                          "symbolic dimensions (--dim applies to ONNX files and transformer configs)", field="dim")
     if path.suffix.lower() == ".csv" or exists(path) or "/" in str(name_or_path):
         return load_topology(path, geometry=geometry, shapes=shapes)
-    key = str(name_or_path).strip().lower().replace("-", "_")
+    return load_shipped(str(name_or_path), geometry=geometry, shapes=shapes, missing="no such file, and no")
+
+
+def shipped_key(name: str, *, missing: str = "no") -> str:
+    """The shipped network ``name`` stands for (``VGG-16`` → ``vgg_16``), or an InputError listing them:
+    only a file inside ``layers/`` is ever read for a name, never one in the working folder."""
+    key = name.strip().lower().replace("-", "_")
     entry = resolve_name(_shipped_dir(), key, ".csv", "shipped network", field="NETWORK")
     if not is_file(entry):
-        raise InputError(f"no such file, and no shipped network named {str(name_or_path)!r}; "
-                         f"shipped: {', '.join(shipped_networks())}", field="NETWORK")
+        raise InputError(f"{missing} shipped network named {name!r}; shipped: {', '.join(shipped_networks())}",
+                         field="NETWORK")
+    return key
+
+
+def load_shipped(name: str, *, geometry: str = "archsim", shapes: str = "auto", missing: str = "no") -> Network:
+    """A shipped network by name (``vgg16``), read from ``layers/`` only."""
+    key = shipped_key(name, missing=missing)
+    entry = resolve_name(_shipped_dir(), key, ".csv", "shipped network", field="NETWORK")
     return parse_topology(read_text(entry, "shipped network"), source=f"layers/{key}.csv", name=key,
                           geometry=geometry, shapes=shapes)
