@@ -26,20 +26,24 @@ def shipped_networks() -> list[str]:
 
 
 def load_network(name_or_path: str | Path, *, geometry: str = "archsim", unsupported: str = "error",
-                 dims: dict[str, int] | None = None, shapes: str = "auto", input_shape: str | None = None) -> Network:
+                 dims: dict[str, int] | None = None, shapes: str = "auto", input_shape: str | None = None,
+                 timeout: float | None = None) -> Network:
     """Load a network from a CSV or ONNX path, a transformer config (``.json``/``.toml``), or by
     shipped name (``vgg16``, ``resnet50`` …).
 
     ``unsupported`` and ``dims`` apply to ONNX files (:func:`archsim.workload.onnx_import.load_onnx`),
-    whose shapes come from ONNX shape inference; ``shapes`` to CSV files (:func:`parse_topology`).
+    whose shapes come from ONNX shape inference; ``shapes`` to CSV files (:func:`parse_topology`);
+    ``timeout`` (seconds; default :data:`~archsim.workload.torch_file.DEFAULT_TIMEOUT`) to a PyTorch
+    file's code.
     """
-    from archsim.workload.torch_file import is_torch_spec, load_torch_file
+    from archsim.workload.torch_file import DEFAULT_TIMEOUT, is_torch_spec, load_torch_file
 
     if is_torch_spec(str(name_or_path)):  # model.py:ClassName, exported through ONNX (input_shape: batch first)
         if dims:
             raise InputError("--dim applies to ONNX files and transformer configs; a PyTorch model's shapes come "
                              "from --input-shape", field="dim")
-        return load_torch_file(str(name_or_path), input_shape, unsupported=unsupported)
+        return load_torch_file(str(name_or_path), input_shape, unsupported=unsupported,
+                               timeout=DEFAULT_TIMEOUT if timeout is None else timeout)
     if input_shape is not None:
         raise InputError("--input-shape applies to a PyTorch model given as FILE.py:ClassName", field="input-shape")
     path = Path(name_or_path)
