@@ -54,7 +54,7 @@ def write_output(path: str | Path, text: str) -> Path:
     * a regular file, or a new name: :func:`_replace_atomically` (a temp file renamed over it), so a
       reader sees the old file or the new one, never half; through a symlink the file it points to is
       replaced and the link stays;
-    * a character device (``/dev/null``, ``/dev/stdout``, a terminal) or a FIFO: written through in
+    * a character device (``/dev/null``, a terminal) or a FIFO: written through in
       place (opened for writing, no temp file, no rename), so the node is never replaced. A FIFO is
       opened without blocking: with no reader it is refused at once, not waited on forever;
     * a folder, a dangling symlink, a socket, a block device (a disk), or a place the OS refuses

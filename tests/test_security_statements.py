@@ -120,7 +120,7 @@ def os_refuses(tmp: Path) -> None:
 
 
 WRITES = {"a regular file, or a new name": regular, "a symlink to a regular file": symlink_to_file,
-          "a character device (`/dev/null`, `/dev/stdout`, a terminal)": character_device, "a FIFO": fifo,
+          "a character device (`/dev/null`, a terminal)": character_device, "a FIFO": fifo,
           "a folder, a dangling symlink, a socket, a block device (a disk)": refused_kinds,
           "a place the OS refuses (no permission, a name too long, a file where a folder should be)": os_refuses}
 
