@@ -1,17 +1,16 @@
-"""Writing results: atomic files and the table/csv/json renderings every command shares."""
+"""The table/csv/json renderings every command shares (files are written by :mod:`archsim.output_files`)."""
 
 from __future__ import annotations
 
 import json
 import math
-import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from archsim.errors import InputError
+from archsim.output_files import remove_orphans, write_output
 from archsim.rows import Rows, columns, table, to_csv, to_json
 
 if TYPE_CHECKING:
@@ -19,72 +18,9 @@ if TYPE_CHECKING:
 
 FORMATS = ("table", "csv", "json")
 
-
-def atomic_write_text(path: str | Path, text: str) -> Path:
-    """Write ``text`` to ``path`` via a temp file in the same folder and ``os.replace``.
-
-    A crash mid-write leaves the old file (or none), never half a file. A path that cannot be
-    written (a name too long, a folder that is a file, no permission, a full disk) is an
-    :class:`InputError` naming it, with nothing left behind.
-    """
-    import tempfile  # here, not at the top: it pulls in random and shutil
-
-    path = Path(path)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        remove_orphans(path.parent, path.name)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
-    except OSError as exc:
-        raise InputError(f"cannot write here ({exc.strerror or exc.__class__.__name__})", file=str(path)) from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the file the usual permissions
-        os.replace(tmp, path)
-    except BaseException as exc:
-        Path(tmp).unlink(missing_ok=True)
-        if isinstance(exc, OSError):
-            raise InputError(f"cannot write here ({exc.strerror or exc.__class__.__name__})",
-                             file=str(path)) from None
-        raise
-    return path
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError, ValueError):
-        return pid > 0  # someone else's live process, or not a pid at all
-    return True
-
-
-def remove_orphans(folder: str | Path, name: str = "*") -> int:
-    """Delete the temp files that killed writers left in ``folder`` (for target ``name``, or all):
-    :func:`atomic_write_text` names them ``.NAME.PID.XXXX.tmp``, so one whose PID is gone is an
-    orphan, while a live writer's temp file (another run writing beside this one) is left alone.
-    Returns how many were removed."""
-    removed = 0
-    import glob
-
-    try:
-        candidates = list(Path(folder).glob(f".{name if name == '*' else glob.escape(name)}.*.tmp"))
-    except OSError:
-        return 0
-    for temp in candidates:
-        parts = temp.name[:-len(".tmp")].rsplit(".", 2)  # ".NAME", PID, random part
-        if len(parts) == 3 and parts[1].isdigit() and len(parts[1]) < 10 and not _alive(int(parts[1])):
-            try:
-                temp.unlink()
-                removed += 1
-            except OSError:
-                pass
-    return removed
+atomic_write_text = write_output  # the older name, which the benchmark scripts call
+__all__ = ["FORMATS", "atomic_write_text", "format_number", "meta_columns", "remove_orphans", "render",
+           "with_meta_columns", "write_output"]
 
 
 def _plain(value: object) -> object:

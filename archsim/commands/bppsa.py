@@ -14,6 +14,7 @@ from archsim.bppsa.vgg import ZEROS, check_sparsity, critical_path, vgg_flops
 from archsim.commands import Command
 from archsim.commands.common import add_array_arguments, add_output_arguments, array_from_args, emit, int_list
 from archsim.errors import InputError
+from archsim.output_files import output_flag
 from archsim.outputs import render
 from archsim.progress import progress
 from archsim.rows import Rows
@@ -52,7 +53,7 @@ def add_rnn_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--processors", default="64,256,1024", help="processor (array) counts p (default 64,256,1024)")
     add_array_arguments(parser)
     add_output_arguments(parser)
-    parser.add_argument("--report", default=None, metavar="OUT.html", help="write the HTML study page")
+    parser.add_argument("--report", type=output_flag, default=None, metavar="OUT.html", help="write the HTML study page")
 
 
 def run_rnn(args: argparse.Namespace) -> int:
@@ -89,7 +90,7 @@ def add_vgg_arguments(parser: argparse.ArgumentParser) -> None:
                         help="'pattern': count input-dependent zeros (ReLU, pooling) as stored, valid for every input "
                              "(default); 'values': drop them for this input, as a real run's CSR Jacobians would")
     add_output_arguments(parser)
-    parser.add_argument("--report", default=None, metavar="OUT.html", help="write the HTML study page")
+    parser.add_argument("--report", type=output_flag, default=None, metavar="OUT.html", help="write the HTML study page")
 
 
 def run_vgg(args: argparse.Namespace) -> int:

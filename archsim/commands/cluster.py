@@ -14,6 +14,7 @@ from archsim.cluster.trace import load_tiresias_csv, synthetic_trace
 from archsim.commands import Command
 from archsim.commands.common import add_output_arguments, emit, positive_int
 from archsim.errors import InputError
+from archsim.output_files import output_flag
 from archsim.outputs import render
 from archsim.progress import progress
 from archsim.rows import Rows
@@ -44,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Jigsaw plans ≈ this many seconds of a job's iterations as one (0: every "
                              "iteration, exact; about 20 s per 500-job run; default 10)")
     parser.add_argument("--max-pack", type=positive_int, default=2, help="Gandiva jobs per device (default 2)")
-    parser.add_argument("--report", default=None, metavar="OUT.html", help="write the HTML report (plotly)")
+    parser.add_argument("--report", type=output_flag, default=None, metavar="OUT.html", help="write the HTML report (plotly)")
     add_output_arguments(parser)
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from archsim.errors import InputError
-from archsim.outputs import FORMATS, atomic_write_text
+from archsim.output_files import output_flag, write_output
+from archsim.outputs import FORMATS
 from archsim.progress import progress
 from archsim.validate import DEFAULT_MAX_OPS, float_flag, parse_int, positive_float_flag, positive_int_flag, shown
 
@@ -248,11 +249,11 @@ def network_from_args(args: argparse.Namespace, geometry: str = "archsim"):
 
 
 def add_timeline_outputs(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--gantt", default=None, metavar="OUT.html", help="write a plotly Gantt of the timeline")
-    parser.add_argument("--chrome-trace", dest="trace", default=None, metavar="OUT.json",
+    parser.add_argument("--gantt", type=output_flag, default=None, metavar="OUT.html", help="write a plotly Gantt of the timeline")
+    parser.add_argument("--chrome-trace", dest="trace", type=output_flag, default=None, metavar="OUT.json",
                         help="Chrome trace JSON of the timeline (opens in Perfetto)")
-    parser.add_argument("--trace", dest="trace", help=argparse.SUPPRESS)  # older name; cluster's --trace is its input
-    parser.add_argument("--schedule-csv", default=None, metavar="OUT.csv",
+    parser.add_argument("--trace", dest="trace", type=output_flag, help=argparse.SUPPRESS)  # older name; cluster's --trace is its input
+    parser.add_argument("--schedule-csv", type=output_flag, default=None, metavar="OUT.csv",
                         help="per-rank action CSV in torch.distributed.pipelining's layout")
 
 
@@ -278,12 +279,12 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--precision", type=positive_int, default=None, metavar="DIGITS",
                         help="significant digits of non-integral numbers in a table (default: 4, validate-gpu 3; "
                              "csv and json keep full precision)")
-    parser.add_argument("--out", default=None, metavar="FILE", help="write to FILE (atomically) instead of stdout")
+    parser.add_argument("--out", type=output_flag, default=None, metavar="FILE", help="write to FILE (atomically) instead of stdout")
 
 
 def emit(text: str, args: argparse.Namespace) -> None:
     if args.out:
-        path = atomic_write_text(Path(args.out), text)
+        path = write_output(Path(args.out), text)
         print(f"wrote {path}", file=sys.stderr)
     else:
         sys.stdout.write(text)

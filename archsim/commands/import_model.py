@@ -12,27 +12,33 @@ import sys
 
 from archsim.commands import Command
 from archsim.commands.common import add_onnx_arguments, onnx_options
+from archsim.output_files import output_flag
+from archsim.validate import float_flag
+from archsim.workload.torch_file import DEFAULT_TIMEOUT
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", metavar="MODEL",
                         help="an .onnx file, a PyTorch model FILE.py:ClassName (with --input-shape), or any NETWORK")
-    parser.add_argument("-o", "--out", default=None, metavar="OUT.csv",
+    parser.add_argument("-o", "--out", type=output_flag, default=None, metavar="OUT.csv",
                         help="write the topology CSV here (atomically; default stdout)")
     add_onnx_arguments(parser)
+    parser.add_argument("--timeout", type=float_flag(0.0, 1e6, low_open=True, what="seconds"), default=DEFAULT_TIMEOUT,
+                        metavar="SECONDS", help="most seconds a PyTorch model's code (FILE.py:ClassName) may run: "
+                                                "importing, building and tracing it (it runs as Python, unsandboxed)")
 
 
 def run(args: argparse.Namespace) -> int:
-    from archsim.outputs import atomic_write_text
+    from archsim.output_files import write_output
     from archsim.workload import load_network
     from archsim.workload.builders import to_csv
 
-    network = load_network(args.model, **onnx_options(args))
+    network = load_network(args.model, **onnx_options(args), timeout=args.timeout)
     for note in network.notes:
         print(f"archsim: note: {note}", file=sys.stderr)
     text = to_csv(network)
     if args.out:
-        path = atomic_write_text(args.out, text)
+        path = write_output(args.out, text)
         print(f"wrote {path} ({len(network.layers)} layers, {network.parameter_count:,} parameters)", file=sys.stderr)
     else:
         sys.stdout.write(text)

@@ -7,6 +7,7 @@ import argparse
 
 from archsim.commands import Command
 from archsim.commands.common import add_output_arguments, add_timeline_outputs, emit, positive_int
+from archsim.output_files import output_flag
 from archsim.training.objectives import OBJECTIVES
 from archsim.training.parallel import ATTENTIONS, DEFAULT_ATTENTION, RECOMPUTE
 from archsim.training.placement import PLACEMENTS
@@ -51,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--refine", type=int, default=None, metavar="N",
                         help="re-time the best N of the closed forms with the event simulator and rank them again "
                              "(default: 2 × --top)")
-    parser.add_argument("--pareto-html", default=None, metavar="OUT.html",
+    parser.add_argument("--pareto-html", type=output_flag, default=None, metavar="OUT.html",
                         help="write the Pareto front (time against memory, or against the objective) as a plotly page")
     add_timeline_outputs(parser)  # of the first row's iteration, as archsim train writes them
     add_output_arguments(parser)

@@ -164,7 +164,8 @@ def stage_row(name: str, stages: int, microbatches: int, run) -> dict[str, objec
 
 def run_stages(args: argparse.Namespace) -> int:
     from archsim.commands.common import emit
-    from archsim.outputs import atomic_write_text, render
+    from archsim.output_files import write_output
+    from archsim.outputs import render
     from archsim.policies import stage_orders as so
     from archsim.policies.stage_run import run_order
     from archsim.policies.zero_bubble import published_run
@@ -205,7 +206,7 @@ def run_stages(args: argparse.Namespace) -> int:
             "bubble_fraction": "idle rank time / (ranks × makespan), as every schedule reports it",
             "zb_bubble_rate": "(longest rank span - busiest rank's work) / longest rank span (zero-bubble paper §5.3)"}
     if args.schedule_csv:
-        atomic_write_text(args.schedule_csv, so.order_csv(run.order))
+        write_output(args.schedule_csv, so.order_csv(run.order))
     if args.gantt or args.trace:
         from archsim.commands.common import write_timeline_outputs
 

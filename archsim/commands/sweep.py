@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from archsim.commands import Command
 from archsim.errors import InputError
+from archsim.output_files import output_flag
 from archsim.validate import exists, int_flag
 
 if TYPE_CHECKING:  # pandas, numpy and the sweep load when a command runs, not for --help
@@ -21,7 +22,7 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=int_flag(1, 1024, "a worker count"), default=1, help="local worker processes (default 1)")
     parser.add_argument("--dask", default=None, metavar="local|ADDRESS",
                         help="run on a dask.distributed cluster: 'local' starts a LocalCluster")
-    parser.add_argument("--report", nargs="?", const="", default=None, metavar="OUT.html",
+    parser.add_argument("--report", nargs="?", type=output_flag, const="", default=None, metavar="OUT.html",
                         help="also write the HTML report (default reports/<spec name>.html)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument("--force", action="store_true",
@@ -44,7 +45,7 @@ def run_sweep_command(args: argparse.Namespace) -> int:
 
 def add_report_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("results", metavar="RESULTS", help="a sweep's results folder (or its results.csv)")
-    parser.add_argument("--out", default=None, metavar="OUT.html", help="report path (default reports/<name>.html)")
+    parser.add_argument("--out", type=output_flag, default=None, metavar="OUT.html", help="report path (default reports/<name>.html)")
 
 
 def run_report_command(args: argparse.Namespace) -> int:

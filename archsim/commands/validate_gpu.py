@@ -20,6 +20,7 @@ from archsim.array.config import DATAFLOWS, parse_array_shape
 from archsim.commands import Command
 from archsim.commands.common import add_output_arguments, emit, positive_int
 from archsim.lowering import MODES
+from archsim.output_files import output_flag
 from archsim.outputs import render
 from archsim.validate import positive_float_flag
 
@@ -48,8 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", default="exact", choices=MODES, help="lowering mode (default exact: stride-aware δ)")
     parser.add_argument("--show", default=None, choices=SHOW,
                         help="which table to print (default stats; NeuSight CSVs: kernels for csv/json)")
-    parser.add_argument("--report", default=None, metavar="OUT.html", help="write the HTML report (atomically)")
-    parser.add_argument("--markdown", default=None, metavar="OUT.md", help="write the Markdown summary (atomically)")
+    parser.add_argument("--report", type=output_flag, default=None, metavar="OUT.html", help="write the HTML report (atomically)")
+    parser.add_argument("--markdown", type=output_flag, default=None, metavar="OUT.md", help="write the Markdown summary (atomically)")
     add_output_arguments(parser)
 
 

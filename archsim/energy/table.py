@@ -145,18 +145,24 @@ def _count(value: object, where: str, file: str) -> int:
         raise InputError(str(exc), file=file, field=where) from None
 
 
-def load_table(name_or_path: str | Path = DEFAULT_TABLE) -> EnergyTable:
-    """A shipped table by name (``horowitz45``) or a ``.toml`` file of the same layout."""
+def shipped_table(name: str, *, field: str = "energy-table"):
+    """The shipped table file a name (``horowitz45``) stands for, inside ``configs/energy/`` only."""
+    shipped = resolve_name(_energy_dir(), name, ".toml", "energy table", field=field)
+    if not is_file(shipped):
+        raise InputError(f"unknown energy table {shown(name)} (give a shipped name such as {DEFAULT_TABLE} "
+                         "or a .toml path)", field=field)
+    return shipped
+
+
+def load_table(name_or_path: str | Path = DEFAULT_TABLE, *, shipped_only: bool = False) -> EnergyTable:
+    """A shipped table by name (``horowitz45``) or a ``.toml`` file of the same layout; with
+    ``shipped_only`` (a sweep spec's names) a name never reads a file of the working folder."""
     text_path = str(name_or_path)
-    if text_path.endswith(".toml") or is_file(text_path):  # a path: the user's choice
+    if text_path.endswith(".toml") or (not shipped_only and is_file(text_path)):  # a path: the user's choice
         file = text_path
         raw_text = read_text(text_path, "energy table")
     else:  # a name: one of the shipped tables, never a file outside their folder
-        shipped = resolve_name(_energy_dir(), text_path, ".toml", "energy table", field="energy-table")
-        if not is_file(shipped):
-            raise InputError(f"unknown energy table {shown(text_path)} (give a shipped name such as {DEFAULT_TABLE} "
-                             "or a .toml path)", field="energy-table")
-        raw_text, file = read_text(shipped, "energy table"), f"{text_path}.toml"
+        raw_text, file = read_text(shipped_table(text_path), "energy table"), f"{text_path}.toml"
     data = parse_toml(raw_text, file)
     for where, keys in LAYOUT.items():
         _known(data.get(where) if where else data, keys, file, where)

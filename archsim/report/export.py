@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from archsim.outputs import atomic_write_text
+from archsim.output_files import write_output
 from archsim.validate import is_nan
 
 # archsim / zero-bubble / SPP op kind → the action families it belongs to
@@ -50,7 +50,7 @@ def chrome_trace(timeline) -> dict:
 
 
 def write_chrome_trace(timeline, path: str | Path) -> Path:
-    return atomic_write_text(path, json.dumps(chrome_trace(timeline)))
+    return write_output(path, json.dumps(chrome_trace(timeline)))
 
 
 def _virtual_stages(problem, ops) -> dict[object, int]:
@@ -126,4 +126,4 @@ def write_pipeline_schedule_csv(timeline, path: str | Path) -> Path:
     if not text:
         raise InputError("--schedule-csv needs a pipeline schedule: no op of this one belongs to a micro-batch",
                          field="schedule-csv")
-    return atomic_write_text(path, text)
+    return write_output(path, text)

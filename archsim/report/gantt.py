@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import plotly.graph_objects as go
 
-from archsim.outputs import atomic_write_text
+from archsim.output_files import write_output
 from archsim.report.style import KIND_COLORS, KIND_LABELS
 
 __all__ = ["KIND_COLORS", "gantt_figure", "write_gantt"]
@@ -71,5 +71,5 @@ def write_gantt(timeline, path: str | Path, title: str = "", caption: str = "", 
     frame = timeline.to_frame() if hasattr(timeline, "to_frame") else timeline
     body = figure(gantt_figure(frame, title, unit), first=True)
     note = f"<p>{esc(caption)}</p>" if caption else ""
-    return atomic_write_text(path, document(title, [body, note], heading="",
+    return write_output(path, document(title, [body, note], heading="",
                                             style="body{font-family:sans-serif;margin:1em}"))

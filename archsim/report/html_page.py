@@ -25,7 +25,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from archsim.outputs import atomic_write_text
+from archsim.output_files import write_output
 
 BASE_STYLE = ("body{font-family:sans-serif;max-width:1100px;margin:auto}section{margin:2em 0}"
               "table{border-collapse:collapse}td,th{padding:2px 8px}.caption{color:#333;margin:0 0 2em}"
@@ -110,4 +110,4 @@ def document(title: str, parts: Iterable[str], *, heading: str | None = None, in
 
 def write_document(path: str | Path, title: str, parts: Iterable[str], **options) -> Path:
     """:func:`document`, written atomically."""
-    return atomic_write_text(path, document(title, parts, **options))
+    return write_output(path, document(title, parts, **options))

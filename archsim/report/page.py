@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import plotly.graph_objects as go
 
-from archsim.outputs import atomic_write_text
+from archsim.output_files import write_output
 from archsim.report.html_page import Figures, document, table
 from archsim.report.style import table_number
 
@@ -34,4 +34,4 @@ def page(title: str, sections: list[Section]) -> str:
 
 def write_page(path: str | Path, title: str, sections: list[Section]) -> Path:
     """Write :func:`page` atomically."""
-    return atomic_write_text(path, page(title, sections))
+    return write_output(path, page(title, sections))

@@ -12,7 +12,7 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 
-from archsim.outputs import atomic_write_text
+from archsim.output_files import write_output
 from archsim.report.html_page import Figures, document, esc, section
 from archsim.report.html_page import table as html_table
 from archsim.report.paper_tables import LAYERPIPE_TABLE_IV
@@ -135,5 +135,5 @@ def build_report(results: pd.DataFrame, summary: pd.DataFrame, *, results_path: 
              "table{border-collapse:collapse}td,th{padding:2px 8px;border-bottom:1px solid #ddd}"
              ".cmd{color:#555;font-size:90%}")
     intro = f"<p>{len(results)} configurations from <code>{esc(results_path)}</code>; mode: {esc(modes)}.</p>"
-    return atomic_write_text(out, document("archsim report", parts, heading="archsim sweep report",
+    return write_output(out, document("archsim report", parts, heading="archsim sweep report",
                                            intro_html=intro, style=style))

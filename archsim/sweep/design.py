@@ -37,7 +37,7 @@ def design_rows(unit, network: Network, base_row) -> list[dict[str, object]]:
     array = ArrayConfig(rows=unit.rows, cols=unit.cols, dataflow=unit.dataflow, ifmap_sram_kb=design.sram_kb,
                         filter_sram_kb=design.sram_kb, ofmap_sram_kb=design.sram_kb, bandwidth=(design.bandwidth,),
                         user_bandwidth=True, element_bytes=design.element_bytes)
-    table = load_table(design.energy_table)
+    table = load_table(design.energy_table, shipped_only=True)  # a spec's name: a shipped table only
     energies = access_energies(array, table)
     m = design.microbatches
     profile = build_profile(network, array, unit.batch // m, unit.mode, unit.engine)

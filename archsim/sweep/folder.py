@@ -3,7 +3,9 @@
 Two runs writing into one folder would lose results: a second spec's ``results.csv`` replaces the
 first's, and a second run of the same spec races the first's files. So a run holds
 ``DIR/.archsim.lock`` (an advisory ``flock``, released by the OS even when the run is killed) for
-its whole length, and a second run is refused with the holder's pid and spec; and a folder records
+its whole length, and a second run is refused with the holder's pid and spec. Only the sweep's own
+process holds it: a forked worker closes its copy of the descriptor (a ``flock`` belongs to the open
+file, which a fork shares), so a killed sweep's lock never outlives it, whatever its workers do; and a folder records
 its spec in ``spec.json``, so a run of a *different* spec file is refused unless ``--force`` (which
 hands the folder over; cached units stay valid, they are keyed by their settings).
 """
@@ -20,6 +22,20 @@ from archsim.errors import InputError
 from archsim.validate import parse_json, read_text
 
 LOCK_NAME = ".archsim.lock"
+_HELD: set[int] = set()  # this process's lock descriptors, which no forked child may keep
+
+
+def _close_held() -> None:
+    for fd in _HELD:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _HELD.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_close_held)
 
 
 def _spec_id(source: str) -> str:
@@ -50,8 +66,10 @@ def holding(out: Path, source: str, name: str) -> Iterator[None]:
                              "or give another --out", file=str(out), field="out") from None
         os.ftruncate(fd, 0)
         os.write(fd, json.dumps({"pid": os.getpid(), "spec": _spec_id(source), "name": name}).encode())
+        _HELD.add(fd)
         yield
     finally:
+        _HELD.discard(fd)
         os.close(fd)  # closing releases the flock
 
 

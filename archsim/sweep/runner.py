@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import asdict
 from functools import lru_cache
@@ -28,7 +29,7 @@ import pandas as pd
 from archsim.array.config import ArrayConfig
 from archsim.errors import InputError
 from archsim.lowering import LoweredLayer, Mode, lower_network
-from archsim.outputs import atomic_write_text
+from archsim.output_files import write_output
 from archsim.partition import build_profile
 from archsim.planners import partitions
 from archsim.progress import progress as progress_bar
@@ -38,6 +39,7 @@ from archsim.sweep.summary import summarize
 from archsim.validate import parse_json, read_text
 from archsim.workload import load_network
 from archsim.workload.layer import Network
+from archsim.workload.shipped import load_shipped
 
 RESULT_COLUMNS = ["network", "only", "rows", "cols", "dataflow", "batch", "mode", "processors", "method",
                   "stages", "single_processor_cycles", "iteration_cycles", "speedup", "mandatory_comm_bytes",
@@ -70,8 +72,9 @@ def unit_network(path: str, sha256: str, only: tuple[str, ...]) -> Network:
 
 @lru_cache(maxsize=16)
 def _loaded_network(path: str, sha256: str) -> Network:
-    """The whole network, read once per process for its digest and every ``only`` subset."""
-    return load_network(path)
+    """The whole network, read once per process for its digest and every ``only`` subset: a spec's
+    file (an absolute path inside the spec's folder) or a shipped name, never a working-folder file."""
+    return load_network(path) if Path(path).is_absolute() else load_shipped(path)
 
 
 @lru_cache(maxsize=64)
@@ -172,7 +175,9 @@ def _executor(workers: int, dask: str | None) -> Callable[[list[Unit]], Iterable
 def _run_processes(units: list[Unit], workers: int):
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    from archsim.sweep.lifetime import die_with_parent
+
+    with ProcessPoolExecutor(max_workers=workers, initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
         futures = {pool.submit(compute_units, chunk): chunk for chunk in _chunks(units, workers)}
         for future in as_completed(futures):
             yield from zip(futures[future], future.result())
@@ -215,7 +220,7 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, workers: int = 1, dask: str |
     with holding(out, spec.source, spec.name):
         check_owner(out, spec.source, force=force)
         record = json.dumps({**asdict(spec), "source_path": str(Path(spec.source).resolve())}, indent=2, default=list)
-        atomic_write_text(out / "spec.json", record)  # the folder is this spec's from now on
+        write_output(out / "spec.json", record)  # the folder is this spec's from now on
         return _run_locked(spec, out, units, digests, workers, dask, progress)
 
 
@@ -233,13 +238,13 @@ def _run_locked(spec: SweepSpec, out: Path, units, digests, workers: int, dask: 
                       initial=sum(map(size, units)) - sum(map(size, todo)), leave=True) as bar:
         computed = {}  # rows of the units computed now: the frame needs not read their files back
         for unit, rows in run(todo):
-            atomic_write_text(files[unit], json.dumps({"unit": asdict(unit), "rows": rows}))
+            write_output(files[unit], json.dumps({"unit": asdict(unit), "rows": rows}))
             computed[unit] = rows
             bar.update(size(unit))
     frame = _frame([row for unit in units
                     for row in (computed[unit] if unit in computed else _cached_rows(files[unit]))])
-    atomic_write_text(out / "results.csv", frame.to_csv(index=False))
-    atomic_write_text(out / "summary.csv", summarize(frame).to_csv(index=False))
+    write_output(out / "results.csv", frame.to_csv(index=False))
+    write_output(out / "summary.csv", summarize(frame).to_csv(index=False))
     return frame
 
 

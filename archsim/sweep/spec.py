@@ -149,13 +149,30 @@ def resolve_network(name: str, spec_dir: Path, file: str) -> str:
         if is_file(candidate):
             return str(candidate.resolve())
         raise InputError(f"network file {shown(name)} not found in the spec's folder", file=file, field="networks")
+    from archsim.workload.shipped import shipped_key
+
+    try:
+        shipped_key(name, missing="no file in the spec's folder, and no")
+    except InputError as exc:
+        raise InputError(exc.message, file=file, field="networks") from None
+    return name
+
+
+def _shipped_table_name(name: str, file: str) -> str:
+    """A spec's energy table that is not a ``.toml`` file: a shipped table's name, never a path."""
+    from archsim.energy.table import shipped_table
+
+    try:
+        shipped_table(name, field="energy_tables")
+    except InputError as exc:
+        raise InputError(exc.message, file=file, field="energy_tables") from None
     return name
 
 
 def network_sha256(network: str) -> str:
     """SHA-256 of a network file's bytes (empty for a shipped name): results say which file they costed."""
     path = Path(network)
-    if not is_file(path):
+    if not path.is_absolute() or not is_file(path):  # a shipped name: never a file of the working folder
         return ""
     import hashlib
 
@@ -234,7 +251,7 @@ def load_spec(path: str | Path) -> SweepSpec:
                              field="clocks_ghz")
         tables = strings("energy_tables") or ("horowitz45",)
         tables = tuple(str(resolve_name(path.parent, t, "", "energy table", field="energy_tables").resolve())
-                       if t.endswith(".toml") else t for t in tables)
+                       if t.endswith(".toml") else _shipped_table_name(t, file) for t in tables)
         micro = positives("microbatches") if "microbatches" in table else (1,)
         batches = positives("batches")
         for m in micro:

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from archsim.outputs import atomic_write_text
+from archsim.output_files import write_output
 from archsim.report.page import Section, page
 from archsim.validation.gpu_compare import RHO_BAR, below_bar, outliers, tensor_core_subset
 from archsim.validation.gpu_csv import KERNEL_OPS
@@ -136,7 +136,7 @@ def report_sections(study: GpuStudy, command: str) -> list[Section]:
 def write_report(study: GpuStudy, path: str | Path, command: str) -> Path:
     """Write the HTML report atomically (plotly.js inlined once, so the file works offline)."""
     title = "archsim vs GPU kernels: " + ", ".join(sorted(study.joined["gpu"].unique()))
-    return atomic_write_text(path, page(title, report_sections(study, command)))
+    return write_output(path, page(title, report_sections(study, command)))
 
 
 def markdown_table(frame: pd.DataFrame) -> str:
@@ -187,4 +187,4 @@ def verdict_markdown(study: GpuStudy) -> str:
 
 
 def write_markdown(study: GpuStudy, path: str | Path, command: str) -> Path:
-    return atomic_write_text(path, markdown_report(study, command))
+    return write_output(path, markdown_report(study, command))

@@ -26,20 +26,24 @@ def shipped_networks() -> list[str]:
 
 
 def load_network(name_or_path: str | Path, *, geometry: str = "archsim", unsupported: str = "error",
-                 dims: dict[str, int] | None = None, shapes: str = "auto", input_shape: str | None = None) -> Network:
+                 dims: dict[str, int] | None = None, shapes: str = "auto", input_shape: str | None = None,
+                 timeout: float | None = None) -> Network:
     """Load a network from a CSV or ONNX path, a transformer config (``.json``/``.toml``), or by
     shipped name (``vgg16``, ``resnet50`` …).
 
     ``unsupported`` and ``dims`` apply to ONNX files (:func:`archsim.workload.onnx_import.load_onnx`),
-    whose shapes come from ONNX shape inference; ``shapes`` to CSV files (:func:`parse_topology`).
+    whose shapes come from ONNX shape inference; ``shapes`` to CSV files (:func:`parse_topology`);
+    ``timeout`` (seconds; default :data:`~archsim.workload.torch_file.DEFAULT_TIMEOUT`) to a PyTorch
+    file's code.
     """
-    from archsim.workload.torch_file import is_torch_spec, load_torch_file
+    from archsim.workload.torch_file import DEFAULT_TIMEOUT, is_torch_spec, load_torch_file
 
     if is_torch_spec(str(name_or_path)):  # model.py:ClassName, exported through ONNX (input_shape: batch first)
         if dims:
             raise InputError("--dim applies to ONNX files and transformer configs; a PyTorch model's shapes come "
                              "from --input-shape", field="dim")
-        return load_torch_file(str(name_or_path), input_shape, unsupported=unsupported)
+        return load_torch_file(str(name_or_path), input_shape, unsupported=unsupported,
+                               timeout=DEFAULT_TIMEOUT if timeout is None else timeout)
     if input_shape is not None:
         raise InputError("--input-shape applies to a PyTorch model given as FILE.py:ClassName", field="input-shape")
     path = Path(name_or_path)
@@ -69,10 +73,23 @@ def load_network(name_or_path: str | Path, *, geometry: str = "archsim", unsuppo
                          "symbolic dimensions (--dim applies to ONNX files and transformer configs)", field="dim")
     if path.suffix.lower() == ".csv" or exists(path) or "/" in str(name_or_path):
         return load_topology(path, geometry=geometry, shapes=shapes)
-    key = str(name_or_path).strip().lower().replace("-", "_")
+    return load_shipped(str(name_or_path), geometry=geometry, shapes=shapes, missing="no such file, and no")
+
+
+def shipped_key(name: str, *, missing: str = "no") -> str:
+    """The shipped network ``name`` stands for (``VGG-16`` → ``vgg_16``), or an InputError listing them:
+    only a file inside ``layers/`` is ever read for a name, never one in the working folder."""
+    key = name.strip().lower().replace("-", "_")
     entry = resolve_name(_shipped_dir(), key, ".csv", "shipped network", field="NETWORK")
     if not is_file(entry):
-        raise InputError(f"no such file, and no shipped network named {str(name_or_path)!r}; "
-                         f"shipped: {', '.join(shipped_networks())}", field="NETWORK")
+        raise InputError(f"{missing} shipped network named {name!r}; shipped: {', '.join(shipped_networks())}",
+                         field="NETWORK")
+    return key
+
+
+def load_shipped(name: str, *, geometry: str = "archsim", shapes: str = "auto", missing: str = "no") -> Network:
+    """A shipped network by name (``vgg16``), read from ``layers/`` only."""
+    key = shipped_key(name, missing=missing)
+    entry = resolve_name(_shipped_dir(), key, ".csv", "shipped network", field="NETWORK")
     return parse_topology(read_text(entry, "shipped network"), source=f"layers/{key}.csv", name=key,
                           geometry=geometry, shapes=shapes)

@@ -4,13 +4,22 @@ The file is imported as a module (it is the user's own code, run as ``python mod
 the class is built with no arguments, and :func:`archsim.workload.torch_import.from_torch` exports it
 on zeros of the given shape (batch first; the batch is stripped: layers are per sample). Several
 inputs: shapes separated by ``;``. Needs the ``archsim[torch]`` extra.
+
+The file runs as Python, with the user's rights and no sandbox (docs/security.md). What archsim can
+do is keep its own promises around it: anything the code raises while being imported, built or
+traced (``SystemExit`` and ``KeyboardInterrupt`` too) is one line, and code that runs longer than
+``timeout`` seconds is stopped (SIGALRM, in the main thread) and reported the same way.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import re
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from archsim.errors import InputError
@@ -19,6 +28,38 @@ from archsim.workload.layer import Network
 
 _SPEC = re.compile(r"^(?P<file>.+\.py):(?P<name>[A-Za-z_][A-Za-z0-9_]*)$")
 MAX_INPUT_ELEMENTS = 2**28  # zeros of this many float32 elements: 1 GiB, refused above
+DEFAULT_TIMEOUT = 600.0  # seconds the user's code may run (import, build, trace): generous for a big model
+
+
+class _TimedOut(BaseException):
+    """Raised into the user's code when its time is up (a BaseException: ``except Exception`` there
+    does not swallow it)."""
+
+
+@contextmanager
+def _time_limit(seconds: float) -> Iterator[None]:
+    """Raise :class:`_TimedOut` in the block after ``seconds``; a no-op off the main thread (signals
+    reach only it) or without ``setitimer``."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def expire(_signum, _frame):
+        raise _TimedOut
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _one_line(doing: str, exc: BaseException, timeout: float) -> str:
+    if isinstance(exc, _TimedOut):
+        return f"{doing} did not finish within {timeout:g} s (--timeout SECONDS allows more)"
+    return f"{doing} raised {exc.__class__.__name__}: {' '.join(str(exc).split())[:200]}"
 
 
 def is_torch_spec(text: str) -> bool:
@@ -50,8 +91,10 @@ def parse_input_shape(text: str | None) -> tuple[tuple[int, ...], ...]:
     return tuple(shapes)
 
 
-def load_torch_file(spec: str, input_shape: str | None, *, unsupported: str = "error") -> Network:
-    """The network of ``model.py:ClassName`` exported on zeros of ``input_shape``."""
+def load_torch_file(spec: str, input_shape: str | None, *, unsupported: str = "error",
+                    timeout: float = DEFAULT_TIMEOUT) -> Network:
+    """The network of ``model.py:ClassName`` exported on zeros of ``input_shape``; the user's code
+    (import, build, trace) may run ``timeout`` seconds in all."""
     match = _SPEC.match(spec)
     if match is None:
         raise InputError(f"expected FILE.py:ClassName, got {spec!r}", field="NETWORK")
@@ -70,30 +113,30 @@ def load_torch_file(spec: str, input_shape: str | None, *, unsupported: str = "e
     if loader_spec is None or loader_spec.loader is None:
         raise InputError("not loadable as a Python module", file=str(path))
     module = importlib.util.module_from_spec(loader_spec)
-    sys.modules[module_name] = module  # dataclasses and pickling look their module up
+    doing, field = "importing it", None
     try:
-        loader_spec.loader.exec_module(module)
-    except Exception as exc:  # the user's file: report it as their error, in one line
-        raise InputError(f"importing it raised {exc.__class__.__name__}: {' '.join(str(exc).split())[:200]}",
-                         file=str(path)) from None
-    finally:
-        sys.modules.pop(module_name, None)
-    cls = getattr(module, name, None)
-    if cls is None or not isinstance(cls, type) or not issubclass(cls, torch.nn.Module):
-        found = sorted(k for k, v in vars(module).items()
-                       if isinstance(v, type) and issubclass(v, torch.nn.Module) and v.__module__ == module_name)
-        raise InputError(f"no torch.nn.Module class {name!r} here; found: {', '.join(found) or 'none'}",
-                         file=str(path), field=name)
-    try:
-        model = cls()
-    except Exception as exc:
-        raise InputError(f"{name}() raised {exc.__class__.__name__}: {' '.join(str(exc).split())[:200]} "
-                         "(the class is built with no arguments)", file=str(path), field=name) from None
-    inputs = tuple(torch.zeros(shape) for shape in shapes)
-    try:
-        return from_torch(model, inputs if len(inputs) > 1 else inputs[0], name=name.lower(), unsupported=unsupported)
+        with _time_limit(timeout):
+            sys.modules[module_name] = module  # dataclasses and pickling look their module up
+            try:
+                loader_spec.loader.exec_module(module)
+            finally:
+                sys.modules.pop(module_name, None)
+            cls = getattr(module, name, None)
+            if cls is None or not isinstance(cls, type) or not issubclass(cls, torch.nn.Module):
+                found = sorted(k for k, v in vars(module).items()
+                               if isinstance(v, type) and issubclass(v, torch.nn.Module) and v.__module__ == module_name)
+                raise InputError(f"no torch.nn.Module class {name!r} here; found: {', '.join(found) or 'none'}",
+                                 file=str(path), field=name)
+            doing, field = f"{name}()", name
+            model = cls()
+            inputs = tuple(torch.zeros(shape) for shape in shapes)
+            doing = f"tracing {name}"
+            return from_torch(model, inputs if len(inputs) > 1 else inputs[0], name=name.lower(),
+                              unsupported=unsupported)
     except InputError as exc:
-        raise InputError(exc.message, file=str(path), field=exc.where.field or name) from None
+        raise InputError(exc.message, file=str(path), field=exc.where.field or field) from None
+    except BaseException as exc:  # the user's code, SystemExit and KeyboardInterrupt too: their error, one line
+        note = " (the class is built with no arguments)" if doing == f"{name}()" else ""
+        raise InputError(_one_line(doing, exc, timeout) + note, file=str(path), field=field) from None
 
-
-__all__ = ["MAX_INPUT_ELEMENTS", "is_torch_spec", "load_torch_file", "parse_input_shape"]
+__all__ = ["DEFAULT_TIMEOUT", "MAX_INPUT_ELEMENTS", "is_torch_spec", "load_torch_file", "parse_input_shape"]

@@ -1,0 +1,163 @@
+"""The one writer of every output file a flag names: what it does depends on what the name is.
+
+A regular file (or a new name) is replaced atomically; a character device or FIFO is written
+through in place, never replaced; anything else is refused in one line (docs/security.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import os
+import stat
+from pathlib import Path
+
+from archsim.errors import InputError
+
+
+def check_target(path: str | Path) -> str:
+    """What writing to ``path`` will do: ``"replace"`` (a regular file, through a symlink too, or a
+    new name) or ``"through"`` (a character device or FIFO); anything else is an
+    :class:`InputError`. Only looks (``stat``): a FIFO's reader is checked when it is opened."""
+    path = Path(path)
+    try:
+        mode = os.stat(path).st_mode  # follows symlinks: what the name leads to
+    except FileNotFoundError:
+        if os.path.islink(path):
+            raise InputError("a symlink to nothing: give a file name, or fix the link", file=str(path)) from None
+        return "replace"
+    except OSError as exc:  # a loop, a name too long, a file where a folder should be, no permission
+        raise _unwritable(exc, path) from None
+    if stat.S_ISREG(mode):
+        return "replace"
+    if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
+        return "through"
+    what = ("a folder" if stat.S_ISDIR(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "a block device (a disk)" if stat.S_ISBLK(mode) else "not a file")
+    raise InputError(f"cannot write here ({what}): give a file name", file=str(path))
+
+
+def output_flag(text: str) -> str:
+    """An argparse ``type=`` for every flag that names an output file: a target that cannot be
+    written is refused before any work (:func:`check_target`), not after minutes of it."""
+    if text:  # an empty value is the command's own business (a default path, or an error)
+        try:
+            check_target(text)
+        except InputError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def write_output(path: str | Path, text: str) -> Path:
+    """Write ``text`` (UTF-8) to the output ``path`` a flag names: the one writer of every output.
+
+    * a regular file, or a new name: :func:`_replace_atomically` (a temp file renamed over it), so a
+      reader sees the old file or the new one, never half; through a symlink the file it points to is
+      replaced and the link stays;
+    * a character device (``/dev/null``, a terminal) or a FIFO: written through in
+      place (opened for writing, no temp file, no rename), so the node is never replaced. A FIFO is
+      opened without blocking: with no reader it is refused at once, not waited on forever;
+    * a folder, a dangling symlink, a socket, a block device (a disk), or a place the OS refuses
+      (no permission, a full device, a name too long): an :class:`InputError` naming it, with
+      nothing left behind.
+    """
+    path = Path(path)
+    if check_target(path) == "through":
+        return _write_through(path, text, fifo=stat.S_ISFIFO(os.stat(path).st_mode))
+    return _replace_atomically(Path(os.path.realpath(path)) if os.path.islink(path) else path, text)
+
+
+def _unwritable(exc: OSError, path: Path) -> InputError:
+    return InputError(f"cannot write here ({exc.strerror or exc.__class__.__name__})", file=str(path))
+
+
+def _write_through(path: Path, text: str, *, fifo: bool) -> Path:
+    """Write into a device or FIFO in place. A FIFO is opened with ``O_NONBLOCK`` (no reader: ENXIO,
+    refused at once) and then written blocking, as a pipe on stdout would be."""
+    flags = os.O_WRONLY | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags | (os.O_NONBLOCK if fifo else 0))
+    except OSError as exc:
+        if fifo and exc.errno == errno.ENXIO:
+            raise InputError("a FIFO with no reader: start its reader first", file=str(path)) from None
+        raise _unwritable(exc, path) from None
+    try:
+        if fifo:
+            import fcntl
+
+            fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+        data = memoryview(text.encode("utf-8"))
+        while data:
+            data = data[os.write(fd, data):]
+    except OSError as exc:  # /dev/full: ENOSPC; a FIFO whose reader left: EPIPE
+        raise _unwritable(exc, path) from None
+    finally:
+        os.close(fd)
+    return path
+
+
+def _replace_atomically(path: Path, text: str) -> Path:
+    """Write ``text`` to ``path`` via a temp file in the same folder and ``os.replace``.
+
+    A crash mid-write leaves the old file (or none), never half a file. A path that cannot be
+    written (a name too long, a folder that is a file, no permission, a full disk) is an
+    :class:`InputError` naming it, with nothing left behind.
+    """
+    import tempfile  # here, not at the top: it pulls in random and shutil
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        remove_orphans(path.parent, path.name)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise _unwritable(exc, path) from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the file the usual permissions
+        os.replace(tmp, path)
+    except BaseException as exc:
+        Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise _unwritable(exc, path) from None
+        raise
+    return path
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return pid > 0  # someone else's live process, or not a pid at all
+    return True
+
+
+def remove_orphans(folder: str | Path, name: str = "*") -> int:
+    """Delete the temp files that killed writers left in ``folder`` (for target ``name``, or all):
+    :func:`write_output` names them ``.NAME.PID.XXXX.tmp``, so one whose PID is gone is an
+    orphan, while a live writer's temp file (another run writing beside this one) is left alone.
+    Returns how many were removed."""
+    removed = 0
+    import glob
+
+    try:
+        candidates = list(Path(folder).glob(f".{name if name == '*' else glob.escape(name)}.*.tmp"))
+    except OSError:
+        return 0
+    for temp in candidates:
+        parts = temp.name[:-len(".tmp")].rsplit(".", 2)  # ".NAME", PID, random part
+        if len(parts) == 3 and parts[1].isdigit() and len(parts[1]) < 10 and not _alive(int(parts[1])):
+            try:
+                temp.unlink()
+                removed += 1
+            except OSError:
+                pass
+    return removed
+
+

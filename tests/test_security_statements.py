@@ -1,0 +1,201 @@
+"""docs/security.md's statements about outputs, killed runs and a spec's names, each checked: every
+row of its two tables has a check here (a row added or dropped without one fails), and the killed-run
+paragraph's claims name the kill test's cases. The checks act on this test's own files and nodes."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import stat
+import threading
+from pathlib import Path
+
+import pytest
+import test_sweep_kill
+from test_docs import ROOT
+
+from archsim.errors import InputError
+from archsim.output_files import output_flag, write_output
+from archsim.sweep.spec import load_spec
+
+SECURITY = (ROOT / "docs" / "security.md").read_text(encoding="utf-8")
+NULL, FULL = os.makedev(1, 3), os.makedev(1, 7)
+
+
+def table_rows(header: str) -> list[list[str]]:
+    """The rows (cells) of the docs table whose header line is ``header``."""
+    lines = SECURITY[SECURITY.index(header):].splitlines()[2:]
+    rows = []
+    for line in lines:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip("|").split(" | ")])
+    return rows
+
+
+def refused_before_work(path: Path, words: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match=words):
+        output_flag(str(path))  # when the command line is read
+    with pytest.raises(InputError, match=words):
+        write_output(path, "x\n")
+
+
+def need_root() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("making a device node needs root (CI runs as root)")
+
+
+def regular(tmp: Path) -> None:
+    new = tmp / "new.csv"
+    write_output(new, "a\n")
+    old = new.stat().st_ino
+    write_output(new, "b\n")
+    assert new.read_text() == "b\n" and new.stat().st_ino != old  # renamed into place, not rewritten
+    assert os.listdir(tmp) == ["new.csv"]  # no temp file left
+
+
+def symlink_to_file(tmp: Path) -> None:
+    real, link = tmp / "real.csv", tmp / "link.csv"
+    real.write_text("old\n")
+    link.symlink_to(real)
+    write_output(link, "new\n")
+    assert link.is_symlink() and real.read_text() == "new\n"
+
+
+def character_device(tmp: Path) -> None:
+    need_root()
+    null, full = tmp / "null", tmp / "full"
+    os.mknod(null, stat.S_IFCHR | 0o666, NULL)
+    os.mknod(full, stat.S_IFCHR | 0o666, FULL)
+    before = os.stat(null).st_ino
+    write_output(null, "x\n")
+    with pytest.raises(InputError, match="No space left on device"):
+        write_output(full, "x\n")
+    assert stat.S_ISCHR(os.stat(null).st_mode) and os.stat(null).st_ino == before and os.stat(full).st_rdev == FULL
+    assert sorted(os.listdir(tmp)) == ["full", "null"]
+
+
+def fifo(tmp: Path) -> None:
+    path = tmp / "pipe"
+    os.mkfifo(path)
+    with pytest.raises(InputError, match="a FIFO with no reader"):
+        write_output(path, "x\n")
+    got = []
+    reader = threading.Thread(target=lambda: got.append(path.read_bytes()))  # a blocking open: waits for us
+    reader.start()
+    for _ in range(2000):  # the reader's open is under way once the kernel counts it; retry until then
+        try:
+            write_output(path, "through\n")
+            break
+        except InputError:
+            threading.Event().wait(0.005)
+    reader.join(30)
+    assert got == [b"through\n"] and stat.S_ISFIFO(os.lstat(path).st_mode)
+
+
+def refused_kinds(tmp: Path) -> None:
+    (tmp / "folder").mkdir()
+    refused_before_work(tmp / "folder", "a folder")
+    (tmp / "dangling").symlink_to(tmp / "nowhere")
+    refused_before_work(tmp / "dangling", "a symlink to nothing")
+    server = socket.socket(socket.AF_UNIX)
+    try:
+        server.bind(str(tmp / "sock"))
+        refused_before_work(tmp / "sock", "a socket")
+    finally:
+        server.close()
+    if os.geteuid() == 0:
+        os.mknod(tmp / "disk", stat.S_IFBLK | 0o600, os.makedev(7, 0))
+        refused_before_work(tmp / "disk", "a block device")
+
+
+def os_refuses(tmp: Path) -> None:
+    (tmp / "file").write_text("x")
+    for path in (tmp / ("x" * 300), tmp / "file" / "out.csv"):  # a name too long; a file where a folder goes
+        with pytest.raises(InputError, match="cannot write here") as caught:
+            write_output(path, "x\n")
+        assert caught.value.where.file == str(path)  # named (the line shortens a long one)
+    assert os.listdir(tmp) == ["file"]  # (no permission: root has every one; test_os_paths covers the rest)
+
+
+WRITES = {"a regular file, or a new name": regular, "a symlink to a regular file": symlink_to_file,
+          "a character device (`/dev/null`, a terminal)": character_device, "a FIFO": fifo,
+          "a folder, a dangling symlink, a socket, a block device (a disk)": refused_kinds,
+          "a place the OS refuses (no permission, a name too long, a file where a folder should be)": os_refuses}
+
+
+def test_every_output_row_has_a_check():
+    assert [row[0] for row in table_rows("| the name is | what archsim does |")] == list(WRITES)
+
+
+@pytest.mark.parametrize("row", WRITES)
+def test_the_output_row_holds(tmp_path, row):
+    WRITES[row](tmp_path)
+
+
+SPEC = '[sweep]\nnetworks = [{networks}]\narrays = ["8x8"]\nbatches = [2]\nprocessors = [2]\nmethods = ["gpipe"]\n'
+
+
+def spec(folder: Path, networks: str = '"layerpipe_sample"', tables: str | None = None):
+    text = SPEC.format(networks=networks) + (f"energy_tables = [{tables}]\nclocks_ghz = [1.0]\n" if tables else "")
+    path = folder / "s.toml"
+    path.write_text(text, encoding="utf-8")
+    return load_spec(path)
+
+
+def networks_files(tmp: Path) -> None:
+    (tmp / "models").mkdir()
+    for name in ("net.csv", "models/net.csv", "plain"):  # a suffix, a '/', an existing file
+        (tmp / name).write_text((ROOT / "layers" / "layerpipe_sample.csv").read_text())
+        assert spec(tmp, f'"{name}"').networks == (str((tmp / name).resolve()),)
+    with pytest.raises(InputError, match="not found in the spec's folder"):
+        spec(tmp, '"missing.csv"')
+
+
+def networks_shipped(tmp: Path) -> None:
+    assert spec(tmp, '"vgg16"').networks == ("vgg16",)
+    with pytest.raises(InputError, match="no shipped network named 'passwd'"):
+        spec(tmp, '"passwd"')
+
+
+def tables_files(tmp: Path) -> None:
+    table = Path(str(ROOT / "configs" / "energy" / "horowitz45.toml")).read_text()
+    (tmp / "t.toml").write_text(table)
+    assert spec(tmp, tables='"t.toml"').designs[0].energy_table == str((tmp / "t.toml").resolve())
+    with pytest.raises(InputError, match="inside"):
+        spec(tmp, tables='"../t.toml"')
+
+
+def tables_shipped(tmp: Path) -> None:
+    assert spec(tmp, tables='"horowitz45"').designs[0].energy_table == "horowitz45"
+    for name in ("/etc/passwd", "nosuch"):
+        with pytest.raises(InputError, match="energy_tables"):
+            spec(tmp, tables=f'"{name}"')
+
+
+NAMES = {("`networks`", "a file beside"): networks_files, ("`networks`", "anything else"): networks_shipped,
+         ("`energy_tables`", "ending in `.toml`"): tables_files, ("`energy_tables`", "anything else"): tables_shipped}
+
+
+def test_every_spec_name_row_has_a_check():
+    rows = table_rows("| key | a name that is | reads |")
+    assert len(rows) == len(NAMES)
+    for (key, start), row in zip(NAMES, rows, strict=True):
+        assert row[0] == key and row[1].startswith(start), row
+
+
+@pytest.mark.parametrize("row", NAMES, ids=lambda row: " ".join(row))
+def test_the_spec_name_row_holds(tmp_path, row):
+    NAMES[row](tmp_path)
+
+
+def test_the_killed_run_paragraph_names_the_kill_tests_cases():
+    """The paragraph says which cases are killed; the kill test must run those very cases."""
+    paragraph = SECURITY[SECURITY.index("**A killed run leaves nothing running"):]
+    paragraph = paragraph[:paragraph.index("\n\n")]
+    assert "`tests/test_sweep_kill.py`: 1, 2 and 4 workers and `--dask local`" in " ".join(paragraph.split())
+    cases = next(mark for mark in test_sweep_kill.test_a_killed_sweep_leaves_no_worker_and_no_lock.pytestmark
+                 if mark.name == "parametrize").args[1]
+    assert cases == [["--workers", "1"], ["--workers", "2"], ["--workers", "4"], ["--dask", "local", "--workers", "2"]]
+    assert "PR_SET_PDEATHSIG" in paragraph and "kill -9" in paragraph
