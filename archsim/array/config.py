@@ -91,7 +91,7 @@ def _positive_int(value: object) -> bool:
 
 def parse_array_shape(text: str, *, field_name: str = "array") -> tuple[int, int]:
     """Parse ``"32x32"`` (or ``"32"`` for square) into (rows, cols), both positive."""
-    match = re.fullmatch(r"\s*(\d+)\s*(?:[xX×]\s*(\d+))?\s*", str(text))
+    match = re.fullmatch(r"\s*([0-9]{1,40})\s*(?:[xX×]\s*([0-9]{1,40}))?\s*", str(text))
     if not match:
         raise InputError(f"expected ROWSxCOLS such as 32x32, got {text!r}", field=field_name)
     rows = int(match.group(1))
@@ -227,7 +227,11 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
         for prefix, rate in zip(("Ifmap", "Filter"), rates):  # SCALE-Sim's read_buffer asserts this
             key = f"{prefix}SRAMBankNum"
             raw = layout.get(key, "1").strip()
-            if not raw.isdigit() or not 0 < int(raw) <= INT32_MAX or rate % int(raw):
+            try:
+                banks = parse_int(raw, what="a bank count")
+            except ValueError:
+                banks = 0
+            if not banks or rate % banks:
                 raise InputError(f"USER mode splits the {rate} words/cycle of {prefix}SRAMBankBandwidth evenly over "
                                  f"the banks; {raw!r} banks do not divide it", file=file, line=line_of(key), field=key)
 

@@ -88,7 +88,7 @@ def read_sparsity_column(path: str | Path) -> list[tuple[int, int]]:
         if not cell:
             ratios.append((1, 1))
             continue
-        match = re.fullmatch(r"(\d+)\s*:\s*(\d+)", cell)
+        match = re.fullmatch(r"([0-9]{1,10})\s*:\s*([0-9]{1,10})", cell)
         if not match:
             raise InputError(f"expected N:M such as 2:4, got {cell!r}", file=file, line=line, field="Sparsity")
         try:
