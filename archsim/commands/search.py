@@ -12,6 +12,7 @@ from archsim.training.parallel import RECOMPUTE
 from archsim.training.placement import PLACEMENTS
 from archsim.training.search_space import SCHEDULES
 from archsim.training.stage_split import BALANCES
+from archsim.validate import INT32_MAX, int_flag
 
 HELP = "search TP × PP × DP × micro-batch × recompute × schedule for the fastest training iteration"
 
@@ -46,9 +47,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-micro-batch", type=positive_int, default=8, help="micro-batches 1 … this")
     parser.add_argument("--sequence-parallel", default="both", choices=("both", "on", "off"),
                         help="Megatron sequence parallelism: try both, or only on / off")
-    parser.add_argument("--refine", type=int, default=None, metavar="N",
+    parser.add_argument("--refine", type=int_flag(0, INT32_MAX, "a non-negative integer"), default=None, metavar="N",
                         help="re-time the best N of the closed forms with the event simulator and rank them again "
-                             "(default: 2 × --top)")
+                             "(default: 2 × --top; 0: closed forms only)")
     parser.add_argument("--pareto-html", default=None, metavar="OUT.html",
                         help="write the Pareto front (time against memory, or against the objective) as a plotly page")
     add_timeline_outputs(parser)  # of the first row's iteration, as archsim train writes them
@@ -73,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     result = search(config, cluster, args.global_batch, args.gpus,
                     micro_batches=range(1, args.max_micro_batch + 1), recomputes=tuple(args.recompute),
                     schedules=tuple(args.schedule), chunks=tuple(args.chunks), sequence_parallel=sp, top=args.top,
-                    refine=2 * args.top if args.refine is None else max(args.refine, 0), balance=args.balance,
+                    refine=2 * args.top if args.refine is None else args.refine, balance=args.balance,
                     objective=args.objective, placement=args.placement)
     rows = [{**row, "command": train_command(args.model, args.cluster, args.global_batch, row)}
             for row in result.rows]

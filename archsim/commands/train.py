@@ -6,7 +6,13 @@ from __future__ import annotations
 import argparse
 
 from archsim.commands import Command
-from archsim.commands.common import add_output_arguments, add_timeline_outputs, emit, positive_int
+from archsim.commands.common import (
+    add_job_limit_argument,
+    add_output_arguments,
+    add_timeline_outputs,
+    emit,
+    positive_int,
+)
 from archsim.training.parallel import RECOMPUTE
 
 HELP = "one training iteration of a transformer on GPUs: TP × PP × DP, time, memory, breakdown"
@@ -45,6 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="sweep an axis (tp, pp, dp, global_batch, micro_batch, interleave, recompute, schedule, "
                              "sequence_parallel); repeat for a grid: one row per point instead of one iteration's "
                              "breakdown")
+    add_job_limit_argument(parser)
     add_timeline_outputs(parser)
     add_output_arguments(parser)
 
@@ -58,9 +65,10 @@ def run(args: argparse.Namespace) -> int:
     from archsim.outputs import render
     from archsim.training.cluster import load_gpu_cluster
     from archsim.training.parallel import Parallelism
-    from archsim.training.placement import order_text, parse_placement
+    from archsim.training.placement import MAX_ORDERS, order_count, order_text, parse_placement
     from archsim.training.run import train
     from archsim.training.stage_split import parse_stage_layers
+    from archsim.validate import check_job_size
     from archsim.workload.transformer import load_transformer
 
     config = load_transformer(args.model, seq=args.seq)
@@ -69,11 +77,13 @@ def run(args: argparse.Namespace) -> int:
     par = Parallelism(args.tp, args.pp, args.dp, args.global_batch, args.micro_batch, args.recompute,
                       args.sequence_parallel, args.interleave, args.schedule,
                       parse_stage_layers(args.stage_layers) if args.stage_layers else None)
+    check_job_size(par.schedule_actions, args.max_ops)  # before the cluster's matrices are built
     cluster = load_gpu_cluster(args.cluster)
     placement = parse_placement(args.placement, cluster)
     if isinstance(placement, tuple):
         cluster = cluster.reordered(placement)
-    if placement == "planned":
+    if placement == "planned":  # one iteration per distinct server order
+        check_job_size(par.schedule_actions * min(order_count(cluster), MAX_ORDERS + 1), args.max_ops)
         cluster, par, placement = _best_placement(config, cluster, par, args.balance)
     machines = cluster.rank_machines(par)
     if machines is None:
@@ -165,12 +175,13 @@ def _run_sweep(args: argparse.Namespace, config) -> int:
     from archsim.outputs import render
     from archsim.training.cluster import load_gpu_cluster
     from archsim.training.placement import parse_placement
-    from archsim.training.sweep import parse_axis, sweep
+    from archsim.training.sweep import check_sweep_size, parse_axis, sweep
 
     axes = [parse_axis(text) for text in args.sweep]
     base = {"tp": args.tp, "pp": args.pp, "dp": args.dp, "global_batch": args.global_batch,
             "micro_batch": args.micro_batch, "recompute": args.recompute,
             "sequence_parallel": args.sequence_parallel, "interleave": args.interleave, "schedule": args.schedule}
+    check_sweep_size(base, axes, args.max_ops)
     cluster = load_gpu_cluster(args.cluster)
     placement = parse_placement(args.placement, cluster)
     if placement == "planned":

@@ -22,16 +22,19 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from archsim.errors import InputError
 from archsim.training.iteration import after_backward, model_pieces, one_f_one_b_seconds, stage_times
 from archsim.training.objectives import OBJECTIVE_COLUMN, objective_columns
 from archsim.training.parallel import layers_per_stage
-from archsim.training.placement import layouts, order_text, server_orders
+from archsim.training.placement import MAX_ORDERS, layouts, order_count, order_text, server_orders
 from archsim.training.search_fit import fit_candidate, memory_fits, plan_candidate, rank_capacities
 from archsim.training.search_rows import megatron_args, model_flops, pareto_front, train_command
 from archsim.training.search_space import (
+    MAX_CANDIDATES,
     REASONS,
     V_SHAPED,
     Candidate,
+    candidate_count,
     candidates,
     rank_chunks,
     rank_memories,
@@ -147,6 +150,7 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
     from archsim.progress import progress
 
     counts = (gpus,) if isinstance(gpus, int) else tuple(gpus or (cluster.topology.devices,))
+    check_search_size(cluster, counts, micro_batches, recomputes, schedules, chunks, sequence_parallel, placement)
     grid = [k for n in counts for k in candidates(n, micro_batches, recomputes, schedules, chunks, sequence_parallel)]
     orders = server_orders(cluster) if placement == "planned" else None
     placed: dict = {}  # (tp, pp, dp) → the distinct layouts of the server orders
@@ -200,6 +204,24 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
     second = (lambda t: t[2]) if objective == "time" else value
     front = [make(k, s, mem, timing) for s, timing, mem, k in pareto_front(costed, second)]
     return SearchResult(rows[:top], {r: rejected[r] for r in order}, len(grid), len(costed), front)
+
+
+def check_search_size(cluster, counts, micro_batches, recomputes, schedules, chunks, sequence_parallel,
+                      placement: str = "file") -> None:
+    """Refuse, before any candidate is built, a grid above :data:`MAX_CANDIDATES` (× the server orders a
+    planned placement tries), naming the flags that size it."""
+    size = candidate_count(counts, micro_batches, recomputes, schedules, chunks, sequence_parallel)
+    if placement == "planned":
+        size *= min(order_count(cluster), MAX_ORDERS + 1)
+    if size > MAX_CANDIDATES:
+        sizes = {"max-micro-batch": len(micro_batches), "gpus": len(counts), "chunks": len(chunks),
+                 "schedule": len(schedules)}
+        field = max(sizes, key=sizes.__getitem__)  # the flag that grows it most
+        raise InputError(f"this search would enumerate {size:,} configurations (GPU counts × TP·PP·DP × micro-batches "
+                         f"× recompute × schedules and chunks × sequence parallelism"
+                         f"{' × server orders' if placement == 'planned' else ''}), above the limit of "
+                         f"{MAX_CANDIDATES:,}; lower --max-micro-batch, or give fewer --gpus, --schedule or --chunks",
+                         field=field)
 
 
 def _objective_value(coster: _Coster, objective: str):
@@ -305,5 +327,5 @@ class _RowMaker:
         return out
 
 
-__all__ = ["EVENT_ACTION_LIMIT", "SearchResult", "megatron_args", "model_flops", "pareto_front", "pipeline_seconds", "search",
+__all__ = ["EVENT_ACTION_LIMIT", "SearchResult", "check_search_size", "megatron_args", "model_flops", "pareto_front", "pipeline_seconds", "search",
            "train_command"]

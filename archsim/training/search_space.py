@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
+from math import isqrt
 
 from archsim.training.memory import StageMemory, stage_memory
 from archsim.training.parallel import Parallelism, layers_per_stage
@@ -26,6 +27,10 @@ REASONS = ("tp-divides-heads", "tp-within-server", "pp-divides-layers", "dp-divi
            "micro-batch-divides-batch", "sequence-parallel-needs-tp", "schedule-needs-pp",
            "interleave-needs-microbatches-multiple-of-pp", "dualpipev-needs-2p-microbatches", "stage-mixes-gpu-types",
            "out-of-memory")  # in the order checked
+# Configurations one search may enumerate (× server orders under a planned placement): refused above it
+# before any is built. Measured: about 17,000 to 100,000 enumerated per CPU second and ~300 bytes each,
+# so the limit is seconds and ~150 MB (the 1T GPT on 3,072 GPUs enumerates 114,048).
+MAX_CANDIDATES = 500_000
 
 
 @dataclass(frozen=True)
@@ -54,6 +59,26 @@ class Candidate:
 
 def divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def _small_divisors(n: int) -> list[int]:
+    """The divisors of ``n`` in O(√n) (``n`` may be large: a library caller's GPU count)."""
+    low = [d for d in range(1, isqrt(n) + 1) if n % d == 0]
+    return low + [n // d for d in reversed(low) if d * d != n]
+
+
+@lru_cache(maxsize=4096)
+def factorization_count(gpus: int) -> int:
+    """How many (tp, pp, dp) :func:`factorizations` yields: the sum of d(gpus / tp) over the divisors tp."""
+    return sum(len(_small_divisors(gpus // tp)) for tp in _small_divisors(gpus))
+
+
+def candidate_count(counts, micro_batches, recomputes, schedules, chunks, sequence_parallel) -> int:
+    """How many candidates :func:`candidates` yields over the GPU ``counts``, without building one:
+    the size a search checks against :data:`MAX_CANDIDATES` before it starts."""
+    per_factorization = len(micro_batches) * len(recomputes) * len(sequence_parallel) * \
+        sum(len(chunks) if s in CHUNKED else 1 for s in schedules)
+    return sum(factorization_count(n) for n in counts) * per_factorization
 
 
 def factorizations(gpus: int) -> Iterator[tuple[int, int, int]]:
@@ -165,12 +190,15 @@ def peak_memory_bytes(c: TransformerConfig, par: Parallelism) -> float:
 
 __all__ = [
     "CHUNKED",
+    "MAX_CANDIDATES",
     "REASONS",
     "SCHEDULES",
     "V_SHAPED",
     "Candidate",
+    "candidate_count",
     "candidates",
     "divisors",
+    "factorization_count",
     "factorizations",
     "in_flight_peaks",
     "peak_memory_bytes",
