@@ -291,3 +291,23 @@ def test_probe_rows_refuse_bad_numbers_sections_and_names(tmp_path, row, match):
     path.write_text(PROBE_HEADER + row + "\n")
     with pytest.raises(InputError, match=match):
         read_probe(path)
+
+
+@pytest.mark.parametrize("key, value", [("SparsitySupport", "maybe"), ("SparsitySupport", "ture"),
+                                        ("UseRamulatorTrace", "maybe"), ("IfmapCustomLayout", "2")])
+def test_cfg_switches_are_booleans(tmp_path, key, value):
+    """A switch that is neither on nor off was read as off (SCALE-Sim tests == "true"): now refused."""
+    import re
+
+    from archsim.array.config import read_scalesim_cfg
+    from archsim.array.sparse_input import read_sparsity_section
+
+    text = (ROOT / "configs/arrays/scalesim_32x32_ws.cfg").read_text(encoding="utf-8")
+    path = tmp_path / "a.cfg"
+    path.write_text(re.sub(rf"(?m)^({key}\s*:\s*)\S+", rf"\g<1>{value}", text))
+    assert value in path.read_text()
+    for reader in (read_scalesim_cfg, read_sparsity_section):
+        if reader is read_sparsity_section and key != "SparsitySupport":
+            continue
+        with pytest.raises(InputError, match=key):
+            reader(path)

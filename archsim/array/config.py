@@ -111,6 +111,7 @@ _REQUIRED = {
 }
 
 
+_BOOLEAN_WORDS = ("true", "false", "1", "0", "yes", "no", "on", "off")  # configparser's; anything else is refused
 _LAYOUTS = "custom SRAM layouts here (`archsim gemm --engine cycle --layout FILE` runs them on GEMMs)"
 # (section, key, SCALE-Sim's test for "on", what archsim would have to model)
 _UNMODELLED = (
@@ -131,6 +132,9 @@ def _refuse_unmodelled(parser: configparser.ConfigParser, file: str, line_of, sp
     for section, key, is_on, what in _UNMODELLED:
         if (sparsity and section == "sparsity") or (layouts and section == "layout"):
             continue
+        if parser.has_option(section, key) and parser.get(section, key).strip().lower() not in _BOOLEAN_WORDS:
+            raise InputError(f"expected true or false, got {shown(parser.get(section, key).strip())}", file=file,
+                             line=line_of(key), field=key)
         if parser.has_option(section, key) and is_on(parser.get(section, key).strip()):
             raise InputError(f"{key} is on: archsim does not model {what}, so its cycles would differ from "
                              f"SCALE-Sim's; set it off to cost the array without it", file=file, line=line_of(key),

@@ -19,7 +19,7 @@ from typing import Any
 
 from archsim.array.sparsity import SparsityConfig, check_ratio
 from archsim.errors import InputError
-from archsim.validate import SEED_MAX, csv_rows, parse_int, read_text
+from archsim.validate import SEED_MAX, csv_rows, parse_int, read_text, shown
 
 
 def _line_of(text: str, key: str) -> int | None:
@@ -41,6 +41,10 @@ def read_sparsity_section(path: str | Path) -> SparsityConfig | None:
     if not parser.has_option("sparsity", "SparsitySupport"):
         return None
     section = parser["sparsity"]
+    for key in ("SparsitySupport", "OptimizedMapping"):  # SCALE-Sim tests == "true": anything else must be "false"
+        if key in section and section[key].strip().lower() not in ("true", "false"):
+            raise InputError(f"expected true or false, got {shown(section[key].strip())}", file=file,
+                             line=_line_of(text, key), field=key)
     if section["SparsitySupport"].strip().lower() != "true":
         return None
 
