@@ -41,10 +41,10 @@ def read_sparsity_section(path: str | Path) -> SparsityConfig | None:
     if not parser.has_option("sparsity", "SparsitySupport"):
         return None
     section = parser["sparsity"]
-    for key in ("SparsitySupport", "OptimizedMapping"):  # SCALE-Sim tests == "true": anything else must be "false"
-        if key in section and section[key].strip().lower() not in ("true", "false"):
-            raise InputError(f"expected true or false, got {shown(section[key].strip())}", file=file,
-                             line=_line_of(text, key), field=key)
+    for switch in ("SparsitySupport", "OptimizedMapping"):  # SCALE-Sim tests == "true": else must be "false"
+        if switch in section and section[switch].strip().lower() not in ("true", "false"):
+            raise InputError(f"expected true or false, got {shown(section[switch].strip())}", file=file,
+                             line=_line_of(text, switch), field=switch)
     if section["SparsitySupport"].strip().lower() != "true":
         return None
 
