@@ -75,12 +75,13 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         raise InputError(f"{self.prog}: {message}")
 
-    def _get_value(self, action: argparse.Action, arg_string: str):
-        """Every option's value, before its type: an empty one (``--gantt ''``, ``--stage-layers ''``) is
-        refused rather than read as "not given" (no option of archsim takes an empty value)."""
-        if action.option_strings and not arg_string.strip():
+    def _get_values(self, action: argparse.Action, arg_strings: list[str]):
+        """Every option's values as the user wrote them, before their type: an empty one (``--gantt ''``,
+        ``--stage-layers ''``) is refused rather than read as "not given" (no option of archsim takes an
+        empty value; ``--report`` alone, with no value, still takes its default)."""
+        if action.option_strings and any(not text.strip() for text in arg_strings):
             self.error(f"argument {'/'.join(action.option_strings)}: expected a value, got an empty one")
-        return super()._get_value(action, arg_string)
+        return super()._get_values(action, arg_strings)
 
 
 def load_command(target: str) -> Command:

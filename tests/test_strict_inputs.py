@@ -128,6 +128,7 @@ def test_search_refine_is_a_non_negative_integer(capsys, value):
     ["cost", "layerpipe_sample", "--out", ""],
     ["cost", "layerpipe_sample", "--config", ""],
     ["schedule", "layerpipe_sample", "--processors", "2", "--gantt", ""],
+    ["sweep", str(ROOT / "configs/sweeps/sample_quick.toml"), "--report", ""],  # --report alone: the default page
 ])
 def test_an_empty_flag_value_is_an_error_not_ignored(capsys, argv):
     err = refused(capsys, argv)
