@@ -312,3 +312,11 @@ def test_cfg_switches_are_booleans(tmp_path, key, value):
             continue
         with pytest.raises(InputError, match=key):
             reader(path)
+
+
+@pytest.mark.parametrize("flag, value", [("--stage-layers", "1_0,14"), ("--stage-layers", "٣,21"),
+                                         ("--stage-layers", "9" * 5000 + ",1"), ("--placement", "٠"),
+                                         ("--placement", "0_0"), ("--placement", "0,0")])
+def test_train_list_flags_take_ascii_integers_and_a_permutation(capsys, flag, value):
+    err = refused(capsys, [*TRAIN, "--global-batch", "8", "--pp", "2", flag, value])
+    assert flag.lstrip("-") in err

@@ -257,8 +257,10 @@ def parse_stage_layers(text: str) -> tuple[int, ...]:
     """``--stage-layers 5,6,6,5`` → (5, 6, 6, 5)."""
     from archsim.errors import InputError
 
+    from archsim.validate import parse_int
+
     try:
-        counts = tuple(int(part) for part in text.split(","))
+        counts = tuple(parse_int(part, low=-2**31) for part in text.split(","))  # ASCII digits, bounded length
     except ValueError:
         raise InputError(f"expected comma-separated layer counts such as 5,6,6,5, got {text!r}",
                          field="stage-layers") from None
