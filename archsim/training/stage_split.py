@@ -256,7 +256,6 @@ def rank_stage_times(c: TransformerConfig, par: Parallelism, machines: Sequence[
 def parse_stage_layers(text: str) -> tuple[int, ...]:
     """``--stage-layers 5,6,6,5`` → (5, 6, 6, 5)."""
     from archsim.errors import InputError
-
     from archsim.validate import parse_int
 
     try:
