@@ -98,6 +98,41 @@ def test_search_refuses_a_grid_above_its_limit_naming_the_flag(capsys, extra, fl
     assert f"field '{flag}'" in err and "500,000" in err
 
 
+def test_search_refuses_a_re_timing_above_max_ops_before_simulating(capsys):
+    """--top 1000 re-times 2,000 rows by default: 764 event simulations (46 s) on this grid before the cap."""
+    err = refused(capsys, ["search", MODEL, "--cluster", CLUSTER, "--global-batch", "4096", "--top", "1000",
+                           "--format", "json"])
+    assert "field 'refine'" in err and "--max-ops" in err
+
+
+def test_refine_estimate_bounds_the_simulated_actions(monkeypatch):
+    """The re-timing estimate is at least the actions the event simulator is handed, counted on the runs."""
+    from archsim.policies import stage_run
+    from archsim.training.cluster import single_node
+    from archsim.training.search import search
+    from archsim.workload.transformer import load_transformer
+
+    simulated = []
+    original = stage_run.run_order
+
+    def counting(order, *args, **kwargs):
+        simulated.append(sum(len(rank) for rank in order.ranks))
+        return original(order, *args, **kwargs)
+
+    monkeypatch.setattr(stage_run, "run_order", counting)
+    c = load_transformer(MODEL)
+    kwargs = dict(micro_batches=range(1, 3), recomputes=("none",), schedules=("zb-h1", "interleaved-1f1b"),
+                  chunks=(2,), sequence_parallel=(False,), top=6)
+    search(c, single_node(), 64, 8, refine=0, **kwargs)
+    costing = sum(simulated)  # the costing's own event timings (short pipelines), not re-timing
+    simulated.clear()
+    search(c, single_node(), 64, 8, refine=6, max_actions=10**9, **kwargs)
+    retimed = sum(simulated) - costing
+    assert retimed > 0
+    with pytest.raises(InputError, match="refine"):
+        search(c, single_node(), 64, 8, refine=6, max_actions=retimed - 1, **kwargs)
+
+
 def test_candidate_count_is_the_grids_length():
     """The closed-form count equals the enumerated grid, brute force on small inputs."""
     from archsim.training.search_space import SCHEDULES, candidate_count, candidates

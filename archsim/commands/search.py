@@ -6,7 +6,13 @@ from __future__ import annotations
 import argparse
 
 from archsim.commands import Command
-from archsim.commands.common import add_output_arguments, add_timeline_outputs, emit, positive_int
+from archsim.commands.common import (
+    add_job_limit_argument,
+    add_output_arguments,
+    add_timeline_outputs,
+    emit,
+    positive_int,
+)
 from archsim.training.objectives import OBJECTIVES
 from archsim.training.parallel import RECOMPUTE
 from archsim.training.placement import PLACEMENTS
@@ -52,6 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(default: 2 × --top; 0: closed forms only)")
     parser.add_argument("--pareto-html", default=None, metavar="OUT.html",
                         help="write the Pareto front (time against memory, or against the objective) as a plotly page")
+    add_job_limit_argument(parser)  # the event simulations of --refine, in schedule actions
     add_timeline_outputs(parser)  # of the first row's iteration, as archsim train writes them
     add_output_arguments(parser)
 
@@ -75,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
                     micro_batches=range(1, args.max_micro_batch + 1), recomputes=tuple(args.recompute),
                     schedules=tuple(args.schedule), chunks=tuple(args.chunks), sequence_parallel=sp, top=args.top,
                     refine=2 * args.top if args.refine is None else args.refine, balance=args.balance,
-                    objective=args.objective, placement=args.placement)
+                    objective=args.objective, placement=args.placement, max_actions=args.max_ops)
     rows = [{**row, "command": train_command(args.model, args.cluster, args.global_batch, row)}
             for row in result.rows]
     gains = [row["uneven_gain"] for row in result.rows if row["uneven_gain"] == row["uneven_gain"]]

@@ -137,7 +137,8 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
            micro_batches=range(1, 9), recomputes=("none", "selective", "full"),
            schedules=("1f1b", "interleaved-1f1b"), chunks=(2,), sequence_parallel=(False, True),
            top: int = 10, refine: int = 0, only=None, progress_desc: str | None = None,
-           balance: str = "even", objective: str = "time", placement: str = "file") -> SearchResult:
+           balance: str = "even", objective: str = "time", placement: str = "file",
+           max_actions: int | None = None) -> SearchResult:
     """Rank every candidate on ``gpus`` GPUs (an int or several; default all the cluster's) by
     ``objective`` (:mod:`archsim.training.objectives`); ``balance``: ``even`` (Megatron's split) or
     ``planned`` (:mod:`archsim.training.stage_split`, per model chunk for interleaved and V-shaped
@@ -146,7 +147,8 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
     :mod:`archsim.training.placement`); ``only(candidate)``: an extra filter (e.g. the configurations a
     measurement covered), its rejections counted as ``filtered``. Each row's ``uneven_gain`` is how
     much faster the planned split is than the even one, ``placement_gain`` the planned order than the
-    file's, as fractions of the latter's time."""
+    file's, as fractions of the latter's time. ``max_actions``: refuse (before simulating) a re-timing
+    whose event simulations add up to more schedule actions (``--max-ops``); None: no limit."""
     from archsim.progress import progress
 
     counts = (gpus,) if isinstance(gpus, int) else tuple(gpus or (cluster.topology.devices,))
@@ -191,13 +193,19 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
     make = _RowMaker(c, cluster, global_batch, coster, balance, orders, value)
     rows = [make(k, s, mem, timing) for s, timing, mem, k in costed[:max(top, refine)]]
     if refine:
+        def estimate(row: dict) -> bool:  # 1F1B's and GPipe's closed form is exact on equal stages only
+            return row["timing"] == "closed-form" and (row["schedule"] not in CLOSED_FORM_EXACT or cluster.heterogeneous)
+
+        if max_actions is not None:  # before any event simulation: their schedules' actions in all
+            work = sum(make.event_actions(row) for row in rows[:refine] if estimate(row))
+            if work > max_actions:
+                raise InputError(f"re-timing the best {min(refine, len(rows)):,} configurations simulates about "
+                                 f"{work:,} schedule actions, above --max-ops {max_actions:,}; lower --refine "
+                                 f"(or --top, whose double it defaults to) or raise --max-ops", field="refine")
         with progress(min(refine, len(rows)), "re-time in the event simulator", "config", delay=1.0) as bar:
             timed = []
             for row in rows[:refine]:
-                # 1F1B's and GPipe's closed form is exact on equal stages only, not on mixed GPUs
-                estimate = row["timing"] == "closed-form" and (row["schedule"] not in CLOSED_FORM_EXACT
-                                                               or cluster.heterogeneous)
-                timed.append(make.event_row(row) if estimate else row)
+                timed.append(make.event_row(row) if estimate(row) else row)
                 bar.update(1)
         rows[:refine] = sorted(timed, key=lambda r: r[OBJECTIVE_COLUMN[objective]])
     order = [r for r in REASONS if rejected[r]] + (["filtered"] if rejected["filtered"] else [])
@@ -302,6 +310,18 @@ class _RowMaker:
         cluster = self.coster.placed(k)
         machines = cluster.rank_machines(par) if cluster.heterogeneous else None
         return train(self.c, par, cluster.machine(par), machines).iteration_seconds
+
+    def event_actions(self, row: dict) -> int:
+        """An upper bound on the schedule actions :meth:`event_row` simulates for ``row``: its schedule's
+        (:attr:`~archsim.training.parallel.Parallelism.schedule_actions`) once per server order it tries,
+        and once more for the other split its ``uneven_gain`` compares with (more than one stage); 0
+        where the schedule is too long to re-time."""
+        k = self.keep[id(row)]
+        par = k.parallelism(self.global_batch)
+        if k.pp * par.microbatches * par.chunks > EVENT_ACTION_LIMIT:
+            return 0
+        orders = 1 if k.placement is None or self.orders is None else len(self.orders)
+        return par.schedule_actions * (orders + (1 if k.plannable else 0))
 
     def event_row(self, row: dict) -> dict:
         """The row re-timed in the event simulator; under a planned placement every server order is
