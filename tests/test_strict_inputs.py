@@ -121,8 +121,8 @@ def test_refine_estimate_bounds_the_simulated_actions(monkeypatch):
 
     monkeypatch.setattr(stage_run, "run_order", counting)
     c = load_transformer(MODEL)
-    kwargs = dict(micro_batches=range(1, 3), recomputes=("none",), schedules=("zb-h1", "interleaved-1f1b"),
-                  chunks=(2,), sequence_parallel=(False,), top=6)
+    kwargs: dict = {"micro_batches": range(1, 3), "recomputes": ("none",), "schedules": ("zb-h1", "interleaved-1f1b"),
+                    "chunks": (2,), "sequence_parallel": (False,), "top": 6}
     search(c, single_node(), 64, 8, refine=0, **kwargs)
     costing = sum(simulated)  # the costing's own event timings (short pipelines), not re-timing
     simulated.clear()
