@@ -355,3 +355,15 @@ def test_cfg_switches_are_booleans(tmp_path, key, value):
 def test_train_list_flags_take_ascii_integers_and_a_permutation(capsys, flag, value):
     err = refused(capsys, [*TRAIN, "--global-batch", "8", "--pp", "2", flag, value])
     assert flag.lstrip("-") in err
+
+
+@pytest.mark.parametrize("row", ["1048576,262144,float,inf,1.0,12.0,1.0", "1048576,262144,float,nan,1.0,12.0,1.0",
+                                 "-1,262144,float,12.0,1.0,12.0,1.0", "1048576,262144,float,1e-320,1.0,12.0,1.0",
+                                 "1048576,262144,float,12.0"])
+def test_nccl_tables_take_finite_positive_sizes_and_times(tmp_path, row):
+    from archsim.training.nccl_fit import read_nccl_table
+
+    path = tmp_path / "a100_AR_GPU4_x.csv"
+    path.write_text("size,count,type,time,busbw,time,busbw\n" + row + "\n")
+    with pytest.raises(InputError, match="line 2"):
+        read_nccl_table(path)
