@@ -6,13 +6,7 @@ from __future__ import annotations
 import argparse
 
 from archsim.commands import Command
-from archsim.commands.common import (
-    add_job_limit_argument,
-    add_output_arguments,
-    add_timeline_outputs,
-    emit,
-    positive_int,
-)
+from archsim.commands.common import add_output_arguments, add_timeline_outputs, emit, positive_int
 from archsim.training.objectives import OBJECTIVES
 from archsim.training.parallel import RECOMPUTE
 from archsim.training.placement import PLACEMENTS
@@ -20,6 +14,9 @@ from archsim.training.search_space import SCHEDULES
 from archsim.training.stage_split import BALANCES
 from archsim.validate import INT32_MAX, int_flag
 
+# Schedule actions --refine may simulate (counted before the first): measured about 2.5 µs each (17·10⁶
+# estimated took 46 s on gpt_1024h_24l.json, 3·10⁶ the 1T GPT's default re-timing 4.8 s in all)
+MAX_REFINE_ACTIONS = 5_000_000
 HELP = "search TP × PP × DP × micro-batch × recompute × schedule for the fastest training iteration"
 
 
@@ -58,7 +55,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(default: 2 × --top; 0: closed forms only)")
     parser.add_argument("--pareto-html", default=None, metavar="OUT.html",
                         help="write the Pareto front (time against memory, or against the objective) as a plotly page")
-    add_job_limit_argument(parser)  # the event simulations of --refine, in schedule actions
+    parser.add_argument("--max-ops", type=positive_int, default=MAX_REFINE_ACTIONS, metavar="N",
+                        help="refuse a --refine whose event simulations add up to more schedule actions than this "
+                             f"(default {MAX_REFINE_ACTIONS:,}, about 15 s)")
     add_timeline_outputs(parser)  # of the first row's iteration, as archsim train writes them
     add_output_arguments(parser)
 
