@@ -367,3 +367,13 @@ def test_nccl_tables_take_finite_positive_sizes_and_times(tmp_path, row):
     path.write_text("size,count,type,time,busbw,time,busbw\n" + row + "\n")
     with pytest.raises(InputError, match="line 2"):
         read_nccl_table(path)
+
+
+def test_train_planned_split_refuses_a_table_above_its_cell_limit(tmp_path, capsys):
+    """4,096 layers over 1,024 stages: 1.7·10¹⁰ cells of the planner's tables (minutes) before the cap."""
+    deep = tmp_path / "deep.toml"
+    deep.write_text('[transformer]\nname = "deep"\nfamily = "gpt"\nlayers = 4096\nhidden = 64\nheads = 4\n'
+                    'vocab = 1000\nseq = 32\nffn = 256\n')
+    err = refused(capsys, ["train", str(deep), "--cluster", str(ROOT / "configs/clusters/a100_384_servers.toml"),
+                           "--global-batch", "64", "--pp", "1024", "--balance", "planned"])
+    assert "field 'balance'" in err and "100,000,000" in err
