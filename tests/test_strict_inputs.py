@@ -377,3 +377,37 @@ def test_train_planned_split_refuses_a_table_above_its_cell_limit(tmp_path, caps
     err = refused(capsys, ["train", str(deep), "--cluster", str(ROOT / "configs/clusters/a100_384_servers.toml"),
                            "--global-batch", "64", "--pp", "1024", "--balance", "planned"])
     assert "field 'balance'" in err and "100,000,000" in err
+
+
+def test_search_refuses_planning_work_above_its_limit_before_planning(tmp_path, capsys):
+    """512 layers on 8 GPUs: 1,287 planned splits of 516² cells a row ran 19 s before the cap."""
+    deep = tmp_path / "deep.toml"
+    deep.write_text('[transformer]\nname = "deep"\nfamily = "gpt"\nlayers = 512\nhidden = 64\nheads = 4\n'
+                    'vocab = 1000\nseq = 32\nffn = 256\n')
+    err = refused(capsys, ["search", str(deep), "--cluster", CLUSTER, "--global-batch", "64", "--balance", "planned"])
+    assert "field 'balance'" in err and "6,000,000,000" in err
+
+
+def test_planning_estimate_counts_the_splits_the_search_plans(monkeypatch):
+    """The pre-count (candidates that pass the rules and have several stages) is the planner's calls."""
+    from archsim.training import search as search_module
+    from archsim.training import stage_split
+    from archsim.training.cluster import single_node
+    from archsim.workload.transformer import load_transformer
+
+    planned, counted = [], []
+    original = stage_split.plan_stage_layers
+
+    def counting(c, par, *args):
+        planned.append(par.pp * (c.layers + 3) ** 2)
+        return original(c, par, *args)
+
+    monkeypatch.setattr(stage_split, "plan_stage_layers", counting)
+    monkeypatch.setattr(search_module, "MAX_PLANNING_CELLS", 0)
+    c = load_transformer(MODEL)
+    with pytest.raises(InputError, match=r"about ([0-9,]+) table cells") as caught:
+        search_module.search(c, single_node(), 64, 8, micro_batches=range(1, 3), balance="planned")
+    counted.append(int(caught.value.message.split("about ")[1].split(" ")[0].replace(",", "")))
+    monkeypatch.setattr(search_module, "MAX_PLANNING_CELLS", 10**12)
+    search_module.search(c, single_node(), 64, 8, micro_batches=range(1, 3), balance="planned")
+    assert planned and counted == [sum(planned)]

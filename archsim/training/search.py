@@ -154,6 +154,8 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
     counts = (gpus,) if isinstance(gpus, int) else tuple(gpus or (cluster.topology.devices,))
     check_search_size(cluster, counts, micro_batches, recomputes, schedules, chunks, sequence_parallel, placement)
     grid = [k for n in counts for k in candidates(n, micro_batches, recomputes, schedules, chunks, sequence_parallel)]
+    if balance == "planned":
+        check_planning_work(c, cluster, global_batch, grid, placement)
     orders = server_orders(cluster) if placement == "planned" else None
     placed: dict = {}  # (tp, pp, dp) → the distinct layouts of the server orders
     rejected: Counter = Counter()
@@ -230,6 +232,29 @@ def check_search_size(cluster, counts, micro_batches, recomputes, schedules, chu
                          f"{' × server orders' if placement == 'planned' else ''}), above the limit of "
                          f"{MAX_CANDIDATES:,}; lower --max-micro-batch, or give fewer --gpus, --schedule or --chunks",
                          field=field)
+
+
+# The planner's work a search may do under --balance planned, in table cells (PP × (layers + 3)² per split
+# planned), a cell of a table beyond the CPU's cache counted 12 times: measured 3.4 ns a cell for the 1T GPT
+# (131² cells a row; its documented search plans 10,854 splits, 4.8·10⁹ cells, in 16 s) and 17 to 43 ns for
+# 512 and 4,096 layers (1.1·10⁹ cells of 516² a row in 19 s). About 20 s at the limit.
+MAX_PLANNING_CELLS = 6_000_000_000
+CACHED_ROW_CELLS = 20_000
+
+
+def check_planning_work(c: TransformerConfig, cluster, global_batch: int, grid: list[Candidate],
+                        placement: str = "file") -> None:
+    """Refuse, before any split is planned, a ``--balance planned`` search whose splits (one per candidate
+    that passes the rules and has several stages, × the server orders a planned placement tries) fill more
+    than :data:`MAX_PLANNING_CELLS` weighted cells."""
+    row = (c.layers + 3) ** 2
+    weight = 1 if row <= CACHED_ROW_CELLS else 12
+    stages = sum(k.pp for k in grid if k.plannable and rejection(c, k, global_batch, cluster.gpus_per_server, True) is None)
+    cells = stages * row * weight * (min(order_count(cluster), MAX_ORDERS + 1) if placement == "planned" else 1)
+    if cells > MAX_PLANNING_CELLS:
+        raise InputError(f"--balance planned would plan splits filling about {cells:,} table cells ({c.layers:,} layers), "
+                         f"above {MAX_PLANNING_CELLS:,} (about 20 s); use --balance even, or a smaller grid "
+                         "(--gpus, --max-micro-batch, --schedule, --chunks)", field="balance")
 
 
 def _objective_value(coster: _Coster, objective: str):
@@ -347,5 +372,5 @@ class _RowMaker:
         return out
 
 
-__all__ = ["EVENT_ACTION_LIMIT", "SearchResult", "check_search_size", "megatron_args", "model_flops", "pareto_front", "pipeline_seconds", "search",
+__all__ = ["EVENT_ACTION_LIMIT", "MAX_PLANNING_CELLS", "SearchResult", "check_planning_work", "check_search_size", "megatron_args", "model_flops", "pareto_front", "pipeline_seconds", "search",
            "train_command"]
