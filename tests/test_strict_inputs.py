@@ -411,3 +411,12 @@ def test_planning_estimate_counts_the_splits_the_search_plans(monkeypatch):
     monkeypatch.setattr(search_module, "MAX_PLANNING_CELLS", 10**12)
     search_module.search(c, single_node(), 64, 8, micro_batches=range(1, 3), balance="planned")
     assert planned and counted == [sum(planned)]
+
+
+def test_train_planned_placement_and_split_counts_one_split_per_server_order(tmp_path, capsys):
+    deep = tmp_path / "deep.toml"
+    deep.write_text('[transformer]\nname = "deep"\nfamily = "gpt"\nlayers = 4096\nhidden = 64\nheads = 4\n'
+                    'vocab = 1000\nseq = 32\nffn = 256\n')
+    err = refused(capsys, ["train", str(deep), "--cluster", str(ROOT / "configs/clusters/mixed_h100_a100_v100.toml"),
+                           "--global-batch", "64", "--pp", "2", "--placement", "planned", "--balance", "planned"])
+    assert "field 'balance'" in err and "server order" in err

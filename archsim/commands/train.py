@@ -82,8 +82,16 @@ def run(args: argparse.Namespace) -> int:
     placement = parse_placement(args.placement, cluster)
     if isinstance(placement, tuple):
         cluster = cluster.reordered(placement)
-    if placement == "planned":  # one iteration per distinct server order
-        check_job_size(par.schedule_actions * min(order_count(cluster), MAX_ORDERS + 1), args.max_ops)
+    if placement == "planned":  # one iteration (and one planned split) per distinct server order
+        orders = min(order_count(cluster), MAX_ORDERS + 1)
+        check_job_size(par.schedule_actions * orders, args.max_ops)
+        if args.balance == "planned" and par.stage_layers is None and par.pp > 1:
+            from archsim.training.search import Candidate, check_planning_work
+
+            one = Candidate(par.tp, par.pp, par.dp, par.micro_batch, par.recompute, par.schedule, par.interleave,
+                            par.sequence_parallel)
+            check_planning_work(config, cluster, par.global_batch, [one] * orders,
+                                hint="--stage-layers, or one server order (--placement file or I,J,…)")
         cluster, par, placement = _best_placement(config, cluster, par, args.balance)
     machines = cluster.rank_machines(par)
     if machines is None:

@@ -243,7 +243,8 @@ CACHED_ROW_CELLS = 20_000
 
 
 def check_planning_work(c: TransformerConfig, cluster, global_batch: int, grid: list[Candidate],
-                        placement: str = "file") -> None:
+                        placement: str = "file",
+                        hint: str = "a smaller grid (--gpus, --max-micro-batch, --schedule, --chunks)") -> None:
     """Refuse, before any split is planned, a ``--balance planned`` search whose splits (one per candidate
     that passes the rules and has several stages, × the server orders a planned placement tries) fill more
     than :data:`MAX_PLANNING_CELLS` weighted cells."""
@@ -253,8 +254,7 @@ def check_planning_work(c: TransformerConfig, cluster, global_batch: int, grid: 
     cells = stages * row * weight * (min(order_count(cluster), MAX_ORDERS + 1) if placement == "planned" else 1)
     if cells > MAX_PLANNING_CELLS:
         raise InputError(f"--balance planned would plan splits filling about {cells:,} table cells ({c.layers:,} layers), "
-                         f"above {MAX_PLANNING_CELLS:,} (about 20 s); use --balance even, or a smaller grid "
-                         "(--gpus, --max-micro-batch, --schedule, --chunks)", field="balance")
+                         f"above {MAX_PLANNING_CELLS:,} (about 20 s); use --balance even, or {hint}", field="balance")
 
 
 def _objective_value(coster: _Coster, objective: str):
