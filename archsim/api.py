@@ -109,15 +109,15 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
            objective: str = "time", balance: str = "even", placement: str = "file", top: int = 10,
            recompute: Sequence[str] = ("none", "selective", "full"), schedule: Sequence[str] | None = None,
            chunks: Sequence[int] = (2, 4), max_micro_batch: int = 8, sequence_parallel: str = "both",
-           refine: int | None = None, attention: str = "flash"):
+           refine: int | None = None, attention: str = "flash", max_ops: int | None = None):
     """Rank TP × PP × DP × micro-batch × recompute × schedule for ``model`` on ``cluster`` as
     ``archsim search`` does, with its flags' names and defaults (``schedule`` None: every schedule;
-    ``refine`` None: 2 × ``top``). Returns the :class:`~archsim.training.search.SearchResult`: ``rows``
+    ``refine`` None: 2 × ``top``; ``max_ops``: ``--max-ops``, None: its default). Returns the :class:`~archsim.training.search.SearchResult`: ``rows``
     (best first: the configuration, ``iteration_seconds``, ``peak_memory_gib``, ``mfu``, …),
     ``rejected`` (reason → count) and the Pareto front."""
     from archsim.errors import InputError
     from archsim.training.search import search as _search
-    from archsim.training.search_space import SCHEDULES
+    from archsim.training.search_space import MAX_REFINE_ACTIONS, SCHEDULES
 
     config, on = _transformer(model, seq), _gpu_cluster(cluster)
     counts = [gpus] if isinstance(gpus, int) else list(gpus or [])
@@ -130,7 +130,8 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
                    recomputes=tuple(recompute), schedules=tuple(schedule or SCHEDULES), chunks=tuple(chunks),
                    sequence_parallel=modes[sequence_parallel], top=top,
                    refine=2 * top if refine is None else max(refine, 0), balance=balance, objective=objective,
-                   placement=placement, attention=attention)
+                   placement=placement, attention=attention,
+                   max_actions=MAX_REFINE_ACTIONS if max_ops is None else max_ops)
 
 
 def _transformer(model, seq: int | None):

@@ -84,6 +84,14 @@ class UsageError(InputError):
         super().__init__(message)
         self.prog = prog
 
+    def _get_values(self, action: argparse.Action, arg_strings: list[str]):
+        """Every option's values as the user wrote them, before their type: an empty one (``--gantt ''``,
+        ``--stage-layers ''``) is refused rather than read as "not given" (no option of archsim takes an
+        empty value; ``--report`` alone, with no value, still takes its default)."""
+        if action.option_strings and any(not text.strip() for text in arg_strings):
+            self.error(f"argument {'/'.join(action.option_strings)}: expected a value, got an empty one")
+        return super()._get_values(action, arg_strings)
+
 
 def load_command(target: str) -> Command:
     """Import ``module:attribute`` and return that :class:`Command`."""

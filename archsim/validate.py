@@ -21,6 +21,7 @@ import io
 import math
 import numbers
 import os
+import re
 import stat
 from collections.abc import Iterable
 from pathlib import Path
@@ -36,6 +37,8 @@ MAX_FILE_BYTES = 64 * 2**20
 MAX_NAME_CHARS = 100
 MIN_MAGNITUDE = 1e-12  # smallest non-zero real accepted (seconds, GHz, bytes/cycle …): no subnormals
 MAX_PROCESSORS = 4096  # processors a partition or schedule may use (partitioners are O(layers² · P))
+MAX_INTEGER_DIGITS = 40  # a written integer longer than this is refused before int() reads it
+_INTEGER = re.compile(r"[+-]?[0-9]+", re.ASCII)
 
 
 def is_nan(value: object) -> bool:
@@ -56,11 +59,11 @@ def parse_int(text: object, *, low: int = 1, high: int = INT32_MAX, what: str = 
         raise ValueError(f"expected {what}, got {text!r}")  # noqa: TRY004 (one error type for the callers)
     if isinstance(text, int):
         value = text
-    else:
-        try:
-            value = int(str(text).strip())
-        except ValueError:
-            raise ValueError(f"expected {what}, got {shown(text)}") from None
+    else:  # ASCII digits only: no "1_000", no "²" or "٣", no 5,000-digit string handed to int()
+        digits = str(text).strip()
+        if not _INTEGER.fullmatch(digits) or len(digits) > MAX_INTEGER_DIGITS:
+            raise ValueError(f"expected {what}, got {shown(text)}")
+        value = int(digits)
     if not low <= value <= high:
         raise ValueError(f"expected {what} in {low}…{high}, got {shown(value)}")
     return value
@@ -78,7 +81,7 @@ def parse_float(text: object, *, low: float = 0.0, high: float = math.inf, low_o
     if not math.isfinite(value):
         raise ValueError(f"expected a finite {what.removeprefix('a ').removeprefix('an ')}, got {shown(text)}")
     if 0 < abs(value) < MIN_MAGNITUDE:  # e.g. 1e-320: dividing by it overflows to inf downstream
-        raise ValueError(f"expected 0 or a magnitude of at least {MIN_MAGNITUDE:g}, got {shown(text)}")
+        raise ValueError(f"expected {what} of 0 or a magnitude of at least {MIN_MAGNITUDE:g}, got {shown(text)}")
     if value < low or (low_open and value == low) or value > high:
         bound = "" if (low, low_open) == (0.0, True) and "positive" in what else \
             f" > {low:g}" if low_open else f" >= {low:g}"

@@ -114,6 +114,102 @@ NEW_READERS = {
                                           'count = 2\ngpus = 2\nintra_server_gbps = [96, 128]\n')),
 }
 READERS.update(NEW_READERS)
+
+
+# The readers added since the second round (issue 39): a GPU training cluster (catalog GPUs, prices,
+# watts), SCALE-Sim custom layouts and their banks, the [sparsity] section and a topology's N:M column,
+# measured training runs and the GPU efficiency probe's CSV.
+def gpu_cluster(path: Path):
+    from archsim.training.cluster import load_gpu_cluster
+
+    cluster = load_gpu_cluster(path)
+    return cluster.prices, cluster.watts, cluster.sizes, cluster.inter_server_bytes_per_s
+
+
+def layout_rows(path: Path):
+    """A layout file's row, and the ifmap and filter address orders it gives on small operands."""
+    from archsim.array.layout import layout_order, read_layout_file
+
+    row = read_layout_file(path)
+    ifmap = layout_order((4, 4, 2), row.ifmap_factors, row.ifmap_order, what="ifmap")
+    kept = layout_order((2, 2, 1, 4), row.filter_factors, row.filter_order, what="filter") if row.filter_order else None
+    return ifmap, kept
+
+
+LAYOUT_CSV = ("Layer name, IFMAP Height Intraline Factor, IFMAP Width Intraline Factor, Filter Height Intraline Factor, "
+              "Filter Width Intraline Factor, Channel Intraline Factor, Num Filter Intraline Factor, IFMAP Height "
+              "Intraline Order, IFMAP Width Intraline Order, Channel Intraline Order, IFMAP Height Interline Order, "
+              "IFMAP Width Interline Order, Channel Interline Order, Num Filter Intraline Order, Channel Intraline "
+              "Order, Filter Height Intraline Order, Filter Width Intraline Order, Num Filter Interline Order, "
+              "Channel Interline Order, Filter Height Interline Order, Filter Width Interline Order,\n"
+              "B,2,2,1,4,1,2,5,4,3,2,0,1,7,6,5,4,3,2,1,0,\n")
+
+
+def banked_cfg(path: Path):
+    """A .cfg with custom layouts on: its array and its banks, with a valid layout file beside it."""
+    from archsim.array.layout import layout_from_cfg
+
+    layout = path.with_name(path.name + ".layout.csv")
+    layout.write_text(LAYOUT_CSV, encoding="utf-8")
+    banks = layout_from_cfg(path, layout)
+    return read_scalesim_cfg(path, layouts=True), None if banks is None else (banks.ifmap, banks.filter)
+
+
+BANKED_CFG = ("[general]\nrun_name = layouts\n\n[architecture_presets]\nArrayHeight:    8\nArrayWidth:     4\n"
+              "IfmapSramSzkB:    1\nFilterSramSzkB:   1\nOfmapSramSzkB:    1\nIfmapOffset:    0\n"
+              "FilterOffset:   10000000\nOfmapOffset:    20000000\nBandwidth : 4\nDataflow : ws\n"
+              "ReadRequestBuffer: 32\nWriteRequestBuffer: 32\n\n[layout]\nIfmapCustomLayout: True\n"
+              "IfmapSRAMBankBandwidth: 8\nIfmapSRAMBankNum: 4\nIfmapSRAMBankPort: 1\nFilterCustomLayout: True\n"
+              "FilterSRAMBankBandwidth: 8\nFilterSRAMBankNum: 2\nFilterSRAMBankPort: 2\n\n[run_presets]\n"
+              "InterfaceBandwidth: USER\nUseRamulatorTrace: False\n")
+
+
+def sparse_cfg(path: Path):
+    from archsim.array.sparse_input import read_sparsity_section
+
+    return read_sparsity_section(path)
+
+
+def sparse_topology(path: Path):
+    from archsim.array.sparse_input import read_sparsity_column
+
+    return read_sparsity_column(path)
+
+
+def measured_runs(path: Path):
+    from archsim.training.measured import read_measured_table
+
+    return read_measured_table(path).runs
+
+
+def probe_rows(path: Path):
+    from archsim.training.calibrate import read_probe
+
+    return read_probe(path)[1]
+
+
+SPARSE_CFG = (ROOT / "configs/arrays/scalesim_32x32_ws.cfg").read_text(encoding="utf-8").replace(
+    "SparsitySupport : false", "SparsitySupport : true").replace("OptimizedMapping : false", "OptimizedMapping : true")
+MEASURED_CSV = ("# gpu: fuzz\n# GPUs,global batch,micro batch,hidden size,attention heads,# layers,sequence length,"
+                "tensor parallelism,data parallelism,pipeline parallelism,iteration time (ms),recompute,peak_memory_gib,"
+                "gpu_name\n1,8,1,1024,16,24,1024,1,1,1,630.5,full,5.7,a100\n2,8,2,1024,16,24,1024,2,1,1,700.25,none,"
+                "3.1,a100\n")
+PROBE_CSV = ("# gpu: fuzz\nsection,name,model,micro_batch,layout,m,k,n,count,bytes,ops,seconds\n"
+             "gemm,fc1.F,gpt,1,nt,1024,1024,4096,1,16777216,,1.0e-4\nmemory,dropout.F,gpt,1,,,,,,20971520,,1.0e-5\n"
+             "kernel,add_.1024,,,,,,,,,1000,2.0e-6\nhost,issue.add,,,,,,,,,500,1.3e-5\n")
+ROUND3_READERS = {
+    "gpu_cluster.toml": (gpu_cluster, ('[cluster]\nname = "pair"\ninter_server_gbps = 200\n[[servers]]\ncount = 2\n'
+                                       'gpus = 4\ngpu = "a100-80gb"\nintra_server_gbps = 2400\n'
+                                       'price_per_gpu_hour = 2.5\ngpu_watts = 400\n')),
+    "layout.csv": (layout_rows, LAYOUT_CSV),
+    "banks.cfg": (banked_cfg, BANKED_CFG),
+    "sparse.cfg": (sparse_cfg, SPARSE_CFG),
+    "sparse_topology.csv": (sparse_topology, (ROOT / "tests/data/scalesim_formats/sparsity_conv.csv")
+                            .read_text(encoding="utf-8")),
+    "measured.csv": (measured_runs, MEASURED_CSV),
+    "probe.csv": (probe_rows, PROBE_CSV),
+}
+READERS.update(ROUND3_READERS)
 HOSTILE = ["0", "-1", "1", "2147483647", "2147483648", "9223372036854775808", "1" * 30, "1e19", "1e308", "1e999",
            "inf", "-inf", "nan", "NaN", "1.5", "", " ", "%", "%(x)s", "x" * 300, "a\x00b", "\x1b[31m", "\n", '"',
            "'", ",", ";", "[]", "[1, inf]", "[0, 0]", "[2147483647]", "{a = 1}", "true", '"x"', '"../../x"',
@@ -171,6 +267,28 @@ BREAKS = {
                      (r'(?m)^inter_server_link = (".*")', ('"bus"',)), (r"(?m)^gpus = (\S+)", ("0", "1025"))],
     "topology.csv": [((0, "IFMAP Height"), COUNT), ((0, "Filter Width"), COUNT), ((0, "Channels"), COUNT),
                      ((0, "Num Filter"), COUNT), ((0, "Strides"), COUNT), ((0, "Padding"), ("-1", "1.5", "x"))],
+    "gpu_cluster.toml": [(r"(?m)^price_per_gpu_hour = (\S+)", RATE + ("1e-320", "1" + "0" * 400, '"2"', "true", "1e7")),
+                         (r"(?m)^gpu_watts = (\S+)", RATE + ("1e-320", "-inf", "[400]")),
+                         (r'(?m)^gpu = (".*")', ('"nope"', '"a100\\n80gb"', "1")),
+                         (r"(?m)^gpus = (\S+)", ("0", "-1", "1.5", "9" * 5000))],
+    "layout.csv": [((0, "IFMAP Height Intraline Factor"), COUNT + ("²", "9" * 5000, "1_0")),
+                   ((0, "Num Filter Intraline Factor"), COUNT),
+                   ((0, "IFMAP Width Intraline Order"), ("5", "9", "x", "1.5", "٣")),
+                   ((0, "Filter Width Interline Order"), ("7", "99", "x"))],
+    "banks.cfg": [(r"(?m)^IfmapSRAMBankNum: (\S+)", ("0", "-1", "3", "x", "²", "9" * 5000)),
+                  (r"(?m)^FilterSRAMBankPort: (\S+)", ("0", "x", "9" * 5000)),
+                  (r"(?m)^IfmapCustomLayout: (\S+)", ("maybe", "2")), (r"(?m)^IfmapOffset:\s*(\S+)", ("5",)),
+                  (r"(?m)^InterfaceBandwidth: (\S+)", ("CALC",))],
+    "sparse.cfg": [(r"(?m)^BlockSize : (\S+)", ("0", "-1", "x", "1.5", "9" * 5000, "²")),
+                   (r"(?m)^RandomNumberGeneratorSeed : (\S+)", ("-1", "x", "4294967296")),
+                   (r"(?m)^SparseRep : (\S+)", ("bogus",)), (r"(?m)^SparsitySupport : (\S+)", ("maybe", "1")),
+                   (r"(?m)^OptimizedMapping : (\S+)", ("yes", "ture"))],
+    "sparse_topology.csv": [((0, "Sparsity"), ("0:4", "5:4", "x", "2:0", "9" * 5000 + ":4", "٢:٤", "2:4:8"))],
+    "measured.csv": [((1, "# GPUs"), COUNT + ("9" * 5000, "1_0")), ((1, "hidden size"), COUNT),
+                     ((1, "iteration time (ms)"), RATE + ("1e-320",)), ((1, "recompute"), ("bogus",)),
+                     ((1, "peak_memory_gib"), ("-1", "nan", "inf", "1e-320")), ((1, "gpu_name"), ("a\x1b[0m",))],
+    "probe.csv": [((1, "m"), ("-1", "1.5", "inf", "x", "9" * 5000)), ((1, "bytes"), ("-1", "inf", "nan")),
+                  ((1, "seconds"), RATE + ("1e-320",)), ((1, "section"), ("gemmm", "")), ((1, "name"), ("",))],
 }
 
 
@@ -214,6 +332,16 @@ CLI_BREAKS = {
     "plan": [("--microbatches", COUNT), ("--seed", ("-1", "x", "1.5")), ("--clock-ghz", RATE + ("1e-320",))],
     "cluster": [("--jobs", COUNT), ("--gpus", COUNT), ("--seed", ("-1", "x")), ("--unit-seconds", SIZE),
                 ("--interval", ("-1", "nan", "inf", "x"))],
+    # issue 39: caps before work (the estimate refuses in a second) and every flag strict
+    "train": [("--global-batch", COUNT + ("100000000", "2147483648", "9" * 5000)), ("--tp", COUNT + ("3",)),
+              ("--micro-batch", ("0", "3", "x")), ("--stage-layers", ("", "x", "0,24", "9" * 5000)),
+              ("--gantt", ("",)), ("--schedule-csv", ("",)), ("--placement", ("", "0,0", "x")),
+              ("--sweep", ("", "tp=0", "tp=x", "recompute=bogus", "schedule=bogus", "sequence_parallel=maybe",
+                           "tp=1,,2", "tp=1,1", "global_batch=8,100000000", "tp=" + ",".join(map(str, range(1, 600))))),
+              ("--max-ops", ("0", "x"))],
+    "search": [("--max-micro-batch", COUNT + ("2147483647", "100000")), ("--gpus", COUNT + ("9", "")),
+               ("--refine", ("-1", "x", "1.5", "1e400", "")), ("--top", COUNT), ("--chunks", COUNT),
+               ("--pareto-html", ("",)), ("--gantt", ("",))],
 }
 CLI_BROKEN = [(command, flag, value) for command, breaks in CLI_BREAKS.items() for flag, values in breaks
               for value in values]

@@ -111,7 +111,7 @@ def test_bad_probe_files_fail_with_one_line(tmp_path):
     with pytest.raises(InputError, match="missing the probe columns"):
         read_probe(bad)
     bad.write_text(",".join(COLUMNS) + "\ngemm,x,,,,1,2,3,1,,,oops,,,\n")
-    with pytest.raises(InputError, match="expected numbers"):
+    with pytest.raises(InputError, match="expected a positive number of seconds, got .oops."):
         read_probe(bad)
     bad.write_text(",".join(COLUMNS) + "\nkernel,x,,,,,,,,,1000,1e-6,,,\n")
     with pytest.raises(InputError, match="no gemm, memory, host rows"):

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from archsim.errors import InputError
+from archsim.partition import pipedream_dense
 from archsim.partition.antichain import antichain_states
 from archsim.partition.graph_txt import load_graph_txt
 from archsim.partition.pipedream import Level, PipeDreamOptions, pipedream_plan, plan_partition
@@ -53,8 +54,16 @@ def test_all_five_models_are_recorded():
     assert {"resnet18", "vgg16", "alexnet", "resnet50", "gnmt"} <= models and len(RECORDS) == 100
 
 
+@pytest.fixture(params=["dense", "compiled"])
+def search(request, monkeypatch):
+    """Each recorded case through both split searches of a final level: the dense numpy one (any size) and
+    the compiled walk (never dense), so a bug in either path fails against PipeDream's own outputs."""
+    monkeypatch.setattr(pipedream_dense, "WORK_LIMIT", 10**12 if request.param == "dense" else -1)
+    return request.param
+
+
 @pytest.mark.parametrize("record", RECORDS, ids=lambda r: f"{r['model']}-{r['setting']}-{r['N']}")
-def test_time_per_stage_equals_the_released_optimizer(record):
+def test_time_per_stage_equals_the_released_optimizer(record, search):
     profile = profile_of(record["model"])
     options = options_of(record)
     hierarchy = [Level(n, b) for n, b in zip(record["ns"], record["bws"])]

@@ -91,7 +91,7 @@ def _positive_int(value: object) -> bool:
 
 def parse_array_shape(text: str, *, field_name: str = "array") -> tuple[int, int]:
     """Parse ``"32x32"`` (or ``"32"`` for square) into (rows, cols), both positive."""
-    match = re.fullmatch(r"\s*(\d+)\s*(?:[xX×]\s*(\d+))?\s*", str(text))
+    match = re.fullmatch(r"\s*([0-9]{1,40})\s*(?:[xX×]\s*([0-9]{1,40}))?\s*", str(text))
     if not match:
         raise InputError(f"expected ROWSxCOLS such as 32x32, got {text!r}", field=field_name)
     rows = int(match.group(1))
@@ -111,6 +111,7 @@ _REQUIRED = {
 }
 
 
+_BOOLEAN_WORDS = ("true", "false", "1", "0", "yes", "no", "on", "off")  # configparser's; anything else is refused
 _LAYOUTS = "custom SRAM layouts here (`archsim gemm --engine cycle --layout FILE` runs them on GEMMs)"
 # (section, key, SCALE-Sim's test for "on", what archsim would have to model)
 _UNMODELLED = (
@@ -131,6 +132,9 @@ def _refuse_unmodelled(parser: configparser.ConfigParser, file: str, line_of, sp
     for section, key, is_on, what in _UNMODELLED:
         if (sparsity and section == "sparsity") or (layouts and section == "layout"):
             continue
+        if parser.has_option(section, key) and parser.get(section, key).strip().lower() not in _BOOLEAN_WORDS:
+            raise InputError(f"expected true or false, got {shown(parser.get(section, key).strip())}", file=file,
+                             line=line_of(key), field=key)
         if parser.has_option(section, key) and is_on(parser.get(section, key).strip()):
             raise InputError(f"{key} is on: archsim does not model {what}, so its cycles would differ from "
                              f"SCALE-Sim's; set it off to cost the array without it", file=file, line=line_of(key),
@@ -229,7 +233,11 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
         for prefix, rate in zip(("Ifmap", "Filter"), rates):  # SCALE-Sim's read_buffer asserts this
             key = f"{prefix}SRAMBankNum"
             raw = layout.get(key, "1").strip()
-            if not raw.isdigit() or not 0 < int(raw) <= INT32_MAX or rate % int(raw):
+            try:
+                banks = parse_int(raw, what="a bank count")
+            except ValueError:
+                banks = 0
+            if not banks or rate % banks:
                 raise InputError(f"USER mode splits the {rate} words/cycle of {prefix}SRAMBankBandwidth evenly over "
                                  f"the banks; {raw!r} banks do not divide it", file=file, line=line_of(key), field=key)
 

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from archsim.errors import InputError
-from archsim.validate import INT32_MAX, csv_rows, read_text
+from archsim.validate import INT32_MAX, csv_rows, parse_int, read_text, shown
 
 BANK_RULES = ("set", "line")
 MAX_PADDED_WORDS = 2**30  # an operand padded to its intraline factors, in words
@@ -62,10 +62,11 @@ def parse_row(fields: list[str], *, file: str | None = None, line: int | None = 
     """A layout row from its fields (the name first, SCALE-Sim's dropped last field already gone)."""
     values = []
     for number, raw in enumerate(fields[1:], start=2):
-        text = raw.strip()
-        if not (text.isdigit() or (text.startswith("-") and text[1:].isdigit())) or abs(int(text)) > INT32_MAX:
-            raise InputError(f"column {number} must be an integer, got {text!r}", file=file, line=line)
-        values.append(int(text))
+        try:
+            values.append(parse_int(raw, low=-INT32_MAX, what="an integer"))
+        except ValueError:
+            raise InputError(f"column {number} must be an integer, got {shown(raw.strip())}", file=file,
+                             line=line) from None
     if len(fields) < IFMAP_FIELDS:
         raise InputError(f"a layout row needs at least {IFMAP_FIELDS} fields before its final comma "
                          f"(name, 6 factors, 6 ifmap orders), got {len(fields)}", file=file, line=line)
@@ -86,9 +87,11 @@ def read_layout_file(path: str | Path) -> LayoutRow:
             continue
         fields = row[:-1]  # SCALE-Sim drops the field after the last comma
         if fields and "DP" in fields[0]:
-            if len(fields) < 6 or not fields[5].strip().isdigit():
-                raise InputError("a DP row needs its channel count in column 6", file=file, line=number)
-            if int(fields[5]) == 0:
+            try:
+                channels = parse_int(fields[5] if len(fields) >= 6 else "", low=0, what="a count")
+            except ValueError:
+                raise InputError("a DP row needs its channel count in column 6", file=file, line=number) from None
+            if channels == 0:
                 continue  # SCALE-Sim adds no row for zero channels
             fields = fields[:5] + ["1"] + fields[6:]
             fields[0] = fields[0].strip() + "Channel_0"
@@ -234,9 +237,10 @@ def layout_from_cfg(cfg_path: str | Path, layout_path: str | Path | None, rule: 
 
     def number(section: str, key: str, default: str, low: int = 1) -> int:
         raw = get(section, key, default)
-        if not raw.isdigit() or not low <= int(raw) <= INT32_MAX:
-            raise InputError(f"must be an integer ≥ {low}, got {raw!r}", file=file, field=key)
-        return int(raw)
+        try:
+            return parse_int(raw, low=low, what="an integer")
+        except ValueError:
+            raise InputError(f"must be an integer ≥ {low}, got {shown(raw)}", file=file, field=key) from None
 
     banks: list[Banks | None] = []
     for name in ("Ifmap", "Filter"):

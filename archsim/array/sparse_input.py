@@ -19,7 +19,7 @@ from typing import Any
 
 from archsim.array.sparsity import SparsityConfig, check_ratio
 from archsim.errors import InputError
-from archsim.validate import SEED_MAX, csv_rows, parse_int, read_text
+from archsim.validate import SEED_MAX, csv_rows, parse_int, read_text, shown
 
 
 def _line_of(text: str, key: str) -> int | None:
@@ -41,6 +41,10 @@ def read_sparsity_section(path: str | Path) -> SparsityConfig | None:
     if not parser.has_option("sparsity", "SparsitySupport"):
         return None
     section = parser["sparsity"]
+    for switch in ("SparsitySupport", "OptimizedMapping"):  # SCALE-Sim tests == "true": else must be "false"
+        if switch in section and section[switch].strip().lower() not in ("true", "false"):
+            raise InputError(f"expected true or false, got {shown(section[switch].strip())}", file=file,
+                             line=_line_of(text, switch), field=switch)
     if section["SparsitySupport"].strip().lower() != "true":
         return None
 
@@ -88,7 +92,7 @@ def read_sparsity_column(path: str | Path) -> list[tuple[int, int]]:
         if not cell:
             ratios.append((1, 1))
             continue
-        match = re.fullmatch(r"(\d+)\s*:\s*(\d+)", cell)
+        match = re.fullmatch(r"([0-9]{1,10})\s*:\s*([0-9]{1,10})", cell)
         if not match:
             raise InputError(f"expected N:M such as 2:4, got {cell!r}", file=file, line=line, field="Sparsity")
         try:

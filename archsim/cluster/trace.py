@@ -30,7 +30,7 @@ import numpy as np
 from archsim.cluster.catalog import ModelProfile, lookup, paper_catalog
 from archsim.cluster.csv_table import non_negative, read_rows
 from archsim.errors import InputError
-from archsim.validate import read_text
+from archsim.validate import check_name, read_text, shown
 
 COLUMNS = ("job_id", "num_gpu", "submit_time", "iterations", "model_name", "duration", "interval")
 WORKER_MIX = ((1, 0.50), (2, 0.10), (4, 0.20), (8, 0.15), (16, 0.05))
@@ -56,6 +56,9 @@ def parse_tiresias_csv(text: str, *, source: str = "<string>", catalog: dict[str
     seen: set[str] = set()
     for line, cell in read_rows(text, COLUMNS, source=source, what="job"):
         job_id = cell["job_id"]
+        if not job_id.isprintable():  # it reaches tables and pages: a newline, NUL or escape is refused
+            raise InputError(f"job_id contains control characters: {shown(job_id)}", file=source, line=line,
+                             field="job_id")
         if not job_id or job_id in seen:
             raise InputError(f"job_id must be unique and non-empty, got {job_id!r}", file=source, line=line,
                              field="job_id")
@@ -66,6 +69,7 @@ def parse_tiresias_csv(text: str, *, source: str = "<string>", catalog: dict[str
             raise InputError("a job needs at least one GPU", file=source, line=line, field="num_gpu")
         if num["iterations"] == 0 and num["duration"] == 0:
             raise InputError("iterations and duration cannot both be 0", file=source, line=line, field="duration")
+        check_name(cell["model_name"], "model_name", file=source, line=line)  # "vgg\n16" is not vgg16
         lookup(catalog, cell["model_name"], file=source, line=line)
         jobs.append(TraceJob(job_id, int(num["num_gpu"]), num["submit_time"], int(num["iterations"]),
                              cell["model_name"], num["duration"]))

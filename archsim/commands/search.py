@@ -11,8 +11,9 @@ from archsim.output_files import output_flag
 from archsim.training.objectives import OBJECTIVES
 from archsim.training.parallel import ATTENTIONS, DEFAULT_ATTENTION, RECOMPUTE
 from archsim.training.placement import PLACEMENTS
-from archsim.training.search_space import SCHEDULES
+from archsim.training.search_space import MAX_REFINE_ACTIONS, SCHEDULES
 from archsim.training.stage_split import BALANCES
+from archsim.validate import INT32_MAX, int_flag
 
 HELP = "search TP × PP × DP × micro-batch × recompute × schedule for the fastest training iteration"
 
@@ -49,11 +50,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Megatron sequence parallelism: try both, or only on / off")
     parser.add_argument("--attention", default=DEFAULT_ATTENTION, choices=ATTENTIONS,
                         help="attention kernels of every configuration, as archsim train's --attention")
-    parser.add_argument("--refine", type=int, default=None, metavar="N",
+    parser.add_argument("--refine", type=int_flag(0, INT32_MAX, "a non-negative integer"), default=None, metavar="N",
                         help="re-time the best N of the closed forms with the event simulator and rank them again "
-                             "(default: 2 × --top)")
+                             "(default: 2 × --top; 0: closed forms only)")
     parser.add_argument("--pareto-html", type=output_flag, default=None, metavar="OUT.html",
                         help="write the Pareto front (time against memory, or against the objective) as a plotly page")
+    parser.add_argument("--max-ops", type=positive_int, default=MAX_REFINE_ACTIONS, metavar="N",
+                        help="refuse a --refine whose event simulations add up to more schedule actions than this "
+                             f"(default {MAX_REFINE_ACTIONS:,}, about 15 s)")
     add_timeline_outputs(parser)  # of the first row's iteration, as archsim train writes them
     add_output_arguments(parser)
 
@@ -72,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
     result = search(config, cluster=cluster, global_batch=args.global_batch, gpus=args.gpus, objective=args.objective,
                     balance=args.balance, placement=args.placement, top=args.top, recompute=args.recompute,
                     schedule=args.schedule, chunks=args.chunks, max_micro_batch=args.max_micro_batch,
-                    sequence_parallel=args.sequence_parallel, refine=args.refine, attention=args.attention)
+                    sequence_parallel=args.sequence_parallel, refine=args.refine, attention=args.attention,
+                    max_ops=args.max_ops)
     rows = [{**row, "command": train_command(args.model, args.cluster, args.global_batch, row)}
             for row in result.rows]
     gains = [row["uneven_gain"] for row in result.rows if row["uneven_gain"] == row["uneven_gain"]]

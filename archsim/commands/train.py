@@ -7,7 +7,13 @@ import argparse
 import sys
 
 from archsim.commands import Command
-from archsim.commands.common import add_output_arguments, add_timeline_outputs, emit, positive_int
+from archsim.commands.common import (
+    add_job_limit_argument,
+    add_output_arguments,
+    add_timeline_outputs,
+    emit,
+    positive_int,
+)
 from archsim.devices.device import DTYPES
 from archsim.training.parallel import ATTENTIONS, DEFAULT_ATTENTION, RECOMPUTE
 
@@ -60,6 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "global_batch and optionally recompute, sequence_parallel, interleave, gpus, "
                              "measured_seconds; or vTrain's released CSV as it is): one row each, in input order, "
                              "with the error where measured")
+    add_job_limit_argument(parser)
     add_timeline_outputs(parser)
     add_output_arguments(parser)
 
@@ -74,9 +81,10 @@ def run(args: argparse.Namespace) -> int:
     from archsim.training.cluster import load_gpu_cluster
     from archsim.training.energy import iteration_energy
     from archsim.training.parallel import Parallelism
-    from archsim.training.placement import order_text, parse_placement
+    from archsim.training.placement import MAX_ORDERS, order_count, order_text, parse_placement
     from archsim.training.run import train
     from archsim.training.stage_split import parse_stage_layers
+    from archsim.validate import check_job_size
     from archsim.workload.transformer import load_transformer
 
     config = load_transformer(args.model, seq=args.seq)
@@ -89,11 +97,21 @@ def run(args: argparse.Namespace) -> int:
     par = Parallelism(args.tp, args.pp, args.dp, args.global_batch, args.micro_batch, args.recompute,
                       args.sequence_parallel, args.interleave, args.schedule,
                       parse_stage_layers(args.stage_layers) if args.stage_layers else None, args.attention)
+    check_job_size(par.schedule_actions, args.max_ops)  # before the cluster's matrices are built
     cluster = load_gpu_cluster(args.cluster, args.dtype)
     placement = parse_placement(args.placement, cluster)
     if isinstance(placement, tuple):
         cluster = cluster.reordered(placement)
-    if placement == "planned":
+    if placement == "planned":  # one iteration (and one planned split) per distinct server order
+        orders = min(order_count(cluster), MAX_ORDERS + 1)
+        check_job_size(par.schedule_actions * orders, args.max_ops)
+        if args.balance == "planned" and par.stage_layers is None and par.pp > 1:
+            from archsim.training.search import Candidate, check_planning_work
+
+            one = Candidate(par.tp, par.pp, par.dp, par.micro_batch, par.recompute, par.schedule, par.interleave,
+                            par.sequence_parallel)
+            check_planning_work(config, cluster, par.global_batch, [one] * orders,
+                                hint="--stage-layers, or one server order (--placement file or I,J,…)")
         cluster, par, placement = _best_placement(config, cluster, par, args.balance)
     machines = cluster.laid_out(par)  # a TP group across servers is refused, as search refuses it
     par = _split(config, par, machines, args.balance)
@@ -221,13 +239,14 @@ def _run_sweep(args: argparse.Namespace, config) -> int:
     from archsim.outputs import render
     from archsim.training.cluster import load_gpu_cluster
     from archsim.training.placement import parse_placement
-    from archsim.training.sweep import parse_axis, sweep
+    from archsim.training.sweep import check_sweep_size, parse_axis, sweep
 
     axes = [parse_axis(text) for text in args.sweep]
     base = {"tp": args.tp, "pp": args.pp, "dp": args.dp, "global_batch": args.global_batch,
             "micro_batch": args.micro_batch, "recompute": args.recompute,
             "sequence_parallel": args.sequence_parallel, "interleave": args.interleave, "schedule": args.schedule,
             "attention": args.attention}
+    check_sweep_size(base, axes, args.max_ops)
     cluster = load_gpu_cluster(args.cluster, args.dtype)
     placement = parse_placement(args.placement, cluster)
     if placement == "planned":
@@ -257,7 +276,11 @@ def _run_runs(args: argparse.Namespace, config) -> int:
     from archsim.training.runs import predict_runs, read_runs
 
     # every row runs with --attention (vTrain's measured runs: --attention standard) and --dtype
+    from archsim.validate import check_job_size
+
     rows = tuple(replace(row, par=replace(row.par, attention=args.attention)) for row in read_runs(args.runs))
+    for row in rows:  # each row is one iteration: its schedule within --max-ops, checked before any runs
+        check_job_size(row.par.schedule_actions, args.max_ops)
     cluster = load_gpu_cluster(args.cluster, args.dtype)
     try:
         with progress(len(rows), "runs", "run", delay=0.5) as bar:

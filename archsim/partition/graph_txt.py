@@ -26,7 +26,7 @@ from archsim.partition.profile import LayerProfile, profile_from_costs
 from archsim.validate import read_text
 
 FIELDS = ("forward_compute_time", "backward_compute_time", "activation_size", "parameter_size")
-NODE_ID = re.compile(r"node\d{1,9}")
+NODE_ID = re.compile(r"node[0-9]{1,9}")
 MS = 1e-3
 
 

@@ -19,9 +19,9 @@ from archsim.errors import InputError
 from archsim.policies.actions import KINDS, Action, StageOrder
 from archsim.validate import csv_rows, read_text
 
-_CELL = re.compile(r"(\d{1,9})(F|I|W|B|SEND_F|RECV_F|SEND_B|RECV_B)(\d{1,9})")  # stage, micro-batch < 10⁹: no 5,000-digit int()
+_CELL = re.compile(r"([0-9]{1,9})(F|I|W|B|SEND_F|RECV_F|SEND_B|RECV_B)([0-9]{1,9})")  # stage, micro-batch < 10⁹: no 5,000-digit int()
 _OVERLAP = re.compile(r"\(([^;()]+);([^;()]+)\)OVERLAP_F_B")
-_SKIPPED = re.compile(r"\d*(UNSHARD|RESHARD|REDUCE_GRAD)\d*")
+_SKIPPED = re.compile(r"[0-9]*(UNSHARD|RESHARD|REDUCE_GRAD)[0-9]*")
 Cell = tuple[int, str, int]  # (stage, kind, micro-batch)
 
 

@@ -73,6 +73,7 @@ def fit_kernels(runs: list[MeasuredRun]) -> tuple[Efficiency, float]:
 
 
 PROBE_COLUMNS = ("section", "name", "m", "k", "n", "count", "bytes", "ops", "seconds")
+PROBE_SECTIONS = ("gemm", "memory", "kernel", "host", "launches")  # what benchmarks/gpu_efficiency_probe.py writes
 HOST_ROW = "tiny_gpt.fwd_bwd.recompute_none"  # the host row host_s is read from (seconds / archsim ops)
 
 
@@ -107,7 +108,7 @@ class ProbeFit:
 
 def read_probe(path: str | Path) -> tuple[dict[str, str], list[ProbeRow]]:
     """A probe CSV's ``# key: value`` metadata and rows; errors name the file and line."""
-    from archsim.validate import read_text
+    from archsim.validate import check_name, parse_float, parse_int, read_text, shown
 
     file = str(path)
     lines = read_text(path, "probe", encoding="utf-8-sig").splitlines()
@@ -121,13 +122,19 @@ def read_probe(path: str | Path) -> tuple[dict[str, str], list[ProbeRow]]:
         if not line.strip():
             continue
         cells = line.split(",")
-        try:
-            ints = [int(float(cells[where[c]] or 0)) for c in ("m", "k", "n", "count", "ops")]
-            moved, seconds = float(cells[where["bytes"]] or 0), float(cells[where["seconds"]])
-        except (ValueError, IndexError):
-            raise InputError("expected numbers in m, k, n, count, ops, bytes, seconds", file=file, line=number) from None
-        if not seconds > 0:
-            raise InputError(f"seconds must be positive, got {cells[where['seconds']]!r}", file=file, line=number)
+        if len(cells) < len(names):
+            raise InputError(f"expected {len(names)} cells, got {len(cells)}", file=file, line=number)
+        try:  # counts: integers ≥ 0 (blank: 0); bytes ≥ 0 and seconds > 0: finite, no subnormal
+            ints = [parse_int(cells[where[c]] or 0, low=0, what=f"an integer ≥ 0 in {c}")
+                    for c in ("m", "k", "n", "count", "ops")]
+            moved = parse_float(cells[where["bytes"]] or 0, what="a byte count ≥ 0")
+            seconds = parse_float(cells[where["seconds"]], low=0.0, low_open=True, what="a positive number of seconds")
+        except ValueError as exc:
+            raise InputError(str(exc), file=file, line=number) from None
+        if cells[where["section"]] not in PROBE_SECTIONS:
+            raise InputError(f"expected a section among {', '.join(PROBE_SECTIONS)}, got {shown(cells[where['section']])}",
+                             file=file, line=number, field="section")
+        check_name(cells[where["name"]], "name", file=file, line=number)
         m, k, n, count, ops = ints
         rows.append(ProbeRow(cells[where["section"]], cells[where["name"]], m, k, n, count, moved, ops, seconds))
     return meta, rows

@@ -40,8 +40,9 @@ from archsim.training import fitted
 from archsim.training.iteration import Links, Machine
 from archsim.training.network import Network, read_network
 from archsim.training.parallel import Parallelism
-from archsim.validate import parse_toml, read_text
+from archsim.validate import parse_float, parse_toml, read_text, shown
 
+MAX_PRICE_OR_WATTS = 1e6  # USD per GPU-hour and watts per GPU a server may override with (far above any real one)
 MAX_GPUS = 4096  # a training cluster's GPUs (its topology is a GPUs × GPUs bandwidth matrix)
 
 
@@ -225,9 +226,15 @@ def load_gpu_cluster(path: str | Path, dtype: str = "fp16") -> GpuCluster:
         device = _server_device(group, Path(path).parent, file, loaded)
         for key, out in (("price_per_gpu_hour", prices), ("gpu_watts", watts)):
             value = group.get(key)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
-                raise InputError(f"expected a positive number, got {value!r}", file=file, field=key)
-            out.extend([None if value is None else float(value)] * group.get("count", 1))
+            if value is not None:  # a TOML number only (not a string), finite, in (0, 10⁶]
+                try:
+                    if isinstance(value, str):
+                        raise ValueError(f"expected a positive number, got {shown(value)}")  # noqa: TRY004 (parse_float's ValueError, one handler)
+                    value = parse_float(value, low=0.0, high=MAX_PRICE_OR_WATTS, low_open=True,
+                                        what="a positive number")
+                except ValueError as exc:
+                    raise InputError(str(exc), file=file, field=key) from None
+            out.extend([value] * group.get("count", 1))
         kinds.extend([device] * group.get("count", 1))
         sizes.extend([group["gpus"]] * group.get("count", 1))
     per_server = max(sizes)  # a shared NIC: the most GPUs share one (the slowest per GPU)

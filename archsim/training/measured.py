@@ -6,7 +6,6 @@ metadata lines (docs/formats.md, "Measured training runs")."""
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -14,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from archsim.errors import InputError
 from archsim.training.parallel import RECOMPUTE, Parallelism
-from archsim.validate import read_text
+from archsim.validate import check_name, parse_float, parse_int, read_text, shown
 from archsim.workload.transformer import TransformerConfig
 
 if TYPE_CHECKING:
@@ -99,20 +98,22 @@ def read_measured_table(path: str | Path) -> MeasuredTable:
         if not line.strip():
             continue
         cells = [c.strip() for c in line.split(",")]
-        try:
-            gpus, batch, micro, hidden, heads, layers, seq, tp, dp, pp = (int(c) for c in cells[:10])
-            ms = float(cells[10])
-        except (ValueError, IndexError):
-            raise InputError("expected 10 integers and a time in ms", file=file, line=number) from None
+        if len(cells) < len(COLUMNS):
+            raise InputError("expected 10 integers and a time in ms", file=file, line=number)
+        try:  # the counts positive integers of at most 31 bits, the time a finite positive number (no subnormal)
+            gpus, batch, micro, hidden, heads, layers, seq, tp, dp, pp = (
+                parse_int(c, what=f"a positive integer for {COLUMNS[k]!r}") for k, c in enumerate(cells[:10]))
+            ms = parse_float(cells[10], low=0.0, low_open=True, what="a positive iteration time (ms)")
+        except ValueError as exc:
+            raise InputError(str(exc), file=file, line=number) from None
         recompute = cells[extra["recompute"]] if "recompute" in extra and len(cells) > extra["recompute"] else "full"
         if recompute not in RECOMPUTE:
-            raise InputError(f"expected one of {', '.join(RECOMPUTE)}, got {recompute!r}", file=file, line=number,
+            raise InputError(f"expected one of {', '.join(RECOMPUTE)}, got {shown(recompute)}", file=file, line=number,
                              field="recompute")
         peak = _optional_float(cells, extra.get("peak_memory_gib"), file, number)
         name = cells[extra["gpu_name"]] if "gpu_name" in extra and len(cells) > extra["gpu_name"] else ""
-        if not (ms > 0 and math.isfinite(ms)):
-            raise InputError(f"iteration time must be a positive number of ms, got {cells[10]!r}", file=file,
-                             line=number)
+        if name:
+            check_name(name, "gpu_name", file=file, line=number)
         runs.append(MeasuredRun(gpus, batch, micro, hidden, heads, layers, seq, tp, dp, pp, ms, recompute, peak,
                                 name))
         if gpus != tp * dp * pp:
@@ -124,12 +125,9 @@ def _optional_float(cells: list[str], index: int | None, file: str, line: int) -
     if index is None or index >= len(cells) or not cells[index]:
         return None
     try:
-        value = float(cells[index])
-    except ValueError:
-        value = math.nan
-    if not (value >= 0 and math.isfinite(value)):
-        raise InputError(f"expected a number of GiB ≥ 0, got {cells[index]!r}", file=file, line=line,
-                         field="peak_memory_gib")
+        value = parse_float(cells[index], what="a number of GiB ≥ 0")
+    except ValueError as exc:
+        raise InputError(str(exc), file=file, line=line, field="peak_memory_gib") from None
     return value
 
 

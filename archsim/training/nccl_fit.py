@@ -20,9 +20,9 @@ import numpy as np
 
 from archsim.collectives import LinkClass, collective_seconds
 from archsim.errors import InputError
-from archsim.validate import read_text
+from archsim.validate import parse_float, parse_int, read_text
 
-_NAME = re.compile(r"_GPU(\d+)_")
+_NAME = re.compile(r"_GPU([0-9]+)_")
 
 
 @dataclass(frozen=True)
@@ -45,12 +45,19 @@ def read_nccl_table(path: str | Path) -> NcclTable:
         cells = line.split(",")
         if not line.strip():
             continue
-        try:
-            sizes.append(float(cells[0]))
-            seconds.append((float(cells[3]) + float(cells[5])) / 2e9)
-        except (ValueError, IndexError):
-            raise InputError("expected size,count,type,time,busbw,time,busbw", file=str(path), line=number) from None
-    return NcclTable(int(match.group(1)), np.asarray(sizes), np.asarray(seconds))
+        if len(cells) < 6:
+            raise InputError("expected size,count,type,time,busbw,time,busbw", file=str(path), line=number)
+        try:  # bytes and microseconds: finite, positive, no subnormal
+            sizes.append(parse_float(cells[0], low=0.0, low_open=True, what="a positive size in bytes"))
+            seconds.append((parse_float(cells[3], low=0.0, low_open=True, what="a positive time in µs")
+                            + parse_float(cells[5], low=0.0, low_open=True, what="a positive time in µs")) / 2e9)
+        except ValueError as exc:
+            raise InputError(str(exc), file=str(path), line=number) from None
+    try:
+        gpus = parse_int(match.group(1), what="a GPU count")
+    except ValueError as exc:
+        raise InputError(str(exc), file=str(path)) from None
+    return NcclTable(gpus, np.asarray(sizes), np.asarray(seconds))
 
 
 def read_nccl_tables(folder: str | Path, gpu: str) -> dict[int, NcclTable]:

@@ -83,6 +83,12 @@ class Parallelism:
         """Micro-batches each pipeline runs per iteration."""
         return self.global_batch // (self.micro_batch * self.dp)
 
+    @property
+    def schedule_actions(self) -> int:
+        """An upper bound on the actions the pipeline schedule simulates: F, I and W per model chunk,
+        micro-batch and pipeline rank (what ``--max-ops`` bounds before any is built)."""
+        return 3 * self.pp * self.chunks * self.microbatches
+
 
 def padded_vocab(vocab: int, tp: int, multiple: int = 128) -> int:
     """Megatron-LM pads the vocabulary to a multiple of ``multiple`` × TP (``make_vocab_size_divisible_by``)."""

@@ -17,6 +17,7 @@ from math import factorial, prod
 from typing import TYPE_CHECKING
 
 from archsim.errors import InputError
+from archsim.validate import parse_int
 
 if TYPE_CHECKING:
     from archsim.training.cluster import GpuCluster
@@ -93,7 +94,7 @@ def parse_placement(text: str, cluster) -> tuple[int, ...] | str:
         return text
     servers = len(cluster.starts) - 1
     try:
-        order = tuple(int(part) for part in text.split(","))
+        order = tuple(parse_int(part, low=0) for part in text.split(","))  # ASCII digits, bounded length
     except ValueError:
         order = ()
     if sorted(order) != list(range(servers)):

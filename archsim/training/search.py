@@ -22,16 +22,19 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from archsim.errors import InputError
 from archsim.training.iteration import after_backward, model_pieces, one_f_one_b_seconds, stage_times
 from archsim.training.objectives import OBJECTIVE_COLUMN, objective_columns
 from archsim.training.parallel import layers_per_stage
-from archsim.training.placement import layouts, order_text, server_orders
+from archsim.training.placement import MAX_ORDERS, layouts, order_count, order_text, server_orders
 from archsim.training.search_fit import fit_candidate, memory_fits, plan_candidate, rank_capacities
 from archsim.training.search_rows import megatron_args, model_flops, pareto_front, train_command
 from archsim.training.search_space import (
+    MAX_CANDIDATES,
     REASONS,
     V_SHAPED,
     Candidate,
+    candidate_count,
     candidates,
     rank_chunks,
     rank_memories,
@@ -136,7 +139,7 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
            schedules=("1f1b", "interleaved-1f1b"), chunks=(2,), sequence_parallel=(False, True),
            top: int = 10, refine: int = 0, only=None, progress_desc: str | None = None,
            balance: str = "even", objective: str = "time", placement: str = "file",
-           attention: str = "standard") -> SearchResult:
+           attention: str = "standard", max_actions: int | None = None) -> SearchResult:
     """Rank every candidate on ``gpus`` GPUs (an int or several; default all the cluster's) by
     ``objective`` (:mod:`archsim.training.objectives`); ``balance``: ``even`` (Megatron's split) or
     ``planned`` (:mod:`archsim.training.stage_split`, per model chunk for interleaved and V-shaped
@@ -145,13 +148,17 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
     :mod:`archsim.training.placement`); ``only(candidate)``: an extra filter (e.g. the configurations a
     measurement covered), its rejections counted as ``filtered``. Each row's ``uneven_gain`` is how
     much faster the planned split is than the even one, ``placement_gain`` the planned order than the
-    file's, as fractions of the latter's time. ``attention``: every candidate's attention kernels
-    (``standard`` or ``flash``, :class:`~archsim.training.parallel.Parallelism`)."""
+    file's, as fractions of the latter's time. ``max_actions``: refuse (before simulating) a re-timing
+    whose event simulations add up to more schedule actions (``--max-ops``); None: no limit. ``attention``:
+    every candidate's attention kernels (``standard`` or ``flash``, :class:`~archsim.training.parallel.Parallelism`)."""
     from archsim.progress import progress
 
     counts = (gpus,) if isinstance(gpus, int) else tuple(gpus or (cluster.topology.devices,))
+    check_search_size(cluster, counts, micro_batches, recomputes, schedules, chunks, sequence_parallel, placement)
     grid = [k for n in counts
             for k in candidates(n, micro_batches, recomputes, schedules, chunks, sequence_parallel, attention)]
+    if balance == "planned":
+        check_planning_work(c, cluster, global_batch, grid, placement)
     orders = server_orders(cluster) if placement == "planned" else None
     placed: dict = {}  # (tp, pp, dp) → the distinct layouts of the server orders
     rejected: Counter = Counter()
@@ -191,19 +198,66 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
     make = _RowMaker(c, cluster, global_batch, coster, balance, orders, value)
     rows = [make(k, s, mem, timing) for s, timing, mem, k in costed[:max(top, refine)]]
     if refine:
+        def estimate(row: dict) -> bool:  # 1F1B's and GPipe's closed form is exact on equal stages only
+            return row["timing"] == "closed-form" and (row["schedule"] not in CLOSED_FORM_EXACT or cluster.heterogeneous)
+
+        if max_actions is not None:  # before any event simulation: their schedules' actions in all
+            work = sum(make.event_actions(row) for row in rows[:refine] if estimate(row))
+            if work > max_actions:
+                raise InputError(f"re-timing the best {min(refine, len(rows)):,} configurations simulates about "
+                                 f"{work:,} schedule actions, above --max-ops {max_actions:,}; lower --refine "
+                                 f"(or --top, whose double it defaults to) or raise --max-ops", field="refine")
         with progress(min(refine, len(rows)), "re-time in the event simulator", "config", delay=1.0) as bar:
             timed = []
             for row in rows[:refine]:
-                # 1F1B's and GPipe's closed form is exact on equal stages only, not on mixed GPUs
-                estimate = row["timing"] == "closed-form" and (row["schedule"] not in CLOSED_FORM_EXACT
-                                                               or cluster.heterogeneous)
-                timed.append(make.event_row(row) if estimate else row)
+                timed.append(make.event_row(row) if estimate(row) else row)
                 bar.update(1)
         rows[:refine] = sorted(timed, key=lambda r: r[OBJECTIVE_COLUMN[objective]])
     order = [r for r in REASONS if rejected[r]] + (["filtered"] if rejected["filtered"] else [])
     second = (lambda t: t[2]) if objective == "time" else value
     front = [make(k, s, mem, timing) for s, timing, mem, k in pareto_front(costed, second)]
     return SearchResult(rows[:top], {r: rejected[r] for r in order}, len(grid), len(costed), front)
+
+
+def check_search_size(cluster, counts, micro_batches, recomputes, schedules, chunks, sequence_parallel,
+                      placement: str = "file") -> None:
+    """Refuse, before any candidate is built, a grid above :data:`MAX_CANDIDATES` (× the server orders a
+    planned placement tries), naming the flags that size it."""
+    size = candidate_count(counts, micro_batches, recomputes, schedules, chunks, sequence_parallel)
+    if placement == "planned":
+        size *= min(order_count(cluster), MAX_ORDERS + 1)
+    if size > MAX_CANDIDATES:
+        sizes = {"max-micro-batch": len(micro_batches), "gpus": len(counts), "chunks": len(chunks),
+                 "schedule": len(schedules)}
+        field = max(sizes, key=sizes.__getitem__)  # the flag that grows it most
+        raise InputError(f"this search would enumerate {size:,} configurations (GPU counts × TP·PP·DP × micro-batches "
+                         f"× recompute × schedules and chunks × sequence parallelism"
+                         f"{' × server orders' if placement == 'planned' else ''}), above the limit of "
+                         f"{MAX_CANDIDATES:,}; lower --max-micro-batch, or give fewer --gpus, --schedule or --chunks",
+                         field=field)
+
+
+# The planner's work a search may do under --balance planned, in table cells (PP × (layers + 3)² per split
+# planned), a cell of a table beyond the CPU's cache counted 12 times: measured 3.4 ns a cell for the 1T GPT
+# (131² cells a row; its documented search plans 10,854 splits, 4.8·10⁹ cells, in 16 s) and 17 to 43 ns for
+# 512 and 4,096 layers (1.1·10⁹ cells of 516² a row in 19 s). About 20 s at the limit.
+MAX_PLANNING_CELLS = 6_000_000_000
+CACHED_ROW_CELLS = 20_000
+
+
+def check_planning_work(c: TransformerConfig, cluster, global_batch: int, grid: list[Candidate],
+                        placement: str = "file",
+                        hint: str = "a smaller grid (--gpus, --max-micro-batch, --schedule, --chunks)") -> None:
+    """Refuse, before any split is planned, a ``--balance planned`` search whose splits (one per candidate
+    that passes the rules and has several stages, × the server orders a planned placement tries) fill more
+    than :data:`MAX_PLANNING_CELLS` weighted cells."""
+    row = (c.layers + 3) ** 2
+    weight = 1 if row <= CACHED_ROW_CELLS else 12
+    stages = sum(k.pp for k in grid if k.plannable and rejection(c, k, global_batch, cluster.gpus_per_server, True) is None)
+    cells = stages * row * weight * (min(order_count(cluster), MAX_ORDERS + 1) if placement == "planned" else 1)
+    if cells > MAX_PLANNING_CELLS:
+        raise InputError(f"--balance planned would plan splits filling about {cells:,} table cells ({c.layers:,} layers), "
+                         f"above {MAX_PLANNING_CELLS:,} (about 20 s); use --balance even, or {hint}", field="balance")
 
 
 def _objective_value(coster: _Coster, objective: str):
@@ -285,6 +339,18 @@ class _RowMaker:
         machines = cluster.rank_machines(par) if cluster.heterogeneous else None
         return train(self.c, par, cluster.machine(par), machines).iteration_seconds
 
+    def event_actions(self, row: dict) -> int:
+        """An upper bound on the schedule actions :meth:`event_row` simulates for ``row``: its schedule's
+        (:attr:`~archsim.training.parallel.Parallelism.schedule_actions`) once per server order it tries,
+        and once more for the other split its ``uneven_gain`` compares with (more than one stage); 0
+        where the schedule is too long to re-time."""
+        k = self.keep[id(row)]
+        par = k.parallelism(self.global_batch)
+        if k.pp * par.microbatches * par.chunks > EVENT_ACTION_LIMIT:
+            return 0
+        orders = 1 if k.placement is None or self.orders is None else len(self.orders)
+        return par.schedule_actions * (orders + (1 if k.plannable else 0))
+
     def event_row(self, row: dict) -> dict:
         """The row re-timed in the event simulator; under a planned placement every server order is
         re-timed and the best by the objective kept (its gain then over the file's order, both timed so)."""
@@ -309,5 +375,5 @@ class _RowMaker:
         return out
 
 
-__all__ = ["EVENT_ACTION_LIMIT", "SearchResult", "megatron_args", "model_flops", "pareto_front", "pipeline_seconds", "search",
+__all__ = ["EVENT_ACTION_LIMIT", "MAX_PLANNING_CELLS", "SearchResult", "check_planning_work", "check_search_size", "megatron_args", "model_flops", "pareto_front", "pipeline_seconds", "search",
            "train_command"]

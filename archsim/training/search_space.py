@@ -13,10 +13,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
+from math import isqrt
 
 from archsim.training.memory import StageMemory, stage_memory
 from archsim.training.parallel import Parallelism, layers_per_stage
 from archsim.workload.transformer import TransformerConfig
+
+# Schedule actions search's --refine may simulate (counted before the first): measured about 2.5 µs each
+# (17·10⁶ estimated took 46 s on gpt_1024h_24l.json, 3·10⁶ the 1T GPT's default re-timing 4.8 s in all)
+MAX_REFINE_ACTIONS = 5_000_000
 
 # schedule name → whether it runs v > 1 chunks per rank (interleaved) — the orders the training model times
 SCHEDULES = ("1f1b", "gpipe", "zb-h1", "zb-h2", "interleaved-1f1b", "interleaved-zb", "looped-bfs", "zb-v", "dualpipev")
@@ -26,6 +31,10 @@ REASONS = ("tp-divides-heads", "tp-within-server", "pp-divides-layers", "dp-divi
            "micro-batch-divides-batch", "sequence-parallel-needs-tp", "schedule-needs-pp",
            "interleave-needs-microbatches-multiple-of-pp", "dualpipev-needs-2p-microbatches", "stage-mixes-gpu-types",
            "out-of-memory")  # in the order checked
+# Configurations one search may enumerate (× server orders under a planned placement): refused above it
+# before any is built. Measured: 496,800 (gpt_1024h_24l on 8 A100s, --max-micro-batch 690, --refine 0)
+# took 5.5 s and peaked at 233 MB; the 1T GPT on 3,072 GPUs enumerates 114,048 (docs/search.md).
+MAX_CANDIDATES = 500_000
 
 
 @dataclass(frozen=True)
@@ -55,6 +64,26 @@ class Candidate:
 
 def divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def _small_divisors(n: int) -> list[int]:
+    """The divisors of ``n`` in O(√n) (``n`` may be large: a library caller's GPU count)."""
+    low = [d for d in range(1, isqrt(n) + 1) if n % d == 0]
+    return low + [n // d for d in reversed(low) if d * d != n]
+
+
+@lru_cache(maxsize=4096)
+def factorization_count(gpus: int) -> int:
+    """How many (tp, pp, dp) :func:`factorizations` yields: the sum of d(gpus / tp) over the divisors tp."""
+    return sum(len(_small_divisors(gpus // tp)) for tp in _small_divisors(gpus))
+
+
+def candidate_count(counts, micro_batches, recomputes, schedules, chunks, sequence_parallel) -> int:
+    """How many candidates :func:`candidates` yields over the GPU ``counts``, without building one:
+    the size a search checks against :data:`MAX_CANDIDATES` before it starts."""
+    per_factorization = len(micro_batches) * len(recomputes) * len(sequence_parallel) * \
+        sum(len(chunks) if s in CHUNKED else 1 for s in schedules)
+    return sum(factorization_count(n) for n in counts) * per_factorization
 
 
 def factorizations(gpus: int) -> Iterator[tuple[int, int, int]]:
@@ -168,12 +197,16 @@ def peak_memory_bytes(c: TransformerConfig, par: Parallelism) -> float:
 
 __all__ = [
     "CHUNKED",
+    "MAX_CANDIDATES",
+    "MAX_REFINE_ACTIONS",
     "REASONS",
     "SCHEDULES",
     "V_SHAPED",
     "Candidate",
+    "candidate_count",
     "candidates",
     "divisors",
+    "factorization_count",
     "factorizations",
     "in_flight_peaks",
     "peak_memory_bytes",

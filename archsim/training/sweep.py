@@ -10,26 +10,64 @@ from collections.abc import Callable
 from dataclasses import asdict, fields
 
 from archsim.errors import InputError
-from archsim.training.parallel import Parallelism
+from archsim.training.parallel import ATTENTIONS, RECOMPUTE, Parallelism
 from archsim.training.throughput import Throughput, throughput
+from archsim.validate import check_job_size, parse_int, shown
 
-AXES: dict[str, Callable[[str], object]] = {"tp": int, "pp": int, "dp": int, "global_batch": int, "micro_batch": int, "interleave": int,
-        "recompute": str, "schedule": str, "sequence_parallel": lambda v: v.lower() in ("1", "true", "yes", "on"),
-        "attention": str}
+
+def _count(text: str) -> int:
+    return parse_int(text, what="a positive integer")
+
+
+def _recompute(text: str) -> str:
+    if text not in RECOMPUTE:
+        raise ValueError(f"expected one of {', '.join(RECOMPUTE)}, got {shown(text)}")
+    return text
+
+
+def _schedule(text: str) -> str:
+    from archsim.policies.stage_orders import ORDERS, TORCH_SCHEDULES
+
+    if text not in ORDERS and text not in TORCH_SCHEDULES:
+        raise ValueError(f"unknown schedule {shown(text)}; choose one of {', '.join(ORDERS)}")
+    return text
+
+
+def _attention(text: str) -> str:
+    if text not in ATTENTIONS:
+        raise ValueError(f"expected one of {', '.join(ATTENTIONS)}, got {shown(text)}")
+    return text
+
+
+def _boolean(text: str) -> bool:
+    if text not in ("true", "false"):
+        raise ValueError(f"expected true or false, got {shown(text)}")
+    return text == "true"
+
+
+# Each axis's values are checked as the flag it sweeps checks them (a bad value is refused, never a row).
+AXES: dict[str, Callable[[str], object]] = {
+    "tp": _count, "pp": _count, "dp": _count, "global_batch": _count, "micro_batch": _count, "interleave": _count,
+    "recompute": _recompute, "schedule": _schedule, "sequence_parallel": _boolean,
+    "attention": _attention}
 
 
 def parse_axis(text: str) -> tuple[str, tuple]:
-    """``KEY=V1,V2,…`` → (key, values); KEY one of :data:`AXES` (dashes allowed)."""
+    """``KEY=V1,V2,…`` → (key, values); KEY one of :data:`AXES` (dashes allowed), each value valid for
+    the flag KEY names (an empty value, a repeated one, or one its flag refuses is an InputError)."""
     key, sep, values = text.partition("=")
     key = key.strip().replace("-", "_")
     if not sep or key not in AXES or not values.strip():
-        raise InputError(f"expected KEY=V1,V2,… with KEY one of {', '.join(AXES)}, got {text!r}", field="sweep")
+        raise InputError(f"expected KEY=V1,V2,… with KEY one of {', '.join(AXES)}, got {shown(text)}", field="sweep")
+    items = [v.strip() for v in values.split(",")]
+    if "" in items:
+        raise InputError(f"{key} has an empty value in {shown(values)}", field="sweep")
     try:
-        parsed = tuple(AXES[key](v.strip()) for v in values.split(",") if v.strip())
-    except ValueError:
-        raise InputError(f"{key} takes integers, got {values!r}", field="sweep") from None
-    if any(isinstance(v, int) and not isinstance(v, bool) and v <= 0 for v in parsed):
-        raise InputError(f"{key} values must be positive, got {values!r}", field="sweep")
+        parsed = tuple(AXES[key](v) for v in items)
+    except ValueError as exc:
+        raise InputError(f"{key}: {exc}", field="sweep") from None
+    if len(set(parsed)) != len(parsed):
+        raise InputError(f"{key} repeats a value in {shown(values)}", field="sweep")
     return key, parsed
 
 
@@ -41,6 +79,27 @@ def points(base: dict, axes: list[tuple[str, tuple]]):
 
 
 RATES = tuple(field.name for field in fields(Throughput))  # mfu, TFLOP/s per GPU, tokens/s
+
+
+MAX_POINTS = 500  # grid points one --sweep may have: each is a whole iteration (about 20 ms for a small one)
+
+
+def check_sweep_size(base: dict, axes: list[tuple[str, tuple]], max_ops: int) -> None:
+    """Refuse, before any point runs, a grid of more than :data:`MAX_POINTS` points or whose points'
+    schedules add up to more than ``max_ops`` actions (:attr:`Parallelism.schedule_actions`)."""
+    count = 1
+    for _, values in axes:
+        count *= len(values)
+    if count > MAX_POINTS:
+        raise InputError(f"this sweep has {count:,} points ({' × '.join(str(len(v)) for _, v in axes)}), above the "
+                         f"limit of {MAX_POINTS:,}; sweep fewer values", field="sweep")
+    total = 0
+    for settings in points(base, axes):
+        try:
+            total += Parallelism(**settings).schedule_actions
+        except InputError:  # the point becomes a row with its reason, and simulates nothing
+            continue
+    check_job_size(total, max_ops)
 
 
 def sweep(config, cluster, base: dict, axes: list[tuple[str, tuple]]) -> list[dict]:
@@ -78,4 +137,4 @@ def _point(config, cluster, settings: dict, train) -> dict:
     return row
 
 
-__all__ = ["AXES", "parse_axis", "points", "sweep"]
+__all__ = ["AXES", "MAX_POINTS", "RATES", "check_sweep_size", "parse_axis", "points", "sweep"]
