@@ -75,6 +75,14 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         raise UsageError(message, self.prog)
 
+    def _get_values(self, action: argparse.Action, arg_strings: list[str]):
+        """Every option's values as the user wrote them, before their type: an empty one (``--gantt ''``,
+        ``--stage-layers ''``) is refused rather than read as "not given" (no option of archsim takes an
+        empty value; ``--report`` alone, with no value, still takes its default)."""
+        if action.option_strings and any(not text.strip() for text in arg_strings):
+            self.error(f"argument {'/'.join(action.option_strings)}: expected a value, got an empty one")
+        return super()._get_values(action, arg_strings)
+
 
 class UsageError(InputError):
     """argparse's complaint about the command line; ``prog``: the parser that complained ("archsim" or
@@ -83,14 +91,6 @@ class UsageError(InputError):
     def __init__(self, message: str, prog: str) -> None:
         super().__init__(message)
         self.prog = prog
-
-    def _get_values(self, action: argparse.Action, arg_strings: list[str]):
-        """Every option's values as the user wrote them, before their type: an empty one (``--gantt ''``,
-        ``--stage-layers ''``) is refused rather than read as "not given" (no option of archsim takes an
-        empty value; ``--report`` alone, with no value, still takes its default)."""
-        if action.option_strings and any(not text.strip() for text in arg_strings):
-            self.error(f"argument {'/'.join(action.option_strings)}: expected a value, got an empty one")
-        return super()._get_values(action, arg_strings)
 
 
 def load_command(target: str) -> Command:

@@ -70,12 +70,15 @@ def priced(monkeypatch):
     monkeypatch.setattr(iteration, "op_seconds", op_seconds)
     monkeypatch.setattr(iteration, "collective_seconds", collective_seconds)
     monkeypatch.setattr(iteration, "memory_seconds", memory_seconds)
+    iteration._model_pieces.cache_clear()  # per-layer costs are kept across calls: none priced the real way
 
     def switch(*names: str) -> None:
         on.clear()
         on.update(names)
+        iteration._model_pieces.cache_clear()
 
-    return switch
+    yield switch
+    iteration._model_pieces.cache_clear()
 
 
 def seconds(par: Parallelism, host_s: float = 0.0) -> float:

@@ -14,6 +14,7 @@ import itertools
 from pathlib import Path
 
 import pytest
+from conftest import USAGE
 
 from archsim.cli import main
 from archsim.errors import InputError
@@ -29,7 +30,7 @@ def refused(capsys, argv: list[str]) -> str:
     """The one error line of a command that must exit 2 having written nothing to stdout."""
     assert main(argv) == 2, argv
     out, err = capsys.readouterr()
-    assert out == "" and err.count("\n") == 1 and err.startswith("archsim: error: "), err
+    assert out == "" and err.count("\n") == 1 and USAGE.match(err), err
     return err
 
 
