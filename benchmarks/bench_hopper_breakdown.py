@@ -23,12 +23,12 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from archsim.devices.catalog import gpu  # noqa: E402
-from archsim.devices.gpu_cost import Efficiency, gemm_seconds  # noqa: E402
-from archsim.training import fitted  # noqa: E402
-from archsim.training.calibrate import read_probe  # noqa: E402
-from archsim.training.layer_ops import block_work, embedding_work, head_work  # noqa: E402
-from archsim.training.op_classes import (  # noqa: E402
+from archsim.devices.catalog import gpu
+from archsim.devices.gpu_cost import Efficiency, gemm_seconds
+from archsim.training import fitted
+from archsim.training.calibrate import read_probe
+from archsim.training.layer_ops import block_work, embedding_work, head_work
+from archsim.training.op_classes import (
     achieved_fraction,
     class_seconds,
     match_probe_gemms,
