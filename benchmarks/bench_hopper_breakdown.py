@@ -9,7 +9,7 @@ of the iteration's missing time the GEMMs alone account for. It also prints the 
 bandwidth each probe memory kernel reached, beside the A100 fit's ``memory``. The probe and the
 iterations are a check: nothing here is fitted on them.
 
-    python benchmarks/bench_hopper_breakdown.py            # both Hopper GPUs in benchmarks/results/
+    python benchmarks/bench_hopper_breakdown.py > benchmarks/results/hopper_breakdown.md
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def check(catalog: str, slug: str) -> None:
     for line in (RESULTS / f"gpu_train_{slug}.csv").read_text().splitlines()[1:]:
         cells = line.split(",")
         predicted[(int(cells[0]), int(cells[1]), int(cells[4]), int(cells[5]), cells[6])] = float(cells[8])
-    print(f"\n## {device.name} ({slug}); constants {eff}")
+    print(f"\n## {device.name} ({slug}); constants {eff}\n")
     print("| model | recompute | B | b | measured ms | predicted ms | GEMM ms (archsim / probe) | memory ms | launch ms "
           "| missing ms | GEMMs' share | memory ops' share |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
@@ -86,10 +86,11 @@ def check(catalog: str, slug: str) -> None:
               f"{n * (parts.gemm - gemms.predicted + gemms.measured) * 1e3:.1f} | {n * parts.memory * 1e3:.1f} | "
               f"{n * parts.launch * 1e3:.1f} | {missing:+.1f} | {share:.0%} | {memory_share:.0%} |"
               + ("" if not gemms.unmatched else f" ({gemms.unmatched} GEMMs not probed)"))
+    print()
     for b in sorted({row[0] for row in shares}):
         pick = np.array([row[1:] for row in shares if row[0] == b])
         print(f"micro-batch {b}: of the missing time, GEMMs timed as probed explain a median {np.median(pick[:, 0]):.0%}, "
-              f"memory ops at the probe's HBM fractions {np.median(pick[:, 1]):.0%} ({len(pick)} runs too fast)")
+              f"memory ops at the probe's HBM fractions {np.median(pick[:, 1]):.0%} ({len(pick)} runs too fast)  ")
     ratios = []
     for row in (r for r in probe if r.section == "gemm"):
         t = float(gemm_seconds(row.m, row.k, row.n, row.count, device, Efficiency(eff.gemm, eff.memory, 0.0)))
@@ -99,13 +100,18 @@ def check(catalog: str, slug: str) -> None:
         pick = (flops >= lo) & (flops < hi)
         if pick.any():
             print(f"probe GEMMs of {lo:.0e}–{hi:.0e} FLOP: archsim / measured median {np.median(ratio[pick]):.3f} "
-                  f"({pick.sum()} GEMMs)")
+                  f"({pick.sum()} GEMMs)  ")
     print(f"probe memory kernels, median fraction of HBM reached (archsim: {eff.memory:.3f} for all): "
           + ", ".join(f"{k} {v:.2f}" for k, v in fractions.items()))
 
 
 def main(argv=None) -> int:
     argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
+    print("# The Hopper check by op class (benchmarks/bench_hopper_breakdown.py; nothing fitted)\n\n"
+          "Per run: archsim's GPU seconds per class summed over the micro-batches (A100 constants); GEMM ms with "
+          "the probe's measured seconds for the same shapes after the slash; 'missing ms' = measured − predicted "
+          "iteration; the shares: how much of it the GEMMs timed as probed, and the memory-bound ops at the "
+          "probe's median HBM fraction per kernel kind, would add (runs predicted too slow: nan).")
     for catalog, slug in CHECKS:
         check(catalog, slug)
     return 0
