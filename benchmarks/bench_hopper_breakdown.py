@@ -91,6 +91,20 @@ def check(catalog: str, slug: str) -> None:
         pick = np.array([row[1:] for row in shares if row[0] == b])
         print(f"micro-batch {b}: of the missing time, GEMMs timed as probed explain a median {np.median(pick[:, 0]):.0%}, "
               f"memory ops at the probe's HBM fractions {np.median(pick[:, 1]):.0%} ({len(pick)} runs too fast)  ")
+    pairs = {}
+    for run in runs:
+        key = (run.hidden, run.layers, run.global_batch, run.micro_batch)
+        pairs.setdefault(key, {})[run.recompute] = run
+    excess = []
+    for (hidden, layers, batch, micro), both in sorted(pairs.items()):
+        if {"full", "none"} <= both.keys():
+            measured = both["full"].milliseconds - both["none"].milliseconds
+            model = predicted[(hidden, layers, batch, micro, "full")] - predicted[(hidden, layers, batch, micro, "none")]
+            excess.append((micro, (measured - model) / (layers * batch // micro)))
+    for b in sorted({m for m, _ in excess}):
+        pick = [e for m, e in excess if m == b]
+        print(f"micro-batch {b}: recompute full costs {np.median(pick):.2f} ms per checkpointed layer more than archsim's "
+              f"recomputed forward (measured full − none, less archsim's full − none; median of {len(pick)})  ")
     ratios = []
     for row in (r for r in probe if r.section == "gemm"):
         t = float(gemm_seconds(row.m, row.k, row.n, row.count, device, Efficiency(eff.gemm, eff.memory, 0.0)))
