@@ -41,15 +41,16 @@ def class_seconds(ops: Sequence[TrainingOp], device: AnyDevice, efficiency: Effi
     gemm = memory = 0.0
     kernels = 0
     for op in ops:
-        shapes = [(g.m, g.k, g.n, g.count) for g in op.gemms]
         if op.fused:  # one kernel: its GEMMs' compute overlapped with its own traffic
-            compute = sum(float(tile_seconds(*s, device, no_launch, precision, element_bytes)) for s in shapes)
+            compute = sum(float(tile_seconds(g.m, g.k, g.n, g.count, device, no_launch, precision, element_bytes))
+                          for g in op.gemms)
             traffic = float(memory_seconds(op.vector_elements, device, no_launch, element_bytes, kernels=0))
             gemm += max(compute, traffic)
             kernels += 1
             continue
-        gemm += sum(float(gemm_seconds(*s, device, no_launch, precision, element_bytes)) for s in shapes)
-        kernels += len(shapes)
+        gemm += sum(float(gemm_seconds(g.m, g.k, g.n, g.count, device, no_launch, precision, element_bytes))
+                    for g in op.gemms)
+        kernels += len(op.gemms)
         if op.vector_elements > 0:
             memory += float(memory_seconds(op.vector_elements, device, no_launch, element_bytes, kernels=0))
             kernels += 1
