@@ -93,7 +93,7 @@ def gemm_seconds(m, k, n, count, device: AnyDevice, efficiency: Efficiency, prec
                       traffic) + efficiency.kernel_s
 
 
-def tile_seconds(m, k, n, count, device: Gpu, efficiency: Efficiency, precision: str = "fp16",
+def tile_seconds(m, k, n, count, device: AnyDevice, efficiency: Efficiency, precision: str = "fp16",
                  element_bytes: int = 2) -> np.ndarray:
     """Seconds of each batched GEMM's tensor-core compute alone (tile/wave-quantized: no HBM roofline,
     no launch), the part a fused kernel overlaps with its own traffic."""

@@ -77,7 +77,15 @@ def infiniband(bandwidth: float) -> LinkClass:
 
 
 def kernels(gpu_name: str) -> Efficiency:
-    """Kernel efficiencies for a GPU: the A100's fit for every GPU until others are measured."""
+    """Kernel efficiencies for a GPU: the A100's fit for every GPU until others are measured.
+
+    ``gemm`` and ``memory`` are fractions of the GPU's own datasheet peaks, so they scale with it;
+    ``kernel_s`` and ``host_s`` are seconds. On Hopper they are too optimistic (the Hopper check,
+    ``benchmarks/bench_hopper_breakdown.py``): measured GEMMs run at 0.64–0.86 of the speed these give,
+    reductions (LayerNorm, softmax) 0.26–0.64 of HBM against 0.749, and full recompute costs
+    1.6–1.9 ms per checkpointed layer more at micro-batch 1. No allowed data (vTrain's A100 runs,
+    NeuSight's five GPUs, DeepBench's) fixes a Hopper constant for them — a host cost per
+    checkpointed layer fitted on the A100 runs comes out 0 — so none is added (docs/training.md)."""
     return A100_KERNELS
 
 
