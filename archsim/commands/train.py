@@ -95,7 +95,11 @@ def run(args: argparse.Namespace) -> int:
         cluster = cluster.reordered(placement)
     if placement == "planned":
         cluster, par, placement = _best_placement(config, cluster, par, args.balance)
-    machines = cluster.laid_out(par)  # a TP group across servers is refused, as search refuses it
+    machines = cluster.laid_out(par)  # a TP group may span whole servers (warned below), as search allows
+    spans = cluster.tp_servers(par)
+    if spans > 1:
+        print(f"archsim train: warning: a TP group spans {spans} servers: its all-reduces cross the network",
+              file=sys.stderr)
     par = _split(config, par, machines, args.balance)
     capacities = [m.gpu.memory_bytes for m in machines]
     result = train(config, par, machines[0], machines)

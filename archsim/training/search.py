@@ -234,7 +234,8 @@ class _RowMaker:
             else cluster.gpu.peak("fp16")
         row = {"tp": k.tp, "pp": k.pp, "dp": k.dp, "micro_batch": k.micro_batch, "recompute": k.recompute,
                "schedule": k.schedule, "interleave": k.interleave, "sequence_parallel": k.sequence_parallel,
-               "attention": k.attention, "stage_layers": ",".join(map(str, k.stage_layers)) if k.stage_layers else "",
+               "attention": k.attention, "tp_spans_servers": cluster.tp_servers(k.parallelism(global_batch)) > 1,
+               "stage_layers": ",".join(map(str, k.stage_layers)) if k.stage_layers else "",
                "iteration_seconds": seconds, "peak_memory_gib": memory / 2**30,
                "mfu": flops / (seconds * gpus * peak), **objective_columns(cluster, gpus, seconds),
                "uneven_gain": self.gain(k, seconds if event else None), "timing": timing,

@@ -22,7 +22,7 @@ from archsim.workload.transformer import TransformerConfig
 SCHEDULES = ("1f1b", "gpipe", "zb-h1", "zb-h2", "interleaved-1f1b", "interleaved-zb", "looped-bfs", "zb-v", "dualpipev")
 V_SHAPED = ("zb-v", "dualpipev")  # two chunks per rank, chunks j and 2p − 1 − j on rank j
 CHUNKED = ("interleaved-1f1b", "interleaved-zb", "looped-bfs")  # v > 1 chunks per rank, chunk j on rank j mod p
-REASONS = ("tp-divides-heads", "tp-within-server", "pp-divides-layers", "dp-divides-batch",
+REASONS = ("tp-divides-heads", "tp-straddles-servers", "pp-divides-layers", "dp-divides-batch",
            "micro-batch-divides-batch", "sequence-parallel-needs-tp", "schedule-needs-pp",
            "interleave-needs-microbatches-multiple-of-pp", "dualpipev-needs-2p-microbatches", "stage-mixes-gpu-types",
            "out-of-memory")  # in the order checked
@@ -85,8 +85,8 @@ def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_se
     as many layers as model chunks (PP × chunks per rank)."""
     if c.heads % k.tp or c.ffn % k.tp:
         return "tp-divides-heads"
-    if k.tp > gpus_per_server or gpus_per_server % k.tp:
-        return "tp-within-server"
+    if gpus_per_server % k.tp and k.tp % gpus_per_server:  # a group is part of one server or whole servers
+        return "tp-straddles-servers"
     stages = k.pp * (2 if k.schedule in V_SHAPED else k.interleave)
     if (c.layers < stages) if uneven and k.plannable else c.layers % stages:
         return "pp-divides-layers"
