@@ -12,8 +12,9 @@ and optimizer step.
    1F1B, interleaved with v chunks, zero-bubble…), timed in archsim's event simulator
    (:func:`archsim.policies.stage_run.run_order`) with a pipeline hop of s·b·h·2/t bytes (Megatron
    scatters the activation over the TP ranks) on the pipeline link.
-3. After its last backward each stage all-reduces its gradients over DP (no bucketing: nothing
-   overlaps the backward), the first and last stage all-reduce the tied embedding's gradient, and
+3. After its last backward each stage all-reduces its gradients over DP (``dp_overlap = "none"``, as
+   vTrain's runs; ``"bucketed"``: Megatron's buckets under the last micro-batch's backward,
+   :mod:`archsim.training.dp_overlap`), the first and last stage all-reduce the tied embedding's gradient, and
    the optimizer step reads and writes 32 bytes per parameter (fp16 gradient; fp32 master weight,
    momentum and variance read and written; fp16 weight written; the overflow check and norm read
    the gradient twice more; in fp32, 28: weight, gradient, momentum and variance read, all but the
@@ -35,6 +36,7 @@ from archsim.devices.device import DTYPES, ELEMENT_BYTES, Device, from_gpu
 from archsim.devices.gpu_cost import Efficiency, memory_seconds, op_seconds
 from archsim.errors import InputError
 from archsim.lowering import TrainingOp
+from archsim.training.dp_overlap import dp_allreduce_seconds
 from archsim.training.eager_ops import (
     EAGER_ACCUMULATE_BYTES_PER_PARAMETER,
     EAGER_OPTIMIZER_BYTES_PER_PARAMETER,
@@ -157,7 +159,8 @@ def model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> di
     """Per micro-batch costs of one transformer layer, the embedding and the head on ``machine``. They do
     not depend on PP, DP, the global batch, the schedule or the stage split, so they are computed once
     per distinct rest (``par`` with those reset) and shared: a runs file or a sweep repeats them often."""
-    same = replace(par, pp=1, dp=1, global_batch=par.micro_batch, interleave=1, schedule="1f1b", stage_layers=None)
+    same = replace(par, pp=1, dp=1, global_batch=par.micro_batch, interleave=1, schedule="1f1b", stage_layers=None,
+                   dp_overlap="none")
     return dict(_model_pieces(c, same, machine))
 
 
@@ -205,12 +208,14 @@ def hop_bytes(c: TransformerConfig, par: Parallelism) -> float:
 
 
 def after_backward(c: TransformerConfig, par: Parallelism, machine: Machine, rank: int,
-                   parameters: float, tied_ranks: tuple[int, int] | None = None) -> dict[str, float]:
+                   parameters: float, tied_ranks: tuple[int, int] | None = None,
+                   backward_s: float = 0.0) -> dict[str, float]:
     """Seconds each rank spends after its last backward: DP and embedding all-reduces, optimizer.
     ``tied_ranks``: the ranks of the first and last stage (default 0 and PP − 1); when they differ and
-    embeddings are tied, both all-reduce the token table's gradient."""
+    embeddings are tied, both all-reduce the token table's gradient. ``backward_s``: the rank's last
+    micro-batch backward, under which ``par.dp_overlap = "bucketed"`` runs the DP buckets."""
     scale = machine.scale
-    dp = float(collective_seconds("all-reduce", parameters * 2 * scale, par.dp, machine.links.dp))
+    dp = dp_allreduce_seconds(parameters, 2 * scale, par.dp, machine.links.dp, par.dp_overlap, backward_s)
     tied = 0.0
     ends = (0, par.pp - 1) if tied_ranks is None else tied_ranks
     if ends[0] != ends[1] and c.tied_embeddings and rank in ends:

@@ -125,9 +125,11 @@ class _Coster:
         # even split, one GPU type: the largest parameters are on the first or the last rank
         ranks = sorted({0, k.pp - 1}) if machines is None and k.stage_layers is None else list(range(k.pp))
         tied = (0, 0) if k.schedule in V_SHAPED else (0, k.pp - 1)  # ranks of the embedding and the LM head
+        backward = [sum(times.backward_input[j] + times.backward_weight[j]
+                        for j in rank_chunks(k.schedule, k.pp, par.chunks, r)) for r in ranks]
         post = max(sum(after_backward(self.c, par, machines[r] if machines else machine, r, mem.parameters,
-                                      tied).values())
-                   for r, mem in zip(ranks, rank_memories(self.c, par, ranks)))
+                                      tied, window).values())
+                   for r, mem, window in zip(ranks, rank_memories(self.c, par, ranks), backward))
         return span + post, "closed-form"
 
 
@@ -136,7 +138,7 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
            schedules=("1f1b", "interleaved-1f1b"), chunks=(2,), sequence_parallel=(False, True),
            top: int = 10, refine: int = 0, only=None, progress_desc: str | None = None,
            balance: str = "even", objective: str = "time", placement: str = "file",
-           attention: str = "standard") -> SearchResult:
+           attention: str = "standard", dp_overlap: str = "none") -> SearchResult:
     """Rank every candidate on ``gpus`` GPUs (an int or several; default all the cluster's) by
     ``objective`` (:mod:`archsim.training.objectives`); ``balance``: ``even`` (Megatron's split) or
     ``planned`` (:mod:`archsim.training.stage_split`, per model chunk for interleaved and V-shaped
@@ -146,12 +148,14 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
     measurement covered), its rejections counted as ``filtered``. Each row's ``uneven_gain`` is how
     much faster the planned split is than the even one, ``placement_gain`` the planned order than the
     file's, as fractions of the latter's time. ``attention``: every candidate's attention kernels
-    (``standard`` or ``flash``, :class:`~archsim.training.parallel.Parallelism`)."""
+    (``standard`` or ``flash``), ``dp_overlap`` its DP all-reduce (``none`` or ``bucketed``,
+    :class:`~archsim.training.parallel.Parallelism`)."""
     from archsim.progress import progress
 
     counts = (gpus,) if isinstance(gpus, int) else tuple(gpus or (cluster.topology.devices,))
     grid = [k for n in counts
-            for k in candidates(n, micro_batches, recomputes, schedules, chunks, sequence_parallel, attention)]
+            for k in candidates(n, micro_batches, recomputes, schedules, chunks, sequence_parallel, attention,
+                                dp_overlap)]
     orders = server_orders(cluster) if placement == "planned" else None
     placed: dict = {}  # (tp, pp, dp) → the distinct layouts of the server orders
     rejected: Counter = Counter()
@@ -234,7 +238,7 @@ class _RowMaker:
             else cluster.gpu.peak("fp16")
         row = {"tp": k.tp, "pp": k.pp, "dp": k.dp, "micro_batch": k.micro_batch, "recompute": k.recompute,
                "schedule": k.schedule, "interleave": k.interleave, "sequence_parallel": k.sequence_parallel,
-               "attention": k.attention, "tp_spans_servers": cluster.tp_servers(k.parallelism(global_batch)) > 1,
+               "attention": k.attention, "dp_overlap": k.dp_overlap, "tp_spans_servers": cluster.tp_servers(k.parallelism(global_batch)) > 1,
                "stage_layers": ",".join(map(str, k.stage_layers)) if k.stage_layers else "",
                "iteration_seconds": seconds, "peak_memory_gib": memory / 2**30,
                "mfu": flops / (seconds * gpus * peak), **objective_columns(cluster, gpus, seconds),

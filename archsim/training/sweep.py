@@ -15,7 +15,7 @@ from archsim.training.throughput import Throughput, throughput
 
 AXES: dict[str, Callable[[str], object]] = {"tp": int, "pp": int, "dp": int, "global_batch": int, "micro_batch": int, "interleave": int,
         "recompute": str, "schedule": str, "sequence_parallel": lambda v: v.lower() in ("1", "true", "yes", "on"),
-        "attention": str}
+        "attention": str, "dp_overlap": str}
 
 
 def parse_axis(text: str) -> tuple[str, tuple]:
