@@ -123,7 +123,8 @@ class GpuCluster:
 
     def machine(self, par: Parallelism, device: Device | Gpu | None = None, rank: int = 0) -> Machine:
         """The machine of pipeline rank ``rank`` on ``device`` (default the cluster's first GPU type):
-        its own TP and DP groups' links, and the pipeline's (its ranks' first GPUs) for the hops."""
+        its own TP and DP groups' links, the pipeline's slowest hop (over its ranks' first GPUs) and,
+        when the pipeline spans servers, each hop's link (:meth:`pipeline_hops`)."""
         self._check_gpus(par)
         device = self.gpu if device is None else from_gpu(device) if isinstance(device, Gpu) else device
         start = rank * par.tp * par.dp
@@ -131,8 +132,23 @@ class GpuCluster:
         return Machine(device, kernels,
                        Links(tp=self._link(device, range(start, start + par.tp)),
                              dp=self._link(device, range(start, start + par.tp * par.dp, par.tp)),
-                             pp=self._link(device, range(0, par.gpus, par.tp * par.dp), hop=True)),
+                             pp=self._link(device, range(0, par.gpus, par.tp * par.dp), hop=True),
+                             pp_hops=self.pipeline_hops(par, device)),
                        dtype=self.dtype)
+
+    def pipeline_hops(self, par: Parallelism, device: Device) -> tuple:
+        """Each pipeline hop's link, rank r to rank r + 1 (the last rank's to rank 0): NVLink when the
+        two ranks' GPUs share a server, the network (one GPU's share) when they do not; empty when the
+        whole pipeline sits in one server (every hop is then the one NVLink ``pp``)."""
+        group = par.tp * par.dp
+        firsts = [r * group for r in range(par.pp)]
+        if par.pp == 1 or self.server_of(firsts[0]) == self.server_of(firsts[-1]):
+            return ()
+        hops = []
+        for r in range(par.pp):
+            a, b = sorted((firsts[r], firsts[(r + 1) % par.pp]))
+            hops.append(self._link(device, range(a, b + 1, b - a), hop=True))
+        return tuple(hops)
 
     def problem(self, par: Parallelism) -> str | None:
         """Why ``par`` cannot be laid out in GPU order: a TP group holding part of a server and part of

@@ -60,11 +60,14 @@ ATTENTION_CORE = ("scores", "softmax", "attn_dropout", "context", "softmax.to_fp
 
 @dataclass(frozen=True)
 class Links:
-    """The link class each parallel group communicates over."""
+    """The link class each parallel group communicates over; ``pp`` the pipeline's slowest hop,
+    ``pp_hops`` (when known) each hop's: rank r to rank r + 1, the last rank's to rank 0 (an
+    interleaved pipeline's wrap) — NVLink where both ranks' GPUs share a server."""
 
     tp: LinkClass
     pp: LinkClass
     dp: LinkClass
+    pp_hops: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -152,7 +155,30 @@ class StageTimes:
     forward: tuple[float, ...]
     backward_input: tuple[float, ...]
     backward_weight: tuple[float, ...]
-    hop: float
+    hop: float  # the slowest hop's seconds
+    hops: tuple[float, ...] = ()  # each boundary's, virtual stage j to j + 1 (empty: every hop ``hop``)
+
+    def path(self, p: int) -> float:
+        """Seconds of the hops from the first rank to the last (boundaries 0 … p − 2): what a
+        micro-batch's way down, or a gradient's way up, crosses."""
+        return float(sum(self.hops[:p - 1])) if self.hops else (p - 1) * self.hop
+
+
+def boundary_hops(par: Parallelism, links: Links, nbytes: float) -> tuple[float, ...]:
+    """Seconds of each virtual-stage boundary's hop of ``nbytes`` (virtual stage j on rank
+    :func:`~archsim.training.stage_split.rank_of_stages`): 0 where both stages sit on one rank, else
+    the link between the two ranks (:attr:`Links.pp_hops`); empty without per-hop links."""
+    if not links.pp_hops or par.pp == 1:
+        return ()
+    from archsim.training.stage_split import rank_of_stages
+
+    rank = rank_of_stages(par)
+    out = []
+    for j in range(par.pp * par.chunks - 1):
+        a, b = rank[j], rank[j + 1]
+        link = None if a == b else links.pp_hops[a] if b == (a + 1) % par.pp else links.pp_hops[b]
+        out.append(0.0 if link is None else float(collective_seconds("p2p", nbytes, 2, link)))
+    return tuple(out)
 
 
 def model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> dict[str, PieceCost]:
@@ -199,7 +225,8 @@ def stage_times(c: TransformerConfig, par: Parallelism, machine: Machine,
         bw.append(w)
     hop = float(collective_seconds("p2p", hop_bytes(c, par) * machine.scale, 2, machine.links.pp)) \
         if par.pp > 1 else 0.0
-    return StageTimes(tuple(fwd), tuple(bin_), tuple(bw), hop)
+    return StageTimes(tuple(fwd), tuple(bin_), tuple(bw), hop,
+                      boundary_hops(par, machine.links, hop_bytes(c, par) * machine.scale))
 
 
 def hop_bytes(c: TransformerConfig, par: Parallelism) -> float:
@@ -288,13 +315,14 @@ def one_f_one_b_seconds(times: StageTimes, microbatches: int) -> float:
     benchmark reports how far it is from the event simulator."""
     f, b = np.asarray(times.forward), np.asarray(times.backward_input) + np.asarray(times.backward_weight)
     p = len(f)
-    return float(f.sum() + b.sum() + (microbatches - 1) * (f + b).max() + 2 * (p - 1) * times.hop)
+    return float(f.sum() + b.sum() + (microbatches - 1) * (f + b).max() + 2 * times.path(p))
 
 
 def stage_profile(times: StageTimes):
     from archsim.policies.stage_profile import StageProfile
 
-    return StageProfile(times.forward, times.backward_input, times.backward_weight, times.hop)
+    return StageProfile(times.forward, times.backward_input, times.backward_weight, times.hop,
+                        boundary_comm=times.hops)
 
 
 __all__ = [

@@ -70,13 +70,13 @@ def pipeline_seconds(schedule: str, times, p: int, m: int, v: int) -> float:
         step = float((f + i + w).max())
         bubble = (p - 1) * max(float((f + i).max()) - (k - 1) * float(w.min()) - float(w.min()), 0.0)
         # never above 1F1B's (the formula assumes a steady state, which m < p micro-batches lack)
-        return min(m * step + bubble + 2 * (p - 1) * times.hop, one_f_one_b_seconds(times, m))
+        return min(m * step + bubble + 2 * times.path(p), one_f_one_b_seconds(times, m))
     if schedule in V_SHAPED:  # zero bubble, as ZB-V and DualPipe aim for
         per_rank = np.array([(f + i + w)[rank_chunks(schedule, p, v, r)].sum() for r in range(p)])
-        return float(m * per_rank.max() + 2 * (p - 1) * times.hop)
+        return float(m * per_rank.max() + 2 * times.path(p))
     per_rank = (f + i + w).reshape(v, p).sum(axis=0)
     step = (f + i - w).max() if schedule == "interleaved-zb" else (f + i + w).max()
-    return float(m * per_rank.max() + (p - 1) * max(step, 0.0) + 2 * (p - 1) * times.hop)
+    return float(m * per_rank.max() + (p - 1) * max(step, 0.0) + 2 * times.path(p))
 
 
 class _Coster:
