@@ -54,3 +54,20 @@ def test_interleaved_wraps_over_the_network_and_gains():
 def test_a_pipeline_inside_one_server_has_one_hop():
     par = Parallelism(tp=2, pp=4, dp=1, global_batch=8)
     assert single_node().machine(par).links.pp_hops == ()
+
+
+def test_a_hop_between_leaves_pays_the_oversubscription(tmp_path):
+    """Four servers, two under each leaf, 2:1 above the leaves: TP 8 PP 4 puts a rank on each server;
+    the hop from rank 1 to rank 2 crosses leaves, so its wire time doubles (the launch latency does not)."""
+    path = tmp_path / "c.toml"
+    path.write_text('[cluster]\nname = "c"\ninter_server_gbps = 100\ninter_server_link = "per_gpu_pair"\n'
+                    "[network]\nnics_per_server = 8\nnic_gbps = 100\nservers_per_leaf = 2\noversubscription = 2\n"
+                    '[[servers]]\ncount = 4\ngpus = 8\nintra_server_gbps = 4800\ngpu = "a100-80gb"\n')
+    cluster = load_gpu_cluster(path)
+    par = Parallelism(tp=8, pp=4, dp=1, global_batch=8)
+    machine = cluster.laid_out(par)[0]
+    launch = machine.links.pp_hops[0].inter.launch_s
+    times = stage_times(C, par, machine, model_pieces(C, par, machine))
+    same_leaf, across = times.hops[0], times.hops[1]
+    assert times.hops[2] == same_leaf
+    assert across - launch == pytest.approx(2 * (same_leaf - launch), rel=1e-12)

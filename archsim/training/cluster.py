@@ -115,9 +115,8 @@ class GpuCluster:
             per_gpu = self.inter_server_bytes_per_s
             bandwidth = per_gpu if hop else per_gpu * len(local)
         else:
-            servers = tuple(sorted({self.server_of(i) for i in members}))
-            bandwidth = (net.gpu_bytes_per_s(self.gpus_per_server) if hop
-                         else net.group_bytes_per_s(len(local), self.gpus_per_server, servers))
+            servers = tuple(sorted({self.server_of(i) for i in members}))  # a hop: one GPU's share
+            bandwidth = net.group_bytes_per_s(1 if hop else len(local), self.gpus_per_server, servers)
         intra = fitted.nvlink_group(device, local) if len(local) > 1 else fitted.nvlink(device.nvlink_bytes_per_s)
         return Spanning(intra, fitted.infiniband(bandwidth), len(local))
 
