@@ -117,10 +117,9 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
     (best first: the configuration, ``iteration_seconds``, ``peak_memory_gib``, ``mfu``, …),
     ``rejected`` (reason → count) and the Pareto front."""
     from archsim.errors import InputError
+    from archsim.training.parallel import DP_OVERLAPS
     from archsim.training.search import search as _search
     from archsim.training.search_space import SCHEDULES
-
-    from archsim.training.parallel import DP_OVERLAPS
 
     if dp_overlap not in DP_OVERLAPS:
         raise InputError(f"expected one of {', '.join(DP_OVERLAPS)}, got {dp_overlap!r}", field="dp-overlap")

@@ -94,8 +94,8 @@ def test_search_takes_the_overlap_and_its_rows_say_so():
     from archsim.training.search_rows import train_command
 
     cluster = load_gpu_cluster(ROOT / "configs" / "clusters" / "vtrain_a100.toml")
-    kwargs = dict(cluster=cluster, global_batch=16, gpus=32, schedule=["1f1b"], recompute=["full"], max_micro_batch=1,
-                  sequence_parallel="off", top=10**6, refine=0)
+    kwargs = {"cluster": cluster, "global_batch": 16, "gpus": 32, "schedule": ["1f1b"], "recompute": ["full"],
+              "max_micro_batch": 1, "sequence_parallel": "off", "top": 10**6, "refine": 0}
     plain = {(r["tp"], r["pp"], r["dp"]): r for r in search(BIG, **kwargs).rows}
     rows = search(BIG, dp_overlap="bucketed", **kwargs).rows
     assert {(r["tp"], r["pp"], r["dp"]) for r in rows} == set(plain)
