@@ -71,3 +71,23 @@ def test_a_hop_between_leaves_pays_the_oversubscription(tmp_path):
     same_leaf, across = times.hops[0], times.hops[1]
     assert times.hops[2] == same_leaf
     assert across - launch == pytest.approx(2 * (same_leaf - launch), rel=1e-12)
+
+
+def test_search_closed_form_crosses_the_same_hops_as_the_event_simulator():
+    """1F1B's closed form in the search equals train's event simulation on vTrain's cluster, where
+    TP × DP < 8 puts several ranks in a server and so mixes NVLink and network hops."""
+    from archsim.training.search import search
+
+    cluster = load_gpu_cluster(ROOT / "configs" / "clusters" / "vtrain_a100.toml")
+    result = search(C, cluster, 16, 16, micro_batches=(1,), recomputes=("full",), schedules=("1f1b",),
+                    sequence_parallel=(False,), top=1000, refine=0)
+    mixed = 0
+    for row in result.rows:
+        par = Parallelism(row["tp"], row["pp"], row["dp"], 16, 1, "full")
+        machines = cluster.laid_out(par)
+        hops = machines[0].links.pp_hops
+        mixed += len({type(h) for h in hops}) > 1
+        assert row["timing"] == "closed-form"
+        assert row["iteration_seconds"] == pytest.approx(train(C, par, machines[0], machines).iteration_seconds,
+                                                         rel=1e-12)
+    assert mixed >= 3
