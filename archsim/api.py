@@ -85,7 +85,8 @@ def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig = 
 
 def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: int = 1, micro_batch: int = 1,
           seq: int | None = None, recompute: str = "full", sequence_parallel: bool = False, interleave: int = 1,
-          schedule: str = "1f1b", stage_layers: Sequence[int] | None = None, attention: str = "flash"):
+          schedule: str = "1f1b", stage_layers: Sequence[int] | None = None, attention: str = "flash",
+          dp_overlap: str = "none"):
     """One training iteration of a transformer on a GPU cluster, as ``archsim train`` runs it (the
     cluster file's server order, the given or Megatron's even stage split). ``model``: a config path or
     a :class:`~archsim.workload.transformer.TransformerConfig`; ``cluster``: a cluster TOML path or a
@@ -98,7 +99,7 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
 
     config, gpus = _transformer(model, seq), _gpu_cluster(cluster)
     par = Parallelism(tp, pp, dp, global_batch, micro_batch, recompute, sequence_parallel, interleave, schedule,
-                      tuple(stage_layers) if stage_layers else None, attention)
+                      tuple(stage_layers) if stage_layers else None, attention, dp_overlap)
     machines = gpus.laid_out(par)
     result = _train(config, par, machines[0], machines)
     peak = sum(m.gpu.peak(m.dtype) for m in machines) / len(machines)
@@ -109,16 +110,20 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
            objective: str = "time", balance: str = "even", placement: str = "file", top: int = 10,
            recompute: Sequence[str] = ("none", "selective", "full"), schedule: Sequence[str] | None = None,
            chunks: Sequence[int] = (2, 4), max_micro_batch: int = 8, sequence_parallel: str = "both",
-           refine: int | None = None, attention: str = "flash", max_ops: int | None = None):
+           refine: int | None = None, attention: str = "flash", dp_overlap: str = "none",
+           max_ops: int | None = None):
     """Rank TP × PP × DP × micro-batch × recompute × schedule for ``model`` on ``cluster`` as
     ``archsim search`` does, with its flags' names and defaults (``schedule`` None: every schedule;
     ``refine`` None: 2 × ``top``; ``max_ops``: ``--max-ops``, None: its default). Returns the :class:`~archsim.training.search.SearchResult`: ``rows``
     (best first: the configuration, ``iteration_seconds``, ``peak_memory_gib``, ``mfu``, …),
     ``rejected`` (reason → count) and the Pareto front."""
     from archsim.errors import InputError
+    from archsim.training.parallel import DP_OVERLAPS
     from archsim.training.search import search as _search
     from archsim.training.search_space import MAX_REFINE_ACTIONS, SCHEDULES
 
+    if dp_overlap not in DP_OVERLAPS:
+        raise InputError(f"expected one of {', '.join(DP_OVERLAPS)}, got {dp_overlap!r}", field="dp-overlap")
     config, on = _transformer(model, seq), _gpu_cluster(cluster)
     counts = [gpus] if isinstance(gpus, int) else list(gpus or [])
     if counts and max(counts) > on.topology.devices:
@@ -130,7 +135,7 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
                    recomputes=tuple(recompute), schedules=tuple(schedule or SCHEDULES), chunks=tuple(chunks),
                    sequence_parallel=modes[sequence_parallel], top=top,
                    refine=2 * top if refine is None else max(refine, 0), balance=balance, objective=objective,
-                   placement=placement, attention=attention,
+                   placement=placement, attention=attention, dp_overlap=dp_overlap,
                    max_actions=MAX_REFINE_ACTIONS if max_ops is None else max_ops)
 
 

@@ -1,7 +1,8 @@
 """Servers of different GPU counts and the placement of pipeline stages on a heterogeneous cluster.
 
 References written here, apart from the library: the layout rules from a GPU → server list built by
-hand (a TP group inside one server, one GPU type per pipeline rank); the distinct server orders as
+hand (a TP group inside one server or over whole servers of one size, one GPU type per pipeline
+rank); the distinct server orders as
 the distinct permutations of the servers' kinds (itertools); and the best placement by brute force —
 every permutation of the servers written out as its own cluster file and timed with ``archsim train``
 (the file's order, the planned split), whose fastest must be what ``archsim search --placement
@@ -49,9 +50,14 @@ def write(tmp_path, names, file="c.toml"):
 
 def layout_problem(names, tp, pp, dp) -> str | None:
     """The rules by hand: each GPU's (server, type) in file order; TP groups and ranks read off it."""
+    size = {s: SERVERS[name][1] for s, name in enumerate(names)}
     gpus = [(s, SERVERS[name][0]) for s, name in enumerate(names) for _ in range(SERVERS[name][1])][:tp * pp * dp]
-    if any(len({s for s, _ in gpus[i:i + tp]}) > 1 for i in range(0, len(gpus), tp)):
-        return "tp-within-server"
+    for i in range(0, len(gpus), tp):  # a TP group: one server's GPUs, or all GPUs of servers of one size
+        held = [s for s, _ in gpus[i:i + tp]]
+        touched = set(held)
+        if len(touched) > 1 and (any(held.count(s) != size[s] for s in touched)
+                                 or len({size[s] for s in touched}) > 1):
+            return "tp-straddles-servers"
     group = tp * dp
     if any(len({kind for _, kind in gpus[r * group:(r + 1) * group]}) > 1 for r in range(pp)):
         return "stage-mixes-gpu-types"
@@ -76,7 +82,7 @@ def test_servers_of_different_gpu_counts_load_and_lay_out_by_hand(tmp_path):
                            [(s, 0) for s, name in enumerate(names) for _ in range(SERVERS[name][1])]
                            [r * tp * dp:(r + 1) * tp * dp:tp]}
                 assert (machine.links.dp.name == "infiniband") == (len(members) > 1), (tp, pp, dp, r)
-    assert checked == {None, "tp-within-server", "stage-mixes-gpu-types"}
+    assert checked == {None, "tp-straddles-servers", "stage-mixes-gpu-types"}
     # the first 12 GPUs: 8 H100 and 4 A100 40 GB at AWS's list prices per GPU-hour
     assert dollars_per_hour(cluster, 12) == pytest.approx(8 * 98.32 / 8 + 4 * 32.7726 / 8)
 
@@ -94,8 +100,11 @@ def test_search_keeps_only_what_lays_out_and_refuses_the_rest_with_the_reason(tm
     kept = {(r["tp"], r["pp"], r["dp"]) for r in result.rows}
     want = {k for k in factorizations(16) if c.layers % k[1] == 0 and c.heads % k[0] == 0
             and layout_problem(names, *k) is None}
-    assert kept == want and (1, 2, 8) in kept and (8, 2, 1) not in kept
-    assert result.rejected["tp-within-server"] > 0 and result.rejected["stage-mixes-gpu-types"] > 0
+    # TP 8 PP 2: the second rank's TP group is both 4-GPU A100 servers, across the network
+    assert kept == want and (1, 2, 8) in kept and (8, 2, 1) in kept and (16, 1, 1) not in kept
+    assert result.rejected["stage-mixes-gpu-types"] > 0  # (TP 16 straddles, but 8 heads refuse it first)
+    spans = {(r["tp"], r["pp"], r["dp"]): r["tp_spans_servers"] for r in result.rows}
+    assert spans[(8, 2, 1)] and not spans[(4, 2, 2)]
 
 
 def test_the_shipped_cluster_of_different_gpu_counts(capsys):
@@ -104,7 +113,9 @@ def test_the_shipped_cluster_of_different_gpu_counts(capsys):
     path = ROOT / "configs" / "clusters" / "mixed_counts_h100_a100.toml"
     cluster = load_gpu_cluster(path)
     assert cluster.sizes == (8, 4, 4)
-    assert cluster.problem(Parallelism(8, 2, 1, 8)) == "tp-within-server"
+    assert cluster.problem(Parallelism(8, 2, 1, 8)) is None  # rank 1's TP group: both A100 servers
+    assert cluster.tp_servers(Parallelism(8, 2, 1, 8)) == 2
+    assert cluster.problem(Parallelism(16, 1, 1, 8)) == "tp-straddles-servers"  # servers of 8 and 4
     assert cluster.problem(Parallelism(4, 2, 2, 8)) is None
     base = ["train", str(ROOT / "configs" / "transformers" / "gpt3_1.3b.toml"), "--cluster", str(path),
             "--global-batch", "16"]

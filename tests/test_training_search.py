@@ -111,7 +111,7 @@ def _naive_survivors(c, gpus, per_server, global_batch):
             SCHEDULES, (1, 2, 3), (False, True)):
         if tp * pp * dp != gpus or (v > 1) != (sched in CHUNKED):
             continue
-        if c.heads % tp or c.ffn % tp or per_server % tp or c.layers % (pp * (2 if sched in V_SHAPED else v)):
+        if c.heads % tp or c.ffn % tp or (per_server % tp and tp % per_server) or c.layers % (pp * (2 if sched in V_SHAPED else v)):
             continue
         if global_batch % (dp * mb):
             continue

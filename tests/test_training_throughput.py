@@ -217,21 +217,36 @@ def test_gpu_aliases_are_the_documented_ones():
     assert documented == ALIASES
 
 
-def test_train_refuses_a_tp_group_across_servers_as_search_does(capsys):
-    """Two 8-GPU servers: TP 16 would span both. search never proposes it (tp-within-server); train
-    refuses it in one line, and a --sweep point says why."""
+def test_train_and_search_agree_on_a_tp_group_across_servers(capsys):
+    """Two 8-GPU servers: TP 16 spans both. train runs it with one warning line, its --sweep runs it,
+    search proposes it with the row flagged — all priced over the network, where each all-reduce moves
+    at least its whole buffer out of each server through the server's NICs (reduce-scatter and
+    all-gather each send half of it): 8 × 400 Gb/s here."""
     cluster = str(ROOT / "configs" / "clusters" / "h100_2_servers.toml")
-    assert main(["train", MODEL, "--cluster", cluster, "--tp", "16", "--global-batch", "4"]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "spans two servers" in err
+    assert main(["train", MODEL, "--cluster", cluster, "--tp", "16", "--global-batch", "4", "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == "archsim train: warning: a TP group spans 2 servers: its all-reduces cross the network\n"
+    doc = json.loads(captured.out)
+    rows = [r for r in doc["rows"] if "all-reduce" in r["name"]]
+    assert rows
+    nic_bytes_per_s = 8 * 400e9 / 8
+    for r in rows:
+        mib = float(r["name"].split(", ")[1].split(" MiB")[0])
+        assert r["seconds"] >= mib * 2**20 / nic_bytes_per_s * 0.999  # 3 significant digits in the name
+    assert main(["train", MODEL, "--cluster", cluster, "--tp", "8", "--dp", "2", "--global-batch", "4"]) == 0
+    assert "warning" not in capsys.readouterr().err
     assert main(["train", MODEL, "--cluster", cluster, "--global-batch", "16", "--sweep", "tp=8,16",
                  "--format", "json"]) == 0
     rows = json.loads(capsys.readouterr().out)["rows"]
-    assert not rows[0]["error"] and "spans two servers" in rows[1]["error"]
-    assert main(["search", MODEL, "--cluster", cluster, "--global-batch", "16", "--top", "50", "--schedule", "1f1b",
+    assert not rows[0]["error"] and not rows[1]["error"]
+    assert rows[1]["iteration_seconds"] > rows[0]["iteration_seconds"]  # TP 16 pays the network
+    assert main(["search", MODEL, "--cluster", cluster, "--global-batch", "16", "--top", "500", "--schedule", "1f1b",
                  "--max-micro-batch", "1", "--refine", "0", "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert all(row["tp"] <= 8 for row in doc["rows"]) and doc["meta"]["rejected"]["tp-within-server"] > 0
+    assert {r["tp_spans_servers"] for r in doc["rows"] if r["tp"] == 16} == {True}
+    assert {r["tp_spans_servers"] for r in doc["rows"] if r["tp"] <= 8} == {False}
+    assert "tp-straddles-servers" not in doc["meta"]["rejected"]
+
 
 
 def test_api_cost_takes_the_dataflow_as_the_cli_does(capsys):

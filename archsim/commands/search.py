@@ -9,7 +9,7 @@ from archsim.commands import Command
 from archsim.commands.common import add_output_arguments, add_timeline_outputs, emit, positive_int
 from archsim.output_files import output_flag
 from archsim.training.objectives import OBJECTIVES
-from archsim.training.parallel import ATTENTIONS, DEFAULT_ATTENTION, RECOMPUTE
+from archsim.training.parallel import ATTENTIONS, DEFAULT_ATTENTION, DP_OVERLAPS, RECOMPUTE
 from archsim.training.placement import PLACEMENTS
 from archsim.training.search_space import MAX_REFINE_ACTIONS, SCHEDULES
 from archsim.training.stage_split import BALANCES
@@ -50,6 +50,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Megatron sequence parallelism: try both, or only on / off")
     parser.add_argument("--attention", default=DEFAULT_ATTENTION, choices=ATTENTIONS,
                         help="attention kernels of every configuration, as archsim train's --attention")
+    parser.add_argument("--dp-overlap", default="none", choices=DP_OVERLAPS,
+                        help="every configuration's DP all-reduce, as archsim train's --dp-overlap")
     parser.add_argument("--refine", type=int_flag(0, INT32_MAX, "a non-negative integer"), default=None, metavar="N",
                         help="re-time the best N of the closed forms with the event simulator and rank them again "
                              "(default: 2 × --top; 0: closed forms only)")
@@ -77,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
                     balance=args.balance, placement=args.placement, top=args.top, recompute=args.recompute,
                     schedule=args.schedule, chunks=args.chunks, max_micro_batch=args.max_micro_batch,
                     sequence_parallel=args.sequence_parallel, refine=args.refine, attention=args.attention,
-                    max_ops=args.max_ops)
+                    dp_overlap=args.dp_overlap, max_ops=args.max_ops)
     rows = [{**row, "command": train_command(args.model, args.cluster, args.global_batch, row)}
             for row in result.rows]
     gains = [row["uneven_gain"] for row in result.rows if row["uneven_gain"] == row["uneven_gain"]]
@@ -145,7 +147,7 @@ def _write_best_timeline(args: argparse.Namespace, config, cluster, rows: list[d
     r = rows[0]
     split = tuple(int(n) for n in r["stage_layers"].split(",")) if r["stage_layers"] else None
     par = Parallelism(r["tp"], r["pp"], r["dp"], args.global_batch, r["micro_batch"], r["recompute"],
-                      r["sequence_parallel"], r["interleave"], r["schedule"], split, r["attention"])
+                      r["sequence_parallel"], r["interleave"], r["schedule"], split, r["attention"], r["dp_overlap"])
     if r.get("placement"):
         cluster = cluster.reordered(tuple(int(n) for n in r["placement"].split(",")))
     result = train(config, par, cluster.machine(par), cluster.rank_machines(par) if cluster.heterogeneous else None)

@@ -15,7 +15,7 @@ from archsim.commands.common import (
     positive_int,
 )
 from archsim.devices.device import DTYPES
-from archsim.training.parallel import ATTENTIONS, DEFAULT_ATTENTION, RECOMPUTE
+from archsim.training.parallel import ATTENTIONS, DEFAULT_ATTENTION, DP_OVERLAPS, RECOMPUTE
 
 HELP = "one training iteration of a transformer on GPUs: TP × PP × DP, time, memory, breakdown"
 
@@ -41,6 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--attention", default=DEFAULT_ATTENTION, choices=ATTENTIONS,
                         help="attention kernels: FlashAttention-2 (what Megatron-LM runs today) or Megatron's standard "
                              "core (the s² scores in HBM, as the measured Megatron-DeepSpeed runs); docs/training.md")
+    parser.add_argument("--dp-overlap", default="none", choices=DP_OVERLAPS,
+                        help="DP gradient all-reduce: after the backward (none: vTrain's runs) or in Megatron's "
+                             "buckets under the last micro-batch's backward (bucketed: --overlap-grad-reduce)")
     parser.add_argument("--interleave", type=positive_int, default=1, metavar="V",
                         help="model chunks per pipeline rank (interleaved 1F1B when V > 1)")
     parser.add_argument("--schedule", default="1f1b", help="pipeline schedule (archsim's published orders: 1f1b, "
@@ -96,7 +99,8 @@ def run(args: argparse.Namespace) -> int:
         return _run_sweep(args, config)
     par = Parallelism(args.tp, args.pp, args.dp, args.global_batch, args.micro_batch, args.recompute,
                       args.sequence_parallel, args.interleave, args.schedule,
-                      parse_stage_layers(args.stage_layers) if args.stage_layers else None, args.attention)
+                      parse_stage_layers(args.stage_layers) if args.stage_layers else None, args.attention,
+                      args.dp_overlap)
     check_job_size(par.schedule_actions, args.max_ops)  # before the cluster's matrices are built
     cluster = load_gpu_cluster(args.cluster, args.dtype)
     placement = parse_placement(args.placement, cluster)
@@ -113,7 +117,11 @@ def run(args: argparse.Namespace) -> int:
             check_planning_work(config, cluster, par.global_batch, [one] * orders,
                                 hint="--stage-layers, or one server order (--placement file or I,J,…)")
         cluster, par, placement = _best_placement(config, cluster, par, args.balance)
-    machines = cluster.laid_out(par)  # a TP group across servers is refused, as search refuses it
+    machines = cluster.laid_out(par)  # a TP group may span whole servers (warned below), as search allows
+    spans = cluster.tp_servers(par)
+    if spans > 1:
+        print(f"archsim train: warning: a TP group spans {spans} servers: its all-reduces cross the network",
+              file=sys.stderr)
     par = _split(config, par, machines, args.balance)
     capacities = [m.gpu.memory_bytes for m in machines]
     result = train(config, par, machines[0], machines)
@@ -129,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
             "dp": par.dp, "global_batch": par.global_batch, "micro_batch": par.micro_batch,
             "microbatches": par.microbatches, "recompute": par.recompute,
             "sequence_parallel": par.sequence_parallel, "interleave": par.interleave, "schedule": par.schedule,
-            "attention": par.attention, "stage_layers": ",".join(map(str, par.stage_layers)) if par.stage_layers else "even",
+            "attention": par.attention, "dp_overlap": par.dp_overlap, "stage_layers": ",".join(map(str, par.stage_layers)) if par.stage_layers else "even",
             "placement": order_text(placement) if isinstance(placement, tuple) else "file",
             "dtype": args.dtype, "iteration_seconds": result.iteration_seconds,
             "forward_seconds": result.forward_seconds, "backward_seconds": result.backward_seconds,
@@ -245,7 +253,7 @@ def _run_sweep(args: argparse.Namespace, config) -> int:
     base = {"tp": args.tp, "pp": args.pp, "dp": args.dp, "global_batch": args.global_batch,
             "micro_batch": args.micro_batch, "recompute": args.recompute,
             "sequence_parallel": args.sequence_parallel, "interleave": args.interleave, "schedule": args.schedule,
-            "attention": args.attention}
+            "attention": args.attention, "dp_overlap": args.dp_overlap}
     check_sweep_size(base, axes, args.max_ops)
     cluster = load_gpu_cluster(args.cluster, args.dtype)
     placement = parse_placement(args.placement, cluster)
@@ -275,10 +283,11 @@ def _run_runs(args: argparse.Namespace, config) -> int:
     from archsim.training.cluster import load_gpu_cluster
     from archsim.training.runs import predict_runs, read_runs
 
-    # every row runs with --attention (vTrain's measured runs: --attention standard) and --dtype
+    # every row runs with --attention (vTrain's measured runs: --attention standard), --dp-overlap and --dtype
     from archsim.validate import check_job_size
 
-    rows = tuple(replace(row, par=replace(row.par, attention=args.attention)) for row in read_runs(args.runs))
+    rows = tuple(replace(row, par=replace(row.par, attention=args.attention, dp_overlap=args.dp_overlap))
+                 for row in read_runs(args.runs))
     for row in rows:  # each row is one iteration: its schedule within --max-ops, checked before any runs
         check_job_size(row.par.schedule_actions, args.max_ops)
     cluster = load_gpu_cluster(args.cluster, args.dtype)
@@ -288,7 +297,8 @@ def _run_runs(args: argparse.Namespace, config) -> int:
     except InputError as exc:
         raise InputError(exc.message, file=args.runs, line=exc.where.line, field=exc.where.field) from None
     errors = [abs(r["error"]) for r in out if r["error"] is not None]
-    meta = {"model": config.name, "gpu": cluster.gpu.name, "attention": args.attention, "dtype": args.dtype,
+    meta = {"model": config.name, "gpu": cluster.gpu.name, "attention": args.attention, "dp_overlap": args.dp_overlap,
+            "dtype": args.dtype,
             "runs": len(out), "measured": len(errors),
             "mape": float(np.mean(errors)) if errors else None}
     emit(render(Rows.of(out), args.format, meta=meta,

@@ -48,7 +48,7 @@ class StageProfile:
     weight_memory: tuple[float, ...] = ()
     send_bytes: tuple[float, ...] = ()
     bandwidth: float | None = None
-
+    boundary_comm: tuple[float, ...] = ()  # per boundary j (stage j ↔ j + 1), both ways; overrides comm
     @classmethod
     def uniform(cls, stages: int, f: float, b: float, w: float, comm: float = 0.0, activation: float = 1.0,
                 weight_memory: float = 0.0) -> StageProfile:
@@ -67,9 +67,13 @@ class StageProfile:
             if getattr(self, name) and len(getattr(self, name)) != n:
                 raise InputError(f"stage profile: {name} has {len(getattr(self, name))} values for {n} stages",
                                  field=name)
+        if self.boundary_comm and len(self.boundary_comm) != n - 1:
+            raise InputError(f"stage profile: boundary_comm has {len(self.boundary_comm)} values for {n - 1} "
+                             "boundaries", field="boundary_comm")
         if isinstance(self.comm, tuple) and len(self.comm) != n:
             raise InputError(f"stage profile: comm has {len(self.comm)} values for {n} stages", field="comm")
-        values = (*self.forward, *self.backward_input, *self.backward_weight, *comm, *self.activation,
+        values = (*self.forward, *self.backward_input, *self.backward_weight, *comm, *self.boundary_comm,
+                  *self.activation,
                   *self.weight_memory, *self.send_bytes)
         if any(not (isinstance(v, (int, float)) and math.isfinite(v) and (v == 0 or MIN_MAGNITUDE <= v <= MAX_STAGE_VALUE))
                for v in values):
@@ -85,6 +89,13 @@ class StageProfile:
     def hop(self, stage: int) -> float:
         """Latency of a transfer sent by ``stage``."""
         return self.comm[stage] if isinstance(self.comm, tuple) else self.comm
+
+    def latency(self, src: int, dst: int) -> float:
+        """Latency of a transfer from stage ``src`` to ``dst``: its boundary's when
+        ``boundary_comm`` gives them (adjacent stages), else :meth:`hop` of ``src``."""
+        if self.boundary_comm and abs(src - dst) == 1:
+            return self.boundary_comm[min(src, dst)]
+        return self.hop(src)
 
     def on_ranks(self, rank_of_stage: dict[int, int]) -> StageProfile:
         """Per virtual stage of a schedule: its rank's stage split evenly over the rank's stages."""

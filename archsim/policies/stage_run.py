@@ -128,7 +128,7 @@ def _links(profile: StageProfile, rank_of: np.ndarray, deps: int, crossing: np.n
     for k in by_use.tolist():
         src, dst, kind = k // 2 // stages, k // 2 % stages, ("act", "grad")[k % 2]
         links.append(Link(f"{src}->{dst}:{kind}", f"r{rank_of[src]}", f"r{rank_of[dst]}", bandwidth,
-                          profile.hop(src)))
+                          profile.latency(src, dst)))
     sends = profile.send_bytes and profile.bandwidth is not None
     per_boundary = np.array([int(x) for x in profile.send_bytes] if sends else [0] * profile.stages, dtype=np.int64)
     size = np.zeros(deps, dtype=np.int64)

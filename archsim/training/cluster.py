@@ -15,9 +15,10 @@ bandwidth shared by the server's GPUs (``"shared"``).
 Heterogeneous clusters: ``[[servers]]`` tables may name different GPUs and hold different GPU
 counts. GPUs are numbered in the file's order (or in a server order of
 :mod:`archsim.training.placement`, :meth:`GpuCluster.reordered`), and a pipeline rank runs on GPUs
-r·TP·DP … (r + 1)·TP·DP − 1 (Megatron's order). :meth:`GpuCluster.problem` says why a configuration
-cannot be laid out — a TP group across two servers (``tp-within-server``) or one rank's GPUs of two
-types (``stage-mixes-gpu-types``: archsim does not run a stage at its slowest GPU, it refuses it) —
+r·TP·DP … (r + 1)·TP·DP − 1 (Megatron's order). A TP group may span whole servers (its all-reduces
+then cross the network, :meth:`GpuCluster.tp_servers`). :meth:`GpuCluster.problem` says why a
+configuration cannot be laid out — a TP group holding part of a server and part of another
+(``tp-straddles-servers``) or one rank's GPUs of two types (``stage-mixes-gpu-types``: archsim does not run a stage at its slowest GPU, it refuses it) —
 and :meth:`GpuCluster.rank_machines` gives each rank its GPU, kernels and links (its own TP and DP
 groups' links). A server may override the objectives' figures with ``price_per_gpu_hour`` (USD) and
 ``gpu_watts`` (:mod:`archsim.training.objectives`).
@@ -115,15 +116,15 @@ class GpuCluster:
             per_gpu = self.inter_server_bytes_per_s
             bandwidth = per_gpu if hop else per_gpu * len(local)
         else:
-            servers = tuple(sorted({self.server_of(i) for i in members}))
-            bandwidth = (net.gpu_bytes_per_s(self.gpus_per_server) if hop
-                         else net.group_bytes_per_s(len(local), self.gpus_per_server, servers))
+            servers = tuple(sorted({self.server_of(i) for i in members}))  # a hop: one GPU's share
+            bandwidth = net.group_bytes_per_s(1 if hop else len(local), self.gpus_per_server, servers)
         intra = fitted.nvlink_group(device, local) if len(local) > 1 else fitted.nvlink(device.nvlink_bytes_per_s)
         return Spanning(intra, fitted.infiniband(bandwidth), len(local))
 
     def machine(self, par: Parallelism, device: Device | Gpu | None = None, rank: int = 0) -> Machine:
         """The machine of pipeline rank ``rank`` on ``device`` (default the cluster's first GPU type):
-        its own TP and DP groups' links, and the pipeline's (its ranks' first GPUs) for the hops."""
+        its own TP and DP groups' links, the pipeline's slowest hop (over its ranks' first GPUs) and,
+        when the pipeline spans servers, each hop's link (:meth:`pipeline_hops`)."""
         self._check_gpus(par)
         device = self.gpu if device is None else from_gpu(device) if isinstance(device, Gpu) else device
         start = rank * par.tp * par.dp
@@ -131,17 +132,57 @@ class GpuCluster:
         return Machine(device, kernels,
                        Links(tp=self._link(device, range(start, start + par.tp)),
                              dp=self._link(device, range(start, start + par.tp * par.dp, par.tp)),
-                             pp=self._link(device, range(0, par.gpus, par.tp * par.dp), hop=True)),
+                             pp=self._link(device, range(0, par.gpus, par.tp * par.dp), hop=True),
+                             pp_hops=self.pipeline_hops(par, device)),
                        dtype=self.dtype)
 
+    def pipeline_hops(self, par: Parallelism, device: Device) -> tuple:
+        """Each pipeline hop's link, rank r to rank r + 1 (the last rank's to rank 0): NVLink when the
+        two ranks' GPUs share a server, the network (one GPU's share) when they do not; empty when the
+        whole pipeline sits in one server (every hop is then the one NVLink ``pp``)."""
+        group = par.tp * par.dp
+        firsts = [r * group for r in range(par.pp)]
+        if par.pp == 1 or self.server_of(firsts[0]) == self.server_of(firsts[-1]):
+            return ()
+        hops = []
+        for r in range(par.pp):
+            a, b = sorted((firsts[r], firsts[(r + 1) % par.pp]))
+            hops.append(self._link(device, range(a, b + 1, b - a), hop=True))
+        return tuple(hops)
+
     def problem(self, par: Parallelism) -> str | None:
-        """Why ``par`` cannot be laid out in GPU order: a TP group across two servers
-        (``tp-within-server``: a server boundary inside the GPUs used that TP does not divide) or a rank
-        whose TP × DP GPUs are of two types (``stage-mixes-gpu-types``); None when it can."""
+        """Why ``par`` cannot be laid out in GPU order: a TP group holding part of a server and part of
+        another (``tp-straddles-servers``: a group is one server's GPUs or whole servers of one size —
+        a collective over servers runs as many GPUs in each) or a rank whose TP × DP GPUs are of two
+        types (``stage-mixes-gpu-types``); None when it can."""
         self._check_gpus(par)
-        if any(b % par.tp for b in self.starts[1:] if b < par.gpus):
-            return "tp-within-server"
+        if any(self._straddles(start, par.tp) for start in range(0, par.gpus, par.tp)):
+            return "tp-straddles-servers"
         return "stage-mixes-gpu-types" if self.rank_gpus(par) is None else None
+
+    def _straddles(self, start: int, tp: int) -> bool:
+        """Whether GPUs start … start + tp − 1 hold part of a server and part of another, or whole
+        servers of different sizes."""
+        first, last = self.server_of(start), self.server_of(start + tp - 1)
+        if first == last:
+            return False
+        sizes = {self.starts[s + 1] - self.starts[s] for s in range(first, last + 1)}
+        return self.starts[first] != start or self.starts[last + 1] != start + tp or len(sizes) > 1
+
+    def tp_servers(self, par: Parallelism) -> int:
+        """The most servers one TP group spans over the network (1: every group inside a server or inside
+        one NVLink domain of several servers): its all-reduces then cross the NICs
+        (:class:`~archsim.collectives.Spanning`), which ``archsim train`` warns of and search rows flag."""
+        self._check_gpus(par)
+        net = self.network
+        most = 1
+        for start in range(0, par.gpus, par.tp):
+            end = start + par.tp - 1
+            if net is not None and net.nvlink_domain > self.gpus_per_server and not self.heterogeneous and \
+                    start // net.nvlink_domain == end // net.nvlink_domain:
+                continue
+            most = max(most, self.server_of(end) - self.server_of(start) + 1)
+        return most
 
     def rank_gpus(self, par: Parallelism) -> tuple[Device, ...] | None:
         """Each pipeline rank's GPU, or None when a rank's TP × DP GPUs are of different types."""
@@ -158,7 +199,7 @@ class GpuCluster:
 
     def rank_machines(self, par: Parallelism) -> tuple[Machine, ...] | None:
         """Each pipeline rank's machine (equal ones shared), or None as :meth:`rank_gpus` (a TP group
-        across servers is costed over the inter-server link here; the search refuses it)."""
+        across servers is costed over the network, :class:`~archsim.collectives.Spanning`)."""
         key = (par.tp, par.pp, par.dp)
         if key not in self._machines:
             kinds = self.rank_gpus(par)
@@ -182,7 +223,8 @@ class GpuCluster:
 
 
 LAYOUT_ERRORS = {
-    "tp-within-server": "a TP group spans two servers: choose a TP that divides the GPUs of each server it runs on",
+    "tp-straddles-servers": "a TP group holds part of a server and part of another: choose a TP that divides a "
+                            "server's GPUs or is a multiple of them (whole servers of one size)",
     "stage-mixes-gpu-types": "a pipeline stage's GPUs are of different types: choose TP × DP to fill whole servers "
                              "of one type"}
 

@@ -12,8 +12,9 @@ and optimizer step.
    1F1B, interleaved with v chunks, zero-bubble…), timed in archsim's event simulator
    (:func:`archsim.policies.stage_run.run_order`) with a pipeline hop of s·b·h·2/t bytes (Megatron
    scatters the activation over the TP ranks) on the pipeline link.
-3. After its last backward each stage all-reduces its gradients over DP (no bucketing: nothing
-   overlaps the backward), the first and last stage all-reduce the tied embedding's gradient, and
+3. After its last backward each stage all-reduces its gradients over DP (``dp_overlap = "none"``, as
+   vTrain's runs; ``"bucketed"``: Megatron's buckets under the last micro-batch's backward,
+   :mod:`archsim.training.dp_overlap`), the first and last stage all-reduce the tied embedding's gradient, and
    the optimizer step reads and writes 32 bytes per parameter (fp16 gradient; fp32 master weight,
    momentum and variance read and written; fp16 weight written; the overflow check and norm read
    the gradient twice more; in fp32, 28: weight, gradient, momentum and variance read, all but the
@@ -35,6 +36,7 @@ from archsim.devices.device import DTYPES, ELEMENT_BYTES, Device, from_gpu
 from archsim.devices.gpu_cost import Efficiency, memory_seconds, op_seconds
 from archsim.errors import InputError
 from archsim.lowering import TrainingOp
+from archsim.training.dp_overlap import dp_allreduce_seconds
 from archsim.training.eager_ops import (
     EAGER_ACCUMULATE_BYTES_PER_PARAMETER,
     EAGER_OPTIMIZER_BYTES_PER_PARAMETER,
@@ -58,11 +60,14 @@ ATTENTION_CORE = ("scores", "softmax", "attn_dropout", "context", "softmax.to_fp
 
 @dataclass(frozen=True)
 class Links:
-    """The link class each parallel group communicates over."""
+    """The link class each parallel group communicates over; ``pp`` the pipeline's slowest hop,
+    ``pp_hops`` (when known) each hop's: rank r to rank r + 1, the last rank's to rank 0 (an
+    interleaved pipeline's wrap) — NVLink where both ranks' GPUs share a server."""
 
     tp: LinkClass
     pp: LinkClass
     dp: LinkClass
+    pp_hops: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -150,14 +155,38 @@ class StageTimes:
     forward: tuple[float, ...]
     backward_input: tuple[float, ...]
     backward_weight: tuple[float, ...]
-    hop: float
+    hop: float  # the slowest hop's seconds
+    hops: tuple[float, ...] = ()  # each boundary's, virtual stage j to j + 1 (empty: every hop ``hop``)
+
+    def path(self, p: int) -> float:
+        """Seconds of the hops from the first rank to the last (boundaries 0 … p − 2): what a
+        micro-batch's way down, or a gradient's way up, crosses."""
+        return float(sum(self.hops[:p - 1])) if self.hops else (p - 1) * self.hop
+
+
+def boundary_hops(par: Parallelism, links: Links, nbytes: float) -> tuple[float, ...]:
+    """Seconds of each virtual-stage boundary's hop of ``nbytes`` (virtual stage j on rank
+    :func:`~archsim.training.stage_split.rank_of_stages`): 0 where both stages sit on one rank, else
+    the link between the two ranks (:attr:`Links.pp_hops`); empty without per-hop links."""
+    if not links.pp_hops or par.pp == 1:
+        return ()
+    from archsim.training.stage_split import rank_of_stages
+
+    rank = rank_of_stages(par)
+    out = []
+    for j in range(par.pp * par.chunks - 1):
+        a, b = rank[j], rank[j + 1]
+        link = None if a == b else links.pp_hops[a] if b == (a + 1) % par.pp else links.pp_hops[b]
+        out.append(0.0 if link is None else float(collective_seconds("p2p", nbytes, 2, link)))
+    return tuple(out)
 
 
 def model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> dict[str, PieceCost]:
     """Per micro-batch costs of one transformer layer, the embedding and the head on ``machine``. They do
     not depend on PP, DP, the global batch, the schedule or the stage split, so they are computed once
     per distinct rest (``par`` with those reset) and shared: a runs file or a sweep repeats them often."""
-    same = replace(par, pp=1, dp=1, global_batch=par.micro_batch, interleave=1, schedule="1f1b", stage_layers=None)
+    same = replace(par, pp=1, dp=1, global_batch=par.micro_batch, interleave=1, schedule="1f1b", stage_layers=None,
+                   dp_overlap="none")
     return dict(_model_pieces(c, same, machine))
 
 
@@ -196,7 +225,8 @@ def stage_times(c: TransformerConfig, par: Parallelism, machine: Machine,
         bw.append(w)
     hop = float(collective_seconds("p2p", hop_bytes(c, par) * machine.scale, 2, machine.links.pp)) \
         if par.pp > 1 else 0.0
-    return StageTimes(tuple(fwd), tuple(bin_), tuple(bw), hop)
+    return StageTimes(tuple(fwd), tuple(bin_), tuple(bw), hop,
+                      boundary_hops(par, machine.links, hop_bytes(c, par) * machine.scale))
 
 
 def hop_bytes(c: TransformerConfig, par: Parallelism) -> float:
@@ -205,12 +235,14 @@ def hop_bytes(c: TransformerConfig, par: Parallelism) -> float:
 
 
 def after_backward(c: TransformerConfig, par: Parallelism, machine: Machine, rank: int,
-                   parameters: float, tied_ranks: tuple[int, int] | None = None) -> dict[str, float]:
+                   parameters: float, tied_ranks: tuple[int, int] | None = None,
+                   backward_s: float = 0.0) -> dict[str, float]:
     """Seconds each rank spends after its last backward: DP and embedding all-reduces, optimizer.
     ``tied_ranks``: the ranks of the first and last stage (default 0 and PP − 1); when they differ and
-    embeddings are tied, both all-reduce the token table's gradient."""
+    embeddings are tied, both all-reduce the token table's gradient. ``backward_s``: the rank's last
+    micro-batch backward, under which ``par.dp_overlap = "bucketed"`` runs the DP buckets."""
     scale = machine.scale
-    dp = float(collective_seconds("all-reduce", parameters * 2 * scale, par.dp, machine.links.dp))
+    dp = dp_allreduce_seconds(parameters, 2 * scale, par.dp, machine.links.dp, par.dp_overlap, backward_s)
     tied = 0.0
     ends = (0, par.pp - 1) if tied_ranks is None else tied_ranks
     if ends[0] != ends[1] and c.tied_embeddings and rank in ends:
@@ -283,13 +315,14 @@ def one_f_one_b_seconds(times: StageTimes, microbatches: int) -> float:
     benchmark reports how far it is from the event simulator."""
     f, b = np.asarray(times.forward), np.asarray(times.backward_input) + np.asarray(times.backward_weight)
     p = len(f)
-    return float(f.sum() + b.sum() + (microbatches - 1) * (f + b).max() + 2 * (p - 1) * times.hop)
+    return float(f.sum() + b.sum() + (microbatches - 1) * (f + b).max() + 2 * times.path(p))
 
 
 def stage_profile(times: StageTimes):
     from archsim.policies.stage_profile import StageProfile
 
-    return StageProfile(times.forward, times.backward_input, times.backward_weight, times.hop)
+    return StageProfile(times.forward, times.backward_input, times.backward_weight, times.hop,
+                        boundary_comm=times.hops)
 
 
 __all__ = [

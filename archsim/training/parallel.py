@@ -12,6 +12,7 @@ ATTENTIONS = ("standard", "flash")  # attention's kernels: Megatron's unfused co
 # with Transformer Engine: a fused flash or cuDNN attention). Parallelism's own default stays "standard",
 # the measured Megatron-DeepSpeed runs' attention, which the library's checks against them rely on.
 DEFAULT_ATTENTION = "flash"
+DP_OVERLAPS = ("none", "bucketed")  # the DP all-reduce after the backward, or bucketed under it (dp_overlap.py)
 V_SCHEDULES = ("zb-v", "dualpipev")  # two chunks per rank, V-shaped
 CHUNKED_SCHEDULES = ("1f1b", "interleaved-1f1b", "interleaved-zb", "looped-bfs")  # take --interleave
 
@@ -27,7 +28,10 @@ class Parallelism:
     c·PP + r; V-shaped: rank r holds stages r and 2·PP − 1 − r); None: Megatron's even split;
     attention: ``standard`` (scores, softmax, dropout, context as separate kernels with the s² tensors
     in HBM: the Megatron-DeepSpeed of the measured runs) or ``flash`` (FlashAttention-2, Dao 2023: one
-    fused kernel each way, no s² tensor in HBM or kept for the backward, which recomputes QKᵀ)."""
+    fused kernel each way, no s² tensor in HBM or kept for the backward, which recomputes QKᵀ);
+    dp_overlap: the DP gradient all-reduce after the last backward (``none``, vTrain's runs) or in
+    buckets overlapped with it (``bucketed``, Megatron-LM's ``--overlap-grad-reduce``:
+    :mod:`archsim.training.dp_overlap`)."""
 
     tp: int = 1
     pp: int = 1
@@ -40,6 +44,7 @@ class Parallelism:
     schedule: str = "1f1b"
     stage_layers: tuple[int, ...] | None = None
     attention: str = "standard"
+    dp_overlap: str = "none"
 
     def __post_init__(self) -> None:
         for name in ("tp", "pp", "dp", "global_batch", "micro_batch", "interleave"):
@@ -50,6 +55,8 @@ class Parallelism:
             raise InputError(f"expected one of {', '.join(RECOMPUTE)}, got {self.recompute!r}", field="recompute")
         if self.attention not in ATTENTIONS:
             raise InputError(f"expected one of {', '.join(ATTENTIONS)}, got {self.attention!r}", field="attention")
+        if self.dp_overlap not in DP_OVERLAPS:
+            raise InputError(f"expected one of {', '.join(DP_OVERLAPS)}, got {self.dp_overlap!r}", field="dp-overlap")
         if self.global_batch % (self.micro_batch * self.dp):
             raise InputError(f"global batch {self.global_batch} is not a multiple of micro-batch × DP "
                              f"({self.micro_batch} × {self.dp})", field="global-batch")

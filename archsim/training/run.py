@@ -78,7 +78,11 @@ def train(c: TransformerConfig, par: Parallelism, machine: Machine,
     np.maximum.at(ends, slots.processor, slots.end)
     rank_of = order.rank_of_stage()
     tied_ranks = (rank_of[0], rank_of[order.stages - 1])
-    post = tuple(after_backward(c, par, machines[r], r, mem[r].parameters, tied_ranks) for r in range(par.pp))
+    last_backward = [0.0] * par.pp  # each rank's backward of one micro-batch: what bucketed DP runs under
+    for j in range(order.stages):
+        last_backward[rank_of[j]] += times.backward_input[j] + times.backward_weight[j]
+    post = tuple(after_backward(c, par, machines[r], r, mem[r].parameters, tied_ranks, last_backward[r])
+                 for r in range(par.pp))
     finish = [ends[r] + sum(post[r].values()) for r in range(par.pp)]
     slowest = int(np.argmax(finish))
     pieces = own[id(machines[slowest])]

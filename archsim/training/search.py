@@ -73,13 +73,13 @@ def pipeline_seconds(schedule: str, times, p: int, m: int, v: int) -> float:
         step = float((f + i + w).max())
         bubble = (p - 1) * max(float((f + i).max()) - (k - 1) * float(w.min()) - float(w.min()), 0.0)
         # never above 1F1B's (the formula assumes a steady state, which m < p micro-batches lack)
-        return min(m * step + bubble + 2 * (p - 1) * times.hop, one_f_one_b_seconds(times, m))
+        return min(m * step + bubble + 2 * times.path(p), one_f_one_b_seconds(times, m))
     if schedule in V_SHAPED:  # zero bubble, as ZB-V and DualPipe aim for
         per_rank = np.array([(f + i + w)[rank_chunks(schedule, p, v, r)].sum() for r in range(p)])
-        return float(m * per_rank.max() + 2 * (p - 1) * times.hop)
+        return float(m * per_rank.max() + 2 * times.path(p))
     per_rank = (f + i + w).reshape(v, p).sum(axis=0)
     step = (f + i - w).max() if schedule == "interleaved-zb" else (f + i + w).max()
-    return float(m * per_rank.max() + (p - 1) * max(step, 0.0) + 2 * (p - 1) * times.hop)
+    return float(m * per_rank.max() + (p - 1) * max(step, 0.0) + 2 * times.path(p))
 
 
 class _Coster:
@@ -128,9 +128,11 @@ class _Coster:
         # even split, one GPU type: the largest parameters are on the first or the last rank
         ranks = sorted({0, k.pp - 1}) if machines is None and k.stage_layers is None else list(range(k.pp))
         tied = (0, 0) if k.schedule in V_SHAPED else (0, k.pp - 1)  # ranks of the embedding and the LM head
+        backward = [sum(times.backward_input[j] + times.backward_weight[j]
+                        for j in rank_chunks(k.schedule, k.pp, par.chunks, r)) for r in ranks]
         post = max(sum(after_backward(self.c, par, machines[r] if machines else machine, r, mem.parameters,
-                                      tied).values())
-                   for r, mem in zip(ranks, rank_memories(self.c, par, ranks)))
+                                      tied, window).values())
+                   for r, mem, window in zip(ranks, rank_memories(self.c, par, ranks), backward))
         return span + post, "closed-form"
 
 
@@ -139,7 +141,7 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
            schedules=("1f1b", "interleaved-1f1b"), chunks=(2,), sequence_parallel=(False, True),
            top: int = 10, refine: int = 0, only=None, progress_desc: str | None = None,
            balance: str = "even", objective: str = "time", placement: str = "file",
-           attention: str = "standard", max_actions: int | None = None) -> SearchResult:
+           attention: str = "standard", dp_overlap: str = "none", max_actions: int | None = None) -> SearchResult:
     """Rank every candidate on ``gpus`` GPUs (an int or several; default all the cluster's) by
     ``objective`` (:mod:`archsim.training.objectives`); ``balance``: ``even`` (Megatron's split) or
     ``planned`` (:mod:`archsim.training.stage_split`, per model chunk for interleaved and V-shaped
@@ -150,13 +152,15 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
     much faster the planned split is than the even one, ``placement_gain`` the planned order than the
     file's, as fractions of the latter's time. ``max_actions``: refuse (before simulating) a re-timing
     whose event simulations add up to more schedule actions (``--max-ops``); None: no limit. ``attention``:
-    every candidate's attention kernels (``standard`` or ``flash``, :class:`~archsim.training.parallel.Parallelism`)."""
+    every candidate's attention kernels (``standard`` or ``flash``), ``dp_overlap`` its DP all-reduce
+    (``none`` or ``bucketed``, :class:`~archsim.training.parallel.Parallelism`)."""
     from archsim.progress import progress
 
     counts = (gpus,) if isinstance(gpus, int) else tuple(gpus or (cluster.topology.devices,))
     check_search_size(cluster, counts, micro_batches, recomputes, schedules, chunks, sequence_parallel, placement)
     grid = [k for n in counts
-            for k in candidates(n, micro_batches, recomputes, schedules, chunks, sequence_parallel, attention)]
+            for k in candidates(n, micro_batches, recomputes, schedules, chunks, sequence_parallel, attention,
+                                dp_overlap)]
     if balance == "planned":
         check_planning_work(c, cluster, global_batch, grid, placement)
     orders = server_orders(cluster) if placement == "planned" else None
@@ -288,7 +292,8 @@ class _RowMaker:
             else cluster.gpu.peak("fp16")
         row = {"tp": k.tp, "pp": k.pp, "dp": k.dp, "micro_batch": k.micro_batch, "recompute": k.recompute,
                "schedule": k.schedule, "interleave": k.interleave, "sequence_parallel": k.sequence_parallel,
-               "attention": k.attention, "stage_layers": ",".join(map(str, k.stage_layers)) if k.stage_layers else "",
+               "attention": k.attention, "dp_overlap": k.dp_overlap, "tp_spans_servers": cluster.tp_servers(k.parallelism(global_batch)) > 1,
+               "stage_layers": ",".join(map(str, k.stage_layers)) if k.stage_layers else "",
                "iteration_seconds": seconds, "peak_memory_gib": memory / 2**30,
                "mfu": flops / (seconds * gpus * peak), **objective_columns(cluster, gpus, seconds),
                "uneven_gain": self.gain(k, seconds if event else None), "timing": timing,

@@ -38,6 +38,8 @@ def megatron_args(k: Candidate, global_batch: int, layers: int) -> str:
         args.append("--sequence-parallel")
     if k.attention == "flash":  # Megatron Core with Transformer Engine runs a fused attention without it
         args.append("--use-flash-attn")
+    if k.dp_overlap == "bucketed":
+        args.append("--overlap-grad-reduce")
     if k.interleave > 1:
         args.append(f"--num-layers-per-virtual-pipeline-stage {layers // (k.pp * k.interleave)}")
     if split and len(set(split)) > 1:
@@ -50,6 +52,8 @@ def train_command(model: str, cluster: str, global_batch: int, row: dict) -> str
     line = (f"archsim train {model} --cluster {cluster} --tp {row['tp']} --pp {row['pp']} --dp {row['dp']} "
             f"--global-batch {global_batch} --micro-batch {row['micro_batch']} --recompute {row['recompute']} "
             f"--schedule {row['schedule']} --attention {row.get('attention', 'standard')}")
+    if row.get("dp_overlap", "none") != "none":
+        line += f" --dp-overlap {row['dp_overlap']}"
     if row["interleave"] > 1:
         line += f" --interleave {row['interleave']}"
     if row.get("stage_layers"):

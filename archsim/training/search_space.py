@@ -27,7 +27,7 @@ MAX_REFINE_ACTIONS = 5_000_000
 SCHEDULES = ("1f1b", "gpipe", "zb-h1", "zb-h2", "interleaved-1f1b", "interleaved-zb", "looped-bfs", "zb-v", "dualpipev")
 V_SHAPED = ("zb-v", "dualpipev")  # two chunks per rank, chunks j and 2p − 1 − j on rank j
 CHUNKED = ("interleaved-1f1b", "interleaved-zb", "looped-bfs")  # v > 1 chunks per rank, chunk j on rank j mod p
-REASONS = ("tp-divides-heads", "tp-within-server", "pp-divides-layers", "dp-divides-batch",
+REASONS = ("tp-divides-heads", "tp-straddles-servers", "pp-divides-layers", "dp-divides-batch",
            "micro-batch-divides-batch", "sequence-parallel-needs-tp", "schedule-needs-pp",
            "interleave-needs-microbatches-multiple-of-pp", "dualpipev-needs-2p-microbatches", "stage-mixes-gpu-types",
            "out-of-memory")  # in the order checked
@@ -50,10 +50,12 @@ class Candidate:
     stage_layers: tuple[int, ...] | None = None  # None: Megatron's even split
     placement: tuple[int, ...] | None = None  # the servers' order (archsim.training.placement); None: the file's
     attention: str = "standard"  # attention's kernels (Parallelism.attention), one for the whole search
+    dp_overlap: str = "none"  # the DP all-reduce after the backward or bucketed under it, one for the search
 
     def parallelism(self, global_batch: int) -> Parallelism:
         return Parallelism(self.tp, self.pp, self.dp, global_batch, self.micro_batch, self.recompute,
-                           self.sequence_parallel, self.interleave, self.schedule, self.stage_layers, self.attention)
+                           self.sequence_parallel, self.interleave, self.schedule, self.stage_layers, self.attention,
+                           self.dp_overlap)
 
     @property
     def plannable(self) -> bool:
@@ -94,17 +96,17 @@ def factorizations(gpus: int) -> Iterator[tuple[int, int, int]]:
 
 
 def candidates(gpus: int, micro_batches, recomputes, schedules, chunks, sequence_parallel,
-               attention: str = "standard") -> Iterator[Candidate]:
+               attention: str = "standard", dp_overlap: str = "none") -> Iterator[Candidate]:
     """The whole grid, before any rule: ``schedules`` names from :data:`SCHEDULES`; interleaved ones take
     each of ``chunks`` (v) per rank, the others v = 1; ``sequence_parallel``: the values to try;
-    ``attention``: every candidate's attention kernels."""
+    ``attention``, ``dp_overlap``: every candidate's."""
     for tp, pp, dp in factorizations(gpus):
         for b in micro_batches:
             for r in recomputes:
                 for s in schedules:
                     for v in (chunks if s in CHUNKED else (1,)):
                         for sp in sequence_parallel:
-                            yield Candidate(tp, pp, dp, b, r, s, v, sp, attention=attention)
+                            yield Candidate(tp, pp, dp, b, r, s, v, sp, attention=attention, dp_overlap=dp_overlap)
 
 
 def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_server: int,
@@ -114,8 +116,8 @@ def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_se
     as many layers as model chunks (PP × chunks per rank)."""
     if c.heads % k.tp or c.ffn % k.tp:
         return "tp-divides-heads"
-    if k.tp > gpus_per_server or gpus_per_server % k.tp:
-        return "tp-within-server"
+    if gpus_per_server % k.tp and k.tp % gpus_per_server:  # a group is part of one server or whole servers
+        return "tp-straddles-servers"
     stages = k.pp * (2 if k.schedule in V_SHAPED else k.interleave)
     if (c.layers < stages) if uneven and k.plannable else c.layers % stages:
         return "pp-divides-layers"

@@ -259,7 +259,8 @@ def rank_stage_times(c: TransformerConfig, par: Parallelism, machines: Sequence[
     return StageTimes(tuple(t.forward[s] for s, t in enumerate(rows)),
                       tuple(t.backward_input[s] for s, t in enumerate(rows)),
                       tuple(t.backward_weight[s] for s, t in enumerate(rows)),
-                      max(t.hop for t in per_machine.values()) if hop is None else hop)
+                      max(t.hop for t in per_machine.values()) if hop is None else hop,
+                      per_machine[id(machines[0])].hops if hop is None else ())
 
 
 def parse_stage_layers(text: str) -> tuple[int, ...]:

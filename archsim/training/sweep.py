@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import asdict, fields
 
 from archsim.errors import InputError
-from archsim.training.parallel import ATTENTIONS, RECOMPUTE, Parallelism
+from archsim.training.parallel import ATTENTIONS, DP_OVERLAPS, RECOMPUTE, Parallelism
 from archsim.training.throughput import Throughput, throughput
 from archsim.validate import check_job_size, parse_int, shown
 
@@ -39,6 +39,12 @@ def _attention(text: str) -> str:
     return text
 
 
+def _dp_overlap(text: str) -> str:
+    if text not in DP_OVERLAPS:
+        raise ValueError(f"expected one of {', '.join(DP_OVERLAPS)}, got {shown(text)}")
+    return text
+
+
 def _boolean(text: str) -> bool:
     if text not in ("true", "false"):
         raise ValueError(f"expected true or false, got {shown(text)}")
@@ -49,7 +55,7 @@ def _boolean(text: str) -> bool:
 AXES: dict[str, Callable[[str], object]] = {
     "tp": _count, "pp": _count, "dp": _count, "global_batch": _count, "micro_batch": _count, "interleave": _count,
     "recompute": _recompute, "schedule": _schedule, "sequence_parallel": _boolean,
-    "attention": _attention}
+    "attention": _attention, "dp_overlap": _dp_overlap}
 
 
 def parse_axis(text: str) -> tuple[str, tuple]:
