@@ -1,7 +1,8 @@
 """`archsim train`'s JSON equals outputs recorded before the speed work (tests/data/train_recorded/):
 GPT-3 175B on a DGX A100 SuperPOD and, interleaved, on 384 A100 servers; GPT-3 1.3B with sequence
 parallelism on one A100 node, on a TPU-v4-like device file and with zb-h1 on mixed GPUs. Exact: the
-caching, list-based simulation and pandas-free printing must reproduce every float."""
+list-based simulation and pandas-free printing must reproduce every float. And a single `train`
+keeps pandas, numba and scipy out of its process."""
 
 from __future__ import annotations
 
@@ -44,3 +45,17 @@ def test_train_json_equals_the_recorded_output(name, capsys):
     recorded = json.loads((RECORDED / name).read_text(encoding="utf-8"))
     assert got["meta"]["timeline"]["slots"] > 24  # a real pipeline, longer than the kept ends
     assert got == recorded
+
+
+def test_one_train_imports_neither_pandas_nor_numba_nor_scipy(tmp_path):
+    """A single `train` prints through archsim.rows and simulates uncompiled: the three heavy imports
+    (a quarter to half a second each) stay out of the process."""
+    import subprocess
+    import sys
+
+    argv = ["train", *map(str, CASES["gpt3_175b_superpod.json"]), "--format", "json", "--out", str(tmp_path / "o.json")]
+    code = (f"import sys\nfrom archsim.cli import main\nassert main({argv!r}) == 0\n"
+            "print(','.join(m for m in ('pandas', 'numba', 'scipy') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert done.stdout.strip().splitlines()[-1:] in ([], [""])
+    assert json.loads((tmp_path / "o.json").read_text())["meta"]["iteration_seconds"] > 0
