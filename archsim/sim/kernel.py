@@ -64,10 +64,8 @@ class _ListNumpy:
     def ones(n: int, dtype: type = float) -> list:
         return [dtype(1)] * n
 
-    sort = staticmethod(sorted)
 
-
-_KERNELS = ("_rank_push", "_rank_pop", "_less", "_key_push", "_key_pop", "_arrive", "_run")
+_KERNELS = ("_rank_push", "_rank_pop", "_less", "_key_push", "_key_pop", "_sort_head", "_arrive", "_run")
 
 
 @functools.cache
@@ -176,6 +174,19 @@ def _key_pop(time, key, seq, a, b, base, size):  # pragma: no cover - compiled
 
 
 @njit(cache=True, inline="always")
+def _sort_head(a, n):  # pragma: no cover - compiled
+    """Sort ``a[:n]`` in place (insertion sort: n is a few marked processors or links, and the
+    kernel's loop then allocates nothing)."""
+    for i in range(1, n):
+        x = a[i]
+        j = i - 1
+        while j >= 0 and a[j] > x:
+            a[j + 1] = a[j]
+            j -= 1
+        a[j + 1] = x
+
+
+@njit(cache=True, inline="always")
 def _arrive(c, waiting, proc_of, pin, rank, ready, ready_base, ready_size, pinned, pin_base, pinned_size, stream_base,
             dirty_proc, dirty_procs, n_dirty_procs):  # pragma: no cover - compiled
     """One dependency of op c is met: when it was the last, c joins its processor's ready heap (or its
@@ -251,7 +262,9 @@ def _run(proc_of, pin, duration, rank, waiting, ptr, out_dep, dep_dst, dep_link,
     now = 0.0
     while True:
         if n_dirty_links:
-            for l in np.sort(dirty_links[:n_dirty_links]):
+            _sort_head(dirty_links, n_dirty_links)
+            for j in range(n_dirty_links):
+                l = dirty_links[j]
                 dirty_link[l] = False
                 if busy[l] or q_size[l] == 0:
                     continue
@@ -268,7 +281,9 @@ def _run(proc_of, pin, duration, rank, waiting, ptr, out_dep, dep_dst, dep_link,
                 e_size += 1
             n_dirty_links = 0
         if n_dirty_procs:
-            for p in np.sort(dirty_procs[:n_dirty_procs]):
+            _sort_head(dirty_procs, n_dirty_procs)
+            for j in range(n_dirty_procs):
+                p = dirty_procs[j]
                 dirty_proc[p] = False
                 sb = stream_base[p]
                 while n_free[p] > 0:
