@@ -75,12 +75,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-
-    import pandas as pd
-
     from archsim.commands.common import write_timeline_outputs
     from archsim.errors import InputError
     from archsim.outputs import render
+    from archsim.rows import Rows
     from archsim.training.cluster import load_gpu_cluster
     from archsim.training.energy import iteration_energy
     from archsim.training.parallel import Parallelism
@@ -129,9 +127,9 @@ def run(args: argparse.Namespace) -> int:
     memory = [{"rank": r, "gpu": machines[r].gpu.name, "parameters": m.parameters, "states_gib": m.states / 2**30,
                "activations_gib": m.activations / 2**30, "total_gib": m.total / 2**30,
                "fits": m.total <= capacities[r]} for r, m in enumerate(result.memory)]
-    slots = result.timeline.to_frame()
-    timeline = [{"rank": str(row.processor), "action": str(row.op), "start_s": float(row.start), "end_s": float(row.end)}
-                for row in slots.itertuples()] if len(slots) <= 20000 else []
+    slots = result.timeline.slots  # the engine's arrays: no DataFrame (pandas' import costs more than the run)
+    timeline = [{"rank": str(s.processor), "action": str(s.op), "start_s": float(s.start), "end_s": float(s.end)}
+                for s in slots] if len(slots) <= 20000 else []
     rates = _rates(config, par, result.iteration_seconds, machines)
     meta = {"model": config.name, "gpu": ", ".join(sorted({m.gpu.name for m in machines})), "gpus": par.gpus, "tp": par.tp, "pp": par.pp,
             "dp": par.dp, "global_batch": par.global_batch, "micro_batch": par.micro_batch,
@@ -146,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
             "memory_capacity_gib": capacity / 2**30, "fits_memory": all(m["fits"] for m in memory),
             "breakdown_seconds": result.breakdown, "memory_per_rank": memory,
             "after_backward_seconds": list(result.post), "timeline": timeline}
-    frame = pd.DataFrame(result.ops, columns=["piece", "name", "op", "seconds"])
+    frame = Rows.of({k: row[k] for k in ("piece", "name", "op", "seconds")} for row in result.ops)
     if args.format != "json":  # the breakdown as one line of text; the per-rank lists stay JSON's
         from archsim.outputs import format_number
 
