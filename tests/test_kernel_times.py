@@ -28,6 +28,7 @@ from archsim.errors import InputError
 from archsim.validation.gpu_catalog import KNOWN_GPUS, GpuSpec, find_gpu
 from archsim.validation.neusight import (
     CLASS_ORDER,
+    FIT_START,
     is_neusight_file,
     leave_one_gpu_out,
     parse_neusight_csv,
@@ -233,17 +234,18 @@ def test_cli_refuses_an_unknown_gpu_in_one_line(tmp_path, capsys):
 
 
 # Leave-one-GPU-out MAPE (%) per op class on the sample in tests/data/neusight_kernels (fit on the other
-# four GPUs' rows of all eight files, 300 Nelder–Mead iterations), measured when the model was written:
-# the largest over the five GPUs was linear 36.8, bmm 40.2, elementwise 21.1, softmax 35.9, layernorm 42.4.
+# four GPUs' rows of all eight files from FIT_START, 300 Nelder–Mead iterations), measured with the power
+# cap and layer norm's two reads: the largest over the five GPUs was linear 23.1 (36.8 before the power
+# cap), bmm 40.2, elementwise 20.6, softmax 33.1, layernorm 41.9.
 # The bars add about a quarter as margin; the full files' figures are in docs/gpu-validation.md.
-HELD_OUT_BARS = {"linear": 46, "bmm": 50, "elementwise": 27, "softmax": 45, "layernorm": 53}
+HELD_OUT_BARS = {"linear": 29, "bmm": 50, "elementwise": 26, "softmax": 42, "layernorm": 53}
 
 
 @pytest.mark.slow
 def test_leave_one_gpu_out_mape_stays_below_the_measured_bars():
     fit = pd.concat([read_neusight_csv(p).frame for p in sorted(DATA.glob("*.csv"))], ignore_index=True)
     check = pd.concat([read_neusight_csv(DATA / f"{n}.csv").frame for n in FILES], ignore_index=True)
-    held = leave_one_gpu_out(fit, check, FITTED, iterations=300)
+    held = leave_one_gpu_out(fit, check, FIT_START, iterations=300)
     assert set(held.gpu) == {"p100-pcie", "p4", "t4", "v100-pcie", "a100-40gb"}
     worst = held.groupby("op_class").mape.max()
     for op_class, bar in HELD_OUT_BARS.items():

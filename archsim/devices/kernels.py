@@ -93,9 +93,10 @@ class KernelConstants:
             raise InputError(f"kernel constants must be positive and finite, got {self}", field="constants")
 
 
-FITTED = KernelConstants(gemm=0.869, feed=45.5, memory=0.762, softmax=0.628, layernorm=0.790, launch_s=13.1e-6,
+FITTED = KernelConstants(gemm=0.878, feed=44.3, memory=0.738, softmax=0.622, layernorm=0.771, launch_s=10.5e-6,
                          energy_pj=11.48)
-"""Fitted on all five GPUs' files (see the module docstring; refit by benchmarks/bench_neusight_kernels.py)."""
+"""Fitted on all five GPUs' files from :data:`archsim.validation.neusight.FIT_START` (see the module
+docstring; refit by benchmarks/bench_neusight_kernels.py)."""
 
 
 def element_bytes(dtype: str) -> int:
