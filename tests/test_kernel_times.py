@@ -16,7 +16,6 @@ import pytest
 
 from archsim.cli import main
 from archsim.devices.kernels import (
-    FITTED,
     KernelConstants,
     energy_per_flop,
     gemm_seconds,
