@@ -14,7 +14,8 @@ kernel test set (linear.csv, bmm.csv, elem.csv, softmax.csv, ln.csv).
   predict its checked rows (a GPU the constants never saw, as H100 or L4 would be).
 
 Fit: Nelder–Mead on the constants' logarithms, minimizing the sum of the op classes' MAPE, from
-``kernels.FITTED``. Writes benchmarks/results/neusight_kernels.csv and .md (MAPE % per GPU and op class).
+``neusight.FIT_START``; then the energy per FLOP on a grid (the largest that ties the best error).
+Writes benchmarks/results/neusight_kernels.csv and .md (MAPE % per GPU and op class).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from archsim.devices.kernels import FITTED
 from archsim.outputs import atomic_write_text
 from archsim.validation.neusight import (
     CLASS_ORDER,
+    FIT_START,
     fit_constants,
     leave_one_gpu_out,
     mape_by_class,
@@ -55,9 +57,9 @@ def load(data: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def table(check: pd.DataFrame, fit: pd.DataFrame, iterations: int) -> tuple[pd.DataFrame, dict[str, str]]:
     shipped = mape_by_class(predict(check, FITTED), ("gpu", "op_class")).rename(columns={"mape": "shipped"})
-    constants = fit_constants(fit, FITTED, iterations)
+    constants = fit_constants(fit, FIT_START, iterations)
     in_sample = mape_by_class(predict(check, constants), ("gpu", "op_class")).rename(columns={"mape": "in_sample"})
-    held = leave_one_gpu_out(fit, check, FITTED, iterations).rename(columns={"mape": "held_out"})
+    held = leave_one_gpu_out(fit, check, FIT_START, iterations).rename(columns={"mape": "held_out"})
     keys = ["gpu", "op_class", "rows"]
     joined = shipped.merge(in_sample, on=keys).merge(held.drop(columns="constants"), on=keys)
     fits = {"all five": str(constants), **{f"without {r.gpu}": r.constants for r in held.drop_duplicates("gpu").itertuples()}}

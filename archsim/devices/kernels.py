@@ -14,23 +14,32 @@ The mechanisms (every figure of the GPU comes from :data:`archsim.validation.gpu
   split are the ones that finish first, as a library's heuristic picks. The kernel also moves A, B
   and out through HBM once at ``constants.memory`` × bandwidth: the larger of the two times counts
   (a roofline per kernel).
+* **Power cap** (fp32): the SMs together run at most ``TDP / energy per FLOP`` FLOP/s
+  (:func:`sustained_flops`), the clock a board's power allows under sustained load; the energy per
+  FLOP is one fitted constant scaled by the GPU's process node and rated boost clock
+  (:func:`energy_per_flop`). A 70 W T4 cannot hold its boost clock in an sgemm; a 250 W V100 can.
 * **Elementwise** (add, mul, div, pow and their ``u`` scalar forms, relu, gelu, tanh): bytes read
   and written (3 tensors for tensor ⊕ tensor, 2 with a scalar or one input) at ``constants.memory`` ×
   HBM bandwidth.
-* **Softmax / layer norm** over the last dimension: one read and one write of the B×H tensor (rows of
-  at most a few ten kB stay on chip between the kernels' passes over them) at their own achieved
-  fractions ``constants.softmax`` / ``constants.layernorm`` of HBM bandwidth.
+* **Softmax / layer norm** over the last dimension: softmax one read and one write of the B×H tensor,
+  layer norm two reads (a Welford pass for mean and variance, then the normalizing pass) and one
+  write, at their own achieved fractions ``constants.softmax`` / ``constants.layernorm`` of HBM
+  bandwidth. (Softmax's long rows are read three times — max, sum, output — and its rows of at most
+  1,024 elements once, but between the two the re-reads partly hit the caches; two read counts by
+  row length fitted worse held out than one read, so the one read stays.)
 * Every kernel pays ``constants.launch_s``.
 
 No L2-resident speed-up is modeled: in the fitted files no elementwise, softmax or layer-norm kernel
 that fits in L2 runs faster per byte than one that does not (they are launch-bound instead).
 
-The constants are architecture-independent fractions of datasheet peaks plus one launch time:
+The constants are architecture-independent fractions of datasheet peaks, one launch time and one
+energy per FLOP:
 :data:`FITTED`, fitted by :func:`archsim.validation.neusight.fit_constants` on NeuSight's kernel measurements of five GPUs
 (``../shared/gpu_kernels/``: P100-PCIE-16GB, P4, T4, V100-PCIE-32GB, A100-PCIE-40GB; every row of
 linear.csv, bmm.csv, elem.csv, softmax.csv, ln.csv, train_elem.csv, train_softmax.csv and
-train_ln.csv): Nelder–Mead on the logarithms of the six constants, minimizing the sum over the five
-op classes of each class's mean absolute percentage error. ``benchmarks/bench_neusight_kernels.py``
+train_ln.csv): Nelder–Mead on the logarithms of the constants, minimizing the sum over the five
+op classes of each class's mean absolute percentage error; then the energy per FLOP, the largest whose
+error ties the best (below the energy at which a fitted GPU is capped the error is flat). ``benchmarks/bench_neusight_kernels.py``
 refits them (and the leave-one-GPU-out fits) and prints the figures in docs/gpu-validation.md.
 A GPU never fitted gets these mechanisms and its datasheet, never another GPU's number.
 """
@@ -55,6 +64,7 @@ ELEMENT_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
 # elementwise ops: tensors moved per element (inputs + output)
 ELEMENTWISE_TENSORS = {"add": 3, "mul": 3, "div": 3, "pow": 3, "addu": 2, "mulu": 2, "divu": 2, "powu": 2,
                        "relu": 2, "gelu": 2, "tanh": 2}
+LAYERNORM_READS = 2  # a Welford pass for mean and variance, then a pass that normalizes
 GEMM_OPS = ("linear", "bmm")
 OP_CLASSES = {**{op: op for op in GEMM_OPS}, **{op: "elementwise" for op in ELEMENTWISE_TENSORS},
               "softmax": "softmax", "ln": "layernorm"}
@@ -66,7 +76,8 @@ class KernelConstants:
     """The model's fitted constants. gemm: fraction of the SMs' peak a well-fed tile reaches;
     feed: operand reuse tm·tn/(tm+tn) (elements) at which a tile is fully fed; memory: achieved
     fraction of HBM bandwidth of GEMM traffic and elementwise kernels; softmax / layernorm: the same
-    for those kernels; launch_s: seconds per kernel launch."""
+    for those kernels; launch_s: seconds per kernel launch; energy_pj: board energy per FP32 FLOP
+    (pJ) of a 12 nm GPU rated at a 1 GHz boost clock, scaled by :func:`energy_per_flop` (the power cap)."""
 
     gemm: float
     feed: float
@@ -74,6 +85,7 @@ class KernelConstants:
     softmax: float
     layernorm: float
     launch_s: float
+    energy_pj: float = 1e-9
 
     def __post_init__(self) -> None:
         values = astuple(self)
@@ -81,8 +93,10 @@ class KernelConstants:
             raise InputError(f"kernel constants must be positive and finite, got {self}", field="constants")
 
 
-FITTED = KernelConstants(gemm=0.837, feed=30.2, memory=0.761, softmax=0.630, layernorm=0.528, launch_s=13.6e-6)
-"""Fitted on all five GPUs' files (see the module docstring; refit by benchmarks/bench_neusight_kernels.py)."""
+FITTED = KernelConstants(gemm=0.878, feed=44.3, memory=0.738, softmax=0.622, layernorm=0.771, launch_s=10.5e-6,
+                         energy_pj=11.48)
+"""Fitted on all five GPUs' files from :data:`archsim.validation.neusight.FIT_START` (see the module
+docstring; refit by benchmarks/bench_neusight_kernels.py)."""
 
 
 def element_bytes(dtype: str) -> int:
@@ -104,6 +118,21 @@ def sm_flops(spec: GpuSpec, dtype: str = "fp32") -> float:
     return 2.0 * spec.tensor_cores_per_sm * spec.mma_rows * spec.mma_cols * spec.clock_hz
 
 
+def energy_per_flop(spec: GpuSpec, constants: KernelConstants = FITTED) -> float:
+    """Joules per FP32 FLOP on ``spec`` at its rated boost clock: ``energy_pj`` × (process nm / 12) ×
+    (boost GHz). Why: switching energy is C·V² per op; C shrinks with the feature size, and a part
+    rated for a higher clock runs at a higher voltage (taken as V² ∝ rated clock)."""
+    return constants.energy_pj * 1e-12 * spec.process_nm / 12.0 * spec.clock_hz / 1e9
+
+
+def sustained_flops(spec: GpuSpec, constants: KernelConstants = FITTED, dtype: str = "fp32") -> float:
+    """FLOP/s the board power allows the whole GPU to sustain (inf where the catalog has no TDP or
+    process node, or for tensor-core dtypes, whose energy per FLOP nothing here has fitted)."""
+    if not (spec.tdp_w and spec.process_nm) or sm_flops(spec, dtype) != sm_flops(spec, "fp32"):
+        return float("inf")
+    return spec.tdp_w / energy_per_flop(spec, constants)
+
+
 def _arrays(*values: npt.ArrayLike) -> list[np.ndarray]:
     return [np.asarray(v, dtype=np.float64) for v in values]
 
@@ -116,6 +145,7 @@ def gemm_seconds(batch: npt.ArrayLike, m: npt.ArrayLike, n: npt.ArrayLike, k: np
     hbm = spec.memory_bytes_per_s * constants.memory
     rate = sm_flops(spec, dtype) * constants.gemm
     sms = spec.sm_count
+    capped = sustained_flops(spec, constants, dtype) / sms  # one SM's share of the board power
     best = np.full(np.broadcast(b, m, n, k).shape, np.inf)
     for tm, tn in TILES:
         per_sm = max(1, REFERENCE_TILE_AREA // (tm * tn))
@@ -127,7 +157,7 @@ def gemm_seconds(batch: npt.ArrayLike, m: npt.ArrayLike, n: npt.ArrayLike, k: np
                 if not np.any(usable):
                     break
             waves = np.ceil(tiles * s / (sms * per_sm))
-            compute = waves * 2.0 * per_sm * tm * tn * np.ceil(k / s) / (rate * fed)
+            compute = waves * 2.0 * per_sm * tm * tn * np.ceil(k / s) / min(rate * fed, capped)
             if s > 1:
                 compute = np.where(usable, compute + (s + 1) * b * m * n * size / hbm + constants.launch_s, np.inf)
             best = np.minimum(best, compute)
@@ -147,9 +177,12 @@ def memory_bound_seconds(op: npt.ArrayLike, batch: npt.ArrayLike, hidden: npt.Ar
         where = ops == name
         if name in ELEMENTWISE_TENSORS:
             tensors[where], fraction[where] = ELEMENTWISE_TENSORS[name], constants.memory
-        elif name in ("softmax", "ln"):
+        elif name == "softmax":
             tensors[where] = 2
-            fraction[where] = constants.softmax if name == "softmax" else constants.layernorm
+            fraction[where] = constants.softmax
+        elif name == "ln":
+            tensors[where] = LAYERNORM_READS + 1
+            fraction[where] = constants.layernorm
         else:
             raise InputError(f"unknown memory-bound op {name!r}", field="op")
     seconds = tensors * b * h * element_bytes(dtype) / (spec.memory_bytes_per_s * fraction)
@@ -176,5 +209,6 @@ def kernel_seconds(rows: Mapping[str, npt.ArrayLike], spec: GpuSpec, constants: 
     return seconds
 
 
-__all__ = ["ELEMENTWISE_TENSORS", "FITTED", "OP_CLASSES", "SPLITS", "TILES", "KernelConstants", "element_bytes",
-           "gemm_seconds", "kernel_seconds", "memory_bound_seconds", "sm_flops"]
+__all__ = ["ELEMENTWISE_TENSORS", "FITTED", "LAYERNORM_READS", "OP_CLASSES", "SPLITS", "TILES", "KernelConstants",
+           "element_bytes", "energy_per_flop", "gemm_seconds", "kernel_seconds", "memory_bound_seconds", "sm_flops",
+           "sustained_flops"]

@@ -27,6 +27,8 @@ class GpuSpec:
     only for the separate memory floor. l2_bytes: the L2 cache's capacity (0: not described).
     fp32_lanes: FP32 lanes per SM where ``cuda_cores`` does not list them (that also turns on the
     fp16 fallback of :mod:`archsim.validation.gpu_algorithms`; this does not).
+    tdp_w, process_nm: board power (W) and the process node's nominal feature size (nm) from the
+    datasheet, for the kernel model's power cap (0: not described, no cap).
     """
 
     name: str
@@ -40,6 +42,8 @@ class GpuSpec:
     cuda_cores: tuple[int, int, int] | None = None
     l2_bytes: float = 0.0
     fp32_lanes: int = 0
+    tdp_w: float = 0.0
+    process_nm: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("sm_count", "tensor_cores_per_sm", "mma_rows", "mma_cols"):
@@ -81,8 +85,9 @@ MB = 2**20  # L2 capacities are given in MiB ("6 MB L2" = 6,144 KB in the whitep
 
 def _gpu(name: str, sms: int, tcs: int, mma: tuple[int, int], mhz: float, gbps: float,
          unit: str = "tensor core", cuda_cores: tuple[int, int, int] | None = None, l2_mb: float = 0.0,
-         lanes: int = 0) -> GpuSpec:
-    return GpuSpec(name, sms, tcs, mma[0], mma[1], mhz * 1e6, gbps * 1e9, unit, cuda_cores, l2_mb * MB, lanes)
+         lanes: int = 0, tdp: float = 0.0, nm: float = 0.0) -> GpuSpec:
+    return GpuSpec(name, sms, tcs, mma[0], mma[1], mhz * 1e6, gbps * 1e9, unit, cuda_cores, l2_mb * MB, lanes,
+                   tdp, nm)
 
 
 KNOWN_GPUS: dict[str, GpuSpec] = {
@@ -90,16 +95,18 @@ KNOWN_GPUS: dict[str, GpuSpec] = {
     # dense FP16 tensor peak, DRAM GB/s.  Peaks: V100 125, T4 65, A100 312, A10 125, L4 121,
     # H100 SXM 989, H100 PCIe 756, H200 989 TFLOP/s.
     # V100 and T4 also list their 64 FP32 lanes per SM as 4 partitions of 4×4 (15.7 and 8.1 TFLOP/s
-    # FP32 at the same clock), where fp16 layers of other shapes run.
+    # FP32 at the same clock), where fp16 layers of other shapes run. tdp: board power (W), nm: process
+    # node, from the datasheets (docs/citations.md), for the kernel model's power cap.
     "v100": _gpu("NVIDIA V100 (SXM2)", 80, 8, (8, 8), 1530, 900, cuda_cores=(4, 4, 4)),
-    "v100-pcie": _gpu("NVIDIA V100 PCIe 32GB", 80, 8, (8, 8), 1380, 900, cuda_cores=(4, 4, 4), l2_mb=6),
-    "t4": _gpu("NVIDIA T4", 40, 8, (8, 8), 1590, 320, cuda_cores=(4, 4, 4), l2_mb=4),
-    "a100-40gb": _gpu("NVIDIA A100 40GB", 108, 4, (16, 16), 1410, 1555, l2_mb=40, lanes=64),
-    "a100-80gb-pcie": _gpu("NVIDIA A100 80GB PCIe", 108, 4, (16, 16), 1410, 1935, l2_mb=40, lanes=64),
+    "v100-pcie": _gpu("NVIDIA V100 PCIe 32GB", 80, 8, (8, 8), 1380, 900, cuda_cores=(4, 4, 4), l2_mb=6,
+                      tdp=250, nm=12),
+    "t4": _gpu("NVIDIA T4", 40, 8, (8, 8), 1590, 320, cuda_cores=(4, 4, 4), l2_mb=4, tdp=70, nm=12),
+    "a100-40gb": _gpu("NVIDIA A100 40GB", 108, 4, (16, 16), 1410, 1555, l2_mb=40, lanes=64, tdp=250, nm=7),
+    "a100-80gb-pcie": _gpu("NVIDIA A100 80GB PCIe", 108, 4, (16, 16), 1410, 1935, l2_mb=40, lanes=64, tdp=300, nm=7),
     "a100-80gb": _gpu("NVIDIA A100 80GB", 108, 4, (16, 16), 1410, 2039),
     "a10": _gpu("NVIDIA A10", 72, 4, (8, 16), 1695, 600),
-    "l4": _gpu("NVIDIA L4", 58, 4, (8, 16), 2040, 300, l2_mb=48, lanes=128),
-    "h100-sxm": _gpu("NVIDIA H100 SXM", 132, 4, (16, 32), 1830, 3350, l2_mb=50, lanes=128),
+    "l4": _gpu("NVIDIA L4", 58, 4, (8, 16), 2040, 300, l2_mb=48, lanes=128, tdp=72, nm=4),
+    "h100-sxm": _gpu("NVIDIA H100 SXM", 132, 4, (16, 32), 1830, 3350, l2_mb=50, lanes=128, tdp=700, nm=4),
     "h100-pcie": _gpu("NVIDIA H100 PCIe", 114, 4, (16, 32), 1620, 2000),
     "h200": _gpu("NVIDIA H200", 132, 4, (16, 32), 1830, 4800),
     # GPUs without tensor cores, timed by DeepBench in FP32 (docs/citations.md): each SM (AMD: compute
@@ -107,8 +114,8 @@ KNOWN_GPUS: dict[str, GpuSpec] = {
     # the clock is the boost clock giving the datasheet's FP32 peak: P100 PCIe 9.3, GTX 1080 Ti 11.3,
     # Titan Xp 12.1, Titan X (Pascal) 11.0, GTX Titan X (Maxwell) 6.6, Tesla M40 6.8, MI25 12.3,
     # Vega Frontier Edition 13.1 TFLOP/s.
-    "p100-pcie": _gpu("NVIDIA Tesla P100 PCIe", 56, 2, (4, 8), 1303, 732, FP32_PARTITION, l2_mb=4),
-    "p4": _gpu("NVIDIA Tesla P4", 20, 4, (4, 8), 1063, 192, FP32_PARTITION, l2_mb=2),
+    "p100-pcie": _gpu("NVIDIA Tesla P100 PCIe", 56, 2, (4, 8), 1303, 732, FP32_PARTITION, l2_mb=4, tdp=250, nm=16),
+    "p4": _gpu("NVIDIA Tesla P4", 20, 4, (4, 8), 1063, 192, FP32_PARTITION, l2_mb=2, tdp=75, nm=16),
     "gtx-1080-ti": _gpu("NVIDIA GTX 1080 Ti", 28, 4, (4, 8), 1582, 484, FP32_PARTITION),
     "titan-xp": _gpu("NVIDIA Titan Xp", 30, 4, (4, 8), 1582, 547.7, FP32_PARTITION),
     "titan-x-pascal": _gpu("NVIDIA Titan X (Pascal)", 28, 4, (4, 8), 1531, 480, FP32_PARTITION),
