@@ -205,7 +205,7 @@ def check_measured(csv_path: str, cluster_path: str, markdown: str | None, per_r
     from archsim.outputs import atomic_write_text
     from archsim.training.cluster import load_gpu_cluster
     from archsim.training.measured import read_measured_table
-    from archsim.validation.gpu_catalog import find_gpu
+    from archsim.devices.catalog import find_gpu
     from archsim.validation.gpu_study import slug
 
     try:
@@ -245,7 +245,7 @@ def probe_fit(path: str, device, implementation: str = "megatron"):
     from archsim.devices.catalog import gpu
     from archsim.errors import InputError
     from archsim.training.calibrate import fit_probe, read_probe
-    from archsim.validation.gpu_catalog import find_gpu
+    from archsim.devices.catalog import find_gpu
 
     meta, rows = read_probe(path)
     name = meta.get("gpu", "")

@@ -229,7 +229,7 @@ def test_committed_one_gpu_runs_and_their_summary(path):
     (gpu_train_<gpu>.md beside it) holds the MAPE archsim gives today."""
     from archsim.training.cluster import load_gpu_cluster
     from archsim.training.measured import predict
-    from archsim.validation.gpu_catalog import find_gpu
+    from archsim.devices.catalog import find_gpu
     from archsim.validation.gpu_study import slug
 
     table = read_measured_table(path)

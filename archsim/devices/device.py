@@ -6,7 +6,7 @@ A device is its compute units, its memories and its links:
 * **arrays**: the matrix units as systolic arrays — ``count`` arrays of ``rows × cols`` PEs (one
   multiply-accumulate per PE per clock) with a ``dataflow``, at ``clock_hz``; ``per_core`` arrays
   share one core (a GPU's SM: one GEMM output tile at a time). A GPU's tensor cores are arrays:
-  SMs × tensor cores per SM of the MMA shape (:mod:`archsim.validation.gpu_catalog`); a TPU's MXUs
+  SMs × tensor cores per SM of the MMA shape (:data:`archsim.devices.catalog.TABLE`); a TPU's MXUs
   are 128 × 128 arrays.
 * **lanes**: the FP32 vector lanes as arrays of lanes (a GPU's SIMD partitions, where the catalog
   describes them), for fp32 GEMMs on an array device that has them; None when not described.
@@ -153,7 +153,7 @@ def from_gpu(gpu: Gpu) -> Device:
     return Device(gpu.name, arrays, lanes, "tiles", tuple(gpu.peak_flops.items()), gpu.memory_bytes,
                   spec.memory_bytes_per_s, l2_bytes_per_clock=gpu.l2_bytes_per_clock,
                   nvlink_bytes_per_s=gpu.nvlink_bytes_per_s, nvlinks=gpu.nvlinks, nvswitch=gpu.nvswitch,
-                  pcie_bytes_per_s=gpu.pcie_bytes_per_s)
+                  pcie_bytes_per_s=gpu.pcie_bytes_per_s, board_watts=gpu.tdp_watts)
 
 
 @cache

@@ -49,7 +49,7 @@ from archsim.validation.gpu_algorithms import (
     tensor_core_shape,
     winograd_forward,
 )
-from archsim.validation.gpu_catalog import (  # the catalog is exported here too
+from archsim.devices.catalog import (  # the catalog is exported here too
     KNOWN_GPUS,
     MAX_GPU_UNITS,
     GpuSpec,
