@@ -14,9 +14,9 @@ import pandas as pd
 import pytest
 
 from archsim.cli import main
+from archsim.devices.catalog import KNOWN_GPUS, GpuSpec, find_gpu
 from archsim.devices.kernels import FITTED, KernelConstants, gemm_seconds, kernel_seconds, memory_bound_seconds
 from archsim.errors import InputError
-from archsim.devices.catalog import KNOWN_GPUS, GpuSpec, find_gpu
 from archsim.validation.neusight import (
     CLASS_ORDER,
     is_neusight_file,

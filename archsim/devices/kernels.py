@@ -43,8 +43,8 @@ from dataclasses import astuple, dataclass
 import numpy as np
 import numpy.typing as npt
 
-from archsim.errors import InputError
 from archsim.devices.catalog import GpuSpec
+from archsim.errors import InputError
 
 # SIMT sgemm CTA tiles (rows × cols of the output) among which cuBLAS chooses on Pascal–Ampere.
 TILES = ((128, 128), (128, 64), (64, 128), (128, 32), (32, 128), (64, 64), (64, 32), (32, 32))
