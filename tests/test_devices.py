@@ -3,6 +3,7 @@
 import pytest
 
 from archsim.devices.catalog import GIB, GPUS, gpu
+from archsim.devices.device import catalog_device
 from archsim.devices.gpu_cost import Efficiency, gemm_seconds, memory_seconds, op_seconds
 from archsim.errors import InputError
 from archsim.lowering import Gemm, TrainingOp
@@ -38,7 +39,7 @@ PLAIN = Efficiency(gemm=1.0, memory=1.0, kernel_s=0.0)
 
 
 def test_wave_quantization_by_hand():
-    a100 = gpu("a100-80gb")
+    a100 = catalog_device("a100-80gb")
     per_sm = 312e12 / 108
     # 108 output tiles of 128×256 (m = 128·108, n = 256): one wave of 2·128·256·k FLOPs per SM
     k = 4096
@@ -58,7 +59,7 @@ def test_wave_quantization_by_hand():
 
 
 def test_memory_floor_and_overheads_by_hand():
-    a100 = gpu("a100-80gb")
+    a100 = catalog_device("a100-80gb")
     # a skinny GEMM is bound by moving its operands: (m·k + k·n + m·n)·2 bytes / bandwidth
     m, k, n = 1_000_000, 8, 8
     traffic = (m * k + k * n + m * n) * 2 / 2039e9
