@@ -31,6 +31,7 @@ datasheet value).
 
 Link figures here are per direction (half the datasheets' bidirectional totals): what one GPU can
 send while it receives as much.
+
 Board power is the datasheets' maximum TDP: V100 SXM2 300 W, A100 SXM4 (40 and 80 GB) 400 W, H100 SXM5
 and H200 SXM 700 W.
 """
