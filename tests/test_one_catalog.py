@@ -94,18 +94,21 @@ def test_the_scan_passes_constants_that_are_not_figures(source):
 
 
 def test_the_table_is_the_only_gpu_table():
-    """:data:`KNOWN_GPUS` and :data:`GPUS` are views of the one table: a training GPU's chip is the very
-    object the kernel model and validate-gpu read, and the training device is built from it."""
+    """:data:`KNOWN_GPUS` and :data:`GPUS` are views of the one table: the training device of a GPU is
+    built from the very chip record the kernel model and validate-gpu read."""
     from archsim.devices.catalog import KNOWN_GPUS
 
     assert len(KNOWN_GPUS) == len(TABLE)
     for row in TABLE:
+        assert KNOWN_GPUS[row.slug] is row.chip and find_gpu(row.slug) == row.slug
         if row.board is None:
             continue
-        board = gpu(row.board.key)
-        assert board.spec is KNOWN_GPUS[row.slug] and find_gpu(row.slug) == row.slug
-        device = catalog_device(row.board.key)
-        assert (device.sms, device.clock_hz, device.hbm_bytes_per_s) == (
-            board.spec.sm_count, board.spec.clock_hz, board.spec.memory_bytes_per_s)
-        assert device.name == board.name == board.spec.name and device.board_watts == row.board.tdp_watts
+        device = gpu(row.board.key)
+        assert catalog_device(row.board.key) is device
+        chip = row.chip
+        assert (device.sms, device.arrays.count, device.arrays.rows, device.arrays.cols) == (
+            chip.sm_count, chip.arrays, chip.mma_rows, chip.mma_cols)
+        assert (device.name, device.clock_hz, device.hbm_bytes_per_s, device.board_watts) == (
+            chip.name, chip.clock_hz, chip.memory_bytes_per_s, row.board.tdp_watts)
+        assert device.memory_bytes == row.board.memory_gb * GIB
     assert set(GPUS) == {row.board.key for row in TABLE if row.board is not None}

@@ -1,12 +1,13 @@
 """The one table of GPU datasheet figures (docs/citations.md, "GPU datasheets"): every catalog GPU's
 figures are stated here once, and everything else reads them — the training :class:`~archsim.devices.device.Device`
-(:func:`~archsim.devices.device.from_gpu`), the fp32 kernel-time model (:mod:`archsim.devices.kernels`) and
+(:func:`device`), the fp32 kernel-time model (:mod:`archsim.devices.kernels`) and
 ``validate-gpu``'s GPU-as-arrays model (:mod:`archsim.validation.gpu`).
 
 A row is the chip (:class:`GpuSpec`: SMs, tensor cores and their MMA shape, clock, HBM bandwidth, L2, FP32
-lanes) and, for the GPUs training runs on, its board (:class:`Gpu`: memory, peaks per precision, links,
-L2 read bandwidth, board power). :data:`KNOWN_GPUS` (chips by slug) and :data:`GPUS` (boards by catalog
-name) are two views of the one table :data:`TABLE`.
+lanes) and, for the GPUs training runs on, its board (:class:`Board`: memory, peaks per precision, links,
+L2 read bandwidth, board power). :data:`KNOWN_GPUS` (chips by slug) and :data:`GPUS` (the boards'
+:class:`~archsim.devices.device.Device` by catalog name, :func:`device`) are two views of the one table
+:data:`TABLE`.
 
 Figures (dense, no sparsity), from NVIDIA's datasheets and architecture whitepapers:
 
@@ -43,6 +44,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from archsim.devices.device import Arrays, Device
 from archsim.errors import InputError
 from archsim.validate import MIN_MAGNITUDE, shown
 
@@ -117,53 +119,6 @@ MB = 2**20  # L2 capacities are given in MiB ("6 MB L2" = 6,144 KB in the whitep
 
 
 
-@dataclass(frozen=True)
-class Gpu:
-    """One GPU model. ``spec``: tensor cores, clock, HBM bandwidth (shared with GPU validation);
-    ``memory_bytes``: HBM capacity (the datasheets' "GB" are GiB: an A100 80GB reports 81,920 MiB); ``peak_flops``: dense tensor/vector peaks per precision (FLOP/s);
-    ``nvlink_bytes_per_s`` / ``pcie_bytes_per_s``: one GPU's bandwidth per direction (bytes/s)."""
-
-    name: str
-    spec: GpuSpec
-    memory_bytes: float
-    peak_flops: dict[str, float] = field(hash=False)
-    nvlink_bytes_per_s: float
-    pcie_bytes_per_s: float
-    l2_bytes_per_clock: float = 0.0  # L2 → SM read bandwidth, bytes per clock for the whole GPU (0: unlimited)
-    nvlinks: int = 12  # NVLinks per GPU
-    nvswitch: bool = True  # servers join all GPUs through NVSwitches (False: DGX-1's direct hybrid cube-mesh)
-    tdp_watts: float | None = None  # board power, the datasheet's maximum TDP (W)
-
-    @property
-    def nvlink_link_bytes_per_s(self) -> float:
-        """One NVLink's bandwidth per direction."""
-        return self.nvlink_bytes_per_s / self.nvlinks
-
-    @property
-    def sms(self) -> int:
-        return self.spec.sm_count
-
-    @property
-    def tensor_cores(self) -> int:
-        return self.spec.arrays
-
-    @property
-    def clock_hz(self) -> float:
-        return self.spec.clock_hz
-
-    @property
-    def hbm_bytes_per_s(self) -> float:
-        return self.spec.memory_bytes_per_s
-
-    def peak(self, precision: str = "fp16") -> float:
-        """Dense peak FLOP/s at ``precision`` (fp16, bf16, tf32, fp32, fp64, fp8 where the GPU has it)."""
-        if precision not in self.peak_flops:
-            raise InputError(f"{self.name} has no {precision} peak; it has {', '.join(self.peak_flops)}",
-                             field="precision")
-        return self.peak_flops[precision]
-
-
-
 def _chip(name: str, sms: int, tcs: int, mma: tuple[int, int], mhz: float, gbps: float,
           unit: str = "tensor core", cuda_cores: tuple[int, int, int] | None = None, l2_mb: float = 0.0,
           lanes: int = 0) -> GpuSpec:
@@ -172,8 +127,10 @@ def _chip(name: str, sms: int, tcs: int, mma: tuple[int, int], mhz: float, gbps:
 
 @dataclass(frozen=True)
 class Board:
-    """What training needs of a GPU beside its chip, in the table's units: HBM GiB, dense TFLOP/s per
-    precision, NVLink and PCIe GB/s per direction, L2 read bytes per clock, NVLinks, watts."""
+    """What training needs of a GPU beside its chip, in the table's units: HBM GiB (the datasheets' "GB"
+    are GiB: an A100 80GB reports 81,920 MiB), dense TFLOP/s per precision, NVLink and PCIe GB/s per
+    direction, L2 → SM read bytes per clock for the whole GPU (0: unlimited), NVLinks per GPU, board
+    watts; ``nvswitch`` False: servers wire the GPUs directly (DGX-1's hybrid cube-mesh)."""
 
     key: str  # the catalog name training knows it by
     memory_gb: float
@@ -240,19 +197,30 @@ TABLE: tuple[Row, ...] = (
 )
 
 
-def _board(chip: GpuSpec, b: Board) -> Gpu:
-    return Gpu(chip.name, chip, b.memory_gb * GIB, {k: v * 1e12 for k, v in b.peaks_tflops.items()},
-               b.nvlink_gbs * 1e9, b.pcie_gbs * 1e9, b.l2_bytes_per_clock, b.nvlinks, b.nvswitch, b.tdp_watts)
+def device(chip: GpuSpec, board: Board) -> Device:
+    """A GPU of the table as the training device: its tensor cores as arrays (SMs × tensor cores per
+    SM of the MMA shape, output-stationary, at the chip's clock), its FP32 SIMD partitions as lanes
+    where the chip lists them, GEMMs as library tiles at the board's datasheet peaks."""
+    arrays = Arrays(chip.arrays, chip.mma_rows, chip.mma_cols, "os", chip.clock_hz, chip.tensor_cores_per_sm)
+    lanes = None
+    if chip.cuda_cores is not None:
+        parts, rows, cols = chip.cuda_cores
+        lanes = Arrays(chip.sm_count * parts, rows, cols, "os", chip.clock_hz, parts)
+    return Device(chip.name, arrays, lanes, "tiles", tuple((k, v * 1e12) for k, v in board.peaks_tflops.items()),
+                  board.memory_gb * GIB, chip.memory_bytes_per_s, l2_bytes_per_clock=board.l2_bytes_per_clock,
+                  nvlink_bytes_per_s=board.nvlink_gbs * 1e9, nvlinks=board.nvlinks, nvswitch=board.nvswitch,
+                  pcie_bytes_per_s=board.pcie_gbs * 1e9, board_watts=board.tdp_watts)
 
 
 KNOWN_GPUS: dict[str, GpuSpec] = {row.slug: row.chip for row in TABLE}  # chips by slug (validate-gpu, kernels)
-GPUS: dict[str, Gpu] = {row.board.key: _board(row.chip, row.board) for row in TABLE if row.board is not None}
+GPUS: dict[str, Device] = {row.board.key: device(row.chip, row.board) for row in TABLE if row.board is not None}
 ALIASES = {"v100": "v100-32gb", "a100": "a100-80gb", "h100": "h100-80gb-sxm", "h100-sxm": "h100-80gb-sxm",
            "h200": "h200-141gb"}
 
 
-def gpu(name: str) -> Gpu:
-    """The catalog GPU called ``name`` (a key of :data:`GPUS` or an alias such as ``a100``)."""
+def gpu(name: str) -> Device:
+    """The catalog GPU called ``name`` (a key of :data:`GPUS` or an alias such as ``a100``) as its
+    device (one object per GPU)."""
     key = ALIASES.get(str(name).lower(), str(name).lower())
     if key not in GPUS:
         raise InputError(f"unknown GPU {name!r}; the catalog has {', '.join(GPUS)}", field="gpu")
@@ -300,5 +268,5 @@ def resolve_gpu(name: str, *, like: str | None = None, sm_count: int | None = No
     return replace(base, **changes)
 
 
-__all__ = ["ALIASES", "FP32_PARTITION", "GIB", "GPUS", "KNOWN_GPUS", "MAX_GPU_UNITS", "MB", "TABLE", "Board", "Gpu",
-           "GpuSpec", "Row", "find_gpu", "gpu", "resolve_gpu"]
+__all__ = ["ALIASES", "FP32_PARTITION", "GIB", "GPUS", "KNOWN_GPUS", "MAX_GPU_UNITS", "MB", "TABLE", "Board",
+           "GpuSpec", "Row", "device", "find_gpu", "gpu", "resolve_gpu"]

@@ -30,7 +30,7 @@ OBJECTIVES = ("time", "cost", "energy")
 
 PRICE_PER_GPU_HOUR = {"v100-32gb": 31.212 / 8, "a100-40gb": 32.7726 / 8, "a100-80gb": 40.9657 / 8,
                       "h100-80gb-sxm": 98.32 / 8}  # USD, AWS on-demand list prices (module docstring)
-_KEY = {device.name: key for key, device in GPUS.items()}  # a Gpu's name → its catalog key
+_KEY = {device.name: key for key, device in GPUS.items()}  # a catalog GPU's name → its catalog key
 
 
 def _per_gpu(cluster, gpus: int, overrides: tuple, default: Callable[[Any], float | None]) -> float:
