@@ -118,7 +118,6 @@ FP32_PARTITION = "FP32 SIMD partition"
 MB = 2**20  # L2 capacities are given in MiB ("6 MB L2" = 6,144 KB in the whitepapers)
 
 
-
 def _chip(name: str, sms: int, tcs: int, mma: tuple[int, int], mhz: float, gbps: float,
           unit: str = "tensor core", cuda_cores: tuple[int, int, int] | None = None, l2_mb: float = 0.0,
           lanes: int = 0) -> GpuSpec:
