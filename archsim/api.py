@@ -188,9 +188,9 @@ def run_sweep(spec, *, out: str | Path | None = None, workers: int = 1, dask: st
 
 def write_report(results: str | Path, *, out: str | Path) -> Path:
     """Write the self-contained HTML report of a sweep's results folder to ``out``; returns its path."""
-    from archsim.commands.sweep import _spec_command
-    from archsim.commands.sweep import write_report as _write
+    from archsim.sweep.report import spec_command
+    from archsim.sweep.report import write_report as _write
 
     folder = Path(results)
     folder = folder.parent if folder.suffix == ".csv" else folder
-    return _write(folder, out, spec_command=_spec_command(folder))
+    return _write(folder, out, spec_command=spec_command(folder))

@@ -23,7 +23,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from archsim.devices.catalog import gpu
+from archsim.devices.device import catalog_device
 from archsim.devices.gpu_cost import Efficiency, gemm_seconds
 from archsim.training import fitted
 from archsim.training.calibrate import read_probe
@@ -54,7 +54,7 @@ def micro_batch_ops(run) -> list:
 def check(catalog: str, slug: str) -> None:
     from archsim.training.measured import read_measured
 
-    device, eff = gpu(catalog), fitted.kernels(catalog)
+    device, eff = catalog_device(catalog), fitted.kernels(catalog)
     runs = read_measured(RESULTS / f"gpu_train_measured_{slug}.csv")
     _, probe = read_probe(RESULTS / f"gpu_efficiency_probe_{slug}.csv")
     fractions = achieved_fraction(probe, device.hbm_bytes_per_s)

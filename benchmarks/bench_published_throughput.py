@@ -102,7 +102,7 @@ def large_gemms_on_h100(min_flops: float = 1e11) -> None:
     """The probe's measured GEMMs of at least ``min_flops`` against archsim's GEMM time for them."""
     import io
 
-    from archsim.devices.catalog import gpu
+    from archsim.devices.device import catalog_device
     from archsim.devices.gpu_cost import gemm_seconds
     from archsim.training.fitted import kernels
 
@@ -113,7 +113,7 @@ def large_gemms_on_h100(min_flops: float = 1e11) -> None:
     gemms = probe[probe.section == "gemm"]
     flops = 2 * gemms.m * gemms.k * gemms.n * gemms["count"]
     big = gemms[flops >= min_flops]
-    h100 = gpu("h100-80gb-sxm")
+    h100 = catalog_device("h100-80gb-sxm")
     ratio = gemm_seconds(big.m, big.k, big.n, big["count"], h100, kernels(h100.name)) / big.seconds
     measured = flops[flops >= min_flops] / big.seconds / 1e12
     print(f"H100 GEMMs of >= {min_flops / 1e12:g} TFLOP measured ({len(big)}): {measured.min():.0f}-{measured.max():.0f} "

@@ -200,12 +200,11 @@ PER_RUN = ("hidden", "layers", "heads", "seq", "global_batch", "micro_batch", "r
 def check_measured(csv_path: str, cluster_path: str, markdown: str | None, per_run: str | None,
                    probe_path: str | None = None, implementation: str = "megatron") -> int:
     """The ``--measured`` check (module docstring); exit 2 with one line on bad input."""
-    from archsim.devices.catalog import gpu
+    from archsim.devices.catalog import find_gpu, gpu
     from archsim.errors import InputError
     from archsim.outputs import atomic_write_text
     from archsim.training.cluster import load_gpu_cluster
     from archsim.training.measured import read_measured_table
-    from archsim.validation.gpu_catalog import find_gpu
     from archsim.validation.gpu_study import slug
 
     try:
@@ -242,10 +241,9 @@ def check_measured(csv_path: str, cluster_path: str, markdown: str | None, per_r
 
 def probe_fit(path: str, device, implementation: str = "megatron"):
     """The probe's fitted constants; the probe must have run on ``device`` (exit 2 otherwise)."""
-    from archsim.devices.catalog import gpu
+    from archsim.devices.catalog import find_gpu, gpu
     from archsim.errors import InputError
     from archsim.training.calibrate import fit_probe, read_probe
-    from archsim.validation.gpu_catalog import find_gpu
 
     meta, rows = read_probe(path)
     name = meta.get("gpu", "")

@@ -3,6 +3,7 @@
 import pytest
 
 from archsim.devices.catalog import GIB, GPUS, gpu
+from archsim.devices.device import catalog_device
 from archsim.devices.gpu_cost import Efficiency, gemm_seconds, memory_seconds, op_seconds
 from archsim.errors import InputError
 from archsim.lowering import Gemm, TrainingOp
@@ -18,9 +19,9 @@ def test_catalog_matches_datasheets(name):
     peak, sms, tcs, memory, hbm, nvlink = DATASHEET[name]
     g = gpu(name)
     assert g.peak("fp16") == pytest.approx(peak * 1e12)
-    # the tensor-core geometry × clock (shared with GPU validation) gives the same peak
-    assert g.spec.peak_flops == pytest.approx(peak * 1e12, rel=0.01)
-    assert (g.sms, g.tensor_cores) == (sms, tcs)
+    # the tensor-core geometry × clock (the arrays GPU validation uses) gives the same peak
+    assert g.arrays.peak_flops == pytest.approx(peak * 1e12, rel=0.01)
+    assert (g.sms, g.arrays.count) == (sms, tcs)
     assert g.memory_bytes == memory * GIB
     assert g.hbm_bytes_per_s == hbm * 1e9 and g.nvlink_bytes_per_s == nvlink * 1e9
 
@@ -38,7 +39,7 @@ PLAIN = Efficiency(gemm=1.0, memory=1.0, kernel_s=0.0)
 
 
 def test_wave_quantization_by_hand():
-    a100 = gpu("a100-80gb")
+    a100 = catalog_device("a100-80gb")
     per_sm = 312e12 / 108
     # 108 output tiles of 128×256 (m = 128·108, n = 256): one wave of 2·128·256·k FLOPs per SM
     k = 4096
@@ -58,7 +59,7 @@ def test_wave_quantization_by_hand():
 
 
 def test_memory_floor_and_overheads_by_hand():
-    a100 = gpu("a100-80gb")
+    a100 = catalog_device("a100-80gb")
     # a skinny GEMM is bound by moving its operands: (m·k + k·n + m·n)·2 bytes / bandwidth
     m, k, n = 1_000_000, 8, 8
     traffic = (m * k + k * n + m * n) * 2 / 2039e9

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from archsim.devices.catalog import gpu
+from archsim.devices.device import catalog_device
 from archsim.errors import InputError
 from archsim.training.calibrate import HOST_CONFIG, HOST_ROW, fit_probe, iteration_ops, read_probe
 from archsim.training.cluster import single_node
@@ -76,7 +76,7 @@ def test_probe_counts_its_host_iteration_as_megatron_and_recounts_it_for_eager()
     rows = read_probe(PROBE)[1]
     host = next(r for r in rows if r.section == "host" and r.name == HOST_ROW)
     assert host.ops == iteration_ops(HOST_CONFIG)
-    megatron, eager = fit_probe(rows, gpu("h200")), fit_probe(rows, gpu("h200"), "pytorch-eager")
+    megatron, eager = fit_probe(rows, catalog_device("h200")), fit_probe(rows, catalog_device("h200"), "pytorch-eager")
     ratio = iteration_ops(HOST_CONFIG, "pytorch-eager") / host.ops
     assert eager.efficiency.host_s == pytest.approx(megatron.efficiency.host_s / ratio)
     assert eager.kernels_per_op == pytest.approx(megatron.kernels_per_op / ratio)

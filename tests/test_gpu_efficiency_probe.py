@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from benchmark_scripts import load_benchmark
 
-from archsim.devices.catalog import gpu
+from archsim.devices.device import catalog_device
 from archsim.devices.gpu_cost import Efficiency, gemm_seconds, memory_seconds
 from archsim.errors import InputError
 from archsim.training.calibrate import HOST_ROW, fit_probe, read_probe
@@ -38,7 +38,7 @@ def synthetic_probe(path: Path, truth: Efficiency = TRUTH, noise: float = 0.02, 
                     launches: int = 0) -> Path:
     """A probe CSV whose times are archsim's model at ``truth`` on an H200, × lognormal noise; with
     ``launches``, a kernel count for the 139-op host iteration."""
-    device = gpu("h200")
+    device = catalog_device("h200")
     rng = np.random.default_rng(7)
     shapes = sorted({(g.m, g.k, g.n, g.count) for c in (gpt(1024, 24), gpt(2048, 20)) for b in (1, 2, 4, 8)
                      for op in (*block_work(c, b).forward, *block_work(c, b).backward, *head_work(c, b).forward)
@@ -67,7 +67,7 @@ def synthetic_probe(path: Path, truth: Efficiency = TRUTH, noise: float = 0.02, 
 def test_fit_recovers_known_constants_through_noise(tmp_path):
     meta, rows = read_probe(synthetic_probe(tmp_path / "probe.csv"))
     assert meta["gpu"] == "NVIDIA H200"
-    fit = fit_probe(rows, gpu("h200"))
+    fit = fit_probe(rows, catalog_device("h200"))
     e = fit.efficiency
     assert e.gemm == pytest.approx(TRUTH.gemm, rel=0.02)
     assert e.memory == pytest.approx(TRUTH.memory, rel=0.02)
@@ -80,14 +80,14 @@ def test_fit_recovers_known_constants_through_noise(tmp_path):
 def test_fit_moves_with_the_truth(tmp_path):
     """A different ground truth gives a different fit (the fit reads the data, not a default)."""
     other = Efficiency(gemm=0.55, memory=0.6, kernel_s=9e-6, host_s=40e-6)
-    e = fit_probe(read_probe(synthetic_probe(tmp_path / "p.csv", other, noise=0.0))[1], gpu("h200")).efficiency
+    e = fit_probe(read_probe(synthetic_probe(tmp_path / "p.csv", other, noise=0.0))[1], catalog_device("h200")).efficiency
     assert (e.gemm, e.memory) == (pytest.approx(0.55, abs=0.002), pytest.approx(0.6, rel=1e-6))
     assert (e.kernel_s, e.host_s) == (pytest.approx(9e-6), pytest.approx(40e-6))
 
 
 def test_kernel_overhead_is_charged_per_launch_of_an_archsim_op(tmp_path):
     """417 kernels for 139 archsim ops: each op pays three kernels' overhead."""
-    fit = fit_probe(read_probe(synthetic_probe(tmp_path / "p.csv", noise=0.0, launches=417))[1], gpu("h200"))
+    fit = fit_probe(read_probe(synthetic_probe(tmp_path / "p.csv", noise=0.0, launches=417))[1], catalog_device("h200"))
     assert fit.kernels_per_op == 3.0
     assert fit.efficiency.kernel_s == pytest.approx(3 * TRUTH.kernel_s)
     assert fit.efficiency.gemm == pytest.approx(TRUTH.gemm, abs=0.002)
@@ -101,7 +101,7 @@ def test_a_sync_in_the_queued_host_time_falls_back_to_the_synchronized_one(tmp_p
     cells[COLUMNS.index("seconds")] = "1.0"  # 1 s: the host waited for the GPU's sleep
     lines[queued] = ",".join(cells)
     path.write_text("\n".join(lines) + "\n")
-    e = fit_probe(read_probe(path)[1], gpu("h200")).efficiency
+    e = fit_probe(read_probe(path)[1], catalog_device("h200")).efficiency
     assert e.host_s == pytest.approx(TRUTH.host_s * 1.5)
 
 
@@ -115,7 +115,7 @@ def test_bad_probe_files_fail_with_one_line(tmp_path):
         read_probe(bad)
     bad.write_text(",".join(COLUMNS) + "\nkernel,x,,,,,,,,,1000,1e-6,,,\n")
     with pytest.raises(InputError, match="no gemm, memory, host rows"):
-        fit_probe(read_probe(bad)[1], gpu("h200"))
+        fit_probe(read_probe(bad)[1], catalog_device("h200"))
 
 
 def test_probe_times_archsims_own_gemm_shapes():

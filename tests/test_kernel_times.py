@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 from archsim.cli import main
+from archsim.devices.catalog import KNOWN_GPUS, GpuSpec, find_gpu
 from archsim.devices.kernels import (
     KernelConstants,
     energy_per_flop,
@@ -24,7 +25,6 @@ from archsim.devices.kernels import (
     sustained_flops,
 )
 from archsim.errors import InputError
-from archsim.validation.gpu_catalog import KNOWN_GPUS, GpuSpec, find_gpu
 from archsim.validation.neusight import (
     CLASS_ORDER,
     FIT_START,

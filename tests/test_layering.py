@@ -21,6 +21,20 @@ FORBIDDEN = {
                     "archsim.commands", "archsim.cli"),
     "archsim.planners": ("archsim.policies", "archsim.report", "archsim.sweep", "archsim.commands", "archsim.cli"),
     "archsim.cluster": ("archsim.partition", "archsim.spp", "archsim.planners", "archsim.commands", "archsim.cli"),
+    # the GPU/training half (issue 37): devices → (energy | validation) → training → api; reports draw pages
+    "archsim.devices": ("archsim.training", "archsim.validation", "archsim.energy", "archsim.partition",
+                        "archsim.spp", "archsim.cluster", *LATER),
+    "archsim.energy": ("archsim.training", "archsim.validation", "archsim.partition", "archsim.spp",
+                       "archsim.cluster", *LATER),
+    "archsim.validation": ("archsim.training", "archsim.energy", "archsim.partition", "archsim.spp",
+                           "archsim.cluster", "archsim.planners", "archsim.policies", "archsim.sim",
+                           "archsim.sweep", "archsim.commands", "archsim.cli"),
+    "archsim.training": ("archsim.validation", "archsim.planners", "archsim.report", "archsim.sweep",
+                         "archsim.commands", "archsim.cli"),
+    "archsim.report": ("archsim.devices", "archsim.training", "archsim.validation", "archsim.energy",
+                       "archsim.partition", "archsim.spp", "archsim.cluster", "archsim.planners", "archsim.sim",
+                       "archsim.sweep", "archsim.commands", "archsim.cli"),
+    "archsim.api": ("archsim.commands", "archsim.cli"),
 }
 
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import pytest
 
-from archsim.devices.catalog import gpu
+from archsim.devices.device import catalog_device
 from archsim.devices.gpu_cost import Efficiency
 from archsim.lowering import Gemm, TrainingOp
 from archsim.training.calibrate import ProbeRow
 from archsim.training.op_classes import achieved_fraction, class_seconds, match_probe_gemms, memory_at_fractions
 
-A100 = gpu("a100-80gb")
+A100 = catalog_device("a100-80gb")
 EFF = Efficiency(gemm=0.9, memory=0.8, kernel_s=10e-6, host_s=50e-6)
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from archsim.cli import main
-from archsim.commands.sweep import read_results
+from archsim.sweep.report import read_results
 
 DATA = Path(__file__).parent / "data" / "sweep_reference"
 # today's name → the name results.csv (and its cache) used before, as the recorded files had them

@@ -175,7 +175,7 @@ def test_flash_attention_keeps_no_s_squared_activations():
 
 
 def test_a_fused_op_is_not_slower_than_its_parts():
-    from archsim.devices.catalog import gpu
+    from archsim.devices.device import catalog_device
     from archsim.devices.gpu_cost import op_seconds
     from archsim.training.fitted import A100_KERNELS
     from archsim.training.layer_ops import flash_attention_ops
@@ -184,7 +184,7 @@ def test_a_fused_op_is_not_slower_than_its_parts():
     parts = [op for f in fused for op in (
         *(type(f)(f"{f.layer}.{i}", f.kind, (g,)) for i, g in enumerate(f.gemms)),
         type(f)(f.layer, f.kind, (), vector_elements=f.vector_elements))]
-    a100 = gpu("a100-80gb")
+    a100 = catalog_device("a100-80gb")
     assert op_seconds(fused, a100, A100_KERNELS).sum() < op_seconds(parts, a100, A100_KERNELS).sum()
 
 

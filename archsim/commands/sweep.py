@@ -5,15 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from archsim.commands import Command
-from archsim.errors import InputError
 from archsim.output_files import output_flag
-from archsim.validate import exists, int_flag
-
-if TYPE_CHECKING:  # pandas, numpy and the sweep load when a command runs, not for --help
-    import pandas as pd
+from archsim.validate import int_flag
 
 
 def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,6 +26,7 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_sweep_command(args: argparse.Namespace) -> int:
     from archsim.sweep import load_spec, run_sweep
+    from archsim.sweep.report import write_report
 
     spec = load_spec(args.spec)
     out = Path(args.out or Path("results") / spec.name)
@@ -49,146 +45,14 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_report_command(args: argparse.Namespace) -> int:
+    from archsim.sweep.report import spec_command, write_report
+
     folder = Path(args.results)
     folder = folder.parent if folder.suffix == ".csv" else folder
     target = args.out or str(Path("reports") / f"{folder.name}.html")
-    path = write_report(folder, target, spec_command=_spec_command(folder))
+    path = write_report(folder, target, spec_command=spec_command(folder))
     print(f"report: {path}", file=sys.stderr)
     return 0
-
-
-def _spec_command(folder: Path) -> str:
-    spec = folder / "spec.json"
-    if spec.is_file():
-        from archsim.validate import parse_json, read_text
-
-        record = parse_json(read_text(spec, "the folder's spec.json"), str(spec))
-        source = record.get("source") if isinstance(record, dict) else None
-        if isinstance(source, str) and source:
-            return f"archsim sweep {Path(source).name if not exists(source) else source} --out {folder}"
-    return f"archsim sweep SPEC --out {folder}"
-
-
-NUMERIC_RESULT_COLUMNS = ("rows", "cols", "batch", "processors", "stages", "single_processor_cycles", "iteration_cycles",
-                          "speedup", "mandatory_comm_bytes", "additional_comm_bytes")  # never empty in a sweep's rows
-
-
-def read_results(folder: Path) -> pd.DataFrame:
-    import pandas as pd
-
-    from archsim.sweep.runner import RESULT_COLUMNS, current_names
-
-    path = folder / "results.csv"
-    if not path.is_file():
-        raise InputError("no results.csv here: run `archsim sweep SPEC --out DIR` first", file=str(folder))
-    try:
-        import io
-
-        from archsim.validate import read_text
-
-        text = read_text(path, "results file")
-        frame = pd.read_csv(io.StringIO(text))
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise InputError(f"unreadable results ({exc.__class__.__name__})", file=str(path)) from None
-    frame = frame.rename(columns=current_names(frame.columns))  # an older version's names read as today's
-    missing = [c for c in RESULT_COLUMNS if c not in frame.columns]
-    if missing:
-        raise InputError("missing column", file=str(path), line=1, field=missing[0])
-    if not text.endswith("\n"):  # archsim writes whole lines, atomically: a file without one was cut short
-        raise InputError("the file ends inside a row (cut short?): rerun the sweep that wrote it", file=str(path),
-                         line=text.count("\n") + 1)
-    numbers = frame[[c for c in RESULT_COLUMNS if c in NUMERIC_RESULT_COLUMNS]]
-    empty = numbers.isna().to_numpy().nonzero()
-    if len(empty[0]):  # a row with fewer cells than the header: a report would show NaN
-        row, column = int(empty[0][0]), numbers.columns[int(empty[1][0])]
-        raise InputError("empty cell (a row cut short?): rerun the sweep that wrote it", file=str(path),
-                         line=row + 2, field=column)
-    return frame
-
-
-def write_report(folder: Path, target: str | Path, *, spec_command: str) -> Path:
-    from archsim.array.config import ArrayConfig
-    from archsim.array.costing import cost_network
-    from archsim.lowering import check_mode
-    from archsim.sweep import summarize
-    from archsim.workload import load_network
-
-    results = read_results(folder)
-    from archsim.report.sweep_report import build_report, layer_breakdown_figure  # plotly loads only for a report
-
-    summary = summarize(results)
-    if "network_path" in results.columns:  # every network file must still be the one the sweep costed
-        for _, row in results.drop_duplicates("network_path").iterrows():
-            _check_unchanged(row)
-    first = results.sort_values(["network", "rows", "batch"]).iloc[0].copy()
-    if isinstance(first.get("network_path"), str) and first["network_path"]:  # the file the sweep costed
-        first["network"] = first["network_path"]
-    network = load_network(str(first.network))
-    if first["only"] != "all":
-        network = network.only(*str(first["only"]).split("+"))
-    array = ArrayConfig(int(first.rows), int(first.cols), str(first.dataflow))
-    costs = cost_network(network, array, int(first.batch), check_mode(str(first["mode"])))
-    title = f"{network.name}: per-layer F/G/D cycles ({first.rows}x{first.cols} {first.dataflow}, batch {first.batch})"
-    command = (f"archsim cost {first.network} --array {first.rows}x{first.cols} --dataflow {first.dataflow} "
-               f"--batch {first.batch} --mode {first['mode']}" + (f" --only {first['only'].replace('+', ',')}"
-                                                                  if first["only"] != "all" else ""))
-    extra = [(title, layer_breakdown_figure(costs, title), command)]
-    processors = int(sorted(results.processors.unique())[len(results.processors.unique()) // 2])
-    extra.append(_gantt_section(network, array, first, processors))
-    if "energy_pj" in results.columns:
-        extra.extend(_design_sections(results, spec_command, str(folder), str(target)))
-    return build_report(results, summary, results_path=str(folder), out=target, spec_command=spec_command,
-                        extra_sections=extra)
-
-
-def _check_unchanged(row) -> None:
-    """The network file must still be the one the results were computed from (its SHA-256)."""
-    from archsim.sweep.spec import network_sha256
-
-    recorded, path = row.get("network_sha256"), row.get("network_path")
-    if isinstance(recorded, str) and recorded and network_sha256(str(path)) != recorded:
-        raise InputError("the network file changed since the sweep ran (SHA-256 differs, or it is gone); rerun "
-                         "the sweep", file=str(path), field="network_sha256")
-
-
-def _design_sections(results: pd.DataFrame, spec_command: str, folder: str, target: str):
-    """Design sweeps: Pareto front of time, energy and area, energy by part, and the front's table."""
-    from archsim.report.html_page import table as html_table
-    from archsim.report.pareto import energy_parts_figure, front_table, pareto_figure
-
-    command = f"{spec_command}  &&  archsim report {folder} --out {target}"
-    sections = []
-    for network in sorted(results.network.unique()):
-        table = front_table(results, network)
-        sections += [
-            (f"{network}: time vs energy vs area (Pareto front)", pareto_figure(results, network), command),
-            (f"{network}: energy per iteration of the Pareto-optimal designs", energy_parts_figure(results, network),
-             command),
-            (f"{network}: the {len(table)} Pareto-optimal designs",
-             html_table(table, lambda x: f"{x:.4g}"), command)]
-    return sections
-
-
-def _gantt_section(network, array, first, processors: int, microbatches: int = 8):
-    """LayerPipe's schedule of one configuration: 8 micro-batches, δ-first policy, in the simulator."""
-    from archsim.lowering import check_mode
-    from archsim.partition import build_profile
-    from archsim.planners import partition
-    from archsim.policies.pipeline import simulate_partition
-    from archsim.report.gantt import gantt_figure
-    from archsim.sim.timeline import Timeline
-
-    profile = build_profile(network, array, int(first.batch), check_mode(str(first["mode"])))
-    plan = partition(profile, processors, "layerpipe")
-    timeline = simulate_partition(plan, profile, microbatches, "layerpipe").timeline
-    assert isinstance(timeline, Timeline)
-    title = (f"{network.name}: LayerPipe schedule on {processors} processors, {microbatches} micro-batches "
-             f"({first.rows}x{first.cols}, batch {first.batch}); makespan {timeline.makespan:.4g} cycles")
-    command = (f"archsim pipeline {first.network} --processors {processors} --method layerpipe --array "
-               f"{first.rows}x{first.cols} --dataflow {first.dataflow} --batch {first.batch} --mode {first['mode']}"
-               + (f" --only {first['only'].replace('+', ',')}" if first["only"] != "all" else "")
-               + f" --microbatches {microbatches} --gantt gantt.html")
-    return title, gantt_figure(timeline.to_frame(), title), command
 
 
 SWEEP = Command("sweep", "run a sweep spec (array × batch × processors × method) with caching",

@@ -1,8 +1,13 @@
-"""GPUs by catalog name, with their datasheet figures (docs/citations.md, "GPU datasheets").
+"""The one table of GPU datasheet figures (docs/citations.md, "GPU datasheets"): every catalog GPU's
+figures are stated here once, and everything else reads them — the training :class:`~archsim.devices.device.Device`
+(:func:`device`), the fp32 kernel-time model (:mod:`archsim.devices.kernels`) and
+``validate-gpu``'s GPU-as-arrays model (:mod:`archsim.validation.gpu`).
 
-The tensor-core geometry, boost clock and HBM bandwidth are :data:`archsim.validation.gpu_catalog.KNOWN_GPUS`'
-(one table for both the kernel validation and training); this module adds what training needs
-beside them: memory capacity, peak per precision, and the GPU's links.
+A row is the chip (:class:`GpuSpec`: SMs, tensor cores and their MMA shape, clock, HBM bandwidth, L2, FP32
+lanes) and, for the GPUs training runs on, its board (:class:`Board`: memory, peaks per precision, links,
+L2 read bandwidth, board power). :data:`KNOWN_GPUS` (chips by slug) and :data:`GPUS` (the boards'
+:class:`~archsim.devices.device.Device` by catalog name, :func:`device`) are two views of the one table
+:data:`TABLE`.
 
 Figures (dense, no sparsity), from NVIDIA's datasheets and architecture whitepapers:
 
@@ -27,93 +32,251 @@ datasheet value).
 
 Link figures here are per direction (half the datasheets' bidirectional totals): what one GPU can
 send while it receives as much.
+
+Board power is the datasheets' maximum TDP: V100 SXM2 300 W, A100 SXM4 (40 and 80 GB) 400 W, H100 SXM5
+and H200 SXM 700 W.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any
 
+from archsim.devices.device import Arrays, Device
 from archsim.errors import InputError
-from archsim.validation.gpu_catalog import KNOWN_GPUS, GpuSpec
+from archsim.validate import MIN_MAGNITUDE, shown
 
 GIB = 2**30
 
+MAX_GPU_UNITS = 2**20  # SMs, tensor cores per SM, MMA rows or columns: far above any GPU, far below overflow
+
 
 @dataclass(frozen=True)
-class Gpu:
-    """One GPU model. ``spec``: tensor cores, clock, HBM bandwidth (shared with GPU validation);
-    ``memory_bytes``: HBM capacity (the datasheets' "GB" are GiB: an A100 80GB reports 81,920 MiB); ``peak_flops``: dense tensor/vector peaks per precision (FLOP/s);
-    ``nvlink_bytes_per_s`` / ``pcie_bytes_per_s``: one GPU's bandwidth per direction (bytes/s)."""
+class GpuSpec:
+    """What archsim needs to know about a GPU.
+
+    mma_rows × mma_cols: one tensor core as a PE array (dense FP16 MACs per clock = their product).
+    array_unit: what one array stands for — a tensor core, or on GPUs without tensor cores (Maxwell,
+    Pascal, AMD Vega) one SIMD partition of FP32 lanes, whose lanes are the PEs.
+    cuda_cores: a tensor-core GPU's FP32 lanes as (partitions per SM, rows, cols), for the layers
+    its fp16 tensor-core kernels cannot take (None: not described, no fallback).
+    clock_hz: the tensor cores' clock (cycles → seconds). memory_bytes_per_s: DRAM bandwidth,
+    only for the separate memory floor. l2_bytes: the L2 cache's capacity (0: not described).
+    fp32_lanes: FP32 lanes per SM where ``cuda_cores`` does not list them (that also turns on the
+    fp16 fallback of :mod:`archsim.validation.gpu_algorithms`; this does not).
+    tdp_w, process_nm: the reference board's power (W) and the process node's nominal feature size (nm)
+    from the datasheet, for the kernel model's power cap and board energy (0: not described, no cap).
+    """
 
     name: str
-    spec: GpuSpec
-    memory_bytes: float
-    peak_flops: dict[str, float] = field(hash=False)
-    nvlink_bytes_per_s: float
-    pcie_bytes_per_s: float
-    l2_bytes_per_clock: float = 0.0  # L2 → SM read bandwidth, bytes per clock for the whole GPU (0: unlimited)
-    nvlinks: int = 12  # NVLinks per GPU
-    nvswitch: bool = True  # servers join all GPUs through NVSwitches (False: DGX-1's direct hybrid cube-mesh)
+    sm_count: int
+    tensor_cores_per_sm: int
+    mma_rows: int
+    mma_cols: int
+    clock_hz: float
+    memory_bytes_per_s: float
+    array_unit: str = "tensor core"
+    cuda_cores: tuple[int, int, int] | None = None
+    l2_bytes: float = 0.0
+    fp32_lanes: int = 0
+    tdp_w: float = 0.0
+    process_nm: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name in ("sm_count", "tensor_cores_per_sm", "mma_rows", "mma_cols"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or not 0 < value <= MAX_GPU_UNITS:
+                raise InputError(f"must be an integer in 1…{MAX_GPU_UNITS}, got {shown(value)}", field=name)
+        for name in ("clock_hz", "memory_bytes_per_s"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and MIN_MAGNITUDE <= value < math.inf):
+                raise InputError(f"must be a finite number of at least {MIN_MAGNITUDE:g}, got {shown(value)}",
+                                 field=name)
 
     @property
-    def nvlink_link_bytes_per_s(self) -> float:
-        """One NVLink's bandwidth per direction."""
-        return self.nvlink_bytes_per_s / self.nvlinks
+    def arrays(self) -> int:
+        """Tensor cores on the GPU: the number of arrays a GEMM is split across."""
+        return self.sm_count * self.tensor_cores_per_sm
 
     @property
-    def sms(self) -> int:
-        return self.spec.sm_count
+    def fp32_lanes_per_sm(self) -> int:
+        """FP32 lanes of one SM: ``fp32_lanes``, else ``cuda_cores``' product, else the FP32 partitions'
+        lanes on GPUs without tensor cores (0: not described)."""
+        if self.fp32_lanes:
+            return self.fp32_lanes
+        if self.cuda_cores is not None:
+            return math.prod(self.cuda_cores)
+        if self.array_unit == FP32_PARTITION:
+            return self.tensor_cores_per_sm * self.mma_rows * self.mma_cols
+        return 0
 
     @property
-    def tensor_cores(self) -> int:
-        return self.spec.arrays
-
-    @property
-    def clock_hz(self) -> float:
-        return self.spec.clock_hz
-
-    @property
-    def hbm_bytes_per_s(self) -> float:
-        return self.spec.memory_bytes_per_s
-
-    def peak(self, precision: str = "fp16") -> float:
-        """Dense peak FLOP/s at ``precision`` (fp16, bf16, tf32, fp32, fp64, fp8 where the GPU has it)."""
-        if precision not in self.peak_flops:
-            raise InputError(f"{self.name} has no {precision} peak; it has {', '.join(self.peak_flops)}",
-                             field="precision")
-        return self.peak_flops[precision]
+    def peak_flops(self) -> float:
+        """Dense FLOP/s (2 per MAC) the spec implies; checked against vendor datasheets in the tests."""
+        return 2.0 * self.arrays * self.mma_rows * self.mma_cols * self.clock_hz
 
 
-def _gpu(name: str, slug: str, memory_gb: float, peaks_tflops: dict[str, float], nvlink_gbs: float,
-         pcie_gbs: float, l2_bytes_per_clock: float, nvlinks: int, nvswitch: bool = True) -> Gpu:
-    return Gpu(name, KNOWN_GPUS[slug], memory_gb * GIB, {k: v * 1e12 for k, v in peaks_tflops.items()},
-               nvlink_gbs * 1e9, pcie_gbs * 1e9, l2_bytes_per_clock, nvlinks, nvswitch)
+FP32_PARTITION = "FP32 SIMD partition"
+MB = 2**20  # L2 capacities are given in MiB ("6 MB L2" = 6,144 KB in the whitepapers)
 
 
-GPUS: dict[str, Gpu] = {
-    "v100-32gb": _gpu("NVIDIA V100 SXM2 32GB", "v100", 32, {"fp16": 125, "fp32": 15.7, "fp64": 7.8}, 150, 16, 2048, 6,
-                      nvswitch=False),
-    "a100-40gb": _gpu("NVIDIA A100 SXM4 40GB", "a100-40gb", 40,
-                      {"fp16": 312, "bf16": 312, "tf32": 156, "fp32": 19.5, "fp64": 19.5}, 300, 32, 5120, 12),
-    "a100-80gb": _gpu("NVIDIA A100 SXM4 80GB", "a100-80gb", 80,
-                      {"fp16": 312, "bf16": 312, "tf32": 156, "fp32": 19.5, "fp64": 19.5}, 300, 32, 5120, 12),
-    "h100-80gb-sxm": _gpu("NVIDIA H100 SXM5 80GB", "h100-sxm", 80,
-                          {"fp16": 989.4, "bf16": 989.4, "fp8": 1978.9, "tf32": 494.7, "fp32": 66.9, "fp64": 66.9},
-                          450, 64, 5120 * 132 / 108 * 2, 18),
-    "h200-141gb": _gpu("NVIDIA H200 SXM 141GB", "h200", 143771 / 1024,
-                       {"fp16": 989.4, "bf16": 989.4, "fp8": 1978.9, "tf32": 494.7, "fp32": 66.9, "fp64": 66.9},
-                       450, 64, 5120 * 132 / 108 * 2, 18),
-}
+def _chip(name: str, sms: int, tcs: int, mma: tuple[int, int], mhz: float, gbps: float,
+          unit: str = "tensor core", cuda_cores: tuple[int, int, int] | None = None, l2_mb: float = 0.0,
+          lanes: int = 0, tdp: float = 0.0, nm: float = 0.0) -> GpuSpec:
+    return GpuSpec(name, sms, tcs, mma[0], mma[1], mhz * 1e6, gbps * 1e9, unit, cuda_cores, l2_mb * MB, lanes,
+                   tdp, nm)
+
+
+@dataclass(frozen=True)
+class Board:
+    """What training needs of a GPU beside its chip, in the table's units: HBM GiB (the datasheets' "GB"
+    are GiB: an A100 80GB reports 81,920 MiB), dense TFLOP/s per precision, NVLink and PCIe GB/s per
+    direction, L2 → SM read bytes per clock for the whole GPU (0: unlimited), NVLinks per GPU, board
+    watts where this board's differ from the chip's reference board (None: the chip's ``tdp_w``); ``nvswitch`` False: servers wire the GPUs directly (DGX-1's hybrid cube-mesh)."""
+
+    key: str  # the catalog name training knows it by
+    memory_gb: float
+    peaks_tflops: dict[str, float] = field(hash=False)
+    nvlink_gbs: float = 0.0
+    pcie_gbs: float = 0.0
+    l2_bytes_per_clock: float = 0.0
+    nvlinks: int = 12
+    tdp_watts: float | None = None
+    nvswitch: bool = True
+
+
+@dataclass(frozen=True)
+class Row:
+    """One GPU of :data:`TABLE`: its chip, and its board where training runs on it."""
+
+    slug: str
+    chip: GpuSpec
+    board: Board | None = None
+
+
+AMPERE_PEAKS = {"fp16": 312, "bf16": 312, "tf32": 156, "fp32": 19.5, "fp64": 19.5}  # A100 SXM4, TFLOP/s
+HOPPER_PEAKS = {"fp16": 989.4, "bf16": 989.4, "fp8": 1978.9, "tf32": 494.7, "fp32": 66.9, "fp64": 66.9}  # H100/H200 SXM
+HOPPER_L2_BYTES_PER_CLOCK = 5120 * 132 / 108 * 2  # the A100's per SM, doubled (module docstring: an assumption)
+
+TABLE: tuple[Row, ...] = (
+    # chip: SMs, tensor cores/SM, MACs/clock per tensor core as R×C, clock (MHz) giving the datasheet's
+    # dense FP16 tensor peak, DRAM GB/s.  Peaks: V100 125, T4 65, A100 312, A10 125, L4 121,
+    # H100 SXM 989, H100 PCIe 756, H200 989 TFLOP/s.
+    # V100 and T4 also list their 64 FP32 lanes per SM as 4 partitions of 4×4 (15.7 and 8.1 TFLOP/s
+    # FP32 at the same clock), where fp16 layers of other shapes run.
+    # chip tdp, nm: the reference board's watts and the process node (docs/citations.md), for the kernel
+    # model's power cap and board energy. board: HBM GiB, dense TFLOP/s, NVLink and PCIe GB/s per direction,
+    # L2 bytes/clock, NVLinks, and TDP W only where the board differs from the chip's reference board.
+    Row("v100", _chip("NVIDIA V100 SXM2 32GB", 80, 8, (8, 8), 1530, 900, cuda_cores=(4, 4, 4), tdp=300, nm=12),
+        Board("v100-32gb", 32, {"fp16": 125, "fp32": 15.7, "fp64": 7.8}, 150, 16, 2048, 6, nvswitch=False)),
+    Row("v100-pcie", _chip("NVIDIA V100 PCIe 32GB", 80, 8, (8, 8), 1380, 900, cuda_cores=(4, 4, 4), l2_mb=6,
+                             tdp=250, nm=12)),
+    Row("t4", _chip("NVIDIA T4", 40, 8, (8, 8), 1590, 320, cuda_cores=(4, 4, 4), l2_mb=4, tdp=70, nm=12)),
+    # the 40 GB chip serves the PCIe card (250 W, NeuSight's) and the SXM4 board (400 W, training's)
+    Row("a100-40gb", _chip("NVIDIA A100 SXM4 40GB", 108, 4, (16, 16), 1410, 1555, l2_mb=40, lanes=64, tdp=250, nm=7),
+        Board("a100-40gb", 40, AMPERE_PEAKS, 300, 32, 5120, 12, 400)),
+    Row("a100-80gb-pcie", _chip("NVIDIA A100 80GB PCIe", 108, 4, (16, 16), 1410, 1935, l2_mb=40, lanes=64, tdp=300,
+                                  nm=7)),
+    Row("a100-80gb", _chip("NVIDIA A100 SXM4 80GB", 108, 4, (16, 16), 1410, 2039, tdp=400, nm=7),
+        Board("a100-80gb", 80, AMPERE_PEAKS, 300, 32, 5120, 12)),
+    Row("a10", _chip("NVIDIA A10", 72, 4, (8, 16), 1695, 600)),
+    Row("l4", _chip("NVIDIA L4", 58, 4, (8, 16), 2040, 300, l2_mb=48, lanes=128, tdp=72, nm=4)),
+    Row("h100-sxm", _chip("NVIDIA H100 SXM5 80GB", 132, 4, (16, 32), 1830, 3350, l2_mb=50, lanes=128, tdp=700, nm=4),
+        Board("h100-80gb-sxm", 80, HOPPER_PEAKS, 450, 64, HOPPER_L2_BYTES_PER_CLOCK, 18)),
+    Row("h100-pcie", _chip("NVIDIA H100 PCIe", 114, 4, (16, 32), 1620, 2000)),
+    # the H100 SXM's processor (same SMs, clock and peaks) with HBM3e; "141 GB" are 143,771 MiB
+    Row("h200", _chip("NVIDIA H200 SXM 141GB", 132, 4, (16, 32), 1830, 4800, tdp=700, nm=4),
+        Board("h200-141gb", 143771 / 1024, HOPPER_PEAKS, 450, 64, HOPPER_L2_BYTES_PER_CLOCK, 18)),
+    # GPUs without tensor cores, timed by DeepBench in FP32 (docs/citations.md): each SM (AMD: compute
+    # unit) is its SIMD partitions of FP32 lanes, one array each — NVIDIA 32 lanes → 4×8, AMD SIMD16 → 4×4;
+    # the clock is the boost clock giving the datasheet's FP32 peak: P100 PCIe 9.3, GTX 1080 Ti 11.3,
+    # Titan Xp 12.1, Titan X (Pascal) 11.0, GTX Titan X (Maxwell) 6.6, Tesla M40 6.8, MI25 12.3,
+    # Vega Frontier Edition 13.1 TFLOP/s.
+    Row("p100-pcie", _chip("NVIDIA Tesla P100 PCIe", 56, 2, (4, 8), 1303, 732, FP32_PARTITION, l2_mb=4, tdp=250, nm=16)),
+    Row("p4", _chip("NVIDIA Tesla P4", 20, 4, (4, 8), 1063, 192, FP32_PARTITION, l2_mb=2, tdp=75, nm=16)),
+    Row("gtx-1080-ti", _chip("NVIDIA GTX 1080 Ti", 28, 4, (4, 8), 1582, 484, FP32_PARTITION)),
+    Row("titan-xp", _chip("NVIDIA Titan Xp", 30, 4, (4, 8), 1582, 547.7, FP32_PARTITION)),
+    Row("titan-x-pascal", _chip("NVIDIA Titan X (Pascal)", 28, 4, (4, 8), 1531, 480, FP32_PARTITION)),
+    Row("titan-x-maxwell", _chip("NVIDIA GTX Titan X (Maxwell)", 24, 4, (4, 8), 1075, 336.5, FP32_PARTITION)),
+    Row("m40", _chip("NVIDIA Tesla M40", 24, 4, (4, 8), 1114, 288, FP32_PARTITION)),
+    Row("mi25", _chip("AMD Radeon Instinct MI25", 64, 4, (4, 4), 1500, 484, FP32_PARTITION)),
+    Row("vega-fe", _chip("AMD Radeon Vega Frontier Edition", 64, 4, (4, 4), 1600, 483, FP32_PARTITION)),
+)
+
+
+def device(chip: GpuSpec, board: Board) -> Device:
+    """A GPU of the table as the training device: its tensor cores as arrays (SMs × tensor cores per
+    SM of the MMA shape, output-stationary, at the chip's clock), its FP32 SIMD partitions as lanes
+    where the chip lists them, GEMMs as library tiles at the board's datasheet peaks."""
+    arrays = Arrays(chip.arrays, chip.mma_rows, chip.mma_cols, "os", chip.clock_hz, chip.tensor_cores_per_sm)
+    lanes = None
+    if chip.cuda_cores is not None:
+        parts, rows, cols = chip.cuda_cores
+        lanes = Arrays(chip.sm_count * parts, rows, cols, "os", chip.clock_hz, parts)
+    return Device(chip.name, arrays, lanes, "tiles", tuple((k, v * 1e12) for k, v in board.peaks_tflops.items()),
+                  board.memory_gb * GIB, chip.memory_bytes_per_s, l2_bytes_per_clock=board.l2_bytes_per_clock,
+                  nvlink_bytes_per_s=board.nvlink_gbs * 1e9, nvlinks=board.nvlinks, nvswitch=board.nvswitch,
+                  pcie_bytes_per_s=board.pcie_gbs * 1e9,
+                  board_watts=board.tdp_watts if board.tdp_watts is not None else chip.tdp_w or None)
+
+
+KNOWN_GPUS: dict[str, GpuSpec] = {row.slug: row.chip for row in TABLE}  # chips by slug (validate-gpu, kernels)
+GPUS: dict[str, Device] = {row.board.key: device(row.chip, row.board) for row in TABLE if row.board is not None}
 ALIASES = {"v100": "v100-32gb", "a100": "a100-80gb", "h100": "h100-80gb-sxm", "h100-sxm": "h100-80gb-sxm",
            "h200": "h200-141gb"}
 
 
-def gpu(name: str) -> Gpu:
-    """The catalog GPU called ``name`` (a key of :data:`GPUS` or an alias such as ``a100``)."""
+def gpu(name: str) -> Device:
+    """The catalog GPU called ``name`` (a key of :data:`GPUS` or an alias such as ``a100``) as its
+    device (one object per GPU)."""
     key = ALIASES.get(str(name).lower(), str(name).lower())
     if key not in GPUS:
         raise InputError(f"unknown GPU {name!r}; the catalog has {', '.join(GPUS)}", field="gpu")
     return GPUS[key]
 
 
-__all__ = ["GIB", "GPUS", "Gpu", "gpu"]
+_NAME_PATTERNS = ((r"p100", "p100-pcie"), (r"1080\s*ti", "gtx-1080-ti"), (r"titan\s*xp", "titan-xp"),
+                  (r"titan\s*x.*pascal", "titan-x-pascal"), (r"titan\s*x.*maxwell", "titan-x-maxwell"),
+                  (r"\bm40\b", "m40"), (r"mi25", "mi25"), (r"vega.*(frontier|\bfe\b)", "vega-fe"),
+                  (r"h200", "h200"), (r"h100.*pcie", "h100-pcie"), (r"h100", "h100-sxm"),
+                  (r"a100.*40\s*gb", "a100-40gb"), (r"a100.*80\s*gb.*pcie", "a100-80gb-pcie"),
+                  (r"a100", "a100-80gb"), (r"\ba10\b", "a10"),
+                  (r"\bl4\b", "l4"), (r"v100.*pcie", "v100-pcie"), (r"v100", "v100"), (r"\bt4\b", "t4"),
+                  (r"\bp4\b", "p4"))
+
+
+def find_gpu(name: str) -> str | None:
+    """The :data:`KNOWN_GPUS` slug for a device name such as ``"NVIDIA H100 80GB HBM3"`` (None if unknown)."""
+    text = name.strip().lower()
+    if text in KNOWN_GPUS:
+        return text
+    return next((slug for pattern, slug in _NAME_PATTERNS if re.search(pattern, text)), None)
+
+
+def resolve_gpu(name: str, *, like: str | None = None, sm_count: int | None = None,
+                tensor_cores_per_sm: int | None = None, mma: tuple[int, int] | None = None,
+                clock_hz: float | None = None, memory_bytes_per_s: float | None = None) -> GpuSpec:
+    """The known GPU ``name`` matches (or ``like``, for one not in the table), with overrides applied.
+
+    A measured SM count (MIG slices, a cut-down part) should be passed as ``sm_count``.
+    """
+    slug = find_gpu(like) if like else find_gpu(name)
+    if slug is None:
+        field = "like" if like else "gpu"
+        raise InputError(f"unknown GPU {(like or name)!r}; name a similar known one with --like "
+                         f"({', '.join(KNOWN_GPUS)}) and override what differs", field=field)
+    base = KNOWN_GPUS[slug]
+    changes: dict[str, Any] = {"name": name or base.name}
+    for key, value in (("sm_count", sm_count), ("tensor_cores_per_sm", tensor_cores_per_sm),
+                       ("clock_hz", clock_hz), ("memory_bytes_per_s", memory_bytes_per_s)):
+        if value is not None:
+            changes[key] = value
+    if mma is not None:
+        changes["mma_rows"], changes["mma_cols"] = mma
+    return replace(base, **changes)
+
+
+__all__ = ["ALIASES", "FP32_PARTITION", "GIB", "GPUS", "KNOWN_GPUS", "MAX_GPU_UNITS", "MB", "TABLE", "Board",
+           "GpuSpec", "Row", "device", "find_gpu", "gpu", "resolve_gpu"]

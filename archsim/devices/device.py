@@ -6,7 +6,7 @@ A device is its compute units, its memories and its links:
 * **arrays**: the matrix units as systolic arrays — ``count`` arrays of ``rows × cols`` PEs (one
   multiply-accumulate per PE per clock) with a ``dataflow``, at ``clock_hz``; ``per_core`` arrays
   share one core (a GPU's SM: one GEMM output tile at a time). A GPU's tensor cores are arrays:
-  SMs × tensor cores per SM of the MMA shape (:mod:`archsim.validation.gpu_catalog`); a TPU's MXUs
+  SMs × tensor cores per SM of the MMA shape (:data:`archsim.devices.catalog.TABLE`); a TPU's MXUs
   are 128 × 128 arrays.
 * **lanes**: the FP32 vector lanes as arrays of lanes (a GPU's SIMD partitions, where the catalog
   describes them), for fp32 GEMMs on an array device that has them; None when not described.
@@ -32,10 +32,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import cache, cached_property
+from functools import cached_property
 
 from archsim.array.config import DATAFLOWS
-from archsim.devices.catalog import Gpu
 from archsim.devices.gpu_cost import Efficiency
 from archsim.errors import InputError
 
@@ -140,29 +139,12 @@ class Device:
         return self.lanes if dtype == "fp32" and self.lanes is not None else self.arrays
 
 
-def from_gpu(gpu: Gpu) -> Device:
-    """A catalog GPU as a device: its tensor cores as arrays (SMs × tensor cores per SM of the MMA
-    shape, output-stationary, at the catalog clock), its FP32 SIMD partitions as lanes where the
-    catalog describes them, GEMMs as library tiles at the datasheet peaks."""
-    spec = gpu.spec
-    arrays = Arrays(spec.arrays, spec.mma_rows, spec.mma_cols, "os", spec.clock_hz, spec.tensor_cores_per_sm)
-    lanes = None
-    if spec.cuda_cores is not None:
-        parts, rows, cols = spec.cuda_cores
-        lanes = Arrays(spec.sm_count * parts, rows, cols, "os", spec.clock_hz, parts)
-    return Device(gpu.name, arrays, lanes, "tiles", tuple(gpu.peak_flops.items()), gpu.memory_bytes,
-                  spec.memory_bytes_per_s, l2_bytes_per_clock=gpu.l2_bytes_per_clock,
-                  nvlink_bytes_per_s=gpu.nvlink_bytes_per_s, nvlinks=gpu.nvlinks, nvswitch=gpu.nvswitch,
-                  pcie_bytes_per_s=gpu.pcie_bytes_per_s)
-
-
-@cache
 def catalog_device(name: str) -> Device:
     """The catalog GPU ``name`` (a key of :data:`archsim.devices.catalog.GPUS` or an alias) as a device
-    (one object per name)."""
-    from archsim.devices.catalog import gpu
+    (one object per GPU: :func:`archsim.devices.catalog.gpu`)."""
+    from archsim.devices.catalog import gpu  # the catalog builds its devices from this module's types
 
-    return from_gpu(gpu(name))
+    return gpu(name)
 
 
-__all__ = ["DTYPES", "ELEMENT_BYTES", "GEMM_MODELS", "Arrays", "Device", "catalog_device", "from_gpu"]
+__all__ = ["DTYPES", "ELEMENT_BYTES", "GEMM_MODELS", "Arrays", "Device", "catalog_device"]

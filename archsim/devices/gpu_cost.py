@@ -36,20 +36,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from archsim.array.analytic import gemm_cost
 from archsim.array.costing import flatten_gemms
-from archsim.devices.catalog import Gpu
 from archsim.errors import InputError
 from archsim.lowering import TrainingOp
 
 if TYPE_CHECKING:
     from archsim.devices.device import Device
-
-AnyDevice = Union[Gpu, "Device"]  # a catalog GPU or a device description: the same attributes are read
 
 # CTA output tiles (rows × cols) of cuBLAS/CUTLASS fp16 tensor-core GEMMs on Volta–Hopper.
 TILES = ((256, 128), (128, 256), (128, 128), (256, 64), (64, 256), (128, 64), (64, 128), (64, 64))
@@ -73,7 +70,7 @@ class Efficiency:
                              field="efficiency")
 
 
-def tile_efficiency(tm: int, tn: int, device: AnyDevice, precision: str = "fp16", element_bytes: int = 2) -> float:
+def tile_efficiency(tm: int, tn: int, device: Device, precision: str = "fp16", element_bytes: int = 2) -> float:
     """Fraction of an SM's tensor rate a tm × tn tile can sustain when its operands stream from L2:
     min(1, L2 bytes per clock per SM × tm·tn / ((tm + tn) · element bytes) / MACs per clock per SM)."""
     if not device.l2_bytes_per_clock:
@@ -83,7 +80,7 @@ def tile_efficiency(tm: int, tn: int, device: AnyDevice, precision: str = "fp16"
     return min(1.0, fed / macs_per_clock)
 
 
-def gemm_seconds(m, k, n, count, device: AnyDevice, efficiency: Efficiency, precision: str = "fp16",
+def gemm_seconds(m, k, n, count, device: Device, efficiency: Efficiency, precision: str = "fp16",
                  element_bytes: int = 2) -> np.ndarray:
     """Seconds of each batched GEMM (arrays broadcast): tile/wave-quantized compute vs HBM traffic,
     plus one kernel overhead. Units: elements in, seconds out."""
@@ -93,7 +90,7 @@ def gemm_seconds(m, k, n, count, device: AnyDevice, efficiency: Efficiency, prec
                       traffic) + efficiency.kernel_s
 
 
-def tile_seconds(m, k, n, count, device: AnyDevice, efficiency: Efficiency, precision: str = "fp16",
+def tile_seconds(m, k, n, count, device: Device, efficiency: Efficiency, precision: str = "fp16",
                  element_bytes: int = 2) -> np.ndarray:
     """Seconds of each batched GEMM's tensor-core compute alone (tile/wave-quantized: no HBM roofline,
     no launch), the part a fused kernel overlaps with its own traffic."""
@@ -124,24 +121,24 @@ def array_gemm_seconds(m, k, n, count, device: Device, efficiency: Efficiency, e
     return np.maximum(compute, traffic) + efficiency.kernel_s
 
 
-def memory_seconds(elements, device: AnyDevice, efficiency: Efficiency, element_bytes: int = 2, kernels=1) -> np.ndarray:
+def memory_seconds(elements, device: Device, efficiency: Efficiency, element_bytes: int = 2, kernels=1) -> np.ndarray:
     """Seconds to move ``elements`` (read + written) through HBM, plus ``kernels`` launch overheads."""
     elements = np.asarray(elements, dtype=np.float64)
     return (elements * element_bytes / (device.hbm_bytes_per_s * efficiency.memory)
             + np.asarray(kernels) * efficiency.kernel_s)
 
 
-def op_seconds(ops: Sequence[TrainingOp], device: AnyDevice, efficiency: Efficiency, element_bytes: int = 2,
+def op_seconds(ops: Sequence[TrainingOp], device: Device, efficiency: Efficiency, element_bytes: int = 2,
                precision: str = "fp16") -> np.ndarray:
-    """Seconds of each op on ``device`` (a catalog :class:`~archsim.devices.catalog.Gpu` or a
-    :class:`~archsim.devices.device.Device`): its GEMMs (one launch per :class:`~archsim.lowering.Gemm`)
+    """Seconds of each op on ``device`` (a :class:`~archsim.devices.device.Device`: a catalog GPU's
+    is :func:`~archsim.devices.device.catalog_device`): its GEMMs (one launch per :class:`~archsim.lowering.Gemm`)
     plus its memory-bound part (one launch when it has ``vector_elements``). The interface of
     :func:`archsim.array.costing.op_cycles`, in seconds."""
     owner, m, k, n, count = flatten_gemms(ops)
     seconds = np.zeros(len(ops))
     fused = np.fromiter((op.fused for op in ops), dtype=bool, count=len(ops))
     if owner.size:
-        if not isinstance(device, Gpu) and device.gemm == "arrays":
+        if device.gemm == "arrays":
             plain = array_gemm_seconds(m, k, n, count, device, efficiency, element_bytes, precision)
             inside = plain - efficiency.kernel_s  # its own traffic is counted once more below: max, not sum
         else:

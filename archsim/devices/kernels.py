@@ -1,6 +1,6 @@
 """One GPU kernel → seconds, from the op, its shape, its dtype and the GPU's datasheet alone.
 
-The mechanisms (every figure of the GPU comes from :data:`archsim.validation.gpu_catalog.KNOWN_GPUS`):
+The mechanisms (every figure of the GPU comes from :data:`archsim.devices.catalog.TABLE`):
 
 * **GEMM / batched GEMM** out[M×N] = A[M×K]·B[K×N], ``batch`` of them in one launch. The output is cut
   into CTA tiles of one of :data:`TILES` (the SIMT sgemm tiles cuBLAS picks from on Pascal–Ampere);
@@ -52,8 +52,8 @@ from dataclasses import astuple, dataclass
 import numpy as np
 import numpy.typing as npt
 
+from archsim.devices.catalog import GpuSpec
 from archsim.errors import InputError
-from archsim.validation.gpu_catalog import GpuSpec
 
 # SIMT sgemm CTA tiles (rows × cols of the output) among which cuBLAS chooses on Pascal–Ampere.
 TILES = ((128, 128), (128, 64), (64, 128), (128, 32), (32, 128), (64, 64), (64, 32), (32, 32))

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from archsim.devices.gpu_cost import AnyDevice, Efficiency, gemm_seconds, memory_seconds
+from archsim.devices.device import Device
+from archsim.devices.gpu_cost import Efficiency, gemm_seconds, memory_seconds
 from archsim.errors import InputError
 from archsim.training import fitted
 from archsim.training.cluster import single_node
@@ -157,7 +158,7 @@ def iteration_ops(c: TransformerConfig, implementation: str = "megatron", recomp
     return ops + (c.layers * len(layer.forward) if recompute == "full" else 0)
 
 
-def fit_probe(rows: list[ProbeRow], device: AnyDevice, implementation: str = "megatron") -> ProbeFit:
+def fit_probe(rows: list[ProbeRow], device: Device, implementation: str = "megatron") -> ProbeFit:
     """The four constants from a probe on ``device``: ``kernel_s`` = the median kernel row × the
     kernels launched per archsim op (the :data:`HOST_ROW` iteration's ``launches`` row; archsim charges
     one overhead per op, plain PyTorch launches several), ``host_s`` = the :data:`HOST_ROW` seconds per

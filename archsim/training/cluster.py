@@ -33,8 +33,7 @@ from itertools import accumulate
 from pathlib import Path
 
 from archsim.collectives import Spanning
-from archsim.devices.catalog import Gpu
-from archsim.devices.device import DTYPES, Device, catalog_device, from_gpu
+from archsim.devices.device import DTYPES, Device, catalog_device
 from archsim.errors import InputError
 from archsim.spp.topology import Topology, build_topology
 from archsim.training import fitted
@@ -59,12 +58,6 @@ class GpuCluster:
     sizes: tuple[int, ...] = ()  # each server's GPU count (empty: all ``gpus_per_server``)
     network: Network | None = None  # the network as built (None: ``inter_server_bytes_per_s`` per GPU, no rails)
     dtype: str = "fp16"  # what every machine trains in (:class:`~archsim.training.iteration.Machine`)
-
-    def __post_init__(self) -> None:  # catalog GPUs given as such become their device descriptions
-        if isinstance(self.gpu, Gpu):
-            object.__setattr__(self, "gpu", from_gpu(self.gpu))
-        if any(isinstance(s, Gpu) for s in self.servers):
-            object.__setattr__(self, "servers", tuple(from_gpu(s) if isinstance(s, Gpu) else s for s in self.servers))
 
     @cached_property
     def heterogeneous(self) -> bool:
@@ -121,12 +114,12 @@ class GpuCluster:
         intra = fitted.nvlink_group(device, local) if len(local) > 1 else fitted.nvlink(device.nvlink_bytes_per_s)
         return Spanning(intra, fitted.infiniband(bandwidth), len(local))
 
-    def machine(self, par: Parallelism, device: Device | Gpu | None = None, rank: int = 0) -> Machine:
+    def machine(self, par: Parallelism, device: Device | None = None, rank: int = 0) -> Machine:
         """The machine of pipeline rank ``rank`` on ``device`` (default the cluster's first GPU type):
         its own TP and DP groups' links, the pipeline's slowest hop (over its ranks' first GPUs) and,
         when the pipeline spans servers, each hop's link (:meth:`pipeline_hops`)."""
         self._check_gpus(par)
-        device = self.gpu if device is None else from_gpu(device) if isinstance(device, Gpu) else device
+        device = self.gpu if device is None else device
         start = rank * par.tp * par.dp
         kernels = device.efficiency or fitted.kernels(device.name)
         return Machine(device, kernels,

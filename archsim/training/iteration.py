@@ -31,8 +31,7 @@ from functools import lru_cache
 import numpy as np
 
 from archsim.collectives import LinkClass, collective_seconds
-from archsim.devices.catalog import Gpu
-from archsim.devices.device import DTYPES, ELEMENT_BYTES, Device, from_gpu
+from archsim.devices.device import DTYPES, ELEMENT_BYTES, Device
 from archsim.devices.gpu_cost import Efficiency, memory_seconds, op_seconds
 from archsim.errors import InputError
 from archsim.lowering import TrainingOp
@@ -91,8 +90,6 @@ class Machine:
         return ELEMENT_BYTES[self.dtype] / 2
 
     def __post_init__(self) -> None:
-        if isinstance(self.gpu, Gpu):  # a catalog GPU given as such: its device description
-            object.__setattr__(self, "gpu", from_gpu(self.gpu))
         if self.dtype not in DTYPES:
             raise InputError(f"dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}", field="dtype")
         if self.implementation not in IMPLEMENTATIONS:

@@ -8,8 +8,8 @@
   p5.48xlarge (8 × H100 SXM 80 GB) $98.32. Cloud prices change (AWS cut P4 and P5 prices in 2025):
   set ``price_per_gpu_hour`` in a ``[[servers]]`` table of the cluster TOML to use your own. The H200 has
   no default price (a cluster of them must set it for ``cost``).
-* ``energy``: every GPU at its board power (TDP, :data:`GPU_WATTS`: the NVIDIA datasheets' V100 SXM2
-  300 W, A100 SXM4 400 W, H100 SXM5 and H200 SXM 700 W) for the whole iteration, in joules — an upper bound: a GPU
+* ``energy``: every GPU at its board power (the device's ``board_watts``: a catalog GPU's datasheet
+  TDP from :data:`archsim.devices.catalog.TABLE`) for the whole iteration, in joules — an upper bound: a GPU
   waiting in a pipeline bubble draws less, and the host, network and cooling are left out. Set
   ``gpu_watts`` per server to use a measured figure. A device file's ``board_watts`` stands for its
   devices where the server sets none; a device file has no default price.
@@ -20,6 +20,9 @@ the server order ``--placement`` chose).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from archsim.devices.catalog import GPUS
 from archsim.errors import InputError
 
@@ -27,13 +30,11 @@ OBJECTIVES = ("time", "cost", "energy")
 
 PRICE_PER_GPU_HOUR = {"v100-32gb": 31.212 / 8, "a100-40gb": 32.7726 / 8, "a100-80gb": 40.9657 / 8,
                       "h100-80gb-sxm": 98.32 / 8}  # USD, AWS on-demand list prices (module docstring)
-GPU_WATTS = {"v100-32gb": 300.0, "a100-40gb": 400.0, "a100-80gb": 400.0, "h100-80gb-sxm": 700.0,
-             "h200-141gb": 700.0}  # datasheet TDP
-_KEY = {device.name: key for key, device in GPUS.items()}  # a Gpu's name → its catalog key
+_KEY = {device.name: key for key, device in GPUS.items()}  # a catalog GPU's name → its catalog key
 
 
-def _per_gpu(cluster, gpus: int, overrides: tuple, table: dict[str, float]) -> float:
-    """Σ over the first ``gpus`` GPUs of their server's override, else their type's table value."""
+def _per_gpu(cluster, gpus: int, overrides: tuple, default: Callable[[Any], float | None]) -> float:
+    """Σ over the first ``gpus`` GPUs of their server's override, else their device's ``default``."""
     total = 0.0
     starts = cluster.starts
     for server in range(len(starts) - 1):
@@ -42,24 +43,23 @@ def _per_gpu(cluster, gpus: int, overrides: tuple, table: dict[str, float]) -> f
             break
         own = overrides[server] if server < len(overrides) else None
         device = cluster.gpu_at(starts[server])
-        if own is None and table is GPU_WATTS and device.board_watts is not None:
-            own = device.board_watts  # a device file's own board power
-        key = _KEY.get(device.name, device.name)
-        if own is None and key not in table:
-            raise InputError(f"no default figure for {key}: set price_per_gpu_hour / gpu_watts in its [[servers]] "
-                             "table", field="price_per_gpu_hour")
-        total += count * (own if own is not None else table[key])
+        if own is None:
+            own = default(device)
+        if own is None:
+            raise InputError(f"no default figure for {_KEY.get(device.name, device.name)}: set price_per_gpu_hour / "
+                             "gpu_watts in its [[servers]] table", field="price_per_gpu_hour")
+        total += count * own
     return total
 
 
 def dollars_per_hour(cluster, gpus: int) -> float:
     """USD per hour of the first ``gpus`` GPUs."""
-    return _per_gpu(cluster, gpus, cluster.prices, PRICE_PER_GPU_HOUR)
+    return _per_gpu(cluster, gpus, cluster.prices, lambda d: PRICE_PER_GPU_HOUR.get(_KEY.get(d.name, d.name)))
 
 
 def watts(cluster, gpus: int) -> float:
     """Watts of the first ``gpus`` GPUs at board power."""
-    return _per_gpu(cluster, gpus, cluster.watts, GPU_WATTS)
+    return _per_gpu(cluster, gpus, cluster.watts, lambda d: d.board_watts)
 
 
 def objective_columns(cluster, gpus: int, seconds: float, strict: str | None = None) -> dict[str, float]:
@@ -79,5 +79,5 @@ def objective_columns(cluster, gpus: int, seconds: float, strict: str | None = N
 
 OBJECTIVE_COLUMN = {"time": "iteration_seconds", "cost": "cost_usd", "energy": "energy_j"}
 
-__all__ = ["GPU_WATTS", "OBJECTIVES", "OBJECTIVE_COLUMN", "PRICE_PER_GPU_HOUR", "dollars_per_hour",
+__all__ = ["OBJECTIVES", "OBJECTIVE_COLUMN", "PRICE_PER_GPU_HOUR", "dollars_per_hour",
            "objective_columns", "watts"]

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from archsim.devices.gpu_cost import AnyDevice, Efficiency, gemm_seconds, memory_seconds, tile_seconds
+from archsim.devices.device import Device
+from archsim.devices.gpu_cost import Efficiency, gemm_seconds, memory_seconds, tile_seconds
 from archsim.lowering import TrainingOp
 from archsim.training.calibrate import ProbeRow
 
@@ -34,7 +35,7 @@ class ClassSeconds:
         return self.gemm + self.memory + self.launch
 
 
-def class_seconds(ops: Sequence[TrainingOp], device: AnyDevice, efficiency: Efficiency, element_bytes: int = 2,
+def class_seconds(ops: Sequence[TrainingOp], device: Device, efficiency: Efficiency, element_bytes: int = 2,
                   precision: str = "fp16") -> ClassSeconds:
     """``ops``' GPU time split into GEMM, memory-bound and launch seconds (catalog GPUs' tile model)."""
     no_launch = Efficiency(efficiency.gemm, efficiency.memory, 0.0, efficiency.host_s)
@@ -68,7 +69,7 @@ class GemmMatch:
     unmatched: int
 
 
-def match_probe_gemms(ops: Sequence[TrainingOp], rows: Sequence[ProbeRow], device: AnyDevice,
+def match_probe_gemms(ops: Sequence[TrainingOp], rows: Sequence[ProbeRow], device: Device,
                       efficiency: Efficiency, element_bytes: int = 2, precision: str = "fp16") -> GemmMatch:
     """Sum archsim's and the probe's seconds over the GEMMs of ``ops`` a probe row times (same shape)."""
     measured_by_shape: dict[tuple[int, int, int, int], list[float]] = {}

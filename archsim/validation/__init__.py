@@ -1,7 +1,7 @@
 """Checks of archsim's cost model against measurements (GPU kernel timings: :mod:`archsim.validation.gpu`).
 
-Names load on first use (PEP 562): the GPU catalog (:mod:`archsim.validation.gpu_catalog`), which
-``archsim train`` and ``search`` read, does not pull in the comparison's scipy.
+Names load on first use (PEP 562): reading the GPU table (:mod:`archsim.devices.catalog`, re-exported
+here) does not pull in the comparison's scipy.
 """
 
 from __future__ import annotations

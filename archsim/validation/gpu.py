@@ -38,6 +38,13 @@ import pandas as pd
 from archsim.array.analytic import gemm_cost
 from archsim.array.config import DATAFLOWS, ArrayConfig
 from archsim.array.costing import flatten_gemms
+from archsim.devices.catalog import (  # the catalog is exported here too
+    KNOWN_GPUS,
+    MAX_GPU_UNITS,
+    GpuSpec,
+    find_gpu,
+    resolve_gpu,
+)
 from archsim.errors import InputError
 from archsim.lowering import TrainingOp, check_mode
 from archsim.validate import is_file
@@ -48,13 +55,6 @@ from archsim.validation.gpu_algorithms import (
     runs_winograd,
     tensor_core_shape,
     winograd_forward,
-)
-from archsim.validation.gpu_catalog import (  # the catalog is exported here too
-    KNOWN_GPUS,
-    MAX_GPU_UNITS,
-    GpuSpec,
-    find_gpu,
-    resolve_gpu,
 )
 from archsim.validation.gpu_csv import KernelTable
 from archsim.workload import load_network

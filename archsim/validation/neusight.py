@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from archsim.devices.catalog import KNOWN_GPUS, GpuSpec, find_gpu
 from archsim.devices.kernels import OP_CLASSES, KernelConstants, kernel_seconds
 from archsim.errors import InputError
 from archsim.validate import csv_rows, read_text
-from archsim.validation.gpu_catalog import KNOWN_GPUS, GpuSpec, find_gpu
 
 REQUIRED = ("OPName", "Latency")
 SHAPES = ("B", "M", "N", "K", "H")
