@@ -173,3 +173,22 @@ def test_peak_activations_are_the_papers(name, p, m, keeps):
 def test_list_schedules_hold_their_published_limits(schedule, limit, p, m, f, i, w):
     peaks = simulate(zb_problem(StageCosts.equal(p, f, i, w), m, schedule)).peak_memory()
     assert [peaks[f"s{s}"] for s in range(1, p + 1)] == [limit(p, s) for s in range(1, p + 1)]
+
+
+@pytest.mark.parametrize("f, d, g", [(1.0, 1.0, 1.0), (2.0, 3.0, 1.0)])
+@pytest.mark.parametrize("m", [1, 2, 5, 8])
+@pytest.mark.parametrize("layers, p", [(6, 3), (4, 2), (8, 4), (4, 4)])
+@pytest.mark.parametrize("method", ["gpipe", "pipedream", "layerpipe"])
+@pytest.mark.parametrize("schedule", ["gpipe", "1f1b"])
+def test_a_partition_of_equal_layers_pipelines_in_m_plus_p_minus_1_steps(schedule, method, layers, p, m, f, d, g):
+    """Equal layers split into equal stages of layers/p each (the balanced split every partitioner
+    must find), then GPipe's and 1F1B's closed form over the stages' F and backward (δ + G)."""
+    from archsim.partition import profile_from_costs
+    from archsim.planners import partition
+    from archsim.policies.pipeline import simulate_partition
+
+    profile = profile_from_costs([f"l{x}" for x in range(layers)], [f] * layers, [d] * layers, [g] * layers)
+    plan = partition(profile, p, method)
+    assert [len(stage.layers) for stage in plan.stages] == [layers // p] * p
+    timeline = simulate_partition(plan, profile, m, schedule).timeline
+    assert timeline.makespan == pytest.approx((m + p - 1) * (layers // p) * (f + d + g))
