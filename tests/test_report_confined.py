@@ -73,3 +73,13 @@ def test_a_shipped_name_reads_layers(tmp_path, capsys):
     renamed(results, "layerpipe_sample")
     assert main(["report", str(results), "--out", str(tmp_path / "s.html")]) == 0
     assert "note:" not in capsys.readouterr().err and BREAKDOWN in (tmp_path / "s.html").read_text()
+
+
+def test_the_api_reads_the_spec_it_is_given(tmp_path, capsys):
+    import archsim
+
+    results = sweep(tmp_path, tmp_path / "results")
+    archsim.write_report(results, out=tmp_path / "alone.html")
+    assert "not read" in capsys.readouterr().err and BREAKDOWN not in (tmp_path / "alone.html").read_text()
+    archsim.write_report(results, out=tmp_path / "with.html", spec=tmp_path / "spec.toml")
+    assert "note:" not in capsys.readouterr().err and BREAKDOWN in (tmp_path / "with.html").read_text()
