@@ -20,6 +20,7 @@ for action on every published order. The closed forms (time units of F, I, W per
   activation, p on every rank if W keeps it all; ZB-H2 2(p − r) − 1 and 2p − 1 (Qi et al., Table 1:
   1F1B and ZB-H1 pM_B, ZB-H2 (2p − 1)M_B); the list schedules hold at most their published limits
   p − s + 1 (1F1B, ZB-H1) and 2(p − s) + 1 (ZB-H2) on 1-based stage s, and reach them;
+* interleaved 1F1B's peak chunk activations: Megatron-LM's warm-up count plus one (its test).
 * interleaved 1F1B with v chunks of 1/v of a stage each and m a multiple of p:
   m(F + I + W) + (p − 1)(F + I + W)/v (Narayanan et al., SC'21, §2.2: the bubble shrinks by v).
 """
@@ -192,3 +193,15 @@ def test_a_partition_of_equal_layers_pipelines_in_m_plus_p_minus_1_steps(schedul
     assert [len(stage.layers) for stage in plan.stages] == [layers // p] * p
     timeline = simulate_partition(plan, profile, m, schedule).timeline
     assert timeline.makespan == pytest.approx((m + p - 1) * (layers // p) * (f + d + g))
+
+
+@pytest.mark.parametrize("p, m, chunks", [(2, 4, 2), (4, 8, 2), (4, 12, 2), (4, 8, 3), (3, 6, 3), (2, 8, 2), (4, 4, 2)])
+def test_interleaved_1f1b_holds_megatrons_warm_up(p, m, chunks):
+    """Peak chunk activations on rank r: Megatron-LM's warm-up count (p − r − 1)·2 + (v − 1)·p
+    (its ``num_warmup_microbatches``, m a multiple of p), plus the first steady forward, at most m·v."""
+    order = published_order("interleaved-1f1b", p, m, chunks)
+    ones = (1.0,) * order.stages
+    peaks = run_order(order, StageProfile(ones, ones, ones, 0.0, (1,) * order.stages, (0,) * order.stages)
+                      ).timeline.peak_memory()
+    assert [peaks[f"r{r}"] for r in range(p)] == [min(2 * (p - 1 - r) + (chunks - 1) * p + 1, m * chunks)
+                                                   for r in range(p)]
