@@ -186,11 +186,16 @@ def run_sweep(spec, *, out: str | Path | None = None, workers: int = 1, dask: st
                 progress=progress)
 
 
-def write_report(results: str | Path, *, out: str | Path) -> Path:
-    """Write the self-contained HTML report of a sweep's results folder to ``out``; returns its path."""
+def write_report(results: str | Path, *, out: str | Path, spec=None) -> Path:
+    """Write the self-contained HTML report of a sweep's results folder to ``out``; returns its path.
+    Network files are read only inside the folder, or those of ``spec`` (a TOML path or a
+    :class:`SweepSpec` you ran): without it, a network file elsewhere leaves out the per-layer
+    and Gantt sections (docs/security.md)."""
+    from archsim.sweep import SweepSpec, load_spec
     from archsim.sweep.report import spec_command
     from archsim.sweep.report import write_report as _write
 
     folder = Path(results)
     folder = folder.parent if folder.suffix == ".csv" else folder
-    return _write(folder, out, spec_command=spec_command(folder))
+    own = () if spec is None else (spec if isinstance(spec, SweepSpec) else load_spec(spec)).networks
+    return _write(folder, out, spec_command=spec_command(folder), own_networks=own)

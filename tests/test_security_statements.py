@@ -199,3 +199,23 @@ def test_the_killed_run_paragraph_names_the_kill_tests_cases():
                  if mark.name == "parametrize").args[1]
     assert cases == [["--workers", "1"], ["--workers", "2"], ["--workers", "4"], ["--dask", "local", "--workers", "2"]]
     assert "PR_SET_PDEATHSIG" in paragraph and "kill -9" in paragraph
+
+
+def test_the_results_folder_row_holds(tmp_path, capsys):
+    """'What archsim reads': a sweep's folder is read for its own files, and a network file its
+    results.csv names outside it is never opened: a FIFO there would block or be refused if it were."""
+    import test_report_confined
+
+    from archsim.cli import main
+
+    row = next(row for row in table_rows("| input | given as | read from |") if row[0].startswith("a sweep's folder"))
+    assert "only inside it" in row[2]
+    paragraph = SECURITY[SECURITY.index("**A results folder reads nothing outside it.**"):]
+    assert "`tests/test_report_confined.py`" in paragraph[:paragraph.index("\n\n")]
+    results = test_report_confined.sweep(tmp_path, tmp_path / "results")
+    os.mkfifo(tmp_path / "net.csv")
+    for hostile in (str(tmp_path / "net.csv"), "../net.csv"):
+        test_report_confined.renamed(results, hostile, sha256="0" * 64)
+        assert main(["report", str(results), "--out", str(tmp_path / "r.html")]) == 0
+        assert "not read" in capsys.readouterr().err
+    assert stat.S_ISFIFO(os.lstat(tmp_path / "net.csv").st_mode)

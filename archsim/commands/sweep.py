@@ -34,7 +34,8 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     print(f"{len(frame)} results in {out / 'results.csv'}; summary in {out / 'summary.csv'}", file=sys.stderr)
     if args.report is not None:
         target = args.report or str(Path("reports") / f"{spec.name}.html")
-        path = write_report(out, target, spec_command=f"archsim sweep {args.spec} --out {out}")
+        path = write_report(out, target, spec_command=f"archsim sweep {args.spec} --out {out}",
+                            own_networks=spec.networks)
         print(f"report: {path}", file=sys.stderr)
     return 0
 

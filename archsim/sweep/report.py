@@ -3,6 +3,7 @@ a LayerPipe schedule and, for design sweeps, the Pareto front (``archsim report`
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -64,40 +65,74 @@ def read_results(folder: Path) -> pd.DataFrame:
     return frame
 
 
-def write_report(folder: Path, target: str | Path, *, spec_command: str) -> Path:
-    """The HTML report of the sweep results in ``folder`` written to ``target`` (its path)."""
+def write_report(folder: Path, target: str | Path, *, spec_command: str,
+                 own_networks: tuple[str, ...] = ()) -> Path:
+    """The sweep's HTML report from the folder's files. A network file its results.csv names is read
+    only inside the folder (or the shipped ``layers/``), or when it is one of ``own_networks``, the
+    networks of the spec the caller has just run: a results folder may come from someone else."""
     from archsim.array.config import ArrayConfig
     from archsim.array.costing import cost_network
     from archsim.lowering import check_mode
-    from archsim.sweep import summarize
-    from archsim.workload import load_network
 
     results = read_results(folder)
     from archsim.report.sweep_report import build_report, layer_breakdown_figure  # plotly loads only for a report
+    from archsim.sweep import summarize
 
     summary = summarize(results)
-    if "network_path" in results.columns:  # every network file must still be the one the sweep costed
-        for _, row in results.drop_duplicates("network_path").iterrows():
-            _check_unchanged(row)
     first = results.sort_values(["network", "rows", "batch"]).iloc[0].copy()
-    if isinstance(first.get("network_path"), str) and first["network_path"]:  # the file the sweep costed
-        first["network"] = first["network_path"]
-    network = load_network(str(first.network))
-    if first["only"] != "all":
-        network = network.only(*str(first["only"]).split("+"))
-    array = ArrayConfig(int(first.rows), int(first.cols), str(first.dataflow))
-    costs = cost_network(network, array, int(first.batch), check_mode(str(first["mode"])))
-    title = f"{network.name}: per-layer F/G/D cycles ({first.rows}x{first.cols} {first.dataflow}, batch {first.batch})"
-    command = (f"archsim cost {first.network} --array {first.rows}x{first.cols} --dataflow {first.dataflow} "
-               f"--batch {first.batch} --mode {first['mode']}" + (f" --only {first['only'].replace('+', ',')}"
-                                                                  if first["only"] != "all" else ""))
-    extra = [(title, layer_breakdown_figure(costs, title), command)]
-    processors = int(sorted(results.processors.unique())[len(results.processors.unique()) // 2])
-    extra.append(_gantt_section(network, array, first, processors))
+    recorded = first.get("network_path")
+    name = recorded if isinstance(recorded, str) and recorded else str(first.network)
+    network = report_network(name, folder, own_networks)
+    if network is not None:
+        _check_unchanged(first)
+        first["network"] = name
+    extra = []
+    if network is not None:
+        if first["only"] != "all":
+            network = network.only(*str(first["only"]).split("+"))
+        array = ArrayConfig(int(first.rows), int(first.cols), str(first.dataflow))
+        costs = cost_network(network, array, int(first.batch), check_mode(str(first["mode"])))
+        title = (f"{network.name}: per-layer F/G/D cycles ({first.rows}x{first.cols} {first.dataflow}, "
+                 f"batch {first.batch})")
+        command = (f"archsim cost {first.network} --array {first.rows}x{first.cols} --dataflow {first.dataflow} "
+                   f"--batch {first.batch} --mode {first['mode']}" + (f" --only {first['only'].replace('+', ',')}"
+                                                                      if first["only"] != "all" else ""))
+        extra.append((title, layer_breakdown_figure(costs, title), command))
+        processors = int(sorted(results.processors.unique())[len(results.processors.unique()) // 2])
+        extra.append(_gantt_section(network, array, first, processors))
     if "energy_pj" in results.columns:
         extra.extend(_design_sections(results, spec_command, str(folder), str(target)))
     return build_report(results, summary, results_path=str(folder), out=target, spec_command=spec_command,
                         extra_sections=extra)
+
+
+def report_network(name: str, folder: Path, own_networks: tuple[str, ...] = ()):
+    """The network a report's per-layer sections show, or None (with one line on stderr) when the
+    results name a file outside their folder: docs/security.md's rule that names resolve inside
+    their folder. A shipped name reads ``layers/``; a Python file (``FILE.py:Class``) is never run."""
+    from archsim.workload import load_network
+    from archsim.workload.shipped import load_shipped, shipped_key
+    from archsim.workload.torch_file import is_torch_spec
+
+    if name in own_networks:
+        return load_network(name)
+    path = Path(name)
+    if not is_torch_spec(name) and (path.is_absolute() or len(path.parts) > 1 or path.suffix):
+        where = path if path.is_absolute() else folder / path
+        try:
+            inside = where.resolve().is_relative_to(folder.resolve())
+        except (OSError, RuntimeError, ValueError):  # a symlink loop, a NUL
+            inside = False
+        if inside:
+            return load_network(str(where))
+    elif not is_torch_spec(name):
+        try:
+            return load_shipped(shipped_key(name))
+        except InputError:
+            pass
+    print(f"note: the results name the network {name!r}, outside {folder.name}/ and not shipped: not read "
+          "(a results folder's names stay inside it); the per-layer and Gantt sections are left out", file=sys.stderr)
+    return None
 
 
 def _check_unchanged(row) -> None:
