@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 from archsim.lowering import Gemm, TrainingOp
 from archsim.training.parallel import padded_vocab
-from archsim.workload.transformer import TransformerConfig
+from archsim.workload.transformer import TransformerConfig, layer_widths
 
 
 @dataclass(frozen=True)
@@ -92,10 +92,8 @@ def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_par
     s, h, b, t = c.seq, c.hidden, micro_batch, tp
     tokens = s * b
     local = tokens // t if sequence_parallel else tokens  # tokens the norms/dropouts see
-    heads = c.heads // t
-    kv = max(c.kv_heads // t, 1)
-    hd = c.head_dim
-    ffn = c.ffn // t
+    w = layer_widths(c, t)
+    heads, kv, hd, ffn = w.heads, w.kv_heads, w.head_dim, w.ffn
     pairs: list[tuple[TrainingOp, ...]] = []
     forward: list[TrainingOp] = []
     backward: list[TrainingOp] = []
@@ -112,7 +110,7 @@ def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_par
         pairs.append((f, d, g))
 
     mem("norm1", 2 * local * h, 3 * local * h)
-    gemm("qkv", tokens, h, (heads + 2 * kv) * hd)
+    gemm("qkv", tokens, h, w.qkv)
     if attention == "flash":
         f, d = flash_attention_ops(s, hd, b * heads, b * kv)
         forward.append(f)
@@ -127,10 +125,10 @@ def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_par
                 mem(name, fwd * scores, bwd * scores)
         mem("attn_dropout", 2.5 * s * s * b * heads, 2.5 * s * s * b * heads)
         gemm("context", s, s, hd, b * heads, weights=False)
-    gemm("proj", tokens, heads * hd, h)
+    gemm("proj", tokens, w.attention, h)
     mem("residual1", 3.5 * local * h, 3.5 * local * h)
     mem("norm2", 2 * local * h, 3 * local * h)
-    if c.family == "llama":
+    if w.gated:
         gemm("gate", tokens, h, ffn)
         gemm("up", tokens, h, ffn)
         mem("silu_mul", 3 * tokens * ffn, 5 * tokens * ffn)
@@ -229,12 +227,12 @@ def head_work(c: TransformerConfig, micro_batch: int, tp: int = 1) -> Work:
 
 def layer_parameters(c: TransformerConfig) -> int:
     """Parameters of one transformer layer (weights and biases; norms' γ, β)."""
-    h, hd = c.hidden, c.head_dim
-    qkv = h * (c.heads + 2 * c.kv_heads) * hd
-    proj = c.heads * hd * h
-    if c.family == "llama":
-        return qkv + proj + 3 * h * c.ffn + 2 * h
-    return qkv + (c.heads + 2 * c.kv_heads) * hd + proj + h + 2 * h * c.ffn + c.ffn + h + 4 * h
+    w = layer_widths(c)
+    h = w.hidden
+    qkv, proj = h * w.qkv, w.attention * h
+    if w.gated:
+        return qkv + proj + 3 * h * w.ffn + 2 * h
+    return qkv + w.qkv + proj + h + 2 * h * w.ffn + w.ffn + h + 4 * h
 
 
 def embedding_parameters(c: TransformerConfig, tp: int = 1) -> int:

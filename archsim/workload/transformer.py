@@ -93,6 +93,38 @@ class TransformerConfig:
         return build(self if seq is None else _replace_seq(self, seq))
 
 
+@dataclass(frozen=True)
+class LayerWidths:
+    """One transformer layer's GEMM widths (features) on one rank of a tensor-parallel group: the one
+    place the array commands' per-sample network (:func:`build`) and GPU training's per-rank ops
+    (:func:`archsim.training.layer_ops.block_work`) read them. Megatron's column-parallel QKV and first
+    MLP GEMMs split their outputs over the group, the row-parallel projection and second MLP GEMM their
+    inputs (Shoeybi et al. 2019, §3); with fewer KV heads than ranks each rank holds one."""
+
+    hidden: int
+    heads: int  # query heads on this rank
+    kv_heads: int  # key/value heads on this rank
+    head_dim: int
+    ffn: int  # MLP width on this rank
+    gated: bool  # Llama's SwiGLU (gate and up GEMMs, then down), else one GELU MLP (fc1, fc2)
+
+    @property
+    def qkv(self) -> int:
+        """The fused QKV projection's output features: query heads and twice the KV heads."""
+        return (self.heads + 2 * self.kv_heads) * self.head_dim
+
+    @property
+    def attention(self) -> int:
+        """The attention output's features, the projection's input."""
+        return self.heads * self.head_dim
+
+
+def layer_widths(c: TransformerConfig, tp: int = 1) -> LayerWidths:
+    """:class:`LayerWidths` of ``c``'s layers on one of ``tp`` tensor-parallel ranks (1: the whole layer)."""
+    return LayerWidths(c.hidden, c.heads // tp, max(c.kv_heads // tp, 1), c.head_dim, c.ffn // tp,
+                       c.family == "llama")
+
+
 def _replace_seq(config: TransformerConfig, seq: int) -> TransformerConfig:
     from dataclasses import replace
 
@@ -101,6 +133,7 @@ def _replace_seq(config: TransformerConfig, seq: int) -> TransformerConfig:
 
 def build(c: TransformerConfig) -> Network:
     s, d, hd = c.seq, c.hidden, c.head_dim
+    w = layer_widths(c)
     b = _Builder(c.name).start(s, 1, d)
     if c.family == "bert":
         b.add("emb_ln", "batchnorm")
@@ -109,23 +142,23 @@ def build(c: TransformerConfig) -> Network:
         entry = b.current
         bias = c.family != "llama"
         normed = entry if c.family == "bert" else b.add(f"{p}_ln1", "batchnorm")
-        qkv = b.add(f"{p}_qkv", "fc", d + 2 * c.kv_heads * hd, bias=bias, source=normed)
+        qkv = b.add(f"{p}_qkv", "fc", w.qkv, bias=bias, source=normed)
         b.add(f"{p}_scores", "matmul", s, repeat=c.heads, source=qkv, shape=(s, hd, 1))
         probs = b.add(f"{p}_softmax", "elementwise", shape=(s, s, c.heads))
         b.add(f"{p}_context", "matmul", hd, repeat=c.heads, inputs=(probs[0], qkv[0]), shape=(s, s, 1))
-        b.add(f"{p}_out", "fc", d, bias=bias, shape=(s, 1, d))
+        b.add(f"{p}_out", "fc", w.hidden, bias=bias, shape=(s, 1, w.attention))
         attn = b.add(f"{p}_add1", "elementwise", inputs=(f"{p}_out", entry[0]))
         normed = b.add(f"{p}_ln1", "batchnorm") if c.family == "bert" else b.add(f"{p}_ln2", "batchnorm")
-        if c.family == "llama":
-            gate = b.add(f"{p}_gate", "fc", c.ffn, source=normed)
-            up = b.add(f"{p}_up", "fc", c.ffn, source=normed)
+        if w.gated:
+            gate = b.add(f"{p}_gate", "fc", w.ffn, source=normed)
+            up = b.add(f"{p}_up", "fc", w.ffn, source=normed)
             act = b.add(f"{p}_silu", "elementwise", source=gate)
             b.add(f"{p}_mul", "elementwise", inputs=(act[0], up[0]), source=act)
-            b.add(f"{p}_down", "fc", d)
+            b.add(f"{p}_down", "fc", w.hidden)
         else:
-            b.add(f"{p}_ffn1", "fc", c.ffn, bias=True, source=normed)
+            b.add(f"{p}_ffn1", "fc", w.ffn, bias=True, source=normed)
             b.add(f"{p}_gelu", "elementwise")
-            b.add(f"{p}_ffn2", "fc", d, bias=True)
+            b.add(f"{p}_ffn2", "fc", w.hidden, bias=True)
         residual = attn if c.family != "bert" else normed
         b.add(f"{p}_add2", "elementwise", inputs=(b.current[0], residual[0]))
         if c.family == "bert":
