@@ -70,7 +70,7 @@ def hooks():
 def scratch(tmp_path_factory):
     """A folder with the repository's inputs linked in, so commands write nothing into the checkout."""
     folder = tmp_path_factory.mktemp("docs_run")
-    for name in ("configs", "layers", "benchmarks", "docs"):
+    for name in ("configs", "layers", "benchmarks", "docs", "tests"):
         (folder / name).symlink_to(ROOT / name)
     return folder
 
