@@ -81,15 +81,21 @@ def split_meta(lines: list[str]) -> tuple[dict[str, str], int]:
     return meta, first
 
 
+def read_header(path: str | Path, what: str) -> tuple[list[str], dict, int, list[str]]:
+    """A measured-runs CSV's lines, its ``# key: value`` metadata, the header's line index and its
+    column names (lower case): what every reader of such a file starts from."""
+    lines = read_text(path, what, encoding="utf-8-sig").splitlines()
+    meta, first = split_meta(lines)
+    if first == len(lines):
+        raise InputError("no header row", file=str(path))
+    return lines, meta, first, [c.strip().lower() for c in lines[first].split(",")]
+
+
 def read_measured_table(path: str | Path) -> MeasuredTable:
     """Read a measured CSV: metadata lines, the header (the 11 columns of :data:`COLUMNS`, then any of
     :data:`OPTIONAL` by name), one run per line. Errors name the file, line and field."""
     file = str(path)
-    lines = read_text(path, "measured runs", encoding="utf-8-sig").splitlines()
-    meta, first = split_meta(lines)
-    if first == len(lines):
-        raise InputError("no header row", file=file)
-    names = [c.strip().lower() for c in lines[first].split(",")]
+    lines, meta, first, names = read_header(path, "measured runs")
     if tuple(names[:len(COLUMNS)]) != COLUMNS:
         raise InputError(f"expected the columns {', '.join(COLUMNS)} first", file=file, line=first + 1)
     extra = {name: names.index(name) for name in OPTIONAL if name in names}
@@ -175,5 +181,16 @@ def predict(runs: list[MeasuredRun] | tuple[MeasuredRun, ...], cluster: GpuClust
     return out
 
 
-__all__ = ["COLUMNS", "OPTIONAL", "VOCAB", "MeasuredRun", "MeasuredTable", "Prediction", "predict", "read_measured",
-           "read_measured_table", "split_meta"]
+__all__ = [
+    "COLUMNS",
+    "OPTIONAL",
+    "VOCAB",
+    "MeasuredRun",
+    "MeasuredTable",
+    "Prediction",
+    "predict",
+    "read_header",
+    "read_measured",
+    "read_measured_table",
+    "split_meta",
+]

@@ -29,9 +29,8 @@ from typing import TYPE_CHECKING
 
 from archsim.errors import InputError
 from archsim.training.measured import COLUMNS as VTRAIN_COLUMNS
-from archsim.training.measured import split_meta
+from archsim.training.measured import read_header
 from archsim.training.parallel import RECOMPUTE, Parallelism
-from archsim.validate import read_text
 from archsim.workload.transformer import TransformerConfig
 
 if TYPE_CHECKING:
@@ -57,11 +56,7 @@ def read_runs(path: str | Path) -> tuple[RunRow, ...]:
     """The rows of a runs file (either layout, module docstring). A bad row raises an
     :class:`InputError` naming the file, its line and the field."""
     file = str(path)
-    lines = read_text(path, "runs file", encoding="utf-8-sig").splitlines()
-    _, first = split_meta(lines)
-    if first == len(lines):
-        raise InputError("no header row", file=file)
-    names = [c.strip().lower() for c in lines[first].split(",")]
+    lines, _, first, names = read_header(path, "runs file")
     body = [(n, line) for n, line in enumerate(lines[first + 1:], start=first + 2) if line.strip()]
     if tuple(names[:len(VTRAIN_COLUMNS)]) == VTRAIN_COLUMNS:
         return _measured_rows(path, [n for n, _ in body])
