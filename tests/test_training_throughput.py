@@ -16,7 +16,7 @@ from archsim.workload.transformer import TransformerConfig
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = str(ROOT / "configs" / "transformers" / "gpt_1024h_24l.json")
 NODE = str(ROOT / "configs" / "clusters" / "a100_node.toml")
-# GPT-3 175B as Narayanan et al. 2021 ran it (Table 1: 96 layers, hidden 12,288; vocabulary 51,200)
+# GPT-3 175B as Narayanan et al. 2021 ran it (§5.1, Table 2: 96 layers, hidden 12,288; vocabulary 51,200)
 GPT3 = TransformerConfig("gpt3-175b", "gpt", layers=96, hidden=12288, heads=96, vocab=51200, seq=2048,
                          ffn=4 * 12288, kv_heads=96, tied_embeddings=True, positions=2048)
 
