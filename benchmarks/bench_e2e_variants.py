@@ -1,8 +1,8 @@
-"""Three mechanisms tried against the measured A100 iterations and not adopted — each fitted, with the
+"""Four mechanisms tried against the measured A100 iterations and not adopted — each fitted, with the
 four kernel constants, on the 16-layer runs only and judged on that fit; the held-out error is
 printed after the choice, not used for it.
 
-    python benchmarks/bench_e2e_variants.py [--variant slowest-host|launch-floor|async-allreduce]
+    python benchmarks/bench_e2e_variants.py [--variant slowest-host|launch-floor|async-allreduce|unfused-accumulation]
 
 * ``slowest-host``: with TP > 1, a host-bound pass waits at each collective for the slowest of the
   t ranks' hosts: its host issue time × (1 + cv · E[largest of t standard normals]); cv is a fifth
@@ -14,6 +14,11 @@ printed after the choice, not used for it.
   GEMM, as Megatron's asynchronous gradient all-reduce does: the backward's GPU time loses
   min(all-reduce, weight GEMM) per pair and gains the one-element kernel Megatron launches after each
   all-reduce (a kernel gap, and one op for the host to issue).
+* ``unfused-accumulation``: after each micro-batch's backward but the first, the stage's fp16 weight
+  gradients are added into the held ones in a separate pass (autograd's accumulation, as Megatron-LM
+  ran before its gradient-accumulation fusion of 2022): 6 bytes per parameter of the stage at HBM
+  rate, (m − 1)/m of it charged to each micro-batch's weight-gradient time. ``--stored`` judges it
+  with the stored constants instead of refitting them.
 
 Each line also gives bench_search.py's acceptance (first choice within 5% of the measured best) under
 the variant's fitted constants.
@@ -39,6 +44,9 @@ from archsim.devices.gpu_cost import Efficiency
 from archsim.training import calibrate, fitted, iteration
 from archsim.training.cluster import single_node
 from archsim.training.measured import read_measured
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from published_gpt3 import unfused_accumulation  # the mechanism, stated once beside the GPT-3 checks
 
 # E[max of t independent standard normals] (order statistics; t = 1, 2, 4, 8)
 EXPECTED_MAX = {1: 0.0, 2: 0.5642, 4: 1.0294, 8: 1.4236}
@@ -165,17 +173,20 @@ def acceptance(runs, efficiency: Efficiency) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--variant", choices=("slowest-host", "launch-floor", "async-allreduce"), action="append")
+    parser.add_argument("--variant", choices=("slowest-host", "launch-floor", "async-allreduce", "unfused-accumulation"),
+                        action="append")
+    parser.add_argument("--stored", action="store_true", help="judge with the stored constants, no refit")
     args = parser.parse_args(argv)
     runs = read_measured(ROOT / "tests" / "data" / "e2e" / "vtrain_single_node_shown.csv")
     held = np.array([not fitted.is_fit_run(r.layers) for r in runs])
-    for variant in args.variant or ("slowest-host", "launch-floor", "async-allreduce"):
+    for variant in args.variant or ("slowest-host", "launch-floor", "async-allreduce", "unfused-accumulation"):
         cv = [0.0]
         context = (slowest_host(cv) if variant == "slowest-host" else
-                   launch_floor() if variant == "launch-floor" else async_allreduce())
+                   launch_floor() if variant == "launch-floor" else
+                   unfused_accumulation() if variant == "unfused-accumulation" else async_allreduce())
         iteration._model_pieces.cache_clear()
         with context:
-            efficiency = fit(runs, cv if variant == "slowest-host" else None)
+            efficiency = fitted.A100_KERNELS if args.stored else fit(runs, cv if variant == "slowest-host" else None)
             errors = mape(runs, efficiency)
             ranking = acceptance(runs, efficiency)
         print(f"{variant}: fitted {efficiency}" + (f", cv {cv[0]:.3g}" if variant == "slowest-host" else "")

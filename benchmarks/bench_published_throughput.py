@@ -59,6 +59,7 @@ from published_gpt3 import (  # the benchmarks folder is not a package: its sibl
     gpt,
     layer_decomposition,
     published_seconds,
+    unfused_accumulation,
     unfused_accumulation_seconds,
 )
 
@@ -164,6 +165,13 @@ def print_decomposition(rows: list[dict]) -> None:
           f"and micro-batch after the first, HBM time) {accumulate:.2f} ms; left unexplained "
           f"{min(left):.2f}-{max(left):.2f} ms ({min(left) / (total * 1e3):.1%}-{max(left) / (total * 1e3):.1%} of "
           "archsim's layer)")
+    with unfused_accumulation():  # the mechanism in the pipeline, stored constants (not archsim's default)
+        added = [(gpus, v, pp, published, predict(GPT3, "a100_384_servers.toml",
+                                                  Parallelism(8, pp, gpus // (8 * pp), 1536, 1, "full", False, v, "1f1b")))
+                 for gpus, v, pp, published in ((1024, 2, 8, GPT3_1024_TFLOPS), *((g, 1, 12, x) for g, x in NARAYANAN_TABLE2))]
+    print("  with it in the pipeline (bench_e2e_variants' unfused-accumulation, stored constants): " + ", ".join(
+        f"{g:,} GPUs PP {pp} v{v} {r['hardware_tflops_per_gpu']:.1f} ({r['hardware_tflops_per_gpu'] / x - 1:+.1%})"
+        for g, v, pp, x, r in added))
     at_1024 = [r for r in rows if r["source"] == "Narayanan 2021 §5.1"]
     print("  §5.1's 1,024 GPUs (layout not published): published - archsim = " + ", ".join(
         f"PP {r['pp']} v{r['interleave']} {r['gap_ms_per_layer_microbatch']:.2f}" for r in at_1024) + " ms per layer and micro-batch")

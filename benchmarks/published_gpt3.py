@@ -24,15 +24,18 @@ Sources (docs/training.md, "Published large runs", says what each one shows):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from archsim.devices.gpu_cost import gemm_seconds, memory_seconds
+from archsim.training import calibrate, search, stage_split
 from archsim.training.iteration import ATTENTION_CORE, Machine, model_pieces
 from archsim.training.layer_ops import block_work
-from archsim.training.memory import layer_parameters_per_gpu
-from archsim.training.parallel import Parallelism
+from archsim.training.memory import layer_parameters_per_gpu, stage_parameters
+from archsim.training.parallel import Parallelism, layers_per_stage
 from archsim.workload.transformer import TransformerConfig
 
 GPT3_1024_TFLOPS = 140.0  # Narayanan et al. 2021 §5.1: GPT-3 175B, 1,024 A100s, batch 1,536
@@ -143,6 +146,34 @@ def unfused_accumulation_seconds(c: TransformerConfig, par: Parallelism, machine
     return per_add * (m - 1) / m
 
 
+@contextmanager
+def unfused_accumulation() -> Iterator[None]:
+    """While in force, every stage's weight-gradient time per micro-batch grows by (m − 1)/m of one
+    unfused accumulation pass over the stage's parameters (:data:`UNFUSED_ACCUMULATE_BYTES_PER_PARAMETER`
+    at archsim's HBM rate): in ``train``, ``search`` and the fitting closed form alike."""
+    original = calibrate.stage_times
+
+    def stage_times(c, par, machine, pieces):
+        times = original(c, par, machine, pieces)
+        chunks = par.pp * par.chunks
+        counts = layers_per_stage(c.layers, chunks, par.stage_layers)
+        share = (par.microbatches - 1) / par.microbatches
+        added = [float(memory_seconds(stage_parameters(c, par, n, j == 0, j == chunks - 1)
+                                      * UNFUSED_ACCUMULATE_BYTES_PER_PARAMETER / 2, machine.gpu,
+                                      machine.efficiency, kernels=0)) * share
+                 for j, n in enumerate(counts)]
+        return replace(times, backward_weight=tuple(w + a for w, a in zip(times.backward_weight, added)))
+
+    users = (calibrate, search, stage_split)  # the modules that call stage_times by their own name
+    for module in users:
+        module.stage_times = stage_times  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        for module in users:
+            module.stage_times = original  # type: ignore[attr-defined]
+
+
 def gemm_rate_check(machine: Machine) -> list[tuple[int, int, int, float, float]]:
     """(m, n, k, measured TFLOP/s, archsim TFLOP/s) for Azure's A100 cuBLASLt GEMMs, launch gap left out."""
     rows = []
@@ -167,5 +198,6 @@ __all__ = [
     "hardware_flops",
     "layer_decomposition",
     "published_seconds",
+    "unfused_accumulation",
     "unfused_accumulation_seconds",
 ]
