@@ -21,7 +21,10 @@
   performance summary: 8 GPUs, global batch 128, micro-batch 1, sequence 4,096, TP 1, PP 1; 780 model
   TFLOP/s per GPU, 16,934 tokens/s per GPU) on 8 of those H100s. NeMo ran FP8 with its distributed
   optimizer; archsim models bf16/fp16 kernels and a replicated Adam state, so the two are printed side
-  by side, not as a check (the run does not fit 80 GB without the distributed optimizer).
+  by side, not as a check (the run does not fit 80 GB without the distributed optimizer). The
+  published bf16 MFU the Llama line is read against: MosaicML llm-foundry's MPT-7B at sequence 4,096
+  on 8 H100s (FlashAttention, FSDP, micro-batch 16, activation checkpointing): 40.42%, beside archsim's
+  MFU for that setting (DP 8, full recompute; no FSDP in archsim).
 
 Then a check of the GEMM model at these sizes where a measurement exists: the GEMMs of at least
 0.1 TFLOP in the Hopper check's probe (benchmarks/results/gpu_efficiency_probe_h100-80gb-hbm3.csv,
