@@ -22,6 +22,8 @@ from archsim.devices.kernels import (
     gemm_seconds,
     kernel_seconds,
     memory_bound_seconds,
+    softmax_block_threads,
+    softmax_tensors,
     sustained_flops,
 )
 from archsim.errors import InputError
@@ -164,7 +166,10 @@ def test_memory_bound_kernels_are_their_bytes_at_the_achieved_fraction():
     b, h = 1000, 2000
     assert memory_bound_seconds("add", b, h, spec, FED) == pytest.approx(3 * b * h * 4 / 1e11 + 3e-6)
     assert memory_bound_seconds("relu", b, h, spec, FED) == pytest.approx(2 * b * h * 4 / 1e11 + 3e-6)
-    assert memory_bound_seconds("softmax", b, h, spec, FED) == pytest.approx(2 * b * h * 4 / 0.5e11 + 3e-6)
+    # softmax of rows ≤ 1,024 (the warp softmax): one read, one write; longer rows (the block softmax) on a
+    # GPU without a described L1: three reads (max, sum, output) and one write
+    assert memory_bound_seconds("softmax", b, 1000, spec, FED) == pytest.approx(2 * b * 1000 * 4 / 0.5e11 + 3e-6)
+    assert memory_bound_seconds("softmax", b, h, spec, FED) == pytest.approx(4 * b * h * 4 / 0.5e11 + 3e-6)
     # layer norm: two reads (Welford statistics, then normalize) and one write
     assert memory_bound_seconds("ln", b, h, spec, FED, "bf16") == pytest.approx(3 * b * h * 2 / 0.25e11 + 3e-6)
     with pytest.raises(InputError, match="unknown op"):
@@ -249,3 +254,25 @@ def test_leave_one_gpu_out_mape_stays_below_the_measured_bars():
     worst = held.groupby("op_class").mape.max()
     for op_class, bar in HELD_OUT_BARS.items():
         assert worst[op_class] < bar, (op_class, worst[op_class])
+
+
+@pytest.mark.parametrize(("hidden", "dtype", "threads"), [(1280, "fp32", 256), (2048, "fp32", 256), (2560, "fp32", 512),
+                                                        (16384, "fp32", 512), (2560, "fp16", 256), (100, "fp32", 32)])
+def test_block_softmax_threads_follow_pytorchs_rule(hidden, dtype, threads):
+    # PyTorch's SoftMax_getBlockSize by hand: ILP = 16 bytes / element; max = min(hidden / ILP, 1024) / 2;
+    # the power of two at or above it, at least a warp. NeuSight's observed blocks: 1280 → 256, 2560 → 512.
+    assert softmax_block_threads(hidden, dtype) == threads
+
+
+def test_block_softmax_rereads_miss_the_l1_by_the_resident_rows_it_cannot_hold():
+    spec = replace(_tiny(sms=10, hbm=1e11), l1_bytes=64 * 1024, threads_per_sm=1024)
+    # warp softmax (≤ 1,024 elements): 2 passes whatever the L1
+    assert softmax_tensors(10_000, 1024, spec) == 2
+    # 4,096 floats: 512-thread CTAs, 1024 / 512 = 2 rows resident per SM = 32 KiB ≤ 64 KiB of L1: re-reads hit
+    assert softmax_tensors(10_000, 4096, spec) == 2
+    # 16,384 floats: 2 rows × 64 KiB = 128 KiB resident, half of it in L1: the two re-reads miss half the time
+    assert softmax_tensors(10_000, 16384, spec) == pytest.approx(2 + 2 * 0.5)
+    # 20 rows over 10 SMs leave 2 per SM anyway; 10 rows leave 1 (64 KiB, held): the batch bounds the residents
+    assert softmax_tensors(10, 16384, spec) == 2
+    # no L1 described: both re-reads from HBM
+    assert softmax_tensors(10_000, 4096, replace(spec, l1_bytes=0.0)) == 4

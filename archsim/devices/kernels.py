@@ -21,12 +21,16 @@ The mechanisms (every figure of the GPU comes from :data:`archsim.devices.catalo
 * **Elementwise** (add, mul, div, pow and their ``u`` scalar forms, relu, gelu, tanh): bytes read
   and written (3 tensors for tensor ⊕ tensor, 2 with a scalar or one input) at ``constants.memory`` ×
   HBM bandwidth.
-* **Softmax / layer norm** over the last dimension: softmax one read and one write of the B×H tensor,
-  layer norm two reads (a Welford pass for mean and variance, then the normalizing pass) and one
-  write, at their own achieved fractions ``constants.softmax`` / ``constants.layernorm`` of HBM
-  bandwidth. (Softmax's long rows are read three times — max, sum, output — and its rows of at most
-  1,024 elements once, but between the two the re-reads partly hit the caches; two read counts by
-  row length fitted worse held out than one read, so the one read stays.)
+* **Softmax / layer norm** over the last dimension, at their own achieved fractions
+  ``constants.softmax`` / ``constants.layernorm`` of HBM bandwidth. Layer norm: two reads (a Welford
+  pass for mean and variance, then the normalizing pass) and one write. Softmax: PyTorch's two kernels
+  (:func:`softmax_tensors`). Rows of at most :data:`SOFTMAX_WARP_MAX` elements go to the warp softmax,
+  which holds a row in one warp's registers: one read, one write. Longer rows go to the block softmax
+  (one CTA of :func:`softmax_block_threads` threads per row), which reads its row three times (max,
+  sum of exponentials, output) and writes it once; the two re-reads come from the SM's L1 as far as
+  the rows resident on one SM (threads per SM / block threads, at most the rows each SM gets) fit in
+  its L1 (``GpuSpec.l1_bytes``), else from HBM: the fraction missed is ``max(0, 1 − L1 / resident
+  bytes)``.
 * Every kernel pays ``constants.launch_s``.
 
 No L2-resident speed-up is modeled: in the fitted files no elementwise, softmax or layer-norm kernel
@@ -65,6 +69,9 @@ ELEMENT_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
 ELEMENTWISE_TENSORS = {"add": 3, "mul": 3, "div": 3, "pow": 3, "addu": 2, "mulu": 2, "divu": 2, "powu": 2,
                        "relu": 2, "gelu": 2, "tanh": 2}
 LAYERNORM_READS = 2  # a Welford pass for mean and variance, then a pass that normalizes
+SOFTMAX_WARP_MAX = 1024  # PyTorch: rows of at most this many elements take the warp softmax
+SOFTMAX_MAX_THREADS = 1024  # PyTorch's block softmax: at most this many threads per CTA
+SOFTMAX_LOAD_BYTES = 16  # … each thread loading 16 bytes at a time (ILP = 16 / element bytes)
 GEMM_OPS = ("linear", "bmm")
 OP_CLASSES = {**{op: op for op in GEMM_OPS}, **{op: "elementwise" for op in ELEMENTWISE_TENSORS},
               "softmax": "softmax", "ln": "layernorm"}
@@ -165,12 +172,31 @@ def gemm_seconds(batch: npt.ArrayLike, m: npt.ArrayLike, n: npt.ArrayLike, k: np
     return np.maximum(best, traffic) + constants.launch_s
 
 
+def softmax_block_threads(hidden: npt.ArrayLike, dtype: str = "fp32") -> np.ndarray:
+    """Threads of PyTorch's block softmax CTA for rows of ``hidden`` elements: the power of two at or
+    above half of min(hidden / ILP, 1,024), at least one warp (ILP = 16 bytes / element bytes)."""
+    h = np.asarray(hidden, dtype=np.float64)
+    wanted = np.minimum(h / (SOFTMAX_LOAD_BYTES // element_bytes(dtype)), SOFTMAX_MAX_THREADS) / 2
+    return np.maximum(32.0, 2.0 ** np.ceil(np.log2(np.maximum(wanted, 1.0))))
+
+
+def softmax_tensors(batch: npt.ArrayLike, hidden: npt.ArrayLike, spec: GpuSpec, dtype: str = "fp32") -> np.ndarray:
+    """Tensor-sized HBM passes of a softmax over the last ``hidden`` elements of a ``batch`` × ``hidden``
+    tensor: 2 for the warp softmax (rows ≤ :data:`SOFTMAX_WARP_MAX`); for the block softmax 2 plus its
+    two re-reads × the fraction of the rows resident on one SM that its L1 cannot hold."""
+    b, h = np.broadcast_arrays(*_arrays(batch, hidden))
+    resident = np.minimum(spec.threads_per_sm // softmax_block_threads(h, dtype), np.ceil(b / spec.sm_count))
+    footprint = resident * h * element_bytes(dtype)
+    missed = np.clip(1.0 - spec.l1_bytes / footprint, 0.0, 1.0)
+    return np.where(h <= SOFTMAX_WARP_MAX, 2.0, 2.0 + 2.0 * missed)
+
+
 def memory_bound_seconds(op: npt.ArrayLike, batch: npt.ArrayLike, hidden: npt.ArrayLike, spec: GpuSpec,
                          constants: KernelConstants = FITTED, dtype: str = "fp32") -> np.ndarray:
     """Seconds of an elementwise, softmax (``softmax``) or layer-norm (``ln``) kernel on a
     ``batch`` × ``hidden`` tensor: its bytes at the op class's achieved HBM fraction, plus launch."""
-    b, h = _arrays(batch, hidden)
-    ops = np.broadcast_to(np.asarray(op, dtype=object), np.broadcast(b, h).shape)
+    b, h = np.broadcast_arrays(*_arrays(batch, hidden))
+    ops = np.broadcast_to(np.asarray(op, dtype=object), b.shape)
     tensors = np.empty(ops.shape)
     fraction = np.empty(ops.shape)
     for name in set(ops.ravel().tolist()):
@@ -178,7 +204,7 @@ def memory_bound_seconds(op: npt.ArrayLike, batch: npt.ArrayLike, hidden: npt.Ar
         if name in ELEMENTWISE_TENSORS:
             tensors[where], fraction[where] = ELEMENTWISE_TENSORS[name], constants.memory
         elif name == "softmax":
-            tensors[where] = 2
+            tensors[where] = softmax_tensors(b[where], h[where], spec, dtype)
             fraction[where] = constants.softmax
         elif name == "ln":
             tensors[where] = LAYERNORM_READS + 1
@@ -209,6 +235,6 @@ def kernel_seconds(rows: Mapping[str, npt.ArrayLike], spec: GpuSpec, constants: 
     return seconds
 
 
-__all__ = ["ELEMENTWISE_TENSORS", "FITTED", "LAYERNORM_READS", "OP_CLASSES", "SPLITS", "TILES", "KernelConstants",
+__all__ = ["ELEMENTWISE_TENSORS", "FITTED", "LAYERNORM_READS", "OP_CLASSES", "SOFTMAX_WARP_MAX", "SPLITS", "TILES", "KernelConstants",
            "element_bytes", "energy_per_flop", "gemm_seconds", "kernel_seconds", "memory_bound_seconds", "sm_flops",
-           "sustained_flops"]
+           "softmax_block_threads", "softmax_tensors", "sustained_flops"]
