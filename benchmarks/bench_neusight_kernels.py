@@ -13,8 +13,9 @@ kernel test set (linear.csv, bmm.csv, elem.csv, softmax.csv, ln.csv).
 * ``held_out``: leave-one-GPU-out — for each GPU, constants fitted on the other four GPUs' fit rows
   predict its checked rows (a GPU the constants never saw, as H100 or L4 would be).
 
-Fit: Nelder–Mead on the constants' logarithms, minimizing the sum of the op classes' MAPE, from
-``neusight.FIT_START``; then the energy per FLOP on a grid (the largest that ties the best error).
+Fit: Nelder–Mead on the constants' logarithms (``neusight.FIT_ROUNDS`` rounds, each restarted from the
+last), minimizing the sum of the op classes' MAPE, from ``neusight.FIT_START``; then the energy per
+FLOP on a grid (the largest that ties the best error).
 Writes benchmarks/results/neusight_kernels.csv and .md (MAPE % per GPU and op class).
 """
 

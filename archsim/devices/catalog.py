@@ -33,6 +33,11 @@ datasheet value).
 Link figures here are per direction (half the datasheets' bidirectional totals): what one GPU can
 send while it receives as much.
 
+L1 data cache per SM (the most an SM's unified L1/shared memory leaves to L1; the architecture
+whitepapers and tuning guides): GP100 24 KB, GP102/GP104 48 KB, Volta 128 KB, Turing 64 KB (96 KB less 32 KB
+of shared memory), GA100 192 KB, GA10x/AD10x 128 KB, Hopper 256 KB. Threads per SM (the CUDA
+programming guide): 2,048, but Turing 1,024 and GA10x/AD10x 1,536.
+
 Board power is the datasheets' maximum TDP: V100 SXM2 300 W, A100 SXM4 (40 and 80 GB) 400 W, H100 SXM5
 and H200 SXM 700 W.
 """
@@ -68,6 +73,9 @@ class GpuSpec:
     fp16 fallback of :mod:`archsim.validation.gpu_algorithms`; this does not).
     tdp_w, process_nm: the reference board's power (W) and the process node's nominal feature size (nm)
     from the datasheet, for the kernel model's power cap and board energy (0: not described, no cap).
+    l1_bytes: the largest L1 data cache one SM can have (the unified L1/shared-memory capacity less the
+    smallest shared-memory carve-out; 0: not described, nothing cached). threads_per_sm: the most
+    threads resident on one SM (the CUDA programming guide's table per compute capability).
     """
 
     name: str
@@ -83,6 +91,8 @@ class GpuSpec:
     fp32_lanes: int = 0
     tdp_w: float = 0.0
     process_nm: float = 0.0
+    l1_bytes: float = 0.0
+    threads_per_sm: int = 2048
 
     def __post_init__(self) -> None:
         for name in ("sm_count", "tensor_cores_per_sm", "mma_rows", "mma_cols"):
@@ -119,14 +129,15 @@ class GpuSpec:
 
 
 FP32_PARTITION = "FP32 SIMD partition"
+KB = 2**10
 MB = 2**20  # L2 capacities are given in MiB ("6 MB L2" = 6,144 KB in the whitepapers)
 
 
 def _chip(name: str, sms: int, tcs: int, mma: tuple[int, int], mhz: float, gbps: float,
           unit: str = "tensor core", cuda_cores: tuple[int, int, int] | None = None, l2_mb: float = 0.0,
-          lanes: int = 0, tdp: float = 0.0, nm: float = 0.0) -> GpuSpec:
+          lanes: int = 0, tdp: float = 0.0, nm: float = 0.0, l1_kb: float = 0.0, threads: int = 2048) -> GpuSpec:
     return GpuSpec(name, sms, tcs, mma[0], mma[1], mhz * 1e6, gbps * 1e9, unit, cuda_cores, l2_mb * MB, lanes,
-                   tdp, nm)
+                   tdp, nm, l1_kb * KB, threads)
 
 
 @dataclass(frozen=True)
@@ -169,36 +180,42 @@ TABLE: tuple[Row, ...] = (
     # chip tdp, nm: the reference board's watts and the process node (docs/citations.md), for the kernel
     # model's power cap and board energy. board: HBM GiB, dense TFLOP/s, NVLink and PCIe GB/s per direction,
     # L2 bytes/clock, NVLinks, and TDP W only where the board differs from the chip's reference board.
-    Row("v100", _chip("NVIDIA V100 SXM2 32GB", 80, 8, (8, 8), 1530, 900, cuda_cores=(4, 4, 4), tdp=300, nm=12),
+    Row("v100", _chip("NVIDIA V100 SXM2 32GB", 80, 8, (8, 8), 1530, 900, cuda_cores=(4, 4, 4), tdp=300, nm=12,
+                       l1_kb=128),
         Board("v100-32gb", 32, {"fp16": 125, "fp32": 15.7, "fp64": 7.8}, 150, 16, 2048, 6, nvswitch=False)),
     Row("v100-pcie", _chip("NVIDIA V100 PCIe 32GB", 80, 8, (8, 8), 1380, 900, cuda_cores=(4, 4, 4), l2_mb=6,
-                             tdp=250, nm=12)),
-    Row("t4", _chip("NVIDIA T4", 40, 8, (8, 8), 1590, 320, cuda_cores=(4, 4, 4), l2_mb=4, tdp=70, nm=12)),
+                             tdp=250, nm=12, l1_kb=128)),
+    Row("t4", _chip("NVIDIA T4", 40, 8, (8, 8), 1590, 320, cuda_cores=(4, 4, 4), l2_mb=4, tdp=70, nm=12, l1_kb=64,
+                     threads=1024)),
     # the 40 GB chip serves the PCIe card (250 W, NeuSight's) and the SXM4 board (400 W, training's)
-    Row("a100-40gb", _chip("NVIDIA A100 SXM4 40GB", 108, 4, (16, 16), 1410, 1555, l2_mb=40, lanes=64, tdp=250, nm=7),
+    Row("a100-40gb", _chip("NVIDIA A100 SXM4 40GB", 108, 4, (16, 16), 1410, 1555, l2_mb=40, lanes=64, tdp=250, nm=7,
+                            l1_kb=192),
         Board("a100-40gb", 40, AMPERE_PEAKS, 300, 32, 5120, 12, 400)),
     Row("a100-80gb-pcie", _chip("NVIDIA A100 80GB PCIe", 108, 4, (16, 16), 1410, 1935, l2_mb=40, lanes=64, tdp=300,
-                                  nm=7)),
-    Row("a100-80gb", _chip("NVIDIA A100 SXM4 80GB", 108, 4, (16, 16), 1410, 2039, tdp=400, nm=7),
+                                  nm=7, l1_kb=192)),
+    Row("a100-80gb", _chip("NVIDIA A100 SXM4 80GB", 108, 4, (16, 16), 1410, 2039, tdp=400, nm=7, l1_kb=192),
         Board("a100-80gb", 80, AMPERE_PEAKS, 300, 32, 5120, 12)),
-    Row("a10", _chip("NVIDIA A10", 72, 4, (8, 16), 1695, 600)),
-    Row("l4", _chip("NVIDIA L4", 58, 4, (8, 16), 2040, 300, l2_mb=48, lanes=128, tdp=72, nm=4)),
-    Row("h100-sxm", _chip("NVIDIA H100 SXM5 80GB", 132, 4, (16, 32), 1830, 3350, l2_mb=50, lanes=128, tdp=700, nm=4),
+    Row("a10", _chip("NVIDIA A10", 72, 4, (8, 16), 1695, 600, l1_kb=128, threads=1536)),
+    Row("l4", _chip("NVIDIA L4", 58, 4, (8, 16), 2040, 300, l2_mb=48, lanes=128, tdp=72, nm=4, l1_kb=128,
+                     threads=1536)),
+    Row("h100-sxm", _chip("NVIDIA H100 SXM5 80GB", 132, 4, (16, 32), 1830, 3350, l2_mb=50, lanes=128, tdp=700, nm=4,
+                           l1_kb=256),
         Board("h100-80gb-sxm", 80, HOPPER_PEAKS, 450, 64, HOPPER_L2_BYTES_PER_CLOCK, 18)),
-    Row("h100-pcie", _chip("NVIDIA H100 PCIe", 114, 4, (16, 32), 1620, 2000)),
+    Row("h100-pcie", _chip("NVIDIA H100 PCIe", 114, 4, (16, 32), 1620, 2000, l1_kb=256)),
     # the H100 SXM's processor (same SMs, clock and peaks) with HBM3e; "141 GB" are 143,771 MiB
-    Row("h200", _chip("NVIDIA H200 SXM 141GB", 132, 4, (16, 32), 1830, 4800, tdp=700, nm=4),
+    Row("h200", _chip("NVIDIA H200 SXM 141GB", 132, 4, (16, 32), 1830, 4800, tdp=700, nm=4, l1_kb=256),
         Board("h200-141gb", 143771 / 1024, HOPPER_PEAKS, 450, 64, HOPPER_L2_BYTES_PER_CLOCK, 18)),
     # GPUs without tensor cores, timed by DeepBench in FP32 (docs/citations.md): each SM (AMD: compute
     # unit) is its SIMD partitions of FP32 lanes, one array each — NVIDIA 32 lanes → 4×8, AMD SIMD16 → 4×4;
     # the clock is the boost clock giving the datasheet's FP32 peak: P100 PCIe 9.3, GTX 1080 Ti 11.3,
     # Titan Xp 12.1, Titan X (Pascal) 11.0, GTX Titan X (Maxwell) 6.6, Tesla M40 6.8, MI25 12.3,
     # Vega Frontier Edition 13.1 TFLOP/s.
-    Row("p100-pcie", _chip("NVIDIA Tesla P100 PCIe", 56, 2, (4, 8), 1303, 732, FP32_PARTITION, l2_mb=4, tdp=250, nm=16)),
-    Row("p4", _chip("NVIDIA Tesla P4", 20, 4, (4, 8), 1063, 192, FP32_PARTITION, l2_mb=2, tdp=75, nm=16)),
-    Row("gtx-1080-ti", _chip("NVIDIA GTX 1080 Ti", 28, 4, (4, 8), 1582, 484, FP32_PARTITION)),
-    Row("titan-xp", _chip("NVIDIA Titan Xp", 30, 4, (4, 8), 1582, 547.7, FP32_PARTITION)),
-    Row("titan-x-pascal", _chip("NVIDIA Titan X (Pascal)", 28, 4, (4, 8), 1531, 480, FP32_PARTITION)),
+    Row("p100-pcie", _chip("NVIDIA Tesla P100 PCIe", 56, 2, (4, 8), 1303, 732, FP32_PARTITION, l2_mb=4, tdp=250, nm=16,
+                            l1_kb=24)),
+    Row("p4", _chip("NVIDIA Tesla P4", 20, 4, (4, 8), 1063, 192, FP32_PARTITION, l2_mb=2, tdp=75, nm=16, l1_kb=48)),
+    Row("gtx-1080-ti", _chip("NVIDIA GTX 1080 Ti", 28, 4, (4, 8), 1582, 484, FP32_PARTITION, l1_kb=48)),
+    Row("titan-xp", _chip("NVIDIA Titan Xp", 30, 4, (4, 8), 1582, 547.7, FP32_PARTITION, l1_kb=48)),
+    Row("titan-x-pascal", _chip("NVIDIA Titan X (Pascal)", 28, 4, (4, 8), 1531, 480, FP32_PARTITION, l1_kb=48)),
     Row("titan-x-maxwell", _chip("NVIDIA GTX Titan X (Maxwell)", 24, 4, (4, 8), 1075, 336.5, FP32_PARTITION)),
     Row("m40", _chip("NVIDIA Tesla M40", 24, 4, (4, 8), 1114, 288, FP32_PARTITION)),
     Row("mi25", _chip("AMD Radeon Instinct MI25", 64, 4, (4, 4), 1500, 484, FP32_PARTITION)),

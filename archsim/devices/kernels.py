@@ -8,12 +8,14 @@ The mechanisms (every figure of the GPU comes from :data:`archsim.devices.catalo
   ⌈tiles / (SMs · tiles per SM)⌉ waves, each wave the SM's work on ``REFERENCE_TILE_AREA`` outputs × K
   at the SM's peak (``lanes × 2 × clock`` for fp32; tensor-core MACs × 2 × clock for fp16/bf16) ×
   ``constants.gemm`` × the tile's operand feed ``min(1, (tm·tn / (tm + tn)) / constants.feed)`` (a
-  tile's k-step loads tm + tn operands for tm·tn FMAs: small tiles starve the lanes). When the tiles
-  do not fill the SMs, split-K cuts the reduction into s ∈ :data:`SPLITS` parts and pays a second
-  kernel that reads the s partial outputs and writes the result at the memory rate. The tile and
-  split are the ones that finish first, as a library's heuristic picks. The kernel also moves A, B
-  and out through HBM once at ``constants.memory`` × bandwidth: the larger of the two times counts
-  (a roofline per kernel).
+  tile's k-step loads tm + tn operands for tm·tn FMAs: small tiles starve the lanes). Split-K cuts
+  the reduction into s ∈ :data:`SPLITS` parts of at least :data:`SPLIT_MIN_K` each: s times the tiles,
+  so few output tiles fill the SMs and a tail wave shrinks, paid by a second kernel that reads the s
+  partial outputs and writes the result. The tile and split are the ones that finish first, as a
+  library's heuristic picks. The kernel also reads A and B through HBM once (the larger of the main
+  loop and that read counts: a roofline per kernel), and then writes C once, in its epilogue: after a
+  tile's main loop, not hidden behind it. GEMM traffic moves at ``constants.gemm_memory`` × bandwidth
+  (its own fraction: tiles staged through L2 and the epilogue's scattered stores are not a stream).
 * **Power cap** (fp32): the SMs together run at most ``TDP / energy per FLOP`` FLOP/s
   (:func:`sustained_flops`), the clock a board's power allows under sustained load; the energy per
   FLOP is one fitted constant scaled by the GPU's process node and rated boost clock
@@ -21,12 +23,16 @@ The mechanisms (every figure of the GPU comes from :data:`archsim.devices.catalo
 * **Elementwise** (add, mul, div, pow and their ``u`` scalar forms, relu, gelu, tanh): bytes read
   and written (3 tensors for tensor ⊕ tensor, 2 with a scalar or one input) at ``constants.memory`` ×
   HBM bandwidth.
-* **Softmax / layer norm** over the last dimension: softmax one read and one write of the B×H tensor,
-  layer norm two reads (a Welford pass for mean and variance, then the normalizing pass) and one
-  write, at their own achieved fractions ``constants.softmax`` / ``constants.layernorm`` of HBM
-  bandwidth. (Softmax's long rows are read three times — max, sum, output — and its rows of at most
-  1,024 elements once, but between the two the re-reads partly hit the caches; two read counts by
-  row length fitted worse held out than one read, so the one read stays.)
+* **Softmax / layer norm** over the last dimension, at their own achieved fractions
+  ``constants.softmax`` / ``constants.layernorm`` of HBM bandwidth. Layer norm: two reads (a Welford
+  pass for mean and variance, then the normalizing pass) and one write. Softmax: PyTorch's two kernels
+  (:func:`softmax_tensors`). Rows of at most :data:`SOFTMAX_WARP_MAX` elements go to the warp softmax,
+  which holds a row in one warp's registers: one read, one write. Longer rows go to the block softmax
+  (one CTA of :func:`softmax_block_threads` threads per row), which reads its row three times (max,
+  sum of exponentials, output) and writes it once; the two re-reads come from the SM's L1 as far as
+  the rows resident on one SM (threads per SM / block threads, at most the rows each SM gets) fit in
+  its L1 (``GpuSpec.l1_bytes``), else from HBM: the fraction missed is ``max(0, 1 − L1 / resident
+  bytes)``.
 * Every kernel pays ``constants.launch_s``.
 
 No L2-resident speed-up is modeled: in the fitted files no elementwise, softmax or layer-norm kernel
@@ -37,8 +43,9 @@ energy per FLOP:
 :data:`FITTED`, fitted by :func:`archsim.validation.neusight.fit_constants` on NeuSight's kernel measurements of five GPUs
 (``../shared/gpu_kernels/``: P100-PCIE-16GB, P4, T4, V100-PCIE-32GB, A100-PCIE-40GB; every row of
 linear.csv, bmm.csv, elem.csv, softmax.csv, ln.csv, train_elem.csv, train_softmax.csv and
-train_ln.csv): Nelder–Mead on the logarithms of the constants, minimizing the sum over the five
-op classes of each class's mean absolute percentage error; then the energy per FLOP, the largest whose
+train_ln.csv): Nelder–Mead on the logarithms of the constants (restarted from its own result, so
+that a simplex collapsed early does not stop the fit near its start), minimizing the sum over the
+five op classes of each class's mean absolute percentage error; then the energy per FLOP, the largest whose
 error ties the best (below the energy at which a fitted GPU is capped the error is flat). ``benchmarks/bench_neusight_kernels.py``
 refits them (and the leave-one-GPU-out fits) and prints the figures in docs/gpu-validation.md.
 A GPU never fitted gets these mechanisms and its datasheet, never another GPU's number.
@@ -58,13 +65,17 @@ from archsim.errors import InputError
 # SIMT sgemm CTA tiles (rows × cols of the output) among which cuBLAS chooses on Pascal–Ampere.
 TILES = ((128, 128), (128, 64), (64, 128), (128, 32), (32, 128), (64, 64), (64, 32), (32, 32))
 REFERENCE_TILE_AREA = 128 * 128  # outputs one SM works on at once (registers of one 128×128 sgemm CTA)
-SPLITS = (1, 2, 4, 8, 16, 32)  # split-K factors tried when the output tiles do not fill the SMs
+SPLITS = (1, 2, 4, 8, 16, 32, 64)  # split-K factors tried
+SPLIT_MIN_K = 128  # a split-K part keeps at least this much of K (the figures move < 0.5 points for 64…512)
 
 ELEMENT_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
 # elementwise ops: tensors moved per element (inputs + output)
 ELEMENTWISE_TENSORS = {"add": 3, "mul": 3, "div": 3, "pow": 3, "addu": 2, "mulu": 2, "divu": 2, "powu": 2,
                        "relu": 2, "gelu": 2, "tanh": 2}
 LAYERNORM_READS = 2  # a Welford pass for mean and variance, then a pass that normalizes
+SOFTMAX_WARP_MAX = 1024  # PyTorch: rows of at most this many elements take the warp softmax
+SOFTMAX_MAX_THREADS = 1024  # PyTorch's block softmax: at most this many threads per CTA
+SOFTMAX_LOAD_BYTES = 16  # … each thread loading 16 bytes at a time (ILP = 16 / element bytes)
 GEMM_OPS = ("linear", "bmm")
 OP_CLASSES = {**{op: op for op in GEMM_OPS}, **{op: "elementwise" for op in ELEMENTWISE_TENSORS},
               "softmax": "softmax", "ln": "layernorm"}
@@ -75,9 +86,10 @@ OP_CLASSES = {**{op: op for op in GEMM_OPS}, **{op: "elementwise" for op in ELEM
 class KernelConstants:
     """The model's fitted constants. gemm: fraction of the SMs' peak a well-fed tile reaches;
     feed: operand reuse tm·tn/(tm+tn) (elements) at which a tile is fully fed; memory: achieved
-    fraction of HBM bandwidth of GEMM traffic and elementwise kernels; softmax / layernorm: the same
-    for those kernels; launch_s: seconds per kernel launch; energy_pj: board energy per FP32 FLOP
-    (pJ) of a 12 nm GPU rated at a 1 GHz boost clock, scaled by :func:`energy_per_flop` (the power cap)."""
+    fraction of HBM bandwidth of elementwise kernels; softmax / layernorm: the same for those kernels; launch_s: seconds per kernel launch; energy_pj: board energy per FP32
+    FLOP (pJ) of a 12 nm GPU rated at a 1 GHz boost clock, scaled by :func:`energy_per_flop` (the power
+    cap); gemm_memory: achieved fraction of HBM bandwidth of a GEMM's traffic (reads of A and B, the
+    epilogue's write of C, split-K's reduction)."""
 
     gemm: float
     feed: float
@@ -86,6 +98,7 @@ class KernelConstants:
     layernorm: float
     launch_s: float
     energy_pj: float = 1e-9
+    gemm_memory: float = 1.0
 
     def __post_init__(self) -> None:
         values = astuple(self)
@@ -93,10 +106,11 @@ class KernelConstants:
             raise InputError(f"kernel constants must be positive and finite, got {self}", field="constants")
 
 
-FITTED = KernelConstants(gemm=0.878, feed=44.3, memory=0.738, softmax=0.622, layernorm=0.771, launch_s=10.5e-6,
-                         energy_pj=11.48)
+FITTED = KernelConstants(gemm=0.875, feed=45.1, memory=0.762, softmax=0.639, layernorm=0.792, launch_s=13.7e-6,
+                         energy_pj=11.22, gemm_memory=1.10)
 """Fitted on all five GPUs' files from :data:`archsim.validation.neusight.FIT_START` (see the module
-docstring; refit by benchmarks/bench_neusight_kernels.py)."""
+docstring; refit by benchmarks/bench_neusight_kernels.py). ``gemm_memory`` above 1 says that part of
+the GEMM traffic counted at HBM (C's write-back, re-read tiles) is served by the L2 instead."""
 
 
 def element_bytes(dtype: str) -> int:
@@ -142,7 +156,7 @@ def gemm_seconds(batch: npt.ArrayLike, m: npt.ArrayLike, n: npt.ArrayLike, k: np
     """Seconds of ``batch`` GEMMs out[m×n] = A[m×k]·B[k×n] in one kernel (arrays broadcast)."""
     b, m, n, k = _arrays(batch, m, n, k)
     size = element_bytes(dtype)
-    hbm = spec.memory_bytes_per_s * constants.memory
+    hbm = spec.memory_bytes_per_s * constants.gemm_memory
     rate = sm_flops(spec, dtype) * constants.gemm
     sms = spec.sm_count
     capped = sustained_flops(spec, constants, dtype) / sms  # one SM's share of the board power
@@ -152,25 +166,44 @@ def gemm_seconds(batch: npt.ArrayLike, m: npt.ArrayLike, n: npt.ArrayLike, k: np
         fed = min(1.0, tm * tn / (tm + tn) / constants.feed)
         tiles = np.ceil(m / tm) * np.ceil(n / tn) * b
         for s in SPLITS:
-            if s > 1:
-                usable = tiles * s <= 2 * sms * per_sm  # split only to fill the SMs
-                if not np.any(usable):
-                    break
+            usable = (s == 1) | (k >= s * SPLIT_MIN_K)
+            if not np.any(usable):
+                break
             waves = np.ceil(tiles * s / (sms * per_sm))
             compute = waves * 2.0 * per_sm * tm * tn * np.ceil(k / s) / min(rate * fed, capped)
             if s > 1:
-                compute = np.where(usable, compute + (s + 1) * b * m * n * size / hbm + constants.launch_s, np.inf)
-            best = np.minimum(best, compute)
-    traffic = b * (m * k + k * n + m * n) * size / hbm
-    return np.maximum(best, traffic) + constants.launch_s
+                compute = compute + (s + 1) * b * m * n * size / hbm + constants.launch_s
+            best = np.minimum(best, np.where(usable, compute, np.inf))
+    reads = b * (m * k + k * n) * size / hbm
+    write = b * m * n * size / hbm
+    return np.maximum(best, reads) + write + constants.launch_s
+
+
+def softmax_block_threads(hidden: npt.ArrayLike, dtype: str = "fp32") -> np.ndarray:
+    """Threads of PyTorch's block softmax CTA for rows of ``hidden`` elements: the power of two at or
+    above half of min(hidden / ILP, 1,024), at least one warp (ILP = 16 bytes / element bytes)."""
+    h = np.asarray(hidden, dtype=np.float64)
+    wanted = np.minimum(h / (SOFTMAX_LOAD_BYTES // element_bytes(dtype)), SOFTMAX_MAX_THREADS) / 2
+    return np.maximum(32.0, 2.0 ** np.ceil(np.log2(np.maximum(wanted, 1.0))))
+
+
+def softmax_tensors(batch: npt.ArrayLike, hidden: npt.ArrayLike, spec: GpuSpec, dtype: str = "fp32") -> np.ndarray:
+    """Tensor-sized HBM passes of a softmax over the last ``hidden`` elements of a ``batch`` × ``hidden``
+    tensor: 2 for the warp softmax (rows ≤ :data:`SOFTMAX_WARP_MAX`); for the block softmax 2 plus its
+    two re-reads × the fraction of the rows resident on one SM that its L1 cannot hold."""
+    b, h = np.broadcast_arrays(*_arrays(batch, hidden))
+    resident = np.minimum(spec.threads_per_sm // softmax_block_threads(h, dtype), np.ceil(b / spec.sm_count))
+    footprint = resident * h * element_bytes(dtype)
+    missed = np.clip(1.0 - spec.l1_bytes / footprint, 0.0, 1.0)
+    return np.where(h <= SOFTMAX_WARP_MAX, 2.0, 2.0 + 2.0 * missed)
 
 
 def memory_bound_seconds(op: npt.ArrayLike, batch: npt.ArrayLike, hidden: npt.ArrayLike, spec: GpuSpec,
                          constants: KernelConstants = FITTED, dtype: str = "fp32") -> np.ndarray:
     """Seconds of an elementwise, softmax (``softmax``) or layer-norm (``ln``) kernel on a
     ``batch`` × ``hidden`` tensor: its bytes at the op class's achieved HBM fraction, plus launch."""
-    b, h = _arrays(batch, hidden)
-    ops = np.broadcast_to(np.asarray(op, dtype=object), np.broadcast(b, h).shape)
+    b, h = np.broadcast_arrays(*_arrays(batch, hidden))
+    ops = np.broadcast_to(np.asarray(op, dtype=object), b.shape)
     tensors = np.empty(ops.shape)
     fraction = np.empty(ops.shape)
     for name in set(ops.ravel().tolist()):
@@ -178,7 +211,7 @@ def memory_bound_seconds(op: npt.ArrayLike, batch: npt.ArrayLike, hidden: npt.Ar
         if name in ELEMENTWISE_TENSORS:
             tensors[where], fraction[where] = ELEMENTWISE_TENSORS[name], constants.memory
         elif name == "softmax":
-            tensors[where] = 2
+            tensors[where] = softmax_tensors(b[where], h[where], spec, dtype)
             fraction[where] = constants.softmax
         elif name == "ln":
             tensors[where] = LAYERNORM_READS + 1
@@ -209,6 +242,6 @@ def kernel_seconds(rows: Mapping[str, npt.ArrayLike], spec: GpuSpec, constants: 
     return seconds
 
 
-__all__ = ["ELEMENTWISE_TENSORS", "FITTED", "LAYERNORM_READS", "OP_CLASSES", "SPLITS", "TILES", "KernelConstants",
+__all__ = ["ELEMENTWISE_TENSORS", "FITTED", "LAYERNORM_READS", "OP_CLASSES", "SOFTMAX_WARP_MAX", "SPLITS", "SPLIT_MIN_K", "TILES", "KernelConstants",
            "element_bytes", "energy_per_flop", "gemm_seconds", "kernel_seconds", "memory_bound_seconds", "sm_flops",
-           "sustained_flops"]
+           "softmax_block_threads", "softmax_tensors", "sustained_flops"]
