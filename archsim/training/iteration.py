@@ -35,6 +35,7 @@ from archsim.devices.device import DTYPES, ELEMENT_BYTES, Device
 from archsim.devices.gpu_cost import Efficiency, memory_seconds, op_seconds
 from archsim.errors import InputError
 from archsim.lowering import TrainingOp
+from archsim.policies.stage_profile import StageProfile
 from archsim.training.dp_overlap import dp_allreduce_seconds
 from archsim.training.eager_ops import (
     EAGER_ACCUMULATE_BYTES_PER_PARAMETER,
@@ -145,22 +146,6 @@ def piece_cost(work: Work, par: Parallelism, machine: Machine, recompute: str) -
     return PieceCost(forward, delta, weight, redo, tp_f, tp_b, rows)
 
 
-@dataclass(frozen=True)
-class StageTimes:
-    """Per virtual stage, per micro-batch: F, I, W seconds (collectives and recompute included)."""
-
-    forward: tuple[float, ...]
-    backward_input: tuple[float, ...]
-    backward_weight: tuple[float, ...]
-    hop: float  # the slowest hop's seconds
-    hops: tuple[float, ...] = ()  # each boundary's, virtual stage j to j + 1 (empty: every hop ``hop``)
-
-    def path(self, p: int) -> float:
-        """Seconds of the hops from the first rank to the last (boundaries 0 … p − 2): what a
-        micro-batch's way down, or a gradient's way up, crosses."""
-        return float(sum(self.hops[:p - 1])) if self.hops else (p - 1) * self.hop
-
-
 def boundary_hops(par: Parallelism, links: Links, nbytes: float) -> tuple[float, ...]:
     """Seconds of each virtual-stage boundary's hop of ``nbytes`` (virtual stage j on rank
     :func:`~archsim.training.stage_split.rank_of_stages`): 0 where both stages sit on one rank, else
@@ -203,7 +188,10 @@ def _model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> d
 
 
 def stage_times(c: TransformerConfig, par: Parallelism, machine: Machine,
-                pieces: dict[str, PieceCost]) -> StageTimes:
+                pieces: dict[str, PieceCost]) -> StageProfile:
+    """Each virtual stage's F, I, W seconds per micro-batch on ``machine`` (its layers' pieces, the
+    embedding on the first, the head on the last; TP collectives and recompute included), as the
+    schedules' one per-stage record: ``comm`` the slowest hop, ``boundary_comm`` each boundary's."""
     chunks = par.pp * par.chunks
     counts = layers_per_stage(c.layers, chunks, par.stage_layers)
     layer, emb, head = pieces["layer"], pieces["embedding"], pieces["head"]
@@ -222,8 +210,8 @@ def stage_times(c: TransformerConfig, par: Parallelism, machine: Machine,
         bw.append(w)
     hop = float(collective_seconds("p2p", hop_bytes(c, par) * machine.scale, 2, machine.links.pp)) \
         if par.pp > 1 else 0.0
-    return StageTimes(tuple(fwd), tuple(bin_), tuple(bw), hop,
-                      boundary_hops(par, machine.links, hop_bytes(c, par) * machine.scale))
+    return StageProfile(tuple(fwd), tuple(bin_), tuple(bw), hop,
+                        boundary_comm=boundary_hops(par, machine.links, hop_bytes(c, par) * machine.scale))
 
 
 def hop_bytes(c: TransformerConfig, par: Parallelism) -> float:
@@ -305,7 +293,7 @@ def memories(c: TransformerConfig, par: Parallelism, order=None, scale: float = 
     return out
 
 
-def one_f_one_b_seconds(times: StageTimes, microbatches: int) -> float:
+def one_f_one_b_seconds(times: StageProfile, microbatches: int) -> float:
     """A closed form of 1F1B's pipeline span (one chunk per rank): the first micro-batch's forward
     through every stage, m − 1 steady steps of the slowest stage's F + B, the last backward back
     through every stage, and a hop each way between stages. Used to fit constants quickly; the
@@ -315,13 +303,6 @@ def one_f_one_b_seconds(times: StageTimes, microbatches: int) -> float:
     return float(f.sum() + b.sum() + (microbatches - 1) * (f + b).max() + 2 * times.path(p))
 
 
-def stage_profile(times: StageTimes):
-    from archsim.policies.stage_profile import StageProfile
-
-    return StageProfile(times.forward, times.backward_input, times.backward_weight, times.hop,
-                        boundary_comm=times.hops)
-
-
 __all__ = [
     "ATTENTION_CORE",
     "FP32_OPTIMIZER_BYTES_PER_PARAMETER",
@@ -329,7 +310,6 @@ __all__ = [
     "Links",
     "Machine",
     "PieceCost",
-    "StageTimes",
     "after_backward",
     "check_fits",
     "hop_bytes",
@@ -338,6 +318,5 @@ __all__ = [
     "model_pieces",
     "one_f_one_b_seconds",
     "piece_cost",
-    "stage_profile",
     "stage_times",
 ]

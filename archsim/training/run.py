@@ -15,7 +15,6 @@ from archsim.training.iteration import (
     check_fits,
     memories,
     model_pieces,
-    stage_profile,
 )
 from archsim.training.memory import StageMemory
 from archsim.training.parallel import Parallelism, layers_per_stage
@@ -69,7 +68,7 @@ def train(c: TransformerConfig, par: Parallelism, machine: Machine,
     own = {id(m): model_pieces(c, par, m) for m in {id(m): m for m in machines}.values()}
     times = rank_stage_times(c, par, machines, [own[id(m)] for m in machines])
     order = published_order(par.schedule_name, par.pp, par.microbatches, par.chunks)
-    run = run_order(order, stage_profile(times))
+    run = run_order(order, times)
     mem = memories(c, par, order, machine.scale)
     timeline = run.timeline
     assert isinstance(timeline, Timeline) and isinstance(timeline.slots, SlotTable)  # the engine's arrays

@@ -39,7 +39,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from archsim.partition.result import Partition, PlacedOp, Stage
-from archsim.training.iteration import Machine, PieceCost, StageTimes, hop_bytes, model_pieces, stage_times
+from archsim.policies.stage_profile import StageProfile
+from archsim.training.iteration import Machine, PieceCost, hop_bytes, model_pieces, stage_times
 from archsim.training.memory import stage_memory
 from archsim.training.parallel import V_SCHEDULES, Parallelism
 from archsim.training.search_space import in_flight_peaks
@@ -244,11 +245,11 @@ def planned_split(c: TransformerConfig, par: Parallelism, machines: Sequence[Mac
 
 
 def rank_stage_times(c: TransformerConfig, par: Parallelism, machines: Sequence[Machine],
-                     pieces: Sequence[dict[str, PieceCost]] | None = None, hop: float | None = None) -> StageTimes:
+                     pieces: Sequence[dict[str, PieceCost]] | None = None, hop: float | None = None) -> StageProfile:
     """Each (virtual) stage's F, I, W on the GPU of the rank that runs it (stage mod PP; the V-shaped
     schedules' stage s and 2·PP − 1 − s on rank s), from :func:`stage_times` per distinct machine; the
     hop is the slowest rank's unless given."""
-    per_machine: dict[int, StageTimes] = {}
+    per_machine: dict[int, StageProfile] = {}
     for k, machine in enumerate(machines):
         if id(machine) not in per_machine:
             own = pieces[k] if pieces is not None else model_pieces(c, par, machine)
@@ -256,11 +257,11 @@ def rank_stage_times(c: TransformerConfig, par: Parallelism, machines: Sequence[
     stages = par.pp * par.chunks
     rank = rank_of_stages(par)
     rows = [per_machine[id(machines[rank[s]])] for s in range(stages)]
-    return StageTimes(tuple(t.forward[s] for s, t in enumerate(rows)),
-                      tuple(t.backward_input[s] for s, t in enumerate(rows)),
-                      tuple(t.backward_weight[s] for s, t in enumerate(rows)),
-                      max(t.hop for t in per_machine.values()) if hop is None else hop,
-                      per_machine[id(machines[0])].hops if hop is None else ())
+    return StageProfile(tuple(t.forward[s] for s, t in enumerate(rows)),
+                        tuple(t.backward_input[s] for s, t in enumerate(rows)),
+                        tuple(t.backward_weight[s] for s, t in enumerate(rows)),
+                        max(t.hop(0) for t in per_machine.values()) if hop is None else hop,
+                        boundary_comm=per_machine[id(machines[0])].boundary_comm if hop is None else ())
 
 
 def parse_stage_layers(text: str) -> tuple[int, ...]:
