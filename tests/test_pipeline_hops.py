@@ -13,9 +13,10 @@ import pytest
 
 from archsim.collectives import LinkClass, Spanning
 from archsim.training.cluster import load_gpu_cluster, single_node
-from archsim.training.iteration import model_pieces, stage_times
+from archsim.training.iteration import model_pieces
 from archsim.training.parallel import Parallelism
 from archsim.training.run import train
+from archsim.training.stages import stage_times
 from archsim.workload.transformer import TransformerConfig
 
 ROOT = Path(__file__).resolve().parents[1]
