@@ -36,6 +36,7 @@ from archsim.devices.catalog import chip_of
 from archsim.devices.device import DTYPES, ELEMENT_BYTES, Device
 from archsim.devices.gpu_cost import Efficiency, memory_seconds, op_seconds
 from archsim.devices.kernel_ops import op_kernel_seconds, stream_seconds
+from archsim.devices.kernels import FITTED, KernelConstants
 from archsim.errors import InputError
 from archsim.lowering import TrainingOp
 from archsim.training.dp_overlap import dp_allreduce_seconds
@@ -78,15 +79,19 @@ class Machine:
     """A device (a catalog GPU or a device file, :mod:`archsim.devices.device`), its kernel constants,
     its links, the training implementation whose op list it runs — ``megatron``
     (:mod:`archsim.training.layer_ops`, the default) or ``pytorch-eager``
-    (:mod:`archsim.training.eager_ops`: plain PyTorch on one GPU) — and the ``dtype`` it trains in:
+    (:mod:`archsim.training.eager_ops`: plain PyTorch's AMP GPT on one GPU; in fp32 Hugging Face's GPT-2
+    and BERT, :mod:`archsim.training.hf_ops`) — and the ``dtype`` it trains in:
     fp16/bf16 (mixed precision, the default) or fp32 (GEMMs on a GPU's FP32 lanes, every tensor and
-    message at 4 bytes per element; :data:`archsim.devices.device.DTYPES`)."""
+    message at 4 bytes per element; :data:`archsim.devices.device.DTYPES`). ``kernel_constants``: the fp32
+    kernel model's constants fp32 ops on a catalog GPU are timed with (default the fitted ones;
+    a benchmark passes a leave-one-GPU-out fit)."""
 
     gpu: Device
     efficiency: Efficiency
     links: Links
     implementation: str = "megatron"
     dtype: str = "fp16"
+    kernel_constants: KernelConstants = FITTED
 
     @property
     def scale(self) -> float:
@@ -126,7 +131,7 @@ def machine_op_seconds(ops: list[TrainingOp], machine: Machine) -> np.ndarray:
     memory-bound kernels); fp16/bf16, and any dtype on a device file, by :func:`archsim.devices.gpu_cost.op_seconds`."""
     chip = chip_of(machine.gpu) if machine.dtype == "fp32" else None
     if chip is not None:
-        return op_kernel_seconds(ops, chip, machine.dtype)
+        return op_kernel_seconds(ops, chip, machine.dtype, machine.kernel_constants)
     return op_seconds(ops, machine.gpu, machine.efficiency, ELEMENT_BYTES[machine.dtype], machine.dtype)
 
 
@@ -267,7 +272,7 @@ def after_backward(c: TransformerConfig, par: Parallelism, machine: Machine, ran
     chip = chip_of(machine.gpu) if machine.dtype == "fp32" else None
     if machine.implementation == "pytorch-eager" and machine.dtype == "fp32":  # fp32 Adam, gradients summed
         moved = (FP32_OPTIMIZER_BYTES_PER_PARAMETER + 12 * (par.microbatches - 1)) * parameters
-        optimizer = (float(stream_seconds(moved, chip, kernels=4)) if chip is not None else
+        optimizer = (stream_seconds(moved, chip, kernels=4, constants=machine.kernel_constants) if chip is not None else
                      float(memory_seconds(moved / 4, machine.gpu, machine.efficiency, 4, kernels=4)))
     elif machine.implementation == "pytorch-eager":  # its step, and the gradients summed over micro-batches
         moved = (EAGER_OPTIMIZER_BYTES_PER_PARAMETER
