@@ -96,3 +96,18 @@ def test_eager_fp32_refuses_what_it_does_not_model(tmp_path, capsys):
     assert "TP 1" in capsys.readouterr().err
     assert main([*argv, "--attention", "flash"]) == 2
     assert "standard attention" in capsys.readouterr().err
+
+
+def test_megatrons_fp32_norms_and_softmax_are_the_kernel_models_kernels():
+    """Megatron's op list in fp32: its LayerNorm and fused softmax forward are the kernel model's kernels
+    on their tensors (T × h, and b·a·s rows of s)."""
+    from archsim.training.iteration import model_pieces
+    from archsim.workload.transformer import TransformerConfig
+
+    c = TransformerConfig("tiny", "gpt", 2, 256, 4, 1000, 128, 1024, 4, True, 128)
+    machine, b = _machine("fp32"), 2
+    rows = {(name, kind): t for name, kind, t in
+            model_pieces(c, Parallelism(1, 1, 1, b, b, "none", attention="standard"), machine)["layer"].ops}
+    expected = kernel_seconds({"op": ["ln", "softmax"], "B": [128 * b, b * 4 * 128], "H": [256, 128]},
+                              chip_of(machine.gpu))
+    assert (rows[("norm1", "F")], rows[("softmax", "F")]) == (expected[0], expected[1])
