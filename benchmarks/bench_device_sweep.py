@@ -34,7 +34,7 @@ def sweep(device_path: str, model_path: str, global_batch: int, static_watts: fl
     from archsim.devices.device_file import load_device
     from archsim.training import fitted
     from archsim.training.energy import array_iteration_joules
-    from archsim.training.iteration import Links, Machine
+    from archsim.training.machine import Links, Machine
     from archsim.training.parallel import Parallelism
     from archsim.training.run import train
     from archsim.workload.transformer import load_transformer

@@ -1,8 +1,10 @@
-"""Four mechanisms tried against the measured A100 iterations and not adopted — each fitted, with the
+"""Five mechanisms tried against the measured A100 iterations and not adopted — each fitted, with the
 four kernel constants, on the 16-layer runs only and judged on that fit; the held-out error is
 printed after the choice, not used for it.
 
-    python benchmarks/bench_e2e_variants.py [--variant slowest-host|launch-floor|async-allreduce|unfused-accumulation]
+    python benchmarks/bench_e2e_variants.py [--variant NAME ...] [--stored]
+
+(NAME: slowest-host, launch-floor, async-allreduce, unfused-accumulation, host-issue)
 
 * ``slowest-host``: with TP > 1, a host-bound pass waits at each collective for the slowest of the
   t ranks' hosts: its host issue time × (1 + cv · E[largest of t standard normals]); cv is a fifth
@@ -19,6 +21,12 @@ printed after the choice, not used for it.
   ran before its gradient-accumulation fusion of 2022): 6 bytes per parameter of the stage at HBM
   rate, (m − 1)/m of it charged to each micro-batch's weight-gradient time. ``--stored`` judges it
   with the stored constants instead of refitting them.
+* ``host-issue``: a backward pass's host calls are its autograd nodes, not its kernels, and a
+  checkpointed layer adds the host seconds its checkpoint spends, measured on a CPU
+  (``benchmarks/host_issue.py``). Its line also gives, at its fitted constants, the time MAPE of the
+  one-GPU Hopper iterations (``benchmarks/results/gpu_train_measured_*.csv``, never fitted) with
+  Megatron's op list and plain PyTorch's, and GPT-3 175B's TFLOP/s per GPU against the published 140
+  (``bench_published_throughput.py``).
 
 Each line also gives bench_search.py's acceptance (first choice within 5% of the measured best) under
 the variant's fitted constants.
@@ -42,8 +50,10 @@ sys.path.insert(0, str(ROOT))
 from archsim.devices import gpu_cost
 from archsim.devices.gpu_cost import Efficiency
 from archsim.training import calibrate, fitted, iteration
-from archsim.training.cluster import single_node
-from archsim.training.measured import read_measured
+from archsim.training.cluster import load_gpu_cluster, single_node
+from archsim.training.measured import predict, read_measured
+from archsim.training.parallel import Parallelism
+from benchmarks.host_issue import host_issue
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from published_gpt3 import unfused_accumulation  # the mechanism, stated once beside the GPT-3 checks
@@ -137,7 +147,7 @@ def fit(runs, extra: list[float] | None) -> Efficiency:
     start = np.array([k.gemm, k.memory, k.kernel_s * 1e6, k.host_s * 1e6] + ([0.05] if extra is not None else []))
 
     def efficiency(x):
-        return Efficiency(min(x[0], 1.0), min(x[1], 1.0), x[2] * 1e-6, x[3] * 1e-6)
+        return Efficiency(float(min(x[0], 1.0)), float(min(x[1], 1.0)), float(x[2]) * 1e-6, float(x[3]) * 1e-6)
 
     def loss(x):
         if np.any(x <= 0) or x[0] > 1 or x[1] > 1:
@@ -154,45 +164,83 @@ def fit(runs, extra: list[float] | None) -> Efficiency:
     return efficiency(best.x)
 
 
+@contextmanager
+def a100_constants(efficiency: Efficiency):
+    """``efficiency`` as the A100's kernel constants (every GPU's, scaled to its peaks) while in force."""
+    stored = fitted.A100_KERNELS
+    fitted.A100_KERNELS = efficiency
+    iteration._model_pieces.cache_clear()
+    try:
+        yield
+    finally:
+        fitted.A100_KERNELS = stored
+        iteration._model_pieces.cache_clear()
+
+
 def acceptance(runs, efficiency: Efficiency) -> str:
     """bench_search.py's acceptance (first choice within 5% of each group's measured best) with
     ``efficiency`` as the A100's kernel constants: all groups, fit groups, held-out groups."""
     from archsim.training.search_acceptance import fractions, group_outcomes
 
-    stored = fitted.A100_KERNELS
-    fitted.A100_KERNELS = efficiency
-    iteration._model_pieces.cache_clear()
-    try:
+    with a100_constants(efficiency):
         outcomes = group_outcomes(runs)
-    finally:
-        fitted.A100_KERNELS = stored
     parts = {"all": outcomes, "fit": [o for o in outcomes if not o.held_out],
              "held out": [o for o in outcomes if o.held_out]}
     return ", ".join(f"{name} {fractions(part)['first_within_5pct']:.1%}" for name, part in parts.items())
 
 
+# the one-GPU Hopper iterations (measured file slug, cluster file): predicted only, never fitted
+HOPPER = (("h100-80gb-hbm3", "h100_1gpu"), ("h200", "h200_1gpu"))
+
+
+def other_checks(efficiency: Efficiency) -> str:
+    """With ``efficiency`` as the A100's kernel constants: the time MAPE of the measured one-GPU Hopper
+    iterations per GPU and op list, and GPT-3 175B's hardware TFLOP/s per GPU on 1,024 A100s against the
+    published 140 (``bench_published_throughput.py``'s runs: 1F1B with 1, 2, 3 chunks per rank)."""
+    from benchmarks.bench_published_throughput import GPT3, PUBLISHED_GPT3_TFLOPS
+    from benchmarks.bench_published_throughput import predict as predict_run
+
+    cells = []
+    with a100_constants(efficiency):
+        for slug, cluster in HOPPER:
+            runs = read_measured(ROOT / "benchmarks" / "results" / f"gpu_train_measured_{slug}.csv")
+            gpu = load_gpu_cluster(ROOT / "configs" / "clusters" / f"{cluster}.toml")
+            for implementation in ("megatron", "pytorch-eager"):
+                errors = [abs(p.milliseconds / p.run.milliseconds - 1)
+                          for p in predict(runs, gpu, implementation=implementation)]
+                cells.append(f"{slug} {implementation} {np.mean(errors):.1%}")
+        gpt3 = [predict_run(GPT3, "a100_384_servers.toml", Parallelism(8, 8, 16, 1536, 1, "full", False, v, "1f1b"))
+                for v in (1, 2, 3)]
+    vs = ", ".join(f"{r['hardware_tflops_per_gpu']:.1f} ({r['hardware_tflops_per_gpu'] / PUBLISHED_GPT3_TFLOPS - 1:+.1%})"
+                   for r in gpt3)
+    return f"Hopper time MAPE: {', '.join(cells)}; GPT-3 175B TFLOP/s per GPU (1, 2, 3 chunks): {vs}"
+
+
+VARIANTS = ("slowest-host", "launch-floor", "async-allreduce", "unfused-accumulation", "host-issue")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--variant", choices=("slowest-host", "launch-floor", "async-allreduce", "unfused-accumulation"),
-                        action="append")
+    parser.add_argument("--variant", choices=VARIANTS, action="append")
     parser.add_argument("--stored", action="store_true", help="judge with the stored constants, no refit")
     args = parser.parse_args(argv)
     runs = read_measured(ROOT / "tests" / "data" / "e2e" / "vtrain_single_node_shown.csv")
     held = np.array([not fitted.is_fit_run(r.layers) for r in runs])
-    for variant in args.variant or ("slowest-host", "launch-floor", "async-allreduce", "unfused-accumulation"):
+    for variant in args.variant or VARIANTS:
         cv = [0.0]
-        context = (slowest_host(cv) if variant == "slowest-host" else
-                   launch_floor() if variant == "launch-floor" else
-                   unfused_accumulation() if variant == "unfused-accumulation" else async_allreduce())
+        context = (slowest_host(cv) if variant == "slowest-host" else launch_floor() if variant == "launch-floor"
+                   else unfused_accumulation() if variant == "unfused-accumulation"
+                   else async_allreduce() if variant == "async-allreduce" else host_issue())
         iteration._model_pieces.cache_clear()
         with context:
             efficiency = fitted.A100_KERNELS if args.stored else fit(runs, cv if variant == "slowest-host" else None)
             errors = mape(runs, efficiency)
             ranking = acceptance(runs, efficiency)
+            checks = f"; {other_checks(efficiency)}" if variant == "host-issue" else ""
         print(f"{variant}: fitted {efficiency}" + (f", cv {cv[0]:.3g}" if variant == "slowest-host" else "")
               + f"; fit MAPE {errors[~held].mean():.4f}, held-out MAPE {errors[held].mean():.4f} "
               f"(max {errors[held].max():.3f}); search's first choice within 5% of the measured best: "
-              f"{ranking}", flush=True)
+              f"{ranking}{checks}", flush=True)
         iteration._model_pieces.cache_clear()
     return 0
 

@@ -31,9 +31,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from archsim.devices.gpu_cost import gemm_seconds, memory_seconds
-from archsim.training import calibrate, search, stage_split
-from archsim.training.iteration import ATTENTION_CORE, Machine, model_pieces
+from archsim.training import calibrate, search, stages
+from archsim.training.iteration import ATTENTION_CORE, model_pieces
 from archsim.training.layer_ops import block_work
+from archsim.training.machine import Machine
 from archsim.training.memory import layer_parameters_per_gpu, stage_parameters
 from archsim.training.parallel import Parallelism, layers_per_stage
 from archsim.workload.transformer import TransformerConfig
@@ -164,7 +165,7 @@ def unfused_accumulation() -> Iterator[None]:
                  for j, n in enumerate(counts)]
         return replace(times, backward_weight=tuple(w + a for w, a in zip(times.backward_weight, added)))
 
-    users = (calibrate, search, stage_split)  # the modules that call stage_times by their own name
+    users = (calibrate, search, stages)  # the modules that call stage_times by their own name
     for module in users:
         module.stage_times = stage_times  # type: ignore[attr-defined]
     try:

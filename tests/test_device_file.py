@@ -75,7 +75,7 @@ TINY = TransformerConfig("tiny", "gpt", layers=4, hidden=256, heads=4, vocab=100
 
 
 def _seconds(device, par: Parallelism) -> float:
-    from archsim.training.iteration import Links, Machine
+    from archsim.training.machine import Links, Machine
 
     link = fitted.nvlink(device.nvlink_bytes_per_s)
     machine = Machine(device, device.efficiency or fitted.kernels(device.name), Links(link, link, link))

@@ -11,8 +11,7 @@ import networkx as nx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from archsim.dfg import (
+from layerpipe_dfg import (
     INPUT,
     LOSS,
     OUTPUT,
@@ -32,7 +31,8 @@ from archsim.dfg import (
     retime,
     training_dfg,
 )
-from archsim.dfg.constraints import Constraint, Infeasible, asap_retiming
+from layerpipe_dfg.constraints import Constraint, Infeasible, asap_retiming
+
 from archsim.errors import InputError
 
 
@@ -93,7 +93,7 @@ def test_user_mistakes_raise_input_error(call):
 # --- retiming ----------------------------------------------------------------------------------
 
 def simple_cycle_sums(dfg):
-    """Independent of archsim.dfg.loops: networkx cycles, the fewest delays between two nodes."""
+    """Independent of layerpipe_dfg.loops: networkx cycles, the fewest delays between two nodes."""
     out = {}
     for cycle in nx.simple_cycles(nx.DiGraph([(e.src, e.dst) for e in dfg.edges])):
         pairs = list(zip(cycle, cycle[1:] + cycle[:1]))

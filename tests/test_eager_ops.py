@@ -19,8 +19,9 @@ from archsim.errors import InputError
 from archsim.training.calibrate import HOST_CONFIG, HOST_ROW, fit_probe, iteration_ops, read_probe
 from archsim.training.cluster import single_node
 from archsim.training.eager_ops import EAGER_OPTIMIZER_BYTES_PER_PARAMETER, eager_block_work, eager_head_work
-from archsim.training.iteration import Machine, model_pieces
+from archsim.training.iteration import model_pieces
 from archsim.training.layer_ops import block_work
+from archsim.training.machine import Machine
 from archsim.training.parallel import Parallelism
 from archsim.workload.transformer import TransformerConfig
 

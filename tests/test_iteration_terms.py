@@ -39,7 +39,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from archsim.training import dp_overlap, iteration
+from archsim.training import dp_overlap, iteration, stages
 from archsim.training.cluster import single_node
 from archsim.training.parallel import Parallelism
 from archsim.training.run import train
@@ -69,6 +69,7 @@ def priced(monkeypatch):
 
     monkeypatch.setattr(iteration, "op_seconds", op_seconds)
     monkeypatch.setattr(iteration, "collective_seconds", collective_seconds)
+    monkeypatch.setattr(stages, "collective_seconds", collective_seconds)  # the pipeline hops
     monkeypatch.setattr(dp_overlap, "collective_seconds", collective_seconds)  # the DP all-reduce's own module
     monkeypatch.setattr(iteration, "memory_seconds", memory_seconds)
     iteration._model_pieces.cache_clear()  # per-layer costs are kept across calls: none priced the real way

@@ -81,3 +81,53 @@ def test_the_planner_registry_loads_no_simulator():
             "print(sorted(m for m in ('numba', 'networkx', 'archsim.sim') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+# `archsim train` walks down: command → run (the iteration) → stage split (the plan) → stages (per-stage
+# F/I/W, hops) → pieces (ops → seconds, iteration.py) → the op lists and the machine → devices. A module
+# imports only modules after it here.
+TRAIN_WALK = ("archsim.training.run", "archsim.training.stage_split", "archsim.training.stages",
+              "archsim.training.iteration", "archsim.training.memory", "archsim.training.machine",
+              "archsim.training.layer_ops", "archsim.training.parallel")
+
+
+def training_imports() -> dict[str, set[str]]:
+    """Each module of ``archsim.training`` → the modules of ``archsim.training`` it imports, anywhere in it."""
+    paths = {module_name(p): p for p in sorted((ROOT / "training").glob("*.py"))}
+    return {name: {i for i in imports_of(path) if i in paths and i != name} for name, path in paths.items()}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every import cycle of ``graph`` found by a depth-first walk (each as the path that closes it)."""
+    found, state = [], {}
+
+    def walk(node: str, path: list[str]) -> None:
+        state[node] = "open"
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == "open":
+                found.append(path[path.index(nxt):] + [nxt])
+            elif nxt not in state:
+                walk(nxt, [*path, nxt])
+        state[node] = "done"
+
+    for node in sorted(graph):
+        if node not in state:
+            walk(node, [node])
+    return found
+
+
+def test_training_modules_never_climb_back():
+    """No module of the training package imports one that (through others) imports it back."""
+    assert not cycles(training_imports())
+
+
+def test_cycles_are_found():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c", "a"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_train_walk_goes_down():
+    graph = training_imports()
+    up = [f"{low} imports {high}" for k, low in enumerate(TRAIN_WALK) for high in TRAIN_WALK[:k + 1]
+          if high in graph.get(low, set())]
+    assert not up, "\n".join(up)

@@ -13,9 +13,10 @@ import pytest
 
 from archsim.collectives import LinkClass, Spanning
 from archsim.training.cluster import load_gpu_cluster, single_node
-from archsim.training.iteration import model_pieces, stage_times
+from archsim.training.iteration import model_pieces
 from archsim.training.parallel import Parallelism
 from archsim.training.run import train
+from archsim.training.stages import stage_times
 from archsim.workload.transformer import TransformerConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,8 +36,8 @@ def test_hops_inside_a_server_run_at_nvlink():
     hops = machines[0].links.pp_hops
     assert [type(h) for h in hops] == [LinkClass, Spanning, LinkClass, Spanning]  # 0→1, 1→2, 2→3, 3→0
     times = stage_times(C, par, machines[0], model_pieces(C, par, machines[0]))
-    nvlink, network = times.hops[0], times.hops[1]
-    assert times.hops == (nvlink, network, nvlink) and nvlink < network == times.hop
+    nvlink, network = times.boundary_comm[0], times.boundary_comm[1]
+    assert times.boundary_comm == (nvlink, network, nvlink) and nvlink < network == times.comm
     flat = replace(machines[0], links=replace(machines[0].links, pp_hops=()))  # every hop at the network's
     saved = train(C, par, flat).iteration_seconds - train(C, par, machines[0], machines).iteration_seconds
     assert saved == pytest.approx(4 * (network - nvlink), rel=1e-9)
@@ -45,8 +46,8 @@ def test_hops_inside_a_server_run_at_nvlink():
 def test_interleaved_wraps_over_the_network_and_gains():
     par, machines = _setup(interleave=2)
     times = stage_times(C, par, machines[0], model_pieces(C, par, machines[0]))
-    nvlink, network = times.hops[0], times.hops[1]
-    assert times.hops == (nvlink, network, nvlink, network) + (nvlink, network, nvlink)  # rank 3 → 0 crosses
+    nvlink, network = times.boundary_comm[0], times.boundary_comm[1]
+    assert times.boundary_comm == (nvlink, network, nvlink, network) + (nvlink, network, nvlink)  # rank 3 → 0 crosses
     flat = replace(machines[0], links=replace(machines[0].links, pp_hops=()))
     assert train(C, par, machines[0], machines).iteration_seconds < train(C, par, flat).iteration_seconds
 
@@ -68,8 +69,8 @@ def test_a_hop_between_leaves_pays_the_oversubscription(tmp_path):
     machine = cluster.laid_out(par)[0]
     launch = machine.links.pp_hops[0].inter.launch_s
     times = stage_times(C, par, machine, model_pieces(C, par, machine))
-    same_leaf, across = times.hops[0], times.hops[1]
-    assert times.hops[2] == same_leaf
+    same_leaf, across = times.boundary_comm[0], times.boundary_comm[1]
+    assert times.boundary_comm[2] == same_leaf
     assert across - launch == pytest.approx(2 * (same_leaf - launch), rel=1e-12)
 
 

@@ -12,9 +12,11 @@ import pytest
 from archsim.errors import InputError
 from archsim.policies.stage_orders import published_order
 from archsim.training.cluster import single_node
-from archsim.training.iteration import memories, model_pieces, one_f_one_b_seconds, stage_times
+from archsim.training.iteration import model_pieces
+from archsim.training.memory import memories
 from archsim.training.parallel import Parallelism, layers_per_stage
-from archsim.training.stage_split import parse_stage_layers, planned_split, rank_stage_times, stage_layer_counts
+from archsim.training.stage_split import parse_stage_layers, planned_split, stage_layer_counts
+from archsim.training.stages import one_f_one_b_seconds, rank_stage_times, stage_times
 from archsim.workload.transformer import TransformerConfig
 
 TINY = TransformerConfig("tiny", "gpt", layers=7, hidden=96, heads=6, vocab=5000, seq=64, ffn=384, kv_heads=6,

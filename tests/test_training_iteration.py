@@ -11,12 +11,13 @@ from archsim.cli import main
 from archsim.devices.gpu_cost import op_seconds
 from archsim.training import fitted
 from archsim.training.cluster import single_node
-from archsim.training.iteration import OPTIMIZER_BYTES_PER_PARAMETER, model_pieces, one_f_one_b_seconds, stage_times
+from archsim.training.iteration import OPTIMIZER_BYTES_PER_PARAMETER, model_pieces
 from archsim.training.layer_ops import block_work, embedding_work, head_work
 from archsim.training.measured import read_measured
 from archsim.training.memory import stage_parameters
 from archsim.training.parallel import DEFAULT_ATTENTION, Parallelism
 from archsim.training.run import train
+from archsim.training.stages import one_f_one_b_seconds, stage_times
 from archsim.workload.transformer import TransformerConfig
 
 ROOT = Path(__file__).resolve().parents[1]

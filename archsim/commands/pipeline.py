@@ -169,7 +169,7 @@ def _compact(records: list[dict], plan, order: list[str]) -> list[dict]:
 
 def _stash_depths(plan, network) -> list[int] | None:
     """Weight versions each processor stashes (chains only): S − s + 1 for the s-th of S non-empty
-    stages, what :func:`archsim.dfg.pipeline` derives from the pipelined training DFG (PipeDream's
+    stages, what the LayerPipe DFG (`tests/layerpipe_dfg`) derives from the pipelined training DFG (PipeDream's
     stash depth). Stated here so the command needs no networkx or integer program; a test checks the
     two agree on every chain and stage assignment up to 7 layers."""
     if any(len(layer.inputs) != 1 for layer in network.layers):

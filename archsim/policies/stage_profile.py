@@ -97,6 +97,11 @@ class StageProfile:
             return self.boundary_comm[min(src, dst)]
         return self.hop(src)
 
+    def path(self, p: int) -> float:
+        """Latency of the hops from stage 0 to stage p − 1 (boundaries 0 … p − 2): what a micro-batch's
+        way down, or a gradient's way up, crosses."""
+        return float(sum(self.boundary_comm[:p - 1])) if self.boundary_comm else (p - 1) * self.hop(0)
+
     def on_ranks(self, rank_of_stage: dict[int, int]) -> StageProfile:
         """Per virtual stage of a schedule: its rank's stage split evenly over the rank's stages."""
         if sorted(set(rank_of_stage.values())) != list(range(self.stages)):

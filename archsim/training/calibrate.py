@@ -1,7 +1,7 @@
 """Fitting the GPU kernel efficiencies to measured iterations — on the fit part only.
 
 :func:`fast_seconds` predicts a measured run's iteration with 1F1B's closed form
-(:func:`~archsim.training.iteration.one_f_one_b_seconds`), equal to the event simulator on every
+(:func:`~archsim.training.stages.one_f_one_b_seconds`), equal to the event simulator on every
 measured run (the benchmark reports the largest difference), so a fit can evaluate hundreds of
 candidate constants in seconds. :func:`fit_kernels` minimises the mean absolute percentage error over
 the runs :func:`archsim.training.fitted.is_fit_run` selects (Nelder–Mead, from a wide start: the
@@ -23,10 +23,12 @@ from archsim.devices.gpu_cost import Efficiency, gemm_seconds, memory_seconds
 from archsim.errors import InputError
 from archsim.training import fitted
 from archsim.training.cluster import single_node
-from archsim.training.iteration import Machine, after_backward, model_pieces, one_f_one_b_seconds, stage_times
+from archsim.training.iteration import after_backward, model_pieces
+from archsim.training.machine import Machine
 from archsim.training.measured import MeasuredRun, split_meta
 from archsim.training.memory import stage_parameters
 from archsim.training.parallel import Parallelism
+from archsim.training.stages import one_f_one_b_seconds, stage_times
 from archsim.workload.transformer import TransformerConfig
 
 

@@ -1,7 +1,7 @@
 """A GPU cluster for training: today's cluster TOML (:mod:`archsim.spp.topology`) with each
 ``[[servers]]`` table naming its GPU by catalog name (``gpu = "a100-80gb"``) or a device file
 (``device = "PATH"``, relative to the cluster file: :mod:`archsim.devices.device_file`), read into
-the :class:`~archsim.training.iteration.Machine` the iteration model runs on. Every server's device
+the :class:`~archsim.training.machine.Machine` the iteration model runs on. Every server's device
 is a :class:`~archsim.devices.device.Device`; a catalog GPU's kernels are the fitted ones
 (:func:`archsim.training.fitted.kernels`), a device file's are its own.
 
@@ -37,7 +37,7 @@ from archsim.devices.device import DTYPES, Device, catalog_device
 from archsim.errors import InputError
 from archsim.spp.topology import Topology, build_topology
 from archsim.training import fitted
-from archsim.training.iteration import Links, Machine
+from archsim.training.machine import Links, Machine
 from archsim.training.network import Network, read_network
 from archsim.training.parallel import Parallelism
 from archsim.validate import parse_float, parse_toml, read_text, shown
@@ -57,7 +57,7 @@ class GpuCluster:
     watts: tuple[float | None, ...] = ()  # each server's watts per GPU override
     sizes: tuple[int, ...] = ()  # each server's GPU count (empty: all ``gpus_per_server``)
     network: Network | None = None  # the network as built (None: ``inter_server_bytes_per_s`` per GPU, no rails)
-    dtype: str = "fp16"  # what every machine trains in (:class:`~archsim.training.iteration.Machine`)
+    dtype: str = "fp16"  # what every machine trains in (:class:`~archsim.training.machine.Machine`)
 
     @cached_property
     def heterogeneous(self) -> bool:

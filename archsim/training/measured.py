@@ -167,7 +167,7 @@ def predict(runs: list[MeasuredRun] | tuple[MeasuredRun, ...], cluster: GpuClust
             efficiency: Efficiency | None = None, implementation: str = "megatron") -> list[Prediction]:
     """``archsim train`` on ``cluster`` (its first GPU type) for every run — nothing fitted here;
     ``efficiency``: kernel constants instead of the catalog's (e.g. a probe's fit); ``implementation``:
-    whose op list (:class:`~archsim.training.iteration.Machine`)."""
+    whose op list (:class:`~archsim.training.machine.Machine`)."""
     from archsim.training.run import train
 
     out = []

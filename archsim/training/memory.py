@@ -30,8 +30,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from archsim.errors import InputError
 from archsim.training.layer_ops import embedding_parameters, layer_parameters
-from archsim.training.parallel import Parallelism, padded_vocab
+from archsim.training.parallel import Parallelism, layers_per_stage, padded_vocab
 from archsim.workload.transformer import TransformerConfig
 
 STATE_BYTES_PER_PARAMETER = 16
@@ -106,5 +107,43 @@ def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight:
     return StageMemory(params, STATE_BYTES_PER_PARAMETER * params, activations)
 
 
-__all__ = ["STATE_BYTES_PER_PARAMETER", "StageMemory", "layer_activation_bytes", "layer_parameters_per_gpu",
-           "stage_memory", "stage_parameters"]
+def in_flight(order) -> list[int]:
+    """Per rank: the most micro-batch chunks run forward and not yet backward (B or I) at once."""
+    peaks = []
+    for actions in order.ranks:
+        live = peak = 0
+        for action in actions:
+            live += 1 if action.kind == "F" else -1 if action.kind in ("B", "I") else 0
+            peak = max(peak, live)
+        peaks.append(peak)
+    return peaks
+
+
+def memories(c: TransformerConfig, par: Parallelism, order=None, scale: float = 1.0) -> list[StageMemory]:
+    """Memory of one GPU of each pipeline rank (chunks of a rank summed). Without ``order``, plain 1F1B's
+    in-flight counts min(p − r, m) — no schedule built, for searches over many configurations. ``scale``:
+    bytes per element over fp16's (2 in fp32: the activations double; fp32 Adam's 16 bytes per
+    parameter equal mixed precision's)."""
+    chunks = par.pp * par.chunks
+    counts = layers_per_stage(c.layers, chunks, par.stage_layers)
+    if order is None:
+        if par.schedule_name != "1f1b":
+            raise InputError("memory without a schedule's order is 1F1B's only", field="schedule")
+        peaks = [min(par.pp - r, par.microbatches) for r in range(par.pp)]
+        rank_of = {j: j for j in range(par.pp)}
+    else:
+        peaks = in_flight(order)
+        rank_of = order.rank_of_stage()
+    apart = rank_of[0] != rank_of[chunks - 1]
+    out = []
+    for rank in range(par.pp):
+        mine = [j for j in range(chunks) if rank_of[j] == rank]
+        parts = [stage_memory(c, par, counts[j], max(peaks[rank] // par.chunks, 1), j == 0, j == chunks - 1, apart)
+                 for j in mine]
+        out.append(StageMemory(sum(p.parameters for p in parts), sum(p.states for p in parts),
+                               sum(p.activations for p in parts) * scale))
+    return out
+
+
+__all__ = ["STATE_BYTES_PER_PARAMETER", "StageMemory", "in_flight", "layer_activation_bytes", "layer_parameters_per_gpu",
+           "memories", "stage_memory", "stage_parameters"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from archsim.errors import InputError
+from archsim.workload.transformer import TransformerConfig
 
 RECOMPUTE = ("none", "selective", "full")
 ATTENTIONS = ("standard", "flash")  # attention's kernels: Megatron's unfused core, or FlashAttention-2
@@ -116,4 +117,22 @@ def layers_per_stage(layers: int, stages: int, split: tuple[int, ...] | None = N
     return (layers // stages,) * stages
 
 
-__all__ = ["ATTENTIONS", "DEFAULT_ATTENTION", "RECOMPUTE", "Parallelism", "layers_per_stage", "padded_vocab"]
+def rank_of_stages(par: Parallelism) -> list[int]:
+    """The pipeline rank of each virtual stage (model chunk), in pipeline order: stage s on rank s mod PP
+    (one chunk per rank, interleaved), or the V-shaped schedules' stages r and 2·PP − 1 − r on rank r."""
+    p = par.pp
+    return [(s if s < p else 2 * p - 1 - s) if par.schedule in V_SCHEDULES else s % p for s in range(p * par.chunks)]
+
+
+def check_fits(c: TransformerConfig, par: Parallelism) -> None:
+    if par.stage_layers is not None:
+        layers_per_stage(c.layers, par.pp * par.chunks, par.stage_layers)
+    elif c.layers % (par.pp * par.chunks):
+        raise InputError(f"{c.layers} layers do not split into {par.pp} stages × {par.chunks} chunks",
+                         field="pp")
+    if c.heads % par.tp or c.ffn % par.tp:
+        raise InputError(f"TP {par.tp} must divide the heads ({c.heads}) and the FFN width ({c.ffn})", field="tp")
+
+
+__all__ = ["ATTENTIONS", "DEFAULT_ATTENTION", "RECOMPUTE", "Parallelism", "check_fits", "layers_per_stage", "padded_vocab",
+           "rank_of_stages"]

@@ -9,16 +9,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from archsim.devices.catalog import GIB
-from archsim.training.iteration import (
-    Machine,
-    after_backward,
-    check_fits,
-    memories,
-    model_pieces,
-    stage_profile,
-)
-from archsim.training.memory import StageMemory
-from archsim.training.parallel import Parallelism, layers_per_stage
+from archsim.training.iteration import after_backward, model_pieces
+from archsim.training.machine import Machine
+from archsim.training.memory import StageMemory, memories
+from archsim.training.parallel import Parallelism, check_fits, layers_per_stage
 from archsim.workload.transformer import TransformerConfig
 
 if TYPE_CHECKING:
@@ -62,14 +56,14 @@ def train(c: TransformerConfig, par: Parallelism, machine: Machine,
     from archsim.policies.stage_orders import published_order
     from archsim.policies.stage_run import run_order
     from archsim.sim.timeline import SlotTable, Timeline
-    from archsim.training.stage_split import rank_stage_times
+    from archsim.training.stages import rank_stage_times
 
     check_fits(c, par)
     machines = machines or (machine,) * par.pp
     own = {id(m): model_pieces(c, par, m) for m in {id(m): m for m in machines}.values()}
     times = rank_stage_times(c, par, machines, [own[id(m)] for m in machines])
     order = published_order(par.schedule_name, par.pp, par.microbatches, par.chunks)
-    run = run_order(order, stage_profile(times))
+    run = run_order(order, times)
     mem = memories(c, par, order, machine.scale)
     timeline = run.timeline
     assert isinstance(timeline, Timeline) and isinstance(timeline.slots, SlotTable)  # the engine's arrays

@@ -6,7 +6,7 @@ parallelism for a transformer, a global batch and a GPU cluster.
 2. Time the rest by closed forms of the pipeline span over the end-to-end model's per-stage
    F/I/W times (:func:`pipeline_seconds`; the pieces' op costs are computed once per TP ×
    micro-batch × recompute × sequence parallelism × TP link, so a candidate costs microseconds).
-   1F1B's is :func:`archsim.training.iteration.one_f_one_b_seconds`, the one the kernel fit uses.
+   1F1B's is :func:`archsim.training.stages.one_f_one_b_seconds`, the one the kernel fit uses.
    Schedules other than 1F1B and GPipe are timed in the event simulator while short of a steady
    state (fewer than 2p micro-batches), where their closed forms are poor.
 3. Re-time the best ``refine`` estimated by a closed form with the event simulator
@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from archsim.errors import InputError
-from archsim.training.iteration import after_backward, model_pieces, one_f_one_b_seconds, stage_times
+from archsim.training.iteration import after_backward, model_pieces
 from archsim.training.objectives import OBJECTIVE_COLUMN, objective_columns
 from archsim.training.parallel import layers_per_stage
 from archsim.training.placement import MAX_ORDERS, layouts, order_count, order_text, server_orders
@@ -40,7 +40,7 @@ from archsim.training.search_space import (
     rank_memories,
     rejection,
 )
-from archsim.training.stage_split import rank_stage_times
+from archsim.training.stages import one_f_one_b_seconds, rank_stage_times, stage_times
 from archsim.workload.transformer import TransformerConfig
 
 CLOSED_FORM_EXACT = ("1f1b", "gpipe")  # their closed form equals the event simulator (tests)

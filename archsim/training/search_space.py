@@ -5,7 +5,7 @@ A candidate is TP × PP × DP (= the GPUs searched) × micro-batch × recompute 
 per rank) × sequence parallelism. :func:`rejection` says why a candidate cannot run (the first rule it
 breaks, in :data:`REASONS`' order) or ``None``; :func:`peak_memory_bytes` is the largest GPU's memory
 under the schedule, from the closed forms of :func:`in_flight_peaks` (micro-batches forward and not yet
-backward on a rank), which equal :func:`archsim.training.iteration.in_flight` of the published
+backward on a rank), which equal :func:`archsim.training.memory.in_flight` of the published
 orders (checked by brute force in the tests)."""
 
 from __future__ import annotations
@@ -162,7 +162,7 @@ def in_flight_peaks(schedule: str, p: int, m: int, v: int = 1) -> list[int]:
 @lru_cache(maxsize=256)
 def _v_in_flight(schedule: str, p: int, m: int) -> tuple[int, ...]:
     from archsim.policies.stage_orders import published_order
-    from archsim.training.iteration import in_flight
+    from archsim.training.memory import in_flight
 
     return tuple(in_flight(published_order(schedule, p, m)))
 
@@ -174,7 +174,7 @@ def rank_chunks(schedule: str, p: int, v: int, rank: int) -> list[int]:
 
 def rank_memories(c: TransformerConfig, par: Parallelism, ranks=None) -> list[StageMemory]:
     """Memory of one GPU of each pipeline rank in ``ranks`` (default all), as
-    :func:`archsim.training.iteration.memories` but with the in-flight counts in closed form, and a
+    :func:`archsim.training.memory.memories` but with the in-flight counts in closed form, and a
     V-shaped schedule's first and last chunk (embedding and LM head) both on rank 0."""
     chunks = par.pp * par.chunks
     counts = layers_per_stage(c.layers, chunks, par.stage_layers)

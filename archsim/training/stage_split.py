@@ -17,7 +17,7 @@ micro-batches under the schedule, :func:`archsim.training.search_space.in_flight
 rank's GPU. The embedding can only land on the first stage and the head on the last: the stages
 are contiguous. The result minimises the slowest stage's F + I + W — for 1F1B and GPipe on one GPU
 type this also minimises the iteration (the sum of the stages' work does not depend on the split,
-:func:`~archsim.training.iteration.one_f_one_b_seconds`; checked by brute force in the tests).
+:func:`~archsim.training.stages.one_f_one_b_seconds`; checked by brute force in the tests).
 
 The plan is the project's one plan type, :class:`archsim.partition.result.Partition` (each
 virtual stage's nodes on the rank that runs it, each node with its F, W (``G``) and I (``D``) seconds
@@ -39,10 +39,12 @@ from collections.abc import Sequence
 import numpy as np
 
 from archsim.partition.result import Partition, PlacedOp, Stage
-from archsim.training.iteration import Machine, PieceCost, StageTimes, hop_bytes, model_pieces, stage_times
+from archsim.training.iteration import PieceCost, model_pieces
+from archsim.training.machine import Machine
 from archsim.training.memory import stage_memory
-from archsim.training.parallel import V_SCHEDULES, Parallelism
+from archsim.training.parallel import Parallelism, rank_of_stages
 from archsim.training.search_space import in_flight_peaks
+from archsim.training.stages import hop_bytes
 from archsim.workload.transformer import TransformerConfig
 
 BALANCES = ("even", "planned")
@@ -85,7 +87,7 @@ def chain_partition(c: TransformerConfig, par: Parallelism, counts: Sequence[int
     its layers (the embedding joins the first, the LM head the last) and runs on rank
     ``rank_of_stages(par)[s]`` (its ``devices``), each node's ops costed on that rank's GPU
     (``rank_pieces[r]``), in seconds; the mandatory bytes are each boundary's hop
-    (:func:`~archsim.training.iteration.hop_bytes`, per TP rank) forward and its gradient back, per
+    (:func:`~archsim.training.stages.hop_bytes`, per TP rank) forward and its gradient back, per
     micro-batch."""
     names = node_names(c)
     rank = rank_of_stages(par)
@@ -100,13 +102,6 @@ def chain_partition(c: TransformerConfig, par: Parallelism, counts: Sequence[int
 def stage_layer_counts(partition: Partition) -> tuple[int, ...]:
     """The transformer layers of each stage of a chain plan (what ``Parallelism.stage_layers`` holds)."""
     return tuple(sum(name.startswith(LAYER) for name in stage.layers) for stage in partition.stages)
-
-
-def rank_of_stages(par: Parallelism) -> list[int]:
-    """The pipeline rank of each virtual stage (model chunk), in pipeline order: stage s on rank s mod PP
-    (one chunk per rank, interleaved), or the V-shaped schedules' stages r and 2·PP − 1 − r on rank r."""
-    p = par.pp
-    return [(s if s < p else 2 * p - 1 - s) if par.schedule in V_SCHEDULES else s % p for s in range(p * par.chunks)]
 
 
 def _most_layers(c: TransformerConfig, par: Parallelism, chunks: Sequence[int], in_flight: int,
@@ -243,26 +238,6 @@ def planned_split(c: TransformerConfig, par: Parallelism, machines: Sequence[Mac
     return None if counts is None else chain_partition(c, par, counts, pieces)
 
 
-def rank_stage_times(c: TransformerConfig, par: Parallelism, machines: Sequence[Machine],
-                     pieces: Sequence[dict[str, PieceCost]] | None = None, hop: float | None = None) -> StageTimes:
-    """Each (virtual) stage's F, I, W on the GPU of the rank that runs it (stage mod PP; the V-shaped
-    schedules' stage s and 2·PP − 1 − s on rank s), from :func:`stage_times` per distinct machine; the
-    hop is the slowest rank's unless given."""
-    per_machine: dict[int, StageTimes] = {}
-    for k, machine in enumerate(machines):
-        if id(machine) not in per_machine:
-            own = pieces[k] if pieces is not None else model_pieces(c, par, machine)
-            per_machine[id(machine)] = stage_times(c, par, machine, own)
-    stages = par.pp * par.chunks
-    rank = rank_of_stages(par)
-    rows = [per_machine[id(machines[rank[s]])] for s in range(stages)]
-    return StageTimes(tuple(t.forward[s] for s, t in enumerate(rows)),
-                      tuple(t.backward_input[s] for s, t in enumerate(rows)),
-                      tuple(t.backward_weight[s] for s, t in enumerate(rows)),
-                      max(t.hop for t in per_machine.values()) if hop is None else hop,
-                      per_machine[id(machines[0])].hops if hop is None else ())
-
-
 def parse_stage_layers(text: str) -> tuple[int, ...]:
     """``--stage-layers 5,6,6,5`` → (5, 6, 6, 5)."""
     from archsim.errors import InputError
@@ -279,5 +254,5 @@ def parse_stage_layers(text: str) -> tuple[int, ...]:
 
 
 __all__ = ["BALANCES", "chain_partition", "node_names", "node_ops", "node_seconds", "parse_stage_layers",
-           "piece_seconds", "plan_stage_layers", "planned_split", "rank_of_stages", "rank_stage_times", "spread",
+           "piece_seconds", "plan_stage_layers", "planned_split", "spread",
            "stage_layer_counts"]

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from archsim.dfg.graph import Edge, Node, TrainingDFG
 from archsim.errors import InputError
+from layerpipe_dfg.graph import Edge, Node, TrainingDFG
 
 
 def retime(dfg: TrainingDFG, r: Mapping[Node, int]) -> TrainingDFG:

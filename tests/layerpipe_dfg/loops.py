@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from archsim.dfg.graph import Node, TrainingDFG
 from archsim.errors import InputError
+from layerpipe_dfg.graph import Node, TrainingDFG
 
 
 @dataclass(frozen=True)

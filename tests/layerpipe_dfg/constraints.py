@@ -1,4 +1,4 @@
-"""Difference constraints with extra delay variables — the solver behind :func:`archsim.dfg.pipeline`.
+"""Difference constraints with extra delay variables — the solver behind :func:`layerpipe_dfg.pipeline`.
 
 Each constraint belongs to an edge u → v of a graph on nodes 0..n−1 and reads
 

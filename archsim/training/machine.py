@@ -1,0 +1,59 @@
+"""What one pipeline rank trains on: its device, kernel constants, links, op list and precision."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from archsim.collectives import LinkClass
+from archsim.devices.device import DTYPES, ELEMENT_BYTES, Device
+from archsim.devices.gpu_cost import Efficiency
+from archsim.devices.kernels import FITTED, KernelConstants
+from archsim.errors import InputError
+from archsim.training.eager_ops import IMPLEMENTATIONS
+
+
+@dataclass(frozen=True)
+class Links:
+    """The link class each parallel group communicates over; ``pp`` the pipeline's slowest hop,
+    ``pp_hops`` (when known) each hop's: rank r to rank r + 1, the last rank's to rank 0 (an
+    interleaved pipeline's wrap) — NVLink where both ranks' GPUs share a server."""
+
+    tp: LinkClass
+    pp: LinkClass
+    dp: LinkClass
+    pp_hops: tuple = ()
+
+
+@dataclass(frozen=True)
+class Machine:
+    """A device (a catalog GPU or a device file, :mod:`archsim.devices.device`), its kernel constants,
+    its links, the training implementation whose op list it runs — ``megatron``
+    (:mod:`archsim.training.layer_ops`, the default) or ``pytorch-eager``
+    (:mod:`archsim.training.eager_ops`: plain PyTorch's AMP GPT on one GPU; in fp32 Hugging Face's GPT-2
+    and BERT, :mod:`archsim.training.hf_ops`) — and the ``dtype`` it trains in:
+    fp16/bf16 (mixed precision, the default) or fp32 (GEMMs on a GPU's FP32 lanes, every tensor and
+    message at 4 bytes per element; :data:`archsim.devices.device.DTYPES`). ``kernel_constants``: the fp32
+    kernel model's constants fp32 ops on a catalog GPU are timed with (default the fitted ones;
+    a benchmark passes a leave-one-GPU-out fit)."""
+
+    gpu: Device
+    efficiency: Efficiency
+    links: Links
+    implementation: str = "megatron"
+    dtype: str = "fp16"
+    kernel_constants: KernelConstants = FITTED
+
+    @property
+    def scale(self) -> float:
+        """Bytes per element over fp16's 2: what the op lists' fp16 byte counts are multiplied by."""
+        return ELEMENT_BYTES[self.dtype] / 2
+
+    def __post_init__(self) -> None:
+        if self.dtype not in DTYPES:
+            raise InputError(f"dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}", field="dtype")
+        if self.implementation not in IMPLEMENTATIONS:
+            raise InputError(f"implementation must be one of {', '.join(IMPLEMENTATIONS)}, got {self.implementation!r}",
+                             field="implementation")
+
+
+__all__ = ["Links", "Machine"]

@@ -1,0 +1,96 @@
+"""Per virtual stage of a pipeline: each stage's F, I, W seconds per micro-batch (its pieces summed,
+:func:`archsim.training.iteration.model_pieces`) and the hops between stages, as the schedules' one
+per-stage record, :class:`~archsim.policies.stage_profile.StageProfile`; and 1F1B's closed form over it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from archsim.collectives import collective_seconds
+from archsim.policies.stage_profile import StageProfile
+from archsim.training.iteration import PieceCost, model_pieces
+from archsim.training.machine import Links, Machine
+from archsim.training.parallel import Parallelism, layers_per_stage, rank_of_stages
+from archsim.workload.transformer import TransformerConfig
+
+
+def stage_times(c: TransformerConfig, par: Parallelism, machine: Machine,
+                pieces: dict[str, PieceCost]) -> StageProfile:
+    """Each virtual stage's F, I, W seconds per micro-batch on ``machine`` (its layers' pieces, the
+    embedding on the first, the head on the last; TP collectives and recompute included), as the
+    schedules' one per-stage record: ``comm`` the slowest hop, ``boundary_comm`` each boundary's."""
+    chunks = par.pp * par.chunks
+    counts = layers_per_stage(c.layers, chunks, par.stage_layers)
+    layer, emb, head = pieces["layer"], pieces["embedding"], pieces["head"]
+    fwd, bin_, bw = [], [], []
+    for j, n in enumerate(counts):
+        f = n * (layer.forward + layer.tp_forward)
+        i = n * (layer.backward_input + layer.recompute + layer.tp_backward)
+        w = n * layer.backward_weight
+        for piece, on in ((emb, j == 0), (head, j == chunks - 1)):
+            if on:
+                f += piece.forward + piece.tp_forward
+                i += piece.backward_input + piece.tp_backward
+                w += piece.backward_weight
+        fwd.append(f)
+        bin_.append(i)
+        bw.append(w)
+    hop = float(collective_seconds("p2p", hop_bytes(c, par) * machine.scale, 2, machine.links.pp)) \
+        if par.pp > 1 else 0.0
+    return StageProfile(tuple(fwd), tuple(bin_), tuple(bw), hop,
+                        boundary_comm=boundary_hops(par, machine.links, hop_bytes(c, par) * machine.scale))
+
+
+def hop_bytes(c: TransformerConfig, par: Parallelism) -> float:
+    """Bytes one pipeline hop sends per micro-batch and TP rank: the s·b·h fp16 activation over TP."""
+    return c.seq * par.micro_batch * c.hidden * 2 / par.tp
+
+
+def boundary_hops(par: Parallelism, links: Links, nbytes: float) -> tuple[float, ...]:
+    """Seconds of each virtual-stage boundary's hop of ``nbytes`` (virtual stage j on rank
+    :func:`~archsim.training.parallel.rank_of_stages`): 0 where both stages sit on one rank, else
+    the link between the two ranks (:attr:`Links.pp_hops`); empty without per-hop links."""
+    if not links.pp_hops or par.pp == 1:
+        return ()
+    rank = rank_of_stages(par)
+    out = []
+    for j in range(par.pp * par.chunks - 1):
+        a, b = rank[j], rank[j + 1]
+        link = None if a == b else links.pp_hops[a] if b == (a + 1) % par.pp else links.pp_hops[b]
+        out.append(0.0 if link is None else float(collective_seconds("p2p", nbytes, 2, link)))
+    return tuple(out)
+
+
+def rank_stage_times(c: TransformerConfig, par: Parallelism, machines: Sequence[Machine],
+                     pieces: Sequence[dict[str, PieceCost]] | None = None, hop: float | None = None) -> StageProfile:
+    """Each (virtual) stage's F, I, W on the GPU of the rank that runs it (stage mod PP; the V-shaped
+    schedules' stage s and 2·PP − 1 − s on rank s), from :func:`stage_times` per distinct machine; the
+    hop is the slowest rank's unless given."""
+    per_machine: dict[int, StageProfile] = {}
+    for k, machine in enumerate(machines):
+        if id(machine) not in per_machine:
+            own = pieces[k] if pieces is not None else model_pieces(c, par, machine)
+            per_machine[id(machine)] = stage_times(c, par, machine, own)
+    stages = par.pp * par.chunks
+    rank = rank_of_stages(par)
+    rows = [per_machine[id(machines[rank[s]])] for s in range(stages)]
+    return StageProfile(tuple(t.forward[s] for s, t in enumerate(rows)),
+                        tuple(t.backward_input[s] for s, t in enumerate(rows)),
+                        tuple(t.backward_weight[s] for s, t in enumerate(rows)),
+                        max(t.hop(0) for t in per_machine.values()) if hop is None else hop,
+                        boundary_comm=per_machine[id(machines[0])].boundary_comm if hop is None else ())
+
+def one_f_one_b_seconds(times: StageProfile, microbatches: int) -> float:
+    """A closed form of 1F1B's pipeline span (one chunk per rank): the first micro-batch's forward
+    through every stage, m − 1 steady steps of the slowest stage's F + B, the last backward back
+    through every stage, and a hop each way between stages. Used to fit constants quickly; the
+    benchmark reports how far it is from the event simulator."""
+    f, b = np.asarray(times.forward), np.asarray(times.backward_input) + np.asarray(times.backward_weight)
+    p = len(f)
+    return float(f.sum() + b.sum() + (microbatches - 1) * (f + b).max() + 2 * times.path(p))
+
+
+__all__ = ["boundary_hops", "hop_bytes", "one_f_one_b_seconds", "rank_stage_times", "stage_times"]
