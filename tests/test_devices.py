@@ -12,6 +12,10 @@ from archsim.lowering import Gemm, TrainingOp
 DATASHEET = {"v100-32gb": (125, 80, 640, 32, 900, 150), "a100-40gb": (312, 108, 432, 40, 1555, 300),
              "a100-80gb": (312, 108, 432, 80, 2039, 300), "h100-80gb-sxm": (989.4, 132, 528, 80, 3350, 450),
              "h200-141gb": (989.4, 132, 528, 143771 / 1024, 4800, 450)}
+# NeuSight's PCIe cards (no NVLink): dense FP32 TFLOP/s, SMs, HBM GiB, HBM GB/s, PCIe GB/s per direction
+PCIE_DATASHEET = {"v100-pcie-32gb": (14, 80, 32, 900, 16), "t4-16gb": (8.1, 40, 16, 320, 16),
+                  "a100-80gb-pcie": (19.5, 108, 80, 1935, 32), "l4-24gb": (30.3, 58, 24, 300, 32),
+                  "p100-pcie-16gb": (9.3, 56, 16, 732, 16), "p4-8gb": (5.5, 20, 8, 192, 16)}
 
 
 @pytest.mark.parametrize("name", sorted(DATASHEET))
@@ -26,8 +30,30 @@ def test_catalog_matches_datasheets(name):
     assert g.hbm_bytes_per_s == hbm * 1e9 and g.nvlink_bytes_per_s == nvlink * 1e9
 
 
+@pytest.mark.parametrize("name", sorted(PCIE_DATASHEET))
+def test_pcie_cards_match_datasheets(name):
+    fp32, sms, memory, hbm, pcie = PCIE_DATASHEET[name]
+    g = gpu(name)
+    assert g.peak("fp32") == pytest.approx(fp32 * 1e12)
+    # the FP32 lanes × 2 × clock the fp32 kernel model reads give the same peak (within rounding)
+    from archsim.devices.catalog import chip_of
+    from archsim.devices.kernels import sm_flops
+
+    chip = chip_of(g)
+    assert chip is not None and sm_flops(chip) * chip.sm_count == pytest.approx(fp32 * 1e12, rel=0.02)
+    assert (g.sms, g.memory_bytes, g.hbm_bytes_per_s) == (sms, memory * GIB, hbm * 1e9)
+    assert g.nvlink_bytes_per_s == 0 and g.pcie_bytes_per_s == pcie * 1e9
+
+
+@pytest.mark.parametrize(("cuda_name", "key"), [("Tesla V100-PCIE-32GB", "v100-pcie-32gb"), ("Tesla_T4", "t4-16gb"),
+                                                ("NVIDIA L4", "l4-24gb"), ("NVIDIA_H100_80GB_HBM3", "h100-80gb-sxm"),
+                                                ("Tesla P4", "p4-8gb"), ("NVIDIA A100-PCIE-40GB", "a100-40gb")])
+def test_cuda_device_names_are_catalog_names(cuda_name, key):
+    assert gpu(cuda_name) is GPUS[key]
+
+
 def test_catalog_names():
-    assert set(GPUS) == set(DATASHEET)
+    assert set(GPUS) == set(DATASHEET) | set(PCIE_DATASHEET)
     assert gpu("A100") is GPUS["a100-80gb"]
     with pytest.raises(InputError, match="unknown GPU"):
         gpu("tpu-v4")

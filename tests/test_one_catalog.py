@@ -38,6 +38,8 @@ def datasheet_figures() -> dict[float, str]:
     found: dict[float, str] = {}
 
     def add(raw: float, scale: float, what: str) -> None:
+        if not raw:  # 0: the board has none (a PCIe card's NVLink), not a figure
+            return
         if not _power_of_two(raw):
             found[float(raw) * scale] = what
         if _distinctive(raw):

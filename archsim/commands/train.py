@@ -15,6 +15,7 @@ from archsim.commands.common import (
     positive_int,
 )
 from archsim.devices.device import DTYPES
+from archsim.training.eager_ops import IMPLEMENTATIONS
 from archsim.training.parallel import ATTENTIONS, DEFAULT_ATTENTION, DP_OVERLAPS, RECOMPUTE
 
 HELP = "one training iteration of a transformer on GPUs: TP × PP × DP, time, memory, breakdown"
@@ -29,6 +30,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dtype", default="fp16", choices=DTYPES,
                         help="training precision: fp16/bf16 mixed precision, or fp32 (on a GPU its FP32 lanes, "
                              "PyTorch's default; 4 bytes per element)")
+    parser.add_argument("--implementation", default="megatron", choices=IMPLEMENTATIONS,
+                        help="whose op list runs: Megatron-LM's fused kernels, or plain eager PyTorch on one GPU "
+                             "(fp16/bf16: the AMP GPT of benchmarks/gpu_train_measure.py; fp32: Hugging Face's "
+                             "GPT-2 and BERT modules, as NeuSight measured them); one iteration only")
     parser.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel degree")
     parser.add_argument("--pp", type=positive_int, default=1, help="pipeline-parallel degree")
     parser.add_argument("--dp", type=positive_int, default=1, help="data-parallel degree")
@@ -75,6 +80,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
     from archsim.commands.common import write_timeline_outputs
     from archsim.errors import InputError
     from archsim.outputs import render
@@ -89,6 +96,9 @@ def run(args: argparse.Namespace) -> int:
     from archsim.workload.transformer import load_transformer
 
     config = load_transformer(args.model, seq=args.seq)
+    if args.implementation != "megatron" and (args.runs or args.sweep):
+        raise InputError("--implementation pytorch-eager times one iteration: not with --runs or --sweep",
+                         field="implementation")
     if args.runs:
         return _run_runs(args, config)
     if args.global_batch is None:
@@ -115,7 +125,8 @@ def run(args: argparse.Namespace) -> int:
             check_planning_work(config, cluster, par.global_batch, [one] * orders,
                                 hint="--stage-layers, or one server order (--placement file or I,J,…)")
         cluster, par, placement = _best_placement(config, cluster, par, args.balance)
-    machines = cluster.laid_out(par)  # a TP group may span whole servers (warned below), as search allows
+    machines = tuple(replace(m, implementation=args.implementation)  # a TP group may span whole servers
+                     for m in cluster.laid_out(par))  # (warned below), as search allows
     spans = cluster.tp_servers(par)
     if spans > 1:
         print(f"archsim train: warning: a TP group spans {spans} servers: its all-reduces cross the network",
@@ -137,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
             "sequence_parallel": par.sequence_parallel, "interleave": par.interleave, "schedule": par.schedule,
             "attention": par.attention, "dp_overlap": par.dp_overlap, "stage_layers": ",".join(map(str, par.stage_layers)) if par.stage_layers else "even",
             "placement": order_text(placement) if isinstance(placement, tuple) else "file",
-            "dtype": args.dtype, "iteration_seconds": result.iteration_seconds,
+            "dtype": args.dtype, "implementation": args.implementation, "iteration_seconds": result.iteration_seconds,
             "forward_seconds": result.forward_seconds, "backward_seconds": result.backward_seconds,
             **iteration_energy(config, par, cluster, result.iteration_seconds, memory=result.memory),
             **rates, "peak_memory_gib": result.peak_memory_gib,

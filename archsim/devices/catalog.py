@@ -40,6 +40,14 @@ programming guide): 2,048, but Turing 1,024 and GA10x/AD10x 1,536.
 
 Board power is the datasheets' maximum TDP: V100 SXM2 300 W, A100 SXM4 (40 and 80 GB) 400 W, H100 SXM5
 and H200 SXM 700 W.
+
+The PCIe cards NeuSight measured train too (one GPU; no NVLink, PCIe per direction), from their
+datasheets: V100 PCIe 32 GB (112 TFLOP/s FP16 tensor, 14 FP32, 7 FP64; PCIe 3.0), T4 (16 GB; 65 FP16
+tensor, 8.1 FP32; PCIe 3.0), A100 80GB PCIe (the A100's peaks; PCIe 4.0), L4 (24 GB; 121 FP16/BF16
+tensor dense, 30.3 FP32; PCIe 4.0), P100 PCIe 16 GB (9.3 FP32, 4.7 FP64; PCIe 3.0), P4 (8 GB; 5.5
+FP32; PCIe 3.0). The A100-PCIE-40GB trains as the a100-40gb board (its chip, with the PCIe card's
+250 W, is what the fp32 kernel model reads). :func:`gpu` also takes a GPU's name as CUDA reports it
+("Tesla V100-PCIE-32GB", "NVIDIA L4"; :func:`find_gpu`).
 """
 
 from __future__ import annotations
@@ -170,6 +178,7 @@ class Row:
 AMPERE_PEAKS = {"fp16": 312, "bf16": 312, "tf32": 156, "fp32": 19.5, "fp64": 19.5}  # A100 SXM4, TFLOP/s
 HOPPER_PEAKS = {"fp16": 989.4, "bf16": 989.4, "fp8": 1978.9, "tf32": 494.7, "fp32": 66.9, "fp64": 66.9}  # H100/H200 SXM
 HOPPER_L2_BYTES_PER_CLOCK = 5120 * 132 / 108 * 2  # the A100's per SM, doubled (module docstring: an assumption)
+PCIE_ONLY: dict[str, Any] = {"nvlinks": 1, "nvswitch": False}  # a PCIe card's board: no NVLink
 
 TABLE: tuple[Row, ...] = (
     # chip: SMs, tensor cores/SM, MACs/clock per tensor core as R×C, clock (MHz) giving the datasheet's
@@ -184,20 +193,24 @@ TABLE: tuple[Row, ...] = (
                        l1_kb=128),
         Board("v100-32gb", 32, {"fp16": 125, "fp32": 15.7, "fp64": 7.8}, 150, 16, 2048, 6, nvswitch=False)),
     Row("v100-pcie", _chip("NVIDIA V100 PCIe 32GB", 80, 8, (8, 8), 1380, 900, cuda_cores=(4, 4, 4), l2_mb=6,
-                             tdp=250, nm=12, l1_kb=128)),
+                             tdp=250, nm=12, l1_kb=128),
+        Board("v100-pcie-32gb", 32, {"fp16": 112, "fp32": 14, "fp64": 7}, 0, 16, 2048, **PCIE_ONLY)),
     Row("t4", _chip("NVIDIA T4", 40, 8, (8, 8), 1590, 320, cuda_cores=(4, 4, 4), l2_mb=4, tdp=70, nm=12, l1_kb=64,
-                     threads=1024)),
+                     threads=1024),
+        Board("t4-16gb", 16, {"fp16": 65, "fp32": 8.1}, 0, 16, **PCIE_ONLY)),
     # the 40 GB chip serves the PCIe card (250 W, NeuSight's) and the SXM4 board (400 W, training's)
     Row("a100-40gb", _chip("NVIDIA A100 SXM4 40GB", 108, 4, (16, 16), 1410, 1555, l2_mb=40, lanes=64, tdp=250, nm=7,
                             l1_kb=192),
         Board("a100-40gb", 40, AMPERE_PEAKS, 300, 32, 5120, 12, 400)),
     Row("a100-80gb-pcie", _chip("NVIDIA A100 80GB PCIe", 108, 4, (16, 16), 1410, 1935, l2_mb=40, lanes=64, tdp=300,
-                                  nm=7, l1_kb=192)),
+                                  nm=7, l1_kb=192),
+        Board("a100-80gb-pcie", 80, AMPERE_PEAKS, 0, 32, 5120, **PCIE_ONLY)),
     Row("a100-80gb", _chip("NVIDIA A100 SXM4 80GB", 108, 4, (16, 16), 1410, 2039, tdp=400, nm=7, l1_kb=192),
         Board("a100-80gb", 80, AMPERE_PEAKS, 300, 32, 5120, 12)),
     Row("a10", _chip("NVIDIA A10", 72, 4, (8, 16), 1695, 600, l1_kb=128, threads=1536)),
     Row("l4", _chip("NVIDIA L4", 58, 4, (8, 16), 2040, 300, l2_mb=48, lanes=128, tdp=72, nm=4, l1_kb=128,
-                     threads=1536)),
+                     threads=1536),
+        Board("l4-24gb", 24, {"fp16": 121, "bf16": 121, "fp32": 30.3}, 0, 32, **PCIE_ONLY)),
     Row("h100-sxm", _chip("NVIDIA H100 SXM5 80GB", 132, 4, (16, 32), 1830, 3350, l2_mb=50, lanes=128, tdp=700, nm=4,
                            l1_kb=256),
         Board("h100-80gb-sxm", 80, HOPPER_PEAKS, 450, 64, HOPPER_L2_BYTES_PER_CLOCK, 18)),
@@ -211,8 +224,10 @@ TABLE: tuple[Row, ...] = (
     # Titan Xp 12.1, Titan X (Pascal) 11.0, GTX Titan X (Maxwell) 6.6, Tesla M40 6.8, MI25 12.3,
     # Vega Frontier Edition 13.1 TFLOP/s.
     Row("p100-pcie", _chip("NVIDIA Tesla P100 PCIe", 56, 2, (4, 8), 1303, 732, FP32_PARTITION, l2_mb=4, tdp=250, nm=16,
-                            l1_kb=24)),
-    Row("p4", _chip("NVIDIA Tesla P4", 20, 4, (4, 8), 1063, 192, FP32_PARTITION, l2_mb=2, tdp=75, nm=16, l1_kb=48)),
+                            l1_kb=24),
+        Board("p100-pcie-16gb", 16, {"fp32": 9.3, "fp64": 4.7}, 0, 16, **PCIE_ONLY)),
+    Row("p4", _chip("NVIDIA Tesla P4", 20, 4, (4, 8), 1063, 192, FP32_PARTITION, l2_mb=2, tdp=75, nm=16, l1_kb=48),
+        Board("p4-8gb", 8, {"fp32": 5.5}, 0, 16, **PCIE_ONLY)),
     Row("gtx-1080-ti", _chip("NVIDIA GTX 1080 Ti", 28, 4, (4, 8), 1582, 484, FP32_PARTITION, l1_kb=48)),
     Row("titan-xp", _chip("NVIDIA Titan Xp", 30, 4, (4, 8), 1582, 547.7, FP32_PARTITION, l1_kb=48)),
     Row("titan-x-pascal", _chip("NVIDIA Titan X (Pascal)", 28, 4, (4, 8), 1531, 480, FP32_PARTITION, l1_kb=48)),
@@ -245,13 +260,26 @@ ALIASES = {"v100": "v100-32gb", "a100": "a100-80gb", "h100": "h100-80gb-sxm", "h
            "h200": "h200-141gb"}
 
 
+BOARD_OF_CHIP = {row.slug: row.board.key for row in TABLE if row.board is not None}
+CHIP_OF_DEVICE: dict[Device, GpuSpec] = {GPUS[row.board.key]: row.chip for row in TABLE if row.board is not None}
+
+
 def gpu(name: str) -> Device:
-    """The catalog GPU called ``name`` (a key of :data:`GPUS` or an alias such as ``a100``) as its
-    device (one object per GPU)."""
+    """The catalog GPU called ``name`` (a key of :data:`GPUS`, an alias such as ``a100``, or its name as
+    CUDA reports it, such as ``Tesla V100-PCIE-32GB``, spaces or underscores) as its device (one object
+    per GPU)."""
     key = ALIASES.get(str(name).lower(), str(name).lower())
+    if key not in GPUS:
+        key = BOARD_OF_CHIP.get(find_gpu(str(name).replace("_", " ")) or "", key)  # file names: _ for spaces
     if key not in GPUS:
         raise InputError(f"unknown GPU {name!r}; the catalog has {', '.join(GPUS)}", field="gpu")
     return GPUS[key]
+
+
+def chip_of(device: Device) -> GpuSpec | None:
+    """The chip (:class:`GpuSpec`) of a catalog GPU's device, for the fp32 kernel model; None for a
+    device file's."""
+    return CHIP_OF_DEVICE.get(device)
 
 
 _NAME_PATTERNS = ((r"p100", "p100-pcie"), (r"1080\s*ti", "gtx-1080-ti"), (r"titan\s*xp", "titan-xp"),
@@ -295,5 +323,5 @@ def resolve_gpu(name: str, *, like: str | None = None, sm_count: int | None = No
     return replace(base, **changes)
 
 
-__all__ = ["ALIASES", "FP32_PARTITION", "GIB", "GPUS", "KNOWN_GPUS", "MAX_GPU_UNITS", "MB", "TABLE", "Board",
-           "GpuSpec", "Row", "device", "find_gpu", "gpu", "resolve_gpu"]
+__all__ = ["ALIASES", "BOARD_OF_CHIP", "CHIP_OF_DEVICE", "FP32_PARTITION", "GIB", "GPUS", "KNOWN_GPUS", "MAX_GPU_UNITS", "MB", "TABLE", "Board",
+           "GpuSpec", "Row", "chip_of", "device", "find_gpu", "gpu", "resolve_gpu"]

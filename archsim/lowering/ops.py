@@ -45,6 +45,9 @@ class TrainingOp:
         partial sums to merge) — LayerPipe's "additional communication".
     fused: the GEMMs run in one kernel that keeps their intermediates on chip (FlashAttention): on a
         GPU its time is the larger of the GEMMs' compute and ``vector_elements``' HBM traffic, one launch.
+    kernel: for a memory-bound op that is one softmax or layer-norm kernel, (op, rows, row) — the kernel
+        model's name (``softmax`` or ``ln``) and the B × H tensor it works on
+        (:mod:`archsim.devices.kernel_ops`); empty: an elementwise kernel moving ``vector_elements``.
     """
 
     layer: str
@@ -54,6 +57,7 @@ class TrainingOp:
     out_bytes: int = 0
     extra_bytes: int = 0
     fused: bool = False
+    kernel: tuple[str, int, int] | tuple[()] = ()
 
     @property
     def macs(self) -> int:

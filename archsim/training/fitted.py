@@ -49,7 +49,10 @@ def nvlink(bandwidth: float) -> LinkClass:
 def nvlink_group(device, members: tuple[int, ...]) -> LinkClass:
     """The link class of a collective over ``members`` (GPU indices within one server) of ``device``:
     NVSwitch servers give every group the GPU's full NVLink bandwidth; a DGX-1 of V100s gives it its
-    NVLink rings' (:func:`~archsim.training.nvlink_rings.ring_count`), PCIe where no ring exists."""
+    NVLink rings' (:func:`~archsim.training.nvlink_rings.ring_count`), PCIe where no ring exists or the
+    board has no NVLink (a PCIe card)."""
+    if not device.nvlink_bytes_per_s:
+        return _link("pcie", device.pcie_bytes_per_s, V100_NVLINK)
     if device.nvswitch:
         return nvlink(device.nvlink_bytes_per_s)
     from archsim.training.nvlink_rings import ring_count

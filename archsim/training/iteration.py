@@ -20,7 +20,8 @@ and optimizer step.
    the gradient twice more; in fp32, 28: weight, gradient, momentum and variance read, all but the
    gradient written). The iteration ends when the slowest stage has stepped.
 
-In fp32 (``Machine.dtype``) every fp16 byte count of the op lists, messages and activations doubles.
+In fp32 (``Machine.dtype``) every fp16 byte count of the op lists, messages and activations doubles,
+and on a catalog GPU each op is timed by the fp32 kernel model (:func:`machine_op_seconds`).
 
 This module holds the terms of one iteration that are priced on a machine: each model piece's F, I, W
 per micro-batch (:func:`model_pieces`, step 1) and what follows the last backward (:func:`after_backward`,
@@ -34,9 +35,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
+import numpy as np
+
 from archsim.collectives import collective_seconds
+from archsim.devices.catalog import chip_of
 from archsim.devices.device import ELEMENT_BYTES
 from archsim.devices.gpu_cost import memory_seconds, op_seconds
+from archsim.devices.kernel_ops import op_kernel_seconds, stream_seconds
 from archsim.errors import InputError
 from archsim.lowering import TrainingOp
 from archsim.training.dp_overlap import dp_allreduce_seconds
@@ -49,6 +54,7 @@ from archsim.training.eager_ops import (
     eager_embedding_work,
     eager_head_work,
 )
+from archsim.training.hf_ops import check_hf, hf_block_work, hf_embedding_work, hf_head_work
 from archsim.training.layer_ops import Collective, Work, block_work, embedding_work, head_work
 from archsim.training.machine import Links, Machine
 from archsim.training.parallel import Parallelism, padded_vocab
@@ -81,10 +87,20 @@ def _coll_seconds(colls: tuple[Collective, ...], par: Parallelism, links: Links,
     return float(sum(collective_seconds(c.kind, c.bytes * scale, par.tp, links.tp) for c in colls))
 
 
+def machine_op_seconds(ops: list[TrainingOp], machine: Machine) -> np.ndarray:
+    """Each op's GPU seconds on ``machine``: in fp32 on a catalog GPU by the fp32 kernel model fitted on
+    NeuSight's kernels (:func:`archsim.devices.kernel_ops.op_kernel_seconds`: SIMT sgemm and PyTorch's
+    memory-bound kernels); fp16/bf16, and any dtype on a device file, by :func:`archsim.devices.gpu_cost.op_seconds`."""
+    chip = chip_of(machine.gpu) if machine.dtype == "fp32" else None
+    if chip is not None:
+        return op_kernel_seconds(ops, chip, machine.dtype, machine.kernel_constants)
+    return op_seconds(ops, machine.gpu, machine.efficiency, ELEMENT_BYTES[machine.dtype], machine.dtype)
+
+
 def piece_cost(work: Work, par: Parallelism, machine: Machine, recompute: str) -> PieceCost:
     ops: list[TrainingOp] = [*work.forward, *work.backward]
     scale = machine.scale
-    seconds = op_seconds(ops, machine.gpu, machine.efficiency, ELEMENT_BYTES[machine.dtype], machine.dtype)
+    seconds = machine_op_seconds(ops, machine)
     rows = tuple((op.layer, op.kind, float(t)) for op, t in zip(ops, seconds))
     rows += tuple((f"{c.name} ({c.kind}, {c.bytes * scale / 2**20:.3g} MiB)", c.phase,
                    float(collective_seconds(c.kind, c.bytes * scale, par.tp, machine.links.tp)))
@@ -122,6 +138,11 @@ def model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> di
 @lru_cache(maxsize=4096)
 def _model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> dict[str, PieceCost]:
     b, t, sp = par.micro_batch, par.tp, par.sequence_parallel
+    if machine.implementation == "pytorch-eager" and machine.dtype == "fp32":  # Hugging Face's modules, no AMP
+        check_hf(c, t, sp, par.attention)
+        return {"layer": piece_cost(hf_block_work(c, b), par, machine, par.recompute),
+                "embedding": piece_cost(hf_embedding_work(c, b), par, machine, "none"),
+                "head": piece_cost(hf_head_work(c, b), par, machine, "none")}
     if machine.implementation == "pytorch-eager":
         check_eager(c, t, sp)
         if par.attention != "standard":
@@ -148,7 +169,12 @@ def after_backward(c: TransformerConfig, par: Parallelism, machine: Machine, ran
     if ends[0] != ends[1] and c.tied_embeddings and rank in ends:
         table = padded_vocab(c.vocab, par.tp) // par.tp * c.hidden * 2
         tied = float(collective_seconds("all-reduce", table * scale, 2, machine.links.pp))
-    if machine.implementation == "pytorch-eager":  # its step, and the gradients summed over micro-batches
+    chip = chip_of(machine.gpu) if machine.dtype == "fp32" else None
+    if machine.implementation == "pytorch-eager" and machine.dtype == "fp32":  # fp32 Adam, gradients summed
+        moved = (FP32_OPTIMIZER_BYTES_PER_PARAMETER + 12 * (par.microbatches - 1)) * parameters
+        optimizer = (stream_seconds(moved, chip, kernels=4, constants=machine.kernel_constants) if chip is not None else
+                     float(memory_seconds(moved / 4, machine.gpu, machine.efficiency, 4, kernels=4)))
+    elif machine.implementation == "pytorch-eager":  # its step, and the gradients summed over micro-batches
         moved = (EAGER_OPTIMIZER_BYTES_PER_PARAMETER
                  + EAGER_ACCUMULATE_BYTES_PER_PARAMETER * (par.microbatches - 1)) * parameters
         kernels = GPT_LAYER_TENSORS * c.layers + 4 + 4  # a copy per tensor, then four multi-tensor kernels
@@ -166,6 +192,7 @@ __all__ = [
     "OPTIMIZER_BYTES_PER_PARAMETER",
     "PieceCost",
     "after_backward",
+    "machine_op_seconds",
     "model_pieces",
     "piece_cost",
 ]

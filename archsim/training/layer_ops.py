@@ -80,8 +80,12 @@ def _vector(name: str, kind: str, elements: float) -> TrainingOp:
     return TrainingOp(name, kind, (), vector_elements=int(round(elements)))
 
 
-def _memory_op(name: str, forward: float, backward: float) -> tuple[TrainingOp, TrainingOp]:
-    return _vector(name, "F", forward), _vector(name, "D", backward)
+def _memory_op(name: str, forward: float, backward: float,
+               kernel: tuple[str, int, int] | tuple[()] = ()) -> tuple[TrainingOp, TrainingOp]:
+    """A memory-bound op each way; ``kernel``: the softmax or layer-norm kernel it is, for the fp32
+    kernel model (:attr:`~archsim.lowering.TrainingOp.kernel`)."""
+    return (TrainingOp(name, "F", (), vector_elements=int(round(forward)), kernel=kernel),
+            TrainingOp(name, "D", (), vector_elements=int(round(backward)), kernel=kernel))
 
 
 def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_parallel: bool = False,
@@ -98,8 +102,8 @@ def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_par
     forward: list[TrainingOp] = []
     backward: list[TrainingOp] = []
 
-    def mem(name: str, fwd: float, bwd: float) -> None:
-        f, d = _memory_op(name, fwd, bwd)
+    def mem(name: str, fwd: float, bwd: float, kernel: tuple[str, int, int] | tuple[()] = ()) -> None:
+        f, d = _memory_op(name, fwd, bwd, kernel)
         forward.append(f)
         backward.append(d)
 
@@ -109,7 +113,7 @@ def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_par
         backward.extend((d, g))
         pairs.append((f, d, g))
 
-    mem("norm1", 2 * local * h, 3 * local * h)
+    mem("norm1", 2 * local * h, 3 * local * h, ("ln", local, h))
     gemm("qkv", tokens, h, w.qkv)
     if attention == "flash":
         f, d = flash_attention_ops(s, hd, b * heads, b * kv)
@@ -119,7 +123,7 @@ def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_par
         gemm("scores", s, hd, s, b * heads, weights=False)
         scores = s * s * b * heads
         if fused_softmax(s, b * heads):
-            mem("softmax", 2 * scores, 3 * scores)
+            mem("softmax", 2 * scores, 3 * scores, ("softmax", b * heads * s, s))
         else:
             for name, fwd, bwd in UNFUSED_SOFTMAX:
                 mem(name, fwd * scores, bwd * scores)
@@ -127,7 +131,7 @@ def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_par
         gemm("context", s, s, hd, b * heads, weights=False)
     gemm("proj", tokens, w.attention, h)
     mem("residual1", 3.5 * local * h, 3.5 * local * h)
-    mem("norm2", 2 * local * h, 3 * local * h)
+    mem("norm2", 2 * local * h, 3 * local * h, ("ln", local, h))
     if w.gated:
         gemm("gate", tokens, h, ffn)
         gemm("up", tokens, h, ffn)
@@ -217,7 +221,7 @@ def head_work(c: TransformerConfig, micro_batch: int, tp: int = 1) -> Work:
     tokens, h = c.seq * micro_batch, c.hidden
     vocab = padded_vocab(c.vocab, tp) // tp
     f, d, g = _gemm_ops("lm_head", tokens, h, vocab)
-    norm_f, norm_d = _memory_op("final_norm", 2 * tokens * h, 3 * tokens * h)
+    norm_f, norm_d = _memory_op("final_norm", 2 * tokens * h, 3 * tokens * h, ("ln", tokens, h))
     loss_f, loss_d = _memory_op("cross_entropy", 11 * tokens * vocab, 4 * tokens * vocab)
     coll_f = tuple(Collective(f"cross_entropy.{what}", "all-reduce", "tp", tokens * 4, "F")
                    for what in ("max", "sum", "target")) if tp > 1 else ()

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from archsim.collectives import LinkClass
 from archsim.devices.device import DTYPES, ELEMENT_BYTES, Device
 from archsim.devices.gpu_cost import Efficiency
+from archsim.devices.kernels import FITTED, KernelConstants
 from archsim.errors import InputError
 from archsim.training.eager_ops import IMPLEMENTATIONS
 
@@ -28,15 +29,19 @@ class Machine:
     """A device (a catalog GPU or a device file, :mod:`archsim.devices.device`), its kernel constants,
     its links, the training implementation whose op list it runs — ``megatron``
     (:mod:`archsim.training.layer_ops`, the default) or ``pytorch-eager``
-    (:mod:`archsim.training.eager_ops`: plain PyTorch on one GPU) — and the ``dtype`` it trains in:
+    (:mod:`archsim.training.eager_ops`: plain PyTorch's AMP GPT on one GPU; in fp32 Hugging Face's GPT-2
+    and BERT, :mod:`archsim.training.hf_ops`) — and the ``dtype`` it trains in:
     fp16/bf16 (mixed precision, the default) or fp32 (GEMMs on a GPU's FP32 lanes, every tensor and
-    message at 4 bytes per element; :data:`archsim.devices.device.DTYPES`)."""
+    message at 4 bytes per element; :data:`archsim.devices.device.DTYPES`). ``kernel_constants``: the fp32
+    kernel model's constants fp32 ops on a catalog GPU are timed with (default the fitted ones;
+    a benchmark passes a leave-one-GPU-out fit)."""
 
     gpu: Device
     efficiency: Efficiency
     links: Links
     implementation: str = "megatron"
     dtype: str = "fp16"
+    kernel_constants: KernelConstants = FITTED
 
     @property
     def scale(self) -> float:

@@ -1,0 +1,200 @@
+"""The op list of Hugging Face transformers' eager modules trained in fp32 on one GPU: GPT-2
+(``GPT2LMHeadModel``) and BERT (``BertLMHeadModel``: the encoder and its MLM head), kernel by kernel,
+as PyTorch runs them without AMP — what NeuSight's measured iterations ran (``--implementation
+pytorch-eager --dtype fp32``; ``benchmarks/bench_neusight_iterations.py``).
+
+Why a list of its own: the modules' Python code decides the kernels. GPT-2's ``gelu_new`` is written
+out (``0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))``: 8 kernels forward, 11 backward), its attention
+divides the scores by √d and masks them with ``torch.where``; BERT adds its extended attention mask,
+uses exact GeLU (one kernel) and LayerNorms after the residual adds; both compute the LM loss on
+logits shifted by one token (a copy), then log-softmax and NLL over the vocabulary.
+
+Elements read + written in HBM, in elements of the training dtype (a dropout mask byte is ¼ of an
+fp32 element); X = T·h, F = T·f, S = b·a·s² (T = s·b tokens, a heads), V the vocabulary:
+
+=========================  ==========================================  ====================================
+kernel                     forward                                     backward
+=========================  ==========================================  ====================================
+LayerNorm                  the kernel model's layer norm on T × h      dx 3X; γ, β 2X
+bias of a Linear/Conv1D    (the GEMM's epilogue)                       dY summed over tokens: T·n
+attention scale            divide by √d: 2S                            2S
+mask                       GPT-2 ``where``: 2S; BERT ``+ mask``: 2S    GPT-2 ``where``: 2S; BERT none
+softmax                    the kernel model's softmax on b·a·s × s     read y, dy, write dx: 3S
+dropout                    read, write, mask: 2.25                     read dy, mask, write: 2.25
+heads merged               permute + contiguous: 2X                    none (a view)
+residual add               3X                                          each tensor used twice: its
+                                                                       gradients summed, 3X per extra use
+GPT-2 q, k, v              ``split`` of one Conv1D (view)              ``cat`` of the three gradients: 6X
+GeLU                       GPT-2: 8 kernels, 18F; BERT: 2F             GPT-2: 11 kernels, 28F; BERT: 3F
+=========================  ==========================================  ====================================
+
+Embeddings: the token (and BERT's token-type) gather 2X each, positions 2·s·h, their sums 3X,
+(BERT: LayerNorm,) dropout; backward: the dense gradients of the tables (zeroed V·h, then T·h read
+and written), the positions' sum over the batch, and the tied table's two gradients summed (3V·h).
+Loss: the shifted logits copied (2·T·V), log-softmax (the kernel model's softmax on T × V), NLL;
+backward NLL's zero-filled gradient (T·V), log-softmax's backward (3·T·V), the slice's zero-filled
+gradient and copy (3·T·V). Not modeled: matmul's copies of permuted heads when b > 1, and the
+sort kernels of the embedding backward (a few of T-sized tensors).
+"""
+
+from __future__ import annotations
+
+from archsim.errors import InputError
+from archsim.lowering import TrainingOp
+from archsim.training.layer_ops import Work, _gemm_ops
+from archsim.workload.transformer import TransformerConfig
+
+HF_FAMILIES = ("gpt", "bert")
+# gelu_new's kernels, elements moved per FFN element: forward pow, ×c, +, ×√(2/π), tanh, 1 +, 0.5·x, product
+GELU_NEW_FORWARD = (2, 2, 3, 2, 2, 2, 2, 3)
+# backward: the product's two gradients, ×0.5, tanh's backward, ×√(2/π), ×c, pow's backward (x², ×3, × dy),
+# then the input's three gradients summed (two adds)
+GELU_NEW_BACKWARD = (3, 3, 2, 3, 2, 2, 2, 2, 3, 3, 3)
+DROPOUT = 2.25  # read, write, and a one-byte mask per fp32 element
+
+
+def check_hf(c: TransformerConfig, tp: int, sequence_parallel: bool, attention: str) -> None:
+    if tp != 1 or sequence_parallel or c.family not in HF_FAMILIES:
+        raise InputError("implementation 'pytorch-eager' in fp32 models one-GPU Hugging Face GPT-2 and BERT "
+                         f"training only (TP 1, no sequence parallelism), got {c.family} at TP {tp}",
+                         field="implementation")
+    if attention != "standard":
+        raise InputError("the pytorch-eager op list runs standard attention only", field="attention")
+
+
+class _Ops:
+    """Collects one piece's forward ops in issue order and its backward ops last-first."""
+
+    def __init__(self) -> None:
+        self.forward: list[TrainingOp] = []
+        self.backward: list[TrainingOp] = []
+
+    def fwd(self, name: str, elements: float, kernel: tuple[str, int, int] | tuple[()] = ()) -> None:
+        self.forward.append(TrainingOp(name, "F", (), vector_elements=int(round(elements)), kernel=kernel))
+
+    def bwd(self, name: str, elements: float, kernel: tuple[str, int, int] | tuple[()] = (), kind: str = "D") -> None:
+        self.backward.append(TrainingOp(name, kind, (), vector_elements=int(round(elements)), kernel=kernel))
+
+    def gemm(self, name: str, m: int, k: int, n: int, count: int = 1, *, weights: bool = True,
+             bias: bool = True) -> None:
+        f, d, g = _gemm_ops(name, m, k, n, count, weights=weights)
+        self.forward.append(f)
+        self.backward.extend((d, g))
+        if bias:
+            self.bwd(f"{name}.bias_grad", m * n, kind="G")
+
+    def norm(self, name: str, tokens: int, hidden: int) -> None:
+        x = tokens * hidden
+        self.fwd(name, 2 * x, ("ln", tokens, hidden))
+        self.bwd(name, 3 * x, ("ln", tokens, hidden))
+        self.bwd(f"{name}.dgamma", 2 * x, ("ln", tokens, hidden), kind="G")
+
+    def dropout(self, name: str, elements: float) -> None:
+        self.fwd(name, DROPOUT * elements)
+        self.bwd(name, DROPOUT * elements)
+
+    def work(self) -> Work:
+        return Work(tuple(self.forward), tuple(reversed(self.backward)))
+
+
+def hf_block_work(c: TransformerConfig, micro_batch: int) -> Work:
+    """One GPT-2 or BERT layer's kernels for one micro-batch (module docstring's table)."""
+    s, h, b, f, a = c.seq, c.hidden, micro_batch, c.ffn, c.heads
+    tokens = s * b
+    x, ff, scores = tokens * h, tokens * f, s * s * b * a
+    o = _Ops()
+    gpt = c.family == "gpt"
+    if gpt:
+        o.norm("ln_1", tokens, h)
+        o.bwd("residual_grad_sum1", 3 * x)  # the block's input feeds ln_1 and the residual
+        o.gemm("c_attn", tokens, h, 3 * h)
+        o.bwd("qkv_grad_cat", 6 * x)
+    else:
+        o.bwd("residual_grad_sum1", 3 * 3 * x)  # the input feeds query, key, value and the residual
+        for name in ("query", "key", "value"):
+            o.gemm(name, tokens, h, h)
+    o.gemm("scores", s, c.head_dim, s, b * a, weights=False, bias=False)
+    o.fwd("scale", 2 * scores)
+    o.bwd("scale", 2 * scores)
+    o.fwd("mask", 2 * scores)
+    if gpt:
+        o.bwd("mask", 2 * scores)
+    o.fwd("softmax", 2 * scores, ("softmax", b * a * s, s))
+    o.bwd("softmax", 3 * scores, ("softmax", b * a * s, s))
+    o.dropout("attn_dropout", scores)
+    o.gemm("context", s, s, c.head_dim, b * a, weights=False, bias=False)
+    o.fwd("merge_heads", 2 * x)
+    o.gemm("attn_proj", tokens, h, h)
+    o.dropout("resid_dropout1", x)
+    o.fwd("residual_add1", 3 * x)
+    if gpt:
+        o.norm("ln_2", tokens, h)
+        o.bwd("residual_grad_sum2", 3 * x)
+    else:
+        o.norm("attn_norm", tokens, h)
+        o.bwd("residual_grad_sum2", 3 * x)  # the attention output feeds the MLP and its residual
+    o.gemm("fc1", tokens, h, f)
+    if gpt:
+        for i, elements in enumerate(GELU_NEW_FORWARD):
+            o.fwd(f"gelu_new.{i}", elements * ff)
+        for i, elements in enumerate(GELU_NEW_BACKWARD):
+            o.bwd(f"gelu_new.{i}", elements * ff)
+    else:
+        o.fwd("gelu", 2 * ff)
+        o.bwd("gelu", 3 * ff)
+    o.gemm("fc2", tokens, f, h)
+    o.dropout("resid_dropout2", x)
+    o.fwd("residual_add2", 3 * x)
+    if not gpt:
+        o.norm("output_norm", tokens, h)
+    return o.work()
+
+
+def hf_embedding_work(c: TransformerConfig, micro_batch: int) -> Work:
+    """Token, position (and BERT's token-type) lookups, their sums, (BERT's LayerNorm,) dropout."""
+    s, h = c.seq, c.hidden
+    tokens = s * micro_batch
+    x, positions, table = tokens * h, s * h, c.vocab * h
+    o = _Ops()
+    o.fwd("token_embedding", 2 * x)
+    o.bwd("token_embedding", table + 2 * x, kind="G")
+    if c.family == "bert":
+        o.fwd("token_type_embedding", 2 * x)
+        o.fwd("token_type_add", 3 * x)
+        o.bwd("token_type_embedding", c.type_vocab * h + x, kind="G")
+    o.fwd("position_embedding", 2 * positions)
+    o.fwd("position_add", 2 * x + positions)
+    o.bwd("position_embedding", positions + x, kind="G")  # summed over the batch
+    if c.family == "bert":
+        o.norm("embedding_norm", tokens, h)
+    o.dropout("embedding_dropout", x)
+    o.bwd("tied_grad_add", 3 * table, kind="G")  # the LM head's gradient of the shared table summed in
+    return o.work()
+
+
+def hf_head_work(c: TransformerConfig, micro_batch: int) -> Work:
+    """GPT-2: final LayerNorm and the tied LM head; BERT: the MLM head's transform (dense, GeLU,
+    LayerNorm) and its decoder with bias; then the shifted logits' cross-entropy."""
+    tokens, h, v = c.seq * micro_batch, c.hidden, c.vocab
+    logits = tokens * v
+    o = _Ops()
+    if c.family == "gpt":
+        o.norm("ln_f", tokens, h)
+        o.gemm("lm_head", tokens, h, v, bias=False)
+    else:
+        o.gemm("transform", tokens, h, h)
+        o.fwd("transform_gelu", 2 * tokens * h)
+        o.bwd("transform_gelu", 3 * tokens * h)
+        o.norm("transform_norm", tokens, h)
+        o.gemm("decoder", tokens, h, v)
+    o.fwd("shift_logits", 2 * logits)
+    o.bwd("shift_logits", 3 * logits)
+    o.fwd("log_softmax", 2 * logits, ("softmax", tokens, v))
+    o.bwd("log_softmax", 3 * logits, ("softmax", tokens, v))
+    o.fwd("nll_loss", tokens)
+    o.bwd("nll_loss", logits)
+    return o.work()
+
+
+__all__ = ["DROPOUT", "GELU_NEW_BACKWARD", "GELU_NEW_FORWARD", "HF_FAMILIES",
+           "check_hf", "hf_block_work", "hf_embedding_work", "hf_head_work"]
