@@ -268,6 +268,8 @@ def gpu(name: str) -> Device:
     """The catalog GPU called ``name`` (a key of :data:`GPUS`, an alias such as ``a100``, or its name as
     CUDA reports it, such as ``Tesla V100-PCIE-32GB``, spaces or underscores) as its device (one object
     per GPU)."""
+    if not str(name).isprintable():  # a name with a newline or tab is a broken file, not a CUDA name
+        raise InputError(f"unknown GPU {name!r}: a GPU name is one line of printable characters", field="gpu")
     key = ALIASES.get(str(name).lower(), str(name).lower())
     if key not in GPUS:
         key = BOARD_OF_CHIP.get(find_gpu(str(name).replace("_", " ")) or "", key)  # file names: _ for spaces
