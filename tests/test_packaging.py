@@ -12,6 +12,11 @@ def test_pyproject_lists_every_subpackage():
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "archsim").rglob("__init__.py")}
     assert found <= listed, sorted(found - listed)
+    # and every listed one is a folder: a package moved away without the list following breaks
+    # `pip install` on a fresh clone (an editable install made before the move hides it)
+    mapped = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"].get("package-dir", {})
+    missing = sorted(name for name in listed if not (ROOT / mapped.get(name, Path(*name.split(".")))).is_dir())
+    assert missing == [], f"listed in pyproject.toml, no such folder: {missing}"
 
 
 def run_pytest_without(package: str, *args: str, **env: str):
