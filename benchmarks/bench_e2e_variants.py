@@ -54,6 +54,7 @@ from archsim.training.cluster import load_gpu_cluster, single_node
 from archsim.training.measured import predict, read_measured
 from archsim.training.parallel import Parallelism
 from benchmarks.host_issue import host_issue
+from benchmarks.model_swap import swapped
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from published_gpt3 import unfused_accumulation  # the mechanism, stated once beside the GPT-3 checks
@@ -71,11 +72,8 @@ def slowest_host(cv: list[float]):
         slow = replace(e, host_s=e.host_s * (1 + cv[0] * EXPECTED_MAX[par.tp]))
         return original(work, par, replace(machine, efficiency=slow), recompute)
 
-    iteration.piece_cost = piece_cost
-    try:
+    with swapped((iteration,), "piece_cost", piece_cost):
         yield
-    finally:
-        iteration.piece_cost = original
 
 
 # the backward TP all-reduce that runs beside each column-parallel layer's weight-gradient GEMM
@@ -101,13 +99,8 @@ def async_allreduce():
         total = max(gpu, host)  # the backward pass: the GPU's (overlapped) or the host's, the longer
         return replace(cost, backward_input=total - cost.backward_weight - cost.tp_backward)
 
-    iteration.piece_cost = piece_cost
-    iteration._model_pieces.cache_clear()
-    try:
+    with swapped((iteration,), "piece_cost", piece_cost):
         yield
-    finally:
-        iteration.piece_cost = original
-        iteration._model_pieces.cache_clear()
 
 
 @contextmanager
@@ -122,12 +115,9 @@ def launch_floor():
         work = memory(elements, device, replace(efficiency, kernel_s=0.0), element_bytes, kernels)
         return np.maximum(work, np.asarray(kernels) * efficiency.kernel_s)
 
-    gpu_cost.gemm_seconds = gemm_seconds
-    gpu_cost.memory_seconds = iteration.memory_seconds = memory_seconds
-    try:
+    with swapped((gpu_cost,), "gemm_seconds", gemm_seconds), \
+            swapped((gpu_cost, iteration), "memory_seconds", memory_seconds):
         yield
-    finally:
-        gpu_cost.gemm_seconds, gpu_cost.memory_seconds, iteration.memory_seconds = gemm, memory, memory
 
 
 def mape(runs, efficiency: Efficiency) -> np.ndarray:
@@ -167,14 +157,8 @@ def fit(runs, extra: list[float] | None) -> Efficiency:
 @contextmanager
 def a100_constants(efficiency: Efficiency):
     """``efficiency`` as the A100's kernel constants (every GPU's, scaled to its peaks) while in force."""
-    stored = fitted.A100_KERNELS
-    fitted.A100_KERNELS = efficiency
-    iteration._model_pieces.cache_clear()
-    try:
+    with swapped((fitted,), "A100_KERNELS", efficiency):
         yield
-    finally:
-        fitted.A100_KERNELS = stored
-        iteration._model_pieces.cache_clear()
 
 
 def acceptance(runs, efficiency: Efficiency) -> str:

@@ -30,6 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from archsim.training import iteration
+from benchmarks.model_swap import swapped
 
 
 @dataclass(frozen=True)
@@ -98,10 +99,5 @@ def host_issue():
         cost = original(work, par, machine, recompute)
         return host_issue_cost(cost, work, machine.efficiency.host_s, machine.implementation, recompute)
 
-    iteration.piece_cost = piece_cost
-    iteration._model_pieces.cache_clear()
-    try:
+    with swapped((iteration,), "piece_cost", piece_cost):
         yield
-    finally:
-        iteration.piece_cost = original
-        iteration._model_pieces.cache_clear()

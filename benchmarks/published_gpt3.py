@@ -29,6 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 import numpy as np
+from model_swap import swapped  # a sibling by path, as this module is to its users
 
 from archsim.devices.gpu_cost import gemm_seconds, memory_seconds
 from archsim.training import calibrate, search, stages
@@ -165,14 +166,8 @@ def unfused_accumulation() -> Iterator[None]:
                  for j, n in enumerate(counts)]
         return replace(times, backward_weight=tuple(w + a for w, a in zip(times.backward_weight, added)))
 
-    users = (calibrate, search, stages)  # the modules that call stage_times by their own name
-    for module in users:
-        module.stage_times = stage_times  # type: ignore[attr-defined]
-    try:
+    with swapped((calibrate, search, stages), "stage_times", stage_times):  # who calls it by its own name
         yield
-    finally:
-        for module in users:
-            module.stage_times = original  # type: ignore[attr-defined]
 
 
 def gemm_rate_check(machine: Machine) -> list[tuple[int, int, int, float, float]]:
