@@ -16,6 +16,7 @@ from archsim.partition import build_profile
 from archsim.planners import partition
 from archsim.policies import zero_bubble as zb
 from archsim.policies.pipeline import simulate_partition
+from archsim.policies.stage_profile import StageProfile
 from archsim.workload import load_network
 
 M_B = 7  # bytes of one micro-batch's activations on a stage
@@ -27,7 +28,7 @@ M_B = 7  # bytes of one micro-batch's activations on a stage
                                                             ("zb-h2", "I", lambda p: 2 * p - 1)])
 def test_zero_bubble_paper_activation_peaks(p: int, schedule: str, release: str, first_stage) -> None:
     """Qi et al. (ICLR 2024) Table: 1F1B and ZB-H1 hold p·M_B at the first stage, ZB-H2 (2p − 1)·M_B."""
-    _, timeline = zb.zb_schedule(zb.StageCosts.equal(p, activation=M_B), 3 * p, schedule)
+    _, timeline = zb.zb_schedule(StageProfile.uniform(p, 1.0, 1.0, 1.0, activation=M_B), 3 * p, schedule)
     peaks = stash_profile(timeline, lambda tag: M_B, (release,))
     assert peaks["r0"].peak_activation_bytes == first_stage(p) * M_B
     assert peaks["r0"].peak_in_flight == first_stage(p)
@@ -40,8 +41,8 @@ def test_zero_bubble_paper_activation_peaks(p: int, schedule: str, release: str,
                                                                                    max_size=4))
 def test_stash_peak_equals_brute_force_over_time(p, m, schedule, costs, sizes) -> None:
     """The event sweep equals sampling every instant an op starts: Σ sizes of the stashes live then."""
-    stage_costs = zb.StageCosts(tuple(costs[:p]), tuple(costs[4:4 + p]), tuple(costs[8:8 + p]))
-    problem, timeline = zb.zb_schedule(stage_costs, m, schedule)
+    profile = StageProfile(tuple(costs[:p]), tuple(costs[4:4 + p]), tuple(costs[8:8 + p]))
+    problem, timeline = zb.zb_schedule(profile, m, schedule)
     size_of = lambda tag: sizes[int(tag["stage"]) - 1] * (1 + int(tag["microbatch"]))
     peaks = stash_profile(timeline, size_of, ("D",))  # the list variants tag the input gradient D (archsim's name)
     tags = {op.id: dict(op.tags) for op in problem.ops}

@@ -22,7 +22,7 @@ from archsim.policies.pipeline import SCHEDULES, simulate_partition
 from archsim.policies.stage_profile import StageProfile
 from archsim.policies.stage_run import order_problem
 from archsim.policies.torch_steps import parse_comm_schedule, step_problem
-from archsim.policies.zero_bubble import LIST_SCHEDULES, StageCosts, zb_problem
+from archsim.policies.zero_bubble import LIST_SCHEDULES, zb_problem
 from archsim.sim import Processor, simulate, validate_timeline
 from archsim.sim.builder import VOCABULARY, build
 from archsim.sim.columns import DepColumns, OpColumns
@@ -118,7 +118,7 @@ def _every_schedule():
     for policy in POLICIES:
         yield f"ooo-{policy}", lambda policy=policy: ooo_problem(layers, 2, 3, policy, flush=default_flush(policy))
     for schedule in LIST_SCHEDULES:
-        yield schedule, lambda schedule=schedule: zb_problem(StageCosts(*costs), 5, schedule)
+        yield schedule, lambda schedule=schedule: zb_problem(StageProfile(*costs), 5, schedule)
     plans = [StagePlan(2.0, 3.0, 1.0, 0.5, 0.5), StagePlan(1.0, 2.0, 0.0, 0.25, 0.25), StagePlan(3.0, 1.0)]
     for order in PE_ORDERS:
         yield f"pe-{order}", lambda order=order: pe_problem(plans, 4, order)

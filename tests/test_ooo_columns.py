@@ -7,11 +7,13 @@ or many micro-batches, stash bytes or none."""
 import pytest
 from ooo_reference import ooo_problem as reference_problem
 from problem_equality import assert_same_problem
+from zb_list_reference import StageCosts as ReferenceStageCosts
 from zb_list_reference import zb_problem as reference_list_problem
 
 from archsim.errors import InputError
 from archsim.policies.ooo import POLICIES, LayerCosts, ooo_problem
-from archsim.policies.zero_bubble import LIST_SCHEDULES, StageCosts, zb_problem
+from archsim.policies.stage_profile import StageProfile
+from archsim.policies.zero_bubble import LIST_SCHEDULES, zb_problem
 from archsim.sim import simulate
 
 COSTS = [LayerCosts.unit(4),
@@ -36,12 +38,18 @@ def test_columnar_problem_equals_the_object_built_one(policy, costs, devices, mi
 
 
 @pytest.mark.parametrize("schedule", LIST_SCHEDULES)
-@pytest.mark.parametrize("costs", [StageCosts.equal(1), StageCosts.equal(3, 1.0, 2.0, 0.5, 4),
-                                   StageCosts((2.0, 1.0, 3.0, 1.0), (1.0, 2.0, 2.0, 1.0), (1.0, 1.0, 0.5, 2.0),
-                                              (3, 5, 7, 9))], ids=["p1", "p3", "p4"])
+@pytest.mark.parametrize("profile", [StageProfile.uniform(1, 1.0, 1.0, 1.0, activation=1),
+                                     StageProfile.uniform(3, 1.0, 2.0, 0.5, activation=4),
+                                     StageProfile((2.0, 1.0, 3.0, 1.0), (1.0, 2.0, 2.0, 1.0), (1.0, 1.0, 0.5, 2.0),
+                                                  activation=(3, 5, 7, 9)),
+                                     StageProfile((2.0, 1.0), (1.0, 2.0), (1.0, 1.0))],
+                         ids=["p1", "p3", "p4", "p2-no-memory"])
 @pytest.mark.parametrize("microbatches", [1, 2, 9])
-def test_list_schedules_from_columns_equal_the_object_built_ones(schedule, costs, microbatches):
-    columnar = zb_problem(costs, microbatches, schedule)
-    expected = reference_list_problem(costs, microbatches, schedule)
+def test_list_schedules_from_columns_equal_the_object_built_ones(schedule, profile, microbatches):
+    columnar = zb_problem(profile, microbatches, schedule)
+    # the frozen builder reads the record it was written for: the profile's F, I, W and M_B copied into it
+    frozen_input = ReferenceStageCosts(profile.forward, profile.backward_input, profile.backward_weight,
+                                       profile.activation)
+    expected = reference_list_problem(frozen_input, microbatches, schedule)
     assert_same_problem(columnar, expected)
     assert tuple(simulate(columnar).slots) == tuple(simulate(expected).slots)

@@ -20,7 +20,7 @@ from archsim.policies.stage_profile import StageProfile
 from archsim.policies.stage_run import order_problem
 from archsim.policies.zb_auto import zb_auto_order
 from archsim.policies.zb_exact import zb_optimal_order
-from archsim.policies.zero_bubble import LIST_SCHEDULES, StageCosts, zb_problem
+from archsim.policies.zero_bubble import LIST_SCHEDULES, zb_problem
 from archsim.sim import simulate, validate_timeline
 from archsim.spp.pe import StagePlan, pe_problem
 from archsim.workload import load_network
@@ -104,7 +104,7 @@ def test_the_other_schedule_builders_pass_the_validator():
     """The list schedules: actions by priority among the ready ones, through the one builder."""
     layers = LayerCosts((3.0, 1.0, 4.0, 1.5), (2.0, 6.0, 5.0, 3.0), (9.0, 7.0, 9.0, 3.0), stash_bytes=(1, 2, 3, 4))
     problems = [ooo_problem(layers, 2, 3, policy, flush=policy != "mp") for policy in POLICIES]
-    problems += [zb_problem(StageCosts((2.0, 1.0, 3.0), (1.0, 2.0, 2.0), (1.0, 1.0, 0.5)), 5, s) for s in LIST_SCHEDULES]
+    problems += [zb_problem(StageProfile((2.0, 1.0, 3.0), (1.0, 2.0, 2.0), (1.0, 1.0, 0.5)), 5, s) for s in LIST_SCHEDULES]
     plans = [StagePlan(2.0, 3.0, 1.0, 0.5, 0.5), StagePlan(1.0, 2.0, 0.0, 0.25, 0.25), StagePlan(3.0, 1.0)]
     problems += [pe_problem(plans, 4, order) for order in ("pe", "gpipe")]
     chain = profile_from_costs(["a", "b", "c", "d"], [1, 2, 3, 1], [2, 1, 1, 2], [1, 1, 2, 2])

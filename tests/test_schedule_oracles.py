@@ -35,7 +35,7 @@ import pytest
 from archsim.policies.stage_orders import ORDERS, published_order
 from archsim.policies.stage_profile import StageProfile
 from archsim.policies.stage_run import run_order
-from archsim.policies.zero_bubble import StageCosts, zb_problem
+from archsim.policies.zero_bubble import zb_problem
 from archsim.sim import simulate
 from archsim.sim.bubble import bubble
 
@@ -137,9 +137,9 @@ def test_interleaved_1f1b_divides_the_bubble_by_the_chunks(p, m, chunks, f, i, w
 def test_the_list_schedules_closed_forms(p, m, f, i, w):
     """list-1f1b is 1F1B's closed form at any costs; list-zb-h1 meets ZB-H1's at the paper's equal
     F, I and W (Fig. 3); with W smaller it may do better than the handcrafted order, never worse."""
-    one = simulate(zb_problem(StageCosts.equal(p, f, i, w), m, "list-1f1b"))
+    one = simulate(zb_problem(StageProfile.uniform(p, f, i, w), m, "list-1f1b"))
     assert one.makespan == pytest.approx((m + p - 1) * (f + i + w))
-    h1 = simulate(zb_problem(StageCosts.equal(p, f, i, w), m, "list-zb-h1"))
+    h1 = simulate(zb_problem(StageProfile.uniform(p, f, i, w), m, "list-zb-h1"))
     bound = m * (f + i + w) + (p - 1) * (f + i - w)
     assert h1.makespan == pytest.approx(bound) if f == i == w else h1.makespan <= bound + 1e-9
 
@@ -172,7 +172,7 @@ def test_peak_activations_are_the_papers(name, p, m, keeps):
                                              ("list-zb-h1", lambda p, s: p - s + 1),
                                              ("list-zb-h2", lambda p, s: 2 * (p - s) + 1)])
 def test_list_schedules_hold_their_published_limits(schedule, limit, p, m, f, i, w):
-    peaks = simulate(zb_problem(StageCosts.equal(p, f, i, w), m, schedule)).peak_memory()
+    peaks = simulate(zb_problem(StageProfile.uniform(p, f, i, w), m, schedule)).peak_memory()
     assert [peaks[f"s{s}"] for s in range(1, p + 1)] == [limit(p, s) for s in range(1, p + 1)]
 
 

@@ -16,7 +16,7 @@ from archsim.policies.stage_orders import ORDERS, Action, StageOrder, order_csv,
 from archsim.policies.stage_profile import StageProfile
 from archsim.policies.stage_run import StageRun, order_problem
 from archsim.policies.zb_auto import zb_auto_order
-from archsim.policies.zero_bubble import SCHEDULES, StageCosts, op_count, zb_schedule
+from archsim.policies.zero_bubble import SCHEDULES, op_count, zb_schedule
 from archsim.sim import simulate, validate_timeline
 
 
@@ -107,7 +107,7 @@ def test_malformed_orders_fail_as_before(order):
 def test_job_size_counts_the_ops_a_published_schedule_builds(schedule, p, m, chunks):
     if schedule.startswith("interleaved") and m % max(1, m // p):
         pytest.skip("interleaved schedules need whole rounds")
-    problem, _ = zb_schedule(StageCosts.equal(p), m, schedule, chunks)
+    problem, _ = zb_schedule(StageProfile.uniform(p, 1.0, 1.0, 1.0), m, schedule, chunks)
     if schedule == "dualpipev":  # a bound: its main phase fuses some backwards
         assert len(problem.ops) <= op_count(schedule, p, m, chunks)
     else:

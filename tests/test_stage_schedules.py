@@ -308,14 +308,17 @@ def test_zb_auto_on_unequal_stages_is_valid_or_refused(stages, m, k, comm):
     assert max(run.timeline.peak_memory().values()) <= k * p * max(memory) + 1e-9
 
 
-def test_stage_costs_move_their_boundary_bytes():
+def test_stage_profiles_move_their_boundary_bytes():
     """Stage s sends send_bytes[s] forward and gets as many back: each transfer takes bytes/bandwidth."""
-    from archsim.policies.zero_bubble import StageCosts, zb_schedule
+    from dataclasses import replace
 
-    costs = StageCosts((1.0, 1.0, 1.0), (1.0, 1.0, 1.0), (1.0, 1.0, 1.0), (1, 1, 1), (40, 80, 0))
-    problem, timeline = zb_schedule(costs, 2, "zb-h1", bandwidth=20.0)
+    from archsim.policies.zero_bubble import zb_schedule
+
+    ones = (1.0, 1.0, 1.0)
+    profile = StageProfile(ones, ones, ones, activation=(1, 1, 1), send_bytes=(40, 80, 0), bandwidth=20.0)
+    problem, timeline = zb_schedule(profile, 2, "zb-h1")
     assert validate_timeline(problem, timeline) == []
     durations = {(t.src[0], t.dst[0]): t.end - t.start for t in timeline.transfers}
     assert durations == {("0", "1"): 2.0, ("1", "2"): 4.0, ("2", "1"): 4.0, ("1", "0"): 2.0}
-    free = zb_schedule(costs, 2, "zb-h1")[1]
+    free = zb_schedule(replace(profile, bandwidth=None), 2, "zb-h1")[1]
     assert all(t.end == t.start for t in free.transfers) and free.makespan < timeline.makespan

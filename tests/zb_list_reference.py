@@ -3,9 +3,23 @@ which made one Op and Dep object per op and dependency, kept unchanged as the or
 builder must equal (tests/test_ooo_columns.py). Its op ids now spell the input gradient I, torch's
 name (the original spelled it B, which torch and archsim keep for the full backward)."""
 
+from dataclasses import dataclass
+
 from archsim.errors import InputError
-from archsim.policies.zero_bubble import LIST_SCHEDULES, StageCosts, in_flight
+from archsim.policies.zero_bubble import LIST_SCHEDULES, in_flight
 from archsim.sim import Dep, Op, Problem, Processor
+
+
+@dataclass(frozen=True)
+class StageCosts:
+    """The per-stage record this builder was frozen with (archsim's own was replaced by
+    :class:`~archsim.policies.stage_profile.StageProfile`, which the test copies into this one):
+    an empty ``activation_bytes`` counts no memory."""
+
+    forward: tuple[float, ...]
+    backward_input: tuple[float, ...]
+    backward_weight: tuple[float, ...]
+    activation_bytes: tuple[float, ...] = ()
 
 
 def zb_problem(costs: StageCosts, microbatches: int, schedule: str) -> Problem:

@@ -33,6 +33,7 @@ from archsim.policies import multistream as ms
 from archsim.policies import zero_bubble as zb
 from archsim.policies.ooo import POLICIES, LayerCosts, default_flush, ooo_problem, schedule_metrics
 from archsim.policies.ooo import op_count as ooo_op_count
+from archsim.policies.stage_profile import StageProfile
 from archsim.rows import Rows
 from archsim.sim import simulate
 from archsim.validate import check_job_size, non_negative_float_flag, processors_flag
@@ -113,10 +114,9 @@ def run(args: argparse.Namespace) -> int:
             if args.comm and args.policy in zb.LIST_SCHEDULES:
                 raise InputError(f"{args.policy} has no communication model; --comm applies to the published "
                                  "schedules", field="comm")
-            stage_costs = _stage_costs(args, costs)
+            stage_profile = _stage_profile(args, costs)
             phase("build")
-            problem = zb.zb_build(stage_costs, args.microbatches, args.policy, args.chunks, comm=args.comm,
-                                  bandwidth=None if args.unit_costs else _link(args))
+            problem = zb.zb_build(stage_profile, args.microbatches, args.policy, args.chunks)
         else:
             phase("build")
             problem = ooo_problem(costs, args.processors, args.microbatches, args.policy, flush=flush,
@@ -181,12 +181,15 @@ def _multistream(args: argparse.Namespace, network) -> int:
     return 0
 
 
-def _stage_costs(args: argparse.Namespace, costs: LayerCosts) -> zb.StageCosts:
-    """Per-stage F, B (= δ) and W (= G): equal units, or layers split into stages by PipeDream's DP."""
+def _stage_profile(args: argparse.Namespace, costs: LayerCosts) -> StageProfile:
+    """Per-stage F, I (= δ) and W (= G): equal units, or layers split into stages by PipeDream's DP;
+    activation M_B a stage's stashed layer inputs, send bytes its next stage's first input, comm
+    --comm, and in cycles a link of --link-bandwidth bytes per cycle (unit costs: latency only)."""
     from archsim.partition import pipedream_partition, profile_from_costs
 
     if args.unit_costs:
-        return zb.StageCosts.equal(args.processors)
+        ones = (1.0,) * args.processors  # M_B = 1 (peaks count micro-batches) and no M_W: integer peaks
+        return StageProfile(ones, ones, ones, args.comm, (1,) * args.processors)
     names = [f"l{i}" for i in range(len(costs))]
     profile = profile_from_costs(names, costs.forward, costs.weight_grad, costs.delta)
     plan = pipedream_partition(profile, args.processors)
@@ -199,7 +202,8 @@ def _stage_costs(args: argparse.Namespace, costs: LayerCosts) -> zb.StageCosts:
     # a stage sends the next stage its first layer's input activation (and gets its gradient back)
     send = [costs.stash_bytes[names.index(nxt.layers[0])] if costs.stash_bytes else 0
             for nxt in plan.stages[1:]] + [0]
-    return zb.StageCosts(tuple(sums["F"]), tuple(sums["D"]), tuple(sums["G"]), tuple(activation), tuple(send))
+    return StageProfile(tuple(sums["F"]), tuple(sums["D"]), tuple(sums["G"]), args.comm, tuple(activation),
+                        send_bytes=tuple(send), bandwidth=_link(args))
 
 
 def _data_parallel(args: argparse.Namespace, costs: LayerCosts, network, phase):

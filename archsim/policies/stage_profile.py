@@ -9,11 +9,15 @@ A stage-profile CSV has a header and one row per stage, in stage order::
     18.522,18.086,9.337,0.601,201216,73728
 
 ``forward``, ``backward_input`` and ``backward_weight`` are required; ``comm`` (latency of a
-transfer this stage sends, default 0), ``activation_bytes`` (M_B, default 1) and
+transfer this stage sends, default 0), ``activation_bytes`` (M_B) and
 ``weight_bytes`` (M_W, the part of M_B kept from the input backward to the weight backward,
 default 0) and ``send_bytes`` (bytes of the activation this stage sends to the next, and of the
 gradient that comes back, timed at the link bandwidth given separately) are optional. Unknown
 columns are errors.
+
+Without ``activation_bytes`` no activation memory is counted (peak memory 0, in the published and
+the list schedules alike); only the memory-limited searches (zb-1p, zb-2p and their exact forms)
+still need a unit for their limit of k·p·M_B and take M_B = 1 per stage for it.
 """
 
 from __future__ import annotations
@@ -37,8 +41,9 @@ REQUIRED = COLUMNS[:3]
 class StageProfile:
     """Per (virtual) stage: forward, backward-input, backward-weight time; ``comm``: the latency of
     a transfer each stage sends (one value for all, or one per stage); activation M_B and the part
-    M_W kept from I to W; ``send_bytes`` per hop and link ``bandwidth`` in bytes per time unit
-    (None: a transfer takes its latency only)."""
+    M_W kept from I to W (empty: none counted); ``send_bytes`` per hop and link ``bandwidth`` in
+    bytes per time unit (None: a transfer takes its latency only, its send bytes unread). The one
+    per-stage record: the published schedules, the ``list-…`` variants and GPU training read it."""
 
     forward: tuple[float, ...]
     backward_input: tuple[float, ...]

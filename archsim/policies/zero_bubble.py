@@ -29,8 +29,6 @@ only its smaller weight-gradient inputs, not counted here).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from archsim.errors import InputError
@@ -49,19 +47,6 @@ LIST_SCHEDULES = ("list-1f1b", "list-zb-h1", "list-zb-h2")
 STAGE_ONLY = ("gpipe", "looped-bfs", "zb-1p-exact", "zb-2p-exact")
 
 
-@dataclass(frozen=True)
-class StageCosts:
-    forward: tuple[float, ...]
-    backward_input: tuple[float, ...]
-    backward_weight: tuple[float, ...]
-    activation_bytes: tuple[int, ...] = ()
-    send_bytes: tuple[int, ...] = ()  # bytes from stage s to s + 1 (activation; its gradient comes back)
-
-    @classmethod
-    def equal(cls, stages: int, f: float = 1.0, b: float = 1.0, w: float = 1.0, activation: int = 1) -> StageCosts:
-        return cls((f,) * stages, (b,) * stages, (w,) * stages, (activation,) * stages)
-
-
 def op_count(schedule: str, processors: int, microbatches: int, chunks: int = 2) -> int:
     """The ops a schedule's problem has (dualpipev: at most; its main phase fuses some backwards):
     per (virtual) stage and micro-batch one F and one B, or F, I and W when the backward is split."""
@@ -76,19 +61,22 @@ def in_flight(schedule: str, stages: int, stage: int) -> int:
     return 2 * (stages - stage) + 1 if schedule.endswith("zb-h2") else stages - stage + 1
 
 
-def zb_problem(costs: StageCosts, microbatches: int, schedule: str) -> Problem:
+def zb_problem(profile: StageProfile, microbatches: int, schedule: str) -> Problem:
     """The list-schedule variant ``list-1f1b``, ``list-zb-h1`` or ``list-zb-h2``, built as columns:
-    one micro-batch's ops (F, I, W per stage) and dependencies repeated for every micro-batch."""
+    one micro-batch's ops (F, I, W per stage) and dependencies repeated for every micro-batch.
+    Reads the profile's F, I, W and activation (M_B; none given: no memory counted, as
+    :mod:`~archsim.policies.stage_run` counts it); the list variants have no transfers, so its
+    comm, send bytes and bandwidth are not read."""
     if schedule not in LIST_SCHEDULES:
         raise InputError(f"unknown list schedule {schedule!r}; choose one of {', '.join(LIST_SCHEDULES)}",
                          field="policy")
-    p, m = len(costs.forward), microbatches
+    p, m = profile.stages, microbatches
     fused = schedule == "list-1f1b"
     rank = {"I": 0, "F": 1, "W": -1 if fused else 2}
     template = [(s, kind) for s in range(1, p + 1) for kind in "FIW"]
     slot = {op: t for t, op in enumerate(template)}
-    memory = [costs.activation_bytes[s - 1] if costs.activation_bytes else 0 for s, _ in template]
-    cost = {"F": costs.forward, "I": costs.backward_input, "W": costs.backward_weight}
+    memory = [profile.activation[s - 1] if profile.activation else 0 for s, _ in template]
+    cost = {"F": profile.forward, "I": profile.backward_input, "W": profile.backward_weight}
     freed = "W" if fused else "I"  # the backward that frees the activation (and admits the next micro-batch)
     b = np.repeat(np.arange(m, dtype=np.int64), len(template))
     ops = OpColumns(
@@ -117,14 +105,6 @@ def zb_problem(costs: StageCosts, microbatches: int, schedule: str) -> Problem:
     return build(tuple(Processor(f"s{s}") for s in range(1, p + 1)), ops, flow)
 
 
-def stage_profile(costs: StageCosts, comm: float = 0.0, weight_memory: tuple[float, ...] = (),
-                  bandwidth: float | None = None) -> StageProfile:
-    """Per-stage costs as a profile; with ``bandwidth`` (bytes per time unit) hops also move send_bytes."""
-    activation = costs.activation_bytes or (1,) * len(costs.forward)
-    return StageProfile(costs.forward, costs.backward_input, costs.backward_weight, comm, tuple(activation),
-                        weight_memory, costs.send_bytes if bandwidth is not None else (), bandwidth)
-
-
 def published_run(profile: StageProfile, microbatches: int, schedule: str, chunks: int = 2,
                   max_orders: int = 300_000) -> StageRun:
     """A published schedule (``SCHEDULES`` or ``STAGE_ONLY``) over one profile entry per device;
@@ -135,7 +115,9 @@ def published_run(profile: StageProfile, microbatches: int, schedule: str, chunk
 def _published(profile: StageProfile, microbatches: int, schedule: str, chunks: int,
                max_orders: int = 300_000) -> tuple[StageOrder, StageProfile]:
     """The order of a published schedule and the profile of its virtual stages: the one place a
-    schedule's name picks its action-order generator."""
+    schedule's name picks its action-order generator. A profile without activation memory times and
+    counts none (0 bytes held); the memory-limited searches (zb-1p/zb-2p and their exact forms) still
+    need a unit for their limit of k·p·M_B, so they take M_B = 1 per stage there (their default)."""
     p = profile.stages
     if schedule in ("zb-1p-exact", "zb-2p-exact"):
         if isinstance(profile.comm, tuple):
@@ -165,21 +147,19 @@ def _published(profile: StageProfile, microbatches: int, schedule: str, chunks: 
     return order, profile.on_ranks(order.rank_of_stage()) if order.stages != p else profile
 
 
-def zb_build(costs: StageCosts, microbatches: int, schedule: str, chunks: int = 2, comm: float = 0.0,
-             bandwidth: float | None = None) -> Problem:
-    """The problem of a published schedule or a ``list-…`` variant (these have no transfers)."""
+def zb_build(profile: StageProfile, microbatches: int, schedule: str, chunks: int = 2) -> Problem:
+    """The problem of a published schedule (hops timed from the profile's comm, send bytes and
+    bandwidth) or a ``list-…`` variant (these have no transfers)."""
     if schedule in SCHEDULES:
-        return order_problem(*_published(stage_profile(costs, comm, bandwidth=bandwidth), microbatches, schedule,
-                                         chunks))
-    return zb_problem(costs, microbatches, schedule)
+        return order_problem(*_published(profile, microbatches, schedule, chunks))
+    return zb_problem(profile, microbatches, schedule)
 
 
-def zb_schedule(costs: StageCosts, microbatches: int, schedule: str, chunks: int = 2, comm: float = 0.0,
-                bandwidth: float | None = None):
+def zb_schedule(profile: StageProfile, microbatches: int, schedule: str, chunks: int = 2):
     """(problem, timeline) of a published schedule or a ``list-…`` variant (these have no transfers)."""
-    problem = zb_build(costs, microbatches, schedule, chunks, comm, bandwidth)
+    problem = zb_build(profile, microbatches, schedule, chunks)
     return problem, simulate(problem)
 
 
-__all__ = ["LIST_SCHEDULES", "SCHEDULES", "STAGE_ONLY", "StageCosts", "in_flight", "op_count", "published_run",
-           "stage_profile", "zb_build", "zb_problem", "zb_schedule"]
+__all__ = ["LIST_SCHEDULES", "SCHEDULES", "STAGE_ONLY", "in_flight", "op_count", "published_run", "zb_build",
+           "zb_problem", "zb_schedule"]
