@@ -2,10 +2,28 @@
 made one Op and Dep object per op and dependency, kept unchanged as the oracle the columnar
 builder must equal (tests/test_ooo_columns.py)."""
 
+from dataclasses import dataclass
+
 from archsim.errors import InputError
 from archsim.partition.ooo_allocation import device_of
-from archsim.policies.ooo import ALLOCATION, POLICIES, LayerCosts
+from archsim.policies.ooo import ALLOCATION, POLICIES
 from archsim.sim import Dep, Op, Problem, Processor
+
+
+@dataclass(frozen=True)
+class LayerCosts:
+    """The per-layer record this builder was frozen with (archsim's own was replaced by a
+    :class:`~archsim.partition.profile.LayerProfile` and a ``first_layer_delta`` argument, which the
+    test copies into this one); an empty ``stash_bytes`` stashes nothing."""
+
+    forward: tuple[float, ...]
+    delta: tuple[float, ...]
+    weight_grad: tuple[float, ...]
+    first_layer_delta: bool = False
+    stash_bytes: tuple[int, ...] = ()
+
+    def __len__(self) -> int:
+        return len(self.forward)
 
 
 def ooo_problem(costs: LayerCosts, devices: int, microbatches: int, policy: str, *, flush: bool = True,

@@ -17,7 +17,7 @@ from archsim.partition.ooo_allocation import device_of, ooo_partition
 from archsim.planners import PLANNERS
 from archsim.policies import data_parallel as dp
 from archsim.policies import stage_orders as so
-from archsim.policies.ooo import ALLOCATION, POLICIES, LayerCosts, default_flush, ooo_problem
+from archsim.policies.ooo import ALLOCATION, POLICIES, default_flush, layer_chain, ooo_problem, unit_costs
 from archsim.policies.pipeline import SCHEDULES, simulate_partition
 from archsim.policies.stage_profile import StageProfile
 from archsim.policies.stage_run import order_problem
@@ -75,7 +75,7 @@ def test_ooo_contiguous_allocation_is_a_plan():
     six = ooo_partition(profile, 6)  # ⌈10/6⌉ = 2 per device: device 5 gets none
     assert [len(stage.layers) for stage in six.stages] == [2] * 5 and six.devices == tuple((d,) for d in range(5))
     # the OOO policies place layers by the same rule
-    problem = ooo_problem(LayerCosts.unit(10), 4, 1, "gpipe", flush=False)
+    problem = ooo_problem(unit_costs(10), 4, 1, "gpipe", flush=False)
     placed = {op.tag("layer"): op.processor for op in problem.ops if op.tag("kind") == "F"}
     stage_of = {layer: f"d{plan.devices[s.index][0] + 1}" for s in plan.stages for layer in s.layers}
     assert {f"l{int(k[1:])}": v for k, v in placed.items()} == {f"l{int(n[1:]) + 1}": d for n, d in stage_of.items()}
@@ -114,7 +114,7 @@ def _every_schedule():
 
     for name in so.ORDERS:
         yield f"order-{name}", lambda name=name: stage_order(name)
-    layers = LayerCosts((3.0, 1.0, 4.0, 1.5), (2.0, 6.0, 5.0, 3.0), (9.0, 7.0, 9.0, 3.0), stash_bytes=(1, 2, 3, 4))
+    layers = layer_chain((3.0, 1.0, 4.0, 1.5), (2.0, 6.0, 5.0, 3.0), (9.0, 7.0, 9.0, 3.0), stash_bytes=(1, 2, 3, 4))
     for policy in POLICIES:
         yield f"ooo-{policy}", lambda policy=policy: ooo_problem(layers, 2, 3, policy, flush=default_flush(policy))
     for schedule in LIST_SCHEDULES:

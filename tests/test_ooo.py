@@ -3,7 +3,7 @@ exact optima (time-indexed MILP)."""
 
 import pytest
 
-from archsim.policies.ooo import LayerCosts, flush_phases, lower_bound, ooo_schedule, schedule_metrics
+from archsim.policies.ooo import flush_phases, layer_chain, lower_bound, ooo_schedule, schedule_metrics, unit_costs
 from archsim.sim import validate_timeline
 from archsim.sim.optimal import optimal_makespan
 
@@ -11,7 +11,7 @@ from archsim.sim.optimal import optimal_makespan
 @pytest.mark.parametrize("policy, expected", [("mp", 23), ("ooo-pipe1", 19), ("ooo-pipe2", 16)])
 def test_fig5_eight_layers_two_devices(policy, expected):
     """F = D = G = 1, no δ for the first layer, no loss op, no communication (000_… Fig. 5)."""
-    problem, timeline = ooo_schedule(LayerCosts.unit(8), devices=2, microbatches=1, policy=policy)
+    problem, timeline = ooo_schedule(unit_costs(8), devices=2, microbatches=1, policy=policy)
     assert validate_timeline(problem, timeline) == []
     assert timeline.makespan == expected
 
@@ -19,10 +19,10 @@ def test_fig5_eight_layers_two_devices(policy, expected):
 @pytest.mark.parametrize("policy, expected_optimum", [("mp", 19), ("ooo-pipe1", 19), ("ooo-pipe2", 16)])
 def test_fig5_greedy_vs_exact_optimum(policy, expected_optimum):
     """mp's allocation admits 19 (fast-forwarding reaches it); ooo-pipe2's 16 is also the critical path."""
-    problem, timeline = ooo_schedule(LayerCosts.unit(8), 2, 1, policy)
+    problem, timeline = ooo_schedule(unit_costs(8), 2, 1, policy)
     assert optimal_makespan(problem, int(timeline.makespan)) == expected_optimum
     if policy == "ooo-pipe2":
-        assert timeline.makespan == lower_bound(LayerCosts.unit(8), 2, 1, policy)
+        assert timeline.makespan == lower_bound(unit_costs(8), 2, 1, policy)
 
 
 @pytest.mark.parametrize("policy, flush, expected", [("gpipe", True, 83), ("ooo-pipe1", True, 68),
@@ -30,13 +30,13 @@ def test_fig5_greedy_vs_exact_optimum(policy, expected_optimum):
 def test_sixteen_layer_ffnn_four_devices_four_microbatches(policy, flush, expected):
     """GPipe 83; OOO-Pipe1 with flush 68 (83/68 = 1.22×); OOO-Pipe2 without flush, δ above the next
     micro-batch's F, 51 (83/51 = 1.6275, the paper's "1.62×" truncated)."""
-    problem, timeline = ooo_schedule(LayerCosts.unit(16), 4, 4, policy, flush=flush)
+    problem, timeline = ooo_schedule(unit_costs(16), 4, 4, policy, flush=flush)
     assert validate_timeline(problem, timeline) == []
     assert timeline.makespan == expected
 
 
 def test_ooo_pipe2_without_flush_is_optimal():
-    problem, timeline = ooo_schedule(LayerCosts.unit(16), 4, 4, "ooo-pipe2", flush=False)
+    problem, timeline = ooo_schedule(unit_costs(16), 4, 4, "ooo-pipe2", flush=False)
     assert optimal_makespan(problem, int(timeline.makespan), time_limit=120) == 51
 
 
@@ -45,7 +45,7 @@ def test_ooo_pipe2_without_flush_is_optimal():
 def test_flushed_schedules_against_the_optimum(policy, expected_optimum):
     """With a flush the optimum is the forward phase's plus the backward phase's: 28 + 40. OOO-Pipe1
     reaches it; GPipe's conventional order (83) does not."""
-    problem, _ = ooo_schedule(LayerCosts.unit(16), 4, 4, policy, flush=True)
+    problem, _ = ooo_schedule(unit_costs(16), 4, 4, policy, flush=True)
     forward, backward = flush_phases(problem)
     total = optimal_makespan(forward, 28, time_limit=300) + optimal_makespan(backward, 55, time_limit=300)
     assert total == expected_optimum
@@ -63,7 +63,7 @@ def test_modulo_allocation_alternates_devices():
 
 
 def test_metrics_and_stash_memory():
-    costs = LayerCosts((1.0, 1.0), (1.0, 1.0), (1.0, 1.0), stash_bytes=(10, 20))
+    costs = layer_chain((1.0, 1.0), (1.0, 1.0), (1.0, 1.0), stash_bytes=(10, 20))
     problem, timeline = ooo_schedule(costs, 2, 2, "gpipe")
     metrics = schedule_metrics(problem, timeline)
     assert metrics["peak_activation_bytes"] == 40  # device 2 holds layer 2's input for both micro-batches

@@ -5,34 +5,40 @@ the same order, arrays and timelines, with and without a flush, δ for the first
 or many micro-batches, stash bytes or none."""
 
 import pytest
+from ooo_reference import LayerCosts as ReferenceLayerCosts
 from ooo_reference import ooo_problem as reference_problem
 from problem_equality import assert_same_problem
 from zb_list_reference import StageCosts as ReferenceStageCosts
 from zb_list_reference import zb_problem as reference_list_problem
 
 from archsim.errors import InputError
-from archsim.policies.ooo import POLICIES, LayerCosts, ooo_problem
+from archsim.policies.ooo import POLICIES, layer_chain, ooo_problem, unit_costs
 from archsim.policies.stage_profile import StageProfile
 from archsim.policies.zero_bubble import LIST_SCHEDULES, zb_problem
 from archsim.sim import simulate
 
-COSTS = [LayerCosts.unit(4),
-         LayerCosts((3.0, 1.0, 4.0, 1.5, 5.0), (2.0, 6.0, 5.0, 3.0, 5.0), (9.0, 7.0, 9.0, 3.0, 2.0),
-                    first_layer_delta=True, stash_bytes=(10, 20, 30, 40, 50)),
-         LayerCosts((1.0,), (2.0,), (3.0,), stash_bytes=(7,))]
+# (layers, whether the first layer computes δ)
+COSTS = [(unit_costs(4), False),
+         (layer_chain((3.0, 1.0, 4.0, 1.5, 5.0), (2.0, 6.0, 5.0, 3.0, 5.0), (9.0, 7.0, 9.0, 3.0, 2.0),
+                      stash_bytes=(10, 20, 30, 40, 50)), True),
+         (layer_chain((1.0,), (2.0,), (3.0,), stash_bytes=(7,)), False)]
 
 
 @pytest.mark.parametrize("policy", POLICIES)
-@pytest.mark.parametrize("costs", COSTS, ids=["unit", "unequal", "one-layer"])
+@pytest.mark.parametrize("costs, first_delta", COSTS, ids=["unit", "unequal", "one-layer"])
 @pytest.mark.parametrize("devices, microbatches, flush, group", [(2, 1, True, 1), (2, 3, False, 1), (3, 4, True, 2),
                                                                    (4, 5, False, 2)])
-def test_columnar_problem_equals_the_object_built_one(policy, costs, devices, microbatches, flush, group):
+def test_columnar_problem_equals_the_object_built_one(policy, costs, first_delta, devices, microbatches, flush, group):
     if policy == "mp" and flush and microbatches > 1:  # refused, with the reason, rather than built
         with pytest.raises(InputError, match="cannot flush"):
-            ooo_problem(costs, devices, microbatches, policy, flush=flush, group=group)
+            ooo_problem(costs, devices, microbatches, policy, flush=flush, group=group, first_layer_delta=first_delta)
         return
-    columnar = ooo_problem(costs, devices, microbatches, policy, flush=flush, group=group)
-    expected = reference_problem(costs, devices, microbatches, policy, flush=flush, group=group)
+    columnar = ooo_problem(costs, devices, microbatches, policy, flush=flush, group=group,
+                           first_layer_delta=first_delta)
+    # the frozen builder reads the record it was written for: the profile's F, δ, G and stash copied into it
+    frozen_input = ReferenceLayerCosts(tuple(costs.forward), tuple(costs.delta), tuple(costs.weight_grad),
+                                       first_delta, tuple(int(x) for x in costs.delta_bytes))
+    expected = reference_problem(frozen_input, devices, microbatches, policy, flush=flush, group=group)
     assert_same_problem(columnar, expected)
     assert tuple(simulate(columnar).slots) == tuple(simulate(expected).slots)
 

@@ -13,14 +13,15 @@ import math
 import pytest
 
 from archsim.errors import InputError
-from archsim.policies.ooo import POLICIES, LayerCosts, ooo_problem
+from archsim.policies.ooo import POLICIES, layer_chain, ooo_problem, unit_costs
 from archsim.sim import simulate
 
-COSTS = {"unit": LayerCosts.unit(4),
-         "unequal": LayerCosts((3.0, 1.0, 4.0, 1.5, 5.0), (2.0, 6.0, 5.0, 3.0, 5.0), (9.0, 7.0, 9.0, 3.0, 2.0),
-                               first_layer_delta=True),
-         "one-layer": LayerCosts((1.0,), (2.0,), (3.0,)),
-         "eight": LayerCosts.unit(8)}
+# (layers, whether the first layer computes δ)
+COSTS = {"unit": (unit_costs(4), False),
+         "unequal": (layer_chain((3.0, 1.0, 4.0, 1.5, 5.0), (2.0, 6.0, 5.0, 3.0, 5.0), (9.0, 7.0, 9.0, 3.0, 2.0)),
+                     True),
+         "one-layer": (layer_chain((1.0,), (2.0,), (3.0,)), False),
+         "eight": (unit_costs(8), False)}
 
 
 def device(policy: str, layer: int, layers: int, devices: int, group: int) -> int:
@@ -29,8 +30,8 @@ def device(policy: str, layer: int, layers: int, devices: int, group: int) -> in
     return layer // math.ceil(layers / devices)  # contiguous blocks of ⌈L/P⌉ layers
 
 
-def layer_work(costs: LayerCosts, layer: int) -> float:
-    delta = costs.delta[layer] if layer > 0 or costs.first_layer_delta else 0.0
+def layer_work(costs, layer: int, first_layer_delta: bool) -> float:
+    delta = costs.delta[layer] if layer > 0 or first_layer_delta else 0.0
     return costs.forward[layer] + delta + costs.weight_grad[layer]
 
 
@@ -39,21 +40,22 @@ def layer_work(costs: LayerCosts, layer: int) -> float:
 @pytest.mark.parametrize("devices, microbatches, flush, group", [(1, 3, False, 1), (2, 1, True, 1), (2, 3, False, 1),
                                                                    (3, 4, True, 2), (4, 5, False, 2)])
 def test_each_device_does_its_layers_work_and_no_less_time(policy, costs, devices, microbatches, flush, group):
-    layers = len(COSTS[costs])
-    cost = COSTS[costs]
+    cost, first_delta = COSTS[costs]
+    layers = len(cost)
     try:
-        problem = ooo_problem(cost, devices, microbatches, policy, flush=flush, group=group)
+        problem = ooo_problem(cost, devices, microbatches, policy, flush=flush, group=group,
+                              first_layer_delta=first_delta)
     except InputError:
         assert policy == "mp" and flush and microbatches > 1
         return
     timeline = simulate(problem)
     work = [0.0] * devices
     for layer in range(layers):
-        work[device(policy, layer, layers, devices, group)] += microbatches * layer_work(cost, layer)
+        work[device(policy, layer, layers, devices, group)] += microbatches * layer_work(cost, layer, first_delta)
     busy = [timeline.busy_time(f"d{d + 1}") if any(p.name == f"d{d + 1}" for p in problem.processors) else 0.0
             for d in range(devices)]
     assert busy == pytest.approx(work)
-    chain = sum(cost.forward) + sum(cost.delta[1:]) + (cost.delta[0] if cost.first_layer_delta else 0.0)
+    chain = sum(cost.forward) + sum(cost.delta[1:]) + (cost.delta[0] if first_delta else 0.0)
     chain += cost.weight_grad[0]  # layer 0's G waits for δ of layer 1 (and its own δ if any)
     assert timeline.makespan >= max(max(work), chain) - 1e-9
     if devices == 1:

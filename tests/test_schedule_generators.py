@@ -14,7 +14,7 @@ from archsim.partition import build_profile, profile_from_costs
 from archsim.planners import partition
 from archsim.policies import stage_orders as so
 from archsim.policies.actions import KINDS, StageOrder
-from archsim.policies.ooo import POLICIES, LayerCosts, ooo_problem
+from archsim.policies.ooo import POLICIES, layer_chain, ooo_problem
 from archsim.policies.pipeline import simulate_partition
 from archsim.policies.stage_profile import StageProfile
 from archsim.policies.stage_run import order_problem
@@ -102,7 +102,7 @@ def test_layerwise_gpipe_and_1f1b_follow_the_one_order(schedule, generator, meth
 
 def test_the_other_schedule_builders_pass_the_validator():
     """The list schedules: actions by priority among the ready ones, through the one builder."""
-    layers = LayerCosts((3.0, 1.0, 4.0, 1.5), (2.0, 6.0, 5.0, 3.0), (9.0, 7.0, 9.0, 3.0), stash_bytes=(1, 2, 3, 4))
+    layers = layer_chain((3.0, 1.0, 4.0, 1.5), (2.0, 6.0, 5.0, 3.0), (9.0, 7.0, 9.0, 3.0), stash_bytes=(1, 2, 3, 4))
     problems = [ooo_problem(layers, 2, 3, policy, flush=policy != "mp") for policy in POLICIES]
     problems += [zb_problem(StageProfile((2.0, 1.0, 3.0), (1.0, 2.0, 2.0), (1.0, 1.0, 0.5)), 5, s) for s in LIST_SCHEDULES]
     plans = [StagePlan(2.0, 3.0, 1.0, 0.5, 0.5), StagePlan(1.0, 2.0, 0.0, 0.25, 0.25), StagePlan(3.0, 1.0)]

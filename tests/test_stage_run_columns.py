@@ -10,7 +10,7 @@ from stage_run_reference import order_problem as reference_problem
 
 from archsim.cli import main
 from archsim.errors import InputError
-from archsim.policies.ooo import POLICIES, LayerCosts, ooo_problem, schedule_metrics
+from archsim.policies.ooo import POLICIES, layer_chain, ooo_problem, schedule_metrics
 from archsim.policies.ooo import op_count as ooo_op_count
 from archsim.policies.stage_orders import ORDERS, Action, StageOrder, order_csv, parse_order_csv, published_order
 from archsim.policies.stage_profile import StageProfile
@@ -117,12 +117,12 @@ def test_job_size_counts_the_ops_a_published_schedule_builds(schedule, p, m, chu
 @pytest.mark.parametrize("policy", POLICIES)
 @pytest.mark.parametrize("flush, first_layer_delta, m", [(True, False, 3), (False, True, 3), (True, True, 1)])
 def test_job_size_counts_the_ops_of_a_layer_schedule(policy, flush, first_layer_delta, m):
-    costs = LayerCosts((1.0,) * 5, (1.0,) * 5, (1.0,) * 5, first_layer_delta=first_layer_delta)
+    costs = layer_chain((1.0,) * 5, (1.0,) * 5, (1.0,) * 5)
     if policy == "mp" and flush and m > 1:  # refused, with the reason, rather than built
         with pytest.raises(InputError, match="cannot flush"):
-            ooo_problem(costs, 2, m, policy, flush=flush)
+            ooo_problem(costs, 2, m, policy, flush=flush, first_layer_delta=first_layer_delta)
         return
-    problem = ooo_problem(costs, 2, m, policy, flush=flush)
+    problem = ooo_problem(costs, 2, m, policy, flush=flush, first_layer_delta=first_layer_delta)
     assert len(problem.ops) == ooo_op_count(5, m, first_layer_delta=first_layer_delta, flush=flush)
 
 

@@ -28,10 +28,11 @@ from archsim.commands.stage_schedule import STAGE_ONLY, add_stage_arguments, run
 from archsim.lowering import MODES
 from archsim.outputs import render
 from archsim.partition import build_profile
+from archsim.partition.profile import LayerProfile
 from archsim.policies import data_parallel as dp
 from archsim.policies import multistream as ms
 from archsim.policies import zero_bubble as zb
-from archsim.policies.ooo import POLICIES, LayerCosts, default_flush, ooo_problem, schedule_metrics
+from archsim.policies.ooo import POLICIES, default_flush, ooo_problem, schedule_metrics, unit_costs
 from archsim.policies.ooo import op_count as ooo_op_count
 from archsim.policies.stage_profile import StageProfile
 from archsim.rows import Rows
@@ -98,14 +99,11 @@ def run(args: argparse.Namespace) -> int:
     with phases(f"schedule {args.policy}", ("costs", "build", "simulate", "validate")) as phase:
         phase("costs")
         if args.unit_costs:
-            costs = LayerCosts.unit(len(network))
+            costs = unit_costs(len(network))
             unit = "units"
         else:
             array = with_memory_args(array_from_args(args), args)
-            profile = build_profile(network, array, args.batch, args.mode, args.engine)
-            costs = LayerCosts(tuple(profile.forward), tuple(profile.delta), tuple(profile.weight_grad),
-                               first_layer_delta=args.mode == "paper",
-                               stash_bytes=tuple(int(x) for x in profile.delta_bytes))
+            costs = build_profile(network, array, args.batch, args.mode, args.engine)
             unit = "cycles"
         extra: dict = {}
         if args.policy in dp.POLICIES:
@@ -120,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             phase("build")
             problem = ooo_problem(costs, args.processors, args.microbatches, args.policy, flush=flush,
-                                  group=args.group)
+                                  group=args.group, first_layer_delta=args.mode == "paper" and not args.unit_costs)
         phase("simulate")
         timeline = simulate(problem)
         phase("validate")
@@ -181,7 +179,7 @@ def _multistream(args: argparse.Namespace, network) -> int:
     return 0
 
 
-def _stage_profile(args: argparse.Namespace, costs: LayerCosts) -> StageProfile:
+def _stage_profile(args: argparse.Namespace, costs: LayerProfile) -> StageProfile:
     """Per-stage F, I (= δ) and W (= G): equal units, or layers split into stages by PipeDream's DP;
     activation M_B a stage's stashed layer inputs, send bytes its next stage's first input, comm
     --comm, and in cycles a link of --link-bandwidth bytes per cycle (unit costs: latency only)."""
@@ -191,22 +189,21 @@ def _stage_profile(args: argparse.Namespace, costs: LayerCosts) -> StageProfile:
         ones = (1.0,) * args.processors  # M_B = 1 (peaks count micro-batches) and no M_W: integer peaks
         return StageProfile(ones, ones, ones, args.comm, (1,) * args.processors)
     names = [f"l{i}" for i in range(len(costs))]
-    profile = profile_from_costs(names, costs.forward, costs.weight_grad, costs.delta)
-    plan = pipedream_partition(profile, args.processors)
+    # PipeDream's DP over the costs alone, as a chain (no activation or weight bytes): the split balances F + I + W
+    plan = pipedream_partition(profile_from_costs(names, costs.forward, costs.weight_grad, costs.delta), args.processors)
+    stash = [int(x) for x in costs.delta_bytes]
     sums: dict[str, list[float]] = {kind: [] for kind in "FDG"}
     for stage in plan.stages:
         for kind in "FDG":
             sums[kind].append(sum(op.cost for op in stage.ops if op.kind == kind))
-    activation = [sum(costs.stash_bytes[names.index(n)] for n in stage.layers) if costs.stash_bytes else 0
-                  for stage in plan.stages]
+    activation = [sum(stash[names.index(n)] for n in stage.layers) for stage in plan.stages]
     # a stage sends the next stage its first layer's input activation (and gets its gradient back)
-    send = [costs.stash_bytes[names.index(nxt.layers[0])] if costs.stash_bytes else 0
-            for nxt in plan.stages[1:]] + [0]
+    send = [stash[names.index(nxt.layers[0])] for nxt in plan.stages[1:]] + [0]
     return StageProfile(tuple(sums["F"]), tuple(sums["D"]), tuple(sums["G"]), args.comm, tuple(activation),
                         send_bytes=tuple(send), bandwidth=_link(args))
 
 
-def _data_parallel(args: argparse.Namespace, costs: LayerCosts, network, phase):
+def _data_parallel(args: argparse.Namespace, costs: LayerProfile, network, phase):
     """One device's iteration window under data parallelism over ``--processors`` workers (the
     search for k simulates candidate windows), and the chosen k."""
     from archsim.errors import InputError

@@ -21,12 +21,11 @@ contradicts: that combination is refused (with one micro-batch the flush changes
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from archsim.errors import InputError
 from archsim.partition.ooo_allocation import device_of
+from archsim.partition.profile import LayerProfile, profile_from_costs
 from archsim.sim import Problem, Processor, simulate
 from archsim.sim.bubble import bubble
 from archsim.sim.builder import build, repeat_flow
@@ -37,24 +36,17 @@ POLICIES = ("mp", "gpipe", "ooo-pipe1", "ooo-pipe2")
 ALLOCATION = {"mp": "contiguous", "gpipe": "contiguous", "ooo-pipe1": "contiguous", "ooo-pipe2": "modulo"}
 
 
-@dataclass(frozen=True)
-class LayerCosts:
-    """Per-layer costs of one micro-batch; ``delta[0]`` is ignored when the first layer has no δ."""
+def layer_chain(forward, delta, weight_grad, stash_bytes=None) -> LayerProfile:
+    """Layers l1 … lL of one micro-batch from given F, δ and G (in the paper's order) as a profile;
+    ``stash_bytes``: a^{l-1} a layer keeps from F_l until G_l (None: 0, unknown)."""
+    names = [f"l{l + 1}" for l in range(len(forward))]
+    return profile_from_costs(names, forward, weight_grad, delta, delta_bytes=stash_bytes)
 
-    forward: tuple[float, ...]
-    delta: tuple[float, ...]
-    weight_grad: tuple[float, ...]
-    first_layer_delta: bool = False
-    stash_bytes: tuple[int, ...] = ()  # a^{l-1} a layer keeps from F_l until G_l (0 when unknown)
 
-    @classmethod
-    def unit(cls, layers: int) -> LayerCosts:
-        """F = D = G = 1 (the paper's illustrations), no δ for the first layer."""
-        ones = (1.0,) * layers
-        return cls(ones, ones, ones)
-
-    def __len__(self) -> int:
-        return len(self.forward)
+def unit_costs(layers: int) -> LayerProfile:
+    """F = D = G = 1 (the paper's illustrations), no stash."""
+    ones = [1.0] * layers
+    return layer_chain(ones, ones, ones)
 
 
 def default_flush(policy: str) -> bool:
@@ -69,8 +61,13 @@ def op_count(layers: int, microbatches: int, *, first_layer_delta: bool = False,
     return microbatches * (2 * layers + deltas) + (flush and microbatches > 1)
 
 
-def ooo_problem(costs: LayerCosts, devices: int, microbatches: int, policy: str, *, flush: bool = True,
-                group: int = 1) -> Problem:
+def ooo_problem(costs: LayerProfile, devices: int, microbatches: int, policy: str, *, flush: bool = True,
+                group: int = 1, first_layer_delta: bool = False) -> Problem:
+    """The policy's problem over ``costs``' layers read as a chain (layer l feeds l + 1, the paper's
+    setting; a profile's DAG edges are not read): per micro-batch F, G and δ of every layer in the
+    profile's unit, a layer's stash (``delta_bytes``, its input a^{l-1}) held from F_l until G_l.
+    ``first_layer_delta``: the first layer computes δ too (lowering mode ``paper`` counts it; the
+    paper's figures do not), else ``delta[0]`` is ignored — the caller's choice, as in :func:`op_count`."""
     if policy not in POLICIES:
         raise InputError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}", field="policy")
     if devices <= 0 or microbatches <= 0 or group <= 0:
@@ -90,12 +87,12 @@ def ooo_problem(costs: LayerCosts, devices: int, microbatches: int, policy: str,
         return {"D": (0, mb, backward_layer), "F": (1, mb, layer), "G": (2, mb, backward_layer)}[kind]
 
     # one micro-batch's ops — per layer F, G and (where it has one) D — repeated for every micro-batch
-    has_delta = [l > 0 or costs.first_layer_delta for l in range(n)]
+    has_delta = [l > 0 or first_layer_delta for l in range(n)]
     template = [(kind, l) for l in range(n) for kind in ("F", "G", "D") if kind != "D" or has_delta[l]]
     slot = {op: t for t, op in enumerate(template)}
     size, m = len(template), microbatches
     cost = {"F": costs.forward, "G": costs.weight_grad, "D": costs.delta}
-    stash = [costs.stash_bytes[l] if costs.stash_bytes else 0 for _, l in template]
+    stash = [costs.delta_bytes[l] for _, l in template]
     ids = [f"{kind}{l + 1}:{mb}" for mb in range(m) for kind, l in template]
     priority = [rank(kind, mb, l) for mb in range(m) for kind, l in template]
     columns = [np.tile(np.array(values), m) for values in (
@@ -165,16 +162,18 @@ def flush_phases(problem: Problem) -> tuple[Problem, Problem]:
     return part(lambda op: op.tag("kind") == "F"), part(lambda op: op.tag("kind") != "F")
 
 
-def ooo_schedule(costs: LayerCosts, devices: int, microbatches: int, policy: str, *, flush: bool = True,
-                 group: int = 1):
-    problem = ooo_problem(costs, devices, microbatches, policy, flush=flush, group=group)
+def ooo_schedule(costs: LayerProfile, devices: int, microbatches: int, policy: str, *, flush: bool = True,
+                 group: int = 1, first_layer_delta: bool = False):
+    problem = ooo_problem(costs, devices, microbatches, policy, flush=flush, group=group,
+                          first_layer_delta=first_layer_delta)
     return problem, simulate(problem)
 
 
-def lower_bound(costs: LayerCosts, devices: int, microbatches: int, policy: str, group: int = 1) -> float:
+def lower_bound(costs: LayerProfile, devices: int, microbatches: int, policy: str, group: int = 1, *,
+                first_layer_delta: bool = False) -> float:
     """max(critical path of one micro-batch, busiest device's work): no schedule beats it."""
     n = len(costs)
-    delta = [costs.delta[l] if (l > 0 or costs.first_layer_delta) else 0.0 for l in range(n)]
+    delta = [costs.delta[l] if (l > 0 or first_layer_delta) else 0.0 for l in range(n)]
     chain = sum(costs.forward) + sum(delta[1:]) + max(costs.weight_grad[0], delta[0])
     work = [0.0] * devices
     for l in range(n):
@@ -191,6 +190,5 @@ def schedule_metrics(problem: Problem, timeline) -> dict[str, float]:
             "peak_activation_bytes": max(peaks.values(), default=0)}
 
 
-__all__ = ["ALLOCATION", "POLICIES", "LayerCosts", "default_flush", "flush_phases", "lower_bound", "ooo_problem",
-           "ooo_schedule", "op_count",
-           "schedule_metrics"]
+__all__ = ["ALLOCATION", "POLICIES", "default_flush", "flush_phases", "layer_chain", "lower_bound", "ooo_problem",
+           "ooo_schedule", "op_count", "schedule_metrics", "unit_costs"]
