@@ -322,3 +322,37 @@ def test_stage_profiles_move_their_boundary_bytes():
     assert durations == {("0", "1"): 2.0, ("1", "2"): 4.0, ("2", "1"): 4.0, ("1", "0"): 2.0}
     free = zb_schedule(replace(profile, bandwidth=None), 2, "zb-h1")[1]
     assert all(t.end == t.start for t in free.transfers) and free.makespan < timeline.makespan
+
+
+UNEVEN = (1.0, 2.0, 1.0, 1.5), (1.0, 1.0, 2.0, 1.0), (2.0, 1.0, 0.5, 1.0)  # F, I, W of 4 stages
+
+
+@pytest.mark.parametrize("schedule, first_stage", [("list-1f1b", 4), ("list-zb-h1", 4), ("list-zb-h2", 7),
+                                                   ("1f1b", 4), ("zb-h1", 4), ("zb-h2", 7)])
+def test_a_profile_without_activation_counts_no_memory(schedule, first_stage):
+    """An empty activation holds nothing, in the list variants and the published orders alike; with
+    M_B = 1 the first stage holds the paper's p (1F1B, ZB-H1) or 2p − 1 (ZB-H2) micro-batches, at
+    the same makespan (memory does not steer these orders)."""
+    from archsim.policies.zero_bubble import zb_schedule
+
+    bare = zb_schedule(StageProfile(*UNEVEN), 12, schedule)[1]
+    counted = zb_schedule(StageProfile(*UNEVEN, activation=(1,) * 4), 12, schedule)[1]
+    assert set(bare.peak_memory().values()) == {0}
+    assert max(counted.peak_memory().values()) == first_stage
+    assert bare.makespan == counted.makespan
+
+
+@pytest.mark.parametrize("k", [1, 2])
+def test_the_memory_limited_search_budgets_a_bare_profile_in_micro_batches(k):
+    """ZB-1p/ZB-2p limit each rank to k·p·M_B: without an activation they take M_B = 1 (a count of
+    micro-batches), the order M_B = 1 gives, within k·p of them — not the unlimited order that
+    M_B = 0 gives (on these costs the limit of ZB-1p binds)."""
+    from archsim.policies.zero_bubble import zb_schedule
+
+    bare = zb_schedule(StageProfile(*UNEVEN), 12, f"zb-{k}p")[1]
+    counted = zb_schedule(StageProfile(*UNEVEN, activation=(1,) * 4), 12, f"zb-{k}p")[1]
+    free = zb_schedule(StageProfile(*UNEVEN, activation=(0,) * 4), 12, f"zb-{k}p")[1]
+    assert bare.makespan == counted.makespan
+    assert max(counted.peak_memory().values()) <= k * 4
+    if k == 1:
+        assert bare.makespan > free.makespan
