@@ -15,7 +15,8 @@ constants (nothing is fitted on them):
 * ``epilogue``: + C written after the main loop;
 * ``split-k+epilogue``: both;
 * ``simt-mechanisms``: both, and several tiles per SM as the SIMT path
-  (:data:`~archsim.devices.kernels.REFERENCE_TILE_AREA` outputs per SM).
+  (:data:`~archsim.devices.kernels.REFERENCE_TILE_AREA` outputs per SM);
+* ``always-fed``: no operand-feed limit at all (what the datasheet L2 feed is worth on these runs).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ VARIANTS = {
     "epilogue": {"epilogue": True},
     "split-k+epilogue": {"splits": kernels.SPLITS, "epilogue": True},
     "simt-mechanisms": {"splits": kernels.SPLITS, "epilogue": True, "resident": kernels.REFERENCE_TILE_AREA},
+    "always-fed": {"needed_reuse": 0.0},
 }
 HOPPER = (("h100-80gb-hbm3", "h100_1gpu"), ("h200", "h200_1gpu"))  # measured slug, cluster file: checks only
 

@@ -2,20 +2,31 @@
 
 The mechanisms (every figure of the GPU comes from :data:`archsim.devices.catalog.TABLE`):
 
-* **GEMM / batched GEMM** out[M×N] = A[M×K]·B[K×N], ``batch`` of them in one launch. The output is cut
-  into CTA tiles of one of :data:`TILES` (the SIMT sgemm tiles cuBLAS picks from on Pascal–Ampere);
-  ``REFERENCE_TILE_AREA / (tm·tn)`` small tiles share one SM at once, so the tiles run in
-  ⌈tiles / (SMs · tiles per SM)⌉ waves, each wave the SM's work on ``REFERENCE_TILE_AREA`` outputs × K
-  at the SM's peak (``lanes × 2 × clock`` for fp32; tensor-core MACs × 2 × clock for fp16/bf16) ×
-  ``constants.gemm`` × the tile's operand feed ``min(1, (tm·tn / (tm + tn)) / constants.feed)`` (a
-  tile's k-step loads tm + tn operands for tm·tn FMAs: small tiles starve the lanes). Split-K cuts
-  the reduction into s ∈ :data:`SPLITS` parts of at least :data:`SPLIT_MIN_K` each: s times the tiles,
-  so few output tiles fill the SMs and a tail wave shrinks, paid by a second kernel that reads the s
-  partial outputs and writes the result. The tile and split are the ones that finish first, as a
-  library's heuristic picks. The kernel also reads A and B through HBM once (the larger of the main
-  loop and that read counts: a roofline per kernel), and then writes C once, in its epilogue: after a
-  tile's main loop, not hidden behind it. GEMM traffic moves at ``constants.gemm_memory`` × bandwidth
-  (its own fraction: tiles staged through L2 and the epilogue's scattered stores are not a stream).
+* **GEMM / batched GEMM** out[M×N] = A[M×K]·B[K×N], ``batch`` of them in one launch, by one function
+  (:func:`path_gemm_seconds`) whatever the dtype; the dtype picks the :class:`GemmPath` it runs on.
+  The output is cut into CTA tiles of the path's tile set; ``resident / (tm·tn)`` small tiles share
+  one SM at once (at least one), so the tiles run in ⌈tiles / (SMs · tiles per SM)⌉ waves, each wave
+  the SM's work on its resident outputs × K at the SM's peak × ``constants.gemm`` × the tile's
+  operand feed ``min(1, (tm·tn / (tm + tn)) / needed reuse)`` (a tile's k-step loads tm + tn operands
+  for tm·tn MACs: small tiles starve the units). Split-K cuts the reduction into s of the path's
+  splits, parts of at least :data:`SPLIT_MIN_K` each: s times the tiles, so few output tiles fill the
+  SMs and a tail wave shrinks, paid by a second kernel that reads the s partial outputs and writes
+  the result. The tile and split are the ones that finish first, as a library's heuristic picks. The
+  kernel also reads A and B through HBM once (the larger of the main loop and that read counts: a
+  roofline per kernel); C is written once, in an epilogue after the main loop (not hidden behind it)
+  or, on a path without one, within the roofline. GEMM traffic moves at ``constants.gemm_memory`` ×
+  bandwidth (its own fraction: tiles staged through L2 and scattered stores are not a stream).
+
+  - **SIMT** (fp32, :func:`simt_path`): :data:`TILES` (the sgemm tiles cuBLAS picks from on
+    Pascal–Ampere), :data:`REFERENCE_TILE_AREA` outputs per SM, the fitted ``constants.feed``, split-K
+    over :data:`SPLITS`, C in the epilogue, the power cap below; the SM's peak is ``lanes × 2 × clock``.
+  - **Tensor cores** (fp16/bf16, :func:`tensor_path`): :data:`TENSOR_TILES` (cuBLAS/CUTLASS tensor-core
+    CTA tiles), one per SM at a time, fed from the datasheet's L2 read bandwidth (a tile needs a reuse
+    of MACs per clock per SM × element bytes / L2 bytes per clock per SM; a chip without that figure is
+    always fed), no split-K, C's write inside the roofline; the SM's peak is the dtype's tensor peak.
+    These choices are the ones the tensor-core constants were fitted with on vTrain's A100 runs; the
+    SIMT path's split-K, epilogue and several tiles per SM, refitted there, do not lower the held-out
+    error (docs/training.md, "One GEMM model for every dtype").
 * **Power cap** (fp32): the SMs together run at most ``TDP / energy per FLOP`` FLOP/s
   (:func:`sustained_flops`), the clock a board's power allows under sustained load; the energy per
   FLOP is one fitted constant scaled by the GPU's process node and rated boost clock
@@ -38,9 +49,11 @@ The mechanisms (every figure of the GPU comes from :data:`archsim.devices.catalo
 No L2-resident speed-up is modeled: in the fitted files no elementwise, softmax or layer-norm kernel
 that fits in L2 runs faster per byte than one that does not (they are launch-bound instead).
 
-The constants are architecture-independent fractions of datasheet peaks, one launch time and one
-energy per FLOP:
-:data:`FITTED`, fitted by :func:`archsim.validation.neusight.fit_constants` on NeuSight's kernel measurements of five GPUs
+The constants (:class:`KernelConstants`, one type for every dtype) are architecture-independent
+fractions of datasheet peaks, one launch time, one host time per op and one energy per FLOP. Two fits
+of them exist, each on the kernels it times: the tensor-core one on vTrain's A100 runs
+(:data:`archsim.training.fitted.A100_KERNELS`, one HBM fraction for every class: :func:`one_fraction`)
+and the fp32 one, :data:`FITTED`, fitted by :func:`archsim.validation.neusight.fit_constants` on NeuSight's kernel measurements of five GPUs
 (``../shared/gpu_kernels/``: P100-PCIE-16GB, P4, T4, V100-PCIE-32GB, A100-PCIE-40GB; every row of
 linear.csv, bmm.csv, elem.csv, softmax.csv, ln.csv, train_elem.csv, train_softmax.csv and
 train_ln.csv): Nelder–Mead on the logarithms of the constants (restarted from its own result, so
