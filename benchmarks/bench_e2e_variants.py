@@ -47,7 +47,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from archsim.devices import kernel_ops
+from archsim.devices import kernel_ops, kernels
 from archsim.devices.kernels import KernelConstants, one_fraction
 from archsim.training import calibrate, fitted, iteration
 from archsim.training.cluster import load_gpu_cluster, single_node
@@ -105,7 +105,7 @@ def async_allreduce():
 
 @contextmanager
 def launch_floor():
-    gemm, memory = kernel_ops.path_gemm_seconds, kernel_ops.stream_seconds
+    gemm, memory = kernels.path_gemm_seconds, kernels.stream_seconds
 
     def path_gemm_seconds(batch, m, n, k, path, constants, size=4):
         work = gemm(batch, m, n, k, path, replace(constants, launch_s=0.0), size)

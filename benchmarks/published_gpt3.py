@@ -31,7 +31,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 from model_swap import swapped  # a sibling by path, as this module is to its users
 
-from archsim.devices.kernel_ops import gemm_seconds, stream_seconds
+from archsim.devices.kernel_ops import gemm_seconds
+from archsim.devices.kernels import stream_seconds
 from archsim.training import calibrate, search, stages
 from archsim.training.iteration import ATTENTION_CORE, model_pieces
 from archsim.training.layer_ops import block_work

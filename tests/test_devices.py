@@ -4,8 +4,8 @@ import pytest
 
 from archsim.devices.catalog import GIB, GPUS, gpu
 from archsim.devices.device import catalog_device
-from archsim.devices.kernel_ops import gemm_seconds, op_seconds, stream_seconds
-from archsim.devices.kernels import one_fraction
+from archsim.devices.kernel_ops import gemm_seconds, op_seconds
+from archsim.devices.kernels import one_fraction, stream_seconds
 from archsim.errors import InputError
 from archsim.lowering import Gemm, TrainingOp
 

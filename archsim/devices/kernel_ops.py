@@ -25,7 +25,7 @@ Memory-bound work, per op (one kernel each, one launch):
   (the kernels NeuSight measured). In fp16/bf16 Megatron runs its own fused kernels (apex's layer norm,
   the fused scale-mask-softmax), whose bytes the op list counts, so they stream like the rest;
 * any other memory-bound op: its ``vector_elements`` at the element size, at the achieved fraction of
-  HBM bandwidth of its class (:func:`stream_seconds`): a softmax or layer norm at ``constants.softmax``
+  HBM bandwidth of its class (:func:`~archsim.devices.kernels.stream_seconds`): a softmax or layer norm at ``constants.softmax``
   / ``constants.layernorm``, the rest at ``constants.memory``.
 
 A *fused* op (FlashAttention) keeps its GEMMs' operands and results on chip: the larger of its GEMMs'
@@ -51,6 +51,7 @@ from archsim.devices.kernels import (
     memory_bound_seconds,
     path_gemm_seconds,
     simt_path,
+    stream_seconds,
     tensor_path,
 )
 from archsim.errors import InputError
@@ -95,14 +96,6 @@ def gemm_seconds(m, k, n, count, device: Device, constants: KernelConstants, dty
     return path_gemm_seconds(count, m, n, k, path, constants, ELEMENT_BYTES[dtype])
 
 
-def stream_seconds(nbytes, hbm_bytes_per_s: float, constants: KernelConstants, fraction: float | None = None,
-                   kernels=1) -> np.ndarray:
-    """Seconds of ``kernels`` memory-bound kernels moving ``nbytes`` in all, at ``fraction`` of HBM
-    bandwidth (default ``constants.memory``, the elementwise one), plus their launches."""
-    achieved = constants.memory if fraction is None else fraction
-    return np.asarray(nbytes, dtype=np.float64) / (hbm_bytes_per_s * achieved) + np.asarray(kernels) * constants.launch_s
-
-
 def op_seconds(ops: Sequence[TrainingOp], device: Device, constants: KernelConstants,
                dtype: str = "fp16") -> np.ndarray:
     """Seconds of each op on ``device`` in ``dtype`` (module docstring): its GEMMs (one launch per
@@ -144,4 +137,4 @@ def op_seconds(ops: Sequence[TrainingOp], device: Device, constants: KernelConst
     return seconds
 
 
-__all__ = ["KERNEL_CLASSES", "array_gemm_seconds", "gemm_path", "gemm_seconds", "op_seconds", "stream_seconds"]
+__all__ = ["KERNEL_CLASSES", "array_gemm_seconds", "gemm_path", "gemm_seconds", "op_seconds"]

@@ -322,8 +322,17 @@ def memory_bound_seconds(op: npt.ArrayLike, batch: npt.ArrayLike, hidden: npt.Ar
             fraction[where] = constants.layernorm
         else:
             raise InputError(f"unknown memory-bound op {name!r}", field="op")
-    seconds = tensors * b * h * element_bytes(dtype) / (spec.memory_bytes_per_s * fraction)
-    return seconds + constants.launch_s
+    return stream_seconds(tensors * b * h * element_bytes(dtype), spec.memory_bytes_per_s, constants, fraction)
+
+
+def stream_seconds(nbytes: npt.ArrayLike, hbm_bytes_per_s: float, constants: KernelConstants = FITTED,
+                   fraction: npt.ArrayLike | None = None, kernels: npt.ArrayLike = 1) -> np.ndarray:
+    """Seconds of ``kernels`` memory-bound kernels moving ``nbytes`` in all through HBM at ``fraction``
+    of its bandwidth (default ``constants.memory``, the elementwise one), plus their launches: the one
+    memory-bound time every op class and dtype is priced with."""
+    achieved = constants.memory if fraction is None else fraction
+    return np.asarray(nbytes, dtype=np.float64) / (hbm_bytes_per_s * np.asarray(achieved)) \
+        + np.asarray(kernels) * constants.launch_s
 
 
 def kernel_seconds(rows: Mapping[str, npt.ArrayLike], spec: GpuSpec, constants: KernelConstants = FITTED,
@@ -350,4 +359,4 @@ __all__ = ["ELEMENTWISE_TENSORS", "FITTED", "LAYERNORM_READS", "OP_CLASSES", "SO
            "TENSOR_DTYPES", "TENSOR_TILES", "TILES", "GemmPath", "KernelConstants", "compute_seconds", "element_bytes",
            "energy_per_flop", "gemm_seconds", "kernel_seconds", "memory_bound_seconds", "one_fraction",
            "path_gemm_seconds", "simt_path", "sm_flops", "softmax_block_threads", "softmax_tensors", "spec_path",
-           "sustained_flops", "tensor_path"]
+           "stream_seconds", "sustained_flops", "tensor_path"]

@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from archsim.devices.device import Device
-from archsim.devices.kernel_ops import gemm_seconds, stream_seconds
-from archsim.devices.kernels import KernelConstants, one_fraction
+from archsim.devices.kernel_ops import gemm_seconds
+from archsim.devices.kernels import KernelConstants, one_fraction, stream_seconds
 from archsim.errors import InputError
 from archsim.training import fitted
 from archsim.training.cluster import single_node

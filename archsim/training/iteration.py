@@ -38,7 +38,8 @@ from functools import lru_cache
 import numpy as np
 
 from archsim.collectives import collective_seconds
-from archsim.devices.kernel_ops import op_seconds, stream_seconds
+from archsim.devices.kernel_ops import op_seconds
+from archsim.devices.kernels import stream_seconds
 from archsim.errors import InputError
 from archsim.lowering import TrainingOp
 from archsim.training.dp_overlap import dp_allreduce_seconds

@@ -15,8 +15,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from archsim.devices.device import ELEMENT_BYTES, Device
-from archsim.devices.kernel_ops import gemm_path, gemm_seconds, stream_seconds
-from archsim.devices.kernels import KernelConstants, compute_seconds
+from archsim.devices.kernel_ops import gemm_path, gemm_seconds
+from archsim.devices.kernels import KernelConstants, compute_seconds, stream_seconds
 from archsim.lowering import TrainingOp
 from archsim.training.calibrate import ProbeRow
 
