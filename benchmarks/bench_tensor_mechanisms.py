@@ -1,6 +1,6 @@
 """Which of the kernel model's GEMM mechanisms the tensor-core path should use, decided on vTrain's A100 runs.
 
-    python benchmarks/bench_tensor_mechanisms.py [--variants base,split-k,...]   # minutes per variant
+    python benchmarks/bench_tensor_mechanisms.py [--variants base,split-k,...]   # under a minute per variant
 
 The fp32 (SIMT) path of :mod:`archsim.devices.kernels` has split-K, C written in an epilogue after the
 main loop, and several small tiles per SM; the tensor-core path (:func:`~archsim.devices.kernels.tensor_path`)
@@ -16,7 +16,9 @@ constants (nothing is fitted on them):
 * ``split-k+epilogue``: both;
 * ``simt-mechanisms``: both, and several tiles per SM as the SIMT path
   (:data:`~archsim.devices.kernels.REFERENCE_TILE_AREA` outputs per SM);
-* ``always-fed``: no operand-feed limit at all (what the datasheet L2 feed is worth on these runs).
+* ``always-fed``: no operand-feed limit at all (what the datasheet L2 feed is worth on these runs);
+* ``fitted-feed``: the feed of the SIMT path instead of the L2's, ``constants.feed`` (45.1, fitted on
+  NeuSight's fp32 kernels), for every GPU.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ VARIANTS = {
     "split-k+epilogue": {"splits": kernels.SPLITS, "epilogue": True},
     "simt-mechanisms": {"splits": kernels.SPLITS, "epilogue": True, "resident": kernels.REFERENCE_TILE_AREA},
     "always-fed": {"needed_reuse": 0.0},
+    "fitted-feed": {"needed_reuse": None},
 }
 HOPPER = (("h100-80gb-hbm3", "h100_1gpu"), ("h200", "h200_1gpu"))  # measured slug, cluster file: checks only
 
