@@ -75,3 +75,22 @@ def test_more_rows_columns_or_batch_never_make_a_gemm_faster(name, dtype, m, n, 
     before = float(gemm_seconds(shape["m"], k, shape["n"], shape["count"], device, CONSTANTS, dtype))
     after = float(gemm_seconds(bigger["m"], k, bigger["n"], bigger["count"], device, CONSTANTS, dtype))
     assert after >= before * (1 - 1e-12)
+
+
+def test_a_chip_feeds_its_tensor_tiles_from_its_l2_as_its_training_device_does():
+    """validate-gpu's entry (a chip, kernels.gemm_seconds) and training's (its Device) take one feed:
+    on an A100 SXM4 (5,120 L2 bytes per clock over 108 SMs at 1.41 GHz; 4 tensor cores of 16×16 MACs
+    per SM) a tile needs a reuse of 1,024 MACs/clock × 2 bytes / 47.4 bytes/clock = 43.2 operands; the
+    256 × 64 × 128 GEMM's fastest tile, 64 × 64 (8 tiles, one wave; 2 of 128×128 or 4 of 128×64 do
+    more work at a rate at most 1/0.74 higher), reuses 32, so its SM runs at the L2's rate: 47.4 / 2
+    operands per clock × 32 MACs per operand × 1.41 GHz × gemm — the same whether the peak is the
+    chip's 311.9 TFLOP/s (its MMA shape and clock) or the board's stated 312."""
+    from archsim.devices.catalog import KNOWN_GPUS
+    from archsim.devices.kernels import gemm_seconds as chip_gemm_seconds
+
+    l2_macs_per_s = 5120 / 108 / 2 * (64 * 64 / 128) * 1.41e9 * 0.9
+    expected = 64 * 64 * 64 / l2_macs_per_s + CONSTANTS.launch_s
+    chip = KNOWN_GPUS["a100-80gb"]
+    assert float(chip_gemm_seconds(1, 256, 128, 64, chip, CONSTANTS, "fp16")) == pytest.approx(expected, rel=1e-12)
+    assert float(gemm_seconds(256, 64, 128, 1, GPUS["a100-80gb"], CONSTANTS, "fp16")) == pytest.approx(expected,
+                                                                                                         rel=1e-12)

@@ -22,8 +22,8 @@ The mechanisms (every figure of the GPU comes from :data:`archsim.devices.catalo
     over :data:`SPLITS`, C in the epilogue, the power cap below; the SM's peak is ``lanes × 2 × clock``.
   - **Tensor cores** (fp16/bf16, :func:`tensor_path`): :data:`TENSOR_TILES` (cuBLAS/CUTLASS tensor-core
     CTA tiles), one per SM at a time, fed from the datasheet's L2 read bandwidth (a tile needs a reuse
-    of MACs per clock per SM × element bytes / L2 bytes per clock per SM; a chip without that figure is
-    always fed), no split-K, C's write inside the roofline; the SM's peak is the dtype's tensor peak.
+    of MACs per clock per SM × element bytes / L2 bytes per clock per SM, :attr:`GpuSpec.l2_bytes_per_clock
+    <archsim.devices.catalog.GpuSpec.l2_bytes_per_clock>`; a chip without that figure is always fed), no split-K, C's write inside the roofline; the SM's peak is the dtype's tensor peak.
     These choices are the ones the tensor-core constants were fitted with on vTrain's A100 runs; the
     SIMT path's split-K, epilogue and several tiles per SM, refitted there, do not lower the held-out
     error (docs/training.md, "One GEMM model for every dtype").
@@ -226,10 +226,11 @@ def tensor_path(cores: int, core_flops: float, clock_hz: float, l2_bytes_per_clo
 
 def spec_path(spec: GpuSpec, constants: KernelConstants = FITTED, dtype: str = "fp32") -> GemmPath:
     """The path of ``dtype`` GEMMs on the chip ``spec``: tensor tiles for fp16/bf16 on tensor cores
-    (the chip's own peak; the chip states no L2 read bandwidth: always fed), SIMT otherwise."""
+    (at the peak its tensor cores' MMA shape and clock give, fed from its L2 read bandwidth), SIMT
+    otherwise."""
     if dtype in TENSOR_DTYPES and spec.array_unit == "tensor core":
-        return tensor_path(spec.sm_count, sm_flops(spec, dtype), spec.clock_hz, 0.0, spec.memory_bytes_per_s,
-                           element_bytes(dtype))
+        return tensor_path(spec.sm_count, sm_flops(spec, dtype), spec.clock_hz, spec.l2_bytes_per_clock,
+                           spec.memory_bytes_per_s, element_bytes(dtype))
     return simt_path(spec, constants, dtype)
 
 
