@@ -84,7 +84,7 @@ def array_gemm_seconds(m, k, n, count, device: Device, constants: KernelConstant
     waves = -(-(whole.folds * count) // units.count)
     compute = (waves * per_fold).astype(np.float64) / (units.clock_hz * constants.gemm)
     traffic = ((m * k + k * n + m * n) * count).astype(np.float64) * element_bytes / (
-        device.hbm_bytes_per_s * constants.memory)
+        device.hbm_bytes_per_s * constants.gemm_memory)  # GEMM traffic's own fraction, as on tiles
     return np.maximum(compute, traffic) + constants.launch_s
 
 
