@@ -9,8 +9,8 @@ printed after the choice, not used for it.
 * ``slowest-host``: with TP > 1, a host-bound pass waits at each collective for the slowest of the
   t ranks' hosts: its host issue time × (1 + cv · E[largest of t standard normals]); cv is a fifth
   fitted constant (the coefficient of variation of one host's time between two collectives).
-* ``launch-floor``: a kernel occupies the GPU for max(its work, ``kernel_s``) instead of its work +
-  ``kernel_s`` (a launch-rate floor instead of a gap added to every kernel).
+* ``launch-floor``: a kernel occupies the GPU for max(its work, ``launch_s``) instead of its work +
+  ``launch_s`` (a launch-rate floor instead of a gap added to every kernel).
 * ``async-allreduce``: with TP > 1 (no sequence parallelism), the backward all-reduce of a
   column-parallel layer's input gradient (QKV, first MLP GEMM) runs beside the layer's weight-gradient
   GEMM, as Megatron's asynchronous gradient all-reduce does: the backward's GPU time loses
@@ -47,8 +47,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from archsim.devices import gpu_cost
-from archsim.devices.gpu_cost import Efficiency
+from archsim.devices import kernel_ops, kernels
+from archsim.devices.kernels import KernelConstants, one_fraction
 from archsim.training import calibrate, fitted, iteration
 from archsim.training.cluster import load_gpu_cluster, single_node
 from archsim.training.measured import predict, read_measured
@@ -92,7 +92,7 @@ def async_allreduce():
         reduce = {name.split(" (")[0]: t for name, kind, t in cost.ops if kind == "B" and " (" in name}
         pairs = [(reduce[c], weight[g]) for c, g in ASYNC_PAIRS if c in reduce and g in weight]
         e = machine.efficiency
-        overlap = sum(min(c, g) for c, g in pairs) - len(pairs) * e.kernel_s  # less the one-element kernels
+        overlap = sum(min(c, g) for c, g in pairs) - len(pairs) * e.launch_s  # less the one-element kernels
         delta = sum(t for _, kind, t in cost.ops if kind == "D")  # δ GPU time, before the host floor
         gpu = delta + cost.backward_weight + cost.tp_backward - overlap
         host = e.host_s * (len(work.backward) + len(work.backward_collectives) + len(pairs))
@@ -105,39 +105,39 @@ def async_allreduce():
 
 @contextmanager
 def launch_floor():
-    gemm, memory = gpu_cost.gemm_seconds, gpu_cost.memory_seconds
+    gemm, memory = kernels.path_gemm_seconds, kernels.stream_seconds
 
-    def gemm_seconds(m, k, n, count, device, efficiency, precision="fp16", element_bytes=2):
-        work = gemm(m, k, n, count, device, replace(efficiency, kernel_s=0.0), precision, element_bytes)
-        return np.maximum(work, efficiency.kernel_s)
+    def path_gemm_seconds(batch, m, n, k, path, constants, size=4):
+        work = gemm(batch, m, n, k, path, replace(constants, launch_s=0.0), size)
+        return np.maximum(work, constants.launch_s)
 
-    def memory_seconds(elements, device, efficiency, element_bytes=2, kernels=1):
-        work = memory(elements, device, replace(efficiency, kernel_s=0.0), element_bytes, kernels)
-        return np.maximum(work, np.asarray(kernels) * efficiency.kernel_s)
+    def stream_seconds(nbytes, hbm_bytes_per_s, constants, fraction=None, kernels=1):
+        work = memory(nbytes, hbm_bytes_per_s, replace(constants, launch_s=0.0), fraction, kernels)
+        return np.maximum(work, np.asarray(kernels) * constants.launch_s)
 
-    with swapped((gpu_cost,), "gemm_seconds", gemm_seconds), \
-            swapped((gpu_cost, iteration), "memory_seconds", memory_seconds):
+    with swapped((kernel_ops,), "path_gemm_seconds", path_gemm_seconds), \
+            swapped((kernel_ops, iteration), "stream_seconds", stream_seconds):
         yield
 
 
-def mape(runs, efficiency: Efficiency) -> np.ndarray:
+def mape(runs, efficiency: KernelConstants) -> np.ndarray:
     iteration._model_pieces.cache_clear()  # its key holds neither cv nor the variant in force
     cluster = single_node()
     return np.array([abs(calibrate.fast_seconds(r, replace(cluster.machine(r.parallelism()), efficiency=efficiency))
                          * 1e3 / r.milliseconds - 1) for r in runs])
 
 
-def fit(runs, extra: list[float] | None) -> Efficiency:
+def fit(runs, extra: list[float] | None) -> KernelConstants:
     """Nelder–Mead over (η_gemm, η_mem, µs per kernel, µs per op[, cv]) on the fit runs, from the stored
     constants (and cv 0.05)."""
     from scipy.optimize import minimize
 
     fit_runs = [r for r in runs if fitted.is_fit_run(r.layers)]
     k = fitted.A100_KERNELS
-    start = np.array([k.gemm, k.memory, k.kernel_s * 1e6, k.host_s * 1e6] + ([0.05] if extra is not None else []))
+    start = np.array([k.gemm, k.memory, k.launch_s * 1e6, k.host_s * 1e6] + ([0.05] if extra is not None else []))
 
     def efficiency(x):
-        return Efficiency(float(min(x[0], 1.0)), float(min(x[1], 1.0)), float(x[2]) * 1e-6, float(x[3]) * 1e-6)
+        return one_fraction(float(min(x[0], 1.0)), float(min(x[1], 1.0)), float(x[2]) * 1e-6, float(x[3]) * 1e-6)
 
     def loss(x):
         if np.any(x <= 0) or x[0] > 1 or x[1] > 1:
@@ -155,13 +155,13 @@ def fit(runs, extra: list[float] | None) -> Efficiency:
 
 
 @contextmanager
-def a100_constants(efficiency: Efficiency):
+def a100_constants(efficiency: KernelConstants):
     """``efficiency`` as the A100's kernel constants (every GPU's, scaled to its peaks) while in force."""
     with swapped((fitted,), "A100_KERNELS", efficiency):
         yield
 
 
-def acceptance(runs, efficiency: Efficiency) -> str:
+def acceptance(runs, efficiency: KernelConstants) -> str:
     """bench_search.py's acceptance (first choice within 5% of each group's measured best) with
     ``efficiency`` as the A100's kernel constants: all groups, fit groups, held-out groups."""
     from archsim.training.search_acceptance import fractions, group_outcomes
@@ -177,7 +177,7 @@ def acceptance(runs, efficiency: Efficiency) -> str:
 HOPPER = (("h100-80gb-hbm3", "h100_1gpu"), ("h200", "h200_1gpu"))
 
 
-def other_checks(efficiency: Efficiency) -> str:
+def other_checks(efficiency: KernelConstants) -> str:
     """With ``efficiency`` as the A100's kernel constants: the time MAPE of the measured one-GPU Hopper
     iterations per GPU and op list, and GPT-3 175B's hardware TFLOP/s per GPU on 1,024 A100s against the
     published 140 (``bench_published_throughput.py``'s runs: 1F1B with 1, 2, 3 chunks per rank)."""

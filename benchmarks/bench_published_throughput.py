@@ -242,7 +242,7 @@ def large_gemms_on_h100(min_flops: float = 1e11) -> None:
     import io
 
     from archsim.devices.device import catalog_device
-    from archsim.devices.gpu_cost import gemm_seconds
+    from archsim.devices.kernel_ops import gemm_seconds
     from archsim.training.fitted import kernels
 
     path = ROOT / "benchmarks" / "results" / "gpu_efficiency_probe_h100-80gb-hbm3.csv"

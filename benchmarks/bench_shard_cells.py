@@ -27,7 +27,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from archsim.devices.gpu_cost import tile_seconds
+from archsim.devices.kernel_ops import gemm_path
+from archsim.devices.kernels import compute_seconds
 from archsim.lowering import Gemm
 from archsim.training.cluster import single_node
 from archsim.training.iteration import model_pieces
@@ -69,7 +70,8 @@ def archsim_layer(run, cluster) -> dict[str, float]:
     gemms = [g for op in work.forward + work.backward for g in op.gemms if isinstance(g, Gemm)]
     flops = sum(2.0 * g.m * g.k * g.n * g.count for g in gemms)
     rate = machine.gpu.peak("fp16") * machine.efficiency.gemm
-    tiled = sum(float(tile_seconds(g.m, g.k, g.n, g.count, machine.gpu, machine.efficiency)) for g in gemms)
+    path = gemm_path(machine.gpu, "fp16", machine.efficiency)
+    tiled = sum(float(compute_seconds(g.count, g.m, g.n, g.k, path, machine.efficiency, 2)) for g in gemms)
     heads = c.heads // par.tp * par.micro_batch
     return {"ops": ops, "host_ms": ops * machine.efficiency.host_s * 1e3, "gpu_ms": gpu * 1e3,
             "predicted_ms": total * 1e3, "wave_efficiency": flops / rate / tiled,

@@ -40,7 +40,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from archsim.devices.gpu_cost import Efficiency
+from archsim.devices.kernels import KernelConstants
 from archsim.training import fitted
 from archsim.training.calibrate import fast_seconds, fit_kernels
 from archsim.training.cluster import single_node
@@ -53,7 +53,7 @@ def closed_form(run: MeasuredRun, machine) -> float:
     return fast_seconds(run, machine)
 
 
-def refit(runs: list[MeasuredRun]) -> Efficiency:
+def refit(runs: list[MeasuredRun]) -> KernelConstants:
     efficiency, loss = fit_kernels(runs)
     print(f"fit on {sum(fitted.is_fit_run(r.layers) for r in runs)} runs: MAPE {loss:.4f}, {efficiency}")
     return efficiency
@@ -306,9 +306,9 @@ def measured_markdown(rows: list[dict], meta: dict[str, str], gpu_name: str, clu
         e = fit.efficiency
         lines += [(f"Probe-fitted (`{Path(probe_path or '').name}`, microbenchmarks on this GPU, "
                    "archsim.training.calibrate.fit_probe): "
-                   f"gemm {e.gemm:.3f}, memory {e.memory:.3f}, kernel_s {e.kernel_s * 1e6:.2f} µs "
+                   f"gemm {e.gemm:.3f}, memory {e.memory:.3f}, kernel_s {e.launch_s * 1e6:.2f} µs "
                    f"({fit.kernels_per_op:.2f} kernels launched per archsim op × "
-                   f"{e.kernel_s / fit.kernels_per_op * 1e6:.2f} µs per kernel), "
+                   f"{e.launch_s / fit.kernels_per_op * 1e6:.2f} µs per kernel), "
                    f"host_s {e.host_s * 1e6:.2f} µs (RMS relative error of archsim's model on the probe: GEMMs "
                    f"{fit.gemm_rms:.1%} over {fit.rows['gemm']}, memory ops {fit.memory_rms:.1%} over "
                    f"{fit.rows['memory']}). Time MAPE with them in the third column."), ""]

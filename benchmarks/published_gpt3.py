@@ -31,7 +31,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 from model_swap import swapped  # a sibling by path, as this module is to its users
 
-from archsim.devices.gpu_cost import gemm_seconds, memory_seconds
+from archsim.devices.kernel_ops import gemm_seconds
+from archsim.devices.kernels import stream_seconds
 from archsim.training import calibrate, search, stages
 from archsim.training.iteration import ATTENTION_CORE, model_pieces
 from archsim.training.layer_ops import block_work
@@ -143,7 +144,7 @@ def unfused_accumulation_seconds(c: TransformerConfig, par: Parallelism, machine
     traffic at archsim's rate, without launch gaps (12 small kernels a layer, issued while the GPU is busy)."""
     m = par.microbatches
     params = layer_parameters_per_gpu(c, par.tp)
-    per_add = float(memory_seconds(params * UNFUSED_ACCUMULATE_BYTES_PER_PARAMETER / 2, machine.gpu,
+    per_add = float(stream_seconds(params * UNFUSED_ACCUMULATE_BYTES_PER_PARAMETER, machine.gpu.hbm_bytes_per_s,
                                    machine.efficiency, kernels=0))
     return per_add * (m - 1) / m
 
@@ -160,8 +161,8 @@ def unfused_accumulation() -> Iterator[None]:
         chunks = par.pp * par.chunks
         counts = layers_per_stage(c.layers, chunks, par.stage_layers)
         share = (par.microbatches - 1) / par.microbatches
-        added = [float(memory_seconds(stage_parameters(c, par, n, j == 0, j == chunks - 1)
-                                      * UNFUSED_ACCUMULATE_BYTES_PER_PARAMETER / 2, machine.gpu,
+        added = [float(stream_seconds(stage_parameters(c, par, n, j == 0, j == chunks - 1)
+                                      * UNFUSED_ACCUMULATE_BYTES_PER_PARAMETER, machine.gpu.hbm_bytes_per_s,
                                       machine.efficiency, kernels=0)) * share
                  for j, n in enumerate(counts)]
         return replace(times, backward_weight=tuple(w + a for w, a in zip(times.backward_weight, added)))
@@ -175,7 +176,7 @@ def gemm_rate_check(machine: Machine) -> list[tuple[int, int, int, float, float]
     rows = []
     for m, n, k, measured in AZURE_A100_GEMMS:
         seconds = float(np.asarray(gemm_seconds(m, k, n, 1, machine.gpu, machine.efficiency)).ravel()[0])
-        rows.append((m, n, k, measured, 2.0 * m * n * k / (seconds - machine.efficiency.kernel_s) / 1e12))
+        rows.append((m, n, k, measured, 2.0 * m * n * k / (seconds - machine.efficiency.launch_s) / 1e12))
     return rows
 
 

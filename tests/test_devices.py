@@ -4,7 +4,8 @@ import pytest
 
 from archsim.devices.catalog import GIB, GPUS, gpu
 from archsim.devices.device import catalog_device
-from archsim.devices.gpu_cost import Efficiency, gemm_seconds, memory_seconds, op_seconds
+from archsim.devices.kernel_ops import gemm_seconds, op_seconds
+from archsim.devices.kernels import one_fraction, stream_seconds
 from archsim.errors import InputError
 from archsim.lowering import Gemm, TrainingOp
 
@@ -61,7 +62,7 @@ def test_catalog_names():
         gpu("a100-80gb").peak("fp8")
 
 
-PLAIN = Efficiency(gemm=1.0, memory=1.0, kernel_s=0.0)
+PLAIN = one_fraction(gemm=1.0, memory=1.0, launch_s=0.0)
 
 
 def test_wave_quantization_by_hand():
@@ -90,8 +91,8 @@ def test_memory_floor_and_overheads_by_hand():
     m, k, n = 1_000_000, 8, 8
     traffic = (m * k + k * n + m * n) * 2 / 2039e9
     assert gemm_seconds(m, k, n, 1, a100, PLAIN) == pytest.approx(traffic)
-    eff = Efficiency(gemm=0.5, memory=0.5, kernel_s=5e-6)
-    assert memory_seconds(1e9, a100, eff) == pytest.approx(2e9 / (0.5 * 2039e9) + 5e-6)
+    eff = one_fraction(gemm=0.5, memory=0.5, launch_s=5e-6)
+    assert stream_seconds(2e9, a100.hbm_bytes_per_s, eff) == pytest.approx(2e9 / (0.5 * 2039e9) + 5e-6)
     ops = [TrainingOp("x", "F", (Gemm(128 * 108, 4096, 256),)), TrainingOp("y", "F", (), vector_elements=10**9)]
     got = op_seconds(ops, a100, eff)
     assert got[0] == pytest.approx(2 * 128 * 256 * 4096 / (0.5 * 312e12 / 108) + 5e-6)  # 256×128 and 128×256 run at full rate

@@ -7,7 +7,7 @@ import pytest
 
 from archsim.cli import main
 from archsim.devices.catalog import chip_of, gpu
-from archsim.devices.gpu_cost import op_seconds
+from archsim.devices.kernel_ops import op_seconds
 from archsim.devices.kernels import kernel_seconds
 from archsim.errors import InputError
 from archsim.lowering import Gemm, TrainingOp
@@ -45,7 +45,7 @@ def test_fp32_softmax_and_layer_norm_take_the_kernel_models_time():
 def test_fp16_keeps_the_tensor_core_model():
     machine = _machine("fp16", "v100-32gb")
     ops = [TrainingOp("g", "F", (Gemm(4096, 1024, 4096),)), TrainingOp("v", "F", (), vector_elements=10**6)]
-    assert list(machine_op_seconds(ops, machine)) == list(op_seconds(ops, machine.gpu, machine.efficiency, 2, "fp16"))
+    assert list(machine_op_seconds(ops, machine)) == list(op_seconds(ops, machine.gpu, machine.efficiency, "fp16"))
 
 
 def test_fp32_flash_attention_is_refused():

@@ -18,14 +18,15 @@ import pytest
 from benchmark_scripts import load_benchmark
 
 from archsim.devices.device import catalog_device
-from archsim.devices.gpu_cost import Efficiency, gemm_seconds, memory_seconds
+from archsim.devices.kernel_ops import gemm_seconds
+from archsim.devices.kernels import KernelConstants, one_fraction, stream_seconds
 from archsim.errors import InputError
 from archsim.training.calibrate import HOST_ROW, fit_probe, read_probe
 from archsim.training.layer_ops import block_work, head_work
 from archsim.workload.transformer import TransformerConfig
 
 ROOT = Path(__file__).resolve().parents[1]
-TRUTH = Efficiency(gemm=0.78, memory=0.83, kernel_s=4.5e-6, host_s=14e-6)
+TRUTH = one_fraction(gemm=0.78, memory=0.83, launch_s=4.5e-6, host_s=14e-6)
 COLUMNS = ("section", "name", "model", "micro_batch", "layout", "m", "k", "n", "count", "bytes", "ops",
            "seconds", "min_seconds", "max_seconds", "repeats")
 
@@ -34,7 +35,7 @@ def gpt(hidden: int, layers: int) -> TransformerConfig:
     return TransformerConfig(f"gpt{hidden}", "gpt", layers, hidden, 16, 50257, 1024, 4 * hidden, 16, True, 1024)
 
 
-def synthetic_probe(path: Path, truth: Efficiency = TRUTH, noise: float = 0.02, gpu_name: str = "NVIDIA H200",
+def synthetic_probe(path: Path, truth: KernelConstants = TRUTH, noise: float = 0.02, gpu_name: str = "NVIDIA H200",
                     launches: int = 0) -> Path:
     """A probe CSV whose times are archsim's model at ``truth`` on an H200, × lognormal noise; with
     ``launches``, a kernel count for the 139-op host iteration."""
@@ -53,9 +54,9 @@ def synthetic_probe(path: Path, truth: Efficiency = TRUTH, noise: float = 0.02, 
     for m, k, n, count in shapes:
         add("gemm", "x", float(gemm_seconds(m, k, n, count, device, truth)), m=m, k=k, n=n, count=count)
     for moved in np.geomspace(2e6, 4e9, 30):
-        add("memory", "x", float(memory_seconds(moved / 2, device, truth)), bytes=int(moved))
+        add("memory", "x", float(stream_seconds(moved, device.hbm_bytes_per_s, truth)), bytes=int(moved))
     for name in ("add_.1024", "mul_.1024"):
-        add("kernel", name, truth.kernel_s, ops=1000)
+        add("kernel", name, truth.launch_s, ops=1000)
     add("host", HOST_ROW, truth.host_s * 139, ops=139)
     add("host", HOST_ROW + ".synchronized", truth.host_s * 139 * 1.5, ops=139)
     if launches:
@@ -71,7 +72,7 @@ def test_fit_recovers_known_constants_through_noise(tmp_path):
     e = fit.efficiency
     assert e.gemm == pytest.approx(TRUTH.gemm, rel=0.02)
     assert e.memory == pytest.approx(TRUTH.memory, rel=0.02)
-    assert e.kernel_s == pytest.approx(TRUTH.kernel_s, rel=0.05)
+    assert e.launch_s == pytest.approx(TRUTH.launch_s, rel=0.05)
     assert e.host_s == pytest.approx(TRUTH.host_s, rel=0.05)
     assert fit.gemm_rms < 0.05 and fit.memory_rms < 0.05
     assert fit.rows["kernel"] == 2 and fit.rows["memory"] == 30
@@ -79,17 +80,17 @@ def test_fit_recovers_known_constants_through_noise(tmp_path):
 
 def test_fit_moves_with_the_truth(tmp_path):
     """A different ground truth gives a different fit (the fit reads the data, not a default)."""
-    other = Efficiency(gemm=0.55, memory=0.6, kernel_s=9e-6, host_s=40e-6)
+    other = one_fraction(gemm=0.55, memory=0.6, launch_s=9e-6, host_s=40e-6)
     e = fit_probe(read_probe(synthetic_probe(tmp_path / "p.csv", other, noise=0.0))[1], catalog_device("h200")).efficiency
     assert (e.gemm, e.memory) == (pytest.approx(0.55, abs=0.002), pytest.approx(0.6, rel=1e-6))
-    assert (e.kernel_s, e.host_s) == (pytest.approx(9e-6), pytest.approx(40e-6))
+    assert (e.launch_s, e.host_s) == (pytest.approx(9e-6), pytest.approx(40e-6))
 
 
 def test_kernel_overhead_is_charged_per_launch_of_an_archsim_op(tmp_path):
     """417 kernels for 139 archsim ops: each op pays three kernels' overhead."""
     fit = fit_probe(read_probe(synthetic_probe(tmp_path / "p.csv", noise=0.0, launches=417))[1], catalog_device("h200"))
     assert fit.kernels_per_op == 3.0
-    assert fit.efficiency.kernel_s == pytest.approx(3 * TRUTH.kernel_s)
+    assert fit.efficiency.launch_s == pytest.approx(3 * TRUTH.launch_s)
     assert fit.efficiency.gemm == pytest.approx(TRUTH.gemm, abs=0.002)
 
 

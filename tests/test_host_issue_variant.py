@@ -48,8 +48,8 @@ def free_gpu(monkeypatch):
     monkeypatch.setattr(iteration, "op_seconds", lambda ops, *args, **kwargs: np.zeros(len(ops)))
     monkeypatch.setattr(iteration, "collective_seconds", lambda *args, **kwargs: 0.0)
     monkeypatch.setattr(dp_overlap, "collective_seconds", lambda *args, **kwargs: 0.0)
-    monkeypatch.setattr(iteration, "memory_seconds", lambda elements, *args, **kwargs: np.zeros_like(
-        np.asarray(elements, dtype=np.float64)))
+    monkeypatch.setattr(iteration, "stream_seconds", lambda nbytes, *args, **kwargs: np.zeros_like(
+        np.asarray(nbytes, dtype=np.float64)))
     iteration._model_pieces.cache_clear()
     yield
     iteration._model_pieces.cache_clear()

@@ -64,14 +64,14 @@ def priced(monkeypatch):
     def collective_seconds(kind, size, ranks, link):
         return 0.0 if ranks <= 1 else size / rate(kind)
 
-    def memory_seconds(elements, gpu, efficiency, element_bytes=2, kernels=1):
-        return np.asarray(elements, dtype=np.float64) * element_bytes / rate("memory")
+    def stream_seconds(nbytes, hbm_bytes_per_s, constants, fraction=None, kernels=1):
+        return np.asarray(nbytes, dtype=np.float64) / rate("memory")
 
     monkeypatch.setattr(iteration, "op_seconds", op_seconds)
     monkeypatch.setattr(iteration, "collective_seconds", collective_seconds)
     monkeypatch.setattr(stages, "collective_seconds", collective_seconds)  # the pipeline hops
     monkeypatch.setattr(dp_overlap, "collective_seconds", collective_seconds)  # the DP all-reduce's own module
-    monkeypatch.setattr(iteration, "memory_seconds", memory_seconds)
+    monkeypatch.setattr(iteration, "stream_seconds", stream_seconds)
     iteration._model_pieces.cache_clear()  # per-layer costs are kept across calls: none priced the real way
 
     def switch(*names: str) -> None:

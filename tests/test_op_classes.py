@@ -11,13 +11,13 @@ from __future__ import annotations
 import pytest
 
 from archsim.devices.device import catalog_device
-from archsim.devices.gpu_cost import Efficiency
+from archsim.devices.kernels import one_fraction
 from archsim.lowering import Gemm, TrainingOp
 from archsim.training.calibrate import ProbeRow
 from archsim.training.op_classes import achieved_fraction, class_seconds, match_probe_gemms, memory_at_fractions
 
 A100 = catalog_device("a100-80gb")
-EFF = Efficiency(gemm=0.9, memory=0.8, kernel_s=10e-6, host_s=50e-6)
+EFF = one_fraction(gemm=0.9, memory=0.8, launch_s=10e-6, host_s=50e-6)
 
 
 def _one_wave_gemm_seconds() -> float:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from archsim.cli import main
-from archsim.devices.gpu_cost import op_seconds
+from archsim.devices.kernel_ops import op_seconds
 from archsim.training import fitted
 from archsim.training.cluster import single_node
 from archsim.training.iteration import OPTIMIZER_BYTES_PER_PARAMETER, model_pieces
@@ -34,7 +34,7 @@ def test_one_gpu_is_the_sum_of_its_ops():
     edge = sum(op_seconds([*w.forward, *w.backward], machine.gpu, machine.efficiency).sum() for w in ends)
     params = stage_parameters(C, par, 4, True, True)
     optimizer = params * OPTIMIZER_BYTES_PER_PARAMETER / (machine.gpu.hbm_bytes_per_s * machine.efficiency.memory) \
-        + 4 * machine.efficiency.kernel_s
+        + 4 * machine.efficiency.launch_s
     host_free = machine.efficiency.host_s == 0
     expected = 3 * (4 * layer + edge) + optimizer
     if host_free:
@@ -151,7 +151,7 @@ def test_stored_kernel_efficiencies_are_the_fit():
     efficiency, loss = fit_kernels(runs)
     stored = fitted.A100_KERNELS
     assert loss < 0.08
-    for name in ("gemm", "memory", "kernel_s", "host_s"):
+    for name in ("gemm", "memory", "launch_s", "host_s"):
         assert getattr(efficiency, name) == pytest.approx(getattr(stored, name), rel=0.03), name
 
 

@@ -176,7 +176,7 @@ def test_flash_attention_keeps_no_s_squared_activations():
 
 def test_a_fused_op_is_not_slower_than_its_parts():
     from archsim.devices.device import catalog_device
-    from archsim.devices.gpu_cost import op_seconds
+    from archsim.devices.kernel_ops import op_seconds
     from archsim.training.fitted import A100_KERNELS
     from archsim.training.layer_ops import flash_attention_ops
 

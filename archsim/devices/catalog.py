@@ -3,9 +3,9 @@ figures are stated here once, and everything else reads them — the training :c
 (:func:`device`), the fp32 kernel-time model (:mod:`archsim.devices.kernels`) and
 ``validate-gpu``'s GPU-as-arrays model (:mod:`archsim.validation.gpu`).
 
-A row is the chip (:class:`GpuSpec`: SMs, tensor cores and their MMA shape, clock, HBM bandwidth, L2, FP32
-lanes) and, for the GPUs training runs on, its board (:class:`Board`: memory, peaks per precision, links,
-L2 read bandwidth, board power). :data:`KNOWN_GPUS` (chips by slug) and :data:`GPUS` (the boards'
+A row is the chip (:class:`GpuSpec`: SMs, tensor cores and their MMA shape, clock, HBM bandwidth, L2 and
+its read bandwidth, FP32 lanes) and, for the GPUs training runs on, its board (:class:`Board`: memory,
+peaks per precision, links, board power). :data:`KNOWN_GPUS` (chips by slug) and :data:`GPUS` (the boards'
 :class:`~archsim.devices.device.Device` by catalog name, :func:`device`) are two views of the one table
 :data:`TABLE`.
 
@@ -84,6 +84,8 @@ class GpuSpec:
     l1_bytes: the largest L1 data cache one SM can have (the unified L1/shared-memory capacity less the
     smallest shared-memory carve-out; 0: not described, nothing cached). threads_per_sm: the most
     threads resident on one SM (the CUDA programming guide's table per compute capability).
+    l2_bytes_per_clock: L2 → SM read bytes per clock for the whole GPU, what feeds a tensor-core GEMM
+    tile's operands (:func:`archsim.devices.kernels.tensor_path`; 0: not described, always fed).
     """
 
     name: str
@@ -101,6 +103,7 @@ class GpuSpec:
     process_nm: float = 0.0
     l1_bytes: float = 0.0
     threads_per_sm: int = 2048
+    l2_bytes_per_clock: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("sm_count", "tensor_cores_per_sm", "mma_rows", "mma_cols"):
@@ -143,16 +146,17 @@ MB = 2**20  # L2 capacities are given in MiB ("6 MB L2" = 6,144 KB in the whitep
 
 def _chip(name: str, sms: int, tcs: int, mma: tuple[int, int], mhz: float, gbps: float,
           unit: str = "tensor core", cuda_cores: tuple[int, int, int] | None = None, l2_mb: float = 0.0,
-          lanes: int = 0, tdp: float = 0.0, nm: float = 0.0, l1_kb: float = 0.0, threads: int = 2048) -> GpuSpec:
+          lanes: int = 0, tdp: float = 0.0, nm: float = 0.0, l1_kb: float = 0.0, threads: int = 2048,
+          l2_read: float = 0.0) -> GpuSpec:
     return GpuSpec(name, sms, tcs, mma[0], mma[1], mhz * 1e6, gbps * 1e9, unit, cuda_cores, l2_mb * MB, lanes,
-                   tdp, nm, l1_kb * KB, threads)
+                   tdp, nm, l1_kb * KB, threads, l2_read)
 
 
 @dataclass(frozen=True)
 class Board:
     """What training needs of a GPU beside its chip, in the table's units: HBM GiB (the datasheets' "GB"
     are GiB: an A100 80GB reports 81,920 MiB), dense TFLOP/s per precision, NVLink and PCIe GB/s per
-    direction, L2 → SM read bytes per clock for the whole GPU (0: unlimited), NVLinks per GPU, board
+    direction, NVLinks per GPU, board
     watts where this board's differ from the chip's reference board (None: the chip's ``tdp_w``); ``nvswitch`` False: servers wire the GPUs directly (DGX-1's hybrid cube-mesh)."""
 
     key: str  # the catalog name training knows it by
@@ -160,7 +164,6 @@ class Board:
     peaks_tflops: dict[str, float] = field(hash=False)
     nvlink_gbs: float = 0.0
     pcie_gbs: float = 0.0
-    l2_bytes_per_clock: float = 0.0
     nvlinks: int = 12
     tdp_watts: float | None = None
     nvswitch: bool = True
@@ -187,37 +190,40 @@ TABLE: tuple[Row, ...] = (
     # V100 and T4 also list their 64 FP32 lanes per SM as 4 partitions of 4×4 (15.7 and 8.1 TFLOP/s
     # FP32 at the same clock), where fp16 layers of other shapes run.
     # chip tdp, nm: the reference board's watts and the process node (docs/citations.md), for the kernel
-    # model's power cap and board energy. board: HBM GiB, dense TFLOP/s, NVLink and PCIe GB/s per direction,
-    # L2 bytes/clock, NVLinks, and TDP W only where the board differs from the chip's reference board.
+    # model's power cap and board energy; l2_read: L2 read bytes/clock (tensor-core tiles' feed). board: HBM
+    # GiB, dense TFLOP/s, NVLink and PCIe GB/s per direction, NVLinks, and TDP W only where the board differs
+    # from the chip's reference board.
     Row("v100", _chip("NVIDIA V100 SXM2 32GB", 80, 8, (8, 8), 1530, 900, cuda_cores=(4, 4, 4), tdp=300, nm=12,
-                       l1_kb=128),
-        Board("v100-32gb", 32, {"fp16": 125, "fp32": 15.7, "fp64": 7.8}, 150, 16, 2048, 6, nvswitch=False)),
+                       l1_kb=128, l2_read=2048),
+        Board("v100-32gb", 32, {"fp16": 125, "fp32": 15.7, "fp64": 7.8}, 150, 16, 6, nvswitch=False)),
     Row("v100-pcie", _chip("NVIDIA V100 PCIe 32GB", 80, 8, (8, 8), 1380, 900, cuda_cores=(4, 4, 4), l2_mb=6,
-                             tdp=250, nm=12, l1_kb=128),
-        Board("v100-pcie-32gb", 32, {"fp16": 112, "fp32": 14, "fp64": 7}, 0, 16, 2048, **PCIE_ONLY)),
+                             tdp=250, nm=12, l1_kb=128, l2_read=2048),
+        Board("v100-pcie-32gb", 32, {"fp16": 112, "fp32": 14, "fp64": 7}, 0, 16, **PCIE_ONLY)),
     Row("t4", _chip("NVIDIA T4", 40, 8, (8, 8), 1590, 320, cuda_cores=(4, 4, 4), l2_mb=4, tdp=70, nm=12, l1_kb=64,
                      threads=1024),
         Board("t4-16gb", 16, {"fp16": 65, "fp32": 8.1}, 0, 16, **PCIE_ONLY)),
     # the 40 GB chip serves the PCIe card (250 W, NeuSight's) and the SXM4 board (400 W, training's)
     Row("a100-40gb", _chip("NVIDIA A100 SXM4 40GB", 108, 4, (16, 16), 1410, 1555, l2_mb=40, lanes=64, tdp=250, nm=7,
-                            l1_kb=192),
-        Board("a100-40gb", 40, AMPERE_PEAKS, 300, 32, 5120, 12, 400)),
+                            l1_kb=192, l2_read=5120),
+        Board("a100-40gb", 40, AMPERE_PEAKS, 300, 32, 12, 400)),
     Row("a100-80gb-pcie", _chip("NVIDIA A100 80GB PCIe", 108, 4, (16, 16), 1410, 1935, l2_mb=40, lanes=64, tdp=300,
-                                  nm=7, l1_kb=192),
-        Board("a100-80gb-pcie", 80, AMPERE_PEAKS, 0, 32, 5120, **PCIE_ONLY)),
-    Row("a100-80gb", _chip("NVIDIA A100 SXM4 80GB", 108, 4, (16, 16), 1410, 2039, tdp=400, nm=7, l1_kb=192),
-        Board("a100-80gb", 80, AMPERE_PEAKS, 300, 32, 5120, 12)),
+                                  nm=7, l1_kb=192, l2_read=5120),
+        Board("a100-80gb-pcie", 80, AMPERE_PEAKS, 0, 32, **PCIE_ONLY)),
+    Row("a100-80gb", _chip("NVIDIA A100 SXM4 80GB", 108, 4, (16, 16), 1410, 2039, tdp=400, nm=7, l1_kb=192,
+                            l2_read=5120),
+        Board("a100-80gb", 80, AMPERE_PEAKS, 300, 32, 12)),
     Row("a10", _chip("NVIDIA A10", 72, 4, (8, 16), 1695, 600, l1_kb=128, threads=1536)),
     Row("l4", _chip("NVIDIA L4", 58, 4, (8, 16), 2040, 300, l2_mb=48, lanes=128, tdp=72, nm=4, l1_kb=128,
                      threads=1536),
         Board("l4-24gb", 24, {"fp16": 121, "bf16": 121, "fp32": 30.3}, 0, 32, **PCIE_ONLY)),
     Row("h100-sxm", _chip("NVIDIA H100 SXM5 80GB", 132, 4, (16, 32), 1830, 3350, l2_mb=50, lanes=128, tdp=700, nm=4,
-                           l1_kb=256),
-        Board("h100-80gb-sxm", 80, HOPPER_PEAKS, 450, 64, HOPPER_L2_BYTES_PER_CLOCK, 18)),
+                           l1_kb=256, l2_read=HOPPER_L2_BYTES_PER_CLOCK),
+        Board("h100-80gb-sxm", 80, HOPPER_PEAKS, 450, 64, 18)),
     Row("h100-pcie", _chip("NVIDIA H100 PCIe", 114, 4, (16, 32), 1620, 2000, l1_kb=256)),
     # the H100 SXM's processor (same SMs, clock and peaks) with HBM3e; "141 GB" are 143,771 MiB
-    Row("h200", _chip("NVIDIA H200 SXM 141GB", 132, 4, (16, 32), 1830, 4800, tdp=700, nm=4, l1_kb=256),
-        Board("h200-141gb", 143771 / 1024, HOPPER_PEAKS, 450, 64, HOPPER_L2_BYTES_PER_CLOCK, 18)),
+    Row("h200", _chip("NVIDIA H200 SXM 141GB", 132, 4, (16, 32), 1830, 4800, tdp=700, nm=4, l1_kb=256,
+                       l2_read=HOPPER_L2_BYTES_PER_CLOCK),
+        Board("h200-141gb", 143771 / 1024, HOPPER_PEAKS, 450, 64, 18)),
     # GPUs without tensor cores, timed by DeepBench in FP32 (docs/citations.md): each SM (AMD: compute
     # unit) is its SIMD partitions of FP32 lanes, one array each — NVIDIA 32 lanes → 4×8, AMD SIMD16 → 4×4;
     # the clock is the boost clock giving the datasheet's FP32 peak: P100 PCIe 9.3, GTX 1080 Ti 11.3,
@@ -248,7 +254,7 @@ def device(chip: GpuSpec, board: Board) -> Device:
         parts, rows, cols = chip.cuda_cores
         lanes = Arrays(chip.sm_count * parts, rows, cols, "os", chip.clock_hz, parts)
     return Device(chip.name, arrays, lanes, "tiles", tuple((k, v * 1e12) for k, v in board.peaks_tflops.items()),
-                  board.memory_gb * GIB, chip.memory_bytes_per_s, l2_bytes_per_clock=board.l2_bytes_per_clock,
+                  board.memory_gb * GIB, chip.memory_bytes_per_s, l2_bytes_per_clock=chip.l2_bytes_per_clock,
                   nvlink_bytes_per_s=board.nvlink_gbs * 1e9, nvlinks=board.nvlinks, nvswitch=board.nvswitch,
                   pcie_bytes_per_s=board.pcie_gbs * 1e9,
                   board_watts=board.tdp_watts if board.tdp_watts is not None else chip.tdp_w or None)

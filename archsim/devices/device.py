@@ -11,15 +11,15 @@ A device is its compute units, its memories and its links:
 * **lanes**: the FP32 vector lanes as arrays of lanes (a GPU's SIMD partitions, where the catalog
   describes them), for fp32 GEMMs on an array device that has them; None when not described.
 * **gemm**: how a GEMM is timed — ``tiles`` (a GPU library's output tiles in waves over the cores at
-  the dtype's peak, :func:`archsim.devices.gpu_cost.gemm_seconds`) or ``arrays`` (the SCALE-Sim-exact
+  the dtype's peak, :func:`archsim.devices.kernels.path_gemm_seconds`) or ``arrays`` (the SCALE-Sim-exact
   analytic cost of one array, :func:`archsim.array.analytic.gemm_cost`, its folds dealt in waves
-  over the arrays, :func:`archsim.devices.gpu_cost.array_gemm_seconds`).
+  over the arrays, :func:`archsim.devices.kernel_ops.array_gemm_seconds`).
 * **memories**: SRAM per array and a shared L2/scratchpad (bytes; the L2's read bandwidth in bytes
   per array clock, 0 for unlimited), HBM capacity (bytes) and bandwidth (bytes/s).
-* **overheads and efficiencies**: seconds per kernel launch and per op the host issues, the fraction
-  of peak a full wave of tiles reaches and of HBM bandwidth memory-bound kernels reach. A catalog GPU
-  leaves them to :func:`archsim.training.fitted.kernels` (``efficiency`` None); a device file states
-  them (defaults: no overheads, full peak and bandwidth).
+* **overheads and efficiencies** (:class:`~archsim.devices.kernels.KernelConstants`): seconds per kernel
+  launch and per op the host issues, the fraction of peak a full wave of tiles reaches and of HBM
+  bandwidth memory-bound kernels reach. A catalog GPU leaves them to :func:`archsim.training.fitted.kernels`
+  (``efficiency`` None); a device file states them (defaults: no overheads, full peak and bandwidth).
 * **links**, per direction in bytes/s: the intra-node fabric (NVLink, ICI) over ``links`` links,
   switched or not, the host link (PCIe), and the inter-node NIC in Gb/s (0: the cluster file's).
 
@@ -33,10 +33,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from archsim.array.config import DATAFLOWS
-from archsim.devices.gpu_cost import Efficiency
 from archsim.errors import InputError
+
+if TYPE_CHECKING:  # kernels reads the catalog, which builds its devices from this module
+    from archsim.devices.kernels import KernelConstants
 
 DTYPES = ("fp32", "fp16", "bf16")  # a GEMM of a dtype runs at the device's peak of that name: on a GPU
 # fp16/bf16 on the tensor cores, fp32 on the FP32 lanes (PyTorch's default for fp32 matmuls:
@@ -94,7 +97,7 @@ class Device:
     sram_bytes_per_array: float = 0.0
     l2_bytes: float = 0.0
     l2_bytes_per_clock: float = 0.0
-    efficiency: Efficiency | None = None
+    efficiency: KernelConstants | None = None
     nvlink_bytes_per_s: float = 0.0
     nvlinks: int = 1
     nvswitch: bool = True

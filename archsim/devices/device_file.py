@@ -20,7 +20,7 @@ from typing import Any
 
 from archsim.array.config import read_scalesim_cfg
 from archsim.devices.device import DTYPES, GEMM_MODELS, Arrays, Device
-from archsim.devices.gpu_cost import Efficiency
+from archsim.devices.kernels import one_fraction
 from archsim.errors import InputError
 from archsim.validate import INT32_MAX, check_name, parse_float, parse_int, parse_toml, read_text
 
@@ -128,8 +128,8 @@ def _device(values: dict[str, dict[str, Any]], arrays: Arrays, file: str, sram_b
     else:  # every dtype on the arrays, fp32 on the lanes where the device has them
         peaks = tuple((dtype, (lanes if dtype == "fp32" and lanes is not None else arrays).peak_flops)
                       for dtype in DTYPES)
-    efficiency = Efficiency(gemm=comp.get("gemm_efficiency", 1.0), memory=mem.get("memory_efficiency", 1.0),
-                            kernel_s=comp.get("launch_s", 0.0), host_s=comp.get("host_s", 0.0))
+    efficiency = one_fraction(gemm=comp.get("gemm_efficiency", 1.0), memory=mem.get("memory_efficiency", 1.0),
+                              launch_s=comp.get("launch_s", 0.0), host_s=comp.get("host_s", 0.0))
     intra = links["intra_gbps"] * 1e9
     sram = sram_bytes if sram_bytes is not None else mem.get("sram_kib_per_array", 0.0) * 1024
     return Device(check_name(dev["name"], "name", file=file), arrays, lanes, gemm, peaks, mem["hbm_gib"] * GIB,

@@ -1,21 +1,36 @@
-"""Training ops → seconds by the fp32 kernel model (:mod:`archsim.devices.kernels`), on a catalog GPU.
+"""Training ops → seconds on a device, for every dtype: the one GPU op-timing model's op list side.
 
-Why: fp32 training runs SIMT sgemm and plain PyTorch memory-bound kernels, the kernels NeuSight
-measured on five GPUs and :mod:`archsim.devices.kernels` is fitted on. So an fp32 op list is timed by
-that one model, with its fitted constants (:data:`~archsim.devices.kernels.FITTED`) and the GPU's
-chip (:class:`~archsim.devices.catalog.GpuSpec`), never by the fp16 tensor-core efficiencies
-(:mod:`archsim.devices.gpu_cost`, fitted on vTrain's fp16 A100 runs). Per op (one kernel each):
+:func:`op_seconds` takes the same :class:`~archsim.lowering.TrainingOp` list as
+:func:`archsim.array.costing.op_cycles` and returns each op's time. Every GEMM goes through one
+function, :func:`archsim.devices.kernels.path_gemm_seconds` (tiles in waves over the SMs, the tile's
+operand feed, split-K, the HBM roofline, the epilogue, one launch), on the :class:`~archsim.devices.kernels.GemmPath`
+its dtype runs on (:func:`gemm_path`):
 
-* each :class:`~archsim.lowering.Gemm` of the op: one (batched) GEMM kernel,
-  :func:`~archsim.devices.kernels.gemm_seconds` (its tiles, waves, split-K, HBM roofline and launch);
-* a forward softmax or layer norm (``op.kernel`` = ``("softmax" | "ln", rows, row)``):
-  :func:`~archsim.devices.kernels.memory_bound_seconds` on that rows × row tensor;
-* any other memory-bound op: its ``vector_elements`` at the element size, at the fitted achieved
-  fraction of HBM bandwidth of its class — a backward softmax or layer norm at the softmax /
-  layer-norm fraction, the rest at the elementwise one — plus one launch. (NeuSight measured the
-  forward kernels only; a backward kernel is a read-and-write stream like them.)
+* **fp32 on a catalog GPU**: SIMT sgemm on the FP32 lanes (:func:`~archsim.devices.kernels.simt_path`),
+  the kernels NeuSight measured on five GPUs and :data:`~archsim.devices.kernels.FITTED` is fitted on.
+* **fp16/bf16** (and any dtype on a device file whose ``gemm`` is ``tiles``): tensor-core CTA tiles at
+  the device's dtype peak, one per SM at a time, fed from the datasheet's L2 read bandwidth
+  (:func:`~archsim.devices.kernels.tensor_path`), with the constants fitted on vTrain's A100 runs
+  (:data:`archsim.training.fitted.A100_KERNELS`).
+* **a device whose ``gemm`` is ``arrays``** (an accelerator's device file, :mod:`archsim.devices.device`):
+  each GEMM's folds, costed exactly as SCALE-Sim costs them on one array
+  (:func:`archsim.array.analytic.gemm_cost`), dealt to the arrays in ⌈folds · count / arrays⌉ waves
+  of one fold's cycles at the arrays' clock, ÷ ``constants.gemm``; the same HBM roofline and launch
+  (:func:`array_gemm_seconds`).
 
-A fused op (FlashAttention) has no fp32 kernel (FlashAttention runs fp16/bf16 only): refused.
+Memory-bound work, per op (one kernel each, one launch):
+
+* a forward softmax or layer norm (``op.kernel`` = ``("softmax" | "ln", rows, row)``) in fp32 on a
+  catalog GPU: PyTorch's kernel of that class, :func:`~archsim.devices.kernels.memory_bound_seconds`
+  (the kernels NeuSight measured). In fp16/bf16 Megatron runs its own fused kernels (apex's layer norm,
+  the fused scale-mask-softmax), whose bytes the op list counts, so they stream like the rest;
+* any other memory-bound op: its ``vector_elements`` at the element size, at the achieved fraction of
+  HBM bandwidth of its class (:func:`~archsim.devices.kernels.stream_seconds`): a softmax or layer norm at ``constants.softmax``
+  / ``constants.layernorm``, the rest at ``constants.memory``.
+
+A *fused* op (FlashAttention) keeps its GEMMs' operands and results on chip: the larger of its GEMMs'
+main loops and the HBM traffic it counts in ``vector_elements``, one launch. It has no fp32 SIMT
+kernel (FlashAttention runs fp16/bf16 only): refused there.
 """
 
 from __future__ import annotations
@@ -24,45 +39,102 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from archsim.devices.catalog import GpuSpec
-from archsim.devices.kernels import FITTED, KernelConstants, element_bytes, gemm_seconds, memory_bound_seconds
+from archsim.array.analytic import gemm_cost
+from archsim.array.costing import flatten_gemms
+from archsim.devices.catalog import chip_of
+from archsim.devices.device import ELEMENT_BYTES, Device
+from archsim.devices.kernels import (
+    TENSOR_DTYPES,
+    GemmPath,
+    KernelConstants,
+    compute_seconds,
+    memory_bound_seconds,
+    path_gemm_seconds,
+    simt_path,
+    stream_seconds,
+    tensor_path,
+)
 from archsim.errors import InputError
 from archsim.lowering import TrainingOp
 
 KERNEL_CLASSES = ("softmax", "ln")  # the memory-bound kernels an op may name (``TrainingOp.kernel``)
 
 
-def op_kernel_seconds(ops: Sequence[TrainingOp], chip: GpuSpec, dtype: str = "fp32",
-                      constants: KernelConstants = FITTED) -> np.ndarray:
-    """Seconds of each op on ``chip`` by the kernel model (module docstring): GEMM kernels plus its
-    memory-bound kernel, each with its launch. Units: elements in, seconds out."""
-    size = element_bytes(dtype)
-    fraction = {"softmax": constants.softmax, "ln": constants.layernorm, "": constants.memory}
+def gemm_path(device: Device, dtype: str, constants: KernelConstants) -> GemmPath | None:
+    """The path ``dtype`` GEMMs take on ``device`` (module docstring); None where the device's GEMMs
+    run on its arrays (:func:`array_gemm_seconds`)."""
+    if device.gemm == "arrays":
+        return None
+    chip = chip_of(device)
+    if chip is not None and dtype not in TENSOR_DTYPES:
+        return simt_path(chip, constants, dtype)
+    return tensor_path(device.sms, device.peak(dtype) / device.sms, device.clock_hz, device.l2_bytes_per_clock,
+                       device.hbm_bytes_per_s, ELEMENT_BYTES[dtype])
+
+
+def array_gemm_seconds(m, k, n, count, device: Device, constants: KernelConstants, element_bytes: int = 2,
+                       dtype: str = "fp16") -> np.ndarray:
+    """Seconds of each batched GEMM on a device's arrays (the lanes for fp32 where it has them):
+    the ``count`` GEMMs' folds dealt in waves over the arrays, each wave one fold's SCALE-Sim cycles
+    (folds of one GEMM all cost the same), vs its HBM traffic, plus one launch."""
+    units = device.gemm_units(dtype)
+    m, k, n, count = (np.asarray(x, dtype=np.int64) for x in (m, k, n, count))
+    whole = gemm_cost(m, k, n, units.rows, units.cols, units.dataflow)
+    per_fold = (whole.cycles + 1) // whole.folds  # SCALE-Sim's cycles are the last cycle's index
+    waves = -(-(whole.folds * count) // units.count)
+    compute = (waves * per_fold).astype(np.float64) / (units.clock_hz * constants.gemm)
+    traffic = ((m * k + k * n + m * n) * count).astype(np.float64) * element_bytes / (
+        device.hbm_bytes_per_s * constants.gemm_memory)  # GEMM traffic's own fraction, as on tiles
+    return np.maximum(compute, traffic) + constants.launch_s
+
+
+def gemm_seconds(m, k, n, count, device: Device, constants: KernelConstants, dtype: str = "fp16") -> np.ndarray:
+    """Seconds of each batched GEMM (arrays broadcast) on ``device`` in ``dtype``, one launch each."""
+    path = gemm_path(device, dtype, constants)
+    if path is None:
+        return array_gemm_seconds(m, k, n, count, device, constants, ELEMENT_BYTES[dtype], dtype)
+    return path_gemm_seconds(count, m, n, k, path, constants, ELEMENT_BYTES[dtype])
+
+
+def op_seconds(ops: Sequence[TrainingOp], device: Device, constants: KernelConstants,
+               dtype: str = "fp16") -> np.ndarray:
+    """Seconds of each op on ``device`` in ``dtype`` (module docstring): its GEMMs (one launch per
+    :class:`~archsim.lowering.Gemm`) plus its memory-bound kernel (one launch when it has one). The
+    interface of :func:`archsim.array.costing.op_cycles`, in seconds. Units: elements in, seconds out."""
+    size = ELEMENT_BYTES[dtype]
+    path = gemm_path(device, dtype, constants)
+    chip = chip_of(device)
+    named = chip is not None and dtype not in TENSOR_DTYPES and path is not None  # PyTorch's fp32 kernels
+    owner, m, k, n, count = flatten_gemms(ops)
     seconds = np.zeros(len(ops))
+    fused = np.fromiter((op.fused for op in ops), dtype=bool, count=len(ops))
+    if named and fused.any():
+        layer = ops[int(np.argmax(fused))].layer
+        raise InputError(f"{layer}: a fused attention kernel has no {dtype} kernel time (FlashAttention runs "
+                         "fp16/bf16); use --attention standard", field="attention")
+    if owner.size:
+        if path is None:
+            plain = array_gemm_seconds(m, k, n, count, device, constants, size, dtype)
+            inside = plain - constants.launch_s  # its own traffic is counted once more below: max, not sum
+        else:
+            plain = path_gemm_seconds(count, m, n, k, path, constants, size)
+            inside = compute_seconds(count, m, n, k, path, constants, size) if fused.any() else plain
+        np.add.at(seconds, owner, np.where(fused[owner], inside, plain))
+    fractions = {"softmax": constants.softmax, "ln": constants.layernorm, "": constants.memory}
     for i, op in enumerate(ops):
-        if op.fused:
-            raise InputError(f"{op.layer}: a fused attention kernel has no {dtype} kernel time (FlashAttention runs "
-                             "fp16/bf16); use --attention standard", field="attention")
-        if op.gemms:
-            b, m, n, k = np.array([(g.count, g.m, g.n, g.k) for g in op.gemms], dtype=np.float64).T
-            seconds[i] += float(gemm_seconds(b, m, n, k, chip, constants, dtype).sum())
         name = op.kernel[0] if op.kernel else ""
-        if name and name not in KERNEL_CLASSES:
+        if name not in fractions:
             raise InputError(f"{op.layer}: unknown kernel {name!r}; known: {', '.join(KERNEL_CLASSES)}", field="op")
-        if op.kernel and op.kind == "F":
+        if op.fused:  # one kernel: compute and its own HBM traffic overlap, one launch
+            traffic = float(stream_seconds(op.vector_elements * size, device.hbm_bytes_per_s, constants, kernels=0))
+            seconds[i] = max(seconds[i], traffic) + constants.launch_s
+        elif named and chip is not None and op.kernel and op.kind == "F":
             _, rows, row = op.kernel
             seconds[i] += float(memory_bound_seconds(name, rows, row, chip, constants, dtype))
         elif op.vector_elements > 0:
-            seconds[i] += stream_seconds(op.vector_elements * size, chip, fraction[name], constants=constants)
+            seconds[i] += float(stream_seconds(op.vector_elements * size, device.hbm_bytes_per_s, constants,
+                                               fractions[name]))
     return seconds
 
 
-def stream_seconds(nbytes: float, chip: GpuSpec, fraction: float | None = None, kernels: int = 1,
-                   constants: KernelConstants = FITTED) -> float:
-    """Seconds of ``kernels`` memory-bound kernels moving ``nbytes`` in all, at ``fraction`` of HBM
-    bandwidth (default the fitted elementwise one), plus their launches."""
-    achieved = constants.memory if fraction is None else fraction
-    return nbytes / (chip.memory_bytes_per_s * achieved) + kernels * constants.launch_s
-
-
-__all__ = ["KERNEL_CLASSES", "op_kernel_seconds", "stream_seconds"]
+__all__ = ["KERNEL_CLASSES", "array_gemm_seconds", "gemm_path", "gemm_seconds", "op_seconds"]

@@ -2,20 +2,31 @@
 
 The mechanisms (every figure of the GPU comes from :data:`archsim.devices.catalog.TABLE`):
 
-* **GEMM / batched GEMM** out[M×N] = A[M×K]·B[K×N], ``batch`` of them in one launch. The output is cut
-  into CTA tiles of one of :data:`TILES` (the SIMT sgemm tiles cuBLAS picks from on Pascal–Ampere);
-  ``REFERENCE_TILE_AREA / (tm·tn)`` small tiles share one SM at once, so the tiles run in
-  ⌈tiles / (SMs · tiles per SM)⌉ waves, each wave the SM's work on ``REFERENCE_TILE_AREA`` outputs × K
-  at the SM's peak (``lanes × 2 × clock`` for fp32; tensor-core MACs × 2 × clock for fp16/bf16) ×
-  ``constants.gemm`` × the tile's operand feed ``min(1, (tm·tn / (tm + tn)) / constants.feed)`` (a
-  tile's k-step loads tm + tn operands for tm·tn FMAs: small tiles starve the lanes). Split-K cuts
-  the reduction into s ∈ :data:`SPLITS` parts of at least :data:`SPLIT_MIN_K` each: s times the tiles,
-  so few output tiles fill the SMs and a tail wave shrinks, paid by a second kernel that reads the s
-  partial outputs and writes the result. The tile and split are the ones that finish first, as a
-  library's heuristic picks. The kernel also reads A and B through HBM once (the larger of the main
-  loop and that read counts: a roofline per kernel), and then writes C once, in its epilogue: after a
-  tile's main loop, not hidden behind it. GEMM traffic moves at ``constants.gemm_memory`` × bandwidth
-  (its own fraction: tiles staged through L2 and the epilogue's scattered stores are not a stream).
+* **GEMM / batched GEMM** out[M×N] = A[M×K]·B[K×N], ``batch`` of them in one launch, by one function
+  (:func:`path_gemm_seconds`) whatever the dtype; the dtype picks the :class:`GemmPath` it runs on.
+  The output is cut into CTA tiles of the path's tile set; ``resident / (tm·tn)`` small tiles share
+  one SM at once (at least one), so the tiles run in ⌈tiles / (SMs · tiles per SM)⌉ waves, each wave
+  the SM's work on its resident outputs × K at the SM's peak × ``constants.gemm`` × the tile's
+  operand feed ``min(1, (tm·tn / (tm + tn)) / needed reuse)`` (a tile's k-step loads tm + tn operands
+  for tm·tn MACs: small tiles starve the units). Split-K cuts the reduction into s of the path's
+  splits, parts of at least :data:`SPLIT_MIN_K` each: s times the tiles, so few output tiles fill the
+  SMs and a tail wave shrinks, paid by a second kernel that reads the s partial outputs and writes
+  the result. The tile and split are the ones that finish first, as a library's heuristic picks. The
+  kernel also reads A and B through HBM once (the larger of the main loop and that read counts: a
+  roofline per kernel); C is written once, in an epilogue after the main loop (not hidden behind it)
+  or, on a path without one, within the roofline. GEMM traffic moves at ``constants.gemm_memory`` ×
+  bandwidth (its own fraction: tiles staged through L2 and scattered stores are not a stream).
+
+  - **SIMT** (fp32, :func:`simt_path`): :data:`TILES` (the sgemm tiles cuBLAS picks from on
+    Pascal–Ampere), :data:`REFERENCE_TILE_AREA` outputs per SM, the fitted ``constants.feed``, split-K
+    over :data:`SPLITS`, C in the epilogue, the power cap below; the SM's peak is ``lanes × 2 × clock``.
+  - **Tensor cores** (fp16/bf16, :func:`tensor_path`): :data:`TENSOR_TILES` (cuBLAS/CUTLASS tensor-core
+    CTA tiles), one per SM at a time, fed from the datasheet's L2 read bandwidth (a tile needs a reuse
+    of MACs per clock per SM × element bytes / L2 bytes per clock per SM, :attr:`GpuSpec.l2_bytes_per_clock
+    <archsim.devices.catalog.GpuSpec.l2_bytes_per_clock>`; a chip without that figure is always fed), no split-K, C's write inside the roofline; the SM's peak is the dtype's tensor peak.
+    These choices are the ones the tensor-core constants were fitted with on vTrain's A100 runs; the
+    SIMT path's split-K, epilogue and several tiles per SM, refitted there, do not lower the held-out
+    error (docs/training.md, "One GEMM model for every dtype").
 * **Power cap** (fp32): the SMs together run at most ``TDP / energy per FLOP`` FLOP/s
   (:func:`sustained_flops`), the clock a board's power allows under sustained load; the energy per
   FLOP is one fitted constant scaled by the GPU's process node and rated boost clock
@@ -38,9 +49,11 @@ The mechanisms (every figure of the GPU comes from :data:`archsim.devices.catalo
 No L2-resident speed-up is modeled: in the fitted files no elementwise, softmax or layer-norm kernel
 that fits in L2 runs faster per byte than one that does not (they are launch-bound instead).
 
-The constants are architecture-independent fractions of datasheet peaks, one launch time and one
-energy per FLOP:
-:data:`FITTED`, fitted by :func:`archsim.validation.neusight.fit_constants` on NeuSight's kernel measurements of five GPUs
+The constants (:class:`KernelConstants`, one type for every dtype) are architecture-independent
+fractions of datasheet peaks, one launch time, one host time per op and one energy per FLOP. Two fits
+of them exist, each on the kernels it times: the tensor-core one on vTrain's A100 runs
+(:data:`archsim.training.fitted.A100_KERNELS`, one HBM fraction for every class: :func:`one_fraction`)
+and the fp32 one, :data:`FITTED`, fitted by :func:`archsim.validation.neusight.fit_constants` on NeuSight's kernel measurements of five GPUs
 (``../shared/gpu_kernels/``: P100-PCIE-16GB, P4, T4, V100-PCIE-32GB, A100-PCIE-40GB; every row of
 linear.csv, bmm.csv, elem.csv, softmax.csv, ln.csv, train_elem.csv, train_softmax.csv and
 train_ln.csv): Nelder–Mead on the logarithms of the constants (restarted from its own result, so
@@ -54,7 +67,7 @@ A GPU never fitted gets these mechanisms and its datasheet, never another GPU's 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import astuple, dataclass
+from dataclasses import astuple, dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -65,6 +78,10 @@ from archsim.errors import InputError
 # SIMT sgemm CTA tiles (rows × cols of the output) among which cuBLAS chooses on Pascal–Ampere.
 TILES = ((128, 128), (128, 64), (64, 128), (128, 32), (32, 128), (64, 64), (64, 32), (32, 32))
 REFERENCE_TILE_AREA = 128 * 128  # outputs one SM works on at once (registers of one 128×128 sgemm CTA)
+# CTA output tiles of cuBLAS/CUTLASS fp16/bf16 tensor-core GEMMs on Volta–Hopper (one per SM at a time:
+# a 64×64 tensor-core CTA already fills an SM's tensor cores and shared memory)
+TENSOR_TILES = ((256, 128), (128, 256), (128, 128), (256, 64), (64, 256), (128, 64), (64, 128), (64, 64))
+TENSOR_DTYPES = ("fp16", "bf16")
 SPLITS = (1, 2, 4, 8, 16, 32, 64)  # split-K factors tried
 SPLIT_MIN_K = 128  # a split-K part keeps at least this much of K (the figures move < 0.5 points for 64…512)
 
@@ -89,7 +106,10 @@ class KernelConstants:
     fraction of HBM bandwidth of elementwise kernels; softmax / layernorm: the same for those kernels; launch_s: seconds per kernel launch; energy_pj: board energy per FP32
     FLOP (pJ) of a 12 nm GPU rated at a 1 GHz boost clock, scaled by :func:`energy_per_flop` (the power
     cap); gemm_memory: achieved fraction of HBM bandwidth of a GEMM's traffic (reads of A and B, the
-    epilogue's write of C, split-K's reduction)."""
+    epilogue's write of C, split-K's reduction); host_s: seconds the host (Python, PyTorch's
+    dispatcher) spends issuing one op — when a pass's ops are issued slower than the GPU runs them,
+    the GPU waits (:mod:`archsim.training.iteration`). Fractions are positive; seconds are ≥ 0 (a
+    device file may state no overheads)."""
 
     gemm: float
     feed: float
@@ -99,11 +119,15 @@ class KernelConstants:
     launch_s: float
     energy_pj: float = 1e-9
     gemm_memory: float = 1.0
+    host_s: float = 0.0
 
     def __post_init__(self) -> None:
         values = astuple(self)
-        if not all(isinstance(v, (int, float)) and 0 < v < np.inf for v in values):
-            raise InputError(f"kernel constants must be positive and finite, got {self}", field="constants")
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < np.inf for v in values):
+            raise InputError(f"kernel constants must be finite numbers ≥ 0, got {self}", field="constants")
+        if not all(v > 0 for v in (self.gemm, self.feed, self.memory, self.softmax, self.layernorm,
+                                   self.energy_pj, self.gemm_memory)):
+            raise InputError(f"kernel fractions must be positive, got {self}", field="constants")
 
 
 FITTED = KernelConstants(gemm=0.875, feed=45.1, memory=0.762, softmax=0.639, layernorm=0.792, launch_s=13.7e-6,
@@ -111,6 +135,15 @@ FITTED = KernelConstants(gemm=0.875, feed=45.1, memory=0.762, softmax=0.639, lay
 """Fitted on all five GPUs' files from :data:`archsim.validation.neusight.FIT_START` (see the module
 docstring; refit by benchmarks/bench_neusight_kernels.py). ``gemm_memory`` above 1 says that part of
 the GEMM traffic counted at HBM (C's write-back, re-read tiles) is served by the L2 instead."""
+
+
+def one_fraction(gemm: float, memory: float, launch_s: float, host_s: float = 0.0,
+                 base: KernelConstants = FITTED) -> KernelConstants:
+    """Constants with one achieved HBM fraction ``memory`` for every memory-bound class and a GEMM's
+    traffic: what the vTrain fit (:mod:`archsim.training.fitted`) and a device file state. ``feed`` and
+    ``energy_pj`` stay ``base``'s: they act on SIMT (fp32) tiles and the fp32 power cap only."""
+    return replace(base, gemm=gemm, memory=memory, softmax=memory, layernorm=memory, gemm_memory=memory,
+                   launch_s=launch_s, host_s=host_s)
 
 
 def element_bytes(dtype: str) -> int:
@@ -151,21 +184,73 @@ def _arrays(*values: npt.ArrayLike) -> list[np.ndarray]:
     return [np.asarray(v, dtype=np.float64) for v in values]
 
 
-def gemm_seconds(batch: npt.ArrayLike, m: npt.ArrayLike, n: npt.ArrayLike, k: npt.ArrayLike, spec: GpuSpec,
-                 constants: KernelConstants = FITTED, dtype: str = "fp32") -> np.ndarray:
-    """Seconds of ``batch`` GEMMs out[m×n] = A[m×k]·B[k×n] in one kernel (arrays broadcast)."""
+@dataclass(frozen=True)
+class GemmPath:
+    """How one dtype's GEMMs run on one GPU: ``cores`` (SMs) of ``core_flops`` peak FLOP/s each at the
+    dtype; CTA output ``tiles``, ``max(1, resident // (tm·tn))`` of them on one core at once; a tile is
+    fully fed at an operand reuse tm·tn/(tm + tn) of ``needed_reuse`` elements (None: the fitted
+    ``constants.feed``; 0: always fed); split-K factors ``splits``; ``epilogue`` True: C is written
+    after the main loop (not hidden behind it), False: C's write joins the reads in the roofline;
+    ``hbm_bytes_per_s`` (× ``constants.gemm_memory``); ``sustained_flops``: the board power's cap
+    on the whole GPU (inf: none)."""
+
+    cores: int
+    core_flops: float
+    tiles: tuple[tuple[int, int], ...]
+    resident: int
+    needed_reuse: float | None
+    splits: tuple[int, ...]
+    epilogue: bool
+    hbm_bytes_per_s: float
+    sustained_flops: float = float("inf")
+
+
+def simt_path(spec: GpuSpec, constants: KernelConstants = FITTED, dtype: str = "fp32") -> GemmPath:
+    """SIMT sgemm on ``spec``'s FP32 lanes: :data:`TILES`, several small tiles per SM, the fitted feed,
+    split-K, C in the epilogue, the power cap (what NeuSight's fp32 kernels are fitted with)."""
+    return GemmPath(spec.sm_count, sm_flops(spec, dtype), TILES, REFERENCE_TILE_AREA, None, SPLITS, True,
+                    spec.memory_bytes_per_s, sustained_flops(spec, constants, dtype))
+
+
+def tensor_path(cores: int, core_flops: float, clock_hz: float, l2_bytes_per_clock: float,
+                hbm_bytes_per_s: float, size: int) -> GemmPath:
+    """Tensor-core (or any library-tile) GEMMs: :data:`TENSOR_TILES`, one per SM at a time, fed from
+    L2 (the datasheet's L2 read bytes per clock; 0: always fed): a tile needs a reuse of
+    MACs per clock per SM × element bytes / L2 bytes per clock per SM. No split-K and C's write inside
+    the roofline: what the tensor-core constants were fitted with (docs/training.md, "Fitted constants")."""
+    needed = 0.0
+    if l2_bytes_per_clock:
+        needed = core_flops / (2 * clock_hz) * size / (l2_bytes_per_clock / cores)
+    return GemmPath(cores, core_flops, TENSOR_TILES, 0, needed, (1,), False, hbm_bytes_per_s)
+
+
+def spec_path(spec: GpuSpec, constants: KernelConstants = FITTED, dtype: str = "fp32") -> GemmPath:
+    """The path of ``dtype`` GEMMs on the chip ``spec``: tensor tiles for fp16/bf16 on tensor cores
+    (at the peak its tensor cores' MMA shape and clock give, fed from its L2 read bandwidth), SIMT
+    otherwise."""
+    if dtype in TENSOR_DTYPES and spec.array_unit == "tensor core":
+        return tensor_path(spec.sm_count, sm_flops(spec, dtype), spec.clock_hz, spec.l2_bytes_per_clock,
+                           spec.memory_bytes_per_s, element_bytes(dtype))
+    return simt_path(spec, constants, dtype)
+
+
+def compute_seconds(batch: npt.ArrayLike, m: npt.ArrayLike, n: npt.ArrayLike, k: npt.ArrayLike, path: GemmPath,
+                    constants: KernelConstants = FITTED, size: int = 4) -> np.ndarray:
+    """Seconds of the main loop alone of ``batch`` GEMMs (arrays broadcast), the best tile and split:
+    waves of tiles over the cores at the fed rate (a split's reduction kernel included); no HBM
+    roofline, no launch — the part a fused kernel overlaps with its own traffic."""
     b, m, n, k = _arrays(batch, m, n, k)
-    size = element_bytes(dtype)
-    hbm = spec.memory_bytes_per_s * constants.gemm_memory
-    rate = sm_flops(spec, dtype) * constants.gemm
-    sms = spec.sm_count
-    capped = sustained_flops(spec, constants, dtype) / sms  # one SM's share of the board power
+    hbm = path.hbm_bytes_per_s * constants.gemm_memory
+    rate = path.core_flops * constants.gemm
+    sms = path.cores
+    capped = path.sustained_flops / sms  # one SM's share of the board power
+    needed = constants.feed if path.needed_reuse is None else path.needed_reuse
     best = np.full(np.broadcast(b, m, n, k).shape, np.inf)
-    for tm, tn in TILES:
-        per_sm = max(1, REFERENCE_TILE_AREA // (tm * tn))
-        fed = min(1.0, tm * tn / (tm + tn) / constants.feed)
+    for tm, tn in path.tiles:
+        per_sm = max(1, path.resident // (tm * tn))
+        fed = min(1.0, tm * tn / (tm + tn) / needed) if needed else 1.0
         tiles = np.ceil(m / tm) * np.ceil(n / tn) * b
-        for s in SPLITS:
+        for s in path.splits:
             usable = (s == 1) | (k >= s * SPLIT_MIN_K)
             if not np.any(usable):
                 break
@@ -174,9 +259,29 @@ def gemm_seconds(batch: npt.ArrayLike, m: npt.ArrayLike, n: npt.ArrayLike, k: np
             if s > 1:
                 compute = compute + (s + 1) * b * m * n * size / hbm + constants.launch_s
             best = np.minimum(best, np.where(usable, compute, np.inf))
+    return best
+
+
+def path_gemm_seconds(batch: npt.ArrayLike, m: npt.ArrayLike, n: npt.ArrayLike, k: npt.ArrayLike, path: GemmPath,
+                      constants: KernelConstants = FITTED, size: int = 4) -> np.ndarray:
+    """Seconds of ``batch`` GEMMs out[m×n] = A[m×k]·B[k×n] in one kernel on ``path`` (``size`` bytes per
+    element): the main loop or the reads of A and B, whichever is longer (a roofline per kernel), then
+    C's write (after it with an epilogue, inside the roofline without), plus one launch."""
+    b, m, n, k = _arrays(batch, m, n, k)
+    best = compute_seconds(b, m, n, k, path, constants, size)
+    hbm = path.hbm_bytes_per_s * constants.gemm_memory
     reads = b * (m * k + k * n) * size / hbm
     write = b * m * n * size / hbm
-    return np.maximum(best, reads) + write + constants.launch_s
+    if path.epilogue:
+        return np.maximum(best, reads) + write + constants.launch_s
+    return np.maximum(best, reads + write) + constants.launch_s
+
+
+def gemm_seconds(batch: npt.ArrayLike, m: npt.ArrayLike, n: npt.ArrayLike, k: npt.ArrayLike, spec: GpuSpec,
+                 constants: KernelConstants = FITTED, dtype: str = "fp32") -> np.ndarray:
+    """Seconds of ``batch`` GEMMs out[m×n] = A[m×k]·B[k×n] in one kernel (arrays broadcast) on the chip
+    ``spec`` (:func:`spec_path`)."""
+    return path_gemm_seconds(batch, m, n, k, spec_path(spec, constants, dtype), constants, element_bytes(dtype))
 
 
 def softmax_block_threads(hidden: npt.ArrayLike, dtype: str = "fp32") -> np.ndarray:
@@ -218,8 +323,17 @@ def memory_bound_seconds(op: npt.ArrayLike, batch: npt.ArrayLike, hidden: npt.Ar
             fraction[where] = constants.layernorm
         else:
             raise InputError(f"unknown memory-bound op {name!r}", field="op")
-    seconds = tensors * b * h * element_bytes(dtype) / (spec.memory_bytes_per_s * fraction)
-    return seconds + constants.launch_s
+    return stream_seconds(tensors * b * h * element_bytes(dtype), spec.memory_bytes_per_s, constants, fraction)
+
+
+def stream_seconds(nbytes: npt.ArrayLike, hbm_bytes_per_s: float, constants: KernelConstants = FITTED,
+                   fraction: npt.ArrayLike | None = None, kernels: npt.ArrayLike = 1) -> np.ndarray:
+    """Seconds of ``kernels`` memory-bound kernels moving ``nbytes`` in all through HBM at ``fraction``
+    of its bandwidth (default ``constants.memory``, the elementwise one), plus their launches: the one
+    memory-bound time every op class and dtype is priced with."""
+    achieved = constants.memory if fraction is None else fraction
+    return np.asarray(nbytes, dtype=np.float64) / (hbm_bytes_per_s * np.asarray(achieved)) \
+        + np.asarray(kernels) * constants.launch_s
 
 
 def kernel_seconds(rows: Mapping[str, npt.ArrayLike], spec: GpuSpec, constants: KernelConstants = FITTED,
@@ -242,6 +356,8 @@ def kernel_seconds(rows: Mapping[str, npt.ArrayLike], spec: GpuSpec, constants: 
     return seconds
 
 
-__all__ = ["ELEMENTWISE_TENSORS", "FITTED", "LAYERNORM_READS", "OP_CLASSES", "SOFTMAX_WARP_MAX", "SPLITS", "SPLIT_MIN_K", "TILES", "KernelConstants",
-           "element_bytes", "energy_per_flop", "gemm_seconds", "kernel_seconds", "memory_bound_seconds", "sm_flops",
-           "softmax_block_threads", "softmax_tensors", "sustained_flops"]
+__all__ = ["ELEMENTWISE_TENSORS", "FITTED", "LAYERNORM_READS", "OP_CLASSES", "SOFTMAX_WARP_MAX", "SPLITS", "SPLIT_MIN_K",
+           "TENSOR_DTYPES", "TENSOR_TILES", "TILES", "GemmPath", "KernelConstants", "compute_seconds", "element_bytes",
+           "energy_per_flop", "gemm_seconds", "kernel_seconds", "memory_bound_seconds", "one_fraction",
+           "path_gemm_seconds", "simt_path", "sm_flops", "softmax_block_threads", "softmax_tensors", "spec_path",
+           "stream_seconds", "sustained_flops", "tensor_path"]

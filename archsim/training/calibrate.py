@@ -19,7 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from archsim.devices.device import Device
-from archsim.devices.gpu_cost import Efficiency, gemm_seconds, memory_seconds
+from archsim.devices.kernel_ops import gemm_seconds
+from archsim.devices.kernels import KernelConstants, one_fraction, stream_seconds
 from archsim.errors import InputError
 from archsim.training import fitted
 from archsim.training.cluster import single_node
@@ -48,12 +49,12 @@ def fast_iteration_seconds(c: TransformerConfig, par: Parallelism, machine: Mach
     return span + post
 
 
-def _efficiency(x) -> Efficiency:
-    return Efficiency(gemm=min(float(x[0]), 1.0), memory=min(float(x[1]), 1.0), kernel_s=float(x[2]) * 1e-6,
-                      host_s=float(x[3]) * 1e-6)
+def _efficiency(x) -> KernelConstants:
+    return one_fraction(gemm=min(float(x[0]), 1.0), memory=min(float(x[1]), 1.0), launch_s=float(x[2]) * 1e-6,
+                        host_s=float(x[3]) * 1e-6)
 
 
-def fit_kernels(runs: list[MeasuredRun]) -> tuple[Efficiency, float]:
+def fit_kernels(runs: list[MeasuredRun]) -> tuple[KernelConstants, float]:
     """(efficiencies, fit MAPE) fitted on the fit part of ``runs`` (the others are not read)."""
     from scipy.optimize import minimize
 
@@ -100,9 +101,9 @@ class ProbeRow:
 class ProbeFit:
     """Probe-fitted constants and how well archsim's model fits each section: RMS relative error of
     the GEMM and memory rows, how many rows each section had, and the kernels PyTorch launches per
-    archsim op (``kernel_s`` = the per-kernel overhead × it; 1 where the probe could not count)."""
+    archsim op (``launch_s`` = the per-kernel overhead × it; 1 where the probe could not count)."""
 
-    efficiency: Efficiency
+    efficiency: KernelConstants
     gemm_rms: float
     memory_rms: float
     rows: dict[str, int]
@@ -161,11 +162,12 @@ def iteration_ops(c: TransformerConfig, implementation: str = "megatron", recomp
 
 
 def fit_probe(rows: list[ProbeRow], device: Device, implementation: str = "megatron") -> ProbeFit:
-    """The four constants from a probe on ``device``: ``kernel_s`` = the median kernel row × the
+    """The four constants from a probe on ``device``: ``launch_s`` = the median kernel row × the
     kernels launched per archsim op (the :data:`HOST_ROW` iteration's ``launches`` row; archsim charges
     one overhead per op, plain PyTorch launches several), ``host_s`` = the :data:`HOST_ROW` seconds per
     archsim op, ``memory`` and ``gemm`` by least squares of the
-    relative error of archsim's own :func:`memory_seconds` and :func:`gemm_seconds` (the memory one
+    relative error of archsim's own :func:`~archsim.devices.kernel_ops.stream_seconds` and
+    :func:`~archsim.devices.kernel_ops.gemm_seconds` (the memory one
     in closed form, linear in 1 / memory; the GEMM one over a 0.001 grid, its model being stepwise).
     ``implementation``: whose op list the host and launch rows are divided by (the probe wrote
     Megatron's count of :data:`HOST_CONFIG`'s iteration; ``pytorch-eager`` recounts it)."""
@@ -189,8 +191,8 @@ def fit_probe(rows: list[ProbeRow], device: Device, implementation: str = "megat
     a = moved / (device.hbm_bytes_per_s * t)  # seconds at full HBM bandwidth / measured seconds
     inverse = float(np.sum(a * (1 - kernel_s / t)) / np.sum(a * a))  # min Σ (a·y + kernel_s/t − 1)², y = 1/memory
     memory = min(1.0, 1.0 / inverse)
-    probe = Efficiency(1.0, memory, kernel_s, host_s)
-    memory_rms = float(np.sqrt(np.mean((memory_seconds(moved / 2, device, probe) / t - 1) ** 2)))
+    probe = one_fraction(1.0, memory, kernel_s, host_s)
+    memory_rms = float(np.sqrt(np.mean((stream_seconds(moved, device.hbm_bytes_per_s, probe) / t - 1) ** 2)))
     m, k, n, count = np.array([(r.m, r.k, r.n, r.count) for r in by["gemm"]], dtype=np.float64).T
     measured = np.array([r.seconds for r in by["gemm"]])
     grid = np.linspace(0.05, 1.0, 951)
@@ -200,7 +202,7 @@ def fit_probe(rows: list[ProbeRow], device: Device, implementation: str = "megat
     sizes = {s: len(rs) for s, rs in by.items()}
     launches = [r for r in rows if r.section == "launches" and r.name == HOST_ROW and r.ops > 0 and r.count > 0]
     per_op = launches[0].count / (launches[0].ops * recount) if launches else 1.0
-    fitted = replace(probe, gemm=float(round(grid[best], 3)), kernel_s=kernel_s * per_op)
+    fitted = replace(probe, gemm=float(round(grid[best], 3)), launch_s=kernel_s * per_op)
     return ProbeFit(fitted, float(np.sqrt(errors[best])), memory_rms, sizes, per_op)
 
 

@@ -7,10 +7,14 @@ and once for V100s (DGX-1 hybrid cube-mesh, bandwidth = NVLink rings × one link
 5, 6 and 7 GPUs are kept for the check (tests/test_training_collectives.py). Refit with
 ``python benchmarks/bench_vtrain_e2e.py --refit``.
 
-GPU kernels (:class:`~archsim.devices.gpu_cost.Efficiency`): fitted by
+GPU kernels on tensor cores (:data:`A100_KERNELS`, the one constants type of the kernel model,
+:class:`~archsim.devices.kernels.KernelConstants`, with one HBM fraction for every memory-bound class:
+:func:`~archsim.devices.kernels.one_fraction`): gemm, memory, launch_s and host_s fitted by
 ``benchmarks/bench_vtrain_e2e.py --refit`` on the measured Megatron-DeepSpeed iterations of the
-**16-layer models only** (hidden 1,024 and 2,048; :func:`is_fit_run`); the 12-, 20- and 24-layer
-models are never seen by the fit, and their error is the one archsim reports.
+**16-layer models only** (hidden 1,024 and 2,048; :func:`is_fit_run`) through the tensor-core GEMM
+path (:func:`~archsim.devices.kernels.tensor_path`); the 12-, 20- and 24-layer models are never seen
+by the fit, and their error is the one archsim reports. fp32 ops on a catalog GPU take the kernel
+model's own fit on NeuSight's kernels instead (:data:`archsim.devices.kernels.FITTED`).
 
 No other constant is fitted: every other figure is a datasheet value (:mod:`archsim.devices.catalog`)
 or a count of FLOPs, bytes and kernels.
@@ -19,7 +23,7 @@ or a count of FLOPs, bytes and kernels.
 from __future__ import annotations
 
 from archsim.collectives import LinkClass
-from archsim.devices.gpu_cost import Efficiency
+from archsim.devices.kernels import KernelConstants, one_fraction
 
 NCCL_FIT_GPUS = (2, 4, 8)
 NCCL_CHECK_GPUS = (3, 5, 6, 7)
@@ -37,8 +41,8 @@ A100_NVLINK = {"efficiency": 0.998, "alpha_s": 3.15e-6, "launch_s": 52.7e-6, "co
 # η, α (s), α₀ (s), γ (s/byte) of V100 NVLink rings on a DGX-1 (per link 25 GB/s per direction).
 V100_NVLINK = {"efficiency": 0.903, "alpha_s": 0.0, "launch_s": 37.9e-6, "copy_s_per_byte": 0.357e-12}
 
-# Kernel efficiencies on an A100, fitted to the 16-layer runs.
-A100_KERNELS = Efficiency(gemm=0.911, memory=0.749, kernel_s=33.3e-6, host_s=69.4e-6)
+# Tensor-core kernel constants on an A100, fitted to the 16-layer runs (feed and energy_pj act on fp32 only).
+A100_KERNELS = one_fraction(gemm=0.911, memory=0.749, launch_s=33.3e-6, host_s=69.4e-6)
 
 
 def nvlink(bandwidth: float) -> LinkClass:
@@ -79,11 +83,11 @@ def infiniband(bandwidth: float) -> LinkClass:
                      launch_s=A100_NVLINK["launch_s"], copy_s_per_byte=A100_NVLINK["copy_s_per_byte"])
 
 
-def kernels(gpu_name: str) -> Efficiency:
+def kernels(gpu_name: str) -> KernelConstants:
     """Kernel efficiencies for a GPU: the A100's fit for every GPU until others are measured.
 
     ``gemm`` and ``memory`` are fractions of the GPU's own datasheet peaks, so they scale with it;
-    ``kernel_s`` and ``host_s`` are seconds. On Hopper they are too optimistic (the Hopper check,
+    ``launch_s`` and ``host_s`` are seconds. On Hopper they are too optimistic (the Hopper check,
     ``benchmarks/bench_hopper_breakdown.py``): measured GEMMs run at 0.64–0.86 of the speed these give,
     reductions (LayerNorm, softmax) 0.26–0.64 of HBM against 0.749, and full recompute costs
     1.6–1.9 ms per checkpointed layer more at micro-batch 1. No allowed data (vTrain's A100 runs,

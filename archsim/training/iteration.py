@@ -2,7 +2,7 @@
 and optimizer step.
 
 1. Each pipeline (virtual) stage's forward F, input-backward I and weight-backward W per micro-batch
-   are the sums of its ops' times on the GPU (:func:`archsim.devices.gpu_cost.op_seconds`) and of
+   are the sums of its ops' times on the GPU (:func:`archsim.devices.kernel_ops.op_seconds`) and of
    its tensor-parallel collectives (they run on the compute stream, between the GEMMs, as Megatron
    issues them). A pass is host-bound when its ops are issued slower than the GPU runs them:
    each pass (forward, recompute, backward) takes max(GPU time, ops × ``efficiency.host_s``).
@@ -21,7 +21,7 @@ and optimizer step.
    gradient written). The iteration ends when the slowest stage has stepped.
 
 In fp32 (``Machine.dtype``) every fp16 byte count of the op lists, messages and activations doubles,
-and on a catalog GPU each op is timed by the fp32 kernel model (:func:`machine_op_seconds`).
+and on a catalog GPU each op is timed with the fp32 (SIMT) constants (:func:`machine_op_seconds`).
 
 This module holds the terms of one iteration that are priced on a machine: each model piece's F, I, W
 per micro-batch (:func:`model_pieces`, step 1) and what follows the last backward (:func:`after_backward`,
@@ -38,10 +38,8 @@ from functools import lru_cache
 import numpy as np
 
 from archsim.collectives import collective_seconds
-from archsim.devices.catalog import chip_of
-from archsim.devices.device import ELEMENT_BYTES
-from archsim.devices.gpu_cost import memory_seconds, op_seconds
-from archsim.devices.kernel_ops import op_kernel_seconds, stream_seconds
+from archsim.devices.kernel_ops import op_seconds
+from archsim.devices.kernels import stream_seconds
 from archsim.errors import InputError
 from archsim.lowering import TrainingOp
 from archsim.training.dp_overlap import dp_allreduce_seconds
@@ -88,13 +86,9 @@ def _coll_seconds(colls: tuple[Collective, ...], par: Parallelism, links: Links,
 
 
 def machine_op_seconds(ops: list[TrainingOp], machine: Machine) -> np.ndarray:
-    """Each op's GPU seconds on ``machine``: in fp32 on a catalog GPU by the fp32 kernel model fitted on
-    NeuSight's kernels (:func:`archsim.devices.kernel_ops.op_kernel_seconds`: SIMT sgemm and PyTorch's
-    memory-bound kernels); fp16/bf16, and any dtype on a device file, by :func:`archsim.devices.gpu_cost.op_seconds`."""
-    chip = chip_of(machine.gpu) if machine.dtype == "fp32" else None
-    if chip is not None:
-        return op_kernel_seconds(ops, chip, machine.dtype, machine.kernel_constants)
-    return op_seconds(ops, machine.gpu, machine.efficiency, ELEMENT_BYTES[machine.dtype], machine.dtype)
+    """Each op's GPU seconds on ``machine`` by the one op-timing model (:func:`archsim.devices.kernel_ops.op_seconds`)
+    with the constants of its dtype (:attr:`~archsim.training.machine.Machine.op_constants`)."""
+    return op_seconds(ops, machine.gpu, machine.op_constants, machine.dtype)
 
 
 def piece_cost(work: Work, par: Parallelism, machine: Machine, recompute: str) -> PieceCost:
@@ -169,20 +163,18 @@ def after_backward(c: TransformerConfig, par: Parallelism, machine: Machine, ran
     if ends[0] != ends[1] and c.tied_embeddings and rank in ends:
         table = padded_vocab(c.vocab, par.tp) // par.tp * c.hidden * 2
         tied = float(collective_seconds("all-reduce", table * scale, 2, machine.links.pp))
-    chip = chip_of(machine.gpu) if machine.dtype == "fp32" else None
+    hbm = machine.gpu.hbm_bytes_per_s
     if machine.implementation == "pytorch-eager" and machine.dtype == "fp32":  # fp32 Adam, gradients summed
         moved = (FP32_OPTIMIZER_BYTES_PER_PARAMETER + 12 * (par.microbatches - 1)) * parameters
-        optimizer = (stream_seconds(moved, chip, kernels=4, constants=machine.kernel_constants) if chip is not None else
-                     float(memory_seconds(moved / 4, machine.gpu, machine.efficiency, 4, kernels=4)))
+        optimizer = float(stream_seconds(moved, hbm, machine.op_constants, kernels=4))
     elif machine.implementation == "pytorch-eager":  # its step, and the gradients summed over micro-batches
         moved = (EAGER_OPTIMIZER_BYTES_PER_PARAMETER
                  + EAGER_ACCUMULATE_BYTES_PER_PARAMETER * (par.microbatches - 1)) * parameters
         kernels = GPT_LAYER_TENSORS * c.layers + 4 + 4  # a copy per tensor, then four multi-tensor kernels
-        optimizer = float(memory_seconds(moved / 2, machine.gpu, machine.efficiency, kernels=kernels))
+        optimizer = float(stream_seconds(moved, hbm, machine.efficiency, kernels=kernels))
     else:
         per_parameter = OPTIMIZER_BYTES_PER_PARAMETER if machine.dtype != "fp32" else FP32_OPTIMIZER_BYTES_PER_PARAMETER
-        optimizer = float(memory_seconds(parameters * per_parameter / 2, machine.gpu,
-                                         machine.efficiency, kernels=4))
+        optimizer = float(stream_seconds(parameters * per_parameter, hbm, machine.efficiency, kernels=4))
     return {"dp_allreduce": dp, "embedding_allreduce": tied, "optimizer": optimizer}
 
 

@@ -10,7 +10,7 @@ GEMMs (m, k, n, count) for Y = X·W, X: m×k: F (m, k, n); D = dY·Wᵀ (m, n, k
 Attention's scores S = Q·Kᵀ and context P·V are batched over b·a/t heads; both of their backward
 GEMMs are δ work (there are no weights), as :mod:`archsim.lowering` lowers ``matmul`` layers.
 
-Memory-bound ops count the elements they read and write (:mod:`archsim.devices.gpu_cost`), with a
+Memory-bound ops count the elements they read and write (:mod:`archsim.devices.kernel_ops`), with a
 dropout mask as half an element (1 byte next to 2-byte fp16 values):
 
 ======================  ==================  ====================================

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from archsim.collectives import LinkClass
+from archsim.devices.catalog import chip_of
 from archsim.devices.device import DTYPES, ELEMENT_BYTES, Device
-from archsim.devices.gpu_cost import Efficiency
-from archsim.devices.kernels import FITTED, KernelConstants
+from archsim.devices.kernels import FITTED, TENSOR_DTYPES, KernelConstants
 from archsim.errors import InputError
 from archsim.training.eager_ops import IMPLEMENTATIONS
 
@@ -37,11 +37,20 @@ class Machine:
     a benchmark passes a leave-one-GPU-out fit)."""
 
     gpu: Device
-    efficiency: Efficiency
+    efficiency: KernelConstants
     links: Links
     implementation: str = "megatron"
     dtype: str = "fp16"
     kernel_constants: KernelConstants = FITTED
+
+    @property
+    def op_constants(self) -> KernelConstants:
+        """The constants its ops are timed with: ``kernel_constants`` for fp32 on a catalog GPU (SIMT
+        kernels, fitted on NeuSight's), ``efficiency`` otherwise (tensor-core kernels fitted on vTrain's
+        A100 runs, or a device file's own)."""
+        if self.dtype not in TENSOR_DTYPES and chip_of(self.gpu) is not None:
+            return self.kernel_constants
+        return self.efficiency
 
     @property
     def scale(self) -> float:

@@ -17,7 +17,7 @@ from archsim.validate import check_name, parse_float, parse_int, read_text, show
 from archsim.workload.transformer import TransformerConfig
 
 if TYPE_CHECKING:
-    from archsim.devices.gpu_cost import Efficiency
+    from archsim.devices.kernels import KernelConstants
     from archsim.training.cluster import GpuCluster
 
 VOCAB = 50257  # GPT-2's vocabulary, as the measured runs used
@@ -164,7 +164,7 @@ class Prediction:
 
 
 def predict(runs: list[MeasuredRun] | tuple[MeasuredRun, ...], cluster: GpuCluster,
-            efficiency: Efficiency | None = None, implementation: str = "megatron") -> list[Prediction]:
+            efficiency: KernelConstants | None = None, implementation: str = "megatron") -> list[Prediction]:
     """``archsim train`` on ``cluster`` (its first GPU type) for every run — nothing fitted here;
     ``efficiency``: kernel constants instead of the catalog's (e.g. a probe's fit); ``implementation``:
     whose op list (:class:`~archsim.training.machine.Machine`)."""

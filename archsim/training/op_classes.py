@@ -2,20 +2,21 @@
 
 Why: to find *where* a GPU is mispredicted, an iteration's error is broken down into archsim's
 GEMM time (tile/wave compute or the HBM roofline), memory-bound time (bytes at HBM bandwidth ×
-``efficiency.memory``) and launch time (``efficiency.kernel_s`` per kernel), and each class is set
+``efficiency.memory``) and launch time (``efficiency.launch_s`` per kernel), and each class is set
 beside what a microbenchmark measured for the same work (``benchmarks/bench_hopper_breakdown.py``).
-Nothing here fits a constant: it only reads :func:`archsim.devices.gpu_cost.op_seconds`'s terms apart.
+Nothing here fits a constant: it only reads :func:`archsim.devices.kernel_ops.op_seconds`'s terms apart.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from archsim.devices.device import Device
-from archsim.devices.gpu_cost import Efficiency, gemm_seconds, memory_seconds, tile_seconds
+from archsim.devices.device import ELEMENT_BYTES, Device
+from archsim.devices.kernel_ops import gemm_path, gemm_seconds
+from archsim.devices.kernels import KernelConstants, compute_seconds, stream_seconds
 from archsim.lowering import TrainingOp
 from archsim.training.calibrate import ProbeRow
 
@@ -24,7 +25,7 @@ from archsim.training.calibrate import ProbeRow
 class ClassSeconds:
     """Seconds of an op list by class: ``gemm`` (compute or HBM roofline, launches excluded; fused
     ops' whole body), ``memory`` (memory-bound bytes at achieved HBM bandwidth), ``launch`` (one
-    ``kernel_s`` per kernel); their sum is :func:`~archsim.devices.gpu_cost.op_seconds`' sum."""
+    ``launch_s`` per kernel); their sum is :func:`~archsim.devices.kernel_ops.op_seconds`' sum."""
 
     gemm: float
     memory: float
@@ -35,27 +36,28 @@ class ClassSeconds:
         return self.gemm + self.memory + self.launch
 
 
-def class_seconds(ops: Sequence[TrainingOp], device: Device, efficiency: Efficiency, element_bytes: int = 2,
+def class_seconds(ops: Sequence[TrainingOp], device: Device, efficiency: KernelConstants,
                   precision: str = "fp16") -> ClassSeconds:
-    """``ops``' GPU time split into GEMM, memory-bound and launch seconds (catalog GPUs' tile model)."""
-    no_launch = Efficiency(efficiency.gemm, efficiency.memory, 0.0, efficiency.host_s)
+    """``ops``' GPU time split into GEMM, memory-bound and launch seconds (a catalog GPU's tensor-core
+    tiles; every memory-bound op streams at ``efficiency.memory``, as in fp16/bf16)."""
+    no_launch = replace(efficiency, launch_s=0.0)
+    size = ELEMENT_BYTES[precision]
+    path = gemm_path(device, precision, no_launch)
     gemm = memory = 0.0
     kernels = 0
     for op in ops:
-        if op.fused:  # one kernel: its GEMMs' compute overlapped with its own traffic
-            compute = sum(float(tile_seconds(g.m, g.k, g.n, g.count, device, no_launch, precision, element_bytes))
-                          for g in op.gemms)
-            traffic = float(memory_seconds(op.vector_elements, device, no_launch, element_bytes, kernels=0))
+        if op.fused and path is not None:  # one kernel: its GEMMs' compute overlapped with its own traffic
+            compute = sum(float(compute_seconds(g.count, g.m, g.n, g.k, path, no_launch, size)) for g in op.gemms)
+            traffic = float(stream_seconds(op.vector_elements * size, device.hbm_bytes_per_s, no_launch, kernels=0))
             gemm += max(compute, traffic)
             kernels += 1
             continue
-        gemm += sum(float(gemm_seconds(g.m, g.k, g.n, g.count, device, no_launch, precision, element_bytes))
-                    for g in op.gemms)
+        gemm += sum(float(gemm_seconds(g.m, g.k, g.n, g.count, device, no_launch, precision)) for g in op.gemms)
         kernels += len(op.gemms)
         if op.vector_elements > 0:
-            memory += float(memory_seconds(op.vector_elements, device, no_launch, element_bytes, kernels=0))
+            memory += float(stream_seconds(op.vector_elements * size, device.hbm_bytes_per_s, no_launch, kernels=0))
             kernels += 1
-    return ClassSeconds(gemm, memory, kernels * efficiency.kernel_s)
+    return ClassSeconds(gemm, memory, kernels * efficiency.launch_s)
 
 
 @dataclass(frozen=True)
@@ -70,13 +72,13 @@ class GemmMatch:
 
 
 def match_probe_gemms(ops: Sequence[TrainingOp], rows: Sequence[ProbeRow], device: Device,
-                      efficiency: Efficiency, element_bytes: int = 2, precision: str = "fp16") -> GemmMatch:
+                      efficiency: KernelConstants, precision: str = "fp16") -> GemmMatch:
     """Sum archsim's and the probe's seconds over the GEMMs of ``ops`` a probe row times (same shape)."""
     measured_by_shape: dict[tuple[int, int, int, int], list[float]] = {}
     for r in rows:
         if r.section == "gemm":
             measured_by_shape.setdefault((r.m, r.k, r.n, r.count), []).append(r.seconds)
-    no_launch = Efficiency(efficiency.gemm, efficiency.memory, 0.0, efficiency.host_s)
+    no_launch = replace(efficiency, launch_s=0.0)
     predicted = measured = 0.0
     matched = unmatched = 0
     for op in ops:
@@ -87,7 +89,7 @@ def match_probe_gemms(ops: Sequence[TrainingOp], rows: Sequence[ProbeRow], devic
                 continue
             matched += 1
             measured += float(np.median(times))
-            predicted += float(gemm_seconds(g.m, g.k, g.n, g.count, device, no_launch, precision, element_bytes))
+            predicted += float(gemm_seconds(g.m, g.k, g.n, g.count, device, no_launch, precision))
     return GemmMatch(predicted, measured, matched, unmatched)
 
 
