@@ -86,7 +86,10 @@ def _caption(text: str, command: str) -> str:
 STATS_NOTE = ("rho: Spearman rank correlation of modeled and measured time (the bar is ≥ 0.9 per op type); "
               "median_ratio: median of modeled / measured; median_abs_err: median |ratio − 1|; mape: mean |ratio − 1|; scaled_abs_err: "
               "median |ratio / median_ratio − 1|, the error one constant cannot absorb; *_mem: the same with the "
-              "memory floor max(modeled, memory_ms).")
+              "memory floor max(modeled, memory_ms). seconds_mape, seconds_median_ratio, seconds_rho: MAPE, median "
+              "predicted / measured and ρ of predicted_seconds, the same ops timed by the one device model "
+              "(archsim.devices.kernel_ops: tiles in waves, HBM roofline, launch; see the assumptions' "
+              "predicted_seconds line) — times, where the arrays view's cycles rank.")
 
 
 SUBSET_NOTE = ("The same statistics over layers whose channels and filters are multiples of 8 — the shapes "
