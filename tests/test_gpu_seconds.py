@@ -139,3 +139,29 @@ def test_the_cli_shows_seconds_beside_the_arrays_view(capsys):
     assert main(["validate-gpu", "--csv", str(V100_GEMMS), "--format", "csv"]) == 0
     header = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("group,"))
     assert {"seconds_mape", "seconds_median_ratio", "seconds_rho", "rho", "median_ratio"} <= set(header.split(","))
+
+
+@pytest.mark.parametrize("dataflow", ["os", "ws", "is"])
+def test_the_cycles_view_is_the_device_models_arrays_path_without_split_k(dataflow):
+    """The GPU-as-arrays view is the arrays mechanism of the one device model: the catalog V100's
+    Device with ``gemm = "arrays"`` (its 640 tensor cores as 8×8 arrays at 1530 MHz) times a single
+    GEMM, with no efficiency loss, traffic or launch, in exactly the view's cycles + 1 (SCALE-Sim counts
+    the last cycle's index) — with split-K off, which kernel_ops' arrays path does not have."""
+    from archsim.devices.kernel_ops import array_gemm_seconds
+    from archsim.devices.kernels import one_fraction
+    from archsim.validation.gpu import gemm_cycles, gpu_arrays
+
+    device = catalog_device("v100-32gb")
+    device = replace(device, gemm="arrays", arrays=replace(device.arrays, dataflow=dataflow))
+    ideal = one_fraction(gemm=1.0, memory=1e30, launch_s=0.0)
+    arrays = gpu_arrays(KNOWN_GPUS["v100"], dataflow, split_k=False)
+    m, k, n = np.meshgrid([1, 7, 64, 1000, 12544], [3, 64, 4608], [1, 8, 100, 2048], indexing="ij")
+    m, k, n = m.ravel(), k.ravel(), n.ravel()
+    cycles = gemm_cycles(m, k, n, arrays)[0]
+    seconds = array_gemm_seconds(m, k, n, np.ones_like(m), device, ideal)
+    assert device.arrays.count == arrays.count == 640
+    assert np.allclose(seconds * device.clock_hz, cycles + 1, rtol=1e-12)
+    if dataflow == "os":  # split-K (the view's default) is where the two part: few tiles, a long reduction
+        split = gemm_cycles(np.array([32]), np.array([100_000]), np.array([32]), gpu_arrays(KNOWN_GPUS["v100"]))[0]
+        whole = array_gemm_seconds(32, 100_000, 32, 1, device, ideal) * device.clock_hz
+        assert split[0] + 1 < whole / 10
