@@ -101,6 +101,22 @@ def test_fp16_rows_are_not_timed_without_tensor_constants_and_tf32_never():
     assert fp32 is not None and fp32.constants == FITTED
 
 
+def test_fp16_without_tensor_cores_runs_on_the_lanes_and_undescribed_lanes_are_not_timed():
+    """DeepBench's P100 "pseudo fp16" (fp16 storage, no tensor cores): SIMT tiles at 2 bytes per element
+    with the NeuSight fit, not the catalog board's (which has no fp16 peak). The A10's FP32 lanes are
+    not in the catalog: an fp32 table on it is not timed rather than timed on a guess."""
+    from archsim.devices.kernels import simt_path
+
+    spec = KNOWN_GPUS["p100-pcie"]
+    timer = kernel_timer(spec, "p100-pcie", "fp16", None)
+    assert timer is not None and timer.device is None and timer.constants == FITTED
+    op = [TrainingOp("a", "F", (Gemm(64, 4608, 512),))]
+    expected = gemm_ops_seconds(op, simt_path(spec, FITTED), FITTED, 2)[0]
+    assert ops_seconds(op, timer, [], 2)[0] == pytest.approx(expected, rel=1e-12)
+    assert kernel_timer(KNOWN_GPUS["a10"], "a10", "fp32", kernels) is None
+    assert kernel_timer(KNOWN_GPUS["a10"], "a10", "fp16", kernels) is not None
+
+
 def test_fp16_layers_of_other_shapes_run_on_the_fp32_lanes():
     """A 3-channel first layer (not a tensor-core shape) on the V100 in fp16: the SIMT path at the V100's
     15.7 TFLOP/s FP32 lanes with the NeuSight fit, operands at 2 bytes."""

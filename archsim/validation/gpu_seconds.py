@@ -64,15 +64,21 @@ class KernelTimer:
 def kernel_timer(spec: GpuSpec, slug: str | None, dtype: str,
                  tensor_constants: TensorConstants | None) -> KernelTimer | None:
     """The timer of ``spec`` (catalog slug ``slug``) at the CSV's ``dtype``; None where the device model
-    cannot time it (tf32, or fp16/bf16 with no tensor-core constants given)."""
+    cannot time it (tf32; fp16/bf16 on tensor cores with no constants given; SIMT work on a chip whose
+    FP32 lanes the catalog does not describe). fp16 on a GPU without tensor cores (storage only) runs
+    on its FP32 lanes at 2 bytes per element, on the chip's path."""
     name = DTYPES.get(dtype.strip().lower())
-    if name is None or (name in TENSOR_DTYPES and tensor_constants is None):
+    if name is None:
         return None
+    tensor = name in TENSOR_DTYPES and spec.array_unit == "tensor core"
+    if (tensor and tensor_constants is None) or (not tensor and not spec.fp32_lanes_per_sm):
+        return None  # no constants for the tensor cores, or FP32 lanes the catalog does not describe
     catalog = KNOWN_GPUS.get(slug or "")
     device = None
-    if catalog is not None and slug in BOARD_OF_CHIP and replace(spec, name=catalog.name) == catalog:
+    same = catalog is not None and replace(spec, name=catalog.name) == catalog
+    if same and slug in BOARD_OF_CHIP and (tensor or name == "fp32"):  # fp16 storage on FP32 lanes: chip path
         device = catalog_device(BOARD_OF_CHIP[slug])
-    if name in TENSOR_DTYPES and spec.array_unit == "tensor core":
+    if tensor:
         assert tensor_constants is not None
         constants = tensor_constants(device.name if device is not None else spec.name)
         fit = "tensor-core tiles, the vTrain A100 fit"
