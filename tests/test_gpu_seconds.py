@@ -181,3 +181,16 @@ def test_the_cycles_view_is_the_device_models_arrays_path_without_split_k(datafl
         split = gemm_cycles(np.array([32]), np.array([100_000]), np.array([32]), gpu_arrays(KNOWN_GPUS["v100"]))[0]
         whole = array_gemm_seconds(32, 100_000, 32, 1, device, ideal) * device.clock_hz
         assert split[0] + 1 < whole / 10
+
+
+def test_the_report_plots_the_times_beside_the_cycles():
+    from archsim.validation.gpu_report import report_sections
+
+    study = run_study([read_kernel_csv(RESULTS / "deepbench_t4_kernels.csv")], tensor_constants=kernels)
+    titles = [item.layout.title.text for item, _ in report_sections(study, "cmd") if hasattr(item, "layout")]
+    assert sum("device model's seconds" in t for t in titles) == 3
+    assert sum("arrays view" in t for t in titles) == 3
+    untimed = run_study([read_kernel_csv(RESULTS / "deepbench_t4_kernels.csv")])  # fp16 with no tensor constants
+    assert untimed.joined.predicted_seconds.isna().all()
+    titles = [item.layout.title.text for item, _ in report_sections(untimed, "cmd") if hasattr(item, "layout")]
+    assert not any("device model's seconds" in t for t in titles)
