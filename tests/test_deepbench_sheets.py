@@ -173,6 +173,8 @@ def test_committed_summary_is_current():
     summary = load_benchmark("deepbench_summary")
     text = (RESULTS / "deepbench_summary.md").read_text(encoding="utf-8")
     assert text == summary.markdown(summary.summary(summary.conv_csvs()))
+    gemm = (RESULTS / "deepbench_gemm_summary.md").read_text(encoding="utf-8")
+    assert gemm == summary.markdown(summary.summary(summary.gemm_csvs()))
 
 
 def test_winograd_forward_is_lavin_and_grays_batched_gemms():

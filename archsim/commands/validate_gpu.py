@@ -128,11 +128,13 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("mixes NeuSight kernel CSVs with archsim's measured CSVs; give one kind", field="csv")
     args.show = args.show or "stats"
     # imported here: scipy.stats and plotly would slow every other archsim command's start-up
+    from archsim.training.fitted import kernels as tensor_constants
     from archsim.validation.gpu_csv import read_kernel_csv
     from archsim.validation.gpu_report import write_markdown, write_report
     from archsim.validation.gpu_study import run_study
 
-    study = run_study([read_kernel_csv(path) for path in args.csv], overrides_from_args(args), args.mode)
+    study = run_study([read_kernel_csv(path) for path in args.csv], overrides_from_args(args), args.mode,
+                      tensor_constants)
     command = command_line(args)
     if args.report:
         print(f"wrote {write_report(study, args.report, command)}", file=sys.stderr)

@@ -57,6 +57,7 @@ from archsim.validation.gpu_algorithms import (
     winograd_forward,
 )
 from archsim.validation.gpu_csv import KernelTable
+from archsim.validation.gpu_seconds import KernelTimer, ops_seconds
 from archsim.workload import load_network
 from archsim.workload.layer import NETWORK_INPUT, Layer, Network
 
@@ -148,11 +149,15 @@ def measured_layer(layer: Layer) -> Layer:
     return layer
 
 
-def model_kernels(table: KernelTable, arrays: GpuArrays, mode: str = "exact") -> pd.DataFrame:
+def model_kernels(table: KernelTable, arrays: GpuArrays, mode: str = "exact",
+                  timer: KernelTimer | None = None) -> pd.DataFrame:
     """Every row of a measured table with archsim's cost beside it.
 
     Adds ``kind`` (conv/fc), ``tensor_core_shape`` (:func:`tensor_core_shape`), ``macs``, ``modeled_cycles``, ``modeled_ms``, ``memory_ms`` and
-    ``roofline_ms`` = max(modeled, memory). Rows are joined to the shipped network by name, or to a
+    ``roofline_ms`` = max(modeled, memory) — the arrays view — and ``measured_seconds`` and
+    ``predicted_seconds``: the same ops timed by the one device model
+    (:mod:`archsim.validation.gpu_seconds`; NaN without a ``timer``, and for ``DG_concurrent``, which
+    that model has no two-stream mechanism for; ``DG_serial`` is D + G). Rows are joined to the shipped network by name, or to a
     topology file of that name beside the CSV (measurements of other layers, such as DeepBench's); a layer
     that is missing, not a conv/fc, or has another shape than the CSV says is an error naming the line.
     """
@@ -206,9 +211,12 @@ def model_kernels(table: KernelTable, arrays: GpuArrays, mode: str = "exact") ->
         lane_cycles, lane_busy, lane_split = op_cycles([ops[i] for i in fallback], lanes)
         cycles[fallback], split[fallback] = lane_cycles, lane_split
         busy[fallback] = -(-lane_busy * arrays.count // lanes.count)
+    seconds = np.full(len(ops), np.nan)
+    if timer is not None:
+        seconds = ops_seconds(ops, timer, on_lanes, eb)
     macs = np.asarray([op.macs for op in ops], dtype=np.int64)
     P = arrays.count
-    out_cycles, out_macs, out_bytes, out_split = [], [], [], []
+    out_cycles, out_macs, out_bytes, out_split, out_seconds = [], [], [], [], []
     for row in frame.itertuples(index=False):
         unit = (row.network, row.layer, int(row.batch))
         if row.op in ("F", "D", "G"):
@@ -217,12 +225,15 @@ def model_kernels(table: KernelTable, arrays: GpuArrays, mode: str = "exact") ->
             out_macs.append(int(macs[i]))
             out_bytes.append(bytes_of[unit])
             out_split.append(int(split[i]))
+            out_seconds.append(float(seconds[i]))
             continue
         d, g = where[(*unit, "D")], where[(*unit, "G")]
         if row.op == "DG_serial":
             out_cycles.append(int(cycles[d] + cycles[g]))
+            out_seconds.append(float(seconds[d] + seconds[g]))
         else:
             out_cycles.append(int(max(cycles[d], cycles[g], -(-(busy[d] + busy[g]) // P) - 1)))
+            out_seconds.append(float("nan"))
         out_macs.append(int(macs[d] + macs[g]))
         out_bytes.append(2 * bytes_of[unit])
         out_split.append(int(max(split[d], split[g])))
@@ -234,6 +245,8 @@ def model_kernels(table: KernelTable, arrays: GpuArrays, mode: str = "exact") ->
     frame["modeled_ms"] = frame["modeled_cycles"] / arrays.spec.clock_hz * 1e3
     frame["memory_ms"] = np.asarray(out_bytes, dtype=np.float64) / arrays.spec.memory_bytes_per_s * 1e3
     frame["roofline_ms"] = np.maximum(frame["modeled_ms"], frame["memory_ms"])
+    frame["measured_seconds"] = frame["measured_ms"] / 1e3
+    frame["predicted_seconds"] = np.asarray(out_seconds, dtype=np.float64)
     return frame
 
 

@@ -18,7 +18,7 @@ from archsim.validation.gpu_csv import KERNEL_OPS
 
 GROUPINGS: tuple[tuple[str, ...], ...] = (("op",), ("network", "op"), ("batch", "op"))
 STAT_COLUMNS = ("group", "gpu", "network", "batch", "op", "kernel_count", "rho", "median_ratio", "median_abs_err", "mape",
-                "scaled_abs_err", "rho_mem", "median_ratio_mem")
+                "scaled_abs_err", "rho_mem", "median_ratio_mem", "seconds_mape", "seconds_median_ratio", "seconds_rho")
 
 
 def spearman(modeled: Sequence[float], measured: Sequence[float]) -> float:
@@ -46,7 +46,9 @@ def ratio_errors(modeled: Sequence[float], measured: Sequence[float]) -> dict[st
 
 def compare(joined: pd.DataFrame, groupings: Sequence[Sequence[str]] = GROUPINGS) -> pd.DataFrame:
     """One row per group of F/D/G kernels: n, ρ and ratio errors of ``modeled_ms`` (and of
-    ``roofline_ms``, the model with the memory floor, as ``*_mem``) against ``measured_ms``.
+    ``roofline_ms``, the model with the memory floor, as ``*_mem``) against ``measured_ms``; and
+    ``seconds_*``: MAPE, median ratio and ρ of the device model's ``predicted_seconds`` against the
+    measured seconds (NaN where the rows were not timed).
 
     Every layer row counts (a shape ResNet repeats counts once per layer, as per-layer costs do).
     """
@@ -60,11 +62,15 @@ def compare(joined: pd.DataFrame, groupings: Sequence[Sequence[str]] = GROUPINGS
             label = dict(zip(by, values))
             errors = ratio_errors(part["modeled_ms"], part["measured_ms"])
             memory = ratio_errors(part["roofline_ms"], part["measured_ms"])
+            predicted = part["predicted_seconds"] if "predicted_seconds" in part else pd.Series(float("nan"), part.index)
+            timed = ratio_errors(predicted, part["measured_ms"] / 1e3)
             rows.append({"group": "×".join(keys), "gpu": label["gpu"], "network": label.get("network", "all"),
                          "batch": str(label.get("batch", "all")), "op": label["op"], "kernel_count": len(part),
                          "rho": spearman(part["modeled_ms"], part["measured_ms"]), **errors,
                          "rho_mem": spearman(part["roofline_ms"], part["measured_ms"]),
-                         "median_ratio_mem": memory["median_ratio"]})
+                         "median_ratio_mem": memory["median_ratio"], "seconds_mape": timed["mape"],
+                         "seconds_median_ratio": timed["median_ratio"],
+                         "seconds_rho": spearman(predicted, part["measured_ms"])})
     frame = pd.DataFrame(rows, columns=list(STAT_COLUMNS))
     order = {op: i for i, op in enumerate(KERNEL_OPS)}
     frame["_op"] = frame["op"].map(order)

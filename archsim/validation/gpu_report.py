@@ -24,9 +24,12 @@ OP_NAMES = {"F": "forward (F)", "D": "input gradient (D, δ)", "G": "weight grad
 NETWORK_COLORS = ("#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2")
 
 
-def scatter_figure(joined: pd.DataFrame, op: str) -> go.Figure:
-    """Modeled vs measured time of every layer × batch of one op, log–log, with y = x and the one-scale fit."""
+def scatter_figure(joined: pd.DataFrame, op: str, seconds: bool = False) -> go.Figure:
+    """Modeled vs measured time of every layer × batch of one op, log–log, with y = x and the one-scale fit;
+    ``seconds``: the device model's ``predicted_seconds`` (in ms) instead of the arrays view's cycles."""
     data = joined[joined["op"] == op]
+    if seconds:
+        data = data[data["predicted_seconds"].notna()].assign(modeled_ms=lambda f: f["predicted_seconds"] * 1e3)
     fig = go.Figure()
     groups = list(data.groupby(["gpu", "network"]))
     for index, ((gpu, network), part) in enumerate(groups):
@@ -46,7 +49,8 @@ def scatter_figure(joined: pd.DataFrame, op: str) -> go.Figure:
                                  line={"dash": "dash", "color": "#555"}))
         fig.add_trace(go.Scatter(x=[low, high], y=[low * ratio, high * ratio], mode="lines",
                                  name=f"modeled = {ratio:.3g} × measured (median)", line={"dash": "dot", "color": "#999"}))
-    fig.update_layout(title=f"{OP_NAMES.get(op, op)}: archsim vs GPU, every conv/fc layer and batch",
+    view = "the device model's seconds" if seconds else "the arrays view"
+    fig.update_layout(title=f"{OP_NAMES.get(op, op)}: archsim ({view}) vs GPU, every conv/fc layer and batch",
                       xaxis_title="measured (ms)", yaxis_title="modeled (ms)", xaxis_type="log", yaxis_type="log")
     return fig
 
@@ -86,7 +90,10 @@ def _caption(text: str, command: str) -> str:
 STATS_NOTE = ("rho: Spearman rank correlation of modeled and measured time (the bar is ≥ 0.9 per op type); "
               "median_ratio: median of modeled / measured; median_abs_err: median |ratio − 1|; mape: mean |ratio − 1|; scaled_abs_err: "
               "median |ratio / median_ratio − 1|, the error one constant cannot absorb; *_mem: the same with the "
-              "memory floor max(modeled, memory_ms).")
+              "memory floor max(modeled, memory_ms). seconds_mape, seconds_median_ratio, seconds_rho: MAPE, median "
+              "predicted / measured and ρ of predicted_seconds, the same ops timed by the one device model "
+              "(archsim.devices.kernel_ops: tiles in waves, HBM roofline, launch; see the assumptions' "
+              "predicted_seconds line) — times, where the arrays view's cycles rank.")
 
 
 SUBSET_NOTE = ("The same statistics over layers whose channels and filters are multiples of 8 — the shapes "
@@ -118,6 +125,12 @@ def report_sections(study: GpuStudy, command: str) -> list[Section]:
                 f"tensor-core shape); measured: the CSV's times (archsim's timing script: median of CUDA-event "
                 f"timings; see each CSV's metadata); modeled: archsim {html.escape(study.mode)} mode on the "
                 f"GPU-like arrays.", command)))
+        timed = study.joined[(study.joined["op"] == op)]
+        if "predicted_seconds" in timed and timed["predicted_seconds"].notna().any():
+            sections.append((scatter_figure(study.joined, op, seconds=True), _caption(
+                "The same kernels timed by the one device model (predicted_seconds: archsim.devices.kernel_ops "
+                "on the catalog GPU; the assumptions' predicted_seconds line says which path and constants).",
+                command)))
     if len(study.streams):
         sections.append((streams_figure(study.streams), _caption(
             "Measured: D and G launched on two CUDA streams vs back-to-back on one (the single-device "

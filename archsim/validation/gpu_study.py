@@ -8,10 +8,12 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from archsim.devices.catalog import find_gpu
 from archsim.errors import InputError
 from archsim.validation.gpu import assumptions, gpu_arrays, model_kernels, resolve_gpu
 from archsim.validation.gpu_compare import compare, concurrency, concurrency_summary
 from archsim.validation.gpu_csv import KernelTable
+from archsim.validation.gpu_seconds import TensorConstants, kernel_timer
 
 VARIANTS = (("os", True), ("os", False), ("ws", False), ("is", False))
 """(dataflow, split-K) pairs of the sensitivity table; split-K applies to os only."""
@@ -66,8 +68,12 @@ def _element_bytes(table: KernelTable) -> int:
     return ELEMENT_BYTES[dtype]
 
 
-def run_study(tables: Sequence[KernelTable], overrides: GpuOverrides = GpuOverrides(), mode: str = "exact") -> GpuStudy:
-    """Model every table's kernels on its GPU and compare; several tables (GPUs) are stacked by ``gpu``."""
+def run_study(tables: Sequence[KernelTable], overrides: GpuOverrides = GpuOverrides(), mode: str = "exact",
+              tensor_constants: TensorConstants | None = None) -> GpuStudy:
+    """Model every table's kernels on its GPU and compare; several tables (GPUs) are stacked by ``gpu``.
+
+    ``tensor_constants`` (GPU name → constants; :func:`archsim.training.fitted.kernels`, which this
+    package may not import) times fp16/bf16 tables in seconds too; without it only fp32 ones are."""
     if not tables:
         raise InputError("no measured CSV given", field="csv")
     joined, sensitivity, notes = [], [], []
@@ -90,9 +96,13 @@ def run_study(tables: Sequence[KernelTable], overrides: GpuOverrides = GpuOverri
         gpu = table.meta.get("gpu_slug") or slug(name)
         arrays = gpu_arrays(spec, overrides.dataflow, eb, overrides.split_k, overrides.dgrad,
                             overrides.cuda_core_fallback, overrides.winograd)
-        joined.append(model_kernels(table, arrays, mode).assign(gpu=gpu))
+        dtype = table.meta.get("dtype", "fp16")
+        timer = kernel_timer(spec, find_gpu(overrides.like or name), dtype, tensor_constants)
+        joined.append(model_kernels(table, arrays, mode, timer).assign(gpu=gpu))
         from_csv = measured_sms if overrides.sm_count is None else None
         notes += [{"gpu": gpu, "item": item, "value": value} for item, value in assumptions(arrays, mode, from_csv)]
+        notes.append({"gpu": gpu, "item": "predicted_seconds", "value": timer.note if timer is not None else
+                      f"not timed: the device model has no {dtype} path here (tf32, or no tensor-core constants)"})
         notes.append({"gpu": gpu, "item": "measured with", "value": ", ".join(
             f"{k} {table.meta[k]}" for k in ("dtype", "torch", "cuda", "cudnn", "sm_clock_max_mhz", "repeats")
             if k in table.meta)})

@@ -1,0 +1,124 @@
+"""Measured GPU kernels timed in seconds by the one device model (:mod:`archsim.devices.kernel_ops`).
+
+``validate-gpu``'s GPU-as-arrays view (:mod:`archsim.validation.gpu`) gives cycles that rank kernels;
+this gives every measured F/D/G kernel a *time*, from the same ops the arrays view costs (im2col
+lowering, zero-insertion δ, Winograd forwards, the FP32-lane fallback of
+:mod:`archsim.validation.gpu_algorithms`), so the two views differ only in how an op is priced:
+
+* a catalog GPU with a board (:data:`archsim.devices.catalog.BOARD_OF_CHIP`; V100, T4, P100, A100,
+  L4, H100, H200, P4, …) and no override of its figures: its :class:`~archsim.devices.device.Device`
+  (:func:`~archsim.devices.device.catalog_device`), every op timed by
+  :func:`archsim.devices.kernel_ops.op_seconds` at the CSV's dtype — fp16/bf16 on the tensor-core
+  tiles with the constants the caller gives (the vTrain fit, :func:`archsim.training.fitted.kernels`:
+  ``validation`` may not import ``training``, so the command passes it), fp32 on the SIMT tiles of
+  the FP32 lanes with :data:`archsim.devices.kernels.FITTED`;
+* a chip without a board (the DeepBench-only GPUs: GTX 1080 Ti, Titan X/Xp, M40, AMD MI25 and Vega)
+  or with an override (``--sm-count``, ``--clock-mhz``, …): the same GEMM function
+  (:func:`archsim.devices.kernels.path_gemm_seconds`) on the chip's own path
+  (:func:`archsim.devices.kernels.spec_path`: SIMT tiles on its FP32 lanes; tensor tiles at the chip's
+  peak for fp16) — what ``op_seconds`` does for a GEMM-only op; the tests hold the two routes equal
+  where both apply;
+* an fp16 layer that runs on the FP32 lanes (channels or filters not multiples of 8): the SIMT path
+  with :data:`~archsim.devices.kernels.FITTED`, its operands counted at the CSV's element size.
+
+Nothing here is fitted: the constants are the ones fitted elsewhere (NeuSight's five GPUs for fp32,
+vTrain's A100 runs for the tensor cores). Units: seconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from archsim.array.costing import flatten_gemms
+from archsim.devices.catalog import BOARD_OF_CHIP, KNOWN_GPUS, GpuSpec
+from archsim.devices.device import Device, catalog_device
+from archsim.devices.kernel_ops import op_seconds
+from archsim.devices.kernels import FITTED, GemmPath, KernelConstants, path_gemm_seconds, simt_path, spec_path
+from archsim.errors import InputError
+from archsim.lowering import TrainingOp
+
+DTYPES = {"fp16": "fp16", "float16": "fp16", "bf16": "bf16", "bfloat16": "bf16", "fp32": "fp32", "float32": "fp32"}
+"""The CSV metadata's dtype names the device model times (tf32 is not one: no tf32 GEMM path)."""
+TENSOR_DTYPES = ("fp16", "bf16")
+
+TensorConstants = Callable[[str], KernelConstants]
+"""GPU name → the tensor-core kernel constants (:func:`archsim.training.fitted.kernels`)."""
+
+
+@dataclass(frozen=True)
+class KernelTimer:
+    """How one measured table's kernels are timed: ``dtype`` on ``spec`` (the chip after overrides),
+    through ``device`` (its catalog board) where it is the catalog's, else on the chip's own path;
+    ``constants`` for the dtype's GEMM path (FITTED for fp32); ``note`` says which, for the assumptions."""
+
+    spec: GpuSpec
+    dtype: str
+    device: Device | None
+    constants: KernelConstants
+    note: str
+
+
+def kernel_timer(spec: GpuSpec, slug: str | None, dtype: str,
+                 tensor_constants: TensorConstants | None) -> KernelTimer | None:
+    """The timer of ``spec`` (catalog slug ``slug``) at the CSV's ``dtype``; None where the device model
+    cannot time it (tf32; fp16/bf16 on tensor cores with no constants given; SIMT work on a chip whose
+    FP32 lanes the catalog does not describe). fp16 on a GPU without tensor cores (storage only) runs
+    on its FP32 lanes at 2 bytes per element, on the chip's path."""
+    name = DTYPES.get(dtype.strip().lower())
+    if name is None:
+        return None
+    tensor = name in TENSOR_DTYPES and spec.array_unit == "tensor core"
+    if (tensor and tensor_constants is None) or (not tensor and not spec.fp32_lanes_per_sm):
+        return None  # no constants for the tensor cores, or FP32 lanes the catalog does not describe
+    catalog = KNOWN_GPUS.get(slug or "")
+    device = None
+    same = catalog is not None and replace(spec, name=catalog.name) == catalog
+    if same and slug in BOARD_OF_CHIP and (tensor or name == "fp32"):  # fp16 storage on FP32 lanes: chip path
+        device = catalog_device(BOARD_OF_CHIP[slug])
+    if tensor:
+        assert tensor_constants is not None
+        constants = tensor_constants(device.name if device is not None else spec.name)
+        fit = "tensor-core tiles, the vTrain A100 fit"
+    else:
+        constants, fit = FITTED, "SIMT tiles on the FP32 lanes, kernels.FITTED (NeuSight's five GPUs)"
+    where = (f"kernel_ops.op_seconds on the catalog device {device.name}" if device is not None else
+             "kernels.path_gemm_seconds on the chip's datasheet path (no catalog board, or overridden figures)")
+    return KernelTimer(spec, name, device, constants, f"{name}: {fit}; {where}")
+
+
+def gemm_ops_seconds(ops: Sequence[TrainingOp], path: GemmPath, constants: KernelConstants, size: int) -> np.ndarray:
+    """Seconds of GEMM-only ops (convolution/fc kernels) on ``path``: each GEMM one kernel, an op's
+    GEMMs one after another — :func:`~archsim.devices.kernel_ops.op_seconds` for such ops."""
+    if any(op.vector_elements or op.fused or op.kernel for op in ops):
+        raise InputError("a measured kernel lowered to memory-bound work; only conv/fc GEMMs are timed here",
+                         field="op")
+    owner, m, k, n, count = flatten_gemms(ops)
+    seconds = np.zeros(len(ops))
+    if owner.size:
+        np.add.at(seconds, owner, path_gemm_seconds(count, m, n, k, path, constants, size))
+    return seconds
+
+
+def ops_seconds(ops: Sequence[TrainingOp], timer: KernelTimer, on_lanes: Sequence[bool], size: int) -> np.ndarray:
+    """Seconds of each op; ``on_lanes`` marks the fp16 ops that run on the FP32 lanes, ``size`` is the
+    CSV's bytes per element."""
+    lanes = np.asarray(on_lanes, dtype=bool) if len(on_lanes) else np.zeros(len(ops), dtype=bool)
+    seconds = np.zeros(len(ops))
+    rest = np.flatnonzero(~lanes)
+    if rest.size:
+        chosen = [ops[i] for i in rest]
+        if timer.device is not None:
+            seconds[rest] = op_seconds(chosen, timer.device, timer.constants, timer.dtype)
+        else:
+            path = spec_path(timer.spec, timer.constants, timer.dtype)
+            seconds[rest] = gemm_ops_seconds(chosen, path, timer.constants, size)
+    moved = np.flatnonzero(lanes)
+    if moved.size:
+        seconds[moved] = gemm_ops_seconds([ops[i] for i in moved], simt_path(timer.spec, FITTED), FITTED, size)
+    return seconds
+
+
+__all__ = ["DTYPES", "KernelTimer", "TensorConstants", "gemm_ops_seconds", "kernel_timer", "ops_seconds"]

@@ -1,0 +1,196 @@
+"""validate-gpu times measured kernels with the one device model (issue 37, items 1–2): every F/D/G
+row gets ``predicted_seconds`` from :mod:`archsim.devices.kernel_ops`, and the statistics give MAPE,
+median ratio and ρ of seconds beside the arrays view's.
+
+References: the device model's own public function for the wiring (the same shape handed to
+``kernel_ops.op_seconds`` directly), a memory-bound GEMM's bytes at the V100 datasheet's HBM
+bandwidth worked by hand, and the statistics recomputed from the joined rows with the standard library.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from archsim.devices.catalog import KNOWN_GPUS
+from archsim.devices.device import catalog_device
+from archsim.devices.kernel_ops import op_seconds
+from archsim.devices.kernels import FITTED
+from archsim.lowering import Gemm, TrainingOp
+from archsim.training.fitted import A100_KERNELS, kernels
+from archsim.validation.gpu_csv import read_kernel_csv
+from archsim.validation.gpu_seconds import gemm_ops_seconds, kernel_timer, ops_seconds
+from archsim.validation.gpu_study import run_study
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+V100_GEMMS = RESULTS / "deepbench_v100_gemm_kernels.csv"
+
+
+@pytest.fixture(scope="module")
+def v100_gemms():
+    return run_study([read_kernel_csv(V100_GEMMS)], tensor_constants=kernels).joined
+
+
+def _row(joined, layer: str, batch: int):
+    rows = joined[(joined.layer == layer) & (joined.batch == batch) & (joined.op == "F")]
+    assert len(rows) == 1
+    return rows.iloc[0]
+
+
+def test_a_gemm_row_is_timed_by_op_seconds_on_the_catalog_v100(v100_gemms):
+    """Wiring: DeepBench's DeepSpeech GEMM M = N = K = 1760 at batch 128 (an fc forward: out[128×1760] =
+    in[128×1760]·W[1760×1760]) is the fp16 GEMM op_seconds times on the catalog V100 with the vTrain fit."""
+    row = _row(v100_gemms, "deepspeech_gemm_1_nn", 128)
+    op = TrainingOp("gemm", "F", (Gemm(128, 1760, 1760),))
+    expected = op_seconds([op], catalog_device("v100-32gb"), A100_KERNELS, "fp16")[0]
+    assert row.predicted_seconds == pytest.approx(expected, rel=1e-12)
+    assert row.measured_seconds == pytest.approx(row.measured_ms / 1e3)
+
+
+def test_a_memory_bound_gemm_is_its_bytes_at_the_v100s_hbm_bandwidth(v100_gemms):
+    """Independent reference: a 4096 × 4096 weight read by a batch of 16 (fp16) moves
+    (16·4096 + 4096·4096 + 16·4096) · 2 = 33,816,576 bytes; the V100 datasheet's HBM2 900 GB/s at the
+    fit's achieved fraction (0.749) takes 50.2 µs for them — more than its tensor tiles' main loop (64 tiles
+    of 64 × 64, one wave over 80 SMs: 2·64·64·4096 / (1.5625 TFLOP/s · 0.911 · 0.8) ≈ 29.4 µs) — plus
+    one launch. DeepBench measured 51 µs: the bytes alone explain it; the launch is the vTrain fit's."""
+    row = _row(v100_gemms, "deepspeech_gemm_4_nn", 16)
+    nbytes = (16 * 4096 + 4096 * 4096 + 16 * 4096) * 2
+    assert nbytes == 33_816_576
+    expected = nbytes / (900e9 * A100_KERNELS.memory) + A100_KERNELS.launch_s
+    assert row.predicted_seconds == pytest.approx(expected, rel=1e-9)
+    assert nbytes / (900e9 * A100_KERNELS.memory) == pytest.approx(row.measured_seconds, rel=0.03)
+
+
+def test_a_chip_without_a_board_takes_the_same_path_as_its_catalog_device():
+    """The two routes of gpu_seconds agree where both apply: the P100's fp32 SIMT GEMMs through its
+    catalog device (op_seconds) and through the chip's own datasheet path."""
+    spec = KNOWN_GPUS["p100-pcie"]
+    ops = [TrainingOp("a", "F", (Gemm(64, 4608, 512),)), TrainingOp("b", "G", (Gemm(512, 12544 * 8, 4608), Gemm(3, 5, 7, 2)))]
+    board = kernel_timer(spec, "p100-pcie", "fp32", None)
+    assert board is not None and board.device is not None
+    chip = kernel_timer(spec, None, "fp32", None)
+    assert chip is not None and chip.device is None
+    via_device = ops_seconds(ops, board, [], 4)
+    assert np.allclose(via_device, ops_seconds(ops, chip, [], 4), rtol=1e-12)
+    assert np.allclose(via_device, op_seconds(ops, catalog_device("p100-pcie-16gb"), FITTED, "fp32"), rtol=1e-12)
+
+
+def test_an_overridden_gpu_is_timed_on_its_own_figures():
+    """--sm-count (a cut-down part) changes the chip, so the catalog device no longer describes it."""
+    spec = KNOWN_GPUS["p100-pcie"]
+    half = kernel_timer(replace(spec, sm_count=28), "p100-pcie", "fp32", None)
+    assert half is not None and half.device is None
+    op = [TrainingOp("a", "F", (Gemm(4096, 4096, 4096),))]
+    whole = ops_seconds(op, kernel_timer(spec, "p100-pcie", "fp32", None), [], 4)[0]
+    assert ops_seconds(op, half, [], 4)[0] > 1.8 * whole  # compute-bound: half the SMs, about twice the time
+
+
+def test_fp16_rows_are_not_timed_without_tensor_constants_and_tf32_never():
+    spec = KNOWN_GPUS["v100"]
+    assert kernel_timer(spec, "v100", "fp16", None) is None
+    assert kernel_timer(spec, "v100", "tf32", kernels) is None
+    timer = kernel_timer(spec, "v100", "fp16", kernels)
+    assert timer is not None and timer.constants == A100_KERNELS and timer.device is catalog_device("v100-32gb")
+    fp32 = kernel_timer(spec, "v100", "fp32", kernels)
+    assert fp32 is not None and fp32.constants == FITTED
+
+
+def test_fp16_without_tensor_cores_runs_on_the_lanes_and_undescribed_lanes_are_not_timed():
+    """DeepBench's P100 "pseudo fp16" (fp16 storage, no tensor cores): SIMT tiles at 2 bytes per element
+    with the NeuSight fit, not the catalog board's (which has no fp16 peak). The A10's FP32 lanes are
+    not in the catalog: an fp32 table on it is not timed rather than timed on a guess."""
+    from archsim.devices.kernels import simt_path
+
+    spec = KNOWN_GPUS["p100-pcie"]
+    timer = kernel_timer(spec, "p100-pcie", "fp16", None)
+    assert timer is not None and timer.device is None and timer.constants == FITTED
+    op = [TrainingOp("a", "F", (Gemm(64, 4608, 512),))]
+    expected = gemm_ops_seconds(op, simt_path(spec, FITTED), FITTED, 2)[0]
+    assert ops_seconds(op, timer, [], 2)[0] == pytest.approx(expected, rel=1e-12)
+    assert kernel_timer(KNOWN_GPUS["a10"], "a10", "fp32", kernels) is None
+    assert kernel_timer(KNOWN_GPUS["a10"], "a10", "fp16", kernels) is not None
+
+
+def test_fp16_layers_of_other_shapes_run_on_the_fp32_lanes():
+    """A 3-channel first layer (not a tensor-core shape) on the V100 in fp16: the SIMT path at the V100's
+    15.7 TFLOP/s FP32 lanes with the NeuSight fit, operands at 2 bytes."""
+    spec = KNOWN_GPUS["v100"]
+    timer = kernel_timer(spec, "v100", "fp16", kernels)
+    assert timer is not None
+    op = TrainingOp("stem", "F", (Gemm(8 * 224 * 224, 27, 64),))
+    lanes = ops_seconds([op], timer, [True], 2)[0]
+    from archsim.devices.kernels import simt_path
+
+    assert lanes == pytest.approx(gemm_ops_seconds([op], simt_path(spec, FITTED), FITTED, 2)[0])
+    assert lanes != pytest.approx(ops_seconds([op], timer, [False], 2)[0])
+
+
+def test_seconds_statistics_are_recomputed_from_the_rows():
+    """MAPE, median ratio and ρ of seconds per op, against the standard library over the joined rows."""
+    from test_gpu_validation import independent_spearman
+
+    study = run_study([read_kernel_csv(RESULTS / "deepbench_t4_kernels.csv")], tensor_constants=kernels)
+    per_op = study.stats[study.stats.group == "op"].set_index("op")
+    for op, part in study.joined[study.joined.op.isin(["F", "D", "G"])].groupby("op"):
+        ratios = [p / (m / 1e3) for p, m in zip(part.predicted_seconds, part.measured_ms)]
+        assert per_op.loc[op, "seconds_mape"] == pytest.approx(statistics.fmean(abs(r - 1) for r in ratios))
+        assert per_op.loc[op, "seconds_median_ratio"] == pytest.approx(statistics.median(ratios))
+        assert per_op.loc[op, "seconds_rho"] == pytest.approx(
+            independent_spearman(part.predicted_seconds, part.measured_ms))
+
+
+def test_the_cli_shows_seconds_beside_the_arrays_view(capsys):
+    from archsim.cli import main
+
+    assert main(["validate-gpu", "--csv", str(V100_GEMMS), "--show", "kernels", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    rows = rows["rows"] if isinstance(rows, dict) else rows
+    assert all(r["predicted_seconds"] > 0 and r["measured_seconds"] > 0 and r["modeled_ms"] > 0 for r in rows)
+    assert main(["validate-gpu", "--csv", str(V100_GEMMS), "--format", "csv"]) == 0
+    header = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("group,"))
+    assert {"seconds_mape", "seconds_median_ratio", "seconds_rho", "rho", "median_ratio"} <= set(header.split(","))
+
+
+@pytest.mark.parametrize("dataflow", ["os", "ws", "is"])
+def test_the_cycles_view_is_the_device_models_arrays_path_without_split_k(dataflow):
+    """The GPU-as-arrays view is the arrays mechanism of the one device model: the catalog V100's
+    Device with ``gemm = "arrays"`` (its 640 tensor cores as 8×8 arrays at 1530 MHz) times a single
+    GEMM, with no efficiency loss, traffic or launch, in exactly the view's cycles + 1 (SCALE-Sim counts
+    the last cycle's index) — with split-K off, which kernel_ops' arrays path does not have."""
+    from archsim.devices.kernel_ops import array_gemm_seconds
+    from archsim.devices.kernels import one_fraction
+    from archsim.validation.gpu import gemm_cycles, gpu_arrays
+
+    device = catalog_device("v100-32gb")
+    device = replace(device, gemm="arrays", arrays=replace(device.arrays, dataflow=dataflow))
+    ideal = one_fraction(gemm=1.0, memory=1e30, launch_s=0.0)
+    arrays = gpu_arrays(KNOWN_GPUS["v100"], dataflow, split_k=False)
+    m, k, n = np.meshgrid([1, 7, 64, 1000, 12544], [3, 64, 4608], [1, 8, 100, 2048], indexing="ij")
+    m, k, n = m.ravel(), k.ravel(), n.ravel()
+    cycles = gemm_cycles(m, k, n, arrays)[0]
+    seconds = array_gemm_seconds(m, k, n, np.ones_like(m), device, ideal)
+    assert device.arrays.count == arrays.count == 640
+    assert np.allclose(seconds * device.clock_hz, cycles + 1, rtol=1e-12)
+    if dataflow == "os":  # split-K (the view's default) is where the two part: few tiles, a long reduction
+        split = gemm_cycles(np.array([32]), np.array([100_000]), np.array([32]), gpu_arrays(KNOWN_GPUS["v100"]))[0]
+        whole = array_gemm_seconds(32, 100_000, 32, 1, device, ideal) * device.clock_hz
+        assert split[0] + 1 < whole / 10
+
+
+def test_the_report_plots_the_times_beside_the_cycles():
+    from archsim.validation.gpu_report import report_sections
+
+    study = run_study([read_kernel_csv(RESULTS / "deepbench_t4_kernels.csv")], tensor_constants=kernels)
+    titles = [item.layout.title.text for item, _ in report_sections(study, "cmd") if hasattr(item, "layout")]
+    assert sum("device model's seconds" in t for t in titles) == 3
+    assert sum("arrays view" in t for t in titles) == 3
+    untimed = run_study([read_kernel_csv(RESULTS / "deepbench_t4_kernels.csv")])  # fp16 with no tensor constants
+    assert untimed.joined.predicted_seconds.isna().all()
+    titles = [item.layout.title.text for item, _ in report_sections(untimed, "cmd") if hasattr(item, "layout")]
+    assert not any("device model's seconds" in t for t in titles)
