@@ -32,8 +32,10 @@ contiguous, the token table's zeroed dense gradient, and the tied table's two gr
 
 The LayerNorms, the softmax and the log-softmax are PyTorch's own kernels of the classes the kernel
 model times (``TrainingOp.kernel``: layer norm on T × h, softmax on b·a·s × s, the log-softmax in fp32
-on T × V): in fp16/bf16 their forward takes the class mechanism and their backward the class's HBM
-fraction (:func:`archsim.devices.kernel_ops.kernel_families`), as the fp32 list does.
+on T × V). In fp16/bf16 they stream at the training fit like every other op
+(:func:`archsim.devices.kernel_ops.kernel_families`); the names let ``pytorch_memory_bound`` time them
+by their class at NeuSight's constants instead — tried on the Hopper iterations, not adopted
+(docs/training.md, "Hopper check").
 
 One GPU only (TP = 1), GPT family only: the runs this describes.
 """
