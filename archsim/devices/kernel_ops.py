@@ -29,9 +29,10 @@ Memory-bound work, per op (one kernel each, one launch):
   (``op.kernel_dtype``, else the training dtype); every other op streams its bytes at its class's
   fraction (softmax, layer norm, else elementwise);
 * otherwise (fp16/bf16 — Megatron's fused kernels, apex's layer norm and the fused scale-mask-softmax,
-  and eager PyTorch's, at the same fit — or a device file), every memory-bound op streams its ``vector_elements`` at the element size, at the
-  achieved fraction of HBM bandwidth of its class (:func:`~archsim.devices.kernels.stream_seconds`);
-  the vTrain fit and a device file state one fraction for all.
+  and eager PyTorch's, at the same fit — or a device file), every memory-bound op streams its
+  ``vector_elements`` at the element size, at the achieved fraction of HBM bandwidth of its class
+  (:func:`~archsim.devices.kernels.stream_seconds`); the vTrain fit and a device file state one
+  fraction for all.
 
 A *fused* op (FlashAttention) keeps its GEMMs' operands and results on chip: the larger of its GEMMs'
 main loops and the HBM traffic it counts in ``vector_elements``, one launch. It has no fp32 SIMT
@@ -146,8 +147,8 @@ def op_seconds(ops: Sequence[TrainingOp], device: Device, constants: KernelConst
                dtype: str = "fp16") -> np.ndarray:
     """Seconds of each op on ``device`` in ``dtype`` (module docstring): its GEMMs (one launch per
     :class:`~archsim.lowering.Gemm`) plus its memory-bound kernel (one launch when it has one).
-    ``constants``: per kernel family (:class:`KernelFamilies`), or one set, whose families
-    :func:`kernel_families` picks as for Megatron. The interface of
+    ``constants``: per kernel family (:class:`KernelFamilies`), or one set standing for both fits
+    (:func:`kernel_families` then picks the families). The interface of
     :func:`archsim.array.costing.op_cycles`, in seconds. Units: elements in, seconds out."""
     families = constants if isinstance(constants, KernelFamilies) else kernel_families(device, dtype, constants, constants)
     tiles, memory = families.gemm, families.memory_bound
