@@ -1,10 +1,11 @@
 """Training ops → seconds on a device, for every dtype: the one GPU op-timing model's op list side.
 
 :func:`op_seconds` takes the same :class:`~archsim.lowering.TrainingOp` list as
-:func:`archsim.array.costing.op_cycles` and returns each op's time. Every GEMM goes through one
-function, :func:`archsim.devices.kernels.path_gemm_seconds` (tiles in waves over the SMs, the tile's
-operand feed, split-K, the HBM roofline, the epilogue, one launch), on the :class:`~archsim.devices.kernels.GemmPath`
-its dtype runs on (:func:`gemm_path`):
+:func:`archsim.array.costing.op_cycles` and returns each op's time. Which fitted constants time which
+kernel family is decided in one place, :func:`kernel_families` (a :class:`KernelFamilies`). Every GEMM
+goes through one function, :func:`archsim.devices.kernels.path_gemm_seconds` (tiles in waves over the
+SMs, the tile's operand feed, split-K, the HBM roofline, the epilogue, one launch), on the
+:class:`~archsim.devices.kernels.GemmPath` its dtype runs on (:func:`gemm_path`):
 
 * **fp32 on a catalog GPU**: SIMT sgemm on the FP32 lanes (:func:`~archsim.devices.kernels.simt_path`),
   the kernels NeuSight measured on five GPUs and :data:`~archsim.devices.kernels.FITTED` is fitted on.
@@ -20,13 +21,18 @@ its dtype runs on (:func:`gemm_path`):
 
 Memory-bound work, per op (one kernel each, one launch):
 
-* a forward softmax or layer norm (``op.kernel`` = ``("softmax" | "ln", rows, row)``) in fp32 on a
-  catalog GPU: PyTorch's kernel of that class, :func:`~archsim.devices.kernels.memory_bound_seconds`
-  (the kernels NeuSight measured). In fp16/bf16 Megatron runs its own fused kernels (apex's layer norm,
-  the fused scale-mask-softmax), whose bytes the op list counts, so they stream like the rest;
-* any other memory-bound op: its ``vector_elements`` at the element size, at the achieved fraction of
-  HBM bandwidth of its class (:func:`~archsim.devices.kernels.stream_seconds`): a softmax or layer norm at ``constants.softmax``
-  / ``constants.layernorm``, the rest at ``constants.memory``.
+* where the memory-bound kernels are timed as **PyTorch's own** (``KernelFamilies.pytorch``: fp32 on a
+  catalog GPU) they are the kernels NeuSight measured and are timed with its constants
+  (``memory_bound``): a forward softmax or layer norm (``op.kernel`` = ``("softmax" |
+  "ln", rows, row)``) by its class mechanism, :func:`~archsim.devices.kernels.memory_bound_seconds`
+  (warp/block softmax with the L1 re-reads, layer norm's two reads) at the kernel's dtype
+  (``op.kernel_dtype``, else the training dtype); every other op streams its bytes at its class's
+  fraction (softmax, layer norm, else elementwise);
+* otherwise (fp16/bf16 — Megatron's fused kernels, apex's layer norm and the fused scale-mask-softmax,
+  and eager PyTorch's, at the same fit — or a device file), every memory-bound op streams its
+  ``vector_elements`` at the element size, at the achieved fraction of HBM bandwidth of its class
+  (:func:`~archsim.devices.kernels.stream_seconds`); the vTrain fit and a device file state one
+  fraction for all.
 
 A *fused* op (FlashAttention) keeps its GEMMs' operands and results on chip: the larger of its GEMMs'
 main loops and the HBM traffic it counts in ``vector_elements``, one launch. It has no fp32 SIMT
@@ -36,6 +42,7 @@ kernel (FlashAttention runs fp16/bf16 only): refused there.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -44,6 +51,7 @@ from archsim.array.costing import flatten_gemms
 from archsim.devices.catalog import chip_of
 from archsim.devices.device import ELEMENT_BYTES, Device
 from archsim.devices.kernels import (
+    FITTED,
     TENSOR_DTYPES,
     GemmPath,
     KernelConstants,
@@ -58,6 +66,45 @@ from archsim.errors import InputError
 from archsim.lowering import TrainingOp
 
 KERNEL_CLASSES = ("softmax", "ln")  # the memory-bound kernels an op may name (``TrainingOp.kernel``)
+
+
+@dataclass(frozen=True)
+class KernelFamilies:
+    """Which constants time which kernel family. ``gemm``: GEMMs and fused attention (their tiles,
+    launch and HBM fraction); ``memory_bound``: every other kernel (class fractions, launch);
+    ``pytorch``: those memory-bound kernels are PyTorch's own, timed by their class mechanism.
+
+    Why two sets: each fit is valid for the kernels it was fitted on. The vTrain fit
+    (:data:`archsim.training.fitted.A100_KERNELS`) saw cuBLAS's tensor-core GEMMs and Megatron's fused
+    memory-bound kernels, with one HBM fraction and one 33 µs gap absorbing them; NeuSight's fit
+    (:data:`~archsim.devices.kernels.FITTED`) saw PyTorch's own kernels (sgemm, softmax, layer norm,
+    elementwise) timed one by one. Made by :func:`kernel_families`."""
+
+    gemm: KernelConstants
+    memory_bound: KernelConstants
+    pytorch: bool = False
+
+
+def kernel_families(device: Device, dtype: str, efficiency: KernelConstants,
+                    pytorch_constants: KernelConstants = FITTED, pytorch_memory_bound: bool = False) -> KernelFamilies:
+    """The one rule of which constants time which kernels (:class:`KernelFamilies`), given the
+    training fit ``efficiency`` (vTrain's, or a device file's own) and PyTorch's kernel fit
+    ``pytorch_constants`` (NeuSight's; a benchmark passes a leave-one-GPU-out one):
+
+    * fp32 on a catalog GPU (either implementation: Megatron's fused kernels have no fp32 form): SIMT
+      GEMMs and PyTorch's memory-bound kernels, ``pytorch_constants`` for both;
+    * anything else (fp16/bf16 on a catalog GPU, a device file): ``efficiency`` for every kernel — in
+      eager PyTorch too, although its memory-bound kernels are PyTorch's: ``pytorch_memory_bound``
+      times those with ``pytorch_constants`` instead, which was tried on the Hopper iterations and
+      not adopted (docs/training.md, "Hopper check": the class mechanism barely moves them; the
+      NeuSight launch time removes a per-kernel gap the vTrain fit charges)."""
+    if device.gemm == "arrays" or chip_of(device) is None:
+        return KernelFamilies(efficiency, efficiency)
+    if dtype not in TENSOR_DTYPES:
+        return KernelFamilies(pytorch_constants, pytorch_constants, pytorch=True)
+    if pytorch_memory_bound:
+        return KernelFamilies(efficiency, pytorch_constants, pytorch=True)
+    return KernelFamilies(efficiency, efficiency)
 
 
 def gemm_path(device: Device, dtype: str, constants: KernelConstants) -> GemmPath | None:
@@ -96,45 +143,50 @@ def gemm_seconds(m, k, n, count, device: Device, constants: KernelConstants, dty
     return path_gemm_seconds(count, m, n, k, path, constants, ELEMENT_BYTES[dtype])
 
 
-def op_seconds(ops: Sequence[TrainingOp], device: Device, constants: KernelConstants,
+def op_seconds(ops: Sequence[TrainingOp], device: Device, constants: KernelConstants | KernelFamilies,
                dtype: str = "fp16") -> np.ndarray:
     """Seconds of each op on ``device`` in ``dtype`` (module docstring): its GEMMs (one launch per
-    :class:`~archsim.lowering.Gemm`) plus its memory-bound kernel (one launch when it has one). The
-    interface of :func:`archsim.array.costing.op_cycles`, in seconds. Units: elements in, seconds out."""
+    :class:`~archsim.lowering.Gemm`) plus its memory-bound kernel (one launch when it has one).
+    ``constants``: per kernel family (:class:`KernelFamilies`), or one set standing for both fits
+    (:func:`kernel_families` then picks the families). The interface of
+    :func:`archsim.array.costing.op_cycles`, in seconds. Units: elements in, seconds out."""
+    families = constants if isinstance(constants, KernelFamilies) else kernel_families(device, dtype, constants, constants)
+    tiles, memory = families.gemm, families.memory_bound
     size = ELEMENT_BYTES[dtype]
-    path = gemm_path(device, dtype, constants)
+    path = gemm_path(device, dtype, tiles)
     chip = chip_of(device)
-    named = chip is not None and dtype not in TENSOR_DTYPES and path is not None  # PyTorch's fp32 kernels
+    simt = chip is not None and dtype not in TENSOR_DTYPES and path is not None  # fp32 sgemm, no fused kernel
     owner, m, k, n, count = flatten_gemms(ops)
     seconds = np.zeros(len(ops))
     fused = np.fromiter((op.fused for op in ops), dtype=bool, count=len(ops))
-    if named and fused.any():
+    if simt and fused.any():
         layer = ops[int(np.argmax(fused))].layer
         raise InputError(f"{layer}: a fused attention kernel has no {dtype} kernel time (FlashAttention runs "
                          "fp16/bf16); use --attention standard", field="attention")
     if owner.size:
         if path is None:
-            plain = array_gemm_seconds(m, k, n, count, device, constants, size, dtype)
-            inside = plain - constants.launch_s  # its own traffic is counted once more below: max, not sum
+            plain = array_gemm_seconds(m, k, n, count, device, tiles, size, dtype)
+            inside = plain - tiles.launch_s  # its own traffic is counted once more below: max, not sum
         else:
-            plain = path_gemm_seconds(count, m, n, k, path, constants, size)
-            inside = compute_seconds(count, m, n, k, path, constants, size) if fused.any() else plain
+            plain = path_gemm_seconds(count, m, n, k, path, tiles, size)
+            inside = compute_seconds(count, m, n, k, path, tiles, size) if fused.any() else plain
         np.add.at(seconds, owner, np.where(fused[owner], inside, plain))
-    fractions = {"softmax": constants.softmax, "ln": constants.layernorm, "": constants.memory}
+    fractions = {"softmax": memory.softmax, "ln": memory.layernorm, "": memory.memory}
     for i, op in enumerate(ops):
         name = op.kernel[0] if op.kernel else ""
         if name not in fractions:
             raise InputError(f"{op.layer}: unknown kernel {name!r}; known: {', '.join(KERNEL_CLASSES)}", field="op")
         if op.fused:  # one kernel: compute and its own HBM traffic overlap, one launch
-            traffic = float(stream_seconds(op.vector_elements * size, device.hbm_bytes_per_s, constants, kernels=0))
-            seconds[i] = max(seconds[i], traffic) + constants.launch_s
-        elif named and chip is not None and op.kernel and op.kind == "F":
+            traffic = float(stream_seconds(op.vector_elements * size, device.hbm_bytes_per_s, tiles, kernels=0))
+            seconds[i] = max(seconds[i], traffic) + tiles.launch_s
+        elif families.pytorch and chip is not None and op.kernel and op.kind == "F":
             _, rows, row = op.kernel
-            seconds[i] += float(memory_bound_seconds(name, rows, row, chip, constants, dtype))
+            seconds[i] += float(memory_bound_seconds(name, rows, row, chip, memory, op.kernel_dtype or dtype))
         elif op.vector_elements > 0:
-            seconds[i] += float(stream_seconds(op.vector_elements * size, device.hbm_bytes_per_s, constants,
+            seconds[i] += float(stream_seconds(op.vector_elements * size, device.hbm_bytes_per_s, memory,
                                                fractions[name]))
     return seconds
 
 
-__all__ = ["KERNEL_CLASSES", "array_gemm_seconds", "gemm_path", "gemm_seconds", "op_seconds"]
+__all__ = ["KERNEL_CLASSES", "KernelFamilies", "array_gemm_seconds", "gemm_path", "gemm_seconds", "kernel_families",
+           "op_seconds"]

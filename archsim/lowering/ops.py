@@ -48,6 +48,8 @@ class TrainingOp:
     kernel: for a memory-bound op that is one softmax or layer-norm kernel, (op, rows, row) — the kernel
         model's name (``softmax`` or ``ln``) and the B × H tensor it works on
         (:mod:`archsim.devices.kernel_ops`); empty: an elementwise kernel moving ``vector_elements``.
+    kernel_dtype: the dtype that kernel runs in when it is not the training dtype (eager AMP's fp32
+        log-softmax of fp16 training); empty: the training dtype.
     """
 
     layer: str
@@ -58,6 +60,7 @@ class TrainingOp:
     extra_bytes: int = 0
     fused: bool = False
     kernel: tuple[str, int, int] | tuple[()] = ()
+    kernel_dtype: str = ""
 
     @property
     def macs(self) -> int:

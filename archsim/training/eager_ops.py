@@ -30,6 +30,13 @@ a row up to three times, L2 may catch it). The embedding: two gathers, their bro
 [b, s] → [s, b] copy, dropout; backward the position table's sum over the batch, the gradient made
 contiguous, the token table's zeroed dense gradient, and the tied table's two gradients summed.
 
+The LayerNorms, the softmax and the log-softmax are PyTorch's own kernels of the classes the kernel
+model times (``TrainingOp.kernel``: layer norm on T × h, softmax on b·a·s × s, the log-softmax in fp32
+on T × V). In fp16/bf16 they stream at the training fit like every other op
+(:func:`archsim.devices.kernel_ops.kernel_families`); the names let ``pytorch_memory_bound`` time them
+by their class at NeuSight's constants instead — tried on the Hopper iterations, not adopted
+(docs/training.md, "Hopper check").
+
 One GPU only (TP = 1), GPT family only: the runs this describes.
 """
 
@@ -38,6 +45,8 @@ from __future__ import annotations
 from archsim.errors import InputError
 from archsim.lowering import TrainingOp
 from archsim.training.layer_ops import Work, _gemm_ops, _vector
+
+Kernel = tuple[str, int, int] | tuple[()]
 from archsim.training.parallel import padded_vocab
 from archsim.workload.transformer import TransformerConfig
 
@@ -66,11 +75,11 @@ def eager_block_work(c: TransformerConfig, micro_batch: int) -> Work:
     forward: list[TrainingOp] = []
     backward: list[TrainingOp] = []
 
-    def fwd(name: str, elements: float) -> None:
-        forward.append(_vector(name, "F", elements))
+    def fwd(name: str, elements: float, kernel: Kernel = ()) -> None:
+        forward.append(_kernel(name, "F", elements, kernel))
 
-    def bwd(name: str, elements: float) -> None:
-        backward.append(_vector(name, "D", elements))
+    def bwd(name: str, elements: float, kernel: Kernel = ()) -> None:
+        backward.append(_kernel(name, "D", elements, kernel))
 
     def gemm(name: str, *args, weights: bool = True) -> None:
         f_op, d_op, g_op = _gemm_ops(name, *args, weights=weights)
@@ -78,9 +87,10 @@ def eager_block_work(c: TransformerConfig, micro_batch: int) -> Work:
         backward.extend((d_op, g_op))
 
     # forward in issue order; the backward list is built first-to-last and reversed at the end
-    fwd("norm1", 2 * x)
-    bwd("norm1", 3 * x)
-    bwd("norm1.dgamma", 2 * x)
+    norm: Kernel = ("ln", tokens, h)
+    fwd("norm1", 2 * x, norm)
+    bwd("norm1", 3 * x, norm)
+    bwd("norm1.dgamma", 2 * x, norm)
     gemm("qkv", tokens, h, 3 * h)
     bwd("qkv.bias_grad", 3 * x)
     bwd("qkv.grad_cat", 6 * x)
@@ -92,17 +102,19 @@ def eager_block_work(c: TransformerConfig, micro_batch: int) -> Work:
         bwd(f"residual_grad_add{i}", 3 * x)
 
     gemm("scores", s, hd, s, b * c.heads, weights=False)
-    for name, forward_elements, backward_elements in (("mask_fill", 2, 2), ("softmax", 2, 3), ("attn_dropout", 2.5, 2.5)):
-        fwd(name, forward_elements * scores)
-        bwd(name, backward_elements * scores)
+    softmax: Kernel = ("softmax", b * c.heads * s, s)
+    for name, forward_elements, backward_elements, kernel in (("mask_fill", 2, 2, ()), ("softmax", 2, 3, softmax),
+                                                              ("attn_dropout", 2.5, 2.5, ())):
+        fwd(name, forward_elements * scores, kernel)
+        bwd(name, backward_elements * scores, kernel)
     gemm("context", s, s, hd, b * c.heads, weights=False)
     fwd("context_copy", 2 * x)
     gemm("proj", tokens, h, h)
     bwd("proj.bias_grad", x)
     dropout_and_residual(1)
-    fwd("norm2", 2 * x)
-    bwd("norm2", 3 * x)
-    bwd("norm2.dgamma", 2 * x)
+    fwd("norm2", 2 * x, norm)
+    bwd("norm2", 3 * x, norm)
+    bwd("norm2.dgamma", 2 * x, norm)
     gemm("fc1", tokens, h, f)
     bwd("fc1.bias_grad", ff)
     fwd("gelu", 2 * ff)
@@ -112,6 +124,11 @@ def eager_block_work(c: TransformerConfig, micro_batch: int) -> Work:
     dropout_and_residual(2)
     backward.reverse()
     return Work(tuple(forward), tuple(backward))
+
+
+def _kernel(name: str, kind: str, elements: float, kernel: Kernel = (), dtype: str = "") -> TrainingOp:
+    """A memory-bound op; ``kernel``: the PyTorch kernel class it is, ``dtype`` when not the training one."""
+    return TrainingOp(name, kind, (), vector_elements=int(round(elements)), kernel=kernel, kernel_dtype=dtype)
 
 
 def eager_embedding_work(c: TransformerConfig, micro_batch: int) -> Work:
@@ -130,12 +147,15 @@ def eager_embedding_work(c: TransformerConfig, micro_batch: int) -> Work:
 def eager_head_work(c: TransformerConfig, micro_batch: int) -> Work:
     tokens, h = c.seq * micro_batch, c.hidden
     x, logits = tokens * h, tokens * padded_vocab(c.vocab, 1)
-    f, d, g = _gemm_ops("lm_head", tokens, h, padded_vocab(c.vocab, 1))
-    forward = (_vector("final_norm", "F", 2 * x), f, _vector("logits_to_fp32", "F", 3 * logits),
-               _vector("log_softmax", "F", 4 * logits), _vector("nll_loss", "F", 2 * tokens))
-    backward = (_vector("nll_loss", "D", 2 * logits), _vector("log_softmax", "D", 6 * logits),
-                _vector("logits_to_fp16", "D", 3 * logits), d, g, _vector("final_norm.dgamma", "D", 2 * x),
-                _vector("final_norm", "D", 3 * x))
+    vocab = padded_vocab(c.vocab, 1)
+    f, d, g = _gemm_ops("lm_head", tokens, h, vocab)
+    norm: Kernel = ("ln", tokens, h)
+    log_softmax: Kernel = ("softmax", tokens, vocab)  # PyTorch's softmax kernels, on the fp32 logits
+    forward = (_kernel("final_norm", "F", 2 * x, norm), f, _vector("logits_to_fp32", "F", 3 * logits),
+               _kernel("log_softmax", "F", 4 * logits, log_softmax, "fp32"), _vector("nll_loss", "F", 2 * tokens))
+    backward = (_vector("nll_loss", "D", 2 * logits), _kernel("log_softmax", "D", 6 * logits, log_softmax, "fp32"),
+                _vector("logits_to_fp16", "D", 3 * logits), d, g, _kernel("final_norm.dgamma", "D", 2 * x, norm),
+                _kernel("final_norm", "D", 3 * x, norm))
     return Work(forward, backward)
 
 

@@ -21,7 +21,8 @@ and optimizer step.
    gradient written). The iteration ends when the slowest stage has stepped.
 
 In fp32 (``Machine.dtype``) every fp16 byte count of the op lists, messages and activations doubles,
-and on a catalog GPU each op is timed with the fp32 (SIMT) constants (:func:`machine_op_seconds`).
+and on a catalog GPU each op is timed with the fp32 (SIMT) constants; each kernel family's constants
+come from :attr:`~archsim.training.machine.Machine.kernels` (:func:`machine_op_seconds`).
 
 This module holds the terms of one iteration that are priced on a machine: each model piece's F, I, W
 per micro-batch (:func:`model_pieces`, step 1) and what follows the last backward (:func:`after_backward`,
@@ -87,8 +88,8 @@ def _coll_seconds(colls: tuple[Collective, ...], par: Parallelism, links: Links,
 
 def machine_op_seconds(ops: list[TrainingOp], machine: Machine) -> np.ndarray:
     """Each op's GPU seconds on ``machine`` by the one op-timing model (:func:`archsim.devices.kernel_ops.op_seconds`)
-    with the constants of its dtype (:attr:`~archsim.training.machine.Machine.op_constants`)."""
-    return op_seconds(ops, machine.gpu, machine.op_constants, machine.dtype)
+    with each kernel family's constants (:attr:`~archsim.training.machine.Machine.kernels`)."""
+    return op_seconds(ops, machine.gpu, machine.kernels, machine.dtype)
 
 
 def piece_cost(work: Work, par: Parallelism, machine: Machine, recompute: str) -> PieceCost:
@@ -166,13 +167,13 @@ def after_backward(c: TransformerConfig, par: Parallelism, machine: Machine, ran
     hbm = machine.gpu.hbm_bytes_per_s
     if machine.implementation == "pytorch-eager" and machine.dtype == "fp32":  # fp32 Adam, gradients summed
         moved = (FP32_OPTIMIZER_BYTES_PER_PARAMETER + 12 * (par.microbatches - 1)) * parameters
-        optimizer = float(stream_seconds(moved, hbm, machine.op_constants, kernels=4))
+        optimizer = float(stream_seconds(moved, hbm, machine.kernels.memory_bound, kernels=4))
     elif machine.implementation == "pytorch-eager":  # its step, and the gradients summed over micro-batches
         moved = (EAGER_OPTIMIZER_BYTES_PER_PARAMETER
                  + EAGER_ACCUMULATE_BYTES_PER_PARAMETER * (par.microbatches - 1)) * parameters
         kernels = GPT_LAYER_TENSORS * c.layers + 4 + 4  # a copy per tensor, then four multi-tensor kernels
-        optimizer = float(stream_seconds(moved, hbm, machine.efficiency, kernels=kernels))
-    else:
+        optimizer = float(stream_seconds(moved, hbm, machine.kernels.memory_bound, kernels=kernels))
+    else:  # Megatron's fused Adam in every dtype: the training fit's kernels, not PyTorch's
         per_parameter = OPTIMIZER_BYTES_PER_PARAMETER if machine.dtype != "fp32" else FP32_OPTIMIZER_BYTES_PER_PARAMETER
         optimizer = float(stream_seconds(parameters * per_parameter, hbm, machine.efficiency, kernels=4))
     return {"dp_allreduce": dp, "embedding_allreduce": tied, "optimizer": optimizer}

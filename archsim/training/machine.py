@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from archsim.collectives import LinkClass
-from archsim.devices.catalog import chip_of
 from archsim.devices.device import DTYPES, ELEMENT_BYTES, Device
-from archsim.devices.kernels import FITTED, TENSOR_DTYPES, KernelConstants
+from archsim.devices.kernel_ops import KernelFamilies, kernel_families
+from archsim.devices.kernels import FITTED, KernelConstants
 from archsim.errors import InputError
 from archsim.training.eager_ops import IMPLEMENTATIONS
 
@@ -32,9 +32,11 @@ class Machine:
     (:mod:`archsim.training.eager_ops`: plain PyTorch's AMP GPT on one GPU; in fp32 Hugging Face's GPT-2
     and BERT, :mod:`archsim.training.hf_ops`) — and the ``dtype`` it trains in:
     fp16/bf16 (mixed precision, the default) or fp32 (GEMMs on a GPU's FP32 lanes, every tensor and
-    message at 4 bytes per element; :data:`archsim.devices.device.DTYPES`). ``kernel_constants``: the fp32
-    kernel model's constants fp32 ops on a catalog GPU are timed with (default the fitted ones;
-    a benchmark passes a leave-one-GPU-out fit)."""
+    message at 4 bytes per element; :data:`archsim.devices.device.DTYPES`). Two constants sets, each
+    for the kernels it was fitted on: ``efficiency`` (vTrain's A100 fit, or a device file's own: cuBLAS
+    tensor-core GEMMs, Megatron's fused kernels, the host's issue time) and ``kernel_constants``
+    (NeuSight's fit of PyTorch's own kernels; a benchmark passes a leave-one-GPU-out fit);
+    :attr:`kernels` says which times which."""
 
     gpu: Device
     efficiency: KernelConstants
@@ -44,13 +46,11 @@ class Machine:
     kernel_constants: KernelConstants = FITTED
 
     @property
-    def op_constants(self) -> KernelConstants:
-        """The constants its ops are timed with: ``kernel_constants`` for fp32 on a catalog GPU (SIMT
-        kernels, fitted on NeuSight's), ``efficiency`` otherwise (tensor-core kernels fitted on vTrain's
-        A100 runs, or a device file's own)."""
-        if self.dtype not in TENSOR_DTYPES and chip_of(self.gpu) is not None:
-            return self.kernel_constants
-        return self.efficiency
+    def kernels(self) -> KernelFamilies:
+        """Which constants time which kernel family here: the one rule,
+        :func:`archsim.devices.kernel_ops.kernel_families` (``kernel_constants`` for fp32 on a catalog
+        GPU, ``efficiency`` otherwise, in either implementation)."""
+        return kernel_families(self.gpu, self.dtype, self.efficiency, self.kernel_constants)
 
     @property
     def scale(self) -> float:
