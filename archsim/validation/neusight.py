@@ -9,7 +9,7 @@ warps, blocks) were observed when the kernel ran; nothing here reads them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import astuple, dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +36,17 @@ different starts)."""
 FIT_ROUNDS = 3  # Nelder–Mead restarts from its own result, splitting the iterations between them
 ENERGY_GRID_PJ = (1.0, 100.0, 201)  # geometric grid (first, last, points) the energy per FLOP is chosen on
 ENERGY_TOLERANCE = 1e-3  # loss (sum of the classes' MAPE as fractions) within which energies tie
+FIT_FIELDS = tuple(f.name for f in fields(KernelConstants) if f.name != "host_s")
+"""The constants NeuSight's kernel timings can tell (host time per op is not in them: each kernel is
+timed alone), in the order the simplex sees them."""
+
+
+def _logs(constants: KernelConstants) -> np.ndarray:
+    return np.log([getattr(constants, name) for name in FIT_FIELDS])
+
+
+def _constants(logs: np.ndarray, base: KernelConstants) -> KernelConstants:
+    return replace(base, **{name: float(v) for name, v in zip(FIT_FIELDS, np.exp(logs), strict=True)})
 
 
 def is_neusight_header(header: Sequence[str]) -> bool:
@@ -172,19 +183,19 @@ def fit_constants(frame: pd.DataFrame, start: KernelConstants, iterations: int =
     classes = [rows for rows in classes if rows.size]
 
     def loss(logs: np.ndarray) -> float:
-        error = np.abs(_seconds(frame, KernelConstants(*np.exp(logs))) / measured - 1)
+        error = np.abs(_seconds(frame, _constants(logs, start)) / measured - 1)
         return float(sum(error[rows].mean() for rows in classes))
 
-    logs = np.log(astuple(start))
+    logs = _logs(start)
     for _ in range(FIT_ROUNDS):  # a fresh simplex each round: one collapsed early stalls far from the optimum
         logs = minimize(loss, logs, method="Nelder-Mead",
                         options={"maxiter": max(1, iterations // FIT_ROUNDS), "xatol": 1e-4, "fatol": 1e-6}).x
-    fitted = KernelConstants(*(float(v) for v in np.exp(logs)))
+    fitted = _constants(logs, start)
     # The energy per FLOP: the largest on a grid whose loss is within ENERGY_TOLERANCE of the grid's
     # best. Below the energy at which some fitted GPU's GEMMs become power-capped the loss is flat,
     # and the simplex stops anywhere there; the bound itself is what the fitted GPUs tell.
     grid = np.geomspace(*ENERGY_GRID_PJ)
-    losses = np.array([loss(np.log(astuple(replace(fitted, energy_pj=float(e))))) for e in grid])
+    losses = np.array([loss(_logs(replace(fitted, energy_pj=float(e)))) for e in grid])
     best = float(grid[np.flatnonzero(losses <= losses.min() + ENERGY_TOLERANCE)[-1]])
     return replace(fitted, energy_pj=best)
 
@@ -203,5 +214,5 @@ def leave_one_gpu_out(fit_rows: pd.DataFrame, check_rows: pd.DataFrame, start: K
     return pd.concat(tables, ignore_index=True)
 
 
-__all__ = ["CLASS_ORDER", "FIT_START", "KernelRows", "device_spec", "fit_constants", "is_neusight_file", "is_neusight_header", "leave_one_gpu_out", "mape_by_class",
+__all__ = ["CLASS_ORDER", "ENERGY_START_PJ", "ENERGY_TOLERANCE", "FIT_FIELDS", "FIT_START", "KernelRows", "device_spec", "fit_constants", "is_neusight_file", "is_neusight_header", "leave_one_gpu_out", "mape_by_class",
            "parse_neusight_csv", "predict", "read_neusight_csv"]
