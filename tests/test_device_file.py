@@ -66,6 +66,23 @@ def test_a_gemm_on_arrays_is_scalesim_folds_in_waves(m, k, n, count, arrays, dat
     assert float(array_gemm_seconds(m, k, n, count, device, NO_OVERHEAD)) == pytest.approx(cycles / 1e9, rel=1e-12)
 
 
+def test_split_k_is_an_opt_in_mechanism_of_an_arrays_device(tmp_path):
+    """One 2×2 output tile with K = 8 on four os arrays of 2×2 (by hand, SCALE-Sim's os fold is
+    R + C + K − 2 cycles): whole, 2 + 2 + 8 − 2 = 10 cycles; cut into s = 3 sub-GEMMs of K = 3, one
+    wave of 2 + 2 + 3 − 2 = 5 cycles plus ⌈2 · 4 / (4 · 2)⌉ = 1 cycle of adds = 6 cycles. Off unless the
+    device file says ``split_k = true``; a ws device never splits (its folds already tile K)."""
+    assert load_device(DEVICES / "tpu_v4_like.toml").split_k is False
+    (tmp_path / "chip.toml").write_text(GOOD_TOML.replace('gemm = "arrays"', 'gemm = "arrays"\nsplit_k = true'))
+    assert load_device(tmp_path / "chip.toml").split_k is True
+    device = _array_device(4, 2, 2, "os")
+    assert float(array_gemm_seconds(2, 8, 2, 1, device, NO_OVERHEAD)) == pytest.approx(10e-9, rel=1e-12)
+    split = replace(device, split_k=True)
+    assert float(array_gemm_seconds(2, 8, 2, 1, split, NO_OVERHEAD)) == pytest.approx(6e-9, rel=1e-12)
+    ws = replace(_array_device(4, 2, 2, "ws"), split_k=True)
+    assert array_gemm_seconds(2, 8, 2, 1, ws, NO_OVERHEAD) == array_gemm_seconds(2, 8, 2, 1, replace(ws, split_k=False),
+                                                                                NO_OVERHEAD)
+
+
 def test_a_memory_bound_gemm_runs_at_hbm_bandwidth():
     device = _array_device(8, 128, 128, "ws", hbm=1e9)  # 1 GB/s: the traffic dominates
     seconds = float(array_gemm_seconds(64, 64, 64, 1, device, NO_OVERHEAD))
@@ -146,6 +163,8 @@ GOOD_TOML = (DEVICES / "tpu_v4_like.toml").read_text()
     (GOOD_TOML.replace("arrays_per_core = 4", "arrays_per_core = 3"), "per_core"),
     (GOOD_TOML.split("[links]")[0], "[links]"),
     (GOOD_TOML.replace("[memory]", "[compute.peak_tflops]\nfp4 = 9\n[memory]"), "peak_tflops"),
+    (GOOD_TOML.replace('gemm = "arrays"', 'gemm = "arrays"\nsplit_k = "maybe"'), "device.split_k"),
+    (GOOD_TOML.replace('gemm = "arrays"', 'gemm = "tiles"\nsplit_k = true'), "device.split_k"),
 ])
 def test_bad_device_files_are_one_line(tmp_path, capsys, text, field):
     (tmp_path / "chip.toml").write_text(text)

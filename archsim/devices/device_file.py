@@ -30,7 +30,8 @@ MAX_CLOCK_MHZ = 1e6  # 1 THz
 
 # section → key → (kind, required); kinds: int, float (positive), fraction (0, 1], seconds [0, 1), str, bool
 _KEYS: dict[str, dict[str, tuple[str, bool]]] = {
-    "device": {"name": ("str", True), "gemm": ("str", False), "board_watts": ("float", False)},
+    "device": {"name": ("str", True), "gemm": ("str", False), "split_k": ("bool", False),
+               "board_watts": ("float", False)},
     "compute": {"arrays": ("int", True), "arrays_per_core": ("int", False), "rows": ("int", True),
                 "cols": ("int", True), "dataflow": ("str", False), "clock_mhz": ("float", True),
                 "lanes": ("int", False), "lane_rows": ("int", False), "lane_cols": ("int", False),
@@ -48,6 +49,11 @@ _CFG_SECTIONS = ("device", "memory", "links")  # what a .cfg device file adds to
 def _check(section: str, key: str, value: object, file: str) -> Any:
     """``value`` of ``[section] key`` checked for its kind, or InputError naming file and key."""
     kind = _KEYS[section][key][0]
+    if kind == "bool":  # a TOML boolean, or a .cfg's text
+        text = str(value).strip().lower() if not isinstance(value, bool) else ("true" if value else "false")
+        if text not in ("true", "false"):
+            raise InputError(f"expected true or false, got {value!r}", file=file, field=f"{section}.{key}")
+        return text == "true"
     try:
         if kind == "int":
             return parse_int(value, high=INT32_MAX, what="a positive integer")
@@ -112,6 +118,9 @@ def _device(values: dict[str, dict[str, Any]], arrays: Arrays, file: str, sram_b
     if gemm not in GEMM_MODELS:
         raise InputError(f"unknown GEMM model {gemm!r}; choose one of {', '.join(GEMM_MODELS)}", file=file,
                          field="device.gemm")
+    if dev.get("split_k") and gemm != "arrays":
+        raise InputError("split_k is a mechanism of gemm = \"arrays\" (tiles split the reduction by their own rule)",
+                         file=file, field="device.split_k")
     lanes = None
     if "lanes" in comp:
         try:
@@ -137,7 +146,8 @@ def _device(values: dict[str, dict[str, Any]], arrays: Arrays, file: str, sram_b
                   l2_bytes_per_clock=mem.get("l2_bytes_per_clock", 0.0), efficiency=efficiency,
                   nvlink_bytes_per_s=intra, nvlinks=links.get("links", 1), nvswitch=True,
                   pcie_bytes_per_s=links.get("host_gbps", links["intra_gbps"]) * 1e9,
-                  inter_node_gbps=links.get("inter_node_gbps", 0.0), board_watts=dev.get("board_watts"))
+                  inter_node_gbps=links.get("inter_node_gbps", 0.0), board_watts=dev.get("board_watts"),
+                  split_k=dev.get("split_k", False))
 
 
 def _toml_device(path: Path) -> Device:

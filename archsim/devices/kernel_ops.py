@@ -14,10 +14,10 @@ SMs, the tile's operand feed, split-K, the HBM roofline, the epilogue, one launc
   (:func:`~archsim.devices.kernels.tensor_path`), with the constants fitted on vTrain's A100 runs
   (:data:`archsim.training.fitted.A100_KERNELS`).
 * **a device whose ``gemm`` is ``arrays``** (an accelerator's device file, :mod:`archsim.devices.device`):
-  each GEMM's folds, costed exactly as SCALE-Sim costs them on one array
-  (:func:`archsim.array.analytic.gemm_cost`), dealt to the arrays in ⌈folds · count / arrays⌉ waves
-  of one fold's cycles at the arrays' clock, ÷ ``constants.gemm``; the same HBM roofline and launch
-  (:func:`array_gemm_seconds`).
+  each GEMM's folds, costed exactly as SCALE-Sim costs them on one array, dealt to the arrays in
+  ⌈folds · count / arrays⌉ waves of one fold's cycles (split-K where ``Device.split_k`` is on:
+  :mod:`archsim.devices.array_waves`, the mechanisms ``validate-gpu``'s cycles view uses too) at the
+  arrays' clock, ÷ ``constants.gemm``; the same HBM roofline and launch (:func:`array_gemm_seconds`).
 
 Memory-bound work, per op (one kernel each, one launch):
 
@@ -46,8 +46,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from archsim.array.analytic import gemm_cost
 from archsim.array.costing import flatten_gemms
+from archsim.devices.array_waves import array_gemm_cycles
 from archsim.devices.catalog import chip_of
 from archsim.devices.device import ELEMENT_BYTES, Device
 from archsim.devices.kernels import (
@@ -122,14 +122,13 @@ def gemm_path(device: Device, dtype: str, constants: KernelConstants) -> GemmPat
 def array_gemm_seconds(m, k, n, count, device: Device, constants: KernelConstants, element_bytes: int = 2,
                        dtype: str = "fp16") -> np.ndarray:
     """Seconds of each batched GEMM on a device's arrays (the lanes for fp32 where it has them):
-    the ``count`` GEMMs' folds dealt in waves over the arrays, each wave one fold's SCALE-Sim cycles
-    (folds of one GEMM all cost the same), vs its HBM traffic, plus one launch."""
+    the ``count`` GEMMs' folds dealt together in waves over the arrays, each wave one fold's SCALE-Sim
+    cycles (:func:`archsim.devices.array_waves.array_gemm_cycles`; split-K where the device has it on,
+    ``Device.split_k``), vs its HBM traffic, plus one launch."""
     units = device.gemm_units(dtype)
     m, k, n, count = (np.asarray(x, dtype=np.int64) for x in (m, k, n, count))
-    whole = gemm_cost(m, k, n, units.rows, units.cols, units.dataflow)
-    per_fold = (whole.cycles + 1) // whole.folds  # SCALE-Sim's cycles are the last cycle's index
-    waves = -(-(whole.folds * count) // units.count)
-    compute = (waves * per_fold).astype(np.float64) / (units.clock_hz * constants.gemm)
+    cycles = array_gemm_cycles(m, k, n, count, units, device.split_k).cycles.reshape(np.broadcast(m, k, n, count).shape)
+    compute = cycles.astype(np.float64) / (units.clock_hz * constants.gemm)
     traffic = ((m * k + k * n + m * n) * count).astype(np.float64) * element_bytes / (
         device.hbm_bytes_per_s * constants.gemm_memory)  # GEMM traffic's own fraction, as on tiles
     return np.maximum(compute, traffic) + constants.launch_s

@@ -1,0 +1,100 @@
+"""GEMMs on a device's arrays, in cycles: the arrays mechanism of the one device model.
+
+A device whose GEMMs run on its arrays (:class:`~archsim.devices.device.Arrays`: ``count`` arrays of
+``rows × cols``) times a GEMM out[m×n] = A[m×k]·B[k×n] from SCALE-Sim's exact cost of one array
+(:func:`archsim.array.analytic.gemm_cost`): its F folds, all of c cycles, are dealt to the arrays in
+waves. Everything here is a pure function of shapes and arrays and returns cycles; seconds are
+:func:`archsim.devices.kernel_ops.array_gemm_seconds` (÷ clock, the HBM roofline, launch), and
+``validate-gpu``'s cycles view (:mod:`archsim.validation.gpu`) is these functions on a GPU's tensor
+cores. Mechanisms:
+
+* **waves**: ``parts`` GEMMs of one shape dealt together: ⌈F · parts / P⌉ · c elapsed cycles;
+  ``busy`` = F · c · parts array-cycles (what two streams sharing the arrays add up).
+* **split-K** (``os`` only, when F · parts < P): the reduction is cut into s real sub-GEMMs
+  (m, ⌈k/s⌉, n), plus ⌈(s − 1)·m·n·parts / (P·cols)⌉ cycles to add the partial outputs on all arrays'
+  lanes; s ∈ 1..min(k, P) is the cheapest (s = 1 is no split), as cuBLAS/cuDNN split weight
+  gradients and small-batch layers.
+* **an op's GEMMs one after another** (:func:`op_array_cycles`): each GEMM of a batch its own wave
+  schedule, in SCALE-Sim's convention (cycles are the last cycle's index, so one less than elapsed;
+  with one array this is :func:`archsim.array.costing.op_cycles`).
+* **two streams** (:func:`two_stream_cycles`): two ops sharing the arrays end no earlier than the
+  longer one nor than their busy array-cycles spread over all arrays.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from archsim.array.analytic import gemm_cost
+from archsim.array.costing import flatten_gemms
+from archsim.devices.device import Arrays
+from archsim.lowering import TrainingOp
+
+
+@dataclass(frozen=True)
+class ArrayCycles:
+    """Per GEMM (or op): ``cycles`` elapsed (or SCALE-Sim's last-cycle index, :func:`op_array_cycles`),
+    ``busy`` array-cycles summed over the arrays, ``split`` the reduction's split s (1: none)."""
+
+    cycles: np.ndarray
+    busy: np.ndarray
+    split: np.ndarray
+
+
+def array_gemm_cycles(m: npt.ArrayLike, k: npt.ArrayLike, n: npt.ArrayLike, parts: npt.ArrayLike,
+                      units: Arrays, split_k: bool = False) -> ArrayCycles:
+    """Elapsed cycles, busy array-cycles and split-K s of ``parts`` GEMMs of shape (m, k, n) dealt
+    together over ``units`` (module docstring). Integer arrays broadcast; units: cycles."""
+    P = units.count
+    m, k, n, parts = np.broadcast_arrays(*(np.atleast_1d(np.asarray(x, dtype=np.int64)) for x in (m, k, n, parts)))
+    whole = gemm_cost(m, k, n, units.rows, units.cols, units.dataflow)
+    per_fold = (whole.cycles + 1) // whole.folds  # SCALE-Sim's cycles are the last cycle's index
+    folds = whole.folds * parts
+    cycles = -(-folds // P) * per_fold
+    busy = (whole.cycles + 1) * parts
+    split = np.ones_like(cycles)
+    todo = np.flatnonzero(folds < P) if (split_k and units.dataflow == "os") else np.array([], dtype=int)
+    if todo.size:
+        s = np.arange(1, min(P, int(k[todo].max())) + 1, dtype=np.int64)[None, :]
+        mm, kk, nn, pp = m[todo, None], k[todo, None], n[todo, None], parts[todo, None]
+        part = gemm_cost(mm, -(-kk // s), nn, units.rows, units.cols, units.dataflow)
+        part_fold = (part.cycles + 1) // part.folds
+        merge = (s - 1) * mm * nn * pp  # partial outputs added, one per lane
+        total = -(-(s * part.folds * pp) // P) * part_fold + -(-merge // (P * units.cols))
+        total = np.where(s <= kk, total, np.iinfo(np.int64).max)
+        best = np.argmin(total, axis=1)
+        rows = np.arange(todo.size)
+        cycles[todo] = total[rows, best]
+        split[todo] = best + 1
+        busy[todo] = (best + 1) * (part.cycles[rows, best] + 1) * pp[:, 0] + -(-merge[rows, best] // units.cols)
+    return ArrayCycles(cycles, busy, split)
+
+
+def op_array_cycles(ops: Sequence[TrainingOp], units: Arrays, split_k: bool = False) -> ArrayCycles:
+    """Each op's cycles on ``units``, its GEMMs (and a batch's parts) one after another, each in
+    SCALE-Sim's convention (elapsed − 1); busy array-cycles summed; the largest split-K s."""
+    owner, m, k, n, times = flatten_gemms(ops)
+    cycles = np.zeros(len(ops), dtype=np.int64)
+    busy = np.zeros(len(ops), dtype=np.int64)
+    split = np.ones(len(ops), dtype=np.int64)
+    if owner.size:
+        gemm = array_gemm_cycles(m, k, n, 1, units, split_k)
+        np.add.at(cycles, owner, (gemm.cycles - 1) * times)
+        np.add.at(busy, owner, gemm.busy * times)
+        np.maximum.at(split, owner, gemm.split)
+    return ArrayCycles(cycles, busy, split)
+
+
+def two_stream_cycles(a: npt.ArrayLike, b: npt.ArrayLike, busy_a: npt.ArrayLike, busy_b: npt.ArrayLike,
+                      count: int) -> np.ndarray:
+    """Cycles (SCALE-Sim's convention) of two ops on two streams sharing ``count`` arrays:
+    max(a, b, ⌈(busy_a + busy_b) / count⌉ − 1)."""
+    a, b, busy_a, busy_b = (np.asarray(x, dtype=np.int64) for x in (a, b, busy_a, busy_b))
+    return np.maximum(np.maximum(a, b), -(-(busy_a + busy_b) // count) - 1)
+
+
+__all__ = ["ArrayCycles", "array_gemm_cycles", "op_array_cycles", "two_stream_cycles"]
