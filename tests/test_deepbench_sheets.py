@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 from benchmark_scripts import load_benchmark
 
-from archsim.validation.gpu import KNOWN_GPUS, GpuSpec, find_gpu, gpu_arrays, model_kernels, op_cycles, resolve_gpu
+from archsim.devices.array_waves import op_array_cycles
+from archsim.validation.gpu import KNOWN_GPUS, GpuSpec, find_gpu, gpu_arrays, model_kernels, resolve_gpu
 from archsim.validation.gpu_algorithms import cuda_core_arrays, kernel_ops, winograd_forward
 from archsim.validation.gpu_csv import read_kernel_csv
 from archsim.validation.gpu_study import GpuOverrides, run_study
@@ -142,7 +143,8 @@ def test_non_tensor_core_convolutions_run_on_the_fp32_lanes():
     hand = GpuSpec("lanes", 80, 4, 4, 4, v100.clock_hz, v100.memory_bytes_per_s)
     layer = Layer("d1", "conv", 161, 700, 5, 20, 1, 32, stride=2, padding=0, inputs=("previous",))
     f = [op for op in kernel_ops(layer, 4, "exact", 2, "zero-insertion") if op.kind == "F"]
-    assert row.modeled_cycles == op_cycles(f, gpu_arrays(hand))[0][0]
+    hand_arrays = gpu_arrays(hand)
+    assert row.modeled_cycles == op_array_cycles(f, hand_arrays.units, hand_arrays.split_k).cycles[0]
     tensor = joined[(joined.layer == "vision_15") & (joined.op == "F")].iloc[0]  # 256 → 512: tensor cores
     off = model_kernels(table, gpu_arrays(v100, cuda_core_fallback=False))
     assert tensor.modeled_cycles == off.loc[tensor.name, "modeled_cycles"]

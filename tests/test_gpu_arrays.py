@@ -1,10 +1,12 @@
-"""GPU validation's model of a GPU as systolic arrays (issue 9, part 3): datasheet peaks, device
-names, one array per tensor core, folds dealt in waves, split-K, and one array against archsim's
-single-array cost. References: NVIDIA's datasheets, SCALE-Sim's per-fold formula worked by hand."""
+"""GPU validation's GPU as systolic arrays (issue 9, part 3): datasheet peaks, device names, one
+array per tensor core, and the device model's arrays mechanisms it is costed by
+(:mod:`archsim.devices.array_waves`: folds dealt in waves, split-K, an op's GEMMs in turn) against
+SCALE-Sim's per-fold formula worked by hand and archsim's single-array cost."""
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -12,9 +14,11 @@ from test_gpu_validation import H100
 
 from archsim.array.config import ArrayConfig
 from archsim.array.costing import op_cycles as archsim_op_cycles
+from archsim.devices.array_waves import array_gemm_cycles, op_array_cycles
+from archsim.devices.device import Arrays
 from archsim.errors import InputError
 from archsim.lowering import lower_network
-from archsim.validation.gpu import KNOWN_GPUS, GpuSpec, find_gpu, gemm_cycles, gpu_arrays, op_cycles, resolve_gpu
+from archsim.validation.gpu import KNOWN_GPUS, GpuSpec, find_gpu, gpu_arrays, resolve_gpu
 from archsim.workload import load_network
 
 
@@ -58,28 +62,32 @@ def test_gpu_maps_to_one_array_per_tensor_core_with_overrides():
 
 
 def test_folds_are_dealt_to_arrays_in_waves():
-    # os, 4×4 arrays: out 8×8 → 4 tiles, each R + C + K − 2 = 4 + 4 + 5 − 2 = 11 cycles.
-    two = gpu_arrays(tiny_spec(2, 4, 4))
-    cycles, busy, split = gemm_cycles([8], [5], [8], two)
-    assert (cycles[0], busy[0], split[0]) == (2 * 11 - 1, 4 * 11, 1)
+    # os, 4×4 arrays: out 8×8 → 4 tiles, each R + C + K − 2 = 4 + 4 + 5 − 2 = 11 cycles (elapsed).
+    two = gpu_arrays(tiny_spec(2, 4, 4), split_k=True)
+    assert two.units == Arrays(2, 4, 4, "os", 1e9)
+    got = array_gemm_cycles([8], [5], [8], 1, two.units, split_k=True)
+    assert (got.cycles[0], got.busy[0], got.split[0]) == (2 * 11, 4 * 11, 1)
     # ws: folds ⌈K/R⌉·⌈N/C⌉ = 2·2 = 4 of 2R + C + M − 2 = 18 cycles; 3 arrays → 2 waves.
     ws = gpu_arrays(tiny_spec(3, 4, 4), dataflow="ws")
-    assert gemm_cycles([8], [5], [8], ws)[0][0] == 2 * 18 - 1
+    assert array_gemm_cycles([8], [5], [8], 1, ws.units).cycles[0] == 2 * 18
+    # three such GEMMs dealt together: 12 folds on 3 arrays → 4 waves; one after another: 3 × 2 waves
+    assert array_gemm_cycles([8], [5], [8], 3, ws.units).cycles[0] == 4 * 18
 
 
 def test_split_k_picks_the_cheapest_real_sub_gemms():
     # one 2×2 tile (m = n = 2), K = 8, 4 arrays of 2×2. By hand, s parts of ⌈8/s⌉ plus ⌈(s−1)·4 / (4·2)⌉ adds:
     # s=1: 2+2+8−2−1 = 9; s=2: 5+1 = 6; s=3: 4+1 = 5; s=4: 3+2 = 5 → s = 3 (first minimum), 5 cycles.
-    arrays = gpu_arrays(tiny_spec(4, 2, 2))
-    cycles, busy, split = gemm_cycles([2], [8], [2], arrays)
-    assert (cycles[0], split[0]) == (5, 3)
-    assert busy[0] == 3 * 5 + math.ceil(2 * 2 * 2 / 2)  # three 5-cycle sub-GEMMs + 8 adds on 2 lanes
-    off = gpu_arrays(tiny_spec(4, 2, 2), split_k=False)
-    assert gemm_cycles([2], [8], [2], off)[0][0] == 9
+    # (the sums above are SCALE-Sim's last-cycle index; elapsed is one more)
+    units = gpu_arrays(tiny_spec(4, 2, 2)).units
+    got = array_gemm_cycles([2], [8], [2], 1, units, split_k=True)
+    assert (got.cycles[0] - 1, got.split[0]) == (5, 3)
+    assert got.busy[0] == 3 * 5 + math.ceil(2 * 2 * 2 / 2)  # three 5-cycle sub-GEMMs + 8 adds on 2 lanes
+    assert array_gemm_cycles([2], [8], [2], 1, units, split_k=False).cycles[0] - 1 == 9
+    assert array_gemm_cycles([2], [8], [2], 1, replace(units, dataflow="ws"), split_k=True).split[0] == 1  # os only
 
 
 def test_one_array_reproduces_archsims_single_array_cost():
     arrays = gpu_arrays(tiny_spec(1, 16, 32), dataflow="os")
     ops = [op for item in lower_network(load_network("vgg16").only("conv", "fc"), 2, "exact", 2) for op in item.ops]
     expected = archsim_op_cycles(ops, ArrayConfig(16, 32, "os", element_bytes=2))
-    np.testing.assert_array_equal(op_cycles(ops, arrays)[0], expected)
+    np.testing.assert_array_equal(op_array_cycles(ops, arrays.units, arrays.split_k).cycles, expected)

@@ -158,29 +158,59 @@ def test_the_cli_shows_seconds_beside_the_arrays_view(capsys):
 
 
 @pytest.mark.parametrize("dataflow", ["os", "ws", "is"])
-def test_the_cycles_view_is_the_device_models_arrays_path_without_split_k(dataflow):
+@pytest.mark.parametrize("split_k", [False, True])
+def test_the_cycles_view_is_the_device_models_arrays_path(dataflow, split_k):
     """The GPU-as-arrays view is the arrays mechanism of the one device model: the catalog V100's
-    Device with ``gemm = "arrays"`` (its 640 tensor cores as 8×8 arrays at 1530 MHz) times a single
-    GEMM, with no efficiency loss, traffic or launch, in exactly the view's cycles + 1 (SCALE-Sim counts
-    the last cycle's index) — with split-K off, which kernel_ops' arrays path does not have."""
-    from archsim.devices.kernel_ops import array_gemm_seconds
+    Device with ``gemm = "arrays"`` (its 640 tensor cores as 8×8 arrays at 1530 MHz) times each
+    single-GEMM op, with no efficiency loss, traffic or launch, in exactly the view's cycles + 1
+    (SCALE-Sim counts the last cycle's index), split-K on or off — on random shapes, many with fewer
+    output tiles than arrays and a long reduction, where split-K cuts the reduction."""
     from archsim.devices.kernels import one_fraction
-    from archsim.validation.gpu import gemm_cycles, gpu_arrays
+    from archsim.validation.gpu import gpu_arrays
 
     device = catalog_device("v100-32gb")
-    device = replace(device, gemm="arrays", arrays=replace(device.arrays, dataflow=dataflow))
+    device = replace(device, gemm="arrays", arrays=replace(device.arrays, dataflow=dataflow), split_k=split_k)
     ideal = one_fraction(gemm=1.0, memory=1e30, launch_s=0.0)
-    arrays = gpu_arrays(KNOWN_GPUS["v100"], dataflow, split_k=False)
-    m, k, n = np.meshgrid([1, 7, 64, 1000, 12544], [3, 64, 4608], [1, 8, 100, 2048], indexing="ij")
-    m, k, n = m.ravel(), k.ravel(), n.ravel()
-    cycles = gemm_cycles(m, k, n, arrays)[0]
-    seconds = array_gemm_seconds(m, k, n, np.ones_like(m), device, ideal)
-    assert device.arrays.count == arrays.count == 640
+    view = gpu_arrays(KNOWN_GPUS["v100"], dataflow, split_k=split_k)
+    rng = np.random.default_rng(37)
+    shapes = np.concatenate([rng.integers(1, 4096, size=(60, 3)),
+                             np.column_stack([rng.integers(1, 64, 60), rng.integers(1, 200_000, 60),
+                                              rng.integers(1, 64, 60)])])
+    ops = [TrainingOp("l", "F", (Gemm(int(m), int(k), int(n)),)) for m, k, n in shapes]
+    cycles, split = _view_cycles(ops, view)
+    seconds = op_seconds(ops, device, ideal, "fp16")
+    assert device.arrays.count == view.count == 640
     assert np.allclose(seconds * device.clock_hz, cycles + 1, rtol=1e-12)
-    if dataflow == "os":  # split-K (the view's default) is where the two part: few tiles, a long reduction
-        split = gemm_cycles(np.array([32]), np.array([100_000]), np.array([32]), gpu_arrays(KNOWN_GPUS["v100"]))[0]
-        whole = array_gemm_seconds(32, 100_000, 32, 1, device, ideal) * device.clock_hz
-        assert split[0] + 1 < whole / 10
+    assert (split > 1).any() == (split_k and dataflow == "os")  # the shapes do reach split-K
+
+
+def _view_cycles(ops, arrays):
+    """The cycles view's numbers for GEMM ops (what :func:`archsim.validation.gpu.model_kernels`
+    costs its ops with; the next test checks its joined rows against the device path directly)."""
+    from archsim.devices.array_waves import op_array_cycles
+
+    costed = op_array_cycles(ops, arrays.units, arrays.split_k)
+    return costed.cycles, costed.split
+
+
+def test_validate_gpus_modeled_cycles_are_the_arrays_devices_seconds(v100_gemms):
+    """End to end: every forward row validate-gpu joins for DeepBench's V100 GEMMs (split-K on, its
+    default) has modeled_cycles + 1 = the seconds the V100-as-arrays device (split-K on, ideal
+    constants) gives the same fc forward GEMM, × clock; the split-K rows included."""
+    from archsim.devices.kernels import one_fraction
+    from archsim.workload import load_network
+
+    device = replace(catalog_device("v100-32gb"), gemm="arrays", split_k=True)
+    ideal = one_fraction(gemm=1.0, memory=1e30, launch_s=0.0)
+    network = load_network(RESULTS / "deepbench_gemm_layers.csv")
+    forward = v100_gemms[v100_gemms.op == "F"]
+    ops = []
+    for row in forward.itertuples(index=False):
+        layer = network.layer(row.layer)
+        ops.append(TrainingOp(row.layer, "F", (Gemm(int(row.batch), layer.input_elements, layer.output_elements),)))
+    seconds = op_seconds(ops, device, ideal, "fp16")
+    assert len(ops) > 50 and (forward.split_k > 1).sum() > 5
+    np.testing.assert_allclose(seconds * device.clock_hz, forward.modeled_cycles.to_numpy() + 1, rtol=1e-12)
 
 
 def test_the_report_plots_the_times_beside_the_cycles():

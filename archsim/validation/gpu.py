@@ -5,11 +5,13 @@ What the model assumes (the report and ``archsim validate-gpu`` print this):
 * **Tensor core = one R×C systolic array**, R·C = its dense FP16 multiply-accumulates per clock
   (V100/T4: 64 → 8×8; A10/L4: 128 → 8×16; A100: 256 → 16×16; H100/H200: 512 → 16×32),
   output-stationary by default: a GPU keeps the accumulator tile in registers while K streams.
-* **GPU = P = sm_count × tensor_cores_per_sm such arrays.** A GEMM's folds (output tiles, for
-  ``os``) are dealt to the P arrays in waves: cycles = ⌈folds / P⌉ · (cycles per fold) − 1, each
-  fold costed exactly as SCALE-Sim costs it (:func:`archsim.array.analytic.gemm_cost`). With
-  P = 1 this is archsim's single-array cost. The clock is the boost clock at which
-  P · R·C · 2 · clock equals the vendor's dense-FP16 peak.
+* **GPU = P = sm_count × tensor_cores_per_sm such arrays** (:attr:`GpuArrays.units`, a
+  :class:`archsim.devices.device.Arrays`). Every cycle is the device model's arrays mechanism
+  (:mod:`archsim.devices.array_waves`; nothing here re-implements it): a GEMM's folds (output tiles,
+  for ``os``) are dealt to the P arrays in waves: cycles = ⌈folds / P⌉ · (cycles per fold) − 1, each
+  fold costed exactly as SCALE-Sim costs it; an op's GEMMs run one after another. With P = 1 this is
+  archsim's single-array cost. The clock is the boost clock at which P · R·C · 2 · clock equals the
+  vendor's dense-FP16 peak.
 * **Split-K** (on by default, ``os`` only): a GEMM with fewer output tiles than arrays cuts its
   reduction into s real sub-GEMMs (the cheapest s) plus the adds that merge their partial outputs,
   as cuBLAS/cuDNN do for weight gradients and small-batch layers.
@@ -20,24 +22,21 @@ What the model assumes (the report and ``archsim validate-gpu`` print this):
   (:mod:`archsim.validation.gpu_algorithms`).
 * **Not modeled**: memory stalls, kernel launch, layout transforms, the FFT/Winograd choice. ``memory_ms`` — the op's three tensors moved once at DRAM bandwidth — is a
   separate floor shown beside the model, never folded into it.
-* **D ∥ G on two streams** share the P arrays: concurrent = max(D, G, (busy cycles of D and G) / P),
-  serial = D + G.
+* **D ∥ G on two streams** share the P arrays: concurrent = max(D, G, (busy cycles of D and G) / P)
+  (:func:`archsim.devices.array_waves.two_stream_cycles`), serial = D + G.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 import pandas as pd
 
-from archsim.array.analytic import gemm_cost
 from archsim.array.config import DATAFLOWS, ArrayConfig
-from archsim.array.costing import flatten_gemms
+from archsim.devices.array_waves import op_array_cycles, two_stream_cycles
 from archsim.devices.catalog import (  # the catalog is exported here too
     KNOWN_GPUS,
     MAX_GPU_UNITS,
@@ -45,6 +44,7 @@ from archsim.devices.catalog import (  # the catalog is exported here too
     find_gpu,
     resolve_gpu,
 )
+from archsim.devices.device import Arrays
 from archsim.errors import InputError
 from archsim.lowering import TrainingOp, check_mode
 from archsim.validate import is_file
@@ -66,8 +66,10 @@ from archsim.workload.layer import NETWORK_INPUT, Layer, Network
 class GpuArrays:
     """The GPU as ``count`` identical archsim arrays (one per tensor core).
 
-    split_k: an ``os`` GEMM with fewer output tiles than arrays may split its reduction (see
-    :func:`gemm_cycles`), as GPU GEMM/convolution libraries do; off, only output tiles are dealt out.
+    split_k: an ``os`` GEMM with fewer output tiles than arrays may split its reduction
+    (:func:`archsim.devices.array_waves.array_gemm_cycles`), as GPU GEMM/convolution libraries do; off,
+    only output tiles are dealt out. The configuration ``validate-gpu``'s flags override; the cycles are
+    the device model's (:attr:`units`).
     """
 
     spec: GpuSpec
@@ -77,6 +79,13 @@ class GpuArrays:
     dgrad: str = "zero-insertion"
     cuda_core_fallback: bool = True
     winograd: bool = True
+
+    @property
+    def units(self) -> Arrays:
+        """These arrays as the device model's compute units (one core per SM), which cost every GEMM
+        here (:mod:`archsim.devices.array_waves`)."""
+        return Arrays(self.count, self.array.rows, self.array.cols, self.array.dataflow, self.spec.clock_hz,
+                      self.spec.tensor_cores_per_sm)
 
 
 def gpu_arrays(spec: GpuSpec, dataflow: str = "os", element_bytes: int = 2, split_k: bool = True,
@@ -91,55 +100,6 @@ def gpu_arrays(spec: GpuSpec, dataflow: str = "os", element_bytes: int = 2, spli
                         clock_hz=spec.clock_hz, name=spec.name)
     return GpuArrays(spec=spec, array=array, count=spec.arrays, split_k=split_k, dgrad=check_dgrad(dgrad),
                      cuda_core_fallback=cuda_core_fallback, winograd=winograd)
-
-
-def gemm_cycles(m: npt.ArrayLike, k: npt.ArrayLike, n: npt.ArrayLike,
-                arrays: GpuArrays) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(cycles, busy array-cycles, reduction split s) of GEMMs out[m×n] = A[m×k]·B[k×n] on the GPU's P arrays.
-
-    The GEMM's F folds of c cycles each (SCALE-Sim's per-fold cost, :func:`gemm_cost`) are dealt to
-    the P arrays in waves: ⌈F / P⌉·c − 1 cycles (SCALE-Sim counts the last cycle's index, hence − 1).
-    ws/is folds tile the reduction too; their partial sums merge for free, as on one array.
-    Split-K (``os`` only, when F < P): the reduction is cut into s parts, each a real sub-GEMM
-    (m, ⌈k/s⌉, n) costed the same way, plus ⌈(s − 1)·m·n / (P·cols)⌉ cycles to add the partial
-    outputs on all arrays' lanes; s ∈ 1..min(k, P) is the cheapest (s = 1 is no split).
-    """
-    a, P = arrays.array, arrays.count
-    m, k, n = (np.atleast_1d(np.asarray(x, dtype=np.int64)) for x in (m, k, n))
-    whole = gemm_cost(m, k, n, a.rows, a.cols, a.dataflow)
-    per_fold = (whole.cycles + 1) // whole.folds
-    cycles = -(-whole.folds // P) * per_fold - 1
-    busy = whole.cycles + 1
-    split = np.ones_like(cycles)
-    todo = np.flatnonzero(whole.folds < P) if (arrays.split_k and a.dataflow == "os") else np.array([], dtype=int)
-    if todo.size:
-        s = np.arange(1, min(P, int(k[todo].max())) + 1, dtype=np.int64)[None, :]
-        mm, kk, nn = m[todo, None], k[todo, None], n[todo, None]
-        part = gemm_cost(mm, -(-kk // s), nn, a.rows, a.cols, a.dataflow)
-        part_fold = (part.cycles + 1) // part.folds
-        reduce = -(-(s - 1) * mm * nn // (P * a.cols))
-        total = -(-(s * part.folds) // P) * part_fold - 1 + reduce
-        total = np.where(s <= kk, total, np.iinfo(np.int64).max)
-        best = np.argmin(total, axis=1)
-        rows = np.arange(todo.size)
-        cycles[todo] = total[rows, best]
-        split[todo] = best + 1
-        busy[todo] = (best + 1) * (part.cycles[rows, best] + 1) + -(-(best * mm[:, 0] * nn[:, 0]) // a.cols)
-    return cycles, busy, split
-
-
-def op_cycles(ops: Sequence[TrainingOp], arrays: GpuArrays) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(cycles, busy array-cycles, largest split-K) of each op; its GEMMs run one after another."""
-    owner, m, k, n, times = flatten_gemms(ops)
-    cycles = np.zeros(len(ops), dtype=np.int64)
-    busy = np.zeros(len(ops), dtype=np.int64)
-    split = np.ones(len(ops), dtype=np.int64)
-    if owner.size:
-        gemm, gemm_busy, gemm_split = gemm_cycles(m, k, n, arrays)
-        np.add.at(cycles, owner, gemm * times)
-        np.add.at(busy, owner, gemm_busy * times)
-        np.maximum.at(split, owner, gemm_split)
-    return cycles, busy, split
 
 
 def measured_layer(layer: Layer) -> Layer:
@@ -205,12 +165,13 @@ def model_kernels(table: KernelTable, arrays: GpuArrays, mode: str = "exact",
             on_lanes.append(lanes is not None and layer.kind == "conv" and not tensor_core_shape(layer))
         bytes_of[(network, name, batch)] = (batch * (layer.input_elements + layer.output_elements)
                                             + layer.weight_elements) * eb
-    cycles, busy, split = op_cycles(ops, arrays)
+    costed = op_array_cycles(ops, arrays.units, arrays.split_k)
+    cycles, busy, split = costed.cycles, costed.busy, costed.split
     if lanes is not None and any(on_lanes):  # same clock: cycles compare; busy rescaled to P tensor cores
         fallback = np.flatnonzero(on_lanes)
-        lane_cycles, lane_busy, lane_split = op_cycles([ops[i] for i in fallback], lanes)
-        cycles[fallback], split[fallback] = lane_cycles, lane_split
-        busy[fallback] = -(-lane_busy * arrays.count // lanes.count)
+        on = op_array_cycles([ops[i] for i in fallback], lanes.units, lanes.split_k)
+        cycles[fallback], split[fallback] = on.cycles, on.split
+        busy[fallback] = -(-on.busy * arrays.count // lanes.count)
     seconds = np.full(len(ops), np.nan)
     if timer is not None:
         seconds = ops_seconds(ops, timer, on_lanes, eb)
@@ -232,7 +193,7 @@ def model_kernels(table: KernelTable, arrays: GpuArrays, mode: str = "exact",
             out_cycles.append(int(cycles[d] + cycles[g]))
             out_seconds.append(float(seconds[d] + seconds[g]))
         else:
-            out_cycles.append(int(max(cycles[d], cycles[g], -(-(busy[d] + busy[g]) // P) - 1)))
+            out_cycles.append(int(two_stream_cycles(cycles[d], cycles[g], busy[d], busy[g], P)))
             out_seconds.append(float("nan"))
         out_macs.append(int(macs[d] + macs[g]))
         out_bytes.append(2 * bytes_of[unit])
@@ -289,5 +250,5 @@ def assumptions(arrays: GpuArrays, mode: str, measured_sm_count: str | None = No
     ]
 
 
-__all__ = ["KNOWN_GPUS", "MAX_GPU_UNITS", "GpuArrays", "GpuSpec", "assumptions", "find_gpu", "gemm_cycles", "gpu_arrays",
-           "measured_layer", "model_kernels", "op_cycles", "resolve_gpu"]
+__all__ = ["KNOWN_GPUS", "MAX_GPU_UNITS", "GpuArrays", "GpuSpec", "assumptions", "find_gpu", "gpu_arrays",
+           "measured_layer", "model_kernels", "resolve_gpu"]
