@@ -18,7 +18,7 @@ fitted on NeuSight's kernel files of five GPUs, the V100-PCIE-32GB among them.
 Held out: the same rows with kernel constants fitted on the other four GPUs' kernel files
 (``archsim.validation.neusight.fit_constants``, as ``bench_neusight_kernels.py``'s leave-one-GPU-out
 fits, ``--iterations`` Nelder–Mead iterations), passed to the training model as
-``Machine.kernel_constants`` — a GPU whose kernels the constants never saw.
+``Machine.pytorch_constants`` — a GPU whose kernels the constants never saw.
 
 The same three cells are then predicted on every GPU of ``device_configs/`` (prediction only: no
 measurement of a GPU outside the five is read). Writes benchmarks/results/neusight_iterations.csv
@@ -88,7 +88,7 @@ def predict_with(data: Path, folder: Path, device: str, model: str, seq: int, ba
     config = load_transformer(data / "model_configs" / f"{model}.json", seq=seq)
     par = Parallelism(1, 1, 1, batch, batch, "none", attention="standard")
     cluster = load_gpu_cluster(cluster_file(folder, device), "fp32")
-    machine = replace(cluster.laid_out(par)[0], implementation="pytorch-eager", kernel_constants=constants)
+    machine = replace(cluster.laid_out(par)[0], implementation="pytorch-eager", pytorch_constants=constants)
     result = train(config, par, machine)
     return {"forward_seconds": result.forward_seconds, "backward_seconds": result.backward_seconds}
 

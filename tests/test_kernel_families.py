@@ -86,7 +86,7 @@ def test_fp16_kernels_keep_the_training_fit_in_either_implementation(implementat
 
 def test_fp32_on_a_catalog_gpu_takes_pytorchs_kernels_and_a_device_file_its_own():
     machine = _machine("pytorch-eager", "fp32", "Tesla_V100-PCIE-32GB")
-    assert machine.kernels == KernelFamilies(machine.kernel_constants, machine.kernel_constants, pytorch=True)
+    assert machine.kernels == KernelFamilies(machine.pytorch_constants, machine.pytorch_constants, pytorch=True)
     own = replace(A100_KERNELS, launch_s=1e-6)
     device = replace(H200, gemm="arrays")
     assert kernel_families(device, "fp32", own) == kernel_families(device, "fp16", own, pytorch_memory_bound=True) \

@@ -34,7 +34,7 @@ class Machine:
     fp16/bf16 (mixed precision, the default) or fp32 (GEMMs on a GPU's FP32 lanes, every tensor and
     message at 4 bytes per element; :data:`archsim.devices.device.DTYPES`). Two constants sets, each
     for the kernels it was fitted on: ``efficiency`` (vTrain's A100 fit, or a device file's own: cuBLAS
-    tensor-core GEMMs, Megatron's fused kernels, the host's issue time) and ``kernel_constants``
+    tensor-core GEMMs, Megatron's fused kernels, the host's issue time) and ``pytorch_constants``
     (NeuSight's fit of PyTorch's own kernels; a benchmark passes a leave-one-GPU-out fit);
     :attr:`kernels` says which times which."""
 
@@ -43,14 +43,14 @@ class Machine:
     links: Links
     implementation: str = "megatron"
     dtype: str = "fp16"
-    kernel_constants: KernelConstants = FITTED
+    pytorch_constants: KernelConstants = FITTED
 
     @property
     def kernels(self) -> KernelFamilies:
         """Which constants time which kernel family here: the one rule,
-        :func:`archsim.devices.kernel_ops.kernel_families` (``kernel_constants`` for fp32 on a catalog
+        :func:`archsim.devices.kernel_ops.kernel_families` (``pytorch_constants`` for fp32 on a catalog
         GPU, ``efficiency`` otherwise, in either implementation)."""
-        return kernel_families(self.gpu, self.dtype, self.efficiency, self.kernel_constants)
+        return kernel_families(self.gpu, self.dtype, self.efficiency, self.pytorch_constants)
 
     @property
     def scale(self) -> float:
