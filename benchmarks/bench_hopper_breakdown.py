@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from archsim.devices.device import catalog_device
-from archsim.devices.kernel_ops import gemm_seconds
+from archsim.devices.kernel_ops import device_gemm_seconds
 from archsim.training import fitted
 from archsim.training.calibrate import read_probe
 from archsim.training.layer_ops import block_work, embedding_work, head_work
@@ -108,7 +108,7 @@ def check(catalog: str, slug: str) -> None:
               f"recomputed forward (measured full − none, less archsim's full − none; median of {len(pick)})  ")
     ratios = []
     for row in (r for r in probe if r.section == "gemm"):
-        t = float(gemm_seconds(row.m, row.k, row.n, row.count, device, replace(eff, launch_s=0.0)))
+        t = float(device_gemm_seconds(row.m, row.k, row.n, row.count, device, replace(eff, launch_s=0.0)))
         ratios.append((2.0 * row.m * row.k * row.n * row.count, t / row.seconds))
     flops, ratio = np.array(ratios).T
     for lo, hi in ((0, 1e10), (1e10, 1e11), (1e11, 1e14)):

@@ -242,7 +242,7 @@ def large_gemms_on_h100(min_flops: float = 1e11) -> None:
     import io
 
     from archsim.devices.device import catalog_device
-    from archsim.devices.kernel_ops import gemm_seconds
+    from archsim.devices.kernel_ops import device_gemm_seconds
     from archsim.training.fitted import kernels
 
     path = ROOT / "benchmarks" / "results" / "gpu_efficiency_probe_h100-80gb-hbm3.csv"
@@ -253,7 +253,7 @@ def large_gemms_on_h100(min_flops: float = 1e11) -> None:
     flops = 2 * gemms.m * gemms.k * gemms.n * gemms["count"]
     big = gemms[flops >= min_flops]
     h100 = catalog_device("h100-80gb-sxm")
-    ratio = gemm_seconds(big.m, big.k, big.n, big["count"], h100, kernels(h100.name)) / big.seconds
+    ratio = device_gemm_seconds(big.m, big.k, big.n, big["count"], h100, kernels(h100.name)) / big.seconds
     measured = flops[flops >= min_flops] / big.seconds / 1e12
     print(f"H100 GEMMs of >= {min_flops / 1e12:g} TFLOP measured ({len(big)}): {measured.min():.0f}-{measured.max():.0f} "
           f"TFLOP/s; archsim predicted / measured time: median {ratio.median():.3f}, {ratio.min():.3f}-{ratio.max():.3f}")

@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from model_swap import swapped  # a sibling by path, as this module is to its users
 
-from archsim.devices.kernel_ops import gemm_seconds
+from archsim.devices.kernel_ops import device_gemm_seconds
 from archsim.devices.kernels import stream_seconds
 from archsim.training import calibrate, search, stages
 from archsim.training.iteration import ATTENTION_CORE, model_pieces
@@ -175,7 +175,7 @@ def gemm_rate_check(machine: Machine) -> list[tuple[int, int, int, float, float]
     """(m, n, k, measured TFLOP/s, archsim TFLOP/s) for Azure's A100 cuBLASLt GEMMs, launch gap left out."""
     rows = []
     for m, n, k, measured in AZURE_A100_GEMMS:
-        seconds = float(np.asarray(gemm_seconds(m, k, n, 1, machine.gpu, machine.efficiency)).ravel()[0])
+        seconds = float(np.asarray(device_gemm_seconds(m, k, n, 1, machine.gpu, machine.efficiency)).ravel()[0])
         rows.append((m, n, k, measured, 2.0 * m * n * k / (seconds - machine.efficiency.launch_s) / 1e12))
     return rows
 

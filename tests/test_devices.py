@@ -4,7 +4,7 @@ import pytest
 
 from archsim.devices.catalog import GIB, GPUS, gpu
 from archsim.devices.device import catalog_device
-from archsim.devices.kernel_ops import gemm_seconds, op_seconds
+from archsim.devices.kernel_ops import device_gemm_seconds, op_seconds
 from archsim.devices.kernels import one_fraction, stream_seconds
 from archsim.errors import InputError
 from archsim.lowering import Gemm, TrainingOp
@@ -71,18 +71,18 @@ def test_wave_quantization_by_hand():
     # 108 output tiles of 128×256 (m = 128·108, n = 256): one wave of 2·128·256·k FLOPs per SM
     k = 4096
     one_wave = 2 * 128 * 256 * k / per_sm
-    assert gemm_seconds(128 * 108, k, 256, 1, a100, PLAIN) == pytest.approx(one_wave)
+    assert device_gemm_seconds(128 * 108, k, 256, 1, a100, PLAIN) == pytest.approx(one_wave)
     # one more row: 109 tiles of 128×256 need 2 waves; 128×128 or 256×64 tiles 3 half-size waves (1.5×);
     # 128×64 tiles 5 quarter-size waves (1.25×) at the L2-fed rate of a 128×64 tile:
     # 5120/108 bytes/clock × 128·64/(192·2) MACs/byte over 312e12/(2·1.41e9·108) MACs/clock = 0.987;
     # 64×64 tiles 9 eighth-size waves (1.125×) at 0.740 (1.52×). Best: 128×64.
     fed = 5120 / 108 * 128 * 64 / (192 * 2) / (312e12 / (2 * 1.41e9 * 108))
-    assert gemm_seconds(128 * 109, k, 256, 1, a100, PLAIN) == pytest.approx(1.25 * one_wave / fed)
+    assert device_gemm_seconds(128 * 109, k, 256, 1, a100, PLAIN) == pytest.approx(1.25 * one_wave / fed)
     # batched: count multiplies the tiles (108 → one wave), but each of the 108 GEMMs moves its own
     # operands, (128·k + k·256 + 128·256)·2 bytes, at 2039 GB/s: memory-bound
     traffic = 108 * (128 * k + k * 256 + 128 * 256) * 2 / 2039e9
     assert traffic > one_wave
-    assert gemm_seconds(128, k, 256, 108, a100, PLAIN) == pytest.approx(traffic)
+    assert device_gemm_seconds(128, k, 256, 108, a100, PLAIN) == pytest.approx(traffic)
 
 
 def test_memory_floor_and_overheads_by_hand():
@@ -90,7 +90,7 @@ def test_memory_floor_and_overheads_by_hand():
     # a skinny GEMM is bound by moving its operands: (m·k + k·n + m·n)·2 bytes / bandwidth
     m, k, n = 1_000_000, 8, 8
     traffic = (m * k + k * n + m * n) * 2 / 2039e9
-    assert gemm_seconds(m, k, n, 1, a100, PLAIN) == pytest.approx(traffic)
+    assert device_gemm_seconds(m, k, n, 1, a100, PLAIN) == pytest.approx(traffic)
     eff = one_fraction(gemm=0.5, memory=0.5, launch_s=5e-6)
     assert stream_seconds(2e9, a100.hbm_bytes_per_s, eff) == pytest.approx(2e9 / (0.5 * 2039e9) + 5e-6)
     ops = [TrainingOp("x", "F", (Gemm(128 * 108, 4096, 256),)), TrainingOp("y", "F", (), vector_elements=10**9)]

@@ -18,7 +18,7 @@ import pytest
 from benchmark_scripts import load_benchmark
 
 from archsim.devices.device import catalog_device
-from archsim.devices.kernel_ops import gemm_seconds
+from archsim.devices.kernel_ops import device_gemm_seconds
 from archsim.devices.kernels import KernelConstants, one_fraction, stream_seconds
 from archsim.errors import InputError
 from archsim.training.calibrate import HOST_ROW, fit_probe, read_probe
@@ -52,7 +52,7 @@ def synthetic_probe(path: Path, truth: KernelConstants = TRUTH, noise: float = 0
         rows.append(",".join(str(row[c]) for c in COLUMNS))
 
     for m, k, n, count in shapes:
-        add("gemm", "x", float(gemm_seconds(m, k, n, count, device, truth)), m=m, k=k, n=n, count=count)
+        add("gemm", "x", float(device_gemm_seconds(m, k, n, count, device, truth)), m=m, k=k, n=n, count=count)
     for moved in np.geomspace(2e6, 4e9, 30):
         add("memory", "x", float(stream_seconds(moved, device.hbm_bytes_per_s, truth)), bytes=int(moved))
     for name in ("add_.1024", "mul_.1024"):

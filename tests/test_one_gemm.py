@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from archsim.devices.catalog import GPUS, chip_of
-from archsim.devices.kernel_ops import gemm_seconds, op_seconds
+from archsim.devices.kernel_ops import device_gemm_seconds, op_seconds
 from archsim.devices.kernels import FITTED, SPLIT_MIN_K, one_fraction, sm_flops
 from archsim.lowering import Gemm, TrainingOp
 
@@ -60,8 +60,8 @@ def test_the_property_has_gpus_to_run_on():
        k=st.integers(1, 2 * SPLIT_MIN_K - 1), count=st.integers(1, 64))
 def test_a_shallow_gemm_is_never_slower_in_fp16_than_in_fp32(name, m, n, k, count):
     device = GPUS[name]
-    half = float(gemm_seconds(m, k, n, count, device, CONSTANTS, "fp16"))
-    single = float(gemm_seconds(m, k, n, count, device, CONSTANTS, "fp32"))
+    half = float(device_gemm_seconds(m, k, n, count, device, CONSTANTS, "fp16"))
+    single = float(device_gemm_seconds(m, k, n, count, device, CONSTANTS, "fp32"))
     assert half <= single * (1 + 1e-12)
 
 
@@ -72,8 +72,8 @@ def test_more_rows_columns_or_batch_never_make_a_gemm_faster(name, dtype, m, n, 
     device = GPUS[name]
     shape = {"m": m, "n": n, "count": count}
     bigger = {**shape, grow: shape[grow] + 1}
-    before = float(gemm_seconds(shape["m"], k, shape["n"], shape["count"], device, CONSTANTS, dtype))
-    after = float(gemm_seconds(bigger["m"], k, bigger["n"], bigger["count"], device, CONSTANTS, dtype))
+    before = float(device_gemm_seconds(shape["m"], k, shape["n"], shape["count"], device, CONSTANTS, dtype))
+    after = float(device_gemm_seconds(bigger["m"], k, bigger["n"], bigger["count"], device, CONSTANTS, dtype))
     assert after >= before * (1 - 1e-12)
 
 
@@ -92,5 +92,5 @@ def test_a_chip_feeds_its_tensor_tiles_from_its_l2_as_its_training_device_does()
     expected = 64 * 64 * 64 / l2_macs_per_s + CONSTANTS.launch_s
     chip = KNOWN_GPUS["a100-80gb"]
     assert float(chip_gemm_seconds(1, 256, 128, 64, chip, CONSTANTS, "fp16")) == pytest.approx(expected, rel=1e-12)
-    assert float(gemm_seconds(256, 64, 128, 1, GPUS["a100-80gb"], CONSTANTS, "fp16")) == pytest.approx(expected,
+    assert float(device_gemm_seconds(256, 64, 128, 1, GPUS["a100-80gb"], CONSTANTS, "fp16")) == pytest.approx(expected,
                                                                                                          rel=1e-12)

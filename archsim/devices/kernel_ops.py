@@ -134,8 +134,10 @@ def array_gemm_seconds(m, k, n, count, device: Device, constants: KernelConstant
     return np.maximum(compute, traffic) + constants.launch_s
 
 
-def gemm_seconds(m, k, n, count, device: Device, constants: KernelConstants, dtype: str = "fp16") -> np.ndarray:
-    """Seconds of each batched GEMM (arrays broadcast) on ``device`` in ``dtype``, one launch each."""
+def device_gemm_seconds(m, k, n, count, device: Device, constants: KernelConstants, dtype: str = "fp16") -> np.ndarray:
+    """Seconds of each batched GEMM, ``count`` of out[m×n] = A[m×k]·B[k×n] (arrays broadcast), on the
+    ``device`` in ``dtype``, one launch each: the path :func:`gemm_path` picks. (The chip-level
+    :func:`archsim.devices.kernels.gemm_seconds` takes a ``GpuSpec`` and (batch, m, n, k).)"""
     path = gemm_path(device, dtype, constants)
     if path is None:
         return array_gemm_seconds(m, k, n, count, device, constants, ELEMENT_BYTES[dtype], dtype)
@@ -187,5 +189,5 @@ def op_seconds(ops: Sequence[TrainingOp], device: Device, constants: KernelConst
     return seconds
 
 
-__all__ = ["KERNEL_CLASSES", "KernelFamilies", "array_gemm_seconds", "gemm_path", "gemm_seconds", "kernel_families",
+__all__ = ["KERNEL_CLASSES", "KernelFamilies", "array_gemm_seconds", "device_gemm_seconds", "gemm_path", "kernel_families",
            "op_seconds"]

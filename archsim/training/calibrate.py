@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from archsim.devices.device import Device
-from archsim.devices.kernel_ops import gemm_seconds
+from archsim.devices.kernel_ops import device_gemm_seconds
 from archsim.devices.kernels import KernelConstants, one_fraction, stream_seconds
 from archsim.errors import InputError
 from archsim.training import fitted
@@ -167,7 +167,7 @@ def fit_probe(rows: list[ProbeRow], device: Device, implementation: str = "megat
     one overhead per op, plain PyTorch launches several), ``host_s`` = the :data:`HOST_ROW` seconds per
     archsim op, ``memory`` and ``gemm`` by least squares of the
     relative error of archsim's own :func:`~archsim.devices.kernel_ops.stream_seconds` and
-    :func:`~archsim.devices.kernel_ops.gemm_seconds` (the memory one
+    :func:`~archsim.devices.kernel_ops.device_gemm_seconds` (the memory one
     in closed form, linear in 1 / memory; the GEMM one over a 0.001 grid, its model being stepwise).
     ``implementation``: whose op list the host and launch rows are divided by (the probe wrote
     Megatron's count of :data:`HOST_CONFIG`'s iteration; ``pytorch-eager`` recounts it)."""
@@ -196,7 +196,7 @@ def fit_probe(rows: list[ProbeRow], device: Device, implementation: str = "megat
     m, k, n, count = np.array([(r.m, r.k, r.n, r.count) for r in by["gemm"]], dtype=np.float64).T
     measured = np.array([r.seconds for r in by["gemm"]])
     grid = np.linspace(0.05, 1.0, 951)
-    errors = [float(np.mean((gemm_seconds(m, k, n, count, device, replace(probe, gemm=float(g))) / measured - 1) ** 2))
+    errors = [float(np.mean((device_gemm_seconds(m, k, n, count, device, replace(probe, gemm=float(g))) / measured - 1) ** 2))
               for g in grid]
     best = int(np.argmin(errors))
     sizes = {s: len(rs) for s, rs in by.items()}

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from archsim.devices.device import ELEMENT_BYTES, Device
-from archsim.devices.kernel_ops import gemm_path, gemm_seconds
+from archsim.devices.kernel_ops import device_gemm_seconds, gemm_path
 from archsim.devices.kernels import KernelConstants, compute_seconds, stream_seconds
 from archsim.lowering import TrainingOp
 from archsim.training.calibrate import ProbeRow
@@ -52,7 +52,7 @@ def class_seconds(ops: Sequence[TrainingOp], device: Device, efficiency: KernelC
             gemm += max(compute, traffic)
             kernels += 1
             continue
-        gemm += sum(float(gemm_seconds(g.m, g.k, g.n, g.count, device, no_launch, precision)) for g in op.gemms)
+        gemm += sum(float(device_gemm_seconds(g.m, g.k, g.n, g.count, device, no_launch, precision)) for g in op.gemms)
         kernels += len(op.gemms)
         if op.vector_elements > 0:
             memory += float(stream_seconds(op.vector_elements * size, device.hbm_bytes_per_s, no_launch, kernels=0))
@@ -89,7 +89,7 @@ def match_probe_gemms(ops: Sequence[TrainingOp], rows: Sequence[ProbeRow], devic
                 continue
             matched += 1
             measured += float(np.median(times))
-            predicted += float(gemm_seconds(g.m, g.k, g.n, g.count, device, no_launch, precision))
+            predicted += float(device_gemm_seconds(g.m, g.k, g.n, g.count, device, no_launch, precision))
     return GemmMatch(predicted, measured, matched, unmatched)
 
 
