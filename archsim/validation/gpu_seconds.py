@@ -36,13 +36,20 @@ from archsim.array.costing import flatten_gemms
 from archsim.devices.catalog import BOARD_OF_CHIP, KNOWN_GPUS, GpuSpec
 from archsim.devices.device import Device, catalog_device
 from archsim.devices.kernel_ops import op_seconds
-from archsim.devices.kernels import FITTED, GemmPath, KernelConstants, path_gemm_seconds, simt_path, spec_path
+from archsim.devices.kernels import (
+    FITTED,
+    TENSOR_DTYPES,
+    GemmPath,
+    KernelConstants,
+    path_gemm_seconds,
+    simt_path,
+    spec_path,
+)
 from archsim.errors import InputError
 from archsim.lowering import TrainingOp
 
 DTYPES = {"fp16": "fp16", "float16": "fp16", "bf16": "bf16", "bfloat16": "bf16", "fp32": "fp32", "float32": "fp32"}
 """The CSV metadata's dtype names the device model times (tf32 is not one: no tf32 GEMM path)."""
-TENSOR_DTYPES = ("fp16", "bf16")
 
 TensorConstants = Callable[[str], KernelConstants]
 """GPU name → the tensor-core kernel constants (:func:`archsim.training.fitted.kernels`)."""
