@@ -8,9 +8,13 @@ seconds are given."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from archsim.devices.device import catalog_device
+from archsim.devices.device_file import load_device
+from archsim.devices.kernel_ops import op_seconds
 from archsim.devices.kernels import one_fraction
 from archsim.lowering import Gemm, TrainingOp
 from archsim.training.calibrate import ProbeRow
@@ -76,3 +80,15 @@ def test_memory_at_fractions_closed_form() -> None:
     # 200 B at 500 B/s + 600 B at 250 B/s + 100 B at 800 B/s (D falls back to F); "other" unmapped
     assert seconds == pytest.approx(200 / 500 + 600 / 250 + 100 / 800)
     assert moved == 900
+
+
+def test_class_seconds_fused_op_on_arrays_is_one_kernel_too() -> None:
+    # the same fused op on a device whose GEMMs run on its arrays: still one kernel of its larger part,
+    # and the classes add up to op_seconds' time, as ClassSeconds says
+    tpu = load_device(Path(__file__).resolve().parents[1] / "configs" / "devices" / "tpu_v4_like.toml")
+    assert tpu.gemm == "arrays"
+    fused = TrainingOp("flash", "F", (Gemm(256, 64, 128),), vector_elements=10**9, fused=True)
+    parts = class_seconds([fused], tpu, EFF)
+    assert parts.gemm == pytest.approx(10**9 * 2 / (tpu.hbm_bytes_per_s * 0.8), rel=1e-9)
+    assert parts.memory == 0.0 and parts.launch == pytest.approx(10e-6)
+    assert parts.total == pytest.approx(float(op_seconds([fused], tpu, EFF).sum()), rel=1e-12)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from archsim.devices.device import ELEMENT_BYTES, Device
-from archsim.devices.kernel_ops import device_gemm_seconds, gemm_path
+from archsim.devices.kernel_ops import array_gemm_seconds, device_gemm_seconds, gemm_path
 from archsim.devices.kernels import KernelConstants, compute_seconds, stream_seconds
 from archsim.lowering import TrainingOp
 from archsim.training.calibrate import ProbeRow
@@ -38,16 +38,19 @@ class ClassSeconds:
 
 def class_seconds(ops: Sequence[TrainingOp], device: Device, efficiency: KernelConstants,
                   precision: str = "fp16") -> ClassSeconds:
-    """``ops``' GPU time split into GEMM, memory-bound and launch seconds (a catalog GPU's tensor-core
-    tiles; every memory-bound op streams at ``efficiency.memory``, as in fp16/bf16)."""
+    """``ops``' GPU time split into GEMM, memory-bound and launch seconds (the GEMM path ``precision``
+    takes on ``device``; every memory-bound op streams at ``efficiency.memory``, as in fp16/bf16)."""
     no_launch = replace(efficiency, launch_s=0.0)
     size = ELEMENT_BYTES[precision]
     path = gemm_path(device, precision, no_launch)
     gemm = memory = 0.0
     kernels = 0
     for op in ops:
-        if op.fused and path is not None:  # one kernel: its GEMMs' compute overlapped with its own traffic
-            compute = sum(float(compute_seconds(g.count, g.m, g.n, g.k, path, no_launch, size)) for g in op.gemms)
+        if op.fused:  # one kernel: its GEMMs' compute overlapped with its own traffic
+            compute = sum(float(compute_seconds(g.count, g.m, g.n, g.k, path, no_launch, size)
+                                if path is not None else  # on arrays: the GEMM's own roofline, as op_seconds
+                                array_gemm_seconds(g.m, g.k, g.n, g.count, device, no_launch, size, precision))
+                          for g in op.gemms)
             traffic = float(stream_seconds(op.vector_elements * size, device.hbm_bytes_per_s, no_launch, kernels=0))
             gemm += max(compute, traffic)
             kernels += 1
