@@ -12,7 +12,7 @@
   communication. archsim runs the pair's two computations back to back on the rank (transfers
   already overlap computation), so the pair costs T_F + T_B + T_W.
 
-Orders are :class:`~archsim.policies.stage_orders.StageOrder` objects whose ``pairs`` mark the
+Orders are :class:`~archsim.policies.actions.StageOrder` objects whose ``pairs`` mark the
 overlapped F/B pairs (index of the pair's first action in its rank's list).
 """
 

@@ -166,7 +166,7 @@ def fit_probe(rows: list[ProbeRow], device: Device, implementation: str = "megat
     kernels launched per archsim op (the :data:`HOST_ROW` iteration's ``launches`` row; archsim charges
     one overhead per op, plain PyTorch launches several), ``host_s`` = the :data:`HOST_ROW` seconds per
     archsim op, ``memory`` and ``gemm`` by least squares of the
-    relative error of archsim's own :func:`~archsim.devices.kernel_ops.stream_seconds` and
+    relative error of archsim's own :func:`~archsim.devices.kernels.stream_seconds` and
     :func:`~archsim.devices.kernel_ops.device_gemm_seconds` (the memory one
     in closed form, linear in 1 / memory; the GEMM one over a 0.001 grid, its model being stepwise).
     ``implementation``: whose op list the host and launch rows are divided by (the probe wrote
