@@ -9,7 +9,7 @@ SCALE-Sim or scipy) and ``benchmarks/gpu_train_measure.py`` (its tiny GPT for th
 Sections, in this order, each row one measurement (``section`` column):
 
 * ``kernel`` — GPU time per kernel of many tiny kernels queued back to back behind a GPU sleep
-  (``torch.cuda._sleep``), so the host's issuing is hidden: the per-kernel overhead (``kernel_s``);
+  (``torch.cuda._sleep``), so the host's issuing is hidden: the per-kernel overhead (``launch_s``);
 * ``host`` — wall time of *issuing* ops without synchronizing, the GPU kept busy by a sleep queued in
   front: small elementwise ops (plain and recorded by autograd), and one forward + backward of the
   tiny GPT of gpu_train_measure.py (recompute none and full), with ``ops`` = archsim's op count of
