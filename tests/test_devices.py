@@ -36,7 +36,7 @@ def test_pcie_cards_match_datasheets(name):
     fp32, sms, memory, hbm, pcie = PCIE_DATASHEET[name]
     g = gpu(name)
     assert g.peak("fp32") == pytest.approx(fp32 * 1e12)
-    # the FP32 lanes × 2 × clock the fp32 kernel model reads give the same peak (within rounding)
+    # the FP32 lanes × 2 × clock the kernel model's SIMT path reads give the same peak (within rounding)
     from archsim.devices.catalog import chip_of
     from archsim.devices.kernels import sm_flops
 

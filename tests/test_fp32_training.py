@@ -1,4 +1,4 @@
-"""fp32 training is timed by the one fp32 kernel model (archsim/devices/kernels.py), and NeuSight's
+"""fp32 training is timed by the one kernel model's SIMT path (archsim/devices/kernels.py), and NeuSight's
 measured V100 iterations (Hugging Face models, fp32, eager PyTorch) are predicted within a stated band."""
 
 import json

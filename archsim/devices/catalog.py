@@ -1,6 +1,6 @@
 """The one table of GPU datasheet figures (docs/citations.md, "GPU datasheets"): every catalog GPU's
 figures are stated here once, and everything else reads them — the training :class:`~archsim.devices.device.Device`
-(:func:`device`), the fp32 kernel-time model (:mod:`archsim.devices.kernels`) and
+(:func:`device`), the kernel-time model of every dtype (:mod:`archsim.devices.kernels`) and
 ``validate-gpu``'s GPU-as-arrays model (:mod:`archsim.validation.gpu`).
 
 A row is the chip (:class:`GpuSpec`: SMs, tensor cores and their MMA shape, clock, HBM bandwidth, L2 and
@@ -46,7 +46,7 @@ datasheets: V100 PCIe 32 GB (112 TFLOP/s FP16 tensor, 14 FP32, 7 FP64; PCIe 3.0)
 tensor, 8.1 FP32; PCIe 3.0), A100 80GB PCIe (the A100's peaks; PCIe 4.0), L4 (24 GB; 121 FP16/BF16
 tensor dense, 30.3 FP32; PCIe 4.0), P100 PCIe 16 GB (9.3 FP32, 4.7 FP64; PCIe 3.0), P4 (8 GB; 5.5
 FP32; PCIe 3.0). The A100-PCIE-40GB trains as the a100-40gb board (its chip, with the PCIe card's
-250 W, is what the fp32 kernel model reads). :func:`gpu` also takes a GPU's name as CUDA reports it
+250 W, is what the kernel model's SIMT path reads). :func:`gpu` also takes a GPU's name as CUDA reports it
 ("Tesla V100-PCIE-32GB", "NVIDIA L4"; :func:`find_gpu`).
 """
 
@@ -285,8 +285,8 @@ def gpu(name: str) -> Device:
 
 
 def chip_of(device: Device) -> GpuSpec | None:
-    """The chip (:class:`GpuSpec`) of a catalog GPU's device, for the fp32 kernel model; None for a
-    device file's."""
+    """The chip (:class:`GpuSpec`) of a catalog GPU's device, for the kernel model's chip-level mechanisms
+    (the SIMT path, PyTorch's memory-bound kernels); None for a device file's."""
     return CHIP_OF_DEVICE.get(device)
 
 
