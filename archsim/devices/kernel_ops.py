@@ -45,6 +45,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from archsim.array.costing import flatten_gemms
 from archsim.devices.array_waves import array_gemm_cycles
@@ -119,8 +120,8 @@ def gemm_path(device: Device, dtype: str, constants: KernelConstants) -> GemmPat
                        device.hbm_bytes_per_s, ELEMENT_BYTES[dtype])
 
 
-def array_gemm_seconds(m, k, n, count, device: Device, constants: KernelConstants, element_bytes: int = 2,
-                       dtype: str = "fp16") -> np.ndarray:
+def array_gemm_seconds(m: npt.ArrayLike, k: npt.ArrayLike, n: npt.ArrayLike, count: npt.ArrayLike, device: Device,
+                       constants: KernelConstants, element_bytes: int = 2, dtype: str = "fp16") -> np.ndarray:
     """Seconds of each batched GEMM on a device's arrays (the lanes for fp32 where it has them):
     the ``count`` GEMMs' folds dealt together in waves over the arrays, each wave one fold's SCALE-Sim
     cycles (:func:`archsim.devices.array_waves.array_gemm_cycles`; split-K where the device has it on,
@@ -134,7 +135,8 @@ def array_gemm_seconds(m, k, n, count, device: Device, constants: KernelConstant
     return np.maximum(compute, traffic) + constants.launch_s
 
 
-def device_gemm_seconds(m, k, n, count, device: Device, constants: KernelConstants, dtype: str = "fp16") -> np.ndarray:
+def device_gemm_seconds(m: npt.ArrayLike, k: npt.ArrayLike, n: npt.ArrayLike, count: npt.ArrayLike, device: Device,
+                        constants: KernelConstants, dtype: str = "fp16") -> np.ndarray:
     """Seconds of each batched GEMM, ``count`` of out[m×n] = A[m×k]·B[k×n] (arrays broadcast), on the
     ``device`` in ``dtype``, one launch each: the path :func:`gemm_path` picks. (The chip-level
     :func:`archsim.devices.kernels.gemm_seconds` takes a ``GpuSpec`` and (batch, m, n, k).)"""
