@@ -1,7 +1,7 @@
 """archsim train against the 1,008 measured single-node A100 iterations (vTrain's released runs).
 
     python benchmarks/bench_vtrain_e2e.py            # report with the stored constants
-    python benchmarks/bench_vtrain_e2e.py --refit    # refit the kernel efficiencies (16-layer runs) and
+    python benchmarks/bench_vtrain_e2e.py --refit    # refit the kernel constants (16-layer runs) and
                                                      # the NVLink constants (2/4/8-GPU tables), print them
 
 Reports the mean absolute percentage error (MAPE) on the held-out runs (the 12-, 20- and 24-layer
@@ -289,7 +289,7 @@ def measured_markdown(rows: list[dict], meta: dict[str, str], gpu_name: str, clu
     lines = [f"# archsim train vs measured one-GPU iterations: {gpu_name}", "",
              (f"Measured: `{Path(csv_path).name}` ({meta.get('date', 'undated')}, torch {meta.get('torch', '?')}, "
              f"complete: {meta.get('complete', '?')}, {meta.get('points', f'{len(rows)} points')}). "
-             f"Predicted: `archsim train` on `{Path(cluster_path).name}` with the A100-fitted kernel efficiencies "
+             f"Predicted: `archsim train` on `{Path(cluster_path).name}` with the A100-fitted kernel constants "
              f"({fitted.A100_KERNELS}) scaled by the catalog's peaks (their held-out MAPE on the A100 runs: 6.4%, "
              "docs/training.md); nothing fitted on these runs. Error = "
              "predicted / measured − 1; MAPE = mean |error|. Memory: archsim's peak per GPU vs "
@@ -306,7 +306,7 @@ def measured_markdown(rows: list[dict], meta: dict[str, str], gpu_name: str, clu
         e = fit.efficiency
         lines += [(f"Probe-fitted (`{Path(probe_path or '').name}`, microbenchmarks on this GPU, "
                    "archsim.training.calibrate.fit_probe): "
-                   f"gemm {e.gemm:.3f}, memory {e.memory:.3f}, kernel_s {e.launch_s * 1e6:.2f} µs "
+                   f"gemm {e.gemm:.3f}, memory {e.memory:.3f}, launch_s {e.launch_s * 1e6:.2f} µs "
                    f"({fit.kernels_per_op:.2f} kernels launched per archsim op × "
                    f"{e.launch_s / fit.kernels_per_op * 1e6:.2f} µs per kernel), "
                    f"host_s {e.host_s * 1e6:.2f} µs (RMS relative error of archsim's model on the probe: GEMMs "
