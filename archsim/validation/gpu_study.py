@@ -102,7 +102,8 @@ def run_study(tables: Sequence[KernelTable], overrides: GpuOverrides = GpuOverri
         from_csv = measured_sms if overrides.sm_count is None else None
         notes += [{"gpu": gpu, "item": item, "value": value} for item, value in assumptions(arrays, mode, from_csv)]
         notes.append({"gpu": gpu, "item": "predicted_seconds", "value": timer.note if timer is not None else
-                      f"not timed: the device model has no {dtype} path here (tf32, or no tensor-core constants)"})
+                      f"not timed: the device model has no {dtype} path here (tf32, no tensor-core constants, "
+                      "or FP32 lanes the catalog does not describe)"})
         notes.append({"gpu": gpu, "item": "measured with", "value": ", ".join(
             f"{k} {table.meta[k]}" for k in ("dtype", "torch", "cuda", "cudnn", "sm_clock_max_mhz", "repeats")
             if k in table.meta)})
