@@ -216,7 +216,8 @@ def tensor_path(cores: int, core_flops: float, clock_hz: float, l2_bytes_per_clo
                 hbm_bytes_per_s: float, size: int) -> GemmPath:
     """Tensor-core (or any library-tile) GEMMs: :data:`TENSOR_TILES`, one per SM at a time, fed from
     L2 (the datasheet's L2 read bytes per clock; 0: always fed): a tile needs a reuse of
-    MACs per clock per SM × element bytes / L2 bytes per clock per SM. No split-K and C's write inside
+    MACs per clock per SM × element bytes (``size``) / L2 bytes per clock per SM. ``core_flops``:
+    one SM's peak FLOP/s at the dtype; ``clock_hz`` the clock those bytes per clock are counted at. No split-K and C's write inside
     the roofline: what the tensor-core constants were fitted with (docs/training.md, "Fitted constants")."""
     needed = 0.0
     if l2_bytes_per_clock:
