@@ -73,6 +73,7 @@ import numpy as np
 import numpy.typing as npt
 
 from archsim.devices.catalog import GpuSpec
+from archsim.devices.device import ELEMENT_BYTES
 from archsim.errors import InputError
 
 # SIMT sgemm CTA tiles (rows × cols of the output) among which cuBLAS chooses on Pascal–Ampere.
@@ -85,7 +86,6 @@ TENSOR_DTYPES = ("fp16", "bf16")
 SPLITS = (1, 2, 4, 8, 16, 32, 64)  # split-K factors tried
 SPLIT_MIN_K = 128  # a split-K part keeps at least this much of K (the figures move < 0.5 points for 64…512)
 
-ELEMENT_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
 # elementwise ops: tensors moved per element (inputs + output)
 ELEMENTWISE_TENSORS = {"add": 3, "mul": 3, "div": 3, "pow": 3, "addu": 2, "mulu": 2, "divu": 2, "powu": 2,
                        "relu": 2, "gelu": 2, "tanh": 2}

@@ -34,7 +34,7 @@ import numpy as np
 
 from archsim.array.costing import flatten_gemms
 from archsim.devices.catalog import BOARD_OF_CHIP, KNOWN_GPUS, GpuSpec
-from archsim.devices.device import Device, catalog_device
+from archsim.devices.device import ELEMENT_BYTES, Device, catalog_device
 from archsim.devices.kernel_ops import op_seconds
 from archsim.devices.kernels import (
     FITTED,
@@ -48,8 +48,8 @@ from archsim.devices.kernels import (
 from archsim.errors import InputError
 from archsim.lowering import TrainingOp
 
-DTYPES = {"fp16": "fp16", "float16": "fp16", "bf16": "bf16", "bfloat16": "bf16", "fp32": "fp32", "float32": "fp32"}
-"""The CSV metadata's dtype names the device model times (tf32 is not one: no tf32 GEMM path)."""
+CSV_DTYPES = {**{name: name for name in ELEMENT_BYTES}, "float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}
+"""The CSV metadata's dtype names → archsim's (:data:`archsim.devices.device.ELEMENT_BYTES`)."""
 
 TensorConstants = Callable[[str], KernelConstants]
 """GPU name → the tensor-core kernel constants (:func:`archsim.training.fitted.kernels`)."""
@@ -74,8 +74,8 @@ def kernel_timer(spec: GpuSpec, slug: str | None, dtype: str,
     cannot time it (tf32; fp16/bf16 on tensor cores with no constants given; SIMT work on a chip whose
     FP32 lanes the catalog does not describe). fp16 on a GPU without tensor cores (storage only) runs
     on its FP32 lanes at 2 bytes per element, on the chip's path."""
-    name = DTYPES.get(dtype.strip().lower())
-    if name is None:
+    name = CSV_DTYPES.get(dtype.strip().lower())
+    if name is None or name == "tf32":  # no tf32 GEMM path
         return None
     tensor = name in TENSOR_DTYPES and spec.array_unit == "tensor core"
     if (tensor and tensor_constants is None) or (not tensor and not spec.fp32_lanes_per_sm):
@@ -128,4 +128,4 @@ def ops_seconds(ops: Sequence[TrainingOp], timer: KernelTimer, on_lanes: Sequenc
     return seconds
 
 
-__all__ = ["DTYPES", "KernelTimer", "TensorConstants", "gemm_ops_seconds", "kernel_timer", "ops_seconds"]
+__all__ = ["CSV_DTYPES", "KernelTimer", "TensorConstants", "gemm_ops_seconds", "kernel_timer", "ops_seconds"]

@@ -9,15 +9,15 @@ from dataclasses import dataclass
 import pandas as pd
 
 from archsim.devices.catalog import find_gpu
+from archsim.devices.device import ELEMENT_BYTES
 from archsim.errors import InputError
 from archsim.validation.gpu import assumptions, gpu_arrays, model_kernels, resolve_gpu
 from archsim.validation.gpu_compare import compare, concurrency, concurrency_summary
 from archsim.validation.gpu_csv import KernelTable
-from archsim.validation.gpu_seconds import TensorConstants, kernel_timer
+from archsim.validation.gpu_seconds import CSV_DTYPES, TensorConstants, kernel_timer
 
 VARIANTS = (("os", True), ("os", False), ("ws", False), ("is", False))
 """(dataflow, split-K) pairs of the sensitivity table; split-K applies to os only."""
-ELEMENT_BYTES = {"fp16": 2, "float16": 2, "bf16": 2, "bfloat16": 2, "fp32": 4, "float32": 4, "tf32": 4}
 
 
 @dataclass(frozen=True)
@@ -62,10 +62,10 @@ def slug(name: str) -> str:
 
 def _element_bytes(table: KernelTable) -> int:
     dtype = table.meta.get("dtype", "fp16").strip().lower()
-    if dtype not in ELEMENT_BYTES:
-        raise InputError(f"unknown dtype {dtype!r} in the metadata; one of {', '.join(ELEMENT_BYTES)}",
+    if dtype not in CSV_DTYPES:
+        raise InputError(f"unknown dtype {dtype!r} in the metadata; one of {', '.join(CSV_DTYPES)}",
                          file=table.source, field="dtype")
-    return ELEMENT_BYTES[dtype]
+    return ELEMENT_BYTES[CSV_DTYPES[dtype]]
 
 
 def run_study(tables: Sequence[KernelTable], overrides: GpuOverrides = GpuOverrides(), mode: str = "exact",
