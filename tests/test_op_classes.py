@@ -14,8 +14,8 @@ import pytest
 
 from archsim.devices.device import catalog_device
 from archsim.devices.device_file import load_device
-from archsim.devices.kernel_ops import op_seconds
-from archsim.devices.kernels import one_fraction
+from archsim.devices.kernel_ops import op_parts, op_seconds
+from archsim.devices.kernels import KernelConstants, one_fraction
 from archsim.lowering import Gemm, TrainingOp
 from archsim.training.calibrate import ProbeRow
 from archsim.training.op_classes import achieved_fraction, class_seconds, match_probe_gemms, memory_at_fractions
@@ -92,3 +92,18 @@ def test_class_seconds_fused_op_on_arrays_is_one_kernel_too() -> None:
     assert parts.gemm == pytest.approx(10**9 * 2 / (tpu.hbm_bytes_per_s * 0.8), rel=1e-9)
     assert parts.memory == 0.0 and parts.launch == pytest.approx(10e-6)
     assert parts.total == pytest.approx(float(op_seconds([fused], tpu, EFF).sum()), rel=1e-12)
+
+
+def test_op_parts_price_a_softmax_at_its_own_fraction_and_add_up_to_op_seconds() -> None:
+    # constants whose softmax fraction differs from the elementwise one: a named softmax kernel streams
+    # its bytes at 0.5 of HBM, a plain op at 0.8; each a kernel of its own, as is the GEMM
+    constants = KernelConstants(gemm=0.9, feed=45.1, memory=0.8, softmax=0.5, layernorm=0.7, launch_s=10e-6)
+    ops = [TrainingOp("fc", "F", (Gemm(256, 64, 128),)),
+           TrainingOp("softmax", "F", (), vector_elements=1_000_000, kernel=("softmax", 1000, 1000)),
+           TrainingOp("add", "F", (), vector_elements=3_000_000)]
+    parts = op_parts(ops, A100, constants)
+    assert list(parts.kernels) == [1, 1, 1]
+    assert parts.gemm[0] == pytest.approx(_one_wave_gemm_seconds(), rel=1e-9)
+    assert parts.memory[1:] == pytest.approx([2e6 / (2039e9 * 0.5), 6e6 / (2039e9 * 0.8)], rel=1e-9)
+    whole = parts.gemm + parts.memory + parts.kernels * constants.launch_s
+    assert whole == pytest.approx(op_seconds(ops, A100, constants), rel=1e-12)

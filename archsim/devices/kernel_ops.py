@@ -42,7 +42,7 @@ kernel (FlashAttention runs fp16/bf16 only): refused there.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -146,21 +146,32 @@ def device_gemm_seconds(m: npt.ArrayLike, k: npt.ArrayLike, n: npt.ArrayLike, co
     return path_gemm_seconds(count, m, n, k, path, constants, ELEMENT_BYTES[dtype])
 
 
-def op_seconds(ops: Sequence[TrainingOp], device: Device, constants: KernelConstants | KernelFamilies,
-               dtype: str = "fp16") -> np.ndarray:
-    """Seconds of each op on ``device`` in ``dtype`` (module docstring): its GEMMs (one launch per
-    :class:`~archsim.lowering.Gemm`) plus its memory-bound kernel (one launch when it has one).
-    ``constants``: per kernel family (:class:`KernelFamilies`), or one set standing for both fits
-    (:func:`kernel_families` then picks the families). The interface of
-    :func:`archsim.array.costing.op_cycles`, in seconds. Units: elements in, seconds out."""
-    families = constants if isinstance(constants, KernelFamilies) else kernel_families(device, dtype, constants, constants)
+@dataclass(frozen=True)
+class OpParts:
+    """Each op's time in parts, launches excluded (:func:`op_parts`): ``gemm`` its GEMMs' main loops
+    or HBM rooflines (a fused op's whole body), ``memory`` its memory-bound kernel's bytes at its
+    class's HBM fraction, ``kernels`` how many kernels it launches (one per GEMM, one memory-bound,
+    one for a fused op). Why: to see *which* class of work an iteration's error sits in
+    (:mod:`archsim.training.op_classes`). Units: seconds; kernels a count."""
+
+    gemm: np.ndarray
+    memory: np.ndarray
+    kernels: np.ndarray
+
+
+def _op_terms(ops: Sequence[TrainingOp], device: Device, families: KernelFamilies,
+              dtype: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(GEMM seconds, memory-bound seconds, kernels) of each op at ``families`` (launches included as
+    they state): the one op-timing rule behind :func:`op_seconds` and :func:`op_parts`."""
     tiles, memory = families.gemm, families.memory_bound
     size = ELEMENT_BYTES[dtype]
     path = gemm_path(device, dtype, tiles)
     chip = chip_of(device)
     simt = chip is not None and dtype not in TENSOR_DTYPES and path is not None  # fp32 sgemm, no fused kernel
     owner, m, k, n, count = flatten_gemms(ops)
-    seconds = np.zeros(len(ops))
+    gemm = np.zeros(len(ops))
+    streamed = np.zeros(len(ops))
+    kernels = np.bincount(owner, minlength=len(ops))  # one per GEMM
     fused = np.fromiter((op.fused for op in ops), dtype=bool, count=len(ops))
     if simt and fused.any():
         layer = ops[int(np.argmax(fused))].layer
@@ -173,7 +184,7 @@ def op_seconds(ops: Sequence[TrainingOp], device: Device, constants: KernelConst
         else:
             plain = path_gemm_seconds(count, m, n, k, path, tiles, size)
             inside = compute_seconds(count, m, n, k, path, tiles, size) if fused.any() else plain
-        np.add.at(seconds, owner, np.where(fused[owner], inside, plain))
+        np.add.at(gemm, owner, np.where(fused[owner], inside, plain))
     fractions = {"softmax": memory.softmax, "ln": memory.layernorm, "": memory.memory}
     for i, op in enumerate(ops):
         name = op.kernel[0] if op.kernel else ""
@@ -181,15 +192,46 @@ def op_seconds(ops: Sequence[TrainingOp], device: Device, constants: KernelConst
             raise InputError(f"{op.layer}: unknown kernel {name!r}; known: {', '.join(KERNEL_CLASSES)}", field="op")
         if op.fused:  # one kernel: compute and its own HBM traffic overlap, one launch
             traffic = float(stream_seconds(op.vector_elements * size, device.hbm_bytes_per_s, tiles, kernels=0))
-            seconds[i] = max(seconds[i], traffic) + tiles.launch_s
+            gemm[i] = max(gemm[i], traffic) + tiles.launch_s
+            kernels[i] = 1
         elif families.pytorch and chip is not None and op.kernel and op.kind == "F":
             _, rows, row = op.kernel
-            seconds[i] += float(memory_bound_seconds(name, rows, row, chip, memory, op.kernel_dtype or dtype))
+            streamed[i] = float(memory_bound_seconds(name, rows, row, chip, memory, op.kernel_dtype or dtype))
+            kernels[i] += 1
         elif op.vector_elements > 0:
-            seconds[i] += float(stream_seconds(op.vector_elements * size, device.hbm_bytes_per_s, memory,
+            streamed[i] = float(stream_seconds(op.vector_elements * size, device.hbm_bytes_per_s, memory,
                                                fractions[name]))
-    return seconds
+            kernels[i] += 1
+    return gemm, streamed, kernels
 
 
-__all__ = ["KERNEL_CLASSES", "KernelFamilies", "array_gemm_seconds", "device_gemm_seconds", "gemm_path", "kernel_families",
-           "op_seconds"]
+def _families(device: Device, dtype: str, constants: KernelConstants | KernelFamilies) -> KernelFamilies:
+    """``constants`` as kernel families: as given, or one set standing for both fits."""
+    return constants if isinstance(constants, KernelFamilies) else kernel_families(device, dtype, constants, constants)
+
+
+def op_seconds(ops: Sequence[TrainingOp], device: Device, constants: KernelConstants | KernelFamilies,
+               dtype: str = "fp16") -> np.ndarray:
+    """Seconds of each op on ``device`` in ``dtype`` (module docstring): its GEMMs (one launch per
+    :class:`~archsim.lowering.Gemm`) plus its memory-bound kernel (one launch when it has one).
+    ``constants``: per kernel family (:class:`KernelFamilies`), or one set standing for both fits
+    (:func:`kernel_families` then picks the families). The interface of
+    :func:`archsim.array.costing.op_cycles`, in seconds. Units: elements in, seconds out."""
+    gemm, streamed, _ = _op_terms(ops, device, _families(device, dtype, constants), dtype)
+    return gemm + streamed
+
+
+def op_parts(ops: Sequence[TrainingOp], device: Device, constants: KernelConstants | KernelFamilies,
+             dtype: str = "fp16") -> OpParts:
+    """:func:`op_seconds`' time of each op in parts (:class:`OpParts`), timed with every launch set to 0
+    and the kernels counted instead: with one launch per kernel at its family's ``launch_s`` they add
+    up to :func:`op_seconds` (but for a split-K reduction kernel, fp32 SIMT only: neither timed nor
+    counted here)."""
+    families = _families(device, dtype, constants)
+    no_launch = KernelFamilies(replace(families.gemm, launch_s=0.0), replace(families.memory_bound, launch_s=0.0),
+                               families.pytorch)
+    return OpParts(*_op_terms(ops, device, no_launch, dtype))
+
+
+__all__ = ["KERNEL_CLASSES", "KernelFamilies", "OpParts", "array_gemm_seconds", "device_gemm_seconds", "gemm_path",
+           "kernel_families", "op_parts", "op_seconds"]

@@ -14,9 +14,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from archsim.devices.device import ELEMENT_BYTES, Device
-from archsim.devices.kernel_ops import array_gemm_seconds, device_gemm_seconds, gemm_path
-from archsim.devices.kernels import KernelConstants, compute_seconds, stream_seconds
+from archsim.devices.device import Device
+from archsim.devices.kernel_ops import device_gemm_seconds, op_parts
+from archsim.devices.kernels import KernelConstants
 from archsim.lowering import TrainingOp
 from archsim.training.calibrate import ProbeRow
 
@@ -38,29 +38,12 @@ class ClassSeconds:
 
 def class_seconds(ops: Sequence[TrainingOp], device: Device, efficiency: KernelConstants,
                   precision: str = "fp16") -> ClassSeconds:
-    """``ops``' GPU time split into GEMM, memory-bound and launch seconds (the GEMM path ``precision``
-    takes on ``device``; every memory-bound op streams at ``efficiency.memory``, as in fp16/bf16)."""
-    no_launch = replace(efficiency, launch_s=0.0)
-    size = ELEMENT_BYTES[precision]
-    path = gemm_path(device, precision, no_launch)
-    gemm = memory = 0.0
-    kernels = 0
-    for op in ops:
-        if op.fused:  # one kernel: its GEMMs' compute overlapped with its own traffic
-            compute = sum(float(compute_seconds(g.count, g.m, g.n, g.k, path, no_launch, size)
-                                if path is not None else  # on arrays: the GEMM's own roofline, as op_seconds
-                                array_gemm_seconds(g.m, g.k, g.n, g.count, device, no_launch, size, precision))
-                          for g in op.gemms)
-            traffic = float(stream_seconds(op.vector_elements * size, device.hbm_bytes_per_s, no_launch, kernels=0))
-            gemm += max(compute, traffic)
-            kernels += 1
-            continue
-        gemm += sum(float(device_gemm_seconds(g.m, g.k, g.n, g.count, device, no_launch, precision)) for g in op.gemms)
-        kernels += len(op.gemms)
-        if op.vector_elements > 0:
-            memory += float(stream_seconds(op.vector_elements * size, device.hbm_bytes_per_s, no_launch, kernels=0))
-            kernels += 1
-    return ClassSeconds(gemm, memory, kernels * efficiency.launch_s)
+    """``ops``' GPU time split into GEMM, memory-bound and launch seconds: the sums over ops of
+    :func:`~archsim.devices.kernel_ops.op_parts` (``op_seconds``' own terms) at ``efficiency``, one
+    ``efficiency.launch_s`` per kernel."""
+    parts = op_parts(ops, device, efficiency, precision)
+    return ClassSeconds(sum(parts.gemm.tolist(), 0.0), sum(parts.memory.tolist(), 0.0),
+                        int(parts.kernels.sum()) * efficiency.launch_s)
 
 
 @dataclass(frozen=True)
