@@ -20,11 +20,11 @@ import pytest
 from archsim.devices.catalog import KNOWN_GPUS
 from archsim.devices.device import catalog_device
 from archsim.devices.kernel_ops import op_seconds
-from archsim.devices.kernels import FITTED
+from archsim.devices.kernels import FITTED, path_gemm_seconds
 from archsim.lowering import Gemm, TrainingOp
 from archsim.training.fitted import A100_KERNELS, kernels
 from archsim.validation.gpu_csv import read_kernel_csv
-from archsim.validation.gpu_seconds import gemm_ops_seconds, kernel_timer, ops_seconds
+from archsim.validation.gpu_seconds import kernel_timer, ops_seconds
 from archsim.validation.gpu_study import run_study
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -111,7 +111,7 @@ def test_fp16_without_tensor_cores_runs_on_the_lanes_and_undescribed_lanes_are_n
     timer = kernel_timer(spec, "p100-pcie", "fp16", None)
     assert timer is not None and timer.device is None and timer.constants == FITTED
     op = [TrainingOp("a", "F", (Gemm(64, 4608, 512),))]
-    expected = gemm_ops_seconds(op, simt_path(spec, FITTED), FITTED, 2)[0]
+    expected = float(path_gemm_seconds(1, 64, 512, 4608, simt_path(spec, FITTED), FITTED, 2))
     assert ops_seconds(op, timer, [], 2)[0] == pytest.approx(expected, rel=1e-12)
     assert kernel_timer(KNOWN_GPUS["a10"], "a10", "fp32", kernels) is None
     assert kernel_timer(KNOWN_GPUS["a10"], "a10", "fp16", kernels) is not None
@@ -127,7 +127,7 @@ def test_fp16_layers_of_other_shapes_run_on_the_fp32_lanes():
     lanes = ops_seconds([op], timer, [True], 2)[0]
     from archsim.devices.kernels import simt_path
 
-    assert lanes == pytest.approx(gemm_ops_seconds([op], simt_path(spec, FITTED), FITTED, 2)[0])
+    assert lanes == pytest.approx(float(path_gemm_seconds(1, 8 * 224 * 224, 64, 27, simt_path(spec, FITTED), FITTED, 2)))
     assert lanes != pytest.approx(ops_seconds([op], timer, [False], 2)[0])
 
 
@@ -224,3 +224,13 @@ def test_the_report_plots_the_times_beside_the_cycles():
     assert untimed.joined.predicted_seconds.isna().all()
     titles = [item.layout.title.text for item, _ in report_sections(untimed, "cmd") if hasattr(item, "layout")]
     assert not any("device model's seconds" in t for t in titles)
+
+
+def test_a_chip_without_a_device_refuses_memory_bound_work():
+    """The chip path times GEMMs only (no Device gives it an HBM roofline for memory-bound ops)."""
+    from archsim.errors import InputError
+
+    timer = kernel_timer(KNOWN_GPUS["p100-pcie"], "p100-pcie", "fp16", None)
+    assert timer is not None and timer.device is None
+    with pytest.raises(InputError, match="memory-bound"):
+        ops_seconds([TrainingOp("relu", "F", (), vector_elements=100)], timer, [], 2)

@@ -159,6 +159,22 @@ class OpParts:
     kernels: np.ndarray
 
 
+def path_op_seconds(ops: Sequence[TrainingOp], path: GemmPath, constants: KernelConstants, size: int) -> np.ndarray:
+    """Seconds of each op's GEMMs on ``path`` (``size`` bytes per element), each GEMM one kernel with
+    its launch (:func:`~archsim.devices.kernels.path_gemm_seconds`), an op's GEMMs one after another; a
+    fused op's GEMMs their main loops alone (:func:`~archsim.devices.kernels.compute_seconds`: the
+    caller overlaps them with the op's own traffic). The GEMM side of :func:`op_seconds` on a tile path,
+    and all of it for GEMM-only ops: ``validate-gpu`` times a chip with no ``Device`` by it."""
+    owner, m, k, n, count = flatten_gemms(ops)
+    fused = np.fromiter((op.fused for op in ops), dtype=bool, count=len(ops))
+    seconds = np.zeros(len(ops))
+    if owner.size:
+        plain = path_gemm_seconds(count, m, n, k, path, constants, size)
+        inside = compute_seconds(count, m, n, k, path, constants, size) if fused.any() else plain
+        np.add.at(seconds, owner, np.where(fused[owner], inside, plain))
+    return seconds
+
+
 def _op_terms(ops: Sequence[TrainingOp], device: Device, families: KernelFamilies,
               dtype: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(GEMM seconds, memory-bound seconds, kernels) of each op at ``families`` (launches included as
@@ -168,23 +184,22 @@ def _op_terms(ops: Sequence[TrainingOp], device: Device, families: KernelFamilie
     path = gemm_path(device, dtype, tiles)
     chip = chip_of(device)
     simt = chip is not None and dtype not in TENSOR_DTYPES and path is not None  # fp32 sgemm, no fused kernel
-    owner, m, k, n, count = flatten_gemms(ops)
-    gemm = np.zeros(len(ops))
-    streamed = np.zeros(len(ops))
-    kernels = np.bincount(owner, minlength=len(ops))  # one per GEMM
     fused = np.fromiter((op.fused for op in ops), dtype=bool, count=len(ops))
     if simt and fused.any():
         layer = ops[int(np.argmax(fused))].layer
         raise InputError(f"{layer}: a fused attention kernel has no {dtype} kernel time (FlashAttention runs "
                          "fp16/bf16); use --attention standard", field="attention")
-    if owner.size:
-        if path is None:
+    if path is not None:
+        gemm = path_op_seconds(ops, path, tiles, size)
+    else:
+        owner, m, k, n, count = flatten_gemms(ops)
+        gemm = np.zeros(len(ops))
+        if owner.size:
             plain = array_gemm_seconds(m, k, n, count, device, tiles, size, dtype)
             inside = plain - tiles.launch_s  # its own traffic is counted once more below: max, not sum
-        else:
-            plain = path_gemm_seconds(count, m, n, k, path, tiles, size)
-            inside = compute_seconds(count, m, n, k, path, tiles, size) if fused.any() else plain
-        np.add.at(gemm, owner, np.where(fused[owner], inside, plain))
+            np.add.at(gemm, owner, np.where(fused[owner], inside, plain))
+    streamed = np.zeros(len(ops))
+    kernels = np.fromiter((len(op.gemms) for op in ops), dtype=np.int64, count=len(ops))  # one per GEMM
     fractions = {"softmax": memory.softmax, "ln": memory.layernorm, "": memory.memory}
     for i, op in enumerate(ops):
         name = op.kernel[0] if op.kernel else ""
@@ -234,4 +249,4 @@ def op_parts(ops: Sequence[TrainingOp], device: Device, constants: KernelConstan
 
 
 __all__ = ["KERNEL_CLASSES", "KernelFamilies", "OpParts", "array_gemm_seconds", "device_gemm_seconds", "gemm_path",
-           "kernel_families", "op_parts", "op_seconds"]
+           "kernel_families", "op_parts", "op_seconds", "path_op_seconds"]

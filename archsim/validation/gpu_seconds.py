@@ -13,11 +13,10 @@ lowering, zero-insertion δ, Winograd forwards, the FP32-lane fallback of
   ``validation`` may not import ``training``, so the command passes it), fp32 on the SIMT tiles of
   the FP32 lanes with :data:`archsim.devices.kernels.FITTED`;
 * a chip without a board (the DeepBench-only GPUs: GTX 1080 Ti, Titan X/Xp, M40, AMD MI25 and Vega)
-  or with an override (``--sm-count``, ``--clock-mhz``, …): the same GEMM function
-  (:func:`archsim.devices.kernels.path_gemm_seconds`) on the chip's own path
+  or with an override (``--sm-count``, ``--clock-mhz``, …): ``op_seconds``' own GEMM side,
+  :func:`archsim.devices.kernel_ops.path_op_seconds`, on the chip's own path
   (:func:`archsim.devices.kernels.spec_path`: SIMT tiles on its FP32 lanes; tensor tiles at the chip's
-  peak for fp16) — what ``op_seconds`` does for a GEMM-only op; the tests hold the two routes equal
-  where both apply;
+  peak for fp16) — all of ``op_seconds`` for a GEMM-only op;
 * an fp16 layer that runs on the FP32 lanes (channels or filters not multiples of 8): the SIMT path
   with :data:`~archsim.devices.kernels.FITTED`, its operands counted at the CSV's element size.
 
@@ -32,16 +31,13 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from archsim.array.costing import flatten_gemms
 from archsim.devices.catalog import BOARD_OF_CHIP, KNOWN_GPUS, GpuSpec
 from archsim.devices.device import ELEMENT_BYTES, Device, catalog_device
-from archsim.devices.kernel_ops import op_seconds
+from archsim.devices.kernel_ops import op_seconds, path_op_seconds
 from archsim.devices.kernels import (
     FITTED,
     TENSOR_DTYPES,
-    GemmPath,
     KernelConstants,
-    path_gemm_seconds,
     simt_path,
     spec_path,
 )
@@ -96,17 +92,12 @@ def kernel_timer(spec: GpuSpec, slug: str | None, dtype: str,
     return KernelTimer(spec, name, device, constants, f"{name}: {fit}; {where}")
 
 
-def gemm_ops_seconds(ops: Sequence[TrainingOp], path: GemmPath, constants: KernelConstants, size: int) -> np.ndarray:
-    """Seconds of GEMM-only ops (convolution/fc kernels) on ``path``: each GEMM one kernel, an op's
-    GEMMs one after another — :func:`~archsim.devices.kernel_ops.op_seconds` for such ops."""
+def _gemm_only(ops: Sequence[TrainingOp]) -> Sequence[TrainingOp]:
+    """``ops``, refused where one lowered to memory-bound work: a chip with no ``Device`` times GEMMs only."""
     if any(op.vector_elements or op.fused or op.kernel for op in ops):
         raise InputError("a measured kernel lowered to memory-bound work; only conv/fc GEMMs are timed here",
                          field="op")
-    owner, m, k, n, count = flatten_gemms(ops)
-    seconds = np.zeros(len(ops))
-    if owner.size:
-        np.add.at(seconds, owner, path_gemm_seconds(count, m, n, k, path, constants, size))
-    return seconds
+    return ops
 
 
 def ops_seconds(ops: Sequence[TrainingOp], timer: KernelTimer, on_lanes: Sequence[bool], size: int) -> np.ndarray:
@@ -121,11 +112,11 @@ def ops_seconds(ops: Sequence[TrainingOp], timer: KernelTimer, on_lanes: Sequenc
             seconds[rest] = op_seconds(chosen, timer.device, timer.constants, timer.dtype)
         else:
             path = spec_path(timer.spec, timer.constants, timer.dtype)
-            seconds[rest] = gemm_ops_seconds(chosen, path, timer.constants, size)
+            seconds[rest] = path_op_seconds(_gemm_only(chosen), path, timer.constants, size)
     moved = np.flatnonzero(lanes)
     if moved.size:
-        seconds[moved] = gemm_ops_seconds([ops[i] for i in moved], simt_path(timer.spec, FITTED), FITTED, size)
+        seconds[moved] = path_op_seconds(_gemm_only([ops[i] for i in moved]), simt_path(timer.spec, FITTED), FITTED, size)
     return seconds
 
 
-__all__ = ["CSV_DTYPES", "KernelTimer", "TensorConstants", "gemm_ops_seconds", "kernel_timer", "ops_seconds"]
+__all__ = ["CSV_DTYPES", "KernelTimer", "TensorConstants", "kernel_timer", "ops_seconds"]
