@@ -94,3 +94,26 @@ def test_a_chip_feeds_its_tensor_tiles_from_its_l2_as_its_training_device_does()
     assert float(chip_gemm_seconds(1, 256, 128, 64, chip, CONSTANTS, "fp16")) == pytest.approx(expected, rel=1e-12)
     assert float(device_gemm_seconds(256, 64, 128, 1, GPUS["a100-80gb"], CONSTANTS, "fp16")) == pytest.approx(expected,
                                                                                                          rel=1e-12)
+
+
+def test_one_path_chooser_for_a_board_and_a_bare_chip():
+    """``kernels.spec_path`` decides for both (``kernel_ops.gemm_path`` passes the board's tiles): the
+    V100 board's fp16 tiles run at its datasheet's 125 TFLOP/s over 80 SMs, the bare chip's at its MMA
+    shape × clock (8 tensor cores × 64 FMAs per clock per SM × 2 × 1,530 MHz); fp32 takes the same SIMT
+    path on either; a P100 board, which states no fp16 peak, refuses fp16, while the bare P100 chip runs
+    fp16 storage on its FP32 lanes (3,584 lanes × 2 × 1,303 MHz over 56 SMs)."""
+    from archsim.devices.kernel_ops import gemm_path
+    from archsim.devices.kernels import spec_path
+    from archsim.errors import InputError
+
+    board = gemm_path(V100, "fp16", CONSTANTS)
+    chip = spec_path(chip_of(V100), CONSTANTS, "fp16")
+    assert board is not None and board.core_flops == pytest.approx(125e12 / 80, rel=1e-12)
+    assert chip.core_flops == pytest.approx(8 * 64 * 2 * 1.53e9, rel=1e-12)
+    assert board.splits == chip.splits == (1,)
+    assert gemm_path(V100, "fp32", CONSTANTS) == spec_path(chip_of(V100), CONSTANTS, "fp32")
+    p100 = GPUS["p100-pcie-16gb"]
+    with pytest.raises(InputError, match="no fp16 peak"):
+        gemm_path(p100, "fp16", CONSTANTS)
+    lanes = spec_path(chip_of(p100), CONSTANTS, "fp16")
+    assert lanes.needed_reuse is None and lanes.core_flops == pytest.approx(3584 * 2 * 1.303e9 / 56, rel=1e-12)

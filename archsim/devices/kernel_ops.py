@@ -59,7 +59,7 @@ from archsim.devices.kernels import (
     compute_seconds,
     memory_bound_seconds,
     path_gemm_seconds,
-    simt_path,
+    spec_path,
     stream_seconds,
     tensor_path,
 )
@@ -109,15 +109,17 @@ def kernel_families(device: Device, dtype: str, efficiency: KernelConstants,
 
 
 def gemm_path(device: Device, dtype: str, constants: KernelConstants) -> GemmPath | None:
-    """The path ``dtype`` GEMMs take on ``device`` (module docstring); None where the device's GEMMs
-    run on its arrays (:func:`array_gemm_seconds`)."""
+    """The path ``dtype`` GEMMs take on ``device`` (module docstring), chosen by the one rule,
+    :func:`~archsim.devices.kernels.spec_path`, on its chip with its own tensor tiles (its dtype peak,
+    clock, L2 and HBM); None where the device's GEMMs run on its arrays (:func:`array_gemm_seconds`)."""
     if device.gemm == "arrays":
         return None
-    chip = chip_of(device)
-    if chip is not None and dtype not in TENSOR_DTYPES:
-        return simt_path(chip, constants, dtype)
-    return tensor_path(device.sms, device.peak(dtype) / device.sms, device.clock_hz, device.l2_bytes_per_clock,
-                       device.hbm_bytes_per_s, ELEMENT_BYTES[dtype])
+
+    def board() -> GemmPath:
+        return tensor_path(device.sms, device.peak(dtype) / device.sms, device.clock_hz, device.l2_bytes_per_clock,
+                           device.hbm_bytes_per_s, ELEMENT_BYTES[dtype])
+
+    return spec_path(chip_of(device), constants, dtype, board)
 
 
 def array_gemm_seconds(m: npt.ArrayLike, k: npt.ArrayLike, n: npt.ArrayLike, count: npt.ArrayLike, device: Device,

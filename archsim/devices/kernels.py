@@ -66,7 +66,7 @@ A GPU never fitted gets these mechanisms and its datasheet, never another GPU's 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import astuple, dataclass, replace
 
 import numpy as np
@@ -225,14 +225,26 @@ def tensor_path(cores: int, core_flops: float, clock_hz: float, l2_bytes_per_clo
     return GemmPath(cores, core_flops, TENSOR_TILES, 0, needed, (1,), False, hbm_bytes_per_s)
 
 
-def spec_path(spec: GpuSpec, constants: KernelConstants = FITTED, dtype: str = "fp32") -> GemmPath:
-    """The path of ``dtype`` GEMMs on the chip ``spec``: tensor tiles for fp16/bf16 on tensor cores
-    (at the peak its tensor cores' MMA shape and clock give, fed from its L2 read bandwidth), SIMT
-    otherwise."""
-    if dtype in TENSOR_DTYPES and spec.array_unit == "tensor core":
-        return tensor_path(spec.sm_count, sm_flops(spec, dtype), spec.clock_hz, spec.l2_bytes_per_clock,
-                           spec.memory_bytes_per_s, element_bytes(dtype))
-    return simt_path(spec, constants, dtype)
+def spec_path(spec: GpuSpec | None, constants: KernelConstants = FITTED, dtype: str = "fp32",
+              board: Callable[[], GemmPath] | None = None) -> GemmPath:
+    """The one rule of which path ``dtype`` GEMMs take, on the chip ``spec`` or on a board's device
+    (``board``: its tensor tiles at its own figures, built only when chosen;
+    :func:`archsim.devices.kernel_ops.gemm_path` passes it):
+
+    * SIMT tiles on the chip's FP32 lanes (:func:`simt_path`) for a dtype tensor tiles do not run
+      (fp32), and for fp16/bf16 on a bare chip without tensor cores (fp16 storage on the lanes);
+    * otherwise tensor tiles: the board's where one is given (a board that states no peak for the dtype
+      refuses it there), else the chip's, at the peak its tensor cores' MMA shape and clock give, fed
+      from its L2 read bandwidth (:func:`tensor_path`);
+    * no chip (``spec`` None: a device file): the board's tiles, in any dtype."""
+    if spec is not None and (dtype not in TENSOR_DTYPES or (board is None and spec.array_unit != "tensor core")):
+        return simt_path(spec, constants, dtype)
+    if board is not None:
+        return board()
+    if spec is None:
+        raise ValueError("spec_path needs a chip or a board")
+    return tensor_path(spec.sm_count, sm_flops(spec, dtype), spec.clock_hz, spec.l2_bytes_per_clock,
+                       spec.memory_bytes_per_s, element_bytes(dtype))
 
 
 def compute_seconds(batch: npt.ArrayLike, m: npt.ArrayLike, n: npt.ArrayLike, k: npt.ArrayLike, path: GemmPath,
