@@ -61,6 +61,7 @@ from archsim.devices.kernels import (
     path_gemm_seconds,
     spec_path,
     stream_seconds,
+    sustained_flops,
     tensor_path,
 )
 from archsim.errors import InputError
@@ -115,11 +116,14 @@ def gemm_path(device: Device, dtype: str, constants: KernelConstants) -> GemmPat
     if device.gemm == "arrays":
         return None
 
-    def board() -> GemmPath:
-        return tensor_path(device.sms, device.peak(dtype) / device.sms, device.clock_hz, device.l2_bytes_per_clock,
-                           device.hbm_bytes_per_s, ELEMENT_BYTES[dtype])
+    chip = chip_of(device)
 
-    return spec_path(chip_of(device), constants, dtype, board)
+    def board() -> GemmPath:
+        cap = float("inf") if chip is None else sustained_flops(chip, constants, dtype, device.board_watts or 0.0)
+        return tensor_path(device.sms, device.peak(dtype) / device.sms, device.clock_hz, device.l2_bytes_per_clock,
+                           device.hbm_bytes_per_s, ELEMENT_BYTES[dtype], cap)
+
+    return spec_path(chip, constants, dtype, board)
 
 
 def array_gemm_seconds(m: npt.ArrayLike, k: npt.ArrayLike, n: npt.ArrayLike, count: npt.ArrayLike, device: Device,

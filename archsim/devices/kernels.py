@@ -108,8 +108,9 @@ class KernelConstants:
     cap); gemm_memory: achieved fraction of HBM bandwidth of a GEMM's traffic (reads of A and B, the
     epilogue's write of C, split-K's reduction); host_s: seconds the host (Python, PyTorch's
     dispatcher) spends issuing one op — when a pass's ops are issued slower than the GPU runs them,
-    the GPU waits (:mod:`archsim.training.iteration`). Fractions are positive; seconds are ≥ 0 (a
-    device file may state no overheads)."""
+    the GPU waits (:mod:`archsim.training.iteration`); tensor_energy_pj: the same board energy per
+    FLOP for fp16/bf16 on the tensor cores (its power cap; the default, 1e-9 pJ, caps nothing).
+    Fractions are positive; seconds are ≥ 0 (a device file may state no overheads)."""
 
     gemm: float
     feed: float
@@ -120,28 +121,36 @@ class KernelConstants:
     energy_pj: float = 1e-9
     gemm_memory: float = 1.0
     host_s: float = 0.0
+    tensor_energy_pj: float = 1e-9
 
     def __post_init__(self) -> None:
         values = astuple(self)
         if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < np.inf for v in values):
             raise InputError(f"kernel constants must be finite numbers ≥ 0, got {self}", field="constants")
         if not all(v > 0 for v in (self.gemm, self.feed, self.memory, self.softmax, self.layernorm,
-                                   self.energy_pj, self.gemm_memory)):
+                                   self.energy_pj, self.gemm_memory, self.tensor_energy_pj)):
             raise InputError(f"kernel fractions must be positive, got {self}", field="constants")
 
 
+TENSOR_ENERGY_PJ = 1.096
+"""Board energy per fp16/bf16 tensor-core FLOP (pJ) of a 12 nm GPU rated at 1 GHz, fitted by
+:func:`archsim.validation.tensor_power.fit_tensor_energy` on DeepBench's fp16 GEMMs of the T4 and
+V100 alone (refit by benchmarks/bench_tensor_power.py)."""
+
 FITTED = KernelConstants(gemm=0.875, feed=45.1, memory=0.762, softmax=0.639, layernorm=0.792, launch_s=13.7e-6,
-                         energy_pj=11.22, gemm_memory=1.10)
+                         energy_pj=11.22, gemm_memory=1.10, tensor_energy_pj=TENSOR_ENERGY_PJ)
 """Fitted on all five GPUs' files from :data:`archsim.validation.neusight.FIT_START` (see the module
-docstring; refit by benchmarks/bench_neusight_kernels.py). ``gemm_memory`` above 1 says that part of
+docstring; refit by benchmarks/bench_neusight_kernels.py), but for ``tensor_energy_pj``
+(:data:`TENSOR_ENERGY_PJ`, DeepBench's fp16 GEMMs). ``gemm_memory`` above 1 says that part of
 the GEMM traffic counted at HBM (C's write-back, re-read tiles) is served by the L2 instead."""
 
 
 def one_fraction(gemm: float, memory: float, launch_s: float, host_s: float = 0.0,
                  base: KernelConstants = FITTED) -> KernelConstants:
     """Constants with one achieved HBM fraction ``memory`` for every memory-bound class and a GEMM's
-    traffic: what the vTrain fit (:mod:`archsim.training.fitted`) and a device file state. ``feed`` and
-    ``energy_pj`` stay ``base``'s: they act on SIMT (fp32) tiles and the fp32 power cap only."""
+    traffic: what the vTrain fit (:mod:`archsim.training.fitted`) and a device file state. ``feed``,
+    ``energy_pj`` and ``tensor_energy_pj`` stay ``base``'s: the SIMT tiles' feed and the power cap's
+    energies per FLOP (fp32 on the lanes, fp16/bf16 on the tensor cores), fitted on single kernels."""
     return replace(base, gemm=gemm, memory=memory, softmax=memory, layernorm=memory, gemm_memory=memory,
                    launch_s=launch_s, host_s=host_s)
 
@@ -165,19 +174,29 @@ def sm_flops(spec: GpuSpec, dtype: str = "fp32") -> float:
     return 2.0 * spec.tensor_cores_per_sm * spec.mma_rows * spec.mma_cols * spec.clock_hz
 
 
-def energy_per_flop(spec: GpuSpec, constants: KernelConstants = FITTED) -> float:
-    """Joules per FP32 FLOP on ``spec`` at its rated boost clock: ``energy_pj`` × (process nm / 12) ×
-    (boost GHz). Why: switching energy is C·V² per op; C shrinks with the feature size, and a part
-    rated for a higher clock runs at a higher voltage (taken as V² ∝ rated clock)."""
-    return constants.energy_pj * 1e-12 * spec.process_nm / 12.0 * spec.clock_hz / 1e9
+def on_tensor_cores(spec: GpuSpec, dtype: str) -> bool:
+    """Whether ``dtype`` GEMMs on ``spec`` run on its tensor cores (fp16/bf16 on a chip that has them)."""
+    return dtype in TENSOR_DTYPES and spec.array_unit == "tensor core"
 
 
-def sustained_flops(spec: GpuSpec, constants: KernelConstants = FITTED, dtype: str = "fp32") -> float:
-    """FLOP/s the board power allows the whole GPU to sustain (inf where the catalog has no TDP or
-    process node, or for tensor-core dtypes, whose energy per FLOP nothing here has fitted)."""
-    if not (spec.tdp_w and spec.process_nm) or sm_flops(spec, dtype) != sm_flops(spec, "fp32"):
+def energy_per_flop(spec: GpuSpec, constants: KernelConstants = FITTED, dtype: str = "fp32") -> float:
+    """Joules per FLOP of ``dtype`` on ``spec`` at its rated boost clock: the path's energy constant
+    (``tensor_energy_pj`` on the tensor cores, else ``energy_pj``) × (process nm / 12) × (boost GHz).
+    Why: switching energy is C·V² per op; C shrinks with the feature size, and a part rated for a
+    higher clock runs at a higher voltage (taken as V² ∝ rated clock)."""
+    pj = constants.tensor_energy_pj if on_tensor_cores(spec, dtype) else constants.energy_pj
+    return pj * 1e-12 * spec.process_nm / 12.0 * spec.clock_hz / 1e9
+
+
+def sustained_flops(spec: GpuSpec, constants: KernelConstants = FITTED, dtype: str = "fp32",
+                    watts: float | None = None) -> float:
+    """FLOP/s of ``dtype`` the board power allows the whole GPU to sustain: ``watts`` (default the
+    chip's reference board, ``spec.tdp_w``) / :func:`energy_per_flop`; inf where there is no power
+    figure or process node."""
+    power = spec.tdp_w if watts is None else watts
+    if not (power and spec.process_nm):
         return float("inf")
-    return spec.tdp_w / energy_per_flop(spec, constants)
+    return power / energy_per_flop(spec, constants, dtype)
 
 
 def _arrays(*values: npt.ArrayLike) -> list[np.ndarray]:
@@ -213,16 +232,17 @@ def simt_path(spec: GpuSpec, constants: KernelConstants = FITTED, dtype: str = "
 
 
 def tensor_path(cores: int, core_flops: float, clock_hz: float, l2_bytes_per_clock: float,
-                hbm_bytes_per_s: float, size: int) -> GemmPath:
+                hbm_bytes_per_s: float, size: int, sustained: float = float("inf")) -> GemmPath:
     """Tensor-core (or any library-tile) GEMMs: :data:`TENSOR_TILES`, one per SM at a time, fed from
     L2 (the datasheet's L2 read bytes per clock; 0: always fed): a tile needs a reuse of
     MACs per clock per SM × element bytes (``size``) / L2 bytes per clock per SM. ``core_flops``:
-    one SM's peak FLOP/s at the dtype; ``clock_hz`` the clock those bytes per clock are counted at. No split-K and C's write inside
+    one SM's peak FLOP/s at the dtype; ``clock_hz`` the clock those bytes per clock are counted at;
+    ``sustained``: the power cap (:func:`sustained_flops`; inf: none). No split-K and C's write inside
     the roofline: what the tensor-core constants were fitted with (docs/training.md, "Fitted constants")."""
     needed = 0.0
     if l2_bytes_per_clock:
         needed = core_flops / (2 * clock_hz) * size / (l2_bytes_per_clock / cores)
-    return GemmPath(cores, core_flops, TENSOR_TILES, 0, needed, (1,), False, hbm_bytes_per_s)
+    return GemmPath(cores, core_flops, TENSOR_TILES, 0, needed, (1,), False, hbm_bytes_per_s, sustained)
 
 
 def spec_path(spec: GpuSpec | None, constants: KernelConstants = FITTED, dtype: str = "fp32",
@@ -244,7 +264,7 @@ def spec_path(spec: GpuSpec | None, constants: KernelConstants = FITTED, dtype: 
     if spec is None:
         raise ValueError("spec_path needs a chip or a board")
     return tensor_path(spec.sm_count, sm_flops(spec, dtype), spec.clock_hz, spec.l2_bytes_per_clock,
-                       spec.memory_bytes_per_s, element_bytes(dtype))
+                       spec.memory_bytes_per_s, element_bytes(dtype), sustained_flops(spec, constants, dtype))
 
 
 def compute_seconds(batch: npt.ArrayLike, m: npt.ArrayLike, n: npt.ArrayLike, k: npt.ArrayLike, path: GemmPath,
@@ -369,8 +389,35 @@ def kernel_seconds(rows: Mapping[str, npt.ArrayLike], spec: GpuSpec, constants: 
     return seconds
 
 
-__all__ = ["ELEMENTWISE_TENSORS", "FITTED", "LAYERNORM_READS", "OP_CLASSES", "SOFTMAX_WARP_MAX", "SPLITS", "SPLIT_MIN_K",
-           "TENSOR_DTYPES", "TENSOR_TILES", "TILES", "GemmPath", "KernelConstants", "compute_seconds", "element_bytes",
-           "energy_per_flop", "gemm_seconds", "kernel_seconds", "memory_bound_seconds", "one_fraction",
-           "path_gemm_seconds", "simt_path", "sm_flops", "softmax_block_threads", "softmax_tensors", "spec_path",
-           "stream_seconds", "sustained_flops", "tensor_path"]
+__all__ = [
+    "ELEMENTWISE_TENSORS",
+    "FITTED",
+    "LAYERNORM_READS",
+    "OP_CLASSES",
+    "SOFTMAX_WARP_MAX",
+    "SPLITS",
+    "SPLIT_MIN_K",
+    "TENSOR_DTYPES",
+    "TENSOR_ENERGY_PJ",
+    "TENSOR_TILES",
+    "TILES",
+    "GemmPath",
+    "KernelConstants",
+    "compute_seconds",
+    "element_bytes",
+    "energy_per_flop",
+    "gemm_seconds",
+    "kernel_seconds",
+    "memory_bound_seconds",
+    "on_tensor_cores",
+    "one_fraction",
+    "path_gemm_seconds",
+    "simt_path",
+    "sm_flops",
+    "softmax_block_threads",
+    "softmax_tensors",
+    "spec_path",
+    "stream_seconds",
+    "sustained_flops",
+    "tensor_path",
+]

@@ -11,7 +11,7 @@ import pandas as pd
 from archsim.devices.catalog import find_gpu
 from archsim.devices.device import ELEMENT_BYTES
 from archsim.errors import InputError
-from archsim.validation.gpu import assumptions, gpu_arrays, model_kernels, resolve_gpu
+from archsim.validation.gpu import GpuSpec, assumptions, gpu_arrays, model_kernels, resolve_gpu
 from archsim.validation.gpu_compare import compare, concurrency, concurrency_summary
 from archsim.validation.gpu_csv import KernelTable
 from archsim.validation.gpu_seconds import CSV_DTYPES, TensorConstants, kernel_timer
@@ -60,12 +60,33 @@ def slug(name: str) -> str:
     return re.sub(r"^nvidia-", "", text) or "gpu"
 
 
-def _element_bytes(table: KernelTable) -> int:
+def table_element_bytes(table: KernelTable) -> int:
+    """Bytes per element of a measured table's ``# dtype:`` (fp16 where it states none)."""
     dtype = table.meta.get("dtype", "fp16").strip().lower()
     if dtype not in CSV_DTYPES:
         raise InputError(f"unknown dtype {dtype!r} in the metadata; one of {', '.join(CSV_DTYPES)}",
                          file=table.source, field="dtype")
     return ELEMENT_BYTES[CSV_DTYPES[dtype]]
+
+
+def table_gpu(table: KernelTable, overrides: GpuOverrides = GpuOverrides()) -> tuple[str, GpuSpec]:
+    """The GPU a measured table ran on: its name (``--gpu`` or the ``# gpu:`` line) and its chip with the
+    CSV's SM count and the user's overrides applied."""
+    name = overrides.gpu or table.meta.get("gpu")
+    if not name:
+        raise InputError("no '# gpu:' metadata line; name the GPU with --gpu", file=table.source, field="gpu")
+    measured_sms = table.meta.get("sm_count")
+    sm_count = overrides.sm_count
+    if sm_count is None and measured_sms:
+        try:
+            sm_count = int(measured_sms)
+        except ValueError:
+            raise InputError(f"expected an integer, got {measured_sms!r}", file=table.source,
+                             field="sm_count") from None
+    spec = resolve_gpu(name, like=overrides.like, sm_count=sm_count,
+                       tensor_cores_per_sm=overrides.tensor_cores_per_sm, mma=overrides.mma,
+                       clock_hz=overrides.clock_hz, memory_bytes_per_s=overrides.memory_bytes_per_s)
+    return name, spec
 
 
 def run_study(tables: Sequence[KernelTable], overrides: GpuOverrides = GpuOverrides(), mode: str = "exact",
@@ -78,21 +99,9 @@ def run_study(tables: Sequence[KernelTable], overrides: GpuOverrides = GpuOverri
         raise InputError("no measured CSV given", field="csv")
     joined, sensitivity, notes = [], [], []
     for table in tables:
-        name = overrides.gpu or table.meta.get("gpu")
-        if not name:
-            raise InputError("no '# gpu:' metadata line; name the GPU with --gpu", file=table.source, field="gpu")
+        name, spec = table_gpu(table, overrides)
         measured_sms = table.meta.get("sm_count")
-        sm_count = overrides.sm_count
-        if sm_count is None and measured_sms:
-            try:
-                sm_count = int(measured_sms)
-            except ValueError:
-                raise InputError(f"expected an integer, got {measured_sms!r}", file=table.source,
-                                 field="sm_count") from None
-        spec = resolve_gpu(name, like=overrides.like, sm_count=sm_count,
-                           tensor_cores_per_sm=overrides.tensor_cores_per_sm, mma=overrides.mma,
-                           clock_hz=overrides.clock_hz, memory_bytes_per_s=overrides.memory_bytes_per_s)
-        eb = _element_bytes(table)
+        eb = table_element_bytes(table)
         gpu = table.meta.get("gpu_slug") or slug(name)
         arrays = gpu_arrays(spec, overrides.dataflow, eb, overrides.split_k, overrides.dgrad,
                             overrides.cuda_core_fallback, overrides.winograd)

@@ -36,9 +36,9 @@ different starts)."""
 FIT_ROUNDS = 3  # Nelder–Mead restarts from its own result, splitting the iterations between them
 ENERGY_GRID_PJ = (1.0, 100.0, 201)  # geometric grid (first, last, points) the energy per FLOP is chosen on
 ENERGY_TOLERANCE = 1e-3  # loss (sum of the classes' MAPE as fractions) within which energies tie
-FIT_FIELDS = tuple(f.name for f in fields(KernelConstants) if f.name != "host_s")
+FIT_FIELDS = tuple(f.name for f in fields(KernelConstants) if f.name not in ("host_s", "tensor_energy_pj"))
 """The constants NeuSight's kernel timings can tell (host time per op is not in them: each kernel is
-timed alone), in the order the simplex sees them."""
+timed alone; nor the tensor cores' energy per FLOP: its kernels are fp32), in the order the simplex sees them."""
 
 
 def _logs(constants: KernelConstants) -> np.ndarray:

@@ -1,0 +1,71 @@
+"""Refit the tensor cores' energy per FLOP (the fp16/bf16 power cap) on DeepBench's fp16 GEMMs and print its figures.
+
+    .venv/bin/python benchmarks/bench_tensor_power.py      # about 15 s
+
+Prints the fitted ``tensor_energy_pj`` (:func:`archsim.validation.tensor_power.fit_tensor_energy` on the
+T4's and V100's GEMMs, the rule and grid of the fp32 fit) beside the stored one
+(:data:`archsim.devices.kernels.TENSOR_ENERGY_PJ`); the loss around it; per GPU the seconds MAPE and
+the predicted / measured range and median of the GEMMs above 10 GFLOP, without and with the cap; and
+the sustained fp16 TFLOP/s the cap gives each catalog board beside η · peak (η: the vTrain fit's
+``gemm``). Nothing here is fitted on any H100 or H200 data.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from archsim.devices.catalog import GPUS
+from archsim.devices.kernel_ops import gemm_path
+from archsim.devices.kernels import TENSOR_ENERGY_PJ
+from archsim.training.fitted import kernels
+from archsim.validation.gpu_study import run_study
+from archsim.validation.tensor_power import fit_tables, fit_tensor_energy
+
+RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
+LARGE_FLOP = 10e9
+BOARDS = ("a100-80gb", "h100-80gb-sxm", "h200-141gb", "l4-24gb", "t4-16gb", "v100-32gb", "v100-pcie-32gb",
+          "a100-80gb-pcie")
+
+
+def main() -> int:
+    tables = fit_tables(RESULTS)
+    tensor = kernels("A100")
+    fit = fit_tensor_energy(tables, tensor)
+    grid, losses = np.asarray(fit.grid), np.asarray(fit.losses)
+    print(f"fitted tensor_energy_pj {fit.energy_pj:.4g} pJ (stored {TENSOR_ENERGY_PJ:.4g}); loss (sum of the GPUs' "
+          f"seconds MAPE) {losses.min():.4f}, uncapped {losses[0]:.4f}")
+    at = int(np.searchsorted(grid, fit.energy_pj))
+    for i in range(max(0, at - 4), min(len(grid), at + 5)):
+        mapes = ", ".join(f"{name} {values[i]:.4f}" for name, values in fit.per_gpu)
+        print(f"  {grid[i]:7.4f} pJ: loss {losses[i]:.4f} ({mapes})")
+    for table in tables:
+        flop = 2.0 * table.frame["batch"] * table.frame["channels"] * table.frame["filters"]
+        large = (flop > LARGE_FLOP).to_numpy()
+        measured = table.frame["measured_ms"].to_numpy() / 1e3
+        for label, energy in (("uncapped", 1e-9), ("capped", fit.energy_pj)):
+            constants = replace(tensor, tensor_energy_pj=energy)
+            joined = run_study([table], tensor_constants=lambda _name, c=constants: c).joined
+            ratio = joined["predicted_seconds"].to_numpy() / measured
+            print(f"{table.meta['gpu']} {label:8s}: seconds MAPE {np.mean(np.abs(ratio - 1)):.3f}, median "
+                  f"{np.median(ratio):.3f}; {large.sum()} GEMMs > 10 GFLOP: predicted / measured "
+                  f"{ratio[large].min():.2f}–{ratio[large].max():.2f} (median {np.median(ratio[large]):.3f}), "
+                  f"measured {np.min(flop[large] / measured[large]) / 1e12:.1f}–"
+                  f"{np.max(flop[large] / measured[large]) / 1e12:.1f} TFLOP/s")
+    print("sustained fp16 TFLOP/s (board watts / energy per FLOP) beside η · peak:")
+    for name in BOARDS:
+        device = GPUS[name]
+        constants = replace(kernels(device.name), tensor_energy_pj=fit.energy_pj)
+        path = gemm_path(device, "fp16", constants)
+        assert path is not None
+        eta_peak = constants.gemm * device.peak("fp16")
+        print(f"  {name:15s} {device.board_watts:5.0f} W: {path.sustained_flops / 1e12:7.1f} vs {eta_peak / 1e12:6.1f}"
+              f" ({'capped' if path.sustained_flops < eta_peak else 'not capped'})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
