@@ -23,14 +23,19 @@ The mechanisms (every figure of the GPU comes from :data:`archsim.devices.catalo
   - **Tensor cores** (fp16/bf16, :func:`tensor_path`): :data:`TENSOR_TILES` (cuBLAS/CUTLASS tensor-core
     CTA tiles), one per SM at a time, fed from the datasheet's L2 read bandwidth (a tile needs a reuse
     of MACs per clock per SM × element bytes / L2 bytes per clock per SM, :attr:`GpuSpec.l2_bytes_per_clock
-    <archsim.devices.catalog.GpuSpec.l2_bytes_per_clock>`; a chip without that figure is always fed), no split-K, C's write inside the roofline; the SM's peak is the dtype's tensor peak.
+    <archsim.devices.catalog.GpuSpec.l2_bytes_per_clock>`; a chip without that figure is always fed), no split-K, C's write inside the roofline, the power cap below
+    (a catalog board at its own watts); the SM's peak is the dtype's tensor peak.
     These choices are the ones the tensor-core constants were fitted with on vTrain's A100 runs; the
     SIMT path's split-K, epilogue and several tiles per SM, refitted there, do not lower the held-out
     error (docs/training.md, "One GEMM model for every dtype").
-* **Power cap** (fp32): the SMs together run at most ``TDP / energy per FLOP`` FLOP/s
+* **Power cap** (every GEMM path): the SMs together run at most ``TDP / energy per FLOP`` FLOP/s
   (:func:`sustained_flops`), the clock a board's power allows under sustained load; the energy per
-  FLOP is one fitted constant scaled by the GPU's process node and rated boost clock
-  (:func:`energy_per_flop`). A 70 W T4 cannot hold its boost clock in an sgemm; a 250 W V100 can.
+  FLOP is one fitted constant per path — ``energy_pj`` on the FP32 lanes, ``tensor_energy_pj`` on the
+  tensor cores (:func:`on_tensor_cores`) — scaled by the GPU's process node and rated boost clock
+  (:func:`energy_per_flop`). A 70 W T4 cannot hold its boost clock in an sgemm nor in a tensor-core
+  GEMM (40 of its 65 TFLOP/s); a 250 W V100 can in both. A GPU without a TDP or process node in the
+  catalog, and a device file (it states board watts, no process node), is not capped. The cap is
+  split evenly over the SMs, so a GEMM of few tiles is capped too (no boost for a partly idle GPU).
 * **Elementwise** (add, mul, div, pow and their ``u`` scalar forms, relu, gelu, tanh): bytes read
   and written (3 tensors for tensor ⊕ tensor, 2 with a scalar or one input) at ``constants.memory`` ×
   HBM bandwidth.
@@ -50,8 +55,9 @@ No L2-resident speed-up is modeled: in the fitted files no elementwise, softmax 
 that fits in L2 runs faster per byte than one that does not (they are launch-bound instead).
 
 The constants (:class:`KernelConstants`, one type for every dtype) are architecture-independent
-fractions of datasheet peaks, one launch time, one host time per op and one energy per FLOP. Two fits
-of them exist, each on the kernels it times: the tensor-core one on vTrain's A100 runs
+fractions of datasheet peaks, one launch time, one host time per op and one energy per FLOP per path.
+Two fits of them exist, each on the kernels it times, and the tensor cores' energy per FLOP is fitted
+apart, on the only kernels that tell it: the tensor-core one on vTrain's A100 runs
 (:data:`archsim.training.fitted.A100_KERNELS`, one HBM fraction for every class: :func:`one_fraction`)
 and the fp32 one, :data:`FITTED`, fitted by :func:`archsim.validation.neusight.fit_constants` on NeuSight's kernel measurements of five GPUs
 (``../shared/gpu_kernels/``: P100-PCIE-16GB, P4, T4, V100-PCIE-32GB, A100-PCIE-40GB; every row of
@@ -61,6 +67,12 @@ that a simplex collapsed early does not stop the fit near its start), minimizing
 five op classes of each class's mean absolute percentage error; then the energy per FLOP, the largest whose
 error ties the best (below the energy at which a fitted GPU is capped the error is flat). ``benchmarks/bench_neusight_kernels.py``
 refits them (and the leave-one-GPU-out fits) and prints the figures in docs/gpu-validation.md.
+The tensor cores' energy per FLOP, :data:`TENSOR_ENERGY_PJ` (carried by both sets), is fitted by
+:func:`archsim.validation.tensor_power.fit_tensor_energy` on DeepBench's fp16 GEMMs of the T4 and V100
+by the same rule (the largest grid energy whose error — the two GPUs' seconds MAPE summed — ties the
+best; the T4's capped GEMMs bound it), every other constant the vTrain fit's;
+``benchmarks/bench_tensor_power.py`` refits it. It caps the T4 and L4; the A100, H100, H200 and V100
+stay under their boards' caps.
 A GPU never fitted gets these mechanisms and its datasheet, never another GPU's number.
 """
 

@@ -41,7 +41,8 @@ A100_NVLINK = {"efficiency": 0.998, "alpha_s": 3.15e-6, "launch_s": 52.7e-6, "co
 # η, α (s), α₀ (s), γ (s/byte) of V100 NVLink rings on a DGX-1 (per link 25 GB/s per direction).
 V100_NVLINK = {"efficiency": 0.903, "alpha_s": 0.0, "launch_s": 37.9e-6, "copy_s_per_byte": 0.357e-12}
 
-# Tensor-core kernel constants on an A100, fitted to the 16-layer runs (feed and energy_pj act on fp32 only).
+# Tensor-core kernel constants on an A100, fitted to the 16-layer runs (feed and energy_pj act on fp32 only;
+# tensor_energy_pj, the tensor cores' power cap, is FITTED's, fitted on DeepBench's fp16 GEMMs).
 A100_KERNELS = one_fraction(gemm=0.911, memory=0.749, launch_s=33.3e-6, host_s=69.4e-6)
 
 
