@@ -86,8 +86,18 @@ class KernelFamilies:
     pytorch: bool = False
 
 
+def timed_alone(constants: KernelConstants, alone: KernelConstants = FITTED) -> KernelConstants:
+    """``constants`` for a kernel *timed alone*, back to back (a kernel benchmark: DeepBench,
+    ``validate-gpu``), not inside a training iteration: its launch is ``alone.launch_s``, NeuSight's
+    fit on kernels timed alone (:data:`~archsim.devices.kernels.FITTED`, 13.7 µs), whatever family
+    times the rest. Why: the vTrain fit's ``launch_s`` (33.3 µs) is an iteration's gap between kernels
+    (host issue, syncs), which a kernel run back to back does not pay. Seconds."""
+    return replace(constants, launch_s=alone.launch_s)
+
+
 def kernel_families(device: Device, dtype: str, efficiency: KernelConstants,
-                    pytorch_constants: KernelConstants = FITTED, pytorch_memory_bound: bool = False) -> KernelFamilies:
+                    pytorch_constants: KernelConstants = FITTED, pytorch_memory_bound: bool = False,
+                    alone: bool = False) -> KernelFamilies:
     """The one rule of which constants time which kernels (:class:`KernelFamilies`), given the
     training fit ``efficiency`` (vTrain's, or a device file's own) and PyTorch's kernel fit
     ``pytorch_constants`` (NeuSight's; a benchmark passes a leave-one-GPU-out one):
@@ -98,7 +108,20 @@ def kernel_families(device: Device, dtype: str, efficiency: KernelConstants,
       eager PyTorch too, although its memory-bound kernels are PyTorch's: ``pytorch_memory_bound``
       times those with ``pytorch_constants`` instead, which was tried on the Hopper iterations and
       not adopted (docs/training.md, "Hopper check": the class mechanism barely moves them; the
-      NeuSight launch time removes a per-kernel gap the vTrain fit charges)."""
+      NeuSight launch time removes a per-kernel gap the vTrain fit charges);
+    * ``alone`` (kernels timed alone, back to back: a kernel benchmark, not a training step): every
+      family as above, but each kernel's launch is ``pytorch_constants.launch_s`` (:func:`timed_alone`).
+      A device file keeps its own launch: it states one for its kernels whatever runs them."""
+    families = _kernel_families(device, dtype, efficiency, pytorch_constants, pytorch_memory_bound)
+    if alone and not (device.gemm == "arrays" or chip_of(device) is None):
+        return KernelFamilies(timed_alone(families.gemm, pytorch_constants),
+                              timed_alone(families.memory_bound, pytorch_constants), families.pytorch)
+    return families
+
+
+def _kernel_families(device: Device, dtype: str, efficiency: KernelConstants, pytorch_constants: KernelConstants,
+                     pytorch_memory_bound: bool) -> KernelFamilies:
+    """:func:`kernel_families` for kernels inside a training step."""
     if device.gemm == "arrays" or chip_of(device) is None:
         return KernelFamilies(efficiency, efficiency)
     if dtype not in TENSOR_DTYPES:
@@ -251,4 +274,4 @@ def op_parts(ops: Sequence[TrainingOp], device: Device, constants: KernelConstan
 
 
 __all__ = ["KERNEL_CLASSES", "KernelFamilies", "OpParts", "array_gemm_seconds", "device_gemm_seconds", "gemm_path",
-           "kernel_families", "op_parts", "op_seconds", "path_op_seconds"]
+           "kernel_families", "op_parts", "op_seconds", "path_op_seconds", "timed_alone"]

@@ -17,6 +17,9 @@ lowering, zero-insertion δ, Winograd forwards, the FP32-lane fallback of
   :func:`archsim.devices.kernel_ops.path_op_seconds`, on the chip's own path
   (:func:`archsim.devices.kernels.spec_path`: SIMT tiles on its FP32 lanes; tensor tiles at the chip's
   peak for fp16) — all of ``op_seconds`` for a GEMM-only op;
+* every kernel here is timed alone, back to back (a kernel benchmark), so it pays the launch of a
+  kernel timed alone, not a training step's gap between kernels: the rule
+  :func:`archsim.devices.kernel_ops.kernel_families` states (``alone``; :func:`~archsim.devices.kernel_ops.timed_alone`);
 * an fp16 layer that runs on the FP32 lanes (channels or filters not multiples of 8): the SIMT path
   with :data:`~archsim.devices.kernels.FITTED`, its operands counted at the CSV's element size.
 
@@ -33,7 +36,7 @@ import numpy as np
 
 from archsim.devices.catalog import BOARD_OF_CHIP, KNOWN_GPUS, GpuSpec
 from archsim.devices.device import ELEMENT_BYTES, Device, catalog_device
-from archsim.devices.kernel_ops import op_seconds, path_op_seconds
+from archsim.devices.kernel_ops import kernel_families, op_seconds, path_op_seconds, timed_alone
 from archsim.devices.kernels import (
     FITTED,
     TENSOR_DTYPES,
@@ -109,10 +112,11 @@ def ops_seconds(ops: Sequence[TrainingOp], timer: KernelTimer, on_lanes: Sequenc
     if rest.size:
         chosen = [ops[i] for i in rest]
         if timer.device is not None:
-            seconds[rest] = op_seconds(chosen, timer.device, timer.constants, timer.dtype)
+            families = kernel_families(timer.device, timer.dtype, timer.constants, FITTED, alone=True)
+            seconds[rest] = op_seconds(chosen, timer.device, families, timer.dtype)
         else:
             path = spec_path(timer.spec, timer.constants, timer.dtype)
-            seconds[rest] = path_op_seconds(_gemm_only(chosen), path, timer.constants, size)
+            seconds[rest] = path_op_seconds(_gemm_only(chosen), path, timed_alone(timer.constants), size)
     moved = np.flatnonzero(lanes)
     if moved.size:
         seconds[moved] = path_op_seconds(_gemm_only([ops[i] for i in moved]), simt_path(timer.spec, FITTED), FITTED, size)
