@@ -237,3 +237,50 @@ def test_a_chip_without_a_device_refuses_memory_bound_work():
     assert timer is not None and timer.device is None
     with pytest.raises(InputError, match="memory-bound"):
         ops_seconds([TrainingOp("relu", "F", (), vector_elements=100)], timer, [], 2)
+
+
+V100_CONVS = RESULTS / "deepbench_v100_kernels.csv"
+
+
+@pytest.fixture(scope="module")
+def v100_convs():
+    return run_study([read_kernel_csv(V100_CONVS)], tensor_constants=kernels).joined
+
+
+def test_a_convolutions_weight_gradient_splits_its_long_reduction(v100_convs):
+    """DeepBench's V100 ResNet 1×1 64→64 on 112×112 at batch 16 (fp16): G is a 64 × 64 output over an
+    N·P·Q = 16·112·112 = 200,704-long reduction. Unsplit, its one 64×64 tile runs on one of 80 SMs:
+    2·64·64·200,704 FLOP at one SM's 1.5625 TFLOP/s × 0.911 × its L2 feed 32/39.9 = 1.44 ms, 18× the
+    measured 82 µs. Split 64 ways the main loop takes 22 µs and the kernel is its reads through HBM:
+    (64·200,704 + 200,704·64 + 64·64) · 2 bytes at 0.749 × 900 GB/s, plus one launch (13.7 µs) = 90 µs."""
+    rows = v100_convs[(v100_convs.layer == "resnet_42") & (v100_convs.batch == 16) & (v100_convs.op == "G")]
+    assert len(rows) == 1
+    row = rows.iloc[0]
+    assert row.measured_seconds == pytest.approx(82e-6)
+    k = 16 * 112 * 112
+    unsplit = 2 * 64 * 64 * k / (1.5625e12 * A100_KERNELS.gemm * (32 / 39.892258986928105))
+    assert unsplit == pytest.approx(1.44e-3, rel=0.01)
+    by_hand = (64 * k + k * 64 + 64 * 64) * 2 / (900e9 * A100_KERNELS.memory) + 13.7e-6
+    assert row.predicted_seconds == pytest.approx(by_hand, rel=1e-9)
+    assert row.predicted_seconds == pytest.approx(row.measured_seconds, rel=0.15)
+
+
+def test_only_a_convolutions_weight_gradient_is_a_split_k_op():
+    """The training path's GEMMs keep the tensor tiles they were fitted with: an fc layer's G and any F
+    or D are not marked, and a marked op on a path that splits already (SIMT) is timed the same."""
+    from archsim.validation.gpu_algorithms import kernel_ops
+    from archsim.workload.layer import Layer
+
+    conv = Layer(name="c", kind="conv", ifmap_h=56, ifmap_w=56, channels=64, filters=64, filter_h=1, filter_w=1,
+                 inputs=("prev",))
+    fc = Layer(name="f", kind="fc", ifmap_h=1, ifmap_w=1, channels=1024, filters=1024, filter_h=1, filter_w=1)
+    assert {op.kind: op.split_k for op in kernel_ops(conv, 8, "exact", 2, "zero-insertion")} == \
+        {"F": False, "G": True, "D": False}
+    assert not any(op.split_k for op in kernel_ops(fc, 8, "exact", 2, "zero-insertion"))
+    spec = KNOWN_GPUS["v100"]
+    from archsim.devices.kernel_ops import path_op_seconds
+    from archsim.devices.kernels import simt_path
+
+    g = TrainingOp("c", "G", (Gemm(64, 8 * 56 * 56, 64),))
+    path = simt_path(spec, FITTED)
+    assert path_op_seconds([replace(g, split_k=True)], path, FITTED, 4)[0] == path_op_seconds([g], path, FITTED, 4)[0]

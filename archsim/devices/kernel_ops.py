@@ -53,6 +53,7 @@ from archsim.devices.catalog import chip_of
 from archsim.devices.device import ELEMENT_BYTES, Device
 from archsim.devices.kernels import (
     FITTED,
+    SPLITS,
     TENSOR_DTYPES,
     GemmPath,
     KernelConstants,
@@ -186,15 +187,20 @@ class OpParts:
 
 def path_op_seconds(ops: Sequence[TrainingOp], path: GemmPath, constants: KernelConstants, size: int) -> np.ndarray:
     """Seconds of each op's GEMMs on ``path`` (``size`` bytes per element), each GEMM one kernel with
-    its launch (:func:`~archsim.devices.kernels.path_gemm_seconds`), an op's GEMMs one after another; a
+    its launch (:func:`~archsim.devices.kernels.path_gemm_seconds`), an op's GEMMs one after another
+    (an op marked ``split_k`` over :data:`~archsim.devices.kernels.SPLITS` whatever the path's splits); a
     fused op's GEMMs their main loops alone (:func:`~archsim.devices.kernels.compute_seconds`: the
     caller overlaps them with the op's own traffic). The GEMM side of :func:`op_seconds` on a tile path,
     and all of it for GEMM-only ops: ``validate-gpu`` times a chip with no ``Device`` by it."""
     owner, m, k, n, count = flatten_gemms(ops)
     fused = np.fromiter((op.fused for op in ops), dtype=bool, count=len(ops))
+    split = np.fromiter((op.split_k for op in ops), dtype=bool, count=len(ops))
     seconds = np.zeros(len(ops))
     if owner.size:
         plain = path_gemm_seconds(count, m, n, k, path, constants, size)
+        if split.any() and path.splits != SPLITS:  # the op's library splits K where the path does not
+            cut = path_gemm_seconds(count, m, n, k, replace(path, splits=SPLITS), constants, size)
+            plain = np.where(split[owner], cut, plain)
         inside = compute_seconds(count, m, n, k, path, constants, size) if fused.any() else plain
         np.add.at(seconds, owner, np.where(fused[owner], inside, plain))
     return seconds
@@ -265,8 +271,8 @@ def op_parts(ops: Sequence[TrainingOp], device: Device, constants: KernelConstan
              dtype: str = "fp16") -> OpParts:
     """:func:`op_seconds`' time of each op in parts (:class:`OpParts`), timed with every launch set to 0
     and the kernels counted instead: with one launch per kernel at its family's ``launch_s`` they add
-    up to :func:`op_seconds` (but for a split-K reduction kernel, fp32 SIMT only: neither timed nor
-    counted here)."""
+    up to :func:`op_seconds` (but for a split-K reduction kernel — fp32 SIMT, or an op marked
+    ``split_k`` — neither timed nor counted here)."""
     families = _families(device, dtype, constants)
     no_launch = KernelFamilies(replace(families.gemm, launch_s=0.0), replace(families.memory_bound, launch_s=0.0),
                                families.pytorch)

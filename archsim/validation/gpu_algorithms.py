@@ -20,7 +20,12 @@
   tile — instead of the im2col GEMM: 2.25× fewer MACs for 3×3. The transforms (elementwise work) are
   not costed; the tile is Lavin & Gray's smallest, not chosen to match.
 
-Nothing here is fitted: all three choose which GEMMs run on which arrays; their cost stays SCALE-Sim's.
+* **Split-K weight gradients.** A convolution's G is a GEMM of C·R·S × M outputs over an N·P·Q-long
+  reduction; cuDNN's wgrad kernels split that reduction over CTAs, so its op is marked ``split_k``
+  and the device model times it with split-K on the tensor tiles too (the SIMT tiles and the arrays
+  view split every GEMM already).
+
+Nothing here is fitted: all four choose which GEMMs run on which arrays; their cost stays SCALE-Sim's.
 """
 
 from __future__ import annotations
@@ -45,12 +50,22 @@ def check_dgrad(dgrad: str) -> str:
 
 
 def kernel_ops(layer: Layer, batch: int, mode: Mode, element_bytes: int, dgrad: str) -> tuple[TrainingOp, ...]:
-    """F, D, G of ``layer`` as the library runs them: D by zero insertion (``paper`` lowering) or stride-aware."""
-    ops = lower_layer(layer, batch, mode, element_bytes).ops
+    """F, D, G of ``layer`` as the library runs them: D by zero insertion (``paper`` lowering) or
+    stride-aware; a convolution's G split over its reduction where that finishes first (``split_k``)."""
+    ops = tuple(_split_wgrad(op, layer) for op in lower_layer(layer, batch, mode, element_bytes).ops)
     if check_dgrad(dgrad) == "stride-aware" or mode == "paper" or layer.stride == 1:
         return ops
     dense = {op.kind: op for op in lower_layer(layer, batch, "paper", element_bytes).ops}
     return tuple(dense["D"] if op.kind == "D" and "D" in dense else op for op in ops)
+
+
+def _split_wgrad(op: TrainingOp, layer: Layer) -> TrainingOp:
+    """A convolution's weight gradient as a split-K kernel (``TrainingOp.split_k``): its GEMM has
+    C·R·S × M outputs — a few tiles — over an N·P·Q-long reduction, and cuDNN's wgrad kernels split
+    that reduction over CTAs. Why here, not on the tensor path for every GEMM: split-K for all
+    tensor-core GEMMs leaves vTrain's held-out error where it is (6.38% → 6.40% refitted), so the
+    training path keeps the GEMMs it was fitted with (docs/gpu-validation.md)."""
+    return replace(op, split_k=True) if op.kind == "G" and layer.kind in ("conv", "deconv") and op.gemms else op
 
 
 WINOGRAD_TILE = 2
