@@ -229,14 +229,19 @@ def test_the_report_plots_the_times_beside_the_cycles():
     assert not any("device model's seconds" in t for t in titles)
 
 
-def test_a_chip_without_a_device_refuses_memory_bound_work():
-    """The chip path times GEMMs only (no Device gives it an HBM roofline for memory-bound ops)."""
+def test_a_chip_without_a_device_streams_elementwise_work_and_refuses_other_kernels():
+    """The chip path (no Device) streams an elementwise op's elements through the chip's datasheet HBM
+    (P100: 732 GB/s) at NeuSight's elementwise fraction, plus one launch (col2im's scatter is one);
+    a softmax or layer-norm kernel it cannot time is refused."""
     from archsim.errors import InputError
 
     timer = kernel_timer(KNOWN_GPUS["p100-pcie"], "p100-pcie", "fp16", None)
     assert timer is not None and timer.device is None
-    with pytest.raises(InputError, match="memory-bound"):
-        ops_seconds([TrainingOp("relu", "F", (), vector_elements=100)], timer, [], 2)
+    by_hand = 1e6 * 2 / (732e9 * 0.762) + 13.7e-6
+    assert ops_seconds([TrainingOp("relu", "F", (), vector_elements=10**6)], timer, [], 2)[0] == \
+        pytest.approx(by_hand, rel=1e-12)
+    with pytest.raises(InputError, match="softmax"):
+        ops_seconds([TrainingOp("s", "F", (), vector_elements=100, kernel=("softmax", 10, 10))], timer, [], 2)
 
 
 V100_CONVS = RESULTS / "deepbench_v100_kernels.csv"
@@ -284,3 +289,40 @@ def test_only_a_convolutions_weight_gradient_is_a_split_k_op():
     g = TrainingOp("c", "G", (Gemm(64, 8 * 56 * 56, 64),))
     path = simt_path(spec, FITTED)
     assert path_op_seconds([replace(g, split_k=True)], path, FITTED, 4)[0] == path_op_seconds([g], path, FITTED, 4)[0]
+
+
+def test_a_one_channel_layers_delta_runs_by_col2im_not_on_a_32_wide_tile():
+    """DeepBench's P100 (fp32) DeepSpeech stem, 161×700×1 → 32 filters of 5×20, stride 2, batch 4: δ
+    measured 0.482 ms. Its implicit-GEMM δ is an output 1 column wide on tiles ≥ 32 wide (predicted
+    41×). By col2im it is one GEMM columns[C·R·S = 100 × N·P·Q = 4·79·341] = Wᵀ[100 × 32]·δout, then a
+    memory-bound kernel reading the 100 · 107,756 columns and writing 4·161·700 δ elements (4 bytes
+    each) at the P100 datasheet's 732 GB/s × NeuSight's elementwise fraction, plus its launch. The
+    arrays view keeps the implicit GEMM (it has no memory term to price col2im's scatter)."""
+    joined = run_study([read_kernel_csv(RESULTS / "deepbench_tesla-p100_kernels.csv")]).joined
+    row = joined[(joined.layer == "deepspeech_1") & (joined.batch == 4) & (joined.op == "D")].iloc[0]
+    assert row.measured_seconds == pytest.approx(0.482e-3)
+    spec = KNOWN_GPUS["p100-pcie"]
+    assert spec.memory_bytes_per_s == pytest.approx(732e9)
+    pixels = 4 * 79 * 341
+    stream = (100 * pixels + 4 * 161 * 700) * 4 / (732e9 * FITTED.memory) + FITTED.launch_s
+    from archsim.devices.kernels import simt_path
+
+    gemm = float(path_gemm_seconds(1, 100, pixels, 32, simt_path(spec, FITTED), FITTED, 4))
+    assert row.predicted_seconds == pytest.approx(gemm + stream, rel=1e-9)
+    assert 0.4 < row.predicted_seconds / row.measured_seconds < 1.0
+    assert row.modeled_ms / row.measured_ms > 4  # the arrays view: the implicit GEMM, unchanged
+
+
+def test_col2im_does_the_forwards_macs():
+    """The data gradient is the forward's transpose: by col2im its GEMM has exactly the forward's
+    C·R·S·M·N·P·Q MACs, whatever the stride (no zero insertion)."""
+    from archsim.validation.gpu_algorithms import col2im_dgrad, kernel_ops
+    from archsim.workload.layer import Layer
+
+    for stride in (1, 2, 3):
+        layer = Layer(name="s", kind="conv", ifmap_h=40, ifmap_w=30, channels=3, filters=16, filter_h=5, filter_w=3,
+                      stride=stride, padding=1, inputs=("prev",))
+        f = next(op for op in kernel_ops(layer, 2, "exact", 4, "zero-insertion") if op.kind == "F")
+        d = col2im_dgrad(layer, 2, 4)
+        assert d.macs == f.macs == 2 * layer.ofmap_h * layer.ofmap_w * 16 * 3 * 5 * 3
+        assert d.vector_elements == 3 * 5 * 3 * 2 * layer.ofmap_h * layer.ofmap_w + 2 * 40 * 30 * 3

@@ -54,6 +54,7 @@ from archsim.validation.gpu_algorithms import (
     kernel_ops,
     runs_winograd,
     tensor_core_shape,
+    timed_op,
     winograd_forward,
 )
 from archsim.validation.gpu_csv import KernelTable
@@ -151,6 +152,7 @@ def model_kernels(table: KernelTable, arrays: GpuArrays, mode: str = "exact",
     winograd = {(r.network, r.layer, int(r.batch)) for r in frame.itertuples(index=False)
                 if arrays.winograd and r.op == "F" and runs_winograd(getattr(r, "algorithm", None))}
     ops: list[TrainingOp] = []
+    timed: list[TrainingOp] = []  # the same ops as the device model times them (gpu_algorithms.timed_op)
     lanes = cuda_core_arrays(arrays)
     on_lanes: list[bool] = []
     where: dict[tuple[str, str, int, str], int] = {}
@@ -162,6 +164,7 @@ def model_kernels(table: KernelTable, arrays: GpuArrays, mode: str = "exact",
                 op = winograd_forward(op, layer, batch)
             where[(network, name, batch, op.kind)] = len(ops)
             ops.append(op)
+            timed.append(timed_op(op, measured_layer(layer), batch, eb))
             on_lanes.append(lanes is not None and layer.kind == "conv" and not tensor_core_shape(layer))
         bytes_of[(network, name, batch)] = (batch * (layer.input_elements + layer.output_elements)
                                             + layer.weight_elements) * eb
@@ -174,7 +177,7 @@ def model_kernels(table: KernelTable, arrays: GpuArrays, mode: str = "exact",
         busy[fallback] = -(-on.busy * arrays.count // lanes.count)
     seconds = np.full(len(ops), np.nan)
     if timer is not None:
-        seconds = ops_seconds(ops, timer, on_lanes, eb)
+        seconds = ops_seconds(timed, timer, on_lanes, eb)
     macs = np.asarray([op.macs for op in ops], dtype=np.int64)
     P = arrays.count
     out_cycles, out_macs, out_bytes, out_split, out_seconds = [], [], [], [], []

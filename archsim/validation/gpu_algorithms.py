@@ -33,6 +33,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from archsim.devices.kernels import TILES
 from archsim.errors import InputError
 from archsim.lowering import Gemm, Mode, TrainingOp, lower_layer
 from archsim.workload.layer import Layer
@@ -57,6 +58,38 @@ def kernel_ops(layer: Layer, batch: int, mode: Mode, element_bytes: int, dgrad: 
         return ops
     dense = {op.kind: op for op in lower_layer(layer, batch, "paper", element_bytes).ops}
     return tuple(dense["D"] if op.kind == "D" and "D" in dense else op for op in ops)
+
+
+NARROWEST_TILE = min(min(tile) for tile in TILES)
+"""The narrowest side of any GPU GEMM tile (:data:`archsim.devices.kernels.TILES`; the tensor tiles
+are wider): an implicit-GEMM δ with fewer input channels than this wastes most of every tile."""
+
+
+def timed_op(op: TrainingOp, layer: Layer, batch: int, element_bytes: int) -> TrainingOp:
+    """``op`` (from :func:`kernel_ops`) as the device model times it: a narrow layer's δ by col2im
+    (:func:`narrow_dgrad`), every other op as it is. Why not in :func:`kernel_ops`: the arrays view
+    prices compute alone and would count col2im's scatter, a memory-bound kernel, as nearly free."""
+    return col2im_dgrad(layer, batch, element_bytes) if op.kind == "D" and narrow_dgrad(layer) else op
+
+
+def narrow_dgrad(layer: Layer) -> bool:
+    """Whether ``layer``'s δ runs by col2im (:func:`col2im_dgrad`): a one-group convolution with fewer
+    input channels than the narrowest tile (:data:`NARROWEST_TILE`) — the implicit-GEMM δ's output
+    (N·H·W × C) would be 1–3 columns of a tile at least 32 wide."""
+    return layer.kind == "conv" and layer.groups == 1 and layer.channels < NARROWEST_TILE
+
+
+def col2im_dgrad(layer: Layer, batch: int, element_bytes: int) -> TrainingOp:
+    """δ of a convolution by col2im, the data gradient of GEMM-based convolution libraries (Caffe's,
+    cuDNN's and MIOpen's non-implicit algorithms): one GEMM columns[C·R·S × N·P·Q] = Wᵀ[C·R·S × M] ·
+    δout[M × N·P·Q] — the exact MACs, no zero insertion, an output wide in both directions — then a
+    memory-bound col2im kernel that reads the columns and writes δ (N·C·H·W), scatter-adding the
+    overlapping taps. Units: elements (``vector_elements`` = elements read + written by col2im)."""
+    rows = layer.filter_h * layer.filter_w * layer.channels
+    pixels = batch * layer.ofmap_h * layer.ofmap_w
+    delta = batch * layer.input_elements
+    return TrainingOp(layer.name, "D", (Gemm(rows, layer.filters, pixels),), vector_elements=rows * pixels + delta,
+                      out_bytes=delta * element_bytes)
 
 
 def _split_wgrad(op: TrainingOp, layer: Layer) -> TrainingOp:

@@ -40,9 +40,11 @@ from archsim.devices.kernel_ops import kernel_families, op_seconds, path_op_seco
 from archsim.devices.kernels import (
     FITTED,
     TENSOR_DTYPES,
+    GemmPath,
     KernelConstants,
     simt_path,
     spec_path,
+    stream_seconds,
 )
 from archsim.errors import InputError
 from archsim.lowering import TrainingOp
@@ -95,12 +97,18 @@ def kernel_timer(spec: GpuSpec, slug: str | None, dtype: str,
     return KernelTimer(spec, name, device, constants, f"{name}: {fit}; {where}")
 
 
-def _gemm_only(ops: Sequence[TrainingOp]) -> Sequence[TrainingOp]:
-    """``ops``, refused where one lowered to memory-bound work: a chip with no ``Device`` times GEMMs only."""
-    if any(op.vector_elements or op.fused or op.kernel for op in ops):
-        raise InputError("a measured kernel lowered to memory-bound work; only conv/fc GEMMs are timed here",
-                         field="op")
-    return ops
+def _chip_seconds(ops: Sequence[TrainingOp], path: GemmPath, constants: KernelConstants, size: int,
+                  hbm_bytes_per_s: float) -> np.ndarray:
+    """Seconds of each op on a chip with no ``Device``: its GEMMs on ``path``
+    (:func:`~archsim.devices.kernels.path_op_seconds`) plus one elementwise kernel streaming its
+    ``vector_elements`` at the elementwise HBM fraction (:func:`~archsim.devices.kernels.stream_seconds`,
+    as ``op_seconds`` streams them); a fused op or a softmax/layer-norm kernel is refused."""
+    if any(op.fused or op.kernel for op in ops):
+        raise InputError("a measured kernel lowered to a fused or softmax/layer-norm kernel; only conv/fc kernels "
+                         "are timed here", field="op")
+    elements = np.fromiter((op.vector_elements for op in ops), dtype=np.float64, count=len(ops))
+    streamed = np.where(elements > 0, stream_seconds(elements * size, hbm_bytes_per_s, constants), 0.0)
+    return path_op_seconds(ops, path, constants, size) + streamed
 
 
 def ops_seconds(ops: Sequence[TrainingOp], timer: KernelTimer, on_lanes: Sequence[bool], size: int) -> np.ndarray:
@@ -116,10 +124,12 @@ def ops_seconds(ops: Sequence[TrainingOp], timer: KernelTimer, on_lanes: Sequenc
             seconds[rest] = op_seconds(chosen, timer.device, families, timer.dtype)
         else:
             path = spec_path(timer.spec, timer.constants, timer.dtype)
-            seconds[rest] = path_op_seconds(_gemm_only(chosen), path, timed_alone(timer.constants), size)
+            seconds[rest] = _chip_seconds(chosen, path, timed_alone(timer.constants), size,
+                                          timer.spec.memory_bytes_per_s)
     moved = np.flatnonzero(lanes)
     if moved.size:
-        seconds[moved] = path_op_seconds(_gemm_only([ops[i] for i in moved]), simt_path(timer.spec, FITTED), FITTED, size)
+        seconds[moved] = _chip_seconds([ops[i] for i in moved], simt_path(timer.spec, FITTED), FITTED, size,
+                                       timer.spec.memory_bytes_per_s)
     return seconds
 
 
