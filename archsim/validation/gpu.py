@@ -153,6 +153,7 @@ def model_kernels(table: KernelTable, arrays: GpuArrays, mode: str = "exact",
                 if arrays.winograd and r.op == "F" and runs_winograd(getattr(r, "algorithm", None))}
     ops: list[TrainingOp] = []
     timed: list[TrainingOp] = []  # the same ops as the device model times them (gpu_algorithms.timed_op)
+    simt = timer is not None and timer.simt
     lanes = cuda_core_arrays(arrays)
     on_lanes: list[bool] = []
     where: dict[tuple[str, str, int, str], int] = {}
@@ -164,8 +165,8 @@ def model_kernels(table: KernelTable, arrays: GpuArrays, mode: str = "exact",
                 op = winograd_forward(op, layer, batch)
             where[(network, name, batch, op.kind)] = len(ops)
             ops.append(op)
-            timed.append(timed_op(op, measured_layer(layer), batch, eb))
             on_lanes.append(lanes is not None and layer.kind == "conv" and not tensor_core_shape(layer))
+            timed.append(timed_op(op, measured_layer(layer), batch, eb, simt or on_lanes[-1]))
         bytes_of[(network, name, batch)] = (batch * (layer.input_elements + layer.output_elements)
                                             + layer.weight_elements) * eb
     costed = op_array_cycles(ops, arrays.units, arrays.split_k)

@@ -65,11 +65,17 @@ NARROWEST_TILE = min(min(tile) for tile in TILES)
 are wider): an implicit-GEMM δ with fewer input channels than this wastes most of every tile."""
 
 
-def timed_op(op: TrainingOp, layer: Layer, batch: int, element_bytes: int) -> TrainingOp:
+def timed_op(op: TrainingOp, layer: Layer, batch: int, element_bytes: int, simt: bool) -> TrainingOp:
     """``op`` (from :func:`kernel_ops`) as the device model times it: a narrow layer's δ by col2im
-    (:func:`narrow_dgrad`), every other op as it is. Why not in :func:`kernel_ops`: the arrays view
-    prices compute alone and would count col2im's scatter, a memory-bound kernel, as nearly free."""
-    return col2im_dgrad(layer, batch, element_bytes) if op.kind == "D" and narrow_dgrad(layer) else op
+    (:func:`narrow_dgrad`); on the FP32 lanes (``simt``: fp32, or an fp16 layer that falls back to
+    them), a 3×3 stride-1 layer's δ by Winograd (:func:`winograd_dgrad`); every other op as it is.
+    Why not in :func:`kernel_ops`: the arrays view prices compute alone and would count col2im's
+    scatter, a memory-bound kernel, as nearly free; its Winograd follows the recorded forwards."""
+    if op.kind != "D":
+        return op
+    if narrow_dgrad(layer):
+        return col2im_dgrad(layer, batch, element_bytes)
+    return winograd_dgrad(op, layer, batch) if simt else op
 
 
 def narrow_dgrad(layer: Layer) -> bool:
@@ -138,3 +144,23 @@ def cuda_core_arrays(arrays: GpuArrays) -> GpuArrays | None:
     lanes = replace(spec, tensor_cores_per_sm=per_sm, mma_rows=rows, mma_cols=cols, cuda_cores=None,
                     array_unit="FP32 SIMD partition")
     return replace(arrays, spec=lanes, array=replace(arrays.array, rows=rows, cols=cols), count=lanes.arrays)
+
+
+WINOGRAD_DGRAD_FILTER = 3
+"""The filter size whose stride-1 δ the SIMT libraries run by Winograd: cuDNN's fused Winograd data
+gradient (``CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD``) takes 3×3 filters at stride 1 only."""
+
+
+def winograd_dgrad(op: TrainingOp, layer: Layer, batch: int, tile: int = WINOGRAD_TILE) -> TrainingOp:
+    """δ ``op`` of a 3×3, stride-1, one-group, undilated convolution as Winograd F(tile×tile, 3×3):
+    δ is itself a 3×3 stride-1 convolution (of δout's M channels into C, over the H×W input), so
+    (tile + 2)² GEMMs of (N·⌈H/tile⌉·⌈W/tile⌉ tiles) × M × C, transforms not costed; other ops as
+    they are. Why: on DeepBench's FP32 GPUs (cuDNN 5–6, MIOpen 1.3) 23–26 of the 30 forwards of these
+    layers are recorded as Winograd and their δ is over-predicted about 2× (the 2.25× Winograd saves)
+    next to the 1×1 layers' δ; the fp16 tensor-core sheets record no Winograd and show no such gap."""
+    r = layer.filter_h
+    if (layer.kind != "conv" or op.kind != "D" or r != WINOGRAD_DGRAD_FILTER or layer.filter_w != r
+            or layer.stride != 1 or layer.dilation != 1 or layer.groups != 1 or not op.gemms):
+        return op
+    tiles = batch * -(-layer.ifmap_h // tile) * -(-layer.ifmap_w // tile)
+    return replace(op, gemms=(Gemm(tiles, layer.filters, layer.channels, (tile + r - 1) ** 2),))

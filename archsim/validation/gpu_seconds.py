@@ -68,6 +68,11 @@ class KernelTimer:
     constants: KernelConstants
     note: str
 
+    @property
+    def simt(self) -> bool:
+        """Whether its GEMMs run on the FP32 lanes (fp32; fp16 on a chip without tensor cores)."""
+        return not (self.dtype in TENSOR_DTYPES and self.spec.array_unit == "tensor core")
+
 
 def kernel_timer(spec: GpuSpec, slug: str | None, dtype: str,
                  tensor_constants: TensorConstants | None) -> KernelTimer | None:
