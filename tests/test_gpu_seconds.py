@@ -339,13 +339,13 @@ def test_winograd_dgrad_saves_the_winograd_factor_on_a_3x3_stride_1_layer():
                   padding=1, inputs=("prev",))
     d = next(op for op in kernel_ops(layer, 8, "exact", 4, "zero-insertion") if op.kind == "D")
     assert d.macs == 8 * 28 * 28 * 9 * 128 * 64
-    wino = timed_op(d, layer, 8, 4, simt=True)
+    wino = timed_op(d, layer, 8, 4, winograd=True)
     assert wino.gemms == (Gemm(8 * 14 * 14, 128, 64, 16),)
     assert wino.macs * 2.25 == d.macs
-    assert timed_op(d, layer, 8, 4, simt=False) == d  # tensor-core kernels: no Winograd recorded
+    assert timed_op(d, layer, 8, 4, winograd=False) == d  # tensor-core kernels: no Winograd recorded
     strided = replace(layer, stride=2)
     ds = next(op for op in kernel_ops(strided, 8, "exact", 4, "stride-aware") if op.kind == "D")
-    assert timed_op(ds, strided, 8, 4, simt=True) == ds
+    assert timed_op(ds, strided, 8, 4, winograd=True) == ds
 
 
 @pytest.mark.parametrize("gpu", ["tesla-p100", "gtx-1080-ti"])

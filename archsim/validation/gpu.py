@@ -166,7 +166,7 @@ def model_kernels(table: KernelTable, arrays: GpuArrays, mode: str = "exact",
             where[(network, name, batch, op.kind)] = len(ops)
             ops.append(op)
             on_lanes.append(lanes is not None and layer.kind == "conv" and not tensor_core_shape(layer))
-            timed.append(timed_op(op, measured_layer(layer), batch, eb, simt or on_lanes[-1]))
+            timed.append(timed_op(op, measured_layer(layer), batch, eb, arrays.winograd and (simt or on_lanes[-1])))
         bytes_of[(network, name, batch)] = (batch * (layer.input_elements + layer.output_elements)
                                             + layer.weight_elements) * eb
     costed = op_array_cycles(ops, arrays.units, arrays.split_k)

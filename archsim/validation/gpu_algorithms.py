@@ -65,17 +65,18 @@ NARROWEST_TILE = min(min(tile) for tile in TILES)
 are wider): an implicit-GEMM δ with fewer input channels than this wastes most of every tile."""
 
 
-def timed_op(op: TrainingOp, layer: Layer, batch: int, element_bytes: int, simt: bool) -> TrainingOp:
+def timed_op(op: TrainingOp, layer: Layer, batch: int, element_bytes: int, winograd: bool) -> TrainingOp:
     """``op`` (from :func:`kernel_ops`) as the device model times it: a narrow layer's δ by col2im
-    (:func:`narrow_dgrad`); on the FP32 lanes (``simt``: fp32, or an fp16 layer that falls back to
-    them), a 3×3 stride-1 layer's δ by Winograd (:func:`winograd_dgrad`); every other op as it is.
+    (:func:`narrow_dgrad`); where ``winograd`` (kernels on the FP32 lanes — fp32, or an fp16 layer
+    that falls back to them — and Winograd not switched off) a 3×3 stride-1 layer's δ by Winograd
+    (:func:`winograd_dgrad`); every other op as it is.
     Why not in :func:`kernel_ops`: the arrays view prices compute alone and would count col2im's
     scatter, a memory-bound kernel, as nearly free; its Winograd follows the recorded forwards."""
     if op.kind != "D":
         return op
     if narrow_dgrad(layer):
         return col2im_dgrad(layer, batch, element_bytes)
-    return winograd_dgrad(op, layer, batch) if simt else op
+    return winograd_dgrad(op, layer, batch) if winograd else op
 
 
 def narrow_dgrad(layer: Layer) -> bool:
