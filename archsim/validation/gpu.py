@@ -116,7 +116,9 @@ def model_kernels(table: KernelTable, arrays: GpuArrays, mode: str = "exact",
 
     Adds ``kind`` (conv/fc), ``tensor_core_shape`` (:func:`tensor_core_shape`), ``macs``, ``modeled_cycles``, ``modeled_ms``, ``memory_ms`` and
     ``roofline_ms`` = max(modeled, memory) — the arrays view — and ``measured_seconds`` and
-    ``predicted_seconds``: the same ops timed by the one device model
+    ``predicted_seconds``: the same ops timed by the one device model, with the δ the libraries run
+    where the arrays view cannot price it (:func:`~archsim.validation.gpu_algorithms.timed_op`: col2im
+    for narrow layers, Winograd for 3×3 stride-1 layers on the FP32 lanes)
     (:mod:`archsim.validation.gpu_seconds`; NaN without a ``timer``, and for ``DG_concurrent``, which
     that model has no two-stream mechanism for; ``DG_serial`` is D + G). Rows are joined to the shipped network by name, or to a
     topology file of that name beside the CSV (measurements of other layers, such as DeepBench's); a layer
