@@ -34,6 +34,11 @@ Memory-bound work, per op (one kernel each, one launch):
   (:func:`~archsim.devices.kernels.stream_seconds`); the vTrain fit and a device file state one
   fraction for all.
 
+An op marked ``split_k`` (a convolution's weight gradient, :attr:`~archsim.lowering.TrainingOp.split_k`)
+may cut its reduction over :data:`~archsim.devices.kernels.SPLITS` on a tile path that does not
+(the tensor tiles). A kernel timed alone, not inside a training step, pays NeuSight's launch in every
+family (:func:`kernel_families` ``alone``, :func:`timed_alone`).
+
 A *fused* op (FlashAttention) keeps its GEMMs' operands and results on chip: the larger of its GEMMs'
 main loops and the HBM traffic it counts in ``vector_elements``, one launch. It has no fp32 SIMT
 kernel (FlashAttention runs fp16/bf16 only): refused there.
