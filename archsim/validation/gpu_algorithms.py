@@ -1,4 +1,4 @@
-"""Which kernel a GPU library runs for a convolution op: the two mechanisms DeepBench's timings show.
+"""Which kernel a GPU library runs for a convolution op: the mechanisms DeepBench's timings show.
 
 * **Zero-insertion δ of strided convolutions.** The data-gradient kernels of cuDNN 5–7 and MIOpen
   1.3 (the libraries DeepBench timed) run a strided layer's δ as an implicit GEMM over the output
@@ -25,7 +25,14 @@
   and the device model times it with split-K on the tensor tiles too (the SIMT tiles and the arrays
   view split every GEMM already).
 
-Nothing here is fitted: all four choose which GEMMs run on which arrays; their cost stays SCALE-Sim's.
+* **δ as the device model times it** (:func:`timed_op`, the seconds view only: the arrays view prices
+  compute alone). A layer with fewer input channels than the narrowest tile computes δ by col2im —
+  one GEMM of the forward's MACs, wide both ways, and a memory-bound scatter (:func:`col2im_dgrad`);
+  on the FP32 lanes a 3×3 stride-1 layer's δ runs by Winograd F(2×2, 3×3) (:func:`winograd_dgrad`),
+  as the SIMT libraries' forwards of those layers are recorded to.
+
+Nothing here is fitted: each chooses which GEMMs (and which memory-bound kernel) run; the arrays
+view costs them as SCALE-Sim does, the device model by :mod:`archsim.devices.kernel_ops`.
 """
 
 from __future__ import annotations
@@ -82,13 +89,13 @@ def timed_op(op: TrainingOp, layer: Layer, batch: int, element_bytes: int, winog
 def narrow_dgrad(layer: Layer) -> bool:
     """Whether ``layer``'s δ runs by col2im (:func:`col2im_dgrad`): a one-group convolution with fewer
     input channels than the narrowest tile (:data:`NARROWEST_TILE`) — the implicit-GEMM δ's output
-    (N·H·W × C) would be 1–3 columns of a tile at least 32 wide."""
+    (N·H·W × C) would fill C columns of a tile at least 32 wide."""
     return layer.kind == "conv" and layer.groups == 1 and layer.channels < NARROWEST_TILE
 
 
 def col2im_dgrad(layer: Layer, batch: int, element_bytes: int) -> TrainingOp:
-    """δ of a convolution by col2im, the data gradient of GEMM-based convolution libraries (Caffe's,
-    cuDNN's and MIOpen's non-implicit algorithms): one GEMM columns[C·R·S × N·P·Q] = Wᵀ[C·R·S × M] ·
+    """δ of a convolution by col2im, the data gradient of explicit-GEMM convolution (Caffe's
+    im2col/col2im, the non-implicit algorithms GPU libraries also offer): one GEMM columns[C·R·S × N·P·Q] = Wᵀ[C·R·S × M] ·
     δout[M × N·P·Q] — the exact MACs, no zero insertion, an output wide in both directions — then a
     memory-bound col2im kernel that reads the columns and writes δ (N·C·H·W), scatter-adding the
     overlapping taps. Units: elements (``vector_elements`` = elements read + written by col2im)."""
