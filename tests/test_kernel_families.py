@@ -93,6 +93,20 @@ def test_fp32_on_a_catalog_gpu_takes_pytorchs_kernels_and_a_device_file_its_own(
         == KernelFamilies(own, own)
 
 
+def test_a_kernel_timed_alone_pays_the_launch_fitted_on_kernels_timed_alone():
+    """A kernel benchmark (DeepBench, validate-gpu) runs kernels back to back: an fp16 H200 softmax
+    streams at vTrain's one fraction as in training, plus NeuSight's 13.7 µs launch (fitted on kernels
+    timed alone) instead of the 33.3 µs in-iteration gap; a device file keeps its own launch."""
+    rows, row = 16 * 1024, 1024
+    op = TrainingOp("softmax", "F", (), vector_elements=2 * rows * row, kernel=("softmax", rows, row))
+    alone = kernel_families(H200, "fp16", A100_KERNELS, FITTED, alone=True)
+    by_hand = 2 * rows * row * 2 / (HBM * 0.749) + 13.7e-6
+    assert op_seconds([op], H200, alone, "fp16")[0] == pytest.approx(by_hand, rel=1e-12)
+    own = replace(A100_KERNELS, launch_s=1e-6)
+    device = replace(H200, gemm="arrays")
+    assert kernel_families(device, "fp16", own, alone=True) == KernelFamilies(own, own)
+
+
 def test_the_eager_op_list_names_pytorchs_kernels():
     c = TransformerConfig("t", "gpt", 2, 64, 4, 1000, 32, 256, 4, True, 32)  # s 32, h 64, a 4
     b = 3

@@ -34,6 +34,11 @@ Memory-bound work, per op (one kernel each, one launch):
   (:func:`~archsim.devices.kernels.stream_seconds`); the vTrain fit and a device file state one
   fraction for all.
 
+An op marked ``split_k`` (a convolution's weight gradient, :attr:`~archsim.lowering.TrainingOp.split_k`)
+may cut its reduction over :data:`~archsim.devices.kernels.SPLITS` on a tile path that does not
+(the tensor tiles). A kernel timed alone, not inside a training step, pays NeuSight's launch in every
+family (:func:`kernel_families` ``alone``, :func:`timed_alone`).
+
 A *fused* op (FlashAttention) keeps its GEMMs' operands and results on chip: the larger of its GEMMs'
 main loops and the HBM traffic it counts in ``vector_elements``, one launch. It has no fp32 SIMT
 kernel (FlashAttention runs fp16/bf16 only): refused there.
@@ -53,6 +58,7 @@ from archsim.devices.catalog import chip_of
 from archsim.devices.device import ELEMENT_BYTES, Device
 from archsim.devices.kernels import (
     FITTED,
+    SPLITS,
     TENSOR_DTYPES,
     GemmPath,
     KernelConstants,
@@ -87,8 +93,18 @@ class KernelFamilies:
     pytorch: bool = False
 
 
+def timed_alone(constants: KernelConstants, alone: KernelConstants = FITTED) -> KernelConstants:
+    """``constants`` for a kernel *timed alone*, back to back (a kernel benchmark: DeepBench,
+    ``validate-gpu``), not inside a training iteration: its launch is ``alone.launch_s``, NeuSight's
+    fit on kernels timed alone (:data:`~archsim.devices.kernels.FITTED`, 13.7 µs), whatever family
+    times the rest. Why: the vTrain fit's ``launch_s`` (33.3 µs) is an iteration's gap between kernels
+    (host issue, syncs), which a kernel run back to back does not pay. Seconds."""
+    return replace(constants, launch_s=alone.launch_s)
+
+
 def kernel_families(device: Device, dtype: str, efficiency: KernelConstants,
-                    pytorch_constants: KernelConstants = FITTED, pytorch_memory_bound: bool = False) -> KernelFamilies:
+                    pytorch_constants: KernelConstants = FITTED, pytorch_memory_bound: bool = False,
+                    alone: bool = False) -> KernelFamilies:
     """The one rule of which constants time which kernels (:class:`KernelFamilies`), given the
     training fit ``efficiency`` (vTrain's, or a device file's own) and PyTorch's kernel fit
     ``pytorch_constants`` (NeuSight's; a benchmark passes a leave-one-GPU-out one):
@@ -99,7 +115,20 @@ def kernel_families(device: Device, dtype: str, efficiency: KernelConstants,
       eager PyTorch too, although its memory-bound kernels are PyTorch's: ``pytorch_memory_bound``
       times those with ``pytorch_constants`` instead, which was tried on the Hopper iterations and
       not adopted (docs/training.md, "Hopper check": the class mechanism barely moves them; the
-      NeuSight launch time removes a per-kernel gap the vTrain fit charges)."""
+      NeuSight launch time removes a per-kernel gap the vTrain fit charges);
+    * ``alone`` (kernels timed alone, back to back: a kernel benchmark, not a training step): every
+      family as above, but each kernel's launch is ``pytorch_constants.launch_s`` (:func:`timed_alone`).
+      A device file keeps its own launch: it states one for its kernels whatever runs them."""
+    families = _kernel_families(device, dtype, efficiency, pytorch_constants, pytorch_memory_bound)
+    if alone and not (device.gemm == "arrays" or chip_of(device) is None):
+        return KernelFamilies(timed_alone(families.gemm, pytorch_constants),
+                              timed_alone(families.memory_bound, pytorch_constants), families.pytorch)
+    return families
+
+
+def _kernel_families(device: Device, dtype: str, efficiency: KernelConstants, pytorch_constants: KernelConstants,
+                     pytorch_memory_bound: bool) -> KernelFamilies:
+    """:func:`kernel_families` for kernels inside a training step."""
     if device.gemm == "arrays" or chip_of(device) is None:
         return KernelFamilies(efficiency, efficiency)
     if dtype not in TENSOR_DTYPES:
@@ -167,15 +196,20 @@ class OpParts:
 
 def path_op_seconds(ops: Sequence[TrainingOp], path: GemmPath, constants: KernelConstants, size: int) -> np.ndarray:
     """Seconds of each op's GEMMs on ``path`` (``size`` bytes per element), each GEMM one kernel with
-    its launch (:func:`~archsim.devices.kernels.path_gemm_seconds`), an op's GEMMs one after another; a
+    its launch (:func:`~archsim.devices.kernels.path_gemm_seconds`), an op's GEMMs one after another
+    (an op marked ``split_k`` over :data:`~archsim.devices.kernels.SPLITS` whatever the path's splits); a
     fused op's GEMMs their main loops alone (:func:`~archsim.devices.kernels.compute_seconds`: the
     caller overlaps them with the op's own traffic). The GEMM side of :func:`op_seconds` on a tile path,
     and all of it for GEMM-only ops: ``validate-gpu`` times a chip with no ``Device`` by it."""
     owner, m, k, n, count = flatten_gemms(ops)
     fused = np.fromiter((op.fused for op in ops), dtype=bool, count=len(ops))
+    split = np.fromiter((op.split_k for op in ops), dtype=bool, count=len(ops))
     seconds = np.zeros(len(ops))
     if owner.size:
         plain = path_gemm_seconds(count, m, n, k, path, constants, size)
+        if split.any() and path.splits != SPLITS:  # the op's library splits K where the path does not
+            cut = path_gemm_seconds(count, m, n, k, replace(path, splits=SPLITS), constants, size)
+            plain = np.where(split[owner], cut, plain)
         inside = compute_seconds(count, m, n, k, path, constants, size) if fused.any() else plain
         np.add.at(seconds, owner, np.where(fused[owner], inside, plain))
     return seconds
@@ -246,8 +280,8 @@ def op_parts(ops: Sequence[TrainingOp], device: Device, constants: KernelConstan
              dtype: str = "fp16") -> OpParts:
     """:func:`op_seconds`' time of each op in parts (:class:`OpParts`), timed with every launch set to 0
     and the kernels counted instead: with one launch per kernel at its family's ``launch_s`` they add
-    up to :func:`op_seconds` (but for a split-K reduction kernel, fp32 SIMT only: neither timed nor
-    counted here)."""
+    up to :func:`op_seconds` (but for a split-K reduction kernel — fp32 SIMT, or an op marked
+    ``split_k`` — neither timed nor counted here)."""
     families = _families(device, dtype, constants)
     no_launch = KernelFamilies(replace(families.gemm, launch_s=0.0), replace(families.memory_bound, launch_s=0.0),
                                families.pytorch)
@@ -255,4 +289,4 @@ def op_parts(ops: Sequence[TrainingOp], device: Device, constants: KernelConstan
 
 
 __all__ = ["KERNEL_CLASSES", "KernelFamilies", "OpParts", "array_gemm_seconds", "device_gemm_seconds", "gemm_path",
-           "kernel_families", "op_parts", "op_seconds", "path_op_seconds"]
+           "kernel_families", "op_parts", "op_seconds", "path_op_seconds", "timed_alone"]

@@ -50,6 +50,10 @@ class TrainingOp:
         (:mod:`archsim.devices.kernel_ops`); empty: an elementwise kernel moving ``vector_elements``.
     kernel_dtype: the dtype that kernel runs in when it is not the training dtype (eager AMP's fp32
         log-softmax of fp16 training); empty: the training dtype.
+    split_k: the library's kernel for these GEMMs cuts their reduction into parts where that finishes
+        first (split-K), on a GPU tile path that does not already (the tensor tiles): a convolution's
+        weight gradient in cuDNN, whose N·P·Q reduction dwarfs its C·R·S × M output
+        (:func:`archsim.validation.gpu_algorithms.kernel_ops`). Ignored by the array cost models.
     """
 
     layer: str
@@ -61,6 +65,7 @@ class TrainingOp:
     fused: bool = False
     kernel: tuple[str, int, int] | tuple[()] = ()
     kernel_dtype: str = ""
+    split_k: bool = False
 
     @property
     def macs(self) -> int:

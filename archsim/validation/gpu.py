@@ -54,6 +54,7 @@ from archsim.validation.gpu_algorithms import (
     kernel_ops,
     runs_winograd,
     tensor_core_shape,
+    timed_op,
     winograd_forward,
 )
 from archsim.validation.gpu_csv import KernelTable
@@ -115,7 +116,9 @@ def model_kernels(table: KernelTable, arrays: GpuArrays, mode: str = "exact",
 
     Adds ``kind`` (conv/fc), ``tensor_core_shape`` (:func:`tensor_core_shape`), ``macs``, ``modeled_cycles``, ``modeled_ms``, ``memory_ms`` and
     ``roofline_ms`` = max(modeled, memory) — the arrays view — and ``measured_seconds`` and
-    ``predicted_seconds``: the same ops timed by the one device model
+    ``predicted_seconds``: the same ops timed by the one device model, with the δ the libraries run
+    where the arrays view cannot price it (:func:`~archsim.validation.gpu_algorithms.timed_op`: col2im
+    for narrow layers, Winograd for 3×3 stride-1 layers on the FP32 lanes)
     (:mod:`archsim.validation.gpu_seconds`; NaN without a ``timer``, and for ``DG_concurrent``, which
     that model has no two-stream mechanism for; ``DG_serial`` is D + G). Rows are joined to the shipped network by name, or to a
     topology file of that name beside the CSV (measurements of other layers, such as DeepBench's); a layer
@@ -151,6 +154,8 @@ def model_kernels(table: KernelTable, arrays: GpuArrays, mode: str = "exact",
     winograd = {(r.network, r.layer, int(r.batch)) for r in frame.itertuples(index=False)
                 if arrays.winograd and r.op == "F" and runs_winograd(getattr(r, "algorithm", None))}
     ops: list[TrainingOp] = []
+    timed: list[TrainingOp] = []  # the same ops as the device model times them (gpu_algorithms.timed_op)
+    simt = timer is not None and timer.simt
     lanes = cuda_core_arrays(arrays)
     on_lanes: list[bool] = []
     where: dict[tuple[str, str, int, str], int] = {}
@@ -163,6 +168,7 @@ def model_kernels(table: KernelTable, arrays: GpuArrays, mode: str = "exact",
             where[(network, name, batch, op.kind)] = len(ops)
             ops.append(op)
             on_lanes.append(lanes is not None and layer.kind == "conv" and not tensor_core_shape(layer))
+            timed.append(timed_op(op, measured_layer(layer), batch, eb, arrays.winograd and (simt or on_lanes[-1])))
         bytes_of[(network, name, batch)] = (batch * (layer.input_elements + layer.output_elements)
                                             + layer.weight_elements) * eb
     costed = op_array_cycles(ops, arrays.units, arrays.split_k)
@@ -174,7 +180,7 @@ def model_kernels(table: KernelTable, arrays: GpuArrays, mode: str = "exact",
         busy[fallback] = -(-on.busy * arrays.count // lanes.count)
     seconds = np.full(len(ops), np.nan)
     if timer is not None:
-        seconds = ops_seconds(ops, timer, on_lanes, eb)
+        seconds = ops_seconds(timed, timer, on_lanes, eb)
     macs = np.asarray([op.macs for op in ops], dtype=np.int64)
     P = arrays.count
     out_cycles, out_macs, out_bytes, out_split, out_seconds = [], [], [], [], []

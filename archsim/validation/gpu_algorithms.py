@@ -1,4 +1,4 @@
-"""Which kernel a GPU library runs for a convolution op: the two mechanisms DeepBench's timings show.
+"""Which kernel a GPU library runs for a convolution op: the mechanisms DeepBench's timings show.
 
 * **Zero-insertion δ of strided convolutions.** The data-gradient kernels of cuDNN 5–7 and MIOpen
   1.3 (the libraries DeepBench timed) run a strided layer's δ as an implicit GEMM over the output
@@ -20,7 +20,19 @@
   tile — instead of the im2col GEMM: 2.25× fewer MACs for 3×3. The transforms (elementwise work) are
   not costed; the tile is Lavin & Gray's smallest, not chosen to match.
 
-Nothing here is fitted: all three choose which GEMMs run on which arrays; their cost stays SCALE-Sim's.
+* **Split-K weight gradients.** A convolution's G is a GEMM of C·R·S × M outputs over an N·P·Q-long
+  reduction; cuDNN's wgrad kernels split that reduction over CTAs, so its op is marked ``split_k``
+  and the device model times it with split-K on the tensor tiles too (the SIMT tiles and the arrays
+  view split every GEMM already).
+
+* **δ as the device model times it** (:func:`timed_op`, the seconds view only: the arrays view prices
+  compute alone). A layer with fewer input channels than the narrowest tile computes δ by col2im —
+  one GEMM of the forward's MACs, wide both ways, and a memory-bound scatter (:func:`col2im_dgrad`);
+  on the FP32 lanes a 3×3 stride-1 layer's δ runs by Winograd F(2×2, 3×3) (:func:`winograd_dgrad`),
+  as the SIMT libraries' forwards of those layers are recorded to.
+
+Nothing here is fitted: each chooses which GEMMs (and which memory-bound kernel) run; the arrays
+view costs them as SCALE-Sim does, the device model by :mod:`archsim.devices.kernel_ops`.
 """
 
 from __future__ import annotations
@@ -28,6 +40,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from archsim.devices.kernels import TILES
 from archsim.errors import InputError
 from archsim.lowering import Gemm, Mode, TrainingOp, lower_layer
 from archsim.workload.layer import Layer
@@ -45,12 +58,61 @@ def check_dgrad(dgrad: str) -> str:
 
 
 def kernel_ops(layer: Layer, batch: int, mode: Mode, element_bytes: int, dgrad: str) -> tuple[TrainingOp, ...]:
-    """F, D, G of ``layer`` as the library runs them: D by zero insertion (``paper`` lowering) or stride-aware."""
-    ops = lower_layer(layer, batch, mode, element_bytes).ops
+    """F, D, G of ``layer`` as the library runs them: D by zero insertion (``paper`` lowering) or
+    stride-aware; a convolution's G split over its reduction where that finishes first (``split_k``)."""
+    ops = tuple(_split_wgrad(op, layer) for op in lower_layer(layer, batch, mode, element_bytes).ops)
     if check_dgrad(dgrad) == "stride-aware" or mode == "paper" or layer.stride == 1:
         return ops
     dense = {op.kind: op for op in lower_layer(layer, batch, "paper", element_bytes).ops}
     return tuple(dense["D"] if op.kind == "D" and "D" in dense else op for op in ops)
+
+
+NARROWEST_TILE = min(min(tile) for tile in TILES)
+"""The narrowest side of any GPU GEMM tile (:data:`archsim.devices.kernels.TILES`; the tensor tiles
+are wider): an implicit-GEMM δ with fewer input channels than this wastes most of every tile."""
+
+
+def timed_op(op: TrainingOp, layer: Layer, batch: int, element_bytes: int, winograd: bool) -> TrainingOp:
+    """``op`` (from :func:`kernel_ops`) as the device model times it: a narrow layer's δ by col2im
+    (:func:`narrow_dgrad`); where ``winograd`` (kernels on the FP32 lanes — fp32, or an fp16 layer
+    that falls back to them — and Winograd not switched off) a 3×3 stride-1 layer's δ by Winograd
+    (:func:`winograd_dgrad`); every other op as it is.
+    Why not in :func:`kernel_ops`: the arrays view prices compute alone and would count col2im's
+    scatter, a memory-bound kernel, as nearly free; its Winograd follows the recorded forwards."""
+    if op.kind != "D":
+        return op
+    if narrow_dgrad(layer):
+        return col2im_dgrad(layer, batch, element_bytes)
+    return winograd_dgrad(op, layer, batch) if winograd else op
+
+
+def narrow_dgrad(layer: Layer) -> bool:
+    """Whether ``layer``'s δ runs by col2im (:func:`col2im_dgrad`): a one-group convolution with fewer
+    input channels than the narrowest tile (:data:`NARROWEST_TILE`) — the implicit-GEMM δ's output
+    (N·H·W × C) would fill C columns of a tile at least 32 wide."""
+    return layer.kind == "conv" and layer.groups == 1 and layer.channels < NARROWEST_TILE
+
+
+def col2im_dgrad(layer: Layer, batch: int, element_bytes: int) -> TrainingOp:
+    """δ of a convolution by col2im, the data gradient of explicit-GEMM convolution (Caffe's
+    im2col/col2im, the non-implicit algorithms GPU libraries also offer): one GEMM columns[C·R·S × N·P·Q] = Wᵀ[C·R·S × M] ·
+    δout[M × N·P·Q] — the exact MACs, no zero insertion, an output wide in both directions — then a
+    memory-bound col2im kernel that reads the columns and writes δ (N·C·H·W), scatter-adding the
+    overlapping taps. Units: elements (``vector_elements`` = elements read + written by col2im)."""
+    rows = layer.filter_h * layer.filter_w * layer.channels
+    pixels = batch * layer.ofmap_h * layer.ofmap_w
+    delta = batch * layer.input_elements
+    return TrainingOp(layer.name, "D", (Gemm(rows, layer.filters, pixels),), vector_elements=rows * pixels + delta,
+                      out_bytes=delta * element_bytes)
+
+
+def _split_wgrad(op: TrainingOp, layer: Layer) -> TrainingOp:
+    """A convolution's weight gradient as a split-K kernel (``TrainingOp.split_k``): its GEMM has
+    C·R·S × M outputs — a few tiles — over an N·P·Q-long reduction, and cuDNN's wgrad kernels split
+    that reduction over CTAs. Why here, not on the tensor path for every GEMM: split-K for all
+    tensor-core GEMMs leaves vTrain's held-out error where it is (6.38% → 6.40% refitted), so the
+    training path keeps the GEMMs it was fitted with (docs/gpu-validation.md)."""
+    return replace(op, split_k=True) if op.kind == "G" and layer.kind in ("conv", "deconv") and op.gemms else op
 
 
 WINOGRAD_TILE = 2
@@ -90,3 +152,23 @@ def cuda_core_arrays(arrays: GpuArrays) -> GpuArrays | None:
     lanes = replace(spec, tensor_cores_per_sm=per_sm, mma_rows=rows, mma_cols=cols, cuda_cores=None,
                     array_unit="FP32 SIMD partition")
     return replace(arrays, spec=lanes, array=replace(arrays.array, rows=rows, cols=cols), count=lanes.arrays)
+
+
+WINOGRAD_DGRAD_FILTER = 3
+"""The filter size whose stride-1 δ the SIMT libraries run by Winograd: cuDNN's fused Winograd data
+gradient (``CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD``) takes 3×3 filters at stride 1 only."""
+
+
+def winograd_dgrad(op: TrainingOp, layer: Layer, batch: int, tile: int = WINOGRAD_TILE) -> TrainingOp:
+    """δ ``op`` of a 3×3, stride-1, one-group, undilated convolution as Winograd F(tile×tile, 3×3):
+    δ is itself a 3×3 stride-1 convolution (of δout's M channels into C, over the H×W input), so
+    (tile + 2)² GEMMs of (N·⌈H/tile⌉·⌈W/tile⌉ tiles) × M × C, transforms not costed; other ops as
+    they are. Why: on DeepBench's FP32 GPUs (cuDNN 5–6, MIOpen 1.3) 23–26 of the 30 forwards of these
+    layers are recorded as Winograd and their δ is over-predicted about 2× (the 2.25× Winograd saves)
+    next to the 1×1 layers' δ; the fp16 tensor-core sheets record no Winograd and show no such gap."""
+    r = layer.filter_h
+    if (layer.kind != "conv" or op.kind != "D" or r != WINOGRAD_DGRAD_FILTER or layer.filter_w != r
+            or layer.stride != 1 or layer.dilation != 1 or layer.groups != 1 or not op.gemms):
+        return op
+    tiles = batch * -(-layer.ifmap_h // tile) * -(-layer.ifmap_w // tile)
+    return replace(op, gemms=(Gemm(tiles, layer.filters, layer.channels, (tile + r - 1) ** 2),))

@@ -17,6 +17,9 @@ lowering, zero-insertion δ, Winograd forwards, the FP32-lane fallback of
   :func:`archsim.devices.kernel_ops.path_op_seconds`, on the chip's own path
   (:func:`archsim.devices.kernels.spec_path`: SIMT tiles on its FP32 lanes; tensor tiles at the chip's
   peak for fp16) — all of ``op_seconds`` for a GEMM-only op;
+* every kernel here is timed alone, back to back (a kernel benchmark), so it pays the launch of a
+  kernel timed alone, not a training step's gap between kernels: the rule
+  :func:`archsim.devices.kernel_ops.kernel_families` states (``alone``; :func:`~archsim.devices.kernel_ops.timed_alone`);
 * an fp16 layer that runs on the FP32 lanes (channels or filters not multiples of 8): the SIMT path
   with :data:`~archsim.devices.kernels.FITTED`, its operands counted at the CSV's element size.
 
@@ -33,13 +36,15 @@ import numpy as np
 
 from archsim.devices.catalog import BOARD_OF_CHIP, KNOWN_GPUS, GpuSpec
 from archsim.devices.device import ELEMENT_BYTES, Device, catalog_device
-from archsim.devices.kernel_ops import op_seconds, path_op_seconds
+from archsim.devices.kernel_ops import kernel_families, op_seconds, path_op_seconds, timed_alone
 from archsim.devices.kernels import (
     FITTED,
     TENSOR_DTYPES,
+    GemmPath,
     KernelConstants,
     simt_path,
     spec_path,
+    stream_seconds,
 )
 from archsim.errors import InputError
 from archsim.lowering import TrainingOp
@@ -62,6 +67,11 @@ class KernelTimer:
     device: Device | None
     constants: KernelConstants
     note: str
+
+    @property
+    def simt(self) -> bool:
+        """Whether its GEMMs run on the FP32 lanes (fp32; fp16 on a chip without tensor cores)."""
+        return not (self.dtype in TENSOR_DTYPES and self.spec.array_unit == "tensor core")
 
 
 def kernel_timer(spec: GpuSpec, slug: str | None, dtype: str,
@@ -89,15 +99,23 @@ def kernel_timer(spec: GpuSpec, slug: str | None, dtype: str,
         constants, fit = FITTED, "SIMT tiles on the FP32 lanes, kernels.FITTED (NeuSight's five GPUs)"
     where = (f"kernel_ops.op_seconds on the catalog device {device.name}" if device is not None else
              "kernels.path_gemm_seconds on the chip's datasheet path (no catalog board, or overridden figures)")
-    return KernelTimer(spec, name, device, constants, f"{name}: {fit}; {where}")
+    timing = ("each kernel timed alone (launch 13.7 µs, kernel_ops.timed_alone); conv G split-K, δ of < 32 "
+              "channels by col2im" + (", 3×3 stride-1 δ by Winograd F(2×2, 3×3)" if not tensor else ""))
+    return KernelTimer(spec, name, device, constants, f"{name}: {fit}; {where}; {timing}")
 
 
-def _gemm_only(ops: Sequence[TrainingOp]) -> Sequence[TrainingOp]:
-    """``ops``, refused where one lowered to memory-bound work: a chip with no ``Device`` times GEMMs only."""
-    if any(op.vector_elements or op.fused or op.kernel for op in ops):
-        raise InputError("a measured kernel lowered to memory-bound work; only conv/fc GEMMs are timed here",
-                         field="op")
-    return ops
+def _chip_seconds(ops: Sequence[TrainingOp], path: GemmPath, constants: KernelConstants, size: int,
+                  hbm_bytes_per_s: float) -> np.ndarray:
+    """Seconds of each op on a chip with no ``Device``: its GEMMs on ``path``
+    (:func:`~archsim.devices.kernels.path_op_seconds`) plus one elementwise kernel streaming its
+    ``vector_elements`` at the elementwise HBM fraction (:func:`~archsim.devices.kernels.stream_seconds`,
+    as ``op_seconds`` streams them); a fused op or a softmax/layer-norm kernel is refused."""
+    if any(op.fused or op.kernel for op in ops):
+        raise InputError("a measured kernel lowered to a fused or softmax/layer-norm kernel; only conv/fc kernels "
+                         "are timed here", field="op")
+    elements = np.fromiter((op.vector_elements for op in ops), dtype=np.float64, count=len(ops))
+    streamed = np.where(elements > 0, stream_seconds(elements * size, hbm_bytes_per_s, constants), 0.0)
+    return path_op_seconds(ops, path, constants, size) + streamed
 
 
 def ops_seconds(ops: Sequence[TrainingOp], timer: KernelTimer, on_lanes: Sequence[bool], size: int) -> np.ndarray:
@@ -109,13 +127,16 @@ def ops_seconds(ops: Sequence[TrainingOp], timer: KernelTimer, on_lanes: Sequenc
     if rest.size:
         chosen = [ops[i] for i in rest]
         if timer.device is not None:
-            seconds[rest] = op_seconds(chosen, timer.device, timer.constants, timer.dtype)
+            families = kernel_families(timer.device, timer.dtype, timer.constants, FITTED, alone=True)
+            seconds[rest] = op_seconds(chosen, timer.device, families, timer.dtype)
         else:
             path = spec_path(timer.spec, timer.constants, timer.dtype)
-            seconds[rest] = path_op_seconds(_gemm_only(chosen), path, timer.constants, size)
+            seconds[rest] = _chip_seconds(chosen, path, timed_alone(timer.constants), size,
+                                          timer.spec.memory_bytes_per_s)
     moved = np.flatnonzero(lanes)
     if moved.size:
-        seconds[moved] = path_op_seconds(_gemm_only([ops[i] for i in moved]), simt_path(timer.spec, FITTED), FITTED, size)
+        seconds[moved] = _chip_seconds([ops[i] for i in moved], simt_path(timer.spec, FITTED), FITTED, size,
+                                       timer.spec.memory_bytes_per_s)
     return seconds
 
 
