@@ -35,7 +35,9 @@ The mechanisms (every figure of the GPU comes from :data:`archsim.devices.catalo
   (:func:`energy_per_flop`). A 70 W T4 cannot hold its boost clock in an sgemm nor in a tensor-core
   GEMM (40 of its 65 TFLOP/s); a 250 W V100 can in both. A GPU without a TDP or process node in the
   catalog, and a device file (it states board watts, no process node), is not capped. The cap is
-  split evenly over the SMs, so a GEMM of few tiles is capped too (no boost for a partly idle GPU).
+  shared by the tiles running at once (:func:`busy_sm_waves`): full waves split it evenly over the
+  SMs, a last wave of r tiles runs each at min(its fed rate, sustained / r) — the power drawn is the
+  FLOP/s executed, so a GEMM of few tiles, leaving SMs idle, is capped less or not at all.
 * **Elementwise** (add, mul, div, pow and their ``u`` scalar forms, relu, gelu, tanh): bytes read
   and written (3 tensors for tensor ⊕ tensor, 2 with a scalar or one input) at ``constants.memory`` ×
   HBM bandwidth.
@@ -153,8 +155,10 @@ FITTED = KernelConstants(gemm=0.851, feed=27.7, memory=0.749, softmax=0.609, lay
                          energy_pj=11.22, gemm_memory=0.880, tensor_energy_pj=TENSOR_ENERGY_PJ)
 """Fitted on all five GPUs' files from :data:`archsim.validation.neusight.FIT_START` (see the module
 docstring; refit by benchmarks/bench_neusight_kernels.py), but for ``tensor_energy_pj``
-(:data:`TENSOR_ENERGY_PJ`, DeepBench's fp16 GEMMs). ``gemm_memory`` above 1 says that part of
-the GEMM traffic counted at HBM (C's write-back, re-read tiles) is served by the L2 instead."""
+(:data:`TENSOR_ENERGY_PJ`, DeepBench's fp16 GEMMs). The fit drives ``launch_s`` to zero (1.6e-14 s):
+with the power cap over the running tiles it settles in the optimum of ``feed`` ≈ 28 that other
+starts reached before (docs/gpu-validation.md), where the launch is not told apart from the
+fractions; zero is what it gives, not a measured launch time."""
 
 
 def one_fraction(gemm: float, memory: float, launch_s: float, host_s: float = 0.0,
