@@ -11,7 +11,6 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -19,7 +18,6 @@ from archsim.cli import main
 from archsim.devices.catalog import KNOWN_GPUS, GpuSpec, find_gpu
 from archsim.devices.kernels import (
     KernelConstants,
-    busy_sm_waves,
     energy_per_flop,
     gemm_seconds,
     kernel_seconds,
@@ -172,39 +170,6 @@ def test_the_power_cap_slows_a_gemm_to_tdp_over_energy_per_flop():
     # the energy scales with the node and the rated clock: 6 nm at 2 GHz costs what 12 nm at 1 GHz does
     same = replace(_tiny(clock_hz=2e9), tdp_w=0.64, process_nm=6)
     assert energy_per_flop(same, replace(FED, energy_pj=10)) == pytest.approx(1e-11)
-
-
-def test_the_power_cap_is_shared_by_the_running_tiles_alone():
-    # 4 SMs at 32 GFLOP/s each (fed); 0.64 W at 10 pJ per FLOP sustains 64 GFLOP/s for the whole GPU.
-    # k = 200 < 2 × 128: no split. Energy counted: the FLOP/s running at once may not exceed 64 GFLOP/s.
-    k, launch, sm = 200, 3e-6, 32e9
-    capped, constants = replace(_tiny(), tdp_w=0.64, process_nm=12), replace(FED, energy_pj=10)
-    tile = 2 * 128 * 128 * k  # FLOP of one 128×128 tile
-    # one tile on one SM of four: 32 GFLOP/s drawn, under the cap — the uncapped time (the even split
-    # over the four SMs would have halved it)
-    assert gemm_seconds(1, 128, 128, k, capped, constants) == pytest.approx(gemm_seconds(1, 128, 128, k, _tiny(), FED))
-    assert gemm_seconds(1, 128, 128, k, capped, constants) - launch == pytest.approx(tile / sm)
-    # three tiles in one wave would draw 96: capped, the wave's FLOP at 64 GFLOP/s (energy = TDP × time),
-    # whatever the tile shape (128×64 tiles, two per SM, give the same)
-    assert gemm_seconds(1, 384, 128, k, capped, constants) - launch == pytest.approx(3 * tile / 64e9)
-    # nine tiles: two full waves at the even split (16 GFLOP/s per SM), the last tile alone at 32
-    assert gemm_seconds(1, 384, 384, k, capped, constants) - launch == pytest.approx(2 * tile / 16e9 + tile / sm)
-    assert gemm_seconds(1, 384, 384, k, _tiny(), FED) - launch == pytest.approx(3 * tile / sm)
-
-
-def test_busy_sm_waves_matches_a_tile_by_tile_sum_of_energy_and_time():
-    # brute force: deal the tiles wave by wave, each wave's tiles sharing the power cap; a tile runs at
-    # min(its SM's rate / tiles per SM, cap / tiles running); the wave lasts one tile's work at that rate
-    for sms, per_sm, sm_rate, cap in ((4, 1, 32e9, 64e9), (4, 4, 32e9, 64e9), (3, 2, 10.0, 25.0), (5, 8, 1.0, 1e9)):
-        for tiles in range(1, 3 * sms * per_sm + 2):
-            seconds, left = 0.0, tiles
-            while left > 0:
-                running = min(left, sms * per_sm)
-                tile_rate = min(sm_rate / per_sm, cap / running)
-                seconds += 1.0 / tile_rate  # one tile's FLOP (the unit) at that rate
-                left -= running
-            # busy_sm_waves is per FLOP of one SM's resident work (per_sm tiles)
-            assert busy_sm_waves(np.array(float(tiles)), sms, per_sm, sm_rate, cap) * per_sm == pytest.approx(seconds)
 
 
 def _measured_gemm_flops(device: str) -> list[float]:

@@ -35,7 +35,7 @@ def test_fp16_runs_one_wave_of_tensor_tiles_and_fp32_one_of_simt_tiles_by_hand()
     op = [TrainingOp("gemm", "F", (Gemm(256, k, n),))]
     assert op_seconds(op, V100, CONSTANTS, "fp16")[0] == pytest.approx(compute + launch, rel=1e-12)
     # fp32: 80 SIMT tiles of 128 × 128 (one per SM: 128·128 outputs are the SM's whole reference area),
-    # reuse 64 ≥ feed 27.7: fed; 64 lanes × 2 × 1.53 GHz per SM × gemm; not power-capped (300 W /
+    # reuse 64 ≥ feed 45.1: fed; 64 lanes × 2 × 1.53 GHz per SM × gemm; not power-capped (300 W /
     # 17.2 pJ per FLOP > 15.7 TFLOP/s); reads of A and B hidden under the loop, then C's write in the
     # epilogue at gemm_memory (0.8 here) × 900 GB/s
     n = 128 * 80

@@ -35,9 +35,7 @@ The mechanisms (every figure of the GPU comes from :data:`archsim.devices.catalo
   (:func:`energy_per_flop`). A 70 W T4 cannot hold its boost clock in an sgemm nor in a tensor-core
   GEMM (40 of its 65 TFLOP/s); a 250 W V100 can in both. A GPU without a TDP or process node in the
   catalog, and a device file (it states board watts, no process node), is not capped. The cap is
-  shared by the tiles running at once (:func:`busy_sm_waves`): full waves split it evenly over the
-  SMs, a last wave of r tiles runs each at min(its fed rate, sustained / r) — the power drawn is the
-  FLOP/s executed, so a GEMM of few tiles, leaving SMs idle, is capped less or not at all.
+  split evenly over the SMs, so a GEMM of few tiles is capped too (no boost for a partly idle GPU).
 * **Elementwise** (add, mul, div, pow and their ``u`` scalar forms, relu, gelu, tanh): bytes read
   and written (3 tensors for tensor ⊕ tensor, 2 with a scalar or one input) at ``constants.memory`` ×
   HBM bandwidth.
@@ -146,19 +144,17 @@ class KernelConstants:
             raise InputError(f"kernel fractions must be positive, got {self}", field="constants")
 
 
-TENSOR_ENERGY_PJ = 1.122
+TENSOR_ENERGY_PJ = 1.096
 """Board energy per fp16/bf16 tensor-core FLOP (pJ) of a 12 nm GPU rated at 1 GHz, fitted by
 :func:`archsim.validation.tensor_power.fit_tensor_energy` on DeepBench's fp16 GEMMs of the T4 and
 V100 alone (refit by benchmarks/bench_tensor_power.py)."""
 
-FITTED = KernelConstants(gemm=0.851, feed=27.7, memory=0.749, softmax=0.609, layernorm=0.764, launch_s=0.0,
-                         energy_pj=11.22, gemm_memory=0.880, tensor_energy_pj=TENSOR_ENERGY_PJ)
+FITTED = KernelConstants(gemm=0.875, feed=45.1, memory=0.762, softmax=0.639, layernorm=0.792, launch_s=13.7e-6,
+                         energy_pj=11.22, gemm_memory=1.10, tensor_energy_pj=TENSOR_ENERGY_PJ)
 """Fitted on all five GPUs' files from :data:`archsim.validation.neusight.FIT_START` (see the module
 docstring; refit by benchmarks/bench_neusight_kernels.py), but for ``tensor_energy_pj``
-(:data:`TENSOR_ENERGY_PJ`, DeepBench's fp16 GEMMs). The fit drives ``launch_s`` to zero (1.6e-14 s):
-with the power cap over the running tiles it settles in the optimum of ``feed`` ≈ 28 that other
-starts reached before (docs/gpu-validation.md), where the launch is not told apart from the
-fractions; zero is what it gives, not a measured launch time."""
+(:data:`TENSOR_ENERGY_PJ`, DeepBench's fp16 GEMMs). ``gemm_memory`` above 1 says that part of
+the GEMM traffic counted at HBM (C's write-back, re-read tiles) is served by the L2 instead."""
 
 
 def one_fraction(gemm: float, memory: float, launch_s: float, host_s: float = 0.0,
@@ -283,21 +279,6 @@ def spec_path(spec: GpuSpec | None, constants: KernelConstants = FITTED, dtype: 
                        spec.memory_bytes_per_s, element_bytes(dtype), sustained_flops(spec, constants, dtype))
 
 
-def busy_sm_waves(tiles: np.ndarray, sms: int, per_sm: int, sm_rate: float, sustained: float) -> np.ndarray:
-    """Seconds per FLOP of one SM's resident work, summed over the waves of ``tiles`` CTA tiles on
-    ``sms`` SMs (``per_sm`` tiles resident on one SM, each at 1/``per_sm`` of ``sm_rate``, one SM's fed
-    FLOP/s): the power cap shared by the running tiles alone. Why: a board's dynamic power is the
-    energy per FLOP × the FLOP/s actually executed, so ``sustained`` bounds the FLOP/s of the tiles
-    running together, not each SM's even share; an idle SM draws (almost) none, and the busy ones
-    clock higher, up to ``sm_rate`` (the boost clock). Every wave but the last runs sms · per_sm tiles
-    (each SM at min(sm_rate, sustained / sms), the even split); the last runs the r left (r ≤ sms ·
-    per_sm), each at min(sm_rate / per_sm, sustained / r), so it lasts one SM's resident work at
-    min(sm_rate, sustained · per_sm / r) (the model's wave: a lone small tile is no faster)."""
-    full = np.ceil(tiles / (sms * per_sm)) - 1  # waves before the last
-    last = tiles - full * sms * per_sm  # tiles running in the last wave
-    return full / min(sm_rate, sustained / sms) + 1.0 / np.minimum(sm_rate, sustained * per_sm / last)
-
-
 def compute_seconds(batch: npt.ArrayLike, m: npt.ArrayLike, n: npt.ArrayLike, k: npt.ArrayLike, path: GemmPath,
                     constants: KernelConstants = FITTED, size: int = 4) -> np.ndarray:
     """Seconds of the main loop alone of ``batch`` GEMMs (arrays broadcast), the best tile and split:
@@ -307,6 +288,7 @@ def compute_seconds(batch: npt.ArrayLike, m: npt.ArrayLike, n: npt.ArrayLike, k:
     hbm = path.hbm_bytes_per_s * constants.gemm_memory
     rate = path.core_flops * constants.gemm
     sms = path.cores
+    capped = path.sustained_flops / sms  # one SM's share of the board power
     needed = constants.feed if path.needed_reuse is None else path.needed_reuse
     best = np.full(np.broadcast(b, m, n, k).shape, np.inf)
     for tm, tn in path.tiles:
@@ -317,8 +299,8 @@ def compute_seconds(batch: npt.ArrayLike, m: npt.ArrayLike, n: npt.ArrayLike, k:
             usable = (s == 1) | (k >= s * SPLIT_MIN_K)
             if not np.any(usable):
                 break
-            wave = 2.0 * per_sm * tm * tn * np.ceil(k / s)  # FLOP one SM does in one wave
-            compute = wave * busy_sm_waves(tiles * s, sms, per_sm, rate * fed, path.sustained_flops)
+            waves = np.ceil(tiles * s / (sms * per_sm))
+            compute = waves * 2.0 * per_sm * tm * tn * np.ceil(k / s) / min(rate * fed, capped)
             if s > 1:
                 compute = compute + (s + 1) * b * m * n * size / hbm + constants.launch_s
             best = np.minimum(best, np.where(usable, compute, np.inf))
@@ -433,7 +415,6 @@ __all__ = [
     "TILES",
     "GemmPath",
     "KernelConstants",
-    "busy_sm_waves",
     "compute_seconds",
     "element_bytes",
     "energy_per_flop",
