@@ -51,8 +51,8 @@ def _predicted(gpu: str, constants=None) -> list[float]:
 
 
 def test_the_tensor_cap_is_tdp_over_the_node_and_clock_scaled_energy():
-    # T4: 70 W, 12 nm, 1,590 MHz boost: 1.096 pJ × 12/12 × 1.59 per FLOP → 40.2 TFLOP/s, under the
-    # 65 TFLOP/s peak; V100 SXM2: 300 W, 12 nm, 1,530 MHz → 178.9 TFLOP/s, above its 125
+    # T4: 70 W, 12 nm, 1,590 MHz boost: 1.122 pJ × 12/12 × 1.59 per FLOP → 39.2 TFLOP/s, under the
+    # 65 TFLOP/s peak; V100 SXM2: 300 W, 12 nm, 1,530 MHz → 174.8 TFLOP/s, above its 125
     t4, v100 = KNOWN_GPUS["t4"], KNOWN_GPUS["v100"]
     assert energy_per_flop(t4, FITTED, "fp16") == pytest.approx(TENSOR_ENERGY_PJ * 1e-12 * 1.59)
     assert sustained_flops(t4, FITTED, "fp16") == pytest.approx(70 / (TENSOR_ENERGY_PJ * 1e-12 * 1.59))

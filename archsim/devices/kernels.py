@@ -144,7 +144,7 @@ class KernelConstants:
             raise InputError(f"kernel fractions must be positive, got {self}", field="constants")
 
 
-TENSOR_ENERGY_PJ = 1.096
+TENSOR_ENERGY_PJ = 1.122
 """Board energy per fp16/bf16 tensor-core FLOP (pJ) of a 12 nm GPU rated at 1 GHz, fitted by
 :func:`archsim.validation.tensor_power.fit_tensor_energy` on DeepBench's fp16 GEMMs of the T4 and
 V100 alone (refit by benchmarks/bench_tensor_power.py)."""
