@@ -1,6 +1,7 @@
 """The one writer of every output file a flag names: what it does depends on what the name is.
 
-A regular file (or a new name) is replaced atomically; a character device or FIFO is written
+A regular file (or a new name) is replaced atomically; this process's own descriptor
+(``/dev/stdout``, ``/dev/fd/N``) is written into; a character device or FIFO is written
 through in place, never replaced; anything else is refused in one line (docs/security.md).
 """
 
@@ -20,6 +21,8 @@ def check_target(path: str | Path) -> str:
     new name) or ``"through"`` (a character device or FIFO); anything else is an
     :class:`InputError`. Only looks (``stat``): a FIFO's reader is checked when it is opened."""
     path = Path(path)
+    if own_descriptor(path) is not None:
+        return "through"
     try:
         mode = os.stat(path).st_mode  # follows symlinks: what the name leads to
     except FileNotFoundError:
@@ -35,6 +38,22 @@ def check_target(path: str | Path) -> str:
     what = ("a folder" if stat.S_ISDIR(mode) else "a socket" if stat.S_ISSOCK(mode)
             else "a block device (a disk)" if stat.S_ISBLK(mode) else "not a file")
     raise InputError(f"cannot write here ({what}): give a file name", file=str(path))
+
+
+_OWN_STREAMS = {"/dev/stdin": 0, "/dev/stdout": 1, "/dev/stderr": 2}
+_OWN_FD_FOLDERS = ("/dev/fd", "/proc/self/fd")
+
+
+def own_descriptor(path: str | Path) -> int | None:
+    """The descriptor of this process that ``path`` names (``/dev/stdout`` → 1, ``/dev/fd/N`` or
+    ``/proc/self/fd/N`` → N), else None. Why: such a name is a link to whatever the shell opened —
+    often a regular file (``> log``, ``>> log``) — and replacing what it points to would destroy
+    the file the shell appends to; the output must go through the descriptor, at its offset."""
+    text = os.path.normpath(os.path.abspath(str(path)))
+    if text in _OWN_STREAMS:
+        return _OWN_STREAMS[text]
+    folder, name = os.path.split(text)
+    return int(name) if folder in _OWN_FD_FOLDERS and name.isdigit() else None
 
 
 def output_flag(text: str) -> str:
@@ -54,6 +73,9 @@ def write_output(path: str | Path, text: str) -> Path:
     * a regular file, or a new name: :func:`_replace_atomically` (a temp file renamed over it), so a
       reader sees the old file or the new one, never half; through a symlink the file it points to is
       replaced and the link stays;
+    * this process's own descriptor (``/dev/stdout``, ``/dev/stderr``, ``/dev/fd/N``,
+      ``/proc/self/fd/N``): written into that descriptor (:func:`own_descriptor`), whatever it
+      leads to, so a file the shell appends to keeps what it had;
     * a character device (``/dev/null``, a terminal) or a FIFO: written through in
       place (opened for writing, no temp file, no rename), so the node is never replaced. A FIFO is
       opened without blocking: with no reader it is refused at once, not waited on forever;
@@ -62,6 +84,9 @@ def write_output(path: str | Path, text: str) -> Path:
       nothing left behind.
     """
     path = Path(path)
+    fd = own_descriptor(path)
+    if fd is not None:
+        return _write_descriptor(fd, path, text)
     if check_target(path) == "through":
         return _write_through(path, text, fifo=stat.S_ISFIFO(os.stat(path).st_mode))
     return _replace_atomically(Path(os.path.realpath(path)) if os.path.islink(path) else path, text)
@@ -69,6 +94,18 @@ def write_output(path: str | Path, text: str) -> Path:
 
 def _unwritable(exc: OSError, path: Path) -> InputError:
     return InputError(f"cannot write here ({exc.strerror or exc.__class__.__name__})", file=str(path))
+
+
+def _write_descriptor(fd: int, path: Path, text: str) -> Path:
+    """Write into this process's own open descriptor ``fd`` (not closed): the shell's ``>``/``>>``
+    file, pipe or terminal keeps its inode, its earlier contents and its offset."""
+    try:
+        data = memoryview(text.encode("utf-8"))
+        while data:
+            data = data[os.write(fd, data):]
+    except OSError as exc:  # a closed descriptor (EBADF), a full disk, a reader that left
+        raise _unwritable(exc, path) from None
+    return path
 
 
 def _write_through(path: Path, text: str, *, fifo: bool) -> Path:

@@ -220,3 +220,32 @@ def test_a_block_device_is_refused_before_it_is_opened(tmp_path, capsys):
     os.mknod(node, stat.S_IFBLK | 0o600, os.makedev(7, 0))
     assert "a block device" in clean_error(capsys, "cost", "layerpipe_sample", "--out", node)
     assert stat.S_ISBLK(os.stat(node).st_mode)
+
+
+@pytest.mark.parametrize("name", ["/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"])
+def test_out_to_the_processes_own_stdout_appends_to_the_shells_file(tmp_path: Path, name: str) -> None:
+    """`archsim … --out /dev/stdout >> log`: the log the shell opened for appending keeps its earlier
+    lines and its inode, and the output follows them — a writer that replaced the file the link leads
+    to would leave only the new output in a new file."""
+    import subprocess
+    import sys
+
+    log = tmp_path / "log.txt"
+    log.write_text("earlier run\n", encoding="utf-8")
+    inode = log.stat().st_ino
+    with open(log, "a", encoding="utf-8") as appended:
+        done = subprocess.run([sys.executable, "-m", "archsim", "cost", "layerpipe_sample", "--format", "csv",
+                               "--out", name], stdout=appended, stderr=subprocess.PIPE, text=True, timeout=120,
+                              check=False)
+    assert done.returncode == 0, done.stderr
+    text = log.read_text(encoding="utf-8")
+    assert log.stat().st_ino == inode
+    assert text.startswith("earlier run\n") and len(text.splitlines()) > 2
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_a_closed_own_descriptor_is_one_line() -> None:
+    fd = os.open(os.devnull, os.O_WRONLY)
+    os.close(fd)
+    with pytest.raises(InputError, match="cannot write here"):
+        write_output(f"/dev/fd/{fd}", "x")
