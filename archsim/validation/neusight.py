@@ -196,8 +196,15 @@ def fit_constants(frame: pd.DataFrame, start: KernelConstants, iterations: int =
     # and the simplex stops anywhere there; the bound itself is what the fitted GPUs tell.
     grid = np.geomspace(*ENERGY_GRID_PJ)
     losses = np.array([loss(_logs(replace(fitted, energy_pj=float(e)))) for e in grid])
-    best = float(grid[np.flatnonzero(losses <= losses.min() + ENERGY_TOLERANCE)[-1]])
-    return replace(fitted, energy_pj=best)
+    return replace(fitted, energy_pj=largest_tie(grid, losses))
+
+
+def largest_tie(energies: np.ndarray, losses: np.ndarray) -> float:
+    """The largest of ascending ``energies`` whose loss is within :data:`ENERGY_TOLERANCE` of the
+    best: the rule both energy-per-FLOP fits choose by (fp32 here, the tensor cores' in
+    :mod:`archsim.validation.tensor_power`). Why the largest: below the energy at which a fitted GPU
+    is capped the loss is flat, so only the bound the capped GPUs set is told by the data."""
+    return float(energies[np.flatnonzero(losses <= losses.min() + ENERGY_TOLERANCE)[-1]])
 
 
 def leave_one_gpu_out(fit_rows: pd.DataFrame, check_rows: pd.DataFrame, start: KernelConstants,
@@ -214,5 +221,21 @@ def leave_one_gpu_out(fit_rows: pd.DataFrame, check_rows: pd.DataFrame, start: K
     return pd.concat(tables, ignore_index=True)
 
 
-__all__ = ["CLASS_ORDER", "ENERGY_START_PJ", "ENERGY_TOLERANCE", "FIT_FIELDS", "FIT_START", "KernelRows", "device_spec", "fit_constants", "is_neusight_file", "is_neusight_header", "leave_one_gpu_out", "mape_by_class",
-           "parse_neusight_csv", "predict", "read_neusight_csv"]
+__all__ = [
+    "CLASS_ORDER",
+    "ENERGY_START_PJ",
+    "ENERGY_TOLERANCE",
+    "FIT_FIELDS",
+    "FIT_START",
+    "KernelRows",
+    "device_spec",
+    "fit_constants",
+    "is_neusight_file",
+    "is_neusight_header",
+    "largest_tie",
+    "leave_one_gpu_out",
+    "mape_by_class",
+    "parse_neusight_csv",
+    "predict",
+    "read_neusight_csv",
+]

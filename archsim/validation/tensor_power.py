@@ -5,8 +5,8 @@ run at 37–46 of its 65 TFLOP/s, where a 300 W V100's run at the η of its peak
 every path by the board's power, TDP / energy per FLOP (:func:`archsim.devices.kernels.sustained_flops`);
 this module fits the tensor cores' energy constant, ``KernelConstants.tensor_energy_pj``, by the rule
 the fp32 one is fitted with (:func:`archsim.validation.neusight.fit_constants`): on a geometric grid,
-the largest energy whose error is within :data:`~archsim.validation.neusight.ENERGY_TOLERANCE` of the
-best. The error is the sum over the fitted GPUs of each one's MAPE of seconds over all its GEMMs, each
+the largest energy whose error ties the best (:func:`~archsim.validation.neusight.largest_tie`).
+The error is the sum over the fitted GPUs of each one's MAPE of seconds over all its GEMMs, each
 timed exactly as ``archsim validate-gpu`` times it; every other constant stays the tensor-core fit's.
 Below the energy at which a fitted GPU's GEMMs are capped the error is flat; the T4's capped GEMMs
 bound it from above. Units: pJ per FLOP of a 12 nm GPU rated at a 1 GHz boost clock.
@@ -26,7 +26,7 @@ from archsim.validation.gpu import gpu_arrays, model_kernels
 from archsim.validation.gpu_csv import KernelTable, read_kernel_csv
 from archsim.validation.gpu_seconds import kernel_timer
 from archsim.validation.gpu_study import table_element_bytes, table_gpu
-from archsim.validation.neusight import ENERGY_TOLERANCE
+from archsim.validation.neusight import largest_tie
 
 FIT_FILES = ("deepbench_t4_gemm_kernels.csv", "deepbench_v100_gemm_kernels.csv")
 """DeepBench's fp16 tensor-core GEMMs (``benchmarks/results/``): the only data the constant sees."""
@@ -78,8 +78,7 @@ def fit_tensor_energy(tables: Sequence[KernelTable], constants: KernelConstants,
     per_gpu = [(str(table.meta.get("gpu", table.source)), seconds_errors(table, constants, energies.tolist()).mean(axis=0))
                for table in tables]
     losses = np.sum([mape for _, mape in per_gpu], axis=0)
-    best = float(energies[np.flatnonzero(losses <= losses.min() + ENERGY_TOLERANCE)[-1]])
-    return TensorEnergyFit(best, tuple(energies.tolist()), tuple(losses.tolist()),
+    return TensorEnergyFit(largest_tie(energies, losses), tuple(energies.tolist()), tuple(losses.tolist()),
                            tuple((name, tuple(mape.tolist())) for name, mape in per_gpu))
 
 
