@@ -63,6 +63,22 @@ def symlink_to_file(tmp: Path) -> None:
     assert link.is_symlink() and real.read_text() == "new\n"
 
 
+def own_descriptor(tmp: Path) -> None:
+    log = tmp / "log"
+    log.write_text("earlier\n")
+    inode = log.stat().st_ino
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND)  # what `>> log` hands a process
+    try:
+        for name in (f"/dev/fd/{fd}", f"/proc/self/fd/{fd}"):
+            write_output(name, "new\n")
+    finally:
+        os.close(fd)
+    assert log.read_text() == "earlier\nnew\nnew\n" and log.stat().st_ino == inode
+    assert sorted(os.listdir(tmp)) == ["log"]
+    with pytest.raises(InputError, match="cannot write here"):  # the descriptor is closed now
+        write_output(f"/dev/fd/{fd}", "x\n")
+
+
 def character_device(tmp: Path) -> None:
     need_root()
     null, full = tmp / "null", tmp / "full"
@@ -120,6 +136,7 @@ def os_refuses(tmp: Path) -> None:
 
 
 WRITES = {"a regular file, or a new name": regular, "a symlink to a regular file": symlink_to_file,
+          "this process's own descriptor: `/dev/stdout`, `/dev/stderr`, `/dev/fd/N`, `/proc/self/fd/N`": own_descriptor,
           "a character device (`/dev/null`, a terminal)": character_device, "a FIFO": fifo,
           "a folder, a dangling symlink, a socket, a block device (a disk)": refused_kinds,
           "a place the OS refuses (no permission, a name too long, a file where a folder should be)": os_refuses}
