@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="write the Markdown table here")
     parser.add_argument("--gemm", action="store_true", help="the dense GEMM CSVs (default: the convolutions)")
     parser.add_argument("--no-split-k", action="store_true", help="model without split-K (sensitivity)")
-    parser.add_argument("--dgrad", choices=DGRAD, default="zero-insertion", help="how strided δ kernels run")
+    parser.add_argument("--dgrad", choices=DGRAD, default=DGRAD[0], help="how strided δ kernels run")
     parser.add_argument("--no-cuda-core-fallback", action="store_true",
                         help="cost fp16 layers of non-multiple-of-8 shapes on tensor cores too")
     parser.add_argument("--no-winograd", action="store_true",

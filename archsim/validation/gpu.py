@@ -16,8 +16,8 @@ What the model assumes (the report and ``archsim validate-gpu`` print this):
   reduction into s real sub-GEMMs (the cheapest s) plus the adds that merge their partial outputs,
   as cuBLAS/cuDNN do for weight gradients and small-batch layers.
 * **Ops** lower by im2col (:mod:`archsim.lowering`); δ (D) is costed for every layer, the first
-  included, because the GPU run times it there. A strided layer's δ runs by zero insertion (the
-  dense transposed convolution, as cuDNN 5–7 and MIOpen did) unless ``dgrad="stride-aware"``; fp16
+  included, because the GPU run times it there. A strided layer's δ runs as s² padded phase
+  sub-convolutions (``dgrad="phase-padded"``; ``zero-insertion`` and ``stride-aware`` bound it); fp16
   layers whose channels or filters are not multiples of 8 run on the FP32 lanes
   (:mod:`archsim.validation.gpu_algorithms`).
 * **Not modeled**: memory stalls, kernel launch, layout transforms, the FFT/Winograd choice. ``memory_ms`` — the op's three tensors moved once at DRAM bandwidth — is a
@@ -49,6 +49,7 @@ from archsim.errors import InputError
 from archsim.lowering import TrainingOp, check_mode
 from archsim.validate import is_file
 from archsim.validation.gpu_algorithms import (
+    DGRAD,
     check_dgrad,
     cuda_core_arrays,
     kernel_ops,
@@ -77,7 +78,7 @@ class GpuArrays:
     array: ArrayConfig
     count: int
     split_k: bool = True
-    dgrad: str = "zero-insertion"
+    dgrad: str = DGRAD[0]
     cuda_core_fallback: bool = True
     winograd: bool = True
 
@@ -89,8 +90,16 @@ class GpuArrays:
                       self.spec.tensor_cores_per_sm)
 
 
+STRIDED_DGRAD = {
+    "phase-padded": "s² phase sub-convolutions in one batched kernel, each (N·⌈H/s⌉·⌈W/s⌉) × (⌈R/s⌉·⌈S/s⌉·K) × C",
+    "zero-insertion": "zero insertion: dense transposed conv (N·H·W × R·S·K × C)",
+    "stride-aware": "stride-aware phase GEMMs (only the taps that land)",
+}
+"""How the assumptions table names each strided-δ mechanism (:data:`DGRAD`)."""
+
+
 def gpu_arrays(spec: GpuSpec, dataflow: str = "os", element_bytes: int = 2, split_k: bool = True,
-               dgrad: str = "zero-insertion", cuda_core_fallback: bool = True, winograd: bool = True) -> GpuArrays:
+               dgrad: str = DGRAD[0], cuda_core_fallback: bool = True, winograd: bool = True) -> GpuArrays:
     """Map a GPU to archsim arrays: one ``mma_rows × mma_cols`` array per tensor core at the GPU clock.
 
     The array's SRAM sizes keep ArrayConfig's defaults: the analytic cost (compute cycles) does not read them.
@@ -243,8 +252,7 @@ def assumptions(arrays: GpuArrays, mode: str, measured_sm_count: str | None = No
         ("split-K", "on: fewer os tiles than arrays → reduction cut into the cheapest s sub-GEMMs + merge adds"
          if arrays.split_k and a.dataflow == "os" else "off"),
         ("lowering", f"im2col, {mode} mode; δ costed for every layer (the first too)"),
-        ("strided δ", "zero insertion: dense transposed conv (N·H·W × R·S·K × C), as cuDNN 5–7 / MIOpen 1.3"
-         if arrays.dgrad == "zero-insertion" else "stride-aware phase GEMMs"),
+        ("strided δ", STRIDED_DGRAD[arrays.dgrad]),
         ("other shapes", f"channels or filters not multiples of 8 run on {cuda.count} FP32 "
          "SIMD partitions" if cuda is not None else "on the same arrays"),
         ("Winograd", "forwards the CSV records as Winograd: F(2×2, r×r) batched GEMMs, transforms not costed"

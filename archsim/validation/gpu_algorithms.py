@@ -1,12 +1,17 @@
 """Which kernel a GPU library runs for a convolution op: the mechanisms DeepBench's timings show.
 
-* **Zero-insertion δ of strided convolutions.** The data-gradient kernels of cuDNN 5–7 and MIOpen
-  1.3 (the libraries DeepBench timed) run a strided layer's δ as an implicit GEMM over the output
-  gradient with stride − 1 zeros inserted between its elements: (N·H·W) × (R·S·K) × C MACs, the
-  dense transposed convolution LayerPipe's ``paper`` rule costs, s² times the stride-aware GEMMs.
-  Evidence (docs/gpu-validation.md): in ``exact`` mode strided δ kernels are underpredicted about
-  s² = 4× more than unstrided ones on every DeepBench GPU; with zero insertion the two groups line up.
-  ``stride-aware`` keeps the exact phase GEMMs (a library with dedicated strided-dgrad kernels).
+* **Strided δ as s² phase sub-convolutions of one padded shape** (``phase-padded``, the default).
+  A stride-s layer's δ splits into s² stride-1 convolutions, one per input phase (h ≡ a, w ≡ b
+  mod s), each over ⌈H/s⌉ × ⌈W/s⌉ pixels with a sub-kernel of ⌈R/s⌉ × ⌈S/s⌉ taps; run as one
+  batched kernel, every phase takes the largest phase's sub-kernel, so phases with fewer real taps
+  multiply zeros (:func:`padded_phase_dgrad`). It sits between the two limits: the exact phase
+  GEMMs (``stride-aware``, archsim's ``exact`` lowering) and the implicit GEMM over the output
+  gradient with stride − 1 zeros inserted (``zero-insertion``, LayerPipe's ``paper`` δ, s² times the
+  exact MACs). For a 1×1 stride-2 layer it equals zero insertion (three of four phases have no
+  tap); for 5×5 stride 2 it is 36/25 of the exact MACs, not 4×. Evidence (docs/gpu-validation.md):
+  the measured δ/F time ratio of 5×5 stride-2 layers is 1.0–2.3 on every DeepBench GPU, not the
+  4 zero insertion needs, while 1×1 stride-2 layers' δ is under-predicted 0.3–0.8× by the exact
+  phase GEMMs on every GPU; seconds MAPE of δ falls on 8 of the 10 GPUs.
 * **CUDA-core fallback of non-tensor-core shapes.** fp16 tensor-core kernels need channels and
   filters in multiples of 8 (cuDNN 7's rule, NVIDIA's Deep Learning Performance Guide); other layers
   (first layers with 1–3 input channels) run on the FP32 lanes, modeled as the GPU's ``cuda_cores``
@@ -42,13 +47,14 @@ from typing import TYPE_CHECKING
 
 from archsim.devices.kernels import TILES
 from archsim.errors import InputError
-from archsim.lowering import Gemm, Mode, TrainingOp, lower_layer
+from archsim.lowering import Gemm, Mode, TrainingOp, delta_phases, lower_layer
 from archsim.workload.layer import Layer
 
 if TYPE_CHECKING:
     from archsim.validation.gpu import GpuArrays
 
-DGRAD = ("zero-insertion", "stride-aware")
+DGRAD = ("phase-padded", "zero-insertion", "stride-aware")
+"""How a strided layer's δ runs (:func:`kernel_ops`); the first is the default."""
 
 
 def check_dgrad(dgrad: str) -> str:
@@ -58,13 +64,33 @@ def check_dgrad(dgrad: str) -> str:
 
 
 def kernel_ops(layer: Layer, batch: int, mode: Mode, element_bytes: int, dgrad: str) -> tuple[TrainingOp, ...]:
-    """F, D, G of ``layer`` as the library runs them: D by zero insertion (``paper`` lowering) or
-    stride-aware; a convolution's G split over its reduction where that finishes first (``split_k``)."""
+    """F, D, G of ``layer`` as the library runs them: a strided D as padded phase sub-convolutions
+    (:func:`padded_phase_dgrad`), by zero insertion (``paper`` lowering) or stride-aware; a
+    convolution's G split over its reduction where that finishes first (``split_k``)."""
     ops = tuple(_split_wgrad(op, layer) for op in lower_layer(layer, batch, mode, element_bytes).ops)
     if check_dgrad(dgrad) == "stride-aware" or mode == "paper" or layer.stride == 1:
         return ops
+    if dgrad == "phase-padded":
+        return tuple(padded_phase_dgrad(op, layer, batch) for op in ops)
     dense = {op.kind: op for op in lower_layer(layer, batch, "paper", element_bytes).ops}
     return tuple(dense["D"] if op.kind == "D" and "D" in dense else op for op in ops)
+
+
+def padded_phase_dgrad(op: TrainingOp, layer: Layer, batch: int) -> TrainingOp:
+    """δ ``op`` of a strided convolution as s² stride-1 sub-convolutions of one shape, one batched
+    kernel: phase (a, b) computes the input pixels h ≡ a, w ≡ b (mod s) — at most ⌈H/s⌉ × ⌈W/s⌉ of
+    them — with the sub-kernel of the phases' largest tap count per axis (⌈R/s⌉ × ⌈S/s⌉ undilated),
+    so a phase with fewer real taps multiplies zeros and one with none still runs. GEMMs:
+    (N·⌈H/s⌉·⌈W/s⌉) × (sub-taps · M/g) × C/g, s² · g of them (fewer phases where H or W < s).
+    Other ops (and deconv, fc, stride-1 layers) as they are."""
+    if op.kind != "D" or layer.kind != "conv" or layer.stride == 1 or not op.gemms:
+        return op
+    s, g = layer.stride, layer.groups
+    taps = [max(t for _, t in delta_phases(size, kernel, s, layer.padding, layer.dilation))
+            for size, kernel in ((layer.ifmap_h, layer.filter_h), (layer.ifmap_w, layer.filter_w))]
+    rows = batch * -(-layer.ifmap_h // s) * -(-layer.ifmap_w // s)
+    phases = min(s, layer.ifmap_h) * min(s, layer.ifmap_w)
+    return replace(op, gemms=(Gemm(rows, taps[0] * taps[1] * (layer.filters // g), layer.channels // g, phases * g),))
 
 
 NARROWEST_TILE = min(min(tile) for tile in TILES)

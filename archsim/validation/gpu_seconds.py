@@ -2,7 +2,7 @@
 
 ``validate-gpu``'s GPU-as-arrays view (:mod:`archsim.validation.gpu`) gives cycles that rank kernels;
 this gives every measured F/D/G kernel a *time*, from the same ops the arrays view costs (im2col
-lowering, zero-insertion δ, Winograd forwards, the FP32-lane fallback of
+lowering, padded-phase strided δ, Winograd forwards, the FP32-lane fallback of
 :mod:`archsim.validation.gpu_algorithms`), so the two views differ only in how an op is priced:
 
 * a catalog GPU with a board (:data:`archsim.devices.catalog.BOARD_OF_CHIP`; V100, T4, P100, A100,

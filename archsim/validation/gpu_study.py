@@ -12,6 +12,7 @@ from archsim.devices.catalog import find_gpu
 from archsim.devices.device import ELEMENT_BYTES
 from archsim.errors import InputError
 from archsim.validation.gpu import GpuSpec, assumptions, gpu_arrays, model_kernels, resolve_gpu
+from archsim.validation.gpu_algorithms import DGRAD
 from archsim.validation.gpu_compare import compare, concurrency, concurrency_summary
 from archsim.validation.gpu_csv import KernelTable
 from archsim.validation.gpu_seconds import CSV_DTYPES, TensorConstants, kernel_timer
@@ -33,7 +34,7 @@ class GpuOverrides:
     memory_bytes_per_s: float | None = None
     dataflow: str = "os"
     split_k: bool = True
-    dgrad: str = "zero-insertion"
+    dgrad: str = DGRAD[0]
     cuda_core_fallback: bool = True
     winograd: bool = True
 
