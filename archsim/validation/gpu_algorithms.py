@@ -9,7 +9,7 @@
   gradient with stride − 1 zeros inserted (``zero-insertion``, LayerPipe's ``paper`` δ, s² times the
   exact MACs). For a 1×1 stride-2 layer it equals zero insertion (three of four phases have no
   tap); for 5×5 stride 2 it is 36/25 of the exact MACs, not 4×. Evidence (docs/gpu-validation.md):
-  the measured δ/F time ratio of 5×5 stride-2 layers is 1.0–2.3 on every DeepBench GPU, not the
+  the measured δ/F time ratio of 5×5 stride-2 layers is 0.9–2.3 on every DeepBench GPU, not the
   4 zero insertion needs, while 1×1 stride-2 layers' δ is under-predicted 0.3–0.8× by the exact
   phase GEMMs on every GPU; seconds MAPE of δ falls on 8 of the 10 GPUs.
 * **CUDA-core fallback of non-tensor-core shapes.** fp16 tensor-core kernels need channels and
