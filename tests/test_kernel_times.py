@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -243,6 +244,32 @@ def test_header_tells_the_formats_apart(tmp_path):
     archsim_csv = tmp_path / "gpu_kernels_x.csv"
     archsim_csv.write_text("# gpu: NVIDIA H100\nnetwork,layer,batch,op,measured_ms\nvgg16,conv1_1,1,F,0.1\n")
     assert not is_neusight_file(archsim_csv)
+
+
+def _grid_covers(rows: int, cols: int, record: dict[str, str]) -> bool:
+    """Whether the observed grid (x · y CTAs) tiles a rows × cols output in the named kernel's tile."""
+    tile = re.search(r"sgemm_(\d+)x(\d+)_", record["Kernel Name"])
+    assert tile is not None, record["Kernel Name"]
+    a, b = int(tile[1]), int(tile[2])
+    grid = (int(record["Grid x"]), int(record["Grid y"]))
+    return grid in {(-(-cols // a), -(-rows // b)), (-(-rows // a), -(-cols // b)),
+                    (-(-cols // b), -(-rows // a)), (-(-rows // b), -(-cols // a))}
+
+
+@pytest.mark.parametrize("name", ["bmm", "linear"])
+def test_gemm_rows_are_read_with_the_output_the_observed_grids_tile(name):
+    # The observed cuBLAS grid (read here only as the reference, never by the model) is one CTA per
+    # output tile of the kernel it names: it tiles the reader's M × N output on every row whose kernel
+    # is a tiled sgemm (the P4's maxwell 128x128x8 kernels grid otherwise), and not NeuSight's M × N.
+    records = [r for r in csv_records(name) if re.search(r"sgemm_\d+x\d+_[nt]{2}$", r["Kernel Name"])]
+    frame = read_neusight_csv(DATA / f"{name}.csv").frame.set_index("line")
+    lines = [line for line, record in enumerate(csv_records(name), start=2) if record in records]
+    assert len(records) >= 40
+    for line, record in zip(lines, records, strict=True):
+        m, n = int(frame.at[line, "M"]), int(frame.at[line, "N"])
+        assert _grid_covers(m, n, record), (line, record["Kernel Name"], m, n)
+        assert int(frame.at[line, "K"]) == int(record["N"])
+    assert not all(_grid_covers(int(r["M"]), int(r["N"]), r) for r in records)
 
 
 @pytest.mark.parametrize("row, field", [("bmm,0.1,Tesla T4,1,0,1,1", "M"), ("bmm,-1,Tesla T4,1,2,2,2", "Latency"),

@@ -9,9 +9,11 @@ HEADER = "OPName,Latency,Device,B,M,N,K\n"
 
 def test_rates_are_flops_over_latency_for_large_outputs_only(tmp_path):
     depth = load_benchmark("bench_neusight_gemm_depth")
-    rows = ["bmm,2.0,Tesla P100-PCIE-16GB,256,512,512,64",  # 2·256·512·512·64 = 8.59 GFLOP in 2 ms
-            "bmm,4.0,Tesla P100-PCIE-16GB,256,512,512,64",  # … in 4 ms
-            "bmm,0.01,Tesla P100-PCIE-16GB,8,128,128,64"]  # 2^17 outputs: too few, left out
+    # NeuSight's columns: B, M, N (the reduction), K (output columns)
+    rows = ["bmm,2.0,Tesla P100-PCIE-16GB,256,512,64,512",  # 2·256·512·512·64 = 8.59 GFLOP in 2 ms
+            "bmm,4.0,Tesla P100-PCIE-16GB,256,512,64,512",  # … in 4 ms
+            "bmm,0.01,Tesla P100-PCIE-16GB,8,128,64,128",  # 2^17 outputs: too few, left out
+            "bmm,2.0,Tesla P100-PCIE-16GB,256,512,512,64"]  # a 512 × 64 output: not a large one, left out
     (tmp_path / "bmm.csv").write_text(HEADER + "\n".join(rows) + "\n")
     table = depth.depth_table(tmp_path)
     line = next(row for row in table.splitlines() if row.startswith("| p100-pcie"))

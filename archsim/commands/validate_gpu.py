@@ -91,7 +91,7 @@ def run_neusight(args: argparse.Namespace) -> int:
 
     from archsim.devices.kernels import FITTED
     from archsim.errors import InputError
-    from archsim.validation.neusight import SHAPES, mape_by_class, predict, read_neusight_csv
+    from archsim.validation.neusight import GEMM_COLUMNS, SHAPES, mape_by_class, predict, read_neusight_csv
 
     for flag in ("like", "sm_count", "tensor_cores_per_sm", "mma", "clock_mhz", "memory_gbps", "report", "markdown"):
         if getattr(args, flag) is not None:
@@ -112,6 +112,9 @@ def run_neusight(args: argparse.Namespace) -> int:
         for column in shapes:
             if rows[column].notna().all():
                 table[column] = table[column].astype("int64")
+        # the shapes under the file's own column names (NeuSight's N is the reduction, its K the output columns)
+        table = table.rename(columns=GEMM_COLUMNS)[["op", *shapes, "measured_seconds", "predicted_seconds",
+                                                    "relative_error", "gpu"]]
     emit(render(table, args.format, precision=args.precision, meta=meta, float_format="{:.3g}"), args)
     return 0
 

@@ -149,8 +149,8 @@ TENSOR_ENERGY_PJ = 1.122
 :func:`archsim.validation.tensor_power.fit_tensor_energy` on DeepBench's fp16 GEMMs of the T4 and
 V100 alone (refit by benchmarks/bench_tensor_power.py)."""
 
-FITTED = KernelConstants(gemm=0.875, feed=45.1, memory=0.762, softmax=0.639, layernorm=0.792, launch_s=13.7e-6,
-                         energy_pj=11.22, gemm_memory=1.10, tensor_energy_pj=TENSOR_ENERGY_PJ)
+FITTED = KernelConstants(gemm=0.860, feed=32.2, memory=0.769, softmax=0.646, layernorm=0.791, launch_s=16.0e-6,
+                         energy_pj=11.22, gemm_memory=2.11, tensor_energy_pj=TENSOR_ENERGY_PJ)
 """Fitted on all five GPUs' files from :data:`archsim.validation.neusight.FIT_START` (see the module
 docstring; refit by benchmarks/bench_neusight_kernels.py), but for ``tensor_energy_pj``
 (:data:`TENSOR_ENERGY_PJ`, DeepBench's fp16 GEMMs). ``gemm_memory`` above 1 says that part of

@@ -4,6 +4,11 @@ A NeuSight CSV (``../shared/gpu_kernels/*.csv``) has one measured kernel per row
 ``Latency`` (milliseconds), ``Device`` (the GPU as CUDA names it) and the shape columns B, M, N, K
 (linear, bmm) or B, H (elementwise, softmax, layer norm). The other columns (kernel name, grid,
 warps, blocks) were observed when the kernel ran; nothing here reads them.
+
+NeuSight's GEMM columns name A[B×M×N]·B[B×N×K]: the output is M×K and N is the reduction (the
+observed cuBLAS grids cover M×K in the named kernel's tiles on every bmm row and every linear row of
+the A100, P100, T4 and V100). archsim's GEMM is out[M×N] = A[M×K]·B[K×N], so the reader renames
+them (:data:`GEMM_COLUMNS`): a frame's M, N, K are archsim's.
 """
 
 from __future__ import annotations
@@ -22,6 +27,9 @@ from archsim.validate import csv_rows, read_text
 
 REQUIRED = ("OPName", "Latency")
 SHAPES = ("B", "M", "N", "K", "H")
+GEMM_COLUMNS = {"B": "B", "M": "M", "N": "K", "K": "N"}
+"""archsim's GEMM dimension → the NeuSight column that holds it (output rows M, output columns N,
+reduction K; NeuSight's N is the reduction, its K the output columns)."""
 CLASS_ORDER = ("linear", "bmm", "elementwise", "softmax", "layernorm")
 ENERGY_START_PJ = 40.0
 """Where every fit's energy per FLOP starts: high enough that every fitted GPU is power-capped, so
@@ -80,9 +88,9 @@ def parse_neusight_csv(text: str, source: str = "<memory>") -> KernelRows:
         if op not in OP_CLASSES:
             raise InputError(f"unknown op {op!r}; known: {', '.join(OP_CLASSES)}", file=source, line=line,
                              field="OPName")
-        needed = ("B", "M", "N", "K") if OP_CLASSES[op] in ("linear", "bmm") else ("B", "H")
+        needed = GEMM_COLUMNS if OP_CLASSES[op] in ("linear", "bmm") else {"B": "B", "H": "H"}
         record: dict[str, object] = {"line": line, "op": op, "op_class": OP_CLASSES[op], "device": cell("Device")}
-        for name in needed:
+        for dimension, name in needed.items():
             text_value = cell(name)
             try:
                 value = int(float(text_value))
@@ -92,7 +100,7 @@ def parse_neusight_csv(text: str, source: str = "<memory>") -> KernelRows:
             if value <= 0 or value != float(text_value):
                 raise InputError(f"must be a positive integer, got {text_value!r}", file=source, line=line,
                                  field=name)
-            record[name] = value
+            record[dimension] = value
         try:
             latency = float(cell("Latency"))
         except ValueError:
@@ -227,6 +235,7 @@ __all__ = [
     "ENERGY_TOLERANCE",
     "FIT_FIELDS",
     "FIT_START",
+    "GEMM_COLUMNS",
     "KernelRows",
     "device_spec",
     "fit_constants",
