@@ -99,8 +99,8 @@ def kernel_timer(spec: GpuSpec, slug: str | None, dtype: str,
         constants, fit = FITTED, "SIMT tiles on the FP32 lanes, kernels.FITTED (NeuSight's five GPUs)"
     where = (f"kernel_ops.op_seconds on the catalog device {device.name}" if device is not None else
              "kernels.path_gemm_seconds on the chip's datasheet path (no catalog board, or overridden figures)")
-    timing = ("each kernel timed alone (launch 13.7 µs, kernel_ops.timed_alone); conv G split-K, δ of < 32 "
-              "channels by col2im" + (", 3×3 stride-1 δ by Winograd F(2×2, 3×3)" if not tensor else ""))
+    timing = (f"each kernel timed alone (launch {FITTED.launch_s * 1e6:.1f} µs, kernel_ops.timed_alone); conv G "
+              "split-K, δ of < 32 channels by col2im" + (", 3×3 stride-1 δ by Winograd F(2×2, 3×3)" if not tensor else ""))
     return KernelTimer(spec, name, device, constants, f"{name}: {fit}; {where}; {timing}")
 
 
