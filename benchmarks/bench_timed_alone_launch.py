@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from pathlib import Path
 from unittest import mock
@@ -38,14 +36,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import bench_neusight_kernels as neusight_bench
 import deepbench_summary
 
-from archsim.devices import kernel_ops
 from archsim.devices.kernels import FITTED, KernelConstants
 from archsim.outputs import atomic_write_text
 from archsim.training.fitted import kernels
-from archsim.validation import (
-    gpu_seconds,
-    neusight,
-)
+from archsim.validation import neusight
 from archsim.validation.gpu_csv import read_kernel_csv
 from archsim.validation.gpu_study import run_study
 
@@ -57,16 +51,6 @@ GAPS_US = (0.0, 2.0, 4.0, 8.0, 16.0)
 DELTA_S = 1e-9  # a launch step small enough not to move any split-K choice: d(seconds)/d(launch) = kernels
 
 
-@contextmanager
-def alone_constants(constants: KernelConstants) -> Iterator[None]:
-    """``validate-gpu``'s kernels timed with ``constants`` in place of ``FITTED`` (fp32 bodies and the
-    timed-alone launch of every family): the counterfactual of shipping ``constants`` as FITTED."""
-    with ExitStack() as stack:
-        stack.enter_context(mock.patch.object(gpu_seconds, "FITTED", constants))
-        stack.enter_context(mock.patch.object(kernel_ops.timed_alone, "__defaults__", (constants,)))
-        yield
-
-
 def rows(paths: list[Path], constants: KernelConstants) -> pd.DataFrame:
     """Per kernel row: set, gpu, op, measured and predicted seconds, and kernels (d seconds / d launch)."""
     frames = []
@@ -74,8 +58,8 @@ def rows(paths: list[Path], constants: KernelConstants) -> pd.DataFrame:
         table = read_kernel_csv(path)
         runs = []
         for launch in (constants.launch_s, constants.launch_s + DELTA_S):
-            with alone_constants(replace(constants, launch_s=launch)):
-                runs.append(run_study([table], tensor_constants=kernels).joined)
+            runs.append(run_study([table], tensor_constants=kernels,
+                                  simt_constants=replace(constants, launch_s=launch)).joined)
         base = runs[0]
         frames.append(pd.DataFrame({
             "set": "gemm" if path.name.endswith("_gemm_kernels.csv") else "h200" if path == H200 else "conv",

@@ -50,6 +50,7 @@ from archsim.lowering import TrainingOp, check_mode
 from archsim.validate import is_file
 from archsim.validation.gpu_algorithms import (
     DGRAD,
+    STRIDED_DGRAD,
     check_dgrad,
     cuda_core_arrays,
     kernel_ops,
@@ -88,14 +89,6 @@ class GpuArrays:
         here (:mod:`archsim.devices.array_waves`)."""
         return Arrays(self.count, self.array.rows, self.array.cols, self.array.dataflow, self.spec.clock_hz,
                       self.spec.tensor_cores_per_sm)
-
-
-STRIDED_DGRAD = {
-    "phase-padded": "s² phase sub-convolutions in one batched kernel, each (N·⌈H/s⌉·⌈W/s⌉) × (⌈R/s⌉·⌈S/s⌉·K) × C",
-    "zero-insertion": "zero insertion: dense transposed conv (N·H·W × R·S·K × C)",
-    "stride-aware": "stride-aware phase GEMMs (only the taps that land)",
-}
-"""How the assumptions table names each strided-δ mechanism (:data:`DGRAD`)."""
 
 
 def gpu_arrays(spec: GpuSpec, dataflow: str = "os", element_bytes: int = 2, split_k: bool = True,

@@ -53,8 +53,14 @@ from archsim.workload.layer import Layer
 if TYPE_CHECKING:
     from archsim.validation.gpu import GpuArrays
 
-DGRAD = ("phase-padded", "zero-insertion", "stride-aware")
-"""How a strided layer's δ runs (:func:`kernel_ops`); the first is the default."""
+STRIDED_DGRAD = {
+    "phase-padded": "s² phase sub-convolutions in one batched kernel, each (N·⌈H/s⌉·⌈W/s⌉) × (⌈R/s⌉·⌈S/s⌉·K) × C",
+    "zero-insertion": "zero insertion: dense transposed conv (N·H·W × R·S·K × C)",
+    "stride-aware": "stride-aware phase GEMMs (only the taps that land)",
+}
+"""How a strided layer's δ runs (:func:`kernel_ops`), as the assumptions table names it."""
+DGRAD = tuple(STRIDED_DGRAD)
+"""The strided-δ mechanisms; the first is the default."""
 
 
 def check_dgrad(dgrad: str) -> str:

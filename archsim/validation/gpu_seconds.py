@@ -60,13 +60,17 @@ TensorConstants = Callable[[str], KernelConstants]
 class KernelTimer:
     """How one measured table's kernels are timed: ``dtype`` on ``spec`` (the chip after overrides),
     through ``device`` (its catalog board) where it is the catalog's, else on the chip's own path;
-    ``constants`` for the dtype's GEMM path (FITTED for fp32); ``note`` says which, for the assumptions."""
+    ``constants`` for the dtype's GEMM path (``simt_constants`` for fp32); ``simt_constants``: the fit of
+    kernels timed alone (:data:`~archsim.devices.kernels.FITTED` unless a benchmark asks what another fit
+    would give) — the FP32 lanes' constants and every family's timed-alone launch; ``note`` says which,
+    for the assumptions."""
 
     spec: GpuSpec
     dtype: str
     device: Device | None
     constants: KernelConstants
     note: str
+    simt_constants: KernelConstants = FITTED
 
     @property
     def simt(self) -> bool:
@@ -74,8 +78,8 @@ class KernelTimer:
         return not (self.dtype in TENSOR_DTYPES and self.spec.array_unit == "tensor core")
 
 
-def kernel_timer(spec: GpuSpec, slug: str | None, dtype: str,
-                 tensor_constants: TensorConstants | None) -> KernelTimer | None:
+def kernel_timer(spec: GpuSpec, slug: str | None, dtype: str, tensor_constants: TensorConstants | None,
+                 simt_constants: KernelConstants = FITTED) -> KernelTimer | None:
     """The timer of ``spec`` (catalog slug ``slug``) at the CSV's ``dtype``; None where the device model
     cannot time it (tf32; fp16/bf16 on tensor cores with no constants given; SIMT work on a chip whose
     FP32 lanes the catalog does not describe). fp16 on a GPU without tensor cores (storage only) runs
@@ -96,12 +100,12 @@ def kernel_timer(spec: GpuSpec, slug: str | None, dtype: str,
         constants = tensor_constants(device.name if device is not None else spec.name)
         fit = "tensor-core tiles, the vTrain A100 fit"
     else:
-        constants, fit = FITTED, "SIMT tiles on the FP32 lanes, kernels.FITTED (NeuSight's five GPUs)"
+        constants, fit = simt_constants, "SIMT tiles on the FP32 lanes, kernels.FITTED (NeuSight's five GPUs)"
     where = (f"kernel_ops.op_seconds on the catalog device {device.name}" if device is not None else
              "kernels.path_gemm_seconds on the chip's datasheet path (no catalog board, or overridden figures)")
-    timing = (f"each kernel timed alone (launch {FITTED.launch_s * 1e6:.1f} µs, kernel_ops.timed_alone); conv G "
+    timing = (f"each kernel timed alone (launch {simt_constants.launch_s * 1e6:.1f} µs, kernel_ops.timed_alone); conv G "
               "split-K, δ of < 32 channels by col2im" + (", 3×3 stride-1 δ by Winograd F(2×2, 3×3)" if not tensor else ""))
-    return KernelTimer(spec, name, device, constants, f"{name}: {fit}; {where}; {timing}")
+    return KernelTimer(spec, name, device, constants, f"{name}: {fit}; {where}; {timing}", simt_constants)
 
 
 def _chip_seconds(ops: Sequence[TrainingOp], path: GemmPath, constants: KernelConstants, size: int,
@@ -127,15 +131,17 @@ def ops_seconds(ops: Sequence[TrainingOp], timer: KernelTimer, on_lanes: Sequenc
     if rest.size:
         chosen = [ops[i] for i in rest]
         if timer.device is not None:
-            families = kernel_families(timer.device, timer.dtype, timer.constants, FITTED, alone=True)
+            families = kernel_families(timer.device, timer.dtype, timer.constants, timer.simt_constants,
+                                      alone=True)
             seconds[rest] = op_seconds(chosen, timer.device, families, timer.dtype)
         else:
             path = spec_path(timer.spec, timer.constants, timer.dtype)
-            seconds[rest] = _chip_seconds(chosen, path, timed_alone(timer.constants), size,
+            seconds[rest] = _chip_seconds(chosen, path, timed_alone(timer.constants, timer.simt_constants), size,
                                           timer.spec.memory_bytes_per_s)
     moved = np.flatnonzero(lanes)
     if moved.size:
-        seconds[moved] = _chip_seconds([ops[i] for i in moved], simt_path(timer.spec, FITTED), FITTED, size,
+        seconds[moved] = _chip_seconds([ops[i] for i in moved], simt_path(timer.spec, timer.simt_constants),
+                                       timer.simt_constants, size,
                                        timer.spec.memory_bytes_per_s)
     return seconds
 

@@ -10,6 +10,7 @@ import pandas as pd
 
 from archsim.devices.catalog import find_gpu
 from archsim.devices.device import ELEMENT_BYTES
+from archsim.devices.kernels import FITTED, KernelConstants
 from archsim.errors import InputError
 from archsim.validation.gpu import GpuSpec, assumptions, gpu_arrays, model_kernels, resolve_gpu
 from archsim.validation.gpu_algorithms import DGRAD
@@ -91,11 +92,12 @@ def table_gpu(table: KernelTable, overrides: GpuOverrides = GpuOverrides()) -> t
 
 
 def run_study(tables: Sequence[KernelTable], overrides: GpuOverrides = GpuOverrides(), mode: str = "exact",
-              tensor_constants: TensorConstants | None = None) -> GpuStudy:
+              tensor_constants: TensorConstants | None = None, simt_constants: KernelConstants = FITTED) -> GpuStudy:
     """Model every table's kernels on its GPU and compare; several tables (GPUs) are stacked by ``gpu``.
 
     ``tensor_constants`` (GPU name → constants; :func:`archsim.training.fitted.kernels`, which this
-    package may not import) times fp16/bf16 tables in seconds too; without it only fp32 ones are."""
+    package may not import) times fp16/bf16 tables in seconds too; without it only fp32 ones are.
+    ``simt_constants``: the fit of kernels timed alone (:class:`~archsim.validation.gpu_seconds.KernelTimer`)."""
     if not tables:
         raise InputError("no measured CSV given", field="csv")
     joined, sensitivity, notes = [], [], []
@@ -107,7 +109,7 @@ def run_study(tables: Sequence[KernelTable], overrides: GpuOverrides = GpuOverri
         arrays = gpu_arrays(spec, overrides.dataflow, eb, overrides.split_k, overrides.dgrad,
                             overrides.cuda_core_fallback, overrides.winograd)
         dtype = table.meta.get("dtype", "fp16")
-        timer = kernel_timer(spec, find_gpu(overrides.like or name), dtype, tensor_constants)
+        timer = kernel_timer(spec, find_gpu(overrides.like or name), dtype, tensor_constants, simt_constants)
         joined.append(model_kernels(table, arrays, mode, timer).assign(gpu=gpu))
         from_csv = measured_sms if overrides.sm_count is None else None
         notes += [{"gpu": gpu, "item": item, "value": value} for item, value in assumptions(arrays, mode, from_csv)]
