@@ -11,7 +11,8 @@ The mechanisms (every figure of the GPU comes from :data:`archsim.devices.catalo
   for tm·tn MACs: small tiles starve the units). Split-K cuts the reduction into s of the path's
   splits, parts of at least :data:`SPLIT_MIN_K` each: s times the tiles, so few output tiles fill the
   SMs and a tail wave shrinks, paid by a second kernel that reads the s partial outputs and writes
-  the result. The tile and split are the ones that finish first, as a library's heuristic picks. The
+  the result. The tile and split are the ones that finish first (:data:`TILE_RULES`: ``fastest``, the
+  default; ``wave``, a library-like rule from the shape, tried and not adopted: docs/gpu-validation.md). The
   kernel also reads A and B through HBM once (the larger of the main loop and that read counts: a
   roofline per kernel); C is written once, in an epilogue after the main loop (not hidden behind it)
   or, on a path without one, within the roofline. GEMM traffic moves at ``constants.gemm_memory`` ×
@@ -271,7 +272,7 @@ def tensor_path(cores: int, core_flops: float, clock_hz: float, l2_bytes_per_clo
 
 
 def spec_path(spec: GpuSpec | None, constants: KernelConstants = FITTED, dtype: str = "fp32",
-              board: Callable[[], GemmPath] | None = None) -> GemmPath:
+              board: Callable[[], GemmPath] | None = None, tile_rule: str = "fastest") -> GemmPath:
     """The one rule of which path ``dtype`` GEMMs take, on the chip ``spec`` or on a board's device
     (``board``: its tensor tiles at its own figures, built only when chosen;
     :func:`archsim.devices.kernel_ops.gemm_path` passes it):
@@ -281,9 +282,11 @@ def spec_path(spec: GpuSpec | None, constants: KernelConstants = FITTED, dtype: 
     * otherwise tensor tiles: the board's where one is given (a board that states no peak for the dtype
       refuses it there), else the chip's, at the peak its tensor cores' MMA shape and clock give, fed
       from its L2 read bandwidth (:func:`tensor_path`);
-    * no chip (``spec`` None: a device file): the board's tiles, in any dtype."""
+    * no chip (``spec`` None: a device file): the board's tiles, in any dtype.
+
+    ``tile_rule`` (:data:`TILE_RULES`) applies to the SIMT path alone; tensor tiles are the fastest."""
     if spec is not None and (dtype not in TENSOR_DTYPES or (board is None and spec.array_unit != "tensor core")):
-        return simt_path(spec, constants, dtype)
+        return simt_path(spec, constants, dtype, tile_rule)
     if board is not None:
         return board()
     if spec is None:
@@ -374,10 +377,11 @@ def path_gemm_seconds(batch: npt.ArrayLike, m: npt.ArrayLike, n: npt.ArrayLike, 
 
 
 def gemm_seconds(batch: npt.ArrayLike, m: npt.ArrayLike, n: npt.ArrayLike, k: npt.ArrayLike, spec: GpuSpec,
-                 constants: KernelConstants = FITTED, dtype: str = "fp32") -> np.ndarray:
+                 constants: KernelConstants = FITTED, dtype: str = "fp32", tile_rule: str = "fastest") -> np.ndarray:
     """Seconds of ``batch`` GEMMs out[m×n] = A[m×k]·B[k×n] in one kernel (arrays broadcast) on the chip
-    ``spec`` (:func:`spec_path`)."""
-    return path_gemm_seconds(batch, m, n, k, spec_path(spec, constants, dtype), constants, element_bytes(dtype))
+    ``spec`` (:func:`spec_path`; ``tile_rule`` one of :data:`TILE_RULES`)."""
+    path = spec_path(spec, constants, dtype, tile_rule=tile_rule)
+    return path_gemm_seconds(batch, m, n, k, path, constants, element_bytes(dtype))
 
 
 def softmax_block_threads(hidden: npt.ArrayLike, dtype: str = "fp32") -> np.ndarray:
@@ -433,9 +437,9 @@ def stream_seconds(nbytes: npt.ArrayLike, hbm_bytes_per_s: float, constants: Ker
 
 
 def kernel_seconds(rows: Mapping[str, npt.ArrayLike], spec: GpuSpec, constants: KernelConstants = FITTED,
-                   dtype: str = "fp32") -> np.ndarray:
+                   dtype: str = "fp32", tile_rule: str = "fastest") -> np.ndarray:
     """Seconds of each kernel in ``rows`` (columns ``op`` and B, M, N, K for linear/bmm or B, H
-    for the others; NeuSight's OPName names), on ``spec``."""
+    for the others; NeuSight's OPName names), on ``spec``; GEMM tiles by ``tile_rule``."""
     ops = np.asarray(rows["op"], dtype=object)
     unknown = sorted(set(ops.tolist()) - set(OP_CLASSES))
     if unknown:
@@ -445,7 +449,7 @@ def kernel_seconds(rows: Mapping[str, npt.ArrayLike], spec: GpuSpec, constants: 
     gemm = np.isin(ops, GEMM_OPS)
     if gemm.any():
         b, m, n, k = (np.asarray(rows[c], dtype=np.float64)[gemm] for c in ("B", "M", "N", "K"))
-        seconds[gemm] = gemm_seconds(b, m, n, k, spec, constants, dtype)
+        seconds[gemm] = gemm_seconds(b, m, n, k, spec, constants, dtype, tile_rule)
     if (~gemm).any():
         b, h = (np.asarray(rows[c], dtype=np.float64)[~gemm] for c in ("B", "H"))
         seconds[~gemm] = memory_bound_seconds(ops[~gemm], b, h, spec, constants, dtype)
