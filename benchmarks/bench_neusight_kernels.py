@@ -1,7 +1,6 @@
 """How well archsim's kernel time model (archsim/devices/kernels.py) times NeuSight's measured fp32 kernels.
 
     .venv/bin/python benchmarks/bench_neusight_kernels.py [--data ../shared/gpu_kernels] [--iterations 600]
-        [--tile-rule fastest|wave]
 
 Data: NeuSight's kernel measurements of five GPUs (P100-PCIE-16GB, P4, T4, V100-PCIE-32GB,
 A100-PCIE-40GB; ``../shared/gpu_kernels/``, MIT). Fit rows: every row of linear.csv, bmm.csv,
@@ -17,10 +16,7 @@ kernel test set (linear.csv, bmm.csv, elem.csv, softmax.csv, ln.csv).
 Fit: Nelder–Mead on the constants' logarithms (``neusight.FIT_ROUNDS`` rounds, each restarted from the
 last), minimizing the sum of the op classes' MAPE, from ``neusight.FIT_START``; then the energy per
 FLOP on a grid (the largest that ties the best error).
-Writes benchmarks/results/neusight_kernels.csv and .md (MAPE % per GPU and op class); with
-``--tile-rule wave`` (GEMM tiles by the library-like rule, ``kernels.TILE_RULES``) every figure is
-that rule's (``shipped`` included: the shipped constants under it), written to
-neusight_kernels_wave.csv and .md.
+Writes benchmarks/results/neusight_kernels.csv and .md (MAPE % per GPU and op class).
 """
 
 from __future__ import annotations
@@ -35,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 import pandas as pd
 
-from archsim.devices.kernels import FITTED, TILE_RULES
+from archsim.devices.kernels import FITTED
 from archsim.outputs import atomic_write_text
 from archsim.validation.neusight import (
     CLASS_ORDER,
@@ -60,14 +56,11 @@ def load(data: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     return fit, check
 
 
-def table(check: pd.DataFrame, fit: pd.DataFrame, iterations: int,
-          tile_rule: str = "fastest") -> tuple[pd.DataFrame, dict[str, str]]:
-    shipped = mape_by_class(predict(check, FITTED, tile_rule=tile_rule), ("gpu", "op_class"))
-    shipped = shipped.rename(columns={"mape": "shipped"})
-    constants = fit_constants(fit, FIT_START, iterations, tile_rule)
-    in_sample = mape_by_class(predict(check, constants, tile_rule=tile_rule), ("gpu", "op_class"))
-    in_sample = in_sample.rename(columns={"mape": "in_sample"})
-    held = leave_one_gpu_out(fit, check, FIT_START, iterations, tile_rule).rename(columns={"mape": "held_out"})
+def table(check: pd.DataFrame, fit: pd.DataFrame, iterations: int) -> tuple[pd.DataFrame, dict[str, str]]:
+    shipped = mape_by_class(predict(check, FITTED), ("gpu", "op_class")).rename(columns={"mape": "shipped"})
+    constants = fit_constants(fit, FIT_START, iterations)
+    in_sample = mape_by_class(predict(check, constants), ("gpu", "op_class")).rename(columns={"mape": "in_sample"})
+    held = leave_one_gpu_out(fit, check, FIT_START, iterations).rename(columns={"mape": "held_out"})
     keys = ["gpu", "op_class", "rows"]
     joined = shipped.merge(in_sample, on=keys).merge(held.drop(columns="constants"), on=keys)
     fits = {"all five": str(constants), **{f"without {r.gpu}": r.constants for r in held.drop_duplicates("gpu").itertuples()}}
@@ -95,20 +88,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "gpu_kernels")
     parser.add_argument("--iterations", type=int, default=600, help="Nelder–Mead iterations per fit")
-    parser.add_argument("--tile-rule", choices=TILE_RULES, default="fastest",
-                        help="how a GEMM's SIMT tile is picked (default: the model's fastest)")
     args = parser.parse_args()
     started = time.perf_counter()
     fit, check = load(args.data)
-    joined, fits = table(check, fit, args.iterations, args.tile_rule)
+    joined, fits = table(check, fit, args.iterations)
     command = f"python benchmarks/bench_neusight_kernels.py --iterations {args.iterations}"
-    stem = "neusight_kernels"
-    if args.tile_rule != "fastest":
-        command += f" --tile-rule {args.tile_rule}"
-        stem += f"_{args.tile_rule}"
     out = ROOT / "benchmarks" / "results"
-    atomic_write_text(out / f"{stem}.csv", joined.to_csv(index=False, float_format="%.2f"))
-    atomic_write_text(out / f"{stem}.md", markdown(joined, fits, command))
+    atomic_write_text(out / "neusight_kernels.csv", joined.to_csv(index=False, float_format="%.2f"))
+    atomic_write_text(out / "neusight_kernels.md", markdown(joined, fits, command))
     print(markdown(joined, fits, command))
     print(f"{time.perf_counter() - started:.0f} s", file=sys.stderr)
 

@@ -19,13 +19,10 @@ from archsim.cli import main
 from archsim.devices.catalog import KNOWN_GPUS, GpuSpec, find_gpu
 from archsim.devices.kernels import (
     KernelConstants,
-    compute_seconds,
     energy_per_flop,
     gemm_seconds,
     kernel_seconds,
     memory_bound_seconds,
-    picked_tiles,
-    simt_path,
     softmax_block_threads,
     softmax_tensors,
     sustained_flops,
@@ -132,46 +129,6 @@ def test_split_k_fills_idle_sms_and_pays_a_second_kernel():
     # one 128×128 tile on 32 SMs: split 32 ways, each SM 2·128·128·(k/32); the reduce kernel's bytes are free here
     expected = 2 * 128 * 128 * (k / 32) / (32 * 2 * 1e9 * 0.5) + 2 * 3e-6
     assert gemm_seconds(1, 128, 128, k, spec, FED) == pytest.approx(expected)
-
-
-def test_the_wave_rule_takes_the_largest_tile_that_fills_the_sms():
-    # 4 SMs; one 128×128 tile per SM at a time, four 64×64 ones (REFERENCE_TILE_AREA outputs per SM)
-    path = replace(simt_path(_tiny(), FED), tiles=((128, 128), (128, 64), (64, 128), (64, 64)), tile_rule="wave")
-    # 256 × 256: four 128×128 tiles fill the 4 SMs, so 128×128, though 64×64 tiles would run no slower
-    assert picked_tiles(1, 256, 256, 1000, path, FED) == [(128, 128)]
-    # 512 × 64 (a 64-column output): 128×128 (4 tiles, half idle) fills the SMs and is taken, as the
-    # A100's library does on such outputs; the fastest-tile rule takes a 64-column tile instead
-    assert picked_tiles(1, 512, 64, 1000, path, FED) == [(128, 128)]
-    assert picked_tiles(1, 512, 64, 1000, replace(path, tile_rule="fastest"), FED) == [(128, 64)]
-    # 256 × 128: 128×128 gives 2 tiles on 4 SMs; the 128×64 and 64×128 tiles give 4 and fill them (2 per
-    # SM resident: 4 < 4 × 2 does not fill) — so no 8,192-output tile fills either; 64×64: 8 < 16; none
-    # fills a wave, so the fastest tile and split of all
-    both = picked_tiles(1, 256, 128, 1000, path, FED)
-    assert both == picked_tiles(1, 256, 128, 1000, replace(path, tile_rule="fastest"), FED)
-    assert compute_seconds(1, 256, 128, 1000, path, FED) == pytest.approx(
-        compute_seconds(1, 256, 128, 1000, replace(path, tile_rule="fastest"), FED))
-    # equal areas: the one with fewer tiles — 1,024 × 64 without the 128×128 tile: 128 rows × 64 columns
-    # give 8 tiles, 64 × 128 give 16 (half of each idle); both fill 4 SMs × 2 resident, 128×64 is taken
-    halves = replace(path, tiles=((64, 128), (128, 64)))
-    assert picked_tiles(1, 1024, 64, 1000, halves, FED) == [(128, 64)]
-    with pytest.raises(InputError, match="tile rule"):
-        replace(path, tile_rule="largest")
-
-
-def test_the_wave_rule_names_the_a100s_batched_gemm_tile():
-    # The kernel names (read here as the reference, never by the model): the A100 runs ampere_sgemm_128x128
-    # on every batched GEMM of the sample, narrow outputs included. The wave rule picks it on every row;
-    # the model's fastest tile does not (a 64- or 32-wide tile on some rows).
-    records = [r for r in csv_records("bmm") if r["Device"] == "NVIDIA A100-PCIE-40GB"]
-    frame = read_neusight_csv(DATA / "bmm.csv").frame
-    rows = frame[frame.device == "NVIDIA A100-PCIE-40GB"]
-    assert len(records) == len(rows) >= 10
-    named = {tuple(int(x) for x in re.search(r"sgemm_(\d+)x(\d+)_", r["Kernel Name"]).groups()) for r in records}
-    assert named == {(128, 128)}
-    shapes = [rows[c].to_numpy() for c in ("B", "M", "N", "K")]
-    path = simt_path(KNOWN_GPUS["a100-40gb"])
-    assert picked_tiles(*shapes, replace(path, tile_rule="wave")) == [(128, 128)] * len(rows)
-    assert picked_tiles(*shapes, path) != [(128, 128)] * len(rows)
 
 
 def test_a_gemm_is_never_faster_than_its_operands_through_hbm():

@@ -11,8 +11,7 @@ The mechanisms (every figure of the GPU comes from :data:`archsim.devices.catalo
   for tm·tn MACs: small tiles starve the units). Split-K cuts the reduction into s of the path's
   splits, parts of at least :data:`SPLIT_MIN_K` each: s times the tiles, so few output tiles fill the
   SMs and a tail wave shrinks, paid by a second kernel that reads the s partial outputs and writes
-  the result. The tile and split are the ones that finish first (:data:`TILE_RULES`: ``fastest``, the
-  default; ``wave``, a library-like rule from the shape, tried and not adopted: docs/gpu-validation.md). The
+  the result. The tile and split are the ones that finish first, as a library's heuristic picks. The
   kernel also reads A and B through HBM once (the larger of the main loop and that read counts: a
   roofline per kernel); C is written once, in an epilogue after the main loop (not hidden behind it)
   or, on a path without one, within the roofline. GEMM traffic moves at ``constants.gemm_memory`` ×
@@ -98,11 +97,6 @@ TENSOR_TILES = ((256, 128), (128, 256), (128, 128), (256, 64), (64, 256), (128, 
 TENSOR_DTYPES = ("fp16", "bf16")
 SPLITS = (1, 2, 4, 8, 16, 32, 64)  # split-K factors tried
 SPLIT_MIN_K = 128  # a split-K part keeps at least this much of K (the figures move < 0.5 points for 64…512)
-TILE_RULES = ("fastest", "wave")
-"""How a path picks its CTA tile: ``fastest`` — the tile (and split) the model itself times fastest;
-``wave`` — a library-like heuristic from the shape and the SM count alone: the largest tile whose
-CTAs (batch × tiles) fill at least one wave of the SMs (SMs × CTAs resident), the fewest tiles among
-equal areas, then its fastest split; the fastest of all only when no tile fills a wave."""
 
 # elementwise ops: tensors moved per element (inputs + output)
 ELEMENTWISE_TENSORS = {"add": 3, "mul": 3, "div": 3, "pow": 3, "addu": 2, "mulu": 2, "divu": 2, "powu": 2,
@@ -240,21 +234,13 @@ class GemmPath:
     epilogue: bool
     hbm_bytes_per_s: float
     sustained_flops: float = float("inf")
-    tile_rule: str = "fastest"
-
-    def __post_init__(self) -> None:
-        if self.tile_rule not in TILE_RULES:
-            raise InputError(f"unknown tile rule {self.tile_rule!r}; choose one of {', '.join(TILE_RULES)}",
-                             field="tile_rule")
 
 
-def simt_path(spec: GpuSpec, constants: KernelConstants = FITTED, dtype: str = "fp32",
-              tile_rule: str = "fastest") -> GemmPath:
+def simt_path(spec: GpuSpec, constants: KernelConstants = FITTED, dtype: str = "fp32") -> GemmPath:
     """SIMT sgemm on ``spec``'s FP32 lanes: :data:`TILES`, several small tiles per SM, the fitted feed,
-    split-K, C in the epilogue, the power cap (what NeuSight's fp32 kernels are fitted with);
-    ``tile_rule`` one of :data:`TILE_RULES`."""
+    split-K, C in the epilogue, the power cap (what NeuSight's fp32 kernels are fitted with)."""
     return GemmPath(spec.sm_count, sm_flops(spec, dtype), TILES, REFERENCE_TILE_AREA, None, SPLITS, True,
-                    spec.memory_bytes_per_s, sustained_flops(spec, constants, dtype), tile_rule)
+                    spec.memory_bytes_per_s, sustained_flops(spec, constants, dtype))
 
 
 def tensor_path(cores: int, core_flops: float, clock_hz: float, l2_bytes_per_clock: float,
@@ -272,7 +258,7 @@ def tensor_path(cores: int, core_flops: float, clock_hz: float, l2_bytes_per_clo
 
 
 def spec_path(spec: GpuSpec | None, constants: KernelConstants = FITTED, dtype: str = "fp32",
-              board: Callable[[], GemmPath] | None = None, tile_rule: str = "fastest") -> GemmPath:
+              board: Callable[[], GemmPath] | None = None) -> GemmPath:
     """The one rule of which path ``dtype`` GEMMs take, on the chip ``spec`` or on a board's device
     (``board``: its tensor tiles at its own figures, built only when chosen;
     :func:`archsim.devices.kernel_ops.gemm_path` passes it):
@@ -282,11 +268,9 @@ def spec_path(spec: GpuSpec | None, constants: KernelConstants = FITTED, dtype: 
     * otherwise tensor tiles: the board's where one is given (a board that states no peak for the dtype
       refuses it there), else the chip's, at the peak its tensor cores' MMA shape and clock give, fed
       from its L2 read bandwidth (:func:`tensor_path`);
-    * no chip (``spec`` None: a device file): the board's tiles, in any dtype.
-
-    ``tile_rule`` (:data:`TILE_RULES`) applies to the SIMT path alone; tensor tiles are the fastest."""
+    * no chip (``spec`` None: a device file): the board's tiles, in any dtype."""
     if spec is not None and (dtype not in TENSOR_DTYPES or (board is None and spec.array_unit != "tensor core")):
-        return simt_path(spec, constants, dtype, tile_rule)
+        return simt_path(spec, constants, dtype)
     if board is not None:
         return board()
     if spec is None:
@@ -295,23 +279,22 @@ def spec_path(spec: GpuSpec | None, constants: KernelConstants = FITTED, dtype: 
                        spec.memory_bytes_per_s, element_bytes(dtype), sustained_flops(spec, constants, dtype))
 
 
-def _tile_seconds(b: np.ndarray, m: np.ndarray, n: np.ndarray, k: np.ndarray, path: GemmPath,
-                  constants: KernelConstants, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per tile of ``path.tiles`` (first axis): the main loop's seconds at the tile's fastest split,
-    whether its CTAs fill one wave of the cores (batch × tiles ≥ cores × tiles resident per core), and
-    its tile count (batch × tiles)."""
+def compute_seconds(batch: npt.ArrayLike, m: npt.ArrayLike, n: npt.ArrayLike, k: npt.ArrayLike, path: GemmPath,
+                    constants: KernelConstants = FITTED, size: int = 4) -> np.ndarray:
+    """Seconds of the main loop alone of ``batch`` GEMMs (arrays broadcast), the best tile and split:
+    waves of tiles over the cores at the fed rate (a split's reduction kernel included); no HBM
+    roofline, no launch — the part a fused kernel overlaps with its own traffic."""
+    b, m, n, k = _arrays(batch, m, n, k)
     hbm = path.hbm_bytes_per_s * constants.gemm_memory
     rate = path.core_flops * constants.gemm
     sms = path.cores
     capped = path.sustained_flops / sms  # one SM's share of the board power
     needed = constants.feed if path.needed_reuse is None else path.needed_reuse
-    shape = np.broadcast(b, m, n, k).shape
-    times, fills, counts = [], [], []
+    best = np.full(np.broadcast(b, m, n, k).shape, np.inf)
     for tm, tn in path.tiles:
         per_sm = max(1, path.resident // (tm * tn))
         fed = min(1.0, tm * tn / (tm + tn) / needed) if needed else 1.0
-        tiles = np.broadcast_to(np.ceil(m / tm) * np.ceil(n / tn) * b, shape)
-        best = np.full(shape, np.inf)
+        tiles = np.ceil(m / tm) * np.ceil(n / tn) * b
         for s in path.splits:
             usable = (s == 1) | (k >= s * SPLIT_MIN_K)
             if not np.any(usable):
@@ -321,44 +304,7 @@ def _tile_seconds(b: np.ndarray, m: np.ndarray, n: np.ndarray, k: np.ndarray, pa
             if s > 1:
                 compute = compute + (s + 1) * b * m * n * size / hbm + constants.launch_s
             best = np.minimum(best, np.where(usable, compute, np.inf))
-        times.append(best)
-        fills.append(tiles >= sms * per_sm)
-        counts.append(tiles)
-    return np.stack(times), np.stack(fills), np.stack(counts)
-
-
-def _pick(times: np.ndarray, fills: np.ndarray, counts: np.ndarray, path: GemmPath) -> np.ndarray:
-    """Index into ``path.tiles`` of the tile ``path.tile_rule`` picks (:data:`TILE_RULES`)."""
-    fastest = times.argmin(axis=0)
-    if path.tile_rule == "fastest":
-        return fastest
-    area = np.array([tm * tn for tm, tn in path.tiles], dtype=np.float64).reshape((-1,) + (1,) * fastest.ndim)
-    candidate = fills & (area == np.where(fills, area, -1.0).max(axis=0))  # the largest tiles filling a wave
-    candidate &= counts == np.where(candidate, counts, np.inf).min(axis=0)  # … the fewest of them
-    picked = np.where(candidate, times, np.inf).argmin(axis=0)  # … the fastest of those
-    return np.where(fills.any(axis=0), picked, fastest)
-
-
-def picked_tiles(batch: npt.ArrayLike, m: npt.ArrayLike, n: npt.ArrayLike, k: npt.ArrayLike, path: GemmPath,
-                 constants: KernelConstants = FITTED, size: int = 4) -> list[tuple[int, int]]:
-    """The CTA tile (rows × columns of the output) ``path.tile_rule`` picks for each GEMM (arrays
-    broadcast, flattened): what :func:`compute_seconds` times."""
-    b, m, n, k = _arrays(batch, m, n, k)
-    index = _pick(*_tile_seconds(b, m, n, k, path, constants, size), path)
-    return [path.tiles[i] for i in np.ravel(index)]
-
-
-def compute_seconds(batch: npt.ArrayLike, m: npt.ArrayLike, n: npt.ArrayLike, k: npt.ArrayLike, path: GemmPath,
-                    constants: KernelConstants = FITTED, size: int = 4) -> np.ndarray:
-    """Seconds of the main loop alone of ``batch`` GEMMs (arrays broadcast), the tile ``path.tile_rule``
-    picks (:data:`TILE_RULES`) at its fastest split: waves of tiles over the cores at the fed rate (a
-    split's reduction kernel included); no HBM roofline, no launch — the part a fused kernel overlaps
-    with its own traffic."""
-    b, m, n, k = _arrays(batch, m, n, k)
-    times, fills, counts = _tile_seconds(b, m, n, k, path, constants, size)
-    if path.tile_rule == "fastest":
-        return times.min(axis=0)
-    return np.take_along_axis(times, _pick(times, fills, counts, path)[np.newaxis], axis=0)[0]
+    return best
 
 
 def path_gemm_seconds(batch: npt.ArrayLike, m: npt.ArrayLike, n: npt.ArrayLike, k: npt.ArrayLike, path: GemmPath,
@@ -377,11 +323,10 @@ def path_gemm_seconds(batch: npt.ArrayLike, m: npt.ArrayLike, n: npt.ArrayLike, 
 
 
 def gemm_seconds(batch: npt.ArrayLike, m: npt.ArrayLike, n: npt.ArrayLike, k: npt.ArrayLike, spec: GpuSpec,
-                 constants: KernelConstants = FITTED, dtype: str = "fp32", tile_rule: str = "fastest") -> np.ndarray:
+                 constants: KernelConstants = FITTED, dtype: str = "fp32") -> np.ndarray:
     """Seconds of ``batch`` GEMMs out[m×n] = A[m×k]·B[k×n] in one kernel (arrays broadcast) on the chip
-    ``spec`` (:func:`spec_path`; ``tile_rule`` one of :data:`TILE_RULES`)."""
-    path = spec_path(spec, constants, dtype, tile_rule=tile_rule)
-    return path_gemm_seconds(batch, m, n, k, path, constants, element_bytes(dtype))
+    ``spec`` (:func:`spec_path`)."""
+    return path_gemm_seconds(batch, m, n, k, spec_path(spec, constants, dtype), constants, element_bytes(dtype))
 
 
 def softmax_block_threads(hidden: npt.ArrayLike, dtype: str = "fp32") -> np.ndarray:
@@ -437,9 +382,9 @@ def stream_seconds(nbytes: npt.ArrayLike, hbm_bytes_per_s: float, constants: Ker
 
 
 def kernel_seconds(rows: Mapping[str, npt.ArrayLike], spec: GpuSpec, constants: KernelConstants = FITTED,
-                   dtype: str = "fp32", tile_rule: str = "fastest") -> np.ndarray:
+                   dtype: str = "fp32") -> np.ndarray:
     """Seconds of each kernel in ``rows`` (columns ``op`` and B, M, N, K for linear/bmm or B, H
-    for the others; NeuSight's OPName names), on ``spec``; GEMM tiles by ``tile_rule``."""
+    for the others; NeuSight's OPName names), on ``spec``."""
     ops = np.asarray(rows["op"], dtype=object)
     unknown = sorted(set(ops.tolist()) - set(OP_CLASSES))
     if unknown:
@@ -449,7 +394,7 @@ def kernel_seconds(rows: Mapping[str, npt.ArrayLike], spec: GpuSpec, constants: 
     gemm = np.isin(ops, GEMM_OPS)
     if gemm.any():
         b, m, n, k = (np.asarray(rows[c], dtype=np.float64)[gemm] for c in ("B", "M", "N", "K"))
-        seconds[gemm] = gemm_seconds(b, m, n, k, spec, constants, dtype, tile_rule)
+        seconds[gemm] = gemm_seconds(b, m, n, k, spec, constants, dtype)
     if (~gemm).any():
         b, h = (np.asarray(rows[c], dtype=np.float64)[~gemm] for c in ("B", "H"))
         seconds[~gemm] = memory_bound_seconds(ops[~gemm], b, h, spec, constants, dtype)
@@ -468,7 +413,6 @@ __all__ = [
     "TENSOR_ENERGY_PJ",
     "TENSOR_TILES",
     "TILES",
-    "TILE_RULES",
     "GemmPath",
     "KernelConstants",
     "compute_seconds",
@@ -480,7 +424,6 @@ __all__ = [
     "on_tensor_cores",
     "one_fraction",
     "path_gemm_seconds",
-    "picked_tiles",
     "simt_path",
     "sm_flops",
     "softmax_block_threads",

@@ -142,10 +142,9 @@ def device_spec(name: str) -> GpuSpec:
 
 
 def predict(frame: pd.DataFrame, constants: KernelConstants, gpu: str | None = None,
-            dtype: str = "fp32", tile_rule: str = "fastest") -> pd.DataFrame:
+            dtype: str = "fp32") -> pd.DataFrame:
     """``frame`` with ``gpu`` (the catalog slug), ``predicted_seconds`` and ``error`` (predicted /
-    measured − 1) added, rows in input order. ``gpu`` overrides each row's ``device``; ``tile_rule``:
-    how GEMM tiles are picked (:data:`archsim.devices.kernels.TILE_RULES`)."""
+    measured − 1) added, rows in input order. ``gpu`` overrides each row's ``device``."""
     out = frame.copy()
     names = pd.Series(gpu, index=out.index) if gpu else out["device"]
     if names.isna().any() or (names == "").any():
@@ -154,19 +153,18 @@ def predict(frame: pd.DataFrame, constants: KernelConstants, gpu: str | None = N
     missing = sorted(set(names[out["gpu"] == ""].astype(str)))
     if missing:
         raise InputError(f"unknown GPU {missing[0]!r}; the catalog has {', '.join(KNOWN_GPUS)}", field="gpu")
-    out["predicted_seconds"] = _seconds(out, constants, dtype, tile_rule)
+    out["predicted_seconds"] = _seconds(out, constants, dtype)
     out["error"] = out["predicted_seconds"] / out["measured_seconds"] - 1
     return out
 
 
-def _seconds(frame: pd.DataFrame, constants: KernelConstants, dtype: str = "fp32",
-             tile_rule: str = "fastest") -> np.ndarray:
+def _seconds(frame: pd.DataFrame, constants: KernelConstants, dtype: str = "fp32") -> np.ndarray:
     """Predicted seconds of rows whose ``gpu`` column holds catalog slugs."""
     seconds = np.full(len(frame), np.nan)
     for slug, positions in frame.groupby("gpu", sort=False).indices.items():
         group = frame.iloc[positions]
         seconds[positions] = kernel_seconds({c: group[c].to_numpy() for c in ("op", *SHAPES)},
-                                            KNOWN_GPUS[str(slug)], constants, dtype, tile_rule)
+                                            KNOWN_GPUS[str(slug)], constants, dtype)
     return seconds
 
 
@@ -180,22 +178,20 @@ def mape_by_class(predicted: pd.DataFrame, by: Sequence[str] = ("op_class",)) ->
                              kind="stable").reset_index(drop=True)
 
 
-def fit_constants(frame: pd.DataFrame, start: KernelConstants, iterations: int = 3000,
-                  tile_rule: str = "fastest") -> KernelConstants:
+def fit_constants(frame: pd.DataFrame, start: KernelConstants, iterations: int = 3000) -> KernelConstants:
     """Constants minimizing the sum over op classes of each class's MAPE on ``frame`` (measured rows
     with a ``device`` column): Nelder–Mead on their logarithms, from ``start`` but for ``energy_pj``,
-    which starts at :data:`ENERGY_START_PJ`; ``iterations`` in all, over :data:`FIT_ROUNDS` restarts;
-    GEMM tiles by ``tile_rule``."""
+    which starts at :data:`ENERGY_START_PJ`; ``iterations`` in all, over :data:`FIT_ROUNDS` restarts."""
     from scipy.optimize import minimize
 
     start = replace(start, energy_pj=ENERGY_START_PJ)
-    frame = predict(frame.reset_index(drop=True), start, tile_rule=tile_rule)  # resolves each row's GPU once
+    frame = predict(frame.reset_index(drop=True), start)  # resolves each row's GPU once
     measured = frame["measured_seconds"].to_numpy()
     classes = [np.flatnonzero(frame["op_class"].to_numpy() == c) for c in CLASS_ORDER]
     classes = [rows for rows in classes if rows.size]
 
     def loss(logs: np.ndarray) -> float:
-        error = np.abs(_seconds(frame, _constants(logs, start), tile_rule=tile_rule) / measured - 1)
+        error = np.abs(_seconds(frame, _constants(logs, start)) / measured - 1)
         return float(sum(error[rows].mean() for rows in classes))
 
     logs = _logs(start)
@@ -220,15 +216,15 @@ def largest_tie(energies: np.ndarray, losses: np.ndarray) -> float:
 
 
 def leave_one_gpu_out(fit_rows: pd.DataFrame, check_rows: pd.DataFrame, start: KernelConstants,
-                      iterations: int = 3000, tile_rule: str = "fastest") -> pd.DataFrame:
+                      iterations: int = 3000) -> pd.DataFrame:
     """Held-out accuracy: for each GPU of ``check_rows``, the constants fitted on the other GPUs' rows
     of ``fit_rows`` predict its rows. MAPE (%) per GPU and op class, with the constants used."""
     fit_gpus = predict(fit_rows, start)["gpu"]
     check = predict(check_rows, start)
     tables = []
     for gpu in dict.fromkeys(check["gpu"]):
-        constants = fit_constants(fit_rows[(fit_gpus != gpu).to_numpy()], start, iterations, tile_rule)
-        mine = predict(check_rows[(check["gpu"] == gpu).to_numpy()], constants, tile_rule=tile_rule)
+        constants = fit_constants(fit_rows[(fit_gpus != gpu).to_numpy()], start, iterations)
+        mine = predict(check_rows[(check["gpu"] == gpu).to_numpy()], constants)
         tables.append(mape_by_class(mine, ("gpu", "op_class")).assign(constants=str(constants)))
     return pd.concat(tables, ignore_index=True)
 
