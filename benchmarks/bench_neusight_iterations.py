@@ -93,6 +93,56 @@ def predict_with(data: Path, folder: Path, device: str, model: str, seq: int, ba
     return {"forward_seconds": result.forward_seconds, "backward_seconds": result.backward_seconds}
 
 
+def linears_alone(data: Path, folder: Path, row) -> dict:
+    """The iteration's linear kernels that NeuSight also timed alone on the row's GPU (``linear.csv``, the
+    same M, reduction and output width), against archsim's time of the same kernels in the step, and
+    the rest of the iteration: measured as the iteration less those kernels' times alone, and
+    archsim's, with and without a launch per kernel. Why: it says where the iteration's error lies
+    without any constant (docs/training.md, "NeuSight's iterations")."""
+    from dataclasses import replace
+
+    from archsim.devices.kernel_ops import op_seconds
+    from archsim.training.cluster import load_gpu_cluster
+    from archsim.training.hf_ops import hf_block_work, hf_embedding_work, hf_head_work
+    from archsim.training.iteration import machine_op_seconds
+    from archsim.training.parallel import Parallelism
+    from archsim.validation.neusight import read_neusight_csv
+    from archsim.workload.transformer import load_transformer
+
+    linear = read_neusight_csv(data / "linear.csv").frame
+    device = row.device.replace("_", " ")
+    alone = {(r.M, r.N, r.K): r.measured_seconds for r in linear[linear["device"] == device].itertuples()}
+    config = load_transformer(data / "model_configs" / f"{row.model}.json", seq=row.seq)
+    par = Parallelism(1, 1, 1, row.batch, row.batch, "none", attention="standard")
+    machine = replace(load_gpu_cluster(cluster_file(folder, row.device), "fp32").laid_out(par)[0],
+                      implementation="pytorch-eager")
+    found = {"matched": 0, "linears": 0, "alone_ms": 0.0, "archsim_ms": 0.0, "rest_ms": 0.0, "rest_alone_ms": 0.0,
+             "rest_kernels": 0}
+    for work, times in ((hf_block_work(config, row.batch), config.layers), (hf_embedding_work(config, row.batch), 1),
+                        (hf_head_work(config, row.batch), 1)):
+        ops = [*work.forward, *work.backward]
+        in_step = machine_op_seconds(ops, machine)
+        timed_alone = op_seconds(ops, machine.gpu, machine.pytorch_constants, "fp32")  # each with its launch
+        for op, step, by_itself in zip(ops, in_step, timed_alone):
+            if len(op.gemms) == 1 and op.gemms[0].count == 1:
+                found["linears"] += times
+                g = op.gemms[0]
+                if (g.m, g.k, g.n) in alone:
+                    found["matched"] += times
+                    found["alone_ms"] += 1e3 * alone[(g.m, g.k, g.n)] * times
+                    found["archsim_ms"] += 1e3 * step * times
+                    continue
+            found["rest_ms"] += 1e3 * step * times
+            found["rest_alone_ms"] += 1e3 * by_itself * times
+            found["rest_kernels"] += times
+    if found["matched"] < found["linears"]:
+        return {}
+    return {"model": row.model, "batch": row.batch, "linear kernels": found["linears"],
+            "linears measured alone ms": found["alone_ms"], "linears archsim ms": found["archsim_ms"],
+            "rest measured ms": row.e2e_ms - found["alone_ms"], "rest kernels": found["rest_kernels"],
+            "rest archsim ms": found["rest_ms"], "rest archsim, a launch each ms": found["rest_alone_ms"]}
+
+
 def errors(row, meta: dict, label: str) -> dict:
     fw, bw = meta["forward_seconds"] * 1e3, meta["backward_seconds"] * 1e3
     return {"device": row.device, "model": row.model, "seq": row.seq, "batch": row.batch, "constants": label,
@@ -116,7 +166,7 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=600, help="Nelder–Mead iterations per held-out fit")
     args = parser.parse_args()
     cells = pd.read_csv(args.data / "train_iterations.csv")
-    measured, every = [], []
+    measured, every, split = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         held = {device: held_out_constants(args.data, device, args.iterations) for device in set(cells.device)}
@@ -125,6 +175,8 @@ def main() -> None:
             same = predict_with(args.data, folder, row.device, row.model, row.seq, row.batch, FITTED)
             assert same["forward_seconds"] == shipped["forward_seconds"], "the in-process run is the CLI's"
             measured.append(errors(row, shipped, "fitted (five GPUs)"))
+            if parts := linears_alone(args.data, folder, row):
+                split.append(parts)
             measured.append(errors(row, predict_with(args.data, folder, row.device, row.model, row.seq, row.batch,
                                                      held[row.device]), "held out (its GPU not fitted)"))
         devices = sorted(p.stem for p in (args.data / "device_configs").glob("*.json"))
@@ -148,7 +200,13 @@ def main() -> None:
             + markdown(table)
             + "\n\nMean absolute error of the totals: "
             + "; ".join(f"{label} {value:.1f}%" for label, value in mape.items()) + ".\n\n"
-            "## Every GPU of `device_configs/` (prediction only)\n\n"
+            "## Where the error lies: the linear kernels NeuSight also timed alone\n\n"
+            "Cells whose every linear kernel (forward and backward) has a row of the same shape on the same GPU "
+            "in `linear.csv`: those kernels' times alone against archsim's, and the rest of the iteration (the "
+            "measured iteration less those times alone) against archsim's rest, in the step (no launch) and "
+            "with a launch of a kernel timed alone each. Shipped constants.\n\n"
+            + (markdown(pd.DataFrame(split)) if split else "(no cell has all its linear kernels timed alone)")
+            + "\n\n## Every GPU of `device_configs/` (prediction only)\n\n"
             + markdown(grid) + "\n")
     atomic_write_text(results / "neusight_iterations.md", text)
     print(table.to_string(index=False, float_format=lambda v: f"{v:.1f}"))

@@ -86,11 +86,23 @@ def test_fp16_kernels_keep_the_training_fit_in_either_implementation(implementat
 
 def test_fp32_on_a_catalog_gpu_takes_pytorchs_kernels_and_a_device_file_its_own():
     machine = _machine("pytorch-eager", "fp32", "Tesla_V100-PCIE-32GB")
-    assert machine.kernels == KernelFamilies(machine.pytorch_constants, machine.pytorch_constants, pytorch=True)
+    queued = replace(machine.pytorch_constants, launch_s=0.0)  # inside a training step kernels queue
+    assert machine.kernels == KernelFamilies(queued, queued, pytorch=True)
     own = replace(A100_KERNELS, launch_s=1e-6)
     device = replace(H200, gemm="arrays")
     assert kernel_families(device, "fp32", own) == kernel_families(device, "fp16", own, pytorch_memory_bound=True) \
         == KernelFamilies(own, own)
+
+
+def test_an_fp32_kernel_pays_its_launch_alone_and_none_queued_inside_a_step():
+    """The same V100 fp32 layer norm: timed alone (validate-gpu) it pays NeuSight's 16.0 µs launch;
+    inside a training step it queues behind the kernel before it and pays none."""
+    v100 = catalog_device("v100-pcie-32gb")
+    op = TrainingOp("norm", "F", (), vector_elements=2 * 512 * 1024, kernel=("ln", 512, 1024))
+    alone = op_seconds([op], v100, kernel_families(v100, "fp32", A100_KERNELS, FITTED, alone=True), "fp32")[0]
+    in_step = op_seconds([op], v100, kernel_families(v100, "fp32", A100_KERNELS, FITTED), "fp32")[0]
+    assert alone - in_step == pytest.approx(16.0e-6, rel=1e-9)
+    assert in_step > 0
 
 
 def test_a_kernel_timed_alone_pays_the_launch_fitted_on_kernels_timed_alone():
