@@ -67,10 +67,10 @@ EXPECTED_MAX = {1: 0.0, 2: 0.5642, 4: 1.0294, 8: 1.4236}
 def slowest_host(cv: list[float]):
     original = iteration.piece_cost
 
-    def piece_cost(work, par, machine, recompute):
+    def piece_cost(work, par, machine, recompute, counted=None):
         e = machine.efficiency
         slow = replace(e, host_s=e.host_s * (1 + cv[0] * EXPECTED_MAX[par.tp]))
-        return original(work, par, replace(machine, efficiency=slow), recompute)
+        return original(work, par, replace(machine, efficiency=slow), recompute, counted)
 
     with swapped((iteration,), "piece_cost", piece_cost):
         yield
@@ -84,8 +84,8 @@ ASYNC_PAIRS = (("attn.all-reduce", "qkv"), ("mlp.all-reduce", "fc1"))
 def async_allreduce():
     original = iteration.piece_cost
 
-    def piece_cost(work, par, machine, recompute):
-        cost = original(work, par, machine, recompute)
+    def piece_cost(work, par, machine, recompute, counted=None):
+        cost = original(work, par, machine, recompute, counted)
         if par.tp == 1 or par.sequence_parallel or not work.backward_collectives:
             return cost
         weight = {name: t for name, kind, t in cost.ops if kind == "G"}

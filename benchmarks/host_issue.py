@@ -95,8 +95,8 @@ def host_issue():
     and out)."""
     original = iteration.piece_cost
 
-    def piece_cost(work, par, machine, recompute):
-        cost = original(work, par, machine, recompute)
+    def piece_cost(work, par, machine, recompute, counted=None):
+        cost = original(work, par, machine, recompute, counted)
         return host_issue_cost(cost, work, machine.efficiency.host_s, machine.implementation, recompute)
 
     with swapped((iteration,), "piece_cost", piece_cost):

@@ -73,13 +73,13 @@ def test_the_recomputed_forwards_kernels_match_the_profilers_count():
     assert iteration_ops(HOST_CONFIG, "pytorch-eager", "full") - iteration_ops(HOST_CONFIG, "pytorch-eager") == extra
 
 
-def test_probe_counts_its_host_iteration_as_megatron_and_recounts_it_for_eager():
+def test_probe_counts_its_host_iteration_as_megatron_and_recounts_its_launches_for_eager():
     rows = read_probe(PROBE)[1]
     host = next(r for r in rows if r.section == "host" and r.name == HOST_ROW)
     assert host.ops == iteration_ops(HOST_CONFIG)
     megatron, eager = fit_probe(rows, catalog_device("h200")), fit_probe(rows, catalog_device("h200"), "pytorch-eager")
     ratio = iteration_ops(HOST_CONFIG, "pytorch-eager") / host.ops
-    assert eager.efficiency.host_s == pytest.approx(megatron.efficiency.host_s / ratio)
+    assert eager.efficiency.host_s == megatron.efficiency.host_s  # per Megatron op: the host floor recounts it
     assert eager.kernels_per_op == pytest.approx(megatron.kernels_per_op / ratio)
     assert (eager.efficiency.gemm, eager.efficiency.memory) == (megatron.efficiency.gemm, megatron.efficiency.memory)
 
@@ -103,8 +103,9 @@ def test_default_is_megatron_and_bad_choices_fail():
     par = Parallelism(1, 1, 1, 8, 2)
     machine = single_node().machine(par)
     assert machine.implementation == "megatron"
-    layer = model_pieces(C, par, machine)["layer"]
-    eager = model_pieces(C, par, replace(machine, implementation="pytorch-eager"))["layer"]
+    no_host = replace(machine, efficiency=replace(machine.efficiency, host_s=0.0))  # the GPU's time alone
+    layer = model_pieces(C, par, no_host)["layer"]
+    eager = model_pieces(C, par, replace(no_host, implementation="pytorch-eager"))["layer"]
     assert eager.forward > layer.forward and eager.backward_input > layer.backward_input
     with pytest.raises(InputError, match="implementation must be one of"):
         Machine(machine.gpu, machine.efficiency, machine.links, "apex")
@@ -128,3 +129,15 @@ def test_bench_predicts_with_the_eager_list_on_request(tmp_path):
     assert "Op list: `pytorch-eager`" in texts["pytorch-eager"] and "Op list" not in texts["megatron"]
     committed = ROOT / "benchmarks" / "results" / "gpu_train_h200.md"
     assert texts["megatron"].split("\n", 4)[4] == committed.read_text().split("\n", 4)[4]  # unchanged by the variant
+
+
+def test_an_eager_pass_is_issued_in_the_host_time_of_megatrons_ops():
+    """The host's time per op is fitted per op of Megatron's list: a host-bound eager pass (17 forward
+    kernels per layer) takes the host time of Megatron's 13 forward ops, not of its own 17."""
+    par = Parallelism(1, 1, 1, 8, 2)
+    machine = single_node().machine(par)
+    slow_host = replace(machine, efficiency=replace(machine.efficiency, host_s=1.0))  # 1 s per op: host-bound
+    megatron = model_pieces(C, par, slow_host)["layer"]
+    eager = model_pieces(C, par, replace(slow_host, implementation="pytorch-eager"))["layer"]
+    assert len(eager_block_work(C, 2).forward) == 17
+    assert eager.forward == megatron.forward == pytest.approx(13.0)

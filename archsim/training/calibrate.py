@@ -169,8 +169,10 @@ def fit_probe(rows: list[ProbeRow], device: Device, implementation: str = "megat
     relative error of archsim's own :func:`~archsim.devices.kernels.stream_seconds` and
     :func:`~archsim.devices.kernel_ops.device_gemm_seconds` (the memory one
     in closed form, linear in 1 / memory; the GEMM one over a 0.001 grid, its model being stepwise).
-    ``implementation``: whose op list the host and launch rows are divided by (the probe wrote
-    Megatron's count of :data:`HOST_CONFIG`'s iteration; ``pytorch-eager`` recounts it)."""
+    ``implementation``: whose op list the launch row is divided by (the probe wrote Megatron's count
+    of :data:`HOST_CONFIG`'s iteration; ``pytorch-eager`` recounts it). ``host_s`` stays per Megatron
+    op in either: the host floor of any list is counted in Megatron's ops
+    (:func:`archsim.training.iteration.piece_cost`)."""
     by = {s: [r for r in rows if r.section == s] for s in ("gemm", "memory", "kernel", "host")}
     if missing := [s for s, rs in by.items() if not rs]:
         raise InputError(f"the probe has no {', '.join(missing)} rows", field="section")
@@ -185,7 +187,9 @@ def fit_probe(rows: list[ProbeRow], device: Device, implementation: str = "megat
             raise InputError(f"the probe's {HOST_ROW} row counts {host[0].ops} ops, not {HOST_CONFIG.name}'s "
                              f"{iteration_ops(HOST_CONFIG)}: cannot recount it for {implementation}", field="ops")
         recount = iteration_ops(HOST_CONFIG, implementation) / host[0].ops
-    host_s = min(r.seconds / (r.ops * recount) for r in host + synced)  # a queued time above the synchronized one hid a sync
+    # per Megatron op whatever the list: the training model recounts the host for another list
+    # (archsim.training.iteration.piece_cost); a queued time above the synchronized one hid a sync
+    host_s = min(r.seconds / r.ops for r in host + synced)
     t = np.array([r.seconds for r in by["memory"]])
     moved = np.array([r.bytes for r in by["memory"]])
     a = moved / (device.hbm_bytes_per_s * t)  # seconds at full HBM bandwidth / measured seconds

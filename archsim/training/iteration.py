@@ -5,7 +5,8 @@ and optimizer step.
    are the sums of its ops' times on the GPU (:func:`archsim.devices.kernel_ops.op_seconds`) and of
    its tensor-parallel collectives (they run on the compute stream, between the GEMMs, as Megatron
    issues them). A pass is host-bound when its ops are issued slower than the GPU runs them:
-   each pass (forward, recompute, backward) takes max(GPU time, ops × ``efficiency.host_s``).
+   each pass (forward, recompute, backward) takes max(GPU time, ops × ``efficiency.host_s``), the ops
+   counted in Megatron's list, the list ``host_s`` was fitted per (:func:`host_issues`).
    Recomputation adds the forward again to I: all of a layer's forward (``full``) or
    its attention core (``selective``).
 2. The stages' action order is the published schedule's (:func:`archsim.policies.stage_orders.published_order`:
@@ -92,7 +93,19 @@ def machine_op_seconds(ops: list[TrainingOp], machine: Machine) -> np.ndarray:
     return op_seconds(ops, machine.gpu, machine.kernels, machine.dtype)
 
 
-def piece_cost(work: Work, par: Parallelism, machine: Machine, recompute: str) -> PieceCost:
+def host_issues(work: Work) -> tuple[int, int]:
+    """(forward, backward) ops and TP collectives the host issues for ``work``, as the host floor counts them."""
+    return (len(work.forward) + len(work.forward_collectives), len(work.backward) + len(work.backward_collectives))
+
+
+def piece_cost(work: Work, par: Parallelism, machine: Machine, recompute: str,
+               counted: Work | None = None) -> PieceCost:
+    """``work``'s :class:`PieceCost` on ``machine``. ``counted``: the same piece in the op list the host's
+    time per op (``efficiency.host_s``) was fitted per — Megatron's, for the vTrain fit — when ``work``
+    is another list's. Why: a fit measures the host's time for a pass and states it per op of its own
+    list; another list of the same pass (eager PyTorch's, 1.5–1.8× as many ops) is issued in that time,
+    not in its own count × the constant. A probe's host row is stated per Megatron op too
+    (:func:`archsim.training.calibrate.fit_probe`)."""
     ops: list[TrainingOp] = [*work.forward, *work.backward]
     scale = machine.scale
     seconds = machine_op_seconds(ops, machine)
@@ -102,20 +115,22 @@ def piece_cost(work: Work, par: Parallelism, machine: Machine, recompute: str) -
                   for c in (*work.forward_collectives, *work.backward_collectives))
     nf = len(work.forward)
     host = machine.efficiency.host_s
+    issued_f = host_issues(work)[0]
+    fitted_f, fitted_b = host_issues(counted or work)
     tp_f = _coll_seconds(work.forward_collectives, par, machine.links, scale)
     tp_b = _coll_seconds(work.backward_collectives, par, machine.links, scale)
     # a pass takes max(GPU time, host issue time); the host-bound excess is charged to its compute
     forward = float(seconds[:nf].sum())
-    forward = max(forward, host * (nf + len(work.forward_collectives)) - tp_f)
+    forward = max(forward, host * fitted_f - tp_f)
     back = [(op, float(t)) for op, t in zip(work.backward, seconds[nf:])]
     weight = sum(t for op, t in back if op.kind == "G")
     delta = sum(t for _, t in back) - weight
-    delta = max(delta, host * (len(work.backward) + len(work.backward_collectives)) - tp_b - weight)
+    delta = max(delta, host * fitted_b - tp_b - weight)
     if recompute == "full":
         redo = forward + tp_f
     elif recompute == "selective":
         core = [t for op, t in zip(work.forward, seconds[:nf]) if op.layer in ATTENTION_CORE]
-        redo = max(float(sum(core)), host * len(core))
+        redo = max(float(sum(core)), host * len(core) * fitted_f / max(issued_f, 1))
     else:
         redo = 0.0
     return PieceCost(forward, delta, weight, redo, tp_f, tp_b, rows)
@@ -135,19 +150,18 @@ def _model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> d
     b, t, sp = par.micro_batch, par.tp, par.sequence_parallel
     if machine.implementation == "pytorch-eager" and machine.dtype == "fp32":  # Hugging Face's modules, no AMP
         check_hf(c, t, sp, par.attention)
-        return {"layer": piece_cost(hf_block_work(c, b), par, machine, par.recompute),
-                "embedding": piece_cost(hf_embedding_work(c, b), par, machine, "none"),
-                "head": piece_cost(hf_head_work(c, b), par, machine, "none")}
-    if machine.implementation == "pytorch-eager":
+        lists = (hf_block_work(c, b), hf_embedding_work(c, b), hf_head_work(c, b))
+    elif machine.implementation == "pytorch-eager":
         check_eager(c, t, sp)
         if par.attention != "standard":
             raise InputError("the pytorch-eager op list runs standard attention only", field="attention")
-        return {"layer": piece_cost(eager_block_work(c, b), par, machine, par.recompute),
-                "embedding": piece_cost(eager_embedding_work(c, b), par, machine, "none"),
-                "head": piece_cost(eager_head_work(c, b), par, machine, "none")}
-    return {"layer": piece_cost(block_work(c, b, t, sp, par.attention), par, machine, par.recompute),
-            "embedding": piece_cost(embedding_work(c, b, t), par, machine, "none"),
-            "head": piece_cost(head_work(c, b, t), par, machine, "none")}
+        lists = (eager_block_work(c, b), eager_embedding_work(c, b), eager_head_work(c, b))
+    megatron = (block_work(c, b, t, sp, par.attention), embedding_work(c, b, t), head_work(c, b, t))
+    if machine.implementation == "megatron":
+        lists = megatron
+    layer, embedding, head = (piece_cost(work, par, machine, recompute, counted)
+                              for work, counted, recompute in zip(lists, megatron, (par.recompute, "none", "none")))
+    return {"layer": layer, "embedding": embedding, "head": head}
 
 
 def after_backward(c: TransformerConfig, par: Parallelism, machine: Machine, rank: int,
@@ -185,6 +199,7 @@ __all__ = [
     "OPTIMIZER_BYTES_PER_PARAMETER",
     "PieceCost",
     "after_backward",
+    "host_issues",
     "machine_op_seconds",
     "model_pieces",
     "piece_cost",
