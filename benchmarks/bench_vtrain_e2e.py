@@ -220,7 +220,7 @@ def check_measured(csv_path: str, cluster_path: str, markdown: str | None, per_r
         predictions = predict(table.runs, cluster, implementation=implementation)
         fit = probed = None
         if probe_path:
-            fit = probe_fit(probe_path, cluster.gpu, implementation)
+            fit = probe_fit(probe_path, cluster.gpu)
             probed = [p.error for p in predict(table.runs, cluster, fit.efficiency, implementation)]
     except InputError as exc:
         print(f"bench_vtrain_e2e: {exc}", file=sys.stderr)
@@ -239,7 +239,7 @@ def check_measured(csv_path: str, cluster_path: str, markdown: str | None, per_r
     return 0
 
 
-def probe_fit(path: str, device, implementation: str = "megatron"):
+def probe_fit(path: str, device):
     """The probe's fitted constants; the probe must have run on ``device`` (exit 2 otherwise)."""
     from archsim.devices.catalog import find_gpu, gpu
     from archsim.errors import InputError
@@ -251,7 +251,7 @@ def probe_fit(path: str, device, implementation: str = "megatron"):
     if known is None or gpu(known).name != device.name:
         raise InputError(f"the probe ran on {name or 'an unnamed GPU'!r}, the cluster has {device.name}", file=path,
                          field="gpu")
-    return fit_probe(rows, device, implementation)
+    return fit_probe(rows, device)
 
 
 def measured_row(p: Prediction) -> dict:

@@ -73,15 +73,17 @@ def test_the_recomputed_forwards_kernels_match_the_profilers_count():
     assert iteration_ops(HOST_CONFIG, "pytorch-eager", "full") - iteration_ops(HOST_CONFIG, "pytorch-eager") == extra
 
 
-def test_probe_counts_its_host_iteration_as_megatron_and_recounts_its_launches_for_eager():
+def test_probe_states_its_host_and_launches_per_megatron_op():
+    """The probe writes its host iteration's op count in Megatron's list, and the fit divides by it:
+    the training model counts a fit's per-op overheads in Megatron's ops whatever list runs."""
     rows = read_probe(PROBE)[1]
     host = next(r for r in rows if r.section == "host" and r.name == HOST_ROW)
-    assert host.ops == iteration_ops(HOST_CONFIG)
-    megatron, eager = fit_probe(rows, catalog_device("h200")), fit_probe(rows, catalog_device("h200"), "pytorch-eager")
-    ratio = iteration_ops(HOST_CONFIG, "pytorch-eager") / host.ops
-    assert eager.efficiency.host_s == megatron.efficiency.host_s  # per Megatron op: the host floor recounts it
-    assert eager.kernels_per_op == pytest.approx(megatron.kernels_per_op / ratio)
-    assert (eager.efficiency.gemm, eager.efficiency.memory) == (megatron.efficiency.gemm, megatron.efficiency.memory)
+    launches = next(r for r in rows if r.section == "launches" and r.name == HOST_ROW)
+    assert host.ops == launches.ops == iteration_ops(HOST_CONFIG)
+    fit = fit_probe(rows, catalog_device("h200"))
+    synced = [r for r in rows if r.section == "host" and r.name == HOST_ROW + ".synchronized"]
+    assert fit.efficiency.host_s == min(r.seconds / r.ops for r in [host, *synced])
+    assert fit.kernels_per_op == launches.count / launches.ops
 
 
 def test_head_moves_fp32_logits_each_way():
@@ -141,3 +143,19 @@ def test_an_eager_pass_is_issued_in_the_host_time_of_megatrons_ops():
     eager = model_pieces(C, par, replace(slow_host, implementation="pytorch-eager"))["layer"]
     assert len(eager_block_work(C, 2).forward) == 17
     assert eager.forward == megatron.forward == pytest.approx(13.0)
+
+
+def test_an_eager_pass_pays_the_fits_per_kernel_gap_as_often_as_megatrons_ops():
+    """The training fit's gap per kernel (launch_s) is stated per op of Megatron's list too: an eager
+    layer's forward (17 kernels) pays it 13 times in all, its backward (29) 19 times."""
+    par = Parallelism(1, 1, 1, 8, 2)
+    machine = single_node().machine(par)
+    no_host = replace(machine, efficiency=replace(machine.efficiency, host_s=0.0))
+    no_gap = replace(no_host, efficiency=replace(no_host.efficiency, launch_s=0.0))
+    gap = no_host.efficiency.launch_s
+    eager = model_pieces(C, par, replace(no_host, implementation="pytorch-eager"))["layer"]
+    bodies = model_pieces(C, par, replace(no_gap, implementation="pytorch-eager"))["layer"]
+    assert (len(eager_block_work(C, 2).forward), len(eager_block_work(C, 2).backward)) == (17, 29)
+    assert eager.forward - bodies.forward == pytest.approx(13 * gap, rel=1e-9)
+    both = eager.backward_input + eager.backward_weight - bodies.backward_input - bodies.backward_weight
+    assert both == pytest.approx(19 * gap, rel=1e-9)

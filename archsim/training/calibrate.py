@@ -161,7 +161,7 @@ def iteration_ops(c: TransformerConfig, implementation: str = "megatron", recomp
     return ops + (c.layers * len(layer.forward) if recompute == "full" else 0)
 
 
-def fit_probe(rows: list[ProbeRow], device: Device, implementation: str = "megatron") -> ProbeFit:
+def fit_probe(rows: list[ProbeRow], device: Device) -> ProbeFit:
     """The four constants from a probe on ``device``: ``launch_s`` = the median kernel row × the
     kernels launched per archsim op (the :data:`HOST_ROW` iteration's ``launches`` row; archsim charges
     one overhead per op, plain PyTorch launches several), ``host_s`` = the :data:`HOST_ROW` seconds per
@@ -169,10 +169,9 @@ def fit_probe(rows: list[ProbeRow], device: Device, implementation: str = "megat
     relative error of archsim's own :func:`~archsim.devices.kernels.stream_seconds` and
     :func:`~archsim.devices.kernel_ops.device_gemm_seconds` (the memory one
     in closed form, linear in 1 / memory; the GEMM one over a 0.001 grid, its model being stepwise).
-    ``implementation``: whose op list the launch row is divided by (the probe wrote Megatron's count
-    of :data:`HOST_CONFIG`'s iteration; ``pytorch-eager`` recounts it). ``host_s`` stays per Megatron
-    op in either: the host floor of any list is counted in Megatron's ops
-    (:func:`archsim.training.iteration.piece_cost`)."""
+    Both overheads are per op of Megatron's list (the probe wrote Megatron's count of
+    :data:`HOST_CONFIG`'s iteration), whatever list the constants then time: the training model counts
+    them in Megatron's ops of each pass (:func:`archsim.training.iteration.piece_cost`)."""
     by = {s: [r for r in rows if r.section == s] for s in ("gemm", "memory", "kernel", "host")}
     if missing := [s for s, rs in by.items() if not rs]:
         raise InputError(f"the probe has no {', '.join(missing)} rows", field="section")
@@ -181,14 +180,9 @@ def fit_probe(rows: list[ProbeRow], device: Device, implementation: str = "megat
     if not host:
         raise InputError(f"the probe has no {HOST_ROW} row", field="name")
     synced = [r for r in by["host"] if r.name == HOST_ROW + ".synchronized" and r.ops > 0]
-    recount = 1.0
-    if implementation != "megatron":
-        if host[0].ops != iteration_ops(HOST_CONFIG):
-            raise InputError(f"the probe's {HOST_ROW} row counts {host[0].ops} ops, not {HOST_CONFIG.name}'s "
-                             f"{iteration_ops(HOST_CONFIG)}: cannot recount it for {implementation}", field="ops")
-        recount = iteration_ops(HOST_CONFIG, implementation) / host[0].ops
-    # per Megatron op whatever the list: the training model recounts the host for another list
-    # (archsim.training.iteration.piece_cost); a queued time above the synchronized one hid a sync
+    # host and launch stay per Megatron op whatever list runs: the training model counts a fit's per-op
+    # overheads in Megatron's ops (archsim.training.iteration.piece_cost); a queued time above the
+    # synchronized one hid a sync
     host_s = min(r.seconds / r.ops for r in host + synced)
     t = np.array([r.seconds for r in by["memory"]])
     moved = np.array([r.bytes for r in by["memory"]])
@@ -205,7 +199,7 @@ def fit_probe(rows: list[ProbeRow], device: Device, implementation: str = "megat
     best = int(np.argmin(errors))
     sizes = {s: len(rs) for s, rs in by.items()}
     launches = [r for r in rows if r.section == "launches" and r.name == HOST_ROW and r.ops > 0 and r.count > 0]
-    per_op = launches[0].count / (launches[0].ops * recount) if launches else 1.0
+    per_op = launches[0].count / launches[0].ops if launches else 1.0
     fitted = replace(probe, gemm=float(round(grid[best], 3)), launch_s=kernel_s * per_op)
     return ProbeFit(fitted, float(np.sqrt(errors[best])), memory_rms, sizes, per_op)
 

@@ -40,7 +40,7 @@ from functools import lru_cache
 import numpy as np
 
 from archsim.collectives import collective_seconds
-from archsim.devices.kernel_ops import op_seconds
+from archsim.devices.kernel_ops import KernelFamilies, op_seconds
 from archsim.devices.kernels import stream_seconds
 from archsim.errors import InputError
 from archsim.lowering import TrainingOp
@@ -93,6 +93,22 @@ def machine_op_seconds(ops: list[TrainingOp], machine: Machine) -> np.ndarray:
     return op_seconds(ops, machine.gpu, machine.kernels, machine.dtype)
 
 
+def recounted_op_seconds(work: Work, machine: Machine, counted: Work) -> np.ndarray:
+    """Each op's GPU seconds of ``work`` (forward, then backward), each pass's kernels paying the training
+    fit's per-kernel gap (``launch_s``) as many times in all as ``counted``'s ops of that pass: the fit
+    stated it per op of Megatron's list, like ``host_s`` (:func:`piece_cost`). PyTorch's fp32 kernels
+    (no gap inside a step: :func:`archsim.devices.kernel_ops.queued`) are unchanged by it."""
+    families = machine.kernels
+    passes = []
+    for mine, theirs in ((work.forward, counted.forward), (work.backward, counted.backward)):
+        share = len(theirs) / max(len(mine), 1)
+        scaled = KernelFamilies(replace(families.gemm, launch_s=families.gemm.launch_s * share),
+                                replace(families.memory_bound, launch_s=families.memory_bound.launch_s * share),
+                                families.pytorch)
+        passes.append(op_seconds(list(mine), machine.gpu, scaled, machine.dtype))
+    return np.concatenate(passes)
+
+
 def host_issues(work: Work) -> tuple[int, int]:
     """(forward, backward) ops and TP collectives the host issues for ``work``, as the host floor counts them."""
     return (len(work.forward) + len(work.forward_collectives), len(work.backward) + len(work.backward_collectives))
@@ -100,15 +116,16 @@ def host_issues(work: Work) -> tuple[int, int]:
 
 def piece_cost(work: Work, par: Parallelism, machine: Machine, recompute: str,
                counted: Work | None = None) -> PieceCost:
-    """``work``'s :class:`PieceCost` on ``machine``. ``counted``: the same piece in the op list the host's
-    time per op (``efficiency.host_s``) was fitted per — Megatron's, for the vTrain fit — when ``work``
-    is another list's. Why: a fit measures the host's time for a pass and states it per op of its own
-    list; another list of the same pass (eager PyTorch's, 1.5–1.8× as many ops) is issued in that time,
-    not in its own count × the constant. A probe's host row is stated per Megatron op too
+    """``work``'s :class:`PieceCost` on ``machine``. ``counted``: the same piece in the op list the
+    training fit's per-op overheads — the host's time (``efficiency.host_s``) and the gap per kernel
+    (``launch_s``) — were fitted per, Megatron's, when ``work`` is another list's. Why: a fit measures
+    a pass's overheads and states them per op of its own list; another list of the same pass (eager
+    PyTorch's, 1.5–1.8× as many ops) pays them in all as Megatron's ops do, not its own count × the
+    constants (:func:`recounted_op_seconds`). A probe's host row is stated per Megatron op too
     (:func:`archsim.training.calibrate.fit_probe`)."""
     ops: list[TrainingOp] = [*work.forward, *work.backward]
     scale = machine.scale
-    seconds = machine_op_seconds(ops, machine)
+    seconds = machine_op_seconds(ops, machine) if counted is None else recounted_op_seconds(work, machine, counted)
     rows = tuple((op.layer, op.kind, float(t)) for op, t in zip(ops, seconds))
     rows += tuple((f"{c.name} ({c.kind}, {c.bytes * scale / 2**20:.3g} MiB)", c.phase,
                    float(collective_seconds(c.kind, c.bytes * scale, par.tp, machine.links.tp)))
@@ -159,7 +176,7 @@ def _model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> d
     megatron = (block_work(c, b, t, sp, par.attention), embedding_work(c, b, t), head_work(c, b, t))
     if machine.implementation == "megatron":
         lists = megatron
-    layer, embedding, head = (piece_cost(work, par, machine, recompute, counted)
+    layer, embedding, head = (piece_cost(work, par, machine, recompute, None if counted is work else counted)
                               for work, counted, recompute in zip(lists, megatron, (par.recompute, "none", "none")))
     return {"layer": layer, "embedding": embedding, "head": head}
 
@@ -203,4 +220,5 @@ __all__ = [
     "machine_op_seconds",
     "model_pieces",
     "piece_cost",
+    "recounted_op_seconds",
 ]
