@@ -22,8 +22,8 @@ HELP = "one training iteration of a transformer on GPUs: TP × PP × DP, time, m
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", metavar="MODEL", help="transformer config: Hugging Face config.json (gpt2, llama, "
-                        "bert) or a [transformer] TOML")
+    parser.add_argument("model", metavar="MODEL", help="transformer config: Hugging Face config.json (gpt2, opt, "
+                        "llama, bert) or a [transformer] TOML")
     parser.add_argument("--cluster", required=True, metavar="CLUSTER.toml",
                         help='cluster TOML whose [[servers]] name their GPU (gpu = "a100-80gb") or a device file '
                              '(device = "chip.toml" or a SCALE-Sim .cfg, relative to the cluster file)')
@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--implementation", default="megatron", choices=IMPLEMENTATIONS,
                         help="whose op list runs: Megatron-LM's fused kernels, or plain eager PyTorch on one GPU "
                              "(fp16/bf16: the AMP GPT of benchmarks/gpu_train_measure.py; fp32: Hugging Face's "
-                             "GPT-2 and BERT modules, as NeuSight measured them); one iteration only")
+                             "GPT-2, OPT and BERT modules, as NeuSight measured them); one iteration only")
     parser.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel degree")
     parser.add_argument("--pp", type=positive_int, default=1, help="pipeline-parallel degree")
     parser.add_argument("--dp", type=positive_int, default=1, help="data-parallel degree")

@@ -1,5 +1,6 @@
 """The op list of Hugging Face transformers' eager modules trained in fp32 on one GPU: GPT-2
-(``GPT2LMHeadModel``) and BERT (``BertLMHeadModel``: the encoder and its MLM head), kernel by kernel,
+(``GPT2LMHeadModel``), OPT (``OPTForCausalLM``, :func:`_opt_block_work`) and BERT
+(``BertLMHeadModel``: the encoder and its MLM head), kernel by kernel,
 as PyTorch runs them without AMP — what NeuSight's measured iterations ran (``--implementation
 pytorch-eager --dtype fp32``; ``benchmarks/bench_neusight_iterations.py``).
 
@@ -44,7 +45,7 @@ from archsim.lowering import TrainingOp
 from archsim.training.layer_ops import Work, _gemm_ops
 from archsim.workload.transformer import TransformerConfig
 
-HF_FAMILIES = ("gpt", "bert")
+HF_FAMILIES = ("gpt", "opt", "bert")
 # gelu_new's kernels, elements moved per FFN element: forward pow, ×c, +, ×√(2/π), tanh, 1 +, 0.5·x, product
 GELU_NEW_FORWARD = (2, 2, 3, 2, 2, 2, 2, 3)
 # backward: the product's two gradients, ×0.5, tanh's backward, ×√(2/π), ×c, pow's backward (x², ×3, × dy),
@@ -55,7 +56,7 @@ DROPOUT = 2.25  # read, write, and a one-byte mask per fp32 element
 
 def check_hf(c: TransformerConfig, tp: int, sequence_parallel: bool, attention: str) -> None:
     if tp != 1 or sequence_parallel or c.family not in HF_FAMILIES:
-        raise InputError("implementation 'pytorch-eager' in fp32 models one-GPU Hugging Face GPT-2 and BERT "
+        raise InputError("implementation 'pytorch-eager' in fp32 models one-GPU Hugging Face GPT-2, OPT and BERT "
                          f"training only (TP 1, no sequence parallelism), got {c.family} at TP {tp}",
                          field="implementation")
     if attention != "standard":
@@ -98,7 +99,9 @@ class _Ops:
 
 
 def hf_block_work(c: TransformerConfig, micro_batch: int) -> Work:
-    """One GPT-2 or BERT layer's kernels for one micro-batch (module docstring's table)."""
+    """One GPT-2, OPT or BERT layer's kernels for one micro-batch (module docstring's table)."""
+    if c.family == "opt":
+        return _opt_block_work(c, micro_batch)
     s, h, b, f, a = c.seq, c.hidden, micro_batch, c.ffn, c.heads
     tokens = s * b
     x, ff, scores = tokens * h, tokens * f, s * s * b * a
@@ -150,14 +153,67 @@ def hf_block_work(c: TransformerConfig, micro_batch: int) -> Work:
     return o.work()
 
 
+def _opt_block_work(c: TransformerConfig, micro_batch: int) -> Work:
+    """One OPT decoder layer (``OPTDecoderLayer``, LayerNorm before each block): q, k, v as three
+    Linears on the same normed input (their input gradients summed), q scaled by 1/√d, each split into
+    heads by ``transpose(1, 2).contiguous()`` (a copy; its backward a copy too), the causal mask added
+    and the scores clamped at the dtype's minimum (``torch.max``), softmax, the context's heads merged
+    by ``reshape`` (a copy each way), ReLU; attention and activation dropout are 0 in the shipped
+    configs (no kernel), the residual dropout 0.1."""
+    s, h, b, f, a = c.seq, c.hidden, micro_batch, c.ffn, c.heads
+    tokens = s * b
+    x, ff, scores = tokens * h, tokens * f, s * s * b * a
+    o = _Ops()
+    o.norm("self_attn_layer_norm", tokens, h)
+    o.bwd("residual_grad_sum1", 3 * x)  # the block's input feeds the LayerNorm and the residual
+    o.bwd("qkv_grad_sum", 2 * 3 * x)  # the normed input feeds q, k and v: their gradients summed
+    for name in ("q_proj", "k_proj", "v_proj"):
+        o.gemm(name, tokens, h, h)
+    o.fwd("q_scale", 2 * x)
+    o.bwd("q_scale", 2 * x)
+    for name in ("q_heads", "k_heads", "v_heads"):
+        o.fwd(name, 2 * x)
+        o.bwd(name, 2 * x)
+    o.gemm("scores", s, c.head_dim, s, b * a, weights=False, bias=False)
+    o.fwd("mask", 2 * scores)
+    o.fwd("clamp", 2 * scores)
+    o.bwd("clamp", 3 * scores)
+    o.fwd("softmax", 2 * scores, ("softmax", b * a * s, s))
+    o.bwd("softmax", 3 * scores, ("softmax", b * a * s, s))
+    o.gemm("context", s, s, c.head_dim, b * a, weights=False, bias=False)
+    o.fwd("merge_heads", 2 * x)
+    o.bwd("merge_heads", 2 * x)
+    o.gemm("out_proj", tokens, h, h)
+    o.dropout("resid_dropout1", x)
+    o.fwd("residual_add1", 3 * x)
+    o.norm("final_layer_norm", tokens, h)
+    o.bwd("residual_grad_sum2", 3 * x)
+    o.gemm("fc1", tokens, h, f)
+    o.fwd("relu", 2 * ff)
+    o.bwd("relu", 3 * ff)
+    o.gemm("fc2", tokens, f, h)
+    o.dropout("resid_dropout2", x)
+    o.fwd("residual_add2", 3 * x)
+    return o.work()
+
+
 def hf_embedding_work(c: TransformerConfig, micro_batch: int) -> Work:
-    """Token, position (and BERT's token-type) lookups, their sums, (BERT's LayerNorm,) dropout."""
+    """Token, position (and BERT's token-type) lookups, their sums, (BERT's LayerNorm,) dropout; OPT:
+    its positions looked up per token (from the attention mask's cumulative sum: kernels on b·s
+    elements, left out), its b × s × s causal mask built, no dropout."""
     s, h = c.seq, c.hidden
     tokens = s * micro_batch
     x, positions, table = tokens * h, s * h, c.vocab * h
     o = _Ops()
     o.fwd("token_embedding", 2 * x)
     o.bwd("token_embedding", table + 2 * x, kind="G")
+    if c.family == "opt":
+        o.fwd("causal_mask", 2 * micro_batch * s * s)
+        o.fwd("position_embedding", 2 * x)
+        o.bwd("position_embedding", c.positions * h + x, kind="G")
+        o.fwd("position_add", 3 * x)
+        o.bwd("tied_grad_add", 3 * table, kind="G")
+        return o.work()
     if c.family == "bert":
         o.fwd("token_type_embedding", 2 * x)
         o.fwd("token_type_add", 3 * x)
@@ -173,12 +229,12 @@ def hf_embedding_work(c: TransformerConfig, micro_batch: int) -> Work:
 
 
 def hf_head_work(c: TransformerConfig, micro_batch: int) -> Work:
-    """GPT-2: final LayerNorm and the tied LM head; BERT: the MLM head's transform (dense, GeLU,
+    """GPT-2 and OPT: final LayerNorm and the tied LM head; BERT: the MLM head's transform (dense, GeLU,
     LayerNorm) and its decoder with bias; then the shifted logits' cross-entropy."""
     tokens, h, v = c.seq * micro_batch, c.hidden, c.vocab
     logits = tokens * v
     o = _Ops()
-    if c.family == "gpt":
+    if c.family in ("gpt", "opt"):
         o.norm("ln_f", tokens, h)
         o.gemm("lm_head", tokens, h, v, bias=False)
     else:

@@ -1,10 +1,10 @@
-"""Transformers from their configuration: GPT-2/GPT-3, Llama (grouped-query attention, SwiGLU), BERT.
+"""Transformers from their configuration: GPT-2/GPT-3, OPT, Llama (grouped-query attention, SwiGLU), BERT.
 
-Read from a Hugging Face ``config.json`` (plain JSON, nothing downloaded; ``model_type`` gpt2,
+Read from a Hugging Face ``config.json`` (plain JSON, nothing downloaded; ``model_type`` gpt2, opt,
 llama/mistral or bert) or a short TOML table::
 
     [transformer]
-    family = "gpt"        # gpt | llama | bert
+    family = "gpt"        # gpt | opt | llama | bert
     layers = 24
     hidden = 2048
     heads = 16
@@ -18,7 +18,7 @@ Each block is lowered to its GEMMs per sample (one sequence of S tokens; the mic
 ``--batch``): the QKV projection (an fc on S rows, d → d + 2·kv_heads·head_dim), the scores
 Q·Kᵀ and the context P·V (matmuls, one instance per head, S×S — the array computes the whole
 square; causal masking skips no work here), softmax, the output projection, the MLP (GPT/BERT:
-d → ffn → d with GELU; Llama: gate and up d → ffn, SiLU·up, down ffn → d), residual adds and
+d → ffn → d with GELU, OPT with ReLU; Llama: gate and up d → ffn, SiLU·up, down ffn → d), residual adds and
 norms (LayerNorm; Llama's RMSNorm is costed as a norm with γ and β: one d-vector per norm more
 than it has). GPT and Llama end with the final norm and the LM head (d → vocab); BERT is its
 encoder stack (embedding LayerNorm and layers, as the shipped ``bert_large``; no pooler or
@@ -37,7 +37,8 @@ from archsim.validate import check_name, parse_json, parse_toml, read_text, show
 from archsim.workload.builders import _Builder
 from archsim.workload.layer import Network
 
-FAMILIES = ("gpt", "llama", "bert")
+FAMILIES = ("gpt", "opt", "llama", "bert")
+OPT_POSITION_OFFSET = 2  # OPT's learned position table has 2 rows before position 0 (OPTLearnedPositionalEmbedding)
 # Largest accepted sizes (documented in docs/security.md's input limits): far above any published
 # model, small enough that a typo (n_layer in the billions) is refused before any layer is built.
 LIMITS = {"layers": 4096, "hidden": 2**20, "heads": 4096, "vocab": 2**24, "seq": 2**20, "ffn": 2**22,
@@ -228,6 +229,16 @@ def _from_hf(config: dict, path: Path) -> TransformerConfig:
         return TransformerConfig(name, "gpt", _get(config, "n_layer"), hidden, heads, _get(config, "vocab_size"),
                                  positions, _get(config, "n_inner", 4 * hidden), heads,
                                  _get(config, "tie_word_embeddings", True), positions)
+    if kind == "opt":
+        hidden = _get(config, "hidden_size")
+        if config.get("do_layer_norm_before", True) is not True or config.get("word_embed_proj_dim", hidden) != hidden:
+            raise InputError("OPT with LayerNorms after the blocks or a word_embed_proj_dim other than hidden_size "
+                             "(OPT-350m's projections) is not modelled", field="model_type")
+        positions = _get(config, "max_position_embeddings")
+        return TransformerConfig(name, "opt", _get(config, "num_hidden_layers"), hidden,
+                                 _get(config, "num_attention_heads"), _get(config, "vocab_size"), positions,
+                                 _get(config, "ffn_dim"), _get(config, "num_attention_heads"),
+                                 _get(config, "tie_word_embeddings", True), positions + OPT_POSITION_OFFSET)
     if kind in ("llama", "mistral"):
         heads = _get(config, "num_attention_heads")
         return TransformerConfig(name, "llama", _get(config, "num_hidden_layers"), _get(config, "hidden_size"), heads,
@@ -240,5 +251,5 @@ def _from_hf(config: dict, path: Path) -> TransformerConfig:
                                  _get(config, "num_attention_heads"), _get(config, "vocab_size"), positions,
                                  _get(config, "intermediate_size"), _get(config, "num_attention_heads"), True,
                                  positions, _get(config, "type_vocab_size", 2))
-    raise InputError(f"model_type {config.get('model_type')!r} is not read; archsim reads gpt2, llama, mistral "
-                     f"and bert configs (or write a [transformer] TOML)", field="model_type")
+    raise InputError(f"model_type {config.get('model_type')!r} is not read; archsim reads gpt2, opt, llama, "
+                     f"mistral and bert configs (or write a [transformer] TOML)", field="model_type")
