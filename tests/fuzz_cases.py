@@ -1,6 +1,6 @@
-"""The fuzz run's inputs (tests/test_fuzz_inputs.py): a valid seed per input format, hostile tokens,
-and the invalid-by-construction tables — each one documented rule broken in a valid seed or on a
-valid command line, which archsim must refuse."""
+"""The fuzz runs' inputs (tests/test_fuzz_readers.py, tests/test_fuzz_cli.py, tests/test_fuzz_acceptance.py):
+a valid seed per input format, hostile tokens, and the invalid-by-construction tables — each one
+documented rule broken in a valid seed or on a valid command line, which archsim must refuse."""
 
 from __future__ import annotations
 

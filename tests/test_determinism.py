@@ -9,7 +9,7 @@ on a planted offender:
 * an unseeded random-number generator in a test module or helper: Python's global ``random``,
   ``random.Random()``, numpy's legacy global functions, ``default_rng()`` / ``RandomState()`` with no
   seed, and torch's random tensors in a function that never calls ``torch.manual_seed``;
-* the slow fuzz tier (``tests/test_fuzz_inputs.py``) seeds through the same profile, so its CI run
+* the slow fuzz tier (``tests/test_fuzz_acceptance.py``) seeds through the same profile, so its CI run
   replays the same cases.
 """
 

@@ -53,7 +53,7 @@ def one_gemm(m: int, k: int, n: int) -> list[TrainingOp]:
 @pytest.mark.parametrize("shape", [(7, 5, 6, 3, 2), (16, 9, 11, 4, 4), (1, 1, 1, 1, 1)])
 def test_analytic_energy_equals_hand_computation_from_demand_counts(dataflow: str, shape) -> None:
     """SRAM reads/writes counted from the per-cycle demand matrices (equal to SCALE-Sim's, tested in
-    test_cycle_engine); DRAM compulsory: A and B read once, out written once."""
+    test_cycle_engine_scalesim); DRAM compulsory: A and B read once, out written once."""
     m, k, n, rows, cols = shape
     ifmap, filter_, ofmap = demand_matrices(m, k, n, rows, cols, dataflow)
     reads_a, reads_b, writes_out = (int((x >= 0).sum()) for x in (ifmap, filter_, ofmap))

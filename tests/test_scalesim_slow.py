@@ -4,7 +4,7 @@ Deselected by default; run with ``python -m pytest -m slow``. Same assertions as
 test_scalesim_exact (integers exact, ratios to 1e-12 relative), on shapes nobody chose: seeded random
 GEMMs up to ~200 per dimension on arrays up to 32×32, seeded random conv layers, and LayerPipe's
 sample network's first convolutions at batch 1 on its 32×32 array. Then the cycle-level engine against
-SCALE-Sim's USER bandwidth mode on seeded random GEMMs, SRAMs and bandwidths (as test_cycle_engine).
+SCALE-Sim's USER bandwidth mode on seeded random GEMMs, SRAMs and bandwidths (as test_cycle_engine_scalesim).
 """
 
 import numpy as np

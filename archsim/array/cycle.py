@@ -317,7 +317,7 @@ def minimum_bandwidth(m: int, k: int, n: int, rows: int, cols: int, dataflow: st
 
     Above half the largest SRAM every prefetch and drain is one line, so more bandwidth changes
     nothing: that is the search's upper end. Bisection assumes that once stall-free, more bandwidth
-    stays stall-free — true on every case tests/test_cycle_engine.py scans linearly.
+    stays stall-free — true on every case tests/test_cycle_engine_scalesim.py scans linearly.
     """
     def stalls(bw: int) -> int:
         return simulate_gemm(m, k, n, rows, cols, dataflow, sram_words=sram_words,

@@ -1,0 +1,195 @@
+"""Property-based fuzzing of the CLI: for any command line drawn from hostile flag values, exit 0
+with finite non-negative numbers, or exit 2 with one clean error line — never a traceback or a hang.
+
+Each case is one of the fuzzed commands (cost, gemm, pipeline, schedule, plan, cluster, train, search)
+with hostile values for some of its flags. A quarter of the cases are invalid by construction: one flag
+set outside its documented range (``CLI_BREAKS`` in tests/fuzz_cases.py), which must be refused; the
+exhaustive test sets each such value once on a valid base command. Every case runs under a 20 s alarm
+(tests/fuzz_tally.py) and every simulation is bounded by ``--max-ops``. The ``slow`` tier's acceptance
+run (tests/test_fuzz_acceptance.py) draws its command lines through ``_fuzz_cli`` here.
+
+Seeding: the cases' ``@settings`` take the session's hypothesis profile (tests/conftest.py), so under the
+default ``deterministic`` profile every run replays the same cases (a CI failure reproduces);
+``--hypothesis-profile=explore`` draws new ones.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+
+import pytest
+from conftest import USAGE
+from fuzz_cases import CLI_BREAKS, CLI_BROKEN, ROOT
+from fuzz_tally import LIMIT_S, Hang, Tally, time_limit
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from archsim.cli import main
+
+NETWORK = ["layerpipe_sample"]
+SMALL = st.integers(1, 6).map(str)
+INTS = st.sampled_from(["0", "-1", "2147483647", "2147483648", "1e19", "10000000000000000000", "x", "", "4096",
+                        "4097", "3"]) | SMALL
+FLOATS = st.sampled_from(["0", "-1", "inf", "nan", "1e308", "1e-320", "x", "0.5", "2", "1.001"])
+TRANSFORMER = str(ROOT / "configs/transformers/gpt_1024h_24l.json")
+GPU_CLUSTER = str(ROOT / "configs/clusters/a100_node.toml")
+SWEEPS = st.sampled_from(["tp=1,2", "micro_batch=1,2", "tp=0", "tp=x", "recompute=none,bogus", "schedule=bogus",
+                          "sequence_parallel=maybe", "sequence_parallel=true,false", "global_batch=8,100000000",
+                          "tp=" + ",".join(map(str, range(1, 600))), "", "pp=1,1", "tp=" + "9" * 5000])
+ARRAYS = st.sampled_from(["32x32", "1x1", "0x4", "3000000000x1", "2147483647x2147483647", "8", "axb", "1e19x1",
+                          "-1x4", "256x256"])
+
+
+@st.composite
+def command_line(draw) -> tuple[list[str], str | None]:
+    """A command with hostile flags, and what breaks it when a quarter of the time one flag is set to a
+    value outside its range (CLI_BREAKS); every simulation bounded by --max-ops 20000 (≈ a second)."""
+    command = draw(st.sampled_from(["cost", "gemm", "pipeline", "schedule", "plan", "cluster", "train", "search"]))
+    flags: list[str] = []
+
+    def maybe(flag: str, values) -> None:
+        if draw(st.booleans()):
+            flags.extend([flag, draw(values)])
+
+    if command == "cost":
+        argv = ["cost", *NETWORK]
+        maybe("--batch", INTS)
+        maybe("--array", ARRAYS)
+        maybe("--element-bytes", INTS)
+    elif command == "gemm":
+        argv = ["gemm", "--m", draw(INTS), "--k", draw(INTS), "--n", draw(INTS)]
+        maybe("--array", ARRAYS)
+    elif command == "pipeline":
+        argv = ["pipeline", *NETWORK, "--processors", draw(INTS), "--max-ops", "20000"]
+        maybe("--microbatches", INTS)
+        maybe("--batch", INTS)
+        maybe("--alpha", FLOATS)
+        maybe("--array", ARRAYS)
+        maybe("--method", st.sampled_from(["layerpipe", "pipedream", "gpipe"]))
+    elif command == "schedule":
+        argv = ["schedule", *NETWORK, "--processors", draw(INTS), "--max-ops", "20000",
+                "--policy", draw(st.sampled_from(["gpipe", "mp", "ooo-pipe2", "dp-wfbp", "1f1b", "zb-h1"]))]
+        maybe("--microbatches", INTS)
+        maybe("--bandwidth", FLOATS)
+        maybe("--comm-units", FLOATS)
+    elif command == "plan":
+        argv = ["plan", *NETWORK, "--cluster", str(ROOT / "configs/clusters/testbed_v100.toml"),
+                "--microbatches", draw(INTS), "--max-ops", "20000"]
+        maybe("--seed", INTS)
+        maybe("--clock-ghz", FLOATS)
+    elif command == "train":
+        argv = ["train", TRANSFORMER, "--cluster", GPU_CLUSTER, "--global-batch", draw(INTS), "--max-ops", "20000"]
+        for flag in ("--tp", "--pp", "--dp", "--micro-batch", "--interleave"):
+            maybe(flag, INTS)
+        maybe("--schedule", st.sampled_from(["1f1b", "gpipe", "zb-h1", "zb-v", "interleaved-1f1b", "bogus", ""]))
+        maybe("--recompute", st.sampled_from(["none", "selective", "full", "x"]))
+        maybe("--stage-layers", st.sampled_from(["12,12", "1,23", "0,24", "x", "", "9" * 5000, "²,1"]))
+        maybe("--placement", st.sampled_from(["file", "planned", "0", "1", "", "0,0"]))
+        maybe("--sweep", SWEEPS)
+    elif command == "search":
+        argv = ["search", TRANSFORMER, "--cluster", GPU_CLUSTER, "--global-batch", draw(INTS), "--recompute", "none",
+                "--schedule", "1f1b", "zb-h1"]
+        maybe("--gpus", INTS)
+        maybe("--max-micro-batch", INTS)
+        maybe("--refine", INTS)
+        maybe("--top", INTS)
+        maybe("--chunks", INTS)
+    else:
+        argv = ["cluster", "--jobs", draw(st.sampled_from(["0", "-1", "100001", "x", "3", "5"])),
+                "--trace", "synthetic"]
+        maybe("--gpus", INTS)
+        maybe("--seed", INTS)
+        maybe("--unit-seconds", FLOATS)
+        maybe("--interval", FLOATS)
+    if draw(st.integers(0, 3)) == 0:
+        flag, values = draw(st.sampled_from(CLI_BREAKS[command]))
+        value = draw(st.sampled_from(values))
+        return [*argv, *flags, flag, value, "--format", "json"], f"{flag} {value}"
+    return [*argv, *flags, "--format", "json"], None
+
+
+SIGNED = {"uneven_gain", "placement_gain"}  # search's gains: NaN where no split applies, negative where it loses
+
+
+def _numbers(value):
+    if isinstance(value, bool):
+        return
+    if isinstance(value, (int, float)):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if key not in SIGNED:
+                yield from _numbers(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _numbers(item)
+
+
+def _run_once(tally: Tally, capsys, argv: list[str], broken: str | None) -> None:
+    """One command line: exit 0 with finite non-negative numbers, or exit 2 with one clean line; tallied."""
+    began = time.perf_counter()
+    try:
+        with time_limit(LIMIT_S):
+            code = main(argv)
+    except Hang:
+        tally.fail(argv[0], "hang", " ".join(argv))
+        return
+    except Exception as error:  # noqa: BLE001 — counted, then the run fails
+        tally.fail(argv[0], "traceback", f"{type(error).__name__}: {error} on {' '.join(argv)}")
+        return
+    finally:
+        tally.slowest = max(tally.slowest, time.perf_counter() - began)
+        out, err = capsys.readouterr()
+    if code == 2:
+        assert out == "" and len(err.splitlines()) == 1 and USAGE.match(err), (argv, err)
+        tally.counts[(f"cli {argv[0]}", "invalid refused" if broken else "exit 2")] += 1
+    elif code != 0:
+        tally.fail(f"cli {argv[0]}", "traceback", f"exit {code}: {err[-300:]} on {' '.join(argv)}")
+    elif broken:
+        tally.fail(f"cli {argv[0]}", "invalid accepted", " ".join(argv))
+    elif any(not math.isfinite(n) or n < 0 for n in _numbers(json.loads(out)["rows"])):
+        tally.fail(f"cli {argv[0]}", "negative or nan", " ".join(argv))
+    else:
+        tally.counts[(f"cli {argv[0]}", "exit 0")] += 1
+
+
+def _fuzz_cli(capsys, examples: int) -> Tally:
+    tally = Tally()
+
+    @settings(max_examples=examples, deadline=None, database=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+    @given(case=command_line())
+    def case(case):
+        _run_once(tally, capsys, *case)
+
+    case()
+    return tally
+
+
+def test_hostile_command_lines_give_a_result_or_one_clean_line(capsys):
+    tally = _fuzz_cli(capsys, 40)
+    with capsys.disabled():
+        print("\n" + tally.report("command lines"))
+    tally.check()
+    assert tally.total() >= 40
+
+
+@pytest.mark.parametrize("command, flag, value", CLI_BROKEN)
+def test_every_flag_value_out_of_range_is_refused(command, flag, value, capsys):
+    """Exhaustively: the valid base command of each kind, with one flag out of its range, exits 2."""
+    argv = {"cost": ["cost", *NETWORK], "gemm": ["gemm", "--m", "8", "--k", "8", "--n", "8"],
+            "pipeline": ["pipeline", *NETWORK, "--processors", "2"],
+            "schedule": ["schedule", *NETWORK, "--processors", "2", "--policy", "gpipe"],
+            "plan": ["plan", *NETWORK, "--cluster", str(ROOT / "configs/clusters/testbed_v100.toml"),
+                     "--microbatches", "2"],
+            "cluster": ["cluster", "--jobs", "3", "--trace", "synthetic"],
+            "train": ["train", TRANSFORMER, "--cluster", GPU_CLUSTER, "--global-batch", "8"],
+            "search": ["search", TRANSFORMER, "--cluster", GPU_CLUSTER, "--global-batch", "8", "--gpus", "2",
+                       "--recompute", "none", "--schedule", "1f1b"]}[command]
+    tally = Tally()
+    _run_once(tally, capsys, [*argv, "--format", "json"], None)
+    _run_once(tally, capsys, [*argv, flag, value, "--format", "json"], f"{flag} {value}")
+    tally.check()
+    assert tally.total("exit 0") == 1 and tally.total("invalid refused") == 1
