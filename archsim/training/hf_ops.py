@@ -26,7 +26,12 @@ heads merged               permute + contiguous: 2X                    none (a v
 residual add               3X                                          each tensor used twice: its
                                                                        gradients summed, 3X per extra use
 GPT-2 q, k, v              ``split`` of one Conv1D (view)              ``cat`` of the three gradients: 6X
-GeLU                       GPT-2: 8 kernels, 18F; BERT: 2F             GPT-2: 11 kernels, 28F; BERT: 3F
+OPT q, k, v                three Linears; q × 1/√d: 2X; each split     q scale 2X; each split's copy 2X;
+                           into heads by a copy: 2X                    the three input gradients summed 6X
+OPT mask, clamp            ``+ mask`` 2S; ``torch.max`` at the         clamp's backward 3S; the add none
+                           dtype's minimum 2S
+GeLU / ReLU                GPT-2: 8 kernels, 18F; BERT: 2F; OPT ReLU   GPT-2: 11 kernels, 28F; BERT, OPT 3F
+                           2F
 =========================  ==========================================  ====================================
 
 Embeddings: the token (and BERT's token-type) gather 2X each, positions 2·s·h, their sums 3X,
