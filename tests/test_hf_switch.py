@@ -180,3 +180,17 @@ def test_the_array_commands_and_search_refuse_switch(tmp_path, capsys):
 def test_neusights_switchxl4_config_reads_as_the_fields_above():
     c = load_transformer(SHARED)
     assert (c.layers, c.kv_channels, c.experts, c.expert_capacity) == (12, 4096, 4, 64)
+
+
+def test_the_host_floor_counts_megatrons_ops_of_the_blocks_sub_layers(tmp_path):
+    from archsim.training.hf_switch_ops import megatron_counterparts
+
+    c = _config(tmp_path, SWITCH_XL4, seq=512)
+    block, embedding, head = megatron_counterparts(c, 2)
+    # Megatron's layer (fused softmax at 32 heads, s 512): attention norm1, qkv, scores, softmax, dropout,
+    # context, proj, residual1 (8 forward; 12 backward: residual1, norm1, softmax, dropout and two GEMMs
+    # each of proj, context, scores, qkv); MLP norm2, fc1, bias_gelu, fc2, residual2 (5 forward; 7
+    # backward: fc1's and fc2's two GEMMs). A block: 6 attention
+    # sub-layers (2 encoder self, 2 decoder self, 2 cross) and 4 FFNs.
+    assert (len(block.forward), len(block.backward)) == (6 * 8 + 4 * 5, 6 * 12 + 4 * 7)
+    assert len(embedding.forward) == 2 * 2 and len(head.forward) == 3  # two stacks' lookups; one head

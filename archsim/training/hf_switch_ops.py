@@ -43,13 +43,16 @@ as the encoder (the labels shifted right), the router z-loss and load-balancing 
 concatenated router logits of all sparse layers (ten small kernels each way on L·T·E elements). Not
 modelled: matmul's copies of transposed heads (as GPT-2's list), the sort kernels of the embedding
 backward, the host's synchronisation on ``nonzero`` (its kernels are counted, the stall is not).
+
+The training fit's host time per op is stated per op of Megatron's list, which has no encoder–decoder
+or experts: :func:`megatron_counterparts` counts each piece as Megatron's ops of its sub-layers.
 """
 
 from __future__ import annotations
 
 from archsim.lowering import TrainingOp
 from archsim.training.hf_ops import _Ops
-from archsim.training.layer_ops import Work
+from archsim.training.layer_ops import Work, block_work, embedding_work, head_work
 from archsim.workload.transformer import TransformerConfig
 
 BUCKET_KERNELS = 14  # T5's _relative_position_bucket on the s × s int64 grid: subtract, compare, abs, log, …
@@ -229,6 +232,26 @@ def switch_head_work(c: TransformerConfig, micro_batch: int) -> Work:
     return o.work()
 
 
+def megatron_counterparts(c: TransformerConfig, micro_batch: int) -> tuple[Work, Work, Work]:
+    """Megatron's ops for the same sub-layers as the block, the embedding and the head: what the training
+    fit's per-op host time is stated per (:func:`archsim.training.iteration.piece_cost`'s ``counted``).
+    Megatron's list has no encoder–decoder or experts, but it has their parts: each attention sub-layer
+    (3 per encoder–decoder layer pair: self, self, cross) counts as its attention ops, each FFN, dense or
+    sparse, as its MLP ops, each stack's lookup as its embedding, the head as its head. Only the counts are
+    used; a stand-in GPT layer with the attention's heads and width gives them (Megatron fuses the softmax
+    or not by the heads and the sequence)."""
+    stand_in = TransformerConfig(c.name, "gpt", 1, c.kv_channels, c.heads, c.vocab, c.seq, c.ffn, c.heads, True, c.seq)
+    layer = block_work(stand_in, micro_batch)
+    cut_f = [op.layer for op in layer.forward].index("residual1") + 1
+    cut_b = [op.layer for op in layer.backward].index("residual1")
+    attention_f, mlp_f = layer.forward[:cut_f], layer.forward[cut_f:]
+    mlp_b, attention_b = layer.backward[:cut_b], layer.backward[cut_b:]
+    attentions, ffns = 3 * c.sparse_step, 2 * c.sparse_step
+    block = Work(attention_f * attentions + mlp_f * ffns, attention_b * attentions + mlp_b * ffns)
+    embedding = embedding_work(stand_in, micro_batch)
+    return block, Work(embedding.forward * 2, embedding.backward * 2), head_work(stand_in, micro_batch)
+
+
 def gemm_flops(ops: tuple[TrainingOp, ...]) -> float:
     """2·m·k·n·count summed over the ops' GEMMs."""
     return float(sum(2 * g.m * g.k * g.n * g.count for op in ops for g in op.gemms))
@@ -265,6 +288,6 @@ def switch_activation_elements(c: TransformerConfig, micro_batch: int) -> float:
     return c.layers * block + 2 * t * c.vocab + 2 * scores + x / 2  # + the two embedding dropout masks
 
 
-__all__ = ["BUCKET_KERNELS", "ROUTER_LOSS_KERNELS", "gemm_flops", "rms_norm", "routed_tokens",
+__all__ = ["BUCKET_KERNELS", "ROUTER_LOSS_KERNELS", "gemm_flops", "megatron_counterparts", "rms_norm", "routed_tokens",
            "switch_activation_elements", "switch_block_work", "switch_embedding_work", "switch_head_work",
            "switch_model_flops"]

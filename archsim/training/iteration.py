@@ -55,7 +55,12 @@ from archsim.training.eager_ops import (
     eager_head_work,
 )
 from archsim.training.hf_ops import check_hf, hf_block_work, hf_embedding_work, hf_head_work
-from archsim.training.hf_switch_ops import switch_block_work, switch_embedding_work, switch_head_work
+from archsim.training.hf_switch_ops import (
+    megatron_counterparts,
+    switch_block_work,
+    switch_embedding_work,
+    switch_head_work,
+)
 from archsim.training.layer_ops import Collective, Work, block_work, embedding_work, head_work
 from archsim.training.machine import Links, Machine
 from archsim.training.parallel import Parallelism, padded_vocab
@@ -166,7 +171,7 @@ def model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> di
 @lru_cache(maxsize=4096)
 def _model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> dict[str, PieceCost]:
     b, t, sp = par.micro_batch, par.tp, par.sequence_parallel
-    if c.family == "switch":  # Megatron has no list of it: the host floor counts its own ops (docs/training.md)
+    if c.family == "switch":  # the host floor counted in Megatron's ops for its sub-layers (docs/training.md)
         if machine.implementation != "pytorch-eager" or machine.dtype != "fp32":
             refuse_switch(c, f"--implementation {machine.implementation} in {machine.dtype}")
         check_hf(c, t, sp, par.attention)
@@ -174,8 +179,8 @@ def _model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> d
             raise InputError("Switch Transformers' op list is Hugging Face's without gradient checkpointing: "
                              "--recompute none only", field="recompute")
         lists = (switch_block_work(c, b), switch_embedding_work(c, b), switch_head_work(c, b))
-        layer, embedding, head = (piece_cost(work, par, machine, recompute)
-                                  for work, recompute in zip(lists, (par.recompute, "none", "none")))
+        layer, embedding, head = (piece_cost(work, par, machine, recompute, counted) for work, counted, recompute
+                                  in zip(lists, megatron_counterparts(c, b), (par.recompute, "none", "none")))
         return {"layer": layer, "embedding": embedding, "head": head}
     if machine.implementation == "pytorch-eager" and machine.dtype == "fp32":  # Hugging Face's modules, no AMP
         check_hf(c, t, sp, par.attention)
