@@ -27,7 +27,8 @@ SWITCH_XL4 = {"model_type": "switch_transformers", "architectures": ["SwitchTran
               "d_ff": 16384, "d_kv": 128, "d_model": 1024, "decoder_sparse_step": 2, "encoder_sparse_step": 2,
               "dense_act_fn": "relu", "feed_forward_proj": "relu", "is_gated_act": False, "expert_capacity": 64,
               "num_decoder_layers": 24, "num_experts": 4, "num_heads": 32, "num_layers": 24,
-              "relative_attention_num_buckets": 32, "vocab_size": 32128}
+              "num_sparse_decoder_layers": 12, "num_sparse_encoder_layers": 12, "dropout_rate": 0.1,
+              "router_jitter_noise": 0.01, "relative_attention_num_buckets": 32, "vocab_size": 32128}
 
 
 def _config(tmp_path, fields: dict, seq: int | None = None):
@@ -49,11 +50,12 @@ def test_one_expert_switch_counts_t5s_published_parameters(tmp_path):
     # 435,627,520 parameters with the shared 32,128-row table in each (the T5 paper's sizes as tabulated);
     # as a Switch model of one expert in every layer it adds a 1024 × 1 router per layer (48).
     large = {**SWITCH_XL4, "d_ff": 4096, "d_kv": 64, "num_heads": 16, "num_experts": 1,
-             "encoder_sparse_step": 1, "decoder_sparse_step": 1}
+             "num_sparse_encoder_layers": 24, "num_sparse_decoder_layers": 24}
     c = _config(tmp_path, large)
     assert c.parameter_count - 48 * 1024 == 334_939_648 + 435_627_520 - 32128 * 1024
     # T5-3B (32 heads of 128, d_ff 16384): 2.85 B parameters
-    xl = _config(tmp_path, {**SWITCH_XL4, "num_experts": 1, "encoder_sparse_step": 1, "decoder_sparse_step": 1})
+    xl = _config(tmp_path, {**SWITCH_XL4, "num_experts": 1, "num_sparse_encoder_layers": 24,
+                                     "num_sparse_decoder_layers": 24})
     assert round((xl.parameter_count - 48 * 1024) / 1e7) == 285
 
 
@@ -68,12 +70,23 @@ def test_switch_xl4_has_three_more_experts_in_every_second_layer(tmp_path):
     assert c.parameter_count == t5_3b + 24 * (3 * 2 * 1024 * 16384 + 1024 * 4)
 
 
-@pytest.mark.parametrize("change", [{"num_decoder_layers": 12}, {"decoder_sparse_step": 3},
-                                    {"num_layers": 23, "num_decoder_layers": 23}, {"is_gated_act": True},
-                                    {"feed_forward_proj": "gated-gelu"}, {"tie_word_embeddings": False}])
+@pytest.mark.parametrize("change", [{"num_decoder_layers": 12}, {"num_sparse_decoder_layers": 8},
+                                    {"num_layers": 22, "num_decoder_layers": 22, "num_sparse_encoder_layers": 5,
+                                     "num_sparse_decoder_layers": 5}, {"is_gated_act": True},
+                                    {"feed_forward_proj": "gated-gelu"}, {"tie_word_embeddings": False},
+                                    {"dropout_rate": 0.0}, {"router_jitter_noise": 0}])
 def test_switch_variants_it_does_not_model_are_refused(tmp_path, change):
     with pytest.raises(InputError, match="not modelled"):
         _config(tmp_path, {**SWITCH_XL4, **change})
+
+
+def test_the_sparse_step_is_derived_from_the_sparse_layer_count_as_transformers_does(tmp_path):
+    # SwitchTransformersConfig sets encoder_sparse_step = num_layers // num_sparse_encoder_layers, over
+    # whatever step the file states: 24 // 6 = 4 (layers 1, 5, 9, … sparse), 6 blocks of 4 + 4 layers
+    c = _config(tmp_path, {**SWITCH_XL4, "num_sparse_encoder_layers": 6, "num_sparse_decoder_layers": 6})
+    assert (c.sparse_step, c.layers) == (4, 6)
+    steps_only = {k: v for k, v in SWITCH_XL4.items() if not k.startswith("num_sparse")}
+    assert _config(tmp_path, {**steps_only, "encoder_sparse_step": 3, "decoder_sparse_step": 3}).layers == 8
 
 
 def test_a_uniform_router_fills_each_expert_to_its_capacity_or_its_share(tmp_path):

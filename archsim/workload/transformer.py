@@ -307,17 +307,25 @@ def _from_hf(config: dict, path: Path) -> TransformerConfig:
 
 
 def _switch_from_hf(config: dict, name: str) -> TransformerConfig:
-    """``SwitchTransformersConfig``: equal encoder and decoder depth and sparse step, ReLU FFNs without gate,
-    tied embeddings (the LM head scaled by d_model^-0.5); anything else is refused, not mis-modelled."""
-    layers, step = _get(config, "num_layers"), _get(config, "encoder_sparse_step")
-    same = (_get(config, "num_decoder_layers", layers) == layers and _get(config, "decoder_sparse_step") == step
-            and layers % step == 0 and config.get("is_gated_act", False) is False
+    """``SwitchTransformersConfig``: equal encoder and decoder depth and sparse step (as its ``__init__``
+    derives it: layers // sparse layers when those are given), ReLU FFNs without gate, dropout and router
+    jitter on, tied embeddings (the LM head scaled by d_model^-0.5); anything else is refused, not
+    mis-modelled."""
+    layers = _get(config, "num_layers")
+    decoder_layers = _get(config, "num_decoder_layers", layers)
+    step = (layers // _get(config, "num_sparse_encoder_layers") if "num_sparse_encoder_layers" in config
+            else _get(config, "encoder_sparse_step"))
+    decoder_step = (decoder_layers // _get(config, "num_sparse_decoder_layers")
+                    if "num_sparse_decoder_layers" in config else _get(config, "decoder_sparse_step"))
+    same = (decoder_layers == layers and decoder_step == step and step >= 1 and layers % step == 0
+            and config.get("is_gated_act", False) is False
             and str(config.get("feed_forward_proj", "relu")).lower() == "relu"
+            and config.get("dropout_rate", 0.1) != 0 and config.get("router_jitter_noise", 0.01) != 0
             and _get(config, "tie_word_embeddings", True))
     if not same:
         raise InputError("Switch Transformers with unequal encoder and decoder depth or sparse step, a depth the "
-                         "sparse step does not divide, gated or non-ReLU FFNs, or untied embeddings are not "
-                         "modelled", field="model_type")
+                         "sparse step does not divide, gated or non-ReLU FFNs, no dropout or router jitter, or "
+                         "untied embeddings are not modelled", field="model_type")
     heads = _get(config, "num_heads")
     return TransformerConfig(name, "switch", layers // step, _get(config, "d_model"), heads,
                              _get(config, "vocab_size"), 512, _get(config, "d_ff"), heads, True,
