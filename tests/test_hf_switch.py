@@ -207,3 +207,22 @@ def test_the_host_floor_counts_megatrons_ops_of_the_blocks_sub_layers(tmp_path):
     # sub-layers (2 encoder self, 2 decoder self, 2 cross) and 4 FFNs.
     assert (len(block.forward), len(block.backward)) == (6 * 8 + 4 * 5, 6 * 12 + 4 * 7)
     assert len(embedding.forward) == 2 * 2 and len(head.forward) == 3  # two stacks' lookups; one head
+
+
+def test_t5s_rms_norm_is_six_kernels_forward_and_eleven_backward():
+    from archsim.training.hf_ops import _Ops
+    from archsim.training.hf_switch_ops import rms_norm
+
+    o = _Ops()
+    t, h = 10, 4
+    x = t * h
+    rms_norm(o, "norm", t, h)
+    work = o.work()
+    # pow, mean, +ε, rsqrt, × rsqrt, × γ; its input read and the T-row statistics written and read
+    assert [op.vector_elements for op in work.forward] == [2 * x, x + t, 2 * t, 2 * t, 2 * x + t, 2 * x + h]
+    # γ's product: dx and dγ (a product and its sum over tokens); × rsqrt: dx, d (product, row sum);
+    # rsqrt, mean's expand, pow (2·x, × dy), the input's two uses summed
+    assert len(work.backward) == 3 + 3 + 1 + 1 + 2 + 1
+    assert sum(op.kind == "G" for op in work.backward) == 2
+    assert sum(op.vector_elements for op in work.backward) == (2 * x + h + 3 * x + x + h + 2 * x + t + 3 * x + x + t
+                                                               + 3 * t + x + t + 2 * x + 3 * x + 3 * x)

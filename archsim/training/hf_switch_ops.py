@@ -18,7 +18,7 @@ kernel                      forward                                        backw
 RMS norm (T5LayerNorm)      pow 2X, mean X+T, +ε 2T, rsqrt 2T,             weight's dx 2X+h, dγ 3X and X+h,
                             × rsqrt 2X+T, × γ 2X+h: 6 kernels              × rsqrt's dx 2X+T, its d 3X, X+T,
                                                                            rsqrt 3T, mean X+T, pow 2X, 3X,
-                                                                           x's two uses summed 3X: 10 kernels
+                                                                           x's two uses summed 3X: 11 kernels
 q, k, v heads               ``view().transpose()``: views, no kernel       none
 position bias               ``scores += bias`` (in place): 3S              the bias's gradient summed over
                                                                            the stack's layers: 3S (self only)
@@ -71,10 +71,12 @@ def rms_norm(o: _Ops, name: str, tokens: int, hidden: int) -> None:
     for i, elements in enumerate((2 * x, x + t, 2 * t, 2 * t, 2 * x + t, 2 * x + hidden)):
         o.fwd(f"{name}.{i}", elements)
     o.bwd(f"{name}.x_uses", 3 * x)
-    for i, elements in enumerate((2 * x, 3 * x, x + t, 3 * t, x + t, 3 * x, x + t, 2 * x)):
+    # (backward runs last-first) pow's 2·x and × dy; mean's expand; rsqrt's; × rsqrt's dx, d and its sum
+    for i, elements in enumerate((3 * x, 2 * x, x + t, 3 * t, x + t, 3 * x, 2 * x + t)):
         o.bwd(f"{name}.d{i}", elements)
     o.bwd(f"{name}.dgamma", 3 * x, kind="G")
     o.bwd(f"{name}.dgamma_sum", x + hidden, kind="G")
+    o.bwd(f"{name}.dx", 2 * x + hidden)
 
 
 def _attention(o: _Ops, c: TransformerConfig, b: int, name: str, cross: bool) -> None:
