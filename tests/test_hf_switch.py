@@ -80,6 +80,13 @@ def test_switch_variants_it_does_not_model_are_refused(tmp_path, change):
         _config(tmp_path, {**SWITCH_XL4, **change})
 
 
+def test_a_toml_switch_is_refused_for_its_config_json(tmp_path):
+    path = tmp_path / "switch.toml"
+    path.write_text('[transformer]\nfamily = "switch"\nlayers = 2\nhidden = 64\nheads = 2\nvocab = 100\nseq = 16\n')
+    with pytest.raises(InputError, match="config.json"):
+        load_transformer(path)
+
+
 def test_the_sparse_step_is_derived_from_the_sparse_layer_count_as_transformers_does(tmp_path):
     # SwitchTransformersConfig sets encoder_sparse_step = num_layers // num_sparse_encoder_layers, over
     # whatever step the file states: 24 // 6 = 4 (layers 1, 5, 9, … sparse), 6 blocks of 4 + 4 layers

@@ -257,8 +257,9 @@ def _from_toml(document: dict, path: Path) -> TransformerConfig:
     if unknown:
         raise InputError(f"unknown key; keys are {', '.join(sorted(_TOML_KEYS))}", field=unknown[0])
     family = t.get("family")
-    if family not in FAMILIES:
-        raise InputError(f"expected one of {', '.join(FAMILIES)}, got {family!r}", field="family")
+    if family not in FAMILIES or family == "switch":
+        raise InputError(f"expected one of {', '.join(f for f in FAMILIES if f != 'switch')} (switch: from its Hugging Face config.json), "
+                         f"got {family!r}", field="family")
     hidden, heads = _get(t, "hidden"), _get(t, "heads")
     return TransformerConfig(
         name=check_name(t.get("name", path.stem), "name"), family=family, layers=_get(t, "layers"), hidden=hidden, heads=heads,
