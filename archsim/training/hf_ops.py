@@ -50,7 +50,7 @@ from archsim.lowering import TrainingOp
 from archsim.training.layer_ops import Work, _gemm_ops
 from archsim.workload.transformer import TransformerConfig
 
-HF_FAMILIES = ("gpt", "opt", "bert")
+HF_FAMILIES = ("gpt", "opt", "bert", "switch")  # switch's list: archsim.training.hf_switch_ops
 # gelu_new's kernels, elements moved per FFN element: forward pow, ×c, +, ×√(2/π), tanh, 1 +, 0.5·x, product
 GELU_NEW_FORWARD = (2, 2, 3, 2, 2, 2, 2, 3)
 # backward: the product's two gradients, ×0.5, tanh's backward, ×√(2/π), ×c, pow's backward (x², ×3, × dy),
@@ -61,7 +61,7 @@ DROPOUT = 2.25  # read, write, and a one-byte mask per fp32 element
 
 def check_hf(c: TransformerConfig, tp: int, sequence_parallel: bool, attention: str) -> None:
     if tp != 1 or sequence_parallel or c.family not in HF_FAMILIES:
-        raise InputError("implementation 'pytorch-eager' in fp32 models one-GPU Hugging Face GPT-2, OPT and BERT "
+        raise InputError("implementation 'pytorch-eager' in fp32 models one-GPU Hugging Face GPT-2, OPT, BERT and Switch "
                          f"training only (TP 1, no sequence parallelism), got {c.family} at TP {tp}",
                          field="implementation")
     if attention != "standard":

@@ -55,10 +55,16 @@ from archsim.training.eager_ops import (
     eager_head_work,
 )
 from archsim.training.hf_ops import check_hf, hf_block_work, hf_embedding_work, hf_head_work
+from archsim.training.hf_switch_ops import (
+    megatron_counterparts,
+    switch_block_work,
+    switch_embedding_work,
+    switch_head_work,
+)
 from archsim.training.layer_ops import Collective, Work, block_work, embedding_work, head_work
 from archsim.training.machine import Links, Machine
 from archsim.training.parallel import Parallelism, padded_vocab
-from archsim.workload.transformer import TransformerConfig
+from archsim.workload.transformer import TransformerConfig, refuse_switch
 
 OPTIMIZER_BYTES_PER_PARAMETER = 32
 FP32_OPTIMIZER_BYTES_PER_PARAMETER = 28  # fp32 Adam: weight, gradient, momentum, variance read; three written
@@ -165,6 +171,17 @@ def model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> di
 @lru_cache(maxsize=4096)
 def _model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> dict[str, PieceCost]:
     b, t, sp = par.micro_batch, par.tp, par.sequence_parallel
+    if c.family == "switch":  # the host floor counted in Megatron's ops for its sub-layers (docs/training.md)
+        if machine.implementation != "pytorch-eager" or machine.dtype != "fp32":
+            refuse_switch(c, f"--implementation {machine.implementation} in {machine.dtype}")
+        check_hf(c, t, sp, par.attention)
+        if par.recompute != "none":
+            raise InputError("Switch Transformers' op list is Hugging Face's without gradient checkpointing: "
+                             "--recompute none only", field="recompute")
+        lists = (switch_block_work(c, b), switch_embedding_work(c, b), switch_head_work(c, b))
+        layer, embedding, head = (piece_cost(work, par, machine, recompute, counted) for work, counted, recompute
+                                  in zip(lists, megatron_counterparts(c, b), (par.recompute, "none", "none")))
+        return {"layer": layer, "embedding": embedding, "head": head}
     if machine.implementation == "pytorch-eager" and machine.dtype == "fp32":  # Hugging Face's modules, no AMP
         check_hf(c, t, sp, par.attention)
         lists = (hf_block_work(c, b), hf_embedding_work(c, b), hf_head_work(c, b))

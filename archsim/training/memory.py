@@ -79,6 +79,8 @@ def stage_parameters(c: TransformerConfig, par: Parallelism, layers: int, first:
     """Parameters on one GPU of a stage: its layers, the embedding on the first stage, the final norm
     (and, when the first and last stages sit on different ranks and embeddings are tied, the LM head's
     copy of the token table — ``head_copy``, default PP > 1) on the last."""
+    if c.family == "switch":  # one GPU holds it all (parallel.check_fits)
+        return float(c.parameter_count)
     params = layers * layer_parameters_per_gpu(c, par.tp)
     if first:
         params += embedding_parameters(c, par.tp)
@@ -93,6 +95,12 @@ def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight:
                  last: bool, head_copy: bool | None = None) -> StageMemory:
     """Memory of one GPU of a stage holding ``layers`` layers with ``in_flight`` micro-batches' activations."""
     b, t = par.micro_batch, par.tp
+    if c.family == "switch":  # fp16 bytes as the rest (scaled by memories): 2 per fp32 element counted
+        from archsim.training.hf_switch_ops import switch_activation_elements
+
+        params = stage_parameters(c, par, layers, first, last, head_copy)
+        return StageMemory(params, STATE_BYTES_PER_PARAMETER * params,
+                           in_flight * 2 * switch_activation_elements(c, b))
     per_layer = layer_activation_bytes(c, b, t, par.recompute, par.sequence_parallel, par.attention)
     activations = in_flight * layers * per_layer
     if par.recompute == "full":

@@ -125,6 +125,9 @@ def rank_of_stages(par: Parallelism) -> list[int]:
 
 
 def check_fits(c: TransformerConfig, par: Parallelism) -> None:
+    if c.family == "switch" and (par.pp > 1 or par.tp > 1 or par.chunks > 1):
+        raise InputError("Switch Transformers (encoder then decoder, blocks of both) train on one GPU per "
+                         f"replica only: TP 1 and PP 1, got TP {par.tp}, PP {par.pp}", field="pp")
     if par.stage_layers is not None:
         layers_per_stage(c.layers, par.pp * par.chunks, par.stage_layers)
     elif c.layers % (par.pp * par.chunks):

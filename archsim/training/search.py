@@ -41,7 +41,7 @@ from archsim.training.search_space import (
     rejection,
 )
 from archsim.training.stages import one_f_one_b_seconds, rank_stage_times, stage_times
-from archsim.workload.transformer import TransformerConfig
+from archsim.workload.transformer import TransformerConfig, refuse_switch
 
 CLOSED_FORM_EXACT = ("1f1b", "gpipe")  # their closed form equals the event simulator (tests)
 EVENT_ACTION_LIMIT = 100_000  # stages × micro-batches × chunks above which re-timing is skipped (~1 s each)
@@ -154,6 +154,7 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
     whose event simulations add up to more schedule actions (``--max-ops``); None: no limit. ``attention``:
     every candidate's attention kernels (``standard`` or ``flash``), ``dp_overlap`` its DP all-reduce
     (``none`` or ``bucketed``, :class:`~archsim.training.parallel.Parallelism`)."""
+    refuse_switch(c, "search (Megatron's configurations)")
     from archsim.progress import progress
 
     counts = (gpus,) if isinstance(gpus, int) else tuple(gpus or (cluster.topology.devices,))

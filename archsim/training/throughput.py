@@ -19,6 +19,10 @@ def model_flops(c: TransformerConfig, global_batch: int) -> float:
     """FLOPs of one iteration without recomputation (PaLM's MFU count, Chowdhery et al. 2022 App. B):
     6 per parameter per token (the layers' and the LM head's) plus 12·layers·hidden·seq per token for
     attention's scores and context. For a GPT this is Narayanan et al.'s 72·B·s·l·h²(1 + s/6h + V/12lh)."""
+    if c.family == "switch":  # encoder–decoder with experts: its op list's GEMMs
+        from archsim.training.hf_switch_ops import switch_model_flops
+
+        return switch_model_flops(c, global_batch)
     tokens = global_batch * c.seq
     params = c.layers * layer_parameters(c) + c.vocab * c.hidden
     return tokens * (6 * params + 12 * c.layers * c.hidden * c.seq)
@@ -29,6 +33,8 @@ def recomputed_flops(c: TransformerConfig, global_batch: int, recompute: str, at
     per token for scores and context) under full recompute, the scores and context under selective; with
     FlashAttention the backward also recomputes QKᵀ from Q and K (2·hidden·seq per token per layer), and
     selective recompute reruns nothing (there is no s² tensor to rebuild)."""
+    if c.family == "switch" and recompute == "none":  # nothing rerun (other recompute modes are refused)
+        return 0.0
     tokens = global_batch * c.seq
     scores = 2 * c.hidden * c.seq  # one QKᵀ (or one P·V) per token per layer, FLOPs
     per_layer = {"none": 0.0, "selective": 2.0 * scores, "full": 2.0 * layer_parameters(c) + 2.0 * scores}[recompute]

@@ -1,7 +1,9 @@
-"""Transformers from their configuration: GPT-2/GPT-3, OPT, Llama (grouped-query attention, SwiGLU), BERT.
+"""Transformers from their configuration: GPT-2/GPT-3, OPT, Llama (grouped-query attention, SwiGLU), BERT,
+Switch Transformers (T5's encoder–decoder with top-1 mixture-of-experts FFNs; read, and trained by the
+fp32 eager op list only: :mod:`archsim.training.hf_switch_ops`).
 
 Read from a Hugging Face ``config.json`` (plain JSON, nothing downloaded; ``model_type`` gpt2, opt,
-llama/mistral or bert) or a short TOML table::
+llama/mistral, bert or switch_transformers) or a short TOML table::
 
     [transformer]
     family = "gpt"        # gpt | opt | llama | bert
@@ -37,19 +39,25 @@ from archsim.validate import check_name, parse_json, parse_toml, read_text, show
 from archsim.workload.builders import _Builder
 from archsim.workload.layer import Network
 
-FAMILIES = ("gpt", "opt", "llama", "bert")
+FAMILIES = ("gpt", "opt", "llama", "bert", "switch")
 OPT_POSITION_OFFSET = 2  # OPT's learned position table has 2 rows before position 0 (OPTLearnedPositionalEmbedding)
 # Largest accepted sizes (documented in docs/security.md's input limits): far above any published
 # model, small enough that a typo (n_layer in the billions) is refused before any layer is built.
 LIMITS = {"layers": 4096, "hidden": 2**20, "heads": 4096, "vocab": 2**24, "seq": 2**20, "ffn": 2**22,
-          "kv_heads": 4096, "positions": 2**20, "type_vocab": 2**16}
+          "kv_heads": 4096, "positions": 2**20, "type_vocab": 2**16, "experts": 4096, "expert_capacity": 2**20,
+          "sparse_step": 4096, "kv_channels": 2**20, "position_buckets": 4096}
 _TOML_KEYS = {"family", "layers", "hidden", "heads", "vocab", "seq", "ffn", "kv_heads", "tied_embeddings",
               "name", "type_vocab"}
 
 
 @dataclass(frozen=True)
 class TransformerConfig:
-    """Shapes of a decoder (gpt, llama) or encoder (bert) stack; sizes in elements."""
+    """Shapes of a decoder (gpt, llama) or encoder (bert) stack; sizes in elements.
+
+    ``switch`` (Switch Transformers, an encoder and a decoder of equal depth): ``layers`` counts its
+    repeated blocks, each ``sparse_step`` encoder layers and as many decoder layers, the second of each
+    (or the only one) a mixture of ``experts`` FFNs taking at most ``expert_capacity`` tokens of a
+    sequence each; attention is ``heads`` × ``kv_channels / heads`` wide, not ``hidden``."""
 
     name: str
     family: str
@@ -63,22 +71,32 @@ class TransformerConfig:
     tied_embeddings: bool = True
     positions: int = 0  # learned position-embedding rows (0: rotary)
     type_vocab: int = 0  # BERT's segment embeddings
+    experts: int = 0  # switch: experts per sparse FFN
+    expert_capacity: int = 0  # switch: most tokens of one sequence an expert takes
+    sparse_step: int = 0  # switch: layers per block (one of them sparse)
+    kv_channels: int = 0  # switch: heads × d_kv (0: hidden)
+    position_buckets: int = 0  # switch: relative-position buckets of the attention bias
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
             raise InputError(f"unknown family {self.family!r}; choose {', '.join(FAMILIES)}", field="family")
         for key, high in LIMITS.items():
             value = getattr(self, key)
-            low = 0 if key in ("positions", "type_vocab") else 1
+            low = 0 if key in ("positions", "type_vocab", *SWITCH_FIELDS) else 1
             if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
                 raise InputError(f"must be an integer in {low}…{high}, got {shown(value)}", field=key)
-        if self.hidden % self.heads or self.heads % self.kv_heads:
+        if (self.family == "switch") != all(getattr(self, key) for key in SWITCH_FIELDS):
+            raise InputError("experts, expert_capacity, sparse_step, kv_channels and position_buckets are set for "
+                             "the switch family only, and all of them", field="family")
+        if self.family == "switch" and self.kv_channels % self.heads:
+            raise InputError(f"heads ({self.heads}) must divide kv_channels ({self.kv_channels})", field="heads")
+        if self.family != "switch" and (self.hidden % self.heads or self.heads % self.kv_heads):
             raise InputError(f"heads ({self.heads}) must divide hidden ({self.hidden}) and be a multiple of "
                              f"kv_heads ({self.kv_heads})", field="heads")
 
     @property
     def head_dim(self) -> int:
-        return self.hidden // self.heads
+        return (self.kv_channels or self.hidden) // self.heads
 
     @property
     def embedding_parameters(self) -> int:
@@ -88,10 +106,38 @@ class TransformerConfig:
 
     @property
     def parameter_count(self) -> int:
+        if self.family == "switch":
+            return switch_parameter_count(self)
         return self.network().parameter_count + self.embedding_parameters
 
     def network(self, seq: int | None = None) -> Network:
+        refuse_switch(self, "the array commands' per-sample network")
         return build(self if seq is None else _replace_seq(self, seq))
+
+
+SWITCH_FIELDS = ("experts", "expert_capacity", "sparse_step", "kv_channels", "position_buckets")
+
+
+def refuse_switch(c: TransformerConfig, what: str) -> None:
+    """One clear refusal for the paths that do not model Switch Transformers' encoder–decoder with experts."""
+    if c.family == "switch":
+        raise InputError(f"{what} does not model Switch Transformers (an encoder–decoder with experts); "
+                         "archsim trains it only with --implementation pytorch-eager --dtype fp32 on one GPU "
+                         "(TP 1, PP 1)", field="family")
+
+
+def switch_parameter_count(c: TransformerConfig) -> int:
+    """Parameters of ``SwitchTransformersForConditionalGeneration``: the shared token table (tied to the
+    LM head), per stack a relative-position bias table (buckets × heads) and a final RMS norm (h); per
+    layer q, k, v, o (4·h·kv, no biases) and an RMS norm's γ per sub-layer; decoder layers add cross-
+    attention; a dense FFN has wi, wo (2·h·f), a sparse one ``experts`` of them and the router (h·E)."""
+    h, kv, f, e, step = c.hidden, c.kv_channels, c.ffn, c.experts, c.sparse_step
+    attention = 4 * h * kv + h
+    dense, sparse = 2 * h * f + h, e * 2 * h * f + h * e + h
+    ffns = (step - 1) * dense + sparse
+    encoder = c.layers * (step * attention + ffns)
+    decoder = c.layers * (2 * step * attention + ffns)
+    return c.vocab * h + 2 * (c.position_buckets * c.heads + h) + encoder + decoder
 
 
 @dataclass(frozen=True)
@@ -122,6 +168,7 @@ class LayerWidths:
 
 def layer_widths(c: TransformerConfig, tp: int = 1) -> LayerWidths:
     """:class:`LayerWidths` of ``c``'s layers on one of ``tp`` tensor-parallel ranks (1: the whole layer)."""
+    refuse_switch(c, "Megatron's layer (and the paths built on it)")
     return LayerWidths(c.hidden, c.heads // tp, max(c.kv_heads // tp, 1), c.head_dim, c.ffn // tp,
                        c.family == "llama")
 
@@ -133,6 +180,7 @@ def _replace_seq(config: TransformerConfig, seq: int) -> TransformerConfig:
 
 
 def build(c: TransformerConfig) -> Network:
+    refuse_switch(c, "the array commands' per-sample network")
     s, d, hd = c.seq, c.hidden, c.head_dim
     w = layer_widths(c)
     b = _Builder(c.name).start(s, 1, d)
@@ -209,8 +257,9 @@ def _from_toml(document: dict, path: Path) -> TransformerConfig:
     if unknown:
         raise InputError(f"unknown key; keys are {', '.join(sorted(_TOML_KEYS))}", field=unknown[0])
     family = t.get("family")
-    if family not in FAMILIES:
-        raise InputError(f"expected one of {', '.join(FAMILIES)}, got {family!r}", field="family")
+    if family not in FAMILIES or family == "switch":
+        raise InputError(f"expected one of {', '.join(f for f in FAMILIES if f != 'switch')} (switch: from its Hugging Face config.json), "
+                         f"got {family!r}", field="family")
     hidden, heads = _get(t, "hidden"), _get(t, "heads")
     return TransformerConfig(
         name=check_name(t.get("name", path.stem), "name"), family=family, layers=_get(t, "layers"), hidden=hidden, heads=heads,
@@ -251,5 +300,36 @@ def _from_hf(config: dict, path: Path) -> TransformerConfig:
                                  _get(config, "num_attention_heads"), _get(config, "vocab_size"), positions,
                                  _get(config, "intermediate_size"), _get(config, "num_attention_heads"), True,
                                  positions, _get(config, "type_vocab_size", 2))
+    if kind == "switch_transformers":
+        return _switch_from_hf(config, name)
     raise InputError(f"model_type {config.get('model_type')!r} is not read; archsim reads gpt2, opt, llama, "
-                     f"mistral and bert configs (or write a [transformer] TOML)", field="model_type")
+                     f"mistral, bert and switch_transformers configs (or write a [transformer] TOML)",
+                     field="model_type")
+
+
+def _switch_from_hf(config: dict, name: str) -> TransformerConfig:
+    """``SwitchTransformersConfig``: equal encoder and decoder depth and sparse step (as its ``__init__``
+    derives it: layers // sparse layers when those are given), ReLU FFNs without gate, dropout and router
+    jitter on, tied embeddings (the LM head scaled by d_model^-0.5); anything else is refused, not
+    mis-modelled."""
+    layers = _get(config, "num_layers")
+    decoder_layers = _get(config, "num_decoder_layers", layers)
+    step = (layers // _get(config, "num_sparse_encoder_layers") if "num_sparse_encoder_layers" in config
+            else _get(config, "encoder_sparse_step"))
+    decoder_step = (decoder_layers // _get(config, "num_sparse_decoder_layers")
+                    if "num_sparse_decoder_layers" in config else _get(config, "decoder_sparse_step"))
+    same = (decoder_layers == layers and decoder_step == step and step >= 1 and layers % step == 0
+            and config.get("is_gated_act", False) is False
+            and str(config.get("feed_forward_proj", "relu")).lower() == "relu"
+            and config.get("dropout_rate", 0.1) != 0 and config.get("router_jitter_noise", 0.01) != 0
+            and _get(config, "tie_word_embeddings", True))
+    if not same:
+        raise InputError("Switch Transformers with unequal encoder and decoder depth or sparse step, a depth the "
+                         "sparse step does not divide, gated or non-ReLU FFNs, no dropout or router jitter, or "
+                         "untied embeddings are not modelled", field="model_type")
+    heads = _get(config, "num_heads")
+    return TransformerConfig(name, "switch", layers // step, _get(config, "d_model"), heads,
+                             _get(config, "vocab_size"), 512, _get(config, "d_ff"), heads, True,
+                             experts=_get(config, "num_experts"), expert_capacity=_get(config, "expert_capacity"),
+                             sparse_step=step, kv_channels=heads * _get(config, "d_kv"),
+                             position_buckets=_get(config, "relative_attention_num_buckets"))
