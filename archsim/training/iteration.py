@@ -179,20 +179,19 @@ def _model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> d
             raise InputError("Switch Transformers' op list is Hugging Face's without gradient checkpointing: "
                              "--recompute none only", field="recompute")
         lists = (switch_block_work(c, b), switch_embedding_work(c, b), switch_head_work(c, b))
-        layer, embedding, head = (piece_cost(work, par, machine, recompute, counted) for work, counted, recompute
-                                  in zip(lists, megatron_counterparts(c, b), (par.recompute, "none", "none")))
-        return {"layer": layer, "embedding": embedding, "head": head}
-    if machine.implementation == "pytorch-eager" and machine.dtype == "fp32":  # Hugging Face's modules, no AMP
-        check_hf(c, t, sp, par.attention)
-        lists = (hf_block_work(c, b), hf_embedding_work(c, b), hf_head_work(c, b))
-    elif machine.implementation == "pytorch-eager":
-        check_eager(c, t, sp)
-        if par.attention != "standard":
-            raise InputError("the pytorch-eager op list runs standard attention only", field="attention")
-        lists = (eager_block_work(c, b), eager_embedding_work(c, b), eager_head_work(c, b))
-    megatron = (block_work(c, b, t, sp, par.attention), embedding_work(c, b, t), head_work(c, b, t))
-    if machine.implementation == "megatron":
-        lists = megatron
+        megatron = megatron_counterparts(c, b)
+    else:
+        if machine.implementation == "pytorch-eager" and machine.dtype == "fp32":  # Hugging Face's modules, no AMP
+            check_hf(c, t, sp, par.attention)
+            lists = (hf_block_work(c, b), hf_embedding_work(c, b), hf_head_work(c, b))
+        elif machine.implementation == "pytorch-eager":
+            check_eager(c, t, sp)
+            if par.attention != "standard":
+                raise InputError("the pytorch-eager op list runs standard attention only", field="attention")
+            lists = (eager_block_work(c, b), eager_embedding_work(c, b), eager_head_work(c, b))
+        megatron = (block_work(c, b, t, sp, par.attention), embedding_work(c, b, t), head_work(c, b, t))
+        if machine.implementation == "megatron":
+            lists = megatron
     layer, embedding, head = (piece_cost(work, par, machine, recompute, None if counted is work else counted)
                               for work, counted, recompute in zip(lists, megatron, (par.recompute, "none", "none")))
     return {"layer": layer, "embedding": embedding, "head": head}
