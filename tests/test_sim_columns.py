@@ -67,6 +67,7 @@ BAD = [  # (ops, deps, the message both ways)
     ((Op("a", "p", 1.0), Op("b", "q", 1.0, stream=1)), (), "op 'b' pinned to stream 1, but 'q' has 1"),
     ((Op("a", "p", 1.0, alloc_bytes=-2),), (), "op 'a' allocates or frees a negative number of bytes"),
     ((Op("a", "p", 1.0), Op("b", "q", 1.0)), (Dep("a", "b", -3, "pq"),), "dependency 'a' -> 'b' moves negative bytes"),
+    ((Op("a", "p", 1.0), Op("b", "q", 1.0)), (Dep("a", "b", math.nan, "pq"),), "dependency 'a' -> 'b' moves NaN bytes"),
     ((Op("a", "p", 1.0), Op("b", "q", 1.0)), (Dep("a", "b", 3, "qp"),),
      "link 'qp' runs 'q' -> 'p', but dependency 'a' -> 'b' runs 'p' -> 'q'"),
     ((Op("a", "p", 1.0), Op("b", "p", 1.0)), (Dep("a", "b"), Dep("b", "a")), "dependencies contain a cycle"),

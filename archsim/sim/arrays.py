@@ -8,6 +8,7 @@ in the problem's unit, bytes are bytes.
 
 from __future__ import annotations
 
+import functools
 import gc
 from collections.abc import Sequence
 from contextlib import contextmanager
@@ -17,6 +18,7 @@ from functools import cached_property
 import numpy as np
 
 from archsim.numba_cache import njit, small_in_python
+from archsim.sim.lists import on_lists
 
 # Ops + dependencies up to which a kernel call in a process that has not loaded the kernel runs
 # uncompiled: plain Python takes about as long for this many as loading numba and the cached kernel.
@@ -79,9 +81,16 @@ def acyclic(n: int, src: np.ndarray, dst: np.ndarray, edges: tuple[np.ndarray, n
     from archsim.jit import announce_compile
 
     ptr, order = edges if edges is not None else out_edges(n, src)
-    with small_in_python(_kahn, n + len(src), PYTHON_WORK):
+    targets = dst[order]
+    with small_in_python(_kahn, n + len(src), PYTHON_WORK) as python:
         announce_compile(_kahn, "the event simulator")
-        return bool(_kahn(n, ptr, dst[order]))
+        return bool(_kahn_on_lists()(n, ptr.tolist(), targets.tolist()) if python else _kahn(n, ptr, targets))
+
+
+@functools.cache
+def _kahn_on_lists():
+    """``_kahn``'s Python code run on lists (:mod:`archsim.sim.lists`)."""
+    return on_lists(globals(), ("_kahn",), "_kahn")
 
 
 @njit(cache=True)

@@ -191,9 +191,9 @@ def check_columns(processors, links, ops: OpColumns, deps: DepColumns, named=Non
     lk = link[linked]
     wrong_way = np.zeros(m, dtype=bool)
     wrong_way[linked] = (link_src[lk] != proc[src[linked]]) | (link_dst[lk] != proc[dst[linked]])
-    dep_rules = [~has_src, ~has_dst, size < 0, ~known_link, wrong_way]
+    dep_rules = [~has_src, ~has_dst, ~(size >= 0), ~known_link, wrong_way]  # NaN bytes too: no NaN times
     if any(rule.any() for rule in dep_rules):
-        _raise_dep_error(processors, links, ops, src, dst, link, dep_rules, named)
+        _raise_dep_error(processors, links, ops, src, dst, link, size, dep_rules, named)
     latency = np.array([x.latency for x in links] + [0.0], dtype=np.float64)
     bandwidth = np.array([x.bandwidth for x in links] + [1.0], dtype=np.float64)
     # Link.transfer_time, latency + bytes / bandwidth, in the same float arithmetic (0 without a link)
@@ -238,7 +238,7 @@ def _raise_op_error(processors, ops: OpColumns, proc, duration, pin, rules, name
     raise InputError(f"op {op_id!r} allocates or frees a negative number of bytes", field="alloc_bytes")
 
 
-def _raise_dep_error(processors, links, ops: OpColumns, src, dst, link, rules, named) -> None:
+def _raise_dep_error(processors, links, ops: OpColumns, src, dst, link, size, rules, named) -> None:
     """The first dependency breaking a rule, and the first rule it breaks, as the per-dependency checks word it."""
     d = int(np.flatnonzero(np.logical_or.reduce(rules))[0])
     objects = named[1] if named is not None else None
@@ -251,7 +251,7 @@ def _raise_dep_error(processors, links, ops: OpColumns, src, dst, link, rules, n
     if rules[0][d] or rules[1][d]:
         raise InputError(f"dependency {a!r} -> {b!r} names unknown op {a if rules[0][d] else b!r}", field="deps")
     if rules[2][d]:
-        raise InputError(f"dependency {a!r} -> {b!r} moves negative bytes", field="bytes")
+        raise InputError(f"dependency {a!r} -> {b!r} moves {'negative' if size[d] < 0 else 'NaN'} bytes", field="bytes")
     if rules[3][d]:
         name = objects[d].link if objects is not None else f"#{int(link[d])}"
         raise InputError(f"dependency {a!r} -> {b!r} uses unknown link {name!r}", field="link")

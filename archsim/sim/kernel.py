@@ -3,21 +3,25 @@
 Every queue is a binary heap in a preallocated array region: one ready heap per processor, one per
 pinned (processor, stream), one FIFO-by-key queue per link and one event heap. All keys are
 unique — ranks are a permutation within a processor, events and link entries carry a sequence
-number — so the pop order, and hence the timeline, does not depend on the heap's layout.
+number — so the pop order, and hence the timeline, does not depend on the heap's layout (times
+are never NaN: :func:`archsim.sim.columns.check_columns` rejects NaN durations and bytes).
 Compiled once per machine (numba's cache next to this file); the first call after an install
-says so on stderr.
+says so on stderr. Uncompiled (small problems), the same ``_run`` runs over lists
+(:mod:`archsim.sim.lists`) with its keyed heaps on Python's C ``heapq``, which pops the same
+entries in the same order since every key is unique.
 """
 
 from __future__ import annotations
 
 import functools
-import types
+from heapq import heappop, heappush
 
 import numpy as np
 
 from archsim.jit import announce_compile
 from archsim.numba_cache import njit, small_in_python
 from archsim.sim.arrays import PYTHON_WORK, ProblemArrays
+from archsim.sim.lists import on_lists
 
 _OP_END, _TRANSFER_END = 0, 1
 
@@ -48,35 +52,45 @@ def run_arrays(arrays: ProblemArrays, rank: np.ndarray, n_links: int):
             (ints(t_dep[:t_count]), ints(t_link[:t_count]), floats(t_start[:t_count]), floats(t_end[:t_count])))
 
 
-class _ListNumpy:
-    """The numpy names the kernels below use, over Python lists: uncompiled, a list's items read and
-    write 3-4× faster than an array's (numpy boxes every scalar), with the same IEEE doubles."""
-
-    int64, float64, bool_ = int, float, bool
-
-    @staticmethod
-    def empty(n: int, dtype: type = float) -> list:
-        return [dtype()] * n
-
-    zeros = empty
-
-    @staticmethod
-    def ones(n: int, dtype: type = float) -> list:
-        return [dtype(1)] * n
-
-
 _KERNELS = ("_rank_push", "_rank_pop", "_less", "_key_push", "_key_pop", "_sort_head", "_arrive", "_run")
 
 
 @functools.cache
 def _on_lists():
-    """``_run``'s very Python code (and its helpers'), run on lists: the kernels' functions rebound to
-    a namespace whose ``np`` is :class:`_ListNumpy` and whose helpers are the plain functions."""
-    names = dict(globals(), np=_ListNumpy)
-    for name in _KERNELS:
-        code = globals()[name].py_func.__code__
-        names[name] = types.FunctionType(code, names, name)
-    return names["_run"]
+    """``_run``'s very Python code (and its helpers'), run on lists, its keyed heaps and its sorts on
+    Python's C ``heapq`` and ``sorted`` (the same order: every key is unique)."""
+    return on_lists(globals(), _KERNELS, "_run", _key_push=_key_push_list, _key_pop=_key_pop_list,
+                    _sort_head=_sort_head_list)
+
+
+def _key_push_list(time, key, seq, a, b, base, size, t, k, s, va, vb):
+    """:func:`_key_push` on lists: the region's entries are (t, k, s, va, vb) tuples in one ``heapq``
+    list kept at ``key[base]``; ``time``, ``a`` and ``b`` at ``base`` mirror the least entry, all that
+    ``_run`` reads (``seq`` stays unused). Keys are unique, so tuples never compare payloads."""
+    entry = (t, k, s, va, vb)
+    if size == 0:
+        key[base] = [entry]
+    else:
+        heap = key[base]
+        heappush(heap, entry)
+        if heap[0] is not entry:
+            return
+    time[base], a[base], b[base] = t, va, vb
+
+
+def _key_pop_list(time, key, seq, a, b, base, size):
+    """:func:`_key_pop` on lists (see :func:`_key_push_list`)."""
+    heap = key[base]
+    heappop(heap)
+    if size > 1:
+        t, _, _, va, vb = heap[0]
+        time[base], a[base], b[base] = t, va, vb
+
+
+def _sort_head_list(a, n):
+    """:func:`_sort_head` on lists."""
+    if n > 1:
+        a[:n] = sorted(a[:n])
 
 
 def _bases(groups: np.ndarray, count: int) -> np.ndarray:
