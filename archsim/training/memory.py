@@ -29,6 +29,9 @@ recompute has nothing left to recompute (it keeps what ``none`` keeps).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
+
+import numpy as np
 
 from archsim.errors import InputError
 from archsim.training.layer_ops import embedding_parameters, layer_parameters
@@ -116,15 +119,13 @@ def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight:
 
 
 def in_flight(order) -> list[int]:
-    """Per rank: the most micro-batch chunks run forward and not yet backward (B or I) at once."""
-    peaks = []
-    for actions in order.ranks:
-        live = peak = 0
-        for action in actions:
-            live += 1 if action.kind == "F" else -1 if action.kind in ("B", "I") else 0
-            peak = max(peak, live)
-        peaks.append(peak)
-    return peaks
+    """Per rank: the most micro-batch chunks run forward and not yet backward (B or I) at once (read
+    from the order's columns: no action objects made)."""
+    from archsim.sim.builder import CODE  # here: `search --help` imports this module, not the simulator
+
+    c = order.columns
+    step = (c.kind == CODE["F"]).astype(np.int64) - np.isin(c.kind, (CODE["B"], CODE["I"]))
+    return [int(np.cumsum(step[x:y]).max(initial=0)) for x, y in pairwise(c.bounds.tolist())]
 
 
 def memories(c: TransformerConfig, par: Parallelism, order=None, scale: float = 1.0) -> list[StageMemory]:
