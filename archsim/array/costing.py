@@ -22,12 +22,12 @@ from archsim.array.config import ArrayConfig
 from archsim.errors import InputError
 from archsim.lowering import LoweredLayer, Mode, TrainingOp, lower_network
 from archsim.validate import check_exact, shown
+from archsim.vocab.devices import ENGINES
 from archsim.workload.layer import Network
 
 if TYPE_CHECKING:
     import pandas as pd  # annotations only: loaded where used
 
-ENGINES = ("analytic", "cycle")
 CYCLE_COLUMNS = ("stall_cycles", "dram_read_bytes", "dram_write_bytes")
 
 
