@@ -12,11 +12,11 @@ import numpy as np
 from archsim.errors import InputError
 from archsim.output_files import remove_orphans, write_output
 from archsim.rows import Rows, columns, table, to_csv, to_json
+from archsim.vocab.outputs import FORMATS
 
 if TYPE_CHECKING:
     import pandas as pd
 
-FORMATS = ("table", "csv", "json")
 
 atomic_write_text = write_output  # the older name, which the benchmark scripts call
 __all__ = ["FORMATS", "atomic_write_text", "format_number", "meta_columns", "remove_orphans", "render",

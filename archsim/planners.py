@@ -20,15 +20,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from archsim.errors import InputError
-from archsim.partition.gpipe import gpipe_partition
-from archsim.partition.layerpipe import layerpipe_partition
-from archsim.partition.ooo_allocation import ooo_partition
-from archsim.partition.pipedream import Level, pipedream_partition, pipedream_partitions
-from archsim.partition.profile import LayerProfile
-from archsim.partition.result import Partition
-from archsim.spp.topology import Topology
+
+if TYPE_CHECKING:  # the planners load when one runs: the registry's names (--method's choices) need none
+    from archsim.partition.profile import LayerProfile
+    from archsim.partition.result import Partition
+    from archsim.spp.topology import Topology
 
 
 @dataclass(frozen=True)
@@ -54,10 +53,30 @@ def _pipedream(profile: LayerProfile, cluster: Topology, **options) -> Partition
     """PipeDream's optimizer on the cluster's levels: one server is its short form at the server's
     link bandwidth (free links: transfers ignored); servers × devices its two levels
     (:meth:`Topology.uniform_levels`)."""
+    from archsim.partition.pipedream import Level, pipedream_partition
+
     if len(set(cluster.servers)) == 1:
         return pipedream_partition(profile, cluster.devices, bandwidth=_server_link(cluster), **options)
     hierarchy = tuple(Level(machines, bandwidth) for machines, bandwidth in cluster.uniform_levels())
     return pipedream_partition(profile, hierarchy=hierarchy, **options)
+
+
+def _layerpipe(profile: LayerProfile, cluster: Topology, **options) -> Partition:
+    from archsim.partition.layerpipe import layerpipe_partition
+
+    return layerpipe_partition(profile, cluster.devices, **options)
+
+
+def _gpipe(profile: LayerProfile, cluster: Topology, **options) -> Partition:
+    from archsim.partition.gpipe import gpipe_partition
+
+    return gpipe_partition(profile, cluster.devices, bandwidth=_server_link(cluster), **options)
+
+
+def _ooo(profile: LayerProfile, cluster: Topology) -> Partition:
+    from archsim.partition.ooo_allocation import ooo_partition
+
+    return ooo_partition(profile, cluster.devices)
 
 
 # SPP and its baselines schedule with the simulator (numba) and order devices with networkx: they
@@ -79,16 +98,15 @@ def _baseline(method: str) -> Callable[..., Partition]:
 
 PLANNERS: dict[str, Planner] = {planner.name: planner for planner in (
     Planner("layerpipe", "LayerPipe's Algorithm 1: balanced stages, δ borrowed and split by operational parallelism",
-            partition=lambda profile, cluster, **options: layerpipe_partition(profile, cluster.devices, **options)),
+            partition=_layerpipe),
     Planner("pipedream", "PipeDream's optimizer over the cluster's levels (one server: one level)",
             partition=_pipedream),
     Planner("gpipe", "GPipe: consecutive layers per device (pipeline: equal layer counts; on a cluster: balanced "
                      "compute, GPipe's fill-drain order)",
-            partition=lambda profile, cluster, **options: gpipe_partition(
-                profile, cluster.devices, bandwidth=_server_link(cluster), **options),
+            partition=_gpipe,
             on_cluster=_baseline("gpipe")),
     Planner("ooo", "the out-of-order backprop paper's allocation: ⌈L/P⌉ consecutive layers per device (3/3/3/1)",
-            partition=lambda profile, cluster: ooo_partition(profile, cluster.devices)),
+            partition=_ooo),
     Planner("spp", "SPP: RDO device order, PRM partition/replication/mapping, PE schedule", on_cluster=_spp),
     Planner("dp", "data parallel: every device the whole model, one ring all-reduce", on_cluster=_baseline("dp")),
     Planner("pipedream-prm", "the SPP paper's synchronous PipeDream: PRM over devices in order, PE schedule",
@@ -106,6 +124,8 @@ def partition(profile: LayerProfile, processors: int | Topology, method: str, *,
     """Plan ``profile`` on a cluster, or on ``processors`` identical devices joined at ``bandwidth``
     (bytes per time unit; None: free links), by the partitioner named ``method`` (the CLI's
     ``--method``); ``options`` go to it (LayerPipe: ``alpha``, ``axes``, ``coster``)."""
+    from archsim.spp.topology import Topology
+
     planner = PLANNERS.get(method)
     if planner is None or planner.partition is None:
         raise InputError(f"unknown method {method!r}; choose one of {', '.join(PARTITIONERS)}", field="method")
@@ -123,6 +143,8 @@ def partitions(profile: LayerProfile, processors: Sequence[int], method: str, **
     """:func:`partition` for each processor count, in order; PipeDream's optimizer solves its
     table once for them all (:func:`~archsim.partition.pipedream.pipedream_partitions`)."""
     if method == "pipedream":
+        from archsim.partition.pipedream import pipedream_partitions
+
         return pipedream_partitions(profile, processors, **options)
     return [partition(profile, count, method, **options) for count in processors]
 

@@ -26,8 +26,6 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-import numpy as np
-
 from archsim.errors import InputError
 
 INT32_MAX = 2**31 - 1
@@ -277,6 +275,8 @@ def check_name(value: object, field: str, *, file: str | None = None, line: int 
 def check_exact(estimate: object, what: str, hint: str = "use a smaller batch or network, or a larger array") -> None:
     """Refuse a computation whose integer result (``estimate``, any float array-like bounding it)
     would reach 2⁵³: beyond it int64 sums may wrap and float64 times lose exactness."""
+    import numpy as np  # here, not at the top: flag parsers import this module, and --help loads no numpy
+
     values = np.asarray(estimate, dtype=np.float64)
     if values.size == 0:
         return

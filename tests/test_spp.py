@@ -43,6 +43,32 @@ def test_bad_cluster_specs(spec, field):
     assert error.value.where.field == field
 
 
+
+def test_inter_server_links_by_hand():
+    """Three servers of two GPUs: one inter-server figure fills every pair of servers (Gb/s → bytes/s:
+    × 1e9 / 8), a shared NIC divides it by the GPUs at both ends (2 × 2); a [low, high] range draws one
+    figure per pair of servers in the order (0, 1), (0, 2), (1, 2) from numpy's generator of the seed."""
+    servers = [{"count": 3, "gpus": 2, "intra_server_gbps": 100}]
+    fixed = build_topology({"cluster": {"inter_server_gbps": 25}, "servers": servers})
+    inside, between = 100e9 / 8, 25e9 / 8
+    expected = np.array([[0, inside, between, between, between, between],
+                         [inside, 0, between, between, between, between],
+                         [between, between, 0, inside, between, between],
+                         [between, between, inside, 0, between, between],
+                         [between, between, between, between, 0, inside],
+                         [between, between, between, between, inside, 0]])
+    assert np.array_equal(fixed.bandwidth, expected)
+    assert np.array_equal(fixed.capacity, np.where(expected == between, between / 4, expected))
+    drawn = build_topology({"cluster": {"inter_server_gbps": [30, 40], "seed": 7}, "servers": servers})
+    rng = np.random.default_rng(7)
+    pair = {(a, b): rng.uniform(30, 40) * 1e9 / 8 for a, b in ((0, 1), (0, 2), (1, 2))}
+    for i, j in itertools.product(range(6), repeat=2):
+        a, b = sorted((i // 2, j // 2))
+        assert drawn.bandwidth[i, j] == (0 if i == j else inside if a == b else pair[(a, b)])
+    one = build_topology({"cluster": {"inter_server_gbps": "fast"}, "servers": [{"count": 1, "gpus": 2,
+                                                                                  "intra_server_gbps": 100}]})
+    assert one.bandwidth[0, 1] == inside  # one server: the inter-server figure is never read
+
 def random_topology(seed: int, devices: int) -> Topology:
     rng = np.random.default_rng(seed)
     bandwidth = rng.uniform(1.0, 10.0, (devices, devices))

@@ -21,31 +21,15 @@ from archsim.array.analytic import gemm_cost
 from archsim.array.config import ArrayConfig
 from archsim.errors import InputError
 from archsim.lowering import LoweredLayer, Mode, TrainingOp, lower_network
-from archsim.validate import check_exact, shown
+from archsim.lowering.gemm_arrays import flatten_gemms
+from archsim.validate import check_exact
+from archsim.vocab.devices import ENGINES
 from archsim.workload.layer import Network
 
 if TYPE_CHECKING:
     import pandas as pd  # annotations only: loaded where used
 
-ENGINES = ("analytic", "cycle")
 CYCLE_COLUMNS = ("stall_cycles", "dram_read_bytes", "dram_write_bytes")
-
-
-def flatten_gemms(ops: Sequence[TrainingOp]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(owning op index, m, k, n, count) of every GEMM of ``ops``, as int64 arrays for one vectorized call."""
-    owner, m, k, n, count = [], [], [], [], []
-    for index, op in enumerate(ops):
-        for g in op.gemms:
-            owner.append(index)
-            m.append(g.m)
-            k.append(g.k)
-            n.append(g.n)
-            count.append(g.count)
-    for op in ops:
-        check_exact([op.vector_elements, op.out_bytes, op.extra_bytes], f"op {op.kind} of layer {shown(op.layer)}: bytes")
-    check_exact([max(m, default=0), max(k, default=0), max(n, default=0), max(count, default=0)], "a GEMM dimension")
-    as_int = lambda xs: np.asarray(xs, dtype=np.int64)
-    return as_int(owner), as_int(m), as_int(k), as_int(n), as_int(count)
 
 
 def _check_total(per_gemm: np.ndarray, count: np.ndarray, vector: np.ndarray, what: str) -> None:

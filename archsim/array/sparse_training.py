@@ -34,9 +34,7 @@ from archsim.array.analytic import gemm_cycles
 from archsim.array.sparsity import SparsityConfig, column_ratios, kept_rows
 from archsim.errors import InputError
 from archsim.lowering import Gemm, LoweredLayer
-
-DELTA_OPTIONS = ("transposed", "dense")
-GRADIENT_OPTIONS = ("dense", "masked")
+from archsim.vocab.devices import DELTA_OPTIONS, GRADIENT_OPTIONS
 
 
 @dataclass(frozen=True)

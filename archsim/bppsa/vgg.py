@@ -19,6 +19,7 @@ from archsim.bppsa.jacobians import scan_input
 from archsim.bppsa.layers import Conv2d, Layer, MaxPool2d, ReLU, forward_chain
 from archsim.bppsa.sparse_cost import CountedStep, count_flops
 from archsim.errors import InputError
+from archsim.vocab.bppsa import ZEROS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -71,9 +72,6 @@ def _rows(method: str, counted: tuple[CountedStep, ...]) -> list[dict]:
         rows.append({"method": method, "seq_step": seq, **asdict(c.step), "flops": c.flops,
                      "dense_flops": c.dense_flops})
     return rows
-
-
-ZEROS = ("pattern", "values")
 
 
 def vgg_flops(*, sparsity: float = 0.97, seed: int = 0, image: int = 32, up_levels: int | None = 2,

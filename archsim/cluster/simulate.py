@@ -16,10 +16,10 @@ from archsim.cluster.jobs import JobCluster, JobSpec, SimConfig, SimResult, buil
 from archsim.cluster.metrics import summarize
 from archsim.cluster.trace import TraceJob, synthetic_trace
 from archsim.errors import InputError
+from archsim.vocab.cluster import MAIN_POLICIES, POLICIES
 
-POLICIES = ("jigsaw", "gandiva", "tiresias", "jigsaw-nospb")
-"""``jigsaw-nospb`` is an ablation: iteration-level scheduling without SPB (every task full)."""
-MAIN_POLICIES = ("jigsaw", "gandiva", "tiresias")
+# POLICIES (archsim.vocab.cluster): ``jigsaw-nospb`` is an ablation, iteration-level scheduling without SPB
+# (every task full); MAIN_POLICIES the three the paper compares.
 
 
 def simulate(jobs: Sequence[JobSpec], cluster: JobCluster, policy: str, config: SimConfig | None = None

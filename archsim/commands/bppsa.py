@@ -9,16 +9,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from archsim.bppsa.rnn_cost import rnn_records
-from archsim.bppsa.vgg import ZEROS, check_sparsity, critical_path, vgg_flops
 from archsim.commands import Command
 from archsim.commands.common import add_array_arguments, add_output_arguments, array_from_args, emit, int_list
 from archsim.errors import InputError
 from archsim.output_files import output_flag
-from archsim.outputs import render
 from archsim.progress import progress
-from archsim.rows import Rows
 from archsim.validate import seed_flag
+from archsim.vocab.bppsa import ZEROS
 
 PAPER_SEQ_LENS = "10,30,100,300,1000,3000,10000,30000"  # §4.1, Table 4
 
@@ -57,6 +54,10 @@ def add_rnn_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_rnn(args: argparse.Namespace) -> int:
+    from archsim.bppsa.rnn_cost import rnn_records
+    from archsim.outputs import render
+    from archsim.rows import Rows
+
     seq_lens, processors = int_list(args.seq_len, "seq_len"), int_list(args.processors, "processors")
     hidden, batch = _positive(args.hidden, "hidden"), _positive(args.batch, "batch")
     array = array_from_args(args)
@@ -94,6 +95,9 @@ def add_vgg_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_vgg(args: argparse.Namespace) -> int:
+    from archsim.bppsa.vgg import check_sparsity, critical_path, vgg_flops
+    from archsim.outputs import render
+
     sparsity, up_levels = check_sparsity(args.sparsity), _up_levels(args.up_levels)
     divisor = _positive(args.width_divisor, "width_divisor")
     levels_given = {_up_levels(x.strip(), "compare_levels") for x in args.compare_levels.split(",")}

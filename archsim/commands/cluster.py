@@ -6,19 +6,13 @@ import argparse
 import shlex
 import sys
 
-from archsim.cluster.catalog import paper_catalog
-from archsim.cluster.jobs import JobCluster, SimConfig, build_jobs
-from archsim.cluster.metrics import aggregate, summarize
-from archsim.cluster.simulate import MAIN_POLICIES, POLICIES, simulate
-from archsim.cluster.trace import load_tiresias_csv, synthetic_trace
 from archsim.commands import Command
 from archsim.commands.common import add_output_arguments, emit, positive_int
 from archsim.errors import InputError
 from archsim.output_files import output_flag
-from archsim.outputs import render
 from archsim.progress import progress
-from archsim.rows import Rows
 from archsim.validate import float_flag, int_flag, processors_flag, seed_flag
+from archsim.vocab.cluster import MAIN_POLICIES, POLICIES
 
 _non_negative = float_flag(0.0, 1e12, what="a non-negative number")  # finite; 10¹² s or GiB is beyond any cluster
 
@@ -96,6 +90,14 @@ def _check_rounds(jobs, interval_s: float) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from archsim.cluster.catalog import paper_catalog
+    from archsim.cluster.jobs import JobCluster, SimConfig, build_jobs
+    from archsim.cluster.metrics import aggregate, summarize
+    from archsim.cluster.simulate import simulate
+    from archsim.cluster.trace import load_tiresias_csv, synthetic_trace
+    from archsim.outputs import render
+    from archsim.rows import Rows
+
     policy = "all" if args.compare else args.policy
     if args.device_memory_gb <= 0:
         raise InputError("must be positive", field="--device-memory-gb")
@@ -155,6 +157,8 @@ def run(args: argparse.Namespace) -> int:
 def _seconds_spelled_out(frame):
     """Output names as every command spells seconds (``makespan_seconds``, not the simulator's ``makespan_s``)."""
     import re
+
+    from archsim.rows import Rows
 
     def spelled(name: str) -> str:
         return re.sub(r"_s(?=$|_mean$|_std$)", "_seconds", name)

@@ -22,9 +22,7 @@ from archsim.commands.common import (
     with_memory_args,
 )
 from archsim.commands.energy import add_energy_table_argument, energies_from_args, table_from_args
-from archsim.lowering import MODES, lower_network
-from archsim.outputs import render
-from archsim.rows import Rows
+from archsim.modes import MODES
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -45,6 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from archsim.array.costing import layer_cost_rows
+    from archsim.lowering import lower_network
+    from archsim.outputs import render
+    from archsim.rows import Rows
 
     network = network_from_args(args, args.geometry)
     array = with_clock(with_memory_args(array_from_args(args), args), args)

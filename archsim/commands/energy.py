@@ -22,9 +22,7 @@ from archsim.commands.common import (
     with_clock,
     with_memory_args,
 )
-from archsim.lowering import MODES
-from archsim.outputs import render
-from archsim.rows import Rows
+from archsim.modes import MODES
 
 
 def add_energy_table_argument(parser: argparse.ArgumentParser) -> None:
@@ -68,6 +66,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from archsim.energy import array_area
     from archsim.energy.model import iteration_energy_rows
+    from archsim.outputs import render
+    from archsim.rows import Rows
 
     network = network_from_args(args)
     array = with_clock(with_memory_args(array_from_args(args), args), args)

@@ -7,9 +7,6 @@ import argparse
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-import numpy as np
-
-from archsim.array.analytic import OfmapCount, dataflow_codes, gemm_cost
 from archsim.array.config import ArrayConfig, parse_array_shape, read_scalesim_cfg
 from archsim.commands import Command
 from archsim.commands.common import (
@@ -23,13 +20,12 @@ from archsim.commands.common import (
     with_memory_args,
 )
 from archsim.errors import InputError
-from archsim.outputs import render
-from archsim.rows import Rows
 from archsim.validate import csv_rows, parse_int, read_text
 
 if TYPE_CHECKING:
     import pandas as pd  # annotations only: loaded where used
 
+    from archsim.array.analytic import OfmapCount
     from archsim.array.layout import GemmLayout
 
 SHAPE_COLUMNS = ("m", "k", "n", "rows", "cols", "dataflow")
@@ -101,6 +97,10 @@ def read_shapes(path: str) -> pd.DataFrame:
 
 def cost_shapes(shapes: pd.DataFrame, ofmap_count: OfmapCount = "scalesim") -> pd.DataFrame:
     """The shapes frame plus one column per cost figure, all in one vectorized call."""
+    import numpy as np
+
+    from archsim.array.analytic import dataflow_codes, gemm_cost
+
     m, k, n, rows, cols = (shapes[c].to_numpy(dtype=np.int64) for c in ("m", "k", "n", "rows", "cols"))
     cost = gemm_cost(m, k, n, rows, cols, dataflow_codes(shapes["dataflow"].to_numpy()), ofmap_count=ofmap_count)
     out = shapes.copy()
@@ -140,6 +140,12 @@ def cycle_columns(shapes: pd.DataFrame, memory: ArrayConfig, min_bandwidth: bool
 
 
 def run(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from archsim.array.analytic import dataflow_codes, gemm_cost
+    from archsim.outputs import render
+    from archsim.rows import Rows
+
     layout = None
     if args.layout is not None:
         if not args.config or args.engine != "cycle" or args.min_bandwidth or args.dram_bandwidth is not None:

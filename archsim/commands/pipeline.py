@@ -27,11 +27,9 @@ from archsim.commands.common import (
     write_timeline_outputs,
 )
 from archsim.errors import InputError
-from archsim.lowering import MODES, SPLIT_AXES
-from archsim.outputs import render
-from archsim.partition import build_profile
+from archsim.lowering import SPLIT_AXES
+from archsim.modes import MODES
 from archsim.planners import PARTITIONERS, partition
-from archsim.rows import Rows
 from archsim.validate import check_job_size, float_flag, processors_flag
 
 
@@ -72,6 +70,10 @@ def check_flags(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from archsim.outputs import render
+    from archsim.partition import build_profile
+    from archsim.rows import Rows
+
     check_flags(args)
     options: dict[str, Any] = {}  # the partitioner's keywords
     if args.method == "layerpipe":

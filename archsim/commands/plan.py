@@ -22,8 +22,6 @@ from archsim.commands.common import (
 )
 from archsim.errors import InputError
 from archsim.modes import MODES
-from archsim.outputs import render
-from archsim.rows import Rows
 from archsim.validate import check_job_size, float_flag, int_flag, seed_flag
 
 BASELINE_METHODS = ("dp", "gpipe", "pipedream-prm", "hetpipe")  # spp.baselines.BASELINES (a test checks)
@@ -93,6 +91,8 @@ def micro_batch(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from archsim.outputs import render
+    from archsim.rows import Rows
     from archsim.spp.topology import load_topology_file
 
     topology = load_topology_file(args.cluster, seed=args.seed)
@@ -141,6 +141,7 @@ def run(args: argparse.Namespace) -> int:
 def _run_pipedream(args: argparse.Namespace, profile, topology) -> int:
     """PipeDream's optimizer on the cluster's uniform levels; the simulated makespan runs the plan
     on the cluster's real links under SPP's synchronous PE schedule (a named difference)."""
+    from archsim.outputs import render
     from archsim.partition.pipedream import (
         DEFAULT_MEMORY_BYTES,
         Level,
@@ -149,6 +150,7 @@ def _run_pipedream(args: argparse.Namespace, profile, topology) -> int:
         pipedream_plan,
         plan_partition,
     )
+    from archsim.rows import Rows
     from archsim.spp.placement import partition_stage_plans
 
     hierarchy = tuple(Level(machines, bandwidth) for machines, bandwidth in topology.uniform_levels())

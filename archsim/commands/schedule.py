@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from archsim.commands import Command
 from archsim.commands.common import (
@@ -25,25 +26,20 @@ from archsim.commands.common import (
     write_timeline_outputs,
 )
 from archsim.commands.stage_schedule import STAGE_ONLY, add_stage_arguments, run_stages, stage_mode
-from archsim.lowering import MODES
-from archsim.outputs import render
-from archsim.partition import build_profile
-from archsim.partition.profile import LayerProfile
-from archsim.policies import data_parallel as dp
-from archsim.policies import multistream as ms
-from archsim.policies import zero_bubble as zb
-from archsim.policies.ooo import POLICIES, default_flush, ooo_problem, schedule_metrics, unit_costs
-from archsim.policies.ooo import op_count as ooo_op_count
-from archsim.policies.stage_profile import StageProfile
-from archsim.rows import Rows
-from archsim.sim import simulate
+from archsim.modes import MODES
+from archsim.policies import multistream as ms  # light: its lowering loads when it makes ops
 from archsim.validate import check_job_size, non_negative_float_flag, processors_flag
+from archsim.vocab.schedules import DP_POLICIES, LIST_SCHEDULES, OOO_POLICIES, ZB_SCHEDULES
+
+if TYPE_CHECKING:  # the profiles, policies and simulator load when a schedule runs
+    from archsim.partition.profile import LayerProfile
+    from archsim.policies.stage_profile import StageProfile
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_network_arguments(parser, optional=True)
     parser.add_argument("--policy", default=None,
-                        choices=POLICIES + dp.POLICIES + zb.SCHEDULES + zb.LIST_SCHEDULES + STAGE_ONLY
+                        choices=OOO_POLICIES + DP_POLICIES + ZB_SCHEDULES + LIST_SCHEDULES + STAGE_ONLY
                         + ("multistream",), help="schedule policy")
     parser.add_argument("--processors", type=processors_flag, default=None, help="devices")
     parser.add_argument("--microbatches", type=positive_int, default=1,
@@ -78,6 +74,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from archsim.errors import InputError
+    from archsim.outputs import render
+    from archsim.partition import build_profile
+    from archsim.policies import zero_bubble as zb
+    from archsim.policies.ooo import default_flush, ooo_problem, schedule_metrics, unit_costs
+    from archsim.rows import Rows
+    from archsim.sim import simulate
 
     if stage_mode(args):
         return run_stages(args)
@@ -85,8 +87,8 @@ def run(args: argparse.Namespace) -> int:
         if value is None:
             raise InputError(f"{name} is required (or give per-stage costs: --stages P --stage-times F,B,W)",
                              field=name.lstrip("-").lower())
-    if args.flush is not None and args.policy not in POLICIES:
-        raise InputError(f"--flush/--no-flush applies to {', '.join(POLICIES)}; {args.policy} fixes its own order",
+    if args.flush is not None and args.policy not in OOO_POLICIES:
+        raise InputError(f"--flush/--no-flush applies to {', '.join(OOO_POLICIES)}; {args.policy} fixes its own order",
                          field="flush")
     if args.policy in STAGE_ONLY:
         raise InputError(f"{args.policy} runs on per-stage costs: use --stages/--stage-times or --stage-profile",
@@ -106,10 +108,10 @@ def run(args: argparse.Namespace) -> int:
             costs = build_profile(network, array, args.batch, args.mode, args.engine)
             unit = "cycles"
         extra: dict = {}
-        if args.policy in dp.POLICIES:
+        if args.policy in DP_POLICIES:
             problem, extra = _data_parallel(args, costs, network, phase)
-        elif args.policy in zb.SCHEDULES + zb.LIST_SCHEDULES:
-            if args.comm and args.policy in zb.LIST_SCHEDULES:
+        elif args.policy in ZB_SCHEDULES + LIST_SCHEDULES:
+            if args.comm and args.policy in LIST_SCHEDULES:
                 raise InputError(f"{args.policy} has no communication model; --comm applies to the published "
                                  "schedules", field="comm")
             stage_profile = _stage_profile(args, costs)
@@ -124,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
         phase("validate")
         validated(timeline)
     row = {"policy": args.policy, "processors": args.processors, "microbatches": args.microbatches,
-           "flush": flush if args.policy in POLICIES else "", **schedule_metrics(problem, timeline), **extra}
+           "flush": flush if args.policy in OOO_POLICIES else "", **schedule_metrics(problem, timeline), **extra}
     meta = {"network": network.name, "unit": unit, "costs": "unit" if args.unit_costs else f"{args.mode} mode"}
     clock = None if args.unit_costs else with_clock(array_from_args(args), args).clock_hz
     if clock is not None:  # seconds beside cycles when a clock is known
@@ -137,11 +139,14 @@ def run(args: argparse.Namespace) -> int:
 
 def _op_count(args: argparse.Namespace, layers: int, flush: bool) -> int:
     """The ops the policy's problem will have, counted before building it (exact but for dualpipev's bound)."""
-    if args.policy in zb.SCHEDULES:
+    from archsim.policies import zero_bubble as zb
+    from archsim.policies.ooo import op_count as ooo_op_count
+
+    if args.policy in ZB_SCHEDULES:
         return zb.op_count(args.policy, args.processors, args.microbatches, args.chunks)
-    if args.policy in zb.LIST_SCHEDULES:
+    if args.policy in LIST_SCHEDULES:
         return 3 * args.processors * args.microbatches
-    if args.policy in POLICIES:
+    if args.policy in OOO_POLICIES:
         return ooo_op_count(layers, args.microbatches, first_layer_delta=args.mode == "paper" and not args.unit_costs,
                             flush=flush)
     return 5 * layers  # one iteration window of data parallelism (F, F', S per layer; G, D in the backward order)
@@ -158,6 +163,8 @@ DEFAULT_LINK_BYTES_PER_CYCLE = 64.0
 def _multistream(args: argparse.Namespace, network) -> int:
     """One device, main stream (F, δ) and sub-stream (G) under the documented co-run model."""
     from archsim.errors import InputError
+    from archsim.outputs import render
+    from archsim.rows import Rows
 
     if args.unit_costs:
         raise InputError("multistream needs utilizations from the array model; drop --unit-costs", field="unit-costs")
@@ -184,6 +191,7 @@ def _stage_profile(args: argparse.Namespace, costs: LayerProfile) -> StageProfil
     activation M_B a stage's stashed layer inputs, send bytes its next stage's first input, comm
     --comm, and in cycles a link of --link-bandwidth bytes per cycle (unit costs: latency only)."""
     from archsim.partition import pipedream_partition, profile_from_costs
+    from archsim.policies.stage_profile import StageProfile
 
     if args.unit_costs:
         ones = (1.0,) * args.processors  # M_B = 1 (peaks count micro-batches) and no M_W: integer peaks
@@ -207,6 +215,7 @@ def _data_parallel(args: argparse.Namespace, costs: LayerProfile, network, phase
     """One device's iteration window under data parallelism over ``--processors`` workers (the
     search for k simulates candidate windows), and the chosen k."""
     from archsim.errors import InputError
+    from archsim.policies import data_parallel as dp
 
     layers = len(costs)
     if args.unit_costs:

@@ -8,12 +8,18 @@ import argparse
 from archsim.commands import Command
 from archsim.commands.common import add_output_arguments, add_timeline_outputs, emit, positive_int
 from archsim.output_files import output_flag
-from archsim.training.objectives import OBJECTIVES
-from archsim.training.parallel import ATTENTIONS, DEFAULT_ATTENTION, DP_OVERLAPS, RECOMPUTE
-from archsim.training.placement import PLACEMENTS
-from archsim.training.search_space import MAX_REFINE_ACTIONS, SCHEDULES
-from archsim.training.stage_split import BALANCES
 from archsim.validate import INT32_MAX, int_flag
+from archsim.vocab.training import (
+    ATTENTIONS,
+    BALANCES,
+    DEFAULT_ATTENTION,
+    DP_OVERLAPS,
+    MAX_REFINE_ACTIONS,
+    OBJECTIVES,
+    PLACEMENTS,
+    RECOMPUTE,
+    SCHEDULES,
+)
 
 HELP = "search TP × PP × DP × micro-batch × recompute × schedule for the fastest training iteration"
 

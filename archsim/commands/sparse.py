@@ -7,11 +7,11 @@ from __future__ import annotations
 import argparse
 from dataclasses import replace
 
-from archsim.array.sparse_training import DELTA_OPTIONS, GRADIENT_OPTIONS, SparseTraining
 from archsim.commands import Command
 from archsim.commands.common import add_output_arguments, emit, positive_int
 from archsim.planners import PARTITIONERS
 from archsim.validate import processors_flag
+from archsim.vocab.devices import DELTA_OPTIONS, GRADIENT_OPTIONS
 
 HELP = "SCALE-Sim-exact sparse layers (N:M, CSR/CSC/ELLPACK) and their δ/G training cycles"
 
@@ -53,6 +53,7 @@ def stalls_note(array, sparsity) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from archsim.array.sparse_network import read_sparse_run, sparse_table
+    from archsim.array.sparse_training import SparseTraining
     from archsim.outputs import render
     from archsim.partition import build_profile
     from archsim.partition.pruned import pruned_profile

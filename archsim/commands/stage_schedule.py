@@ -18,7 +18,6 @@ import math
 
 from archsim.errors import InputError
 from archsim.policies.stage_profile import MAX_STAGE_VALUE
-from archsim.rows import Rows
 from archsim.validate import (
     INT32_MAX,
     MAX_PROCESSORS,
@@ -169,6 +168,7 @@ def run_stages(args: argparse.Namespace) -> int:
     from archsim.policies import stage_orders as so
     from archsim.policies.stage_run import run_order
     from archsim.policies.zero_bubble import published_run
+    from archsim.rows import Rows
 
     if args.network:
         raise InputError("per-stage mode (--stages, --stage-profile, ...) takes no NETWORK", field="network")
@@ -224,6 +224,7 @@ def _torch_steps(args: argparse.Namespace) -> int:
     from archsim.commands.common import emit
     from archsim.outputs import render
     from archsim.policies.torch_steps import parse_comm_schedule, torch_steps
+    from archsim.rows import Rows
     from archsim.validate import read_text
 
     if not args.schedule_csv_in:

@@ -14,9 +14,8 @@ from archsim.commands.common import (
     emit,
     positive_int,
 )
-from archsim.devices.device import DTYPES
-from archsim.training.eager_ops import IMPLEMENTATIONS
-from archsim.training.parallel import ATTENTIONS, DEFAULT_ATTENTION, DP_OVERLAPS, RECOMPUTE
+from archsim.vocab.devices import DTYPES
+from archsim.vocab.training import ATTENTIONS, BALANCES, DEFAULT_ATTENTION, DP_OVERLAPS, IMPLEMENTATIONS, RECOMPUTE
 
 HELP = "one training iteration of a transformer on GPUs: TP × PP × DP, time, memory, breakdown"
 
@@ -57,7 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="transformer layers of each model chunk in pipeline order: PP counts, or PP × V with "
                              "--interleave V (chunk c of rank r is the (c·PP + r)-th) and 2·PP with zb-v / dualpipev "
                              "(rank r holds the r-th and the (2·PP − 1 − r)-th) (default: Megatron's even split)")
-    parser.add_argument("--balance", default="even", choices=("even", "planned"),
+    parser.add_argument("--balance", default="even", choices=BALANCES,
                         help="without --stage-layers: Megatron's even split, or the split PipeDream's DP plans over "
                              "embedding, layers and LM head under each GPU's memory (with several chunks per rank: "
                              "balancing each rank's work over its chunks)")

@@ -19,9 +19,8 @@ import sys
 from archsim.array.config import DATAFLOWS, parse_array_shape
 from archsim.commands import Command
 from archsim.commands.common import add_output_arguments, emit, positive_int
-from archsim.lowering import MODES
+from archsim.modes import MODES
 from archsim.output_files import output_flag
-from archsim.outputs import render
 from archsim.validate import positive_float_flag
 
 SHOW = ("stats", "kernels", "streams", "streams-summary", "sensitivity", "assumptions")
@@ -91,6 +90,7 @@ def run_neusight(args: argparse.Namespace) -> int:
 
     from archsim.devices.kernels import FITTED
     from archsim.errors import InputError
+    from archsim.outputs import render
     from archsim.validation.neusight import GEMM_COLUMNS, SHAPES, mape_by_class, predict, read_neusight_csv
 
     for flag in ("like", "sm_count", "tensor_cores_per_sm", "mma", "clock_mhz", "memory_gbps", "report", "markdown"):
@@ -120,6 +120,7 @@ def run_neusight(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from archsim.outputs import render
     from archsim.validation.neusight import is_neusight_file
 
     kinds = {is_neusight_file(path) for path in args.csv}

@@ -30,9 +30,9 @@ import numpy as np
 import numpy.typing as npt
 
 from archsim.array.analytic import gemm_cost
-from archsim.array.costing import flatten_gemms
 from archsim.devices.device import Arrays
 from archsim.lowering import TrainingOp
+from archsim.lowering.gemm_arrays import flatten_gemms
 
 
 @dataclass(frozen=True)

@@ -39,13 +39,11 @@ from typing import TYPE_CHECKING
 
 from archsim.array.config import DATAFLOWS
 from archsim.errors import InputError
+from archsim.vocab.devices import DTYPES
 
 if TYPE_CHECKING:  # kernels reads the catalog, which builds its devices from this module
     from archsim.devices.kernels import KernelConstants
 
-DTYPES = ("fp32", "fp16", "bf16")  # a GEMM of a dtype runs at the device's peak of that name: on a GPU
-# fp16/bf16 on the tensor cores, fp32 on the FP32 lanes (PyTorch's default for fp32 matmuls:
-# ``torch.backends.cuda.matmul.allow_tf32`` is False since PyTorch 1.12, so TF32 is not used)
 ELEMENT_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}  # bytes per element of every dtype name archsim knows
 GEMM_MODELS = ("tiles", "arrays")
 

@@ -53,8 +53,6 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
-from archsim.array.costing import flatten_gemms
-from archsim.devices.array_waves import array_gemm_cycles
 from archsim.devices.catalog import chip_of
 from archsim.devices.device import ELEMENT_BYTES, Device
 from archsim.devices.kernels import (
@@ -73,6 +71,7 @@ from archsim.devices.kernels import (
 )
 from archsim.errors import InputError
 from archsim.lowering import TrainingOp
+from archsim.lowering.gemm_arrays import flatten_gemms
 
 KERNEL_CLASSES = ("softmax", "ln")  # the memory-bound kernels an op may name (``TrainingOp.kernel``)
 
@@ -177,6 +176,8 @@ def array_gemm_seconds(m: npt.ArrayLike, k: npt.ArrayLike, n: npt.ArrayLike, cou
     the ``count`` GEMMs' folds dealt together in waves over the arrays, each wave one fold's SCALE-Sim
     cycles (:func:`archsim.devices.array_waves.array_gemm_cycles`; split-K where the device has it on,
     ``Device.split_k``), vs its HBM traffic, plus one launch."""
+    from archsim.devices.array_waves import array_gemm_cycles  # SCALE-Sim's cost: only devices built of arrays
+
     units = device.gemm_units(dtype)
     m, k, n, count = (np.asarray(x, dtype=np.int64) for x in (m, k, n, count))
     cycles = array_gemm_cycles(m, k, n, count, units, device.split_k).cycles.reshape(np.broadcast(m, k, n, count).shape)

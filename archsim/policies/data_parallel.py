@@ -25,8 +25,7 @@ from archsim.collectives import ring_allreduce_time
 from archsim.errors import InputError
 from archsim.sim import Problem, Processor, simulate
 from archsim.sim.builder import build, from_rows
-
-POLICIES = ("dp-wfbp", "dp-priority", "dp-reverse-k")
+from archsim.vocab.schedules import DP_POLICIES as POLICIES
 
 
 @dataclass(frozen=True)

@@ -30,8 +30,8 @@ from archsim.sim import Problem, Processor, simulate
 from archsim.sim.bubble import bubble
 from archsim.sim.builder import build, repeat_flow
 from archsim.sim.columns import DepColumns, OpColumns
+from archsim.vocab.schedules import OOO_POLICIES as POLICIES
 
-POLICIES = ("mp", "gpipe", "ooo-pipe1", "ooo-pipe2")
 # each policy's layer allocation (archsim.partition.ooo_allocation; the registry's planner "ooo" is the contiguous one)
 ALLOCATION = {"mp": "contiguous", "gpipe": "contiguous", "ooo-pipe1": "contiguous", "ooo-pipe2": "modulo"}
 

@@ -40,9 +40,9 @@ from archsim.policies.zb_exact import zb_optimal_order
 from archsim.sim import Problem, Processor, simulate
 from archsim.sim.builder import build, repeat_flow
 from archsim.sim.columns import DepColumns, OpColumns
+from archsim.vocab.schedules import LIST_SCHEDULES
+from archsim.vocab.schedules import ZB_SCHEDULES as SCHEDULES
 
-SCHEDULES = ("1f1b", "interleaved-1f1b", "zb-h1", "zb-h2", "zb-1p", "zb-2p", "interleaved-zb", "zb-v", "dualpipev")
-LIST_SCHEDULES = ("list-1f1b", "list-zb-h1", "list-zb-h2")
 # published orders run on per-stage costs only (on a network, ``gpipe`` is out-of-order backprop's policy)
 STAGE_ONLY = ("gpipe", "looped-bfs", "zb-1p-exact", "zb-2p-exact")
 

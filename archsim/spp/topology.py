@@ -189,9 +189,14 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
         raise InputError("no GPUs", file=file, field="servers")
     n_servers = len(intra)
     inter = np.zeros((n_servers, n_servers))
-    for a in range(n_servers):
-        for b in range(a + 1, n_servers):
-            inter[a, b] = inter[b, a] = _gbps(cluster.get("inter_server_gbps"), "inter_server_gbps", file, rng)
+    between = cluster.get("inter_server_gbps")
+    if n_servers > 1 and _is_gbps(between):  # one figure for every pair, nothing drawn: filled at once
+        inter[:] = _gbps(between, "inter_server_gbps", file, rng)  # (a SuperPOD's 128 servers: 8,128 pairs)
+        np.fill_diagonal(inter, 0.0)
+    else:  # a [low, high] range: one draw per pair, in this order (the seed's numbers)
+        for a in range(n_servers):
+            for b in range(a + 1, n_servers):
+                inter[a, b] = inter[b, a] = _gbps(between, "inter_server_gbps", file, rng)
     where = np.array(servers)
     bandwidth = np.where(where[:, None] == where[None, :], np.array(intra)[where][:, None], inter[where][:, where])
     np.fill_diagonal(bandwidth, 0.0)

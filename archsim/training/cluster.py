@@ -225,8 +225,6 @@ LAYOUT_ERRORS = {
 
 def _server_device(group: dict, folder: Path, file: str, loaded: dict[str, Device]) -> Device:
     """A ``[[servers]]`` table's device: its catalog ``gpu`` or its ``device`` file (one of the two)."""
-    from archsim.devices.device_file import load_device
-
     name, path = group.get("gpu"), group.get("device")
     if (name is None) == (path is None):
         raise InputError('every [[servers]] table needs gpu = "<catalog name>" or device = "<device file>" '
@@ -235,6 +233,8 @@ def _server_device(group: dict, folder: Path, file: str, loaded: dict[str, Devic
         if not isinstance(path, str) or not path.strip():
             raise InputError(f"expected a device file's path, got {path!r}", file=file, field="device")
         if path not in loaded:
+            from archsim.devices.device_file import load_device  # a catalog GPU's cluster reads no device file
+
             loaded[path] = load_device(folder / path)
         return loaded[path]
     try:

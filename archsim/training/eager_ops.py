@@ -46,9 +46,9 @@ from archsim.errors import InputError
 from archsim.lowering import TrainingOp
 from archsim.training.layer_ops import Work, _gemm_ops, _vector
 from archsim.training.parallel import padded_vocab
+from archsim.vocab.training import IMPLEMENTATIONS
 from archsim.workload.transformer import TransformerConfig
 
-IMPLEMENTATIONS = ("megatron", "pytorch-eager")
 Kernel = tuple[str, int, int] | tuple[()]  # a memory-bound op's PyTorch kernel class (TrainingOp.kernel), or none
 
 # fp16 → fp32 gradient copy 6, unscale 8, norm 4, fused Adam 28 (master, grad, two moments read; master,

@@ -54,13 +54,6 @@ from archsim.training.eager_ops import (
     eager_embedding_work,
     eager_head_work,
 )
-from archsim.training.hf_ops import check_hf, hf_block_work, hf_embedding_work, hf_head_work
-from archsim.training.hf_switch_ops import (
-    megatron_counterparts,
-    switch_block_work,
-    switch_embedding_work,
-    switch_head_work,
-)
 from archsim.training.layer_ops import Collective, Work, block_work, embedding_work, head_work
 from archsim.training.machine import Links, Machine
 from archsim.training.parallel import Parallelism, padded_vocab
@@ -171,7 +164,15 @@ def model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> di
 @lru_cache(maxsize=4096)
 def _model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> dict[str, PieceCost]:
     b, t, sp = par.micro_batch, par.tp, par.sequence_parallel
-    if c.family == "switch":  # the host floor counted in Megatron's ops for its sub-layers (docs/training.md)
+    if c.family == "switch":
+        from archsim.training.hf_ops import check_hf  # Hugging Face's op lists: only the runs that take them
+        from archsim.training.hf_switch_ops import (
+            megatron_counterparts,
+            switch_block_work,
+            switch_embedding_work,
+            switch_head_work,
+        )
+  # the host floor counted in Megatron's ops for its sub-layers (docs/training.md)
         if machine.implementation != "pytorch-eager" or machine.dtype != "fp32":
             refuse_switch(c, f"--implementation {machine.implementation} in {machine.dtype}")
         check_hf(c, t, sp, par.attention)
@@ -182,6 +183,8 @@ def _model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> d
         megatron = megatron_counterparts(c, b)
     else:
         if machine.implementation == "pytorch-eager" and machine.dtype == "fp32":  # Hugging Face's modules, no AMP
+            from archsim.training.hf_ops import check_hf, hf_block_work, hf_embedding_work, hf_head_work
+
             check_hf(c, t, sp, par.attention)
             lists = (hf_block_work(c, b), hf_embedding_work(c, b), hf_head_work(c, b))
         elif machine.implementation == "pytorch-eager":

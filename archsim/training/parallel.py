@@ -5,15 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from archsim.errors import InputError
+from archsim.vocab.training import ATTENTIONS, DEFAULT_ATTENTION, DP_OVERLAPS, RECOMPUTE
 from archsim.workload.transformer import TransformerConfig
 
-RECOMPUTE = ("none", "selective", "full")
-ATTENTIONS = ("standard", "flash")  # attention's kernels: Megatron's unfused core, or FlashAttention-2
-# What `archsim train`, `search` and the API run unless told: what Megatron-LM runs today (Megatron Core
-# with Transformer Engine: a fused flash or cuDNN attention). Parallelism's own default stays "standard",
-# the measured Megatron-DeepSpeed runs' attention, which the library's checks against them rely on.
-DEFAULT_ATTENTION = "flash"
-DP_OVERLAPS = ("none", "bucketed")  # the DP all-reduce after the backward, or bucketed under it (dp_overlap.py)
 V_SCHEDULES = ("zb-v", "dualpipev")  # two chunks per rank, V-shaped
 CHUNKED_SCHEDULES = ("1f1b", "interleaved-1f1b", "interleaved-zb", "looped-bfs")  # take --interleave
 

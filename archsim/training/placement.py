@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING
 
 from archsim.errors import InputError
 from archsim.validate import parse_int
+from archsim.vocab.training import PLACEMENTS
 
 if TYPE_CHECKING:
     from archsim.training.cluster import GpuCluster
 
-PLACEMENTS = ("file", "planned")
 MAX_ORDERS = 5040  # distinct server orders --placement planned tries (7 servers all different)
 
 

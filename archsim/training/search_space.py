@@ -17,14 +17,9 @@ from math import isqrt
 
 from archsim.training.memory import StageMemory, stage_memory
 from archsim.training.parallel import Parallelism, layers_per_stage
+from archsim.vocab.training import MAX_REFINE_ACTIONS, SCHEDULES
 from archsim.workload.transformer import TransformerConfig
 
-# Schedule actions search's --refine may simulate (counted before the first): measured about 2.5 µs each
-# (17·10⁶ estimated took 46 s on gpt_1024h_24l.json, 3·10⁶ the 1T GPT's default re-timing 4.8 s in all)
-MAX_REFINE_ACTIONS = 5_000_000
-
-# schedule name → whether it runs v > 1 chunks per rank (interleaved) — the orders the training model times
-SCHEDULES = ("1f1b", "gpipe", "zb-h1", "zb-h2", "interleaved-1f1b", "interleaved-zb", "looped-bfs", "zb-v", "dualpipev")
 V_SHAPED = ("zb-v", "dualpipev")  # two chunks per rank, chunks j and 2p − 1 − j on rank j
 CHUNKED = ("interleaved-1f1b", "interleaved-zb", "looped-bfs")  # v > 1 chunks per rank, chunk j on rank j mod p
 REASONS = ("tp-divides-heads", "tp-straddles-servers", "pp-divides-layers", "dp-divides-batch",

@@ -45,9 +45,9 @@ from archsim.training.memory import stage_memory
 from archsim.training.parallel import Parallelism, rank_of_stages
 from archsim.training.search_space import in_flight_peaks
 from archsim.training.stages import hop_bytes
+from archsim.vocab.training import BALANCES
 from archsim.workload.transformer import TransformerConfig
 
-BALANCES = ("even", "planned")
 # Cells (PP × (layers + 3)²) the planner's dynamic program may fill: measured about 43 ns a cell and 1.2 GB
 # for 4,096 layers (train --pp 16 --balance planned: 2.7·10⁸ cells, 11.6 s), so at most ~4 s.
 MAX_PLAN_CELLS = 100_000_000

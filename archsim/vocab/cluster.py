@@ -1,0 +1,6 @@
+"""Flag vocabularies of ``archsim cluster`` (:mod:`archsim.cluster`)."""
+
+from __future__ import annotations
+
+POLICIES = ("jigsaw", "gandiva", "tiresias", "jigsaw-nospb")
+MAIN_POLICIES = ("jigsaw", "gandiva", "tiresias")

@@ -1,0 +1,20 @@
+"""Flag vocabularies of GPU training (``archsim train``, ``archsim search``, :mod:`archsim.training`)."""
+
+from __future__ import annotations
+
+RECOMPUTE = ("none", "selective", "full")
+ATTENTIONS = ("standard", "flash")  # attention's kernels: Megatron's unfused core, or FlashAttention-2
+# What `archsim train`, `search` and the API run unless told: what Megatron-LM runs today (Megatron Core
+# with Transformer Engine: a fused flash or cuDNN attention). Parallelism's own default stays "standard",
+# the measured Megatron-DeepSpeed runs' attention, which the library's checks against them rely on.
+DEFAULT_ATTENTION = "flash"
+DP_OVERLAPS = ("none", "bucketed")  # the DP all-reduce after the backward, or bucketed under it (dp_overlap.py)
+IMPLEMENTATIONS = ("megatron", "pytorch-eager")  # whose op list runs (training/eager_ops.py)
+OBJECTIVES = ("time", "cost", "energy")  # what search minimises per iteration (training/objectives.py)
+PLACEMENTS = ("file", "planned")  # which servers run which pipeline ranks (training/placement.py)
+BALANCES = ("even", "planned")  # layers per pipeline stage (training/stage_split.py)
+# schedule name → whether it runs v > 1 chunks per rank (interleaved) — the orders the training model times
+SCHEDULES = ("1f1b", "gpipe", "zb-h1", "zb-h2", "interleaved-1f1b", "interleaved-zb", "looped-bfs", "zb-v", "dualpipev")
+# Schedule actions search's --refine may simulate (counted before the first): measured about 2.5 µs each
+# (17·10⁶ estimated took 46 s on gpt_1024h_24l.json, 3·10⁶ the 1T GPT's default re-timing 4.8 s in all)
+MAX_REFINE_ACTIONS = 5_000_000
