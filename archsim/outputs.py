@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from archsim.choices.outputs import FORMATS
 from archsim.errors import InputError
 from archsim.output_files import remove_orphans, write_output
 from archsim.rows import Rows, columns, table, to_csv, to_json
-from archsim.vocab.outputs import FORMATS
 
 if TYPE_CHECKING:
     import pandas as pd

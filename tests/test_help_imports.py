@@ -1,4 +1,4 @@
-"""Every command's ``--help`` builds its parser from the flag vocabularies of :mod:`archsim.vocab` and
+"""Every command's ``--help`` builds its parser from the flag choices of :mod:`archsim.choices` and
 the light modules beside them: no numerical or model library is imported (issue #40 asks ≤ 0.3 CPU s
 for each ``--help``; a bare interpreter and numpy alone cost ~0.03 s and ~0.1 s of it). Checked by what
 the process imported, not by timing: benchmarks/bench_cli_startup.py --help-only times it."""
@@ -37,10 +37,10 @@ def test_every_parser_at_once_imports_no_heavy_package():
     assert done.stdout.splitlines()[-1] == "LOADED []"
 
 
-def test_vocabulary_modules_import_nothing():
-    """A module of archsim.vocab imports nothing but ``__future__``, so it stays light whatever is added
+def test_choices_modules_import_nothing():
+    """A module of archsim.choices imports nothing but ``__future__``, so it stays light whatever is added
     to the packages whose names it holds."""
-    for path in sorted((ROOT / "archsim" / "vocab").glob("*.py")):
+    for path in sorted((ROOT / "archsim" / "choices").glob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         imports = [node for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))]
         assert all(isinstance(node, ast.ImportFrom) and node.module == "__future__" for node in imports), path.name

@@ -19,11 +19,11 @@ import numpy as np
 
 from archsim.array.analytic import gemm_cost
 from archsim.array.config import ArrayConfig
+from archsim.choices.devices import ENGINES
 from archsim.errors import InputError
 from archsim.lowering import LoweredLayer, Mode, TrainingOp, lower_network
 from archsim.lowering.gemm_arrays import flatten_gemms
 from archsim.validate import check_exact
-from archsim.vocab.devices import ENGINES
 from archsim.workload.layer import Network
 
 if TYPE_CHECKING:

@@ -32,9 +32,9 @@ import numpy as np
 
 from archsim.array.analytic import gemm_cycles
 from archsim.array.sparsity import SparsityConfig, column_ratios, kept_rows
+from archsim.choices.devices import DELTA_OPTIONS, GRADIENT_OPTIONS
 from archsim.errors import InputError
 from archsim.lowering import Gemm, LoweredLayer
-from archsim.vocab.devices import DELTA_OPTIONS, GRADIENT_OPTIONS
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ import numpy as np
 from archsim.bppsa.jacobians import scan_input
 from archsim.bppsa.layers import Conv2d, Layer, MaxPool2d, ReLU, forward_chain
 from archsim.bppsa.sparse_cost import CountedStep, count_flops
+from archsim.choices.bppsa import ZEROS
 from archsim.errors import InputError
-from archsim.vocab.bppsa import ZEROS
 
 if TYPE_CHECKING:
     import pandas as pd

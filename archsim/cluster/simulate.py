@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from archsim.choices.cluster import MAIN_POLICIES, POLICIES
 from archsim.cluster.catalog import ModelProfile, paper_catalog
 from archsim.cluster.gang import simulate_gang
 from archsim.cluster.jigsaw import simulate_jigsaw
@@ -16,9 +17,8 @@ from archsim.cluster.jobs import JobCluster, JobSpec, SimConfig, SimResult, buil
 from archsim.cluster.metrics import summarize
 from archsim.cluster.trace import TraceJob, synthetic_trace
 from archsim.errors import InputError
-from archsim.vocab.cluster import MAIN_POLICIES, POLICIES
 
-# POLICIES (archsim.vocab.cluster): ``jigsaw-nospb`` is an ablation, iteration-level scheduling without SPB
+# POLICIES (archsim.choices.cluster): ``jigsaw-nospb`` is an ablation, iteration-level scheduling without SPB
 # (every task full); MAIN_POLICIES the three the paper compares.
 
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 import argparse
 import sys
 
+from archsim.choices.bppsa import ZEROS
 from archsim.commands import Command
 from archsim.commands.common import add_array_arguments, add_output_arguments, array_from_args, emit, int_list
 from archsim.errors import InputError
 from archsim.output_files import output_flag
 from archsim.progress import progress
 from archsim.validate import seed_flag
-from archsim.vocab.bppsa import ZEROS
 
 PAPER_SEQ_LENS = "10,30,100,300,1000,3000,10000,30000"  # §4.1, Table 4
 

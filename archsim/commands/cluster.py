@@ -6,13 +6,13 @@ import argparse
 import shlex
 import sys
 
+from archsim.choices.cluster import MAIN_POLICIES, POLICIES
 from archsim.commands import Command
 from archsim.commands.common import add_output_arguments, emit, positive_int
 from archsim.errors import InputError
 from archsim.output_files import output_flag
 from archsim.progress import progress
 from archsim.validate import float_flag, int_flag, processors_flag, seed_flag
-from archsim.vocab.cluster import MAIN_POLICIES, POLICIES
 
 _non_negative = float_flag(0.0, 1e12, what="a non-negative number")  # finite; 10¹² s or GiB is beyond any cluster
 

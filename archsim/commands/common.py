@@ -9,11 +9,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from archsim.choices.outputs import FORMATS
 from archsim.errors import InputError
 from archsim.output_files import output_flag, write_output
 from archsim.progress import progress
 from archsim.validate import DEFAULT_MAX_OPS, float_flag, parse_int, positive_float_flag, positive_int_flag, shown
-from archsim.vocab.outputs import FORMATS
 
 if TYPE_CHECKING:  # the array model is imported by the commands that cost on it
     from archsim.array.config import ArrayConfig
@@ -151,7 +151,7 @@ def add_engine_arguments(parser: argparse.ArgumentParser, bandwidth_flag: str = 
     """--engine and the memory the ``cycle`` engine models (the analytic one ignores memory).
 
     ``bandwidth_flag`` renames the DRAM-bandwidth option where ``--bandwidth`` means something else."""
-    from archsim.vocab.devices import ENGINES
+    from archsim.choices.devices import ENGINES
 
     parser.add_argument("--engine", default="analytic", choices=ENGINES,
                         help="analytic: compute cycles; cycle: memory-aware, with stall cycles and DRAM "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from archsim.choices.schedules import DP_POLICIES, LIST_SCHEDULES, OOO_POLICIES, ZB_SCHEDULES
 from archsim.commands import Command
 from archsim.commands.common import (
     MODE_HELP,
@@ -29,7 +30,6 @@ from archsim.commands.stage_schedule import STAGE_ONLY, add_stage_arguments, run
 from archsim.modes import MODES
 from archsim.policies import multistream as ms  # light: its lowering loads when it makes ops
 from archsim.validate import check_job_size, non_negative_float_flag, processors_flag
-from archsim.vocab.schedules import DP_POLICIES, LIST_SCHEDULES, OOO_POLICIES, ZB_SCHEDULES
 
 if TYPE_CHECKING:  # the profiles, policies and simulator load when a schedule runs
     from archsim.partition.profile import LayerProfile

@@ -5,11 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from archsim.commands import Command
-from archsim.commands.common import add_output_arguments, add_timeline_outputs, emit, positive_int
-from archsim.output_files import output_flag
-from archsim.validate import INT32_MAX, int_flag
-from archsim.vocab.training import (
+from archsim.choices.training import (
     ATTENTIONS,
     BALANCES,
     DEFAULT_ATTENTION,
@@ -20,6 +16,10 @@ from archsim.vocab.training import (
     RECOMPUTE,
     SCHEDULES,
 )
+from archsim.commands import Command
+from archsim.commands.common import add_output_arguments, add_timeline_outputs, emit, positive_int
+from archsim.output_files import output_flag
+from archsim.validate import INT32_MAX, int_flag
 
 HELP = "search TP × PP × DP × micro-batch × recompute × schedule for the fastest training iteration"
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 import argparse
 from dataclasses import replace
 
+from archsim.choices.devices import DELTA_OPTIONS, GRADIENT_OPTIONS
 from archsim.commands import Command
 from archsim.commands.common import add_output_arguments, emit, positive_int
 from archsim.planners import PARTITIONERS
 from archsim.validate import processors_flag
-from archsim.vocab.devices import DELTA_OPTIONS, GRADIENT_OPTIONS
 
 HELP = "SCALE-Sim-exact sparse layers (N:M, CSR/CSC/ELLPACK) and their δ/G training cycles"
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from archsim.choices.devices import DTYPES
+from archsim.choices.training import ATTENTIONS, BALANCES, DEFAULT_ATTENTION, DP_OVERLAPS, IMPLEMENTATIONS, RECOMPUTE
 from archsim.commands import Command
 from archsim.commands.common import (
     add_job_limit_argument,
@@ -14,8 +16,6 @@ from archsim.commands.common import (
     emit,
     positive_int,
 )
-from archsim.vocab.devices import DTYPES
-from archsim.vocab.training import ATTENTIONS, BALANCES, DEFAULT_ATTENTION, DP_OVERLAPS, IMPLEMENTATIONS, RECOMPUTE
 
 HELP = "one training iteration of a transformer on GPUs: TP × PP × DP, time, memory, breakdown"
 

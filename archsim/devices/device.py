@@ -38,8 +38,8 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from archsim.array.config import DATAFLOWS
+from archsim.choices.devices import DTYPES
 from archsim.errors import InputError
-from archsim.vocab.devices import DTYPES
 
 if TYPE_CHECKING:  # kernels reads the catalog, which builds its devices from this module
     from archsim.devices.kernels import KernelConstants

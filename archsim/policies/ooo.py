@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from archsim.choices.schedules import OOO_POLICIES as POLICIES
 from archsim.errors import InputError
 from archsim.partition.ooo_allocation import device_of
 from archsim.partition.profile import LayerProfile, profile_from_costs
@@ -30,7 +31,6 @@ from archsim.sim import Problem, Processor, simulate
 from archsim.sim.bubble import bubble
 from archsim.sim.builder import build, repeat_flow
 from archsim.sim.columns import DepColumns, OpColumns
-from archsim.vocab.schedules import OOO_POLICIES as POLICIES
 
 # each policy's layer allocation (archsim.partition.ooo_allocation; the registry's planner "ooo" is the contiguous one)
 ALLOCATION = {"mp": "contiguous", "gpipe": "contiguous", "ooo-pipe1": "contiguous", "ooo-pipe2": "modulo"}

@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from archsim.choices.schedules import LIST_SCHEDULES
+from archsim.choices.schedules import ZB_SCHEDULES as SCHEDULES
 from archsim.errors import InputError
 from archsim.policies.stage_orders import StageOrder, published_order
 from archsim.policies.stage_profile import StageProfile
@@ -40,8 +42,6 @@ from archsim.policies.zb_exact import zb_optimal_order
 from archsim.sim import Problem, Processor, simulate
 from archsim.sim.builder import build, repeat_flow
 from archsim.sim.columns import DepColumns, OpColumns
-from archsim.vocab.schedules import LIST_SCHEDULES
-from archsim.vocab.schedules import ZB_SCHEDULES as SCHEDULES
 
 # published orders run on per-stage costs only (on a network, ``gpipe`` is out-of-order backprop's policy)
 STAGE_ONLY = ("gpipe", "looped-bfs", "zb-1p-exact", "zb-2p-exact")

@@ -42,11 +42,11 @@ One GPU only (TP = 1), GPT family only: the runs this describes.
 
 from __future__ import annotations
 
+from archsim.choices.training import IMPLEMENTATIONS
 from archsim.errors import InputError
 from archsim.lowering import TrainingOp
 from archsim.training.layer_ops import Work, _gemm_ops, _vector
 from archsim.training.parallel import padded_vocab
-from archsim.vocab.training import IMPLEMENTATIONS
 from archsim.workload.transformer import TransformerConfig
 
 Kernel = tuple[str, int, int] | tuple[()]  # a memory-bound op's PyTorch kernel class (TrainingOp.kernel), or none

@@ -23,9 +23,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from archsim.choices.training import OBJECTIVES
 from archsim.devices.catalog import GPUS
 from archsim.errors import InputError
-from archsim.vocab.training import OBJECTIVES
 
 PRICE_PER_GPU_HOUR = {"v100-32gb": 31.212 / 8, "a100-40gb": 32.7726 / 8, "a100-80gb": 40.9657 / 8,
                       "h100-80gb-sxm": 98.32 / 8}  # USD, AWS on-demand list prices (module docstring)

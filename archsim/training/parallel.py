@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from archsim.choices.training import ATTENTIONS, DEFAULT_ATTENTION, DP_OVERLAPS, RECOMPUTE
 from archsim.errors import InputError
-from archsim.vocab.training import ATTENTIONS, DEFAULT_ATTENTION, DP_OVERLAPS, RECOMPUTE
 from archsim.workload.transformer import TransformerConfig
 
 V_SCHEDULES = ("zb-v", "dualpipev")  # two chunks per rank, V-shaped

@@ -16,9 +16,9 @@ from __future__ import annotations
 from math import factorial, prod
 from typing import TYPE_CHECKING
 
+from archsim.choices.training import PLACEMENTS
 from archsim.errors import InputError
 from archsim.validate import parse_int
-from archsim.vocab.training import PLACEMENTS
 
 if TYPE_CHECKING:
     from archsim.training.cluster import GpuCluster

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from math import isqrt
 
+from archsim.choices.training import MAX_REFINE_ACTIONS, SCHEDULES
 from archsim.training.memory import StageMemory, stage_memory
 from archsim.training.parallel import Parallelism, layers_per_stage
-from archsim.vocab.training import MAX_REFINE_ACTIONS, SCHEDULES
 from archsim.workload.transformer import TransformerConfig
 
 V_SHAPED = ("zb-v", "dualpipev")  # two chunks per rank, chunks j and 2p − 1 − j on rank j

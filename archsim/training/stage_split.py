@@ -38,6 +38,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from archsim.choices.training import BALANCES
 from archsim.partition.result import Partition, PlacedOp, Stage
 from archsim.training.iteration import PieceCost, model_pieces
 from archsim.training.machine import Machine
@@ -45,7 +46,6 @@ from archsim.training.memory import stage_memory
 from archsim.training.parallel import Parallelism, rank_of_stages
 from archsim.training.search_space import in_flight_peaks
 from archsim.training.stages import hop_bytes
-from archsim.vocab.training import BALANCES
 from archsim.workload.transformer import TransformerConfig
 
 # Cells (PP × (layers + 3)²) the planner's dynamic program may fill: measured about 43 ns a cell and 1.2 GB

@@ -1,4 +1,4 @@
-"""Flag vocabularies of ``archsim cluster`` (:mod:`archsim.cluster`)."""
+"""The flag choices of ``archsim cluster`` (:mod:`archsim.cluster`)."""
 
 from __future__ import annotations
 

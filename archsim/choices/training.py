@@ -1,4 +1,4 @@
-"""Flag vocabularies of GPU training (``archsim train``, ``archsim search``, :mod:`archsim.training`)."""
+"""The flag choices of GPU training (``archsim train``, ``archsim search``, :mod:`archsim.training`)."""
 
 from __future__ import annotations
 

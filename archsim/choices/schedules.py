@@ -1,4 +1,4 @@
-"""Flag vocabularies of ``archsim schedule`` (:mod:`archsim.policies`): the policy names each family answers to."""
+"""The flag choices of ``archsim schedule`` (:mod:`archsim.policies`): the policy names each family answers to."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Flag vocabularies of devices and arrays (:mod:`archsim.devices`, :mod:`archsim.array`)."""
+"""The flag choices of devices and arrays (:mod:`archsim.devices`, :mod:`archsim.array`)."""
 
 from __future__ import annotations
 

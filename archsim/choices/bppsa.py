@@ -1,4 +1,4 @@
-"""Flag vocabularies of ``archsim bppsa`` (:mod:`archsim.bppsa`)."""
+"""The flag choices of ``archsim bppsa`` (:mod:`archsim.bppsa`)."""
 
 from __future__ import annotations
 
