@@ -7,7 +7,8 @@ With ``fp16_lm_cross_entropy`` off (the default), ``post_language_model_processi
 pipeline engine's ``CrossEntropy``) calls ``vocab_parallel_cross_entropy(output.float(), labels)``;
 ``_VocabParallelCrossEntropy`` then runs separate PyTorch ops (microsoft/Megatron-DeepSpeed
 ``megatron/core/tensor_parallel/cross_entropy.py`` and ``megatron/model/gpt_model.py`` at
-f4157bea69f3df8c6cb66f2ebcda66ba03d1288e; the same function in NVIDIA/Megatron-LM): over the fp32
+f4157bea69f3df8c6cb66f2ebcda66ba03d1288e; NVIDIA/Megatron-LM's at 00611e6eeb0b09b5ee074750956855215ddbd67f
+runs the same kernels, the cast inside it and the subtraction in place, same bytes): over the fp32
 logits (T tokens × V/t vocabulary entries of this TP rank) a max, a subtraction, an in-place exp, a sum
 and an in-place division that keeps the softmax for backward; over the tokens, the target masks and
 the gathered target logit (int64 targets; ``x[bool_mask] = 0`` dispatches to one ``masked_fill_``).
