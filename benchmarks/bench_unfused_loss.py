@@ -1,4 +1,4 @@
-"""Megatron's unfused fp32 LM-head loss (:mod:`archsim.training.cross_entropy_ops`: 18 kernels forward,
+"""Megatron's unfused fp32 LM-head loss (`benchmarks/unfused_loss.py`: 18 kernels forward,
 8 backward, 38 and 14 bytes per logit) in place of archsim's one fused op each way (22 and 8 bytes),
 judged on vTrain's 1,008 measured A100 iterations. Tried, not adopted (docs/training.md).
 
@@ -29,11 +29,11 @@ sys.path.insert(0, str(ROOT))
 
 from archsim.training import calibrate, fitted, hf_switch_ops, iteration, layer_ops
 from archsim.training.cluster import single_node
-from archsim.training.cross_entropy_ops import cross_entropy_ops
 from archsim.training.measured import read_measured
 from archsim.training.parallel import padded_vocab
 from benchmarks.bench_e2e_variants import acceptance, other_checks
 from benchmarks.model_swap import swapped
+from benchmarks.unfused_loss import cross_entropy_ops
 
 SHIPPED_HEAD = layer_ops.head_work
 

@@ -218,7 +218,7 @@ def head_work(c: TransformerConfig, micro_batch: int, tp: int = 1) -> Work:
     vocabulary-parallel cross-entropy in fp32: forward reads the fp16 logits and writes fp32 ones,
     takes a max, exponentiates and sums (≈ 11 two-byte element passes over T·V/t); backward writes
     softmax − one-hot as fp16 (≈ 4 passes). Megatron runs it unfused (26 kernels, 38 and 14 bytes per
-    logit: :mod:`archsim.training.cross_entropy_ops`); priced that way, vTrain's held-out runs at the
+    logit: `benchmarks/unfused_loss.py`); priced that way, vTrain's held-out runs at the
     stored constants came out worse (docs/training.md)."""
     tokens, h = c.seq * micro_batch, c.hidden
     vocab = padded_vocab(c.vocab, tp) // tp

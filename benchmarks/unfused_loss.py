@@ -1,5 +1,5 @@
 """Megatron's GPT loss as it runs: the fp32 cast of the logits and the vocabulary-parallel
-cross-entropy, one archsim op per CUDA kernel. Not in archsim's model: priced so in place of
+cross-entropy, one archsim op per CUDA kernel. Not in archsim's model (so it lives beside its benchmark): priced so in place of
 :func:`~archsim.training.layer_ops.head_work`'s one fused op each way, it made the A100 runs'
 held-out error worse (``benchmarks/bench_unfused_loss.py``; docs/training.md).
 
