@@ -132,6 +132,23 @@ def test_train_runs_on_device_files_with_time_memory_and_energy(capsys, cluster)
     assert full["iteration_seconds"] > half["iteration_seconds"]  # twice the bytes, the same arrays
 
 
+@pytest.mark.parametrize(("cluster", "flags"), [
+    ("tpu_v4_like_slice.toml", {"dtype": "bf16"}), ("tpu_v4_like_slice.toml", {"dtype": "fp32"}),
+    ("a100_node.toml", {"implementation": "pytorch-eager", "tp": 1, "pp": 1, "attention": "standard"})])
+def test_the_api_takes_trains_dtype_and_implementation(capsys, cluster, flags):
+    """``archsim.train`` takes ``archsim train``'s flags by the same names (docs/api.md) and runs the same run."""
+    import archsim
+
+    shape = {"tp": 2, "pp": 2, **flags}
+    argv = [f"--{name}={value}" for name, value in shape.items()]
+    printed = _train_json(capsys, CLUSTERS / cluster, *argv)
+    result, rates = archsim.train(ROOT / "configs/transformers/gpt3_1.3b.toml", cluster=CLUSTERS / cluster,
+                                  global_batch=4, **shape)
+    assert result.iteration_seconds == pytest.approx(printed["iteration_seconds"], rel=1e-12)
+    assert result.peak_memory_gib == pytest.approx(printed["peak_memory_gib"], rel=1e-12)
+    assert rates.mfu == pytest.approx(printed["mfu"], rel=1e-12)
+
+
 def test_the_optimizer_step_costs_its_bytes_at_the_dram_energy():
     """32 bytes per parameter (mixed-precision Adam) × 8 bits × the table's DRAM pJ per bit."""
     from archsim.energy.table import load_table
