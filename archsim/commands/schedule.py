@@ -44,8 +44,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_network_arguments(parser, optional=True)
     parser.add_argument("--policy", default=None,
                         choices=POLICIES + dp.POLICIES + zb.SCHEDULES + zb.LIST_SCHEDULES + STAGE_ONLY
-                        + ("multistream",), help="schedule policy")
-    parser.add_argument("--processors", type=processors_flag, default=None, help="devices")
+                        + ("multistream",),
+                        help="schedule policy (required; docs/cli.md and the papers' pages say what each runs)")
+    parser.add_argument("--processors", type=processors_flag, default=None,
+                        help="devices (pipeline stages, or data-parallel replicas for dp-*): required with NETWORK")
     parser.add_argument("--microbatches", type=positive_int, default=1,
                         help="micro-batches per iteration (with 1, a pipeline has no overlap to exploit)")
     parser.add_argument("--unit-costs", action="store_true", help="F = D = G = 1, no communication")
@@ -60,7 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reverse-k", dest="k", default="auto",
                         help="dp-reverse-k: layers to reverse, or 'auto' (the paper's search)")
     parser.add_argument("--k", dest="k", help=argparse.SUPPRESS)  # older name; gemm's --k is a GEMM dimension
-    parser.add_argument("--sync", default="ring", choices=("ring", "ps"), help="data-parallel synchronization")
+    parser.add_argument("--sync", default="ring", choices=("ring", "ps"), help="data-parallel synchronization: ring all-reduce or a parameter server (ps)")
     # The link bandwidth is --link-bandwidth (per-stage group below); --bandwidth means DRAM words per
     # cycle in cost and pipeline, so schedule does not take it.
     parser.add_argument("--comm-units", type=non_negative_float_flag, default=1.0,
