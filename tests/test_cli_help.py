@@ -101,6 +101,16 @@ def test_processors_help_says_what_a_processor_is(command):
     assert "stage" in _option(command, "--processors").help
 
 
+def test_list_defaults_show_as_typed_not_as_python_lists():
+    import re
+
+    for name, parser in subcommand_parsers(cli.build_parser()):
+        text = " ".join(parser.format_help().split())
+        assert not re.search(r"\(default: [\[(]", text), (name, re.findall(r"\(default: [\[(][^)]*\)", text))
+    search = dict(subcommand_parsers(cli.build_parser()))["archsim search"]
+    assert "(default: none selective full)" in " ".join(search.format_help().split())
+
+
 def test_help_shows_the_defaults_users_tripped_on(capsys):
     for argv, needle in ((["pipeline", "--help"], "(default: layerpipe)"), (["schedule", "--help"], "(default: 1)")):
         with pytest.raises(SystemExit):
