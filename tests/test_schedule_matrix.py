@@ -37,3 +37,18 @@ def test_mp_with_several_microbatches_runs_them_one_by_one(microbatches, capsys)
     assert main(["schedule", "ffnn8", "--policy", "mp", "--processors", "2", "--microbatches", str(microbatches),
                  "--unit-costs", "--flush"]) == 2
     assert "cannot flush" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("policy", [p for p in ALL if p not in ("looped-bfs", "multistream")])
+def test_every_table_row_has_a_value_under_each_header(policy, capsys):
+    """A blank cell (flush on policies without one) shifted the row's values under the wrong headers."""
+    assert main(["schedule", "ffnn8", "--policy", policy, "--processors", "2", "--microbatches", "4",
+                 "--unit-costs"]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if not line.startswith("#")]
+    assert len({len(line.split()) for line in lines}) == 1, lines
+
+
+def test_multistream_table_has_a_value_under_each_header(capsys):
+    assert main(["schedule", "ffnn8", "--policy", "multistream", "--processors", "1"]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if not line.startswith("#")]
+    assert len({len(line.split()) for line in lines}) == 1, lines

@@ -125,8 +125,9 @@ def run(args: argparse.Namespace) -> int:
         timeline = simulate(problem)
         phase("validate")
         validated(timeline)
+    takes_flush = {"flush": flush} if args.policy in POLICIES else {}  # a blank cell would shift a table's row
     row = {"policy": args.policy, "processors": args.processors, "microbatches": args.microbatches,
-           "flush": flush if args.policy in POLICIES else "", **schedule_metrics(problem, timeline), **extra}
+           **takes_flush, **schedule_metrics(problem, timeline), **extra}
     meta = {"network": network.name, "unit": unit, "costs": "unit" if args.unit_costs else f"{args.mode} mode"}
     clock = None if args.unit_costs else with_clock(array_from_args(args), args).clock_hz
     if clock is not None:  # seconds beside cycles when a clock is known
@@ -172,7 +173,7 @@ def _multistream(args: argparse.Namespace, network) -> int:
     result = ms.run(ops, args.streams, region_size=args.region_size)
     work = sum(t * u for t, u in zip(ops.forward + ops.delta + ops.weight_grad,
                                      ops.forward_util + ops.delta_util + ops.weight_grad_util))
-    row = {"policy": f"multistream-{args.streams}", "processors": 1, "microbatches": 1, "flush": "",
+    row = {"policy": f"multistream-{args.streams}", "processors": 1, "microbatches": 1,
            "makespan": result.makespan, "idle_pe_fraction": 1.0 - work / result.makespan,
            "peak_activation_bytes": result.peak_held_bytes, "speedup_vs_single_stream": single / result.makespan}
     meta = {"network": network.name, "array": f"{array.rows}x{array.cols}", "unit": "cycles",
