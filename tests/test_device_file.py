@@ -298,3 +298,11 @@ def test_the_device_sweep_front_is_what_brute_force_finds():
 
     assert [r["pareto"] for r in rows] == [r["fits"] and not beaten(r) for r in rows]
     assert any(r["pareto"] for r in rows)
+
+
+def test_a_device_file_given_as_the_cluster_says_where_it_goes(capsys):
+    argv = ["train", str(ROOT / "configs/transformers/gpt3_1.3b.toml"), "--cluster", str(DEVICES / "tpu_v4_like.toml"),
+            "--global-batch", "4"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "device file" in err and "[[servers]]" in err and 'device = "' in err
