@@ -83,8 +83,15 @@ def run(args: argparse.Namespace) -> int:
 
     if stage_mode(args):
         return run_stages(args)
+    if args.policy == "multistream" and args.processors not in (None, 1):
+        raise InputError(f"multistream schedules one device's streams: --processors 1 (or none), got "
+                         f"{args.processors}", field="processors")
+    if args.policy == "multistream" and args.microbatches != 1:
+        raise InputError(f"multistream schedules one iteration's streams: --microbatches 1, got {args.microbatches}",
+                         field="microbatches")
+    one_device = args.policy == "multistream"
     for name, value in (("NETWORK", args.network), ("--policy", args.policy), ("--processors", args.processors)):
-        if value is None:
+        if value is None and not (one_device and name == "--processors"):
             raise InputError(f"{name} is required (or give per-stage costs: --stages P --stage-times F,B,W)",
                              field=name.lstrip("-").lower())
     if args.flush is not None and args.policy not in POLICIES:
