@@ -86,21 +86,29 @@ def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig = 
 def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: int = 1, micro_batch: int = 1,
           seq: int | None = None, recompute: str = "full", sequence_parallel: bool = False, interleave: int = 1,
           schedule: str = "1f1b", stage_layers: Sequence[int] | None = None, attention: str = "flash",
-          dp_overlap: str = "none"):
+          dp_overlap: str = "none", dtype: str | None = None, implementation: str = "megatron"):
     """One training iteration of a transformer on a GPU cluster, as ``archsim train`` runs it (the
     cluster file's server order, the given or Megatron's even stage split). ``model``: a config path or
     a :class:`~archsim.workload.transformer.TransformerConfig`; ``cluster``: a cluster TOML path or a
-    :class:`~archsim.training.cluster.GpuCluster`; the other names are ``train``'s flags. Returns the
+    :class:`~archsim.training.cluster.GpuCluster`; the other names are ``train``'s flags (``dtype``
+    None: ``--dtype``'s default fp16 for a path, a cluster object's own). Returns the
     :class:`~archsim.training.run.TrainResult` (``iteration_seconds``, ``memory``, ``breakdown`` in
     seconds) and its :class:`~archsim.training.throughput.Throughput` (MFU, TFLOP/s per GPU, tokens/s)."""
+    from dataclasses import replace
+
+    from archsim.errors import InputError
+    from archsim.training.eager_ops import IMPLEMENTATIONS
     from archsim.training.parallel import Parallelism
     from archsim.training.run import train as _train
     from archsim.training.throughput import throughput
 
-    config, gpus = _transformer(model, seq), _gpu_cluster(cluster)
+    if implementation not in IMPLEMENTATIONS:
+        raise InputError(f"expected one of {', '.join(IMPLEMENTATIONS)}, got {implementation!r}",
+                         field="implementation")
+    config, gpus = _transformer(model, seq), _gpu_cluster(cluster, dtype)
     par = Parallelism(tp, pp, dp, global_batch, micro_batch, recompute, sequence_parallel, interleave, schedule,
                       tuple(stage_layers) if stage_layers else None, attention, dp_overlap)
-    machines = gpus.laid_out(par)
+    machines = tuple(replace(m, implementation=implementation) for m in gpus.laid_out(par))
     result = _train(config, par, machines[0], machines)
     peak = sum(m.gpu.peak(m.dtype) for m in machines) / len(machines)
     return result, throughput(config, global_batch, recompute, result.iteration_seconds, par.gpus, peak, attention)
@@ -150,10 +158,19 @@ def _transformer(model, seq: int | None):
     return load_transformer(model, seq=seq)
 
 
-def _gpu_cluster(cluster):
+def _gpu_cluster(cluster, dtype: str | None = None):
+    """A cluster TOML loaded to train in ``dtype`` (None: fp16), or a cluster as is (``dtype`` replacing its own)."""
+    from dataclasses import replace
+
+    from archsim.devices.device import DTYPES
+    from archsim.errors import InputError
     from archsim.training.cluster import GpuCluster, load_gpu_cluster
 
-    return cluster if isinstance(cluster, GpuCluster) else load_gpu_cluster(cluster)
+    if not isinstance(cluster, GpuCluster):
+        return load_gpu_cluster(cluster, dtype or "fp16")
+    if dtype is not None and dtype not in DTYPES:
+        raise InputError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}", field="dtype")
+    return cluster if dtype is None else replace(cluster, dtype=dtype)
 
 
 def pipeline(profile, *, processors: int, method: str = "layerpipe", **options):

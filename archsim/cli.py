@@ -53,7 +53,8 @@ REGISTRY: tuple[tuple[str, str, str], ...] = (
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
     """Every option's help ends with its default, unless the help already states it or there is none
-    (``None``, ``False``: the option is off unless given)."""
+    (``None``, ``False``: the option is off unless given); a list default as it is typed (``none
+    selective full``; ``none`` when empty), not as Python prints it."""
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
         text = action.help or ""
@@ -61,7 +62,10 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         if ("default" in text or default is None or default is False or default == argparse.SUPPRESS
                 or not action.option_strings):
             return text
-        return f"{text} (default: %(default)s)" if text else "(default: %(default)s)"
+        shown = "%(default)s"
+        if isinstance(default, (list, tuple)):
+            shown = (" ".join(str(item) for item in default) or "none").replace("%", "%%")
+        return f"{text} (default: {shown})" if text else f"(default: {shown})"
 
 
 class _Parser(argparse.ArgumentParser):

@@ -157,4 +157,4 @@ def check_capacity(memory: Iterable[ProcessorMemory], capacity_bytes: float | Ma
         limit = capacity_bytes[item.processor] if isinstance(capacity_bytes, Mapping) else capacity_bytes
         if item.peak_bytes > limit:
             raise InputError(f"processor {item.processor} needs {item.peak_bytes:,} bytes at its peak, over its "
-                             f"capacity of {int(limit):,}", field="capacity")
+                             f"capacity of {int(limit):,}", field="capacity-gb")

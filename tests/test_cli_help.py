@@ -83,6 +83,34 @@ def test_every_option_has_help_and_states_its_default():
             assert "(default: " in text or "(default " in text, name
 
 
+def _option(command: str, flag: str) -> argparse.Action:
+    parsers = dict(subcommand_parsers(cli.build_parser()))
+    return next(a for a in parsers[f"archsim {command}"]._actions if flag in a.option_strings)
+
+
+@pytest.mark.parametrize(("command", "flag"), [("pipeline", "--method"), ("schedule", "--sync"),
+                                               ("train", "--recompute"), ("search", "--recompute")])
+def test_a_choice_flags_help_says_what_each_choice_is(command, flag):
+    """A help that only names the kind ("partitioner") leaves the user guessing what ooo or ps is."""
+    action = _option(command, flag)
+    assert all(str(choice) in action.help for choice in action.choices), (command, flag, action.help)
+
+
+@pytest.mark.parametrize("command", ["pipeline", "schedule"])
+def test_processors_help_says_what_a_processor_is(command):
+    assert "stage" in _option(command, "--processors").help
+
+
+def test_list_defaults_show_as_typed_not_as_python_lists():
+    import re
+
+    for name, parser in subcommand_parsers(cli.build_parser()):
+        text = " ".join(parser.format_help().split())
+        assert not re.search(r"\(default: [\[(]", text), (name, re.findall(r"\(default: [\[(][^)]*\)", text))
+    search = dict(subcommand_parsers(cli.build_parser()))["archsim search"]
+    assert "(default: none selective full)" in " ".join(search.format_help().split())
+
+
 def test_help_shows_the_defaults_users_tripped_on(capsys):
     for argv, needle in ((["pipeline", "--help"], "(default: layerpipe)"), (["schedule", "--help"], "(default: 1)")):
         with pytest.raises(SystemExit):

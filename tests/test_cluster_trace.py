@@ -139,3 +139,11 @@ def test_cli_bad_trace_is_an_input_error(tmp_path, capsys):
     bad.write_text(HEADER + "a,64,0,5,vgg16,0,0\n", encoding="utf-8")
     with pytest.raises(InputError, match="needs 64 devices"):
         run_cli(["--trace", str(bad), "--gpus", "45"], capsys)
+
+
+def test_a_zero_device_memory_names_the_flag_as_every_flag_error_does(capsys):
+    from archsim.cli import main
+
+    assert main(["cluster", "--trace", "synthetic", "--device-memory-gb", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "field 'device-memory-gb'" in err

@@ -132,6 +132,23 @@ def test_train_runs_on_device_files_with_time_memory_and_energy(capsys, cluster)
     assert full["iteration_seconds"] > half["iteration_seconds"]  # twice the bytes, the same arrays
 
 
+@pytest.mark.parametrize(("cluster", "flags"), [
+    ("tpu_v4_like_slice.toml", {"dtype": "bf16"}), ("tpu_v4_like_slice.toml", {"dtype": "fp32"}),
+    ("a100_node.toml", {"implementation": "pytorch-eager", "tp": 1, "pp": 1, "attention": "standard"})])
+def test_the_api_takes_trains_dtype_and_implementation(capsys, cluster, flags):
+    """``archsim.train`` takes ``archsim train``'s flags by the same names (docs/api.md) and runs the same run."""
+    import archsim
+
+    shape = {"tp": 2, "pp": 2, **flags}
+    argv = [f"--{name}={value}" for name, value in shape.items()]
+    printed = _train_json(capsys, CLUSTERS / cluster, *argv)
+    result, rates = archsim.train(ROOT / "configs/transformers/gpt3_1.3b.toml", cluster=CLUSTERS / cluster,
+                                  global_batch=4, **shape)
+    assert result.iteration_seconds == pytest.approx(printed["iteration_seconds"], rel=1e-12)
+    assert result.peak_memory_gib == pytest.approx(printed["peak_memory_gib"], rel=1e-12)
+    assert rates.mfu == pytest.approx(printed["mfu"], rel=1e-12)
+
+
 def test_the_optimizer_step_costs_its_bytes_at_the_dram_energy():
     """32 bytes per parameter (mixed-precision Adam) × 8 bits × the table's DRAM pJ per bit."""
     from archsim.energy.table import load_table
@@ -141,6 +158,24 @@ def test_the_optimizer_step_costs_its_bytes_at_the_dram_energy():
     extra = array_iteration_joules(TINY, par, tpu, "bf16", parameters=1e6) - array_iteration_joules(TINY, par, tpu,
                                                                                                       "bf16")
     assert extra == pytest.approx(1e6 * 32 * 8 * load_table().dram_pj_per_bit * 1e-12)
+
+
+def test_the_energy_is_of_the_attention_the_iteration_runs():
+    """FlashAttention never moves an s × s tensor through HBM, and the energy model charges every HBM
+    word: at 2,048 tokens a flash iteration spends less than a standard one (the timed op lists differ,
+    so the energy's must too)."""
+    from archsim.training.energy import array_iteration_joules
+
+    tpu, long = load_device(DEVICES / "tpu_v4_like.toml"), replace(TINY, seq=2048)
+    joules = {attention: array_iteration_joules(long, Parallelism(1, 1, 1, 1, 1, "none", attention=attention),
+                                                tpu, "bf16") for attention in ("standard", "flash")}
+    assert joules["flash"] < joules["standard"]
+
+
+def test_train_prices_energy_on_the_attention_it_times(capsys):
+    flash = _train_json(capsys, CLUSTERS / "tpu_v4_like_slice.toml", "--dtype", "bf16")
+    standard = _train_json(capsys, CLUSTERS / "tpu_v4_like_slice.toml", "--dtype", "bf16", "--attention", "standard")
+    assert flash["attention"] == "flash" and flash["energy_j"] < standard["energy_j"]
 
 
 def test_catalog_gpus_keep_board_power_energy(capsys):
@@ -263,3 +298,11 @@ def test_the_device_sweep_front_is_what_brute_force_finds():
 
     assert [r["pareto"] for r in rows] == [r["fits"] and not beaten(r) for r in rows]
     assert any(r["pareto"] for r in rows)
+
+
+def test_a_device_file_given_as_the_cluster_says_where_it_goes(capsys):
+    argv = ["train", str(ROOT / "configs/transformers/gpt3_1.3b.toml"), "--cluster", str(DEVICES / "tpu_v4_like.toml"),
+            "--global-batch", "4"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "device file" in err and "[[servers]]" in err and 'device = "' in err

@@ -3,7 +3,8 @@ the format tables are the code's keys, and every command and Python example show
 
 Conventions the docs follow: a ```bash block holds commands a test runs (from the repository
 root's files, in a scratch folder); a ```text block is a synopsis or needs what tests lack (a GPU);
-``<!-- output-of: CMD -->`` before a ```text block means that block is CMD's exact output.
+``<!-- output-of: CMD -->`` before a ```text block means that block is CMD's exact output;
+``<!-- lines-of: CMD -->`` that every line of the block is a line of CMD's output (a quote of some).
 """
 
 from __future__ import annotations
@@ -141,6 +142,21 @@ def test_quoted_outputs_match_a_fresh_run(scratch, capsys, monkeypatch):
             code, out, err = run_archsim(command, scratch, capsys, monkeypatch)
             assert code == 0, err
             assert out == expected, f"{page.name}: the output of {command!r} changed; update the page"
+            quoted += 1
+    assert quoted >= 2
+
+
+def test_quoted_lines_are_lines_of_a_fresh_run(scratch, capsys, monkeypatch):
+    quoted = 0
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        for command, expected in re.findall(r"<!-- lines-of: (.*?) -->\n```text\n(.*?)^```", text,
+                                            re.DOTALL | re.MULTILINE):
+            code, out, err = run_archsim(command, scratch, capsys, monkeypatch)
+            assert code == 0, err
+            printed = set(out.splitlines())
+            stale = [line for line in expected.splitlines() if line not in printed]
+            assert not stale, f"{page.name}: {command!r} no longer prints {stale}; update the page"
             quoted += 1
     assert quoted >= 2
 

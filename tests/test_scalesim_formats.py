@@ -101,3 +101,25 @@ def test_cfg_features_archsim_does_not_model_are_refused(tmp_path, capsys, secti
     assert main(["cost", "layerpipe_sample", "--config", str(path)]) == 2
     assert capsys.readouterr().err.count("\n") == 1
     assert read_scalesim_cfg(shipped).rows == 32  # the shipped file (all off) still loads
+
+
+def test_a_device_cfg_costs_as_the_array_it_is_written_from(capsys):
+    """configs/devices/scalesim_32x32_device.cfg is configs/arrays/scalesim_32x32_ws.cfg's array with a
+    device's sections added: `cost --config` reads its array (it refused the [device] section)."""
+    import json
+
+    configs = Path(__file__).parents[1] / "configs"
+    tables = []
+    for cfg in (configs / "arrays" / "scalesim_32x32_ws.cfg", configs / "devices" / "scalesim_32x32_device.cfg"):
+        assert main(["cost", "layerpipe_sample", "--config", str(cfg), "--batch", "4", "--format", "json"]) == 0
+        tables.append([{k: v for k, v in row.items() if k.endswith("_cycles")}
+                       for row in json.loads(capsys.readouterr().out)["rows"]])
+    assert tables[0] == tables[1] and tables[0][0]["F_cycles"] > 0
+
+
+def test_an_unknown_cfg_section_is_still_refused(tmp_path):
+    shipped = Path(__file__).parents[1] / "configs" / "devices" / "scalesim_32x32_device.cfg"
+    path = tmp_path / "typo.cfg"
+    path.write_text(shipped.read_text().replace("[links]", "[link]"))
+    with pytest.raises(InputError, match=r"unknown section \[link\]"):
+        read_scalesim_cfg(path)

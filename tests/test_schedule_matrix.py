@@ -37,3 +37,28 @@ def test_mp_with_several_microbatches_runs_them_one_by_one(microbatches, capsys)
     assert main(["schedule", "ffnn8", "--policy", "mp", "--processors", "2", "--microbatches", str(microbatches),
                  "--unit-costs", "--flush"]) == 2
     assert "cannot flush" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("policy", [p for p in ALL if p not in ("looped-bfs", "multistream")])
+def test_every_table_row_has_a_value_under_each_header(policy, capsys):
+    """A blank cell (flush on policies without one) shifted the row's values under the wrong headers."""
+    assert main(["schedule", "ffnn8", "--policy", policy, "--processors", "2", "--microbatches", "4",
+                 "--unit-costs"]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if not line.startswith("#")]
+    assert len({len(line.split()) for line in lines}) == 1, lines
+
+
+def test_multistream_table_has_a_value_under_each_header(capsys):
+    assert main(["schedule", "ffnn8", "--policy", "multistream", "--processors", "1"]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if not line.startswith("#")]
+    assert len({len(line.split()) for line in lines}) == 1, lines
+
+
+def test_multistream_runs_on_one_device_and_refuses_what_it_would_ignore(capsys):
+    """It printed processors 1 and microbatches 1 whatever was asked, and demanded --processors."""
+    assert main(["schedule", "ffnn8", "--policy", "multistream", "--format", "csv"]) == 0
+    assert capsys.readouterr().out.splitlines()[1].startswith("multistream-joint,1,1,")
+    for flag, value in (("--processors", "4"), ("--microbatches", "4")):
+        assert main(["schedule", "ffnn8", "--policy", "multistream", flag, value]) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and USAGE.match(err) and flag.lstrip("-") in err

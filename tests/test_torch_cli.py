@@ -67,3 +67,25 @@ def test_the_torch_extra_carries_the_exporters_dependency(tmp_path):
     module.eval()
     torch.onnx.export(module, (torch.zeros(1, 3, 8, 8),), str(tmp_path / "m.onnx"), external_data=False)
     assert [layer.kind for layer in load_network(tmp_path / "m.onnx").layers] == ["conv", "elementwise"]
+
+
+def test_a_slow_import_shows_its_phases_on_a_terminal(monkeypatch):
+    """Importing torch and tracing take seconds: a terminal sees which phase is under way, a file nothing."""
+    import io
+    import sys
+
+    from archsim.workload import torch_file
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr(torch_file, "PROGRESS_DELAY_S", 0.0)  # as if each phase had taken seconds
+    for stream in (Terminal(), io.StringIO()):
+        monkeypatch.setattr(sys, "stderr", stream)
+        torch_file.load_torch_file(TINY, "1,3,16,16")
+        shown = stream.getvalue()
+        if stream.isatty():
+            assert "tiny_model.py:TinyNet" in shown and "importing torch" in shown and "tracing TinyNet" in shown
+        else:
+            assert shown == ""

@@ -103,6 +103,9 @@ def parse_array_shape(text: str, *, field_name: str = "array") -> tuple[int, int
 
 # SCALE-Sim's own sections (any of its versions) and archsim's two; any other is a typo, refused.
 _SECTIONS = {"general", "architecture_presets", "layout", "sparsity", "run_presets", "memory", "archsim", "energy"}
+# A device file's own two (docs/formats.md, Device files): read and checked by archsim.devices.device_file;
+# the array commands cost one of its arrays (SCALE-Sim's reader, too, skips sections it does not read).
+_DEVICE_SECTIONS = {"device", "links"}
 MIN_CLOCK_GHZ, MAX_CLOCK_GHZ = 1e-6, 1e3  # 1 kHz … 1 THz: wider than any array, narrow enough to refuse 1e-320
 
 _REQUIRED = {
@@ -142,7 +145,7 @@ def _refuse_unmodelled(parser: configparser.ConfigParser, file: str, line_of, sp
 
 
 def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: float | None = None,
-                     sparsity: bool = False, layouts: bool = False, device: bool = False) -> ArrayConfig:
+                     sparsity: bool = False, layouts: bool = False) -> ArrayConfig:
     """Read a SCALE-Sim 3.0.0 ``.cfg`` file into an :class:`ArrayConfig`.
 
     Keys SCALE-Sim reads that do not change its cycle counts (offsets, request buffers, bank counts
@@ -157,9 +160,9 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
     ``clock_hz`` argument, when given, wins over it. ``sparsity=True`` (``archsim sparse``) lets
     ``SparsitySupport`` be on: that caller reads the section with :mod:`archsim.array.sparse_input`;
     ``layouts=True`` (``archsim gemm --layout``) lets the custom layouts be on, read by
-    :func:`archsim.array.layout.layout_from_cfg`. ``device=True`` (a device file,
-    :mod:`archsim.devices.device_file`) lets its ``[device]`` and ``[links]`` sections stand; that
-    reader checks them and ``[memory]``.
+    :func:`archsim.array.layout.layout_from_cfg`. A device file's ``[device]`` and
+    ``[links]`` sections stand (one of its arrays is read; :mod:`archsim.devices.device_file` checks
+    them and ``[memory]``).
     """
     path = Path(path)
     file = str(path)
@@ -177,8 +180,9 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
         return None
 
     for section in parser.sections():
-        if section not in _SECTIONS and not (device and section in ("device", "links")):
-            raise InputError(f"unknown section [{shown(section)[1:-1]}]; expected {', '.join(sorted(_SECTIONS))}",
+        if section not in _SECTIONS | _DEVICE_SECTIONS:
+            raise InputError(f"unknown section [{shown(section)[1:-1]}]; expected "
+                             f"{', '.join(sorted(_SECTIONS | _DEVICE_SECTIONS))}",
                              file=file)
     for key in parser.options("archsim") if parser.has_section("archsim") else ():
         if key != "clockghz":

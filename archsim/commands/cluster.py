@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
 
     policy = "all" if args.compare else args.policy
     if args.device_memory_gb <= 0:
-        raise InputError("must be positive", field="--device-memory-gb")
+        raise InputError("must be positive, got 0", field="device-memory-gb")
     cluster = JobCluster.uniform(args.gpus, args.gpus_per_machine, args.device_memory_gb * 2**30)
     config = SimConfig(interval_s=args.interval, gamma_s_per_byte=args.gamma_ns_per_byte * 1e-9,
                        unit_s=args.unit_seconds, max_pack=args.max_pack)

@@ -35,8 +35,12 @@ from archsim.validate import check_job_size, float_flag, processors_flag
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_network_arguments(parser)
-    parser.add_argument("--processors", type=processors_flag, required=True, help="number of processors")
-    parser.add_argument("--method", default="layerpipe", choices=PARTITIONERS, help="partitioner")
+    parser.add_argument("--processors", type=processors_flag, required=True,
+                        help="processors (arrays) the network is split over, one pipeline stage each")
+    parser.add_argument("--method", default="layerpipe", choices=PARTITIONERS,
+                        help="partitioner: layerpipe (LayerPipe's Algorithm 1: balanced stages, δs borrowed and split), "
+                             "pipedream (PipeDream's optimizer: whole layers, best contiguous split), gpipe (equal "
+                             "layer counts), ooo (the out-of-order backprop paper's ⌈L/P⌉ layers per device)")
     add_array_arguments(parser)
     add_engine_arguments(parser)
     add_clock_argument(parser)

@@ -40,8 +40,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_network_arguments(parser, optional=True)
     parser.add_argument("--policy", default=None,
                         choices=OOO_POLICIES + DP_POLICIES + ZB_SCHEDULES + LIST_SCHEDULES + STAGE_ONLY
-                        + ("multistream",), help="schedule policy")
-    parser.add_argument("--processors", type=processors_flag, default=None, help="devices")
+                        + ("multistream",),
+                        help="schedule policy (required; docs/cli.md and the papers' pages say what each runs)")
+    parser.add_argument("--processors", type=processors_flag, default=None,
+                        help="devices (pipeline stages, or data-parallel replicas for dp-*): required with NETWORK")
     parser.add_argument("--microbatches", type=positive_int, default=1,
                         help="micro-batches per iteration (with 1, a pipeline has no overlap to exploit)")
     parser.add_argument("--unit-costs", action="store_true", help="F = D = G = 1, no communication")
@@ -56,7 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reverse-k", dest="k", default="auto",
                         help="dp-reverse-k: layers to reverse, or 'auto' (the paper's search)")
     parser.add_argument("--k", dest="k", help=argparse.SUPPRESS)  # older name; gemm's --k is a GEMM dimension
-    parser.add_argument("--sync", default="ring", choices=("ring", "ps"), help="data-parallel synchronization")
+    parser.add_argument("--sync", default="ring", choices=("ring", "ps"), help="data-parallel synchronization: ring all-reduce or a parameter server (ps)")
     # The link bandwidth is --link-bandwidth (per-stage group below); --bandwidth means DRAM words per
     # cycle in cost and pipeline, so schedule does not take it.
     parser.add_argument("--comm-units", type=non_negative_float_flag, default=1.0,
@@ -83,8 +85,15 @@ def run(args: argparse.Namespace) -> int:
 
     if stage_mode(args):
         return run_stages(args)
+    if args.policy == "multistream" and args.processors not in (None, 1):
+        raise InputError(f"multistream schedules one device's streams: --processors 1 (or none), got "
+                         f"{args.processors}", field="processors")
+    if args.policy == "multistream" and args.microbatches != 1:
+        raise InputError(f"multistream schedules one iteration's streams: --microbatches 1, got {args.microbatches}",
+                         field="microbatches")
+    one_device = args.policy == "multistream"
     for name, value in (("NETWORK", args.network), ("--policy", args.policy), ("--processors", args.processors)):
-        if value is None:
+        if value is None and not (one_device and name == "--processors"):
             raise InputError(f"{name} is required (or give per-stage costs: --stages P --stage-times F,B,W)",
                              field=name.lstrip("-").lower())
     if args.flush is not None and args.policy not in OOO_POLICIES:
@@ -125,8 +134,9 @@ def run(args: argparse.Namespace) -> int:
         timeline = simulate(problem)
         phase("validate")
         validated(timeline)
+    takes_flush = {"flush": flush} if args.policy in OOO_POLICIES else {}  # a blank cell would shift a table's row
     row = {"policy": args.policy, "processors": args.processors, "microbatches": args.microbatches,
-           "flush": flush if args.policy in OOO_POLICIES else "", **schedule_metrics(problem, timeline), **extra}
+           **takes_flush, **schedule_metrics(problem, timeline), **extra}
     meta = {"network": network.name, "unit": unit, "costs": "unit" if args.unit_costs else f"{args.mode} mode"}
     clock = None if args.unit_costs else with_clock(array_from_args(args), args).clock_hz
     if clock is not None:  # seconds beside cycles when a clock is known
@@ -177,7 +187,7 @@ def _multistream(args: argparse.Namespace, network) -> int:
     result = ms.run(ops, args.streams, region_size=args.region_size)
     work = sum(t * u for t, u in zip(ops.forward + ops.delta + ops.weight_grad,
                                      ops.forward_util + ops.delta_util + ops.weight_grad_util))
-    row = {"policy": f"multistream-{args.streams}", "processors": 1, "microbatches": 1, "flush": "",
+    row = {"policy": f"multistream-{args.streams}", "processors": 1, "microbatches": 1,
            "makespan": result.makespan, "idle_pe_fraction": 1.0 - work / result.makespan,
            "peak_activation_bytes": result.peak_held_bytes, "speedup_vs_single_stream": single / result.makespan}
     meta = {"network": network.name, "array": f"{array.rows}x{array.cols}", "unit": "cycles",

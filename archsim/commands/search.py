@@ -46,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "distinct server order for each configuration (heterogeneous clusters)")
     parser.add_argument("--top", type=positive_int, default=10, help="rows to print, best first")
     parser.add_argument("--recompute", nargs="+", default=list(RECOMPUTE), choices=RECOMPUTE,
-                        help="recompute modes to try")
+                        help="recompute modes to try (none, selective, full: as archsim train's --recompute)")
     parser.add_argument("--schedule", nargs="+", default=list(SCHEDULES), choices=SCHEDULES,
                         help="pipeline schedules to try")
     parser.add_argument("--chunks", nargs="+", type=positive_int, default=[2, 4], metavar="V",

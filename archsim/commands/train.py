@@ -40,7 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="samples per iteration (required unless --runs)")
     parser.add_argument("--micro-batch", type=positive_int, default=1, help="samples per micro-batch")
     parser.add_argument("--seq", type=positive_int, default=None, help="sequence length (default: the config's)")
-    parser.add_argument("--recompute", default="full", choices=RECOMPUTE, help="activation recomputation")
+    parser.add_argument("--recompute", default="full", choices=RECOMPUTE, help="activation recomputation: none (keep every activation), selective (recompute the attention "
+                             "core) or full (keep each layer's input, recompute the layer)")
     parser.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallelism (TP > 1)")
     parser.add_argument("--attention", default=DEFAULT_ATTENTION, choices=ATTENTIONS,
                         help="attention kernels: FlashAttention-2 (what Megatron-LM runs today) or Megatron's standard "

@@ -183,7 +183,7 @@ def _cfg_device(path: Path) -> Device:
         missing = next(s for s in _CFG_SECTIONS if s not in own)
         raise InputError(f"a .cfg device file needs a [{missing}] section (docs/formats.md, Device files)", file=file)
     values = _sections(own, file, ("device", "memory", "links"))
-    array = read_scalesim_cfg(path, element_bytes=2, device=True)
+    array = read_scalesim_cfg(path, element_bytes=2)
     if array.clock_hz is None:
         raise InputError("a device file's array needs its clock: [archsim] ClockGHz", file=file, field="ClockGHz")
     try:

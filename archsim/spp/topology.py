@@ -155,6 +155,10 @@ def _gbps(value, field: str, file: str, rng: _Draws) -> float:
 def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = None,
                    max_devices: int = MAX_DEVICES) -> Topology:
     """Validate a parsed cluster document and draw its bandwidths (at most ``max_devices`` GPUs)."""
+    if "device" in spec and "cluster" not in spec:  # a device file given where its cluster goes
+        raise InputError('this is a device file: name it in a cluster file\'s [[servers]] table (device = "FILE", '
+                         'beside gpus = N), and give that cluster file (configs/clusters/tpu_v4_like_slice.toml)',
+                         file=file, field="cluster")
     if set(spec) - {"cluster", "servers", "network"} or "cluster" not in spec or "servers" not in spec:
         raise InputError("expected a [cluster] table and [[servers]] entries (and optionally [network], read by "
                          "archsim train and search)", file=file, field="cluster")

@@ -5,7 +5,7 @@
   register moves, SRAM and compulsory DRAM words and vector elements on one of the device's arrays
   (its shape, dataflow and SRAM), and the HBM words its memory-bound part reads and writes (its
   ``vector_elements``, at the table's DRAM energy per word) — summed over every op every device runs
-  in the iteration: per micro-batch the layer ops × layers, the embedding and the head, the forward
+  in the iteration (the op list the iteration is timed on, its attention's included): per micro-batch the layer ops × layers, the embedding and the head, the forward
   again under full recompute, × micro-batches × TP × DP; then each device's optimizer step, its
   bytes per parameter (:mod:`archsim.training.iteration`) at the DRAM energy. Leakage is left out
   (the default table has none). Not counted: the collectives' links, the host.
@@ -51,7 +51,8 @@ def array_iteration_joules(c: TransformerConfig, par: Parallelism, device: Devic
     if implementation == "pytorch-eager":
         pieces = (eager_block_work(c, b), eager_embedding_work(c, b), eager_head_work(c, b))
     else:
-        pieces = (block_work(c, b, t, par.sequence_parallel), embedding_work(c, b, t), head_work(c, b, t))
+        pieces = (block_work(c, b, t, par.sequence_parallel, par.attention), embedding_work(c, b, t),
+                  head_work(c, b, t))
     array = device_array(device, dtype)
     energies = access_energies(array)
     per_microbatch = 0.0

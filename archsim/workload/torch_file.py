@@ -29,6 +29,7 @@ from archsim.workload.layer import Network
 _SPEC = re.compile(r"^(?P<file>.+\.py):(?P<name>[A-Za-z_][A-Za-z0-9_]*)$")
 MAX_INPUT_ELEMENTS = 2**28  # zeros of this many float32 elements: 1 GiB, refused above
 DEFAULT_TIMEOUT = 600.0  # seconds the user's code may run (import, build, trace): generous for a big model
+PROGRESS_DELAY_S = 1.0  # seconds before a terminal shows the phases' bar: quick loads never draw one
 
 
 class _TimedOut(BaseException):
@@ -94,7 +95,10 @@ def parse_input_shape(text: str | None) -> tuple[tuple[int, ...], ...]:
 def load_torch_file(spec: str, input_shape: str | None, *, unsupported: str = "error",
                     timeout: float = DEFAULT_TIMEOUT) -> Network:
     """The network of ``model.py:ClassName`` exported on zeros of ``input_shape``; the user's code
-    (import, build, trace) may run ``timeout`` seconds in all."""
+    (import, build, trace) may run ``timeout`` seconds in all. On a terminal, a bar names the phase
+    under way once the work has taken :data:`PROGRESS_DELAY_S` (importing torch alone takes seconds)."""
+    from archsim.progress import progress
+
     match = _SPEC.match(spec)
     if match is None:
         raise InputError(f"expected FILE.py:ClassName, got {spec!r}", field="NETWORK")
@@ -102,41 +106,50 @@ def load_torch_file(spec: str, input_shape: str | None, *, unsupported: str = "e
     shapes = parse_input_shape(input_shape)  # flags first: before the user's file runs
     if not is_file(path):
         raise InputError("no such Python file", file=str(path))
-    try:
-        import torch
-    except ImportError:
-        raise InputError("a PyTorch model needs PyTorch: pip install 'archsim[torch]'", file=str(path)) from None
-    from archsim.workload.torch_import import from_torch
+    with progress(3, f"{path.name}:{name}", "phase", delay=PROGRESS_DELAY_S) as bar:
+        bar.set_postfix_str("importing torch")
+        try:
+            import torch
+        except ImportError:
+            raise InputError("a PyTorch model needs PyTorch: pip install 'archsim[torch]'", file=str(path)) from None
+        from archsim.workload.torch_import import from_torch
 
-    module_name = f"archsim_user_model_{abs(hash(str(path.resolve())))}"
-    loader_spec = importlib.util.spec_from_file_location(module_name, path)
-    if loader_spec is None or loader_spec.loader is None:
-        raise InputError("not loadable as a Python module", file=str(path))
-    module = importlib.util.module_from_spec(loader_spec)
-    doing, field = "importing it", None
-    try:
-        with _time_limit(timeout):
-            sys.modules[module_name] = module  # dataclasses and pickling look their module up
-            try:
-                loader_spec.loader.exec_module(module)
-            finally:
-                sys.modules.pop(module_name, None)
-            cls = getattr(module, name, None)
-            if cls is None or not isinstance(cls, type) or not issubclass(cls, torch.nn.Module):
-                found = sorted(k for k, v in vars(module).items()
-                               if isinstance(v, type) and issubclass(v, torch.nn.Module) and v.__module__ == module_name)
-                raise InputError(f"no torch.nn.Module class {name!r} here; found: {', '.join(found) or 'none'}",
-                                 file=str(path), field=name)
-            doing, field = f"{name}()", name
-            model = cls()
-            inputs = tuple(torch.zeros(shape) for shape in shapes)
-            doing = f"tracing {name}"
-            return from_torch(model, inputs if len(inputs) > 1 else inputs[0], name=name.lower(),
-                              unsupported=unsupported)
-    except InputError as exc:
-        raise InputError(exc.message, file=str(path), field=exc.where.field or field) from None
-    except BaseException as exc:  # the user's code, SystemExit and KeyboardInterrupt too: their error, one line
-        note = " (the class is built with no arguments)" if doing == f"{name}()" else ""
-        raise InputError(_one_line(doing, exc, timeout) + note, file=str(path), field=field) from None
+        bar.update()
+        bar.set_postfix_str(f"running {path.name}")
+        module_name = f"archsim_user_model_{abs(hash(str(path.resolve())))}"
+        loader_spec = importlib.util.spec_from_file_location(module_name, path)
+        if loader_spec is None or loader_spec.loader is None:
+            raise InputError("not loadable as a Python module", file=str(path))
+        module = importlib.util.module_from_spec(loader_spec)
+        doing, field = "importing it", None
+        try:
+            with _time_limit(timeout):
+                sys.modules[module_name] = module  # dataclasses and pickling look their module up
+                try:
+                    loader_spec.loader.exec_module(module)
+                finally:
+                    sys.modules.pop(module_name, None)
+                cls = getattr(module, name, None)
+                if cls is None or not isinstance(cls, type) or not issubclass(cls, torch.nn.Module):
+                    found = sorted(k for k, v in vars(module).items() if isinstance(v, type)
+                                   and issubclass(v, torch.nn.Module) and v.__module__ == module_name)
+                    raise InputError(f"no torch.nn.Module class {name!r} here; found: {', '.join(found) or 'none'}",
+                                     file=str(path), field=name)
+                doing, field = f"{name}()", name
+                model = cls()
+                inputs = tuple(torch.zeros(shape) for shape in shapes)
+                doing = f"tracing {name}"
+                bar.update()
+                bar.set_postfix_str(f"tracing {name} and exporting it to ONNX")
+                network = from_torch(model, inputs if len(inputs) > 1 else inputs[0], name=name.lower(),
+                                     unsupported=unsupported)
+                bar.update()
+                return network
+        except InputError as exc:
+            raise InputError(exc.message, file=str(path), field=exc.where.field or field) from None
+        except BaseException as exc:  # the user's code, SystemExit and KeyboardInterrupt too: their error, one line
+            note = " (the class is built with no arguments)" if doing == f"{name}()" else ""
+            raise InputError(_one_line(doing, exc, timeout) + note, file=str(path), field=field) from None
+
 
 __all__ = ["DEFAULT_TIMEOUT", "MAX_INPUT_ELEMENTS", "is_torch_spec", "load_torch_file", "parse_input_shape"]
