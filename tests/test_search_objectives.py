@@ -11,7 +11,7 @@ from archsim.cli import main
 from archsim.training.cluster import load_gpu_cluster
 from archsim.training.objectives import dollars_per_hour, watts
 from archsim.training.search import search
-from archsim.workload.transformer import TransformerConfig
+from archsim.workload.transformer import TransformerConfig, load_transformer
 
 MIXED = """[cluster]
 name = "mixed"
@@ -114,3 +114,34 @@ def test_a_gpu_without_a_default_price_asks_for_one():
     assert watts(cluster, 1) == 700.0
     with pytest.raises(InputError, match="price_per_gpu_hour"):
         dollars_per_hour(cluster, 1)
+
+
+SLICE = "configs/clusters/tpu_v4_like_slice.toml"  # 16 TPU-v4-like chips: array devices, 192 W each
+
+
+@pytest.mark.parametrize("layout", [["--dp", "16", "--micro-batch", "2"], ["--tp", "2", "--pp", "2", "--dp", "4"],
+                                    ["--pp", "4", "--dp", "4", "--recompute", "full"]])
+def test_search_energy_on_array_devices_is_trains(tmp_path, capsys, layout):
+    """On array devices a search row's energy is the energy model's on the ops, the figure ``archsim train``
+    prints for that configuration — not board power × time (192 W × 16 × seconds), which it was."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    model = tmp_path / "tiny.toml"
+    model.write_text('[transformer]\nfamily = "gpt"\nlayers = 8\nhidden = 256\nheads = 4\nvocab = 1000\nseq = 128\n')
+    assert main(["train", str(model), "--cluster", str(root / SLICE), "--global-batch", "32", *layout,
+                 "--format", "json"]) == 0
+    meta = json.loads(capsys.readouterr().out)["meta"]
+    assert meta["energy_source"].startswith("energy model")
+    c = load_transformer(model)
+    result = search(c, load_gpu_cluster(root / SLICE), 32, [16], objective="energy", top=100_000,
+                    attention=meta["attention"])
+    want = tuple(meta[k] for k in ("tp", "pp", "dp", "micro_batch", "recompute", "sequence_parallel"))
+    rows = [r for r in result.rows if r["schedule"] == "1f1b"
+            and tuple(r[k] for k in ("tp", "pp", "dp", "micro_batch", "recompute", "sequence_parallel")) == want]
+    assert rows, want
+    for row in rows:  # the energy does not depend on the schedule's timing: every 1F1B row of the layout
+        assert row["energy_j"] == pytest.approx(meta["energy_j"], rel=1e-12)
+        assert row["energy_j"] != pytest.approx(row["iteration_seconds"] * 16 * 192, rel=1e-3)
+    energies = [r["energy_j"] for r in result.rows]
+    assert energies == sorted(energies)  # ranked by the objective

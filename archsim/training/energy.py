@@ -17,6 +17,8 @@ The meta says which (``energy_source``).
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from archsim.array.config import ArrayConfig
 from archsim.devices.device import ELEMENT_BYTES, Device
 from archsim.errors import InputError
@@ -37,34 +39,56 @@ def device_array(device: Device, dtype: str) -> ArrayConfig:
                        clock_hz=units.clock_hz, name=device.name)
 
 
+def array_device(cluster, gpus: int) -> Device | None:
+    """The array device (``gemm = "arrays"``) every one of the first ``gpus`` GPUs of ``cluster`` is, or
+    None (catalog GPUs, tile-timed device files, several device types): where the energy model prices
+    an iteration (module docstring)."""
+    devices = {cluster.gpu_at(i).name: cluster.gpu_at(i) for i in range(gpus)}
+    device = next(iter(devices.values())) if len(devices) == 1 else None
+    return device if device is not None and device.gemm == "arrays" else None
+
+
+@lru_cache(maxsize=256)
+def _microbatch_picojoules(c: TransformerConfig, micro_batch: int, tp: int, sequence_parallel: bool, attention: str,
+                           recompute: str, device: Device, dtype: str, implementation: str) -> float:
+    """Picojoules of one micro-batch on one device of each TP group (module docstring): the layers,
+    the embedding and the head, the forward again under full recompute. Cached: a search prices
+    many configurations that share these."""
+    from archsim.energy.model import op_energy_columns
+    from archsim.energy.table import access_energies
+    from archsim.training.eager_ops import eager_block_work, eager_embedding_work, eager_head_work
+    from archsim.training.layer_ops import block_work, embedding_work, head_work
+
+    b, t = micro_batch, tp
+    if implementation == "pytorch-eager":
+        pieces = (eager_block_work(c, b), eager_embedding_work(c, b), eager_head_work(c, b))
+    else:
+        pieces = (block_work(c, b, t, sequence_parallel, attention), embedding_work(c, b, t), head_work(c, b, t))
+    array = device_array(device, dtype)
+    energies = access_energies(array)
+    total = 0.0
+    for index, work in enumerate(pieces):
+        ops = [*work.forward, *work.backward]
+        if index == 0 and recompute == "full":
+            ops += list(work.forward)
+        picojoules = float(op_energy_columns(ops, array, energies)["energy_pj"].sum()) if ops else 0.0
+        picojoules += sum(op.vector_elements for op in ops) * energies.dram_read_pj  # memory-bound ops' HBM words
+        total += picojoules * (c.layers if index == 0 else 1)
+    return total
+
+
 def array_iteration_joules(c: TransformerConfig, par: Parallelism, device: Device, dtype: str,
                            implementation: str = "megatron", parameters: float = 0.0) -> float:
     """Joules of one iteration on array devices (module docstring); ``parameters``: the parameters
     all devices hold together (each device's optimizer step reads and writes its own)."""
-    from archsim.energy.model import op_energy_columns
     from archsim.energy.table import access_energies
-    from archsim.training.eager_ops import eager_block_work, eager_embedding_work, eager_head_work
     from archsim.training.iteration import FP32_OPTIMIZER_BYTES_PER_PARAMETER, OPTIMIZER_BYTES_PER_PARAMETER
-    from archsim.training.layer_ops import block_work, embedding_work, head_work
 
-    b, t = par.micro_batch, par.tp
-    if implementation == "pytorch-eager":
-        pieces = (eager_block_work(c, b), eager_embedding_work(c, b), eager_head_work(c, b))
-    else:
-        pieces = (block_work(c, b, t, par.sequence_parallel, par.attention), embedding_work(c, b, t),
-                  head_work(c, b, t))
+    per_microbatch = _microbatch_picojoules(c, par.micro_batch, par.tp, par.sequence_parallel, par.attention,
+                                            par.recompute, device, dtype, implementation)
     array = device_array(device, dtype)
-    energies = access_energies(array)
-    per_microbatch = 0.0
-    for index, work in enumerate(pieces):
-        ops = [*work.forward, *work.backward]
-        if index == 0 and par.recompute == "full":
-            ops += list(work.forward)
-        picojoules = float(op_energy_columns(ops, array, energies)["energy_pj"].sum()) if ops else 0.0
-        picojoules += sum(op.vector_elements for op in ops) * energies.dram_read_pj  # memory-bound ops' HBM words
-        per_microbatch += picojoules * (c.layers if index == 0 else 1)
     step = FP32_OPTIMIZER_BYTES_PER_PARAMETER if dtype == "fp32" else OPTIMIZER_BYTES_PER_PARAMETER
-    optimizer = parameters * step / array.element_bytes * energies.dram_read_pj
+    optimizer = parameters * step / array.element_bytes * access_energies(array).dram_read_pj
     return (per_microbatch * par.microbatches * par.tp * par.dp + optimizer) * 1e-12
 
 
@@ -72,12 +96,11 @@ def iteration_energy(c: TransformerConfig, par: Parallelism, cluster, seconds: f
                      implementation: str = "megatron", memory=()) -> dict[str, float | str | None]:
     """``energy_j`` (None when no figure is known) and ``energy_source`` of one iteration on ``cluster``;
     ``memory``: each pipeline rank's :class:`~archsim.training.memory.StageMemory` (its parameters
-    per device, for the optimizer step)."""
+    per device, for the optimizer step). ``archsim train`` and ``archsim search`` both price energy here."""
     from archsim.training.objectives import watts
 
-    devices = {cluster.gpu_at(i).name: cluster.gpu_at(i) for i in range(par.gpus)}
-    if all(d.gemm == "arrays" for d in devices.values()) and len(devices) == 1:
-        device = next(iter(devices.values()))
+    device = array_device(cluster, par.gpus)
+    if device is not None:
         parameters = sum(m.parameters for m in memory) * par.tp * par.dp
         return {"energy_j": array_iteration_joules(c, par, device, cluster.dtype, implementation, parameters),
                 "energy_source": MODEL_SOURCE}
@@ -87,4 +110,4 @@ def iteration_energy(c: TransformerConfig, par: Parallelism, cluster, seconds: f
         return {"energy_j": None, "energy_source": "none: no board power known (set gpu_watts or board_watts)"}
 
 
-__all__ = ["BOARD_SOURCE", "MODEL_SOURCE", "array_iteration_joules", "device_array", "iteration_energy"]
+__all__ = ["BOARD_SOURCE", "MODEL_SOURCE", "array_device", "array_iteration_joules", "device_array", "iteration_energy"]

@@ -12,7 +12,8 @@
   TDP from :data:`archsim.devices.catalog.TABLE`) for the whole iteration, in joules — an upper bound: a GPU
   waiting in a pipeline bubble draws less, and the host, network and cooling are left out. Set
   ``gpu_watts`` per server to use a measured figure. A device file's ``board_watts`` stands for its
-  devices where the server sets none; a device file has no default price.
+  devices where the server sets none; a device file has no default price. On array devices the search
+  takes the energy model's figure instead, as ``archsim train`` does (:func:`archsim.training.search.objectives`).
 
 Only the GPUs a configuration uses are counted (the first TP × PP × DP GPUs of the cluster file, or of
 the server order ``--placement`` chose).

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from archsim.errors import InputError
+from archsim.training.energy import array_device, iteration_energy
 from archsim.training.iteration import after_backward, model_pieces
 from archsim.training.objectives import OBJECTIVE_COLUMN, objective_columns
 from archsim.training.parallel import layers_per_stage
@@ -168,7 +169,7 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
     placed: dict = {}  # (tp, pp, dp) → the distinct layouts of the server orders
     rejected: Counter = Counter()
     coster = _Coster(c, cluster, global_batch)
-    value = _objective_value(coster, objective)
+    value = _objective_value(coster, objective, c, global_batch)
     costed: list[tuple[float, str, float, Candidate]] = []  # seconds, timing, memory, candidate
     with progress(len(grid), progress_desc or f"search {c.name}", "config", delay=1.0) as bar:
         for k in grid:
@@ -265,12 +266,27 @@ def check_planning_work(c: TransformerConfig, cluster, global_batch: int, grid: 
                          f"above {MAX_PLANNING_CELLS:,} (about 20 s); use --balance even, or {hint}", field="balance")
 
 
-def _objective_value(coster: _Coster, objective: str):
+def objectives(c: TransformerConfig, k: Candidate, cluster, global_batch: int, seconds: float,
+               strict: str | None = None) -> dict[str, float]:
+    """A configuration's cost (USD) and energy (J) per iteration. On array devices the energy is the
+    energy model's on the ops, as ``archsim train`` prices it (:func:`~archsim.training.energy.iteration_energy`,
+    one implementation for both); elsewhere board power × time (:func:`objective_columns`, whose ``strict``
+    refuses a column with no figure known)."""
+    gpus = k.tp * k.pp * k.dp
+    if array_device(cluster, gpus) is None:
+        return objective_columns(cluster, gpus, seconds, strict)
+    out = objective_columns(cluster, gpus, seconds, None if strict == "energy_j" else strict)
+    par = k.parallelism(global_batch)
+    out["energy_j"] = iteration_energy(c, par, cluster, seconds, memory=rank_memories(c, par))["energy_j"]
+    return out
+
+
+def _objective_value(coster: _Coster, objective: str, c: TransformerConfig, global_batch: int):
     """(seconds, timing, bytes, candidate) → the objective's value (seconds, USD or joules)."""
     if objective == "time":
         return lambda t: t[0]
     column = OBJECTIVE_COLUMN[objective]
-    return lambda t: objective_columns(coster.placed(t[3]), t[3].tp * t[3].pp * t[3].dp, t[0], column)[column]
+    return lambda t: objectives(c, t[3], coster.placed(t[3]), global_batch, t[0], column)[column]
 
 
 class _RowMaker:
@@ -296,7 +312,7 @@ class _RowMaker:
                "attention": k.attention, "dp_overlap": k.dp_overlap, "tp_spans_servers": cluster.tp_servers(k.parallelism(global_batch)) > 1,
                "stage_layers": ",".join(map(str, k.stage_layers)) if k.stage_layers else "",
                "iteration_seconds": seconds, "peak_memory_gib": memory / 2**30,
-               "mfu": flops / (seconds * gpus * peak), **objective_columns(cluster, gpus, seconds),
+               "mfu": flops / (seconds * gpus * peak), **objectives(c, k, cluster, global_batch, seconds),
                "uneven_gain": self.gain(k, seconds if event else None), "timing": timing,
                "megatron_args": megatron_args(k, global_batch, c.layers)}
         if k.placement is not None:
@@ -381,5 +397,5 @@ class _RowMaker:
         return out
 
 
-__all__ = ["EVENT_ACTION_LIMIT", "MAX_PLANNING_CELLS", "SearchResult", "check_planning_work", "check_search_size", "megatron_args", "model_flops", "pareto_front", "pipeline_seconds", "search",
+__all__ = ["EVENT_ACTION_LIMIT", "MAX_PLANNING_CELLS", "SearchResult", "check_planning_work", "check_search_size", "megatron_args", "model_flops", "objectives", "pareto_front", "pipeline_seconds", "search",
            "train_command"]
