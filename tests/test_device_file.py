@@ -240,9 +240,8 @@ def test_search_plans_on_a_device_file(capsys):
     out = json.loads(capsys.readouterr().out)
     rows = out["rows"]
     assert len(rows) == 3 and rows[0]["tp"] * rows[0]["pp"] * rows[0]["dp"] <= 16
-    for row in rows:  # the file's board power × the chips used × the iteration (no price: NaN cost)
-        chips = row["tp"] * row["pp"] * row["dp"]
-        assert row["energy_j"] == pytest.approx(192.0 * chips * row["iteration_seconds"])
+    energies = [row["energy_j"] for row in rows]  # the energy model's joules on array chips, as train's
+    assert energies == sorted(energies) and all(e > 0 for e in energies)  # (tests/test_search_objectives.py)
     assert main([*argv, "--objective", "cost"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "price_per_gpu_hour" in err
