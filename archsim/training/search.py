@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, replace
+from typing import cast
 
 import numpy as np
 
@@ -277,7 +278,7 @@ def objectives(c: TransformerConfig, k: Candidate, cluster, global_batch: int, s
         return objective_columns(cluster, gpus, seconds, strict)
     out = objective_columns(cluster, gpus, seconds, None if strict == "energy_j" else strict)
     par = k.parallelism(global_batch)
-    out["energy_j"] = iteration_energy(c, par, cluster, seconds, memory=rank_memories(c, par))["energy_j"]
+    out["energy_j"] = cast(float, iteration_energy(c, par, cluster, seconds, memory=rank_memories(c, par))["energy_j"])
     return out
 
 
