@@ -131,3 +131,16 @@ def test_the_train_walk_goes_down():
     up = [f"{low} imports {high}" for k, low in enumerate(TRAIN_WALK) for high in TRAIN_WALK[:k + 1]
           if high in graph.get(low, set())]
     assert not up, "\n".join(up)
+
+
+# The iteration's energy is priced below the search's objectives: the objectives (and the search that ranks
+# by them) import the energy, never the other way; both take the GPUs' board power from rates.
+BELOW = {"archsim.training.energy": ("archsim.training.objectives", "archsim.training.search"),
+         "archsim.training.rates": ("archsim.training.energy", "archsim.training.objectives",
+                                    "archsim.training.search")}
+
+
+def test_energy_does_not_import_the_objectives():
+    graph = training_imports()
+    up = [f"{low} imports {high}" for low, highs in BELOW.items() for high in highs if high in graph[low]]
+    assert not up, "\n".join(up)

@@ -21,7 +21,7 @@ configuration cannot be laid out — a TP group holding part of a server and par
 (``tp-straddles-servers``) or one rank's GPUs of two types (``stage-mixes-gpu-types``: archsim does not run a stage at its slowest GPU, it refuses it) —
 and :meth:`GpuCluster.rank_machines` gives each rank its GPU, kernels and links (its own TP and DP
 groups' links). A server may override the objectives' figures with ``price_per_gpu_hour`` (USD) and
-``gpu_watts`` (:mod:`archsim.training.objectives`).
+``gpu_watts`` (:mod:`archsim.training.rates`).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@
   bytes per parameter (:mod:`archsim.training.iteration`) at the DRAM energy. Leakage is left out
   (the default table has none). Not counted: the collectives' links, the host.
 * **Catalog GPUs** (and device files timed by tiles): board power × time, every GPU at its board
-  power for the whole iteration (:func:`archsim.training.objectives.watts`; an upper bound).
+  power for the whole iteration (:func:`archsim.training.rates.watts`; an upper bound).
 
 The meta says which (``energy_source``).
 """
@@ -23,6 +23,7 @@ from archsim.array.config import ArrayConfig
 from archsim.devices.device import ELEMENT_BYTES, Device
 from archsim.errors import InputError
 from archsim.training.parallel import Parallelism
+from archsim.training.rates import watts
 from archsim.workload.transformer import TransformerConfig
 
 MODEL_SOURCE = "energy model on the ops' accesses (archsim.energy, default table)"
@@ -97,8 +98,6 @@ def iteration_energy(c: TransformerConfig, par: Parallelism, cluster, seconds: f
     """``energy_j`` (None when no figure is known) and ``energy_source`` of one iteration on ``cluster``;
     ``memory``: each pipeline rank's :class:`~archsim.training.memory.StageMemory` (its parameters
     per device, for the optimizer step). ``archsim train`` and ``archsim search`` both price energy here."""
-    from archsim.training.objectives import watts
-
     device = array_device(cluster, par.gpus)
     if device is not None:
         parameters = sum(m.parameters for m in memory) * par.tp * par.dp

@@ -19,14 +19,12 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, replace
-from typing import cast
 
 import numpy as np
 
 from archsim.errors import InputError
-from archsim.training.energy import array_device, iteration_energy
 from archsim.training.iteration import after_backward, model_pieces
-from archsim.training.objectives import OBJECTIVE_COLUMN, objective_columns
+from archsim.training.objectives import OBJECTIVE_COLUMN, objectives
 from archsim.training.parallel import layers_per_stage
 from archsim.training.placement import MAX_ORDERS, layouts, order_count, order_text, server_orders
 from archsim.training.search_fit import fit_candidate, memory_fits, plan_candidate, rank_capacities
@@ -267,21 +265,6 @@ def check_planning_work(c: TransformerConfig, cluster, global_batch: int, grid: 
                          f"above {MAX_PLANNING_CELLS:,} (about 20 s); use --balance even, or {hint}", field="balance")
 
 
-def objectives(c: TransformerConfig, k: Candidate, cluster, global_batch: int, seconds: float,
-               strict: str | None = None) -> dict[str, float]:
-    """A configuration's cost (USD) and energy (J) per iteration. On array devices the energy is the
-    energy model's on the ops, as ``archsim train`` prices it (:func:`~archsim.training.energy.iteration_energy`,
-    one implementation for both); elsewhere board power × time (:func:`objective_columns`, whose ``strict``
-    refuses a column with no figure known)."""
-    gpus = k.tp * k.pp * k.dp
-    if array_device(cluster, gpus) is None:
-        return objective_columns(cluster, gpus, seconds, strict)
-    out = objective_columns(cluster, gpus, seconds, None if strict == "energy_j" else strict)
-    par = k.parallelism(global_batch)
-    out["energy_j"] = cast(float, iteration_energy(c, par, cluster, seconds, memory=rank_memories(c, par))["energy_j"])
-    return out
-
-
 def _objective_value(coster: _Coster, objective: str, c: TransformerConfig, global_batch: int):
     """(seconds, timing, bytes, candidate) → the objective's value (seconds, USD or joules)."""
     if objective == "time":
@@ -398,5 +381,5 @@ class _RowMaker:
         return out
 
 
-__all__ = ["EVENT_ACTION_LIMIT", "MAX_PLANNING_CELLS", "SearchResult", "check_planning_work", "check_search_size", "megatron_args", "model_flops", "objectives", "pareto_front", "pipeline_seconds", "search",
+__all__ = ["EVENT_ACTION_LIMIT", "MAX_PLANNING_CELLS", "SearchResult", "check_planning_work", "check_search_size", "megatron_args", "model_flops", "pareto_front", "pipeline_seconds", "search",
            "train_command"]

@@ -111,7 +111,7 @@ def kernel_timer(spec: GpuSpec, slug: str | None, dtype: str, tensor_constants: 
 def _chip_seconds(ops: Sequence[TrainingOp], path: GemmPath, constants: KernelConstants, size: int,
                   hbm_bytes_per_s: float) -> np.ndarray:
     """Seconds of each op on a chip with no ``Device``: its GEMMs on ``path``
-    (:func:`~archsim.devices.kernels.path_op_seconds`) plus one elementwise kernel streaming its
+    (:func:`~archsim.devices.kernel_ops.path_op_seconds`) plus one elementwise kernel streaming its
     ``vector_elements`` at the elementwise HBM fraction (:func:`~archsim.devices.kernels.stream_seconds`,
     as ``op_seconds`` streams them); a fused op or a softmax/layer-norm kernel is refused."""
     if any(op.fused or op.kernel for op in ops):

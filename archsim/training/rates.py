@@ -1,0 +1,57 @@
+"""What each GPU of a cluster costs per second: its price per GPU-hour (USD) and its board power (W).
+
+The default prices (:data:`PRICE_PER_GPU_HOUR`) are AWS EC2 on-demand list prices in US East (N. Virginia),
+Linux, per 8-GPU instance hour ÷ 8, as published in 2024 (docs/citations.md, "GPU prices and power"):
+p3dn.24xlarge (8 × V100 32 GB) $31.212, p4d.24xlarge (8 × A100 40 GB) $32.7726, p4de.24xlarge (8 × A100
+80 GB) $40.9657, p5.48xlarge (8 × H100 SXM 80 GB) $98.32. The default board power is the device's
+``board_watts`` (a catalog GPU's datasheet TDP from :data:`archsim.devices.catalog.TABLE`). A server's
+``price_per_gpu_hour`` and ``gpu_watts`` override them (the H200 has no default price: a cluster of them
+must set it for ``cost``). The search's objectives
+(:mod:`archsim.training.objectives`) and the board-power energy of an iteration
+(:func:`archsim.training.energy.iteration_energy`) both price here; this module imports neither, so
+neither imports the other through it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from archsim.devices.catalog import GPUS
+from archsim.errors import InputError
+
+PRICE_PER_GPU_HOUR = {"v100-32gb": 31.212 / 8, "a100-40gb": 32.7726 / 8, "a100-80gb": 40.9657 / 8,
+                      "h100-80gb-sxm": 98.32 / 8}  # USD, AWS on-demand list prices (module docstring)
+_KEY = {device.name: key for key, device in GPUS.items()}  # a catalog GPU's name → its catalog key
+
+
+def _per_gpu(cluster, gpus: int, overrides: tuple, default: Callable[[Any], float | None]) -> float:
+    """Σ over the first ``gpus`` GPUs of their server's override, else their device's ``default``."""
+    total = 0.0
+    starts = cluster.starts
+    for server in range(len(starts) - 1):
+        count = min(starts[server + 1], gpus) - starts[server]
+        if count <= 0:
+            break
+        own = overrides[server] if server < len(overrides) else None
+        device = cluster.gpu_at(starts[server])
+        if own is None:
+            own = default(device)
+        if own is None:
+            raise InputError(f"no default figure for {_KEY.get(device.name, device.name)}: set price_per_gpu_hour / "
+                             "gpu_watts in its [[servers]] table", field="price_per_gpu_hour")
+        total += count * own
+    return total
+
+
+def dollars_per_hour(cluster, gpus: int) -> float:
+    """USD per hour of the first ``gpus`` GPUs."""
+    return _per_gpu(cluster, gpus, cluster.prices, lambda d: PRICE_PER_GPU_HOUR.get(_KEY.get(d.name, d.name)))
+
+
+def watts(cluster, gpus: int) -> float:
+    """Watts of the first ``gpus`` GPUs at board power."""
+    return _per_gpu(cluster, gpus, cluster.watts, lambda d: d.board_watts)
+
+
+__all__ = ["PRICE_PER_GPU_HOUR", "dollars_per_hour", "watts"]
