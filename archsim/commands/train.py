@@ -164,8 +164,8 @@ def run(args: argparse.Namespace) -> int:
         show = (lambda v: format_number(v, digits)) if args.format == "table" else repr  # csv: full precision
         meta = {k: v for k, v in meta.items() if not isinstance(v, (list, dict))}
         meta["breakdown_seconds"] = ", ".join(f"{k}: {show(v)}" for k, v in result.breakdown.items())
-    warning = memory_warning([(f"pipeline rank {m['rank']}", m["gpu"], m["total_gib"] * 2**30, capacities[m["rank"]])
-                              for m in memory], "pipeline ranks", " per GPU")
+    warning = memory_warning([(f"pipeline rank {r}", machines[r].gpu.name, m.total, capacities[r])
+                              for r, m in enumerate(result.memory)], "pipeline ranks", " per GPU")
     if warning:
         print(f"archsim train: warning: {warning}", file=sys.stderr)
     emit(render(frame, args.format, meta=meta, precision=args.precision), args)
