@@ -159,7 +159,7 @@ def add_engine_arguments(parser: argparse.ArgumentParser, bandwidth_flag: str = 
     parser.add_argument(bandwidth_flag, dest="dram_bandwidth", type=positive_int, default=None, metavar="WORDS",
                         help="DRAM words/cycle per operand for --engine cycle (default: 10, or the config's: "
                              "a SCALE-Sim USER-mode .cfg reads ifmap/filter at its [layout] bank rates)")
-    parser.add_argument("--sram-kb", default=None, metavar="KB[,KB,KB]",
+    parser.add_argument("--sram-kb", default=None, metavar="KIB[,KIB,KIB]",
                         help="ifmap,filter,ofmap SRAM KiB for --engine cycle (one value: all three; default: 64)")
 
 
