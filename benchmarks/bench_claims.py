@@ -13,7 +13,8 @@ GPT-3 175B configuration (0.67 CPU s as a command, 25 ms in process), measured b
 this project; Calculon is not installed here, so they are quoted, not rerun. ``--skip-slow`` leaves
 out the 10⁶-op schedule (4–8 s). Claims not rerun here (they need a PipeDream checkout or minutes:
 ``bench_fixed_cost.py --pipedream``, ``bench_sweep_large.py``) are listed at the end. Timings are not
-tests: they vary with the machine's load. Nothing is written.
+tests: they vary with the machine's load. Nothing is written. Children run in the caller's environment less
+``PYTHONDONTWRITEBYTECODE`` (benchmarks/child_env.py): they cache bytecode as a user's install does.
 """
 
 from __future__ import annotations
@@ -31,6 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from benchmarks.child_env import user_environment
+
+CHILD_ENV = user_environment()  # children cache bytecode as a user's install does
 RESULTS = ROOT / "benchmarks" / "results"
 GPT3_175B = ["train", str(ROOT / "configs" / "transformers" / "gpt3_175b.toml"), "--cluster",
              str(ROOT / "configs" / "clusters" / "dgx_a100_superpod.toml"), "--tp", "8", "--pp", "8", "--dp", "16",
@@ -70,7 +75,7 @@ def child(code: str) -> tuple[float, float]:
     """(wall, CPU) seconds of a fresh ``python -c code`` in the repository root."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([sys.executable, "-c", code], env=CHILD_ENV, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -148,7 +153,7 @@ def sweep_cold() -> float:
             "with tempfile.TemporaryDirectory() as folder:\n"
             "    t = time.process_time(); run_sweep(spec, folder, workers=1, progress=False)\n"
             "    print(time.process_time() - t)\n")
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-c", code], env=CHILD_ENV, cwd=ROOT, check=True, capture_output=True, text=True)
     return float(done.stdout.split()[-1])
 
 

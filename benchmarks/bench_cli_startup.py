@@ -12,6 +12,8 @@ the median and best wall time of each, the eager/lazy ratio and the load average
 benchmarks/results/cli_startup.csv atomically. Then every command's ``--help`` in a fresh interpreter:
 its CPU seconds (user + system, best of the repeats: load on the machine adds wall time, not CPU)
 beside the 0.3 s goal, written to benchmarks/results/cli_help_cpu.csv (``--help-only``: this part only).
+Children run in the caller's environment less ``PYTHONDONTWRITEBYTECODE`` (benchmarks/child_env.py): they read
+and write bytecode caches as a user's install does, so the figures do not depend on how the caller was started.
 """
 
 from __future__ import annotations
@@ -30,6 +32,10 @@ import pandas as pd
 from archsim.outputs import atomic_write_text
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from benchmarks.child_env import user_environment
+
+CHILD_ENV = user_environment()  # children cache bytecode as a user's install does
 CASES = {
     "python": "pass",
     "lazy": "from archsim.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass",
@@ -43,7 +49,7 @@ CASES = {
 
 def sample(code: str) -> float:
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-c", code], check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
+    subprocess.run([sys.executable, "-c", code], env=CHILD_ENV, check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
     return time.perf_counter() - start
 
 
@@ -54,7 +60,7 @@ def help_cpu(command: str) -> float:
     """CPU seconds (user + system) of ``archsim COMMAND --help`` in a fresh interpreter."""
     code = f"from archsim.cli import main\ntry:\n    main([{command!r}, '--help'])\nexcept SystemExit:\n    pass"
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run([sys.executable, "-c", code], check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
+    subprocess.run([sys.executable, "-c", code], env=CHILD_ENV, check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 

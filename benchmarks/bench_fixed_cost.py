@@ -33,6 +33,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from benchmarks.child_env import user_environment
+
 PROFILES = ROOT / "tests" / "data" / "pipedream" / "profiles"
 CLUSTER = ROOT / "configs" / "clusters" / "testbed_v100.toml"
 # The smallest shipped profile, and the largest archsim plans: nasnetalarge, nasnetamobile and inception_v3
@@ -41,10 +44,9 @@ CLUSTER = ROOT / "configs" / "clusters" / "testbed_v100.toml"
 COMPARED_PROFILES = ("alexnet", "densenet121")
 HEAVY = ("pandas", "numba", "scipy", "networkx", "plotly", "tqdm", "onnx", "torch", "numpy")
 ARCHSIM = [sys.executable, "-m", "archsim"]
-# Children read and write bytecode caches, as an installed package has them (pip compiles at install):
-# with PYTHONDONTWRITEBYTECODE set, every run would compile archsim's ~60 modules from source (≈ 0.12 s
-# CPU) and the released optimizer's few. The first of the repeats writes them; the best is reported.
-CHILD_ENV = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}, "PYTHONWARNINGS": "ignore"}
+# Children read and write bytecode caches, as an installed package has them (benchmarks/child_env.py; the
+# released optimizer's few modules too). The first of the repeats writes them; the best is reported.
+CHILD_ENV = user_environment(PYTHONWARNINGS="ignore")
 
 COMMANDS = {
     "python -c pass": [sys.executable, "-c", "pass"],

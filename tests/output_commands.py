@@ -12,8 +12,8 @@ CLUSTER = str(ROOT / "configs" / "clusters" / "testbed_v100.toml")
 GPU_CSV = str(ROOT / "tests" / "data" / "gpu_kernels_columns.csv")
 MODEL = str(ROOT / "configs" / "transformers" / "gpt_1024h_24l.json")
 GPU_CLUSTER = str(ROOT / "configs" / "clusters" / "a100_node.toml")
-SPARSE = ["sparse", "--config", str(ROOT / "configs" / "arrays" / "scalesim_sparsity_128x128_ws.cfg"),
-          "--topology", str(ROOT / "docs" / "examples" / "pruned_convs.csv")]
+SPARSE = ["sparse", str(ROOT / "docs" / "examples" / "pruned_convs.csv"),
+          "--config", str(ROOT / "configs" / "arrays" / "scalesim_sparsity_128x128_ws.cfg")]
 # a design sweep (a clock axis) small enough to run in a second: results.csv's and summary.csv's names
 SWEEP_SPEC = """[sweep]
 name = "columns"

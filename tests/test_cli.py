@@ -4,6 +4,7 @@ import io
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -219,6 +220,9 @@ class _Terminal(io.StringIO):
     (["schedule", "layerpipe_sample", "--policy", "1f1b", "--processors", "2", "--microbatches", "4"],
      ("costs", "build", "simulate", "validate")),
     (["pipeline", "layerpipe_sample", "--processors", "2", "--microbatches", "4"], ("build", "simulate", "validate")),
+    # 2–6 s on DeepBench's CSVs (scipy's import and the study); here a small made-up measured CSV
+    (["validate-gpu", "--csv", str(Path(__file__).resolve().parent / "data" / "gpu_kernels_columns.csv")],
+     ("load model", "read", "study")),
 ])
 def test_long_runs_name_their_phases_on_a_terminal_only(argv, phases, monkeypatch, capsys):
     shown = _piped_then_on_a_terminal(argv, monkeypatch, capsys)

@@ -141,9 +141,13 @@ def test_cli_bad_trace_is_an_input_error(tmp_path, capsys):
         run_cli(["--trace", str(bad), "--gpus", "45"], capsys)
 
 
-def test_a_zero_device_memory_names_the_flag_as_every_flag_error_does(capsys):
+@pytest.mark.parametrize("memory", ["0", "-1", "nan", "inf", "-0"])
+def test_a_device_memory_that_is_not_positive_is_refused_as_the_flags_are_parsed(memory, tmp_path, capsys):
+    """argparse's one line, before the trace is read (the trace named here does not exist)."""
     from archsim.cli import main
 
-    assert main(["cluster", "--trace", "synthetic", "--device-memory-gb", "0"]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "field 'device-memory-gb'" in err
+    assert main(["cluster", "--trace", str(tmp_path / "absent.csv"), f"--device-memory-gb={memory}"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    assert err.startswith("archsim cluster: error: argument --device-memory-gb: expected a "), err
+    assert "positive number" in err and repr(memory) in err

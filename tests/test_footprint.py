@@ -3,6 +3,8 @@ training DFG's stash depths, and a brute-force sweep over time."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -91,7 +93,24 @@ def test_capacity_is_a_clean_error(capsys) -> None:
     check_capacity(memory, max(m.peak_bytes for m in memory))
     with pytest.raises(InputError, match="p1"):
         check_capacity(memory, memory[0].peak_bytes - 1)
-    assert main(["pipeline", "ffnn8", "--processors", "2", "--method", "pipedream", "--microbatches", "4",
-                 "--capacity-gb", "1e-6"]) == 2
-    assert "field 'capacity-gb'" in capsys.readouterr().err  # the flag's name, as every flag error gives it
     assert main(["pipeline", "ffnn8", "--processors", "2", "--memory"]) == 2
+    assert "--microbatches" in capsys.readouterr().err
+
+
+def test_a_plan_over_capacity_prints_its_table_and_warns_as_train_does(capsys) -> None:
+    """``pipeline --capacity-gb`` is a what-if like ``train``: the table, ``fits_memory``, one stderr line, exit 0."""
+    argv = ["pipeline", "ffnn8", "--processors", "2", "--method", "pipedream", "--microbatches", "4", "--format", "json"]
+    assert main([*argv, "--capacity-gb", "1e-6"]) == 0
+    out, err = capsys.readouterr()
+    doc = json.loads(out)
+    peaks = [row["peak_memory_bytes"] for row in doc["rows"]]
+    assert not doc["meta"]["fits_memory"] and doc["meta"]["memory_capacity_bytes"] == 1000
+    worst = max(peaks)  # one capacity for all: the worst ratio is the largest peak
+    assert err == (f"archsim pipeline: warning: does not fit: processor p{peaks.index(worst) + 1} needs "
+                   f"{worst / 2**30:.3g} GiB, its memory (--capacity-gb) has {1000 / 2**30:.3g} GiB "
+                   "(2 of 2 processors do not fit)\n")
+    assert main([*argv, "--capacity-gb", "1"]) == 0  # 1 GB holds both (MB each): no warning
+    out, err = capsys.readouterr()
+    assert json.loads(out)["meta"]["fits_memory"] and err == ""
+    assert main([*argv, "--capacity-gb", str((min(peaks) + max(peaks)) / 2e9)]) == 0  # only the larger one is over
+    assert "does not fit" in capsys.readouterr().err and peaks[0] != peaks[1]

@@ -123,3 +123,44 @@ def test_an_unknown_cfg_section_is_still_refused(tmp_path):
     path.write_text(shipped.read_text().replace("[links]", "[link]"))
     with pytest.raises(InputError, match=r"unknown section \[link\]"):
         read_scalesim_cfg(path)
+
+
+DEVICE_CFG = Path(__file__).parents[1] / "configs" / "devices" / "scalesim_32x32_device.cfg"
+# (old text, new text, the field the error names): a key typo, a bad value, a bad array count, in each section
+DEVICE_KEY_BREAKS = [
+    ("intra_gbps = 100", "intra_gbsp = 100", "links.intra_gbsp"),
+    ("intra_gbps = 100", "intra_gbps = -1", "links.intra_gbps"),
+    ("board_watts = 75", "board_wats = 75", "device.board_wats"),
+    ("arrays = 16", "arrays = 0", "device.arrays"),
+    ("hbm_gib = 16", "hbm_gib = nan", "memory.hbm_gib"),
+]
+
+
+@pytest.mark.parametrize("old, new, field", DEVICE_KEY_BREAKS)
+def test_a_device_cfg_is_checked_alike_by_every_reader(old, new, field, tmp_path, capsys):
+    """The dense readers (cost/energy/gemm --config, the library) refuse what train refuses in a .cfg device file,
+    with the same one line: one check of [device]/[memory]/[links]."""
+    from archsim.devices.device_file import load_device
+
+    path = tmp_path / "device.cfg"
+    text = DEVICE_CFG.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+    with pytest.raises(InputError) as by_train:
+        load_device(path)
+    with pytest.raises(InputError) as by_cost:
+        read_scalesim_cfg(path)
+    assert by_train.value.where.field == by_cost.value.where.field == field
+    assert str(by_train.value) == str(by_cost.value)
+    for argv in (["cost", "layerpipe_sample"], ["energy", "layerpipe_sample"], ["gemm", "--m", "8", "--k", "8", "--n", "8"]):
+        assert main([*argv, "--config", str(path)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"field '{field}'" in err, (argv, err)
+
+
+def test_a_plain_scalesim_cfg_keeps_its_own_memory_section(tmp_path):
+    """Without [device] or [links] a .cfg is SCALE-Sim's: a [memory] section there is not a device file's."""
+    shipped = Path(__file__).parents[1] / "configs" / "arrays" / "scalesim_32x32_ws.cfg"
+    path = tmp_path / "plain.cfg"
+    path.write_text(shipped.read_text() + "\n[memory]\nanything = 1\n")
+    assert read_scalesim_cfg(path).rows == 32

@@ -3,7 +3,9 @@ by the objective, and the command line of uneven stages, mixed clusters and the 
 
 from __future__ import annotations
 
+import csv
 import json
+import math
 
 import pytest
 
@@ -145,3 +147,23 @@ def test_search_energy_on_array_devices_is_trains(tmp_path, capsys, layout):
         assert row["energy_j"] != pytest.approx(row["iteration_seconds"] * 16 * 192, rel=1e-3)
     energies = [r["energy_j"] for r in result.rows]
     assert energies == sorted(energies)  # ranked by the objective
+
+
+def test_no_split_is_nan_in_the_meta_as_in_the_rows(mixed, tmp_path, capsys):
+    """One GPU: PP is 1, no split applies, so every row's uneven_gain is NaN and so are both meta summaries (one
+    convention: not None beside NaN); csv leaves them empty, the table prints nan."""
+    model = tmp_path / "tiny.toml"
+    model.write_text('[transformer]\nname = "tiny"\nfamily = "gpt"\nlayers = 7\nhidden = 96\nheads = 6\n'
+                     'vocab = 500\nseq = 64\n')
+    argv = ["search", str(model), "--cluster", str(mixed), "--global-batch", "8", "--gpus", "1", "--refine", "0"]
+    assert main([*argv, "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["rows"] and all(r["pp"] == 1 and math.isnan(r["uneven_gain"]) for r in out["rows"])
+    assert math.isnan(out["meta"]["uneven_gain_first_row"]) and math.isnan(out["meta"]["uneven_gain_max"])
+    assert main(argv) == 0
+    table = capsys.readouterr().out
+    assert "# uneven_gain_first_row: nan\n" in table and "# uneven_gain_max: nan\n" in table
+    assert main([*argv, "--format", "csv"]) == 0
+    header, first = capsys.readouterr().out.splitlines()[:2]
+    row = dict(zip(next(csv.reader([header])), next(csv.reader([first]))))
+    assert row["uneven_gain_first_row"] == row["uneven_gain_max"] == row["uneven_gain"] == ""

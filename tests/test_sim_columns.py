@@ -68,6 +68,8 @@ BAD = [  # (ops, deps, the message both ways)
     ((Op("a", "p", 1.0, alloc_bytes=-2),), (), "op 'a' allocates or frees a negative number of bytes"),
     ((Op("a", "p", 1.0), Op("b", "q", 1.0)), (Dep("a", "b", -3, "pq"),), "dependency 'a' -> 'b' moves negative bytes"),
     ((Op("a", "p", 1.0), Op("b", "q", 1.0)), (Dep("a", "b", math.nan, "pq"),), "dependency 'a' -> 'b' moves NaN bytes"),
+    ((Op("a", "p", 1.0), Op("b", "q", 1.0)), (Dep("a", "b", math.inf, "pq"),),
+     "dependency 'a' -> 'b' moves infinite bytes"),
     ((Op("a", "p", 1.0), Op("b", "q", 1.0)), (Dep("a", "b", 3, "qp"),),
      "link 'qp' runs 'q' -> 'p', but dependency 'a' -> 'b' runs 'p' -> 'q'"),
     ((Op("a", "p", 1.0), Op("b", "p", 1.0)), (Dep("a", "b"), Dep("b", "a")), "dependencies contain a cycle"),
@@ -110,3 +112,20 @@ def test_columns_name_out_of_range_positions():
     with pytest.raises(InputError, match="differ in length"):
         Problem.from_arrays((P, Q), (), OpColumns(["a", "b"], np.array([0]), np.ones(2)),
                             DepColumns(np.zeros(0, np.int64), np.zeros(0, np.int64)))
+
+
+def test_infinite_bytes_are_no_transfer_even_over_an_infinitely_fast_link():
+    """∞ bytes / ∞ bytes per unit would time as NaN: refused as the problem is built, both ways; finite bytes
+    over an infinitely fast link take its latency alone (b / ∞ = 0), in the engine and the reference alike."""
+    from conftest import assert_same_as_reference
+
+    fast = (Link("pq", "p", "q", math.inf, 0.25), Link("qp", "q", "p", math.inf))
+    ops = (Op("a", "p", 1.0), Op("b", "q", 1.0))
+    for build in (lambda deps: Problem((P, Q), fast, ops, deps),
+                  lambda deps: Problem.from_arrays((P, Q), fast, *_raw_columns(ops, deps))):
+        with pytest.raises(InputError, match="dependency 'a' -> 'b' moves infinite bytes"):
+            build((Dep("a", "b", math.inf, "pq"),))
+        problem = build((Dep("a", "b", 10**9, "pq"),))
+        timeline = simulate(problem)
+        assert timeline.makespan == 1.0 + 0.25 + 1.0  # a, the latency, b
+        assert_same_as_reference(problem, None, timeline)

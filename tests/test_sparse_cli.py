@@ -32,8 +32,10 @@ def test_the_example_config_reads_as_scalesim_reads_it():
 
 
 def test_layer_table_and_its_sums(capsys):
-    code, out, _ = run(capsys, "sparse", "--config", str(CONFIG), "--topology", str(TOPOLOGY), "--format", "csv")
+    code, out, _ = run(capsys, "sparse", str(TOPOLOGY), "--config", str(CONFIG), "--format", "csv")
     assert code == 0
+    assert run(capsys, "sparse", "--config", str(CONFIG), "--topology", str(TOPOLOGY), "--format", "csv") == (
+        0, out, "")  # --topology: the older spelling of the positional network, the same run
     table = pd.read_csv(io.StringIO(out))
     assert list(table.layer) == ["conv1", "conv2", "conv3", "conv4"]
     assert (table.F_cycles <= table.F_dense_cycles).all() and (table.F_cycles < table.F_dense_cycles).any()
@@ -41,8 +43,17 @@ def test_layer_table_and_its_sums(capsys):
     assert (table.new_storage < table.original_storage)[1:].all()
 
 
+@pytest.mark.parametrize("argv, words", [
+    ([], "one of the arguments NETWORK --topology is required"),
+    ([str(TOPOLOGY), "--topology", str(TOPOLOGY)], "argument --topology: not allowed with argument NETWORK"),
+])
+def test_the_network_is_given_once_positionally_or_by_topology(argv, words, capsys):
+    code, out, err = run(capsys, "sparse", "--config", str(CONFIG), *argv)
+    assert code == 2 and out == "" and err.count("\n") == 1 and words in err, err
+
+
 def test_pruned_pipeline_plan_covers_every_op_once(capsys):
-    base = ["sparse", "--config", str(CONFIG), "--topology", str(TOPOLOGY), "--gradient", "masked"]
+    base = ["sparse", str(TOPOLOGY), "--config", str(CONFIG), "--gradient", "masked"]
     code, out, _ = run(capsys, *base, "--format", "csv")
     table = pd.read_csv(io.StringIO(out))
     code, out, _ = run(capsys, *base, "--processors", "2", "--format", "json")

@@ -84,6 +84,18 @@ def test_summary_averages_over_arrays_and_batches_like_table_iv():
     assert summary.additional_comm_bytes["layerpipe"] == 100
 
 
+def test_table_iv_labels_its_sizes_kib():
+    """The report's Table IV: sizes in KiB (1,024 bytes, the LayerPipe paper's "KB"), labelled so; the paper's
+    column as typed from the paper (5 processors: 0.26)."""
+    from archsim.report.sweep_report import table_iv
+
+    rows = [{"network": "vgg16", "method": method, "processors": 5, "speedup": 2.0, "speedup_upto": 2.0,
+             "additional_comm_bytes": 3 * 1024} for method in ("layerpipe", "pipedream")]
+    table = table_iv(pd.DataFrame(rows), "vgg16")
+    assert not [c for c in table.columns if "KB" in c]
+    assert table["comm overhead KiB"].tolist() == [3.0] and table["paper comm KiB"].tolist() == [0.26]
+
+
 def test_sigkill_then_rerun_equals_an_uninterrupted_run(tmp_path):
     """Kill a sweep with SIGKILL mid-way; re-running must give byte-identical results.csv."""
     net = tmp_path / "wide.csv"

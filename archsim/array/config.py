@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from archsim.array.device_sections import cfg_device_sections
 from archsim.errors import InputError
 from archsim.validate import INT32_MAX, check_name, parse_float, parse_int, read_text, shown
 
@@ -103,7 +104,7 @@ def parse_array_shape(text: str, *, field_name: str = "array") -> tuple[int, int
 
 # SCALE-Sim's own sections (any of its versions) and archsim's two; any other is a typo, refused.
 _SECTIONS = {"general", "architecture_presets", "layout", "sparsity", "run_presets", "memory", "archsim", "energy"}
-# A device file's own two (docs/formats.md, Device files): read and checked by archsim.devices.device_file;
+# A device file's own two (docs/formats.md, Device files): checked by archsim.array.device_sections;
 # the array commands cost one of its arrays (SCALE-Sim's reader, too, skips sections it does not read).
 _DEVICE_SECTIONS = {"device", "links"}
 MIN_CLOCK_GHZ, MAX_CLOCK_GHZ = 1e-6, 1e3  # 1 kHz … 1 THz: wider than any array, narrow enough to refuse 1e-320
@@ -161,8 +162,8 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
     ``SparsitySupport`` be on: that caller reads the section with :mod:`archsim.array.sparse_input`;
     ``layouts=True`` (``archsim gemm --layout``) lets the custom layouts be on, read by
     :func:`archsim.array.layout.layout_from_cfg`. A device file's ``[device]`` and
-    ``[links]`` sections stand (one of its arrays is read; :mod:`archsim.devices.device_file` checks
-    them and ``[memory]``).
+    ``[links]`` sections stand (one of its arrays is read); their keys and values, and then ``[memory]``'s, are
+    checked as every device-file reader checks them (:mod:`archsim.array.device_sections`).
     """
     path = Path(path)
     file = str(path)
@@ -184,6 +185,7 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
             raise InputError(f"unknown section [{shown(section)[1:-1]}]; expected "
                              f"{', '.join(sorted(_SECTIONS | _DEVICE_SECTIONS))}",
                              file=file)
+    cfg_device_sections(text, file, required=False)  # a device file's [device]/[links]: checked as train checks them
     for key in parser.options("archsim") if parser.has_section("archsim") else ():
         if key != "clockghz":
             raise InputError("unknown key in [archsim]; expected ClockGHz", file=file, line=line_of(key), field=key)

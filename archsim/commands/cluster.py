@@ -15,6 +15,7 @@ from archsim.progress import progress
 from archsim.validate import float_flag, int_flag, processors_flag, seed_flag
 
 _non_negative = float_flag(0.0, 1e12, what="a non-negative number")  # finite; 10¹² s or GiB is beyond any cluster
+_positive = float_flag(0.0, 1e12, low_open=True, what="a positive number")  # a device's memory: 0 holds no job
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "interval) or 'synthetic' for the §4.2 workload (default)")
     parser.add_argument("--gpus", type=processors_flag, default=45, help="devices in the cluster (default 45)")
     parser.add_argument("--gpus-per-machine", type=positive_int, default=3, help="devices per machine (default 3)")
-    parser.add_argument("--device-memory-gb", type=_non_negative, default=16.0,
+    parser.add_argument("--device-memory-gb", type=_positive, default=16.0,
                         help="memory per device in GiB (default 16, a V100)")
     parser.add_argument("--policy", default="jigsaw", choices=(*POLICIES, "all"),
                         help="scheduler; 'all' compares jigsaw, gandiva and tiresias (default jigsaw)")
@@ -99,8 +100,6 @@ def run(args: argparse.Namespace) -> int:
     from archsim.rows import Rows
 
     policy = "all" if args.compare else args.policy
-    if args.device_memory_gb <= 0:
-        raise InputError("must be positive, got 0", field="device-memory-gb")
     cluster = JobCluster.uniform(args.gpus, args.gpus_per_machine, args.device_memory_gb * 2**30)
     config = SimConfig(interval_s=args.interval, gamma_s_per_byte=args.gamma_ns_per_byte * 1e-9,
                        unit_s=args.unit_seconds, max_pack=args.max_pack)

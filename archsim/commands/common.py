@@ -159,7 +159,7 @@ def add_engine_arguments(parser: argparse.ArgumentParser, bandwidth_flag: str = 
     parser.add_argument(bandwidth_flag, dest="dram_bandwidth", type=positive_int, default=None, metavar="WORDS",
                         help="DRAM words/cycle per operand for --engine cycle (default: 10, or the config's: "
                              "a SCALE-Sim USER-mode .cfg reads ifmap/filter at its [layout] bank rates)")
-    parser.add_argument("--sram-kb", default=None, metavar="KB[,KB,KB]",
+    parser.add_argument("--sram-kb", default=None, metavar="KIB[,KIB,KIB]",
                         help="ifmap,filter,ofmap SRAM KiB for --engine cycle (one value: all three; default: 64)")
 
 
@@ -288,6 +288,24 @@ def emit(text: str, args: argparse.Namespace) -> None:
         print(f"wrote {path}", file=sys.stderr)
     else:
         sys.stdout.write(text)
+
+
+def memory_warning(needs: Sequence[tuple[str, str, float, float]], plural: str, per: str = "") -> str | None:
+    """One line naming the unit furthest over its memory, or None when every one fits: a what-if still prints its
+    table (``train``, ``pipeline --capacity-gb``). ``needs``: (unit, its memory's name, bytes needed, bytes it has);
+    ``plural`` names the units in the count, ``per`` follows the figure (" per GPU")."""
+    over = [need for need in needs if need[2] > need[3]]
+    if not over:
+        return None
+    unit, holder, needed, capacity = max(over, key=lambda need: need[2] / need[3])
+    others = f" ({len(over)} of {len(needs)} {plural} do not fit)" if len(over) > 1 else ""
+    return f"does not fit: {unit} needs {_gib(needed)} GiB{per}, its {holder} has {_gib(capacity)} GiB{others}"
+
+
+def _gib(size: float) -> str:
+    """Bytes as GiB (2³⁰ bytes): one decimal, or three significant digits under 1 GiB (a test's tiny limits)."""
+    gib = size / 2**30
+    return f"{gib:.1f}" if gib >= 1 else f"{gib:.3g}"
 
 
 @contextmanager

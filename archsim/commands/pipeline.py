@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from archsim.commands import Command
@@ -18,6 +19,7 @@ from archsim.commands.common import (
     add_timeline_outputs,
     array_from_args,
     emit,
+    memory_warning,
     network_from_args,
     phases,
     positive_int,
@@ -58,7 +60,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="optimizer state for --memory: sgd none, momentum 1×, adam 2× the weights")
     parser.add_argument("--capacity-gb", type=float_flag(0.0, 1e9, low_open=True, what="a positive number of GB"),
                         default=None, metavar="GB",
-                        help="with --memory: per-processor memory (GB = 1e9 bytes); a plan over it is an error")
+                        help="with --memory: per-processor memory (GB = 1e9 bytes); a plan over it still prints its table, "
+                             "with a warning on stderr (as train does)")
     add_timeline_outputs(parser)
     add_output_arguments(parser)
     add_job_limit_argument(parser)
@@ -105,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
         meta["settings"] = "; ".join(plan.notes)
     stash = _stash_depths(plan, network)
     makespan: float | None = None
+    warning: str | None = None
     if stash is not None:
         for record, versions in zip(records, stash):
             record["weight_versions"] = versions
@@ -123,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
         for i, record in enumerate(records):
             record["utilization"] = utilization.get(f"p{i + 1}", 0.0)
         if args.memory or args.capacity_gb is not None:
-            from archsim.footprint import check_capacity, footprint_frame, partition_footprint
+            from archsim.footprint import footprint_frame, partition_footprint
 
             memory = partition_footprint(plan, profile, timeline, result.schedule, args.optimizer)
             # the schedule's own versions (GPipe flushes: 1) replace the DFG's PipeDream stash depths
@@ -131,9 +135,12 @@ def run(args: argparse.Namespace) -> int:
                 footprint_frame(memory).drop(columns="processor"))
             records = frame.to_dict(orient="records")
             meta["optimizer"] = args.optimizer
-            if args.capacity_gb is not None:
-                check_capacity(memory, args.capacity_gb * 1e9)
-                meta["memory_capacity_bytes"] = args.capacity_gb * 1e9
+            if args.capacity_gb is not None:  # a what-if, as train's: the table, and a warning when over
+                capacity = args.capacity_gb * 1e9
+                meta["memory_capacity_bytes"] = capacity
+                meta["fits_memory"] = all(m.peak_bytes <= capacity for m in memory)
+                warning = memory_warning([(f"processor {m.processor}", "memory (--capacity-gb)", m.peak_bytes,
+                                           capacity) for m in memory], "processors")
         write_timeline_outputs(args, timeline, f"{network.name}: {plan.method}, {args.processors} processors")
     if array.clock_hz is not None:
         meta["clock_ghz"] = array.clock_hz / 1e9
@@ -145,6 +152,8 @@ def run(args: argparse.Namespace) -> int:
         records = _compact(records, plan, [layer.name for layer in network.layers])
         meta["split_ops"] = ("D1/D2 are the parts δ′/δ″ of a split δ (input gradient); * marks a part run here "
                              "for a layer on an earlier processor; --format csv lists every op")
+    if warning:
+        print(f"archsim pipeline: warning: {warning}", file=sys.stderr)
     emit(render(add_seconds(Rows.of(records), array.clock_hz), args.format, precision=args.precision, meta=meta),
          args)
     return 0

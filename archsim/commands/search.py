@@ -89,15 +89,16 @@ def run(args: argparse.Namespace) -> int:
     rows = [{**row, "command": train_command(args.model, args.cluster, args.global_batch, row)}
             for row in result.rows]
     gains = [row["uneven_gain"] for row in result.rows if row["uneven_gain"] == row["uneven_gain"]]
+    none = float("nan")  # no split applies (or no row): NaN, as the rows' own gain columns have it
     gpu_names = sorted({g.name for g in cluster.servers} or {cluster.gpu.name})
     meta = {"model": config.name, "gpu": ", ".join(gpu_names),
             "gpus": ",".join(map(str, args.gpus)) if args.gpus else cluster.topology.devices,
             "global_batch": args.global_batch, "objective": args.objective, "balance": args.balance,
             "enumerated": result.enumerated, "costed": result.costed, "rejected": result.rejected,
-            "uneven_gain_first_row": result.rows[0]["uneven_gain"] if result.rows else None,
-            "uneven_gain_max": max(gains) if gains else None,
+            "uneven_gain_first_row": result.rows[0]["uneven_gain"] if result.rows else none,
+            "uneven_gain_max": max(gains) if gains else none,
             **({"placement": args.placement,
-                "placement_gain_first_row": result.rows[0]["placement_gain"] if result.rows else None}
+                "placement_gain_first_row": result.rows[0]["placement_gain"] if result.rows else none}
                if args.placement == "planned" else {}),
             "pareto": [{k: v for k, v in row.items() if k != "megatron_args"} for row in result.pareto]}
     if args.format != "json":

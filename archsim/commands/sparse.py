@@ -19,8 +19,11 @@ HELP = "SCALE-Sim-exact sparse layers (N:M, CSR/CSC/ELLPACK) and their δ/G trai
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", required=True, metavar="FILE.cfg",
                         help="SCALE-Sim .cfg with [sparsity] SparsitySupport : true")
-    parser.add_argument("--topology", required=True, metavar="FILE.csv",
-                        help="SCALE-Sim topology (conv or Layer, M, N, K) with a Sparsity N:M column")
+    network = parser.add_mutually_exclusive_group(required=True)  # one of the two, checked as flags are parsed
+    network.add_argument("network", metavar="NETWORK", nargs="?", default=None,
+                         help="SCALE-Sim topology CSV (conv or Layer, M, N, K) with a Sparsity N:M column")
+    network.add_argument("--topology", metavar="FILE.csv", default=None,
+                         help="the same as NETWORK (the older spelling, kept)")
     parser.add_argument("--delta", default="transposed", choices=DELTA_OPTIONS,
                         help="transposed: δ skips the dA columns of all-zero weight rows; dense: full GEMM")
     parser.add_argument("--gradient", default="dense", choices=GRADIENT_OPTIONS,
@@ -59,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.partition.pruned import pruned_profile
     from archsim.planners import partition
 
-    array, sparsity, network, ratios = read_sparse_run(args.config, args.topology)
+    array, sparsity, network, ratios = read_sparse_run(args.config, args.network or args.topology)
     options = SparseTraining(delta=args.delta, gradient=args.gradient)
     table = sparse_table(array, sparsity, network, ratios, options, args.batch, args.energy)
     meta = {"array": f"{array.rows}x{array.cols}", "dataflow": array.dataflow,

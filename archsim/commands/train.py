@@ -14,6 +14,7 @@ from archsim.commands.common import (
     add_output_arguments,
     add_timeline_outputs,
     emit,
+    memory_warning,
     positive_int,
 )
 
@@ -163,7 +164,8 @@ def run(args: argparse.Namespace) -> int:
         show = (lambda v: format_number(v, digits)) if args.format == "table" else repr  # csv: full precision
         meta = {k: v for k, v in meta.items() if not isinstance(v, (list, dict))}
         meta["breakdown_seconds"] = ", ".join(f"{k}: {show(v)}" for k, v in result.breakdown.items())
-    warning = _memory_warning(memory, capacities)
+    warning = memory_warning([(f"pipeline rank {r}", machines[r].gpu.name, m.total, capacities[r])
+                              for r, m in enumerate(result.memory)], "pipeline ranks", " per GPU")
     if warning:
         print(f"archsim train: warning: {warning}", file=sys.stderr)
     emit(render(frame, args.format, meta=meta, precision=args.precision), args)
@@ -181,17 +183,6 @@ def _rates(config, par, seconds: float, machines) -> dict[str, float]:
 
     peak = sum(m.gpu.peak(m.dtype) for m in machines) / len(machines)
     return asdict(throughput(config, par.global_batch, par.recompute, seconds, par.gpus, peak, par.attention))
-
-
-def _memory_warning(memory: list[dict], capacities: list[float]) -> str | None:
-    """One line naming the pipeline rank furthest over its GPU's memory, or None when every rank fits."""
-    over = [m for m in memory if not m["fits"]]
-    if not over:
-        return None
-    worst = max(over, key=lambda m: m["total_gib"] * 2**30 / capacities[m["rank"]])
-    others = f" ({len(over)} of {len(memory)} pipeline ranks do not fit)" if len(over) > 1 else ""
-    return (f"does not fit: pipeline rank {worst['rank']} needs {worst['total_gib']:.1f} GiB per GPU, its "
-            f"{worst['gpu']} has {capacities[worst['rank']] / 2**30:.1f} GiB{others}")
 
 
 def _split(config, par, machines, balance: str):

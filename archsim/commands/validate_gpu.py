@@ -18,7 +18,7 @@ import sys
 
 from archsim.array.config import DATAFLOWS, parse_array_shape
 from archsim.commands import Command
-from archsim.commands.common import add_output_arguments, emit, positive_int
+from archsim.commands.common import add_output_arguments, emit, phases, positive_int
 from archsim.modes import MODES
 from archsim.output_files import output_flag
 from archsim.validate import positive_float_flag
@@ -131,19 +131,30 @@ def run(args: argparse.Namespace) -> int:
 
         raise InputError("mixes NeuSight kernel CSVs with archsim's measured CSVs; give one kind", field="csv")
     args.show = args.show or "stats"
-    # imported here: scipy.stats and plotly would slow every other archsim command's start-up
-    from archsim.training.fitted import kernels as tensor_constants
-    from archsim.validation.gpu_csv import read_kernel_csv
-    from archsim.validation.gpu_report import write_markdown, write_report
-    from archsim.validation.gpu_study import run_study
+    wrote = []
+    # 2–6 s on DeepBench's CSVs, most of it scipy's import and the study: named phase by phase on a terminal
+    with phases("validate-gpu", ("load model", "read", "study", *(("report",) if args.report or args.markdown else ()))
+                ) as phase:
+        phase("load model")
+        # imported here: scipy.stats and plotly would slow every other archsim command's start-up
+        from archsim.training.fitted import kernels as tensor_constants
+        from archsim.validation.gpu_csv import read_kernel_csv
+        from archsim.validation.gpu_report import write_markdown, write_report
+        from archsim.validation.gpu_study import run_study
 
-    study = run_study([read_kernel_csv(path) for path in args.csv], overrides_from_args(args), args.mode,
-                      tensor_constants)
-    command = command_line(args)
-    if args.report:
-        print(f"wrote {write_report(study, args.report, command)}", file=sys.stderr)
-    if args.markdown:
-        print(f"wrote {write_markdown(study, args.markdown, command)}", file=sys.stderr)
+        phase("read")
+        tables = [read_kernel_csv(path) for path in args.csv]
+        phase("study")
+        study = run_study(tables, overrides_from_args(args), args.mode, tensor_constants)
+        command = command_line(args)
+        if args.report or args.markdown:
+            phase("report")
+        if args.report:
+            wrote.append(write_report(study, args.report, command))
+        if args.markdown:
+            wrote.append(write_markdown(study, args.markdown, command))
+    for path in wrote:  # after the bar is gone, so the lines stay whole
+        print(f"wrote {path}", file=sys.stderr)
     frame = {"stats": study.stats, "kernels": study.joined, "streams": study.streams,
              "streams-summary": study.streams_summary, "sensitivity": study.sensitivity,
              "assumptions": study.assumptions}[args.show].rename(columns={"kind": "type"})  # as `cost` names it

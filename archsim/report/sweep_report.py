@@ -60,11 +60,11 @@ def table_iv(summary: pd.DataFrame, network: str) -> pd.DataFrame:
     for p in sorted(set(lp.index) & set(pd_.index)):
         row = {"processors": p, "LayerPipe": lp.speedup[p], "LayerPipe (≤P)": lp.speedup_upto[p],
                "PipeDream": pd_.speedup[p], "improvement %": (lp.speedup[p] / pd_.speedup[p] - 1) * 100,
-               "comm overhead KB": lp.additional_comm_bytes[p] / 1024}
+               "comm overhead KiB": lp.additional_comm_bytes[p] / 1024}
         if network == "vgg16" and p in LAYERPIPE_TABLE_IV:
             paper = LAYERPIPE_TABLE_IV[p]
             row.update({"paper LayerPipe": paper[0], "paper PipeDream": paper[1],
-                        "paper improvement %": (paper[0] / paper[1] - 1) * 100, "paper comm KB": paper[2]})
+                        "paper improvement %": (paper[0] / paper[1] - 1) * 100, "paper comm KiB": paper[2]})
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -100,7 +100,7 @@ Algorithm 1 with whole layers and its T_idle slip reproduces the paper's 9–12-
 pixel rows too, which the paper's channel-only parallelism cannot, and so keeps balancing.</li>
 <li><b>Communication</b>: archsim counts every byte the splits move (whole weights for a row split, partial sums for a
 reduction split, δ″ results that land away from their consumer); the paper counts one output channel's filter
-slice per layer, hence KB there and MB here.</li></ul>"""
+slice per layer, hence a few KiB there and thousands of KiB here (KiB: 1,024 bytes, the paper's "KB").</li></ul>"""
 
 
 def _section(title: str, body: str, command: str, mode: str) -> str:

@@ -7,7 +7,7 @@ Policies that build 10⁵–10⁶ ops hand the simulator :class:`OpColumns` and 
 (:func:`object_columns`). Either way :func:`check_columns` applies every rule as array operations
 and, on a mistake, names the first offending op (then dependency) and the first rule it breaks, in
 the order and words of the per-op rules: duplicate id, unknown processor, duration, pinned stream,
-negative bytes; unknown op, negative bytes, unknown link, link direction; then cycles.
+negative bytes; unknown op, negative, NaN or infinite bytes, unknown link, link direction; then cycles.
 
 Times are in the problem's unit, bytes are bytes.
 """
@@ -191,7 +191,8 @@ def check_columns(processors, links, ops: OpColumns, deps: DepColumns, named=Non
     lk = link[linked]
     wrong_way = np.zeros(m, dtype=bool)
     wrong_way[linked] = (link_src[lk] != proc[src[linked]]) | (link_dst[lk] != proc[dst[linked]])
-    dep_rules = [~has_src, ~has_dst, ~(size >= 0), ~known_link, wrong_way]  # NaN bytes too: no NaN times
+    # NaN and infinite bytes too: no transfer moves them, and ∞ bytes over an ∞-bandwidth link would time as NaN
+    dep_rules = [~has_src, ~has_dst, ~((size >= 0) & np.isfinite(size)), ~known_link, wrong_way]
     if any(rule.any() for rule in dep_rules):
         _raise_dep_error(processors, links, ops, src, dst, link, size, dep_rules, named)
     latency = np.array([x.latency for x in links] + [0.0], dtype=np.float64)
@@ -251,7 +252,8 @@ def _raise_dep_error(processors, links, ops: OpColumns, src, dst, link, size, ru
     if rules[0][d] or rules[1][d]:
         raise InputError(f"dependency {a!r} -> {b!r} names unknown op {a if rules[0][d] else b!r}", field="deps")
     if rules[2][d]:
-        raise InputError(f"dependency {a!r} -> {b!r} moves {'negative' if size[d] < 0 else 'NaN'} bytes", field="bytes")
+        what = "negative" if size[d] < 0 else "infinite" if np.isinf(size[d]) else "NaN"
+        raise InputError(f"dependency {a!r} -> {b!r} moves {what} bytes", field="bytes")
     if rules[3][d]:
         name = objects[d].link if objects is not None else f"#{int(link[d])}"
         raise InputError(f"dependency {a!r} -> {b!r} uses unknown link {name!r}", field="link")

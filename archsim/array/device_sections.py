@@ -1,0 +1,124 @@
+"""A device file's own sections and keys (docs/formats.md, "Device files"), checked in one place: every reader
+of a device file or of a SCALE-Sim ``.cfg`` that carries ``[device]``/``[links]`` (the dense array commands read
+one of its arrays) goes through :func:`checked_sections` or :func:`cfg_device_sections`, so an unknown key or a
+bad value is the same one-line error everywhere. Units as the keys name them (GiB, Gb/s, MHz, s, W)."""
+
+from __future__ import annotations
+
+import configparser
+from typing import Any
+
+from archsim.choices.devices import DTYPES
+from archsim.errors import InputError
+from archsim.validate import INT32_MAX, parse_float, parse_int
+
+PEAK_DTYPES = (*DTYPES, "tf32", "fp64", "fp8")  # what [compute.peak_tflops] may name
+
+# section → key → (kind, required); kinds: int, float (positive), fraction (0, 1], seconds [0, 1), str, bool
+_KEYS: dict[str, dict[str, tuple[str, bool]]] = {
+    "device": {"name": ("str", True), "gemm": ("str", False), "split_k": ("bool", False),
+               "board_watts": ("float", False)},
+    "compute": {"arrays": ("int", True), "arrays_per_core": ("int", False), "rows": ("int", True),
+                "cols": ("int", True), "dataflow": ("str", False), "clock_mhz": ("float", True),
+                "lanes": ("int", False), "lane_rows": ("int", False), "lane_cols": ("int", False),
+                "gemm_efficiency": ("fraction", False), "launch_s": ("seconds", False),
+                "host_s": ("seconds", False), "peak_tflops": ("table", False)},
+    "memory": {"sram_kib_per_array": ("float0", False), "l2_mib": ("float0", False),
+               "l2_bytes_per_clock": ("float0", False), "hbm_gib": ("float", True), "hbm_gbps": ("float", True),
+               "memory_efficiency": ("fraction", False)},
+    "links": {"intra_gbps": ("float", True), "links": ("int", False), "host_gbps": ("float", False),
+              "inter_node_gbps": ("float0", False)},
+}
+_CFG_SECTIONS = ("device", "memory", "links")  # what a .cfg device file adds to SCALE-Sim's sections
+
+
+def _check(section: str, key: str, value: object, file: str) -> Any:
+    """``value`` of ``[section] key`` checked for its kind, or InputError naming file and key."""
+    kind = _KEYS[section][key][0]
+    if kind == "bool":  # a TOML boolean, or a .cfg's text
+        text = str(value).strip().lower() if not isinstance(value, bool) else ("true" if value else "false")
+        if text not in ("true", "false"):
+            raise InputError(f"expected true or false, got {value!r}", file=file, field=f"{section}.{key}")
+        return text == "true"
+    try:
+        if kind == "int":
+            return parse_int(value, high=INT32_MAX, what="a positive integer")
+        if kind == "float":
+            return parse_float(value, low_open=True, what="a positive number")
+        if kind == "float0":
+            return parse_float(value, what="a non-negative number")
+        if kind == "fraction":
+            return parse_float(value, low_open=True, high=1.0, what="a fraction")
+        if kind == "seconds":
+            out = parse_float(value, what="a number of seconds")
+            if out >= 1:
+                raise ValueError(f"expected seconds in [0, 1), got {value!r}")
+            return out
+    except ValueError as exc:
+        raise InputError(str(exc), file=file, field=f"{section}.{key}") from None
+    if kind == "table":
+        if not isinstance(value, dict):
+            raise InputError("expected a table of dtype = TFLOP/s", file=file, field=f"{section}.{key}")
+        peaks = {}
+        for dtype, tflops in value.items():
+            if dtype not in PEAK_DTYPES:
+                raise InputError(f"unknown dtype {dtype!r}; expected {', '.join(PEAK_DTYPES)}", file=file,
+                                 field=f"{section}.{key}")
+            try:
+                peaks[dtype] = parse_float(tflops, low_open=True, what="a positive number")
+            except ValueError as exc:
+                raise InputError(str(exc), file=file, field=f"{section}.{key}.{dtype}") from None
+        return peaks
+    if not isinstance(value, str):
+        raise InputError(f"expected text, got {value!r}", file=file, field=f"{section}.{key}")
+    return value.strip()
+
+
+def checked_sections(spec: dict, file: str, required: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+    """Each known section's checked values; unknown sections or keys and missing ones refused."""
+    for section in spec:
+        if section not in _KEYS:
+            raise InputError(f"unknown section [{section}]; expected {', '.join(f'[{s}]' for s in _KEYS)}",
+                             file=file)
+    out: dict[str, dict[str, Any]] = {}
+    for section, keys in _KEYS.items():
+        given = spec.get(section, {})
+        if section in required and section not in spec:
+            raise InputError(f"missing section [{section}]", file=file)
+        if not isinstance(given, dict):
+            raise InputError(f"[{section}] must be a table", file=file)
+        for key in given:
+            if key not in keys:
+                raise InputError(f"unknown key; [{section}] takes {', '.join(keys)}", file=file,
+                                 field=f"{section}.{key}")
+        for key, (_, needed) in keys.items():
+            if needed and key not in given and (section in required):
+                raise InputError(f"missing key in [{section}]", file=file, field=f"{section}.{key}")
+        out[section] = {key: _check(section, key, value, file) for key, value in given.items()}
+    return out
+
+
+
+def cfg_device_sections(text: str, file: str, required: bool) -> tuple[dict[str, dict[str, Any]], int, int] | None:
+    """A ``.cfg``'s device sections checked (``[device]`` may carry ``arrays`` and ``arrays_per_core``, positive
+    integers), with those two counts; None when it has neither ``[device]`` nor ``[links]`` (a plain SCALE-Sim
+    file, whose ``[memory]`` is its own). ``required``: a device file needs all three sections and their keys."""
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.optionxform = str  # type: ignore[assignment,method-assign]  # keys keep their case
+    try:
+        parser.read_string(text, source=file)
+    except (configparser.Error, UnicodeDecodeError) as exc:
+        raise InputError(f"not a readable .cfg file ({exc.__class__.__name__})", file=file) from None
+    if not required and not (parser.has_section("device") or parser.has_section("links")):
+        return None
+    own = {s: dict(parser[s]) for s in _CFG_SECTIONS if parser.has_section(s)}
+    counts = []
+    for key in ("arrays", "arrays_per_core"):
+        try:
+            counts.append(parse_int(own.get("device", {}).pop(key, "1"), what="a positive integer"))
+        except ValueError as exc:
+            raise InputError(str(exc), file=file, field=f"device.{key}") from None
+    if required and ("memory" not in own or "links" not in own or "device" not in own):
+        missing = next(s for s in _CFG_SECTIONS if s not in own)
+        raise InputError(f"a .cfg device file needs a [{missing}] section (docs/formats.md, Device files)", file=file)
+    return checked_sections(own, file, _CFG_SECTIONS if required else ()), counts[0], counts[1]
