@@ -98,7 +98,6 @@ def checked_sections(spec: dict, file: str, required: tuple[str, ...]) -> dict[s
     return out
 
 
-
 def cfg_device_sections(text: str, file: str, required: bool) -> tuple[dict[str, dict[str, Any]], int, int] | None:
     """A ``.cfg``'s device sections checked (``[device]`` may carry ``arrays`` and ``arrays_per_core``, positive
     integers), with those two counts; None when it has neither ``[device]`` nor ``[links]`` (a plain SCALE-Sim

@@ -138,9 +138,9 @@ def run(args: argparse.Namespace) -> int:
             if args.capacity_gb is not None:  # a what-if, as train's: the table, and a warning when over
                 capacity = args.capacity_gb * 1e9
                 meta["memory_capacity_bytes"] = capacity
-                meta["fits_memory"] = all(m.peak_bytes <= capacity for m in memory)
                 warning = memory_warning([(f"processor {m.processor}", "memory (--capacity-gb)", m.peak_bytes,
                                            capacity) for m in memory], "processors")
+                meta["fits_memory"] = warning is None
         write_timeline_outputs(args, timeline, f"{network.name}: {plan.method}, {args.processors} processors")
     if array.clock_hz is not None:
         meta["clock_ghz"] = array.clock_hz / 1e9

@@ -1,12 +1,9 @@
 """What a training search minimises: time, cost or energy per iteration.
 
 * ``time``: the iteration's seconds.
-* ``cost``: GPU-hours × price per GPU-hour of each GPU's type, in USD per iteration. The default prices
-  (:data:`archsim.training.rates.PRICE_PER_GPU_HOUR`) are AWS EC2 on-demand list prices in US East (N. Virginia), Linux, per
-  8-GPU instance hour ÷ 8, as published in 2024 (docs/citations.md, "GPU prices and power"): p3dn.24xlarge
-  (8 × V100 32 GB) $31.212, p4d.24xlarge (8 × A100 40 GB) $32.7726, p4de.24xlarge (8 × A100 80 GB) $40.9657,
-  p5.48xlarge (8 × H100 SXM 80 GB) $98.32. Cloud prices change (AWS cut P4 and P5 prices in 2025):
-  set ``price_per_gpu_hour`` in a ``[[servers]]`` table of the cluster TOML to use your own. The H200 has
+* ``cost``: GPU-hours × price per GPU-hour of each GPU's type, in USD per iteration, at
+  :mod:`archsim.training.rates`' prices (AWS on-demand list prices of 2024, with their sources there); set
+  ``price_per_gpu_hour`` in a ``[[servers]]`` table of the cluster TOML to use your own. The H200 has
   no default price (a cluster of them must set it for ``cost``).
 * ``energy``: every GPU at its board power (the device's ``board_watts``: a catalog GPU's datasheet
   TDP from :data:`archsim.devices.catalog.TABLE`) for the whole iteration, in joules — an upper bound: a GPU
