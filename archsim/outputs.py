@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
@@ -11,6 +10,7 @@ import numpy as np
 
 from archsim.choices.outputs import FORMATS
 from archsim.errors import InputError
+from archsim.json_text import dumps
 from archsim.output_files import remove_orphans, write_output
 from archsim.rows import Rows, columns, table, to_csv, to_json
 
@@ -60,7 +60,8 @@ def with_meta_columns(frame: pd.DataFrame, meta: Mapping[str, object] | None) ->
 
 def render(frame: pd.DataFrame | Rows, fmt: str, *, meta: Mapping[str, object] | None = None,
            float_format: str = "{:.4g}", precision: int | None = None) -> str:
-    """Render a result frame as an aligned table, CSV, or JSON (``{"meta": …, "rows": […]}``).
+    """Render a result frame as an aligned table, CSV, or JSON (``{"meta": …, "rows": […]}``; RFC 8259:
+    NaN and infinities are ``null``, :mod:`archsim.json_text`).
 
     The table (for reading) formats numbers with :func:`format_number`, in the ``# key: value``
     header lines too, to ``precision`` significant digits when given; CSV and JSON keep full precision.
@@ -78,8 +79,7 @@ def render(frame: pd.DataFrame | Rows, fmt: str, *, meta: Mapping[str, object] |
     if fmt == "csv":  # the meta's values too (as columns after the rows' own), so csv loses nothing json has
         return with_meta_columns(frame, meta).to_csv(index=False)
     if fmt == "json":
-        rows = [{k: _plain(v) for k, v in row.items()} for row in frame.to_dict(orient="records")]
-        return json.dumps({"meta": meta or {}, "rows": rows}, indent=2) + "\n"
+        return dumps({"meta": meta or {}, "rows": frame.to_dict(orient="records")}, indent=2) + "\n"
     shown = frame.copy()
     for column in shown.columns:
         if pd.api.types.is_float_dtype(shown[column]):

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from archsim.json_text import dumps
 from archsim.validate import is_nan
 
 _INT64 = (-(2**63), 2**63)
@@ -124,5 +124,6 @@ def to_csv(names: list[str], values: list[list], kinds: list[str], extra: Mappin
 
 
 def to_json(names: list[str], values: list[list], meta: Mapping[str, object]) -> str:
+    """``{"meta": …, "rows": […]}`` as :func:`archsim.outputs.render` writes a DataFrame's (NaN: ``null``)."""
     records = [dict(zip(names, row)) for row in zip(*values)]
-    return json.dumps({"meta": meta, "rows": records}, indent=2) + "\n"
+    return dumps({"meta": meta, "rows": records}, indent=2) + "\n"

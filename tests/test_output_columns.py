@@ -66,6 +66,16 @@ def json_names(form: str) -> tuple[list[str], dict]:
     return list(dict.fromkeys(key for row in doc["rows"] for key in row)), doc["meta"]
 
 
+def _not_json(constant: str) -> float:
+    raise ValueError(f"{constant} is not JSON (RFC 8259)")
+
+
+@pytest.mark.parametrize("form", COMMANDS)
+def test_json_is_what_a_strict_parser_reads(form):
+    """NaN and infinities are null: parsed as JavaScript, jq, Go and Rust do (tests/test_strict_json.py)."""
+    assert isinstance(json.loads(output(form, "json"), parse_constant=_not_json), dict)
+
+
 @pytest.mark.parametrize("form", COMMANDS)
 def test_csv_carries_what_json_has(form):
     columns, meta = json_names(form)

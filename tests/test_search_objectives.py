@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 
 import pytest
 
@@ -149,17 +148,18 @@ def test_search_energy_on_array_devices_is_trains(tmp_path, capsys, layout):
     assert energies == sorted(energies)  # ranked by the objective
 
 
-def test_no_split_is_nan_in_the_meta_as_in_the_rows(mixed, tmp_path, capsys):
-    """One GPU: PP is 1, no split applies, so every row's uneven_gain is NaN and so are both meta summaries (one
-    convention: not None beside NaN); csv leaves them empty, the table prints nan."""
+def test_no_split_is_null_in_the_meta_as_in_the_rows(mixed, tmp_path, capsys):
+    """One GPU: PP is 1, no split applies, so every row's uneven_gain has no value and neither have both meta
+    summaries (one convention: JSON null in both, RFC 8259 having no NaN); csv leaves them empty, the table
+    prints nan."""
     model = tmp_path / "tiny.toml"
     model.write_text('[transformer]\nname = "tiny"\nfamily = "gpt"\nlayers = 7\nhidden = 96\nheads = 6\n'
                      'vocab = 500\nseq = 64\n')
     argv = ["search", str(model), "--cluster", str(mixed), "--global-batch", "8", "--gpus", "1", "--refine", "0"]
     assert main([*argv, "--format", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["rows"] and all(r["pp"] == 1 and math.isnan(r["uneven_gain"]) for r in out["rows"])
-    assert math.isnan(out["meta"]["uneven_gain_first_row"]) and math.isnan(out["meta"]["uneven_gain_max"])
+    assert out["rows"] and all(r["pp"] == 1 and r["uneven_gain"] is None for r in out["rows"])
+    assert out["meta"]["uneven_gain_first_row"] is None and out["meta"]["uneven_gain_max"] is None
     assert main(argv) == 0
     table = capsys.readouterr().out
     assert "# uneven_gain_first_row: nan\n" in table and "# uneven_gain_max: nan\n" in table

@@ -19,9 +19,9 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from archsim.json_text import dumps
 from archsim.output_files import write_output
 from archsim.validate import is_nan
 
@@ -50,7 +50,7 @@ def chrome_trace(timeline) -> dict:
 
 
 def write_chrome_trace(timeline, path: str | Path) -> Path:
-    return write_output(path, json.dumps(chrome_trace(timeline)))
+    return write_output(path, dumps(chrome_trace(timeline)))
 
 
 def _virtual_stages(problem, ops) -> dict[object, int]:

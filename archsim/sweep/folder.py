@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from archsim.errors import InputError
+from archsim.json_text import dumps
 from archsim.validate import parse_json, read_text
 
 LOCK_NAME = ".archsim.lock"
@@ -65,7 +66,7 @@ def holding(out: Path, source: str, name: str) -> Iterator[None]:
             raise InputError(f"results folder is in use by another archsim sweep ({holder}); wait for it to finish "
                              "or give another --out", file=str(out), field="out") from None
         os.ftruncate(fd, 0)
-        os.write(fd, json.dumps({"pid": os.getpid(), "spec": _spec_id(source), "name": name}).encode())
+        os.write(fd, dumps({"pid": os.getpid(), "spec": _spec_id(source), "name": name}).encode())
         _HELD.add(fd)
         yield
     finally:

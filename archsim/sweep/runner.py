@@ -17,7 +17,7 @@ shapes and dataflows that share them.
 from __future__ import annotations
 
 import hashlib
-import json
+import math
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import asdict
@@ -28,6 +28,7 @@ import pandas as pd
 
 from archsim.array.config import ArrayConfig
 from archsim.errors import InputError
+from archsim.json_text import dumps
 from archsim.lowering import LoweredLayer, Mode, lower_network
 from archsim.output_files import write_output
 from archsim.partition import build_profile
@@ -131,7 +132,7 @@ def network_digests(spec: SweepSpec) -> dict[str, str]:
 
 
 def _cache_file(out: Path, unit: Unit, digests: dict[str, str]) -> Path:
-    settings = json.dumps({"format": CACHE_FORMAT, "unit": asdict(unit), "network": digests[unit.network]},
+    settings = dumps({"format": CACHE_FORMAT, "unit": asdict(unit), "network": digests[unit.network]},
                           sort_keys=True)
     return out / "cache" / f"{hashlib.sha256(settings.encode()).hexdigest()[:40]}.json"
 
@@ -219,7 +220,7 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, workers: int = 1, dask: str |
                          field="spec")
     with holding(out, spec.source, spec.name):
         check_owner(out, spec.source, force=force)
-        record = json.dumps({**asdict(spec), "source_path": str(Path(spec.source).resolve())}, indent=2, default=list)
+        record = dumps({**asdict(spec), "source_path": str(Path(spec.source).resolve())}, indent=2, default=list)
         write_output(out / "spec.json", record)  # the folder is this spec's from now on
         return _run_locked(spec, out, units, digests, workers, dask, progress)
 
@@ -238,7 +239,7 @@ def _run_locked(spec: SweepSpec, out: Path, units, digests, workers: int, dask: 
                       initial=sum(map(size, units)) - sum(map(size, todo)), leave=True) as bar:
         computed = {}  # rows of the units computed now: the frame needs not read their files back
         for unit, rows in run(todo):
-            write_output(files[unit], json.dumps({"unit": asdict(unit), "rows": rows}))
+            write_output(files[unit], dumps({"unit": asdict(unit), "rows": rows}))
             computed[unit] = rows
             bar.update(size(unit))
     frame = _frame([row for unit in units
@@ -267,9 +268,10 @@ def _cached_rows(file: Path) -> list[dict[str, object]]:
 
 
 def _renamed(row: dict[str, object]) -> dict[str, object]:
-    """A cached row with an older version's column names under today's."""
+    """A cached row with an older version's column names under today's, and its nulls as the NaN they
+    were written from (no sweep column holds None; older files wrote ``NaN`` itself)."""
     names = current_names(row)
-    return {names.get(key, key): value for key, value in row.items()}
+    return {names.get(key, key): math.nan if value is None else value for key, value in row.items()}
 
 
 def _frame(rows: list[dict[str, object]]) -> pd.DataFrame:
