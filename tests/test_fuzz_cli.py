@@ -110,17 +110,22 @@ def command_line(draw) -> tuple[list[str], str | None]:
     return [*argv, *flags, "--format", "json"], None
 
 
-SIGNED = {"uneven_gain", "placement_gain"}  # search's gains: NaN where no split applies, negative where it loses
+SIGNED = {"uneven_gain", "placement_gain"}  # search's gains: null where no split applies, negative where it loses
 
 
 def _numbers(value):
+    """Every number of a JSON result, a null counted as the NaN it was written from (JSON has no NaN), except
+    the gains (SIGNED) and a ``train --sweep`` point that reports its failure in ``error``."""
     if isinstance(value, bool):
         return
     if isinstance(value, (int, float)):
         yield value
     elif isinstance(value, dict):
+        failed = bool(value.get("error"))
         for key, item in value.items():
-            if key not in SIGNED:
+            if item is None and not failed and key not in SIGNED:
+                yield math.nan
+            elif key not in SIGNED:
                 yield from _numbers(item)
     elif isinstance(value, list):
         for item in value:

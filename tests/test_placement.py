@@ -19,9 +19,9 @@ import pytest
 from archsim.cli import main
 from archsim.errors import InputError
 from archsim.training.cluster import load_gpu_cluster
-from archsim.training.objectives import dollars_per_hour
 from archsim.training.parallel import Parallelism
 from archsim.training.placement import order_count, parse_placement, server_orders
+from archsim.training.rates import dollars_per_hour
 from archsim.training.search import search
 from archsim.training.search_space import factorizations
 

@@ -10,7 +10,7 @@ import pytest
 
 from archsim.cli import main
 from archsim.training.cluster import load_gpu_cluster
-from archsim.training.objectives import dollars_per_hour, watts
+from archsim.training.rates import dollars_per_hour, watts
 from archsim.training.search import search
 from archsim.workload.transformer import TransformerConfig, load_transformer
 

@@ -2,9 +2,8 @@
 
 * ``time``: the iteration's seconds.
 * ``cost``: GPU-hours × price per GPU-hour of each GPU's type, in USD per iteration, at
-  :mod:`archsim.training.rates`' prices (AWS on-demand list prices of 2024, with their sources there); set
-  ``price_per_gpu_hour`` in a ``[[servers]]`` table of the cluster TOML to use your own. The H200 has
-  no default price (a cluster of them must set it for ``cost``).
+  :mod:`archsim.training.rates`' prices (their sources, and the GPUs that have none, are stated there); set
+  ``price_per_gpu_hour`` in a ``[[servers]]`` table of the cluster TOML to use your own.
 * ``energy``: every GPU at its board power (the device's ``board_watts``: a catalog GPU's datasheet
   TDP from :data:`archsim.devices.catalog.TABLE`) for the whole iteration, in joules — an upper bound: a GPU
   waiting in a pipeline bubble draws less, and the host, network and cooling are left out. Set
@@ -20,10 +19,9 @@ from __future__ import annotations
 
 from typing import cast
 
-from archsim.choices.training import OBJECTIVES
 from archsim.errors import InputError
 from archsim.training.energy import array_device, iteration_energy
-from archsim.training.rates import PRICE_PER_GPU_HOUR, dollars_per_hour, watts
+from archsim.training.rates import dollars_per_hour, watts
 from archsim.training.search_space import Candidate, rank_memories
 from archsim.workload.transformer import TransformerConfig
 
@@ -60,5 +58,4 @@ def objectives(c: TransformerConfig, k: Candidate, cluster, global_batch: int, s
 
 OBJECTIVE_COLUMN = {"time": "iteration_seconds", "cost": "cost_usd", "energy": "energy_j"}
 
-__all__ = ["OBJECTIVES", "OBJECTIVE_COLUMN", "PRICE_PER_GPU_HOUR", "dollars_per_hour",
-           "objective_columns", "objectives", "watts"]
+__all__ = ["OBJECTIVE_COLUMN", "objective_columns", "objectives"]
