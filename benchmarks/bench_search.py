@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from dgx_a100 import dgx_a100
 
+from archsim.json_text import dumps
 from archsim.outputs import atomic_write_text
 from archsim.training.search import search
 from archsim.training.search_space import SCHEDULES
@@ -105,7 +106,7 @@ def main() -> int:
           f"({'under' if largest['cpu_s'] < 60 else 'OVER'} 60 s)")
     if not args.skip_acceptance:
         report = acceptance()
-        atomic_write_text(results / "search_acceptance.json", json.dumps(report, indent=1) + "\n")
+        atomic_write_text(results / "search_acceptance.json", dumps(report, indent=1) + "\n")
         for part in ("all", "held_out", "fit"):
             print(part, report[part])
         for m in report["misses"]:

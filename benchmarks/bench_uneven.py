@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from dgx_a100 import dgx_a100
 
+from archsim.json_text import dumps
 from archsim.outputs import atomic_write_text
 from archsim.training.cluster import load_gpu_cluster, single_node
 from archsim.training.measured import read_measured
@@ -143,7 +144,7 @@ def main() -> None:
     g = result["gpt3_175b_1024_a100"]
     print(f"GPT-3 175B on 1,024 A100s: first even row's gain {g['first_row_gain']:.2%}; planned best vs even best "
           f"{g['planned_best_over_even_best']:.2%}")
-    atomic_write_text(ROOT / "benchmarks" / "results" / "uneven_gain.json", json.dumps(result, indent=1) + "\n")
+    atomic_write_text(ROOT / "benchmarks" / "results" / "uneven_gain.json", dumps(result, indent=1) + "\n")
 
 
 if __name__ == "__main__":

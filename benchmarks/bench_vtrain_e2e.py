@@ -41,6 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from archsim.devices.kernels import KernelConstants
+from archsim.json_text import dumps
 from archsim.training import fitted
 from archsim.training.calibrate import fast_seconds, fit_kernels
 from archsim.training.cluster import single_node
@@ -150,7 +151,7 @@ def main(argv=None) -> int:
                            "micro_batch": rows[i]["run"].micro_batch, "measured_ms": rows[i]["run"].milliseconds,
                            "predicted_ms": rows[i]["predicted_ms"]} for i in worst])
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(json.dumps(summary, indent=1))
+    Path(args.json).write_text(dumps(summary, indent=1))
     _plot(rows, held, Path(args.html), summary)
     return 0
 
