@@ -133,7 +133,7 @@ def network_digests(spec: SweepSpec) -> dict[str, str]:
 
 def _cache_file(out: Path, unit: Unit, digests: dict[str, str]) -> Path:
     settings = dumps({"format": CACHE_FORMAT, "unit": asdict(unit), "network": digests[unit.network]},
-                          sort_keys=True)
+                     sort_keys=True)
     return out / "cache" / f"{hashlib.sha256(settings.encode()).hexdigest()[:40]}.json"
 
 
