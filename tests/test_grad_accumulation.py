@@ -121,6 +121,16 @@ def test_train_command_and_api_take_it(tmp_path, capsys):
     assert "no gradient-accumulation fusion" in capsys.readouterr().err
 
 
+def test_train_sweeps_it(capsys):
+    model = ROOT / "configs" / "transformers" / "gpt_1024h_24l.json"
+    assert main(["train", str(model), "--cluster", str(ROOT / "configs" / "clusters" / "a100_node.toml"),
+                 "--global-batch", "16", "--tp", "2", "--pp", "2", "--dp", "2",
+                 "--sweep", "grad_accumulation=fused,unfused", "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    rows = {r["grad_accumulation"]: r["iteration_seconds"] for r in out["rows"]}
+    assert rows["unfused"] > rows["fused"]
+
+
 def test_search_command_and_api_take_it(tmp_path, capsys):
     from archsim import api
     from archsim.training.search_rows import train_command

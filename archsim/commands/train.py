@@ -81,8 +81,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "of the file's servers numbered from 0 (count expanded), as archsim search prints")
     parser.add_argument("--sweep", action="append", default=[], metavar="KEY=V1,V2,…",
                         help="sweep an axis (tp, pp, dp, global_batch, micro_batch, interleave, recompute, schedule, "
-                             "sequence_parallel, attention); repeat for a grid: one row per point instead of one "
-                             "iteration's breakdown")
+                             "sequence_parallel, attention, dp_overlap, grad_accumulation); repeat for a grid: one row "
+                             "per point instead of one iteration's breakdown")
     parser.add_argument("--runs", default=None, metavar="RUNS.csv",
                         help="predict every row of a runs file in one process (columns tp, pp, dp, micro_batch, "
                              "global_batch and optionally recompute, sequence_parallel, interleave, gpus, "
