@@ -6,6 +6,13 @@ has each weight-gradient GEMM add into the held gradient buffer: no pass of its 
 backward but the first, autograd adds the new weight gradient into the held one, one add kernel per
 parameter tensor, reading both and writing one (6 bytes per fp16 parameter, 12 in fp32).
 
+A pass is priced as its bytes at the machine's memory-bound rate and nothing more: no kernel gap per
+add kernel. The training fit's per-kernel gap (``launch_s``) and host time (``host_s``) are per op of
+Megatron's op list, not hardware launch times, and since 2026-11-29 a fit's per-op overheads are paid as
+often as Megatron's list has ops whatever list runs (docs/training.md, "Hopper check";
+:func:`archsim.training.iteration.recounted_op_seconds`). The accumulation's add kernels are extra
+kernels of that kind, queued by autograd behind the weight gradients, so they pay no gap of their own.
+
 A pipeline stage's profile has one weight-backward time for every micro-batch
 (:class:`~archsim.policies.stage_profile.StageProfile`), so the m − 1 passes of a stage are spread
 evenly over its m weight backwards, (m − 1)/m of a pass each: each rank's total is exact, and so is
@@ -16,11 +23,10 @@ from __future__ import annotations
 
 from archsim.devices.kernels import stream_seconds
 from archsim.errors import InputError
-from archsim.training.eager_ops import GPT_LAYER_TENSORS
 from archsim.training.machine import Machine
 from archsim.training.memory import stage_parameters
 from archsim.training.parallel import Parallelism
-from archsim.workload.transformer import TransformerConfig, layer_widths
+from archsim.workload.transformer import TransformerConfig
 
 # after a micro-batch's backward: the held and the new gradient read, the sum written (fp16 bytes)
 UNFUSED_ACCUMULATE_BYTES_PER_PARAMETER = 6
@@ -39,31 +45,16 @@ def accumulation(par: Parallelism, machine: Machine) -> str:
     return par.grad_accumulation
 
 
-def stage_tensors(c: TransformerConfig, layers: int, first: bool, last: bool, head_copy: bool) -> int:
-    """Parameter tensors of a stage as the memory model holds them (:func:`~archsim.training.memory.stage_parameters`),
-    one add kernel each: per layer the weights and biases of 2 norms and 4 linears (12), or with a gated
-    FFN (Llama) 2 norms' γ and 5 weights (7); the token table and the learned positions on the first
-    stage; the final norm's γ and β and the LM head's copy of the token table (``head_copy``) on the last."""
-    count = (7 if layer_widths(c).gated else GPT_LAYER_TENSORS) * layers
-    if first:
-        count += 1 + (c.positions > 0)
-    if last:
-        count += 2 + head_copy
-    return count
-
-
 def unfused_pass_seconds(c: TransformerConfig, par: Parallelism, machine: Machine, layers: int, first: bool,
                          last: bool) -> float:
     """Seconds of one unfused accumulation pass over a stage's parameters on one GPU: its bytes at the
-    machine's memory-bound rate, a kernel per tensor. 0 when fused (or with one micro-batch: nothing
-    to add into)."""
+    machine's memory-bound rate, no per-kernel gap (module docstring). 0 when fused (or with one
+    micro-batch: nothing to add into)."""
     if accumulation(par, machine) == "fused" or par.microbatches == 1:
         return 0.0
-    head_copy = par.pp > 1 or not c.tied_embeddings
     parameters = stage_parameters(c, par, layers, first, last)
     moved = parameters * UNFUSED_ACCUMULATE_BYTES_PER_PARAMETER * machine.scale
-    kernels = stage_tensors(c, layers, first, last, head_copy)
-    return float(stream_seconds(moved, machine.gpu.hbm_bytes_per_s, machine.kernels.memory_bound, kernels=kernels))
+    return float(stream_seconds(moved, machine.gpu.hbm_bytes_per_s, machine.kernels.memory_bound, kernels=0))
 
 
 def per_microbatch_seconds(c: TransformerConfig, par: Parallelism, machine: Machine, layers: int, first: bool,
@@ -73,5 +64,4 @@ def per_microbatch_seconds(c: TransformerConfig, par: Parallelism, machine: Mach
     return unfused_pass_seconds(c, par, machine, layers, first, last) * (m - 1) / m
 
 
-__all__ = ["UNFUSED_ACCUMULATE_BYTES_PER_PARAMETER", "accumulation", "per_microbatch_seconds", "stage_tensors",
-           "unfused_pass_seconds"]
+__all__ = ["UNFUSED_ACCUMULATE_BYTES_PER_PARAMETER", "accumulation", "per_microbatch_seconds", "unfused_pass_seconds"]
