@@ -171,7 +171,7 @@ def print_decomposition(rows: list[dict]) -> None:
           f"micro-batch at 384, 768, 1,536 GPUs ({', '.join(format(r['vs_published'], '+.1%') for r in table2)} in TFLOP/s)")
     left = [g - accumulate for g in gaps]
     print(f"  of it, Megatron-LM 2021's unfused fp16 gradient accumulation (--grad-accumulation unfused: autograd add, "
-          f"6 B per parameter and micro-batch after the first, a kernel per tensor) {accumulate:.2f} ms; left unexplained "
+          f"6 B per parameter and micro-batch after the first, at the memory-bound rate) {accumulate:.2f} ms; left unexplained "
           f"{min(left):.2f}-{max(left):.2f} ms ({min(left) / (total * 1e3):.1%}-{max(left) / (total * 1e3):.1%} of "
           "archsim's layer)")
     at_1024 = [r for r in rows if r["source"] == "Narayanan 2021 §5.1" and r["grad_accumulation"] == "fused"]
