@@ -86,12 +86,14 @@ def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig = 
 def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: int = 1, micro_batch: int = 1,
           seq: int | None = None, recompute: str = "full", sequence_parallel: bool = False, interleave: int = 1,
           schedule: str = "1f1b", stage_layers: Sequence[int] | None = None, attention: str = "flash",
-          dp_overlap: str = "none", dtype: str | None = None, implementation: str = "megatron"):
+          dp_overlap: str = "none", dtype: str | None = None, implementation: str = "megatron",
+          grad_accumulation: str | None = None):
     """One training iteration of a transformer on a GPU cluster, as ``archsim train`` runs it (the
     cluster file's server order, the given or Megatron's even stage split). ``model``: a config path or
     a :class:`~archsim.workload.transformer.TransformerConfig`; ``cluster``: a cluster TOML path or a
     :class:`~archsim.training.cluster.GpuCluster`; the other names are ``train``'s flags (``dtype``
-    None: ``--dtype``'s default fp16 for a path, a cluster object's own). Returns the
+    None: ``--dtype``'s default fp16 for a path, a cluster object's own; ``grad_accumulation`` None: the
+    implementation's own, fused for megatron, unfused for pytorch-eager). Returns the
     :class:`~archsim.training.run.TrainResult` (``iteration_seconds``, ``memory``, ``breakdown`` in
     seconds) and its :class:`~archsim.training.throughput.Throughput` (MFU, TFLOP/s per GPU, tokens/s)."""
     from dataclasses import replace
@@ -107,7 +109,7 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
                          field="implementation")
     config, gpus = _transformer(model, seq), _gpu_cluster(cluster, dtype)
     par = Parallelism(tp, pp, dp, global_batch, micro_batch, recompute, sequence_parallel, interleave, schedule,
-                      tuple(stage_layers) if stage_layers else None, attention, dp_overlap)
+                      tuple(stage_layers) if stage_layers else None, attention, dp_overlap, grad_accumulation)
     machines = tuple(replace(m, implementation=implementation) for m in gpus.laid_out(par))
     result = _train(config, par, machines[0], machines)
     peak = sum(m.gpu.peak(m.dtype) for m in machines) / len(machines)
@@ -119,12 +121,13 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
            recompute: Sequence[str] = ("none", "selective", "full"), schedule: Sequence[str] | None = None,
            chunks: Sequence[int] = (2, 4), max_micro_batch: int = 8, sequence_parallel: str = "both",
            refine: int | None = None, attention: str = "flash", dp_overlap: str = "none",
-           max_ops: int | None = None):
+           max_ops: int | None = None, grad_accumulation: str = "fused"):
     """Rank TP × PP × DP × micro-batch × recompute × schedule for ``model`` on ``cluster`` as
     ``archsim search`` does, with its flags' names and defaults (``schedule`` None: every schedule;
     ``refine`` None: 2 × ``top``; ``max_ops``: ``--max-ops``, None: its default). Returns the :class:`~archsim.training.search.SearchResult`: ``rows``
     (best first: the configuration, ``iteration_seconds``, ``peak_memory_gib``, ``mfu``, …),
     ``rejected`` (reason → count) and the Pareto front."""
+    from archsim.choices.training import GRAD_ACCUMULATIONS
     from archsim.errors import InputError
     from archsim.training.parallel import DP_OVERLAPS
     from archsim.training.search import search as _search
@@ -132,6 +135,9 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
 
     if dp_overlap not in DP_OVERLAPS:
         raise InputError(f"expected one of {', '.join(DP_OVERLAPS)}, got {dp_overlap!r}", field="dp-overlap")
+    if grad_accumulation not in GRAD_ACCUMULATIONS:
+        raise InputError(f"expected one of {', '.join(GRAD_ACCUMULATIONS)}, got {grad_accumulation!r}",
+                         field="grad-accumulation")
     config, on = _transformer(model, seq), _gpu_cluster(cluster)
     counts = [gpus] if isinstance(gpus, int) else list(gpus or [])
     if counts and max(counts) > on.topology.devices:
@@ -143,7 +149,7 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
                    recomputes=tuple(recompute), schedules=tuple(schedule or SCHEDULES), chunks=tuple(chunks),
                    sequence_parallel=modes[sequence_parallel], top=top,
                    refine=2 * top if refine is None else max(refine, 0), balance=balance, objective=objective,
-                   placement=placement, attention=attention, dp_overlap=dp_overlap,
+                   placement=placement, attention=attention, dp_overlap=dp_overlap, grad_accumulation=grad_accumulation,
                    max_actions=MAX_REFINE_ACTIONS if max_ops is None else max_ops)
 
 

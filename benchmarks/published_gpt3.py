@@ -24,21 +24,15 @@ Sources (docs/training.md, "Published large runs", says what each one shows):
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
-from model_swap import swapped  # a sibling by path, as this module is to its users
 
 from archsim.devices.kernel_ops import device_gemm_seconds
-from archsim.devices.kernels import stream_seconds
-from archsim.training import calibrate, search, stages
 from archsim.training.iteration import ATTENTION_CORE, model_pieces
 from archsim.training.layer_ops import block_work
 from archsim.training.machine import Machine
-from archsim.training.memory import layer_parameters_per_gpu, stage_parameters
-from archsim.training.parallel import Parallelism, layers_per_stage
+from archsim.training.parallel import Parallelism
 from archsim.workload.transformer import TransformerConfig
 
 GPT3_1024_TFLOPS = 140.0  # Narayanan et al. 2021 §5.1: GPT-3 175B, 1,024 A100s, batch 1,536
@@ -87,9 +81,6 @@ AZURE_A100_GEMMS = (  # (m, n, k, TFLOP/s) cuBLASLt fp16, A100-SXM4-80GB, CUDA 1
 MPT7B_H100_MFU = 0.4042  # llm-foundry: MPT-7B, sequence 4,096, 8 H100 80GB, bf16, FlashAttention, FSDP
 
 GEMM_LAYERS = ("qkv", "proj", "fc1", "fc2")
-# Megatron-LM before gradient-accumulation fusion (added 2022): after each micro-batch's backward but the
-# first, autograd adds the new fp16 weight gradient into the held one: read two, write one.
-UNFUSED_ACCUMULATE_BYTES_PER_PARAMETER = 6
 
 
 def gpt(name: str, layers: int, hidden: int, heads: int) -> TransformerConfig:
@@ -138,39 +129,6 @@ def gemm_shapes(c: TransformerConfig, par: Parallelism) -> list[tuple[str, str, 
             if op.layer in GEMM_LAYERS for g in op.gemms]
 
 
-def unfused_accumulation_seconds(c: TransformerConfig, par: Parallelism, machine: Machine) -> float:
-    """Per layer and micro-batch: the autograd gradient add Megatron-LM of 2021 ran after each
-    micro-batch's backward but the first, averaged over the m micro-batches (m − 1 adds): its HBM
-    traffic at archsim's rate, without launch gaps (12 small kernels a layer, issued while the GPU is busy)."""
-    m = par.microbatches
-    params = layer_parameters_per_gpu(c, par.tp)
-    per_add = float(stream_seconds(params * UNFUSED_ACCUMULATE_BYTES_PER_PARAMETER, machine.gpu.hbm_bytes_per_s,
-                                   machine.efficiency, kernels=0))
-    return per_add * (m - 1) / m
-
-
-@contextmanager
-def unfused_accumulation() -> Iterator[None]:
-    """While in force, every stage's weight-gradient time per micro-batch grows by (m − 1)/m of one
-    unfused accumulation pass over the stage's parameters (:data:`UNFUSED_ACCUMULATE_BYTES_PER_PARAMETER`
-    at archsim's HBM rate): in ``train``, ``search`` and the fitting closed form alike."""
-    original = calibrate.stage_times
-
-    def stage_times(c, par, machine, pieces):
-        times = original(c, par, machine, pieces)
-        chunks = par.pp * par.chunks
-        counts = layers_per_stage(c.layers, chunks, par.stage_layers)
-        share = (par.microbatches - 1) / par.microbatches
-        added = [float(stream_seconds(stage_parameters(c, par, n, j == 0, j == chunks - 1)
-                                      * UNFUSED_ACCUMULATE_BYTES_PER_PARAMETER, machine.gpu.hbm_bytes_per_s,
-                                      machine.efficiency, kernels=0)) * share
-                 for j, n in enumerate(counts)]
-        return replace(times, backward_weight=tuple(w + a for w, a in zip(times.backward_weight, added)))
-
-    with swapped((calibrate, search, stages), "stage_times", stage_times):  # who calls it by its own name
-        yield
-
-
 def gemm_rate_check(machine: Machine) -> list[tuple[int, int, int, float, float]]:
     """(m, n, k, measured TFLOP/s, archsim TFLOP/s) for Azure's A100 cuBLASLt GEMMs, launch gap left out."""
     rows = []
@@ -195,6 +153,4 @@ __all__ = [
     "hardware_flops",
     "layer_decomposition",
     "published_seconds",
-    "unfused_accumulation",
-    "unfused_accumulation_seconds",
 ]

@@ -28,7 +28,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from archsim.lowering import Gemm, TrainingOp
-from archsim.training import dp_overlap, iteration
+from archsim.training import dp_overlap, grad_accumulation, iteration
 from archsim.training.cluster import single_node
 from archsim.training.parallel import Parallelism
 from archsim.training.run import train
@@ -48,8 +48,11 @@ def free_gpu(monkeypatch):
     monkeypatch.setattr(iteration, "op_seconds", lambda ops, *args, **kwargs: np.zeros(len(ops)))
     monkeypatch.setattr(iteration, "collective_seconds", lambda *args, **kwargs: 0.0)
     monkeypatch.setattr(dp_overlap, "collective_seconds", lambda *args, **kwargs: 0.0)
-    monkeypatch.setattr(iteration, "stream_seconds", lambda nbytes, *args, **kwargs: np.zeros_like(
-        np.asarray(nbytes, dtype=np.float64)))
+    def free_stream(nbytes, *args, **kwargs):
+        return np.zeros_like(np.asarray(nbytes, dtype=np.float64))
+
+    monkeypatch.setattr(iteration, "stream_seconds", free_stream)
+    monkeypatch.setattr(grad_accumulation, "stream_seconds", free_stream)  # plain PyTorch's gradient sums
     iteration._model_pieces.cache_clear()
     yield
     iteration._model_pieces.cache_clear()

@@ -10,6 +10,9 @@ ATTENTIONS = ("standard", "flash")  # attention's kernels: Megatron's unfused co
 DEFAULT_ATTENTION = "flash"
 DP_OVERLAPS = ("none", "bucketed")  # the DP all-reduce after the backward, or bucketed under it (dp_overlap.py)
 IMPLEMENTATIONS = ("megatron", "pytorch-eager")  # whose op list runs (training/eager_ops.py)
+# the weight gradient added into the held one inside its GEMM (Megatron-LM's --gradient-accumulation-fusion,
+# 2022), or by a separate pass after each micro-batch's backward but the first (training/grad_accumulation.py)
+GRAD_ACCUMULATIONS = ("fused", "unfused")
 OBJECTIVES = ("time", "cost", "energy")  # what search minimises per iteration (training/objectives.py)
 PLACEMENTS = ("file", "planned")  # which servers run which pipeline ranks (training/placement.py)
 BALANCES = ("even", "planned")  # layers per pipeline stage (training/stage_split.py)

@@ -10,6 +10,7 @@ from archsim.choices.training import (
     BALANCES,
     DEFAULT_ATTENTION,
     DP_OVERLAPS,
+    GRAD_ACCUMULATIONS,
     MAX_REFINE_ACTIONS,
     OBJECTIVES,
     PLACEMENTS,
@@ -58,6 +59,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="attention kernels of every configuration, as archsim train's --attention")
     parser.add_argument("--dp-overlap", default="none", choices=DP_OVERLAPS,
                         help="every configuration's DP all-reduce, as archsim train's --dp-overlap")
+    parser.add_argument("--grad-accumulation", default="fused", choices=GRAD_ACCUMULATIONS,
+                        help="every configuration's gradient accumulation, as archsim train's --grad-accumulation "
+                             "(fused: Megatron-LM's default since 2022; unfused: Megatron-LM of 2021)")
     parser.add_argument("--refine", type=int_flag(0, INT32_MAX, "a non-negative integer"), default=None, metavar="N",
                         help="re-time the best N of the closed forms with the event simulator and rank them again "
                              "(default: 2 × --top; 0: closed forms only)")
@@ -85,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
                     balance=args.balance, placement=args.placement, top=args.top, recompute=args.recompute,
                     schedule=args.schedule, chunks=args.chunks, max_micro_batch=args.max_micro_batch,
                     sequence_parallel=args.sequence_parallel, refine=args.refine, attention=args.attention,
-                    dp_overlap=args.dp_overlap, max_ops=args.max_ops)
+                    dp_overlap=args.dp_overlap, max_ops=args.max_ops, grad_accumulation=args.grad_accumulation)
     rows = [{**row, "command": train_command(args.model, args.cluster, args.global_batch, row)}
             for row in result.rows]
     gains = [row["uneven_gain"] for row in result.rows if row["uneven_gain"] == row["uneven_gain"]]
@@ -154,7 +158,8 @@ def _write_best_timeline(args: argparse.Namespace, config, cluster, rows: list[d
     r = rows[0]
     split = tuple(int(n) for n in r["stage_layers"].split(",")) if r["stage_layers"] else None
     par = Parallelism(r["tp"], r["pp"], r["dp"], args.global_batch, r["micro_batch"], r["recompute"],
-                      r["sequence_parallel"], r["interleave"], r["schedule"], split, r["attention"], r["dp_overlap"])
+                      r["sequence_parallel"], r["interleave"], r["schedule"], split, r["attention"], r["dp_overlap"],
+                      r["grad_accumulation"])
     if r.get("placement"):
         cluster = cluster.reordered(tuple(int(n) for n in r["placement"].split(",")))
     result = train(config, par, cluster.machine(par), cluster.rank_machines(par) if cluster.heterogeneous else None)

@@ -7,7 +7,15 @@ import argparse
 import sys
 
 from archsim.choices.devices import DTYPES
-from archsim.choices.training import ATTENTIONS, BALANCES, DEFAULT_ATTENTION, DP_OVERLAPS, IMPLEMENTATIONS, RECOMPUTE
+from archsim.choices.training import (
+    ATTENTIONS,
+    BALANCES,
+    DEFAULT_ATTENTION,
+    DP_OVERLAPS,
+    GRAD_ACCUMULATIONS,
+    IMPLEMENTATIONS,
+    RECOMPUTE,
+)
 from archsim.commands import Command
 from archsim.commands.common import (
     add_job_limit_argument,
@@ -50,6 +58,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dp-overlap", default="none", choices=DP_OVERLAPS,
                         help="DP gradient all-reduce: after the backward (none: vTrain's runs) or in Megatron's "
                              "buckets under the last micro-batch's backward (bucketed: --overlap-grad-reduce)")
+    parser.add_argument("--grad-accumulation", default=None, choices=GRAD_ACCUMULATIONS,
+                        help="weight gradients summed over micro-batches inside the weight-gradient GEMM (fused: "
+                             "Megatron-LM's --gradient-accumulation-fusion, its default since 2022) or by a separate "
+                             "pass after each micro-batch's backward but the first (unfused: Megatron-LM of 2021, "
+                             "plain PyTorch); default fused for megatron, unfused for pytorch-eager (its only one)")
     parser.add_argument("--interleave", type=positive_int, default=1, metavar="V",
                         help="model chunks per pipeline rank (interleaved 1F1B when V > 1)")
     parser.add_argument("--schedule", default="1f1b", help="pipeline schedule (archsim's published orders: 1f1b, "
@@ -68,8 +81,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "of the file's servers numbered from 0 (count expanded), as archsim search prints")
     parser.add_argument("--sweep", action="append", default=[], metavar="KEY=V1,V2,…",
                         help="sweep an axis (tp, pp, dp, global_batch, micro_batch, interleave, recompute, schedule, "
-                             "sequence_parallel, attention); repeat for a grid: one row per point instead of one "
-                             "iteration's breakdown")
+                             "sequence_parallel, attention, dp_overlap, grad_accumulation); repeat for a grid: one row "
+                             "per point instead of one iteration's breakdown")
     parser.add_argument("--runs", default=None, metavar="RUNS.csv",
                         help="predict every row of a runs file in one process (columns tp, pp, dp, micro_batch, "
                              "global_batch and optionally recompute, sequence_parallel, interleave, gpus, "
@@ -89,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.rows import Rows
     from archsim.training.cluster import load_gpu_cluster
     from archsim.training.energy import iteration_energy
+    from archsim.training.grad_accumulation import accumulation
     from archsim.training.parallel import Parallelism
     from archsim.training.placement import MAX_ORDERS, order_count, order_text, parse_placement
     from archsim.training.run import train
@@ -109,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
     par = Parallelism(args.tp, args.pp, args.dp, args.global_batch, args.micro_batch, args.recompute,
                       args.sequence_parallel, args.interleave, args.schedule,
                       parse_stage_layers(args.stage_layers) if args.stage_layers else None, args.attention,
-                      args.dp_overlap)
+                      args.dp_overlap, args.grad_accumulation)
     check_job_size(par.schedule_actions, args.max_ops)  # before the cluster's matrices are built
     cluster = load_gpu_cluster(args.cluster, args.dtype)
     placement = parse_placement(args.placement, cluster)
@@ -149,7 +163,8 @@ def run(args: argparse.Namespace) -> int:
             "sequence_parallel": par.sequence_parallel, "interleave": par.interleave, "schedule": par.schedule,
             "attention": par.attention, "dp_overlap": par.dp_overlap, "stage_layers": ",".join(map(str, par.stage_layers)) if par.stage_layers else "even",
             "placement": order_text(placement) if isinstance(placement, tuple) else "file",
-            "dtype": args.dtype, "implementation": args.implementation, "iteration_seconds": result.iteration_seconds,
+            "dtype": args.dtype, "implementation": args.implementation,
+            "grad_accumulation": accumulation(par, machines[0]), "iteration_seconds": result.iteration_seconds,
             "forward_seconds": result.forward_seconds, "backward_seconds": result.backward_seconds,
             **iteration_energy(config, par, cluster, result.iteration_seconds, memory=result.memory),
             **rates, "peak_memory_gib": result.peak_memory_gib,
@@ -253,7 +268,8 @@ def _run_sweep(args: argparse.Namespace, config) -> int:
     base = {"tp": args.tp, "pp": args.pp, "dp": args.dp, "global_batch": args.global_batch,
             "micro_batch": args.micro_batch, "recompute": args.recompute,
             "sequence_parallel": args.sequence_parallel, "interleave": args.interleave, "schedule": args.schedule,
-            "attention": args.attention, "dp_overlap": args.dp_overlap}
+            "attention": args.attention, "dp_overlap": args.dp_overlap,
+            **({"grad_accumulation": args.grad_accumulation} if args.grad_accumulation else {})}
     check_sweep_size(base, axes, args.max_ops)
     cluster = load_gpu_cluster(args.cluster, args.dtype)
     placement = parse_placement(args.placement, cluster)
@@ -286,7 +302,8 @@ def _run_runs(args: argparse.Namespace, config) -> int:
     # every row runs with --attention (vTrain's measured runs: --attention standard), --dp-overlap and --dtype
     from archsim.validate import check_job_size
 
-    rows = tuple(replace(row, par=replace(row.par, attention=args.attention, dp_overlap=args.dp_overlap))
+    rows = tuple(replace(row, par=replace(row.par, attention=args.attention, dp_overlap=args.dp_overlap,
+                                          grad_accumulation=args.grad_accumulation))
                  for row in read_runs(args.runs))
     for row in rows:  # each row is one iteration: its schedule within --max-ops, checked before any runs
         check_job_size(row.par.schedule_actions, args.max_ops)

@@ -19,7 +19,9 @@ and optimizer step.
    the optimizer step reads and writes 32 bytes per parameter (fp16 gradient; fp32 master weight,
    momentum and variance read and written; fp16 weight written; the overflow check and norm read
    the gradient twice more; in fp32, 28: weight, gradient, momentum and variance read, all but the
-   gradient written). The iteration ends when the slowest stage has stepped.
+   gradient written). The iteration ends when the slowest stage has stepped. Gradients summed over
+   micro-batches by a separate pass (plain PyTorch, Megatron-LM without its fusion) are priced in each
+   micro-batch's weight backward, where they run (:mod:`archsim.training.grad_accumulation`).
 
 In fp32 (``Machine.dtype``) every fp16 byte count of the op lists, messages and activations doubles,
 and on a catalog GPU each op is timed with the fp32 (SIMT) constants; each kernel family's constants
@@ -46,7 +48,6 @@ from archsim.errors import InputError
 from archsim.lowering import TrainingOp
 from archsim.training.dp_overlap import dp_allreduce_seconds
 from archsim.training.eager_ops import (
-    EAGER_ACCUMULATE_BYTES_PER_PARAMETER,
     EAGER_OPTIMIZER_BYTES_PER_PARAMETER,
     GPT_LAYER_TENSORS,
     check_eager,
@@ -157,7 +158,7 @@ def model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> di
     not depend on PP, DP, the global batch, the schedule or the stage split, so they are computed once
     per distinct rest (``par`` with those reset) and shared: a runs file or a sweep repeats them often."""
     same = replace(par, pp=1, dp=1, global_batch=par.micro_batch, interleave=1, schedule="1f1b", stage_layers=None,
-                   dp_overlap="none")
+                   dp_overlap="none", grad_accumulation=None)
     return dict(_model_pieces(c, same, machine))
 
 
@@ -215,12 +216,11 @@ def after_backward(c: TransformerConfig, par: Parallelism, machine: Machine, ran
         table = padded_vocab(c.vocab, par.tp) // par.tp * c.hidden * 2
         tied = float(collective_seconds("all-reduce", table * scale, 2, machine.links.pp))
     hbm = machine.gpu.hbm_bytes_per_s
-    if machine.implementation == "pytorch-eager" and machine.dtype == "fp32":  # fp32 Adam, gradients summed
-        moved = (FP32_OPTIMIZER_BYTES_PER_PARAMETER + 12 * (par.microbatches - 1)) * parameters
+    if machine.implementation == "pytorch-eager" and machine.dtype == "fp32":  # fp32 Adam
+        moved = FP32_OPTIMIZER_BYTES_PER_PARAMETER * parameters
         optimizer = float(stream_seconds(moved, hbm, machine.kernels.memory_bound, kernels=4))
-    elif machine.implementation == "pytorch-eager":  # its step, and the gradients summed over micro-batches
-        moved = (EAGER_OPTIMIZER_BYTES_PER_PARAMETER
-                 + EAGER_ACCUMULATE_BYTES_PER_PARAMETER * (par.microbatches - 1)) * parameters
+    elif machine.implementation == "pytorch-eager":  # its step (the gradients' sum ran after each backward)
+        moved = EAGER_OPTIMIZER_BYTES_PER_PARAMETER * parameters
         kernels = GPT_LAYER_TENSORS * c.layers + 4 + 4  # a copy per tensor, then four multi-tensor kernels
         optimizer = float(stream_seconds(moved, hbm, machine.kernels.memory_bound, kernels=kernels))
     else:  # Megatron's fused Adam in every dtype: the training fit's kernels, not PyTorch's

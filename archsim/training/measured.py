@@ -30,7 +30,8 @@ _META = re.compile(r"^#\s*([^,:]+?)\s*:\s?(.*)$")  # "# key: value" (the header 
 @dataclass(frozen=True)
 class MeasuredRun:
     """One measured iteration; ``recompute`` as :class:`Parallelism`'s (the A100 runs: full);
-    ``peak_memory_gib``: the GPU's measured peak allocation (None: not measured)."""
+    ``peak_memory_gib``: the GPU's measured peak allocation (None: not measured); ``grad_accumulation``
+    as :class:`Parallelism`'s (None: the implementation's own) — what a check predicts the run with."""
 
     gpus: int
     global_batch: int
@@ -46,6 +47,7 @@ class MeasuredRun:
     recompute: str = "full"
     peak_memory_gib: float | None = None
     gpu_name: str = ""
+    grad_accumulation: str | None = None
 
     def config(self) -> TransformerConfig:
         """The GPT the run trained: learned positions, FFN 4h, tied embeddings."""
@@ -54,7 +56,8 @@ class MeasuredRun:
 
     def parallelism(self) -> Parallelism:
         """Megatron-DeepSpeed as measured: 1F1B, the run's recomputation, no sequence parallelism."""
-        return Parallelism(self.tp, self.pp, self.dp, self.global_batch, self.micro_batch, self.recompute)
+        return Parallelism(self.tp, self.pp, self.dp, self.global_batch, self.micro_batch, self.recompute,
+                           grad_accumulation=self.grad_accumulation)
 
     @property
     def shape(self) -> tuple[int, int]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from archsim.choices.training import ATTENTIONS, DEFAULT_ATTENTION, DP_OVERLAPS, RECOMPUTE
+from archsim.choices.training import ATTENTIONS, DEFAULT_ATTENTION, DP_OVERLAPS, GRAD_ACCUMULATIONS, RECOMPUTE
 from archsim.errors import InputError
 from archsim.workload.transformer import TransformerConfig
 
@@ -26,7 +26,9 @@ class Parallelism:
     fused kernel each way, no s² tensor in HBM or kept for the backward, which recomputes QKᵀ);
     dp_overlap: the DP gradient all-reduce after the last backward (``none``, vTrain's runs) or in
     buckets overlapped with it (``bucketed``, Megatron-LM's ``--overlap-grad-reduce``:
-    :mod:`archsim.training.dp_overlap`)."""
+    :mod:`archsim.training.dp_overlap`); grad_accumulation: how each micro-batch's weight gradients join
+    the held ones — ``fused`` into the weight-gradient GEMM, ``unfused`` by a separate pass, None: the
+    implementation's own (:func:`archsim.training.grad_accumulation.accumulation`)."""
 
     tp: int = 1
     pp: int = 1
@@ -40,6 +42,7 @@ class Parallelism:
     stage_layers: tuple[int, ...] | None = None
     attention: str = "standard"
     dp_overlap: str = "none"
+    grad_accumulation: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("tp", "pp", "dp", "global_batch", "micro_batch", "interleave"):
@@ -52,6 +55,9 @@ class Parallelism:
             raise InputError(f"expected one of {', '.join(ATTENTIONS)}, got {self.attention!r}", field="attention")
         if self.dp_overlap not in DP_OVERLAPS:
             raise InputError(f"expected one of {', '.join(DP_OVERLAPS)}, got {self.dp_overlap!r}", field="dp-overlap")
+        if self.grad_accumulation is not None and self.grad_accumulation not in GRAD_ACCUMULATIONS:
+            raise InputError(f"expected one of {', '.join(GRAD_ACCUMULATIONS)}, got {self.grad_accumulation!r}",
+                             field="grad-accumulation")
         if self.global_batch % (self.micro_batch * self.dp):
             raise InputError(f"global batch {self.global_batch} is not a multiple of micro-batch × DP "
                              f"({self.micro_batch} × {self.dp})", field="global-batch")

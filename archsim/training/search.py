@@ -141,7 +141,8 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
            schedules=("1f1b", "interleaved-1f1b"), chunks=(2,), sequence_parallel=(False, True),
            top: int = 10, refine: int = 0, only=None, progress_desc: str | None = None,
            balance: str = "even", objective: str = "time", placement: str = "file",
-           attention: str = "standard", dp_overlap: str = "none", max_actions: int | None = None) -> SearchResult:
+           attention: str = "standard", dp_overlap: str = "none", max_actions: int | None = None,
+           grad_accumulation: str = "fused") -> SearchResult:
     """Rank every candidate on ``gpus`` GPUs (an int or several; default all the cluster's) by
     ``objective`` (:mod:`archsim.training.objectives`); ``balance``: ``even`` (Megatron's split) or
     ``planned`` (:mod:`archsim.training.stage_split`, per model chunk for interleaved and V-shaped
@@ -153,7 +154,8 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
     file's, as fractions of the latter's time. ``max_actions``: refuse (before simulating) a re-timing
     whose event simulations add up to more schedule actions (``--max-ops``); None: no limit. ``attention``:
     every candidate's attention kernels (``standard`` or ``flash``), ``dp_overlap`` its DP all-reduce
-    (``none`` or ``bucketed``, :class:`~archsim.training.parallel.Parallelism`)."""
+    (``none`` or ``bucketed``, :class:`~archsim.training.parallel.Parallelism`), ``grad_accumulation``
+    its gradient accumulation (``fused`` or ``unfused``, :mod:`archsim.training.grad_accumulation`)."""
     refuse_switch(c, "search (Megatron's configurations)")
     from archsim.progress import progress
 
@@ -161,7 +163,7 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
     check_search_size(cluster, counts, micro_batches, recomputes, schedules, chunks, sequence_parallel, placement)
     grid = [k for n in counts
             for k in candidates(n, micro_batches, recomputes, schedules, chunks, sequence_parallel, attention,
-                                dp_overlap)]
+                                dp_overlap, grad_accumulation)]
     if balance == "planned":
         check_planning_work(c, cluster, global_batch, grid, placement)
     orders = server_orders(cluster) if placement == "planned" else None
@@ -293,7 +295,8 @@ class _RowMaker:
             else cluster.gpu.peak("fp16")
         row = {"tp": k.tp, "pp": k.pp, "dp": k.dp, "micro_batch": k.micro_batch, "recompute": k.recompute,
                "schedule": k.schedule, "interleave": k.interleave, "sequence_parallel": k.sequence_parallel,
-               "attention": k.attention, "dp_overlap": k.dp_overlap, "tp_spans_servers": cluster.tp_servers(k.parallelism(global_batch)) > 1,
+               "attention": k.attention, "dp_overlap": k.dp_overlap,
+               "grad_accumulation": k.grad_accumulation, "tp_spans_servers": cluster.tp_servers(k.parallelism(global_batch)) > 1,
                "stage_layers": ",".join(map(str, k.stage_layers)) if k.stage_layers else "",
                "iteration_seconds": seconds, "peak_memory_gib": memory / 2**30,
                "mfu": flops / (seconds * gpus * peak), **objectives(c, k, cluster, global_batch, seconds),

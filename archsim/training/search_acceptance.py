@@ -61,6 +61,7 @@ def group_outcomes(runs: list[MeasuredRun], cluster=None) -> list[GroupOutcome]:
         result = search(run.config(), cluster, run.global_batch, run.gpus,
                         micro_batches=sorted({k[3] for k in measured}), recomputes=("full",), schedules=("1f1b",),
                         sequence_parallel=(False,), top=len(measured),
+                        grad_accumulation=run.grad_accumulation or "fused",
                         only=lambda k, allowed=frozenset(measured): _key(k.tp, k.pp, k.dp, k.micro_batch) in allowed)
         ranked = tuple(_key(row["tp"], row["pp"], row["dp"], row["micro_batch"]) for row in result.rows)
         best = min(measured, key=lambda k: measured[k])

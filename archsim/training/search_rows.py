@@ -40,6 +40,8 @@ def megatron_args(k: Candidate, global_batch: int, layers: int) -> str:
         args.append("--use-flash-attn")
     if k.dp_overlap == "bucketed":
         args.append("--overlap-grad-reduce")
+    if k.grad_accumulation == "unfused":
+        args.append("--no-gradient-accumulation-fusion")
     if k.interleave > 1:
         args.append(f"--num-layers-per-virtual-pipeline-stage {layers // (k.pp * k.interleave)}")
     if split and len(set(split)) > 1:
@@ -54,6 +56,8 @@ def train_command(model: str, cluster: str, global_batch: int, row: dict) -> str
             f"--schedule {row['schedule']} --attention {row.get('attention', 'standard')}")
     if row.get("dp_overlap", "none") != "none":
         line += f" --dp-overlap {row['dp_overlap']}"
+    if row.get("grad_accumulation", "fused") != "fused":
+        line += f" --grad-accumulation {row['grad_accumulation']}"
     if row["interleave"] > 1:
         line += f" --interleave {row['interleave']}"
     if row.get("stage_layers"):

@@ -46,11 +46,12 @@ class Candidate:
     placement: tuple[int, ...] | None = None  # the servers' order (archsim.training.placement); None: the file's
     attention: str = "standard"  # attention's kernels (Parallelism.attention), one for the whole search
     dp_overlap: str = "none"  # the DP all-reduce after the backward or bucketed under it, one for the search
+    grad_accumulation: str = "fused"  # Parallelism.grad_accumulation, one for the search (Megatron's lists only)
 
     def parallelism(self, global_batch: int) -> Parallelism:
         return Parallelism(self.tp, self.pp, self.dp, global_batch, self.micro_batch, self.recompute,
                            self.sequence_parallel, self.interleave, self.schedule, self.stage_layers, self.attention,
-                           self.dp_overlap)
+                           self.dp_overlap, self.grad_accumulation)
 
     @property
     def plannable(self) -> bool:
@@ -91,17 +92,19 @@ def factorizations(gpus: int) -> Iterator[tuple[int, int, int]]:
 
 
 def candidates(gpus: int, micro_batches, recomputes, schedules, chunks, sequence_parallel,
-               attention: str = "standard", dp_overlap: str = "none") -> Iterator[Candidate]:
+               attention: str = "standard", dp_overlap: str = "none",
+               grad_accumulation: str = "fused") -> Iterator[Candidate]:
     """The whole grid, before any rule: ``schedules`` names from :data:`SCHEDULES`; interleaved ones take
     each of ``chunks`` (v) per rank, the others v = 1; ``sequence_parallel``: the values to try;
-    ``attention``, ``dp_overlap``: every candidate's."""
+    ``attention``, ``dp_overlap``, ``grad_accumulation``: every candidate's."""
     for tp, pp, dp in factorizations(gpus):
         for b in micro_batches:
             for r in recomputes:
                 for s in schedules:
                     for v in (chunks if s in CHUNKED else (1,)):
                         for sp in sequence_parallel:
-                            yield Candidate(tp, pp, dp, b, r, s, v, sp, attention=attention, dp_overlap=dp_overlap)
+                            yield Candidate(tp, pp, dp, b, r, s, v, sp, attention=attention, dp_overlap=dp_overlap,
+                                            grad_accumulation=grad_accumulation)
 
 
 def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_server: int,

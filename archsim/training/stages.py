@@ -1,6 +1,7 @@
 """Per virtual stage of a pipeline: each stage's F, I, W seconds per micro-batch (its pieces summed,
 :func:`archsim.training.iteration.model_pieces`) and the hops between stages, as the schedules' one
 per-stage record, :class:`~archsim.policies.stage_profile.StageProfile`; and 1F1B's closed form over it.
+An unfused gradient accumulation (:mod:`archsim.training.grad_accumulation`) joins each stage's W.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import numpy as np
 
 from archsim.collectives import collective_seconds
 from archsim.policies.stage_profile import StageProfile
+from archsim.training.grad_accumulation import per_microbatch_seconds
 from archsim.training.iteration import PieceCost, model_pieces
 from archsim.training.machine import Links, Machine
 from archsim.training.parallel import Parallelism, layers_per_stage, rank_of_stages
@@ -21,7 +23,9 @@ def stage_times(c: TransformerConfig, par: Parallelism, machine: Machine,
                 pieces: dict[str, PieceCost]) -> StageProfile:
     """Each virtual stage's F, I, W seconds per micro-batch on ``machine`` (its layers' pieces, the
     embedding on the first, the head on the last; TP collectives and recompute included), as the
-    schedules' one per-stage record: ``comm`` the slowest hop, ``boundary_comm`` each boundary's."""
+    schedules' one per-stage record: ``comm`` the slowest hop, ``boundary_comm`` each boundary's. W
+    includes the stage's share of an unfused gradient accumulation
+    (:func:`~archsim.training.grad_accumulation.per_microbatch_seconds`)."""
     chunks = par.pp * par.chunks
     counts = layers_per_stage(c.layers, chunks, par.stage_layers)
     layer, emb, head = pieces["layer"], pieces["embedding"], pieces["head"]
@@ -29,7 +33,7 @@ def stage_times(c: TransformerConfig, par: Parallelism, machine: Machine,
     for j, n in enumerate(counts):
         f = n * (layer.forward + layer.tp_forward)
         i = n * (layer.backward_input + layer.recompute + layer.tp_backward)
-        w = n * layer.backward_weight
+        w = n * layer.backward_weight + per_microbatch_seconds(c, par, machine, n, j == 0, j == chunks - 1)
         for piece, on in ((emb, j == 0), (head, j == chunks - 1)):
             if on:
                 f += piece.forward + piece.tp_forward

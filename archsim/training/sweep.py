@@ -9,6 +9,7 @@ import itertools
 from collections.abc import Callable
 from dataclasses import asdict, fields
 
+from archsim.choices.training import GRAD_ACCUMULATIONS
 from archsim.errors import InputError
 from archsim.training.parallel import ATTENTIONS, DP_OVERLAPS, RECOMPUTE, Parallelism
 from archsim.training.throughput import Throughput, throughput
@@ -45,6 +46,12 @@ def _dp_overlap(text: str) -> str:
     return text
 
 
+def _grad_accumulation(text: str) -> str:
+    if text not in GRAD_ACCUMULATIONS:
+        raise ValueError(f"expected one of {', '.join(GRAD_ACCUMULATIONS)}, got {shown(text)}")
+    return text
+
+
 def _boolean(text: str) -> bool:
     if text not in ("true", "false"):
         raise ValueError(f"expected true or false, got {shown(text)}")
@@ -55,7 +62,7 @@ def _boolean(text: str) -> bool:
 AXES: dict[str, Callable[[str], object]] = {
     "tp": _count, "pp": _count, "dp": _count, "global_batch": _count, "micro_batch": _count, "interleave": _count,
     "recompute": _recompute, "schedule": _schedule, "sequence_parallel": _boolean,
-    "attention": _attention, "dp_overlap": _dp_overlap}
+    "attention": _attention, "dp_overlap": _dp_overlap, "grad_accumulation": _grad_accumulation}
 
 
 def parse_axis(text: str) -> tuple[str, tuple]:
