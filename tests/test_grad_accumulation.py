@@ -63,6 +63,18 @@ def test_one_gpu_iteration_grows_by_m_minus_one_passes():
     assert grown == pytest.approx(3 * one_pass, rel=1e-9)
 
 
+def test_the_breakdown_names_the_passes_and_leaves_the_bubble_alone():
+    """The m − 1 passes are their own part of the breakdown, not pipeline wait: on one GPU there is no
+    bubble, fused or unfused."""
+    machine = _machine()
+    fused = Parallelism(global_batch=4, micro_batch=1, recompute="none")
+    unfused = replace(fused, grad_accumulation="unfused")
+    parts = train(TINY, unfused, machine).breakdown
+    assert parts["grad_accumulation"] == pytest.approx(3 * TINY_PASS_SECONDS, rel=1e-9)
+    assert parts["pipeline_bubble_and_p2p"] == pytest.approx(0, abs=1e-12)
+    assert train(TINY, fused, machine).breakdown["grad_accumulation"] == 0
+
+
 def test_fused_has_no_pass_and_is_megatrons_default():
     machine = _machine()
     par = Parallelism(global_batch=4, micro_batch=1)

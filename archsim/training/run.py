@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from archsim.devices.catalog import GIB
+from archsim.training.grad_accumulation import per_microbatch_seconds
 from archsim.training.iteration import after_backward, model_pieces
 from archsim.training.machine import Machine
 from archsim.training.memory import StageMemory, memories
@@ -84,22 +85,25 @@ def train(c: TransformerConfig, par: Parallelism, machine: Machine,
     forward = par.microbatches * sum(times.forward[j] for j in mine)
     backward = par.microbatches * sum(times.backward_input[j] + times.backward_weight[j] for j in mine)
     return TrainResult(float(max(finish)), tuple(mem),
-                       _breakdown(c, par, pieces, order.rank_of_stage(), run, slowest, post[slowest]),
+                       _breakdown(c, par, machines[slowest], pieces, order.rank_of_stage(), run, slowest,
+                                  post[slowest]),
                        _op_rows(c, par, pieces) + _iteration_rows(post[slowest]), run, post,
                        float(forward), float(backward))
 
 
-def _breakdown(c, par, pieces, rank_of, run, rank, post) -> dict[str, float]:
-    """The slowest rank's iteration by category (seconds): its compute, recompute, TP collectives,
+def _breakdown(c, par, machine, pieces, rank_of, run, rank, post) -> dict[str, float]:
+    """The slowest rank's iteration by category (seconds): its compute, recompute, TP collectives, the
+    unfused gradient accumulation's passes (its m − 1, :mod:`archsim.training.grad_accumulation`),
     pipeline wait (bubbles and hops: the rest of its pipeline span), DP/embedding all-reduce, optimizer."""
     m = par.microbatches
     chunks = par.pp * par.chunks
     counts = layers_per_stage(c.layers, chunks, par.stage_layers)
     stages = [j for j in range(chunks) if rank_of[j] == rank]
     layer, emb, head = pieces["layer"], pieces["embedding"], pieces["head"]
-    compute = recompute = tp = 0.0
+    compute = recompute = tp = accumulate = 0.0
     for j in stages:
         layers = counts[j]
+        accumulate += per_microbatch_seconds(c, par, machine, layers, j == 0, j == chunks - 1)
         compute += layers * (layer.forward + layer.backward_input + layer.backward_weight)
         recompute += layers * layer.recompute
         tp += layers * (layer.tp_forward + layer.tp_backward)
@@ -107,10 +111,10 @@ def _breakdown(c, par, pieces, rank_of, run, rank, post) -> dict[str, float]:
             if on:
                 compute += piece.forward + piece.backward_input + piece.backward_weight
                 tp += piece.tp_forward + piece.tp_backward
-    compute, recompute, tp = compute * m, recompute * m, tp * m
+    compute, recompute, tp, accumulate = compute * m, recompute * m, tp * m, accumulate * m
     span = float(run.timeline.makespan)
-    return {"compute": compute, "recompute": recompute, "tp_communication": tp,
-            "pipeline_bubble_and_p2p": max(span - compute - recompute - tp, 0.0),
+    return {"compute": compute, "recompute": recompute, "tp_communication": tp, "grad_accumulation": accumulate,
+            "pipeline_bubble_and_p2p": max(span - compute - recompute - tp - accumulate, 0.0),
             "dp_communication": post["dp_allreduce"], "embedding_allreduce": post["embedding_allreduce"],
             "optimizer": post["optimizer"]}
 
