@@ -47,16 +47,6 @@ ENERGY_TOLERANCE = 1e-3  # loss (sum of the classes' MAPE as fractions) within w
 FIT_FIELDS = tuple(f.name for f in fields(KernelConstants) if f.name not in ("host_s", "tensor_energy_pj"))
 """The constants NeuSight's kernel timings can tell (host time per op is not in them: each kernel is
 timed alone; nor the tensor cores' energy per FLOP: its kernels are fp32), in the order the simplex sees them."""
-FIT_BOUNDS = {"gemm": (0.05, 1.0), "feed": (16.0, 64.0), "memory": (0.05, 1.0), "softmax": (0.05, 1.0),
-              "layernorm": (0.05, 1.0), "launch_s": (1e-6, 1e-3), "energy_pj": ENERGY_GRID_PJ[:2],
-              "gemm_memory": (0.05, 1.0)}
-"""The range each fitted constant may take, so that it means what its name says: a fraction of a
-datasheet peak at most 1 (the GEMM traffic the model counts — A and B read once, C written once — is
-the least any kernel moves through HBM, so ``gemm_memory`` is an HBM fraction too); ``feed``
-(elements) between the operand reuse tm·tn/(tm + tn) of the smallest SIMT tile (32×32: 16) and of the
-largest (128×128: 64), so that the largest tile is fully fed and ``gemm`` is its fraction of peak
-(above 64 no tile is fed and ``gemm`` and ``feed`` trade one for the other); a launch of 1 µs to
-1 ms (seconds); the energy per FLOP on the grid's range (pJ)."""
 
 
 def _logs(constants: KernelConstants) -> np.ndarray:
@@ -190,9 +180,8 @@ def mape_by_class(predicted: pd.DataFrame, by: Sequence[str] = ("op_class",)) ->
 
 def fit_constants(frame: pd.DataFrame, start: KernelConstants, iterations: int = 3000) -> KernelConstants:
     """Constants minimizing the sum over op classes of each class's MAPE on ``frame`` (measured rows
-    with a ``device`` column): Nelder–Mead on their logarithms within :data:`FIT_BOUNDS` (points
-    outside are clipped onto them), from ``start`` but for ``energy_pj``, which starts at
-    :data:`ENERGY_START_PJ`; ``iterations`` in all, over :data:`FIT_ROUNDS` restarts."""
+    with a ``device`` column): Nelder–Mead on their logarithms, from ``start`` but for ``energy_pj``,
+    which starts at :data:`ENERGY_START_PJ`; ``iterations`` in all, over :data:`FIT_ROUNDS` restarts."""
     from scipy.optimize import minimize
 
     start = replace(start, energy_pj=ENERGY_START_PJ)
@@ -205,10 +194,9 @@ def fit_constants(frame: pd.DataFrame, start: KernelConstants, iterations: int =
         error = np.abs(_seconds(frame, _constants(logs, start)) / measured - 1)
         return float(sum(error[rows].mean() for rows in classes))
 
-    bounds = np.log([FIT_BOUNDS[name] for name in FIT_FIELDS])
-    logs = np.clip(_logs(start), bounds[:, 0], bounds[:, 1])
+    logs = _logs(start)
     for _ in range(FIT_ROUNDS):  # a fresh simplex each round: one collapsed early stalls far from the optimum
-        logs = minimize(loss, logs, method="Nelder-Mead", bounds=bounds,
+        logs = minimize(loss, logs, method="Nelder-Mead",
                         options={"maxiter": max(1, iterations // FIT_ROUNDS), "xatol": 1e-4, "fatol": 1e-6}).x
     fitted = _constants(logs, start)
     # The energy per FLOP: the largest on a grid whose loss is within ENERGY_TOLERANCE of the grid's
@@ -245,7 +233,6 @@ __all__ = [
     "CLASS_ORDER",
     "ENERGY_START_PJ",
     "ENERGY_TOLERANCE",
-    "FIT_BOUNDS",
     "FIT_FIELDS",
     "FIT_START",
     "GEMM_COLUMNS",
