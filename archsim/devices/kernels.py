@@ -15,11 +15,7 @@ The mechanisms (every figure of the GPU comes from :data:`archsim.devices.catalo
   kernel also reads A and B through HBM once (the larger of the main loop and that read counts: a
   roofline per kernel); C is written once, in an epilogue after the main loop (not hidden behind it)
   or, on a path without one, within the roofline. GEMM traffic moves at ``constants.gemm_memory`` ×
-  bandwidth (its own fraction: tiles staged through L2 and scattered stores are not a stream). A GEMM
-  timed alone in a loop (:func:`gemm_seconds`, NeuSight's rows) finds its A, B and C in the L2 from
-  the call before as far as they fit: only ``max(0, footprint − L2)`` bytes cross HBM
-  (:func:`hbm_fraction`). Inside a training step (the op-list path, :mod:`archsim.devices.kernel_ops`)
-  every byte does: no kernel there repeats on the operands it just read.
+  bandwidth (its own fraction: tiles staged through L2 and scattered stores are not a stream).
 
   - **SIMT** (fp32, :func:`simt_path`): :data:`TILES` (the sgemm tiles cuBLAS picks from on
     Pascal–Ampere), :data:`REFERENCE_TILE_AREA` outputs per SM, the fitted ``constants.feed``, split-K
@@ -50,8 +46,8 @@ The mechanisms (every figure of the GPU comes from :data:`archsim.devices.catalo
   bytes)``.
 * Every kernel pays ``constants.launch_s``.
 
-No L2-resident speed-up is modeled for the other kernels: in the fitted files no elementwise, softmax or
-layer-norm kernel that fits in L2 runs faster per byte than one that does not (they are launch-bound instead).
+No L2-resident speed-up is modeled: in the fitted files no elementwise, softmax or layer-norm kernel
+that fits in L2 runs faster per byte than one that does not (they are launch-bound instead).
 
 The constants (:class:`KernelConstants`, their two fits and the tensor cores' energy per FLOP) are
 :mod:`archsim.devices.kernel_constants`'s; this module holds the timers.
@@ -61,7 +57,7 @@ A GPU never fitted gets these mechanisms and its datasheet, never another GPU's 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -115,9 +111,7 @@ class GemmPath:
     ``constants.feed``; 0: always fed); split-K factors ``splits``; ``epilogue`` True: C is written
     after the main loop (not hidden behind it), False: C's write joins the reads in the roofline;
     ``hbm_bytes_per_s`` (× ``constants.gemm_memory``); ``sustained_flops``: the board power's cap
-    on the whole GPU (inf: none); ``warm_l2_bytes``: L2 capacity a kernel repeated on the same operands
-    (timed alone, in a loop) finds them in, so only ``max(0, footprint − L2)`` of A, B and C crosses
-    HBM (:func:`hbm_fraction`; 0: every byte does, as inside a training step)."""
+    on the whole GPU (inf: none)."""
 
     cores: int
     core_flops: float
@@ -128,18 +122,6 @@ class GemmPath:
     epilogue: bool
     hbm_bytes_per_s: float
     sustained_flops: float = float("inf")
-    warm_l2_bytes: float = 0.0
-
-
-def hbm_fraction(footprint: npt.ArrayLike, warm_l2_bytes: float) -> np.ndarray:
-    """Fraction of a repeated GEMM's A, B and C bytes (``footprint``, bytes) that cross HBM when the
-    previous call left ``warm_l2_bytes`` of them in the L2: ``max(0, 1 − L2 / footprint)``, i.e.
-    ``max(0, footprint − L2)`` bytes, taken evenly from every operand (the rule the block softmax's
-    L1 re-reads use). 0 L2 bytes: 1 (all HBM)."""
-    f = np.asarray(footprint, dtype=np.float64)
-    if not warm_l2_bytes:
-        return np.ones_like(f)
-    return np.clip(1.0 - warm_l2_bytes / np.maximum(f, 1.0), 0.0, 1.0)
 
 
 def simt_path(spec: GpuSpec, constants: KernelConstants = FITTED, dtype: str = "fp32") -> GemmPath:
@@ -220,10 +202,9 @@ def path_gemm_seconds(batch: npt.ArrayLike, m: npt.ArrayLike, n: npt.ArrayLike, 
     C's write (after it with an epilogue, inside the roofline without), plus one launch."""
     b, m, n, k = _arrays(batch, m, n, k)
     best = compute_seconds(b, m, n, k, path, constants, size)
-    missed = hbm_fraction(b * (m * k + k * n + m * n) * size, path.warm_l2_bytes)
     hbm = path.hbm_bytes_per_s * constants.gemm_memory
-    reads = missed * b * (m * k + k * n) * size / hbm
-    write = missed * b * m * n * size / hbm
+    reads = b * (m * k + k * n) * size / hbm
+    write = b * m * n * size / hbm
     if path.epilogue:
         return np.maximum(best, reads) + write + constants.launch_s
     return np.maximum(best, reads + write) + constants.launch_s
@@ -232,10 +213,8 @@ def path_gemm_seconds(batch: npt.ArrayLike, m: npt.ArrayLike, n: npt.ArrayLike, 
 def gemm_seconds(batch: npt.ArrayLike, m: npt.ArrayLike, n: npt.ArrayLike, k: npt.ArrayLike, spec: GpuSpec,
                  constants: KernelConstants = FITTED, dtype: str = "fp32") -> np.ndarray:
     """Seconds of ``batch`` GEMMs out[m×n] = A[m×k]·B[k×n] in one kernel (arrays broadcast) on the chip
-    ``spec`` (:func:`spec_path`), each kernel timed alone in a loop, as NeuSight times them: its
-    operands stay in the L2 from the call before as far as they fit (``GemmPath.warm_l2_bytes``)."""
-    path = replace(spec_path(spec, constants, dtype), warm_l2_bytes=spec.l2_bytes)
-    return path_gemm_seconds(batch, m, n, k, path, constants, element_bytes(dtype))
+    ``spec`` (:func:`spec_path`)."""
+    return path_gemm_seconds(batch, m, n, k, spec_path(spec, constants, dtype), constants, element_bytes(dtype))
 
 
 def softmax_block_threads(hidden: npt.ArrayLike, dtype: str = "fp32") -> np.ndarray:
@@ -328,7 +307,6 @@ __all__ = [
     "element_bytes",
     "energy_per_flop",
     "gemm_seconds",
-    "hbm_fraction",
     "kernel_seconds",
     "memory_bound_seconds",
     "on_tensor_cores",
