@@ -20,10 +20,13 @@ def _count(text: str) -> int:
     return parse_int(text, what="a positive integer")
 
 
-def _recompute(text: str) -> str:
-    if text not in RECOMPUTE:
-        raise ValueError(f"expected one of {', '.join(RECOMPUTE)}, got {shown(text)}")
-    return text
+def _one_of(choices: tuple[str, ...]) -> Callable[[str], str]:
+    """An axis whose values are the words of one flag's vocabulary."""
+    def parse(text: str) -> str:
+        if text not in choices:
+            raise ValueError(f"expected one of {', '.join(choices)}, got {shown(text)}")
+        return text
+    return parse
 
 
 def _schedule(text: str) -> str:
@@ -31,24 +34,6 @@ def _schedule(text: str) -> str:
 
     if text not in ORDERS and text not in TORCH_SCHEDULES:
         raise ValueError(f"unknown schedule {shown(text)}; choose one of {', '.join(ORDERS)}")
-    return text
-
-
-def _attention(text: str) -> str:
-    if text not in ATTENTIONS:
-        raise ValueError(f"expected one of {', '.join(ATTENTIONS)}, got {shown(text)}")
-    return text
-
-
-def _dp_overlap(text: str) -> str:
-    if text not in DP_OVERLAPS:
-        raise ValueError(f"expected one of {', '.join(DP_OVERLAPS)}, got {shown(text)}")
-    return text
-
-
-def _grad_accumulation(text: str) -> str:
-    if text not in GRAD_ACCUMULATIONS:
-        raise ValueError(f"expected one of {', '.join(GRAD_ACCUMULATIONS)}, got {shown(text)}")
     return text
 
 
@@ -61,8 +46,9 @@ def _boolean(text: str) -> bool:
 # Each axis's values are checked as the flag it sweeps checks them (a bad value is refused, never a row).
 AXES: dict[str, Callable[[str], object]] = {
     "tp": _count, "pp": _count, "dp": _count, "global_batch": _count, "micro_batch": _count, "interleave": _count,
-    "recompute": _recompute, "schedule": _schedule, "sequence_parallel": _boolean,
-    "attention": _attention, "dp_overlap": _dp_overlap, "grad_accumulation": _grad_accumulation}
+    "recompute": _one_of(RECOMPUTE), "schedule": _schedule, "sequence_parallel": _boolean,
+    "attention": _one_of(ATTENTIONS), "dp_overlap": _one_of(DP_OVERLAPS),
+    "grad_accumulation": _one_of(GRAD_ACCUMULATIONS)}
 
 
 def parse_axis(text: str) -> tuple[str, tuple]:
