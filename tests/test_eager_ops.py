@@ -19,7 +19,7 @@ from archsim.errors import InputError
 from archsim.training.calibrate import HOST_CONFIG, HOST_ROW, fit_probe, iteration_ops, read_probe
 from archsim.training.cluster import single_node
 from archsim.training.eager_ops import EAGER_OPTIMIZER_BYTES_PER_PARAMETER, eager_block_work, eager_head_work
-from archsim.training.iteration import model_pieces
+from archsim.training.iteration import after_backward, model_pieces
 from archsim.training.layer_ops import block_work
 from archsim.training.machine import Machine
 from archsim.training.parallel import Parallelism
@@ -99,6 +99,20 @@ def test_optimizer_bytes_per_parameter():
     # fp16 grad → fp32 (2 + 4), unscale in place (4 + 4), norm (4), Adam (read master, grad, m, v; write
     # master, m, v: 7 × 4), master → fp16 weight (4 + 2)
     assert EAGER_OPTIMIZER_BYTES_PER_PARAMETER == 6 + 8 + 4 + 28 + 6
+
+
+def test_optimizer_step_pays_megatrons_kernel_gaps_not_one_per_eager_kernel():
+    # The fit's per-kernel gap is stated per op of Megatron's list: the eager fp16 step (a copy per tensor, then
+    # four multi-tensor kernels) pays it as often as Megatron's fused step, 4 times, whatever the layers.
+    par = Parallelism(1, 1, 1, 8, 2)
+    machine = replace(single_node().machine(par), implementation="pytorch-eager")
+    gpu, k = machine.gpu, machine.kernels.memory_bound
+    parameters = 1e6
+    for layers in (2, 24):
+        c = replace(C, layers=layers)
+        step = after_backward(c, par, machine, 0, parameters)["optimizer"]
+        by_hand = 52 * parameters / (gpu.hbm_bytes_per_s * k.memory) + 4 * k.launch_s
+        assert step == pytest.approx(by_hand, rel=1e-12)
 
 
 def test_default_is_megatron_and_bad_choices_fail():

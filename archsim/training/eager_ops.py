@@ -54,7 +54,6 @@ Kernel = tuple[str, int, int] | tuple[()]  # a memory-bound op's PyTorch kernel 
 # fp16 → fp32 gradient copy 6, unscale 8, norm 4, fused Adam 28 (master, grad, two moments read; master,
 # moments written), master → fp16 weight 6: bytes per parameter of gpu_train_measure.py's optimizer step
 EAGER_OPTIMIZER_BYTES_PER_PARAMETER = 52
-GPT_LAYER_TENSORS = 12  # weights and biases of 2 norms and 4 linears: one fp16 → fp32 copy kernel each
 
 
 def check_eager(c: TransformerConfig, tp: int, sequence_parallel: bool) -> None:
@@ -156,5 +155,5 @@ def eager_head_work(c: TransformerConfig, micro_batch: int) -> Work:
     return Work(forward, backward)
 
 
-__all__ = ["EAGER_OPTIMIZER_BYTES_PER_PARAMETER", "GPT_LAYER_TENSORS",
+__all__ = ["EAGER_OPTIMIZER_BYTES_PER_PARAMETER",
            "IMPLEMENTATIONS", "check_eager", "eager_block_work", "eager_embedding_work", "eager_head_work"]

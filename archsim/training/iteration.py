@@ -49,7 +49,6 @@ from archsim.lowering import TrainingOp
 from archsim.training.dp_overlap import dp_allreduce_seconds
 from archsim.training.eager_ops import (
     EAGER_OPTIMIZER_BYTES_PER_PARAMETER,
-    GPT_LAYER_TENSORS,
     check_eager,
     eager_block_work,
     eager_embedding_work,
@@ -220,9 +219,11 @@ def after_backward(c: TransformerConfig, par: Parallelism, machine: Machine, ran
         moved = FP32_OPTIMIZER_BYTES_PER_PARAMETER * parameters
         optimizer = float(stream_seconds(moved, hbm, machine.kernels.memory_bound, kernels=4))
     elif machine.implementation == "pytorch-eager":  # its step (the gradients' sum ran after each backward)
+        # Its bytes, and the fit's per-kernel gap as often as Megatron's fused step (4 kernels) pays it, not once
+        # per eager kernel (a copy per tensor, then four multi-tensor ones): the fit stated its gap per op of
+        # Megatron's list (iteration.recounted_op_seconds), the rule every pass follows.
         moved = EAGER_OPTIMIZER_BYTES_PER_PARAMETER * parameters
-        kernels = GPT_LAYER_TENSORS * c.layers + 4 + 4  # a copy per tensor, then four multi-tensor kernels
-        optimizer = float(stream_seconds(moved, hbm, machine.kernels.memory_bound, kernels=kernels))
+        optimizer = float(stream_seconds(moved, hbm, machine.kernels.memory_bound, kernels=4))
     else:  # Megatron's fused Adam in every dtype: the training fit's kernels, not PyTorch's
         per_parameter = OPTIMIZER_BYTES_PER_PARAMETER if machine.dtype != "fp32" else FP32_OPTIMIZER_BYTES_PER_PARAMETER
         optimizer = float(stream_seconds(parameters * per_parameter, hbm, machine.efficiency, kernels=4))
