@@ -115,3 +115,33 @@ def test_a_vtrain_row_replaces_the_models_shape_as_the_shipped_config_of_that_sh
     got = row_config(load_transformer(MODEL), row)
     for key in ("layers", "hidden", "heads", "vocab", "seq", "ffn", "kv_heads", "tied_embeddings", "positions"):
         assert getattr(got, key) == getattr(shipped, key), key
+
+
+@pytest.mark.parametrize("flag", [["--tp", "4"], ["--pp", "2"], ["--global-batch", "64"], ["--recompute", "none"],
+                                  ["--interleave", "2"], ["--sweep", "tp=1,2"], ["--balance", "planned"],
+                                  ["--placement", "planned"], ["--stage-layers", "12,12"], ["--gantt", "g.html"]])
+def test_flags_a_runs_file_sets_per_row_are_refused_not_ignored(tmp_path, capsys, flag):
+    """`--runs` read each row's parallelism and silently dropped these flags (a `--tp 4` or a
+    `--sweep` beside it changed nothing): one line naming the flag, exit 2."""
+    runs = tmp_path / "runs.csv"
+    runs.write_text("tp,pp,dp,micro_batch,global_batch\n2,2,2,2,16\n")
+    code, out, err = _cli(["train", MODEL, "--cluster", CLUSTER, "--runs", str(runs), *flag], capsys)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and flag[0] in err
+
+
+def test_runs_take_the_schedule_and_say_it_and_the_gradient_accumulation(tmp_path, capsys):
+    """`--schedule gpipe` was ignored by `--runs` (every row ran 1F1B) and the meta named neither the
+    schedule nor the gradient accumulation; each row now runs as `train` runs it with the same flags."""
+    runs = tmp_path / "runs.csv"
+    runs.write_text("tp,pp,dp,micro_batch,global_batch\n1,4,2,1,16\n")
+    flags = ["--schedule", "gpipe", "--grad-accumulation", "unfused"]
+    code, out, _ = _cli(["train", MODEL, "--cluster", CLUSTER, "--runs", str(runs), *flags, "--format", "json"],
+                        capsys)
+    got = json.loads(out)
+    assert code == 0 and (got["meta"]["schedule"], got["meta"]["grad_accumulation"]) == ("gpipe", "unfused")
+    code, out, _ = _cli(["train", MODEL, "--cluster", CLUSTER, "--pp", "4", "--dp", "2", "--global-batch", "16",
+                         *flags, "--format", "json"], capsys)
+    assert got["rows"][0]["predicted_seconds"] == pytest.approx(json.loads(out)["meta"]["iteration_seconds"])
+    code, out, _ = _cli(["train", MODEL, "--cluster", CLUSTER, "--pp", "4", "--dp", "2", "--global-batch", "16",
+                         "--format", "json"], capsys)
+    assert got["rows"][0]["predicted_seconds"] != pytest.approx(json.loads(out)["meta"]["iteration_seconds"])
