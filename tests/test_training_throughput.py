@@ -310,3 +310,19 @@ def test_sweep_rows_carry_the_rates_of_single_runs(capsys):
         assert all(row[k] == meta[k] for k in ("iteration_seconds", "mfu", "tflops_per_gpu",
                                                 "hardware_tflops_per_gpu", "tokens_per_second"))
     assert all(r["mfu"] is None and "divide the heads" in r["error"] for r in rows[1::2])  # null (JSON's NaN): no run
+
+
+def test_interleave_names_the_schedule_it_runs(capsys):
+    """`--interleave 2` with the default `--schedule 1f1b` runs Megatron's interleaved 1F1B, but the meta
+    (and a sweep's rows) said `1f1b`: the same time as `--schedule interleaved-1f1b`, under the other name."""
+    base = ["train", MODEL, "--cluster", NODE, "--pp", "2", "--global-batch", "8", "--format", "json"]
+    seconds = {}
+    for extra in ([], ["--interleave", "2"], ["--interleave", "2", "--schedule", "interleaved-1f1b"]):
+        assert main([*base, *extra]) == 0
+        meta = json.loads(capsys.readouterr().out)["meta"]
+        seconds[tuple(extra)] = (meta["schedule"], meta["iteration_seconds"])
+    plain, interleaved, named = seconds.values()
+    assert plain[0] == "1f1b" and interleaved == named and named[0] == "interleaved-1f1b" and plain != named
+    assert main([*base, "--sweep", "interleave=1,2"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert [(r["schedule"], r["iteration_seconds"]) for r in rows] == [plain, named]

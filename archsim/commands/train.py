@@ -160,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
     meta = {"model": config.name, "gpu": ", ".join(sorted({m.gpu.name for m in machines})), "gpus": par.gpus, "tp": par.tp, "pp": par.pp,
             "dp": par.dp, "global_batch": par.global_batch, "micro_batch": par.micro_batch,
             "microbatches": par.microbatches, "recompute": par.recompute,
-            "sequence_parallel": par.sequence_parallel, "interleave": par.interleave, "schedule": par.schedule,
+            "sequence_parallel": par.sequence_parallel, "interleave": par.interleave, "schedule": par.schedule_name,
             "attention": par.attention, "dp_overlap": par.dp_overlap, "stage_layers": ",".join(map(str, par.stage_layers)) if par.stage_layers else "even",
             "placement": order_text(placement) if isinstance(placement, tuple) else "file",
             "dtype": args.dtype, "implementation": args.implementation,
