@@ -326,3 +326,14 @@ def test_interleave_names_the_schedule_it_runs(capsys):
     assert main([*base, "--sweep", "interleave=1,2"]) == 0
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert [(r["schedule"], r["iteration_seconds"]) for r in rows] == [plain, named]
+
+
+def test_a_sweep_names_its_dtype(capsys):
+    """A `--sweep`'s meta named the model and GPU but not `--dtype`, so an fp32 sweep and an fp16 one
+    printed the same header over different times."""
+    metas = []
+    for dtype in ("fp16", "fp32"):
+        assert main(["train", MODEL, "--cluster", NODE, "--global-batch", "8", "--attention", "standard",
+                     "--dtype", dtype, "--sweep", "tp=1,2", "--format", "json"]) == 0
+        metas.append(json.loads(capsys.readouterr().out)["meta"])
+    assert [m["dtype"] for m in metas] == ["fp16", "fp32"]

@@ -279,7 +279,7 @@ def _run_sweep(args: argparse.Namespace, config) -> int:
     if isinstance(placement, tuple):
         cluster = cluster.reordered(placement)
     rows = sweep(config, cluster, base, axes)
-    meta = {"model": config.name, "gpu": cluster.gpu.name, "points": len(rows),
+    meta = {"model": config.name, "gpu": cluster.gpu.name, "dtype": args.dtype, "points": len(rows),
             "axes": ",".join(name for name, _ in axes)}
     emit(render(pd.DataFrame(rows), args.format, meta=meta, precision=args.precision), args)
     return 0
