@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # the array model is imported by the commands that cost on it
     from archsim.array.config import ArrayConfig
     from archsim.sim.timeline import Timeline
 
-clock_ghz_flag = float_flag(1e-6, 1e3, what="a clock in GHz (1e-06 … 1000)")
+clock_ghz_flag = float_flag(1e-6, 1e3, what="a clock in GHz")
 
 
 def positive_int(text: str) -> int:
