@@ -145,3 +145,14 @@ def test_runs_take_the_schedule_and_say_it_and_the_gradient_accumulation(tmp_pat
     code, out, _ = _cli(["train", MODEL, "--cluster", CLUSTER, "--pp", "4", "--dp", "2", "--global-batch", "16",
                          "--format", "json"], capsys)
     assert got["rows"][0]["predicted_seconds"] != pytest.approx(json.loads(out)["meta"]["iteration_seconds"])
+
+
+@pytest.mark.parametrize("header", ["tp,pp,dp,micro_batch,global_batch\n", VTRAIN.read_text().splitlines()[0] + "\n"])
+def test_a_runs_file_with_no_rows_is_one_line(tmp_path, capsys, header):
+    """A header and no rows printed pandas' "Empty DataFrame / Columns: [] / Index: []" under a meta
+    with mape None, exit 0; it is refused like an empty NeuSight file."""
+    runs = tmp_path / "runs.csv"
+    runs.write_text(header + "\n")
+    code, out, err = _cli(["train", MODEL, "--cluster", CLUSTER, "--runs", str(runs)], capsys)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "no runs" in err
+    assert "runs.csv, line 1" in err

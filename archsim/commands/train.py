@@ -327,7 +327,7 @@ def _run_runs(args: argparse.Namespace, config) -> int:
     errors = [abs(r["error"]) for r in out if r["error"] is not None]
     meta = {"model": config.name, "gpu": cluster.gpu.name, "attention": args.attention, "dp_overlap": args.dp_overlap,
             "dtype": args.dtype, "schedule": args.schedule,
-            "grad_accumulation": accumulation(rows[0].par, cluster.machine(rows[0].par)) if rows else None,
+            "grad_accumulation": accumulation(rows[0].par, cluster.machine(rows[0].par)),  # (read_runs: ≥ 1 row)
             "runs": len(out), "measured": len(errors),
             "mape": float(np.mean(errors)) if errors else None}
     emit(render(Rows.of(out), args.format, meta=meta,
