@@ -90,6 +90,8 @@ def render(frame: pd.DataFrame | Rows, fmt: str, *, meta: Mapping[str, object] |
         elif pd.api.types.is_object_dtype(shown[column]):  # None among text or flags: no value, "nan"
             shown[column] = shown[column].map(lambda x: "nan" if x is None else x)
     header = "".join(f"# {k}: {format_number(v, float_format)}\n" for k, v in (meta or {}).items())
+    if shown.empty:  # pandas would print "Empty DataFrame / Columns: […] / Index: []"
+        return header + " ".join(map(str, shown.columns)) + "\n"
     return header + shown.to_string(index=False) + "\n"
 
 

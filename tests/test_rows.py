@@ -82,3 +82,12 @@ def test_no_value_is_nan_in_a_table_as_in_json_null():
         text = render(frame, "table", meta={"mape": None})
         assert "None" not in text and text.startswith("# mape: nan\n")
         assert [line.split() for line in text.splitlines()[2:]] == [["1", "nan", "nan"], ["2", "nan", "True"]]
+
+
+def test_a_table_without_rows_is_its_header_not_pandas_repr():
+    """A search where nothing can run (every candidate rejected) printed pandas' "Empty DataFrame /
+    Columns: [tp, pp, …] / Index: []" as its table; a table with no rows is its column names, as csv's."""
+    empty = pd.DataFrame(columns=["tp", "pp", "iteration_seconds"])
+    text = render(empty, "table", meta={"costed": 0})
+    assert text == "# costed: 0\ntp pp iteration_seconds\n"
+    assert render(empty, "csv") == "tp,pp,iteration_seconds\n"
