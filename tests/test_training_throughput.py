@@ -337,3 +337,18 @@ def test_a_sweep_names_its_dtype(capsys):
                      "--dtype", dtype, "--sweep", "tp=1,2", "--format", "json"]) == 0
         metas.append(json.loads(capsys.readouterr().out)["meta"])
     assert [m["dtype"] for m in metas] == ["fp16", "fp32"]
+
+
+def test_api_search_takes_one_value_where_the_flag_takes_one_or_more():
+    """`archsim search --schedule 1f1b` takes one value or several; `archsim.search(schedule="1f1b")` read
+    the string as the schedules '1', 'f', '1', 'b' (ValueError: 1), `recompute="none"` as 'n', 'o', …
+    and `chunks=2` raised TypeError. One value is a list of one, as `gpus=8` already was."""
+    import archsim
+
+    def rows(**one):
+        found = archsim.search(MODEL, cluster=NODE, global_batch=16, top=5, max_micro_batch=2, refine=0, **one)
+        return [(r["tp"], r["pp"], r["schedule"], r["recompute"], r["interleave"]) for r in found.rows]
+
+    assert rows(schedule="1f1b") == rows(schedule=["1f1b"])
+    assert rows(recompute="none", schedule="gpipe") == rows(recompute=["none"], schedule=["gpipe"])
+    assert rows(chunks=2, schedule="interleaved-1f1b") == rows(chunks=[2], schedule=["interleaved-1f1b"])
