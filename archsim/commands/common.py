@@ -49,8 +49,8 @@ def positive_int_list(text: str) -> list[int]:
 def add_job_limit_argument(parser: argparse.ArgumentParser) -> None:
     """--max-ops: the simulated-op count above which a command refuses before starting."""
     parser.add_argument("--max-ops", type=positive_int, default=DEFAULT_MAX_OPS, metavar="N",
-                        help=f"refuse jobs simulating more ops than this (default {DEFAULT_MAX_OPS:,}, "
-                             "about 3 GB and a minute)")
+                        help=f"refuse jobs simulating more ops than this (default {DEFAULT_MAX_OPS:,}: the "
+                             "largest accepted jobs measured peaked at 0.7–1.3 GB: docs/cli.md, docs/training.md)")
 
 
 MODE_HELP = "paper: LayerPipe's simplifications (δ for the first layer, dense δ); exact: what training computes"
