@@ -156,3 +156,18 @@ def test_a_runs_file_with_no_rows_is_one_line(tmp_path, capsys, header):
     code, out, err = _cli(["train", MODEL, "--cluster", CLUSTER, "--runs", str(runs)], capsys)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "no runs" in err
     assert "runs.csv, line 1" in err
+
+
+def test_a_mixed_clusters_sweep_and_runs_name_every_gpu_as_search_does(tmp_path, capsys):
+    """On a cluster of H100 and A100 servers a `--sweep`'s and a `--runs`' meta named only the first
+    server's GPU (`gpu: NVIDIA H100 SXM5 80GB`) though their points may run on the A100s; they name
+    every GPU type, as `search` does."""
+    mixed = str(ROOT / "configs" / "clusters" / "mixed_counts_h100_a100.toml")
+    runs = tmp_path / "runs.csv"
+    runs.write_text("tp,pp,dp,micro_batch,global_batch\n1,1,8,1,8\n")
+    both = "NVIDIA A100 SXM4 40GB, NVIDIA H100 SXM5 80GB"
+    for extra in (["--global-batch", "8", "--sweep", "dp=1,2"], ["--runs", str(runs)],
+                  ["--global-batch", "8", "--max-micro-batch", "1", "--schedule", "1f1b", "--refine", "0"]):
+        command = "search" if "--refine" in extra else "train"
+        code, out, _ = _cli([command, MODEL, "--cluster", mixed, *extra, "--format", "json"], capsys)
+        assert code == 0 and json.loads(out)["meta"]["gpu"] == both, extra

@@ -279,7 +279,7 @@ def _run_sweep(args: argparse.Namespace, config) -> int:
     if isinstance(placement, tuple):
         cluster = cluster.reordered(placement)
     rows = sweep(config, cluster, base, axes)
-    meta = {"model": config.name, "gpu": cluster.gpu.name, "dtype": args.dtype, "points": len(rows),
+    meta = {"model": config.name, "gpu": cluster.gpu_names, "dtype": args.dtype, "points": len(rows),
             "axes": ",".join(name for name, _ in axes)}
     emit(render(pd.DataFrame(rows), args.format, meta=meta, precision=args.precision), args)
     return 0
@@ -325,7 +325,7 @@ def _run_runs(args: argparse.Namespace, config) -> int:
     except InputError as exc:
         raise InputError(exc.message, file=args.runs, line=exc.where.line, field=exc.where.field) from None
     errors = [abs(r["error"]) for r in out if r["error"] is not None]
-    meta = {"model": config.name, "gpu": cluster.gpu.name, "attention": args.attention, "dp_overlap": args.dp_overlap,
+    meta = {"model": config.name, "gpu": cluster.gpu_names, "attention": args.attention, "dp_overlap": args.dp_overlap,
             "dtype": args.dtype, "schedule": args.schedule,
             "grad_accumulation": accumulation(rows[0].par, cluster.machine(rows[0].par)),  # (read_runs: ≥ 1 row)
             "runs": len(out), "measured": len(errors),
