@@ -370,3 +370,15 @@ def test_a_range_message_says_each_bound_once(capsys):
     assert main(["schedule", "--stages", "3", "--stage-times", "1,2,1", "--comm", "-1", "--microbatches", "4",
                  "--policy", "zb-2p"]) == 2
     assert ">= 0" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [["cost"], ["energy"], ["pipeline", "--processors", "2"]])
+def test_a_kernel_csv_given_as_a_network_names_validate_gpu(tmp_path, capsys, command):
+    """A NeuSight kernel CSV given as NETWORK was refused as a topology with a bad header ("header has 7
+    columns; the first 8 must be Layer name, …", or an unknown column of the full file): the line now
+    says what the file is and which command reads it."""
+    small = tmp_path / "kernels.csv"
+    small.write_text("OPName,Latency,Device,B,M,N,K\nlinear,1.1,Tesla V100-PCIE-32GB,1,1024,2560,2560\n")
+    for path in (small, ROOT / "tests" / "data" / "neusight_kernels" / "linear.csv"):
+        err = clean_error(capsys, command[0], path, *command[1:])
+        assert "validate-gpu" in err and "NeuSight" in err, err

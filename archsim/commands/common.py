@@ -240,12 +240,30 @@ def network_from_args(args: argparse.Namespace, geometry: str = "archsim"):
     """The NETWORK argument, restricted to ``--only`` kinds."""
     from archsim.workload import load_network
 
-    network = load_network(args.network, geometry=geometry, **onnx_options(args))
+    try:
+        network = load_network(args.network, geometry=geometry, **onnx_options(args))
+    except InputError:
+        if _kernel_csv(args.network):
+            raise InputError("a NeuSight kernel CSV (OPName, Latency, …), not a network: `archsim validate-gpu "
+                             "--csv FILE` times its kernels", file=str(args.network)) from None
+        raise
     for note in network.notes:
         print(f"archsim: note: {note}", file=sys.stderr)
     if args.only:
         network = network.only(*[k.strip() for k in args.only.split(",") if k.strip()])
     return network
+
+
+def _kernel_csv(path: str) -> bool:
+    """Whether a NETWORK that failed to load is a NeuSight kernel CSV (a common mix-up, named in the error)."""
+    if not str(path).lower().endswith(".csv"):
+        return False
+    from archsim.validation.neusight import is_neusight_file
+
+    try:
+        return is_neusight_file(path)
+    except InputError:
+        return False
 
 
 def add_timeline_outputs(parser: argparse.ArgumentParser) -> None:
