@@ -118,13 +118,14 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
 
 def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | None = None, seq: int | None = None,
            objective: str = "time", balance: str = "even", placement: str = "file", top: int = 10,
-           recompute: Sequence[str] = ("none", "selective", "full"), schedule: Sequence[str] | None = None,
-           chunks: Sequence[int] = (2, 4), max_micro_batch: int = 8, sequence_parallel: str = "both",
+           recompute: str | Sequence[str] = ("none", "selective", "full"), schedule: str | Sequence[str] | None = None,
+           chunks: int | Sequence[int] = (2, 4), max_micro_batch: int = 8, sequence_parallel: str = "both",
            refine: int | None = None, attention: str = "flash", dp_overlap: str = "none",
            max_ops: int | None = None, grad_accumulation: str = "fused"):
     """Rank TP × PP × DP × micro-batch × recompute × schedule for ``model`` on ``cluster`` as
     ``archsim search`` does, with its flags' names and defaults (``schedule`` None: every schedule;
-    ``refine`` None: 2 × ``top``; ``max_ops``: ``--max-ops``, None: its default). Returns the :class:`~archsim.training.search.SearchResult`: ``rows``
+    ``refine`` None: 2 × ``top``; ``max_ops``: ``--max-ops``, None: its default; one value where the flag
+    takes several, ``schedule="1f1b"``, is a list of one). Returns the :class:`~archsim.training.search.SearchResult`: ``rows``
     (best first: the configuration, ``iteration_seconds``, ``peak_memory_gib``, ``mfu``, …),
     ``rejected`` (reason → count) and the Pareto front."""
     from archsim.choices.training import GRAD_ACCUMULATIONS
@@ -146,11 +147,16 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
     if sequence_parallel not in modes:
         raise InputError(f"expected both, on or off, got {sequence_parallel!r}", field="sequence-parallel")
     return _search(config, on, global_batch, counts or None, micro_batches=range(1, max_micro_batch + 1),
-                   recomputes=tuple(recompute), schedules=tuple(schedule or SCHEDULES), chunks=tuple(chunks),
+                   recomputes=_listed(recompute), schedules=_listed(schedule or SCHEDULES), chunks=_listed(chunks),
                    sequence_parallel=modes[sequence_parallel], top=top,
                    refine=2 * top if refine is None else max(refine, 0), balance=balance, objective=objective,
                    placement=placement, attention=attention, dp_overlap=dp_overlap, grad_accumulation=grad_accumulation,
                    max_actions=MAX_REFINE_ACTIONS if max_ops is None else max_ops)
+
+
+def _listed(value) -> tuple:
+    """A flag's values as a tuple: one value (a name, a count) as a tuple of one, not its characters."""
+    return (value,) if isinstance(value, (str, int)) else tuple(value)
 
 
 def _transformer(model, seq: int | None):

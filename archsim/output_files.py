@@ -1,6 +1,7 @@
 """The one writer of every output file a flag names: what it does depends on what the name is.
 
-A regular file (or a new name) is replaced atomically; this process's own descriptor
+A regular file (or a new name) is replaced atomically, keeping the old file's permissions (a
+read-only one is refused); this process's own descriptor
 (``/dev/stdout``, ``/dev/fd/N``) is written into; a character device or FIFO is written
 through in place, never replaced; anything else is refused in one line (docs/security.md).
 """
@@ -32,6 +33,9 @@ def check_target(path: str | Path) -> str:
     except OSError as exc:  # a loop, a name too long, a file where a folder should be, no permission
         raise _unwritable(exc, path) from None
     if stat.S_ISREG(mode):
+        if not mode & 0o222 or not os.access(path, os.W_OK):  # the rename needs only the folder's permission
+            raise InputError(f"a read-only file (mode {stat.S_IMODE(mode):o}): give another name, or make it "
+                             "writable", file=str(path))
         return "replace"
     if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
         return "through"
@@ -153,9 +157,7 @@ def _replace_atomically(path: Path, text: str) -> Path:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the file the usual permissions
+        os.chmod(tmp, _replacement_mode(path))  # mkstemp makes 0600
         os.replace(tmp, path)
     except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
@@ -163,6 +165,17 @@ def _replace_atomically(path: Path, text: str) -> Path:
             raise _unwritable(exc, path) from None
         raise
     return path
+
+
+def _replacement_mode(path: Path) -> int:
+    """Permission bits for the file that replaces ``path``: the old file's (a private 0600 file stays
+    private), else a new file's usual 0666 less the umask."""
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 def _alive(pid: int) -> bool:

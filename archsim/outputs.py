@@ -33,8 +33,11 @@ def _plain(value: object) -> object:
 
 def format_number(value: object, float_format: str = "{:.4g}") -> str:
     """How a table shows one value: integers (and integral floats, e.g. cycle sums) in full,
-    other floats with ``float_format`` (4 significant digits by default), everything else as is."""
+    other floats with ``float_format`` (4 significant digits by default), no value (None: JSON's null)
+    as ``nan``, as a NaN shows, everything else as is."""
     value = _plain(value)
+    if value is None:
+        return "nan"
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return str(value)
     if isinstance(value, float):
@@ -84,7 +87,11 @@ def render(frame: pd.DataFrame | Rows, fmt: str, *, meta: Mapping[str, object] |
     for column in shown.columns:
         if pd.api.types.is_float_dtype(shown[column]):
             shown[column] = shown[column].map(lambda x: format_number(x, float_format))
+        elif pd.api.types.is_object_dtype(shown[column]):  # None among text or flags: no value, "nan"
+            shown[column] = shown[column].map(lambda x: "nan" if x is None else x)
     header = "".join(f"# {k}: {format_number(v, float_format)}\n" for k, v in (meta or {}).items())
+    if shown.empty:  # pandas would print "Empty DataFrame / Columns: […] / Index: []"
+        return header + " ".join(map(str, shown.columns)) + "\n"
     return header + shown.to_string(index=False) + "\n"
 
 

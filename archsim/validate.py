@@ -81,9 +81,10 @@ def parse_float(text: object, *, low: float = 0.0, high: float = math.inf, low_o
     if 0 < abs(value) < MIN_MAGNITUDE:  # e.g. 1e-320: dividing by it overflows to inf downstream
         raise ValueError(f"expected {what} of 0 or a magnitude of at least {MIN_MAGNITUDE:g}, got {shown(text)}")
     if value < low or (low_open and value == low) or value > high:
-        bound = "" if (low, low_open) == (0.0, True) and "positive" in what else \
-            f" > {low:g}" if low_open else f" >= {low:g}"
-        upper = f" and <= {high:g}" if math.isfinite(high) else ""
+        said = ((low, low_open) == (0.0, True) and "positive" in what) or \
+            ((low, low_open) == (0.0, False) and "non-negative" in what)  # the word says the bound
+        bound = "" if said else f" > {low:g}" if low_open else f" >= {low:g}"
+        upper = f"{' and' if bound else ''} <= {high:g}" if math.isfinite(high) else ""
         raise ValueError(f"expected {what}{bound}{upper}, got {shown(text)}")
     return value
 

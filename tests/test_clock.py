@@ -61,3 +61,12 @@ def test_bad_clocks_are_input_errors(tmp_path, capsys) -> None:
     assert main(["gemm", "--m", "4", "--k", "4", "--n", "4", "--clock-ghz", "-1"]) == 2
     assert main(["gemm", "--m", "4", "--k", "4", "--n", "4", "--clock-ghz", "nan"]) == 2
     assert main(["cost", "layerpipe_sample", "--clock-ghz", "0"]) == 2
+
+
+def test_a_refused_clock_states_its_range_once(capsys):
+    """`--clock-ghz 0` said "expected a clock in GHz (1e-06 … 1000) >= 1e-06 and <= 1000": the range twice."""
+    assert main(["cost", "layerpipe_sample", "--clock-ghz", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("1e-06") == 1 and err.count("1000") == 1 and "'0'" in err
+    assert main(["cost", "layerpipe_sample", "--clock-ghz", "nan"]) == 2
+    assert "expected a finite clock in GHz" in capsys.readouterr().err

@@ -97,3 +97,17 @@ def test_memory_floor_and_overheads_by_hand():
     got = op_seconds(ops, a100, eff)
     assert got[0] == pytest.approx(2 * 128 * 256 * 4096 / (0.5 * 312e12 / 108) + 5e-6)  # 256×128 and 128×256 run at full rate
     assert got[1] == pytest.approx(2e9 / (0.5 * 2039e9) + 5e-6)
+
+
+@pytest.mark.parametrize(("board", "lanes", "fp32_tflops"), [("a100-80gb", 64, 19.5), ("h200-141gb", 128, None)])
+def test_sxm_boards_know_their_fp32_lanes(board, lanes, fp32_tflops):
+    """`train --dtype fp32` on the A100 SXM4 80GB and the H200 was refused ("FP32 lanes per SM not in the
+    catalog") though their chips' lanes are the datasheets': GA100 64 FP32 lanes per SM (19.5 TFLOP/s =
+    108 SMs × 64 × 2 × 1.41 GHz), GH100 128 (the H200 is the H100 SXM's processor)."""
+    from archsim.devices.catalog import chip_of
+    from archsim.devices.kernels import sm_flops
+
+    chip = chip_of(gpu(board))
+    assert chip is not None and chip.fp32_lanes_per_sm == lanes
+    if fp32_tflops:
+        assert sm_flops(chip) * chip.sm_count == pytest.approx(fp32_tflops * 1e12, rel=0.01)

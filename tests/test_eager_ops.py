@@ -173,3 +173,17 @@ def test_an_eager_pass_pays_the_fits_per_kernel_gap_as_often_as_megatrons_ops():
     assert eager.forward - bodies.forward == pytest.approx(13 * gap, rel=1e-9)
     both = eager.backward_input + eager.backward_weight - bodies.backward_input - bodies.backward_weight
     assert both == pytest.approx(19 * gap, rel=1e-9)
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "fp32"])
+def test_eager_with_the_default_flash_attention_says_which_flag_to_give(dtype, capsys):
+    """`train --implementation pytorch-eager` with `--attention`'s default (flash) was refused with "the
+    pytorch-eager op list runs standard attention only", naming no flag; the line now names it."""
+    from archsim.cli import main
+
+    root = Path(__file__).resolve().parents[1]
+    assert main(["train", str(root / "configs/transformers/gpt2.json"), "--cluster",
+                 str(root / "configs/clusters/h100_1gpu.toml"), "--global-batch", "1", "--dtype", dtype,
+                 "--implementation", "pytorch-eager"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "--attention standard" in err

@@ -2,6 +2,7 @@
 measured V100 iterations (Hugging Face models, fp32, eager PyTorch) are predicted within a stated band."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -115,3 +116,20 @@ def test_megatrons_fp32_norms_and_softmax_are_the_kernel_models_kernels():
     expected = kernel_seconds({"op": ["ln", "softmax"], "B": [128 * b, b * 4 * 128], "H": [256, 128]},
                               chip_of(machine.gpu)) - 16.0e-6  # queued inside the step: no launch
     assert (rows[("norm1", "F")], rows[("softmax", "F")]) == pytest.approx((expected[0], expected[1]), rel=1e-12)
+
+
+@pytest.mark.parametrize(("cluster", "fp32_tflops"), [("a100_node.toml", 19.5), ("h200_1gpu.toml", 61.8)])
+def test_fp32_trains_on_the_shipped_sxm_clusters(cluster, fp32_tflops, capsys):
+    """Both were refused (no FP32 lanes in their catalog rows). By hand: GPT-2 small's 12 layers hold
+    12 × 12 · 768² = 84.9 M weights, so 8 × 1,024 tokens train with at least 6 × 84.9 M × 8,192 = 4.17
+    TFLOP of GEMMs; on the FP32 lanes (A100 19.5 TFLOP/s; H200 132 SMs × 128 × 2 × 1.83 GHz = 61.8) that
+    bounds the fp32 iteration from below, and fp16 on the tensor cores beats the bound."""
+    root = Path(__file__).resolve().parents[1]
+    argv = ["train", str(root / "configs/transformers/gpt2.json"), "--cluster", str(root / "configs/clusters" / cluster),
+            "--global-batch", "8", "--micro-batch", "8", "--attention", "standard", "--format", "json"]
+    seconds = {}
+    for dtype in ("fp32", "fp16"):
+        assert main([*argv, "--dtype", dtype]) == 0
+        seconds[dtype] = json.loads(capsys.readouterr().out)["meta"]["iteration_seconds"]
+    bound = 6 * 12 * 12 * 768**2 * 8 * 1024 / (fp32_tflops * 1e12)
+    assert seconds["fp16"] < bound < seconds["fp32"]

@@ -288,6 +288,18 @@ def test_cli_refuses_an_unknown_gpu_in_one_line(tmp_path, capsys):
     assert out == "" and len(err.splitlines()) == 1 and "unknown GPU" in err
 
 
+
+def test_an_unknown_gpu_in_a_row_names_the_file_line_and_column(tmp_path, capsys):
+    """The Device of line 3 not in the catalog was refused as "field 'gpu': unknown GPU …", naming no file
+    or line (every other bad cell names them); with --gpu the rows' Device is not read."""
+    path = tmp_path / "k.csv"
+    path.write_text("OPName,Latency,Device,B,H\nadd,0.1,Tesla T4,4,4\nadd,0.1,Imaginary GPU 9000,4,4\n")
+    assert main(["validate-gpu", "--csv", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}, line 3, field 'Device'" in err and "Imaginary GPU 9000" in err and "--gpu" in err
+    assert main(["validate-gpu", "--csv", str(path), "--gpu", "t4"]) == 0
+
+
 # Leave-one-GPU-out MAPE (%) per op class on the sample in tests/data/neusight_kernels (fit on the other
 # four GPUs' rows of all eight files from FIT_START, 300 Nelder–Mead iterations over FIT_ROUNDS rounds),
 # measured with softmax's two kernels, split-K wherever it finishes first and C's epilogue write: the

@@ -212,6 +212,30 @@ def test_a_regular_file_is_replaced_atomically(tmp_path, monkeypatch):
 
 
 
+def test_a_replaced_file_keeps_its_permissions(tmp_path):
+    """A private (0600) file stayed private: the rename put a fresh 0644 file (umask 022) in its place,
+    readable by everyone; the replacement takes the old file's mode."""
+    target = tmp_path / "private.csv"
+    target.write_text("old\n", encoding="utf-8")
+    target.chmod(0o600)
+    old = os.umask(0o022)
+    try:
+        write_output(target, "new\n")
+    finally:
+        os.umask(old)
+    assert target.read_text(encoding="utf-8") == "new\n" and stat.S_IMODE(os.stat(target).st_mode) == 0o600
+
+
+def test_a_read_only_file_is_refused_before_any_work(tmp_path, capsys):
+    """A file with no write permission (chmod 444) was silently replaced by a writable one: the rename
+    needs only the folder's permission. It is refused, as the shell's ``>`` refuses it, and stays."""
+    target = tmp_path / "kept.csv"
+    target.write_text("old\n", encoding="utf-8")
+    target.chmod(0o444)
+    assert "read-only" in clean_error(capsys, "cost", "layerpipe_sample", "--out", target)
+    assert target.read_text(encoding="utf-8") == "old\n" and stat.S_IMODE(os.stat(target).st_mode) == 0o444
+
+
 def test_a_block_device_is_refused_before_it_is_opened(tmp_path, capsys):
     """A disk is never an output: refused on its type alone (this node's disk is loop device 7:0)."""
     if os.geteuid() != 0:

@@ -356,3 +356,29 @@ def test_one_nan_test_for_every_cell_type():
 
     assert is_nan(float("nan")) and is_nan(np.float32("nan")) and is_nan(np.float64("nan"))
     assert not any(is_nan(v) for v in (0.0, 3, "nan", None, float("inf"), np.int64(2), "x"))
+
+
+def test_a_range_message_says_each_bound_once(capsys):
+    """`--comm -1` said "expected a non-negative time >= 0 and <= 1e+15": non-negative and >= 0 are the
+    same bound, said twice; a positive time already dropped its "> 0"."""
+    from archsim.validate import parse_float
+
+    with pytest.raises(ValueError, match=r"^expected a non-negative time <= 1e\+15, got '-1'$"):
+        parse_float("-1", high=1e15, what="a non-negative time")
+    with pytest.raises(ValueError, match=r"^expected a number >= 2 and <= 3, got '1'$"):
+        parse_float("1", low=2, high=3)
+    assert main(["schedule", "--stages", "3", "--stage-times", "1,2,1", "--comm", "-1", "--microbatches", "4",
+                 "--policy", "zb-2p"]) == 2
+    assert ">= 0" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [["cost"], ["energy"], ["pipeline", "--processors", "2"]])
+def test_a_kernel_csv_given_as_a_network_names_validate_gpu(tmp_path, capsys, command):
+    """A NeuSight kernel CSV given as NETWORK was refused as a topology with a bad header ("header has 7
+    columns; the first 8 must be Layer name, …", or an unknown column of the full file): the line now
+    says what the file is and which command reads it."""
+    small = tmp_path / "kernels.csv"
+    small.write_text("OPName,Latency,Device,B,M,N,K\nlinear,1.1,Tesla V100-PCIE-32GB,1,1024,2560,2560\n")
+    for path in (small, ROOT / "tests" / "data" / "neusight_kernels" / "linear.csv"):
+        err = clean_error(capsys, command[0], path, *command[1:])
+        assert "validate-gpu" in err and "NeuSight" in err, err

@@ -71,3 +71,23 @@ def test_seconds_beside_cycles_on_plain_rows_as_on_the_dataframe(rows, clock):
         ours = render(add_seconds(Rows.of(rows), clock), fmt)
         theirs = render(add_seconds(pd.DataFrame(rows), clock), fmt) if rows else render(Rows.of(rows), fmt)
         assert ours == theirs, fmt
+
+
+def test_no_value_is_nan_in_a_table_as_in_json_null():
+    """A value that is not there (None; JSON's null, csv's empty cell) showed as "None" in a table where
+    its column had nothing else (`train --runs` without measured times: measured_seconds, error and the
+    meta's mape) but as "nan" beside numbers; the table shows "nan" for both (docs/formats.md)."""
+    rows = [{"run": 1, "measured": None, "fits": None}, {"run": 2, "measured": None, "fits": True}]
+    for frame in (Rows.of(rows), pd.DataFrame(rows)):
+        text = render(frame, "table", meta={"mape": None})
+        assert "None" not in text and text.startswith("# mape: nan\n")
+        assert [line.split() for line in text.splitlines()[2:]] == [["1", "nan", "nan"], ["2", "nan", "True"]]
+
+
+def test_a_table_without_rows_is_its_header_not_pandas_repr():
+    """A search where nothing can run (every candidate rejected) printed pandas' "Empty DataFrame /
+    Columns: [tp, pp, …] / Index: []" as its table; a table with no rows is its column names, as csv's."""
+    empty = pd.DataFrame(columns=["tp", "pp", "iteration_seconds"])
+    text = render(empty, "table", meta={"costed": 0})
+    assert text == "# costed: 0\ntp pp iteration_seconds\n"
+    assert render(empty, "csv") == "tp,pp,iteration_seconds\n"

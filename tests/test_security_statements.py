@@ -53,6 +53,17 @@ def regular(tmp: Path) -> None:
     write_output(new, "b\n")
     assert new.read_text() == "b\n" and new.stat().st_ino != old  # renamed into place, not rewritten
     assert os.listdir(tmp) == ["new.csv"]  # no temp file left
+    new.chmod(0o600)
+    write_output(new, "c\n")
+    assert stat.S_IMODE(new.stat().st_mode) == 0o600  # the old file's permissions kept
+
+
+def read_only(tmp: Path) -> None:
+    kept = tmp / "kept.csv"
+    kept.write_text("old\n")
+    kept.chmod(0o444)
+    refused_before_work(kept, "a read-only file")
+    assert kept.read_text() == "old\n" and os.listdir(tmp) == ["kept.csv"]
 
 
 def symlink_to_file(tmp: Path) -> None:
@@ -135,7 +146,8 @@ def os_refuses(tmp: Path) -> None:
     assert os.listdir(tmp) == ["file"]  # (no permission: root has every one; test_os_paths covers the rest)
 
 
-WRITES = {"a regular file, or a new name": regular, "a symlink to a regular file": symlink_to_file,
+WRITES = {"a regular file, or a new name": regular,
+          "a read-only regular file (no write permission bit, or none for this user)": read_only, "a symlink to a regular file": symlink_to_file,
           "this process's own descriptor: `/dev/stdout`, `/dev/stderr`, `/dev/fd/N`, `/proc/self/fd/N`": own_descriptor,
           "a character device (`/dev/null`, a terminal)": character_device, "a FIFO": fifo,
           "a folder, a dangling symlink, a socket, a block device (a disk)": refused_kinds,

@@ -127,3 +127,12 @@ def test_hostile_edits_give_a_table_or_one_clean_line(tmp_path, capsys):
             assert (code, err) == (0, "") and out or code == 2 and err.count("\n") == 1, (key, value, err)
             outcomes.add(code)
     assert outcomes == {0, 2}
+
+
+def test_a_shipped_name_says_sparse_needs_a_sparsity_column(capsys, tmp_path, monkeypatch):
+    """`archsim sparse layerpipe_sample` said "layerpipe_sample: topology file not found", though NETWORK is
+    a shipped name everywhere else; a shipped network has no Sparsity N:M column, which the line now says."""
+    monkeypatch.chdir(tmp_path)  # no file of that name here
+    code, out, err = run(capsys, "sparse", "layerpipe_sample", "--config", str(CONFIG))
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "shipped network" in err and "Sparsity" in err and "not found" not in err

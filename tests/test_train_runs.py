@@ -115,3 +115,59 @@ def test_a_vtrain_row_replaces_the_models_shape_as_the_shipped_config_of_that_sh
     got = row_config(load_transformer(MODEL), row)
     for key in ("layers", "hidden", "heads", "vocab", "seq", "ffn", "kv_heads", "tied_embeddings", "positions"):
         assert getattr(got, key) == getattr(shipped, key), key
+
+
+@pytest.mark.parametrize("flag", [["--tp", "4"], ["--pp", "2"], ["--global-batch", "64"], ["--recompute", "none"],
+                                  ["--interleave", "2"], ["--sweep", "tp=1,2"], ["--balance", "planned"],
+                                  ["--placement", "planned"], ["--stage-layers", "12,12"], ["--gantt", "g.html"]])
+def test_flags_a_runs_file_sets_per_row_are_refused_not_ignored(tmp_path, capsys, flag):
+    """`--runs` read each row's parallelism and silently dropped these flags (a `--tp 4` or a
+    `--sweep` beside it changed nothing): one line naming the flag, exit 2."""
+    runs = tmp_path / "runs.csv"
+    runs.write_text("tp,pp,dp,micro_batch,global_batch\n2,2,2,2,16\n")
+    code, out, err = _cli(["train", MODEL, "--cluster", CLUSTER, "--runs", str(runs), *flag], capsys)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and flag[0] in err
+
+
+def test_runs_take_the_schedule_and_say_it_and_the_gradient_accumulation(tmp_path, capsys):
+    """`--schedule gpipe` was ignored by `--runs` (every row ran 1F1B) and the meta named neither the
+    schedule nor the gradient accumulation; each row now runs as `train` runs it with the same flags."""
+    runs = tmp_path / "runs.csv"
+    runs.write_text("tp,pp,dp,micro_batch,global_batch\n1,4,2,1,16\n")
+    flags = ["--schedule", "gpipe", "--grad-accumulation", "unfused"]
+    code, out, _ = _cli(["train", MODEL, "--cluster", CLUSTER, "--runs", str(runs), *flags, "--format", "json"],
+                        capsys)
+    got = json.loads(out)
+    assert code == 0 and (got["meta"]["schedule"], got["meta"]["grad_accumulation"]) == ("gpipe", "unfused")
+    code, out, _ = _cli(["train", MODEL, "--cluster", CLUSTER, "--pp", "4", "--dp", "2", "--global-batch", "16",
+                         *flags, "--format", "json"], capsys)
+    assert got["rows"][0]["predicted_seconds"] == pytest.approx(json.loads(out)["meta"]["iteration_seconds"])
+    code, out, _ = _cli(["train", MODEL, "--cluster", CLUSTER, "--pp", "4", "--dp", "2", "--global-batch", "16",
+                         "--format", "json"], capsys)
+    assert got["rows"][0]["predicted_seconds"] != pytest.approx(json.loads(out)["meta"]["iteration_seconds"])
+
+
+@pytest.mark.parametrize("header", ["tp,pp,dp,micro_batch,global_batch\n", VTRAIN.read_text().splitlines()[0] + "\n"])
+def test_a_runs_file_with_no_rows_is_one_line(tmp_path, capsys, header):
+    """A header and no rows printed pandas' "Empty DataFrame / Columns: [] / Index: []" under a meta
+    with mape None, exit 0; it is refused like an empty NeuSight file."""
+    runs = tmp_path / "runs.csv"
+    runs.write_text(header + "\n")
+    code, out, err = _cli(["train", MODEL, "--cluster", CLUSTER, "--runs", str(runs)], capsys)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "no runs" in err
+    assert "runs.csv, line 1" in err
+
+
+def test_a_mixed_clusters_sweep_and_runs_name_every_gpu_as_search_does(tmp_path, capsys):
+    """On a cluster of H100 and A100 servers a `--sweep`'s and a `--runs`' meta named only the first
+    server's GPU (`gpu: NVIDIA H100 SXM5 80GB`) though their points may run on the A100s; they name
+    every GPU type, as `search` does."""
+    mixed = str(ROOT / "configs" / "clusters" / "mixed_counts_h100_a100.toml")
+    runs = tmp_path / "runs.csv"
+    runs.write_text("tp,pp,dp,micro_batch,global_batch\n1,1,8,1,8\n")
+    both = "NVIDIA A100 SXM4 40GB, NVIDIA H100 SXM5 80GB"
+    for extra in (["--global-batch", "8", "--sweep", "dp=1,2"], ["--runs", str(runs)],
+                  ["--global-batch", "8", "--max-micro-batch", "1", "--schedule", "1f1b", "--refine", "0"]):
+        command = "search" if "--refine" in extra else "train"
+        code, out, _ = _cli([command, MODEL, "--cluster", mixed, *extra, "--format", "json"], capsys)
+        assert code == 0 and json.loads(out)["meta"]["gpu"] == both, extra

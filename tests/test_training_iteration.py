@@ -207,3 +207,17 @@ def test_tied_embedding_copy_only_across_ranks(schedule, copies):
     expected = 4 * layer + table + 128 * 256 + 2 * 256 + copies * table
     assert sum(m.parameters for m in result.memory) == expected
     assert (sum(p["embedding_allreduce"] for p in result.post) > 0) == bool(copies)
+
+
+@pytest.mark.parametrize(("implementation", "micro_batch", "recompute"),
+                         [("megatron", 1, "none"), ("megatron", 4, "full"), ("pytorch-eager", 1, "none")])
+def test_one_pipeline_stage_has_no_bubble(implementation, micro_batch, recompute):
+    """With PP 1 nothing waits on a pipeline: the breakdown's bubble is 0. It printed the round-off of
+    span − compute − recompute − … (5.6e-17 s, 2.3e-18 s) as a time."""
+    import archsim
+
+    root = Path(__file__).resolve().parents[1]
+    result, _ = archsim.train(root / "configs/transformers/gpt2.json", cluster=root / "configs/clusters/h100_1gpu.toml",
+                              global_batch=8, micro_batch=micro_batch, recompute=recompute, attention="standard",
+                              implementation=implementation)
+    assert result.breakdown["pipeline_bubble_and_p2p"] == 0.0

@@ -310,3 +310,45 @@ def test_sweep_rows_carry_the_rates_of_single_runs(capsys):
         assert all(row[k] == meta[k] for k in ("iteration_seconds", "mfu", "tflops_per_gpu",
                                                 "hardware_tflops_per_gpu", "tokens_per_second"))
     assert all(r["mfu"] is None and "divide the heads" in r["error"] for r in rows[1::2])  # null (JSON's NaN): no run
+
+
+def test_interleave_names_the_schedule_it_runs(capsys):
+    """`--interleave 2` with the default `--schedule 1f1b` runs Megatron's interleaved 1F1B, but the meta
+    (and a sweep's rows) said `1f1b`: the same time as `--schedule interleaved-1f1b`, under the other name."""
+    base = ["train", MODEL, "--cluster", NODE, "--pp", "2", "--global-batch", "8", "--format", "json"]
+    seconds = {}
+    for extra in ([], ["--interleave", "2"], ["--interleave", "2", "--schedule", "interleaved-1f1b"]):
+        assert main([*base, *extra]) == 0
+        meta = json.loads(capsys.readouterr().out)["meta"]
+        seconds[tuple(extra)] = (meta["schedule"], meta["iteration_seconds"])
+    plain, interleaved, named = seconds.values()
+    assert plain[0] == "1f1b" and interleaved == named and named[0] == "interleaved-1f1b" and plain != named
+    assert main([*base, "--sweep", "interleave=1,2"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert [(r["schedule"], r["iteration_seconds"]) for r in rows] == [plain, named]
+
+
+def test_a_sweep_names_its_dtype(capsys):
+    """A `--sweep`'s meta named the model and GPU but not `--dtype`, so an fp32 sweep and an fp16 one
+    printed the same header over different times."""
+    metas = []
+    for dtype in ("fp16", "fp32"):
+        assert main(["train", MODEL, "--cluster", NODE, "--global-batch", "8", "--attention", "standard",
+                     "--dtype", dtype, "--sweep", "tp=1,2", "--format", "json"]) == 0
+        metas.append(json.loads(capsys.readouterr().out)["meta"])
+    assert [m["dtype"] for m in metas] == ["fp16", "fp32"]
+
+
+def test_api_search_takes_one_value_where_the_flag_takes_one_or_more():
+    """`archsim search --schedule 1f1b` takes one value or several; `archsim.search(schedule="1f1b")` read
+    the string as the schedules '1', 'f', '1', 'b' (ValueError: 1), `recompute="none"` as 'n', 'o', …
+    and `chunks=2` raised TypeError. One value is a list of one, as `gpus=8` already was."""
+    import archsim
+
+    def rows(**one):
+        found = archsim.search(MODEL, cluster=NODE, global_batch=16, top=5, max_micro_batch=2, refine=0, **one)
+        return [(r["tp"], r["pp"], r["schedule"], r["recompute"], r["interleave"]) for r in found.rows]
+
+    assert rows(schedule="1f1b") == rows(schedule=["1f1b"])
+    assert rows(recompute="none", schedule="gpipe") == rows(recompute=["none"], schedule=["gpipe"])
+    assert rows(chunks=2, schedule="interleaved-1f1b") == rows(chunks=[2], schedule=["interleaved-1f1b"])

@@ -30,6 +30,7 @@ from archsim.errors import InputError
 from archsim.lowering import Mode, lower_layer
 from archsim.workload import load_topology
 from archsim.workload.layer import Layer, Network
+from archsim.workload.shipped import shipped_networks
 
 if TYPE_CHECKING:
     from archsim.array.cycle import ConvWindows
@@ -48,6 +49,9 @@ def read_sparse_run(config: str | Path, topology: str | Path) -> tuple[ArrayConf
     if sparsity is None:
         raise InputError("SparsitySupport is not true in [sparsity]; `archsim cost` or `archsim gemm` cost a dense "
                          "array", file=str(config), field="SparsitySupport")
+    if not Path(topology).exists() and str(topology).strip().lower().replace("-", "_") in shipped_networks():
+        raise InputError("a shipped network has no Sparsity N:M column: give a SCALE-Sim topology CSV with one "
+                         "(docs/examples/pruned_convs.csv)", file=str(topology), field="NETWORK")
     network = load_topology(topology, geometry="scalesim")
     ratios = read_sparsity_column(topology)
     if len(ratios) != len(network.layers):

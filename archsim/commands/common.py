@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # the array model is imported by the commands that cost on it
     from archsim.array.config import ArrayConfig
     from archsim.sim.timeline import Timeline
 
-clock_ghz_flag = float_flag(1e-6, 1e3, what="a clock in GHz (1e-06 … 1000)")
+clock_ghz_flag = float_flag(1e-6, 1e3, what="a clock in GHz")
 
 
 def positive_int(text: str) -> int:
@@ -49,8 +49,8 @@ def positive_int_list(text: str) -> list[int]:
 def add_job_limit_argument(parser: argparse.ArgumentParser) -> None:
     """--max-ops: the simulated-op count above which a command refuses before starting."""
     parser.add_argument("--max-ops", type=positive_int, default=DEFAULT_MAX_OPS, metavar="N",
-                        help=f"refuse jobs simulating more ops than this (default {DEFAULT_MAX_OPS:,}, "
-                             "about 3 GB and a minute)")
+                        help=f"refuse jobs simulating more ops than this (default {DEFAULT_MAX_OPS:,}: the "
+                             "largest accepted jobs measured peaked at 0.7–1.3 GB: docs/cli.md, docs/training.md)")
 
 
 MODE_HELP = "paper: LayerPipe's simplifications (δ for the first layer, dense δ); exact: what training computes"
@@ -240,12 +240,30 @@ def network_from_args(args: argparse.Namespace, geometry: str = "archsim"):
     """The NETWORK argument, restricted to ``--only`` kinds."""
     from archsim.workload import load_network
 
-    network = load_network(args.network, geometry=geometry, **onnx_options(args))
+    try:
+        network = load_network(args.network, geometry=geometry, **onnx_options(args))
+    except InputError:
+        if _kernel_csv(args.network):
+            raise InputError("a NeuSight kernel CSV (OPName, Latency, …), not a network: `archsim validate-gpu "
+                             "--csv FILE` times its kernels", file=str(args.network)) from None
+        raise
     for note in network.notes:
         print(f"archsim: note: {note}", file=sys.stderr)
     if args.only:
         network = network.only(*[k.strip() for k in args.only.split(",") if k.strip()])
     return network
+
+
+def _kernel_csv(path: str) -> bool:
+    """Whether a NETWORK that failed to load is a NeuSight kernel CSV (a common mix-up, named in the error)."""
+    if not str(path).lower().endswith(".csv"):
+        return False
+    from archsim.validation.neusight import is_neusight_file
+
+    try:
+        return is_neusight_file(path)
+    except InputError:
+        return False
 
 
 def add_timeline_outputs(parser: argparse.ArgumentParser) -> None:

@@ -94,8 +94,7 @@ def run(args: argparse.Namespace) -> int:
             for row in result.rows]
     gains = [row["uneven_gain"] for row in result.rows if row["uneven_gain"] == row["uneven_gain"]]
     none = float("nan")  # no split applies (or no row): NaN, as the rows' own gain columns have it
-    gpu_names = sorted({g.name for g in cluster.servers} or {cluster.gpu.name})
-    meta = {"model": config.name, "gpu": ", ".join(gpu_names),
+    meta = {"model": config.name, "gpu": cluster.gpu_names,
             "gpus": ",".join(map(str, args.gpus)) if args.gpus else cluster.topology.devices,
             "global_batch": args.global_batch, "objective": args.objective, "balance": args.balance,
             "enumerated": result.enumerated, "costed": result.costed, "rejected": result.rejected,

@@ -160,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
     meta = {"model": config.name, "gpu": ", ".join(sorted({m.gpu.name for m in machines})), "gpus": par.gpus, "tp": par.tp, "pp": par.pp,
             "dp": par.dp, "global_batch": par.global_batch, "micro_batch": par.micro_batch,
             "microbatches": par.microbatches, "recompute": par.recompute,
-            "sequence_parallel": par.sequence_parallel, "interleave": par.interleave, "schedule": par.schedule,
+            "sequence_parallel": par.sequence_parallel, "interleave": par.interleave, "schedule": par.schedule_name,
             "attention": par.attention, "dp_overlap": par.dp_overlap, "stage_layers": ",".join(map(str, par.stage_layers)) if par.stage_layers else "even",
             "placement": order_text(placement) if isinstance(placement, tuple) else "file",
             "dtype": args.dtype, "implementation": args.implementation,
@@ -279,7 +279,7 @@ def _run_sweep(args: argparse.Namespace, config) -> int:
     if isinstance(placement, tuple):
         cluster = cluster.reordered(placement)
     rows = sweep(config, cluster, base, axes)
-    meta = {"model": config.name, "gpu": cluster.gpu.name, "points": len(rows),
+    meta = {"model": config.name, "gpu": cluster.gpu_names, "dtype": args.dtype, "points": len(rows),
             "axes": ",".join(name for name, _ in axes)}
     emit(render(pd.DataFrame(rows), args.format, meta=meta, precision=args.precision), args)
     return 0
@@ -297,14 +297,25 @@ def _run_runs(args: argparse.Namespace, config) -> int:
     from archsim.progress import progress
     from archsim.rows import Rows
     from archsim.training.cluster import load_gpu_cluster
+    from archsim.training.grad_accumulation import accumulation
     from archsim.training.runs import predict_runs, read_runs
-
-    # every row runs with --attention (vTrain's measured runs: --attention standard), --dp-overlap and --dtype
     from archsim.validate import check_job_size
 
-    rows = tuple(replace(row, par=replace(row.par, attention=args.attention, dp_overlap=args.dp_overlap,
-                                          grad_accumulation=args.grad_accumulation))
-                 for row in read_runs(args.runs))
+    # every row runs with --attention (vTrain's measured runs: --attention standard), --dp-overlap,
+    # --grad-accumulation, --schedule and --dtype; a flag the rows set themselves is refused, not ignored
+    given = _given(args, RUNS_SET_PER_ROW)
+    if given:
+        raise InputError(f"{', '.join(given)}: each row of the runs file sets its own parallelism and runs once; "
+                         "give them as its columns, or drop --runs", field="runs")
+
+    def with_flags(row):
+        try:
+            return replace(row, par=replace(row.par, attention=args.attention, dp_overlap=args.dp_overlap,
+                                            grad_accumulation=args.grad_accumulation, schedule=args.schedule))
+        except InputError as exc:
+            raise InputError(exc.message, file=args.runs, line=row.line, field=exc.where.field) from None
+
+    rows = tuple(with_flags(row) for row in read_runs(args.runs))
     for row in rows:  # each row is one iteration: its schedule within --max-ops, checked before any runs
         check_job_size(row.par.schedule_actions, args.max_ops)
     cluster = load_gpu_cluster(args.cluster, args.dtype)
@@ -314,13 +325,30 @@ def _run_runs(args: argparse.Namespace, config) -> int:
     except InputError as exc:
         raise InputError(exc.message, file=args.runs, line=exc.where.line, field=exc.where.field) from None
     errors = [abs(r["error"]) for r in out if r["error"] is not None]
-    meta = {"model": config.name, "gpu": cluster.gpu.name, "attention": args.attention, "dp_overlap": args.dp_overlap,
-            "dtype": args.dtype,
+    meta = {"model": config.name, "gpu": cluster.gpu_names, "attention": args.attention, "dp_overlap": args.dp_overlap,
+            "dtype": args.dtype, "schedule": args.schedule,
+            "grad_accumulation": accumulation(rows[0].par, cluster.machine(rows[0].par)),  # (read_runs: ≥ 1 row)
             "runs": len(out), "measured": len(errors),
             "mape": float(np.mean(errors)) if errors else None}
     emit(render(Rows.of(out), args.format, meta=meta,
                 precision=args.precision), args)
     return 0
+
+
+# (flag, argparse dest) that a runs file's rows set themselves, or that one iteration's output needs
+RUNS_SET_PER_ROW = (("--tp", "tp"), ("--pp", "pp"), ("--dp", "dp"), ("--global-batch", "global_batch"),
+                    ("--micro-batch", "micro_batch"), ("--recompute", "recompute"),
+                    ("--sequence-parallel", "sequence_parallel"), ("--interleave", "interleave"),
+                    ("--stage-layers", "stage_layers"), ("--balance", "balance"), ("--placement", "placement"),
+                    ("--sweep", "sweep"), ("--gantt", "gantt"), ("--chrome-trace", "trace"),
+                    ("--schedule-csv", "schedule_csv"))
+
+
+def _given(args: argparse.Namespace, flags) -> list[str]:
+    """The flags among ``flags`` ((flag, dest) pairs) whose value is not their default (add_arguments')."""
+    parser = argparse.ArgumentParser(add_help=False)
+    add_arguments(parser)
+    return [flag for flag, dest in flags if getattr(args, dest) != parser.get_default(dest)]
 
 
 COMMAND = Command("train", HELP, add_arguments, run)

@@ -91,7 +91,14 @@ def run_neusight(args: argparse.Namespace) -> int:
     from archsim.devices.kernels import FITTED
     from archsim.errors import InputError
     from archsim.outputs import render
-    from archsim.validation.neusight import GEMM_COLUMNS, SHAPES, mape_by_class, predict, read_neusight_csv
+    from archsim.validation.neusight import (
+        GEMM_COLUMNS,
+        SHAPES,
+        check_devices,
+        mape_by_class,
+        predict,
+        read_neusight_csv,
+    )
 
     for flag in ("like", "sm_count", "tensor_cores_per_sm", "mma", "clock_mhz", "memory_gbps", "report", "markdown"):
         if getattr(args, flag) is not None:
@@ -99,7 +106,11 @@ def run_neusight(args: argparse.Namespace) -> int:
     show = args.show or ("stats" if args.format == "table" else "kernels")
     if show not in ("stats", "kernels"):
         raise InputError(f"--show {show}: NeuSight kernel CSVs give stats or kernels", field="show")
-    frame = pd.concat([read_neusight_csv(path).frame for path in args.csv], ignore_index=True)
+    files = [read_neusight_csv(path) for path in args.csv]
+    if not args.gpu:  # each row's Device is read: an unknown one is named by its file and line
+        for kernels in files:
+            check_devices(kernels)
+    frame = pd.concat([kernels.frame for kernels in files], ignore_index=True)
     rows = predict(frame, FITTED, args.gpu)
     meta = {"csv": " ".join(args.csv), "kernel_model": "archsim.devices.kernels, fp32, kernels.FITTED"}
     if show == "stats":

@@ -209,8 +209,8 @@ TABLE: tuple[Row, ...] = (
     Row("a100-80gb-pcie", _chip("NVIDIA A100 80GB PCIe", 108, 4, (16, 16), 1410, 1935, l2_mb=40, lanes=64, tdp=300,
                                   nm=7, l1_kb=192, l2_read=5120),
         Board("a100-80gb-pcie", 80, AMPERE_PEAKS, 0, 32, **PCIE_ONLY)),
-    Row("a100-80gb", _chip("NVIDIA A100 SXM4 80GB", 108, 4, (16, 16), 1410, 2039, tdp=400, nm=7, l1_kb=192,
-                            l2_read=5120),
+    Row("a100-80gb", _chip("NVIDIA A100 SXM4 80GB", 108, 4, (16, 16), 1410, 2039, lanes=64, tdp=400, nm=7,
+                            l1_kb=192, l2_read=5120),
         Board("a100-80gb", 80, AMPERE_PEAKS, 300, 32, 12)),
     Row("a10", _chip("NVIDIA A10", 72, 4, (8, 16), 1695, 600, l1_kb=128, threads=1536)),
     Row("l4", _chip("NVIDIA L4", 58, 4, (8, 16), 2040, 300, l2_mb=48, lanes=128, tdp=72, nm=4, l1_kb=128,
@@ -221,7 +221,7 @@ TABLE: tuple[Row, ...] = (
         Board("h100-80gb-sxm", 80, HOPPER_PEAKS, 450, 64, 18)),
     Row("h100-pcie", _chip("NVIDIA H100 PCIe", 114, 4, (16, 32), 1620, 2000, l1_kb=256)),
     # the H100 SXM's processor (same SMs, clock and peaks) with HBM3e; "141 GB" are 143,771 MiB
-    Row("h200", _chip("NVIDIA H200 SXM 141GB", 132, 4, (16, 32), 1830, 4800, tdp=700, nm=4, l1_kb=256,
+    Row("h200", _chip("NVIDIA H200 SXM 141GB", 132, 4, (16, 32), 1830, 4800, lanes=128, tdp=700, nm=4, l1_kb=256,
                        l2_read=HOPPER_L2_BYTES_PER_CLOCK),
         Board("h200-141gb", 143771 / 1024, HOPPER_PEAKS, 450, 64, 18)),
     # GPUs without tensor cores, timed by DeepBench in FP32 (docs/citations.md): each SM (AMD: compute

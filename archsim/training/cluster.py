@@ -65,6 +65,11 @@ class GpuCluster:
         return len({device.name for device in self.servers}) > 1 or len(set(self.sizes)) > 1
 
     @cached_property
+    def gpu_names(self) -> str:
+        """Every GPU type of the cluster, sorted and joined (what a result over the whole cluster names)."""
+        return ", ".join(sorted({device.name for device in self.servers} or {self.gpu.name}))
+
+    @cached_property
     def starts(self) -> tuple[int, ...]:
         """Each server's first GPU index, then the GPU count."""
         sizes = self.sizes or (self.gpus_per_server,) * max(len(self.servers), 1)

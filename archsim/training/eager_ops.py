@@ -62,6 +62,14 @@ def check_eager(c: TransformerConfig, tp: int, sequence_parallel: bool) -> None:
                          f"parallelism), got {c.family} at TP {tp}", field="implementation")
 
 
+def check_eager_attention(attention: str) -> None:
+    """Plain PyTorch's attention is the standard core (scores in HBM); FlashAttention, ``--attention``'s
+    default, is Megatron's: refused with the flag to give."""
+    if attention != "standard":
+        raise InputError(f"the pytorch-eager op list runs standard attention only, not {attention!r}: give "
+                         "--attention standard", field="attention")
+
+
 def eager_block_work(c: TransformerConfig, micro_batch: int) -> Work:
     """One layer's kernels in plain PyTorch for one micro-batch (module docstring's table)."""
     s, h, b, f = c.seq, c.hidden, micro_batch, c.ffn
@@ -156,4 +164,5 @@ def eager_head_work(c: TransformerConfig, micro_batch: int) -> Work:
 
 
 __all__ = ["EAGER_OPTIMIZER_BYTES_PER_PARAMETER",
-           "IMPLEMENTATIONS", "check_eager", "eager_block_work", "eager_embedding_work", "eager_head_work"]
+           "IMPLEMENTATIONS", "check_eager", "check_eager_attention", "eager_block_work", "eager_embedding_work",
+           "eager_head_work"]

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 from archsim.errors import InputError
 from archsim.lowering import TrainingOp
+from archsim.training.eager_ops import check_eager_attention
 from archsim.training.layer_ops import Work, _gemm_ops
 from archsim.workload.transformer import TransformerConfig
 
@@ -64,8 +65,7 @@ def check_hf(c: TransformerConfig, tp: int, sequence_parallel: bool, attention: 
         raise InputError("implementation 'pytorch-eager' in fp32 models one-GPU Hugging Face GPT-2, OPT, BERT and Switch "
                          f"training only (TP 1, no sequence parallelism), got {c.family} at TP {tp}",
                          field="implementation")
-    if attention != "standard":
-        raise InputError("the pytorch-eager op list runs standard attention only", field="attention")
+    check_eager_attention(attention)
 
 
 class _Ops:

@@ -50,6 +50,7 @@ from archsim.training.dp_overlap import dp_allreduce_seconds
 from archsim.training.eager_ops import (
     EAGER_OPTIMIZER_BYTES_PER_PARAMETER,
     check_eager,
+    check_eager_attention,
     eager_block_work,
     eager_embedding_work,
     eager_head_work,
@@ -189,8 +190,7 @@ def _model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> d
             lists = (hf_block_work(c, b), hf_embedding_work(c, b), hf_head_work(c, b))
         elif machine.implementation == "pytorch-eager":
             check_eager(c, t, sp)
-            if par.attention != "standard":
-                raise InputError("the pytorch-eager op list runs standard attention only", field="attention")
+            check_eager_attention(par.attention)
             lists = (eager_block_work(c, b), eager_embedding_work(c, b), eager_head_work(c, b))
         megatron = (block_work(c, b, t, sp, par.attention), embedding_work(c, b, t), head_work(c, b, t))
         if machine.implementation == "megatron":

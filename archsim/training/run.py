@@ -113,8 +113,9 @@ def _breakdown(c, par, machine, pieces, rank_of, run, rank, post) -> dict[str, f
                 tp += piece.tp_forward + piece.tp_backward
     compute, recompute, tp, accumulate = compute * m, recompute * m, tp * m, accumulate * m
     span = float(run.timeline.makespan)
+    wait = span - compute - recompute - tp - accumulate
     return {"compute": compute, "recompute": recompute, "tp_communication": tp, "grad_accumulation": accumulate,
-            "pipeline_bubble_and_p2p": max(span - compute - recompute - tp - accumulate, 0.0),
+            "pipeline_bubble_and_p2p": wait if wait > 1e-9 * span else 0.0,  # below: the sums' round-off
             "dp_communication": post["dp_allreduce"], "embedding_allreduce": post["embedding_allreduce"],
             "optimizer": post["optimizer"]}
 

@@ -58,6 +58,8 @@ def read_runs(path: str | Path) -> tuple[RunRow, ...]:
     file = str(path)
     lines, _, first, names = read_header(path, "runs file")
     body = [(n, line) for n, line in enumerate(lines[first + 1:], start=first + 2) if line.strip()]
+    if not body:
+        raise InputError("no runs after the header", file=file, line=first + 1)
     if tuple(names[:len(VTRAIN_COLUMNS)]) == VTRAIN_COLUMNS:
         return _measured_rows(path, [n for n, _ in body])
     missing = [c for c in REQUIRED if c not in names]

@@ -122,6 +122,7 @@ def _point(config, cluster, settings: dict, train) -> dict:
     row = dict(settings)
     try:
         par = Parallelism(**settings)
+        row["schedule"] = par.schedule_name  # the order run: 1f1b with interleave > 1 is interleaved-1f1b
         machines = cluster.laid_out(par)  # each pipeline rank's GPU (mixed clusters); refused as train does
         result = train(config, par, machines[0], machines)
         fits = all(m.total <= mc.gpu.memory_bytes for m, mc in zip(result.memory, machines))

@@ -133,6 +133,18 @@ def read_neusight_csv(path: str | Path) -> KernelRows:
     return parse_neusight_csv(read_text(path, "NeuSight kernel CSV", encoding="utf-8-sig"), source=str(path))
 
 
+def check_devices(rows: KernelRows) -> None:
+    """Every row's ``Device`` is a catalog GPU (what :func:`predict` reads without ``--gpu``); else an
+    error naming the file, the row's line and the column."""
+    for line, name in zip(rows.frame["line"], rows.frame["device"], strict=True):
+        if not name:
+            raise InputError("no GPU: pass --gpu or give the row a Device", file=rows.source, line=int(line),
+                             field="Device")
+        if find_gpu(str(name)) is None:
+            raise InputError(f"unknown GPU {name!r} (or pass --gpu); the catalog has {', '.join(KNOWN_GPUS)}",
+                             file=rows.source, line=int(line), field="Device")
+
+
 def device_spec(name: str) -> GpuSpec:
     """The catalog GPU for a catalog name or a CUDA device string such as ``"Tesla T4"``."""
     slug = find_gpu(name)
@@ -237,6 +249,7 @@ __all__ = [
     "FIT_START",
     "GEMM_COLUMNS",
     "KernelRows",
+    "check_devices",
     "device_spec",
     "fit_constants",
     "is_neusight_file",
