@@ -49,6 +49,10 @@ def step_one(constants: KernelConstants, curve: bool = True) -> dict[str, GemmRa
         gpu = str(table.meta.get("gpu"))
         ratios = gemm_ratios(table, constants, gemms)
         large = compute_bound(table)
+        own = gemm_ratios(table, constants, np.array([constants.gemm]))[:, 0]
+        print(f"{gpu} at the given gemm {constants.gemm:.3f}: seconds MAPE {np.nanmean(np.abs(own - 1)):.4f} (all), "
+              f"{np.mean(np.abs(own[large] - 1)):.4f} (compute-bound: predicted / measured {own[large].min():.2f}–"
+              f"{own[large].max():.2f}, median {np.median(own[large]):.3f})")
         for label, rows in (("compute-bound", large), ("all", None)):
             fit = fits[f"{gpu} {label}"] = fit_gemm_rate(ratios, gemms, rows)
             column = int(np.searchsorted(gemms, fit.gemm))

@@ -15,13 +15,16 @@ Units: fractions of the datasheet tensor peak.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 
 from archsim.devices.kernels import KernelConstants
-from archsim.validation.gpu_csv import KernelTable
+from archsim.validation.gpu_csv import KernelTable, read_kernel_csv
 from archsim.validation.tensor_power import seconds_ratios
 
+FIT_FILE = "deepbench_v100_gemm_kernels.csv"
+"""The table η_gemm is fitted on (``benchmarks/results/``): the V100 is never power-capped on it."""
 LARGE_FLOP = 10e9  # GEMMs above this, with every dimension at least LARGE_DIM, are compute-bound
 LARGE_DIM = 512
 GEMM_GRID = (0.5, 1.0, 251)  # linear grid (first, last, points): steps of 0.002
@@ -70,5 +73,14 @@ def fit_gemm_rate(ratios: np.ndarray, gemms: np.ndarray, rows: np.ndarray | None
                        (float(gemms[tied[0]]), float(gemms[tied[-1]])))
 
 
-__all__ = ["GEMM_GRID", "LARGE_DIM", "LARGE_FLOP", "TIE", "GemmRateFit", "compute_bound", "fit_gemm_rate", "gemm_grid",
-           "gemm_ratios"]
+def fit_on_deepbench(folder: Path, constants: KernelConstants) -> GemmRateFit:
+    """η_gemm fitted on the compute-bound GEMMs of :data:`FIT_FILE` in ``folder`` (the repository's
+    ``benchmarks/results``), every other constant ``constants``' (the stored tensor-core fit's): step 1
+    of the two-step kernel fit (docs/training.md)."""
+    table = read_kernel_csv(folder / FIT_FILE)
+    gemms = gemm_grid()
+    return fit_gemm_rate(gemm_ratios(table, constants, gemms), gemms, compute_bound(table))
+
+
+__all__ = ["FIT_FILE", "GEMM_GRID", "LARGE_DIM", "LARGE_FLOP", "TIE", "GemmRateFit", "compute_bound", "fit_gemm_rate",
+           "fit_on_deepbench", "gemm_grid", "gemm_ratios"]
