@@ -94,7 +94,7 @@ def kernels(gpu_name: str) -> KernelConstants:
 
     ``gemm`` and ``memory`` are fractions of the GPU's own datasheet peaks, so they scale with it;
     ``launch_s`` and ``host_s`` are seconds. On Hopper they are too optimistic (the Hopper check,
-    ``benchmarks/bench_hopper_breakdown.py``): measured GEMMs run at 0.64–0.86 of the speed these give,
+    ``benchmarks/bench_hopper_breakdown.py``): measured GEMMs run at 0.70–0.95 of the speed these give,
     reductions (LayerNorm, softmax) 0.26–0.64 of HBM against 0.808, and full recompute costs
     1.6–1.9 ms per checkpointed layer more at micro-batch 1. No allowed data (vTrain's A100 runs,
     NeuSight's five GPUs, DeepBench's) fixes a Hopper constant for them — a host cost per
