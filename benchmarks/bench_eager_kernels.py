@@ -149,10 +149,11 @@ def iterations(catalog: str, slug: str, cluster_file: str) -> None:
 def main(argv=None) -> int:
     argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
     print("# Eager PyTorch's memory-bound kernels as PyTorch's kernels (benchmarks/bench_eager_kernels.py; "
-          "nothing fitted)\n\nkept: the vTrain fit times every fp16 kernel (one HBM fraction, 33.3 µs per kernel); "
+          "nothing fitted)\n\nkept: the vTrain fit times every fp16 kernel (one HBM fraction, "
+          f"{fitted.A100_KERNELS.launch_s * 1e6:.1f} µs per kernel); "
           "idea: the memory-bound kernels by their class mechanism at NeuSight's fp32 fit (softmax 0.639, "
           "layer norm 0.792 with two reads, elementwise 0.762, 13.7 µs per kernel); GEMMs and the host's "
-          "69.4 µs per op are the vTrain fit's in every row.")
+          f"{fitted.A100_KERNELS.host_s * 1e6:.1f} µs per op are the vTrain fit's in every row.")
     for catalog, slug, cluster_file in CHECKS:
         probe_kernels(catalog, slug)
         iterations(catalog, slug, cluster_file)

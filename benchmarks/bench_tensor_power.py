@@ -23,12 +23,11 @@ from archsim.devices.catalog import GPUS
 from archsim.devices.kernel_ops import gemm_path
 from archsim.devices.kernels import TENSOR_ENERGY_PJ
 from archsim.training.fitted import kernels
+from archsim.validation.gemm_rate import compute_bound
 from archsim.validation.gpu_study import run_study
 from archsim.validation.tensor_power import fit_tables, fit_tensor_energy
 
 RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
-LARGE_FLOP = 10e9  # with every GEMM dimension at least LARGE_DIM: the compute-bound GEMMs
-LARGE_DIM = 512
 BOARDS = ("a100-80gb", "h100-80gb-sxm", "h200-141gb", "l4-24gb", "t4-16gb", "v100-32gb", "v100-pcie-32gb",
           "a100-80gb-pcie")
 
@@ -45,9 +44,8 @@ def main() -> int:
         mapes = ", ".join(f"{name} {values[i]:.4f}" for name, values in fit.per_gpu)
         print(f"  {grid[i]:7.4f} pJ: loss {losses[i]:.4f} ({mapes})")
     for table in tables:
-        flop = 2.0 * table.frame["batch"] * table.frame["channels"] * table.frame["filters"]
-        dims = table.frame[["batch", "channels", "filters"]].min(axis=1)
-        large = ((flop > LARGE_FLOP) & (dims >= LARGE_DIM)).to_numpy()
+        flop = (2.0 * table.frame["batch"] * table.frame["channels"] * table.frame["filters"]).to_numpy()
+        large = compute_bound(table)
         measured = table.frame["measured_ms"].to_numpy() / 1e3
         for label, energy in (("uncapped", 1e-9), ("capped", fit.energy_pj)):
             constants = replace(tensor, tensor_energy_pj=energy)

@@ -58,7 +58,7 @@ def test_closed_form_close_to_simulator(pp, m):
 
 # The first held-out run (12/20/24-layer models: not in the fit) of each of the 18 parallelisms, in
 # file order. Tolerance: their mean absolute error within 10% and each within 30% (the benchmark's
-# held-out MAPE over all 757 is 6.4%; its worst runs, TP 2 at micro-batch 4 with hidden 1,024, are 28% off).
+# held-out MAPE over all 757 is 6.6%; its worst runs, TP 2 at micro-batch 4 with hidden 1,024, are 27% off).
 def test_handful_of_measured_runs():
     runs = [r for r in read_measured(ROOT / "tests" / "data" / "e2e" / "vtrain_single_node_shown.csv")
             if not fitted.is_fit_run(r.layers)]
@@ -144,12 +144,13 @@ def test_sweep_rows_are_single_runs(capsys):
 
 @pytest.mark.slow
 def test_stored_kernel_efficiencies_are_the_fit():
-    """Refit on the 16-layer runs (about 3 minutes): the stored constants are what the fit gives."""
+    """Refit on the 16-layer runs with the stored gemm held (about 2 minutes; gemm's own fit on DeepBench's
+    GEMMs: tests/test_gemm_rate.py): the stored constants are what the fit gives."""
     from archsim.training.calibrate import fit_kernels
 
     runs = read_measured(ROOT / "tests" / "data" / "e2e" / "vtrain_single_node_shown.csv")
-    efficiency, loss = fit_kernels(runs)
     stored = fitted.A100_KERNELS
+    efficiency, loss = fit_kernels(runs, gemm=stored.gemm)
     assert loss < 0.08
     for name in ("gemm", "memory", "launch_s", "host_s"):
         assert getattr(efficiency, name) == pytest.approx(getattr(stored, name), rel=0.03), name

@@ -97,7 +97,7 @@ def timed_alone(constants: KernelConstants, alone: KernelConstants = FITTED) -> 
     """``constants`` for a kernel *timed alone*, back to back (a kernel benchmark: DeepBench,
     ``validate-gpu``), not inside a training iteration: its launch is ``alone.launch_s``, NeuSight's
     fit on kernels timed alone (:data:`~archsim.devices.kernels.FITTED`), whatever family
-    times the rest. Why: the vTrain fit's ``launch_s`` (33.3 µs) is an iteration's gap between kernels
+    times the rest. Why: the vTrain fit's ``launch_s`` (32.4 µs) is an iteration's gap between kernels
     (host issue, syncs), which a kernel run back to back does not pay. Seconds."""
     return replace(constants, launch_s=alone.launch_s)
 

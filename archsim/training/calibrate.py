@@ -54,26 +54,33 @@ def _efficiency(x) -> KernelConstants:
                         host_s=float(x[3]) * 1e-6)
 
 
-def fit_kernels(runs: list[MeasuredRun]) -> tuple[KernelConstants, float]:
-    """(efficiencies, fit MAPE) fitted on the fit part of ``runs`` (the others are not read)."""
+def fit_kernels(runs: list[MeasuredRun], gemm: float | None = None) -> tuple[KernelConstants, float]:
+    """(efficiencies, fit MAPE) fitted on the fit part of ``runs`` (the others are not read). ``gemm``:
+    η_gemm held at this value (fitted elsewhere, e.g. on large GEMMs timed alone:
+    :mod:`archsim.validation.gemm_rate`) while memory, launch_s and host_s are fitted; None fits all four."""
     from scipy.optimize import minimize
 
     fit_runs = [r for r in runs if fitted.is_fit_run(r.layers)]
     base = single_node().machine(fit_runs[0].parallelism())
     measured = np.array([r.milliseconds / 1e3 for r in fit_runs])
+    held = [] if gemm is None else [gemm]
+
+    def full(x) -> np.ndarray:
+        return np.concatenate([held, np.asarray(x, dtype=np.float64)])
 
     def loss(x) -> float:
-        if np.any(np.asarray(x) <= 0) or x[0] > 1 or x[1] > 1:
+        x = full(x)
+        if np.any(x <= 0) or x[0] > 1 or x[1] > 1:
             return 1e9
         machine = replace(base, efficiency=_efficiency(x))
         predicted = np.array([fast_seconds(r, machine) for r in fit_runs])
         return float(np.mean(np.abs(predicted / measured - 1)))
 
-    start = np.array([0.7, 0.8, 5.0, 60.0])  # GEMM and HBM efficiency, µs per kernel, µs per op issued
-    simplex = np.vstack([start, *(start * np.where(np.arange(4) == i, 0.7, 1.0) for i in range(4))])
+    start = np.array([0.7, 0.8, 5.0, 60.0])[len(held):]  # GEMM and HBM efficiency, µs per kernel, µs per op issued
+    simplex = np.vstack([start, *(start * np.where(np.arange(len(start)) == i, 0.7, 1.0) for i in range(len(start)))])
     best = minimize(loss, x0=start, method="Nelder-Mead",
                     options={"xatol": 1e-3, "fatol": 1e-4, "maxiter": 250, "initial_simplex": simplex})
-    return _efficiency(best.x), float(best.fun)
+    return _efficiency(full(best.x)), float(best.fun)
 
 
 PROBE_COLUMNS = ("section", "name", "m", "k", "n", "count", "bytes", "ops", "seconds")

@@ -54,20 +54,27 @@ def _constant(constants: KernelConstants) -> Callable[[str], KernelConstants]:
     return lambda _gpu: constants
 
 
+def seconds_ratios(table: KernelTable, variants: Sequence[KernelConstants]) -> np.ndarray:
+    """Predicted / measured seconds of every row of ``table`` (rows, in the table's order; NaN where a
+    row is not timed) under each of ``variants`` (columns), the rows timed as ``validate-gpu`` times
+    them (its default lowering, the launch of a kernel timed alone) with that variant as the tensor-core
+    constants: the one evaluation every fit on DeepBench's fp16 GEMMs shares."""
+    name, spec = table_gpu(table)
+    arrays = gpu_arrays(spec, element_bytes=table_element_bytes(table))
+    columns = []
+    for constants in variants:
+        timer = kernel_timer(spec, find_gpu(name), table.meta.get("dtype", "fp16"), _constant(constants))
+        frame = model_kernels(table, arrays, timer=timer)
+        columns.append((frame["predicted_seconds"] / frame["measured_seconds"]).to_numpy(dtype=np.float64))
+    return np.column_stack(columns)
+
+
 def seconds_errors(table: KernelTable, constants: KernelConstants, energies: Sequence[float]) -> np.ndarray:
     """|predicted / measured − 1| of every timed row of ``table`` (rows) at each energy (columns), the
     rows timed as ``validate-gpu`` times them (its default lowering) with ``constants`` but for
     ``tensor_energy_pj``."""
-    name, spec = table_gpu(table)
-    arrays = gpu_arrays(spec, element_bytes=table_element_bytes(table))
-    columns = []
-    for energy in energies:
-        timer = kernel_timer(spec, find_gpu(name), table.meta.get("dtype", "fp16"),
-                             _constant(replace(constants, tensor_energy_pj=float(energy))))
-        frame = model_kernels(table, arrays, timer=timer)
-        ratio = (frame["predicted_seconds"] / frame["measured_seconds"]).to_numpy()
-        columns.append(np.abs(ratio[np.isfinite(ratio)] - 1))
-    return np.column_stack(columns)
+    ratios = seconds_ratios(table, [replace(constants, tensor_energy_pj=float(e)) for e in energies])
+    return np.abs(ratios[np.all(np.isfinite(ratios), axis=1)] - 1)
 
 
 def fit_tensor_energy(tables: Sequence[KernelTable], constants: KernelConstants,
@@ -82,4 +89,5 @@ def fit_tensor_energy(tables: Sequence[KernelTable], constants: KernelConstants,
                            tuple((name, tuple(mape.tolist())) for name, mape in per_gpu))
 
 
-__all__ = ["ENERGY_GRID_PJ", "FIT_FILES", "TensorEnergyFit", "fit_tables", "fit_tensor_energy", "seconds_errors"]
+__all__ = ["ENERGY_GRID_PJ", "FIT_FILES", "TensorEnergyFit", "fit_tables", "fit_tensor_energy", "seconds_errors",
+           "seconds_ratios"]
