@@ -188,10 +188,18 @@ def test_a_fused_op_is_not_slower_than_its_parts():
     assert op_seconds(fused, a100, A100_KERNELS).sum() < op_seconds(parts, a100, A100_KERNELS).sum()
 
 
-def test_train_attention_flash_runs_and_is_faster_at_long_sequences(capsys):
+def _long_model(folder: Path, positions: int) -> str:
+    """MODEL with a learned position table of ``positions`` (its file's 1,024 refuse a longer --seq)."""
+    path = folder / "gpt_1024h_24l_long.json"
+    path.write_text(json.dumps({**json.loads(Path(MODEL).read_text()), "n_positions": positions}))
+    return str(path)
+
+
+def test_train_attention_flash_runs_and_is_faster_at_long_sequences(tmp_path, capsys):
     runs = {}
+    model = _long_model(tmp_path, 4096)
     for attention in ("standard", "flash"):
-        assert main(["train", MODEL, "--cluster", NODE, "--tp", "2", "--global-batch", "4", "--seq", "4096",
+        assert main(["train", model, "--cluster", NODE, "--tp", "2", "--global-batch", "4", "--seq", "4096",
                      "--recompute", "none", "--attention", attention, "--format", "json"]) == 0
         runs[attention] = json.loads(capsys.readouterr().out)["meta"]
     assert runs["flash"]["attention"] == "flash"
@@ -283,10 +291,10 @@ def test_api_train_and_search_are_the_commands(capsys):
         archsim.train(MODEL, NODE, global_batch=16)  # keyword-only, as the flags
 
 
-def test_search_with_flash_attention_rows_reproduce_on_train(capsys):
+def test_search_with_flash_attention_rows_reproduce_on_train(tmp_path, capsys):
     import shlex
 
-    assert main(["search", MODEL, "--cluster", NODE, "--global-batch", "16", "--top", "2", "--schedule", "1f1b",
+    assert main(["search", _long_model(tmp_path, 2048), "--cluster", NODE, "--global-batch", "16", "--top", "2", "--schedule", "1f1b",
                  "--max-micro-batch", "2", "--refine", "2", "--attention", "flash", "--seq", "2048",
                  "--format", "json"]) == 0
     rows = json.loads(capsys.readouterr().out)["rows"]

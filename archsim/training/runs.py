@@ -134,7 +134,8 @@ def _measured_rows(path: str | Path, lines: list[int]) -> tuple[RunRow, ...]:
 
 def row_config(base: TransformerConfig, row: RunRow) -> TransformerConfig:
     """MODEL with the row's hidden, heads, layers and sequence length where the row names them (the FFN
-    kept at MODEL's multiple of hidden, kv heads at its ratio, learned positions at the sequence)."""
+    kept at MODEL's multiple of hidden, kv heads at its ratio, learned positions — and their limit — at the
+    sequence)."""
     if row.shape is None:
         return base
     hidden, heads, layers, seq = row.shape
@@ -144,7 +145,7 @@ def row_config(base: TransformerConfig, row: RunRow) -> TransformerConfig:
     try:
         return replace(base, name=f"{base.name}-h{hidden}-l{layers}", hidden=hidden, heads=heads, layers=layers,
                        seq=seq, ffn=base.ffn * hidden // base.hidden, kv_heads=heads // group,
-                       positions=seq if base.positions else 0)
+                       positions=seq if base.positions else 0, position_limit=seq if base.position_limit else 0)
     except InputError as exc:
         raise InputError(exc.message, field=exc.where.field) from None
 

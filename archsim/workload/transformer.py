@@ -45,7 +45,7 @@ OPT_POSITION_OFFSET = 2  # OPT's learned position table has 2 rows before positi
 # model, small enough that a typo (n_layer in the billions) is refused before any layer is built.
 LIMITS = {"layers": 4096, "hidden": 2**20, "heads": 4096, "vocab": 2**24, "seq": 2**20, "ffn": 2**22,
           "kv_heads": 4096, "positions": 2**20, "type_vocab": 2**16, "experts": 4096, "expert_capacity": 2**20,
-          "sparse_step": 4096, "kv_channels": 2**20, "position_buckets": 4096}
+          "sparse_step": 4096, "kv_channels": 2**20, "position_buckets": 4096, "position_limit": 2**20}
 _TOML_KEYS = {"family", "layers", "hidden", "heads", "vocab", "seq", "ffn", "kv_heads", "tied_embeddings",
               "name", "type_vocab"}
 
@@ -76,13 +76,15 @@ class TransformerConfig:
     sparse_step: int = 0  # switch: layers per block (one of them sparse)
     kv_channels: int = 0  # switch: heads × d_kv (0: hidden)
     position_buckets: int = 0  # switch: relative-position buckets of the attention bias
+    position_limit: int = 0  # longest sequence (tokens) the learned position table holds; 0: none stated
+
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
             raise InputError(f"unknown family {self.family!r}; choose {', '.join(FAMILIES)}", field="family")
         for key, high in LIMITS.items():
             value = getattr(self, key)
-            low = 0 if key in ("positions", "type_vocab", *SWITCH_FIELDS) else 1
+            low = 0 if key in ("positions", "type_vocab", "position_limit", *SWITCH_FIELDS) else 1
             if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
                 raise InputError(f"must be an integer in {low}…{high}, got {shown(value)}", field=key)
         if (self.family == "switch") != all(getattr(self, key) for key in SWITCH_FIELDS):
@@ -93,6 +95,11 @@ class TransformerConfig:
         if self.family != "switch" and (self.hidden % self.heads or self.heads % self.kv_heads):
             raise InputError(f"heads ({self.heads}) must divide hidden ({self.hidden}) and be a multiple of "
                              f"kv_heads ({self.kv_heads})", field="heads")
+        if self.position_limit and self.seq > self.position_limit:  # a learned table has no row past its end
+            raise InputError(f"{self.name} learns {self.position_limit} position embeddings, so it cannot run a "
+                             f"sequence of {self.seq}: give --seq (--dim seq= in the array commands, seq= in the API) of at "
+                             f"most {self.position_limit}",
+                             field="seq")
 
     @property
     def head_dim(self) -> int:
@@ -277,7 +284,7 @@ def _from_hf(config: dict, path: Path) -> TransformerConfig:
         positions = _get(config, "n_positions", config.get("n_ctx"))
         return TransformerConfig(name, "gpt", _get(config, "n_layer"), hidden, heads, _get(config, "vocab_size"),
                                  positions, _get(config, "n_inner", 4 * hidden), heads,
-                                 _get(config, "tie_word_embeddings", True), positions)
+                                 _get(config, "tie_word_embeddings", True), positions, position_limit=positions)
     if kind == "opt":
         hidden = _get(config, "hidden_size")
         if config.get("do_layer_norm_before", True) is not True or config.get("word_embed_proj_dim", hidden) != hidden:
@@ -287,7 +294,8 @@ def _from_hf(config: dict, path: Path) -> TransformerConfig:
         return TransformerConfig(name, "opt", _get(config, "num_hidden_layers"), hidden,
                                  _get(config, "num_attention_heads"), _get(config, "vocab_size"), positions,
                                  _get(config, "ffn_dim"), _get(config, "num_attention_heads"),
-                                 _get(config, "tie_word_embeddings", True), positions + OPT_POSITION_OFFSET)
+                                 _get(config, "tie_word_embeddings", True), positions + OPT_POSITION_OFFSET,
+                                 position_limit=positions)
     if kind in ("llama", "mistral"):
         heads = _get(config, "num_attention_heads")
         return TransformerConfig(name, "llama", _get(config, "num_hidden_layers"), _get(config, "hidden_size"), heads,
@@ -299,7 +307,7 @@ def _from_hf(config: dict, path: Path) -> TransformerConfig:
         return TransformerConfig(name, "bert", _get(config, "num_hidden_layers"), _get(config, "hidden_size"),
                                  _get(config, "num_attention_heads"), _get(config, "vocab_size"), positions,
                                  _get(config, "intermediate_size"), _get(config, "num_attention_heads"), True,
-                                 positions, _get(config, "type_vocab_size", 2))
+                                 positions, _get(config, "type_vocab_size", 2), position_limit=positions)
     if kind == "switch_transformers":
         return _switch_from_hf(config, name)
     raise InputError(f"model_type {config.get('model_type')!r} is not read; archsim reads gpt2, opt, llama, "
