@@ -84,3 +84,33 @@ def test_a_vtrain_row_names_its_own_gpt_and_sequence():
 
     config = row_config(load_transformer(GPT2), RunRow(2, Parallelism(), shape=(1024, 16, 24, 2048)))
     assert config.seq == 2048
+
+
+# -- --implementation pytorch-eager: plain PyTorch on one GPU (benchmarks/gpu_train_measure.py; NeuSight's fp32 runs)
+EAGER = ("--implementation", "pytorch-eager", "--attention", "standard")
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "fp32"])
+@pytest.mark.parametrize("layout", [("--dp", "2"), ("--pp", "2"), ("--tp", "2"), ("--dp", "2", "--pp", "2")])
+def test_eager_on_several_gpus_is_refused_in_one_line(tmp_path, capsys, dtype, layout):
+    out = tmp_path / "out.csv"
+    argv = ["train", str(GPT2), "--cluster", str(NODE), "--global-batch", "8", "--dtype", dtype, *EAGER, *layout,
+            "--out", str(out)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1
+    assert "one GPU" in err and "--implementation megatron" in err and "'implementation'" in err
+    assert not out.exists()
+
+
+def test_eager_on_several_gpus_is_refused_by_the_api():
+    with pytest.raises(InputError, match="one GPU") as caught:
+        archsim.train(GPT2, cluster=NODE, global_batch=8, dp=2, implementation="pytorch-eager", attention="standard")
+    assert caught.value.where.field == "implementation"
+
+
+def test_eager_accumulates_micro_batches_on_one_gpu():
+    """One GPU with several micro-batches is what the eager list models: their gradients summed unfused."""
+    result, _ = archsim.train(GPT2, cluster=NODE, global_batch=8, micro_batch=2, implementation="pytorch-eager",
+                              attention="standard")
+    assert result.breakdown["grad_accumulation"] > 0 and result.breakdown["dp_communication"] == 0
