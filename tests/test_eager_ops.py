@@ -126,7 +126,7 @@ def test_default_is_megatron_and_bad_choices_fail():
     with pytest.raises(InputError, match="implementation must be one of"):
         Machine(machine.gpu, machine.efficiency, machine.links, "apex")
     tp2 = Parallelism(2, 1, 1, 8, 2)
-    with pytest.raises(InputError, match="one-GPU GPT"):
+    with pytest.raises(InputError, match="one GPU"):
         model_pieces(C, tp2, replace(single_node().machine(tp2), implementation="pytorch-eager"))
 
 

@@ -39,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="training precision: fp16/bf16 mixed precision, or fp32 (on a GPU its FP32 lanes, "
                              "PyTorch's default; 4 bytes per element)")
     parser.add_argument("--implementation", default="megatron", choices=IMPLEMENTATIONS,
-                        help="whose op list runs: Megatron-LM's fused kernels, or plain eager PyTorch on one GPU "
+                        help="whose op list runs: Megatron-LM's fused kernels, or plain eager PyTorch on one GPU (TP, PP, DP 1) "
                              "(fp16/bf16: the AMP GPT of benchmarks/gpu_train_measure.py; fp32: Hugging Face's "
                              "GPT-2, OPT and BERT modules, as NeuSight measured them); one iteration only")
     parser.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel degree")

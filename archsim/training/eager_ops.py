@@ -37,7 +37,7 @@ on T × V). In fp16/bf16 they stream at the training fit like every other op
 by their class at NeuSight's constants instead — tried on the Hopper iterations, not adopted
 (docs/training.md, "Hopper check").
 
-One GPU only (TP = 1), GPT family only: the runs this describes.
+One GPU only (TP = PP = DP = 1; :func:`check_one_gpu`), GPT family only: the runs this describes.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from archsim.choices.training import IMPLEMENTATIONS
 from archsim.errors import InputError
 from archsim.lowering import TrainingOp
 from archsim.training.layer_ops import Work, _gemm_ops, _vector
-from archsim.training.parallel import padded_vocab
+from archsim.training.parallel import Parallelism, padded_vocab
 from archsim.workload.transformer import TransformerConfig
 
 Kernel = tuple[str, int, int] | tuple[()]  # a memory-bound op's PyTorch kernel class (TrainingOp.kernel), or none
@@ -54,6 +54,15 @@ Kernel = tuple[str, int, int] | tuple[()]  # a memory-bound op's PyTorch kernel 
 # fp16 → fp32 gradient copy 6, unscale 8, norm 4, fused Adam 28 (master, grad, two moments read; master,
 # moments written), master → fp16 weight 6: bytes per parameter of gpu_train_measure.py's optimizer step
 EAGER_OPTIMIZER_BYTES_PER_PARAMETER = 52
+
+
+def check_one_gpu(par: Parallelism) -> None:
+    """Both eager lists are one GPU's runs (gpu_train_measure.py's AMP GPT, NeuSight's fp32 iterations): no
+    TP, pipeline or DP of plain PyTorch is modelled; several micro-batches accumulate on that GPU."""
+    if par.gpus > 1:
+        raise InputError(f"the pytorch-eager op list models plain PyTorch on one GPU (TP 1, PP 1, DP 1; several "
+                         f"micro-batches accumulate on it), got TP {par.tp}, PP {par.pp}, DP {par.dp}: for several "
+                         "GPUs use --implementation megatron (the default)", field="implementation")
 
 
 def check_eager(c: TransformerConfig, tp: int, sequence_parallel: bool) -> None:

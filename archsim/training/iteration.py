@@ -51,6 +51,7 @@ from archsim.training.eager_ops import (
     EAGER_OPTIMIZER_BYTES_PER_PARAMETER,
     check_eager,
     check_eager_attention,
+    check_one_gpu,
     eager_block_work,
     eager_embedding_work,
     eager_head_work,
@@ -157,6 +158,8 @@ def model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> di
     """Per micro-batch costs of one transformer layer, the embedding and the head on ``machine``. They do
     not depend on PP, DP, the global batch, the schedule or the stage split, so they are computed once
     per distinct rest (``par`` with those reset) and shared: a runs file or a sweep repeats them often."""
+    if machine.implementation == "pytorch-eager":
+        check_one_gpu(par)  # before PP and DP are reset below
     same = replace(par, pp=1, dp=1, global_batch=par.micro_batch, interleave=1, schedule="1f1b", stage_layers=None,
                    dp_overlap="none", grad_accumulation=None)
     return dict(_model_pieces(c, same, machine))
