@@ -114,3 +114,19 @@ def test_eager_accumulates_micro_batches_on_one_gpu():
     result, _ = archsim.train(GPT2, cluster=NODE, global_batch=8, micro_batch=2, implementation="pytorch-eager",
                               attention="standard")
     assert result.breakdown["grad_accumulation"] > 0 and result.breakdown["dp_communication"] == 0
+
+
+# -- train --sweep: one value per axis and point
+def test_a_sweep_axis_given_twice_is_refused(tmp_path, capsys):
+    """``--sweep tp=1,2 --sweep tp=4`` ran two points, both at TP 4 (the later axis overwrote the earlier)."""
+    from archsim.training.sweep import points
+
+    out = tmp_path / "out.csv"
+    argv = ["train", str(GPT2), "--cluster", str(NODE), "--global-batch", "8", "--sweep", "tp=1,2",
+            "--sweep", "tp=4", "--out", str(out)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "tp" in err and "'sweep'" in err
+    assert not out.exists()
+    with pytest.raises(InputError, match="micro_batch"):  # the same axis under its two spellings
+        list(points({}, [("micro_batch", (1,)), ("tp", (1, 2)), ("micro_batch", (2,))]))
