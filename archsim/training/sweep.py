@@ -71,8 +71,13 @@ def parse_axis(text: str) -> tuple[str, tuple]:
 
 
 def points(base: dict, axes: list[tuple[str, tuple]]):
-    """Every combination of the axes' values over ``base`` (Parallelism's keyword arguments)."""
+    """Every combination of the axes' values over ``base`` (Parallelism's keyword arguments); an axis given
+    twice is refused (the later would overwrite the earlier in every point)."""
     names = [name for name, _ in axes]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise InputError(f"{', '.join(twice)} swept twice: give each axis once, with all its values (KEY=V1,V2,…)",
+                         field="sweep")
     for combo in itertools.product(*(values for _, values in axes)):
         yield {**base, **dict(zip(names, combo))}
 
