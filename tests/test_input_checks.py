@@ -130,3 +130,28 @@ def test_a_sweep_axis_given_twice_is_refused(tmp_path, capsys):
     assert not out.exists()
     with pytest.raises(InputError, match="micro_batch"):  # the same axis under its two spellings
         list(points({}, [("micro_batch", (1,)), ("tp", (1, 2)), ("micro_batch", (2,))]))
+
+
+@pytest.mark.parametrize(("flag", "extra"), [("--stage-layers", ("--pp", "2", "--stage-layers", "4,8")),
+                                             ("--balance", ("--pp", "2", "--balance", "planned")),
+                                             ("--gantt", ("--gantt", "{tmp}/g.html")),
+                                             ("--chrome-trace", ("--chrome-trace", "{tmp}/t.json")),
+                                             ("--schedule-csv", ("--schedule-csv", "{tmp}/s.csv"))])
+def test_a_sweep_refuses_the_flags_it_does_not_apply(tmp_path, capsys, flag, extra):
+    """Its points ran Megatron's even split and wrote no timeline, whatever these flags said."""
+    out = tmp_path / "out.csv"
+    argv = ["train", str(GPT2), "--cluster", str(NODE), "--global-batch", "8", "--sweep", "tp=1,2",
+            *(e.format(tmp=tmp_path) for e in extra), "--out", str(out)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and flag in err and "--sweep" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_stage_layers_and_a_planned_balance_together_are_refused(capsys):
+    """--balance planned was dropped without a word when --stage-layers gave the split."""
+    argv = ["train", str(GPT2), "--cluster", str(NODE), "--global-batch", "8", "--pp", "2", "--stage-layers", "4,8",
+            "--balance", "planned"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "--stage-layers" in err and "--balance planned" in err
