@@ -110,6 +110,9 @@ def run(args: argparse.Namespace) -> int:
     from archsim.validate import check_job_size
     from archsim.workload.transformer import load_transformer
 
+    if args.stage_layers and args.balance == "planned":  # flag combinations: checked before the model is read
+        raise InputError("--stage-layers gives the split --balance planned would plan: give one of them",
+                         field="balance")
     config = load_transformer(args.model, seq=args.seq)
     if args.implementation != "megatron" and (args.runs or args.sweep):
         raise InputError("--implementation pytorch-eager times one iteration: not with --runs or --sweep",
