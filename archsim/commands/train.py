@@ -82,7 +82,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sweep", action="append", default=[], metavar="KEY=V1,V2,…",
                         help="sweep an axis (tp, pp, dp, global_batch, micro_batch, interleave, recompute, schedule, "
                              "sequence_parallel, attention, dp_overlap, grad_accumulation); repeat for a grid: one row "
-                             "per point instead of one iteration's breakdown")
+                             "per point (Megatron's even split, no timeline) instead of one iteration's breakdown")
     parser.add_argument("--runs", default=None, metavar="RUNS.csv",
                         help="predict every row of a runs file in one process (columns tp, pp, dp, micro_batch, "
                              "global_batch and optionally recompute, sequence_parallel, interleave, gpus, "
@@ -113,6 +113,10 @@ def run(args: argparse.Namespace) -> int:
     if args.stage_layers and args.balance == "planned":  # flag combinations: checked before the model is read
         raise InputError("--stage-layers gives the split --balance planned would plan: give one of them",
                          field="balance")
+    ignored = _given(args, SWEEP_IGNORES) if args.sweep and not args.runs else []
+    if ignored:
+        raise InputError(f"{', '.join(ignored)}: --sweep runs each point on Megatron's even split and writes no "
+                         "timeline; drop them, or run one point without --sweep", field="sweep")
     config = load_transformer(args.model, seq=args.seq)
     if args.implementation != "megatron" and (args.runs or args.sweep):
         raise InputError("--implementation pytorch-eager times one iteration: not with --runs or --sweep",
@@ -345,6 +349,11 @@ RUNS_SET_PER_ROW = (("--tp", "tp"), ("--pp", "pp"), ("--dp", "dp"), ("--global-b
                     ("--stage-layers", "stage_layers"), ("--balance", "balance"), ("--placement", "placement"),
                     ("--sweep", "sweep"), ("--gantt", "gantt"), ("--chrome-trace", "trace"),
                     ("--schedule-csv", "schedule_csv"))
+
+
+# (flag, argparse dest) that a --sweep's points would not apply: each point is one even-split iteration, no timeline
+SWEEP_IGNORES = (("--stage-layers", "stage_layers"), ("--balance", "balance"), ("--gantt", "gantt"),
+                 ("--chrome-trace", "trace"), ("--schedule-csv", "schedule_csv"))
 
 
 def _given(args: argparse.Namespace, flags) -> list[str]:
