@@ -155,3 +155,20 @@ def test_stage_layers_and_a_planned_balance_together_are_refused(capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "--stage-layers" in err and "--balance planned" in err
+
+
+# -- search: each value of a many-valued flag once
+@pytest.mark.parametrize(("flag", "values"), [("--recompute", ("none", "none")), ("--schedule", ("1f1b", "1f1b")),
+                                              ("--chunks", ("2", "4", "2")), ("--gpus", ("8", "8"))])
+def test_search_refuses_a_repeated_value(capsys, flag, values):
+    """A repeated value enumerated its configurations twice: the same row printed twice among the best."""
+    argv = ["search", str(GPT2), "--cluster", str(NODE), "--global-batch", "8", "--refine", "0", flag, *values]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and flag in err and "repeat" in err
+
+
+def test_the_api_search_refuses_a_repeated_value():
+    with pytest.raises(InputError, match="repeat") as caught:
+        archsim.search(GPT2, cluster=NODE, global_batch=8, gpus=[4, 4], refine=0)
+    assert caught.value.where.field == "gpus"
