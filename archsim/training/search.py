@@ -36,6 +36,7 @@ from archsim.training.search_space import (
     Candidate,
     candidate_count,
     candidates,
+    check_distinct,
     rank_chunks,
     rank_memories,
     rejection,
@@ -242,6 +243,7 @@ def check_search_size(cluster, counts, micro_batches, recomputes, schedules, chu
                          f"{' × server orders' if placement == 'planned' else ''}), above the limit of "
                          f"{MAX_CANDIDATES:,}; lower --max-micro-batch, or give fewer --gpus, --schedule or --chunks",
                          field=field)
+    check_distinct(gpus=counts, recompute=recomputes, schedule=schedules, chunks=chunks)
 
 
 # The planner's work a search may do under --balance planned, in table cells (PP × (layers + 3)² per split

@@ -16,6 +16,7 @@ from functools import lru_cache
 from math import isqrt
 
 from archsim.choices.training import MAX_REFINE_ACTIONS, SCHEDULES
+from archsim.errors import InputError
 from archsim.training.memory import StageMemory, stage_memory
 from archsim.training.parallel import Parallelism, layers_per_stage
 from archsim.workload.transformer import TransformerConfig
@@ -82,6 +83,17 @@ def candidate_count(counts, micro_batches, recomputes, schedules, chunks, sequen
     per_factorization = len(micro_batches) * len(recomputes) * len(sequence_parallel) * \
         sum(len(chunks) if s in CHUNKED else 1 for s in schedules)
     return sum(factorization_count(n) for n in counts) * per_factorization
+
+
+def check_distinct(**values) -> None:
+    """Refuse a repeated value of a many-valued search flag (``recompute=("none", "none")``): it enumerated its
+    configurations twice, the same row printed twice among the best."""
+    for flag, given in values.items():
+        seen: set = set()
+        for value in given:
+            if value in seen:
+                raise InputError(f"--{flag} repeats {value!r}: give each value once", field=flag)
+            seen.add(value)
 
 
 def factorizations(gpus: int) -> Iterator[tuple[int, int, int]]:
