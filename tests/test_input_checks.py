@@ -172,3 +172,17 @@ def test_the_api_search_refuses_a_repeated_value():
     with pytest.raises(InputError, match="repeat") as caught:
         archsim.search(GPT2, cluster=NODE, global_batch=8, gpus=[4, 4], refine=0)
     assert caught.value.where.field == "gpus"
+
+
+# -- train --runs: a header names each column once, a row holds no cell past the header's
+@pytest.mark.parametrize(("body", "where"), [
+    ("tp,pp,dp,micro_batch,global_batch,tp\n1,1,1,1,8,2\n", "line 1"),  # the later tp was read, silently
+    ("tp,pp,dp,micro_batch,global_batch\n1,1,1,1,8\n1,1,1,1,8,16\n", "line 3")])  # the 16 was dropped
+def test_a_runs_file_with_a_column_twice_or_a_cell_too_many_is_refused(tmp_path, capsys, body, where):
+    runs = tmp_path / "runs.csv"
+    runs.write_text(body)
+    out = tmp_path / "out.csv"
+    assert main(["train", str(GPT2), "--cluster", str(NODE), "--runs", str(runs), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "runs.csv" in err and where in err
+    assert not out.exists()
