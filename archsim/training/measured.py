@@ -91,7 +91,11 @@ def read_header(path: str | Path, what: str) -> tuple[list[str], dict, int, list
     meta, first = split_meta(lines)
     if first == len(lines):
         raise InputError("no header row", file=str(path))
-    return lines, meta, first, [c.strip().lower() for c in lines[first].split(",")]
+    names = [c.strip().lower() for c in lines[first].split(",")]
+    twice = next((name for i, name in enumerate(names) if name in names[:i]), None)
+    if twice is not None:  # a reader would take one of the two cells, silently
+        raise InputError("a column named twice", file=str(path), line=first + 1, field=twice)
+    return lines, meta, first, names
 
 
 def read_measured_table(path: str | Path) -> MeasuredTable:

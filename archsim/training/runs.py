@@ -102,6 +102,8 @@ def _parallelism(fields: dict, file: str, line: int) -> Parallelism:
 
 
 def _archsim_row(raw: list[str], index: dict[str, int], line: int, file: str) -> RunRow:
+    if len(raw) > len(index):  # a cell past the header's columns has no name to be read by
+        raise InputError(f"{len(raw)} cells, the header names {len(index)} columns", file=file, line=line)
     cells = {name: raw[i].strip() if i < len(raw) else "" for name, i in index.items()}
     fields: dict = {name: _int(cells[name], name, file, line) for name in REQUIRED}
     fields["recompute"] = cells.get("recompute") or "full"
