@@ -186,3 +186,20 @@ def test_a_runs_file_with_a_column_twice_or_a_cell_too_many_is_refused(tmp_path,
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "runs.csv" in err and where in err
     assert not out.exists()
+
+
+# -- cluster files: keys train and search would not read
+def _cluster(tmp_path: Path, cluster_keys: str) -> Path:
+    path = tmp_path / "cluster.toml"
+    path.write_text(f'[cluster]\nname = "two"\n{cluster_keys}\n[[servers]]\ncount = 2\ngpus = 8\n'
+                    'intra_server_gbps = 4800\ngpu = "a100-80gb"\n')
+    return path
+
+
+@pytest.mark.parametrize("command", ["train", "search"])
+def test_gpu_memory_gb_is_refused_where_the_board_sizes_the_gpu(tmp_path, capsys, command):
+    """``gpu_memory_gb = 40`` beside 80 GB A100s: train and search planned with 80 GB, without a word."""
+    cluster = _cluster(tmp_path, "inter_server_gbps = 200\ngpu_memory_gb = 40")
+    assert main([command, str(GPT2), "--cluster", str(cluster), "--global-batch", "16"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "'gpu_memory_gb'" in err and "a100-40gb" in err
