@@ -203,3 +203,11 @@ def test_gpu_memory_gb_is_refused_where_the_board_sizes_the_gpu(tmp_path, capsys
     assert main([command, str(GPT2), "--cluster", str(cluster), "--global-batch", "16"]) == 2
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "'gpu_memory_gb'" in err and "a100-40gb" in err
+
+
+def test_a_bandwidth_range_is_refused_where_one_figure_is_used(tmp_path, capsys):
+    """``inter_server_gbps = [100, 400]`` (plan draws within it) trained at 100 Gb/s, without a word."""
+    cluster = _cluster(tmp_path, "inter_server_gbps = [100, 400]")
+    assert main(["train", str(GPT2), "--cluster", str(cluster), "--global-batch", "16", "--dp", "16"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "'inter_server_gbps'" in err and "one" in err
