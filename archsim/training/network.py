@@ -82,9 +82,12 @@ def read_network(spec: dict, gpus_per_server: int, file: str = "<cluster>", defa
     table = spec.get("network")
     if table is None:
         inter = cluster.get("inter_server_gbps", 0) or default_gbps
+        if isinstance(inter, list):  # plan draws a figure within it (its seed); an iteration needs the one it ran at
+            raise InputError("a [low, high] range is drawn by archsim plan; train and search take one figure, "
+                             "Gbit/s", file=file, field="inter_server_gbps")
         shared = cluster.get("inter_server_link", "shared") != "per_gpu_pair"
         # no inter-server bandwidth (one server): 1 byte/s per GPU, never used
-        gbps = float(inter if not isinstance(inter, list) else inter[0]) or 8e-9 * (gpus_per_server if shared else 1)
+        gbps = float(inter) or 8e-9 * (gpus_per_server if shared else 1)
         if not shared:
             return Network(gpus_per_server, gbps, 1, gpus_per_server)
         return Network(1, gbps, gpus_per_server, gpus_per_server)
