@@ -211,3 +211,15 @@ def test_a_bandwidth_range_is_refused_where_one_figure_is_used(tmp_path, capsys)
     assert main(["train", str(GPT2), "--cluster", str(cluster), "--global-batch", "16", "--dp", "16"]) == 2
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "'inter_server_gbps'" in err and "one" in err
+
+
+# -- Hugging Face configs: a key that changes the shapes archsim builds
+def test_a_head_dim_other_than_hidden_over_heads_is_refused(tmp_path):
+    """Mistral-NeMo's config (hidden 5120, 32 heads, head_dim 128, not 160) was built with 160-wide heads."""
+    nemo = _config(tmp_path, "nemo", {**LLAMA, "model_type": "mistral", "hidden_size": 5120, "num_attention_heads": 32,
+                                      "num_key_value_heads": 8, "head_dim": 128})
+    with pytest.raises(InputError, match="128") as caught:
+        load_transformer(nemo)
+    assert caught.value.where.field == "head_dim"
+    same = _config(tmp_path, "llama", {**LLAMA, "head_dim": 64})  # 256 / 4: what archsim builds, accepted
+    assert load_transformer(same).head_dim == 64
