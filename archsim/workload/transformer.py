@@ -297,8 +297,12 @@ def _from_hf(config: dict, path: Path) -> TransformerConfig:
                                  _get(config, "tie_word_embeddings", True), positions + OPT_POSITION_OFFSET,
                                  position_limit=positions)
     if kind in ("llama", "mistral"):
-        heads = _get(config, "num_attention_heads")
-        return TransformerConfig(name, "llama", _get(config, "num_hidden_layers"), _get(config, "hidden_size"), heads,
+        heads, hidden = _get(config, "num_attention_heads"), _get(config, "hidden_size")
+        head_dim = _get(config, "head_dim", 0, required=False)  # Mistral-NeMo's 128 at hidden 5120 over 32 heads
+        if head_dim and head_dim * heads != hidden:
+            raise InputError(f"{head_dim} is not hidden_size / num_attention_heads ({hidden} / {heads}): attention "
+                             "of another width than the model's is not modelled", field="head_dim")
+        return TransformerConfig(name, "llama", _get(config, "num_hidden_layers"), hidden, heads,
                                  _get(config, "vocab_size"), _get(config, "max_position_embeddings"),
                                  _get(config, "intermediate_size"), _get(config, "num_key_value_heads", heads),
                                  _get(config, "tie_word_embeddings", False))
