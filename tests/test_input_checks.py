@@ -223,3 +223,16 @@ def test_a_head_dim_other_than_hidden_over_heads_is_refused(tmp_path):
     assert caught.value.where.field == "head_dim"
     same = _config(tmp_path, "llama", {**LLAMA, "head_dim": 64})  # 256 / 4: what archsim builds, accepted
     assert load_transformer(same).head_dim == 64
+
+
+def test_seq_beside_a_vtrain_runs_file_is_refused(tmp_path, capsys):
+    """vTrain's rows name their own sequence length: ``--seq 512`` was dropped for every row, without a word."""
+    shown = (ROOT / "tests" / "data" / "e2e" / "vtrain_single_node_shown.csv").read_text().splitlines()
+    runs = tmp_path / "vtrain.csv"
+    runs.write_text("\n".join(shown[:3]) + "\n")
+    argv = ["train", str(ROOT / "configs" / "transformers" / "gpt_1024h_24l.json"), "--cluster", str(NODE),
+            "--runs", str(runs)]
+    assert main([*argv, "--seq", "512"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "--seq" in err and "'seq'" in err
+    assert main([*argv, "--format", "json"]) == 0  # without it, each row at its own sequence
