@@ -323,6 +323,9 @@ def _run_runs(args: argparse.Namespace, config) -> int:
             raise InputError(exc.message, file=args.runs, line=row.line, field=exc.where.field) from None
 
     rows = tuple(with_flags(row) for row in read_runs(args.runs))
+    if args.seq is not None and rows[0].shape is not None:  # (read_runs: ≥ 1 row, all of one layout)
+        raise InputError("--seq: each row of vTrain's runs file sets its own sequence length; drop --seq",
+                         field="seq")
     for row in rows:  # each row is one iteration: its schedule within --max-ops, checked before any runs
         check_job_size(row.par.schedule_actions, args.max_ops)
     cluster = load_gpu_cluster(args.cluster, args.dtype)
