@@ -8,71 +8,106 @@ sizes bytes. Re-exported by :mod:`archsim` (``archsim.cost(...)``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from archsim.array.config import ArrayConfig, parse_array_shape, read_scalesim_cfg
+from archsim.array.config import ArrayConfig
+from archsim.choices.devices import ENGINES
+from archsim.choices.networks import GEOMETRIES, SHAPE_CHECKS, UNSUPPORTED
 from archsim.workload.layer import Network
 
 
 def load_network(source: str | Path | Network, *, only: str | Sequence[str] | None = None,
-                 geometry: str = "archsim") -> Network:
-    """A network from a shipped name (``"vgg16"``), a topology CSV path, or a :class:`Network` as is;
-    ``only`` keeps those layer kinds (``["conv"]``); ``geometry="scalesim"`` sizes outputs as SCALE-Sim."""
+                 geometry: str = "archsim", shapes: str = "auto", unsupported: str = "error",
+                 input_shape: str | None = None,
+                 dim: Mapping[str, int] | Sequence[tuple[str, int]] | None = None) -> Network:
+    """A network from a shipped name (``"vgg16"``), a topology CSV, ONNX, transformer config or PyTorch
+    file path, or a :class:`Network` as is; the other names are the network flags': ``only`` keeps those
+    layer kinds (``"conv,fc"`` or ``["conv"]``); ``geometry="scalesim"`` sizes outputs as SCALE-Sim;
+    ``shapes``, ``unsupported``, ``input_shape`` and ``dim`` (``{"seq": 128}``) as ``--shapes``, ``--unsupported``,
+    ``--input-shape`` and ``--dim``."""
     from archsim.workload import load_network as _load
+    from archsim.workload.shipped import dims_of
 
-    network = source if isinstance(source, Network) else _load(source, geometry=geometry)
-    kinds = [only] if isinstance(only, str) else list(only or ())
+    _check_choice(shapes, SHAPE_CHECKS, "shapes")
+    _check_choice(unsupported, UNSUPPORTED, "unsupported")
+    _check_choice(geometry, GEOMETRIES, "geometry")
+    network = source if isinstance(source, Network) else _load(
+        source, geometry=geometry, unsupported=unsupported, dims=dims_of(dim or {}), shapes=shapes,
+        input_shape=input_shape)
+    parts = only.split(",") if isinstance(only, str) else list(only or ())
+    kinds = [kind.strip() for kind in parts if kind.strip()]
     return network.only(*kinds) if kinds else network
 
 
-def array_config(array: str | Path | ArrayConfig = "32x32", *, dataflow: str | None = None,
-                 element_bytes: int | None = None) -> ArrayConfig:
-    """An :class:`ArrayConfig` from ``"ROWSxCOLS"``, a SCALE-Sim ``.cfg`` path, or a config as is.
-
-    ``dataflow`` (ws, os, is) overrides the file's or the default ws; ``element_bytes`` the default 1."""
+def array_config(array: str | Path | ArrayConfig | None = None, *, config: str | Path | None = None,
+                 dataflow: str | None = None, element_bytes: int | None = None, bandwidth: int | None = None,
+                 sram_kb: str | int | Sequence[int] | None = None, clock_ghz: float | None = None) -> ArrayConfig:
+    """An :class:`ArrayConfig` as the array flags build it (:func:`archsim.array.options.array_from_options`):
+    ``array`` ``"ROWSxCOLS"`` (default 32x32, or ``config``'s shape), a SCALE-Sim ``.cfg`` path (as
+    ``config``) or a config as is; ``config``, ``dataflow`` (ws, os, is), ``element_bytes`` (default 1),
+    ``bandwidth`` (DRAM words/cycle), ``sram_kb`` (KiB, one or ifmap,filter,ofmap) and ``clock_ghz`` as
+    ``--config``, ``--dataflow``, ``--element-bytes``, ``--bandwidth``, ``--sram-kb`` and ``--clock-ghz``."""
     from dataclasses import replace
 
+    from archsim.array.options import array_from_options, with_clock, with_memory
+
     if isinstance(array, ArrayConfig):
-        config = array
-    elif str(array).endswith(".cfg"):
-        config = read_scalesim_cfg(array)
-    else:
-        rows, cols = parse_array_shape(str(array))
-        config = ArrayConfig(rows=rows, cols=cols)
-    changes: dict[str, Any] = {}  # ArrayConfig's fields, checked by it
-    if dataflow is not None:
-        changes["dataflow"] = dataflow
-    if element_bytes is not None:
-        changes["element_bytes"] = element_bytes
-    if changes:
-        config = replace(config, **changes)
-    if config.dataflow not in ("ws", "os", "is"):
-        from archsim.errors import InputError
+        if config is not None:
+            from archsim.errors import InputError
 
-        raise InputError(f"unknown dataflow {config.dataflow!r}; choose ws, os or is", field="dataflow")
-    return config
+            raise InputError("give an ArrayConfig or a .cfg file, not both", field="config")
+        changes: dict[str, Any] = {}  # ArrayConfig's fields, checked by it
+        if dataflow is not None:
+            changes["dataflow"] = dataflow
+        if element_bytes is not None:
+            changes["element_bytes"] = element_bytes
+        return with_clock(with_memory(replace(array, **changes), bandwidth, sram_kb), clock_ghz)
+    if array is not None and str(array).endswith(".cfg") and config is None:
+        array, config = None, array
+    return array_from_options(None if array is None else str(array), config, dataflow,
+                              1 if element_bytes is None else element_bytes, bandwidth, sram_kb, clock_ghz)
 
 
-def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig = "32x32", batch: int = 32,
+def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | None = None, batch: int = 32,
          mode: str = "exact", engine: str = "analytic", dataflow: str | None = None,
-         element_bytes: int | None = None) -> pd.DataFrame:
-    """Per-layer F/G/D cycles, utilizations and bytes — the table ``archsim cost`` prints.
+         element_bytes: int | None = None, config: str | Path | None = None, bandwidth: int | None = None,
+         sram_kb: str | int | Sequence[int] | None = None, clock_ghz: float | None = None, energy: bool = False,
+         energy_table: str | Path | None = None, geometry: str = "archsim", only: str | Sequence[str] | None = None,
+         shapes: str = "auto", unsupported: str = "error", input_shape: str | None = None,
+         dim: Mapping[str, int] | Sequence[tuple[str, int]] | None = None) -> pd.DataFrame:
+    """Per-layer F/G/D cycles, utilizations and bytes — the table ``archsim cost`` prints, less its
+    TOTAL row — with ``archsim cost``'s flags as keywords of the same names.
 
     ``mode``: ``paper`` (LayerPipe's simplifications) or ``exact``; ``engine``: ``analytic``
-    (compute cycles) or ``cycle`` (memory-aware: adds stall cycles and DRAM bytes); ``dataflow``
-    and ``element_bytes`` as ``--dataflow`` and ``--element-bytes`` (:func:`array_config`)."""
-    from archsim.array.costing import cost_network
-    from archsim.lowering import check_mode
+    (compute cycles) or ``cycle`` (memory-aware: adds stall cycles and DRAM bytes, under ``bandwidth``
+    and ``sram_kb``); the array keywords as :func:`array_config`; a clock (``clock_ghz`` or the .cfg's)
+    adds ``X_seconds`` after every ``X_cycles``; ``energy=True`` adds each layer's F/G/D energy (pJ)
+    priced by ``energy_table`` (a name or TOML; default the .cfg's, else horowitz45); the network
+    keywords as :func:`load_network`."""
+    from archsim.array.costing import cost_frame, layer_cost_rows
+    from archsim.lowering import check_mode, lower_network
+    from archsim.seconds import add_seconds
 
-    config = array_config(array, dataflow=dataflow, element_bytes=element_bytes)
-    return cost_network(load_network(network), config, batch, check_mode(mode), engine)
+    _check_choice(engine, ENGINES, "engine")
+    chosen = array_config(array, config=config, dataflow=dataflow, element_bytes=element_bytes, bandwidth=bandwidth,
+                          sram_kb=sram_kb, clock_ghz=clock_ghz)
+    layers = load_network(network, only=only, geometry=geometry, shapes=shapes, unsupported=unsupported,
+                          input_shape=input_shape, dim=dim)
+    lowered = lower_network(layers, batch, check_mode(mode), chosen.element_bytes)
+    rows = layer_cost_rows(lowered, chosen, engine)
+    if energy:
+        from archsim.energy.model import with_layer_energy
+        from archsim.energy.table import energies_for
+
+        rows = with_layer_energy(rows, lowered, chosen, energies_for(chosen, energy_table, config)[1], engine)
+    return add_seconds(cost_frame(rows, engine), chosen.clock_hz)
 
 
-def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig = "32x32", batch: int = 32,
+def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | None = None, batch: int = 32,
             mode: str = "exact", engine: str = "analytic", dataflow: str | None = None,
             element_bytes: int | None = None):
     """The per-layer cost profile every partitioner and schedule works on (:class:`LayerProfile`)."""
@@ -81,6 +116,14 @@ def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig = 
 
     config = array_config(array, dataflow=dataflow, element_bytes=element_bytes)
     return build_profile(load_network(network), config, batch, check_mode(mode), engine)
+
+
+def _check_choice(value: object, choices: tuple[str, ...], field: str) -> None:
+    """A keyword whose flag takes one of ``choices``: refused as the flag's ``choices`` refuse it."""
+    if value not in choices:
+        from archsim.errors import InputError
+
+        raise InputError(f"expected one of {', '.join(choices)}, got {value!r}", field=field)
 
 
 def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: int = 1, micro_batch: int = 1,
@@ -121,11 +164,12 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
            recompute: str | Sequence[str] = ("none", "selective", "full"), schedule: str | Sequence[str] | None = None,
            chunks: int | Sequence[int] = (2, 4), max_micro_batch: int = 8, sequence_parallel: str = "both",
            refine: int | None = None, attention: str = "flash", dp_overlap: str = "none",
-           max_ops: int | None = None, grad_accumulation: str = "fused"):
+           max_ops: int | None = None, grad_accumulation: str = "fused", dtype: str | None = None):
     """Rank TP × PP × DP × micro-batch × recompute × schedule for ``model`` on ``cluster`` as
     ``archsim search`` does, with its flags' names and defaults (``schedule`` None: every schedule;
     ``refine`` None: 2 × ``top``; ``max_ops``: ``--max-ops``, None: its default; one value where the flag
-    takes several, ``schedule="1f1b"``, is a list of one). Returns the :class:`~archsim.training.search.SearchResult`: ``rows``
+    takes several, ``schedule="1f1b"``, is a list of one; ``dtype`` None: ``--dtype``'s default fp16 for a path, a
+    cluster object's own). Returns the :class:`~archsim.training.search.SearchResult`: ``rows``
     (best first: the configuration, ``iteration_seconds``, ``peak_memory_gib``, ``mfu``, …),
     ``rejected`` (reason → count) and the Pareto front."""
     from archsim.choices.training import GRAD_ACCUMULATIONS
@@ -139,7 +183,7 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
     if grad_accumulation not in GRAD_ACCUMULATIONS:
         raise InputError(f"expected one of {', '.join(GRAD_ACCUMULATIONS)}, got {grad_accumulation!r}",
                          field="grad-accumulation")
-    config, on = _transformer(model, seq), _gpu_cluster(cluster)
+    config, on = _transformer(model, seq), _gpu_cluster(cluster, dtype)
     counts = [gpus] if isinstance(gpus, int) else list(gpus or [])
     if counts and max(counts) > on.topology.devices:
         raise InputError(f"{max(counts)} GPUs asked for, the cluster has {on.topology.devices}", field="gpus")

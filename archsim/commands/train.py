@@ -205,13 +205,11 @@ def _split(config, par, machines, balance: str):
     from dataclasses import replace
 
     from archsim.errors import InputError
-    from archsim.training.stage_split import planned_split, stage_layer_counts
+    from archsim.training.stage_split import planned_split, refuse_planned_fp32, stage_layer_counts
 
     if balance != "planned" or par.stage_layers is not None or par.pp == 1:
         return par
-    if machines[0].dtype == "fp32":
-        raise InputError("--balance planned sizes activations at 2 bytes per element: with --dtype fp32 give "
-                         "--stage-layers or the even split", field="balance")
+    refuse_planned_fp32(machines[0].dtype)
     split = planned_split(config, par, machines, [m.gpu.memory_bytes for m in machines])
     if split is None:
         raise InputError("no split of the layers over the pipeline stages fits the GPUs' memory (or fewer layers "
