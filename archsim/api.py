@@ -128,35 +128,42 @@ def _check_choice(value: object, choices: tuple[str, ...], field: str) -> None:
 
 def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: int = 1, micro_batch: int = 1,
           seq: int | None = None, recompute: str = "full", sequence_parallel: bool = False, interleave: int = 1,
-          schedule: str = "1f1b", stage_layers: Sequence[int] | None = None, attention: str = "flash",
+          schedule: str = "1f1b", stage_layers: str | Sequence[int] | None = None, attention: str = "flash",
           dp_overlap: str = "none", dtype: str | None = None, implementation: str = "megatron",
-          grad_accumulation: str | None = None):
-    """One training iteration of a transformer on a GPU cluster, as ``archsim train`` runs it (the
-    cluster file's server order, the given or Megatron's even stage split). ``model``: a config path or
-    a :class:`~archsim.workload.transformer.TransformerConfig`; ``cluster``: a cluster TOML path or a
-    :class:`~archsim.training.cluster.GpuCluster`; the other names are ``train``'s flags (``dtype``
-    None: ``--dtype``'s default fp16 for a path, a cluster object's own; ``grad_accumulation`` None: the
-    implementation's own, fused for megatron, unfused for pytorch-eager). Returns the
+          grad_accumulation: str | None = None, balance: str = "even", placement: str = "file",
+          max_ops: int | None = None):
+    """One training iteration of a transformer on a GPU cluster, as ``archsim train`` runs it. ``model``:
+    a config path or a :class:`~archsim.workload.transformer.TransformerConfig`; ``cluster``: a cluster
+    TOML path or a :class:`~archsim.training.cluster.GpuCluster`; the other names are ``train``'s flags
+    (``dtype`` None: ``--dtype``'s default fp16 for a path, a cluster object's own; ``grad_accumulation``
+    None: the implementation's own, fused for megatron, unfused for pytorch-eager; ``stage_layers`` as
+    ``"6,6,6,6"`` or a sequence; ``balance``, ``placement`` and ``max_ops`` (None: ``--max-ops``' default)
+    as their flags, :func:`archsim.training.train_layout.lay_out`). Returns the
     :class:`~archsim.training.run.TrainResult` (``iteration_seconds``, ``memory``, ``breakdown`` in
     seconds) and its :class:`~archsim.training.throughput.Throughput` (MFU, TFLOP/s per GPU, tokens/s)."""
-    from dataclasses import replace
-
-    from archsim.errors import InputError
-    from archsim.training.eager_ops import IMPLEMENTATIONS
+    from archsim.choices.training import BALANCES, IMPLEMENTATIONS
     from archsim.training.parallel import Parallelism
     from archsim.training.run import train as _train
+    from archsim.training.stage_split import parse_stage_layers
     from archsim.training.throughput import throughput
+    from archsim.training.train_layout import lay_out
+    from archsim.validate import DEFAULT_MAX_OPS, check_job_size
 
-    if implementation not in IMPLEMENTATIONS:
-        raise InputError(f"expected one of {', '.join(IMPLEMENTATIONS)}, got {implementation!r}",
-                         field="implementation")
-    config, gpus = _transformer(model, seq), _gpu_cluster(cluster, dtype)
+    _check_choice(implementation, IMPLEMENTATIONS, "implementation")
+    _check_choice(balance, BALANCES, "balance")
+    config = _transformer(model, seq)
+    split = parse_stage_layers(stage_layers) if isinstance(stage_layers, str) else stage_layers
     par = Parallelism(tp, pp, dp, global_batch, micro_batch, recompute, sequence_parallel, interleave, schedule,
-                      tuple(stage_layers) if stage_layers else None, attention, dp_overlap, grad_accumulation)
-    machines = tuple(replace(m, implementation=implementation) for m in gpus.laid_out(par))
-    result = _train(config, par, machines[0], machines)
+                      tuple(split) if split else None, attention, dp_overlap, grad_accumulation)
+    limit = DEFAULT_MAX_OPS if max_ops is None else max_ops
+    check_job_size(par.schedule_actions, limit)  # before the cluster's matrices are built
+    laid = lay_out(config, _gpu_cluster(cluster, dtype), par, placement=placement, balance=balance,
+                   implementation=implementation, max_ops=limit)
+    machines = laid.machines
+    result = _train(config, laid.par, machines[0], machines)
     peak = sum(m.gpu.peak(m.dtype) for m in machines) / len(machines)
-    return result, throughput(config, global_batch, recompute, result.iteration_seconds, par.gpus, peak, attention)
+    return result, throughput(config, global_batch, recompute, result.iteration_seconds, laid.par.gpus, peak,
+                              attention)
 
 
 def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | None = None, seq: int | None = None,
