@@ -16,13 +16,12 @@ import json
 import onnx
 import pandas as pd
 import pytest
-from onnx import helper
-from onnx_models import model, value
 from test_docs import ROOT
 
 import archsim
 from archsim import cli
 from archsim.errors import InputError
+from tests.onnx_models import with_unknown_op
 
 API = {"cost": archsim.cost, "train": archsim.train, "search": archsim.search}
 
@@ -177,16 +176,9 @@ def test_cost_energy_table_gives_the_flags_numbers(tmp_path, capsys, monkeypatch
     assert api.energy_pj.tolist() == pytest.approx((api.F_energy_pj + api.G_energy_pj + api.D_energy_pj).tolist())
 
 
-def _with_unknown_op():
-    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
-             helper.make_node("NonMaxSuppression", ["r", "s"], ["n"], name="nms"),
-             helper.make_node("Sigmoid", ["r"], ["y"], name="sig")]
-    return model(nodes, [value("x", ["N", 1, 4, 4]), value("s", [1, 1, 4])], [value("y", ["N", 1, 4, 4])])
-
-
 def test_cost_unsupported_gives_the_flags_numbers_and_refusal(tmp_path, capsys):
     path = str(tmp_path / "nms.onnx")
-    onnx.save(_with_unknown_op(), path)
+    onnx.save(with_unknown_op(), path)
     same_numbers(archsim.cost(path, batch=8, unsupported="skip"),
                  cli_csv(["cost", path, "--batch", "8", "--unsupported", "skip"], capsys))
     with pytest.raises(InputError, match="NonMaxSuppression"):

@@ -21,7 +21,6 @@ if TYPE_CHECKING:  # the array model is imported by the commands that cost on it
     from archsim.sim.timeline import Timeline
 
 
-
 def positive_int(text: str) -> int:
     """argparse type: an integer in 1 … 2³¹ − 1 (see :mod:`archsim.validate`)."""
     return positive_int_flag(text)
