@@ -313,6 +313,17 @@ def test_search_fp32_rows_are_what_train_gives_in_fp32(capsys, monkeypatch):
     assert meta["iteration_seconds"] == pytest.approx(best["iteration_seconds"], rel=1e-12)
 
 
+def test_a_search_rows_train_line_keeps_its_sequence_length(capsys, monkeypatch):
+    """``search --seq 512``'s printed ``archsim train`` line runs at 512 tokens, not the config's 1024."""
+    monkeypatch.chdir(ROOT)
+    best = cli_json(["search", MODEL, "--cluster", NODE, *SEARCH, "--seq", "512"], capsys)["rows"][0]
+    assert "--seq 512" in best["command"] and best["pp"] == 1
+    meta = cli_json(best["command"].split()[1:], capsys)["meta"]
+    assert meta["iteration_seconds"] == pytest.approx(best["iteration_seconds"], rel=1e-12)
+    found = archsim.search(MODEL, cluster=NODE, seq=512, **SEARCH_KW)
+    assert found.rows[0]["iteration_seconds"] == best["iteration_seconds"]
+
+
 @pytest.mark.parametrize(("flags", "options"), [
     ([], {}),  # FlashAttention has no fp32 kernel: refused as train refuses it
     (["--attention", "standard", "--balance", "planned"], {"attention": "standard", "balance": "planned"}),

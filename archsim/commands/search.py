@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
                     schedule=args.schedule, chunks=args.chunks, max_micro_batch=args.max_micro_batch,
                     sequence_parallel=args.sequence_parallel, refine=args.refine, attention=args.attention,
                     dp_overlap=args.dp_overlap, max_ops=args.max_ops, grad_accumulation=args.grad_accumulation)
-    rows = [{**row, "command": train_command(args.model, args.cluster, args.global_batch, row, args.dtype)}
+    rows = [{**row, "command": train_command(args.model, args.cluster, args.global_batch, row, args.dtype, args.seq)}
             for row in result.rows]
     gains = [row["uneven_gain"] for row in result.rows if row["uneven_gain"] == row["uneven_gain"]]
     none = float("nan")  # no split applies (or no row): NaN, as the rows' own gain columns have it
