@@ -324,18 +324,37 @@ def test_a_search_rows_train_line_keeps_its_sequence_length(capsys, monkeypatch)
     assert found.rows[0]["iteration_seconds"] == best["iteration_seconds"]
 
 
-@pytest.mark.parametrize(("flags", "options"), [
-    ([], {}),  # FlashAttention has no fp32 kernel: refused as train refuses it
-    (["--attention", "standard", "--balance", "planned"], {"attention": "standard", "balance": "planned"}),
-])
-def test_search_refuses_fp32_where_train_does(flags, options, capsys, monkeypatch):
+V100_NODE = """[cluster]
+name = "v100_node"
+
+[[servers]]
+count = 1
+gpus = 8
+intra_server_gbps = 2400
+gpu = "v100-32gb"
+"""
+
+REFUSALS = {  # what train refuses in a dtype: (dtype, cluster, search flags, train flags)
+    "flash-in-fp32": ("fp32", NODE, [], []),  # FlashAttention has no fp32 kernel
+    "planned-in-fp32": ("fp32", NODE, ["--attention", "standard", "--balance", "planned"],
+                        ["--attention", "standard", "--balance", "planned", "--pp", "2"]),
+    "bf16-on-v100": ("bf16", "V100", [], []),  # the V100 has no bf16 peak (its datasheet lists fp16, fp32, fp64)
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSALS))
+def test_search_refuses_a_dtype_where_train_does(case, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
+    dtype, cluster, flags, train_flags = REFUSALS[case]
+    if cluster == "V100":
+        cluster = str(tmp_path / "v100.toml")
+        (tmp_path / "v100.toml").write_text(V100_NODE, encoding="utf-8")
+    options = {flag[2:]: value for flag, value in zip(flags[::2], flags[1::2])}
     with pytest.raises(InputError) as refused:
-        archsim.search(MODEL, cluster=NODE, dtype="fp32", **SEARCH_KW, **options)
-    said = cli_error(["search", MODEL, "--cluster", NODE, *SEARCH, "--dtype", "fp32", *flags], capsys)
+        archsim.search(MODEL, cluster=cluster, dtype=dtype, **SEARCH_KW, **options)
+    said = cli_error(["search", MODEL, "--cluster", cluster, *SEARCH, "--dtype", dtype, *flags], capsys)
     assert said == f"archsim: error: {refused.value}"
-    train_flags = ["--balance", "planned", "--pp", "2", "--attention", "standard"] if flags else []
-    trained = cli_error(["train", MODEL, "--cluster", NODE, "--global-batch", "16", "--dtype", "fp32", *train_flags],
+    trained = cli_error(["train", MODEL, "--cluster", cluster, "--global-batch", "16", "--dtype", dtype, *train_flags],
                         capsys)
     assert trained == said
 
