@@ -102,6 +102,7 @@ def same_numbers(api: pd.DataFrame, printed: pd.DataFrame) -> None:
 
 
 TOPOLOGY = "layerpipe_sample"
+SMALL = "docs/examples/tiny_resnet.csv"  # for the cycle engine, which steps every cycle of every GEMM
 
 
 def energy_table_copy(tmp_path) -> str:
@@ -119,8 +120,8 @@ def energy_table_copy(tmp_path) -> str:
 
 COST_CASES = {  # keyword → (network, flags, keywords), at batch 8
     "clock_ghz": (TOPOLOGY, ["--clock-ghz", "1.5"], {"clock_ghz": 1.5}),
-    "bandwidth": (TOPOLOGY, ["--engine", "cycle", "--bandwidth", "4"], {"engine": "cycle", "bandwidth": 4}),
-    "sram_kb": (TOPOLOGY, ["--engine", "cycle", "--sram-kb", "16,32,8"], {"engine": "cycle", "sram_kb": "16,32,8"}),
+    "bandwidth": (SMALL, ["--engine", "cycle", "--bandwidth", "4"], {"engine": "cycle", "bandwidth": 4}),
+    "sram_kb": (SMALL, ["--engine", "cycle", "--sram-kb", "16,32,8"], {"engine": "cycle", "sram_kb": "16,32,8"}),
     "energy": (TOPOLOGY, ["--energy"], {"energy": True}),
     "config": (TOPOLOGY, ["--config", "configs/arrays/scalesim_32x32_ws.cfg", "--array", "16x8"],
                {"config": "configs/arrays/scalesim_32x32_ws.cfg", "array": "16x8"}),
@@ -156,14 +157,15 @@ def test_cost_clock_gives_seconds_as_cycles_over_the_clock(capsys):
     assert "F_seconds" not in archsim.cost(TOPOLOGY, batch=8).columns
 
 
-def test_cost_memory_keywords_change_the_cycle_engine_as_the_flags_do(capsys):
-    base = archsim.cost(TOPOLOGY, batch=8, engine="cycle")
-    narrow = archsim.cost(TOPOLOGY, batch=8, engine="cycle", bandwidth=1)
+def test_cost_memory_keywords_change_the_cycle_engine_as_the_flags_do(capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    base = archsim.cost(SMALL, batch=8, engine="cycle")
+    narrow = archsim.cost(SMALL, batch=8, engine="cycle", bandwidth=1)
     assert narrow.stall_cycles.sum() > base.stall_cycles.sum()  # one word a cycle stalls more than ten
-    listed = archsim.cost(TOPOLOGY, batch=8, engine="cycle", sram_kb=[16, 32, 8])
-    assert listed.equals(archsim.cost(TOPOLOGY, batch=8, engine="cycle", sram_kb="16,32,8"))
-    assert archsim.cost(TOPOLOGY, batch=8, engine="cycle", sram_kb=16).equals(
-        archsim.cost(TOPOLOGY, batch=8, engine="cycle", sram_kb="16,16,16"))
+    listed = archsim.cost(SMALL, batch=8, engine="cycle", sram_kb=[16, 32, 8])
+    assert listed.equals(archsim.cost(SMALL, batch=8, engine="cycle", sram_kb="16,32,8"))
+    assert archsim.cost(SMALL, batch=8, engine="cycle", sram_kb=16).equals(
+        archsim.cost(SMALL, batch=8, engine="cycle", sram_kb="16,16,16"))
 
 
 def test_cost_energy_table_gives_the_flags_numbers(tmp_path, capsys, monkeypatch):
