@@ -93,6 +93,7 @@ def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | Non
     from archsim.seconds import add_seconds
 
     _check_choice(engine, ENGINES, "engine")
+    batch = _positive_int(batch, "batch")
     chosen = array_config(array, config=config, dataflow=dataflow, element_bytes=element_bytes, bandwidth=bandwidth,
                           sram_kb=sram_kb, clock_ghz=clock_ghz)
     layers = load_network(network, only=only, geometry=geometry, shapes=shapes, unsupported=unsupported,
@@ -116,6 +117,17 @@ def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | 
 
     config = array_config(array, dataflow=dataflow, element_bytes=element_bytes)
     return build_profile(load_network(network), config, batch, check_mode(mode), engine)
+
+
+def _positive_int(value: object, field: str) -> int:
+    """A keyword whose flag takes an integer in 1 … 2³¹ − 1: refused with the flag's message."""
+    from archsim.errors import InputError
+    from archsim.validate import INT32_MAX, parse_int
+
+    try:
+        return parse_int(value, low=1, high=INT32_MAX, what="a positive integer")  # positive_int_flag's check
+    except ValueError as exc:
+        raise InputError(str(exc), field=field) from None
 
 
 def _check_choice(value: object, choices: tuple[str, ...], field: str) -> None:

@@ -214,7 +214,7 @@ def test_cost_keywords_are_refused_with_the_flags_message(flags, options, capsys
 
 @pytest.mark.parametrize(("flag", "text", "options"), [
     ("--clock-ghz", "0", {"clock_ghz": 0}), ("--clock-ghz", "inf", {"clock_ghz": float("inf")}),
-    ("--bandwidth", "0", {"bandwidth": 0}),
+    ("--bandwidth", "0", {"bandwidth": 0}), ("--batch", "0", {"batch": 0}), ("--batch", "2147483648", {"batch": 2**31}),
 ])
 def test_cost_numbers_out_of_range_are_refused_as_the_flag_refuses_them(flag, text, options, capsys):
     """argparse words its refusal ("argument --clock-ghz: …"); the reason after it is the keyword's."""
