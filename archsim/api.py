@@ -8,71 +8,107 @@ sizes bytes. Re-exported by :mod:`archsim` (``archsim.cost(...)``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from archsim.array.config import ArrayConfig, parse_array_shape, read_scalesim_cfg
+from archsim.array.config import ArrayConfig
+from archsim.choices.devices import ENGINES
+from archsim.choices.networks import GEOMETRIES, SHAPE_CHECKS, UNSUPPORTED
 from archsim.workload.layer import Network
 
 
 def load_network(source: str | Path | Network, *, only: str | Sequence[str] | None = None,
-                 geometry: str = "archsim") -> Network:
-    """A network from a shipped name (``"vgg16"``), a topology CSV path, or a :class:`Network` as is;
-    ``only`` keeps those layer kinds (``["conv"]``); ``geometry="scalesim"`` sizes outputs as SCALE-Sim."""
+                 geometry: str = "archsim", shapes: str = "auto", unsupported: str = "error",
+                 input_shape: str | None = None,
+                 dim: Mapping[str, int] | Sequence[tuple[str, int]] | None = None) -> Network:
+    """A network from a shipped name (``"vgg16"``), a topology CSV, ONNX, transformer config or PyTorch
+    file path, or a :class:`Network` as is; the other names are the network flags': ``only`` keeps those
+    layer kinds (``"conv,fc"`` or ``["conv"]``); ``geometry="scalesim"`` sizes outputs as SCALE-Sim;
+    ``shapes``, ``unsupported``, ``input_shape`` and ``dim`` (``{"seq": 128}``) as ``--shapes``, ``--unsupported``,
+    ``--input-shape`` and ``--dim``."""
     from archsim.workload import load_network as _load
+    from archsim.workload.shipped import dims_of
 
-    network = source if isinstance(source, Network) else _load(source, geometry=geometry)
-    kinds = [only] if isinstance(only, str) else list(only or ())
+    _check_choice(shapes, SHAPE_CHECKS, "shapes")
+    _check_choice(unsupported, UNSUPPORTED, "unsupported")
+    _check_choice(geometry, GEOMETRIES, "geometry")
+    network = source if isinstance(source, Network) else _load(
+        source, geometry=geometry, unsupported=unsupported, dims=dims_of(dim or {}), shapes=shapes,
+        input_shape=input_shape)
+    parts = only.split(",") if isinstance(only, str) else list(only or ())
+    kinds = [kind.strip() for kind in parts if kind.strip()]
     return network.only(*kinds) if kinds else network
 
 
-def array_config(array: str | Path | ArrayConfig = "32x32", *, dataflow: str | None = None,
-                 element_bytes: int | None = None) -> ArrayConfig:
-    """An :class:`ArrayConfig` from ``"ROWSxCOLS"``, a SCALE-Sim ``.cfg`` path, or a config as is.
-
-    ``dataflow`` (ws, os, is) overrides the file's or the default ws; ``element_bytes`` the default 1."""
+def array_config(array: str | Path | ArrayConfig | None = None, *, config: str | Path | None = None,
+                 dataflow: str | None = None, element_bytes: int | None = None, bandwidth: int | None = None,
+                 sram_kb: str | int | Sequence[int] | None = None, clock_ghz: float | None = None) -> ArrayConfig:
+    """An :class:`ArrayConfig` as the array flags build it (:func:`archsim.array.options.array_from_options`):
+    ``array`` ``"ROWSxCOLS"`` (default 32x32, or ``config``'s shape), a SCALE-Sim ``.cfg`` path (as
+    ``config``) or a config as is; ``config``, ``dataflow`` (ws, os, is), ``element_bytes`` (default 1),
+    ``bandwidth`` (DRAM words/cycle), ``sram_kb`` (KiB, one or ifmap,filter,ofmap) and ``clock_ghz`` as
+    ``--config``, ``--dataflow``, ``--element-bytes``, ``--bandwidth``, ``--sram-kb`` and ``--clock-ghz``."""
     from dataclasses import replace
 
+    from archsim.array.options import array_from_options, with_clock, with_memory
+
     if isinstance(array, ArrayConfig):
-        config = array
-    elif str(array).endswith(".cfg"):
-        config = read_scalesim_cfg(array)
-    else:
-        rows, cols = parse_array_shape(str(array))
-        config = ArrayConfig(rows=rows, cols=cols)
-    changes: dict[str, Any] = {}  # ArrayConfig's fields, checked by it
-    if dataflow is not None:
-        changes["dataflow"] = dataflow
-    if element_bytes is not None:
-        changes["element_bytes"] = element_bytes
-    if changes:
-        config = replace(config, **changes)
-    if config.dataflow not in ("ws", "os", "is"):
-        from archsim.errors import InputError
+        if config is not None:
+            from archsim.errors import InputError
 
-        raise InputError(f"unknown dataflow {config.dataflow!r}; choose ws, os or is", field="dataflow")
-    return config
+            raise InputError("give an ArrayConfig or a .cfg file, not both", field="config")
+        changes: dict[str, Any] = {}  # ArrayConfig's fields, checked by it
+        if dataflow is not None:
+            changes["dataflow"] = dataflow
+        if element_bytes is not None:
+            changes["element_bytes"] = element_bytes
+        return with_clock(with_memory(replace(array, **changes), bandwidth, sram_kb), clock_ghz)
+    if array is not None and str(array).endswith(".cfg") and config is None:
+        array, config = None, array
+    return array_from_options(None if array is None else str(array), config, dataflow,
+                              1 if element_bytes is None else element_bytes, bandwidth, sram_kb, clock_ghz)
 
 
-def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig = "32x32", batch: int = 32,
+def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | None = None, batch: int = 32,
          mode: str = "exact", engine: str = "analytic", dataflow: str | None = None,
-         element_bytes: int | None = None) -> pd.DataFrame:
-    """Per-layer F/G/D cycles, utilizations and bytes — the table ``archsim cost`` prints.
+         element_bytes: int | None = None, config: str | Path | None = None, bandwidth: int | None = None,
+         sram_kb: str | int | Sequence[int] | None = None, clock_ghz: float | None = None, energy: bool = False,
+         energy_table: str | Path | None = None, geometry: str = "archsim", only: str | Sequence[str] | None = None,
+         shapes: str = "auto", unsupported: str = "error", input_shape: str | None = None,
+         dim: Mapping[str, int] | Sequence[tuple[str, int]] | None = None) -> pd.DataFrame:
+    """Per-layer F/G/D cycles, utilizations and bytes — the table ``archsim cost`` prints, less its
+    TOTAL row — with ``archsim cost``'s flags as keywords of the same names.
 
     ``mode``: ``paper`` (LayerPipe's simplifications) or ``exact``; ``engine``: ``analytic``
-    (compute cycles) or ``cycle`` (memory-aware: adds stall cycles and DRAM bytes); ``dataflow``
-    and ``element_bytes`` as ``--dataflow`` and ``--element-bytes`` (:func:`array_config`)."""
-    from archsim.array.costing import cost_network
-    from archsim.lowering import check_mode
+    (compute cycles) or ``cycle`` (memory-aware: adds stall cycles and DRAM bytes, under ``bandwidth``
+    and ``sram_kb``); the array keywords as :func:`array_config`; a clock (``clock_ghz`` or the .cfg's)
+    adds ``X_seconds`` after every ``X_cycles``; ``energy=True`` adds each layer's F/G/D energy (pJ)
+    priced by ``energy_table`` (a name or TOML; default the .cfg's, else horowitz45); the network
+    keywords as :func:`load_network`."""
+    from archsim.array.costing import cost_frame, layer_cost_rows
+    from archsim.lowering import check_mode, lower_network
+    from archsim.seconds import add_seconds
 
-    config = array_config(array, dataflow=dataflow, element_bytes=element_bytes)
-    return cost_network(load_network(network), config, batch, check_mode(mode), engine)
+    _check_choice(engine, ENGINES, "engine")
+    batch = _positive_int(batch, "batch")
+    chosen = array_config(array, config=config, dataflow=dataflow, element_bytes=element_bytes, bandwidth=bandwidth,
+                          sram_kb=sram_kb, clock_ghz=clock_ghz)
+    layers = load_network(network, only=only, geometry=geometry, shapes=shapes, unsupported=unsupported,
+                          input_shape=input_shape, dim=dim)
+    lowered = lower_network(layers, batch, check_mode(mode), chosen.element_bytes)
+    rows = layer_cost_rows(lowered, chosen, engine)
+    if energy:
+        from archsim.energy.model import with_layer_energy
+        from archsim.energy.table import energies_for
+
+        rows = with_layer_energy(rows, lowered, chosen, energies_for(chosen, energy_table, config)[1], engine)
+    return add_seconds(cost_frame(rows, engine), chosen.clock_hz)
 
 
-def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig = "32x32", batch: int = 32,
+def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | None = None, batch: int = 32,
             mode: str = "exact", engine: str = "analytic", dataflow: str | None = None,
             element_bytes: int | None = None):
     """The per-layer cost profile every partitioner and schedule works on (:class:`LayerProfile`)."""
@@ -83,37 +119,63 @@ def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig = 
     return build_profile(load_network(network), config, batch, check_mode(mode), engine)
 
 
+def _positive_int(value: object, field: str) -> int:
+    """A keyword whose flag takes an integer in 1 … 2³¹ − 1: refused with the flag's message."""
+    from archsim.errors import InputError
+    from archsim.validate import INT32_MAX, parse_int
+
+    try:
+        return parse_int(value, low=1, high=INT32_MAX, what="a positive integer")  # positive_int_flag's check
+    except ValueError as exc:
+        raise InputError(str(exc), field=field) from None
+
+
+def _check_choice(value: object, choices: tuple[str, ...], field: str) -> None:
+    """A keyword whose flag takes one of ``choices``: refused as the flag's ``choices`` refuse it."""
+    if value not in choices:
+        from archsim.errors import InputError
+
+        raise InputError(f"expected one of {', '.join(choices)}, got {value!r}", field=field)
+
+
 def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: int = 1, micro_batch: int = 1,
           seq: int | None = None, recompute: str = "full", sequence_parallel: bool = False, interleave: int = 1,
-          schedule: str = "1f1b", stage_layers: Sequence[int] | None = None, attention: str = "flash",
+          schedule: str = "1f1b", stage_layers: str | Sequence[int] | None = None, attention: str = "flash",
           dp_overlap: str = "none", dtype: str | None = None, implementation: str = "megatron",
-          grad_accumulation: str | None = None):
-    """One training iteration of a transformer on a GPU cluster, as ``archsim train`` runs it (the
-    cluster file's server order, the given or Megatron's even stage split). ``model``: a config path or
-    a :class:`~archsim.workload.transformer.TransformerConfig`; ``cluster``: a cluster TOML path or a
-    :class:`~archsim.training.cluster.GpuCluster`; the other names are ``train``'s flags (``dtype``
-    None: ``--dtype``'s default fp16 for a path, a cluster object's own; ``grad_accumulation`` None: the
-    implementation's own, fused for megatron, unfused for pytorch-eager). Returns the
+          grad_accumulation: str | None = None, balance: str = "even", placement: str = "file",
+          max_ops: int | None = None):
+    """One training iteration of a transformer on a GPU cluster, as ``archsim train`` runs it. ``model``:
+    a config path or a :class:`~archsim.workload.transformer.TransformerConfig`; ``cluster``: a cluster
+    TOML path or a :class:`~archsim.training.cluster.GpuCluster`; the other names are ``train``'s flags
+    (``dtype`` None: ``--dtype``'s default fp16 for a path, a cluster object's own; ``grad_accumulation``
+    None: the implementation's own, fused for megatron, unfused for pytorch-eager; ``stage_layers`` as
+    ``"6,6,6,6"`` or a sequence; ``balance``, ``placement`` and ``max_ops`` (None: ``--max-ops``' default)
+    as their flags, :func:`archsim.training.train_layout.lay_out`). Returns the
     :class:`~archsim.training.run.TrainResult` (``iteration_seconds``, ``memory``, ``breakdown`` in
     seconds) and its :class:`~archsim.training.throughput.Throughput` (MFU, TFLOP/s per GPU, tokens/s)."""
-    from dataclasses import replace
-
-    from archsim.errors import InputError
-    from archsim.training.eager_ops import IMPLEMENTATIONS
+    from archsim.choices.training import BALANCES, IMPLEMENTATIONS
     from archsim.training.parallel import Parallelism
     from archsim.training.run import train as _train
+    from archsim.training.stage_split import parse_stage_layers
     from archsim.training.throughput import throughput
+    from archsim.training.train_layout import lay_out
+    from archsim.validate import DEFAULT_MAX_OPS, check_job_size
 
-    if implementation not in IMPLEMENTATIONS:
-        raise InputError(f"expected one of {', '.join(IMPLEMENTATIONS)}, got {implementation!r}",
-                         field="implementation")
-    config, gpus = _transformer(model, seq), _gpu_cluster(cluster, dtype)
+    _check_choice(implementation, IMPLEMENTATIONS, "implementation")
+    _check_choice(balance, BALANCES, "balance")
+    config = _transformer(model, seq)
+    split = parse_stage_layers(stage_layers) if isinstance(stage_layers, str) else stage_layers
     par = Parallelism(tp, pp, dp, global_batch, micro_batch, recompute, sequence_parallel, interleave, schedule,
-                      tuple(stage_layers) if stage_layers else None, attention, dp_overlap, grad_accumulation)
-    machines = tuple(replace(m, implementation=implementation) for m in gpus.laid_out(par))
-    result = _train(config, par, machines[0], machines)
+                      tuple(split) if split else None, attention, dp_overlap, grad_accumulation)
+    limit = DEFAULT_MAX_OPS if max_ops is None else max_ops
+    check_job_size(par.schedule_actions, limit)  # before the cluster's matrices are built
+    laid = lay_out(config, _gpu_cluster(cluster, dtype), par, placement=placement, balance=balance,
+                   implementation=implementation, max_ops=limit)
+    machines = laid.machines
+    result = _train(config, laid.par, machines[0], machines)
     peak = sum(m.gpu.peak(m.dtype) for m in machines) / len(machines)
-    return result, throughput(config, global_batch, recompute, result.iteration_seconds, par.gpus, peak, attention)
+    return result, throughput(config, global_batch, recompute, result.iteration_seconds, laid.par.gpus, peak,
+                              attention)
 
 
 def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | None = None, seq: int | None = None,
@@ -121,11 +183,12 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
            recompute: str | Sequence[str] = ("none", "selective", "full"), schedule: str | Sequence[str] | None = None,
            chunks: int | Sequence[int] = (2, 4), max_micro_batch: int = 8, sequence_parallel: str = "both",
            refine: int | None = None, attention: str = "flash", dp_overlap: str = "none",
-           max_ops: int | None = None, grad_accumulation: str = "fused"):
+           max_ops: int | None = None, grad_accumulation: str = "fused", dtype: str | None = None):
     """Rank TP × PP × DP × micro-batch × recompute × schedule for ``model`` on ``cluster`` as
     ``archsim search`` does, with its flags' names and defaults (``schedule`` None: every schedule;
     ``refine`` None: 2 × ``top``; ``max_ops``: ``--max-ops``, None: its default; one value where the flag
-    takes several, ``schedule="1f1b"``, is a list of one). Returns the :class:`~archsim.training.search.SearchResult`: ``rows``
+    takes several, ``schedule="1f1b"``, is a list of one; ``dtype`` None: ``--dtype``'s default fp16 for a path, a
+    cluster object's own). Returns the :class:`~archsim.training.search.SearchResult`: ``rows``
     (best first: the configuration, ``iteration_seconds``, ``peak_memory_gib``, ``mfu``, …),
     ``rejected`` (reason → count) and the Pareto front."""
     from archsim.choices.training import GRAD_ACCUMULATIONS
@@ -139,7 +202,7 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
     if grad_accumulation not in GRAD_ACCUMULATIONS:
         raise InputError(f"expected one of {', '.join(GRAD_ACCUMULATIONS)}, got {grad_accumulation!r}",
                          field="grad-accumulation")
-    config, on = _transformer(model, seq), _gpu_cluster(cluster)
+    config, on = _transformer(model, seq), _gpu_cluster(cluster, dtype)
     counts = [gpus] if isinstance(gpus, int) else list(gpus or [])
     if counts and max(counts) > on.topology.devices:
         raise InputError(f"{max(counts)} GPUs asked for, the cluster has {on.topology.devices}", field="gpus")

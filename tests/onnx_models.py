@@ -74,3 +74,12 @@ def attention(seq: int = 16, d: int = 32, heads: int = 4) -> onnx.ModelProto:
     inits = [weight("wqkv", d, 3 * d), weight("bqkv", 3 * d), weight("wo", d, d), weight("gamma", d),
              weight("beta", d), shape4, shape3, splits]
     return model(nodes, [value("x", ["batch", seq, d])], [value("y", ["batch", seq, d])], inits)
+
+
+def with_unknown_op() -> onnx.ModelProto:
+    """Relu → NonMaxSuppression (an op archsim does not model) and Relu → Sigmoid: ``--unsupported skip`` keeps
+    relu and sig."""
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+             helper.make_node("NonMaxSuppression", ["r", "s"], ["n"], name="nms"),
+             helper.make_node("Sigmoid", ["r"], ["y"], name="sig")]
+    return model(nodes, [value("x", ["N", 1, 4, 4]), value("s", [1, 1, 4])], [value("y", ["N", 1, 4, 4])])

@@ -15,7 +15,7 @@ from archsim.cli import main
 from archsim.errors import InputError
 from archsim.lowering import Gemm, lower_layer, lower_network
 from archsim.workload import load_network, load_onnx, load_topology
-from tests.onnx_models import attention, mixed_cnn, model, value, weight
+from tests.onnx_models import attention, mixed_cnn, model, value, weight, with_unknown_op
 
 
 def test_mixed_cnn_layers_by_hand():
@@ -102,16 +102,9 @@ def test_symbolic_dimension_needs_a_value(tmp_path, capsys):
     assert load_onnx(path, dims={"seq": 128}).layers[0].macs == 128 * 32 * 8
 
 
-def _with_unknown_op():
-    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
-             helper.make_node("NonMaxSuppression", ["r", "s"], ["n"], name="nms"),
-             helper.make_node("Sigmoid", ["r"], ["y"], name="sig")]
-    return model(nodes, [value("x", ["N", 1, 4, 4]), value("s", [1, 1, 4])], [value("y", ["N", 1, 4, 4])])
-
-
 def test_unsupported_op_is_an_error_naming_node_and_op_or_skipped_and_listed(tmp_path, capsys):
     path = tmp_path / "nms.onnx"
-    onnx.save(_with_unknown_op(), path)
+    onnx.save(with_unknown_op(), path)
     assert main(["cost", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "node 'nms' (op NonMaxSuppression)" in err and "--unsupported skip" in err
@@ -151,7 +144,7 @@ def _wrong_weight():
     return model(nodes, [value("x", [1, 64])], [value("y", [1, 10])], [weight("w", 10, 63)])
 
 
-@pytest.mark.parametrize("make", [_cycle, _no_shape, _huge, _wrong_weight, _with_unknown_op])
+@pytest.mark.parametrize("make", [_cycle, _no_shape, _huge, _wrong_weight, with_unknown_op])
 def test_malformed_models_give_one_line(tmp_path, capsys, make):
     path = tmp_path / "bad.onnx"
     path.write_bytes(make().SerializeToString())

@@ -64,7 +64,7 @@ def test_the_plain_path_is_taken_for_plain_columns_and_not_for_odd_ones():
 @example(rows=[{"cycles": 1, "x": 2}, {"cycles": 2**62, "x": 3}], clock=7e8)
 def test_seconds_beside_cycles_on_plain_rows_as_on_the_dataframe(rows, clock):
     """add_seconds on plain rows gives the bytes pandas' path gives (the reference), in every format."""
-    from archsim.commands.common import add_seconds
+    from archsim.seconds import add_seconds
 
     rows = [{(f"{k}_cycles" if i % 2 == 0 else k): v for i, (k, v) in enumerate(r.items())} for r in rows]
     for fmt in FORMATS:

@@ -138,10 +138,18 @@ def cost_lowered(lowered: Sequence[LoweredLayer], array: ArrayConfig, engine: st
     """Per-layer table: F/G/D cycles and utilization, total, and the tensors a stage boundary moves;
     under the ``cycle`` engine also the layer's stall cycles and DRAM bytes (F + G + D):
     :func:`layer_cost_rows` as a DataFrame."""
+    return cost_frame(layer_cost_rows(lowered, array, engine), engine)
+
+
+def cost_frame(rows: Sequence[dict], engine: str = "analytic") -> pd.DataFrame:
+    """:func:`layer_cost_rows`' records (and any columns added to each, such as energy) as a DataFrame,
+    the cycle and byte counts as int64."""
     import pandas as pd
 
     extra = CYCLE_COLUMNS if engine == "cycle" else ()
-    frame = pd.DataFrame(layer_cost_rows(lowered, array, engine), columns=[*LAYER_COLUMNS, *extra])
+    names = [*LAYER_COLUMNS, *extra]
+    names += [name for name in (rows[0] if rows else ()) if name not in names]
+    frame = pd.DataFrame(list(rows), columns=names)
     for column in ("F_cycles", "G_cycles", "D_cycles", "total_cycles", "activation_bytes", "delta_bytes", "weight_bytes",
                    *extra):
         frame[column] = frame[column].astype(np.int64)

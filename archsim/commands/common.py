@@ -9,17 +9,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from archsim.choices.networks import SHAPE_CHECKS, UNSUPPORTED
 from archsim.choices.outputs import FORMATS
 from archsim.errors import InputError
 from archsim.output_files import output_flag, write_output
 from archsim.progress import progress
-from archsim.validate import DEFAULT_MAX_OPS, float_flag, parse_int, positive_float_flag, positive_int_flag, shown
+from archsim.validate import DEFAULT_MAX_OPS, parse_int, positive_float_flag, positive_int_flag, shown
 
 if TYPE_CHECKING:  # the array model is imported by the commands that cost on it
     from archsim.array.config import ArrayConfig
     from archsim.sim.timeline import Timeline
-
-clock_ghz_flag = float_flag(1e-6, 1e3, what="a clock in GHz")
 
 
 def positive_int(text: str) -> int:
@@ -65,59 +64,21 @@ def add_clock_argument(parser: argparse.ArgumentParser) -> None:
                              "else cycles only)")
 
 
+def clock_ghz_flag(text: str) -> float:
+    """argparse type: a clock in GHz (:func:`archsim.array.options.clock_ghz`'s range and message)."""
+    from archsim.array.options import clock_ghz
+
+    try:
+        return clock_ghz(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def with_clock(array: ArrayConfig, args: argparse.Namespace) -> ArrayConfig:
     """``array`` at the --clock-ghz the user gave (else its own clock, possibly none)."""
-    from dataclasses import replace
+    from archsim.array import options
 
-    return replace(array, clock_hz=args.clock_ghz * 1e9) if args.clock_ghz is not None else array
-
-
-def add_seconds(frame, clock_hz: float | None):
-    """A copy of ``frame`` (a DataFrame or :class:`~archsim.rows.Rows`) with ``X_seconds`` right after
-    every numeric ``X_cycles`` column (``seconds`` after ``cycles``) at ``clock_hz``; ``frame`` itself
-    when the clock is unknown. Rows stay rows (no pandas) where every such column is all numbers."""
-    if clock_hz is None:
-        return frame
-    from archsim.rows import Rows
-
-    if isinstance(frame, Rows):
-        rows = _rows_with_seconds(frame, clock_hz)
-        if rows is not None:
-            return rows
-        frame = frame.frame()
-    import pandas as pd
-
-    out = frame.copy()
-    for column in [str(c) for c in frame.columns if str(c).endswith("cycles")]:
-        name = column[: -len("cycles")] + "seconds"
-        if name not in out.columns:
-            values = pd.to_numeric(frame[column], errors="coerce") / clock_hz
-            out.insert(out.columns.get_loc(column) + 1, name, values)
-    return out
-
-
-def _rows_with_seconds(rows, clock_hz: float):
-    """:func:`add_seconds` on plain rows, or None where a ``cycles`` column is not all numbers (pandas'
-    coercion to NaN then decides) or the rows differ in their keys."""
-    from numbers import Real
-
-    from archsim.rows import Rows
-
-    if not rows.records or any(list(r) != list(rows.records[0]) for r in rows.records):
-        return None
-    names = [str(c) for c in rows.records[0] if str(c).endswith("cycles")]
-    if any(not isinstance(r[c], Real) or isinstance(r[c], bool) for r in rows.records for c in names):
-        return None
-    out = []
-    for record in rows.records:
-        row = {}
-        for key, value in record.items():
-            row[key] = value
-            name = str(key)[: -len("cycles")] + "seconds"
-            if key in names and name not in record:
-                row[name] = float(value) / clock_hz
-        out.append(row)
-    return Rows.of(out)
+    return options.with_clock(array, args.clock_ghz)
 
 
 def add_array_arguments(parser: argparse.ArgumentParser) -> None:
@@ -131,20 +92,10 @@ def add_array_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def array_from_args(args: argparse.Namespace) -> ArrayConfig:
-    from archsim.array.config import ArrayConfig, parse_array_shape, read_scalesim_cfg
+    """--config, --array, --dataflow and --element-bytes (:func:`archsim.array.options.array_from_flags`)."""
+    from archsim.array.options import array_from_flags
 
-    if args.config:
-        config = read_scalesim_cfg(args.config, element_bytes=args.element_bytes)
-        if args.array is not None:
-            rows, cols = parse_array_shape(args.array)
-            config = config.with_shape(rows, cols)
-        if args.dataflow:
-            from dataclasses import replace
-
-            config = replace(config, dataflow=args.dataflow)
-        return config
-    rows, cols = parse_array_shape(args.array or "32x32")
-    return ArrayConfig(rows=rows, cols=cols, dataflow=args.dataflow or "ws", element_bytes=args.element_bytes)
+    return array_from_flags(args.array, args.config, args.dataflow, args.element_bytes)
 
 
 def add_engine_arguments(parser: argparse.ArgumentParser, bandwidth_flag: str = "--bandwidth") -> None:
@@ -164,24 +115,10 @@ def add_engine_arguments(parser: argparse.ArgumentParser, bandwidth_flag: str = 
 
 
 def with_memory_args(array: ArrayConfig, args: argparse.Namespace) -> ArrayConfig:
-    """``array`` with the --bandwidth and --sram-kb the user gave."""
-    from dataclasses import replace
+    """``array`` with the --bandwidth and --sram-kb the user gave (:func:`archsim.array.options.with_memory`)."""
+    from archsim.array.options import with_memory
 
-    changes: dict[str, Any] = {}  # ArrayConfig's fields, checked by it
-    if args.dram_bandwidth is not None:
-        changes["bandwidth"] = (args.dram_bandwidth,)
-        changes["read_bandwidth"] = None  # the flag sets all three operands
-        changes["user_bandwidth"] = True
-    if args.sram_kb is not None:
-        parts = [p.strip() for p in str(args.sram_kb).split(",")]
-        try:
-            if len(parts) not in (1, 3) or not all(p.isdigit() for p in parts):
-                raise ValueError(f"expected one or three positive integers, got {shown(args.sram_kb)}")
-            sizes = [parse_int(p, what="SRAM KiB") for p in parts] * (3 if len(parts) == 1 else 1)
-        except ValueError as exc:
-            raise InputError(str(exc), field="sram-kb") from None
-        changes.update(ifmap_sram_kb=sizes[0], filter_sram_kb=sizes[1], ofmap_sram_kb=sizes[2])
-    return replace(array, **changes) if changes else array
+    return with_memory(array, args.dram_bandwidth, args.sram_kb)
 
 
 def memory_meta(array: ArrayConfig) -> dict[str, object]:
@@ -200,14 +137,14 @@ def add_network_arguments(parser: argparse.ArgumentParser, optional: bool = Fals
                              "(FILE.py:ClassName with --input-shape) or shipped network name")
     parser.add_argument("--only", default=None, metavar="KIND[,KIND]",
                         help="keep only these layer kinds (conv, fc, matmul, pool, elementwise, batchnorm, deconv)")
-    parser.add_argument("--shapes", default="auto", choices=("auto", "check", "off"),
+    parser.add_argument("--shapes", default="auto", choices=SHAPE_CHECKS,
                         help="check each layer's input against its producers' outputs: auto (files that declare "
                              "Inputs; default), check (also a raw SCALE-Sim chain), off")
     add_onnx_arguments(parser)
 
 
 def add_onnx_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--unsupported", default="error", choices=("error", "skip"),
+    parser.add_argument("--unsupported", default="error", choices=UNSUPPORTED,
                         help="an ONNX op archsim does not model: error (default), or skip it and list it")
     parser.add_argument("--input-shape", default=None, metavar="1,3,224,224",
                         help="a PyTorch model's (FILE.py:ClassName) example input, batch first; several inputs "
@@ -229,10 +166,9 @@ def _dim(text: str) -> tuple[str, int]:
 
 def onnx_options(args: argparse.Namespace) -> dict[str, Any]:
     """``load_network``'s keywords from --unsupported, --dim and --shapes."""
-    dims = dict(getattr(args, "dim", []))
-    if len(dims) != len(getattr(args, "dim", [])):
-        raise InputError("a --dim name is given twice", field="dim")
-    return {"unsupported": getattr(args, "unsupported", "error"), "dims": dims,
+    from archsim.workload.shipped import dims_of
+
+    return {"unsupported": getattr(args, "unsupported", "error"), "dims": dims_of(getattr(args, "dim", [])),
             "shapes": getattr(args, "shapes", "auto"), "input_shape": getattr(args, "input_shape", None)}
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from archsim.choices.networks import GEOMETRIES
 from archsim.commands import Command
 from archsim.commands.common import (
     add_array_arguments,
@@ -12,7 +13,6 @@ from archsim.commands.common import (
     add_engine_arguments,
     add_network_arguments,
     add_output_arguments,
-    add_seconds,
     array_from_args,
     emit,
     memory_meta,
@@ -23,6 +23,7 @@ from archsim.commands.common import (
 )
 from archsim.commands.energy import add_energy_table_argument, energies_from_args, table_from_args
 from archsim.modes import MODES
+from archsim.seconds import add_seconds
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--energy", action="store_true",
                         help="add each layer's F/G/D energy (pJ; `archsim energy` breaks it down by part)")
     add_energy_table_argument(parser)
-    parser.add_argument("--geometry", default="archsim", choices=("archsim", "scalesim"),
+    parser.add_argument("--geometry", default="archsim", choices=GEOMETRIES,
                         help="output-size rule: archsim (with padding) or scalesim (ceil, no padding)")
     add_output_arguments(parser)
 
@@ -51,13 +52,12 @@ def run(args: argparse.Namespace) -> int:
     array = with_clock(with_memory_args(array_from_args(args), args), args)
     lowered = lower_network(network, args.batch, args.mode, array.element_bytes)
     rows = layer_cost_rows(lowered, array, args.engine)
-    energy_table = energies = None
+    energy_table = None
     if args.energy:
-        from archsim.energy.model import layer_energy_rows
+        from archsim.energy.model import with_layer_energy
 
         energy_table, energies = energies_from_args(array, args)
-        for row, energy in zip(rows, layer_energy_rows(lowered, array, energies, args.engine)):
-            row.update({name: value for name, value in energy.items() if name != "layer"})
+        rows = with_layer_energy(rows, lowered, array, energies, args.engine)
     rows.append(total_row(rows))
     meta = {"network": network.name, "array": f"{array.rows}x{array.cols}", "dataflow": array.dataflow,
             "batch": args.batch, "mode": args.mode, "engine": args.engine, "geometry": args.geometry,

@@ -33,21 +33,16 @@ def add_energy_table_argument(parser: argparse.ArgumentParser) -> None:
 
 def table_from_args(args: argparse.Namespace):
     """The energy/area table: --energy-table, else the .cfg's ``[energy]`` table, else the default."""
-    from archsim.energy import load_table, read_cfg_energy
+    from archsim.energy.table import table_for
 
-    cfg = read_cfg_energy(args.config) if getattr(args, "config", None) else None
-    name = args.energy_table or (cfg.table if cfg else None)
-    return load_table(name) if name else load_table()
+    return table_for(args.energy_table, getattr(args, "config", None))
 
 
 def energies_from_args(array: ArrayConfig, args: argparse.Namespace):
-    """(table, per-event energies) for ``array``: :func:`table_from_args`, then the .cfg's
-    ``[energy]`` figure overrides."""
-    from archsim.energy import access_energies, read_cfg_energy
+    """(table, per-event energies) for ``array`` (:func:`archsim.energy.table.energies_for`)."""
+    from archsim.energy.table import energies_for
 
-    cfg = read_cfg_energy(args.config) if getattr(args, "config", None) else None
-    table = table_from_args(args)
-    return table, access_energies(array, table, cfg.overrides if cfg else None)
+    return energies_for(array, args.energy_table, getattr(args, "config", None))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -13,13 +13,13 @@ from archsim.commands.common import (
     add_clock_argument,
     add_engine_arguments,
     add_output_arguments,
-    add_seconds,
     emit,
     memory_meta,
     positive_int,
     with_memory_args,
 )
 from archsim.errors import InputError
+from archsim.seconds import add_seconds
 from archsim.validate import csv_rows, parse_int, read_text
 
 if TYPE_CHECKING:

@@ -15,7 +15,6 @@ from archsim.commands.common import (
     add_job_limit_argument,
     add_network_arguments,
     add_output_arguments,
-    add_seconds,
     add_timeline_outputs,
     array_from_args,
     emit,
@@ -32,6 +31,7 @@ from archsim.errors import InputError
 from archsim.lowering import SPLIT_AXES
 from archsim.modes import MODES
 from archsim.planners import PARTITIONERS, partition
+from archsim.seconds import add_seconds
 from archsim.validate import check_job_size, float_flag, processors_flag
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from archsim.choices.devices import DTYPES
 from archsim.choices.training import (
     ATTENTIONS,
     BALANCES,
@@ -35,6 +36,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="GPUs to use, one count or several to compare (default: all the cluster's; the first "
                              "GPUs of the cluster file)")
     parser.add_argument("--seq", type=positive_int, default=None, help="sequence length (default: the config's)")
+    parser.add_argument("--dtype", default="fp16", choices=DTYPES,
+                        help="every configuration's training precision, as archsim train's --dtype (fp32: 4 bytes per "
+                             "element, GEMMs on the FP32 lanes; --balance planned refuses it)")
     parser.add_argument("--objective", default="time", choices=OBJECTIVES,
                         help="what to minimise per iteration: time, cost (GPU-hours × price per GPU-hour) or energy "
                              "(GPU board power × time); the Pareto front is time against it (time: against memory)")
@@ -84,17 +88,17 @@ def run(args: argparse.Namespace) -> int:
     from archsim.workload.transformer import load_transformer
 
     config = load_transformer(args.model, seq=args.seq)
-    cluster = load_gpu_cluster(args.cluster)
+    cluster = load_gpu_cluster(args.cluster, args.dtype)
     result = search(config, cluster=cluster, global_batch=args.global_batch, gpus=args.gpus, objective=args.objective,
                     balance=args.balance, placement=args.placement, top=args.top, recompute=args.recompute,
                     schedule=args.schedule, chunks=args.chunks, max_micro_batch=args.max_micro_batch,
                     sequence_parallel=args.sequence_parallel, refine=args.refine, attention=args.attention,
                     dp_overlap=args.dp_overlap, max_ops=args.max_ops, grad_accumulation=args.grad_accumulation)
-    rows = [{**row, "command": train_command(args.model, args.cluster, args.global_batch, row)}
+    rows = [{**row, "command": train_command(args.model, args.cluster, args.global_batch, row, args.dtype, args.seq)}
             for row in result.rows]
     gains = [row["uneven_gain"] for row in result.rows if row["uneven_gain"] == row["uneven_gain"]]
     none = float("nan")  # no split applies (or no row): NaN, as the rows' own gain columns have it
-    meta = {"model": config.name, "gpu": cluster.gpu_names,
+    meta = {"model": config.name, "gpu": cluster.gpu_names, "dtype": args.dtype,
             "gpus": ",".join(map(str, args.gpus)) if args.gpus else cluster.topology.devices,
             "global_batch": args.global_batch, "objective": args.objective, "balance": args.balance,
             "enumerated": result.enumerated, "costed": result.costed, "rejected": result.rejected,

@@ -94,7 +94,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dataclasses import replace
 
     from archsim.commands.common import write_timeline_outputs
     from archsim.errors import InputError
@@ -104,9 +103,10 @@ def run(args: argparse.Namespace) -> int:
     from archsim.training.energy import iteration_energy
     from archsim.training.grad_accumulation import accumulation
     from archsim.training.parallel import Parallelism
-    from archsim.training.placement import MAX_ORDERS, order_count, order_text, parse_placement
+    from archsim.training.placement import order_text
     from archsim.training.run import train
     from archsim.training.stage_split import parse_stage_layers
+    from archsim.training.train_layout import lay_out
     from archsim.validate import check_job_size
     from archsim.workload.transformer import load_transformer
 
@@ -132,28 +132,13 @@ def run(args: argparse.Namespace) -> int:
                       parse_stage_layers(args.stage_layers) if args.stage_layers else None, args.attention,
                       args.dp_overlap, args.grad_accumulation)
     check_job_size(par.schedule_actions, args.max_ops)  # before the cluster's matrices are built
-    cluster = load_gpu_cluster(args.cluster, args.dtype)
-    placement = parse_placement(args.placement, cluster)
-    if isinstance(placement, tuple):
-        cluster = cluster.reordered(placement)
-    if placement == "planned":  # one iteration (and one planned split) per distinct server order
-        orders = min(order_count(cluster), MAX_ORDERS + 1)
-        check_job_size(par.schedule_actions * orders, args.max_ops)
-        if args.balance == "planned" and par.stage_layers is None and par.pp > 1:
-            from archsim.training.search import Candidate, check_planning_work
-
-            one = Candidate(par.tp, par.pp, par.dp, par.micro_batch, par.recompute, par.schedule, par.interleave,
-                            par.sequence_parallel)
-            check_planning_work(config, cluster, par.global_batch, [one] * orders,
-                                hint="--stage-layers, or one server order (--placement file or I,J,…)")
-        cluster, par, placement = _best_placement(config, cluster, par, args.balance)
-    machines = tuple(replace(m, implementation=args.implementation)  # a TP group may span whole servers
-                     for m in cluster.laid_out(par))  # (warned below), as search allows
+    laid = lay_out(config, load_gpu_cluster(args.cluster, args.dtype), par, placement=args.placement,
+                   balance=args.balance, implementation=args.implementation, max_ops=args.max_ops)
+    cluster, par, placement, machines = laid.cluster, laid.par, laid.placement, laid.machines
     spans = cluster.tp_servers(par)
     if spans > 1:
         print(f"archsim train: warning: a TP group spans {spans} servers: its all-reduces cross the network",
               file=sys.stderr)
-    par = _split(config, par, machines, args.balance)
     capacities = [m.gpu.memory_bytes for m in machines]
     result = train(config, par, machines[0], machines)
     capacity = max(capacities)
@@ -205,61 +190,6 @@ def _rates(config, par, seconds: float, machines) -> dict[str, float]:
 
     peak = sum(m.gpu.peak(m.dtype) for m in machines) / len(machines)
     return asdict(throughput(config, par.global_batch, par.recompute, seconds, par.gpus, peak, par.attention))
-
-
-def _split(config, par, machines, balance: str):
-    """``par`` with the planner's stage split under ``--balance planned`` (its own split kept)."""
-    from dataclasses import replace
-
-    from archsim.errors import InputError
-    from archsim.training.stage_split import planned_split, stage_layer_counts
-
-    if balance != "planned" or par.stage_layers is not None or par.pp == 1:
-        return par
-    if machines[0].dtype == "fp32":
-        raise InputError("--balance planned sizes activations at 2 bytes per element: with --dtype fp32 give "
-                         "--stage-layers or the even split", field="balance")
-    split = planned_split(config, par, machines, [m.gpu.memory_bytes for m in machines])
-    if split is None:
-        raise InputError("no split of the layers over the pipeline stages fits the GPUs' memory (or fewer layers "
-                         "than model chunks)", field="balance")
-    return replace(par, stage_layers=stage_layer_counts(split))
-
-
-def _best_placement(config, cluster, par, balance: str):
-    """The fastest of the distinct server orders (:mod:`archsim.training.placement`) that fit memory:
-    (placed cluster, parallelism with its split, order); ties keep the earlier order (the file's first)."""
-    from archsim.errors import InputError
-    from archsim.training.cluster import LAYOUT_ERRORS
-    from archsim.training.placement import layouts, server_orders
-    from archsim.training.run import train
-
-    options, reason = layouts(cluster, par, server_orders(cluster))
-    if not options:
-        raise InputError(f"no server order lays this out: {LAYOUT_ERRORS[reason or 'stage-mixes-gpu-types']}",
-                         field="placement")
-    from archsim.progress import progress
-
-    best = None
-    bar = progress(len(options), "train --placement planned", "order", delay=2.0)  # on a terminal after 2 s
-    for order, placed in options:
-        bar.update(1)
-        machines = placed.rank_machines(par)
-        assert machines is not None  # layouts() kept only orders that lay it out
-        try:
-            trial = _split(config, par, machines, balance)
-        except InputError:
-            continue
-        result = train(config, trial, machines[0], machines)
-        fits = all(m.total <= mc.gpu.memory_bytes for m, mc in zip(result.memory, machines))
-        key = (not fits, result.iteration_seconds)
-        if best is None or key < best[0]:
-            best = (key, placed, trial, order)
-    bar.close()
-    if best is None:
-        raise InputError("no split of the layers over the pipeline stages fits the GPUs' memory in any server order",
-                         field="balance")
-    return best[1], best[2], best[3]
 
 
 def _run_sweep(args: argparse.Namespace, config) -> int:

@@ -191,6 +191,14 @@ def layer_energy_rows(lowered: Sequence[LoweredLayer], array: ArrayConfig, energ
     return rows
 
 
+def with_layer_energy(rows: Sequence[dict], lowered: Sequence[LoweredLayer], array: ArrayConfig,
+                      energies: AccessEnergies | None = None, engine: str = "analytic") -> list[dict]:
+    """``rows`` (``layer_cost_rows`` of ``lowered``) each with its layer's F/G/D energy and total (pJ) after
+    its own columns: the table of ``archsim cost --energy`` and ``archsim.cost(energy=True)``."""
+    energy = layer_energy_rows(lowered, array, energies, engine)
+    return [{**row, **{name: value for name, value in e.items() if name != "layer"}} for row, e in zip(rows, energy)]
+
+
 def iteration_energy(network: Network, array: ArrayConfig, batch: int, mode: Mode = "exact",
                      engine: str = "analytic", energies: AccessEnergies | None = None,
                      microbatches: int = 1) -> pd.DataFrame:

@@ -272,3 +272,19 @@ def read_cfg_energy(path: str | Path) -> CfgEnergy:
 
 
 _ZERO = AccessEnergies("", *([0.0] * len(OVERRIDABLE)))
+
+
+def table_for(name: str | Path | None = None, config: str | Path | None = None) -> EnergyTable:
+    """The table ``--energy-table`` names, else a ``--config`` .cfg's ``[energy]`` table, else the default."""
+    cfg = read_cfg_energy(config) if config else None
+    chosen = name or (cfg.table if cfg else None)
+    return load_table(chosen) if chosen else load_table()
+
+
+def energies_for(array: ArrayConfig, name: str | Path | None = None,
+                 config: str | Path | None = None) -> tuple[EnergyTable, AccessEnergies]:
+    """(table, per-event energies in pJ) for ``array``: :func:`table_for`, then the .cfg's ``[energy]``
+    figure overrides — what ``archsim cost --energy`` and ``archsim energy`` price with."""
+    cfg = read_cfg_energy(config) if config else None
+    table = table_for(name, config)
+    return table, access_energies(array, table, cfg.overrides if cfg else None)

@@ -41,6 +41,7 @@ from archsim.training.search_space import (
     rank_memories,
     rejection,
 )
+from archsim.training.stage_split import refuse_planned_fp32
 from archsim.training.stages import one_f_one_b_seconds, rank_stage_times, stage_times
 from archsim.workload.transformer import TransformerConfig, refuse_switch
 
@@ -166,6 +167,7 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
             for k in candidates(n, micro_batches, recomputes, schedules, chunks, sequence_parallel, attention,
                                 dp_overlap, grad_accumulation)]
     if balance == "planned":
+        refuse_planned_fp32(cluster.dtype)
         check_planning_work(c, cluster, global_batch, grid, placement)
     orders = server_orders(cluster) if placement == "planned" else None
     placed: dict = {}  # (tp, pp, dp) → the distinct layouts of the server orders

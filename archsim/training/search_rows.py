@@ -49,11 +49,16 @@ def megatron_args(k: Candidate, global_batch: int, layers: int) -> str:
     return " ".join(args)
 
 
-def train_command(model: str, cluster: str, global_batch: int, row: dict) -> str:
-    """The ``archsim train`` line that reproduces a row."""
+def train_command(model: str, cluster: str, global_batch: int, row: dict, dtype: str = "fp16",
+                  seq: int | None = None) -> str:
+    """The ``archsim train`` line that reproduces a row of a search in ``dtype`` at ``seq`` (None: the config's)."""
     line = (f"archsim train {model} --cluster {cluster} --tp {row['tp']} --pp {row['pp']} --dp {row['dp']} "
             f"--global-batch {global_batch} --micro-batch {row['micro_batch']} --recompute {row['recompute']} "
             f"--schedule {row['schedule']} --attention {row.get('attention', 'standard')}")
+    if seq is not None:
+        line += f" --seq {seq}"
+    if dtype != "fp16":
+        line += f" --dtype {dtype}"
     if row.get("dp_overlap", "none") != "none":
         line += f" --dp-overlap {row['dp_overlap']}"
     if row.get("grad_accumulation", "fused") != "fused":

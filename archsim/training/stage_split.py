@@ -221,6 +221,16 @@ def plan_stage_layers(c: TransformerConfig, par: Parallelism, node_times: Sequen
     return tuple(split)
 
 
+def refuse_planned_fp32(dtype: str) -> None:
+    """The planner sizes activations at 2 bytes per element: ``--balance planned`` in fp32 is refused
+    (by ``archsim train`` and ``archsim search`` alike) rather than planned on memory it undercounts."""
+    if dtype == "fp32":
+        from archsim.errors import InputError
+
+        raise InputError("--balance planned sizes activations at 2 bytes per element: with --dtype fp32 give "
+                         "--stage-layers (archsim train) or the even split", field="balance")
+
+
 def planned_split(c: TransformerConfig, par: Parallelism, machines: Sequence[Machine],
                   capacities: Sequence[float],
                   pieces: Sequence[dict[str, PieceCost]] | None = None) -> Partition | None:

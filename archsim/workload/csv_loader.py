@@ -36,10 +36,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+from archsim.choices.networks import SHAPE_CHECKS
 from archsim.errors import InputError
 from archsim.validate import read_text
 from archsim.workload.layer import NETWORK_INPUT, Layer, Network, canonical_kind
-from archsim.workload.shapes import SHAPE_CHECKS, check_shapes
+from archsim.workload.shapes import check_shapes
 
 POSITIONAL = ("Layer name", "IFMAP Height", "IFMAP Width", "Filter Height", "Filter Width",
               "Channels", "Num Filter", "Strides")

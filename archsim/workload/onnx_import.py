@@ -19,12 +19,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from archsim.choices.networks import UNSUPPORTED
 from archsim.errors import InputError
 from archsim.workload import onnx_ops as ops
 from archsim.workload.layer import NETWORK_INPUT, Layer, Network
 from archsim.workload.onnx_graph import checked_graph, read_model
-
-UNSUPPORTED_CHOICES = ("error", "skip")
 
 
 def _onnx():
@@ -38,7 +37,7 @@ def _onnx():
 def load_onnx(model, *, name: str | None = None, unsupported: str = "error",
               dims: dict[str, int] | None = None) -> Network:
     """An ONNX model (a path or an ``onnx.ModelProto``) as a network. Raises :class:`InputError`."""
-    if unsupported not in UNSUPPORTED_CHOICES:
+    if unsupported not in UNSUPPORTED:
         raise InputError(f"unknown --unsupported {unsupported!r}; choose error or skip", field="unsupported")
     onnx = _onnx()
     source = "<onnx model>"

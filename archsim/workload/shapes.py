@@ -22,7 +22,6 @@ from __future__ import annotations
 from archsim.errors import InputError
 from archsim.workload.layer import NETWORK_INPUT, Layer, Network
 
-SHAPE_CHECKS = ("auto", "check", "off")
 _SPATIAL = ("conv", "pool", "batchnorm", "elementwise", "deconv")
 
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 
 from archsim.errors import InputError
-from archsim.validate import exists, is_file, read_text, resolve_name
+from archsim.validate import exists, is_file, parse_int, read_text, resolve_name, shown
 from archsim.workload.csv_loader import load_topology, parse_topology
 from archsim.workload.layer import Network
 
@@ -23,6 +24,23 @@ def _shipped_dir():
 def shipped_networks() -> list[str]:
     """Names of the networks shipped with archsim (CSV stems in ``layers/``)."""
     return sorted(entry.name[:-4] for entry in _shipped_dir().iterdir() if entry.name.endswith(".csv"))
+
+
+def dims_of(pairs: Mapping[str, int] | Iterable[tuple[str, int]]) -> dict[str, int]:
+    """``--dim NAME=VALUE`` pairs (or a mapping) as :func:`load_network`'s ``dims``: each value a positive
+    integer, each name given once (InputError naming the flag)."""
+    items = list(pairs.items()) if isinstance(pairs, Mapping) else list(pairs)
+    dims: dict[str, int] = {}
+    for name, value in items:
+        if not isinstance(name, str) or not name.strip() or not name.strip().isprintable():
+            raise InputError(f"expected NAME=POSITIVE_INTEGER, got {shown(name)}", field="dim")
+        try:
+            dims[name.strip()] = parse_int(value, what="a positive integer")
+        except ValueError as exc:
+            raise InputError(str(exc), field="dim") from None
+    if len(dims) != len(items):
+        raise InputError("a --dim name is given twice", field="dim")
+    return dims
 
 
 def load_network(name_or_path: str | Path, *, geometry: str = "archsim", unsupported: str = "error",

@@ -1,0 +1,90 @@
+"""An array as the array commands' flags describe it: ``--array``, ``--config``, ``--dataflow``,
+``--element-bytes``, the cycle engine's ``--bandwidth`` and ``--sram-kb``, and ``--clock-ghz``.
+
+One implementation for the commands (``archsim cost``, ``energy``, ``gemm``, ``pipeline``, ``schedule``)
+and the library (``archsim.cost``): the same defaults, checks and error messages, each error naming
+its flag. Bandwidths are DRAM words per cycle per operand, SRAM sizes KiB, the clock GHz.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from archsim.array.config import ArrayConfig, parse_array_shape, read_scalesim_cfg
+from archsim.choices.devices import CLOCK_GHZ
+from archsim.errors import InputError
+from archsim.validate import INT32_MAX, parse_float, parse_int, shown
+
+CLOCK_WHAT = "a clock in GHz"
+
+
+def array_from_flags(array: str | None = None, config: str | Path | None = None, dataflow: str | None = None,
+                     element_bytes: int = 1) -> ArrayConfig:
+    """``--config`` (a SCALE-Sim ``.cfg``) reshaped by ``--array`` when both are given, else
+    ``--array`` (``"ROWSxCOLS"``, default 32x32); ``--dataflow`` overrides the file's or the default ws."""
+    if config:
+        found = read_scalesim_cfg(config, element_bytes=element_bytes)
+        if array is not None:
+            rows, cols = parse_array_shape(array)
+            found = found.with_shape(rows, cols)
+        return replace(found, dataflow=dataflow) if dataflow else found
+    rows, cols = parse_array_shape(array or "32x32")
+    return ArrayConfig(rows=rows, cols=cols, dataflow=dataflow or "ws", element_bytes=element_bytes)
+
+
+def with_memory(array: ArrayConfig, bandwidth: int | None = None,
+                sram_kb: str | int | Sequence[int] | None = None) -> ArrayConfig:
+    """``array`` with ``--bandwidth`` (DRAM words/cycle, every operand) and ``--sram-kb`` (one KiB size
+    for all three SRAMs, or ifmap,filter,ofmap as ``"64,64,32"`` or a sequence of three) where given."""
+    changes: dict[str, Any] = {}  # ArrayConfig's fields, checked by it
+    if bandwidth is not None:
+        try:
+            words = parse_int(bandwidth, low=1, high=INT32_MAX, what="a positive integer")
+        except ValueError as exc:
+            raise InputError(str(exc), field="bandwidth") from None
+        changes.update(bandwidth=(words,), read_bandwidth=None, user_bandwidth=True)  # all three operands
+    if sram_kb is not None:
+        sizes = _sram_sizes(sram_kb)
+        changes.update(ifmap_sram_kb=sizes[0], filter_sram_kb=sizes[1], ofmap_sram_kb=sizes[2])
+    return replace(array, **changes) if changes else array
+
+
+def _sram_sizes(sram_kb: str | int | Sequence[int]) -> list[int]:
+    """The (ifmap, filter, ofmap) KiB ``--sram-kb`` names (InputError naming the flag)."""
+    text = ",".join(map(str, sram_kb)) if isinstance(sram_kb, (list, tuple)) else str(sram_kb)
+    parts = [p.strip() for p in text.split(",")]
+    try:
+        if isinstance(sram_kb, bool) or len(parts) not in (1, 3) or not all(p.isdigit() for p in parts):
+            raise ValueError(f"expected one or three positive integers, got {shown(sram_kb)}")
+        return [parse_int(p, what="SRAM KiB") for p in parts] * (3 if len(parts) == 1 else 1)
+    except ValueError as exc:
+        raise InputError(str(exc), field="sram-kb") from None
+
+
+def clock_ghz(value: object) -> float:
+    """``--clock-ghz``'s value checked as the flag checks it (ValueError with its message)."""
+    return parse_float(value, low=CLOCK_GHZ[0], high=CLOCK_GHZ[1], what=CLOCK_WHAT)
+
+
+def with_clock(array: ArrayConfig, ghz: float | None = None) -> ArrayConfig:
+    """``array`` at ``--clock-ghz`` where given, else at its own clock (possibly none)."""
+    if ghz is None:
+        return array
+    try:
+        hz = clock_ghz(ghz) * 1e9
+    except ValueError as exc:
+        raise InputError(str(exc), field="clock-ghz") from None
+    return replace(array, clock_hz=hz)
+
+
+def array_from_options(array: str | None = None, config: str | Path | None = None, dataflow: str | None = None,
+                       element_bytes: int = 1, bandwidth: int | None = None,
+                       sram_kb: str | int | Sequence[int] | None = None,
+                       clock: float | None = None) -> ArrayConfig:
+    """:func:`array_from_flags`, then :func:`with_memory`, then :func:`with_clock` (``clock`` in GHz):
+    the array every array command costs on."""
+    return with_clock(with_memory(array_from_flags(array, config, dataflow, element_bytes), bandwidth, sram_kb),
+                      clock)

@@ -1,0 +1,101 @@
+"""One iteration laid out as ``archsim train``'s flags say: the server order (``--placement``), the stage
+split (``--balance``) and each pipeline rank's machine (``--implementation``), within ``--max-ops``.
+
+One implementation for the command and ``archsim.train``: the same orders tried, the same split planned,
+the same refusals.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from archsim.errors import InputError
+from archsim.training.cluster import LAYOUT_ERRORS, GpuCluster
+from archsim.training.machine import Machine
+from archsim.training.parallel import Parallelism
+from archsim.training.placement import MAX_ORDERS, layouts, order_count, parse_placement, server_orders
+from archsim.training.run import train
+from archsim.training.stage_split import planned_split, refuse_planned_fp32, stage_layer_counts
+from archsim.validate import check_job_size
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where an iteration runs: ``cluster`` in the server order used, ``par`` with the split it runs
+    (the planned one under ``--balance planned``), ``placement`` the order given or chosen (a tuple of
+    the file's server indices) or ``"file"``, and each pipeline rank's machine."""
+
+    cluster: GpuCluster
+    par: Parallelism
+    placement: tuple[int, ...] | str
+    machines: tuple[Machine, ...]
+
+
+def lay_out(config, cluster: GpuCluster, par: Parallelism, *, placement: str = "file", balance: str = "even",
+            implementation: str = "megatron", max_ops: int | None = None) -> Layout:
+    """``par`` laid out on ``cluster``: ``placement`` ``file``, ``planned`` (the fastest distinct server
+    order that fits memory; ties keep the earlier) or ``I,J,…``; ``balance`` ``even`` or ``planned``
+    (without ``par.stage_layers``); ``max_ops``: refuse a planned placement whose iterations add up to
+    more schedule actions (None: no limit; the one iteration's own check is the caller's, before the
+    cluster is built)."""
+    order = parse_placement(placement, cluster)
+    if isinstance(order, tuple):
+        cluster = cluster.reordered(order)
+    if order == "planned":  # one iteration (and one planned split) per distinct server order
+        orders = min(order_count(cluster), MAX_ORDERS + 1)
+        if max_ops is not None:
+            check_job_size(par.schedule_actions * orders, max_ops)
+        if balance == "planned" and par.stage_layers is None and par.pp > 1:
+            from archsim.training.search import Candidate, check_planning_work
+
+            one = Candidate(par.tp, par.pp, par.dp, par.micro_batch, par.recompute, par.schedule, par.interleave,
+                            par.sequence_parallel)
+            check_planning_work(config, cluster, par.global_batch, [one] * orders,
+                                hint="--stage-layers, or one server order (--placement file or I,J,…)")
+        cluster, par, order = _best_placement(config, cluster, par, balance)
+    machines = tuple(replace(m, implementation=implementation)  # a TP group may span whole servers
+                     for m in cluster.laid_out(par))  # (the command warns), as search allows
+    return Layout(cluster, split(config, par, machines, balance), order, machines)
+
+
+def split(config, par: Parallelism, machines, balance: str) -> Parallelism:
+    """``par`` with the planner's stage split under ``--balance planned`` (its own split kept)."""
+    if balance != "planned" or par.stage_layers is not None or par.pp == 1:
+        return par
+    refuse_planned_fp32(machines[0].dtype)
+    planned = planned_split(config, par, machines, [m.gpu.memory_bytes for m in machines])
+    if planned is None:
+        raise InputError("no split of the layers over the pipeline stages fits the GPUs' memory (or fewer layers "
+                         "than model chunks)", field="balance")
+    return replace(par, stage_layers=stage_layer_counts(planned))
+
+
+def _best_placement(config, cluster: GpuCluster, par: Parallelism, balance: str):
+    """The fastest of the distinct server orders (:mod:`archsim.training.placement`) that fit memory:
+    (placed cluster, parallelism with its split, order); ties keep the earlier order (the file's first)."""
+    options, reason = layouts(cluster, par, server_orders(cluster))
+    if not options:
+        raise InputError(f"no server order lays this out: {LAYOUT_ERRORS[reason or 'stage-mixes-gpu-types']}",
+                         field="placement")
+    from archsim.progress import progress
+
+    best = None
+    bar = progress(len(options), "train --placement planned", "order", delay=2.0)  # on a terminal after 2 s
+    for order, placed in options:
+        bar.update(1)
+        machines = placed.rank_machines(par)
+        assert machines is not None  # layouts() kept only orders that lay it out
+        try:
+            trial = split(config, par, machines, balance)
+        except InputError:
+            continue
+        result = train(config, trial, machines[0], machines)
+        fits = all(m.total <= mc.gpu.memory_bytes for m, mc in zip(result.memory, machines))
+        key = (not fits, result.iteration_seconds)
+        if best is None or key < best[0]:
+            best = (key, placed, trial, order)
+    bar.close()
+    if best is None:
+        raise InputError("no split of the layers over the pipeline stages fits the GPUs' memory in any server order",
+                         field="balance")
+    return best[1], best[2], best[3]
