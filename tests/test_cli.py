@@ -95,6 +95,15 @@ def test_bad_shapes_row_names_file_line_field(tmp_path, capsys):
     assert code == 2 and "s.csv" in err and "line 3" in err and "field 'dataflow'" in err
 
 
+@pytest.mark.parametrize("flags", [["--array", "16x16"], ["--dataflow", "os"]])
+def test_gemm_shapes_refuses_array_flags_it_would_ignore(flags, tmp_path, capsys):
+    # every shapes row carries its own rows, cols and dataflow: a flag beside them was dropped silently
+    shapes = tmp_path / "s.csv"
+    shapes.write_text("m,k,n,rows,cols,dataflow\n64,40,48,8,8,ws\n")
+    code, out, err = run(["gemm", "--shapes", str(shapes), *flags], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1 and flags[0] in err
+
+
 def test_module_entry_point_prints_no_traceback(tmp_path):
     result = subprocess.run([sys.executable, "-m", "archsim", "cost", str(tmp_path / "nope.csv")],
                             capture_output=True, text=True, check=False)
