@@ -133,7 +133,8 @@ def run(args: argparse.Namespace) -> int:
             "stage_counts": "; ".join(f"{s}:{t:.4g}s" for s, _, t in result.by_stage_count),
             "baselines_seconds": "; ".join(f"{m}:{t:.4g}" for m, t in others.items()),
             "device_order": " ".join(f"g{x}" for x in result.order)}
-    write_timeline_outputs(args, result.timeline, f"SPP on {topology.name}, {args.microbatches} micro-batches")
+    write_timeline_outputs(args, result.timeline, f"SPP on {topology.name}, {args.microbatches} micro-batches",
+                           unit=profile.unit)
     emit(render(Rows.of(rows), args.format, precision=args.precision, meta=meta), args)
     return 0
 
@@ -198,7 +199,8 @@ def _run_pipedream(args: argparse.Namespace, profile, topology) -> int:
     if args.format != "json":
         meta = {k: v for k, v in meta.items() if k not in ("levels", "time_per_stage_by_machines")}
     if timeline is not None:
-        write_timeline_outputs(args, timeline, f"PipeDream's plan on {topology.name}, {args.microbatches} micro-batches")
+        write_timeline_outputs(args, timeline, f"PipeDream's plan on {topology.name}, {args.microbatches} micro-batches",
+                               unit=profile.unit)
     emit(render(Rows.of(rows), args.format, precision=args.precision, meta=meta), args)
     return 0
 
