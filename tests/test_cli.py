@@ -104,6 +104,20 @@ def test_gemm_shapes_refuses_array_flags_it_would_ignore(flags, tmp_path, capsys
     assert code == 2 and out == "" and err.count("\n") == 1 and flags[0] in err
 
 
+@pytest.mark.parametrize("argv, flag", [
+    (["cost", "layerpipe_sample", "--bandwidth", "4"], "--bandwidth"),
+    (["energy", "layerpipe_sample", "--bandwidth", "4"], "--bandwidth"),
+    (["pipeline", "layerpipe_sample", "--processors", "2", "--bandwidth", "4"], "--bandwidth"),
+    (["gemm", "--m", "64", "--k", "40", "--n", "48", "--bandwidth", "4"], "--bandwidth"),
+    (["schedule", "layerpipe_sample", "--policy", "1f1b", "--processors", "2", "--dram-bandwidth", "4"],
+     "--dram-bandwidth"),
+])
+def test_a_dram_bandwidth_without_the_cycle_engine_is_refused(argv, flag, capsys):
+    # the analytic engine has no memory stalls: the bandwidth was dropped and the same cycles printed
+    code, out, err = run(argv, capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1 and flag in err and "--engine cycle" in err
+
+
 def test_module_entry_point_prints_no_traceback(tmp_path):
     result = subprocess.run([sys.executable, "-m", "archsim", "cost", str(tmp_path / "nope.csv")],
                             capture_output=True, text=True, check=False)

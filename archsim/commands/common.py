@@ -159,14 +159,24 @@ def add_engine_arguments(parser: argparse.ArgumentParser, bandwidth_flag: str = 
     parser.add_argument(bandwidth_flag, dest="dram_bandwidth", type=positive_int, default=None, metavar="WORDS",
                         help="DRAM words/cycle per operand for --engine cycle (default: 10, or the config's: "
                              "a SCALE-Sim USER-mode .cfg reads ifmap/filter at its [layout] bank rates)")
+    parser.set_defaults(bandwidth_flag=bandwidth_flag)  # what check_engine_flags calls it
     parser.add_argument("--sram-kb", default=None, metavar="KIB[,KIB,KIB]",
                         help="ifmap,filter,ofmap SRAM KiB for --engine cycle (one value: all three; default: 64)")
+
+
+def check_engine_flags(args: argparse.Namespace) -> None:
+    """Refuse a DRAM bandwidth the analytic engine would drop (it has no memory stalls); --sram-kb
+    stays allowed: it sizes the SRAMs' area and energy too."""
+    if args.dram_bandwidth is not None and args.engine != "cycle":
+        raise InputError(f"{args.bandwidth_flag} is the cycle engine's DRAM words/cycle: add --engine cycle "
+                         "(analytic cycles have no memory stalls)", field=args.bandwidth_flag.lstrip("-"))
 
 
 def with_memory_args(array: ArrayConfig, args: argparse.Namespace) -> ArrayConfig:
     """``array`` with the --bandwidth and --sram-kb the user gave."""
     from dataclasses import replace
 
+    check_engine_flags(args)
     changes: dict[str, Any] = {}  # ArrayConfig's fields, checked by it
     if args.dram_bandwidth is not None:
         changes["bandwidth"] = (args.dram_bandwidth,)

@@ -14,6 +14,7 @@ from archsim.commands.common import (
     add_engine_arguments,
     add_output_arguments,
     add_seconds,
+    check_engine_flags,
     emit,
     memory_meta,
     positive_int,
@@ -147,6 +148,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.outputs import render
     from archsim.rows import Rows
 
+    check_engine_flags(args)  # the analytic path never reads the memory flags
     layout = None
     if args.layout is not None:
         if not args.config or args.engine != "cycle" or args.min_bandwidth or args.dram_bandwidth is not None:
