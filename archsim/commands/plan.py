@@ -90,11 +90,21 @@ def micro_batch(args: argparse.Namespace) -> int:
     return args.batch // args.microbatches
 
 
+def check_flags(args: argparse.Namespace) -> None:
+    """A baseline gives its makespan only: refuse the timeline files it cannot write (before any work)."""
+    asked = [flag for flag, value in (("--gantt", args.gantt), ("--chrome-trace", args.trace),
+                                      ("--schedule-csv", args.schedule_csv)) if value]
+    if asked and args.method in BASELINE_METHODS:
+        raise InputError(f"{asked[0]} writes the timeline of --method spp or pipedream; {args.method} gives its "
+                         "makespan only", field="method")
+
+
 def run(args: argparse.Namespace) -> int:
     from archsim.outputs import render
     from archsim.rows import Rows
     from archsim.spp.topology import load_topology_file
 
+    check_flags(args)
     topology = load_topology_file(args.cluster, seed=args.seed)
     profile = _profile(args)
     check_job_size(args.microbatches * 2 * len(profile.names), args.max_ops)  # F and B blocks per stage ≤ per layer
