@@ -118,6 +118,15 @@ def test_a_dram_bandwidth_without_the_cycle_engine_is_refused(argv, flag, capsys
     assert code == 2 and out == "" and err.count("\n") == 1 and flag in err and "--engine cycle" in err
 
 
+@pytest.mark.parametrize("method", ["pipedream", "gpipe", "ooo"])
+@pytest.mark.parametrize("flag, value", [("--alpha", "2"), ("--split-axes", "rows")])
+def test_layerpipe_only_flags_are_refused_for_other_methods(method, flag, value, capsys):
+    # they tune LayerPipe's Algorithm 1; the other partitioners dropped them without a word
+    code, out, err = run(["pipeline", "layerpipe_sample", "--processors", "2", "--method", method, flag, value],
+                         capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1 and flag in err
+
+
 def test_module_entry_point_prints_no_traceback(tmp_path):
     result = subprocess.run([sys.executable, "-m", "archsim", "cost", str(tmp_path / "nope.csv")],
                             capture_output=True, text=True, check=False)
