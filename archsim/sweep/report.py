@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from archsim.choices.partitions import LAYERPIPE_ALPHA
 from archsim.errors import InputError
 from archsim.validate import exists
 
@@ -92,7 +93,8 @@ def write_report(folder: Path, target: str | Path, *, spec_command: str,
     if network is not None:
         if first["only"] != "all":
             network = network.only(*str(first["only"]).split("+"))
-        array, engine, memory = _sweep_array(folder, first)
+        record = _spec_record(folder)
+        array, engine, memory = _sweep_array(record, first)
         costs = cost_network(network, array, int(first.batch), check_mode(str(first["mode"])), engine)
         title = (f"{network.name}: per-layer F/G/D cycles ({first.rows}x{first.cols} {first.dataflow}, "
                  f"batch {first.batch}{', memory-aware' if engine == 'cycle' else ''})")
@@ -101,22 +103,31 @@ def write_report(folder: Path, target: str | Path, *, spec_command: str,
                                                                       if first["only"] != "all" else "") + memory)
         extra.append((title, layer_breakdown_figure(costs, title), command))
         processors = int(sorted(results.processors.unique())[len(results.processors.unique()) // 2])
-        extra.append(_gantt_section(network, array, first, processors, engine, memory))
+        alpha = record.get("alpha")  # the spec's, as its LayerPipe plans used
+        alpha = float(alpha) if isinstance(alpha, (int, float)) and not isinstance(alpha, bool) else LAYERPIPE_ALPHA
+        extra.append(_gantt_section(network, array, first, processors, engine, memory, alpha))
     if "energy_pj" in results.columns:
         extra.extend(_design_sections(results, spec_command, str(folder), str(target)))
     return build_report(results, summary, results_path=str(folder), out=target, spec_command=spec_command,
                         extra_sections=extra)
 
 
-def _sweep_array(folder: Path, first) -> tuple[ArrayConfig, str, str]:
-    """The array, engine and memory flags the sweep costed ``first`` on: its spec.json's engine and,
-    in a design sweep, the row's SRAM and DRAM bandwidth (else the sweep's defaults)."""
-    from archsim.array.config import ArrayConfig
-    from archsim.validate import is_nan, parse_json, read_text
+def _spec_record(folder: Path) -> dict:
+    """The folder's spec.json (the settings the sweep ran with), or nothing."""
+    from archsim.validate import parse_json, read_text
 
     spec = folder / "spec.json"
     record = parse_json(read_text(spec, "the folder's spec.json"), str(spec)) if spec.is_file() else {}
-    engine = record.get("engine", "analytic") if isinstance(record, dict) else "analytic"
+    return record if isinstance(record, dict) else {}
+
+
+def _sweep_array(record: dict, first) -> tuple[ArrayConfig, str, str]:
+    """The array, engine and memory flags the sweep costed ``first`` on: its spec's engine and, in a
+    design sweep, the row's SRAM and DRAM bandwidth (else the sweep's defaults)."""
+    from archsim.array.config import ArrayConfig
+    from archsim.validate import is_nan
+
+    engine = record.get("engine", "analytic")
     array = ArrayConfig(int(first.rows), int(first.cols), str(first.dataflow))
     if engine != "cycle":
         return array, "analytic", ""
@@ -186,7 +197,7 @@ def _design_sections(results: pd.DataFrame, spec_command: str, folder: str, targ
 
 
 def _gantt_section(network, array, first, processors: int, engine: str = "analytic", memory: str = "",
-                   microbatches: int = 8):
+                   alpha: float = LAYERPIPE_ALPHA, microbatches: int = 8):
     """LayerPipe's schedule of one configuration: 8 micro-batches, δ-first policy, in the simulator."""
     from archsim.lowering import check_mode
     from archsim.partition import build_profile
@@ -196,7 +207,7 @@ def _gantt_section(network, array, first, processors: int, engine: str = "analyt
     from archsim.sim.timeline import Timeline
 
     profile = build_profile(network, array, int(first.batch), check_mode(str(first["mode"])), engine)
-    plan = partition(profile, processors, "layerpipe")
+    plan = partition(profile, processors, "layerpipe", alpha=alpha)
     timeline = simulate_partition(plan, profile, microbatches, "layerpipe").timeline
     assert isinstance(timeline, Timeline)
     title = (f"{network.name}: LayerPipe schedule on {processors} processors, {microbatches} micro-batches "
@@ -204,7 +215,8 @@ def _gantt_section(network, array, first, processors: int, engine: str = "analyt
     command = (f"archsim pipeline {first.network} --processors {processors} --method layerpipe --array "
                f"{first.rows}x{first.cols} --dataflow {first.dataflow} --batch {first.batch} --mode {first['mode']}"
                + (f" --only {first['only'].replace('+', ',')}" if first["only"] != "all" else "")
-               + memory + f" --microbatches {microbatches} --gantt gantt.html")
+               + memory + (f" --alpha {alpha!r}" if alpha != LAYERPIPE_ALPHA else "")
+               + f" --microbatches {microbatches} --gantt gantt.html")
     return title, gantt_figure(timeline.to_frame(), title), command
 
 
