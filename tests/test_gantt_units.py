@@ -46,3 +46,18 @@ def test_unitless_times_are_not_called_cycles(argv, tmp_path, capsys):
     assert main([*argv, "--gantt", str(out), "--format", "json"]) == 0
     unit = json.loads(capsys.readouterr().out)["meta"]["unit"]  # what the command's own output calls it
     assert unit != "cycles" and unit in x_title(out)
+
+
+@pytest.mark.parametrize("argv, kinds", [
+    (["schedule", "--stages", "2", "--stage-times", "1,1,1", "--microbatches", "2", "--policy", "zb-h1"], "F I W"),
+    (["schedule", "--stages", "2", "--stage-times", "1,2,0", "--microbatches", "2", "--policy", "1f1b"], "F B"),
+    (["plan", "layerpipe_sample", "--cluster", SPP, "--microbatches", "2"], "FB A"),
+])
+def test_every_legend_entry_says_what_its_op_is(argv, kinds, tmp_path, capsys):
+    # F read "F (forward)" beside bare "I", "W", "B", "FB" and "A" in the same legend
+    out = tmp_path / "g.html"
+    assert main([*argv, "--gantt", str(out)]) == 0
+    capsys.readouterr()
+    names = re.findall(r'"name":"([^"]*)"', html.unescape(out.read_text()))
+    for kind in kinds.split():
+        assert any(name.startswith(f"{kind} (") for name in names), (kind, names)
