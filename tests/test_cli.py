@@ -127,6 +127,16 @@ def test_layerpipe_only_flags_are_refused_for_other_methods(method, flag, value,
     assert code == 2 and out == "" and err.count("\n") == 1 and flag in err
 
 
+@pytest.mark.parametrize("method, stages", [("gpipe", 4), ("ooo", 4), ("layerpipe", 6)])
+def test_pipeline_says_how_many_processors_its_plan_uses(method, stages, capsys):
+    # layerpipe_sample has 4 layers: gpipe and ooo leave 2 of 6 processors idle, while the header said
+    # only "processors: 6" (a sweep's rows give "stages")
+    code, out, _ = run(["pipeline", "layerpipe_sample", "--processors", "6", "--method", method, "--format", "json"],
+                       capsys)
+    doc = json.loads(out)
+    assert code == 0 and doc["meta"]["processors"] == 6 and doc["meta"]["stages"] == stages == len(doc["rows"])
+
+
 def test_module_entry_point_prints_no_traceback(tmp_path):
     result = subprocess.run([sys.executable, "-m", "archsim", "cost", str(tmp_path / "nope.csv")],
                             capture_output=True, text=True, check=False)

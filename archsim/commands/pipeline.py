@@ -104,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
     records = plan.to_rows()  # plain rows: pandas only for --memory's footprint table
     meta: dict[str, object] = {
         "network": network.name, "method": plan.method, "processors": args.processors,
+        "stages": len(plan.stages),  # fewer than processors where a partitioner leaves some idle
         "array": f"{array.rows}x{array.cols}", "dataflow": array.dataflow, "batch": args.batch, "mode": args.mode,
         "single_processor_cycles": single, "iteration_cycles": plan.max_stage_cost,
         "speedup": single / plan.max_stage_cost,
