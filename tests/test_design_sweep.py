@@ -173,3 +173,9 @@ def test_the_reports_gantt_partitions_with_the_specs_alpha(tmp_path, capsys) -> 
     # the sweep's LayerPipe plans used the spec's alpha; the report's Gantt used the default 1.001
     _, command = report_gantt(tmp_path, capsys, "alpha = 1.5\n")
     assert command[command.index("--alpha") + 1] == "1.5"
+
+
+def test_the_reports_gantt_title_names_the_dataflow(tmp_path, capsys) -> None:
+    # the per-layer chart said "(32x32 ws, batch 1)", the Gantt beside it "(32x32, batch 1)"
+    page, _ = report_gantt(tmp_path, capsys, "")
+    assert "8 micro-batches (32x32 ws, batch 1" in page.replace("<br>", " ").replace("\\n", " ")

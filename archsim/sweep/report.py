@@ -211,7 +211,7 @@ def _gantt_section(network, array, first, processors: int, engine: str = "analyt
     timeline = simulate_partition(plan, profile, microbatches, "layerpipe").timeline
     assert isinstance(timeline, Timeline)
     title = (f"{network.name}: LayerPipe schedule on {processors} processors, {microbatches} micro-batches "
-             f"({first.rows}x{first.cols}, batch {first.batch}); makespan {timeline.makespan:.4g} cycles")
+             f"({first.rows}x{first.cols} {first.dataflow}, batch {first.batch}); makespan {timeline.makespan:.4g} cycles")
     command = (f"archsim pipeline {first.network} --processors {processors} --method layerpipe --array "
                f"{first.rows}x{first.cols} --dataflow {first.dataflow} --batch {first.batch} --mode {first['mode']}"
                + (f" --only {first['only'].replace('+', ',')}" if first["only"] != "all" else "")
