@@ -89,6 +89,7 @@ def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | Non
     priced by ``energy_table`` (a name or TOML; default the .cfg's, else horowitz45); the network
     keywords as :func:`load_network`."""
     from archsim.array.costing import cost_frame, layer_cost_rows
+    from archsim.array.options import check_bandwidth_engine
     from archsim.lowering import check_mode, lower_network
     from archsim.seconds import add_seconds
 
@@ -96,6 +97,7 @@ def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | Non
     batch = _positive_int(batch, "batch")
     chosen = array_config(array, config=config, dataflow=dataflow, element_bytes=element_bytes, bandwidth=bandwidth,
                           sram_kb=sram_kb, clock_ghz=clock_ghz)
+    check_bandwidth_engine(bandwidth, engine)  # after the value's own check, as argparse's comes first
     layers = load_network(network, only=only, geometry=geometry, shapes=shapes, unsupported=unsupported,
                           input_shape=input_shape, dim=dim)
     lowered = lower_network(layers, batch, check_mode(mode), chosen.element_bytes)

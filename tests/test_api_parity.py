@@ -369,3 +369,10 @@ def test_api_examples_show_the_new_keywords():
     assert any("archsim.cost(" in b and "clock_ghz=" in b and "sram_kb=" in b for b in blocks)
     assert any("archsim.train(" in b and "balance=" in b for b in blocks)
     assert any("archsim.search(" in b and "dtype=" in b for b in blocks)
+
+
+def test_cost_bandwidth_without_the_cycle_engine_is_refused_as_the_cli_refuses_it(capsys):
+    """The analytic engine has no memory stalls: a DRAM bandwidth given to it would be dropped, so both refuse it."""
+    with pytest.raises(InputError, match="add --engine cycle") as refused:
+        archsim.cost(TOPOLOGY, bandwidth=4)
+    assert cli_error(["cost", TOPOLOGY, "--bandwidth", "4"], capsys) == f"archsim: error: {refused.value}"

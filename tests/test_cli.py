@@ -95,6 +95,48 @@ def test_bad_shapes_row_names_file_line_field(tmp_path, capsys):
     assert code == 2 and "s.csv" in err and "line 3" in err and "field 'dataflow'" in err
 
 
+@pytest.mark.parametrize("flags", [["--array", "16x16"], ["--dataflow", "os"]])
+def test_gemm_shapes_refuses_array_flags_it_would_ignore(flags, tmp_path, capsys):
+    # every shapes row carries its own rows, cols and dataflow: a flag beside them was dropped silently
+    shapes = tmp_path / "s.csv"
+    shapes.write_text("m,k,n,rows,cols,dataflow\n64,40,48,8,8,ws\n")
+    code, out, err = run(["gemm", "--shapes", str(shapes), *flags], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1 and flags[0] in err
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["cost", "layerpipe_sample", "--bandwidth", "4"], "--bandwidth"),
+    (["energy", "layerpipe_sample", "--bandwidth", "4"], "--bandwidth"),
+    (["pipeline", "layerpipe_sample", "--processors", "2", "--bandwidth", "4"], "--bandwidth"),
+    (["gemm", "--m", "64", "--k", "40", "--n", "48", "--bandwidth", "4"], "--bandwidth"),
+    (["schedule", "layerpipe_sample", "--policy", "1f1b", "--processors", "2", "--dram-bandwidth", "4"],
+     "--dram-bandwidth"),
+])
+def test_a_dram_bandwidth_without_the_cycle_engine_is_refused(argv, flag, capsys):
+    # the analytic engine has no memory stalls: the bandwidth was dropped and the same cycles printed
+    code, out, err = run(argv, capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1 and flag in err and "--engine cycle" in err
+
+
+@pytest.mark.parametrize("method", ["pipedream", "gpipe", "ooo"])
+@pytest.mark.parametrize("flag, value", [("--alpha", "2"), ("--split-axes", "rows")])
+def test_layerpipe_only_flags_are_refused_for_other_methods(method, flag, value, capsys):
+    # they tune LayerPipe's Algorithm 1; the other partitioners dropped them without a word
+    code, out, err = run(["pipeline", "layerpipe_sample", "--processors", "2", "--method", method, flag, value],
+                         capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1 and flag in err
+
+
+@pytest.mark.parametrize("method, stages", [("gpipe", 4), ("ooo", 4), ("layerpipe", 6)])
+def test_pipeline_says_how_many_processors_its_plan_uses(method, stages, capsys):
+    # layerpipe_sample has 4 layers: gpipe and ooo leave 2 of 6 processors idle, while the header said
+    # only "processors: 6" (a sweep's rows give "stages")
+    code, out, _ = run(["pipeline", "layerpipe_sample", "--processors", "6", "--method", method, "--format", "json"],
+                       capsys)
+    doc = json.loads(out)
+    assert code == 0 and doc["meta"]["processors"] == 6 and doc["meta"]["stages"] == stages == len(doc["rows"])
+
+
 def test_module_entry_point_prints_no_traceback(tmp_path):
     result = subprocess.run([sys.executable, "-m", "archsim", "cost", str(tmp_path / "nope.csv")],
                             capture_output=True, text=True, check=False)

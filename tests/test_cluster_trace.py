@@ -105,6 +105,19 @@ def test_cli_compare_json_and_report(tmp_path, capsys):
     assert "CDF of job completion time" in page
 
 
+def test_compare_spells_seconds_alike_in_every_column_and_in_the_report(tmp_path, capsys):
+    # makespan_seconds_mean sat beside makespan_s_min in the JSON, and the page's table said makespan_s_mean
+    report = tmp_path / "cluster.html"
+    code, out, _ = run_cli(["--trace", str(SAMPLE), "--policy", "all", "--format", "json", "--report", str(report)],
+                           capsys)
+    assert code == 0
+    columns = set(json.loads(out)["rows"][0])
+    assert {"makespan_seconds_min", "makespan_seconds_max", "jct_p95_seconds_max"} <= columns
+    assert not [c for c in columns if "_s_" in c or c.endswith("_s")]
+    page = report.read_text(encoding="utf-8")
+    assert "makespan_seconds_mean" in page and "makespan_s_" not in page
+
+
 def test_cli_single_policy_table(capsys):
     code, out, _ = run_cli(["--jobs", "30", "--gpus", "20", "--policy", "tiresias"], capsys)
     header, values = [line.split() for line in out.splitlines() if not line.startswith("#")]

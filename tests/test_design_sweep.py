@@ -135,3 +135,47 @@ def test_shipped_resnet50_design_sweep_cycle_engine(tmp_path) -> None:
         assert (np.diff(cycles) <= 0).all(), keys
     for keys, part in rows.groupby(["rows", "clock_ghz", "sram_kb"]):
         assert (np.diff(part.sort_values("bandwidth_words_per_cycle").iteration_cycles.to_numpy()) <= 0).all(), keys
+
+
+def report_gantt(tmp_path, capsys, settings: str) -> tuple[str, list[str]]:
+    """A one-configuration sweep's report, checked: its Gantt's Regenerate command reproduces the drawn
+    makespan. Returns the page and that command."""
+    import html
+    import json
+
+    spec = tmp_path / "s.toml"
+    spec.write_text('[sweep]\nname = "s"\nnetworks = ["layerpipe_sample"]\narrays = ["32x32"]\n'
+                    'dataflows = ["ws"]\nbatches = [1]\nprocessors = [2]\nmethods = ["layerpipe"]\nmode = "exact"\n'
+                    + settings)
+    report = tmp_path / "r.html"
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "out"), "--quiet", "--report", str(report)]) == 0
+    page = html.unescape(report.read_text(encoding="utf-8"))
+    drawn = float(re.search(r"makespan ([0-9.e+]+) cycles", page).group(1))
+    command = re.search(r"Regenerate: <code>archsim (pipeline [^<]*) --gantt gantt\.html</code>", page).group(1).split()
+    capsys.readouterr()
+    assert main([*command, "--format", "json"]) == 0
+    assert drawn == pytest.approx(json.loads(capsys.readouterr().out)["meta"]["makespan"], rel=5e-4)  # 4 digits
+    return page, command
+
+
+def test_a_cycle_engine_sweeps_report_draws_the_sweeps_costs(tmp_path, capsys) -> None:
+    """The report's per-layer chart and LayerPipe Gantt were costed on the analytic engine at the default
+    memory while the sweep's rows were memory-aware (a Gantt of 8 micro-batches shorter than one of the
+    sweep's iterations). Each section's Regenerate command must reproduce what it draws."""
+    page, command = report_gantt(tmp_path, capsys, 'engine = "cycle"\nsram_kb = [16]\nbandwidths = [4]\n'
+                                                   'clocks_ghz = [1.0]\n')
+    assert "--engine" in command and command[command.index("--engine") + 1] == "cycle"
+    per_layer = re.search(r"Regenerate: <code>archsim (cost [^<]*)</code>", page).group(1).split()
+    assert per_layer[per_layer.index("--engine") + 1] == "cycle" and "--sram-kb" in per_layer
+
+
+def test_the_reports_gantt_partitions_with_the_specs_alpha(tmp_path, capsys) -> None:
+    # the sweep's LayerPipe plans used the spec's alpha; the report's Gantt used the default 1.001
+    _, command = report_gantt(tmp_path, capsys, "alpha = 1.5\n")
+    assert command[command.index("--alpha") + 1] == "1.5"
+
+
+def test_the_reports_gantt_title_names_the_dataflow(tmp_path, capsys) -> None:
+    # the per-layer chart said "(32x32 ws, batch 1)", the Gantt beside it "(32x32, batch 1)"
+    page, _ = report_gantt(tmp_path, capsys, "")
+    assert "8 micro-batches (32x32 ws, batch 1" in page.replace("<br>", " ").replace("\\n", " ")

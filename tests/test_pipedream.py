@@ -157,6 +157,19 @@ def test_no_plan_is_an_error_not_a_guess():
     assert fewer.time_per_stage == 3.0  # b alone (2 + 1) on one of its machines
 
 
+@pytest.mark.parametrize("argv", [["pipeline", "layerpipe_sample", "--processors", "6", "--method", "pipedream"],
+                                  ["pipeline", "layerpipe_sample", "--processors", "5", "--method", "pipedream",
+                                   "--mode", "paper"]])
+def test_more_processors_than_layers_names_the_limit(argv, capsys):
+    # layerpipe_sample has 4 layers: a straight pipeline of whole layers fills at most 4 processors.
+    # The refusal named a flag `pipeline` does not have ("allow fewer machines") and field 'machines'.
+    from archsim.cli import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "at most 4 processors" in err and "field 'processors'" in err and "fewer machines" not in err
+
+
 def run_cli(*argv):
     import io
     from contextlib import redirect_stdout

@@ -118,3 +118,20 @@ def test_a_flat_cluster_is_one_server_of_free_links():
     assert Topology.flat(3, 5.0).uniform_levels() == ((3, 5.0),)
     with pytest.raises(InputError, match="processors must be positive"):
         Topology.flat(0)
+
+
+@pytest.mark.parametrize("method", BASELINE_METHODS)
+@pytest.mark.parametrize("flag", ["--gantt", "--chrome-trace", "--schedule-csv"])
+def test_a_baselines_timeline_output_is_refused_not_skipped(method, flag, tmp_path, capsys):
+    # `plan --method gpipe --gantt g.html` printed the makespan and exited 0 without writing g.html:
+    # the baselines give a makespan, no timeline
+    from pathlib import Path
+
+    from archsim.cli import main
+
+    cluster = Path(__file__).resolve().parents[1] / "configs" / "clusters" / "spp_sim.toml"
+    out = tmp_path / "timeline.out"
+    code = main(["plan", "layerpipe_sample", "--cluster", str(cluster), "--microbatches", "2", "--method", method,
+                 flag, str(out)])
+    captured = capsys.readouterr()
+    assert code == 2 and captured.out == "" and flag in captured.err and not out.exists()

@@ -52,6 +52,15 @@ def test_the_network_is_given_once_positionally_or_by_topology(argv, words, caps
     assert code == 2 and out == "" and err.count("\n") == 1 and words in err, err
 
 
+@pytest.mark.parametrize("flags, named", [(["--method", "gpipe"], "--method"),
+                                          (["--energy", "--processors", "2"], "--energy")])
+def test_a_flag_the_run_would_drop_is_refused(flags, named, capsys):
+    # --method without --processors printed the layer table as if it were not there; --energy with
+    # --processors computed the energy, then printed the partition without it
+    code, out, err = run(capsys, "sparse", str(TOPOLOGY), "--config", str(CONFIG), *flags)
+    assert code == 2 and out == "" and err.count("\n") == 1 and named in err, err
+
+
 def test_pruned_pipeline_plan_covers_every_op_once(capsys):
     base = ["sparse", str(TOPOLOGY), "--config", str(CONFIG), "--gradient", "masked"]
     code, out, _ = run(capsys, *base, "--format", "csv")

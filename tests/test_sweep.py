@@ -49,6 +49,17 @@ def test_bad_spec_names_the_field(tmp_path, edit, field):
     assert error.value.where.field == field and error.value.where.file.endswith("spec.toml")
 
 
+def test_a_bad_network_row_keeps_its_line_and_column(tmp_path):
+    # the spec's error said "network 'net.csv': must be positive, got 0", dropping the row and column
+    net = write(tmp_path, "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, "
+                          "Num Filter, Strides,\nc1, 8, 8, 3, 3, 3, 4, 1,\nc2, 6, 6, 3, 3, 4, 0, 1,\n", "net.csv")
+    spec = load_spec(write(tmp_path, SPEC.replace('"layerpipe_sample"', f'"{net.name}"')))
+    with pytest.raises(InputError) as error:
+        run_sweep(spec, tmp_path / "out", progress=False)
+    assert error.value.where.field == "networks" and error.value.where.file.endswith("spec.toml")
+    assert "net.csv, line 3, field 'Num Filter'" in error.value.message
+
+
 def test_rerun_uses_the_cache_and_gives_identical_files(tmp_path):
     spec = load_spec(write(tmp_path, SPEC))
     first = run_sweep(spec, tmp_path / "out", progress=False)

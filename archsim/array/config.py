@@ -145,6 +145,23 @@ def _refuse_unmodelled(parser: configparser.ConfigParser, file: str, line_of, sp
                              field=key)
 
 
+def _toml_refusal(text: str) -> str:
+    """Why a TOML is no ``.cfg``; for a device TOML, the flags that cost one of its arrays."""
+    import tomllib
+
+    refusal = "a TOML file: --config reads a SCALE-Sim .cfg (a device TOML is for train and search)"
+    try:
+        compute = tomllib.loads(text)["compute"]
+        flags = f"--array {int(compute['rows'])}x{int(compute['cols'])}"
+        if compute.get("dataflow", "ws") in ("ws", "os", "is"):
+            flags += f" --dataflow {compute.get('dataflow', 'ws')}"
+        if "clock_mhz" in compute:
+            flags += f" --clock-ghz {float(compute['clock_mhz']) / 1000:g}"
+    except (tomllib.TOMLDecodeError, KeyError, TypeError, ValueError, OverflowError):
+        return refusal
+    return f"{refusal}; its array as flags: {flags}"
+
+
 def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: float | None = None,
                      sparsity: bool = False, layouts: bool = False) -> ArrayConfig:
     """Read a SCALE-Sim 3.0.0 ``.cfg`` file into an :class:`ArrayConfig`.
@@ -168,6 +185,8 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
     path = Path(path)
     file = str(path)
     text = read_text(path, "config file")
+    if path.suffix.lower() == ".toml":
+        raise InputError(_toml_refusal(text), file=file)
     parser = configparser.ConfigParser(interpolation=None)  # a '%' in a value is just a character
     try:
         parser.read_string(text, source=file)

@@ -35,6 +35,15 @@ def array_from_flags(array: str | None = None, config: str | Path | None = None,
     return ArrayConfig(rows=rows, cols=cols, dataflow=dataflow or "ws", element_bytes=element_bytes)
 
 
+def check_bandwidth_engine(bandwidth: object, engine: str, flag: str = "--bandwidth") -> None:
+    """Refuse a DRAM bandwidth the analytic engine would drop (it has no memory stalls); ``--sram-kb``
+    stays allowed: it sizes the SRAMs' area and energy too. ``flag`` is the option's name where it is
+    called otherwise (``schedule``'s ``--dram-bandwidth``)."""
+    if bandwidth is not None and engine != "cycle":
+        raise InputError(f"{flag} is the cycle engine's DRAM words/cycle: add --engine cycle "
+                         "(analytic cycles have no memory stalls)", field=flag.lstrip("-"))
+
+
 def with_memory(array: ArrayConfig, bandwidth: int | None = None,
                 sram_kb: str | int | Sequence[int] | None = None) -> ArrayConfig:
     """``array`` with ``--bandwidth`` (DRAM words/cycle, every operand) and ``--sram-kb`` (one KiB size

@@ -141,12 +141,13 @@ def run(args: argparse.Namespace) -> int:
             frame = summary
     else:  # one run's summary: plain rows
         frame = Rows.of({key: value for key, value in row.items() if key != "seed"} for row in per_run)
-    emit(render(_seconds_spelled_out(frame), args.format, precision=args.precision, meta=meta), args)
+    frame = _seconds_spelled_out(frame)  # the page's table shows the same names
+    emit(render(frame, args.format, precision=args.precision, meta=meta), args)
     if args.report:
         from archsim.cluster.report import write_cluster_report
 
         path = write_cluster_report(args.report, shown, _command_line(args, policy), bin_s=config.util_bin_s,
-                                    summary=frame.frame() if isinstance(frame, Rows) else summary, per_seed=per_seed,
+                                    summary=frame.frame() if isinstance(frame, Rows) else _seconds_spelled_out(summary), per_seed=per_seed,
                                     notes=f"Figures other than the spread show seed {seeds[0]}. "
                                           "Baselines run without SPB; Jigsaw with SPB (§4.2). " + granularity_note(args))
         print(f"wrote {path}", file=sys.stderr)
@@ -160,7 +161,7 @@ def _seconds_spelled_out(frame):
     from archsim.rows import Rows
 
     def spelled(name: str) -> str:
-        return re.sub(r"_s(?=$|_mean$|_std$)", "_seconds", name)
+        return re.sub(r"_s(?=$|_mean$|_std$|_min$|_max$)", "_seconds", name)
 
     if isinstance(frame, Rows):
         return Rows.of({spelled(key): value for key, value in row.items()} for row in frame.records)

@@ -110,14 +110,23 @@ def add_engine_arguments(parser: argparse.ArgumentParser, bandwidth_flag: str = 
     parser.add_argument(bandwidth_flag, dest="dram_bandwidth", type=positive_int, default=None, metavar="WORDS",
                         help="DRAM words/cycle per operand for --engine cycle (default: 10, or the config's: "
                              "a SCALE-Sim USER-mode .cfg reads ifmap/filter at its [layout] bank rates)")
+    parser.set_defaults(bandwidth_flag=bandwidth_flag)  # what check_engine_flags calls it
     parser.add_argument("--sram-kb", default=None, metavar="KIB[,KIB,KIB]",
                         help="ifmap,filter,ofmap SRAM KiB for --engine cycle (one value: all three; default: 64)")
+
+
+def check_engine_flags(args: argparse.Namespace) -> None:
+    """Refuse a DRAM bandwidth the analytic engine would drop (:func:`archsim.array.options.check_bandwidth_engine`)."""
+    from archsim.array.options import check_bandwidth_engine
+
+    check_bandwidth_engine(args.dram_bandwidth, args.engine, args.bandwidth_flag)
 
 
 def with_memory_args(array: ArrayConfig, args: argparse.Namespace) -> ArrayConfig:
     """``array`` with the --bandwidth and --sram-kb the user gave (:func:`archsim.array.options.with_memory`)."""
     from archsim.array.options import with_memory
 
+    check_engine_flags(args)
     return with_memory(array, args.dram_bandwidth, args.sram_kb)
 
 

@@ -13,6 +13,7 @@ from archsim.commands.common import (
     add_clock_argument,
     add_engine_arguments,
     add_output_arguments,
+    check_engine_flags,
     emit,
     memory_meta,
     positive_int,
@@ -43,7 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dataflow", default=None, choices=("ws", "os", "is"), help="default ws, or the config's")
     parser.add_argument("--config", default=None, metavar="FILE.cfg",
                         help="SCALE-Sim .cfg: array, dataflow, SRAMs and DRAM bandwidths (flags override)")
-    parser.add_argument("--shapes", metavar="FILE.csv", help=f"CSV with columns {','.join(SHAPE_COLUMNS)}")
+    parser.add_argument("--shapes", metavar="FILE.csv", help=f"CSV with columns {','.join(SHAPE_COLUMNS)} (each row its own array; "
+                                                          "--config gives the SRAMs, bandwidth and clock)")
     parser.add_argument("--ofmap-count", default="scalesim", choices=("scalesim", "true"),
                         help="scalesim: match SCALE-Sim 3.0.0's os ofmap-write count; true: M·N")
     add_engine_arguments(parser)
@@ -146,6 +148,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.outputs import render
     from archsim.rows import Rows
 
+    check_engine_flags(args)  # the analytic path never reads the memory flags
     layout = None
     if args.layout is not None:
         if not args.config or args.engine != "cycle" or args.min_bandwidth or args.dram_bandwidth is not None:
@@ -162,6 +165,10 @@ def run(args: argparse.Namespace) -> int:
     if args.shapes:
         if any(v is not None for v in (args.m, args.k, args.n)):
             raise InputError("give either --shapes or --m/--k/--n, not both", field="shapes")
+        ignored = [flag for flag, value in (("--array", args.array), ("--dataflow", args.dataflow)) if value]
+        if ignored:  # each row names its own array and dataflow
+            raise InputError(f"{ignored[0]} does not apply to --shapes: each row gives its rows, cols and dataflow",
+                             field="shapes")
         shapes = read_shapes(args.shapes)
     else:
         missing = [f"--{x}" for x in ("m", "k", "n") if getattr(args, x) is None]

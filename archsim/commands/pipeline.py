@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from archsim.choices.partitions import LAYERPIPE_ALPHA
 from archsim.commands import Command
 from archsim.commands.common import (
     MODE_HELP,
@@ -48,9 +49,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_clock_argument(parser)
     parser.add_argument("--batch", type=positive_int, default=32, help="mini-batch size")
     parser.add_argument("--mode", default="exact", choices=MODES, help=MODE_HELP)
-    parser.add_argument("--split-axes", default=",".join(SPLIT_AXES),
+    parser.add_argument("--split-axes", default=None,
                         help=f"δ split axes LayerPipe may use (default {','.join(SPLIT_AXES)})")
-    parser.add_argument("--alpha", type=float_flag(1.0, 1e6, low_open=True, what="a number > 1"), default=1.001, help="LayerPipe target relaxation factor")
+    parser.add_argument("--alpha", type=float_flag(1.0, 1e6, low_open=True, what="a number > 1"), default=None,
+                        help=f"LayerPipe target relaxation factor (default: {LAYERPIPE_ALPHA})")
     parser.add_argument("--microbatches", type=positive_int, default=None,
                         help="also simulate M micro-batches and report the makespan")
     parser.add_argument("--memory", action="store_true",
@@ -71,6 +73,9 @@ def check_flags(args: argparse.Namespace) -> None:
     """Flag combinations, checked before the network is read or searched."""
     if (args.gantt or args.trace or args.schedule_csv) and not args.microbatches:
         raise InputError("--gantt, --chrome-trace and --schedule-csv need --microbatches", field="microbatches")
+    given = [flag for flag, value in (("--alpha", args.alpha), ("--split-axes", args.split_axes)) if value is not None]
+    if given and args.method != "layerpipe":
+        raise InputError(f"{given[0]} tunes LayerPipe's Algorithm 1: give it with --method layerpipe", field="method")
     if (args.memory or args.capacity_gb is not None) and not args.microbatches:
         raise InputError("--memory and --capacity-gb need --microbatches (the schedule decides the stash)",
                          field="microbatches")
@@ -84,11 +89,11 @@ def run(args: argparse.Namespace) -> int:
     check_flags(args)
     options: dict[str, Any] = {}  # the partitioner's keywords
     if args.method == "layerpipe":
-        axes = tuple(a.strip() for a in args.split_axes.split(",") if a.strip())
+        axes = tuple(a.strip() for a in (args.split_axes or ",".join(SPLIT_AXES)).split(",") if a.strip())
         bad = [a for a in axes if a not in SPLIT_AXES]
         if bad:
             raise InputError(f"unknown split axis {bad[0]!r}; choose from {', '.join(SPLIT_AXES)}", field="split-axes")
-        options = {"alpha": args.alpha, "axes": axes}
+        options = {"alpha": LAYERPIPE_ALPHA if args.alpha is None else args.alpha, "axes": axes}
     network = network_from_args(args)
     if args.microbatches:  # F, δ and G of every layer per micro-batch: a floor on the plan's ops, known now
         check_job_size(args.microbatches * 3 * len(network), args.max_ops)
@@ -99,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
     records = plan.to_rows()  # plain rows: pandas only for --memory's footprint table
     meta: dict[str, object] = {
         "network": network.name, "method": plan.method, "processors": args.processors,
+        "stages": len(plan.stages),  # fewer than processors where a partitioner leaves some idle
         "array": f"{array.rows}x{array.cols}", "dataflow": array.dataflow, "batch": args.batch, "mode": args.mode,
         "single_processor_cycles": single, "iteration_cycles": plan.max_stage_cost,
         "speedup": single / plan.max_stage_cost,

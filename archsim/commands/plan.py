@@ -90,11 +90,21 @@ def micro_batch(args: argparse.Namespace) -> int:
     return args.batch // args.microbatches
 
 
+def check_flags(args: argparse.Namespace) -> None:
+    """A baseline gives its makespan only: refuse the timeline files it cannot write (before any work)."""
+    asked = [flag for flag, value in (("--gantt", args.gantt), ("--chrome-trace", args.trace),
+                                      ("--schedule-csv", args.schedule_csv)) if value]
+    if asked and args.method in BASELINE_METHODS:
+        raise InputError(f"{asked[0]} writes the timeline of --method spp or pipedream; {args.method} gives its "
+                         "makespan only", field="method")
+
+
 def run(args: argparse.Namespace) -> int:
     from archsim.outputs import render
     from archsim.rows import Rows
     from archsim.spp.topology import load_topology_file
 
+    check_flags(args)
     topology = load_topology_file(args.cluster, seed=args.seed)
     profile = _profile(args)
     check_job_size(args.microbatches * 2 * len(profile.names), args.max_ops)  # F and B blocks per stage ≤ per layer
@@ -133,7 +143,8 @@ def run(args: argparse.Namespace) -> int:
             "stage_counts": "; ".join(f"{s}:{t:.4g}s" for s, _, t in result.by_stage_count),
             "baselines_seconds": "; ".join(f"{m}:{t:.4g}" for m, t in others.items()),
             "device_order": " ".join(f"g{x}" for x in result.order)}
-    write_timeline_outputs(args, result.timeline, f"SPP on {topology.name}, {args.microbatches} micro-batches")
+    write_timeline_outputs(args, result.timeline, f"SPP on {topology.name}, {args.microbatches} micro-batches",
+                           unit=profile.unit)
     emit(render(Rows.of(rows), args.format, precision=args.precision, meta=meta), args)
     return 0
 
@@ -198,7 +209,8 @@ def _run_pipedream(args: argparse.Namespace, profile, topology) -> int:
     if args.format != "json":
         meta = {k: v for k, v in meta.items() if k not in ("levels", "time_per_stage_by_machines")}
     if timeline is not None:
-        write_timeline_outputs(args, timeline, f"PipeDream's plan on {topology.name}, {args.microbatches} micro-batches")
+        write_timeline_outputs(args, timeline, f"PipeDream's plan on {topology.name}, {args.microbatches} micro-batches",
+                               unit=profile.unit)
     emit(render(Rows.of(rows), args.format, precision=args.precision, meta=meta), args)
     return 0
 

@@ -142,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
     if clock is not None:  # seconds beside cycles when a clock is known
         meta["clock_ghz"] = clock / 1e9
         meta["makespan_seconds"] = float(row["makespan"]) / clock
-    write_timeline_outputs(args, timeline, f"{network.name}: {args.policy}, {args.processors} devices")
+    write_timeline_outputs(args, timeline, f"{network.name}: {args.policy}, {args.processors} devices", unit=unit)
     emit(render(Rows.of([row]), args.format, precision=args.precision, meta=meta), args)
     return 0
 

@@ -10,6 +10,7 @@ from dataclasses import replace
 from archsim.choices.devices import DELTA_OPTIONS, GRADIENT_OPTIONS
 from archsim.commands import Command
 from archsim.commands.common import add_output_arguments, emit, positive_int
+from archsim.errors import InputError
 from archsim.planners import PARTITIONERS
 from archsim.validate import processors_flag
 
@@ -34,9 +35,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="add energy_pj (F+δ+G, compressed weights and metadata counted) and dense_energy_pj")
     parser.add_argument("--processors", type=processors_flag, default=None,
                         help="instead of the layer table: partition the pruned network over P processors")
-    parser.add_argument("--method", default="layerpipe", choices=PARTITIONERS,
+    parser.add_argument("--method", default=None, choices=PARTITIONERS,
                         help="with --processors: the partitioner (LayerPipe borrows whole δs only; the dense "
-                             "bottleneck in the header is the unpruned network under the same rule)")
+                             "bottleneck in the header is the unpruned network under the same rule) "
+                             "(default: layerpipe)")
     add_output_arguments(parser)
 
 
@@ -54,6 +56,15 @@ def stalls_note(array, sparsity) -> str:
             "Stall Cycles")
 
 
+def check_flags(args: argparse.Namespace) -> None:
+    """Refuse a flag the run would drop: --method only partitions, --energy is a layer-table column."""
+    if args.processors is None and args.method is not None:
+        raise InputError("--method needs --processors (without it the layer table is printed)", field="method")
+    if args.processors is not None and args.energy:
+        raise InputError("--energy adds columns to the layer table; --processors prints the partition instead",
+                         field="energy")
+
+
 def run(args: argparse.Namespace) -> int:
     from archsim.array.sparse_network import read_sparse_run, sparse_table
     from archsim.array.sparse_training import SparseTraining
@@ -62,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.partition.pruned import pruned_profile
     from archsim.planners import partition
 
+    check_flags(args)
     array, sparsity, network, ratios = read_sparse_run(args.config, args.network or args.topology)
     options = SparseTraining(delta=args.delta, gradient=args.gradient)
     table = sparse_table(array, sparsity, network, ratios, options, args.batch, args.energy)
@@ -72,14 +84,15 @@ def run(args: argparse.Namespace) -> int:
     if args.processors is not None:
         dense = build_profile(network, array, args.batch, "exact")
         pruned = pruned_profile(table, dense, array.element_bytes)
-        plan = partition(pruned, args.processors, args.method)
+        method = args.method or "layerpipe"
+        plan = partition(pruned, args.processors, method)
         unsplit = replace(pruned, forward=dense.forward, weight_grad=dense.weight_grad, delta=dense.delta,
                           weight_bytes=dense.weight_bytes)  # the dense network under the same rules
-        meta.update(method=args.method, processors=args.processors,
+        meta.update(method=method, processors=args.processors,
                     single_processor_cycles=float(pruned.total.sum()),
                     dense_single_processor_cycles=float(dense.total.sum()),
                     iteration_cycles=plan.max_stage_cost,
-                    dense_iteration_cycles=partition(unsplit, args.processors, args.method).max_stage_cost)
+                    dense_iteration_cycles=partition(unsplit, args.processors, method).max_stage_cost)
         table = plan.to_frame()
     emit(render(table, args.format, precision=args.precision, meta=meta), args)
     return 0

@@ -32,6 +32,7 @@ STAGE_POLICIES = ("1f1b", "interleaved-1f1b", "zb-h1", "zb-h2", "zb-1p", "zb-2p"
                   "dualpipev", "gpipe", "looped-bfs", "zb-1p-exact", "zb-2p-exact")
 STAGE_ONLY = ("looped-bfs", "zb-1p-exact", "zb-2p-exact")  # the others also run on a NETWORK's layers
 EXACT_SEARCH_LIMIT = 300_000  # combinations of per-stage orders: about a minute of search, well under 4 GB
+STAGE_UNIT = "the stage times' unit"  # per-stage times are numbers in whatever unit the user gave
 
 
 def add_stage_arguments(parser: argparse.ArgumentParser) -> None:
@@ -202,7 +203,7 @@ def run_stages(args: argparse.Namespace) -> int:
         run = published_run(profile, m, policy, args.chunks, max_orders=args.max_orders)
         name = policy
     row = stage_row(name, p, m, run)
-    meta = {"unit": "the stage times' unit", "comm": str(profile.comm),
+    meta = {"unit": STAGE_UNIT, "comm": str(profile.comm),
             "bubble_fraction": "idle rank time / (ranks × makespan), as every schedule reports it",
             "zb_bubble_rate": "(longest rank span - busiest rank's work) / longest rank span (zero-bubble paper §5.3)"}
     if args.schedule_csv:
@@ -211,7 +212,7 @@ def run_stages(args: argparse.Namespace) -> int:
         from archsim.commands.common import write_timeline_outputs
 
         csv_path, args.schedule_csv = args.schedule_csv, None
-        write_timeline_outputs(args, run.timeline, f"{name}: {p} stages, {m} micro-batches")
+        write_timeline_outputs(args, run.timeline, f"{name}: {p} stages, {m} micro-batches", unit=f"time ({STAGE_UNIT})")
         args.schedule_csv = csv_path
     emit(render(Rows.of([row]), args.format, precision=args.precision, meta=meta), args)
     return 0

@@ -24,6 +24,7 @@ from operator import itemgetter
 
 import numpy as np
 
+from archsim.choices.partitions import LAYERPIPE_ALPHA
 from archsim.errors import InputError
 from archsim.lowering import SPLIT_AXES, SplitAxis
 from archsim.partition.coster import DeltaCoster
@@ -66,7 +67,7 @@ def _best_split(coster: DeltaCoster, index: int, budget: float, axes) -> tuple[f
 
 
 def layerpipe_partition(profile: LayerProfile, processors: int, *, coster: DeltaCoster | None = None,
-                        alpha: float = 1.001, max_rounds: int = 100_000, axes=SPLIT_AXES,
+                        alpha: float = LAYERPIPE_ALPHA, max_rounds: int = 100_000, axes=SPLIT_AXES,
                         search: str = "gallop") -> Partition:
     """Run Algorithm 1 (with the two corrections in the module docstring) on ``processors``.
 

@@ -150,12 +150,13 @@ def pipedream_partition(profile: LayerProfile, processors: int | None = None, *,
     Each stage's time is the optimizer's own term for it, so ``max_stage_cost`` is its
     ``time_per_stage``.
     """
+    if options is None:
+        options = _short_options(bandwidth, replication, use_fewer_machines)
     if hierarchy is None:
         if processors is None or processors <= 0:
             raise InputError(f"processors must be positive, got {processors}", field="processors")
+        _check_counts(profile, [processors], options)
         hierarchy = (Level(processors, math.inf if bandwidth is None else bandwidth),)
-    if options is None:
-        options = _short_options(bandwidth, replication, use_fewer_machines)
     plan = pipedream_plan(profile, hierarchy, options)
     return plan_partition(profile, plan)
 
@@ -169,8 +170,22 @@ def pipedream_partitions(profile: LayerProfile, processors: Sequence[int], *, ba
         if count <= 0:
             raise InputError(f"processors must be positive, got {count}", field="processors")
     options = _short_options(bandwidth, replication, use_fewer_machines)
+    _check_counts(profile, processors, options)
     plans = pipedream_plans(profile, (), math.inf if bandwidth is None else bandwidth, processors, options)
     return [plan_partition(profile, plan) for plan in plans]
+
+
+def _check_counts(profile: LayerProfile, counts: Sequence[int], options: PipeDreamOptions) -> None:
+    """Refuse a straight pipeline on more processors than the network has layer groups (every
+    stage holds at least one antichain state), with the largest count that works."""
+    if not options.straight_pipeline or options.use_fewer_machines:
+        return
+    states = len(antichain_states(profile))
+    if max(counts, default=0) > states:
+        raise InputError(f"PipeDream's straight pipeline puts whole layers on every processor: this network has "
+                         f"{states} layer groups (antichain states), so at most {states} processors, got "
+                         f"{max(counts)} (gpipe and ooo leave extra processors idle; layerpipe splits δs over them)",
+                         field="processors")
 
 
 def _short_options(bandwidth: float | None, replication: bool, use_fewer_machines: bool) -> PipeDreamOptions:

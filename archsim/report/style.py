@@ -9,11 +9,15 @@ from __future__ import annotations
 
 from archsim.validate import is_nan
 
+# the zero-bubble names (I, W) take the colours of archsim's ops they are (D, G); B is both, FB SPP's fused block
 KIND_COLORS = {"F": "#4C78A8", "G": "#F58518", "D": "#54A24B", "D1": "#72B7B2", "D2": "#B279A2",
-               "U": "#9D755D", "comm": "#BAB0AC", "S": "#E45756"}
+               "U": "#9D755D", "comm": "#BAB0AC", "S": "#E45756", "I": "#54A24B", "W": "#F58518", "B": "#EECA3B",
+               "FB": "#FF9DA6", "A": "#E45756"}
 KIND_LABELS = {"F": "F (forward)", "G": "G (weight gradient)", "D": "D (δ, input gradient)", "D1": "D1 (δ′, split part)",
                "D2": "D2 (δ″, split part)", "U": "U (weight update)", "comm": "communication",
-               "S": "S (gradient synchronization)"}
+               "S": "S (gradient synchronization)", "I": "I (backward: input gradient)",
+               "W": "W (backward: weight gradient)", "B": "B (backward: input and weight gradients)",
+               "FB": "FB (a stage's forward then backward)", "A": "A (gradient all-reduce)"}
 
 
 def table_number(value: float, digits: int = 4) -> str:

@@ -4,14 +4,18 @@ a LayerPipe schedule and, for design sweeps, the Pareto front (``archsim report`
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from archsim.choices.partitions import LAYERPIPE_ALPHA
 from archsim.errors import InputError
 from archsim.validate import exists
 
 if TYPE_CHECKING:  # pandas loads when a report is written
     import pandas as pd
+
+    from archsim.array.config import ArrayConfig
 
 
 def spec_command(folder: Path) -> str:
@@ -70,7 +74,6 @@ def write_report(folder: Path, target: str | Path, *, spec_command: str,
     """The sweep's HTML report from the folder's files. A network file its results.csv names is read
     only inside the folder (or the shipped ``layers/``), or when it is one of ``own_networks``, the
     networks of the spec the caller has just run: a results folder may come from someone else."""
-    from archsim.array.config import ArrayConfig
     from archsim.array.costing import cost_network
     from archsim.lowering import check_mode
 
@@ -90,20 +93,50 @@ def write_report(folder: Path, target: str | Path, *, spec_command: str,
     if network is not None:
         if first["only"] != "all":
             network = network.only(*str(first["only"]).split("+"))
-        array = ArrayConfig(int(first.rows), int(first.cols), str(first.dataflow))
-        costs = cost_network(network, array, int(first.batch), check_mode(str(first["mode"])))
+        record = _spec_record(folder)
+        array, engine, memory = _sweep_array(record, first)
+        costs = cost_network(network, array, int(first.batch), check_mode(str(first["mode"])), engine)
         title = (f"{network.name}: per-layer F/G/D cycles ({first.rows}x{first.cols} {first.dataflow}, "
-                 f"batch {first.batch})")
+                 f"batch {first.batch}{', memory-aware' if engine == 'cycle' else ''})")
         command = (f"archsim cost {first.network} --array {first.rows}x{first.cols} --dataflow {first.dataflow} "
                    f"--batch {first.batch} --mode {first['mode']}" + (f" --only {first['only'].replace('+', ',')}"
-                                                                      if first["only"] != "all" else ""))
+                                                                      if first["only"] != "all" else "") + memory)
         extra.append((title, layer_breakdown_figure(costs, title), command))
         processors = int(sorted(results.processors.unique())[len(results.processors.unique()) // 2])
-        extra.append(_gantt_section(network, array, first, processors))
+        alpha = record.get("alpha")  # the spec's, as its LayerPipe plans used
+        alpha = float(alpha) if isinstance(alpha, (int, float)) and not isinstance(alpha, bool) else LAYERPIPE_ALPHA
+        extra.append(_gantt_section(network, array, first, processors, engine, memory, alpha))
     if "energy_pj" in results.columns:
         extra.extend(_design_sections(results, spec_command, str(folder), str(target)))
     return build_report(results, summary, results_path=str(folder), out=target, spec_command=spec_command,
                         extra_sections=extra)
+
+
+def _spec_record(folder: Path) -> dict:
+    """The folder's spec.json (the settings the sweep ran with), or nothing."""
+    from archsim.validate import parse_json, read_text
+
+    spec = folder / "spec.json"
+    record = parse_json(read_text(spec, "the folder's spec.json"), str(spec)) if spec.is_file() else {}
+    return record if isinstance(record, dict) else {}
+
+
+def _sweep_array(record: dict, first) -> tuple[ArrayConfig, str, str]:
+    """The array, engine and memory flags the sweep costed ``first`` on: its spec's engine and, in a
+    design sweep, the row's SRAM and DRAM bandwidth (else the sweep's defaults)."""
+    from archsim.array.config import ArrayConfig
+    from archsim.validate import is_nan
+
+    engine = record.get("engine", "analytic")
+    array = ArrayConfig(int(first.rows), int(first.cols), str(first.dataflow))
+    if engine != "cycle":
+        return array, "analytic", ""
+    sram, bandwidth = first.get("sram_kb"), first.get("bandwidth_words_per_cycle")
+    if sram is None or bandwidth is None or is_nan(sram) or is_nan(bandwidth):
+        return array, "cycle", " --engine cycle"
+    array = replace(array, ifmap_sram_kb=int(sram), filter_sram_kb=int(sram), ofmap_sram_kb=int(sram),
+                    bandwidth=(int(bandwidth),), user_bandwidth=True)
+    return array, "cycle", f" --engine cycle --sram-kb {int(sram)} --bandwidth {int(bandwidth)}"
 
 
 def report_network(name: str, folder: Path, own_networks: tuple[str, ...] = ()):
@@ -163,7 +196,8 @@ def _design_sections(results: pd.DataFrame, spec_command: str, folder: str, targ
     return sections
 
 
-def _gantt_section(network, array, first, processors: int, microbatches: int = 8):
+def _gantt_section(network, array, first, processors: int, engine: str = "analytic", memory: str = "",
+                   alpha: float = LAYERPIPE_ALPHA, microbatches: int = 8):
     """LayerPipe's schedule of one configuration: 8 micro-batches, δ-first policy, in the simulator."""
     from archsim.lowering import check_mode
     from archsim.partition import build_profile
@@ -172,15 +206,16 @@ def _gantt_section(network, array, first, processors: int, microbatches: int = 8
     from archsim.report.gantt import gantt_figure
     from archsim.sim.timeline import Timeline
 
-    profile = build_profile(network, array, int(first.batch), check_mode(str(first["mode"])))
-    plan = partition(profile, processors, "layerpipe")
+    profile = build_profile(network, array, int(first.batch), check_mode(str(first["mode"])), engine)
+    plan = partition(profile, processors, "layerpipe", alpha=alpha)
     timeline = simulate_partition(plan, profile, microbatches, "layerpipe").timeline
     assert isinstance(timeline, Timeline)
     title = (f"{network.name}: LayerPipe schedule on {processors} processors, {microbatches} micro-batches "
-             f"({first.rows}x{first.cols}, batch {first.batch}); makespan {timeline.makespan:.4g} cycles")
+             f"({first.rows}x{first.cols} {first.dataflow}, batch {first.batch}); makespan {timeline.makespan:.4g} cycles")
     command = (f"archsim pipeline {first.network} --processors {processors} --method layerpipe --array "
                f"{first.rows}x{first.cols} --dataflow {first.dataflow} --batch {first.batch} --mode {first['mode']}"
                + (f" --only {first['only'].replace('+', ',')}" if first["only"] != "all" else "")
+               + memory + (f" --alpha {alpha!r}" if alpha != LAYERPIPE_ALPHA else "")
                + f" --microbatches {microbatches} --gantt gantt.html")
     return title, gantt_figure(timeline.to_frame(), title), command
 

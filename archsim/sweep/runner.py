@@ -126,7 +126,8 @@ def network_digests(spec: SweepSpec) -> dict[str, str]:
         try:
             layers = _loaded_network(network, network_sha256(network)).layers
         except InputError as exc:
-            raise InputError(f"network {network!r}: {exc.message}", file=spec.source, field="networks") from None
+            inner = str(exc) if exc.where.file else exc.message  # the network file's row and column, when known
+            raise InputError(f"network {network!r}: {inner}", file=spec.source, field="networks") from None
         digests[network] = hashlib.sha256(repr(layers).encode()).hexdigest()
     return digests
 

@@ -35,6 +35,7 @@ from pathlib import Path
 
 from archsim.array.config import MAX_CLOCK_GHZ, MIN_CLOCK_GHZ, parse_array_shape
 from archsim.array.costing import ENGINES
+from archsim.choices.partitions import LAYERPIPE_ALPHA
 from archsim.errors import InputError
 from archsim.lowering import MODES, Mode
 from archsim.planners import PARTITIONERS
@@ -117,7 +118,7 @@ class SweepSpec:
     processors: tuple[int, ...]
     methods: tuple[str, ...]
     mode: Mode = "exact"
-    alpha: float = 1.001
+    alpha: float = LAYERPIPE_ALPHA
     engine: str = "analytic"
     source: str | None = None
     designs: tuple[Design, ...] = ()  # empty: a plain sweep
@@ -232,7 +233,7 @@ def load_spec(path: str | Path) -> SweepSpec:
     mode = table.get("mode", "exact")
     if mode not in MODES:
         raise InputError(f"unknown mode {shown(mode)}; choose paper or exact", file=file, field="mode")
-    alpha = table.get("alpha", 1.001)
+    alpha = table.get("alpha", LAYERPIPE_ALPHA)
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 1 < alpha < math.inf:
         raise InputError("alpha must be a finite number > 1", file=file, field="alpha")
     engine = table.get("engine", "analytic")
