@@ -236,3 +236,56 @@ def test_seq_beside_a_vtrain_runs_file_is_refused(tmp_path, capsys):
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "--seq" in err and "'seq'" in err
     assert main([*argv, "--format", "json"]) == 0  # without it, each row at its own sequence
+
+
+# -- train and search agree on which schedule a layout runs (issue #40, "train and search agree")
+def _search_reasons(schedule, gpus: int, global_batch: int, chunks=None) -> dict:
+    """The reasons ``archsim.search`` counts for ``schedule`` on ``gpus`` GPUs at micro-batch 1, recompute full."""
+    extra = {} if chunks is None else {"chunks": chunks}
+    return archsim.search(GPT2, cluster=NODE, global_batch=global_batch, gpus=gpus, schedule=schedule,
+                          recompute="full", max_micro_batch=1, sequence_parallel="off", **extra).rejected
+
+
+@pytest.mark.parametrize("flags", [("--interleave", "2"), ("--schedule", "zb-v"), ("--schedule", "gpipe"),
+                                   ("--schedule", "interleaved-1f1b", "--interleave", "2"),
+                                   ("--schedule", "dualpipev")])
+def test_train_refuses_a_pipeline_schedule_on_one_stage_as_search_does(tmp_path, capsys, flags):
+    """One stage has no pipeline to schedule: search prunes such rows as ``schedule-needs-pp``; train ran them."""
+    out = tmp_path / "out.csv"
+    argv = ["train", str(GPT2), "--cluster", str(NODE), "--global-batch", "8", *flags, "--out", str(out)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "schedule-needs-pp" in err and "--pp > 1" in err
+    assert not out.exists()
+
+
+def test_the_api_train_refuses_a_pipeline_schedule_on_one_stage():
+    with pytest.raises(InputError, match="schedule-needs-pp") as caught:
+        archsim.train(GPT2, cluster=NODE, global_batch=8, schedule="zb-v")
+    assert caught.value.where.field == "schedule"
+
+
+def test_search_prunes_a_pipeline_schedule_on_one_gpu_by_the_same_reason():
+    """One GPU: TP = PP = DP = 1, the one candidate, pruned by the rule train refuses by."""
+    assert _search_reasons("zb-v", 1, 8) == {"schedule-needs-pp": 1}
+    assert "schedule-needs-pp" not in _search_reasons("1f1b", 1, 8)
+
+
+def test_a_runs_row_at_pp_1_under_a_pipeline_schedule_is_refused_at_its_line(tmp_path, capsys):
+    runs = tmp_path / "runs.csv"
+    runs.write_text("tp,pp,dp,global_batch,micro_batch\n1,2,1,8,1\n1,1,1,8,1\n")
+    argv = ["train", str(GPT2), "--cluster", str(NODE), "--runs", str(runs), "--schedule", "zb-v"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "schedule-needs-pp" in err and "line 3" in err
+
+
+def test_a_sweep_point_at_pp_1_under_a_pipeline_schedule_is_a_row_with_the_reason(tmp_path, capsys):
+    out = tmp_path / "out.csv"
+    argv = ["train", str(GPT2), "--cluster", str(NODE), "--global-batch", "8", "--schedule", "zb-v",
+            "--sweep", "pp=1,2", "--format", "json", "--out", str(out)]
+    assert main(argv) == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert "schedule-needs-pp" in rows[0]["error"] and rows[0]["iteration_seconds"] is None
+    assert rows[1]["error"] == "" and rows[1]["iteration_seconds"] > 0
+

@@ -18,7 +18,7 @@ from math import isqrt
 from archsim.choices.training import MAX_REFINE_ACTIONS, SCHEDULES
 from archsim.errors import InputError
 from archsim.training.memory import StageMemory, stage_memory
-from archsim.training.parallel import Parallelism, layers_per_stage
+from archsim.training.parallel import Parallelism, layers_per_stage, schedule_name, schedule_rejection
 from archsim.workload.transformer import TransformerConfig
 
 V_SHAPED = ("zb-v", "dualpipev")  # two chunks per rank, chunks j and 2p − 1 − j on rank j
@@ -137,8 +137,9 @@ def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_se
         return "micro-batch-divides-batch"
     if k.sequence_parallel and k.tp == 1:
         return "sequence-parallel-needs-tp"
-    if k.schedule != "1f1b" and k.pp == 1:  # one stage: every schedule runs as 1F1B does
-        return "schedule-needs-pp"
+    reason = schedule_rejection(schedule_name(k.schedule, k.interleave), k.pp, global_batch // (k.dp * k.micro_batch))
+    if reason is not None:  # the rule train refuses by (archsim.training.parallel)
+        return reason
     if k.schedule.startswith("interleaved") and (global_batch // (k.dp * k.micro_batch)) % k.pp:
         return "interleave-needs-microbatches-multiple-of-pp"
     if k.schedule == "dualpipev" and global_batch // (k.dp * k.micro_batch) < 2 * k.pp:
