@@ -14,6 +14,8 @@ CHUNKED_SCHEDULES = ("1f1b", "interleaved-1f1b", "interleaved-zb", "looped-bfs")
 # ``train`` (one run, --runs, --sweep, archsim.train) refuses with the same words (issue #40).
 SCHEDULE_RULES = {
     "schedule-needs-pp": "with one pipeline stage every schedule runs as 1F1B: {schedule} needs --pp > 1",
+    "interleave-needs-microbatches-multiple-of-pp": "{schedule} needs the micro-batches per pipeline (global batch "
+    "/ (micro-batch × DP) = {m}) to be a multiple of PP = {pp}, as Megatron-LM's interleaved schedule does",
 }
 
 
@@ -28,6 +30,14 @@ def schedule_rejection(schedule: str, pp: int, microbatches: int) -> str | None:
     ``train`` and ``search`` both apply."""
     if schedule != "1f1b" and pp == 1:
         return "schedule-needs-pp"
+    # Megatron-LM, megatron/core/pipeline_parallel/schedules.py, forward_backward_pipelining_with_interleaving
+    # (commit d98e8a64ddf34856e74b24714e3bedb2f5a39553, Megatron-Core 0.20.0): micro-batches run in groups of
+    # microbatch_group_size_per_vp_stage = N per model chunk; N must lie in [PP, m] (ValueError) and m mod N must
+    # be 0 or ≥ PP (RuntimeError). N defaults to PP (ModelParallelConfig.__post_init__), where m mod PP < PP
+    # leaves only m a multiple of PP: the rule of Megatron-LM before N existed (tag core_v0.7.0 raised "number of
+    # microbatches (m) is not divisible by pipeline-model-parallel-size"). archsim models the default N = PP.
+    if schedule.startswith("interleaved") and microbatches % pp:
+        return "interleave-needs-microbatches-multiple-of-pp"
     return None
 
 

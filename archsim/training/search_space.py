@@ -140,8 +140,6 @@ def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_se
     reason = schedule_rejection(schedule_name(k.schedule, k.interleave), k.pp, global_batch // (k.dp * k.micro_batch))
     if reason is not None:  # the rule train refuses by (archsim.training.parallel)
         return reason
-    if k.schedule.startswith("interleaved") and (global_batch // (k.dp * k.micro_batch)) % k.pp:
-        return "interleave-needs-microbatches-multiple-of-pp"
     if k.schedule == "dualpipev" and global_batch // (k.dp * k.micro_batch) < 2 * k.pp:
         return "dualpipev-needs-2p-microbatches"
     return None
