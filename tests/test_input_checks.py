@@ -322,3 +322,39 @@ def test_search_prunes_the_same_interleaved_layouts_train_refuses():
         archsim.train(GPT2, cluster=NODE, global_batch=3, pp=2, interleave=2)
     result, _ = archsim.train(GPT2, cluster=NODE, global_batch=4, pp=2, interleave=2)
     assert result.iteration_seconds > 0
+
+
+# -- search --chunks without a schedule that takes chunks did nothing (its default could not be told from a user's)
+@pytest.mark.parametrize("schedules", [("1f1b",), ("1f1b", "zb-v", "gpipe")])
+def test_search_refuses_chunks_without_an_interleaved_schedule(tmp_path, capsys, schedules):
+    out = tmp_path / "out.csv"
+    argv = ["search", str(GPT2), "--cluster", str(NODE), "--global-batch", "8", "--gpus", "2",
+            "--schedule", *schedules, "--chunks", "8", "--out", str(out)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "--chunks" in err and "'chunks'" in err
+    assert not out.exists()
+
+
+def test_the_api_search_refuses_chunks_without_an_interleaved_schedule():
+    with pytest.raises(InputError, match="--chunks") as caught:
+        archsim.search(GPT2, cluster=NODE, global_batch=8, gpus=2, schedule="1f1b", chunks=8)
+    assert caught.value.where.field == "chunks"
+
+
+@pytest.mark.parametrize("schedule", ["interleaved-1f1b", "interleaved-zb", "looped-bfs"])
+def test_chunks_with_a_schedule_that_takes_them_is_searched(schedule):
+    """The schedules that take chunks per rank try exactly the ones given; the default stays 2 and 4."""
+    given = archsim.search(GPT2, cluster=NODE, global_batch=8, gpus=2, schedule=["1f1b", schedule], chunks=3,
+                           max_micro_batch=1, recompute="full", sequence_parallel="off")
+    default = archsim.search(GPT2, cluster=NODE, global_batch=8, gpus=2, schedule=["1f1b", schedule],
+                             max_micro_batch=1, recompute="full", sequence_parallel="off")
+    # (TP, PP, DP) over 2 GPUs: 3 layouts; 1f1b 1 each, the chunked schedule once per chunk count
+    assert given.enumerated == 3 * (1 + 1) and default.enumerated == 3 * (1 + 2)
+
+
+def test_search_without_chunks_or_interleaving_runs(tmp_path):
+    out = tmp_path / "out.csv"
+    argv = ["search", str(GPT2), "--cluster", str(NODE), "--global-batch", "8", "--gpus", "2", "--schedule", "1f1b",
+            "--max-micro-batch", "1", "--out", str(out)]
+    assert main(argv) == 0 and out.exists()

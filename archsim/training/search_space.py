@@ -23,6 +23,7 @@ from archsim.workload.transformer import TransformerConfig
 
 V_SHAPED = ("zb-v", "dualpipev")  # two chunks per rank, chunks j and 2p − 1 − j on rank j
 CHUNKED = ("interleaved-1f1b", "interleaved-zb", "looped-bfs")  # v > 1 chunks per rank, chunk j on rank j mod p
+DEFAULT_CHUNKS = (2, 4)  # what search tries for them when --chunks is not given
 REASONS = ("tp-divides-heads", "tp-straddles-servers", "pp-divides-layers", "dp-divides-batch",
            "micro-batch-divides-batch", "sequence-parallel-needs-tp", "schedule-needs-pp",
            "interleave-needs-microbatches-multiple-of-pp", "dualpipev-needs-2p-microbatches", "stage-mixes-gpu-types",
@@ -94,6 +95,17 @@ def check_distinct(**values) -> None:
             if value in seen:
                 raise InputError(f"--{flag} repeats {value!r}: give each value once", field=flag)
             seen.add(value)
+
+
+def chunk_counts(schedules, chunks) -> tuple[int, ...]:
+    """The model chunks per rank that the schedules taking them (:data:`CHUNKED`) try: ``chunks``, or
+    :data:`DEFAULT_CHUNKS` when None. Given with none of those schedules it would change nothing: refused."""
+    if chunks is None:
+        return DEFAULT_CHUNKS
+    if not any(s in CHUNKED for s in schedules):
+        raise InputError(f"--chunks is tried only by {', '.join(CHUNKED)}; --schedule searches "
+                         f"{' '.join(schedules)}: add one of them, or drop --chunks", field="chunks")
+    return tuple(chunks)
 
 
 def factorizations(gpus: int) -> Iterator[tuple[int, int, int]]:
@@ -208,6 +220,7 @@ def peak_memory_bytes(c: TransformerConfig, par: Parallelism) -> float:
 
 __all__ = [
     "CHUNKED",
+    "DEFAULT_CHUNKS",
     "MAX_CANDIDATES",
     "MAX_REFINE_ACTIONS",
     "REASONS",
@@ -216,6 +229,7 @@ __all__ = [
     "Candidate",
     "candidate_count",
     "candidates",
+    "chunk_counts",
     "divisors",
     "factorization_count",
     "factorizations",
