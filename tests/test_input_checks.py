@@ -358,3 +358,39 @@ def test_search_without_chunks_or_interleaving_runs(tmp_path):
     argv = ["search", str(GPT2), "--cluster", str(NODE), "--global-batch", "8", "--gpus", "2", "--schedule", "1f1b",
             "--max-micro-batch", "1", "--out", str(out)]
     assert main(argv) == 0 and out.exists()
+
+
+# -- TP groups: search pruned TP 3 or 6 on 6 GPUs of an 8-GPU server ("tp-straddles-servers"), which train ran
+def _straddles_by_hand(tp: int, gpus: int, server: int) -> bool:
+    """Megatron's order (TP innermost, consecutive GPUs): a group straddles when it covers GPUs of two
+    servers without being whole servers."""
+    for start in range(0, gpus, tp):
+        first, last = start // server, (start + tp - 1) // server
+        if first != last and (start % server or tp % server):
+            return True
+    return False
+
+
+def test_train_and_search_agree_on_which_tp_groups_straddle_servers():
+    from dataclasses import replace
+
+    from archsim.training.cluster import load_gpu_cluster
+    from archsim.training.parallel import Parallelism
+    from archsim.training.search_space import Candidate, rejection
+
+    c = replace(load_transformer(GPT2), heads=48, hidden=3072, ffn=12288, kv_heads=48)  # every TP below divides
+    cluster = load_gpu_cluster(ROOT / "configs" / "clusters" / "a100_384_servers.toml")  # 8 GPUs a server
+    seen = set()
+    for gpus in range(1, 33):
+        for tp in (1, 2, 3, 4, 6, 8, 12, 16, 24):
+            if gpus % tp:
+                continue
+            dp = gpus // tp
+            expected = _straddles_by_hand(tp, gpus, 8)
+            searched = rejection(c, Candidate(tp, 1, dp, 1, "full", "1f1b", 1, False), dp, cluster.gpus_per_server)
+            trained = cluster.problem(Parallelism(tp, 1, dp, dp, 1))
+            assert (searched == "tp-straddles-servers") == expected == (trained == "tp-straddles-servers"), (tp, gpus)
+            seen.add(expected)
+    assert seen == {True, False}
+    assert not _straddles_by_hand(6, 6, 8) and _straddles_by_hand(6, 12, 8)  # the case issue #40 names
+

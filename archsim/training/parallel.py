@@ -41,6 +41,13 @@ def schedule_rejection(schedule: str, pp: int, microbatches: int) -> str | None:
     return None
 
 
+def tp_straddles(tp: int, gpus: int, server_gpus: int) -> bool:
+    """Whether a TP group of ``tp`` consecutive GPUs (Megatron's order), over ``gpus`` GPUs of servers of
+    ``server_gpus`` each, holds part of one server and part of another: TP neither divides a server's GPUs
+    nor is a multiple of them, and the GPUs pass one server (inside one server every group is part of it)."""
+    return gpus > server_gpus and server_gpus % tp != 0 and tp % server_gpus != 0
+
+
 @dataclass(frozen=True)
 class Parallelism:
     """tp, pp, dp: tensor-, pipeline- and data-parallel degrees (GPUs = tp·pp·dp);
@@ -171,4 +178,4 @@ def check_fits(c: TransformerConfig, par: Parallelism) -> None:
 
 
 __all__ = ["ATTENTIONS", "DEFAULT_ATTENTION", "RECOMPUTE", "SCHEDULE_RULES", "Parallelism", "check_fits",
-           "layers_per_stage", "padded_vocab", "rank_of_stages", "schedule_name", "schedule_rejection"]
+           "layers_per_stage", "padded_vocab", "rank_of_stages", "schedule_name", "schedule_rejection", "tp_straddles"]

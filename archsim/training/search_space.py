@@ -18,7 +18,7 @@ from math import isqrt
 from archsim.choices.training import MAX_REFINE_ACTIONS, SCHEDULES
 from archsim.errors import InputError
 from archsim.training.memory import StageMemory, stage_memory
-from archsim.training.parallel import Parallelism, layers_per_stage, schedule_name, schedule_rejection
+from archsim.training.parallel import Parallelism, layers_per_stage, schedule_name, schedule_rejection, tp_straddles
 from archsim.workload.transformer import TransformerConfig
 
 V_SHAPED = ("zb-v", "dualpipev")  # two chunks per rank, chunks j and 2p − 1 − j on rank j
@@ -138,7 +138,7 @@ def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_se
     as many layers as model chunks (PP × chunks per rank)."""
     if c.heads % k.tp or c.ffn % k.tp:
         return "tp-divides-heads"
-    if gpus_per_server % k.tp and k.tp % gpus_per_server:  # a group is part of one server or whole servers
+    if tp_straddles(k.tp, k.tp * k.pp * k.dp, gpus_per_server):  # part of one server or whole servers, as train
         return "tp-straddles-servers"
     stages = k.pp * (2 if k.schedule in V_SHAPED else k.interleave)
     if (c.layers < stages) if uneven and k.plannable else c.layers % stages:
