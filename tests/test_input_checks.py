@@ -394,3 +394,19 @@ def test_train_and_search_agree_on_which_tp_groups_straddle_servers():
     assert seen == {True, False}
     assert not _straddles_by_hand(6, 6, 8) and _straddles_by_hand(6, 12, 8)  # the case issue #40 names
 
+
+@pytest.mark.parametrize(("pp", "global_batch", "refused"), [(2, 3, True), (2, 4, False), (3, 5, True)])
+def test_train_refuses_dualpipev_below_2p_micro_batches_by_searchs_reason(tmp_path, capsys, pp, global_batch, refused):
+    """DualPipeV's order needs m ≥ 2·PP (by hand: PP 2 takes 4, PP 3 takes 6); search prunes the rest as
+    ``dualpipev-needs-2p-microbatches``, and train now says the same reason, before the cluster is read."""
+    out = tmp_path / "out.csv"
+    argv = ["train", str(GPT2), "--cluster", str(NODE), "--pp", str(pp), "--global-batch", str(global_batch),
+            "--schedule", "dualpipev", "--out", str(out)]
+    if not refused:
+        assert main(argv) == 0 and out.exists()
+        return
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "dualpipev-needs-2p-microbatches" in err
+    assert not out.exists()
+    assert _search_reasons("dualpipev", pp, global_batch).get("dualpipev-needs-2p-microbatches") == 1

@@ -16,6 +16,8 @@ SCHEDULE_RULES = {
     "schedule-needs-pp": "with one pipeline stage every schedule runs as 1F1B: {schedule} needs --pp > 1",
     "interleave-needs-microbatches-multiple-of-pp": "{schedule} needs the micro-batches per pipeline (global batch "
     "/ (micro-batch × DP) = {m}) to be a multiple of PP = {pp}, as Megatron-LM's interleaved schedule does",
+    "dualpipev-needs-2p-microbatches": "{schedule} needs at least 2 × PP micro-batches per pipeline (PP = {pp}), "
+    "got {m}",
 }
 
 
@@ -38,6 +40,8 @@ def schedule_rejection(schedule: str, pp: int, microbatches: int) -> str | None:
     # microbatches (m) is not divisible by pipeline-model-parallel-size"). archsim models the default N = PP.
     if schedule.startswith("interleaved") and microbatches % pp:
         return "interleave-needs-microbatches-multiple-of-pp"
+    if schedule == "dualpipev" and microbatches < 2 * pp:  # its eight phases (archsim.policies.stage_orders_v)
+        return "dualpipev-needs-2p-microbatches"
     return None
 
 

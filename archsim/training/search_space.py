@@ -149,12 +149,8 @@ def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_se
         return "micro-batch-divides-batch"
     if k.sequence_parallel and k.tp == 1:
         return "sequence-parallel-needs-tp"
-    reason = schedule_rejection(schedule_name(k.schedule, k.interleave), k.pp, global_batch // (k.dp * k.micro_batch))
-    if reason is not None:  # the rule train refuses by (archsim.training.parallel)
-        return reason
-    if k.schedule == "dualpipev" and global_batch // (k.dp * k.micro_batch) < 2 * k.pp:
-        return "dualpipev-needs-2p-microbatches"
-    return None
+    # the schedule's rules, the ones train refuses by (archsim.training.parallel)
+    return schedule_rejection(schedule_name(k.schedule, k.interleave), k.pp, global_batch // (k.dp * k.micro_batch))
 
 
 def in_flight_peaks(schedule: str, p: int, m: int, v: int = 1) -> list[int]:
