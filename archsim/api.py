@@ -186,9 +186,9 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
            max_ops: int | None = None, grad_accumulation: str = "fused", dtype: str | None = None):
     """Rank TP × PP × DP × micro-batch × recompute × schedule for ``model`` on ``cluster`` as
     ``archsim search`` does, with its flags' names and defaults (``schedule`` None: every schedule;
-    ``refine`` None: 2 × ``top``; ``chunks`` None: 2 and 4, refused given without a schedule that takes it; ``max_ops``: ``--max-ops``, None: its default; one value where the flag
-    takes several, ``schedule="1f1b"``, is a list of one; ``dtype`` None: ``--dtype``'s default fp16 for a path, a
-    cluster object's own). Returns the :class:`~archsim.training.search.SearchResult`: ``rows``
+    ``refine`` None: 2 × ``top``; ``chunks`` None: 2 and 4, refused given without a schedule that takes it;
+    ``max_ops``: ``--max-ops``, None: its default; one value where the flag takes several, ``schedule="1f1b"``,
+    is a list of one; ``dtype`` None: ``--dtype``'s default fp16 for a path, a cluster object's own). Returns the :class:`~archsim.training.search.SearchResult`: ``rows``
     (best first: the configuration, ``iteration_seconds``, ``peak_memory_gib``, ``mfu``, …),
     ``rejected`` (reason → count) and the Pareto front."""
     from archsim.choices.training import GRAD_ACCUMULATIONS
@@ -212,8 +212,7 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
     if sequence_parallel not in modes:
         raise InputError(f"expected both, on or off, got {sequence_parallel!r}", field="sequence-parallel")
     return _search(config, on, global_batch, counts or None, micro_batches=range(1, max_micro_batch + 1),
-                   recomputes=_listed(recompute), schedules=schedules,
-                   chunks=chunk_list,
+                   recomputes=_listed(recompute), schedules=schedules, chunks=chunk_list,
                    sequence_parallel=modes[sequence_parallel], top=top,
                    refine=2 * top if refine is None else max(refine, 0), balance=balance, objective=objective,
                    placement=placement, attention=attention, dp_overlap=dp_overlap, grad_accumulation=grad_accumulation,
