@@ -183,27 +183,29 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
 def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | None = None, seq: int | None = None,
            objective: str = "time", balance: str = "even", placement: str = "file", top: int = 10,
            recompute: str | Sequence[str] = ("none", "selective", "full"), schedule: str | Sequence[str] | None = None,
-           chunks: int | Sequence[int] = (2, 4), max_micro_batch: int = 8, sequence_parallel: str = "both",
+           chunks: int | Sequence[int] | None = None, max_micro_batch: int = 8, sequence_parallel: str = "both",
            refine: int | None = None, attention: str = "flash", dp_overlap: str = "none",
            max_ops: int | None = None, grad_accumulation: str = "fused", dtype: str | None = None):
     """Rank TP × PP × DP × micro-batch × recompute × schedule for ``model`` on ``cluster`` as
     ``archsim search`` does, with its flags' names and defaults (``schedule`` None: every schedule;
-    ``refine`` None: 2 × ``top``; ``max_ops``: ``--max-ops``, None: its default; one value where the flag
-    takes several, ``schedule="1f1b"``, is a list of one; ``dtype`` None: ``--dtype``'s default fp16 for a path, a
-    cluster object's own). Returns the :class:`~archsim.training.search.SearchResult`: ``rows``
+    ``refine`` None: 2 × ``top``; ``chunks`` None: 2 and 4, refused given without a schedule that takes it;
+    ``max_ops``: ``--max-ops``, None: its default; one value where the flag takes several, ``schedule="1f1b"``,
+    is a list of one; ``dtype`` None: ``--dtype``'s default fp16 for a path, a cluster object's own). Returns the :class:`~archsim.training.search.SearchResult`: ``rows``
     (best first: the configuration, ``iteration_seconds``, ``peak_memory_gib``, ``mfu``, …),
     ``rejected`` (reason → count) and the Pareto front."""
     from archsim.choices.training import GRAD_ACCUMULATIONS
     from archsim.errors import InputError
     from archsim.training.parallel import DP_OVERLAPS
     from archsim.training.search import search as _search
-    from archsim.training.search_space import MAX_REFINE_ACTIONS, SCHEDULES
+    from archsim.training.search_space import MAX_REFINE_ACTIONS, SCHEDULES, chunk_counts
 
     if dp_overlap not in DP_OVERLAPS:
         raise InputError(f"expected one of {', '.join(DP_OVERLAPS)}, got {dp_overlap!r}", field="dp-overlap")
     if grad_accumulation not in GRAD_ACCUMULATIONS:
         raise InputError(f"expected one of {', '.join(GRAD_ACCUMULATIONS)}, got {grad_accumulation!r}",
                          field="grad-accumulation")
+    schedules = _listed(schedule or SCHEDULES)
+    chunk_list = chunk_counts(schedules, None if chunks is None else _listed(chunks))  # before the files are read
     config, on = _transformer(model, seq), _gpu_cluster(cluster, dtype)
     counts = [gpus] if isinstance(gpus, int) else list(gpus or [])
     if counts and max(counts) > on.topology.devices:
@@ -212,7 +214,7 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
     if sequence_parallel not in modes:
         raise InputError(f"expected both, on or off, got {sequence_parallel!r}", field="sequence-parallel")
     return _search(config, on, global_batch, counts or None, micro_batches=range(1, max_micro_batch + 1),
-                   recomputes=_listed(recompute), schedules=_listed(schedule or SCHEDULES), chunks=_listed(chunks),
+                   recomputes=_listed(recompute), schedules=schedules, chunks=chunk_list,
                    sequence_parallel=modes[sequence_parallel], top=top,
                    refine=2 * top if refine is None else max(refine, 0), balance=balance, objective=objective,
                    placement=placement, attention=attention, dp_overlap=dp_overlap, grad_accumulation=grad_accumulation,

@@ -187,7 +187,7 @@ def test_even_counts_given_explicitly_are_the_default(schedule, v):
 
 def test_stage_layers_count_per_model_chunk():
     with pytest.raises(InputError, match=r"PP × chunks = 2 × 2 = 4 counts, got 2"):
-        Parallelism(pp=2, interleave=2, stage_layers=(3, 3))
+        Parallelism(pp=2, global_batch=2, interleave=2, stage_layers=(3, 3))
     with pytest.raises(InputError, match=r"PP × chunks = 2 × 2 = 4 counts, got 2"):
         Parallelism(pp=2, schedule="zb-v", stage_layers=(3, 3))
     with pytest.raises(InputError, match=r"PP = 2 counts, got 4"):

@@ -200,10 +200,10 @@ def test_closed_forms_near_the_event_simulator_in_steady_state(schedule, v):
     coster = _Coster(c, cluster, 32)
     checked = 0
     for tp, pp, mb, rc in itertools.product((1, 2), (2, 3, 4), (1, 2), ("none", "full")):
-        par = Parallelism(tp, pp, 1, 32, mb, rc, False, v, schedule)
-        if par.microbatches < 2 * pp or c.layers % (pp * par.chunks) or (schedule.startswith("interleaved")
-                                                                 and par.microbatches % pp):
+        chunks = 2 if schedule in ("zb-v", "dualpipev") else v
+        if 32 // mb < 2 * pp or c.layers % (pp * chunks) or (schedule.startswith("interleaved") and (32 // mb) % pp):
             continue
+        par = Parallelism(tp, pp, 1, 32, mb, rc, False, v, schedule)
         k = Candidate(tp, pp, 1, mb, rc, schedule, v, False)
         event = train(c, par, cluster.machine(par)).iteration_seconds
         seconds, timing = coster.seconds(k)

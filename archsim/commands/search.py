@@ -54,8 +54,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="recompute modes to try (none, selective, full: as archsim train's --recompute)")
     parser.add_argument("--schedule", nargs="+", default=list(SCHEDULES), choices=SCHEDULES,
                         help="pipeline schedules to try")
-    parser.add_argument("--chunks", nargs="+", type=positive_int, default=[2, 4], metavar="V",
-                        help="model chunks per rank the interleaved schedule tries")
+    parser.add_argument("--chunks", nargs="+", type=positive_int, default=None, metavar="V",
+                        help="model chunks per rank that interleaved-1f1b, interleaved-zb and looped-bfs try "
+                             "(default: 2 4; refused without one of them in --schedule)")
     parser.add_argument("--max-micro-batch", type=positive_int, default=8, help="micro-batches 1 … this")
     parser.add_argument("--sequence-parallel", default="both", choices=("both", "on", "off"),
                         help="Megatron sequence parallelism: try both, or only on / off")
@@ -85,8 +86,10 @@ def run(args: argparse.Namespace) -> int:
     from archsim.outputs import render
     from archsim.training.cluster import load_gpu_cluster
     from archsim.training.search import train_command
+    from archsim.training.search_space import chunk_counts
     from archsim.workload.transformer import load_transformer
 
+    chunk_counts(args.schedule, args.chunks)  # a flag combination: refused before the model is read
     config = load_transformer(args.model, seq=args.seq)
     cluster = load_gpu_cluster(args.cluster, args.dtype)
     result = search(config, cluster=cluster, global_batch=args.global_batch, gpus=args.gpus, objective=args.objective,

@@ -39,7 +39,7 @@ from archsim.spp.topology import Topology, build_topology
 from archsim.training import fitted
 from archsim.training.machine import Links, Machine
 from archsim.training.network import Network, read_network
-from archsim.training.parallel import Parallelism
+from archsim.training.parallel import Parallelism, tp_straddles
 from archsim.validate import parse_float, parse_toml, read_text, shown
 
 MAX_PRICE_OR_WATTS = 1e6  # USD per GPU-hour and watts per GPU a server may override with (far above any real one)
@@ -154,7 +154,8 @@ class GpuCluster:
         a collective over servers runs as many GPUs in each) or a rank whose TP × DP GPUs are of two
         types (``stage-mixes-gpu-types``); None when it can."""
         self._check_gpus(par)
-        if any(self._straddles(start, par.tp) for start in range(0, par.gpus, par.tp)):
+        if (any(self._straddles(start, par.tp) for start in range(0, par.gpus, par.tp)) if self.heterogeneous
+                else tp_straddles(par.tp, par.gpus, self.gpus_per_server)):  # the search's rule on one server size
             return "tp-straddles-servers"
         return "stage-mixes-gpu-types" if self.rank_gpus(par) is None else None
 

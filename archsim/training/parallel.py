@@ -10,6 +10,46 @@ from archsim.workload.transformer import TransformerConfig
 
 V_SCHEDULES = ("zb-v", "dualpipev")  # two chunks per rank, V-shaped
 CHUNKED_SCHEDULES = ("1f1b", "interleaved-1f1b", "interleaved-zb", "looped-bfs")  # take --interleave
+# Why a schedule cannot run on a layout, by the reason ``archsim search`` counts in ``meta.rejected``;
+# ``train`` (one run, --runs, --sweep, archsim.train) refuses with the same words (issue #40).
+SCHEDULE_RULES = {
+    "schedule-needs-pp": "with one pipeline stage every schedule runs as 1F1B: {schedule} needs --pp > 1",
+    "interleave-needs-microbatches-multiple-of-pp": "{schedule} needs the micro-batches per pipeline (global batch "
+    "/ (micro-batch × DP) = {m}) to be a multiple of PP = {pp}, as Megatron-LM's interleaved schedule does",
+    "dualpipev-needs-2p-microbatches": "{schedule} needs at least 2 × PP micro-batches per pipeline (PP = {pp}), "
+    "got {m}",
+}
+
+
+def schedule_name(schedule: str, interleave: int) -> str:
+    """The published order to build: plain 1F1B with ``interleave`` > 1 is Megatron's interleaved 1F1B."""
+    return "interleaved-1f1b" if schedule == "1f1b" and interleave > 1 else schedule
+
+
+def schedule_rejection(schedule: str, pp: int, microbatches: int) -> str | None:
+    """The first :data:`SCHEDULE_RULES` reason the order ``schedule`` (a :func:`schedule_name`) breaks on
+    ``pp`` pipeline ranks with ``microbatches`` micro-batches per pipeline, or None: the one rule
+    ``train`` and ``search`` both apply."""
+    if schedule != "1f1b" and pp == 1:
+        return "schedule-needs-pp"
+    # Megatron-LM, megatron/core/pipeline_parallel/schedules.py, forward_backward_pipelining_with_interleaving
+    # (commit d98e8a64ddf34856e74b24714e3bedb2f5a39553, Megatron-Core 0.20.0): micro-batches run in groups of
+    # microbatch_group_size_per_vp_stage = N per model chunk; N must lie in [PP, m] (ValueError) and m mod N must
+    # be 0 or ≥ PP (RuntimeError). N defaults to PP (ModelParallelConfig.__post_init__), where m mod PP < PP
+    # leaves only m a multiple of PP: the rule of Megatron-LM before N existed (tag core_v0.7.0 raised "number of
+    # microbatches (m) is not divisible by pipeline-model-parallel-size"). archsim models the default N = PP.
+    if schedule.startswith("interleaved") and microbatches % pp:
+        return "interleave-needs-microbatches-multiple-of-pp"
+    if schedule == "dualpipev" and microbatches < 2 * pp:  # its eight phases (archsim.policies.stage_orders_v)
+        return "dualpipev-needs-2p-microbatches"
+    return None
+
+
+def tp_straddles(tp: int, gpus: int, server_gpus: int) -> bool:
+    """Whether a TP group of ``tp`` consecutive GPUs (Megatron's order), over ``gpus`` GPUs of servers of
+    ``server_gpus`` each, holds part of one server and part of another: TP neither divides a server's GPUs
+    nor is a multiple of them, and the GPUs pass one server (inside one server every group is part of it)."""
+    return gpus > server_gpus and server_gpus % tp != 0 and tp % server_gpus != 0
 
 
 @dataclass(frozen=True)
@@ -66,6 +106,10 @@ class Parallelism:
                              f"{self.schedule!r}", field="interleave")
         if self.sequence_parallel and self.tp == 1:
             raise InputError("sequence parallelism needs --tp > 1", field="sequence-parallel")
+        reason = schedule_rejection(self.schedule_name, self.pp, self.microbatches)
+        if reason is not None:
+            rule = SCHEDULE_RULES[reason].format(schedule=self.schedule_name, pp=self.pp, m=self.microbatches)
+            raise InputError(f"{rule} ({reason})", field="schedule")
         if self.stage_layers is not None and len(self.stage_layers) != self.pp * self.chunks:
             need = f"PP × chunks = {self.pp} × {self.chunks} = {self.pp * self.chunks}" if self.chunks > 1 \
                 else f"PP = {self.pp}"
@@ -80,7 +124,7 @@ class Parallelism:
     @property
     def schedule_name(self) -> str:
         """The published order to build: plain 1F1B with ``interleave`` > 1 is Megatron's interleaved 1F1B."""
-        return "interleaved-1f1b" if self.schedule == "1f1b" and self.interleave > 1 else self.schedule
+        return schedule_name(self.schedule, self.interleave)
 
     @property
     def gpus(self) -> int:
@@ -137,5 +181,5 @@ def check_fits(c: TransformerConfig, par: Parallelism) -> None:
         raise InputError(f"TP {par.tp} must divide the heads ({c.heads}) and the FFN width ({c.ffn})", field="tp")
 
 
-__all__ = ["ATTENTIONS", "DEFAULT_ATTENTION", "RECOMPUTE", "Parallelism", "check_fits", "layers_per_stage", "padded_vocab",
-           "rank_of_stages"]
+__all__ = ["ATTENTIONS", "DEFAULT_ATTENTION", "RECOMPUTE", "SCHEDULE_RULES", "Parallelism", "check_fits",
+           "layers_per_stage", "padded_vocab", "rank_of_stages", "schedule_name", "schedule_rejection", "tp_straddles"]

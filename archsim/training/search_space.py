@@ -18,11 +18,12 @@ from math import isqrt
 from archsim.choices.training import MAX_REFINE_ACTIONS, SCHEDULES
 from archsim.errors import InputError
 from archsim.training.memory import StageMemory, stage_memory
-from archsim.training.parallel import Parallelism, layers_per_stage
+from archsim.training.parallel import Parallelism, layers_per_stage, schedule_name, schedule_rejection, tp_straddles
 from archsim.workload.transformer import TransformerConfig
 
 V_SHAPED = ("zb-v", "dualpipev")  # two chunks per rank, chunks j and 2p − 1 − j on rank j
 CHUNKED = ("interleaved-1f1b", "interleaved-zb", "looped-bfs")  # v > 1 chunks per rank, chunk j on rank j mod p
+DEFAULT_CHUNKS = (2, 4)  # what search tries for them when --chunks is not given
 REASONS = ("tp-divides-heads", "tp-straddles-servers", "pp-divides-layers", "dp-divides-batch",
            "micro-batch-divides-batch", "sequence-parallel-needs-tp", "schedule-needs-pp",
            "interleave-needs-microbatches-multiple-of-pp", "dualpipev-needs-2p-microbatches", "stage-mixes-gpu-types",
@@ -96,6 +97,17 @@ def check_distinct(**values) -> None:
             seen.add(value)
 
 
+def chunk_counts(schedules, chunks) -> tuple[int, ...]:
+    """The model chunks per rank that the schedules taking them (:data:`CHUNKED`) try: ``chunks``, or
+    :data:`DEFAULT_CHUNKS` when None. Given with none of those schedules it would change nothing: refused."""
+    if chunks is None:
+        return DEFAULT_CHUNKS
+    if not any(s in CHUNKED for s in schedules):
+        raise InputError(f"--chunks is tried only by {', '.join(CHUNKED)}; --schedule searches "
+                         f"{' '.join(schedules)}: add one of them, or drop --chunks", field="chunks")
+    return tuple(chunks)
+
+
 def factorizations(gpus: int) -> Iterator[tuple[int, int, int]]:
     """Every (tp, pp, dp) with tp·pp·dp = gpus."""
     for tp in divisors(gpus):
@@ -126,7 +138,7 @@ def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_se
     as many layers as model chunks (PP × chunks per rank)."""
     if c.heads % k.tp or c.ffn % k.tp:
         return "tp-divides-heads"
-    if gpus_per_server % k.tp and k.tp % gpus_per_server:  # a group is part of one server or whole servers
+    if tp_straddles(k.tp, k.tp * k.pp * k.dp, gpus_per_server):  # part of one server or whole servers, as train
         return "tp-straddles-servers"
     stages = k.pp * (2 if k.schedule in V_SHAPED else k.interleave)
     if (c.layers < stages) if uneven and k.plannable else c.layers % stages:
@@ -137,13 +149,8 @@ def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_se
         return "micro-batch-divides-batch"
     if k.sequence_parallel and k.tp == 1:
         return "sequence-parallel-needs-tp"
-    if k.schedule != "1f1b" and k.pp == 1:  # one stage: every schedule runs as 1F1B does
-        return "schedule-needs-pp"
-    if k.schedule.startswith("interleaved") and (global_batch // (k.dp * k.micro_batch)) % k.pp:
-        return "interleave-needs-microbatches-multiple-of-pp"
-    if k.schedule == "dualpipev" and global_batch // (k.dp * k.micro_batch) < 2 * k.pp:
-        return "dualpipev-needs-2p-microbatches"
-    return None
+    # the schedule's rules, the ones train refuses by (archsim.training.parallel)
+    return schedule_rejection(schedule_name(k.schedule, k.interleave), k.pp, global_batch // (k.dp * k.micro_batch))
 
 
 def in_flight_peaks(schedule: str, p: int, m: int, v: int = 1) -> list[int]:
@@ -209,6 +216,7 @@ def peak_memory_bytes(c: TransformerConfig, par: Parallelism) -> float:
 
 __all__ = [
     "CHUNKED",
+    "DEFAULT_CHUNKS",
     "MAX_CANDIDATES",
     "MAX_REFINE_ACTIONS",
     "REASONS",
@@ -217,6 +225,7 @@ __all__ = [
     "Candidate",
     "candidate_count",
     "candidates",
+    "chunk_counts",
     "divisors",
     "factorization_count",
     "factorizations",
