@@ -135,7 +135,7 @@ def partition_footprint(plan: Partition, profile: LayerProfile, timeline: Timeli
     for stage in plan.stages:
         processor = f"p{stage.index + 1}"
         weights = sum(int(profile.weight_bytes[index[name]]) for name in stage.layers) + sum(
-            op.extra_bytes for op in stage.ops if op.borrowed and op.kind in ("D", "D2"))
+            op.extra_bytes for op in stage.ops if op.borrowed)
         held = stash.get(processor, StashProfile(0, 0))
         versions = 1 if schedule in ("gpipe", "gpipe-newest-first") else max(1, held.peak_in_flight)
         rows.append(ProcessorMemory(processor, weights, versions, weights, OPTIMIZER_STATES[optimizer] * weights,

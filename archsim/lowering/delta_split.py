@@ -57,7 +57,7 @@ def split_delta(lowered: LoweredLayer, part: int, axis: SplitAxis = "channels", 
         if units == 0:
             return None
         gemms = tuple(_resize(g, layer, units, axis) for g in delta.gemms)
-        out, extra = _piece_bytes(lowered, axis, units, total, element_bytes, kind)
+        out, extra = _piece_bytes(lowered, axis, units, total, element_bytes, kind == "D2")
         return replace(delta, kind=kind, gemms=gemms, out_bytes=out, extra_bytes=extra)
 
     return DeltaSplit(d1=piece(total - part, "D1"), d2=piece(part, "D2"), axis=axis, part=part, total=total)
@@ -68,21 +68,32 @@ def split_d2_bytes(lowered: LoweredLayer, part: int, axis: SplitAxis, element_by
     its sub-GEMMs: what a partition's traffic count reads for every split it places."""
     if part == 0:
         return 0, 0
-    return _piece_bytes(lowered, axis, part, delta_split_units(lowered, axis), element_bytes, "D2")
+    return _piece_bytes(lowered, axis, part, delta_split_units(lowered, axis), element_bytes, moved=True)
+
+
+def split_d1_bytes(lowered: LoweredLayer, part: int, axis: SplitAxis, element_bytes: int = 1) -> tuple[int, int]:
+    """(out_bytes, extra_bytes) of the D1 of :func:`split_delta` (its total − ``part`` units) when
+    it runs away from the layer's weights (a borrowed δ′): the same piece bytes as a D2's, for
+    D1's own units; (0, 0) when D1 is empty. :func:`split_delta`'s D1 stays, so it ships nothing."""
+    total = delta_split_units(lowered, axis)
+    if part >= total:
+        return 0, 0
+    return _piece_bytes(lowered, axis, total - part, total, element_bytes, moved=True)
 
 
 def _piece_bytes(lowered: LoweredLayer, axis: str, units: int, total: int, element_bytes: int,
-                 kind: str) -> tuple[int, int]:
-    """(out_bytes, extra_bytes) of a split piece taking ``units`` of ``total``: D2 receives the weight
-    slice (all weights for rows) and, split along the reduction, sends partial sums of all of δ back."""
+                 moved: bool) -> tuple[int, int]:
+    """(out_bytes, extra_bytes) of a split piece taking ``units`` of ``total``: a piece that runs
+    away from the layer's weights (``moved``) receives the weight slice (all weights for rows)
+    and, split along the reduction, sends partial sums of all of δ back."""
     layer, out_bytes = lowered.layer, lowered.required_op("D").out_bytes
     if axis == "rows":
-        return out_bytes * units // total, element_bytes * layer.weight_elements if kind == "D2" else 0
+        return out_bytes * units // total, element_bytes * layer.weight_elements if moved else 0
     w_per_unit = layer.filter_h * layer.filter_w * (layer.filters if axis == "channels" else layer.channels)
     if axis == "channels":
-        return out_bytes * units // total, w_per_unit * units * element_bytes if kind == "D2" else 0
+        return out_bytes * units // total, w_per_unit * units * element_bytes if moved else 0
     # each half yields partial sums of the whole δ
-    return out_bytes, (w_per_unit * units * element_bytes + out_bytes) if kind == "D2" else 0
+    return out_bytes, (w_per_unit * units * element_bytes + out_bytes) if moved else 0
 
 
 def _resize(gemm: Gemm, layer: Layer, units: int, axis: str) -> Gemm:
@@ -146,7 +157,7 @@ def _split_rows(lowered: LoweredLayer, part: int, element_bytes: int) -> DeltaSp
     def piece(gemms: list[Gemm], units: int, kind: str) -> TrainingOp | None:
         if units == 0:
             return None
-        out, extra = _piece_bytes(lowered, "rows", units, total, element_bytes, kind)
+        out, extra = _piece_bytes(lowered, "rows", units, total, element_bytes, kind == "D2")
         return replace(delta, kind=kind, gemms=tuple(gemms), out_bytes=out, extra_bytes=extra)
 
     return DeltaSplit(d1=piece(rest, total - part, "D1"), d2=piece(first, part, "D2"), axis="rows", part=part,

@@ -21,6 +21,7 @@ from archsim.lowering import (
     LoweredLayer,
     SplitAxis,
     delta_split_units,
+    split_d1_bytes,
     split_d2_bytes,
     split_delta,
     split_row_gemms,
@@ -72,6 +73,12 @@ class DeltaCoster:
         """D2's (out_bytes, extra_bytes) of a split, without building its sub-GEMMs (equal to
         :meth:`split_ops`'s, tested)."""
         return split_d2_bytes(self.lowered[index], part, axis, self.array.element_bytes)
+
+    def split_d1_bytes(self, index: int, axis: SplitAxis, part: int) -> tuple[int, int]:
+        """D1's (out_bytes, extra_bytes) of the same split (D2 takes ``part`` units, D1 the rest)
+        when D1 runs away from its layer's weights: Algorithm 1 can strand δ′ (module
+        :mod:`archsim.partition.layerpipe`)."""
+        return split_d1_bytes(self.lowered[index], part, axis, self.array.element_bytes)
 
     def split_cycles(self, index: int, axis: SplitAxis, part: int) -> tuple[int, int]:
         """(D1, D2) cycles of a split, from integer arithmetic alone: the hot path of Algorithm 1's

@@ -4,7 +4,8 @@ Each layer's work splits into a fixed part (F + G, immovable) and a flexible par
 run on the processor of layer l + 1, where its input δˡ is produced). Layers are visited in
 reverse; each processor is filled up to the target T_p = T_tot / N_p. When a δ does not fit in
 the current processor's idle time it is split by operational parallelism into δ″ (stays on the
-current processor, "borrowed") and δ′ (goes to the next processor with the layer's fixed part).
+current processor, "borrowed") and δ′ (goes to the next processor, normally with the layer's
+fixed part; see the third note).
 δ′ and δ″ are real sub-GEMMs costed by the cost model: the split searches every split axis
 (δ's output channels, its reduction over the layer's output channels, and its rows — the batch's
 input pixels) for the largest δ″ that fits, so a fold that only partly fits is never counted as a
@@ -14,6 +15,12 @@ Two corrections to the printed pseudocode, both documented:
 * when a fixed part moves to a new processor (line 27), T_idle is reset to T_p before the fixed
   part is subtracted (line 30); the printed code keeps the old processor's idle time;
 * processors are counted from 0, so the restart test is p_idx ≥ N_p (line 32 reads p_idx > N_p).
+
+A third note, on accounting (the walk's placement is the paper's): δ′ opens the next processor
+(T_idle = T_p − δ′), and if the fixed part then does not fit in that idle time it opens yet
+another one, so δ′ runs on a processor without its layer's weights. Such a δ′ is borrowed like a
+δ″: marked so, and its bytes — its own part of the split, the complement of δ″'s
+(:meth:`DeltaCoster.split_d1_bytes`) — counted as additional communication the same way.
 """
 
 from __future__ import annotations
@@ -147,7 +154,7 @@ def _walk(profile: LayerProfile, coster: DeltaCoster | None, target: float, axes
                     d1, d2, axis, part = split
                     if place:
                         procs[-1].append((index, 4, "D2", d2, axis, part))
-                        procs.append([(index, 3, "D1", d1, axis, 0)])
+                        procs.append([(index, 3, "D1", d1, axis, part)])
                     count += 1  # δ″ fills the current processor, δ′ opens the next
                     idle = target - d1
                 else:
@@ -202,9 +209,9 @@ def _to_partition(profile: LayerProfile, coster: DeltaCoster | None, placed: lis
                 marked.append(unsplit[k][rank])
             elif kind == "D":
                 marked.append(borrowed_delta[k] if home[name] != proc else unsplit[k][2])
-            else:  # D1 (never borrowed: it runs with the layer's fixed part), D2
-                extra = coster.split_bytes(k, axis, part)[1] if kind == "D2" and coster and axis is not None else 0
-                borrowed = kind == "D2" and home[name] != proc
+            else:  # D1, D2: borrowed off the processor of the layer's fixed part (D1 when stranded)
+                borrowed = home[name] != proc
+                extra = _split_bytes(coster, k, kind, axis, part)[1] if borrowed else 0
                 marked.append(PlacedOp(name, kind, cycles, borrowed, extra, axis, part))  # positional: a hot loop
         stages.append(Stage(proc, tuple(layers_of[proc]), tuple(marked)))
     stage_of = dict(home)
@@ -214,18 +221,22 @@ def _to_partition(profile: LayerProfile, coster: DeltaCoster | None, placed: lis
             if not op.borrowed:
                 continue
             additional += op.extra_bytes
-            # δ″'s result (part of δ^{l-1}) must reach the layer feeding this one. If that layer
-            # sits with layer l, nothing else crosses there: the part is additional traffic.
+            # A borrowed δ's (or split part's) result, part of δ^{l-1}, must reach the layer feeding
+            # this one. If that layer sits with layer l, nothing else crosses there: additional traffic.
             k = index[op.layer]
             producers = [p for p in (profile.lowered[k].layer.inputs if profile.lowered else
                                      ((profile.names[k - 1],) if k else ())) if p in index]
             if any(stage_of[p] == stage_of[op.layer] for p in producers):
-                additional += int(profile.delta_bytes[k]) if op.kind == "D" else _d2_out(coster, k, op)
+                additional += (int(profile.delta_bytes[k]) if op.kind == "D" else
+                               _split_bytes(coster, k, op.kind, op.split_axis, op.split_part)[0])
     return Partition("layerpipe", tuple(stages), mandatory_bytes(profile, stage_of), additional, notes=notes,
                      unit=profile.unit)
 
 
-def _d2_out(coster: DeltaCoster | None, index: int, op: PlacedOp) -> int:
-    if op.split_axis is None or coster is None:
-        return 0
-    return coster.split_bytes(index, op.split_axis, op.split_part)[0]
+def _split_bytes(coster: DeltaCoster | None, index: int, kind: str, axis: SplitAxis | None,
+                 part: int) -> tuple[int, int]:
+    """(out_bytes, extra_bytes) of a borrowed split piece (``kind`` D1 or D2) of the split giving
+    ``part`` units to D2: each piece's own bytes, D1's the complement of D2's."""
+    if axis is None or coster is None:
+        return 0, 0
+    return (coster.split_bytes if kind == "D2" else coster.split_d1_bytes)(index, axis, part)

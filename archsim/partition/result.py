@@ -20,7 +20,9 @@ if TYPE_CHECKING:
 @dataclass(frozen=True, init=False)
 class PlacedOp:
     """An op on a processor, costing ``cost`` in its plan's unit (:attr:`Partition.unit`: cycles or
-    seconds). ``borrowed``: a δ (or δ″) of a layer whose F/G live elsewhere."""
+    seconds). ``borrowed``: a δ (or a split part of it, δ″ or δ′) of a layer whose F/G live
+    elsewhere; ``extra_bytes``: what it receives there (weights; partial sums). ``split_part``: of
+    a split δ (D1, D2), the units of ``split_axis`` the split gives D2 (D1 has the rest)."""
 
     layer: str
     kind: str  # F, G, D, D1, D2

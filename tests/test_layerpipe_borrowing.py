@@ -1,0 +1,104 @@
+"""LayerPipe's borrowing accounting when Algorithm 1 strands δ′ (D1) on a processor of its own.
+
+When δ is split, δ″ (D2) stays on the current processor and δ′ (D1) opens the next one; if the
+layer's fixed part (F, G) then does not fit there either, it opens yet another processor and D1
+runs away from its layer's weights: it is borrowed and its bytes are additional traffic, exactly
+as a borrowed D2's. Expected bytes below are computed by hand from the layers' shapes.
+"""
+
+import numpy as np
+
+from archsim.array.config import ArrayConfig
+from archsim.lowering import lower_network
+from archsim.partition import build_profile, layerpipe_partition
+from archsim.partition.coster import DeltaCoster
+from archsim.partition.profile import LayerProfile
+from archsim.workload import Layer, Network, load_network
+
+BATCH, ELEMENT_BYTES = 8, 2
+
+
+def fc(name: str, inputs: int, outputs: int, source: str) -> Layer:
+    return Layer(name=name, kind="fc", ifmap_h=1, ifmap_w=1, filter_h=1, filter_w=1, channels=inputs,
+                 filters=outputs, inputs=(source,))
+
+
+# l1's δ (batch 8 × 10 inputs × 4 outputs) is what the walk splits; l0 and l2 frame it.
+NETWORK = Network("stranded", (fc("l0", 6, 10, "input"), fc("l1", 10, 4, "l0"), fc("l2", 4, 3, "l1")))
+LOWERED = lower_network(NETWORK, BATCH, "exact", ELEMENT_BYTES)
+NETWORK_NAMES = tuple(layer.name for layer in NETWORK.layers)
+
+
+class TenCycleChannels(DeltaCoster):
+    """l1's δ splits along its 10 input channels at 10 cycles a channel (chosen, not modelled);
+    bytes stay the real coster's (the lowered layers')."""
+
+    def fitting_split(self, index, axis, budget):
+        if index != 1 or axis != "channels":
+            return 0, 0, 0
+        part = min(9, int(budget // 10))
+        return (part, 10 * (10 - part), 10 * part) if part else (0, 0, 0)
+
+
+def stranded_profile() -> LayerProfile:
+    """F + G and δ cycles per layer (l0, l1, l2): (10, 0), (90, 100), (60, 20); 280 in all."""
+    forward, weight_grad, delta = np.array([5.0, 45.0, 30.0]), np.array([5.0, 45.0, 30.0]), np.array([0.0, 100.0, 20.0])
+    tensors = [item.tensors for item in LOWERED]
+    return LayerProfile(NETWORK_NAMES, forward, weight_grad, delta,
+                        np.array([t.activation_bytes for t in tensors]), np.array([t.delta_bytes for t in tensors]),
+                        np.array([t.weight_bytes for t in tensors]), lowered=LOWERED,
+                        array=ArrayConfig(8, 8, "ws", element_bytes=ELEMENT_BYTES))
+
+
+def test_stranded_d1_is_borrowed_and_its_bytes_are_additional():
+    # 3 processors, alpha 1.1: T = 280/3 fails (4 processors); T = 280/3 · 1.1 ≈ 102.67 walks as
+    # l2: δ 20 + F/G 60 → idle 22.67; l1: δ 100 does not fit, δ″ = 2 channels (20 cycles) stays,
+    # δ′ = 8 channels (80) opens processor 2 (idle 22.67 < F/G 90), so F/G open processor 3
+    # (idle 12.67), where l0's F/G (10) also fit.
+    profile = stranded_profile()
+    coster = TenCycleChannels(LOWERED, profile.array)
+    plan = layerpipe_partition(profile, 3, coster=coster, alpha=1.1)
+    assert [[(op.layer, op.kind, op.borrowed) for op in stage.ops] for stage in plan.stages] == [
+        [("l0", "F", False), ("l0", "G", False), ("l1", "F", False), ("l1", "G", False)],
+        [("l1", "D1", True)],
+        [("l1", "D2", True), ("l2", "F", False), ("l2", "G", False), ("l2", "D", False)],
+    ]
+    assert plan.to_rows()[1]["ops"] == "D1:l1*"
+    assert plan.stages[1].borrowed_cost == 80 and plan.stages[1].assigned_cost == 0
+    # By hand, 2-byte elements. l1's δ output (δ of l0's output) is 8 × 10 × 2 = 160 bytes; its
+    # weights 10 × 4 × 2 = 80 bytes, 4 × 2 = 8 bytes per input channel.
+    # D2 (2 channels): weight slice 2 × 8 = 16, its part of δ 160 · 2/10 = 32.
+    # D1 (8 channels): weight slice 8 × 8 = 64, its part of δ 160 · 8/10 = 128.
+    # l0 sits with l1's F/G, so both parts of δ travel back there beyond the mandatory traffic.
+    assert plan.additional_bytes == 16 + 32 + 64 + 128
+    assert plan.stages[1].ops[0].extra_bytes == 64
+
+
+def test_split_d1_bytes_are_the_complementary_part_by_hand():
+    coster = DeltaCoster(LOWERED, ArrayConfig(8, 8, "ws", element_bytes=ELEMENT_BYTES))
+    # channels, part 2 of 10: D1 takes 8 channels: 8 × 4 outputs × 2 bytes, and 8/10 of δ's 160 bytes.
+    assert coster.split_d1_bytes(1, "channels", 2) == (128, 64)
+    # reduction, part 1 of 4 outputs: D1 reduces over 3 of them: weights 3 × 10 × 2 = 60 plus
+    # partial sums of all of δ (160) sent back; its output is partial sums of all of δ (160).
+    assert coster.split_d1_bytes(1, "reduction", 1) == (160, 60 + 160)
+    # rows, part 3 of 8 batch rows: D1 takes 5 rows (5/8 of 160 = 100) and needs all weights (80).
+    assert coster.split_d1_bytes(1, "rows", 3) == (100, 80)
+    # D2's bytes of the same splits are different: D1's are not D2's.
+    assert coster.split_bytes(1, "channels", 2) == (32, 16)
+
+
+def test_layerpipe_sample_on_six_processors_borrows_the_stranded_d1():
+    profile = build_profile(load_network("layerpipe_sample"), ArrayConfig(32, 32, "ws"), batch=32, mode="exact")
+    plan = layerpipe_partition(profile, 6)
+    pieces = {op.kind: (stage.index, op) for stage in plan.stages for op in stage.ops
+              if op.layer == "conv2" and op.kind in ("D1", "D2")}
+    home = next(stage.index for stage in plan.stages if "conv2" in stage.layers)
+    (d1_stage, d1), (d2_stage, d2) = pieces["D1"], pieces["D2"]
+    assert home not in (d1_stage, d2_stage) and d1.borrowed and d2.borrowed
+    assert plan.to_rows()[d1_stage]["ops"] == "D1:conv2*"
+    # The walk splits conv2's δ by rows: each part needs all of conv2's weights on a processor
+    # that does not hold them, 5 × 5 × 32 × 64 × 1 byte = 51200 each. conv1 (the layer δ flows
+    # to) is on another processor than conv2, so δ's parts are mandatory traffic already.
+    assert d1.split_axis == d2.split_axis == "rows"
+    assert next(stage.index for stage in plan.stages if "conv1" in stage.layers) != home
+    assert plan.additional_bytes == 2 * 5 * 5 * 32 * 64
