@@ -98,7 +98,67 @@ def test_layerpipe_sample_on_six_processors_borrows_the_stranded_d1():
     assert plan.to_rows()[d1_stage]["ops"] == "D1:conv2*"
     # The walk splits conv2's δ by rows: each part needs all of conv2's weights on a processor
     # that does not hold them, 5 × 5 × 32 × 64 × 1 byte = 51200 each. conv1 (the layer δ flows
-    # to) is on another processor than conv2, so δ's parts are mandatory traffic already.
+    # to) is on another processor than conv2, so δ's parts are mandatory traffic already. The
+    # rest of the additional bytes is conv4's borrowed whole δ (3 · 3 · 128 · 128, tested below).
     assert d1.split_axis == d2.split_axis == "rows"
     assert next(stage.index for stage in plan.stages if "conv1" in stage.layers) != home
-    assert plan.additional_bytes == 2 * 5 * 5 * 32 * 64
+    assert plan.additional_bytes == 2 * 5 * 5 * 32 * 64 + 3 * 3 * 128 * 128
+
+
+def whole_borrow_profile() -> LayerProfile:
+    """F + G and δ cycles per layer (l0, l1, l2): (10, 0), (90, 10), (60, 20); 190 in all."""
+    forward, weight_grad, delta = np.array([5.0, 45.0, 30.0]), np.array([5.0, 45.0, 30.0]), np.array([0.0, 10.0, 20.0])
+    tensors = [item.tensors for item in LOWERED]
+    return LayerProfile(NETWORK_NAMES, forward, weight_grad, delta,
+                        np.array([t.activation_bytes for t in tensors]), np.array([t.delta_bytes for t in tensors]),
+                        np.array([t.weight_bytes for t in tensors]), lowered=LOWERED,
+                        array=ArrayConfig(8, 8, "ws", element_bytes=ELEMENT_BYTES))
+
+
+def test_borrowed_whole_delta_ships_the_layers_weights_by_hand():
+    # 2 processors, alpha 1.1: T = 95 walks l2 (δ 20, F/G 60: idle 15), l1's δ (10) fits there, l1's
+    # F/G (90) opens processor 2 (idle 5) and l0's F/G (10) a third: too many. T = 104.5: idle 24.5
+    # after l2, 14.5 after l1's δ; l1's F/G open processor 2 (idle 14.5), where l0's F/G fit.
+    plan = layerpipe_partition(whole_borrow_profile(), 2, alpha=1.1)
+    assert [[(op.layer, op.kind, op.borrowed) for op in stage.ops] for stage in plan.stages] == [
+        [("l0", "F", False), ("l0", "G", False), ("l1", "F", False), ("l1", "G", False)],
+        [("l1", "D", True), ("l2", "F", False), ("l2", "G", False), ("l2", "D", False)],
+    ]
+    # By hand, 2-byte elements: the whole δ of l1 runs away from l1's weights, 10 × 4 × 2 = 80
+    # bytes; its result (δ of l0's output, 8 × 10 × 2 = 160 bytes) goes back to l0, which sits
+    # with l1's F/G: additional too.
+    assert plan.stages[1].ops[0].extra_bytes == 80
+    assert plan.additional_bytes == 80 + 160
+
+
+def test_whole_delta_bytes_are_a_rows_split_of_the_whole_layer():
+    from archsim.lowering import delta_split_units, split_d2_bytes, whole_delta_bytes
+
+    # l1: all 8 batch rows moved: its whole δ output (8 × 10 × 2 = 160) and all weights (10 × 4 × 2 = 80).
+    rows = delta_split_units(LOWERED[1], "rows")
+    assert rows == BATCH
+    assert whole_delta_bytes(LOWERED[1], ELEMENT_BYTES) == split_d2_bytes(LOWERED[1], rows, "rows", ELEMENT_BYTES)
+    assert whole_delta_bytes(LOWERED[1], ELEMENT_BYTES) == (160, 80) == (160, LOWERED[1].tensors.weight_bytes)
+
+
+def test_profile_in_seconds_has_no_bytes_for_a_borrowed_whole_delta():
+    from archsim.partition import profile_from_costs
+
+    profile = profile_from_costs(NETWORK_NAMES, [5.0, 45.0, 30.0], [5.0, 45.0, 30.0], [0.0, 10.0, 20.0],
+                                 unit="seconds")
+    plan = layerpipe_partition(profile, 2, alpha=1.1)
+    borrowed = [op for stage in plan.stages for op in stage.ops if op.borrowed]
+    assert [(op.layer, op.kind, op.extra_bytes) for op in borrowed] == [("l1", "D", 0)]
+
+
+def test_layerpipe_sample_on_six_processors_counts_conv4s_weights_for_its_borrowed_delta():
+    profile = build_profile(load_network("layerpipe_sample"), ArrayConfig(32, 32, "ws"), batch=32, mode="exact")
+    plan = layerpipe_partition(profile, 6)
+    rows = plan.to_rows()
+    assert rows[5]["ops"] == "D:conv4*" and rows[4]["layers"] == "conv4"
+    (d_conv4,) = plan.stages[5].ops
+    # conv4 is a 3 × 3 conv, 128 in, 128 out, 1-byte elements: 3 · 3 · 128 · 128 = 147456 bytes of
+    # weights for the processor running its δ. conv3 (where δ goes) sits apart from conv4, so the
+    # δ result is mandatory traffic. conv2's two rows pieces add 2 · 5 · 5 · 32 · 64 = 102400.
+    assert d_conv4.extra_bytes == 3 * 3 * 128 * 128
+    assert plan.additional_bytes == 2 * 5 * 5 * 32 * 64 + 3 * 3 * 128 * 128

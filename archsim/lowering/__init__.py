@@ -11,10 +11,12 @@ from archsim.lowering.delta_split import (
     split_d2_bytes,
     split_delta,
     split_row_gemms,
+    whole_delta_bytes,
 )
 from archsim.lowering.lower import delta_phases, lower_layer, lower_network
 from archsim.lowering.ops import MODES, Gemm, LayerTensors, LoweredLayer, Mode, OpKind, TrainingOp, check_mode
 
 __all__ = ["MODES", "SPLIT_AXES", "DeltaSplit", "Gemm", "LayerTensors", "LoweredLayer", "Mode", "OpKind", "SplitAxis",
            "TrainingOp", "check_mode", "delta_phases", "delta_split_units", "lower_layer", "lower_network",
-           "split_d1_bytes", "split_d2_bytes", "split_delta", "split_row_gemms"]
+           "split_d1_bytes", "split_d2_bytes", "split_delta", "split_row_gemms",
+           "whole_delta_bytes"]

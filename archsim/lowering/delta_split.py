@@ -81,6 +81,16 @@ def split_d1_bytes(lowered: LoweredLayer, part: int, axis: SplitAxis, element_by
     return _piece_bytes(lowered, axis, total - part, total, element_bytes, moved=True)
 
 
+def whole_delta_bytes(lowered: LoweredLayer, element_bytes: int = 1) -> tuple[int, int]:
+    """(out_bytes, extra_bytes) of the layer's whole δ run away from its weights (LayerPipe's
+    borrowed δ): the piece bytes of a rows split that moves every row — all of δ's output and all
+    the weights; (0, 0) for a layer without a δ op."""
+    total = delta_split_units(lowered, "rows")
+    if total == 0:
+        return 0, 0
+    return _piece_bytes(lowered, "rows", total, total, element_bytes, moved=True)
+
+
 def _piece_bytes(lowered: LoweredLayer, axis: str, units: int, total: int, element_bytes: int,
                  moved: bool) -> tuple[int, int]:
     """(out_bytes, extra_bytes) of a split piece taking ``units`` of ``total``: a piece that runs

@@ -20,7 +20,8 @@ A third note, on accounting (the walk's placement is the paper's): δ′ opens t
 (T_idle = T_p − δ′), and if the fixed part then does not fit in that idle time it opens yet
 another one, so δ′ runs on a processor without its layer's weights. Such a δ′ is borrowed like a
 δ″: marked so, and its bytes — its own part of the split, the complement of δ″'s
-(:meth:`DeltaCoster.split_d1_bytes`) — counted as additional communication the same way.
+(:meth:`DeltaCoster.split_d1_bytes`) — counted as additional communication the same way. A whole δ
+borrowed by the next processor receives its layer's weights likewise (:func:`borrowed_deltas`).
 """
 
 from __future__ import annotations

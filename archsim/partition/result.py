@@ -128,9 +128,17 @@ def placed_ops(profile: LayerProfile) -> tuple[tuple[PlacedOp, ...], ...]:
 
 @per_profile
 def borrowed_deltas(profile: LayerProfile) -> tuple[PlacedOp, ...]:
-    """Each layer's whole δ as another stage runs it (LayerPipe's borrowed δ), built once per profile."""
-    return tuple(PlacedOp(name, "D", d, True)
-                 for name, d in zip(profile.names, np.asarray(profile.delta, dtype=float).tolist()))
+    """Each layer's whole δ as another stage runs it (LayerPipe's borrowed δ), built once per
+    profile. Its ``extra_bytes`` are the layer's weights it receives there (a moved piece's bytes,
+    :func:`~archsim.lowering.whole_delta_bytes`); 0 for a profile without lowered
+    layers (costs in seconds), which has no tensor shapes to count."""
+    from archsim.lowering import whole_delta_bytes
+
+    element_bytes = profile.array.element_bytes if profile.array is not None else 1
+    extra = ([whole_delta_bytes(item, element_bytes)[1] for item in profile.lowered] if profile.lowered
+             else [0] * len(profile.names))
+    return tuple(PlacedOp(name, "D", d, True, e)
+                 for name, d, e in zip(profile.names, np.asarray(profile.delta, dtype=float).tolist(), extra))
 
 
 def mandatory_bytes(profile: LayerProfile, stage_of: dict[str, int]) -> int:
