@@ -40,14 +40,20 @@ class TenCycleChannels(DeltaCoster):
         return (part, 10 * (10 - part), 10 * part) if part else (0, 0, 0)
 
 
-def stranded_profile() -> LayerProfile:
-    """F + G and δ cycles per layer (l0, l1, l2): (10, 0), (90, 100), (60, 20); 280 in all."""
-    forward, weight_grad, delta = np.array([5.0, 45.0, 30.0]), np.array([5.0, 45.0, 30.0]), np.array([0.0, 100.0, 20.0])
+def chosen_profile(delta: list[float]) -> LayerProfile:
+    """The three fc layers with F = G = 5, 45, 30 cycles (l0, l1, l2), the given δ cycles, and the
+    lowered layers' own bytes."""
+    forward = weight_grad = np.array([5.0, 45.0, 30.0])
     tensors = [item.tensors for item in LOWERED]
-    return LayerProfile(NETWORK_NAMES, forward, weight_grad, delta,
+    return LayerProfile(NETWORK_NAMES, forward, weight_grad, np.array(delta),
                         np.array([t.activation_bytes for t in tensors]), np.array([t.delta_bytes for t in tensors]),
                         np.array([t.weight_bytes for t in tensors]), lowered=LOWERED,
                         array=ArrayConfig(8, 8, "ws", element_bytes=ELEMENT_BYTES))
+
+
+def stranded_profile() -> LayerProfile:
+    """F + G and δ cycles per layer (l0, l1, l2): (10, 0), (90, 100), (60, 20); 280 in all."""
+    return chosen_profile([0.0, 100.0, 20.0])
 
 
 def test_stranded_d1_is_borrowed_and_its_bytes_are_additional():
@@ -107,12 +113,7 @@ def test_layerpipe_sample_on_six_processors_borrows_the_stranded_d1():
 
 def whole_borrow_profile() -> LayerProfile:
     """F + G and δ cycles per layer (l0, l1, l2): (10, 0), (90, 10), (60, 20); 190 in all."""
-    forward, weight_grad, delta = np.array([5.0, 45.0, 30.0]), np.array([5.0, 45.0, 30.0]), np.array([0.0, 10.0, 20.0])
-    tensors = [item.tensors for item in LOWERED]
-    return LayerProfile(NETWORK_NAMES, forward, weight_grad, delta,
-                        np.array([t.activation_bytes for t in tensors]), np.array([t.delta_bytes for t in tensors]),
-                        np.array([t.weight_bytes for t in tensors]), lowered=LOWERED,
-                        array=ArrayConfig(8, 8, "ws", element_bytes=ELEMENT_BYTES))
+    return chosen_profile([0.0, 10.0, 20.0])
 
 
 def test_borrowed_whole_delta_ships_the_layers_weights_by_hand():
