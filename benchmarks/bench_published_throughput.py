@@ -196,6 +196,25 @@ def print_decomposition(rows: list[dict]) -> None:
           f"(Table 4: {KORTHIKANTI_TABLE4[2][3] + KORTHIKANTI_TABLE4[2][4]:.1f})")
 
 
+def same_layout_check() -> None:
+    """§5.1's 175B figure beside Table 1's 145.6B row on the layout the acceptance names (TP 8, PP 8, micro-batch 1,
+    m = 96 micro-batches per pipeline, 2021 software): both models have GPT-3's layer (hidden 12,288, 96 heads,
+    sequence 2,048) and differ in layers per stage (12 against 10) and DP (16 against 24), so a model whose time
+    follows each layer's work gives them nearly the same TFLOP/s per GPU; the published pair differ by 148/140."""
+    t1 = next(r for r in NARAYANAN_TABLE1 if r.billions == 145.6)
+    c = gpt("gpt-145.6b", t1.layers, t1.hidden, t1.heads)
+    print("Same layout, two published figures (TP 8 × PP 8, micro-batch 1, m = 96, 2021 software: unfused accumulation):")
+    for v in (1, 2):
+        small = predict(c, "a100_384_servers.toml", Parallelism(8, 8, t1.gpus // 64, t1.batch, 1, "full", False, v, "1f1b",
+                                                               grad_accumulation="unfused"))
+        large = predict(GPT3, "a100_384_servers.toml", Parallelism(8, 8, 16, 1536, 1, "full", False, v, "1f1b",
+                                                                  grad_accumulation="unfused"))
+        a, b = small["hardware_tflops_per_gpu"], large["hardware_tflops_per_gpu"]
+        print(f"  v{v}: 145.6B (Table 1, 1,536 GPUs) archsim {a:.1f} vs {t1.tflops:.0f} ({a / t1.tflops - 1:+.1%}); "
+              f"175B (§5.1, 1,024 GPUs) archsim {b:.1f} vs {GPT3_1024_TFLOPS:.0f} ({b / GPT3_1024_TFLOPS - 1:+.1%}); "
+              f"175B / 145.6B: archsim {b / a:.3f}, published {GPT3_1024_TFLOPS / t1.tflops:.3f}")
+
+
 def main() -> int:
     gpt3 = gpt3_rows()
     rows = list(gpt3)
@@ -226,6 +245,7 @@ def main() -> int:
               f"{mine[0]['published_hardware_tflops_per_gpu']:.0f}; " + ", ".join(
                   f"mb {r['micro_batch']} v{r['interleave']} {r['hardware_tflops_per_gpu']:.0f} ({r['vs_published']:+.0%})"
                   for r in mine))
+    same_layout_check()
     print_decomposition(gpt3)
     tokens = LLAMA.seq * 128 / nemo["iteration_seconds"] / 8
     print(f"Llama-2-7B, 8 H100, NeMo's setting: archsim (bf16, flash) {nemo['tflops_per_gpu']:.0f} model TFLOP/s per "
