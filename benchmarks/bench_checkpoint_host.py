@@ -2,8 +2,8 @@
 
     python benchmarks/bench_checkpoint_host.py [--repeats 9] > benchmarks/results/checkpoint_host_cpu.md
 
-No GPU and no GPU data: it runs ``benchmarks/gpu_train_measure.py``'s GPT on the CPU at shapes so small
-(hidden 16, sequence 8, micro-batch 1) that every op's time is PyTorch's host-side overhead (Python,
+No GPU and no GPU data: it runs ``benchmarks/gpu_train_measure.py``'s GPT (``benchmarks/gpt_model.py``) on the
+CPU at shapes so small (hidden 16, sequence 8, micro-batch 1) that every op's time is PyTorch's host-side overhead (Python,
 the dispatcher, autograd), and times one layer's forward, forward + backward, and both again with the
 layer wrapped in ``torch.utils.checkpoint`` — non-reentrant (``use_reentrant=False``, what
 gpu_train_measure.py runs) and reentrant (``use_reentrant=True``, the structure of Megatron's own
@@ -46,7 +46,7 @@ def per_iteration_us(torch, layers: int, recompute: str, backward: bool, reentra
     of ``repeats`` rounds (host overhead on a shared CPU: load only ever adds to it)."""
     import torch.utils.checkpoint as checkpointing
 
-    from benchmarks.gpu_train_measure import Shape, build_model
+    from benchmarks.gpt_model import Shape, build_model
 
     original = checkpointing.checkpoint
     checkpointing.checkpoint = functools.partial(_with_reentrant, original, reentrant)
