@@ -20,7 +20,9 @@ A third note, on accounting (the walk's placement is the paper's): δ′ opens t
 (T_idle = T_p − δ′), and if the fixed part then does not fit in that idle time it opens yet
 another one, so δ′ runs on a processor without its layer's weights. Such a δ′ is borrowed like a
 δ″: marked so, and its bytes — its own part of the split, the complement of δ″'s
-(:meth:`DeltaCoster.split_d1_bytes`) — counted as additional communication the same way. A whole δ
+(:meth:`DeltaCoster.split_d1_bytes`) — counted as additional communication the same way. A piece
+split along the reduction yields partial sums of all of δ: they cross once, counted in its
+``extra_bytes`` only (never again as a result sent to the producer). A whole δ
 borrowed by the next processor receives its layer's weights likewise (:func:`borrowed_deltas`).
 """
 
@@ -224,6 +226,10 @@ def _to_partition(profile: LayerProfile, coster: DeltaCoster | None, placed: lis
             additional += op.extra_bytes
             # A borrowed δ's (or split part's) result, part of δ^{l-1}, must reach the layer feeding
             # this one. If that layer sits with layer l, nothing else crosses there: additional traffic.
+            # A reduction piece's result is partial sums of all of δ^{l-1}, which travel once wherever
+            # the producer sits (to be added to the other pieces'): its extra_bytes count them already.
+            if op.split_axis == "reduction":
+                continue
             k = index[op.layer]
             producers = [p for p in (profile.lowered[k].layer.inputs if profile.lowered else
                                      ((profile.names[k - 1],) if k else ())) if p in index]
