@@ -198,3 +198,34 @@ def test_reduction_split_partial_sums_cross_once_by_hand():
     (d2,) = [op for op in plan.stages[1].ops if op.kind == "D2"]
     assert (d2.split_axis, d2.split_part) == ("reduction", 2)
     assert plan.additional_bytes == 40 + 160
+
+
+def test_borrowed_whole_delta_bytes_by_hand_for_a_conv_and_an_fc_layer():
+    from archsim.partition.result import borrowed_delta_bytes
+
+    # 3 × 3 convs with padding 1: 12 × 12 × 3 → 5 channels, then 5 → 7; then an fc 12 · 12 · 7 → 6.
+    # Batch 4, 2-byte elements. The first layer computes no δ (its input is the network's).
+    first = Layer(name="c0", kind="conv", ifmap_h=12, ifmap_w=12, filter_h=3, filter_w=3, channels=3, filters=5,
+                  padding=1, inputs=("input",))
+    conv = Layer(name="c", kind="conv", ifmap_h=12, ifmap_w=12, filter_h=3, filter_w=3, channels=5, filters=7,
+                 padding=1, inputs=("c0",))
+    dense = fc("f", 12 * 12 * 7, 6, "c")
+    profile = build_profile(Network("conv_fc", (first, conv, dense)), ArrayConfig(8, 8, "ws", element_bytes=2),
+                            batch=4)
+    # Each borrowed whole δ sends back its result, the δ of its layer's input, and receives its weights.
+    conv_bytes = (4 * 12 * 12 * 5 * 2, 3 * 3 * 5 * 7 * 2)  # (5760, 630)
+    fc_bytes = (4 * 12 * 12 * 7 * 2, 12 * 12 * 7 * 6 * 2)  # (8064, 12096)
+    assert borrowed_delta_bytes(profile) == ((0, 0), conv_bytes, fc_bytes)
+    # The profile's own δ sizes agree with that one source.
+    assert profile.delta_bytes.tolist() == [0, conv_bytes[0], fc_bytes[0]]
+
+
+def test_borrowed_whole_deltas_result_comes_from_the_lowering():
+    # The whole-borrow plan of above with the profile's copy of δ sizes zeroed: the lowered layers
+    # are the one source of a borrowed δ's bytes, its result (160) as its weights (80).
+    base = whole_borrow_profile()
+    profile = LayerProfile(base.names, base.forward, base.weight_grad, base.delta, base.activation_bytes,
+                           np.zeros(3, dtype=np.int64), base.weight_bytes, lowered=LOWERED, array=base.array)
+    plan = layerpipe_partition(profile, 2, alpha=1.1)
+    assert [(op.layer, op.kind) for stage in plan.stages for op in stage.ops if op.borrowed] == [("l1", "D")]
+    assert plan.additional_bytes == 80 + 160

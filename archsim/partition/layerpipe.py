@@ -23,7 +23,8 @@ another one, so δ′ runs on a processor without its layer's weights. Such a δ
 (:meth:`DeltaCoster.split_d1_bytes`) — counted as additional communication the same way. A piece
 split along the reduction yields partial sums of all of δ: they cross once, counted in its
 ``extra_bytes`` only (never again as a result sent to the producer). A whole δ
-borrowed by the next processor receives its layer's weights likewise (:func:`borrowed_deltas`).
+borrowed by the next processor receives its layer's weights likewise, and its result's bytes come from
+the same lowering (:func:`borrowed_delta_bytes`).
 """
 
 from __future__ import annotations
@@ -40,7 +41,15 @@ from archsim.lowering import SPLIT_AXES, SplitAxis
 from archsim.partition.coster import DeltaCoster
 from archsim.partition.memo import per_profile
 from archsim.partition.profile import LayerProfile
-from archsim.partition.result import Partition, PlacedOp, Stage, borrowed_deltas, mandatory_bytes, placed_ops
+from archsim.partition.result import (
+    Partition,
+    PlacedOp,
+    Stage,
+    borrowed_delta_bytes,
+    borrowed_deltas,
+    mandatory_bytes,
+    placed_ops,
+)
 
 
 @dataclass(frozen=True)
@@ -234,7 +243,7 @@ def _to_partition(profile: LayerProfile, coster: DeltaCoster | None, placed: lis
             producers = [p for p in (profile.lowered[k].layer.inputs if profile.lowered else
                                      ((profile.names[k - 1],) if k else ())) if p in index]
             if any(stage_of[p] == stage_of[op.layer] for p in producers):
-                additional += (int(profile.delta_bytes[k]) if op.kind == "D" else
+                additional += (borrowed_delta_bytes(profile)[k][0] if op.kind == "D" else
                                _split_bytes(coster, k, op.kind, op.split_axis, op.split_part)[0])
     return Partition("layerpipe", tuple(stages), mandatory_bytes(profile, stage_of), additional, notes=notes,
                      unit=profile.unit)
