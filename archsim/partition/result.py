@@ -96,6 +96,11 @@ class Partition:
     def speedup(self, single_processor_cost: float) -> float:
         return single_processor_cost / self.max_stage_cost
 
+    @property
+    def borrowed_ops(self) -> frozenset[tuple[str, str]]:
+        """(layer, kind) of every borrowed op: what tables star and timelines hatch."""
+        return frozenset((op.layer, op.kind) for stage in self.stages for op in stage.ops if op.borrowed)
+
     def to_rows(self) -> list[dict]:
         """One record per processor (stage): its layers, replicas, cycles and ops (``*``: borrowed)."""
         return [{
