@@ -1,4 +1,5 @@
-"""LayerPipe's borrowing accounting when Algorithm 1 strands δ′ (D1) on a processor of its own.
+"""LayerPipe's borrowing accounting: δ′ (D1) stranded on a processor of its own, a borrowed whole δ,
+a reduction split's partial sums.
 
 When δ is split, δ″ (D2) stays on the current processor and δ′ (D1) opens the next one; if the
 layer's fixed part (F, G) then does not fit there either, it opens yet another processor and D1
@@ -163,3 +164,68 @@ def test_layerpipe_sample_on_six_processors_counts_conv4s_weights_for_its_borrow
     # δ result is mandatory traffic. conv2's two rows pieces add 2 · 5 · 5 · 32 · 64 = 102400.
     assert d_conv4.extra_bytes == 3 * 3 * 128 * 128
     assert plan.additional_bytes == 2 * 5 * 5 * 32 * 64 + 3 * 3 * 128 * 128
+
+
+class QuarterReduction(DeltaCoster):
+    """l1's δ splits only along its reduction, l1's 4 outputs, at 25 cycles an output (chosen, not
+    modelled); bytes stay the real coster's (the lowered layers')."""
+
+    def fitting_split(self, index, axis, budget):
+        if index != 1 or axis != "reduction":
+            return 0, 0, 0
+        part = min(3, int(budget // 25))
+        return (part, 25 * (4 - part), 25 * part) if part else (0, 0, 0)
+
+
+def test_reduction_split_partial_sums_cross_once_by_hand():
+    # 2 processors, alpha 1.1, F + G and δ cycles (l0, l1, l2): (10, 0), (90, 100), (60, 20). T = 140
+    # needs 3 processors (l1: δ″ 2 outputs, δ′ 50 + F/G 90 fill processor 2, l0 opens a third);
+    # T = 154: idle 74 after l2, δ″ = 2 outputs (50) stays, δ′ (50) opens processor 2 with l1's
+    # F/G (idle 14), where l0's F/G (10) fit too.
+    profile = stranded_profile()
+    plan = layerpipe_partition(profile, 2, coster=QuarterReduction(LOWERED, profile.array), alpha=1.1)
+    assert [[(op.layer, op.kind, op.borrowed) for op in stage.ops] for stage in plan.stages] == [
+        [("l0", "F", False), ("l0", "G", False), ("l1", "F", False), ("l1", "G", False), ("l1", "D1", False)],
+        [("l1", "D2", True), ("l2", "F", False), ("l2", "G", False), ("l2", "D", False)],
+    ]
+    # Every byte that crosses, by hand, 2-byte elements, batch 8. l1 is fc 10 → 4.
+    # Mandatory, the l1 | l2 boundary: l1's activation 8 × 4 × 2 = 64 forward, its δ 64 back.
+    assert plan.mandatory_bytes == 64 + 64
+    # δ″ reduces over 2 of l1's 4 outputs on processor 2, away from l1's weights: it receives their
+    # slice, 2 × 10 × 2 = 40 bytes (its δ columns are made there, by l2's δ). It yields partial sums
+    # of all of l0's δ, 8 × 10 × 2 = 160 bytes, which go once to processor 1, where δ′'s partial
+    # sums are added and l0 reads the sum. Nothing else crosses.
+    (d2,) = [op for op in plan.stages[1].ops if op.kind == "D2"]
+    assert (d2.split_axis, d2.split_part) == ("reduction", 2)
+    assert plan.additional_bytes == 40 + 160
+
+
+def test_borrowed_whole_delta_bytes_by_hand_for_a_conv_and_an_fc_layer():
+    from archsim.partition.result import borrowed_delta_bytes
+
+    # 3 × 3 convs with padding 1: 12 × 12 × 3 → 5 channels, then 5 → 7; then an fc 12 · 12 · 7 → 6.
+    # Batch 4, 2-byte elements. The first layer computes no δ (its input is the network's).
+    first = Layer(name="c0", kind="conv", ifmap_h=12, ifmap_w=12, filter_h=3, filter_w=3, channels=3, filters=5,
+                  padding=1, inputs=("input",))
+    conv = Layer(name="c", kind="conv", ifmap_h=12, ifmap_w=12, filter_h=3, filter_w=3, channels=5, filters=7,
+                 padding=1, inputs=("c0",))
+    dense = fc("f", 12 * 12 * 7, 6, "c")
+    profile = build_profile(Network("conv_fc", (first, conv, dense)), ArrayConfig(8, 8, "ws", element_bytes=2),
+                            batch=4)
+    # Each borrowed whole δ sends back its result, the δ of its layer's input, and receives its weights.
+    conv_bytes = (4 * 12 * 12 * 5 * 2, 3 * 3 * 5 * 7 * 2)  # (5760, 630)
+    fc_bytes = (4 * 12 * 12 * 7 * 2, 12 * 12 * 7 * 6 * 2)  # (8064, 12096)
+    assert borrowed_delta_bytes(profile) == ((0, 0), conv_bytes, fc_bytes)
+    # The profile's own δ sizes agree with that one source.
+    assert profile.delta_bytes.tolist() == [0, conv_bytes[0], fc_bytes[0]]
+
+
+def test_borrowed_whole_deltas_result_comes_from_the_lowering():
+    # The whole-borrow plan of above with the profile's copy of δ sizes zeroed: the lowered layers
+    # are the one source of a borrowed δ's bytes, its result (160) as its weights (80).
+    base = whole_borrow_profile()
+    profile = LayerProfile(base.names, base.forward, base.weight_grad, base.delta, base.activation_bytes,
+                           np.zeros(3, dtype=np.int64), base.weight_bytes, lowered=LOWERED, array=base.array)
+    plan = layerpipe_partition(profile, 2, alpha=1.1)
+    assert [(op.layer, op.kind) for stage in plan.stages for op in stage.ops if op.borrowed] == [("l1", "D")]
+    assert plan.additional_bytes == 80 + 160

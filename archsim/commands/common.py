@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -220,13 +220,15 @@ def add_timeline_outputs(parser: argparse.ArgumentParser) -> None:
                         help="per-rank action CSV in torch.distributed.pipelining's layout")
 
 
-def write_timeline_outputs(args: argparse.Namespace, timeline, title: str, unit: str = "cycles") -> None:
+def write_timeline_outputs(args: argparse.Namespace, timeline, title: str, unit: str = "cycles",
+                           borrowed: Collection[tuple[str, str]] = ()) -> None:
     """The Gantt, Chrome trace and schedule CSV asked for; ``unit``: the timeline's time unit, the
-    Gantt's x axis title (cycles for arrays, seconds for GPUs)."""
+    Gantt's x axis title (cycles for arrays, seconds for GPUs); ``borrowed``: (layer, kind) of the
+    ops the Gantt hatches (a plan's :attr:`~archsim.partition.result.Partition.borrowed_ops`)."""
     if args.gantt:
         from archsim.report.gantt import write_gantt  # plotly: only when a chart is asked for
 
-        write_gantt(timeline, args.gantt, title=title, unit=unit)
+        write_gantt(timeline, args.gantt, title=title, unit=unit, borrowed=borrowed)
     if args.trace or args.schedule_csv:
         from archsim.report.export import write_chrome_trace, write_pipeline_schedule_csv
 

@@ -147,7 +147,8 @@ def run(args: argparse.Namespace) -> int:
                 warning = memory_warning([(f"processor {m.processor}", "memory (--capacity-gb)", m.peak_bytes,
                                            capacity) for m in memory], "processors")
                 meta["fits_memory"] = warning is None
-        write_timeline_outputs(args, timeline, f"{network.name}: {plan.method}, {args.processors} processors")
+        write_timeline_outputs(args, timeline, f"{network.name}: {plan.method}, {args.processors} processors",
+                               borrowed=plan.borrowed_ops)
     if array.clock_hz is not None:
         meta["clock_ghz"] = array.clock_hz / 1e9
         meta["single_processor_seconds"] = single / array.clock_hz

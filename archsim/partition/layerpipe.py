@@ -20,8 +20,11 @@ A third note, on accounting (the walk's placement is the paper's): δ′ opens t
 (T_idle = T_p − δ′), and if the fixed part then does not fit in that idle time it opens yet
 another one, so δ′ runs on a processor without its layer's weights. Such a δ′ is borrowed like a
 δ″: marked so, and its bytes — its own part of the split, the complement of δ″'s
-(:meth:`DeltaCoster.split_d1_bytes`) — counted as additional communication the same way. A whole δ
-borrowed by the next processor receives its layer's weights likewise (:func:`borrowed_deltas`).
+(:meth:`DeltaCoster.split_d1_bytes`) — counted as additional communication the same way. A piece
+split along the reduction yields partial sums of all of δ: they cross once, counted in its
+``extra_bytes`` only (never again as a result sent to the producer). A whole δ
+borrowed by the next processor receives its layer's weights likewise, and its result's bytes come from
+the same lowering (:func:`borrowed_delta_bytes`).
 """
 
 from __future__ import annotations
@@ -38,7 +41,15 @@ from archsim.lowering import SPLIT_AXES, SplitAxis
 from archsim.partition.coster import DeltaCoster
 from archsim.partition.memo import per_profile
 from archsim.partition.profile import LayerProfile
-from archsim.partition.result import Partition, PlacedOp, Stage, borrowed_deltas, mandatory_bytes, placed_ops
+from archsim.partition.result import (
+    Partition,
+    PlacedOp,
+    Stage,
+    borrowed_delta_bytes,
+    borrowed_deltas,
+    mandatory_bytes,
+    placed_ops,
+)
 
 
 @dataclass(frozen=True)
@@ -224,11 +235,15 @@ def _to_partition(profile: LayerProfile, coster: DeltaCoster | None, placed: lis
             additional += op.extra_bytes
             # A borrowed δ's (or split part's) result, part of δ^{l-1}, must reach the layer feeding
             # this one. If that layer sits with layer l, nothing else crosses there: additional traffic.
+            # A reduction piece's result is partial sums of all of δ^{l-1}, which travel once wherever
+            # the producer sits (to be added to the other pieces'): its extra_bytes count them already.
+            if op.split_axis == "reduction":
+                continue
             k = index[op.layer]
             producers = [p for p in (profile.lowered[k].layer.inputs if profile.lowered else
                                      ((profile.names[k - 1],) if k else ())) if p in index]
             if any(stage_of[p] == stage_of[op.layer] for p in producers):
-                additional += (int(profile.delta_bytes[k]) if op.kind == "D" else
+                additional += (borrowed_delta_bytes(profile)[k][0] if op.kind == "D" else
                                _split_bytes(coster, k, op.kind, op.split_axis, op.split_part)[0])
     return Partition("layerpipe", tuple(stages), mandatory_bytes(profile, stage_of), additional, notes=notes,
                      unit=profile.unit)

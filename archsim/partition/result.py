@@ -96,6 +96,11 @@ class Partition:
     def speedup(self, single_processor_cost: float) -> float:
         return single_processor_cost / self.max_stage_cost
 
+    @property
+    def borrowed_ops(self) -> frozenset[tuple[str, str]]:
+        """(layer, kind) of every borrowed op: what tables star and timelines hatch."""
+        return frozenset((op.layer, op.kind) for stage in self.stages for op in stage.ops if op.borrowed)
+
     def to_rows(self) -> list[dict]:
         """One record per processor (stage): its layers, replicas, cycles and ops (``*``: borrowed)."""
         return [{
@@ -127,18 +132,26 @@ def placed_ops(profile: LayerProfile) -> tuple[tuple[PlacedOp, ...], ...]:
 
 
 @per_profile
-def borrowed_deltas(profile: LayerProfile) -> tuple[PlacedOp, ...]:
-    """Each layer's whole δ as another stage runs it (LayerPipe's borrowed δ), built once per
-    profile. Its ``extra_bytes`` are the layer's weights it receives there (a moved piece's bytes,
-    :func:`~archsim.lowering.whole_delta_bytes`); 0 for a profile without lowered
-    layers (costs in seconds), which has no tensor shapes to count."""
+def borrowed_delta_bytes(profile: LayerProfile) -> tuple[tuple[int, int], ...]:
+    """Each layer's (out_bytes, extra_bytes) when its whole δ runs on another stage (LayerPipe's
+    borrowed δ): the result it sends back (δ of the layer's input) and the weights it receives.
+    One source, the lowering, as for every split piece (:func:`~archsim.lowering.whole_delta_bytes`,
+    a rows split moving every row); a profile without lowered layers (costs in seconds) has no
+    shapes: its own record of δ's size and no weights."""
     from archsim.lowering import whole_delta_bytes
 
+    if not profile.lowered:
+        return tuple((int(size), 0) for size in profile.delta_bytes.tolist())
     element_bytes = profile.array.element_bytes if profile.array is not None else 1
-    extra = ([whole_delta_bytes(item, element_bytes)[1] for item in profile.lowered] if profile.lowered
-             else [0] * len(profile.names))
-    return tuple(PlacedOp(name, "D", d, True, e)
-                 for name, d, e in zip(profile.names, np.asarray(profile.delta, dtype=float).tolist(), extra))
+    return tuple(whole_delta_bytes(item, element_bytes) for item in profile.lowered)
+
+
+@per_profile
+def borrowed_deltas(profile: LayerProfile) -> tuple[PlacedOp, ...]:
+    """Each layer's whole δ as another stage runs it (LayerPipe's borrowed δ), built once per
+    profile; its ``extra_bytes`` are the layer's weights it receives there (:func:`borrowed_delta_bytes`)."""
+    return tuple(PlacedOp(name, "D", d, True, extra) for name, d, (_, extra)
+                 in zip(profile.names, np.asarray(profile.delta, dtype=float).tolist(), borrowed_delta_bytes(profile)))
 
 
 def mandatory_bytes(profile: LayerProfile, stage_of: dict[str, int]) -> int:

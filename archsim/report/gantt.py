@@ -6,6 +6,7 @@ Reads any frame with columns ``op, processor, start, end`` (+ optional ``stream`
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 
 import pandas as pd
@@ -14,11 +15,18 @@ import plotly.graph_objects as go
 from archsim.output_files import write_output
 from archsim.report.style import KIND_COLORS, KIND_LABELS
 
-__all__ = ["KIND_COLORS", "gantt_figure", "write_gantt"]
+__all__ = ["BORROWED_LABEL", "KIND_COLORS", "gantt_figure", "write_gantt"]
+
+BORROWED_LABEL = "borrowed (Algorithm 1)"
+_HATCH = "/"
 
 
-def gantt_figure(frame: pd.DataFrame, title: str = "", unit: str = "cycles") -> go.Figure:
-    """Horizontal bars from ``start`` to ``end`` per processor row, coloured by op kind."""
+def gantt_figure(frame: pd.DataFrame, title: str = "", unit: str = "cycles",
+                 borrowed: Collection[tuple[str, str]] = ()) -> go.Figure:
+    """Horizontal bars from ``start`` to ``end`` per processor row, coloured by op kind.
+
+    ``borrowed``: (layer, kind) of ops a LayerPipe plan borrowed (:attr:`Partition.borrowed_ops`);
+    their bars are hatched, with one legend entry saying so (the tables star the same ops)."""
     missing = {"op", "processor", "start", "end"} - set(frame.columns)
     if missing:
         raise ValueError(f"timeline frame lacks columns {sorted(missing)}")
@@ -29,13 +37,20 @@ def gantt_figure(frame: pd.DataFrame, title: str = "", unit: str = "cycles") -> 
         data["row"] = data["processor"].astype(str)
     kinds = data["kind"].astype(str) if "kind" in data.columns else pd.Series(["op"] * len(data), index=data.index)
     fig = go.Figure()
+    hatched = _borrowed_rows(data, borrowed)
     for kind in sorted(kinds.unique(), key=lambda k: list(KIND_COLORS).index(k) if k in KIND_COLORS else 99):
         part = data[kinds == kind]
+        marker: dict = {"color": KIND_COLORS.get(kind), "line": {"color": "white", "width": 0.5}}
+        if hatched[kinds == kind].any():
+            marker["pattern"] = {"shape": [_HATCH if h else "" for h in hatched[kinds == kind].tolist()]}
         fig.add_trace(go.Bar(
             y=part["row"], x=part["end"] - part["start"], base=part["start"], orientation="h",
-            name=KIND_LABELS.get(kind, kind), marker={"color": KIND_COLORS.get(kind), "line": {"color": "white", "width": 0.5}},
-            hovertext=part["op"],
+            name=KIND_LABELS.get(kind, kind), marker=marker, hovertext=part["op"],
             hovertemplate="%{hovertext}<br>start %{base:.4g}<br>duration %{x:.4g}<extra></extra>"))
+    if hatched.any():  # a legend entry only: no bar of its own
+        fig.add_trace(go.Bar(y=[None], x=[None], orientation="h", name=BORROWED_LABEL, hoverinfo="skip",
+                             marker={"color": "white", "line": {"color": "black", "width": 0.5},
+                                     "pattern": {"shape": _HATCH, "fgcolor": "black"}}))
     rows = sorted(data["row"].unique(), key=_natural)
     # legend above the bars (never clipped, whatever the row count); height grows with the rows
     fig.update_layout(title=wrapped(title), barmode="overlay", xaxis_title=unit,
@@ -43,6 +58,15 @@ def gantt_figure(frame: pd.DataFrame, title: str = "", unit: str = "cycles") -> 
                       yaxis={"categoryorder": "array", "categoryarray": rows[::-1]},
                       margin={"t": 110}, height=gantt_height(len(rows)))
     return fig
+
+
+def _borrowed_rows(data: pd.DataFrame, borrowed: Collection[tuple[str, str]]) -> pd.Series:
+    """Which rows of a timeline frame are borrowed ops (by their ``layer`` and ``kind`` tags)."""
+    if not borrowed or not {"layer", "kind"} <= set(data.columns):
+        return pd.Series(False, index=data.index)
+    keys = set(borrowed)
+    return pd.Series([(str(layer), str(kind)) in keys for layer, kind in zip(data["layer"], data["kind"])],
+                     index=data.index)
 
 
 def wrapped(title: str, width: int = 80) -> str:
@@ -63,13 +87,14 @@ def _natural(text: str) -> tuple:
     return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(text)))
 
 
-def write_gantt(timeline, path: str | Path, title: str = "", caption: str = "", unit: str = "cycles") -> Path:
+def write_gantt(timeline, path: str | Path, title: str = "", caption: str = "", unit: str = "cycles",
+                borrowed: Collection[tuple[str, str]] = ()) -> Path:
     """Write a self-contained HTML Gantt of ``timeline`` (a Timeline or its frame) atomically; ``unit``
-    titles the x axis."""
+    titles the x axis; ``borrowed`` ops are hatched (:func:`gantt_figure`)."""
     from archsim.report.html_page import document, esc, figure
 
     frame = timeline.to_frame() if hasattr(timeline, "to_frame") else timeline
-    body = figure(gantt_figure(frame, title, unit), first=True)
+    body = figure(gantt_figure(frame, title, unit, borrowed), first=True)
     note = f"<p>{esc(caption)}</p>" if caption else ""
     return write_output(path, document(title, [body, note], heading="",
                                             style="body{font-family:sans-serif;margin:1em}"))

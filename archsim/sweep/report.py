@@ -217,7 +217,7 @@ def _gantt_section(network, array, first, processors: int, engine: str = "analyt
                + (f" --only {first['only'].replace('+', ',')}" if first["only"] != "all" else "")
                + memory + (f" --alpha {alpha!r}" if alpha != LAYERPIPE_ALPHA else "")
                + f" --microbatches {microbatches} --gantt gantt.html")
-    return title, gantt_figure(timeline.to_frame(), title), command
+    return title, gantt_figure(timeline.to_frame(), title, borrowed=plan.borrowed_ops), command
 
 
 __all__ = ["NUMERIC_RESULT_COLUMNS", "read_results", "spec_command", "write_report"]
