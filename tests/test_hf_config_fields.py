@@ -1,0 +1,97 @@
+"""Hugging Face config fields that change the work are read or refused, none silently ignored.
+
+Sliding-window attention (Mistral's ``sliding_window``): with FlashAttention-2 a query attends only to the
+keys k with 0 ≤ q − k < window, and the kernel skips the rest; the pairs are counted here by brute force
+(numpy masks over small sizes), independently of archsim's closed form. Standard (eager, Megatron)
+attention computes the whole s × s square and only masks it."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from archsim.devices.device import catalog_device
+from archsim.devices.kernel_ops import op_seconds
+from archsim.errors import InputError
+from archsim.training.fitted import A100_KERNELS
+from archsim.training.layer_ops import block_work, flash_attention_ops
+from archsim.workload.transformer import load_transformer
+
+# mistralai/Mistral-7B-v0.1's config.json (its shape and attention fields)
+MISTRAL_7B = {"model_type": "mistral", "architectures": ["MistralForCausalLM"], "hidden_act": "silu",
+              "hidden_size": 4096, "intermediate_size": 14336, "max_position_embeddings": 32768,
+              "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8,
+              "rms_norm_eps": 1e-05, "rope_theta": 10000.0, "sliding_window": 4096, "tie_word_embeddings": False,
+              "vocab_size": 32000}
+
+
+def _load(tmp_path, fields: dict, seq: int | None = None):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(fields))
+    return load_transformer(path, seq=seq)
+
+
+def _pairs(s: int, window: int) -> int:
+    """(query, key) pairs a causal attention with a window keeps: 0 ≤ q − k < window, by brute force."""
+    q, k = np.meshgrid(np.arange(s), np.arange(s), indexing="ij")
+    return int(np.count_nonzero((q - k >= 0) & (q - k < window)))
+
+
+@pytest.mark.parametrize("s", [1, 2, 7, 12, 33])
+def test_flash_counts_the_windowed_pairs_in_the_causal_squares_convention(s):
+    hd, heads, kv = 4, 6, 2
+    causal = _pairs(s, s)
+    assert causal == s * (s + 1) // 2
+    full_forward, full_backward = flash_attention_ops(s, hd, heads, kv)
+    # archsim counts causal attention as the whole s × s square (as papers count its FLOPs): every causal
+    # pair off the diagonal twice, the diagonal once
+    assert full_forward.macs == 2 * hd * heads * (2 * causal - s) == 2 * hd * heads * s * s
+    for window in range(1, s + 3):
+        kept = _pairs(s, window)
+        forward, backward = flash_attention_ops(s, hd, heads, kv, window=window)
+        counted = 2 * kept - s  # the same convention over the pairs the window keeps
+        assert forward.macs == 2 * hd * heads * counted  # S = QKᵀ and O = PV
+        assert backward.macs == 5 * hd * heads * counted  # QKᵀ again, dV, dP, dQ, dK
+        if window >= s:
+            assert (forward, backward) == (full_forward, full_backward)
+        # every key is inside some query's window: Q, K, V, O and dO are still each read once
+        assert forward.vector_elements == full_forward.vector_elements
+        assert backward.vector_elements == full_backward.vector_elements
+
+
+def test_mistral_reads_its_sliding_window(tmp_path):
+    assert _load(tmp_path, MISTRAL_7B).sliding_window == 4096
+    assert _load(tmp_path, {**MISTRAL_7B, "sliding_window": None}).sliding_window is None  # v0.2 and later
+    assert _load(tmp_path, {k: v for k, v in MISTRAL_7B.items() if k != "sliding_window"}).sliding_window is None
+    with pytest.raises(InputError, match="sliding_window"):
+        _load(tmp_path, {**MISTRAL_7B, "sliding_window": 0})
+
+
+def _attention_seconds(c, attention: str) -> float:
+    work = block_work(c, 1, 1, attention=attention)
+    ops = [op for op in (*work.forward, *work.backward) if op.layer.split(".")[0] in
+           ("flash_attention", "scores", "context", "softmax", "attn_dropout")]
+    return float(op_seconds(ops, catalog_device("a100-80gb"), A100_KERNELS).sum())
+
+
+def test_a_window_shortens_flash_attention_and_leaves_standard_attention_alone(tmp_path):
+    windowed = _load(tmp_path, MISTRAL_7B, seq=16384)
+    dense = _load(tmp_path, {**MISTRAL_7B, "sliding_window": None}, seq=16384)
+    assert _attention_seconds(windowed, "flash") < 0.75 * _attention_seconds(dense, "flash")  # 4,096 of 16,384 keys
+    assert _attention_seconds(windowed, "standard") == _attention_seconds(dense, "standard")  # a mask, no less work
+    shorter = _load(tmp_path, MISTRAL_7B, seq=4096)  # the window covers the sequence: nothing changes
+    assert block_work(shorter, 2, attention="flash") == block_work(
+        _load(tmp_path, {**MISTRAL_7B, "sliding_window": None}, seq=4096), 2, attention="flash")
+
+
+def test_a_toml_transformer_takes_a_sliding_window(tmp_path):
+    path = tmp_path / "small.toml"
+    path.write_text('[transformer]\nfamily = "llama"\nlayers = 2\nhidden = 256\nheads = 4\nvocab = 1000\n'
+                    'seq = 512\nffn = 688\nsliding_window = 128\n')
+    assert load_transformer(path).sliding_window == 128
+    path.write_text('[transformer]\nfamily = "bert"\nlayers = 2\nhidden = 256\nheads = 4\nvocab = 1000\n'
+                    'seq = 512\nsliding_window = 128\n')
+    with pytest.raises(InputError, match="sliding_window"):
+        load_transformer(path)
