@@ -95,3 +95,14 @@ def test_a_toml_transformer_takes_a_sliding_window(tmp_path):
                     'seq = 512\nsliding_window = 128\n')
     with pytest.raises(InputError, match="sliding_window"):
         load_transformer(path)
+
+
+def test_flash_hardware_flops_recompute_only_the_windowed_scores(tmp_path):
+    from archsim.training.throughput import recomputed_flops
+
+    s, w = 8192, 4096
+    c = _load(tmp_path, MISTRAL_7B, seq=s)
+    # flash's backward reruns QKᵀ: 2·hd FLOPs per counted pair per head, 2·pairs − s pairs as the square counts
+    assert recomputed_flops(c, 3, "none", "flash") == pytest.approx(3 * 32 * 2 * 4096 * (2 * _pairs(s, w) - s))
+    dense = _load(tmp_path, {**MISTRAL_7B, "sliding_window": None}, seq=s)
+    assert recomputed_flops(dense, 3, "none", "flash") == pytest.approx(3 * 32 * 2 * 4096 * s * s)

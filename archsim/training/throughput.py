@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from archsim.training.layer_ops import layer_parameters
+from archsim.training.layer_ops import layer_parameters, window_gemms
 from archsim.workload.transformer import TransformerConfig
 
 
@@ -32,14 +32,16 @@ def recomputed_flops(c: TransformerConfig, global_batch: int, recompute: str, at
     """FLOPs run again in the backward: a layer's forward (2 per parameter per token and 4·hidden·seq
     per token for scores and context) under full recompute, the scores and context under selective; with
     FlashAttention the backward also recomputes QKᵀ from Q and K (2·hidden·seq per token per layer), and
-    selective recompute reruns nothing (there is no s² tensor to rebuild)."""
+    selective recompute reruns nothing (there is no s² tensor to rebuild); a sliding window shortens that
+    QKᵀ as it shortens the kernel's (:func:`~archsim.training.layer_ops.window_gemms`)."""
     if c.family == "switch" and recompute == "none":  # nothing rerun (other recompute modes are refused)
         return 0.0
     tokens = global_batch * c.seq
     scores = 2 * c.hidden * c.seq  # one QKᵀ (or one P·V) per token per layer, FLOPs
     per_layer = {"none": 0.0, "selective": 2.0 * scores, "full": 2.0 * layer_parameters(c) + 2.0 * scores}[recompute]
     if attention == "flash":  # selective has nothing to rerun: flash keeps no s² tensor (archsim.training.memory)
-        per_layer = (per_layer if recompute == "full" else 0.0) + scores
+        keys = sum(g.macs for g in window_gemms(c.seq, 1, 1, c.sliding_window)[0]) / c.seq  # per query, as counted
+        per_layer = (per_layer if recompute == "full" else 0.0) + 2 * c.hidden * keys
     return tokens * c.layers * per_layer
 
 

@@ -15,6 +15,7 @@ llama/mistral, bert or switch_transformers) or a short TOML table::
     ffn = 8192            # optional: default 4 × hidden (llama: required)
     kv_heads = 16         # optional: grouped-query attention (default heads)
     tied_embeddings = true
+    sliding_window = 4096 # optional, not bert: a query attends to the keys 0 ≤ q − k < window (Mistral)
 
 Each block is lowered to its GEMMs per sample (one sequence of S tokens; the micro-batch is
 ``--batch``): the QKV projection (an fc on S rows, d → d + 2·kv_heads·head_dim), the scores
@@ -47,7 +48,7 @@ LIMITS = {"layers": 4096, "hidden": 2**20, "heads": 4096, "vocab": 2**24, "seq":
           "kv_heads": 4096, "positions": 2**20, "type_vocab": 2**16, "experts": 4096, "expert_capacity": 2**20,
           "sparse_step": 4096, "kv_channels": 2**20, "position_buckets": 4096, "position_limit": 2**20}
 _TOML_KEYS = {"family", "layers", "hidden", "heads", "vocab", "seq", "ffn", "kv_heads", "tied_embeddings",
-              "name", "type_vocab"}
+              "name", "type_vocab", "sliding_window"}
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ class TransformerConfig:
     kv_channels: int = 0  # switch: heads × d_kv (0: hidden)
     position_buckets: int = 0  # switch: relative-position buckets of the attention bias
     position_limit: int = 0  # longest sequence (tokens) the learned position table holds; 0: none stated
-
+    sliding_window: int | None = None  # keys a query attends to (0 ≤ q − k < window, Mistral); None: all before it
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
@@ -95,6 +96,11 @@ class TransformerConfig:
         if self.family != "switch" and (self.hidden % self.heads or self.heads % self.kv_heads):
             raise InputError(f"heads ({self.heads}) must divide hidden ({self.hidden}) and be a multiple of "
                              f"kv_heads ({self.kv_heads})", field="heads")
+        if self.sliding_window is not None and (
+                self.family in ("bert", "switch") or not isinstance(self.sliding_window, int)
+                or isinstance(self.sliding_window, bool) or not 1 <= self.sliding_window <= LIMITS["seq"]):
+            raise InputError(f"must be an integer in 1…{LIMITS['seq']} for a decoder (gpt, opt, llama), got "
+                             f"{shown(self.sliding_window)} for {self.family}", field="sliding_window")
         if self.position_limit and self.seq > self.position_limit:  # a learned table has no row past its end
             raise InputError(f"{self.name} learns {self.position_limit} position embeddings, so it cannot run a "
                              f"sequence of {self.seq}: give --seq (--dim seq= in the array commands, seq= in the API) of at "
@@ -273,7 +279,8 @@ def _from_toml(document: dict, path: Path) -> TransformerConfig:
         vocab=_get(t, "vocab"), seq=_get(t, "seq"),
         ffn=_get(t, "ffn", None if family == "llama" else 4 * hidden),
         kv_heads=_get(t, "kv_heads", heads), tied_embeddings=_get(t, "tied_embeddings", family != "llama"),
-        positions=0 if family == "llama" else _get(t, "seq"), type_vocab=_get(t, "type_vocab", 0, required=False))
+        positions=0 if family == "llama" else _get(t, "seq"), type_vocab=_get(t, "type_vocab", 0, required=False),
+        sliding_window=_get(t, "sliding_window", required=False))
 
 
 def _from_hf(config: dict, path: Path) -> TransformerConfig:
@@ -305,7 +312,8 @@ def _from_hf(config: dict, path: Path) -> TransformerConfig:
         return TransformerConfig(name, "llama", _get(config, "num_hidden_layers"), hidden, heads,
                                  _get(config, "vocab_size"), _get(config, "max_position_embeddings"),
                                  _get(config, "intermediate_size"), _get(config, "num_key_value_heads", heads),
-                                 _get(config, "tie_word_embeddings", False))
+                                 _get(config, "tie_word_embeddings", False),
+                                 sliding_window=_get(config, "sliding_window", required=False) if kind == "mistral" else None)
     if kind == "bert":
         positions = _get(config, "max_position_embeddings")
         return TransformerConfig(name, "bert", _get(config, "num_hidden_layers"), _get(config, "hidden_size"),
