@@ -106,3 +106,67 @@ def test_flash_hardware_flops_recompute_only_the_windowed_scores(tmp_path):
     assert recomputed_flops(c, 3, "none", "flash") == pytest.approx(3 * 32 * 2 * 4096 * (2 * _pairs(s, w) - s))
     dense = _load(tmp_path, {**MISTRAL_7B, "sliding_window": None}, seq=s)
     assert recomputed_flops(dense, 3, "none", "flash") == pytest.approx(3 * 32 * 2 * 4096 * s * s)
+
+
+# -- MLP activations ----------------------------------------------------------------------------------
+# openai-community/gpt2's config.json (its shape and MLP fields)
+GPT2 = {"model_type": "gpt2", "activation_function": "gelu_new", "n_ctx": 1024, "n_embd": 768, "n_head": 12,
+        "n_layer": 12, "n_positions": 1024, "vocab_size": 50257, "attn_pdrop": 0.1, "embd_pdrop": 0.1,
+        "resid_pdrop": 0.1}
+# google-bert/bert-base-uncased's config.json
+BERT = {"model_type": "bert", "hidden_act": "gelu", "hidden_size": 768, "intermediate_size": 3072,
+        "max_position_embeddings": 512, "num_attention_heads": 12, "num_hidden_layers": 12,
+        "type_vocab_size": 2, "vocab_size": 30522, "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
+        "position_embedding_type": "absolute"}
+
+
+def _mlp_kernels(work, kind: str) -> list:
+    """The block's activation kernels: memory-bound ops between its two MLP GEMMs (fc1 … fc2), in issue
+    order, but fc1's bias gradient."""
+    ops = list(work.forward if kind == "F" else reversed(work.backward))
+    names = [op.layer for op in ops]
+    first, last = names.index("fc1"), names.index("fc2")
+    return [op for op in ops[first + 1:last] if not op.gemms and not op.layer.endswith("bias_grad")]
+
+
+@pytest.mark.parametrize("name", ["gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "silu", "swish", "tanh", "sigmoid"])
+def test_one_kernel_activations_are_read_and_cost_as_the_fused_bias_activation(tmp_path, name):
+    c = _load(tmp_path, {**GPT2, "activation_function": name})
+    assert c.activation == name
+    # Megatron's op list: bias and activation in one kernel, read x, write y (2F); backward read dy, x, write dx (3F)
+    assert block_work(c, 2) == block_work(_load(tmp_path, GPT2), 2)
+    llama = _load(tmp_path, {**MISTRAL_7B, "hidden_act": name}, seq=512)
+    assert block_work(llama, 1) == block_work(_load(tmp_path, MISTRAL_7B, seq=512), 1)
+
+
+@pytest.mark.parametrize("fields, key", [(GPT2, "activation_function"), (BERT, "hidden_act")])
+def test_the_eager_op_list_runs_the_activation_the_config_names(tmp_path, fields, key):
+    from archsim.training.hf_ops import hf_block_work
+
+    b, s = 2, 128
+    tokens, f = b * s, 3072  # FFN elements: F = T·f
+    new = hf_block_work(_load(tmp_path, {**fields, key: "gelu_new"}, seq=s), b)
+    # transformers' NewGELUActivation: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), one kernel per op:
+    # pow, ×c, +, ×√(2/π), tanh, 1 +, ×0.5, product forward; 11 backward
+    assert len(_mlp_kernels(new, "F")) == 8 and len(_mlp_kernels(new, "D")) == 11
+    for name in ("gelu", "relu", "silu"):  # nn.functional's one kernel each way
+        one = hf_block_work(_load(tmp_path, {**fields, key: name}, seq=s), b)
+        assert [op.vector_elements for op in _mlp_kernels(one, "F")] == [2 * tokens * f]  # read x, write y
+        assert [op.vector_elements for op in _mlp_kernels(one, "D")] == [3 * tokens * f]  # read dy, x, write dx
+
+
+@pytest.mark.parametrize("fields, key, value", [
+    (GPT2, "activation_function", "swiglu"),  # gated: two GEMMs into the MLP, not one
+    (GPT2, "activation_function", "geglu"),
+    (GPT2, "activation_function", "gelu_fast"),  # several eager kernels archsim does not list
+    (GPT2, "activation_function", "quick_gelu"),
+    (GPT2, "activation_function", "linear"),  # no kernel at all
+    (GPT2, "activation_function", 3),
+    (BERT, "hidden_act", "gelu_10"),
+    (MISTRAL_7B, "hidden_act", "relu2"),
+])
+def test_activations_archsim_cannot_state_are_refused_naming_the_field_and_value(tmp_path, fields, key, value):
+    with pytest.raises(InputError) as caught:
+        _load(tmp_path, {**fields, key: value})
+    message = str(caught.value)
+    assert key in message and repr(value) in message and "gelu_new" in message and "\n" not in message
