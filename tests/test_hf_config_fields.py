@@ -170,3 +170,78 @@ def test_activations_archsim_cannot_state_are_refused_naming_the_field_and_value
         _load(tmp_path, {**fields, key: value})
     message = str(caught.value)
     assert key in message and repr(value) in message and "gelu_new" in message and "\n" not in message
+
+
+# -- every other field that changes the work: refused at a value archsim does not model -----------------
+# facebook/opt-1.3b's config.json (as tests/test_hf_opt.py), meta-llama/Llama-2-7b-hf's
+OPT = {"model_type": "opt", "activation_function": "relu", "do_layer_norm_before": True, "dropout": 0.1,
+       "attention_dropout": 0.0, "activation_dropout": 0.0, "enable_bias": True, "layerdrop": 0.0,
+       "layer_norm_elementwise_affine": True, "ffn_dim": 8192, "hidden_size": 2048, "max_position_embeddings": 2048,
+       "num_attention_heads": 32, "num_hidden_layers": 24, "vocab_size": 50272, "word_embed_proj_dim": 2048}
+LLAMA_2 = {"model_type": "llama", "hidden_act": "silu", "hidden_size": 4096, "intermediate_size": 11008,
+           "max_position_embeddings": 4096, "num_attention_heads": 32, "num_hidden_layers": 32,
+           "num_key_value_heads": 32, "pretraining_tp": 1, "rms_norm_eps": 1e-05, "rope_scaling": None,
+           "tie_word_embeddings": False, "vocab_size": 32000, "attention_bias": False}
+SWITCH_BASE_8 = {"model_type": "switch_transformers", "d_model": 768, "d_ff": 3072, "d_kv": 64, "num_heads": 12,
+                 "num_layers": 12, "num_decoder_layers": 12, "num_sparse_encoder_layers": 6,
+                 "num_sparse_decoder_layers": 6, "num_experts": 8, "expert_capacity": 64, "vocab_size": 32128,
+                 "relative_attention_num_buckets": 32, "dropout_rate": 0.1, "router_jitter_noise": 0.01,
+                 "feed_forward_proj": "relu", "is_gated_act": False, "router_bias": False}
+
+REFUSED = [
+    (GPT2, "add_cross_attention", True),  # a cross-attention sub-layer in every block
+    (GPT2, "scale_attn_weights", False),  # the eager list's scale kernel would not run
+    (GPT2, "scale_attn_by_inverse_layer_idx", True),  # one more kernel over the scores
+    (GPT2, "reorder_and_upcast_attn", True),  # fp32 baddbmm scores: other kernels
+    (GPT2, "attn_pdrop", 0.0),  # PyTorch runs no dropout kernel at p = 0; archsim's lists run one
+    (GPT2, "resid_pdrop", 0.0),
+    (GPT2, "embd_pdrop", 0.0),
+    (OPT, "enable_bias", False),  # no biases: fewer parameters and gradients
+    (OPT, "layer_norm_elementwise_affine", False),  # LayerNorms without γ, β
+    (OPT, "_remove_final_layer_norm", True),
+    (OPT, "layerdrop", 0.1),  # layers skipped at random
+    (OPT, "dropout", 0.0),
+    (OPT, "attention_dropout", 0.1),  # archsim's OPT list runs no attention dropout
+    (OPT, "activation_dropout", 0.1),
+    (LLAMA_2, "attention_bias", True),  # biases on q, k, v, o
+    (LLAMA_2, "mlp_bias", True),
+    (LLAMA_2, "pretraining_tp", 2),  # transformers slices each GEMM into parts
+    (MISTRAL_7B, "attention_bias", True),
+    (BERT, "add_cross_attention", True),
+    (BERT, "position_embedding_type", "relative_key"),  # a distance embedding and two einsums per layer
+    (BERT, "chunk_size_feed_forward", 64),  # the FFN run in chunks: more, smaller kernels
+    (BERT, "hidden_dropout_prob", 0.0),
+    (BERT, "attention_probs_dropout_prob", 0.0),
+    (SWITCH_BASE_8, "router_bias", True),  # a bias on the router's Linear
+]
+
+
+@pytest.mark.parametrize("fields, key, value", REFUSED, ids=[f"{f['model_type']}-{k}" for f, k, _ in REFUSED])
+def test_a_field_set_to_work_archsim_does_not_model_is_refused(tmp_path, fields, key, value):
+    _load(tmp_path, fields)  # the published config loads
+    with pytest.raises(InputError) as caught:
+        _load(tmp_path, {**fields, key: value})
+    message = str(caught.value)
+    assert key in message and "\n" not in message
+
+
+@pytest.mark.parametrize("fields, change", [
+    (LLAMA_2, {"rope_scaling": {"type": "linear", "factor": 2.0}, "rope_theta": 500000.0}),  # frequencies only
+    (LLAMA_2, {"partial_rotary_factor": 0.5, "is_decoder": True, "add_cross_attention": True}),
+    (GPT2, {"layer_norm_epsilon": 1e-6, "initializer_range": 0.01, "bos_token_id": 1, "use_cache": False}),
+    (BERT, {"is_decoder": True, "pad_token_id": 1, "classifier_dropout": 0.2}),
+    (OPT, {"pad_token_id": 1, "init_std": 0.01}),
+])
+def test_fields_that_change_no_work_are_accepted_and_change_nothing(tmp_path, fields, change):
+    assert _load(tmp_path, {**fields, **change}) == _load(tmp_path, fields)
+
+
+def test_docs_list_every_field_archsim_refuses_or_reads(tmp_path):
+    from pathlib import Path
+
+    from archsim.workload.hf_config import FIXED
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "formats.md").read_text(encoding="utf-8")
+    keys = {rule.key for rules in FIXED.values() for rule in rules}
+    assert {key for _, key, _ in REFUSED} <= keys
+    assert not {key for key in keys if f"`{key}`" not in text}
