@@ -206,7 +206,6 @@ REFUSED = [
     (LLAMA_2, "attention_bias", True),  # biases on q, k, v, o
     (LLAMA_2, "mlp_bias", True),
     (LLAMA_2, "pretraining_tp", 2),  # transformers slices each GEMM into parts
-    (MISTRAL_7B, "attention_bias", True),
     (BERT, "add_cross_attention", True),
     (BERT, "position_embedding_type", "relative_key"),  # a distance embedding and two einsums per layer
     (BERT, "chunk_size_feed_forward", 64),  # the FFN run in chunks: more, smaller kernels
@@ -236,12 +235,28 @@ def test_fields_that_change_no_work_are_accepted_and_change_nothing(tmp_path, fi
     assert _load(tmp_path, {**fields, **change}) == _load(tmp_path, fields)
 
 
-def test_docs_list_every_field_archsim_refuses_or_reads(tmp_path):
+def _tables(heading: str) -> list[list[str]]:
+    """The first-column `names` of each table under ``heading`` in docs/formats.md."""
+    import re
     from pathlib import Path
 
-    from archsim.workload.hf_config import FIXED
-
     text = (Path(__file__).resolve().parents[1] / "docs" / "formats.md").read_text(encoding="utf-8")
-    keys = {rule.key for rules in FIXED.values() for rule in rules}
-    assert {key for _, key, _ in REFUSED} <= keys
-    assert not {key for key in keys if f"`{key}`" not in text}
+    section = re.split(r"^## ", text.split(heading + "\n", 1)[1], flags=re.MULTILINE)[0]
+    tables: list[list[str]] = [[]]
+    for line in section.splitlines():
+        match = re.match(r"\| `([^`]+)` \|", line)
+        if match:
+            tables[-1].append(match.group(1))
+        elif tables[-1]:
+            tables.append([])
+    return [table for table in tables if table]
+
+
+def test_docs_list_the_toml_keys_and_every_field_archsim_refuses():
+    from archsim.workload.hf_config import FIXED
+    from archsim.workload.transformer import _TOML_KEYS
+
+    toml, refused, no_work = _tables("## Transformer configs")
+    assert set(toml) == _TOML_KEYS
+    assert set(refused) == {rule.key for rules in FIXED.values() for rule in rules} >= {key for _, key, _ in REFUSED}
+    assert "layer_norm_epsilon" in no_work

@@ -4,10 +4,88 @@ set to a value archsim does not model; the fields that change no work are listed
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from archsim.errors import InputError
 from archsim.workload.transformer import ACTIVATIONS, OPT_POSITION_OFFSET, TransformerConfig, _get
+
+
+@dataclass(frozen=True)
+class Fixed:
+    """A field archsim models at one setting (``models``, in words): a config that sets it to a value
+    ``allowed`` rejects is refused, ``why`` naming the work that would change."""
+
+    key: str
+    default: object  # transformers' default, taken when the key is absent or null
+    allowed: Callable[[object], bool]
+    models: str
+    why: str
+
+
+def _is(expected: object) -> Callable[[object], bool]:
+    return lambda value: value == expected
+
+
+def _on(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+
+
+_DROPOUT = "PyTorch runs no dropout kernel at probability 0, and archsim's op lists run one"
+_NO_DROPOUT = "archsim's eager op list runs no kernel for it (0 in the published configs)"
+_LLAMA = (
+    Fixed("attention_bias", False, _is(False), "q, k, v and o without biases", "biases add parameters and gradients"),
+    Fixed("mlp_bias", False, _is(False), "gate, up and down without biases", "biases add parameters and gradients"),
+    Fixed("pretraining_tp", 1, _is(1), "whole projections",
+          "transformers' Llama (the versions that honour it) slices each projection into that many GEMMs"),
+)
+FIXED: dict[str, tuple[Fixed, ...]] = {  # model_type → the fields it reads at one setting only
+    "gpt2": (
+        Fixed("add_cross_attention", False, _is(False), "a decoder without cross-attention",
+              "a cross-attention sub-layer and its LayerNorm in every block"),
+        Fixed("scale_attn_weights", True, _is(True), "scores scaled by 1/√d", "the eager list's scale kernel would not run"),
+        Fixed("scale_attn_by_inverse_layer_idx", False, _is(False), "one scale of the scores",
+              "the scores divided by the layer's index too: one more kernel over them"),
+        Fixed("reorder_and_upcast_attn", False, _is(False), "the scores as one fp16/fp32 matmul",
+              "fp32 scores by baddbmm: other kernels and bytes"),
+        *(Fixed(key, 0.1, _on, "dropout on", _DROPOUT) for key in ("attn_pdrop", "resid_pdrop", "embd_pdrop")),
+    ),
+    "opt": (
+        Fixed("enable_bias", True, _is(True), "biases on every Linear", "no biases: fewer parameters and gradients"),
+        Fixed("layer_norm_elementwise_affine", True, _is(True), "LayerNorms with γ and β",
+              "LayerNorms without their parameters"),
+        Fixed("_remove_final_layer_norm", False, _is(False), "the final LayerNorm", "the final LayerNorm removed"),
+        Fixed("layerdrop", 0.0, _is(0), "every layer run", "layers skipped at random"),
+        Fixed("dropout", 0.1, _on, "residual dropout on", _DROPOUT),
+        Fixed("attention_dropout", 0.0, _is(0), "no attention dropout", _NO_DROPOUT),
+        Fixed("activation_dropout", 0.0, _is(0), "no activation dropout", _NO_DROPOUT),
+    ),
+    "llama": _LLAMA,
+    "bert": (
+        Fixed("add_cross_attention", False, _is(False), "no cross-attention",
+              "a cross-attention sub-layer in every layer"),
+        Fixed("position_embedding_type", "absolute", _is("absolute"), "learned absolute positions",
+              "relative positions add a distance embedding and two einsums per layer"),
+        Fixed("chunk_size_feed_forward", 0, _is(0), "the FFN on all tokens at once",
+              "the FFN run in chunks: more, smaller kernels"),
+        Fixed("hidden_dropout_prob", 0.1, _on, "dropout on", _DROPOUT),
+        Fixed("attention_probs_dropout_prob", 0.1, _on, "dropout on", _DROPOUT),
+    ),
+    "switch_transformers": (
+        Fixed("router_bias", False, _is(False), "a router without bias", "a bias on every router's Linear"),
+    ),
+}
+
+
+def check_fixed(config: dict, kind: str) -> None:
+    """Refuse a field of :data:`FIXED` set to work archsim does not model (one line: field, value, why)."""
+    for rule in FIXED.get(kind, ()):
+        value = config.get(rule.key)
+        value = rule.default if value is None else value
+        if not rule.allowed(value):
+            raise InputError(f"{rule.key} {value!r} is not modelled ({rule.why}); archsim models {rule.models}",
+                             field=rule.key)
 
 
 def _activation(config: dict, key: str, default: str) -> str:
@@ -26,6 +104,7 @@ def _activation(config: dict, key: str, default: str) -> str:
 def from_hf(config: dict, path: Path) -> TransformerConfig:
     kind = str(config.get("model_type", "")).lower()
     name = path.parent.name if path.name == "config.json" else path.stem
+    check_fixed(config, kind)
     if kind == "gpt2":
         hidden, heads = _get(config, "n_embd"), _get(config, "n_head")
         positions = _get(config, "n_positions", config.get("n_ctx"))
