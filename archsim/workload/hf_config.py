@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from archsim.errors import InputError
+from archsim.validate import shown
 from archsim.workload.transformer import ACTIVATIONS, OPT_POSITION_OFFSET, TransformerConfig, _get
 
 
@@ -84,7 +85,7 @@ def check_fixed(config: dict, kind: str) -> None:
         value = config.get(rule.key)
         value = rule.default if value is None else value
         if not rule.allowed(value):
-            raise InputError(f"{rule.key} {value!r} is not modelled ({rule.why}); archsim models {rule.models}",
+            raise InputError(f"{rule.key} {shown(value)} is not modelled ({rule.why}); archsim models {rule.models}",
                              field=rule.key)
 
 
@@ -95,7 +96,7 @@ def _activation(config: dict, key: str, default: str) -> str:
     if value is None:
         return default
     if value not in ACTIVATIONS:
-        raise InputError(f"{key} {value!r} is not modelled: archsim reads gelu_new (GPT-2's) and the one-kernel "
+        raise InputError(f"{key} {shown(value)} is not modelled: archsim reads gelu_new (GPT-2's) and the one-kernel "
                          f"elementwise activations {', '.join(a for a in ACTIVATIONS if a != 'gelu_new')}; gated "
                          "ones change the MLP's GEMMs, others run kernels it does not list", field=key)
     return str(value)
