@@ -260,3 +260,18 @@ def test_docs_list_the_toml_keys_and_every_field_archsim_refuses():
     assert set(toml) == _TOML_KEYS
     assert set(refused) == {rule.key for rules in FIXED.values() for rule in rules} >= {key for _, key, _ in REFUSED}
     assert "layer_norm_epsilon" in no_work
+
+
+def test_model_flops_count_the_windowed_attention_as_flash_runs_it(tmp_path):
+    from archsim.training.throughput import model_flops, recomputed_flops
+
+    s, w, batch = 8192, 4096, 3
+    c = _load(tmp_path, MISTRAL_7B, seq=s)
+    dense = _load(tmp_path, {**MISTRAL_7B, "sliding_window": None}, seq=s)
+    # PaLM's count: 12·layers·hidden FLOPs per attended key per token (scores and context, forward and
+    # backward); the window keeps 2·pairs − s of the square's s² query-key products, as flash counts them
+    dropped = batch * 12 * 32 * 4096 * (s * s - (2 * _pairs(s, w) - s))
+    assert model_flops(dense, batch) - model_flops(c, batch) == pytest.approx(dropped)
+    # full recompute reruns the forward: a third of the attention's
+    rerun = recomputed_flops(dense, batch, "full", "flash") - recomputed_flops(c, batch, "full", "flash")
+    assert rerun == pytest.approx(dropped / 3 + dropped / 6)  # the forward's scores and context, and flash's QKᵀ
