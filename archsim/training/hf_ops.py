@@ -31,7 +31,8 @@ OPT q, k, v                three Linears; q × 1/√d: 2X; each split     q scal
 OPT mask, clamp            ``+ mask`` 2S; ``torch.max`` at the         clamp's backward 3S; the add none
                            dtype's minimum 2S
 GeLU / ReLU                GPT-2: 8 kernels, 18F; BERT: 2F; OPT ReLU   GPT-2: 11 kernels, 28F; BERT, OPT 3F
-                           2F
+                           2F (the config's activation: gelu_new       (gelu_new: 11 kernels, 28F; any other
+                           8 kernels, any other one kernel, 2F)        one kernel, 3F)
 =========================  ==========================================  ====================================
 
 Embeddings: the token (and BERT's token-type) gather 2X each, positions 2·s·h, their sums 3X,
@@ -99,6 +100,18 @@ class _Ops:
         self.fwd(name, DROPOUT * elements)
         self.bwd(name, DROPOUT * elements)
 
+    def activation(self, prefix: str, name: str, elements: float) -> None:
+        """The MLP's activation on ``elements``: gelu_new written out (its 8 and 11 kernels), any other
+        (:data:`~archsim.workload.transformer.ONE_KERNEL_ACTIVATIONS`) one kernel each way."""
+        if name == "gelu_new":
+            for i, moved in enumerate(GELU_NEW_FORWARD):
+                self.fwd(f"{prefix}gelu_new.{i}", moved * elements)
+            for i, moved in enumerate(GELU_NEW_BACKWARD):
+                self.bwd(f"{prefix}gelu_new.{i}", moved * elements)
+        else:
+            self.fwd(f"{prefix}{name}", 2 * elements)
+            self.bwd(f"{prefix}{name}", 3 * elements)
+
     def work(self) -> Work:
         return Work(tuple(self.forward), tuple(reversed(self.backward)))
 
@@ -142,14 +155,7 @@ def hf_block_work(c: TransformerConfig, micro_batch: int) -> Work:
         o.norm("attn_norm", tokens, h)
         o.bwd("residual_grad_sum2", 3 * x)  # the attention output feeds the MLP and its residual
     o.gemm("fc1", tokens, h, f)
-    if gpt:
-        for i, elements in enumerate(GELU_NEW_FORWARD):
-            o.fwd(f"gelu_new.{i}", elements * ff)
-        for i, elements in enumerate(GELU_NEW_BACKWARD):
-            o.bwd(f"gelu_new.{i}", elements * ff)
-    else:
-        o.fwd("gelu", 2 * ff)
-        o.bwd("gelu", 3 * ff)
+    o.activation("", c.mlp_activation, ff)
     o.gemm("fc2", tokens, f, h)
     o.dropout("resid_dropout2", x)
     o.fwd("residual_add2", 3 * x)
@@ -194,8 +200,7 @@ def _opt_block_work(c: TransformerConfig, micro_batch: int) -> Work:
     o.norm("final_layer_norm", tokens, h)
     o.bwd("residual_grad_sum2", 3 * x)
     o.gemm("fc1", tokens, h, f)
-    o.fwd("relu", 2 * ff)
-    o.bwd("relu", 3 * ff)
+    o.activation("", c.mlp_activation, ff)
     o.gemm("fc2", tokens, f, h)
     o.dropout("resid_dropout2", x)
     o.fwd("residual_add2", 3 * x)
@@ -234,8 +239,8 @@ def hf_embedding_work(c: TransformerConfig, micro_batch: int) -> Work:
 
 
 def hf_head_work(c: TransformerConfig, micro_batch: int) -> Work:
-    """GPT-2 and OPT: final LayerNorm and the tied LM head; BERT: the MLM head's transform (dense, GeLU,
-    LayerNorm) and its decoder with bias; then the shifted logits' cross-entropy."""
+    """GPT-2 and OPT: final LayerNorm and the tied LM head; BERT: the MLM head's transform (dense, its
+    hidden_act, LayerNorm) and its decoder with bias; then the shifted logits' cross-entropy."""
     tokens, h, v = c.seq * micro_batch, c.hidden, c.vocab
     logits = tokens * v
     o = _Ops()
@@ -244,8 +249,7 @@ def hf_head_work(c: TransformerConfig, micro_batch: int) -> Work:
         o.gemm("lm_head", tokens, h, v, bias=False)
     else:
         o.gemm("transform", tokens, h, h)
-        o.fwd("transform_gelu", 2 * tokens * h)
-        o.bwd("transform_gelu", 3 * tokens * h)
+        o.activation("transform_", c.mlp_activation, tokens * h)  # BertPredictionHeadTransform: hidden_act
         o.norm("transform_norm", tokens, h)
         o.gemm("decoder", tokens, h, v)
     o.fwd("shift_logits", 2 * logits)

@@ -116,7 +116,7 @@ def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_par
     mem("norm1", 2 * local * h, 3 * local * h, ("ln", local, h))
     gemm("qkv", tokens, h, w.qkv)
     if attention == "flash":
-        f, d = flash_attention_ops(s, hd, b * heads, b * kv)
+        f, d = flash_attention_ops(s, hd, b * heads, b * kv, c.sliding_window)
         forward.append(f)
         backward.append(d)
     else:
@@ -145,22 +145,39 @@ def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_par
     return Work(tuple(forward), tuple(backward), *_tp_collectives(tokens * h * 2, tp, sequence_parallel))
 
 
-def flash_attention_ops(s: int, hd: int, heads: int, kv_heads: int) -> tuple[TrainingOp, TrainingOp]:
+def flash_attention_ops(s: int, hd: int, heads: int, kv_heads: int,
+                        window: int | None = None) -> tuple[TrainingOp, TrainingOp]:
     """FlashAttention-2 (Dao 2023, Algorithms 1 and 2) over ``heads`` query heads (micro-batch × heads
     per GPU) sharing ``kv_heads`` K/V heads, s tokens of head size hd: one fused kernel each way.
     Forward: S = QKᵀ and O = PV (the standard attention's FLOPs), softmax and dropout in registers;
     HBM: read Q, K, V, write O and the fp32 log-sum-exp (2 units per row). Backward: recompute
     S = QKᵀ, then dV = Pᵀ·dO, dP = dO·Vᵀ, dQ = dS·K, dK = dSᵀ·Q (five GEMMs, one more than the
     standard backward); HBM: read Q, K, V, O, dO and the log-sum-exp, write dQ, dK, dV. No s × s
-    tensor is read or written (causal masking skips work the FLOP count keeps, as papers count it)."""
+    tensor is read or written (causal masking skips work the FLOP count keeps, as papers count it).
+    ``window`` (sliding-window attention, keys 0 ≤ q − k < window): the kernel skips the blocks outside
+    the window, so the GEMMs shrink to :func:`window_gemms`; every key is in some query's window, so
+    Q, K, V and O are still read once each."""
     q, kv = s * hd * heads, s * hd * kv_heads  # elements of Q (= O) and of K (= V)
     lse = 2 * s * heads
-    qk, pv = Gemm(s, hd, s, heads), Gemm(s, s, hd, heads)
-    forward = TrainingOp("flash_attention", "F", (qk, pv), vector_elements=q + 2 * kv + q + lse,
+    qk, pv = window_gemms(s, hd, heads, window)
+    forward = TrainingOp("flash_attention", "F", (*qk, *pv), vector_elements=q + 2 * kv + q + lse,
                          out_bytes=2 * q, fused=True)
-    backward = TrainingOp("flash_attention", "D", (qk, pv, Gemm(s, hd, s, heads), pv, pv),
+    backward = TrainingOp("flash_attention", "D", (*qk, *pv, *qk, *pv, *pv),
                           vector_elements=3 * q + 2 * kv + lse + q + 2 * kv, out_bytes=2 * (q + 2 * kv), fused=True)
     return forward, backward
+
+
+def window_gemms(s: int, hd: int, heads: int, window: int | None) -> tuple[tuple[Gemm, ...], tuple[Gemm, ...]]:
+    """The scores-shaped (queries × hd × keys) and context-shaped (queries × keys × hd) GEMMs of
+    ``heads`` heads of causal attention over s tokens. archsim counts causal attention as the whole
+    s × s square: each of its s(s+1)/2 pairs off the diagonal twice, the diagonal once (2·pairs − s).
+    Kept for a window w < s, that convention counts 2·pairs_w − s = (s − w)(2w − 1) + w² query-key
+    products: s − w query rows of 2w − 1 keys and a w × w block; a window of s or more changes nothing."""
+    if window is None or window >= s:
+        return (Gemm(s, hd, s, heads),), (Gemm(s, s, hd, heads),)
+    w = window
+    return ((Gemm(s - w, hd, 2 * w - 1, heads), Gemm(w, hd, w, heads)),
+            (Gemm(s - w, 2 * w - 1, hd, heads), Gemm(w, w, hd, heads)))
 
 
 # Megatron's softmax when its fused kernel does not apply (FusedScaleMaskSoftmax.forward_torch_softmax):
@@ -247,4 +264,4 @@ def embedding_parameters(c: TransformerConfig, tp: int = 1) -> int:
 
 
 __all__ = ["UNFUSED_SOFTMAX", "Collective", "Work", "block_work", "embedding_parameters", "embedding_work", "flash_attention_ops",
-           "fused_softmax", "head_work", "layer_parameters"]
+           "fused_softmax", "head_work", "layer_parameters", "window_gemms"]

@@ -11,32 +11,41 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from archsim.training.layer_ops import layer_parameters
+from archsim.training.layer_ops import layer_parameters, window_gemms
 from archsim.workload.transformer import TransformerConfig
 
 
 def model_flops(c: TransformerConfig, global_batch: int) -> float:
     """FLOPs of one iteration without recomputation (PaLM's MFU count, Chowdhery et al. 2022 App. B):
-    6 per parameter per token (the layers' and the LM head's) plus 12·layers·hidden·seq per token for
-    attention's scores and context. For a GPT this is Narayanan et al.'s 72·B·s·l·h²(1 + s/6h + V/12lh)."""
+    6 per parameter per token (the layers' and the LM head's) plus 12·layers·hidden per query-key product
+    of attention's scores and context (:func:`attended_pairs`: s² per sequence without a window). For a
+    GPT this is Narayanan et al.'s 72·B·s·l·h²(1 + s/6h + V/12lh)."""
     if c.family == "switch":  # encoder–decoder with experts: its op list's GEMMs
         from archsim.training.hf_switch_ops import switch_model_flops
 
         return switch_model_flops(c, global_batch)
     tokens = global_batch * c.seq
     params = c.layers * layer_parameters(c) + c.vocab * c.hidden
-    return tokens * (6 * params + 12 * c.layers * c.hidden * c.seq)
+    return tokens * 6 * params + global_batch * 12 * c.layers * c.hidden * attended_pairs(c)
+
+
+def attended_pairs(c: TransformerConfig) -> int:
+    """Query-key products of one sequence's attention that the FLOPs count, per head and head dimension:
+    s² (the whole square, as papers count causal attention), fewer under a sliding window
+    (:func:`~archsim.training.layer_ops.window_gemms`)."""
+    return sum(g.macs for g in window_gemms(c.seq, 1, 1, c.sliding_window)[0])
 
 
 def recomputed_flops(c: TransformerConfig, global_batch: int, recompute: str, attention: str = "standard") -> float:
     """FLOPs run again in the backward: a layer's forward (2 per parameter per token and 4·hidden·seq
     per token for scores and context) under full recompute, the scores and context under selective; with
     FlashAttention the backward also recomputes QKᵀ from Q and K (2·hidden·seq per token per layer), and
-    selective recompute reruns nothing (there is no s² tensor to rebuild)."""
+    selective recompute reruns nothing (there is no s² tensor to rebuild). Scores and context count
+    :func:`attended_pairs` (a sliding window's fewer)."""
     if c.family == "switch" and recompute == "none":  # nothing rerun (other recompute modes are refused)
         return 0.0
     tokens = global_batch * c.seq
-    scores = 2 * c.hidden * c.seq  # one QKᵀ (or one P·V) per token per layer, FLOPs
+    scores = 2 * c.hidden * attended_pairs(c) / c.seq  # one QKᵀ (or one P·V) per token per layer, FLOPs
     per_layer = {"none": 0.0, "selective": 2.0 * scores, "full": 2.0 * layer_parameters(c) + 2.0 * scores}[recompute]
     if attention == "flash":  # selective has nothing to rerun: flash keeps no s² tensor (archsim.training.memory)
         per_layer = (per_layer if recompute == "full" else 0.0) + scores
@@ -64,4 +73,4 @@ def throughput(c: TransformerConfig, global_batch: int, recompute: str, seconds:
                       hardware / (seconds * gpus) / 1e12, global_batch * c.seq / seconds)
 
 
-__all__ = ["Throughput", "model_flops", "recomputed_flops", "throughput"]
+__all__ = ["Throughput", "attended_pairs", "model_flops", "recomputed_flops", "throughput"]

@@ -3,7 +3,7 @@ Switch Transformers (T5's encoder–decoder with top-1 mixture-of-experts FFNs; 
 fp32 eager op list only: :mod:`archsim.training.hf_switch_ops`).
 
 Read from a Hugging Face ``config.json`` (plain JSON, nothing downloaded; ``model_type`` gpt2, opt,
-llama/mistral, bert or switch_transformers) or a short TOML table::
+llama/mistral, bert or switch_transformers: :mod:`archsim.workload.hf_config`) or a short TOML table::
 
     [transformer]
     family = "gpt"        # gpt | opt | llama | bert
@@ -15,6 +15,7 @@ llama/mistral, bert or switch_transformers) or a short TOML table::
     ffn = 8192            # optional: default 4 × hidden (llama: required)
     kv_heads = 16         # optional: grouped-query attention (default heads)
     tied_embeddings = true
+    sliding_window = 4096 # optional, not bert: a query attends to the keys 0 ≤ q − k < window (Mistral)
 
 Each block is lowered to its GEMMs per sample (one sequence of S tokens; the micro-batch is
 ``--batch``): the QKV projection (an fc on S rows, d → d + 2·kv_heads·head_dim), the scores
@@ -46,8 +47,14 @@ OPT_POSITION_OFFSET = 2  # OPT's learned position table has 2 rows before positi
 LIMITS = {"layers": 4096, "hidden": 2**20, "heads": 4096, "vocab": 2**24, "seq": 2**20, "ffn": 2**22,
           "kv_heads": 4096, "positions": 2**20, "type_vocab": 2**16, "experts": 4096, "expert_capacity": 2**20,
           "sparse_step": 4096, "kv_channels": 2**20, "position_buckets": 4096, "position_limit": 2**20}
+# MLP activations archsim states: one elementwise kernel each way (read x, write y; read dy, x, write dx),
+# fused with the bias in Megatron's op list; gelu_new is GPT-2's, written out in eager PyTorch (8 kernels
+# forward, 11 backward: archsim.training.hf_ops). Llama's gated MLP applies it to the gate.
+ONE_KERNEL_ACTIVATIONS = ("gelu", "gelu_pytorch_tanh", "relu", "silu", "swish", "tanh", "sigmoid")
+ACTIVATIONS = ("gelu_new", *ONE_KERNEL_ACTIVATIONS)
+DEFAULT_ACTIVATION = {"gpt": "gelu_new", "opt": "relu", "llama": "silu", "bert": "gelu", "switch": "relu"}
 _TOML_KEYS = {"family", "layers", "hidden", "heads", "vocab", "seq", "ffn", "kv_heads", "tied_embeddings",
-              "name", "type_vocab"}
+              "name", "type_vocab", "sliding_window"}
 
 
 @dataclass(frozen=True)
@@ -77,7 +84,8 @@ class TransformerConfig:
     kv_channels: int = 0  # switch: heads × d_kv (0: hidden)
     position_buckets: int = 0  # switch: relative-position buckets of the attention bias
     position_limit: int = 0  # longest sequence (tokens) the learned position table holds; 0: none stated
-
+    sliding_window: int | None = None  # keys a query attends to (0 ≤ q − k < window, Mistral); None: all before it
+    activation: str = ""  # the MLP's activation, one of ACTIVATIONS ("": the family's DEFAULT_ACTIVATION)
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
@@ -95,11 +103,23 @@ class TransformerConfig:
         if self.family != "switch" and (self.hidden % self.heads or self.heads % self.kv_heads):
             raise InputError(f"heads ({self.heads}) must divide hidden ({self.hidden}) and be a multiple of "
                              f"kv_heads ({self.kv_heads})", field="heads")
+        if self.sliding_window is not None and (
+                self.family in ("bert", "switch") or not isinstance(self.sliding_window, int)
+                or isinstance(self.sliding_window, bool) or not 1 <= self.sliding_window <= LIMITS["seq"]):
+            raise InputError(f"must be an integer in 1…{LIMITS['seq']} for a decoder (gpt, opt, llama), got "
+                             f"{shown(self.sliding_window)} for {self.family}", field="sliding_window")
+        if self.activation and self.activation not in ACTIVATIONS:
+            raise InputError(f"expected one of {', '.join(ACTIVATIONS)}, got {shown(self.activation)}", field="activation")
         if self.position_limit and self.seq > self.position_limit:  # a learned table has no row past its end
             raise InputError(f"{self.name} learns {self.position_limit} position embeddings, so it cannot run a "
                              f"sequence of {self.seq}: give --seq (--dim seq= in the array commands, seq= in the API) of at "
                              f"most {self.position_limit}",
                              field="seq")
+
+    @property
+    def mlp_activation(self) -> str:
+        """The MLP's activation by its Hugging Face name (the family's default unless one was read)."""
+        return self.activation or DEFAULT_ACTIVATION[self.family]
 
     @property
     def head_dim(self) -> int:
@@ -235,7 +255,12 @@ def load_transformer(path: str | Path, *, seq: int | None = None) -> Transformer
     if not isinstance(document, dict):
         raise InputError("expected a JSON object", file=file)
     try:
-        config = _from_toml(document, path) if path.suffix.lower() == ".toml" else _from_hf(document, path)
+        if path.suffix.lower() == ".toml":
+            config = _from_toml(document, path)
+        else:
+            from archsim.workload.hf_config import from_hf  # it builds on this module's config
+
+            config = from_hf(document, path)
         return config if seq is None else _replace_seq(config, seq)
     except InputError as exc:
         raise InputError(exc.message, file=file, field=exc.where.field) from None
@@ -273,75 +298,5 @@ def _from_toml(document: dict, path: Path) -> TransformerConfig:
         vocab=_get(t, "vocab"), seq=_get(t, "seq"),
         ffn=_get(t, "ffn", None if family == "llama" else 4 * hidden),
         kv_heads=_get(t, "kv_heads", heads), tied_embeddings=_get(t, "tied_embeddings", family != "llama"),
-        positions=0 if family == "llama" else _get(t, "seq"), type_vocab=_get(t, "type_vocab", 0, required=False))
-
-
-def _from_hf(config: dict, path: Path) -> TransformerConfig:
-    kind = str(config.get("model_type", "")).lower()
-    name = path.parent.name if path.name == "config.json" else path.stem
-    if kind == "gpt2":
-        hidden, heads = _get(config, "n_embd"), _get(config, "n_head")
-        positions = _get(config, "n_positions", config.get("n_ctx"))
-        return TransformerConfig(name, "gpt", _get(config, "n_layer"), hidden, heads, _get(config, "vocab_size"),
-                                 positions, _get(config, "n_inner", 4 * hidden), heads,
-                                 _get(config, "tie_word_embeddings", True), positions, position_limit=positions)
-    if kind == "opt":
-        hidden = _get(config, "hidden_size")
-        if config.get("do_layer_norm_before", True) is not True or config.get("word_embed_proj_dim", hidden) != hidden:
-            raise InputError("OPT with LayerNorms after the blocks or a word_embed_proj_dim other than hidden_size "
-                             "(OPT-350m's projections) is not modelled", field="model_type")
-        positions = _get(config, "max_position_embeddings")
-        return TransformerConfig(name, "opt", _get(config, "num_hidden_layers"), hidden,
-                                 _get(config, "num_attention_heads"), _get(config, "vocab_size"), positions,
-                                 _get(config, "ffn_dim"), _get(config, "num_attention_heads"),
-                                 _get(config, "tie_word_embeddings", True), positions + OPT_POSITION_OFFSET,
-                                 position_limit=positions)
-    if kind in ("llama", "mistral"):
-        heads, hidden = _get(config, "num_attention_heads"), _get(config, "hidden_size")
-        head_dim = _get(config, "head_dim", 0, required=False)  # Mistral-NeMo's 128 at hidden 5120 over 32 heads
-        if head_dim and head_dim * heads != hidden:
-            raise InputError(f"{head_dim} is not hidden_size / num_attention_heads ({hidden} / {heads}): attention "
-                             "of another width than the model's is not modelled", field="head_dim")
-        return TransformerConfig(name, "llama", _get(config, "num_hidden_layers"), hidden, heads,
-                                 _get(config, "vocab_size"), _get(config, "max_position_embeddings"),
-                                 _get(config, "intermediate_size"), _get(config, "num_key_value_heads", heads),
-                                 _get(config, "tie_word_embeddings", False))
-    if kind == "bert":
-        positions = _get(config, "max_position_embeddings")
-        return TransformerConfig(name, "bert", _get(config, "num_hidden_layers"), _get(config, "hidden_size"),
-                                 _get(config, "num_attention_heads"), _get(config, "vocab_size"), positions,
-                                 _get(config, "intermediate_size"), _get(config, "num_attention_heads"), True,
-                                 positions, _get(config, "type_vocab_size", 2), position_limit=positions)
-    if kind == "switch_transformers":
-        return _switch_from_hf(config, name)
-    raise InputError(f"model_type {config.get('model_type')!r} is not read; archsim reads gpt2, opt, llama, "
-                     f"mistral, bert and switch_transformers configs (or write a [transformer] TOML)",
-                     field="model_type")
-
-
-def _switch_from_hf(config: dict, name: str) -> TransformerConfig:
-    """``SwitchTransformersConfig``: equal encoder and decoder depth and sparse step (as its ``__init__``
-    derives it: layers // sparse layers when those are given), ReLU FFNs without gate, dropout and router
-    jitter on, tied embeddings (the LM head scaled by d_model^-0.5); anything else is refused, not
-    mis-modelled."""
-    layers = _get(config, "num_layers")
-    decoder_layers = _get(config, "num_decoder_layers", layers)
-    step = (layers // _get(config, "num_sparse_encoder_layers") if "num_sparse_encoder_layers" in config
-            else _get(config, "encoder_sparse_step"))
-    decoder_step = (decoder_layers // _get(config, "num_sparse_decoder_layers")
-                    if "num_sparse_decoder_layers" in config else _get(config, "decoder_sparse_step"))
-    same = (decoder_layers == layers and decoder_step == step and step >= 1 and layers % step == 0
-            and config.get("is_gated_act", False) is False
-            and str(config.get("feed_forward_proj", "relu")).lower() == "relu"
-            and config.get("dropout_rate", 0.1) != 0 and config.get("router_jitter_noise", 0.01) != 0
-            and _get(config, "tie_word_embeddings", True))
-    if not same:
-        raise InputError("Switch Transformers with unequal encoder and decoder depth or sparse step, a depth the "
-                         "sparse step does not divide, gated or non-ReLU FFNs, no dropout or router jitter, or "
-                         "untied embeddings are not modelled", field="model_type")
-    heads = _get(config, "num_heads")
-    return TransformerConfig(name, "switch", layers // step, _get(config, "d_model"), heads,
-                             _get(config, "vocab_size"), 512, _get(config, "d_ff"), heads, True,
-                             experts=_get(config, "num_experts"), expert_capacity=_get(config, "expert_capacity"),
-                             sparse_step=step, kv_channels=heads * _get(config, "d_kv"),
-                             position_buckets=_get(config, "relative_attention_num_buckets"))
+        positions=0 if family == "llama" else _get(t, "seq"), type_vocab=_get(t, "type_vocab", 0, required=False),
+        sliding_window=_get(t, "sliding_window", required=False))

@@ -1,0 +1,178 @@
+"""Hugging Face ``config.json`` → :class:`~archsim.workload.transformer.TransformerConfig`: gpt2, opt,
+llama/mistral, bert and switch_transformers. Every field that changes the work is read, or refused when
+set to a value archsim does not model; the fields that change no work are listed in docs/formats.md."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from archsim.errors import InputError
+from archsim.validate import shown
+from archsim.workload.transformer import ACTIVATIONS, OPT_POSITION_OFFSET, TransformerConfig, _get
+
+
+@dataclass(frozen=True)
+class Fixed:
+    """A field archsim models at one setting (``models``, in words): a config that sets it to a value
+    ``allowed`` rejects is refused, ``why`` naming the work that would change."""
+
+    key: str
+    default: object  # transformers' default, taken when the key is absent or null
+    allowed: Callable[[object], bool]
+    models: str
+    why: str
+
+
+def _is(expected: object) -> Callable[[object], bool]:
+    return lambda value: value == expected
+
+
+def _on(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+
+
+_DROPOUT = "PyTorch runs no dropout kernel at probability 0, and archsim's op lists run one"
+_NO_DROPOUT = "archsim's eager op list runs no kernel for it (0 in the published configs)"
+_LLAMA = (
+    Fixed("attention_bias", False, _is(False), "q, k, v and o without biases", "biases add parameters and gradients"),
+    Fixed("mlp_bias", False, _is(False), "gate, up and down without biases", "biases add parameters and gradients"),
+    Fixed("pretraining_tp", 1, _is(1), "whole projections",
+          "transformers' Llama (the versions that honour it) slices each projection into that many GEMMs"),
+)
+FIXED: dict[str, tuple[Fixed, ...]] = {  # model_type → the fields it reads at one setting only
+    "gpt2": (
+        Fixed("add_cross_attention", False, _is(False), "a decoder without cross-attention",
+              "a cross-attention sub-layer and its LayerNorm in every block"),
+        Fixed("scale_attn_weights", True, _is(True), "scores scaled by 1/√d", "the eager list's scale kernel would not run"),
+        Fixed("scale_attn_by_inverse_layer_idx", False, _is(False), "one scale of the scores",
+              "the scores divided by the layer's index too: one more kernel over them"),
+        Fixed("reorder_and_upcast_attn", False, _is(False), "the scores as one fp16/fp32 matmul",
+              "fp32 scores by baddbmm: other kernels and bytes"),
+        *(Fixed(key, 0.1, _on, "dropout on", _DROPOUT) for key in ("attn_pdrop", "resid_pdrop", "embd_pdrop")),
+    ),
+    "opt": (
+        Fixed("enable_bias", True, _is(True), "biases on every Linear", "no biases: fewer parameters and gradients"),
+        Fixed("layer_norm_elementwise_affine", True, _is(True), "LayerNorms with γ and β",
+              "LayerNorms without their parameters"),
+        Fixed("_remove_final_layer_norm", False, _is(False), "the final LayerNorm", "the final LayerNorm removed"),
+        Fixed("layerdrop", 0.0, _is(0), "every layer run", "layers skipped at random"),
+        Fixed("dropout", 0.1, _on, "residual dropout on", _DROPOUT),
+        Fixed("attention_dropout", 0.0, _is(0), "no attention dropout", _NO_DROPOUT),
+        Fixed("activation_dropout", 0.0, _is(0), "no activation dropout", _NO_DROPOUT),
+    ),
+    "llama": _LLAMA,
+    "bert": (
+        Fixed("add_cross_attention", False, _is(False), "no cross-attention",
+              "a cross-attention sub-layer in every layer"),
+        Fixed("position_embedding_type", "absolute", _is("absolute"), "learned absolute positions",
+              "relative positions add a distance embedding and two einsums per layer"),
+        Fixed("chunk_size_feed_forward", 0, _is(0), "the FFN on all tokens at once",
+              "the FFN run in chunks: more, smaller kernels"),
+        Fixed("hidden_dropout_prob", 0.1, _on, "dropout on", _DROPOUT),
+        Fixed("attention_probs_dropout_prob", 0.1, _on, "dropout on", _DROPOUT),
+    ),
+    "switch_transformers": (
+        Fixed("router_bias", False, _is(False), "a router without bias", "a bias on every router's Linear"),
+    ),
+}
+
+
+def check_fixed(config: dict, kind: str) -> None:
+    """Refuse a field of :data:`FIXED` set to work archsim does not model (one line: field, value, why)."""
+    for rule in FIXED.get(kind, ()):
+        value = config.get(rule.key)
+        value = rule.default if value is None else value
+        if not rule.allowed(value):
+            raise InputError(f"{rule.key} {shown(value)} is not modelled ({rule.why}); archsim models {rule.models}",
+                             field=rule.key)
+
+
+def _activation(config: dict, key: str, default: str) -> str:
+    """The MLP's activation named by ``key``: one archsim states (``ACTIVATIONS``), else refused — a
+    gated one changes the MLP's GEMMs, others run kernels archsim does not list."""
+    value = config.get(key)
+    if value is None:
+        return default
+    if value not in ACTIVATIONS:
+        raise InputError(f"{key} {shown(value)} is not modelled: archsim reads gelu_new (GPT-2's) and the one-kernel "
+                         f"elementwise activations {', '.join(a for a in ACTIVATIONS if a != 'gelu_new')}; gated "
+                         "ones change the MLP's GEMMs, others run kernels it does not list", field=key)
+    return str(value)
+
+
+def from_hf(config: dict, path: Path) -> TransformerConfig:
+    kind = str(config.get("model_type", "")).lower()
+    name = path.parent.name if path.name == "config.json" else path.stem
+    check_fixed(config, kind)
+    if kind == "gpt2":
+        hidden, heads = _get(config, "n_embd"), _get(config, "n_head")
+        positions = _get(config, "n_positions", config.get("n_ctx"))
+        return TransformerConfig(name, "gpt", _get(config, "n_layer"), hidden, heads, _get(config, "vocab_size"),
+                                 positions, _get(config, "n_inner", 4 * hidden), heads,
+                                 _get(config, "tie_word_embeddings", True), positions, position_limit=positions,
+                                 activation=_activation(config, "activation_function", "gelu_new"))
+    if kind == "opt":
+        hidden = _get(config, "hidden_size")
+        if config.get("do_layer_norm_before", True) is not True or config.get("word_embed_proj_dim", hidden) != hidden:
+            raise InputError("OPT with LayerNorms after the blocks or a word_embed_proj_dim other than hidden_size "
+                             "(OPT-350m's projections) is not modelled", field="model_type")
+        positions = _get(config, "max_position_embeddings")
+        return TransformerConfig(name, "opt", _get(config, "num_hidden_layers"), hidden,
+                                 _get(config, "num_attention_heads"), _get(config, "vocab_size"), positions,
+                                 _get(config, "ffn_dim"), _get(config, "num_attention_heads"),
+                                 _get(config, "tie_word_embeddings", True), positions + OPT_POSITION_OFFSET,
+                                 position_limit=positions, activation=_activation(config, "activation_function", "relu"))
+    if kind in ("llama", "mistral"):
+        heads, hidden = _get(config, "num_attention_heads"), _get(config, "hidden_size")
+        head_dim = _get(config, "head_dim", 0, required=False)  # Mistral-NeMo's 128 at hidden 5120 over 32 heads
+        if head_dim and head_dim * heads != hidden:
+            raise InputError(f"{head_dim} is not hidden_size / num_attention_heads ({hidden} / {heads}): attention "
+                             "of another width than the model's is not modelled", field="head_dim")
+        return TransformerConfig(name, "llama", _get(config, "num_hidden_layers"), hidden, heads,
+                                 _get(config, "vocab_size"), _get(config, "max_position_embeddings"),
+                                 _get(config, "intermediate_size"), _get(config, "num_key_value_heads", heads),
+                                 _get(config, "tie_word_embeddings", False),
+                                 sliding_window=_get(config, "sliding_window", required=False) if kind == "mistral" else None,
+                                 activation=_activation(config, "hidden_act", "silu"))
+    if kind == "bert":
+        positions = _get(config, "max_position_embeddings")
+        return TransformerConfig(name, "bert", _get(config, "num_hidden_layers"), _get(config, "hidden_size"),
+                                 _get(config, "num_attention_heads"), _get(config, "vocab_size"), positions,
+                                 _get(config, "intermediate_size"), _get(config, "num_attention_heads"), True,
+                                 positions, _get(config, "type_vocab_size", 2), position_limit=positions,
+                                 activation=_activation(config, "hidden_act", "gelu"))
+    if kind == "switch_transformers":
+        return _switch_from_hf(config, name)
+    raise InputError(f"model_type {config.get('model_type')!r} is not read; archsim reads gpt2, opt, llama, "
+                     f"mistral, bert and switch_transformers configs (or write a [transformer] TOML)",
+                     field="model_type")
+
+
+def _switch_from_hf(config: dict, name: str) -> TransformerConfig:
+    """``SwitchTransformersConfig``: equal encoder and decoder depth and sparse step (as its ``__init__``
+    derives it: layers // sparse layers when those are given), ReLU FFNs without gate, dropout and router
+    jitter on, tied embeddings (the LM head scaled by d_model^-0.5); anything else is refused, not
+    mis-modelled."""
+    layers = _get(config, "num_layers")
+    decoder_layers = _get(config, "num_decoder_layers", layers)
+    step = (layers // _get(config, "num_sparse_encoder_layers") if "num_sparse_encoder_layers" in config
+            else _get(config, "encoder_sparse_step"))
+    decoder_step = (decoder_layers // _get(config, "num_sparse_decoder_layers")
+                    if "num_sparse_decoder_layers" in config else _get(config, "decoder_sparse_step"))
+    same = (decoder_layers == layers and decoder_step == step and step >= 1 and layers % step == 0
+            and config.get("is_gated_act", False) is False
+            and str(config.get("feed_forward_proj", "relu")).lower() == "relu"
+            and config.get("dropout_rate", 0.1) != 0 and config.get("router_jitter_noise", 0.01) != 0
+            and _get(config, "tie_word_embeddings", True))
+    if not same:
+        raise InputError("Switch Transformers with unequal encoder and decoder depth or sparse step, a depth the "
+                         "sparse step does not divide, gated or non-ReLU FFNs, no dropout or router jitter, or "
+                         "untied embeddings are not modelled", field="model_type")
+    heads = _get(config, "num_heads")
+    return TransformerConfig(name, "switch", layers // step, _get(config, "d_model"), heads,
+                             _get(config, "vocab_size"), 512, _get(config, "d_ff"), heads, True,
+                             experts=_get(config, "num_experts"), expert_capacity=_get(config, "expert_capacity"),
+                             sparse_step=step, kv_channels=heads * _get(config, "d_kv"),
+                             position_buckets=_get(config, "relative_attention_num_buckets"))
