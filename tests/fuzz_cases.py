@@ -338,10 +338,14 @@ CLI_BREAKS = {
               ("--gantt", ("",)), ("--schedule-csv", ("",)), ("--placement", ("", "0,0", "x")),
               ("--sweep", ("", "tp=0", "tp=x", "recompute=bogus", "schedule=bogus", "sequence_parallel=maybe",
                            "tp=1,,2", "tp=1,1", "global_batch=8,100000000", "tp=" + ",".join(map(str, range(1, 600))))),
-              ("--max-ops", ("0", "x"))],
+              ("--max-ops", ("0", "x")), ("--dtype", ("fp8", "", "FP16")), ("--seq", COUNT),
+              ("--implementation", ("bogus", "")), ("--attention", ("bogus",)), ("--dp-overlap", ("bogus",)),
+              ("--grad-accumulation", ("bogus",)), ("--precision", COUNT)],
     "search": [("--max-micro-batch", COUNT + ("2147483647", "100000")), ("--gpus", COUNT + ("9", "")),
                ("--refine", ("-1", "x", "1.5", "1e400", "")), ("--top", COUNT), ("--chunks", COUNT),
-               ("--pareto-html", ("",)), ("--gantt", ("",))],
+               ("--pareto-html", ("",)), ("--gantt", ("",)), ("--dtype", ("fp8", "", "FP16")), ("--seq", COUNT),
+               ("--objective", ("bogus",)), ("--sequence-parallel", ("maybe",)), ("--grad-accumulation", ("bogus",)),
+               ("--precision", COUNT), ("--max-ops", ("0", "x"))],
 }
 CLI_BROKEN = [(command, flag, value) for command, breaks in CLI_BREAKS.items() for flag, values in breaks
               for value in values]

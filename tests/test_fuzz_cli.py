@@ -42,6 +42,17 @@ ARRAYS = st.sampled_from(["32x32", "1x1", "0x4", "3000000000x1", "2147483647x214
                           "-1x4", "256x256"])
 
 
+def software_flags(maybe) -> None:
+    """The flags ``train`` and ``search`` share (precision, sequence length, the run's software, output
+    digits), each with values in range: the base flags are hostile enough, and CLI_BREAKS breaks these."""
+    maybe("--dtype", st.sampled_from(["fp32", "fp16", "bf16"]))  # fp32 without --attention standard: refused
+    maybe("--seq", st.sampled_from(["1", "64", "1024"]))  # the transformer learns 1,024 positions
+    maybe("--attention", st.sampled_from(["standard", "flash"]))
+    maybe("--dp-overlap", st.sampled_from(["none", "bucketed"]))
+    maybe("--grad-accumulation", st.sampled_from(["fused", "unfused"]))
+    maybe("--precision", SMALL)
+
+
 @st.composite
 def command_line(draw) -> tuple[list[str], str | None]:
     """A command with hostile flags, and what breaks it when a quarter of the time one flag is set to a
@@ -88,14 +99,27 @@ def command_line(draw) -> tuple[list[str], str | None]:
         maybe("--stage-layers", st.sampled_from(["12,12", "1,23", "0,24", "x", "", "9" * 5000, "²,1"]))
         maybe("--placement", st.sampled_from(["file", "planned", "0", "1", "", "0,0"]))
         maybe("--sweep", SWEEPS)
+        software_flags(maybe)
+        maybe("--implementation", st.sampled_from(["megatron", "pytorch-eager"]))
+        maybe("--balance", st.sampled_from(["even", "planned"]))
+        if draw(st.integers(0, 3)) == 0:  # a quarter of the time: it needs --tp > 1
+            flags.append("--sequence-parallel")
     elif command == "search":
-        argv = ["search", TRANSFORMER, "--cluster", GPU_CLUSTER, "--global-batch", draw(INTS), "--recompute", "none",
-                "--schedule", "1f1b", "zb-h1"]
+        argv = ["search", TRANSFORMER, "--cluster", GPU_CLUSTER, "--global-batch", draw(INTS),
+                "--recompute", draw(st.sampled_from(["none", "selective", "full"])),
+                "--schedule", *draw(st.sampled_from([["1f1b", "zb-h1"], ["interleaved-1f1b"], ["interleaved-zb", "zb-v"],
+                                                     ["gpipe", "zb-h2", "dualpipev"], ["looped-bfs"]]))]
         maybe("--gpus", INTS)
         maybe("--max-micro-batch", INTS)
         maybe("--refine", INTS)
         maybe("--top", INTS)
         maybe("--chunks", INTS)
+        software_flags(maybe)
+        maybe("--objective", st.sampled_from(["time", "cost", "energy"]))
+        maybe("--balance", st.sampled_from(["even", "planned"]))
+        maybe("--placement", st.sampled_from(["file", "planned"]))
+        maybe("--sequence-parallel", st.sampled_from(["both", "on", "off"]))
+        maybe("--max-ops", st.sampled_from(["20000", "1"]))
     else:
         argv = ["cluster", "--jobs", draw(st.sampled_from(["0", "-1", "100001", "x", "3", "5"])),
                 "--trace", "synthetic"]

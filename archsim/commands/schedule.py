@@ -26,6 +26,7 @@ from archsim.commands.common import (
     with_memory_args,
     write_timeline_outputs,
 )
+from archsim.commands.schedule_flags import CHUNK_POLICIES, DEFAULT_CHUNKS, DEFAULT_GROUP, check_policy_flags
 from archsim.commands.stage_schedule import STAGE_ONLY, add_stage_arguments, run_stages, stage_mode
 from archsim.modes import MODES
 from archsim.policies import multistream as ms  # light: its lowering loads when it makes ops
@@ -49,12 +50,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--unit-costs", action="store_true", help="F = D = G = 1, no communication")
     parser.add_argument("--flush", action=argparse.BooleanOptionalAction, default=None,
                         help="backward ops wait for every forward (default: on, except for ooo-pipe2 and mp)")
-    parser.add_argument("--group", type=positive_int, default=1, help="ooo-pipe2 modulo group size")
+    parser.add_argument("--group", type=positive_int, default=None,
+                        help=f"ooo-pipe2 modulo group size, in layers (default: {DEFAULT_GROUP}; refused with "
+                             "other policies)")
     parser.add_argument("--streams", default="joint", choices=ms.SCHEDULES,
                         help="multistream: single (baseline), naive (G as soon as ready) or joint (Algorithm 1)")
     parser.add_argument("--region-size", type=positive_int, default=1, help="multistream: δ ops per region")
-    parser.add_argument("--chunks", type=positive_int, default=2,
-                        help="interleaved schedules: model chunks per device")
+    parser.add_argument("--chunks", type=positive_int, default=None,
+                        help=f"model chunks per device of {', '.join(CHUNK_POLICIES)} and their torch classes "
+                             f"(default: {DEFAULT_CHUNKS}; refused with other policies)")
     parser.add_argument("--reverse-k", dest="k", default="auto",
                         help="dp-reverse-k: layers to reverse, or 'auto' (the paper's search)")
     parser.add_argument("--k", dest="k", help=argparse.SUPPRESS)  # older name; gemm's --k is a GEMM dimension
@@ -83,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.rows import Rows
     from archsim.sim import simulate
 
+    check_policy_flags(args, stage_mode(args))  # before anything is read or written
     if stage_mode(args):
         return run_stages(args)
     if args.policy == "multistream" and args.processors not in (None, 1):

@@ -90,6 +90,14 @@ def zb_handcrafted(p: int, m: int, k: int) -> StageOrder:
 
 
 def _rounds(p: int, m: int) -> int:
+    """Micro-batches per round of the interleaved family on p ranks, by torch's rule
+    (``ScheduleInterleaved1F1B`` and ``ScheduleInterleavedZeroBubble``, torch 2.13: rounds = max(1, m // p),
+    m a multiple of rounds; "relaxing the requirement of num_microbatch % pp_size == 0"). This is the order
+    ``archsim schedule`` builds, so it runs m = 3 or 10 on 4 ranks as torch does. ``train`` and ``search``
+    model Megatron-LM's interleaved schedule instead, whose groups of PP micro-batches need m a multiple
+    of PP (:func:`archsim.training.parallel.schedule_rejection`): where PP divides m both run rounds of
+    PP micro-batches (Megatron-LM's default group size); elsewhere torch's order is one Megatron-LM's
+    default does not run. Two schedules, two rules."""
     rounds = max(1, m // p)
     if m % rounds:
         raise InputError(f"interleaved schedules need micro-batches ({m}) to be a multiple of the rounds "

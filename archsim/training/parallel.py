@@ -29,7 +29,10 @@ def schedule_name(schedule: str, interleave: int) -> str:
 def schedule_rejection(schedule: str, pp: int, microbatches: int) -> str | None:
     """The first :data:`SCHEDULE_RULES` reason the order ``schedule`` (a :func:`schedule_name`) breaks on
     ``pp`` pipeline ranks with ``microbatches`` micro-batches per pipeline, or None: the one rule
-    ``train`` and ``search`` both apply."""
+    ``train`` and ``search`` both apply. Interleaving follows Megatron-LM (m a multiple of PP), the
+    software of the runs they model; ``archsim schedule`` builds torch's interleaved order, whose looser
+    round rule (m a multiple of max(1, m // PP) rounds) is another schedule where PP does not divide m
+    (``archsim.policies.stage_orders._rounds``); where it does, both run rounds of PP micro-batches."""
     if schedule != "1f1b" and pp == 1:
         return "schedule-needs-pp"
     # Megatron-LM, megatron/core/pipeline_parallel/schedules.py, forward_backward_pipelining_with_interleaving
