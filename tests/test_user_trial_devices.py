@@ -1,0 +1,58 @@
+"""A first-time user's trial of the device and training commands: each test is a defect found by
+running the commands as the README and docs describe them.
+
+References: the measured CSV rows read with the csv module (tests/data/neusight_kernels/, a sample of
+NeuSight's files), and the same figure from another command or option of archsim.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from archsim.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+KERNELS = ROOT / "tests" / "data" / "neusight_kernels"
+
+
+def _records(name: str) -> list[dict[str, str]]:
+    with open(KERNELS / f"{name}.csv", newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+def _json(capsys, argv: list[str]) -> dict:
+    assert main(argv) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_gpu_flag_compares_only_the_rows_measured_on_that_gpu(capsys):
+    """``validate-gpu --csv linear.csv --gpu "Tesla T4"`` predicted every row of the five GPUs as a T4
+    and reported the T4's MAPE against the V100's, A100's, … times (122% over 5,134 kernels on the
+    full file, against 8.6% for the T4's own rows)."""
+    path = str(KERNELS / "linear.csv")
+    t4 = [r for r in _records("linear") if r["Device"] == "Tesla T4"]
+    rows = _json(capsys, ["validate-gpu", "--csv", path, "--gpu", "Tesla T4", "--format", "json"])["rows"]
+    assert [r["measured_seconds"] for r in rows] == pytest.approx([float(r["Latency"]) / 1e3 for r in t4])
+    stats = _json(capsys, ["validate-gpu", "--csv", path, "--gpu", "Tesla T4", "--format", "json",
+                           "--show", "stats"])["rows"]
+    every = _json(capsys, ["validate-gpu", "--csv", path, "--format", "json", "--show", "stats"])["rows"]
+    mine = [r for r in every if r["gpu"] == "t4"]
+    assert [(r["gpu"], r["kernel_count"]) for r in stats] == [("t4", len(t4))]
+    assert stats[0]["mape"] == pytest.approx(mine[0]["mape"])
+
+
+def test_gpu_flag_names_what_each_row_was_measured_on(capsys):
+    """A GPU the file has no rows of (the docs' ``--gpu "NVIDIA L4" --show kernels``) is predicted on
+    every row; each row says which GPU its measured time is from, and no MAPE is printed as if the
+    two were the same GPU."""
+    path = str(KERNELS / "bmm.csv")
+    rows = _json(capsys, ["validate-gpu", "--csv", path, "--gpu", "NVIDIA L4", "--format", "json"])["rows"]
+    assert [r["measured_device"] for r in rows] == [r["Device"] for r in _records("bmm")]
+    assert {r["gpu"] for r in rows} == {"l4"}
+    assert main(["validate-gpu", "--csv", path, "--gpu", "NVIDIA L4", "--show", "stats"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "NVIDIA L4" in err and "--show kernels" in err
