@@ -153,6 +153,16 @@ def device_spec(name: str) -> GpuSpec:
     return KNOWN_GPUS[slug]
 
 
+def measured_on(frame: pd.DataFrame, gpu: str) -> pd.DataFrame:
+    """The rows of ``frame`` measured on ``gpu`` (a catalog name or CUDA device string): those whose
+    ``device`` names the same catalog GPU, or names none (a file without a Device column). Empty when
+    the file has no row of that GPU: its times are then another GPU's, not an error of this one's."""
+    device_spec(gpu)  # an unknown name is refused here, in one line
+    slug = find_gpu(gpu)
+    same = [not str(name) or find_gpu(str(name)) == slug for name in frame["device"]]
+    return frame[np.asarray(same, dtype=bool)]
+
+
 def predict(frame: pd.DataFrame, constants: KernelConstants, gpu: str | None = None,
             dtype: str = "fp32") -> pd.DataFrame:
     """``frame`` with ``gpu`` (the catalog slug), ``predicted_seconds`` and ``error`` (predicted /
@@ -257,6 +267,7 @@ __all__ = [
     "largest_tie",
     "leave_one_gpu_out",
     "mape_by_class",
+    "measured_on",
     "parse_neusight_csv",
     "predict",
     "read_neusight_csv",
