@@ -77,3 +77,20 @@ def test_the_runs_example_of_the_training_page_predicts_vtrains_runs_as_stated(c
     meta = _json(capsys, [*argv, "--format", "json"])["meta"]
     assert meta["measured"] == 18
     assert meta["mape"] < 0.10
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "fp16"])
+def test_train_prices_energy_on_the_op_list_it_times(capsys, dtype):
+    """``train --implementation pytorch-eager`` on an array device timed plain PyTorch's op list but
+    priced its energy on Megatron's (the command passed no implementation to the energy): 6.514 J for
+    both in fp32, although the eager list is 40% slower. Its GEMMs are the same and its unfused
+    memory-bound kernels read and write more HBM words, so its energy must be the larger."""
+    argv = ["train", str(ROOT / "configs" / "transformers" / "gpt2.json"), "--cluster",
+            str(ROOT / "configs" / "clusters" / "scalesim_32x32_device.toml"), "--global-batch", "1",
+            "--attention", "standard", "--recompute", "none", "--dtype", dtype, "--format", "json"]
+    megatron = _json(capsys, argv)["meta"]
+    eager = _json(capsys, [*argv, "--implementation", "pytorch-eager"])["meta"]
+    assert megatron["energy_source"] == eager["energy_source"] == "energy model on the ops' accesses " \
+                                                                   "(archsim.energy, default table)"
+    assert eager["iteration_seconds"] > megatron["iteration_seconds"]
+    assert eager["energy_j"] > megatron["energy_j"]
