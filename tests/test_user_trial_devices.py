@@ -94,3 +94,20 @@ def test_train_prices_energy_on_the_op_list_it_times(capsys, dtype):
                                                                    "(archsim.energy, default table)"
     assert eager["iteration_seconds"] > megatron["iteration_seconds"]
     assert eager["energy_j"] > megatron["energy_j"]
+
+
+@pytest.mark.parametrize("cluster", ["tpu_v4_like_slice.toml", "h100_1gpu.toml"])
+def test_a_sweep_point_has_the_energy_train_prints_for_it(capsys, cluster):
+    """``train --sweep`` printed time, rates and memory per point but no energy, though ``train`` prints
+    ``energy_j`` for one point and ``search`` a column of it: the same point's figure, on array devices
+    (the energy model) and on catalog GPUs (board power × time) alike."""
+    model = str(ROOT / "configs" / "transformers" / "gpt3_1.3b.toml")
+    path = str(ROOT / "configs" / "clusters" / cluster)
+    gpus = "16" if cluster.startswith("tpu") else "1"
+    base = ["train", model, "--cluster", path, "--dp", gpus, "--global-batch", "32", "--format", "json"]
+    swept = _json(capsys, [*base, "--sweep", "micro_batch=1,2"])
+    for row in swept["rows"]:
+        one = _json(capsys, [*base, "--micro-batch", str(row["micro_batch"])])["meta"]
+        assert row["iteration_seconds"] == pytest.approx(one["iteration_seconds"])
+        assert row["energy_j"] == pytest.approx(one["energy_j"])
+    assert swept["meta"]["energy_source"] == one["energy_source"]
