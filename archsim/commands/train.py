@@ -217,8 +217,10 @@ def _run_sweep(args: argparse.Namespace, config) -> int:
     if isinstance(placement, tuple):
         cluster = cluster.reordered(placement)
     rows = sweep(config, cluster, base, axes)
+    sources = dict.fromkeys(row.pop("energy_source") for row in rows)  # one per cluster, kept once in the meta
     meta = {"model": config.name, "gpu": cluster.gpu_names, "dtype": args.dtype, "points": len(rows),
-            "axes": ",".join(name for name, _ in axes)}
+            "axes": ",".join(name for name, _ in axes),
+            "energy_source": "; ".join(source for source in sources if source) or "none"}
     emit(render(pd.DataFrame(rows), args.format, meta=meta, precision=args.precision), args)
     return 0
 
