@@ -111,3 +111,16 @@ def test_a_sweep_point_has_the_energy_train_prints_for_it(capsys, cluster):
         assert row["iteration_seconds"] == pytest.approx(one["iteration_seconds"])
         assert row["energy_j"] == pytest.approx(one["energy_j"])
     assert swept["meta"]["energy_source"] == one["energy_source"]
+
+
+@pytest.mark.parametrize("header, row, missing", [
+    ("OPName,Latency,Device,B,M,N", "linear,0.1,Tesla T4,1,64,64", "K"),
+    ("OPName,Latency,Device,B", "softmax,0.1,Tesla T4,8", "H")])
+def test_a_missing_shape_column_is_named_as_missing(tmp_path, capsys, header, row, missing):
+    """A NeuSight CSV without a shape column its ops need was refused as a bad cell of the first row
+    ("line 2, field 'K': must be a positive integer, got ''"), as if the value were empty."""
+    path = tmp_path / "kernels.csv"
+    path.write_text(f"{header}\n{row}\n")
+    assert main(["validate-gpu", "--csv", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}, line 1, field '{missing}'" in err and "missing column" in err
