@@ -90,6 +90,10 @@ def parse_neusight_csv(text: str, source: str = "<memory>") -> KernelRows:
                              field="OPName")
         needed = GEMM_COLUMNS if OP_CLASSES[op] in ("linear", "bmm") else {"B": "B", "H": "H"}
         record: dict[str, object] = {"line": line, "op": op, "op_class": OP_CLASSES[op], "device": cell("Device")}
+        absent = [name for name in needed.values() if name not in index]
+        if absent:  # the header's fault, not this row's: named at the header's line
+            raise InputError(f"missing column {absent[0]}: {op} rows need {', '.join(sorted(needed.values(), key=SHAPES.index))}",
+                             file=source, line=rows[0][0], field=absent[0])
         for dimension, name in needed.items():
             text_value = cell(name)
             try:
