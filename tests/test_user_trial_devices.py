@@ -124,3 +124,34 @@ def test_a_missing_shape_column_is_named_as_missing(tmp_path, capsys, header, ro
     assert main(["validate-gpu", "--csv", str(path)]) == 2
     err = capsys.readouterr().err
     assert f"{path}, line 1, field '{missing}'" in err and "missing column" in err
+
+
+def test_a_mig_slice_is_not_taken_for_the_whole_gpu(capsys):
+    """CUDA names a MIG instance "NVIDIA A100-SXM4-80GB MIG 1g.10gb": the catalog read it as the whole
+    A100 (108 SMs, where a 1g slice has 14: NVIDIA's MIG user guide) and timed its kernels 7× fast."""
+    from archsim.devices.catalog import find_gpu
+    from archsim.errors import InputError
+
+    with pytest.raises(InputError, match="MIG slice"):
+        find_gpu("NVIDIA A100-SXM4-80GB MIG 1g.10gb")
+    assert find_gpu("NVIDIA A100-SXM4-80GB") == "a100-80gb"
+    path = str(KERNELS / "softmax.csv")
+    assert main(["validate-gpu", "--csv", path, "--gpu", "NVIDIA A100-SXM4-80GB MIG 1g.10gb"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.splitlines()) == 1 and "MIG slice" in err
+
+
+def test_a_cuda_name_with_another_memory_size_is_not_the_catalog_board(tmp_path, capsys):
+    """A cluster of "Tesla V100-SXM2-16GB" trained on the catalog's 32 GB V100 board: twice the memory
+    the GPU has (NVIDIA's V100 datasheet: 16 or 32 GB), so a run that does not fit was said to."""
+    cluster = tmp_path / "v100_16gb.toml"
+    cluster.write_text('[cluster]\nname = "v100_16gb"\n\n[[servers]]\ncount = 1\ngpus = 1\n'
+                       'intra_server_gbps = 1200\ngpu = "Tesla V100-SXM2-16GB"\n')
+    argv = ["train", str(ROOT / "configs" / "transformers" / "gpt2.json"), "--cluster", str(cluster),
+            "--global-batch", "1"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "16" in err and "32" in err
+    cluster.write_text(cluster.read_text().replace("16GB", "32GB"))
+    assert main([*argv, "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["meta"]["memory_capacity_gib"] == pytest.approx(32)
