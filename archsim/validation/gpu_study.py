@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from archsim.devices.catalog import find_gpu
+from archsim.devices.catalog import find_gpu, whole_gpu_name
 from archsim.devices.device import ELEMENT_BYTES
 from archsim.devices.kernels import FITTED, KernelConstants
 from archsim.errors import InputError
@@ -109,7 +109,8 @@ def run_study(tables: Sequence[KernelTable], overrides: GpuOverrides = GpuOverri
         arrays = gpu_arrays(spec, overrides.dataflow, eb, overrides.split_k, overrides.dgrad,
                             overrides.cuda_core_fallback, overrides.winograd)
         dtype = table.meta.get("dtype", "fp16")
-        timer = kernel_timer(spec, find_gpu(overrides.like or name), dtype, tensor_constants, simt_constants)
+        timer = kernel_timer(spec, find_gpu(overrides.like or whole_gpu_name(name)), dtype, tensor_constants,
+                             simt_constants)
         joined.append(model_kernels(table, arrays, mode, timer).assign(gpu=gpu))
         from_csv = measured_sms if overrides.sm_count is None else None
         notes += [{"gpu": gpu, "item": item, "value": value} for item, value in assumptions(arrays, mode, from_csv)]
