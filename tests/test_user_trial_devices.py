@@ -155,3 +155,20 @@ def test_a_cuda_name_with_another_memory_size_is_not_the_catalog_board(tmp_path,
     cluster.write_text(cluster.read_text().replace("16GB", "32GB"))
     assert main([*argv, "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["meta"]["memory_capacity_gib"] == pytest.approx(32)
+
+
+def test_a_runs_row_has_the_energy_train_prints_for_it(capsys, tmp_path):
+    """``train --runs`` printed each row's time and memory but not the energy ``train`` prints for the same
+    iteration (and ``--sweep`` for each point), on array devices and GPUs alike."""
+    runs = tmp_path / "runs.csv"
+    runs.write_text("tp,pp,dp,micro_batch,global_batch,recompute\n2,1,8,1,64,full\n1,2,8,2,64,none\n")
+    model = str(ROOT / "configs" / "transformers" / "gpt3_1.3b.toml")
+    cluster = str(ROOT / "configs" / "clusters" / "tpu_v4_like_slice.toml")
+    out = _json(capsys, ["train", model, "--cluster", cluster, "--runs", str(runs), "--format", "json"])
+    for row in out["rows"]:
+        one = _json(capsys, ["train", model, "--cluster", cluster, "--tp", str(row["tp"]), "--pp", str(row["pp"]),
+                             "--dp", str(row["dp"]), "--micro-batch", str(row["micro_batch"]), "--global-batch",
+                             str(row["global_batch"]), "--recompute", row["recompute"], "--format", "json"])["meta"]
+        assert row["predicted_seconds"] == pytest.approx(one["iteration_seconds"])
+        assert row["energy_j"] == pytest.approx(one["energy_j"])
+    assert out["meta"]["energy_source"] == one["energy_source"]
