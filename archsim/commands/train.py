@@ -268,11 +268,12 @@ def _run_runs(args: argparse.Namespace, config) -> int:
     except InputError as exc:
         raise InputError(exc.message, file=args.runs, line=exc.where.line, field=exc.where.field) from None
     errors = [abs(r["error"]) for r in out if r["error"] is not None]
+    sources = dict.fromkeys(r.pop("energy_source") for r in out)  # one per cluster, kept once in the meta
     meta = {"model": config.name, "gpu": cluster.gpu_names, "attention": args.attention, "dp_overlap": args.dp_overlap,
             "dtype": args.dtype, "schedule": args.schedule,
             "grad_accumulation": accumulation(rows[0].par, cluster.machine(rows[0].par)),  # (read_runs: ≥ 1 row)
             "runs": len(out), "measured": len(errors),
-            "mape": float(np.mean(errors)) if errors else None}
+            "mape": float(np.mean(errors)) if errors else None, "energy_source": "; ".join(sources)}
     emit(render(Rows.of(out), args.format, meta=meta,
                 precision=args.precision), args)
     return 0
