@@ -172,3 +172,16 @@ def test_a_runs_row_has_the_energy_train_prints_for_it(capsys, tmp_path):
         assert row["predicted_seconds"] == pytest.approx(one["iteration_seconds"])
         assert row["energy_j"] == pytest.approx(one["energy_j"])
     assert out["meta"]["energy_source"] == one["energy_source"]
+
+
+def test_train_names_the_sequence_length_its_tokens_per_second_count(capsys):
+    """``train --seq`` (or a config's own length) set the tokens each sample has, but no output named
+    it: tokens/s could not be read back to samples/s. The meta's ``seq`` is the one tokens/s counts."""
+    model = str(ROOT / "configs" / "transformers" / "gpt3_1.3b.toml")
+    cluster = str(ROOT / "configs" / "clusters" / "a100_node.toml")
+    for extra in ([], ["--seq", "1024"]):
+        meta = _json(capsys, ["train", model, "--cluster", cluster, "--global-batch", "8", "--format", "json",
+                              *extra])["meta"]
+        seq = 1024 if extra else 2048  # the config's seq = 2048
+        assert meta["seq"] == seq
+        assert meta["tokens_per_second"] == pytest.approx(8 * seq / meta["iteration_seconds"])
