@@ -149,7 +149,8 @@ def run(args: argparse.Namespace) -> int:
     timeline = [{"rank": str(s.processor), "action": str(s.op), "start_s": float(s.start), "end_s": float(s.end)}
                 for s in slots] if len(slots) <= 20000 else []
     rates = _rates(config, par, result.iteration_seconds, machines)
-    meta = {"model": config.name, "gpu": ", ".join(sorted({m.gpu.name for m in machines})), "gpus": par.gpus, "tp": par.tp, "pp": par.pp,
+    meta = {"model": config.name, "seq": config.seq, "gpu": ", ".join(sorted({m.gpu.name for m in machines})),
+            "gpus": par.gpus, "tp": par.tp, "pp": par.pp,
             "dp": par.dp, "global_batch": par.global_batch, "micro_batch": par.micro_batch,
             "microbatches": par.microbatches, "recompute": par.recompute,
             "sequence_parallel": par.sequence_parallel, "interleave": par.interleave, "schedule": par.schedule_name,
@@ -218,7 +219,8 @@ def _run_sweep(args: argparse.Namespace, config) -> int:
         cluster = cluster.reordered(placement)
     rows = sweep(config, cluster, base, axes)
     sources = dict.fromkeys(row.pop("energy_source") for row in rows)  # one per cluster, kept once in the meta
-    meta = {"model": config.name, "gpu": cluster.gpu_names, "dtype": args.dtype, "points": len(rows),
+    meta = {"model": config.name, "seq": config.seq, "gpu": cluster.gpu_names, "dtype": args.dtype,
+            "points": len(rows),
             "axes": ",".join(name for name, _ in axes),
             "energy_source": "; ".join(source for source in sources if source) or "none"}
     emit(render(pd.DataFrame(rows), args.format, meta=meta, precision=args.precision), args)
