@@ -185,3 +185,17 @@ def test_train_names_the_sequence_length_its_tokens_per_second_count(capsys):
         seq = 1024 if extra else 2048  # the config's seq = 2048
         assert meta["seq"] == seq
         assert meta["tokens_per_second"] == pytest.approx(8 * seq / meta["iteration_seconds"])
+
+
+def test_gpu_flag_does_not_model_another_gpu_against_a_measured_csvs_times(capsys):
+    """``validate-gpu --csv gpu_kernels_h200.csv --gpu "Tesla T4"`` modelled a T4 with the H200's 132 SMs
+    (the CSV's ``# sm_count``), labelled the rows h200 and compared them with the H200's times
+    (seconds_mape 5.76): a GPU that is not the CSV's ``# gpu:`` is refused, naming both."""
+    path = str(ROOT / "benchmarks" / "results" / "gpu_kernels_h200.csv")
+    with open(path, encoding="utf-8") as handle:
+        assert handle.readline().strip() == "# gpu: NVIDIA H200"
+    assert main(["validate-gpu", "--csv", path, "--gpu", "Tesla T4"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "NVIDIA H200" in err and "Tesla T4" in err
+    same = _json(capsys, ["validate-gpu", "--csv", path, "--gpu", "NVIDIA H200", "--format", "json"])
+    assert same == _json(capsys, ["validate-gpu", "--csv", path, "--format", "json"])
