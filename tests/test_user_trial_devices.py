@@ -199,3 +199,15 @@ def test_gpu_flag_does_not_model_another_gpu_against_a_measured_csvs_times(capsy
     assert out == "" and "NVIDIA H200" in err and "Tesla T4" in err
     same = _json(capsys, ["validate-gpu", "--csv", path, "--gpu", "NVIDIA H200", "--format", "json"])
     assert same == _json(capsys, ["validate-gpu", "--csv", path, "--format", "json"])
+
+
+def test_an_iterations_csv_given_to_validate_gpu_is_told_apart(tmp_path, capsys):
+    """NeuSight's ``train_iterations.csv`` (whole training iterations) given to ``validate-gpu`` was
+    refused as "missing column(s) network, layer, op, measured_ms", naming neither kernel format nor
+    what reads iterations."""
+    path = tmp_path / "train_iterations.csv"
+    path.write_text("device,model,seq,batch,parallel,e2e_ms,fw_ms,bwall_ms,layers_measured\n"
+                    "Tesla_V100-PCIE-32GB,bert_large,512,2,single,234.2,82.9,151.2,24\n")
+    assert main(["validate-gpu", "--csv", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "OPName" in err and "iterations" in err and "archsim train" in err
