@@ -211,3 +211,13 @@ def test_an_iterations_csv_given_to_validate_gpu_is_told_apart(tmp_path, capsys)
     assert main(["validate-gpu", "--csv", str(path)]) == 2
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "OPName" in err and "iterations" in err and "archsim train" in err
+
+
+@pytest.mark.parametrize("name", ["Tesla P100-SXM2-16GB", "NVIDIA H100 NVL"])
+def test_another_board_of_a_catalog_chip_is_not_taken_for_it(name):
+    """CUDA's names of boards the catalog does not hold were matched to another board of the chip: the
+    P100 SXM2 (1,480 MHz boost, 300 W: NVIDIA's P100 datasheet) to the P100 PCIe (1,303 MHz, 250 W), the
+    H100 NVL (a 94 GB, 400 W PCIe card) to the H100 SXM5 (80 GB, 700 W)."""
+    from archsim.devices.catalog import find_gpu
+
+    assert find_gpu(name) is None
