@@ -221,3 +221,17 @@ def test_another_board_of_a_catalog_chip_is_not_taken_for_it(name):
     from archsim.devices.catalog import find_gpu
 
     assert find_gpu(name) is None
+
+
+def test_a_sweep_none_of_whose_points_runs_is_an_error(capsys):
+    """``train --dtype fp32 --sweep micro_batch=1,2`` on a GPU kept train's default FlashAttention, which
+    has no fp32 kernel: every row was that error, with exit status 0 and no time anywhere. One line
+    and exit 2, as ``train`` gives for the same flags."""
+    argv = ["train", str(ROOT / "configs" / "transformers" / "gpt2.json"), "--cluster",
+            str(ROOT / "configs" / "clusters" / "h100_1gpu.toml"), "--global-batch", "8", "--dtype", "fp32"]
+    assert main(argv) == 2
+    single = capsys.readouterr().err
+    assert main([*argv, "--sweep", "micro_batch=1,2"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.splitlines()) == 1 and "no point" in err
+    assert single.split("error: ", 1)[1].split(": ", 1)[1].strip() in err
