@@ -218,6 +218,8 @@ def _run_sweep(args: argparse.Namespace, config) -> int:
     if isinstance(placement, tuple):
         cluster = cluster.reordered(placement)
     rows = sweep(config, cluster, base, axes)
+    if all(row["error"] for row in rows):  # a flag no point can run with (fp32 beside FlashAttention): as train
+        raise InputError(f"no point of the sweep can run; the first: {rows[0]['error']}", field="sweep")
     sources = dict.fromkeys(row.pop("energy_source") for row in rows)  # one per cluster, kept once in the meta
     meta = {"model": config.name, "seq": config.seq, "gpu": cluster.gpu_names, "dtype": args.dtype,
             "points": len(rows),
