@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
             for row in result.rows]
     gains = [row["uneven_gain"] for row in result.rows if row["uneven_gain"] == row["uneven_gain"]]
     none = float("nan")  # no split applies (or no row): NaN, as the rows' own gain columns have it
-    meta = {"model": config.name, "gpu": cluster.gpu_names, "dtype": args.dtype,
+    meta = {"model": config.name, "seq": config.seq, "gpu": cluster.gpu_names, "dtype": args.dtype,
             "gpus": ",".join(map(str, args.gpus)) if args.gpus else cluster.topology.devices,
             "global_batch": args.global_batch, "objective": args.objective, "balance": args.balance,
             "enumerated": result.enumerated, "costed": result.costed, "rejected": result.rejected,

@@ -149,7 +149,8 @@ def run(args: argparse.Namespace) -> int:
     timeline = [{"rank": str(s.processor), "action": str(s.op), "start_s": float(s.start), "end_s": float(s.end)}
                 for s in slots] if len(slots) <= 20000 else []
     rates = _rates(config, par, result.iteration_seconds, machines)
-    meta = {"model": config.name, "gpu": ", ".join(sorted({m.gpu.name for m in machines})), "gpus": par.gpus, "tp": par.tp, "pp": par.pp,
+    meta = {"model": config.name, "seq": config.seq, "gpu": ", ".join(sorted({m.gpu.name for m in machines})),
+            "gpus": par.gpus, "tp": par.tp, "pp": par.pp,
             "dp": par.dp, "global_batch": par.global_batch, "micro_batch": par.micro_batch,
             "microbatches": par.microbatches, "recompute": par.recompute,
             "sequence_parallel": par.sequence_parallel, "interleave": par.interleave, "schedule": par.schedule_name,
@@ -158,7 +159,8 @@ def run(args: argparse.Namespace) -> int:
             "dtype": args.dtype, "implementation": args.implementation,
             "grad_accumulation": accumulation(par, machines[0]), "iteration_seconds": result.iteration_seconds,
             "forward_seconds": result.forward_seconds, "backward_seconds": result.backward_seconds,
-            **iteration_energy(config, par, cluster, result.iteration_seconds, memory=result.memory),
+            **iteration_energy(config, par, cluster, result.iteration_seconds, args.implementation,
+                               memory=result.memory),
             **rates, "peak_memory_gib": result.peak_memory_gib,
             "memory_capacity_gib": capacity / 2**30, "fits_memory": all(m["fits"] for m in memory),
             "breakdown_seconds": result.breakdown, "memory_per_rank": memory,
@@ -216,8 +218,13 @@ def _run_sweep(args: argparse.Namespace, config) -> int:
     if isinstance(placement, tuple):
         cluster = cluster.reordered(placement)
     rows = sweep(config, cluster, base, axes)
-    meta = {"model": config.name, "gpu": cluster.gpu_names, "dtype": args.dtype, "points": len(rows),
-            "axes": ",".join(name for name, _ in axes)}
+    if all(row["error"] for row in rows):  # a flag no point can run with (fp32 beside FlashAttention): as train
+        raise InputError(f"no point of the sweep can run; the first: {rows[0]['error']}", field="sweep")
+    sources = dict.fromkeys(row.pop("energy_source") for row in rows)  # one per cluster, kept once in the meta
+    meta = {"model": config.name, "seq": config.seq, "gpu": cluster.gpu_names, "dtype": args.dtype,
+            "points": len(rows),
+            "axes": ",".join(name for name, _ in axes),
+            "energy_source": "; ".join(source for source in sources if source) or "none"}
     emit(render(pd.DataFrame(rows), args.format, meta=meta, precision=args.precision), args)
     return 0
 
@@ -265,11 +272,12 @@ def _run_runs(args: argparse.Namespace, config) -> int:
     except InputError as exc:
         raise InputError(exc.message, file=args.runs, line=exc.where.line, field=exc.where.field) from None
     errors = [abs(r["error"]) for r in out if r["error"] is not None]
+    sources = dict.fromkeys(r.pop("energy_source") for r in out)  # one per cluster, kept once in the meta
     meta = {"model": config.name, "gpu": cluster.gpu_names, "attention": args.attention, "dp_overlap": args.dp_overlap,
             "dtype": args.dtype, "schedule": args.schedule,
             "grad_accumulation": accumulation(rows[0].par, cluster.machine(rows[0].par)),  # (read_runs: ≥ 1 row)
             "runs": len(out), "measured": len(errors),
-            "mape": float(np.mean(errors)) if errors else None}
+            "mape": float(np.mean(errors)) if errors else None, "energy_source": "; ".join(sources)}
     emit(render(Rows.of(out), args.format, meta=meta,
                 precision=args.precision), args)
     return 0

@@ -33,8 +33,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--csv", nargs="+", required=True, metavar="FILE.csv",
                         help="measured CSV(s) from benchmarks/gpu_validate.py (benchmarks/results/gpu_kernels_*.csv)")
     parser.add_argument("--gpu", default=None,
-                        help="GPU: a catalog name or a CUDA device string such as 'Tesla T4' "
-                             "(default: the CSV's '# gpu:' line, or a NeuSight CSV's Device column)")
+                        help="GPU: a catalog name or a CUDA device string such as 'Tesla T4'; a NeuSight "
+                             "CSV keeps the rows measured on it, and a measured CSV whose '# gpu:' line names "
+                             "another GPU is refused (default: the CSV's '# gpu:' line, or a NeuSight CSV's "
+                             "Device column)")
     parser.add_argument("--like", default=None, help="a known GPU to start from when the name is not in the table")
     parser.add_argument("--sm-count", type=positive_int, default=None, help="SMs (default: the CSV's, else the table's)")
     parser.add_argument("--tensor-cores-per-sm", type=positive_int, default=None,
@@ -96,6 +98,7 @@ def run_neusight(args: argparse.Namespace) -> int:
         SHAPES,
         check_devices,
         mape_by_class,
+        measured_on,
         predict,
         read_neusight_csv,
     )
@@ -111,21 +114,29 @@ def run_neusight(args: argparse.Namespace) -> int:
         for kernels in files:
             check_devices(kernels)
     frame = pd.concat([kernels.frame for kernels in files], ignore_index=True)
-    rows = predict(frame, FITTED, args.gpu)
+    if args.gpu:  # the rows measured on that GPU; none: its predictions beside another GPU's times
+        mine = measured_on(frame, args.gpu)
+        if len(mine):
+            frame = mine.reset_index(drop=True)
+        elif show == "stats":
+            raise InputError(f"no row was measured on {args.gpu!r}: its MAPE would compare it with other GPUs' "
+                             "times; --show kernels gives its predictions beside each row's measured_device",
+                             field="gpu")
+    rows = predict(frame, FITTED, args.gpu).rename(columns={"device": "measured_device"})
     meta = {"csv": " ".join(args.csv), "kernel_model": "archsim.devices.kernels, fp32, kernels.FITTED"}
     if show == "stats":
         table = mape_by_class(rows, ("gpu", "op_class"))
         table = table.assign(mape=table["mape"] / 100).rename(columns={"rows": "kernel_count"})
     else:
         shapes = [c for c in SHAPES if rows[c].notna().any()]
-        table = rows[["op", *shapes, "measured_seconds", "predicted_seconds", "error", "gpu"]].rename(
-            columns={"error": "relative_error"})
+        table = rows[["op", *shapes, "measured_seconds", "predicted_seconds", "error", "gpu",
+                      "measured_device"]].rename(columns={"error": "relative_error"})
         for column in shapes:
             if rows[column].notna().all():
                 table[column] = table[column].astype("int64")
         # the shapes under the file's own column names (NeuSight's N is the reduction, its K the output columns)
         table = table.rename(columns=GEMM_COLUMNS)[["op", *shapes, "measured_seconds", "predicted_seconds",
-                                                    "relative_error", "gpu"]]
+                                                    "relative_error", "gpu", "measured_device"]]
     emit(render(table, args.format, precision=args.precision, meta=meta, float_format="{:.3g}"), args)
     return 0
 

@@ -279,9 +279,21 @@ def gpu(name: str) -> Device:
     key = ALIASES.get(str(name).lower(), str(name).lower())
     if key not in GPUS:
         key = BOARD_OF_CHIP.get(find_gpu(str(name).replace("_", " ")) or "", key)  # file names: _ for spaces
+        if key in GPUS:
+            _check_stated_memory(str(name), GPUS[key])
     if key not in GPUS:
         raise InputError(f"unknown GPU {name!r}; the catalog has {', '.join(GPUS)}", field="gpu")
     return GPUS[key]
+
+
+def _check_stated_memory(name: str, board: Device) -> None:
+    """Refuse a CUDA name whose memory ("Tesla V100-SXM2-16GB") is not its catalog board's: training's
+    memory check would read the board's. Within 5%: the H200's 141 GB is 140.4 GiB."""
+    stated = re.search(r"(\d+)\s*gb\b", name.lower().replace("_", " "))
+    board_gib = board.memory_bytes / GIB
+    if stated and abs(int(stated[1]) - board_gib) > 0.05 * board_gib:
+        raise InputError(f"GPU {name!r} has {stated[1]} GB; the catalog's {board.name} has {board_gib:.0f} GiB: "
+                         "write a device file with its memory (docs/formats.md, \"Device files\")", field="gpu")
 
 
 def chip_of(device: Device) -> GpuSpec | None:
@@ -290,10 +302,11 @@ def chip_of(device: Device) -> GpuSpec | None:
     return CHIP_OF_DEVICE.get(device)
 
 
-_NAME_PATTERNS = ((r"p100", "p100-pcie"), (r"1080\s*ti", "gtx-1080-ti"), (r"titan\s*xp", "titan-xp"),
+# A name matches its board only: another board of the same chip (P100 SXM2, H100 NVL) is not in the table.
+_NAME_PATTERNS = ((r"p100(?!.*sxm)", "p100-pcie"), (r"1080\s*ti", "gtx-1080-ti"), (r"titan\s*xp", "titan-xp"),
                   (r"titan\s*x.*pascal", "titan-x-pascal"), (r"titan\s*x.*maxwell", "titan-x-maxwell"),
                   (r"\bm40\b", "m40"), (r"mi25", "mi25"), (r"vega.*(frontier|\bfe\b)", "vega-fe"),
-                  (r"h200", "h200"), (r"h100.*pcie", "h100-pcie"), (r"h100", "h100-sxm"),
+                  (r"h200", "h200"), (r"h100.*pcie", "h100-pcie"), (r"h100(?!.*nvl)", "h100-sxm"),
                   (r"a100.*40\s*gb", "a100-40gb"), (r"a100.*80\s*gb.*pcie", "a100-80gb-pcie"),
                   (r"a100", "a100-80gb"), (r"\ba10\b", "a10"),
                   (r"\bl4\b", "l4"), (r"v100.*pcie", "v100-pcie"), (r"v100", "v100"), (r"\bt4\b", "t4"),
@@ -301,11 +314,22 @@ _NAME_PATTERNS = ((r"p100", "p100-pcie"), (r"1080\s*ti", "gtx-1080-ti"), (r"tita
 
 
 def find_gpu(name: str) -> str | None:
-    """The :data:`KNOWN_GPUS` slug for a device name such as ``"NVIDIA H100 80GB HBM3"`` (None if unknown)."""
+    """The :data:`KNOWN_GPUS` slug for a device name such as ``"NVIDIA H100 80GB HBM3"`` (None if unknown;
+    an InputError for a MIG slice, which no slug describes)."""
     text = name.strip().lower()
     if text in KNOWN_GPUS:
         return text
+    if re.search(r"\bmig\b", text):  # CUDA's name of a MIG instance: "NVIDIA A100-SXM4-80GB MIG 1g.10gb"
+        raise InputError(f"{name!r} is a MIG slice, not a whole GPU: the catalog's GPUs are whole (a slice has a "
+                         "fraction of their SMs and memory; validate-gpu's --sm-count gives a slice's SMs on "
+                         "archsim's measured CSVs)", field="gpu")
     return next((slug for pattern, slug in _NAME_PATTERNS if re.search(pattern, text)), None)
+
+
+def whole_gpu_name(name: str) -> str:
+    """``name`` less CUDA's MIG suffix ("NVIDIA A100-SXM4-80GB MIG 3g.40gb" → its GPU's name): where a
+    slice's own SM count is given, the slice is that GPU cut down."""
+    return re.sub(r"\s*\bmig\b.*$", "", name, flags=re.IGNORECASE)
 
 
 def resolve_gpu(name: str, *, like: str | None = None, sm_count: int | None = None,
@@ -315,7 +339,8 @@ def resolve_gpu(name: str, *, like: str | None = None, sm_count: int | None = No
 
     A measured SM count (MIG slices, a cut-down part) should be passed as ``sm_count``.
     """
-    slug = find_gpu(like) if like else find_gpu(name)
+    whole = whole_gpu_name(name) if sm_count is not None else name
+    slug = find_gpu(like) if like else find_gpu(whole)  # a MIG slice: its GPU, with the slice's SMs given
     if slug is None:
         field = "like" if like else "gpu"
         raise InputError(f"unknown GPU {(like or name)!r}; name a similar known one with --like "
@@ -332,4 +357,4 @@ def resolve_gpu(name: str, *, like: str | None = None, sm_count: int | None = No
 
 
 __all__ = ["ALIASES", "BOARD_OF_CHIP", "CHIP_OF_DEVICE", "FP32_PARTITION", "GIB", "GPUS", "KNOWN_GPUS", "MAX_GPU_UNITS", "MB", "TABLE", "Board",
-           "GpuSpec", "Row", "chip_of", "device", "find_gpu", "gpu", "resolve_gpu"]
+           "GpuSpec", "Row", "chip_of", "device", "find_gpu", "gpu", "resolve_gpu", "whole_gpu_name"]

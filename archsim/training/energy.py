@@ -53,18 +53,14 @@ def array_device(cluster, gpus: int) -> Device | None:
 def _microbatch_picojoules(c: TransformerConfig, micro_batch: int, tp: int, sequence_parallel: bool, attention: str,
                            recompute: str, device: Device, dtype: str, implementation: str) -> float:
     """Picojoules of one micro-batch on one device of each TP group (module docstring): the layers,
-    the embedding and the head, the forward again under full recompute. Cached: a search prices
-    many configurations that share these."""
+    the embedding and the head of the op list the iteration is timed on (``implementation`` in
+    ``dtype``: :func:`~archsim.training.iteration.piece_works`), the forward again under full
+    recompute. Cached: a search prices many configurations that share these."""
     from archsim.energy.model import op_energy_columns
     from archsim.energy.table import access_energies
-    from archsim.training.eager_ops import eager_block_work, eager_embedding_work, eager_head_work
-    from archsim.training.layer_ops import block_work, embedding_work, head_work
+    from archsim.training.iteration import piece_works
 
-    b, t = micro_batch, tp
-    if implementation == "pytorch-eager":
-        pieces = (eager_block_work(c, b), eager_embedding_work(c, b), eager_head_work(c, b))
-    else:
-        pieces = (block_work(c, b, t, sequence_parallel, attention), embedding_work(c, b, t), head_work(c, b, t))
+    pieces, _ = piece_works(c, micro_batch, tp, sequence_parallel, attention, implementation, dtype)
     array = device_array(device, dtype)
     energies = access_energies(array)
     total = 0.0

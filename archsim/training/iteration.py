@@ -165,9 +165,12 @@ def model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> di
     return dict(_model_pieces(c, same, machine))
 
 
-@lru_cache(maxsize=4096)
-def _model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> dict[str, PieceCost]:
-    b, t, sp = par.micro_batch, par.tp, par.sequence_parallel
+def piece_works(c: TransformerConfig, micro_batch: int, tp: int, sequence_parallel: bool, attention: str,
+                implementation: str, dtype: str) -> tuple[tuple[Work, Work, Work], tuple[Work, Work, Work]]:
+    """The op lists of one micro-batch's layer, embedding and head that ``implementation`` runs in
+    ``dtype``, and Megatron's lists of the same pieces (the host floor is counted per their ops): the
+    one choice the iteration's time and its energy (:mod:`archsim.training.energy`) both read."""
+    b, t, sp = micro_batch, tp, sequence_parallel
     if c.family == "switch":
         from archsim.training.hf_ops import check_hf  # Hugging Face's op lists: only the runs that take them
         from archsim.training.hf_switch_ops import (
@@ -176,28 +179,31 @@ def _model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> d
             switch_embedding_work,
             switch_head_work,
         )
-  # the host floor counted in Megatron's ops for its sub-layers (docs/training.md)
-        if machine.implementation != "pytorch-eager" or machine.dtype != "fp32":
-            refuse_switch(c, f"--implementation {machine.implementation} in {machine.dtype}")
-        check_hf(c, t, sp, par.attention)
-        if par.recompute != "none":
-            raise InputError("Switch Transformers' op list is Hugging Face's without gradient checkpointing: "
-                             "--recompute none only", field="recompute")
-        lists = (switch_block_work(c, b), switch_embedding_work(c, b), switch_head_work(c, b))
-        megatron = megatron_counterparts(c, b)
-    else:
-        if machine.implementation == "pytorch-eager" and machine.dtype == "fp32":  # Hugging Face's modules, no AMP
-            from archsim.training.hf_ops import check_hf, hf_block_work, hf_embedding_work, hf_head_work
+        if implementation != "pytorch-eager" or dtype != "fp32":
+            refuse_switch(c, f"--implementation {implementation} in {dtype}")
+        check_hf(c, t, sp, attention)
+        return ((switch_block_work(c, b), switch_embedding_work(c, b), switch_head_work(c, b)),
+                megatron_counterparts(c, b))
+    megatron = (block_work(c, b, t, sp, attention), embedding_work(c, b, t), head_work(c, b, t))
+    if implementation == "pytorch-eager" and dtype == "fp32":  # Hugging Face's modules, no AMP
+        from archsim.training.hf_ops import check_hf, hf_block_work, hf_embedding_work, hf_head_work
 
-            check_hf(c, t, sp, par.attention)
-            lists = (hf_block_work(c, b), hf_embedding_work(c, b), hf_head_work(c, b))
-        elif machine.implementation == "pytorch-eager":
-            check_eager(c, t, sp)
-            check_eager_attention(par.attention)
-            lists = (eager_block_work(c, b), eager_embedding_work(c, b), eager_head_work(c, b))
-        megatron = (block_work(c, b, t, sp, par.attention), embedding_work(c, b, t), head_work(c, b, t))
-        if machine.implementation == "megatron":
-            lists = megatron
+        check_hf(c, t, sp, attention)
+        return (hf_block_work(c, b), hf_embedding_work(c, b), hf_head_work(c, b)), megatron
+    if implementation == "pytorch-eager":
+        check_eager(c, t, sp)
+        check_eager_attention(attention)
+        return (eager_block_work(c, b), eager_embedding_work(c, b), eager_head_work(c, b)), megatron
+    return megatron, megatron
+
+
+@lru_cache(maxsize=4096)
+def _model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> dict[str, PieceCost]:
+    lists, megatron = piece_works(c, par.micro_batch, par.tp, par.sequence_parallel, par.attention,
+                                  machine.implementation, machine.dtype)
+    if c.family == "switch" and par.recompute != "none":
+        raise InputError("Switch Transformers' op list is Hugging Face's without gradient checkpointing: "
+                         "--recompute none only", field="recompute")
     layer, embedding, head = (piece_cost(work, par, machine, recompute, None if counted is work else counted)
                               for work, counted, recompute in zip(lists, megatron, (par.recompute, "none", "none")))
     return {"layer": layer, "embedding": embedding, "head": head}
@@ -243,5 +249,6 @@ __all__ = [
     "machine_op_seconds",
     "model_pieces",
     "piece_cost",
+    "piece_works",
     "recounted_op_seconds",
 ]

@@ -154,9 +154,11 @@ def row_config(base: TransformerConfig, row: RunRow) -> TransformerConfig:
 
 def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRow, ...],
                  tick: Callable[[], None] = lambda: None) -> list[dict]:
-    """Each row's predicted iteration (seconds), peak memory per GPU (GiB) and, where measured, its error
-    (predicted / measured − 1), in the rows' order; ``tick`` is called after each row (a progress bar).
+    """Each row's predicted iteration (seconds), peak memory per GPU (GiB), energy (J, and how it was
+    found: :func:`~archsim.training.energy.iteration_energy`, as ``archsim train`` prices it) and, where
+    measured, its error (predicted / measured − 1), in the rows' order; ``tick`` is called after each row (a progress bar).
     A row that cannot run on ``cluster`` raises an :class:`InputError` naming its line."""
+    from archsim.training.energy import iteration_energy
     from archsim.training.run import train
 
     out = []
@@ -175,6 +177,7 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
                   "micro_batch": p.micro_batch, "global_batch": p.global_batch, "recompute": p.recompute,
                   "sequence_parallel": p.sequence_parallel, "interleave": p.interleave,
                   "predicted_seconds": result.iteration_seconds, "peak_memory_gib": result.peak_memory_gib,
+                  **iteration_energy(config, p, cluster, result.iteration_seconds, memory=result.memory),
                   "measured_seconds": row.measured_seconds,
                   "error": None if row.measured_seconds is None else result.iteration_seconds / row.measured_seconds - 1}
         out.append(record)

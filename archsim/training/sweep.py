@@ -11,6 +11,7 @@ from dataclasses import asdict, fields
 
 from archsim.choices.training import GRAD_ACCUMULATIONS
 from archsim.errors import InputError
+from archsim.training.energy import iteration_energy
 from archsim.training.parallel import ATTENTIONS, DP_OVERLAPS, RECOMPUTE, Parallelism
 from archsim.training.throughput import Throughput, throughput
 from archsim.validate import check_job_size, parse_int, shown
@@ -108,8 +109,9 @@ def check_sweep_size(base: dict, axes: list[tuple[str, tuple]], max_ops: int) ->
 
 def sweep(config, cluster, base: dict, axes: list[tuple[str, tuple]]) -> list[dict]:
     """One row per point: its settings, iteration seconds, MFU, TFLOP/s per GPU and tokens/s
-    (:mod:`archsim.training.throughput`), peak memory (GiB) and whether it fits, or the reason it
-    cannot run."""
+    (:mod:`archsim.training.throughput`), peak memory (GiB) and whether it fits, the iteration's energy
+    (J, as ``archsim train`` prices it: :func:`~archsim.training.energy.iteration_energy`), or the
+    reason it cannot run; ``energy_source`` last, for the meta (how ``energy_j`` was found)."""
     from archsim.progress import progress
     from archsim.training.run import train
 
@@ -134,11 +136,13 @@ def _point(config, cluster, settings: dict, train) -> dict:
         peak = sum(m.gpu.peak(m.dtype) for m in machines) / len(machines)
         rates = throughput(config, par.global_batch, par.recompute, result.iteration_seconds, par.gpus, peak,
                            par.attention)
+        energy = iteration_energy(config, par, cluster, result.iteration_seconds, memory=result.memory)
         row.update(iteration_seconds=result.iteration_seconds, **asdict(rates), peak_memory_gib=result.peak_memory_gib,
-                   fits_memory=fits, error="")
+                   fits_memory=fits, energy_j=energy["energy_j"], error="",
+                   energy_source=energy["energy_source"])
     except InputError as exc:
         row.update(iteration_seconds=None, **dict.fromkeys(RATES), peak_memory_gib=None, fits_memory=None,
-                   error=exc.message)
+                   energy_j=None, error=exc.message, energy_source=None)
     return row
 
 

@@ -65,7 +65,11 @@ def parse_kernel_csv(text: str, source: str = "<memory>") -> KernelTable:
     names = [cell.strip().lower() for cell in header]
     missing = [name for name in REQUIRED if name not in names]
     if missing:
-        raise InputError(f"missing column(s) {', '.join(missing)}", file=source, line=header_line, field=missing[0])
+        kind = ("; this file holds whole training iterations (e2e_ms), which benchmarks/bench_neusight_iterations.py "
+                "compares with archsim train --implementation pytorch-eager" if "e2e_ms" in names else "")
+        raise InputError(f"missing column(s) {', '.join(missing)}: validate-gpu reads kernel CSVs, archsim's "
+                         f"({', '.join(REQUIRED)}, …) or NeuSight's (OPName, Latency, Device, …){kind}",
+                         file=source, line=header_line, field=missing[0])
     index = {name: position for position, name in enumerate(names) if name}
     records = []
     seen: dict[tuple, int] = {}

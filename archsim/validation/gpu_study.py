@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from archsim.devices.catalog import find_gpu
+from archsim.devices.catalog import find_gpu, whole_gpu_name
 from archsim.devices.device import ELEMENT_BYTES
 from archsim.devices.kernels import FITTED, KernelConstants
 from archsim.errors import InputError
@@ -71,10 +71,19 @@ def table_element_bytes(table: KernelTable) -> int:
     return ELEMENT_BYTES[CSV_DTYPES[dtype]]
 
 
+def _catalog_gpu(name: str) -> str | None:
+    """The catalog slug of a GPU name, a MIG slice's GPU's included (None: not in the catalog)."""
+    return find_gpu(whole_gpu_name(name))
+
+
 def table_gpu(table: KernelTable, overrides: GpuOverrides = GpuOverrides()) -> tuple[str, GpuSpec]:
     """The GPU a measured table ran on: its name (``--gpu`` or the ``# gpu:`` line) and its chip with the
     CSV's SM count and the user's overrides applied."""
     name = overrides.gpu or table.meta.get("gpu")
+    measured_on = table.meta.get("gpu")
+    if overrides.gpu and measured_on and _catalog_gpu(measured_on) not in (None, _catalog_gpu(overrides.gpu)):
+        raise InputError(f"measured on {measured_on!r} (its '# gpu:' line): --gpu {overrides.gpu!r} would model "
+                         "another GPU against its times; drop --gpu", file=table.source, field="gpu")
     if not name:
         raise InputError("no '# gpu:' metadata line; name the GPU with --gpu", file=table.source, field="gpu")
     measured_sms = table.meta.get("sm_count")
@@ -109,7 +118,8 @@ def run_study(tables: Sequence[KernelTable], overrides: GpuOverrides = GpuOverri
         arrays = gpu_arrays(spec, overrides.dataflow, eb, overrides.split_k, overrides.dgrad,
                             overrides.cuda_core_fallback, overrides.winograd)
         dtype = table.meta.get("dtype", "fp16")
-        timer = kernel_timer(spec, find_gpu(overrides.like or name), dtype, tensor_constants, simt_constants)
+        timer = kernel_timer(spec, find_gpu(overrides.like or whole_gpu_name(name)), dtype, tensor_constants,
+                             simt_constants)
         joined.append(model_kernels(table, arrays, mode, timer).assign(gpu=gpu))
         from_csv = measured_sms if overrides.sm_count is None else None
         notes += [{"gpu": gpu, "item": item, "value": value} for item, value in assumptions(arrays, mode, from_csv)]

@@ -90,6 +90,10 @@ def parse_neusight_csv(text: str, source: str = "<memory>") -> KernelRows:
                              field="OPName")
         needed = GEMM_COLUMNS if OP_CLASSES[op] in ("linear", "bmm") else {"B": "B", "H": "H"}
         record: dict[str, object] = {"line": line, "op": op, "op_class": OP_CLASSES[op], "device": cell("Device")}
+        absent = [name for name in needed.values() if name not in index]
+        if absent:  # the header's fault, not this row's: named at the header's line
+            raise InputError(f"missing column {absent[0]}: {op} rows need {', '.join(sorted(needed.values(), key=SHAPES.index))}",
+                             file=source, line=rows[0][0], field=absent[0])
         for dimension, name in needed.items():
             text_value = cell(name)
             try:
@@ -151,6 +155,16 @@ def device_spec(name: str) -> GpuSpec:
     if slug is None:
         raise InputError(f"unknown GPU {name!r}; the catalog has {', '.join(KNOWN_GPUS)}", field="gpu")
     return KNOWN_GPUS[slug]
+
+
+def measured_on(frame: pd.DataFrame, gpu: str) -> pd.DataFrame:
+    """The rows of ``frame`` measured on ``gpu`` (a catalog name or CUDA device string): those whose
+    ``device`` names the same catalog GPU, or names none (a file without a Device column). Empty when
+    the file has no row of that GPU: its times are then another GPU's, not an error of this one's."""
+    device_spec(gpu)  # an unknown name is refused here, in one line
+    slug = find_gpu(gpu)
+    same = [not str(name) or find_gpu(str(name)) == slug for name in frame["device"]]
+    return frame[np.asarray(same, dtype=bool)]
 
 
 def predict(frame: pd.DataFrame, constants: KernelConstants, gpu: str | None = None,
@@ -257,6 +271,7 @@ __all__ = [
     "largest_tie",
     "leave_one_gpu_out",
     "mape_by_class",
+    "measured_on",
     "parse_neusight_csv",
     "predict",
     "read_neusight_csv",
