@@ -116,3 +116,88 @@ def test_train_and_search_follow_megatrons_rule(m, megatron_accepts):
     reason = schedule_rejection("interleaved-1f1b", 4, m)
     assert (reason is None) == megatron_accepts
     assert megatron_accepts or reason == "interleave-needs-microbatches-multiple-of-pp"
+
+
+# Which runs read each flag, as read in archsim/commands/schedule.py and stage_schedule.py: --streams and
+# --region-size only _multistream; --reverse-k only _data_parallel's dp-reverse-k branch; --sync and
+# --comm-units only _data_parallel; --link-bandwidth on a network only _data_parallel and _stage_profile
+# (the published schedules; list-* schedules have no communication model); --comm on a network only
+# _stage_profile's published schedules, per-stage every run; --stage-memory only the per-stage profile
+# (every per-stage run's peak memory, the exact searches' limit); --max-orders only the exact searches.
+IGNORED_ON_A_NETWORK = [
+    ("gpipe", ["--streams", "joint"], "multistream"),
+    ("dp-wfbp", ["--region-size", "1"], "multistream"),
+    ("dp-wfbp", ["--reverse-k", "auto"], "dp-reverse-k"),
+    ("ooo-pipe2", ["--reverse-k", "2"], "dp-reverse-k"),
+    ("gpipe", ["--sync", "ring"], "dp-wfbp"),
+    ("1f1b", ["--sync", "ps"], "dp-reverse-k"),
+    ("mp", ["--comm-units", "1.0"], "dp-priority"),
+    ("gpipe", ["--link-bandwidth", "64"], "dp-wfbp"),
+    ("list-1f1b", ["--link-bandwidth", "8"], "zb-h1"),
+    ("gpipe", ["--comm", "0"], "zb-h1"),
+    ("dp-wfbp", ["--comm", "1"], "1f1b"),
+    ("gpipe", ["--stage-memory", "1,0.4"], "per-stage"),
+    ("zb-h1", ["--max-orders", "300000"], "zb-1p-exact"),
+]
+
+
+@pytest.mark.parametrize("policy, flag, taker", IGNORED_ON_A_NETWORK)
+def test_every_flag_a_network_policy_ignores_is_refused(policy, flag, taker, capsys, tmp_path):
+    """Given is given: the flag's default value, given, would be ignored just the same."""
+    err = _refused_before_output(capsys, tmp_path, [*NET, "--policy", policy, *flag])
+    assert flag[0] in err and taker in err and policy in err
+
+
+IGNORED_PER_STAGE = [
+    ("1f1b", ["--streams", "naive"]),
+    ("zb-h1", ["--region-size", "2"]),
+    ("zb-h1", ["--reverse-k", "auto"]),
+    ("gpipe", ["--sync", "ring"]),
+    ("1f1b", ["--comm-units", "1.0"]),
+    ("zb-1p", ["--max-orders", "300000"]),
+    ("zb-h1", ["--flush"]),
+    ("gpipe", ["--no-flush"]),
+]
+
+
+@pytest.mark.parametrize("policy, flag", IGNORED_PER_STAGE)
+def test_every_flag_a_per_stage_policy_ignores_is_refused(policy, flag, capsys, tmp_path):
+    err = _refused_before_output(capsys, tmp_path, [*STAGES, "--policy", policy, *flag])
+    assert flag[0] in err and policy in err
+
+
+def test_policy_with_a_torch_schedule_is_refused(capsys, tmp_path):
+    """--torch-schedule names the order; a --policy beside it would be ignored."""
+    err = _refused_before_output(capsys, tmp_path, [*STAGES, "--torch-schedule", "Schedule1F1B", "--policy", "zb-h1"])
+    assert "--policy" in err and "Schedule1F1B" in err
+
+
+def test_max_orders_is_refused_with_a_torch_schedule(capsys, tmp_path):
+    err = _refused_before_output(capsys, tmp_path, [*STAGES, "--torch-schedule", "ScheduleGPipe",
+                                                    "--max-orders", "10"])
+    assert "--max-orders" in err and "zb-1p-exact" in err
+
+
+@pytest.mark.parametrize("argv", [
+    ["schedule", "ffnn8", "--policy", "multistream", "--streams", "naive", "--region-size", "2"],
+    [*NET, "--policy", "dp-reverse-k", "--reverse-k", "1", "--sync", "ps", "--comm-units", "2"],
+    [*NET, "--policy", "dp-wfbp", "--sync", "ring", "--comm-units", "1.0"],
+    [*NET, "--policy", "zb-h1", "--comm", "0.5", "--link-bandwidth", "8"],
+    ["schedule", "--stages", "2", "--stage-times", "1,1,1", "--microbatches", "3", "--policy", "zb-1p-exact",
+     "--stage-memory", "1,0.4", "--max-orders", "300000"],
+    [*STAGES, "--policy", "gpipe", "--stage-memory", "2,0.5", "--comm", "0.1"],
+    [*STAGES, "--torch-schedule", "Schedule1F1B", "--stage-memory", "2,0.5", "--comm", "0.1"],
+])
+def test_the_runs_that_read_a_flag_still_take_it(argv, capsys):
+    _row(capsys, argv)
+
+
+def test_a_given_flag_changes_what_its_policy_reports(capsys):
+    """The readers really read them: each flag moves a figure of the run that takes it."""
+    dp = [*NET, "--policy", "dp-reverse-k"]
+    assert _row(capsys, [*dp, "--comm-units", "1"])["makespan"] != _row(capsys, [*dp, "--comm-units", "5"])["makespan"]
+    ms = ["schedule", "ffnn8", "--policy", "multistream"]
+    assert _row(capsys, [*ms, "--streams", "single"])["policy"] == "multistream-single"
+    per_stage = [*STAGES, "--policy", "1f1b"]
+    assert _row(capsys, [*per_stage, "--stage-memory", "1,0.4"])["peak_memory"] == "4;3;2;1"  # m_in_flight = P - s
+    assert _row(capsys, [*per_stage, "--stage-memory", "2,0.4"])["peak_memory"] == "8;6;4;2"
