@@ -201,3 +201,14 @@ def test_a_given_flag_changes_what_its_policy_reports(capsys):
     per_stage = [*STAGES, "--policy", "1f1b"]
     assert _row(capsys, [*per_stage, "--stage-memory", "1,0.4"])["peak_memory"] == "4;3;2;1"  # m_in_flight = P - s
     assert _row(capsys, [*per_stage, "--stage-memory", "2,0.4"])["peak_memory"] == "8;6;4;2"
+
+
+@pytest.mark.parametrize("flag", [["--comm", "0"], ["--comm", "5"], ["--stage-memory", "1,0.4"]])
+def test_flags_a_stage_profile_replaces_are_refused_with_it(flag, capsys, tmp_path):
+    """A --stage-profile's own columns (comm, activation_bytes, weight_bytes; 0 when absent) set what these
+    flags set for --stage-times: given beside it, they would be ignored."""
+    profile = tmp_path / "stages.csv"
+    profile.write_text("forward,backward_input,backward_weight\n1,1,1\n1,1,1\n", encoding="utf-8")
+    err = _refused_before_output(capsys, tmp_path, ["schedule", "--stage-profile", str(profile), "--microbatches",
+                                                    "4", "--policy", "1f1b", *flag])
+    assert flag[0] in err and "--stage-profile" in err
