@@ -31,7 +31,8 @@ class FlagRule:
     """A flag (argparse ``field``, typed as ``flag``) and the runs that read it: policies on a NETWORK,
     per-stage policies (``--policy``, 1f1b when none), and orders of ``--torch-schedule`` (archsim's
     name of the class's order) or ``--schedule-csv-in`` (""). ``default`` is filled in when not given
-    (None: the run picks it, e.g. --flush by policy)."""
+    (None: the run picks it, e.g. --flush by policy); ``profile_column``: a ``--stage-profile``'s own
+    column sets it instead, so it is refused beside one."""
 
     field: str
     flag: str
@@ -39,6 +40,7 @@ class FlagRule:
     network: tuple[str, ...] = ()
     per_stage: tuple[str, ...] = ()
     ordered: tuple[str, ...] = ()
+    profile_column: bool = False
 
 
 # What reads each flag, in archsim/commands/schedule.py and stage_schedule.py.
@@ -54,8 +56,8 @@ RULES = (
     FlagRule("comm_units", "--comm-units", DEFAULT_COMM_UNITS, DP_POLICIES),
     # on a network a link carries DP sync and the published schedules' hops (list-* model no communication)
     FlagRule("link_bandwidth", "--link-bandwidth", None, DP_POLICIES + ZB_SCHEDULES, ALL, ALL),
-    FlagRule("comm", "--comm", DEFAULT_COMM, ZB_SCHEDULES, ALL, ALL),
-    FlagRule("stage_memory", "--stage-memory", DEFAULT_STAGE_MEMORY, (), ALL, ALL),  # every per-stage peak
+    FlagRule("comm", "--comm", DEFAULT_COMM, ZB_SCHEDULES, ALL, ALL, profile_column=True),
+    FlagRule("stage_memory", "--stage-memory", DEFAULT_STAGE_MEMORY, (), ALL, ALL, profile_column=True),
     FlagRule("max_orders", "--max-orders", EXACT_SEARCH_LIMIT, (), EXACT_POLICIES),
 )
 
@@ -103,3 +105,6 @@ def check_policy_flags(args: argparse.Namespace, per_stage: bool) -> None:
         elif policy is not None and takers != ALL and policy not in takers:
             raise InputError(f"{rule.flag} applies only to {readers(rule)}; {name} does not take it",
                              field=rule.flag.split("/")[0].lstrip("-"))
+        elif rule.profile_column and kind != "network" and args.stage_profile:
+            raise InputError(f"{rule.flag} is set by --stage-profile's own columns (comm, activation_bytes, "
+                             "weight_bytes; 0 where absent): give it there", field=rule.flag.lstrip("-"))
