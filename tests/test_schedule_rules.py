@@ -15,6 +15,7 @@ from archsim.training.parallel import schedule_rejection
 
 NET = ["schedule", "ffnn8", "--processors", "2", "--microbatches", "4", "--unit-costs"]
 STAGES = ["schedule", "--stages", "4", "--stage-times", "1,1,1", "--microbatches", "8"]
+MODELLED = ["schedule", "ffnn8", "--processors", "2", "--microbatches", "4"]  # costs from the array model
 
 
 def _refused_before_output(capsys, tmp_path, argv: list[str]) -> str:
@@ -129,11 +130,9 @@ IGNORED_ON_A_NETWORK = [
     ("dp-wfbp", ["--region-size", "1"], "multistream"),
     ("dp-wfbp", ["--reverse-k", "auto"], "dp-reverse-k"),
     ("ooo-pipe2", ["--reverse-k", "2"], "dp-reverse-k"),
-    ("gpipe", ["--sync", "ring"], "dp-wfbp"),
-    ("1f1b", ["--sync", "ps"], "dp-reverse-k"),
+    ("dp-wfbp", ["--streams", "naive"], "multistream"),
     ("mp", ["--comm-units", "1.0"], "dp-priority"),
-    ("gpipe", ["--link-bandwidth", "64"], "dp-wfbp"),
-    ("list-1f1b", ["--link-bandwidth", "8"], "zb-h1"),
+    ("1f1b", ["--comm-units", "1"], "dp-wfbp"),
     ("gpipe", ["--comm", "0"], "zb-h1"),
     ("dp-wfbp", ["--comm", "1"], "1f1b"),
     ("gpipe", ["--stage-memory", "1,0.4"], "per-stage"),
@@ -180,9 +179,9 @@ def test_max_orders_is_refused_with_a_torch_schedule(capsys, tmp_path):
 
 @pytest.mark.parametrize("argv", [
     ["schedule", "ffnn8", "--policy", "multistream", "--streams", "naive", "--region-size", "2"],
-    [*NET, "--policy", "dp-reverse-k", "--reverse-k", "1", "--sync", "ps", "--comm-units", "2"],
-    [*NET, "--policy", "dp-wfbp", "--sync", "ring", "--comm-units", "1.0"],
-    [*NET, "--policy", "zb-h1", "--comm", "0.5", "--link-bandwidth", "8"],
+    [*NET, "--policy", "dp-reverse-k", "--reverse-k", "1", "--comm-units", "2"],
+    [*MODELLED, "--policy", "dp-wfbp", "--sync", "ps", "--link-bandwidth", "8"],
+    [*MODELLED, "--policy", "zb-h1", "--comm", "0.5", "--link-bandwidth", "8"],
     ["schedule", "--stages", "2", "--stage-times", "1,1,1", "--microbatches", "3", "--policy", "zb-1p-exact",
      "--stage-memory", "1,0.4", "--max-orders", "300000"],
     [*STAGES, "--policy", "gpipe", "--stage-memory", "2,0.5", "--comm", "0.1"],
@@ -212,3 +211,30 @@ def test_flags_a_stage_profile_replaces_are_refused_with_it(flag, capsys, tmp_pa
     err = _refused_before_output(capsys, tmp_path, ["schedule", "--stage-profile", str(profile), "--microbatches",
                                                     "4", "--policy", "1f1b", *flag])
     assert flag[0] in err and "--stage-profile" in err
+
+
+# --unit-costs replaces the array model and the links: _data_parallel reads --comm-units with it and
+# --sync and --link-bandwidth (through SyncModel) without it; _stage_profile reads --link-bandwidth only
+# without it.
+@pytest.mark.parametrize("policy, flag, taker", [
+    ("gpipe", ["--sync", "ring"], "dp-wfbp"),
+    ("1f1b", ["--sync", "ps"], "dp-reverse-k"),
+    ("gpipe", ["--link-bandwidth", "64"], "dp-wfbp"),
+    ("list-1f1b", ["--link-bandwidth", "8"], "zb-h1"),
+])
+def test_flags_of_the_modelled_costs_are_refused_for_policies_that_ignore_them(policy, flag, taker, capsys,
+                                                                              tmp_path):
+    err = _refused_before_output(capsys, tmp_path, [*MODELLED, "--policy", policy, *flag])
+    assert flag[0] in err and taker in err and policy in err
+
+
+@pytest.mark.parametrize("policy, flag, costs", [
+    ("dp-wfbp", ["--sync", "ring"], ["--unit-costs"]),
+    ("dp-reverse-k", ["--link-bandwidth", "64"], ["--unit-costs"]),
+    ("zb-h1", ["--link-bandwidth", "8"], ["--unit-costs"]),
+    ("dp-priority", ["--comm-units", "1.0"], []),
+])
+def test_flags_are_refused_where_unit_costs_decide_they_would_be_ignored(policy, flag, costs, capsys, tmp_path):
+    """--comm-units is the sync time only with --unit-costs; --sync and --link-bandwidth only without."""
+    err = _refused_before_output(capsys, tmp_path, [*MODELLED, "--policy", policy, *costs, *flag])
+    assert flag[0] in err and "--unit-costs" in err
