@@ -32,7 +32,8 @@ class FlagRule:
     per-stage policies (``--policy``, 1f1b when none), and orders of ``--torch-schedule`` (archsim's
     name of the class's order) or ``--schedule-csv-in`` (""). ``default`` is filled in when not given
     (None: the run picks it, e.g. --flush by policy); ``profile_column``: a ``--stage-profile``'s own
-    column sets it instead, so it is refused beside one."""
+    column sets it instead, so it is refused beside one; ``costs``: on a NETWORK it is read only with
+    --unit-costs ("unit") or only with costs from the array model ("model"), "" either way."""
 
     field: str
     flag: str
@@ -41,6 +42,7 @@ class FlagRule:
     per_stage: tuple[str, ...] = ()
     ordered: tuple[str, ...] = ()
     profile_column: bool = False
+    costs: str = ""
 
 
 # What reads each flag, in archsim/commands/schedule.py and stage_schedule.py.
@@ -52,10 +54,10 @@ RULES = (
     FlagRule("streams", "--streams", DEFAULT_STREAMS, ("multistream",)),
     FlagRule("region_size", "--region-size", DEFAULT_REGION_SIZE, ("multistream",)),
     FlagRule("k", "--reverse-k", DEFAULT_REVERSE_K, ("dp-reverse-k",)),
-    FlagRule("sync", "--sync", DEFAULT_SYNC, DP_POLICIES),
-    FlagRule("comm_units", "--comm-units", DEFAULT_COMM_UNITS, DP_POLICIES),
+    FlagRule("sync", "--sync", DEFAULT_SYNC, DP_POLICIES, costs="model"),
+    FlagRule("comm_units", "--comm-units", DEFAULT_COMM_UNITS, DP_POLICIES, costs="unit"),
     # on a network a link carries DP sync and the published schedules' hops (list-* model no communication)
-    FlagRule("link_bandwidth", "--link-bandwidth", None, DP_POLICIES + ZB_SCHEDULES, ALL, ALL),
+    FlagRule("link_bandwidth", "--link-bandwidth", None, DP_POLICIES + ZB_SCHEDULES, ALL, ALL, costs="model"),
     FlagRule("comm", "--comm", DEFAULT_COMM, ZB_SCHEDULES, ALL, ALL, profile_column=True),
     FlagRule("stage_memory", "--stage-memory", DEFAULT_STAGE_MEMORY, (), ALL, ALL, profile_column=True),
     FlagRule("max_orders", "--max-orders", EXACT_SEARCH_LIMIT, (), EXACT_POLICIES),
@@ -105,6 +107,9 @@ def check_policy_flags(args: argparse.Namespace, per_stage: bool) -> None:
         elif policy is not None and takers != ALL and policy not in takers:
             raise InputError(f"{rule.flag} applies only to {readers(rule)}; {name} does not take it",
                              field=rule.flag.split("/")[0].lstrip("-"))
+        elif kind == "network" and rule.costs and (rule.costs == "unit") != args.unit_costs:
+            when = "only with --unit-costs" if rule.costs == "unit" else "only without --unit-costs"
+            raise InputError(f"{rule.flag} is read {when}", field=rule.flag.lstrip("-"))
         elif rule.profile_column and kind != "network" and args.stage_profile:
             raise InputError(f"{rule.flag} is set by --stage-profile's own columns (comm, activation_bytes, "
                              "weight_bytes; 0 where absent): give it there", field=rule.flag.lstrip("-"))
