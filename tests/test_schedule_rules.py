@@ -15,6 +15,7 @@ from archsim.training.parallel import schedule_rejection
 
 NET = ["schedule", "ffnn8", "--processors", "2", "--microbatches", "4", "--unit-costs"]
 STAGES = ["schedule", "--stages", "4", "--stage-times", "1,1,1", "--microbatches", "8"]
+MODELLED = ["schedule", "ffnn8", "--processors", "2", "--microbatches", "4"]  # costs from the array model
 
 
 def _refused_before_output(capsys, tmp_path, argv: list[str]) -> str:
@@ -116,3 +117,124 @@ def test_train_and_search_follow_megatrons_rule(m, megatron_accepts):
     reason = schedule_rejection("interleaved-1f1b", 4, m)
     assert (reason is None) == megatron_accepts
     assert megatron_accepts or reason == "interleave-needs-microbatches-multiple-of-pp"
+
+
+# Which runs read each flag, as read in archsim/commands/schedule.py and stage_schedule.py: --streams and
+# --region-size only _multistream; --reverse-k only _data_parallel's dp-reverse-k branch; --sync and
+# --comm-units only _data_parallel; --link-bandwidth on a network only _data_parallel and _stage_profile
+# (the published schedules; list-* schedules have no communication model); --comm on a network only
+# _stage_profile's published schedules, per-stage every run; --stage-memory only the per-stage profile
+# (every per-stage run's peak memory, the exact searches' limit); --max-orders only the exact searches.
+IGNORED_ON_A_NETWORK = [
+    ("gpipe", ["--streams", "joint"], "multistream"),
+    ("dp-wfbp", ["--region-size", "1"], "multistream"),
+    ("dp-wfbp", ["--reverse-k", "auto"], "dp-reverse-k"),
+    ("ooo-pipe2", ["--reverse-k", "2"], "dp-reverse-k"),
+    ("dp-wfbp", ["--streams", "naive"], "multistream"),
+    ("mp", ["--comm-units", "1.0"], "dp-priority"),
+    ("1f1b", ["--comm-units", "1"], "dp-wfbp"),
+    ("gpipe", ["--comm", "0"], "zb-h1"),
+    ("dp-wfbp", ["--comm", "1"], "1f1b"),
+    ("gpipe", ["--stage-memory", "1,0.4"], "per-stage"),
+    ("zb-h1", ["--max-orders", "300000"], "zb-1p-exact"),
+]
+
+
+@pytest.mark.parametrize("policy, flag, taker", IGNORED_ON_A_NETWORK)
+def test_every_flag_a_network_policy_ignores_is_refused(policy, flag, taker, capsys, tmp_path):
+    """Given is given: the flag's default value, given, would be ignored just the same."""
+    err = _refused_before_output(capsys, tmp_path, [*NET, "--policy", policy, *flag])
+    assert flag[0] in err and taker in err and policy in err
+
+
+IGNORED_PER_STAGE = [
+    ("1f1b", ["--streams", "naive"]),
+    ("zb-h1", ["--region-size", "2"]),
+    ("zb-h1", ["--reverse-k", "auto"]),
+    ("gpipe", ["--sync", "ring"]),
+    ("1f1b", ["--comm-units", "1.0"]),
+    ("zb-1p", ["--max-orders", "300000"]),
+    ("zb-h1", ["--flush"]),
+    ("gpipe", ["--no-flush"]),
+]
+
+
+@pytest.mark.parametrize("policy, flag", IGNORED_PER_STAGE)
+def test_every_flag_a_per_stage_policy_ignores_is_refused(policy, flag, capsys, tmp_path):
+    err = _refused_before_output(capsys, tmp_path, [*STAGES, "--policy", policy, *flag])
+    assert flag[0] in err and policy in err
+
+
+def test_policy_with_a_torch_schedule_is_refused(capsys, tmp_path):
+    """--torch-schedule names the order; a --policy beside it would be ignored."""
+    err = _refused_before_output(capsys, tmp_path, [*STAGES, "--torch-schedule", "Schedule1F1B", "--policy", "zb-h1"])
+    assert "--policy" in err and "Schedule1F1B" in err
+
+
+def test_max_orders_is_refused_with_a_torch_schedule(capsys, tmp_path):
+    err = _refused_before_output(capsys, tmp_path, [*STAGES, "--torch-schedule", "ScheduleGPipe",
+                                                    "--max-orders", "10"])
+    assert "--max-orders" in err and "zb-1p-exact" in err
+
+
+@pytest.mark.parametrize("argv", [
+    ["schedule", "ffnn8", "--policy", "multistream", "--streams", "naive", "--region-size", "2"],
+    [*NET, "--policy", "dp-reverse-k", "--reverse-k", "1", "--comm-units", "2"],
+    [*MODELLED, "--policy", "dp-wfbp", "--sync", "ps", "--link-bandwidth", "8"],
+    [*MODELLED, "--policy", "zb-h1", "--comm", "0.5", "--link-bandwidth", "8"],
+    ["schedule", "--stages", "2", "--stage-times", "1,1,1", "--microbatches", "3", "--policy", "zb-1p-exact",
+     "--stage-memory", "1,0.4", "--max-orders", "300000"],
+    [*STAGES, "--policy", "gpipe", "--stage-memory", "2,0.5", "--comm", "0.1"],
+    [*STAGES, "--torch-schedule", "Schedule1F1B", "--stage-memory", "2,0.5", "--comm", "0.1"],
+])
+def test_the_runs_that_read_a_flag_still_take_it(argv, capsys):
+    _row(capsys, argv)
+
+
+def test_a_given_flag_changes_what_its_policy_reports(capsys):
+    """The readers really read them: each flag moves a figure of the run that takes it."""
+    dp = [*NET, "--policy", "dp-reverse-k"]
+    assert _row(capsys, [*dp, "--comm-units", "1"])["makespan"] != _row(capsys, [*dp, "--comm-units", "5"])["makespan"]
+    ms = ["schedule", "ffnn8", "--policy", "multistream"]
+    assert _row(capsys, [*ms, "--streams", "single"])["policy"] == "multistream-single"
+    per_stage = [*STAGES, "--policy", "1f1b"]
+    assert _row(capsys, [*per_stage, "--stage-memory", "1,0.4"])["peak_memory"] == "4;3;2;1"  # m_in_flight = P - s
+    assert _row(capsys, [*per_stage, "--stage-memory", "2,0.4"])["peak_memory"] == "8;6;4;2"
+
+
+@pytest.mark.parametrize("flag", [["--comm", "0"], ["--comm", "5"], ["--stage-memory", "1,0.4"]])
+def test_flags_a_stage_profile_replaces_are_refused_with_it(flag, capsys, tmp_path):
+    """A --stage-profile's own columns (comm, activation_bytes, weight_bytes; 0 when absent) set what these
+    flags set for --stage-times: given beside it, they would be ignored."""
+    profile = tmp_path / "stages.csv"
+    profile.write_text("forward,backward_input,backward_weight\n1,1,1\n1,1,1\n", encoding="utf-8")
+    err = _refused_before_output(capsys, tmp_path, ["schedule", "--stage-profile", str(profile), "--microbatches",
+                                                    "4", "--policy", "1f1b", *flag])
+    assert flag[0] in err and "--stage-profile" in err
+
+
+# --unit-costs replaces the array model and the links: _data_parallel reads --comm-units with it and
+# --sync and --link-bandwidth (through SyncModel) without it; _stage_profile reads --link-bandwidth only
+# without it.
+@pytest.mark.parametrize("policy, flag, taker", [
+    ("gpipe", ["--sync", "ring"], "dp-wfbp"),
+    ("1f1b", ["--sync", "ps"], "dp-reverse-k"),
+    ("gpipe", ["--link-bandwidth", "64"], "dp-wfbp"),
+    ("list-1f1b", ["--link-bandwidth", "8"], "zb-h1"),
+])
+def test_flags_of_the_modelled_costs_are_refused_for_policies_that_ignore_them(policy, flag, taker, capsys,
+                                                                              tmp_path):
+    err = _refused_before_output(capsys, tmp_path, [*MODELLED, "--policy", policy, *flag])
+    assert flag[0] in err and taker in err and policy in err
+
+
+@pytest.mark.parametrize("policy, flag, costs", [
+    ("dp-wfbp", ["--sync", "ring"], ["--unit-costs"]),
+    ("dp-reverse-k", ["--link-bandwidth", "64"], ["--unit-costs"]),
+    ("zb-h1", ["--link-bandwidth", "8"], ["--unit-costs"]),
+    ("dp-priority", ["--comm-units", "1.0"], []),
+])
+def test_flags_are_refused_where_unit_costs_decide_they_would_be_ignored(policy, flag, costs, capsys, tmp_path):
+    """--comm-units is the sync time only with --unit-costs; --sync and --link-bandwidth only without."""
+    err = _refused_before_output(capsys, tmp_path, [*MODELLED, "--policy", policy, *costs, *flag])
+    assert flag[0] in err and "--unit-costs" in err

@@ -26,7 +26,17 @@ from archsim.commands.common import (
     with_memory_args,
     write_timeline_outputs,
 )
-from archsim.commands.schedule_flags import CHUNK_POLICIES, DEFAULT_CHUNKS, DEFAULT_GROUP, check_policy_flags
+from archsim.commands.schedule_flags import (
+    CHUNK_POLICIES,
+    DEFAULT_CHUNKS,
+    DEFAULT_COMM_UNITS,
+    DEFAULT_GROUP,
+    DEFAULT_REGION_SIZE,
+    DEFAULT_REVERSE_K,
+    DEFAULT_STREAMS,
+    DEFAULT_SYNC,
+    check_policy_flags,
+)
 from archsim.commands.stage_schedule import STAGE_ONLY, add_stage_arguments, run_stages, stage_mode
 from archsim.modes import MODES
 from archsim.policies import multistream as ms  # light: its lowering loads when it makes ops
@@ -53,20 +63,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--group", type=positive_int, default=None,
                         help=f"ooo-pipe2 modulo group size, in layers (default: {DEFAULT_GROUP}; refused with "
                              "other policies)")
-    parser.add_argument("--streams", default="joint", choices=ms.SCHEDULES,
-                        help="multistream: single (baseline), naive (G as soon as ready) or joint (Algorithm 1)")
-    parser.add_argument("--region-size", type=positive_int, default=1, help="multistream: δ ops per region")
+    parser.add_argument("--streams", default=None, choices=ms.SCHEDULES,
+                        help="multistream: single (baseline), naive (G as soon as ready) or joint (Algorithm 1) "
+                             f"(default: {DEFAULT_STREAMS}; refused with other policies)")
+    parser.add_argument("--region-size", type=positive_int, default=None,
+                        help=f"multistream: δ ops per region (default: {DEFAULT_REGION_SIZE}; refused with other "
+                             "policies)")
     parser.add_argument("--chunks", type=positive_int, default=None,
                         help=f"model chunks per device of {', '.join(CHUNK_POLICIES)} and their torch classes "
                              f"(default: {DEFAULT_CHUNKS}; refused with other policies)")
-    parser.add_argument("--reverse-k", dest="k", default="auto",
-                        help="dp-reverse-k: layers to reverse, or 'auto' (the paper's search)")
+    parser.add_argument("--reverse-k", dest="k", default=None,
+                        help="dp-reverse-k: layers to reverse, or 'auto' (the paper's search) "
+                             f"(default: {DEFAULT_REVERSE_K}; refused with other policies)")
     parser.add_argument("--k", dest="k", help=argparse.SUPPRESS)  # older name; gemm's --k is a GEMM dimension
-    parser.add_argument("--sync", default="ring", choices=("ring", "ps"), help="data-parallel synchronization: ring all-reduce or a parameter server (ps)")
+    parser.add_argument("--sync", default=None, choices=("ring", "ps"),
+                        help="data-parallel synchronization: ring all-reduce or a parameter server (ps) "
+                             f"(default: {DEFAULT_SYNC}; refused with other policies)")
     # The link bandwidth is --link-bandwidth (per-stage group below); --bandwidth means DRAM words per
     # cycle in cost and pipeline, so schedule does not take it.
-    parser.add_argument("--comm-units", type=non_negative_float_flag, default=1.0,
-                        help="with --unit-costs: synchronization time of each layer (data parallel)")
+    parser.add_argument("--comm-units", type=non_negative_float_flag, default=None,
+                        help="with --unit-costs: synchronization time of each layer (data parallel) "
+                             f"(default: {DEFAULT_COMM_UNITS}; refused with other policies)")
     add_array_arguments(parser)
     add_engine_arguments(parser, bandwidth_flag="--dram-bandwidth")
     add_clock_argument(parser)
@@ -101,9 +118,6 @@ def run(args: argparse.Namespace) -> int:
         if value is None and not (one_device and name == "--processors"):
             raise InputError(f"{name} is required (or give per-stage costs: --stages P --stage-times F,B,W)",
                              field=name.lstrip("-").lower())
-    if args.flush is not None and args.policy not in OOO_POLICIES:
-        raise InputError(f"--flush/--no-flush applies to {', '.join(OOO_POLICIES)}; {args.policy} fixes its own order",
-                         field="flush")
     if args.policy in STAGE_ONLY:
         raise InputError(f"{args.policy} runs on per-stage costs: use --stages/--stage-times or --stage-profile",
                          field="policy")
@@ -125,9 +139,6 @@ def run(args: argparse.Namespace) -> int:
         if args.policy in DP_POLICIES:
             problem, extra = _data_parallel(args, costs, network, phase)
         elif args.policy in ZB_SCHEDULES + LIST_SCHEDULES:
-            if args.comm and args.policy in LIST_SCHEDULES:
-                raise InputError(f"{args.policy} has no communication model; --comm applies to the published "
-                                 "schedules", field="comm")
             stage_profile = _stage_profile(args, costs)
             phase("build")
             problem = zb.zb_build(stage_profile, args.microbatches, args.policy, args.chunks)

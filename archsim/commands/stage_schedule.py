@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import math
 
+from archsim.commands.schedule_flags import DEFAULT_COMM, DEFAULT_STAGE_MEMORY, EXACT_SEARCH_LIMIT
 from archsim.errors import InputError
 from archsim.policies.stage_profile import MAX_STAGE_VALUE
 from archsim.validate import (
@@ -31,7 +32,6 @@ from archsim.validate import (
 STAGE_POLICIES = ("1f1b", "interleaved-1f1b", "zb-h1", "zb-h2", "zb-1p", "zb-2p", "interleaved-zb", "zb-v",
                   "dualpipev", "gpipe", "looped-bfs", "zb-1p-exact", "zb-2p-exact")
 STAGE_ONLY = ("looped-bfs", "zb-1p-exact", "zb-2p-exact")  # the others also run on a NETWORK's layers
-EXACT_SEARCH_LIMIT = 300_000  # combinations of per-stage orders: about a minute of search, well under 4 GB
 STAGE_UNIT = "the stage times' unit"  # per-stage times are numbers in whatever unit the user gave
 
 
@@ -41,10 +41,11 @@ def add_stage_arguments(parser: argparse.ArgumentParser) -> None:
                        help=f"devices (pipeline stages, at most {MAX_PROCESSORS})")
     group.add_argument("--stage-times", default=None, metavar="F,B,W",
                        help="forward, backward-input and backward-weight time of every stage")
-    group.add_argument("--comm", type=float_flag(0.0, MAX_STAGE_VALUE, what="a non-negative time"), default=0.0,
-                       metavar="C", help="per-hop transfer time (T_comm)")
-    group.add_argument("--stage-memory", default="1,0.4", metavar="M_B,M_W",
-                       help="activation memory of a micro-batch and the part kept until W (default 1,0.4: "
+    group.add_argument("--comm", type=float_flag(0.0, MAX_STAGE_VALUE, what="a non-negative time"), default=None,
+                       metavar="C", help=f"per-hop transfer time (T_comm) (default: {DEFAULT_COMM:g})")
+    group.add_argument("--stage-memory", default=None, metavar="M_B,M_W",
+                       help="activation memory of a micro-batch and the part kept until W (default "
+                            f"{DEFAULT_STAGE_MEMORY}: "
                             "M_W/M_B of the zero-bubble paper's GPT layers, 32h/(34h + 5as) = 0.37-0.43)")
     group.add_argument("--stage-profile", default=None, metavar="FILE.csv",
                        help="per-stage forward,backward_input,backward_weight"
@@ -57,7 +58,7 @@ def add_stage_arguments(parser: argparse.ArgumentParser) -> None:
                        help="simulate a torch.distributed.pipelining schedule class's order (e.g. Schedule1F1B)")
     group.add_argument("--schedule-csv-in", default=None, metavar="FILE.csv",
                        help="simulate an action order in torch's CSV layout")
-    group.add_argument("--max-orders", type=positive_int_flag, default=EXACT_SEARCH_LIMIT, metavar="N",
+    group.add_argument("--max-orders", type=positive_int_flag, default=None, metavar="N",
                        help="zb-1p-exact/zb-2p-exact: refuse searches over more combinations of per-stage orders "
                             f"than this (default {EXACT_SEARCH_LIMIT:,}), counted before any order is built")
     group.add_argument("--torch-steps", action="store_true",
