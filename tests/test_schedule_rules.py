@@ -238,3 +238,14 @@ def test_flags_are_refused_where_unit_costs_decide_they_would_be_ignored(policy,
     """--comm-units is the sync time only with --unit-costs; --sync and --link-bandwidth only without."""
     err = _refused_before_output(capsys, tmp_path, [*MODELLED, "--policy", policy, *costs, *flag])
     assert flag[0] in err and "--unit-costs" in err
+
+
+@pytest.mark.parametrize("flag, name", [("--gantt", "g.html"), ("--chrome-trace", "t.json"), ("--schedule-csv", "s.csv")])
+def test_multistream_refuses_timeline_outputs_it_would_not_write(flag, name, capsys, tmp_path):
+    """multistream reports one row of totals (makespan, speed-up): a timeline file asked of it was silently
+    never written; now refused before anything is read or written."""
+    target = tmp_path / name
+    err = refused(capsys, ["schedule", "ffnn8", "--policy", "multistream", flag, str(target), "--format", "json",
+                           "--out", str(tmp_path / "out.json")])
+    assert flag in err and "multistream" in err
+    assert not target.exists() and not (tmp_path / "out.json").exists()

@@ -110,6 +110,12 @@ def run(args: argparse.Namespace) -> int:
     if args.policy == "multistream" and args.processors not in (None, 1):
         raise InputError(f"multistream schedules one device's streams: --processors 1 (or none), got "
                          f"{args.processors}", field="processors")
+    if args.policy == "multistream":  # one device's two streams: a row of totals, no timeline to draw
+        drawn = [flag for flag, value in (("--gantt", args.gantt), ("--chrome-trace", args.trace),
+                                          ("--schedule-csv", args.schedule_csv)) if value]
+        if drawn:
+            raise InputError(f"{drawn[0]}: multistream writes one row of totals and no timeline; drop "
+                             f"{' and '.join(drawn)}", field=drawn[0].lstrip("-"))
     if args.policy == "multistream" and args.microbatches != 1:
         raise InputError(f"multistream schedules one iteration's streams: --microbatches 1, got {args.microbatches}",
                          field="microbatches")
