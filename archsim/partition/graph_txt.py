@@ -107,6 +107,9 @@ def _profile(nodes: dict[str, tuple[str, dict[str, float]]], edges: list[tuple[s
     order = _topological(kept, preds, position, file)
     index = {name: k for k, name in enumerate(order)}
     values = [nodes[n][1] for n in order]
+    # δ of a node's input: the gradients of its inputs, each the size of its producer's activation
+    # (the profiles' convention, lowering.TensorBytes.delta_bytes; 0 for a source)
+    delta_bytes = [sum(int(nodes[p][1]["activation_size"]) for p in preds[n]) for n in order]
     # Edges keep the file's order: PipeDream walks a node's out-edges in it.
     return profile_from_costs(
         order,
@@ -114,7 +117,7 @@ def _profile(nodes: dict[str, tuple[str, dict[str, float]]], edges: list[tuple[s
         weight_grad=[0.0] * len(order),
         delta=[v["backward_compute_time"] * MS for v in values],
         activation_bytes=[int(v["activation_size"]) for v in values],
-        delta_bytes=[int(v["activation_size"]) for v in values],
+        delta_bytes=delta_bytes,
         weight_bytes=[int(v["parameter_size"]) for v in values],
         edges=[(index[a], index[b]) for a, b, _ in edges if a in index and b in index],
         unit="seconds",
