@@ -226,7 +226,7 @@ def test_a_field_set_to_work_archsim_does_not_model_is_refused(tmp_path, fields,
 
 @pytest.mark.parametrize("fields, change", [
     (LLAMA_2, {"rope_scaling": {"type": "linear", "factor": 2.0}, "rope_theta": 500000.0}),  # frequencies only
-    (LLAMA_2, {"partial_rotary_factor": 0.5, "is_decoder": True, "add_cross_attention": True}),
+    (LLAMA_2, {"is_decoder": True, "add_cross_attention": True}),
     (GPT2, {"layer_norm_epsilon": 1e-6, "initializer_range": 0.01, "bos_token_id": 1, "use_cache": False}),
     (BERT, {"is_decoder": True, "pad_token_id": 1, "classifier_dropout": 0.2}),
     (OPT, {"pad_token_id": 1, "init_std": 0.01}),
@@ -256,8 +256,10 @@ def test_docs_list_the_toml_keys_and_every_field_archsim_refuses():
     from archsim.workload.hf_config import FIXED
     from archsim.workload.transformer import _TOML_KEYS
 
-    toml, refused, no_work = _tables("## Transformer configs")
+    toml, read, refused, no_work = _tables("## Transformer configs")
     assert set(toml) == _TOML_KEYS
+    assert set(read) == {"attention_dropout", "partial_rotary_factor"}
+    assert not set(read) & {rule.key for rule in FIXED["llama"]} and not set(read) & set(no_work)
     assert set(refused) == {rule.key for rules in FIXED.values() for rule in rules} >= {key for _, key, _ in REFUSED}
     assert "layer_norm_epsilon" in no_work
 

@@ -116,8 +116,9 @@ def eager_block_work(c: TransformerConfig, micro_batch: int) -> Work:
 
     gemm("scores", s, hd, s, b * c.heads, weights=False)
     softmax: Kernel = ("softmax", b * c.heads * s, s)
+    dropout = (("attn_dropout", 2.5, 2.5, ()),) if c.drops_attention else ()
     for name, forward_elements, backward_elements, kernel in (("mask_fill", 2, 2, ()), ("softmax", 2, 3, softmax),
-                                                              ("attn_dropout", 2.5, 2.5, ())):
+                                                              *dropout):
         fwd(name, forward_elements * scores, kernel)
         bwd(name, backward_elements * scores, kernel)
     gemm("context", s, s, hd, b * c.heads, weights=False)

@@ -142,7 +142,8 @@ def hf_block_work(c: TransformerConfig, micro_batch: int) -> Work:
         o.bwd("mask", 2 * scores)
     o.fwd("softmax", 2 * scores, ("softmax", b * a * s, s))
     o.bwd("softmax", 3 * scores, ("softmax", b * a * s, s))
-    o.dropout("attn_dropout", scores)
+    if c.drops_attention:
+        o.dropout("attn_dropout", scores)
     o.gemm("context", s, s, c.head_dim, b * a, weights=False, bias=False)
     o.fwd("merge_heads", 2 * x)
     o.gemm("attn_proj", tokens, h, h)

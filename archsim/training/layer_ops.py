@@ -24,7 +24,17 @@ dropout                 read, write, mask:  read, mask, write: 2.5
 bias + GeLU (fused)     read, write: 2      read dy, x, write dx: 3
 bias + dropout + add    read x, residual,   read dy, mask, write dx, add residual
                         write, mask: 3.5    grad: 3.5
+RoPE (q, k: one fused   read, write, fp32   read dy, write dx, fp32 angles
+kernel each)            angles              (:func:`rope_elements`)
 ======================  ==================  ====================================
+
+The attention dropout runs only when the model drops attention probabilities
+(:attr:`~archsim.workload.transformer.TransformerConfig.drops_attention`: at probability 0 PyTorch
+launches no kernel), RoPE only for rotary models (Llama, Mistral: ``rotary_dims``), as Megatron-LM
+(Megatron-Core 0.20.0, commit d98e8a6) runs them: ``apply_rope_fusion`` is on by default in its
+training arguments (``--no-rope-fusion`` turns it off), so q and k each take Transformer Engine's fused
+kernel, not the unfused ``_apply_rotary_pos_emb_bshd``. The angles' own computation (once per
+forward, not per layer) is left out.
 
 Megatron's fused scale-mask-softmax kernel runs only on some shapes (:func:`fused_softmax`); elsewhere
 the softmax is five fp32 kernels each way (:data:`UNFUSED_SOFTMAX`).
@@ -115,6 +125,10 @@ def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_par
 
     mem("norm1", 2 * local * h, 3 * local * h, ("ln", local, h))
     gemm("qkv", tokens, h, w.qkv)
+    if c.rotary_dims:  # rotary positions on the local q and k heads, one fused kernel each way per tensor
+        for name, rotated in (("rope_q", heads), ("rope_k", kv)):
+            moved = rope_elements(tokens, rotated, hd, c.rotary_dims)
+            mem(name, moved, moved)
     if attention == "flash":
         f, d = flash_attention_ops(s, hd, b * heads, b * kv, c.sliding_window)
         forward.append(f)
@@ -127,7 +141,8 @@ def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_par
         else:
             for name, fwd, bwd in UNFUSED_SOFTMAX:
                 mem(name, fwd * scores, bwd * scores)
-        mem("attn_dropout", 2.5 * s * s * b * heads, 2.5 * s * s * b * heads)
+        if c.drops_attention:
+            mem("attn_dropout", 2.5 * s * s * b * heads, 2.5 * s * s * b * heads)
         gemm("context", s, s, hd, b * heads, weights=False)
     gemm("proj", tokens, w.attention, h)
     mem("residual1", 3.5 * local * h, 3.5 * local * h)
@@ -143,6 +158,16 @@ def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_par
     mem("residual2", 3.5 * local * h, 3.5 * local * h)
     backward.reverse()  # backward runs the ops last-first (order only matters for a timeline)
     return Work(tuple(forward), tuple(backward), *_tp_collectives(tokens * h * 2, tp, sequence_parallel))
+
+
+def rope_elements(tokens: int, heads: int, head_dim: int, rotary_dims: int) -> int:
+    """Elements (2-byte units) one of Megatron's rotary-embedding kernels moves for ``heads`` heads of
+    ``tokens`` tokens, forward or backward: Megatron-LM's default ``apply_rope_fusion`` runs Transformer
+    Engine's fused RoPE (``fused_rope_block_forward``/``_backward``), one kernel per tensor each way, which
+    reads the tensor (or its gradient), writes a new one of the same shape — the dims past ``rotary_dims``
+    copied through, so a partial rotary moves the same — and reads the fp32 angles (``rotary_dims`` per
+    token: each thread block loads its position's row)."""
+    return 2 * tokens * heads * head_dim + 2 * tokens * rotary_dims
 
 
 def flash_attention_ops(s: int, hd: int, heads: int, kv_heads: int,
@@ -264,4 +289,4 @@ def embedding_parameters(c: TransformerConfig, tp: int = 1) -> int:
 
 
 __all__ = ["UNFUSED_SOFTMAX", "Collective", "Work", "block_work", "embedding_parameters", "embedding_work", "flash_attention_ops",
-           "fused_softmax", "head_work", "layer_parameters", "window_gemms"]
+           "fused_softmax", "head_work", "layer_parameters", "rope_elements", "window_gemms"]

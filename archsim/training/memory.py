@@ -18,7 +18,8 @@ A stage holds one such set per layer for every micro-batch it has run forward bu
 the schedule fixes that count (1F1B: p − i on stage i; read off the schedule's action order, so
 interleaved and zero-bubble orders count right). Recomputation rematerialises one layer at a time
 in the backward: full recompute adds one layer's ``none`` activations, selective one layer's
-attention core (5·a·s²·b/t). The first stage also keeps the embedding's dropout mask (s·b·h bytes per
+attention core (5·a·s²·b/t; 2·a·s²·b/t without attention dropout: the softmax output alone,
+:func:`attention_core_per_score`). The first stage also keeps the embedding's dropout mask (s·b·h bytes per
 micro-batch in flight), the last the fp16 and fp32 logits of the micro-batch it is on (6·s·b·V/t).
 
 With FlashAttention (``attention = "flash"``) no s² tensor is kept: ``none`` keeps the selective
@@ -52,9 +53,18 @@ def layer_activation_bytes(c: TransformerConfig, micro_batch: int, tp: int, reco
         return layer_activation_bytes(c, b, t, "selective", sequence_parallel) + 4 * a * s * b / t
     if recompute == "selective":
         return 34 * sbh / t if sequence_parallel else sbh * (10 + 24 / t)
+    core = attention_core_per_score(c)
     if sequence_parallel:
-        return sbh / t * (34 + 5 * a * s / h)
-    return sbh * (10 + 24 / t + 5 * a * s / (h * t))
+        return sbh / t * (34 + core * a * s / h)
+    return sbh * (10 + 24 / t + core * a * s / (h * t))
+
+
+def attention_core_per_score(c: TransformerConfig) -> int:
+    """Bytes standard attention keeps per score (a·s²·b/t of them per layer and micro-batch) beyond Q, K and
+    V: softmax output 2, dropout mask 1 and dropout output 2, Korthikanti et al.'s 5; without attention
+    dropout (:attr:`~archsim.workload.transformer.TransformerConfig.drops_attention`) the softmax output's 2
+    only, which softmax's backward and the P·V GEMM both read."""
+    return 5 if c.drops_attention else 2
 
 
 def layer_parameters_per_gpu(c: TransformerConfig, tp: int) -> float:
@@ -109,7 +119,7 @@ def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight:
     if par.recompute == "full":
         activations += layer_activation_bytes(c, b, t, "none", par.sequence_parallel, par.attention)
     elif par.recompute == "selective" and par.attention == "standard":
-        activations += 5 * c.heads * c.seq**2 * b / t
+        activations += attention_core_per_score(c) * c.heads * c.seq**2 * b / t
     if first:
         activations += in_flight * c.seq * b * c.hidden
     if last:
@@ -154,5 +164,5 @@ def memories(c: TransformerConfig, par: Parallelism, order=None, scale: float = 
     return out
 
 
-__all__ = ["STATE_BYTES_PER_PARAMETER", "StageMemory", "in_flight", "layer_activation_bytes", "layer_parameters_per_gpu",
+__all__ = ["STATE_BYTES_PER_PARAMETER", "StageMemory", "attention_core_per_score", "in_flight", "layer_activation_bytes", "layer_parameters_per_gpu",
            "memories", "stage_memory", "stage_parameters"]

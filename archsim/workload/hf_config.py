@@ -102,6 +102,17 @@ def _activation(config: dict, key: str, default: str) -> str:
     return str(value)
 
 
+def _number(config: dict, key: str, default: float) -> float:
+    """A real-valued field (transformers' default when absent or null); its range is checked by
+    :class:`TransformerConfig`, which names the field."""
+    value = config.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise InputError(f"expected a number, got {shown(value)}", field=key)
+    return value
+
+
 def from_hf(config: dict, path: Path) -> TransformerConfig:
     kind = str(config.get("model_type", "")).lower()
     name = path.parent.name if path.name == "config.json" else path.stem
@@ -135,7 +146,9 @@ def from_hf(config: dict, path: Path) -> TransformerConfig:
                                  _get(config, "intermediate_size"), _get(config, "num_key_value_heads", heads),
                                  _get(config, "tie_word_embeddings", False),
                                  sliding_window=_get(config, "sliding_window", required=False) if kind == "mistral" else None,
-                                 activation=_activation(config, "hidden_act", "silu"))
+                                 activation=_activation(config, "hidden_act", "silu"),
+                                 attention_dropout=_number(config, "attention_dropout", 0.0),
+                                 partial_rotary_factor=_number(config, "partial_rotary_factor", 1.0))
     if kind == "bert":
         positions = _get(config, "max_position_embeddings")
         return TransformerConfig(name, "bert", _get(config, "num_hidden_layers"), _get(config, "hidden_size"),

@@ -86,6 +86,8 @@ class TransformerConfig:
     position_limit: int = 0  # longest sequence (tokens) the learned position table holds; 0: none stated
     sliding_window: int | None = None  # keys a query attends to (0 ≤ q − k < window, Mistral); None: all before it
     activation: str = ""  # the MLP's activation, one of ACTIVATIONS ("": the family's DEFAULT_ACTIVATION)
+    attention_dropout: float | None = None  # dropout probability on the attention probabilities (None: the family's)
+    partial_rotary_factor: float = 1.0  # llama: the fraction of each head's dims that rotary embeddings rotate
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
@@ -108,6 +110,15 @@ class TransformerConfig:
                 or isinstance(self.sliding_window, bool) or not 1 <= self.sliding_window <= LIMITS["seq"]):
             raise InputError(f"must be an integer in 1…{LIMITS['seq']} for a decoder (gpt, opt, llama), got "
                              f"{shown(self.sliding_window)} for {self.family}", field="sliding_window")
+        if self.attention_dropout is not None and not _probability(self.attention_dropout):
+            raise InputError(f"expected a probability in [0, 1), got {shown(self.attention_dropout)}",
+                             field="attention_dropout")
+        fraction = self.partial_rotary_factor
+        if not (isinstance(fraction, (int, float)) and not isinstance(fraction, bool) and 0 < fraction <= 1):
+            raise InputError(f"expected a fraction in (0, 1], got {shown(fraction)}", field="partial_rotary_factor")
+        if self.family == "llama" and (self.rotary_dims < 2 or self.rotary_dims % 2):
+            raise InputError(f"rotates {self.rotary_dims} of each head's {self.head_dim} dims; rotary embeddings "
+                             "rotate pairs of dims, so the count must be even and at least 2", field="partial_rotary_factor")
         if self.activation and self.activation not in ACTIVATIONS:
             raise InputError(f"expected one of {', '.join(ACTIVATIONS)}, got {shown(self.activation)}", field="activation")
         if self.position_limit and self.seq > self.position_limit:  # a learned table has no row past its end
@@ -126,6 +137,22 @@ class TransformerConfig:
         return (self.kv_channels or self.hidden) // self.heads
 
     @property
+    def drops_attention(self) -> bool:
+        """Whether dropout runs on the attention probabilities: the probability read, else the family's
+        default (Llama's configs and Megatron's Llama recipes: 0; GPT's, OPT's and BERT's lists: on). At 0
+        PyTorch launches no dropout kernel and keeps no mask."""
+        if self.attention_dropout is not None:
+            return self.attention_dropout > 0
+        return self.family != "llama"
+
+    @property
+    def rotary_dims(self) -> int:
+        """Dims of each query and key head rotary position embeddings rotate: int(head_dim × fraction), as
+        transformers' and Megatron's rotary embeddings size them; 0 for the families with learned or
+        relative positions (GPT, OPT, BERT, Switch)."""
+        return int(self.head_dim * self.partial_rotary_factor) if self.family == "llama" else 0
+
+    @property
     def embedding_parameters(self) -> int:
         """Parameters of the lookup tables that are not layers (token table unless tied to the head)."""
         token = self.vocab * self.hidden if (self.family == "bert" or not self.tied_embeddings) else 0
@@ -140,6 +167,10 @@ class TransformerConfig:
     def network(self, seq: int | None = None) -> Network:
         refuse_switch(self, "the array commands' per-sample network")
         return build(self if seq is None else _replace_seq(self, seq))
+
+
+def _probability(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1
 
 
 SWITCH_FIELDS = ("experts", "expert_capacity", "sparse_step", "kv_channels", "position_buckets")
