@@ -150,3 +150,12 @@ def test_the_shipped_gpt_models_keep_their_op_lists(path):
     for attention in ("standard", "flash"):
         assert block_work(replace(c, partial_rotary_factor=0.5), 2, 2, attention=attention) == block_work(
             c, 2, 2, attention=attention)
+
+
+def test_the_shipped_llama_2_7b_config_at_sequence_4096():
+    c = load_transformer(Path(__file__).parent / "data" / "llama2_7b" / "config.json", seq=4096)
+    assert (c.heads, c.head_dim, c.rotary_dims, c.drops_attention) == (32, 128, 128, False)
+    # TP 2, micro-batch 1: 16 q heads and 16 KV heads per rank. q: 4,096 × 16 × 128 = 8,388,608 elements read
+    # and as many written, + 4,096 × 128 fp32 angles (1,048,576 units) = 17,825,792; k the same (no GQA)
+    work = block_work(c, 1, 2, attention="flash")
+    assert _ops(work, "F", "rope") == [("rope_q", 17825792), ("rope_k", 17825792)]
