@@ -139,8 +139,9 @@ class TransformerConfig:
     @property
     def drops_attention(self) -> bool:
         """Whether dropout runs on the attention probabilities: the probability read, else the family's
-        default (Llama's configs and Megatron's Llama recipes: 0; GPT's, OPT's and BERT's lists: on). At 0
-        PyTorch launches no dropout kernel and keeps no mask."""
+        default (Llama: 0, transformers' ``LlamaConfig`` default and Megatron-LM's ``examples/llama``
+        script's ``--attention-dropout``; GPT's, OPT's and BERT's lists: on). At 0 PyTorch launches no
+        dropout kernel and keeps no mask."""
         if self.attention_dropout is not None:
             return self.attention_dropout > 0
         return self.family != "llama"
