@@ -26,8 +26,8 @@ Figures (dense, no sparsity), from NVIDIA's datasheets and architecture whitepap
   51 FP64 tensor; HBM2e 2000 GB/s, 50 MB L2; 350 W maximum TDP; PCIe 5.0 128 GB/s total; an optional
   NVLink bridge joins two cards (600 GB/s total), which the board here does not model: a PCIe card,
   as the A100 PCIe cards are. Its clock, 1620 MHz, is the one at which its tensor cores give the
-  756 TFLOP/s (the H100 SXM's 1830 MHz gives its 989); its 51 FP32 TFLOP/s are its 14,592 lanes at
-  1755 MHz.
+  756 TFLOP/s (the H100 SXM's 1830 MHz gives its 989); its 51 FP32 TFLOP/s imply about 1750 MHz on its
+  14,592 lanes, which at the one catalog clock give 47.3 (as the H100 SXM's give 61.8 of its 66.9).
 * H200 SXM 141 GB (H200 datasheet): the H100 SXM's processor (same SMs, clock and peaks), HBM3e
   4800 GB/s, NVLink 4 900 GB/s total, PCIe 5.0 128 GB/s total. Its "141 GB" are not GiB: the GPU
   reports 143,771 MiB, the capacity used here.
@@ -230,7 +230,8 @@ TABLE: tuple[Row, ...] = (
     Row("h100-sxm", _chip("NVIDIA H100 SXM5 80GB", 132, 4, (16, 32), 1830, 3350, l2_mb=50, lanes=128, tdp=700, nm=4,
                            l1_kb=256, l2_read=HOPPER_L2_BYTES_PER_CLOCK),
         Board("h100-80gb-sxm", 80, HOPPER_PEAKS, 450, 64, 18)),
-    # 114 SMs of the H100 SXM's; 1620 MHz gives the datasheet's 756 dense FP16 TFLOP/s on 456 tensor cores
+    # 114 SMs of the H100 SXM's; 1620 MHz gives the datasheet's 756 dense FP16 TFLOP/s on 456 tensor cores;
+    # L2 feed: the H100 SXM's assumed bytes per clock per SM
     Row("h100-pcie", _chip("NVIDIA H100 PCIe", 114, 4, (16, 32), 1620, 2000, l2_mb=50, lanes=128, tdp=350, nm=4,
                             l1_kb=256, l2_read=HOPPER_L2_BYTES_PER_CLOCK * 114 / 132),
         Board("h100-80gb-pcie", 80, H100_PCIE_PEAKS, 0, 64, **PCIE_ONLY)),
