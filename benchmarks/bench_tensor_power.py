@@ -29,7 +29,7 @@ from archsim.validation.tensor_power import fit_tables, fit_tensor_energy
 
 RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 BOARDS = ("a100-80gb", "h100-80gb-sxm", "h200-141gb", "l4-24gb", "t4-16gb", "v100-32gb", "v100-pcie-32gb",
-          "a100-80gb-pcie")
+          "a100-80gb-pcie", "a100-40gb", "a100-40gb-pcie", "h100-80gb-pcie")
 
 
 def main() -> int:

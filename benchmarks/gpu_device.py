@@ -1,10 +1,13 @@
 """The device a GPU measuring script runs on (``gpu_train_measure.py``, ``gpu_efficiency_probe.py``):
-PyTorch opened with that device selected, and the device's identity for the output file's metadata."""
+PyTorch opened with that device selected, its CPU threads for the run, and the device's identity for the
+output file's metadata."""
 
 from __future__ import annotations
 
 import platform
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 
@@ -24,6 +27,22 @@ def open_torch(script: str, device: str) -> Any:
     if cuda and torch.device(device).index is not None:
         torch.cuda.set_device(torch.device(device))
     return torch
+
+
+@contextmanager
+def cpu_threads(torch, device: str, threads: int = 1) -> Iterator[None]:
+    """On the CPU (``device`` not cuda), torch's intra-op threads set to ``threads`` inside the block (the CPU
+    mode runs tiny shapes to test the code, where more threads only contend) and restored after it, also when
+    it raises, so what runs next in the same process keeps its threads; on a GPU, nothing is changed."""
+    if device.startswith("cuda"):
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def device_meta(torch, device: str) -> dict[str, object]:

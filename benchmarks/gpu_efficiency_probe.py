@@ -46,19 +46,23 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from archsim.commands.common import positive_int_list
 from benchmarks.gpt_model import MODELS, TINY, archsim_config
-from benchmarks.gpu_device import identity, open_torch
+from benchmarks.gpu_device import cpu_threads, identity, open_torch
 from benchmarks.gpu_timing import Budget, Timer
 from benchmarks.measure_csv import command_line, utc_now, write_csv
 from benchmarks.probe_gemm import gemm_shapes, measure_gemms
 from benchmarks.probe_host import measure_host, measure_kernels
 from benchmarks.probe_memory import measure_memory
 from benchmarks.probe_rows import COLUMNS
+
+if TYPE_CHECKING:
+    from archsim.workload.transformer import TransformerConfig
 
 TINY_PROBE = (TINY[0],)
 
@@ -86,7 +90,6 @@ def main(argv: list[str] | None = None) -> int:
     torch = open_torch("gpu_efficiency_probe", args.device)
     if torch is None:
         return 2
-    cuda = args.device.startswith("cuda")
     from archsim.errors import InputError
     from archsim.workload.transformer import load_transformer
 
@@ -98,8 +101,14 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, InputError) as exc:
         print(f"gpu_efficiency_probe: cannot read --models: {exc}", file=sys.stderr)
         return 2
-    if not cuda:
-        torch.set_num_threads(1)
+    with cpu_threads(torch, args.device):  # one thread on the CPU, restored for whatever runs next
+        return probe(torch, args, argv, configs, began, budget)
+
+
+def probe(torch, args: argparse.Namespace, argv: list[str] | None, configs: list[TransformerConfig], began: float,
+          budget: Budget) -> int:
+    """The four sections into ``--out``, the CSV rewritten after each (module docstring)."""
+    cuda = args.device.startswith("cuda")
     dtype = torch.float16 if cuda else torch.float32  # the CPU's fp16 kernels crawl; its numbers only test the code
     torch.manual_seed(0)
     timer = Timer(torch, cuda, args.warmup, args.repeats)

@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT))
 
 from archsim.commands.common import positive_int_list
 from benchmarks.gpt_model import MODELS, TINY, Shape, build_model, load_shape
-from benchmarks.gpu_device import identity, open_torch
+from benchmarks.gpu_device import cpu_threads, identity, open_torch
 from benchmarks.gpu_timing import elapsed_ms, spread
 from benchmarks.measure_csv import command_line, utc_now, write_csv
 from benchmarks.train_step import MixedPrecisionAdam, iteration
@@ -142,13 +142,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.device.startswith("cuda"):
         torch.backends.cuda.matmul.allow_tf32 = False
-    threads = torch.get_num_threads()
-    if not args.device.startswith("cuda"):
-        torch.set_num_threads(1)  # tiny shapes: threads only contend (the CPU mode is for tests, not timings)
-    try:
+    with cpu_threads(torch, args.device):
         return measure_all(torch, args, argv, began)
-    finally:
-        torch.set_num_threads(threads)
 
 
 def measure_all(torch, args: argparse.Namespace, argv: list[str] | None, began: float) -> int:

@@ -11,10 +11,11 @@ distinct layer shape (ResNet-50 repeats many) and batch it times, in the layout 
 * DG_serial: D then G back-to-back on one stream; DG_concurrent: D and G on two CUDA streams
   (the single-device out-of-order-backprop idea), joined before the next pair.
 
-Method: cudnn.benchmark on; W warm-up calls (they also run cuDNN's algorithm search); then R
-repeats of ``inner`` back-to-back calls between two CUDA events, ``inner`` chosen so a repeat
-lasts ≥ --target-ms; a GPU sleep queued before each repeat lets the host enqueue every call
-first, so launch gaps are not timed. Reported: the median over repeats of (elapsed / inner).
+Method (``gpu_timing.batched_ms``, the measuring scripts' one timing code): cudnn.benchmark on; W warm-up
+calls (they also run cuDNN's algorithm search); then R repeats of ``inner`` back-to-back calls between two
+CUDA events, ``inner`` chosen so a repeat lasts ≥ --target-ms; a GPU sleep queued before each repeat lets
+the host enqueue every call first, so launch gaps are not timed. Reported: the median over repeats of
+(elapsed / inner).
 The L2 cache is not flushed between calls.
 
 Writes ``benchmarks/results/gpu_kernels_<gpu-slug>.csv`` (metadata in ``# key: value`` lines),
@@ -31,12 +32,14 @@ import datetime
 import math
 import os
 import shlex
-import statistics
 import subprocess
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
 from archsim.commands.common import positive_int_list
 from archsim.errors import InputError
@@ -45,8 +48,8 @@ from archsim.validation.gpu_csv import format_kernel_csv
 from archsim.validation.gpu_study import slug
 from archsim.workload import load_network
 from archsim.workload.layer import Layer
+from benchmarks.gpu_timing import batched_ms
 
-ROOT = Path(__file__).resolve().parents[1]
 DTYPES = ("fp16", "bf16", "fp32")
 OPS = ("F", "D", "G", "DG_serial", "DG_concurrent")
 
@@ -110,30 +113,12 @@ def stream_pair(torch, d: Callable, g: Callable, concurrent: bool) -> Callable:
     return both
 
 
-def time_kernel(torch, fn: Callable, *, repeats: int, warmup: int, target_ms: float = 1.0, max_inner: int = 50,
+def time_kernel(torch, fn: Callable, *, repeats: int, warmup: int, target_ms: float = 1.0,
                 host_us: float = 60.0) -> tuple[float, int]:
-    """(median ms per call, calls per repeat) by CUDA events; see the module docstring for the method."""
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    fn()
-    end.record()
-    end.synchronize()
-    inner = int(min(max_inner, max(1, math.ceil(target_ms / max(start.elapsed_time(end), 1e-4)))))
-    sleep = getattr(torch.cuda, "_sleep", None)
-    samples = []
-    for _ in range(repeats):
-        if sleep is not None:
-            sleep(int(inner * host_us * 1e-6 * 2.0e9))  # ≥ the host's enqueue time at ≤ 2 GHz
-        start.record()
-        for _ in range(inner):
-            fn()
-        end.record()
-        end.synchronize()
-        samples.append(start.elapsed_time(end) / inner)
-    return statistics.median(samples), inner
+    """(median ms per call, calls per repeat) by CUDA events (:func:`benchmarks.gpu_timing.batched_ms`)."""
+    (median, *_), inner = batched_ms(torch, True, fn, warmup=warmup, repeats=repeats, target_ms=target_ms,
+                                     host_us=host_us)
+    return median, inner
 
 
 def measure(torch, layer: Layer, batch: int, dtype, *, repeats: int, warmup: int, target_ms: float,

@@ -10,12 +10,16 @@ from archsim.errors import InputError
 from archsim.lowering import Gemm, TrainingOp
 
 # name: (dense FP16 tensor TFLOP/s, SMs, tensor cores, HBM GiB, HBM GB/s, NVLink GB/s per direction)
+# H100 PCIe (H100 datasheet: 1,513 TFLOP/s FP16 tensor with sparsity, "1/2 lower without"; 114 SMs × 4
+# tensor cores; 80 GB HBM2e at 2,000 GB/s): a PCIe card here, its optional NVLink bridge not modelled
 DATASHEET = {"v100-32gb": (125, 80, 640, 32, 900, 150), "a100-40gb": (312, 108, 432, 40, 1555, 300),
              "a100-80gb": (312, 108, 432, 80, 2039, 300), "h100-80gb-sxm": (989.4, 132, 528, 80, 3350, 450),
-             "h200-141gb": (989.4, 132, 528, 143771 / 1024, 4800, 450)}
+             "h200-141gb": (989.4, 132, 528, 143771 / 1024, 4800, 450),
+             "h100-80gb-pcie": (1513 / 2, 114, 456, 80, 2000, 0)}
 # NeuSight's PCIe cards (no NVLink): dense FP32 TFLOP/s, SMs, HBM GiB, HBM GB/s, PCIe GB/s per direction
 PCIE_DATASHEET = {"v100-pcie-32gb": (14, 80, 32, 900, 16), "t4-16gb": (8.1, 40, 16, 320, 16),
                   "a100-80gb-pcie": (19.5, 108, 80, 1935, 32), "l4-24gb": (30.3, 58, 24, 300, 32),
+                  "a100-40gb-pcie": (19.5, 108, 40, 1555, 32),
                   "p100-pcie-16gb": (9.3, 56, 16, 732, 16), "p4-8gb": (5.5, 20, 8, 192, 16)}
 
 
@@ -48,9 +52,28 @@ def test_pcie_cards_match_datasheets(name):
 
 @pytest.mark.parametrize(("cuda_name", "key"), [("Tesla V100-PCIE-32GB", "v100-pcie-32gb"), ("Tesla_T4", "t4-16gb"),
                                                 ("NVIDIA L4", "l4-24gb"), ("NVIDIA_H100_80GB_HBM3", "h100-80gb-sxm"),
-                                                ("Tesla P4", "p4-8gb"), ("NVIDIA A100-PCIE-40GB", "a100-40gb")])
+                                                ("Tesla P4", "p4-8gb"), ("NVIDIA A100-PCIE-40GB", "a100-40gb-pcie"),
+                                                ("NVIDIA_A100-PCIE-40GB", "a100-40gb-pcie"),
+                                                ("NVIDIA A100-SXM4-40GB", "a100-40gb"),
+                                                ("NVIDIA A100 80GB PCIe", "a100-80gb-pcie"),
+                                                ("NVIDIA H100 PCIe", "h100-80gb-pcie")])
 def test_cuda_device_names_are_catalog_names(cuda_name, key):
     assert gpu(cuda_name) is GPUS[key]
+
+
+# board power (W, the datasheets' maximum TDP) and form factor: A100 SXM4 40 GB 400 W on NVLink 3 (600 GB/s
+# total); A100 PCIe 40 GB 250 W, PCIe 4.0 (64 GB/s total); H100 PCIe 350 W, PCIe 5.0 (128 GB/s total)
+BOARDS = {"a100-40gb": (400, 300, 32), "a100-40gb-pcie": (250, 0, 32), "h100-80gb-pcie": (350, 0, 64)}
+
+
+@pytest.mark.parametrize("key", sorted(BOARDS))
+def test_each_40gb_and_h100_pcie_entry_is_one_real_board(key):
+    watts, nvlink, pcie = BOARDS[key]
+    board = GPUS[key]
+    assert board.board_watts == watts
+    assert (board.nvlink_bytes_per_s, board.pcie_bytes_per_s) == (nvlink * 1e9, pcie * 1e9)
+    # the name says the form factor its power and links are: no SXM4 name on a PCIe card's figures
+    assert ("PCIe" in board.name) == (nvlink == 0)
 
 
 def test_catalog_names():
@@ -111,3 +134,31 @@ def test_sxm_boards_know_their_fp32_lanes(board, lanes, fp32_tflops):
     assert chip is not None and chip.fp32_lanes_per_sm == lanes
     if fp32_tflops:
         assert sm_flops(chip) * chip.sm_count == pytest.approx(fp32_tflops * 1e12, rel=0.01)
+
+
+# one GPU of each new board, by CUDA's name: (board W, dense FP16 TFLOP/s, memory GiB), typed from the
+# datasheets (A100 PCIe 40 GB: 250 W, 312, 40 GB; H100 PCIe: 350 W, 1,513 with sparsity / 2, 80 GB)
+ONE_GPU = {"NVIDIA A100-PCIE-40GB": (250, 312, 40), "NVIDIA H100 PCIe": (350, 1513 / 2, 80),
+           "NVIDIA A100-SXM4-40GB": (400, 312, 40)}
+
+
+@pytest.mark.parametrize("cuda_name", sorted(ONE_GPU))
+def test_archsim_train_runs_on_one_gpu_of_each_board(cuda_name, tmp_path, capsys):
+    import json
+    from pathlib import Path
+
+    from archsim.cli import main
+
+    watts, tflops, memory = ONE_GPU[cuda_name]
+    cluster = tmp_path / "one.toml"
+    cluster.write_text(f'[cluster]\nname = "one"\n\n[[servers]]\ncount = 1\ngpus = 1\nintra_server_gbps = 128\n'
+                       f'gpu = "{cuda_name}"\n')
+    model = Path(__file__).resolve().parents[1] / "configs" / "transformers" / "gpt2.json"
+    assert main(["train", str(model), "--cluster", str(cluster), "--global-batch", "8", "--micro-batch", "8",
+                 "--format", "json"]) == 0
+    meta = json.loads(capsys.readouterr().out)["meta"]
+    assert meta["gpu"] == gpu(cuda_name).name and meta["fits_memory"]
+    assert meta["memory_capacity_gib"] == memory
+    # one GPU at its board power for the iteration, and MFU against its own datasheet peak
+    assert meta["energy_j"] == pytest.approx(watts * meta["iteration_seconds"], rel=1e-9)
+    assert meta["mfu"] * tflops == pytest.approx(meta["tflops_per_gpu"], rel=1e-9)

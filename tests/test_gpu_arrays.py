@@ -26,7 +26,7 @@ def tiny_spec(sms: int, rows: int, cols: int, clock_hz: float = 1e9) -> GpuSpec:
     return GpuSpec("tiny", sms, 1, rows, cols, clock_hz, 1e12)
 
 
-@pytest.mark.parametrize("slug_, tflops", [("v100", 125), ("t4", 65), ("a100-40gb", 312), ("a100-80gb", 312),
+@pytest.mark.parametrize("slug_, tflops", [("v100", 125), ("t4", 65), ("a100-40gb", 312), ("a100-40gb-pcie", 312), ("a100-80gb", 312),
                                            ("a10", 125), ("l4", 121), ("h100-sxm", 989.4), ("h100-pcie", 756),
                                            ("h200", 989.4)])
 def test_known_gpus_reproduce_datasheet_dense_fp16_peaks(slug_, tflops):
@@ -35,7 +35,8 @@ def test_known_gpus_reproduce_datasheet_dense_fp16_peaks(slug_, tflops):
 
 @pytest.mark.parametrize("name, expected", [
     ("NVIDIA H100 80GB HBM3", "h100-sxm"), ("NVIDIA H100 PCIe", "h100-pcie"), ("NVIDIA H200", "h200"),
-    ("NVIDIA A100-SXM4-40GB", "a100-40gb"), ("NVIDIA A100-SXM4-80GB", "a100-80gb"), ("NVIDIA A10", "a10"),
+    ("NVIDIA A100-SXM4-40GB", "a100-40gb"), ("NVIDIA A100-PCIE-40GB", "a100-40gb-pcie"),
+    ("NVIDIA A100-SXM4-80GB", "a100-80gb"), ("NVIDIA A10", "a10"), ("NVIDIA A10G", None),
     ("Tesla V100-SXM2-16GB", "v100"), ("Tesla T4", "t4"), ("NVIDIA L4", "l4"), ("h100-sxm", "h100-sxm"),
     ("NVIDIA GeForce RTX 4090", None)])
 def test_device_names_find_their_table_entry(name, expected):

@@ -175,3 +175,45 @@ def test_probe_columns_are_documented():
 
     [columns] = table_keys("formats.md", "## Kernel-efficiency probe (CSV)")
     assert tuple(columns) == load_benchmark("gpu_efficiency_probe").COLUMNS == COLUMNS
+
+
+class _ThreadsTorch:
+    """A stand-in ``torch`` with only its intra-op thread count, every change logged."""
+
+    def __init__(self, threads: int):
+        self.threads = threads
+        self.set: list[int] = []
+
+    def get_num_threads(self) -> int:
+        return self.threads
+
+    def set_num_threads(self, n: int) -> None:
+        self.threads = n
+        self.set.append(n)
+
+
+def test_cpu_threads_restores_torchs_thread_count_even_when_the_block_raises():
+    """One thread inside the block on the CPU, the caller's 6 after it (raised or not); on a GPU, untouched."""
+    cpu_threads = load_benchmark("gpu_device").cpu_threads
+    torch = _ThreadsTorch(6)
+    with cpu_threads(torch, "cpu"):
+        assert torch.threads == 1
+    assert torch.threads == 6 and torch.set == [1, 6]
+    with pytest.raises(RuntimeError), cpu_threads(torch, "cpu"):
+        raise RuntimeError("a measurement failed")
+    assert torch.threads == 6 and torch.set == [1, 6, 1, 6]
+    with cpu_threads(torch, "cuda:0"):
+        assert torch.threads == 6
+    assert torch.set == [1, 6, 1, 6]
+
+
+def test_the_probe_leaves_torchs_threads_as_it_found_them(tmp_path, monkeypatch):
+    """The probe's CPU run (the process device_check.sh's steps and the tests share) gives the threads back:
+    before, it left torch single-threaded for everything after it."""
+    script = load_benchmark("gpu_efficiency_probe")
+    torch = _ThreadsTorch(6)
+    seen = []
+    monkeypatch.setattr(script, "open_torch", lambda name, device: torch)
+    monkeypatch.setattr(script, "probe", lambda torch_, *a: seen.append(torch_.threads) or 0)
+    assert script.main(["--device", "cpu", "--tiny", "--out", str(tmp_path / "p.csv")]) == 0
+    assert seen == [1] and torch.threads == 6

@@ -8,7 +8,9 @@ The analysis the script hands its CSV to is tested in test_gpu_validation.py.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
+import inspect
 import sys
 from pathlib import Path
 
@@ -174,3 +176,81 @@ def test_no_analysis_writes_the_csv_only(tmp_path, monkeypatch):
                         str(tmp_path / "k.md"), "--report", str(tmp_path / "k.html"), "--no-analysis"])
     assert code == 0 and not (tmp_path / "k.md").exists() and not (tmp_path / "k.html").exists()
     assert set(read_kernel_csv(out).frame.op) == set(OPS) and read_kernel_csv(out).meta["complete"] == "true"
+
+
+class _GpuClock:
+    """A stand-in GPU's time (ms), advanced by the stand-in kernels; its events stamp it, and every timing
+    call is logged (a sleep is queued before the start event fires, so it is never inside a timed window)."""
+
+    def __init__(self):
+        self.now = 0.0
+        self.log: list = []
+
+    def kernel(self, *costs_ms: float):
+        """A kernel whose successive calls take ``costs_ms`` (the last one repeating)."""
+        left = list(costs_ms)
+
+        def run() -> None:
+            self.now += left.pop(0) if len(left) > 1 else left[0]
+            self.log.append("call")
+        return run
+
+
+class _Event:
+    def __init__(self, clock: _GpuClock, enable_timing: bool = False):
+        assert enable_timing
+        self.clock, self.at = clock, None
+
+    def record(self):
+        self.at = self.clock.now
+        self.clock.log.append("record")
+
+    def synchronize(self):
+        self.clock.log.append("wait")
+
+    def elapsed_time(self, end):
+        return end.at - self.at
+
+
+def timing_torch(clock: _GpuClock):
+    """Just enough of ``torch.cuda`` for gpu_timing's CUDA path and gpu_validate's two streams."""
+    stream = argparse.Namespace(wait_stream=lambda other: None)
+    cuda = argparse.Namespace(Event=lambda enable_timing=False: _Event(clock, enable_timing),
+                              synchronize=lambda: clock.log.append("sync"),
+                              _sleep=lambda cycles: clock.log.append(("sleep", cycles)),
+                              current_stream=lambda: stream, Stream=lambda: stream,
+                              stream=lambda s: contextlib.nullcontext())
+    return argparse.Namespace(cuda=cuda)
+
+
+def test_time_kernel_is_gpu_timings_batched_median():
+    """Two slow warm-ups (cuDNN's search) are not timed; one 0.3 ms call sets inner = ⌈1 / 0.3⌉ = 4 calls
+    per repeat; three repeats of 4 calls at 0.3, 0.6 and 0.3 ms per call give the median 0.3 ms; each repeat
+    is a synchronize, a sleep of 4 calls × 60 µs at 2 GHz = 480,000 cycles, then the calls between events."""
+    script = load_benchmark("gpu_validate")
+    clock = _GpuClock()
+    fn = clock.kernel(5.0, 5.0, 0.3, *[0.3] * 4, *[0.6] * 4, 0.3)
+    ms, inner = script.time_kernel(timing_torch(clock), fn, repeats=3, warmup=2, target_ms=1.0)
+    assert inner == 4 and ms == pytest.approx(0.3)
+    repeat = ["sync", ("sleep", 480_000), "record", *["call"] * 4, "record", "wait"]
+    assert clock.log == ["call", "call", "sync", "record", "call", "record", "wait", *repeat * 3]
+    assert "batched_ms" in script.time_kernel.__doc__ and "Event(" not in inspect.getsource(script)
+
+
+def test_measure_times_each_op_with_its_own_inner_and_sleep(monkeypatch):
+    """F 0.25, D 0.5, G 0.3 ms per call at --target-ms 1: inner 4, 2, 4; D then G 0.8 ms: inner 2, for the
+    serial and the two-stream pair (the stand-in runs streams one after the other); sleeps of inner ×
+    60 µs (one kernel) or × 150 µs (a pair, two launches and the stream joins) at 2 GHz."""
+    script = load_benchmark("gpu_validate")
+    clock = _GpuClock()
+    costs = {"F": 0.25, "D": 0.5, "G": 0.3}
+    monkeypatch.setattr(script, "layer_tensors", lambda *a, **k: (None, None, None))
+    monkeypatch.setattr(script, "layer_kernels", lambda *a: {op: clock.kernel(ms) for op, ms in costs.items()})
+    fc = Layer("tiny_fc", "fc", 1, 1, 1, 1, 64, 16)
+    result = script.measure(timing_torch(clock), fc, 2, "f16", repeats=3, warmup=1, target_ms=1.0)
+    expected = {"F": (0.25, 4), "D": (0.5, 2), "G": (0.3, 4), "DG_serial": (0.8, 2), "DG_concurrent": (0.8, 2)}
+    assert set(result) == set(expected)
+    for op, (ms, inner) in expected.items():
+        assert result[op][0] == pytest.approx(ms) and result[op][1] == inner
+    sleeps = [entry[1] for entry in clock.log if isinstance(entry, tuple)]
+    assert sleeps == [480_000] * 3 + [240_000] * 3 + [480_000] * 3 + [600_000] * 6

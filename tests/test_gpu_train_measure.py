@@ -240,3 +240,19 @@ def test_committed_one_gpu_runs_and_their_summary(path):
     summary = path.with_name(f"gpu_train_{slug(table.meta['gpu'])}.md")
     assert summary.is_file(), f"{summary.name} is not committed beside {path.name}"
     assert f"| all | {sum(errors) / len(errors):.1%}" in summary.read_text(), "stale summary: regenerate it"
+
+
+def test_the_cpu_run_gives_torchs_threads_back(monkeypatch):
+    """gpu_train_measure uses gpu_device.cpu_threads too: one thread while it measures on the CPU, the
+    caller's count after (a stand-in ``torch`` that only counts threads)."""
+    import argparse
+
+    script = load_benchmark("gpu_train_measure")
+    torch = argparse.Namespace(threads=5)
+    torch.get_num_threads = lambda: torch.threads
+    torch.set_num_threads = lambda n: setattr(torch, "threads", n)
+    seen = []
+    monkeypatch.setattr(script, "open_torch", lambda name, device: torch)
+    monkeypatch.setattr(script, "measure_all", lambda torch_, *a: seen.append(torch_.threads) or 0)
+    assert script.main(["--device", "cpu", "--tiny", "--out", "unused.csv"]) == 0
+    assert seen == [1] and torch.threads == 5

@@ -59,8 +59,6 @@ def datasheet_figures() -> dict[float, str]:
             add(tflops, 1e12, f"{board.key} {precision} peak")
         add(board.nvlink_gbs, 1e9, f"{board.key} NVLink")
         add(board.pcie_gbs, 1e9, f"{board.key} PCIe")
-        if board.tdp_watts is not None and _distinctive(board.tdp_watts):
-            found[float(board.tdp_watts)] = f"{board.key} TDP"
     return found
 
 
@@ -114,6 +112,6 @@ def test_the_table_is_the_only_gpu_table():
             chip.sm_count, chip.arrays, chip.mma_rows, chip.mma_cols)
         assert (device.name, device.clock_hz, device.hbm_bytes_per_s, device.board_watts) == (
             chip.name, chip.clock_hz, chip.memory_bytes_per_s,
-            row.board.tdp_watts if row.board.tdp_watts is not None else chip.tdp_w or None)
+            chip.tdp_w or None)
         assert device.memory_bytes == row.board.memory_gb * GIB
     assert set(GPUS) == {row.board.key for row in TABLE if row.board is not None}

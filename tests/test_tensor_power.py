@@ -86,7 +86,7 @@ def test_a_catalog_boards_tensor_path_is_capped_by_its_own_watts_and_a_device_fi
     path = gemm_path(t4, "fp16", kernels(t4.name))
     assert path is not None and path.sustained_flops == pytest.approx(sustained_flops(chip_of(t4), kernels(t4.name),
                                                                                        "fp16", 70))
-    # the A100 40GB chip is the 250 W PCIe card's; the SXM4 board training runs on has 400 W
+    # the A100 SXM4 40GB board at its 400 W (the PCIe card's 250 W is its own entry, a100-40gb-pcie)
     a100 = GPUS["a100-40gb"]
     path = gemm_path(a100, "fp16", kernels(a100.name))
     assert path is not None and path.sustained_flops == pytest.approx(400 / (TENSOR_ENERGY_PJ * 1e-12 * 7 / 12 * 1.41))

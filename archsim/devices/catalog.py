@@ -21,6 +21,13 @@ Figures (dense, no sparsity), from NVIDIA's datasheets and architecture whitepap
 * H100 SXM5 80 GB (H100 datasheet; Hopper whitepaper): 132 SMs, 528 tensor cores, 989 TFLOP/s
   FP16/BF16 tensor, 1979 FP8, 495 TF32, 67 FP32; HBM3 3350 GB/s; NVLink 4: 18 links, 900 GB/s
   total; PCIe 5.0 128 GB/s total.
+* H100 PCIe 80 GB (H100 datasheet; H100 PCIe product brief PB-11133-001): 114 SMs, 456 tensor cores,
+  756 TFLOP/s FP16/BF16 tensor, 1513 FP8, 378 TF32 (the datasheet's sparse figures halved), 51 FP32,
+  51 FP64 tensor; HBM2e 2000 GB/s, 50 MB L2; 350 W maximum TDP; PCIe 5.0 128 GB/s total; an optional
+  NVLink bridge joins two cards (600 GB/s total), which the board here does not model: a PCIe card,
+  as the A100 PCIe cards are. Its clock, 1620 MHz, is the one at which its tensor cores give the
+  756 TFLOP/s (the H100 SXM's 1830 MHz gives its 989); its 51 FP32 TFLOP/s imply about 1750 MHz on its
+  14,592 lanes, which at the one catalog clock give 47.3 (as the H100 SXM's give 61.8 of its 66.9).
 * H200 SXM 141 GB (H200 datasheet): the H100 SXM's processor (same SMs, clock and peaks), HBM3e
   4800 GB/s, NVLink 4 900 GB/s total, PCIe 5.0 128 GB/s total. Its "141 GB" are not GiB: the GPU
   reports 143,771 MiB, the capacity used here.
@@ -38,16 +45,17 @@ whitepapers and tuning guides): GP100 24 KB, GP102/GP104 48 KB, Volta 128 KB, Tu
 of shared memory), GA100 192 KB, GA10x/AD10x 128 KB, Hopper 256 KB. Threads per SM (the CUDA
 programming guide): 2,048, but Turing 1,024 and GA10x/AD10x 1,536.
 
-Board power is the datasheets' maximum TDP: V100 SXM2 300 W, A100 SXM4 (40 and 80 GB) 400 W, H100 SXM5
-and H200 SXM 700 W.
+Board power is the datasheets' maximum TDP: V100 SXM2 300 W, A100 SXM4 (40 and 80 GB) 400 W, A100 PCIe
+250 W (40 GB) and 300 W (80 GB), H100 PCIe 350 W, H100 SXM5 and H200 SXM 700 W.
 
 The PCIe cards NeuSight measured train too (one GPU; no NVLink, PCIe per direction), from their
 datasheets: V100 PCIe 32 GB (112 TFLOP/s FP16 tensor, 14 FP32, 7 FP64; PCIe 3.0), T4 (16 GB; 65 FP16
-tensor, 8.1 FP32; PCIe 3.0), A100 80GB PCIe (the A100's peaks; PCIe 4.0), L4 (24 GB; 121 FP16/BF16
-tensor dense, 30.3 FP32; PCIe 4.0), P100 PCIe 16 GB (9.3 FP32, 4.7 FP64; PCIe 3.0), P4 (8 GB; 5.5
-FP32; PCIe 3.0). The A100-PCIE-40GB trains as the a100-40gb board (its chip, with the PCIe card's
-250 W, is what the kernel model's SIMT path reads). :func:`gpu` also takes a GPU's name as CUDA reports it
-("Tesla V100-PCIE-32GB", "NVIDIA L4"; :func:`find_gpu`).
+tensor, 8.1 FP32; PCIe 3.0), A100 40GB PCIe and A100 80GB PCIe (the A100's peaks; PCIe 4.0), L4 (24 GB;
+121 FP16/BF16 tensor dense, 30.3 FP32; PCIe 4.0), P100 PCIe 16 GB (9.3 FP32, 4.7 FP64; PCIe 3.0), P4
+(8 GB; 5.5 FP32; PCIe 3.0). Each row is one real board: CUDA's "NVIDIA A100-PCIE-40GB" (NeuSight's card,
+whose kernels the fp32 constants are fitted on) is ``a100-40gb-pcie``, "NVIDIA A100-SXM4-40GB" is
+``a100-40gb``. :func:`gpu` also takes a GPU's name as CUDA reports it ("Tesla V100-PCIE-32GB",
+"NVIDIA L4"; :func:`find_gpu`).
 """
 
 from __future__ import annotations
@@ -79,7 +87,7 @@ class GpuSpec:
     only for the separate memory floor. l2_bytes: the L2 cache's capacity (0: not described).
     fp32_lanes: FP32 lanes per SM where ``cuda_cores`` does not list them (that also turns on the
     fp16 fallback of :mod:`archsim.validation.gpu_algorithms`; this does not).
-    tdp_w, process_nm: the reference board's power (W) and the process node's nominal feature size (nm)
+    tdp_w, process_nm: the board's power (W) and the process node's nominal feature size (nm)
     from the datasheet, for the kernel model's power cap and board energy (0: not described, no cap).
     l1_bytes: the largest L1 data cache one SM can have (the unified L1/shared-memory capacity less the
     smallest shared-memory carve-out; 0: not described, nothing cached). threads_per_sm: the most
@@ -156,8 +164,8 @@ def _chip(name: str, sms: int, tcs: int, mma: tuple[int, int], mhz: float, gbps:
 class Board:
     """What training needs of a GPU beside its chip, in the table's units: HBM GiB (the datasheets' "GB"
     are GiB: an A100 80GB reports 81,920 MiB), dense TFLOP/s per precision, NVLink and PCIe GB/s per
-    direction, NVLinks per GPU, board
-    watts where this board's differ from the chip's reference board (None: the chip's ``tdp_w``); ``nvswitch`` False: servers wire the GPUs directly (DGX-1's hybrid cube-mesh)."""
+    direction, NVLinks per GPU; ``nvswitch`` False: servers wire the GPUs directly (DGX-1's hybrid cube-mesh).
+    Its watts are its chip's ``tdp_w``: each row of :data:`TABLE` is one real board (form factor, power, links)."""
 
     key: str  # the catalog name training knows it by
     memory_gb: float
@@ -165,7 +173,6 @@ class Board:
     nvlink_gbs: float = 0.0
     pcie_gbs: float = 0.0
     nvlinks: int = 12
-    tdp_watts: float | None = None
     nvswitch: bool = True
 
 
@@ -180,6 +187,7 @@ class Row:
 
 AMPERE_PEAKS = {"fp16": 312, "bf16": 312, "tf32": 156, "fp32": 19.5, "fp64": 19.5}  # A100 SXM4, TFLOP/s
 HOPPER_PEAKS = {"fp16": 989.4, "bf16": 989.4, "fp8": 1978.9, "tf32": 494.7, "fp32": 66.9, "fp64": 66.9}  # H100/H200 SXM
+H100_PCIE_PEAKS = {"fp16": 756.5, "bf16": 756.5, "fp8": 1513, "tf32": 378, "fp32": 51, "fp64": 51}  # dense: sparse / 2
 HOPPER_L2_BYTES_PER_CLOCK = 5120 * 132 / 108 * 2  # the A100's per SM, doubled (module docstring: an assumption)
 PCIE_ONLY: dict[str, Any] = {"nvlinks": 1, "nvswitch": False}  # a PCIe card's board: no NVLink
 
@@ -189,10 +197,9 @@ TABLE: tuple[Row, ...] = (
     # H100 SXM 989, H100 PCIe 756, H200 989 TFLOP/s.
     # V100 and T4 also list their 64 FP32 lanes per SM as 4 partitions of 4×4 (15.7 and 8.1 TFLOP/s
     # FP32 at the same clock), where fp16 layers of other shapes run.
-    # chip tdp, nm: the reference board's watts and the process node (docs/citations.md), for the kernel
-    # model's power cap and board energy; l2_read: L2 read bytes/clock (tensor-core tiles' feed). board: HBM
-    # GiB, dense TFLOP/s, NVLink and PCIe GB/s per direction, NVLinks, and TDP W only where the board differs
-    # from the chip's reference board.
+    # chip tdp, nm: the board's watts and the process node (docs/citations.md), for the kernel model's power
+    # cap and board energy (every row is one real board); l2_read: L2 read bytes/clock (tensor-core tiles'
+    # feed). board: HBM GiB, dense TFLOP/s, NVLink and PCIe GB/s per direction, NVLinks.
     Row("v100", _chip("NVIDIA V100 SXM2 32GB", 80, 8, (8, 8), 1530, 900, cuda_cores=(4, 4, 4), tdp=300, nm=12,
                        l1_kb=128, l2_read=2048),
         Board("v100-32gb", 32, {"fp16": 125, "fp32": 15.7, "fp64": 7.8}, 150, 16, 6, nvswitch=False)),
@@ -202,10 +209,14 @@ TABLE: tuple[Row, ...] = (
     Row("t4", _chip("NVIDIA T4", 40, 8, (8, 8), 1590, 320, cuda_cores=(4, 4, 4), l2_mb=4, tdp=70, nm=12, l1_kb=64,
                      threads=1024),
         Board("t4-16gb", 16, {"fp16": 65, "fp32": 8.1}, 0, 16, **PCIE_ONLY)),
-    # the 40 GB chip serves the PCIe card (250 W, NeuSight's) and the SXM4 board (400 W, training's)
-    Row("a100-40gb", _chip("NVIDIA A100 SXM4 40GB", 108, 4, (16, 16), 1410, 1555, l2_mb=40, lanes=64, tdp=250, nm=7,
+    # the A100 40 GB as two boards: the SXM4 module (400 W, NVLink; training's) and the PCIe card (250 W;
+    # NeuSight's kernels were timed on it, so the fp32 kernel fit reads this row)
+    Row("a100-40gb", _chip("NVIDIA A100 SXM4 40GB", 108, 4, (16, 16), 1410, 1555, l2_mb=40, lanes=64, tdp=400, nm=7,
                             l1_kb=192, l2_read=5120),
-        Board("a100-40gb", 40, AMPERE_PEAKS, 300, 32, 12, 400)),
+        Board("a100-40gb", 40, AMPERE_PEAKS, 300, 32, 12)),
+    Row("a100-40gb-pcie", _chip("NVIDIA A100 40GB PCIe", 108, 4, (16, 16), 1410, 1555, l2_mb=40, lanes=64, tdp=250,
+                                  nm=7, l1_kb=192, l2_read=5120),
+        Board("a100-40gb-pcie", 40, AMPERE_PEAKS, 0, 32, **PCIE_ONLY)),
     Row("a100-80gb-pcie", _chip("NVIDIA A100 80GB PCIe", 108, 4, (16, 16), 1410, 1935, l2_mb=40, lanes=64, tdp=300,
                                   nm=7, l1_kb=192, l2_read=5120),
         Board("a100-80gb-pcie", 80, AMPERE_PEAKS, 0, 32, **PCIE_ONLY)),
@@ -219,7 +230,11 @@ TABLE: tuple[Row, ...] = (
     Row("h100-sxm", _chip("NVIDIA H100 SXM5 80GB", 132, 4, (16, 32), 1830, 3350, l2_mb=50, lanes=128, tdp=700, nm=4,
                            l1_kb=256, l2_read=HOPPER_L2_BYTES_PER_CLOCK),
         Board("h100-80gb-sxm", 80, HOPPER_PEAKS, 450, 64, 18)),
-    Row("h100-pcie", _chip("NVIDIA H100 PCIe", 114, 4, (16, 32), 1620, 2000, l1_kb=256)),
+    # 114 SMs of the H100 SXM's; 1620 MHz gives the datasheet's 756 dense FP16 TFLOP/s on 456 tensor cores;
+    # L2 feed: the H100 SXM's assumed bytes per clock per SM
+    Row("h100-pcie", _chip("NVIDIA H100 PCIe", 114, 4, (16, 32), 1620, 2000, l2_mb=50, lanes=128, tdp=350, nm=4,
+                            l1_kb=256, l2_read=HOPPER_L2_BYTES_PER_CLOCK * 114 / 132),
+        Board("h100-80gb-pcie", 80, H100_PCIE_PEAKS, 0, 64, **PCIE_ONLY)),
     # the H100 SXM's processor (same SMs, clock and peaks) with HBM3e; "141 GB" are 143,771 MiB
     Row("h200", _chip("NVIDIA H200 SXM 141GB", 132, 4, (16, 32), 1830, 4800, lanes=128, tdp=700, nm=4, l1_kb=256,
                        l2_read=HOPPER_L2_BYTES_PER_CLOCK),
@@ -257,7 +272,7 @@ def device(chip: GpuSpec, board: Board) -> Device:
                   board.memory_gb * GIB, chip.memory_bytes_per_s, l2_bytes_per_clock=chip.l2_bytes_per_clock,
                   nvlink_bytes_per_s=board.nvlink_gbs * 1e9, nvlinks=board.nvlinks, nvswitch=board.nvswitch,
                   pcie_bytes_per_s=board.pcie_gbs * 1e9,
-                  board_watts=board.tdp_watts if board.tdp_watts is not None else chip.tdp_w or None)
+                  board_watts=chip.tdp_w or None)
 
 
 KNOWN_GPUS: dict[str, GpuSpec] = {row.slug: row.chip for row in TABLE}  # chips by slug (validate-gpu, kernels)
@@ -307,7 +322,8 @@ _NAME_PATTERNS = ((r"p100(?!.*sxm)", "p100-pcie"), (r"1080\s*ti", "gtx-1080-ti")
                   (r"titan\s*x.*pascal", "titan-x-pascal"), (r"titan\s*x.*maxwell", "titan-x-maxwell"),
                   (r"\bm40\b", "m40"), (r"mi25", "mi25"), (r"vega.*(frontier|\bfe\b)", "vega-fe"),
                   (r"h200", "h200"), (r"h100.*pcie", "h100-pcie"), (r"h100(?!.*nvl)", "h100-sxm"),
-                  (r"a100.*40\s*gb", "a100-40gb"), (r"a100.*80\s*gb.*pcie", "a100-80gb-pcie"),
+                  (r"a100.*(pcie.*40\s*gb|40\s*gb.*pcie)", "a100-40gb-pcie"), (r"a100.*40\s*gb", "a100-40gb"),
+                  (r"a100.*80\s*gb.*pcie", "a100-80gb-pcie"),
                   (r"a100", "a100-80gb"), (r"\ba10\b", "a10"),
                   (r"\bl4\b", "l4"), (r"v100.*pcie", "v100-pcie"), (r"v100", "v100"), (r"\bt4\b", "t4"),
                   (r"\bp4\b", "p4"))

@@ -27,7 +27,7 @@ The tensor cores' energy per FLOP, :data:`TENSOR_ENERGY_PJ` (carried by both set
 :func:`archsim.validation.tensor_power.fit_tensor_energy` on DeepBench's fp16 GEMMs of the T4 and V100
 by the same rule (the largest grid energy whose error — the two GPUs' seconds MAPE summed — ties the
 best; the T4's capped GEMMs bound it), every other constant the vTrain fit's;
-``benchmarks/bench_tensor_power.py`` refits it. It caps the T4 and L4; the A100, H100, H200 and V100
+``benchmarks/bench_tensor_power.py`` refits it. It caps the T4, L4 and H100 PCIe; the A100, H100 SXM, H200 and V100
 stay under their boards' caps.
 """
 
