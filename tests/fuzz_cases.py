@@ -349,3 +349,32 @@ CLI_BREAKS = {
 }
 CLI_BROKEN = [(command, flag, value) for command, breaks in CLI_BREAKS.items() for flag, values in breaks
               for value in values]
+
+
+# archsim schedule runs that never consult the array model (or, with --torch-steps, any costs), each with
+# flags it would ignore: every one must be refused (tests/test_schedule_cost_flags.py says why).
+ARRAY_FLAGS = [("--array", "16x16"), ("--dataflow", "os"), ("--config", str(ROOT / "configs/arrays/scalesim_32x32_ws.cfg")),
+               ("--element-bytes", "2"), ("--engine", "cycle"), ("--engine", "analytic"), ("--sram-kb", "8"),
+               ("--clock-ghz", "1.5"), ("--batch", "8"), ("--batch", "32"), ("--mode", "paper"), ("--mode", "exact")]
+SCHEDULE_RUNS = {
+    "unit": ["schedule", "layerpipe_sample", "--processors", "2", "--unit-costs", "--policy", "gpipe"],
+    "stages": ["schedule", "--stages", "2", "--stage-times", "1,2,1", "--policy", "zb-h1"],
+    "torch": ["schedule", "--stages", "2", "--stage-times", "1,2,1", "--torch-schedule", "Schedule1F1B"],
+    "multistream": ["schedule", "layerpipe_sample", "--policy", "multistream"],
+    "steps": ["schedule", "--torch-steps", "--schedule-csv-in", str(ROOT / "tests/data/torch/comms_2_ranks.csv")],
+}
+SCHEDULE_IGNORED = {
+    "unit": ARRAY_FLAGS,
+    "stages": [*ARRAY_FLAGS, ("--dram-bandwidth", "5"), ("--unit-costs", None)],
+    "torch": [*ARRAY_FLAGS, ("--dram-bandwidth", "5"), ("--unit-costs", None)],
+    "multistream": [("--clock-ghz", "1.5"), ("--sram-kb", "8"), ("--dram-bandwidth", "5")],
+    "steps": [*ARRAY_FLAGS, ("--comm", "0.5"), ("--stage-memory", "2,1"), ("--link-bandwidth", "8"), ("--stages", "2"),
+              ("--stage-times", "1,1,1"), ("--processors", "2"), ("--torch-schedule", "Schedule1F1B"),
+              ("--unit-costs", None)],
+}
+SCHEDULE_IGNORED_CASES = [(run, flag, value) for run, flags in SCHEDULE_IGNORED.items() for flag, value in flags]
+
+
+def ignored_schedule_argv(run: str, flag: str, value: str | None) -> list[str]:
+    """A valid ``archsim schedule`` run with one flag it would ignore."""
+    return [*SCHEDULE_RUNS[run], flag, *([] if value is None else [value])]

@@ -4,7 +4,9 @@ with finite non-negative numbers, or exit 2 with one clean error line — never 
 Each case is one of the fuzzed commands (cost, gemm, pipeline, schedule, plan, cluster, train, search)
 with hostile values for some of its flags. A quarter of the cases are invalid by construction: one flag
 set outside its documented range (``CLI_BREAKS`` in tests/fuzz_cases.py), which must be refused; the
-exhaustive test sets each such value once on a valid base command. Every case runs under a 20 s alarm
+exhaustive test sets each such value once on a valid base command. A quarter of the schedule cases give
+a run a flag it would ignore (``SCHEDULE_IGNORED``: array flags with unit or per-stage costs, multistream's
+clock and memory, cost flags with --torch-steps), also refused. Every case runs under a 20 s alarm
 (tests/fuzz_tally.py) and every simulation is bounded by ``--max-ops``. The ``slow`` tier's acceptance
 run (tests/test_fuzz_acceptance.py) draws its command lines through ``_fuzz_cli`` here.
 
@@ -21,7 +23,15 @@ import time
 
 import pytest
 from conftest import USAGE
-from fuzz_cases import CLI_BREAKS, CLI_BROKEN, ROOT
+from fuzz_cases import (
+    CLI_BREAKS,
+    CLI_BROKEN,
+    ROOT,
+    SCHEDULE_IGNORED,
+    SCHEDULE_IGNORED_CASES,
+    SCHEDULE_RUNS,
+    ignored_schedule_argv,
+)
 from fuzz_tally import LIMIT_S, PAUSED_S, Hang, Tally, alarm_paused, time_limit
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -85,6 +95,10 @@ def command_line(draw) -> tuple[list[str], str | None]:
         maybe("--microbatches", INTS)
         maybe("--bandwidth", FLOATS)
         maybe("--comm-units", FLOATS)
+        if draw(st.integers(0, 3)) == 0:  # a run that never reads a flag it is given: refused
+            run = draw(st.sampled_from(sorted(SCHEDULE_IGNORED)))
+            flag, value = draw(st.sampled_from(SCHEDULE_IGNORED[run]))
+            return [*ignored_schedule_argv(run, flag, value), "--format", "json"], f"{flag} ignored by {run}"
     elif command == "plan":
         argv = ["plan", *NETWORK, "--cluster", str(ROOT / "configs/clusters/testbed_v100.toml"),
                 "--microbatches", draw(INTS), "--max-ops", "20000"]
@@ -230,5 +244,15 @@ def test_every_flag_value_out_of_range_is_refused(command, flag, value, capsys):
     tally = Tally()
     _run_once(tally, capsys, [*argv, "--format", "json"], None)
     _run_once(tally, capsys, [*argv, flag, value, "--format", "json"], f"{flag} {value}")
+    tally.check()
+    assert tally.total("exit 0") == 1 and tally.total("invalid refused") == 1
+
+
+@pytest.mark.parametrize("run, flag, value", SCHEDULE_IGNORED_CASES)
+def test_every_flag_a_schedule_run_ignores_is_refused(run, flag, value, capsys):
+    """Exhaustively: each valid run of SCHEDULE_RUNS exits 0, and with a flag it would ignore exits 2."""
+    tally = Tally()
+    _run_once(tally, capsys, [*SCHEDULE_RUNS[run], "--format", "json"], None)
+    _run_once(tally, capsys, [*ignored_schedule_argv(run, flag, value), "--format", "json"], f"{flag} ignored by {run}")
     tally.check()
     assert tally.total("exit 0") == 1 and tally.total("invalid refused") == 1

@@ -229,3 +229,69 @@ def test_borrowed_whole_deltas_result_comes_from_the_lowering():
     plan = layerpipe_partition(profile, 2, alpha=1.1)
     assert [(op.layer, op.kind) for stage in plan.stages for op in stage.ops if op.borrowed] == [("l1", "D")]
     assert plan.additional_bytes == 80 + 160
+
+
+def reduction_profile(fixed_l0: float, delta_l2: float) -> LayerProfile:
+    """The three fc layers with F = G = fixed_l0 / 2, 45, 30 cycles and δ 0, 100, ``delta_l2``."""
+    tensors = [item.tensors for item in LOWERED]
+    forward = weight_grad = np.array([fixed_l0 / 2, 45.0, 30.0])
+    return LayerProfile(NETWORK_NAMES, forward, weight_grad, np.array([0.0, 100.0, delta_l2]),
+                        np.array([t.activation_bytes for t in tensors]), np.array([t.delta_bytes for t in tensors]),
+                        np.array([t.weight_bytes for t in tensors]), lowered=LOWERED,
+                        array=ArrayConfig(8, 8, "ws", element_bytes=ELEMENT_BYTES))
+
+
+def test_both_reduction_pieces_borrowed_one_partial_sum_crosses_by_hand():
+    # 4 processors, F + G (l0, l1, l2) = 120, 90, 60, δ = 0, 100, 10: 380 cycles, T = 95 at once. Walk:
+    # l2: δ 10 and F/G 60 leave idle 25; l1's δ (100) does not fit: δ″ = 1 output (25 cycles) stays,
+    # δ′ = 3 outputs (75) opens processor 2 (idle 20 < F/G 90), l1's F/G open processor 3 (idle 5),
+    # l0's F/G (120) a fourth. Both pieces run away from l1's weights, on two different processors.
+    profile = reduction_profile(120.0, 10.0)
+    plan = layerpipe_partition(profile, 4, coster=QuarterReduction(LOWERED, profile.array), alpha=1.1)
+    assert [[(op.layer, op.kind, op.borrowed) for op in stage.ops] for stage in plan.stages] == [
+        [("l0", "F", False), ("l0", "G", False)],
+        [("l1", "F", False), ("l1", "G", False)],
+        [("l1", "D1", True)],
+        [("l1", "D2", True), ("l2", "F", False), ("l2", "G", False), ("l2", "D", False)],
+    ]
+    # By hand, 2-byte elements, batch 8; l0 fc 6 → 10, l1 fc 10 → 4. Mandatory: l0 | l1, l0's output
+    # 8 × 10 × 2 = 160 forward and its δ 160 back; l1 | l2, 64 and 64.
+    assert plan.mandatory_bytes == 160 + 160 + 64 + 64
+    # δ″ receives 1 of l1's 4 weight rows, 10 × 2 = 20 bytes; δ′ 3 of them, 60 bytes. Each yields partial
+    # sums of all of l0's δ (160 bytes). δ″'s cross once, to δ′'s processor, where they are added; the sum
+    # is l0's δ, which crosses to l0 as the mandatory δ of the l0 | l1 boundary. One partial sum crosses.
+    assert plan.additional_bytes == 20 + 60 + 160
+
+
+def test_both_reduction_pieces_borrowed_with_the_producer_home_by_hand():
+    # 3 processors, F + G = 10, 90, 60, δ = 0, 100, 10: 270 cycles; T = 90 and 99 need 4 processors, T = 108.9
+    # walks l2 (idle 38.9), δ″ = 1 output (25) stays, δ′ (75) opens processor 2 (idle 33.9 < 90), l1's F/G
+    # open processor 3 (idle 18.9), where l0's F/G (10) fit: l0 sits with l1's weights.
+    profile = reduction_profile(10.0, 10.0)
+    plan = layerpipe_partition(profile, 3, coster=QuarterReduction(LOWERED, profile.array), alpha=1.1)
+    assert [[(op.layer, op.kind, op.borrowed) for op in stage.ops] for stage in plan.stages] == [
+        [("l0", "F", False), ("l0", "G", False), ("l1", "F", False), ("l1", "G", False)],
+        [("l1", "D1", True)],
+        [("l1", "D2", True), ("l2", "F", False), ("l2", "G", False), ("l2", "D", False)],
+    ]
+    assert plan.mandatory_bytes == 64 + 64  # l1 | l2 only
+    # Weights 20 + 60; δ″'s partial sums (160) cross to δ′'s processor; the sum, l0's δ (160), comes back
+    # to l0 on processor 1, where no mandatory traffic carries it.
+    assert plan.additional_bytes == 20 + 60 + 160 + 160
+
+
+def test_both_reduction_pieces_on_one_borrowing_stage_send_no_partial_sum():
+    """Algorithm 1's walk never places δ′ with δ″ (δ″ fills the current processor, δ′ opens the next),
+    but the count holds for such a placement too: the partial sums are added where both pieces run,
+    and only the sum, l0's δ, travels, back to l0 which sits with l1's weights."""
+    from archsim.partition.layerpipe import _to_partition
+
+    profile = reduction_profile(10.0, 10.0)
+    coster = QuarterReduction(LOWERED, profile.array)
+    placed = [[(2, 0, "F", 30.0, None, 0), (2, 1, "G", 30.0, None, 0), (2, 2, "D", 10.0, None, 0),
+               (1, 3, "D1", 75.0, "reduction", 1), (1, 4, "D2", 25.0, "reduction", 1)],
+              [(1, 0, "F", 45.0, None, 0), (1, 1, "G", 45.0, None, 0), (0, 0, "F", 5.0, None, 0),
+               (0, 1, "G", 5.0, None, 0)]]
+    plan = _to_partition(profile, coster, placed, ())
+    assert plan.mandatory_bytes == 64 + 64
+    assert plan.additional_bytes == 20 + 60 + 160  # both weight slices and the sum; no partial sum

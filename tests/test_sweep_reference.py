@@ -7,9 +7,9 @@ lowerings were shared across a sweep's units, and tasks were sent in chunks):
 (mtime 0) into ``tests/data/sweep_reference/NAME.{results,summary}.csv.gz``. The two specs: the
 default sweep (paper mode, ws) and ``exact_mix.toml`` (exact mode, all dataflows, small and
 non-square arrays), which exercises every split axis's search. The files' header lines were since
-renamed to today's column names, values untouched, and the files were regenerated three times, for the
-stranded-δ′ accounting, for a borrowed whole δ's weights and for reduction partial sums counted once,
-each moving only ``additional_comm_bytes``
+renamed to today's column names, values untouched, and the files were regenerated four times, for the
+stranded-δ′ accounting, for a borrowed whole δ's weights, for reduction partial sums counted once and for
+one partial sum crossing when both reduction pieces are borrowed, each moving only ``additional_comm_bytes``
 (tests/data/README.md says which and why).
 """
 

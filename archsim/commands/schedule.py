@@ -36,6 +36,7 @@ from archsim.commands.schedule_flags import (
     DEFAULT_STREAMS,
     DEFAULT_SYNC,
     check_policy_flags,
+    defer_defaults,
 )
 from archsim.commands.stage_schedule import STAGE_ONLY, add_stage_arguments, run_stages, stage_mode
 from archsim.modes import MODES
@@ -93,6 +94,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_output_arguments(parser)
     add_job_limit_argument(parser)
     add_stage_arguments(parser)
+    defer_defaults(parser)  # a flag given at its default is seen, and refused where its run would ignore it
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,17 +1,23 @@
-"""Which ``archsim schedule`` runs read each policy-specific flag: given to any other run, a flag would
-be ignored, so it is refused (one line, exit 2) before anything is read, built or written. Such flags
-are None on the parser, so that one given with its default value is seen; their defaults are filled
-in here, after the check."""
+"""Which ``archsim schedule`` runs read each policy-specific or cost flag: given to any other run, a flag
+would be ignored, so it is refused (one line, exit 2) before anything is read, built or written. Such
+flags are None on the parser (:func:`defer_defaults`), so that one given with its default value is seen;
+their defaults are filled in here, after the check."""
 
 from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
 
-from archsim.choices.schedules import DP_POLICIES, ZB_SCHEDULES
+from archsim.choices.schedules import DP_POLICIES, LIST_SCHEDULES, OOO_POLICIES, ZB_SCHEDULES
 from archsim.errors import InputError
 
 ALL = ("*",)  # every run of that kind reads the flag
+NETWORK_POLICIES = OOO_POLICIES + DP_POLICIES + ZB_SCHEDULES + LIST_SCHEDULES + ("multistream",)
+TIMED = NETWORK_POLICIES[:-1]  # multistream's arrays have no clock, DRAM or SRAM: cycles of the analytic model
+# A run's costs: the array model's ("model"), --unit-costs ("unit"), per-stage times ("stages": --stage-times,
+# --stage-profile, and the orders simulated on them), or none (--torch-steps counts steps).
+UNIT, MODEL, STAGES = "unit", "model", "stages"
+ANY_COSTS = (UNIT, MODEL, STAGES)
 CHUNK_POLICIES = ("interleaved-1f1b", "interleaved-zb", "looped-bfs")  # v model chunks per rank (stage_orders)
 EXACT_POLICIES = ("zb-1p-exact", "zb-2p-exact")  # the exact searches (zb_exact)
 DEFAULT_GROUP = 1  # layers per modulo group
@@ -23,6 +29,10 @@ DEFAULT_SYNC = "ring"  # data-parallel synchronization
 DEFAULT_COMM_UNITS = 1.0  # data parallel with --unit-costs: sync time of a layer, in units
 DEFAULT_COMM = 0.0  # per-hop transfer time, in the stage times' unit (per-stage) or cycles (network)
 DEFAULT_STAGE_MEMORY = "1,0.4"  # M_B,M_W of a micro-batch, per stage
+DEFAULT_ELEMENT_BYTES = 1  # bytes per tensor element (LayerPipe's)
+DEFAULT_ENGINE = "analytic"
+DEFAULT_BATCH = 32  # mini-batch
+DEFAULT_MODE = "exact"
 EXACT_SEARCH_LIMIT = 300_000  # combinations of per-stage orders: about a minute of search, well under 4 GB
 
 
@@ -32,8 +42,8 @@ class FlagRule:
     per-stage policies (``--policy``, 1f1b when none), and orders of ``--torch-schedule`` (archsim's
     name of the class's order) or ``--schedule-csv-in`` (""). ``default`` is filled in when not given
     (None: the run picks it, e.g. --flush by policy); ``profile_column``: a ``--stage-profile``'s own
-    column sets it instead, so it is refused beside one; ``costs``: on a NETWORK it is read only with
-    --unit-costs ("unit") or only with costs from the array model ("model"), "" either way."""
+    column sets it instead, so it is refused beside one; ``costs``: the runs' costs it is read with (a
+    NETWORK's --unit-costs or array model, per-stage times; --torch-steps reads none, so refuses them all)."""
 
     field: str
     flag: str
@@ -42,7 +52,7 @@ class FlagRule:
     per_stage: tuple[str, ...] = ()
     ordered: tuple[str, ...] = ()
     profile_column: bool = False
-    costs: str = ""
+    costs: tuple[str, ...] = ANY_COSTS
 
 
 # What reads each flag, in archsim/commands/schedule.py and stage_schedule.py.
@@ -54,14 +64,50 @@ RULES = (
     FlagRule("streams", "--streams", DEFAULT_STREAMS, ("multistream",)),
     FlagRule("region_size", "--region-size", DEFAULT_REGION_SIZE, ("multistream",)),
     FlagRule("k", "--reverse-k", DEFAULT_REVERSE_K, ("dp-reverse-k",)),
-    FlagRule("sync", "--sync", DEFAULT_SYNC, DP_POLICIES, costs="model"),
-    FlagRule("comm_units", "--comm-units", DEFAULT_COMM_UNITS, DP_POLICIES, costs="unit"),
+    FlagRule("sync", "--sync", DEFAULT_SYNC, DP_POLICIES, costs=(MODEL,)),
+    FlagRule("comm_units", "--comm-units", DEFAULT_COMM_UNITS, DP_POLICIES, costs=(UNIT,)),
     # on a network a link carries DP sync and the published schedules' hops (list-* model no communication)
-    FlagRule("link_bandwidth", "--link-bandwidth", None, DP_POLICIES + ZB_SCHEDULES, ALL, ALL, costs="model"),
+    FlagRule("link_bandwidth", "--link-bandwidth", None, DP_POLICIES + ZB_SCHEDULES, ALL, ALL, costs=(MODEL, STAGES)),
     FlagRule("comm", "--comm", DEFAULT_COMM, ZB_SCHEDULES, ALL, ALL, profile_column=True),
     FlagRule("stage_memory", "--stage-memory", DEFAULT_STAGE_MEMORY, (), ALL, ALL, profile_column=True),
     FlagRule("max_orders", "--max-orders", EXACT_SEARCH_LIMIT, (), EXACT_POLICIES),
+    # the costs themselves: per-stage times, or the array model's flags (array/options.py, build_profile)
+    FlagRule("processors", "--processors", None, ALL, ALL, ALL),  # per-stage: --stages' other name
+    FlagRule("stages", "--stages", None, (), ALL, ALL, costs=(STAGES,)),
+    FlagRule("stage_times", "--stage-times", None, (), ALL, ALL, costs=(STAGES,)),
+    FlagRule("stage_profile", "--stage-profile", None, (), ALL, ALL, costs=(STAGES,)),
+    FlagRule("torch_schedule", "--torch-schedule", None, (), (), ALL),
+    FlagRule("unit_costs", "--unit-costs", False, ALL),
+    FlagRule("array", "--array", None, ALL, costs=(MODEL,)),
+    FlagRule("dataflow", "--dataflow", None, ALL, costs=(MODEL,)),
+    FlagRule("config", "--config", None, ALL, costs=(MODEL,)),
+    FlagRule("element_bytes", "--element-bytes", DEFAULT_ELEMENT_BYTES, ALL, costs=(MODEL,)),
+    FlagRule("engine", "--engine", DEFAULT_ENGINE, ALL, costs=(MODEL,)),
+    FlagRule("batch", "--batch", DEFAULT_BATCH, ALL, costs=(MODEL,)),
+    FlagRule("mode", "--mode", DEFAULT_MODE, ALL, costs=(MODEL,)),
+    FlagRule("dram_bandwidth", "--dram-bandwidth", None, TIMED, costs=(MODEL,)),
+    FlagRule("sram_kb", "--sram-kb", None, TIMED, costs=(MODEL,)),
+    FlagRule("clock_ghz", "--clock-ghz", None, TIMED, costs=(MODEL,)),
 )
+COST_WORDS = {UNIT: "with --unit-costs", MODEL: "with the array model's costs (a NETWORK without --unit-costs)",
+              STAGES: "with per-stage costs"}
+RUN_WORDS = {UNIT: "--unit-costs replaces the array model", MODEL: "this run costs a NETWORK on the array model",
+             STAGES: "this run has per-stage costs", "": "--torch-steps counts steps and reads no costs"}
+
+
+def defer_defaults(parser: argparse.ArgumentParser) -> None:
+    """Make the parser's default of every :data:`RULES` flag None (so a flag given at its default is seen),
+    its default stated in its help instead; the rule's default must be the parser's."""
+    fields = {rule.field: rule for rule in RULES}
+    for action in parser._actions:
+        rule = fields.get(action.dest)
+        if rule is None or action.default is None:
+            continue
+        if action.default != rule.default:
+            raise ValueError(f"{rule.flag}: parser default {action.default!r}, rule default {rule.default!r}")
+        if action.default is not False and action.help and "default" not in action.help:
+            action.help = f"{action.help} (default: {action.default})"
+        action.default = None
 
 
 def _run(args: argparse.Namespace, per_stage: bool) -> tuple[str, str | None, str]:
@@ -69,10 +115,12 @@ def _run(args: argparse.Namespace, per_stage: bool) -> tuple[str, str | None, st
     yet) and its name as the user gave it, for the error line."""
     from archsim.policies.stage_orders import TORCH_SCHEDULES, torch_schedule_name
 
+    if args.torch_steps:
+        return "ordered", "", "--torch-steps"
     if args.torch_schedule:
         cls = torch_schedule_name(args.torch_schedule)
         return "ordered", TORCH_SCHEDULES[cls][0], f"--torch-schedule {cls}"
-    if args.schedule_csv_in or args.torch_steps:
+    if args.schedule_csv_in:
         return "ordered", "", "an order read from --schedule-csv-in"
     if per_stage:
         policy = args.policy or "1f1b"  # per-stage mode's default policy is 1f1b
@@ -87,8 +135,13 @@ def readers(rule: FlagRule) -> str:
         words.append(f"--policy {' / '.join(rule.network)} (on a NETWORK or per-stage costs)")
     else:
         for takers, where in ((rule.network, "on a NETWORK"), (rule.per_stage, "on per-stage costs")):
-            if takers:
-                words.append(f"any run {where}" if takers == ALL else f"--policy {' / '.join(takers)} {where}")
+            others = [p for p in NETWORK_POLICIES if p not in takers]
+            if takers == ALL:
+                words.append(f"any run {where}")
+            elif takers and len(others) <= 2:  # the few a long list leaves out
+                words.append(f"any --policy but {' / '.join(others)} {where}")
+            elif takers:
+                words.append(f"--policy {' / '.join(takers)} {where}")
     if rule.ordered:
         words.append("--torch-schedule / --schedule-csv-in orders" if rule.ordered == ALL
                      else f"the torch classes of {' / '.join(rule.ordered)}")
@@ -98,6 +151,7 @@ def readers(rule: FlagRule) -> str:
 def check_policy_flags(args: argparse.Namespace, per_stage: bool) -> None:
     """Refuse a flag of :data:`RULES` given to a run that does not read it, then fill in the defaults."""
     kind, policy, name = _run(args, per_stage)
+    costs = (UNIT if args.unit_costs else MODEL) if kind == "network" else "" if args.torch_steps else STAGES
     for rule in RULES:
         given = getattr(args, rule.field)
         takers = getattr(rule, kind)
@@ -107,9 +161,9 @@ def check_policy_flags(args: argparse.Namespace, per_stage: bool) -> None:
         elif policy is not None and takers != ALL and policy not in takers:
             raise InputError(f"{rule.flag} applies only to {readers(rule)}; {name} does not take it",
                              field=rule.flag.split("/")[0].lstrip("-"))
-        elif kind == "network" and rule.costs and (rule.costs == "unit") != args.unit_costs:
-            when = "only with --unit-costs" if rule.costs == "unit" else "only without --unit-costs"
-            raise InputError(f"{rule.flag} is read {when}", field=rule.flag.lstrip("-"))
+        elif costs not in rule.costs:
+            when = "where a run has costs" if rule.costs == ANY_COSTS else " or ".join(COST_WORDS[c] for c in rule.costs)
+            raise InputError(f"{rule.flag} is read only {when}; {RUN_WORDS[costs]}", field=rule.flag.lstrip("-"))
         elif rule.profile_column and kind != "network" and args.stage_profile:
             raise InputError(f"{rule.flag} is set by --stage-profile's own columns (comm, activation_bytes, "
                              "weight_bytes; 0 where absent): give it there", field=rule.flag.lstrip("-"))

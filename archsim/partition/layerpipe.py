@@ -22,7 +22,10 @@ another one, so δ′ runs on a processor without its layer's weights. Such a δ
 δ″: marked so, and its bytes — its own part of the split, the complement of δ″'s
 (:meth:`DeltaCoster.split_d1_bytes`) — counted as additional communication the same way. A piece
 split along the reduction yields partial sums of all of δ: they cross once, counted in its
-``extra_bytes`` only (never again as a result sent to the producer). A whole δ
+``extra_bytes`` only (never again as a result sent to the producer). When both pieces are
+borrowed (a stranded δ′ and its δ″, on two processors), one piece's partial sums cross (δ″'s, to
+δ′'s processor) and the sum is a borrowed δ's result (sent back only to a producer sitting with
+the layer); on one processor, none cross. A whole δ
 borrowed by the next processor receives its layer's weights likewise, and its result's bytes come from
 the same lowering (:func:`borrowed_delta_bytes`).
 """
@@ -227,22 +230,45 @@ def _to_partition(profile: LayerProfile, coster: DeltaCoster | None, placed: lis
                 marked.append(PlacedOp(name, kind, cycles, borrowed, extra, axis, part))  # positional: a hot loop
         stages.append(Stage(proc, tuple(layers_of[proc]), tuple(marked)))
     stage_of = dict(home)
+
+    def with_producer(k: int) -> bool:
+        """Whether a layer feeding layer k sits with k's fixed part: a δ result made elsewhere must then
+        come back, beyond the mandatory traffic (which carries it wherever the producer sits apart)."""
+        producers = [p for p in (profile.lowered[k].layer.inputs if profile.lowered else
+                                 ((profile.names[k - 1],) if k else ())) if p in index]
+        return any(stage_of[p] == stage_of[names[k]] for p in producers)
+
+    # stages of each layer's borrowed reduction pieces: both borrowed means neither is home to merge them
+    reduction_stages: dict[str, dict[str, int]] = {}
+    for stage in stages:
+        for op in stage.ops:
+            if op.borrowed and op.split_axis == "reduction":
+                reduction_stages.setdefault(op.layer, {})[op.kind] = stage.index
     additional = 0
     for stage in stages:
         for op in stage.ops:
             if not op.borrowed:
                 continue
             additional += op.extra_bytes
+            k = index[op.layer]
+            if op.split_axis == "reduction":
+                # A reduction piece's result is partial sums of all of δ^{l-1}. One borrowed piece's travel
+                # once, to the other's on the layer's stage, where l-1 reads the sum (mandatory traffic
+                # carries it on if l-1 sits apart): its extra_bytes count them. With both pieces borrowed
+                # (D1 stranded), D2's cross to D1's stage (in D2's extra_bytes), D1's stay there, and the
+                # sum is a borrowed δ's result: it comes back only to a producer sitting with layer l.
+                where = reduction_stages[op.layer]
+                if op.kind == "D1" and "D2" in where:
+                    out = _split_bytes(coster, k, op.kind, op.split_axis, op.split_part)[0]
+                    additional -= out  # D1's partial sums stay: D2's are added to them here
+                    if where["D2"] == stage.index:
+                        additional -= out  # D2's too: both pieces run here, nothing crosses to merge
+                    if with_producer(k):
+                        additional += out  # the sum goes back to the producer on the layer's stage
+                continue
             # A borrowed δ's (or split part's) result, part of δ^{l-1}, must reach the layer feeding
             # this one. If that layer sits with layer l, nothing else crosses there: additional traffic.
-            # A reduction piece's result is partial sums of all of δ^{l-1}, which travel once wherever
-            # the producer sits (to be added to the other pieces'): its extra_bytes count them already.
-            if op.split_axis == "reduction":
-                continue
-            k = index[op.layer]
-            producers = [p for p in (profile.lowered[k].layer.inputs if profile.lowered else
-                                     ((profile.names[k - 1],) if k else ())) if p in index]
-            if any(stage_of[p] == stage_of[op.layer] for p in producers):
+            if with_producer(k):
                 additional += (borrowed_delta_bytes(profile)[k][0] if op.kind == "D" else
                                _split_bytes(coster, k, op.kind, op.split_axis, op.split_part)[0])
     return Partition("layerpipe", tuple(stages), mandatory_bytes(profile, stage_of), additional, notes=notes,
