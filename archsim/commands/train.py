@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.outputs import render
     from archsim.rows import Rows
     from archsim.training.cluster import load_gpu_cluster
-    from archsim.training.energy import iteration_energy
+    from archsim.training.energy import priced
     from archsim.training.grad_accumulation import accumulation
     from archsim.training.parallel import Parallelism
     from archsim.training.placement import order_text
@@ -140,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"archsim train: warning: a TP group spans {spans} servers: its all-reduces cross the network",
               file=sys.stderr)
     capacities = [m.gpu.memory_bytes for m in machines]
-    result = train(config, par, machines[0], machines)
+    result = priced(train(config, par, machines[0], machines), config, par, cluster, args.implementation)
     capacity = max(capacities)
     memory = [{"rank": r, "gpu": machines[r].gpu.name, "parameters": m.parameters, "states_gib": m.states / 2**30,
                "activations_gib": m.activations / 2**30, "total_gib": m.total / 2**30,
@@ -159,8 +159,7 @@ def run(args: argparse.Namespace) -> int:
             "dtype": args.dtype, "implementation": args.implementation,
             "grad_accumulation": accumulation(par, machines[0]), "iteration_seconds": result.iteration_seconds,
             "forward_seconds": result.forward_seconds, "backward_seconds": result.backward_seconds,
-            **iteration_energy(config, par, cluster, result.iteration_seconds, args.implementation,
-                               memory=result.memory),
+            "energy_j": result.energy_j, "energy_source": result.energy_source,
             **rates, "peak_memory_gib": result.peak_memory_gib,
             "memory_capacity_gib": capacity / 2**30, "fits_memory": all(m["fits"] for m in memory),
             "breakdown_seconds": result.breakdown, "memory_per_rank": memory,

@@ -26,7 +26,10 @@ class TrainResult:
     """iteration_seconds; memory per pipeline rank; ``breakdown``: seconds of the slowest rank's
     iteration by category; ``ops``: per op/collective rows; ``run``: the pipeline's StageRun;
     ``forward_seconds`` / ``backward_seconds``: the slowest rank's forward and backward compute (its
-    F; its I + W with recompute and TP collectives) over the iteration's micro-batches."""
+    F; its I + W with recompute and TP collectives) over the iteration's micro-batches;
+    ``energy_j`` / ``energy_source``: the iteration's joules and how they were priced, set by
+    :func:`archsim.training.energy.priced` (``archsim train`` and ``archsim.train``; None and "" on
+    :func:`train`'s own result, which has no cluster to price it on)."""
 
     iteration_seconds: float
     memory: tuple[StageMemory, ...]
@@ -36,6 +39,8 @@ class TrainResult:
     post: tuple[dict[str, float], ...]
     forward_seconds: float = 0.0
     backward_seconds: float = 0.0
+    energy_j: float | None = None
+    energy_source: str = ""
 
     @property
     def timeline(self) -> Timeline:
