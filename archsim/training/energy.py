@@ -18,7 +18,7 @@ The meta says which (``energy_source``).
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from archsim.array.config import ArrayConfig
 from archsim.devices.device import ELEMENT_BYTES, Device
@@ -117,7 +117,7 @@ def priced(result: TrainResult, c: TransformerConfig, par: Parallelism, cluster,
     from dataclasses import replace
 
     energy = iteration_energy(c, par, cluster, result.iteration_seconds, implementation, memory=result.memory)
-    return replace(result, energy_j=energy["energy_j"], energy_source=str(energy["energy_source"]))
+    return replace(result, energy_j=cast("float | None", energy["energy_j"]), energy_source=str(energy["energy_source"]))
 
 
 __all__ = ["BOARD_SOURCE", "MODEL_SOURCE", "array_device", "array_iteration_joules", "device_array", "iteration_energy",
