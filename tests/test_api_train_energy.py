@@ -1,6 +1,7 @@
 """``archsim.train`` returns what ``archsim train`` prints: the iteration's energy (``energy_j``,
 ``energy_source``) beside its seconds, priced by the one function both call
-(:func:`archsim.training.energy.priced`), on the laid-out cluster the iteration ran on."""
+(:func:`archsim.training.energy.priced`), on the laid-out cluster the iteration ran on; and the
+parallelism that ran (a planned split) and whether each rank's memory fits its GPU."""
 
 from __future__ import annotations
 
@@ -44,6 +45,27 @@ def test_api_energy_is_the_clis(capsys, case):
     assert result.iteration_seconds == meta["iteration_seconds"]
     assert result.energy_j == meta["energy_j"] and result.energy_source == meta["energy_source"]
     assert result.energy_source == (MODEL_SOURCE if cluster == TPU_SLICE else BOARD_SOURCE)
+    assert result.parallelism is not None and result.parallelism.microbatches == meta["microbatches"]
+    split = result.parallelism.stage_layers
+    assert (",".join(map(str, split)) if split else "even") == meta["stage_layers"]
+    assert max(result.capacities) / 2**30 == meta["memory_capacity_gib"]
+    assert list(result.fits) == [rank["fits"] for rank in meta["memory_per_rank"]]
+    assert all(result.fits) == meta["fits_memory"]
+
+
+def test_a_planned_split_is_returned():
+    """balance="planned" chooses the split: the caller sees which (it was only in the CLI's meta)."""
+    cluster, keywords = CASES["planned split and order"]
+    result, _ = archsim.train(MODEL, cluster=cluster, **keywords)
+    assert result.parallelism is not None and result.parallelism.stage_layers is not None
+    assert sum(result.parallelism.stage_layers) == 24  # gpt_1024h_24l: 24 layers over the 2 stages
+
+
+def test_a_rank_over_its_memory_does_not_fit():
+    """A100 80 GB: GPT 1024h×24l (≈0.3 B parameters) with a 1,024-sequence micro-batch of 256 under no
+    recompute needs far more activation memory than one GPU has."""
+    result, _ = archsim.train(MODEL, cluster=A100_NODE, global_batch=256, micro_batch=256, recompute="none")
+    assert result.fits == (False,) and result.peak_memory_gib > 80
 
 
 def test_board_power_energy_by_hand():
