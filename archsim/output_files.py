@@ -4,6 +4,8 @@ A regular file (or a new name) is replaced atomically, keeping the old file's pe
 read-only one is refused); this process's own descriptor
 (``/dev/stdout``, ``/dev/fd/N``) is written into; a character device or FIFO is written
 through in place, never replaced; anything else is refused in one line (docs/security.md).
+Every target is checked when the command line is read (:func:`output_flag`, :func:`folder_flag`),
+where it would go as well as what it is, so a run that writes several files writes all or none.
 """
 
 from __future__ import annotations
@@ -20,9 +22,8 @@ from archsim.errors import InputError
 def check_target(path: str | Path) -> str:
     """What writing to ``path`` will do: ``"replace"`` (a regular file, through a symlink too, or a
     new name) or ``"through"`` (a character device or FIFO); anything else is an
-    :class:`InputError`. A new name is checked where it would go (:func:`check_folder` on its
-    folder), an existing file's folder must take the rename; a FIFO's reader is checked when it is
-    opened."""
+    :class:`InputError`. A new name is checked where it would go and an existing file's folder must
+    take the rename (:func:`_check_creatable`); a FIFO's reader is checked when it is opened."""
     path = Path(path)
     if own_descriptor(path) is not None:
         return "through"
