@@ -87,6 +87,9 @@ def _check_creatable(path: Path, where: Path, names: list[str], *, is_folder: bo
         except (FileNotFoundError, NotADirectoryError) as exc:
             if where == where.parent:  # the working folder itself is gone
                 raise _unwritable(exc, path) from None
+            if os.path.islink(where):  # mkdir cannot make a folder where a dangling link is
+                raise InputError(f"cannot write here ({_shown(where)} is a symlink to nothing)",
+                                 file=str(path)) from None
             names.insert(0, where.name)
             where = where.parent
         except OSError as exc:

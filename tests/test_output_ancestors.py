@@ -46,6 +46,14 @@ def test_a_file_in_the_way_is_named(tmp_path, depth):
     _refuses(target, f"{tmp_path / 'blocked'} is a file, not a folder")
 
 
+def test_a_dangling_symlink_in_the_way(tmp_path):
+    """``link/run.json`` with ``link`` leading nowhere: stat says "no such file", but no folder can be made there."""
+    (tmp_path / "link").symlink_to(tmp_path / "nowhere")
+    _refuses(tmp_path / "link" / "sub" / "run.json", f"{tmp_path / 'link'} is a symlink to nothing")
+    with pytest.raises(InputError, match="symlink to nothing"):  # write_output runs the same check
+        write_output(tmp_path / "link" / "sub" / "run.json", "x\n")
+
+
 def test_a_name_too_long_under_a_new_folder(tmp_path):
     """stat() of ``new/<300 bytes>`` says "no such file" (``new`` is missing), so it was taken as a new name."""
     _refuses(tmp_path / "new" / ("x" * 300), "a name too long", "300 bytes")
