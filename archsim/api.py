@@ -154,8 +154,11 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
     ``"6,6,6,6"`` or a sequence; ``balance``, ``placement`` and ``max_ops`` (None: ``--max-ops``' default)
     as their flags, :func:`archsim.training.train_layout.lay_out`). Returns the
     :class:`~archsim.training.run.TrainResult` (``iteration_seconds``, ``memory``, ``breakdown`` in
-    seconds) and its :class:`~archsim.training.throughput.Throughput` (MFU, TFLOP/s per GPU, tokens/s)."""
+    seconds; ``energy_j`` and ``energy_source``, priced as ``archsim train`` prices them:
+    :func:`archsim.training.energy.priced`) and its :class:`~archsim.training.throughput.Throughput`
+    (MFU, TFLOP/s per GPU, tokens/s)."""
     from archsim.choices.training import BALANCES, IMPLEMENTATIONS
+    from archsim.training.energy import priced
     from archsim.training.parallel import Parallelism
     from archsim.training.run import train as _train
     from archsim.training.stage_split import parse_stage_layers
@@ -174,7 +177,7 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
     laid = lay_out(config, _gpu_cluster(cluster, dtype), par, placement=placement, balance=balance,
                    implementation=implementation, max_ops=limit)
     machines = laid.machines
-    result = _train(config, laid.par, machines[0], machines)
+    result = priced(_train(config, laid.par, machines[0], machines), config, laid.par, laid.cluster, implementation)
     peak = sum(m.gpu.peak(m.dtype) for m in machines) / len(machines)
     return result, throughput(config, global_batch, recompute, result.iteration_seconds, laid.par.gpus, peak,
                               attention)

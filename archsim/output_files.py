@@ -4,6 +4,8 @@ A regular file (or a new name) is replaced atomically, keeping the old file's pe
 read-only one is refused); this process's own descriptor
 (``/dev/stdout``, ``/dev/fd/N``) is written into; a character device or FIFO is written
 through in place, never replaced; anything else is refused in one line (docs/security.md).
+Every target is checked when the command line is read (:func:`output_flag`, :func:`folder_flag`),
+where it would go as well as what it is, so a run that writes several files writes all or none.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from archsim.errors import InputError
 def check_target(path: str | Path) -> str:
     """What writing to ``path`` will do: ``"replace"`` (a regular file, through a symlink too, or a
     new name) or ``"through"`` (a character device or FIFO); anything else is an
-    :class:`InputError`. Only looks (``stat``): a FIFO's reader is checked when it is opened."""
+    :class:`InputError`. A new name is checked where it would go and an existing file's folder must
+    take the rename (:func:`_check_creatable`); a FIFO's reader is checked when it is opened."""
     path = Path(path)
     if own_descriptor(path) is not None:
         return "through"
@@ -29,19 +32,113 @@ def check_target(path: str | Path) -> str:
     except FileNotFoundError:
         if os.path.islink(path):
             raise InputError("a symlink to nothing: give a file name, or fix the link", file=str(path)) from None
+        _check_creatable(path, path.parent, [path.name])
         return "replace"
-    except OSError as exc:  # a loop, a name too long, a file where a folder should be, no permission
+    except OSError as exc:  # a file in the way (named by the walk), a loop, a name too long, no permission
+        if isinstance(exc, NotADirectoryError):
+            _check_creatable(path, path.parent, [path.name])
         raise _unwritable(exc, path) from None
     if stat.S_ISREG(mode):
         if not mode & 0o222 or not os.access(path, os.W_OK):  # the rename needs only the folder's permission
             raise InputError(f"a read-only file (mode {stat.S_IMODE(mode):o}): give another name, or make it "
                              "writable", file=str(path))
+        real = Path(os.path.realpath(path))  # through a symlink the file it leads to is replaced
+        _check_creatable(path, real.parent, [real.name])
         return "replace"
     if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
         return "through"
     what = ("a folder" if stat.S_ISDIR(mode) else "a socket" if stat.S_ISSOCK(mode)
             else "a block device (a disk)" if stat.S_ISBLK(mode) else "not a file")
     raise InputError(f"cannot write here ({what}): give a file name", file=str(path))
+
+
+def check_folder(path: str | Path) -> Path:
+    """Check a folder that several output files will go into (a sweep's results folder) before any
+    is written: an existing folder this process can create files in, or a new name that can be made
+    there (:func:`check_target`'s rules for a new name); else an :class:`InputError`."""
+    path = Path(path)
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        if os.path.islink(path):
+            raise InputError("a symlink to nothing: give a folder, or fix the link", file=str(path)) from None
+        _check_creatable(path, path.parent, [path.name], is_folder=True)
+        return path
+    except OSError as exc:
+        if isinstance(exc, NotADirectoryError):  # names the file in the way
+            _check_creatable(path, path.parent, [path.name], is_folder=True)
+        raise _unwritable(exc, path) from None
+    if not stat.S_ISDIR(mode):
+        raise InputError("cannot write results here (not a folder): give a folder name", file=str(path))
+    _check_creatable(path, path, [], is_folder=True)
+    return path
+
+
+def _check_creatable(path: Path, where: Path, names: list[str], *, is_folder: bool = False) -> None:
+    """Refuse ``path`` unless ``names`` (the folders still to be made, then the target's own name) can
+    be made under ``where``'s nearest existing ancestor: it must be a folder (not a file in the way)
+    this process may create in (``os.access`` W_OK | X_OK, then one empty temp file made and removed
+    there: only that finds a folder of ``/proc`` or ``/sys``, whose permission bits pass root), and
+    each name must fit the file system's NAME_MAX (a file's with its temp file's affixes)."""
+    while True:
+        try:
+            mode = os.stat(where).st_mode
+            break
+        except (FileNotFoundError, NotADirectoryError) as exc:
+            if where == where.parent:  # the working folder itself is gone
+                raise _unwritable(exc, path) from None
+            if os.path.islink(where):  # mkdir cannot make a folder where a dangling link is
+                raise InputError(f"cannot write here ({_shown(where)} is a symlink to nothing)",
+                                 file=str(path)) from None
+            names.insert(0, where.name)
+            where = where.parent
+        except OSError as exc:
+            raise _unwritable(exc, path) from None
+    if not stat.S_ISDIR(mode):
+        raise InputError(f"cannot write here ({_shown(where)} is a file, not a folder)", file=str(path))
+    if not os.access(where, os.W_OK | os.X_OK):
+        raise InputError(f"cannot write here (no permission to create files in {_shown(where)})", file=str(path))
+    try:
+        limit = os.pathconf(where, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        limit = 255
+    for index, name in enumerate(names):
+        temp = index == len(names) - 1 and not is_folder  # a file is written as its temp file first
+        size = len(os.fsencode(_temp_prefix(name) + "X" * 8 + _TEMP_SUFFIX if temp else name))
+        if size > limit:
+            own = len(os.fsencode(name))
+            shown = f"{own} bytes ({size} as its temp file)" if temp and own <= limit else f"{own} bytes"
+            raise InputError(f"cannot write here (a name too long: {shown}, over the file system's {limit})",
+                             file=str(path))
+    _probe(path, where, names[0] if len(names) == 1 and not is_folder else "archsim")
+
+
+def _probe(path: Path, folder: Path, name: str) -> None:
+    """Make one empty temp file in ``folder`` (named as :func:`write_output`'s, so a killed run's is an
+    orphan the next run removes) and remove it: a pseudo file system (``/proc``) or a read-only mount
+    refuses it here, before any output is written."""
+    import tempfile
+
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(name), suffix=_TEMP_SUFFIX, dir=folder)
+    except OSError as exc:
+        raise InputError(f"cannot write here (cannot create files in {_shown(folder)}: "
+                         f"{exc.strerror or exc.__class__.__name__})", file=str(path)) from None
+    os.close(fd)
+    Path(tmp).unlink(missing_ok=True)
+
+
+def _shown(folder: Path) -> str:
+    return str(folder) if str(folder) not in ("", ".") else "the current folder"
+
+
+_TEMP_SUFFIX = ".tmp"
+
+
+def _temp_prefix(name: str) -> str:
+    """The start of a temp file's name beside ``name``: ``.NAME.PID.`` (then 8 random characters and
+    ``.tmp``), which :func:`remove_orphans` reads back."""
+    return f".{name}.{os.getpid()}."
 
 
 _OWN_STREAMS = {"/dev/stdin": 0, "/dev/stdout": 1, "/dev/stderr": 2}
@@ -66,6 +163,16 @@ def output_flag(text: str) -> str:
     if text:  # an empty value is the command's own business (a default path, or an error)
         try:
             check_target(text)
+        except InputError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def folder_flag(text: str) -> str:
+    """An argparse ``type=`` for a flag that names a folder of output files (:func:`check_folder`)."""
+    if text:
+        try:
+            check_folder(text)
         except InputError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
     return text
@@ -149,7 +256,7 @@ def _replace_atomically(path: Path, text: str) -> Path:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         remove_orphans(path.parent, path.name)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(path.name), suffix=_TEMP_SUFFIX, dir=path.parent)
     except OSError as exc:
         raise _unwritable(exc, path) from None
     try:

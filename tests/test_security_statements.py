@@ -10,6 +10,7 @@ import socket
 import stat
 import threading
 from pathlib import Path
+from unittest import mock
 
 import pytest
 import test_sweep_kill
@@ -137,13 +138,37 @@ def refused_kinds(tmp: Path) -> None:
         refused_before_work(tmp / "disk", "a block device")
 
 
-def os_refuses(tmp: Path) -> None:
+def refused_where_it_would_go(tmp: Path) -> None:
     (tmp / "file").write_text("x")
-    for path in (tmp / ("x" * 300), tmp / "file" / "out.csv"):  # a name too long; a file where a folder goes
-        with pytest.raises(InputError, match="cannot write here") as caught:
-            write_output(path, "x\n")
-        assert caught.value.where.file == str(path)  # named (the line shortens a long one)
-    assert os.listdir(tmp) == ["file"]  # (no permission: root has every one; test_os_paths covers the rest)
+    refused_before_work(tmp / "file" / "out.csv", "file is a file, not a folder")
+    refused_before_work(tmp / "new" / ("x" * 300), "a name too long")
+    refused_before_work(tmp / ("y" * 250), "a name too long")  # fits NAME_MAX; its temp file does not
+    refused_before_work(Path("/proc/archsim-security.csv"), "cannot create files in /proc")
+    with mock.patch("os.access", lambda p, mode: Path(p) != tmp):  # root passes permission bits
+        refused_before_work(tmp / "sub" / "out.csv", "no permission to create files in")
+    assert os.listdir(tmp) == ["file"]
+    write_output(tmp / "sub" / "out.csv", "x\n")  # a new folder under a writable one is made
+    assert (tmp / "sub" / "out.csv").read_text() == "x\n"
+
+
+def folder_refuses_rename(tmp: Path) -> None:
+    kept = tmp / "kept.csv"
+    kept.write_text("old\n")
+    with mock.patch("os.access", lambda p, mode: Path(p) != tmp):
+        refused_before_work(kept, "no permission to create files in")
+    assert kept.read_text() == "old\n" and os.listdir(tmp) == ["kept.csv"]
+
+
+def os_refuses(tmp: Path) -> None:
+    (tmp / "out.csv").write_text("old\n")
+
+    def full(*_args):
+        raise OSError(28, "No space left on device")
+
+    with mock.patch("os.fsync", full), pytest.raises(InputError, match="No space left") as caught:
+        write_output(tmp / "out.csv", "new\n")
+    assert caught.value.where.file == str(tmp / "out.csv")
+    assert os.listdir(tmp) == ["out.csv"] and (tmp / "out.csv").read_text() == "old\n"
 
 
 WRITES = {"a regular file, or a new name": regular,
@@ -151,7 +176,12 @@ WRITES = {"a regular file, or a new name": regular,
           "this process's own descriptor: `/dev/stdout`, `/dev/stderr`, `/dev/fd/N`, `/proc/self/fd/N`": own_descriptor,
           "a character device (`/dev/null`, a terminal)": character_device, "a FIFO": fifo,
           "a folder, a dangling symlink, a socket, a block device (a disk)": refused_kinds,
-          "a place the OS refuses (no permission, a name too long, a file where a folder should be)": os_refuses}
+          "a new name where a file is in the way (`blocked/g.html`, `blocked` a file), under a folder this process "
+          "cannot create files in (no permission, a read-only mount, `/proc`, `/sys`), or longer than the file "
+          "system allows": refused_where_it_would_go,
+          "an existing regular file whose folder refuses the rename (no permission to create the temp file beside "
+          "it)": folder_refuses_rename,
+          "a place the OS refuses only when written (a full disk)": os_refuses}
 
 
 def test_every_output_row_has_a_check():

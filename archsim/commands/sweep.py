@@ -7,13 +7,13 @@ import sys
 from pathlib import Path
 
 from archsim.commands import Command
-from archsim.output_files import output_flag
+from archsim.output_files import folder_flag, output_flag
 from archsim.validate import int_flag
 
 
 def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("spec", metavar="SPEC", help="sweep spec (TOML), e.g. configs/sweeps/layerpipe_paper.toml")
-    parser.add_argument("--out", default=None, metavar="DIR", help="results folder (default results/<spec name>)")
+    parser.add_argument("--out", type=folder_flag, default=None, metavar="DIR", help="results folder (default results/<spec name>)")
     parser.add_argument("--workers", type=int_flag(1, 1024, "a worker count"), default=1, help="local worker processes (default 1)")
     parser.add_argument("--dask", default=None, metavar="local|ADDRESS",
                         help="run on a dask.distributed cluster: 'local' starts a LocalCluster")
@@ -25,15 +25,19 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_sweep_command(args: argparse.Namespace) -> int:
+    from archsim.output_files import check_folder, check_target
     from archsim.sweep import load_spec, run_sweep
     from archsim.sweep.report import write_report
 
     spec = load_spec(args.spec)
     out = Path(args.out or Path("results") / spec.name)
+    target = args.report or str(Path("reports") / f"{spec.name}.html")
+    check_folder(out)  # the defaults too, before anything is written: all of the run's files, or none
+    if args.report is not None:
+        check_target(target)
     frame = run_sweep(spec, out, workers=args.workers, dask=args.dask, progress=not args.quiet, force=args.force)
     print(f"{len(frame)} results in {out / 'results.csv'}; summary in {out / 'summary.csv'}", file=sys.stderr)
     if args.report is not None:
-        target = args.report or str(Path("reports") / f"{spec.name}.html")
         path = write_report(out, target, spec_command=f"archsim sweep {args.spec} --out {out}",
                             own_networks=spec.networks)
         print(f"report: {path}", file=sys.stderr)

@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.outputs import render
     from archsim.rows import Rows
     from archsim.training.cluster import load_gpu_cluster
-    from archsim.training.energy import iteration_energy
+    from archsim.training.energy import priced
     from archsim.training.grad_accumulation import accumulation
     from archsim.training.parallel import Parallelism
     from archsim.training.placement import order_text
@@ -139,12 +139,12 @@ def run(args: argparse.Namespace) -> int:
     if spans > 1:
         print(f"archsim train: warning: a TP group spans {spans} servers: its all-reduces cross the network",
               file=sys.stderr)
-    capacities = [m.gpu.memory_bytes for m in machines]
-    result = train(config, par, machines[0], machines)
+    result = priced(train(config, par, machines[0], machines), config, par, cluster, args.implementation)
+    capacities = result.capacities
     capacity = max(capacities)
     memory = [{"rank": r, "gpu": machines[r].gpu.name, "parameters": m.parameters, "states_gib": m.states / 2**30,
                "activations_gib": m.activations / 2**30, "total_gib": m.total / 2**30,
-               "fits": m.total <= capacities[r]} for r, m in enumerate(result.memory)]
+               "fits": fits} for r, (m, fits) in enumerate(zip(result.memory, result.fits, strict=True))]
     slots = result.timeline.slots  # the engine's arrays: no DataFrame (pandas' import costs more than the run)
     timeline = [{"rank": str(s.processor), "action": str(s.op), "start_s": float(s.start), "end_s": float(s.end)}
                 for s in slots] if len(slots) <= 20000 else []
@@ -159,10 +159,9 @@ def run(args: argparse.Namespace) -> int:
             "dtype": args.dtype, "implementation": args.implementation,
             "grad_accumulation": accumulation(par, machines[0]), "iteration_seconds": result.iteration_seconds,
             "forward_seconds": result.forward_seconds, "backward_seconds": result.backward_seconds,
-            **iteration_energy(config, par, cluster, result.iteration_seconds, args.implementation,
-                               memory=result.memory),
+            "energy_j": result.energy_j, "energy_source": result.energy_source,
             **rates, "peak_memory_gib": result.peak_memory_gib,
-            "memory_capacity_gib": capacity / 2**30, "fits_memory": all(m["fits"] for m in memory),
+            "memory_capacity_gib": capacity / 2**30, "fits_memory": all(result.fits),
             "breakdown_seconds": result.breakdown, "memory_per_rank": memory,
             "after_backward_seconds": list(result.post), "timeline": timeline}
     frame = Rows.of({k: row[k] for k in ("piece", "name", "op", "seconds")} for row in result.ops)

@@ -18,6 +18,7 @@ The meta says which (``energy_source``).
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import TYPE_CHECKING, cast
 
 from archsim.array.config import ArrayConfig
 from archsim.devices.device import ELEMENT_BYTES, Device
@@ -25,6 +26,9 @@ from archsim.errors import InputError
 from archsim.training.parallel import Parallelism
 from archsim.training.rates import watts
 from archsim.workload.transformer import TransformerConfig
+
+if TYPE_CHECKING:
+    from archsim.training.run import TrainResult
 
 MODEL_SOURCE = "energy model on the ops' accesses (archsim.energy, default table)"
 BOARD_SOURCE = "board power × iteration time"
@@ -105,4 +109,16 @@ def iteration_energy(c: TransformerConfig, par: Parallelism, cluster, seconds: f
         return {"energy_j": None, "energy_source": "none: no board power known (set gpu_watts or board_watts)"}
 
 
-__all__ = ["BOARD_SOURCE", "MODEL_SOURCE", "array_device", "array_iteration_joules", "device_array", "iteration_energy"]
+def priced(result: TrainResult, c: TransformerConfig, par: Parallelism, cluster,
+           implementation: str = "megatron") -> TrainResult:
+    """``result`` with its iteration's ``energy_j`` and ``energy_source`` (:func:`iteration_energy` on the
+    laid-out ``par`` and ``cluster`` the iteration ran on): the one place ``archsim train`` and
+    ``archsim.train`` price an iteration, so the two give the same figure."""
+    from dataclasses import replace
+
+    energy = iteration_energy(c, par, cluster, result.iteration_seconds, implementation, memory=result.memory)
+    return replace(result, energy_j=cast("float | None", energy["energy_j"]), energy_source=str(energy["energy_source"]))
+
+
+__all__ = ["BOARD_SOURCE", "MODEL_SOURCE", "array_device", "array_iteration_joules", "device_array", "iteration_energy",
+           "priced"]

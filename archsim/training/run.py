@@ -26,7 +26,11 @@ class TrainResult:
     """iteration_seconds; memory per pipeline rank; ``breakdown``: seconds of the slowest rank's
     iteration by category; ``ops``: per op/collective rows; ``run``: the pipeline's StageRun;
     ``forward_seconds`` / ``backward_seconds``: the slowest rank's forward and backward compute (its
-    F; its I + W with recompute and TP collectives) over the iteration's micro-batches."""
+    F; its I + W with recompute and TP collectives) over the iteration's micro-batches;
+    ``parallelism``: the one it ran; ``capacities``: each rank's GPU memory (bytes);
+    ``energy_j`` / ``energy_source``: the iteration's joules and how they were priced, set by
+    :func:`archsim.training.energy.priced` (``archsim train`` and ``archsim.train``; None and "" on
+    :func:`train`'s own result, which has no cluster to price it on)."""
 
     iteration_seconds: float
     memory: tuple[StageMemory, ...]
@@ -36,6 +40,10 @@ class TrainResult:
     post: tuple[dict[str, float], ...]
     forward_seconds: float = 0.0
     backward_seconds: float = 0.0
+    energy_j: float | None = None
+    energy_source: str = ""
+    parallelism: Parallelism | None = None  # what ran: a planned split's stage_layers, the micro-batch count
+    capacities: tuple[float, ...] = ()  # bytes of memory of each pipeline rank's GPU
 
     @property
     def timeline(self) -> Timeline:
@@ -49,6 +57,11 @@ class TrainResult:
     @property
     def peak_memory_gib(self) -> float:
         return max(m.total for m in self.memory) / GIB
+
+    @property
+    def fits(self) -> tuple[bool, ...]:
+        """Whether each pipeline rank's memory fits its GPU's (``archsim train``'s ``fits`` per rank)."""
+        return tuple(m.total <= capacity for m, capacity in zip(self.memory, self.capacities, strict=True))
 
 
 def train(c: TransformerConfig, par: Parallelism, machine: Machine,
@@ -88,7 +101,8 @@ def train(c: TransformerConfig, par: Parallelism, machine: Machine,
                        _breakdown(c, par, machines[slowest], pieces, order.rank_of_stage(), run, slowest,
                                   post[slowest]),
                        _op_rows(c, par, pieces) + _iteration_rows(post[slowest]), run, post,
-                       float(forward), float(backward))
+                       float(forward), float(backward), parallelism=par,
+                       capacities=tuple(float(m.gpu.memory_bytes) for m in machines))
 
 
 def _breakdown(c, par, machine, pieces, rank_of, run, rank, post) -> dict[str, float]:
