@@ -19,6 +19,7 @@ from typing import NoReturn
 from archsim import __version__
 from archsim.commands import Command
 from archsim.errors import InputError
+from archsim.output_files import distinct_targets
 
 # name, "module:attribute" of its Command, and the one-line help `archsim --help` lists (a test
 # checks it equals the Command's own help, so the two cannot drift).
@@ -134,11 +135,20 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _chosen(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The innermost parser ``args`` came through (``archsim bppsa rnn``: the ``rnn`` parser)."""
+    sub = next((action for action in parser._actions if isinstance(action, argparse._SubParsersAction)), None)
+    name = None if sub is None else getattr(args, sub.dest, None)
+    return _chosen(sub.choices[name], args) if sub is not None and name in sub.choices else parser
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     gc.set_threshold(100_000, 50, 100)  # a short-lived process building 10⁶-op problems: collect rarely
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        args = build_parser(argv).parse_args(argv)
+        parser = build_parser(argv)
+        args = parser.parse_args(argv)
+        distinct_targets(_chosen(parser, args), args)
         return int(args._run(args))
     except UsageError as exc:  # the top parser reports a sub-command's unknown arguments: name the sub-command
         wanted = _selected(argv)

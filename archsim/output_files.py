@@ -178,6 +178,30 @@ def folder_flag(text: str) -> str:
     return text
 
 
+def distinct_targets(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse one file named by two output flags of a run (``--out x --gantt x``): the second write
+    would silently replace the first. Devices, FIFOs and this process's own descriptors
+    (``/dev/null``, ``/dev/stdout``) are written through, not replaced, so they may be named twice."""
+    seen: dict[str, str] = {}
+    for action in parser._actions:  # the parser's flags, as argparse keeps them
+        value = getattr(args, action.dest, None) if action.type is output_flag else None
+        if not value or action.dest in seen.values() or check_target(value) == "through":
+            continue
+        key = os.path.realpath(value)
+        if key in seen:
+            raise InputError(f"named by two output flags ({_flag(parser, seen[key])} and "
+                             f"{_flag(parser, action.dest)}): the second would replace the first; "
+                             "give each its own file", file=str(value))
+        seen[key] = action.dest
+
+
+def _flag(parser: argparse.ArgumentParser, dest: str) -> str:
+    """The first option string of the flag storing into ``dest`` (``"trace"`` → ``--chrome-trace``)."""
+    named = [action for action in parser._actions if action.dest == dest and action.option_strings]
+    shown = [action for action in named if action.help != argparse.SUPPRESS] or named
+    return shown[0].option_strings[0] if shown else dest
+
+
 def write_output(path: str | Path, text: str) -> Path:
     """Write ``text`` (UTF-8) to the output ``path`` a flag names: the one writer of every output.
 

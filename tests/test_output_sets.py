@@ -117,3 +117,38 @@ def test_sweep_checks_its_default_folder_before_running(tmp_path, capsys, monkey
     line = clean_error(capsys, "sweep", spec, "--quiet", "--report", tmp_path / "r.html")
     assert "results" in line
     assert not (tmp_path / "r.html").exists()
+
+
+def _pairs() -> list[tuple[str, str, str]]:
+    """(command, first flag, second flag): each command's first two output flags, named at one file."""
+    firsts = {command: flags for command, _, flags in MULTI}
+    return sorted((command, flags[0], flags[1]) for command, flags in firsts.items())
+
+
+@pytest.mark.parametrize(("command", "first", "second"), _pairs())
+def test_one_file_named_by_two_flags_is_refused_and_kept(tmp_path, capsys, command, first, second):
+    """``--out x --gantt x``: the second write would replace the first without a word. The file there
+    before the run keeps its bytes."""
+    target = tmp_path / "same.out"
+    target.write_text("the user's file\n", encoding="utf-8")
+    argv = _argv(command, tmp_path)
+    capsys.readouterr()
+    line = clean_error(capsys, *argv, first, target, second, target)
+    assert "two output flags" in line and first in line and second in line
+    assert target.read_text(encoding="utf-8") == "the user's file\n"
+
+
+def test_a_symlink_to_another_flags_file_is_the_same_file(tmp_path, capsys):
+    out, link = tmp_path / "run.json", tmp_path / "alias.html"
+    out.write_text("kept\n", encoding="utf-8")
+    link.symlink_to(out)
+    line = clean_error(capsys, *_argv("train", tmp_path), "--out", out, "--gantt", link)
+    assert "two output flags" in line
+    assert out.read_text(encoding="utf-8") == "kept\n" and link.is_symlink()
+
+
+def test_a_device_may_take_two_outputs(tmp_path, capsys):
+    """/dev/null is written through, never replaced: two flags may name it."""
+    from archsim.cli import main
+
+    assert main([*_argv("train", tmp_path), "--out", "/dev/null", "--gantt", "/dev/null"]) == 0
