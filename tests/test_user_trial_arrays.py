@@ -164,6 +164,8 @@ def test_cost_on_a_device_file_of_four_arrays_says_it_times_one(tmp_path, capsys
     assert main(["cost", "layerpipe_sample", "--config", str(path)]) == 0
     err = capsys.readouterr().err
     assert "4 arrays" in err and "one" in err
+    assert main(["gemm", "--m", "1024", "--k", "768", "--n", "2304", "--config", str(path)]) == 0
+    assert "4 arrays" in capsys.readouterr().err  # gemm reads --config on its own path
     plain = _write(tmp_path, "plain.cfg", CHIP_CFG.split("[device]")[0])
     assert main(["cost", "layerpipe_sample", "--config", str(plain)]) == 0
     assert "arrays" not in capsys.readouterr().err  # a plain SCALE-Sim file is one array: nothing to say

@@ -98,15 +98,19 @@ def array_from_args(args: argparse.Namespace, note: bool = True) -> ArrayConfig:
 
     array = array_from_flags(args.array, args.config, args.dataflow, args.element_bytes)
     if note and args.config:
-        from archsim.array.device_sections import cfg_device_sections
-        from archsim.validate import read_text
-
-        checked = cfg_device_sections(read_text(args.config, "config file"), str(args.config), required=False)
-        if checked is not None and checked[1] > 1:
-            print(f"archsim: note: {args.config} is a device of {checked[1]} arrays; this costs one "
-                  f"{array.rows}x{array.cols} array of it (train and search deal each GEMM's folds over all "
-                  f"{checked[1]})", file=sys.stderr)
+        note_device_arrays(args.config)
     return array
+
+
+def note_device_arrays(config: str) -> None:
+    """Say on stderr when ``--config`` is a device file of several arrays: an array command costs one."""
+    from archsim.array.device_sections import cfg_device_sections
+    from archsim.validate import read_text
+
+    checked = cfg_device_sections(read_text(config, "config file"), str(config), required=False)
+    if checked is not None and checked[1] > 1:
+        print(f"archsim: note: {config} is a device of {checked[1]} arrays; this costs one of them (train and "
+              f"search deal each GEMM's folds over all {checked[1]})", file=sys.stderr)
 
 
 def add_engine_arguments(parser: argparse.ArgumentParser, bandwidth_flag: str = "--bandwidth") -> None:
