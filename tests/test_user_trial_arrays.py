@@ -169,3 +169,19 @@ def test_cost_on_a_device_file_of_four_arrays_says_it_times_one(tmp_path, capsys
     plain = _write(tmp_path, "plain.cfg", CHIP_CFG.split("[device]")[0])
     assert main(["cost", "layerpipe_sample", "--config", str(plain)]) == 0
     assert "arrays" not in capsys.readouterr().err  # a plain SCALE-Sim file is one array: nothing to say
+
+
+@pytest.mark.parametrize("name, text, field", [
+    ("chip.cfg", CHIP_CFG.replace("arrays = 4", "arrays = 4\narrays_per_core = 3"), "device.arrays_per_core"),
+    ("chip.toml", CHIP_TOML.replace("arrays = 4", "arrays = 4\narrays_per_core = 3"), "compute.arrays_per_core")])
+def test_arrays_per_core_that_do_not_divide_the_arrays_name_the_key(tmp_path, capsys, name, text, field):
+    """``arrays_per_core = 3`` beside 4 arrays was refused by train as field 'device.per_core' (a key no file
+    has), and ``cost --config`` took the same ``.cfg`` — though docs/formats.md says every reader refuses a
+    bad value of a device file alike."""
+    path = _write(tmp_path, name, text)
+    with pytest.raises(InputError) as caught:
+        load_device(path)
+    assert caught.value.where.field == field
+    if name.endswith(".cfg"):
+        assert main(["cost", "layerpipe_sample", "--config", str(path)]) == 2
+        assert "arrays_per_core" in capsys.readouterr().err
