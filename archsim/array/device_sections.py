@@ -121,6 +121,9 @@ def cfg_device_sections(text: str, file: str, required: bool) -> tuple[dict[str,
             counts.append(parse_int(own.get("device", {}).pop(key, "1"), what="a positive integer"))
         except ValueError as exc:
             raise InputError(str(exc), file=file, field=f"device.{key}") from None
+    if counts[0] % counts[1]:  # as Arrays refuses it, so that cost --config refuses what train does
+        raise InputError(f"{counts[1]} arrays per core do not divide {counts[0]} arrays", file=file,
+                         field="device.arrays_per_core")
     if required and ("memory" not in own or "links" not in own or "device" not in own):
         missing = next(s for s in _CFG_SECTIONS if s not in own)
         raise InputError(f"a .cfg device file needs a [{missing}] section (docs/formats.md, Device files)", file=file)

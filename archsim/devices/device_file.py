@@ -29,6 +29,11 @@ MAX_CLOCK_MHZ = 1e6  # 1 THz
 PEAK_TOLERANCE = 0.01  # a stated arrays peak may differ from 2 · PEs · clock by a datasheet's rounding
 
 
+def _key_of(field: str | None) -> str:
+    """The device file's key for an :class:`Arrays` field (an error names the key the user wrote)."""
+    return {"count": "arrays", "per_core": "arrays_per_core", "clock_hz": "clock_mhz"}.get(field or "", field or "")
+
+
 def _check_array_peaks(given: dict[str, float], arrays: Arrays, lanes: Arrays | None, file: str) -> None:
     """With ``gemm = "arrays"`` a GEMM runs at the arrays' own rate (the lanes' for fp32 where given), so a
     stated peak of a dtype archsim's GEMMs run in is only MFU's denominator: one that is not that rate
@@ -96,7 +101,7 @@ def _toml_device(path: Path) -> Device:
         arrays = Arrays(comp["arrays"], comp["rows"], comp["cols"], comp.get("dataflow", "ws"),
                         comp["clock_mhz"] * 1e6, comp.get("arrays_per_core", 1))
     except InputError as exc:
-        raise InputError(exc.message, file=file, field=f"compute.{exc.where.field}") from None
+        raise InputError(exc.message, file=file, field=f"compute.{_key_of(exc.where.field)}") from None
     return _device(values, arrays, file)
 
 
@@ -113,7 +118,7 @@ def _cfg_device(path: Path) -> Device:
     try:
         arrays = Arrays(count, array.rows, array.cols, array.dataflow, float(array.clock_hz), per_core)
     except InputError as exc:
-        raise InputError(exc.message, file=file, field=f"device.{exc.where.field}") from None
+        raise InputError(exc.message, file=file, field=f"device.{_key_of(exc.where.field)}") from None
     values["compute"] = {}
     sram = float(array.ifmap_sram_kb + array.filter_sram_kb + array.ofmap_sram_kb) * 1024
     return _device(values, arrays, file, sram_bytes=sram)
