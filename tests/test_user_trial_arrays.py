@@ -185,3 +185,18 @@ def test_arrays_per_core_that_do_not_divide_the_arrays_name_the_key(tmp_path, ca
     if name.endswith(".cfg"):
         assert main(["cost", "layerpipe_sample", "--config", str(path)]) == 2
         assert "arrays_per_core" in capsys.readouterr().err
+
+
+def test_plan_on_a_cluster_of_the_chip_says_it_does_not_cost_on_the_chip(tmp_path, capsys):
+    """``archsim plan NETWORK --cluster`` on a cluster whose servers name a device file priced every layer on
+    the default 32 × 32 array at 1 GHz and said nothing: the same makespan (0.002268 s for
+    layerpipe_sample) for a cluster of this chip, of TPU-v4-like chips and of H100s."""
+    _write(tmp_path, "chip.cfg", CHIP_CFG)
+    cluster = _write(tmp_path, "mine.toml", '[cluster]\nname = "mine"\n\n[[servers]]\ngpus = 4\n'
+                     'intra_server_gbps = 800\ndevice = "chip.cfg"\n')
+    assert main(["plan", "layerpipe_sample", "--cluster", str(cluster), "--microbatches", "4"]) == 0
+    err = capsys.readouterr().err
+    assert "chip.cfg" in err and "--array" in err and "32x32" in err
+    spp = Path(__file__).resolve().parents[1] / "configs" / "clusters" / "testbed_v100.toml"  # names no device
+    assert main(["plan", "layerpipe_sample", "--cluster", str(spp), "--microbatches", "4"]) == 0
+    assert "note" not in capsys.readouterr().err
