@@ -30,7 +30,7 @@ arrays = ["16x16"]
 batches = [4]
 processors = [2, 3]
 methods = ["layerpipe", "pipedream"]
-bandwidths = [10]
+sram_kb = [64]
 clocks_ghz = [1.0]
 """
 

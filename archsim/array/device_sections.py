@@ -30,6 +30,7 @@ _KEYS: dict[str, dict[str, tuple[str, bool]]] = {
               "inter_node_gbps": ("float0", False)},
 }
 _CFG_SECTIONS = ("device", "memory", "links")  # what a .cfg device file adds to SCALE-Sim's sections
+_CFG_DEVICE_COUNTS = ("arrays", "arrays_per_core")  # a .cfg's [device] keys for what a TOML's [compute] says
 
 
 def _check(section: str, key: str, value: object, file: str) -> Any:
@@ -74,8 +75,10 @@ def _check(section: str, key: str, value: object, file: str) -> Any:
     return value.strip()
 
 
-def checked_sections(spec: dict, file: str, required: tuple[str, ...]) -> dict[str, dict[str, Any]]:
-    """Each known section's checked values; unknown sections or keys and missing ones refused."""
+def checked_sections(spec: dict, file: str, required: tuple[str, ...],
+                     read_apart: dict[str, tuple[str, ...]] | None = None) -> dict[str, dict[str, Any]]:
+    """Each known section's checked values; unknown sections or keys and missing ones refused.
+    ``read_apart``: keys a section also takes that the caller read already (named in the error too)."""
     for section in spec:
         if section not in _KEYS:
             raise InputError(f"unknown section [{section}]; expected {', '.join(f'[{s}]' for s in _KEYS)}",
@@ -89,7 +92,8 @@ def checked_sections(spec: dict, file: str, required: tuple[str, ...]) -> dict[s
             raise InputError(f"[{section}] must be a table", file=file)
         for key in given:
             if key not in keys:
-                raise InputError(f"unknown key; [{section}] takes {', '.join(keys)}", file=file,
+                taken = (*keys, *(read_apart or {}).get(section, ()))
+                raise InputError(f"unknown key; [{section}] takes {', '.join(taken)}", file=file,
                                  field=f"{section}.{key}")
         for key, (_, needed) in keys.items():
             if needed and key not in given and (section in required):
@@ -112,12 +116,20 @@ def cfg_device_sections(text: str, file: str, required: bool) -> tuple[dict[str,
         return None
     own = {s: dict(parser[s]) for s in _CFG_SECTIONS if parser.has_section(s)}
     counts = []
-    for key in ("arrays", "arrays_per_core"):
+    for key in _CFG_DEVICE_COUNTS:
         try:
             counts.append(parse_int(own.get("device", {}).pop(key, "1"), what="a positive integer"))
         except ValueError as exc:
             raise InputError(str(exc), file=file, field=f"device.{key}") from None
+    if counts[0] % counts[1]:  # as Arrays refuses it, so that cost --config refuses what train does
+        raise InputError(f"{counts[1]} arrays per core do not divide {counts[0]} arrays", file=file,
+                         field="device.arrays_per_core")
     if required and ("memory" not in own or "links" not in own or "device" not in own):
         missing = next(s for s in _CFG_SECTIONS if s not in own)
         raise InputError(f"a .cfg device file needs a [{missing}] section (docs/formats.md, Device files)", file=file)
-    return checked_sections(own, file, _CFG_SECTIONS if required else ()), counts[0], counts[1]
+    if "sram_kib_per_array" in own.get("memory", {}):  # a second SRAM size, which one would be dropped
+        raise InputError("a .cfg's SRAM per array is its IfmapSramSzkB + FilterSramSzkB + OfmapSramSzkB "
+                         "([architecture_presets]): drop sram_kib_per_array", file=file,
+                         field="memory.sram_kib_per_array")
+    return (checked_sections(own, file, _CFG_SECTIONS if required else (), {"device": _CFG_DEVICE_COUNTS}),
+            counts[0], counts[1])

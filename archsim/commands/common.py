@@ -91,11 +91,26 @@ def add_array_arguments(parser: argparse.ArgumentParser) -> None:
                         help="bytes per tensor element (LayerPipe uses 1)")
 
 
-def array_from_args(args: argparse.Namespace) -> ArrayConfig:
-    """--config, --array, --dataflow and --element-bytes (:func:`archsim.array.options.array_from_flags`)."""
+def array_from_args(args: argparse.Namespace, note: bool = True) -> ArrayConfig:
+    """--config, --array, --dataflow and --element-bytes (:func:`archsim.array.options.array_from_flags`);
+    ``note``: say on stderr when --config is a device file of several arrays, of which one is costed."""
     from archsim.array.options import array_from_flags
 
-    return array_from_flags(args.array, args.config, args.dataflow, args.element_bytes)
+    array = array_from_flags(args.array, args.config, args.dataflow, args.element_bytes)
+    if note and args.config:
+        note_device_arrays(args.config)
+    return array
+
+
+def note_device_arrays(config: str) -> None:
+    """Say on stderr when ``--config`` is a device file of several arrays: an array command costs one."""
+    from archsim.array.device_sections import cfg_device_sections
+    from archsim.validate import read_text
+
+    checked = cfg_device_sections(read_text(config, "config file"), str(config), required=False)
+    if checked is not None and checked[1] > 1:
+        print(f"archsim: note: {config} is a device of {checked[1]} arrays; this costs one of them (train and "
+              f"search deal each GEMM's folds over all {checked[1]})", file=sys.stderr)
 
 
 def add_engine_arguments(parser: argparse.ArgumentParser, bandwidth_flag: str = "--bandwidth") -> None:

@@ -16,6 +16,7 @@ from archsim.commands.common import (
     check_engine_flags,
     emit,
     memory_meta,
+    note_device_arrays,
     positive_int,
     with_memory_args,
 )
@@ -160,6 +161,8 @@ def run(args: argparse.Namespace) -> int:
         layout = layout_from_cfg(args.config, args.layout, args.bank_rule)
     else:
         base = read_scalesim_cfg(args.config) if args.config else ArrayConfig()
+    if args.config:
+        note_device_arrays(args.config)
     if args.clock_ghz is not None:
         base = replace(base, clock_hz=args.clock_ghz * 1e9)
     if args.shapes:

@@ -75,7 +75,24 @@ def _profile(args: argparse.Namespace):
     if not args.clock_ghz > 0 or args.clock_ghz == float("inf"):
         raise InputError("must be a positive finite number", field="clock-ghz")
     array = replace(array_from_args(args), clock_hz=args.clock_ghz * 1e9)
+    _note_server_devices(args.cluster, f"{array.rows}x{array.cols} {array.dataflow} at {args.clock_ghz:g} GHz")
     return profile_from_network(network_from_args(args), array, micro_batch(args), args.mode)
+
+
+def _note_server_devices(cluster: str, array: str) -> None:
+    """Say on stderr when the cluster's servers name a catalog GPU or a device file: plan prices layers on
+    ``array`` (--array/--config, --clock-ghz) and reads only the cluster's links, which train and search do not."""
+    import sys
+
+    from archsim.validate import parse_toml, read_text
+
+    servers = parse_toml(read_text(cluster, "cluster file"), str(cluster)).get("servers", [])
+    named = sorted({str(s.get("device", s.get("gpu"))) for s in servers if isinstance(s, dict)
+                    and ("device" in s or "gpu" in s)}) if isinstance(servers, list) else []
+    if named:
+        print(f"archsim: note: {cluster}'s servers name {', '.join(named)}; plan costs the layers on one array "
+              f"per GPU, {array} (--array/--config, --clock-ghz), and reads the cluster's links only "
+              "(train and search run on the servers' devices)", file=sys.stderr)
 
 
 def micro_batch(args: argparse.Namespace) -> int:

@@ -26,6 +26,28 @@ from archsim.validate import check_name, parse_toml, read_text
 
 GIB = 2**30
 MAX_CLOCK_MHZ = 1e6  # 1 THz
+PEAK_TOLERANCE = 0.01  # a stated arrays peak may differ from 2 · PEs · clock by a datasheet's rounding
+
+
+def _key_of(field: str | None) -> str:
+    """The device file's key for an :class:`Arrays` field (an error names the key the user wrote)."""
+    return {"count": "arrays", "per_core": "arrays_per_core", "clock_hz": "clock_mhz"}.get(field or "", field or "")
+
+
+def _check_array_peaks(given: dict[str, float], arrays: Arrays, lanes: Arrays | None, file: str) -> None:
+    """With ``gemm = "arrays"`` a GEMM runs at the arrays' own rate (the lanes' for fp32 where given), so a
+    stated peak of a dtype archsim's GEMMs run in is only MFU's denominator: one that is not that rate
+    (within 1%, a datasheet's rounding) would put MFU off by its ratio, above 1 when it is lower."""
+    for dtype, tflops in given.items():
+        if dtype not in DTYPES:
+            continue  # tf32, fp64, fp8: datasheet figures no GEMM of archsim runs in
+        units = lanes if dtype == "fp32" and lanes is not None else arrays
+        own = units.peak_flops / 1e12
+        if abs(tflops - own) > PEAK_TOLERANCE * own:
+            raise InputError(f"{tflops:g} TFLOP/s is not what the arrays compute: with gemm = \"arrays\" a GEMM runs "
+                             f"at 2 · {units.count} · {units.rows} · {units.cols} · {units.clock_hz / 1e9:g} GHz = "
+                             f"{own:.4g} TFLOP/s; drop the {dtype} peak (it defaults to that) or use gemm = \"tiles\"",
+                             file=file, field=f"compute.peak_tflops.{dtype}")
 
 
 def _device(values: dict[str, dict[str, Any]], arrays: Arrays, file: str, sram_bytes: float | None = None) -> Device:
@@ -49,6 +71,8 @@ def _device(values: dict[str, dict[str, Any]], arrays: Arrays, file: str, sram_b
                          field="compute.lanes")
     given = comp.get("peak_tflops")
     if given is not None:
+        if gemm == "arrays":
+            _check_array_peaks(given, arrays, lanes, file)
         peaks = tuple((dtype, tflops * 1e12) for dtype, tflops in given.items())
     else:  # every dtype on the arrays, fp32 on the lanes where the device has them
         peaks = tuple((dtype, (lanes if dtype == "fp32" and lanes is not None else arrays).peak_flops)
@@ -77,7 +101,7 @@ def _toml_device(path: Path) -> Device:
         arrays = Arrays(comp["arrays"], comp["rows"], comp["cols"], comp.get("dataflow", "ws"),
                         comp["clock_mhz"] * 1e6, comp.get("arrays_per_core", 1))
     except InputError as exc:
-        raise InputError(exc.message, file=file, field=f"compute.{exc.where.field}") from None
+        raise InputError(exc.message, file=file, field=f"compute.{_key_of(exc.where.field)}") from None
     return _device(values, arrays, file)
 
 
@@ -94,7 +118,7 @@ def _cfg_device(path: Path) -> Device:
     try:
         arrays = Arrays(count, array.rows, array.cols, array.dataflow, float(array.clock_hz), per_core)
     except InputError as exc:
-        raise InputError(exc.message, file=file, field=f"device.{exc.where.field}") from None
+        raise InputError(exc.message, file=file, field=f"device.{_key_of(exc.where.field)}") from None
     values["compute"] = {}
     sram = float(array.ifmap_sram_kb + array.filter_sram_kb + array.ofmap_sram_kb) * 1024
     return _device(values, arrays, file, sram_bytes=sram)

@@ -19,7 +19,7 @@ Design-space axes (optional; any of them makes it a design sweep whose rows add 
 iteration and area — ``archsim.sweep.design``)::
 
     sram_kb = [32, 64, 256]         # KiB of each of the ifmap, filter and ofmap SRAMs
-    bandwidths = [4, 10, 32]        # DRAM words/cycle per operand (the cycle engine's stalls)
+    bandwidths = [4, 10, 32]        # DRAM words/cycle per operand (the cycle engine's stalls; engine = "cycle")
     clocks_ghz = [0.5, 1.0, 2.0]    # seconds = cycles / clock
     element_bytes = [1, 2]          # bytes per element: tensor sizes, MAC/SRAM energies, area
     microbatches = [1, 4]           # the batch runs as M micro-batches of batch / M (M must divide it)
@@ -239,6 +239,10 @@ def load_spec(path: str | Path) -> SweepSpec:
     engine = table.get("engine", "analytic")
     if engine not in ENGINES:
         raise InputError(f"unknown engine {shown(engine)}; choose one of {', '.join(ENGINES)}", file=file, field="engine")
+    if "bandwidths" in table and engine != "cycle":  # as --bandwidth: the analytic engine has no memory stalls
+        raise InputError('bandwidths is the cycle engine\'s DRAM words/cycle: add engine = "cycle" (analytic '
+                         "cycles have no memory stalls, so every bandwidth gives the same rows)", file=file,
+                         field="bandwidths")
     methods = strings("methods", PARTITIONERS)
     if not methods:
         raise InputError("expected at least one method", file=file, field="methods")
