@@ -24,13 +24,17 @@ dropout                 read, write, mask:  read, mask, write: 2.5
 bias + GeLU (fused)     read, write: 2      read dy, x, write dx: 3
 bias + dropout + add    read x, residual,   read dy, mask, write dx, add residual
                         write, mask: 3.5    grad: 3.5
+residual add (no       read x, residual,   read dy, write dx, add residual grad: 3
+dropout)                write: 3
 RoPE (q, k: one fused   read, write, fp32   read dy, write dx, fp32 angles
 kernel each)            angles              (:func:`rope_elements`)
 ======================  ==================  ====================================
 
 The attention dropout runs only when the model drops attention probabilities
 (:attr:`~archsim.workload.transformer.TransformerConfig.drops_attention`: at probability 0 PyTorch
-launches no kernel), RoPE only for rotary models (Llama, Mistral: ``rotary_dims``), as Megatron-LM
+launches no kernel), the residual and embedding dropouts only when it drops hidden states
+(:attr:`~archsim.workload.transformer.TransformerConfig.drops_hidden`: without, the bias-dropout-add
+is the residual add alone, no mask read or written, and the embedding runs no dropout), RoPE only for rotary models (Llama, Mistral: ``rotary_dims``), as Megatron-LM
 (Megatron-Core 0.20.0, commit d98e8a6) runs them: ``apply_rope_fusion`` is on by default in its
 training arguments (``--no-rope-fusion`` turns it off), so q and k each take Transformer Engine's fused
 kernel, not the unfused ``_apply_rotary_pos_emb_bshd``. The angles' own computation (once per
@@ -145,7 +149,8 @@ def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_par
             mem("attn_dropout", 2.5 * s * s * b * heads, 2.5 * s * s * b * heads)
         gemm("context", s, s, hd, b * heads, weights=False)
     gemm("proj", tokens, w.attention, h)
-    mem("residual1", 3.5 * local * h, 3.5 * local * h)
+    residual = residual_elements(c)
+    mem("residual1", residual * local * h, residual * local * h)
     mem("norm2", 2 * local * h, 3 * local * h, ("ln", local, h))
     if w.gated:
         gemm("gate", tokens, h, ffn)
@@ -155,9 +160,15 @@ def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_par
         gemm("fc1", tokens, h, ffn)
         mem("bias_gelu", 2 * tokens * ffn, 3 * tokens * ffn)
     gemm("fc2", tokens, ffn, h)
-    mem("residual2", 3.5 * local * h, 3.5 * local * h)
+    mem("residual2", residual * local * h, residual * local * h)
     backward.reverse()  # backward runs the ops last-first (order only matters for a timeline)
     return Work(tuple(forward), tuple(backward), *_tp_collectives(tokens * h * 2, tp, sequence_parallel))
+
+
+def residual_elements(c: TransformerConfig) -> float:
+    """Elements (2-byte units) per hidden element Megatron's bias-dropout-add moves each way: 3.5 with
+    dropout (its 1-byte mask, half a unit, written forward and read backward), 3 without (the add alone)."""
+    return 3.5 if c.drops_hidden else 3.0
 
 
 def rope_elements(tokens: int, heads: int, head_dim: int, rotary_dims: int) -> int:
@@ -242,15 +253,19 @@ def _tp_collectives(activation_bytes: float, tp: int,
 
 def embedding_work(c: TransformerConfig, micro_batch: int, tp: int = 1) -> Work:
     """The first stage's input: the vocabulary-parallel token lookup (each TP rank gathers the rows it
-    holds, then an all-reduce), learned positions, and embedding dropout; backward accumulates the
-    gradient into the (zeroed) local table."""
+    holds, then an all-reduce), learned positions, and embedding dropout (Megatron's ``--hidden-dropout``:
+    none when the model does not drop hidden states); backward accumulates the gradient into the (zeroed)
+    local table."""
     tokens, h = c.seq * micro_batch, c.hidden
     vocab = padded_vocab(c.vocab, tp) // tp
     positions = 1 if c.positions else 0
-    forward = (_vector("embedding", "F", (2 + 2 * positions) * tokens * h),
-               _vector("embedding_dropout", "F", 2.5 * tokens * h))
-    backward = (_vector("embedding_dropout", "D", 2.5 * tokens * h),
-                _vector("embedding", "G", vocab * h + (2 + positions) * tokens * h))
+    lookup = (_vector("embedding", "F", (2 + 2 * positions) * tokens * h),)
+    gradient = (_vector("embedding", "G", vocab * h + (2 + positions) * tokens * h),)
+    forward: tuple[TrainingOp, ...] = lookup
+    backward: tuple[TrainingOp, ...] = gradient
+    if c.drops_hidden:
+        forward = (*lookup, _vector("embedding_dropout", "F", 2.5 * tokens * h))
+        backward = (_vector("embedding_dropout", "D", 2.5 * tokens * h), *gradient)
     coll = (Collective("embedding.all-reduce", "all-reduce", "tp", tokens * h * 2, "F"),) if tp > 1 else ()
     return Work(forward, backward, coll, ())
 
@@ -289,4 +304,4 @@ def embedding_parameters(c: TransformerConfig, tp: int = 1) -> int:
 
 
 __all__ = ["UNFUSED_SOFTMAX", "Collective", "Work", "block_work", "embedding_parameters", "embedding_work", "flash_attention_ops",
-           "fused_softmax", "head_work", "layer_parameters", "rope_elements", "window_gemms"]
+           "fused_softmax", "head_work", "layer_parameters", "residual_elements", "rope_elements", "window_gemms"]

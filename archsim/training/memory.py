@@ -19,8 +19,10 @@ the schedule fixes that count (1F1B: p − i on stage i; read off the schedule's
 interleaved and zero-bubble orders count right). Recomputation rematerialises one layer at a time
 in the backward: full recompute adds one layer's ``none`` activations, selective one layer's
 attention core (5·a·s²·b/t; 2·a·s²·b/t without attention dropout: the softmax output alone,
-:func:`attention_core_per_score`). The first stage also keeps the embedding's dropout mask (s·b·h bytes per
-micro-batch in flight), the last the fp16 and fp32 logits of the micro-batch it is on (6·s·b·V/t).
+:func:`attention_core_per_score`). Without hidden dropout (Llama) the two residual dropout masks are
+not kept: 8 + 24/t (32 with sequence parallelism) in place of 10 + 24/t (34),
+:func:`residual_mask_bytes`. The first stage also keeps the embedding's dropout mask (s·b·h bytes per
+micro-batch in flight, when the model drops hidden states), the last the fp16 and fp32 logits of the micro-batch it is on (6·s·b·V/t).
 
 With FlashAttention (``attention = "flash"``) no s² tensor is kept: ``none`` keeps the selective
 row's activations plus the fp32 log-sum-exp of every query row (4·a·s·b/t), and selective
@@ -51,12 +53,20 @@ def layer_activation_bytes(c: TransformerConfig, micro_batch: int, tp: int, reco
         return 2 * sbh / (t if sequence_parallel else 1)
     if attention == "flash":
         return layer_activation_bytes(c, b, t, "selective", sequence_parallel) + 4 * a * s * b / t
+    masks = residual_mask_bytes(c)
     if recompute == "selective":
-        return 34 * sbh / t if sequence_parallel else sbh * (10 + 24 / t)
+        return (32 + masks) * sbh / t if sequence_parallel else sbh * (8 + masks + 24 / t)
     core = attention_core_per_score(c)
     if sequence_parallel:
-        return sbh / t * (34 + core * a * s / h)
-    return sbh * (10 + 24 / t + core * a * s / (h * t))
+        return sbh / t * (32 + masks + core * a * s / h)
+    return sbh * (8 + masks + 24 / t + core * a * s / (h * t))
+
+
+def residual_mask_bytes(c: TransformerConfig) -> int:
+    """Bytes per s·b·h of a layer's two residual dropout masks (1 byte each: Korthikanti et al.'s table
+    counts them in its 10, or 34 with sequence parallelism); 0 when the model does not drop hidden states
+    (:attr:`~archsim.workload.transformer.TransformerConfig.drops_hidden`: no dropout, no mask)."""
+    return 2 if c.drops_hidden else 0
 
 
 def attention_core_per_score(c: TransformerConfig) -> int:
@@ -120,7 +130,7 @@ def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight:
         activations += layer_activation_bytes(c, b, t, "none", par.sequence_parallel, par.attention)
     elif par.recompute == "selective" and par.attention == "standard":
         activations += attention_core_per_score(c) * c.heads * c.seq**2 * b / t
-    if first:
+    if first and c.drops_hidden:  # the embedding dropout's 1-byte mask
         activations += in_flight * c.seq * b * c.hidden
     if last:
         activations += 6 * c.seq * b * padded_vocab(c.vocab, t) / t

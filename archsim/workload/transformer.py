@@ -87,6 +87,7 @@ class TransformerConfig:
     sliding_window: int | None = None  # keys a query attends to (0 ≤ q − k < window, Mistral); None: all before it
     activation: str = ""  # the MLP's activation, one of ACTIVATIONS ("": the family's DEFAULT_ACTIVATION)
     attention_dropout: float | None = None  # dropout probability on the attention probabilities (None: the family's)
+    hidden_dropout: float | None = None  # dropout probability on the embedding and each sub-layer's output (None: the family's)
     partial_rotary_factor: float = 1.0  # llama: the fraction of each head's dims that rotary embeddings rotate
 
     def __post_init__(self) -> None:
@@ -110,9 +111,10 @@ class TransformerConfig:
                 or isinstance(self.sliding_window, bool) or not 1 <= self.sliding_window <= LIMITS["seq"]):
             raise InputError(f"must be an integer in 1…{LIMITS['seq']} for a decoder (gpt, opt, llama), got "
                              f"{shown(self.sliding_window)} for {self.family}", field="sliding_window")
-        if self.attention_dropout is not None and not _probability(self.attention_dropout):
-            raise InputError(f"expected a probability in [0, 1), got {shown(self.attention_dropout)}",
-                             field="attention_dropout")
+        for key in ("attention_dropout", "hidden_dropout"):
+            value = getattr(self, key)
+            if value is not None and not _probability(value):
+                raise InputError(f"expected a probability in [0, 1), got {shown(value)}", field=key)
         fraction = self.partial_rotary_factor
         if not (isinstance(fraction, (int, float)) and not isinstance(fraction, bool) and 0 < fraction <= 1):
             raise InputError(f"expected a fraction in (0, 1], got {shown(fraction)}", field="partial_rotary_factor")
@@ -144,6 +146,18 @@ class TransformerConfig:
         dropout kernel and keeps no mask."""
         if self.attention_dropout is not None:
             return self.attention_dropout > 0
+        return self.family != "llama"
+
+    @property
+    def drops_hidden(self) -> bool:
+        """Whether dropout runs on the embedding's output and on each attention and MLP output before its
+        residual add (Megatron's ``--hidden-dropout``): the probability given, else the family's default
+        (Llama: 0 — transformers' ``LlamaDecoderLayer`` and ``LlamaMLP`` have no such dropout and no config
+        field for one, and Megatron-LM's ``examples/llama/train_llama3_8b_h100_fp8.sh`` runs
+        ``--hidden-dropout 0.0``; GPT's, OPT's and BERT's lists: on). At 0 PyTorch launches no dropout
+        kernel and keeps no mask."""
+        if self.hidden_dropout is not None:
+            return self.hidden_dropout > 0
         return self.family != "llama"
 
     @property
