@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from archsim.array.device_sections import cfg_device_sections
+from archsim.array.device_sections import cfg_device_sections, check_bandwidth_once
 from archsim.clock import clock_hz as checked_clock_hz
 from archsim.errors import InputError
 from archsim.validate import INT32_MAX, check_name, parse_int, read_text, shown
@@ -204,7 +204,7 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
             raise InputError(f"unknown section [{shown(section)[1:-1]}]; expected "
                              f"{', '.join(sorted(_SECTIONS | _DEVICE_SECTIONS))}",
                              file=file)
-    cfg_device_sections(text, file, required=False)  # a device file's [device]/[links]: checked as train checks them
+    device = cfg_device_sections(text, file, required=False)  # a device file's [device]/[links]: checked as train checks them
     for key in parser.options("archsim") if parser.has_section("archsim") else ():
         if key != "clockghz":
             raise InputError("unknown key in [archsim]; expected ClockGHz", file=file, line=line_of(key), field=key)
@@ -272,6 +272,9 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
             clock_hz = checked_clock_hz(raw, "GHz")
         except ValueError as exc:
             raise InputError(str(exc), file=file, line=line_of("ClockGHz"), field="ClockGHz") from None
+
+    if device is not None and arch.get("Bandwidth") is not None:  # the default 10 is no statement
+        check_bandwidth_once(device[0].get("memory", {}), bandwidth, clock_hz, file)
 
     fields: dict[str, Any] = {  # ArrayConfig's fields, checked by it
         "rows": as_int("ArrayHeight"),

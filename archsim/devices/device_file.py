@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from archsim.array.config import read_scalesim_cfg
-from archsim.array.device_sections import cfg_device_sections, checked_sections
+from archsim.array.device_sections import DEVICE_WORD_BYTES, cfg_device_sections, checked_sections
 from archsim.clock import clock_hz
 from archsim.devices.device import DTYPES, GEMM_MODELS, Arrays, Device
 from archsim.devices.kernels import one_fraction
@@ -114,7 +114,7 @@ def _cfg_device(path: Path) -> Device:
     checked = cfg_device_sections(read_text(path, "device file"), file, required=True)
     assert checked is not None  # required: never None
     values, count, per_core = checked
-    array = read_scalesim_cfg(path, element_bytes=2)
+    array = read_scalesim_cfg(path, element_bytes=DEVICE_WORD_BYTES)
     if array.clock_hz is None:
         raise InputError("a device file's array needs its clock: [archsim] ClockGHz", file=file, field="ClockGHz")
     try:
