@@ -12,9 +12,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from archsim.array.device_sections import cfg_device_sections
+from archsim.array.device_sections import cfg_device_sections, check_bandwidth_once
+from archsim.clock import clock_hz as checked_clock_hz
 from archsim.errors import InputError
-from archsim.validate import INT32_MAX, check_name, parse_float, parse_int, read_text, shown
+from archsim.validate import INT32_MAX, check_name, parse_int, read_text, shown
 
 DATAFLOWS = ("ws", "os", "is")
 DEFAULT_CLOCK_HZ = 1.0e9  # where seconds are needed and the array has no clock of its own
@@ -107,7 +108,6 @@ _SECTIONS = {"general", "architecture_presets", "layout", "sparsity", "run_prese
 # A device file's own two (docs/formats.md, Device files): checked by archsim.array.device_sections;
 # the array commands cost one of its arrays (SCALE-Sim's reader, too, skips sections it does not read).
 _DEVICE_SECTIONS = {"device", "links"}
-MIN_CLOCK_GHZ, MAX_CLOCK_GHZ = 1e-6, 1e3  # 1 kHz … 1 THz: wider than any array, narrow enough to refuse 1e-320
 
 _REQUIRED = {
     "architecture_presets": ("ArrayHeight", "ArrayWidth", "IfmapSramSzkB", "FilterSramSzkB",
@@ -204,7 +204,7 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
             raise InputError(f"unknown section [{shown(section)[1:-1]}]; expected "
                              f"{', '.join(sorted(_SECTIONS | _DEVICE_SECTIONS))}",
                              file=file)
-    cfg_device_sections(text, file, required=False)  # a device file's [device]/[links]: checked as train checks them
+    device = cfg_device_sections(text, file, required=False)  # a device file's [device]/[links]: checked as train checks them
     for key in parser.options("archsim") if parser.has_section("archsim") else ():
         if key != "clockghz":
             raise InputError("unknown key in [archsim]; expected ClockGHz", file=file, line=line_of(key), field=key)
@@ -269,9 +269,12 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
     if clock_hz is None and parser.has_option("archsim", "ClockGHz"):
         raw = parser["archsim"]["ClockGHz"].strip()
         try:
-            clock_hz = parse_float(raw, low=MIN_CLOCK_GHZ, high=MAX_CLOCK_GHZ, what="a clock in GHz") * 1e9
+            clock_hz = checked_clock_hz(raw, "GHz")
         except ValueError as exc:
             raise InputError(str(exc), file=file, line=line_of("ClockGHz"), field="ClockGHz") from None
+
+    if device is not None and arch.get("Bandwidth") is not None:  # the default 10 is no statement
+        check_bandwidth_once(device[0].get("memory", {}), bandwidth, clock_hz, file)
 
     fields: dict[str, Any] = {  # ArrayConfig's fields, checked by it
         "rows": as_int("ArrayHeight"),

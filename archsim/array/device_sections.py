@@ -29,6 +29,8 @@ _KEYS: dict[str, dict[str, tuple[str, bool]]] = {
     "links": {"intra_gbps": ("float", True), "links": ("int", False), "host_gbps": ("float", False),
               "inter_node_gbps": ("float0", False)},
 }
+DEVICE_WORD_BYTES = 2  # a .cfg device file's word: fp16/bf16, what train and search read its arrays at
+BANDWIDTH_TOLERANCE = 0.01  # words/cycle × bytes × clock may differ from hbm_gbps by a rounding
 _CFG_SECTIONS = ("device", "memory", "links")  # what a .cfg device file adds to SCALE-Sim's sections
 _CFG_DEVICE_COUNTS = ("arrays", "arrays_per_core")  # a .cfg's [device] keys for what a TOML's [compute] says
 
@@ -133,3 +135,20 @@ def cfg_device_sections(text: str, file: str, required: bool) -> tuple[dict[str,
                          field="memory.sram_kib_per_array")
     return (checked_sections(own, file, _CFG_SECTIONS if required else (), {"device": _CFG_DEVICE_COUNTS}),
             counts[0], counts[1])
+
+
+def check_bandwidth_once(memory: dict[str, Any], words_per_cycle: tuple[int, ...], clock_hz: float | None,
+                         file: str) -> None:
+    """A .cfg device file with both SCALE-Sim's ``Bandwidth`` (words/cycle, read by ``cost --engine cycle``)
+    and ``[memory] hbm_gbps`` (GB/s, read by ``train``/``search``) refused unless they agree within 1%
+    at :data:`DEVICE_WORD_BYTES` and the file's clock: two commands would model two memories."""
+    if "hbm_gbps" not in memory or clock_hz is None:
+        return
+    hbm = memory["hbm_gbps"]
+    for words in words_per_cycle:
+        gbps = words * DEVICE_WORD_BYTES * clock_hz / 1e9
+        if abs(gbps - hbm) > BANDWIDTH_TOLERANCE * hbm:
+            raise InputError(f"Bandwidth = {words} words/cycle × {DEVICE_WORD_BYTES} B × {clock_hz / 1e9:g} GHz = "
+                             f"{gbps:g} GB/s but [memory] hbm_gbps = {hbm:g} GB/s: cost --engine cycle reads the "
+                             f"first, train and search the second; drop one or make them agree (within 1%)",
+                             file=file, field="memory.hbm_gbps")

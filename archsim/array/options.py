@@ -14,11 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from archsim.array.config import ArrayConfig, parse_array_shape, read_scalesim_cfg
-from archsim.choices.devices import CLOCK_GHZ
+from archsim.clock import checked_clock, clock_hz
 from archsim.errors import InputError
-from archsim.validate import INT32_MAX, parse_float, parse_int, shown
-
-CLOCK_WHAT = "a clock in GHz"
+from archsim.validate import INT32_MAX, parse_int, shown
 
 
 def array_from_flags(array: str | None = None, config: str | Path | None = None, dataflow: str | None = None,
@@ -74,8 +72,8 @@ def _sram_sizes(sram_kb: str | int | Sequence[int]) -> list[int]:
 
 
 def clock_ghz(value: object) -> float:
-    """``--clock-ghz``'s value checked as the flag checks it (ValueError with its message)."""
-    return parse_float(value, low=CLOCK_GHZ[0], high=CLOCK_GHZ[1], what=CLOCK_WHAT)
+    """``--clock-ghz``'s value checked as the flag checks it (:func:`archsim.clock.clock_hz`), in GHz."""
+    return checked_clock(value, "GHz")
 
 
 def with_clock(array: ArrayConfig, ghz: float | None = None) -> ArrayConfig:
@@ -83,7 +81,7 @@ def with_clock(array: ArrayConfig, ghz: float | None = None) -> ArrayConfig:
     if ghz is None:
         return array
     try:
-        hz = clock_ghz(ghz) * 1e9
+        hz = clock_hz(ghz, "GHz")
     except ValueError as exc:
         raise InputError(str(exc), field="clock-ghz") from None
     return replace(array, clock_hz=hz)

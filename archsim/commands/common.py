@@ -64,14 +64,21 @@ def add_clock_argument(parser: argparse.ArgumentParser) -> None:
                              "else cycles only)")
 
 
-def clock_ghz_flag(text: str) -> float:
-    """argparse type: a clock in GHz (:func:`archsim.array.options.clock_ghz`'s range and message)."""
-    from archsim.array.options import clock_ghz
+def clock_flag(unit: str):
+    """argparse type: a clock in ``unit``, kept in it (:func:`archsim.clock.checked_clock`'s range and message)."""
 
-    try:
-        return clock_ghz(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+    def convert(text: str) -> float:
+        from archsim.clock import checked_clock
+
+        try:
+            return checked_clock(text, unit)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return convert
+
+
+clock_ghz_flag = clock_flag("GHz")
 
 
 def with_clock(array: ArrayConfig, args: argparse.Namespace) -> ArrayConfig:

@@ -15,6 +15,7 @@ from archsim.commands.common import (
     add_output_arguments,
     add_timeline_outputs,
     array_from_args,
+    clock_ghz_flag,
     emit,
     network_from_args,
     positive_int,
@@ -54,7 +55,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch", type=positive_int, default=None,
                         help="mini-batch size, as in every command: the micro-batch is BATCH / --microbatches")
     parser.add_argument("--mode", default="exact", choices=MODES, help=MODE_HELP)
-    parser.add_argument("--clock-ghz", type=float_flag(1e-6, 1e6, what="a clock in GHz"), default=1.0, help="array clock, to turn cycles into seconds")
+    parser.add_argument("--clock-ghz", type=clock_ghz_flag, default=1.0, metavar="GHZ",
+                        help="array clock, to turn cycles into seconds (default 1)")
     add_timeline_outputs(parser)
     add_output_arguments(parser)
     add_job_limit_argument(parser)
@@ -72,8 +74,6 @@ def _profile(args: argparse.Namespace):
         return load_graph_txt(args.network)
     from archsim.spp.profiles import profile_from_network
 
-    if not args.clock_ghz > 0 or args.clock_ghz == float("inf"):
-        raise InputError("must be a positive finite number", field="clock-ghz")
     array = replace(array_from_args(args), clock_hz=args.clock_ghz * 1e9)
     _note_server_devices(args.cluster, f"{array.rows}x{array.cols} {array.dataflow} at {args.clock_ghz:g} GHz")
     return profile_from_network(network_from_args(args), array, micro_batch(args), args.mode)

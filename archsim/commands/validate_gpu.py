@@ -18,7 +18,7 @@ import sys
 
 from archsim.array.config import DATAFLOWS, parse_array_shape
 from archsim.commands import Command
-from archsim.commands.common import add_output_arguments, emit, phases, positive_int
+from archsim.commands.common import add_output_arguments, clock_flag, emit, phases, positive_int
 from archsim.modes import MODES
 from archsim.output_files import output_flag
 from archsim.validate import positive_float_flag
@@ -42,7 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tensor-cores-per-sm", type=positive_int, default=None,
                         help="tensor cores per SM (default: the GPU table's)")
     parser.add_argument("--mma", default=None, metavar="ROWSxCOLS", help="one tensor core as a PE array, e.g. 16x32")
-    parser.add_argument("--clock-mhz", type=positive_float, default=None, help="tensor-core clock (default: the table's)")
+    parser.add_argument("--clock-mhz", type=clock_flag("MHz"), default=None,
+                        help="tensor-core clock, MHz (default: the table's)")
     parser.add_argument("--memory-gbps", type=positive_float, default=None, help="DRAM bandwidth for the memory floor")
     parser.add_argument("--dataflow", default="os", choices=DATAFLOWS, help="tensor-core dataflow (default os)")
     parser.add_argument("--no-split-k", action="store_true",

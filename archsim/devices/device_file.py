@@ -18,14 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from archsim.array.config import read_scalesim_cfg
-from archsim.array.device_sections import cfg_device_sections, checked_sections
+from archsim.array.device_sections import DEVICE_WORD_BYTES, cfg_device_sections, checked_sections
+from archsim.clock import clock_hz
 from archsim.devices.device import DTYPES, GEMM_MODELS, Arrays, Device
 from archsim.devices.kernels import one_fraction
 from archsim.errors import InputError
 from archsim.validate import check_name, parse_toml, read_text
 
 GIB = 2**30
-MAX_CLOCK_MHZ = 1e6  # 1 THz
 PEAK_TOLERANCE = 0.01  # a stated arrays peak may differ from 2 · PEs · clock by a datasheet's rounding
 
 
@@ -95,11 +95,13 @@ def _toml_device(path: Path) -> Device:
     values = checked_sections(parse_toml(read_text(path, "device file"), file), file,
                        ("device", "compute", "memory", "links"))
     comp = values["compute"]
-    if comp["clock_mhz"] > MAX_CLOCK_MHZ:
-        raise InputError(f"expected a clock of at most {MAX_CLOCK_MHZ:g} MHz", file=file, field="compute.clock_mhz")
+    try:
+        clock = clock_hz(comp["clock_mhz"], "MHz")
+    except ValueError as exc:
+        raise InputError(str(exc), file=file, field="compute.clock_mhz") from None
     try:
         arrays = Arrays(comp["arrays"], comp["rows"], comp["cols"], comp.get("dataflow", "ws"),
-                        comp["clock_mhz"] * 1e6, comp.get("arrays_per_core", 1))
+                        clock, comp.get("arrays_per_core", 1))
     except InputError as exc:
         raise InputError(exc.message, file=file, field=f"compute.{_key_of(exc.where.field)}") from None
     return _device(values, arrays, file)
@@ -112,7 +114,7 @@ def _cfg_device(path: Path) -> Device:
     checked = cfg_device_sections(read_text(path, "device file"), file, required=True)
     assert checked is not None  # required: never None
     values, count, per_core = checked
-    array = read_scalesim_cfg(path, element_bytes=2)
+    array = read_scalesim_cfg(path, element_bytes=DEVICE_WORD_BYTES)
     if array.clock_hz is None:
         raise InputError("a device file's array needs its clock: [archsim] ClockGHz", file=file, field="ClockGHz")
     try:
