@@ -352,25 +352,33 @@ CLI_BROKEN = [(command, flag, value) for command, breaks in CLI_BREAKS.items() f
 
 
 # archsim schedule runs that never consult the array model (or, with --torch-steps, any costs), each with
-# flags it would ignore: every one must be refused (tests/test_schedule_cost_flags.py says why).
+# flags it would ignore: every one must be refused (tests/test_schedule_cost_flags.py and
+# tests/test_schedule_ignored_rest.py say why). Runs without a NETWORK ignore the flags that load one.
 ARRAY_FLAGS = [("--array", "16x16"), ("--dataflow", "os"), ("--config", str(ROOT / "configs/arrays/scalesim_32x32_ws.cfg")),
                ("--element-bytes", "2"), ("--engine", "cycle"), ("--engine", "analytic"), ("--sram-kb", "8"),
                ("--clock-ghz", "1.5"), ("--batch", "8"), ("--batch", "32"), ("--mode", "paper"), ("--mode", "exact")]
+NETWORK_FLAGS = [("--only", "fc"), ("--shapes", "off"), ("--shapes", "auto"), ("--unsupported", "skip"),
+                 ("--input-shape", "1,3"), ("--dim", "seq=8")]
+COMMS_2_RANKS = str(ROOT / "tests/data/torch/comms_2_ranks.csv")  # torch's compute_comms CSV, also an order
 SCHEDULE_RUNS = {
     "unit": ["schedule", "layerpipe_sample", "--processors", "2", "--unit-costs", "--policy", "gpipe"],
     "stages": ["schedule", "--stages", "2", "--stage-times", "1,2,1", "--policy", "zb-h1"],
     "torch": ["schedule", "--stages", "2", "--stage-times", "1,2,1", "--torch-schedule", "Schedule1F1B"],
     "multistream": ["schedule", "layerpipe_sample", "--policy", "multistream"],
-    "steps": ["schedule", "--torch-steps", "--schedule-csv-in", str(ROOT / "tests/data/torch/comms_2_ranks.csv")],
+    "steps": ["schedule", "--torch-steps", "--schedule-csv-in", COMMS_2_RANKS],
+    "csv": ["schedule", "--stages", "2", "--stage-times", "1,2,1", "--schedule-csv-in", COMMS_2_RANKS],
+    "modelled": ["schedule", "layerpipe_sample", "--processors", "2", "--policy", "gpipe"],  # analytic engine
 }
 SCHEDULE_IGNORED = {
     "unit": ARRAY_FLAGS,
-    "stages": [*ARRAY_FLAGS, ("--dram-bandwidth", "5"), ("--unit-costs", None)],
-    "torch": [*ARRAY_FLAGS, ("--dram-bandwidth", "5"), ("--unit-costs", None)],
+    "stages": [*ARRAY_FLAGS, ("--dram-bandwidth", "5"), ("--unit-costs", None), *NETWORK_FLAGS, ("--processors", "2")],
+    "torch": [*ARRAY_FLAGS, ("--dram-bandwidth", "5"), ("--unit-costs", None), *NETWORK_FLAGS, ("--processors", "2")],
+    "csv": [*ARRAY_FLAGS, *NETWORK_FLAGS, ("--processors", "2"), ("--microbatches", "1"), ("--microbatches", "3")],
+    "modelled": [("--sram-kb", "8"), ("--sram-kb", "8,8,8")],
     "multistream": [("--clock-ghz", "1.5"), ("--sram-kb", "8"), ("--dram-bandwidth", "5")],
     "steps": [*ARRAY_FLAGS, ("--comm", "0.5"), ("--stage-memory", "2,1"), ("--link-bandwidth", "8"), ("--stages", "2"),
               ("--stage-times", "1,1,1"), ("--processors", "2"), ("--torch-schedule", "Schedule1F1B"),
-              ("--unit-costs", None)],
+              ("--unit-costs", None), *NETWORK_FLAGS, ("--microbatches", "1"), ("--microbatches", "3")],
 }
 SCHEDULE_IGNORED_CASES = [(run, flag, value) for run, flags in SCHEDULE_IGNORED.items() for flag, value in flags]
 

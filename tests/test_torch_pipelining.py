@@ -160,11 +160,11 @@ def test_schedule_dumped_by_torch_simulates_like_archsims_own(name, tmp_path, ca
         stages = [StandInStage(k * p, p, 2 * p, 0) for k in range(2)]
     path = tmp_path / "torch.csv"
     cls(stages, m)._dump_csv(str(path))
-    common = ["schedule", "--stages", str(p), "--stage-times", "1.5,1,0.75", "--comm", "0.25", "--microbatches",
-              str(m), "--format", "json"]
-    assert main([*common, "--schedule-csv-in", str(path)]) == 0
+    common = ["schedule", "--stages", str(p), "--stage-times", "1.5,1,0.75", "--comm", "0.25", "--format", "json"]
+    assert main([*common, "--schedule-csv-in", str(path)]) == 0  # the order fixes the micro-batches
     theirs = json.loads(capsys.readouterr().out)["rows"][0]
-    assert main([*common, "--torch-schedule", name]) == 0
+    assert theirs["microbatches"] == m
+    assert main([*common, "--torch-schedule", name, "--microbatches", str(m)]) == 0
     mine = json.loads(capsys.readouterr().out)["rows"][0]
     assert (theirs["makespan"], theirs["peak_memory"]) == (mine["makespan"], mine["peak_memory"])
 

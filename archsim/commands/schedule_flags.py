@@ -6,6 +6,7 @@ their defaults are filled in here, after the check."""
 from __future__ import annotations
 
 import argparse
+import copy
 from dataclasses import dataclass
 
 from archsim.choices.schedules import DP_POLICIES, LIST_SCHEDULES, OOO_POLICIES, ZB_SCHEDULES
@@ -20,6 +21,8 @@ UNIT, MODEL, STAGES = "unit", "model", "stages"
 ANY_COSTS = (UNIT, MODEL, STAGES)
 CHUNK_POLICIES = ("interleaved-1f1b", "interleaved-zb", "looped-bfs")  # v model chunks per rank (stage_orders)
 EXACT_POLICIES = ("zb-1p-exact", "zb-2p-exact")  # the exact searches (zb_exact)
+# archsim's names of the torch classes' orders (stage_orders.TORCH_SCHEDULES); an order read from a CSV is ""
+TORCH_ORDERS = ("gpipe", "1f1b", "interleaved-1f1b", "interleaved-zb", "looped-bfs", "zb-v", "dualpipev")
 DEFAULT_GROUP = 1  # layers per modulo group
 DEFAULT_CHUNKS = 2  # model chunks per device
 DEFAULT_STREAMS = "joint"  # multistream's Algorithm 1
@@ -41,9 +44,10 @@ class FlagRule:
     """A flag (argparse ``field``, typed as ``flag``) and the runs that read it: policies on a NETWORK,
     per-stage policies (``--policy``, 1f1b when none), and orders of ``--torch-schedule`` (archsim's
     name of the class's order) or ``--schedule-csv-in`` (""). ``default`` is filled in when not given
-    (None: the run picks it, e.g. --flush by policy); ``profile_column``: a ``--stage-profile``'s own
-    column sets it instead, so it is refused beside one; ``costs``: the runs' costs it is read with (a
-    NETWORK's --unit-costs or array model, per-stage times; --torch-steps reads none, so refuses them all)."""
+    (None: the run picks it, e.g. --flush by policy); ``replaced_by``: flags (fields) that set it instead,
+    so it is refused beside one; ``costs``: the runs' costs it is read with (a NETWORK's --unit-costs or
+    array model, per-stage times; --torch-steps reads none, so refuses them all); ``engines``: the array
+    model's engines that read it (the analytic one models no memory)."""
 
     field: str
     flag: str
@@ -51,8 +55,9 @@ class FlagRule:
     network: tuple[str, ...] = ()
     per_stage: tuple[str, ...] = ()
     ordered: tuple[str, ...] = ()
-    profile_column: bool = False
+    replaced_by: tuple[str, ...] = ()
     costs: tuple[str, ...] = ANY_COSTS
+    engines: tuple[str, ...] = ALL
 
 
 # What reads each flag, in archsim/commands/schedule.py and stage_schedule.py.
@@ -68,11 +73,13 @@ RULES = (
     FlagRule("comm_units", "--comm-units", DEFAULT_COMM_UNITS, DP_POLICIES, costs=(UNIT,)),
     # on a network a link carries DP sync and the published schedules' hops (list-* model no communication)
     FlagRule("link_bandwidth", "--link-bandwidth", None, DP_POLICIES + ZB_SCHEDULES, ALL, ALL, costs=(MODEL, STAGES)),
-    FlagRule("comm", "--comm", DEFAULT_COMM, ZB_SCHEDULES, ALL, ALL, profile_column=True),
-    FlagRule("stage_memory", "--stage-memory", DEFAULT_STAGE_MEMORY, (), ALL, ALL, profile_column=True),
+    FlagRule("comm", "--comm", DEFAULT_COMM, ZB_SCHEDULES, ALL, ALL, replaced_by=("stage_profile",)),
+    FlagRule("stage_memory", "--stage-memory", DEFAULT_STAGE_MEMORY, (), ALL, ALL, replaced_by=("stage_profile",)),
     FlagRule("max_orders", "--max-orders", EXACT_SEARCH_LIMIT, (), EXACT_POLICIES),
     # the costs themselves: per-stage times, or the array model's flags (array/options.py, build_profile)
-    FlagRule("processors", "--processors", None, ALL, ALL, ALL),  # per-stage: --stages' other name
+    FlagRule("processors", "--processors", None, ALL, ALL, ALL, replaced_by=("stages", "stage_profile")),  # per-stage:
+    # --stages' other name
+    FlagRule("microbatches", "--microbatches", 1, ALL, ALL, TORCH_ORDERS),  # a CSV's order fixes them
     FlagRule("stages", "--stages", None, (), ALL, ALL, costs=(STAGES,)),
     FlagRule("stage_times", "--stage-times", None, (), ALL, ALL, costs=(STAGES,)),
     FlagRule("stage_profile", "--stage-profile", None, (), ALL, ALL, costs=(STAGES,)),
@@ -86,9 +93,18 @@ RULES = (
     FlagRule("batch", "--batch", DEFAULT_BATCH, ALL, costs=(MODEL,)),
     FlagRule("mode", "--mode", DEFAULT_MODE, ALL, costs=(MODEL,)),
     FlagRule("dram_bandwidth", "--dram-bandwidth", None, TIMED, costs=(MODEL,)),
-    FlagRule("sram_kb", "--sram-kb", None, TIMED, costs=(MODEL,)),
+    FlagRule("sram_kb", "--sram-kb", None, TIMED, costs=(MODEL,), engines=("cycle",)),
     FlagRule("clock_ghz", "--clock-ghz", None, TIMED, costs=(MODEL,)),
+    # loading a NETWORK (common.add_network_arguments): runs without one load none
+    FlagRule("only", "--only", None, ALL),
+    FlagRule("shapes", "--shapes", "auto", ALL),
+    FlagRule("unsupported", "--unsupported", "error", ALL),
+    FlagRule("input_shape", "--input-shape", None, ALL),
+    FlagRule("dim", "--dim", [], ALL),  # argparse appends to a copy of its default
 )
+REPLACED_WORDS = {"stages": "--stages (its other name)",
+                  "stage_profile": "--stage-profile's own rows and columns (comm, activation_bytes, weight_bytes; "
+                                   "0 where absent)"}
 COST_WORDS = {UNIT: "with --unit-costs", MODEL: "with the array model's costs (a NETWORK without --unit-costs)",
               STAGES: "with per-stage costs"}
 RUN_WORDS = {UNIT: "--unit-costs replaces the array model", MODEL: "this run costs a NETWORK on the array model",
@@ -105,7 +121,7 @@ def defer_defaults(parser: argparse.ArgumentParser) -> None:
             continue
         if action.default != rule.default:
             raise ValueError(f"{rule.flag}: parser default {action.default!r}, rule default {rule.default!r}")
-        if action.default is not False and action.help and "default" not in action.help:
+        if action.default not in (False, []) and action.help and "default" not in action.help:
             action.help = f"{action.help} (default: {action.default})"
         action.default = None
 
@@ -144,6 +160,7 @@ def readers(rule: FlagRule) -> str:
                 words.append(f"--policy {' / '.join(takers)} {where}")
     if rule.ordered:
         words.append("--torch-schedule / --schedule-csv-in orders" if rule.ordered == ALL
+                     else "--torch-schedule orders" if rule.ordered == TORCH_ORDERS
                      else f"the torch classes of {' / '.join(rule.ordered)}")
     return ", ".join(words[:-1]) + " and " + words[-1] if len(words) > 1 else words[0]
 
@@ -157,13 +174,16 @@ def check_policy_flags(args: argparse.Namespace, per_stage: bool) -> None:
         takers = getattr(rule, kind)
         if given is None:
             if rule.default is not None:
-                setattr(args, rule.field, rule.default)
+                setattr(args, rule.field, copy.copy(rule.default))
         elif policy is not None and takers != ALL and policy not in takers:
             raise InputError(f"{rule.flag} applies only to {readers(rule)}; {name} does not take it",
                              field=rule.flag.split("/")[0].lstrip("-"))
         elif costs not in rule.costs:
             when = "where a run has costs" if rule.costs == ANY_COSTS else " or ".join(COST_WORDS[c] for c in rule.costs)
             raise InputError(f"{rule.flag} is read only {when}; {RUN_WORDS[costs]}", field=rule.flag.lstrip("-"))
-        elif rule.profile_column and kind != "network" and args.stage_profile:
-            raise InputError(f"{rule.flag} is set by --stage-profile's own columns (comm, activation_bytes, "
-                             "weight_bytes; 0 where absent): give it there", field=rule.flag.lstrip("-"))
+        elif rule.engines != ALL and args.engine not in rule.engines:  # engine is filled in above (MODEL costs)
+            raise InputError(f"{rule.flag} is read only with --engine {' / '.join(rule.engines)}; --engine "
+                             f"{args.engine} models no memory", field=rule.flag.lstrip("-"))
+        elif replacers := [other for other in rule.replaced_by if getattr(args, other) is not None]:
+            raise InputError(f"{rule.flag} is set by {REPLACED_WORDS[replacers[0]]} in this run: drop it",
+                             field=rule.flag.lstrip("-"))
