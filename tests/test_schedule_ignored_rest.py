@@ -10,7 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from strict_cli import ROOT, refused
+from strict_cli import ROOT
+from test_schedule_cost_flags import _refused_before_output
 
 from archsim.cli import main
 
@@ -19,13 +20,6 @@ STEPS = ["schedule", "--torch-steps", "--schedule-csv-in", str(ROOT / "tests/dat
 MODELLED = ["schedule", "ffnn8", "--processors", "2", "--microbatches", "4"]
 NETWORK_FLAGS = [["--only", "fc"], ["--shapes", "off"], ["--shapes", "auto"], ["--unsupported", "skip"],
                  ["--input-shape", "1,3"], ["--dim", "seq=8"]]
-
-
-def _refused_before_output(capsys, tmp_path: Path, argv: list[str]) -> str:
-    out = tmp_path / "out.json"
-    err = refused(capsys, [*argv, "--format", "json", "--out", str(out)])
-    assert not out.exists()
-    return err
 
 
 def _order_csv(capsys, tmp_path: Path) -> str:
