@@ -187,16 +187,27 @@ def test_arrays_per_core_that_do_not_divide_the_arrays_name_the_key(tmp_path, ca
         assert "arrays_per_core" in capsys.readouterr().err
 
 
-def test_plan_on_a_cluster_of_the_chip_says_it_does_not_cost_on_the_chip(tmp_path, capsys):
+def test_plan_on_a_cluster_of_the_chip_prices_on_the_chip(tmp_path, capsys):
     """``archsim plan NETWORK --cluster`` on a cluster whose servers name a device file priced every layer on
-    the default 32 × 32 array at 1 GHz and said nothing: the same makespan (0.002268 s for
-    layerpipe_sample) for a cluster of this chip, of TPU-v4-like chips and of H100s."""
+    the default 32 × 32 array at 1 GHz (only a stderr note said so): the same makespan for a cluster of
+    this chip, of TPU-v4-like chips and of H100s. It now prices them on the
+    chip: 4 arrays of 64 × 64 (16 times the default array's PEs) plan a shorter makespan than the default
+    array does on the same links (given explicitly with --array, which keeps the array and says so)."""
+    import json
+
     _write(tmp_path, "chip.cfg", CHIP_CFG)
     cluster = _write(tmp_path, "mine.toml", '[cluster]\nname = "mine"\n\n[[servers]]\ngpus = 4\n'
                      'intra_server_gbps = 800\ndevice = "chip.cfg"\n')
-    assert main(["plan", "layerpipe_sample", "--cluster", str(cluster), "--microbatches", "4"]) == 0
-    err = capsys.readouterr().err
-    assert "chip.cfg" in err and "--array" in err and "32x32" in err
+    assert main(["plan", "layerpipe_sample", "--cluster", str(cluster), "--microbatches", "4", "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    on_chip = json.loads(captured.out)["meta"]
+    assert "note" not in captured.err and on_chip["priced_on"] == "mychip_cfg"
+    assert main(["plan", "layerpipe_sample", "--cluster", str(cluster), "--microbatches", "4", "--format", "json",
+                 "--array", "32x32"]) == 0
+    captured = capsys.readouterr()
+    on_array = json.loads(captured.out)["meta"]
+    assert "chip.cfg" in captured.err and "--array" in captured.err and "32x32" in captured.err
+    assert on_chip["makespan_seconds"] < on_array["makespan_seconds"]
     spp = Path(__file__).resolve().parents[1] / "configs" / "clusters" / "testbed_v100.toml"  # names no device
     assert main(["plan", "layerpipe_sample", "--cluster", str(spp), "--microbatches", "4"]) == 0
     assert "note" not in capsys.readouterr().err

@@ -46,7 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                            default=None, metavar="R",
                            help="count activation transfers, compressed R× (default: ignored, as the optimizer's CLI)")
     pipedream.add_argument("--memory-constraint", action="store_true",
-                           help="skip stages whose stash exceeds a GPU's memory (cluster gpu_memory_gb, default 16)")
+                           help="skip stages whose stash exceeds a GPU's memory (the servers' device's; else the "
+                                "cluster's gpu_memory_gb, default 16)")
     pipedream.add_argument("--straight-pipeline", action="store_true", help="no stage replication")
     pipedream.add_argument("--use-fewer-machines", action="store_true", help="a plan may leave machines idle")
     add_array_arguments(parser)
@@ -55,8 +56,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch", type=positive_int, default=None,
                         help="mini-batch size, as in every command: the micro-batch is BATCH / --microbatches")
     parser.add_argument("--mode", default="exact", choices=MODES, help=MODE_HELP)
-    parser.add_argument("--clock-ghz", type=clock_ghz_flag, default=1.0, metavar="GHZ",
-                        help="array clock, to turn cycles into seconds (default 1)")
+    parser.add_argument("--clock-ghz", type=clock_ghz_flag, default=None, metavar="GHZ",
+                        help="array clock, to turn cycles into seconds (default 1); with a cluster whose servers "
+                             "name a device, any array flag prices on the array instead of the device")
     add_timeline_outputs(parser)
     add_output_arguments(parser)
     add_job_limit_argument(parser)
@@ -68,31 +70,93 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _profile(args: argparse.Namespace):
+    """The layer profile in seconds, what priced it (meta keys; empty when the cluster names no device) and
+    the device's memory in bytes (None: not priced on a device). A graph.txt's own costs; else the
+    cluster's device when its servers name one and no array flag is given (:func:`_server_machine`);
+    else one array, --array/--config at --clock-ghz."""
     if Path(args.network).suffix == ".txt":
         from archsim.partition.graph_txt import load_graph_txt
 
-        return load_graph_txt(args.network)
-    from archsim.spp.profiles import profile_from_network
+        return load_graph_txt(args.network), {}, None
+    from archsim.spp.profiles import profile_from_network, profile_on_machine
 
-    array = replace(array_from_args(args), clock_hz=args.clock_ghz * 1e9)
-    _note_server_devices(args.cluster, f"{array.rows}x{array.cols} {array.dataflow} at {args.clock_ghz:g} GHz")
-    return profile_from_network(network_from_args(args), array, micro_batch(args), args.mode)
+    named = _server_devices(args.cluster)
+    if named and not _array_flags(args):
+        machine = _server_machine(args.cluster, named)
+        if args.element_bytes != 1:
+            raise InputError(f"sizes the array model's tensors; on the servers' device ({machine.gpu.name}) they "
+                             f"are {machine.dtype}'s: drop it, or price on an array with --array/--config",
+                             field="element-bytes")
+        profile = profile_on_machine(network_from_args(args), machine, micro_batch(args), args.mode)
+        return profile, _priced_on(machine), machine.gpu.memory_bytes
+    clock_ghz = 1.0 if args.clock_ghz is None else args.clock_ghz
+    array = replace(array_from_args(args), clock_hz=clock_ghz * 1e9)
+    shape = f"{array.rows}x{array.cols} {array.dataflow} at {clock_ghz:g} GHz"
+    if named:
+        import sys
+
+        print(f"archsim: note: {args.cluster}'s servers name {', '.join(sorted({n for n in named if n}))}; plan prices the "
+              f"layers on one {shape} array per GPU, as {', '.join(_array_flags(args))} asked, not on the servers' "
+              "devices (without --array/--config/--dataflow/--clock-ghz it prices them on the device)",
+              file=sys.stderr)
+    profile = profile_from_network(network_from_args(args), array, micro_batch(args), args.mode)
+    return profile, ({"priced_on": f"array {shape}"} if named else {}), None
 
 
-def _note_server_devices(cluster: str, array: str) -> None:
-    """Say on stderr when the cluster's servers name a catalog GPU or a device file: plan prices layers on
-    ``array`` (--array/--config, --clock-ghz) and reads only the cluster's links, which train and search do not."""
-    import sys
+def _array_flags(args: argparse.Namespace) -> list[str]:
+    """The array flags the user gave (each None unless given)."""
+    return [flag for flag, value in (("--array", args.array), ("--config", args.config),
+                                     ("--dataflow", args.dataflow), ("--clock-ghz", args.clock_ghz))
+            if value is not None]
 
+
+def _server_devices(cluster: str) -> list[str | None]:
+    """Each ``[[servers]]`` table's device as written (its ``device`` path or catalog ``gpu``; None where
+    it names neither); empty when no server names one (the cluster's links alone: the array prices)."""
     from archsim.validate import parse_toml, read_text
 
     servers = parse_toml(read_text(cluster, "cluster file"), str(cluster)).get("servers", [])
-    named = sorted({str(s.get("device", s.get("gpu"))) for s in servers if isinstance(s, dict)
-                    and ("device" in s or "gpu" in s)}) if isinstance(servers, list) else []
-    if named:
-        print(f"archsim: note: {cluster}'s servers name {', '.join(named)}; plan costs the layers on one array "
-              f"per GPU, {array} (--array/--config, --clock-ghz), and reads the cluster's links only "
-              "(train and search run on the servers' devices)", file=sys.stderr)
+    if not isinstance(servers, list):
+        return []  # the topology loader has refused it already
+    named = [s.get("device", s.get("gpu")) if isinstance(s, dict) else None for s in servers]
+    return [None if n is None else str(n) for n in named] if any(n is not None for n in named) else []
+
+
+def _server_machine(cluster: str, named: list[str | None]):
+    """The training machine (device, kernel constants, fp16) of a cluster whose servers all name one
+    device, read by ``train``'s own loader (:func:`archsim.training.cluster.load_gpu_cluster`). The
+    planners take one per-layer cost for every GPU, so servers of different devices (or some of none)
+    are refused rather than priced on one of them."""
+    from archsim.training.cluster import load_gpu_cluster
+    from archsim.training.parallel import Parallelism
+    from archsim.validate import parse_toml, read_text
+
+    if None in named:
+        raise InputError(f"some servers name a device ({', '.join(sorted({n for n in named if n}))}) and some "
+                         "none: name the same gpu or device in every [[servers]] table, or price the layers on "
+                         "one array with --array/--config", file=cluster, field="servers")
+    if "gpu_memory_gb" in parse_toml(read_text(cluster, "cluster file"), str(cluster)).get("cluster", {}):
+        raise InputError("sizes the GPUs of a cluster that names no device; these servers' devices state their "
+                         "own memory: drop gpu_memory_gb", file=cluster, field="gpu_memory_gb")
+    gpus = load_gpu_cluster(cluster)
+    kinds = sorted({device.name for device in gpus.servers})
+    if len(kinds) > 1:
+        raise InputError(f"the servers name different devices ({'; '.join(kinds)}): plan prices every GPU with "
+                         "one layer profile, so it plans on one device type; give a cluster of one device, or "
+                         "--array/--config to price every GPU as one array", file=cluster, field="servers")
+    return gpus.machine(Parallelism())
+
+
+def _priced_on(machine) -> dict[str, str]:
+    """Meta keys naming the device that priced the layers and how its GEMMs run (arrays or GPU tiles)."""
+    device = machine.gpu
+    if device.gemm == "arrays":
+        units = device.arrays
+        how = (f"{units.count} array{'s' if units.count > 1 else ''} of {units.rows}x{units.cols} {units.dataflow} "
+               f"at {units.clock_hz / 1e9:g} GHz")
+    else:
+        how = f"tiles on {device.sms} SMs at {device.clock_hz / 1e9:g} GHz"
+    return {"priced_on": device.name, "priced_on_model": f"{how}, {machine.dtype}"}
 
 
 def micro_batch(args: argparse.Namespace) -> int:
@@ -123,10 +187,10 @@ def run(args: argparse.Namespace) -> int:
 
     check_flags(args)
     topology = load_topology_file(args.cluster, seed=args.seed)
-    profile = _profile(args)
+    profile, priced_on, device_memory = _profile(args)
     check_job_size(args.microbatches * 2 * len(profile.names), args.max_ops)  # F and B blocks per stage ≤ per layer
     if args.method == "pipedream":
-        return _run_pipedream(args, profile, topology)
+        return _run_pipedream(args, profile, topology, priced_on, device_memory)
     from archsim.planners import plan_on_cluster
     from archsim.progress import progress
     from archsim.spp.plan import check_search_size, spp, stage_count_limit
@@ -152,21 +216,22 @@ def run(args: argparse.Namespace) -> int:
             for n, ((a, b), d) in enumerate(zip(result.plan.stages, result.plan.devices))]
     if args.method != "spp":
         row = {"method": args.method, "makespan_seconds": others[args.method], "spp_makespan_seconds": result.makespan}
-        emit(render(Rows.of([row]), args.format, precision=args.precision, meta={"cluster": topology.name}),
-             args)
+        emit(render(Rows.of([row]), args.format, precision=args.precision,
+                    meta={"cluster": topology.name, **priced_on}), args)
         return 0
     meta = {"method": args.method, "cluster": topology.name, "gpus": topology.devices,
             "microbatches": args.microbatches, "makespan_seconds": result.makespan,
             "stage_counts": "; ".join(f"{s}:{t:.4g}s" for s, _, t in result.by_stage_count),
             "baselines_seconds": "; ".join(f"{m}:{t:.4g}" for m, t in others.items()),
-            "device_order": " ".join(f"g{x}" for x in result.order)}
+            "device_order": " ".join(f"g{x}" for x in result.order), **priced_on}
     write_timeline_outputs(args, result.timeline, f"SPP on {topology.name}, {args.microbatches} micro-batches",
                            unit=profile.unit)
     emit(render(Rows.of(rows), args.format, precision=args.precision, meta=meta), args)
     return 0
 
 
-def _run_pipedream(args: argparse.Namespace, profile, topology) -> int:
+def _run_pipedream(args: argparse.Namespace, profile, topology, priced_on: dict[str, str],
+                   device_memory: float | None) -> int:
     """PipeDream's optimizer on the cluster's uniform levels; the simulated makespan runs the plan
     on the cluster's real links under SPP's synchronous PE schedule (a named difference)."""
     from archsim.outputs import render
@@ -184,7 +249,7 @@ def _run_pipedream(args: argparse.Namespace, profile, topology) -> int:
     hierarchy = tuple(Level(machines, bandwidth) for machines, bandwidth in topology.uniform_levels())
     options = PipeDreamOptions(
         activation_compression_ratio=args.activation_compression_ratio, memory_constraint=args.memory_constraint,
-        memory_bytes=topology.gpu_memory_bytes or DEFAULT_MEMORY_BYTES, straight_pipeline=args.straight_pipeline,
+        memory_bytes=device_memory or topology.gpu_memory_bytes or DEFAULT_MEMORY_BYTES, straight_pipeline=args.straight_pipeline,
         use_fewer_machines=args.use_fewer_machines)
     try:
         plan = pipedream_plan(profile, hierarchy, options)
@@ -222,7 +287,8 @@ def _run_pipedream(args: argparse.Namespace, profile, topology) -> int:
             "single_stage_time": plan.single_stage_time,
             "time_per_stage_by_machines": [None if t == float("inf") else t for t in plan.by_machines],
             "levels": levels, "microbatches": args.microbatches, "simulated_makespan_seconds": makespan,
-            "simulation": "the plan's stages on consecutive GPUs, the cluster's real links, SPP's PE schedule"}
+            "simulation": "the plan's stages on consecutive GPUs, the cluster's real links, SPP's PE schedule",
+            **priced_on}
     if args.format != "json":
         meta = {k: v for k, v in meta.items() if k not in ("levels", "time_per_stage_by_machines")}
     if timeline is not None:

@@ -98,13 +98,21 @@ def build_profile(network: Network, array: ArrayConfig, batch: int, mode: Mode =
 
     if lowered is None:
         lowered = lower_network(network, batch, mode, array.element_bytes)
-    ops = [op for item in lowered for op in item.ops]
-    cycles = op_cycles(ops, array, engine)
+    cycles = op_cycles([op for item in lowered for op in item.ops], array, engine)
+    return profile_of_lowered(lowered, cycles, array=array, mode=mode, batch=batch, engine=engine)
+
+
+def profile_of_lowered(lowered: tuple[LoweredLayer, ...], costs, *, array: ArrayConfig | None = None,
+                       mode: str = "exact", batch: int = 1, engine: str = "analytic",
+                       unit: str = "cycles") -> LayerProfile:
+    """A profile of ``lowered`` whose ops (in order, every layer's ops one after another) cost ``costs``
+    in ``unit``: the one place a lowered network's F, G and D costs and tensor sizes become a profile,
+    whatever priced the ops (an array's cycles, a device's seconds)."""
     per_kind = {kind: np.zeros(len(lowered)) for kind in ("F", "G", "D")}
     position = 0
     for index, item in enumerate(lowered):
         for op in item.ops:
-            per_kind[op.kind][index] = float(cycles[position])
+            per_kind[op.kind][index] = float(costs[position])
             position += 1
     position_of = {item.layer.name: k for k, item in enumerate(lowered)}
     edges = tuple((position_of[p], k) for k, item in enumerate(lowered) for p in item.layer.inputs if p in position_of)
@@ -114,7 +122,7 @@ def build_profile(network: Network, array: ArrayConfig, batch: int, mode: Mode =
         activation_bytes=np.array([item.tensors.activation_bytes for item in lowered], dtype=np.int64),
         delta_bytes=np.array([item.tensors.delta_bytes if item.op("D") else 0 for item in lowered], dtype=np.int64),
         weight_bytes=np.array([item.tensors.weight_bytes for item in lowered], dtype=np.int64),
-        lowered=lowered, array=array, mode=mode, batch=batch, engine=engine, edges=edges,
+        lowered=lowered, array=array, mode=mode, batch=batch, engine=engine, edges=edges, unit=unit,
     )
 
 
@@ -131,4 +139,4 @@ def profile_from_costs(names, forward, weight_grad, delta, activation_bytes=None
                         edges=None if edges is None else tuple((int(a), int(b)) for a, b in edges), unit=unit)
 
 
-__all__ = ["LayerProfile", "build_profile", "profile_from_costs"]
+__all__ = ["LayerProfile", "build_profile", "profile_from_costs", "profile_of_lowered"]

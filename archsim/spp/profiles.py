@@ -11,7 +11,7 @@ from dataclasses import replace
 import numpy as np
 
 from archsim.lowering import Mode
-from archsim.partition.profile import LayerProfile, build_profile, profile_from_costs
+from archsim.partition.profile import LayerProfile, build_profile, profile_from_costs, profile_of_lowered
 
 
 def profile_from_network(network, array, batch: int, mode: Mode = "exact", group=None) -> LayerProfile:
@@ -44,4 +44,20 @@ def profile_from_network(network, array, batch: int, mode: Mode = "exact", group
     )
 
 
-__all__ = ["LayerProfile", "profile_from_network"]
+def profile_on_machine(network, machine, batch: int, mode: Mode = "exact") -> LayerProfile:
+    """Per-layer F, G and D seconds of ``network`` at ``batch`` samples on a training machine's device (a
+    catalog GPU or a device file, :class:`~archsim.training.machine.Machine`): every op timed by the one
+    op-timing model ``train`` and ``search`` use (:func:`archsim.training.iteration.machine_op_seconds`:
+    a GPU's tensor tiles, a device file's arrays in waves), tensors at the machine's dtype's bytes per
+    element. Why: a cluster of H100s and one of a small accelerator must not plan alike. δ is not split
+    (a profile in seconds has no array to cost a sub-GEMM on)."""
+    from archsim.devices.device import ELEMENT_BYTES
+    from archsim.lowering import lower_network
+    from archsim.training.iteration import machine_op_seconds
+
+    lowered = lower_network(network, batch, mode, ELEMENT_BYTES[machine.dtype])
+    seconds = machine_op_seconds([op for item in lowered for op in item.ops], machine)
+    return profile_of_lowered(lowered, seconds, mode=mode, batch=batch, unit="seconds")
+
+
+__all__ = ["LayerProfile", "profile_from_network", "profile_on_machine"]
