@@ -32,7 +32,8 @@ METHODS = ("spp", "pipedream", *BASELINE_METHODS)  # planners of archsim.planner
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_network_arguments(parser)
-    parser.add_argument("--cluster", required=True, metavar="CONFIG.toml", help="cluster topology (configs/clusters/)")
+    parser.add_argument("--cluster", required=True, metavar="CONFIG.toml", help="cluster topology (configs/clusters/); when its servers name a gpu or device, the "
+                             "layers are priced on it (docs/formats.md, which device prices plan's layers)")
     parser.add_argument("--microbatches", type=positive_int, required=True, help="micro-batches per iteration")
     parser.add_argument("--method", default="spp", choices=METHODS,
                         help="spp (default); pipedream: PipeDream's optimizer as released (one server: its flat "
@@ -52,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     pipedream.add_argument("--use-fewer-machines", action="store_true", help="a plan may leave machines idle")
     add_array_arguments(parser)
     parser.add_argument("--micro-batch", type=positive_int, default=None,
-                        help=f"samples per micro-batch (array-model costs; default {DEFAULT_MICRO_BATCH})")
+                        help=f"samples per micro-batch (layer costs; default {DEFAULT_MICRO_BATCH})")
     parser.add_argument("--batch", type=positive_int, default=None,
                         help="mini-batch size, as in every command: the micro-batch is BATCH / --microbatches")
     parser.add_argument("--mode", default="exact", choices=MODES, help=MODE_HELP)
