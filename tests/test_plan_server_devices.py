@@ -190,3 +190,23 @@ def test_an_explicit_array_keeps_the_array_and_says_so(tmp_path, capsys):
     assert main(["plan", "layerpipe_sample", "--cluster", str(cluster), "--microbatches", "4", "--clock-ghz", "2"]) == 0
     err = capsys.readouterr().err
     assert "one.cfg" in err and "--clock-ghz" in err and "not on the servers' devices" in err
+
+
+def test_gpu_memory_gb_beside_a_device_is_refused(tmp_path, capsys):
+    """A device states its own memory (what --memory-constraint then reads): a cluster's gpu_memory_gb
+    beside it would be a second, conflicting figure, refused as train refuses it."""
+    cluster = _device_cluster(tmp_path, "one")
+    cluster.write_text(cluster.read_text(encoding="utf-8").replace("inter_server_gbps = 100\n",
+                                                                   "inter_server_gbps = 100\ngpu_memory_gb = 8\n"),
+                       encoding="utf-8")
+    assert main(["plan", "layerpipe_sample", "--cluster", str(cluster), "--microbatches", "4"]) == 2
+    assert "gpu_memory_gb" in capsys.readouterr().err
+
+
+def test_pipedreams_memory_constraint_reads_the_devices_memory(tmp_path, capsys):
+    """--memory-constraint bounds a stage by the device's HBM (16 GiB = 16 · 2³⁰ B here), not by
+    plan's default of 16 GB for a cluster without gpu_memory_gb."""
+    cluster = _device_cluster(tmp_path, "one")
+    meta = _plan_json(capsys, ["plan", "layerpipe_sample", "--cluster", str(cluster), "--microbatches", "4",
+                               "--method", "pipedream", "--memory-constraint"])
+    assert f"memory constraint {16 * 2**30:.4g} B" in meta["settings"]
