@@ -81,18 +81,29 @@ def _profile(args: argparse.Namespace):
 
 def _note_server_devices(cluster: str, array: str) -> None:
     """Say on stderr when the cluster's servers name a catalog GPU or a device file: plan prices layers on
-    ``array`` (--array/--config, --clock-ghz) and reads only the cluster's links, which train and search do not."""
+    ``array`` (--array/--config, --clock-ghz) and reads only the cluster's links, which train and search do not;
+    and, once each, the keys only train and search read (docs/formats.md, "Cluster (TOML)")."""
     import sys
 
     from archsim.validate import parse_toml, read_text
 
-    servers = parse_toml(read_text(cluster, "cluster file"), str(cluster)).get("servers", [])
-    named = sorted({str(s.get("device", s.get("gpu"))) for s in servers if isinstance(s, dict)
-                    and ("device" in s or "gpu" in s)}) if isinstance(servers, list) else []
+    spec = parse_toml(read_text(cluster, "cluster file"), str(cluster))
+    servers = spec.get("servers", [])
+    servers = [s for s in servers if isinstance(s, dict)] if isinstance(servers, list) else []
+    named = sorted({str(s.get("device", s.get("gpu"))) for s in servers if "device" in s or "gpu" in s})
     if named:
         print(f"archsim: note: {cluster}'s servers name {', '.join(named)}; plan costs the layers on one array "
               f"per GPU, {array} (--array/--config, --clock-ghz), and reads the cluster's links only "
               "(train and search run on the servers' devices)", file=sys.stderr)
+    readers = {"price_per_gpu_hour": "search reads it (its cost objective)",
+               "gpu_watts": "train and search read it (energy)"}
+    unread = [f"[[servers]] {key} is not read by plan: {who}" for key, who in readers.items()
+              if any(key in s for s in servers)]
+    if "network" in spec:
+        unread.append("[network] is not read by plan (it reads inter_server_gbps and inter_server_link): train and "
+                      "search read it")
+    for line in unread:
+        print(f"archsim plan: note: {line}", file=sys.stderr)
 
 
 def micro_batch(args: argparse.Namespace) -> int:

@@ -19,7 +19,13 @@ from archsim.choices.training import (
     SCHEDULES,
 )
 from archsim.commands import Command
-from archsim.commands.common import add_output_arguments, add_timeline_outputs, emit, positive_int
+from archsim.commands.common import (
+    add_output_arguments,
+    add_timeline_outputs,
+    emit,
+    note_unread_cluster_keys,
+    positive_int,
+)
 from archsim.output_files import output_flag
 from archsim.validate import INT32_MAX, int_flag
 
@@ -92,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
     chunk_counts(args.schedule, args.chunks)  # a flag combination: refused before the model is read
     config = load_transformer(args.model, seq=args.seq)
     cluster = load_gpu_cluster(args.cluster, args.dtype)
+    note_unread_cluster_keys(cluster, "search")
     result = search(config, cluster=cluster, global_batch=args.global_batch, gpus=args.gpus, objective=args.objective,
                     balance=args.balance, placement=args.placement, top=args.top, recompute=args.recompute,
                     schedule=args.schedule, chunks=args.chunks, max_micro_batch=args.max_micro_batch,

@@ -23,6 +23,7 @@ from archsim.commands.common import (
     add_timeline_outputs,
     emit,
     memory_warning,
+    note_unread_cluster_keys,
     positive_int,
 )
 
@@ -132,7 +133,9 @@ def run(args: argparse.Namespace) -> int:
                       parse_stage_layers(args.stage_layers) if args.stage_layers else None, args.attention,
                       args.dp_overlap, args.grad_accumulation)
     check_job_size(par.schedule_actions, args.max_ops)  # before the cluster's matrices are built
-    laid = lay_out(config, load_gpu_cluster(args.cluster, args.dtype), par, placement=args.placement,
+    loaded = load_gpu_cluster(args.cluster, args.dtype)
+    note_unread_cluster_keys(loaded, "train")
+    laid = lay_out(config, loaded, par, placement=args.placement,
                    balance=args.balance, implementation=args.implementation, max_ops=args.max_ops)
     cluster, par, placement, machines = laid.cluster, laid.par, laid.placement, laid.machines
     spans = cluster.tp_servers(par)
@@ -210,6 +213,7 @@ def _run_sweep(args: argparse.Namespace, config) -> int:
             **({"grad_accumulation": args.grad_accumulation} if args.grad_accumulation else {})}
     check_sweep_size(base, axes, args.max_ops)
     cluster = load_gpu_cluster(args.cluster, args.dtype)
+    note_unread_cluster_keys(cluster, "train")
     placement = parse_placement(args.placement, cluster)
     if placement == "planned":
         raise InputError("--sweep runs each point in one server order: give --placement file or an order I,J,…",
@@ -265,6 +269,7 @@ def _run_runs(args: argparse.Namespace, config) -> int:
     for row in rows:  # each row is one iteration: its schedule within --max-ops, checked before any runs
         check_job_size(row.par.schedule_actions, args.max_ops)
     cluster = load_gpu_cluster(args.cluster, args.dtype)
+    note_unread_cluster_keys(cluster, "train")
     try:
         with progress(len(rows), "runs", "run", delay=0.5) as bar:
             out = predict_runs(config, cluster, rows, bar.update)
