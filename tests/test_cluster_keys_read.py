@@ -150,3 +150,15 @@ def test_plan_notes_the_keys_only_train_and_search_read(tmp_path, capsys):
     err = _cli(capsys, *argv, str(full))
     for key in ("[network]", "[[servers]] price_per_gpu_hour", "[[servers]] gpu_watts"):
         assert err.count(f"note: {key} is not read by plan") == 1, key
+
+
+def test_train_notes_a_servers_price_once(tmp_path, capsys):
+    """A server's price_per_gpu_hour prices search's cost objective only: train says so on stderr once
+    (after its run, so a refused run still writes one error line); search reads it and says nothing."""
+    priced = tmp_path / "priced.toml"
+    priced.write_text(A100_NODE + "price_per_gpu_hour = 2.0\n")
+    err = _cli(capsys, "train", str(GPT), "--cluster", str(priced), "--tp", "8", "--global-batch", "16",
+               "--format", "json")
+    assert err.count("note: price_per_gpu_hour is not read by train") == 1
+    assert "price_per_gpu_hour" not in _cli(capsys, "search", str(GPT), "--cluster", str(priced), "--global-batch",
+                                            "16", "--gpus", "8", "--top", "1", "--format", "json")

@@ -98,7 +98,6 @@ def run(args: argparse.Namespace) -> int:
     chunk_counts(args.schedule, args.chunks)  # a flag combination: refused before the model is read
     config = load_transformer(args.model, seq=args.seq)
     cluster = load_gpu_cluster(args.cluster, args.dtype)
-    note_unread_cluster_keys(cluster, "search")
     result = search(config, cluster=cluster, global_batch=args.global_batch, gpus=args.gpus, objective=args.objective,
                     balance=args.balance, placement=args.placement, top=args.top, recompute=args.recompute,
                     schedule=args.schedule, chunks=args.chunks, max_micro_batch=args.max_micro_batch,
@@ -129,6 +128,7 @@ def run(args: argparse.Namespace) -> int:
     text = render(pd.DataFrame(rows, columns=columns), args.format, meta=meta, precision=args.precision)
     if args.format == "table":
         text += _front_block(result.pareto, args.objective)
+    note_unread_cluster_keys(cluster, "search")  # the search done: notes never precede an error line
     emit(text, args)
     if args.pareto_html:
         from archsim.report.search_front import write_front_page  # plotly: only when a page is asked for

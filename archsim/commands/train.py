@@ -133,9 +133,7 @@ def run(args: argparse.Namespace) -> int:
                       parse_stage_layers(args.stage_layers) if args.stage_layers else None, args.attention,
                       args.dp_overlap, args.grad_accumulation)
     check_job_size(par.schedule_actions, args.max_ops)  # before the cluster's matrices are built
-    loaded = load_gpu_cluster(args.cluster, args.dtype)
-    note_unread_cluster_keys(loaded, "train")
-    laid = lay_out(config, loaded, par, placement=args.placement,
+    laid = lay_out(config, load_gpu_cluster(args.cluster, args.dtype), par, placement=args.placement,
                    balance=args.balance, implementation=args.implementation, max_ops=args.max_ops)
     cluster, par, placement, machines = laid.cluster, laid.par, laid.placement, laid.machines
     spans = cluster.tp_servers(par)
@@ -179,6 +177,7 @@ def run(args: argparse.Namespace) -> int:
                               for r, m in enumerate(result.memory)], "pipeline ranks", " per GPU")
     if warning:
         print(f"archsim train: warning: {warning}", file=sys.stderr)
+    note_unread_cluster_keys(cluster, "train")  # the run done: notes never precede an error line
     emit(render(frame, args.format, meta=meta, precision=args.precision), args)
     write_timeline_outputs(args, result.timeline, f"{config.name}: TP{par.tp} PP{par.pp} DP{par.dp}",
                            unit="seconds")
@@ -213,7 +212,6 @@ def _run_sweep(args: argparse.Namespace, config) -> int:
             **({"grad_accumulation": args.grad_accumulation} if args.grad_accumulation else {})}
     check_sweep_size(base, axes, args.max_ops)
     cluster = load_gpu_cluster(args.cluster, args.dtype)
-    note_unread_cluster_keys(cluster, "train")
     placement = parse_placement(args.placement, cluster)
     if placement == "planned":
         raise InputError("--sweep runs each point in one server order: give --placement file or an order I,J,…",
@@ -228,6 +226,7 @@ def _run_sweep(args: argparse.Namespace, config) -> int:
             "points": len(rows),
             "axes": ",".join(name for name, _ in axes),
             "energy_source": "; ".join(source for source in sources if source) or "none"}
+    note_unread_cluster_keys(cluster, "train")  # the run done: notes never precede an error line
     emit(render(pd.DataFrame(rows), args.format, meta=meta, precision=args.precision), args)
     return 0
 
@@ -269,7 +268,6 @@ def _run_runs(args: argparse.Namespace, config) -> int:
     for row in rows:  # each row is one iteration: its schedule within --max-ops, checked before any runs
         check_job_size(row.par.schedule_actions, args.max_ops)
     cluster = load_gpu_cluster(args.cluster, args.dtype)
-    note_unread_cluster_keys(cluster, "train")
     try:
         with progress(len(rows), "runs", "run", delay=0.5) as bar:
             out = predict_runs(config, cluster, rows, bar.update)
@@ -282,6 +280,7 @@ def _run_runs(args: argparse.Namespace, config) -> int:
             "grad_accumulation": accumulation(rows[0].par, cluster.machine(rows[0].par)),  # (read_runs: ≥ 1 row)
             "runs": len(out), "measured": len(errors),
             "mape": float(np.mean(errors)) if errors else None, "energy_source": "; ".join(sources)}
+    note_unread_cluster_keys(cluster, "train")  # the run done: notes never precede an error line
     emit(render(Rows.of(out), args.format, meta=meta,
                 precision=args.precision), args)
     return 0
