@@ -164,3 +164,31 @@ def test_train_notes_a_servers_price_once(tmp_path, capsys):
     assert err.count("note: price_per_gpu_hour is not read by train") == 1
     assert "price_per_gpu_hour" not in _cli(capsys, "search", str(GPT), "--cluster", str(priced), "--global-batch",
                                             "16", "--gpus", "8", "--top", "1", "--format", "json")
+
+
+@pytest.mark.parametrize("name", [n for n in SHIPPED if "device =" not in (CLUSTERS / n).read_text()])
+def test_a_catalog_gpus_server_may_omit_the_figure(tmp_path, name):
+    """Beside gpu = NAME the in-server figure defaults to the board's NVLink: every shipped GPU cluster with
+    its intra_server_gbps lines removed plans on the same bandwidths and trains on the same machines."""
+    import re
+
+    stated = CLUSTERS / name
+    bare = tmp_path / name
+    bare.write_text(re.sub(r"(?m)^intra_server_gbps = .*\n", "", stated.read_text()))
+    assert "intra_server_gbps" not in bare.read_text()
+    one, other = load_gpu_cluster(bare), load_gpu_cluster(stated)
+    assert (one.topology.bandwidth == other.topology.bandwidth).all()  # plan's bandwidths (build_topology)
+    assert one.fabrics == other.fabrics
+    tp = one.gpus_per_server
+    par = Parallelism(tp, 1, one.topology.devices // tp, one.topology.devices // tp, 1)
+    if one.problem(par) is None:
+        assert one.rank_machines(par) == other.rank_machines(par)
+
+
+def test_a_device_files_server_must_state_the_figure(tmp_path):
+    """A device file is not the catalog: its server states its in-server figure or is refused, naming the key."""
+    path = tmp_path / "chips.toml"
+    path.write_text('[cluster]\nname = "x"\n[[servers]]\ngpus = 2\ndevice = "chip.toml"\n')
+    with pytest.raises(InputError) as err:
+        load_gpu_cluster(path)
+    assert err.value.where.field == "intra_server_gbps"

@@ -306,7 +306,8 @@ def load_gpu_cluster(path: str | Path, dtype: str = "fp16") -> GpuCluster:
         if isinstance(intra, list):  # plan draws a figure within it (its seed); an iteration needs the one it ran at
             raise InputError("a [low, high] range is drawn by archsim plan; train and search take one figure, "
                              "Gbit/s", file=file, field="intra_server_gbps")
-        fabrics.extend([fitted.fabric_bytes_per_s(intra)] * group.get("count", 1))  # a number: build_topology checked it
+        fabric = device.fabric_bytes_per_s if intra is None else fitted.fabric_bytes_per_s(intra)  # checked
+        fabrics.extend([fabric] * group.get("count", 1))
         for key, out in (("price_per_gpu_hour", prices), ("gpu_watts", watts)):
             value = group.get(key)
             if value is not None:  # a TOML number only (not a string), finite, in (0, 10⁶]
