@@ -19,6 +19,7 @@ from archsim.validate import DEFAULT_MAX_OPS, parse_int, positive_float_flag, po
 if TYPE_CHECKING:  # the array model is imported by the commands that cost on it
     from archsim.array.config import ArrayConfig
     from archsim.sim.timeline import Timeline
+    from archsim.training.cluster import GpuCluster
 
 
 def positive_int(text: str) -> int:
@@ -107,6 +108,16 @@ def array_from_args(args: argparse.Namespace, note: bool = True) -> ArrayConfig:
     if note and args.config:
         note_device_arrays(args.config)
     return array
+
+
+def note_unread_cluster_keys(cluster: GpuCluster, command: str) -> None:
+    """Say on stderr, once each, what the cluster file states that ``command`` (train or search) does not
+    read (docs/formats.md, "Cluster (TOML)": the read-by column)."""
+    notes = list(cluster.unread)
+    if command == "train" and any(price is not None for price in cluster.prices):
+        notes.append("price_per_gpu_hour is not read by train: it prices archsim search's cost objective")
+    for note in notes:
+        print(f"archsim {command}: note: {note}", file=sys.stderr)
 
 
 def note_device_arrays(config: str) -> None:

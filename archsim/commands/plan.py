@@ -75,6 +75,7 @@ def _profile(args: argparse.Namespace):
     the device's memory in bytes (None: not priced on a device). A graph.txt's own costs; else the
     cluster's device when its servers name one and no array flag is given (:func:`_server_machine`);
     else one array, --array/--config at --clock-ghz."""
+    _note_unread_keys(args.cluster)
     if Path(args.network).suffix == ".txt":
         from archsim.partition.graph_txt import load_graph_txt
 
@@ -158,6 +159,26 @@ def _priced_on(machine) -> dict[str, str]:
     else:
         how = f"tiles on {device.sms} SMs at {device.clock_hz / 1e9:g} GHz"
     return {"priced_on": device.name, "priced_on_model": f"{how}, {machine.dtype}"}
+
+
+def _note_unread_keys(cluster: str) -> None:
+    """Say on stderr, once each, the cluster keys only train and search read (docs/formats.md, "Cluster (TOML)")."""
+    import sys
+
+    from archsim.validate import parse_toml, read_text
+
+    spec = parse_toml(read_text(cluster, "cluster file"), str(cluster))
+    servers = spec.get("servers", [])
+    servers = [s for s in servers if isinstance(s, dict)] if isinstance(servers, list) else []
+    readers = {"price_per_gpu_hour": "search reads it (its cost objective)",
+               "gpu_watts": "train and search read it (energy)"}
+    unread = [f"[[servers]] {key} is not read by plan: {who}" for key, who in readers.items()
+              if any(key in s for s in servers)]
+    if "network" in spec:
+        unread.append("[network] is not read by plan (it reads inter_server_gbps and inter_server_link): train and "
+                      "search read it")
+    for line in unread:
+        print(f"archsim plan: note: {line}", file=sys.stderr)
 
 
 def micro_batch(args: argparse.Namespace) -> int:

@@ -19,7 +19,13 @@ from archsim.choices.training import (
     SCHEDULES,
 )
 from archsim.commands import Command
-from archsim.commands.common import add_output_arguments, add_timeline_outputs, emit, positive_int
+from archsim.commands.common import (
+    add_output_arguments,
+    add_timeline_outputs,
+    emit,
+    note_unread_cluster_keys,
+    positive_int,
+)
 from archsim.output_files import output_flag
 from archsim.validate import INT32_MAX, int_flag
 
@@ -122,6 +128,7 @@ def run(args: argparse.Namespace) -> int:
     text = render(pd.DataFrame(rows, columns=columns), args.format, meta=meta, precision=args.precision)
     if args.format == "table":
         text += _front_block(result.pareto, args.objective)
+    note_unread_cluster_keys(cluster, "search")  # the search done: notes never precede an error line
     emit(text, args)
     if args.pareto_html:
         from archsim.report.search_front import write_front_page  # plotly: only when a page is asked for

@@ -23,6 +23,7 @@ from archsim.commands.common import (
     add_timeline_outputs,
     emit,
     memory_warning,
+    note_unread_cluster_keys,
     positive_int,
 )
 
@@ -176,6 +177,7 @@ def run(args: argparse.Namespace) -> int:
                               for r, m in enumerate(result.memory)], "pipeline ranks", " per GPU")
     if warning:
         print(f"archsim train: warning: {warning}", file=sys.stderr)
+    note_unread_cluster_keys(cluster, "train")  # the run done: notes never precede an error line
     emit(render(frame, args.format, meta=meta, precision=args.precision), args)
     write_timeline_outputs(args, result.timeline, f"{config.name}: TP{par.tp} PP{par.pp} DP{par.dp}",
                            unit="seconds")
@@ -224,6 +226,7 @@ def _run_sweep(args: argparse.Namespace, config) -> int:
             "points": len(rows),
             "axes": ",".join(name for name, _ in axes),
             "energy_source": "; ".join(source for source in sources if source) or "none"}
+    note_unread_cluster_keys(cluster, "train")  # the run done: notes never precede an error line
     emit(render(pd.DataFrame(rows), args.format, meta=meta, precision=args.precision), args)
     return 0
 
@@ -277,6 +280,7 @@ def _run_runs(args: argparse.Namespace, config) -> int:
             "grad_accumulation": accumulation(rows[0].par, cluster.machine(rows[0].par)),  # (read_runs: ≥ 1 row)
             "runs": len(out), "measured": len(errors),
             "mape": float(np.mean(errors)) if errors else None, "energy_source": "; ".join(sources)}
+    note_unread_cluster_keys(cluster, "train")  # the run done: notes never precede an error line
     emit(render(Rows.of(out), args.format, meta=meta,
                 precision=args.precision), args)
     return 0

@@ -127,6 +127,12 @@ class Device:
         return self.arrays.clock_hz
 
     @property
+    def fabric_bytes_per_s(self) -> float:
+        """Its in-server link per direction, bytes/s: NVLink, or PCIe on a board without NVLink (what a
+        cluster file's ``intra_server_gbps`` defaults to beside ``gpu = NAME``: twice this, Gbit/s × 10⁹ / 8)."""
+        return self.nvlink_bytes_per_s or self.pcie_bytes_per_s
+
+    @property
     def nvlink_link_bytes_per_s(self) -> float:
         """One intra-node link's bandwidth per direction."""
         return self.nvlink_bytes_per_s / self.nvlinks

@@ -11,7 +11,7 @@ A TOML file (``configs/clusters/*.toml``), keys checked exactly::
     [[servers]]
     count = 3                     # servers of this kind
     gpus = 4
-    intra_server_gbps = [96, 128] # per server (its PCIe or NVLink fabric)
+    intra_server_gbps = [96, 128] # per server (its PCIe or NVLink fabric); optional beside gpu (its board's)
     gpu = "a100-80gb"             # optional: the GPU by catalog name (archsim train; archsim.devices)
     # device = "tpu.toml"         # or a device file, relative to this file (archsim train, instead of gpu)
 
@@ -152,6 +152,21 @@ def _gbps(value, field: str, file: str, rng: _Draws) -> float:
                      field=field)
 
 
+def _catalog_fabric(group: dict, file: str) -> float:
+    """A server's in-server bandwidth when its table names a catalog ``gpu`` and states none: the board's
+    NVLink (or PCIe), both directions, bytes/s — what the shipped files state (4800 Gb/s for an A100)."""
+    name = group.get("gpu")
+    if not isinstance(name, str):
+        raise InputError('missing: the in-server bandwidth, Gbit/s (optional only beside gpu = "<catalog name>")',
+                         file=file, field="intra_server_gbps")
+    from archsim.devices.device import catalog_device  # only a server that states no figure reads the catalog
+
+    try:
+        return 2 * catalog_device(name).fabric_bytes_per_s
+    except InputError as exc:
+        raise InputError(exc.message, file=file, field="gpu") from None
+
+
 def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = None,
                    max_devices: int = MAX_DEVICES) -> Topology:
     """Validate a parsed cluster document and draw its bandwidths (at most ``max_devices`` GPUs)."""
@@ -187,7 +202,8 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
         if len(servers) + count * gpus > max_devices:
             raise InputError(f"more than {max_devices} GPUs in all", file=file, field="count")
         for _ in range(count):
-            intra.append(_gbps(group.get("intra_server_gbps"), "intra_server_gbps", file, rng))
+            intra.append(_gbps(group["intra_server_gbps"], "intra_server_gbps", file, rng)
+                         if "intra_server_gbps" in group else _catalog_fabric(group, file))
             servers.extend([len(intra) - 1] * gpus)
     if not servers:
         raise InputError("no GPUs", file=file, field="servers")

@@ -6,8 +6,9 @@ is a :class:`~archsim.devices.device.Device`; a catalog GPU's kernels are the fi
 (:func:`archsim.training.fitted.kernels`), a device file's are its own.
 
 Groups are placed Megatron's way: TP innermost (consecutive GPUs), then DP, then PP. A group whose
-GPUs all sit in one server talks over that server's NVLink (the catalog's per-GPU NVLink bandwidth
-through NVSwitches; on a DGX-1 of V100s, the NVLink rings its GPUs can form — calibrated on
+GPUs all sit in one server talks over that server's NVLink at the file's ``intra_server_gbps`` (per
+GPU, both directions: 4800 is an A100's 300 GB/s per direction, the catalog's figure; through
+NVSwitches; on a DGX-1 of V100s, the NVLink rings its GPUs can form — calibrated on
 nccl-tests, :func:`archsim.training.fitted.nvlink_group`); a group that spans servers over the inter-server network at
 ``inter_server_gbps`` per GPU (``inter_server_link = "per_gpu_pair"``: each GPU its own NIC) or that
 bandwidth shared by the server's GPUs (``"shared"``).
@@ -58,11 +59,15 @@ class GpuCluster:
     sizes: tuple[int, ...] = ()  # each server's GPU count (empty: all ``gpus_per_server``)
     network: Network | None = None  # the network as built (None: ``inter_server_bytes_per_s`` per GPU, no rails)
     dtype: str = "fp16"  # what every machine trains in (:class:`~archsim.training.machine.Machine`)
+    fabrics: tuple[float, ...] = ()  # each server's in-server link, bytes/s per GPU per direction (empty: its device's)
+    unread: tuple[str, ...] = ()  # what the file states that train and search do not read, one line each (stderr)
 
     @cached_property
     def heterogeneous(self) -> bool:
-        """Servers of several GPU types or GPU counts: each rank is then laid out and costed on its own."""
-        return len({device.name for device in self.servers}) > 1 or len(set(self.sizes)) > 1
+        """Servers of several GPU types, GPU counts or in-server links: each rank is then laid out and costed
+        on its own."""
+        return len({device.name for device in self.servers}) > 1 or len(set(self.sizes)) > 1 or \
+            len(set(self.fabrics)) > 1
 
     @cached_property
     def gpu_names(self) -> str:
@@ -89,7 +94,12 @@ class GpuCluster:
 
         servers = pick(self.servers)
         return replace(self, gpu=servers[0] if servers else self.gpu, servers=servers, prices=pick(self.prices),
-                       watts=pick(self.watts), sizes=pick(self.sizes))
+                       watts=pick(self.watts), sizes=pick(self.sizes), fabrics=pick(self.fabrics))
+
+    def fabric(self, server: int) -> float | None:
+        """Server ``server``'s in-server link as its cluster file states it (``intra_server_gbps``), bytes/s
+        per GPU per direction; None: its device's own NVLink figure."""
+        return self.fabrics[server] if self.fabrics else None
 
     def _check_gpus(self, par: Parallelism) -> None:
         if par.gpus > self.topology.devices:
@@ -104,11 +114,12 @@ class GpuCluster:
         net = self.network
         if server == self.server_of(members[-1]):
             first = self.starts[server]
-            link = fitted.nvlink_group(device, tuple(i - first for i in members))
+            link = fitted.nvlink_group(device, tuple(i - first for i in members), self.fabric(server))
             return replace(link, nvls=True) if net is not None and net.nvls and device.nvswitch else link
         if net is not None and net.nvlink_domain > self.gpus_per_server and not self.heterogeneous and \
                 members[0] // net.nvlink_domain == members[-1] // net.nvlink_domain:
-            return replace(fitted.nvlink(device.nvlink_bytes_per_s), nvls=net.nvls)
+            fabric = self.fabric(server)
+            return replace(fitted.nvlink(device.nvlink_bytes_per_s if fabric is None else fabric), nvls=net.nvls)
         local = tuple(i - self.starts[server] for i in members if self.server_of(i) == server)
         if net is None:
             per_gpu = self.inter_server_bytes_per_s
@@ -116,7 +127,9 @@ class GpuCluster:
         else:
             servers = tuple(sorted({self.server_of(i) for i in members}))  # a hop: one GPU's share
             bandwidth = net.group_bytes_per_s(1 if hop else len(local), self.gpus_per_server, servers)
-        intra = fitted.nvlink_group(device, local) if len(local) > 1 else fitted.nvlink(device.nvlink_bytes_per_s)
+        fabric = self.fabric(server)
+        intra = fitted.nvlink_group(device, local, fabric) if len(local) > 1 else \
+            fitted.nvlink(device.nvlink_bytes_per_s if fabric is None else fabric)
         return Spanning(intra, fitted.infiniband(bandwidth), len(local))
 
     def machine(self, par: Parallelism, device: Device | None = None, rank: int = 0) -> Machine:
@@ -252,6 +265,22 @@ def _server_device(group: dict, folder: Path, file: str, loaded: dict[str, Devic
         raise InputError(exc.message, file=file, field="gpu") from None
 
 
+def _superseded(cluster: dict, network: Network) -> tuple[str, ...]:
+    """The ``[cluster]`` keys a ``[network]`` table supersedes in train and search (plan reads them), each
+    where it states otherwise than the table: a note, not an error, since plan runs on the same file."""
+    notes = []
+    gbps = cluster.get("inter_server_gbps")
+    if gbps is not None and gbps != network.nic_gbps:
+        notes.append(f"inter_server_gbps = {shown(gbps)} is not read by train and search: [network] gives the "
+                     f"NICs ({network.nic_gbps:g} Gb/s each); plan reads it")
+    link = cluster.get("inter_server_link")
+    if link is not None and not ((link == "per_gpu_pair" and network.gpus_per_nic == 1)
+                                 or (link == "shared" and network.nics_per_server == 1)):
+        notes.append(f"inter_server_link = {shown(link)} is not read by train and search: [network] gives the "
+                     f"NICs ({network.nics_per_server} per server, {network.gpus_per_nic} GPUs each); plan reads it")
+    return tuple(notes)
+
+
 def load_gpu_cluster(path: str | Path, dtype: str = "fp16") -> GpuCluster:
     """Read a cluster TOML whose servers each name a catalog GPU or a device file; its machines train
     in ``dtype``."""
@@ -270,8 +299,15 @@ def load_gpu_cluster(path: str | Path, dtype: str = "fp16") -> GpuCluster:
     sizes: list[int] = []
     prices: list[float | None] = []
     watts: list[float | None] = []
+    fabrics: list[float] = []
     for group in servers:
         device = _server_device(group, Path(path).parent, file, loaded)
+        intra = group.get("intra_server_gbps")
+        if isinstance(intra, list):  # plan draws a figure within it (its seed); an iteration needs the one it ran at
+            raise InputError("a [low, high] range is drawn by archsim plan; train and search take one figure, "
+                             "Gbit/s", file=file, field="intra_server_gbps")
+        fabric = device.fabric_bytes_per_s if intra is None else fitted.fabric_bytes_per_s(intra)  # checked
+        fabrics.extend([fabric] * group.get("count", 1))
         for key, out in (("price_per_gpu_hour", prices), ("gpu_watts", watts)):
             value = group.get(key)
             if value is not None:  # a TOML number only (not a string), finite, in (0, 10⁶]
@@ -288,8 +324,9 @@ def load_gpu_cluster(path: str | Path, dtype: str = "fp16") -> GpuCluster:
     per_server = max(sizes)  # a shared NIC: the most GPUs share one (the slowest per GPU)
     network = read_network(spec, per_server, file, default_gbps=kinds[0].inter_node_gbps)
     inter_bytes = network.gpu_bytes_per_s(per_server)
+    unread = _superseded(spec["cluster"], network) if "network" in spec else ()
     return GpuCluster(topology, kinds[0], per_server, inter_bytes or 1.0, tuple(kinds), tuple(prices), tuple(watts),
-                      tuple(sizes), network, dtype)
+                      tuple(sizes), network, dtype, tuple(fabrics), unread)
 
 
 def single_node(name: str = "a100-80gb", gpus: int = 8) -> GpuCluster:

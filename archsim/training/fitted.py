@@ -56,20 +56,30 @@ def nvlink(bandwidth: float) -> LinkClass:
     return _link("nvlink", bandwidth, A100_NVLINK)
 
 
-def nvlink_group(device, members: tuple[int, ...]) -> LinkClass:
+def nvlink_group(device, members: tuple[int, ...], bandwidth: float | None = None) -> LinkClass:
     """The link class of a collective over ``members`` (GPU indices within one server) of ``device``:
     NVSwitch servers give every group the GPU's full NVLink bandwidth; a DGX-1 of V100s gives it its
     NVLink rings' (:func:`~archsim.training.nvlink_rings.ring_count`), PCIe where no ring exists or the
-    board has no NVLink (a PCIe card)."""
+    board has no NVLink (a PCIe card). ``bandwidth``: the server's in-server fabric, bytes/s per GPU per
+    direction, as its cluster file states it (``intra_server_gbps``, :func:`fabric_bytes_per_s`); None:
+    the device's own NVLink (or, on a PCIe card, its PCIe) figure."""
     if not device.nvlink_bytes_per_s:
-        return _link("pcie", device.pcie_bytes_per_s, V100_NVLINK)
+        return _link("pcie", device.pcie_bytes_per_s if bandwidth is None else bandwidth, V100_NVLINK)
+    fabric = device.nvlink_bytes_per_s if bandwidth is None else bandwidth
     if device.nvswitch:
-        return nvlink(device.nvlink_bytes_per_s)
+        return nvlink(fabric)
     from archsim.training.nvlink_rings import ring_count
 
     rings = ring_count(tuple(members))
-    bandwidth = rings * device.nvlink_link_bytes_per_s if rings else device.pcie_bytes_per_s
-    return _link("nvlink" if rings else "pcie", bandwidth, V100_NVLINK)
+    link = fabric / device.nvlinks  # one NVLink's share of the stated fabric
+    return _link("nvlink" if rings else "pcie", rings * link if rings else device.pcie_bytes_per_s, V100_NVLINK)
+
+
+def fabric_bytes_per_s(intra_server_gbps: float) -> float:
+    """A cluster file's ``intra_server_gbps`` (Gbit/s per GPU, both directions together: an A100's NVLink 3
+    is 4800 = 600 GB/s) as the per-direction bytes/s the link classes take (the catalog's NVLink figure:
+    300 GB/s for that A100)."""
+    return intra_server_gbps * 1e9 / 8 / 2
 
 
 def _link(name: str, bandwidth: float, fit: dict[str, float]) -> LinkClass:
@@ -110,6 +120,7 @@ __all__ = [
     "NCCL_FIT_GPUS",
     "NIC_EFFICIENCY",
     "V100_NVLINK",
+    "fabric_bytes_per_s",
     "infiniband",
     "is_fit_run",
     "kernels",
