@@ -75,7 +75,6 @@ def _profile(args: argparse.Namespace):
     the device's memory in bytes (None: not priced on a device). A graph.txt's own costs; else the
     cluster's device when its servers name one and no array flag is given (:func:`_server_machine`);
     else one array, --array/--config at --clock-ghz."""
-    _note_unread_keys(args.cluster)
     if Path(args.network).suffix == ".txt":
         from archsim.partition.graph_txt import load_graph_txt
 
@@ -210,6 +209,7 @@ def run(args: argparse.Namespace) -> int:
     check_flags(args)
     topology = load_topology_file(args.cluster, seed=args.seed)
     profile, priced_on, device_memory = _profile(args)
+    _note_unread_keys(args.cluster)  # after the device refusals, so a refused run prints one line
     check_job_size(args.microbatches * 2 * len(profile.names), args.max_ops)  # F and B blocks per stage ≤ per layer
     if args.method == "pipedream":
         return _run_pipedream(args, profile, topology, priced_on, device_memory)
