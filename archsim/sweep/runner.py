@@ -30,7 +30,7 @@ from archsim.array.config import ArrayConfig
 from archsim.errors import InputError
 from archsim.json_text import dumps
 from archsim.lowering import LoweredLayer, Mode, lower_network
-from archsim.output_files import write_output
+from archsim.output_files import output_set, write_output
 from archsim.partition import build_profile
 from archsim.planners import partitions
 from archsim.progress import progress as progress_bar
@@ -222,7 +222,7 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, workers: int = 1, dask: str |
     with holding(out, spec.source, spec.name):
         check_owner(out, spec.source, force=force)
         record = dumps({**asdict(spec), "source_path": str(Path(spec.source).resolve())}, indent=2, default=list)
-        write_output(out / "spec.json", record)  # the folder is this spec's from now on
+        write_output(out / "spec.json", record, at_once=True)  # the folder is this spec's from now on
         return _run_locked(spec, out, units, digests, workers, dask, progress)
 
 
@@ -240,13 +240,14 @@ def _run_locked(spec: SweepSpec, out: Path, units, digests, workers: int, dask: 
                       initial=sum(map(size, units)) - sum(map(size, todo)), leave=True) as bar:
         computed = {}  # rows of the units computed now: the frame needs not read their files back
         for unit, rows in run(todo):
-            write_output(files[unit], dumps({"unit": asdict(unit), "rows": rows}))
+            write_output(files[unit], dumps({"unit": asdict(unit), "rows": rows}), at_once=True)  # kept if stopped
             computed[unit] = rows
             bar.update(size(unit))
     frame = _frame([row for unit in units
                     for row in (computed[unit] if unit in computed else _cached_rows(files[unit]))])
-    write_output(out / "results.csv", frame.to_csv(index=False))
-    write_output(out / "summary.csv", summarize(frame).to_csv(index=False))
+    with output_set():  # the pair together (with the run's report, under the CLI's set)
+        write_output(out / "results.csv", frame.to_csv(index=False))
+        write_output(out / "summary.csv", summarize(frame).to_csv(index=False))
     return frame
 
 
