@@ -238,7 +238,7 @@ def write_output(path: str | Path, text: str, *, at_once: bool = False) -> Path:
     if staged is None or at_once:
         return _replace_atomically(target, text)
     staged.stage(target, text)
-    return path
+    return target
 
 
 @dataclass(frozen=True)
