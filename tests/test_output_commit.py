@@ -215,3 +215,38 @@ def test_a_file_written_at_once_is_in_place_before_the_set_ends(tmp_path):
         assert cache.read_text(encoding="utf-8") == "{}\n"
         raise RuntimeError("stopped")
     assert cache.read_text(encoding="utf-8") == "{}\n"
+
+
+# every command with several output flags, all of them given
+
+
+def _commands_with_several_outputs() -> list[tuple[str, tuple[str, ...]]]:
+    from test_output_sets import MULTI
+
+    return sorted({(command, flags) for command, _, flags in MULTI})
+
+
+@pytest.mark.parametrize(("command", "flags"), _commands_with_several_outputs(),
+                         ids=[command for command, _ in _commands_with_several_outputs()])
+def test_every_multi_output_command_replaces_none_when_its_second_file_fails(tmp_path, capsys, monkeypatch,
+                                                                          command, flags):
+    outs = tmp_path / "outs"
+    outs.mkdir()
+    targets = [outs / f"file{flag}" for flag in flags]
+    _old_files(*targets)
+    argv = [*_argv(command, tmp_path), *[a for flag, target in zip(flags, targets) for a in (flag, target)]]
+    capsys.readouterr()
+    real, seen = os.fsync, []
+
+    def fsync(fd: int) -> None:  # the second output file's fsync fails, whichever flag it is
+        if Path(os.readlink(f"/proc/self/fd/{fd}")).parent == outs.resolve():
+            seen.append(fd)
+            if len(seen) == 2:
+                raise _full_disk()
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    line = clean_error(capsys, *argv)
+    assert len(seen) == 2 and "No space left on device" in line
+    assert _kept(*targets)
+    assert _temps(tmp_path) == []
