@@ -18,12 +18,15 @@ import os
 import stat
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from archsim.errors import InputError
+
+T = TypeVar("T")
 
 
 def check_target(path: str | Path) -> str:
@@ -249,6 +252,7 @@ class _OutputSet:
     temps: dict[Path, Path] = field(default_factory=dict)
     folders: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    held: ExitStack = field(default_factory=ExitStack)  # left after the renames (:func:`hold_until_written`)
 
     def stage(self, path: Path, text: str) -> None:
         key = Path(os.path.abspath(path))
@@ -301,16 +305,27 @@ def output_set() -> Iterator[None]:
         return
     staged = _OutputSet()
     token = _OPEN_SET.set(staged)
-    try:
-        yield
-    except BaseException:
-        staged.discard()
-        raise
-    finally:
-        _OPEN_SET.reset(token)
-    staged.commit()
+    with staged.held:  # left last: after the renames, or after the temps are removed
+        try:
+            yield
+        except BaseException:
+            staged.discard()
+            raise
+        finally:
+            _OPEN_SET.reset(token)
+        staged.commit()
     for note in staged.notes:
         print(note, file=sys.stderr)
+
+
+def hold_until_written(context: AbstractContextManager[T]) -> T:
+    """Enter ``context`` now and leave it when the open :func:`output_set` ends, after its files are
+    renamed into place (or removed). Why: a sweep's folder lock must cover its results' renames,
+    which the set defers past the sweep itself to the end of the run (its report)."""
+    staged = _OPEN_SET.get()
+    if staged is None:
+        raise RuntimeError("hold_until_written needs an open output_set")
+    return staged.held.enter_context(context)
 
 
 def note_written(message: str) -> None:
@@ -449,6 +464,19 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _writer_pid(temp: Path) -> int | None:
+    """The PID in a temp file's name (``.NAME.PID.XXXX.tmp``), else None."""
+    parts = temp.name[:-len(".tmp")].rsplit(".", 2)  # ".NAME", PID, random part
+    return int(parts[1]) if len(parts) == 3 and parts[1].isdigit() and len(parts[1]) < 10 else None
+
+
+def live_writer(temp: str | Path) -> bool:
+    """Whether the temp file ``temp`` belongs to a live process: a writer still at work, or a run
+    whose :func:`output_set` has not renamed its files yet (a sweep's results, after its lock)."""
+    pid = _writer_pid(Path(temp))
+    return pid is not None and _alive(pid)
+
+
 def remove_orphans(folder: str | Path, name: str = "*") -> int:
     """Delete the temp files that killed writers left in ``folder`` (for target ``name``, or all):
     :func:`write_output` names them ``.NAME.PID.XXXX.tmp``, so one whose PID is gone is an
@@ -462,8 +490,8 @@ def remove_orphans(folder: str | Path, name: str = "*") -> int:
     except OSError:
         return 0
     for temp in candidates:
-        parts = temp.name[:-len(".tmp")].rsplit(".", 2)  # ".NAME", PID, random part
-        if len(parts) == 3 and parts[1].isdigit() and len(parts[1]) < 10 and not _alive(int(parts[1])):
+        pid = _writer_pid(temp)
+        if pid is not None and not _alive(pid):
             try:
                 temp.unlink()
                 removed += 1

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import errno
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -173,6 +175,39 @@ def test_sweep_report_reads_the_results_of_its_own_run(tmp_path, capsys):
     err = capsys.readouterr().err.splitlines()
     assert err[-2:] == [f"1 results in {results / 'results.csv'}; summary in {results / 'summary.csv'}",
                         f"report: {report}"]
+
+
+def test_a_sweep_leaves_a_live_writers_temp_file_alone(tmp_path, capsys):
+    """Under its folder's lock a sweep removes a killed writer's temp files, but not a live process's
+    (another command writing into the folder, or a run whose output set has not ended)."""
+    argv, results = _swept(tmp_path)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    orphan = results / f".results.csv.{dead}.k2j4h1ab.tmp"
+    live = results / f".summary.csv.{os.getpid()}.zz9x8y7w.tmp"  # this process: alive
+    _old_files(orphan, live)
+    assert main(argv) == 0
+    assert not orphan.exists() and _kept(live)
+
+
+def test_a_sweeps_folder_stays_locked_until_its_results_are_in_place(tmp_path):
+    """Inside an open set (the CLI's, where the report joins) the results are renamed when the set
+    ends, so the folder's lock is held until then: no other sweep runs there in between."""
+    from archsim.errors import InputError
+    from archsim.sweep import load_spec, run_sweep
+    from archsim.sweep.folder import holding
+
+    spec_file, results = tmp_path / "columns.toml", tmp_path / "results"
+    spec_file.write_text(SWEEP_SPEC, encoding="utf-8")
+    spec = load_spec(spec_file)
+    with output_set():
+        run_sweep(spec, results, progress=False)
+        assert not (results / "results.csv").exists()
+        with pytest.raises(InputError, match="in use by another archsim sweep"), holding(results, str(spec_file), "x"):
+            pass
+    assert (results / "results.csv").is_file() and (results / "summary.csv").is_file()
+    with holding(results, str(spec_file), "x"):  # free now
+        pass
 
 
 # the set itself
