@@ -472,7 +472,7 @@ def _writer_pid(temp: Path) -> int | None:
 
 def live_writer(temp: str | Path) -> bool:
     """Whether the temp file ``temp`` belongs to a live process: a writer still at work, or a run
-    whose :func:`output_set` has not renamed its files yet (a sweep's results, after its lock)."""
+    whose :func:`output_set` has not renamed its files yet; only a killed writer's is an orphan."""
     pid = _writer_pid(Path(temp))
     return pid is not None and _alive(pid)
 
