@@ -19,7 +19,7 @@ from typing import NoReturn
 from archsim import __version__
 from archsim.commands import Command
 from archsim.errors import InputError
-from archsim.output_files import distinct_targets
+from archsim.output_files import distinct_targets, output_set
 
 # name, "module:attribute" of its Command, and the one-line help `archsim --help` lists (a test
 # checks it equals the Command's own help, so the two cannot drift).
@@ -149,7 +149,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser = build_parser(argv)
         args = parser.parse_args(argv)
         distinct_targets(_chosen(parser, args), args)
-        return int(args._run(args))
+        with output_set():  # the run's files replace their targets together, or none does
+            return int(args._run(args))
     except UsageError as exc:  # the top parser reports a sub-command's unknown arguments: name the sub-command
         wanted = _selected(argv)
         prog = f"archsim {wanted}" if exc.prog == "archsim" and wanted else exc.prog

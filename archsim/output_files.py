@@ -5,7 +5,9 @@ read-only one is refused); this process's own descriptor
 (``/dev/stdout``, ``/dev/fd/N``) is written into; a character device or FIFO is written
 through in place, never replaced; anything else is refused in one line (docs/security.md).
 Every target is checked when the command line is read (:func:`output_flag`, :func:`folder_flag`),
-where it would go as well as what it is, so a run that writes several files writes all or none.
+where it would go as well as what it is, and a run's files are one :func:`output_set`: each is
+written to its temp file first and renamed into place only when all of them are written, so a run
+that fails while writing (a full disk, Ctrl-C) replaces none of them.
 """
 
 from __future__ import annotations
@@ -14,9 +16,17 @@ import argparse
 import errno
 import os
 import stat
+import sys
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from archsim.errors import InputError
+
+T = TypeVar("T")
 
 
 def check_target(path: str | Path) -> str:
@@ -202,12 +212,14 @@ def _flag(parser: argparse.ArgumentParser, dest: str) -> str:
     return shown[0].option_strings[0] if shown else dest
 
 
-def write_output(path: str | Path, text: str) -> Path:
+def write_output(path: str | Path, text: str, *, at_once: bool = False) -> Path:
     """Write ``text`` (UTF-8) to the output ``path`` a flag names: the one writer of every output.
 
     * a regular file, or a new name: :func:`_replace_atomically` (a temp file renamed over it), so a
       reader sees the old file or the new one, never half; through a symlink the file it points to is
-      replaced and the link stays;
+      replaced and the link stays. Inside an :func:`output_set` (every CLI run) the temp file is
+      written now and renamed when the set ends, with the run's other files; ``at_once``: renamed
+      now even so (a file that stands alone: a sweep's cache of one unit, kept if the run stops);
     * this process's own descriptor (``/dev/stdout``, ``/dev/stderr``, ``/dev/fd/N``,
       ``/proc/self/fd/N``): written into that descriptor (:func:`own_descriptor`), whatever it
       leads to, so a file the shell appends to keeps what it had;
@@ -224,7 +236,126 @@ def write_output(path: str | Path, text: str) -> Path:
         return _write_descriptor(fd, path, text)
     if check_target(path) == "through":
         return _write_through(path, text, fifo=stat.S_ISFIFO(os.stat(path).st_mode))
-    return _replace_atomically(Path(os.path.realpath(path)) if os.path.islink(path) else path, text)
+    target = Path(os.path.realpath(path)) if os.path.islink(path) else path
+    staged = _OPEN_SET.get()
+    if staged is None or at_once:
+        return _replace_atomically(target, text)
+    staged.stage(target, text)
+    return target
+
+
+@dataclass(frozen=True)
+class _OutputSet:
+    """The files of one run written so far (target → its temp file, in writing order) and the
+    folders made for them (made first, first): what :func:`output_set` renames or removes."""
+
+    temps: dict[Path, Path] = field(default_factory=dict)
+    folders: list[Path] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    held: ExitStack = field(default_factory=ExitStack)  # left after the renames (:func:`hold_until_written`)
+
+    def stage(self, path: Path, text: str) -> None:
+        key = Path(os.path.abspath(path))
+        self.folders.extend(_missing_folders(path.parent))
+        tmp = _write_temp(path, text)
+        old = self.temps.pop(key, None)  # the same file written twice in a run: the later text wins
+        if old is not None:
+            old.unlink(missing_ok=True)
+        self.temps[key] = tmp
+
+    def commit(self) -> None:
+        """Rename every temp file into place, in writing order; a rename the OS refuses (rare: the
+        folder was removed or made read-only meanwhile) names its file and removes the temps left."""
+        for index, (path, tmp) in enumerate(self.temps.items()):
+            try:
+                os.replace(tmp, path)
+            except BaseException as exc:
+                for _, left in list(self.temps.items())[index:]:
+                    left.unlink(missing_ok=True)
+                if isinstance(exc, OSError):
+                    raise _unwritable(exc, path) from None
+                raise
+
+    def discard(self) -> None:
+        """Remove every temp file and the folders made for them (when still empty): nothing replaced."""
+        for tmp in self.temps.values():
+            tmp.unlink(missing_ok=True)
+        for folder in reversed(self.folders):
+            try:
+                folder.rmdir()
+            except OSError:
+                pass  # holds something else now, or is gone
+
+
+_OPEN_SET: ContextVar[_OutputSet | None] = ContextVar("archsim_output_set", default=None)
+
+
+@contextmanager
+def output_set() -> Iterator[None]:
+    """Make the files :func:`write_output` writes inside the ``with`` one transaction. Why: a run
+    that fails while writing (a full disk, a quota, an I/O error, Ctrl-C) after its first file must
+    not leave that file replaced and the rest old or missing. Each file goes to its temp file beside
+    its target (written and fsynced) as the run writes it; when the ``with`` ends normally every temp
+    is renamed into place; when it ends by an exception every temp (and any folder made for one) is
+    removed and no target is replaced. Devices, FIFOs and this process's own descriptors are written
+    in place as they come (nothing there is replaced). A set opened inside another joins it.
+    ``archsim.cli.main`` runs every command inside one."""
+    if _OPEN_SET.get() is not None:
+        yield
+        return
+    staged = _OutputSet()
+    token = _OPEN_SET.set(staged)
+    with staged.held:  # left last: after the renames, or after the temps are removed
+        try:
+            yield
+        except BaseException:
+            staged.discard()
+            raise
+        finally:
+            _OPEN_SET.reset(token)
+        staged.commit()
+    for note in staged.notes:
+        print(note, file=sys.stderr)
+
+
+def hold_until_written(context: AbstractContextManager[T]) -> T:
+    """Enter ``context`` now and leave it when the open :func:`output_set` ends, after its files are
+    renamed into place (or removed). Why: a sweep's folder lock must cover its results' renames,
+    which the set defers past the sweep itself to the end of the run (its report)."""
+    staged = _OPEN_SET.get()
+    if staged is None:
+        raise RuntimeError("hold_until_written needs an open output_set")
+    return staged.held.enter_context(context)
+
+
+def note_written(message: str) -> None:
+    """Print ``message`` (``wrote run.json``) on stderr once the run's files are in place: at once
+    outside an :func:`output_set`, else when it commits, and never when a later file fails (the
+    file it names was not written then)."""
+    staged = _OPEN_SET.get()
+    if staged is None:
+        print(message, file=sys.stderr)
+    else:
+        staged.notes.append(message)
+
+
+def pending(path: str | Path) -> Path:
+    """The file to read ``path``'s contents from in this run: the temp file of the open
+    :func:`output_set` that holds what the run wrote to it, not yet renamed; else ``path``. Why: a
+    sweep's report reads the results.csv the same run has just written."""
+    staged = _OPEN_SET.get()
+    found = None if staged is None else staged.temps.get(Path(os.path.abspath(path)))
+    return found if found is not None else Path(path)
+
+
+def _missing_folders(folder: Path) -> list[Path]:
+    """The ancestors of ``folder`` (itself included) that do not exist yet, outermost first: the ones
+    writing a file there will make."""
+    missing: list[Path] = []
+    while not folder.exists() and folder != folder.parent:
+        missing.insert(0, folder)
+        folder = folder.parent
+    return missing
 
 
 def _unwritable(exc: OSError, path: Path) -> InputError:
@@ -275,6 +406,21 @@ def _replace_atomically(path: Path, text: str) -> Path:
     written (a name too long, a folder that is a file, no permission, a full disk) is an
     :class:`InputError` naming it, with nothing left behind.
     """
+    tmp = _write_temp(path, text)
+    try:
+        os.replace(tmp, path)
+    except BaseException as exc:
+        tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise _unwritable(exc, path) from None
+        raise
+    return path
+
+
+def _write_temp(path: Path, text: str) -> Path:
+    """Write ``text`` to a new temp file beside ``path`` (flushed and fsynced, with the permissions
+    ``path`` will have) and return it: the first half of every replacement. A failure (a full disk,
+    Ctrl-C) removes the temp file; an OSError is an :class:`InputError` naming ``path``."""
     import tempfile  # here, not at the top: it pulls in random and shutil
 
     try:
@@ -289,13 +435,12 @@ def _replace_atomically(path: Path, text: str) -> Path:
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, _replacement_mode(path))  # mkstemp makes 0600
-        os.replace(tmp, path)
     except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
         if isinstance(exc, OSError):
             raise _unwritable(exc, path) from None
         raise
-    return path
+    return Path(tmp)
 
 
 def _replacement_mode(path: Path) -> int:
@@ -319,6 +464,19 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _writer_pid(temp: Path) -> int | None:
+    """The PID in a temp file's name (``.NAME.PID.XXXX.tmp``), else None."""
+    parts = temp.name[:-len(".tmp")].rsplit(".", 2)  # ".NAME", PID, random part
+    return int(parts[1]) if len(parts) == 3 and parts[1].isdigit() and len(parts[1]) < 10 else None
+
+
+def live_writer(temp: str | Path) -> bool:
+    """Whether the temp file ``temp`` belongs to a live process: a writer still at work, or a run
+    whose :func:`output_set` has not renamed its files yet; only a killed writer's is an orphan."""
+    pid = _writer_pid(Path(temp))
+    return pid is not None and _alive(pid)
+
+
 def remove_orphans(folder: str | Path, name: str = "*") -> int:
     """Delete the temp files that killed writers left in ``folder`` (for target ``name``, or all):
     :func:`write_output` names them ``.NAME.PID.XXXX.tmp``, so one whose PID is gone is an
@@ -332,8 +490,8 @@ def remove_orphans(folder: str | Path, name: str = "*") -> int:
     except OSError:
         return 0
     for temp in candidates:
-        parts = temp.name[:-len(".tmp")].rsplit(".", 2)  # ".NAME", PID, random part
-        if len(parts) == 3 and parts[1].isdigit() and len(parts[1]) < 10 and not _alive(int(parts[1])):
+        pid = _writer_pid(temp)
+        if pid is not None and not _alive(pid):
             try:
                 temp.unlink()
                 removed += 1

@@ -7,13 +7,12 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from archsim.choices.bppsa import ZEROS
 from archsim.commands import Command
 from archsim.commands.common import add_array_arguments, add_output_arguments, array_from_args, emit, int_list
 from archsim.errors import InputError
-from archsim.output_files import output_flag
+from archsim.output_files import note_written, output_flag
 from archsim.progress import progress
 from archsim.validate import seed_flag
 
@@ -74,7 +73,7 @@ def run_rnn(args: argparse.Namespace) -> int:
 
         path = write_page(args.report, "BPPSA: tanh RNN backward pass on systolic arrays",
                           rnn_sections(rows.frame(), command, shape))
-        print(f"wrote {path}", file=sys.stderr)
+        note_written(f"wrote {path}")
     return 0
 
 
@@ -134,7 +133,7 @@ def run_vgg(args: argparse.Namespace) -> int:
 
         path = write_page(args.report, f"BPPSA: pruned VGG-11 ({sparsity:.0%} pruned), FLOPs per step",
                           vgg_sections(frame, summary, command))
-        print(f"wrote {path}", file=sys.stderr)
+        note_written(f"wrote {path}")
     return 0
 
 

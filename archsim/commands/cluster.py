@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import sys
 
 from archsim.choices.cluster import MAIN_POLICIES, POLICIES
 from archsim.commands import Command
 from archsim.commands.common import add_output_arguments, emit, positive_int
 from archsim.errors import InputError
-from archsim.output_files import output_flag
+from archsim.output_files import note_written, output_flag
 from archsim.progress import progress
 from archsim.validate import float_flag, int_flag, processors_flag, seed_flag
 
@@ -150,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
                                     summary=frame.frame() if isinstance(frame, Rows) else _seconds_spelled_out(summary), per_seed=per_seed,
                                     notes=f"Figures other than the spread show seed {seeds[0]}. "
                                           "Baselines run without SPB; Jigsaw with SPB (§4.2). " + granularity_note(args))
-        print(f"wrote {path}", file=sys.stderr)
+        note_written(f"wrote {path}")
     return 0
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from archsim.choices.networks import SHAPE_CHECKS, UNSUPPORTED
 from archsim.choices.outputs import FORMATS
 from archsim.errors import InputError
-from archsim.output_files import output_flag, write_output
+from archsim.output_files import note_written, output_flag, write_output
 from archsim.progress import progress
 from archsim.validate import DEFAULT_MAX_OPS, parse_int, positive_float_flag, positive_int_flag, shown
 
@@ -283,7 +283,7 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
 def emit(text: str, args: argparse.Namespace) -> None:
     if args.out:
         path = write_output(Path(args.out), text)
-        print(f"wrote {path}", file=sys.stderr)
+        note_written(f"wrote {path}")
     else:
         sys.stdout.write(text)
 

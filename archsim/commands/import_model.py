@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from archsim.output_files import write_output
+    from archsim.output_files import note_written, write_output
     from archsim.workload import load_network
     from archsim.workload.builders import to_csv
 
@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     text = to_csv(network)
     if args.out:
         path = write_output(args.out, text)
-        print(f"wrote {path} ({len(network.layers)} layers, {network.parameter_count:,} parameters)", file=sys.stderr)
+        note_written(f"wrote {path} ({len(network.layers)} layers, {network.parameter_count:,} parameters)")
     else:
         sys.stdout.write(text)
     return 0

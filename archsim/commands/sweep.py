@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from archsim.commands import Command
-from archsim.output_files import folder_flag, output_flag
+from archsim.output_files import folder_flag, note_written, output_flag
 from archsim.validate import int_flag
 
 
@@ -36,11 +35,11 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     if args.report is not None:
         check_target(target)
     frame = run_sweep(spec, out, workers=args.workers, dask=args.dask, progress=not args.quiet, force=args.force)
-    print(f"{len(frame)} results in {out / 'results.csv'}; summary in {out / 'summary.csv'}", file=sys.stderr)
+    note_written(f"{len(frame)} results in {out / 'results.csv'}; summary in {out / 'summary.csv'}")
     if args.report is not None:
         path = write_report(out, target, spec_command=f"archsim sweep {args.spec} --out {out}",
                             own_networks=spec.networks)
-        print(f"report: {path}", file=sys.stderr)
+        note_written(f"report: {path}")
     return 0
 
 
@@ -56,7 +55,7 @@ def run_report_command(args: argparse.Namespace) -> int:
     folder = folder.parent if folder.suffix == ".csv" else folder
     target = args.out or str(Path("reports") / f"{folder.name}.html")
     path = write_report(folder, target, spec_command=spec_command(folder))
-    print(f"report: {path}", file=sys.stderr)
+    note_written(f"report: {path}")
     return 0
 
 

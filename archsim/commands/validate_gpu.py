@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import sys
 
 from archsim.array.config import DATAFLOWS, parse_array_shape
 from archsim.commands import Command
 from archsim.commands.common import add_output_arguments, clock_flag, emit, phases, positive_int
 from archsim.modes import MODES
-from archsim.output_files import output_flag
+from archsim.output_files import note_written, output_flag
 from archsim.validate import positive_float_flag
 
 SHOW = ("stats", "kernels", "streams", "streams-summary", "sensitivity", "assumptions")
@@ -177,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
         if args.markdown:
             wrote.append(write_markdown(study, args.markdown, command))
     for path in wrote:  # after the bar is gone, so the lines stay whole
-        print(f"wrote {path}", file=sys.stderr)
+        note_written(f"wrote {path}")
     frame = {"stats": study.stats, "kernels": study.joined, "streams": study.streams,
              "streams-summary": study.streams_summary, "sensitivity": study.sensitivity,
              "assumptions": study.assumptions}[args.show].rename(columns={"kind": "type"})  # as `cost` names it

@@ -39,17 +39,18 @@ def read_results(folder: Path) -> pd.DataFrame:
     """A results folder's results.csv (old column names renamed), checked."""
     import pandas as pd
 
+    from archsim.output_files import pending
     from archsim.sweep.runner import RESULT_COLUMNS, current_names
 
     path = folder / "results.csv"
-    if not path.is_file():
+    if not pending(path).is_file():
         raise InputError("no results.csv here: run `archsim sweep SPEC --out DIR` first", file=str(folder))
     try:
         import io
 
         from archsim.validate import read_text
 
-        text = read_text(path, "results file")
+        text = read_text(pending(path), "results file")  # the run's own, when a sweep writes its report
         frame = pd.read_csv(io.StringIO(text))
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         raise InputError(f"unreadable results ({exc.__class__.__name__})", file=str(path)) from None

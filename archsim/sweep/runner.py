@@ -30,7 +30,7 @@ from archsim.array.config import ArrayConfig
 from archsim.errors import InputError
 from archsim.json_text import dumps
 from archsim.lowering import LoweredLayer, Mode, lower_network
-from archsim.output_files import write_output
+from archsim.output_files import hold_until_written, live_writer, output_set, write_output
 from archsim.partition import build_profile
 from archsim.planners import partitions
 from archsim.progress import progress as progress_bar
@@ -140,11 +140,14 @@ def _cache_file(out: Path, unit: Unit, digests: dict[str, str]) -> Path:
 
 def _remove_orphans(out: Path) -> None:
     """Delete every temp file (``.NAME….tmp``) in the folder and its cache: called under the folder's
-    lock, so no other sweep is writing there and each one is a killed writer's."""
+    lock, so no other sweep is writing there and each one is a killed writer's — except one of a live
+    process (:func:`~archsim.output_files.live_writer`): another command writing into the folder
+    (``archsim report DIR --out DIR/r.html``), not a sweep."""
     for folder in (out, out / "cache"):
         if folder.is_dir():
             for orphan in folder.glob(".*.tmp"):
-                orphan.unlink(missing_ok=True)
+                if not live_writer(orphan):
+                    orphan.unlink(missing_ok=True)
 
 
 CHUNK_UNITS = 64  # most units per task: few enough to balance workers, enough to amortize a task's overhead
@@ -206,8 +209,10 @@ def _run_dask(units: list[Unit], address: str, workers: int):
 def run_sweep(spec: SweepSpec, out: str | Path, *, workers: int = 1, dask: str | None = None,
               progress: bool = True, force: bool = False) -> pd.DataFrame:
     """Compute the units not yet cached under ``out``, then write ``results.csv`` and
-    ``summary.csv`` there (atomically) and return the results frame. The folder is locked for the
-    run, and refused when another spec's results are in it unless ``force`` (:mod:`.folder`)."""
+    ``summary.csv`` there (together: one :func:`~archsim.output_files.output_set`, the caller's when
+    one is open, as the CLI's is, so the run's report joins them) and return the results frame. The
+    folder is locked until they are in place, and refused when another spec's results are in it
+    unless ``force`` (:mod:`.folder`)."""
     out = Path(out)
     units = spec.units()
     digests = network_digests(spec)  # a missing network stops the run before anything is written
@@ -219,10 +224,11 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, workers: int = 1, dask: str |
     if spec.source is None:  # the folder's owner is named by the spec file (spec.json, the lock)
         raise InputError("a sweep runs a spec read from its file (load_spec), which names the folder's owner",
                          field="spec")
-    with holding(out, spec.source, spec.name):
+    with output_set():  # the lock is left once the results are in place (with the run's report, in the CLI)
+        hold_until_written(holding(out, spec.source, spec.name))
         check_owner(out, spec.source, force=force)
         record = dumps({**asdict(spec), "source_path": str(Path(spec.source).resolve())}, indent=2, default=list)
-        write_output(out / "spec.json", record)  # the folder is this spec's from now on
+        write_output(out / "spec.json", record, at_once=True)  # the folder is this spec's from now on
         return _run_locked(spec, out, units, digests, workers, dask, progress)
 
 
@@ -240,12 +246,12 @@ def _run_locked(spec: SweepSpec, out: Path, units, digests, workers: int, dask: 
                       initial=sum(map(size, units)) - sum(map(size, todo)), leave=True) as bar:
         computed = {}  # rows of the units computed now: the frame needs not read their files back
         for unit, rows in run(todo):
-            write_output(files[unit], dumps({"unit": asdict(unit), "rows": rows}))
+            write_output(files[unit], dumps({"unit": asdict(unit), "rows": rows}), at_once=True)  # kept if stopped
             computed[unit] = rows
             bar.update(size(unit))
     frame = _frame([row for unit in units
                     for row in (computed[unit] if unit in computed else _cached_rows(files[unit]))])
-    write_output(out / "results.csv", frame.to_csv(index=False))
+    write_output(out / "results.csv", frame.to_csv(index=False))  # renamed together when run_sweep's set ends
     write_output(out / "summary.csv", summarize(frame).to_csv(index=False))
     return frame
 
