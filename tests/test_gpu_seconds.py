@@ -167,8 +167,8 @@ def test_the_cli_shows_seconds_beside_the_arrays_view(capsys):
 def test_the_cycles_view_is_the_device_models_arrays_path(dataflow, split_k):
     """The GPU-as-arrays view is the arrays mechanism of the one device model: the catalog V100's
     Device with ``gemm = "arrays"`` (its 640 tensor cores as 8×8 arrays at 1530 MHz) times each
-    single-GEMM op, with no efficiency loss, traffic or launch, in exactly the view's cycles + 1
-    (SCALE-Sim counts the last cycle's index), split-K on or off — on random shapes, many with fewer
+    single-GEMM op, with no efficiency loss, traffic or launch, in exactly the view's cycles (both
+    count as SCALE-Sim does, the last cycle's index), split-K on or off — on random shapes, many with fewer
     output tiles than arrays and a long reduction, where split-K cuts the reduction."""
     from archsim.devices.kernels import one_fraction
     from archsim.validation.gpu import gpu_arrays
@@ -185,7 +185,7 @@ def test_the_cycles_view_is_the_device_models_arrays_path(dataflow, split_k):
     cycles, split = _view_cycles(ops, view)
     seconds = op_seconds(ops, device, ideal, "fp16")
     assert device.arrays.count == view.count == 640
-    assert np.allclose(seconds * device.clock_hz, cycles + 1, rtol=1e-12)
+    assert np.allclose(seconds * device.clock_hz, cycles, rtol=1e-12)
     assert (split > 1).any() == (split_k and dataflow == "os")  # the shapes do reach split-K
 
 
@@ -200,7 +200,7 @@ def _view_cycles(ops, arrays):
 
 def test_validate_gpus_modeled_cycles_are_the_arrays_devices_seconds(v100_gemms):
     """End to end: every forward row validate-gpu joins for DeepBench's V100 GEMMs (split-K on, its
-    default) has modeled_cycles + 1 = the seconds the V100-as-arrays device (split-K on, ideal
+    default) has modeled_cycles = the seconds the V100-as-arrays device (split-K on, ideal
     constants) gives the same fc forward GEMM, × clock; the split-K rows included."""
     from archsim.devices.kernels import one_fraction
     from archsim.workload import load_network
@@ -215,7 +215,7 @@ def test_validate_gpus_modeled_cycles_are_the_arrays_devices_seconds(v100_gemms)
         ops.append(TrainingOp(row.layer, "F", (Gemm(int(row.batch), layer.input_elements, layer.output_elements),)))
     seconds = op_seconds(ops, device, ideal, "fp16")
     assert len(ops) > 50 and (forward.split_k > 1).sum() > 5
-    np.testing.assert_allclose(seconds * device.clock_hz, forward.modeled_cycles.to_numpy() + 1, rtol=1e-12)
+    np.testing.assert_allclose(seconds * device.clock_hz, forward.modeled_cycles.to_numpy(), rtol=1e-12)
 
 
 def test_the_report_plots_the_times_beside_the_cycles():

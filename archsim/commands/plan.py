@@ -78,7 +78,14 @@ def _profile(args: argparse.Namespace):
     if Path(args.network).suffix == ".txt":
         from archsim.partition.graph_txt import load_graph_txt
 
-        return load_graph_txt(args.network), {}, None
+        profile = load_graph_txt(args.network)
+        named = _server_devices(args.cluster)
+        if named:
+            import sys
+
+            print(f"archsim: note: {args.cluster}'s servers name {', '.join(sorted({n for n in named if n}))}; plan "
+                  f"takes the layer costs {args.network} measured, not the servers' devices", file=sys.stderr)
+        return profile, {}, None
     from archsim.spp.profiles import profile_from_network, profile_on_machine
 
     named = _server_devices(args.cluster)

@@ -14,9 +14,18 @@ cores. Mechanisms:
   (m, ⌈k/s⌉, n), plus ⌈(s − 1)·m·n·parts / (P·cols)⌉ cycles to add the partial outputs on all arrays'
   lanes; s ∈ 1..min(k, P) is the cheapest (s = 1 is no split), as cuBLAS/cuDNN split weight
   gradients and small-batch layers.
+* **SCALE-Sim's count** (:func:`indexed_cycles`): the array model reports a GEMM's cycles as SCALE-Sim
+  does, the last cycle's index, one less than elapsed (:mod:`archsim.array.analytic`). The device
+  counts the same way, one less per GEMM *run* on its busiest array: ``runs`` = ⌈waves / F⌉, that
+  array's folds in whole GEMMs of F folds, rounded up (``parts`` on one array; 1 where a GEMM's folds
+  spread over the arrays). Why per run: the array model prices a batch's parts as separate
+  SCALE-Sim runs, each one less than elapsed; elapsed is the physical count, the difference one
+  cycle per run (~1e-6 of a real GEMM). With one array this is
+  ``parts`` × :func:`~archsim.array.analytic.gemm_cost`'s cycles exactly, so a device file of one array
+  prices a GEMM as ``archsim cost --config`` does. Seconds (:func:`archsim.devices.kernel_ops.array_gemm_seconds`)
+  and ``validate-gpu``'s cycles view both take this count: one convention.
 * **an op's GEMMs one after another** (:func:`op_array_cycles`): each GEMM of a batch its own wave
-  schedule, in SCALE-Sim's convention (cycles are the last cycle's index, so one less than elapsed;
-  with one array this is :func:`archsim.array.costing.op_cycles`).
+  schedule, in SCALE-Sim's count (with one array this is :func:`archsim.array.costing.op_cycles`).
 * **two streams** (:func:`two_stream_cycles`): two ops sharing the arrays end no earlier than the
   longer one nor than their busy array-cycles spread over all arrays.
 """
@@ -38,11 +47,19 @@ from archsim.lowering.gemm_arrays import flatten_gemms
 @dataclass(frozen=True)
 class ArrayCycles:
     """Per GEMM (or op): ``cycles`` elapsed (or SCALE-Sim's last-cycle index, :func:`op_array_cycles`),
-    ``busy`` array-cycles summed over the arrays, ``split`` the reduction's split s (1: none)."""
+    ``busy`` array-cycles summed over the arrays (elapsed), ``split`` the reduction's split s (1: none),
+    ``runs`` the GEMM runs the busiest array does back to back (:func:`indexed_cycles`; an op's: summed)."""
 
     cycles: np.ndarray
     busy: np.ndarray
     split: np.ndarray
+    runs: np.ndarray
+
+
+def indexed_cycles(gemm: ArrayCycles) -> np.ndarray:
+    """A GEMM's cycles in SCALE-Sim's count, the one archsim reports: elapsed less one per GEMM run
+    (each run counted by its last cycle's index, as :func:`~archsim.array.analytic.gemm_cost`). Cycles."""
+    return gemm.cycles - gemm.runs
 
 
 def array_gemm_cycles(m: npt.ArrayLike, k: npt.ArrayLike, n: npt.ArrayLike, parts: npt.ArrayLike,
@@ -54,9 +71,11 @@ def array_gemm_cycles(m: npt.ArrayLike, k: npt.ArrayLike, n: npt.ArrayLike, part
     whole = gemm_cost(m, k, n, units.rows, units.cols, units.dataflow)
     per_fold = (whole.cycles + 1) // whole.folds  # SCALE-Sim's cycles are the last cycle's index
     folds = whole.folds * parts
-    cycles = -(-folds // P) * per_fold
+    waves = -(-folds // P)
+    cycles = waves * per_fold
     busy = (whole.cycles + 1) * parts
     split = np.ones_like(cycles)
+    runs = -(-waves // whole.folds)  # the busiest array's folds in whole GEMMs (module docstring)
     todo = np.flatnonzero(folds < P) if (split_k and units.dataflow == "os") else np.array([], dtype=int)
     if todo.size:
         s = np.arange(1, min(P, int(k[todo].max())) + 1, dtype=np.int64)[None, :]
@@ -64,29 +83,34 @@ def array_gemm_cycles(m: npt.ArrayLike, k: npt.ArrayLike, n: npt.ArrayLike, part
         part = gemm_cost(mm, -(-kk // s), nn, units.rows, units.cols, units.dataflow)
         part_fold = (part.cycles + 1) // part.folds
         merge = (s - 1) * mm * nn * pp  # partial outputs added, one per lane
-        total = -(-(s * part.folds * pp) // P) * part_fold + -(-merge // (P * units.cols))
+        part_waves = -(-(s * part.folds * pp) // P)
+        total = part_waves * part_fold + -(-merge // (P * units.cols))
         total = np.where(s <= kk, total, np.iinfo(np.int64).max)
         best = np.argmin(total, axis=1)
         rows = np.arange(todo.size)
         cycles[todo] = total[rows, best]
         split[todo] = best + 1
         busy[todo] = (best + 1) * (part.cycles[rows, best] + 1) * pp[:, 0] + -(-merge[rows, best] // units.cols)
-    return ArrayCycles(cycles, busy, split)
+        runs[todo] = -(-part_waves[rows, best] // part.folds[rows, best])
+    return ArrayCycles(cycles, busy, split, runs)
 
 
 def op_array_cycles(ops: Sequence[TrainingOp], units: Arrays, split_k: bool = False) -> ArrayCycles:
     """Each op's cycles on ``units``, its GEMMs (and a batch's parts) one after another, each in
-    SCALE-Sim's convention (elapsed − 1); busy array-cycles summed; the largest split-K s."""
+    SCALE-Sim's count (:func:`indexed_cycles`: one run each, elapsed − 1); busy array-cycles summed;
+    the largest split-K s."""
     owner, m, k, n, times = flatten_gemms(ops)
     cycles = np.zeros(len(ops), dtype=np.int64)
     busy = np.zeros(len(ops), dtype=np.int64)
     split = np.ones(len(ops), dtype=np.int64)
+    runs = np.zeros(len(ops), dtype=np.int64)
     if owner.size:
         gemm = array_gemm_cycles(m, k, n, 1, units, split_k)
-        np.add.at(cycles, owner, (gemm.cycles - 1) * times)
+        np.add.at(cycles, owner, indexed_cycles(gemm) * times)
         np.add.at(busy, owner, gemm.busy * times)
         np.maximum.at(split, owner, gemm.split)
-    return ArrayCycles(cycles, busy, split)
+        np.add.at(runs, owner, gemm.runs * times)
+    return ArrayCycles(cycles, busy, split, runs)
 
 
 def two_stream_cycles(a: npt.ArrayLike, b: npt.ArrayLike, busy_a: npt.ArrayLike, busy_b: npt.ArrayLike,
@@ -97,4 +121,4 @@ def two_stream_cycles(a: npt.ArrayLike, b: npt.ArrayLike, busy_a: npt.ArrayLike,
     return np.maximum(np.maximum(a, b), -(-(busy_a + busy_b) // count) - 1)
 
 
-__all__ = ["ArrayCycles", "array_gemm_cycles", "op_array_cycles", "two_stream_cycles"]
+__all__ = ["ArrayCycles", "array_gemm_cycles", "indexed_cycles", "op_array_cycles", "two_stream_cycles"]

@@ -175,12 +175,15 @@ def array_gemm_seconds(m: npt.ArrayLike, k: npt.ArrayLike, n: npt.ArrayLike, cou
     """Seconds of each batched GEMM on a device's arrays (the lanes for fp32 where it has them):
     the ``count`` GEMMs' folds dealt together in waves over the arrays, each wave one fold's SCALE-Sim
     cycles (:func:`archsim.devices.array_waves.array_gemm_cycles`; split-K where the device has it on,
-    ``Device.split_k``), vs its HBM traffic, plus one launch."""
-    from archsim.devices.array_waves import array_gemm_cycles  # SCALE-Sim's cost: only devices built of arrays
+    ``Device.split_k``), counted as SCALE-Sim and the array model count them
+    (:func:`~archsim.devices.array_waves.indexed_cycles`: on one array, ``archsim cost``'s cycles
+    exactly), vs its HBM traffic, plus one launch."""
+    from archsim.devices.array_waves import array_gemm_cycles, indexed_cycles  # only devices built of arrays
 
     units = device.gemm_units(dtype)
     m, k, n, count = (np.asarray(x, dtype=np.int64) for x in (m, k, n, count))
-    cycles = array_gemm_cycles(m, k, n, count, units, device.split_k).cycles.reshape(np.broadcast(m, k, n, count).shape)
+    gemm = array_gemm_cycles(m, k, n, count, units, device.split_k)
+    cycles = indexed_cycles(gemm).reshape(np.broadcast(m, k, n, count).shape)
     compute = cycles.astype(np.float64) / (units.clock_hz * constants.gemm)
     traffic = ((m * k + k * n + m * n) * count).astype(np.float64) * element_bytes / (
         device.hbm_bytes_per_s * constants.gemm_memory)  # GEMM traffic's own fraction, as on tiles
