@@ -121,13 +121,15 @@ def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | 
     return build_profile(load_network(network), config, batch, check_mode(mode), engine)
 
 
-def _positive_int(value: object, field: str) -> int:
-    """A keyword whose flag takes an integer in 1 … 2³¹ − 1: refused with the flag's message."""
+def _positive_int(value: object, field: str, *, low: int = 1) -> int:
+    """A keyword whose flag takes an integer in ``low`` … 2³¹ − 1 (1: ``positive_int_flag``; 0: ``--refine``'s
+    ``int_flag``): refused with the flag's message, or the integer (``"2"`` read as ``--top 2`` reads it)."""
     from archsim.errors import InputError
     from archsim.validate import INT32_MAX, parse_int
 
+    what = "a positive integer" if low == 1 else "a non-negative integer"
     try:
-        return parse_int(value, low=1, high=INT32_MAX, what="a positive integer")  # positive_int_flag's check
+        return parse_int(value, low=low, high=INT32_MAX, what=what)
     except ValueError as exc:
         raise InputError(str(exc), field=field) from None
 
@@ -196,21 +198,32 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
     is a list of one; ``dtype`` None: ``--dtype``'s default fp16 for a path, a cluster object's own). Returns the :class:`~archsim.training.search.SearchResult`: ``rows``
     (best first: the configuration, ``iteration_seconds``, ``peak_memory_gib``, ``mfu``, …),
     ``rejected`` (reason → count) and the Pareto front."""
-    from archsim.choices.training import GRAD_ACCUMULATIONS
+    from archsim.choices.training import BALANCES, GRAD_ACCUMULATIONS, OBJECTIVES, PLACEMENTS
     from archsim.errors import InputError
     from archsim.training.parallel import DP_OVERLAPS
     from archsim.training.search import search as _search
     from archsim.training.search_space import MAX_REFINE_ACTIONS, SCHEDULES, chunk_counts
 
+    # the checks archsim search's parser makes, in its flags' order, before any file is read
+    counts = [] if gpus is None else [_positive_int(n, "gpus") for n in _listed(gpus)]
+    _check_choice(objective, OBJECTIVES, "objective")
+    _check_choice(balance, BALANCES, "balance")
+    _check_choice(placement, PLACEMENTS, "placement")
+    top = _positive_int(top, "top")
+    schedules = _listed(schedule or SCHEDULES)
+    for name in schedules:
+        _check_choice(name, SCHEDULES, "schedule")
+    chunk_given = None if chunks is None else [_positive_int(v, "chunks") for v in _listed(chunks)]
+    max_micro_batch = _positive_int(max_micro_batch, "max_micro_batch")
+    refine = 2 * top if refine is None else _positive_int(refine, "refine", low=0)
+    max_ops = MAX_REFINE_ACTIONS if max_ops is None else _positive_int(max_ops, "max_ops")
     if dp_overlap not in DP_OVERLAPS:
         raise InputError(f"expected one of {', '.join(DP_OVERLAPS)}, got {dp_overlap!r}", field="dp-overlap")
     if grad_accumulation not in GRAD_ACCUMULATIONS:
         raise InputError(f"expected one of {', '.join(GRAD_ACCUMULATIONS)}, got {grad_accumulation!r}",
                          field="grad-accumulation")
-    schedules = _listed(schedule or SCHEDULES)
-    chunk_list = chunk_counts(schedules, None if chunks is None else _listed(chunks))  # before the files are read
+    chunk_list = chunk_counts(schedules, chunk_given)  # before the files are read
     config, on = _transformer(model, seq), _gpu_cluster(cluster, dtype)
-    counts = [gpus] if isinstance(gpus, int) else list(gpus or [])
     if counts and max(counts) > on.topology.devices:
         raise InputError(f"{max(counts)} GPUs asked for, the cluster has {on.topology.devices}", field="gpus")
     modes = {"both": (False, True), "on": (True,), "off": (False,)}
@@ -219,9 +232,8 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
     return _search(config, on, global_batch, counts or None, micro_batches=range(1, max_micro_batch + 1),
                    recomputes=_listed(recompute), schedules=schedules, chunks=chunk_list,
                    sequence_parallel=modes[sequence_parallel], top=top,
-                   refine=2 * top if refine is None else max(refine, 0), balance=balance, objective=objective,
-                   placement=placement, attention=attention, dp_overlap=dp_overlap, grad_accumulation=grad_accumulation,
-                   max_actions=MAX_REFINE_ACTIONS if max_ops is None else max_ops)
+                   refine=refine, balance=balance, objective=objective, placement=placement, attention=attention,
+                   dp_overlap=dp_overlap, grad_accumulation=grad_accumulation, max_actions=max_ops)
 
 
 def _listed(value) -> tuple:

@@ -1,0 +1,66 @@
+"""A new user's path through the Python API with their own Mistral-style config (grouped-query
+attention, SwiGLU, RoPE) and cluster: every keyword is checked as the command's flag checks it, and
+what the functions return can be copied and pickled as any result."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_docs import ROOT
+
+import archsim
+from archsim.cli import main
+
+CLUSTER = str(ROOT / "configs" / "clusters" / "h100_2_servers.toml")
+MISTRAL_LIKE = {  # a small Mistral: 4 query heads per kv head, SwiGLU's intermediate_size, untied
+    "architectures": ["MistralForCausalLM"], "model_type": "mistral", "hidden_size": 512,
+    "intermediate_size": 1792, "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 2,
+    "vocab_size": 32000, "max_position_embeddings": 4096, "rope_theta": 1000000.0, "hidden_act": "silu",
+    "rms_norm_eps": 1e-05, "tie_word_embeddings": False, "sliding_window": None, "torch_dtype": "bfloat16",
+}
+
+
+@pytest.fixture
+def model(tmp_path) -> str:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(MISTRAL_LIKE), encoding="utf-8")
+    return str(path)
+
+
+# keyword → (a value archsim search's flag refuses, that flag's argv)
+SEARCH_REFUSED = {
+    "objective": ("speed", ["--objective", "speed"]),
+    "balance": ("uneven", ["--balance", "uneven"]),
+    "placement": ("random", ["--placement", "random"]),
+    "top": (0, ["--top", "0"]),
+    "max_micro_batch": (0, ["--max-micro-batch", "0"]),
+    "gpus": (0, ["--gpus", "0"]),
+    "chunks": (0, ["--schedule", "interleaved-1f1b", "--chunks", "0"]),
+    "refine": (-1, ["--refine", "-1"]),
+    "max_ops": (0, ["--max-ops", "0"]),
+    "schedule": ("zb", ["--schedule", "zb"]),
+}
+
+
+@pytest.mark.parametrize("keyword", sorted(SEARCH_REFUSED))
+def test_search_refuses_what_its_flag_refuses(model, keyword, capsys):
+    """``archsim search`` refuses each value at its flag (exit 2); ``archsim.search`` raised a KeyError,
+    ZeroDivisionError or ValueError, or returned no rows, or ran on as if the value were valid."""
+    value, argv = SEARCH_REFUSED[keyword]
+    assert main(["search", model, "--cluster", CLUSTER, "--global-batch", "16", *argv]) == 2
+    assert capsys.readouterr().out == ""
+    keywords = {"schedule": "interleaved-1f1b"} if keyword == "chunks" else {}
+    keywords[keyword] = value
+    with pytest.raises(archsim.InputError) as refused:
+        archsim.search(model, cluster=CLUSTER, global_batch=16, **keywords)
+    assert refused.value.where.field == keyword
+
+
+@pytest.mark.parametrize("keyword", ["top", "max_micro_batch"])
+def test_search_takes_an_integer_as_its_flag_takes_it(model, keyword):
+    """A count given as the flag's text (``top="2"``) is the integer, as ``--top 2`` is: it raised a
+    TypeError comparing it with ints."""
+    found = archsim.search(model, cluster=CLUSTER, global_batch=16, schedule="1f1b", refine=0,
+                           recompute="full", sequence_parallel="off", **{keyword: "2"})
+    assert 1 <= len(found.rows) <= (2 if keyword == "top" else 10)
