@@ -4,7 +4,10 @@ what the functions return can be copied and pickled as any result."""
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import json
+import pickle
 
 import pytest
 from test_docs import ROOT
@@ -64,3 +67,16 @@ def test_search_takes_an_integer_as_its_flag_takes_it(model, keyword):
     found = archsim.search(model, cluster=CLUSTER, global_batch=16, schedule="1f1b", refine=0,
                            recompute="full", sequence_parallel="off", **{keyword: "2"})
     assert 1 <= len(found.rows) <= (2 if keyword == "top" else 10)
+
+
+def test_a_train_result_is_copied_and_pickled_as_any_result(model):
+    """A notebook deep-copies results, sends them to worker processes (pickle) and turns them into dicts
+    (``dataclasses.asdict``): each raised "StageOrder is immutable; cannot set '_columns'"."""
+    result, rates = archsim.train(model, cluster=CLUSTER, tp=2, pp=2, dp=2, global_batch=16, micro_batch=2)
+    for again in (copy.deepcopy(result), pickle.loads(pickle.dumps(result))):
+        assert again.iteration_seconds == result.iteration_seconds
+        assert again.memory == result.memory and again.breakdown == result.breakdown
+        assert again.run.order == result.run.order
+        assert again.run.order.columns.kind.tolist() == result.run.order.columns.kind.tolist()
+    assert dataclasses.asdict(result)["iteration_seconds"] == result.iteration_seconds
+    assert pickle.loads(pickle.dumps(rates)) == rates
