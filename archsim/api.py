@@ -185,6 +185,31 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
                               attention)
 
 
+def train_runs(model, *, runs: str | Path, cluster, seq: int | None = None, attention: str = "flash",
+               dp_overlap: str = "none", grad_accumulation: str | None = None, schedule: str = "1f1b",
+               dtype: str | None = None, max_ops: int | None = None) -> list[dict]:
+    """Every row of a runs file predicted as ``archsim train MODEL --runs RUNS.csv`` predicts it: one dict a
+    row, in the file's order (``predicted_seconds``, ``peak_memory_gib``, ``energy_j`` and ``energy_source``,
+    ``measured_seconds`` and ``error`` = predicted / measured − 1), each row run with the command's flags
+    kept here as keywords of the same names and defaults (``attention`` flash: vTrain's measured runs
+    need ``"standard"``; ``model``, ``cluster``, ``dtype``, ``seq`` and ``max_ops`` as :func:`train`'s).
+    A bad row raises :class:`~archsim.errors.InputError` naming its line and field before any row runs."""
+    from archsim.choices.training import ATTENTIONS, DP_OVERLAPS, GRAD_ACCUMULATIONS, SCHEDULES
+    from archsim.training.runs import predict_runs, runs_to_run
+    from archsim.validate import DEFAULT_MAX_OPS
+
+    _check_choice(attention, ATTENTIONS, "attention")  # the flags' choices, before any file is read
+    _check_choice(dp_overlap, DP_OVERLAPS, "dp_overlap")
+    if grad_accumulation is not None:
+        _check_choice(grad_accumulation, GRAD_ACCUMULATIONS, "grad_accumulation")
+    _check_choice(schedule, SCHEDULES, "schedule")
+    config, on = _transformer(model, seq), _gpu_cluster(cluster, dtype)
+    rows = runs_to_run(runs, attention=attention, dp_overlap=dp_overlap, grad_accumulation=grad_accumulation,
+                       schedule=schedule, max_ops=DEFAULT_MAX_OPS if max_ops is None else _positive_int(max_ops, "max_ops"),
+                       seq_given=seq is not None)
+    return predict_runs(config, on, rows, file=runs)
+
+
 def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | None = None, seq: int | None = None,
            objective: str = "time", balance: str = "even", placement: str = "file", top: int = 10,
            recompute: str | Sequence[str] = ("none", "selective", "full"), schedule: str | Sequence[str] | None = None,

@@ -80,3 +80,38 @@ def test_a_train_result_is_copied_and_pickled_as_any_result(model):
         assert again.run.order.columns.kind.tolist() == result.run.order.columns.kind.tolist()
     assert dataclasses.asdict(result)["iteration_seconds"] == result.iteration_seconds
     assert pickle.loads(pickle.dumps(rates)) == rates
+
+
+RUNS = ("tp,pp,dp,micro_batch,global_batch,recompute,measured_seconds\n"
+        "2,2,2,2,16,selective,0.05\n"
+        "4,1,2,1,16,full,0.04\n")
+
+
+@pytest.mark.parametrize("attention", ["flash", "standard"])
+def test_runs_from_python_are_the_rows_archsim_train_runs_prints(model, tmp_path, capsys, attention):
+    """``archsim train MODEL --runs RUNS.csv`` from Python: docs/api.md sent the user to
+    ``predict_runs``, whose rows run on the library's default attention (Megatron's standard core), not
+    the command's (FlashAttention): the same file was predicted 2.5 times slower there on a Mistral-7B."""
+    runs = tmp_path / "runs.csv"
+    runs.write_text(RUNS, encoding="utf-8")
+    assert main(["train", model, "--cluster", CLUSTER, "--runs", str(runs), "--seq", "2048",
+                 "--attention", attention, "--format", "json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    keywords = {} if attention == "flash" else {"attention": attention}
+    rows = archsim.train_runs(model, runs=str(runs), cluster=CLUSTER, seq=2048, **keywords)
+    assert [r["predicted_seconds"] for r in rows] == [r["predicted_seconds"] for r in printed["rows"]]
+    assert [r["error"] for r in rows] == [r["error"] for r in printed["rows"]]
+    assert {r["energy_source"] for r in rows} == {printed["meta"]["energy_source"]}
+    assert json.loads(json.dumps(rows)) == rows
+
+
+def test_runs_from_python_refuse_what_the_command_refuses(model, tmp_path):
+    runs = tmp_path / "runs.csv"
+    runs.write_text(RUNS.replace("4,1,2,1,16,full", "4,1,2,1,16,all"), encoding="utf-8")
+    with pytest.raises(archsim.InputError) as refused:
+        archsim.train_runs(model, runs=str(runs), cluster=CLUSTER)
+    assert (refused.value.where.line, refused.value.where.field) == (3, "recompute")
+    for keyword, value in (("attention", "fast"), ("schedule", "zb"), ("max_ops", 0)):
+        with pytest.raises(archsim.InputError) as refused:
+            archsim.train_runs(model, runs=str(runs), cluster=CLUSTER, **{keyword: value})
+        assert refused.value.where.field == keyword
