@@ -115,3 +115,12 @@ def test_runs_from_python_refuse_what_the_command_refuses(model, tmp_path):
         with pytest.raises(archsim.InputError) as refused:
             archsim.train_runs(model, runs=str(runs), cluster=CLUSTER, **{keyword: value})
         assert refused.value.where.field == keyword
+
+
+@pytest.mark.parametrize("value", ["false", "no", 0, 1, None])
+def test_sequence_parallel_is_true_or_false(model, value):
+    """``--sequence-parallel`` is a switch; the keyword took any value by its truth, so the text "false"
+    (read from a user's YAML or CSV) ran the iteration with sequence parallelism on."""
+    with pytest.raises(archsim.InputError) as refused:
+        archsim.train(model, cluster=CLUSTER, tp=2, dp=2, global_batch=8, sequence_parallel=value)
+    assert refused.value.where.field == "sequence-parallel"
