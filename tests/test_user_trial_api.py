@@ -124,3 +124,53 @@ def test_sequence_parallel_is_true_or_false(model, value):
     with pytest.raises(archsim.InputError) as refused:
         archsim.train(model, cluster=CLUSTER, tp=2, dp=2, global_batch=8, sequence_parallel=value)
     assert refused.value.where.field == "sequence-parallel"
+
+
+def _activations(tmp_path, recompute: str, attention: str, sequence_parallel: bool = False, **fields) -> float:
+    """Activation bytes on the one GPU of a TP-2 rank holding all layers, one micro-batch in flight."""
+    path = tmp_path / f"config_{len(list(tmp_path.iterdir()))}.json"
+    path.write_text(json.dumps({**MISTRAL_LIKE, **fields}), encoding="utf-8")
+    result, _ = archsim.train(str(path), cluster=CLUSTER, tp=2, global_batch=2, micro_batch=2, seq=1024,
+                              recompute=recompute, attention=attention, sequence_parallel=sequence_parallel)
+    return result.memory[0].activations
+
+
+KEPT = [("none", "standard", False), ("none", "standard", True), ("selective", "standard", False),
+        ("selective", "flash", True), ("none", "flash", False)]
+
+
+@pytest.mark.parametrize(("recompute", "attention", "sp"), KEPT)
+def test_activation_memory_keeps_the_grouped_k_and_v(tmp_path, recompute, attention, sp):
+    """Each layer keeps K and V for the scores' and the context's backward: with 2 KV heads for 8 query
+    heads they are a quarter of the width they are with 8 (fp16, 2 bytes an element; TP 2 splits them).
+    The memory was Korthikanti et al.'s GPT formula, 6·s·b·h/t for Q, K and V whatever the KV heads."""
+    s, b, t, h, layers = 1024, 2, 2, MISTRAL_LIKE["hidden_size"], MISTRAL_LIKE["num_hidden_layers"]
+    full = _activations(tmp_path, recompute, attention, sp, num_key_value_heads=8)
+    grouped = _activations(tmp_path, recompute, attention, sp, num_key_value_heads=2)
+    k_and_v_saved = 2 * 2 * s * b * (h // t - h // 4 // t)  # K and V, each h/t wide before, h/4/t after
+    assert full - grouped == layers * k_and_v_saved
+
+
+@pytest.mark.parametrize(("recompute", "attention", "sp"), KEPT)
+def test_activation_memory_keeps_the_swiglu_width(tmp_path, recompute, attention, sp):
+    """SwiGLU keeps three ffn-wide tensors a token (the gate's and the up projection's outputs for the
+    product's backward, and the product, the down projection's input): each ffn column a TP rank holds
+    adds 3 × 2 bytes a token. The memory was 16·s·b·h/t for the MLP, a GELU MLP of 4·h, whatever ffn."""
+    s, b, t, layers = 1024, 2, 2, MISTRAL_LIKE["num_hidden_layers"]
+    wide = _activations(tmp_path, recompute, attention, sp, intermediate_size=1792)
+    narrow = _activations(tmp_path, recompute, attention, sp, intermediate_size=1024)
+    assert wide - narrow == layers * 3 * 2 * s * b * (1792 - 1024) // t
+
+
+def test_gpt_activation_memory_is_korthikanti_et_al_s():
+    """A GPT layer (GELU MLP of 4·h, as many KV heads as heads) keeps Korthikanti et al.'s
+    s·b·h·(10 + 24/t + 5·a·s/(h·t)) bytes (Table 2), with sequence parallelism s·b·h/t·(34 + 5·a·s/h)."""
+    from archsim.training.memory import layer_activation_bytes
+    from archsim.workload.transformer import load_transformer
+
+    gpt = load_transformer(str(ROOT / "configs" / "transformers" / "gpt_1024h_24l.json"))
+    s, h, a, b, t = gpt.seq, gpt.hidden, gpt.heads, 2, 4
+    assert gpt.ffn == 4 * h and gpt.kv_heads == a and gpt.drops_hidden and gpt.drops_attention
+    assert layer_activation_bytes(gpt, b, t, "none", False) == s * b * h * (10 + 24 / t + 5 * a * s / (h * t))
+    assert layer_activation_bytes(gpt, b, t, "none", True) == s * b * h / t * (34 + 5 * a * s / h)
+    assert layer_activation_bytes(gpt, b, t, "selective", False) == s * b * h * (10 + 24 / t)
