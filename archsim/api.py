@@ -158,8 +158,10 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
     :class:`~archsim.training.run.TrainResult` (``iteration_seconds``, ``memory``, ``breakdown`` in
     seconds; ``energy_j`` and ``energy_source``, priced as ``archsim train`` prices them:
     :func:`archsim.training.energy.priced`) and its :class:`~archsim.training.throughput.Throughput`
-    (MFU, TFLOP/s per GPU, tokens/s)."""
+    (MFU, TFLOP/s per GPU, tokens/s). A rank whose memory does not fit its GPU (``result.fits``) is a
+    :class:`UserWarning`, the line ``archsim train`` prints on stderr."""
     from archsim.choices.training import BALANCES, IMPLEMENTATIONS
+    from archsim.fits import rank_memory_warning
     from archsim.training.energy import priced
     from archsim.training.parallel import Parallelism
     from archsim.training.run import train as _train
@@ -180,6 +182,11 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
                    implementation=implementation, max_ops=limit)
     machines = laid.machines
     result = priced(_train(config, laid.par, machines[0], machines), config, laid.par, laid.cluster, implementation)
+    warning = rank_memory_warning(result, machines)  # the line archsim train prints on stderr
+    if warning:
+        import warnings
+
+        warnings.warn(warning, UserWarning, stacklevel=2)
     peak = sum(m.gpu.peak(m.dtype) for m in machines) / len(machines)
     return result, throughput(config, global_batch, recompute, result.iteration_seconds, laid.par.gpus, peak,
                               attention)

@@ -8,6 +8,7 @@ import copy
 import dataclasses
 import json
 import pickle
+import warnings
 
 import pytest
 from test_docs import ROOT
@@ -174,3 +175,23 @@ def test_gpt_activation_memory_is_korthikanti_et_al_s():
     assert layer_activation_bytes(gpt, b, t, "none", False) == s * b * h * (10 + 24 / t + 5 * a * s / (h * t))
     assert layer_activation_bytes(gpt, b, t, "none", True) == s * b * h / t * (34 + 5 * a * s / h)
     assert layer_activation_bytes(gpt, b, t, "selective", False) == s * b * h * (10 + 24 / t)
+
+
+def test_train_warns_as_the_command_does_when_memory_does_not_fit(model, capsys):
+    """``archsim train`` prints "warning: does not fit: …" on stderr; ``archsim.train`` said nothing, and a
+    notebook showed an iteration time for a layout that cannot run. The same line is a warning now."""
+    too_big = {**MISTRAL_LIKE, "hidden_size": 8192, "num_attention_heads": 64, "num_key_value_heads": 8,
+               "intermediate_size": 28672, "num_hidden_layers": 16}  # 14 B parameters: 224 GB of states
+    path = model.replace("config.json", "big.json")
+    with open(path, "w", encoding="utf-8") as file:
+        json.dump(too_big, file)
+    assert main(["train", path, "--cluster", CLUSTER, "--global-batch", "1", "--seq", "512"]) == 0
+    printed = capsys.readouterr().err.strip()
+    assert printed.startswith("archsim train: warning: does not fit: pipeline rank 0 needs")
+    with pytest.warns(UserWarning) as caught:
+        result, _ = archsim.train(path, cluster=CLUSTER, global_batch=1, seq=512)
+    assert result.fits == (False,)
+    assert [str(w.message) for w in caught] == [printed.removeprefix("archsim train: warning: ")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert archsim.train(model, cluster=CLUSTER, global_batch=1, seq=512)[0].fits == (True,)

@@ -22,9 +22,9 @@ from archsim.commands.common import (
     add_output_arguments,
     add_timeline_outputs,
     emit,
-    memory_warning,
     positive_int,
 )
+from archsim.fits import rank_memory_warning
 
 HELP = "one training iteration of a transformer on GPUs: TP × PP × DP, time, memory, breakdown"
 
@@ -172,8 +172,7 @@ def run(args: argparse.Namespace) -> int:
         show = (lambda v: format_number(v, digits)) if args.format == "table" else repr  # csv: full precision
         meta = {k: v for k, v in meta.items() if not isinstance(v, (list, dict))}
         meta["breakdown_seconds"] = ", ".join(f"{k}: {show(v)}" for k, v in result.breakdown.items())
-    warning = memory_warning([(f"pipeline rank {r}", machines[r].gpu.name, m.total, capacities[r])
-                              for r, m in enumerate(result.memory)], "pipeline ranks", " per GPU")
+    warning = rank_memory_warning(result, machines)
     if warning:
         print(f"archsim train: warning: {warning}", file=sys.stderr)
     emit(render(frame, args.format, meta=meta, precision=args.precision), args)
