@@ -173,10 +173,11 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
     _check_choice(implementation, IMPLEMENTATIONS, "implementation")
     _check_choice(balance, BALANCES, "balance")
     config = _transformer(model, seq)
-    split = parse_stage_layers(stage_layers) if isinstance(stage_layers, str) else stage_layers
+    split = parse_stage_layers(stage_layers) if isinstance(stage_layers, str) else \
+        None if stage_layers is None else [_positive_int(n, "stage_layers") for n in stage_layers]
     par = Parallelism(tp, pp, dp, global_batch, micro_batch, recompute, sequence_parallel, interleave, schedule,
                       tuple(split) if split else None, attention, dp_overlap, grad_accumulation)
-    limit = DEFAULT_MAX_OPS if max_ops is None else max_ops
+    limit = DEFAULT_MAX_OPS if max_ops is None else _positive_int(max_ops, "max_ops")
     check_job_size(par.schedule_actions, limit)  # before the cluster's matrices are built
     laid = lay_out(config, _gpu_cluster(cluster, dtype), par, placement=placement, balance=balance,
                    implementation=implementation, max_ops=limit)
@@ -281,7 +282,16 @@ def _transformer(model, seq: int | None):
 
     if isinstance(model, TransformerConfig):
         return model if seq is None else replace(model, seq=seq)
+    _check_path(model, "model", "a transformer config path or a TransformerConfig")
     return load_transformer(model, seq=seq)
+
+
+def _check_path(value: object, field: str, what: str) -> None:
+    """A keyword that takes a file: a str or Path, else refused in one line (not a TypeError from open)."""
+    if not isinstance(value, (str, Path)):
+        from archsim.errors import InputError
+
+        raise InputError(f"expected {what}, got {type(value).__name__}", field=field)
 
 
 def _gpu_cluster(cluster, dtype: str | None = None):
@@ -293,6 +303,7 @@ def _gpu_cluster(cluster, dtype: str | None = None):
     from archsim.training.cluster import GpuCluster, load_gpu_cluster
 
     if not isinstance(cluster, GpuCluster):
+        _check_path(cluster, "cluster", "a cluster TOML path or a GpuCluster")
         return load_gpu_cluster(cluster, dtype or "fp16")
     if dtype is not None and dtype not in DTYPES:
         raise InputError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}", field="dtype")

@@ -195,3 +195,17 @@ def test_train_warns_as_the_command_does_when_memory_does_not_fit(model, capsys)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert archsim.train(model, cluster=CLUSTER, global_batch=1, seq=512)[0].fits == (True,)
+
+
+@pytest.mark.parametrize(("keyword", "value", "field"), [
+    ("max_ops", "many", "max_ops"),            # TypeError: '>' between int and str
+    ("max_ops", 0, "max_ops"),                 # the flag refuses 0 at once; the job-size check took it as a limit
+    ("stage_layers", ["two", "2"], "stage_layers"),  # TypeError: int + str
+    ("cluster", None, "cluster"),              # TypeError from open()
+    ("model", 7, "model"),                     # TypeError from Path()
+])
+def test_train_refuses_a_keyword_of_the_wrong_kind_in_one_line(model, keyword, value, field):
+    keywords = {"model": model, "cluster": CLUSTER, "pp": 2, "global_batch": 4, keyword: value}
+    with pytest.raises(archsim.InputError) as refused:
+        archsim.train(keywords.pop("model"), **keywords)
+    assert refused.value.where.field == field
