@@ -32,6 +32,7 @@ _EXPORTS = {
     "write_report": "archsim.api:write_report",
     "train": "archsim.api:train",
     "search": "archsim.api:search",
+    "train_runs": "archsim.api:train_runs",
     "gemm_cost": "archsim.array.analytic:gemm_cost",
     "read_scalesim_cfg": "archsim.array.config:read_scalesim_cfg",
     "ArrayConfig": "archsim.array.config:ArrayConfig",

@@ -121,13 +121,15 @@ def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | 
     return build_profile(load_network(network), config, batch, check_mode(mode), engine)
 
 
-def _positive_int(value: object, field: str) -> int:
-    """A keyword whose flag takes an integer in 1 … 2³¹ − 1: refused with the flag's message."""
+def _positive_int(value: object, field: str, *, low: int = 1) -> int:
+    """A keyword whose flag takes an integer in ``low`` … 2³¹ − 1 (1: ``positive_int_flag``; 0: ``--refine``'s
+    ``int_flag``): refused with the flag's message, or the integer (``"2"`` read as ``--top 2`` reads it)."""
     from archsim.errors import InputError
     from archsim.validate import INT32_MAX, parse_int
 
+    what = "a positive integer" if low == 1 else "a non-negative integer"
     try:
-        return parse_int(value, low=1, high=INT32_MAX, what="a positive integer")  # positive_int_flag's check
+        return parse_int(value, low=low, high=INT32_MAX, what=what)
     except ValueError as exc:
         raise InputError(str(exc), field=field) from None
 
@@ -156,8 +158,10 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
     :class:`~archsim.training.run.TrainResult` (``iteration_seconds``, ``memory``, ``breakdown`` in
     seconds; ``energy_j`` and ``energy_source``, priced as ``archsim train`` prices them:
     :func:`archsim.training.energy.priced`) and its :class:`~archsim.training.throughput.Throughput`
-    (MFU, TFLOP/s per GPU, tokens/s)."""
+    (MFU, TFLOP/s per GPU, tokens/s). A rank whose memory does not fit its GPU (``result.fits``) is a
+    :class:`UserWarning`, the line ``archsim train`` prints on stderr."""
     from archsim.choices.training import BALANCES, IMPLEMENTATIONS
+    from archsim.fits import rank_memory_warning
     from archsim.training.energy import priced
     from archsim.training.parallel import Parallelism
     from archsim.training.run import train as _train
@@ -169,18 +173,49 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
     _check_choice(implementation, IMPLEMENTATIONS, "implementation")
     _check_choice(balance, BALANCES, "balance")
     config = _transformer(model, seq)
-    split = parse_stage_layers(stage_layers) if isinstance(stage_layers, str) else stage_layers
+    split = parse_stage_layers(stage_layers) if isinstance(stage_layers, str) else \
+        None if stage_layers is None else [_positive_int(n, "stage_layers") for n in stage_layers]
     par = Parallelism(tp, pp, dp, global_batch, micro_batch, recompute, sequence_parallel, interleave, schedule,
                       tuple(split) if split else None, attention, dp_overlap, grad_accumulation)
-    limit = DEFAULT_MAX_OPS if max_ops is None else max_ops
+    limit = DEFAULT_MAX_OPS if max_ops is None else _positive_int(max_ops, "max_ops")
     check_job_size(par.schedule_actions, limit)  # before the cluster's matrices are built
     laid = lay_out(config, _gpu_cluster(cluster, dtype), par, placement=placement, balance=balance,
                    implementation=implementation, max_ops=limit)
     machines = laid.machines
     result = priced(_train(config, laid.par, machines[0], machines), config, laid.par, laid.cluster, implementation)
+    warning = rank_memory_warning(result, machines)  # the line archsim train prints on stderr
+    if warning:
+        import warnings
+
+        warnings.warn(warning, UserWarning, stacklevel=2)
     peak = sum(m.gpu.peak(m.dtype) for m in machines) / len(machines)
     return result, throughput(config, global_batch, recompute, result.iteration_seconds, laid.par.gpus, peak,
                               attention)
+
+
+def train_runs(model, *, runs: str | Path, cluster, seq: int | None = None, attention: str = "flash",
+               dp_overlap: str = "none", grad_accumulation: str | None = None, schedule: str = "1f1b",
+               dtype: str | None = None, max_ops: int | None = None) -> list[dict]:
+    """Every row of a runs file predicted as ``archsim train MODEL --runs RUNS.csv`` predicts it: one dict a
+    row, in the file's order (``predicted_seconds``, ``peak_memory_gib``, ``energy_j`` and ``energy_source``,
+    ``measured_seconds`` and ``error`` = predicted / measured − 1), each row run with the command's flags
+    kept here as keywords of the same names and defaults (``attention`` flash: vTrain's measured runs
+    need ``"standard"``; ``model``, ``cluster``, ``dtype``, ``seq`` and ``max_ops`` as :func:`train`'s).
+    A bad row raises :class:`~archsim.errors.InputError` naming its line and field before any row runs."""
+    from archsim.choices.training import ATTENTIONS, DP_OVERLAPS, GRAD_ACCUMULATIONS, SCHEDULES
+    from archsim.training.runs import predict_runs, runs_to_run
+    from archsim.validate import DEFAULT_MAX_OPS
+
+    _check_choice(attention, ATTENTIONS, "attention")  # the flags' choices, before any file is read
+    _check_choice(dp_overlap, DP_OVERLAPS, "dp_overlap")
+    if grad_accumulation is not None:
+        _check_choice(grad_accumulation, GRAD_ACCUMULATIONS, "grad_accumulation")
+    _check_choice(schedule, SCHEDULES, "schedule")
+    config, on = _transformer(model, seq), _gpu_cluster(cluster, dtype)
+    rows = runs_to_run(runs, attention=attention, dp_overlap=dp_overlap, grad_accumulation=grad_accumulation,
+                       schedule=schedule, max_ops=DEFAULT_MAX_OPS if max_ops is None else _positive_int(max_ops, "max_ops"),
+                       seq_given=seq is not None)
+    return predict_runs(config, on, rows, file=runs)
 
 
 def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | None = None, seq: int | None = None,
@@ -196,21 +231,32 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
     is a list of one; ``dtype`` None: ``--dtype``'s default fp16 for a path, a cluster object's own). Returns the :class:`~archsim.training.search.SearchResult`: ``rows``
     (best first: the configuration, ``iteration_seconds``, ``peak_memory_gib``, ``mfu``, …),
     ``rejected`` (reason → count) and the Pareto front."""
-    from archsim.choices.training import GRAD_ACCUMULATIONS
+    from archsim.choices.training import BALANCES, GRAD_ACCUMULATIONS, OBJECTIVES, PLACEMENTS
     from archsim.errors import InputError
     from archsim.training.parallel import DP_OVERLAPS
     from archsim.training.search import search as _search
     from archsim.training.search_space import MAX_REFINE_ACTIONS, SCHEDULES, chunk_counts
 
+    # the checks archsim search's parser makes, in its flags' order, before any file is read
+    counts = [] if gpus is None else [_positive_int(n, "gpus") for n in _listed(gpus)]
+    _check_choice(objective, OBJECTIVES, "objective")
+    _check_choice(balance, BALANCES, "balance")
+    _check_choice(placement, PLACEMENTS, "placement")
+    top = _positive_int(top, "top")
+    schedules = _listed(schedule or SCHEDULES)
+    for name in schedules:
+        _check_choice(name, SCHEDULES, "schedule")
+    chunk_given = None if chunks is None else [_positive_int(v, "chunks") for v in _listed(chunks)]
+    max_micro_batch = _positive_int(max_micro_batch, "max_micro_batch")
+    refine = 2 * top if refine is None else _positive_int(refine, "refine", low=0)
+    max_ops = MAX_REFINE_ACTIONS if max_ops is None else _positive_int(max_ops, "max_ops")
     if dp_overlap not in DP_OVERLAPS:
         raise InputError(f"expected one of {', '.join(DP_OVERLAPS)}, got {dp_overlap!r}", field="dp-overlap")
     if grad_accumulation not in GRAD_ACCUMULATIONS:
         raise InputError(f"expected one of {', '.join(GRAD_ACCUMULATIONS)}, got {grad_accumulation!r}",
                          field="grad-accumulation")
-    schedules = _listed(schedule or SCHEDULES)
-    chunk_list = chunk_counts(schedules, None if chunks is None else _listed(chunks))  # before the files are read
+    chunk_list = chunk_counts(schedules, chunk_given)  # before the files are read
     config, on = _transformer(model, seq), _gpu_cluster(cluster, dtype)
-    counts = [gpus] if isinstance(gpus, int) else list(gpus or [])
     if counts and max(counts) > on.topology.devices:
         raise InputError(f"{max(counts)} GPUs asked for, the cluster has {on.topology.devices}", field="gpus")
     modes = {"both": (False, True), "on": (True,), "off": (False,)}
@@ -219,9 +265,8 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
     return _search(config, on, global_batch, counts or None, micro_batches=range(1, max_micro_batch + 1),
                    recomputes=_listed(recompute), schedules=schedules, chunks=chunk_list,
                    sequence_parallel=modes[sequence_parallel], top=top,
-                   refine=2 * top if refine is None else max(refine, 0), balance=balance, objective=objective,
-                   placement=placement, attention=attention, dp_overlap=dp_overlap, grad_accumulation=grad_accumulation,
-                   max_actions=MAX_REFINE_ACTIONS if max_ops is None else max_ops)
+                   refine=refine, balance=balance, objective=objective, placement=placement, attention=attention,
+                   dp_overlap=dp_overlap, grad_accumulation=grad_accumulation, max_actions=max_ops)
 
 
 def _listed(value) -> tuple:
@@ -237,7 +282,16 @@ def _transformer(model, seq: int | None):
 
     if isinstance(model, TransformerConfig):
         return model if seq is None else replace(model, seq=seq)
+    _check_path(model, "model", "a transformer config path or a TransformerConfig")
     return load_transformer(model, seq=seq)
+
+
+def _check_path(value: object, field: str, what: str) -> None:
+    """A keyword that takes a file: a str or Path, else refused in one line (not a TypeError from open)."""
+    if not isinstance(value, (str, Path)):
+        from archsim.errors import InputError
+
+        raise InputError(f"expected {what}, got {type(value).__name__}", field=field)
 
 
 def _gpu_cluster(cluster, dtype: str | None = None):
@@ -249,6 +303,7 @@ def _gpu_cluster(cluster, dtype: str | None = None):
     from archsim.training.cluster import GpuCluster, load_gpu_cluster
 
     if not isinstance(cluster, GpuCluster):
+        _check_path(cluster, "cluster", "a cluster TOML path or a GpuCluster")
         return load_gpu_cluster(cluster, dtype or "fp16")
     if dtype is not None and dtype not in DTYPES:
         raise InputError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}", field="dtype")

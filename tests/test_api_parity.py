@@ -39,7 +39,7 @@ CLI_ONLY = {
 }
 # Options of ``archsim train`` that run another job than one iteration, each its own library function.
 OTHER_JOBS = {
-    "runs": "every row of a runs file, one row each: archsim.training.runs.predict_runs",
+    "runs": "every row of a runs file, one row each: archsim.train_runs",
     "sweep": "a grid of iterations, one row per point: archsim.training.sweep.sweep",
 }
 EXCLUDED = {"cost": CLI_ONLY, "train": {**CLI_ONLY, **OTHER_JOBS}, "search": CLI_ONLY}

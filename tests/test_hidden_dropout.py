@@ -78,10 +78,13 @@ def test_the_embedding_runs_no_dropout_kernel_without_hidden_dropout():
     assert off.forward == on.forward[:1] and off.backward == on.backward[1:]
 
 
+# 24 tokens; each keeps 10 (8 without the masks) bytes per hidden element unsplit (÷ t with sequence
+# parallelism), and 2 bytes per element of q (64/t), k and v (32/t each: 2 KV heads of 16), the projection's
+# input (64/t) and SwiGLU's three ffn-wide tensors (3 × 176/t): 1,440 bytes at TP 1, 720 at TP 2
 @pytest.mark.parametrize(("tp", "sp", "with_masks", "without"), [
-    (1, False, 1536 * 34, 1536 * 32),  # 10 + 24 = 34 → 8 + 24 = 32 bytes per s·b·h
-    (2, False, 1536 * 22, 1536 * 20),  # 10 + 24/2 = 22 → 8 + 12 = 20
-    (2, True, 768 * 34, 768 * 32),     # 34 / t → 32 / t, s·b·h / 2 = 768
+    (1, False, 24 * (640 + 1440), 24 * (512 + 1440)),
+    (2, False, 24 * (640 + 720), 24 * (512 + 720)),
+    (2, True, 24 * (320 + 720), 24 * (256 + 720)),
 ])
 def test_selective_activations_keep_no_residual_masks_by_hand(tp, sp, with_masks, without):
     on = replace(LLAMA, hidden_dropout=0.1)

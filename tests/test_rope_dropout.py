@@ -106,11 +106,13 @@ def test_attention_dropout_zero_runs_no_kernel_and_keeps_no_mask(tmp_path):
     assert [op for op in with_.forward if op.layer != "attn_dropout"] == list(without.forward)
     # FlashAttention drops inside its kernel: the same work either way
     assert block_work(off, BATCH, attention="flash") == block_work(on, BATCH, attention="flash")
-    # activations kept (Korthikanti et al.'s table, no recompute, TP 1): s·b·h = 1,536 bytes × 32 (34 less
-    # the two 1-byte residual dropout masks a Llama does not keep), plus 5 bytes per score with dropout
-    # (softmax out 2, mask 1, dropout out 2) or the softmax output's 2 without
-    assert layer_activation_bytes(on, BATCH, 1, "none", False) == 1536 * 32 + 5 * 768
-    assert layer_activation_bytes(off, BATCH, 1, "none", False) == 1536 * 32 + 2 * 768
+    # activations kept (Korthikanti et al.'s table, no recompute, TP 1): 24 tokens × (8 bytes per hidden
+    # element, 10 less the two 1-byte residual dropout masks a Llama does not keep, + 2 bytes per element
+    # of q 64, k 32, v 32, the projection's input 64 and SwiGLU's 3 × 176), plus 5 bytes per score with
+    # dropout (softmax out 2, mask 1, dropout out 2) or the softmax output's 2 without
+    kept = 24 * (8 * 64 + 2 * (64 + 32 + 32 + 64 + 3 * 176))
+    assert layer_activation_bytes(on, BATCH, 1, "none", False) == kept + 5 * 768
+    assert layer_activation_bytes(off, BATCH, 1, "none", False) == kept + 2 * 768
 
 
 @pytest.mark.parametrize("value", [1.0, -0.1, "0.1", False])

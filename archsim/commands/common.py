@@ -288,24 +288,6 @@ def emit(text: str, args: argparse.Namespace) -> None:
         sys.stdout.write(text)
 
 
-def memory_warning(needs: Sequence[tuple[str, str, float, float]], plural: str, per: str = "") -> str | None:
-    """One line naming the unit furthest over its memory, or None when every one fits: a what-if still prints its
-    table (``train``, ``pipeline --capacity-gb``). ``needs``: (unit, its memory's name, bytes needed, bytes it has);
-    ``plural`` names the units in the count, ``per`` follows the figure (" per GPU")."""
-    over = [need for need in needs if need[2] > need[3]]
-    if not over:
-        return None
-    unit, holder, needed, capacity = max(over, key=lambda need: need[2] / need[3])
-    others = f" ({len(over)} of {len(needs)} {plural} do not fit)" if len(over) > 1 else ""
-    return f"does not fit: {unit} needs {_gib(needed)} GiB{per}, its {holder} has {_gib(capacity)} GiB{others}"
-
-
-def _gib(size: float) -> str:
-    """Bytes as GiB (2³⁰ bytes): one decimal, or three significant digits under 1 GiB (a test's tiny limits)."""
-    gib = size / 2**30
-    return f"{gib:.1f}" if gib >= 1 else f"{gib:.3g}"
-
-
 @contextmanager
 def phases(desc: str, names: Sequence[str]):
     """The phases of a long run (cost, build, simulate, validate) as a :func:`~archsim.progress.progress` bar — on a

@@ -19,7 +19,6 @@ from archsim.commands.common import (
     add_timeline_outputs,
     array_from_args,
     emit,
-    memory_warning,
     network_from_args,
     phases,
     positive_int,
@@ -29,6 +28,7 @@ from archsim.commands.common import (
     write_timeline_outputs,
 )
 from archsim.errors import InputError
+from archsim.fits import memory_warning
 from archsim.lowering import SPLIT_AXES
 from archsim.modes import MODES
 from archsim.planners import PARTITIONERS, partition

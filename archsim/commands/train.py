@@ -22,10 +22,10 @@ from archsim.commands.common import (
     add_output_arguments,
     add_timeline_outputs,
     emit,
-    memory_warning,
     note_unread_cluster_keys,
     positive_int,
 )
+from archsim.fits import rank_memory_warning
 
 HELP = "one training iteration of a transformer on GPUs: TP × PP × DP, time, memory, breakdown"
 
@@ -173,8 +173,7 @@ def run(args: argparse.Namespace) -> int:
         show = (lambda v: format_number(v, digits)) if args.format == "table" else repr  # csv: full precision
         meta = {k: v for k, v in meta.items() if not isinstance(v, (list, dict))}
         meta["breakdown_seconds"] = ", ".join(f"{k}: {show(v)}" for k, v in result.breakdown.items())
-    warning = memory_warning([(f"pipeline rank {r}", machines[r].gpu.name, m.total, capacities[r])
-                              for r, m in enumerate(result.memory)], "pipeline ranks", " per GPU")
+    warning = rank_memory_warning(result, machines)
     if warning:
         print(f"archsim train: warning: {warning}", file=sys.stderr)
     note_unread_cluster_keys(cluster, "train")  # the run done: notes never precede an error line
@@ -234,8 +233,6 @@ def _run_sweep(args: argparse.Namespace, config) -> int:
 def _run_runs(args: argparse.Namespace, config) -> int:
     """``--runs``: every row of the runs file predicted on the cluster, in input order (nothing written
     when a row is bad: its line and field on stderr, exit 2)."""
-    from dataclasses import replace
-
     import numpy as np
 
     from archsim.errors import InputError
@@ -244,8 +241,7 @@ def _run_runs(args: argparse.Namespace, config) -> int:
     from archsim.rows import Rows
     from archsim.training.cluster import load_gpu_cluster
     from archsim.training.grad_accumulation import accumulation
-    from archsim.training.runs import predict_runs, read_runs
-    from archsim.validate import check_job_size
+    from archsim.training.runs import predict_runs, runs_to_run
 
     # every row runs with --attention (vTrain's measured runs: --attention standard), --dp-overlap,
     # --grad-accumulation, --schedule and --dtype; a flag the rows set themselves is refused, not ignored
@@ -254,25 +250,12 @@ def _run_runs(args: argparse.Namespace, config) -> int:
         raise InputError(f"{', '.join(given)}: each row of the runs file sets its own parallelism and runs once; "
                          "give them as its columns, or drop --runs", field="runs")
 
-    def with_flags(row):
-        try:
-            return replace(row, par=replace(row.par, attention=args.attention, dp_overlap=args.dp_overlap,
-                                            grad_accumulation=args.grad_accumulation, schedule=args.schedule))
-        except InputError as exc:
-            raise InputError(exc.message, file=args.runs, line=row.line, field=exc.where.field) from None
-
-    rows = tuple(with_flags(row) for row in read_runs(args.runs))
-    if args.seq is not None and rows[0].shape is not None:  # (read_runs: ≥ 1 row, all of one layout)
-        raise InputError("--seq: each row of vTrain's runs file sets its own sequence length; drop --seq",
-                         field="seq")
-    for row in rows:  # each row is one iteration: its schedule within --max-ops, checked before any runs
-        check_job_size(row.par.schedule_actions, args.max_ops)
+    rows = runs_to_run(args.runs, attention=args.attention, dp_overlap=args.dp_overlap,
+                       grad_accumulation=args.grad_accumulation, schedule=args.schedule, max_ops=args.max_ops,
+                       seq_given=args.seq is not None)
     cluster = load_gpu_cluster(args.cluster, args.dtype)
-    try:
-        with progress(len(rows), "runs", "run", delay=0.5) as bar:
-            out = predict_runs(config, cluster, rows, bar.update)
-    except InputError as exc:
-        raise InputError(exc.message, file=args.runs, line=exc.where.line, field=exc.where.field) from None
+    with progress(len(rows), "runs", "run", delay=0.5) as bar:
+        out = predict_runs(config, cluster, rows, bar.update, file=args.runs)
     errors = [abs(r["error"]) for r in out if r["error"] is not None]
     sources = dict.fromkeys(r.pop("energy_source") for r in out)  # one per cluster, kept once in the meta
     meta = {"model": config.name, "gpu": cluster.gpu_names, "attention": args.attention, "dp_overlap": args.dp_overlap,

@@ -112,6 +112,11 @@ class StageOrder:
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"StageOrder is immutable; cannot set {name!r}")
 
+    def __reduce__(self) -> tuple:
+        """Pickled and copied through :meth:`from_columns`: the default would set its slots one by one,
+        which ``__setattr__`` refuses (a training result could not be deep-copied or sent to a worker)."""
+        return StageOrder.from_columns, (self.name, self.columns, self.stages, self.microbatches, self.pairs)
+
     @property
     def ranks(self) -> tuple[tuple[Action, ...], ...]:
         ranks = self._ranks

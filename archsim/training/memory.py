@@ -14,6 +14,9 @@ selective      s·b·h·(10 + 24/t)               s·b·h/t · 34
 full           2·s·b·h (the layer's input)     2·s·b·h/t
 =============  ==============================  ===========================
 
+The 24/t is a GPT layer's (4·h GELU MLP, as many KV heads as heads): each layer's is read off its widths
+(:func:`split_activation_bytes`: grouped K and V, the MLP's width, SwiGLU's three kept tensors).
+
 A stage holds one such set per layer for every micro-batch it has run forward but not backward;
 the schedule fixes that count (1F1B: p − i on stage i; read off the schedule's action order, so
 interleaved and zero-bubble orders count right). Recomputation rematerialises one layer at a time
@@ -39,27 +42,37 @@ import numpy as np
 from archsim.errors import InputError
 from archsim.training.layer_ops import embedding_parameters, layer_parameters
 from archsim.training.parallel import Parallelism, layers_per_stage, padded_vocab
-from archsim.workload.transformer import TransformerConfig
+from archsim.workload.transformer import TransformerConfig, layer_widths
 
 STATE_BYTES_PER_PARAMETER = 16
 
 
 def layer_activation_bytes(c: TransformerConfig, micro_batch: int, tp: int, recompute: str,
                            sequence_parallel: bool, attention: str = "standard") -> float:
-    """Korthikanti et al.'s per-layer activation bytes (table above); FlashAttention's below it."""
+    """Korthikanti et al.'s per-layer activation bytes (table above), their 24/t read off the layer's
+    widths (:func:`split_activation_bytes`: grouped K and V, the MLP's width and gate); FlashAttention's
+    below it."""
     s, b, h, a, t = c.seq, micro_batch, c.hidden, c.heads, tp
     sbh = s * b * h
     if recompute == "full":
         return 2 * sbh / (t if sequence_parallel else 1)
     if attention == "flash":
         return layer_activation_bytes(c, b, t, "selective", sequence_parallel) + 4 * a * s * b / t
-    masks = residual_mask_bytes(c)
+    unsplit = (8 + residual_mask_bytes(c)) * sbh / (t if sequence_parallel else 1)
+    kept = unsplit + s * b * split_activation_bytes(c, t)
     if recompute == "selective":
-        return (32 + masks) * sbh / t if sequence_parallel else sbh * (8 + masks + 24 / t)
-    core = attention_core_per_score(c)
-    if sequence_parallel:
-        return sbh / t * (32 + masks + core * a * s / h)
-    return sbh * (8 + masks + 24 / t + core * a * s / (h * t))
+        return kept
+    return kept + attention_core_per_score(c) * a * s * s * b / t
+
+
+def split_activation_bytes(c: TransformerConfig, tp: int) -> float:
+    """Bytes per token a layer keeps of the tensors TP splits (fp16): Q, K and V for the scores' and
+    context's backward, the projection's input, and the MLP's — a GELU MLP's activation input and fc2
+    input (2 × ffn), a gated one's gate and up outputs and their product (3 × ffn) — at their widths on
+    one rank (:func:`~archsim.workload.transformer.layer_widths`: grouped K and V, KV heads replicated
+    past TP). A GPT layer's is Korthikanti et al.'s 24·h/t (6 + 2 + 16)."""
+    w = layer_widths(c, tp)
+    return 2 * (w.qkv + w.attention + (3 if w.gated else 2) * w.ffn)
 
 
 def residual_mask_bytes(c: TransformerConfig) -> int:

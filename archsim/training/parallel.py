@@ -92,6 +92,8 @@ class Parallelism:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise InputError(f"must be a positive integer, got {value!r}", field=name)
+        if not isinstance(self.sequence_parallel, bool):  # a switch: the text "false" is true
+            raise InputError(f"expected True or False, got {self.sequence_parallel!r}", field="sequence-parallel")
         if self.recompute not in RECOMPUTE:
             raise InputError(f"expected one of {', '.join(RECOMPUTE)}, got {self.recompute!r}", field="recompute")
         if self.attention not in ATTENTIONS:

@@ -152,12 +152,37 @@ def row_config(base: TransformerConfig, row: RunRow) -> TransformerConfig:
         raise InputError(exc.message, field=exc.where.field) from None
 
 
+def runs_to_run(path: str | Path, *, attention: str, dp_overlap: str, grad_accumulation: str | None, schedule: str,
+                max_ops: int, seq_given: bool = False) -> tuple[RunRow, ...]:
+    """The rows of a runs file as ``archsim train --runs`` runs them: each with the command's ``attention``,
+    ``dp_overlap``, ``grad_accumulation`` and ``schedule`` (a row's own :class:`Parallelism` has the
+    library's defaults, not the command's), each row's schedule within ``max_ops`` actions. Refused
+    (file, line, field) before any row runs; ``seq_given``: a sequence length was given, which vTrain's
+    rows, each with its own, refuse."""
+    from archsim.validate import check_job_size
+
+    def with_flags(row: RunRow) -> RunRow:
+        try:
+            return replace(row, par=replace(row.par, attention=attention, dp_overlap=dp_overlap,
+                                            grad_accumulation=grad_accumulation, schedule=schedule))
+        except InputError as exc:
+            raise InputError(exc.message, file=str(path), line=row.line, field=exc.where.field) from None
+
+    rows = tuple(with_flags(row) for row in read_runs(path))
+    if seq_given and rows[0].shape is not None:  # (read_runs: ≥ 1 row, all of one layout)
+        raise InputError("--seq: each row of vTrain's runs file sets its own sequence length; drop --seq",
+                         field="seq")
+    for row in rows:  # each row is one iteration
+        check_job_size(row.par.schedule_actions, max_ops)
+    return rows
+
+
 def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRow, ...],
-                 tick: Callable[[], None] = lambda: None) -> list[dict]:
+                 tick: Callable[[], None] = lambda: None, file: str | Path | None = None) -> list[dict]:
     """Each row's predicted iteration (seconds), peak memory per GPU (GiB), energy (J, and how it was
     found: :func:`~archsim.training.energy.iteration_energy`, as ``archsim train`` prices it) and, where
     measured, its error (predicted / measured − 1), in the rows' order; ``tick`` is called after each row (a progress bar).
-    A row that cannot run on ``cluster`` raises an :class:`InputError` naming its line."""
+    A row that cannot run on ``cluster`` raises an :class:`InputError` naming its line (and ``file``, the runs file)."""
     from archsim.training.energy import iteration_energy
     from archsim.training.run import train
 
@@ -171,7 +196,8 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
                                  "servers of one type", field="tp")
             result = train(config, row.par, machines[0], machines)
         except InputError as exc:
-            raise InputError(exc.message, line=row.line, field=exc.where.field) from None
+            raise InputError(exc.message, file=None if file is None else str(file), line=row.line,
+                             field=exc.where.field) from None
         p = row.par
         record = {"line": row.line, "model": config.name, "gpus": p.gpus, "tp": p.tp, "pp": p.pp, "dp": p.dp,
                   "micro_batch": p.micro_batch, "global_batch": p.global_batch, "recompute": p.recompute,
@@ -185,4 +211,4 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
     return out
 
 
-__all__ = ["OPTIONAL", "REQUIRED", "RunRow", "predict_runs", "read_runs", "row_config"]
+__all__ = ["OPTIONAL", "REQUIRED", "RunRow", "predict_runs", "read_runs", "row_config", "runs_to_run"]

@@ -1,0 +1,32 @@
+"""The one line that says a layout does not fit its memory: ``archsim train`` and ``archsim pipeline
+--capacity-gb`` print it as a warning on stderr, :func:`archsim.train` issues it as a
+:class:`UserWarning` (a what-if still returns its numbers)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+def memory_warning(needs: Sequence[tuple[str, str, float, float]], plural: str, per: str = "") -> str | None:
+    """One line naming the unit furthest over its memory, or None when every one fits: a what-if still prints its
+    table (``train``, ``pipeline --capacity-gb``). ``needs``: (unit, its memory's name, bytes needed, bytes it has);
+    ``plural`` names the units in the count, ``per`` follows the figure (" per GPU")."""
+    over = [need for need in needs if need[2] > need[3]]
+    if not over:
+        return None
+    unit, holder, needed, capacity = max(over, key=lambda need: need[2] / need[3])
+    others = f" ({len(over)} of {len(needs)} {plural} do not fit)" if len(over) > 1 else ""
+    return f"does not fit: {unit} needs {_gib(needed)} GiB{per}, its {holder} has {_gib(capacity)} GiB{others}"
+
+
+def _gib(size: float) -> str:
+    """Bytes as GiB (2³⁰ bytes): one decimal, or three significant digits under 1 GiB (a test's tiny limits)."""
+    gib = size / 2**30
+    return f"{gib:.1f}" if gib >= 1 else f"{gib:.3g}"
+
+
+def rank_memory_warning(result, machines) -> str | None:
+    """:func:`memory_warning` for a training iteration: each pipeline rank's memory per GPU (a
+    :class:`~archsim.training.run.TrainResult`'s) against its GPU's (``machines``, one per rank)."""
+    return memory_warning([(f"pipeline rank {r}", machines[r].gpu.name, m.total, result.capacities[r])
+                           for r, m in enumerate(result.memory)], "pipeline ranks", " per GPU")
