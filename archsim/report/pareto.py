@@ -32,18 +32,24 @@ def time_column(results: pd.DataFrame) -> str:
     return "iteration_seconds" if seconds is not None and seconds.notna().all() else "iteration_cycles"
 
 
+WORKLOAD = ("network", "batch")
+
+
 def with_front(results: pd.DataFrame) -> pd.DataFrame:
-    """``results`` plus ``pareto`` (bool): non-dominated in (time, energy, area) within each network."""
+    """``results`` plus ``pareto`` (bool): non-dominated in (time, energy, area) within each workload
+    (network and batch). A batch is work, not a design choice: batch 8's iteration does 8× batch 1's work,
+    so one front over both batches would keep only the smallest batch's designs."""
     out = results.copy()
     objectives = [time_column(results), "energy_pj", "area_mm2"]
     out["pareto"] = False
-    for _, part in out.groupby("network"):
+    for _, part in out.groupby(list(WORKLOAD)):
         out.loc[part.index, "pareto"] = pareto_mask(part[objectives].to_numpy())
     return out
 
 
 def _label(frame: pd.DataFrame) -> pd.Series:
-    return (frame["rows"].astype(str) + "x" + frame["cols"].astype(str) + " " + frame["dataflow"].astype(str)
+    return ("batch " + frame["batch"].astype(str) + ", "
+            + frame["rows"].astype(str) + "x" + frame["cols"].astype(str) + " " + frame["dataflow"].astype(str)
             + ", SRAM " + frame["sram_kb"].astype(str) + " KiB, bw " + frame["bandwidth_words_per_cycle"].astype(str)
             + ", " + frame["clock_ghz"].map(lambda c: "no clock" if is_nan(c) else f"{c:g} GHz")
             + ", " + frame["element_bytes"].astype(str) + " B, M=" + frame["microbatches"].astype(str)
@@ -66,7 +72,7 @@ def pareto_figure(results: pd.DataFrame, network: str) -> go.Figure:
                     "showscale": bool(on_front), "colorbar": {"title": "area mm²"}},
             hovertemplate="%{text}<br>time %{x:.4g}<br>energy %{y:.4g} mJ<br>area %{marker.color:.3g} mm²"))
     fig.update_layout(title=f"{network}: time vs energy per iteration (colour: area; ◆ ringed: not dominated in "
-                            "time, energy and area)", xaxis_title=time.replace("_", " "),
+                            "time, energy and area by a design at its batch)", xaxis_title=time.replace("_", " "),
                       yaxis_title="energy per iteration (mJ)", xaxis_type="log", yaxis_type="log")
     return fig
 
@@ -74,11 +80,11 @@ def pareto_figure(results: pd.DataFrame, network: str) -> go.Figure:
 def energy_parts_figure(results: pd.DataFrame, network: str) -> go.Figure:
     """Energy per iteration by part for each design on the front."""
     data = with_front(results[results.network == network])
-    front = data[data["pareto"]].drop_duplicates(subset=["rows", "cols", "sram_kb", "bandwidth_words_per_cycle", "element_bytes",
+    front = data[data["pareto"]].drop_duplicates(subset=["batch", "rows", "cols", "sram_kb", "bandwidth_words_per_cycle", "element_bytes",
                                                          "microbatches", "energy_table", "dataflow"])
     front = front.sort_values(time_column(front))
-    labels = (front["rows"].astype(str) + "x" + front["cols"].astype(str) + " " + front["dataflow"].astype(str)
-              + " S" + front["sram_kb"].astype(str) + " bw" + front["bandwidth_words_per_cycle"].astype(str)
+    labels = ("b" + front["batch"].astype(str) + " " + front["rows"].astype(str) + "x" + front["cols"].astype(str)
+              + " " + front["dataflow"].astype(str) + " S" + front["sram_kb"].astype(str) + " bw" + front["bandwidth_words_per_cycle"].astype(str)
               + " " + front["element_bytes"].astype(str) + "B M" + front["microbatches"].astype(str)
               + " " + front["energy_table"].astype(str))
     fig = go.Figure()
@@ -92,6 +98,6 @@ def energy_parts_figure(results: pd.DataFrame, network: str) -> go.Figure:
 
 def front_table(results: pd.DataFrame, network: str) -> pd.DataFrame:
     data = with_front(results[results.network == network])
-    columns = ["rows", "cols", "dataflow", "sram_kb", "bandwidth_words_per_cycle", "clock_ghz", "element_bytes", "microbatches",
+    columns = ["batch", "rows", "cols", "dataflow", "sram_kb", "bandwidth_words_per_cycle", "clock_ghz", "element_bytes", "microbatches",
                "processors", "method", "energy_table", time_column(data), "energy_pj", "area_mm2"]
     return data[data["pareto"]][columns].sort_values(columns[-3]).reset_index(drop=True)
