@@ -49,3 +49,24 @@ def test_front_table_and_hover_name_the_batch(tmp_path) -> None:
     table = front_table(rows, "layerpipe_sample")
     assert "batch" in table.columns and set(table.batch) == {1, 8}
     assert "batch 8" in html and "batch 1," in html
+
+
+def test_hover_text_carries_units() -> None:
+    """Hovering a point of the Pareto plot or a Gantt bar shows its time with the unit: seconds where every
+    row has a clock, cycles otherwise (the axis title says which; the hover text said a bare number)."""
+    from archsim.report.gantt import gantt_figure
+    from archsim.report.pareto import pareto_figure
+
+    base = {"network": "n", "batch": 1, "rows": 16, "cols": 16, "dataflow": "ws", "sram_kb": 8,
+            "bandwidth_words_per_cycle": float("nan"), "element_bytes": 2, "microbatches": 1, "processors": 1,
+            "method": "pipedream", "energy_table": "horowitz45", "iteration_cycles": 100.0, "energy_pj": 5.0,
+            "area_mm2": 1.0}
+    for clock, unit in ((1.0, " s<br>"), (float("nan"), " cycles<br>")):
+        rows = pd.DataFrame([{**base, "clock_ghz": clock, "iteration_seconds": 100e-9 / clock},
+                             {**base, "rows": 32, "cols": 32, "clock_ghz": clock, "iteration_seconds": 50e-9 / clock,
+                              "iteration_cycles": 50.0, "area_mm2": 4.0}])
+        for trace in pareto_figure(rows, "n").data:
+            assert "time %{x:.4g}" + unit in trace.hovertemplate, trace.hovertemplate
+    frame = pd.DataFrame({"op": ["F1"], "processor": [0], "start": [0.0], "end": [10.0], "kind": ["F"]})
+    for trace in gantt_figure(frame, unit="cycles").data:
+        assert "start %{base:.4g} cycles" in trace.hovertemplate and "duration %{x:.4g} cycles" in trace.hovertemplate

@@ -35,6 +35,9 @@ def time_column(results: pd.DataFrame) -> str:
 WORKLOAD = ("network", "batch")
 
 
+TIME_UNITS = {"iteration_seconds": "s", "iteration_cycles": "cycles"}
+
+
 def with_front(results: pd.DataFrame) -> pd.DataFrame:
     """``results`` plus ``pareto`` (bool): non-dominated in (time, energy, area) within each workload
     (network and batch). A batch is work, not a design choice: batch 8's iteration does 8× batch 1's work,
@@ -70,7 +73,8 @@ def pareto_figure(results: pd.DataFrame, network: str) -> go.Figure:
                     "symbol": "diamond" if on_front else "circle", "line": {"width": 2 if on_front else 0,
                                                                             "color": "#d62728"},
                     "showscale": bool(on_front), "colorbar": {"title": "area mm²"}},
-            hovertemplate="%{text}<br>time %{x:.4g}<br>energy %{y:.4g} mJ<br>area %{marker.color:.3g} mm²"))
+            hovertemplate=("%{text}<br>time %{x:.4g} " + TIME_UNITS[time]
+                           + "<br>energy %{y:.4g} mJ<br>area %{marker.color:.3g} mm²")))
     fig.update_layout(title=f"{network}: time vs energy per iteration (colour: area; ◆ ringed: not dominated in "
                             "time, energy and area by a design at its batch)", xaxis_title=time.replace("_", " "),
                       yaxis_title="energy per iteration (mJ)", xaxis_type="log", yaxis_type="log")
