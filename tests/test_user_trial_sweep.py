@@ -70,3 +70,21 @@ def test_hover_text_carries_units() -> None:
     frame = pd.DataFrame({"op": ["F1"], "processor": [0], "start": [0.0], "end": [10.0], "kind": ["F"]})
     for trace in gantt_figure(frame, unit="cycles").data:
         assert "start %{base:.4g} cycles" in trace.hovertemplate and "duration %{x:.4g} cycles" in trace.hovertemplate
+
+
+def test_energy_parts_show_every_front_design() -> None:
+    """Two designs on the front that differ only in processors (with leakage: different energies, one
+    faster, one smaller) are two bars; the chart kept the first and hid the other."""
+    from archsim.report.pareto import energy_parts_figure
+
+    base = {"network": "n", "batch": 1, "rows": 16, "cols": 16, "dataflow": "ws", "sram_kb": 8,
+            "bandwidth_words_per_cycle": 10, "element_bytes": 2, "microbatches": 1, "method": "pipedream",
+            "energy_table": "leaky", "clock_ghz": 1.0, "mac_pj": 4.0, "register_pj": 0.0, "sram_pj": 0.0,
+            "dram_pj": 0.0, "vector_pj": 0.0}
+    rows = pd.DataFrame([{**base, "processors": 1, "iteration_cycles": 100.0, "iteration_seconds": 100e-9,
+                          "leakage_pj": 1.0, "energy_pj": 5.0, "area_mm2": 1.0},
+                         {**base, "processors": 2, "iteration_cycles": 60.0, "iteration_seconds": 60e-9,
+                          "leakage_pj": 1.2, "energy_pj": 5.2, "area_mm2": 2.0}])
+    assert with_front(rows).pareto.all()
+    leakage = next(t for t in energy_parts_figure(rows, "n").data if t.name == "leakage")
+    assert len(set(leakage.x)) == 2 and sorted(leakage.y * 1e9) == [1.0, 1.2]

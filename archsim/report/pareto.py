@@ -82,14 +82,15 @@ def pareto_figure(results: pd.DataFrame, network: str) -> go.Figure:
 
 
 def energy_parts_figure(results: pd.DataFrame, network: str) -> go.Figure:
-    """Energy per iteration by part for each design on the front."""
+    """Energy per iteration by part, one bar for each design on the front. Designs that differ only in
+    processors, method or clock are bars of their own: with leakage their energies differ."""
     data = with_front(results[results.network == network])
-    front = data[data["pareto"]].drop_duplicates(subset=["batch", "rows", "cols", "sram_kb", "bandwidth_words_per_cycle", "element_bytes",
-                                                         "microbatches", "energy_table", "dataflow"])
-    front = front.sort_values(time_column(front))
+    front = data[data["pareto"]].sort_values(time_column(data))
+    clock = front["clock_ghz"].map(lambda c: "" if is_nan(c) else f" {c:g}GHz")
     labels = ("b" + front["batch"].astype(str) + " " + front["rows"].astype(str) + "x" + front["cols"].astype(str)
               + " " + front["dataflow"].astype(str) + " S" + front["sram_kb"].astype(str) + " bw" + front["bandwidth_words_per_cycle"].astype(str)
-              + " " + front["element_bytes"].astype(str) + "B M" + front["microbatches"].astype(str)
+              + clock + " " + front["element_bytes"].astype(str) + "B M" + front["microbatches"].astype(str)
+              + " P" + front["processors"].astype(str) + " " + front["method"].astype(str)
               + " " + front["energy_table"].astype(str))
     fig = go.Figure()
     for part, color in (("mac_pj", "#4C78A8"), ("register_pj", "#72B7B2"), ("sram_pj", "#F58518"),
