@@ -88,3 +88,15 @@ def test_energy_parts_show_every_front_design() -> None:
     assert with_front(rows).pareto.all()
     leakage = next(t for t in energy_parts_figure(rows, "n").data if t.name == "leakage")
     assert len(set(leakage.x)) == 2 and sorted(leakage.y * 1e9) == [1.0, 1.2]
+
+
+def test_per_layer_section_shows_the_fastest_design(tmp_path) -> None:
+    """A design sweep's per-layer breakdown and Gantt are of its fastest design (at the smallest batch),
+    not of the smallest array, which here is the slowest: 16x16 does the work of 32x32 in ~4× the time."""
+    rows, html = _sweep(tmp_path)
+    batch1 = rows[rows.batch == 1]
+    best = batch1.loc[batch1.iteration_seconds.idxmin()]
+    worst = batch1.loc[batch1.iteration_seconds.idxmax()]
+    assert (best.rows, worst.rows) == (32, 16)
+    assert "per-layer F/G/D cycles (32x32 ws, batch 1)" in html
+    assert "--array 32x32 --dataflow ws --batch 1 " in html and "--array 16x16" not in html
