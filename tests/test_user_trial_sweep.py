@@ -3,6 +3,8 @@ workload (network and batch), never a small batch's iteration against a large on
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 
 from archsim.cli import main
@@ -100,3 +102,21 @@ def test_per_layer_section_shows_the_fastest_design(tmp_path) -> None:
     assert (best.rows, worst.rows) == (32, 16)
     assert "per-layer F/G/D cycles (32x32 ws, batch 1)" in html
     assert "--array 32x32 --dataflow ws --batch 1 " in html and "--array 16x16" not in html
+
+
+def test_device_sweep_table_tells_energies_apart() -> None:
+    """bench_device_sweep's table printed kJ to two decimals: on a small transformer (GPT-2, ~70 J an
+    iteration) every design read 0.06 or 0.07 kJ, so the table could not show why one design is on the
+    front and its neighbour is not. Energies that differ by more than 0.1% must print differently."""
+    from benchmark_scripts import load_benchmark
+
+    bench = load_benchmark("bench_device_sweep")
+    root = Path(__file__).resolve().parents[1]
+    rows = bench.with_front(bench.sweep(str(root / "configs/devices/tpu_v4_like.toml"),
+                                        str(root / "configs/transformers/gpt2.json"), 16))
+    printed = [line.split("|")[5].strip() for line in bench.markdown(rows).splitlines()[2:]]
+    assert len(printed) == len(rows)
+    for a, text_a in zip(rows, printed):
+        for b, text_b in zip(rows, printed):
+            if abs(a["energy_j"] - b["energy_j"]) > 1e-3 * max(a["energy_j"], b["energy_j"]):
+                assert text_a != text_b, (a["energy_j"], b["energy_j"], text_a)
