@@ -60,7 +60,7 @@ def test_hover_text_carries_units() -> None:
     from archsim.report.pareto import pareto_figure
 
     base = {"network": "n", "batch": 1, "rows": 16, "cols": 16, "dataflow": "ws", "sram_kb": 8,
-            "bandwidth_words_per_cycle": float("nan"), "element_bytes": 2, "microbatches": 1, "processors": 1,
+            "bandwidth_words_per_cycle": 10, "element_bytes": 2, "microbatches": 1, "processors": 1,
             "method": "pipedream", "energy_table": "horowitz45", "iteration_cycles": 100.0, "energy_pj": 5.0,
             "area_mm2": 1.0}
     for clock, unit in ((1.0, " s<br>"), (float("nan"), " cycles<br>")):
@@ -69,6 +69,7 @@ def test_hover_text_carries_units() -> None:
                               "iteration_cycles": 50.0, "area_mm2": 4.0}])
         for trace in pareto_figure(rows, "n").data:
             assert "time %{x:.4g}" + unit in trace.hovertemplate, trace.hovertemplate
+            assert all("SRAM 8 KiB, DRAM 10 words/cycle" in text for text in trace.text), trace.text
     frame = pd.DataFrame({"op": ["F1"], "processor": [0], "start": [0.0], "end": [10.0], "kind": ["F"]})
     for trace in gantt_figure(frame, unit="cycles").data:
         assert "start %{base:.4g} cycles" in trace.hovertemplate and "duration %{x:.4g} cycles" in trace.hovertemplate

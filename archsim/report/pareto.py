@@ -53,7 +53,8 @@ def with_front(results: pd.DataFrame) -> pd.DataFrame:
 def _label(frame: pd.DataFrame) -> pd.Series:
     return ("batch " + frame["batch"].astype(str) + ", "
             + frame["rows"].astype(str) + "x" + frame["cols"].astype(str) + " " + frame["dataflow"].astype(str)
-            + ", SRAM " + frame["sram_kb"].astype(str) + " KiB, bw " + frame["bandwidth_words_per_cycle"].astype(str)
+            + ", SRAM " + frame["sram_kb"].astype(str) + " KiB, DRAM " + frame["bandwidth_words_per_cycle"].astype(str)
+            + " words/cycle"
             + ", " + frame["clock_ghz"].map(lambda c: "no clock" if is_nan(c) else f"{c:g} GHz")
             + ", " + frame["element_bytes"].astype(str) + " B, M=" + frame["microbatches"].astype(str)
             + ", P=" + frame["processors"].astype(str) + " " + frame["method"].astype(str)
