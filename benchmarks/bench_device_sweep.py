@@ -78,7 +78,7 @@ def with_front(rows: list[dict]) -> list[dict]:
 def markdown(rows: list[dict]) -> str:
     lines = ["| arrays | HBM GB/s | chips | iteration s | energy kJ | peak GiB | fits | Pareto |", "|---|---|---|---|---|---|---|---|"]
     lines += [f"| {r['array']} | {r['hbm_gbps']:g} | {r['chips']} | {r['iteration_seconds']:.3f} | "
-              f"{r['energy_j'] / 1e3:.2f} | {r['peak_memory_gib']:.1f} | {'yes' if r['fits'] else 'no'} | "
+              f"{r['energy_j'] / 1e3:#.4g} | {r['peak_memory_gib']:.1f} | {'yes' if r['fits'] else 'no'} | "
               f"{'**front**' if r['pareto'] else ''} |" for r in rows]
     return "\n".join(lines)
 

@@ -46,7 +46,7 @@ def gantt_figure(frame: pd.DataFrame, title: str = "", unit: str = "cycles",
         fig.add_trace(go.Bar(
             y=part["row"], x=part["end"] - part["start"], base=part["start"], orientation="h",
             name=KIND_LABELS.get(kind, kind), marker=marker, hovertext=part["op"],
-            hovertemplate="%{hovertext}<br>start %{base:.4g}<br>duration %{x:.4g}<extra></extra>"))
+            hovertemplate=f"%{{hovertext}}<br>start %{{base:.4g}} {unit}<br>duration %{{x:.4g}} {unit}<extra></extra>"))
     if hatched.any():  # a legend entry only: no bar of its own
         fig.add_trace(go.Bar(y=[None], x=[None], orientation="h", name=BORROWED_LABEL, hoverinfo="skip",
                              marker={"color": "white", "line": {"color": "black", "width": 0.5},

@@ -32,19 +32,29 @@ def time_column(results: pd.DataFrame) -> str:
     return "iteration_seconds" if seconds is not None and seconds.notna().all() else "iteration_cycles"
 
 
+WORKLOAD = ("network", "batch")
+
+
+TIME_UNITS = {"iteration_seconds": "s", "iteration_cycles": "cycles"}
+
+
 def with_front(results: pd.DataFrame) -> pd.DataFrame:
-    """``results`` plus ``pareto`` (bool): non-dominated in (time, energy, area) within each network."""
+    """``results`` plus ``pareto`` (bool): non-dominated in (time, energy, area) within each workload
+    (network and batch). A batch is work, not a design choice: batch 8's iteration does 8× batch 1's work,
+    so one front over both batches would keep only the smallest batch's designs."""
     out = results.copy()
     objectives = [time_column(results), "energy_pj", "area_mm2"]
     out["pareto"] = False
-    for _, part in out.groupby("network"):
+    for _, part in out.groupby(list(WORKLOAD)):
         out.loc[part.index, "pareto"] = pareto_mask(part[objectives].to_numpy())
     return out
 
 
 def _label(frame: pd.DataFrame) -> pd.Series:
-    return (frame["rows"].astype(str) + "x" + frame["cols"].astype(str) + " " + frame["dataflow"].astype(str)
-            + ", SRAM " + frame["sram_kb"].astype(str) + " KiB, bw " + frame["bandwidth_words_per_cycle"].astype(str)
+    return ("batch " + frame["batch"].astype(str) + ", "
+            + frame["rows"].astype(str) + "x" + frame["cols"].astype(str) + " " + frame["dataflow"].astype(str)
+            + ", SRAM " + frame["sram_kb"].astype(str) + " KiB, DRAM " + frame["bandwidth_words_per_cycle"].astype(str)
+            + " words/cycle"
             + ", " + frame["clock_ghz"].map(lambda c: "no clock" if is_nan(c) else f"{c:g} GHz")
             + ", " + frame["element_bytes"].astype(str) + " B, M=" + frame["microbatches"].astype(str)
             + ", P=" + frame["processors"].astype(str) + " " + frame["method"].astype(str)
@@ -64,22 +74,24 @@ def pareto_figure(results: pd.DataFrame, network: str) -> go.Figure:
                     "symbol": "diamond" if on_front else "circle", "line": {"width": 2 if on_front else 0,
                                                                             "color": "#d62728"},
                     "showscale": bool(on_front), "colorbar": {"title": "area mm²"}},
-            hovertemplate="%{text}<br>time %{x:.4g}<br>energy %{y:.4g} mJ<br>area %{marker.color:.3g} mm²"))
+            hovertemplate=("%{text}<br>time %{x:.4g} " + TIME_UNITS[time]
+                           + "<br>energy %{y:.4g} mJ<br>area %{marker.color:.3g} mm²")))
     fig.update_layout(title=f"{network}: time vs energy per iteration (colour: area; ◆ ringed: not dominated in "
-                            "time, energy and area)", xaxis_title=time.replace("_", " "),
+                            "time, energy and area by a design at its batch)", xaxis_title=time.replace("_", " "),
                       yaxis_title="energy per iteration (mJ)", xaxis_type="log", yaxis_type="log")
     return fig
 
 
 def energy_parts_figure(results: pd.DataFrame, network: str) -> go.Figure:
-    """Energy per iteration by part for each design on the front."""
+    """Energy per iteration by part, one bar for each design on the front. Designs that differ only in
+    processors, method or clock are bars of their own: with leakage their energies differ."""
     data = with_front(results[results.network == network])
-    front = data[data["pareto"]].drop_duplicates(subset=["rows", "cols", "sram_kb", "bandwidth_words_per_cycle", "element_bytes",
-                                                         "microbatches", "energy_table", "dataflow"])
-    front = front.sort_values(time_column(front))
-    labels = (front["rows"].astype(str) + "x" + front["cols"].astype(str) + " " + front["dataflow"].astype(str)
-              + " S" + front["sram_kb"].astype(str) + " bw" + front["bandwidth_words_per_cycle"].astype(str)
-              + " " + front["element_bytes"].astype(str) + "B M" + front["microbatches"].astype(str)
+    front = data[data["pareto"]].sort_values(time_column(data))
+    clock = front["clock_ghz"].map(lambda c: "" if is_nan(c) else f" {c:g}GHz")
+    labels = ("b" + front["batch"].astype(str) + " " + front["rows"].astype(str) + "x" + front["cols"].astype(str)
+              + " " + front["dataflow"].astype(str) + " S" + front["sram_kb"].astype(str) + " bw" + front["bandwidth_words_per_cycle"].astype(str)
+              + clock + " " + front["element_bytes"].astype(str) + "B M" + front["microbatches"].astype(str)
+              + " P" + front["processors"].astype(str) + " " + front["method"].astype(str)
               + " " + front["energy_table"].astype(str))
     fig = go.Figure()
     for part, color in (("mac_pj", "#4C78A8"), ("register_pj", "#72B7B2"), ("sram_pj", "#F58518"),
@@ -92,6 +104,6 @@ def energy_parts_figure(results: pd.DataFrame, network: str) -> go.Figure:
 
 def front_table(results: pd.DataFrame, network: str) -> pd.DataFrame:
     data = with_front(results[results.network == network])
-    columns = ["rows", "cols", "dataflow", "sram_kb", "bandwidth_words_per_cycle", "clock_ghz", "element_bytes", "microbatches",
+    columns = ["batch", "rows", "cols", "dataflow", "sram_kb", "bandwidth_words_per_cycle", "clock_ghz", "element_bytes", "microbatches",
                "processors", "method", "energy_table", time_column(data), "energy_pj", "area_mm2"]
     return data[data["pareto"]][columns].sort_values(columns[-3]).reset_index(drop=True)
