@@ -19,3 +19,23 @@ def test_paper_improvement_column_is_the_papers_printed_column():
     3 processors 18.4% (2.75 / 2.32 − 1 = 18.5%), 4 processors 31.7% (31.5%), 9 processors 80.0% (79.8%)."""
     table = table_iv(_vgg16_summary([3, 4, 9]), "vgg16").set_index("processors")
     assert table["paper improvement %"].to_dict() == {3: 18.4, 4: 31.7, 9: 80.0}
+
+
+def _axis_titles(fig) -> tuple[str, str]:
+    return fig.layout.xaxis.title.text, fig.layout.yaxis.title.text
+
+
+def test_report_axes_name_their_units():
+    """Every sweep-report axis says what it counts: speedup is a ratio over one processor, an array is
+    PE rows × columns, a batch is samples (the figures once read just "speedup", "array", "batch")."""
+    from archsim.report.sweep_report import distribution_figure, speedup_figure
+
+    summary = _vgg16_summary([2, 3]).assign(speedup_min=2.0, speedup_max=2.0)
+    results = pd.DataFrame([{"network": "net", "method": m, "rows": 32, "cols": 32, "batch": 16, "speedup": 1.5}
+                            for m in ("layerpipe", "pipedream")])
+    x, y = _axis_titles(speedup_figure(summary, "vgg16"))
+    assert x == "processors (count)" and y == "speedup (× one processor)"
+    assert _axis_titles(distribution_figure(results, "net", "array")) == (
+        "array (PE rows × columns)", "speedup (× one processor)")
+    assert _axis_titles(distribution_figure(results, "net", "batch")) == (
+        "mini-batch (samples)", "speedup (× one processor)")

@@ -19,6 +19,9 @@ from archsim.report.paper_tables import LAYERPIPE_TABLE_IV, LAYERPIPE_TABLE_IV_I
 from archsim.report.style import KIND_COLORS, KIND_LABELS, table_number
 
 METHOD_COLORS = {"layerpipe": "#E45756", "pipedream": "#4C78A8", "gpipe": "#72B7B2"}
+# Axis titles with their units: speedup is single-processor cycles / iteration cycles.
+SPEEDUP_AXIS = "speedup (× one processor)"
+AXIS_TITLES = {"array": "array (PE rows × columns)", "batch": "mini-batch (samples)"}
 
 
 def speedup_figure(summary: pd.DataFrame, network: str) -> go.Figure:
@@ -36,7 +39,7 @@ def speedup_figure(summary: pd.DataFrame, network: str) -> go.Figure:
             fig.add_trace(go.Scatter(x=procs, y=[LAYERPIPE_TABLE_IV[p][idx] for p in procs], mode="lines",
                                      name=name, line={"dash": dash, "color": list(METHOD_COLORS.values())[idx]}))
     fig.update_layout(title=f"{network}: speedup over one processor (mean over arrays and batches; bars: min–max)",
-                      xaxis_title="processors", yaxis_title="speedup")
+                      xaxis_title="processors (count)", yaxis_title=SPEEDUP_AXIS)
     # ticks at the processor counts run, never between them (2.5 processors)
     fig.update_xaxes(tickmode="array", tickvals=sorted(int(p) for p in data.processors.unique()))
     return fig
@@ -48,7 +51,8 @@ def distribution_figure(results: pd.DataFrame, network: str, by: str) -> go.Figu
     column = "array" if by == "array" else "batch"
     fig = px.box(data, x=column, y="speedup", color="method", color_discrete_map=METHOD_COLORS,
                  title=f"{network}: speedup by {'array size' if by == 'array' else 'batch size'} (all processor counts)")
-    fig.update_xaxes(type="category")
+    fig.update_xaxes(type="category", title_text=AXIS_TITLES[column])
+    fig.update_yaxes(title_text=SPEEDUP_AXIS)
     return fig
 
 
