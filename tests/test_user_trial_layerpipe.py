@@ -39,3 +39,32 @@ def test_report_axes_name_their_units():
         "array (PE rows × columns)", "speedup (× one processor)")
     assert _axis_titles(distribution_figure(results, "net", "batch")) == (
         "mini-batch (samples)", "speedup (× one processor)")
+
+
+MY_CNN = """Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides, Padding, Type, Inputs,
+c1, 16, 16, 3, 3, 3, 8, 1, 1, conv, input,
+c2, 16, 16, 3, 3, 8, 16, 2, 1, conv, c1,
+c3, 8, 8, 3, 3, 16, 16, 1, 1, conv, c2,
+c4, 8, 8, 3, 3, 16, 32, 2, 1, conv, c3,
+fc, 4, 4, 4, 4, 32, 10, 1, 0, fc, c4,
+"""
+
+
+def _meta(text: str) -> dict[str, str]:
+    return dict(line[2:].split(": ", 1) for line in text.splitlines() if line.startswith("# "))
+
+
+def test_schedule_of_a_network_shows_the_array_and_batch_it_costed(tmp_path, capsys):
+    """`schedule NETWORK` costs every layer on an array at a batch — defaults 32x32, ws, 32 when not given —
+    so its meta names them, as `cost` and `pipeline` do (it once said only "costs: exact mode")."""
+    from archsim.cli import main
+
+    net = tmp_path / "mycnn.csv"
+    net.write_text(MY_CNN)
+    assert main(["schedule", str(net), "--policy", "gpipe", "--processors", "2", "--microbatches", "2"]) == 0
+    meta = _meta(capsys.readouterr().out)
+    assert (meta["array"], meta["dataflow"], meta["batch"]) == ("32x32", "ws", "32")
+    assert main(["schedule", str(net), "--policy", "1f1b", "--processors", "2", "--microbatches", "2",
+                 "--array", "16x8", "--dataflow", "os", "--batch", "4"]) == 0
+    meta = _meta(capsys.readouterr().out)
+    assert (meta["array"], meta["dataflow"], meta["batch"]) == ("16x8", "os", "4")
