@@ -68,3 +68,18 @@ def test_schedule_of_a_network_shows_the_array_and_batch_it_costed(tmp_path, cap
                  "--array", "16x8", "--dataflow", "os", "--batch", "4"]) == 0
     meta = _meta(capsys.readouterr().out)
     assert (meta["array"], meta["dataflow"], meta["batch"]) == ("16x8", "os", "4")
+
+
+def test_layerpipe_pipeline_names_its_alpha_and_split_axes(tmp_path, capsys):
+    """Algorithm 1's relaxation α (default 1.001) and the axes δ may split along (default all three; the paper
+    splits output channels only) decide the plan, so the output names them, as PipeDream's settings are named."""
+    from archsim.cli import main
+
+    net = tmp_path / "mycnn.csv"
+    net.write_text(MY_CNN)
+    assert main(["pipeline", str(net), "--processors", "3", "--method", "layerpipe", "--batch", "4"]) == 0
+    assert _meta(capsys.readouterr().out)["settings"] == (
+        "Algorithm 1: alpha 1.001; δ split axes channels,reduction,rows")
+    assert main(["pipeline", str(net), "--processors", "3", "--method", "layerpipe", "--batch", "4",
+                 "--alpha", "1.2", "--split-axes", "channels"]) == 0
+    assert _meta(capsys.readouterr().out)["settings"] == "Algorithm 1: alpha 1.2; δ split axes channels"
