@@ -10,7 +10,7 @@ from archsim.report.sweep_report import table_iv
 
 def _vgg16_summary(processors: list[int]) -> pd.DataFrame:
     return pd.DataFrame([{"network": "vgg16", "method": method, "processors": p, "speedup": 2.0,
-                          "speedup_upto": 2.0, "additional_comm_bytes": 0}
+                          "speedup_upto": 2.0, "additional_comm_bytes": 0, "only": "conv", "mode": "paper"}
                          for p in processors for method in ("layerpipe", "pipedream")])
 
 
@@ -97,3 +97,19 @@ def test_table_iii_improvement_in_the_papers_two_senses(capsys):
         cycles[method] = float(_meta(capsys.readouterr().out)["iteration_cycles"])
     assert round((1 - cycles["layerpipe"] / cycles["pipedream"]) * 100) == 26
     assert round((cycles["pipedream"] / cycles["layerpipe"] - 1) * 100) == 35
+
+
+def test_paper_columns_only_beside_the_papers_own_setting():
+    """Table IV is VGG16's conv layers in the paper's cost model: a sweep of all of VGG16's layers, or in exact
+    mode, is another experiment, and the report must not print the paper's numbers beside it as its reference."""
+    from archsim.report.sweep_report import speedup_figure
+
+    for only, mode in (("all", "paper"), ("conv", "exact")):
+        summary = _vgg16_summary([2, 3]).assign(only=only, mode=mode, speedup_min=2.0, speedup_max=2.0)
+        table = table_iv(summary, "vgg16")
+        assert not [c for c in table.columns if c.startswith("paper")], (only, mode)
+        assert not [t.name for t in speedup_figure(summary, "vgg16").data if "paper" in t.name], (only, mode)
+    summary = _vgg16_summary([2, 3]).assign(only="conv", mode="paper", speedup_min=2.0, speedup_max=2.0)
+    assert table_iv(summary, "vgg16")["paper LayerPipe"].tolist() == [1.93, 2.75]
+    assert [t.name for t in speedup_figure(summary, "vgg16").data if "paper" in t.name] == [
+        "layerpipe (paper)", "pipedream (paper)"]

@@ -22,6 +22,14 @@ METHOD_COLORS = {"layerpipe": "#E45756", "pipedream": "#4C78A8", "gpipe": "#72B7
 # Axis titles with their units: speedup is single-processor cycles / iteration cycles.
 SPEEDUP_AXIS = "speedup (× one processor)"
 AXIS_TITLES = {"array": "array (PE rows × columns)", "batch": "mini-batch (samples)"}
+LAYERPIPE_TABLE_NETWORKS = ("vgg16",)  # the shipped networks LayerPipe's Table IV reports
+
+
+def is_table_iv_setting(data: pd.DataFrame, network: str) -> bool:
+    """Whether these summary rows are Table IV's experiment: VGG16's conv layers in the paper's cost model.
+    Only beside those does the report print the paper's numbers as the reference."""
+    return (network in LAYERPIPE_TABLE_NETWORKS and not data.empty
+            and set(data["only"]) == {"conv"} and set(data["mode"]) == {"paper"})
 
 
 def speedup_figure(summary: pd.DataFrame, network: str) -> go.Figure:
@@ -33,7 +41,7 @@ def speedup_figure(summary: pd.DataFrame, network: str) -> go.Figure:
             line={"color": METHOD_COLORS.get(method)},
             error_y={"type": "data", "symmetric": False, "array": part.speedup_max - part.speedup,
                      "arrayminus": part.speedup - part.speedup_min}))
-    if network == "vgg16":
+    if is_table_iv_setting(data, network):
         procs = sorted(LAYERPIPE_TABLE_IV)
         for idx, (name, dash) in enumerate((("layerpipe (paper)", "dot"), ("pipedream (paper)", "dot"))):
             fig.add_trace(go.Scatter(x=procs, y=[LAYERPIPE_TABLE_IV[p][idx] for p in procs], mode="lines",
@@ -61,19 +69,17 @@ def table_iv(summary: pd.DataFrame, network: str) -> pd.DataFrame:
     lp = data[data.method == "layerpipe"].set_index("processors")
     pd_ = data[data.method == "pipedream"].set_index("processors")
     rows = []
+    paper_setting = is_table_iv_setting(data, network)
     for p in sorted(set(lp.index) & set(pd_.index)):
         row = {"processors": p, "LayerPipe": lp.speedup[p], "LayerPipe (≤P)": lp.speedup_upto[p],
                "PipeDream": pd_.speedup[p], "improvement %": (lp.speedup[p] / pd_.speedup[p] - 1) * 100,
                "comm overhead KiB": lp.additional_comm_bytes[p] / 1024}
-        if network == "vgg16" and p in LAYERPIPE_TABLE_IV:
+        if paper_setting and p in LAYERPIPE_TABLE_IV:
             paper = LAYERPIPE_TABLE_IV[p]
             row.update({"paper LayerPipe": paper[0], "paper PipeDream": paper[1],
                         "paper improvement %": LAYERPIPE_TABLE_IV_IMPROVEMENT_PCT[p], "paper comm KiB": paper[2]})
         rows.append(row)
     return pd.DataFrame(rows)
-
-
-LAYERPIPE_TABLE_NETWORKS = ("vgg16",)  # the shipped networks LayerPipe's Table IV reports
 
 
 def layer_breakdown_figure(costs: pd.DataFrame, title: str) -> go.Figure:
@@ -124,8 +130,9 @@ def build_report(results: pd.DataFrame, summary: pd.DataFrame, *, results_path: 
                               f"{spec_command}  &&  {report_cmd}", modes))
         table = table_iv(summary, network)
         if not table.empty:
-            notes = TABLE_IV_NOTES if network == "vgg16" else ""
-            paper = " (LayerPipe's Table IV)" if network in LAYERPIPE_TABLE_NETWORKS else ""
+            paper_setting = is_table_iv_setting(summary[summary.network == network], network)
+            notes = TABLE_IV_NOTES if paper_setting else ""
+            paper = " (LayerPipe's Table IV)" if paper_setting else ""
             parts.append(_section(f"{network}: LayerPipe vs PipeDream{paper}",
                                   html_table(table, lambda x: table_number(x, 3)) + notes,
                                   report_cmd, modes))
