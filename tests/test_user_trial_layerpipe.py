@@ -113,3 +113,21 @@ def test_paper_columns_only_beside_the_papers_own_setting():
     assert table_iv(summary, "vgg16")["paper LayerPipe"].tolist() == [1.93, 2.75]
     assert [t.name for t in speedup_figure(summary, "vgg16").data if "paper" in t.name] == [
         "layerpipe (paper)", "pipedream (paper)"]
+
+
+def test_channel_only_splits_do_not_recover_the_papers_communication(capsys):
+    """docs/papers/layerpipe.md offers `--split-axes channels,reduction` as the paper's channel parallelism; on
+    Table III's network it does not bring the additional communication near the paper's 2.54 KB: the reduction
+    split's partial sums are over a thousand times that, and channels alone cannot split conv1's δ (3 output
+    channels), so LayerPipe is left at PipeDream's iteration."""
+    from archsim.cli import main
+
+    def run(*flags: str) -> dict[str, str]:
+        assert main(["pipeline", "layerpipe_sample", "--processors", "3", "--mode", "paper", *flags]) == 0
+        return _meta(capsys.readouterr().out)
+
+    pipedream = float(run("--method", "pipedream")["iteration_cycles"])
+    both = run("--method", "layerpipe", "--split-axes", "channels,reduction")
+    assert float(both["additional_comm_bytes"]) > 1000 * 2.54 * 1024
+    assert float(both["iteration_cycles"]) < pipedream
+    assert float(run("--method", "layerpipe", "--split-axes", "channels")["iteration_cycles"]) == pipedream
