@@ -101,7 +101,7 @@ def test_table_iv_labels_its_sizes_kib():
     from archsim.report.sweep_report import table_iv
 
     rows = [{"network": "vgg16", "method": method, "processors": 5, "speedup": 2.0, "speedup_upto": 2.0,
-             "additional_comm_bytes": 3 * 1024} for method in ("layerpipe", "pipedream")]
+             "additional_comm_bytes": 3 * 1024, "only": "conv", "mode": "paper"} for method in ("layerpipe", "pipedream")]
     table = table_iv(pd.DataFrame(rows), "vgg16")
     assert not [c for c in table.columns if "KB" in c]
     assert table["comm overhead KiB"].tolist() == [3.0] and table["paper comm KiB"].tolist() == [0.26]

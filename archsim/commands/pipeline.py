@@ -112,6 +112,8 @@ def run(args: argparse.Namespace) -> int:
     }
     if plan.method == "pipedream":  # which of the optimizer's settings LayerPipe's comparison uses
         meta["settings"] = "; ".join(plan.notes)
+    elif plan.method == "layerpipe":  # the defaults that decide Algorithm 1's plan, said rather than implied
+        meta["settings"] = f"Algorithm 1: alpha {options['alpha']:g}; δ split axes {','.join(options['axes'])}"
     stash = _stash_depths(plan, network)
     makespan: float | None = None
     warning: str | None = None

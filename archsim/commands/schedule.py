@@ -162,6 +162,8 @@ def run(args: argparse.Namespace) -> int:
     row = {"policy": args.policy, "processors": args.processors, "microbatches": args.microbatches,
            **takes_flush, **schedule_metrics(problem, timeline), **extra}
     meta = {"network": network.name, "unit": unit, "costs": "unit" if args.unit_costs else f"{args.mode} mode"}
+    if not args.unit_costs:  # what the costs were computed on, defaults included (as cost and pipeline say)
+        meta.update({"array": f"{array.rows}x{array.cols}", "dataflow": array.dataflow, "batch": args.batch})
     clock = None if args.unit_costs else with_clock(array_from_args(args, note=False), args).clock_hz
     if clock is not None:  # seconds beside cycles when a clock is known
         meta["clock_ghz"] = clock / 1e9

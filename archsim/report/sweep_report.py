@@ -15,10 +15,21 @@ import plotly.graph_objects as go
 from archsim.output_files import write_output
 from archsim.report.html_page import Figures, document, esc, section
 from archsim.report.html_page import table as html_table
-from archsim.report.paper_tables import LAYERPIPE_TABLE_IV
+from archsim.report.paper_tables import LAYERPIPE_TABLE_IV, LAYERPIPE_TABLE_IV_IMPROVEMENT_PCT
 from archsim.report.style import KIND_COLORS, KIND_LABELS, table_number
 
 METHOD_COLORS = {"layerpipe": "#E45756", "pipedream": "#4C78A8", "gpipe": "#72B7B2"}
+# Axis titles with their units: speedup is single-processor cycles / iteration cycles.
+SPEEDUP_AXIS = "speedup (× one processor)"
+AXIS_TITLES = {"array": "array (PE rows × columns)", "batch": "mini-batch (samples)"}
+LAYERPIPE_TABLE_NETWORKS = ("vgg16",)  # the shipped networks LayerPipe's Table IV reports
+
+
+def is_table_iv_setting(data: pd.DataFrame, network: str) -> bool:
+    """Whether these summary rows are Table IV's experiment: VGG16's conv layers in the paper's cost model.
+    Only beside those does the report print the paper's numbers as the reference."""
+    return (network in LAYERPIPE_TABLE_NETWORKS and not data.empty
+            and set(data["only"]) == {"conv"} and set(data["mode"]) == {"paper"})
 
 
 def speedup_figure(summary: pd.DataFrame, network: str) -> go.Figure:
@@ -30,13 +41,13 @@ def speedup_figure(summary: pd.DataFrame, network: str) -> go.Figure:
             line={"color": METHOD_COLORS.get(method)},
             error_y={"type": "data", "symmetric": False, "array": part.speedup_max - part.speedup,
                      "arrayminus": part.speedup - part.speedup_min}))
-    if network == "vgg16":
+    if is_table_iv_setting(data, network):
         procs = sorted(LAYERPIPE_TABLE_IV)
         for idx, (name, dash) in enumerate((("layerpipe (paper)", "dot"), ("pipedream (paper)", "dot"))):
             fig.add_trace(go.Scatter(x=procs, y=[LAYERPIPE_TABLE_IV[p][idx] for p in procs], mode="lines",
                                      name=name, line={"dash": dash, "color": list(METHOD_COLORS.values())[idx]}))
     fig.update_layout(title=f"{network}: speedup over one processor (mean over arrays and batches; bars: min–max)",
-                      xaxis_title="processors", yaxis_title="speedup")
+                      xaxis_title="processors (count)", yaxis_title=SPEEDUP_AXIS)
     # ticks at the processor counts run, never between them (2.5 processors)
     fig.update_xaxes(tickmode="array", tickvals=sorted(int(p) for p in data.processors.unique()))
     return fig
@@ -48,7 +59,8 @@ def distribution_figure(results: pd.DataFrame, network: str, by: str) -> go.Figu
     column = "array" if by == "array" else "batch"
     fig = px.box(data, x=column, y="speedup", color="method", color_discrete_map=METHOD_COLORS,
                  title=f"{network}: speedup by {'array size' if by == 'array' else 'batch size'} (all processor counts)")
-    fig.update_xaxes(type="category")
+    fig.update_xaxes(type="category", title_text=AXIS_TITLES[column])
+    fig.update_yaxes(title_text=SPEEDUP_AXIS)
     return fig
 
 
@@ -57,19 +69,17 @@ def table_iv(summary: pd.DataFrame, network: str) -> pd.DataFrame:
     lp = data[data.method == "layerpipe"].set_index("processors")
     pd_ = data[data.method == "pipedream"].set_index("processors")
     rows = []
+    paper_setting = is_table_iv_setting(data, network)
     for p in sorted(set(lp.index) & set(pd_.index)):
         row = {"processors": p, "LayerPipe": lp.speedup[p], "LayerPipe (≤P)": lp.speedup_upto[p],
                "PipeDream": pd_.speedup[p], "improvement %": (lp.speedup[p] / pd_.speedup[p] - 1) * 100,
                "comm overhead KiB": lp.additional_comm_bytes[p] / 1024}
-        if network == "vgg16" and p in LAYERPIPE_TABLE_IV:
+        if paper_setting and p in LAYERPIPE_TABLE_IV:
             paper = LAYERPIPE_TABLE_IV[p]
             row.update({"paper LayerPipe": paper[0], "paper PipeDream": paper[1],
-                        "paper improvement %": (paper[0] / paper[1] - 1) * 100, "paper comm KiB": paper[2]})
+                        "paper improvement %": LAYERPIPE_TABLE_IV_IMPROVEMENT_PCT[p], "paper comm KiB": paper[2]})
         rows.append(row)
     return pd.DataFrame(rows)
-
-
-LAYERPIPE_TABLE_NETWORKS = ("vgg16",)  # the shipped networks LayerPipe's Table IV reports
 
 
 def layer_breakdown_figure(costs: pd.DataFrame, title: str) -> go.Figure:
@@ -120,8 +130,9 @@ def build_report(results: pd.DataFrame, summary: pd.DataFrame, *, results_path: 
                               f"{spec_command}  &&  {report_cmd}", modes))
         table = table_iv(summary, network)
         if not table.empty:
-            notes = TABLE_IV_NOTES if network == "vgg16" else ""
-            paper = " (LayerPipe's Table IV)" if network in LAYERPIPE_TABLE_NETWORKS else ""
+            paper_setting = is_table_iv_setting(summary[summary.network == network], network)
+            notes = TABLE_IV_NOTES if paper_setting else ""
+            paper = " (LayerPipe's Table IV)" if paper_setting else ""
             parts.append(_section(f"{network}: LayerPipe vs PipeDream{paper}",
                                   html_table(table, lambda x: table_number(x, 3)) + notes,
                                   report_cmd, modes))
