@@ -293,8 +293,8 @@ def layer_parameters(c: TransformerConfig) -> int:
     w = layer_widths(c)
     h = w.hidden
     qkv, proj = h * w.qkv, w.attention * h
-    if w.gated:
-        return qkv + proj + 3 * h * w.ffn + 2 * h
+    if w.gated:  # Llama: no biases but Qwen2's on q, k and v
+        return qkv + (w.qkv if c.qkv_bias else 0) + proj + 3 * h * w.ffn + 2 * h
     return qkv + w.qkv + proj + h + 2 * h * w.ffn + w.ffn + h + 4 * h
 
 

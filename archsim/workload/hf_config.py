@@ -1,5 +1,6 @@
 """Hugging Face ``config.json`` → :class:`~archsim.workload.transformer.TransformerConfig`: gpt2, opt,
-llama/mistral, bert and switch_transformers. Every field that changes the work is read, or refused when
+llama/mistral/qwen2 (``head_dim`` read as the attention width; Qwen2's q, k, v biases), bert and
+switch_transformers. Every field that changes the work is read, or refused when
 set to a value archsim does not model; the fields that change no work are listed in docs/formats.md."""
 
 from __future__ import annotations
@@ -63,6 +64,10 @@ FIXED: dict[str, tuple[Fixed, ...]] = {  # model_type → the fields it reads at
         Fixed("activation_dropout", 0.0, _is(0), "no activation dropout", _NO_DROPOUT),
     ),
     "llama": _LLAMA,
+    "qwen2": (
+        Fixed("use_sliding_window", False, _is(False), "full attention in every layer",
+              "a sliding window on the layers past max_window_layers: fewer scores there"),
+    ),
     "bert": (
         Fixed("add_cross_attention", False, _is(False), "no cross-attention",
               "a cross-attention sub-layer in every layer"),
@@ -135,20 +140,22 @@ def from_hf(config: dict, path: Path) -> TransformerConfig:
                                  _get(config, "ffn_dim"), _get(config, "num_attention_heads"),
                                  _get(config, "tie_word_embeddings", True), positions + OPT_POSITION_OFFSET,
                                  position_limit=positions, activation=_activation(config, "activation_function", "relu"))
-    if kind in ("llama", "mistral"):
+    if kind == "qwen3":
+        raise InputError("model_type 'qwen3' is not read: its RMS norms on each query and key head (q_norm, "
+                         "k_norm) are kernels and parameters archsim does not model", field="model_type")
+    if kind in ("llama", "mistral", "qwen2"):
         heads, hidden = _get(config, "num_attention_heads"), _get(config, "hidden_size")
         head_dim = _get(config, "head_dim", 0, required=False)  # Mistral-NeMo's 128 at hidden 5120 over 32 heads
-        if head_dim and head_dim * heads != hidden:
-            raise InputError(f"{head_dim} is not hidden_size / num_attention_heads ({hidden} / {heads}): attention "
-                             "of another width than the model's is not modelled", field="head_dim")
         return TransformerConfig(name, "llama", _get(config, "num_hidden_layers"), hidden, heads,
                                  _get(config, "vocab_size"), _get(config, "max_position_embeddings"),
                                  _get(config, "intermediate_size"), _get(config, "num_key_value_heads", heads),
                                  _get(config, "tie_word_embeddings", False),
+                                 kv_channels=0 if head_dim * heads in (0, hidden) else head_dim * heads,
                                  sliding_window=_get(config, "sliding_window", required=False) if kind == "mistral" else None,
                                  activation=_activation(config, "hidden_act", "silu"),
                                  attention_dropout=_number(config, "attention_dropout", 0.0),
-                                 partial_rotary_factor=_number(config, "partial_rotary_factor", 1.0))
+                                 partial_rotary_factor=_number(config, "partial_rotary_factor", 1.0),
+                                 qkv_bias=kind == "qwen2")
     if kind == "bert":
         positions = _get(config, "max_position_embeddings")
         return TransformerConfig(name, "bert", _get(config, "num_hidden_layers"), _get(config, "hidden_size"),
@@ -159,7 +166,7 @@ def from_hf(config: dict, path: Path) -> TransformerConfig:
     if kind == "switch_transformers":
         return _switch_from_hf(config, name)
     raise InputError(f"model_type {config.get('model_type')!r} is not read; archsim reads gpt2, opt, llama, "
-                     f"mistral, bert and switch_transformers configs (or write a [transformer] TOML)",
+                     f"mistral, qwen2, bert and switch_transformers configs (or write a [transformer] TOML)",
                      field="model_type")
 
 

@@ -3,7 +3,7 @@ Switch Transformers (T5's encoder–decoder with top-1 mixture-of-experts FFNs; 
 fp32 eager op list only: :mod:`archsim.training.hf_switch_ops`).
 
 Read from a Hugging Face ``config.json`` (plain JSON, nothing downloaded; ``model_type`` gpt2, opt,
-llama/mistral, bert or switch_transformers: :mod:`archsim.workload.hf_config`) or a short TOML table::
+llama/mistral/qwen2, bert or switch_transformers: :mod:`archsim.workload.hf_config`) or a short TOML table::
 
     [transformer]
     family = "gpt"        # gpt | opt | llama | bert
@@ -64,7 +64,9 @@ class TransformerConfig:
     ``switch`` (Switch Transformers, an encoder and a decoder of equal depth): ``layers`` counts its
     repeated blocks, each ``sparse_step`` encoder layers and as many decoder layers, the second of each
     (or the only one) a mixture of ``experts`` FFNs taking at most ``expert_capacity`` tokens of a
-    sequence each; attention is ``heads`` × ``kv_channels / heads`` wide, not ``hidden``."""
+    sequence each; attention is ``heads`` × ``kv_channels / heads`` wide, not ``hidden``. ``llama`` may set
+    ``kv_channels`` too: Hugging Face's ``head_dim`` × heads (Mistral-NeMo's 32 × 128 at hidden 5120), the
+    width of the queries, the attention output and the projection's input (:attr:`attention_width`)."""
 
     name: str
     family: str
@@ -81,7 +83,7 @@ class TransformerConfig:
     experts: int = 0  # switch: experts per sparse FFN
     expert_capacity: int = 0  # switch: most tokens of one sequence an expert takes
     sparse_step: int = 0  # switch: layers per block (one of them sparse)
-    kv_channels: int = 0  # switch: heads × d_kv (0: hidden)
+    kv_channels: int = 0  # attention width heads × head_dim (switch: d_kv; llama: head_dim); 0: hidden
     position_buckets: int = 0  # switch: relative-position buckets of the attention bias
     position_limit: int = 0  # longest sequence (tokens) the learned position table holds; 0: none stated
     sliding_window: int | None = None  # keys a query attends to (0 ≤ q − k < window, Mistral); None: all before it
@@ -89,6 +91,7 @@ class TransformerConfig:
     attention_dropout: float | None = None  # dropout probability on the attention probabilities (None: the family's)
     hidden_dropout: float | None = None  # dropout probability on the embedding and each sub-layer's output (None: the family's)
     partial_rotary_factor: float = 1.0  # llama: the fraction of each head's dims that rotary embeddings rotate
+    qkv_bias: bool = False  # llama: q, k and v projections with biases (Qwen2); gpt, opt, bert have all biases
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
@@ -98,14 +101,20 @@ class TransformerConfig:
             low = 0 if key in ("positions", "type_vocab", "position_limit", *SWITCH_FIELDS) else 1
             if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
                 raise InputError(f"must be an integer in {low}…{high}, got {shown(value)}", field=key)
-        if (self.family == "switch") != all(getattr(self, key) for key in SWITCH_FIELDS):
+        switch_only = tuple(key for key in SWITCH_FIELDS if key != "kv_channels")  # llama may set kv_channels
+        if (self.family == "switch" and not all(getattr(self, key) for key in SWITCH_FIELDS)
+                or self.family != "switch" and any(getattr(self, key) for key in switch_only)):
             raise InputError("experts, expert_capacity, sparse_step, kv_channels and position_buckets are set for "
                              "the switch family only, and all of them", field="family")
-        if self.family == "switch" and self.kv_channels % self.heads:
-            raise InputError(f"heads ({self.heads}) must divide kv_channels ({self.kv_channels})", field="heads")
-        if self.family != "switch" and (self.hidden % self.heads or self.heads % self.kv_heads):
-            raise InputError(f"heads ({self.heads}) must divide hidden ({self.hidden}) and be a multiple of "
-                             f"kv_heads ({self.kv_heads})", field="heads")
+        if self.kv_channels and self.family not in ("switch", "llama"):
+            raise InputError(f"an attention width other than hidden is modelled for llama and switch only, not "
+                             f"{self.family}", field="kv_channels")
+        if self.attention_width % self.heads or (self.family != "switch" and self.heads % self.kv_heads):
+            raise InputError(f"heads ({self.heads}) must divide {'kv_channels' if self.kv_channels else 'hidden'} "
+                             f"({self.attention_width}) and be a multiple of kv_heads ({self.kv_heads})", field="heads")
+        if not isinstance(self.qkv_bias, bool) or (self.qkv_bias and self.family != "llama"):
+            raise InputError(f"q, k and v biases are a llama option (gpt, opt and bert have every bias), got "
+                             f"{shown(self.qkv_bias)} for {self.family}", field="qkv_bias")
         if self.sliding_window is not None and (
                 self.family in ("bert", "switch") or not isinstance(self.sliding_window, int)
                 or isinstance(self.sliding_window, bool) or not 1 <= self.sliding_window <= LIMITS["seq"]):
@@ -135,8 +144,15 @@ class TransformerConfig:
         return self.activation or DEFAULT_ACTIVATION[self.family]
 
     @property
+    def attention_width(self) -> int:
+        """Features of all query heads together (heads × head_dim): the attention output's and the output
+        projection's input width; hidden unless ``kv_channels`` sets another."""
+        return self.kv_channels or self.hidden
+
+    @property
     def head_dim(self) -> int:
-        return (self.kv_channels or self.hidden) // self.heads
+        """Features per attention head (query, key and value alike)."""
+        return self.attention_width // self.heads
 
     @property
     def drops_attention(self) -> bool:
@@ -264,7 +280,7 @@ def build(c: TransformerConfig) -> Network:
         entry = b.current
         bias = c.family != "llama"
         normed = entry if c.family == "bert" else b.add(f"{p}_ln1", "batchnorm")
-        qkv = b.add(f"{p}_qkv", "fc", w.qkv, bias=bias, source=normed)
+        qkv = b.add(f"{p}_qkv", "fc", w.qkv, bias=bias or c.qkv_bias, source=normed)
         b.add(f"{p}_scores", "matmul", s, repeat=c.heads, source=qkv, shape=(s, hd, 1))
         probs = b.add(f"{p}_softmax", "elementwise", shape=(s, s, c.heads))
         b.add(f"{p}_context", "matmul", hd, repeat=c.heads, inputs=(probs[0], qkv[0]), shape=(s, s, 1))
