@@ -20,7 +20,7 @@ import archsim
 from archsim.cli import main
 from archsim.errors import InputError
 from archsim.training.layer_ops import block_work, layer_parameters
-from archsim.training.throughput import model_flops
+from archsim.training.throughput import model_flops, recomputed_flops
 from archsim.workload.transformer import load_transformer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -102,6 +102,8 @@ def test_model_flops_count_attention_over_heads_times_head_dim(tmp_path):
     batch, s, h = 4, 512, 2560
     params = 2 * _llama_layer(h, 32, 8, 128, 9728, norm_vectors=2) + 151936 * h  # layers' and LM head's (PaLM)
     assert model_flops(c, batch) == 6 * batch * s * params + 12 * batch * 2 * (32 * 128) * s * s
+    # selective recompute reruns QKᵀ and P·V: 2 · (2 · heads · head_dim · s) FLOPs per token per layer
+    assert recomputed_flops(c, batch, "selective") == batch * s * 2 * 2 * (2 * 32 * 128 * s)
 
 
 def test_block_gemms_use_the_attention_width(tmp_path):

@@ -37,9 +37,9 @@ def attended_pairs(c: TransformerConfig) -> int:
 
 
 def recomputed_flops(c: TransformerConfig, global_batch: int, recompute: str, attention: str = "standard") -> float:
-    """FLOPs run again in the backward: a layer's forward (2 per parameter per token and 4·hidden·seq
+    """FLOPs run again in the backward: a layer's forward (2 per parameter per token and 4·heads·head_dim·seq
     per token for scores and context) under full recompute, the scores and context under selective; with
-    FlashAttention the backward also recomputes QKᵀ from Q and K (2·hidden·seq per token per layer), and
+    FlashAttention the backward also recomputes QKᵀ from Q and K (2·heads·head_dim·seq per token per layer), and
     selective recompute reruns nothing (there is no s² tensor to rebuild). Scores and context count
     :func:`attended_pairs` (a sliding window's fewer)."""
     if c.family == "switch" and recompute == "none":  # nothing rerun (other recompute modes are refused)
