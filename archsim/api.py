@@ -223,16 +223,20 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
            recompute: str | Sequence[str] = ("none", "selective", "full"), schedule: str | Sequence[str] | None = None,
            chunks: int | Sequence[int] | None = None, max_micro_batch: int = 8, sequence_parallel: str = "both",
            refine: int | None = None, attention: str = "flash", dp_overlap: str = "none",
-           max_ops: int | None = None, grad_accumulation: str = "fused", dtype: str | None = None):
+           max_ops: int | None = None, grad_accumulation: str = "fused", dtype: str | None = None,
+           progress: bool | None = None):
     """Rank TP × PP × DP × micro-batch × recompute × schedule for ``model`` on ``cluster`` as
     ``archsim search`` does, with its flags' names and defaults (``schedule`` None: every schedule;
     ``refine`` None: 2 × ``top``; ``chunks`` None: 2 and 4, refused given without a schedule that takes it;
     ``max_ops``: ``--max-ops``, None: its default; one value where the flag takes several, ``schedule="1f1b"``,
-    is a list of one; ``dtype`` None: ``--dtype``'s default fp16 for a path, a cluster object's own). Returns the :class:`~archsim.training.search.SearchResult`: ``rows``
+    is a list of one; ``dtype`` None: ``--dtype``'s default fp16 for a path, a cluster object's own;
+    ``progress``: ``archsim search``'s progress bars on stderr, True always, False never, None only when
+    stderr is a terminal, as the CLI draws them). Returns the :class:`~archsim.training.search.SearchResult`: ``rows``
     (best first: the configuration, ``iteration_seconds``, ``peak_memory_gib``, ``mfu``, …),
     ``rejected`` (reason → count) and the Pareto front."""
     from archsim.choices.training import BALANCES, GRAD_ACCUMULATIONS, OBJECTIVES, PLACEMENTS
     from archsim.errors import InputError
+    from archsim.progress import shown
     from archsim.training.parallel import DP_OVERLAPS
     from archsim.training.search import search as _search
     from archsim.training.search_space import MAX_REFINE_ACTIONS, SCHEDULES, chunk_counts
@@ -262,11 +266,15 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
     modes = {"both": (False, True), "on": (True,), "off": (False,)}
     if sequence_parallel not in modes:
         raise InputError(f"expected both, on or off, got {sequence_parallel!r}", field="sequence-parallel")
-    return _search(config, on, global_batch, counts or None, micro_batches=range(1, max_micro_batch + 1),
-                   recomputes=_listed(recompute), schedules=schedules, chunks=chunk_list,
-                   sequence_parallel=modes[sequence_parallel], top=top,
-                   refine=refine, balance=balance, objective=objective, placement=placement, attention=attention,
-                   dp_overlap=dp_overlap, grad_accumulation=grad_accumulation, max_actions=max_ops)
+    if progress is not None and not isinstance(progress, bool):
+        raise InputError(f"expected True, False or None, got {progress!r}", field="progress")
+    with shown(progress):
+        return _search(config, on, global_batch, counts or None, micro_batches=range(1, max_micro_batch + 1),
+                       recomputes=_listed(recompute), schedules=schedules, chunks=chunk_list,
+                       sequence_parallel=modes[sequence_parallel], top=top,
+                       refine=refine, balance=balance, objective=objective, placement=placement,
+                       attention=attention, dp_overlap=dp_overlap, grad_accumulation=grad_accumulation,
+                       max_actions=max_ops)
 
 
 def _listed(value) -> tuple:
