@@ -158,8 +158,11 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
     :class:`~archsim.training.run.TrainResult` (``iteration_seconds``, ``memory``, ``breakdown`` in
     seconds; ``energy_j`` and ``energy_source``, priced as ``archsim train`` prices them:
     :func:`archsim.training.energy.priced`) and its :class:`~archsim.training.throughput.Throughput`
-    (MFU, TFLOP/s per GPU, tokens/s). A rank whose memory does not fit its GPU (``result.fits``) is a
+    (MFU, TFLOP/s per GPU, tokens/s); ``result.to_dict()`` is the document ``archsim train --format json``
+    prints. A rank whose memory does not fit its GPU (``result.fits``) is a
     :class:`UserWarning`, the line ``archsim train`` prints on stderr."""
+    from dataclasses import replace
+
     from archsim.choices.training import BALANCES, IMPLEMENTATIONS
     from archsim.fits import rank_memory_warning
     from archsim.training.energy import priced
@@ -167,6 +170,7 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
     from archsim.training.run import train as _train
     from archsim.training.stage_split import parse_stage_layers
     from archsim.training.throughput import throughput
+    from archsim.training.train_json import train_document
     from archsim.training.train_layout import lay_out
     from archsim.validate import DEFAULT_MAX_OPS, check_job_size
 
@@ -183,6 +187,7 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
                    implementation=implementation, max_ops=limit)
     machines = laid.machines
     result = priced(_train(config, laid.par, machines[0], machines), config, laid.par, laid.cluster, implementation)
+    result = replace(result, document=train_document(result, config, laid, implementation))
     warning = rank_memory_warning(result, machines)  # the line archsim train prints on stderr
     if warning:
         import warnings
