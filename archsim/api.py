@@ -238,13 +238,18 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
     ``progress``: ``archsim search``'s progress bars on stderr, True always, False never, None only when
     stderr is a terminal, as the CLI draws them). Returns the :class:`~archsim.training.search.SearchResult`: ``rows``
     (best first: the configuration, ``iteration_seconds``, ``peak_memory_gib``, ``mfu``, …),
-    ``rejected`` (reason → count) and the Pareto front."""
+    ``rejected`` (reason → count) and the Pareto front; ``to_dict()`` is the document ``archsim search
+    --format json`` prints (each row's ``command`` naming ``model`` and ``cluster``, or ``MODEL.json`` and
+    ``CLUSTER.toml`` where they are objects)."""
+    from dataclasses import replace
+
     from archsim.choices.training import BALANCES, GRAD_ACCUMULATIONS, OBJECTIVES, PLACEMENTS
     from archsim.errors import InputError
     from archsim.progress import shown
     from archsim.training.parallel import DP_OVERLAPS
     from archsim.training.search import search as _search
     from archsim.training.search_space import MAX_REFINE_ACTIONS, SCHEDULES, chunk_counts
+    from archsim.training.train_json import search_document
 
     # the checks archsim search's parser makes, in its flags' order, before any file is read
     counts = [] if gpus is None else [_positive_int(n, "gpus") for n in _listed(gpus)]
@@ -274,12 +279,18 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
     if progress is not None and not isinstance(progress, bool):
         raise InputError(f"expected True, False or None, got {progress!r}", field="progress")
     with shown(progress):
-        return _search(config, on, global_batch, counts or None, micro_batches=range(1, max_micro_batch + 1),
+        result = _search(config, on, global_batch, counts or None, micro_batches=range(1, max_micro_batch + 1),
                        recomputes=_listed(recompute), schedules=schedules, chunks=chunk_list,
                        sequence_parallel=modes[sequence_parallel], top=top,
                        refine=refine, balance=balance, objective=objective, placement=placement,
                        attention=attention, dp_overlap=dp_overlap, grad_accumulation=grad_accumulation,
                        max_actions=max_ops)
+    # the paths as archsim search names them in each row's train line; an object has none to name
+    names = (str(model) if isinstance(model, (str, Path)) else "MODEL.json",
+             str(cluster) if isinstance(cluster, (str, Path)) else "CLUSTER.toml")
+    return replace(result, document=search_document(
+        result, config, on, model=names[0], cluster_file=names[1], global_batch=global_batch, gpus=counts or None,
+        seq=seq, objective=objective, balance=balance, placement=placement))
 
 
 def _listed(value) -> tuple:

@@ -79,3 +79,25 @@ def test_to_dict_of_a_result_that_knows_no_cluster_is_refused():
     bare = dataclasses.replace(result, document=None)
     with pytest.raises(InputError, match="archsim.train"):
         bare.to_dict()
+
+
+def test_search_to_dict_is_the_cli_json(capsys):
+    """Two GPU counts, a given sequence length, fp32 and the energy objective: the meta's optional keys and
+    each row's train line (its --seq and --dtype) are all exercised."""
+    found = archsim.search(MODEL, cluster=CLUSTER, global_batch=16, gpus=[4, 8], seq=512, top=3, schedule=["1f1b"],
+                           max_micro_batch=2, refine=1, dtype="fp32", attention="standard", objective="energy")
+    printed = _cli_json(capsys, ["search", MODEL, "--cluster", CLUSTER, "--global-batch", "16", "--gpus", "4", "8",
+                                 "--seq", "512", "--top", "3", "--schedule", "1f1b", "--max-micro-batch", "2",
+                                 "--refine", "1", "--dtype", "fp32", "--attention", "standard",
+                                 "--objective", "energy"])
+    assert len(printed["rows"]) == 3 and printed["meta"]["gpus"] == "4,8" and printed["meta"]["pareto"]
+    assert "--seq 512 --dtype fp32" in printed["rows"][0]["command"]
+    assert _as_json(found.to_dict()) == printed
+
+
+def test_search_to_dict_names_placeholders_for_objects():
+    from archsim.training.cluster import load_gpu_cluster
+    from archsim.workload.transformer import load_transformer
+
+    found = archsim.search(load_transformer(MODEL), cluster=load_gpu_cluster(CLUSTER), **SMALL)
+    assert found.to_dict()["rows"][0]["command"].startswith("archsim train MODEL.json --cluster CLUSTER.toml ")

@@ -47,3 +47,28 @@ def train_document(result, config, laid, implementation: str) -> dict:
             "after_backward_seconds": [dict(p) for p in result.post], "timeline": timeline}
     rows = [{k: row[k] for k in ("piece", "name", "op", "seconds")} for row in result.ops]
     return {"meta": meta, "rows": rows}
+
+
+def search_document(result, config, cluster, *, model: str, cluster_file: str, global_batch: int,
+                    gpus: list[int] | None, seq: int | None, objective: str, balance: str, placement: str) -> dict:
+    """``{"meta": …, "rows": […]}`` as ``archsim search --format json`` prints it (before NaN becomes
+    null): ``result`` (:class:`~archsim.training.search.SearchResult`) of ``config`` on ``cluster``; each
+    row's ``command`` is the ``archsim train`` line naming ``model`` and ``cluster_file``; ``gpus`` and
+    ``seq`` as given (None: the cluster's GPUs, the config's length)."""
+    from archsim.training.search_rows import train_command
+
+    rows = [{**row, "command": train_command(model, cluster_file, global_batch, row, cluster.dtype, seq)}
+            for row in result.rows]
+    gains = [row["uneven_gain"] for row in result.rows if row["uneven_gain"] == row["uneven_gain"]]
+    none = float("nan")  # no split applies (or no row): NaN, as the rows' own gain columns have it
+    meta = {"model": config.name, "seq": config.seq, "gpu": cluster.gpu_names, "dtype": cluster.dtype,
+            "gpus": ",".join(map(str, gpus)) if gpus else cluster.topology.devices,
+            "global_batch": global_batch, "objective": objective, "balance": balance,
+            "enumerated": result.enumerated, "costed": result.costed, "rejected": dict(result.rejected),
+            "uneven_gain_first_row": result.rows[0]["uneven_gain"] if result.rows else none,
+            "uneven_gain_max": max(gains) if gains else none,
+            **({"placement": placement,
+                "placement_gain_first_row": result.rows[0]["placement_gain"] if result.rows else none}
+               if placement == "planned" else {}),
+            "pareto": [{k: v for k, v in row.items() if k != "megatron_args"} for row in result.pareto]}
+    return {"meta": meta, "rows": rows}
