@@ -158,8 +158,11 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
     :class:`~archsim.training.run.TrainResult` (``iteration_seconds``, ``memory``, ``breakdown`` in
     seconds; ``energy_j`` and ``energy_source``, priced as ``archsim train`` prices them:
     :func:`archsim.training.energy.priced`) and its :class:`~archsim.training.throughput.Throughput`
-    (MFU, TFLOP/s per GPU, tokens/s). A rank whose memory does not fit its GPU (``result.fits``) is a
+    (MFU, TFLOP/s per GPU, tokens/s); ``result.to_dict()`` is the document ``archsim train --format json``
+    prints. A rank whose memory does not fit its GPU (``result.fits``) is a
     :class:`UserWarning`, the line ``archsim train`` prints on stderr."""
+    from dataclasses import replace
+
     from archsim.choices.training import BALANCES, IMPLEMENTATIONS
     from archsim.fits import rank_memory_warning
     from archsim.training.energy import priced
@@ -167,6 +170,7 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
     from archsim.training.run import train as _train
     from archsim.training.stage_split import parse_stage_layers
     from archsim.training.throughput import throughput
+    from archsim.training.train_json import train_document
     from archsim.training.train_layout import lay_out
     from archsim.validate import DEFAULT_MAX_OPS, check_job_size
 
@@ -183,6 +187,7 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
                    implementation=implementation, max_ops=limit)
     machines = laid.machines
     result = priced(_train(config, laid.par, machines[0], machines), config, laid.par, laid.cluster, implementation)
+    result = replace(result, document=train_document(result, config, laid, implementation))
     warning = rank_memory_warning(result, machines)  # the line archsim train prints on stderr
     if warning:
         import warnings
@@ -223,19 +228,28 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
            recompute: str | Sequence[str] = ("none", "selective", "full"), schedule: str | Sequence[str] | None = None,
            chunks: int | Sequence[int] | None = None, max_micro_batch: int = 8, sequence_parallel: str = "both",
            refine: int | None = None, attention: str = "flash", dp_overlap: str = "none",
-           max_ops: int | None = None, grad_accumulation: str = "fused", dtype: str | None = None):
+           max_ops: int | None = None, grad_accumulation: str = "fused", dtype: str | None = None,
+           progress: bool | None = None):
     """Rank TP × PP × DP × micro-batch × recompute × schedule for ``model`` on ``cluster`` as
     ``archsim search`` does, with its flags' names and defaults (``schedule`` None: every schedule;
     ``refine`` None: 2 × ``top``; ``chunks`` None: 2 and 4, refused given without a schedule that takes it;
     ``max_ops``: ``--max-ops``, None: its default; one value where the flag takes several, ``schedule="1f1b"``,
-    is a list of one; ``dtype`` None: ``--dtype``'s default fp16 for a path, a cluster object's own). Returns the :class:`~archsim.training.search.SearchResult`: ``rows``
+    is a list of one; ``dtype`` None: ``--dtype``'s default fp16 for a path, a cluster object's own;
+    ``progress``: ``archsim search``'s progress bars on stderr, True always, False never, None only when
+    stderr is a terminal, as the CLI draws them). Returns the :class:`~archsim.training.search.SearchResult`: ``rows``
     (best first: the configuration, ``iteration_seconds``, ``peak_memory_gib``, ``mfu``, …),
-    ``rejected`` (reason → count) and the Pareto front."""
+    ``rejected`` (reason → count) and the Pareto front; ``to_dict()`` is the document ``archsim search
+    --format json`` prints (each row's ``command`` naming ``model`` and ``cluster``, or ``MODEL.json`` and
+    ``CLUSTER.toml`` where they are objects)."""
+    from dataclasses import replace
+
     from archsim.choices.training import BALANCES, GRAD_ACCUMULATIONS, OBJECTIVES, PLACEMENTS
     from archsim.errors import InputError
+    from archsim.progress import shown
     from archsim.training.parallel import DP_OVERLAPS
     from archsim.training.search import search as _search
     from archsim.training.search_space import MAX_REFINE_ACTIONS, SCHEDULES, chunk_counts
+    from archsim.training.train_json import search_document
 
     # the checks archsim search's parser makes, in its flags' order, before any file is read
     counts = [] if gpus is None else [_positive_int(n, "gpus") for n in _listed(gpus)]
@@ -262,11 +276,21 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
     modes = {"both": (False, True), "on": (True,), "off": (False,)}
     if sequence_parallel not in modes:
         raise InputError(f"expected both, on or off, got {sequence_parallel!r}", field="sequence-parallel")
-    return _search(config, on, global_batch, counts or None, micro_batches=range(1, max_micro_batch + 1),
-                   recomputes=_listed(recompute), schedules=schedules, chunks=chunk_list,
-                   sequence_parallel=modes[sequence_parallel], top=top,
-                   refine=refine, balance=balance, objective=objective, placement=placement, attention=attention,
-                   dp_overlap=dp_overlap, grad_accumulation=grad_accumulation, max_actions=max_ops)
+    if progress is not None and not isinstance(progress, bool):
+        raise InputError(f"expected True, False or None, got {progress!r}", field="progress")
+    with shown(progress):
+        result = _search(config, on, global_batch, counts or None, micro_batches=range(1, max_micro_batch + 1),
+                       recomputes=_listed(recompute), schedules=schedules, chunks=chunk_list,
+                       sequence_parallel=modes[sequence_parallel], top=top,
+                       refine=refine, balance=balance, objective=objective, placement=placement,
+                       attention=attention, dp_overlap=dp_overlap, grad_accumulation=grad_accumulation,
+                       max_actions=max_ops)
+    # the paths as archsim search names them in each row's train line; an object has none to name
+    names = (str(model) if isinstance(model, (str, Path)) else "MODEL.json",
+             str(cluster) if isinstance(cluster, (str, Path)) else "CLUSTER.toml")
+    return replace(result, document=search_document(
+        result, config, on, model=names[0], cluster_file=names[1], global_batch=global_batch, gpus=counts or None,
+        seq=seq, objective=objective, balance=balance, placement=placement))
 
 
 def _listed(value) -> tuple:

@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from typing import Self
 
 _quiet = 0  # depth of `quiet()` blocks under way in this process
+_shown: bool | None = None  # set by `shown()`: True draws bars off a terminal too, False draws none
 
 
 def on_terminal(stream=None) -> bool:
@@ -42,11 +43,15 @@ class _NoBar:
 def progress(total: int, desc: str, unit: str, enabled: bool = True, **options):
     """A tqdm bar counting ``unit``s that match what the caller reports; ``options`` go to tqdm
     (e.g. ``delay``: seconds before it is drawn, so quick runs never show one). Drawn only when
-    ``enabled``, outside :func:`quiet`, and when the stream it draws on is a terminal."""
-    if not (enabled and not _quiet and on_terminal(options.get("file"))):
+    ``enabled``, outside :func:`quiet`, and when the stream it draws on is a terminal (or inside
+    ``shown(True)``: then at once, as the caller asked for it, with no ``delay``)."""
+    drawn = on_terminal(options.get("file")) if _shown is None else _shown
+    if not (enabled and not _quiet and drawn):
         return _NoBar()
     from tqdm import tqdm
 
+    if _shown:
+        options.pop("delay", None)
     options.setdefault("leave", False)
     return tqdm(total=total, desc=desc, unit=unit, **options)
 
@@ -60,3 +65,15 @@ def quiet():
         yield
     finally:
         _quiet -= 1
+
+
+@contextmanager
+def shown(show: bool | None):
+    """Bars inside drawn as ``show`` says: True on stderr even off a terminal (a notebook's
+    ``progress=True``), False never, None by the terminal rule (the CLI's); :func:`quiet` still wins."""
+    global _shown
+    before, _shown = _shown, show
+    try:
+        yield
+    finally:
+        _shown = before

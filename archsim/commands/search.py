@@ -91,8 +91,8 @@ def run(args: argparse.Namespace) -> int:
     from archsim.api import search
     from archsim.outputs import render
     from archsim.training.cluster import load_gpu_cluster
-    from archsim.training.search import train_command
     from archsim.training.search_space import chunk_counts
+    from archsim.training.train_json import search_document
     from archsim.workload.transformer import load_transformer
 
     chunk_counts(args.schedule, args.chunks)  # a flag combination: refused before the model is read
@@ -103,20 +103,10 @@ def run(args: argparse.Namespace) -> int:
                     schedule=args.schedule, chunks=args.chunks, max_micro_batch=args.max_micro_batch,
                     sequence_parallel=args.sequence_parallel, refine=args.refine, attention=args.attention,
                     dp_overlap=args.dp_overlap, max_ops=args.max_ops, grad_accumulation=args.grad_accumulation)
-    rows = [{**row, "command": train_command(args.model, args.cluster, args.global_batch, row, args.dtype, args.seq)}
-            for row in result.rows]
-    gains = [row["uneven_gain"] for row in result.rows if row["uneven_gain"] == row["uneven_gain"]]
-    none = float("nan")  # no split applies (or no row): NaN, as the rows' own gain columns have it
-    meta = {"model": config.name, "seq": config.seq, "gpu": cluster.gpu_names, "dtype": args.dtype,
-            "gpus": ",".join(map(str, args.gpus)) if args.gpus else cluster.topology.devices,
-            "global_batch": args.global_batch, "objective": args.objective, "balance": args.balance,
-            "enumerated": result.enumerated, "costed": result.costed, "rejected": result.rejected,
-            "uneven_gain_first_row": result.rows[0]["uneven_gain"] if result.rows else none,
-            "uneven_gain_max": max(gains) if gains else none,
-            **({"placement": args.placement,
-                "placement_gain_first_row": result.rows[0]["placement_gain"] if result.rows else none}
-               if args.placement == "planned" else {}),
-            "pareto": [{k: v for k, v in row.items() if k != "megatron_args"} for row in result.pareto]}
+    document = search_document(result, config, cluster, model=args.model, cluster_file=args.cluster,
+                               global_batch=args.global_batch, gpus=args.gpus, seq=args.seq,
+                               objective=args.objective, balance=args.balance, placement=args.placement)
+    meta, rows = document["meta"], document["rows"]
     if args.format != "json":
         meta = {k: (", ".join(f"{r}: {n}" for r, n in v.items()) if isinstance(v, dict) else v)
                 for k, v in meta.items() if k != "pareto"}

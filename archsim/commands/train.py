@@ -102,11 +102,10 @@ def run(args: argparse.Namespace) -> int:
     from archsim.rows import Rows
     from archsim.training.cluster import load_gpu_cluster
     from archsim.training.energy import priced
-    from archsim.training.grad_accumulation import accumulation
     from archsim.training.parallel import Parallelism
-    from archsim.training.placement import order_text
     from archsim.training.run import train
     from archsim.training.stage_split import parse_stage_layers
+    from archsim.training.train_json import train_document
     from archsim.training.train_layout import lay_out
     from archsim.validate import check_job_size
     from archsim.workload.transformer import load_transformer
@@ -135,37 +134,15 @@ def run(args: argparse.Namespace) -> int:
     check_job_size(par.schedule_actions, args.max_ops)  # before the cluster's matrices are built
     laid = lay_out(config, load_gpu_cluster(args.cluster, args.dtype), par, placement=args.placement,
                    balance=args.balance, implementation=args.implementation, max_ops=args.max_ops)
-    cluster, par, placement, machines = laid.cluster, laid.par, laid.placement, laid.machines
+    cluster, par, machines = laid.cluster, laid.par, laid.machines
     spans = cluster.tp_servers(par)
     if spans > 1:
         print(f"archsim train: warning: a TP group spans {spans} servers: its all-reduces cross the network",
               file=sys.stderr)
     result = priced(train(config, par, machines[0], machines), config, par, cluster, args.implementation)
-    capacities = result.capacities
-    capacity = max(capacities)
-    memory = [{"rank": r, "gpu": machines[r].gpu.name, "parameters": m.parameters, "states_gib": m.states / 2**30,
-               "activations_gib": m.activations / 2**30, "total_gib": m.total / 2**30,
-               "fits": fits} for r, (m, fits) in enumerate(zip(result.memory, result.fits, strict=True))]
-    slots = result.timeline.slots  # the engine's arrays: no DataFrame (pandas' import costs more than the run)
-    timeline = [{"rank": str(s.processor), "action": str(s.op), "start_s": float(s.start), "end_s": float(s.end)}
-                for s in slots] if len(slots) <= 20000 else []
-    rates = _rates(config, par, result.iteration_seconds, machines)
-    meta = {"model": config.name, "seq": config.seq, "gpu": ", ".join(sorted({m.gpu.name for m in machines})),
-            "gpus": par.gpus, "tp": par.tp, "pp": par.pp,
-            "dp": par.dp, "global_batch": par.global_batch, "micro_batch": par.micro_batch,
-            "microbatches": par.microbatches, "recompute": par.recompute,
-            "sequence_parallel": par.sequence_parallel, "interleave": par.interleave, "schedule": par.schedule_name,
-            "attention": par.attention, "dp_overlap": par.dp_overlap, "stage_layers": ",".join(map(str, par.stage_layers)) if par.stage_layers else "even",
-            "placement": order_text(placement) if isinstance(placement, tuple) else "file",
-            "dtype": args.dtype, "implementation": args.implementation,
-            "grad_accumulation": accumulation(par, machines[0]), "iteration_seconds": result.iteration_seconds,
-            "forward_seconds": result.forward_seconds, "backward_seconds": result.backward_seconds,
-            "energy_j": result.energy_j, "energy_source": result.energy_source,
-            **rates, "peak_memory_gib": result.peak_memory_gib,
-            "memory_capacity_gib": capacity / 2**30, "fits_memory": all(result.fits),
-            "breakdown_seconds": result.breakdown, "memory_per_rank": memory,
-            "after_backward_seconds": list(result.post), "timeline": timeline}
-    frame = Rows.of({k: row[k] for k in ("piece", "name", "op", "seconds")} for row in result.ops)
+    document = train_document(result, config, laid, args.implementation)
+    meta = document["meta"]
+    frame = Rows.of(document["rows"])
     if args.format != "json":  # the breakdown as one line of text; the per-rank lists stay JSON's
         from archsim.outputs import format_number
 
@@ -181,17 +158,6 @@ def run(args: argparse.Namespace) -> int:
     write_timeline_outputs(args, result.timeline, f"{config.name}: TP{par.tp} PP{par.pp} DP{par.dp}",
                            unit="seconds")
     return 0
-
-
-def _rates(config, par, seconds: float, machines) -> dict[str, float]:
-    """MFU, model and hardware TFLOP/s per GPU and tokens/s (:mod:`archsim.training.throughput`); the
-    peak is the mean of the ranks' devices' dense peaks at the run's dtype (every rank has TP × DP GPUs)."""
-    from dataclasses import asdict
-
-    from archsim.training.throughput import throughput
-
-    peak = sum(m.gpu.peak(m.dtype) for m in machines) / len(machines)
-    return asdict(throughput(config, par.global_batch, par.recompute, seconds, par.gpus, peak, par.attention))
 
 
 def _run_sweep(args: argparse.Namespace, config) -> int:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -44,6 +44,21 @@ class TrainResult:
     energy_source: str = ""
     parallelism: Parallelism | None = None  # what ran: a planned split's stage_layers, the micro-batch count
     capacities: tuple[float, ...] = ()  # bytes of memory of each pipeline rank's GPU
+    # archsim train --format json's document, set by archsim.train (train_json.train_document): what
+    # to_dict returns; not compared, as it only restates the fields above
+    document: dict | None = field(default=None, compare=False, repr=False)
+
+    def to_dict(self) -> dict:
+        """The JSON document ``archsim train --format json`` prints for this iteration (``meta`` and the
+        ops' ``rows``; NaN where the CLI prints null): a copy, JSON-safe, of a result of ``archsim.train``."""
+        import copy
+
+        if self.document is None:
+            from archsim.errors import InputError
+
+            raise InputError("only archsim.train's result knows its model and cluster to make archsim train's "
+                             "JSON; this one came from archsim.training.run.train", field="to_dict")
+        return copy.deepcopy(self.document)
 
     @property
     def timeline(self) -> Timeline:

@@ -18,7 +18,7 @@ parallelism for a transformer, a global batch and a GPU cluster.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -56,6 +56,19 @@ class SearchResult:
     enumerated: int
     costed: int
     pareto: list[dict]        # time vs memory per GPU (or vs the objective): none other is faster and smaller
+    # archsim search --format json's document, set by archsim.search (train_json.search_document): what
+    # to_dict returns; not compared, as it only restates the fields above
+    document: dict | None = field(default=None, compare=False, repr=False)
+
+    def to_dict(self) -> dict:
+        """The JSON document ``archsim search --format json`` prints for this search (``meta`` and the
+        ranked ``rows``; NaN where the CLI prints null): a copy, JSON-safe, of a result of ``archsim.search``."""
+        import copy
+
+        if self.document is None:
+            raise InputError("only archsim.search's result knows its model and cluster to make archsim search's "
+                             "JSON; this one came from archsim.training.search.search", field="to_dict")
+        return copy.deepcopy(self.document)
 
 
 def pipeline_seconds(schedule: str, times, p: int, m: int, v: int) -> float:

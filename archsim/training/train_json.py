@@ -1,0 +1,74 @@
+"""``archsim train``'s JSON document of one iteration, built once for the CLI and for
+:meth:`archsim.training.run.TrainResult.to_dict` (so the two cannot drift apart)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+# more timeline slots than this and the document leaves the timeline out (its size, not its content)
+MAX_TIMELINE_SLOTS = 20000
+
+
+def train_document(result, config, laid, implementation: str) -> dict:
+    """``{"meta": …, "rows": […]}`` as ``archsim train --format json`` prints it (before NaN becomes
+    null): ``result`` priced (:func:`archsim.training.energy.priced`) on ``laid``
+    (:class:`~archsim.training.train_layout.Layout`) for ``config``. Seconds, GiB, joules; the rows are
+    the ops (piece, name, op, seconds)."""
+    from archsim.training.grad_accumulation import accumulation
+    from archsim.training.placement import order_text
+    from archsim.training.throughput import throughput
+
+    par, placement, machines = laid.par, laid.placement, laid.machines
+    memory = [{"rank": r, "gpu": machines[r].gpu.name, "parameters": m.parameters, "states_gib": m.states / 2**30,
+               "activations_gib": m.activations / 2**30, "total_gib": m.total / 2**30,
+               "fits": fits} for r, (m, fits) in enumerate(zip(result.memory, result.fits, strict=True))]
+    slots = result.timeline.slots  # the engine's arrays: no DataFrame (pandas' import costs more than the run)
+    timeline = [{"rank": str(s.processor), "action": str(s.op), "start_s": float(s.start), "end_s": float(s.end)}
+                for s in slots] if len(slots) <= MAX_TIMELINE_SLOTS else []
+    # MFU and TFLOP/s against the mean of the ranks' devices' dense peaks at the run's dtype
+    peak = sum(m.gpu.peak(m.dtype) for m in machines) / len(machines)
+    rates = asdict(throughput(config, par.global_batch, par.recompute, result.iteration_seconds, par.gpus, peak,
+                              par.attention))
+    meta = {"model": config.name, "seq": config.seq, "gpu": ", ".join(sorted({m.gpu.name for m in machines})),
+            "gpus": par.gpus, "tp": par.tp, "pp": par.pp,
+            "dp": par.dp, "global_batch": par.global_batch, "micro_batch": par.micro_batch,
+            "microbatches": par.microbatches, "recompute": par.recompute,
+            "sequence_parallel": par.sequence_parallel, "interleave": par.interleave, "schedule": par.schedule_name,
+            "attention": par.attention, "dp_overlap": par.dp_overlap,
+            "stage_layers": ",".join(map(str, par.stage_layers)) if par.stage_layers else "even",
+            "placement": order_text(placement) if isinstance(placement, tuple) else "file",
+            "dtype": laid.cluster.dtype, "implementation": implementation,
+            "grad_accumulation": accumulation(par, machines[0]), "iteration_seconds": result.iteration_seconds,
+            "forward_seconds": result.forward_seconds, "backward_seconds": result.backward_seconds,
+            "energy_j": result.energy_j, "energy_source": result.energy_source,
+            **rates, "peak_memory_gib": result.peak_memory_gib,
+            "memory_capacity_gib": max(result.capacities) / 2**30, "fits_memory": all(result.fits),
+            "breakdown_seconds": dict(result.breakdown), "memory_per_rank": memory,
+            "after_backward_seconds": [dict(p) for p in result.post], "timeline": timeline}
+    rows = [{k: row[k] for k in ("piece", "name", "op", "seconds")} for row in result.ops]
+    return {"meta": meta, "rows": rows}
+
+
+def search_document(result, config, cluster, *, model: str, cluster_file: str, global_batch: int,
+                    gpus: list[int] | None, seq: int | None, objective: str, balance: str, placement: str) -> dict:
+    """``{"meta": …, "rows": […]}`` as ``archsim search --format json`` prints it (before NaN becomes
+    null): ``result`` (:class:`~archsim.training.search.SearchResult`) of ``config`` on ``cluster``; each
+    row's ``command`` is the ``archsim train`` line naming ``model`` and ``cluster_file``; ``gpus`` and
+    ``seq`` as given (None: the cluster's GPUs, the config's length)."""
+    from archsim.training.search_rows import train_command
+
+    rows = [{**row, "command": train_command(model, cluster_file, global_batch, row, cluster.dtype, seq)}
+            for row in result.rows]
+    gains = [row["uneven_gain"] for row in result.rows if row["uneven_gain"] == row["uneven_gain"]]
+    none = float("nan")  # no split applies (or no row): NaN, as the rows' own gain columns have it
+    meta = {"model": config.name, "seq": config.seq, "gpu": cluster.gpu_names, "dtype": cluster.dtype,
+            "gpus": ",".join(map(str, gpus)) if gpus else cluster.topology.devices,
+            "global_batch": global_batch, "objective": objective, "balance": balance,
+            "enumerated": result.enumerated, "costed": result.costed, "rejected": dict(result.rejected),
+            "uneven_gain_first_row": result.rows[0]["uneven_gain"] if result.rows else none,
+            "uneven_gain_max": max(gains) if gains else none,
+            **({"placement": placement,
+                "placement_gain_first_row": result.rows[0]["placement_gain"] if result.rows else none}
+               if placement == "planned" else {}),
+            "pareto": [{k: v for k, v in row.items() if k != "megatron_args"} for row in result.pareto]}
+    return {"meta": meta, "rows": rows}
