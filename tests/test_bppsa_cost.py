@@ -226,6 +226,7 @@ def test_cli_pruned_vgg_csv_and_report(tmp_path, capsys):
     assert {i: bp.flops.iloc[21 - i] for i in sparse} == sparse
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("argv, field", [
     (["bppsa", "rnn", "--seq-len", "0"], "seq_len"),
     (["bppsa", "rnn", "--processors", "4,-2"], "processors"),

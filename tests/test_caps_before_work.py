@@ -84,6 +84,7 @@ def test_search_refuses_a_grid_above_its_limit_naming_the_flag(capsys, extra, fl
     assert f"field '{flag}'" in err and "500,000" in err
 
 
+@pytest.mark.long
 def test_search_refuses_a_re_timing_above_max_ops_before_simulating(capsys):
     """--top 1000 re-times 2,000 rows by default: 764 event simulations (46 s) on this grid before the cap."""
     err = refused(capsys, ["search", MODEL, "--cluster", CLUSTER, "--global-batch", "4096", "--top", "1000",
@@ -138,6 +139,7 @@ def test_search_refine_is_a_non_negative_integer(capsys, value):
 
 # --- item 3: caps on the stage planner's work ----------------------------------------------------
 
+@pytest.mark.long
 def test_train_planned_split_refuses_a_table_above_its_cell_limit(tmp_path, capsys):
     """4,096 layers over 1,024 stages: 1.7·10¹⁰ cells of the planner's tables (minutes) before the cap."""
     deep = tmp_path / "deep.toml"

@@ -283,6 +283,7 @@ def _piped_then_on_a_terminal(argv: list[str], monkeypatch, capsys) -> str:
     return terminal.getvalue()
 
 
+@pytest.mark.long
 def test_the_cycle_engine_shows_its_progress_on_a_terminal_only(monkeypatch, capsys):
     """The cycle engine steps through every cycle (23 s for layerpipe_sample at batch 32): on a
     terminal a bar counts the simulated cycles (drawn after a second; here at once)."""

@@ -154,6 +154,7 @@ def test_plan_notes_the_keys_only_train_and_search_read(tmp_path, capsys):
         assert err.count(f"note: {key} is not read by plan") == 1, key
 
 
+@pytest.mark.long
 def test_train_notes_a_servers_price_once(tmp_path, capsys):
     """A server's price_per_gpu_hour prices search's cost objective only: train says so on stderr once
     (after its run, so a refused run still writes one error line); search reads it and says nothing."""

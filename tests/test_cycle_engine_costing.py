@@ -33,6 +33,7 @@ def small_array():
                        bandwidth=(4,))
 
 
+@pytest.mark.long
 def test_op_cycles_under_cycle_engine_add_each_gemms_stalls():
     array = small_array()
     ops = [op for item in lower_network(load_network("ffnn8"), 1, "paper") for op in item.ops]

@@ -49,6 +49,7 @@ def test_demand_and_prefetch_order_equal_scalesims_matrices(m, k, n, rows, cols,
 
 # -- stall-free: the analytic model's cycles ------------------------------------------------------
 
+@pytest.mark.long
 @settings(max_examples=80, deadline=None)
 @given(m=st.integers(1, 200), k=st.integers(1, 200), n=st.integers(1, 200), rows=st.integers(1, 32),
        cols=st.integers(1, 32), dataflow=st.sampled_from(DATAFLOWS))
@@ -86,6 +87,7 @@ USER_CASES = [  # (M, K, N, rows, cols, (ifmap, filter, ofmap KiB), words/cycle)
 ]
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("dataflow", DATAFLOWS)
 @pytest.mark.parametrize("m, k, n, rows, cols, kib, bandwidth", USER_CASES)
 def test_user_bandwidth_mode_equals_scalesim(m, k, n, rows, cols, kib, bandwidth, dataflow):
@@ -160,6 +162,7 @@ def test_neighbouring_configurations_give_other_figures():
 
 # -- minimum stall-free bandwidth ------------------------------------------------------------------
 
+@pytest.mark.long
 @pytest.mark.parametrize("m, k, n, rows, cols, dataflow", [
     (64, 40, 48, 8, 8, "ws"), (45, 45, 45, 4, 4, "os"), (120, 16, 40, 16, 4, "is"), (100, 30, 70, 8, 8, "os"),
 ])

@@ -41,6 +41,7 @@ def test_exhaustive_orders_respect_the_delta_chain():
         assert [op for op in order if op[0] == "D"] == [("D", 4), ("D", 3), ("D", 2)]
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("comm, reverse_k_is_optimal", [(1.0, True), (2.0, False)])
 def test_reverse_first_k_against_exhaustive_search(comm, reverse_k_is_optimal):
     """Unit computations, 5 layers. With 1-unit synchronizations the best k reaches the optimum; with

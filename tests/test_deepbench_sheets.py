@@ -196,6 +196,7 @@ def strided_delta_seconds_mape(sheet: str, dgrad: str) -> float:
     return float(np.mean(np.abs(rows.predicted_seconds / rows.measured_seconds - 1)))
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("sheet", ["deepbench_v100_kernels.csv", "deepbench_t4_kernels.csv",
                                    "deepbench_amd-radeon-instinct-mi25_kernels.csv"])
 def test_padded_phase_delta_times_measured_strided_kernels(sheet):
@@ -234,6 +235,7 @@ def test_non_tensor_core_convolutions_run_on_the_fp32_lanes():
 
 
 # -- the per-GPU summary from the committed CSVs ----------------------------------------------------
+@pytest.mark.long
 def test_summary_per_gpu_and_op_matches_a_hand_computation():
     summary = load_benchmark("deepbench_summary")
     path = RESULTS / "deepbench_gtx-1080-ti_kernels.csv"
@@ -254,6 +256,7 @@ def test_summary_per_gpu_and_op_matches_a_hand_computation():
     assert row.macs == 4 * 79 * 341 * 32 * 100
 
 
+@pytest.mark.long
 def test_committed_summary_is_current():
     summary = load_benchmark("deepbench_summary")
     text = (RESULTS / "deepbench_summary.md").read_text(encoding="utf-8")

@@ -108,6 +108,7 @@ def test_resnet50_design_sweep_report_has_a_front(acceptance_report) -> None:
     assert "Regenerate:" in acceptance_report.read_text()
 
 
+@pytest.mark.long
 @pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium not installed (.ci/run installs it)")
 def test_resnet50_design_sweep_report_renders_in_chromium(acceptance_report, tmp_path) -> None:
     report = acceptance_report
@@ -159,6 +160,7 @@ def report_gantt(tmp_path, capsys, settings: str) -> tuple[str, list[str]]:
     return page, command
 
 
+@pytest.mark.long
 def test_a_cycle_engine_sweeps_report_draws_the_sweeps_costs(tmp_path, capsys) -> None:
     """The report's per-layer chart and LayerPipe Gantt were costed on the analytic engine at the default
     memory while the sweep's rows were memory-aware (a Gantt of 8 micro-batches shorter than one of the

@@ -116,6 +116,7 @@ def test_the_default_profile_is_derandomized_with_no_database():
     assert not draws_randomly(settings.default)
 
 
+@pytest.mark.long
 def test_no_test_module_draws_from_an_unseeded_generator():
     found = [line for path in _python_sources()
              for line in unseeded_randomness(path.read_text(encoding="utf-8"), path.name)]

@@ -87,6 +87,7 @@ def test_the_seconds_path_and_the_cycles_path_take_one_count():
     np.testing.assert_allclose(seconds * 1e9, cycles, rtol=1e-12, atol=0)
 
 
+@pytest.mark.long
 def test_plan_with_a_graph_txt_says_it_ignores_the_clusters_device(capsys):
     """A PipeDream graph.txt carries measured times: plan takes them and says the servers' device does
     not price them; a cluster that names no device gets no note."""

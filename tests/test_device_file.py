@@ -103,6 +103,7 @@ def _seconds(device, par: Parallelism) -> float:
     return train(TINY, par, machine).iteration_seconds
 
 
+@pytest.mark.long
 @given(arrays=st.integers(1, 16), fewer=st.integers(1, 15), hbm=st.floats(1e10, 2e12), cut=st.floats(0.05, 1.0),
        dataflow=st.sampled_from(["ws", "os", "is"]), pp=st.sampled_from([1, 2]))
 def test_fewer_arrays_or_less_hbm_bandwidth_is_never_faster(arrays, fewer, hbm, cut, dataflow, pp):
@@ -236,6 +237,7 @@ def test_a_missing_device_file_is_one_line(tmp_path, capsys):
     assert err.count("\n") == 1 and "no.toml" in err
 
 
+@pytest.mark.long
 def test_search_plans_on_a_device_file(capsys):
     argv = ["search", str(ROOT / "configs/transformers/gpt3_1.3b.toml"), "--cluster",
             str(CLUSTERS / "tpu_v4_like_slice.toml"), "--global-batch", "32", "--top", "3", "--format", "json"]

@@ -101,6 +101,7 @@ def simple_cycle_sums(dfg):
     return out
 
 
+@pytest.mark.long
 @settings(max_examples=40, deadline=None)
 @given(data=st.data(), layers=st.integers(1, 4))
 def test_any_retiming_preserves_every_loop(data, layers):
@@ -123,6 +124,7 @@ def random_graphs(draw, max_nodes=7):
     return TrainingDFG(("v",), ((),), nodes, edges, costs)
 
 
+@pytest.mark.long
 @settings(max_examples=80, deadline=None)
 @given(dfg=random_graphs(), data=st.data())
 def test_potential_argument_agrees_with_cycle_enumeration(dfg, data):
@@ -248,6 +250,7 @@ def dags_with_stages(draw):
     return names, inputs, stages
 
 
+@pytest.mark.long
 @settings(max_examples=30, deadline=None)
 @given(case=dags_with_stages())
 def test_dag_pipelining_is_legal_and_minimal(case):
@@ -279,6 +282,7 @@ def brute_bound(dfg):
     return best
 
 
+@pytest.mark.long
 @settings(max_examples=120, deadline=None)
 @given(dfg=random_graphs())
 def test_iteration_bound_equals_brute_force_on_random_graphs(dfg):

@@ -127,6 +127,7 @@ def test_every_inline_command_runs(scratch, capsys, monkeypatch):
         assert code == 0, f"{page}: {command!r} failed: {err[-500:]}"
 
 
+@pytest.mark.long
 def test_every_documented_command_runs(scratch, capsys, monkeypatch):
     for page, command in shown_commands():
         code, _, err = run_archsim(command, scratch, capsys, monkeypatch)
@@ -161,6 +162,7 @@ def test_quoted_lines_are_lines_of_a_fresh_run(scratch, capsys, monkeypatch):
     assert quoted >= 2
 
 
+@pytest.mark.long
 def test_python_examples_run(scratch):
     examples = blocks("python")
     assert len(examples) >= 2
@@ -223,6 +225,7 @@ def test_format_tables_list_exactly_the_keys_the_code_checks():
     assert profile == list(PROFILE_COLUMNS)
 
 
+@pytest.mark.long
 @pytest.mark.skipif(shutil.which("mkdocs") is None and importlib.util.find_spec("mkdocs") is None,
                     reason="mkdocs not installed (the docs and test extras install it)")
 def test_site_builds_strictly(tmp_path):

@@ -130,6 +130,7 @@ def test_default_is_megatron_and_bad_choices_fail():
         model_pieces(C, tp2, replace(single_node().machine(tp2), implementation="pytorch-eager"))
 
 
+@pytest.mark.long
 def test_bench_predicts_with_the_eager_list_on_request(tmp_path):
     from benchmark_scripts import load_benchmark
 

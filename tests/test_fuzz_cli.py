@@ -211,6 +211,7 @@ def _fuzz_cli(capsys, examples: int) -> Tally:
     return tally
 
 
+@pytest.mark.long
 def test_the_time_limit_counts_archsim_not_the_tests_checks():
     """A case's 20 s is archsim's time: the timeline checks (tests/conftest.py) run with the clock paused."""
     with time_limit(0.3), alarm_paused():

@@ -145,6 +145,7 @@ def _fuzz_readers(tmp_path: Path, examples: int) -> Tally:
     return tally
 
 
+@pytest.mark.long
 def test_every_reader_gives_a_result_or_one_clean_input_error(tmp_path):
     tally = _fuzz_readers(tmp_path, 480)
     print("\n" + tally.report("readers"))

@@ -25,6 +25,7 @@ NO_COMMITTED = pytest.mark.skip(reason="no measured GPU CSV under benchmarks/res
                                        "benchmarks/gpu_validate.py on a CUDA machine and commit its output")
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("path", COMMITTED or [pytest.param(None, marks=NO_COMMITTED)],
                          ids=[p.name for p in COMMITTED] or ["none"])
 def test_committed_gpu_measurements(path):

@@ -159,6 +159,7 @@ def test_bench_reports_both_mapes_side_by_side(tmp_path):
     assert "gemm 0.78" in text and "| recompute full |" in text and "| h2048 L20 |" in text
 
 
+@pytest.mark.long
 def test_bench_refuses_a_probe_of_another_gpu(tmp_path):
     probe = synthetic_probe(tmp_path / "probe.csv", gpu_name="NVIDIA A100-SXM4-80GB")
     result = subprocess.run(

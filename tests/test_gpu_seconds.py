@@ -218,6 +218,7 @@ def test_validate_gpus_modeled_cycles_are_the_arrays_devices_seconds(v100_gemms)
     np.testing.assert_allclose(seconds * device.clock_hz, forward.modeled_cycles.to_numpy(), rtol=1e-12)
 
 
+@pytest.mark.long
 def test_the_report_plots_the_times_beside_the_cycles():
     from archsim.validation.gpu_report import report_sections
 

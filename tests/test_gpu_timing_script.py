@@ -125,6 +125,7 @@ def fake_torch():
                               __version__="0.fake", float16="f16", bfloat16="bf16", float32="f32")
 
 
+@pytest.mark.long
 def test_script_bookkeeping_with_a_fake_gpu(tmp_path, monkeypatch, capsys):
     """main() without a GPU: a stand-in ``measure`` (time ∝ MACs) and one out-of-memory unit. Every
     conv/fc layer of both networks gets a row per batch and op, repeated shapes are timed once and

@@ -97,6 +97,7 @@ def test_a_toml_transformer_takes_a_sliding_window(tmp_path):
         load_transformer(path)
 
 
+@pytest.mark.long
 def test_flash_hardware_flops_recompute_only_the_windowed_scores(tmp_path):
     from archsim.training.throughput import recomputed_flops
 

@@ -112,6 +112,7 @@ def test_no_host_no_checkpoint_seconds(free_gpu):
         assert iteration_seconds("full", "pytorch-eager", host_s=0.0) == 0.0
 
 
+@pytest.mark.long
 @given(hidden=st.sampled_from([64, 128, 256]), layers=st.integers(1, 4), micro=st.sampled_from([1, 2, 4]),
        host_us=st.floats(0.0, 200.0), implementation=st.sampled_from(["megatron", "pytorch-eager"]))
 def test_checkpointing_or_a_slower_host_never_makes_an_iteration_faster(hidden, layers, micro, host_us,

@@ -156,6 +156,7 @@ NAMES = st.lists(st.text(min_size=1, max_size=6) | st.sampled_from(list("<>&\"'/
                  | PIECES, min_size=1, max_size=8).map("".join)
 
 
+@pytest.mark.long
 @settings(max_examples=10, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(name=NAMES)
 @example(name=HOSTILE)
@@ -190,6 +191,7 @@ def _dom(path: Path, tmp_path: Path) -> str:
     return result.stdout
 
 
+@pytest.mark.long
 @pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium not installed (.ci/run installs it)")
 @pytest.mark.parametrize("kind", sorted(PAGES))
 def test_no_hostile_script_runs_in_chromium(kind, tmp_path):

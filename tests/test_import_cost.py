@@ -61,6 +61,7 @@ def test_help_imports_no_numpy():
     assert done.stdout.splitlines()[-1] == "False False"
 
 
+@pytest.mark.long
 def test_a_large_schedule_still_runs_the_compiled_kernel():
     """Above the size limit the simulator loads numba (so the compiled path is the one large jobs use)."""
     code, modules = loaded(["schedule", "--stages", "8", "--stage-times", "1,1,1", "--microbatches", "2000",

@@ -3,6 +3,7 @@ same start, end and migrations per job and the same busy segments, on random sma
 traces (ties, migrations, affinity waits, blocks of iterations) and on the §4.2 synthetic trace."""
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jigsaw_reference import reference_jigsaw
@@ -40,6 +41,7 @@ def cases(draw):
     return jobs, JobCluster(machines, 16 * GIB), config, draw(st.booleans())
 
 
+@pytest.mark.long
 @settings(max_examples=150, deadline=None)
 @given(cases())
 def test_kernel_equals_the_python_loop_on_random_cases(case):
@@ -49,6 +51,7 @@ def test_kernel_equals_the_python_loop_on_random_cases(case):
                 reference_jigsaw(jobs, cluster, config, spb=spb, policy=policy))
 
 
+@pytest.mark.long
 def test_kernel_equals_the_python_loop_on_the_synthetic_trace():
     """60 jobs of the §4.2 mix (shortened to 30–120 s, arriving every 5 s on average, so the cluster is
     crowded) on the default 45-device cluster, every iteration planned: 352k placements, 19k migrations."""

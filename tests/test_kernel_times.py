@@ -310,6 +310,7 @@ def test_an_unknown_gpu_in_a_row_names_the_file_line_and_column(tmp_path, capsys
 HELD_OUT_BARS = {"linear": 30, "bmm": 46, "elementwise": 26, "softmax": 18, "layernorm": 47}
 
 
+@pytest.mark.long
 def test_a_short_fit_moves_the_kernel_constants_and_never_the_host_time():
     # NeuSight times each kernel alone, so a fit on it has nothing to say of the host's time per op
     # (zero in the start, and no logarithm of it may enter the simplex); a few iterations from the start

@@ -7,6 +7,8 @@ Every ``import`` in the library's source, at module level or inside a function, 
 import ast
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1] / "archsim"
 
 # package → packages it must never import (the later stages of the flow and the edges).
@@ -54,6 +56,7 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+@pytest.mark.long
 def test_no_module_imports_a_later_stage():
     broken = []
     for path in sorted(ROOT.rglob("*.py")):

@@ -70,6 +70,7 @@ def check_every_layer(profile, fractions):
     assert checked
 
 
+@pytest.mark.long
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 100_000), dataflow=st.sampled_from(["ws", "os", "is"]),
        mode=st.sampled_from(["paper", "exact"]), fractions=st.lists(st.floats(-0.1, 1.2), min_size=1, max_size=4))
@@ -114,6 +115,7 @@ def test_cycle_engine_profiles_keep_the_binary_search():
     check_every_layer(profile, [0.3, 0.6])
 
 
+@pytest.mark.long
 @settings(max_examples=600, deadline=None)
 @given(dim=st.sampled_from(["m", "k", "n"]), others=st.tuples(st.integers(1, 40), st.integers(1, 40)),
        rows=st.integers(1, 12), cols=st.integers(1, 12), dataflow=st.sampled_from(["ws", "os", "is"]),

@@ -68,6 +68,7 @@ sys.stdout.buffer.write(pickle.dumps(out))
 """
 
 
+@pytest.mark.long
 def test_uncompiled_small_runs_equal_the_compiled_kernel(monkeypatch):
     problems = [kernel_inputs(random_problem(seed)) for seed in range(120)]
     graphs = [random_graph(seed) for seed in range(200)]
@@ -166,6 +167,7 @@ def jigsaw_case(seed: int):
     return jobs, JobCluster(machines, 16 * gib), config, rng.random() < 0.7
 
 
+@pytest.mark.long
 def test_uncompiled_small_jigsaw_runs_equal_the_compiled_kernel(monkeypatch):
     from archsim.cluster import jigsaw
 

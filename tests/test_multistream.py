@@ -41,6 +41,7 @@ random_ops = st.integers(2, 7).flatmap(lambda n: st.builds(
     *(st.lists(st.floats(0.05, 1.0), min_size=n, max_size=n) for _ in range(3))))
 
 
+@pytest.mark.long
 @settings(max_examples=150, deadline=None)
 @given(ops=random_ops, schedule=st.sampled_from(["naive", "joint"]), region_size=st.integers(1, 3))
 def test_two_streams_are_bounded_and_consistent(ops, schedule, region_size):

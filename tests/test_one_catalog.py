@@ -73,6 +73,7 @@ def restatements(source: str, figures: dict[float, str]) -> list[tuple[int, floa
     return hits
 
 
+@pytest.mark.long
 def test_no_module_states_a_gpu_figure_a_second_time():
     figures = datasheet_figures()
     broken = [f"{path.relative_to(ROOT.parent)}:{line}: {value!r} restates the {what}"

@@ -35,6 +35,7 @@ def test_sixteen_layer_ffnn_four_devices_four_microbatches(policy, flush, expect
     assert timeline.makespan == expected
 
 
+@pytest.mark.long
 def test_ooo_pipe2_without_flush_is_optimal():
     problem, timeline = ooo_schedule(unit_costs(16), 4, 4, "ooo-pipe2", flush=False)
     assert optimal_makespan(problem, int(timeline.makespan), time_limit=120) == 51

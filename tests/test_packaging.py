@@ -32,6 +32,7 @@ def run_pytest_without(package: str, *args: str, **env: str):
                           env=environment, capture_output=True, text=True, timeout=300, check=False)
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("package, module, lost", [
     ("scalesim", "tests/test_scalesim_exact.py", "the SCALE-Sim comparisons"),
     ("torch", "tests/test_torch_import.py", "the torch.distributed.pipelining and from_torch checks"),

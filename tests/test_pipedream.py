@@ -218,6 +218,7 @@ def test_archsim_plan_method_pipedream_gives_the_optimizers_answer(tmp_path, set
     assert meta["time_per_stage_by_machines"][-1] == pytest.approx(record["time_per_stage"], rel=1e-6)
 
 
+@pytest.mark.long
 def test_too_many_states_is_a_one_line_error_naming_the_profile(tmp_path, capsys):
     cluster = tmp_path / "c.toml"
     cluster.write_text(CLUSTER.format(name="c", inter=8, servers=1, gpus=2, intra=8))

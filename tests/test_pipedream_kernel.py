@@ -94,6 +94,7 @@ def test_random_networks_give_the_reference_tables(seed, search):
         assert_same(profile, hierarchy, options)
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("replication, bandwidth", [(False, np.inf), (True, np.inf), (False, 50.0), (True, 50.0)])
 def test_long_chains_give_the_reference_tables(replication, bandwidth, search):
     rng = np.random.default_rng(7)

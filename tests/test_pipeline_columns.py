@@ -31,6 +31,7 @@ def _cases():
 REFERENCE_NAMES = {"gpipe-newest-first": "gpipe", "1f1b-window": "1f1b", "layerpipe": "layerpipe"}
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("profile, plan", list(_cases()))
 @pytest.mark.parametrize("schedule", [s for s in SCHEDULES if s in REFERENCE_NAMES])
 def test_columnar_problem_equals_the_object_built_one(profile, plan, schedule):

@@ -160,6 +160,7 @@ def _train_seconds(args) -> float | None:
     return meta["iteration_seconds"] if meta["fits_memory"] else None
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("names", [["h100x2", "a100x2", "v100x2"],  # four servers, two alike: 24 files, 12 orders
                                    pytest.param(["v100x2", "a100-80x2", "h100x2", "a100-80x2"], marks=pytest.mark.slow)])
 def test_planned_placement_is_the_best_permutation_by_brute_force(tmp_path, names):

@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from archsim import progress
 
 
@@ -33,6 +35,7 @@ def test_a_bar_draws_on_a_terminal_and_not_on_a_file():
     assert "3/3" in shown.getvalue() and hidden.getvalue() == ""
 
 
+@pytest.mark.long
 def test_a_sweep_redirected_to_a_file_draws_no_bar(tmp_path):
     spec = tmp_path / "s.toml"
     spec.write_text('[sweep]\nname = "p"\nnetworks = ["layerpipe_sample"]\narrays = ["16x16"]\n'

@@ -42,6 +42,7 @@ def test_report_is_self_contained_and_names_commands_and_mode(report):
     assert "Mode: <b>exact</b>" in text
 
 
+@pytest.mark.long
 @pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium not installed (.ci/run installs it)")
 def test_report_renders_in_headless_chromium(report, tmp_path):
     result = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom",

@@ -33,6 +33,7 @@ def renamed(results: Path, path: str, sha256: str = "") -> None:
     frame.to_csv(results / "results.csv", index=False)
 
 
+@pytest.mark.long
 def test_a_network_outside_the_folder_is_not_read(tmp_path, capsys):
     results = sweep(tmp_path, tmp_path / "results")
     target = tmp_path / "again.html"
@@ -58,6 +59,7 @@ def test_a_hostile_network_path_reads_and_runs_nothing(tmp_path, capsys, hostile
     assert BREAKDOWN not in (tmp_path / "r.html").read_text()
 
 
+@pytest.mark.long
 def test_a_network_inside_the_folder_is_read_and_checked(tmp_path, capsys):
     results = sweep(tmp_path, tmp_path)  # the spec's folder is the results folder: its network is inside
     assert main(["report", str(results), "--out", str(tmp_path / "a.html")]) == 0
@@ -68,6 +70,7 @@ def test_a_network_inside_the_folder_is_read_and_checked(tmp_path, capsys):
     assert "changed since the sweep ran" in capsys.readouterr().err and not (tmp_path / "b.html").exists()
 
 
+@pytest.mark.long
 def test_a_shipped_name_reads_layers(tmp_path, capsys):
     results = sweep(tmp_path, tmp_path / "results")
     renamed(results, "layerpipe_sample")
@@ -75,6 +78,7 @@ def test_a_shipped_name_reads_layers(tmp_path, capsys):
     assert "note:" not in capsys.readouterr().err and BREAKDOWN in (tmp_path / "s.html").read_text()
 
 
+@pytest.mark.long
 def test_the_api_reads_the_spec_it_is_given(tmp_path, capsys):
     import archsim
 

@@ -27,6 +27,7 @@ PAGES = {
 }
 
 
+@pytest.mark.long
 @pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium not installed (.ci/run installs it)")
 @pytest.mark.parametrize("name", sorted(PAGES))
 def test_report_page_renders_within_the_window(name, tmp_path, capsys):

@@ -55,6 +55,7 @@ def test_table_numbers_never_use_exponents_for_large_values():
     assert table_number(0.0012345, 3) == "0.00123"
 
 
+@pytest.mark.long
 @pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium not installed (.ci/run installs it)")
 @pytest.mark.parametrize("rows", [3, 12])
 def test_standalone_gantt_page_fits_its_rows_and_shows_the_whole_legend(tmp_path, rows):

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from archsim.cli import main
 from archsim.sweep.report import read_results
@@ -51,6 +52,7 @@ def test_the_recorded_header_reads_as_todays_names(tmp_path):
     assert list(read_results(tmp_path / "old").columns) == today.split("\n", 1)[0].split(",")
 
 
+@pytest.mark.long
 def test_report_on_an_old_results_csv_is_the_same_page(tmp_path):
     spec = tmp_path / "old_names.toml"
     spec.write_text(SPEC, encoding="utf-8")

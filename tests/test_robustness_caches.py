@@ -99,6 +99,7 @@ def test_numba_cache_dir_none_when_nothing_is_writable(monkeypatch, tmp_path):
     assert numba_cache.cache_dir() is None
 
 
+@pytest.mark.long
 def test_a_cached_kernel_lands_in_the_user_folder_not_beside_its_source(tmp_path):
     """A fresh interpreter compiles a kernel declared with archsim's njit(cache=True): the cache files
     go to XDG_CACHE_HOME/archsim/numba, none beside the module (numba's default)."""

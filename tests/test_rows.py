@@ -5,6 +5,7 @@ non-ASCII) and on the kinds that must fall back to pandas (None, mixed types, mi
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -40,6 +41,7 @@ def both(rows, fmt, meta, precision):
             render(pd.DataFrame(rows), fmt, meta=meta, precision=precision))
 
 
+@pytest.mark.long
 @settings(max_examples=600, deadline=None)
 @given(rows=records(), meta=META | st.none(), precision=st.none() | st.integers(1, 6))
 @example(rows=[{"a": 1, "b": 2.5}], meta=None, precision=None)
@@ -58,6 +60,7 @@ def test_the_plain_path_is_taken_for_plain_columns_and_not_for_odd_ones():
     assert columns(Rows.of([])) is None
 
 
+@pytest.mark.long
 @settings(max_examples=200, deadline=None)
 @given(rows=records(), clock=st.sampled_from([1e9, 7e8, 3.3e-6]))
 @example(rows=[{"assigned_cycles": 3, "total_cycles": 2.5, "total_seconds": 1.0, "n": "x"}], clock=1e9)

@@ -132,6 +132,7 @@ def test_degenerate_zero_cycle_gemm():
         scalesim_gemm(1, 1, 1, 1, 1, "os")
 
 
+@pytest.mark.long
 @settings(max_examples=60, deadline=None)
 @given(m=st.integers(1, 40), k=st.integers(1, 40), n=st.integers(1, 40), rows=st.integers(1, 12),
        cols=st.integers(1, 12), dataflow=st.sampled_from(DATAFLOWS))

@@ -36,6 +36,7 @@ def _scalesim_rows(path: Path, gemm: bool) -> list[list]:
     return topo.topo_arrays
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("rows, cols, dataflow", ARRAYS)
 @pytest.mark.parametrize("file", sorted(FILES))
 def test_compute_cycles_equal_scalesims_on_its_own_reading_of_the_file(file, rows, cols, dataflow):

@@ -120,6 +120,7 @@ def test_a_gpu_without_a_default_price_asks_for_one():
 SLICE = "configs/clusters/tpu_v4_like_slice.toml"  # 16 TPU-v4-like chips: array devices, 192 W each
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("layout", [["--dp", "16", "--micro-batch", "2"], ["--tp", "2", "--pp", "2", "--dp", "4"],
                                     ["--pp", "4", "--dp", "4", "--recompute", "full"]])
 def test_search_energy_on_array_devices_is_trains(tmp_path, capsys, layout):

@@ -37,6 +37,7 @@ def columns_of(problem: Problem) -> Problem:
     return Problem.from_arrays(problem.processors, problem.links, ops, deps)
 
 
+@pytest.mark.long
 @settings(max_examples=150, deadline=None)
 @given(problem=problems(max_ops=30))
 def test_random_problems_from_columns_equal_their_objects(problem):

@@ -15,12 +15,14 @@ from test_sim_scale import ring_problem
 from archsim.sim import Dep, KeyPolicy, Link, Op, Problem, Processor, simulate
 
 
+@pytest.mark.long
 @settings(max_examples=400, deadline=None)
 @given(problem=problems(max_ops=40))
 def test_random_dags_equal_the_reference(problem):
     assert_same_as_reference(problem, None, simulate(problem))
 
 
+@pytest.mark.long
 @settings(max_examples=150, deadline=None)
 @given(problem=problems(max_ops=25), salt=st.integers(0, 7))
 def test_a_custom_policy_equals_the_reference(problem, salt):

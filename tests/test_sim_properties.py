@@ -5,6 +5,7 @@ a naive time-stepping scheduler that rescans every op at every event time.
 """
 
 import networkx as nx
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -65,6 +66,7 @@ def critical_path(problem):
     return max(longest.values())
 
 
+@pytest.mark.long
 @settings(max_examples=300, deadline=None)
 @given(problem=problems())
 def test_random_dags_give_valid_timelines_within_list_scheduling_bounds(problem):
@@ -140,6 +142,7 @@ def test_several_processors_and_streams_equal_the_naive_reference(problem):
     assert {s.op: (s.start, s.end) for s in simulate(problem).slots} == reference_schedule(problem)
 
 
+@pytest.mark.long
 @settings(max_examples=100, deadline=None)
 @given(problem=problems(), data=st.data())
 def test_the_validator_catches_an_op_moved_before_its_dependency(problem, data):

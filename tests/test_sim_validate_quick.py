@@ -5,6 +5,7 @@ dropped or duplicated slots, moved or dropped transfers — they agree on whethe
 
 import dataclasses
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_sim_properties import problems
@@ -39,6 +40,7 @@ def plant(timeline, fault: str, k: int, shift: float):
     return Timeline(new, transfers, timeline.problem, timeline.policy)
 
 
+@pytest.mark.long
 @settings(max_examples=400, deadline=None)
 @given(problem=problems(max_ops=20), fault=st.sampled_from(FAULTS), k=st.integers(0, 1000),
        shift=st.sampled_from([-2.0, -0.5, -1e-12, 1e-12, 0.5, 3.0]))
@@ -92,6 +94,7 @@ def _sweep_reference(proc, start, end, streams, tol):
     return True
 
 
+@pytest.mark.long
 @settings(max_examples=400, deadline=None)
 @given(slots=st.lists(st.tuples(st.integers(0, 2), st.sampled_from([0.0, 1.0, 2.0, 2.5, 3.0, 1e6]),
                                 st.sampled_from([0.5, 1.0, 1e-9, 2e-9, 1e-3])), min_size=1, max_size=12),

@@ -219,6 +219,7 @@ def test_pe_hand_worked_two_stages():
     assert makespan == 6
 
 
+@pytest.mark.long
 @settings(max_examples=200, deadline=None)
 @given(data=st.data(), stages=st.integers(1, 5), microbatches=st.integers(1, 8))
 def test_lemma_1_bound_holds_on_random_instances(data, stages, microbatches):
@@ -367,6 +368,7 @@ def test_vectorized_prm_equals_the_recursive_one(seed, layers, devices):
             pytest.approx(slow.value)
 
 
+@pytest.mark.long
 @settings(max_examples=200, deadline=None)
 @given(seed=st.integers(0, 100_000), layers=st.integers(2, 6), devices=st.integers(2, 6),
        microbatches=st.integers(1, 8))

@@ -3,6 +3,7 @@ the same plans — values, stages, replicas and devices — bit for bit, on rand
 topologies, including equal bandwidths (ties) and a device order that is not the identity."""
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from spp_prm_reference import prm_tables as reference_tables
@@ -11,6 +12,7 @@ from test_spp import random_profile, random_topology
 from archsim.spp.prm import prm_tables
 
 
+@pytest.mark.long
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 10_000), layers=st.integers(1, 9), devices=st.integers(1, 8),
        microbatches=st.integers(1, 9), ties=st.booleans(), shuffle=st.booleans())

@@ -209,6 +209,7 @@ def test_dualpipev_runs_and_beats_1f1b():
     assert run.bubble_rate() < published_run(profile, 16, "1f1b").bubble_rate()
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("p, m, times, comm", [
     (2, 3, (1.0, 1.0, 1.0), 0.0), (4, 2, (5.0, 6.0, 4.0), 1.0), (3, 2, (3.0, 2.0, 1.0), 0.5),
     (2, 3, (18.522, 18.086, 9.337), 0.601), (3, 3, (18.522, 18.086, 9.337), 0.601)])

@@ -38,6 +38,7 @@ def plans(n):
             yield names, SimpleNamespace(stages=[SimpleNamespace(index=i, layers=g) for i, g in enumerate(layers)])
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("n", range(1, 8))
 def test_stated_stash_depths_equal_the_derived_ones(n):
     for names, plan in plans(n):

@@ -72,6 +72,7 @@ def test_rerun_uses_the_cache_and_gives_identical_files(tmp_path):
         ["rows", "cols", "dataflow", "batch", "processors", "method"]).any()
 
 
+@pytest.mark.long
 def test_process_pool_and_dask_give_the_same_results(tmp_path):
     spec = load_spec(write(tmp_path, SPEC))
     inline = run_sweep(spec, tmp_path / "a", progress=False)
@@ -107,6 +108,7 @@ def test_table_iv_labels_its_sizes_kib():
     assert table["comm overhead KiB"].tolist() == [3.0] and table["paper comm KiB"].tolist() == [0.26]
 
 
+@pytest.mark.long
 def test_sigkill_then_rerun_equals_an_uninterrupted_run(tmp_path):
     """Kill a sweep with SIGKILL mid-way; re-running must give byte-identical results.csv."""
     net = tmp_path / "wide.csv"

@@ -89,6 +89,7 @@ def holder(out: Path) -> int | None:
         return None
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("options", [["--workers", "1"], ["--workers", "2"], ["--workers", "4"],
                                      ["--dask", "local", "--workers", "2"]], ids=["1", "2", "4", "dask"])
 def test_a_killed_sweep_leaves_no_worker_and_no_lock(tmp_path, options):

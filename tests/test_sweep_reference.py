@@ -31,6 +31,7 @@ def first_difference(actual: bytes, expected: bytes) -> str:
     return f"{len(actual.splitlines())} lines now, {len(expected.splitlines())} before"
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("name, spec, workers", [
     ("layerpipe_paper", ROOT / "configs" / "sweeps" / "layerpipe_paper.toml", 1),
     ("exact_mix", DATA / "exact_mix.toml", 2),

@@ -64,6 +64,7 @@ def test_the_tensor_cap_is_tdp_over_the_node_and_clock_scaled_energy():
     assert sustained_flops(t4, FITTED, "fp16", watts=140) == pytest.approx(2 * sustained_flops(t4, FITTED, "fp16"))
 
 
+@pytest.mark.long
 def test_the_t4s_large_gemms_are_capped_and_the_v100s_are_not():
     t4 = _measured("t4")
     capped, free = _predicted("t4"), _predicted("t4", replace(kernels("t4"), tensor_energy_pj=1e-9))

@@ -57,6 +57,7 @@ def test_mistakes_are_one_line(argv, words, capsys):
     assert code == 2 and out == "" and words in err and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.long
 @pytest.mark.filterwarnings("ignore::FutureWarning")  # torch's own exporter warns about its internals
 def test_the_torch_extra_carries_the_exporters_dependency(tmp_path):
     """A user's own torch.onnx.export (its default exporter) needs onnxscript: the torch extra brings it."""

@@ -67,6 +67,7 @@ def _ops(network, mode):
     return [[(op.kind, op.gemms, op.vector_elements) for op in item.ops] for item in lower_network(network, 32, mode)]
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("build, shipped, published_macs", [(vgg16, "vgg16", 15.5e9), (ResNet50, "resnet50", 4.1e9)])
 def test_exported_cnn_equals_the_shipped_network(build, shipped, published_macs):
     torch.manual_seed(0)

@@ -125,6 +125,7 @@ def _naive_survivors(c, gpus, per_server, global_batch):
     return out
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("gpus, per_server, global_batch", [(4, 4, 8), (6, 2, 12)])
 def test_pruning_equals_brute_force(tmp_path, gpus, per_server, global_batch):
     c = TINY

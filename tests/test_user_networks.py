@@ -61,6 +61,7 @@ def test_missing_network_file_in_a_spec_is_named(tmp_path, capsys):
     assert "network file 'nets/mynet.csv' not found" in capsys.readouterr().err
 
 
+@pytest.mark.long
 @pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium not installed (.ci/run installs it)")
 def test_report_of_user_networks_renders_in_headless_chromium(swept, tmp_path):
     report = swept / "report.html"

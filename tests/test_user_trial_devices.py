@@ -187,6 +187,7 @@ def test_train_names_the_sequence_length_its_tokens_per_second_count(capsys):
         assert meta["tokens_per_second"] == pytest.approx(8 * seq / meta["iteration_seconds"])
 
 
+@pytest.mark.long
 def test_gpu_flag_does_not_model_another_gpu_against_a_measured_csvs_times(capsys):
     """``validate-gpu --csv gpu_kernels_h200.csv --gpu "Tesla T4"`` modelled a T4 with the H200's 132 SMs
     (the CSV's ``# sm_count``), labelled the rows h200 and compared them with the H200's times
