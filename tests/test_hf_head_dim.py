@@ -36,7 +36,7 @@ QWEN2_7B = {"model_type": "qwen2", "hidden_size": 3584, "intermediate_size": 189
             "num_attention_heads": 28, "num_key_value_heads": 4, "vocab_size": 152064,
             "max_position_embeddings": 131072, "hidden_act": "silu", "sliding_window": 131072,
             "use_sliding_window": False, "max_window_layers": 28, "tie_word_embeddings": False}
-# Qwen/Qwen3-4B's shape as a Llama (archsim refuses model_type qwen3: q/k norms): head_dim 128 > 2560 / 32
+# Qwen/Qwen3-4B's shape as a Llama (without Qwen3's q/k norms: tests/test_hf_configs_more.py): head_dim 128 > 2560 / 32
 QWEN3_4B_SHAPE = {"model_type": "llama", "hidden_size": 2560, "intermediate_size": 9728, "num_hidden_layers": 36,
                   "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 151936,
                   "max_position_embeddings": 40960, "hidden_act": "silu", "tie_word_embeddings": True}
@@ -130,7 +130,7 @@ def test_qwen2_7b_is_read_with_qkv_biases_counted_and_no_extra_kernel(tmp_path):
 
 
 @pytest.mark.parametrize("fields, field, words", [
-    ({**SMALL, "model_type": "qwen3", "head_dim": 128}, "model_type", "q_norm"),
+    ({**SMALL, "model_type": "gemma2", "head_dim": 128}, "model_type", "soft-capping"),
     ({**QWEN2_7B, "use_sliding_window": True}, "use_sliding_window", "sliding window"),
     ({**SMALL, "head_dim": 0}, "head_dim", "positive integer"),
 ])

@@ -129,6 +129,10 @@ def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_par
 
     mem("norm1", 2 * local * h, 3 * local * h, ("ln", local, h))
     gemm("qkv", tokens, h, w.qkv)
+    if c.qk_norm:  # Qwen3: an RMS norm over head_dim on each local query and key head (all tokens), before RoPE
+        for name, normed in (("q_norm", heads), ("k_norm", kv)):
+            rows = tokens * normed
+            mem(name, 2 * rows * hd, 3 * rows * hd, ("ln", rows, hd))
     if c.rotary_dims:  # rotary positions on the local q and k heads, one fused kernel each way per tensor
         for name, rotated in (("rope_q", heads), ("rope_k", kv)):
             moved = rope_elements(tokens, rotated, hd, c.rotary_dims)
@@ -263,9 +267,12 @@ def embedding_work(c: TransformerConfig, micro_batch: int, tp: int = 1) -> Work:
     gradient = (_vector("embedding", "G", vocab * h + (2 + positions) * tokens * h),)
     forward: tuple[TrainingOp, ...] = lookup
     backward: tuple[TrainingOp, ...] = gradient
+    if c.scaled_embeddings:  # Gemma: the rows times √hidden, one elementwise kernel each way (read, write)
+        scale_f, scale_d = _memory_op("embedding_scale", 2 * tokens * h, 2 * tokens * h)
+        forward, backward = (*forward, scale_f), (scale_d, *backward)
     if c.drops_hidden:
-        forward = (*lookup, _vector("embedding_dropout", "F", 2.5 * tokens * h))
-        backward = (_vector("embedding_dropout", "D", 2.5 * tokens * h), *gradient)
+        forward = (*forward, _vector("embedding_dropout", "F", 2.5 * tokens * h))
+        backward = (_vector("embedding_dropout", "D", 2.5 * tokens * h), *backward)
     coll = (Collective("embedding.all-reduce", "all-reduce", "tp", tokens * h * 2, "F"),) if tp > 1 else ()
     return Work(forward, backward, coll, ())
 
@@ -293,9 +300,14 @@ def layer_parameters(c: TransformerConfig) -> int:
     w = layer_widths(c)
     h = w.hidden
     qkv, proj = h * w.qkv, w.attention * h
-    if w.gated:  # Llama: no biases but Qwen2's on q, k and v
-        return qkv + (w.qkv if c.qkv_bias else 0) + proj + 3 * h * w.ffn + 2 * h
+    if w.gated:  # Llama: no biases but Qwen2's on q, k and v; the RMS norms' γ (Qwen3's q and k norms' too)
+        return qkv + (w.qkv if c.qkv_bias else 0) + proj + 3 * h * w.ffn + 2 * h + qk_norm_parameters(c)
     return qkv + w.qkv + proj + h + 2 * h * w.ffn + w.ffn + h + 4 * h
+
+
+def qk_norm_parameters(c: TransformerConfig) -> int:
+    """γ of Qwen3's query and key RMS norms (head_dim each, shared by every head: replicated over TP); 0 without."""
+    return 2 * c.head_dim if c.qk_norm else 0
 
 
 def embedding_parameters(c: TransformerConfig, tp: int = 1) -> int:
@@ -304,4 +316,4 @@ def embedding_parameters(c: TransformerConfig, tp: int = 1) -> int:
 
 
 __all__ = ["UNFUSED_SOFTMAX", "Collective", "Work", "block_work", "embedding_parameters", "embedding_work", "flash_attention_ops",
-           "fused_softmax", "head_work", "layer_parameters", "residual_elements", "rope_elements", "window_gemms"]
+           "fused_softmax", "head_work", "layer_parameters", "qk_norm_parameters", "residual_elements", "rope_elements", "window_gemms"]

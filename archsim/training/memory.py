@@ -40,7 +40,7 @@ from itertools import pairwise
 import numpy as np
 
 from archsim.errors import InputError
-from archsim.training.layer_ops import embedding_parameters, layer_parameters
+from archsim.training.layer_ops import embedding_parameters, layer_parameters, qk_norm_parameters
 from archsim.training.parallel import Parallelism, layers_per_stage, padded_vocab
 from archsim.workload.transformer import TransformerConfig, layer_widths
 
@@ -72,7 +72,8 @@ def split_activation_bytes(c: TransformerConfig, tp: int) -> float:
     one rank (:func:`~archsim.workload.transformer.layer_widths`: grouped K and V, KV heads replicated
     past TP). A GPT layer's is Korthikanti et al.'s 24·h/t (6 + 2 + 16)."""
     w = layer_widths(c, tp)
-    return 2 * (w.qkv + w.attention + (3 if w.gated else 2) * w.ffn)
+    qk_norm_inputs = (w.heads + w.kv_heads) * w.head_dim if c.qk_norm else 0  # a norm keeps its input, as the LNs
+    return 2 * (w.qkv + qk_norm_inputs + w.attention + (3 if w.gated else 2) * w.ffn)
 
 
 def residual_mask_bytes(c: TransformerConfig) -> int:
@@ -93,7 +94,8 @@ def attention_core_per_score(c: TransformerConfig) -> int:
 def layer_parameters_per_gpu(c: TransformerConfig, tp: int) -> float:
     """One layer's parameters on one GPU of its TP group: the split weights and column-parallel biases
     / t, plus the replicated norms and row-parallel biases."""
-    replicated = 2 * c.hidden if c.family == "llama" else 6 * c.hidden  # norms' γ (β), proj and fc2 biases
+    # norms' γ (β; Qwen3's q and k norms' γ), proj and fc2 biases
+    replicated = 2 * c.hidden + qk_norm_parameters(c) if c.family == "llama" else 6 * c.hidden
     return (layer_parameters(c) - replicated) / tp + replicated
 
 

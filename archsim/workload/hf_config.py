@@ -1,6 +1,7 @@
 """Hugging Face ``config.json`` → :class:`~archsim.workload.transformer.TransformerConfig`: gpt2, opt,
-llama/mistral/qwen2 (``head_dim`` read as the attention width; Qwen2's q, k, v biases), bert and
-switch_transformers. Every field that changes the work is read, or refused when
+llama/mistral/qwen2/qwen3/gemma (``head_dim`` read as the attention width; Qwen2's q, k, v biases,
+Qwen3's q and k norms, Gemma's GeGLU and √hidden-scaled tied embeddings), bert and switch_transformers;
+gemma2 and gemma3 are refused by name. Every field that changes the work is read, or refused when
 set to a value archsim does not model; the fields that change no work are listed in docs/formats.md."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from pathlib import Path
 
 from archsim.errors import InputError
 from archsim.validate import shown
-from archsim.workload.transformer import ACTIVATIONS, OPT_POSITION_OFFSET, TransformerConfig, _get
+from archsim.workload.transformer import ACTIVATIONS, OPT_POSITION_OFFSET, TransformerConfig, _get, head_dim_channels
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,14 @@ FIXED: dict[str, tuple[Fixed, ...]] = {  # model_type → the fields it reads at
         Fixed("activation_dropout", 0.0, _is(0), "no activation dropout", _NO_DROPOUT),
     ),
     "llama": _LLAMA,
+    "qwen3": (  # Qwen3Attention: q, k, v and o biases all follow attention_bias
+        Fixed("attention_bias", False, _is(False), "q, k, v and o without biases", "biases add parameters and gradients"),
+        Fixed("use_sliding_window", False, _is(False), "full attention in every layer",
+              "a sliding window on the layers past max_window_layers: fewer scores there"),
+    ),
+    "gemma": (
+        Fixed("attention_bias", False, _is(False), "q, k, v and o without biases", "biases add parameters and gradients"),
+    ),
     "qwen2": (
         Fixed("use_sliding_window", False, _is(False), "full attention in every layer",
               "a sliding window on the layers past max_window_layers: fewer scores there"),
@@ -140,22 +149,24 @@ def from_hf(config: dict, path: Path) -> TransformerConfig:
                                  _get(config, "ffn_dim"), _get(config, "num_attention_heads"),
                                  _get(config, "tie_word_embeddings", True), positions + OPT_POSITION_OFFSET,
                                  position_limit=positions, activation=_activation(config, "activation_function", "relu"))
-    if kind == "qwen3":
-        raise InputError("model_type 'qwen3' is not read: its RMS norms on each query and key head (q_norm, "
-                         "k_norm) are kernels and parameters archsim does not model", field="model_type")
-    if kind in ("llama", "mistral", "qwen2"):
+    if kind in GEMMA_LATER:
+        raise InputError(f"model_type {kind!r} is not read: {GEMMA_LATER[kind]} are not modelled (archsim reads "
+                         "Gemma 1, model_type 'gemma')", field="model_type")
+    if kind in ("llama", "mistral", "qwen2", "qwen3", "gemma"):
         heads, hidden = _get(config, "num_attention_heads"), _get(config, "hidden_size")
-        head_dim = _get(config, "head_dim", 0, required=False)  # Mistral-NeMo's 128 at hidden 5120 over 32 heads
+        gemma = kind == "gemma"
+        # Mistral-NeMo's 128 at hidden 5120 over 32 heads; GemmaConfig's default 256; Qwen3's configs state it
+        head_dim = {"gemma": 256, "qwen3": None}.get(kind, 0)
         return TransformerConfig(name, "llama", _get(config, "num_hidden_layers"), hidden, heads,
                                  _get(config, "vocab_size"), _get(config, "max_position_embeddings"),
                                  _get(config, "intermediate_size"), _get(config, "num_key_value_heads", heads),
-                                 _get(config, "tie_word_embeddings", False),
-                                 kv_channels=0 if head_dim * heads in (0, hidden) else head_dim * heads,
+                                 _get(config, "tie_word_embeddings", gemma),
+                                 kv_channels=head_dim_channels(config, "llama", heads, hidden, head_dim),
                                  sliding_window=_get(config, "sliding_window", required=False) if kind == "mistral" else None,
-                                 activation=_activation(config, "hidden_act", "silu"),
+                                 activation=_gemma_activation(config) if gemma else _activation(config, "hidden_act", "silu"),
                                  attention_dropout=_number(config, "attention_dropout", 0.0),
                                  partial_rotary_factor=_number(config, "partial_rotary_factor", 1.0),
-                                 qkv_bias=kind == "qwen2")
+                                 qkv_bias=kind == "qwen2", qk_norm=kind == "qwen3", scaled_embeddings=gemma)
     if kind == "bert":
         positions = _get(config, "max_position_embeddings")
         return TransformerConfig(name, "bert", _get(config, "num_hidden_layers"), _get(config, "hidden_size"),
@@ -166,8 +177,26 @@ def from_hf(config: dict, path: Path) -> TransformerConfig:
     if kind == "switch_transformers":
         return _switch_from_hf(config, name)
     raise InputError(f"model_type {config.get('model_type')!r} is not read; archsim reads gpt2, opt, llama, "
-                     f"mistral, qwen2, bert and switch_transformers configs (or write a [transformer] TOML)",
-                     field="model_type")
+                     f"mistral, qwen2, qwen3, gemma, bert and switch_transformers configs (or write a [transformer] "
+                     f"TOML)", field="model_type")
+
+
+# Gemma 2 and 3's work Gemma 1's model lacks: refused by name, not read as Gemma 1
+GEMMA_LATER = {
+    "gemma2": "its alternating local (sliding-window) and global attention layers, the norms after each attention "
+              "and MLP block, and the attention and final logit soft-capping",
+    "gemma3": "its local (sliding-window) and global attention layers, the norms after each attention and MLP "
+              "block, and its q and k norms",
+    "gemma3_text": "its local (sliding-window) and global attention layers, the norms after each attention and MLP "
+                   "block, and its q and k norms",
+}
+
+
+def _gemma_activation(config: dict) -> str:
+    """GemmaMLP's gate activation: ``hidden_activation``, else gelu_pytorch_tanh (transformers' GemmaMLP
+    ignores the older ``hidden_act``, google/gemma-7b's "gelu", and warns). Gemma's GeGLU is the SwiGLU
+    MLP's three GEMMs with a gelu gate; the activation is costed as the same elementwise ops."""
+    return _activation(config, "hidden_activation", "gelu_pytorch_tanh")
 
 
 def _switch_from_hf(config: dict, name: str) -> TransformerConfig:

@@ -3,7 +3,7 @@ Switch Transformers (T5's encoder–decoder with top-1 mixture-of-experts FFNs; 
 fp32 eager op list only: :mod:`archsim.training.hf_switch_ops`).
 
 Read from a Hugging Face ``config.json`` (plain JSON, nothing downloaded; ``model_type`` gpt2, opt,
-llama/mistral/qwen2, bert or switch_transformers: :mod:`archsim.workload.hf_config`) or a short TOML table::
+llama/mistral/qwen2/qwen3/gemma, bert or switch_transformers: :mod:`archsim.workload.hf_config`) or a short TOML table::
 
     [transformer]
     family = "gpt"        # gpt | opt | llama | bert
@@ -14,6 +14,7 @@ llama/mistral/qwen2, bert or switch_transformers: :mod:`archsim.workload.hf_conf
     seq = 2048            # sequence length (tokens per sample); --dim seq=N overrides
     ffn = 8192            # optional: default 4 × hidden (llama: required)
     kv_heads = 16         # optional: grouped-query attention (default heads)
+    head_dim = 128        # optional, llama only unless hidden / heads: features per attention head
     tied_embeddings = true
     sliding_window = 4096 # optional, not bert: a query attends to the keys 0 ≤ q − k < window (Mistral)
 
@@ -54,7 +55,7 @@ ONE_KERNEL_ACTIVATIONS = ("gelu", "gelu_pytorch_tanh", "relu", "silu", "swish", 
 ACTIVATIONS = ("gelu_new", *ONE_KERNEL_ACTIVATIONS)
 DEFAULT_ACTIVATION = {"gpt": "gelu_new", "opt": "relu", "llama": "silu", "bert": "gelu", "switch": "relu"}
 _TOML_KEYS = {"family", "layers", "hidden", "heads", "vocab", "seq", "ffn", "kv_heads", "tied_embeddings",
-              "name", "type_vocab", "sliding_window"}
+              "name", "type_vocab", "sliding_window", "head_dim"}
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,8 @@ class TransformerConfig:
     hidden_dropout: float | None = None  # dropout probability on the embedding and each sub-layer's output (None: the family's)
     partial_rotary_factor: float = 1.0  # llama: the fraction of each head's dims that rotary embeddings rotate
     qkv_bias: bool = False  # llama: q, k and v projections with biases (Qwen2); gpt, opt, bert have all biases
+    qk_norm: bool = False  # llama: an RMS norm over head_dim on every query and key head before RoPE (Qwen3)
+    scaled_embeddings: bool = False  # llama: the token embeddings multiplied by √hidden before layer 1 (Gemma)
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
@@ -115,6 +118,9 @@ class TransformerConfig:
         if not isinstance(self.qkv_bias, bool) or (self.qkv_bias and self.family != "llama"):
             raise InputError(f"q, k and v biases are a llama option (gpt, opt and bert have every bias), got "
                              f"{shown(self.qkv_bias)} for {self.family}", field="qkv_bias")
+        for key in ("qk_norm", "scaled_embeddings"):
+            if not isinstance(getattr(self, key), bool) or (getattr(self, key) and self.family != "llama"):
+                raise InputError(f"is a llama option, got {shown(getattr(self, key))} for {self.family}", field=key)
         if self.sliding_window is not None and (
                 self.family in ("bert", "switch") or not isinstance(self.sliding_window, int)
                 or isinstance(self.sliding_window, bool) or not 1 <= self.sliding_window <= LIMITS["seq"]):
@@ -281,7 +287,12 @@ def build(c: TransformerConfig) -> Network:
         bias = c.family != "llama"
         normed = entry if c.family == "bert" else b.add(f"{p}_ln1", "batchnorm")
         qkv = b.add(f"{p}_qkv", "fc", w.qkv, bias=bias or c.qkv_bias, source=normed)
-        b.add(f"{p}_scores", "matmul", s, repeat=c.heads, source=qkv, shape=(s, hd, 1))
+        scores_inputs = None
+        if c.qk_norm:  # Qwen3: a norm over each query and key head's head_dim, as the block's other norms
+            q = b.add(f"{p}_q_norm", "batchnorm", source=qkv, shape=(s, c.heads, hd))
+            k = b.add(f"{p}_k_norm", "batchnorm", source=qkv, shape=(s, c.kv_heads, hd))
+            scores_inputs = (q[0], k[0])
+        b.add(f"{p}_scores", "matmul", s, repeat=c.heads, inputs=scores_inputs, source=qkv, shape=(s, hd, 1))
         probs = b.add(f"{p}_softmax", "elementwise", shape=(s, s, c.heads))
         b.add(f"{p}_context", "matmul", hd, repeat=c.heads, inputs=(probs[0], qkv[0]), shape=(s, s, 1))
         b.add(f"{p}_out", "fc", w.hidden, bias=bias, shape=(s, 1, w.attention))
@@ -343,6 +354,20 @@ def _get(table: dict, key: str, default=None, *, required: bool = True):
     return value
 
 
+def head_dim_channels(table: dict, family: str, heads: int, hidden: int, default: int | None = 0) -> int:
+    """:attr:`TransformerConfig.kv_channels` from a config's ``head_dim`` (Hugging Face's and the
+    ``[transformer]`` TOML's alike): 0 when absent or hidden / heads; heads × head_dim for llama (an
+    attention wider or narrower than hidden, Mistral-NeMo, Gemma, Qwen3); refused for the other families,
+    whose heads split hidden. ``default``: the head_dim taken when the key is absent (None: required)."""
+    head_dim = _get(table, "head_dim", default, required=default is None)
+    if not head_dim or head_dim * heads == hidden:
+        return 0
+    if family != "llama":
+        raise InputError(f"a head_dim other than hidden / heads ({hidden} / {heads}) is modelled for llama only, "
+                         f"not {family}", field="head_dim")
+    return head_dim * heads
+
+
 def _from_toml(document: dict, path: Path) -> TransformerConfig:
     if set(document) != {"transformer"} or not isinstance(document["transformer"], dict):
         raise InputError("expected exactly one table, [transformer]", field="transformer")
@@ -361,4 +386,5 @@ def _from_toml(document: dict, path: Path) -> TransformerConfig:
         ffn=_get(t, "ffn", None if family == "llama" else 4 * hidden),
         kv_heads=_get(t, "kv_heads", heads), tied_embeddings=_get(t, "tied_embeddings", family != "llama"),
         positions=0 if family == "llama" else _get(t, "seq"), type_vocab=_get(t, "type_vocab", 0, required=False),
-        sliding_window=_get(t, "sliding_window", required=False))
+        sliding_window=_get(t, "sliding_window", required=False),
+        kv_channels=head_dim_channels(t, family, heads, hidden))
