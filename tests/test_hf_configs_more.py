@@ -182,6 +182,7 @@ def test_toml_head_dim_reads_as_the_hf_config_does(tmp_path):
     (("family = \"llama\"", "family = \"gpt\""), "llama only"),
     (("head_dim = 128", "head_dim = 0"), "positive integer"),
     (("head_dim = 128", "head_dim = \"128\""), "positive integer"),
+    (("head_dim = 128", "head_dim = 65536"), "over"),
 ])
 def test_toml_head_dim_is_checked_as_the_hf_one(tmp_path, capsys, edit, words):
     path = tmp_path / "bad.toml"

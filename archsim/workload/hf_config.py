@@ -182,13 +182,13 @@ def from_hf(config: dict, path: Path) -> TransformerConfig:
 
 
 # Gemma 2 and 3's work Gemma 1's model lacks: refused by name, not read as Gemma 1
+_GEMMA3 = ("its local (sliding-window) and global attention layers, the norms after each attention and MLP block, "
+           "and its q and k norms")
 GEMMA_LATER = {
     "gemma2": "its alternating local (sliding-window) and global attention layers, the norms after each attention "
               "and MLP block, and the attention and final logit soft-capping",
-    "gemma3": "its local (sliding-window) and global attention layers, the norms after each attention and MLP "
-              "block, and its q and k norms",
-    "gemma3_text": "its local (sliding-window) and global attention layers, the norms after each attention and MLP "
-                   "block, and its q and k norms",
+    "gemma3": _GEMMA3,
+    "gemma3_text": _GEMMA3,
 }
 
 

@@ -362,6 +362,8 @@ def head_dim_channels(table: dict, family: str, heads: int, hidden: int, default
     head_dim = _get(table, "head_dim", default, required=default is None)
     if not head_dim or head_dim * heads == hidden:
         return 0
+    if head_dim * heads > LIMITS["kv_channels"]:
+        raise InputError(f"heads × head_dim ({heads} × {head_dim}) is over {LIMITS['kv_channels']}", field="head_dim")
     if family != "llama":
         raise InputError(f"a head_dim other than hidden / heads ({hidden} / {heads}) is modelled for llama only, "
                          f"not {family}", field="head_dim")
