@@ -69,10 +69,17 @@ def array_config(array: str | Path | ArrayConfig | None = None, *, config: str |
         if element_bytes is not None:
             changes["element_bytes"] = element_bytes
         return with_clock(with_memory(replace(array, **changes), bandwidth, sram_kb), clock_ghz)
-    if array is not None and str(array).endswith(".cfg") and config is None:
-        array, config = None, array
+    array, config = _cfg_as_config(array, config)
     return array_from_options(None if array is None else str(array), config, dataflow,
                               1 if element_bytes is None else element_bytes, bandwidth, sram_kb, clock_ghz)
+
+
+def _cfg_as_config(array, config):
+    """(array, config) with a ``.cfg`` path given as ``array`` moved to ``config``, where ``--config`` takes it
+    (the array it describes, and the ``[energy]`` table it names)."""
+    if array is not None and not isinstance(array, ArrayConfig) and str(array).endswith(".cfg") and config is None:
+        return None, array
+    return array, config
 
 
 def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | None = None, batch: int = 32,
@@ -106,6 +113,7 @@ def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | Non
     if dtype is not None:
         _check_choice(dtype, ARRAY_DTYPES, "dtype")
     batch = _positive_int(batch, "batch")
+    array, config = _cfg_as_config(array, config)  # a .cfg's [energy] table prices as --config's does
     chosen = array_config(array, config=config, dataflow=dataflow, element_bytes=element_width(dtype, element_bytes),
                           bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz)
     check_bandwidth_engine(bandwidth, engine)  # after the value's own check, as argparse's comes first

@@ -19,8 +19,10 @@ from archsim.workload.layer import Network
 if TYPE_CHECKING:
     import pandas as pd  # annotations only: the CLI's path never loads it
 
+    from archsim.lowering import Mode
 
-def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: str, engine: str, geometry: str,
+
+def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mode, engine: str, geometry: str,
                   dtype: str | None = None, energy: bool = False, energy_table: str | Path | None = None,
                   config: str | Path | None = None) -> tuple[list[dict], dict]:
     """(per-layer rows, document): :func:`~archsim.array.costing.layer_cost_rows` of ``network`` lowered at

@@ -181,3 +181,16 @@ def test_api_cost_result_keeps_the_dataframe_usage_and_survives_pickle():
     assert result.to_dict()["meta"]["dtype"] == "int8"  # a copy
     again = pickle.loads(pickle.dumps(result))
     assert again.equals(result) and again.to_dict() == result.to_dict()
+
+
+def test_api_cost_prices_a_cfg_given_as_the_array_with_its_energy_section(tmp_path, capsys):
+    """A .cfg passed as ``array`` is ``--config`` (docs/api.md): its ``[energy]`` overrides price the layers too."""
+    text = (ROOT / "configs" / "arrays" / "scalesim_32x32_ws.cfg").read_text(encoding="utf-8")
+    cfg = tmp_path / "priced.cfg"
+    cfg.write_text(text + "\n[energy]\ntable = horowitz45\ndram_read_pj = 1000\ndram_write_pj = 1200\n", encoding="utf-8")
+    result = archsim.cost(SAMPLE, array=str(cfg), batch=1, energy=True)
+    printed = cli_json(capsys, ["cost", SAMPLE, "--config", str(cfg), "--batch", "1", "--energy"])
+    assert result["energy_pj"].tolist() == [row["energy_pj"] for row in printed["rows"][:-1]]
+    assert _as_json(result.to_dict()) == printed
+    plain = cli_json(capsys, ["cost", SAMPLE, "--batch", "1", "--energy"])  # horowitz45's 162.5 pJ a DRAM byte
+    assert all(a["energy_pj"] > b["energy_pj"] for a, b in zip(printed["rows"], plain["rows"], strict=True))
