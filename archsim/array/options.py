@@ -45,7 +45,7 @@ def element_width(dtype: str | None = None, element_bytes: int | None = None) ->
         raise InputError(f"expected one of {', '.join(ARRAY_DTYPES)}, got {shown(dtype)}", field="dtype")
     width = ARRAY_ELEMENT_BYTES[dtype]
     if element_bytes is not None and element_bytes != width:
-        raise InputError(f"--dtype {dtype} is {width}-byte elements, --element-bytes says {shown(element_bytes)}: "
+        raise InputError(f"--dtype {dtype} is {width}-byte elements, --element-bytes says {element_bytes!r}: "
                          "give one of them", field="element-bytes")
     return width
 
