@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -18,6 +18,9 @@ from archsim.array.config import ArrayConfig
 from archsim.choices.devices import ENGINES
 from archsim.choices.networks import GEOMETRIES, SHAPE_CHECKS, UNSUPPORTED
 from archsim.workload.layer import Network
+
+if TYPE_CHECKING:  # the result type is loaded with the cost it returns
+    from archsim.cost_json import CostResult
 
 
 def load_network(source: str | Path | Network, *, only: str | Sequence[str] | None = None,
@@ -66,48 +69,60 @@ def array_config(array: str | Path | ArrayConfig | None = None, *, config: str |
         if element_bytes is not None:
             changes["element_bytes"] = element_bytes
         return with_clock(with_memory(replace(array, **changes), bandwidth, sram_kb), clock_ghz)
-    if array is not None and str(array).endswith(".cfg") and config is None:
-        array, config = None, array
+    array, config = _cfg_as_config(array, config)
     return array_from_options(None if array is None else str(array), config, dataflow,
                               1 if element_bytes is None else element_bytes, bandwidth, sram_kb, clock_ghz)
 
 
+def _cfg_as_config(array, config):
+    """(array, config) with a ``.cfg`` path given as ``array`` moved to ``config``, where ``--config`` takes it
+    (the array it describes, and the ``[energy]`` table it names)."""
+    if array is not None and not isinstance(array, ArrayConfig) and str(array).endswith(".cfg") and config is None:
+        return None, array
+    return array, config
+
+
 def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | None = None, batch: int = 32,
-         mode: str = "exact", engine: str = "analytic", dataflow: str | None = None,
+         mode: str = "exact", engine: str = "analytic", dataflow: str | None = None, dtype: str | None = None,
          element_bytes: int | None = None, config: str | Path | None = None, bandwidth: int | None = None,
          sram_kb: str | int | Sequence[int] | None = None, clock_ghz: float | None = None, energy: bool = False,
          energy_table: str | Path | None = None, geometry: str = "archsim", only: str | Sequence[str] | None = None,
          shapes: str = "auto", unsupported: str = "error", input_shape: str | None = None,
-         dim: Mapping[str, int] | Sequence[tuple[str, int]] | None = None) -> pd.DataFrame:
+         dim: Mapping[str, int] | Sequence[tuple[str, int]] | None = None) -> CostResult:
     """Per-layer F/G/D cycles, utilizations and bytes — the table ``archsim cost`` prints, less its
-    TOTAL row — with ``archsim cost``'s flags as keywords of the same names.
+    TOTAL row — with ``archsim cost``'s flags as keywords of the same names. Returns a
+    :class:`~archsim.cost_json.CostResult`: the table (``.table``, a DataFrame, whose columns and methods
+    answer on the result too) and ``to_dict()``, the document ``archsim cost --format json`` prints.
 
     ``mode``: ``paper`` (LayerPipe's simplifications) or ``exact``; ``engine``: ``analytic``
     (compute cycles) or ``cycle`` (memory-aware: adds stall cycles and DRAM bytes, under ``bandwidth``
-    and ``sram_kb``); the array keywords as :func:`array_config`; a clock (``clock_ghz`` or the .cfg's)
+    and ``sram_kb``); ``dtype``: the element type as ``--dtype`` (``int8``, 1-byte words as SCALE-Sim counts
+    them, unless ``element_bytes`` or an ``ArrayConfig`` says otherwise; ``fp16``, ``bf16``, ``fp32``); the
+    array keywords as :func:`array_config`; a clock (``clock_ghz`` or the .cfg's)
     adds ``X_seconds`` after every ``X_cycles``; ``energy=True`` adds each layer's F/G/D energy (pJ)
     priced by ``energy_table`` (a name or TOML; default the .cfg's, else horowitz45); the network
     keywords as :func:`load_network`."""
-    from archsim.array.costing import cost_frame, layer_cost_rows
-    from archsim.array.options import check_bandwidth_engine
-    from archsim.lowering import check_mode, lower_network
+    from archsim.array.costing import cost_frame
+    from archsim.array.options import check_bandwidth_engine, element_width
+    from archsim.choices.devices import ARRAY_DTYPES
+    from archsim.cost_json import CostResult, cost_document
+    from archsim.lowering import check_mode
     from archsim.seconds import add_seconds
 
     _check_choice(engine, ENGINES, "engine")
+    if dtype is not None:
+        _check_choice(dtype, ARRAY_DTYPES, "dtype")
     batch = _positive_int(batch, "batch")
-    chosen = array_config(array, config=config, dataflow=dataflow, element_bytes=element_bytes, bandwidth=bandwidth,
-                          sram_kb=sram_kb, clock_ghz=clock_ghz)
+    array, config = _cfg_as_config(array, config)  # a .cfg's [energy] table prices as --config's does
+    chosen = array_config(array, config=config, dataflow=dataflow, element_bytes=element_width(dtype, element_bytes),
+                          bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz)
     check_bandwidth_engine(bandwidth, engine)  # after the value's own check, as argparse's comes first
     layers = load_network(network, only=only, geometry=geometry, shapes=shapes, unsupported=unsupported,
                           input_shape=input_shape, dim=dim)
-    lowered = lower_network(layers, batch, check_mode(mode), chosen.element_bytes)
-    rows = layer_cost_rows(lowered, chosen, engine)
-    if energy:
-        from archsim.energy.model import with_layer_energy
-        from archsim.energy.table import energies_for
-
-        rows = with_layer_energy(rows, lowered, chosen, energies_for(chosen, energy_table, config)[1], engine)
-    return add_seconds(cost_frame(rows, engine), chosen.clock_hz)
+    rows, document = cost_document(layers, chosen, batch=batch, mode=check_mode(mode), engine=engine,
+                                   geometry=geometry, dtype=dtype, energy=energy, energy_table=energy_table,
+                                   config=config)
+    return CostResult(add_seconds(cost_frame(rows, engine), chosen.clock_hz), document)
 
 
 def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | None = None, batch: int = 32,

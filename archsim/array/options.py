@@ -1,5 +1,6 @@
 """An array as the array commands' flags describe it: ``--array``, ``--config``, ``--dataflow``,
-``--element-bytes``, the cycle engine's ``--bandwidth`` and ``--sram-kb``, and ``--clock-ghz``.
+``--element-bytes`` (or ``--dtype``, its name), the cycle engine's ``--bandwidth`` and ``--sram-kb``, and
+``--clock-ghz``.
 
 One implementation for the commands (``archsim cost``, ``energy``, ``gemm``, ``pipeline``, ``schedule``)
 and the library (``archsim.cost``): the same defaults, checks and error messages, each error naming
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from archsim.array.config import ArrayConfig, parse_array_shape, read_scalesim_cfg
+from archsim.choices.devices import ARRAY_DTYPES, ARRAY_ELEMENT_BYTES, SCALESIM_DTYPE
 from archsim.clock import checked_clock, clock_hz
 from archsim.errors import InputError
 from archsim.validate import INT32_MAX, parse_int, shown
@@ -33,6 +35,29 @@ def array_from_flags(array: str | None = None, config: str | Path | None = None,
     return ArrayConfig(rows=rows, cols=cols, dataflow=dataflow or "ws", element_bytes=element_bytes)
 
 
+def element_width(dtype: str | None = None, element_bytes: int | None = None) -> int | None:
+    """Bytes per element that ``--dtype`` (a name of :data:`~archsim.choices.devices.ARRAY_DTYPES`) and
+    ``--element-bytes`` (any width) state, or None when neither is given (the array's own, else 1). Both
+    given must agree: a width the other flag contradicts is refused, never silently dropped."""
+    if dtype is None:
+        return element_bytes
+    if dtype not in ARRAY_DTYPES:
+        raise InputError(f"expected one of {', '.join(ARRAY_DTYPES)}, got {shown(dtype)}", field="dtype")
+    width = ARRAY_ELEMENT_BYTES[dtype]
+    if element_bytes is not None and element_bytes != width:
+        raise InputError(f"--dtype {dtype} is {width}-byte elements, --element-bytes says {element_bytes!r}: "
+                         "give one of them", field="element-bytes")
+    return width
+
+
+def dtype_meta(dtype: str | None, array: ArrayConfig) -> str | None:
+    """The element type a table states beside ``element_bytes``: ``--dtype`` as given, else int8 for the
+    default 1-byte word (SCALE-Sim's), else None (a width given only as ``--element-bytes``)."""
+    if dtype is not None:
+        return dtype
+    return SCALESIM_DTYPE if array.element_bytes == ARRAY_ELEMENT_BYTES[SCALESIM_DTYPE] else None
+
+
 def check_bandwidth_engine(bandwidth: object, engine: str, flag: str = "--bandwidth") -> None:
     """Refuse a DRAM bandwidth the analytic engine would drop (it has no memory stalls); ``--sram-kb``
     stays allowed: it sizes the SRAMs' area and energy too. ``flag`` is the option's name where it is
@@ -40,6 +65,16 @@ def check_bandwidth_engine(bandwidth: object, engine: str, flag: str = "--bandwi
     if bandwidth is not None and engine != "cycle":
         raise InputError(f"{flag} is the cycle engine's DRAM words/cycle: add --engine cycle "
                          "(analytic cycles have no memory stalls)", field=flag.lstrip("-"))
+
+
+def memory_meta(array: ArrayConfig) -> dict[str, object]:
+    """What a ``cycle``-engine table depends on beyond the array shape."""
+    meta: dict[str, object] = {"sram_kb": f"{array.ifmap_sram_kb},{array.filter_sram_kb},{array.ofmap_sram_kb}",
+                                "bandwidth_words_per_cycle": array.bandwidth[0]}
+    if array.read_bandwidth is not None:
+        meta["bandwidth_words_per_cycle"] = ",".join(map(str, array.dram_bandwidths))
+        meta["bandwidth_order"] = "ifmap,filter,ofmap (the .cfg's [layout] read rates, then Bandwidth)"
+    return meta
 
 
 def with_memory(array: ArrayConfig, bandwidth: int | None = None,

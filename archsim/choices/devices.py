@@ -5,6 +5,14 @@ from __future__ import annotations
 DTYPES = ("fp32", "fp16", "bf16")  # a GEMM of a dtype runs at the device's peak of that name: on a GPU
 # fp16/bf16 on the tensor cores, fp32 on the FP32 lanes (PyTorch's default for fp32 matmuls:
 # ``torch.backends.cuda.matmul.allow_tf32`` is False since PyTorch 1.12, so TF32 is not used)
+ELEMENT_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}  # bytes per element of every dtype name archsim knows
+# What the array commands (``archsim cost``, ``energy``) and ``archsim.cost`` take as --dtype: train's
+# names, plus the 1-byte word SCALE-Sim counts in (its DRAM and SRAM figures are words), which stays their
+# default: the LayerPipe reproduction and the SCALE-Sim exactness checks count in it. The energy tables'
+# 1-byte figures are an int8 MAC accumulated in int32, so the word is named int8.
+SCALESIM_DTYPE = "int8"
+ARRAY_DTYPES = (SCALESIM_DTYPE, *DTYPES)
+ARRAY_ELEMENT_BYTES = {SCALESIM_DTYPE: 1, **{name: ELEMENT_BYTES[name] for name in DTYPES}}
 ENGINES = ("analytic", "cycle")  # how an array is costed: closed form, or stepped cycle by cycle
 DELTA_OPTIONS = ("transposed", "dense")  # a sparse layer's δ: through the transposed sparse weights, or dense
 GRADIENT_OPTIONS = ("dense", "masked")  # a sparse layer's weight gradient: every weight's, or the kept ones'

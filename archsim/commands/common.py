@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from archsim.choices.devices import ARRAY_DTYPES, SCALESIM_DTYPE
 from archsim.choices.networks import SHAPE_CHECKS, UNSUPPORTED
 from archsim.choices.outputs import FORMATS
 from archsim.errors import InputError
@@ -89,22 +90,34 @@ def with_clock(array: ArrayConfig, args: argparse.Namespace) -> ArrayConfig:
     return options.with_clock(array, args.clock_ghz)
 
 
-def add_array_arguments(parser: argparse.ArgumentParser) -> None:
+def add_array_arguments(parser: argparse.ArgumentParser, dtype: bool = False) -> None:
+    """The array flags; ``dtype``: also ``--dtype``, the element width by train's names (``cost``, ``energy``)."""
     parser.add_argument("--array", default=None, help="systolic array ROWSxCOLS (default: 32x32)")
     parser.add_argument("--dataflow", default=None, choices=("ws", "os", "is"),
                         help="dataflow (default: ws, or the config file's)")
     parser.add_argument("--config", default=None, metavar="FILE.cfg",
                         help="SCALE-Sim .cfg file for the array (overrides --array unless given too)")
-    parser.add_argument("--element-bytes", type=positive_int, default=1,
-                        help="bytes per tensor element (LayerPipe uses 1)")
+    if not dtype:
+        parser.add_argument("--element-bytes", type=positive_int, default=1,
+                            help="bytes per tensor element (LayerPipe uses 1)")
+        return
+    parser.add_argument("--dtype", default=None, choices=ARRAY_DTYPES,
+                        help=f"element type, by archsim train's --dtype names: {SCALESIM_DTYPE} (1-byte words as "
+                             "SCALE-Sim counts them; default), fp16 or bf16 (2 bytes), fp32 (4); it sizes the "
+                             "tensors, the DRAM and SRAM traffic and every per-word energy (the energy table's "
+                             "figures at that width); stated as dtype and element_bytes in the output")
+    parser.add_argument("--element-bytes", type=positive_int, default=None,
+                        help="bytes per tensor element, for a width --dtype does not name (default: --dtype's)")
 
 
 def array_from_args(args: argparse.Namespace, note: bool = True) -> ArrayConfig:
-    """--config, --array, --dataflow and --element-bytes (:func:`archsim.array.options.array_from_flags`);
-    ``note``: say on stderr when --config is a device file of several arrays, of which one is costed."""
-    from archsim.array.options import array_from_flags
+    """--config, --array, --dataflow and --element-bytes or --dtype (:func:`archsim.array.options.array_from_flags`,
+    :func:`~archsim.array.options.element_width`); ``note``: say on stderr when --config is a device file of
+    several arrays, of which one is costed."""
+    from archsim.array.options import array_from_flags, element_width
 
-    array = array_from_flags(args.array, args.config, args.dataflow, args.element_bytes)
+    width = element_width(getattr(args, "dtype", None), args.element_bytes)
+    array = array_from_flags(args.array, args.config, args.dataflow, 1 if width is None else width)
     if note and args.config:
         note_device_arrays(args.config)
     return array
@@ -161,16 +174,6 @@ def with_memory_args(array: ArrayConfig, args: argparse.Namespace) -> ArrayConfi
 
     check_engine_flags(args)
     return with_memory(array, args.dram_bandwidth, args.sram_kb)
-
-
-def memory_meta(array: ArrayConfig) -> dict[str, object]:
-    """What a ``cycle``-engine table depends on beyond the array shape."""
-    meta: dict[str, object] = {"sram_kb": f"{array.ifmap_sram_kb},{array.filter_sram_kb},{array.ofmap_sram_kb}",
-                                "bandwidth_words_per_cycle": array.bandwidth[0]}
-    if array.read_bandwidth is not None:
-        meta["bandwidth_words_per_cycle"] = ",".join(map(str, array.dram_bandwidths))
-        meta["bandwidth_order"] = "ifmap,filter,ofmap (the .cfg's [layout] read rates, then Bandwidth)"
-    return meta
 
 
 def add_network_arguments(parser: argparse.ArgumentParser, optional: bool = False) -> None:

@@ -16,7 +16,6 @@ from archsim.commands.common import (
     add_output_arguments,
     array_from_args,
     emit,
-    memory_meta,
     network_from_args,
     positive_int,
     with_clock,
@@ -31,13 +30,6 @@ def add_energy_table_argument(parser: argparse.ArgumentParser) -> None:
                              "configs/energy/)")
 
 
-def table_from_args(args: argparse.Namespace):
-    """The energy/area table: --energy-table, else the .cfg's ``[energy]`` table, else the default."""
-    from archsim.energy.table import table_for
-
-    return table_for(args.energy_table, getattr(args, "config", None))
-
-
 def energies_from_args(array: ArrayConfig, args: argparse.Namespace):
     """(table, per-event energies) for ``array`` (:func:`archsim.energy.table.energies_for`)."""
     from archsim.energy.table import energies_for
@@ -47,7 +39,7 @@ def energies_from_args(array: ArrayConfig, args: argparse.Namespace):
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_network_arguments(parser)
-    add_array_arguments(parser)
+    add_array_arguments(parser, dtype=True)
     parser.add_argument("--batch", type=positive_int, default=32, help="mini-batch size (default 32)")
     parser.add_argument("--microbatches", type=positive_int, default=1,
                         help="run the batch as M micro-batches of batch/M (default 1)")
@@ -59,6 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from archsim.array.options import dtype_meta, memory_meta
     from archsim.energy import array_area
     from archsim.energy.model import iteration_energy_rows
     from archsim.outputs import render
@@ -71,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     meta: dict[str, object] = {
         "network": network.name, "array": f"{array.rows}x{array.cols}", "dataflow": array.dataflow,
         "batch": args.batch, "microbatches": args.microbatches, "mode": args.mode, "engine": args.engine,
-        "element_bytes": array.element_bytes, "energy_table": table.name,
+        "dtype": dtype_meta(args.dtype, array), "element_bytes": array.element_bytes, "energy_table": table.name,
         "dram_counts": "cycle engine" if args.engine == "cycle" else "compulsory (each operand once per GEMM)",
         **memory_meta(array), **array_area(array, table).as_dict(),
     }

@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from archsim.array.config import ArrayConfig, parse_array_shape, read_scalesim_cfg
+from archsim.array.options import memory_meta
 from archsim.commands import Command
 from archsim.commands.common import (
     add_clock_argument,
@@ -15,7 +16,6 @@ from archsim.commands.common import (
     add_output_arguments,
     check_engine_flags,
     emit,
-    memory_meta,
     note_device_arrays,
     positive_int,
     with_memory_args,

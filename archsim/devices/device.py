@@ -38,13 +38,12 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from archsim.array.config import DATAFLOWS
-from archsim.choices.devices import DTYPES
+from archsim.choices.devices import DTYPES, ELEMENT_BYTES
 from archsim.errors import InputError
 
 if TYPE_CHECKING:  # kernels reads the catalog, which builds its devices from this module
     from archsim.devices.kernels import KernelConstants
 
-ELEMENT_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}  # bytes per element of every dtype name archsim knows
 GEMM_MODELS = ("tiles", "arrays")
 
 

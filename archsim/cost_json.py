@@ -1,0 +1,120 @@
+"""``archsim cost``'s JSON document, built once for the CLI and for :meth:`CostResult.to_dict`
+(``archsim.cost``), so the two cannot drift apart, as :mod:`archsim.training.train_json` does for train.
+
+Cycles are array clock cycles, sizes bytes (``element_bytes`` per element: the meta's ``dtype``),
+energies pJ, seconds where the array has a clock. No pandas here: the CLI prints the rows as they are.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from archsim.array.config import ArrayConfig
+from archsim.workload.layer import Network
+
+if TYPE_CHECKING:
+    import pandas as pd  # annotations only: the CLI's path never loads it
+
+    from archsim.lowering import Mode
+
+
+def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mode, engine: str, geometry: str,
+                  dtype: str | None = None, energy: bool = False, energy_table: str | Path | None = None,
+                  config: str | Path | None = None) -> tuple[list[dict], dict]:
+    """(per-layer rows, document): :func:`~archsim.array.costing.layer_cost_rows` of ``network`` lowered at
+    ``batch`` in ``mode`` on ``array`` (``energy``: with each layer's F/G/D pJ, priced by ``energy_table``,
+    else ``config``'s ``[energy]`` table, else the default), and ``{"meta": …, "rows": […]}`` as ``archsim
+    cost --format json`` prints it (before NaN becomes null): those rows, a TOTAL row, seconds beside cycles at
+    the array's clock. ``dtype`` is the ``--dtype`` given (None: the meta names the width's own)."""
+    from archsim.array.costing import layer_cost_rows
+    from archsim.array.options import dtype_meta, memory_meta
+    from archsim.energy import array_area
+    from archsim.energy.table import energies_for, table_for
+    from archsim.lowering import lower_network
+    from archsim.rows import Rows
+    from archsim.seconds import add_seconds
+
+    lowered = lower_network(network, batch, mode, array.element_bytes)
+    rows = layer_cost_rows(lowered, array, engine)
+    table = None
+    if energy:
+        from archsim.energy.model import with_layer_energy
+
+        table, energies = energies_for(array, energy_table, config)
+        rows = with_layer_energy(rows, lowered, array, energies, engine)
+    meta: dict[str, object] = {
+        "network": network.name, "array": f"{array.rows}x{array.cols}", "dataflow": array.dataflow, "batch": batch,
+        "mode": mode, "engine": engine, "geometry": geometry, "dtype": dtype_meta(dtype, array),
+        "element_bytes": array.element_bytes, **(memory_meta(array) if engine == "cycle" else {})}
+    if table is None:
+        table = table_for(energy_table, config)
+    if array.element_bytes in table.mac_um2:  # area needs the table's figures at this width
+        meta.update(array_area(array, table).as_dict(), energy_table=table.name)
+    if array.clock_hz is not None:
+        meta["clock_ghz"] = array.clock_hz / 1e9
+    printed = add_seconds(Rows.of([*rows, total_row(rows)]), array.clock_hz)
+    records = list(printed.records) if isinstance(printed, Rows) else printed.to_dict(orient="records")
+    return rows, {"meta": meta, "rows": records}
+
+
+def total_row(rows: list[dict]) -> dict:
+    """The TOTAL row: sums of every ``_cycles``, ``_bytes`` and ``_pj`` column (numpy's sums, as a
+    DataFrame's), and each F/G/D utilization weighted by that op's cycles."""
+    import numpy as np
+
+    columns = {name: np.asarray([row[name] for row in rows]) for name in rows[0]}
+    total: dict[str, object] = {"layer": "TOTAL", "type": ""}
+    for name, values in columns.items():
+        if name.endswith(("_cycles", "_bytes", "_pj")):
+            total[name] = values.sum().item()
+    for kind in ("F", "G", "D"):
+        cycles = columns[f"{kind}_cycles"]
+        weighted = (columns[f"{kind}_utilization"].astype(np.float64) * cycles).sum()
+        total[f"{kind}_utilization"] = float(weighted / cycles.sum()) if cycles.sum() else 0.0
+    return {name: total[name] for name in rows[0]}
+
+
+@dataclass(frozen=True, eq=False)
+class CostResult:
+    """What :func:`archsim.cost` returns: ``table``, the per-layer DataFrame (``archsim cost``'s rows less
+    TOTAL), and ``to_dict()``, the document ``archsim cost --format json`` prints. The table's columns,
+    indexing and methods answer on the result too (``result["F_cycles"]``, ``result.F_cycles.sum()``,
+    ``len(result)``, ``result.equals(other)``), so code written for the DataFrame ``cost`` used to return
+    keeps working; pass ``result.table`` where a real DataFrame is needed (``pd.concat``)."""
+
+    table: pd.DataFrame
+    document: dict = field(repr=False)
+
+    def to_dict(self) -> dict:
+        """The JSON document ``archsim cost --format json`` prints for the same keywords (``meta``: what was
+        costed, ``dtype`` and ``element_bytes`` among it; ``rows``: every layer, then TOTAL); a copy,
+        NaN as NaN (the CLI writes null)."""
+        return copy.deepcopy(self.document)
+
+    def equals(self, other: object) -> bool:
+        """:meth:`pandas.DataFrame.equals` on the tables (``other`` a result or a DataFrame)."""
+        return bool(self.table.equals(other.table if isinstance(other, CostResult) else other))
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("table", "document"):  # unpickling asks before the fields exist
+            raise AttributeError(name)
+        return getattr(self.table, name)
+
+    def __getitem__(self, key: Any) -> Any:
+        return self.table[key]
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    def __iter__(self) -> Iterator:
+        return iter(self.table)
+
+    def __repr__(self) -> str:
+        return repr(self.table)
+
+
+__all__ = ["CostResult", "cost_document", "total_row"]
