@@ -19,7 +19,8 @@ from typing import NoReturn
 from archsim import __version__
 from archsim.commands import Command
 from archsim.errors import InputError
-from archsim.output_files import distinct_targets, output_set
+from archsim.output_files import output_set
+from archsim.output_targets import distinct_targets
 
 # name, "module:attribute" of its Command, and the one-line help `archsim --help` lists (a test
 # checks it equals the Command's own help, so the two cannot drift).

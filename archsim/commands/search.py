@@ -26,7 +26,7 @@ from archsim.commands.common import (
     note_unread_cluster_keys,
     positive_int,
 )
-from archsim.output_files import output_flag
+from archsim.output_targets import output_flag
 from archsim.validate import INT32_MAX, int_flag
 
 HELP = "search TP × PP × DP × micro-batch × recompute × schedule for the fastest training iteration"
