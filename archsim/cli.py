@@ -211,8 +211,12 @@ def _to_devnull(stream: TextIO) -> None:
 @contextmanager
 def _reader_may_leave() -> Iterator[None]:
     """Run with :class:`_DroppedWhenGone` as ``sys.stdout``, flushing it at the end, so a reader that
-    left is met here and not by the interpreter's flush at exit (status 120 and a traceback line)."""
+    left is met here and not by the interpreter's flush at exit (status 120 and a traceback line).
+    A stdout closed before the start (``>&-``: ``sys.stdout`` is None) is left as Python has it."""
     stream = sys.stdout
+    if stream is None:
+        yield
+        return
     sys.stdout = cast(TextIO, _DroppedWhenGone(stream))
     try:
         yield

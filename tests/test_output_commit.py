@@ -305,6 +305,14 @@ def test_a_stdout_whose_reader_left_still_gets_the_runs_files_written(tmp_path, 
     assert _temps(tmp_path) == []
 
 
+def test_a_stdout_closed_before_the_run_still_gets_the_runs_files_written(tmp_path, capsys, monkeypatch):
+    """`archsim cost … --out f >&-`: Python's sys.stdout is None; the file is written, status 0."""
+    out = tmp_path / "cost.csv"
+    monkeypatch.setattr(sys, "stdout", None)
+    assert main(["cost", "layerpipe_sample", "--format", "csv", "--out", str(out)]) == 0
+    assert out.read_text(encoding="utf-8").startswith("layer,")
+
+
 @pytest.mark.long
 def test_a_pipe_closed_after_one_line_still_gets_the_runs_files_written(tmp_path, capsys):
     """`archsim pipeline wide.csv --format csv --chrome-trace t.json | head -1`: the table (~32 kB,
