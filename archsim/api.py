@@ -244,7 +244,8 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
            chunks: int | Sequence[int] | None = None, max_micro_batch: int = 8, sequence_parallel: str = "both",
            refine: int | None = None, attention: str = "flash", dp_overlap: str = "none",
            max_ops: int | None = None, grad_accumulation: str = "fused", dtype: str | None = None,
-           progress: bool | None = None):
+           progress: bool | None = None, model_file: str | Path | None = None,
+           cluster_file: str | Path | None = None):
     """Rank TP × PP × DP × micro-batch × recompute × schedule for ``model`` on ``cluster`` as
     ``archsim search`` does, with its flags' names and defaults (``schedule`` None: every schedule;
     ``refine`` None: 2 × ``top``; ``chunks`` None: 2 and 4, refused given without a schedule that takes it;
@@ -255,7 +256,8 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
     (best first: the configuration, ``iteration_seconds``, ``peak_memory_gib``, ``mfu``, …),
     ``rejected`` (reason → count) and the Pareto front; ``to_dict()`` is the document ``archsim search
     --format json`` prints (each row's ``command`` naming ``model`` and ``cluster``, or ``MODEL.json`` and
-    ``CLUSTER.toml`` where they are objects)."""
+    ``CLUSTER.toml`` where they are objects; ``model_file`` and ``cluster_file``, where given, are the
+    paths named instead: the files objects were loaded from, as ``archsim search`` names its own)."""
     from dataclasses import replace
 
     from archsim.choices.training import BALANCES, GRAD_ACCUMULATIONS, OBJECTIVES, PLACEMENTS
@@ -293,6 +295,9 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
         raise InputError(f"expected both, on or off, got {sequence_parallel!r}", field="sequence-parallel")
     if progress is not None and not isinstance(progress, bool):
         raise InputError(f"expected True, False or None, got {progress!r}", field="progress")
+    for name, field in ((model_file, "model_file"), (cluster_file, "cluster_file")):
+        if name is not None:
+            _check_path(name, field, "a path (a str or Path) or None")
     with shown(progress):
         result = _search(config, on, global_batch, counts or None, micro_batches=range(1, max_micro_batch + 1),
                        recomputes=_listed(recompute), schedules=schedules, chunks=chunk_list,
@@ -300,12 +305,18 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
                        refine=refine, balance=balance, objective=objective, placement=placement,
                        attention=attention, dp_overlap=dp_overlap, grad_accumulation=grad_accumulation,
                        max_actions=max_ops)
-    # the paths as archsim search names them in each row's train line; an object has none to name
-    names = (str(model) if isinstance(model, (str, Path)) else "MODEL.json",
-             str(cluster) if isinstance(cluster, (str, Path)) else "CLUSTER.toml")
     return replace(result, document=search_document(
-        result, config, on, model=names[0], cluster_file=names[1], global_batch=global_batch, gpus=counts or None,
+        result, config, on, model=_named(model_file, model, "MODEL.json"),
+        cluster_file=_named(cluster_file, cluster, "CLUSTER.toml"), global_batch=global_batch, gpus=counts or None,
         seq=seq, objective=objective, balance=balance, placement=placement))
+
+
+def _named(given: str | Path | None, value: object, placeholder: str) -> str:
+    """The path a search row's ``archsim train`` line names: ``given``, else ``value`` where it is a
+    path, else ``placeholder`` (an object loaded in Python has no path to name)."""
+    if given is not None:
+        return str(given)
+    return str(value) if isinstance(value, (str, Path)) else placeholder
 
 
 def _listed(value) -> tuple:

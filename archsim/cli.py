@@ -12,14 +12,17 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
+import os
 import sys
-from collections.abc import Sequence
-from typing import NoReturn
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import NoReturn, TextIO, cast
 
 from archsim import __version__
 from archsim.commands import Command
 from archsim.errors import InputError
-from archsim.output_files import distinct_targets, output_set
+from archsim.output_files import output_set
+from archsim.output_targets import distinct_targets
 
 # name, "module:attribute" of its Command, and the one-line help `archsim --help` lists (a test
 # checks it equals the Command's own help, so the two cannot drift).
@@ -149,7 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser = build_parser(argv)
         args = parser.parse_args(argv)
         distinct_targets(_chosen(parser, args), args)
-        with output_set():  # the run's files replace their targets together, or none does
+        with _reader_may_leave(), output_set():  # the run's files replace their targets together, or none does
             return int(args._run(args))
     except UsageError as exc:  # the top parser reports a sub-command's unknown arguments: name the sub-command
         wanted = _selected(argv)
@@ -159,8 +162,67 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as exc:
         print(f"archsim: error: {exc}", file=sys.stderr)
         return 2
-    except BrokenPipeError:
+    except BrokenPipeError:  # stderr's reader left while an error or a note was printed
         return 0
+
+
+class _DroppedWhenGone:
+    """A run's stdout: when its reader goes away (``archsim … | head -1``) the rest of what the run
+    prints is dropped instead of raising BrokenPipeError out of the command, which would end the run
+    before its files were written and discard the ones staged. Why: a user who named ``--gantt`` or
+    ``--schedule-csv`` asked for the file, and the computation succeeded; the reader chose to stop
+    reading. Anything else the stream does is the wrapped stream's."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            _to_devnull(self._stream)
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            _to_devnull(self._stream)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+def _to_devnull(stream: TextIO) -> None:
+    """Point ``stream``'s descriptor at the null device, as Python's documentation advises for a
+    reader that left (the ``signal`` module, "Note on SIGPIPE"): what is still buffered, and the
+    interpreter's flush at exit, then go nowhere instead of raising again."""
+    try:
+        fd = stream.fileno()
+    except (OSError, ValueError):  # no descriptor (a test's stream): nothing will be flushed to it
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+
+
+@contextmanager
+def _reader_may_leave() -> Iterator[None]:
+    """Run with :class:`_DroppedWhenGone` as ``sys.stdout``, flushing it at the end, so a reader that
+    left is met here and not by the interpreter's flush at exit (status 120 and a traceback line).
+    A stdout closed before the start (``>&-``: ``sys.stdout`` is None) is left as Python has it."""
+    stream = sys.stdout
+    if stream is None:
+        yield
+        return
+    sys.stdout = cast(TextIO, _DroppedWhenGone(stream))
+    try:
+        yield
+        sys.stdout.flush()
+    finally:
+        sys.stdout = stream
 
 
 def command_line() -> int:

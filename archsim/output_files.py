@@ -4,15 +4,14 @@ A regular file (or a new name) is replaced atomically, keeping the old file's pe
 read-only one is refused); this process's own descriptor
 (``/dev/stdout``, ``/dev/fd/N``) is written into; a character device or FIFO is written
 through in place, never replaced; anything else is refused in one line (docs/security.md).
-Every target is checked when the command line is read (:func:`output_flag`, :func:`folder_flag`),
-where it would go as well as what it is, and a run's files are one :func:`output_set`: each is
+Every target is checked when the command line is read (:mod:`archsim.output_targets`), where it
+would go as well as what it is, and a run's files are one :func:`output_set`: each is
 written to its temp file first and renamed into place only when all of them are written, so a run
 that fails while writing (a full disk, Ctrl-C) replaces none of them.
 """
 
 from __future__ import annotations
 
-import argparse
 import errno
 import os
 import stat
@@ -25,191 +24,9 @@ from pathlib import Path
 from typing import TypeVar
 
 from archsim.errors import InputError
+from archsim.output_targets import TEMP_SUFFIX, check_target, own_descriptor, temp_prefix, unwritable
 
 T = TypeVar("T")
-
-
-def check_target(path: str | Path) -> str:
-    """What writing to ``path`` will do: ``"replace"`` (a regular file, through a symlink too, or a
-    new name) or ``"through"`` (a character device or FIFO); anything else is an
-    :class:`InputError`. A new name is checked where it would go and an existing file's folder must
-    take the rename (:func:`_check_creatable`); a FIFO's reader is checked when it is opened."""
-    path = Path(path)
-    if own_descriptor(path) is not None:
-        return "through"
-    try:
-        mode = os.stat(path).st_mode  # follows symlinks: what the name leads to
-    except FileNotFoundError:
-        if os.path.islink(path):
-            raise InputError("a symlink to nothing: give a file name, or fix the link", file=str(path)) from None
-        _check_creatable(path, path.parent, [path.name])
-        return "replace"
-    except OSError as exc:  # a file in the way (named by the walk), a loop, a name too long, no permission
-        if isinstance(exc, NotADirectoryError):
-            _check_creatable(path, path.parent, [path.name])
-        raise _unwritable(exc, path) from None
-    if stat.S_ISREG(mode):
-        if not mode & 0o222 or not os.access(path, os.W_OK):  # the rename needs only the folder's permission
-            raise InputError(f"a read-only file (mode {stat.S_IMODE(mode):o}): give another name, or make it "
-                             "writable", file=str(path))
-        real = Path(os.path.realpath(path))  # through a symlink the file it leads to is replaced
-        _check_creatable(path, real.parent, [real.name])
-        return "replace"
-    if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
-        return "through"
-    what = ("a folder" if stat.S_ISDIR(mode) else "a socket" if stat.S_ISSOCK(mode)
-            else "a block device (a disk)" if stat.S_ISBLK(mode) else "not a file")
-    raise InputError(f"cannot write here ({what}): give a file name", file=str(path))
-
-
-def check_folder(path: str | Path) -> Path:
-    """Check a folder that several output files will go into (a sweep's results folder) before any
-    is written: an existing folder this process can create files in, or a new name that can be made
-    there (:func:`check_target`'s rules for a new name); else an :class:`InputError`."""
-    path = Path(path)
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        if os.path.islink(path):
-            raise InputError("a symlink to nothing: give a folder, or fix the link", file=str(path)) from None
-        _check_creatable(path, path.parent, [path.name], is_folder=True)
-        return path
-    except OSError as exc:
-        if isinstance(exc, NotADirectoryError):  # names the file in the way
-            _check_creatable(path, path.parent, [path.name], is_folder=True)
-        raise _unwritable(exc, path) from None
-    if not stat.S_ISDIR(mode):
-        raise InputError("cannot write results here (not a folder): give a folder name", file=str(path))
-    _check_creatable(path, path, [], is_folder=True)
-    return path
-
-
-def _check_creatable(path: Path, where: Path, names: list[str], *, is_folder: bool = False) -> None:
-    """Refuse ``path`` unless ``names`` (the folders still to be made, then the target's own name) can
-    be made under ``where``'s nearest existing ancestor: it must be a folder (not a file in the way)
-    this process may create in (``os.access`` W_OK | X_OK, then one empty temp file made and removed
-    there: only that finds a folder of ``/proc`` or ``/sys``, whose permission bits pass root), and
-    each name must fit the file system's NAME_MAX (a file's with its temp file's affixes)."""
-    while True:
-        try:
-            mode = os.stat(where).st_mode
-            break
-        except (FileNotFoundError, NotADirectoryError) as exc:
-            if where == where.parent:  # the working folder itself is gone
-                raise _unwritable(exc, path) from None
-            if os.path.islink(where):  # mkdir cannot make a folder where a dangling link is
-                raise InputError(f"cannot write here ({_shown(where)} is a symlink to nothing)",
-                                 file=str(path)) from None
-            names.insert(0, where.name)
-            where = where.parent
-        except OSError as exc:
-            raise _unwritable(exc, path) from None
-    if not stat.S_ISDIR(mode):
-        raise InputError(f"cannot write here ({_shown(where)} is a file, not a folder)", file=str(path))
-    if not os.access(where, os.W_OK | os.X_OK):
-        raise InputError(f"cannot write here (no permission to create files in {_shown(where)})", file=str(path))
-    try:
-        limit = os.pathconf(where, "PC_NAME_MAX")
-    except (OSError, ValueError):
-        limit = 255
-    for index, name in enumerate(names):
-        temp = index == len(names) - 1 and not is_folder  # a file is written as its temp file first
-        size = len(os.fsencode(_temp_prefix(name) + "X" * 8 + _TEMP_SUFFIX if temp else name))
-        if size > limit:
-            own = len(os.fsencode(name))
-            shown = f"{own} bytes ({size} as its temp file)" if temp and own <= limit else f"{own} bytes"
-            raise InputError(f"cannot write here (a name too long: {shown}, over the file system's {limit})",
-                             file=str(path))
-    _probe(path, where, names[0] if len(names) == 1 and not is_folder else "archsim")
-
-
-def _probe(path: Path, folder: Path, name: str) -> None:
-    """Make one empty temp file in ``folder`` (named as :func:`write_output`'s, so a killed run's is an
-    orphan the next run removes) and remove it: a pseudo file system (``/proc``) or a read-only mount
-    refuses it here, before any output is written."""
-    import tempfile
-
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(name), suffix=_TEMP_SUFFIX, dir=folder)
-    except OSError as exc:
-        raise InputError(f"cannot write here (cannot create files in {_shown(folder)}: "
-                         f"{exc.strerror or exc.__class__.__name__})", file=str(path)) from None
-    os.close(fd)
-    Path(tmp).unlink(missing_ok=True)
-
-
-def _shown(folder: Path) -> str:
-    return str(folder) if str(folder) not in ("", ".") else "the current folder"
-
-
-_TEMP_SUFFIX = ".tmp"
-
-
-def _temp_prefix(name: str) -> str:
-    """The start of a temp file's name beside ``name``: ``.NAME.PID.`` (then 8 random characters and
-    ``.tmp``), which :func:`remove_orphans` reads back."""
-    return f".{name}.{os.getpid()}."
-
-
-_OWN_STREAMS = {"/dev/stdin": 0, "/dev/stdout": 1, "/dev/stderr": 2}
-_OWN_FD_FOLDERS = ("/dev/fd", "/proc/self/fd")
-
-
-def own_descriptor(path: str | Path) -> int | None:
-    """The descriptor of this process that ``path`` names (``/dev/stdout`` → 1, ``/dev/fd/N`` or
-    ``/proc/self/fd/N`` → N), else None. Why: such a name is a link to whatever the shell opened —
-    often a regular file (``> log``, ``>> log``) — and replacing what it points to would destroy
-    the file the shell appends to; the output must go through the descriptor, at its offset."""
-    text = os.path.normpath(os.path.abspath(str(path)))
-    if text in _OWN_STREAMS:
-        return _OWN_STREAMS[text]
-    folder, name = os.path.split(text)
-    return int(name) if folder in _OWN_FD_FOLDERS and name.isdigit() else None
-
-
-def output_flag(text: str) -> str:
-    """An argparse ``type=`` for every flag that names an output file: a target that cannot be
-    written is refused before any work (:func:`check_target`), not after minutes of it."""
-    if text:  # an empty value is the command's own business (a default path, or an error)
-        try:
-            check_target(text)
-        except InputError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-    return text
-
-
-def folder_flag(text: str) -> str:
-    """An argparse ``type=`` for a flag that names a folder of output files (:func:`check_folder`)."""
-    if text:
-        try:
-            check_folder(text)
-        except InputError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-    return text
-
-
-def distinct_targets(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """Refuse one file named by two output flags of a run (``--out x --gantt x``): the second write
-    would silently replace the first. Devices, FIFOs and this process's own descriptors
-    (``/dev/null``, ``/dev/stdout``) are written through, not replaced, so they may be named twice."""
-    seen: dict[str, str] = {}
-    for action in parser._actions:  # the parser's flags, as argparse keeps them
-        value = getattr(args, action.dest, None) if action.type is output_flag else None
-        if not value or action.dest in seen.values() or check_target(value) == "through":
-            continue
-        key = os.path.realpath(value)
-        if key in seen:
-            raise InputError(f"named by two output flags ({_flag(parser, seen[key])} and "
-                             f"{_flag(parser, action.dest)}): the second would replace the first; "
-                             "give each its own file", file=str(value))
-        seen[key] = action.dest
-
-
-def _flag(parser: argparse.ArgumentParser, dest: str) -> str:
-    """The first option string of the flag storing into ``dest`` (``"trace"`` → ``--chrome-trace``)."""
-    named = [action for action in parser._actions if action.dest == dest and action.option_strings]
-    shown = [action for action in named if action.help != argparse.SUPPRESS] or named
-    return shown[0].option_strings[0] if shown else dest
 
 
 def write_output(path: str | Path, text: str, *, at_once: bool = False) -> Path:
@@ -221,7 +38,7 @@ def write_output(path: str | Path, text: str, *, at_once: bool = False) -> Path:
       written now and renamed when the set ends, with the run's other files; ``at_once``: renamed
       now even so (a file that stands alone: a sweep's cache of one unit, kept if the run stops);
     * this process's own descriptor (``/dev/stdout``, ``/dev/stderr``, ``/dev/fd/N``,
-      ``/proc/self/fd/N``): written into that descriptor (:func:`own_descriptor`), whatever it
+      ``/proc/self/fd/N``): written into that descriptor (:func:`~archsim.output_targets.own_descriptor`), whatever it
       leads to, so a file the shell appends to keeps what it had;
     * a character device (``/dev/null``, a terminal) or a FIFO: written through in
       place (opened for writing, no temp file, no rename), so the node is never replaced. A FIFO is
@@ -273,7 +90,7 @@ class _OutputSet:
                 for _, left in list(self.temps.items())[index:]:
                     left.unlink(missing_ok=True)
                 if isinstance(exc, OSError):
-                    raise _unwritable(exc, path) from None
+                    raise unwritable(exc, path) from None
                 raise
 
     def discard(self) -> None:
@@ -358,9 +175,6 @@ def _missing_folders(folder: Path) -> list[Path]:
     return missing
 
 
-def _unwritable(exc: OSError, path: Path) -> InputError:
-    return InputError(f"cannot write here ({exc.strerror or exc.__class__.__name__})", file=str(path))
-
 
 def _write_descriptor(fd: int, path: Path, text: str) -> Path:
     """Write into this process's own open descriptor ``fd`` (not closed): the shell's ``>``/``>>``
@@ -370,7 +184,7 @@ def _write_descriptor(fd: int, path: Path, text: str) -> Path:
         while data:
             data = data[os.write(fd, data):]
     except OSError as exc:  # a closed descriptor (EBADF), a full disk, a reader that left
-        raise _unwritable(exc, path) from None
+        raise unwritable(exc, path) from None
     return path
 
 
@@ -383,7 +197,7 @@ def _write_through(path: Path, text: str, *, fifo: bool) -> Path:
     except OSError as exc:
         if fifo and exc.errno == errno.ENXIO:
             raise InputError("a FIFO with no reader: start its reader first", file=str(path)) from None
-        raise _unwritable(exc, path) from None
+        raise unwritable(exc, path) from None
     try:
         if fifo:
             import fcntl
@@ -393,7 +207,7 @@ def _write_through(path: Path, text: str, *, fifo: bool) -> Path:
         while data:
             data = data[os.write(fd, data):]
     except OSError as exc:  # /dev/full: ENOSPC; a FIFO whose reader left: EPIPE
-        raise _unwritable(exc, path) from None
+        raise unwritable(exc, path) from None
     finally:
         os.close(fd)
     return path
@@ -412,7 +226,7 @@ def _replace_atomically(path: Path, text: str) -> Path:
     except BaseException as exc:
         tmp.unlink(missing_ok=True)
         if isinstance(exc, OSError):
-            raise _unwritable(exc, path) from None
+            raise unwritable(exc, path) from None
         raise
     return path
 
@@ -426,9 +240,9 @@ def _write_temp(path: Path, text: str) -> Path:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         remove_orphans(path.parent, path.name)
-        fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(path.name), suffix=_TEMP_SUFFIX, dir=path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=temp_prefix(path.name), suffix=TEMP_SUFFIX, dir=path.parent)
     except OSError as exc:
-        raise _unwritable(exc, path) from None
+        raise unwritable(exc, path) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)
@@ -438,7 +252,7 @@ def _write_temp(path: Path, text: str) -> Path:
     except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
         if isinstance(exc, OSError):
-            raise _unwritable(exc, path) from None
+            raise unwritable(exc, path) from None
         raise
     return Path(tmp)
 

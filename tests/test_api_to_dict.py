@@ -101,3 +101,28 @@ def test_search_to_dict_names_placeholders_for_objects():
 
     found = archsim.search(load_transformer(MODEL), cluster=load_gpu_cluster(CLUSTER), **SMALL)
     assert found.to_dict()["rows"][0]["command"].startswith("archsim train MODEL.json --cluster CLUSTER.toml ")
+
+
+def test_search_names_the_files_given_for_objects():
+    """``model_file``/``cluster_file``: the paths the objects came from, in each row's train line."""
+    from archsim.training.cluster import load_gpu_cluster
+    from archsim.workload.transformer import load_transformer
+
+    found = archsim.search(load_transformer(MODEL), cluster=load_gpu_cluster(CLUSTER), model_file=MODEL,
+                           cluster_file=CLUSTER, **SMALL)
+    assert found.to_dict()["rows"][0]["command"].startswith(f"archsim train {MODEL} --cluster {CLUSTER} ")
+    with pytest.raises(InputError, match="model_file"):
+        archsim.search(MODEL, cluster=CLUSTER, model_file=3, **SMALL)
+
+
+def test_archsim_search_builds_its_json_document_once(capsys, monkeypatch):
+    """The command's document is archsim.search's own (naming the command's files), not a second one."""
+    from archsim.training import train_json
+
+    built = []
+    real = train_json.search_document
+    monkeypatch.setattr(train_json, "search_document", lambda *a, **k: built.append(k["model"]) or real(*a, **k))
+    printed = _cli_json(capsys, ["search", MODEL, "--cluster", CLUSTER, "--global-batch", "16", "--top", "2",
+                                 "--schedule", "1f1b", "--max-micro-batch", "1", "--refine", "1"])
+    assert built == [MODEL]
+    assert printed["rows"][0]["command"].startswith(f"archsim train {MODEL} --cluster {CLUSTER} ")

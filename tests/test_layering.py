@@ -37,6 +37,8 @@ FORBIDDEN = {
                        "archsim.partition", "archsim.spp", "archsim.cluster", "archsim.planners", "archsim.sim",
                        "archsim.sweep", "archsim.commands", "archsim.cli"),
     "archsim.api": ("archsim.commands", "archsim.cli"),
+    # an output flag's target is checked when the command line is read; the writer uses the checks, not back
+    "archsim.output_targets": ("archsim.output_files", *LATER),
 }
 
 

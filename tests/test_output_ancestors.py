@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from archsim.errors import InputError
-from archsim.output_files import check_folder, check_target, write_output
+from archsim.output_files import write_output
+from archsim.output_targets import check_folder, check_target
 
 NAME_MAX = 255  # Linux's for every local file system the tests run on
 

@@ -285,3 +285,62 @@ def test_every_multi_output_command_replaces_none_when_its_second_file_fails(tmp
     assert len(seen) == 2 and "No space left on device" in line
     assert _kept(*targets)
     assert _temps(tmp_path) == []
+
+
+# a reader of stdout that leaves early (`| head -1`): the run's files land all the same
+
+PIPELINE = ["pipeline", "layerpipe_sample", "--processors", "2", "--microbatches", "2", "--format", "csv"]
+
+
+def test_a_stdout_whose_reader_left_still_gets_the_runs_files_written(tmp_path, capsys, monkeypatch):
+    """stdout a pipe whose read end is closed, line-buffered so the run's first line meets it."""
+    expected, trace = tmp_path / "expected.json", tmp_path / "t.json"
+    assert main([*PIPELINE, "--chrome-trace", str(expected)]) == 0
+    read, write = os.pipe()
+    os.close(read)
+    with open(write, "w", encoding="utf-8", buffering=1) as gone:
+        monkeypatch.setattr(sys, "stdout", gone)
+        assert main([*PIPELINE, "--chrome-trace", str(trace)]) == 0
+        assert trace.read_bytes() == expected.read_bytes()
+    assert _temps(tmp_path) == []
+
+
+def test_a_stdout_closed_before_the_run_still_gets_the_runs_files_written(tmp_path, capsys, monkeypatch):
+    """`archsim cost … --out f >&-`: Python's sys.stdout is None; the file is written, status 0."""
+    out = tmp_path / "cost.csv"
+    monkeypatch.setattr(sys, "stdout", None)
+    assert main(["cost", "layerpipe_sample", "--format", "csv", "--out", str(out)]) == 0
+    assert out.read_text(encoding="utf-8").startswith("layer,")
+
+
+@pytest.mark.long
+def test_a_pipe_closed_after_one_line_still_gets_the_runs_files_written(tmp_path, capsys):
+    """`archsim pipeline wide.csv --format csv --chrome-trace t.json | head -1`: the table (~32 kB,
+    one row a layer) outgrows a one-page pipe, so the run is still printing when the reader closes
+    it; the trace must land complete, with status 0 and nothing on stderr about the pipe."""
+    fcntl = pytest.importorskip("fcntl")
+    if not hasattr(fcntl, "F_SETPIPE_SZ"):
+        pytest.skip("needs Linux's F_SETPIPE_SZ to make the pipe one page")
+    network = tmp_path / "wide.csv"
+    network.write_text("Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, "
+                       "Strides,\n" + "".join(f"fc{i}, 1, 1, 1, 1, 16, 16, 1,\n" for i in range(1000)),
+                       encoding="utf-8")
+    argv = ["pipeline", str(network), "--processors", "2", "--microbatches", "2", "--format", "csv"]
+    expected, trace = tmp_path / "expected.json", tmp_path / "t.json"
+    assert main([*argv, "--chrome-trace", str(expected)]) == 0
+    table = capsys.readouterr().out
+    read, write = os.pipe()
+    fcntl.fcntl(read, fcntl.F_SETPIPE_SZ, 4096)  # the child can have handed over at most ~16 kB when it closes
+    assert len(table.encode()) > 4 * 4096
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # unbuffered, a partial write passes
+    with subprocess.Popen([sys.executable, "-m", "archsim", *argv, "--chrome-trace", str(trace)],
+                          stdout=write, stderr=subprocess.PIPE, env=env) as child:
+        os.close(write)
+        with os.fdopen(read, "rb") as reader:
+            first = reader.readline()
+        err = child.communicate(timeout=300)[1].decode()
+    assert first.decode() == table.splitlines(keepends=True)[0]
+    assert child.returncode == 0, err
+    assert "Broken" not in err and "Traceback" not in err and "Exception ignored" not in err, err
+    assert trace.read_bytes() == expected.read_bytes()
+    assert _temps(tmp_path) == []

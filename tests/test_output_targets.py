@@ -24,7 +24,8 @@ from test_robustness import clean_error
 from archsim import cli
 from archsim.cli import main
 from archsim.errors import InputError
-from archsim.output_files import output_flag, write_output
+from archsim.output_files import write_output
+from archsim.output_targets import output_flag
 
 NULL, FULL = os.makedev(1, 3), os.makedev(1, 7)  # Linux's numbers for /dev/null and /dev/full
 

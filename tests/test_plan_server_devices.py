@@ -20,39 +20,6 @@ from archsim.commands import plan
 CLUSTERS = Path(__file__).resolve().parents[1] / "configs" / "clusters"
 
 
-def _cfg(arrays: int = 1, clock_ghz: float = 1.0, hbm_gbps: float = 1e9) -> str:
-    """A SCALE-Sim .cfg device file of ``arrays`` 64 × 64 weight-stationary arrays (defaults: one array,
-    an HBM so fast no GEMM is memory-bound, no launch overhead: the device file's defaults)."""
-    return f"""[general]
-run_name = chip
-
-[architecture_presets]
-ArrayHeight: 64
-ArrayWidth: 64
-IfmapSramSzkB: 683
-FilterSramSzkB: 683
-OfmapSramSzkB: 682
-IfmapOffset: 0
-FilterOffset: 10000000
-OfmapOffset: 20000000
-Dataflow: ws
-
-[archsim]
-ClockGHz = {clock_ghz}
-
-[device]
-name = chip_{arrays}x_{clock_ghz:g}ghz
-arrays = {arrays}
-
-[memory]
-hbm_gib = 16
-hbm_gbps = {hbm_gbps}
-
-[links]
-intra_gbps = 100
-"""
-
-
 def _cluster(folder: Path, name: str, servers: list[str | None]) -> Path:
     """A cluster file of one 4-GPU server per entry of ``servers`` (a device line, or None for none)."""
     text = f'[cluster]\nname = "{name}"\ninter_server_gbps = 100\n'
@@ -63,8 +30,9 @@ def _cluster(folder: Path, name: str, servers: list[str | None]) -> Path:
     return path
 
 
-def _device_cluster(tmp_path: Path, name: str, **cfg) -> Path:
-    (tmp_path / f"{name}.cfg").write_text(_cfg(**cfg), encoding="utf-8")
+def _device_cluster(tmp_path: Path, name: str, cfg: str) -> Path:
+    """A cluster of one server naming the device file ``cfg`` (written as NAME.cfg beside it)."""
+    (tmp_path / f"{name}.cfg").write_text(cfg, encoding="utf-8")
     return _cluster(tmp_path, name, [f'device = "{name}.cfg"'])
 
 
@@ -77,12 +45,12 @@ def _plan_json(capsys, argv: list[str]) -> dict:
     return json.loads(capsys.readouterr().out)["meta"]
 
 
-def test_a_device_file_of_one_array_prices_as_plan_config_on_that_array(tmp_path):
+def test_a_device_file_of_one_array_prices_as_plan_config_on_that_array(tmp_path, chip_cfg):
     """One 64 × 64 array at 1 GHz as a device file gives exactly the layer profile ``plan --config`` gives on
     that array (SCALE-Sim's analytic cycles ÷ clock): the device counts a GEMM's cycles as the array model
     does (it counted one more per GEMM call, elapsed rather than SCALE-Sim's last cycle's index). Tensor
     bytes are fp16's (``--element-bytes 2`` on the array path)."""
-    cluster = _device_cluster(tmp_path, "one")
+    cluster = _device_cluster(tmp_path, "one", chip_cfg())
     plain = _cluster(tmp_path, "plain", [None])
     on_device, meta, memory = _profile(["plan", "layerpipe_sample", "--cluster", str(cluster), "--microbatches", "4"])
     on_array, array_meta, _ = _profile(["plan", "layerpipe_sample", "--cluster", str(plain), "--microbatches", "4",
@@ -99,11 +67,11 @@ def test_a_device_file_of_one_array_prices_as_plan_config_on_that_array(tmp_path
 
 
 @pytest.mark.parametrize("faster", [{"arrays": 4}, {"clock_ghz": 2.0}])
-def test_a_faster_device_plans_a_strictly_shorter_makespan(tmp_path, capsys, faster):
+def test_a_faster_device_plans_a_strictly_shorter_makespan(tmp_path, capsys, faster, chip_cfg):
     """Four arrays instead of one, or twice the clock, on the same links: every layer costs less, so SPP's
     makespan is strictly smaller (the old plan gave both the 32 × 32 array's makespan)."""
-    slow = _device_cluster(tmp_path, "slow")
-    fast = _device_cluster(tmp_path, "fast", **faster)
+    slow = _device_cluster(tmp_path, "slow", chip_cfg())
+    fast = _device_cluster(tmp_path, "fast", chip_cfg(**faster))
     args = ["layerpipe_sample", "--microbatches", "4"]
     slow_meta = _plan_json(capsys, ["plan", args[0], "--cluster", str(slow), *args[1:]])
     fast_meta = _plan_json(capsys, ["plan", args[0], "--cluster", str(fast), *args[1:]])
@@ -158,26 +126,26 @@ def test_servers_of_different_devices_are_refused(tmp_path, capsys):
     assert not out.exists()
 
 
-def test_servers_naming_a_device_beside_servers_naming_none_are_refused(tmp_path, capsys):
-    (tmp_path / "one.cfg").write_text(_cfg(), encoding="utf-8")
+def test_servers_naming_a_device_beside_servers_naming_none_are_refused(tmp_path, capsys, chip_cfg):
+    (tmp_path / "one.cfg").write_text(chip_cfg(), encoding="utf-8")
     cluster = _cluster(tmp_path, "some", ['device = "one.cfg"', None])
     assert main(["plan", "layerpipe_sample", "--cluster", str(cluster), "--microbatches", "4"]) == 2
     err = capsys.readouterr().err
     assert "one.cfg" in err and "some servers name a device" in err
 
 
-def test_element_bytes_on_a_device_is_refused(tmp_path, capsys):
+def test_element_bytes_on_a_device_is_refused(tmp_path, capsys, chip_cfg):
     """--element-bytes sizes the array model's tensors; on a device its dtype does: refused, not ignored."""
-    cluster = _device_cluster(tmp_path, "one")
+    cluster = _device_cluster(tmp_path, "one", chip_cfg())
     assert main(["plan", "layerpipe_sample", "--cluster", str(cluster), "--microbatches", "4",
                  "--element-bytes", "2"]) == 2
     assert "element-bytes" in capsys.readouterr().err
 
 
-def test_an_explicit_array_keeps_the_array_and_says_so(tmp_path, capsys):
+def test_an_explicit_array_keeps_the_array_and_says_so(tmp_path, capsys, chip_cfg):
     """``--array`` with a device cluster prices on that array (a what-if the user asked for), with a note
     naming the device it did not use; the plan is the one of the same links naming no device."""
-    cluster = _device_cluster(tmp_path, "one")
+    cluster = _device_cluster(tmp_path, "one", chip_cfg())
     plain = _cluster(tmp_path, "plain", [None])
     meta = _plan_json(capsys, ["plan", "layerpipe_sample", "--cluster", str(cluster), "--microbatches", "4",
                                "--array", "32x32"])
@@ -190,10 +158,10 @@ def test_an_explicit_array_keeps_the_array_and_says_so(tmp_path, capsys):
     assert "one.cfg" in err and "--clock-ghz" in err and "not on the servers' devices" in err
 
 
-def test_gpu_memory_gb_beside_a_device_is_refused(tmp_path, capsys):
+def test_gpu_memory_gb_beside_a_device_is_refused(tmp_path, capsys, chip_cfg):
     """A device states its own memory (what --memory-constraint then reads): a cluster's gpu_memory_gb
     beside it would be a second, conflicting figure, refused as train refuses it."""
-    cluster = _device_cluster(tmp_path, "one")
+    cluster = _device_cluster(tmp_path, "one", chip_cfg())
     cluster.write_text(cluster.read_text(encoding="utf-8").replace("inter_server_gbps = 100\n",
                                                                    "inter_server_gbps = 100\ngpu_memory_gb = 8\n"),
                        encoding="utf-8")
@@ -201,10 +169,10 @@ def test_gpu_memory_gb_beside_a_device_is_refused(tmp_path, capsys):
     assert "gpu_memory_gb" in capsys.readouterr().err
 
 
-def test_pipedreams_memory_constraint_reads_the_devices_memory(tmp_path, capsys):
+def test_pipedreams_memory_constraint_reads_the_devices_memory(tmp_path, capsys, chip_cfg):
     """--memory-constraint bounds a stage by the device's HBM (16 GiB = 16 · 2³⁰ B here), not by
     plan's default of 16 GB for a cluster without gpu_memory_gb."""
-    cluster = _device_cluster(tmp_path, "one")
+    cluster = _device_cluster(tmp_path, "one", chip_cfg())
     meta = _plan_json(capsys, ["plan", "layerpipe_sample", "--cluster", str(cluster), "--microbatches", "4",
                                "--method", "pipedream", "--memory-constraint"])
     assert f"memory constraint {16 * 2**30:.4g} B" in meta["settings"]

@@ -17,7 +17,8 @@ import test_sweep_kill
 from test_docs import ROOT
 
 from archsim.errors import InputError
-from archsim.output_files import output_flag, write_output
+from archsim.output_files import write_output
+from archsim.output_targets import output_flag
 from archsim.sweep.spec import load_spec
 
 SECURITY = (ROOT / "docs" / "security.md").read_text(encoding="utf-8")

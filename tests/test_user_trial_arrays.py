@@ -36,34 +36,8 @@ hbm_gbps = 400
 intra_gbps = 100
 """
 
-CHIP_CFG = """[general]
-run_name = mychip
-
-[architecture_presets]
-ArrayHeight: 64
-ArrayWidth: 64
-IfmapSramSzkB: 683
-FilterSramSzkB: 683
-OfmapSramSzkB: 682
-IfmapOffset: 0
-FilterOffset: 10000000
-OfmapOffset: 20000000
-Dataflow: ws
-
-[archsim]
-ClockGHz = 1.0
-
-[device]
-name = mychip_cfg
-arrays = 4
-
-[memory]
-hbm_gib = 16
-hbm_gbps = 400
-
-[links]
-intra_gbps = 100
-"""
+# the chip as a SCALE-Sim .cfg device file (tests/conftest.py's chip_cfg)
+CHIP = {"arrays": 4, "hbm_gbps": 400, "run_name": "mychip", "device_name": "mychip_cfg"}
 
 ARRAYS_PEAK_TFLOPS = 2 * 4 * 64 * 64 * 1e9 / 1e12  # 32.768, by hand
 
@@ -120,10 +94,10 @@ def test_the_arrays_peak_without_a_stated_one_is_the_hand_figure(tmp_path):
     assert device.peak("fp16") == pytest.approx(ARRAYS_PEAK_TFLOPS * 1e12)
 
 
-def test_a_cfg_device_file_refuses_a_second_sram_size(tmp_path):
+def test_a_cfg_device_file_refuses_a_second_sram_size(tmp_path, chip_cfg):
     """A ``.cfg`` device file's SRAM per array is its three SCALE-Sim SRAMs (683 + 683 + 682 KiB here);
     a ``[memory] sram_kib_per_array = 8`` beside them was silently dropped (train's energy unchanged)."""
-    text = CHIP_CFG.replace("hbm_gbps = 400", "hbm_gbps = 400\nsram_kib_per_array = 8")
+    text = chip_cfg(**CHIP).replace("hbm_gbps = 400", "hbm_gbps = 400\nsram_kib_per_array = 8")
     with pytest.raises(InputError) as caught:
         load_device(_write(tmp_path, "chip.cfg", text))
     assert caught.value.where.field == "memory.sram_kib_per_array"
@@ -131,10 +105,10 @@ def test_a_cfg_device_file_refuses_a_second_sram_size(tmp_path):
     assert main(["cost", "layerpipe_sample", "--config", str(tmp_path / "chip.cfg")]) == 2  # every reader alike
 
 
-def test_a_cfg_device_sections_unknown_key_lists_the_array_count(tmp_path):
+def test_a_cfg_device_sections_unknown_key_lists_the_array_count(tmp_path, chip_cfg):
     """``[device] clock_mhz = 500`` in a ``.cfg`` was refused with "[device] takes name, gemm, split_k,
     board_watts" — but a ``.cfg``'s ``[device]`` also takes ``arrays`` and ``arrays_per_core``."""
-    text = CHIP_CFG.replace("arrays = 4", "arrays = 4\nclock_mhz = 500")
+    text = chip_cfg(**CHIP).replace("arrays = 4", "arrays = 4\nclock_mhz = 500")
     with pytest.raises(InputError) as caught:
         load_device(_write(tmp_path, "chip.cfg", text))
     assert caught.value.where.field == "device.clock_mhz"
@@ -156,28 +130,29 @@ def test_a_cluster_naming_a_missing_device_file_names_the_cluster_file(tmp_path,
     assert str(cluster) in err and "device" in err and "relative to" in err
 
 
-def test_cost_on_a_device_file_of_four_arrays_says_it_times_one(tmp_path, capsys):
+def test_cost_on_a_device_file_of_four_arrays_says_it_times_one(tmp_path, capsys, chip_cfg):
     """``archsim cost --config chip.cfg`` on a device of 4 arrays prints one array's cycles and seconds
     (docs/formats.md) but said nothing of it: its seconds read as the chip's, 4× what train deals over
     the 4 arrays."""
-    path = _write(tmp_path, "chip.cfg", CHIP_CFG)
+    path = _write(tmp_path, "chip.cfg", chip_cfg(**CHIP))
     assert main(["cost", "layerpipe_sample", "--config", str(path)]) == 0
     err = capsys.readouterr().err
     assert "4 arrays" in err and "one" in err
     assert main(["gemm", "--m", "1024", "--k", "768", "--n", "2304", "--config", str(path)]) == 0
     assert "4 arrays" in capsys.readouterr().err  # gemm reads --config on its own path
-    plain = _write(tmp_path, "plain.cfg", CHIP_CFG.split("[device]")[0])
+    plain = _write(tmp_path, "plain.cfg", chip_cfg(**CHIP).split("[device]")[0])
     assert main(["cost", "layerpipe_sample", "--config", str(plain)]) == 0
     assert "arrays" not in capsys.readouterr().err  # a plain SCALE-Sim file is one array: nothing to say
 
 
-@pytest.mark.parametrize("name, text, field", [
-    ("chip.cfg", CHIP_CFG.replace("arrays = 4", "arrays = 4\narrays_per_core = 3"), "device.arrays_per_core"),
-    ("chip.toml", CHIP_TOML.replace("arrays = 4", "arrays = 4\narrays_per_core = 3"), "compute.arrays_per_core")])
-def test_arrays_per_core_that_do_not_divide_the_arrays_name_the_key(tmp_path, capsys, name, text, field):
+@pytest.mark.parametrize("name, field", [("chip.cfg", "device.arrays_per_core"),
+                                         ("chip.toml", "compute.arrays_per_core")])
+def test_arrays_per_core_that_do_not_divide_the_arrays_name_the_key(tmp_path, capsys, chip_cfg, name, field):
     """``arrays_per_core = 3`` beside 4 arrays was refused by train as field 'device.per_core' (a key no file
     has), and ``cost --config`` took the same ``.cfg`` — though docs/formats.md says every reader refuses a
     bad value of a device file alike."""
+    text = (chip_cfg(**CHIP) if name.endswith(".cfg") else CHIP_TOML).replace("arrays = 4",
+                                                                             "arrays = 4\narrays_per_core = 3")
     path = _write(tmp_path, name, text)
     with pytest.raises(InputError) as caught:
         load_device(path)
@@ -187,7 +162,7 @@ def test_arrays_per_core_that_do_not_divide_the_arrays_name_the_key(tmp_path, ca
         assert "arrays_per_core" in capsys.readouterr().err
 
 
-def test_plan_on_a_cluster_of_the_chip_prices_on_the_chip(tmp_path, capsys):
+def test_plan_on_a_cluster_of_the_chip_prices_on_the_chip(tmp_path, capsys, chip_cfg):
     """``archsim plan NETWORK --cluster`` on a cluster whose servers name a device file priced every layer on
     the default 32 × 32 array at 1 GHz (only a stderr note said so): the same makespan for a cluster of
     this chip, of TPU-v4-like chips and of H100s. It now prices them on the
@@ -195,7 +170,7 @@ def test_plan_on_a_cluster_of_the_chip_prices_on_the_chip(tmp_path, capsys):
     array does on the same links (given explicitly with --array, which keeps the array and says so)."""
     import json
 
-    _write(tmp_path, "chip.cfg", CHIP_CFG)
+    _write(tmp_path, "chip.cfg", chip_cfg(**CHIP))
     cluster = _write(tmp_path, "mine.toml", '[cluster]\nname = "mine"\n\n[[servers]]\ngpus = 4\n'
                      'intra_server_gbps = 800\ndevice = "chip.cfg"\n')
     assert main(["plan", "layerpipe_sample", "--cluster", str(cluster), "--microbatches", "4", "--format", "json"]) == 0

@@ -12,7 +12,8 @@ from archsim.choices.bppsa import ZEROS
 from archsim.commands import Command
 from archsim.commands.common import add_array_arguments, add_output_arguments, array_from_args, emit, int_list
 from archsim.errors import InputError
-from archsim.output_files import note_written, output_flag
+from archsim.output_files import note_written
+from archsim.output_targets import output_flag
 from archsim.progress import progress
 from archsim.validate import seed_flag
 

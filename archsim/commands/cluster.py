@@ -9,7 +9,8 @@ from archsim.choices.cluster import MAIN_POLICIES, POLICIES
 from archsim.commands import Command
 from archsim.commands.common import add_output_arguments, emit, positive_int
 from archsim.errors import InputError
-from archsim.output_files import note_written, output_flag
+from archsim.output_files import note_written
+from archsim.output_targets import output_flag
 from archsim.progress import progress
 from archsim.validate import float_flag, int_flag, processors_flag, seed_flag
 

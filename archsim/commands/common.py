@@ -13,7 +13,8 @@ from archsim.choices.devices import ARRAY_DTYPES, SCALESIM_DTYPE
 from archsim.choices.networks import SHAPE_CHECKS, UNSUPPORTED
 from archsim.choices.outputs import FORMATS
 from archsim.errors import InputError
-from archsim.output_files import note_written, output_flag, write_output
+from archsim.output_files import note_written, write_output
+from archsim.output_targets import output_flag
 from archsim.progress import progress
 from archsim.validate import DEFAULT_MAX_OPS, parse_int, positive_float_flag, positive_int_flag, shown
 

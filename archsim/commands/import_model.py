@@ -12,7 +12,7 @@ import sys
 
 from archsim.commands import Command
 from archsim.commands.common import add_onnx_arguments, onnx_options
-from archsim.output_files import output_flag
+from archsim.output_targets import output_flag
 from archsim.validate import float_flag
 from archsim.workload.torch_file import DEFAULT_TIMEOUT
 

@@ -26,7 +26,7 @@ from archsim.commands.common import (
     note_unread_cluster_keys,
     positive_int,
 )
-from archsim.output_files import output_flag
+from archsim.output_targets import output_flag
 from archsim.validate import INT32_MAX, int_flag
 
 HELP = "search TP × PP × DP × micro-batch × recompute × schedule for the fastest training iteration"
@@ -92,7 +92,6 @@ def run(args: argparse.Namespace) -> int:
     from archsim.outputs import render
     from archsim.training.cluster import load_gpu_cluster
     from archsim.training.search_space import chunk_counts
-    from archsim.training.train_json import search_document
     from archsim.workload.transformer import load_transformer
 
     chunk_counts(args.schedule, args.chunks)  # a flag combination: refused before the model is read
@@ -102,10 +101,9 @@ def run(args: argparse.Namespace) -> int:
                     balance=args.balance, placement=args.placement, top=args.top, recompute=args.recompute,
                     schedule=args.schedule, chunks=args.chunks, max_micro_batch=args.max_micro_batch,
                     sequence_parallel=args.sequence_parallel, refine=args.refine, attention=args.attention,
-                    dp_overlap=args.dp_overlap, max_ops=args.max_ops, grad_accumulation=args.grad_accumulation)
-    document = search_document(result, config, cluster, model=args.model, cluster_file=args.cluster,
-                               global_batch=args.global_batch, gpus=args.gpus, seq=args.seq,
-                               objective=args.objective, balance=args.balance, placement=args.placement)
+                    dp_overlap=args.dp_overlap, max_ops=args.max_ops, grad_accumulation=args.grad_accumulation,
+                    seq=args.seq, model_file=args.model, cluster_file=args.cluster)
+    document = result.to_dict()  # built once, by archsim.search, naming the files as given
     meta, rows = document["meta"], document["rows"]
     if args.format != "json":
         meta = {k: (", ".join(f"{r}: {n}" for r, n in v.items()) if isinstance(v, dict) else v)

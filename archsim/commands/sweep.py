@@ -6,7 +6,8 @@ import argparse
 from pathlib import Path
 
 from archsim.commands import Command
-from archsim.output_files import folder_flag, note_written, output_flag
+from archsim.output_files import note_written
+from archsim.output_targets import folder_flag, output_flag
 from archsim.validate import int_flag
 
 
@@ -24,7 +25,7 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_sweep_command(args: argparse.Namespace) -> int:
-    from archsim.output_files import check_folder, check_target
+    from archsim.output_targets import check_folder, check_target
     from archsim.sweep import load_spec, run_sweep
     from archsim.sweep.report import write_report
 

@@ -19,7 +19,8 @@ from archsim.array.config import DATAFLOWS, parse_array_shape
 from archsim.commands import Command
 from archsim.commands.common import add_output_arguments, clock_flag, emit, phases, positive_int
 from archsim.modes import MODES
-from archsim.output_files import note_written, output_flag
+from archsim.output_files import note_written
+from archsim.output_targets import output_flag
 from archsim.validate import positive_float_flag
 
 SHOW = ("stats", "kernels", "streams", "streams-summary", "sensitivity", "assumptions")

@@ -1,0 +1,206 @@
+"""Every output target is checked when the command line is read, before any work: what writing
+there will do (:func:`check_target`: replace a regular file or a new name, write through a device,
+a FIFO or this process's own descriptor, or refuse in one line), where it would go (a folder this
+process can create files in, a name the file system takes) and that no two flags name one file
+(:func:`distinct_targets`). Why its own module: checking a name is a different job from writing
+it (:mod:`archsim.output_files`, which imports this one, never the other way), and the argparse
+``type=`` of every output flag needs only the checks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import stat
+from pathlib import Path
+
+from archsim.errors import InputError
+
+
+def check_target(path: str | Path) -> str:
+    """What writing to ``path`` will do: ``"replace"`` (a regular file, through a symlink too, or a
+    new name) or ``"through"`` (a character device or FIFO); anything else is an
+    :class:`InputError`. A new name is checked where it would go and an existing file's folder must
+    take the rename (:func:`_check_creatable`); a FIFO's reader is checked when it is opened."""
+    path = Path(path)
+    if own_descriptor(path) is not None:
+        return "through"
+    try:
+        mode = os.stat(path).st_mode  # follows symlinks: what the name leads to
+    except FileNotFoundError:
+        if os.path.islink(path):
+            raise InputError("a symlink to nothing: give a file name, or fix the link", file=str(path)) from None
+        _check_creatable(path, path.parent, [path.name])
+        return "replace"
+    except OSError as exc:  # a file in the way (named by the walk), a loop, a name too long, no permission
+        if isinstance(exc, NotADirectoryError):
+            _check_creatable(path, path.parent, [path.name])
+        raise unwritable(exc, path) from None
+    if stat.S_ISREG(mode):
+        if not mode & 0o222 or not os.access(path, os.W_OK):  # the rename needs only the folder's permission
+            raise InputError(f"a read-only file (mode {stat.S_IMODE(mode):o}): give another name, or make it "
+                             "writable", file=str(path))
+        real = Path(os.path.realpath(path))  # through a symlink the file it leads to is replaced
+        _check_creatable(path, real.parent, [real.name])
+        return "replace"
+    if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
+        return "through"
+    what = ("a folder" if stat.S_ISDIR(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "a block device (a disk)" if stat.S_ISBLK(mode) else "not a file")
+    raise InputError(f"cannot write here ({what}): give a file name", file=str(path))
+
+
+def check_folder(path: str | Path) -> Path:
+    """Check a folder that several output files will go into (a sweep's results folder) before any
+    is written: an existing folder this process can create files in, or a new name that can be made
+    there (:func:`check_target`'s rules for a new name); else an :class:`InputError`."""
+    path = Path(path)
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        if os.path.islink(path):
+            raise InputError("a symlink to nothing: give a folder, or fix the link", file=str(path)) from None
+        _check_creatable(path, path.parent, [path.name], is_folder=True)
+        return path
+    except OSError as exc:
+        if isinstance(exc, NotADirectoryError):  # names the file in the way
+            _check_creatable(path, path.parent, [path.name], is_folder=True)
+        raise unwritable(exc, path) from None
+    if not stat.S_ISDIR(mode):
+        raise InputError("cannot write results here (not a folder): give a folder name", file=str(path))
+    _check_creatable(path, path, [], is_folder=True)
+    return path
+
+
+def _check_creatable(path: Path, where: Path, names: list[str], *, is_folder: bool = False) -> None:
+    """Refuse ``path`` unless ``names`` (the folders still to be made, then the target's own name) can
+    be made under ``where``'s nearest existing ancestor: it must be a folder (not a file in the way)
+    this process may create in (``os.access`` W_OK | X_OK, then one empty temp file made and removed
+    there: only that finds a folder of ``/proc`` or ``/sys``, whose permission bits pass root), and
+    each name must fit the file system's NAME_MAX (a file's with its temp file's affixes)."""
+    while True:
+        try:
+            mode = os.stat(where).st_mode
+            break
+        except (FileNotFoundError, NotADirectoryError) as exc:
+            if where == where.parent:  # the working folder itself is gone
+                raise unwritable(exc, path) from None
+            if os.path.islink(where):  # mkdir cannot make a folder where a dangling link is
+                raise InputError(f"cannot write here ({_shown(where)} is a symlink to nothing)",
+                                 file=str(path)) from None
+            names.insert(0, where.name)
+            where = where.parent
+        except OSError as exc:
+            raise unwritable(exc, path) from None
+    if not stat.S_ISDIR(mode):
+        raise InputError(f"cannot write here ({_shown(where)} is a file, not a folder)", file=str(path))
+    if not os.access(where, os.W_OK | os.X_OK):
+        raise InputError(f"cannot write here (no permission to create files in {_shown(where)})", file=str(path))
+    try:
+        limit = os.pathconf(where, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        limit = 255
+    for index, name in enumerate(names):
+        temp = index == len(names) - 1 and not is_folder  # a file is written as its temp file first
+        size = len(os.fsencode(temp_prefix(name) + "X" * 8 + TEMP_SUFFIX if temp else name))
+        if size > limit:
+            own = len(os.fsencode(name))
+            shown = f"{own} bytes ({size} as its temp file)" if temp and own <= limit else f"{own} bytes"
+            raise InputError(f"cannot write here (a name too long: {shown}, over the file system's {limit})",
+                             file=str(path))
+    _probe(path, where, names[0] if len(names) == 1 and not is_folder else "archsim")
+
+
+def _probe(path: Path, folder: Path, name: str) -> None:
+    """Make one empty temp file in ``folder`` (named as :func:`~archsim.output_files.write_output`'s, so a killed run's is an
+    orphan the next run removes) and remove it: a pseudo file system (``/proc``) or a read-only mount
+    refuses it here, before any output is written."""
+    import tempfile
+
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=temp_prefix(name), suffix=TEMP_SUFFIX, dir=folder)
+    except OSError as exc:
+        raise InputError(f"cannot write here (cannot create files in {_shown(folder)}: "
+                         f"{exc.strerror or exc.__class__.__name__})", file=str(path)) from None
+    os.close(fd)
+    Path(tmp).unlink(missing_ok=True)
+
+
+def _shown(folder: Path) -> str:
+    return str(folder) if str(folder) not in ("", ".") else "the current folder"
+
+
+TEMP_SUFFIX = ".tmp"  # every temp file the writer makes ends so (``.NAME.PID.XXXXXXXX.tmp``)
+
+
+def temp_prefix(name: str) -> str:
+    """The start of a temp file's name beside ``name``: ``.NAME.PID.`` (then 8 random characters and
+    ``.tmp``), which :func:`~archsim.output_files.remove_orphans` reads back."""
+    return f".{name}.{os.getpid()}."
+
+
+_OWN_STREAMS = {"/dev/stdin": 0, "/dev/stdout": 1, "/dev/stderr": 2}
+_OWN_FD_FOLDERS = ("/dev/fd", "/proc/self/fd")
+
+
+def own_descriptor(path: str | Path) -> int | None:
+    """The descriptor of this process that ``path`` names (``/dev/stdout`` → 1, ``/dev/fd/N`` or
+    ``/proc/self/fd/N`` → N), else None. Why: such a name is a link to whatever the shell opened —
+    often a regular file (``> log``, ``>> log``) — and replacing what it points to would destroy
+    the file the shell appends to; the output must go through the descriptor, at its offset."""
+    text = os.path.normpath(os.path.abspath(str(path)))
+    if text in _OWN_STREAMS:
+        return _OWN_STREAMS[text]
+    folder, name = os.path.split(text)
+    return int(name) if folder in _OWN_FD_FOLDERS and name.isdigit() else None
+
+
+def output_flag(text: str) -> str:
+    """An argparse ``type=`` for every flag that names an output file: a target that cannot be
+    written is refused before any work (:func:`check_target`), not after minutes of it."""
+    if text:  # an empty value is the command's own business (a default path, or an error)
+        try:
+            check_target(text)
+        except InputError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def folder_flag(text: str) -> str:
+    """An argparse ``type=`` for a flag that names a folder of output files (:func:`check_folder`)."""
+    if text:
+        try:
+            check_folder(text)
+        except InputError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def distinct_targets(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse one file named by two output flags of a run (``--out x --gantt x``): the second write
+    would silently replace the first. Devices, FIFOs and this process's own descriptors
+    (``/dev/null``, ``/dev/stdout``) are written through, not replaced, so they may be named twice."""
+    seen: dict[str, str] = {}
+    for action in parser._actions:  # the parser's flags, as argparse keeps them
+        value = getattr(args, action.dest, None) if action.type is output_flag else None
+        if not value or action.dest in seen.values() or check_target(value) == "through":
+            continue
+        key = os.path.realpath(value)
+        if key in seen:
+            raise InputError(f"named by two output flags ({_flag(parser, seen[key])} and "
+                             f"{_flag(parser, action.dest)}): the second would replace the first; "
+                             "give each its own file", file=str(value))
+        seen[key] = action.dest
+
+
+def _flag(parser: argparse.ArgumentParser, dest: str) -> str:
+    """The first option string of the flag storing into ``dest`` (``"trace"`` → ``--chrome-trace``)."""
+    named = [action for action in parser._actions if action.dest == dest and action.option_strings]
+    shown = [action for action in named if action.help != argparse.SUPPRESS] or named
+    return shown[0].option_strings[0] if shown else dest
+
+
+def unwritable(exc: OSError, path: Path) -> InputError:
+    """An OSError met at ``path`` as the one line the user sees."""
+    return InputError(f"cannot write here ({exc.strerror or exc.__class__.__name__})", file=str(path))
+
