@@ -1,0 +1,47 @@
+"""A training-systems engineer's cluster: 4 servers of 8 H100 SXM, 8 NICs of 400 Gb/s per server (one
+rail per GPU), NVSwitch inside. What their own cluster TOML and runs file must get: every key either
+read or reported, a contradiction refused in one line, never a silent default."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from archsim.errors import InputError
+from archsim.training.cluster import load_gpu_cluster
+
+CLUSTER = '[cluster]\n{cluster}\n[network]\n{network}\n[[servers]]\ncount = 4\ngpus = 8\ngpu = "h100-sxm"\n'
+RAILS = "nics_per_server = 8\nnic_gbps = 400\ngpus_per_nic = 1\nnvls = true"
+
+
+def _cluster(tmp_path: Path, network: str = RAILS, cluster: str = "inter_server_gbps = 400") -> Path:
+    path = tmp_path / "c.toml"
+    path.write_text(CLUSTER.format(cluster=cluster, network=network))
+    return path
+
+
+@pytest.mark.parametrize(("nics", "per_nic", "field"), [
+    (8, 2, "gpus_per_nic"),  # 8 NICs declared, 2 GPUs on each: only 4 rails carry traffic
+    (4, 1, "gpus_per_nic"),  # 4 NICs of one GPU each: GPUs 4…7 would have no NIC
+    (16, None, "nics_per_server"),  # 16 NICs for 8 GPUs: 8 of them carry no GPU's traffic
+])
+def test_nics_and_rails_that_disagree_are_refused(tmp_path, nics, per_nic, field):
+    """GPU g of a server sends on NIC g // gpus_per_nic: NICs × GPUs per NIC must be the server's GPUs
+    (rounded up to a NIC), else NICs were silently dropped (half the bandwidth) or shared unasked."""
+    network = f"nics_per_server = {nics}\nnic_gbps = 400" + ("" if per_nic is None else f"\ngpus_per_nic = {per_nic}")
+    with pytest.raises(InputError) as caught:
+        load_gpu_cluster(_cluster(tmp_path, network))
+    assert caught.value.where.field == field
+    assert "\n" not in caught.value.message and "NIC" in caught.value.message
+
+
+@pytest.mark.parametrize("network", [
+    "nics_per_server = 8\nnic_gbps = 400",  # one rail per GPU by default
+    "nics_per_server = 4\nnic_gbps = 400",  # two GPUs per NIC by default
+    "nics_per_server = 4\nnic_gbps = 400\ngpus_per_nic = 2",
+    "nics_per_server = 3\nnic_gbps = 400",  # 3 GPUs per NIC, the last NIC two: 8 GPUs on 3 NICs
+])
+def test_nics_that_cover_the_gpus_load(tmp_path, network):
+    cluster = load_gpu_cluster(_cluster(tmp_path, network))
+    assert cluster.network is not None and cluster.network.nic_gbps == 400
