@@ -10,6 +10,9 @@ import pytest
 
 from archsim.errors import InputError
 from archsim.training.cluster import load_gpu_cluster
+from archsim.training.parallel import Parallelism
+from archsim.training.runs import predict_runs, runs_to_run
+from archsim.workload.transformer import TransformerConfig
 
 CLUSTER = '[cluster]\n{cluster}\n[network]\n{network}\n[[servers]]\ncount = 4\ngpus = 8\ngpu = "h100-sxm"\n'
 RAILS = "nics_per_server = 8\nnic_gbps = 400\ngpus_per_nic = 1\nnvls = true"
@@ -45,3 +48,30 @@ def test_nics_and_rails_that_disagree_are_refused(tmp_path, nics, per_nic, field
 def test_nics_that_cover_the_gpus_load(tmp_path, network):
     cluster = load_gpu_cluster(_cluster(tmp_path, network))
     assert cluster.network is not None and cluster.network.nic_gbps == 400
+
+
+SMALL = TransformerConfig("m", "gpt", layers=2, hidden=768, heads=24, vocab=50304, seq=512, ffn=3072, kv_heads=24,
+                          tied_embeddings=True, positions=512)
+
+
+def _runs(tmp_path: Path, text: str, cluster: Path) -> list[dict]:
+    path = tmp_path / "runs.csv"
+    path.write_text(text)
+    rows = runs_to_run(path, attention="flash", dp_overlap="none", grad_accumulation=None, schedule="1f1b",
+                       max_ops=10**6)
+    return predict_runs(SMALL, load_gpu_cluster(cluster, "bf16"), rows, file=path)
+
+
+def test_a_runs_row_train_cannot_lay_out_is_refused_with_its_line(tmp_path):
+    """TP 6 on servers of 8 GPUs: its second group holds GPUs 6…11, part of two servers. archsim train
+    refuses that layout; a runs file's row of it was predicted anyway, its TP priced as if it could run."""
+    cluster = _cluster(tmp_path)
+    par = Parallelism(tp=6, pp=1, dp=4, global_batch=16)
+    with pytest.raises(InputError) as refused:
+        load_gpu_cluster(cluster, "bf16").laid_out(par)
+    text = "tp,pp,dp,micro_batch,global_batch,measured_seconds\n8,1,4,1,16,1.0\n6,1,4,1,16,1.0\n"
+    with pytest.raises(InputError) as caught:
+        _runs(tmp_path, text, cluster)
+    assert (caught.value.where.line, caught.value.where.field) == (3, "tp")
+    assert caught.value.message == refused.value.message
+    assert len(_runs(tmp_path, text.rsplit("6,1,4", 1)[0], cluster)) == 1  # the row train lays out still runs

@@ -190,10 +190,7 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
     for row in rows:
         try:
             config = row_config(base, row)
-            machines = cluster.rank_machines(row.par)
-            if machines is None:
-                raise InputError("a pipeline stage's GPUs are of different types: choose TP × DP to fill whole "
-                                 "servers of one type", field="tp")
+            machines = cluster.laid_out(row.par)  # refused as train refuses it (a TP group across part-servers)
             result = train(config, row.par, machines[0], machines)
         except InputError as exc:
             raise InputError(exc.message, file=None if file is None else str(file), line=row.line,
