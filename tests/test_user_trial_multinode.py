@@ -11,6 +11,7 @@ import pytest
 from archsim.errors import InputError
 from archsim.training.cluster import load_gpu_cluster
 from archsim.training.parallel import Parallelism
+from archsim.training.run import train
 from archsim.training.runs import predict_runs, runs_to_run
 from archsim.workload.transformer import TransformerConfig
 
@@ -75,3 +76,37 @@ def test_a_runs_row_train_cannot_lay_out_is_refused_with_its_line(tmp_path):
     assert (caught.value.where.line, caught.value.where.field) == (3, "tp")
     assert caught.value.message == refused.value.message
     assert len(_runs(tmp_path, text.rsplit("6,1,4", 1)[0], cluster)) == 1  # the row train lays out still runs
+
+
+def _seconds_and_notes(cluster: Path) -> tuple[float, tuple[str, ...]]:
+    loaded = load_gpu_cluster(cluster, "bf16")
+    par = Parallelism(tp=4, pp=2, dp=4, global_batch=32)
+    return train(SMALL, par, loaded.machine(par), loaded.laid_out(par)).iteration_seconds, loaded.unread
+
+
+@pytest.mark.parametrize("leaf", ["", "\nservers_per_leaf = 4", "\nservers_per_leaf = 8"])
+def test_an_oversubscription_no_group_crosses_is_noted(tmp_path, leaf):
+    """4:1 above the leaves, but every server under one leaf (no servers_per_leaf, or one leaf of ≥ 4
+    servers): no group crosses an uplink, so the figure changes nothing. It was silently non-blocking."""
+    plain, none = _seconds_and_notes(_cluster(tmp_path))
+    stated, notes = _seconds_and_notes(_cluster(tmp_path, RAILS + "\noversubscription = 4" + leaf))
+    assert stated == plain and none == ()
+    assert len(notes) == 1 and notes[0].startswith("oversubscription = 4 changes nothing: every server sits under "
+                                                   "one leaf"), notes
+
+
+def test_an_oversubscription_groups_cross_is_read_and_not_noted(tmp_path):
+    plain, _ = _seconds_and_notes(_cluster(tmp_path))
+    crossing, notes = _seconds_and_notes(_cluster(tmp_path, RAILS + "\noversubscription = 4\nservers_per_leaf = 1"))
+    assert crossing > plain and notes == ()  # DP 4 over 4 servers, 4 leaves: its share a quarter
+
+
+@pytest.mark.parametrize("tiers", [1, 2, 3])
+def test_switch_tiers_are_noted_as_not_read(tmp_path, tiers):
+    """switch_tiers changes no figure (switch hops' latency is not modelled): stated, it is noted."""
+    plain, _ = _seconds_and_notes(_cluster(tmp_path))
+    stated, notes = _seconds_and_notes(_cluster(tmp_path, RAILS + f"\nswitch_tiers = {tiers}"))
+    assert stated == plain
+    note = (f"switch_tiers = {tiers} is not read by train and search: the latency of switch hops is not modelled "
+            "(docs/training.md, Beyond one server)")
+    assert notes == (note,)

@@ -39,7 +39,7 @@ from archsim.errors import InputError
 from archsim.spp.topology import Topology, build_topology
 from archsim.training import fitted
 from archsim.training.machine import Links, Machine
-from archsim.training.network import Network, read_network
+from archsim.training.network import Network, network_notes, read_network
 from archsim.training.parallel import Parallelism, tp_straddles
 from archsim.validate import parse_float, parse_toml, read_text, shown
 
@@ -324,7 +324,8 @@ def load_gpu_cluster(path: str | Path, dtype: str = "fp16") -> GpuCluster:
     per_server = max(sizes)  # a shared NIC: the most GPUs share one (the slowest per GPU)
     network = read_network(spec, per_server, file, default_gbps=kinds[0].inter_node_gbps)
     inter_bytes = network.gpu_bytes_per_s(per_server)
-    unread = _superseded(spec["cluster"], network) if "network" in spec else ()
+    unread = _superseded(spec["cluster"], network) + network_notes(spec["network"], network, len(kinds)) \
+        if "network" in spec else ()
     return GpuCluster(topology, kinds[0], per_server, inter_bytes or 1.0, tuple(kinds), tuple(prices), tuple(watts),
                       tuple(sizes), network, dtype, tuple(fabrics), unread)
 

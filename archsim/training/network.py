@@ -139,4 +139,20 @@ def read_network(spec: dict, gpus_per_server: int, file: str = "<cluster>", defa
     return Network(nics, gbps, per_nic, domain, tiers, leaf, over, nvls)
 
 
-__all__ = ["NETWORK_KEYS", "Network", "read_network"]
+def network_notes(table: dict, network: Network, servers: int) -> tuple[str, ...]:
+    """What a ``[network]`` table states that changes no figure on ``servers`` servers, one line each (train and
+    search print them on stderr): ``switch_tiers`` (switch hops' latency is not modelled) and an
+    ``oversubscription`` above leaves no group crosses (every server under one leaf)."""
+    notes = []
+    if "switch_tiers" in table:
+        notes.append(f"switch_tiers = {network.switch_tiers} is not read by train and search: the latency of switch "
+                     "hops is not modelled (docs/training.md, Beyond one server)")
+    if network.oversubscription > 1 and not 0 < network.servers_per_leaf < servers:
+        leaf = "no servers_per_leaf" if not network.servers_per_leaf else \
+            f"servers_per_leaf = {network.servers_per_leaf} of {servers} servers"
+        notes.append(f"oversubscription = {network.oversubscription:g} changes nothing: every server sits under "
+                     f"one leaf ({leaf}), so no group crosses an uplink; give servers_per_leaf to split them")
+    return tuple(notes)
+
+
+__all__ = ["NETWORK_KEYS", "Network", "network_notes", "read_network"]
