@@ -288,7 +288,7 @@ def load_gpu_cluster(path: str | Path, dtype: str = "fp16") -> GpuCluster:
         raise InputError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}", field="dtype")
     file = str(path)
     spec = parse_toml(read_text(path, "cluster file"), file)
-    topology = build_topology(spec, file=file, max_devices=MAX_GPUS)
+    topology = build_topology(spec, file=file, max_devices=MAX_GPUS, network_links=True)  # [network]: the NICs
     if "gpu_memory_gb" in spec["cluster"]:  # the array planners' figure; a GPU's board (or device file) sizes it here
         raise InputError("sizes archsim plan's GPUs only: train and search take each GPU's memory from its catalog "
                          'board or device file; name a GPU of that memory (gpu = "a100-40gb") or a device file',
