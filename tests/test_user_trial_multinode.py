@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from archsim import api
 from archsim.errors import InputError
 from archsim.training.cluster import load_gpu_cluster
 from archsim.training.parallel import Parallelism
@@ -130,3 +131,30 @@ def test_a_missing_inter_server_figure_is_named_missing(tmp_path):
         load_gpu_cluster(path)
     assert caught.value.where.field == "inter_server_gbps"
     assert caught.value.message.startswith("missing: the bandwidth between two servers, Gbit/s")
+
+
+def test_runs_rows_that_do_not_fit_or_span_servers_are_warned_with_their_line(tmp_path, capsys):
+    """archsim train warns when a TP group crosses the network and when a rank's memory overflows its GPU;
+    the same rows in a runs file were predicted without a word (a 'measured' run that cannot exist)."""
+    from archsim.cli import main
+
+    model = tmp_path / "gpt.json"
+    model.write_text('{"model_type": "gpt2", "n_embd": 1024, "n_layer": 2, "n_head": 16, "vocab_size": 50304, '
+                     '"n_positions": 512}')
+    runs = tmp_path / "runs.csv"
+    runs.write_text("tp,pp,dp,micro_batch,global_batch,recompute,measured_seconds\n"
+                    "8,1,1,1,8,full,0.01\n16,1,1,1,16,full,0.01\n1,1,1,1024,1024,none,10\n")
+    cluster = _cluster(tmp_path)
+    assert main(["train", str(model), "--runs", str(runs), "--cluster", str(cluster), "--dtype", "bf16",
+                 "--format", "json"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "archsim train: warning: line 3: a TP group spans 2 servers: its all-reduces cross the network"
+    assert err[1].startswith("archsim train: warning: line 4: does not fit: pipeline rank 0 needs ")
+    assert len(err) == 2  # the row that fits inside a server: nothing
+    # each warning is the one archsim train prints for that row alone
+    assert main(["train", str(model), "--cluster", str(cluster), "--dtype", "bf16", "--format", "json",
+                 "--micro-batch", "1024", "--global-batch", "1024", "--recompute", "none"]) == 0
+    assert capsys.readouterr().err.splitlines() == [err[1].replace("line 4: ", "")]
+    with pytest.warns(UserWarning) as record:  # the library: the same lines as UserWarnings
+        api.train_runs(str(model), runs=str(runs), cluster=str(cluster), dtype="bf16")
+    assert [str(w.message) for w in record] == [line.removeprefix("archsim train: warning: ") for line in err]
