@@ -158,3 +158,27 @@ def test_runs_rows_that_do_not_fit_or_span_servers_are_warned_with_their_line(tm
     with pytest.warns(UserWarning) as record:  # the library: the same lines as UserWarnings
         api.train_runs(str(model), runs=str(runs), cluster=str(cluster), dtype="bf16")
     assert [str(w.message) for w in record] == [line.removeprefix("archsim train: warning: ") for line in err]
+
+
+WIDE = TransformerConfig("w", "gpt", layers=4, hidden=4096, heads=32, vocab=50304, seq=128, ffn=16384, kv_heads=32,
+                         tied_embeddings=True, positions=128)  # short sequences: the DP all-reduce weighs
+
+
+def test_search_prices_each_ranks_dp_group_under_its_own_leaves(tmp_path):
+    """TP 8 · PP 2 · DP 2 on 4 servers, 3 under one leaf and 4:1 above: rank 0's DP pair (servers 0, 1) stays
+    under its leaf, rank 1's (servers 2, 3) crosses it. train prices rank 1's all-reduce at a quarter of the
+    NICs; search priced every rank on rank 0's links, so its row (and its command) disagreed with train."""
+    plain, leaves = tmp_path / "plain", tmp_path / "leaves"
+    plain.mkdir()
+    leaves.mkdir()
+    clusters = (_cluster(plain), _cluster(leaves, RAILS + "\nservers_per_leaf = 3\noversubscription = 4"))
+    trained, searched = [], []
+    for cluster in clusters:
+        result, _ = api.train(WIDE, cluster=str(cluster), tp=8, pp=2, dp=2, global_batch=32, dtype="bf16")
+        trained.append(result.iteration_seconds)
+        found = api.search(WIDE, cluster=str(cluster), global_batch=32, gpus=32, schedule="1f1b", recompute="full",
+                           max_micro_batch=1, sequence_parallel="off", dtype="bf16", top=100)
+        searched.append(next(r for r in found.rows if (r["tp"], r["pp"], r["dp"]) == (8, 2, 2)))
+    assert trained[1] > trained[0] * 1.01  # rank 1's crossing all-reduce lengthens the iteration
+    assert searched[1]["iteration_seconds"] == pytest.approx(trained[1], rel=1e-9)
+    assert searched[0]["iteration_seconds"] == pytest.approx(trained[0], rel=1e-9)

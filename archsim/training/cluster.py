@@ -225,6 +225,19 @@ class GpuCluster:
                 made.setdefault(m, m) for m in (self.machine(par, device, r) for r, device in enumerate(kinds)))
         return self._machines[key]
 
+    def rank_wise(self, par: Parallelism) -> tuple[Machine, ...] | None:
+        """Each pipeline rank's machine where ranks differ — mixed clusters (:meth:`rank_machines`), or one
+        GPU type whose DP groups sit under different leaves of an oversubscribed fabric (rank 0's pair
+        under one leaf, another rank's across two) — else None: every rank is :meth:`machine`'s. What
+        search costs a candidate on, as train does."""
+        if self.heterogeneous:
+            return self.rank_machines(par)
+        net = self.network
+        if net is None or net.oversubscription == 1 or not net.servers_per_leaf:  # every rank's links alike
+            return None
+        machines = self.rank_machines(par)
+        return machines if machines is not None and len(set(machines)) > 1 else None
+
     def laid_out(self, par: Parallelism) -> tuple[Machine, ...]:
         """:meth:`rank_machines`, or a one-line :class:`InputError` saying why ``par`` cannot be laid
         out in this server order (:data:`LAYOUT_ERRORS`): what ``archsim train`` and the API run."""
