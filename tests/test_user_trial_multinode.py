@@ -182,3 +182,25 @@ def test_search_prices_each_ranks_dp_group_under_its_own_leaves(tmp_path):
     assert trained[1] > trained[0] * 1.01  # rank 1's crossing all-reduce lengthens the iteration
     assert searched[1]["iteration_seconds"] == pytest.approx(trained[1], rel=1e-9)
     assert searched[0]["iteration_seconds"] == pytest.approx(trained[0], rel=1e-9)
+
+
+def test_the_collectives_benchmark_prices_the_users_own_cluster(tmp_path, capsys):
+    """benchmarks/bench_collectives.py --cluster: an all-reduce over one server's GPUs and over the whole
+    cluster, as train prices its groups there. The docs' figures, reached from a cluster file: one server of
+    8 H100s with NVLS 405.9 GB/s at 8 GiB (docs/training.md), and 2 × 8 A100s on 4 HDR NICs 95.8 GB/s at
+    4 GiB (nvidia/nccl#1048's setup)."""
+    from tests.benchmark_scripts import load_benchmark
+
+    bench = load_benchmark("bench_collectives")
+    h100 = tmp_path / "h100.toml"
+    h100.write_text('[cluster]\n[network]\nnics_per_server = 8\nnic_gbps = 400\nnvls = true\n'
+                    '[[servers]]\ncount = 4\ngpus = 8\ngpu = "h100-sxm"\n')
+    a100 = tmp_path / "a100.toml"
+    a100.write_text('[cluster]\n[network]\nnics_per_server = 4\nnic_gbps = 200\n'
+                    '[[servers]]\ncount = 2\ngpus = 8\ngpu = "a100-80gb"\n')
+    server, _ = bench.cluster_bus_bandwidths(h100, 8 * 2**30)
+    _, both = bench.cluster_bus_bandwidths(a100, 4 * 2**30)
+    assert round(server, 1) == 405.9 and round(both, 1) == 95.8
+    assert bench.main(["--cluster", str(h100)]) == 0
+    out = capsys.readouterr().out
+    assert "8 GPUs (1 server)" in out and "32 GPUs (4 servers)" in out and "1 GiB" in out
