@@ -235,7 +235,10 @@ def train_runs(model, *, runs: str | Path, cluster, seq: int | None = None, atte
     rows = runs_to_run(runs, attention=attention, dp_overlap=dp_overlap, grad_accumulation=grad_accumulation,
                        schedule=schedule, max_ops=DEFAULT_MAX_OPS if max_ops is None else _positive_int(max_ops, "max_ops"),
                        seq_given=seq is not None)
-    return predict_runs(config, on, rows, file=runs)
+    import warnings
+
+    return predict_runs(config, on, rows, file=runs,  # the lines archsim train --runs prints on stderr
+                        warn=lambda line, text: warnings.warn(f"line {line}: {text}", UserWarning, stacklevel=4))
 
 
 def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | None = None, seq: int | None = None,

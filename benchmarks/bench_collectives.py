@@ -2,6 +2,11 @@
 multi-server and NVLS figures.
 
     .venv/bin/python benchmarks/bench_collectives.py
+    .venv/bin/python benchmarks/bench_collectives.py --cluster CLUSTER.toml [--bytes 1073741824]
+
+With ``--cluster``: your cluster instead — the all-reduce bus bandwidth of one server's GPUs and of the
+whole cluster's, each one group priced on the links archsim train gives a TP group of that size there
+(its [network] table's NICs, NVLS where it says so).
 
 Per table (tests/data/e2e/nccl_allreduce: all-reduce on 2–8 A100s and V100s of one server): the sizes
 from 16 MB, the mean and largest |error| of the modelled time and whether the GPU count was fitted
@@ -11,6 +16,7 @@ from 16 MB, the mean and largest |error| of the modelled time and whether the GP
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -21,13 +27,43 @@ sys.path.insert(0, str(ROOT))
 
 from archsim.devices.catalog import gpu
 from archsim.training import fitted
-from archsim.training.nccl_cited import predicted_bus_gbytes_per_s, read_cited
+from archsim.training.cluster import load_gpu_cluster
+from archsim.training.nccl_cited import bus_gbytes_per_s, predicted_bus_gbytes_per_s, read_cited
 from archsim.training.nccl_fit import read_nccl_tables, relative_errors
+from archsim.training.parallel import Parallelism
 
 TABLES = ROOT / "tests" / "data" / "e2e" / "nccl_allreduce"
 
 
-def main() -> int:
+def cluster_bus_bandwidths(path: str | Path, nbytes: float) -> tuple[float, float]:
+    """All-reduce bus bandwidth (GB/s) of ``nbytes`` over the first server's GPUs and over every GPU of the
+    cluster file ``path``, each as one group on the links train prices a TP group of that size on."""
+    cluster = load_gpu_cluster(path)
+
+    def over(n: int) -> float:
+        return bus_gbytes_per_s("all-reduce", nbytes, n, cluster.machine(Parallelism(tp=n)).links.tp)
+
+    return over(cluster.starts[1]), over(cluster.topology.devices)
+
+
+def _user_cluster(path: str, nbytes: int) -> None:
+    cluster = load_gpu_cluster(path)
+    server, whole = cluster_bus_bandwidths(path, nbytes)
+    size = f"{nbytes / 2**30:g} GiB" if nbytes >= 2**30 else f"{nbytes:,} bytes"
+    servers = len(cluster.starts) - 1
+    print(f"{path}: all-reduce of {size}, bus bandwidth as archsim prices it, GB/s")
+    print(f"  {cluster.starts[1]} GPUs (1 server): {server:6.1f}")
+    print(f"  {cluster.topology.devices} GPUs ({servers} server{'s' if servers > 1 else ''}): {whole:6.1f}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cluster", help="price this cluster file's all-reduces instead of the shipped tables")
+    parser.add_argument("--bytes", type=int, default=2**30, help="buffer size with --cluster (default 1 GiB)")
+    args = parser.parse_args(argv)
+    if args.cluster:
+        _user_cluster(args.cluster, args.bytes)
+        return 0
     print("nccl-tests all-reduce, one server (sizes ≥ 16 MB): GPUs, fitted?, mean |error|, max |error|")
     for name in ("a100", "v100"):
         device = gpu("a100-80gb" if name == "a100" else "v100-32gb")

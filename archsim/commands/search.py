@@ -163,7 +163,7 @@ def _write_best_timeline(args: argparse.Namespace, config, cluster, rows: list[d
                       r["grad_accumulation"])
     if r.get("placement"):
         cluster = cluster.reordered(tuple(int(n) for n in r["placement"].split(",")))
-    result = train(config, par, cluster.machine(par), cluster.rank_machines(par) if cluster.heterogeneous else None)
+    result = train(config, par, cluster.machine(par), cluster.rank_wise(par))
     write_timeline_outputs(args, result.timeline, f"{config.name}: TP{par.tp} PP{par.pp} DP{par.dp}, {r['schedule']}",
                            unit="seconds")
 

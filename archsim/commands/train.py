@@ -135,10 +135,9 @@ def run(args: argparse.Namespace) -> int:
     laid = lay_out(config, load_gpu_cluster(args.cluster, args.dtype), par, placement=args.placement,
                    balance=args.balance, implementation=args.implementation, max_ops=args.max_ops)
     cluster, par, machines = laid.cluster, laid.par, laid.machines
-    spans = cluster.tp_servers(par)
-    if spans > 1:
-        print(f"archsim train: warning: a TP group spans {spans} servers: its all-reduces cross the network",
-              file=sys.stderr)
+    spans = cluster.span_warning(par)
+    if spans:
+        print(f"archsim train: warning: {spans}", file=sys.stderr)
     result = priced(train(config, par, machines[0], machines), config, par, cluster, args.implementation)
     document = train_document(result, config, laid, args.implementation)
     meta = document["meta"]
@@ -220,8 +219,10 @@ def _run_runs(args: argparse.Namespace, config) -> int:
                        grad_accumulation=args.grad_accumulation, schedule=args.schedule, max_ops=args.max_ops,
                        seq_given=args.seq is not None)
     cluster = load_gpu_cluster(args.cluster, args.dtype)
+    warned: list[str] = []  # each row's train warnings, printed once the rows have run (a bad row: none)
     with progress(len(rows), "runs", "run", delay=0.5) as bar:
-        out = predict_runs(config, cluster, rows, bar.update, file=args.runs)
+        out = predict_runs(config, cluster, rows, bar.update, file=args.runs,
+                           warn=lambda line, text: warned.append(f"line {line}: {text}"))
     errors = [abs(r["error"]) for r in out if r["error"] is not None]
     sources = dict.fromkeys(r.pop("energy_source") for r in out)  # one per cluster, kept once in the meta
     meta = {"model": config.name, "gpu": cluster.gpu_names, "attention": args.attention, "dp_overlap": args.dp_overlap,
@@ -229,6 +230,8 @@ def _run_runs(args: argparse.Namespace, config) -> int:
             "grad_accumulation": accumulation(rows[0].par, cluster.machine(rows[0].par)),  # (read_runs: ≥ 1 row)
             "runs": len(out), "measured": len(errors),
             "mape": float(np.mean(errors)) if errors else None, "energy_source": "; ".join(sources)}
+    for line in warned:
+        print(f"archsim train: warning: {line}", file=sys.stderr)
     note_unread_cluster_keys(cluster, "train")  # the run done: notes never precede an error line
     emit(render(Rows.of(out), args.format, meta=meta,
                 precision=args.precision), args)

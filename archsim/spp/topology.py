@@ -168,8 +168,10 @@ def _catalog_fabric(group: dict, file: str) -> float:
 
 
 def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = None,
-                   max_devices: int = MAX_DEVICES) -> Topology:
-    """Validate a parsed cluster document and draw its bandwidths (at most ``max_devices`` GPUs)."""
+                   max_devices: int = MAX_DEVICES, network_links: bool = False) -> Topology:
+    """Validate a parsed cluster document and draw its bandwidths (at most ``max_devices`` GPUs).
+    ``network_links``: the caller prices the links between servers from the ``[network]`` table (train and
+    search), so a document with one may omit ``inter_server_gbps`` (its pairs then hold 0 here)."""
     if "device" in spec and "cluster" not in spec:  # a device file given where its cluster goes
         raise InputError('this is a device file: name it in a cluster file\'s [[servers]] table (device = "FILE", '
                          'beside gpus = N), and give that cluster file (configs/clusters/tpu_v4_like_slice.toml)',
@@ -210,10 +212,14 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
     n_servers = len(intra)
     inter = np.zeros((n_servers, n_servers))
     between = cluster.get("inter_server_gbps")
+    if between is None and n_servers > 1 and not (network_links and "network" in spec):
+        raise InputError("missing: the bandwidth between two servers, Gbit/s (required with 2 or more servers; "
+                         "archsim train and search read a [network] table's NICs instead)", file=file,
+                         field="inter_server_gbps")
     if n_servers > 1 and _is_gbps(between):  # one figure for every pair, nothing drawn: filled at once
         inter[:] = _gbps(between, "inter_server_gbps", file, rng)  # (a SuperPOD's 128 servers: 8,128 pairs)
         np.fill_diagonal(inter, 0.0)
-    else:  # a [low, high] range: one draw per pair, in this order (the seed's numbers)
+    elif between is not None:  # a [low, high] range: one draw per pair, in this order (the seed's numbers)
         for a in range(n_servers):
             for b in range(a + 1, n_servers):
                 inter[a, b] = inter[b, a] = _gbps(between, "inter_server_gbps", file, rng)

@@ -39,7 +39,7 @@ from archsim.errors import InputError
 from archsim.spp.topology import Topology, build_topology
 from archsim.training import fitted
 from archsim.training.machine import Links, Machine
-from archsim.training.network import Network, read_network
+from archsim.training.network import Network, network_notes, read_network
 from archsim.training.parallel import Parallelism, tp_straddles
 from archsim.validate import parse_float, parse_toml, read_text, shown
 
@@ -196,6 +196,11 @@ class GpuCluster:
             most = max(most, self.server_of(end) - self.server_of(start) + 1)
         return most
 
+    def span_warning(self, par: Parallelism) -> str | None:
+        """The line ``archsim train`` warns with when a TP group spans servers (:meth:`tp_servers`), or None."""
+        spans = self.tp_servers(par)
+        return f"a TP group spans {spans} servers: its all-reduces cross the network" if spans > 1 else None
+
     def rank_gpus(self, par: Parallelism) -> tuple[Device, ...] | None:
         """Each pipeline rank's GPU, or None when a rank's TP × DP GPUs are of different types."""
         self._check_gpus(par)
@@ -219,6 +224,19 @@ class GpuCluster:
             self._machines[key] = None if kinds is None else tuple(
                 made.setdefault(m, m) for m in (self.machine(par, device, r) for r, device in enumerate(kinds)))
         return self._machines[key]
+
+    def rank_wise(self, par: Parallelism) -> tuple[Machine, ...] | None:
+        """Each pipeline rank's machine where ranks differ — mixed clusters (:meth:`rank_machines`), or one
+        GPU type whose DP groups sit under different leaves of an oversubscribed fabric (rank 0's pair
+        under one leaf, another rank's across two) — else None: every rank is :meth:`machine`'s. What
+        search costs a candidate on, as train does."""
+        if self.heterogeneous:
+            return self.rank_machines(par)
+        net = self.network
+        if net is None or net.oversubscription == 1 or not net.servers_per_leaf:  # every rank's links alike
+            return None
+        machines = self.rank_machines(par)
+        return machines if machines is not None and len(set(machines)) > 1 else None
 
     def laid_out(self, par: Parallelism) -> tuple[Machine, ...]:
         """:meth:`rank_machines`, or a one-line :class:`InputError` saying why ``par`` cannot be laid
@@ -288,7 +306,7 @@ def load_gpu_cluster(path: str | Path, dtype: str = "fp16") -> GpuCluster:
         raise InputError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}", field="dtype")
     file = str(path)
     spec = parse_toml(read_text(path, "cluster file"), file)
-    topology = build_topology(spec, file=file, max_devices=MAX_GPUS)
+    topology = build_topology(spec, file=file, max_devices=MAX_GPUS, network_links=True)  # [network]: the NICs
     if "gpu_memory_gb" in spec["cluster"]:  # the array planners' figure; a GPU's board (or device file) sizes it here
         raise InputError("sizes archsim plan's GPUs only: train and search take each GPU's memory from its catalog "
                          'board or device file; name a GPU of that memory (gpu = "a100-40gb") or a device file',
@@ -324,7 +342,8 @@ def load_gpu_cluster(path: str | Path, dtype: str = "fp16") -> GpuCluster:
     per_server = max(sizes)  # a shared NIC: the most GPUs share one (the slowest per GPU)
     network = read_network(spec, per_server, file, default_gbps=kinds[0].inter_node_gbps)
     inter_bytes = network.gpu_bytes_per_s(per_server)
-    unread = _superseded(spec["cluster"], network) if "network" in spec else ()
+    unread = _superseded(spec["cluster"], network) + network_notes(spec["network"], network, len(kinds)) \
+        if "network" in spec else ()
     return GpuCluster(topology, kinds[0], per_server, inter_bytes or 1.0, tuple(kinds), tuple(prices), tuple(watts),
                       tuple(sizes), network, dtype, tuple(fabrics), unread)
 

@@ -56,9 +56,15 @@ def predicted_bus_gbytes_per_s(run: CitedRun) -> float:
                           run.gpus_per_server)
         inter = fitted.infiniband(network.group_bytes_per_s(run.gpus_per_server, run.gpus_per_server))
         link = Spanning(intra, inter, run.gpus_per_server)
-    seconds = float(collective_seconds(run.collective, run.nbytes, n, link))
-    factor = 2 * (n - 1) / n if run.collective == "all-reduce" else (n - 1) / n
-    return factor * run.nbytes / seconds / 1e9
+    return bus_gbytes_per_s(run.collective, run.nbytes, n, link)
 
 
-__all__ = ["CitedRun", "predicted_bus_gbytes_per_s", "read_cited"]
+def bus_gbytes_per_s(collective: str, nbytes: float, n: int, link: LinkClass | Spanning) -> float:
+    """archsim's bus bandwidth of ``collective`` over ``n`` GPUs on ``link`` (nccl-tests' definition:
+    2(n − 1)/n · S / t for an all-reduce, (n − 1)/n · S / t otherwise; GB/s = 10⁹ bytes/s)."""
+    seconds = float(collective_seconds(collective, nbytes, n, link))
+    factor = 2 * (n - 1) / n if collective == "all-reduce" else (n - 1) / n
+    return factor * nbytes / seconds / 1e9
+
+
+__all__ = ["CitedRun", "bus_gbytes_per_s", "predicted_bus_gbytes_per_s", "read_cited"]

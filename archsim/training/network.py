@@ -74,6 +74,25 @@ def _positive(table: dict, key: str, default, file: str, kind=int):
     return kind(value)
 
 
+def _check_rails(nics: int, per_nic: int, gpus: int, per_nic_given: bool, file: str) -> None:
+    """Refuse NICs and GPUs per NIC that disagree with the server's GPUs: GPU g sends on NIC g // per_nic,
+    so a server of ``gpus`` GPUs reaches ⌈gpus / per_nic⌉ NICs (its rails). More NICs than that would be
+    silently idle (their bandwidth lost); fewer would leave GPUs without a NIC."""
+    rails = math.ceil(gpus / per_nic)
+    fit = math.ceil(gpus / nics)  # the GPUs per NIC that reach every NIC
+    if rails < nics:
+        hint = f"nics_per_server = {rails} (a GPU with several NICs: their sum as nic_gbps)"
+        if per_nic_given and math.ceil(gpus / fit) == nics:
+            hint += f", or gpus_per_nic = {fit}"
+        raise InputError(f"{gpus} GPUs per server at {per_nic} per NIC reach {rails} of its {nics} NICs, the rest "
+                         f"would carry nothing: give {hint}", file=file,
+                         field="gpus_per_nic" if per_nic_given else "nics_per_server")
+    if rails > nics:
+        raise InputError(f"{gpus} GPUs per server at {per_nic} per NIC need {rails} NICs, the server has {nics}: "
+                         f"GPUs {nics * per_nic}…{gpus - 1} would have none; give gpus_per_nic = {fit}", file=file,
+                         field="gpus_per_nic")
+
+
 def read_network(spec: dict, gpus_per_server: int, file: str = "<cluster>", default_gbps: float = 0.0) -> Network:
     """The cluster document's network: its ``[network]`` table, else the one ``inter_server_gbps`` and
     ``inter_server_link`` describe (module docstring); ``default_gbps``: the devices' own inter-node
@@ -99,6 +118,7 @@ def read_network(spec: dict, gpus_per_server: int, file: str = "<cluster>", defa
     nics = _positive(table, "nics_per_server", None, file)
     gbps = _positive(table, "nic_gbps", None, file, float)
     per_nic = _positive(table, "gpus_per_nic", math.ceil(gpus_per_server / nics), file)
+    _check_rails(nics, per_nic, gpus_per_server, "gpus_per_nic" in table, file)
     domain = _positive(table, "nvlink_domain", gpus_per_server, file)
     if domain % gpus_per_server:
         raise InputError(f"an NVLink domain holds whole servers: a multiple of {gpus_per_server} GPUs, got {domain}",
@@ -119,4 +139,20 @@ def read_network(spec: dict, gpus_per_server: int, file: str = "<cluster>", defa
     return Network(nics, gbps, per_nic, domain, tiers, leaf, over, nvls)
 
 
-__all__ = ["NETWORK_KEYS", "Network", "read_network"]
+def network_notes(table: dict, network: Network, servers: int) -> tuple[str, ...]:
+    """What a ``[network]`` table states that changes no figure on ``servers`` servers, one line each (train and
+    search print them on stderr): ``switch_tiers`` (switch hops' latency is not modelled) and an
+    ``oversubscription`` above leaves no group crosses (every server under one leaf)."""
+    notes = []
+    if "switch_tiers" in table:
+        notes.append(f"switch_tiers = {network.switch_tiers} is not read by train and search: the latency of switch "
+                     "hops is not modelled (docs/training.md, Beyond one server)")
+    if network.oversubscription > 1 and not 0 < network.servers_per_leaf < servers:
+        leaf = "no servers_per_leaf" if not network.servers_per_leaf else \
+            f"servers_per_leaf = {network.servers_per_leaf} of {servers} servers"
+        notes.append(f"oversubscription = {network.oversubscription:g} changes nothing: every server sits under "
+                     f"one leaf ({leaf}), so no group crosses an uplink; give servers_per_leaf to split them")
+    return tuple(notes)
+
+
+__all__ = ["NETWORK_KEYS", "Network", "network_notes", "read_network"]

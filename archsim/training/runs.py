@@ -178,11 +178,15 @@ def runs_to_run(path: str | Path, *, attention: str, dp_overlap: str, grad_accum
 
 
 def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRow, ...],
-                 tick: Callable[[], None] = lambda: None, file: str | Path | None = None) -> list[dict]:
+                 tick: Callable[[], None] = lambda: None, file: str | Path | None = None,
+                 warn: Callable[[int, str], None] = lambda line, text: None) -> list[dict]:
     """Each row's predicted iteration (seconds), peak memory per GPU (GiB), energy (J, and how it was
     found: :func:`~archsim.training.energy.iteration_energy`, as ``archsim train`` prices it) and, where
     measured, its error (predicted / measured − 1), in the rows' order; ``tick`` is called after each row (a progress bar).
-    A row that cannot run on ``cluster`` raises an :class:`InputError` naming its line (and ``file``, the runs file)."""
+    A row that cannot run on ``cluster`` raises an :class:`InputError` naming its line (and ``file``, the runs file).
+    ``warn(line, text)`` gets each line ``archsim train`` would warn with for a row alone (a TP group across
+    servers, a rank over its GPU's memory): such a row still runs, as a what-if."""
+    from archsim.fits import rank_memory_warning
     from archsim.training.energy import iteration_energy
     from archsim.training.run import train
 
@@ -190,14 +194,14 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
     for row in rows:
         try:
             config = row_config(base, row)
-            machines = cluster.rank_machines(row.par)
-            if machines is None:
-                raise InputError("a pipeline stage's GPUs are of different types: choose TP × DP to fill whole "
-                                 "servers of one type", field="tp")
+            machines = cluster.laid_out(row.par)  # refused as train refuses it (a TP group across part-servers)
             result = train(config, row.par, machines[0], machines)
         except InputError as exc:
             raise InputError(exc.message, file=None if file is None else str(file), line=row.line,
                              field=exc.where.field) from None
+        for text in (cluster.span_warning(row.par), rank_memory_warning(result, machines)):
+            if text:
+                warn(row.line, text)
         p = row.par
         record = {"line": row.line, "model": config.name, "gpus": p.gpus, "tp": p.tp, "pp": p.pp, "dp": p.dp,
                   "micro_batch": p.micro_batch, "global_batch": p.global_batch, "recompute": p.recompute,

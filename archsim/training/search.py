@@ -127,7 +127,7 @@ class _Coster:
     def seconds(self, k: Candidate) -> tuple[float, str]:
         par = k.parallelism(self.global_batch)
         cluster = self.placed(k)
-        machines = cluster.rank_machines(par) if cluster.heterogeneous else None
+        machines = cluster.rank_wise(par)
         machine = machines[0] if machines else cluster.machine(par)
         m = par.microbatches
         if (k.schedule not in CLOSED_FORM_EXACT and m < 2 * k.pp
@@ -221,8 +221,10 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
     make = _RowMaker(c, cluster, global_batch, coster, balance, orders, value)
     rows = [make(k, s, mem, timing) for s, timing, mem, k in costed[:max(top, refine)]]
     if refine:
-        def estimate(row: dict) -> bool:  # 1F1B's and GPipe's closed form is exact on equal stages only
-            return row["timing"] == "closed-form" and (row["schedule"] not in CLOSED_FORM_EXACT or cluster.heterogeneous)
+        def estimate(row: dict) -> bool:  # 1F1B's and GPipe's closed form is exact on equal ranks only
+            k = make.keep[id(row)]
+            return row["timing"] == "closed-form" and (row["schedule"] not in CLOSED_FORM_EXACT or
+                                                       coster.placed(k).rank_wise(k.parallelism(global_batch)) is not None)
 
         if max_actions is not None:  # before any event simulation: their schedules' actions in all
             work = sum(make.event_actions(row) for row in rows[:refine] if estimate(row))
@@ -362,8 +364,7 @@ class _RowMaker:
 
         par = k.parallelism(self.global_batch)
         cluster = self.coster.placed(k)
-        machines = cluster.rank_machines(par) if cluster.heterogeneous else None
-        return train(self.c, par, cluster.machine(par), machines).iteration_seconds
+        return train(self.c, par, cluster.machine(par), cluster.rank_wise(par)).iteration_seconds
 
     def event_actions(self, row: dict) -> int:
         """An upper bound on the schedule actions :meth:`event_row` simulates for ``row``: its schedule's

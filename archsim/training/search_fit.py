@@ -24,7 +24,7 @@ def plan_candidate(c, cluster, global_batch: int, k: Candidate, pieces=None) -> 
     rank's pieces from ``pieces(par, machine)``, the search's cache, when given), or None when no split
     fits each rank's memory."""
     par = k.parallelism(global_batch)
-    machines = cluster.rank_machines(par) if cluster.heterogeneous else (cluster.machine(par),) * k.pp
+    machines = cluster.rank_wise(par) or (cluster.machine(par),) * k.pp
     capacities = rank_capacities(cluster, par)
     split = None if capacities is None else planned_split(
         c, par, machines, capacities, None if pieces is None else [pieces(par, m) for m in machines])
