@@ -110,25 +110,25 @@ def test_the_front_leaves_out_what_does_not_fit_and_what_is_beaten():
 BASE = 'model = "gpt2"\ndevice = "tpu_v4_like"\nchips = [4]\nglobal_batch = 16\n'
 
 
-@pytest.mark.parametrize("extra, field", [
-    ('arrays = ["32x32"]\n', "arrays"),                      # the array sweep's key beside a device
-    ('networks = ["vgg16"]\n', "networks"),
-    ("hbm_gbps = []\n", "hbm_gbps"),                          # an empty axis
-    ("hbm_gbps = [-600]\n", "hbm_gbps"),
-    ('hbm_gbps = ["fast"]\n', "hbm_gbps"),
-    ("array_sides = [64]\narray_shapes = [\"8x128x128\"]\n", "array_shapes"),  # two forms of one axis
-    ("array_sides = [1024]\n", "array_sides"),                # one array bigger than the chip's PEs
-    ('array_shapes = ["8x128"]\n', "array_shapes"),
-    ('recompute = "some"\n', "recompute"),                    # train's choices
-    ('dtype = "fp8"\n', "dtype"),
-    ('attention = "sparse"\n', "attention"),
-    ("micro_batch = 0\n", "micro_batch"),
-    ("static_watts = -1\n", "static_watts"),
+@pytest.mark.parametrize("extra, field, words", [
+    ('arrays = ["32x32"]\n', "arrays", "not a key of a device sweep"),  # the array sweep's key beside a device
+    ('networks = ["vgg16"]\n', "networks", "not a key of a device sweep"),
+    ("hbm_gbps = []\n", "hbm_gbps", "non-empty"),                         # an empty axis
+    ("hbm_gbps = [-600]\n", "hbm_gbps", "GB/s"),
+    ('hbm_gbps = ["fast"]\n', "hbm_gbps", "GB/s"),
+    ('array_sides = [64]\narray_shapes = ["8x128x128"]\n', "array_shapes", "not both"),  # two forms of one axis
+    ("array_sides = [1024]\n", "array_sides", "more PEs"),               # one array bigger than the chip
+    ('array_shapes = ["8x128"]\n', "array_shapes", "COUNTxROWSxCOLS"),
+    ('recompute = "some"\n', "recompute", "choose from none, selective, full"),  # train's choices
+    ('dtype = "fp8"\n', "dtype", "choose from"),
+    ('attention = "sparse"\n', "attention", "choose from standard, flash"),
+    ("micro_batch = 0\n", "micro_batch", "integers in 1…"),
+    ("static_watts = -1\n", "static_watts", "watts per chip"),
 ])
-def test_a_bad_device_spec_is_one_line_naming_its_key(tmp_path, capsys, extra, field):
+def test_a_bad_device_spec_is_one_line_naming_its_key(tmp_path, capsys, extra, field, words):
     spec = write(tmp_path / "s.toml", "[sweep]\n" + BASE + extra)
     line = clean_error(capsys, "sweep", spec, "--out", tmp_path / "out")
-    assert f"field '{field}'" in line, line
+    assert f"field '{field}'" in line and words in line, line
     assert not (tmp_path / "out").exists()
 
 
