@@ -54,7 +54,7 @@ def test_a_device_sweep_gives_archsim_trains_figures(tmp_path, capsys):
     assert main(["sweep", str(spec), "--out", str(out), "--quiet", "--report", str(html)]) == 0
     capsys.readouterr()
     rows = rows_of(out / "results.csv")
-    assert [(r["array"], float(r["hbm_gbps"]), int(r["chips"])) for r in rows] == [
+    assert [(r["arrays"], float(r["hbm_gbps"]), int(r["gpus"])) for r in rows] == [
         ("4x128x128", 600.0, 4), ("4x128x128", 2400.0, 4), ("2x256x256", 600.0, 4), ("2x256x256", 2400.0, 4)]
 
     # the same point through `archsim train` on a device file written with its fields, in a cluster file
@@ -68,12 +68,13 @@ def test_a_device_sweep_gives_archsim_trains_figures(tmp_path, capsys):
     assert float(row["iteration_seconds"]) == pytest.approx(meta["iteration_seconds"], rel=1e-12)
     assert float(row["energy_j"]) == pytest.approx(meta["energy_j"], rel=1e-12)
     assert float(row["peak_memory_gib"]) == pytest.approx(meta["peak_memory_gib"], rel=1e-12)
-    assert (row["fits"] == "True") == meta["fits_memory"]
+    assert (row["fits_memory"] == "True") == meta["fits_memory"]
+    assert (row["model"], row["gpu"]) == (meta["model"], meta["gpu"])
     # bandwidth is a field the point really changes: 4x the HBM makes the memory-bound ops faster
     assert float(rows[1]["iteration_seconds"]) < float(rows[0]["iteration_seconds"])
 
-    front = [r["pareto"] == "True" for r in rows]
-    values = [(float(r["iteration_seconds"]), float(r["energy_j"]), r["fits"] == "True") for r in rows]
+    front = [r["pareto_optimal"] == "True" for r in rows]
+    values = [(float(r["iteration_seconds"]), float(r["energy_j"]), r["fits_memory"] == "True") for r in rows]
     beaten = [any(f and s2 <= s and j2 <= j and (s2, j2) != (s, j) for s2, j2, f in values) for s, j, _ in values]
     assert front == [fits and not b for (_, _, fits), b in zip(values, beaten)]
     assert any(front)
@@ -99,12 +100,12 @@ def test_a_rerun_computes_only_the_missing_points(tmp_path, capsys):
 
 
 def test_the_front_leaves_out_what_does_not_fit_and_what_is_beaten():
-    rows = [{"iteration_seconds": 1.0, "energy_j": 10.0, "fits": True},   # fastest that fits: front
-            {"iteration_seconds": 2.0, "energy_j": 5.0, "fits": True},    # least energy that fits: front
-            {"iteration_seconds": 0.5, "energy_j": 1.0, "fits": False},   # beats all, but does not fit
-            {"iteration_seconds": 3.0, "energy_j": 6.0, "fits": True},    # beaten by the second
-            {"iteration_seconds": 2.0, "energy_j": 5.0, "fits": True}]    # equal to the second: not beaten
-    assert [r["pareto"] for r in with_front(rows)] == [True, True, False, False, True]
+    rows = [{"iteration_seconds": 1.0, "energy_j": 10.0, "fits_memory": True},   # fastest that fits: front
+            {"iteration_seconds": 2.0, "energy_j": 5.0, "fits_memory": True},    # least energy that fits: front
+            {"iteration_seconds": 0.5, "energy_j": 1.0, "fits_memory": False},   # beats all, but does not fit
+            {"iteration_seconds": 3.0, "energy_j": 6.0, "fits_memory": True},    # beaten by the second
+            {"iteration_seconds": 2.0, "energy_j": 5.0, "fits_memory": True}]    # equal to the second: not beaten
+    assert [r["pareto_optimal"] for r in with_front(rows)] == [True, True, False, False, True]
 
 
 BASE = 'model = "gpt2"\ndevice = "tpu_v4_like"\nchips = [4]\nglobal_batch = 16\n'
@@ -138,8 +139,8 @@ def test_a_bad_device_spec_is_one_line_naming_its_key(tmp_path, capsys, extra, f
     ('model = "../gpt2.json"\ndevice = "tpu_v4_like"\nchips = [4]\nglobal_batch = 16\n', "model", "inside"),
     ('model = "no_such_model"\ndevice = "tpu_v4_like"\nchips = [4]\nglobal_batch = 16\n', "model", "no shipped"),
     ('model = "gpt2"\ndevice = "/etc/passwd"\nchips = [4]\nglobal_batch = 16\n', "device", "inside"),
-    ('networks = ["vgg16"]\narrays = ["16x16"]\nbatches = [4]\nprocessors = [2]\nmethods = ["gpipe"]\n'
-     "hbm_gbps = [600]\n", "hbm_gbps", "device sweep"),     # a device axis in an array sweep
+    ('networks = ["vgg16"]\narrays = ["16x16"]\nbatches = [4]\nprocessors = [2]\nmethods = ["gpipe"]\nhbm_gbps = [600]\n',
+     "hbm_gbps", "device sweep"),                            # a device axis in an array sweep
 ])
 def test_a_device_spec_without_what_it_needs_is_refused(tmp_path, capsys, table, field, words):
     spec = write(tmp_path / "s.toml", "[sweep]\n" + table)

@@ -49,10 +49,11 @@ MAX_CHIPS = 65536
 KEYS = {"name", "model", "device", "array_sides", "array_shapes", "hbm_gbps", "chips", "global_batch",
         "micro_batch", "recompute", "dtype", "attention", "static_watts"}
 REQUIRED = {"model", "device", "chips", "global_batch"}
-COLUMNS = ["model", "device", "array", "array_count", "array_rows", "array_cols", "hbm_gbps", "chips",
-           "global_batch", "micro_batch", "recompute", "dtype", "attention", "iteration_seconds", "energy_j",
-           "peak_memory_gib", "memory_capacity_gib", "fits", "pareto", "model_sha256", "device_sha256"]
-SORT_COLUMNS = ["array_rows", "array_cols", "array_count", "hbm_gbps", "chips"]
+# results.csv: train's names where train prints the quantity (gpu, gpus, iteration_seconds, energy_j,
+# fits_memory, …), the device file's where it states it (rows, cols, hbm_gbps)
+COLUMNS = ["model", "gpu", "arrays", "rows", "cols", "hbm_gbps", "gpus", "global_batch", "micro_batch", "recompute",
+           "dtype", "attention", "static_watts", "iteration_seconds", "energy_j", "peak_memory_gib",
+           "memory_capacity_gib", "fits_memory", "pareto_optimal", "model_sha256", "device_sha256"]
 
 
 @dataclass(frozen=True)
@@ -171,39 +172,41 @@ def point_rows(point: DevicePoint) -> list[dict[str, object]]:
                           Path(point.device_path).parent, point.device, point.dtype, loaded={edited: device})
     with warnings.catch_warnings():  # memory that does not fit is this row's ``fits``, not a warning
         warnings.simplefilter("ignore", UserWarning)
-        result, _ = train(load_transformer(point.model_path), cluster=cluster, global_batch=point.global_batch,
+        config = load_transformer(point.model_path)
+        result, _ = train(config, cluster=cluster, global_batch=point.global_batch,
                           dp=point.chips, micro_batch=point.micro_batch, recompute=point.recompute,
                           attention=point.attention)
     arrays = device.arrays
     dynamic = result.energy_j if result.energy_j is not None else math.nan
-    return [{"model": point.model, "device": point.device, "array": f"{arrays.count}x{arrays.rows}x{arrays.cols}",
-             "array_count": arrays.count, "array_rows": arrays.rows, "array_cols": arrays.cols,
-             "hbm_gbps": device.hbm_bytes_per_s / 1e9, "chips": point.chips, "global_batch": point.global_batch,
-             "micro_batch": point.micro_batch, "recompute": point.recompute, "dtype": point.dtype,
-             "attention": point.attention, "iteration_seconds": result.iteration_seconds,
+    return [{"model": config.name, "gpu": device.name, "arrays": f"{arrays.count}x{arrays.rows}x{arrays.cols}",
+             "rows": arrays.rows, "cols": arrays.cols, "hbm_gbps": device.hbm_bytes_per_s / 1e9, "gpus": point.chips,
+             "global_batch": point.global_batch, "micro_batch": point.micro_batch, "recompute": point.recompute,
+             "dtype": point.dtype, "attention": point.attention, "static_watts": point.static_watts,
+             "iteration_seconds": result.iteration_seconds,
              "energy_j": dynamic + point.static_watts * point.chips * result.iteration_seconds,
              "peak_memory_gib": result.peak_memory_gib, "memory_capacity_gib": device.memory_bytes / 2**30,
-             "fits": all(result.fits), "model_sha256": point.model_sha256, "device_sha256": point.device_sha256}]
+             "fits_memory": all(result.fits), "model_sha256": point.model_sha256,
+             "device_sha256": point.device_sha256}]
 
 
 def with_front(rows: list[dict]) -> list[dict]:
-    """``rows`` each with ``pareto``: fits memory and no fitting row beats it in both seconds and joules."""
+    """``rows`` each with ``pareto_optimal``: fits memory and no fitting row beats it in both seconds and
+    joules (equal rows do not beat each other)."""
     import numpy as np
 
     from archsim.report.pareto import pareto_mask
 
-    fitting = [r for r in rows if r["fits"]]
-    mask = pareto_mask(np.array([[r["iteration_seconds"], r["energy_j"]] for r in fitting])) if fitting else []
-    front = {id(r) for r, keep in zip(fitting, mask) if keep}
-    return [{**r, "pareto": id(r) in front} for r in rows]
+    fitting = [r for r in rows if r["fits_memory"]]
+    mask = pareto_mask(np.array([[r["iteration_seconds"], r["energy_j"]] for r in fitting]).reshape(-1, 2))
+    front = {id(r) for r, keep in zip(fitting, mask, strict=True) if keep}
+    return [{**r, "pareto_optimal": id(r) in front} for r in rows]
 
 
 def frame(rows: list[dict]) -> pd.DataFrame:
-    """Rows as results.csv orders them (by array shape, bandwidth, chips), the front marked."""
+    """Rows as results.csv holds them (the spec's order: arrays, then bandwidth, then chips), the front marked."""
     import pandas as pd
 
-    data = pd.DataFrame(with_front(rows), columns=COLUMNS)
-    return data.sort_values(SORT_COLUMNS, kind="stable").reset_index(drop=True)
+    return pd.DataFrame(with_front(rows), columns=COLUMNS)
 
 
 def sweep_rows(spec: DeviceSweepSpec) -> list[dict]:
@@ -217,9 +220,9 @@ def markdown(rows: list[dict]) -> str:
     differ in the third)."""
     lines = ["| arrays | HBM GB/s | chips | iteration s | energy kJ | peak GiB | fits | Pareto |",
              "|---|---|---|---|---|---|---|---|"]
-    lines += [f"| {r['array']} | {r['hbm_gbps']:g} | {r['chips']} | {r['iteration_seconds']:.3f} | "
-              f"{r['energy_j'] / 1e3:#.4g} | {r['peak_memory_gib']:.1f} | {'yes' if r['fits'] else 'no'} | "
-              f"{'**front**' if r['pareto'] else ''} |" for r in rows]
+    lines += [f"| {r['arrays']} | {r['hbm_gbps']:g} | {r['gpus']} | {r['iteration_seconds']:.3f} | "
+              f"{r['energy_j'] / 1e3:#.4g} | {r['peak_memory_gib']:.1f} | {'yes' if r['fits_memory'] else 'no'} | "
+              f"{'**front**' if r['pareto_optimal'] else ''} |" for r in rows]
     return "\n".join(lines)
 
 
@@ -376,22 +379,22 @@ def pareto_figure(results: pd.DataFrame):
     import plotly.graph_objects as go
 
     fig = go.Figure()
-    label = (results["array"].astype(str) + " arrays, HBM " + results["hbm_gbps"].map(lambda g: f"{g:g}")
-             + " GB/s, " + results["chips"].astype(str) + " chips, peak "
+    label = (results["arrays"].astype(str) + " arrays, HBM " + results["hbm_gbps"].map(lambda g: f"{g:g}")
+             + " GB/s, " + results["gpus"].astype(str) + " chips, peak "
              + results["peak_memory_gib"].map(lambda g: f"{g:.1f}") + " GiB")
-    groups = (("Pareto-optimal (time, energy)", results["pareto"].astype(bool), "diamond", 12),
-              ("dominated", ~results["pareto"].astype(bool) & results["fits"].astype(bool), "circle", 8),
-              ("does not fit memory", ~results["fits"].astype(bool), "circle-open", 8))
+    front, fits = results["pareto_optimal"].astype(bool), results["fits_memory"].astype(bool)
+    groups = (("Pareto-optimal (time, energy)", front, "diamond", 12), ("dominated", ~front & fits, "circle", 8),
+              ("does not fit memory", ~fits, "circle-open", 8))
     for name, keep, symbol, size in groups:
         part = results[keep]
         fig.add_trace(go.Scatter(x=part["iteration_seconds"], y=part["energy_j"] / 1e3, mode="markers",
                                  text=label[keep], name=name, marker={"symbol": symbol, "size": size},
                                  hovertemplate="%{text}<br>time %{x:.4g} s<br>energy %{y:.4g} kJ<extra></extra>"))
-    front = results[results["pareto"].astype(bool)].sort_values("iteration_seconds")
-    fig.add_trace(go.Scatter(x=front["iteration_seconds"], y=front["energy_j"] / 1e3, mode="lines",
+    line = results[front].sort_values("iteration_seconds")
+    fig.add_trace(go.Scatter(x=line["iteration_seconds"], y=line["energy_j"] / 1e3, mode="lines",
                              name="front", hoverinfo="skip", line={"dash": "dot"}))
     first = results.iloc[0]
-    fig.update_layout(title=f"{first['model']} on {first['device']}: time vs energy per iteration "
+    fig.update_layout(title=f"{first['model']} on {first['gpu']}: time vs energy per iteration "
                             "(◆: not beaten in both by a design that fits memory)",
                       xaxis_title="iteration time (s)", yaxis_title="energy per iteration (kJ)")
     return fig
@@ -406,7 +409,7 @@ def is_device_folder(folder: Path) -> bool:
     if not is_file(path):
         return False
     header = read_text(path, "results file").partition("\n")[0].split(",")
-    return "hbm_gbps" in header and "array" in header and "network" not in header
+    return "hbm_gbps" in header and "pareto_optimal" in header and "network" not in header
 
 
 def write_device_report(folder: Path, target: str | Path, *, spec_command: str) -> Path:
@@ -430,14 +433,15 @@ def write_device_report(folder: Path, target: str | Path, *, spec_command: str) 
         raise InputError("missing column" if missing else "no rows", file=str(path), line=1,
                          field=missing[0] if missing else None)
     command = esc(f"{spec_command}  &&  archsim report {folder} --out {target}")
-    rows = results[["array", "hbm_gbps", "chips", "iteration_seconds", "energy_j", "peak_memory_gib", "fits", "pareto"]]
+    rows = results[["arrays", "hbm_gbps", "gpus", "iteration_seconds", "energy_j", "peak_memory_gib", "fits_memory",
+                    "pareto_optimal"]]
     first = results.iloc[0]
-    setting = esc(f"{first['model']} on {first['device']}: global batch {first['global_batch']}, micro-batch "
+    setting = esc(f"{first['model']} on {first['gpu']}: global batch {first['global_batch']}, micro-batch "
                   f"{first['micro_batch']}, recompute {first['recompute']}, {first['dtype']}, {first['attention']} "
                   "attention, data parallel over the chips")
     sections = [(pareto_figure(results), f"{setting}. Reproduce: <code>{command}</code>"),
                 (rows, f"All {len(results)} designs (seconds and joules per iteration; pareto: on the front)")]
-    return write_page(target, f"Device sweep: {first['model']} on {first['device']}", sections)
+    return write_page(target, f"Device sweep: {first['model']} on {first['gpu']}", sections)
 
 
 __all__ = ["DevicePoint", "DeviceSweepSpec", "file_sha256", "load_device_spec", "markdown", "point_rows",
