@@ -99,6 +99,30 @@ def test_a_rerun_computes_only_the_missing_points(tmp_path, capsys):
     assert cached[0].is_file() and cached[1].stat().st_mtime_ns == kept
 
 
+@pytest.mark.long
+def test_points_that_do_not_fit_are_kept_and_never_on_the_front(tmp_path, capsys):
+    """A device file beside the spec with 1 GiB of HBM: GPT-2's weights and optimizer state do not fit."""
+    write(tmp_path / "small.toml", DEVICE_TEXT.replace("hbm_gib = 32\n", "hbm_gib = 1\n"))
+    spec = write(tmp_path / "s.toml", '[sweep]\nmodel = "gpt2"\ndevice = "small.toml"\narray_sides = [64, 128]\n'
+                                      'chips = [4]\nglobal_batch = 16\n')
+    out, html = tmp_path / "out", tmp_path / "s.html"
+    assert main(["sweep", str(spec), "--out", str(out), "--quiet", "--report", str(html)]) == 0
+    capsys.readouterr()
+    rows = rows_of(out / "results.csv")
+    assert len(rows) == 2 and all(float(r["peak_memory_gib"]) > float(r["memory_capacity_gib"]) == 1.0 for r in rows)
+    assert [(r["fits_memory"], r["pareto_optimal"]) for r in rows] == [("False", "False")] * 2
+    assert "does not fit memory" in html.read_text(encoding="utf-8")
+
+
+def test_an_array_axis_on_a_tile_timed_device_is_refused(tmp_path, capsys):
+    write(tmp_path / "tiles.toml", DEVICE_TEXT.replace('gemm = "arrays"', 'gemm = "tiles"'))
+    spec = write(tmp_path / "s.toml", '[sweep]\nmodel = "gpt2"\ndevice = "tiles.toml"\narray_sides = [64]\n'
+                                      'chips = [4]\nglobal_batch = 16\n')
+    line = clean_error(capsys, "sweep", spec, "--out", tmp_path / "out")
+    assert "field 'array_sides'" in line and 'gemm = "arrays"' in line, line
+    assert not (tmp_path / "out").exists()
+
+
 def test_the_front_leaves_out_what_does_not_fit_and_what_is_beaten():
     rows = [{"iteration_seconds": 1.0, "energy_j": 10.0, "fits_memory": True},   # fastest that fits: front
             {"iteration_seconds": 2.0, "energy_j": 5.0, "fits_memory": True},    # least energy that fits: front
@@ -136,6 +160,8 @@ def test_a_bad_device_spec_is_one_line_naming_its_key(tmp_path, capsys, extra, f
 @pytest.mark.parametrize("table, field, words", [
     ('model = "gpt2"\ndevice = "tpu_v4_like"\nchips = [3]\nglobal_batch = 16\n', "chips", "3 chips"),  # 3 ∤ 16
     ('model = "gpt2"\ndevice = "tpu_v4_like"\nglobal_batch = 16\n', "chips", "missing key"),
+    ('model = "gpt2"\ndevice = "tpu_v4_like"\nchips = [4]\nglobal_batch = 400000000\n', "global_batch",
+     "schedule actions"),                                     # an iteration train would refuse (--max-ops)
     ('model = "../gpt2.json"\ndevice = "tpu_v4_like"\nchips = [4]\nglobal_batch = 16\n', "model", "inside"),
     ('model = "no_such_model"\ndevice = "tpu_v4_like"\nchips = [4]\nglobal_batch = 16\n', "model", "no shipped"),
     ('model = "gpt2"\ndevice = "/etc/passwd"\nchips = [4]\nglobal_batch = 16\n', "device", "inside"),

@@ -267,7 +267,7 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
     key (``arrays``, ``networks``, …) is refused, never ignored."""
     from archsim.devices.device_file import load_device
     from archsim.training.parallel import Parallelism
-    from archsim.validate import check_name
+    from archsim.validate import DEFAULT_MAX_OPS, check_name
     from archsim.workload.transformer import load_transformer
 
     file = str(path)
@@ -319,8 +319,8 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
     if "array_sides" in table or "array_shapes" in table:
         key = "array_sides" if "array_sides" in table else "array_shapes"
         if device.gemm != "arrays":
-            raise InputError(f"the device times its GEMMs by tiles (gemm = {device.gemm!r}), not on its arrays: an "
-                             "array axis would not be what it times", file=file, field=key)
+            raise InputError(f"array axes are for devices whose GEMMs run on their arrays (gemm = \"arrays\"); this "
+                             f"one has gemm = {device.gemm!r}", file=file, field=key)
         if key == "array_sides":
             try:
                 arrays = square_arrays(device, axis(key, integer(key, 1 << 15)))
@@ -344,11 +344,15 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
     watts = table.get("static_watts", 0.0)
     if isinstance(watts, bool) or not isinstance(watts, (int, float)) or not 0 <= watts < 1e6:
         raise InputError(f"expected watts per chip in [0, 10⁶), got {shown(watts)}", file=file, field="static_watts")
-    for n in chips:  # every point's layout, before anything is written
+    for n in chips:  # every point's layout and its schedule's size (train's --max-ops), before anything is written
         try:
-            Parallelism(1, 1, n, global_batch, micro_batch, recompute, attention=attention)
+            actions = Parallelism(1, 1, n, global_batch, micro_batch, recompute, attention=attention).schedule_actions
         except InputError as exc:
             raise InputError(f"{n} chips: {exc.message}", file=file, field="chips") from None
+        if actions > DEFAULT_MAX_OPS:
+            raise InputError(f"{n} chips: an iteration of about {actions:,} schedule actions, above archsim train's "
+                             f"--max-ops default of {DEFAULT_MAX_OPS:,}: give fewer samples or a larger micro_batch",
+                             file=file, field="global_batch")
     try:
         device.peak(dtype)
     except InputError as exc:
