@@ -30,9 +30,10 @@ fit its chip is kept, ``fits`` false, never on the front.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from archsim.choices.devices import DTYPES
 from archsim.choices.training import ATTENTIONS, DEFAULT_ATTENTION, RECOMPUTE
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
 
     from archsim.devices.device import Device
 
+T = TypeVar("T")
 MAX_AXIS = 1000  # values per axis: a sweep is their product
 MAX_CHIPS = 65536
 KEYS = {"name", "model", "device", "array_sides", "array_shapes", "hbm_gbps", "chips", "global_batch",
@@ -306,12 +308,8 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
 
     model_path = spec_file(table["model"], path.parent, file, "model", "transformers", MODEL_SUFFIXES)
     device_path = spec_file(table["device"], path.parent, file, "device", "devices", DEVICE_SUFFIXES)
-    try:
-        config = load_transformer(model_path)
-        device = load_device(device_path)
-    except InputError as exc:
-        inner = str(exc) if exc.where.file else exc.message
-        raise InputError(inner, file=file, field="model" if "config" not in locals() else "device") from None
+    _read(load_transformer, model_path, file, "model")  # both read here: a bad file stops the run before it writes
+    device = _read(load_device, device_path, file, "device")
     if "array_sides" in table and "array_shapes" in table:
         raise InputError("give array_sides (square arrays at the file's PE budget) or array_shapes, not both",
                          file=file, field="array_shapes")
@@ -357,13 +355,20 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
         device.peak(dtype)
     except InputError as exc:
         raise InputError(exc.message, file=file, field="dtype") from None
-    del config
     return DeviceSweepSpec(
         name=check_name(table.get("name", path.stem), "name", file=file), model=table["model"], model_path=model_path,
         model_sha256=file_sha256(model_path), device=table["device"], device_path=device_path,
         device_sha256=file_sha256(device_path), arrays=arrays, hbm_gbps=hbm, chips=chips, global_batch=global_batch,
         micro_batch=micro_batch, recompute=recompute, dtype=dtype, attention=attention, static_watts=float(watts),
         source=file)
+
+
+def _read(load: Callable[[str], T], path: str, file: str, key: str) -> T:
+    """``load(path)``, its error naming the spec's key (and the named file's own line and key, when known)."""
+    try:
+        return load(path)
+    except InputError as exc:
+        raise InputError(str(exc) if exc.where.file else exc.message, file=file, field=key) from None
 
 
 def _shape(text: object, file: str, key: str) -> tuple[int, int, int]:
