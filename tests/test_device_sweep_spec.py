@@ -114,12 +114,16 @@ def test_points_that_do_not_fit_are_kept_and_never_on_the_front(tmp_path, capsys
     assert "does not fit memory" in html.read_text(encoding="utf-8")
 
 
-def test_an_array_axis_on_a_tile_timed_device_is_refused(tmp_path, capsys):
+@pytest.mark.parametrize("extra, field, words", [
+    ("array_sides = [64]\n", "array_sides", 'gemm = "arrays"'),     # its arrays are not what times its GEMMs
+    ("static_watts = 10\n", "static_watts", "board power"),         # its board power already counts it
+])
+def test_a_tile_timed_device_takes_no_array_axis_and_no_static_watts(tmp_path, capsys, extra, field, words):
     write(tmp_path / "tiles.toml", DEVICE_TEXT.replace('gemm = "arrays"', 'gemm = "tiles"'))
-    spec = write(tmp_path / "s.toml", '[sweep]\nmodel = "gpt2"\ndevice = "tiles.toml"\narray_sides = [64]\n'
-                                      'chips = [4]\nglobal_batch = 16\n')
+    spec = write(tmp_path / "s.toml", '[sweep]\nmodel = "gpt2"\ndevice = "tiles.toml"\nchips = [4]\n'
+                                      'global_batch = 16\n' + extra)
     line = clean_error(capsys, "sweep", spec, "--out", tmp_path / "out")
-    assert "field 'array_sides'" in line and 'gemm = "arrays"' in line, line
+    assert f"field '{field}'" in line and words in line, line
     assert not (tmp_path / "out").exists()
 
 

@@ -131,8 +131,8 @@ def with_fields(device: Device, arrays: tuple[int, int, int] | None, hbm_gbps: f
     if arrays is not None:
         count, rows, cols = arrays
         new = replace(device.arrays, count=count, rows=rows, cols=cols, per_core=1)
-        ratio = new.peak_flops / device.arrays.peak_flops
         old = device.arrays.peak_flops
+        ratio = new.peak_flops / old
         peaks = tuple((dtype, new.peak_flops if peak == old else peak * ratio)
                       if device.gemm_units(dtype) is device.arrays else (dtype, peak) for dtype, peak in device.peaks)
         device = replace(device, arrays=new, peaks=peaks)
@@ -172,7 +172,7 @@ def point_rows(point: DevicePoint) -> list[dict[str, object]]:
                            "servers": [{"count": 1, "gpus": point.chips, "device": edited,
                                         "intra_server_gbps": in_server_gbps(device)}]},
                           Path(point.device_path).parent, point.device, point.dtype, loaded={edited: device})
-    with warnings.catch_warnings():  # memory that does not fit is this row's ``fits``, not a warning
+    with warnings.catch_warnings():  # memory that does not fit is this row's ``fits_memory``, not a warning
         warnings.simplefilter("ignore", UserWarning)
         config = load_transformer(point.model_path)
         result, _ = train(config, cluster=cluster, global_batch=point.global_batch,
@@ -342,6 +342,10 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
     watts = table.get("static_watts", 0.0)
     if isinstance(watts, bool) or not isinstance(watts, (int, float)) or not 0 <= watts < 1e6:
         raise InputError(f"expected watts per chip in [0, 10⁶), got {shown(watts)}", file=file, field="static_watts")
+    if watts and device.gemm != "arrays":
+        raise InputError(f"a device with gemm = {device.gemm!r} is priced at its board power × time, which already "
+                         "counts static power: static_watts is for array devices (the energy model's dynamic joules)",
+                         file=file, field="static_watts")
     for n in chips:  # every point's layout and its schedule's size (train's --max-ops), before anything is written
         try:
             actions = Parallelism(1, 1, n, global_batch, micro_batch, recompute, attention=attention).schedule_actions
