@@ -43,7 +43,7 @@ REGISTRY: tuple[tuple[str, str, str], ...] = (
      "back-propagation as a parallel scan: RNN speedup and pruned VGG-11 FLOPs"),
     ("cluster", "archsim.commands.cluster:COMMAND",
      "SPB + Jigsaw vs Gandiva and Tiresias on a job trace: makespan, JCT, utilization"),
-    ("sweep", "archsim.commands.sweep:SWEEP", "run a sweep spec (array × batch × processors × method) with caching"),
+    ("sweep", "archsim.commands.sweep:SWEEP", "run a sweep spec (array × batch × processors × method, or a device file's fields) with caching"),
     ("report", "archsim.commands.sweep:REPORT", "write the HTML report of a sweep's results"),
     ("validate-gpu", "archsim.commands.validate_gpu:COMMAND",
      "compare archsim's per-layer F/D/G costs with kernels measured on a GPU"),

@@ -217,6 +217,17 @@ def parse_json(text: str, file: str) -> object:
         raise InputError(f"not valid JSON ({exc})", file=file) from None
 
 
+def shipped_configs(folder: str):
+    """``configs/FOLDER/`` as installed (package ``archsim.configs``), or beside the package in a checkout:
+    where shipped names (energy tables, a device sweep's devices and models) are looked up."""
+    from importlib import resources
+
+    try:
+        return resources.files("archsim.configs").joinpath(folder)
+    except ModuleNotFoundError:  # editable installs put the repo root on sys.path, not the mapping
+        return Path(__file__).resolve().parents[1] / "configs" / folder
+
+
 def resolve_name(folder: str | Path, name: str, suffix: str, what: str, *, field: str | None = None) -> Path:
     """The file a *name* (not a path) stands for inside ``folder``: ``folder/name+suffix``. A name
     that is absolute, holds ``..``, a control character, or resolves (through a symlink) outside

@@ -7,21 +7,23 @@
 Each point is the device file with its arrays' shape (square sides of 64, 128 or 256 PEs, the count
 scaled so the chip keeps its PEs: 4 × the file's arrays of 64², 1/4 of them of 256²), its HBM
 bandwidth and the chips the model trains on (data parallel, one micro-batch of one sample, full
-recompute) replaced; ``archsim train``'s model times the iteration (:func:`archsim.training.run.train`)
-and the energy model costs its ops (:func:`archsim.training.energy.array_iteration_joules`), plus
-``--static-watts`` per chip over the iteration (an assumption the user states; default 0: the
-energy model's dynamic energy alone, which no chip count or bandwidth changes). The front keeps the
-points no other point beats in both seconds and joules (:func:`archsim.report.pareto.pareto_mask`).
-Prints a markdown table (front marked) on stdout; ``--csv`` / ``--html`` (a plotly scatter) write files.
-A point whose memory does not fit the chip is kept with ``fits`` false and left off the front.
+recompute, bf16, Megatron's standard attention) replaced. The sweep is the library's
+(:mod:`archsim.sweep.device`), what ``archsim sweep configs/sweeps/device_tpu_v4_like_gpt.toml`` runs
+with caching and an HTML report: ``archsim train``'s seconds and the energy model's joules per
+iteration, plus ``--static-watts`` per chip over the iteration (an assumption the user states;
+default 0: the energy model's dynamic energy alone, which no bandwidth changes). The front keeps the
+points no fitting point beats in both seconds and joules (:func:`archsim.report.pareto.pareto_mask`).
+Prints a markdown table (front marked) on stdout; ``--csv`` / ``--html`` (the report's scatter) write
+files. A point whose memory does not fit the chip is kept with ``fits`` false and left off the front.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import replace
 from pathlib import Path
+
+from archsim.sweep.device import markdown, with_front
 
 ROOT = Path(__file__).resolve().parents[1]
 SIDES = (64, 128, 256)
@@ -30,57 +32,17 @@ CHIPS = (4, 8, 16)
 
 
 def sweep(device_path: str, model_path: str, global_batch: int, static_watts: float = 0.0) -> list[dict]:
-    """One row per (array side, HBM GB/s, chips): seconds, joules, peak memory, fits."""
+    """One row per (array side, HBM GB/s, chips): seconds, joules, peak memory, fits — the library's
+    device sweep (:mod:`archsim.sweep.device`, what ``archsim sweep`` runs) on these axes."""
     from archsim.devices.device_file import load_device
-    from archsim.training import fitted
-    from archsim.training.energy import array_iteration_joules
-    from archsim.training.machine import Links, Machine
-    from archsim.training.parallel import Parallelism
-    from archsim.training.run import train
-    from archsim.workload.transformer import load_transformer
+    from archsim.sweep.device import DeviceSweepSpec, file_sha256, square_arrays, sweep_rows
 
-    base = load_device(device_path)
-    config = load_transformer(model_path)
-    rows = []
-    for side in SIDES:
-        for gbps in HBM_GBPS:
-            pes = base.arrays.count * base.arrays.rows * base.arrays.cols
-            count = max(pes // (side * side), 1)
-            arrays = replace(base.arrays, count=count, rows=side, cols=side, per_core=1)
-            device = replace(base, arrays=arrays, hbm_bytes_per_s=gbps * 1e9)
-            link = fitted.nvlink(device.nvlink_bytes_per_s)
-            machine = Machine(device, device.efficiency or fitted.kernels(device.name), Links(link, link, link),
-                              dtype="bf16")
-            for chips in CHIPS:
-                par = Parallelism(1, 1, chips, global_batch, 1, "full")
-                result = train(config, par, machine)
-                parameters = sum(m.parameters for m in result.memory) * par.tp * par.dp
-                dynamic = array_iteration_joules(config, par, device, "bf16", parameters=parameters)
-                rows.append({"array": f"{count}x{side}x{side}", "hbm_gbps": gbps, "chips": chips,
-                             "iteration_seconds": result.iteration_seconds,
-                             "energy_j": dynamic + static_watts * chips * result.iteration_seconds,
-                             "peak_memory_gib": result.peak_memory_gib,
-                             "fits": result.peak_memory_gib * 2**30 <= device.memory_bytes})
-    return rows
-
-
-def with_front(rows: list[dict]) -> list[dict]:
-    import numpy as np
-
-    from archsim.report.pareto import pareto_mask
-
-    fitting = [r for r in rows if r["fits"]]
-    mask = pareto_mask(np.array([[r["iteration_seconds"], r["energy_j"]] for r in fitting])) if fitting else []
-    front = {id(r) for r, keep in zip(fitting, mask) if keep}
-    return [{**r, "pareto": id(r) in front} for r in rows]
-
-
-def markdown(rows: list[dict]) -> str:
-    lines = ["| arrays | HBM GB/s | chips | iteration s | energy kJ | peak GiB | fits | Pareto |", "|---|---|---|---|---|---|---|---|"]
-    lines += [f"| {r['array']} | {r['hbm_gbps']:g} | {r['chips']} | {r['iteration_seconds']:.3f} | "
-              f"{r['energy_j'] / 1e3:#.4g} | {r['peak_memory_gib']:.1f} | {'yes' if r['fits'] else 'no'} | "
-              f"{'**front**' if r['pareto'] else ''} |" for r in rows]
-    return "\n".join(lines)
+    spec = DeviceSweepSpec(name="bench_device_sweep", model=Path(model_path).stem, model_path=model_path,
+                           model_sha256=file_sha256(model_path), device=Path(device_path).stem,
+                           device_path=device_path, device_sha256=file_sha256(device_path),
+                           arrays=square_arrays(load_device(device_path), SIDES), hbm_gbps=HBM_GBPS, chips=CHIPS,
+                           global_batch=global_batch, dtype="bf16", attention="standard", static_watts=static_watts)
+    return sweep_rows(spec)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -100,19 +62,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench_device_sweep: {exc}", file=sys.stderr)
         return 2
     print(markdown(rows))
-    if args.csv:
+    if args.csv or args.html:
         import pandas as pd
 
         from archsim.outputs import atomic_write_text
+        from archsim.sweep.device import pareto_figure
 
-        atomic_write_text(args.csv, pd.DataFrame(rows).to_csv(index=False))
-    if args.html:
-        import plotly.express as px
-
-        figure = px.scatter(rows, x="iteration_seconds", y="energy_j", color="array", symbol="pareto",
-                            hover_data=["hbm_gbps", "chips", "peak_memory_gib"],
-                            title="Device-file sweep: seconds vs joules per iteration (Pareto front: symbol)")
-        figure.write_html(args.html, include_plotlyjs="cdn")
+        if args.csv:
+            atomic_write_text(args.csv, pd.DataFrame(rows).to_csv(index=False))
+        if args.html:
+            atomic_write_text(args.html, pareto_figure(pd.DataFrame(rows)).to_html(include_plotlyjs="cdn"))
     return 0
 
 

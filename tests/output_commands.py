@@ -25,6 +25,15 @@ methods = ["layerpipe"]
 clocks_ghz = [1.0]
 """
 
+# a device sweep of one point (GPT-2 on one TPU-v4-like chip): its results.csv's names
+DEVICE_SWEEP_SPEC = """[sweep]
+name = "device_columns"
+model = "gpt2"
+device = "tpu_v4_like"
+chips = [1]
+global_batch = 1
+"""
+
 # form name → argv (without --format); each runs in well under a second
 COMMANDS: dict[str, list[str]] = {
     "cost": ["cost", "layerpipe_sample"],

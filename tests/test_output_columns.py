@@ -2,7 +2,8 @@
 
 Runs the invocations of ``output_commands.py`` in json and csv (and table): the CSV header is the JSON
 rows' keys followed by the meta's single values (nothing JSON has is lost, and nothing is renamed);
-every name printed — and every column of a small design sweep's results.csv and summary.csv — is in
+every name printed — and every column of a small design sweep's results.csv and summary.csv, and of a
+device sweep's results.csv — is in
 docs/formats.md's "Output columns" tables with a unit and a meaning, and every name documented there is
 printed by one of them (no stale entries). No two names of one quantity (SYNONYMS: today's name and the
 names it replaced or could be mistaken for) are printed anywhere, by any command.
@@ -20,7 +21,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from output_commands import COMMANDS, SWEEP_SPEC
+from output_commands import COMMANDS, DEVICE_SWEEP_SPEC, SWEEP_SPEC
 from test_docs import ROOT, table_keys
 
 from archsim.cli import main
@@ -118,24 +119,27 @@ def test_every_documented_name_has_a_unit_and_a_meaning():
 
 @cache
 def sweep_names() -> tuple[str, ...]:
-    """The header names of a design sweep's results.csv and summary.csv."""
+    """The header names of a design sweep's results.csv and summary.csv, and of a device sweep's results.csv."""
     from contextlib import redirect_stderr, redirect_stdout
 
+    names = []
     with tempfile.TemporaryDirectory() as folder:
-        spec = Path(folder) / "columns.toml"
-        spec.write_text(SWEEP_SPEC, encoding="utf-8")
-        with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()) as err:
-            code = main(["sweep", str(spec), "--out", str(Path(folder) / "out"), "--quiet"])
-        assert code == 0, err.getvalue()
-        names = []
-        for name in ("results.csv", "summary.csv"):
-            with (Path(folder) / "out" / name).open(newline="", encoding="utf-8") as handle:
-                names += next(csv.reader(handle))
+        for text, files in ((SWEEP_SPEC, ("results.csv", "summary.csv")), (DEVICE_SWEEP_SPEC, ("results.csv",))):
+            spec = Path(folder) / "columns.toml"
+            spec.write_text(text, encoding="utf-8")
+            out = Path(folder) / f"out{len(names)}"
+            with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()) as err:
+                code = main(["sweep", str(spec), "--out", str(out), "--quiet"])
+            assert code == 0, err.getvalue()
+            for name in files:
+                with (out / name).open(newline="", encoding="utf-8") as handle:
+                    names += next(csv.reader(handle))
     return tuple(dict.fromkeys(names))
 
 
 def test_the_sweep_writes_its_design_columns():
     assert {"single_processor_cycles", "speedup", "clock_ghz", "energy_pj", "improvement_vs_pipedream_pct"} <= set(sweep_names())
+    assert {"hbm_gbps", "gpus", "fits_memory", "pareto_optimal", "energy_j"} <= set(sweep_names())  # a device sweep's
 
 
 def table_meta_names(form: str) -> list[str]:

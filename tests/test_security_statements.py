@@ -234,8 +234,67 @@ def tables_shipped(tmp: Path) -> None:
             spec(tmp, tables=f'"{name}"')
 
 
+DEVICE_SPEC = '[sweep]\nmodel = "{model}"\ndevice = "{device}"\nchips = [1]\nglobal_batch = 1\n'
+
+
+def device_spec(folder: Path, model: str = "gpt2", device: str = "tpu_v4_like"):
+    path = folder / "s.toml"
+    path.write_text(DEVICE_SPEC.format(model=model, device=device), encoding="utf-8")
+    return load_spec(path)
+
+
+def model_files(tmp: Path) -> None:
+    (tmp / "models").mkdir()
+    for name in ("m.json", "models/m.json", "plain"):  # a suffix, a '/', an existing file
+        (tmp / name).write_text((ROOT / "configs" / "transformers" / "gpt2.json").read_text())
+        if name == "plain":  # read, and refused as what it is not: a config is a .json or a .toml
+            with pytest.raises(InputError) as caught:
+                device_spec(tmp, name)
+            assert caught.value.where.field == "model" and "plain" in str(caught.value)
+            continue
+        assert device_spec(tmp, name).model_path == str((tmp / name).resolve())
+    for name, words in (("missing.json", "not found in the spec's folder"), ("../m.json", "inside")):
+        with pytest.raises(InputError, match=words):
+            device_spec(tmp, name)
+
+
+def model_shipped(tmp: Path) -> None:
+    assert Path(device_spec(tmp, "gpt2").model_path).resolve() == (ROOT / "configs/transformers/gpt2.json").resolve()
+    for name in ("passwd", "/etc/passwd"):
+        with pytest.raises(InputError) as caught:
+            device_spec(tmp, name)
+        assert caught.value.where.field == "model"
+
+
+def device_files(tmp: Path) -> None:
+    (tmp / "devices").mkdir()
+    for name in ("d.toml", "devices/d.toml", "plain"):  # a suffix, a '/', an existing file
+        (tmp / name).write_text((ROOT / "configs" / "devices" / "tpu_v4_like.toml").read_text())
+        if name == "plain":  # read, and refused as what it is not: a device file is a .toml or a .cfg
+            with pytest.raises(InputError, match="a device file is a .toml or a SCALE-Sim .cfg"):
+                device_spec(tmp, device=name)
+            continue
+        assert device_spec(tmp, device=name).device_path == str((tmp / name).resolve())
+    for name, words in (("missing.toml", "not found in the spec's folder"), ("../d.toml", "inside")):
+        with pytest.raises(InputError, match=words):
+            device_spec(tmp, device=name)
+
+
+def device_shipped(tmp: Path) -> None:
+    shipped = ROOT / "configs" / "devices"
+    for name, file in (("tpu_v4_like", "tpu_v4_like.toml"), ("scalesim_32x32_device", "scalesim_32x32_device.cfg")):
+        assert Path(device_spec(tmp, device=name).device_path).resolve() == (shipped / file).resolve()
+    for name in ("passwd", "/etc/passwd"):
+        with pytest.raises(InputError) as caught:
+            device_spec(tmp, device=name)
+        assert caught.value.where.field == "device"
+
+
 NAMES = {("`networks`", "a file beside"): networks_files, ("`networks`", "anything else"): networks_shipped,
-         ("`energy_tables`", "ending in `.toml`"): tables_files, ("`energy_tables`", "anything else"): tables_shipped}
+         ("`energy_tables`", "ending in `.toml`"): tables_files, ("`energy_tables`", "anything else"): tables_shipped,
+         ("`model` (device sweep)", "a file beside"): model_files, ("`model` (device sweep)", "anything else"): model_shipped,
+         ("`device` (device sweep)", "a file beside"): device_files,
+         ("`device` (device sweep)", "anything else"): device_shipped}
 
 
 def test_every_spec_name_row_has_a_check():

@@ -12,7 +12,8 @@ from archsim.validate import int_flag
 
 
 def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("spec", metavar="SPEC", help="sweep spec (TOML), e.g. configs/sweeps/layerpipe_paper.toml")
+    parser.add_argument("spec", metavar="SPEC", help="sweep spec (TOML), e.g. configs/sweeps/layerpipe_paper.toml, or a device sweep's "
+                        "(configs/sweeps/device_tpu_v4_like_gpt.toml)")
     parser.add_argument("--out", type=folder_flag, default=None, metavar="DIR", help="results folder (default results/<spec name>)")
     parser.add_argument("--workers", type=int_flag(1, 1024, "a worker count"), default=1, help="local worker processes (default 1)")
     parser.add_argument("--dask", default=None, metavar="local|ADDRESS",
@@ -36,7 +37,10 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     if args.report is not None:
         check_target(target)
     frame = run_sweep(spec, out, workers=args.workers, dask=args.dask, progress=not args.quiet, force=args.force)
-    note_written(f"{len(frame)} results in {out / 'results.csv'}; summary in {out / 'summary.csv'}")
+    from archsim.sweep.device import DeviceSweepSpec
+
+    summary = "" if isinstance(spec, DeviceSweepSpec) else f"; summary in {out / 'summary.csv'}"  # a device sweep: none
+    note_written(f"{len(frame)} results in {out / 'results.csv'}{summary}")
     if args.report is not None:
         path = write_report(out, target, spec_command=f"archsim sweep {args.spec} --out {out}",
                             own_networks=spec.networks)
@@ -60,6 +64,6 @@ def run_report_command(args: argparse.Namespace) -> int:
     return 0
 
 
-SWEEP = Command("sweep", "run a sweep spec (array × batch × processors × method) with caching",
+SWEEP = Command("sweep", "run a sweep spec (array × batch × processors × method, or a device file's fields) with caching",
                 add_sweep_arguments, run_sweep_command)
 REPORT = Command("report", "write the HTML report of a sweep's results", add_report_arguments, run_report_command)

@@ -13,23 +13,29 @@ import configparser
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from archsim.array.config import ArrayConfig
 from archsim.errors import InputError
-from archsim.validate import check_name, is_file, parse_float, parse_int, parse_toml, read_text, resolve_name, shown
+from archsim.validate import (
+    check_name,
+    is_file,
+    parse_float,
+    parse_int,
+    parse_toml,
+    read_text,
+    resolve_name,
+    shipped_configs,
+    shown,
+)
 
 DEFAULT_TABLE = "horowitz45"
 
 
 def _energy_dir():
-    """``configs/energy/`` as installed (package ``archsim.configs``), or beside the package in a checkout."""
-    try:
-        return resources.files("archsim.configs").joinpath("energy")
-    except ModuleNotFoundError:  # editable installs put the repo root on sys.path, not the mapping
-        return Path(__file__).resolve().parents[2] / "configs" / "energy"
+    """``configs/energy/``, where the shipped tables are."""
+    return shipped_configs("energy")
 
 
 @dataclass(frozen=True)

@@ -77,7 +77,10 @@ def write_report(folder: Path, target: str | Path, *, spec_command: str,
     networks of the spec the caller has just run: a results folder may come from someone else."""
     from archsim.array.costing import cost_network
     from archsim.lowering import check_mode
+    from archsim.sweep.device import is_device_folder, write_device_report
 
+    if is_device_folder(folder):
+        return write_device_report(folder, target, spec_command=spec_command)
     results = read_results(folder)
     from archsim.report.sweep_report import build_report, layer_breakdown_figure  # plotly loads only for a report
     from archsim.sweep import summarize

@@ -34,6 +34,7 @@ from archsim.output_files import hold_until_written, live_writer, output_set, wr
 from archsim.partition import build_profile
 from archsim.planners import partitions
 from archsim.progress import progress as progress_bar
+from archsim.sweep.device import DevicePoint, DeviceSweepSpec, point_rows
 from archsim.sweep.folder import check_owner, holding
 from archsim.sweep.spec import SweepSpec, Unit, network_sha256
 from archsim.sweep.summary import summarize
@@ -85,8 +86,11 @@ def unit_lowering(path: str, sha256: str, only: tuple[str, ...], batch: int, mod
     return lower_network(unit_network(path, sha256, only), batch, mode, element_bytes)
 
 
-def compute_unit(unit: Unit) -> list[dict[str, object]]:
-    """All (processors, method) results of one configuration. Pure: safe on any worker."""
+def compute_unit(unit: Unit | DevicePoint) -> list[dict[str, object]]:
+    """All (processors, method) results of one configuration (a device sweep's point: its one row).
+    Pure: safe on any worker."""
+    if isinstance(unit, DevicePoint):
+        return point_rows(unit)
     network = unit_network(unit.network, unit.network_sha256, unit.only)
 
     def base_row(processors: int, method: str, plan, single: float, cycles: float) -> dict[str, object]:
@@ -119,7 +123,7 @@ def compute_unit(unit: Unit) -> list[dict[str, object]]:
     return rows
 
 
-def network_digests(spec: SweepSpec) -> dict[str, str]:
+def network_digests(spec: SweepSpec | DeviceSweepSpec) -> dict[str, str]:
     """sha256 of each network's parsed layers (what its results depend on, not its file name)."""
     digests = {}
     for network in spec.networks:
@@ -132,8 +136,11 @@ def network_digests(spec: SweepSpec) -> dict[str, str]:
     return digests
 
 
-def _cache_file(out: Path, unit: Unit, digests: dict[str, str]) -> Path:
-    settings = dumps({"format": CACHE_FORMAT, "unit": asdict(unit), "network": digests[unit.network]},
+def _cache_file(out: Path, unit: Unit | DevicePoint, digests: dict[str, str]) -> Path:
+    """A unit's cache file, named by its settings and its network's layers (a device point's settings
+    hold its files' SHA-256)."""
+    network = digests[unit.network] if isinstance(unit, Unit) else None
+    settings = dumps({"format": CACHE_FORMAT, "unit": asdict(unit), "network": network},
                      sort_keys=True)
     return out / "cache" / f"{hashlib.sha256(settings.encode()).hexdigest()[:40]}.json"
 
@@ -206,10 +213,10 @@ def _run_dask(units: list[Unit], address: str, workers: int):
             cluster.close()
 
 
-def run_sweep(spec: SweepSpec, out: str | Path, *, workers: int = 1, dask: str | None = None,
+def run_sweep(spec: SweepSpec | DeviceSweepSpec, out: str | Path, *, workers: int = 1, dask: str | None = None,
               progress: bool = True, force: bool = False) -> pd.DataFrame:
     """Compute the units not yet cached under ``out``, then write ``results.csv`` and
-    ``summary.csv`` there (together: one :func:`~archsim.output_files.output_set`, the caller's when
+    ``summary.csv`` there (a device sweep: ``results.csv`` alone, its front marked) (together: one :func:`~archsim.output_files.output_set`, the caller's when
     one is open, as the CLI's is, so the run's report joins them) and return the results frame. The
     folder is locked until they are in place, and refused when another spec's results are in it
     unless ``force`` (:mod:`.folder`)."""
@@ -232,15 +239,15 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, workers: int = 1, dask: str |
         return _run_locked(spec, out, units, digests, workers, dask, progress)
 
 
-def _run_locked(spec: SweepSpec, out: Path, units, digests, workers: int, dask: str | None,
+def _run_locked(spec: SweepSpec | DeviceSweepSpec, out: Path, units, digests, workers: int, dask: str | None,
                 progress: bool) -> pd.DataFrame:
     _remove_orphans(out)
     files = {unit: _cache_file(out, unit, digests) for unit in units}
     todo = [unit for unit in units if not files[unit].is_file()]
     run = _executor(workers, dask)
 
-    def size(unit: Unit) -> int:  # configurations: the rows of results.csv this unit gives
-        return len(unit.processors) * len(unit.methods)
+    def size(unit: Unit | DevicePoint) -> int:  # configurations: the rows of results.csv this unit gives
+        return unit.configs
 
     with progress_bar(sum(map(size, units)), f"sweep {spec.name}", "config", enabled=progress,
                       initial=sum(map(size, units)) - sum(map(size, todo)), leave=True) as bar:
@@ -249,8 +256,14 @@ def _run_locked(spec: SweepSpec, out: Path, units, digests, workers: int, dask: 
             write_output(files[unit], dumps({"unit": asdict(unit), "rows": rows}), at_once=True)  # kept if stopped
             computed[unit] = rows
             bar.update(size(unit))
-    frame = _frame([row for unit in units
-                    for row in (computed[unit] if unit in computed else _cached_rows(files[unit]))])
+    rows = [row for unit in units for row in (computed[unit] if unit in computed else _cached_rows(files[unit]))]
+    if isinstance(spec, DeviceSweepSpec):
+        from archsim.sweep.device import frame as device_frame
+
+        frame = device_frame(rows)
+        write_output(out / "results.csv", frame.to_csv(index=False))
+        return frame
+    frame = _frame(rows)
     write_output(out / "results.csv", frame.to_csv(index=False))  # renamed together when run_sweep's set ends
     write_output(out / "summary.csv", summarize(frame).to_csv(index=False))
     return frame

@@ -32,6 +32,7 @@ import math
 from dataclasses import dataclass
 from itertools import product
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from archsim.array.config import parse_array_shape
 from archsim.array.costing import ENGINES
@@ -52,6 +53,9 @@ from archsim.validate import (
     shown,
 )
 from archsim.workload.layer import LAYER_KINDS
+
+if TYPE_CHECKING:
+    from archsim.sweep.device import DeviceSweepSpec
 
 MAX_LIST = 1000  # values per list: a sweep is their product
 
@@ -78,6 +82,11 @@ class Unit:
     engine: str = "analytic"
     network_sha256: str = ""  # of a network file's bytes; empty for a shipped name
     design: Design | None = None  # None: a plain sweep (cycles and speedups only)
+
+    @property
+    def configs(self) -> int:
+        """Rows of results.csv this unit gives: one per (processors, method)."""
+        return len(self.processors) * len(self.methods)
 
     @property
     def key(self) -> str:
@@ -181,7 +190,9 @@ def network_sha256(network: str) -> str:
     return hashlib.sha256(read_bytes(path, "network file")).hexdigest()
 
 
-def load_spec(path: str | Path) -> SweepSpec:
+def load_spec(path: str | Path) -> SweepSpec | DeviceSweepSpec:
+    """A spec file's sweep: an array sweep, or a device sweep when ``[sweep]`` names a ``device`` or a
+    ``model`` (:mod:`archsim.sweep.device`)."""
     path = Path(path)
     file = str(path)
     document = parse_toml(read_text(path, "sweep spec"), file)
@@ -191,8 +202,15 @@ def load_spec(path: str | Path) -> SweepSpec:
     table = document["sweep"]
     if not isinstance(table, dict):
         raise InputError("expected a table: write [sweep] above the keys", file=file, field="sweep")
+    from archsim.sweep import device
+
+    if "device" in table or "model" in table:
+        return device.load_device_spec(table, path)
     unknown = sorted(set(table) - KEYS)
     if unknown:
+        if unknown[0] in device.KEYS:
+            raise InputError("a device sweep's key: name the device file and the model (device = …, model = …)",
+                             file=file, field=unknown[0])
         raise InputError(f"unknown key; allowed: {', '.join(sorted(KEYS))}", file=file, field=unknown[0])
     missing = sorted(REQUIRED - set(table))
     if missing:

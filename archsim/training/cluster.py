@@ -305,21 +305,28 @@ def load_gpu_cluster(path: str | Path, dtype: str = "fp16") -> GpuCluster:
     if dtype not in DTYPES:
         raise InputError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}", field="dtype")
     file = str(path)
-    spec = parse_toml(read_text(path, "cluster file"), file)
+    return gpu_cluster(parse_toml(read_text(path, "cluster file"), file), Path(path).parent, file, dtype)
+
+
+def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
+                loaded: dict[str, Device] | None = None) -> GpuCluster:
+    """A parsed cluster TOML's cluster (:func:`load_gpu_cluster`); ``folder``: where its device paths are
+    read from; ``loaded``: devices already made, by the ``device`` path that names them (a device sweep's
+    edited device, which has no file)."""
     topology = build_topology(spec, file=file, max_devices=MAX_GPUS, network_links=True)  # [network]: the NICs
     if "gpu_memory_gb" in spec["cluster"]:  # the array planners' figure; a GPU's board (or device file) sizes it here
         raise InputError("sizes archsim plan's GPUs only: train and search take each GPU's memory from its catalog "
                          'board or device file; name a GPU of that memory (gpu = "a100-40gb") or a device file',
                          file=file, field="gpu_memory_gb")
     servers = spec["servers"]
-    loaded: dict[str, Device] = {}
+    loaded = dict(loaded or {})
     kinds: list[Device] = []
     sizes: list[int] = []
     prices: list[float | None] = []
     watts: list[float | None] = []
     fabrics: list[float] = []
     for group in servers:
-        device = _server_device(group, Path(path).parent, file, loaded)
+        device = _server_device(group, folder, file, loaded)
         intra = group.get("intra_server_gbps")
         if isinstance(intra, list):  # plan draws a figure within it (its seed); an iteration needs the one it ran at
             raise InputError("a [low, high] range is drawn by archsim plan; train and search take one figure, "
@@ -355,4 +362,4 @@ def single_node(name: str = "a100-80gb", gpus: int = 8) -> GpuCluster:
     return GpuCluster(build_topology(spec), catalog_device(name), gpus, 1.0)
 
 
-__all__ = ["LAYOUT_ERRORS", "GpuCluster", "load_gpu_cluster", "single_node"]
+__all__ = ["LAYOUT_ERRORS", "GpuCluster", "gpu_cluster", "load_gpu_cluster", "single_node"]

@@ -1,0 +1,461 @@
+"""Device sweeps: a transformer trained on a device file whose fields are swept (array shape ×
+HBM bandwidth × chips), each point timed and priced as ``archsim train`` times and prices it.
+
+A spec names ``model`` and ``device`` in its ``[sweep]`` table (docs/concepts.md, "Sweep specs")::
+
+    [sweep]
+    name = "tpu_v4_like_gpt"
+    model = "gpt3_1.3b"              # a shipped configs/transformers/ name, or a file beside the spec
+    device = "tpu_v4_like"           # a shipped configs/devices/ name, or a file beside the spec
+    array_sides = [64, 128, 256]     # square arrays at the file's PE budget; or array_shapes = ["8x128x128"]
+    hbm_gbps = [600, 1200, 2400]     # the file's [memory] hbm_gbps, GB/s
+    chips = [4, 8, 16]               # data parallel over one server of this many chips
+    global_batch = 64                # archsim train's flags, same names and choices
+    micro_batch = 1
+    recompute = "full"
+    dtype = "bf16"
+    attention = "standard"
+    static_watts = 0                 # assumed static power per chip, W (default 0)
+
+Each point is the device with those fields replaced (every other field as the file states it: the
+SRAM per array, the clock, the links), ``chips`` of it in one server as a cluster file
+``[[servers]] gpus = chips, device = …, intra_server_gbps`` gives them (the in-server link the
+device's own ``[links] intra_gbps``, :func:`in_server_gbps`), and TP 1 × PP 1 × DP ``chips``: seconds, memory and
+``energy_j`` are :func:`archsim.train`'s (the energy model's dynamic joules on an array device), plus
+``static_watts`` × chips × seconds. The front (``pareto``) is the points no fitting point beats in
+both seconds and joules (:func:`archsim.report.pareto.pareto_mask`); a point whose memory does not
+fit its chip is kept, ``fits`` false, never on the front.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+
+from archsim.choices.devices import DTYPES
+from archsim.choices.training import ATTENTIONS, DEFAULT_ATTENTION, RECOMPUTE
+from archsim.errors import InputError
+from archsim.validate import INT32_MAX, is_file, resolve_name, shipped_configs, shown
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from archsim.devices.device import Device
+
+T = TypeVar("T")
+MAX_AXIS = 1000  # values per axis: a sweep is their product
+MAX_CHIPS = 65536
+KEYS = {"name", "model", "device", "array_sides", "array_shapes", "hbm_gbps", "chips", "global_batch",
+        "micro_batch", "recompute", "dtype", "attention", "static_watts"}
+REQUIRED = {"model", "device", "chips", "global_batch"}
+# results.csv: train's names where train prints the quantity (gpu, gpus, iteration_seconds, energy_j,
+# fits_memory, …), the device file's where it states it (rows, cols, hbm_gbps)
+COLUMNS = ["model", "gpu", "arrays", "rows", "cols", "hbm_gbps", "gpus", "global_batch", "micro_batch", "recompute",
+           "dtype", "attention", "static_watts", "iteration_seconds", "energy_j", "peak_memory_gib",
+           "memory_capacity_gib", "fits_memory", "pareto_optimal", "model_sha256", "device_sha256"]
+
+
+@dataclass(frozen=True)
+class DevicePoint:
+    """One point of a device sweep: the files (and their SHA-256, so an edited file is recomputed),
+    the fields replaced (``arrays`` count, rows, cols; ``hbm_gbps`` in GB/s; None: the file's) and the
+    training settings."""
+
+    model: str
+    model_path: str
+    model_sha256: str
+    device: str
+    device_path: str
+    device_sha256: str
+    arrays: tuple[int, int, int] | None
+    hbm_gbps: float | None
+    chips: int
+    global_batch: int
+    micro_batch: int
+    recompute: str
+    dtype: str
+    attention: str
+    static_watts: float
+
+    @property
+    def configs(self) -> int:
+        """Rows of results.csv this point gives."""
+        return 1
+
+
+@dataclass(frozen=True)
+class DeviceSweepSpec:
+    """A device sweep (module docstring): its points are the product of the three axes."""
+
+    name: str
+    model: str
+    model_path: str
+    model_sha256: str
+    device: str
+    device_path: str
+    device_sha256: str
+    arrays: tuple[tuple[int, int, int] | None, ...]
+    hbm_gbps: tuple[float | None, ...]
+    chips: tuple[int, ...]
+    global_batch: int
+    micro_batch: int = 1
+    recompute: str = "full"
+    dtype: str = "fp16"
+    attention: str = DEFAULT_ATTENTION
+    static_watts: float = 0.0
+    source: str | None = None
+
+    def units(self) -> list[DevicePoint]:
+        return [DevicePoint(self.model, self.model_path, self.model_sha256, self.device, self.device_path,
+                            self.device_sha256, arrays, gbps, chips, self.global_batch, self.micro_batch,
+                            self.recompute, self.dtype, self.attention, self.static_watts)
+                for arrays in self.arrays for gbps in self.hbm_gbps for chips in self.chips]
+
+    @property
+    def size(self) -> int:
+        return len(self.arrays) * len(self.hbm_gbps) * len(self.chips)
+
+    @property
+    def networks(self) -> tuple[str, ...]:
+        """A device sweep costs no network (``archsim sweep --report``'s own networks: none)."""
+        return ()
+
+
+def with_fields(device: Device, arrays: tuple[int, int, int] | None, hbm_gbps: float | None) -> Device:
+    """``device`` with its arrays (count, rows, cols: one array per core) and HBM bandwidth (GB/s)
+    replaced, every other field kept; the peaks of the dtypes its arrays run scale with their PEs, as a
+    device file's derived peaks would."""
+    if arrays is not None:
+        count, rows, cols = arrays
+        new = replace(device.arrays, count=count, rows=rows, cols=cols, per_core=1)
+        old = device.arrays.peak_flops
+        ratio = new.peak_flops / old
+        peaks = tuple((dtype, new.peak_flops if peak == old else peak * ratio)
+                      if device.gemm_units(dtype) is device.arrays else (dtype, peak) for dtype, peak in device.peaks)
+        device = replace(device, arrays=new, peaks=peaks)
+    if hbm_gbps is not None:
+        device = replace(device, hbm_bytes_per_s=hbm_gbps * 1e9)
+    return device
+
+
+def square_arrays(device: Device, sides: tuple[int, ...]) -> tuple[tuple[int, int, int], ...]:
+    """(count, side, side) for each side: as many side² arrays as the device's PEs make (its arrays'
+    count × rows × cols, rounded down), so every shape spends the same silicon on PEs."""
+    pes = device.arrays.count * device.arrays.rows * device.arrays.cols
+    large = [s for s in sides if s * s > pes]
+    if large:
+        raise InputError(f"one {large[0]}² array has more PEs than the device's {pes}", field="array_sides")
+    return tuple((pes // (s * s), s, s) for s in sides)
+
+
+def in_server_gbps(device: Device) -> float:
+    """A cluster file's ``intra_server_gbps`` (Gbit/s, both directions) for the device's own chip-to-chip
+    link (its ``[links] intra_gbps``, GB/s per direction), as the shipped device clusters state it."""
+    return device.nvlink_bytes_per_s * 2 * 8 / 1e9
+
+
+def point_rows(point: DevicePoint) -> list[dict[str, object]]:
+    """The one row of ``point`` (module docstring). Pure: safe on any worker."""
+    import warnings
+
+    from archsim.api import train
+    from archsim.devices.device_file import load_device
+    from archsim.training.cluster import gpu_cluster
+    from archsim.workload.transformer import load_transformer
+
+    device = with_fields(load_device(point.device_path), point.arrays, point.hbm_gbps)
+    edited = "swept.toml"  # the edited device, which has no file: given to the cluster by this name
+    cluster = gpu_cluster({"cluster": {"name": "device-sweep"},
+                           "servers": [{"count": 1, "gpus": point.chips, "device": edited,
+                                        "intra_server_gbps": in_server_gbps(device)}]},
+                          Path(point.device_path).parent, point.device, point.dtype, loaded={edited: device})
+    with warnings.catch_warnings():  # memory that does not fit is this row's ``fits_memory``, not a warning
+        warnings.simplefilter("ignore", UserWarning)
+        config = load_transformer(point.model_path)
+        result, _ = train(config, cluster=cluster, global_batch=point.global_batch,
+                          dp=point.chips, micro_batch=point.micro_batch, recompute=point.recompute,
+                          attention=point.attention)
+    arrays = device.arrays
+    dynamic = result.energy_j if result.energy_j is not None else math.nan
+    return [{"model": config.name, "gpu": device.name, "arrays": f"{arrays.count}x{arrays.rows}x{arrays.cols}",
+             "rows": arrays.rows, "cols": arrays.cols, "hbm_gbps": device.hbm_bytes_per_s / 1e9, "gpus": point.chips,
+             "global_batch": point.global_batch, "micro_batch": point.micro_batch, "recompute": point.recompute,
+             "dtype": point.dtype, "attention": point.attention, "static_watts": point.static_watts,
+             "iteration_seconds": result.iteration_seconds,
+             "energy_j": dynamic + point.static_watts * point.chips * result.iteration_seconds,
+             "peak_memory_gib": result.peak_memory_gib, "memory_capacity_gib": device.memory_bytes / 2**30,
+             "fits_memory": all(result.fits), "model_sha256": point.model_sha256,
+             "device_sha256": point.device_sha256}]
+
+
+def with_front(rows: list[dict]) -> list[dict]:
+    """``rows`` each with ``pareto_optimal``: fits memory and no fitting row beats it in both seconds and
+    joules (equal rows do not beat each other)."""
+    import numpy as np
+
+    from archsim.report.pareto import pareto_mask
+
+    fitting = [r for r in rows if r["fits_memory"]]
+    mask = pareto_mask(np.array([[r["iteration_seconds"], r["energy_j"]] for r in fitting]).reshape(-1, 2))
+    front = {id(r) for r, keep in zip(fitting, mask, strict=True) if keep}
+    return [{**r, "pareto_optimal": id(r) in front} for r in rows]
+
+
+def frame(rows: list[dict]) -> pd.DataFrame:
+    """Rows as results.csv holds them (the spec's order: arrays, then bandwidth, then chips), the front marked."""
+    import pandas as pd
+
+    return pd.DataFrame(with_front(rows), columns=COLUMNS)
+
+
+def sweep_rows(spec: DeviceSweepSpec) -> list[dict]:
+    """Every point's row, computed here in order, the front marked (no folder, no cache: a benchmark's
+    or a notebook's call; ``archsim sweep`` caches each point)."""
+    return with_front([row for point in spec.units() for row in point_rows(point)])
+
+
+def markdown(rows: list[dict]) -> str:
+    """The rows as a markdown table (energies to four significant figures: a small model's designs
+    differ in the third)."""
+    lines = ["| arrays | HBM GB/s | chips | iteration s | energy kJ | peak GiB | fits | Pareto |",
+             "|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['arrays']} | {r['hbm_gbps']:g} | {r['gpus']} | {r['iteration_seconds']:.3f} | "
+              f"{r['energy_j'] / 1e3:#.4g} | {r['peak_memory_gib']:.1f} | {'yes' if r['fits_memory'] else 'no'} | "
+              f"{'**front**' if r['pareto_optimal'] else ''} |" for r in rows]
+    return "\n".join(lines)
+
+
+# ---- the spec ----------------------------------------------------------------------------------
+
+MODEL_SUFFIXES = (".toml", ".json")
+DEVICE_SUFFIXES = (".toml", ".cfg")
+
+
+def spec_file(name: object, spec_dir: Path, file: str, key: str, shipped: str, suffixes: tuple[str, ...]) -> str:
+    """A spec's ``model`` or ``device``: a file inside the spec's folder (a name with a suffix or a
+    ``/``, or an existing file there), else a shipped ``configs/SHIPPED/NAME.SUFFIX``; resolved path
+    returned. Names stay inside their folder (docs/security.md)."""
+    if not isinstance(name, str) or not name:
+        raise InputError("expected a file name or a shipped name", file=file, field=key)
+    try:
+        if Path(name).suffix.lower() in suffixes or "/" in name or "\\" in name or is_file(spec_dir / name):
+            candidate = resolve_name(spec_dir, name, "", f"{key} file", field=key)
+            if is_file(candidate):
+                return str(candidate.resolve())
+            raise InputError(f"{key} file {shown(name)} not found in the spec's folder", field=key)
+        for suffix in suffixes:
+            candidate = resolve_name(shipped_configs(shipped), name, suffix, key, field=key)
+            if is_file(candidate):
+                return str(candidate)
+    except InputError as exc:
+        raise InputError(exc.message, file=file, field=key) from None
+    raise InputError(f"{shown(name)}: no file in the spec's folder, and no shipped configs/{shipped}/{name}"
+                     f"{{{','.join(suffixes)}}}", file=file, field=key)
+
+
+def file_sha256(path: str) -> str:
+    import hashlib
+
+    from archsim.validate import read_bytes
+
+    return hashlib.sha256(read_bytes(path, "file")).hexdigest()
+
+
+def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
+    """The ``[sweep]`` table of a device sweep (module docstring), every key checked; an array sweep's
+    key (``arrays``, ``networks``, …) is refused, never ignored."""
+    from archsim.devices.device_file import load_device
+    from archsim.training.parallel import Parallelism
+    from archsim.validate import DEFAULT_MAX_OPS, check_name
+    from archsim.workload.transformer import load_transformer
+
+    file = str(path)
+    unknown = sorted(set(table) - KEYS)
+    if unknown:
+        raise InputError(f"not a key of a device sweep (model = and device = make one); allowed: "
+                         f"{', '.join(sorted(KEYS))}", file=file, field=unknown[0])
+    missing = sorted(REQUIRED - set(table))
+    if missing:
+        raise InputError("missing key (a device sweep needs model, device, chips and global_batch)", file=file,
+                         field=missing[0])
+
+    def axis(key: str, check) -> tuple:
+        value = table[key]
+        if not isinstance(value, list) or not value:
+            raise InputError("expected a non-empty list", file=file, field=key)
+        if len(value) > MAX_AXIS:
+            raise InputError(f"more than {MAX_AXIS} values", file=file, field=key)
+        checked = tuple(check(x) for x in value)
+        if len(set(checked)) < len(checked):
+            raise InputError("a value is given twice", file=file, field=key)
+        return checked
+
+    def integer(key: str, high: int = INT32_MAX):
+        def check(x) -> int:
+            if isinstance(x, bool) or not isinstance(x, int) or not 0 < x <= high:
+                raise InputError(f"expected integers in 1…{high}, got {shown(x)}", file=file, field=key)
+            return x
+        return check
+
+    def choice(key: str, choices: tuple[str, ...], default: str) -> str:
+        value = table.get(key, default)
+        if value not in choices:
+            raise InputError(f"unknown value {shown(value)}; choose from {', '.join(choices)}", file=file, field=key)
+        return value
+
+    model_path = spec_file(table["model"], path.parent, file, "model", "transformers", MODEL_SUFFIXES)
+    device_path = spec_file(table["device"], path.parent, file, "device", "devices", DEVICE_SUFFIXES)
+    _read(load_transformer, model_path, file, "model")  # both read here: a bad file stops the run before it writes
+    device = _read(load_device, device_path, file, "device")
+    if "array_sides" in table and "array_shapes" in table:
+        raise InputError("give array_sides (square arrays at the file's PE budget) or array_shapes, not both",
+                         file=file, field="array_shapes")
+    arrays: tuple[tuple[int, int, int] | None, ...] = (None,)
+    if "array_sides" in table or "array_shapes" in table:
+        key = "array_sides" if "array_sides" in table else "array_shapes"
+        if device.gemm != "arrays":
+            raise InputError(f"array axes are for devices whose GEMMs run on their arrays (gemm = \"arrays\"); this "
+                             f"one has gemm = {device.gemm!r}", file=file, field=key)
+        if key == "array_sides":
+            try:
+                arrays = square_arrays(device, axis(key, integer(key, 1 << 15)))
+            except InputError as exc:
+                raise InputError(exc.message, file=file, field=key) from None
+        else:
+            arrays = axis(key, lambda text: _shape(text, file, key))
+    hbm: tuple[float | None, ...] = (None,)
+    if "hbm_gbps" in table:
+        def gbps(x) -> float:
+            if isinstance(x, bool) or not isinstance(x, (int, float)) or not 0 < x < 1e7:
+                raise InputError(f"expected GB/s in (0, 10⁷), got {shown(x)}", file=file, field="hbm_gbps")
+            return float(x)
+        hbm = axis("hbm_gbps", gbps)
+    chips = axis("chips", integer("chips", MAX_CHIPS))
+    global_batch = integer("global_batch")(table["global_batch"])
+    micro_batch = integer("micro_batch")(table.get("micro_batch", 1))
+    recompute = choice("recompute", RECOMPUTE, "full")
+    dtype = choice("dtype", DTYPES, "fp16")
+    attention = choice("attention", ATTENTIONS, DEFAULT_ATTENTION)
+    watts = table.get("static_watts", 0.0)
+    if isinstance(watts, bool) or not isinstance(watts, (int, float)) or not 0 <= watts < 1e6:
+        raise InputError(f"expected watts per chip in [0, 10⁶), got {shown(watts)}", file=file, field="static_watts")
+    if watts and device.gemm != "arrays":
+        raise InputError(f"a device with gemm = {device.gemm!r} is priced at its board power × time, which already "
+                         "counts static power: static_watts is for array devices (the energy model's dynamic joules)",
+                         file=file, field="static_watts")
+    for n in chips:  # every point's layout and its schedule's size (train's --max-ops), before anything is written
+        try:
+            actions = Parallelism(1, 1, n, global_batch, micro_batch, recompute, attention=attention).schedule_actions
+        except InputError as exc:
+            raise InputError(f"{n} chips: {exc.message}", file=file, field="chips") from None
+        if actions > DEFAULT_MAX_OPS:
+            raise InputError(f"{n} chips: an iteration of about {actions:,} schedule actions, above archsim train's "
+                             f"--max-ops default of {DEFAULT_MAX_OPS:,}: give fewer samples or a larger micro_batch",
+                             file=file, field="global_batch")
+    try:
+        device.peak(dtype)
+    except InputError as exc:
+        raise InputError(exc.message, file=file, field="dtype") from None
+    return DeviceSweepSpec(
+        name=check_name(table.get("name", path.stem), "name", file=file), model=table["model"], model_path=model_path,
+        model_sha256=file_sha256(model_path), device=table["device"], device_path=device_path,
+        device_sha256=file_sha256(device_path), arrays=arrays, hbm_gbps=hbm, chips=chips, global_batch=global_batch,
+        micro_batch=micro_batch, recompute=recompute, dtype=dtype, attention=attention, static_watts=float(watts),
+        source=file)
+
+
+def _read(load: Callable[[str], T], path: str, file: str, key: str) -> T:
+    """``load(path)``, its error naming the spec's key (and the named file's own line and key, when known)."""
+    try:
+        return load(path)
+    except InputError as exc:
+        raise InputError(str(exc) if exc.where.file else exc.message, file=file, field=key) from None
+
+
+def _shape(text: object, file: str, key: str) -> tuple[int, int, int]:
+    """``"COUNTxROWSxCOLS"`` (``"8x128x128"``) as integers ≥ 1."""
+    parts = text.lower().split("x") if isinstance(text, str) else []
+    if len(parts) != 3 or not all(p.isdigit() and 0 < int(p) <= 1 << 20 for p in parts):
+        raise InputError(f"expected COUNTxROWSxCOLS such as \"8x128x128\", got {shown(text)}", file=file, field=key)
+    count, rows, cols = (int(p) for p in parts)
+    return count, rows, cols
+
+
+# ---- the report --------------------------------------------------------------------------------
+
+def pareto_figure(results: pd.DataFrame):
+    """Seconds vs kJ per iteration, one marker per design, the front ringed; a point that does not fit
+    memory is drawn hollow and is never on the front."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    label = (results["arrays"].astype(str) + " arrays, HBM " + results["hbm_gbps"].map(lambda g: f"{g:g}")
+             + " GB/s, " + results["gpus"].astype(str) + " chips, peak "
+             + results["peak_memory_gib"].map(lambda g: f"{g:.1f}") + " GiB")
+    front, fits = results["pareto_optimal"].astype(bool), results["fits_memory"].astype(bool)
+    groups = (("Pareto-optimal (time, energy)", front, "diamond", 12), ("dominated", ~front & fits, "circle", 8),
+              ("does not fit memory", ~fits, "circle-open", 8))
+    for name, keep, symbol, size in groups:
+        part = results[keep]
+        fig.add_trace(go.Scatter(x=part["iteration_seconds"], y=part["energy_j"] / 1e3, mode="markers",
+                                 text=label[keep], name=name, marker={"symbol": symbol, "size": size},
+                                 hovertemplate="%{text}<br>time %{x:.4g} s<br>energy %{y:.4g} kJ<extra></extra>"))
+    line = results[front].sort_values("iteration_seconds")
+    fig.add_trace(go.Scatter(x=line["iteration_seconds"], y=line["energy_j"] / 1e3, mode="lines",
+                             name="front", hoverinfo="skip", line={"dash": "dot"}))
+    first = results.iloc[0]
+    fig.update_layout(title=f"{first['model']} on {first['gpu']}: time vs energy per iteration "
+                            "(◆: not beaten in both by a design that fits memory)",
+                      xaxis_title="iteration time (s)", yaxis_title="energy per iteration (kJ)")
+    return fig
+
+
+def is_device_folder(folder: Path) -> bool:
+    """Whether ``folder``'s results.csv (the run's own, while a sweep writes its report) is a device sweep's."""
+    from archsim.output_files import pending
+    from archsim.validate import read_text
+
+    path = pending(folder / "results.csv")
+    if not is_file(path):
+        return False
+    header = read_text(path, "results file").partition("\n")[0].split(",")
+    return "hbm_gbps" in header and "pareto_optimal" in header and "network" not in header
+
+
+def write_device_report(folder: Path, target: str | Path, *, spec_command: str) -> Path:
+    """The HTML report of a device sweep's folder: the time/energy scatter with its front and the rows."""
+    import io
+
+    import pandas as pd
+
+    from archsim.output_files import pending
+    from archsim.report.html_page import esc
+    from archsim.report.page import write_page
+    from archsim.validate import read_text
+
+    path = folder / "results.csv"
+    try:
+        results = pd.read_csv(io.StringIO(read_text(pending(path), "results file")))
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise InputError(f"unreadable results ({exc.__class__.__name__})", file=str(path)) from None
+    missing = [c for c in COLUMNS if c not in results.columns]
+    if missing or results.empty:
+        raise InputError("missing column" if missing else "no rows", file=str(path), line=1,
+                         field=missing[0] if missing else None)
+    command = esc(f"{spec_command}  &&  archsim report {folder} --out {target}")
+    rows = results[["arrays", "hbm_gbps", "gpus", "iteration_seconds", "energy_j", "peak_memory_gib", "fits_memory",
+                    "pareto_optimal"]]
+    first = results.iloc[0]
+    setting = esc(f"{first['model']} on {first['gpu']}: global batch {first['global_batch']}, micro-batch "
+                  f"{first['micro_batch']}, recompute {first['recompute']}, {first['dtype']}, {first['attention']} "
+                  "attention, data parallel over the chips")
+    sections = [(pareto_figure(results), f"{setting}. Reproduce: <code>{command}</code>"),
+                (rows, f"All {len(results)} designs (seconds and joules per iteration; pareto: on the front)")]
+    return write_page(target, f"Device sweep: {first['model']} on {first['gpu']}", sections)
+
+
+__all__ = ["DevicePoint", "DeviceSweepSpec", "file_sha256", "load_device_spec", "markdown", "point_rows",
+           "square_arrays", "sweep_rows", "with_fields", "with_front"]
