@@ -1,0 +1,40 @@
+"""A researcher's trial of the four other papers' systems — out-of-order backprop (``schedule``), SPP
+(``plan``), BPPSA (``bppsa``) and SPB + Jigsaw (``cluster``): reproduce the documented figure, change one
+input, feed bad input, keep the output. Each test is a defect that trial found.
+
+Expected values come from the command line the test gives (what was asked for), never from archsim's
+own output.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from archsim.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+TESTBED = str(ROOT / "configs" / "clusters" / "testbed_1080ti.toml")
+
+
+def _meta(capsys, argv: list[str]) -> dict:
+    assert main([*argv, "--format", "json"]) == 0, capsys.readouterr().err
+    return json.loads(capsys.readouterr().out)["meta"]
+
+
+@pytest.mark.parametrize("method", ["spp", "dp", "pipedream"])
+def test_plan_meta_says_which_network_micro_batch_mode_and_array_priced_it(capsys, method):
+    """A saved ``plan --format json`` named the cluster but not the network, the micro-batch, the cost
+    mode or (on a cluster whose servers name no device: every shipped SPP testbed) the array that priced
+    the layers, so two runs of different networks or arrays could not be told apart."""
+    meta = _meta(capsys, ["plan", "layerpipe_sample", "--cluster", TESTBED, "--microbatches", "4",
+                          "--micro-batch", "8", "--mode", "paper", "--array", "64x64", "--clock-ghz", "2",
+                          "--method", method])
+    assert meta["network"] == "layerpipe_sample"
+    assert meta["micro_batch"] == 8
+    assert meta["mode"] == "paper"
+    assert meta["priced_on"] == "array 64x64 ws at 2 GHz"
+    assert meta["cluster"] == "testbed_1080ti"
+    assert meta["microbatches"] == 4
