@@ -38,3 +38,31 @@ def test_plan_meta_says_which_network_micro_batch_mode_and_array_priced_it(capsy
     assert meta["priced_on"] == "array 64x64 ws at 2 GHz"
     assert meta["cluster"] == "testbed_1080ti"
     assert meta["microbatches"] == 4
+
+
+@pytest.mark.parametrize(("argv", "flag"), [
+    (["--seq-len", "0"], "--seq-len"),
+    (["--seq-len", "99999999999999999999"], "--seq-len"),  # past the documented 1…2³¹−1
+    (["--processors", "10,-4"], "--processors"),
+    (["--hidden", "x"], "--hidden"),
+    (["--batch", "3000000000"], "--batch"),
+])
+def test_bppsa_rnn_bad_numbers_are_one_line_naming_the_flag(tmp_path, capsys, argv, flag):
+    """An RNN length of 0 was refused as "field 'seq_len'" (no such flag), and a 20-digit length was
+    accepted and costed, past the input limit every other integer flag keeps (README, "Input limits")."""
+    out = tmp_path / "rnn.csv"
+    assert main(["bppsa", "rnn", *argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and flag in err, err
+    assert not out.exists()
+
+
+def test_bppsa_rnn_refuses_counts_past_2_to_the_53(tmp_path, capsys):
+    """H = B = 100,000 at T = 10 on one array: the scan's cycles, ≈ 5.9e17, were printed beyond the 2⁵³
+    archsim promises to count exactly (README: such a count is refused, never printed inexact)."""
+    out = tmp_path / "rnn.csv"
+    assert main(["bppsa", "rnn", "--hidden", "100000", "--batch", "100000", "--seq-len", "10",
+                 "--processors", "1", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "2^53" in err, err
+    assert not out.exists()
