@@ -66,3 +66,31 @@ def test_bppsa_rnn_refuses_counts_past_2_to_the_53(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "2^53" in err, err
     assert not out.exists()
+
+
+SAMPLE_TRACE = str(ROOT / "configs" / "traces" / "sample_tiresias.csv")
+
+
+@pytest.mark.parametrize(("argv", "flag"), [
+    (["--trace", SAMPLE_TRACE, "--jobs", "7"], "--jobs"),  # the file's 40 jobs ran, "jobs: 40" printed
+    (["--trace", SAMPLE_TRACE, "--seed", "7"], "--seed"),  # a file trace draws nothing
+    (["--trace", SAMPLE_TRACE, "--policy", "all", "--seeds", "3"], "--seeds"),  # one run, "seeds 1"
+    (["--trace", "synthetic", "--jobs", "4", "--policy", "jigsaw", "--seeds", "3"], "--seeds"),  # one seed ran
+])
+def test_cluster_refuses_a_flag_its_run_would_ignore(tmp_path, capsys, argv, flag):
+    """A researcher trying another trace with ``--jobs 7`` or ``--seed 7`` got the file's own jobs, silently:
+    the trace-drawing flags only shape the synthetic trace, and ``--seeds`` only repeats a comparison."""
+    out = tmp_path / "cluster.csv"
+    assert main(["cluster", *argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and flag in err, err
+    assert not out.exists()
+
+
+def test_cluster_meta_names_no_seed_for_a_file_trace(capsys):
+    """A file trace's run printed ``seeds: 0`` — a seed that drew nothing — beside the trace's name."""
+    meta = _meta(capsys, ["cluster", "--trace", SAMPLE_TRACE, "--policy", "gandiva"])
+    assert meta["trace"] == SAMPLE_TRACE and meta["jobs"] == 40  # the sample's 40 rows
+    assert "seeds" not in meta
+    synthetic = _meta(capsys, ["cluster", "--trace", "synthetic", "--jobs", "4", "--seed", "3", "--policy", "gandiva"])
+    assert synthetic["seeds"] == "3"
