@@ -69,7 +69,9 @@ def _device_cluster(tmp_path: Path, name: str, **cfg) -> Path:
 
 
 def _profile(argv: list[str]):
-    return plan._profile(build_parser(argv).parse_args(argv))
+    args = build_parser(argv).parse_args(argv)
+    plan.check_flags(args)  # as plan's run does first (it puts in --mode's default)
+    return plan._profile(args)
 
 
 def _plan_json(capsys, argv: list[str]) -> dict:

@@ -94,3 +94,20 @@ def test_cluster_meta_names_no_seed_for_a_file_trace(capsys):
     assert "seeds" not in meta
     synthetic = _meta(capsys, ["cluster", "--trace", "synthetic", "--jobs", "4", "--seed", "3", "--policy", "gandiva"])
     assert synthetic["seeds"] == "3"
+
+
+GRAPH_TXT = str(ROOT / "tests" / "data" / "pipedream" / "profiles" / "resnet18.txt")
+
+
+@pytest.mark.parametrize("extra", [["--micro-batch", "64"], ["--batch", "64"], ["--mode", "paper"],
+                                   ["--array", "64x64"], ["--clock-ghz", "2"], ["--only", "conv"],
+                                   ["--element-bytes", "2"]])
+def test_plan_on_a_measured_profile_refuses_the_array_models_flags(tmp_path, capsys, extra):
+    """``plan graph.txt --micro-batch 64`` (or ``--mode paper``, ``--array``, ``--only conv``…) planned the
+    profile's measured seconds unchanged and said nothing: those flags price layers archsim costs, and a
+    PipeDream profile's layers are priced already."""
+    out = tmp_path / "plan.csv"
+    assert main(["plan", GRAPH_TXT, "--cluster", TESTBED, "--microbatches", "4", *extra, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and extra[0] in err, err
+    assert not out.exists()

@@ -56,7 +56,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"samples per micro-batch (layer costs; default {DEFAULT_MICRO_BATCH})")
     parser.add_argument("--batch", type=positive_int, default=None,
                         help="mini-batch size, as in every command: the micro-batch is BATCH / --microbatches")
-    parser.add_argument("--mode", default="exact", choices=MODES, help=MODE_HELP)
+    parser.add_argument("--mode", default=None, choices=MODES,  # None: not given (check_flags)
+                        help=f"{MODE_HELP} (default: exact; refused with a graph.txt, whose layers are measured)")
     parser.add_argument("--clock-ghz", type=clock_ghz_flag, default=None, metavar="GHZ",
                         help="array clock, to turn cycles into seconds (default 1); with a cluster whose servers "
                              "name a device, any array flag prices on the array instead of the device")
@@ -210,12 +211,24 @@ def micro_batch(args: argparse.Namespace) -> int:
 
 
 def check_flags(args: argparse.Namespace) -> None:
-    """A baseline gives its makespan only: refuse the timeline files it cannot write (before any work)."""
+    """Before any work: a baseline gives its makespan only, so refuse the timeline files it cannot write;
+    a PipeDream graph.txt's layers are priced already, so refuse the flags that price or pick layers
+    (then put in --mode's default)."""
     asked = [flag for flag, value in (("--gantt", args.gantt), ("--chrome-trace", args.trace),
                                       ("--schedule-csv", args.schedule_csv)) if value]
     if asked and args.method in BASELINE_METHODS:
         raise InputError(f"{asked[0]} writes the timeline of --method spp or pipedream; {args.method} gives its "
                          "makespan only", field="method")
+    if args.network is not None and Path(args.network).suffix == ".txt":
+        given = [flag for flag, value in (
+            ("--micro-batch", args.micro_batch), ("--batch", args.batch), ("--mode", args.mode),
+            ("--only", args.only), ("--input-shape", args.input_shape), ("--dim", args.dim or None),
+            ("--element-bytes", None if args.element_bytes == 1 else args.element_bytes)) if value is not None]
+        if given or _array_flags(args):
+            flag = (given or _array_flags(args))[0]
+            raise InputError(f"{flag} sets how archsim prices a network's layers; {args.network} is a PipeDream "
+                             "profile whose layers carry their measured seconds: drop it", field=flag.lstrip("-"))
+    args.mode = "exact" if args.mode is None else args.mode
 
 
 def run(args: argparse.Namespace) -> int:
