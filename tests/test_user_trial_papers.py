@@ -111,3 +111,17 @@ def test_plan_on_a_measured_profile_refuses_the_array_models_flags(tmp_path, cap
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and extra[0] in err, err
     assert not out.exists()
+
+
+@pytest.mark.parametrize(("servers", "key"), [("count = 0\ngpus = 2", "count"), ("count = 2\ngpus = 0", "gpus")])
+def test_a_cluster_file_of_no_gpus_names_the_key_at_fault(tmp_path, capsys, servers, key):
+    """``count = 0`` in a ``[[servers]]`` table was reported as "field 'gpus'": the researcher looked at a
+    correct key."""
+    cluster = tmp_path / "none.toml"
+    cluster.write_text(f'[cluster]\nname = "none"\ninter_server_gbps = 50\n\n[[servers]]\n{servers}\n'
+                       "intra_server_gbps = 128\n", encoding="utf-8")
+    out = tmp_path / "plan.csv"
+    assert main(["plan", "layerpipe_sample", "--cluster", str(cluster), "--microbatches", "4", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"field '{key}'" in err and "got '0'" in err, err
+    assert not out.exists()
