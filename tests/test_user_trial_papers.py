@@ -125,3 +125,13 @@ def test_a_cluster_file_of_no_gpus_names_the_key_at_fault(tmp_path, capsys, serv
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and f"field '{key}'" in err and "got '0'" in err, err
     assert not out.exists()
+
+
+def test_multistream_meta_says_the_costs_batch_and_dataflow_like_every_schedule(capsys):
+    """``schedule --policy multistream`` (the paper's single-device, two-stream study) named the array but not
+    the cost mode, dataflow or batch its speedup was computed at, which every other policy's meta names."""
+    argv = ["schedule", "ffnn8", "--array", "64x64", "--dataflow", "os", "--batch", "16", "--mode", "paper"]
+    meta = _meta(capsys, [*argv, "--policy", "multistream"])
+    reference = _meta(capsys, [*argv, "--policy", "gpipe", "--processors", "2"])
+    for key, asked in (("costs", "paper mode"), ("array", "64x64"), ("dataflow", "os"), ("batch", 16)):
+        assert meta[key] == reference[key] == asked, key
