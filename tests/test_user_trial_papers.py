@@ -135,3 +135,15 @@ def test_multistream_meta_says_the_costs_batch_and_dataflow_like_every_schedule(
     reference = _meta(capsys, [*argv, "--policy", "gpipe", "--processors", "2"])
     for key, asked in (("costs", "paper mode"), ("array", "64x64"), ("dataflow", "os"), ("batch", 16)):
         assert meta[key] == reference[key] == asked, key
+
+
+@pytest.mark.parametrize(("argv", "flag"), [(["--up-levels", "-1"], "--up-levels"),
+                                            (["--up-levels", "x"], "--up-levels"),
+                                            (["--compare-levels", "0,x"], "--compare-levels")])
+def test_bppsa_pruned_vgg11_bad_levels_name_the_flag(tmp_path, capsys, argv, flag):
+    """A bad up-sweep depth was reported as "field 'up_levels'": no flag of that spelling exists."""
+    out = tmp_path / "vgg.csv"
+    assert main(["bppsa", "pruned-vgg11", "--width-divisor", "16", *argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and flag in err, err
+    assert not out.exists()

@@ -21,22 +21,19 @@ from archsim.commands.common import (
 from archsim.errors import InputError
 from archsim.output_files import note_written, output_flag
 from archsim.progress import progress
-from archsim.validate import seed_flag
+from archsim.validate import parse_int, seed_flag
 
 PAPER_SEQ_LENS = "10,30,100,300,1000,3000,10000,30000"  # §4.1, Table 4
 
 
-def _up_levels(text: str, field: str = "up_levels") -> int | None:
-    """A non-negative up-sweep depth, or 'full' (None: Algorithm 1)."""
+def _up_levels(text: str, flag: str = "--up-levels") -> int | None:
+    """A non-negative up-sweep depth, or 'full' (None: Algorithm 1); an error names ``flag``."""
     if text == "full":
         return None
     try:
-        value = int(text)
-    except ValueError:
-        raise InputError(f"expected a level count or 'full', got {text!r}", field=field) from None
-    if value < 0:
-        raise InputError(f"must be non-negative, got {value}", field=field)
-    return value
+        return parse_int(text, low=0, what="a level count or 'full'")
+    except ValueError as exc:
+        raise InputError(f"{flag}: {exc}") from None
 
 
 def add_rnn_arguments(parser: argparse.ArgumentParser) -> None:
@@ -98,7 +95,7 @@ def run_vgg(args: argparse.Namespace) -> int:
 
     sparsity, up_levels = check_sparsity(args.sparsity), _up_levels(args.up_levels)
     divisor = args.width_divisor
-    levels_given = {_up_levels(x.strip(), "compare_levels") for x in args.compare_levels.split(",")}
+    levels_given = {_up_levels(x.strip(), "--compare-levels") for x in args.compare_levels.split(",")}
     compare = sorted({0, *(levels for levels in levels_given if levels is not None)})
     with progress(1 + sum(levels != up_levels for levels in compare), "pruned VGG-11", "scan") as bar:
         frame = vgg_flops(sparsity=sparsity, seed=args.seed, up_levels=up_levels, width_divisor=divisor,
