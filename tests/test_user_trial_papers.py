@@ -24,7 +24,7 @@ def _meta(capsys, argv: list[str]) -> dict:
     return json.loads(capsys.readouterr().out)["meta"]
 
 
-@pytest.mark.parametrize("method", ["spp", "dp", "pipedream"])
+@pytest.mark.parametrize("method", ["spp", "dp", pytest.param("pipedream", marks=pytest.mark.long)])  # 1.6 s
 def test_plan_meta_says_which_network_micro_batch_mode_and_array_priced_it(capsys, method):
     """A saved ``plan --format json`` named the cluster but not the network, the micro-batch, the cost
     mode or (on a cluster whose servers name no device: every shipped SPP testbed) the array that priced
