@@ -147,3 +147,13 @@ def test_bppsa_pruned_vgg11_bad_levels_name_the_flag(tmp_path, capsys, argv, fla
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and flag in err, err
     assert not out.exists()
+
+
+def test_a_cluster_too_small_for_the_synthetic_trace_says_what_to_change(tmp_path, capsys):
+    """``cluster --gpus 8`` on the synthetic trace failed with "field 'job j0006 num_gpu': job needs 16
+    devices" — a trace the researcher never wrote, no flag named. §4.2's mix draws jobs of up to 16 workers."""
+    out = tmp_path / "cluster.csv"
+    assert main(["cluster", "--gpus", "8", "--jobs", "40", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--gpus" in err and "16" in err and "synthetic" in err, err
+    assert not out.exists()

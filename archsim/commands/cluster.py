@@ -136,6 +136,12 @@ def run(args: argparse.Namespace) -> int:
             try:
                 jobs = build_jobs(trace, catalog, cluster)
             except InputError as exc:  # name the trace file: the row's job id is in the field
+                widest = max(job.workers for job in trace)
+                too_wide = str(exc.where.field).endswith("num_gpu") and widest > cluster.devices
+                if synthetic and too_wide:  # a trace the user never wrote: say which flag to change
+                    raise InputError(f"the synthetic trace (seed {seed}) draws a job of {widest} workers (§4.2's mix: "
+                                     f"1 to 16 workers) and the cluster has {cluster.devices} devices: give --gpus "
+                                     f"{widest} or more", field="gpus") from None
                 raise InputError(exc.message, file=None if synthetic else args.trace, field=exc.where.field) from None
             _check_rounds(jobs, config.interval_s)
             for name in policies:
