@@ -157,3 +157,11 @@ def test_a_cluster_too_small_for_the_synthetic_trace_says_what_to_change(tmp_pat
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "--gpus" in err and "16" in err and "synthetic" in err, err
     assert not out.exists()
+
+
+def test_cluster_meta_names_device_memory_and_gandiva_packing(capsys):
+    """``--device-memory-gb`` (which jobs fit, SPB's memory) and ``--max-pack`` (Gandiva's jobs per device)
+    change the numbers, but a saved run's meta named neither."""
+    meta = _meta(capsys, ["cluster", "--jobs", "4", "--policy", "gandiva", "--device-memory-gb", "32",
+                          "--max-pack", "3"])
+    assert meta["device_memory_gb"] == 32.0 and meta["max_pack"] == 3
