@@ -37,7 +37,9 @@ def _device_cluster(tmp_path: Path, name: str, cfg: str) -> Path:
 
 
 def _profile(argv: list[str]):
-    return plan._profile(build_parser(argv).parse_args(argv))
+    args = build_parser(argv).parse_args(argv)
+    plan.check_flags(args)  # as plan's run does first (it puts in --mode's default)
+    return plan._profile(args)
 
 
 def _plan_json(capsys, argv: list[str]) -> dict:
@@ -55,7 +57,7 @@ def test_a_device_file_of_one_array_prices_as_plan_config_on_that_array(tmp_path
     on_device, meta, memory = _profile(["plan", "layerpipe_sample", "--cluster", str(cluster), "--microbatches", "4"])
     on_array, array_meta, _ = _profile(["plan", "layerpipe_sample", "--cluster", str(plain), "--microbatches", "4",
                                         "--config", str(tmp_path / "one.cfg"), "--element-bytes", "2"])
-    assert meta["priced_on"] == "chip_1x_1ghz" and array_meta == {}
+    assert meta["priced_on"] == "chip_1x_1ghz" and array_meta["priced_on"] == "array 64x64 ws at 1 GHz"
     assert memory == 16 * 2**30
     assert on_device.names == on_array.names == ("conv1", "conv2", "conv3", "conv4")
     for attribute in ("forward", "weight_grad", "delta"):
@@ -151,7 +153,7 @@ def test_an_explicit_array_keeps_the_array_and_says_so(tmp_path, capsys, chip_cf
                                "--array", "32x32"])
     reference = _plan_json(capsys, ["plan", "layerpipe_sample", "--cluster", str(plain), "--microbatches", "4",
                                     "--array", "32x32"])
-    assert meta["priced_on"] == "array 32x32 ws at 1 GHz" and "priced_on" not in reference
+    assert meta["priced_on"] == reference["priced_on"] == "array 32x32 ws at 1 GHz"
     assert meta["makespan_seconds"] == reference["makespan_seconds"]
     assert main(["plan", "layerpipe_sample", "--cluster", str(cluster), "--microbatches", "4", "--clock-ghz", "2"]) == 0
     err = capsys.readouterr().err

@@ -32,6 +32,7 @@ from archsim.bppsa.steps import (
     work,
 )
 from archsim.errors import InputError
+from archsim.validate import check_exact
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -104,9 +105,12 @@ def rnn_backward(seq_len: int, processors: int, *, hidden: int = 20, batch: int 
     done = work(census)
     jacobian_bytes = batch * hidden * hidden * array.element_bytes
     bppsa_mem, pipe_mem = per_worker_memory(seq_len, processors, jacobian_bytes, batch * hidden * array.element_bytes)
+    products = batch * (done["mm"] + done["mv"])
+    check_exact([bp_cycles, scan_cycles, products, bppsa_mem, pipe_mem], "the RNN study's cycles, products or bytes",
+                "use a shorter sequence, a smaller hidden size or batch")
     return RnnBackward(seq_len, processors, batch, hidden, seq_len - 1, bp_cycles, blelloch_level_count(seq_len),
                        steps_with_workers(census, processors, batch), scan_cycles, speedup,
-                       batch * (seq_len - 1), batch * (done["mm"] + done["mv"]), bppsa_mem, pipe_mem)
+                       batch * (seq_len - 1), products, bppsa_mem, pipe_mem)
 
 
 def rnn_records(seq_lens: Iterable[int], processors: Iterable[int], *, hidden: int = 20, batch: int = 16,

@@ -10,44 +10,40 @@ import argparse
 
 from archsim.choices.bppsa import ZEROS
 from archsim.commands import Command
-from archsim.commands.common import add_array_arguments, add_output_arguments, array_from_args, emit, int_list
+from archsim.commands.common import (
+    add_array_arguments,
+    add_output_arguments,
+    array_from_args,
+    emit,
+    positive_int,
+    positive_int_list,
+)
 from archsim.errors import InputError
 from archsim.output_files import note_written
 from archsim.output_targets import output_flag
 from archsim.progress import progress
-from archsim.validate import seed_flag
+from archsim.validate import parse_int, seed_flag
 
 PAPER_SEQ_LENS = "10,30,100,300,1000,3000,10000,30000"  # §4.1, Table 4
 
 
-def _positive(text: str, field: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value <= 0:
-        raise InputError(f"expected a positive integer, got {text!r}", field=field)
-    return value
-
-
-def _up_levels(text: str, field: str = "up_levels") -> int | None:
-    """A non-negative up-sweep depth, or 'full' (None: Algorithm 1)."""
+def _up_levels(text: str, flag: str = "--up-levels") -> int | None:
+    """A non-negative up-sweep depth, or 'full' (None: Algorithm 1); an error names ``flag``."""
     if text == "full":
         return None
     try:
-        value = int(text)
-    except ValueError:
-        raise InputError(f"expected a level count or 'full', got {text!r}", field=field) from None
-    if value < 0:
-        raise InputError(f"must be non-negative, got {value}", field=field)
-    return value
+        return parse_int(text, low=0, what="a level count or 'full'")
+    except ValueError as exc:
+        raise InputError(f"{flag}: {exc}") from None
 
 
 def add_rnn_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--seq-len", default=PAPER_SEQ_LENS, help=f"sequence lengths T (default {PAPER_SEQ_LENS})")
-    parser.add_argument("--hidden", default="20", help="hidden size H (default 20, §4.1)")
-    parser.add_argument("--batch", default="16", help="mini-batch size B (default 16, §5.1)")
-    parser.add_argument("--processors", default="64,256,1024", help="processor (array) counts p (default 64,256,1024)")
+    parser.add_argument("--seq-len", type=positive_int_list, default=PAPER_SEQ_LENS,
+                        help=f"sequence lengths T (default {PAPER_SEQ_LENS})")
+    parser.add_argument("--hidden", type=positive_int, default=20, help="hidden size H (default 20, §4.1)")
+    parser.add_argument("--batch", type=positive_int, default=16, help="mini-batch size B (default 16, §5.1)")
+    parser.add_argument("--processors", type=positive_int_list, default="64,256,1024",
+                        help="processor (array) counts p (default 64,256,1024)")
     add_array_arguments(parser)
     add_output_arguments(parser)
     parser.add_argument("--report", type=output_flag, default=None, metavar="OUT.html", help="write the HTML study page")
@@ -58,16 +54,15 @@ def run_rnn(args: argparse.Namespace) -> int:
     from archsim.outputs import render
     from archsim.rows import Rows
 
-    seq_lens, processors = int_list(args.seq_len, "seq_len"), int_list(args.processors, "processors")
-    hidden, batch = _positive(args.hidden, "hidden"), _positive(args.batch, "batch")
+    seq_lens, processors, hidden, batch = args.seq_len, args.processors, args.hidden, args.batch
     array = array_from_args(args)
     rows = Rows.of(rnn_records(seq_lens, processors, hidden=hidden, batch=batch, array=array))  # no pandas
     shape = f"{array.rows}x{array.cols} {array.dataflow}"
     meta = {"study": "bppsa rnn", "hidden": hidden, "batch": batch, "array": shape}
     emit(render(rows, args.format, precision=args.precision, meta=meta), args)
     if args.report:
-        command = (f"archsim bppsa rnn --seq-len {args.seq_len} --hidden {hidden} --batch {batch} "
-                                      f"--processors {args.processors} --array {array.rows}x{array.cols} "
+        command = (f"archsim bppsa rnn --seq-len {','.join(map(str, seq_lens))} --hidden {hidden} --batch {batch} "
+                                      f"--processors {','.join(map(str, processors))} --array {array.rows}x{array.cols} "
                                       f"--dataflow {array.dataflow} --report {args.report}")
         from archsim.bppsa.report import rnn_sections  # plotly: only when a page is asked for
         from archsim.report.page import write_page
@@ -86,7 +81,8 @@ def add_vgg_arguments(parser: argparse.ArgumentParser) -> None:
                              "minutes at full width)")
     parser.add_argument("--compare-levels", default="0,1,2",
                         help="up-sweep depths to summarize side by side (default 0,1,2)")
-    parser.add_argument("--width-divisor", default="1", help="divide every channel count (default 1: real VGG-11)")
+    parser.add_argument("--width-divisor", type=positive_int, default=1,
+                        help="divide every channel count (default 1: real VGG-11)")
     parser.add_argument("--zeros", choices=ZEROS, default="pattern",
                         help="'pattern': count input-dependent zeros (ReLU, pooling) as stored, valid for every input "
                              "(default); 'values': drop them for this input, as a real run's CSR Jacobians would")
@@ -99,8 +95,8 @@ def run_vgg(args: argparse.Namespace) -> int:
     from archsim.outputs import render
 
     sparsity, up_levels = check_sparsity(args.sparsity), _up_levels(args.up_levels)
-    divisor = _positive(args.width_divisor, "width_divisor")
-    levels_given = {_up_levels(x.strip(), "compare_levels") for x in args.compare_levels.split(",")}
+    divisor = args.width_divisor
+    levels_given = {_up_levels(x.strip(), "--compare-levels") for x in args.compare_levels.split(",")}
     compare = sorted({0, *(levels for levels in levels_given if levels is not None)})
     with progress(1 + sum(levels != up_levels for levels in compare), "pruned VGG-11", "scan") as bar:
         frame = vgg_flops(sparsity=sparsity, seed=args.seed, up_levels=up_levels, width_divisor=divisor,

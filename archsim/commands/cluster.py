@@ -14,6 +14,7 @@ from archsim.output_targets import output_flag
 from archsim.progress import progress
 from archsim.validate import float_flag, int_flag, processors_flag, seed_flag
 
+DEFAULT_SEED, DEFAULT_SEEDS, DEFAULT_JOBS = 0, 5, 500  # the synthetic trace's (§4.2: 500 jobs)
 _non_negative = float_flag(0.0, 1e12, what="a non-negative number")  # finite; 10¹² s or GiB is beyond any cluster
 _positive = float_flag(0.0, 1e12, low_open=True, what="a positive number")  # a device's memory: 0 holds no job
 
@@ -29,10 +30,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--policy", default="jigsaw", choices=(*POLICIES, "all"),
                         help="scheduler; 'all' compares jigsaw, gandiva and tiresias (default jigsaw)")
     parser.add_argument("--compare", action="store_true", help="same as --policy all")
-    parser.add_argument("--seed", type=seed_flag, default=0, help="synthetic trace seed (default 0)")
-    parser.add_argument("--seeds", type=int_flag(1, 1000, "a seed count"), default=5,
-                        help="with --policy all: seeds SEED … SEED+N−1 (default 5)")
-    parser.add_argument("--jobs", type=int_flag(1, 100_000, "a job count"), default=500, help="synthetic trace jobs (default 500)")
+    # None: not given (a file trace refuses them; run() puts in the defaults)
+    parser.add_argument("--seed", type=seed_flag, default=None,
+                        help=f"synthetic trace seed (default {DEFAULT_SEED}; refused with a trace file)")
+    parser.add_argument("--seeds", type=int_flag(1, 1000, "a seed count"), default=None,
+                        help=f"with --policy all on the synthetic trace: seeds SEED … SEED+N−1 (default {DEFAULT_SEEDS}; "
+                             "refused otherwise)")
+    parser.add_argument("--jobs", type=int_flag(1, 100_000, "a job count"), default=None,
+                        help=f"synthetic trace jobs (default {DEFAULT_JOBS}; refused with a trace file)")
     parser.add_argument("--interval", type=_non_negative, default=60.0, help="scheduling interval, s (default 60)")
     parser.add_argument("--gamma-ns-per-byte", type=_non_negative, default=0.8,
                         help="migration cost γ in ns per model byte (default 0.8: 10 Gb/s)")
@@ -60,11 +65,9 @@ def granularity_note(args: argparse.Namespace) -> str:
 
 def _command_line(args: argparse.Namespace, policy: str) -> str:
     words = ["archsim", "cluster", "--trace", args.trace, "--gpus", str(args.gpus), "--gpus-per-machine",
-             str(args.gpus_per_machine), "--policy", policy, "--seed", str(args.seed)]
-    if policy == "all":
-        words += ["--seeds", str(args.seeds)]
-    if args.trace == "synthetic":
-        words += ["--jobs", str(args.jobs)]
+             str(args.gpus_per_machine), "--policy", policy]
+    if args.trace == "synthetic":  # the flags a trace file refuses
+        words += ["--seed", str(args.seed), "--jobs", str(args.jobs)] + (["--seeds", str(args.seeds)] if policy == "all" else [])
     defaults = {"device_memory_gb": 16.0, "interval": 60.0, "gamma_ns_per_byte": 0.8, "unit_seconds": 10.0,
                 "max_pack": 2}
     for key, default in defaults.items():
@@ -73,6 +76,24 @@ def _command_line(args: argparse.Namespace, policy: str) -> str:
     if args.report:
         words += ["--report", args.report]
     return shlex.join(words)
+
+
+def check_flags(args: argparse.Namespace) -> None:
+    """Refuse, before reading anything, a flag the run would ignore (given even at its default), then put in
+    the defaults: --seed and --jobs draw the synthetic trace, and --seeds repeats a comparison over it."""
+    synthetic = args.trace == "synthetic"
+    comparing = args.compare or args.policy == "all"
+    for flag, value in (("--seed", args.seed), ("--jobs", args.jobs)):
+        if value is not None and not synthetic:
+            raise InputError(f"{flag} draws the synthetic trace; {args.trace} is a trace file with its own jobs: "
+                             "drop it", field=flag.removeprefix("--"))
+    if args.seeds is not None and not (synthetic and comparing):
+        raise InputError("--seeds repeats a comparison (--policy all) over synthetic traces of seeds SEED … SEED+N−1; "
+                         + ("a trace file is one run" if comparing else f"--policy {args.policy} runs one seed")
+                         + ": drop it", field="seeds")
+    args.seed = DEFAULT_SEED if args.seed is None else args.seed
+    args.seeds = DEFAULT_SEEDS if args.seeds is None else args.seeds
+    args.jobs = DEFAULT_JOBS if args.jobs is None else args.jobs
 
 
 MAX_ROUNDS = 10**6  # scheduling intervals one simulation may step through (≈ a minute of CPU)
@@ -99,6 +120,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.outputs import render
     from archsim.rows import Rows
 
+    check_flags(args)
     policy = "all" if args.compare else args.policy
     cluster = JobCluster.uniform(args.gpus, args.gpus_per_machine, args.device_memory_gb * 2**30)
     config = SimConfig(interval_s=args.interval, gamma_s_per_byte=args.gamma_ns_per_byte * 1e-9,
@@ -115,6 +137,12 @@ def run(args: argparse.Namespace) -> int:
             try:
                 jobs = build_jobs(trace, catalog, cluster)
             except InputError as exc:  # name the trace file: the row's job id is in the field
+                widest = max(job.workers for job in trace)
+                too_wide = str(exc.where.field).endswith("num_gpu") and widest > cluster.devices
+                if synthetic and too_wide:  # a trace the user never wrote: say which flag to change
+                    raise InputError(f"the synthetic trace (seed {seed}) draws a job of {widest} workers (§4.2's mix: "
+                                     f"1 to 16 workers) and the cluster has {cluster.devices} devices: give --gpus "
+                                     f"{widest} or more", field="gpus") from None
                 raise InputError(exc.message, file=None if synthetic else args.trace, field=exc.where.field) from None
             _check_rounds(jobs, config.interval_s)
             for name in policies:
@@ -124,8 +152,8 @@ def run(args: argparse.Namespace) -> int:
                     shown.append(result)
                 bar.update(1)
     meta = {"trace": args.trace, "gpus": args.gpus, "gpus_per_machine": args.gpus_per_machine,
-            "interval_seconds": args.interval, "gamma_ns_per_byte": args.gamma_ns_per_byte,
-            "unit_seconds": args.unit_seconds, "seeds": ",".join(str(s) for s in seeds),
+            "device_memory_gb": args.device_memory_gb, "max_pack": args.max_pack, "interval_seconds": args.interval, "gamma_ns_per_byte": args.gamma_ns_per_byte,
+            "unit_seconds": args.unit_seconds, **({"seeds": ",".join(str(s) for s in seeds)} if synthetic else {}),
             "jobs": int(per_run[0]["jobs"]), "spb": "jigsaw only (baselines run full backprop, §4.2)"}
     per_seed = None
     if policy == "all":  # statistics over seeds: pandas

@@ -30,14 +30,15 @@ def positive_int(text: str) -> int:
 
 
 def int_list(text: str, field: str) -> list[int]:
-    """'10,30,100' → [10, 30, 100], every value a positive integer (InputError naming ``field``)."""
+    """'10,30,100' → [10, 30, 100], every value an integer in 1 … 2³¹ − 1, the input limit of every integer
+    (InputError naming ``field``)."""
+    parts = [part for part in str(text).split(",") if part.strip()]
     try:
-        values = [int(part) for part in str(text).split(",") if part.strip()]
-    except ValueError:
-        raise InputError(f"expected comma-separated positive integers, got {text!r}", field=field) from None
-    if not values or any(v <= 0 for v in values):
-        raise InputError(f"expected comma-separated positive integers, got {text!r}", field=field)
-    return values
+        if not parts:
+            raise ValueError(f"expected comma-separated positive integers, got {shown(text)}")
+        return [parse_int(part, what="comma-separated positive integers") for part in parts]
+    except ValueError as exc:
+        raise InputError(str(exc), field=field) from None
 
 
 def positive_int_list(text: str) -> list[int]:
@@ -45,7 +46,7 @@ def positive_int_list(text: str) -> list[int]:
     try:
         return int_list(text, "list")
     except InputError as error:
-        raise argparse.ArgumentTypeError(str(error.args[0] if error.args else error)) from None
+        raise argparse.ArgumentTypeError(error.message) from None
 
 
 def add_job_limit_argument(parser: argparse.ArgumentParser) -> None:

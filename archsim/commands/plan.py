@@ -56,7 +56,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"samples per micro-batch (layer costs; default {DEFAULT_MICRO_BATCH})")
     parser.add_argument("--batch", type=positive_int, default=None,
                         help="mini-batch size, as in every command: the micro-batch is BATCH / --microbatches")
-    parser.add_argument("--mode", default="exact", choices=MODES, help=MODE_HELP)
+    parser.add_argument("--mode", default=None, choices=MODES,  # None: not given (check_flags)
+                        help=f"{MODE_HELP} (default: exact; refused with a graph.txt, whose layers are measured)")
     parser.add_argument("--clock-ghz", type=clock_ghz_flag, default=None, metavar="GHZ",
                         help="array clock, to turn cycles into seconds (default 1); with a cluster whose servers "
                              "name a device, any array flag prices on the array instead of the device")
@@ -71,10 +72,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _profile(args: argparse.Namespace):
-    """The layer profile in seconds, what priced it (meta keys; empty when the cluster names no device) and
-    the device's memory in bytes (None: not priced on a device). A graph.txt's own costs; else the
-    cluster's device when its servers name one and no array flag is given (:func:`_server_machine`);
-    else one array, --array/--config at --clock-ghz."""
+    """The layer profile in seconds, what it is and what priced it (meta keys: the network, and for costs
+    archsim computes the micro-batch, the mode and the device or array) and the device's memory in bytes
+    (None: not priced on a device). A graph.txt's own costs; else the cluster's device when its servers
+    name one and no array flag is given (:func:`_server_machine`); else one array, --array/--config at
+    --clock-ghz."""
     if Path(args.network).suffix == ".txt":
         from archsim.partition.graph_txt import load_graph_txt
 
@@ -85,7 +87,7 @@ def _profile(args: argparse.Namespace):
 
             print(f"archsim: note: {args.cluster}'s servers name {', '.join(sorted({n for n in named if n}))}; plan "
                   f"takes the layer costs {args.network} measured, not the servers' devices", file=sys.stderr)
-        return profile, {}, None
+        return profile, {"network": Path(args.network).name, "priced_on": "the profile's measured seconds"}, None
     from archsim.spp.profiles import profile_from_network, profile_on_machine
 
     named = _server_devices(args.cluster)
@@ -95,8 +97,9 @@ def _profile(args: argparse.Namespace):
             raise InputError(f"sizes the array model's tensors; on the servers' device ({machine.gpu.name}) they "
                              f"are {machine.dtype}'s: drop it, or price on an array with --array/--config",
                              field="element-bytes")
-        profile = profile_on_machine(network_from_args(args), machine, micro_batch(args), args.mode)
-        return profile, _priced_on(machine), machine.gpu.memory_bytes
+        network, inputs = _network(args)
+        profile = profile_on_machine(network, machine, inputs["micro_batch"], args.mode)
+        return profile, {**inputs, **_priced_on(machine)}, machine.gpu.memory_bytes
     clock_ghz = 1.0 if args.clock_ghz is None else args.clock_ghz
     array = replace(array_from_args(args), clock_hz=clock_ghz * 1e9)
     shape = f"{array.rows}x{array.cols} {array.dataflow} at {clock_ghz:g} GHz"
@@ -107,8 +110,16 @@ def _profile(args: argparse.Namespace):
               f"layers on one {shape} array per GPU, as {', '.join(_array_flags(args))} asked, not on the servers' "
               "devices (without --array/--config/--dataflow/--clock-ghz it prices them on the device)",
               file=sys.stderr)
-    profile = profile_from_network(network_from_args(args), array, micro_batch(args), args.mode)
-    return profile, ({"priced_on": f"array {shape}"} if named else {}), None
+    network, inputs = _network(args)
+    profile = profile_from_network(network, array, inputs["micro_batch"], args.mode)
+    return profile, {**inputs, "priced_on": f"array {shape}"}, None
+
+
+def _network(args: argparse.Namespace):
+    """The network archsim prices, and the meta keys that say what was priced: its name, the samples per
+    micro-batch and the cost mode."""
+    network = network_from_args(args)
+    return network, {"network": network.name, "micro_batch": micro_batch(args), "mode": args.mode}
 
 
 def _array_flags(args: argparse.Namespace) -> list[str]:
@@ -200,12 +211,24 @@ def micro_batch(args: argparse.Namespace) -> int:
 
 
 def check_flags(args: argparse.Namespace) -> None:
-    """A baseline gives its makespan only: refuse the timeline files it cannot write (before any work)."""
+    """Before any work: a baseline gives its makespan only, so refuse the timeline files it cannot write;
+    a PipeDream graph.txt's layers are priced already, so refuse the flags that price or pick layers
+    (then put in --mode's default)."""
     asked = [flag for flag, value in (("--gantt", args.gantt), ("--chrome-trace", args.trace),
                                       ("--schedule-csv", args.schedule_csv)) if value]
     if asked and args.method in BASELINE_METHODS:
         raise InputError(f"{asked[0]} writes the timeline of --method spp or pipedream; {args.method} gives its "
                          "makespan only", field="method")
+    if args.network is not None and Path(args.network).suffix == ".txt":
+        given = [flag for flag, value in (
+            ("--micro-batch", args.micro_batch), ("--batch", args.batch), ("--mode", args.mode),
+            ("--only", args.only), ("--input-shape", args.input_shape), ("--dim", args.dim or None),
+            ("--element-bytes", None if args.element_bytes == 1 else args.element_bytes)) if value is not None]
+        if given or _array_flags(args):
+            flag = (given or _array_flags(args))[0]
+            raise InputError(f"{flag} sets how archsim prices a network's layers; {args.network} is a PipeDream "
+                             "profile whose layers carry their measured seconds: drop it", field=flag.lstrip("-"))
+    args.mode = "exact" if args.mode is None else args.mode
 
 
 def run(args: argparse.Namespace) -> int:
@@ -246,7 +269,8 @@ def run(args: argparse.Namespace) -> int:
     if args.method != "spp":
         row = {"method": args.method, "makespan_seconds": others[args.method], "spp_makespan_seconds": result.makespan}
         emit(render(Rows.of([row]), args.format, precision=args.precision,
-                    meta={"cluster": topology.name, **priced_on}), args)
+                    meta={"cluster": topology.name, "gpus": topology.devices, "microbatches": args.microbatches,
+                          **priced_on}), args)
         return 0
     meta = {"method": args.method, "cluster": topology.name, "gpus": topology.devices,
             "microbatches": args.microbatches, "makespan_seconds": result.makespan,

@@ -161,9 +161,7 @@ def run(args: argparse.Namespace) -> int:
     takes_flush = {"flush": flush} if args.policy in OOO_POLICIES else {}  # a blank cell would shift a table's row
     row = {"policy": args.policy, "processors": args.processors, "microbatches": args.microbatches,
            **takes_flush, **schedule_metrics(problem, timeline), **extra}
-    meta = {"network": network.name, "unit": unit, "costs": "unit" if args.unit_costs else f"{args.mode} mode"}
-    if not args.unit_costs:  # what the costs were computed on, defaults included (as cost and pipeline say)
-        meta.update({"array": f"{array.rows}x{array.cols}", "dataflow": array.dataflow, "batch": args.batch})
+    meta = _costs_meta(args, network.name, unit, None if args.unit_costs else array)
     clock = None if args.unit_costs else with_clock(array_from_args(args, note=False), args).clock_hz
     if clock is not None:  # seconds beside cycles when a clock is known
         meta["clock_ghz"] = clock / 1e9
@@ -196,6 +194,15 @@ def _link(args: argparse.Namespace) -> float:
 DEFAULT_LINK_BYTES_PER_CYCLE = 64.0
 
 
+def _costs_meta(args: argparse.Namespace, network: str, unit: str, array) -> dict[str, object]:
+    """The meta keys that say what a NETWORK's costs were: unit costs, or the mode, array, dataflow and
+    batch they were computed at, defaults included (as cost and pipeline say)."""
+    if array is None:
+        return {"network": network, "unit": unit, "costs": "unit"}
+    return {"network": network, "unit": unit, "costs": f"{args.mode} mode", "array": f"{array.rows}x{array.cols}",
+            "dataflow": array.dataflow, "batch": args.batch}
+
+
 def _multistream(args: argparse.Namespace, network) -> int:
     """One device, main stream (F, δ) and sub-stream (G) under the documented co-run model."""
     from archsim.errors import InputError
@@ -216,7 +223,7 @@ def _multistream(args: argparse.Namespace, network) -> int:
     row = {"policy": f"multistream-{args.streams}", "processors": 1, "microbatches": 1,
            "makespan": result.makespan, "idle_pe_fraction": 1.0 - work / result.makespan,
            "peak_activation_bytes": result.peak_held_bytes, "speedup_vs_single_stream": single / result.makespan}
-    meta = {"network": network.name, "array": f"{array.rows}x{array.cols}", "unit": "cycles",
+    meta = {**_costs_meta(args, network.name, "cycles", array),
             "idle_pe_fraction": "idle PE-cycles / (makespan × PEs): one device, so PEs, not devices, idle"}
     emit(render(Rows.of([row]), args.format, precision=args.precision, meta=meta), args)
     return 0

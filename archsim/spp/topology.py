@@ -199,8 +199,9 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
         if unknown:
             raise InputError("unknown key in [[servers]]", file=file, field=unknown[0])
         count, gpus = group.get("count", 1), group.get("gpus")
-        if not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in (count, gpus)):
-            raise InputError("count and gpus must be positive integers", file=file, field="gpus")
+        for key, value in (("count", count), ("gpus", gpus)):  # the key at fault, by name
+            if not (isinstance(value, int) and not isinstance(value, bool) and value > 0):
+                raise InputError(f"expected a positive integer, got {shown(value)}", file=file, field=key)
         if len(servers) + count * gpus > max_devices:
             raise InputError(f"more than {max_devices} GPUs in all", file=file, field="count")
         for _ in range(count):
