@@ -159,12 +159,12 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
     seconds; ``energy_j`` and ``energy_source``, priced as ``archsim train`` prices them:
     :func:`archsim.training.energy.priced`) and its :class:`~archsim.training.throughput.Throughput`
     (MFU, TFLOP/s per GPU, tokens/s); ``result.to_dict()`` is the document ``archsim train --format json``
-    prints. A rank whose memory does not fit its GPU (``result.fits``) is a
-    :class:`UserWarning`, the line ``archsim train`` prints on stderr."""
+    prints. A TP group across servers and a rank whose memory does not fit its GPU (``result.fits``) are
+    each a :class:`UserWarning`, the line ``archsim train`` prints on stderr."""
     from dataclasses import replace
 
     from archsim.choices.training import BALANCES, IMPLEMENTATIONS
-    from archsim.fits import rank_memory_warning
+    from archsim.fits import rank_memory_warning, tp_span_warning
     from archsim.training.energy import priced
     from archsim.training.parallel import Parallelism
     from archsim.training.run import train as _train
@@ -188,11 +188,11 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
     machines = laid.machines
     result = priced(_train(config, laid.par, machines[0], machines), config, laid.par, laid.cluster, implementation)
     result = replace(result, document=train_document(result, config, laid, implementation))
-    warning = rank_memory_warning(result, machines)  # the line archsim train prints on stderr
-    if warning:
-        import warnings
+    for warning in (tp_span_warning(laid.cluster, laid.par), rank_memory_warning(result, machines)):
+        if warning:  # the lines archsim train prints on stderr, in its order
+            import warnings
 
-        warnings.warn(warning, UserWarning, stacklevel=2)
+            warnings.warn(warning, UserWarning, stacklevel=2)
     peak = sum(m.gpu.peak(m.dtype) for m in machines) / len(machines)
     return result, throughput(config, global_batch, recompute, result.iteration_seconds, laid.par.gpus, peak,
                               attention)

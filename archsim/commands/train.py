@@ -25,7 +25,7 @@ from archsim.commands.common import (
     note_unread_cluster_keys,
     positive_int,
 )
-from archsim.fits import rank_memory_warning
+from archsim.fits import rank_memory_warning, tp_span_warning
 
 HELP = "one training iteration of a transformer on GPUs: TP × PP × DP, time, memory, breakdown"
 
@@ -135,10 +135,9 @@ def run(args: argparse.Namespace) -> int:
     laid = lay_out(config, load_gpu_cluster(args.cluster, args.dtype), par, placement=args.placement,
                    balance=args.balance, implementation=args.implementation, max_ops=args.max_ops)
     cluster, par, machines = laid.cluster, laid.par, laid.machines
-    spans = cluster.tp_servers(par)
-    if spans > 1:
-        print(f"archsim train: warning: a TP group spans {spans} servers: its all-reduces cross the network",
-              file=sys.stderr)
+    spans = tp_span_warning(cluster, par)
+    if spans:
+        print(f"archsim train: warning: {spans}", file=sys.stderr)
     result = priced(train(config, par, machines[0], machines), config, par, cluster, args.implementation)
     document = train_document(result, config, laid, args.implementation)
     meta = document["meta"]
