@@ -206,9 +206,10 @@ def train_runs(model, *, runs: str | Path, cluster, seq: int | None = None, atte
     ``measured_seconds`` and ``error`` = predicted / measured − 1), each row run with the command's flags
     kept here as keywords of the same names and defaults (``attention`` flash: vTrain's measured runs
     need ``"standard"``; ``model``, ``cluster``, ``dtype``, ``seq`` and ``max_ops`` as :func:`train`'s).
-    A bad row raises :class:`~archsim.errors.InputError` naming its line and field before any row runs."""
+    A bad row raises :class:`~archsim.errors.InputError` naming its line and field before any row runs;
+    measured times that look like milliseconds are a :class:`UserWarning`, the note the command prints."""
     from archsim.choices.training import ATTENTIONS, DP_OVERLAPS, GRAD_ACCUMULATIONS, SCHEDULES
-    from archsim.training.runs import predict_runs, runs_to_run
+    from archsim.training.runs import milliseconds_note, predict_runs, runs_to_run
     from archsim.validate import DEFAULT_MAX_OPS
 
     _check_choice(attention, ATTENTIONS, "attention")  # the flags' choices, before any file is read
@@ -220,7 +221,13 @@ def train_runs(model, *, runs: str | Path, cluster, seq: int | None = None, atte
     rows = runs_to_run(runs, attention=attention, dp_overlap=dp_overlap, grad_accumulation=grad_accumulation,
                        schedule=schedule, max_ops=DEFAULT_MAX_OPS if max_ops is None else _positive_int(max_ops, "max_ops"),
                        seq_given=seq is not None)
-    return predict_runs(config, on, rows, file=runs)
+    out = predict_runs(config, on, rows, file=runs)
+    note = milliseconds_note(out)
+    if note:
+        import warnings
+
+        warnings.warn(note, UserWarning, stacklevel=2)
+    return out
 
 
 def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | None = None, seq: int | None = None,

@@ -206,7 +206,7 @@ def _run_runs(args: argparse.Namespace, config) -> int:
     from archsim.rows import Rows
     from archsim.training.cluster import load_gpu_cluster
     from archsim.training.grad_accumulation import accumulation
-    from archsim.training.runs import predict_runs, runs_to_run
+    from archsim.training.runs import milliseconds_note, predict_runs, runs_to_run
 
     # every row runs with --attention (vTrain's measured runs: --attention standard), --dp-overlap,
     # --grad-accumulation, --schedule and --dtype; a flag the rows set themselves is refused, not ignored
@@ -229,6 +229,9 @@ def _run_runs(args: argparse.Namespace, config) -> int:
             "runs": len(out), "measured": len(errors),
             "mape": float(np.mean(errors)) if errors else None, "energy_source": "; ".join(sources)}
     note_unread_cluster_keys(cluster, "train")  # the run done: notes never precede an error line
+    units = milliseconds_note(out)
+    if units:
+        print(f"archsim train: note: {units}", file=sys.stderr)
     emit(render(Rows.of(out), args.format, meta=meta,
                 precision=args.precision), args)
     return 0

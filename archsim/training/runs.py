@@ -211,4 +211,20 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
     return out
 
 
-__all__ = ["OPTIONAL", "REQUIRED", "RunRow", "predict_runs", "read_runs", "row_config", "runs_to_run"]
+# a measured run over this many times its prediction, in every measured row: the column is in ms, not seconds
+MILLISECONDS_RATIO = 100
+
+
+def milliseconds_note(out: list[dict]) -> str | None:
+    """One line when ``out``'s (:func:`predict_runs`) measured times look like milliseconds: every measured
+    row over :data:`MILLISECONDS_RATIO` times its prediction. archsim's predictions are within tens of
+    percent of measured runs (docs/training.md), ms read as seconds are 1000× too long; a factor of 100
+    in every row is neither, and one row in seconds (or none measured) says nothing. None otherwise."""
+    ratios = [r["measured_seconds"] / r["predicted_seconds"] for r in out if r["measured_seconds"] is not None]
+    if not ratios or min(ratios) <= MILLISECONDS_RATIO:
+        return None
+    return (f"measured_seconds look like milliseconds: every measured run is over {MILLISECONDS_RATIO}× its "
+            f"prediction (the least {min(ratios):.0f}×); the column is in seconds, the numbers are as given")
+
+
+__all__ = ["MILLISECONDS_RATIO", "OPTIONAL", "REQUIRED", "RunRow", "milliseconds_note", "predict_runs", "read_runs", "row_config", "runs_to_run"]
