@@ -112,6 +112,7 @@ def search_document(result, config, cluster, *, model: str, cluster_file: str, g
             "gpus": ",".join(map(str, gpus)) if gpus else cluster.topology.devices,
             "global_batch": global_batch, "objective": objective, "balance": balance,
             "enumerated": result.enumerated, "costed": result.costed, "rejected": dict(result.rejected),
+            "identical_rows_dropped": result.identical_rows_dropped,
             "uneven_gain_first_row": result.rows[0]["uneven_gain"] if result.rows else none,
             "uneven_gain_max": max(gains) if gains else none,
             **({"placement": placement,
