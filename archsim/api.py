@@ -174,12 +174,12 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
     seconds; ``energy_j`` and ``energy_source``, priced as ``archsim train`` prices them:
     :func:`archsim.training.energy.priced`) and its :class:`~archsim.training.throughput.Throughput`
     (MFU, TFLOP/s per GPU, tokens/s); ``result.to_dict()`` is the document ``archsim train --format json``
-    prints. A rank whose memory does not fit its GPU (``result.fits``) is a
-    :class:`UserWarning`, the line ``archsim train`` prints on stderr."""
+    prints. A TP group across servers and a rank whose memory does not fit its GPU (``result.fits``) are
+    each a :class:`UserWarning`, the line ``archsim train`` prints on stderr."""
     from dataclasses import replace
 
     from archsim.choices.training import BALANCES, IMPLEMENTATIONS
-    from archsim.fits import rank_memory_warning
+    from archsim.fits import rank_memory_warning, tp_span_warning
     from archsim.training.energy import priced
     from archsim.training.parallel import Parallelism
     from archsim.training.run import train as _train
@@ -203,11 +203,11 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
     machines = laid.machines
     result = priced(_train(config, laid.par, machines[0], machines), config, laid.par, laid.cluster, implementation)
     result = replace(result, document=train_document(result, config, laid, implementation))
-    warning = rank_memory_warning(result, machines)  # the line archsim train prints on stderr
-    if warning:
-        import warnings
+    for warning in (tp_span_warning(laid.cluster, laid.par), rank_memory_warning(result, machines)):
+        if warning:  # the lines archsim train prints on stderr, in its order
+            import warnings
 
-        warnings.warn(warning, UserWarning, stacklevel=2)
+            warnings.warn(warning, UserWarning, stacklevel=2)
     peak = sum(m.gpu.peak(m.dtype) for m in machines) / len(machines)
     return result, throughput(config, global_batch, recompute, result.iteration_seconds, laid.par.gpus, peak,
                               attention)
@@ -221,9 +221,10 @@ def train_runs(model, *, runs: str | Path, cluster, seq: int | None = None, atte
     ``measured_seconds`` and ``error`` = predicted / measured − 1), each row run with the command's flags
     kept here as keywords of the same names and defaults (``attention`` flash: vTrain's measured runs
     need ``"standard"``; ``model``, ``cluster``, ``dtype``, ``seq`` and ``max_ops`` as :func:`train`'s).
-    A bad row raises :class:`~archsim.errors.InputError` naming its line and field before any row runs."""
+    A bad row raises :class:`~archsim.errors.InputError` naming its line and field before any row runs;
+    measured times that look like milliseconds are a :class:`UserWarning`, the note the command prints."""
     from archsim.choices.training import ATTENTIONS, DP_OVERLAPS, GRAD_ACCUMULATIONS, SCHEDULES
-    from archsim.training.runs import predict_runs, runs_to_run
+    from archsim.training.runs import milliseconds_note, predict_runs, runs_to_run
     from archsim.validate import DEFAULT_MAX_OPS
 
     _check_choice(attention, ATTENTIONS, "attention")  # the flags' choices, before any file is read
@@ -237,8 +238,12 @@ def train_runs(model, *, runs: str | Path, cluster, seq: int | None = None, atte
                        seq_given=seq is not None)
     import warnings
 
-    return predict_runs(config, on, rows, file=runs,  # the lines archsim train --runs prints on stderr
-                        warn=lambda line, text: warnings.warn(f"line {line}: {text}", UserWarning, stacklevel=4))
+    out = predict_runs(config, on, rows, file=runs,  # the lines archsim train --runs prints on stderr
+                       warn=lambda line, text: warnings.warn(f"line {line}: {text}", UserWarning, stacklevel=4))
+    note = milliseconds_note(out)
+    if note:
+        warnings.warn(note, UserWarning, stacklevel=2)
+    return out
 
 
 def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | None = None, seq: int | None = None,

@@ -1,6 +1,7 @@
 """The one line that says a layout does not fit its memory: ``archsim train`` and ``archsim pipeline
 --capacity-gb`` print it as a warning on stderr, :func:`archsim.train` issues it as a
-:class:`UserWarning` (a what-if still returns its numbers)."""
+:class:`UserWarning` (a what-if still returns its numbers); likewise the line that says a TP group's
+all-reduces cross the network (:func:`tp_span_warning`)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,14 @@ def memory_warning(needs: Sequence[tuple[str, str, float, float]], plural: str, 
     unit, holder, needed, capacity = max(over, key=lambda need: need[2] / need[3])
     others = f" ({len(over)} of {len(needs)} {plural} do not fit)" if len(over) > 1 else ""
     return f"does not fit: {unit} needs {_gib(needed)} GiB{per}, its {holder} has {_gib(capacity)} GiB{others}"
+
+
+def tp_span_warning(cluster, par) -> str | None:
+    """One line when a TP group of ``par`` spans servers of ``cluster`` (a
+    :class:`~archsim.training.cluster.GpuCluster`): it runs, but its all-reduces cross the NICs, which is
+    rarely what a user meant; None when every TP group sits in one server (or one NVLink domain)."""
+    spans = cluster.tp_servers(par)
+    return f"a TP group spans {spans} servers: its all-reduces cross the network" if spans > 1 else None
 
 
 def _gib(size: float) -> str:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+import archsim
 from archsim.cli import main
 from archsim.training.runs import read_runs, row_config
 from archsim.workload.transformer import load_transformer
@@ -171,3 +172,41 @@ def test_a_mixed_clusters_sweep_and_runs_name_every_gpu_as_search_does(tmp_path,
         command = "search" if "--refine" in extra else "train"
         code, out, _ = _cli([command, MODEL, "--cluster", mixed, *extra, "--format", "json"], capsys)
         assert code == 0 and json.loads(out)["meta"]["gpu"] == both, extra
+
+
+def _head(rows: int, scale: float, path: Path) -> str:
+    """The shipped runs file's first ``rows`` runs, measured_seconds multiplied by ``scale``."""
+    lines = (ROOT / "configs" / "runs" / "vtrain_h1024_l24.csv").read_text().splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("gpus,"))
+    body = []
+    for line in lines[header + 1:header + 1 + rows]:
+        *cells, measured = line.split(",")
+        body.append(",".join([*cells, repr(float(measured) * scale)]))
+    path.write_text("\n".join([lines[header], *body]) + "\n")
+    return str(path)
+
+
+def test_measured_seconds_given_in_milliseconds_get_one_note_and_unchanged_numbers(tmp_path, capsys):
+    """vTrain's runs with measured_seconds written in ms (× 1000): every error read −99.9% and nothing said
+    why. One stderr note now; the rows' numbers stay as computed. The same runs in seconds, and a file where
+    one run is in seconds, get no note (the rule: every measured run over 100× its prediction)."""
+    ms = _head(3, 1e3, tmp_path / "ms.csv")
+    code, out, err = _cli(["train", MODEL, "--cluster", CLUSTER, "--runs", ms, "--format", "json"], capsys)
+    assert code == 0
+    notes = [line for line in err.splitlines() if "milliseconds" in line]
+    assert len(notes) == 1 and notes[0].startswith("archsim train: note: measured_seconds look like milliseconds: ")
+    rows = json.loads(out)["rows"]
+    for row in rows:
+        assert row["error"] == pytest.approx(row["predicted_seconds"] / row["measured_seconds"] - 1)
+        assert row["error"] < -0.99
+    with pytest.warns(UserWarning, match="^measured_seconds look like milliseconds: "):
+        library = archsim.train_runs(MODEL, runs=ms, cluster=CLUSTER)
+    assert [r["error"] for r in library] == pytest.approx([r["error"] for r in rows])
+    seconds = _head(3, 1.0, tmp_path / "s.csv")
+    code, _, err = _cli(["train", MODEL, "--cluster", CLUSTER, "--runs", seconds], capsys)
+    assert code == 0 and "milliseconds" not in err
+    mixed = tmp_path / "mixed.csv"
+    lines = Path(ms).read_text().splitlines()
+    mixed.write_text("\n".join([*lines[:-1], Path(seconds).read_text().splitlines()[-1]]) + "\n")
+    code, _, err = _cli(["train", MODEL, "--cluster", CLUSTER, "--runs", str(mixed)], capsys)
+    assert code == 0 and "milliseconds" not in err

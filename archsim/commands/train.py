@@ -25,7 +25,7 @@ from archsim.commands.common import (
     note_unread_cluster_keys,
     positive_int,
 )
-from archsim.fits import rank_memory_warning
+from archsim.fits import rank_memory_warning, tp_span_warning
 
 HELP = "one training iteration of a transformer on GPUs: TP × PP × DP, time, memory, breakdown"
 
@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.training.parallel import Parallelism
     from archsim.training.run import train
     from archsim.training.stage_split import parse_stage_layers
-    from archsim.training.train_json import train_document
+    from archsim.training.train_json import network_lines, train_document
     from archsim.training.train_layout import lay_out
     from archsim.validate import check_job_size
     from archsim.workload.transformer import load_transformer
@@ -135,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
     laid = lay_out(config, load_gpu_cluster(args.cluster, args.dtype), par, placement=args.placement,
                    balance=args.balance, implementation=args.implementation, max_ops=args.max_ops)
     cluster, par, machines = laid.cluster, laid.par, laid.machines
-    spans = cluster.span_warning(par)
+    spans = tp_span_warning(cluster, par)
     if spans:
         print(f"archsim train: warning: {spans}", file=sys.stderr)
     result = priced(train(config, par, machines[0], machines), config, par, cluster, args.implementation)
@@ -147,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
 
         digits = "{:.4g}" if args.precision is None else f"{{:.{args.precision}g}}"
         show = (lambda v: format_number(v, digits)) if args.format == "table" else repr  # csv: full precision
-        meta = {k: v for k, v in meta.items() if not isinstance(v, (list, dict))}
+        meta = {k: v for k, v in meta.items() if not isinstance(v, (list, dict))} | network_lines(document["meta"])
         meta["breakdown_seconds"] = ", ".join(f"{k}: {show(v)}" for k, v in result.breakdown.items())
     warning = rank_memory_warning(result, machines)
     if warning:
@@ -206,7 +206,7 @@ def _run_runs(args: argparse.Namespace, config) -> int:
     from archsim.rows import Rows
     from archsim.training.cluster import load_gpu_cluster
     from archsim.training.grad_accumulation import accumulation
-    from archsim.training.runs import predict_runs, runs_to_run
+    from archsim.training.runs import milliseconds_note, predict_runs, runs_to_run
 
     # every row runs with --attention (vTrain's measured runs: --attention standard), --dp-overlap,
     # --grad-accumulation, --schedule and --dtype; a flag the rows set themselves is refused, not ignored
@@ -233,6 +233,9 @@ def _run_runs(args: argparse.Namespace, config) -> int:
     for line in warned:
         print(f"archsim train: warning: {line}", file=sys.stderr)
     note_unread_cluster_keys(cluster, "train")  # the run done: notes never precede an error line
+    units = milliseconds_note(out)
+    if units:
+        print(f"archsim train: note: {units}", file=sys.stderr)
     emit(render(Rows.of(out), args.format, meta=meta,
                 precision=args.precision), args)
     return 0

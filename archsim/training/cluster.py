@@ -196,11 +196,6 @@ class GpuCluster:
             most = max(most, self.server_of(end) - self.server_of(start) + 1)
         return most
 
-    def span_warning(self, par: Parallelism) -> str | None:
-        """The line ``archsim train`` warns with when a TP group spans servers (:meth:`tp_servers`), or None."""
-        spans = self.tp_servers(par)
-        return f"a TP group spans {spans} servers: its all-reduces cross the network" if spans > 1 else None
-
     def rank_gpus(self, par: Parallelism) -> tuple[Device, ...] | None:
         """Each pipeline rank's GPU, or None when a rank's TP × DP GPUs are of different types."""
         self._check_gpus(par)

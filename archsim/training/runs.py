@@ -186,7 +186,7 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
     A row that cannot run on ``cluster`` raises an :class:`InputError` naming its line (and ``file``, the runs file).
     ``warn(line, text)`` gets each line ``archsim train`` would warn with for a row alone (a TP group across
     servers, a rank over its GPU's memory): such a row still runs, as a what-if."""
-    from archsim.fits import rank_memory_warning
+    from archsim.fits import rank_memory_warning, tp_span_warning
     from archsim.training.energy import iteration_energy
     from archsim.training.run import train
 
@@ -199,7 +199,7 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
         except InputError as exc:
             raise InputError(exc.message, file=None if file is None else str(file), line=row.line,
                              field=exc.where.field) from None
-        for text in (cluster.span_warning(row.par), rank_memory_warning(result, machines)):
+        for text in (tp_span_warning(cluster, row.par), rank_memory_warning(result, machines)):
             if text:
                 warn(row.line, text)
         p = row.par
@@ -215,4 +215,20 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
     return out
 
 
-__all__ = ["OPTIONAL", "REQUIRED", "RunRow", "predict_runs", "read_runs", "row_config", "runs_to_run"]
+# a measured run over this many times its prediction, in every measured row: the column is in ms, not seconds
+MILLISECONDS_RATIO = 100
+
+
+def milliseconds_note(out: list[dict]) -> str | None:
+    """One line when ``out``'s (:func:`predict_runs`) measured times look like milliseconds: every measured
+    row over :data:`MILLISECONDS_RATIO` times its prediction. archsim's predictions are within tens of
+    percent of measured runs (docs/training.md), ms read as seconds are 1000× too long; a factor of 100
+    in every row is neither, and one row in seconds (or none measured) says nothing. None otherwise."""
+    ratios = [r["measured_seconds"] / r["predicted_seconds"] for r in out if r["measured_seconds"] is not None]
+    if not ratios or min(ratios) <= MILLISECONDS_RATIO:
+        return None
+    return (f"measured_seconds look like milliseconds: every measured run is over {MILLISECONDS_RATIO}× its "
+            f"prediction (the least {min(ratios):.0f}×); the column is in seconds, the numbers are as given")
+
+
+__all__ = ["MILLISECONDS_RATIO", "OPTIONAL", "REQUIRED", "RunRow", "milliseconds_note", "predict_runs", "read_runs", "row_config", "runs_to_run"]

@@ -56,6 +56,7 @@ class SearchResult:
     enumerated: int
     costed: int
     pareto: list[dict]        # time vs memory per GPU (or vs the objective): none other is faster and smaller
+    identical_rows_dropped: int = 0  # ranked rows left out as alike but for recompute (flash: none = selective)
     # archsim search --format json's document, set by archsim.search (train_json.search_document): what
     # to_dict returns; not compared, as it only restates the fields above
     document: dict | None = field(default=None, compare=False, repr=False)
@@ -219,7 +220,7 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
                 rejected[reason] += 1
     costed.sort(key=value)
     make = _RowMaker(c, cluster, global_batch, coster, balance, orders, value)
-    rows = [make(k, s, mem, timing) for s, timing, mem, k in costed[:max(top, refine)]]
+    rows, twins = _distinct_rows(make, costed, max(top, refine))
     if refine:
         def estimate(row: dict) -> bool:  # 1F1B's and GPipe's closed form is exact on equal ranks only
             k = make.keep[id(row)]
@@ -241,7 +242,28 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
     order = [r for r in REASONS if rejected[r]] + (["filtered"] if rejected["filtered"] else [])
     second = (lambda t: t[2]) if objective == "time" else value
     front = [make(k, s, mem, timing) for s, timing, mem, k in pareto_front(costed, second)]
-    return SearchResult(rows[:top], {r: rejected[r] for r in order}, len(grid), len(costed), front)
+    return SearchResult(rows[:top], {r: rejected[r] for r in order}, len(grid), len(costed), front, twins)
+
+
+def _distinct_rows(make: _RowMaker, costed: list[tuple], count: int) -> tuple[list[dict], int]:
+    """The first ``count`` rows of ``costed`` (best first) and how many were left out on the way as twins of
+    one listed before them: alike in every column but ``recompute`` (and the Megatron arguments it sets).
+    Under FlashAttention selective recompute has nothing to rerun, so it prices exactly as ``none``; the
+    first in the recompute order given is kept, and ``--top N`` lists N distinct configurations."""
+    rows: list[dict] = []
+    seen: set[tuple] = set()
+    twins = 0
+    for s, timing, mem, k in costed:
+        if len(rows) == count:
+            break
+        row = make(k, s, mem, timing)
+        key = tuple((name, repr(value)) for name, value in row.items() if name not in ("recompute", "megatron_args"))
+        if key in seen:
+            twins += 1
+        else:
+            seen.add(key)
+            rows.append(row)
+    return rows, twins
 
 
 def check_search_size(cluster, counts, micro_batches, recomputes, schedules, chunks, sequence_parallel,

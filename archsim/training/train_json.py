@@ -43,10 +43,57 @@ def train_document(result, config, laid, implementation: str) -> dict:
             "energy_j": result.energy_j, "energy_source": result.energy_source,
             **rates, "peak_memory_gib": result.peak_memory_gib,
             "memory_capacity_gib": max(result.capacities) / 2**30, "fits_memory": all(result.fits),
-            "breakdown_seconds": dict(result.breakdown), "memory_per_rank": memory,
+            "breakdown_seconds": dict(result.breakdown), **network_meta(laid), "memory_per_rank": memory,
             "after_backward_seconds": [dict(p) for p in result.post], "timeline": timeline}
     rows = [{k: row[k] for k in ("piece", "name", "op", "seconds")} for row in result.ops]
     return {"meta": meta, "rows": rows}
+
+
+def network_meta(laid) -> dict:
+    """The links ``laid``'s iteration was priced on, as the cluster file (or the catalog GPU) gave them:
+    ``intra_server`` — the in-server link (``nvlink`` or ``pcie``), GB/s (10⁹ bytes/s) per direction per
+    GPU (the slowest of the servers the run uses), whether NVLS reduces in the switch — and
+    ``inter_server`` — NICs per server, Gb/s each, GPUs sharing a NIC, one GPU's share (GB/s, every GPU
+    sending at once) and the groups (tp, dp, pp) whose collectives or hops cross it; figures None on one server.
+    NCCL's algorithm (ring, tree, NVLS) is chosen per message size, so it is not one figure per group."""
+    from archsim.collectives import Spanning
+
+    cluster, par, machines = laid.cluster, laid.par, laid.machines
+    used = range(cluster.server_of(0), cluster.server_of(par.gpus - 1) + 1)
+    devices = [cluster.servers[s] if cluster.servers else cluster.gpu for s in used]
+    fabric = min(d.fabric_bytes_per_s if cluster.fabric(s) is None else cluster.fabric(s)
+                 for s, d in zip(used, devices, strict=True))
+    net = cluster.network
+    intra = {"link": "nvlink" if all(d.nvlink_bytes_per_s for d in devices) else "pcie",
+             "gb_per_s_per_gpu": fabric / 1e9,
+             "nvls": bool(net is not None and net.nvls and all(d.nvswitch for d in devices))}
+    if len(cluster.starts) <= 2:  # one server: nothing crosses a network (its figure may be a placeholder)
+        return {"intra_server": intra, "inter_server": dict.fromkeys(
+            ("nics_per_server", "nic_gbps", "gpus_per_nic", "gb_per_s_per_gpu")) | {"crossed_by": []}}
+    crossed = [name for name in ("tp", "dp", "pp") if any(
+        isinstance(link, Spanning) for m in machines
+        for link in (getattr(m.links, name), *(m.links.pp_hops if name == "pp" else ())))]
+    inter = {"nics_per_server": None if net is None else net.nics_per_server,
+             "nic_gbps": None if net is None else net.nic_gbps,
+             "gpus_per_nic": None if net is None else net.gpus_per_nic,
+             "gb_per_s_per_gpu": cluster.inter_server_bytes_per_s / 1e9, "crossed_by": crossed}
+    return {"intra_server": intra, "inter_server": inter}
+
+
+def network_lines(meta: dict) -> dict[str, str]:
+    """:func:`network_meta`'s two entries as the table's and csv's one line each."""
+    intra, inter = meta["intra_server"], meta["inter_server"]
+    lines = {"intra_server": f"{intra['gb_per_s_per_gpu']:.4g} GB/s per direction per GPU ({intra['link']}), "
+                             f"NVLS {'on' if intra['nvls'] else 'off'}"}
+    if inter["gb_per_s_per_gpu"] is None:
+        lines["inter_server"] = "none (one server)"
+        return lines
+    nics = "" if inter["nics_per_server"] is None else \
+        f"{inter['nics_per_server']} NICs × {inter['nic_gbps']:.4g} Gb/s per server, " \
+        f"{inter['gpus_per_nic']} GPU{'s' if inter['gpus_per_nic'] > 1 else ''} per NIC: "
+    crossed = ", ".join(inter["crossed_by"]) or "no group"
+    lines["inter_server"] = f"{nics}{inter['gb_per_s_per_gpu']:.4g} GB/s per GPU; crossed by {crossed}"
+    return lines
 
 
 def search_document(result, config, cluster, *, model: str, cluster_file: str, global_batch: int,
@@ -65,6 +112,7 @@ def search_document(result, config, cluster, *, model: str, cluster_file: str, g
             "gpus": ",".join(map(str, gpus)) if gpus else cluster.topology.devices,
             "global_batch": global_batch, "objective": objective, "balance": balance,
             "enumerated": result.enumerated, "costed": result.costed, "rejected": dict(result.rejected),
+            "identical_rows_dropped": result.identical_rows_dropped,
             "uneven_gain_first_row": result.rows[0]["uneven_gain"] if result.rows else none,
             "uneven_gain_max": max(gains) if gains else none,
             **({"placement": placement,
