@@ -10,7 +10,14 @@ import argparse
 
 from archsim.choices.bppsa import ZEROS
 from archsim.commands import Command
-from archsim.commands.common import add_array_arguments, add_output_arguments, array_from_args, emit, int_list
+from archsim.commands.common import (
+    add_array_arguments,
+    add_output_arguments,
+    array_from_args,
+    emit,
+    int_list,
+    width_meta,
+)
 from archsim.errors import InputError
 from archsim.output_files import note_written
 from archsim.output_targets import output_flag
@@ -63,7 +70,7 @@ def run_rnn(args: argparse.Namespace) -> int:
     array = array_from_args(args)
     rows = Rows.of(rnn_records(seq_lens, processors, hidden=hidden, batch=batch, array=array))  # no pandas
     shape = f"{array.rows}x{array.cols} {array.dataflow}"
-    meta = {"study": "bppsa rnn", "hidden": hidden, "batch": batch, "array": shape}
+    meta = {"study": "bppsa rnn", "hidden": hidden, "batch": batch, "array": shape, **width_meta(args, array)}
     emit(render(rows, args.format, precision=args.precision, meta=meta), args)
     if args.report:
         command = (f"archsim bppsa rnn --seq-len {args.seq_len} --hidden {hidden} --batch {batch} "

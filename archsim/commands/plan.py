@@ -19,6 +19,7 @@ from archsim.commands.common import (
     emit,
     network_from_args,
     positive_int,
+    width_meta,
     write_timeline_outputs,
 )
 from archsim.errors import InputError
@@ -71,7 +72,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _profile(args: argparse.Namespace):
-    """The layer profile in seconds, what priced it (meta keys; empty when the cluster names no device) and
+    """The layer profile in seconds, what priced it (meta keys: the array's dtype and element_bytes when an
+    array priced it, priced_on when the cluster names a device) and
     the device's memory in bytes (None: not priced on a device). A graph.txt's own costs; else the
     cluster's device when its servers name one and no array flag is given (:func:`_server_machine`);
     else one array, --array/--config at --clock-ghz."""
@@ -91,10 +93,10 @@ def _profile(args: argparse.Namespace):
     named = _server_devices(args.cluster)
     if named and not _array_flags(args):
         machine = _server_machine(args.cluster, named)
-        if args.element_bytes != 1:
+        if args.dtype is not None or args.element_bytes is not None:
             raise InputError(f"sizes the array model's tensors; on the servers' device ({machine.gpu.name}) they "
                              f"are {machine.dtype}'s: drop it, or price on an array with --array/--config",
-                             field="element-bytes")
+                             field="dtype" if args.dtype is not None else "element-bytes")
         profile = profile_on_machine(network_from_args(args), machine, micro_batch(args), args.mode)
         return profile, _priced_on(machine), machine.gpu.memory_bytes
     clock_ghz = 1.0 if args.clock_ghz is None else args.clock_ghz
@@ -108,7 +110,7 @@ def _profile(args: argparse.Namespace):
               "devices (without --array/--config/--dataflow/--clock-ghz it prices them on the device)",
               file=sys.stderr)
     profile = profile_from_network(network_from_args(args), array, micro_batch(args), args.mode)
-    return profile, ({"priced_on": f"array {shape}"} if named else {}), None
+    return profile, {**({"priced_on": f"array {shape}"} if named else {}), **width_meta(args, array)}, None
 
 
 def _array_flags(args: argparse.Namespace) -> list[str]:
