@@ -162,3 +162,11 @@ def test_sweep_dtypes_refusals_name_the_key(tmp_path, axis, field):
     with pytest.raises(InputError) as caught:
         load_spec(spec)
     assert caught.value.where.field == field
+
+
+@pytest.mark.parametrize("flags, shown", [(["--dtype", "fp16"], "--dtype fp16"),
+                                          (["--element-bytes", "4"], "--element-bytes 4"), ([], "--dataflow ws --report")])
+def test_bppsa_reports_command_line_reproduces_the_width(tmp_path, capsys, flags, shown):
+    report = tmp_path / "rnn.html"
+    assert main(["bppsa", "rnn", "--seq-len", "10", "--processors", "4", *flags, "--report", str(report)]) == 0
+    assert shown in report.read_text(encoding="utf-8")

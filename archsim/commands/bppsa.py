@@ -75,7 +75,7 @@ def run_rnn(args: argparse.Namespace) -> int:
     if args.report:
         command = (f"archsim bppsa rnn --seq-len {args.seq_len} --hidden {hidden} --batch {batch} "
                                       f"--processors {args.processors} --array {array.rows}x{array.cols} "
-                                      f"--dataflow {array.dataflow} --report {args.report}")
+                                      f"--dataflow {array.dataflow}{_width_flag(args, array)} --report {args.report}")
         from archsim.bppsa.report import rnn_sections  # plotly: only when a page is asked for
         from archsim.report.page import write_page
 
@@ -83,6 +83,13 @@ def run_rnn(args: argparse.Namespace) -> int:
                           rnn_sections(rows.frame(), command, shape))
         note_written(f"wrote {path}")
     return 0
+
+
+def _width_flag(args: argparse.Namespace, array) -> str:
+    """The width flag that reproduces the run on the report's command line ("" at the default 1 byte)."""
+    if args.dtype is not None:
+        return f" --dtype {args.dtype}"
+    return f" --element-bytes {array.element_bytes}" if array.element_bytes != 1 else ""
 
 
 def add_vgg_arguments(parser: argparse.ArgumentParser) -> None:
