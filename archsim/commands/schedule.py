@@ -218,7 +218,7 @@ def _multistream(args: argparse.Namespace, network) -> int:
     row = {"policy": f"multistream-{args.streams}", "processors": 1, "microbatches": 1,
            "makespan": result.makespan, "idle_pe_fraction": 1.0 - work / result.makespan,
            "peak_activation_bytes": result.peak_held_bytes, "speedup_vs_single_stream": single / result.makespan}
-    meta = {"network": network.name, "array": f"{array.rows}x{array.cols}", "unit": "cycles",
+    meta = {"network": network.name, "array": f"{array.rows}x{array.cols}", **width_meta(args, array), "unit": "cycles",
             "idle_pe_fraction": "idle PE-cycles / (makespan × PEs): one device, so PEs, not devices, idle"}
     emit(render(Rows.of([row]), args.format, precision=args.precision, meta=meta), args)
     return 0
