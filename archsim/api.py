@@ -47,16 +47,23 @@ def load_network(source: str | Path | Network, *, only: str | Sequence[str] | No
 
 
 def array_config(array: str | Path | ArrayConfig | None = None, *, config: str | Path | None = None,
-                 dataflow: str | None = None, element_bytes: int | None = None, bandwidth: int | None = None,
-                 sram_kb: str | int | Sequence[int] | None = None, clock_ghz: float | None = None) -> ArrayConfig:
+                 dataflow: str | None = None, dtype: str | None = None, element_bytes: int | None = None,
+                 bandwidth: int | None = None, sram_kb: str | int | Sequence[int] | None = None,
+                 clock_ghz: float | None = None) -> ArrayConfig:
     """An :class:`ArrayConfig` as the array flags build it (:func:`archsim.array.options.array_from_options`):
     ``array`` ``"ROWSxCOLS"`` (default 32x32, or ``config``'s shape), a SCALE-Sim ``.cfg`` path (as
-    ``config``) or a config as is; ``config``, ``dataflow`` (ws, os, is), ``element_bytes`` (default 1),
-    ``bandwidth`` (DRAM words/cycle), ``sram_kb`` (KiB, one or ifmap,filter,ofmap) and ``clock_ghz`` as
-    ``--config``, ``--dataflow``, ``--element-bytes``, ``--bandwidth``, ``--sram-kb`` and ``--clock-ghz``."""
+    ``config``) or a config as is; ``config``, ``dataflow`` (ws, os, is), ``dtype`` (int8, fp16, bf16, fp32)
+    or ``element_bytes`` (default 1, or an ``ArrayConfig``'s own; both given must agree), ``bandwidth`` (DRAM
+    words/cycle), ``sram_kb`` (KiB, one or ifmap,filter,ofmap) and ``clock_ghz`` as ``--config``,
+    ``--dataflow``, ``--dtype``, ``--element-bytes``, ``--bandwidth``, ``--sram-kb`` and ``--clock-ghz``."""
     from dataclasses import replace
 
-    from archsim.array.options import array_from_options, with_clock, with_memory
+    from archsim.array.options import array_from_options, element_width, with_clock, with_memory
+    from archsim.choices.devices import ARRAY_DTYPES
+
+    if dtype is not None:
+        _check_choice(dtype, ARRAY_DTYPES, "dtype")
+    element_bytes = element_width(dtype, element_bytes)
 
     if isinstance(array, ArrayConfig):
         if config is not None:
@@ -103,18 +110,15 @@ def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | Non
     priced by ``energy_table`` (a name or TOML; default the .cfg's, else horowitz45); the network
     keywords as :func:`load_network`."""
     from archsim.array.costing import cost_frame
-    from archsim.array.options import check_bandwidth_engine, element_width
-    from archsim.choices.devices import ARRAY_DTYPES
+    from archsim.array.options import check_bandwidth_engine
     from archsim.cost_json import CostResult, cost_document
     from archsim.lowering import check_mode
     from archsim.seconds import add_seconds
 
     _check_choice(engine, ENGINES, "engine")
-    if dtype is not None:
-        _check_choice(dtype, ARRAY_DTYPES, "dtype")
     batch = _positive_int(batch, "batch")
     array, config = _cfg_as_config(array, config)  # a .cfg's [energy] table prices as --config's does
-    chosen = array_config(array, config=config, dataflow=dataflow, element_bytes=element_width(dtype, element_bytes),
+    chosen = array_config(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,
                           bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz)
     check_bandwidth_engine(bandwidth, engine)  # after the value's own check, as argparse's comes first
     layers = load_network(network, only=only, geometry=geometry, shapes=shapes, unsupported=unsupported,
@@ -126,13 +130,15 @@ def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | Non
 
 
 def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | None = None, batch: int = 32,
-            mode: str = "exact", engine: str = "analytic", dataflow: str | None = None,
+            mode: str = "exact", engine: str = "analytic", dataflow: str | None = None, dtype: str | None = None,
             element_bytes: int | None = None):
-    """The per-layer cost profile every partitioner and schedule works on (:class:`LayerProfile`)."""
+    """The per-layer cost profile every partitioner and schedule works on (:class:`LayerProfile`), as
+    ``archsim pipeline`` and ``schedule`` build it; ``dtype`` or ``element_bytes`` as :func:`array_config`
+    (they size the activation, δ and weight bytes the partitioners move)."""
     from archsim.lowering import check_mode
     from archsim.partition import build_profile
 
-    config = array_config(array, dataflow=dataflow, element_bytes=element_bytes)
+    config = array_config(array, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes)
     return build_profile(load_network(network), config, batch, check_mode(mode), engine)
 
 

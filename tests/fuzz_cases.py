@@ -325,11 +325,13 @@ CLI_BREAKS = {
              ("--out", ("/dev/null/x.csv", "x" * 300 + ".csv"))],  # a path under a device file; a name too long
     "gemm": [("--m", ("-1", "1.5", "x")), ("--n", ("-1", "x")), ("--array", ("0x4", "axb"))],
     "pipeline": [("--processors", COUNT), ("--microbatches", COUNT), ("--batch", COUNT),
-                 ("--alpha", ("-1", "nan", "inf", "x")), ("--method", ("bogus",))],
+                 ("--alpha", ("-1", "nan", "inf", "x")), ("--method", ("bogus",)),
+                 ("--dtype", ("fp8", "", "FP16")), ("--element-bytes", COUNT)],
     "schedule": [("--processors", COUNT), ("--microbatches", COUNT + ("2147483647",)), ("--bandwidth", RATE),
                  ("--comm", ("-1", "nan", "inf", "1e-320", "x")),
-                 ("--comm-units", ("-1", "nan", "inf", "x"))],
-    "plan": [("--microbatches", COUNT), ("--seed", ("-1", "x", "1.5")), ("--clock-ghz", RATE + ("1e-320",))],
+                 ("--comm-units", ("-1", "nan", "inf", "x")), ("--dtype", ("fp8", "", "FP16"))],
+    "plan": [("--microbatches", COUNT), ("--seed", ("-1", "x", "1.5")), ("--clock-ghz", RATE + ("1e-320",)),
+             ("--dtype", ("fp8", "", "FP16"))],
     "cluster": [("--jobs", COUNT), ("--gpus", COUNT), ("--seed", ("-1", "x")), ("--unit-seconds", SIZE),
                 ("--interval", ("-1", "nan", "inf", "x"))],
     # issue 39: caps before work (the estimate refuses in a second) and every flag strict
@@ -355,7 +357,7 @@ CLI_BROKEN = [(command, flag, value) for command, breaks in CLI_BREAKS.items() f
 # flags it would ignore: every one must be refused (tests/test_schedule_cost_flags.py and
 # tests/test_schedule_ignored_rest.py say why). Runs without a NETWORK ignore the flags that load one.
 ARRAY_FLAGS = [("--array", "16x16"), ("--dataflow", "os"), ("--config", str(ROOT / "configs/arrays/scalesim_32x32_ws.cfg")),
-               ("--element-bytes", "2"), ("--engine", "cycle"), ("--engine", "analytic"), ("--sram-kb", "8"),
+               ("--element-bytes", "2"), ("--dtype", "fp16"), ("--dtype", "int8"), ("--engine", "cycle"), ("--engine", "analytic"), ("--sram-kb", "8"),
                ("--clock-ghz", "1.5"), ("--batch", "8"), ("--batch", "32"), ("--mode", "paper"), ("--mode", "exact")]
 NETWORK_FLAGS = [("--only", "fc"), ("--shapes", "off"), ("--shapes", "auto"), ("--unsupported", "skip"),
                  ("--input-shape", "1,3"), ("--dim", "seq=8")]

@@ -58,6 +58,7 @@ def test_a_device_file_of_one_array_prices_as_plan_config_on_that_array(tmp_path
     on_array, array_meta, _ = _profile(["plan", "layerpipe_sample", "--cluster", str(plain), "--microbatches", "4",
                                         "--config", str(tmp_path / "one.cfg"), "--element-bytes", "2"])
     assert meta["priced_on"] == "chip_1x_1ghz" and array_meta["priced_on"] == "array 64x64 ws at 1 GHz"
+    assert (array_meta["dtype"], array_meta["element_bytes"]) == (None, 2)
     assert memory == 16 * 2**30
     assert on_device.names == on_array.names == ("conv1", "conv2", "conv3", "conv4")
     for attribute in ("forward", "weight_grad", "delta"):

@@ -17,6 +17,7 @@ from archsim.commands.common import (
     emit,
     positive_int,
     positive_int_list,
+    width_meta,
 )
 from archsim.errors import InputError
 from archsim.output_files import note_written
@@ -58,12 +59,12 @@ def run_rnn(args: argparse.Namespace) -> int:
     array = array_from_args(args)
     rows = Rows.of(rnn_records(seq_lens, processors, hidden=hidden, batch=batch, array=array))  # no pandas
     shape = f"{array.rows}x{array.cols} {array.dataflow}"
-    meta = {"study": "bppsa rnn", "hidden": hidden, "batch": batch, "array": shape}
+    meta = {"study": "bppsa rnn", "hidden": hidden, "batch": batch, "array": shape, **width_meta(args, array)}
     emit(render(rows, args.format, precision=args.precision, meta=meta), args)
     if args.report:
         command = (f"archsim bppsa rnn --seq-len {','.join(map(str, seq_lens))} --hidden {hidden} --batch {batch} "
                                       f"--processors {','.join(map(str, processors))} --array {array.rows}x{array.cols} "
-                                      f"--dataflow {array.dataflow} --report {args.report}")
+                                      f"--dataflow {array.dataflow}{_width_flag(args, array)} --report {args.report}")
         from archsim.bppsa.report import rnn_sections  # plotly: only when a page is asked for
         from archsim.report.page import write_page
 
@@ -71,6 +72,13 @@ def run_rnn(args: argparse.Namespace) -> int:
                           rnn_sections(rows.frame(), command, shape))
         note_written(f"wrote {path}")
     return 0
+
+
+def _width_flag(args: argparse.Namespace, array) -> str:
+    """The width flag that reproduces the run on the report's command line ("" at the default 1 byte)."""
+    if args.dtype is not None:
+        return f" --dtype {args.dtype}"
+    return f" --element-bytes {array.element_bytes}" if array.element_bytes != 1 else ""
 
 
 def add_vgg_arguments(parser: argparse.ArgumentParser) -> None:

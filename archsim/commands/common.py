@@ -92,17 +92,14 @@ def with_clock(array: ArrayConfig, args: argparse.Namespace) -> ArrayConfig:
     return options.with_clock(array, args.clock_ghz)
 
 
-def add_array_arguments(parser: argparse.ArgumentParser, dtype: bool = False) -> None:
-    """The array flags; ``dtype``: also ``--dtype``, the element width by train's names (``cost``, ``energy``)."""
+def add_array_arguments(parser: argparse.ArgumentParser) -> None:
+    """The array flags, the element width among them as ``--dtype`` (train's names) or ``--element-bytes``
+    (any width): one set for every array command, so each reads a width the same way."""
     parser.add_argument("--array", default=None, help="systolic array ROWSxCOLS (default: 32x32)")
     parser.add_argument("--dataflow", default=None, choices=("ws", "os", "is"),
                         help="dataflow (default: ws, or the config file's)")
     parser.add_argument("--config", default=None, metavar="FILE.cfg",
                         help="SCALE-Sim .cfg file for the array (overrides --array unless given too)")
-    if not dtype:
-        parser.add_argument("--element-bytes", type=positive_int, default=1,
-                            help="bytes per tensor element (LayerPipe uses 1)")
-        return
     parser.add_argument("--dtype", default=None, choices=ARRAY_DTYPES,
                         help=f"element type, by archsim train's --dtype names: {SCALESIM_DTYPE} (1-byte words as "
                              "SCALE-Sim counts them; default), fp16 or bf16 (2 bytes), fp32 (4); it sizes the "
@@ -118,11 +115,19 @@ def array_from_args(args: argparse.Namespace, note: bool = True) -> ArrayConfig:
     several arrays, of which one is costed."""
     from archsim.array.options import array_from_flags, element_width
 
-    width = element_width(getattr(args, "dtype", None), args.element_bytes)
+    width = element_width(args.dtype, args.element_bytes)
     array = array_from_flags(args.array, args.config, args.dataflow, 1 if width is None else width)
     if note and args.config:
         note_device_arrays(args.config)
     return array
+
+
+def width_meta(args: argparse.Namespace, array: ArrayConfig) -> dict[str, object]:
+    """The element width a table was costed at, as every array command states it: ``dtype``
+    (:func:`~archsim.array.options.dtype_meta`) beside ``element_bytes`` (bytes per element)."""
+    from archsim.array.options import dtype_meta
+
+    return {"dtype": dtype_meta(args.dtype, array), "element_bytes": array.element_bytes}
 
 
 def note_unread_cluster_keys(cluster: GpuCluster, command: str) -> None:

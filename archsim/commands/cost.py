@@ -26,7 +26,7 @@ from archsim.modes import MODES
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_network_arguments(parser)
-    add_array_arguments(parser, dtype=True)
+    add_array_arguments(parser)
     parser.add_argument("--batch", type=positive_int, default=32, help="mini-batch size (default 32)")
     parser.add_argument("--mode", default="exact", choices=MODES,
                         help="exact: real training (default); paper: LayerPipe's simplifications")

@@ -18,6 +18,7 @@ from archsim.commands.common import (
     emit,
     network_from_args,
     positive_int,
+    width_meta,
     with_clock,
     with_memory_args,
 )
@@ -39,7 +40,7 @@ def energies_from_args(array: ArrayConfig, args: argparse.Namespace):
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_network_arguments(parser)
-    add_array_arguments(parser, dtype=True)
+    add_array_arguments(parser)
     parser.add_argument("--batch", type=positive_int, default=32, help="mini-batch size (default 32)")
     parser.add_argument("--microbatches", type=positive_int, default=1,
                         help="run the batch as M micro-batches of batch/M (default 1)")
@@ -51,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from archsim.array.options import dtype_meta, memory_meta
+    from archsim.array.options import memory_meta
     from archsim.energy import array_area
     from archsim.energy.model import iteration_energy_rows
     from archsim.outputs import render
@@ -64,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     meta: dict[str, object] = {
         "network": network.name, "array": f"{array.rows}x{array.cols}", "dataflow": array.dataflow,
         "batch": args.batch, "microbatches": args.microbatches, "mode": args.mode, "engine": args.engine,
-        "dtype": dtype_meta(args.dtype, array), "element_bytes": array.element_bytes, "energy_table": table.name,
+        **width_meta(args, array), "energy_table": table.name,
         "dram_counts": "cycle engine" if args.engine == "cycle" else "compulsory (each operand once per GEMM)",
         **memory_meta(array), **array_area(array, table).as_dict(),
     }

@@ -23,6 +23,7 @@ from archsim.commands.common import (
     phases,
     positive_int,
     validated,
+    width_meta,
     with_clock,
     with_memory_args,
     write_timeline_outputs,
@@ -106,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
         "network": network.name, "method": plan.method, "processors": args.processors,
         "stages": len(plan.stages),  # fewer than processors where a partitioner leaves some idle
         "array": f"{array.rows}x{array.cols}", "dataflow": array.dataflow, "batch": args.batch, "mode": args.mode,
+        **width_meta(args, array),
         "single_processor_cycles": single, "iteration_cycles": plan.max_stage_cost,
         "speedup": single / plan.max_stage_cost,
         "mandatory_comm_bytes": plan.mandatory_bytes, "additional_comm_bytes": plan.additional_bytes,

@@ -19,6 +19,7 @@ from archsim.commands.common import (
     emit,
     network_from_args,
     positive_int,
+    width_meta,
     write_timeline_outputs,
 )
 from archsim.errors import InputError
@@ -73,7 +74,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _profile(args: argparse.Namespace):
     """The layer profile in seconds, what it is and what priced it (meta keys: the network, and for costs
-    archsim computes the micro-batch, the mode and the device or array) and the device's memory in bytes
+    archsim computes the micro-batch, the mode and the device or array, with the array's dtype and
+    element_bytes) and the device's memory in bytes
     (None: not priced on a device). A graph.txt's own costs; else the cluster's device when its servers
     name one and no array flag is given (:func:`_server_machine`); else one array, --array/--config at
     --clock-ghz."""
@@ -93,10 +95,10 @@ def _profile(args: argparse.Namespace):
     named = _server_devices(args.cluster)
     if named and not _array_flags(args):
         machine = _server_machine(args.cluster, named)
-        if args.element_bytes != 1:
+        if args.dtype is not None or args.element_bytes is not None:
             raise InputError(f"sizes the array model's tensors; on the servers' device ({machine.gpu.name}) they "
                              f"are {machine.dtype}'s: drop it, or price on an array with --array/--config",
-                             field="element-bytes")
+                             field="dtype" if args.dtype is not None else "element-bytes")
         network, inputs = _network(args)
         profile = profile_on_machine(network, machine, inputs["micro_batch"], args.mode)
         return profile, {**inputs, **_priced_on(machine)}, machine.gpu.memory_bytes
@@ -112,7 +114,7 @@ def _profile(args: argparse.Namespace):
               file=sys.stderr)
     network, inputs = _network(args)
     profile = profile_from_network(network, array, inputs["micro_batch"], args.mode)
-    return profile, {**inputs, "priced_on": f"array {shape}"}, None
+    return profile, {**inputs, "priced_on": f"array {shape}", **width_meta(args, array)}, None
 
 
 def _network(args: argparse.Namespace):

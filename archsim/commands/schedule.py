@@ -22,6 +22,7 @@ from archsim.commands.common import (
     phases,
     positive_int,
     validated,
+    width_meta,
     with_clock,
     with_memory_args,
     write_timeline_outputs,
@@ -145,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
             unit = "cycles"
         extra: dict = {}
         if args.policy in DP_POLICIES:
-            problem, extra = _data_parallel(args, costs, network, phase)
+            problem, extra = _data_parallel(args, costs, network, phase, None if args.unit_costs else array.element_bytes)
         elif args.policy in ZB_SCHEDULES + LIST_SCHEDULES:
             stage_profile = _stage_profile(args, costs)
             phase("build")
@@ -200,7 +201,7 @@ def _costs_meta(args: argparse.Namespace, network: str, unit: str, array) -> dic
     if array is None:
         return {"network": network, "unit": unit, "costs": "unit"}
     return {"network": network, "unit": unit, "costs": f"{args.mode} mode", "array": f"{array.rows}x{array.cols}",
-            "dataflow": array.dataflow, "batch": args.batch}
+            "dataflow": array.dataflow, "batch": args.batch, **width_meta(args, array)}
 
 
 def _multistream(args: argparse.Namespace, network) -> int:
@@ -254,9 +255,10 @@ def _stage_profile(args: argparse.Namespace, costs: LayerProfile) -> StageProfil
                         send_bytes=tuple(send), bandwidth=_link(args))
 
 
-def _data_parallel(args: argparse.Namespace, costs: LayerProfile, network, phase):
+def _data_parallel(args: argparse.Namespace, costs: LayerProfile, network, phase, element_bytes: int | None):
     """One device's iteration window under data parallelism over ``--processors`` workers (the
-    search for k simulates candidate windows), and the chosen k."""
+    search for k simulates candidate windows), and the chosen k; ``element_bytes`` (the array's width,
+    None with --unit-costs) sizes each layer's gradient sync in bytes."""
     from archsim.errors import InputError
     from archsim.policies import data_parallel as dp
 
@@ -265,7 +267,7 @@ def _data_parallel(args: argparse.Namespace, costs: LayerProfile, network, phase
         sync = [args.comm_units] * layers
     else:
         model = dp.SyncModel(workers=args.processors, bandwidth=_link(args), kind=args.sync)
-        sync = [model.time(layer.weight_elements * args.element_bytes) for layer in network.layers]
+        sync = [model.time(layer.weight_elements * (element_bytes or 1)) for layer in network.layers]
     f, d, g = list(costs.forward), list(costs.delta), list(costs.weight_grad)
 
     def evaluate(k: int) -> float:

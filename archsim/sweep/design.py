@@ -27,7 +27,7 @@ from archsim.workload.layer import Network
 
 DESIGN_COLUMNS = ["sram_kb", "bandwidth_words_per_cycle", "element_bytes", "microbatches", "energy_table", "clock_ghz",
                   "iteration_seconds", "energy_pj", "mac_pj", "register_pj", "sram_pj", "dram_pj", "vector_pj",
-                  "leakage_pj", "area_mm2", "pe_array_mm2", "sram_mm2"]
+                  "leakage_pj", "area_mm2", "pe_array_mm2", "sram_mm2", "dtype"]  # dtype: a dtypes sweep's
 
 
 def design_rows(unit, network: Network, base_row) -> list[dict[str, object]]:
@@ -67,6 +67,7 @@ def design_rows(unit, network: Network, base_row) -> list[dict[str, object]]:
                     "energy_pj": float(sum(parts.values())) + leakage, **{k: float(v) for k, v in parts.items()},
                     "leakage_pj": leakage, "area_mm2": plan.processors * area.total_mm2,
                     "pe_array_mm2": plan.processors * area.pe_array_mm2, "sram_mm2": plan.processors * area.sram_mm2,
+                    **({"dtype": design.dtype} if design.dtype else {}),
                 })
     return rows
 

@@ -22,6 +22,7 @@ iteration and area — ``archsim.sweep.design``)::
     bandwidths = [4, 10, 32]        # DRAM words/cycle per operand (the cycle engine's stalls; engine = "cycle")
     clocks_ghz = [0.5, 1.0, 2.0]    # seconds = cycles / clock
     element_bytes = [1, 2]          # bytes per element: tensor sizes, MAC/SRAM energies, area
+    dtypes = ["int8", "fp16"]       # or the same by --dtype's names (one of dtypes and element_bytes)
     microbatches = [1, 4]           # the batch runs as M micro-batches of batch / M (M must divide it)
     energy_tables = ["horowitz45"]  # shipped names or .toml paths (relative to the spec file)
 """
@@ -59,7 +60,7 @@ if TYPE_CHECKING:
 
 MAX_LIST = 1000  # values per list: a sweep is their product
 
-DESIGN_KEYS = {"sram_kb", "bandwidths", "clocks_ghz", "element_bytes", "microbatches", "energy_tables"}
+DESIGN_KEYS = {"sram_kb", "bandwidths", "clocks_ghz", "element_bytes", "dtypes", "microbatches", "energy_tables"}
 KEYS = {"name", "networks", "only", "arrays", "dataflows", "batches", "processors", "methods", "mode", "alpha",
         "engine"} | DESIGN_KEYS
 REQUIRED = {"networks", "arrays", "batches", "processors", "methods"}
@@ -109,12 +110,14 @@ class Design:
     microbatches: int = 1
     energy_table: str = "horowitz45"
     clocks_ghz: tuple[float, ...] = ()
+    dtype: str | None = None  # the name of element_bytes where the spec gave dtypes (a results column)
 
     @property
     def key(self) -> str:
         clocks = "-".join(f"{c:g}" for c in self.clocks_ghz) or "none"
+        named = f"_{self.dtype}" if self.dtype else ""  # element_bytes sweeps keep their cached keys
         return (f"s{self.sram_kb}_bw{self.bandwidth}_e{self.element_bytes}_m{self.microbatches}_"
-                f"{Path(self.energy_table).stem}_c{clocks}")
+                f"{Path(self.energy_table).stem}_c{clocks}{named}")
 
 
 @dataclass(frozen=True)
@@ -284,12 +287,38 @@ def load_spec(path: str | Path) -> SweepSpec | DeviceSweepSpec:
             bad = [b for b in batches if b % m]
             if bad:
                 raise InputError(f"{m} micro-batches do not divide batch {bad[0]}", file=file, field="microbatches")
-        designs = tuple(Design(s, bw, e, m, t, tuple(float(c) for c in clocks)) for s, bw, e, m, t in product(
-            positives("sram_kb") if "sram_kb" in table else (64,),
-            positives("bandwidths") if "bandwidths" in table else (10,),
-            positives("element_bytes") if "element_bytes" in table else (1,), micro, tables))
+        widths = _widths(table, strings, positives, file)
+        designs = tuple(Design(s, bw, e, m, t, tuple(float(c) for c in clocks), name) for s, bw, (e, name), m, t in
+                        product(positives("sram_kb") if "sram_kb" in table else (64,),
+                                positives("bandwidths") if "bandwidths" in table else (10,), widths, micro, tables))
     return SweepSpec(designs=designs, 
         name=check_name(table.get("name", path.stem), "name", file=file), networks=resolved, only=strings("only", LAYER_KINDS),
         arrays=tuple(arrays), dataflows=strings("dataflows", ("ws", "os", "is")) or ("ws",),
         batches=positives("batches"), processors=positives("processors", MAX_PROCESSORS), methods=methods, mode=mode,
         alpha=float(alpha), engine=engine, source=file)
+
+
+def _widths(table: dict, strings, positives, file: str) -> tuple[tuple[int, str | None], ...]:
+    """(bytes per element, dtype name or None) of each point of the width axis: ``dtypes`` by ``--dtype``'s
+    names (:func:`archsim.array.options.element_width`), else ``element_bytes`` (default 1); both is refused,
+    as are two names of one width (fp16 and bf16: their rows would be the same)."""
+    from archsim.array.options import element_width
+    from archsim.choices.devices import ARRAY_DTYPES
+
+    if "dtypes" not in table:
+        return tuple((e, None) for e in (positives("element_bytes") if "element_bytes" in table else (1,)))
+    if "element_bytes" in table:
+        raise InputError("give dtypes or element_bytes, not both (dtypes names the widths)", file=file,
+                         field="element_bytes")
+    names = strings("dtypes", ARRAY_DTYPES)
+    if not names:
+        raise InputError("expected at least one dtype", file=file, field="dtypes")
+    seen: dict[int, str] = {}
+    for name in names:
+        width = element_width(name)
+        assert width is not None  # a name always has a width
+        if width in seen:
+            raise InputError(f"{seen[width]} and {name} are both {width}-byte elements: the rows would be the "
+                             "same; keep one", file=file, field="dtypes")
+        seen[width] = name
+    return tuple((width, name) for width, name in seen.items())
