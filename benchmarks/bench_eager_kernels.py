@@ -2,8 +2,8 @@
 
 ``--implementation pytorch-eager`` in fp16/bf16 runs PyTorch's own softmax, layer-norm and
 elementwise kernels — the kernels NeuSight measured and :data:`archsim.devices.kernels.FITTED` is
-fitted on — while archsim times them with the vTrain fit (one HBM fraction, a 33 µs gap per
-kernel, fitted on Megatron's fused kernels). This benchmark times them instead with their class
+fitted on — while archsim times them with the vTrain fit (one HBM fraction, a gap per kernel,
+fitted on Megatron's fused kernels). This benchmark times them instead with their class
 mechanism at NeuSight's constants (``kernel_families(..., pytorch_memory_bound=True)``; GEMMs stay
 tensor-core tiles at the vTrain fit, the host's issue time as in training) and reports, nothing
 fitted on any Hopper data:
@@ -64,9 +64,9 @@ def variants(device, efficiency) -> dict[str, KernelFamilies]:
         "kept: vTrain fit for every kernel": kernel_families(device, "fp16", efficiency),
         "idea: PyTorch's kernels at NeuSight's constants": kernel_families(device, "fp16", efficiency, FITTED,
                                                                           pytorch_memory_bound=True),
-        "class mechanism, vTrain launch (33 µs)": KernelFamilies(
+        f"class mechanism, vTrain launch ({efficiency.launch_s * 1e6:.1f} µs)": KernelFamilies(
             efficiency, replace(FITTED, launch_s=efficiency.launch_s), pytorch=True),
-        "vTrain stream, NeuSight launch (13.7 µs)": KernelFamilies(
+        f"vTrain stream, NeuSight launch ({FITTED.launch_s * 1e6:.1f} µs)": KernelFamilies(
             efficiency, replace(efficiency, launch_s=FITTED.launch_s)),
     }
 
@@ -151,8 +151,9 @@ def main(argv=None) -> int:
     print("# Eager PyTorch's memory-bound kernels as PyTorch's kernels (benchmarks/bench_eager_kernels.py; "
           "nothing fitted)\n\nkept: the vTrain fit times every fp16 kernel (one HBM fraction, "
           f"{fitted.A100_KERNELS.launch_s * 1e6:.1f} µs per kernel); "
-          "idea: the memory-bound kernels by their class mechanism at NeuSight's fp32 fit (softmax 0.639, "
-          "layer norm 0.792 with two reads, elementwise 0.762, 13.7 µs per kernel); GEMMs and the host's "
+          "idea: the memory-bound kernels by their class mechanism at NeuSight's fp32 fit "
+          f"(softmax {FITTED.softmax:.3f}, layer norm {FITTED.layernorm:.3f} with two reads, elementwise "
+          f"{FITTED.memory:.3f}, {FITTED.launch_s * 1e6:.1f} µs per kernel); GEMMs and the host's "
           f"{fitted.A100_KERNELS.host_s * 1e6:.1f} µs per op are the vTrain fit's in every row.")
     for catalog, slug, cluster_file in CHECKS:
         probe_kernels(catalog, slug)

@@ -201,3 +201,36 @@ def test_profile_splits_under_cycle_engine_agree(axis):
             _, d1, d2 = DeltaCoster.of(profile).split_cost(index, axis, part)
             assert (d1, d2) == tuple(float(x) for x in DeltaCoster.of(profile).split_cycles(index, axis, part))
     assert profile.engine == "cycle"
+
+
+@pytest.mark.long
+def test_a_larger_array_at_fixed_sram_refetches_more_and_waits_on_dram():
+    """Why ``archsim cost layerpipe_sample --engine cycle`` is slower on 64x64 than on 16x16 at the default
+    64 KiB SRAMs (docs/scalesim.md): conv1's weight gradient (75 × 12,544 × 32 at batch 1) has operands far
+    above the SRAMs' active halves, so SCALE-Sim's prefetch window re-reads them, more often on the larger
+    array, and each operand's port brings at most `bandwidth` words a cycle once its free initial fill (at most
+    half the SRAM) is spent: cycles ≥ (the busier port's reads − half the SRAM) / bandwidth. With SRAMs whose
+    active halves hold both operands (4 MiB: 2 Mi words against A's 940,800 and B's 401,408) each operand is
+    read once, nothing stalls and the larger array's fewer, fuller folds win."""
+    gemm = lower_network(load_network("layerpipe_sample"), 1, "exact")[0].required_op("G").gemms[0]
+    assert (gemm.m, gemm.k, gemm.n) == (75, 12544, 32)
+
+    def run(side, kib):
+        array = ArrayConfig(rows=side, cols=side, dataflow="ws", ifmap_sram_kb=kib, filter_sram_kb=kib,
+                            ofmap_sram_kb=kib)
+        return simulate_on(gemm.m, gemm.k, gemm.n, array)
+
+    def reads(result):
+        return result.ifmap_dram_reads + result.filter_dram_reads
+
+    bandwidth, half = 10, 64 * 1024 // 2
+    small, large = run(16, 64), run(64, 64)
+    assert reads(large) > reads(small) and large.cycles > small.cycles
+    for result in (small, large):
+        assert result.cycles >= (max(result.ifmap_dram_reads, result.filter_dram_reads) - half) / bandwidth
+
+    small, large = run(16, 4096), run(64, 4096)
+    for result in (small, large):
+        assert result.stall_cycles == 0 and result.cycles == result.compute_cycles
+        assert result.ifmap_dram_reads == gemm.m * gemm.k  # every word of A once
+    assert large.cycles < small.cycles

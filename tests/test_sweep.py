@@ -96,6 +96,39 @@ def test_summary_averages_over_arrays_and_batches_like_table_iv():
     assert summary.additional_comm_bytes["layerpipe"] == 100
 
 
+def test_improvement_upto_compares_best_speedups_with_at_most_p_processors():
+    """Algorithm 1 is greedy: a configuration's speedup can fall when a processor is added. The raw improvement
+    compares the speedups at P (Table IV's column); the ≤P one the best over P′ ≤ P of both methods, PipeDream's
+    own dip (array 64 at P 4) included. Expected values by hand from the speedups below."""
+    speedups = {  # (array, method) → speedup at 2, 3, 4 processors
+        (32, "layerpipe"): (2.0, 3.0, 2.0), (32, "pipedream"): (1.6, 2.0, 2.0),
+        (64, "layerpipe"): (1.8, 2.4, 2.8), (64, "pipedream"): (1.6, 2.2, 1.8),
+    }
+    rows = [{"network": "n", "only": "conv", "rows": array, "cols": array, "dataflow": "ws", "batch": 16,
+             "mode": "paper", "processors": p, "method": method, "speedup": s, "mandatory_comm_bytes": 0,
+             "additional_comm_bytes": 0}
+            for (array, method), values in speedups.items() for p, s in zip((2, 3, 4), values)]
+    summary = summarize(pd.DataFrame(rows)).set_index(["method", "processors"])
+    lp, pd4 = summary.loc["layerpipe"], summary.loc[("pipedream", 4)]
+    # P 4, raw: LayerPipe (2.0 + 2.8) / 2 = 2.4 over PipeDream (2.0 + 1.8) / 2 = 1.9
+    assert lp.speedup[4] == pytest.approx(2.4) and pd4.speedup == pytest.approx(1.9)
+    assert lp.improvement_vs_pipedream_pct[4] == pytest.approx((2.4 / 1.9 - 1) * 100)  # 26.3%
+    # P 4, ≤P: LayerPipe (3.0 + 2.8) / 2 = 2.9 over PipeDream (2.0 + 2.2) / 2 = 2.1
+    assert lp.speedup_upto[4] == pytest.approx(2.9) and pd4.speedup_upto == pytest.approx(2.1)
+    assert lp.improvement_upto_vs_pipedream_pct[4] == pytest.approx((2.9 / 2.1 - 1) * 100)  # 38.1%
+    # P 3: nothing has dipped yet, so both columns are (2.7 / 2.1 − 1) = 28.6%
+    assert lp.improvement_vs_pipedream_pct[3] == pytest.approx(lp.improvement_upto_vs_pipedream_pct[3])
+    assert lp.improvement_upto_vs_pipedream_pct[3] == pytest.approx((2.7 / 2.1 - 1) * 100)
+    assert summary.improvement_upto_vs_pipedream_pct["pipedream"].tolist() == [0.0, 0.0, 0.0]
+
+    from archsim.report.sweep_report import table_iv
+
+    table = table_iv(summary.reset_index(), "n").set_index("processors")
+    assert table["improvement %"][4] == pytest.approx((2.4 / 1.9 - 1) * 100)
+    assert table["improvement (≤P) %"][4] == pytest.approx((2.9 / 2.1 - 1) * 100)
+    assert table["PipeDream (≤P)"][4] == pytest.approx(2.1)
+
+
 def test_table_iv_labels_its_sizes_kib():
     """The report's Table IV: sizes in KiB (1,024 bytes, the LayerPipe paper's "KB"), labelled so; the paper's
     column as typed from the paper (5 processors: 0.26)."""

@@ -1,5 +1,16 @@
 """Published numbers the reports compare against (typed from the papers, cited per table)."""
 
+from __future__ import annotations
+
+from typing import TypeVar
+
+Speedup = TypeVar("Speedup")  # a float or a pandas Series of them
+
+
+def improvement_pct(speedup: Speedup, baseline: Speedup) -> Speedup:
+    """LayerPipe's Table IV "Improvement": a speedup ratio − 1, in percent (not a time reduction)."""
+    return (speedup / baseline - 1.0) * 100.0  # type: ignore[operator]
+
 # LayerPipe (Unnikrishnan & Parhi, ICCAD 2021) Table IV: VGG16 conv layers, averaged over arrays 32..256 and
 # batches 16..256: processors → (LayerPipe speedup, PipeDream speedup, communication overhead KiB:
 # the paper's "KB", 1,024 bytes).
