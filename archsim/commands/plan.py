@@ -6,6 +6,7 @@ import argparse
 from dataclasses import replace
 from pathlib import Path
 
+from archsim.choices.devices import DTYPES
 from archsim.commands import Command
 from archsim.commands.common import (
     MODE_HELP,
@@ -27,6 +28,7 @@ from archsim.validate import check_job_size, float_flag, int_flag, seed_flag
 
 BASELINE_METHODS = ("dp", "gpipe", "pipedream-prm", "hetpipe")  # spp.baselines.BASELINES (a test checks)
 DEFAULT_MICRO_BATCH = 4
+DEFAULT_DTYPE = "fp16"  # on a cluster's device, as archsim train's --dtype
 METHODS = ("spp", "pipedream", *BASELINE_METHODS)  # planners of archsim.planners on a cluster; pipedream as its own
 
 
@@ -51,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                 "cluster's gpu_memory_gb, default 16)")
     pipedream.add_argument("--straight-pipeline", action="store_true", help="no stage replication")
     pipedream.add_argument("--use-fewer-machines", action="store_true", help="a plan may leave machines idle")
-    add_array_arguments(parser)
+    add_array_arguments(parser, dtype=True)
     parser.add_argument("--micro-batch", type=positive_int, default=None,
                         help=f"samples per micro-batch (layer costs; default {DEFAULT_MICRO_BATCH})")
     parser.add_argument("--batch", type=positive_int, default=None,
@@ -92,10 +94,14 @@ def _profile(args: argparse.Namespace):
 
     named = _server_devices(args.cluster)
     if named and not _array_flags(args):
-        machine = _server_machine(args.cluster, named)
-        if args.element_bytes != 1:
+        if args.dtype not in (None, *DTYPES):
+            raise InputError(f"on the servers' device the layers train in {', '.join(DTYPES)} (train's --dtype); "
+                             f"{args.dtype} sizes an array's words: price on an array with --array/--config",
+                             field="dtype")
+        machine = _server_machine(args.cluster, named, args.dtype or DEFAULT_DTYPE)
+        if args.element_bytes is not None:
             raise InputError(f"sizes the array model's tensors; on the servers' device ({machine.gpu.name}) they "
-                             f"are {machine.dtype}'s: drop it, or price on an array with --array/--config",
+                             f"are {machine.dtype}'s (--dtype): drop it, or price on an array with --array/--config",
                              field="element-bytes")
         network, inputs = _network(args)
         profile = profile_on_machine(network, machine, inputs["micro_batch"], args.mode)
@@ -141,9 +147,10 @@ def _server_devices(cluster: str) -> list[str | None]:
     return [None if n is None else str(n) for n in named] if any(n is not None for n in named) else []
 
 
-def _server_machine(cluster: str, named: list[str | None]):
-    """The training machine (device, kernel constants, fp16) of a cluster whose servers all name one
-    device, read by ``train``'s own loader (:func:`archsim.training.cluster.load_gpu_cluster`). The
+def _server_machine(cluster: str, named: list[str | None], dtype: str = DEFAULT_DTYPE):
+    """The training machine (device, kernel constants, ``dtype``: --dtype, default fp16 as train's) of a
+    cluster whose servers all name one device, read by ``train``'s own loader
+    (:func:`archsim.training.cluster.load_gpu_cluster`). The
     planners take one per-layer cost for every GPU, so servers of different devices (or some of none)
     are refused rather than priced on one of them."""
     from archsim.training.cluster import load_gpu_cluster
@@ -157,12 +164,15 @@ def _server_machine(cluster: str, named: list[str | None]):
     if "gpu_memory_gb" in parse_toml(read_text(cluster, "cluster file"), str(cluster)).get("cluster", {}):
         raise InputError("sizes the GPUs of a cluster that names no device; these servers' devices state their "
                          "own memory: drop gpu_memory_gb", file=cluster, field="gpu_memory_gb")
-    gpus = load_gpu_cluster(cluster)
+    gpus = load_gpu_cluster(cluster, dtype)
     kinds = sorted({device.name for device in gpus.servers})
     if len(kinds) > 1:
         raise InputError(f"the servers name different devices ({'; '.join(kinds)}): plan prices every GPU with "
                          "one layer profile, so it plans on one device type; give a cluster of one device, or "
                          "--array/--config to price every GPU as one array", file=cluster, field="servers")
+    peaks = [p for p in DTYPES if p in dict(gpus.gpu.peaks)]
+    if dtype not in peaks:  # a card of no FP16 peak (GTX 1080 Ti, P100): name the flag that fixes it
+        raise InputError(f"{gpus.gpu.name} has no {dtype} peak; give --dtype {' or '.join(peaks)}", field="dtype")
     return gpus.machine(Parallelism())
 
 
@@ -223,7 +233,7 @@ def check_flags(args: argparse.Namespace) -> None:
         given = [flag for flag, value in (
             ("--micro-batch", args.micro_batch), ("--batch", args.batch), ("--mode", args.mode),
             ("--only", args.only), ("--input-shape", args.input_shape), ("--dim", args.dim or None),
-            ("--element-bytes", None if args.element_bytes == 1 else args.element_bytes)) if value is not None]
+            ("--dtype", args.dtype), ("--element-bytes", args.element_bytes)) if value is not None]
         if given or _array_flags(args):
             flag = (given or _array_flags(args))[0]
             raise InputError(f"{flag} sets how archsim prices a network's layers; {args.network} is a PipeDream "
