@@ -133,3 +133,10 @@ def test_a_card_of_no_fp16_peak_asks_for_dtype_fp32(capsys):
     assert "field 'dtype'" in capsys.readouterr().err
     assert main([*argv, "--dtype", "fp32", "--element-bytes", "4"]) == 2
     assert "field 'element-bytes'" in capsys.readouterr().err
+
+
+def test_the_plan_command_names_the_baseline_configurations_the_module_runs():
+    from archsim.spp import baselines
+
+    assert plan.BASELINE_CONFIGS == baselines.CONFIGS and plan.PAPER_BASELINES == baselines.PAPER_BASELINES
+    assert set(baselines.PAPER_OPTIONS) <= set(baselines.PAPER_BASELINES)

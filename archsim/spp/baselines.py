@@ -135,7 +135,7 @@ def baseline(method: str, profile: LayerProfile, topology: Topology, microbatche
     options = PAPER_OPTIONS.get(method, {}) if config == "paper" else {}
     run = {"dp": data_parallel, "gpipe": gpipe, "pipedream-prm": pipedream_prm, "hetpipe": hetpipe,
            "pipedream": pipedream_optimizer}[method]
-    return run(profile, topology, microbatches, **options)  # type: ignore[operator]
+    return run(profile, topology, microbatches, **options)
 
 
 __all__ = ["BASELINES", "CONFIGS", "PAPER_BASELINES", "PAPER_OPTIONS", "StagePlan", "baseline", "data_parallel",
