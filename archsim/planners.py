@@ -88,10 +88,11 @@ def _spp(profile: LayerProfile, cluster: Topology, microbatches: int, **options)
 
 
 def _baseline(method: str) -> Callable[..., Partition]:
-    def plan(profile: LayerProfile, cluster: Topology, microbatches: int) -> Partition:
+    def plan(profile: LayerProfile, cluster: Topology, microbatches: int, config: str = "archsim") -> Partition:
+        """``config``: "archsim", or "paper" for the SPP paper's configuration (archsim.spp.baselines)."""
         from archsim.spp.baselines import baseline
 
-        return baseline(method, profile, cluster, microbatches)
+        return baseline(method, profile, cluster, microbatches, config)
 
     return plan
 
@@ -99,8 +100,10 @@ def _baseline(method: str) -> Callable[..., Partition]:
 PLANNERS: dict[str, Planner] = {planner.name: planner for planner in (
     Planner("layerpipe", "LayerPipe's Algorithm 1: balanced stages, δ borrowed and split by operational parallelism",
             partition=_layerpipe),
-    Planner("pipedream", "PipeDream's optimizer over the cluster's levels (one server: one level)",
-            partition=_pipedream),
+    Planner("pipedream", "PipeDream's optimizer over the cluster's levels (one server: one level; on a cluster: "
+                         "its plan on consecutive GPUs, SPP's synchronous PE schedule)",
+            partition=_pipedream,
+            on_cluster=_baseline("pipedream")),
     Planner("gpipe", "GPipe: consecutive layers per device (pipeline: equal layer counts; on a cluster: balanced "
                      "compute, GPipe's fill-drain order)",
             partition=_gpipe,

@@ -6,6 +6,7 @@ import argparse
 from dataclasses import replace
 from pathlib import Path
 
+from archsim.choices.devices import DTYPES
 from archsim.commands import Command
 from archsim.commands.common import (
     MODE_HELP,
@@ -27,7 +28,10 @@ from archsim.modes import MODES
 from archsim.validate import check_job_size, float_flag, int_flag, seed_flag
 
 BASELINE_METHODS = ("dp", "gpipe", "pipedream-prm", "hetpipe")  # spp.baselines.BASELINES (a test checks)
+BASELINE_CONFIGS = ("archsim", "paper")  # spp.baselines.CONFIGS (a test checks)
+PAPER_BASELINES = ("dp", "gpipe", "pipedream", "hetpipe")  # spp.baselines.PAPER_BASELINES (a test checks)
 DEFAULT_MICRO_BATCH = 4
+DEFAULT_DTYPE = "fp16"  # on a cluster's device, as archsim train's --dtype
 METHODS = ("spp", "pipedream", *BASELINE_METHODS)  # planners of archsim.planners on a cluster; pipedream as its own
 
 
@@ -40,6 +44,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="spp (default); pipedream: PipeDream's optimizer as released (one server: its flat "
                              "setting; servers × GPUs: its two levels); pipedream-prm: the SPP paper's synchronous "
                              "PipeDream (PRM over the cluster's real links); dp, gpipe, hetpipe: SPP's baselines")
+    parser.add_argument("--baselines", default="archsim", choices=BASELINE_CONFIGS,
+                        help="how the baselines run: archsim (default: dp splits one mini-batch over the GPUs, gpipe "
+                             "balances compute, the synchronous pipedream-prm) or paper (as the SPP paper's §V-A "
+                             "states them: dp trains a mini-batch on every GPU, gpipe balances layer counts, "
+                             "pipedream is PipeDream's optimizer; docs/papers/spp.md)")
     parser.add_argument("--seed", type=seed_flag, default=None, help="redraw the cluster's bandwidth ranges")
     parser.add_argument("--max-stages", type=positive_int, default=None,
                         help="try at most this many stages (default: as many as devices and layers allow)")
@@ -52,7 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                 "cluster's gpu_memory_gb, default 16)")
     pipedream.add_argument("--straight-pipeline", action="store_true", help="no stage replication")
     pipedream.add_argument("--use-fewer-machines", action="store_true", help="a plan may leave machines idle")
-    add_array_arguments(parser)
+    add_array_arguments(parser, dtype=True)
     parser.add_argument("--micro-batch", type=positive_int, default=None,
                         help=f"samples per micro-batch (layer costs; default {DEFAULT_MICRO_BATCH})")
     parser.add_argument("--batch", type=positive_int, default=None,
@@ -94,11 +103,15 @@ def _profile(args: argparse.Namespace):
 
     named = _server_devices(args.cluster)
     if named and not _array_flags(args):
-        machine = _server_machine(args.cluster, named)
-        if args.dtype is not None or args.element_bytes is not None:
+        if args.dtype not in (None, *DTYPES):
+            raise InputError(f"on the servers' device the layers train in {', '.join(DTYPES)} (train's --dtype); "
+                             f"{args.dtype} sizes an array's words: price on an array with --array/--config",
+                             field="dtype")
+        machine = _server_machine(args.cluster, named, args.dtype or DEFAULT_DTYPE)
+        if args.element_bytes is not None:
             raise InputError(f"sizes the array model's tensors; on the servers' device ({machine.gpu.name}) they "
-                             f"are {machine.dtype}'s: drop it, or price on an array with --array/--config",
-                             field="dtype" if args.dtype is not None else "element-bytes")
+                             f"are {machine.dtype}'s (--dtype): drop it, or price on an array with --array/--config",
+                             field="element-bytes")
         network, inputs = _network(args)
         profile = profile_on_machine(network, machine, inputs["micro_batch"], args.mode)
         return profile, {**inputs, **_priced_on(machine)}, machine.gpu.memory_bytes
@@ -143,9 +156,10 @@ def _server_devices(cluster: str) -> list[str | None]:
     return [None if n is None else str(n) for n in named] if any(n is not None for n in named) else []
 
 
-def _server_machine(cluster: str, named: list[str | None]):
-    """The training machine (device, kernel constants, fp16) of a cluster whose servers all name one
-    device, read by ``train``'s own loader (:func:`archsim.training.cluster.load_gpu_cluster`). The
+def _server_machine(cluster: str, named: list[str | None], dtype: str = DEFAULT_DTYPE):
+    """The training machine (device, kernel constants, ``dtype``: --dtype, default fp16 as train's) of a
+    cluster whose servers all name one device, read by ``train``'s own loader
+    (:func:`archsim.training.cluster.load_gpu_cluster`). The
     planners take one per-layer cost for every GPU, so servers of different devices (or some of none)
     are refused rather than priced on one of them."""
     from archsim.training.cluster import load_gpu_cluster
@@ -159,12 +173,15 @@ def _server_machine(cluster: str, named: list[str | None]):
     if "gpu_memory_gb" in parse_toml(read_text(cluster, "cluster file"), str(cluster)).get("cluster", {}):
         raise InputError("sizes the GPUs of a cluster that names no device; these servers' devices state their "
                          "own memory: drop gpu_memory_gb", file=cluster, field="gpu_memory_gb")
-    gpus = load_gpu_cluster(cluster)
+    gpus = load_gpu_cluster(cluster, dtype)
     kinds = sorted({device.name for device in gpus.servers})
     if len(kinds) > 1:
         raise InputError(f"the servers name different devices ({'; '.join(kinds)}): plan prices every GPU with "
                          "one layer profile, so it plans on one device type; give a cluster of one device, or "
                          "--array/--config to price every GPU as one array", file=cluster, field="servers")
+    peaks = [p for p in DTYPES if p in dict(gpus.gpu.peaks)]
+    if dtype not in peaks:  # a card of no FP16 peak (GTX 1080 Ti, P100): name the flag that fixes it
+        raise InputError(f"{gpus.gpu.name} has no {dtype} peak; give --dtype {' or '.join(peaks)}", field="dtype")
     return gpus.machine(Parallelism())
 
 
@@ -225,7 +242,7 @@ def check_flags(args: argparse.Namespace) -> None:
         given = [flag for flag, value in (
             ("--micro-batch", args.micro_batch), ("--batch", args.batch), ("--mode", args.mode),
             ("--only", args.only), ("--input-shape", args.input_shape), ("--dim", args.dim or None),
-            ("--element-bytes", None if args.element_bytes == 1 else args.element_bytes)) if value is not None]
+            ("--dtype", args.dtype), ("--element-bytes", args.element_bytes)) if value is not None]
         if given or _array_flags(args):
             flag = (given or _array_flags(args))[0]
             raise InputError(f"{flag} sets how archsim prices a network's layers; {args.network} is a PipeDream "
@@ -253,17 +270,22 @@ def run(args: argparse.Namespace) -> int:
 
     # one bar for all the work: SPP's stage counts, then the four baselines (seconds each on a large
     # profile; they once ran after a full bar, silently)
-    with progress(stage_count_limit(profile, topology, args.max_stages) + len(BASELINE_METHODS), "SPP",
+    methods = list(BASELINE_METHODS if args.baselines == "archsim" else PAPER_BASELINES)
+    if args.method in BASELINE_METHODS and args.method not in methods:
+        methods.append(args.method)
+    with progress(stage_count_limit(profile, topology, args.max_stages) + len(methods), "SPP",
                   "step") as bar:
         result = spp(profile, topology, args.microbatches, max_stages=args.max_stages,
                      on_stage_count=lambda _: bar.update())
         others = {}
-        for method in BASELINE_METHODS:
+        for method in methods:
             bar.set_postfix_str(f"baseline {method}")
-            makespan = plan_on_cluster(profile, topology, method, args.microbatches).makespan
+            makespan = plan_on_cluster(profile, topology, method, args.microbatches,
+                                       config=args.baselines).makespan
             assert makespan is not None, "a plan on a cluster is scheduled"
             others[method] = float(makespan)
             bar.update()
+    config = {"baselines": args.baselines} if args.baselines != "archsim" else {}
     names = profile.names
     rows = [{"stage": n + 1, "first_layer": names[a], "last_layer": names[b - 1], "layer_count": b - a,
              "replicas": len(d), "devices": " ".join(f"g{x}" for x in d)}
@@ -272,12 +294,12 @@ def run(args: argparse.Namespace) -> int:
         row = {"method": args.method, "makespan_seconds": others[args.method], "spp_makespan_seconds": result.makespan}
         emit(render(Rows.of([row]), args.format, precision=args.precision,
                     meta={"cluster": topology.name, "gpus": topology.devices, "microbatches": args.microbatches,
-                          **priced_on}), args)
+                          **config, **priced_on}), args)
         return 0
     meta = {"method": args.method, "cluster": topology.name, "gpus": topology.devices,
             "microbatches": args.microbatches, "makespan_seconds": result.makespan,
             "stage_counts": "; ".join(f"{s}:{t:.4g}s" for s, _, t in result.by_stage_count),
-            "baselines_seconds": "; ".join(f"{m}:{t:.4g}" for m, t in others.items()),
+            "baselines_seconds": "; ".join(f"{m}:{t:.4g}" for m, t in others.items()), **config,
             "device_order": " ".join(f"g{x}" for x in result.order), **priced_on}
     write_timeline_outputs(args, result.timeline, f"SPP on {topology.name}, {args.microbatches} micro-batches",
                            unit=profile.unit)
@@ -290,30 +312,20 @@ def _run_pipedream(args: argparse.Namespace, profile, topology, priced_on: dict[
     """PipeDream's optimizer on the cluster's uniform levels; the simulated makespan runs the plan
     on the cluster's real links under SPP's synchronous PE schedule (a named difference)."""
     from archsim.outputs import render
-    from archsim.partition.pipedream import (
-        DEFAULT_MEMORY_BYTES,
-        Level,
-        PipeDreamOptions,
-        describe,
-        pipedream_plan,
-        plan_partition,
-    )
+    from archsim.partition.pipedream import DEFAULT_MEMORY_BYTES, PipeDreamOptions, describe
     from archsim.rows import Rows
-    from archsim.spp.placement import partition_stage_plans
+    from archsim.spp.baselines import pipedream_on_cluster
 
-    hierarchy = tuple(Level(machines, bandwidth) for machines, bandwidth in topology.uniform_levels())
     options = PipeDreamOptions(
         activation_compression_ratio=args.activation_compression_ratio, memory_constraint=args.memory_constraint,
         memory_bytes=device_memory or topology.gpu_memory_bytes or DEFAULT_MEMORY_BYTES, straight_pipeline=args.straight_pipeline,
         use_fewer_machines=args.use_fewer_machines)
     try:
-        plan = pipedream_plan(profile, hierarchy, options)
+        plan, partition, stage_plans = pipedream_on_cluster(profile, topology, options)
     except InputError as error:  # name the profile the problem is in
         if error.where.file is not None:
             raise
         raise InputError(error.message, file=args.network, field=error.where.field) from None
-    partition = plan_partition(profile, plan)
-    stage_plans = partition_stage_plans(profile, partition, topology.bandwidth)
     timeline = None
     if args.gantt or args.trace or args.schedule_csv:  # a timeline to write: the simulator, validated
         from archsim.commands.common import phases, validated

@@ -249,7 +249,10 @@ TABLE: tuple[Row, ...] = (
         Board("p100-pcie-16gb", 16, {"fp32": 9.3, "fp64": 4.7}, 0, 16, **PCIE_ONLY)),
     Row("p4", _chip("NVIDIA Tesla P4", 20, 4, (4, 8), 1063, 192, FP32_PARTITION, l2_mb=2, tdp=75, nm=16, l1_kb=48),
         Board("p4-8gb", 8, {"fp32": 5.5}, 0, 16, **PCIE_ONLY)),
-    Row("gtx-1080-ti", _chip("NVIDIA GTX 1080 Ti", 28, 4, (4, 8), 1582, 484, FP32_PARTITION, l1_kb=48)),
+    # the GTX 1080 Ti as a board too (11 GiB GDDR5X, PCIe 3.0 ×16, no FP16 rate worth a peak: fp32 only), so
+    # a cluster of them can price layers (the SPP paper's 1080Ti×8 testbed, docs/papers/spp.md)
+    Row("gtx-1080-ti", _chip("NVIDIA GTX 1080 Ti", 28, 4, (4, 8), 1582, 484, FP32_PARTITION, l1_kb=48),
+        Board("gtx-1080-ti-11gb", 11, {"fp32": 11.3}, 0, 16, **PCIE_ONLY)),
     Row("titan-xp", _chip("NVIDIA Titan Xp", 30, 4, (4, 8), 1582, 547.7, FP32_PARTITION, l1_kb=48)),
     Row("titan-x-pascal", _chip("NVIDIA Titan X (Pascal)", 28, 4, (4, 8), 1531, 480, FP32_PARTITION, l1_kb=48)),
     Row("titan-x-maxwell", _chip("NVIDIA GTX Titan X (Maxwell)", 24, 4, (4, 8), 1075, 336.5, FP32_PARTITION)),

@@ -10,9 +10,19 @@
   choosing the stage count that minimizes 𝒲 — the slowest stage or channel — then PE.
 * ``hetpipe``: one pipeline per server (a "virtual worker", one stage per GPU, PE schedule) on
   M / servers micro-batches each, then an AllReduce of all parameters across servers.
+
+``config="paper"`` runs the baselines as the paper's §V-A and §II state them, where that differs:
+``dp`` with every GPU training a whole mini-batch ("each GPU training the complete model with
+mini-batch size amount of data": M micro-batches per GPU, not M / V), ``gpipe`` with "approximately
+the same number of DNN layers on each GPU" (layer-count balance, not compute), and PipeDream as its
+own optimizer ("minimizing the maximum time to process a single stage" over servers, then GPUs
+within one; :func:`pipedream_optimizer`) under the paper's per-iteration barrier. HetPipe's
+per-virtual-worker micro-batches are not stated: it runs as above in both (docs/papers/spp.md).
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from archsim.collectives import ring_allreduce_on
 from archsim.partition.gpipe import gpipe_partition
@@ -24,12 +34,22 @@ from archsim.spp.prm import PRMPlan, prm_tables
 from archsim.spp.topology import Topology
 
 BASELINES = ("dp", "gpipe", "pipedream-prm", "hetpipe")
+CONFIGS = ("archsim", "paper")  # how the baselines run: archsim's reading, or as the SPP paper states them
+PAPER_BASELINES = ("dp", "gpipe", "pipedream", "hetpipe")  # the paper's Table III columns, under config="paper"
+PAPER_OPTIONS: dict[str, dict[str, str]] = {"dp": {"per_gpu": "minibatch"}, "gpipe": {"balance": "layers"}}
+DP_PER_GPU = ("share", "minibatch")
 
 
-def data_parallel(profile: LayerProfile, topology: Topology, microbatches: int) -> Partition:
-    """One stage of every layer on every GPU; its makespan is M micro-batches' compute spread over
-    the V GPUs plus one ring all-reduce of all parameters at the slowest link."""
-    compute = microbatches * float(sum(profile.forward) + sum(profile.backward)) / topology.devices
+def data_parallel(profile: LayerProfile, topology: Topology, microbatches: int, *,
+                  per_gpu: str = "share") -> Partition:
+    """One stage of every layer on every GPU; its makespan is the compute of M micro-batches spread
+    over the V GPUs (``per_gpu="share"``: one mini-batch per iteration) or of M on every GPU
+    (``"minibatch"``: the SPP paper's DP, V mini-batches per iteration), plus one ring all-reduce of
+    all parameters at the slowest link."""
+    if per_gpu not in DP_PER_GPU:
+        raise ValueError(f"per_gpu must be one of {DP_PER_GPU}, got {per_gpu!r}")
+    share = topology.devices if per_gpu == "share" else 1
+    compute = microbatches * float(sum(profile.forward) + sum(profile.backward)) / share
     devices = tuple(range(topology.devices))
     allreduce = ring_allreduce_on(float(sum(profile.weight_bytes)), devices, topology.bandwidth)
     ops = tuple(op for layer in placed_ops(profile) for op in layer)
@@ -38,10 +58,10 @@ def data_parallel(profile: LayerProfile, topology: Topology, microbatches: int) 
                      unit=profile.unit, devices=(devices,), makespan=compute + allreduce)
 
 
-def _balanced_plan(profile: LayerProfile, devices) -> PRMPlan:
-    """GPipe's compute-balanced partition (:func:`~archsim.partition.gpipe.gpipe_partition`) on
-    ``devices`` in their given order, one stage per device."""
-    partition = gpipe_partition(profile, len(devices), balance="compute")
+def _balanced_plan(profile: LayerProfile, devices, balance: str = "compute") -> PRMPlan:
+    """GPipe's partition (:func:`~archsim.partition.gpipe.gpipe_partition`, balanced by ``balance``:
+    compute, or layer counts) on ``devices`` in their given order, one stage per device."""
+    partition = gpipe_partition(profile, len(devices), balance=balance)
     bounds, position = [], 0
     for stage in partition.stages:
         bounds.append((position, position + len(stage.layers)))
@@ -50,8 +70,9 @@ def _balanced_plan(profile: LayerProfile, devices) -> PRMPlan:
     return PRMPlan(0.0, tuple(bounds), (1,) * len(bounds), tuple((d,) for d in used))
 
 
-def gpipe(profile: LayerProfile, topology: Topology, microbatches: int) -> Partition:
-    plan = _balanced_plan(profile, list(range(topology.devices)))
+def gpipe(profile: LayerProfile, topology: Topology, microbatches: int, *, balance: str = "compute") -> Partition:
+    """One stage per GPU balanced by ``balance`` ("layers": the SPP paper's GPipe), fill-drain order."""
+    plan = _balanced_plan(profile, list(range(topology.devices)), balance)
     makespan = pe_finish_time(stage_plans(profile, plan, topology.bandwidth), microbatches, order="gpipe")
     return prm_partition(profile, plan, topology.bandwidth, "gpipe", makespan)
 
@@ -82,10 +103,40 @@ def hetpipe(profile: LayerProfile, topology: Topology, microbatches: int) -> Par
     return prm_partition(profile, shown, topology.bandwidth, "hetpipe", total)
 
 
-def baseline(method: str, profile: LayerProfile, topology: Topology, microbatches: int) -> Partition:
-    """The baseline's plan, its makespan (seconds, or the profile's unit) in ``.makespan``."""
-    return {"dp": data_parallel, "gpipe": gpipe, "pipedream-prm": pipedream_prm, "hetpipe": hetpipe}[method](
-        profile, topology, microbatches)
+def pipedream_on_cluster(profile: LayerProfile, topology: Topology, options=None):
+    """PipeDream's optimizer on the cluster's uniform levels (servers, then GPUs in one), its plan as
+    the one plan type, and that plan laid on consecutive GPUs as PE's stage plans over the real links:
+    ``(plan, partition, stage_plans)``. ``options``: :class:`~archsim.partition.pipedream.PipeDreamOptions`
+    (default: its CLI's defaults)."""
+    from archsim.partition.pipedream import Level, PipeDreamOptions, pipedream_plan, plan_partition
+    from archsim.spp.placement import partition_stage_plans
+
+    hierarchy = tuple(Level(machines, bandwidth) for machines, bandwidth in topology.uniform_levels())
+    plan = pipedream_plan(profile, hierarchy, options or PipeDreamOptions())
+    partition = plan_partition(profile, plan)
+    return plan, partition, partition_stage_plans(profile, partition, topology.bandwidth)
 
 
-__all__ = ["BASELINES", "StagePlan", "baseline", "data_parallel", "gpipe", "hetpipe", "pipedream_prm"]
+def pipedream_optimizer(profile: LayerProfile, topology: Topology, microbatches: int) -> Partition:
+    """The SPP paper's PipeDream: its own optimizer's plan (:func:`pipedream_on_cluster`), scheduled
+    synchronously by PE with a barrier at the iteration's end (§V-A)."""
+    from archsim.spp.placement import consecutive_devices
+
+    _, partition, plans = pipedream_on_cluster(profile, topology)
+    return replace(partition, devices=consecutive_devices(partition), makespan=pe_finish_time(plans, microbatches))
+
+
+def baseline(method: str, profile: LayerProfile, topology: Topology, microbatches: int,
+             config: str = "archsim") -> Partition:
+    """The baseline's plan, its makespan (seconds, or the profile's unit) in ``.makespan``; ``config``
+    "paper": as the SPP paper configures it (:data:`PAPER_OPTIONS`; ``pipedream`` is its optimizer)."""
+    if config not in CONFIGS:
+        raise ValueError(f"config must be one of {CONFIGS}, got {config!r}")
+    options = PAPER_OPTIONS.get(method, {}) if config == "paper" else {}
+    run = {"dp": data_parallel, "gpipe": gpipe, "pipedream-prm": pipedream_prm, "hetpipe": hetpipe,
+           "pipedream": pipedream_optimizer}[method]
+    return run(profile, topology, microbatches, **options)
+
+
+__all__ = ["BASELINES", "CONFIGS", "PAPER_BASELINES", "PAPER_OPTIONS", "StagePlan", "baseline", "data_parallel",
+           "gpipe", "hetpipe", "pipedream_on_cluster", "pipedream_optimizer", "pipedream_prm"]

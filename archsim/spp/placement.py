@@ -11,6 +11,15 @@ from archsim.partition.profile import LayerProfile
 from archsim.spp.pe_order import StagePlan
 
 
+def consecutive_devices(partition) -> tuple[tuple[int, ...], ...]:
+    """Each stage's GPUs when a plan is laid on GPUs in their order: ``replicas`` consecutive ones."""
+    groups, first = [], 0
+    for stage in partition.stages:
+        groups.append(tuple(range(first, first + stage.replicas)))
+        first += stage.replicas
+    return tuple(groups)
+
+
 def partition_stage_plans(profile: LayerProfile, partition, bandwidth) -> list[StagePlan]:
     """A :class:`~archsim.partition.result.Partition` (a PipeDream plan, say) laid on GPUs in their
     order, each stage on ``replicas`` consecutive GPUs, as PE's per-micro-batch stage plans over the
@@ -19,10 +28,8 @@ def partition_stage_plans(profile: LayerProfile, partition, bandwidth) -> list[S
     over the replica pairs at the slowest link between the two groups (SPP's channel model)."""
     index = {name: k for k, name in enumerate(profile.names)}
     stage_of = {index[name]: s for s, stage in enumerate(partition.stages) for name in stage.layers}
-    groups, first = [], 0
-    for stage in partition.stages:
-        groups.append(tuple(range(first, first + stage.replicas)))
-        first += stage.replicas
+    groups = consecutive_devices(partition)
+    first = sum(len(g) for g in groups)
     if first > len(bandwidth):
         raise InputError(f"the plan needs {first} GPUs; the cluster has {len(bandwidth)}", field="cluster")
     crossing = [0.0] * len(partition.stages)  # bytes leaving stage s for a later stage
