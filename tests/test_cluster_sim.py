@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from archsim.cluster.jobs import JobCluster, JobSpec, SimConfig
-from archsim.cluster.metrics import aggregate, busy_device_seconds, summarize, utilization_series
+from archsim.cluster.metrics import aggregate, busy_device_seconds, gain_pct, summarize, utilization_series
 from archsim.cluster.simulate import simulate
 
 GIB = 2**30
@@ -165,3 +165,19 @@ def test_summaries_and_aggregate():
     assert table.loc["jigsaw", "makespan_s_mean"] == 4.5 and table.loc["tiresias", "makespan_s_max"] == 10.0
     assert table.loc["tiresias", "jigsaw_gain_makespan_pct_mean"] == pytest.approx(40.0)
     assert table.loc["tiresias", "jigsaw_gain_makespan_pct_std"] == pytest.approx(0.0)
+
+
+def test_gain_of_a_float_noise_tie_is_exactly_zero():
+    # 1533.45 summed two ways differs in the last bit: 100·(1 − a/b) would be −4.4e-14, a tie all the same.
+    noisy = 1533.4500000000007
+    assert 100 * (1 - noisy / 1533.45) != 0.0
+    gains = gain_pct(np.array([noisy, 1533.45, 3.0, 1000.0]), np.array([1533.45, noisy, 5.0, 1000.001]))
+    assert gains[0] == 0.0 and gains[1] == 0.0 and not np.signbit(gains[:2]).any()
+    # Real differences stay: 3 against 5 is 40 %; 1000 against 1000.001 is 1e-4 % (1e-6 relative).
+    assert gains[2] == pytest.approx(40.0) and gains[3] == pytest.approx(1e-4, rel=1e-6)
+    runs = [{"policy": "jigsaw", "seed": 0, "makespan_s": noisy, "jct_mean_s": 2.0},
+            {"policy": "gandiva", "seed": 0, "makespan_s": 1533.45, "jct_mean_s": 4.0}]
+    for run in runs:
+        run.update(jct_median_s=1.0, jct_p95_s=1.0, utilization=0.5, migrations_per_iteration=0.0)
+    row = aggregate(runs).set_index("policy").loc["gandiva"]
+    assert row["jigsaw_gain_makespan_pct_mean"] == 0.0 and row["jigsaw_gain_jct_mean_pct_mean"] == 50.0
