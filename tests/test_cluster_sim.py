@@ -77,6 +77,30 @@ def test_mixed_jigsaw_fills_the_spb_gap():
     assert ends(r) == {"J1": 2.0, "J2": 3.0} and r.makespan_s == 3.0
 
 
+# §3.2 orders tasks by normalised memory × time, largest first, to cut makespan; nothing in it favours
+# short or early jobs. Two one-device machines; N1, N2: one worker, 1 GiB, one 2 s iteration, listed
+# first; W: two SPB workers (0.5 s, 1.0 s; 1.0 s without SPB), 8 GiB, four iterations. All submitted at 0.
+TWO = JobCluster((1, 1), 16 * GIB)
+NARROW_FIRST = [job("N1", 1, 1, (2.0,), full=2.0), job("N2", 1, 1, (2.0,), full=2.0),
+                job("W", 2, 4, (0.5, 1.0), memory=8 * GIB)]
+
+
+def test_jigsaw_trades_mean_jct_for_makespan_as_its_priority_rule_says():
+    # Gangs, FIFO, no packing: N1 d0 and N2 d1 [0, 2], then W on both [2, 6]. Mean JCT (2+2+6)/3 = 10/3.
+    no_pack = SimConfig(interval_s=0, gamma_s_per_byte=0, unit_s=0, max_pack=1)
+    for policy in ("gandiva", "tiresias"):
+        r = simulate(NARROW_FIRST, TWO, policy, no_pack)
+        assert ends(r) == {"N1": 2.0, "N2": 2.0, "W": 6.0} and r.makespan_s == 6.0
+    # Jigsaw, priorities W1 .5·1 = .5 > W0 .5·.5 = .25 > N 1/16·2 = .125. t=0: W1 d0 [0,1], W0 d1 [0,.5];
+    # t=.5: N1 d1 [.5,2.5]; t=1: W1 d0 [1,2], W0 waits for a device; t=2: W0 d0 [2,2.5] (moved);
+    # t=2.5: W1 d0 [2.5,3.5], W0 d1 [2.5,3] (moved); t=3: N2 d1 [3,5]; t=3.5: W1 d0 [3.5,4.5];
+    # t=4.5: W0 d0 [4.5,5] (moved). Makespan 5 (1/6 below the gangs'), mean JCT (2.5+5+5)/3 = 25/6 (25 % above).
+    r = simulate(NARROW_FIRST, TWO, "jigsaw", EXACT)
+    assert ends(r) == {"N1": 2.5, "N2": 5.0, "W": 5.0} and r.makespan_s == 5.0
+    assert r.jobs.migrations.sum() == 3
+    assert r.jobs.jct_s.mean() == pytest.approx(25 / 6)
+
+
 @pytest.mark.parametrize("cost, expected_a, migrations", [(0.5, 2.0, 1), (2.0, 2.9, 0)])
 def test_jigsaw_affinity_waits_or_migrates(cost, expected_a, migrations):
     # A: workers (0.2 s, 1.0 s), 2 iterations; B: one 2.5 s task submitted at 0.2. γ = 1 ns/B.
