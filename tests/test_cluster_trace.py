@@ -119,9 +119,10 @@ def test_compare_spells_seconds_alike_in_every_column_and_in_the_report(tmp_path
 
 
 def test_a_tie_in_makespan_prints_a_gain_of_zero(capsys):
-    # On 45 GPUs the sample trace never queues: every job runs alone from its admission (the next 60 s
-    # boundary) for its trace duration under all three policies, so all makespans are max(admit + duration).
-    # Jigsaw sums its blocks in another order and lands 7e-13 s off; the gain printed −4.441e-14.
+    # On 45 GPUs the sample trace barely queues: under all three policies the job that ends last starts at
+    # its admission (the next 60 s boundary) and runs its trace duration undelayed, so every makespan is
+    # max(admit + duration). Jigsaw sums its blocks in another order and lands 7e-13 s off, and the gain
+    # printed −4.441e-14.
     code, out, _ = run_cli(["--trace", str(SAMPLE), "--policy", "all", "--format", "json"], capsys)
     assert code == 0
     jobs = parse_tiresias_csv(SAMPLE.read_text(encoding="utf-8"))
