@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from archsim.cluster.jobs import JobCluster, JobSpec, SimConfig
-from archsim.cluster.metrics import aggregate, busy_device_seconds, summarize, utilization_series
+from archsim.cluster.metrics import aggregate, busy_device_seconds, gain_pct, summarize, utilization_series
 from archsim.cluster.simulate import simulate
 
 GIB = 2**30
@@ -75,6 +75,30 @@ def test_mixed_jigsaw_fills_the_spb_gap():
     # [1.6,1.9]. J1 ends at 2.0; J2's third iteration d1 [2,3]. Makespan 3.0 against 5.0 for both gangs.
     r = simulate(MIXED, THREE, "jigsaw", EXACT)
     assert ends(r) == {"J1": 2.0, "J2": 3.0} and r.makespan_s == 3.0
+
+
+# §3.2 orders tasks by normalised memory × time, largest first, to cut makespan; nothing in it favours
+# short or early jobs. Two one-device machines; N1, N2: one worker, 1 GiB, one 2 s iteration, listed
+# first; W: two SPB workers (0.5 s, 1.0 s; 1.0 s without SPB), 8 GiB, four iterations. All submitted at 0.
+TWO = JobCluster((1, 1), 16 * GIB)
+NARROW_FIRST = [job("N1", 1, 1, (2.0,), full=2.0), job("N2", 1, 1, (2.0,), full=2.0),
+                job("W", 2, 4, (0.5, 1.0), memory=8 * GIB)]
+
+
+def test_jigsaw_trades_mean_jct_for_makespan_as_its_priority_rule_says():
+    # Gangs, FIFO, no packing: N1 d0 and N2 d1 [0, 2], then W on both [2, 6]. Mean JCT (2+2+6)/3 = 10/3.
+    no_pack = SimConfig(interval_s=0, gamma_s_per_byte=0, unit_s=0, max_pack=1)
+    for policy in ("gandiva", "tiresias"):
+        r = simulate(NARROW_FIRST, TWO, policy, no_pack)
+        assert ends(r) == {"N1": 2.0, "N2": 2.0, "W": 6.0} and r.makespan_s == 6.0
+    # Jigsaw, priorities W1 .5·1 = .5 > W0 .5·.5 = .25 > N 1/16·2 = .125. t=0: W1 d0 [0,1], W0 d1 [0,.5];
+    # t=.5: N1 d1 [.5,2.5]; t=1: W1 d0 [1,2], W0 waits for a device; t=2: W0 d0 [2,2.5] (moved);
+    # t=2.5: W1 d0 [2.5,3.5], W0 d1 [2.5,3] (moved); t=3: N2 d1 [3,5]; t=3.5: W1 d0 [3.5,4.5];
+    # t=4.5: W0 d0 [4.5,5] (moved). Makespan 5 (1/6 below the gangs'), mean JCT (2.5+5+5)/3 = 25/6 (25 % above).
+    r = simulate(NARROW_FIRST, TWO, "jigsaw", EXACT)
+    assert ends(r) == {"N1": 2.5, "N2": 5.0, "W": 5.0} and r.makespan_s == 5.0
+    assert r.jobs.migrations.sum() == 3
+    assert r.jobs.jct_s.mean() == pytest.approx(25 / 6)
 
 
 @pytest.mark.parametrize("cost, expected_a, migrations", [(0.5, 2.0, 1), (2.0, 2.9, 0)])
@@ -165,3 +189,19 @@ def test_summaries_and_aggregate():
     assert table.loc["jigsaw", "makespan_s_mean"] == 4.5 and table.loc["tiresias", "makespan_s_max"] == 10.0
     assert table.loc["tiresias", "jigsaw_gain_makespan_pct_mean"] == pytest.approx(40.0)
     assert table.loc["tiresias", "jigsaw_gain_makespan_pct_std"] == pytest.approx(0.0)
+
+
+def test_gain_of_a_float_noise_tie_is_exactly_zero():
+    # 1533.45 summed two ways differs in the last bit: 100·(1 − a/b) would be −4.4e-14, a tie all the same.
+    noisy = 1533.4500000000007
+    assert 100 * (1 - noisy / 1533.45) != 0.0
+    gains = gain_pct(np.array([noisy, 1533.45, 3.0, 1000.0]), np.array([1533.45, noisy, 5.0, 1000.001]))
+    assert gains[0] == 0.0 and gains[1] == 0.0 and not np.signbit(gains[:2]).any()
+    # Real differences stay: 3 against 5 is 40 %; 1000 against 1000.001 is 1e-4 % (1e-6 relative).
+    assert gains[2] == pytest.approx(40.0) and gains[3] == pytest.approx(1e-4, rel=1e-6)
+    runs = [{"policy": "jigsaw", "seed": 0, "makespan_s": noisy, "jct_mean_s": 2.0},
+            {"policy": "gandiva", "seed": 0, "makespan_s": 1533.45, "jct_mean_s": 4.0}]
+    for run in runs:
+        run.update(jct_median_s=1.0, jct_p95_s=1.0, utilization=0.5, migrations_per_iteration=0.0)
+    row = aggregate(runs).set_index("policy").loc["gandiva"]
+    assert row["jigsaw_gain_makespan_pct_mean"] == 0.0 and row["jigsaw_gain_jct_mean_pct_mean"] == 50.0
