@@ -103,11 +103,12 @@ def test_a_disagreement_is_refused_with_one_line_and_nothing_written(tmp_path, c
 
 
 def test_plan_on_the_servers_device_refuses_a_width_by_either_flag(tmp_path, capsys, chip_cfg):
-    """The device prices its own dtype: a width given to size the array model is refused, naming the flag."""
+    """On the servers' device --dtype picks the training precision (train's names); a width that only sizes
+    the array model's words (int8, --element-bytes) is refused, naming the flag."""
     (tmp_path / "chip.cfg").write_text(chip_cfg(), encoding="utf-8")
     cluster = tmp_path / "dev.toml"
     cluster.write_text(PLAIN_CLUSTER + 'device = "chip.cfg"\n', encoding="utf-8")
-    for flag, value in (("--dtype", "fp16"), ("--element-bytes", "2")):
+    for flag, value in (("--dtype", "int8"), ("--element-bytes", "2")):
         capsys.readouterr()
         assert main(["plan", SAMPLE, "--cluster", str(cluster), "--microbatches", "4", flag, value]) == 2
         assert f"field '{flag[2:]}'" in capsys.readouterr().err
