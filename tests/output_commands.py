@@ -52,6 +52,7 @@ COMMANDS: dict[str, list[str]] = {
     "plan (spp)": ["plan", PROFILE, "--cluster", CLUSTER, "--microbatches", "4"],
     "plan (pipedream)": ["plan", PROFILE, "--cluster", CLUSTER, "--microbatches", "4", "--method", "pipedream"],
     "plan (baseline)": ["plan", PROFILE, "--cluster", CLUSTER, "--microbatches", "4", "--method", "gpipe"],
+    "plan (paper baselines)": ["plan", PROFILE, "--cluster", CLUSTER, "--microbatches", "4", "--baselines", "paper"],
     "bppsa rnn": ["bppsa", "rnn"],
     "bppsa pruned-vgg11": ["bppsa", "pruned-vgg11", "--width-divisor", "16", "--compare-levels", "0,1"],
     "sparse": [*SPARSE, "--energy"],

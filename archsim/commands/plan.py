@@ -314,7 +314,7 @@ def _run_pipedream(args: argparse.Namespace, profile, topology, priced_on: dict[
     from archsim.outputs import render
     from archsim.partition.pipedream import DEFAULT_MEMORY_BYTES, PipeDreamOptions, describe
     from archsim.rows import Rows
-    from archsim.spp.baselines import pipedream_on_cluster
+    from archsim.spp.placement import pipedream_on_cluster  # not spp.baselines: it loads SPP's search
 
     options = PipeDreamOptions(
         activation_compression_ratio=args.activation_compression_ratio, memory_constraint=args.memory_constraint,

@@ -103,24 +103,10 @@ def hetpipe(profile: LayerProfile, topology: Topology, microbatches: int) -> Par
     return prm_partition(profile, shown, topology.bandwidth, "hetpipe", total)
 
 
-def pipedream_on_cluster(profile: LayerProfile, topology: Topology, options=None):
-    """PipeDream's optimizer on the cluster's uniform levels (servers, then GPUs in one), its plan as
-    the one plan type, and that plan laid on consecutive GPUs as PE's stage plans over the real links:
-    ``(plan, partition, stage_plans)``. ``options``: :class:`~archsim.partition.pipedream.PipeDreamOptions`
-    (default: its CLI's defaults)."""
-    from archsim.partition.pipedream import Level, PipeDreamOptions, pipedream_plan, plan_partition
-    from archsim.spp.placement import partition_stage_plans
-
-    hierarchy = tuple(Level(machines, bandwidth) for machines, bandwidth in topology.uniform_levels())
-    plan = pipedream_plan(profile, hierarchy, options or PipeDreamOptions())
-    partition = plan_partition(profile, plan)
-    return plan, partition, partition_stage_plans(profile, partition, topology.bandwidth)
-
-
 def pipedream_optimizer(profile: LayerProfile, topology: Topology, microbatches: int) -> Partition:
-    """The SPP paper's PipeDream: its own optimizer's plan (:func:`pipedream_on_cluster`), scheduled
+    """The SPP paper's PipeDream: its own optimizer's plan (:func:`~archsim.spp.placement.pipedream_on_cluster`), scheduled
     synchronously by PE with a barrier at the iteration's end (§V-A)."""
-    from archsim.spp.placement import consecutive_devices
+    from archsim.spp.placement import consecutive_devices, pipedream_on_cluster
 
     _, partition, plans = pipedream_on_cluster(profile, topology)
     return replace(partition, devices=consecutive_devices(partition), makespan=pe_finish_time(plans, microbatches))
@@ -139,4 +125,4 @@ def baseline(method: str, profile: LayerProfile, topology: Topology, microbatche
 
 
 __all__ = ["BASELINES", "CONFIGS", "PAPER_BASELINES", "PAPER_OPTIONS", "StagePlan", "baseline", "data_parallel",
-           "gpipe", "hetpipe", "pipedream_on_cluster", "pipedream_optimizer", "pipedream_prm"]
+           "gpipe", "hetpipe", "pipedream_optimizer", "pipedream_prm"]

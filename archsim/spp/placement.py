@@ -9,6 +9,7 @@ from archsim.collectives import ring_allreduce_on, slowest_link
 from archsim.errors import InputError
 from archsim.partition.profile import LayerProfile
 from archsim.spp.pe_order import StagePlan
+from archsim.spp.topology import Topology
 
 
 def consecutive_devices(partition) -> tuple[tuple[int, ...], ...]:
@@ -50,3 +51,16 @@ def partition_stage_plans(profile: LayerProfile, partition, bandwidth) -> list[S
             channel = crossing[s] / (r * len(after) * slowest_link(bandwidth, devices, after))
         plans.append(StagePlan(forward, backward, allreduce, channel, channel))
     return plans
+
+
+def pipedream_on_cluster(profile: LayerProfile, topology: Topology, options=None):
+    """PipeDream's optimizer on the cluster's uniform levels (servers, then GPUs in one), its plan as
+    the one plan type, and that plan laid on consecutive GPUs as PE's stage plans over the real links:
+    ``(plan, partition, stage_plans)``. ``options``: :class:`~archsim.partition.pipedream.PipeDreamOptions`
+    (default: its CLI's defaults)."""
+    from archsim.partition.pipedream import Level, PipeDreamOptions, pipedream_plan, plan_partition
+
+    hierarchy = tuple(Level(machines, bandwidth) for machines, bandwidth in topology.uniform_levels())
+    plan = pipedream_plan(profile, hierarchy, options or PipeDreamOptions())
+    partition = plan_partition(profile, plan)
+    return plan, partition, partition_stage_plans(profile, partition, topology.bandwidth)
