@@ -6,6 +6,7 @@ Every ``import`` in the library's source, at module level or inside a function, 
 
 import ast
 import functools
+import re
 from pathlib import Path
 
 import pytest
@@ -264,3 +265,51 @@ def test_energy_does_not_import_the_objectives():
     graph = training_imports()
     up = [f"{low} imports {high}" for low, highs in BELOW.items() for high in highs if high in graph[low]]
     assert not up, "\n".join(up)
+
+
+# docs/architecture.md's map names, per package, the archsim packages it imports; the utilities every layer
+# may use are left out there.
+UTILITIES = {"errors", "validate", "choices", "lazy", "progress", "clock", "modes", "jit", "numba_cache",
+             "__version__"}
+PAGE = ROOT.parent / "docs" / "architecture.md"
+
+
+def map_rows() -> dict[str, set[str]]:
+    """Package → the packages its row of the map names (rows naming one package; text after a ';' is a note)."""
+    text = PAGE.read_text(encoding="utf-8")
+    section = text[text.index("## Packages and layering"):text.index("**The rules**")]
+    rows = {}
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) != 3 or not cells[0].startswith("`"):
+            continue
+        names = re.findall(r"`([\w./]+)`", cells[0])
+        if len(names) == 1:
+            package = names[0].removesuffix("/").removesuffix(".py")
+            rows[package] = set(re.findall(r"`([\w.]+)`", cells[2].split(";")[0]))
+    return rows
+
+
+def package_imports(package: str) -> set[str]:
+    found = set()
+    for name, path in library():
+        if within(name, f"archsim.{package}"):
+            found |= {i.split(".")[1] for i in imports_of(path) if i.startswith("archsim.")}
+    return found - UTILITIES - {package}
+
+
+@pytest.mark.long
+def test_the_map_names_what_each_package_imports():
+    rows = map_rows()
+    assert len(rows) >= 20 and "training" in rows and "api" in rows
+    wrong = [f"{package}: the page says {sorted(said)}, the code imports {sorted(package_imports(package))}"
+             for package, said in rows.items() if said != package_imports(package)]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_map_names_every_package_and_module():
+    text = PAGE.read_text(encoding="utf-8")
+    section = text[text.index("## Packages and layering"):text.index("**The rules**")]
+    missing = [p.name for p in ROOT.iterdir() if (p.suffix == ".py" or (p / "__init__.py").exists())
+               and p.name != "__init__.py" and f"`{p.name}{'/' if p.is_dir() else ''}`" not in section]
+    assert not missing, missing
