@@ -5,6 +5,8 @@ Every ``import`` in the library's source, at module level or inside a function, 
 """
 
 import ast
+import functools
+import re
 from pathlib import Path
 
 import pytest
@@ -14,15 +16,26 @@ ROOT = Path(__file__).resolve().parents[1] / "archsim"
 # package → packages it must never import (the later stages of the flow and the edges).
 LATER = ("archsim.planners", "archsim.policies", "archsim.sim", "archsim.report", "archsim.sweep",
          "archsim.commands", "archsim.cli")
+# the GPU-training half, which the array flow above it never reads
+GPU = ("archsim.devices", "archsim.energy", "archsim.training", "archsim.validation")
+MODELS = ("archsim.workload", "archsim.lowering", "archsim.array", "archsim.partition", "archsim.spp",
+          "archsim.cluster", "archsim.bppsa", *GPU)
 FORBIDDEN = {
-    "archsim.array": ("archsim.partition", "archsim.spp", "archsim.cluster", *LATER),
-    "archsim.lowering": ("archsim.partition", "archsim.spp", "archsim.cluster", *LATER),
-    "archsim.partition": ("archsim.spp", "archsim.cluster", *LATER),
+    "archsim.workload": ("archsim.lowering", "archsim.array", "archsim.partition", "archsim.spp", "archsim.cluster",
+                         "archsim.bppsa", *GPU, *LATER),
+    "archsim.lowering": ("archsim.array", "archsim.partition", "archsim.spp", "archsim.cluster", *GPU, *LATER),
+    "archsim.array": ("archsim.partition", "archsim.spp", "archsim.cluster", *GPU, *LATER),
+    "archsim.partition": ("archsim.spp", "archsim.cluster", *GPU, *LATER),
     "archsim.collectives": ("archsim.partition", "archsim.spp", *LATER),
-    "archsim.spp": ("archsim.cluster", "archsim.planners", "archsim.policies", "archsim.report", "archsim.sweep",
-                    "archsim.commands", "archsim.cli"),
+    "archsim.spp": ("archsim.cluster", "archsim.energy", "archsim.training", "archsim.validation", "archsim.planners",
+                    "archsim.policies", "archsim.report", "archsim.sweep", "archsim.commands", "archsim.cli"),
     "archsim.planners": ("archsim.policies", "archsim.report", "archsim.sweep", "archsim.commands", "archsim.cli"),
-    "archsim.cluster": ("archsim.partition", "archsim.spp", "archsim.planners", "archsim.commands", "archsim.cli"),
+    # the schedules and the simulator below them see actions and costs, never where the costs came from
+    "archsim.policies": ("archsim.spp", "archsim.cluster", "archsim.bppsa", *GPU, "archsim.planners", "archsim.report",
+                         "archsim.sweep", "archsim.commands", "archsim.cli"),
+    "archsim.sim": (*MODELS, *LATER[:2], *LATER[3:]),
+    "archsim.cluster": ("archsim.partition", "archsim.spp", "archsim.planners", *GPU, "archsim.commands",
+                        "archsim.cli"),
     # the GPU/training half (issue 37): devices → (energy | validation) → training → api; reports draw pages
     "archsim.devices": ("archsim.training", "archsim.validation", "archsim.energy", "archsim.partition",
                         "archsim.spp", "archsim.cluster", *LATER),
@@ -33,23 +46,75 @@ FORBIDDEN = {
                            "archsim.sweep", "archsim.commands", "archsim.cli"),
     "archsim.training": ("archsim.validation", "archsim.planners", "archsim.report", "archsim.sweep",
                          "archsim.commands", "archsim.cli"),
-    "archsim.report": ("archsim.devices", "archsim.training", "archsim.validation", "archsim.energy",
-                       "archsim.partition", "archsim.spp", "archsim.cluster", "archsim.planners", "archsim.sim",
-                       "archsim.sweep", "archsim.commands", "archsim.cli"),
+    "archsim.report": (*MODELS, "archsim.planners", "archsim.policies", "archsim.sim", "archsim.sweep",
+                       "archsim.commands", "archsim.cli"),
     "archsim.api": ("archsim.commands", "archsim.cli"),
     # an output flag's target is checked when the command line is read; the writer uses the checks, not back
     "archsim.output_targets": ("archsim.output_files", *LATER),
 }
 
+# package → the only packages that may import it: the commands are the CLI's, the API is the commands'
+# library face, and pages are drawn by report/, the sweeps, the commands and each package's own page module.
+IMPORTED_ONLY_BY = {
+    "archsim.cli": ("archsim.__main__",),
+    "archsim.commands": ("archsim.cli",),
+    "archsim.api": ("archsim.commands",),
+    "archsim.report": ("archsim.commands", "archsim.sweep", "archsim.bppsa.report", "archsim.cluster.report",
+                       "archsim.validation.gpu_report"),
+}
+
+# The exceptions docs/architecture.md states ("Layering"), each an import inside the one function that
+# needs it: (module, what it imports) → why.
+EXCEPTIONS = {
+    ("archsim.array.sparse_network", "archsim.energy.sparse"):
+        "the sparse table's optional energy columns are priced by the energy model of the same counts",
+    ("archsim.spp.profiles", "archsim.training.iteration"):
+        "an SPP profile on a GPU times its ops with training's one op-timing model",
+    ("archsim.report.export", "archsim.policies.torch_csv"):
+        "--schedule-csv writes torch's CSV layout, written and read once in policies/torch_csv.py",
+    ("archsim.sweep.device", "archsim.api"):
+        "a device sweep's point is archsim.train with the point's keywords, the same code as archsim train",
+}
+
+# Packages whose modules load no pandas or plotly when imported: rows first, frames on request (the
+# commands and the GPU model print rows; `archsim COMMAND --help` and `cost` stay light).
+FRAME_FREE = ("archsim.choices", "archsim.workload", "archsim.lowering", "archsim.sim", "archsim.policies",
+              "archsim.planners", "archsim.spp", "archsim.devices", "archsim.training", "archsim.collectives",
+              "archsim.commands", "archsim.cli", "archsim.rows", "archsim.outputs", "archsim.seconds",
+              "archsim.cost_json", "archsim.json_text")
+
+@functools.cache
+def parsed(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
+def names_of(node: ast.AST) -> set[str]:
+    if isinstance(node, ast.Import):
+        return {alias.name for alias in node.names}
+    if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+        return {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
+    return set()
+
 
 def imports_of(path: Path) -> set[str]:
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.add(node.module)
-            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    for node in ast.walk(parsed(path)):
+        found |= names_of(node)
+    return found
+
+
+def import_time_imports(path: Path) -> set[str]:
+    """What importing the module runs: every import outside a function body and a ``TYPE_CHECKING`` block."""
+    found, todo = set(), list(parsed(path).body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.dump(node.test):
+            todo.extend(node.orelse)
+            continue
+        found |= names_of(node)
+        todo.extend(ast.iter_child_nodes(node))
     return found
 
 
@@ -58,16 +123,67 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def within(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+def excepted(name: str, imported: str) -> bool:
+    return any(name == module and within(imported, target) for module, target in EXCEPTIONS)
+
+
+def library() -> list[tuple[str, Path]]:
+    return [(module_name(path), path) for path in sorted(ROOT.rglob("*.py"))]
+
+
 @pytest.mark.long
 def test_no_module_imports_a_later_stage():
     broken = []
-    for path in sorted(ROOT.rglob("*.py")):
-        name = module_name(path)
-        rules = [bad for package, bad in FORBIDDEN.items() if name == package or name.startswith(package + ".")]
+    for name, path in library():
+        rules = [bad for package, bad in FORBIDDEN.items() if within(name, package)]
         for imported in imports_of(path):
             for bad in (b for rule in rules for b in rule):
-                if imported == bad or imported.startswith(bad + "."):
+                if within(imported, bad) and not excepted(name, imported):
                     broken.append(f"{name} imports {imported}")
+    assert not broken, "\n".join(sorted(set(broken)))
+
+
+@pytest.mark.long
+def test_edge_packages_are_imported_only_by_their_callers():
+    broken = []
+    for name, path in library():
+        for imported in imports_of(path):
+            for package, callers in IMPORTED_ONLY_BY.items():
+                if (within(imported, package) and not within(name, package)
+                        and not any(within(name, caller) for caller in callers) and not excepted(name, imported)):
+                    broken.append(f"{name} imports {imported}")
+    assert not broken, "\n".join(sorted(set(broken)))
+
+
+def test_each_exception_is_still_needed_and_inside_a_function():
+    """A stated exception that no code needs any more is dropped from the list and the page."""
+    for module, target in EXCEPTIONS:
+        path = ROOT.parent / (module.replace(".", "/") + ".py")
+        assert any(within(i, target) for i in imports_of(path)), f"{module} no longer imports {target}"
+        assert not any(within(i, target) for i in import_time_imports(path)), f"{module} imports {target} at import time"
+
+
+def test_the_choices_import_nothing():
+    """A flag's name set is read by `--help` before anything loads: archsim/choices/ imports no module."""
+    imported = {f"{p.name}: {i}" for p in (ROOT / "choices").glob("*.py") for i in imports_of(p)
+                if not within(i, "__future__")}
+    assert not imported, "\n".join(sorted(imported))
+
+
+@pytest.mark.long
+def test_frames_and_pages_load_only_where_they_are_built():
+    """pandas loads at import time nowhere in FRAME_FREE; plotly only in report/ and a package's page module."""
+    broken = []
+    for name, path in library():
+        for imported in import_time_imports(path):
+            if within(imported, "pandas") and any(within(name, package) for package in FRAME_FREE):
+                broken.append(f"{name} imports {imported}")
+            if within(imported, "plotly") and not (within(name, "archsim.report") or name.endswith("report")):
+                broken.append(f"{name} imports {imported}")
     assert not broken, "\n".join(sorted(set(broken)))
 
 
@@ -149,3 +265,51 @@ def test_energy_does_not_import_the_objectives():
     graph = training_imports()
     up = [f"{low} imports {high}" for low, highs in BELOW.items() for high in highs if high in graph[low]]
     assert not up, "\n".join(up)
+
+
+# docs/architecture.md's map names, per package, the archsim packages it imports; the utilities every layer
+# may use are left out there.
+UTILITIES = {"errors", "validate", "choices", "lazy", "progress", "clock", "modes", "jit", "numba_cache",
+             "__version__"}
+PAGE = ROOT.parent / "docs" / "architecture.md"
+
+
+def map_rows() -> dict[str, set[str]]:
+    """Package → the packages its row of the map names (rows naming one package; text after a ';' is a note)."""
+    text = PAGE.read_text(encoding="utf-8")
+    section = text[text.index("## Packages and layering"):text.index("**The rules**")]
+    rows = {}
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) != 3 or not cells[0].startswith("`"):
+            continue
+        names = re.findall(r"`([\w./]+)`", cells[0])
+        if len(names) == 1:
+            package = names[0].removesuffix("/").removesuffix(".py")
+            rows[package] = set(re.findall(r"`([\w.]+)`", cells[2].split(";")[0]))
+    return rows
+
+
+def package_imports(package: str) -> set[str]:
+    found = set()
+    for name, path in library():
+        if within(name, f"archsim.{package}"):
+            found |= {i.split(".")[1] for i in imports_of(path) if i.startswith("archsim.")}
+    return found - UTILITIES - {package}
+
+
+@pytest.mark.long
+def test_the_map_names_what_each_package_imports():
+    rows = map_rows()
+    assert len(rows) >= 20 and "training" in rows and "api" in rows
+    wrong = [f"{package}: the page says {sorted(said)}, the code imports {sorted(package_imports(package))}"
+             for package, said in rows.items() if said != package_imports(package)]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_map_names_every_package_and_module():
+    text = PAGE.read_text(encoding="utf-8")
+    section = text[text.index("## Packages and layering"):text.index("**The rules**")]
+    missing = [p.name for p in ROOT.iterdir() if (p.suffix == ".py" or (p / "__init__.py").exists())
+               and p.name != "__init__.py" and f"`{p.name}{'/' if p.is_dir() else ''}`" not in section]
+    assert not missing, missing
