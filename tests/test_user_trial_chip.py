@@ -83,3 +83,49 @@ def test_gpu_watts_on_a_tile_timed_device_is_read(tmp_path, capsys):
     low = float(_energy(low_out).split(":")[1])
     high = float(_energy(high_out).split(":")[1])
     assert high == pytest.approx(2 * low, rel=1e-3)
+
+
+SPEC = """[sweep]
+name = "mychip"
+model = "gpt2"
+device = "chip.toml"
+array_sides = [64, 128]
+hbm_gbps = [1200, 2400]
+chips = [2, 4]
+global_batch = 16
+dtype = "bf16"
+"""
+
+
+def test_an_interrupted_sweep_says_so_in_one_line_and_resumes(tmp_path, capsys, monkeypatch):
+    """Ctrl-C in a device sweep printed a 30-line traceback and nothing about the points already
+    cached. Now: one line naming what is cached and that the same command resumes, exit 130 (the
+    shell's code for SIGINT); the re-run computes only the missing points and gives the rows an
+    uninterrupted run gives."""
+    from archsim.sweep import runner
+
+    (tmp_path / "chip.toml").write_text(CHIP)
+    spec = tmp_path / "mychip.toml"
+    spec.write_text(SPEC)
+    calls = []
+    real = runner.compute_unit
+
+    def stopped_at_third(unit):
+        calls.append(unit)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(unit)
+
+    monkeypatch.setattr(runner, "compute_unit", stopped_at_third)
+    out = tmp_path / "results"
+    assert main(["sweep", str(spec), "--out", str(out), "--quiet"]) == 130
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"archsim: interrupted: 2 of 8 points are cached in {out}; the same command resumes from them"]
+    assert len(list((out / "cache").glob("*.json"))) == 2 and not (out / "results.csv").exists()
+
+    calls.clear()
+    monkeypatch.setattr(runner, "compute_unit", lambda unit: calls.append(unit) or real(unit))
+    _run(capsys, "sweep", str(spec), "--out", str(out), "--quiet")
+    assert len(calls) == 6  # the two cached points are not computed again
+    _run(capsys, "sweep", str(spec), "--out", str(tmp_path / "fresh"), "--quiet")
+    assert (out / "results.csv").read_text() == (tmp_path / "fresh" / "results.csv").read_text()
