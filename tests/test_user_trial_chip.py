@@ -129,3 +129,98 @@ def test_an_interrupted_sweep_says_so_in_one_line_and_resumes(tmp_path, capsys, 
     assert len(calls) == 6  # the two cached points are not computed again
     _run(capsys, "sweep", str(spec), "--out", str(tmp_path / "fresh"), "--quiet")
     assert (out / "results.csv").read_text() == (tmp_path / "fresh" / "results.csv").read_text()
+
+
+CFG = """[general]
+run_name = mychip
+
+[architecture_presets]
+ArrayHeight:    128
+ArrayWidth:     128
+IfmapSramSzkB:    2731
+FilterSramSzkB:   2731
+OfmapSramSzkB:    2730
+IfmapOffset:    0
+FilterOffset:   10000000
+OfmapOffset:    20000000
+Dataflow : os
+
+[archsim]
+ClockGHz = 1.2
+
+[device]
+name = MyChip
+arrays = 8
+arrays_per_core = 2
+
+[memory]
+hbm_gib = 96
+hbm_gbps = 2400
+
+[links]
+intra_gbps = 600
+links = 6
+"""
+
+
+def test_the_cfg_and_the_toml_train_alike(tmp_path, capsys):
+    """The chip written twice, as a device TOML and as a SCALE-Sim .cfg with [memory]/[links], trains
+    to the same iteration (the .cfg's three SRAMs, 2731 + 2731 + 2730 KiB, are the TOML's 8192 per
+    array; the energy model splits either into three equal buffers)."""
+    (tmp_path / "chip.cfg").write_text(CFG)
+    argv = ("train", GPT2, "--dp", "16", "--global-batch", "64", "--dtype", "bf16", "--format", "json", "--cluster")
+    toml_out, _ = _run(capsys, *argv, _cluster(tmp_path))
+    cfg_cluster = tmp_path / "cfg_cluster.toml"
+    cfg_cluster.write_text(Path(_cluster(tmp_path)).read_text().replace("chip.toml", "chip.cfg"))
+    cfg_out, _ = _run(capsys, *argv, str(cfg_cluster))
+    import json
+
+    toml_meta, cfg_meta = json.loads(toml_out)["meta"], json.loads(cfg_out)["meta"]
+    for key in ("iteration_seconds", "energy_j", "mfu", "peak_memory_gib"):
+        assert cfg_meta[key] == pytest.approx(toml_meta[key], rel=1e-9), key
+
+
+@pytest.mark.parametrize(("section", "line"), [("architecture_presets", "Bandwith : 1200"),
+                                               ("run_presets", "InterfaceBandwith: USER"),
+                                               ("general", "runname = x")])
+def test_a_mistyped_scalesim_key_is_refused_not_ignored(tmp_path, capsys, section, line):
+    """``Bandwith`` (for ``Bandwidth``) in the .cfg was accepted and ignored: the cycle engine ran at its
+    default 10 words/cycle and the Bandwidth-vs-hbm_gbps check never ran. A key no SCALE-Sim version
+    reads is a typo: one line naming it, exit 2, from every reader (cost --config and train alike)."""
+    text = CFG if section in CFG else CFG + f"\n[{section}]\n"
+    path = tmp_path / "chip.cfg"
+    path.write_text(text.replace(f"[{section}]\n", f"[{section}]\n{line}\n"))
+    key = line.split(":")[0].split("=")[0].strip()
+    layer = tmp_path / "gemm.csv"
+    layer.write_text("Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, "
+                     "Strides, Padding, Type,\nfc1, 1, 1, 1, 1, 2048, 8192, 1, 0, fc,\n")
+    assert main(["cost", str(layer), "--config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"field '{key.lower()}'" in err.lower() and "unknown key" in err
+    cluster = tmp_path / "cfg_cluster.toml"
+    cluster.write_text(Path(_cluster(tmp_path)).read_text().replace("chip.toml", "chip.cfg"))
+    assert main(["train", GPT2, "--dp", "16", "--global-batch", "64", "--cluster", str(cluster)]) == 2
+    assert capsys.readouterr().err.count("unknown key") == 1
+
+
+def test_scalesims_own_keys_still_load(tmp_path, capsys):
+    """What SCALE-Sim's own configs carry loads as before: its request buffers and ``MemoryBanks``
+    (configs/scale.cfg of SCALE-Sim 3), and the ``[network_presets]`` section its config writer emits
+    (docs/scalesim.md: no effect), which was refused as an unknown section."""
+    text = CFG.replace("Dataflow : os\n", "Dataflow : os\nMemoryBanks:   1\nReadRequestBuffer: 512\n"
+                                          "WriteRequestBuffer: 512\n")
+    text += '\n[network_presets]\nTopologyCsvLoc = "./topologies/conv_nets/test.csv"\n'
+    path = tmp_path / "chip.cfg"
+    path.write_text(text)
+    layer = tmp_path / "gemm.csv"
+    layer.write_text("Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, "
+                     "Strides, Padding, Type,\nfc1, 1, 1, 1, 1, 2048, 8192, 1, 0, fc,\n")
+    plain = tmp_path / "plain.cfg"
+    plain.write_text(CFG)
+    argv = ["cost", str(layer), "--batch", "2048", "--mode", "exact", "--dtype", "bf16", "--format", "csv", "--config"]
+    with_keys, _ = _run(capsys, *argv, str(path))
+    without, _ = _run(capsys, *argv, str(plain))
+    assert with_keys.replace("chip.cfg", "plain.cfg") == without
+    flags, _ = _run(capsys, *argv[:-1], "--array", "128x128", "--dataflow", "os", "--clock-ghz", "1.2")
+    cycles = [line.split(",")[2] for line in (without, flags)]  # fc1's F_cycles: the array the flags name
+    assert cycles[0] == cycles[1]

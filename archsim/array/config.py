@@ -104,10 +104,28 @@ def parse_array_shape(text: str, *, field_name: str = "array") -> tuple[int, int
 
 
 # SCALE-Sim's own sections (any of its versions) and archsim's two; any other is a typo, refused.
-_SECTIONS = {"general", "architecture_presets", "layout", "sparsity", "run_presets", "memory", "archsim", "energy"}
+_SECTIONS = {"general", "architecture_presets", "network_presets", "layout", "sparsity", "run_presets", "memory",
+             "archsim", "energy"}
 # A device file's own two (docs/formats.md, Device files): checked by archsim.array.device_sections;
 # the array commands cost one of its arrays (SCALE-Sim's reader, too, skips sections it does not read).
 _DEVICE_SECTIONS = {"device", "links"}
+
+# Every key a SCALE-Sim version's reader reads in its own sections (docs/scalesim.md), lower-cased as
+# configparser keeps them, with the ones its shipped configs carry unread (``MemoryBanks``) and the
+# ``TopologyCsvLoc`` its 2.x/3.x readers look up in [architecture_presets]: any other is a typo
+# (``Bandwith``), refused, since SCALE-Sim would run it at the default and so would archsim, silently.
+_KEYS = {
+    "general": ("run_name",),
+    "architecture_presets": ("arrayheight", "arraywidth", "ifmapsramszkb", "filtersramszkb", "ofmapsramszkb",
+                             "ifmapoffset", "filteroffset", "ofmapoffset", "dataflow", "bandwidth", "memorybanks",
+                             "readrequestbuffer", "writerequestbuffer", "topologycsvloc"),
+    "network_presets": ("topologycsvloc",),
+    "run_presets": ("interfacebandwidth", "useramulatortrace"),
+    "layout": ("ifmapcustomlayout", "filtercustomlayout", "ifmapsrambankbandwidth", "filtersrambankbandwidth",
+               "ifmapsrambanknum", "filtersrambanknum", "ifmapsrambankport", "filtersrambankport"),
+    "sparsity": ("sparsitysupport", "sparserep", "optimizedmapping", "blocksize", "randomnumbergeneratorseed",
+                 "memorybanks"),
+}
 
 _REQUIRED = {
     "architecture_presets": ("ArrayHeight", "ArrayWidth", "IfmapSramSzkB", "FilterSramSzkB",
@@ -168,7 +186,8 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
 
     Keys SCALE-Sim reads that do not change its cycle counts (offsets, request buffers, bank counts
     and ports, the sparsity keys while sparsity is off) are accepted and ignored, so a SCALE-Sim
-    config loads unchanged. Features that would change SCALE-Sim's numbers and that archsim does not
+    config loads unchanged; a key no SCALE-Sim version reads (``_KEYS``) is refused as the typo it is.
+    Features that would change SCALE-Sim's numbers and that archsim does not
     model — ``SparsitySupport`` (N:M sparse compute), ``UseRamulatorTrace`` (Ramulator's DRAM
     timing), ``IfmapCustomLayout``/``FilterCustomLayout`` (banked SRAM layouts) — are refused when
     switched on (:func:`_refuse_unmodelled`), never costed as something else. In USER mode
@@ -204,6 +223,13 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
             raise InputError(f"unknown section [{shown(section)[1:-1]}]; expected "
                              f"{', '.join(sorted(_SECTIONS | _DEVICE_SECTIONS))}",
                              file=file)
+    for section, keys in _KEYS.items():
+        for key in parser.options(section) if parser.has_section(section) else ():
+            if key not in keys:
+                line = line_of(key)
+                written = text.splitlines()[line - 1].split(":")[0].split("=")[0].strip() if line else key
+                raise InputError(f"unknown key in [{section}] (no SCALE-Sim version reads it: a typo?)", file=file,
+                                 line=line, field=written)
     device = cfg_device_sections(text, file, required=False)  # a device file's [device]/[links]: checked as train checks them
     for key in parser.options("archsim") if parser.has_section("archsim") else ():
         if key != "clockghz":
