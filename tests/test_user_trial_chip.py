@@ -224,3 +224,20 @@ def test_scalesims_own_keys_still_load(tmp_path, capsys):
     flags, _ = _run(capsys, *argv[:-1], "--array", "128x128", "--dataflow", "os", "--clock-ghz", "1.2")
     cycles = [line.split(",")[2] for line in (without, flags)]  # fc1's F_cycles: the array the flags name
     assert cycles[0] == cycles[1]
+
+
+def test_an_in_server_figure_that_overrides_the_device_files_links_is_noted(tmp_path, capsys):
+    """Both files must state the chip's link: the device's ``[links] intra_gbps`` (GB/s per direction)
+    and the cluster's ``intra_server_gbps`` (Gbit/s, both directions). The cluster's figure prices the
+    collectives; a cluster copied from the TPU slice (4800 = 300 GB/s per direction) silently halved
+    this chip's 600 GB/s. Now train says which figure it used when the two differ, and nothing when
+    they agree (9600 Gbit/s = 600 GB/s per direction)."""
+    argv = ("train", GPT2, "--tp", "4", "--dp", "4", "--global-batch", "64", "--dtype", "bf16", "--cluster")
+    _, agree = _run(capsys, *argv, _cluster(tmp_path))
+    assert "intra_server_gbps" not in agree
+    halved = _cluster(tmp_path).replace("cluster.toml", "halved.toml")
+    Path(halved).write_text(Path(_cluster(tmp_path)).read_text().replace("= 9600", "= 4800"))
+    out, err = _run(capsys, *argv, halved)
+    assert "# intra_server: 300 GB/s per direction" in out
+    assert err.count("note: [[servers]] intra_server_gbps = 4800 (300 GB/s per direction per GPU) prices the "
+                     "in-server links, not chip.toml's [links] intra_gbps = 600 GB/s") == 1
