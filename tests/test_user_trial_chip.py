@@ -241,3 +241,21 @@ def test_an_in_server_figure_that_overrides_the_device_files_links_is_noted(tmp_
     assert "# intra_server: 300 GB/s per direction" in out
     assert err.count("note: [[servers]] intra_server_gbps = 4800 (300 GB/s per direction per GPU) prices the "
                      "in-server links, not chip.toml's [links] intra_gbps = 600 GB/s") == 1
+
+
+def test_a_device_sweep_warns_when_points_do_not_fit(tmp_path, capsys):
+    """``archsim train`` warns on stderr when the iteration does not fit the chip's memory; the sweep
+    said nothing even when no point fitted (an empty front). Now it says how many do not fit and the
+    largest need against the chip's memory; a sweep whose points all fit says nothing of it."""
+    (tmp_path / "chip.toml").write_text(CHIP.replace("hbm_gib = 96", "hbm_gib = 2"))
+    spec = tmp_path / "mychip.toml"
+    spec.write_text(SPEC.replace("hbm_gbps = [1200, 2400]", "hbm_gbps = [2400]").replace("array_sides = [64, 128]",
+                                                                                       "array_sides = [128]"))
+    _, err = _run(capsys, "sweep", str(spec), "--out", str(tmp_path / "small"), "--quiet")
+    results = (tmp_path / "small" / "results.csv").read_text()
+    assert results.count(",False,False,") == 2  # both points: fits_memory and pareto_optimal False
+    assert err.count("archsim sweep: warning: 2 of 2 points do not fit memory") == 1
+    assert "GiB per chip, its MyChip has 2 GiB" in err
+    (tmp_path / "chip.toml").write_text(CHIP)
+    _, err = _run(capsys, "sweep", str(spec), "--out", str(tmp_path / "big"), "--quiet")
+    assert "fit" not in err
