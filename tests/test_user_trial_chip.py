@@ -2,6 +2,7 @@
 64 MiB of SRAM, 96 GiB of HBM at 2.4 TB/s, six 100 GB/s links) through train, search and the device
 sweep: what they found read silently or broke, each pinned here (docs/training.md, "Accelerators")."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -173,8 +174,6 @@ def test_the_cfg_and_the_toml_train_alike(tmp_path, capsys):
     cfg_cluster = tmp_path / "cfg_cluster.toml"
     cfg_cluster.write_text(Path(_cluster(tmp_path)).read_text().replace("chip.toml", "chip.cfg"))
     cfg_out, _ = _run(capsys, *argv, str(cfg_cluster))
-    import json
-
     toml_meta, cfg_meta = json.loads(toml_out)["meta"], json.loads(cfg_out)["meta"]
     for key in ("iteration_seconds", "energy_j", "mfu", "peak_memory_gib"):
         assert cfg_meta[key] == pytest.approx(toml_meta[key], rel=1e-9), key
@@ -259,3 +258,31 @@ def test_a_device_sweep_warns_when_points_do_not_fit(tmp_path, capsys):
     (tmp_path / "chip.toml").write_text(CHIP)
     _, err = _run(capsys, "sweep", str(spec), "--out", str(tmp_path / "big"), "--quiet")
     assert "fit" not in err
+
+
+def test_a_device_tomls_array_flags_cost_what_train_charges(tmp_path, capsys):
+    """``cost --config chip.toml`` refuses the TOML and names the flags of one of its arrays; they left
+    out the SRAM, so ``--energy`` with them priced the default buffers, not the chip's 8 MiB per
+    array. With ``--sram-kb`` named too, the flags' F energy of a GEMM is the energy model's for the
+    same op in ``archsim train`` (the SRAM split in three, as train splits it)."""
+    from archsim.devices.device_file import load_device
+    from archsim.energy.model import op_energy_columns
+    from archsim.energy.table import access_energies
+    from archsim.lowering.ops import Gemm, TrainingOp
+    from archsim.training.energy import device_array
+
+    (tmp_path / "chip.toml").write_text(CHIP)
+    layer = tmp_path / "gemm.csv"
+    layer.write_text("Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, "
+                     "Strides, Padding, Type,\nfc1, 1, 1, 1, 1, 2048, 8192, 1, 0, fc,\n")
+    assert main(["cost", str(layer), "--config", str(tmp_path / "chip.toml")]) == 2
+    err = capsys.readouterr().err
+    assert "--sram-kb 2730,2730,2730" in err
+    flags = err.split("its array as flags: ")[1].split()
+    out, _ = _run(capsys, "cost", str(layer), *flags, "--batch", "2048", "--mode", "exact", "--dtype", "bf16",
+                  "--energy", "--format", "json")
+    row = json.loads(out)["rows"][0]
+    array = device_array(load_device(tmp_path / "chip.toml"), "bf16")
+    op = TrainingOp(layer="fc1", kind="F", gemms=(Gemm(m=2048, k=2048, n=8192, count=1),))
+    charged = float(op_energy_columns([op], array, access_energies(array))["energy_pj"].sum())
+    assert row["F_energy_pj"] == pytest.approx(charged, rel=1e-9)

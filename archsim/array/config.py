@@ -163,6 +163,12 @@ def _refuse_unmodelled(parser: configparser.ConfigParser, file: str, line_of, sp
                              field=key)
 
 
+def operand_sram_kib(sram_kib_per_array: float) -> int:
+    """Each of the three operand SRAMs, KiB, of an array with ``sram_kib_per_array`` beside it: a device
+    file's SRAM split evenly in whole KiB, at least 1 (how train's energy model and ``cost``'s flags see it)."""
+    return max(int(sram_kib_per_array / 3), 1)
+
+
 def _toml_refusal(text: str) -> str:
     """Why a TOML is no ``.cfg``; for a device TOML, the flags that cost one of its arrays."""
     import tomllib
@@ -175,7 +181,10 @@ def _toml_refusal(text: str) -> str:
             flags += f" --dataflow {compute.get('dataflow', 'ws')}"
         if "clock_mhz" in compute:
             flags += f" --clock-ghz {float(compute['clock_mhz']) / 1000:g}"
-    except (tomllib.TOMLDecodeError, KeyError, TypeError, ValueError, OverflowError):
+        sram = tomllib.loads(text).get("memory", {}).get("sram_kib_per_array")
+        if sram:  # the energy model's buffers (train's), so that --energy prices what train charges
+            flags += f" --sram-kb {','.join([str(operand_sram_kib(float(sram)))] * 3)}"
+    except (tomllib.TOMLDecodeError, KeyError, TypeError, ValueError, OverflowError, AttributeError):
         return refusal
     return f"{refusal}; its array as flags: {flags}"
 
