@@ -164,6 +164,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except BrokenPipeError:  # stderr's reader left while an error or a note was printed
         return 0
+    except KeyboardInterrupt as exc:  # Ctrl-C: one line (what a stopped sweep kept, where it says), not a traceback
+        print(f"archsim: interrupted{f': {exc}' if exc.args else ''}", file=sys.stderr)
+        return 130  # the shell's code for a command ended by SIGINT
 
 
 class _DroppedWhenGone:

@@ -104,10 +104,28 @@ def parse_array_shape(text: str, *, field_name: str = "array") -> tuple[int, int
 
 
 # SCALE-Sim's own sections (any of its versions) and archsim's two; any other is a typo, refused.
-_SECTIONS = {"general", "architecture_presets", "layout", "sparsity", "run_presets", "memory", "archsim", "energy"}
+_SECTIONS = {"general", "architecture_presets", "network_presets", "layout", "sparsity", "run_presets", "memory",
+             "archsim", "energy"}
 # A device file's own two (docs/formats.md, Device files): checked by archsim.array.device_sections;
 # the array commands cost one of its arrays (SCALE-Sim's reader, too, skips sections it does not read).
 _DEVICE_SECTIONS = {"device", "links"}
+
+# Every key a SCALE-Sim version's reader reads in its own sections (docs/scalesim.md), lower-cased as
+# configparser keeps them, with the ones its shipped configs carry unread (``MemoryBanks``) and the
+# ``TopologyCsvLoc`` its 2.x/3.x readers look up in [architecture_presets]: any other is a typo
+# (``Bandwith``), refused, since SCALE-Sim would run it at the default and so would archsim, silently.
+_KEYS = {
+    "general": ("run_name",),
+    "architecture_presets": ("arrayheight", "arraywidth", "ifmapsramszkb", "filtersramszkb", "ofmapsramszkb",
+                             "ifmapoffset", "filteroffset", "ofmapoffset", "dataflow", "bandwidth", "memorybanks",
+                             "readrequestbuffer", "writerequestbuffer", "topologycsvloc"),
+    "network_presets": ("topologycsvloc",),
+    "run_presets": ("interfacebandwidth", "useramulatortrace"),
+    "layout": ("ifmapcustomlayout", "filtercustomlayout", "ifmapsrambankbandwidth", "filtersrambankbandwidth",
+               "ifmapsrambanknum", "filtersrambanknum", "ifmapsrambankport", "filtersrambankport"),
+    "sparsity": ("sparsitysupport", "sparserep", "optimizedmapping", "blocksize", "randomnumbergeneratorseed",
+                 "memorybanks"),
+}
 
 _REQUIRED = {
     "architecture_presets": ("ArrayHeight", "ArrayWidth", "IfmapSramSzkB", "FilterSramSzkB",
@@ -145,6 +163,12 @@ def _refuse_unmodelled(parser: configparser.ConfigParser, file: str, line_of, sp
                              field=key)
 
 
+def operand_sram_kib(sram_kib_per_array: float) -> int:
+    """Each of the three operand SRAMs, KiB, of an array with ``sram_kib_per_array`` beside it: a device
+    file's SRAM split evenly in whole KiB, at least 1 (how train's energy model and ``cost``'s flags see it)."""
+    return max(int(sram_kib_per_array / 3), 1)
+
+
 def _toml_refusal(text: str) -> str:
     """Why a TOML is no ``.cfg``; for a device TOML, the flags that cost one of its arrays."""
     import tomllib
@@ -157,7 +181,10 @@ def _toml_refusal(text: str) -> str:
             flags += f" --dataflow {compute.get('dataflow', 'ws')}"
         if "clock_mhz" in compute:
             flags += f" --clock-ghz {float(compute['clock_mhz']) / 1000:g}"
-    except (tomllib.TOMLDecodeError, KeyError, TypeError, ValueError, OverflowError):
+        sram = tomllib.loads(text).get("memory", {}).get("sram_kib_per_array")
+        if sram:  # the energy model's buffers (train's), so that --energy prices what train charges
+            flags += f" --sram-kb {','.join([str(operand_sram_kib(float(sram)))] * 3)}"
+    except (tomllib.TOMLDecodeError, KeyError, TypeError, ValueError, OverflowError, AttributeError):
         return refusal
     return f"{refusal}; its array as flags: {flags}"
 
@@ -168,7 +195,8 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
 
     Keys SCALE-Sim reads that do not change its cycle counts (offsets, request buffers, bank counts
     and ports, the sparsity keys while sparsity is off) are accepted and ignored, so a SCALE-Sim
-    config loads unchanged. Features that would change SCALE-Sim's numbers and that archsim does not
+    config loads unchanged; a key no SCALE-Sim version reads (``_KEYS``) is refused as the typo it is.
+    Features that would change SCALE-Sim's numbers and that archsim does not
     model — ``SparsitySupport`` (N:M sparse compute), ``UseRamulatorTrace`` (Ramulator's DRAM
     timing), ``IfmapCustomLayout``/``FilterCustomLayout`` (banked SRAM layouts) — are refused when
     switched on (:func:`_refuse_unmodelled`), never costed as something else. In USER mode
@@ -204,6 +232,13 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
             raise InputError(f"unknown section [{shown(section)[1:-1]}]; expected "
                              f"{', '.join(sorted(_SECTIONS | _DEVICE_SECTIONS))}",
                              file=file)
+    for section, keys in _KEYS.items():
+        for key in parser.options(section) if parser.has_section(section) else ():
+            if key not in keys:
+                line = line_of(key)
+                written = text.splitlines()[line - 1].split(":")[0].split("=")[0].strip() if line else key
+                raise InputError(f"unknown key in [{section}] (no SCALE-Sim version reads it: a typo?)", file=file,
+                                 line=line, field=written)
     device = cfg_device_sections(text, file, required=False)  # a device file's [device]/[links]: checked as train checks them
     for key in parser.options("archsim") if parser.has_section("archsim") else ():
         if key != "clockghz":

@@ -133,9 +133,14 @@ def width_meta(args: argparse.Namespace, array: ArrayConfig) -> dict[str, object
 def note_unread_cluster_keys(cluster: GpuCluster, command: str) -> None:
     """Say on stderr, once each, what the cluster file states that ``command`` (train or search) does not
     read (docs/formats.md, "Cluster (TOML)": the read-by column)."""
+    from archsim.training.energy import array_device
+
     notes = list(cluster.unread)
     if command == "train" and any(price is not None for price in cluster.prices):
         notes.append("price_per_gpu_hour is not read by train: it prices archsim search's cost objective")
+    if any(w is not None for w in cluster.watts) and array_device(cluster, cluster.starts[-1]) is not None:
+        notes.append(f"gpu_watts is not read by {command} on an array device (gemm = \"arrays\"): its energy_j is "
+                     "the energy model's on the ops' accesses, not board power × time (docs/training.md, Accelerators)")
     for note in notes:
         print(f"archsim {command}: note: {note}", file=sys.stderr)
 

@@ -252,10 +252,16 @@ def _run_locked(spec: SweepSpec | DeviceSweepSpec, out: Path, units, digests, wo
     with progress_bar(sum(map(size, units)), f"sweep {spec.name}", "config", enabled=progress,
                       initial=sum(map(size, units)) - sum(map(size, todo)), leave=True) as bar:
         computed = {}  # rows of the units computed now: the frame needs not read their files back
-        for unit, rows in run(todo):
-            write_output(files[unit], dumps({"unit": asdict(unit), "rows": rows}), at_once=True)  # kept if stopped
-            computed[unit] = rows
-            bar.update(size(unit))
+        try:
+            for unit, rows in run(todo):
+                write_output(files[unit], dumps({"unit": asdict(unit), "rows": rows}), at_once=True)  # kept if stopped
+                computed[unit] = rows
+                bar.update(size(unit))
+        except KeyboardInterrupt:  # Ctrl-C: say what is kept (the CLI prints it as one line), not a traceback
+            kind = "points" if isinstance(spec, DeviceSweepSpec) else "configurations"
+            cached = sum(map(size, units)) - sum(map(size, todo)) + sum(map(size, computed))
+            raise KeyboardInterrupt(f"{cached} of {sum(map(size, units))} {kind} are cached in {out}; the same "
+                                    "command resumes from them") from None
     rows = [row for unit in units for row in (computed[unit] if unit in computed else _cached_rows(files[unit]))]
     if isinstance(spec, DeviceSweepSpec):
         from archsim.sweep.device import frame as device_frame

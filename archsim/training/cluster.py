@@ -27,6 +27,7 @@ groups' links). A server may override the objectives' figures with ``price_per_g
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_right
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -320,6 +321,7 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
     prices: list[float | None] = []
     watts: list[float | None] = []
     fabrics: list[float] = []
+    overridden: list[str] = []  # notes: a device file's link that the cluster's in-server figure replaces
     for group in servers:
         device = _server_device(group, folder, file, loaded)
         intra = group.get("intra_server_gbps")
@@ -327,6 +329,11 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
             raise InputError("a [low, high] range is drawn by archsim plan; train and search take one figure, "
                              "Gbit/s", file=file, field="intra_server_gbps")
         fabric = device.fabric_bytes_per_s if intra is None else fitted.fabric_bytes_per_s(intra)  # checked
+        if "device" in group and not math.isclose(fabric, device.fabric_bytes_per_s, rel_tol=1e-9):
+            # two required statements of the chip's link that disagree: say which one prices the collectives
+            overridden.append(f"[[servers]] intra_server_gbps = {intra:g} ({fabric / 1e9:g} GB/s per direction "
+                              f"per GPU) prices the in-server links, not {group['device']}'s [links] intra_gbps = "
+                              f"{device.fabric_bytes_per_s / 1e9:g} GB/s")
         fabrics.extend([fabric] * group.get("count", 1))
         for key, out in (("price_per_gpu_hour", prices), ("gpu_watts", watts)):
             value = group.get(key)
@@ -346,6 +353,7 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
     inter_bytes = network.gpu_bytes_per_s(per_server)
     unread = _superseded(spec["cluster"], network) + network_notes(spec["network"], network, len(kinds)) \
         if "network" in spec else ()
+    unread += tuple(dict.fromkeys(overridden))
     return GpuCluster(topology, kinds[0], per_server, inter_bytes or 1.0, tuple(kinds), tuple(prices), tuple(watts),
                       tuple(sizes), network, dtype, tuple(fabrics), unread)
 

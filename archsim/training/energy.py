@@ -20,7 +20,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import TYPE_CHECKING, cast
 
-from archsim.array.config import ArrayConfig
+from archsim.array.config import ArrayConfig, operand_sram_kib
 from archsim.devices.device import ELEMENT_BYTES, Device
 from archsim.errors import InputError
 from archsim.training.parallel import Parallelism
@@ -38,7 +38,7 @@ def device_array(device: Device, dtype: str) -> ArrayConfig:
     """One of ``device``'s GEMM arrays as the energy model's :class:`ArrayConfig`: its SRAM split in
     three equal operand buffers (whole KiB, at least 1)."""
     units = device.gemm_units(dtype)
-    kib = max(int(device.sram_bytes_per_array / 1024 / 3), 1)
+    kib = operand_sram_kib(device.sram_bytes_per_array / 1024)
     return ArrayConfig(rows=units.rows, cols=units.cols, dataflow=units.dataflow, ifmap_sram_kb=kib,
                        filter_sram_kb=kib, ofmap_sram_kb=kib, element_bytes=ELEMENT_BYTES[dtype],
                        clock_hz=units.clock_hz, name=device.name)
