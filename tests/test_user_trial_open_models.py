@@ -1,0 +1,52 @@
+"""An LLM engineer's configs from the Hugging Face hub (Llama-3-8B, Llama-3.1-70B, Mistral-7B-v0.1,
+Mixtral-8x7B; Qwen3-8B and Gemma-7B from tests/test_hf_configs_more.py) through train and search.
+
+The configs under tests/data/hf_configs/ carry the keys and values of the published config.json files
+(meta-llama/Meta-Llama-3-8B, meta-llama/Llama-3.1-70B, mistralai/Mistral-7B-v0.1,
+mistralai/Mixtral-8x7B-v0.1)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from archsim.cli import main
+from archsim.errors import InputError
+from archsim.workload.transformer import load_transformer
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data" / "hf_configs"
+CLUSTER = ROOT / "configs" / "clusters" / "h100_2_servers.toml"
+
+
+def _write(tmp_path: Path, fields: dict, name: str = "config") -> Path:
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(fields))
+    return path
+
+
+# -- mixture-of-experts configs: refused, saying why ---------------------------------------------------
+def test_mixtral_is_refused_in_one_line_naming_its_experts():
+    with pytest.raises(InputError) as caught:
+        load_transformer(DATA / "mixtral_8x7b.json")
+    text = str(caught.value)
+    assert "field 'model_type'" in text and "\n" not in text
+    assert "mixture-of-experts" in text and "num_local_experts 8" in text and "num_experts_per_tok 2" in text
+
+
+@pytest.mark.parametrize("kind,experts_key", [("qwen3_moe", "num_experts"), ("qwen2_moe", "num_experts"),
+                                               ("deepseek_v3", "n_routed_experts")])
+def test_other_moe_model_types_are_refused_as_moe(tmp_path, kind, experts_key):
+    fields = json.loads((DATA / "qwen3_8b.json").read_text())
+    fields.update(model_type=kind, **{experts_key: 128, "num_experts_per_tok": 8})
+    with pytest.raises(InputError, match=f"mixture-of-experts.*{experts_key} 128.*num_experts_per_tok 8"):
+        load_transformer(_write(tmp_path, fields))
+
+
+def test_mixtral_refusal_on_the_command_line_is_exit_2_and_one_line(capsys):
+    code = main(["train", str(DATA / "mixtral_8x7b.json"), "--cluster", str(CLUSTER), "--global-batch", "16",
+                 "--seq", "256"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "mixture-of-experts" in err
