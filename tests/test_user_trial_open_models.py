@@ -50,3 +50,36 @@ def test_mixtral_refusal_on_the_command_line_is_exit_2_and_one_line(capsys):
                  "--seq", "256"])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "mixture-of-experts" in err
+
+
+# -- a rotary model's default sequence: its longest context, said so -----------------------------------
+def _train(argv: list[str], capsys) -> tuple[int, dict, str]:
+    code = main(["train", *argv, "--cluster", str(CLUSTER), "--format", "json"])
+    out = capsys.readouterr()
+    return code, json.loads(out.out) if code == 0 else {}, out.err
+
+
+def test_train_notes_that_a_rotary_configs_default_seq_is_its_longest_context(capsys):
+    # Llama-3-8B's max_position_embeddings (8192) is its longest context; the run is at that length
+    code, doc, err = _train([str(DATA / "llama3_8b.json"), "--tp", "8", "--pp", "2", "--global-batch", "2"], capsys)
+    assert code == 0 and doc["meta"]["seq"] == 8192
+    assert err.count("\n") == 1 and "note: sequence length 8192 tokens per sample, from max_position_embeddings" in err
+    assert "--seq N sets it" in err
+
+
+def test_no_seq_note_when_seq_is_given_or_the_table_is_learned(capsys):
+    code, doc, err = _train([str(DATA / "llama3_8b.json"), "--tp", "8", "--pp", "2", "--global-batch", "2",
+                             "--seq", "1024"], capsys)
+    assert code == 0 and doc["meta"]["seq"] == 1024 and err == ""
+    # GPT-2's n_positions is the length its learned table was trained at: the default needs no note
+    code, doc, err = _train([str(ROOT / "configs" / "transformers" / "gpt2.json"), "--global-batch", "2"], capsys)
+    assert code == 0 and doc["meta"]["seq"] == 1024 and "max_position_embeddings" not in err
+
+
+def test_search_notes_the_default_seq_too(capsys):
+    code = main(["search", str(DATA / "mistral_7b_v0_1.json"), "--cluster", str(CLUSTER), "--global-batch", "16",
+                 "--gpus", "8", "--max-micro-batch", "1", "--schedule", "1f1b", "--recompute", "full", "--top", "1",
+                 "--format", "json"])
+    out = capsys.readouterr()
+    assert code == 0 and json.loads(out.out)["meta"]["seq"] == 32768
+    assert "archsim search: note: sequence length 32768 tokens per sample, from max_position_embeddings" in out.err

@@ -4,6 +4,7 @@ parallelism for a transformer on a GPU cluster (:mod:`archsim.training.search`).
 from __future__ import annotations
 
 import argparse
+import sys
 
 from archsim.choices.devices import DTYPES
 from archsim.choices.training import (
@@ -92,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.outputs import render
     from archsim.training.cluster import load_gpu_cluster
     from archsim.training.search_space import chunk_counts
-    from archsim.workload.transformer import load_transformer
+    from archsim.workload.transformer import default_seq_note, load_transformer
 
     chunk_counts(args.schedule, args.chunks)  # a flag combination: refused before the model is read
     config = load_transformer(args.model, seq=args.seq)
@@ -116,6 +117,9 @@ def run(args: argparse.Namespace) -> int:
     text = render(pd.DataFrame(rows, columns=columns), args.format, meta=meta, precision=args.precision)
     if args.format == "table":
         text += _front_block(result.pareto, args.objective)
+    seq_note = default_seq_note(config, args.model, args.seq)
+    if seq_note:
+        print(f"archsim search: note: {seq_note}", file=sys.stderr)
     note_unread_cluster_keys(cluster, "search")  # the search done: notes never precede an error line
     emit(text, args)
     if args.pareto_html:
