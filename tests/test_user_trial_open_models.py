@@ -83,3 +83,13 @@ def test_search_notes_the_default_seq_too(capsys):
     out = capsys.readouterr()
     assert code == 0 and json.loads(out.out)["meta"]["seq"] == 32768
     assert "archsim search: note: sequence length 32768 tokens per sample, from max_position_embeddings" in out.err
+
+
+# -- the MODEL help names the model_types read ---------------------------------------------------------
+@pytest.mark.parametrize("command", ["train", "search"])
+def test_model_help_names_every_model_type_read(capsys, command):
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())  # argparse wraps the help
+    for kind in ("gpt2", "opt", "llama", "mistral", "qwen2", "qwen3", "gemma", "bert", "switch_transformers"):
+        assert f" {kind}," in text or f" {kind})" in text, kind

@@ -13,6 +13,7 @@ from archsim.choices.training import (
     DEFAULT_ATTENTION,
     DP_OVERLAPS,
     GRAD_ACCUMULATIONS,
+    HF_MODEL_TYPES,
     MAX_REFINE_ACTIONS,
     OBJECTIVES,
     PLACEMENTS,
@@ -34,8 +35,8 @@ HELP = "search TP × PP × DP × micro-batch × recompute × schedule for the fa
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", metavar="MODEL", help="transformer config: Hugging Face config.json or a "
-                        "[transformer] TOML")
+    parser.add_argument("model", metavar="MODEL", help="transformer config: Hugging Face config.json (model_type "
+                        f"{', '.join(HF_MODEL_TYPES)}) or a [transformer] TOML")
     parser.add_argument("--cluster", required=True, metavar="CLUSTER.toml",
                         help='cluster TOML whose [[servers]] name their GPU (gpu = "a100-80gb")')
     parser.add_argument("--global-batch", type=positive_int, required=True, help="samples per iteration")

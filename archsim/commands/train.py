@@ -13,6 +13,7 @@ from archsim.choices.training import (
     DEFAULT_ATTENTION,
     DP_OVERLAPS,
     GRAD_ACCUMULATIONS,
+    HF_MODEL_TYPES,
     IMPLEMENTATIONS,
     RECOMPUTE,
 )
@@ -31,8 +32,8 @@ HELP = "one training iteration of a transformer on GPUs: TP × PP × DP, time, m
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", metavar="MODEL", help="transformer config: Hugging Face config.json (gpt2, opt, "
-                        "llama, bert) or a [transformer] TOML")
+    parser.add_argument("model", metavar="MODEL", help="transformer config: Hugging Face config.json (model_type "
+                        f"{', '.join(HF_MODEL_TYPES)}) or a [transformer] TOML")
     parser.add_argument("--cluster", required=True, metavar="CLUSTER.toml",
                         help='cluster TOML whose [[servers]] name their GPU (gpu = "a100-80gb") or a device file '
                              '(device = "chip.toml" or a SCALE-Sim .cfg, relative to the cluster file)')

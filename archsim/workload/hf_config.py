@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from archsim.choices.training import HF_MODEL_TYPES
 from archsim.errors import InputError
 from archsim.validate import shown
 from archsim.workload.transformer import ACTIVATIONS, OPT_POSITION_OFFSET, TransformerConfig, _get, head_dim_channels
@@ -179,9 +180,8 @@ def from_hf(config: dict, path: Path) -> TransformerConfig:
                                  activation=_activation(config, "hidden_act", "gelu"))
     if kind == "switch_transformers":
         return _switch_from_hf(config, name)
-    raise InputError(f"model_type {config.get('model_type')!r} is not read; archsim reads gpt2, opt, llama, "
-                     f"mistral, qwen2, qwen3, gemma, bert and switch_transformers configs (or write a [transformer] "
-                     f"TOML)", field="model_type")
+    raise InputError(f"model_type {config.get('model_type')!r} is not read; archsim reads "
+                     f"{', '.join(HF_MODEL_TYPES)} configs (or write a [transformer] TOML)", field="model_type")
 
 
 # Gemma 2 and 3's work Gemma 1's model lacks: refused by name, not read as Gemma 1
@@ -213,8 +213,8 @@ def _moe_refusal(config: dict, kind: str) -> str:
     """One line: a mixture-of-experts ``model_type``, its experts as the config states them, and why it is refused."""
     stated = ", ".join(f"{key} {config[key]}" for key in MOE_EXPERTS[kind] if config.get(key) is not None)
     return (f"model_type {kind!r} is a sparse mixture-of-experts model{f' ({stated})' if stated else ''}: its "
-            "router and per-expert MLPs are not modelled (archsim's one mixture-of-experts model is "
-            "switch_transformers; its dense models are gpt2, opt, llama, mistral, qwen2, qwen3, gemma and bert)")
+            "router and per-expert MLPs are not modelled (archsim reads the mixture-of-experts switch_transformers "
+            f"and the dense {', '.join(t for t in HF_MODEL_TYPES if t != 'switch_transformers')})")
 
 
 def _gemma_activation(config: dict) -> str:
