@@ -93,3 +93,37 @@ def test_model_help_names_every_model_type_read(capsys, command):
     text = " ".join(capsys.readouterr().out.split())  # argparse wraps the help
     for kind in ("gpt2", "opt", "llama", "mistral", "qwen2", "qwen3", "gemma", "bert", "switch_transformers"):
         assert f" {kind}," in text or f" {kind})" in text, kind
+
+
+# -- parameters held: the model cards' counts, by hand ------------------------------------------------
+def _llama_parameters(layers: int, h: int, heads: int, kv: int, hd: int, ffn: int, vocab: int, tied: bool,
+                      qk_norm: bool = False) -> int:
+    """transformers' parameter count of a Llama-shaped decoder: per layer q, k, v, o, gate, up, down and two
+    RMS norms' γ (h each; Qwen3's q and k norms' γ, head_dim each); the final RMS norm's γ; the token table
+    and, untied, the LM head."""
+    layer = h * heads * hd + 2 * h * kv * hd + heads * hd * h + 3 * h * ffn + 2 * h + (2 * hd if qk_norm else 0)
+    return layers * layer + h + vocab * h * (1 if tied else 2)
+
+
+CARDS = {  # config → (hand count, the model card's rounded figure)
+    "llama3_8b.json": (_llama_parameters(32, 4096, 32, 8, 128, 14336, 128256, False), 8.03e9),
+    "qwen3_8b.json": (_llama_parameters(36, 4096, 32, 8, 128, 12288, 151936, False, qk_norm=True), 8.2e9),
+    "mistral_7b_v0_1.json": (_llama_parameters(32, 4096, 32, 8, 128, 14336, 32000, False), 7.24e9),
+    "gemma_7b.json": (_llama_parameters(28, 3072, 16, 16, 256, 24576, 256000, True), 8.54e9),
+}
+
+
+def test_hand_counts_are_the_published_exact_counts():
+    # the exact counts transformers prints for these checkpoints (sum of p.numel())
+    assert CARDS["llama3_8b.json"][0] == 8_030_261_248
+    assert CARDS["mistral_7b_v0_1.json"][0] == 7_241_732_096
+    assert CARDS["gemma_7b.json"][0] == 8_537_680_896
+    for count, card in CARDS.values():
+        assert abs(count / card - 1) < 0.005
+
+
+@pytest.mark.parametrize("name", sorted(CARDS))
+def test_one_gpu_holds_exactly_the_models_parameters(capsys, name):
+    """At TP 1, PP 1 the one rank holds every parameter once: the final RMS norm has γ alone, as each layer's."""
+    code, doc, _ = _train([str(DATA / name), "--global-batch", "1", "--seq", "128"], capsys)
+    assert code == 0 and doc["meta"]["memory_per_rank"][0]["parameters"] == CARDS[name][0]
