@@ -127,3 +127,26 @@ def test_one_gpu_holds_exactly_the_models_parameters(capsys, name):
     """At TP 1, PP 1 the one rank holds every parameter once: the final RMS norm has γ alone, as each layer's."""
     code, doc, _ = _train([str(DATA / name), "--global-batch", "1", "--seq", "128"], capsys)
     assert code == 0 and doc["meta"]["memory_per_rank"][0]["parameters"] == CARDS[name][0]
+
+
+# -- TP must divide the key/value heads, as Megatron-LM's query groups ------------------------------------
+def test_train_refuses_a_tp_the_kv_heads_do_not_split_over(capsys):
+    # Llama-3-8B: 32 heads, 8 KV heads; Megatron-Core divides num_query_groups by TP (8 % 16 ≠ 0: refused there)
+    code = main(["train", str(DATA / "llama3_8b.json"), "--cluster", str(CLUSTER), "--tp", "16",
+                 "--global-batch", "8", "--seq", "1024"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "field 'tp'" in err and "key/value heads (8" in err
+    code, doc, _ = _train([str(DATA / "llama3_8b.json"), "--tp", "8", "--dp", "2", "--global-batch", "8",
+                           "--seq", "1024"], capsys)
+    assert code == 0 and doc["meta"]["tp"] == 8
+
+
+def test_search_never_ranks_a_tp_above_the_kv_heads(capsys):
+    # 16 GPUs: TP 16 divides Llama-3-8B's 32 heads and 14,336-wide MLP but not its 8 KV heads
+    code = main(["search", str(DATA / "llama3_8b.json"), "--cluster", str(CLUSTER), "--global-batch", "16",
+                 "--seq", "1024", "--gpus", "16", "--max-micro-batch", "1", "--schedule", "1f1b",
+                 "--recompute", "full", "--sequence-parallel", "on", "--top", "50", "--format", "json"])
+    document = json.loads(capsys.readouterr().out)
+    assert code == 0 and document["meta"]["rejected"].get("tp-divides-heads", 0) >= 1
+    tps = {row["tp"] for row in document["rows"]} | {row["tp"] for row in document["meta"]["pareto"]}
+    assert 16 not in tps and 8 in tps

@@ -136,10 +136,10 @@ def run(args: argparse.Namespace) -> int:
     laid = lay_out(config, load_gpu_cluster(args.cluster, args.dtype), par, placement=args.placement,
                    balance=args.balance, implementation=args.implementation, max_ops=args.max_ops)
     cluster, par, machines = laid.cluster, laid.par, laid.machines
-    spans = tp_span_warning(cluster, par)
+    result = priced(train(config, par, machines[0], machines), config, par, cluster, args.implementation)
+    spans = tp_span_warning(cluster, par)  # after the run's own checks: a warning never precedes an error line
     if spans:
         print(f"archsim train: warning: {spans}", file=sys.stderr)
-    result = priced(train(config, par, machines[0], machines), config, par, cluster, args.implementation)
     document = train_document(result, config, laid, args.implementation)
     meta = document["meta"]
     frame = Rows.of(document["rows"])
