@@ -150,3 +150,21 @@ def test_search_never_ranks_a_tp_above_the_kv_heads(capsys):
     assert code == 0 and document["meta"]["rejected"].get("tp-divides-heads", 0) >= 1
     tps = {row["tp"] for row in document["rows"]} | {row["tp"] for row in document["meta"]["pareto"]}
     assert 16 not in tps and 8 in tps
+
+
+def test_python_warns_the_default_seq_note_the_commands_print(capsys):
+    import warnings
+
+    import archsim
+
+    model = str(DATA / "llama3_8b.json")
+    with pytest.warns(UserWarning, match="sequence length 8192 tokens per sample, from max_position_embeddings"):
+        result, _ = archsim.train(model, cluster=str(CLUSTER), tp=8, pp=2, global_batch=2)
+    code, doc, err = _train([model, "--tp", "8", "--pp", "2", "--global-batch", "2"], capsys)
+    assert code == 0 and result.to_dict() == doc and err.startswith("archsim train: note: sequence length 8192")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        archsim.train(model, cluster=str(CLUSTER), tp=8, pp=2, global_batch=2, seq=1024)
+    with pytest.warns(UserWarning, match="sequence length 32768 tokens per sample"):
+        archsim.search(str(DATA / "mistral_7b_v0_1.json"), cluster=str(CLUSTER), global_batch=16, gpus=8,
+                       max_micro_batch=1, schedule="1f1b", recompute="full", top=1, progress=False)
