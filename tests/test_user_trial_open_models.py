@@ -168,3 +168,11 @@ def test_python_warns_the_default_seq_note_the_commands_print(capsys):
     with pytest.warns(UserWarning, match="sequence length 32768 tokens per sample"):
         archsim.search(str(DATA / "mistral_7b_v0_1.json"), cluster=str(CLUSTER), global_batch=16, gpus=8,
                        max_micro_batch=1, schedule="1f1b", recompute="full", top=1, progress=False)
+
+
+def test_train_sweep_notes_the_default_seq_too(capsys):
+    code = main(["train", str(DATA / "llama3_8b.json"), "--cluster", str(CLUSTER), "--pp", "2", "--global-batch", "2",
+                 "--sweep", "tp=4,8", "--format", "json"])
+    out = capsys.readouterr()
+    assert code == 0 and json.loads(out.out)["meta"]["seq"] == 8192
+    assert out.err.startswith("archsim train: note: sequence length 8192 tokens per sample, from max_position")

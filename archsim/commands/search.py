@@ -4,7 +4,6 @@ parallelism for a transformer on a GPU cluster (:mod:`archsim.training.search`).
 from __future__ import annotations
 
 import argparse
-import sys
 
 from archsim.choices.devices import DTYPES
 from archsim.choices.training import (
@@ -25,6 +24,7 @@ from archsim.commands.common import (
     add_output_arguments,
     add_timeline_outputs,
     emit,
+    note_default_seq,
     note_unread_cluster_keys,
     positive_int,
 )
@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.outputs import render
     from archsim.training.cluster import load_gpu_cluster
     from archsim.training.search_space import chunk_counts
-    from archsim.workload.transformer import default_seq_note, load_transformer
+    from archsim.workload.transformer import load_transformer
 
     chunk_counts(args.schedule, args.chunks)  # a flag combination: refused before the model is read
     config = load_transformer(args.model, seq=args.seq)
@@ -118,9 +118,7 @@ def run(args: argparse.Namespace) -> int:
     text = render(pd.DataFrame(rows, columns=columns), args.format, meta=meta, precision=args.precision)
     if args.format == "table":
         text += _front_block(result.pareto, args.objective)
-    seq_note = default_seq_note(config, args.model, args.seq)
-    if seq_note:
-        print(f"archsim search: note: {seq_note}", file=sys.stderr)
+    note_default_seq(config, args.model, args.seq, "search")
     note_unread_cluster_keys(cluster, "search")  # the search done: notes never precede an error line
     emit(text, args)
     if args.pareto_html:

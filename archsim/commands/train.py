@@ -23,6 +23,7 @@ from archsim.commands.common import (
     add_output_arguments,
     add_timeline_outputs,
     emit,
+    note_default_seq,
     note_unread_cluster_keys,
     positive_int,
 )
@@ -109,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.training.train_json import network_lines, train_document
     from archsim.training.train_layout import lay_out
     from archsim.validate import check_job_size
-    from archsim.workload.transformer import default_seq_note, load_transformer
+    from archsim.workload.transformer import load_transformer
 
     if args.stage_layers and args.balance == "planned":  # flag combinations: checked before the model is read
         raise InputError("--stage-layers gives the split --balance planned would plan: give one of them",
@@ -153,9 +154,7 @@ def run(args: argparse.Namespace) -> int:
     warning = rank_memory_warning(result, machines)
     if warning:
         print(f"archsim train: warning: {warning}", file=sys.stderr)
-    seq_note = default_seq_note(config, args.model, args.seq)
-    if seq_note:
-        print(f"archsim train: note: {seq_note}", file=sys.stderr)
+    note_default_seq(config, args.model, args.seq, "train")
     note_unread_cluster_keys(cluster, "train")  # the run done: notes never precede an error line
     emit(render(frame, args.format, meta=meta, precision=args.precision), args)
     write_timeline_outputs(args, result.timeline, f"{config.name}: TP{par.tp} PP{par.pp} DP{par.dp}",
@@ -194,6 +193,7 @@ def _run_sweep(args: argparse.Namespace, config) -> int:
             "points": len(rows),
             "axes": ",".join(name for name, _ in axes),
             "energy_source": "; ".join(source for source in sources if source) or "none"}
+    note_default_seq(config, args.model, args.seq, "train")
     note_unread_cluster_keys(cluster, "train")  # the run done: notes never precede an error line
     emit(render(pd.DataFrame(rows), args.format, meta=meta, precision=args.precision), args)
     return 0
