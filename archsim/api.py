@@ -209,7 +209,8 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
     machines = laid.machines
     result = priced(_train(config, laid.par, machines[0], machines), config, laid.par, laid.cluster, implementation)
     result = replace(result, document=train_document(result, config, laid, implementation))
-    for warning in (tp_span_warning(laid.cluster, laid.par), rank_memory_warning(result, machines)):
+    for warning in (tp_span_warning(laid.cluster, laid.par), rank_memory_warning(result, machines),
+                    _seq_note(model, config, seq)):
         if warning:  # the lines archsim train prints on stderr, in its order
             import warnings
 
@@ -319,10 +320,23 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
                        refine=refine, balance=balance, objective=objective, placement=placement,
                        attention=attention, dp_overlap=dp_overlap, grad_accumulation=grad_accumulation,
                        max_actions=max_ops)
+    note = _seq_note(model, config, seq)
+    if note:  # the note archsim search prints on stderr
+        import warnings
+
+        warnings.warn(note, UserWarning, stacklevel=2)
     return replace(result, document=search_document(
         result, config, on, model=_named(model_file, model, "MODEL.json"),
         cluster_file=_named(cluster_file, cluster, "CLUSTER.toml"), global_batch=global_batch, gpus=counts or None,
         seq=seq, objective=objective, balance=balance, placement=placement))
+
+
+def _seq_note(model, config, seq: int | None) -> str:
+    """``train``'s and ``search``'s note on a rotary config's default sequence (its longest context), for a
+    model given as a path; '' for a config object, whose sequence the caller set."""
+    from archsim.workload.transformer import default_seq_note
+
+    return default_seq_note(config, model, seq, "seq=N") if isinstance(model, (str, Path)) else ""
 
 
 def _named(given: str | Path | None, value: object, placeholder: str) -> str:

@@ -145,6 +145,16 @@ def note_unread_cluster_keys(cluster: GpuCluster, command: str) -> None:
         print(f"archsim {command}: note: {note}", file=sys.stderr)
 
 
+def note_default_seq(config, model: str, seq: int | None, command: str) -> None:
+    """Say on stderr that a rotary config's sequence defaulted to its longest context
+    (:func:`archsim.workload.transformer.default_seq_note`), after the run: notes never precede an error line."""
+    from archsim.workload.transformer import default_seq_note
+
+    note = default_seq_note(config, model, seq)
+    if note:
+        print(f"archsim {command}: note: {note}", file=sys.stderr)
+
+
 def note_device_arrays(config: str) -> None:
     """Say on stderr when ``--config`` is a device file of several arrays: an array command costs one."""
     from archsim.array.device_sections import cfg_device_sections

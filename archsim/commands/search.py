@@ -12,6 +12,7 @@ from archsim.choices.training import (
     DEFAULT_ATTENTION,
     DP_OVERLAPS,
     GRAD_ACCUMULATIONS,
+    HF_MODEL_TYPES,
     MAX_REFINE_ACTIONS,
     OBJECTIVES,
     PLACEMENTS,
@@ -23,6 +24,7 @@ from archsim.commands.common import (
     add_output_arguments,
     add_timeline_outputs,
     emit,
+    note_default_seq,
     note_unread_cluster_keys,
     positive_int,
 )
@@ -33,8 +35,8 @@ HELP = "search TP × PP × DP × micro-batch × recompute × schedule for the fa
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", metavar="MODEL", help="transformer config: Hugging Face config.json or a "
-                        "[transformer] TOML")
+    parser.add_argument("model", metavar="MODEL", help="transformer config: Hugging Face config.json (model_type "
+                        f"{', '.join(HF_MODEL_TYPES)}) or a [transformer] TOML")
     parser.add_argument("--cluster", required=True, metavar="CLUSTER.toml",
                         help='cluster TOML whose [[servers]] name their GPU (gpu = "a100-80gb")')
     parser.add_argument("--global-batch", type=positive_int, required=True, help="samples per iteration")
@@ -116,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
     text = render(pd.DataFrame(rows, columns=columns), args.format, meta=meta, precision=args.precision)
     if args.format == "table":
         text += _front_block(result.pareto, args.objective)
+    note_default_seq(config, args.model, args.seq, "search")
     note_unread_cluster_keys(cluster, "search")  # the search done: notes never precede an error line
     emit(text, args)
     if args.pareto_html:

@@ -13,6 +13,7 @@ from archsim.choices.training import (
     DEFAULT_ATTENTION,
     DP_OVERLAPS,
     GRAD_ACCUMULATIONS,
+    HF_MODEL_TYPES,
     IMPLEMENTATIONS,
     RECOMPUTE,
 )
@@ -22,6 +23,7 @@ from archsim.commands.common import (
     add_output_arguments,
     add_timeline_outputs,
     emit,
+    note_default_seq,
     note_unread_cluster_keys,
     positive_int,
 )
@@ -31,8 +33,8 @@ HELP = "one training iteration of a transformer on GPUs: TP × PP × DP, time, m
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", metavar="MODEL", help="transformer config: Hugging Face config.json (gpt2, opt, "
-                        "llama, bert) or a [transformer] TOML")
+    parser.add_argument("model", metavar="MODEL", help="transformer config: Hugging Face config.json (model_type "
+                        f"{', '.join(HF_MODEL_TYPES)}) or a [transformer] TOML")
     parser.add_argument("--cluster", required=True, metavar="CLUSTER.toml",
                         help='cluster TOML whose [[servers]] name their GPU (gpu = "a100-80gb") or a device file '
                              '(device = "chip.toml" or a SCALE-Sim .cfg, relative to the cluster file)')
@@ -135,10 +137,10 @@ def run(args: argparse.Namespace) -> int:
     laid = lay_out(config, load_gpu_cluster(args.cluster, args.dtype), par, placement=args.placement,
                    balance=args.balance, implementation=args.implementation, max_ops=args.max_ops)
     cluster, par, machines = laid.cluster, laid.par, laid.machines
-    spans = tp_span_warning(cluster, par)
+    result = priced(train(config, par, machines[0], machines), config, par, cluster, args.implementation)
+    spans = tp_span_warning(cluster, par)  # after the run's own checks: a warning never precedes an error line
     if spans:
         print(f"archsim train: warning: {spans}", file=sys.stderr)
-    result = priced(train(config, par, machines[0], machines), config, par, cluster, args.implementation)
     document = train_document(result, config, laid, args.implementation)
     meta = document["meta"]
     frame = Rows.of(document["rows"])
@@ -152,6 +154,7 @@ def run(args: argparse.Namespace) -> int:
     warning = rank_memory_warning(result, machines)
     if warning:
         print(f"archsim train: warning: {warning}", file=sys.stderr)
+    note_default_seq(config, args.model, args.seq, "train")
     note_unread_cluster_keys(cluster, "train")  # the run done: notes never precede an error line
     emit(render(frame, args.format, meta=meta, precision=args.precision), args)
     write_timeline_outputs(args, result.timeline, f"{config.name}: TP{par.tp} PP{par.pp} DP{par.dp}",
@@ -190,6 +193,7 @@ def _run_sweep(args: argparse.Namespace, config) -> int:
             "points": len(rows),
             "axes": ",".join(name for name, _ in axes),
             "energy_source": "; ".join(source for source in sources if source) or "none"}
+    note_default_seq(config, args.model, args.seq, "train")
     note_unread_cluster_keys(cluster, "train")  # the run done: notes never precede an error line
     emit(render(pd.DataFrame(rows), args.format, meta=meta, precision=args.precision), args)
     return 0

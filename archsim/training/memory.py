@@ -123,7 +123,7 @@ def stage_parameters(c: TransformerConfig, par: Parallelism, layers: int, first:
     if first:
         params += embedding_parameters(c, par.tp)
     if last:
-        params += 2 * c.hidden
+        params += (1 if c.family == "llama" else 2) * c.hidden  # the final norm: RMS γ (Llama), LayerNorm γ and β
         if (par.pp > 1 if head_copy is None else head_copy) or not c.tied_embeddings:
             params += padded_vocab(c.vocab, par.tp) // par.tp * c.hidden
     return params

@@ -182,9 +182,21 @@ def check_fits(c: TransformerConfig, par: Parallelism) -> None:
     elif c.layers % (par.pp * par.chunks):
         raise InputError(f"{c.layers} layers do not split into {par.pp} stages × {par.chunks} chunks",
                          field="pp")
-    if c.heads % par.tp or c.ffn % par.tp:
-        raise InputError(f"TP {par.tp} must divide the heads ({c.heads}) and the FFN width ({c.ffn})", field="tp")
+    problem = tp_split_problem(c, par.tp)
+    if problem:
+        raise InputError(problem, field="tp")
+
+
+def tp_split_problem(c: TransformerConfig, tp: int) -> str:
+    """Why TP ``tp`` cannot split ``c``'s layers as Megatron-LM splits them ('' when it can): the heads,
+    the key/value heads (query groups: Megatron-Core's ``divide(num_query_groups, world_size)`` asserts that
+    TP divides them, so Llama-3-8B's 8 KV heads take TP ≤ 8) and the FFN width each divide over TP."""
+    if c.heads % tp or c.kv_heads % tp or c.ffn % tp:
+        return (f"TP {tp} must divide the heads ({c.heads}), the key/value heads ({c.kv_heads}: Megatron-LM splits "
+                f"the query groups over TP) and the FFN width ({c.ffn})")
+    return ""
 
 
 __all__ = ["ATTENTIONS", "DEFAULT_ATTENTION", "RECOMPUTE", "SCHEDULE_RULES", "Parallelism", "check_fits",
-           "layers_per_stage", "padded_vocab", "rank_of_stages", "schedule_name", "schedule_rejection", "tp_straddles"]
+           "layers_per_stage", "padded_vocab", "rank_of_stages", "schedule_name", "schedule_rejection",
+           "tp_split_problem", "tp_straddles"]

@@ -18,7 +18,14 @@ from math import isqrt
 from archsim.choices.training import MAX_REFINE_ACTIONS, SCHEDULES
 from archsim.errors import InputError
 from archsim.training.memory import StageMemory, stage_memory
-from archsim.training.parallel import Parallelism, layers_per_stage, schedule_name, schedule_rejection, tp_straddles
+from archsim.training.parallel import (
+    Parallelism,
+    layers_per_stage,
+    schedule_name,
+    schedule_rejection,
+    tp_split_problem,
+    tp_straddles,
+)
 from archsim.workload.transformer import TransformerConfig
 
 V_SHAPED = ("zb-v", "dualpipev")  # two chunks per rank, chunks j and 2p − 1 − j on rank j
@@ -136,7 +143,7 @@ def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_se
     """The first rule of :data:`REASONS` (but GPU types and memory) that ``k`` breaks, or None;
     ``uneven``: a planner splits the layers of :attr:`Candidate.plannable` ones, which then need only
     as many layers as model chunks (PP × chunks per rank)."""
-    if c.heads % k.tp or c.ffn % k.tp:
+    if tp_split_problem(c, k.tp):
         return "tp-divides-heads"
     if tp_straddles(k.tp, k.tp * k.pp * k.dp, gpus_per_server):  # part of one server or whole servers, as train
         return "tp-straddles-servers"

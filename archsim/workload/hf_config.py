@@ -1,7 +1,8 @@
 """Hugging Face ``config.json`` → :class:`~archsim.workload.transformer.TransformerConfig`: gpt2, opt,
 llama/mistral/qwen2/qwen3/gemma (``head_dim`` read as the attention width; Qwen2's q, k, v biases,
 Qwen3's q and k norms, Gemma's GeGLU and √hidden-scaled tied embeddings), bert and switch_transformers;
-gemma2 and gemma3 are refused by name. Every field that changes the work is read, or refused when
+gemma2, gemma3 and sparse mixture-of-experts decoders (Mixtral, Qwen-MoE, DeepSeek) are
+refused by name. Every field that changes the work is read, or refused when
 set to a value archsim does not model; the fields that change no work are listed in docs/formats.md."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from archsim.choices.training import HF_MODEL_TYPES
 from archsim.errors import InputError
 from archsim.validate import shown
 from archsim.workload.transformer import ACTIVATIONS, OPT_POSITION_OFFSET, TransformerConfig, _get, head_dim_channels
@@ -152,6 +154,8 @@ def from_hf(config: dict, path: Path) -> TransformerConfig:
     if kind in GEMMA_LATER:
         raise InputError(f"model_type {kind!r} is not read: {GEMMA_LATER[kind]} are not modelled (archsim reads "
                          "Gemma 1, model_type 'gemma')", field="model_type")
+    if kind in MOE_EXPERTS:
+        raise InputError(_moe_refusal(config, kind), field="model_type")
     if kind in ("llama", "mistral", "qwen2", "qwen3", "gemma"):
         heads, hidden = _get(config, "num_attention_heads"), _get(config, "hidden_size")
         gemma = kind == "gemma"
@@ -176,9 +180,8 @@ def from_hf(config: dict, path: Path) -> TransformerConfig:
                                  activation=_activation(config, "hidden_act", "gelu"))
     if kind == "switch_transformers":
         return _switch_from_hf(config, name)
-    raise InputError(f"model_type {config.get('model_type')!r} is not read; archsim reads gpt2, opt, llama, "
-                     f"mistral, qwen2, qwen3, gemma, bert and switch_transformers configs (or write a [transformer] "
-                     f"TOML)", field="model_type")
+    raise InputError(f"model_type {config.get('model_type')!r} is not read; archsim reads "
+                     f"{', '.join(HF_MODEL_TYPES)} configs (or write a [transformer] TOML)", field="model_type")
 
 
 # Gemma 2 and 3's work Gemma 1's model lacks: refused by name, not read as Gemma 1
@@ -190,6 +193,28 @@ GEMMA_LATER = {
     "gemma3": _GEMMA3,
     "gemma3_text": _GEMMA3,
 }
+
+
+# Sparse mixture-of-experts decoders: model_type → the fields naming the routed experts and the experts per
+# token. A router and each expert's MLP on its share of the tokens are work archsim's Llama layer lacks, so they
+# are refused by name rather than reported as "not read" (or mistaken for their dense attention shape).
+MOE_EXPERTS = {
+    "mixtral": ("num_local_experts", "num_experts_per_tok"),
+    "phimoe": ("num_local_experts", "num_experts_per_tok"),
+    "qwen2_moe": ("num_experts", "num_experts_per_tok"),
+    "qwen3_moe": ("num_experts", "num_experts_per_tok"),
+    "olmoe": ("num_experts", "num_experts_per_tok"),
+    "deepseek_v2": ("n_routed_experts", "num_experts_per_tok"),
+    "deepseek_v3": ("n_routed_experts", "num_experts_per_tok"),
+}
+
+
+def _moe_refusal(config: dict, kind: str) -> str:
+    """One line: a mixture-of-experts ``model_type``, its experts as the config states them, and why it is refused."""
+    stated = ", ".join(f"{key} {config[key]}" for key in MOE_EXPERTS[kind] if config.get(key) is not None)
+    return (f"model_type {kind!r} is a sparse mixture-of-experts model{f' ({stated})' if stated else ''}: its "
+            "router and per-expert MLPs are not modelled (archsim reads the mixture-of-experts switch_transformers "
+            f"and the dense {', '.join(t for t in HF_MODEL_TYPES if t != 'switch_transformers')})")
 
 
 def _gemma_activation(config: dict) -> str:

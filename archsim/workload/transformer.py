@@ -339,6 +339,18 @@ def load_transformer(path: str | Path, *, seq: int | None = None) -> Transformer
         raise InputError(exc.message, file=file, field=exc.where.field) from None
 
 
+def default_seq_note(config: TransformerConfig, path: str | Path, seq: int | None, flag: str = "--seq N") -> str:
+    """The note ``train`` and ``search`` print when a rotary model's sequence (tokens) defaults to its
+    ``max_position_embeddings``: that is the longest context it takes (Llama-3.1's 131,072, Qwen3's 40,960),
+    not a length it trains at, so the figures would be for a run few intend. GPT-2's, OPT's and BERT's learned
+    position tables are their training length: no note. '' when ``--seq`` was given or there is nothing to say;
+    ``flag`` names the way to set it (``seq=N`` from Python)."""
+    if seq is not None or config.family != "llama" or Path(path).suffix.lower() != ".json":
+        return ""
+    return (f"sequence length {config.seq} tokens per sample, from max_position_embeddings: a rotary model's "
+            f"longest context, not its training length; {flag} sets it")
+
+
 def _get(table: dict, key: str, default=None, *, required: bool = True):
     if key not in table or table[key] is None:
         if default is None and required:
