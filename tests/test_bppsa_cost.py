@@ -228,17 +228,18 @@ def test_cli_pruned_vgg_csv_and_report(tmp_path, capsys):
 
 @pytest.mark.long
 @pytest.mark.parametrize("argv, field", [
-    (["bppsa", "rnn", "--seq-len", "0"], "seq_len"),
-    (["bppsa", "rnn", "--processors", "4,-2"], "processors"),
-    (["bppsa", "rnn", "--hidden", "0"], "hidden"),
-    (["bppsa", "rnn", "--batch", "x"], "batch"),
+    (["bppsa", "rnn", "--seq-len", "0"], "--seq-len"),  # a flag's value: named as the flag the user typed
+    (["bppsa", "rnn", "--processors", "4,-2"], "--processors"),
+    (["bppsa", "rnn", "--hidden", "0"], "--hidden"),
+    (["bppsa", "rnn", "--batch", "x"], "--batch"),
     (["bppsa", "pruned-vgg11", "--sparsity", "1"], "sparsity"),
     (["bppsa", "pruned-vgg11", "--sparsity", "-0.1"], "sparsity"),
     (["bppsa", "pruned-vgg11", "--up-levels", "9"], "up_levels"),
 ])
 def test_cli_bad_input_is_one_line_naming_the_field(argv, field, capsys):
     code, out, err = run_cli(argv, capsys)
-    assert code == 2 and out == "" and err.count("\n") == 1 and f"field '{field}'" in err
+    named = f"argument {field}:" if field.startswith("--") else f"field '{field}'"
+    assert code == 2 and out == "" and err.count("\n") == 1 and named in err
 
 
 def test_dropping_input_dependent_zeros_never_adds_flops():
