@@ -137,6 +137,12 @@ def cfg_device_sections(text: str, file: str, required: bool) -> tuple[dict[str,
             counts[0], counts[1])
 
 
+def words_gbps(words: float, clock_hz: float) -> float:
+    """SCALE-Sim's ``Bandwidth`` (words/cycle) in GB/s: words of :data:`DEVICE_WORD_BYTES` at the file's
+    clock (Hz), the figure a .cfg device file's ``[memory] hbm_gbps`` must match."""
+    return words * DEVICE_WORD_BYTES * clock_hz / 1e9
+
+
 def check_bandwidth_once(memory: dict[str, Any], words_per_cycle: tuple[int, ...], clock_hz: float | None,
                          file: str) -> None:
     """A .cfg device file with both SCALE-Sim's ``Bandwidth`` (words/cycle, read by ``cost --engine cycle``)
@@ -146,7 +152,7 @@ def check_bandwidth_once(memory: dict[str, Any], words_per_cycle: tuple[int, ...
         return
     hbm = memory["hbm_gbps"]
     for words in words_per_cycle:
-        gbps = words * DEVICE_WORD_BYTES * clock_hz / 1e9
+        gbps = words_gbps(words, clock_hz)
         if abs(gbps - hbm) > BANDWIDTH_TOLERANCE * hbm:
             raise InputError(f"Bandwidth = {words} words/cycle × {DEVICE_WORD_BYTES} B × {clock_hz / 1e9:g} GHz = "
                              f"{gbps:g} GB/s but [memory] hbm_gbps = {hbm:g} GB/s: cost --engine cycle reads the "

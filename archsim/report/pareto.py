@@ -50,13 +50,21 @@ def with_front(results: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def width(frame: pd.DataFrame, bytes_unit: str = " B") -> pd.Series:
+    """Each row's element width as its spec named it: the dtype (a ``dtypes`` sweep's ``dtype`` column),
+    else the bytes per element."""
+    if "dtype" in frame.columns:
+        return frame["dtype"].astype(str)
+    return frame["element_bytes"].astype(str) + bytes_unit
+
+
 def _label(frame: pd.DataFrame) -> pd.Series:
     return ("batch " + frame["batch"].astype(str) + ", "
             + frame["rows"].astype(str) + "x" + frame["cols"].astype(str) + " " + frame["dataflow"].astype(str)
             + ", SRAM " + frame["sram_kb"].astype(str) + " KiB, DRAM " + frame["bandwidth_words_per_cycle"].astype(str)
             + " words/cycle"
             + ", " + frame["clock_ghz"].map(lambda c: "no clock" if is_nan(c) else f"{c:g} GHz")
-            + ", " + frame["element_bytes"].astype(str) + " B, M=" + frame["microbatches"].astype(str)
+            + ", " + width(frame) + ", M=" + frame["microbatches"].astype(str)
             + ", P=" + frame["processors"].astype(str) + " " + frame["method"].astype(str)
             + ", " + frame["energy_table"].astype(str))
 
@@ -90,7 +98,7 @@ def energy_parts_figure(results: pd.DataFrame, network: str) -> go.Figure:
     clock = front["clock_ghz"].map(lambda c: "" if is_nan(c) else f" {c:g}GHz")
     labels = ("b" + front["batch"].astype(str) + " " + front["rows"].astype(str) + "x" + front["cols"].astype(str)
               + " " + front["dataflow"].astype(str) + " S" + front["sram_kb"].astype(str) + " bw" + front["bandwidth_words_per_cycle"].astype(str)
-              + clock + " " + front["element_bytes"].astype(str) + "B M" + front["microbatches"].astype(str)
+              + clock + " " + width(front, "B") + " M" + front["microbatches"].astype(str)
               + " P" + front["processors"].astype(str) + " " + front["method"].astype(str)
               + " " + front["energy_table"].astype(str))
     fig = go.Figure()
@@ -104,6 +112,7 @@ def energy_parts_figure(results: pd.DataFrame, network: str) -> go.Figure:
 
 def front_table(results: pd.DataFrame, network: str) -> pd.DataFrame:
     data = with_front(results[results.network == network])
-    columns = ["batch", "rows", "cols", "dataflow", "sram_kb", "bandwidth_words_per_cycle", "clock_ghz", "element_bytes", "microbatches",
-               "processors", "method", "energy_table", time_column(data), "energy_pj", "area_mm2"]
+    columns = ["batch", "rows", "cols", "dataflow", "sram_kb", "bandwidth_words_per_cycle", "clock_ghz", "element_bytes",
+               *(["dtype"] if "dtype" in data.columns else []), "microbatches", "processors", "method", "energy_table",
+               time_column(data), "energy_pj", "area_mm2"]
     return data[data["pareto"]][columns].sort_values(columns[-3]).reset_index(drop=True)

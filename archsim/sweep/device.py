@@ -18,7 +18,8 @@ A spec names ``model`` and ``device`` in its ``[sweep]`` table (docs/concepts.md
     static_watts = 0                 # assumed static power per chip, W (default 0)
 
 Each point is the device with those fields replaced (every other field as the file states it: the
-SRAM per array, the clock, the links), ``chips`` of it in one server as a cluster file
+SRAM per array, the clock, the links; a .cfg's SCALE-Sim ``Bandwidth``, where it states one, restated
+as the whole words/cycle nearest ``hbm_gbps``, :func:`cfg_words`), ``chips`` of it in one server as a cluster file
 ``[[servers]] gpus = chips, device = …, intra_server_gbps`` gives them (the in-server link the
 device's own ``[links] intra_gbps``, :func:`in_server_gbps`), and TP 1 × PP 1 × DP ``chips``: seconds, memory and
 ``energy_j`` are :func:`archsim.train`'s (the energy model's dynamic joules on an array device), plus
@@ -333,6 +334,7 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
                 raise InputError(f"expected GB/s in (0, 10⁷), got {shown(x)}", file=file, field="hbm_gbps")
             return float(x)
         hbm = axis("hbm_gbps", gbps)
+        _check_cfg_bandwidths(device_path, device.arrays.clock_hz, hbm, file)
     chips = axis("chips", integer("chips", MAX_CHIPS))
     global_batch = integer("global_batch")(table["global_batch"])
     micro_batch = integer("micro_batch")(table.get("micro_batch", 1))
@@ -365,6 +367,48 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
         device_sha256=file_sha256(device_path), arrays=arrays, hbm_gbps=hbm, chips=chips, global_batch=global_batch,
         micro_batch=micro_batch, recompute=recompute, dtype=dtype, attention=attention, static_watts=float(watts),
         source=file)
+
+
+def states_bandwidth(device_path: str) -> bool:
+    """Whether a .cfg device file states SCALE-Sim's ``Bandwidth`` (SCALE-Sim's default is no statement)."""
+    import configparser
+
+    from archsim.validate import read_text
+
+    if Path(device_path).suffix.lower() != ".cfg":
+        return False
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read_string(read_text(device_path, "device file"), source=device_path)  # load_device read it already
+    return parser.has_option("architecture_presets", "Bandwidth")
+
+
+def cfg_words(gbps: float, clock_hz: float) -> int:
+    """The whole ``Bandwidth`` (words/cycle) nearest ``gbps`` GB/s at ``clock_hz``: a point's .cfg
+    states this beside ``[memory] hbm_gbps`` (the reader's conversion, :func:`words_gbps`)."""
+    from archsim.array.device_sections import words_gbps
+
+    return max(1, round(gbps / words_gbps(1, clock_hz)))
+
+
+def _check_cfg_bandwidths(device_path: str, clock_hz: float, hbm: tuple[float | None, ...], file: str) -> None:
+    """A .cfg device that states ``Bandwidth`` has each swept ``hbm_gbps`` restated as whole words/cycle
+    (:func:`cfg_words`), so every point is a file the device-file readers accept; a figure no whole
+    count of words matches within their 1% is refused, naming it."""
+    from archsim.array.device_sections import DEVICE_WORD_BYTES, check_bandwidth_once, words_gbps
+
+    if not states_bandwidth(device_path):
+        return
+    for gbps in hbm:
+        if gbps is None:
+            continue
+        words = cfg_words(gbps, clock_hz)
+        try:
+            check_bandwidth_once({"hbm_gbps": gbps}, (words,), clock_hz, device_path)
+        except InputError:
+            raise InputError(f"{gbps:g} GB/s is no whole Bandwidth for the .cfg device, which states one: the nearest, "
+                             f"{words} words/cycle × {DEVICE_WORD_BYTES} B × {clock_hz / 1e9:g} GHz = "
+                             f"{words_gbps(words, clock_hz):g} GB/s, is more than 1% off", file=file,
+                             field="hbm_gbps") from None
 
 
 def _read(load: Callable[[str], T], path: str, file: str, key: str) -> T:
