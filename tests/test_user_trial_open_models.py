@@ -127,6 +127,7 @@ def test_one_gpu_holds_exactly_the_models_parameters(capsys, name):
     """At TP 1, PP 1 the one rank holds every parameter once: the final RMS norm has γ alone, as each layer's."""
     code, doc, _ = _train([str(DATA / name), "--global-batch", "1", "--seq", "128"], capsys)
     assert code == 0 and doc["meta"]["memory_per_rank"][0]["parameters"] == CARDS[name][0]
+    assert doc["meta"]["parameters"] == CARDS[name][0]  # the whole model's count, the one rank's
 
 
 # -- TP must divide the key/value heads, as Megatron-LM's query groups ------------------------------------

@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.training.parallel import Parallelism
     from archsim.training.run import train
     from archsim.training.stage_split import parse_stage_layers
-    from archsim.training.train_json import network_lines, train_document
+    from archsim.training.train_json import network_lines, parameters_line, train_document
     from archsim.training.train_layout import lay_out
     from archsim.validate import check_job_size
     from archsim.workload.transformer import load_transformer
@@ -151,6 +151,8 @@ def run(args: argparse.Namespace) -> int:
         show = (lambda v: format_number(v, digits)) if args.format == "table" else repr  # csv: full precision
         meta = {k: v for k, v in meta.items() if not isinstance(v, (list, dict))} | network_lines(document["meta"])
         meta["breakdown_seconds"] = ", ".join(f"{k}: {show(v)}" for k, v in result.breakdown.items())
+        if args.format == "table":  # csv keeps the exact integer
+            meta["parameters"] = parameters_line(meta["parameters"])
     warning = rank_memory_warning(result, machines)
     if warning:
         print(f"archsim train: warning: {warning}", file=sys.stderr)

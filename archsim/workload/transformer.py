@@ -26,9 +26,9 @@ d → ffn → d with GELU, OPT with ReLU; Llama: gate and up d → ffn, SiLU·up
 norms (LayerNorm; Llama's RMSNorm is costed as a norm with γ and β: one d-vector per norm more
 than it has). GPT and Llama end with the final norm and the LM head (d → vocab); BERT is its
 encoder stack (embedding LayerNorm and layers, as the shipped ``bert_large``; no pooler or
-pre-training heads). Embedding tables are lookups, not layers:
-:attr:`TransformerConfig.parameter_count` adds them (an LM head tied to the token embedding is
-counted once).
+pre-training heads). Embedding tables are lookups, not layers. :attr:`TransformerConfig.parameter_count`
+is the model's exact count, not the network's: RMSNorm's γ alone, the embedding tables added (an LM
+head tied to the token embedding counted once).
 """
 
 from __future__ import annotations
@@ -197,9 +197,15 @@ class TransformerConfig:
 
     @property
     def parameter_count(self) -> int:
+        """The whole model's parameters as Megatron counts them (RMSNorm γ only, LayerNorm γ and β, a tied
+        token table once, the vocabulary unpadded): the per-rank counts of
+        :func:`archsim.training.memory.stage_parameters` build on the same per-layer and norm counts."""
         if self.family == "switch":
             return switch_parameter_count(self)
-        return self.network().parameter_count + self.embedding_parameters
+        from archsim.training.layer_ops import layer_parameters, outer_norm_parameters  # it builds on this module
+
+        head = 0 if self.family == "bert" else self.vocab * self.hidden  # the LM head (the tied table's one count)
+        return self.layers * layer_parameters(self) + outer_norm_parameters(self) + head + self.embedding_parameters
 
     def network(self, seq: int | None = None) -> Network:
         refuse_switch(self, "the array commands' per-sample network")
