@@ -95,6 +95,7 @@ class TransformerConfig:
     qkv_bias: bool = False  # llama: q, k and v projections with biases (Qwen2); gpt, opt, bert have all biases
     qk_norm: bool = False  # llama: an RMS norm over head_dim on every query and key head before RoPE (Qwen3)
     scaled_embeddings: bool = False  # llama: the token embeddings multiplied by √hidden before layer 1 (Gemma)
+    torch_dtype: str = ""  # a Hugging Face config's torch_dtype as written (not priced: config_dtype_note); "": none
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
@@ -355,6 +356,20 @@ def default_seq_note(config: TransformerConfig, path: str | Path, seq: int | Non
         return ""
     return (f"sequence length {config.seq} tokens per sample, from max_position_embeddings: a rotary model's "
             f"longest context, not its training length; {flag} sets it")
+
+
+def config_dtype_note(config: TransformerConfig, priced: str, flag: str = "--dtype") -> str:
+    """The note ``train`` prints when ``--dtype`` was not given and the config's ``torch_dtype`` names
+    another of train's dtypes than ``priced`` (its default): the figures are for a precision the model's
+    checkpoint is not in, and nothing else says so. '' when there is nothing to say; ``flag`` names the
+    way to set it (``dtype=`` from Python)."""
+    from archsim.choices.devices import TORCH_DTYPES
+
+    wanted = TORCH_DTYPES.get(config.torch_dtype)
+    if wanted is None or wanted == priced:
+        return ""
+    how = f"{flag}{wanted!r}" if flag.endswith("=") else f"{flag} {wanted}"  # dtype='bf16', --dtype bf16
+    return f"config.json says {config.torch_dtype}; priced in {priced}, train's default: give {how} to price it so"
 
 
 def _get(table: dict, key: str, default=None, *, required: bool = True):
