@@ -181,11 +181,13 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
     :func:`archsim.training.energy.priced`) and its :class:`~archsim.training.throughput.Throughput`
     (MFU, TFLOP/s per GPU, tokens/s); ``result.to_dict()`` is the document ``archsim train --format json``
     prints. A TP group across servers and a rank whose memory does not fit its GPU (``result.fits``) are
-    each a :class:`UserWarning`, the line ``archsim train`` prints on stderr."""
+    each a :class:`UserWarning`, the line ``archsim train`` prints on stderr; so is its note when ``dtype``
+    is None, ``cluster`` a path (fp16) and the config's ``torch_dtype`` names another dtype."""
     from dataclasses import replace
 
     from archsim.choices.training import BALANCES, IMPLEMENTATIONS
     from archsim.fits import rank_memory_warning, tp_span_warning
+    from archsim.training.cluster import GpuCluster
     from archsim.training.energy import priced
     from archsim.training.parallel import Parallelism
     from archsim.training.run import train as _train
@@ -194,6 +196,7 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
     from archsim.training.train_json import train_document
     from archsim.training.train_layout import lay_out
     from archsim.validate import DEFAULT_MAX_OPS, check_job_size
+    from archsim.workload.transformer import config_dtype_note
 
     _check_choice(implementation, IMPLEMENTATIONS, "implementation")
     _check_choice(balance, BALANCES, "balance")
@@ -209,8 +212,10 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
     machines = laid.machines
     result = priced(_train(config, laid.par, machines[0], machines), config, laid.par, laid.cluster, implementation)
     result = replace(result, document=train_document(result, config, laid, implementation))
+    dtype_note = "" if dtype is not None or isinstance(cluster, GpuCluster) else \
+        config_dtype_note(config, laid.cluster.dtype, "dtype=")
     for warning in (tp_span_warning(laid.cluster, laid.par), rank_memory_warning(result, machines),
-                    _seq_note(model, config, seq)):
+                    _seq_note(model, config, seq), dtype_note):
         if warning:  # the lines archsim train prints on stderr, in its order
             import warnings
 

@@ -48,10 +48,10 @@ def test_qwen3_8b_is_read_and_its_parameters_match_the_hand_count_and_the_card()
     c = load_transformer(DATA / "qwen3_8b.json")
     assert (c.family, c.qk_norm, c.qkv_bias, c.head_dim, c.kv_channels) == ("llama", True, False, 128, 0)
     h, v, layers, hd = 4096, 151936, 36, 128
-    # network: two norms with γ and β (4 h-vectors), q and k norms with γ and β over head_dim (2 · 2 · 128)
-    layer = _llama_layer(h, 32, 8, hd, 12288, 4) + 2 * 2 * hd
-    assert layer == 4096 * 4096 + 2 * 4096 * 1024 + 4096 * 4096 + 3 * 4096 * 12288 + 4 * 4096 + 512
-    non_embedding = layers * layer + 2 * h  # and the final norm
+    # the model: two RMS norms' γ (2 h-vectors), q and k norms' γ over head_dim (2 · 128)
+    layer = _llama_layer(h, 32, 8, hd, 12288, 2) + 2 * hd
+    assert layer == 4096 * 4096 + 2 * 4096 * 1024 + 4096 * 4096 + 3 * 4096 * 12288 + 2 * 4096 + 256
+    non_embedding = layers * layer + h  # and the final RMS norm's γ
     assert c.parameter_count == non_embedding + 2 * v * h  # untied: token table and LM head
     assert 6.945e9 <= non_embedding < 6.955e9 and 8.15e9 <= c.parameter_count < 8.25e9  # the card's 6.95B, 8.2B
     # Megatron's layer: RMS norms' γ alone, q and k norms' γ (head_dim each) too
@@ -121,9 +121,9 @@ def test_gemma_7b_is_read_and_its_parameters_match_the_hand_count_and_the_card()
     assert (c.tied_embeddings, c.scaled_embeddings, c.qk_norm, c.mlp_activation) == (
         True, True, False, "gelu_pytorch_tanh")  # GemmaConfig's defaults: tied, GeGLU with tanh gelu
     h, v, layers = 3072, 256000, 28
-    layer = _llama_layer(h, 16, 16, 256, 24576, 4)
-    assert layer == 4 * 3072 * 4096 + 3 * 3072 * 24576 + 4 * 3072
-    count = layers * layer + 2 * h + v * h  # final norm; the tied table once
+    layer = _llama_layer(h, 16, 16, 256, 24576, 2)  # the RMS norms' γ
+    assert layer == 4 * 3072 * 4096 + 3 * 3072 * 24576 + 2 * 3072
+    count = layers * layer + h + v * h  # final norm's γ; the tied table once
     assert c.parameter_count == count
     assert 8.535e9 <= count < 8.545e9  # the card's 8.54B
 

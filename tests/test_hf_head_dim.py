@@ -75,9 +75,9 @@ def test_mistral_nemo_parameters_match_the_hand_count_and_the_card(tmp_path):
     c = _load(tmp_path, NEMO)
     assert (c.head_dim, c.attention_width) == (128, 4096)
     h, v, layers = 5120, 131072, 40
-    layer = _llama_layer(h, 32, 8, 128, 14336)
-    assert layer == 5120 * 4096 + 2 * 5120 * 1024 + 4096 * 5120 + 3 * 5120 * 14336 + 4 * 5120
-    count = layers * layer + 2 * h + 2 * v * h  # final norm (γ, β), untied embedding and LM head
+    layer = _llama_layer(h, 32, 8, 128, 14336, norm_vectors=2)  # the RMS norms' γ
+    assert layer == 5120 * 4096 + 2 * 5120 * 1024 + 4096 * 5120 + 3 * 5120 * 14336 + 2 * 5120
+    count = layers * layer + h + 2 * v * h  # final norm's γ, untied embedding and LM head
     assert c.parameter_count == count
     assert 12.2e9 <= count < 12.3e9  # the card's 12.2B
 
@@ -86,7 +86,7 @@ def test_qwen3_4b_shape_parameters_and_a_wider_attention_costs_more(tmp_path):
     c = _load(tmp_path, QWEN3_4B_SHAPE)
     assert (c.head_dim, c.attention_width, c.rotary_dims) == (128, 4096, 128)
     h, v, layers = 2560, 151936, 36
-    non_embedding = layers * _llama_layer(h, 32, 8, 128, 9728) + 2 * h
+    non_embedding = layers * _llama_layer(h, 32, 8, 128, 9728, norm_vectors=2) + h  # RMS norms' γ
     assert c.parameter_count == non_embedding + v * h  # tied: the table once
     assert 3.55e9 <= non_embedding < 3.65e9 and 3.95e9 <= c.parameter_count < 4.05e9  # the card's 3.6B and 4.0B
     narrow = _load(tmp_path, {**QWEN3_4B_SHAPE, "head_dim": 80}, "narrow")  # 2560 / 32
@@ -118,7 +118,7 @@ def test_qwen2_7b_is_read_with_qkv_biases_counted_and_no_extra_kernel(tmp_path):
     c = _load(tmp_path, QWEN2_7B)
     assert (c.family, c.qkv_bias, c.head_dim, c.kv_channels) == ("llama", True, 128, 0)
     h, v, layers = 3584, 152064, 28
-    non_embedding = layers * _llama_layer(h, 28, 4, 128, 18944, qkv_bias=True) + 2 * h
+    non_embedding = layers * _llama_layer(h, 28, 4, 128, 18944, qkv_bias=True, norm_vectors=2) + h  # RMS γ
     assert c.parameter_count == non_embedding + 2 * v * h
     assert 7.61e9 <= c.parameter_count < 7.62e9 and 6.525e9 <= non_embedding < 6.535e9  # 7.61B, 6.53B
     plain = _load(tmp_path, {**QWEN2_7B, "model_type": "llama"}, "llama")

@@ -61,7 +61,9 @@ def _train(argv: list[str], capsys) -> tuple[int, dict, str]:
 
 def test_train_notes_that_a_rotary_configs_default_seq_is_its_longest_context(capsys):
     # Llama-3-8B's max_position_embeddings (8192) is its longest context; the run is at that length
-    code, doc, err = _train([str(DATA / "llama3_8b.json"), "--tp", "8", "--pp", "2", "--global-batch", "2"], capsys)
+    # --dtype bf16, the config's torch_dtype: no note on the dtype
+    code, doc, err = _train([str(DATA / "llama3_8b.json"), "--tp", "8", "--pp", "2", "--global-batch", "2",
+                             "--dtype", "bf16"], capsys)
     assert code == 0 and doc["meta"]["seq"] == 8192
     assert err.count("\n") == 1 and "note: sequence length 8192 tokens per sample, from max_position_embeddings" in err
     assert "--seq N sets it" in err
@@ -69,7 +71,7 @@ def test_train_notes_that_a_rotary_configs_default_seq_is_its_longest_context(ca
 
 def test_no_seq_note_when_seq_is_given_or_the_table_is_learned(capsys):
     code, doc, err = _train([str(DATA / "llama3_8b.json"), "--tp", "8", "--pp", "2", "--global-batch", "2",
-                             "--seq", "1024"], capsys)
+                             "--seq", "1024", "--dtype", "bf16"], capsys)
     assert code == 0 and doc["meta"]["seq"] == 1024 and err == ""
     # GPT-2's n_positions is the length its learned table was trained at: the default needs no note
     code, doc, err = _train([str(ROOT / "configs" / "transformers" / "gpt2.json"), "--global-batch", "2"], capsys)
@@ -127,6 +129,7 @@ def test_one_gpu_holds_exactly_the_models_parameters(capsys, name):
     """At TP 1, PP 1 the one rank holds every parameter once: the final RMS norm has γ alone, as each layer's."""
     code, doc, _ = _train([str(DATA / name), "--global-batch", "1", "--seq", "128"], capsys)
     assert code == 0 and doc["meta"]["memory_per_rank"][0]["parameters"] == CARDS[name][0]
+    assert doc["meta"]["parameters"] == CARDS[name][0]  # the whole model's count, the one rank's
 
 
 # -- TP must divide the key/value heads, as Megatron-LM's query groups ------------------------------------
@@ -159,12 +162,12 @@ def test_python_warns_the_default_seq_note_the_commands_print(capsys):
 
     model = str(DATA / "llama3_8b.json")
     with pytest.warns(UserWarning, match="sequence length 8192 tokens per sample, from max_position_embeddings"):
-        result, _ = archsim.train(model, cluster=str(CLUSTER), tp=8, pp=2, global_batch=2)
-    code, doc, err = _train([model, "--tp", "8", "--pp", "2", "--global-batch", "2"], capsys)
+        result, _ = archsim.train(model, cluster=str(CLUSTER), tp=8, pp=2, global_batch=2, dtype="bf16")
+    code, doc, err = _train([model, "--tp", "8", "--pp", "2", "--global-batch", "2", "--dtype", "bf16"], capsys)
     assert code == 0 and result.to_dict() == doc and err.startswith("archsim train: note: sequence length 8192")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        archsim.train(model, cluster=str(CLUSTER), tp=8, pp=2, global_batch=2, seq=1024)
+        archsim.train(model, cluster=str(CLUSTER), tp=8, pp=2, global_batch=2, seq=1024, dtype="bf16")
     with pytest.warns(UserWarning, match="sequence length 32768 tokens per sample"):
         archsim.search(str(DATA / "mistral_7b_v0_1.json"), cluster=str(CLUSTER), global_batch=16, gpus=8,
                        max_micro_batch=1, schedule="1f1b", recompute="full", top=1, progress=False)

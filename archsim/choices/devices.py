@@ -6,6 +6,7 @@ DTYPES = ("fp32", "fp16", "bf16")  # a GEMM of a dtype runs at the device's peak
 # fp16/bf16 on the tensor cores, fp32 on the FP32 lanes (PyTorch's default for fp32 matmuls:
 # ``torch.backends.cuda.matmul.allow_tf32`` is False since PyTorch 1.12, so TF32 is not used)
 ELEMENT_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}  # bytes per element of every dtype name archsim knows
+TORCH_DTYPES = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}  # PyTorch's dtype names → archsim's
 # What the array commands (``archsim cost``, ``energy``) and ``archsim.cost`` take as --dtype: train's
 # names, plus the 1-byte word SCALE-Sim counts in (its DRAM and SRAM figures are words), which stays their
 # default: the LayerPipe reproduction and the SCALE-Sim exactness checks count in it. The energy tables'

@@ -112,6 +112,10 @@ def run(args: argparse.Namespace) -> int:
                 for k, v in meta.items() if k != "pareto"}
         if args.format == "csv":  # one column; the table ends with a block of one line per configuration
             meta["pareto"] = "; ".join(_front_line(r) for r in result.pareto)
+        else:
+            from archsim.training.train_json import parameters_line
+
+            meta["parameters"] = parameters_line(meta["parameters"])
         rows = [{k: v for k, v in row.items() if k not in ("megatron_args", "command")} for row in rows] \
             if args.format == "table" else rows
     columns = None if rows else ["tp", "pp", "dp", "micro_batch", "recompute", "schedule", "iteration_seconds"]

@@ -29,6 +29,7 @@ from archsim.commands.common import (
 )
 from archsim.fits import rank_memory_warning, tp_span_warning
 
+DEFAULT_DTYPE = "fp16"  # --dtype when not given (a config's torch_dtype does not set it: config_dtype_note)
 HELP = "one training iteration of a transformer on GPUs: TP × PP × DP, time, memory, breakdown"
 
 
@@ -38,9 +39,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cluster", required=True, metavar="CLUSTER.toml",
                         help='cluster TOML whose [[servers]] name their GPU (gpu = "a100-80gb") or a device file '
                              '(device = "chip.toml" or a SCALE-Sim .cfg, relative to the cluster file)')
-    parser.add_argument("--dtype", default="fp16", choices=DTYPES,
-                        help="training precision: fp16/bf16 mixed precision, or fp32 (on a GPU its FP32 lanes, "
-                             "PyTorch's default; 4 bytes per element)")
+    parser.add_argument("--dtype", default=None, choices=DTYPES,
+                        help=f"training precision: fp16/bf16 mixed precision, or fp32 (on a GPU its FP32 lanes, "
+                             f"PyTorch's default; 4 bytes per element) (default: {DEFAULT_DTYPE}, whatever the "
+                             "config's torch_dtype: a note says when it names another)")
     parser.add_argument("--implementation", default="megatron", choices=IMPLEMENTATIONS,
                         help="whose op list runs: Megatron-LM's fused kernels, or plain eager PyTorch on one GPU (TP, PP, DP 1) "
                              "(fp16/bf16: the AMP GPT of benchmarks/gpu_train_measure.py; fp32: Hugging Face's "
@@ -107,11 +109,13 @@ def run(args: argparse.Namespace) -> int:
     from archsim.training.parallel import Parallelism
     from archsim.training.run import train
     from archsim.training.stage_split import parse_stage_layers
-    from archsim.training.train_json import network_lines, train_document
+    from archsim.training.train_json import network_lines, parameters_line, train_document
     from archsim.training.train_layout import lay_out
     from archsim.validate import check_job_size
-    from archsim.workload.transformer import load_transformer
+    from archsim.workload.transformer import config_dtype_note, load_transformer
 
+    dtype_given = args.dtype is not None
+    args = argparse.Namespace(**{**vars(args), "dtype": args.dtype or DEFAULT_DTYPE})
     if args.stage_layers and args.balance == "planned":  # flag combinations: checked before the model is read
         raise InputError("--stage-layers gives the split --balance planned would plan: give one of them",
                          field="balance")
@@ -151,10 +155,15 @@ def run(args: argparse.Namespace) -> int:
         show = (lambda v: format_number(v, digits)) if args.format == "table" else repr  # csv: full precision
         meta = {k: v for k, v in meta.items() if not isinstance(v, (list, dict))} | network_lines(document["meta"])
         meta["breakdown_seconds"] = ", ".join(f"{k}: {show(v)}" for k, v in result.breakdown.items())
+        if args.format == "table":  # csv keeps the exact integer
+            meta["parameters"] = parameters_line(meta["parameters"])
     warning = rank_memory_warning(result, machines)
     if warning:
         print(f"archsim train: warning: {warning}", file=sys.stderr)
     note_default_seq(config, args.model, args.seq, "train")
+    dtype_note = "" if dtype_given else config_dtype_note(config, args.dtype)
+    if dtype_note:
+        print(f"archsim train: note: {dtype_note}", file=sys.stderr)
     note_unread_cluster_keys(cluster, "train")  # the run done: notes never precede an error line
     emit(render(frame, args.format, meta=meta, precision=args.precision), args)
     write_timeline_outputs(args, result.timeline, f"{config.name}: TP{par.tp} PP{par.pp} DP{par.dp}",

@@ -310,10 +310,16 @@ def qk_norm_parameters(c: TransformerConfig) -> int:
     return 2 * c.head_dim if c.qk_norm else 0
 
 
+def outer_norm_parameters(c: TransformerConfig) -> int:
+    """The one norm outside the layers (replicated over TP): the final norm (Llama's RMSNorm γ; GPT's and
+    OPT's LayerNorm γ and β) or BERT's embedding LayerNorm (γ, β)."""
+    return (1 if c.family == "llama" else 2) * c.hidden
+
+
 def embedding_parameters(c: TransformerConfig, tp: int = 1) -> int:
     """Token table (padded vocabulary, split over TP) and learned positions (replicated)."""
     return padded_vocab(c.vocab, tp) // tp * c.hidden + c.positions * c.hidden
 
 
 __all__ = ["UNFUSED_SOFTMAX", "Collective", "Work", "block_work", "embedding_parameters", "embedding_work", "flash_attention_ops",
-           "fused_softmax", "head_work", "layer_parameters", "qk_norm_parameters", "residual_elements", "rope_elements", "window_gemms"]
+           "fused_softmax", "head_work", "layer_parameters", "outer_norm_parameters", "qk_norm_parameters", "residual_elements", "rope_elements", "window_gemms"]

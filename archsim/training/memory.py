@@ -40,7 +40,7 @@ from itertools import pairwise
 import numpy as np
 
 from archsim.errors import InputError
-from archsim.training.layer_ops import embedding_parameters, layer_parameters, qk_norm_parameters
+from archsim.training.layer_ops import embedding_parameters, layer_parameters, outer_norm_parameters, qk_norm_parameters
 from archsim.training.parallel import Parallelism, layers_per_stage, padded_vocab
 from archsim.workload.transformer import TransformerConfig, layer_widths
 
@@ -123,7 +123,7 @@ def stage_parameters(c: TransformerConfig, par: Parallelism, layers: int, first:
     if first:
         params += embedding_parameters(c, par.tp)
     if last:
-        params += (1 if c.family == "llama" else 2) * c.hidden  # the final norm: RMS γ (Llama), LayerNorm γ and β
+        params += outer_norm_parameters(c)  # the final norm: RMS γ (Llama), LayerNorm γ and β
         if (par.pp > 1 if head_copy is None else head_copy) or not c.tied_embeddings:
             params += padded_vocab(c.vocab, par.tp) // par.tp * c.hidden
     return params

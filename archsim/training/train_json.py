@@ -29,7 +29,8 @@ def train_document(result, config, laid, implementation: str) -> dict:
     peak = sum(m.gpu.peak(m.dtype) for m in machines) / len(machines)
     rates = asdict(throughput(config, par.global_batch, par.recompute, result.iteration_seconds, par.gpus, peak,
                               par.attention))
-    meta = {"model": config.name, "seq": config.seq, "gpu": ", ".join(sorted({m.gpu.name for m in machines})),
+    meta = {"model": config.name, "parameters": config.parameter_count, "seq": config.seq,
+            "gpu": ", ".join(sorted({m.gpu.name for m in machines})),
             "gpus": par.gpus, "tp": par.tp, "pp": par.pp,
             "dp": par.dp, "global_batch": par.global_batch, "micro_batch": par.micro_batch,
             "microbatches": par.microbatches, "recompute": par.recompute,
@@ -47,6 +48,13 @@ def train_document(result, config, laid, implementation: str) -> dict:
             "after_backward_seconds": [dict(p) for p in result.post], "timeline": timeline}
     rows = [{k: row[k] for k in ("piece", "name", "op", "seconds")} for row in result.ops]
     return {"meta": meta, "rows": rows}
+
+
+def parameters_line(count: int) -> str:
+    """The table's one line of a model's total parameters: billions (millions under 10⁹) to 3 significant
+    figures, then the exact count ("8.03 B (8,030,261,248)", "124 M (124,439,808)")."""
+    scale, unit = (1e9, "B") if count >= 1e9 else (1e6, "M")
+    return f"{count / scale:.3g} {unit} ({count:,})"
 
 
 def network_meta(laid) -> dict:
@@ -108,7 +116,8 @@ def search_document(result, config, cluster, *, model: str, cluster_file: str, g
             for row in result.rows]
     gains = [row["uneven_gain"] for row in result.rows if row["uneven_gain"] == row["uneven_gain"]]
     none = float("nan")  # no split applies (or no row): NaN, as the rows' own gain columns have it
-    meta = {"model": config.name, "seq": config.seq, "gpu": cluster.gpu_names, "dtype": cluster.dtype,
+    meta = {"model": config.name, "parameters": config.parameter_count, "seq": config.seq,
+            "gpu": cluster.gpu_names, "dtype": cluster.dtype,
             "gpus": ",".join(map(str, gpus)) if gpus else cluster.topology.devices,
             "global_batch": global_batch, "objective": objective, "balance": balance,
             "enumerated": result.enumerated, "costed": result.costed, "rejected": dict(result.rejected),

@@ -34,6 +34,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from archsim.choices.devices import TORCH_DTYPES
 from archsim.devices.catalog import BOARD_OF_CHIP, KNOWN_GPUS, GpuSpec
 from archsim.devices.device import ELEMENT_BYTES, Device, catalog_device
 from archsim.devices.kernel_ops import kernel_families, op_seconds, path_op_seconds, timed_alone
@@ -49,7 +50,7 @@ from archsim.devices.kernels import (
 from archsim.errors import InputError
 from archsim.lowering import TrainingOp
 
-CSV_DTYPES = {**{name: name for name in ELEMENT_BYTES}, "float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}
+CSV_DTYPES = {**{name: name for name in ELEMENT_BYTES}, **TORCH_DTYPES}
 """The CSV metadata's dtype names → archsim's (:data:`archsim.devices.device.ELEMENT_BYTES`)."""
 
 TensorConstants = Callable[[str], KernelConstants]

@@ -8,7 +8,7 @@ set to a value archsim does not model; the fields that change no work are listed
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from archsim.choices.training import HF_MODEL_TYPES
@@ -130,6 +130,13 @@ def _number(config: dict, key: str, default: float) -> float:
 
 
 def from_hf(config: dict, path: Path) -> TransformerConfig:
+    """The config's shapes, and its ``torch_dtype`` as written where it is a string (metadata: what the
+    checkpoint is stored in, which :func:`~archsim.workload.transformer.config_dtype_note` states)."""
+    stated = config.get("torch_dtype")
+    return replace(_shapes(config, path), torch_dtype=stated if isinstance(stated, str) else "")
+
+
+def _shapes(config: dict, path: Path) -> TransformerConfig:
     kind = str(config.get("model_type", "")).lower()
     name = path.parent.name if path.name == "config.json" else path.stem
     check_fixed(config, kind)

@@ -26,9 +26,9 @@ d → ffn → d with GELU, OPT with ReLU; Llama: gate and up d → ffn, SiLU·up
 norms (LayerNorm; Llama's RMSNorm is costed as a norm with γ and β: one d-vector per norm more
 than it has). GPT and Llama end with the final norm and the LM head (d → vocab); BERT is its
 encoder stack (embedding LayerNorm and layers, as the shipped ``bert_large``; no pooler or
-pre-training heads). Embedding tables are lookups, not layers:
-:attr:`TransformerConfig.parameter_count` adds them (an LM head tied to the token embedding is
-counted once).
+pre-training heads). Embedding tables are lookups, not layers. :attr:`TransformerConfig.parameter_count`
+is the model's exact count, not the network's: RMSNorm's γ alone, the embedding tables added (an LM
+head tied to the token embedding counted once).
 """
 
 from __future__ import annotations
@@ -95,6 +95,7 @@ class TransformerConfig:
     qkv_bias: bool = False  # llama: q, k and v projections with biases (Qwen2); gpt, opt, bert have all biases
     qk_norm: bool = False  # llama: an RMS norm over head_dim on every query and key head before RoPE (Qwen3)
     scaled_embeddings: bool = False  # llama: the token embeddings multiplied by √hidden before layer 1 (Gemma)
+    torch_dtype: str = ""  # a Hugging Face config's torch_dtype as written (not priced: config_dtype_note); "": none
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
@@ -197,9 +198,15 @@ class TransformerConfig:
 
     @property
     def parameter_count(self) -> int:
+        """The whole model's parameters as Megatron counts them (RMSNorm γ only, LayerNorm γ and β, a tied
+        token table once, the vocabulary unpadded): the per-rank counts of
+        :func:`archsim.training.memory.stage_parameters` build on the same per-layer and norm counts."""
         if self.family == "switch":
             return switch_parameter_count(self)
-        return self.network().parameter_count + self.embedding_parameters
+        from archsim.training.layer_ops import layer_parameters, outer_norm_parameters  # it builds on this module
+
+        head = 0 if self.family == "bert" else self.vocab * self.hidden  # the LM head (the tied table's one count)
+        return self.layers * layer_parameters(self) + outer_norm_parameters(self) + head + self.embedding_parameters
 
     def network(self, seq: int | None = None) -> Network:
         refuse_switch(self, "the array commands' per-sample network")
@@ -349,6 +356,20 @@ def default_seq_note(config: TransformerConfig, path: str | Path, seq: int | Non
         return ""
     return (f"sequence length {config.seq} tokens per sample, from max_position_embeddings: a rotary model's "
             f"longest context, not its training length; {flag} sets it")
+
+
+def config_dtype_note(config: TransformerConfig, priced: str, flag: str = "--dtype") -> str:
+    """The note ``train`` prints when ``--dtype`` was not given and the config's ``torch_dtype`` names
+    another of train's dtypes than ``priced`` (its default): the figures are for a precision the model's
+    checkpoint is not in, and nothing else says so. '' when there is nothing to say; ``flag`` names the
+    way to set it (``dtype=`` from Python)."""
+    from archsim.choices.devices import TORCH_DTYPES
+
+    wanted = TORCH_DTYPES.get(config.torch_dtype)
+    if wanted is None or wanted == priced:
+        return ""
+    how = f"{flag}{wanted!r}" if flag.endswith("=") else f"{flag} {wanted}"  # dtype='bf16', --dtype bf16
+    return f"config.json says {config.torch_dtype}; priced in {priced}, train's default: give {how} to price it so"
 
 
 def _get(table: dict, key: str, default=None, *, required: bool = True):
