@@ -17,14 +17,13 @@ from archsim.errors import InputError
 from archsim.policies.stage_orders import published_order
 from archsim.sim import validate_timeline
 from archsim.training.cluster import single_node
-from archsim.training.layer_ops import layer_parameters
 from archsim.training.memory import memories
 from archsim.training.parallel import Parallelism
 from archsim.training.run import train
 from archsim.training.search import pipeline_seconds
 from archsim.training.stage_split import planned_split, stage_layer_counts
 from archsim.training.stages import rank_stage_times
-from archsim.workload.transformer import TransformerConfig
+from archsim.workload.transformer import TransformerConfig, layer_parameters
 
 
 def tiny(layers: int, vocab: int = 5000) -> TransformerConfig:

@@ -295,31 +295,10 @@ def head_work(c: TransformerConfig, micro_batch: int, tp: int = 1) -> Work:
     return Work((norm_f, f, loss_f), (loss_d, d, g, norm_d), coll_f, coll_b)
 
 
-def layer_parameters(c: TransformerConfig) -> int:
-    """Parameters of one transformer layer (weights and biases; norms' γ, β)."""
-    w = layer_widths(c)
-    h = w.hidden
-    qkv, proj = h * w.qkv, w.attention * h
-    if w.gated:  # Llama: no biases but Qwen2's on q, k and v; the RMS norms' γ (Qwen3's q and k norms' too)
-        return qkv + (w.qkv if c.qkv_bias else 0) + proj + 3 * h * w.ffn + 2 * h + qk_norm_parameters(c)
-    return qkv + w.qkv + proj + h + 2 * h * w.ffn + w.ffn + h + 4 * h
-
-
-def qk_norm_parameters(c: TransformerConfig) -> int:
-    """γ of Qwen3's query and key RMS norms (head_dim each, shared by every head: replicated over TP); 0 without."""
-    return 2 * c.head_dim if c.qk_norm else 0
-
-
-def outer_norm_parameters(c: TransformerConfig) -> int:
-    """The one norm outside the layers (replicated over TP): the final norm (Llama's RMSNorm γ; GPT's and
-    OPT's LayerNorm γ and β) or BERT's embedding LayerNorm (γ, β)."""
-    return (1 if c.family == "llama" else 2) * c.hidden
-
-
 def embedding_parameters(c: TransformerConfig, tp: int = 1) -> int:
     """Token table (padded vocabulary, split over TP) and learned positions (replicated)."""
     return padded_vocab(c.vocab, tp) // tp * c.hidden + c.positions * c.hidden
 
 
 __all__ = ["UNFUSED_SOFTMAX", "Collective", "Work", "block_work", "embedding_parameters", "embedding_work", "flash_attention_ops",
-           "fused_softmax", "head_work", "layer_parameters", "outer_norm_parameters", "qk_norm_parameters", "residual_elements", "rope_elements", "window_gemms"]
+           "fused_softmax", "head_work", "residual_elements", "rope_elements", "window_gemms"]

@@ -40,9 +40,15 @@ from itertools import pairwise
 import numpy as np
 
 from archsim.errors import InputError
-from archsim.training.layer_ops import embedding_parameters, layer_parameters, outer_norm_parameters, qk_norm_parameters
+from archsim.training.layer_ops import embedding_parameters
 from archsim.training.parallel import Parallelism, layers_per_stage, padded_vocab
-from archsim.workload.transformer import TransformerConfig, layer_widths
+from archsim.workload.transformer import (
+    TransformerConfig,
+    layer_parameters,
+    layer_widths,
+    outer_norm_parameters,
+    qk_norm_parameters,
+)
 
 STATE_BYTES_PER_PARAMETER = 16
 

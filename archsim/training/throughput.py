@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from archsim.training.layer_ops import layer_parameters, window_gemms
-from archsim.workload.transformer import TransformerConfig
+from archsim.training.layer_ops import window_gemms
+from archsim.workload.transformer import TransformerConfig, layer_parameters
 
 
 def model_flops(c: TransformerConfig, global_batch: int) -> float:

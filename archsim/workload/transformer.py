@@ -200,11 +200,10 @@ class TransformerConfig:
     def parameter_count(self) -> int:
         """The whole model's parameters as Megatron counts them (RMSNorm γ only, LayerNorm γ and β, a tied
         token table once, the vocabulary unpadded): the per-rank counts of
-        :func:`archsim.training.memory.stage_parameters` build on the same per-layer and norm counts."""
+        :func:`archsim.training.memory.stage_parameters` build on the same per-layer and norm counts
+        (:func:`layer_parameters`, :func:`outer_norm_parameters`)."""
         if self.family == "switch":
             return switch_parameter_count(self)
-        from archsim.training.layer_ops import layer_parameters, outer_norm_parameters  # it builds on this module
-
         head = 0 if self.family == "bert" else self.vocab * self.hidden  # the LM head (the tied table's one count)
         return self.layers * layer_parameters(self) + outer_norm_parameters(self) + head + self.embedding_parameters
 
@@ -273,6 +272,28 @@ def layer_widths(c: TransformerConfig, tp: int = 1) -> LayerWidths:
     refuse_switch(c, "Megatron's layer (and the paths built on it)")
     return LayerWidths(c.hidden, c.heads // tp, max(c.kv_heads // tp, 1), c.head_dim, c.ffn // tp,
                        c.family == "llama")
+
+
+
+def layer_parameters(c: TransformerConfig) -> int:
+    """Parameters of one transformer layer (weights and biases; norms' γ, β)."""
+    w = layer_widths(c)
+    h = w.hidden
+    qkv, proj = h * w.qkv, w.attention * h
+    if w.gated:  # Llama: no biases but Qwen2's on q, k and v; the RMS norms' γ (Qwen3's q and k norms' too)
+        return qkv + (w.qkv if c.qkv_bias else 0) + proj + 3 * h * w.ffn + 2 * h + qk_norm_parameters(c)
+    return qkv + w.qkv + proj + h + 2 * h * w.ffn + w.ffn + h + 4 * h
+
+
+def qk_norm_parameters(c: TransformerConfig) -> int:
+    """γ of Qwen3's query and key RMS norms (head_dim each, shared by every head: replicated over TP); 0 without."""
+    return 2 * c.head_dim if c.qk_norm else 0
+
+
+def outer_norm_parameters(c: TransformerConfig) -> int:
+    """The one norm outside the layers (replicated over TP): the final norm (Llama's RMSNorm γ; GPT's and
+    OPT's LayerNorm γ and β) or BERT's embedding LayerNorm (γ, β)."""
+    return (1 if c.family == "llama" else 2) * c.hidden
 
 
 def _replace_seq(config: TransformerConfig, seq: int) -> TransformerConfig:
