@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     print("cited figures (tests/data/nccl_multinode.csv): measured vs modelled bus bandwidth, GB/s")
     for run in read_cited(ROOT / "tests" / "data" / "nccl_multinode.csv"):
         model = predicted_bus_gbytes_per_s(run)
-        print(f"  {run.source:24s} {run.servers}×{run.gpus_per_server} {run.gpu:14s} {run.algorithm:5s} "
+        print(f"  {run.source:24s} {run.servers}×{run.gpus_per_server} {run.gpu:14s} {run.collective:14s} {run.algorithm:5s} "
               f"{run.bus_gbytes_per_s:6.1f} {model:6.1f} {model / run.bus_gbytes_per_s - 1:+6.1%} ({run.expected})")
     return 0
 
