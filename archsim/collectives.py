@@ -24,6 +24,9 @@ bandwidth B and the fraction η of it NCCL's ring reaches (protocol, copy engine
 * point-to-point send (a pipeline hop): α₀ + S / (η·B)
 * all-to-all: α₀ + (n − 1)·α + (n − 1)/n · S / (η·B)
 * NVLS all-reduce (``nvls``: the NVSwitch reduces): α₀ + 2α + γ·S + (n + 1)/n · S / (η·B)
+  (all-reduce only: NCCL's NVLS reduce-scatter sends S and its all-gather receives S, more than the
+  ring's (n − 1)/n · S a direction, so they stay on the ring; docs/training.md, "NVLS and sequence
+  parallelism")
 
 A group spread over servers (:class:`Spanning`) runs NVLink inside each server and the network between,
 channels over every NIC rail of its GPUs (docs/training.md, "Beyond one server").
