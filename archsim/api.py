@@ -382,7 +382,7 @@ def _gpu_cluster(cluster, dtype: str | None = None):
     """A cluster TOML loaded to train in ``dtype`` (None: fp16), or a cluster as is (``dtype`` replacing its own)."""
     from dataclasses import replace
 
-    from archsim.devices.device import DTYPES
+    from archsim.choices.devices import DTYPES
     from archsim.errors import InputError
     from archsim.training.cluster import GpuCluster, load_gpu_cluster
 
