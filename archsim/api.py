@@ -196,7 +196,7 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
     from archsim.training.train_json import train_document
     from archsim.training.train_layout import lay_out
     from archsim.validate import DEFAULT_MAX_OPS, check_job_size
-    from archsim.workload.transformer import config_dtype_note
+    from archsim.workload.model_files import config_dtype_note
 
     _check_choice(implementation, IMPLEMENTATIONS, "implementation")
     _check_choice(balance, BALANCES, "balance")
@@ -339,7 +339,7 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
 def _seq_note(model, config, seq: int | None) -> str:
     """``train``'s and ``search``'s note on a rotary config's default sequence (its longest context), for a
     model given as a path; '' for a config object, whose sequence the caller set."""
-    from archsim.workload.transformer import default_seq_note
+    from archsim.workload.model_files import default_seq_note
 
     return default_seq_note(config, model, seq, "seq=N") if isinstance(model, (str, Path)) else ""
 
@@ -361,7 +361,8 @@ def _transformer(model, seq: int | None):
     """A config path loaded, or a config as is; ``seq`` overrides its sequence length (``--seq``)."""
     from dataclasses import replace
 
-    from archsim.workload.transformer import TransformerConfig, load_transformer
+    from archsim.workload.model_files import load_transformer
+    from archsim.workload.transformer import TransformerConfig
 
     if isinstance(model, TransformerConfig):
         return model if seq is None else replace(model, seq=seq)
@@ -381,7 +382,7 @@ def _gpu_cluster(cluster, dtype: str | None = None):
     """A cluster TOML loaded to train in ``dtype`` (None: fp16), or a cluster as is (``dtype`` replacing its own)."""
     from dataclasses import replace
 
-    from archsim.devices.device import DTYPES
+    from archsim.choices.devices import DTYPES
     from archsim.errors import InputError
     from archsim.training.cluster import GpuCluster, load_gpu_cluster
 

@@ -162,7 +162,7 @@ def train_in_process() -> float:
     from archsim.training.cluster import load_gpu_cluster
     from archsim.training.parallel import Parallelism
     from archsim.training.run import train
-    from archsim.workload.transformer import load_transformer
+    from archsim.workload.model_files import load_transformer
 
     config = load_transformer(ROOT / "configs" / "transformers" / "gpt3_175b.toml")
     cluster = load_gpu_cluster(ROOT / "configs" / "clusters" / "dgx_a100_superpod.toml")

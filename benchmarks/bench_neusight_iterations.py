@@ -83,7 +83,7 @@ def predict_with(data: Path, folder: Path, device: str, model: str, seq: int, ba
     from archsim.training.cluster import load_gpu_cluster
     from archsim.training.parallel import Parallelism
     from archsim.training.run import train
-    from archsim.workload.transformer import load_transformer
+    from archsim.workload.model_files import load_transformer
 
     config = load_transformer(data / "model_configs" / f"{model}.json", seq=seq)
     par = Parallelism(1, 1, 1, batch, batch, "none", attention="standard")
@@ -107,7 +107,7 @@ def linears_alone(data: Path, folder: Path, row) -> dict:
     from archsim.training.iteration import machine_op_seconds
     from archsim.training.parallel import Parallelism
     from archsim.validation.neusight import read_neusight_csv
-    from archsim.workload.transformer import load_transformer
+    from archsim.workload.model_files import load_transformer
 
     linear = read_neusight_csv(data / "linear.csv").frame
     device = row.device.replace("_", " ")

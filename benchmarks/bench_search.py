@@ -40,7 +40,7 @@ from archsim.json_text import dumps
 from archsim.outputs import atomic_write_text
 from archsim.training.search import search
 from archsim.training.search_space import SCHEDULES
-from archsim.workload.transformer import load_transformer
+from archsim.workload.model_files import load_transformer
 
 
 def speed(servers_list: list[int], name: str = "gpt_1t", batch: int = 3072) -> list[dict]:

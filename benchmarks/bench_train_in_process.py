@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     from archsim.training.cluster import load_gpu_cluster
     from archsim.training.parallel import Parallelism
     from archsim.training.run import train
-    from archsim.workload.transformer import load_transformer
+    from archsim.workload.model_files import load_transformer
 
     print(f"archsim from {Path(sim_kernel.__file__).parents[2]}")
     config = load_transformer(ROOT / "configs" / "transformers" / "gpt3_175b.toml")

@@ -45,7 +45,7 @@ from archsim.training.parallel import Parallelism
 from archsim.training.run import train
 from archsim.training.search import search
 from archsim.training.stage_split import planned_split, stage_layer_counts
-from archsim.workload.transformer import load_transformer
+from archsim.workload.model_files import load_transformer
 
 KEYS = ("tp", "pp", "dp", "micro_batch", "recompute", "schedule", "sequence_parallel", "stage_layers",
         "iteration_seconds", "peak_memory_gib", "uneven_gain")

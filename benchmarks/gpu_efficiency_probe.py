@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     if torch is None:
         return 2
     from archsim.errors import InputError
-    from archsim.workload.transformer import load_transformer
+    from archsim.workload.model_files import load_transformer
 
     try:
         if args.tiny:

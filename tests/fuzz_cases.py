@@ -18,7 +18,7 @@ from archsim.spp.topology import load_topology_file
 from archsim.sweep.spec import load_spec
 from archsim.validation.gpu_csv import read_kernel_csv
 from archsim.workload import load_topology
-from archsim.workload.transformer import load_transformer
+from archsim.workload.model_files import load_transformer
 
 ROOT = Path(__file__).resolve().parents[1]
 # PipeDream's graph.txt (a diamond after an Input node, one list-valued size), read and planned.

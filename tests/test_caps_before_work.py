@@ -97,7 +97,7 @@ def test_refine_estimate_bounds_the_simulated_actions(monkeypatch):
     from archsim.policies import stage_run
     from archsim.training.cluster import single_node
     from archsim.training.search import search
-    from archsim.workload.transformer import load_transformer
+    from archsim.workload.model_files import load_transformer
 
     simulated = []
     original = stage_run.run_order
@@ -164,7 +164,7 @@ def test_planning_estimate_counts_the_splits_the_search_plans(monkeypatch):
     from archsim.training import search as search_module
     from archsim.training import stage_split
     from archsim.training.cluster import single_node
-    from archsim.workload.transformer import load_transformer
+    from archsim.workload.model_files import load_transformer
 
     planned, counted = [], []
     original = stage_split.plan_stage_layers

@@ -17,7 +17,8 @@ from archsim.training import fitted
 from archsim.training.cluster import load_gpu_cluster
 from archsim.training.parallel import Parallelism
 from archsim.training.run import train
-from archsim.workload.transformer import TransformerConfig, load_transformer
+from archsim.workload.model_files import load_transformer
+from archsim.workload.transformer import TransformerConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 DEVICES = ROOT / "configs" / "devices"

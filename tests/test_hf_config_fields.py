@@ -17,7 +17,7 @@ from archsim.devices.kernel_ops import op_seconds
 from archsim.errors import InputError
 from archsim.training.fitted import A100_KERNELS
 from archsim.training.layer_ops import block_work, flash_attention_ops
-from archsim.workload.transformer import load_transformer
+from archsim.workload.model_files import load_transformer
 
 # mistralai/Mistral-7B-v0.1's config.json (its shape and attention fields)
 MISTRAL_7B = {"model_type": "mistral", "architectures": ["MistralForCausalLM"], "hidden_act": "silu",
@@ -254,8 +254,7 @@ def _tables(heading: str) -> list[list[str]]:
 
 
 def test_docs_list_the_toml_keys_and_every_field_archsim_refuses():
-    from archsim.workload.hf_config import FIXED
-    from archsim.workload.transformer import _TOML_KEYS
+    from archsim.workload.model_files import _TOML_KEYS, FIXED
 
     toml, read, refused, no_work = _tables("## Transformer configs")
     assert set(toml) == _TOML_KEYS

@@ -12,7 +12,7 @@ import pytest
 from archsim.cli import main
 from archsim.errors import InputError
 from archsim.training.hf_ops import hf_block_work, hf_embedding_work, hf_head_work
-from archsim.workload.transformer import load_transformer
+from archsim.workload.model_files import load_transformer
 
 # facebook/opt-1.3b's config.json (its shape fields), as NeuSight's model_configs/opt_13.json writes it
 OPT_13 = {"model_type": "opt", "architectures": ["OPTForCausalLM"], "activation_function": "relu",

@@ -19,7 +19,7 @@ from archsim.training.hf_switch_ops import (
     switch_embedding_work,
     switch_head_work,
 )
-from archsim.workload.transformer import load_transformer
+from archsim.workload.model_files import load_transformer
 
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "gpu_kernels" / "model_configs" / "switchxl4.json"
 # NeuSight's model_configs/switchxl4.json (its shape fields)

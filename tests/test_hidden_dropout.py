@@ -21,7 +21,8 @@ from archsim.errors import InputError
 from archsim.training.layer_ops import block_work, embedding_work
 from archsim.training.memory import layer_activation_bytes, stage_memory
 from archsim.training.parallel import Parallelism
-from archsim.workload.transformer import TransformerConfig, load_transformer
+from archsim.workload.model_files import load_transformer
+from archsim.workload.transformer import TransformerConfig
 
 # A tiny Llama: hidden 64, 4 query heads, 2 KV heads, 8 tokens; micro-batch 3 → T = 24 tokens, T·h = 1,536
 LLAMA = TransformerConfig("tiny", "llama", layers=2, hidden=64, heads=4, vocab=100, seq=8, ffn=176, kv_heads=2,

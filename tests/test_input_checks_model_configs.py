@@ -14,7 +14,7 @@ import archsim
 from archsim.cli import main
 from archsim.errors import InputError
 from archsim.workload import load_network
-from archsim.workload.transformer import load_transformer
+from archsim.workload.model_files import load_transformer
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -13,7 +13,7 @@ from input_checks_common import GPT2, NODE
 import archsim
 from archsim.cli import main
 from archsim.errors import InputError
-from archsim.workload.transformer import load_transformer
+from archsim.workload.model_files import load_transformer
 
 ROOT = Path(__file__).resolve().parents[1]
 

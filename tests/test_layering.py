@@ -204,6 +204,61 @@ def test_the_planner_registry_loads_no_simulator():
     assert out.strip() == "[]"
 
 
+
+# One concept, one import path: these names live in one module and are imported from there, never through a
+# module that imported them (archsim.devices.device re-exported the dtypes once).
+HOMES = {"DTYPES": "archsim.choices.devices", "ELEMENT_BYTES": "archsim.choices.devices"}
+# Modules whose ``__all__`` names only what they define (a module's face is its own work, not a re-export).
+OWN_EXPORTS = ("archsim.devices.device",)
+
+
+def exported(path: Path) -> list[str]:
+    """The names a module's ``__all__`` spells out as string literals (empty without one)."""
+    for node in parsed(path).body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            return [n.value for n in ast.walk(node.value) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    return []
+
+
+def defined(path: Path) -> set[str]:
+    """The names a module binds at its top level by ``def``, ``class`` or assignment (not by import)."""
+    found = set()
+    for node in parsed(path).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.add(node.name)
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        found |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return found
+
+
+def foreign_exports(path: Path) -> list[str]:
+    """Names ``__all__`` lists that the module does not define: re-exports."""
+    return [name for name in exported(path) if name not in defined(path)]
+
+
+def test_foreign_exports_are_found(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text("from a import B, C\nD = 1\ndef e(): pass\n__all__ = ['B', 'D', 'e']\n", encoding="utf-8")
+    assert foreign_exports(module) == ["B"]
+
+
+def test_these_modules_export_only_their_own_names():
+    broken = {name: foreign_exports(ROOT.parent / (name.replace(".", "/") + ".py")) for name in OWN_EXPORTS}
+    assert not any(broken.values()), broken
+
+
+@pytest.mark.long
+def test_each_name_is_imported_from_its_one_home():
+    """No module imports DTYPES or ELEMENT_BYTES but from archsim.choices.devices, nor lists them in ``__all__``."""
+    broken = []
+    for name, path in library():
+        for imported in imports_of(path):
+            module, _, last = imported.rpartition(".")
+            if last in HOMES and module != HOMES[last]:
+                broken.append(f"{name} imports {last} from {module}")
+        broken += [f"{name} exports {key}" for key in exported(path) if key in HOMES and name != HOMES[key]]
+    assert not broken, "\n".join(sorted(set(broken)))
+
 # `archsim train` walks down: command → run (the iteration) → stage split (the plan) → stages (per-stage
 # F/I/W, hops) → pieces (ops → seconds, iteration.py) → the op lists and the machine → devices. A module
 # imports only modules after it here.

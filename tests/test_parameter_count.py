@@ -9,7 +9,7 @@ import pytest
 
 import archsim
 from archsim.cli import main
-from archsim.workload.transformer import load_transformer
+from archsim.workload.model_files import load_transformer
 
 LLAMA3_8B = "tests/data/hf_configs/llama3_8b.json"
 GPT2 = "configs/transformers/gpt2.json"

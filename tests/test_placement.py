@@ -90,7 +90,7 @@ def test_servers_of_different_gpu_counts_load_and_lay_out_by_hand(tmp_path):
 def test_search_keeps_only_what_lays_out_and_refuses_the_rest_with_the_reason(tmp_path):
     names = ["h100x8", "a100x4", "a100x4"]
     cluster = load_gpu_cluster(write(tmp_path, names))
-    from archsim.workload.transformer import load_transformer
+    from archsim.workload.model_files import load_transformer
 
     model = tmp_path / "m.toml"
     model.write_text(MODEL)

@@ -24,7 +24,8 @@ from archsim.errors import InputError
 from archsim.training.layer_ops import block_work
 from archsim.training.memory import layer_activation_bytes
 from archsim.training.throughput import model_flops
-from archsim.workload.transformer import TransformerConfig, load_transformer
+from archsim.workload.model_files import load_transformer
+from archsim.workload.transformer import TransformerConfig
 
 # A tiny Llama: hidden 64 over 4 query heads (head dim 16) and 2 KV heads, 8 tokens, micro-batch 3
 TINY = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,

@@ -12,7 +12,8 @@ from archsim.cli import main
 from archsim.training.cluster import load_gpu_cluster
 from archsim.training.rates import dollars_per_hour, watts
 from archsim.training.search import search
-from archsim.workload.transformer import TransformerConfig, load_transformer
+from archsim.workload.model_files import load_transformer
+from archsim.workload.transformer import TransformerConfig
 
 MIXED = """[cluster]
 name = "mixed"

@@ -9,7 +9,7 @@ import pytest
 import archsim
 from archsim.cli import main
 from archsim.training.runs import read_runs, row_config
-from archsim.workload.transformer import load_transformer
+from archsim.workload.model_files import load_transformer
 
 ROOT = Path(__file__).resolve().parents[1]
 VTRAIN = ROOT / "tests" / "data" / "e2e" / "vtrain_single_node_shown.csv"

@@ -135,7 +135,7 @@ def test_sweep_rows_are_single_runs(capsys):
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert [(r["tp"], r["micro_batch"]) for r in rows] == [(2, 1), (2, 2), (3, 1), (3, 2)]
     assert all("divide the heads" in r["error"] for r in rows[2:])
-    from archsim.workload.transformer import load_transformer
+    from archsim.workload.model_files import load_transformer
     c = load_transformer(ROOT / "configs/transformers/gpt_1024h_24l.json")
     par = Parallelism(2, 1, 1, 8, 2, attention=DEFAULT_ATTENTION)  # the command's default attention
     single = train(c, par, single_node().machine(par))

@@ -11,7 +11,7 @@ import pytest
 from archsim.errors import InputError
 from archsim.lowering import lower_network
 from archsim.workload import load_network
-from archsim.workload.transformer import load_transformer
+from archsim.workload.model_files import load_transformer
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "transformers"
 

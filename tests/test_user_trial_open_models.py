@@ -14,7 +14,7 @@ import pytest
 
 from archsim.cli import main
 from archsim.errors import InputError
-from archsim.workload.transformer import load_transformer
+from archsim.workload.model_files import load_transformer
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "hf_configs"

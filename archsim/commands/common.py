@@ -147,8 +147,8 @@ def note_unread_cluster_keys(cluster: GpuCluster, command: str) -> None:
 
 def note_default_seq(config, model: str, seq: int | None, command: str) -> None:
     """Say on stderr that a rotary config's sequence defaulted to its longest context
-    (:func:`archsim.workload.transformer.default_seq_note`), after the run: notes never precede an error line."""
-    from archsim.workload.transformer import default_seq_note
+    (:func:`archsim.workload.model_files.default_seq_note`), after the run: notes never precede an error line."""
+    from archsim.workload.model_files import default_seq_note
 
     note = default_seq_note(config, model, seq)
     if note:

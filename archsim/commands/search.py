@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.outputs import render
     from archsim.training.cluster import load_gpu_cluster
     from archsim.training.search_space import chunk_counts
-    from archsim.workload.transformer import load_transformer
+    from archsim.workload.model_files import load_transformer
 
     chunk_counts(args.schedule, args.chunks)  # a flag combination: refused before the model is read
     config = load_transformer(args.model, seq=args.seq)

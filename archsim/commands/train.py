@@ -112,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.training.train_json import network_lines, parameters_line, train_document
     from archsim.training.train_layout import lay_out
     from archsim.validate import check_job_size
-    from archsim.workload.transformer import config_dtype_note, load_transformer
+    from archsim.workload.model_files import config_dtype_note, load_transformer
 
     dtype_given = args.dtype is not None
     args = argparse.Namespace(**{**vars(args), "dtype": args.dtype or DEFAULT_DTYPE})

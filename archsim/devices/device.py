@@ -38,7 +38,6 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from archsim.array.config import DATAFLOWS
-from archsim.choices.devices import DTYPES, ELEMENT_BYTES
 from archsim.errors import InputError
 
 if TYPE_CHECKING:  # kernels reads the catalog, which builds its devices from this module
@@ -156,4 +155,4 @@ def catalog_device(name: str) -> Device:
     return gpu(name)
 
 
-__all__ = ["DTYPES", "ELEMENT_BYTES", "GEMM_MODELS", "Arrays", "Device", "catalog_device"]
+__all__ = ["GEMM_MODELS", "Arrays", "Device", "catalog_device"]

@@ -53,8 +53,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
+from archsim.choices.devices import ELEMENT_BYTES
 from archsim.devices.catalog import chip_of
-from archsim.devices.device import ELEMENT_BYTES, Device
+from archsim.devices.device import Device
 from archsim.devices.kernels import (
     FITTED,
     SPLITS,

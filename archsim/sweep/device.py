@@ -165,7 +165,7 @@ def point_rows(point: DevicePoint) -> list[dict[str, object]]:
     from archsim.api import train
     from archsim.devices.device_file import load_device
     from archsim.training.cluster import gpu_cluster
-    from archsim.workload.transformer import load_transformer
+    from archsim.workload.model_files import load_transformer
 
     device = with_fields(load_device(point.device_path), point.arrays, point.hbm_gbps)
     edited = "swept.toml"  # the edited device, which has no file: given to the cluster by this name
@@ -271,7 +271,7 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
     from archsim.devices.device_file import load_device
     from archsim.training.parallel import Parallelism
     from archsim.validate import DEFAULT_MAX_OPS, check_name
-    from archsim.workload.transformer import load_transformer
+    from archsim.workload.model_files import load_transformer
 
     file = str(path)
     unknown = sorted(set(table) - KEYS)

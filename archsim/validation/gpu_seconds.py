@@ -34,9 +34,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from archsim.choices.devices import TORCH_DTYPES
+from archsim.choices.devices import ELEMENT_BYTES, TORCH_DTYPES
 from archsim.devices.catalog import BOARD_OF_CHIP, KNOWN_GPUS, GpuSpec
-from archsim.devices.device import ELEMENT_BYTES, Device, catalog_device
+from archsim.devices.device import Device, catalog_device
 from archsim.devices.kernel_ops import kernel_families, op_seconds, path_op_seconds, timed_alone
 from archsim.devices.kernels import (
     FITTED,
@@ -51,7 +51,7 @@ from archsim.errors import InputError
 from archsim.lowering import TrainingOp
 
 CSV_DTYPES = {**{name: name for name in ELEMENT_BYTES}, **TORCH_DTYPES}
-"""The CSV metadata's dtype names → archsim's (:data:`archsim.devices.device.ELEMENT_BYTES`)."""
+"""The CSV metadata's dtype names → archsim's (:data:`archsim.choices.devices.ELEMENT_BYTES`)."""
 
 TensorConstants = Callable[[str], KernelConstants]
 """GPU name → the tensor-core kernel constants (:func:`archsim.training.fitted.kernels`)."""

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from archsim.choices.devices import ELEMENT_BYTES
 from archsim.devices.catalog import find_gpu, whole_gpu_name
-from archsim.devices.device import ELEMENT_BYTES
 from archsim.devices.kernels import FITTED, KernelConstants
 from archsim.errors import InputError
 from archsim.validation.gpu import GpuSpec, assumptions, gpu_arrays, model_kernels, resolve_gpu

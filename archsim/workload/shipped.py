@@ -73,7 +73,7 @@ def load_network(name_or_path: str | Path, *, geometry: str = "archsim", unsuppo
 
         return load_onnx(path, unsupported=unsupported, dims=dims)
     if path.suffix.lower() in (".json", ".toml"):
-        from archsim.workload.transformer import load_transformer
+        from archsim.workload.model_files import load_transformer
 
         unknown = sorted(set(dims or {}) - {"seq"})
         if unknown:

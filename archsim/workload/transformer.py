@@ -1,22 +1,8 @@
 """Transformers from their configuration: GPT-2/GPT-3, OPT, Llama (grouped-query attention, SwiGLU), BERT,
 Switch Transformers (T5's encoder–decoder with top-1 mixture-of-experts FFNs; read, and trained by the
-fp32 eager op list only: :mod:`archsim.training.hf_switch_ops`).
-
-Read from a Hugging Face ``config.json`` (plain JSON, nothing downloaded; ``model_type`` gpt2, opt,
-llama/mistral/qwen2/qwen3/gemma, bert or switch_transformers: :mod:`archsim.workload.hf_config`) or a short TOML table::
-
-    [transformer]
-    family = "gpt"        # gpt | opt | llama | bert
-    layers = 24
-    hidden = 2048
-    heads = 16
-    vocab = 50257
-    seq = 2048            # sequence length (tokens per sample); --dim seq=N overrides
-    ffn = 8192            # optional: default 4 × hidden (llama: required)
-    kv_heads = 16         # optional: grouped-query attention (default heads)
-    head_dim = 128        # optional, llama only unless hidden / heads: features per attention head
-    tied_embeddings = true
-    sliding_window = 4096 # optional, not bert: a query attends to the keys 0 ≤ q − k < window (Mistral)
+fp32 eager op list only: :mod:`archsim.training.hf_switch_ops`). This module holds the shapes and their
+arithmetic; reading a Hugging Face ``config.json`` or a ``[transformer]`` TOML into a
+:class:`TransformerConfig` is :mod:`archsim.workload.model_files`'s one job.
 
 Each block is lowered to its GEMMs per sample (one sequence of S tokens; the micro-batch is
 ``--batch``): the QKV projection (an fc on S rows, d → d + 2·kv_heads·head_dim), the scores
@@ -34,10 +20,9 @@ head tied to the token embedding counted once).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from archsim.errors import InputError
-from archsim.validate import check_name, parse_json, parse_toml, read_text, shown
+from archsim.validate import shown
 from archsim.workload.builders import _Builder
 from archsim.workload.layer import Network
 
@@ -54,8 +39,6 @@ LIMITS = {"layers": 4096, "hidden": 2**20, "heads": 4096, "vocab": 2**24, "seq":
 ONE_KERNEL_ACTIVATIONS = ("gelu", "gelu_pytorch_tanh", "relu", "silu", "swish", "tanh", "sigmoid")
 ACTIVATIONS = ("gelu_new", *ONE_KERNEL_ACTIVATIONS)
 DEFAULT_ACTIVATION = {"gpt": "gelu_new", "opt": "relu", "llama": "silu", "bert": "gelu", "switch": "relu"}
-_TOML_KEYS = {"family", "layers", "hidden", "heads", "vocab", "seq", "ffn", "kv_heads", "tied_embeddings",
-              "name", "type_vocab", "sliding_window", "head_dim"}
 
 
 @dataclass(frozen=True)
@@ -95,7 +78,7 @@ class TransformerConfig:
     qkv_bias: bool = False  # llama: q, k and v projections with biases (Qwen2); gpt, opt, bert have all biases
     qk_norm: bool = False  # llama: an RMS norm over head_dim on every query and key head before RoPE (Qwen3)
     scaled_embeddings: bool = False  # llama: the token embeddings multiplied by √hidden before layer 1 (Gemma)
-    torch_dtype: str = ""  # a Hugging Face config's torch_dtype as written (not priced: config_dtype_note); "": none
+    torch_dtype: str = ""  # a Hugging Face config's torch_dtype as written (not priced: model_files.config_dtype_note); "": none
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
@@ -344,103 +327,3 @@ def build(c: TransformerConfig) -> Network:
         b.add("ln_f", "batchnorm")
         b.add("lm_head", "fc", c.vocab)
     return b.network()
-
-
-# -- reading configs -------------------------------------------------------------------------------
-def load_transformer(path: str | Path, *, seq: int | None = None) -> TransformerConfig:
-    """A Hugging Face ``config.json`` or a ``[transformer]`` TOML table (module docstring)."""
-    path = Path(path)
-    file = str(path)
-    text = read_text(path, "transformer config")
-    document = parse_json(text, file) if path.suffix.lower() == ".json" else parse_toml(text, file)
-    if not isinstance(document, dict):
-        raise InputError("expected a JSON object", file=file)
-    try:
-        if path.suffix.lower() == ".toml":
-            config = _from_toml(document, path)
-        else:
-            from archsim.workload.hf_config import from_hf  # it builds on this module's config
-
-            config = from_hf(document, path)
-        return config if seq is None else _replace_seq(config, seq)
-    except InputError as exc:
-        raise InputError(exc.message, file=file, field=exc.where.field) from None
-
-
-def default_seq_note(config: TransformerConfig, path: str | Path, seq: int | None, flag: str = "--seq N") -> str:
-    """The note ``train`` and ``search`` print when a rotary model's sequence (tokens) defaults to its
-    ``max_position_embeddings``: that is the longest context it takes (Llama-3.1's 131,072, Qwen3's 40,960),
-    not a length it trains at, so the figures would be for a run few intend. GPT-2's, OPT's and BERT's learned
-    position tables are their training length: no note. '' when ``--seq`` was given or there is nothing to say;
-    ``flag`` names the way to set it (``seq=N`` from Python)."""
-    if seq is not None or config.family != "llama" or Path(path).suffix.lower() != ".json":
-        return ""
-    return (f"sequence length {config.seq} tokens per sample, from max_position_embeddings: a rotary model's "
-            f"longest context, not its training length; {flag} sets it")
-
-
-def config_dtype_note(config: TransformerConfig, priced: str, flag: str = "--dtype") -> str:
-    """The note ``train`` prints when ``--dtype`` was not given and the config's ``torch_dtype`` names
-    another of train's dtypes than ``priced`` (its default): the figures are for a precision the model's
-    checkpoint is not in, and nothing else says so. '' when there is nothing to say; ``flag`` names the
-    way to set it (``dtype=`` from Python)."""
-    from archsim.choices.devices import TORCH_DTYPES
-
-    wanted = TORCH_DTYPES.get(config.torch_dtype)
-    if wanted is None or wanted == priced:
-        return ""
-    how = f"{flag}{wanted!r}" if flag.endswith("=") else f"{flag} {wanted}"  # dtype='bf16', --dtype bf16
-    return f"config.json says {config.torch_dtype}; priced in {priced}, train's default: give {how} to price it so"
-
-
-def _get(table: dict, key: str, default=None, *, required: bool = True):
-    if key not in table or table[key] is None:
-        if default is None and required:
-            raise InputError("missing key", field=key)
-        return default
-    value = table[key]
-    if isinstance(default, bool) or key.startswith("tie"):
-        if not isinstance(value, bool):
-            raise InputError(f"expected true or false, got {shown(value)}", field=key)
-        return value
-    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise InputError(f"expected a positive integer, got {shown(value)}", field=key)
-    return value
-
-
-def head_dim_channels(table: dict, family: str, heads: int, hidden: int, default: int | None = 0) -> int:
-    """:attr:`TransformerConfig.kv_channels` from a config's ``head_dim`` (Hugging Face's and the
-    ``[transformer]`` TOML's alike): 0 when absent or hidden / heads; heads × head_dim for llama (an
-    attention wider or narrower than hidden, Mistral-NeMo, Gemma, Qwen3); refused for the other families,
-    whose heads split hidden. ``default``: the head_dim taken when the key is absent (None: required)."""
-    head_dim = _get(table, "head_dim", default, required=default is None)
-    if not head_dim or head_dim * heads == hidden:
-        return 0
-    if head_dim * heads > LIMITS["kv_channels"]:
-        raise InputError(f"heads × head_dim ({heads} × {head_dim}) is over {LIMITS['kv_channels']}", field="head_dim")
-    if family != "llama":
-        raise InputError(f"a head_dim other than hidden / heads ({hidden} / {heads}) is modelled for llama only, "
-                         f"not {family}", field="head_dim")
-    return head_dim * heads
-
-
-def _from_toml(document: dict, path: Path) -> TransformerConfig:
-    if set(document) != {"transformer"} or not isinstance(document["transformer"], dict):
-        raise InputError("expected exactly one table, [transformer]", field="transformer")
-    t = document["transformer"]
-    unknown = sorted(set(t) - _TOML_KEYS)
-    if unknown:
-        raise InputError(f"unknown key; keys are {', '.join(sorted(_TOML_KEYS))}", field=unknown[0])
-    family = t.get("family")
-    if family not in FAMILIES or family == "switch":
-        raise InputError(f"expected one of {', '.join(f for f in FAMILIES if f != 'switch')} (switch: from its Hugging Face config.json), "
-                         f"got {family!r}", field="family")
-    hidden, heads = _get(t, "hidden"), _get(t, "heads")
-    return TransformerConfig(
-        name=check_name(t.get("name", path.stem), "name"), family=family, layers=_get(t, "layers"), hidden=hidden, heads=heads,
-        vocab=_get(t, "vocab"), seq=_get(t, "seq"),
-        ffn=_get(t, "ffn", None if family == "llama" else 4 * hidden),
-        kv_heads=_get(t, "kv_heads", heads), tied_embeddings=_get(t, "tied_embeddings", family != "llama"),
-        positions=0 if family == "llama" else _get(t, "seq"), type_vocab=_get(t, "type_vocab", 0, required=False),
-        sliding_window=_get(t, "sliding_window", required=False),
-        kv_channels=head_dim_channels(t, family, heads, hidden))
