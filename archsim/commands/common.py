@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from archsim.choices.devices import ARRAY_DTYPES, SCALESIM_DTYPE
 from archsim.choices.networks import SHAPE_CHECKS, UNSUPPORTED
 from archsim.choices.outputs import FORMATS
+from archsim.choices.training import HF_MODEL_TYPES
 from archsim.errors import InputError
 from archsim.output_files import note_written, write_output
 from archsim.output_targets import output_flag
@@ -145,6 +146,12 @@ def note_unread_cluster_keys(cluster: GpuCluster, command: str) -> None:
         print(f"archsim {command}: note: {note}", file=sys.stderr)
 
 
+def add_model_argument(parser: argparse.ArgumentParser) -> None:
+    """The MODEL positional of the transformer commands (train, search): one wording of what a config may be."""
+    parser.add_argument("model", metavar="MODEL", help="transformer config: Hugging Face config.json (model_type "
+                        f"{', '.join(HF_MODEL_TYPES)}) or a [transformer] TOML")
+
+
 def note_default_seq(config, model: str, seq: int | None, command: str) -> None:
     """Say on stderr that a rotary config's sequence defaulted to its longest context
     (:func:`archsim.workload.transformer.default_seq_note`), after the run: notes never precede an error line."""
@@ -196,6 +203,12 @@ def with_memory_args(array: ArrayConfig, args: argparse.Namespace) -> ArrayConfi
 
     check_engine_flags(args)
     return with_memory(array, args.dram_bandwidth, args.sram_kb)
+
+
+def costed_array(args: argparse.Namespace) -> ArrayConfig:
+    """The array an array command costs on: :func:`array_from_args` with the memory flags
+    (:func:`with_memory_args`) and the clock (:func:`with_clock`) the user gave, in that order."""
+    return with_clock(with_memory_args(array_from_args(args), args), args)
 
 
 def add_network_arguments(parser: argparse.ArgumentParser, optional: bool = False) -> None:

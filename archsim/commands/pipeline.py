@@ -17,15 +17,13 @@ from archsim.commands.common import (
     add_network_arguments,
     add_output_arguments,
     add_timeline_outputs,
-    array_from_args,
+    costed_array,
     emit,
     network_from_args,
     phases,
     positive_int,
     validated,
     width_meta,
-    with_clock,
-    with_memory_args,
     write_timeline_outputs,
 )
 from archsim.errors import InputError
@@ -98,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
     network = network_from_args(args)
     if args.microbatches:  # F, δ and G of every layer per micro-batch: a floor on the plan's ops, known now
         check_job_size(args.microbatches * 3 * len(network), args.max_ops)
-    array = with_clock(with_memory_args(array_from_args(args), args), args)
+    array = costed_array(args)
     profile = build_profile(network, array, args.batch, args.mode, args.engine)
     plan = partition(profile, args.processors, args.method, **options)
     single = float(profile.total.sum())
