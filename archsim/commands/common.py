@@ -14,6 +14,7 @@ from archsim.choices.networks import SHAPE_CHECKS, UNSUPPORTED
 from archsim.choices.outputs import FORMATS
 from archsim.choices.training import HF_MODEL_TYPES
 from archsim.errors import InputError
+from archsim.modes import MODES
 from archsim.output_files import note_written, write_output
 from archsim.output_targets import output_flag
 from archsim.progress import progress
@@ -188,6 +189,16 @@ def add_engine_arguments(parser: argparse.ArgumentParser, bandwidth_flag: str = 
     parser.set_defaults(bandwidth_flag=bandwidth_flag)  # what check_engine_flags calls it
     parser.add_argument("--sram-kb", default=None, metavar="KIB[,KIB,KIB]",
                         help="ifmap,filter,ofmap SRAM KiB for --engine cycle (one value: all three; default: 64)")
+
+
+def add_layer_cost_arguments(parser: argparse.ArgumentParser, bandwidth_flag: str = "--bandwidth") -> None:
+    """How pipeline and schedule cost a network's layers: the array, engine and clock flags, then
+    --batch (32) and --mode (exact), in that order (their --help lists them so)."""
+    add_array_arguments(parser)
+    add_engine_arguments(parser, bandwidth_flag=bandwidth_flag)
+    add_clock_argument(parser)
+    parser.add_argument("--batch", type=positive_int, default=32, help="mini-batch size")
+    parser.add_argument("--mode", default="exact", choices=MODES, help=MODE_HELP)
 
 
 def check_engine_flags(args: argparse.Namespace) -> None:
