@@ -17,18 +17,18 @@ benchmarks/results/neusight_bmm_structure.md. Nothing here is fitted.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import numpy as np
 import pandas as pd
+from bench_neusight_kernels import page_main
 
 from archsim.devices.kernels import FITTED, sm_flops, sustained_flops
-from archsim.outputs import atomic_write_text
 from archsim.validation.neusight import device_spec, predict, read_neusight_csv
 
 TILE_WIDTH = 128  # the widest SIMT sgemm tile side (kernels.TILES); a narrower output leaves part of it idle
@@ -80,12 +80,7 @@ def report(frame: pd.DataFrame) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "gpu_kernels")
-    args = parser.parse_args()
-    text = report(read_neusight_csv(args.data / "bmm.csv").frame)
-    atomic_write_text(ROOT / "benchmarks" / "results" / "neusight_bmm_structure.md", text)
-    print(text)
+    page_main(__doc__, lambda data: report(read_neusight_csv(data / "bmm.csv").frame), "neusight_bmm_structure.md")
 
 
 if __name__ == "__main__":

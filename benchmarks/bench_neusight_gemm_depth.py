@@ -12,16 +12,17 @@ P4 810 MHz). Writes benchmarks/results/neusight_gemm_depth.md.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_neusight_kernels import page_main
 
 from archsim.devices.catalog import KNOWN_GPUS, find_gpu
 from archsim.devices.kernels import sm_flops
-from archsim.outputs import atomic_write_text
 from archsim.validation.neusight import read_neusight_csv
 
 BASE_CLOCK_HZ = {"p100-pcie": 1126e6, "p4": 810e6}  # the datasheets' base clocks (boost is the catalog's)
@@ -51,12 +52,7 @@ def depth_table(data: Path) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "gpu_kernels")
-    args = parser.parse_args()
-    text = depth_table(args.data)
-    atomic_write_text(ROOT / "benchmarks" / "results" / "neusight_gemm_depth.md", text)
-    print(text)
+    page_main(__doc__, depth_table, "neusight_gemm_depth.md")
 
 
 if __name__ == "__main__":

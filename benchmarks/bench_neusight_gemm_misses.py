@@ -24,18 +24,18 @@ Writes benchmarks/results/neusight_gemm_misses.md.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import numpy as np
 import pandas as pd
+from bench_neusight_kernels import page_main
 
 from archsim.devices.kernels import FITTED
-from archsim.outputs import atomic_write_text
 from archsim.validation.neusight import predict, read_neusight_csv
 
 LARGE_OUTPUTS = 2**21  # M·N at or above which a linear's output is many waves on every GPU here
@@ -155,12 +155,7 @@ def report(data: Path) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "gpu_kernels")
-    args = parser.parse_args()
-    text = report(args.data)
-    atomic_write_text(ROOT / "benchmarks" / "results" / "neusight_gemm_misses.md", text)
-    print(text)
+    page_main(__doc__, report, "neusight_gemm_misses.md")
 
 
 if __name__ == "__main__":

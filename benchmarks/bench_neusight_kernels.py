@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,6 +44,7 @@ from archsim.validation.neusight import (
     read_neusight_csv,
 )
 
+NEUSIGHT_DATA = ROOT.parent / "shared" / "gpu_kernels"  # NeuSight's kernel CSVs, beside the checkout
 FIT_FILES = ("linear", "bmm", "elem", "softmax", "ln", "train_elem", "train_softmax", "train_ln")
 CHECK_FILES = ("linear", "bmm", "elem", "softmax", "ln")
 NEUSIGHT_OOD = {"linear": 13.9, "bmm": 13.8, "elementwise": 19.3, "softmax": 13.9, "layernorm": 56.7}
@@ -84,9 +86,20 @@ def markdown(joined: pd.DataFrame, fits: dict[str, str], command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def page_main(doc: str, page: Callable[[Path], str], name: str) -> None:
+    """The main of a script that writes one markdown page from NeuSight's CSVs: ``--data`` (default
+    :data:`NEUSIGHT_DATA`), ``page(data)`` written to benchmarks/results/``name`` (atomically) and printed."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=NEUSIGHT_DATA)
+    args = parser.parse_args()
+    text = page(args.data)
+    atomic_write_text(ROOT / "benchmarks" / "results" / name, text)
+    print(text)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "gpu_kernels")
+    parser.add_argument("--data", type=Path, default=NEUSIGHT_DATA)
     parser.add_argument("--iterations", type=int, default=600, help="Nelder–Mead iterations per fit")
     args = parser.parse_args()
     started = time.perf_counter()

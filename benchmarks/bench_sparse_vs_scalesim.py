@@ -87,6 +87,30 @@ def sparse_memory(call: tuple, array, windows=None) -> dict:
     return memory_columns(call[0], cost.filter_rows, call[2], 1, array, windows)
 
 
+def conv_gemm(layer: tuple) -> tuple[int, int]:
+    """(T, K) of a SCALE-Sim conv row (H, W, fh, fw, C, filters, stride): output pixels (SCALE-Sim
+    geometry: no padding) and the reduction fh·fw·C; the GEMM's N is the filters."""
+    h, w, fh, fw, channels, _, stride = layer
+    return math.ceil((h - fh + stride) / stride) * math.ceil((w - fw + stride) / stride), fh * fw * channels
+
+
+def user_mode_row(label: str, gemm: tuple[int, int, int], archsim_layer, reference) -> dict:
+    """One USER-mode layer's row: archsim's figures (``archsim_layer()``, first called outside the timing to
+    compile the engine, then timed by :func:`median_seconds`) against SCALE-Sim's (``reference()``, timed
+    once), identical or not in Total and Stall Cycles and DRAM counts."""
+    t, k, n = gemm
+    ours_figures = archsim_layer()  # compiles the engine once, outside the timing
+    print(f"{label}: GEMM {t}x{k}x{n} USER mode, SCALE-Sim running …", flush=True)
+    start = time.perf_counter()
+    scalesim = reference()
+    scalesim_s = time.perf_counter() - start
+    identical = (ours_figures["F_total_cycles"], ours_figures["F_stall_cycles"], ours_figures["ifmap_dram_reads"],
+                 ours_figures["filter_dram_reads"], ours_figures["ofmap_dram_writes"]) == (
+        scalesim.compute_cycles, scalesim.stall_cycles, *scalesim.memory[1:])
+    return {"layer": label, "t": t, "k": k, "n": n, "cycles": ours_figures["F_total_cycles"],
+            "identical": identical, "scalesim_seconds": scalesim_s, "archsim_seconds": median_seconds(archsim_layer)}
+
+
 def memory_rows() -> list[dict]:
     """USER-mode sparse layers and SCALE-Sim's layout example, both sides timed (see the docstring)."""
     from scalesim_layout_reference import gemm_csv, layout_cfg, layout_csv, scalesim_files
@@ -101,42 +125,24 @@ def memory_rows() -> list[dict]:
         config = SparsityConfig("csr", False, 4)
 
         archsim_layer = functools.partial(sparse_memory, (t, k, n, r, c, dataflow, ratio, config), array)
-        ours_figures = archsim_layer()  # compiles the engine once, outside the timing
-        print(f"{label}: GEMM {t}x{k}x{n} USER mode, SCALE-Sim running …", flush=True)
-        start = time.perf_counter()
-        reference = scalesim_sparse_conv(t, k, 1, k, 1, n, 1, ratio, r, c, dataflow, "csr", False, 4,
-                                         user=(kb, bandwidth, read))
-        scalesim_s = time.perf_counter() - start
-        identical = (ours_figures["F_total_cycles"], ours_figures["F_stall_cycles"], ours_figures["ifmap_dram_reads"],
-                     ours_figures["filter_dram_reads"], ours_figures["ofmap_dram_writes"]) == (
-            reference.compute_cycles, reference.stall_cycles, *reference.memory[1:])
-        rows.append({"layer": label, "t": t, "k": k, "n": n, "cycles": ours_figures["F_total_cycles"],
-                     "identical": identical, "scalesim_seconds": scalesim_s,
-                     "archsim_seconds": median_seconds(archsim_layer)})
+        reference = functools.partial(scalesim_sparse_conv, t, k, 1, k, 1, n, 1, ratio, r, c, dataflow, "csr", False, 4,
+                                      user=(kb, bandwidth, read))
+        rows.append(user_mode_row(label, (t, k, n), archsim_layer, reference))
     from archsim.array.sparse_network import kept_windows
     from archsim.workload import Layer
 
     for label, layer, ratio, r, c, dataflow, kb, bandwidth, read in MEMORY_CONVS:
         h, w, fh, fw, channels, filters, stride = layer
-        t = math.ceil((h - fh + stride) / stride) * math.ceil((w - fw + stride) / stride)
-        k = fh * fw * channels
+        t, k = conv_gemm(layer)
         array = ArrayConfig(r, c, dataflow, kb, kb, kb, (bandwidth,), True, (read, read))
         windows = kept_windows(Layer(name="l", kind="conv", ifmap_h=h, ifmap_w=w, filter_h=fh, filter_w=fw,
                                      channels=channels, filters=filters, stride=stride, geometry="scalesim"),
                                t, k, ratio)
         archsim_layer = functools.partial(sparse_memory, (t, k, filters, r, c, dataflow, ratio,
                                                           SparsityConfig("csr", False, 4)), array, windows)
-        ours_figures = archsim_layer()
-        print(f"{label}: GEMM {t}x{k}x{filters} USER mode, SCALE-Sim running …", flush=True)
-        start = time.perf_counter()
-        reference = scalesim_sparse_conv(*layer, ratio, r, c, dataflow, "csr", False, 4, user=(kb, bandwidth, read))
-        scalesim_s = time.perf_counter() - start
-        identical = (ours_figures["F_total_cycles"], ours_figures["F_stall_cycles"], ours_figures["ifmap_dram_reads"],
-                     ours_figures["filter_dram_reads"], ours_figures["ofmap_dram_writes"]) == (
-            reference.compute_cycles, reference.stall_cycles, *reference.memory[1:])
-        rows.append({"layer": label, "t": t, "k": k, "n": filters, "cycles": ours_figures["F_total_cycles"],
-                     "identical": identical, "scalesim_seconds": scalesim_s,
-                     "archsim_seconds": median_seconds(archsim_layer)})
+        reference = functools.partial(scalesim_sparse_conv, *layer, ratio, r, c, dataflow, "csr", False, 4,
+                                      user=(kb, bandwidth, read))
+        rows.append(user_mode_row(label, (t, k, filters), archsim_layer, reference))
     with tempfile.TemporaryDirectory(prefix="archsim-bench-") as folder:
         cfg, topology, layout = (Path(folder) / name for name in ("example.cfg", "gemm.csv", "layout.csv"))
         cfg.write_text(layout_cfg(128, 128, "ws", ifmap=(True, 1024, 32, 1), filter=(True, 1024, 32, 1),
@@ -171,9 +177,8 @@ def main(argv: list[str] | None = None) -> int:
 
     rows = []
     for label, layer, ratio, optimized, block, r, c, dataflow in LAYERS[: args.layers]:
-        h, w, fh, fw, channels, filters, stride = layer
-        t = math.ceil((h - fh + stride) / stride) * math.ceil((w - fw + stride) / stride)
-        k = fh * fw * channels
+        filters = layer[5]
+        t, k = conv_gemm(layer)
         config = SparsityConfig("ellpack_block", optimized, block)
         call = (t, k, filters, r, c, dataflow, ratio, config)
         ours = sparse_layer_cost(*call)

@@ -118,7 +118,7 @@ def main() -> None:
                         help="also NeuSight's leave-one-GPU-out with the launch held at these µs (2 min each)")
     args = parser.parse_args()
     paths = deepbench_summary.conv_csvs() + deepbench_summary.gemm_csvs() + [H200]
-    fit, check = neusight_bench.load(ROOT.parent / "shared" / "gpu_kernels")
+    fit, check = neusight_bench.load(neusight_bench.NEUSIGHT_DATA)
     header = ["| form | DeepBench conv | DeepBench GEMM | H200 F | H200 D | H200 G | NeuSight |",
               "|---|---:|---:|---:|---:|---:|---:|"]
     out = ["# The launch of a kernel timed alone: the forms scored", "",

@@ -12,7 +12,9 @@ from typing import TYPE_CHECKING, Any
 from archsim.choices.devices import ARRAY_DTYPES, SCALESIM_DTYPE
 from archsim.choices.networks import SHAPE_CHECKS, UNSUPPORTED
 from archsim.choices.outputs import FORMATS
+from archsim.choices.training import HF_MODEL_TYPES
 from archsim.errors import InputError
+from archsim.modes import MODES
 from archsim.output_files import note_written, write_output
 from archsim.output_targets import output_flag
 from archsim.progress import progress
@@ -145,6 +147,12 @@ def note_unread_cluster_keys(cluster: GpuCluster, command: str) -> None:
         print(f"archsim {command}: note: {note}", file=sys.stderr)
 
 
+def add_model_argument(parser: argparse.ArgumentParser) -> None:
+    """The MODEL positional of the transformer commands (train, search): one wording of what a config may be."""
+    parser.add_argument("model", metavar="MODEL", help="transformer config: Hugging Face config.json (model_type "
+                        f"{', '.join(HF_MODEL_TYPES)}) or a [transformer] TOML")
+
+
 def note_default_seq(config, model: str, seq: int | None, command: str) -> None:
     """Say on stderr that a rotary config's sequence defaulted to its longest context
     (:func:`archsim.workload.model_files.default_seq_note`), after the run: notes never precede an error line."""
@@ -183,6 +191,16 @@ def add_engine_arguments(parser: argparse.ArgumentParser, bandwidth_flag: str = 
                         help="ifmap,filter,ofmap SRAM KiB for --engine cycle (one value: all three; default: 64)")
 
 
+def add_layer_cost_arguments(parser: argparse.ArgumentParser, bandwidth_flag: str = "--bandwidth") -> None:
+    """How pipeline and schedule cost a network's layers: the array, engine and clock flags, then
+    --batch (32) and --mode (exact), in that order (their --help lists them so)."""
+    add_array_arguments(parser)
+    add_engine_arguments(parser, bandwidth_flag=bandwidth_flag)
+    add_clock_argument(parser)
+    parser.add_argument("--batch", type=positive_int, default=32, help="mini-batch size")
+    parser.add_argument("--mode", default="exact", choices=MODES, help=MODE_HELP)
+
+
 def check_engine_flags(args: argparse.Namespace) -> None:
     """Refuse a DRAM bandwidth the analytic engine would drop (:func:`archsim.array.options.check_bandwidth_engine`)."""
     from archsim.array.options import check_bandwidth_engine
@@ -196,6 +214,12 @@ def with_memory_args(array: ArrayConfig, args: argparse.Namespace) -> ArrayConfi
 
     check_engine_flags(args)
     return with_memory(array, args.dram_bandwidth, args.sram_kb)
+
+
+def costed_array(args: argparse.Namespace) -> ArrayConfig:
+    """The array an array command costs on: :func:`array_from_args` with the memory flags
+    (:func:`with_memory_args`) and the clock (:func:`with_clock`) the user gave, in that order."""
+    return with_clock(with_memory_args(array_from_args(args), args), args)
 
 
 def add_network_arguments(parser: argparse.ArgumentParser, optional: bool = False) -> None:

@@ -13,12 +13,10 @@ from archsim.commands.common import (
     add_engine_arguments,
     add_network_arguments,
     add_output_arguments,
-    array_from_args,
+    costed_array,
     emit,
     network_from_args,
     positive_int,
-    with_clock,
-    with_memory_args,
 )
 from archsim.commands.energy import add_energy_table_argument
 from archsim.modes import MODES
@@ -46,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.rows import Rows
 
     network = network_from_args(args, args.geometry)
-    array = with_clock(with_memory_args(array_from_args(args), args), args)
+    array = costed_array(args)
     _, document = cost_document(network, array, batch=args.batch, mode=args.mode, engine=args.engine,
                                 geometry=args.geometry, dtype=args.dtype, energy=args.energy,
                                 energy_table=args.energy_table, config=args.config)

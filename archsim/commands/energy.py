@@ -14,13 +14,11 @@ from archsim.commands.common import (
     add_engine_arguments,
     add_network_arguments,
     add_output_arguments,
-    array_from_args,
+    costed_array,
     emit,
     network_from_args,
     positive_int,
     width_meta,
-    with_clock,
-    with_memory_args,
 )
 from archsim.modes import MODES
 
@@ -59,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.rows import Rows
 
     network = network_from_args(args)
-    array = with_clock(with_memory_args(array_from_args(args), args), args)
+    array = costed_array(args)
     table, energies = energies_from_args(array, args)
     rows = iteration_energy_rows(network, array, args.batch, args.mode, args.engine, energies, args.microbatches)
     meta: dict[str, object] = {

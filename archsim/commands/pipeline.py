@@ -9,29 +9,23 @@ from typing import Any
 from archsim.choices.partitions import LAYERPIPE_ALPHA
 from archsim.commands import Command
 from archsim.commands.common import (
-    MODE_HELP,
-    add_array_arguments,
-    add_clock_argument,
-    add_engine_arguments,
     add_job_limit_argument,
+    add_layer_cost_arguments,
     add_network_arguments,
     add_output_arguments,
     add_timeline_outputs,
-    array_from_args,
+    costed_array,
     emit,
     network_from_args,
     phases,
     positive_int,
     validated,
     width_meta,
-    with_clock,
-    with_memory_args,
     write_timeline_outputs,
 )
 from archsim.errors import InputError
 from archsim.fits import memory_warning
 from archsim.lowering import SPLIT_AXES
-from archsim.modes import MODES
 from archsim.planners import PARTITIONERS, partition
 from archsim.seconds import add_seconds
 from archsim.validate import check_job_size, float_flag, processors_flag
@@ -45,11 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="partitioner: layerpipe (LayerPipe's Algorithm 1: balanced stages, δs borrowed and split), "
                              "pipedream (PipeDream's optimizer: whole layers, best contiguous split), gpipe (equal "
                              "layer counts), ooo (the out-of-order backprop paper's ⌈L/P⌉ layers per device)")
-    add_array_arguments(parser)
-    add_engine_arguments(parser)
-    add_clock_argument(parser)
-    parser.add_argument("--batch", type=positive_int, default=32, help="mini-batch size")
-    parser.add_argument("--mode", default="exact", choices=MODES, help=MODE_HELP)
+    add_layer_cost_arguments(parser)
     parser.add_argument("--split-axes", default=None,
                         help=f"δ split axes LayerPipe may use (default {','.join(SPLIT_AXES)})")
     parser.add_argument("--alpha", type=float_flag(1.0, 1e6, low_open=True, what="a number > 1"), default=None,
@@ -98,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     network = network_from_args(args)
     if args.microbatches:  # F, δ and G of every layer per micro-batch: a floor on the plan's ops, known now
         check_job_size(args.microbatches * 3 * len(network), args.max_ops)
-    array = with_clock(with_memory_args(array_from_args(args), args), args)
+    array = costed_array(args)
     profile = build_profile(network, array, args.batch, args.mode, args.engine)
     plan = partition(profile, args.processors, args.method, **options)
     single = float(profile.total.sum())

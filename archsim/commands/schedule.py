@@ -8,11 +8,8 @@ from typing import TYPE_CHECKING
 from archsim.choices.schedules import DP_POLICIES, LIST_SCHEDULES, OOO_POLICIES, ZB_SCHEDULES
 from archsim.commands import Command
 from archsim.commands.common import (
-    MODE_HELP,
-    add_array_arguments,
-    add_clock_argument,
-    add_engine_arguments,
     add_job_limit_argument,
+    add_layer_cost_arguments,
     add_network_arguments,
     add_output_arguments,
     add_timeline_outputs,
@@ -40,7 +37,6 @@ from archsim.commands.schedule_flags import (
     defer_defaults,
 )
 from archsim.commands.stage_schedule import STAGE_ONLY, add_stage_arguments, run_stages, stage_mode
-from archsim.modes import MODES
 from archsim.policies import multistream as ms  # light: its lowering loads when it makes ops
 from archsim.validate import check_job_size, non_negative_float_flag, processors_flag
 
@@ -86,11 +82,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--comm-units", type=non_negative_float_flag, default=None,
                         help="with --unit-costs: synchronization time of each layer (data parallel) "
                              f"(default: {DEFAULT_COMM_UNITS}; refused with other policies)")
-    add_array_arguments(parser)
-    add_engine_arguments(parser, bandwidth_flag="--dram-bandwidth")
-    add_clock_argument(parser)
-    parser.add_argument("--batch", type=positive_int, default=32, help="mini-batch size")
-    parser.add_argument("--mode", default="exact", choices=MODES, help=MODE_HELP)
+    add_layer_cost_arguments(parser, bandwidth_flag="--dram-bandwidth")
     add_timeline_outputs(parser)
     add_output_arguments(parser)
     add_job_limit_argument(parser)

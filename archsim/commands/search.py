@@ -12,7 +12,6 @@ from archsim.choices.training import (
     DEFAULT_ATTENTION,
     DP_OVERLAPS,
     GRAD_ACCUMULATIONS,
-    HF_MODEL_TYPES,
     MAX_REFINE_ACTIONS,
     OBJECTIVES,
     PLACEMENTS,
@@ -21,6 +20,7 @@ from archsim.choices.training import (
 )
 from archsim.commands import Command
 from archsim.commands.common import (
+    add_model_argument,
     add_output_arguments,
     add_timeline_outputs,
     emit,
@@ -35,8 +35,7 @@ HELP = "search TP × PP × DP × micro-batch × recompute × schedule for the fa
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", metavar="MODEL", help="transformer config: Hugging Face config.json (model_type "
-                        f"{', '.join(HF_MODEL_TYPES)}) or a [transformer] TOML")
+    add_model_argument(parser)
     parser.add_argument("--cluster", required=True, metavar="CLUSTER.toml",
                         help='cluster TOML whose [[servers]] name their GPU (gpu = "a100-80gb")')
     parser.add_argument("--global-batch", type=positive_int, required=True, help="samples per iteration")

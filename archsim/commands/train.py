@@ -13,13 +13,13 @@ from archsim.choices.training import (
     DEFAULT_ATTENTION,
     DP_OVERLAPS,
     GRAD_ACCUMULATIONS,
-    HF_MODEL_TYPES,
     IMPLEMENTATIONS,
     RECOMPUTE,
 )
 from archsim.commands import Command
 from archsim.commands.common import (
     add_job_limit_argument,
+    add_model_argument,
     add_output_arguments,
     add_timeline_outputs,
     emit,
@@ -34,8 +34,7 @@ HELP = "one training iteration of a transformer on GPUs: TP × PP × DP, time, m
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", metavar="MODEL", help="transformer config: Hugging Face config.json (model_type "
-                        f"{', '.join(HF_MODEL_TYPES)}) or a [transformer] TOML")
+    add_model_argument(parser)
     parser.add_argument("--cluster", required=True, metavar="CLUSTER.toml",
                         help='cluster TOML whose [[servers]] name their GPU (gpu = "a100-80gb") or a device file '
                              '(device = "chip.toml" or a SCALE-Sim .cfg, relative to the cluster file)')

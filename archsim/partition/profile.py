@@ -65,17 +65,11 @@ class LayerProfile:
 
     @cached_property
     def _producers(self) -> tuple[tuple[int, ...], ...]:
-        found: list[list[int]] = [[] for _ in self.names]
-        for producer, consumer in self.edge_pairs:
-            found[consumer].append(producer)
-        return tuple(tuple(p) for p in found)
+        return _neighbours(len(self.names), ((consumer, producer) for producer, consumer in self.edge_pairs))
 
     @cached_property
     def _consumers(self) -> tuple[tuple[int, ...], ...]:
-        found: list[list[int]] = [[] for _ in self.names]
-        for producer, consumer in self.edge_pairs:
-            found[producer].append(consumer)
-        return tuple(tuple(c) for c in found)
+        return _neighbours(len(self.names), self.edge_pairs)
 
     @cached_property
     def edge_pairs(self) -> tuple[tuple[int, int], ...]:
@@ -86,6 +80,15 @@ class LayerProfile:
 
     def __len__(self) -> int:
         return len(self.names)
+
+
+def _neighbours(nodes: int, pairs) -> tuple[tuple[int, ...], ...]:
+    """Per node 0 … nodes − 1, the ``b`` of each (a, b) in ``pairs`` whose ``a`` it is, in ``pairs``' order:
+    one grouping for a profile's producers (pairs turned round) and its consumers."""
+    found: list[list[int]] = [[] for _ in range(nodes)]
+    for node, other in pairs:
+        found[node].append(other)
+    return tuple(tuple(group) for group in found)
 
 
 def build_profile(network: Network, array: ArrayConfig, batch: int, mode: Mode = "exact",

@@ -52,7 +52,8 @@ def run_arrays(arrays: ProblemArrays, rank: np.ndarray, n_links: int):
             (ints(t_dep[:t_count]), ints(t_link[:t_count]), floats(t_start[:t_count]), floats(t_end[:t_count])))
 
 
-_KERNELS = ("_rank_push", "_rank_pop", "_less", "_key_push", "_key_pop", "_sort_head", "_arrive", "_run")
+_KERNELS = ("_rank_push", "_rank_pop", "_less", "_key_push", "_key_pop", "_sort_head", "_arrive", "_make_ready",
+            "_run")
 
 
 @functools.cache
@@ -203,22 +204,33 @@ def _sort_head(a, n):  # pragma: no cover - compiled
 @njit(cache=True, inline="always")
 def _arrive(c, waiting, proc_of, pin, rank, ready, ready_base, ready_size, pinned, pin_base, pinned_size, stream_base,
             dirty_proc, dirty_procs, n_dirty_procs):  # pragma: no cover - compiled
-    """One dependency of op c is met: when it was the last, c joins its processor's ready heap (or its
-    pinned stream's) and the processor is marked for a look. Returns the new count of marked processors."""
+    """One dependency of op c is met: when it was the last, c becomes ready (:func:`_make_ready`).
+    Returns the new count of marked processors."""
     waiting[c] -= 1
     if waiting[c] == 0:
-        cp = proc_of[c]
-        if pin[c] < 0:
-            _rank_push(ready, ready_base[cp], ready_size[cp], c, rank)
-            ready_size[cp] += 1
-        else:
-            g = stream_base[cp] + pin[c]
-            _rank_push(pinned, pin_base[g], pinned_size[g], c, rank)
-            pinned_size[g] += 1
-        if not dirty_proc[cp]:
-            dirty_proc[cp] = True
-            dirty_procs[n_dirty_procs] = cp
-            n_dirty_procs += 1
+        n_dirty_procs = _make_ready(c, proc_of, pin, rank, ready, ready_base, ready_size, pinned, pin_base, pinned_size,
+                                    stream_base, dirty_proc, dirty_procs, n_dirty_procs)
+    return n_dirty_procs
+
+
+@njit(cache=True, inline="always")
+def _make_ready(c, proc_of, pin, rank, ready, ready_base, ready_size, pinned, pin_base, pinned_size, stream_base,
+                dirty_proc, dirty_procs, n_dirty_procs):  # pragma: no cover - compiled
+    """Op c, its dependencies all met (at the start, or by :func:`_arrive`), joins its processor's ready
+    heap (or its pinned stream's) and the processor is marked for a look. Returns the new count of
+    marked processors."""
+    cp = proc_of[c]
+    if pin[c] < 0:
+        _rank_push(ready, ready_base[cp], ready_size[cp], c, rank)
+        ready_size[cp] += 1
+    else:
+        g = stream_base[cp] + pin[c]
+        _rank_push(pinned, pin_base[g], pinned_size[g], c, rank)
+        pinned_size[g] += 1
+    if not dirty_proc[cp]:
+        dirty_proc[cp] = True
+        dirty_procs[n_dirty_procs] = cp
+        n_dirty_procs += 1
     return n_dirty_procs
 
 
@@ -261,18 +273,8 @@ def _run(proc_of, pin, duration, rank, waiting, ptr, out_dep, dep_dst, dep_link,
 
     for i in range(n):
         if waiting[i] == 0:
-            p = proc_of[i]
-            if pin[i] < 0:
-                _rank_push(ready, ready_base[p], ready_size[p], i, rank)
-                ready_size[p] += 1
-            else:
-                g = stream_base[p] + pin[i]
-                _rank_push(pinned, pin_base[g], pinned_size[g], i, rank)
-                pinned_size[g] += 1
-            if not dirty_proc[p]:
-                dirty_proc[p] = True
-                dirty_procs[n_dirty_procs] = p
-                n_dirty_procs += 1
+            n_dirty_procs = _make_ready(i, proc_of, pin, rank, ready, ready_base, ready_size, pinned, pin_base,
+                                        pinned_size, stream_base, dirty_proc, dirty_procs, n_dirty_procs)
     now = 0.0
     while True:
         if n_dirty_links:
