@@ -13,7 +13,7 @@ import pytest
 from test_robustness import clean_error, write
 
 from archsim.cli import main
-from archsim.sweep.device import with_front
+from archsim.sweep.device_points import with_front
 
 ROOT = Path(__file__).resolve().parents[1]
 DEVICE_TEXT = (ROOT / "configs" / "devices" / "tpu_v4_like.toml").read_text(encoding="utf-8")
@@ -97,6 +97,26 @@ def test_a_rerun_computes_only_the_missing_points(tmp_path, capsys):
     capsys.readouterr()
     assert (out / "results.csv").read_text(encoding="utf-8") == first
     assert cached[0].is_file() and cached[1].stat().st_mtime_ns == kept
+
+
+@pytest.mark.long
+def test_a_point_stays_cached_when_the_spec_gains_an_axis_value_or_a_new_name(tmp_path, capsys):
+    """docs/training.md: a run "with an axis value added computes only the points it lacks": a point's
+    cache key is its own settings, never the spec's name or its other axis values."""
+    spec = write(tmp_path / "tiny.toml", SPEC.replace('hbm_gbps = [600, 2400]', 'hbm_gbps = [600]')
+                 .replace('array_shapes = ["4x128x128", "2x256x256"]', 'array_shapes = ["4x128x128"]'))
+    out = tmp_path / "out"
+    assert main(["sweep", str(spec), "--out", str(out), "--quiet"]) == 0
+    [cached] = (out / "cache").glob("*.json")
+    kept, first = cached.stat().st_mtime_ns, rows_of(out / "results.csv")[0]
+    write(spec, spec.read_text(encoding="utf-8").replace('name = "tiny"', 'name = "tiny2"')
+          .replace("hbm_gbps = [600]", "hbm_gbps = [600, 2400]"))
+    assert main(["sweep", str(spec), "--out", str(out), "--quiet"]) == 0
+    capsys.readouterr()
+    assert len(list((out / "cache").glob("*.json"))) == 2 and cached.stat().st_mtime_ns == kept
+    rows = rows_of(out / "results.csv")
+    assert [float(r["hbm_gbps"]) for r in rows] == [600.0, 2400.0]
+    assert {**rows[0], "pareto_optimal": ""} == {**first, "pareto_optimal": ""}  # the front changes with the new point
 
 
 @pytest.mark.long
@@ -188,4 +208,5 @@ def test_the_shipped_device_spec_is_the_benchmarks_axes():
     spec = load_spec(ROOT / "configs" / "sweeps" / "device_tpu_v4_like_gpt.toml")
     assert [side for _, side, _ in spec.arrays] == list(bench.SIDES)
     assert spec.hbm_gbps == bench.HBM_GBPS and spec.chips == bench.CHIPS
-    assert (spec.global_batch, spec.dtype, spec.attention, spec.recompute) == (64, "bf16", "standard", "full")
+    setup = spec.setup
+    assert (setup.global_batch, setup.dtype, setup.attention, setup.recompute) == (64, "bf16", "standard", "full")

@@ -1,7 +1,6 @@
-"""Device sweeps: a transformer trained on a device file whose fields are swept (array shape ×
-HBM bandwidth × chips), each point timed and priced as ``archsim train`` times and prices it.
-
-A spec names ``model`` and ``device`` in its ``[sweep]`` table (docs/concepts.md, "Sweep specs")::
+"""Device sweep specs: the ``[sweep]`` table that names a ``model`` and a ``device`` → validator →
+:class:`DeviceSweepSpec`, whose points (:class:`DevicePoint`) :mod:`archsim.sweep.device_points` times
+and prices (docs/concepts.md, "Sweep specs"; docs/formats.md, "Device sweep spec")::
 
     [sweep]
     name = "tpu_v4_like_gpt"
@@ -17,22 +16,13 @@ A spec names ``model`` and ``device`` in its ``[sweep]`` table (docs/concepts.md
     attention = "standard"
     static_watts = 0                 # assumed static power per chip, W (default 0)
 
-Each point is the device with those fields replaced (every other field as the file states it: the
-SRAM per array, the clock, the links; a .cfg's SCALE-Sim ``Bandwidth``, where it states one, restated
-as the whole words/cycle nearest ``hbm_gbps``, :func:`cfg_words`), ``chips`` of it in one server as a cluster file
-``[[servers]] gpus = chips, device = …, intra_server_gbps`` gives them (the in-server link the
-device's own ``[links] intra_gbps``, :func:`in_server_gbps`), and TP 1 × PP 1 × DP ``chips``: seconds, memory and
-``energy_j`` are :func:`archsim.train`'s (the energy model's dynamic joules on an array device), plus
-``static_watts`` × chips × seconds. The front (``pareto``) is the points no fitting point beats in
-both seconds and joules (:func:`archsim.report.pareto.pareto_mask`); a point whose memory does not
-fit its chip is kept, ``fits`` false, never on the front.
+Every key is checked and both files are read here, so a bad spec stops the run before it writes.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -42,8 +32,6 @@ from archsim.errors import InputError
 from archsim.validate import INT32_MAX, is_file, resolve_name, shipped_configs, shown
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from archsim.devices.device import Device
 
 T = TypeVar("T")
@@ -52,18 +40,12 @@ MAX_CHIPS = 65536
 KEYS = {"name", "model", "device", "array_sides", "array_shapes", "hbm_gbps", "chips", "global_batch",
         "micro_batch", "recompute", "dtype", "attention", "static_watts"}
 REQUIRED = {"model", "device", "chips", "global_batch"}
-# results.csv: train's names where train prints the quantity (gpu, gpus, iteration_seconds, energy_j,
-# fits_memory, …), the device file's where it states it (rows, cols, hbm_gbps)
-COLUMNS = ["model", "gpu", "arrays", "rows", "cols", "hbm_gbps", "gpus", "global_batch", "micro_batch", "recompute",
-           "dtype", "attention", "static_watts", "iteration_seconds", "energy_j", "peak_memory_gib",
-           "memory_capacity_gib", "fits_memory", "pareto_optimal", "model_sha256", "device_sha256"]
 
 
 @dataclass(frozen=True)
-class DevicePoint:
-    """One point of a device sweep: the files (and their SHA-256, so an edited file is recomputed),
-    the fields replaced (``arrays`` count, rows, cols; ``hbm_gbps`` in GB/s; None: the file's) and the
-    training settings."""
+class DeviceSetup:
+    """What every point of a device sweep shares: the files (and their SHA-256, so an edited file is
+    recomputed) and the training settings (``static_watts``: W per chip)."""
 
     model: str
     model_path: str
@@ -71,15 +53,25 @@ class DevicePoint:
     device: str
     device_path: str
     device_sha256: str
+    global_batch: int
+    micro_batch: int = 1
+    recompute: str = "full"
+    dtype: str = "fp16"
+    attention: str = DEFAULT_ATTENTION
+    static_watts: float = 0.0
+
+
+@dataclass(frozen=True)
+class DevicePoint:
+    """One point of a device sweep: the sweep's shared ``setup`` and the fields this point replaces
+    (``arrays``: count, rows, cols; ``hbm_gbps`` in GB/s; None: the file's) with its chip count. Its
+    fields are its cache key: never the spec's name or its other axis values, so a point stays cached
+    when the spec gains or loses another point."""
+
+    setup: DeviceSetup
     arrays: tuple[int, int, int] | None
     hbm_gbps: float | None
     chips: int
-    global_batch: int
-    micro_batch: int
-    recompute: str
-    dtype: str
-    attention: str
-    static_watts: float
 
     @property
     def configs(self) -> int:
@@ -89,30 +81,18 @@ class DevicePoint:
 
 @dataclass(frozen=True)
 class DeviceSweepSpec:
-    """A device sweep (module docstring): its points are the product of the three axes."""
+    """A device sweep (module docstring): its points are the product of the three axes, each sharing
+    ``setup``."""
 
     name: str
-    model: str
-    model_path: str
-    model_sha256: str
-    device: str
-    device_path: str
-    device_sha256: str
+    setup: DeviceSetup
     arrays: tuple[tuple[int, int, int] | None, ...]
     hbm_gbps: tuple[float | None, ...]
     chips: tuple[int, ...]
-    global_batch: int
-    micro_batch: int = 1
-    recompute: str = "full"
-    dtype: str = "fp16"
-    attention: str = DEFAULT_ATTENTION
-    static_watts: float = 0.0
     source: str | None = None
 
     def units(self) -> list[DevicePoint]:
-        return [DevicePoint(self.model, self.model_path, self.model_sha256, self.device, self.device_path,
-                            self.device_sha256, arrays, gbps, chips, self.global_batch, self.micro_batch,
-                            self.recompute, self.dtype, self.attention, self.static_watts)
+        return [DevicePoint(self.setup, arrays, gbps, chips)
                 for arrays in self.arrays for gbps in self.hbm_gbps for chips in self.chips]
 
     @property
@@ -125,23 +105,6 @@ class DeviceSweepSpec:
         return ()
 
 
-def with_fields(device: Device, arrays: tuple[int, int, int] | None, hbm_gbps: float | None) -> Device:
-    """``device`` with its arrays (count, rows, cols: one array per core) and HBM bandwidth (GB/s)
-    replaced, every other field kept; the peaks of the dtypes its arrays run scale with their PEs, as a
-    device file's derived peaks would."""
-    if arrays is not None:
-        count, rows, cols = arrays
-        new = replace(device.arrays, count=count, rows=rows, cols=cols, per_core=1)
-        old = device.arrays.peak_flops
-        ratio = new.peak_flops / old
-        peaks = tuple((dtype, new.peak_flops if peak == old else peak * ratio)
-                      if device.gemm_units(dtype) is device.arrays else (dtype, peak) for dtype, peak in device.peaks)
-        device = replace(device, arrays=new, peaks=peaks)
-    if hbm_gbps is not None:
-        device = replace(device, hbm_bytes_per_s=hbm_gbps * 1e9)
-    return device
-
-
 def square_arrays(device: Device, sides: tuple[int, ...]) -> tuple[tuple[int, int, int], ...]:
     """(count, side, side) for each side: as many side² arrays as the device's PEs make (its arrays'
     count × rows × cols, rounded down), so every shape spends the same silicon on PEs."""
@@ -151,85 +114,6 @@ def square_arrays(device: Device, sides: tuple[int, ...]) -> tuple[tuple[int, in
         raise InputError(f"one {large[0]}² array has more PEs than the device's {pes}", field="array_sides")
     return tuple((pes // (s * s), s, s) for s in sides)
 
-
-def in_server_gbps(device: Device) -> float:
-    """A cluster file's ``intra_server_gbps`` (Gbit/s, both directions) for the device's own chip-to-chip
-    link (its ``[links] intra_gbps``, GB/s per direction), as the shipped device clusters state it."""
-    return device.nvlink_bytes_per_s * 2 * 8 / 1e9
-
-
-def point_rows(point: DevicePoint) -> list[dict[str, object]]:
-    """The one row of ``point`` (module docstring). Pure: safe on any worker."""
-    import warnings
-
-    from archsim.api import train
-    from archsim.devices.device_file import load_device
-    from archsim.training.cluster import gpu_cluster
-    from archsim.workload.transformer import load_transformer
-
-    device = with_fields(load_device(point.device_path), point.arrays, point.hbm_gbps)
-    edited = "swept.toml"  # the edited device, which has no file: given to the cluster by this name
-    cluster = gpu_cluster({"cluster": {"name": "device-sweep"},
-                           "servers": [{"count": 1, "gpus": point.chips, "device": edited,
-                                        "intra_server_gbps": in_server_gbps(device)}]},
-                          Path(point.device_path).parent, point.device, point.dtype, loaded={edited: device})
-    with warnings.catch_warnings():  # memory that does not fit is this row's ``fits_memory``, not a warning
-        warnings.simplefilter("ignore", UserWarning)
-        config = load_transformer(point.model_path)
-        result, _ = train(config, cluster=cluster, global_batch=point.global_batch,
-                          dp=point.chips, micro_batch=point.micro_batch, recompute=point.recompute,
-                          attention=point.attention)
-    arrays = device.arrays
-    dynamic = result.energy_j if result.energy_j is not None else math.nan
-    return [{"model": config.name, "gpu": device.name, "arrays": f"{arrays.count}x{arrays.rows}x{arrays.cols}",
-             "rows": arrays.rows, "cols": arrays.cols, "hbm_gbps": device.hbm_bytes_per_s / 1e9, "gpus": point.chips,
-             "global_batch": point.global_batch, "micro_batch": point.micro_batch, "recompute": point.recompute,
-             "dtype": point.dtype, "attention": point.attention, "static_watts": point.static_watts,
-             "iteration_seconds": result.iteration_seconds,
-             "energy_j": dynamic + point.static_watts * point.chips * result.iteration_seconds,
-             "peak_memory_gib": result.peak_memory_gib, "memory_capacity_gib": device.memory_bytes / 2**30,
-             "fits_memory": all(result.fits), "model_sha256": point.model_sha256,
-             "device_sha256": point.device_sha256}]
-
-
-def with_front(rows: list[dict]) -> list[dict]:
-    """``rows`` each with ``pareto_optimal``: fits memory and no fitting row beats it in both seconds and
-    joules (equal rows do not beat each other)."""
-    import numpy as np
-
-    from archsim.report.pareto import pareto_mask
-
-    fitting = [r for r in rows if r["fits_memory"]]
-    mask = pareto_mask(np.array([[r["iteration_seconds"], r["energy_j"]] for r in fitting]).reshape(-1, 2))
-    front = {id(r) for r, keep in zip(fitting, mask, strict=True) if keep}
-    return [{**r, "pareto_optimal": id(r) in front} for r in rows]
-
-
-def frame(rows: list[dict]) -> pd.DataFrame:
-    """Rows as results.csv holds them (the spec's order: arrays, then bandwidth, then chips), the front marked."""
-    import pandas as pd
-
-    return pd.DataFrame(with_front(rows), columns=COLUMNS)
-
-
-def sweep_rows(spec: DeviceSweepSpec) -> list[dict]:
-    """Every point's row, computed here in order, the front marked (no folder, no cache: a benchmark's
-    or a notebook's call; ``archsim sweep`` caches each point)."""
-    return with_front([row for point in spec.units() for row in point_rows(point)])
-
-
-def markdown(rows: list[dict]) -> str:
-    """The rows as a markdown table (energies to four significant figures: a small model's designs
-    differ in the third)."""
-    lines = ["| arrays | HBM GB/s | chips | iteration s | energy kJ | peak GiB | fits | Pareto |",
-             "|---|---|---|---|---|---|---|---|"]
-    lines += [f"| {r['arrays']} | {r['hbm_gbps']:g} | {r['gpus']} | {r['iteration_seconds']:.3f} | "
-              f"{r['energy_j'] / 1e3:#.4g} | {r['peak_memory_gib']:.1f} | {'yes' if r['fits_memory'] else 'no'} | "
-              f"{'**front**' if r['pareto_optimal'] else ''} |" for r in rows]
-    return "\n".join(lines)
-
-
-# ---- the spec ----------------------------------------------------------------------------------
 
 MODEL_SUFFIXES = (".toml", ".json")
 DEVICE_SUFFIXES = (".toml", ".cfg")
@@ -361,12 +245,12 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
         device.peak(dtype)
     except InputError as exc:
         raise InputError(exc.message, file=file, field="dtype") from None
-    return DeviceSweepSpec(
-        name=check_name(table.get("name", path.stem), "name", file=file), model=table["model"], model_path=model_path,
-        model_sha256=file_sha256(model_path), device=table["device"], device_path=device_path,
-        device_sha256=file_sha256(device_path), arrays=arrays, hbm_gbps=hbm, chips=chips, global_batch=global_batch,
-        micro_batch=micro_batch, recompute=recompute, dtype=dtype, attention=attention, static_watts=float(watts),
-        source=file)
+    setup = DeviceSetup(model=table["model"], model_path=model_path, model_sha256=file_sha256(model_path),
+                        device=table["device"], device_path=device_path, device_sha256=file_sha256(device_path),
+                        global_batch=global_batch, micro_batch=micro_batch, recompute=recompute, dtype=dtype,
+                        attention=attention, static_watts=float(watts))
+    return DeviceSweepSpec(name=check_name(table.get("name", path.stem), "name", file=file), setup=setup,
+                           arrays=arrays, hbm_gbps=hbm, chips=chips, source=file)
 
 
 def states_bandwidth(device_path: str) -> bool:
@@ -428,78 +312,4 @@ def _shape(text: object, file: str, key: str) -> tuple[int, int, int]:
     return count, rows, cols
 
 
-# ---- the report --------------------------------------------------------------------------------
-
-def pareto_figure(results: pd.DataFrame):
-    """Seconds vs kJ per iteration, one marker per design, the front ringed; a point that does not fit
-    memory is drawn hollow and is never on the front."""
-    import plotly.graph_objects as go
-
-    fig = go.Figure()
-    label = (results["arrays"].astype(str) + " arrays, HBM " + results["hbm_gbps"].map(lambda g: f"{g:g}")
-             + " GB/s, " + results["gpus"].astype(str) + " chips, peak "
-             + results["peak_memory_gib"].map(lambda g: f"{g:.1f}") + " GiB")
-    front, fits = results["pareto_optimal"].astype(bool), results["fits_memory"].astype(bool)
-    groups = (("Pareto-optimal (time, energy)", front, "diamond", 12), ("dominated", ~front & fits, "circle", 8),
-              ("does not fit memory", ~fits, "circle-open", 8))
-    for name, keep, symbol, size in groups:
-        part = results[keep]
-        fig.add_trace(go.Scatter(x=part["iteration_seconds"], y=part["energy_j"] / 1e3, mode="markers",
-                                 text=label[keep], name=name, marker={"symbol": symbol, "size": size},
-                                 hovertemplate="%{text}<br>time %{x:.4g} s<br>energy %{y:.4g} kJ<extra></extra>"))
-    line = results[front].sort_values("iteration_seconds")
-    fig.add_trace(go.Scatter(x=line["iteration_seconds"], y=line["energy_j"] / 1e3, mode="lines",
-                             name="front", hoverinfo="skip", line={"dash": "dot"}))
-    first = results.iloc[0]
-    fig.update_layout(title=f"{first['model']} on {first['gpu']}: time vs energy per iteration "
-                            "(◆: not beaten in both by a design that fits memory)",
-                      xaxis_title="iteration time (s)", yaxis_title="energy per iteration (kJ)")
-    return fig
-
-
-def is_device_folder(folder: Path) -> bool:
-    """Whether ``folder``'s results.csv (the run's own, while a sweep writes its report) is a device sweep's."""
-    from archsim.output_files import pending
-    from archsim.validate import read_text
-
-    path = pending(folder / "results.csv")
-    if not is_file(path):
-        return False
-    header = read_text(path, "results file").partition("\n")[0].split(",")
-    return "hbm_gbps" in header and "pareto_optimal" in header and "network" not in header
-
-
-def write_device_report(folder: Path, target: str | Path, *, spec_command: str) -> Path:
-    """The HTML report of a device sweep's folder: the time/energy scatter with its front and the rows."""
-    import io
-
-    import pandas as pd
-
-    from archsim.output_files import pending
-    from archsim.report.html_page import esc
-    from archsim.report.page import write_page
-    from archsim.validate import read_text
-
-    path = folder / "results.csv"
-    try:
-        results = pd.read_csv(io.StringIO(read_text(pending(path), "results file")))
-    except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        raise InputError(f"unreadable results ({exc.__class__.__name__})", file=str(path)) from None
-    missing = [c for c in COLUMNS if c not in results.columns]
-    if missing or results.empty:
-        raise InputError("missing column" if missing else "no rows", file=str(path), line=1,
-                         field=missing[0] if missing else None)
-    command = esc(f"{spec_command}  &&  archsim report {folder} --out {target}")
-    rows = results[["arrays", "hbm_gbps", "gpus", "iteration_seconds", "energy_j", "peak_memory_gib", "fits_memory",
-                    "pareto_optimal"]]
-    first = results.iloc[0]
-    setting = esc(f"{first['model']} on {first['gpu']}: global batch {first['global_batch']}, micro-batch "
-                  f"{first['micro_batch']}, recompute {first['recompute']}, {first['dtype']}, {first['attention']} "
-                  "attention, data parallel over the chips")
-    sections = [(pareto_figure(results), f"{setting}. Reproduce: <code>{command}</code>"),
-                (rows, f"All {len(results)} designs (seconds and joules per iteration; pareto: on the front)")]
-    return write_page(target, f"Device sweep: {first['model']} on {first['gpu']}", sections)
-
-
-__all__ = ["DevicePoint", "DeviceSweepSpec", "file_sha256", "load_device_spec", "markdown", "point_rows",
-           "square_arrays", "sweep_rows", "with_fields", "with_front"]
+__all__ = ["DevicePoint", "DeviceSetup", "DeviceSweepSpec", "file_sha256", "load_device_spec", "square_arrays"]
