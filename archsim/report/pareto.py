@@ -96,7 +96,9 @@ def device_pareto_figure(results: pd.DataFrame) -> go.Figure:
     ``pareto_optimal`` column) ringed; a point that does not fit memory is drawn hollow and is never
     on the front."""
     fig = go.Figure()
-    label = (results["arrays"].astype(str) + " arrays, HBM " + results["hbm_gbps"].map(lambda g: f"{g:g}")
+    sram = (", SRAM " + results["sram_kib_per_array"].map(lambda k: f"{k:g}") + " KiB per array"
+            if "sram_kib_per_array" in results.columns else "")  # a sweep of it names it
+    label = (results["arrays"].astype(str) + " arrays" + sram + ", HBM " + results["hbm_gbps"].map(lambda g: f"{g:g}")
              + " GB/s, " + results["gpus"].astype(str) + " chips, peak "
              + results["peak_memory_gib"].map(lambda g: f"{g:.1f}") + " GiB")
     front, fits = results["pareto_optimal"].astype(bool), results["fits_memory"].astype(bool)

@@ -3,7 +3,7 @@ HBM bandwidth × chips, :mod:`archsim.sweep.device_spec`), each point timed and 
 train`` times and prices it, and the time/energy front over them.
 
 Each point is the device with those fields replaced (every other field as the file states it: the
-SRAM per array, the clock, the links; a .cfg's SCALE-Sim ``Bandwidth``, where it states one, restated
+SRAM per array unless swept, the clock, the links; a .cfg's SCALE-Sim ``Bandwidth``, where it states one, restated
 as the whole words/cycle nearest ``hbm_gbps``, :func:`~archsim.sweep.device_spec.cfg_words`), ``chips``
 of it in one server as a cluster file ``[[servers]] gpus = chips, device = …, intra_server_gbps`` gives
 them (the in-server link the device's own ``[links] intra_gbps``, :func:`in_server_gbps`), and TP 1 ×
@@ -32,12 +32,14 @@ if TYPE_CHECKING:
 COLUMNS = ["model", "gpu", "arrays", "rows", "cols", "hbm_gbps", "gpus", "global_batch", "micro_batch", "recompute",
            "dtype", "attention", "static_watts", "iteration_seconds", "energy_j", "peak_memory_gib",
            "memory_capacity_gib", "fits_memory", "pareto_optimal", "model_sha256", "device_sha256"]
+SRAM_COLUMN = "sram_kib_per_array"  # after cols, only in a sweep of it: other sweeps' results.csv as before
 
 
-def with_fields(device: Device, arrays: tuple[int, int, int] | None, hbm_gbps: float | None) -> Device:
-    """``device`` with its arrays (count, rows, cols: one array per core) and HBM bandwidth (GB/s)
-    replaced, every other field kept; the peaks of the dtypes its arrays run scale with their PEs, as a
-    device file's derived peaks would."""
+def with_fields(device: Device, arrays: tuple[int, int, int] | None, hbm_gbps: float | None,
+                sram_kib_per_array: int | None = None) -> Device:
+    """``device`` with its arrays (count, rows, cols: one array per core), HBM bandwidth (GB/s) and SRAM
+    per array (KiB) replaced, every other field kept; the peaks of the dtypes its arrays run scale with
+    their PEs, as a device file's derived peaks would."""
     if arrays is not None:
         count, rows, cols = arrays
         new = replace(device.arrays, count=count, rows=rows, cols=cols, per_core=1)
@@ -48,6 +50,8 @@ def with_fields(device: Device, arrays: tuple[int, int, int] | None, hbm_gbps: f
         device = replace(device, arrays=new, peaks=peaks)
     if hbm_gbps is not None:
         device = replace(device, hbm_bytes_per_s=hbm_gbps * 1e9)
+    if sram_kib_per_array is not None:
+        device = replace(device, sram_bytes_per_array=sram_kib_per_array * 1024.0)
     return device
 
 
@@ -67,7 +71,7 @@ def point_rows(point: DevicePoint) -> list[dict[str, object]]:
     from archsim.workload.transformer import load_transformer
 
     setup = point.setup
-    device = with_fields(load_device(setup.device_path), point.arrays, point.hbm_gbps)
+    device = with_fields(load_device(setup.device_path), point.arrays, point.hbm_gbps, point.sram_kib_per_array)
     edited = "swept.toml"  # the edited device, which has no file: given to the cluster by this name
     cluster = gpu_cluster({"cluster": {"name": "device-sweep"},
                            "servers": [{"count": 1, "gpus": point.chips, "device": edited,
@@ -81,8 +85,10 @@ def point_rows(point: DevicePoint) -> list[dict[str, object]]:
                           attention=setup.attention)
     arrays = device.arrays
     dynamic = result.energy_j if result.energy_j is not None else math.nan
+    sram = {} if point.sram_kib_per_array is None else {SRAM_COLUMN: device.sram_bytes_per_array / 1024}
     return [{"model": config.name, "gpu": device.name, "arrays": f"{arrays.count}x{arrays.rows}x{arrays.cols}",
-             "rows": arrays.rows, "cols": arrays.cols, "hbm_gbps": device.hbm_bytes_per_s / 1e9, "gpus": point.chips,
+             "rows": arrays.rows, "cols": arrays.cols, **sram, "hbm_gbps": device.hbm_bytes_per_s / 1e9,
+             "gpus": point.chips,
              "global_batch": setup.global_batch, "micro_batch": setup.micro_batch, "recompute": setup.recompute,
              "dtype": setup.dtype, "attention": setup.attention, "static_watts": setup.static_watts,
              "iteration_seconds": result.iteration_seconds,
@@ -106,10 +112,13 @@ def with_front(rows: list[dict]) -> list[dict]:
 
 
 def frame(rows: list[dict]) -> pd.DataFrame:
-    """Rows as results.csv holds them (the spec's order: arrays, then bandwidth, then chips), the front marked."""
+    """Rows as results.csv holds them (the spec's order: arrays, then SRAM, then bandwidth, then chips),
+    the front marked."""
     import pandas as pd
 
-    return pd.DataFrame(with_front(rows), columns=COLUMNS)
+    at = COLUMNS.index("cols") + 1
+    columns = COLUMNS[:at] + [SRAM_COLUMN] + COLUMNS[at:] if any(SRAM_COLUMN in r for r in rows) else COLUMNS
+    return pd.DataFrame(with_front(rows), columns=columns)
 
 
 def sweep_rows(spec: DeviceSweepSpec) -> list[dict]:
@@ -118,4 +127,4 @@ def sweep_rows(spec: DeviceSweepSpec) -> list[dict]:
     return with_front([row for point in spec.units() for row in point_rows(point)])
 
 
-__all__ = ["COLUMNS", "frame", "in_server_gbps", "point_rows", "sweep_rows", "with_fields", "with_front"]
+__all__ = ["COLUMNS", "SRAM_COLUMN", "frame", "in_server_gbps", "point_rows", "sweep_rows", "with_fields", "with_front"]

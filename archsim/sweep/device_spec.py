@@ -7,6 +7,7 @@ and prices (docs/concepts.md, "Sweep specs"; docs/formats.md, "Device sweep spec
     model = "gpt3_1.3b"              # a shipped configs/transformers/ name, or a file beside the spec
     device = "tpu_v4_like"           # a shipped configs/devices/ name, or a file beside the spec
     array_sides = [64, 128, 256]     # square arrays at the file's PE budget; or array_shapes = ["8x128x128"]
+    sram_kib_per_array = [1024, 4096]  # the file's [memory] sram_kib_per_array, KiB (array devices only)
     hbm_gbps = [600, 1200, 2400]     # the file's [memory] hbm_gbps, GB/s
     chips = [4, 8, 16]               # data parallel over one server of this many chips
     global_batch = 64                # archsim train's flags, same names and choices
@@ -37,8 +38,9 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 MAX_AXIS = 1000  # values per axis: a sweep is their product
 MAX_CHIPS = 65536
-KEYS = {"name", "model", "device", "array_sides", "array_shapes", "hbm_gbps", "chips", "global_batch",
-        "micro_batch", "recompute", "dtype", "attention", "static_watts"}
+KEYS = {"name", "model", "device", "array_sides", "array_shapes", "sram_kib_per_array", "hbm_gbps", "chips",
+        "global_batch", "micro_batch", "recompute", "dtype", "attention", "static_watts"}
+MAX_SRAM_KIB = 1 << 20  # 1 GiB per array
 REQUIRED = {"model", "device", "chips", "global_batch"}
 
 
@@ -64,7 +66,8 @@ class DeviceSetup:
 @dataclass(frozen=True)
 class DevicePoint:
     """One point of a device sweep: the sweep's shared ``setup`` and the fields this point replaces
-    (``arrays``: count, rows, cols; ``hbm_gbps`` in GB/s; None: the file's) with its chip count. Its
+    (``arrays``: count, rows, cols; ``hbm_gbps`` in GB/s; ``sram_kib_per_array`` in KiB; None: the
+    file's) with its chip count. Its
     fields are its cache key: never the spec's name or its other axis values, so a point stays cached
     when the spec gains or loses another point."""
 
@@ -72,6 +75,7 @@ class DevicePoint:
     arrays: tuple[int, int, int] | None
     hbm_gbps: float | None
     chips: int
+    sram_kib_per_array: int | None = None
 
     @property
     def configs(self) -> int:
@@ -81,8 +85,8 @@ class DevicePoint:
 
 @dataclass(frozen=True)
 class DeviceSweepSpec:
-    """A device sweep (module docstring): its points are the product of the three axes, each sharing
-    ``setup``."""
+    """A device sweep (module docstring): its points are the product of the axes (arrays, then SRAM
+    per array, then HBM bandwidth, then chips), each sharing ``setup``."""
 
     name: str
     setup: DeviceSetup
@@ -90,14 +94,15 @@ class DeviceSweepSpec:
     hbm_gbps: tuple[float | None, ...]
     chips: tuple[int, ...]
     source: str | None = None
+    sram_kib_per_array: tuple[int | None, ...] = (None,)
 
     def units(self) -> list[DevicePoint]:
-        return [DevicePoint(self.setup, arrays, gbps, chips)
-                for arrays in self.arrays for gbps in self.hbm_gbps for chips in self.chips]
+        return [DevicePoint(self.setup, arrays, gbps, chips, sram) for arrays in self.arrays
+                for sram in self.sram_kib_per_array for gbps in self.hbm_gbps for chips in self.chips]
 
     @property
     def size(self) -> int:
-        return len(self.arrays) * len(self.hbm_gbps) * len(self.chips)
+        return len(self.arrays) * len(self.sram_kib_per_array) * len(self.hbm_gbps) * len(self.chips)
 
     @property
     def networks(self) -> tuple[str, ...]:
@@ -211,6 +216,13 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
                 raise InputError(exc.message, file=file, field=key) from None
         else:
             arrays = axis(key, lambda text: _shape(text, file, key))
+    sram: tuple[int | None, ...] = (None,)
+    if "sram_kib_per_array" in table:
+        if device.gemm != "arrays":
+            raise InputError(f"SRAM per array is an array device's (gemm = \"arrays\"), whose energy model prices its "
+                             f"accesses; this one has gemm = {device.gemm!r}, priced at board power × time",
+                             file=file, field="sram_kib_per_array")
+        sram = axis("sram_kib_per_array", integer("sram_kib_per_array", MAX_SRAM_KIB))
     hbm: tuple[float | None, ...] = (None,)
     if "hbm_gbps" in table:
         def gbps(x) -> float:
@@ -250,7 +262,7 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
                         global_batch=global_batch, micro_batch=micro_batch, recompute=recompute, dtype=dtype,
                         attention=attention, static_watts=float(watts))
     return DeviceSweepSpec(name=check_name(table.get("name", path.stem), "name", file=file), setup=setup,
-                           arrays=arrays, hbm_gbps=hbm, chips=chips, source=file)
+                           arrays=arrays, hbm_gbps=hbm, chips=chips, source=file, sram_kib_per_array=sram)
 
 
 def states_bandwidth(device_path: str) -> bool:

@@ -259,7 +259,7 @@ def write_device_report(folder: Path, target: str | Path, *, spec_command: str) 
     from archsim.report.html_page import esc
     from archsim.report.page import write_page
     from archsim.report.pareto import device_pareto_figure
-    from archsim.sweep.device_points import COLUMNS
+    from archsim.sweep.device_points import COLUMNS, SRAM_COLUMN
 
     path = folder / "results.csv"
     _, results = _read_csv(path)
@@ -268,8 +268,9 @@ def write_device_report(folder: Path, target: str | Path, *, spec_command: str) 
         raise InputError("missing column" if missing else "no rows", file=str(path), line=1,
                          field=missing[0] if missing else None)
     command = esc(f"{spec_command}  &&  archsim report {folder} --out {target}")
-    rows = results[["arrays", "hbm_gbps", "gpus", "iteration_seconds", "energy_j", "peak_memory_gib", "fits_memory",
-                    "pareto_optimal"]]
+    sram = [SRAM_COLUMN] if SRAM_COLUMN in results.columns else []
+    rows = results[["arrays", *sram, "hbm_gbps", "gpus", "iteration_seconds", "energy_j", "peak_memory_gib",
+                    "fits_memory", "pareto_optimal"]]
     first = results.iloc[0]
     setting = esc(f"{first['model']} on {first['gpu']}: global batch {first['global_batch']}, micro-batch "
                   f"{first['micro_batch']}, recompute {first['recompute']}, {first['dtype']}, {first['attention']} "
