@@ -49,6 +49,22 @@ def edited_device(count: int, side: int, hbm_gbps: int, sram_kib: int = 4096) ->
     return text
 
 
+def assert_trains_as(row: dict[str, str], device_text: str, tmp_path: Path, capsys) -> None:
+    """``row`` (a point of SPEC's settings on 4 chips) is what `archsim train` prints on ``device_text``
+    written as a device file, in a cluster file of one server of 4 of it."""
+    write(tmp_path / "edited.toml", device_text)
+    cluster = write(tmp_path / "c.toml", '[cluster]\nname = "c"\n[[servers]]\ncount = 1\ngpus = 4\n'
+                                         'intra_server_gbps = 4800\ndevice = "edited.toml"\n')
+    assert main(["train", str(GPT2), "--cluster", str(cluster), "--dp", "4", "--global-batch", "16", "--dtype",
+                 "bf16", "--attention", "standard", "--format", "json"]) == 0
+    meta = json.loads(capsys.readouterr().out)["meta"]
+    assert float(row["iteration_seconds"]) == pytest.approx(meta["iteration_seconds"], rel=1e-12)
+    assert float(row["energy_j"]) == pytest.approx(meta["energy_j"], rel=1e-12)
+    assert float(row["peak_memory_gib"]) == pytest.approx(meta["peak_memory_gib"], rel=1e-12)
+    assert (row["fits_memory"] == "True") == meta["fits_memory"]
+    assert (row["model"], row["gpu"]) == (meta["model"], meta["gpu"])
+
+
 @pytest.mark.long
 def test_a_device_sweep_gives_archsim_trains_figures(tmp_path, capsys):
     spec = write(tmp_path / "tiny.toml", SPEC)
@@ -59,19 +75,7 @@ def test_a_device_sweep_gives_archsim_trains_figures(tmp_path, capsys):
     assert [(r["arrays"], float(r["hbm_gbps"]), int(r["gpus"])) for r in rows] == [
         ("4x128x128", 600.0, 4), ("4x128x128", 2400.0, 4), ("2x256x256", 600.0, 4), ("2x256x256", 2400.0, 4)]
 
-    # the same point through `archsim train` on a device file written with its fields, in a cluster file
-    write(tmp_path / "half.toml", edited_device(4, 128, 600))
-    cluster = write(tmp_path / "c.toml", '[cluster]\nname = "c"\n[[servers]]\ncount = 1\ngpus = 4\n'
-                                         'intra_server_gbps = 4800\ndevice = "half.toml"\n')
-    assert main(["train", str(GPT2), "--cluster", str(cluster), "--dp", "4", "--global-batch", "16", "--dtype",
-                 "bf16", "--attention", "standard", "--format", "json"]) == 0
-    meta = json.loads(capsys.readouterr().out)["meta"]
-    row = rows[0]
-    assert float(row["iteration_seconds"]) == pytest.approx(meta["iteration_seconds"], rel=1e-12)
-    assert float(row["energy_j"]) == pytest.approx(meta["energy_j"], rel=1e-12)
-    assert float(row["peak_memory_gib"]) == pytest.approx(meta["peak_memory_gib"], rel=1e-12)
-    assert (row["fits_memory"] == "True") == meta["fits_memory"]
-    assert (row["model"], row["gpu"]) == (meta["model"], meta["gpu"])
+    assert_trains_as(rows[0], edited_device(4, 128, 600), tmp_path, capsys)
     # bandwidth is a field the point really changes: 4x the HBM makes the memory-bound ops faster
     assert float(rows[1]["iteration_seconds"]) < float(rows[0]["iteration_seconds"])
 
@@ -102,16 +106,7 @@ def test_an_sram_axis_point_is_archsim_train_on_the_edited_file(tmp_path, capsys
     assert [(r["arrays"], float(r["sram_kib_per_array"])) for r in rows] == [
         ("4x128x128", 96.0), ("4x128x128", 4096.0), ("1x256x256", 96.0), ("1x256x256", 4096.0)]
 
-    write(tmp_path / "small_sram.toml", edited_device(1, 256, 600, sram_kib=96))
-    cluster = write(tmp_path / "c.toml", '[cluster]\nname = "c"\n[[servers]]\ncount = 1\ngpus = 4\n'
-                                         'intra_server_gbps = 4800\ndevice = "small_sram.toml"\n')
-    assert main(["train", str(GPT2), "--cluster", str(cluster), "--dp", "4", "--global-batch", "16", "--dtype",
-                 "bf16", "--attention", "standard", "--format", "json"]) == 0
-    meta = json.loads(capsys.readouterr().out)["meta"]
-    row = rows[2]
-    assert float(row["iteration_seconds"]) == pytest.approx(meta["iteration_seconds"], rel=1e-12)
-    assert float(row["energy_j"]) == pytest.approx(meta["energy_j"], rel=1e-12)
-    assert float(row["peak_memory_gib"]) == pytest.approx(meta["peak_memory_gib"], rel=1e-12)
+    assert_trains_as(rows[2], edited_device(1, 256, 600, sram_kib=96), tmp_path, capsys)
     for small, large in ((rows[0], rows[1]), (rows[2], rows[3])):  # SRAM prices accesses; it times nothing
         assert float(small["energy_j"]) < float(large["energy_j"])
         assert small["iteration_seconds"] == large["iteration_seconds"]
