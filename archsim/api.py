@@ -415,11 +415,11 @@ def simulate(plan, profile, *, microbatches: int, schedule: str | None = None):
 def run_sweep(spec, *, out: str | Path | None = None, workers: int = 1, dask: str | None = None,
               progress: bool = False) -> pd.DataFrame:
     """Run a sweep spec (a TOML path, a :class:`SweepSpec` or a device sweep's
-    :class:`~archsim.sweep.device.DeviceSweepSpec`) into ``out`` (default ``results/<spec name>``),
+    :class:`~archsim.sweep.device_spec.DeviceSweepSpec`) into ``out`` (default ``results/<spec name>``),
     computing only configurations not cached there; returns the results."""
     from archsim.sweep import SweepSpec, load_spec
     from archsim.sweep import run_sweep as _run
-    from archsim.sweep.device import DeviceSweepSpec
+    from archsim.sweep.device_spec import DeviceSweepSpec
 
     spec = spec if isinstance(spec, (SweepSpec, DeviceSweepSpec)) else load_spec(spec)
     return _run(spec, out if out is not None else Path("results") / spec.name, workers=workers, dask=dask,
@@ -432,7 +432,7 @@ def write_report(results: str | Path, *, out: str | Path, spec=None) -> Path:
     :class:`SweepSpec` you ran): without it, a network file elsewhere leaves out the per-layer
     and Gantt sections (docs/security.md)."""
     from archsim.sweep import SweepSpec, load_spec
-    from archsim.sweep.device import DeviceSweepSpec
+    from archsim.sweep.device_spec import DeviceSweepSpec
     from archsim.sweep.report import spec_command
     from archsim.sweep.report import write_report as _write
 

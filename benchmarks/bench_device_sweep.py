@@ -8,7 +8,7 @@ Each point is the device file with its arrays' shape (square sides of 64, 128 or
 scaled so the chip keeps its PEs: 4 × the file's arrays of 64², 1/4 of them of 256²), its HBM
 bandwidth and the chips the model trains on (data parallel, one micro-batch of one sample, full
 recompute, bf16, Megatron's standard attention) replaced. The sweep is the library's
-(:mod:`archsim.sweep.device`), what ``archsim sweep configs/sweeps/device_tpu_v4_like_gpt.toml`` runs
+(:mod:`archsim.sweep.device_points`), what ``archsim sweep configs/sweeps/device_tpu_v4_like_gpt.toml`` runs
 with caching and an HTML report: ``archsim train``'s seconds and the energy model's joules per
 iteration, plus ``--static-watts`` per chip over the iteration (an assumption the user states;
 default 0: the energy model's dynamic energy alone, which no bandwidth changes). The front keeps the
@@ -23,7 +23,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from archsim.sweep.device import markdown, with_front
+from archsim.sweep.device_points import with_front
+from archsim.sweep.report import device_markdown
 
 ROOT = Path(__file__).resolve().parents[1]
 SIDES = (64, 128, 256)
@@ -33,15 +34,16 @@ CHIPS = (4, 8, 16)
 
 def sweep(device_path: str, model_path: str, global_batch: int, static_watts: float = 0.0) -> list[dict]:
     """One row per (array side, HBM GB/s, chips): seconds, joules, peak memory, fits — the library's
-    device sweep (:mod:`archsim.sweep.device`, what ``archsim sweep`` runs) on these axes."""
+    device sweep (:mod:`archsim.sweep.device_points`, what ``archsim sweep`` runs) on these axes."""
     from archsim.devices.device_file import load_device
-    from archsim.sweep.device import DeviceSweepSpec, file_sha256, square_arrays, sweep_rows
+    from archsim.sweep.device_points import sweep_rows
+    from archsim.sweep.device_spec import DeviceSetup, DeviceSweepSpec, file_sha256, square_arrays
 
-    spec = DeviceSweepSpec(name="bench_device_sweep", model=Path(model_path).stem, model_path=model_path,
-                           model_sha256=file_sha256(model_path), device=Path(device_path).stem,
-                           device_path=device_path, device_sha256=file_sha256(device_path),
-                           arrays=square_arrays(load_device(device_path), SIDES), hbm_gbps=HBM_GBPS, chips=CHIPS,
-                           global_batch=global_batch, dtype="bf16", attention="standard", static_watts=static_watts)
+    setup = DeviceSetup(model=Path(model_path).stem, model_path=model_path, model_sha256=file_sha256(model_path),
+                        device=Path(device_path).stem, device_path=device_path, device_sha256=file_sha256(device_path),
+                        global_batch=global_batch, dtype="bf16", attention="standard", static_watts=static_watts)
+    spec = DeviceSweepSpec(name="bench_device_sweep", setup=setup,
+                           arrays=square_arrays(load_device(device_path), SIDES), hbm_gbps=HBM_GBPS, chips=CHIPS)
     return sweep_rows(spec)
 
 
@@ -61,17 +63,17 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as exc:
         print(f"bench_device_sweep: {exc}", file=sys.stderr)
         return 2
-    print(markdown(rows))
+    print(device_markdown(rows))
     if args.csv or args.html:
         import pandas as pd
 
         from archsim.outputs import atomic_write_text
-        from archsim.sweep.device import pareto_figure
+        from archsim.report.pareto import device_pareto_figure
 
         if args.csv:
             atomic_write_text(args.csv, pd.DataFrame(rows).to_csv(index=False))
         if args.html:
-            atomic_write_text(args.html, pareto_figure(pd.DataFrame(rows)).to_html(include_plotlyjs="cdn"))
+            atomic_write_text(args.html, device_pareto_figure(pd.DataFrame(rows)).to_html(include_plotlyjs="cdn"))
     return 0
 
 

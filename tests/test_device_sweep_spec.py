@@ -13,7 +13,7 @@ import pytest
 from test_robustness import clean_error, write
 
 from archsim.cli import main
-from archsim.sweep.device import with_front
+from archsim.sweep.device_points import with_front
 
 ROOT = Path(__file__).resolve().parents[1]
 DEVICE_TEXT = (ROOT / "configs" / "devices" / "tpu_v4_like.toml").read_text(encoding="utf-8")
@@ -36,15 +36,33 @@ def rows_of(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
-def edited_device(count: int, side: int, hbm_gbps: int) -> str:
-    """The TPU-v4-like file with its arrays and HBM bandwidth rewritten, as a designer would edit it."""
+def edited_device(count: int, side: int, hbm_gbps: int, sram_kib: int = 4096) -> str:
+    """The TPU-v4-like file with its arrays, HBM bandwidth and SRAM per array rewritten, as a designer
+    would edit it."""
     text = DEVICE_TEXT
     for old, new in (("arrays = 8\n", f"arrays = {count}\n"), ("arrays_per_core = 4\n", "arrays_per_core = 1\n"),
                      ("rows = 128\n", f"rows = {side}\n"), ("cols = 128\n", f"cols = {side}\n"),
-                     ("hbm_gbps = 1200\n", f"hbm_gbps = {hbm_gbps}\n")):
+                     ("hbm_gbps = 1200\n", f"hbm_gbps = {hbm_gbps}\n"),
+                     ("sram_kib_per_array = 4096\n", f"sram_kib_per_array = {sram_kib}\n")):
         assert text.count(old) == 1, old
         text = text.replace(old, new)
     return text
+
+
+def assert_trains_as(row: dict[str, str], device_text: str, tmp_path: Path, capsys) -> None:
+    """``row`` (a point of SPEC's settings on 4 chips) is what `archsim train` prints on ``device_text``
+    written as a device file, in a cluster file of one server of 4 of it."""
+    write(tmp_path / "edited.toml", device_text)
+    cluster = write(tmp_path / "c.toml", '[cluster]\nname = "c"\n[[servers]]\ncount = 1\ngpus = 4\n'
+                                         'intra_server_gbps = 4800\ndevice = "edited.toml"\n')
+    assert main(["train", str(GPT2), "--cluster", str(cluster), "--dp", "4", "--global-batch", "16", "--dtype",
+                 "bf16", "--attention", "standard", "--format", "json"]) == 0
+    meta = json.loads(capsys.readouterr().out)["meta"]
+    assert float(row["iteration_seconds"]) == pytest.approx(meta["iteration_seconds"], rel=1e-12)
+    assert float(row["energy_j"]) == pytest.approx(meta["energy_j"], rel=1e-12)
+    assert float(row["peak_memory_gib"]) == pytest.approx(meta["peak_memory_gib"], rel=1e-12)
+    assert (row["fits_memory"] == "True") == meta["fits_memory"]
+    assert (row["model"], row["gpu"]) == (meta["model"], meta["gpu"])
 
 
 @pytest.mark.long
@@ -57,19 +75,7 @@ def test_a_device_sweep_gives_archsim_trains_figures(tmp_path, capsys):
     assert [(r["arrays"], float(r["hbm_gbps"]), int(r["gpus"])) for r in rows] == [
         ("4x128x128", 600.0, 4), ("4x128x128", 2400.0, 4), ("2x256x256", 600.0, 4), ("2x256x256", 2400.0, 4)]
 
-    # the same point through `archsim train` on a device file written with its fields, in a cluster file
-    write(tmp_path / "half.toml", edited_device(4, 128, 600))
-    cluster = write(tmp_path / "c.toml", '[cluster]\nname = "c"\n[[servers]]\ncount = 1\ngpus = 4\n'
-                                         'intra_server_gbps = 4800\ndevice = "half.toml"\n')
-    assert main(["train", str(GPT2), "--cluster", str(cluster), "--dp", "4", "--global-batch", "16", "--dtype",
-                 "bf16", "--attention", "standard", "--format", "json"]) == 0
-    meta = json.loads(capsys.readouterr().out)["meta"]
-    row = rows[0]
-    assert float(row["iteration_seconds"]) == pytest.approx(meta["iteration_seconds"], rel=1e-12)
-    assert float(row["energy_j"]) == pytest.approx(meta["energy_j"], rel=1e-12)
-    assert float(row["peak_memory_gib"]) == pytest.approx(meta["peak_memory_gib"], rel=1e-12)
-    assert (row["fits_memory"] == "True") == meta["fits_memory"]
-    assert (row["model"], row["gpu"]) == (meta["model"], meta["gpu"])
+    assert_trains_as(rows[0], edited_device(4, 128, 600), tmp_path, capsys)
     # bandwidth is a field the point really changes: 4x the HBM makes the memory-bound ops faster
     assert float(rows[1]["iteration_seconds"]) < float(rows[0]["iteration_seconds"])
 
@@ -81,6 +87,38 @@ def test_a_device_sweep_gives_archsim_trains_figures(tmp_path, capsys):
     page = html.read_text(encoding="utf-8")
     assert "iteration time (s)" in page and "energy per iteration (kJ)" in page  # axes with their units
     assert "2x256x256 arrays, HBM 2400 GB" in page  # a point's hover names its design
+
+
+@pytest.mark.long
+def test_an_sram_axis_point_is_archsim_train_on_the_edited_file(tmp_path, capsys):
+    """SRAM per array against array size at the chip's PE budget: each point is `archsim train` on the
+    device file with both edited, and the SRAM really changes the joules (not the seconds)."""
+    spec = write(tmp_path / "s.toml", SPEC.replace('array_shapes = ["4x128x128", "2x256x256"]',
+                                                   'array_shapes = ["4x128x128", "1x256x256"]\n'
+                                                   "sram_kib_per_array = [96, 4096]")
+                 .replace("hbm_gbps = [600, 2400]", "hbm_gbps = [600]"))
+    out, html = tmp_path / "out", tmp_path / "s.html"
+    assert main(["sweep", str(spec), "--out", str(out), "--quiet", "--report", str(html)]) == 0
+    capsys.readouterr()
+    header = (out / "results.csv").read_text(encoding="utf-8").partition("\n")[0].split(",")
+    assert header[header.index("cols") + 1] == "sram_kib_per_array"
+    rows = rows_of(out / "results.csv")
+    assert [(r["arrays"], float(r["sram_kib_per_array"])) for r in rows] == [
+        ("4x128x128", 96.0), ("4x128x128", 4096.0), ("1x256x256", 96.0), ("1x256x256", 4096.0)]
+
+    assert_trains_as(rows[2], edited_device(1, 256, 600, sram_kib=96), tmp_path, capsys)
+    for small, large in ((rows[0], rows[1]), (rows[2], rows[3])):  # SRAM prices accesses; it times nothing
+        assert float(small["energy_j"]) < float(large["energy_j"])
+        assert small["iteration_seconds"] == large["iteration_seconds"]
+    assert "1x256x256 arrays, SRAM 96 KiB per array, HBM 600 GB" in html.read_text(encoding="utf-8")
+
+
+def test_a_sweep_without_an_sram_axis_writes_no_sram_column():
+    from archsim.sweep.device_points import COLUMNS, SRAM_COLUMN, frame
+
+    row = {"iteration_seconds": 1.0, "energy_j": 1.0, "fits_memory": True}
+    assert list(frame([row]).columns) == COLUMNS and SRAM_COLUMN not in COLUMNS
+    assert SRAM_COLUMN in frame([{**row, SRAM_COLUMN: 96.0}]).columns
 
 
 @pytest.mark.long
@@ -97,6 +135,26 @@ def test_a_rerun_computes_only_the_missing_points(tmp_path, capsys):
     capsys.readouterr()
     assert (out / "results.csv").read_text(encoding="utf-8") == first
     assert cached[0].is_file() and cached[1].stat().st_mtime_ns == kept
+
+
+@pytest.mark.long
+def test_a_point_stays_cached_when_the_spec_gains_an_axis_value_or_a_new_name(tmp_path, capsys):
+    """docs/training.md: a run "with an axis value added computes only the points it lacks": a point's
+    cache key is its own settings, never the spec's name or its other axis values."""
+    spec = write(tmp_path / "tiny.toml", SPEC.replace('hbm_gbps = [600, 2400]', 'hbm_gbps = [600]')
+                 .replace('array_shapes = ["4x128x128", "2x256x256"]', 'array_shapes = ["4x128x128"]'))
+    out = tmp_path / "out"
+    assert main(["sweep", str(spec), "--out", str(out), "--quiet"]) == 0
+    [cached] = (out / "cache").glob("*.json")
+    kept, first = cached.stat().st_mtime_ns, rows_of(out / "results.csv")[0]
+    write(spec, spec.read_text(encoding="utf-8").replace('name = "tiny"', 'name = "tiny2"')
+          .replace("hbm_gbps = [600]", "hbm_gbps = [600, 2400]"))
+    assert main(["sweep", str(spec), "--out", str(out), "--quiet"]) == 0
+    capsys.readouterr()
+    assert len(list((out / "cache").glob("*.json"))) == 2 and cached.stat().st_mtime_ns == kept
+    rows = rows_of(out / "results.csv")
+    assert [float(r["hbm_gbps"]) for r in rows] == [600.0, 2400.0]
+    assert {**rows[0], "pareto_optimal": ""} == {**first, "pareto_optimal": ""}  # the front changes with the new point
 
 
 @pytest.mark.long
@@ -117,6 +175,7 @@ def test_points_that_do_not_fit_are_kept_and_never_on_the_front(tmp_path, capsys
 @pytest.mark.parametrize("extra, field, words", [
     ("array_sides = [64]\n", "array_sides", 'gemm = "arrays"'),     # its arrays are not what times its GEMMs
     ("static_watts = 10\n", "static_watts", "board power"),         # its board power already counts it
+    ("sram_kib_per_array = [1024]\n", "sram_kib_per_array", 'gemm = "arrays"'),  # no SRAM prices its energy
 ])
 def test_a_tile_timed_device_takes_no_array_axis_and_no_static_watts(tmp_path, capsys, extra, field, words):
     write(tmp_path / "tiles.toml", DEVICE_TEXT.replace('gemm = "arrays"', 'gemm = "tiles"'))
@@ -152,6 +211,9 @@ BASE = 'model = "gpt2"\ndevice = "tpu_v4_like"\nchips = [4]\nglobal_batch = 16\n
     ('dtype = "fp8"\n', "dtype", "choose from"),
     ('attention = "sparse"\n', "attention", "choose from standard, flash"),
     ("micro_batch = 0\n", "micro_batch", "integers in 1…"),
+    ("sram_kib_per_array = [0]\n", "sram_kib_per_array", "integers in 1…"),
+    ("sram_kib_per_array = [96, 96]\n", "sram_kib_per_array", "given twice"),
+    ('sram_kib_per_array = 96\n', "sram_kib_per_array", "non-empty list"),
     ("static_watts = -1\n", "static_watts", "watts per chip"),
 ])
 def test_a_bad_device_spec_is_one_line_naming_its_key(tmp_path, capsys, extra, field, words):
@@ -188,4 +250,5 @@ def test_the_shipped_device_spec_is_the_benchmarks_axes():
     spec = load_spec(ROOT / "configs" / "sweeps" / "device_tpu_v4_like_gpt.toml")
     assert [side for _, side, _ in spec.arrays] == list(bench.SIDES)
     assert spec.hbm_gbps == bench.HBM_GBPS and spec.chips == bench.CHIPS
-    assert (spec.global_batch, spec.dtype, spec.attention, spec.recompute) == (64, "bf16", "standard", "full")
+    setup = spec.setup
+    assert (setup.global_batch, setup.dtype, setup.attention, setup.recompute) == (64, "bf16", "standard", "full")

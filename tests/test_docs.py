@@ -217,12 +217,12 @@ def test_format_tables_list_exactly_the_keys_the_code_checks():
     assert sorted(sweep) == sorted(KEYS)
     text = (ROOT / "docs" / "formats.md").read_text(encoding="utf-8")
     assert {key for key in KEYS if f"| `{key}` | yes |" in text} == REQUIRED
-    from archsim.sweep import device
+    from archsim.sweep import device_spec
 
     [device_sweep] = table_keys("formats.md", "## Device sweep spec (TOML)")
-    assert sorted(device_sweep) == sorted(device.KEYS)
+    assert sorted(device_sweep) == sorted(device_spec.KEYS)
     section = text.split("## Device sweep spec (TOML)\n", 1)[1].split("\n## ", 1)[0]
-    assert {key for key in device.KEYS if f"| `{key}` | yes |" in section} == device.REQUIRED
+    assert {key for key in device_spec.KEYS if f"| `{key}` | yes |" in section} == device_spec.REQUIRED
     cluster, servers, network = table_keys("formats.md", "## Cluster (TOML)")
     assert (set(cluster), set(servers), set(network)) == (CLUSTER_KEYS, SERVER_KEYS, NETWORK_KEYS)
     [trace] = table_keys("formats.md", "## Job traces (CSV)")

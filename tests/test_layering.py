@@ -72,7 +72,7 @@ EXCEPTIONS = {
         "an SPP profile on a GPU times its ops with training's one op-timing model",
     ("archsim.report.export", "archsim.policies.torch_csv"):
         "--schedule-csv writes torch's CSV layout, written and read once in policies/torch_csv.py",
-    ("archsim.sweep.device", "archsim.api"):
+    ("archsim.sweep.device_points", "archsim.api"):
         "a device sweep's point is archsim.train with the point's keywords, the same code as archsim train",
 }
 

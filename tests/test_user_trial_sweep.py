@@ -115,7 +115,7 @@ def test_device_sweep_table_tells_energies_apart() -> None:
     root = Path(__file__).resolve().parents[1]
     rows = bench.with_front(bench.sweep(str(root / "configs/devices/tpu_v4_like.toml"),
                                         str(root / "configs/transformers/gpt2.json"), 16))
-    printed = [line.split("|")[5].strip() for line in bench.markdown(rows).splitlines()[2:]]
+    printed = [line.split("|")[5].strip() for line in bench.device_markdown(rows).splitlines()[2:]]
     assert len(printed) == len(rows)
     for a, text_a in zip(rows, printed):
         for b, text_b in zip(rows, printed):

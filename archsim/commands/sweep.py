@@ -38,7 +38,7 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     if args.report is not None:
         check_target(target)
     frame = run_sweep(spec, out, workers=args.workers, dask=args.dask, progress=not args.quiet, force=args.force)
-    from archsim.sweep.device import DeviceSweepSpec
+    from archsim.sweep.device_spec import DeviceSweepSpec
 
     summary = "" if isinstance(spec, DeviceSweepSpec) else f"; summary in {out / 'summary.csv'}"  # a device sweep: none
     note_written(f"{len(frame)} results in {out / 'results.csv'}{summary}")

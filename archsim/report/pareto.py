@@ -1,4 +1,5 @@
-"""Pareto fronts of design sweeps (time, energy, area — all minimized) and their report figures."""
+"""Pareto fronts of design sweeps (time, energy, area — all minimized) and their report figures; a
+device sweep's time/energy figure (its front marked by :mod:`archsim.sweep.device_points`)."""
 
 from __future__ import annotations
 
@@ -87,6 +88,34 @@ def pareto_figure(results: pd.DataFrame, network: str) -> go.Figure:
     fig.update_layout(title=f"{network}: time vs energy per iteration (colour: area; ◆ ringed: not dominated in "
                             "time, energy and area by a design at its batch)", xaxis_title=time.replace("_", " "),
                       yaxis_title="energy per iteration (mJ)", xaxis_type="log", yaxis_type="log")
+    return fig
+
+
+def device_pareto_figure(results: pd.DataFrame) -> go.Figure:
+    """A device sweep's seconds vs kJ per iteration, one marker per design, the front (its
+    ``pareto_optimal`` column) ringed; a point that does not fit memory is drawn hollow and is never
+    on the front."""
+    fig = go.Figure()
+    sram = (", SRAM " + results["sram_kib_per_array"].map(lambda k: f"{k:g}") + " KiB per array"
+            if "sram_kib_per_array" in results.columns else "")  # a sweep of it names it
+    label = (results["arrays"].astype(str) + " arrays" + sram + ", HBM " + results["hbm_gbps"].map(lambda g: f"{g:g}")
+             + " GB/s, " + results["gpus"].astype(str) + " chips, peak "
+             + results["peak_memory_gib"].map(lambda g: f"{g:.1f}") + " GiB")
+    front, fits = results["pareto_optimal"].astype(bool), results["fits_memory"].astype(bool)
+    groups = (("Pareto-optimal (time, energy)", front, "diamond", 12), ("dominated", ~front & fits, "circle", 8),
+              ("does not fit memory", ~fits, "circle-open", 8))
+    for name, keep, symbol, size in groups:
+        part = results[keep]
+        fig.add_trace(go.Scatter(x=part["iteration_seconds"], y=part["energy_j"] / 1e3, mode="markers",
+                                 text=label[keep], name=name, marker={"symbol": symbol, "size": size},
+                                 hovertemplate="%{text}<br>time %{x:.4g} s<br>energy %{y:.4g} kJ<extra></extra>"))
+    line = results[front].sort_values("iteration_seconds")
+    fig.add_trace(go.Scatter(x=line["iteration_seconds"], y=line["energy_j"] / 1e3, mode="lines",
+                             name="front", hoverinfo="skip", line={"dash": "dot"}))
+    first = results.iloc[0]
+    fig.update_layout(title=f"{first['model']} on {first['gpu']}: time vs energy per iteration "
+                            "(◆: not beaten in both by a design that fits memory)",
+                      xaxis_title="iteration time (s)", yaxis_title="energy per iteration (kJ)")
     return fig
 
 

@@ -1,5 +1,6 @@
 """A sweep's results folder as an HTML report: the results read back and checked, per-layer costs,
-a LayerPipe schedule and, for design sweeps, the Pareto front (``archsim report``, :func:`archsim.api.write_report`)."""
+a LayerPipe schedule and, for design sweeps, the Pareto front (``archsim report``, :func:`archsim.api.write_report`);
+a device sweep's time/energy front and its rows."""
 
 from __future__ import annotations
 
@@ -35,25 +36,31 @@ NUMERIC_RESULT_COLUMNS = ("rows", "cols", "batch", "processors", "stages", "sing
                           "speedup", "mandatory_comm_bytes", "additional_comm_bytes")  # never empty in a sweep's rows
 
 
-def read_results(folder: Path) -> pd.DataFrame:
-    """A results folder's results.csv (old column names renamed), checked."""
+def _read_csv(path: Path) -> tuple[str, pd.DataFrame]:
+    """A results.csv's text and frame: the run's own (pending) file while a sweep writes its report."""
+    import io
+
     import pandas as pd
 
+    from archsim.output_files import pending
+    from archsim.validate import read_text
+
+    try:
+        text = read_text(pending(path), "results file")
+        return text, pd.read_csv(io.StringIO(text))
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise InputError(f"unreadable results ({exc.__class__.__name__})", file=str(path)) from None
+
+
+def read_results(folder: Path) -> pd.DataFrame:
+    """A results folder's results.csv (old column names renamed), checked."""
     from archsim.output_files import pending
     from archsim.sweep.runner import RESULT_COLUMNS, current_names
 
     path = folder / "results.csv"
     if not pending(path).is_file():
         raise InputError("no results.csv here: run `archsim sweep SPEC --out DIR` first", file=str(folder))
-    try:
-        import io
-
-        from archsim.validate import read_text
-
-        text = read_text(pending(path), "results file")  # the run's own, when a sweep writes its report
-        frame = pd.read_csv(io.StringIO(text))
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise InputError(f"unreadable results ({exc.__class__.__name__})", file=str(path)) from None
+    text, frame = _read_csv(path)
     frame = frame.rename(columns=current_names(frame.columns))  # an older version's names read as today's
     missing = [c for c in RESULT_COLUMNS if c not in frame.columns]
     if missing:
@@ -77,8 +84,6 @@ def write_report(folder: Path, target: str | Path, *, spec_command: str,
     networks of the spec the caller has just run: a results folder may come from someone else."""
     from archsim.array.costing import cost_network
     from archsim.lowering import check_mode
-    from archsim.sweep.device import is_device_folder, write_device_report
-
     if is_device_folder(folder):
         return write_device_report(folder, target, spec_command=spec_command)
     results = read_results(folder)
@@ -236,4 +241,55 @@ def _gantt_section(network, array, first, processors: int, engine: str = "analyt
     return title, gantt_figure(timeline.to_frame(), title, borrowed=plan.borrowed_ops), command
 
 
-__all__ = ["NUMERIC_RESULT_COLUMNS", "read_results", "spec_command", "write_report"]
+def is_device_folder(folder: Path) -> bool:
+    """Whether ``folder``'s results.csv (the run's own, while a sweep writes its report) is a device sweep's."""
+    from archsim.output_files import pending
+    from archsim.validate import is_file, read_text
+
+    path = pending(folder / "results.csv")
+    if not is_file(path):
+        return False
+    header = read_text(path, "results file").partition("\n")[0].split(",")
+    return "hbm_gbps" in header and "pareto_optimal" in header and "network" not in header
+
+
+def write_device_report(folder: Path, target: str | Path, *, spec_command: str) -> Path:
+    """The HTML report of a device sweep's folder (:mod:`archsim.sweep.device_points`): the time/energy
+    scatter with its front and the rows."""
+    from archsim.report.html_page import esc
+    from archsim.report.page import write_page
+    from archsim.report.pareto import device_pareto_figure
+    from archsim.sweep.device_points import COLUMNS, SRAM_COLUMN
+
+    path = folder / "results.csv"
+    _, results = _read_csv(path)
+    missing = [c for c in COLUMNS if c not in results.columns]
+    if missing or results.empty:
+        raise InputError("missing column" if missing else "no rows", file=str(path), line=1,
+                         field=missing[0] if missing else None)
+    command = esc(f"{spec_command}  &&  archsim report {folder} --out {target}")
+    sram = [SRAM_COLUMN] if SRAM_COLUMN in results.columns else []
+    rows = results[["arrays", *sram, "hbm_gbps", "gpus", "iteration_seconds", "energy_j", "peak_memory_gib",
+                    "fits_memory", "pareto_optimal"]]
+    first = results.iloc[0]
+    setting = esc(f"{first['model']} on {first['gpu']}: global batch {first['global_batch']}, micro-batch "
+                  f"{first['micro_batch']}, recompute {first['recompute']}, {first['dtype']}, {first['attention']} "
+                  "attention, data parallel over the chips")
+    sections = [(device_pareto_figure(results), f"{setting}. Reproduce: <code>{command}</code>"),
+                (rows, f"All {len(results)} designs (seconds and joules per iteration; pareto: on the front)")]
+    return write_page(target, f"Device sweep: {first['model']} on {first['gpu']}", sections)
+
+
+def device_markdown(rows: list[dict]) -> str:
+    """A device sweep's rows (:func:`archsim.sweep.device_points.sweep_rows`) as a markdown table
+    (energies to four significant figures: a small model's designs differ in the third)."""
+    lines = ["| arrays | HBM GB/s | chips | iteration s | energy kJ | peak GiB | fits | Pareto |",
+             "|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['arrays']} | {r['hbm_gbps']:g} | {r['gpus']} | {r['iteration_seconds']:.3f} | "
+              f"{r['energy_j'] / 1e3:#.4g} | {r['peak_memory_gib']:.1f} | {'yes' if r['fits_memory'] else 'no'} | "
+              f"{'**front**' if r['pareto_optimal'] else ''} |" for r in rows]
+    return "\n".join(lines)
+
+
+__all__ = ["NUMERIC_RESULT_COLUMNS", "device_markdown", "is_device_folder", "read_results", "spec_command",
+           "write_device_report", "write_report"]

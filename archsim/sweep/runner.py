@@ -34,7 +34,8 @@ from archsim.output_files import hold_until_written, live_writer, output_set, wr
 from archsim.partition import build_profile
 from archsim.planners import partitions
 from archsim.progress import progress as progress_bar
-from archsim.sweep.device import DevicePoint, DeviceSweepSpec, point_rows
+from archsim.sweep.device_points import point_rows
+from archsim.sweep.device_spec import DevicePoint, DeviceSweepSpec
 from archsim.sweep.folder import check_owner, holding
 from archsim.sweep.spec import SweepSpec, Unit, network_sha256
 from archsim.sweep.summary import summarize
@@ -264,7 +265,7 @@ def _run_locked(spec: SweepSpec | DeviceSweepSpec, out: Path, units, digests, wo
                                     "command resumes from them") from None
     rows = [row for unit in units for row in (computed[unit] if unit in computed else _cached_rows(files[unit]))]
     if isinstance(spec, DeviceSweepSpec):
-        from archsim.sweep.device import frame as device_frame
+        from archsim.sweep.device_points import frame as device_frame
 
         frame = device_frame(rows)
         write_output(out / "results.csv", frame.to_csv(index=False))

@@ -56,7 +56,7 @@ from archsim.validate import (
 from archsim.workload.layer import LAYER_KINDS
 
 if TYPE_CHECKING:
-    from archsim.sweep.device import DeviceSweepSpec
+    from archsim.sweep.device_spec import DeviceSweepSpec
 
 MAX_LIST = 1000  # values per list: a sweep is their product
 
@@ -195,7 +195,7 @@ def network_sha256(network: str) -> str:
 
 def load_spec(path: str | Path) -> SweepSpec | DeviceSweepSpec:
     """A spec file's sweep: an array sweep, or a device sweep when ``[sweep]`` names a ``device`` or a
-    ``model`` (:mod:`archsim.sweep.device`)."""
+    ``model`` (:mod:`archsim.sweep.device_spec`)."""
     path = Path(path)
     file = str(path)
     document = parse_toml(read_text(path, "sweep spec"), file)
@@ -205,13 +205,13 @@ def load_spec(path: str | Path) -> SweepSpec | DeviceSweepSpec:
     table = document["sweep"]
     if not isinstance(table, dict):
         raise InputError("expected a table: write [sweep] above the keys", file=file, field="sweep")
-    from archsim.sweep import device
+    from archsim.sweep import device_spec
 
     if "device" in table or "model" in table:
-        return device.load_device_spec(table, path)
+        return device_spec.load_device_spec(table, path)
     unknown = sorted(set(table) - KEYS)
     if unknown:
-        if unknown[0] in device.KEYS:
+        if unknown[0] in device_spec.KEYS:
             raise InputError("a device sweep's key: name the device file and the model (device = …, model = …)",
                              file=file, field=unknown[0])
         raise InputError(f"unknown key; allowed: {', '.join(sorted(KEYS))}", file=file, field=unknown[0])

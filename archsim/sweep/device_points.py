@@ -1,0 +1,130 @@
+"""Device sweep points: a transformer trained on a device file whose fields are swept (array shape ×
+HBM bandwidth × chips, :mod:`archsim.sweep.device_spec`), each point timed and priced as ``archsim
+train`` times and prices it, and the time/energy front over them.
+
+Each point is the device with those fields replaced (every other field as the file states it: the
+SRAM per array unless swept, the clock, the links; a .cfg's SCALE-Sim ``Bandwidth``, where it states one, restated
+as the whole words/cycle nearest ``hbm_gbps``, :func:`~archsim.sweep.device_spec.cfg_words`), ``chips``
+of it in one server as a cluster file ``[[servers]] gpus = chips, device = …, intra_server_gbps`` gives
+them (the in-server link the device's own ``[links] intra_gbps``, :func:`in_server_gbps`), and TP 1 ×
+PP 1 × DP ``chips``: seconds, memory and ``energy_j`` are :func:`archsim.train`'s (the energy model's
+dynamic joules on an array device), plus ``static_watts`` × chips × seconds. The front
+(``pareto_optimal``) is the points no fitting point beats in both seconds and joules
+(:func:`archsim.report.pareto.pareto_mask`); a point whose memory does not fit its chip is kept,
+``fits_memory`` false, never on the front.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from archsim.devices.device import Device
+    from archsim.sweep.device_spec import DevicePoint, DeviceSweepSpec
+
+# results.csv: train's names where train prints the quantity (gpu, gpus, iteration_seconds, energy_j,
+# fits_memory, …), the device file's where it states it (rows, cols, hbm_gbps)
+COLUMNS = ["model", "gpu", "arrays", "rows", "cols", "hbm_gbps", "gpus", "global_batch", "micro_batch", "recompute",
+           "dtype", "attention", "static_watts", "iteration_seconds", "energy_j", "peak_memory_gib",
+           "memory_capacity_gib", "fits_memory", "pareto_optimal", "model_sha256", "device_sha256"]
+SRAM_COLUMN = "sram_kib_per_array"  # after cols, only in a sweep of it: other sweeps' results.csv as before
+
+
+def with_fields(device: Device, arrays: tuple[int, int, int] | None, hbm_gbps: float | None,
+                sram_kib_per_array: int | None = None) -> Device:
+    """``device`` with its arrays (count, rows, cols: one array per core), HBM bandwidth (GB/s) and SRAM
+    per array (KiB) replaced, every other field kept; the peaks of the dtypes its arrays run scale with
+    their PEs, as a device file's derived peaks would."""
+    if arrays is not None:
+        count, rows, cols = arrays
+        new = replace(device.arrays, count=count, rows=rows, cols=cols, per_core=1)
+        old = device.arrays.peak_flops
+        ratio = new.peak_flops / old
+        peaks = tuple((dtype, new.peak_flops if peak == old else peak * ratio)
+                      if device.gemm_units(dtype) is device.arrays else (dtype, peak) for dtype, peak in device.peaks)
+        device = replace(device, arrays=new, peaks=peaks)
+    if hbm_gbps is not None:
+        device = replace(device, hbm_bytes_per_s=hbm_gbps * 1e9)
+    if sram_kib_per_array is not None:
+        device = replace(device, sram_bytes_per_array=sram_kib_per_array * 1024.0)
+    return device
+
+
+def in_server_gbps(device: Device) -> float:
+    """A cluster file's ``intra_server_gbps`` (Gbit/s, both directions) for the device's own chip-to-chip
+    link (its ``[links] intra_gbps``, GB/s per direction), as the shipped device clusters state it."""
+    return device.nvlink_bytes_per_s * 2 * 8 / 1e9
+
+
+def point_rows(point: DevicePoint) -> list[dict[str, object]]:
+    """The one row of ``point`` (module docstring). Pure: safe on any worker."""
+    import warnings
+
+    from archsim.api import train
+    from archsim.devices.device_file import load_device
+    from archsim.training.cluster import gpu_cluster
+    from archsim.workload.model_files import load_transformer
+
+    setup = point.setup
+    device = with_fields(load_device(setup.device_path), point.arrays, point.hbm_gbps, point.sram_kib_per_array)
+    edited = "swept.toml"  # the edited device, which has no file: given to the cluster by this name
+    cluster = gpu_cluster({"cluster": {"name": "device-sweep"},
+                           "servers": [{"count": 1, "gpus": point.chips, "device": edited,
+                                        "intra_server_gbps": in_server_gbps(device)}]},
+                          Path(setup.device_path).parent, setup.device, setup.dtype, loaded={edited: device})
+    with warnings.catch_warnings():  # memory that does not fit is this row's ``fits_memory``, not a warning
+        warnings.simplefilter("ignore", UserWarning)
+        config = load_transformer(setup.model_path)
+        result, _ = train(config, cluster=cluster, global_batch=setup.global_batch,
+                          dp=point.chips, micro_batch=setup.micro_batch, recompute=setup.recompute,
+                          attention=setup.attention)
+    arrays = device.arrays
+    dynamic = result.energy_j if result.energy_j is not None else math.nan
+    sram = {} if point.sram_kib_per_array is None else {SRAM_COLUMN: device.sram_bytes_per_array / 1024}
+    return [{"model": config.name, "gpu": device.name, "arrays": f"{arrays.count}x{arrays.rows}x{arrays.cols}",
+             "rows": arrays.rows, "cols": arrays.cols, **sram, "hbm_gbps": device.hbm_bytes_per_s / 1e9,
+             "gpus": point.chips,
+             "global_batch": setup.global_batch, "micro_batch": setup.micro_batch, "recompute": setup.recompute,
+             "dtype": setup.dtype, "attention": setup.attention, "static_watts": setup.static_watts,
+             "iteration_seconds": result.iteration_seconds,
+             "energy_j": dynamic + setup.static_watts * point.chips * result.iteration_seconds,
+             "peak_memory_gib": result.peak_memory_gib, "memory_capacity_gib": device.memory_bytes / 2**30,
+             "fits_memory": all(result.fits), "model_sha256": setup.model_sha256,
+             "device_sha256": setup.device_sha256}]
+
+
+def with_front(rows: list[dict]) -> list[dict]:
+    """``rows`` each with ``pareto_optimal``: fits memory and no fitting row beats it in both seconds and
+    joules (equal rows do not beat each other)."""
+    import numpy as np
+
+    from archsim.report.pareto import pareto_mask
+
+    fitting = [r for r in rows if r["fits_memory"]]
+    mask = pareto_mask(np.array([[r["iteration_seconds"], r["energy_j"]] for r in fitting]).reshape(-1, 2))
+    front = {id(r) for r, keep in zip(fitting, mask, strict=True) if keep}
+    return [{**r, "pareto_optimal": id(r) in front} for r in rows]
+
+
+def frame(rows: list[dict]) -> pd.DataFrame:
+    """Rows as results.csv holds them (the spec's order: arrays, then SRAM, then bandwidth, then chips),
+    the front marked."""
+    import pandas as pd
+
+    at = COLUMNS.index("cols") + 1
+    columns = COLUMNS[:at] + [SRAM_COLUMN] + COLUMNS[at:] if any(SRAM_COLUMN in r for r in rows) else COLUMNS
+    return pd.DataFrame(with_front(rows), columns=columns)
+
+
+def sweep_rows(spec: DeviceSweepSpec) -> list[dict]:
+    """Every point's row, computed here in order, the front marked (no folder, no cache: a benchmark's
+    or a notebook's call; ``archsim sweep`` caches each point)."""
+    return with_front([row for point in spec.units() for row in point_rows(point)])
+
+
+__all__ = ["COLUMNS", "SRAM_COLUMN", "frame", "in_server_gbps", "point_rows", "sweep_rows", "with_fields", "with_front"]

@@ -1,0 +1,327 @@
+"""Device sweep specs: the ``[sweep]`` table that names a ``model`` and a ``device`` → validator →
+:class:`DeviceSweepSpec`, whose points (:class:`DevicePoint`) :mod:`archsim.sweep.device_points` times
+and prices (docs/concepts.md, "Sweep specs"; docs/formats.md, "Device sweep spec")::
+
+    [sweep]
+    name = "tpu_v4_like_gpt"
+    model = "gpt3_1.3b"              # a shipped configs/transformers/ name, or a file beside the spec
+    device = "tpu_v4_like"           # a shipped configs/devices/ name, or a file beside the spec
+    array_sides = [64, 128, 256]     # square arrays at the file's PE budget; or array_shapes = ["8x128x128"]
+    sram_kib_per_array = [1024, 4096]  # the file's [memory] sram_kib_per_array, KiB (array devices only)
+    hbm_gbps = [600, 1200, 2400]     # the file's [memory] hbm_gbps, GB/s
+    chips = [4, 8, 16]               # data parallel over one server of this many chips
+    global_batch = 64                # archsim train's flags, same names and choices
+    micro_batch = 1
+    recompute = "full"
+    dtype = "bf16"
+    attention = "standard"
+    static_watts = 0                 # assumed static power per chip, W (default 0)
+
+Every key is checked and both files are read here, so a bad spec stops the run before it writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+
+from archsim.choices.devices import DTYPES
+from archsim.choices.training import ATTENTIONS, DEFAULT_ATTENTION, RECOMPUTE
+from archsim.errors import InputError
+from archsim.validate import INT32_MAX, is_file, resolve_name, shipped_configs, shown
+
+if TYPE_CHECKING:
+    from archsim.devices.device import Device
+
+T = TypeVar("T")
+MAX_AXIS = 1000  # values per axis: a sweep is their product
+MAX_CHIPS = 65536
+KEYS = {"name", "model", "device", "array_sides", "array_shapes", "sram_kib_per_array", "hbm_gbps", "chips",
+        "global_batch", "micro_batch", "recompute", "dtype", "attention", "static_watts"}
+MAX_SRAM_KIB = 1 << 20  # 1 GiB per array
+REQUIRED = {"model", "device", "chips", "global_batch"}
+
+
+@dataclass(frozen=True)
+class DeviceSetup:
+    """What every point of a device sweep shares: the files (and their SHA-256, so an edited file is
+    recomputed) and the training settings (``static_watts``: W per chip)."""
+
+    model: str
+    model_path: str
+    model_sha256: str
+    device: str
+    device_path: str
+    device_sha256: str
+    global_batch: int
+    micro_batch: int = 1
+    recompute: str = "full"
+    dtype: str = "fp16"
+    attention: str = DEFAULT_ATTENTION
+    static_watts: float = 0.0
+
+
+@dataclass(frozen=True)
+class DevicePoint:
+    """One point of a device sweep: the sweep's shared ``setup`` and the fields this point replaces
+    (``arrays``: count, rows, cols; ``hbm_gbps`` in GB/s; ``sram_kib_per_array`` in KiB; None: the
+    file's) with its chip count. Its
+    fields are its cache key: never the spec's name or its other axis values, so a point stays cached
+    when the spec gains or loses another point."""
+
+    setup: DeviceSetup
+    arrays: tuple[int, int, int] | None
+    hbm_gbps: float | None
+    chips: int
+    sram_kib_per_array: int | None = None
+
+    @property
+    def configs(self) -> int:
+        """Rows of results.csv this point gives."""
+        return 1
+
+
+@dataclass(frozen=True)
+class DeviceSweepSpec:
+    """A device sweep (module docstring): its points are the product of the axes (arrays, then SRAM
+    per array, then HBM bandwidth, then chips), each sharing ``setup``."""
+
+    name: str
+    setup: DeviceSetup
+    arrays: tuple[tuple[int, int, int] | None, ...]
+    hbm_gbps: tuple[float | None, ...]
+    chips: tuple[int, ...]
+    source: str | None = None
+    sram_kib_per_array: tuple[int | None, ...] = (None,)
+
+    def units(self) -> list[DevicePoint]:
+        return [DevicePoint(self.setup, arrays, gbps, chips, sram) for arrays in self.arrays
+                for sram in self.sram_kib_per_array for gbps in self.hbm_gbps for chips in self.chips]
+
+    @property
+    def size(self) -> int:
+        return len(self.arrays) * len(self.sram_kib_per_array) * len(self.hbm_gbps) * len(self.chips)
+
+    @property
+    def networks(self) -> tuple[str, ...]:
+        """A device sweep costs no network (``archsim sweep --report``'s own networks: none)."""
+        return ()
+
+
+def square_arrays(device: Device, sides: tuple[int, ...]) -> tuple[tuple[int, int, int], ...]:
+    """(count, side, side) for each side: as many side² arrays as the device's PEs make (its arrays'
+    count × rows × cols, rounded down), so every shape spends the same silicon on PEs."""
+    pes = device.arrays.count * device.arrays.rows * device.arrays.cols
+    large = [s for s in sides if s * s > pes]
+    if large:
+        raise InputError(f"one {large[0]}² array has more PEs than the device's {pes}", field="array_sides")
+    return tuple((pes // (s * s), s, s) for s in sides)
+
+
+MODEL_SUFFIXES = (".toml", ".json")
+DEVICE_SUFFIXES = (".toml", ".cfg")
+
+
+def spec_file(name: object, spec_dir: Path, file: str, key: str, shipped: str, suffixes: tuple[str, ...]) -> str:
+    """A spec's ``model`` or ``device``: a file inside the spec's folder (a name with a suffix or a
+    ``/``, or an existing file there), else a shipped ``configs/SHIPPED/NAME.SUFFIX``; resolved path
+    returned. Names stay inside their folder (docs/security.md)."""
+    if not isinstance(name, str) or not name:
+        raise InputError("expected a file name or a shipped name", file=file, field=key)
+    try:
+        if Path(name).suffix.lower() in suffixes or "/" in name or "\\" in name or is_file(spec_dir / name):
+            candidate = resolve_name(spec_dir, name, "", f"{key} file", field=key)
+            if is_file(candidate):
+                return str(candidate.resolve())
+            raise InputError(f"{key} file {shown(name)} not found in the spec's folder", field=key)
+        for suffix in suffixes:
+            candidate = resolve_name(shipped_configs(shipped), name, suffix, key, field=key)
+            if is_file(candidate):
+                return str(candidate)
+    except InputError as exc:
+        raise InputError(exc.message, file=file, field=key) from None
+    raise InputError(f"{shown(name)}: no file in the spec's folder, and no shipped configs/{shipped}/{name}"
+                     f"{{{','.join(suffixes)}}}", file=file, field=key)
+
+
+def file_sha256(path: str) -> str:
+    import hashlib
+
+    from archsim.validate import read_bytes
+
+    return hashlib.sha256(read_bytes(path, "file")).hexdigest()
+
+
+def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
+    """The ``[sweep]`` table of a device sweep (module docstring), every key checked; an array sweep's
+    key (``arrays``, ``networks``, …) is refused, never ignored."""
+    from archsim.devices.device_file import load_device
+    from archsim.training.parallel import Parallelism
+    from archsim.validate import DEFAULT_MAX_OPS, check_name
+    from archsim.workload.model_files import load_transformer
+
+    file = str(path)
+    unknown = sorted(set(table) - KEYS)
+    if unknown:
+        raise InputError(f"not a key of a device sweep (model = and device = make one); allowed: "
+                         f"{', '.join(sorted(KEYS))}", file=file, field=unknown[0])
+    missing = sorted(REQUIRED - set(table))
+    if missing:
+        raise InputError("missing key (a device sweep needs model, device, chips and global_batch)", file=file,
+                         field=missing[0])
+
+    def axis(key: str, check) -> tuple:
+        value = table[key]
+        if not isinstance(value, list) or not value:
+            raise InputError("expected a non-empty list", file=file, field=key)
+        if len(value) > MAX_AXIS:
+            raise InputError(f"more than {MAX_AXIS} values", file=file, field=key)
+        checked = tuple(check(x) for x in value)
+        if len(set(checked)) < len(checked):
+            raise InputError("a value is given twice", file=file, field=key)
+        return checked
+
+    def integer(key: str, high: int = INT32_MAX):
+        def check(x) -> int:
+            if isinstance(x, bool) or not isinstance(x, int) or not 0 < x <= high:
+                raise InputError(f"expected integers in 1…{high}, got {shown(x)}", file=file, field=key)
+            return x
+        return check
+
+    def choice(key: str, choices: tuple[str, ...], default: str) -> str:
+        value = table.get(key, default)
+        if value not in choices:
+            raise InputError(f"unknown value {shown(value)}; choose from {', '.join(choices)}", file=file, field=key)
+        return value
+
+    model_path = spec_file(table["model"], path.parent, file, "model", "transformers", MODEL_SUFFIXES)
+    device_path = spec_file(table["device"], path.parent, file, "device", "devices", DEVICE_SUFFIXES)
+    _read(load_transformer, model_path, file, "model")  # both read here: a bad file stops the run before it writes
+    device = _read(load_device, device_path, file, "device")
+    if "array_sides" in table and "array_shapes" in table:
+        raise InputError("give array_sides (square arrays at the file's PE budget) or array_shapes, not both",
+                         file=file, field="array_shapes")
+    arrays: tuple[tuple[int, int, int] | None, ...] = (None,)
+    if "array_sides" in table or "array_shapes" in table:
+        key = "array_sides" if "array_sides" in table else "array_shapes"
+        if device.gemm != "arrays":
+            raise InputError(f"array axes are for devices whose GEMMs run on their arrays (gemm = \"arrays\"); this "
+                             f"one has gemm = {device.gemm!r}", file=file, field=key)
+        if key == "array_sides":
+            try:
+                arrays = square_arrays(device, axis(key, integer(key, 1 << 15)))
+            except InputError as exc:
+                raise InputError(exc.message, file=file, field=key) from None
+        else:
+            arrays = axis(key, lambda text: _shape(text, file, key))
+    sram: tuple[int | None, ...] = (None,)
+    if "sram_kib_per_array" in table:
+        if device.gemm != "arrays":
+            raise InputError(f"SRAM per array is an array device's (gemm = \"arrays\"), whose energy model prices its "
+                             f"accesses; this one has gemm = {device.gemm!r}, priced at board power × time",
+                             file=file, field="sram_kib_per_array")
+        sram = axis("sram_kib_per_array", integer("sram_kib_per_array", MAX_SRAM_KIB))
+    hbm: tuple[float | None, ...] = (None,)
+    if "hbm_gbps" in table:
+        def gbps(x) -> float:
+            if isinstance(x, bool) or not isinstance(x, (int, float)) or not 0 < x < 1e7:
+                raise InputError(f"expected GB/s in (0, 10⁷), got {shown(x)}", file=file, field="hbm_gbps")
+            return float(x)
+        hbm = axis("hbm_gbps", gbps)
+        _check_cfg_bandwidths(device_path, device.arrays.clock_hz, hbm, file)
+    chips = axis("chips", integer("chips", MAX_CHIPS))
+    global_batch = integer("global_batch")(table["global_batch"])
+    micro_batch = integer("micro_batch")(table.get("micro_batch", 1))
+    recompute = choice("recompute", RECOMPUTE, "full")
+    dtype = choice("dtype", DTYPES, "fp16")
+    attention = choice("attention", ATTENTIONS, DEFAULT_ATTENTION)
+    watts = table.get("static_watts", 0.0)
+    if isinstance(watts, bool) or not isinstance(watts, (int, float)) or not 0 <= watts < 1e6:
+        raise InputError(f"expected watts per chip in [0, 10⁶), got {shown(watts)}", file=file, field="static_watts")
+    if watts and device.gemm != "arrays":
+        raise InputError(f"a device with gemm = {device.gemm!r} is priced at its board power × time, which already "
+                         "counts static power: static_watts is for array devices (the energy model's dynamic joules)",
+                         file=file, field="static_watts")
+    for n in chips:  # every point's layout and its schedule's size (train's --max-ops), before anything is written
+        try:
+            actions = Parallelism(1, 1, n, global_batch, micro_batch, recompute, attention=attention).schedule_actions
+        except InputError as exc:
+            raise InputError(f"{n} chips: {exc.message}", file=file, field="chips") from None
+        if actions > DEFAULT_MAX_OPS:
+            raise InputError(f"{n} chips: an iteration of about {actions:,} schedule actions, above archsim train's "
+                             f"--max-ops default of {DEFAULT_MAX_OPS:,}: give fewer samples or a larger micro_batch",
+                             file=file, field="global_batch")
+    try:
+        device.peak(dtype)
+    except InputError as exc:
+        raise InputError(exc.message, file=file, field="dtype") from None
+    setup = DeviceSetup(model=table["model"], model_path=model_path, model_sha256=file_sha256(model_path),
+                        device=table["device"], device_path=device_path, device_sha256=file_sha256(device_path),
+                        global_batch=global_batch, micro_batch=micro_batch, recompute=recompute, dtype=dtype,
+                        attention=attention, static_watts=float(watts))
+    return DeviceSweepSpec(name=check_name(table.get("name", path.stem), "name", file=file), setup=setup,
+                           arrays=arrays, hbm_gbps=hbm, chips=chips, source=file, sram_kib_per_array=sram)
+
+
+def states_bandwidth(device_path: str) -> bool:
+    """Whether a .cfg device file states SCALE-Sim's ``Bandwidth`` (SCALE-Sim's default is no statement)."""
+    import configparser
+
+    from archsim.validate import read_text
+
+    if Path(device_path).suffix.lower() != ".cfg":
+        return False
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read_string(read_text(device_path, "device file"), source=device_path)  # load_device read it already
+    return parser.has_option("architecture_presets", "Bandwidth")
+
+
+def cfg_words(gbps: float, clock_hz: float) -> int:
+    """The whole ``Bandwidth`` (words/cycle) nearest ``gbps`` GB/s at ``clock_hz``: a point's .cfg
+    states this beside ``[memory] hbm_gbps`` (the reader's conversion, :func:`words_gbps`)."""
+    from archsim.array.device_sections import words_gbps
+
+    return max(1, round(gbps / words_gbps(1, clock_hz)))
+
+
+def _check_cfg_bandwidths(device_path: str, clock_hz: float, hbm: tuple[float | None, ...], file: str) -> None:
+    """A .cfg device that states ``Bandwidth`` has each swept ``hbm_gbps`` restated as whole words/cycle
+    (:func:`cfg_words`), so every point is a file the device-file readers accept; a figure no whole
+    count of words matches within their 1% is refused, naming it."""
+    from archsim.array.device_sections import DEVICE_WORD_BYTES, check_bandwidth_once, words_gbps
+
+    if not states_bandwidth(device_path):
+        return
+    for gbps in hbm:
+        if gbps is None:
+            continue
+        words = cfg_words(gbps, clock_hz)
+        try:
+            check_bandwidth_once({"hbm_gbps": gbps}, (words,), clock_hz, device_path)
+        except InputError:
+            raise InputError(f"{gbps:g} GB/s is no whole Bandwidth for the .cfg device, which states one: the nearest, "
+                             f"{words} words/cycle × {DEVICE_WORD_BYTES} B × {clock_hz / 1e9:g} GHz = "
+                             f"{words_gbps(words, clock_hz):g} GB/s, is more than 1% off", file=file,
+                             field="hbm_gbps") from None
+
+
+def _read(load: Callable[[str], T], path: str, file: str, key: str) -> T:
+    """``load(path)``, its error naming the spec's key (and the named file's own line and key, when known)."""
+    try:
+        return load(path)
+    except InputError as exc:
+        raise InputError(str(exc) if exc.where.file else exc.message, file=file, field=key) from None
+
+
+def _shape(text: object, file: str, key: str) -> tuple[int, int, int]:
+    """``"COUNTxROWSxCOLS"`` (``"8x128x128"``) as integers ≥ 1."""
+    parts = text.lower().split("x") if isinstance(text, str) else []
+    if len(parts) != 3 or not all(p.isdigit() and 0 < int(p) <= 1 << 20 for p in parts):
+        raise InputError(f"expected COUNTxROWSxCOLS such as \"8x128x128\", got {shown(text)}", file=file, field=key)
+    count, rows, cols = (int(p) for p in parts)
+    return count, rows, cols
+
+
+__all__ = ["DevicePoint", "DeviceSetup", "DeviceSweepSpec", "file_sha256", "load_device_spec", "square_arrays"]
