@@ -38,6 +38,14 @@ import numpy as np
 from archsim.errors import InputError
 from archsim.validate import SEED_MAX, check_name, parse_toml, read_text, shown
 
+# a device file given where a cluster file goes: what to write instead (a device TOML; a SCALE-Sim .cfg)
+DEVICE_NOT_CLUSTER = ('this is a device file: name it in a cluster file\'s [[servers]] table (device = "FILE", '
+                      'beside gpus = N), and give that cluster file (configs/clusters/tpu_v4_like_slice.toml)')
+CFG_NOT_CLUSTER = ("this is a SCALE-Sim .cfg, not a cluster file: with [device], [memory] and [links] sections it is "
+                   "a device file (docs/formats.md, Device files); name it in a cluster file's [[servers]] table "
+                   '(device = "FILE", beside gpus = N and intra_server_gbps) and give that cluster file '
+                   "(configs/clusters/scalesim_32x32_device.toml)")
+
 if TYPE_CHECKING:
     import networkx as nx
 
@@ -173,9 +181,7 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
     ``network_links``: the caller prices the links between servers from the ``[network]`` table (train and
     search), so a document with one may omit ``inter_server_gbps`` (its pairs then hold 0 here)."""
     if "device" in spec and "cluster" not in spec:  # a device file given where its cluster goes
-        raise InputError('this is a device file: name it in a cluster file\'s [[servers]] table (device = "FILE", '
-                         'beside gpus = N), and give that cluster file (configs/clusters/tpu_v4_like_slice.toml)',
-                         file=file, field="cluster")
+        raise InputError(DEVICE_NOT_CLUSTER, file=file, field="cluster")
     if set(spec) - {"cluster", "servers", "network"} or "cluster" not in spec or "servers" not in spec:
         raise InputError("expected a [cluster] table and [[servers]] entries (and optionally [network], read by "
                          "archsim train and search)", file=file, field="cluster")
@@ -245,7 +251,17 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
                     None if memory is None else float(memory) * 1e9)
 
 
+def read_cluster_document(path: str | Path) -> dict:
+    """A cluster file parsed as TOML. A SCALE-Sim ``.cfg`` device file given in its place is no TOML; it is
+    refused as what it is (a device to name in ``[[servers]]``), not as a TOML syntax error at its line 2."""
+    text = read_text(path, "cluster file")
+    try:
+        return parse_toml(text, str(path))
+    except InputError:
+        if Path(path).suffix.lower() == ".cfg" or "[architecture_presets]" in text:
+            raise InputError(CFG_NOT_CLUSTER, file=str(path), field="cluster") from None
+        raise
+
+
 def load_topology_file(path: str | Path, *, seed: int | None = None) -> Topology:
-    path = Path(path)
-    spec = parse_toml(read_text(path, "cluster file"), str(path))
-    return build_topology(spec, file=str(path), seed=seed)
+    return build_topology(read_cluster_document(path), file=str(path), seed=seed)

@@ -37,12 +37,12 @@ from pathlib import Path
 from archsim.collectives import Spanning
 from archsim.devices.device import DTYPES, Device, catalog_device
 from archsim.errors import InputError
-from archsim.spp.topology import Topology, build_topology
+from archsim.spp.topology import Topology, build_topology, read_cluster_document
 from archsim.training import fitted
 from archsim.training.machine import Links, Machine
 from archsim.training.network import Network, network_notes, read_network
 from archsim.training.parallel import Parallelism, tp_straddles
-from archsim.validate import parse_float, parse_toml, read_text, shown
+from archsim.validate import parse_float, shown
 
 MAX_PRICE_OR_WATTS = 1e6  # USD per GPU-hour and watts per GPU a server may override with (far above any real one)
 MAX_GPUS = 4096  # a training cluster's GPUs (its topology is a GPUs × GPUs bandwidth matrix)
@@ -301,7 +301,7 @@ def load_gpu_cluster(path: str | Path, dtype: str = "fp16") -> GpuCluster:
     if dtype not in DTYPES:
         raise InputError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}", field="dtype")
     file = str(path)
-    return gpu_cluster(parse_toml(read_text(path, "cluster file"), file), Path(path).parent, file, dtype)
+    return gpu_cluster(read_cluster_document(path), Path(path).parent, file, dtype)
 
 
 def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
