@@ -2,6 +2,7 @@
 SRAM) made a device (16 arrays at 1 GHz, 32 GiB of HBM at 800 GB/s, 100 GB/s links) and trained on 8 and
 64 chips: what a newcomer following docs/own-model.md and docs/formats.md ran into, each pinned here."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -57,3 +58,33 @@ def test_a_cfg_device_given_as_the_cluster_says_what_it_is(tmp_path, capsys, com
     broken.write_text("[cluster\n")
     assert main([*command, "--cluster", str(broken)]) == 2
     assert "not valid TOML" in capsys.readouterr().err
+
+
+def _cluster(tmp_path: Path, cluster_extra: str = "", device: str = CFG) -> str:
+    """Two servers of 4 of the chip (100 GB/s per direction: 1600 Gbit/s both ways), ``cluster_extra``
+    appended to the [cluster] table."""
+    (tmp_path / "mychip.cfg").write_text(device)
+    path = tmp_path / "cluster.toml"
+    path.write_text(f'[cluster]\nname = "two"\n{cluster_extra}\n[[servers]]\ncount = 2\ngpus = 4\n'
+                    'intra_server_gbps = 1600\ndevice = "mychip.cfg"\n')
+    return str(path)
+
+
+def _seconds(capsys, cluster: str) -> float:
+    assert main(["train", GPT2, "--dp", "8", "--global-batch", "64", "--format", "json", "--cluster", cluster]) == 0
+    return json.loads(capsys.readouterr().out)["meta"]["iteration_seconds"]
+
+
+def test_a_device_files_nic_prices_the_servers_link_when_the_cluster_gives_none(tmp_path, capsys):
+    """docs/formats.md: ``[links] inter_node_gbps`` is "the inter-server bandwidth when the cluster file
+    gives none"; the cluster reader refused every such file first ("missing: the bandwidth between two
+    servers"), so the key was read and never used. Now a device's 400 Gbit/s NIC trains as the cluster's
+    ``inter_server_gbps = 400`` does, and a device that states none is still refused in one line."""
+    stated = _seconds(capsys, _cluster(tmp_path, "inter_server_gbps = 400\n"))
+    slower = _seconds(capsys, _cluster(tmp_path, "inter_server_gbps = 100\n"))
+    assert slower > stated  # the figure is read: DP's all-reduce crosses the servers
+    nic = CFG.replace("intra_gbps = 100\n", "intra_gbps = 100\ninter_node_gbps = 400\n")
+    assert _seconds(capsys, _cluster(tmp_path, device=nic)) == stated
+    assert main(["train", GPT2, "--dp", "8", "--global-batch", "64", "--cluster", _cluster(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "field 'inter_server_gbps': missing" in err and "inter_node_gbps" in err

@@ -178,8 +178,10 @@ def _catalog_fabric(group: dict, file: str) -> float:
 def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = None,
                    max_devices: int = MAX_DEVICES, network_links: bool = False) -> Topology:
     """Validate a parsed cluster document and draw its bandwidths (at most ``max_devices`` GPUs).
-    ``network_links``: the caller prices the links between servers from the ``[network]`` table (train and
-    search), so a document with one may omit ``inter_server_gbps`` (its pairs then hold 0 here)."""
+    ``network_links``: the caller prices the links between servers itself (train and search: the ``[network]``
+    table, else ``inter_server_gbps``, else the device files' ``[links] inter_node_gbps``) and refuses a
+    document that gives none (:func:`missing_inter_server`), so here it may omit ``inter_server_gbps`` (its
+    pairs then hold 0)."""
     if "device" in spec and "cluster" not in spec:  # a device file given where its cluster goes
         raise InputError(DEVICE_NOT_CLUSTER, file=file, field="cluster")
     if set(spec) - {"cluster", "servers", "network"} or "cluster" not in spec or "servers" not in spec:
@@ -219,10 +221,8 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
     n_servers = len(intra)
     inter = np.zeros((n_servers, n_servers))
     between = cluster.get("inter_server_gbps")
-    if between is None and n_servers > 1 and not (network_links and "network" in spec):
-        raise InputError("missing: the bandwidth between two servers, Gbit/s (required with 2 or more servers; "
-                         "archsim train and search read a [network] table's NICs instead)", file=file,
-                         field="inter_server_gbps")
+    if between is None and n_servers > 1 and not network_links:
+        raise missing_inter_server(file)
     if n_servers > 1 and _is_gbps(between):  # one figure for every pair, nothing drawn: filled at once
         inter[:] = _gbps(between, "inter_server_gbps", file, rng)  # (a SuperPOD's 128 servers: 8,128 pairs)
         np.fill_diagonal(inter, 0.0)
@@ -249,6 +249,13 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
     name = check_name(cluster.get("name", Path(file).stem), "name", file=file)
     return Topology(name, tuple(servers), bandwidth, capacity,
                     None if memory is None else float(memory) * 1e9)
+
+
+def missing_inter_server(file: str) -> InputError:
+    """The refusal of a cluster of 2 or more servers that states no bandwidth between them."""
+    return InputError("missing: the bandwidth between two servers, Gbit/s (required with 2 or more servers; "
+                      "archsim train and search read a [network] table's NICs instead, or a device file's [links] "
+                      "inter_node_gbps)", file=file, field="inter_server_gbps")
 
 
 def read_cluster_document(path: str | Path) -> dict:

@@ -37,7 +37,7 @@ from pathlib import Path
 from archsim.collectives import Spanning
 from archsim.devices.device import DTYPES, Device, catalog_device
 from archsim.errors import InputError
-from archsim.spp.topology import Topology, build_topology, read_cluster_document
+from archsim.spp.topology import Topology, build_topology, missing_inter_server, read_cluster_document
 from archsim.training import fitted
 from archsim.training.machine import Links, Machine
 from archsim.training.network import Network, network_notes, read_network
@@ -349,6 +349,10 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
         kinds.extend([device] * group.get("count", 1))
         sizes.extend([group["gpus"]] * group.get("count", 1))
     per_server = max(sizes)  # a shared NIC: the most GPUs share one (the slowest per GPU)
+    nic = {device.inter_node_gbps for device in kinds}  # the device files' own NIC: used where the file gives none
+    if len(sizes) > 1 and "network" not in spec and spec["cluster"].get("inter_server_gbps") is None \
+            and (len(nic) > 1 or not min(nic)):
+        raise missing_inter_server(file)  # no figure, or device files that state different ones
     network = read_network(spec, per_server, file, default_gbps=kinds[0].inter_node_gbps)
     inter_bytes = network.gpu_bytes_per_s(per_server)
     unread = _superseded(spec["cluster"], network) + network_notes(spec["network"], network, len(kinds)) \
