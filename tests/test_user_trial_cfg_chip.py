@@ -3,6 +3,7 @@ SRAM) made a device (16 arrays at 1 GHz, 32 GiB of HBM at 800 GB/s, 100 GB/s lin
 64 chips: what a newcomer following docs/own-model.md and docs/formats.md ran into, each pinned here."""
 
 import json
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -88,3 +89,22 @@ def test_a_device_files_nic_prices_the_servers_link_when_the_cluster_gives_none(
     assert main(["train", GPT2, "--dp", "8", "--global-batch", "64", "--cluster", _cluster(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "field 'inter_server_gbps': missing" in err and "inter_node_gbps" in err
+
+
+@pytest.mark.long
+def test_an_energy_search_on_array_chips_ranks_equal_joules_by_time(tmp_path, capsys):
+    """On array chips ``energy_j`` is the energy model's: the same ops cost the same joules whatever the
+    schedule, so 1F1B, GPipe and ZB-H1 at one layout tie, and the tie kept the grid's order: the search's
+    first row was 1F1B at 0.248 s with ZB-H1's 0.214 s for the same joules third. Ties now rank faster first."""
+    (tmp_path / "mychip.cfg").write_text(CFG)
+    cluster = tmp_path / "eight.toml"
+    cluster.write_text('[cluster]\nname = "eight"\n\n[[servers]]\ngpus = 8\nintra_server_gbps = 1600\n'
+                       'device = "mychip.cfg"\n')
+    assert main(["search", GPT2, "--cluster", str(cluster), "--global-batch", "64", "--objective", "energy",
+                 "--top", "6", "--recompute", "none", "--schedule", "1f1b", "gpipe", "zb-h1",
+                 "--sequence-parallel", "off", "--max-micro-batch", "8", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    ties = [(a, b) for a, b in pairwise(rows) if a["energy_j"] == b["energy_j"]]
+    assert ties  # the case this pins: configurations of equal joules
+    assert all(a["iteration_seconds"] <= b["iteration_seconds"] for a, b in ties)
+    assert [r["energy_j"] for r in rows] == sorted(r["energy_j"] for r in rows)  # still ranked by energy first
