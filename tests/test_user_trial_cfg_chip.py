@@ -108,3 +108,25 @@ def test_an_energy_search_on_array_chips_ranks_equal_joules_by_time(tmp_path, ca
     assert ties  # the case this pins: configurations of equal joules
     assert all(a["iteration_seconds"] <= b["iteration_seconds"] for a, b in ties)
     assert [r["energy_j"] for r in rows] == sorted(r["energy_j"] for r in rows)  # still ranked by energy first
+
+
+def test_the_library_warns_as_the_command_notes_that_one_of_a_devices_arrays_is_costed(tmp_path, capsys):
+    """``archsim cost --config mychip.cfg`` says on stderr that it costs one of the chip's 16 arrays;
+    ``archsim.cost(config="mychip.cfg")`` (docs/api.md: the same code, the same checks) said nothing, so a
+    notebook's cycles read as the chip's. It now warns with the command's line; a plain .cfg warns of nothing."""
+    import warnings
+
+    import archsim
+
+    device, plain = tmp_path / "mychip.cfg", tmp_path / "plain.cfg"
+    device.write_text(CFG)
+    plain.write_text(CFG.split("\n[archsim]")[0].replace("Bandwidth : 400", "Bandwidth : 10") + "\n")
+    assert main(["cost", "layerpipe_sample", "--batch", "4", "--config", str(device)]) == 0
+    note = capsys.readouterr().err
+    assert note.startswith("archsim: note: ") and note.count("\n") == 1
+    with pytest.warns(UserWarning) as caught:
+        archsim.cost("layerpipe_sample", batch=4, config=str(device))
+    assert [str(w.message) for w in caught] == [note.removeprefix("archsim: note: ").rstrip("\n")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        archsim.cost("layerpipe_sample", batch=4, config=str(plain))
