@@ -6,6 +6,7 @@ bad value is the same one-line error everywhere. Units as the keys name them (Gi
 from __future__ import annotations
 
 import configparser
+from pathlib import Path
 from typing import Any
 
 from archsim.choices.devices import DTYPES
@@ -158,3 +159,17 @@ def check_bandwidth_once(memory: dict[str, Any], words_per_cycle: tuple[int, ...
                              f"{gbps:g} GB/s but [memory] hbm_gbps = {hbm:g} GB/s: cost --engine cycle reads the "
                              f"first, train and search the second; drop one or make them agree (within 1%)",
                              file=file, field="memory.hbm_gbps")
+
+
+def device_arrays_note(config: str | Path) -> str | None:
+    """What an array command says of a ``--config`` that is a device file of several arrays (it costs one of
+    them, where train deals each GEMM over all): ``archsim cost``'s stderr note, ``archsim.cost``'s warning.
+    None for a plain SCALE-Sim file or a device of one array."""
+    from archsim.validate import read_text
+
+    checked = cfg_device_sections(read_text(config, "config file"), str(config), required=False)
+    if checked is None or checked[1] <= 1:
+        return None
+    return (f"{config} is a device of {checked[1]} arrays; this costs one of them (train and search deal each "
+            f"GEMM's folds over all {checked[1]})")
+

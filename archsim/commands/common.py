@@ -165,13 +165,11 @@ def note_default_seq(config, model: str, seq: int | None, command: str) -> None:
 
 def note_device_arrays(config: str) -> None:
     """Say on stderr when ``--config`` is a device file of several arrays: an array command costs one."""
-    from archsim.array.device_sections import cfg_device_sections
-    from archsim.validate import read_text
+    from archsim.array.device_sections import device_arrays_note
 
-    checked = cfg_device_sections(read_text(config, "config file"), str(config), required=False)
-    if checked is not None and checked[1] > 1:
-        print(f"archsim: note: {config} is a device of {checked[1]} arrays; this costs one of them (train and "
-              f"search deal each GEMM's folds over all {checked[1]})", file=sys.stderr)
+    note = device_arrays_note(config)
+    if note:
+        print(f"archsim: note: {note}", file=sys.stderr)
 
 
 def add_engine_arguments(parser: argparse.ArgumentParser, bandwidth_flag: str = "--bandwidth") -> None:

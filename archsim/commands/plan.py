@@ -147,9 +147,9 @@ def _array_flags(args: argparse.Namespace) -> list[str]:
 def _server_devices(cluster: str) -> list[str | None]:
     """Each ``[[servers]]`` table's device as written (its ``device`` path or catalog ``gpu``; None where
     it names neither); empty when no server names one (the cluster's links alone: the array prices)."""
-    from archsim.validate import parse_toml, read_text
+    from archsim.spp.topology import read_cluster_document
 
-    servers = parse_toml(read_text(cluster, "cluster file"), str(cluster)).get("servers", [])
+    servers = read_cluster_document(cluster).get("servers", [])
     if not isinstance(servers, list):
         return []  # the topology loader has refused it already
     named = [s.get("device", s.get("gpu")) if isinstance(s, dict) else None for s in servers]
@@ -162,15 +162,15 @@ def _server_machine(cluster: str, named: list[str | None], dtype: str = DEFAULT_
     (:func:`archsim.training.cluster.load_gpu_cluster`). The
     planners take one per-layer cost for every GPU, so servers of different devices (or some of none)
     are refused rather than priced on one of them."""
+    from archsim.spp.topology import read_cluster_document
     from archsim.training.cluster import load_gpu_cluster
     from archsim.training.parallel import Parallelism
-    from archsim.validate import parse_toml, read_text
 
     if None in named:
         raise InputError(f"some servers name a device ({', '.join(sorted({n for n in named if n}))}) and some "
                          "none: name the same gpu or device in every [[servers]] table, or price the layers on "
                          "one array with --array/--config", file=cluster, field="servers")
-    if "gpu_memory_gb" in parse_toml(read_text(cluster, "cluster file"), str(cluster)).get("cluster", {}):
+    if "gpu_memory_gb" in read_cluster_document(cluster).get("cluster", {}):
         raise InputError("sizes the GPUs of a cluster that names no device; these servers' devices state their "
                          "own memory: drop gpu_memory_gb", file=cluster, field="gpu_memory_gb")
     gpus = load_gpu_cluster(cluster, dtype)
@@ -201,9 +201,9 @@ def _note_unread_keys(cluster: str) -> None:
     """Say on stderr, once each, the cluster keys only train and search read (docs/formats.md, "Cluster (TOML)")."""
     import sys
 
-    from archsim.validate import parse_toml, read_text
+    from archsim.spp.topology import read_cluster_document
 
-    spec = parse_toml(read_text(cluster, "cluster file"), str(cluster))
+    spec = read_cluster_document(cluster)
     servers = spec.get("servers", [])
     servers = [s for s in servers if isinstance(s, dict)] if isinstance(servers, list) else []
     readers = {"price_per_gpu_hour": "search reads it (its cost objective)",

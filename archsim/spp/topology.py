@@ -38,6 +38,14 @@ import numpy as np
 from archsim.errors import InputError
 from archsim.validate import SEED_MAX, check_name, parse_toml, read_text, shown
 
+# a device file given where a cluster file goes: what to write instead (a device TOML; a SCALE-Sim .cfg)
+DEVICE_NOT_CLUSTER = ('this is a device file: name it in a cluster file\'s [[servers]] table (device = "FILE", '
+                      'beside gpus = N), and give that cluster file (configs/clusters/tpu_v4_like_slice.toml)')
+CFG_NOT_CLUSTER = ("this is a SCALE-Sim .cfg, not a cluster file: with [device], [memory] and [links] sections it is "
+                   "a device file (docs/formats.md, Device files); name it in a cluster file's [[servers]] table "
+                   '(device = "FILE", beside gpus = N and intra_server_gbps) and give that cluster file '
+                   "(configs/clusters/scalesim_32x32_device.toml)")
+
 if TYPE_CHECKING:
     import networkx as nx
 
@@ -170,12 +178,12 @@ def _catalog_fabric(group: dict, file: str) -> float:
 def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = None,
                    max_devices: int = MAX_DEVICES, network_links: bool = False) -> Topology:
     """Validate a parsed cluster document and draw its bandwidths (at most ``max_devices`` GPUs).
-    ``network_links``: the caller prices the links between servers from the ``[network]`` table (train and
-    search), so a document with one may omit ``inter_server_gbps`` (its pairs then hold 0 here)."""
+    ``network_links``: the caller prices the links between servers itself (train and search: the ``[network]``
+    table, else ``inter_server_gbps``, else the device files' ``[links] inter_node_gbps``) and refuses a
+    document that gives none (:func:`missing_inter_server`), so here it may omit ``inter_server_gbps`` (its
+    pairs then hold 0)."""
     if "device" in spec and "cluster" not in spec:  # a device file given where its cluster goes
-        raise InputError('this is a device file: name it in a cluster file\'s [[servers]] table (device = "FILE", '
-                         'beside gpus = N), and give that cluster file (configs/clusters/tpu_v4_like_slice.toml)',
-                         file=file, field="cluster")
+        raise InputError(DEVICE_NOT_CLUSTER, file=file, field="cluster")
     if set(spec) - {"cluster", "servers", "network"} or "cluster" not in spec or "servers" not in spec:
         raise InputError("expected a [cluster] table and [[servers]] entries (and optionally [network], read by "
                          "archsim train and search)", file=file, field="cluster")
@@ -213,10 +221,8 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
     n_servers = len(intra)
     inter = np.zeros((n_servers, n_servers))
     between = cluster.get("inter_server_gbps")
-    if between is None and n_servers > 1 and not (network_links and "network" in spec):
-        raise InputError("missing: the bandwidth between two servers, Gbit/s (required with 2 or more servers; "
-                         "archsim train and search read a [network] table's NICs instead)", file=file,
-                         field="inter_server_gbps")
+    if between is None and n_servers > 1 and not network_links:
+        raise missing_inter_server(file)
     if n_servers > 1 and _is_gbps(between):  # one figure for every pair, nothing drawn: filled at once
         inter[:] = _gbps(between, "inter_server_gbps", file, rng)  # (a SuperPOD's 128 servers: 8,128 pairs)
         np.fill_diagonal(inter, 0.0)
@@ -245,7 +251,24 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
                     None if memory is None else float(memory) * 1e9)
 
 
+def missing_inter_server(file: str) -> InputError:
+    """The refusal of a cluster of 2 or more servers that states no bandwidth between them."""
+    return InputError("missing: the bandwidth between two servers, Gbit/s (required with 2 or more servers; "
+                      "archsim train and search read a [network] table's NICs instead, or a device file's [links] "
+                      "inter_node_gbps)", file=file, field="inter_server_gbps")
+
+
+def read_cluster_document(path: str | Path) -> dict:
+    """A cluster file parsed as TOML. A SCALE-Sim ``.cfg`` device file given in its place is no TOML; it is
+    refused as what it is (a device to name in ``[[servers]]``), not as a TOML syntax error at its line 2."""
+    text = read_text(path, "cluster file")
+    try:
+        return parse_toml(text, str(path))
+    except InputError:
+        if Path(path).suffix.lower() == ".cfg" or "[architecture_presets]" in text:
+            raise InputError(CFG_NOT_CLUSTER, file=str(path), field="cluster") from None
+        raise
+
+
 def load_topology_file(path: str | Path, *, seed: int | None = None) -> Topology:
-    path = Path(path)
-    spec = parse_toml(read_text(path, "cluster file"), str(path))
-    return build_topology(spec, file=str(path), seed=seed)
+    return build_topology(read_cluster_document(path), file=str(path), seed=seed)

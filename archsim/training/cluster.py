@@ -38,12 +38,12 @@ from archsim.choices.devices import DTYPES
 from archsim.collectives import Spanning
 from archsim.devices.device import Device, catalog_device
 from archsim.errors import InputError
-from archsim.spp.topology import Topology, build_topology
+from archsim.spp.topology import Topology, build_topology, missing_inter_server, read_cluster_document
 from archsim.training import fitted
 from archsim.training.machine import Links, Machine
 from archsim.training.network import Network, network_notes, read_network
 from archsim.training.parallel import Parallelism, tp_straddles
-from archsim.validate import parse_float, parse_toml, read_text, shown
+from archsim.validate import parse_float, shown
 
 MAX_PRICE_OR_WATTS = 1e6  # USD per GPU-hour and watts per GPU a server may override with (far above any real one)
 MAX_GPUS = 4096  # a training cluster's GPUs (its topology is a GPUs × GPUs bandwidth matrix)
@@ -302,7 +302,7 @@ def load_gpu_cluster(path: str | Path, dtype: str = "fp16") -> GpuCluster:
     if dtype not in DTYPES:
         raise InputError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}", field="dtype")
     file = str(path)
-    return gpu_cluster(parse_toml(read_text(path, "cluster file"), file), Path(path).parent, file, dtype)
+    return gpu_cluster(read_cluster_document(path), Path(path).parent, file, dtype)
 
 
 def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
@@ -350,6 +350,10 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
         kinds.extend([device] * group.get("count", 1))
         sizes.extend([group["gpus"]] * group.get("count", 1))
     per_server = max(sizes)  # a shared NIC: the most GPUs share one (the slowest per GPU)
+    nic = {device.inter_node_gbps for device in kinds}  # the device files' own NIC: used where the file gives none
+    if len(sizes) > 1 and "network" not in spec and spec["cluster"].get("inter_server_gbps") is None \
+            and (len(nic) > 1 or not min(nic)):
+        raise missing_inter_server(file)  # no figure, or device files that state different ones
     network = read_network(spec, per_server, file, default_gbps=kinds[0].inter_node_gbps)
     inter_bytes = network.gpu_bytes_per_s(per_server)
     unread = _superseded(spec["cluster"], network) + network_notes(spec["network"], network, len(kinds)) \

@@ -218,7 +218,7 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
                     costed.append(best)
             if reason:
                 rejected[reason] += 1
-    costed.sort(key=value)
+    costed.sort(key=lambda t: (value(t), t[0]))  # ties (an array device's joules, alike at any time): faster first
     make = _RowMaker(c, cluster, global_batch, coster, balance, orders, value)
     rows, twins = _distinct_rows(make, costed, max(top, refine))
     if refine:
@@ -238,7 +238,7 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
             for row in rows[:refine]:
                 timed.append(make.event_row(row) if estimate(row) else row)
                 bar.update(1)
-        rows[:refine] = sorted(timed, key=lambda r: r[OBJECTIVE_COLUMN[objective]])
+        rows[:refine] = sorted(timed, key=lambda r: (r[OBJECTIVE_COLUMN[objective]], r["iteration_seconds"]))
     order = [r for r in REASONS if rejected[r]] + (["filtered"] if rejected["filtered"] else [])
     second = (lambda t: t[2]) if objective == "time" else value
     front = [make(k, s, mem, timing) for s, timing, mem, k in pareto_front(costed, second)]
