@@ -286,3 +286,19 @@ def test_a_device_tomls_array_flags_cost_what_train_charges(tmp_path, capsys):
     op = TrainingOp(layer="fc1", kind="F", gemms=(Gemm(m=2048, k=2048, n=8192, count=1),))
     charged = float(op_energy_columns([op], array, access_energies(array))["energy_pj"].sum())
     assert row["F_energy_pj"] == pytest.approx(charged, rel=1e-9)
+
+
+@pytest.mark.parametrize("memory", ["", "sram_kib_per_array = 0\n"])
+def test_an_array_device_without_its_sram_is_refused_naming_the_key(tmp_path, memory):
+    """Without ``sram_kib_per_array`` (or with 0) the energy model priced each array's operand buffers as
+    1 KiB SRAMs and said nothing (177.7 J where the chip's 640 KiB gave 197.8 J): the figure is the
+    chip's, so a gemm = "arrays" device must state it."""
+    from archsim.devices.device_file import load_device
+    from archsim.errors import InputError
+
+    path = tmp_path / "chip.toml"
+    path.write_text(CHIP.replace("sram_kib_per_array = 8192\n", memory))
+    with pytest.raises(InputError) as caught:
+        load_device(path)
+    assert caught.value.where.field == "memory.sram_kib_per_array"
+    assert "KiB" in caught.value.message

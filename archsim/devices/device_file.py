@@ -57,6 +57,10 @@ def _device(values: dict[str, dict[str, Any]], arrays: Arrays, file: str, sram_b
     if gemm not in GEMM_MODELS:
         raise InputError(f"unknown GEMM model {gemm!r}; choose one of {', '.join(GEMM_MODELS)}", file=file,
                          field="device.gemm")
+    if gemm == "arrays" and sram_bytes is None and not mem.get("sram_kib_per_array"):
+        # the energy model splits it in three operand buffers: unstated, it priced them as 1 KiB SRAMs
+        raise InputError("a gemm = \"arrays\" device needs its SRAM beside each array, KiB (> 0): the energy "
+                         "model's operand buffers", file=file, field="memory.sram_kib_per_array")
     if dev.get("split_k") and gemm != "arrays":
         raise InputError("split_k is a mechanism of gemm = \"arrays\" (tiles split the reduction by their own rule)",
                          file=file, field="device.split_k")
