@@ -2,6 +2,7 @@
 
 ``archsim.sim.engine`` runs the same rules over integer arrays in a numba kernel; the tests
 (conftest.py, test_sim_engine_equal.py) require its timelines to equal this one's slot for slot.
+The policy classes (what a rank is asked of, not how ops are scheduled) come from the library.
 
 Event-driven, non-delay list scheduling over an op DAG with processors, streams and links.
 
@@ -28,44 +29,13 @@ O(streams) per start for pinned ops.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Hashable
-from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
 
 from archsim.errors import InputError
+from archsim.sim.engine import Policy, PriorityPolicy
 from archsim.sim.problem import Op, Problem
 from archsim.sim.timeline import Slot, Timeline, Transfer
 
 _OP_END, _TRANSFER_END = 0, 1
-
-
-@runtime_checkable
-class Policy(Protocol):
-    """What the simulator asks of a schedule policy: a name for reports and a sort key per op."""
-
-    name: str
-
-    def key(self, op: Op) -> Any: ...
-
-
-class PriorityPolicy:
-    """Rank by ``op.priority`` (tuples compare lexicographically): the default."""
-
-    name = "priority"
-
-    def key(self, op: Op) -> Any:
-        return op.priority
-
-
-@dataclass(frozen=True)
-class KeyPolicy:
-    """A policy from a plain key function, e.g. ``KeyPolicy("d-first", lambda op: ...)``."""
-
-    name: str
-    function: Callable[[Op], Hashable]
-
-    def key(self, op: Op) -> Any:
-        return self.function(op)
 
 
 def simulate(problem: Problem, policy: Policy | None = None) -> Timeline:
