@@ -20,7 +20,7 @@ import collections
 import functools
 import itertools
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -157,6 +157,28 @@ def _shape(producers: tuple[tuple[int, ...], ...], successors_list: tuple[tuple[
             augmented_cache[key] = [k for k in range(extra.bit_length()) if extra >> k & 1] + list(antichain)
         return augmented_cache[key]
 
+    chains, edges = _discover(sources[0], successors_list, after, augment, max_states)
+    order = _depth_first_order(edges)
+    number = {state: k for k, state in enumerate(order)}
+
+    augmented = [augment(chains[s]) for s in order]
+    closure = []
+    for nodes in augmented:
+        done = 0
+        for node in nodes:
+            done |= before[node] | 1 << node
+        closure.append(_runs(done))
+    runs, starts, ends = _ancestor_runs(order, edges, number)
+    return _Shape(tuple(tuple(nodes) for nodes in augmented), tuple(closure), runs, starts, ends, sources[0])
+
+
+def _discover(source: int, successors_list: Sequence[Sequence[int]], after: _Reach | Sequence[int],
+              augment: Callable[[list[int]], list[int]], max_states: int) -> tuple[list[list[int]], list[list[int]]]:
+    """PipeDream's antichain_dag(): the antichains reachable from [source] one node at a time, and
+    each one's successors, breadth first (ids and edge order as the released code). ``after[node]``:
+    the node's strict successors as a bit set; ``augment``: augment_antichain, passed in so the
+    first-written version kept in the tests reaches the same states by the same walk."""
+
     def deaugment(augmented: list[int]) -> list[int]:
         inside = 0
         for node in augmented:
@@ -187,7 +209,7 @@ def _shape(producers: tuple[tuple[int, ...], ...], successors_list: tuple[tuple[
         return next_cache[key]
 
     # Breadth-first discovery (ids and edge order as PipeDream's antichain_dag()).
-    first = [sources[0]]
+    first = [source]
     ids: dict[tuple[int, ...], int] = {tuple(sorted(first)): 0}
     chains: list[list[int]] = [first]
     edges: list[list[int]] = [[]]
@@ -211,18 +233,7 @@ def _shape(producers: tuple[tuple[int, ...], ...], successors_list: tuple[tuple[
                 edges.append([])
             edges[ids[key]].append(ids[nkey])
             queue.append(nxt)
-    order = _depth_first_order(edges)
-    number = {state: k for k, state in enumerate(order)}
-
-    augmented = [augment(chains[s]) for s in order]
-    closure = []
-    for nodes in augmented:
-        done = 0
-        for node in nodes:
-            done |= before[node] | 1 << node
-        closure.append(_runs(done))
-    runs, starts, ends = _ancestor_runs(order, edges, number)
-    return _Shape(tuple(tuple(nodes) for nodes in augmented), tuple(closure), runs, starts, ends, sources[0])
+    return chains, edges
 
 
 def _ancestor_runs(order: list[int], edges: list[list[int]], number: dict[int, int]):

@@ -100,8 +100,11 @@ def _differences(cumulative: np.ndarray, rows, cols):
     return cumulative[np.asarray(cols)] - shifted[np.asarray(rows)]
 
 
-def _solve_level(states: AntichainStates, compute, level: Level, within: int, final: bool,
-                 options: PipeDreamOptions) -> LevelTable:
+def _one_stage(states: AntichainStates, compute, level: Level, within: int, final: bool,
+               options: PipeDreamOptions) -> LevelTable:
+    """A level's tables with only the one-stage entries filled: A(i, j, m) for states i..j on one
+    stage replicated m + 1 times (inf where the released code has None, or where it would not fit);
+    the split entries are the split search's to fill."""
     n, machines, bandwidth = len(states), level.machines, level.bandwidth
     rows = 1 if final else n + 1
     value = np.full((rows, n, machines), np.inf)
@@ -122,6 +125,15 @@ def _solve_level(states: AntichainStates, compute, level: Level, within: int, fi
         allreduce = (4 * m * parameters) / (bandwidth * (m + 1)) / within
         value[:, :, m] = np.where(allowed, (whole + allreduce) / (m + 1), np.inf)
         replicas[:, :, m] = np.where(allowed, m + 1, 0)
+    return LevelTable(value, split, rest, replicas)
+
+
+def _solve_level(states: AntichainStates, compute, level: Level, within: int, final: bool,
+                 options: PipeDreamOptions) -> LevelTable:
+    n, machines, bandwidth = len(states), level.machines, level.bandwidth
+    rows = 1 if final else n + 1
+    table = _one_stage(states, compute, level, within, final, options)
+    value, split, rest, replicas = table.value, table.split, table.rest, table.replicas
     ratio = options.activation_compression_ratio
     use_matrix = isinstance(compute, _Matrix)
     arguments = (use_matrix, states.activation, states.parameters, states.crossing, float(bandwidth),
@@ -131,13 +143,13 @@ def _solve_level(states: AntichainStates, compute, level: Level, within: int, fi
         pipedream_dense.solve_row(value, split, rest, replicas, states.ancestor_runs, states.ancestor_starts,
                                   states.ancestor_ends, np.zeros(1) if use_matrix else compute.cumulative,
                                   compute.values if use_matrix else np.zeros((1, 1)), *arguments)
-        return LevelTable(value, split, rest, replicas)
+        return table
     from archsim.partition.pipedream_kernel import solve_splits  # numba loads with the first solve, not on import
 
     solve_splits(value, split, rest, replicas, states.ancestor_runs, states.ancestor_starts, states.ancestor_ends,
                  np.zeros(1) if use_matrix else compute.cumulative, compute.values if use_matrix else np.zeros((1, 1)),
                  compute.lowest if use_matrix else np.zeros((1, 1)), *arguments)
-    return LevelTable(value, split, rest, replicas)
+    return table
 
 
 def analyze(solved: LevelTable, states: AntichainStates, start: int, end: int, machines: int) -> list[Block]:
