@@ -4,8 +4,8 @@ split search (every ancestor k of every state j scanned in ascending order) as f
 unchanged so the run-list states of :mod:`archsim.partition.antichain` and the pruned kernel of
 :mod:`archsim.partition.pipedream_kernel` can be tested equal to them table for table (values,
 splits, rests, replicas). What was never rewritten is imported rather than copied: the
-breadth-first walk over antichains and PipeDream's topological order (``antichain._discover``,
-``_depth_first_order``, ``_mask``) and the one-stage entries and compute-time tables
+breadth-first walk over antichains, PipeDream's topological order of them and each one's closure
+(``antichain._discover``, ``_mask``) and the one-stage entries and compute-time tables
 (``pipedream_tables._one_stage``, ``_Cumulative``, ``_Matrix``); the test does not check those."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from scipy import sparse
 
 from archsim.errors import InputError
 from archsim.numba_cache import njit
-from archsim.partition.antichain import _depth_first_order, _discover, _mask
+from archsim.partition.antichain import _discover, _mask
 from archsim.partition.pipedream import Level, PipeDreamOptions
 from archsim.partition.pipedream_tables import _Cumulative, _Matrix, _one_stage
 from archsim.partition.profile import LayerProfile
@@ -91,17 +91,8 @@ def antichain_states(profile: LayerProfile, max_states: int = MAX_STATES) -> Ant
             augmented_cache[key] = sorted(extra) + list(antichain)
         return augmented_cache[key]
 
-    chains, edges = _discover(sources[0], successors_list, after, augment, max_states)
-    order = _depth_first_order(edges)
+    augmented, closure, edges, order = _discover(sources[0], successors_list, before, after, augment, max_states)
     number = {state: k for k, state in enumerate(order)}
-
-    augmented = [augment(chains[s]) for s in order]
-    closure = []
-    for nodes in augmented:
-        done = 0
-        for node in nodes:
-            done |= before[node] | 1 << node
-        closure.append(done)
     if closure[-1] != (1 << n) - 1:
         missing = [profile.names[k] for k in range(n) if not closure[-1] >> k & 1]
         raise InputError(f"no antichain path from the first source {profile.names[sources[0]]} reaches "

@@ -4,23 +4,8 @@
 (conftest.py, test_sim_engine_equal.py) require its timelines to equal this one's slot for slot.
 The policy classes (what a rank is asked of, not how ops are scheduled) come from the library.
 
-Event-driven, non-delay list scheduling over an op DAG with processors, streams and links.
-
-Rules (DESIGN.md, "Simulator"):
-
-* An op is ready when every dependency is met: its producer has ended and, for a dep with a
-  link, the transfer has arrived.
-* Whenever a processor has a free stream and ready ops, the op the policy ranks first starts
-  there — the lowest ``policy.key(op)``, ties by the op's position in ``problem.ops``. Ranks are
-  static: a policy is a key function, computed once per op, and keys are compared only among the
-  ops of one processor. An unpinned op takes the lowest free
-  stream that no ready pinned op is waiting for (else the lowest free stream); a pinned op waits
-  for its own stream.
-* A link is FIFO: it serves transfers in the order their producers ended, ties by the consumer's
-  rank, then by the order they were queued. A transfer holds the link for latency + bytes/bandwidth.
-* At one instant, every event (op or transfer end) is applied before anything starts, so ops that
-  become ready together compete by rank. A zero-length op or transfer started at that instant ends
-  at it too, and what it releases may start in a later round of the same instant.
+Event-driven, non-delay list scheduling over an op DAG with processors, streams and links, by
+the rules stated once in ``archsim.sim.engine``'s docstring (DESIGN.md, "Simulator").
 
 Deterministic: no dict or set order and no clocks matter. Cost: O((ops + deps) log ops), plus
 O(streams) per start for pinned ops.
