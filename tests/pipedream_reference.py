@@ -5,8 +5,9 @@ unchanged so the run-list states of :mod:`archsim.partition.antichain` and the p
 :mod:`archsim.partition.pipedream_kernel` can be tested equal to them table for table (values,
 splits, rests, replicas). What was never rewritten is imported rather than copied: the
 breadth-first walk over antichains, PipeDream's topological order of them and each one's closure
-(``antichain._discover``, ``_mask``) and the one-stage entries and compute-time tables
-(``pipedream_tables._one_stage``, ``_Cumulative``, ``_Matrix``); the test does not check those."""
+(``antichain._discover``, ``_mask``); the one-stage entries and compute-time tables
+(``pipedream_tables._one_stage``, ``_Matrix``); the chaining of levels (``level_tables``). The
+test does not check those."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from archsim.errors import InputError
 from archsim.numba_cache import njit
 from archsim.partition.antichain import _discover, _mask
 from archsim.partition.pipedream import Level, PipeDreamOptions
-from archsim.partition.pipedream_tables import _Cumulative, _Matrix, _one_stage
+from archsim.partition.pipedream_tables import _Matrix, _one_stage, level_tables
 from archsim.partition.profile import LayerProfile
 
 
@@ -191,15 +192,6 @@ def _solve_level(states: AntichainStates, compute, level: Level, within: int, fi
 
 
 def reference_tables(profile: LayerProfile, hierarchy, options: PipeDreamOptions):
-    """Today's tables per level (innermost first), as pipedream_plan filled them."""
+    """The first-written states and tables per level (innermost first), levels chained as pipedream_plan chains them."""
     states = antichain_states(profile)
-    compute = _Cumulative(states.compute)
-    tables, within = [], 1
-    for number, level in enumerate(hierarchy):
-        final = number == len(hierarchy) - 1
-        solved = _solve_level(states, compute, level, within, final, options)
-        tables.append(solved)
-        within = level.machines
-        if not final:
-            compute = _Matrix(solved.value[:, :, -1])
-    return states, tables
+    return states, level_tables(states, hierarchy, options, solve=_solve_level)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,14 +46,17 @@ class Block:
     replicas: int
 
 
-def level_tables(states: AntichainStates, hierarchy: tuple[Level, ...], options: PipeDreamOptions) -> list[LevelTable]:
-    """Every level's tables, innermost first; each level above reads the one below's A(·, ·, N − 1)."""
+def level_tables(states: AntichainStates, hierarchy: Sequence[Level], options: PipeDreamOptions,
+                 solve: Callable[..., LevelTable] | None = None) -> list[LevelTable]:
+    """Every level's tables, innermost first; each level above reads the one below's A(·, ·, N − 1).
+    ``solve``: one level's solver, :func:`_solve_level` (the tests pass their first-written one)."""
+    solve = solve or _solve_level
     compute: _Cumulative | _Matrix = _Cumulative(states.compute)
     all_a = []
     within = 1
     for number, level in enumerate(hierarchy):
         final = number == len(hierarchy) - 1
-        solved = _solve_level(states, compute, level, within, final, options)
+        solved = solve(states, compute, level, within, final, options)
         all_a.append(solved)
         within = level.machines
         if not final:
