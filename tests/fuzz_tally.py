@@ -10,23 +10,16 @@ import time
 from collections import Counter
 from contextlib import contextmanager
 
+from archsim.workload.torch_file import _time_limit
+
 
 class Hang(BaseException):
     """A case ran past the 20 s limit (BaseException: no handler in the code under test swallows it)."""
 
 
-@contextmanager
 def time_limit(seconds: float):
-    def expire(*_):
-        raise Hang
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+    """Raise :class:`Hang` in the block after ``seconds`` (the loader's own SIGALRM limit)."""
+    return _time_limit(seconds, Hang)
 
 
 @contextmanager

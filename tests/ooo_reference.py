@@ -1,12 +1,12 @@
 """The reference for :func:`archsim.policies.ooo.ooo_problem`: archsim's original builder, which
 made one Op and Dep object per op and dependency, kept unchanged as the oracle the columnar
-builder must equal (tests/test_ooo_columns.py)."""
+builder must equal (tests/test_ooo_columns.py). The checked arguments, each layer's device and
+each op's rank come from the library (``ooo_layout``): the reference checks the ops and dependencies
+built from them, not the policies' order (the paper's worked examples in tests/test_ooo.py do)."""
 
 from dataclasses import dataclass
 
-from archsim.errors import InputError
-from archsim.partition.ooo_allocation import device_of
-from archsim.policies.ooo import ALLOCATION, POLICIES
+from archsim.policies.ooo import ooo_layout
 from archsim.sim import Dep, Op, Problem, Processor
 
 
@@ -28,25 +28,10 @@ class LayerCosts:
 
 def ooo_problem(costs: LayerCosts, devices: int, microbatches: int, policy: str, *, flush: bool = True,
                 group: int = 1) -> Problem:
-    if policy not in POLICIES:
-        raise InputError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}", field="policy")
-    if devices <= 0 or microbatches <= 0 or group <= 0:
-        raise InputError("devices, microbatches and group must be positive", field="devices")
-    if policy == "mp" and flush and microbatches > 1:
-        raise InputError("mp runs one micro-batch at a time, so it cannot flush (all forwards before any "
-                         "backward) over several micro-batches; use it without a flush", field="flush")
     n = len(costs)
-    where = [device_of(l, n, devices, ALLOCATION[policy], group) for l in range(n)]
+    where, rank = ooo_layout(n, devices, microbatches, policy, flush=flush, group=group)
     ops: list[Op] = []
     deps: list[Dep] = []
-
-    def rank(kind: str, mb: int, layer: int) -> tuple:
-        backward_layer = n - 1 - layer  # deeper layers first in the backward pass
-        if policy in ("mp", "gpipe"):  # conventional: a layer's G then D, then the previous layer's
-            return (0, mb, layer) if kind == "F" else (1, mb, backward_layer, kind == "D")
-        if policy == "ooo-pipe1" or flush:
-            return (0, mb, layer) if kind == "F" else ((1, mb, backward_layer) if kind == "D" else (2, mb, backward_layer))
-        return {"D": (0, mb, backward_layer), "F": (1, mb, layer), "G": (2, mb, backward_layer)}[kind]
 
     def oid(kind: str, layer: int, mb: int) -> str:
         return f"{kind}{layer + 1}:{mb}"

@@ -1,7 +1,13 @@
 """The reference for PipeDream's optimizer: its antichain states (ancestors as an n × n/8 bit
-matrix) and its dynamic program (every ancestor k of every state j scanned in ascending order) as
-first written, kept unchanged so the pruned kernel of :mod:`archsim.partition.pipedream_kernel` can
-be tested equal to it table for table (values, splits, rests, replicas)."""
+matrix, augmented antichains found with a sparse edge-matrix product) and its dynamic program's
+split search (every ancestor k of every state j scanned in ascending order) as first written, kept
+unchanged so the run-list states of :mod:`archsim.partition.antichain` and the pruned kernel of
+:mod:`archsim.partition.pipedream_kernel` can be tested equal to them table for table (values,
+splits, rests, replicas). What was never rewritten is imported rather than copied: the
+breadth-first walk over antichains, PipeDream's topological order of them and each one's closure
+(``antichain._discover``, ``_mask``); the one-stage entries and compute-time tables
+(``pipedream_tables._one_stage``, ``_Matrix``); the chaining of levels (``level_tables``). The
+test does not check those."""
 
 from __future__ import annotations
 
@@ -13,7 +19,9 @@ from scipy import sparse
 
 from archsim.errors import InputError
 from archsim.numba_cache import njit
+from archsim.partition.antichain import _discover, _mask
 from archsim.partition.pipedream import Level, PipeDreamOptions
+from archsim.partition.pipedream_tables import _Matrix, _one_stage, level_tables
 from archsim.partition.profile import LayerProfile
 
 
@@ -84,70 +92,8 @@ def antichain_states(profile: LayerProfile, max_states: int = MAX_STATES) -> Ant
             augmented_cache[key] = sorted(extra) + list(antichain)
         return augmented_cache[key]
 
-    def deaugment(augmented: list[int]) -> list[int]:
-        inside = 0
-        for node in augmented:
-            inside |= 1 << node
-        kept: list[int] = []
-        for node in augmented:
-            if not after[node] & inside and node not in kept:
-                kept.append(node)
-        return kept
-
-    next_cache: dict[tuple[int, ...], list[list[int]]] = {}
-
-    def next_antichains(antichain: list[int]) -> list[list[int]]:
-        key = tuple(sorted(antichain))
-        if key not in next_cache:
-            found = []
-            members = set(antichain)
-            augmented = augment(antichain)
-            inside = 0
-            for node in augmented:
-                inside |= 1 << node
-            for node in augmented:
-                for nxt in successors_list[node]:
-                    if nxt in members or after[nxt] & inside:
-                        continue
-                    found.append(deaugment([nxt if x == node else x for x in augmented]))
-            next_cache[key] = found
-        return next_cache[key]
-
-    # Breadth-first discovery (ids and edge order as PipeDream's antichain_dag()).
-    first = [sources[0]]
-    ids: dict[tuple[int, ...], int] = {tuple(sorted(first)): 0}
-    chains: list[list[int]] = [first]
-    edges: list[list[int]] = [[]]
-    queue = [first]
-    expanded: set[tuple[int, ...]] = set()
-    while queue:
-        antichain = queue.pop(0)
-        key = tuple(sorted(antichain))
-        if key in expanded:
-            continue
-        expanded.add(key)
-        for nxt in next_antichains(antichain):
-            nkey = tuple(sorted(nxt))
-            if nkey not in ids:
-                if len(chains) >= max_states:
-                    raise InputError(f"more than {max_states} antichain states: PipeDream's optimizer keeps "
-                                     "states² × machines tables, too large here; merge parallel branches first "
-                                     "(PipeDream's scripts/compress_graph_branches.py)", field="edges")
-                ids[nkey] = len(chains)
-                chains.append(nxt)
-                edges.append([])
-            edges[ids[key]].append(ids[nkey])
-            queue.append(nxt)
-    order = _depth_first_order(edges)
+    augmented, closure, edges, order = _discover(sources[0], successors_list, before, after, augment, max_states)
     number = {state: k for k, state in enumerate(order)}
-
-    augmented = [augment(chains[s]) for s in order]
-    closure = []
-    for nodes in augmented:
-        done = 0
-        for node in nodes:
-            done |= before[node] | 1 << node
-        closure.append(done)
     if closure[-1] != (1 << n) - 1:
         missing = [profile.names[k] for k in range(n) if not closure[-1] >> k & 1]
         raise InputError(f"no antichain path from the first source {profile.names[sources[0]]} reaches "
@@ -172,43 +118,10 @@ def antichain_states(profile: LayerProfile, max_states: int = MAX_STATES) -> Ant
     )
 
 
-def _depth_first_order(edges: list[list[int]]) -> list[int]:
-    """PipeDream's topological_sort: DFS from state 0, children in discovery order, each finished
-    state put in front (iteratively: deep networks exceed Python's recursion limit)."""
-    order: list[int] = []
-    done = [False] * len(edges)
-    for root in range(len(edges)):
-        if done[root]:
-            continue
-        stack = [(root, iter(edges[root]))]
-        active = {root}
-        while stack:
-            state, children = stack[-1]
-            for child in children:
-                if not done[child] and child not in active:
-                    active.add(child)
-                    stack.append((child, iter(edges[child])))
-                    break
-            else:
-                stack.pop()
-                active.discard(state)
-                done[state] = True
-                order.append(state)
-    order.reverse()
-    return order
-
-
-def _mask(bits: int, n: int) -> np.ndarray:
-    """The bit set ``bits`` over nodes 0..n−1 as booleans."""
-    raw = np.frombuffer(bits.to_bytes((n + 7) // 8, "little"), dtype=np.uint8)
-    return np.unpackbits(raw, bitorder="little")[:n].astype(bool)
-
-
 def _edge_matrix(producers, n: int) -> sparse.csr_matrix:
     rows = [p for node in range(n) for p in producers[node]]
     cols = [node for node in range(n) for _ in producers[node]]
     return sparse.csr_matrix((np.ones(len(rows), dtype=np.int32), (rows, cols)), shape=(n, n))
-
 
 
 @njit(cache=True)
@@ -263,88 +176,22 @@ def solve_splits(value, split, rest, replicas, ancestor_bits, cumulative, matrix
                 split[i, j, m], rest[i, j, m], replicas[i, j, m] = best_split, best_rest, best_replicas
 
 
-
-@dataclass(frozen=True)
-class _Solved:
-    value: np.ndarray
-    split: np.ndarray
-    rest: np.ndarray
-    replicas: np.ndarray
-
-
-class _Cumulative:
-    """Level 1's compute_times[i][j] = compute[j] − compute[i − 1] (compute[j] for i = 0), None for j < i."""
-
-    def __init__(self, cumulative: np.ndarray):
-        self.cumulative = cumulative
-        self.shifted = np.concatenate([[0.0], cumulative])
-
-    def get(self, rows, cols):
-        rows, cols = np.asarray(rows), np.asarray(cols)
-        value = self.cumulative[cols] - self.shifted[rows]
-        return np.where(cols >= rows, value, np.nan)
-
-
-class _Matrix:
-    """Upper levels' compute_times: the level below's A(i, j, N − 1); None (NaN) where it had none."""
-
-    def __init__(self, values: np.ndarray):
-        self.values = np.where(np.isinf(values), np.nan, values)
-
-    def get(self, rows, cols):
-        return self.values[np.asarray(rows), np.asarray(cols)]
-
-
-def _differences(cumulative: np.ndarray, rows, cols):
-    shifted = np.concatenate([[0.0], cumulative])
-    return cumulative[np.asarray(cols)] - shifted[np.asarray(rows)]
-
-
 def _solve_level(states: AntichainStates, compute, level: Level, within: int, final: bool,
-                 options: PipeDreamOptions) -> _Solved:
-    n, machines, bandwidth = len(states), level.machines, level.bandwidth
-    rows = 1 if final else n + 1
-    value = np.full((rows, n, machines), np.inf)
-    split = np.full((rows, n, machines), -1, dtype=np.int64)
-    rest = np.full((rows, n, machines), -1, dtype=np.int64)
-    replicas = np.zeros((rows, n, machines), dtype=np.int64)
-    row_index = np.arange(rows)[:, None]
-    col_index = np.arange(n)[None, :]
-    whole = compute.get(row_index, col_index)  # NaN where None
-    activation = _differences(states.activation, row_index, col_index)
-    parameters = _differences(states.parameters, row_index, col_index)
-    upper = col_index >= row_index
-    for m in range(1 if options.straight_pipeline else machines):
-        stashed = math.ceil((machines - (m + 1)) / (m + 1)) * (activation + parameters)
-        allowed = upper & ~np.isnan(whole)
-        if options.memory_constraint:
-            allowed &= ~(stashed > options.memory_bytes)
-        allreduce = (4 * m * parameters) / (bandwidth * (m + 1)) / within
-        value[:, :, m] = np.where(allowed, (whole + allreduce) / (m + 1), np.inf)
-        replicas[:, :, m] = np.where(allowed, m + 1, 0)
+                 options: PipeDreamOptions):
+    """The library's one-stage entries, then the first-written split search over the bit matrix."""
+    solved = _one_stage(states, compute, level, within, final, options)
     ratio = options.activation_compression_ratio
     use_matrix = isinstance(compute, _Matrix)
-    solve_splits(value, split, rest, replicas, states.ancestor_bits,
+    solve_splits(solved.value, solved.split, solved.rest, solved.replicas, states.ancestor_bits,
                  np.zeros(1) if use_matrix else compute.cumulative, compute.values if use_matrix else np.zeros((1, 1)),
-                 use_matrix, states.activation, states.parameters, states.crossing, float(bandwidth),
+                 use_matrix, states.activation, states.parameters, states.crossing, float(level.bandwidth),
                  options.straight_pipeline, options.use_fewer_machines,
                  -1.0 if ratio is None else float(ratio),
                  float(options.memory_bytes) if options.memory_constraint else -1.0)
-    return _Solved(value, split, rest, replicas)
-
-
+    return solved
 
 
 def reference_tables(profile: LayerProfile, hierarchy, options: PipeDreamOptions):
-    """Today's tables per level (innermost first), as pipedream_plan filled them."""
+    """The first-written states and tables per level (innermost first), levels chained as pipedream_plan chains them."""
     states = antichain_states(profile)
-    compute = _Cumulative(states.compute)
-    tables, within = [], 1
-    for number, level in enumerate(hierarchy):
-        final = number == len(hierarchy) - 1
-        solved = _solve_level(states, compute, level, within, final, options)
-        tables.append(solved)
-        within = level.machines
-        if not final:
-            compute = _Matrix(solved.value[:, :, -1])
-    return states, tables
+    return states, level_tables(states, hierarchy, options, solve=_solve_level)

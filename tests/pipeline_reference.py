@@ -1,11 +1,12 @@
 """The reference for :func:`archsim.policies.pipeline.pipeline_problem`: archsim's original
 builder, which made one Op and Dep object per op and dependency, kept unchanged as the oracle the
-columnar builder must equal (tests/test_pipeline_columns.py)."""
+columnar builder must equal (tests/test_pipeline_columns.py). What both build from — the checked
+schedule, the layer graph and each op's stage and duration (``pipeline_layout``) — is the library's,
+not a copy: the reference checks the ops and dependencies built from it."""
 
-from archsim.errors import InputError
 from archsim.partition.profile import LayerProfile
 from archsim.partition.result import Partition
-from archsim.policies.pipeline import BACKWARD, SCHEDULES, default_schedule
+from archsim.policies.pipeline import BACKWARD, pipeline_layout
 from archsim.sim import Dep, Link, Op, Problem, Processor
 
 
@@ -15,28 +16,9 @@ def pipeline_problem(plan: Partition, profile: LayerProfile, microbatches: int, 
 
     bandwidth: bytes per time unit of a link between any two processors (None: free transfers).
     """
-    schedule = schedule or default_schedule(plan.method)
-    if schedule not in SCHEDULES:
-        raise InputError(f"unknown schedule {schedule!r}; choose one of {', '.join(SCHEDULES)}", field="schedule")
-    if microbatches <= 0:
-        raise InputError(f"microbatches must be positive, got {microbatches}", field="microbatches")
+    layout = pipeline_layout(plan, profile, microbatches, schedule)
+    schedule, proc_of_stage, index, producers, consumers, where, cycles = layout
     stages = len(plan.stages)
-    proc_of_stage = [f"p{s.index + 1}" for s in plan.stages]
-    index = {name: k for k, name in enumerate(profile.names)}
-    producers = {name: [p for p in (profile.lowered[k].layer.inputs if profile.lowered else
-                                    ((profile.names[k - 1],) if k else ())) if p in index]
-                 for k, name in enumerate(profile.names)}
-    consumers: dict[str, list[str]] = {name: [] for name in profile.names}
-    for name, parents in producers.items():
-        for parent in parents:
-            consumers[parent].append(name)
-
-    where: dict[tuple[str, str], int] = {}  # (layer, kind) → stage
-    cycles: dict[tuple[str, str], float] = {}
-    for stage in plan.stages:
-        for op in stage.ops:
-            where[(op.layer, op.kind)] = stage.index
-            cycles[(op.layer, op.kind)] = op.cost / stage.replicas
 
     def kinds_of(layer: str, family: str) -> list[str]:
         if family == "D":

@@ -10,9 +10,7 @@ layout file in its format (header, a trailing comma on every row). ``scalesim`` 
 
 from __future__ import annotations
 
-import contextlib
-import io
-import warnings
+from scalesim_reference import silenced
 
 CFG = """[general]
 run_name = layouts
@@ -86,9 +84,7 @@ def scalesim_files(cfg_path, topology_path, layout_path) -> list[dict]:
     from scalesim.topology_utils import topologies
 
     out = []
-    silent = io.StringIO()
-    with contextlib.redirect_stdout(silent), contextlib.redirect_stderr(silent), warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
+    with silenced():
         config = scale_config()
         config.read_conf_file(str(cfg_path))
         topology = topologies()

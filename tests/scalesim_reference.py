@@ -101,6 +101,40 @@ def config_text(rows: int, cols: int, dataflow: str, *, ifmap_kb: int = 64, filt
                          bank_port=banks[1] if banks else 2, sparse="false", representation="ellpack_block", optimized="false", block_size=8, seed=40)
 
 
+@contextlib.contextmanager
+def silenced():
+    """SCALE-Sim's prints and its DeprecationWarnings (it converts 1-element arrays to scalars,
+    deprecated in numpy ≥ 1.25: its code, not ours) kept out of the test output."""
+    silent = io.StringIO()
+    with contextlib.redirect_stdout(silent), contextlib.redirect_stderr(silent), warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        yield
+
+
+def _one_layer(text: str, row: list):
+    """SCALE-Sim's ``single_layer_sim`` run on one conv topology ``row`` under the ``.cfg`` ``text``
+    (written to a temporary folder, deleted before the run), with the shipped layout."""
+    from scalesim.layout_utils import layouts
+    from scalesim.scale_config import scale_config
+    from scalesim.single_layer_sim import single_layer_sim
+    from scalesim.topology_utils import topologies
+
+    with tempfile.TemporaryDirectory(prefix="archsim-scalesim-") as folder:
+        path = Path(folder) / "reference.cfg"
+        path.write_text(text)
+        config = scale_config()
+        config.read_conf_file(str(path))
+    topology = topologies()
+    topology.load_layer_params_from_list("layer", row)
+    layout = layouts()
+    layout.load_layer_params_from_list("layer", ["layer", 1, 1, 1, 1, 1, 1, 1, 1])
+    sim = single_layer_sim()
+    with silenced():
+        sim.set_params(layer_id=0, config_obj=config, topology_obj=topology, layout_obj=layout, verbose=False)
+        sim.run()
+    return sim
+
+
 def scalesim_conv(h: int, w: int, fh: int, fw: int, c: int, m: int, stride: int, rows: int, cols: int,
                   dataflow: str, *, ifmap_kb: int = 64, filter_kb: int = 64, ofmap_kb: int = 64,
                   bandwidth: int | None = None, read_bandwidth: int | None = None,
@@ -111,29 +145,10 @@ def scalesim_conv(h: int, w: int, fh: int, fw: int, c: int, m: int, stride: int,
     by default the same ``bandwidth`` (see the module docstring)."""
     if bandwidth and read_bandwidth is None:
         read_bandwidth = bandwidth
-    from scalesim.layout_utils import layouts
-    from scalesim.scale_config import scale_config
-    from scalesim.single_layer_sim import single_layer_sim
-    from scalesim.topology_utils import topologies
-
-    with tempfile.TemporaryDirectory(prefix="archsim-scalesim-") as folder:
-        path = Path(folder) / "reference.cfg"
-        path.write_text(config_text(rows, cols, dataflow, ifmap_kb=ifmap_kb, filter_kb=filter_kb,
-                                    ofmap_kb=ofmap_kb, bandwidth=bandwidth,
-                                    read_bandwidth=read_bandwidth, banks=banks))
-        config = scale_config()
-        config.read_conf_file(str(path))
-    topology = topologies()
-    topology.load_layer_params_from_list("layer", ["layer", h, w, fh, fw, c, m, stride, stride, 1, 1])
-    layout = layouts()
-    layout.load_layer_params_from_list("layer", ["layer", 1, 1, 1, 1, 1, 1, 1, 1])
-    sim = single_layer_sim()
-    silent = io.StringIO()
-    with contextlib.redirect_stdout(silent), contextlib.redirect_stderr(silent), warnings.catch_warnings():
-        # scalesim converts 1-element arrays to scalars (deprecated in numpy ≥ 1.25): its code, not ours.
-        warnings.simplefilter("ignore", DeprecationWarning)
-        sim.set_params(layer_id=0, config_obj=config, topology_obj=topology, layout_obj=layout, verbose=False)
-        sim.run()
+    text = config_text(rows, cols, dataflow, ifmap_kb=ifmap_kb, filter_kb=filter_kb, ofmap_kb=ofmap_kb,
+                       bandwidth=bandwidth, read_bandwidth=read_bandwidth, banks=banks)
+    sim = _one_layer(text, ["layer", h, w, fh, fw, c, m, stride, stride, 1, 1])
+    with silenced():
         incl_prefetch, compute, stalls, overall, mapping, util = sim.get_compute_report_items()
         detail = sim.get_detail_report_items()
     compute_system = sim.compute_system
@@ -250,26 +265,9 @@ def scalesim_sparse_conv(h: int, w: int, fh: int, fw: int, c: int, m: int, strid
     """SCALE-Sim's numbers for one conv layer (its geometry, as :func:`scalesim_conv`) whose topology row
     carries the sparsity ratio ``ratio`` = (N, M). Raises whatever SCALE-Sim raises where it refuses.
     ``user``: USER bandwidth mode (see :func:`sparse_config_text`), filling ``memory``."""
-    from scalesim.layout_utils import layouts
-    from scalesim.scale_config import scale_config
-    from scalesim.single_layer_sim import single_layer_sim
-    from scalesim.topology_utils import topologies
-
-    with tempfile.TemporaryDirectory(prefix="archsim-scalesim-") as folder:
-        path = Path(folder) / "reference.cfg"
-        path.write_text(sparse_config_text(rows, cols, dataflow, representation, optimized, block_size, seed, user))
-        config = scale_config()
-        config.read_conf_file(str(path))
-    topology = topologies()
-    topology.load_layer_params_from_list("layer", ["layer", h, w, fh, fw, c, m, stride, stride, *ratio])
-    layout = layouts()
-    layout.load_layer_params_from_list("layer", ["layer", 1, 1, 1, 1, 1, 1, 1, 1])
-    sim = single_layer_sim()
-    silent = io.StringIO()
-    with contextlib.redirect_stdout(silent), contextlib.redirect_stderr(silent), warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        sim.set_params(layer_id=0, config_obj=config, topology_obj=topology, layout_obj=layout, verbose=False)
-        sim.run()
+    sim = _one_layer(sparse_config_text(rows, cols, dataflow, representation, optimized, block_size, seed, user),
+                     ["layer", h, w, fh, fw, c, m, stride, stride, *ratio])
+    with silenced():
         incl_prefetch, compute, stalls, _, mapping, util = sim.get_compute_report_items()
         original, new, metadata, _ = sim.get_sparse_report_items()
         detail = sim.get_detail_report_items() if user else None
@@ -297,10 +295,8 @@ def scalesim_run_files(config_path, topology_path, gemm: bool) -> list[dict]:
     config.read_conf_file(str(config_path))
     topology = topologies()
     layout = layouts()
-    silent = io.StringIO()
     out = []
-    with contextlib.redirect_stdout(silent), contextlib.redirect_stderr(silent), warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
+    with silenced():
         topology.load_arrays(str(topology_path), mnk_inputs=gemm)
         for layer_id in range(topology.get_num_layers()):
             layout.load_layer_params_from_list(f"layer{layer_id}", ["layer", 1, 1, 1, 1, 1, 1, 1, 1])

@@ -2,24 +2,10 @@
 
 ``archsim.sim.engine`` runs the same rules over integer arrays in a numba kernel; the tests
 (conftest.py, test_sim_engine_equal.py) require its timelines to equal this one's slot for slot.
+The policy classes (what a rank is asked of, not how ops are scheduled) come from the library.
 
-Event-driven, non-delay list scheduling over an op DAG with processors, streams and links.
-
-Rules (DESIGN.md, "Simulator"):
-
-* An op is ready when every dependency is met: its producer has ended and, for a dep with a
-  link, the transfer has arrived.
-* Whenever a processor has a free stream and ready ops, the op the policy ranks first starts
-  there — the lowest ``policy.key(op)``, ties by the op's position in ``problem.ops``. Ranks are
-  static: a policy is a key function, computed once per op, and keys are compared only among the
-  ops of one processor. An unpinned op takes the lowest free
-  stream that no ready pinned op is waiting for (else the lowest free stream); a pinned op waits
-  for its own stream.
-* A link is FIFO: it serves transfers in the order their producers ended, ties by the consumer's
-  rank, then by the order they were queued. A transfer holds the link for latency + bytes/bandwidth.
-* At one instant, every event (op or transfer end) is applied before anything starts, so ops that
-  become ready together compete by rank. A zero-length op or transfer started at that instant ends
-  at it too, and what it releases may start in a later round of the same instant.
+Event-driven, non-delay list scheduling over an op DAG with processors, streams and links, by
+the rules stated once in ``archsim.sim.engine``'s docstring (DESIGN.md, "Simulator").
 
 Deterministic: no dict or set order and no clocks matter. Cost: O((ops + deps) log ops), plus
 O(streams) per start for pinned ops.
@@ -28,44 +14,13 @@ O(streams) per start for pinned ops.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Hashable
-from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
 
 from archsim.errors import InputError
+from archsim.sim.engine import Policy, PriorityPolicy
 from archsim.sim.problem import Op, Problem
 from archsim.sim.timeline import Slot, Timeline, Transfer
 
 _OP_END, _TRANSFER_END = 0, 1
-
-
-@runtime_checkable
-class Policy(Protocol):
-    """What the simulator asks of a schedule policy: a name for reports and a sort key per op."""
-
-    name: str
-
-    def key(self, op: Op) -> Any: ...
-
-
-class PriorityPolicy:
-    """Rank by ``op.priority`` (tuples compare lexicographically): the default."""
-
-    name = "priority"
-
-    def key(self, op: Op) -> Any:
-        return op.priority
-
-
-@dataclass(frozen=True)
-class KeyPolicy:
-    """A policy from a plain key function, e.g. ``KeyPolicy("d-first", lambda op: ...)``."""
-
-    name: str
-    function: Callable[[Op], Hashable]
-
-    def key(self, op: Op) -> Any:
-        return self.function(op)
 
 
 def simulate(problem: Problem, policy: Policy | None = None) -> Timeline:

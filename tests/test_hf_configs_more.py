@@ -15,6 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from input_checks_common import write_config
 
 import archsim
 from archsim.cli import main
@@ -27,12 +28,6 @@ from archsim.workload.transformer import layer_parameters
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "hf_configs"
 GPU = ROOT / "configs" / "clusters" / "h100_1gpu.toml"
-
-
-def _write(tmp_path: Path, fields: dict, name: str = "config") -> Path:
-    path = tmp_path / f"{name}.json"
-    path.write_text(json.dumps(fields))
-    return path
 
 
 def _fields(name: str) -> dict:
@@ -153,7 +148,7 @@ def test_gemma_mlp_is_the_gated_mlp_and_its_embedding_is_scaled():
 ])
 def test_refused_configs_give_one_line_and_exit_2(tmp_path, capsys, fields, field, words):
     out = tmp_path / "out.csv"
-    path = _write(tmp_path, fields)
+    path = write_config(tmp_path, fields)
     argv = ["train", str(path), "--cluster", str(GPU), "--global-batch", "2", "--out", str(out)]
     assert main(argv) == 2
     err = capsys.readouterr().err
@@ -168,7 +163,7 @@ def test_refused_configs_give_one_line_and_exit_2(tmp_path, capsys, fields, fiel
 def test_toml_head_dim_reads_as_the_hf_config_does(tmp_path):
     toml = load_transformer(DATA / "llama_head_dim.toml")
     assert (toml.head_dim, toml.attention_width, toml.kv_channels) == (128, 4096, 4096)
-    hf = load_transformer(_write(tmp_path, {
+    hf = load_transformer(write_config(tmp_path, {
         "model_type": "llama", "hidden_size": 2560, "intermediate_size": 9728, "num_hidden_layers": 2,
         "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 151936,
         "max_position_embeddings": 40960, "tie_word_embeddings": True}, "llama_head_dim"))

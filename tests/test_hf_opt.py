@@ -8,11 +8,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from input_checks_common import load_config
 
 from archsim.cli import main
 from archsim.errors import InputError
 from archsim.training.hf_ops import hf_block_work, hf_embedding_work, hf_head_work
-from archsim.workload.model_files import load_transformer
 
 # facebook/opt-1.3b's config.json (its shape fields), as NeuSight's model_configs/opt_13.json writes it
 OPT_13 = {"model_type": "opt", "architectures": ["OPTForCausalLM"], "activation_function": "relu",
@@ -21,14 +21,8 @@ OPT_13 = {"model_type": "opt", "architectures": ["OPTForCausalLM"], "activation_
           "num_hidden_layers": 24, "vocab_size": 50272, "word_embed_proj_dim": 2048}
 
 
-def _config(tmp_path, fields: dict, seq: int | None = None):
-    path = tmp_path / "opt.json"
-    path.write_text(json.dumps(fields))
-    return load_transformer(path, seq=seq) if seq else load_transformer(path)
-
-
 def test_opt_config_reads_its_shapes_and_the_position_tables_two_extra_rows(tmp_path):
-    c = _config(tmp_path, OPT_13)
+    c = load_config(tmp_path, OPT_13)
     assert (c.family, c.layers, c.hidden, c.heads, c.ffn, c.vocab, c.seq) == ("opt", 24, 2048, 32, 8192, 50272, 2048)
     assert c.positions == 2050 and c.tied_embeddings
     # facebook/opt-1.3b has 1,315,758,080 parameters: 24 layers of 4h² + 2hf weights and 9h + f biases and
@@ -40,11 +34,11 @@ def test_opt_config_reads_its_shapes_and_the_position_tables_two_extra_rows(tmp_
 @pytest.mark.parametrize("change", [{"do_layer_norm_before": False}, {"word_embed_proj_dim": 512}])
 def test_opt_variants_it_does_not_model_are_refused(tmp_path, change):
     with pytest.raises(InputError, match="not modelled"):
-        _config(tmp_path, {**OPT_13, **change})
+        load_config(tmp_path, {**OPT_13, **change})
 
 
 def test_an_opt_layer_runs_23_kernels_forward_with_the_shapes_flops(tmp_path):
-    c = _config(tmp_path, OPT_13, seq=1024)
+    c = load_config(tmp_path, OPT_13, seq=1024)
     b, s, h, f, a = 2, 1024, 2048, 8192, 32
     work = hf_block_work(c, b)
     assert len(work.forward) == 23  # LN, q, k, v, q scale, 3 head copies, scores, mask, clamp, softmax, context,
@@ -59,7 +53,7 @@ def test_an_opt_layer_runs_23_kernels_forward_with_the_shapes_flops(tmp_path):
 
 
 def test_opt_embedding_and_head(tmp_path):
-    c = _config(tmp_path, OPT_13, seq=1024)
+    c = load_config(tmp_path, OPT_13, seq=1024)
     names = [op.layer for op in hf_embedding_work(c, 1).forward]
     assert names == ["token_embedding", "causal_mask", "position_embedding", "position_add"]  # no dropout
     head = [op.layer for op in hf_head_work(c, 1).forward]

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+from input_checks_common import load_config
 
 from archsim.cli import main
 from archsim.errors import InputError
@@ -31,14 +32,8 @@ SWITCH_XL4 = {"model_type": "switch_transformers", "architectures": ["SwitchTran
               "router_jitter_noise": 0.01, "relative_attention_num_buckets": 32, "vocab_size": 32128}
 
 
-def _config(tmp_path, fields: dict, seq: int | None = None):
-    path = tmp_path / "switch.json"
-    path.write_text(json.dumps(fields))
-    return load_transformer(path, seq=seq) if seq else load_transformer(path)
-
-
 def test_switch_config_reads_blocks_of_two_layers_per_stack_and_the_attention_width(tmp_path):
-    c = _config(tmp_path, SWITCH_XL4)
+    c = load_config(tmp_path, SWITCH_XL4)
     assert (c.family, c.layers, c.sparse_step, c.hidden, c.heads, c.head_dim, c.kv_channels) == \
         ("switch", 12, 2, 1024, 32, 128, 4096)
     assert (c.ffn, c.experts, c.expert_capacity, c.vocab, c.position_buckets, c.seq) == \
@@ -51,16 +46,16 @@ def test_one_expert_switch_counts_t5s_published_parameters(tmp_path):
     # as a Switch model of one expert in every layer it adds a 1024 × 1 router per layer (48).
     large = {**SWITCH_XL4, "d_ff": 4096, "d_kv": 64, "num_heads": 16, "num_experts": 1,
              "num_sparse_encoder_layers": 24, "num_sparse_decoder_layers": 24}
-    c = _config(tmp_path, large)
+    c = load_config(tmp_path, large)
     assert c.parameter_count - 48 * 1024 == 334_939_648 + 435_627_520 - 32128 * 1024
     # T5-3B (32 heads of 128, d_ff 16384): 2.85 B parameters
-    xl = _config(tmp_path, {**SWITCH_XL4, "num_experts": 1, "num_sparse_encoder_layers": 24,
+    xl = load_config(tmp_path, {**SWITCH_XL4, "num_experts": 1, "num_sparse_encoder_layers": 24,
                                      "num_sparse_decoder_layers": 24})
     assert round((xl.parameter_count - 48 * 1024) / 1e7) == 285
 
 
 def test_switch_xl4_has_three_more_experts_in_every_second_layer(tmp_path):
-    c = _config(tmp_path, SWITCH_XL4)
+    c = load_config(tmp_path, SWITCH_XL4)
     # T5-3B's 2,851,598,336 (its hand count: 24 encoder layers of 4·1024·4096 + 2·1024·16384 + 2·1024,
     # 24 decoder layers of 8·1024·4096 + 2·1024·16384 + 3·1024, the table, two 32 × 32 bias tables and
     # two final norms) + 24 sparse layers × (3 experts of 2·1024·16384 + a 1024 × 4 router)
@@ -77,7 +72,7 @@ def test_switch_xl4_has_three_more_experts_in_every_second_layer(tmp_path):
                                     {"dropout_rate": 0.0}, {"router_jitter_noise": 0}])
 def test_switch_variants_it_does_not_model_are_refused(tmp_path, change):
     with pytest.raises(InputError, match="not modelled"):
-        _config(tmp_path, {**SWITCH_XL4, **change})
+        load_config(tmp_path, {**SWITCH_XL4, **change})
 
 
 def test_a_toml_switch_is_refused_for_its_config_json(tmp_path):
@@ -90,19 +85,19 @@ def test_a_toml_switch_is_refused_for_its_config_json(tmp_path):
 def test_the_sparse_step_is_derived_from_the_sparse_layer_count_as_transformers_does(tmp_path):
     # SwitchTransformersConfig sets encoder_sparse_step = num_layers // num_sparse_encoder_layers, over
     # whatever step the file states: 24 // 6 = 4 (layers 1, 5, 9, … sparse), 6 blocks of 4 + 4 layers
-    c = _config(tmp_path, {**SWITCH_XL4, "num_sparse_encoder_layers": 6, "num_sparse_decoder_layers": 6})
+    c = load_config(tmp_path, {**SWITCH_XL4, "num_sparse_encoder_layers": 6, "num_sparse_decoder_layers": 6})
     assert (c.sparse_step, c.layers) == (4, 6)
     steps_only = {k: v for k, v in SWITCH_XL4.items() if not k.startswith("num_sparse")}
-    assert _config(tmp_path, {**steps_only, "encoder_sparse_step": 3, "decoder_sparse_step": 3}).layers == 8
+    assert load_config(tmp_path, {**steps_only, "encoder_sparse_step": 3, "decoder_sparse_step": 3}).layers == 8
 
 
 def test_a_uniform_router_fills_each_expert_to_its_capacity_or_its_share(tmp_path):
-    assert routed_tokens(_config(tmp_path, SWITCH_XL4, seq=512), 2) == 2 * 64  # 512 / 4 = 128 > 64
-    assert routed_tokens(_config(tmp_path, SWITCH_XL4, seq=128), 3) == 3 * 32  # 128 / 4 = 32 ≤ 64
+    assert routed_tokens(load_config(tmp_path, SWITCH_XL4, seq=512), 2) == 2 * 64  # 512 / 4 = 128 > 64
+    assert routed_tokens(load_config(tmp_path, SWITCH_XL4, seq=128), 3) == 3 * 32  # 128 / 4 = 32 ≤ 64
 
 
 def test_a_block_runs_the_kernels_of_its_two_encoder_and_two_decoder_layers(tmp_path):
-    c = _config(tmp_path, SWITCH_XL4, seq=512)
+    c = load_config(tmp_path, SWITCH_XL4, seq=512)
     work = switch_block_work(c, 2)
     # an attention sub-layer: RMS norm (6), q, k, v, scores, += bias, softmax, dropout, context, merge,
     # o, dropout, residual = 18; a dense FFN: norm (6), wi, ReLU, dropout, wo, dropout, residual = 12;
@@ -121,7 +116,7 @@ def test_a_block_runs_the_kernels_of_its_two_encoder_and_two_decoder_layers(tmp_
 
 def test_a_blocks_gemm_flops_by_hand(tmp_path):
     s, b, h, kv, f, e, a = 512, 2, 1024, 4096, 16384, 4, 32
-    c = _config(tmp_path, SWITCH_XL4, seq=s)
+    c = load_config(tmp_path, SWITCH_XL4, seq=s)
     t, n = s * b, b * 64
     attention = 2 * 4 * t * h * kv + 2 * 2 * b * a * s * s * (kv // a)  # q, k, v, o; scores and context
     dense = 2 * 2 * t * h * f
@@ -135,7 +130,7 @@ def test_a_blocks_gemm_flops_by_hand(tmp_path):
 
 
 def test_the_ends_hold_the_tables_gradients_and_the_losses(tmp_path):
-    c = _config(tmp_path, SWITCH_XL4, seq=512)
+    c = load_config(tmp_path, SWITCH_XL4, seq=512)
     s, b, v, h = 512, 2, 32128, 1024
     embedding, head = switch_embedding_work(c, b), switch_head_work(c, b)
     # the shared table's gradient: zeroed and scattered into by each lookup (V·h + 2·T·h), the three
@@ -205,7 +200,7 @@ def test_neusights_switchxl4_config_reads_as_the_fields_above():
 def test_the_host_floor_counts_megatrons_ops_of_the_blocks_sub_layers(tmp_path):
     from archsim.training.hf_switch_ops import megatron_counterparts
 
-    c = _config(tmp_path, SWITCH_XL4, seq=512)
+    c = load_config(tmp_path, SWITCH_XL4, seq=512)
     block, embedding, head = megatron_counterparts(c, 2)
     # Megatron's layer (fused softmax at 32 heads, s 512): attention norm1, qkv, scores, softmax, dropout,
     # context, proj, residual1 (8 forward; 12 backward: residual1, norm1, softmax, dropout and two GEMMs

@@ -4,11 +4,10 @@ configs that stay accepted, so a refusal does not overreach."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-from input_checks_common import GPT2, NODE
+from input_checks_common import GPT2, NODE, write_config
 
 import archsim
 from archsim.cli import main
@@ -28,12 +27,6 @@ BERT = {"model_type": "bert", "hidden_size": 256, "num_hidden_layers": 2, "num_a
         "vocab_size": 1000, "max_position_embeddings": 512, "intermediate_size": 1024}
 LLAMA = {"model_type": "llama", "hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4,
          "vocab_size": 1000, "max_position_embeddings": 4096, "intermediate_size": 688}
-
-
-def _config(tmp_path: Path, name: str, document: dict) -> Path:
-    path = tmp_path / f"{name}.json"
-    path.write_text(json.dumps(document))
-    return path
 
 
 @pytest.mark.parametrize("command", ["train", "search"])
@@ -61,7 +54,7 @@ def test_seq_beyond_learned_positions_is_refused_by_the_api():
 
 @pytest.mark.parametrize(("name", "document", "limit"), [("opt", OPT, 2048), ("bert", BERT, 512)])
 def test_the_limit_is_the_configs_position_count(tmp_path, name, document, limit):
-    path = _config(tmp_path, name, document)
+    path = write_config(tmp_path, document, name)
     assert load_transformer(path, seq=limit).seq == limit
     with pytest.raises(InputError, match=str(limit)) as caught:
         load_transformer(path, seq=limit + 1)
@@ -69,9 +62,9 @@ def test_the_limit_is_the_configs_position_count(tmp_path, name, document, limit
 
 
 def test_rotary_positions_and_configs_without_a_limit_take_any_seq(tmp_path):
-    llama = _config(tmp_path, "llama", LLAMA)
+    llama = write_config(tmp_path, LLAMA, "llama")
     assert load_transformer(llama, seq=8192).seq == 8192
-    mistral = _config(tmp_path, "mistral", {**LLAMA, "model_type": "mistral"})
+    mistral = write_config(tmp_path, {**LLAMA, "model_type": "mistral"}, "mistral")
     assert load_transformer(mistral, seq=32768).seq == 32768
     # a [transformer] TOML states a sequence length, not a position limit: none is invented
     toml = ROOT / "configs" / "transformers" / "gpt3_1.3b.toml"
@@ -91,8 +84,8 @@ def test_a_vtrain_row_names_its_own_gpt_and_sequence():
 def test_a_head_dim_other_than_hidden_over_heads_sets_the_attention_width(tmp_path):
     """Mistral-NeMo's config (hidden 5120, 32 heads, head_dim 128, not 160): 128-wide heads, not 160
     (tests/test_hf_head_dim.py checks its shapes and counts)."""
-    nemo = _config(tmp_path, "nemo", {**LLAMA, "model_type": "mistral", "hidden_size": 5120, "num_attention_heads": 32,
-                                      "num_key_value_heads": 8, "head_dim": 128})
+    nemo = write_config(tmp_path, {**LLAMA, "model_type": "mistral", "hidden_size": 5120, "num_attention_heads": 32,
+                                   "num_key_value_heads": 8, "head_dim": 128}, "nemo")
     assert (load_transformer(nemo).head_dim, load_transformer(nemo).attention_width) == (128, 4096)
-    same = _config(tmp_path, "llama", {**LLAMA, "head_dim": 64})  # 256 / 4: what archsim builds, accepted
+    same = write_config(tmp_path, {**LLAMA, "head_dim": 64}, "llama")  # 256 / 4: what archsim builds, accepted
     assert load_transformer(same).head_dim == 64

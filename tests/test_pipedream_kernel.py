@@ -23,7 +23,7 @@ from archsim.partition.pipedream import (
     pipedream_plan,
     pipedream_plans,
 )
-from archsim.partition.pipedream_tables import _Cumulative, _Matrix, _solve_level
+from archsim.partition.pipedream_tables import level_tables
 from archsim.planners import partition, partitions
 from tests.pipedream_reference import reference_tables
 
@@ -38,14 +38,7 @@ def search(request, monkeypatch):
 def tables(profile, hierarchy, options):
     """The tables pipedream_plan fills, per level (innermost first)."""
     states = antichain_states(profile)
-    compute, within, solved = _Cumulative(states.compute), 1, []
-    for number, level in enumerate(hierarchy):
-        final = number == len(hierarchy) - 1
-        solved.append(_solve_level(states, compute, level, within, final, options))
-        within = level.machines
-        if not final:
-            compute = _Matrix(solved[-1].value[:, :, -1])
-    return states, solved
+    return states, level_tables(states, hierarchy, options)
 
 
 def random_profile(rng, n, branches=0.3, ties=False):

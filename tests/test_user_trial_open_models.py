@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
+from input_checks_common import write_config
 
 from archsim.cli import main
 from archsim.errors import InputError
@@ -19,12 +20,6 @@ from archsim.workload.model_files import load_transformer
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "hf_configs"
 CLUSTER = ROOT / "configs" / "clusters" / "h100_2_servers.toml"
-
-
-def _write(tmp_path: Path, fields: dict, name: str = "config") -> Path:
-    path = tmp_path / f"{name}.json"
-    path.write_text(json.dumps(fields))
-    return path
 
 
 # -- mixture-of-experts configs: refused, saying why ---------------------------------------------------
@@ -42,7 +37,7 @@ def test_other_moe_model_types_are_refused_as_moe(tmp_path, kind, experts_key):
     fields = json.loads((DATA / "qwen3_8b.json").read_text())
     fields.update(model_type=kind, **{experts_key: 128, "num_experts_per_tok": 8})
     with pytest.raises(InputError, match=f"mixture-of-experts.*{experts_key} 128.*num_experts_per_tok 8"):
-        load_transformer(_write(tmp_path, fields))
+        load_transformer(write_config(tmp_path, fields))
 
 
 def test_mixtral_refusal_on_the_command_line_is_exit_2_and_one_line(capsys):

@@ -20,7 +20,7 @@ import collections
 import functools
 import itertools
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -157,6 +157,22 @@ def _shape(producers: tuple[tuple[int, ...], ...], successors_list: tuple[tuple[
             augmented_cache[key] = [k for k in range(extra.bit_length()) if extra >> k & 1] + list(antichain)
         return augmented_cache[key]
 
+    augmented, done, edges, order = _discover(sources[0], successors_list, before, after, augment, max_states)
+    closure = [_runs(bits) for bits in done]
+    runs, starts, ends = _ancestor_runs(order, edges, {state: k for k, state in enumerate(order)})
+    return _Shape(tuple(tuple(nodes) for nodes in augmented), tuple(closure), runs, starts, ends, sources[0])
+
+
+def _discover(source: int, successors_list: Sequence[Sequence[int]], before: _Reach | Sequence[int],
+              after: _Reach | Sequence[int], augment: Callable[[list[int]], list[int]], max_states: int):
+    """PipeDream's antichain_dag() and topological_sort(): the antichains reachable from [source] one
+    node at a time, found breadth first (ids and edge order as the released code), then numbered in
+    its depth-first order. Returns, per state in that order, its augmented antichain and the bit set
+    of nodes done after it; each state's successors by discovery id; and the order (ids). ``before``
+    and ``after``: each node's strict predecessors and successors as bit sets; ``augment``:
+    augment_antichain, passed in so the first-written version kept in the tests reaches the same
+    states by the same walk."""
+
     def deaugment(augmented: list[int]) -> list[int]:
         inside = 0
         for node in augmented:
@@ -187,7 +203,7 @@ def _shape(producers: tuple[tuple[int, ...], ...], successors_list: tuple[tuple[
         return next_cache[key]
 
     # Breadth-first discovery (ids and edge order as PipeDream's antichain_dag()).
-    first = [sources[0]]
+    first = [source]
     ids: dict[tuple[int, ...], int] = {tuple(sorted(first)): 0}
     chains: list[list[int]] = [first]
     edges: list[list[int]] = [[]]
@@ -212,17 +228,14 @@ def _shape(producers: tuple[tuple[int, ...], ...], successors_list: tuple[tuple[
             edges[ids[key]].append(ids[nkey])
             queue.append(nxt)
     order = _depth_first_order(edges)
-    number = {state: k for k, state in enumerate(order)}
-
     augmented = [augment(chains[s]) for s in order]
-    closure = []
+    done = []
     for nodes in augmented:
-        done = 0
+        bits = 0
         for node in nodes:
-            done |= before[node] | 1 << node
-        closure.append(_runs(done))
-    runs, starts, ends = _ancestor_runs(order, edges, number)
-    return _Shape(tuple(tuple(nodes) for nodes in augmented), tuple(closure), runs, starts, ends, sources[0])
+            bits |= before[node] | 1 << node
+        done.append(bits)
+    return augmented, done, edges, order
 
 
 def _ancestor_runs(order: list[int], edges: list[list[int]], number: dict[int, int]):

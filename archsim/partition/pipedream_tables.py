@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,14 +46,17 @@ class Block:
     replicas: int
 
 
-def level_tables(states: AntichainStates, hierarchy: tuple[Level, ...], options: PipeDreamOptions) -> list[LevelTable]:
-    """Every level's tables, innermost first; each level above reads the one below's A(·, ·, N − 1)."""
+def level_tables(states: AntichainStates, hierarchy: Sequence[Level], options: PipeDreamOptions,
+                 solve: Callable[..., LevelTable] | None = None) -> list[LevelTable]:
+    """Every level's tables, innermost first; each level above reads the one below's A(·, ·, N − 1).
+    ``solve``: one level's solver, :func:`_solve_level` (the tests pass their first-written one)."""
+    solve = solve or _solve_level
     compute: _Cumulative | _Matrix = _Cumulative(states.compute)
     all_a = []
     within = 1
     for number, level in enumerate(hierarchy):
         final = number == len(hierarchy) - 1
-        solved = _solve_level(states, compute, level, within, final, options)
+        solved = solve(states, compute, level, within, final, options)
         all_a.append(solved)
         within = level.machines
         if not final:
@@ -100,8 +104,11 @@ def _differences(cumulative: np.ndarray, rows, cols):
     return cumulative[np.asarray(cols)] - shifted[np.asarray(rows)]
 
 
-def _solve_level(states: AntichainStates, compute, level: Level, within: int, final: bool,
-                 options: PipeDreamOptions) -> LevelTable:
+def _one_stage(states: AntichainStates, compute, level: Level, within: int, final: bool,
+               options: PipeDreamOptions) -> LevelTable:
+    """A level's tables with only the one-stage entries filled: A(i, j, m) for states i..j on one
+    stage replicated m + 1 times (inf where the released code has None, or where it would not fit);
+    the split entries are the split search's to fill."""
     n, machines, bandwidth = len(states), level.machines, level.bandwidth
     rows = 1 if final else n + 1
     value = np.full((rows, n, machines), np.inf)
@@ -122,6 +129,15 @@ def _solve_level(states: AntichainStates, compute, level: Level, within: int, fi
         allreduce = (4 * m * parameters) / (bandwidth * (m + 1)) / within
         value[:, :, m] = np.where(allowed, (whole + allreduce) / (m + 1), np.inf)
         replicas[:, :, m] = np.where(allowed, m + 1, 0)
+    return LevelTable(value, split, rest, replicas)
+
+
+def _solve_level(states: AntichainStates, compute, level: Level, within: int, final: bool,
+                 options: PipeDreamOptions) -> LevelTable:
+    n, machines, bandwidth = len(states), level.machines, level.bandwidth
+    rows = 1 if final else n + 1
+    table = _one_stage(states, compute, level, within, final, options)
+    value, split, rest, replicas = table.value, table.split, table.rest, table.replicas
     ratio = options.activation_compression_ratio
     use_matrix = isinstance(compute, _Matrix)
     arguments = (use_matrix, states.activation, states.parameters, states.crossing, float(bandwidth),
@@ -131,13 +147,13 @@ def _solve_level(states: AntichainStates, compute, level: Level, within: int, fi
         pipedream_dense.solve_row(value, split, rest, replicas, states.ancestor_runs, states.ancestor_starts,
                                   states.ancestor_ends, np.zeros(1) if use_matrix else compute.cumulative,
                                   compute.values if use_matrix else np.zeros((1, 1)), *arguments)
-        return LevelTable(value, split, rest, replicas)
+        return table
     from archsim.partition.pipedream_kernel import solve_splits  # numba loads with the first solve, not on import
 
     solve_splits(value, split, rest, replicas, states.ancestor_runs, states.ancestor_starts, states.ancestor_ends,
                  np.zeros(1) if use_matrix else compute.cumulative, compute.values if use_matrix else np.zeros((1, 1)),
                  compute.lowest if use_matrix else np.zeros((1, 1)), *arguments)
-    return LevelTable(value, split, rest, replicas)
+    return table
 
 
 def analyze(solved: LevelTable, states: AntichainStates, start: int, end: int, machines: int) -> list[Block]:

@@ -21,6 +21,8 @@ contradicts: that combination is refused (with one micro-batch the flush changes
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from archsim.choices.schedules import OOO_POLICIES as POLICIES
@@ -61,13 +63,10 @@ def op_count(layers: int, microbatches: int, *, first_layer_delta: bool = False,
     return microbatches * (2 * layers + deltas) + (flush and microbatches > 1)
 
 
-def ooo_problem(costs: LayerProfile, devices: int, microbatches: int, policy: str, *, flush: bool = True,
-                group: int = 1, first_layer_delta: bool = False) -> Problem:
-    """The policy's problem over ``costs``' layers read as a chain (layer l feeds l + 1, the paper's
-    setting; a profile's DAG edges are not read): per micro-batch F, G and δ of every layer in the
-    profile's unit, a layer's stash (``delta_bytes``, its input a^{l-1}) held from F_l until G_l.
-    ``first_layer_delta``: the first layer computes δ too (lowering mode ``paper`` counts it; the
-    paper's figures do not), else ``delta[0]`` is ignored — the caller's choice, as in :func:`op_count`."""
+def ooo_layout(n: int, devices: int, microbatches: int, policy: str, *, flush: bool = True,
+               group: int = 1) -> tuple[list[int], Callable[[str, int, int], tuple]]:
+    """The checked arguments' placement and order for ``n`` layers: each layer's device index, and
+    the rank of op ``kind`` ("F", "G" or "D") of micro-batch ``mb`` at ``layer`` (lower runs first)."""
     if policy not in POLICIES:
         raise InputError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}", field="policy")
     if devices <= 0 or microbatches <= 0 or group <= 0:
@@ -75,7 +74,6 @@ def ooo_problem(costs: LayerProfile, devices: int, microbatches: int, policy: st
     if policy == "mp" and flush and microbatches > 1:
         raise InputError("mp runs one micro-batch at a time, so it cannot flush (all forwards before any "
                          "backward) over several micro-batches; use it without a flush", field="flush")
-    n = len(costs)
     where = [device_of(l, n, devices, ALLOCATION[policy], group) for l in range(n)]
 
     def rank(kind: str, mb: int, layer: int) -> tuple:
@@ -85,6 +83,19 @@ def ooo_problem(costs: LayerProfile, devices: int, microbatches: int, policy: st
         if policy == "ooo-pipe1" or flush:
             return (0, mb, layer) if kind == "F" else ((1, mb, backward_layer) if kind == "D" else (2, mb, backward_layer))
         return {"D": (0, mb, backward_layer), "F": (1, mb, layer), "G": (2, mb, backward_layer)}[kind]
+
+    return where, rank
+
+
+def ooo_problem(costs: LayerProfile, devices: int, microbatches: int, policy: str, *, flush: bool = True,
+                group: int = 1, first_layer_delta: bool = False) -> Problem:
+    """The policy's problem over ``costs``' layers read as a chain (layer l feeds l + 1, the paper's
+    setting; a profile's DAG edges are not read): per micro-batch F, G and δ of every layer in the
+    profile's unit, a layer's stash (``delta_bytes``, its input a^{l-1}) held from F_l until G_l.
+    ``first_layer_delta``: the first layer computes δ too (lowering mode ``paper`` counts it; the
+    paper's figures do not), else ``delta[0]`` is ignored — the caller's choice, as in :func:`op_count`."""
+    n = len(costs)
+    where, rank = ooo_layout(n, devices, microbatches, policy, flush=flush, group=group)
 
     # one micro-batch's ops — per layer F, G and (where it has one) D — repeated for every micro-batch
     has_delta = [l > 0 or first_layer_delta for l in range(n)]

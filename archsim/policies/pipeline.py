@@ -58,6 +58,33 @@ def default_schedule(method: str) -> str:
     return {"layerpipe": "layerpipe", "pipedream": "1f1b", "gpipe": "gpipe"}.get(method, "1f1b")
 
 
+def pipeline_layout(plan: Partition, profile: LayerProfile, microbatches: int, schedule: str | None = None):
+    """What the op DAG is built from, checked: (the schedule, each stage's processor name, layer
+    name → index, each layer's producers and consumers by name, (layer, kind) → stage index, and
+    (layer, kind) → its op's duration: the op's cost over the stage's replicas)."""
+    schedule = schedule or default_schedule(plan.method)
+    if schedule not in SCHEDULES:
+        raise InputError(f"unknown schedule {schedule!r}; choose one of {', '.join(SCHEDULES)}", field="schedule")
+    if microbatches <= 0:
+        raise InputError(f"microbatches must be positive, got {microbatches}", field="microbatches")
+    proc_of_stage = [f"p{s.index + 1}" for s in plan.stages]
+    index = {name: k for k, name in enumerate(profile.names)}
+    producers = {name: [p for p in (profile.lowered[k].layer.inputs if profile.lowered else
+                                    ((profile.names[k - 1],) if k else ())) if p in index]
+                 for k, name in enumerate(profile.names)}
+    consumers: dict[str, list[str]] = {name: [] for name in profile.names}
+    for name, parents in producers.items():
+        for parent in parents:
+            consumers[parent].append(name)
+    where: dict[tuple[str, str], int] = {}  # (layer, kind) → stage
+    cycles: dict[tuple[str, str], float] = {}
+    for stage in plan.stages:
+        for op in stage.ops:
+            where[(op.layer, op.kind)] = stage.index
+            cycles[(op.layer, op.kind)] = op.cost / stage.replicas
+    return schedule, proc_of_stage, index, producers, consumers, where, cycles
+
+
 def pipeline_problem(plan: Partition, profile: LayerProfile, microbatches: int, schedule: str | None = None,
                      bandwidth: float | None = None, latency: float = 0.0) -> Problem:
     """The op DAG of ``microbatches`` micro-batches through ``plan``.
@@ -69,28 +96,9 @@ def pipeline_problem(plan: Partition, profile: LayerProfile, microbatches: int, 
     dependencies between micro-batches are in the template too, kept only for the micro-batches
     they exist for. Problem order: micro-batch by micro-batch, each in template order.
     """
-    schedule = schedule or default_schedule(plan.method)
-    if schedule not in SCHEDULES:
-        raise InputError(f"unknown schedule {schedule!r}; choose one of {', '.join(SCHEDULES)}", field="schedule")
-    if microbatches <= 0:
-        raise InputError(f"microbatches must be positive, got {microbatches}", field="microbatches")
+    layout = pipeline_layout(plan, profile, microbatches, schedule)
+    schedule, proc_of_stage, index, producers, consumers, where, cycles = layout
     stages = len(plan.stages)
-    proc_of_stage = [f"p{s.index + 1}" for s in plan.stages]
-    index = {name: k for k, name in enumerate(profile.names)}
-    producers = {name: [p for p in (profile.lowered[k].layer.inputs if profile.lowered else
-                                    ((profile.names[k - 1],) if k else ())) if p in index]
-                 for k, name in enumerate(profile.names)}
-    consumers: dict[str, list[str]] = {name: [] for name in profile.names}
-    for name, parents in producers.items():
-        for parent in parents:
-            consumers[parent].append(name)
-
-    where: dict[tuple[str, str], int] = {}  # (layer, kind) → stage
-    cycles: dict[tuple[str, str], float] = {}
-    for stage in plan.stages:
-        for op in stage.ops:
-            where[(op.layer, op.kind)] = stage.index
-            cycles[(op.layer, op.kind)] = op.cost / stage.replicas
     slot = {key: t for t, key in enumerate(where)}  # (layer, kind) → its op in the template
 
     def kinds_of(layer: str, family: str) -> list[str]:

@@ -143,6 +143,25 @@ def prm_tables(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarra
     """PRM for every stage count 1..max_stages at once (the same recurrence as :func:`prm`, tested
     equal). Tables W[ξ][l, r, i] over l ≤ L, r ≤ V, i ≤ V; each level is one numba kernel call."""
     L, V = len(profile), len(order)
+    W, compute, seg_work, seg_par, allreduce, size, between = prm_inputs(profile, order, bandwidth, microbatches)
+    tables, choice = [W], []  # W[ξ] and the (l′, r′) chosen at each level ξ ≥ 2
+    inner, _ = prm_search_size(L, V, max_stages)
+    with small_in_python(_level, inner, PYTHON_WORK), np.errstate(divide="ignore", invalid="ignore"):
+        if max_stages >= 2:
+            announce_compile(_level, "SPP's PRM tables")
+        for _xi in range(2, max_stages + 1):
+            new, pick = _level(tables[-1], compute, seg_work, seg_par, allreduce, size, between, microbatches)
+            tables.append(new)
+            choice.append(pick)
+    return prm_plans(tables, choice, order)
+
+
+def prm_inputs(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarray, microbatches: int):
+    """What every level of :func:`prm_tables` reads, and its first level W[1][l, r, i] (one stage):
+    (W1, compute[r], seg_work[l′, l], seg_par[l′, l], allreduce[r, i] per parameter byte,
+    boundary bytes, between[r′, r, i] the slowest link between adjacent blocks); times in the
+    profile's unit, bandwidths in bytes per that unit."""
+    L, V = len(profile), len(order)
     b = bandwidth[np.ix_(order, order)]
     inf = np.inf
     work = np.concatenate([[0.0], np.cumsum(np.add(profile.forward, profile.backward))])
@@ -168,22 +187,19 @@ def prm_tables(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarra
         allreduce = np.where(r_idx[:, None] > 1, ring_allreduce_time(1.0, np.maximum(r_idx[:, None], 1), inside),
                              0.0)  # [r, i] per parameter byte
         compute = microbatches / np.maximum(r_idx, 1)  # [r]
-    plans: list[PRMPlan] = []
     W = np.full((L + 1, V + 1, V + 1), inf)  # ξ = 1
-    choice: list[np.ndarray] = []
     for l in range(1, L + 1):
         for r in range(1, V + 1):
             W[l, r, r] = compute[r] * work[l] + allreduce[r, r] * params[l]
-    tables = [W]
-    inner, _ = prm_search_size(L, V, max_stages)
-    with small_in_python(_level, inner, PYTHON_WORK), np.errstate(divide="ignore", invalid="ignore"):
-        if max_stages >= 2:
-            announce_compile(_level, "SPP's PRM tables")
-        for _xi in range(2, max_stages + 1):
-            new, pick = _level(tables[-1], compute, seg_work, seg_par, allreduce, size, between, microbatches)
-            tables.append(new)
-            choice.append(pick)
-    for xi in range(1, max_stages + 1):
+    return W, compute, seg_work, seg_par, allreduce, size, between
+
+
+def prm_plans(tables: Sequence[np.ndarray], choice: Sequence[np.ndarray], order: Sequence[int]) -> list[PRMPlan]:
+    """The best plan of every stage count whose table reaches the last layer on the last device,
+    read back from the levels' tables W[ξ] and their choices (l′, r′)."""
+    L, V = tables[0].shape[0] - 1, len(order)
+    plans: list[PRMPlan] = []
+    for xi in range(1, len(tables) + 1):
         final = tables[xi - 1][L, :, V]
         r = int(np.argmin(final))
         value = float(final[r])

@@ -38,15 +38,15 @@ class _TimedOut(BaseException):
 
 
 @contextmanager
-def _time_limit(seconds: float) -> Iterator[None]:
-    """Raise :class:`_TimedOut` in the block after ``seconds``; a no-op off the main thread (signals
-    reach only it) or without ``setitimer``."""
+def _time_limit(seconds: float, error: type[BaseException] = _TimedOut) -> Iterator[None]:
+    """Raise ``error`` (:class:`_TimedOut`) in the block after ``seconds``; a no-op off the main
+    thread (signals reach only it) or without ``setitimer``."""
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
         yield
         return
 
     def expire(_signum, _frame):
-        raise _TimedOut
+        raise error
 
     previous = signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_REAL, seconds)
