@@ -181,7 +181,8 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
     :func:`archsim.training.energy.priced`) and its :class:`~archsim.training.throughput.Throughput`
     (MFU, TFLOP/s per GPU, tokens/s); ``result.to_dict()`` is the document ``archsim train --format json``
     prints. A TP group across servers and a rank whose memory does not fit its GPU (``result.fits``) are
-    each a :class:`UserWarning`, the line ``archsim train`` prints on stderr; so is its note when ``dtype``
+    each a :class:`UserWarning`, the line ``archsim train`` prints on stderr, as is a NIC speed outside
+    every NIC sold (a unit slipped: :func:`archsim.training.network.nic_speed_warning`); so is its note when ``dtype``
     is None, ``cluster`` a path (fp16) and the config's ``torch_dtype`` names another dtype."""
     from dataclasses import replace
 
@@ -214,8 +215,8 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
     result = replace(result, document=train_document(result, config, laid, implementation))
     dtype_note = "" if dtype is not None or isinstance(cluster, GpuCluster) else \
         config_dtype_note(config, laid.cluster.dtype, "dtype=")
-    for warning in (tp_span_warning(laid.cluster, laid.par), rank_memory_warning(result, machines),
-                    _seq_note(model, config, seq), dtype_note):
+    for warning in (*laid.cluster.warnings, tp_span_warning(laid.cluster, laid.par),
+                    rank_memory_warning(result, machines), _seq_note(model, config, seq), dtype_note):
         if warning:  # the lines archsim train prints on stderr, in its order
             import warnings
 

@@ -40,7 +40,7 @@ from archsim.errors import InputError
 from archsim.spp.topology import Topology, build_topology
 from archsim.training import fitted
 from archsim.training.machine import Links, Machine
-from archsim.training.network import Network, network_notes, read_network
+from archsim.training.network import Network, network_notes, network_warnings, read_network
 from archsim.training.parallel import Parallelism, tp_straddles
 from archsim.validate import parse_float, parse_toml, read_text, shown
 
@@ -62,6 +62,7 @@ class GpuCluster:
     dtype: str = "fp16"  # what every machine trains in (:class:`~archsim.training.machine.Machine`)
     fabrics: tuple[float, ...] = ()  # each server's in-server link, bytes/s per GPU per direction (empty: its device's)
     unread: tuple[str, ...] = ()  # what the file states that train and search do not read, one line each (stderr)
+    warnings: tuple[str, ...] = ()  # what the file states that is implausible (a NIC speed's unit), one line each
 
     @cached_property
     def heterogeneous(self) -> bool:
@@ -355,7 +356,7 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
         if "network" in spec else ()
     unread += tuple(dict.fromkeys(overridden))
     return GpuCluster(topology, kinds[0], per_server, inter_bytes or 1.0, tuple(kinds), tuple(prices), tuple(watts),
-                      tuple(sizes), network, dtype, tuple(fabrics), unread)
+                      tuple(sizes), network, dtype, tuple(fabrics), unread, network_warnings(spec, network))
 
 
 def single_node(name: str = "a100-80gb", gpus: int = 8) -> GpuCluster:

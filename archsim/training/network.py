@@ -139,6 +139,39 @@ def read_network(spec: dict, gpus_per_server: int, file: str = "<cluster>", defa
     return Network(nics, gbps, per_nic, domain, tiers, leaf, over, nvls)
 
 
+NIC_GBPS_SOLD = (1.0, 3200.0)  # Gb/s per NIC, one direction: 1 GbE up to twice the 1.6 Tb/s NICs announced
+
+
+def nic_speed_warning(key: str, gbps: float) -> str:
+    """A plausibility warning for one NIC's speed (Gbit/s) outside every NIC sold (:data:`NIC_GBPS_SOLD`), naming
+    ``key`` and the unit it was likely written in: 400000 is 400 Gb/s written in Mb/s, 0.4 is 400 Gb/s in Tb/s.
+    Not a refusal: the figure is possible, only implausible; a slipped unit otherwise prices every collective
+    across servers 1000 times off without a word. Empty when plausible. (50 meaning 50 GB/s, 400 Gb/s, is a real
+    NIC speed in Gb/s: nothing can flag it; ``inter_server`` in train's output shows the GB/s per GPU.)"""
+    low, high = NIC_GBPS_SOLD
+    if gbps > high:
+        return (f"{key} = {gbps:g} Gb/s per NIC is above any NIC sold (≤ {high:g} Gb/s): if it is in Mb/s, write "
+                f"{key} = {gbps / 1000:g}")
+    if gbps < low:
+        return (f"{key} = {gbps:g} Gb/s per NIC is below any NIC sold (≥ {low:g} Gb/s): if it is in Tb/s, write "
+                f"{key} = {gbps * 1000:g}")
+    return ""
+
+
+def network_warnings(spec: dict, network: Network) -> tuple[str, ...]:
+    """The cluster document's implausible NIC speed, one line (train and search print it on stderr): ``[network]
+    nic_gbps``, or without that table ``inter_server_gbps`` where it is one NIC per GPU (``per_gpu_pair``; a
+    ``shared`` figure is the whole server's, which no NIC bounds)."""
+    if "network" in spec:
+        line = nic_speed_warning("nic_gbps", network.nic_gbps)
+    elif spec.get("cluster", {}).get("inter_server_link") == "per_gpu_pair" and \
+            spec["cluster"].get("inter_server_gbps"):
+        line = nic_speed_warning("inter_server_gbps", network.nic_gbps)
+    else:
+        line = ""
+    return (line,) if line else ()
+
+
 def network_notes(table: dict, network: Network, servers: int) -> tuple[str, ...]:
     """What a ``[network]`` table states that changes no figure on ``servers`` servers, one line each (train and
     search print them on stderr): ``switch_tiers`` (switch hops' latency is not modelled) and an
@@ -155,4 +188,5 @@ def network_notes(table: dict, network: Network, servers: int) -> tuple[str, ...
     return tuple(notes)
 
 
-__all__ = ["NETWORK_KEYS", "Network", "network_notes", "read_network"]
+__all__ = ["NETWORK_KEYS", "NIC_GBPS_SOLD", "Network", "network_notes", "network_warnings", "nic_speed_warning",
+           "read_network"]

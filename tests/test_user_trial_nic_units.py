@@ -1,0 +1,66 @@
+"""A training-systems engineer's 4 × 8 H100 SXM cluster, one 400 Gb/s NIC per GPU: a NIC speed whose unit
+slipped (400000, meant as Mb/s; 0.4, meant as Tb/s) was read silently and priced every collective across
+servers 1000 times off. Now a plausibility warning on stderr names the key and the likely unit
+(docs/formats.md, "Cluster (TOML)"); a figure some NIC has offered is read without a word."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import archsim
+from archsim.cli import main
+from archsim.training.cluster import load_gpu_cluster
+
+ROOT = Path(__file__).resolve().parents[1]
+GPT2 = str(ROOT / "configs" / "transformers" / "gpt2.json")
+SERVERS = '[[servers]]\ncount = 4\ngpus = 8\ngpu = "h100-sxm"\n'
+
+
+def _cluster(tmp_path: Path, cluster: str = "", network: str | None = None) -> str:
+    path = tmp_path / "c.toml"
+    table = "" if network is None else f"[network]\n{network}\n"
+    path.write_text(f"[cluster]\n{cluster}\n{table}{SERVERS}")
+    return str(path)
+
+
+@pytest.mark.parametrize(("gbps", "unit", "fixed"), [(400000, "Mb/s", "400"), (0.4, "Tb/s", "400"),
+                                                     (3201, "Mb/s", "3.201"), (0.5, "Tb/s", "500")])
+def test_a_nic_speed_outside_every_nic_sold_is_warned_naming_the_key_and_unit(tmp_path, gbps, unit, fixed):
+    path = _cluster(tmp_path, network=f"nics_per_server = 8\nnic_gbps = {gbps}\ngpus_per_nic = 1")
+    (warning,) = load_gpu_cluster(path).warnings
+    assert warning.startswith(f"nic_gbps = {gbps:g} Gb/s per NIC") and f"in {unit}" in warning
+    assert warning.endswith(f"write nic_gbps = {fixed}") and "\n" not in warning
+
+
+@pytest.mark.parametrize("gbps", [1, 25, 50, 400, 3200])
+def test_a_speed_some_nic_has_offered_is_read_without_a_warning(tmp_path, gbps):
+    path = _cluster(tmp_path, network=f"nics_per_server = 8\nnic_gbps = {gbps}")
+    assert load_gpu_cluster(path).warnings == ()
+
+
+def test_inter_server_gbps_is_checked_where_it_is_one_nic_per_gpu(tmp_path):
+    """Without [network], per_gpu_pair makes inter_server_gbps each GPU's NIC; shared is the whole server's
+    link (8 × 800 Gb/s = 6400 is real), which no NIC's speed bounds."""
+    per_gpu = _cluster(tmp_path, 'inter_server_gbps = 400000\ninter_server_link = "per_gpu_pair"')
+    (warning,) = load_gpu_cluster(per_gpu).warnings
+    assert warning.startswith("inter_server_gbps = 400000 Gb/s per NIC") and "Mb/s" in warning
+    assert load_gpu_cluster(_cluster(tmp_path, 'inter_server_gbps = 6400\ninter_server_link = "shared"')).warnings \
+        == ()
+
+
+def test_train_prints_the_warning_on_stderr_and_still_runs(tmp_path, capsys):
+    path = _cluster(tmp_path, network="nics_per_server = 8\nnic_gbps = 400000")
+    argv = ["train", GPT2, "--cluster", path, "--tp", "4", "--dp", "8", "--global-batch", "32", "--seq", "256"]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert "archsim train: warning: nic_gbps = 400000 Gb/s per NIC is above any NIC sold" in err
+    assert main([*argv[:3], _cluster(tmp_path, network="nics_per_server = 8\nnic_gbps = 400"), *argv[4:]]) == 0
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_the_api_warns_as_the_command_does(tmp_path):
+    path = _cluster(tmp_path, network="nics_per_server = 8\nnic_gbps = 0.4")
+    with pytest.warns(UserWarning, match=r"nic_gbps = 0.4 Gb/s per NIC is below any NIC sold"):
+        archsim.train(GPT2, cluster=path, tp=4, dp=8, global_batch=32, seq=256)
