@@ -1,7 +1,8 @@
-"""A training-systems engineer's 4 × 8 H100 SXM cluster, one 400 Gb/s NIC per GPU: a NIC speed whose unit
-slipped (400000, meant as Mb/s; 0.4, meant as Tb/s) was read silently and priced every collective across
-servers 1000 times off. Now a plausibility warning on stderr names the key and the likely unit
-(docs/formats.md, "Cluster (TOML)"); a figure some NIC has offered is read without a word."""
+"""A training-systems engineer's 4 × 8 H100 SXM cluster, one 400 Gb/s NIC per GPU: a link speed whose unit
+slipped was read silently — a NIC's 400000 (meant as Mb/s) or 0.4 (Tb/s) priced every collective across servers
+1000 times off, NVLink's 900 (NVIDIA's GB/s) every one inside a server 8 times. Now a plausibility warning on
+stderr names the key and the likely unit (docs/formats.md, "Cluster (TOML)"); a figure some NIC has offered,
+or an in-server what-if, is read without a word."""
 
 from __future__ import annotations
 
@@ -64,3 +65,28 @@ def test_the_api_warns_as_the_command_does(tmp_path):
     path = _cluster(tmp_path, network="nics_per_server = 8\nnic_gbps = 0.4")
     with pytest.warns(UserWarning, match=r"nic_gbps = 0.4 Gb/s per NIC is below any NIC sold"):
         archsim.train(GPT2, cluster=path, tp=4, dp=8, global_batch=32, seq=256)
+
+
+def _servers(tmp_path: Path, gpu: str, intra: float) -> str:
+    path = tmp_path / "s.toml"
+    path.write_text(f'[cluster]\ninter_server_gbps = 400\ninter_server_link = "per_gpu_pair"\n[[servers]]\ncount = 4\n'
+                    f'gpus = 8\ngpu = "{gpu}"\nintra_server_gbps = {intra}\n')
+    return str(path)
+
+
+@pytest.mark.parametrize(("gpu", "intra", "unit", "own"), [
+    ("h100-sxm", 900, "GB/s both directions", 7200),  # NVIDIA's "900 GB/s" written where Gbit/s goes
+    ("h100-sxm", 450, "GB/s per direction", 7200),
+    ("a100-80gb", 600, "GB/s both directions", 4800),
+])
+def test_intra_server_gbps_written_in_gb_per_s_is_warned(tmp_path, gpu, intra, unit, own):
+    """intra_server_gbps takes Gbit/s both directions; the GPU's NVLink quoted in GB/s ran every in-server
+    collective 8 or 16 times slower, silently."""
+    (warning,) = load_gpu_cluster(_servers(tmp_path, gpu, intra)).warnings
+    assert warning.startswith(f"intra_server_gbps = {intra} is the ") and unit in warning
+    assert warning.endswith(f"write intra_server_gbps = {own}")
+
+
+@pytest.mark.parametrize("intra", [7200, 3600, 1200])
+def test_intra_server_gbps_in_its_own_unit_or_a_what_if_is_read_quietly(tmp_path, intra):
+    assert load_gpu_cluster(_servers(tmp_path, "h100-sxm", intra)).warnings == ()

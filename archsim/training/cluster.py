@@ -62,7 +62,7 @@ class GpuCluster:
     dtype: str = "fp16"  # what every machine trains in (:class:`~archsim.training.machine.Machine`)
     fabrics: tuple[float, ...] = ()  # each server's in-server link, bytes/s per GPU per direction (empty: its device's)
     unread: tuple[str, ...] = ()  # what the file states that train and search do not read, one line each (stderr)
-    warnings: tuple[str, ...] = ()  # what the file states that is implausible (a NIC speed's unit), one line each
+    warnings: tuple[str, ...] = ()  # what the file states that is implausible (a link's unit slipped), one line each
 
     @cached_property
     def heterogeneous(self) -> bool:
@@ -280,6 +280,20 @@ def _server_device(group: dict, folder: Path, file: str, loaded: dict[str, Devic
         raise InputError(exc.message, file=file, field="gpu") from None
 
 
+def _intra_unit_warning(intra: float, device: Device) -> str:
+    """A plausibility warning for ``intra_server_gbps`` stated as the GPU's own NVLink in bytes: Gbit/s both
+    directions is what the key takes (an H100's 7200), but vendors quote GB/s (900 both directions, 450 per
+    direction), and that figure runs every in-server collective 8 or 16 times slower without a word. Empty unless
+    the figure is the board's exactly 8 or 16 times too small (a what-if bandwidth other than that is read quietly)."""
+    own = device.fabric_bytes_per_s * 8 * 2 / 1e9  # the board's figure as the key takes it, Gbit/s both directions
+    for ratio, unit in ((8, "GB/s both directions"), (16, "GB/s per direction")):
+        if math.isclose(intra * ratio, own, rel_tol=1e-3):
+            return (f"intra_server_gbps = {intra:g} is the {device.name}'s NVLink in {unit} ({own:g} Gbit/s both "
+                    f"directions): the key takes Gbit/s both directions, so it runs 1/{ratio} of it; if that was "
+                    f"the unit, write intra_server_gbps = {own:g}")
+    return ""
+
+
 def _superseded(cluster: dict, network: Network) -> tuple[str, ...]:
     """The ``[cluster]`` keys a ``[network]`` table supersedes in train and search (plan reads them), each
     where it states otherwise than the table: a note, not an error, since plan runs on the same file."""
@@ -323,6 +337,7 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
     watts: list[float | None] = []
     fabrics: list[float] = []
     overridden: list[str] = []  # notes: a device file's link that the cluster's in-server figure replaces
+    slipped: list[str] = []  # warnings: an in-server figure that is the GPU's own in another unit
     for group in servers:
         device = _server_device(group, folder, file, loaded)
         intra = group.get("intra_server_gbps")
@@ -335,6 +350,8 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
             overridden.append(f"[[servers]] intra_server_gbps = {intra:g} ({fabric / 1e9:g} GB/s per direction "
                               f"per GPU) prices the in-server links, not {group['device']}'s [links] intra_gbps = "
                               f"{device.fabric_bytes_per_s / 1e9:g} GB/s")
+        if intra is not None and _intra_unit_warning(intra, device):
+            slipped.append(_intra_unit_warning(intra, device))
         fabrics.extend([fabric] * group.get("count", 1))
         for key, out in (("price_per_gpu_hour", prices), ("gpu_watts", watts)):
             value = group.get(key)
@@ -356,7 +373,8 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
         if "network" in spec else ()
     unread += tuple(dict.fromkeys(overridden))
     return GpuCluster(topology, kinds[0], per_server, inter_bytes or 1.0, tuple(kinds), tuple(prices), tuple(watts),
-                      tuple(sizes), network, dtype, tuple(fabrics), unread, network_warnings(spec, network))
+                      tuple(sizes), network, dtype, tuple(fabrics), unread,
+                      tuple(dict.fromkeys(slipped)) + network_warnings(spec, network))
 
 
 def single_node(name: str = "a100-80gb", gpus: int = 8) -> GpuCluster:
