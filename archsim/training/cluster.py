@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from functools import cached_property
 from itertools import accumulate
@@ -118,8 +119,7 @@ class GpuCluster:
             first = self.starts[server]
             link = fitted.nvlink_group(device, tuple(i - first for i in members), self.fabric(server))
             return replace(link, nvls=True) if net is not None and net.nvls and device.nvswitch else link
-        if net is not None and net.nvlink_domain > self.gpus_per_server and not self.heterogeneous and \
-                members[0] // net.nvlink_domain == members[-1] // net.nvlink_domain:
+        if net is not None and self._one_domain(members[0], members[-1]):
             fabric = self.fabric(server)
             return replace(fitted.nvlink(device.nvlink_bytes_per_s if fabric is None else fabric), nvls=net.nvls)
         local = tuple(i - self.starts[server] for i in members if self.server_of(i) == server)
@@ -142,12 +142,39 @@ class GpuCluster:
         device = self.gpu if device is None else device
         start = rank * par.tp * par.dp
         kernels = device.efficiency or fitted.kernels(device.name)
+        tp_groups = (range(first, first + par.tp) for first in range(start, start + par.tp * par.dp, par.tp))
+        # a DP group holds GPU t of each TP group; its servers change with t only where TP spans servers
+        step = min(self.gpus_per_server, par.tp)
+        dp_groups = (range(start + t, start + par.tp * par.dp, par.tp) for t in range(0, par.tp, step))
         return Machine(device, kernels,
-                       Links(tp=self._link(device, range(start, start + par.tp)),
-                             dp=self._link(device, range(start, start + par.tp * par.dp, par.tp)),
+                       Links(tp=self._link(device, self._slowest(tp_groups)),
+                             dp=self._link(device, self._slowest(dp_groups)),
                              pp=self._link(device, range(0, par.gpus, par.tp * par.dp), hop=True),
                              pp_hops=self.pipeline_hops(par, device)),
                        dtype=self.dtype)
+
+    def _one_domain(self, first: int, last: int) -> bool:
+        """Whether GPUs ``first`` … ``last`` of several servers sit in one NVLink domain (``nvlink_domain``):
+        their group runs on NVLink, not over the network."""
+        net = self.network
+        return net is not None and net.nvlink_domain > self.gpus_per_server and not self.heterogeneous and \
+            first // net.nvlink_domain == last // net.nvlink_domain
+
+    def _slowest(self, groups: Iterator[range]) -> range:
+        """Of a rank's groups of one kind (its TP groups, or its DP groups), which run their collectives at once
+        and which the iteration waits for together, the first whose servers sit under different leaves of an
+        oversubscribed fabric (its network share divided by the oversubscription), else the first: with TP
+        across servers and DP > 1, rank 0's first TP group may sit under one leaf while its second crosses
+        two. On a mixed cluster, or a fabric with no oversubscribed leaves, the first."""
+        first = next(groups)
+        net = self.network
+        if net is None or net.oversubscription == 1 or not net.servers_per_leaf or self.heterogeneous:
+            return first
+        for members in (first, *groups):
+            if len({self.server_of(i) // net.servers_per_leaf for i in members}) > 1 and \
+                    not self._one_domain(members[0], members[-1]):
+                return members
+        return first
 
     def pipeline_hops(self, par: Parallelism, device: Device) -> tuple:
         """Each pipeline hop's link, rank r to rank r + 1 (the last rank's to rank 0): NVLink when the
@@ -188,12 +215,10 @@ class GpuCluster:
         one NVLink domain of several servers): its all-reduces then cross the NICs
         (:class:`~archsim.collectives.Spanning`), which ``archsim train`` warns of and search rows flag."""
         self._check_gpus(par)
-        net = self.network
         most = 1
         for start in range(0, par.gpus, par.tp):
             end = start + par.tp - 1
-            if net is not None and net.nvlink_domain > self.gpus_per_server and not self.heterogeneous and \
-                    start // net.nvlink_domain == end // net.nvlink_domain:
+            if self._one_domain(start, end):
                 continue
             most = max(most, self.server_of(end) - self.server_of(start) + 1)
         return most
