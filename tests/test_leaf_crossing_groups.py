@@ -38,14 +38,25 @@ def test_the_group_that_crosses_leaves_prices_the_rank(tmp_path):
 
 
 @pytest.mark.filterwarnings("ignore:a TP group spans 2 servers")
-@pytest.mark.parametrize(("tp", "dp"), [(16, 2), (8, 4)])  # 8 · 4: DP over 4 servers always crossed (a guard)
-def test_train_and_search_agree_and_pay_the_crossing(tmp_path, tp, dp):
+@pytest.mark.parametrize(("tp", "pp", "dp"), [(16, 1, 2), (8, 2, 2),
+                                              (8, 1, 4)])  # 8 · 4: DP over 4 servers always crossed (a guard)
+def test_train_and_search_agree_and_pay_the_crossing(tmp_path, tp, pp, dp):
     leaves = _cluster(tmp_path, "servers_per_leaf = 3\noversubscription = 4")
     plain = _cluster(tmp_path, "")
-    crossing, _ = api.train(SMALL, cluster=leaves, tp=tp, dp=dp, global_batch=32, dtype="bf16")
-    free, _ = api.train(SMALL, cluster=plain, tp=tp, dp=dp, global_batch=32, dtype="bf16")
-    assert crossing.iteration_seconds > free.iteration_seconds * 1.01
+    crossing, _ = api.train(SMALL, cluster=leaves, tp=tp, pp=pp, dp=dp, global_batch=32, dtype="bf16")
+    free, _ = api.train(SMALL, cluster=plain, tp=tp, pp=pp, dp=dp, global_batch=32, dtype="bf16")
+    assert crossing.iteration_seconds > free.iteration_seconds  # the crossing costs time
     found = api.search(SMALL, cluster=leaves, global_batch=32, gpus=32, schedule="1f1b", recompute="full",
                        max_micro_batch=1, sequence_parallel="off", dtype="bf16", top=1000)
-    row = next(r for r in found.rows if (r["tp"], r["pp"], r["dp"]) == (tp, 1, dp))
+    row = next(r for r in found.rows if (r["tp"], r["pp"], r["dp"]) == (tp, pp, dp))
     assert row["iteration_seconds"] == pytest.approx(crossing.iteration_seconds, rel=1e-9)
+
+
+def test_a_pipeline_hop_is_priced_on_its_pair_that_crosses_leaves(tmp_path):
+    """TP 8 · DP 2 · PP 2: rank 0 on servers {0, 1}, rank 1 on {2, 3}; GPU g sends to GPU g + 16, so the
+    pairs (0, 2) under one leaf and (1, 3) across two send at once. The hop was priced on its first pair."""
+    par = Parallelism(tp=8, pp=2, dp=2, global_batch=32)
+    three, each, free = (load_gpu_cluster(_cluster(tmp_path, leaves)).machine(par).links.pp_hops for leaves in (
+        "servers_per_leaf = 3\noversubscription = 4", "servers_per_leaf = 1\noversubscription = 4", ""))
+    assert three == each and three != free
+    assert len(three) == 2

@@ -160,6 +160,13 @@ class GpuCluster:
         return net is not None and net.nvlink_domain > self.gpus_per_server and not self.heterogeneous and \
             first // net.nvlink_domain == last // net.nvlink_domain
 
+    @property
+    def _leaves_oversubscribed(self) -> bool:
+        """Whether groups of one kind can differ in their network share: servers under several leaves of an
+        oversubscribed fabric, on a cluster of one server kind (a mixed one prices each rank on its own)."""
+        net = self.network
+        return net is not None and net.oversubscription != 1 and bool(net.servers_per_leaf) and not self.heterogeneous
+
     def _slowest(self, groups: Iterator[range]) -> range:
         """Of a rank's groups of one kind (its TP groups, or its DP groups), which run their collectives at once
         and which the iteration waits for together, the first whose servers sit under different leaves of an
@@ -168,7 +175,7 @@ class GpuCluster:
         two. On a mixed cluster, or a fabric with no oversubscribed leaves, the first."""
         first = next(groups)
         net = self.network
-        if net is None or net.oversubscription == 1 or not net.servers_per_leaf or self.heterogeneous:
+        if net is None or not self._leaves_oversubscribed:
             return first
         for members in (first, *groups):
             if len({self.server_of(i) // net.servers_per_leaf for i in members}) > 1 and \
@@ -187,8 +194,21 @@ class GpuCluster:
         hops = []
         for r in range(par.pp):
             a, b = sorted((firsts[r], firsts[(r + 1) % par.pp]))
-            hops.append(self._link(device, range(a, b + 1, b - a), hop=True))
+            hops.append(self._link(device, self._slowest(range(a + g, b + g + 1, b - a)
+                                                         for g in self._hop_shifts(a, b, group)), hop=True))
         return tuple(hops)
+
+    def _hop_shifts(self, a: int, b: int, group: int) -> list[int]:
+        """The GPU offsets g at which a hop's pair (a + g, b + g) may change servers — 0 and where either GPU
+        starts a server — for :meth:`_slowest` to find the pair crossing leaves (GPU g of one rank sends to
+        GPU g of the other, all g at once); [0] where no leaf is oversubscribed (every pair priced alike)."""
+        if not self._leaves_oversubscribed:
+            return [0]
+        starts = self.starts
+        shifts = {0}
+        for first in (a, b):
+            shifts.update(s - first for s in starts[bisect_right(starts, first):bisect_right(starts, first + group - 1)])
+        return sorted(shifts)
 
     def problem(self, par: Parallelism) -> str | None:
         """Why ``par`` cannot be laid out in GPU order: a TP group holding part of a server and part of
