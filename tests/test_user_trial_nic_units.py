@@ -90,3 +90,31 @@ def test_intra_server_gbps_written_in_gb_per_s_is_warned(tmp_path, gpu, intra, u
 @pytest.mark.parametrize("intra", [7200, 3600, 1200])
 def test_intra_server_gbps_in_its_own_unit_or_a_what_if_is_read_quietly(tmp_path, intra):
     assert load_gpu_cluster(_servers(tmp_path, "h100-sxm", intra)).warnings == ()
+
+
+def test_gpus_on_nics_of_unequal_counts_get_their_own_nics_share(tmp_path):
+    """8 GPUs on 3 NICs of 400 Gb/s (3, 3 and 2 GPUs each) was priced at the mean share, 3 × 50 / 8 =
+    18.75 GB/s per GPU; a GPU of a full NIC gets 50 / 3 = 16.67 GB/s, and a DP all-reduce of one GPU per server
+    (all eight at once) waits for those. A group filling the server still moves all three NICs' 150 GB/s."""
+    cluster = load_gpu_cluster(_cluster(tmp_path, network="nics_per_server = 3\nnic_gbps = 400"))
+    net = cluster.network
+    assert net is not None and net.gpus_per_nic == 3
+    assert net.gpu_bytes_per_s(8) == pytest.approx(50e9 / 3, rel=1e-12)
+    assert cluster.inter_server_bytes_per_s == pytest.approx(50e9 / 3, rel=1e-12)
+    assert net.group_bytes_per_s(1, 8, (0, 1), (0,)) == pytest.approx(50e9 / 3, rel=1e-12)
+    assert net.group_bytes_per_s(1, 8, (0, 1), (7,)) == pytest.approx(25e9, rel=1e-12)  # the last NIC: 2 GPUs
+    assert net.group_bytes_per_s(8, 8, (0, 1), tuple(range(8))) == pytest.approx(150e9, rel=1e-12)
+    assert net.group_bytes_per_s(4, 8, (0, 1), (0, 1, 2, 3)) == pytest.approx(50e9 + 50e9 / 3, rel=1e-12)
+
+
+def test_more_nics_never_train_slower_on_the_same_gpus(tmp_path):
+    """1, 3, 4 and 8 NICs of 400 Gb/s under 8 GPUs a server, TP 8 · DP 4 (DP crosses the network): each
+    added NIC gives every GPU at least as much, so the iteration never grows."""
+    seconds = []
+    for nics in (1, 3, 4, 8):
+        path = tmp_path / f"n{nics}"
+        path.mkdir()
+        result, _ = archsim.train(GPT2, cluster=_cluster(path, network=f"nics_per_server = {nics}\nnic_gbps = 400"),
+                                  tp=4, dp=8, global_batch=32, seq=256)
+        seconds.append(result.iteration_seconds)
+    assert seconds == sorted(seconds, reverse=True) and seconds[0] > seconds[-1]

@@ -128,7 +128,8 @@ class GpuCluster:
             bandwidth = per_gpu if hop else per_gpu * len(local)
         else:
             servers = tuple(sorted({self.server_of(i) for i in members}))  # a hop: one GPU's share
-            bandwidth = net.group_bytes_per_s(1 if hop else len(local), self.gpus_per_server, servers)
+            bandwidth = net.group_bytes_per_s(1 if hop else len(local), self.gpus_per_server, servers,
+                                              local[:1] if hop else local)
         fabric = self.fabric(server)
         intra = fitted.nvlink_group(device, local, fabric) if len(local) > 1 else \
             fitted.nvlink(device.nvlink_bytes_per_s if fabric is None else fabric)

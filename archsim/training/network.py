@@ -49,17 +49,34 @@ class Network:
         """All of a server's NICs, one direction, bytes/s."""
         return self.nics_per_server * self.nic_gbps * 1e9 / 8
 
+    def _uneven(self, gpus_per_server: int) -> bool:
+        """Whether every GPU reaches a NIC but the NICs carry unequal GPU counts (8 GPUs on 3 NICs: 3, 3, 2)."""
+        return gpus_per_server % self.gpus_per_nic != 0 and \
+            self.nics_per_server == math.ceil(gpus_per_server / self.gpus_per_nic)
+
     def gpu_bytes_per_s(self, gpus_per_server: int) -> float:
         """One GPU's share of its server's NICs when every GPU sends at once (bytes/s): its own NIC's
-        bandwidth over the GPUs sharing it, or less where the server has fewer NIC ports than GPUs use."""
+        bandwidth over the GPUs sharing it — on NICs of unequal GPU counts the fullest NIC's, what the slowest
+        GPU gets (not the mean: a collective of GPUs that all send waits for it) — or less where the server
+        has fewer NIC ports than GPUs use."""
+        if self._uneven(gpus_per_server):
+            return self.nic_gbps * 1e9 / 8 / self.gpus_per_nic
         used = min(self.nics_per_server, math.ceil(gpus_per_server / self.gpus_per_nic))
         return used * self.nic_gbps * 1e9 / 8 / gpus_per_server
 
-    def group_bytes_per_s(self, per_server: int, gpus_per_server: int, servers: tuple[int, ...] = ()) -> float:
+    def group_bytes_per_s(self, per_server: int, gpus_per_server: int, servers: tuple[int, ...] = (),
+                          local: tuple[int, ...] = ()) -> float:
         """What a group with ``per_server`` GPUs in each of its ``servers`` (indices) moves between servers
         (bytes/s): those GPUs' share of the NICs, over the oversubscription when they sit under
-        different leaves."""
-        bandwidth = per_server * self.gpu_bytes_per_s(gpus_per_server)
+        different leaves. On NICs of unequal GPU counts each of the group's ``local`` GPUs (indices in a
+        server) gets its own NIC's share: a group filling the server moves all its NICs' bandwidth, one GPU
+        of a full NIC a third of it."""
+        if local and self._uneven(gpus_per_server):
+            nic = self.nic_gbps * 1e9 / 8
+            bandwidth = sum(nic / min(self.gpus_per_nic, gpus_per_server - g // self.gpus_per_nic * self.gpus_per_nic)
+                            for g in local)
+        else:
+            bandwidth = per_server * self.gpu_bytes_per_s(gpus_per_server)
         if self.servers_per_leaf and len({s // self.servers_per_leaf for s in servers}) > 1:
             bandwidth /= self.oversubscription
         return bandwidth
