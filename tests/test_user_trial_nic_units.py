@@ -12,6 +12,7 @@ import pytest
 
 import archsim
 from archsim.cli import main
+from archsim.errors import InputError
 from archsim.training.cluster import load_gpu_cluster
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -118,3 +119,22 @@ def test_more_nics_never_train_slower_on_the_same_gpus(tmp_path):
                                   tp=4, dp=8, global_batch=32, seq=256)
         seconds.append(result.iteration_seconds)
     assert seconds == sorted(seconds, reverse=True) and seconds[0] > seconds[-1]
+
+
+@pytest.mark.parametrize(("table", "text", "key"), [
+    ("network", 'nics_per_server = 8\nnic_gbps = "400"', "nic_gbps"),
+    ("network", 'nics_per_server = "8"\nnic_gbps = 400', "nics_per_server"),
+    ("servers", 'gpus = "8"', "gpus"),
+    ("servers", 'gpus = 8\ngpu_watts = "700"', "gpu_watts"),
+])
+def test_a_number_written_as_a_string_is_named_a_string(tmp_path, table, text, key):
+    """nic_gbps = "400" was refused as 'expected a positive number, got '400'': a number, it seemed."""
+    path = tmp_path / "c.toml"
+    network = f"[network]\n{text}\n" if table == "network" else "[network]\nnics_per_server = 8\nnic_gbps = 400\n"
+    servers = text if table == "servers" else "gpus = 8"
+    path.write_text(f'[cluster]\n{network}[[servers]]\ncount = 4\n{servers}\ngpu = "h100-sxm"\n')
+    with pytest.raises(InputError) as caught:
+        load_gpu_cluster(path)
+    assert caught.value.where.field == key
+    assert caught.value.message.endswith("got the string '" + text.rsplit('"', 2)[1] + "' (write the number without "
+                                         "quotes)")

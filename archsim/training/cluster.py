@@ -43,7 +43,7 @@ from archsim.training import fitted
 from archsim.training.machine import Links, Machine
 from archsim.training.network import Network, network_notes, network_warnings, read_network
 from archsim.training.parallel import Parallelism, tp_straddles
-from archsim.validate import parse_float, parse_toml, read_text, shown
+from archsim.validate import parse_float, parse_toml, read_text, shown, shown_number
 
 MAX_PRICE_OR_WATTS = 1e6  # USD per GPU-hour and watts per GPU a server may override with (far above any real one)
 MAX_GPUS = 4096  # a training cluster's GPUs (its topology is a GPUs × GPUs bandwidth matrix)
@@ -404,7 +404,7 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
             if value is not None:  # a TOML number only (not a string), finite, in (0, 10⁶]
                 try:
                     if isinstance(value, str):
-                        raise ValueError(f"expected a positive number, got {shown(value)}")  # noqa: TRY004 (parse_float's ValueError, one handler)
+                        raise ValueError(f"expected a positive number, got {shown_number(value)}")  # noqa: TRY004 (parse_float's ValueError, one handler)
                     value = parse_float(value, low=0.0, high=MAX_PRICE_OR_WATTS, low_open=True,
                                         what="a positive number")
                 except ValueError as exc:

@@ -20,7 +20,7 @@ import math
 from dataclasses import dataclass
 
 from archsim.errors import InputError
-from archsim.validate import shown
+from archsim.validate import shown, shown_number
 
 NETWORK_KEYS = {"nics_per_server", "nic_gbps", "gpus_per_nic", "nvlink_domain", "switch_tiers", "servers_per_leaf",
                 "oversubscription", "nvls"}
@@ -87,7 +87,7 @@ def _positive(table: dict, key: str, default, file: str, kind=int):
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 and math.isfinite(value)
     if not ok or (kind is int and not isinstance(value, int)):
         what = "a positive integer" if kind is int else "a positive number"
-        raise InputError(f"expected {what}, got {shown(value)}", file=file, field=key)
+        raise InputError(f"expected {what}, got {shown_number(value)}", file=file, field=key)
     return kind(value)
 
 

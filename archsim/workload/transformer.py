@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from archsim.errors import InputError
-from archsim.validate import check_name, parse_json, parse_toml, read_text, shown
+from archsim.validate import check_name, parse_json, parse_toml, read_text, shown, shown_number
 from archsim.workload.builders import _Builder
 from archsim.workload.layer import Network
 
@@ -404,7 +404,7 @@ def _get(table: dict, key: str, default=None, *, required: bool = True):
             raise InputError(f"expected true or false, got {shown(value)}", field=key)
         return value
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise InputError(f"expected a positive integer, got {shown(value)}", field=key)
+        raise InputError(f"expected a positive integer, got {shown_number(value)}", field=key)
     return value
 
 
