@@ -138,3 +138,15 @@ def test_a_number_written_as_a_string_is_named_a_string(tmp_path, table, text, k
     assert caught.value.where.field == key
     assert caught.value.message.endswith("got the string '" + text.rsplit('"', 2)[1] + "' (write the number without "
                                          "quotes)")
+
+
+def test_an_oversubscription_on_one_switch_tier_is_refused(tmp_path):
+    """switch_tiers = 1 is one switch joining every NIC: no uplink exists to oversubscribe, yet 4:1 above
+    leaves of 2 servers was priced (DP 4's all-reduce at a quarter of the NICs)."""
+    path = _cluster(tmp_path, network="nics_per_server = 8\nnic_gbps = 400\nswitch_tiers = 1\nservers_per_leaf = 2\n"
+                                      "oversubscription = 4")
+    with pytest.raises(InputError) as caught:
+        load_gpu_cluster(path)
+    assert caught.value.where.field == "oversubscription" and "switch_tiers = 2" in caught.value.message
+    one_switch = _cluster(tmp_path, network="nics_per_server = 8\nnic_gbps = 400\nswitch_tiers = 1")
+    assert load_gpu_cluster(one_switch).network.oversubscription == 1

@@ -150,6 +150,10 @@ def read_network(spec: dict, gpus_per_server: int, file: str = "<cluster>", defa
     if over < 1:
         raise InputError(f"expected ≥ 1 (down- over up-link bandwidth), got {shown(over)}", file=file,
                          field="oversubscription")
+    if tiers == 1 and over > 1:  # one switch joins every NIC: no leaf, no uplink to oversubscribe
+        raise InputError(f"switch_tiers = 1 is one switch with no uplinks, so nothing to oversubscribe: give "
+                         f"switch_tiers = 2 (leaf–spine) with servers_per_leaf, or no oversubscription (got "
+                         f"{over:g})", file=file, field="oversubscription")
     nvls = table.get("nvls", False)
     if not isinstance(nvls, bool):
         raise InputError(f"expected true or false, got {shown(nvls)}", file=file, field="nvls")
