@@ -150,3 +150,14 @@ def test_an_oversubscription_on_one_switch_tier_is_refused(tmp_path):
     assert caught.value.where.field == "oversubscription" and "switch_tiers = 2" in caught.value.message
     one_switch = _cluster(tmp_path, network="nics_per_server = 8\nnic_gbps = 400\nswitch_tiers = 1")
     assert load_gpu_cluster(one_switch).network.oversubscription == 1
+
+
+def test_the_collectives_benchmark_warns_as_train_does(tmp_path, capsys):
+    """benchmarks/bench_collectives.py --cluster is the documented check of one's own cluster: a NIC speed in
+    Mb/s printed the same bus bandwidths without a word (the whole cluster's NVLink-bound either way)."""
+    from tests.benchmark_scripts import load_benchmark
+
+    bench = load_benchmark("bench_collectives")
+    assert bench.main(["--cluster", _cluster(tmp_path, network="nics_per_server = 8\nnic_gbps = 400000")]) == 0
+    err = capsys.readouterr().err
+    assert "bench_collectives: warning: nic_gbps = 400000 Gb/s per NIC is above any NIC sold" in err
