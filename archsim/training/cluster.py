@@ -414,6 +414,11 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
         sizes.extend([group["gpus"]] * group.get("count", 1))
     per_server = max(sizes)  # a shared NIC: the most GPUs share one (the slowest per GPU)
     network = read_network(spec, per_server, file, default_gbps=kinds[0].inter_node_gbps)
+    unable = next((d for d in kinds if not d.nvls), None)
+    if network.nvls and unable is not None:  # NVLink SHARP is third-generation NVSwitch's (Hopper's)
+        raise InputError(f"nvls = true, but the {unable.name}'s links do not reduce in the switch (NVLink SHARP "
+                         "needs third-generation NVSwitch: H100 or H200 SXM); write nvls = false", file=file,
+                         field="nvls")
     inter_bytes = network.gpu_bytes_per_s(per_server)
     unread = _superseded(spec["cluster"], network) + network_notes(spec["network"], network, len(kinds)) \
         if "network" in spec else ()
