@@ -177,3 +177,14 @@ def test_nvls_is_refused_on_a_gpu_whose_switch_cannot_reduce(tmp_path, gpu, acce
     with pytest.raises(InputError) as caught:
         load_gpu_cluster(path)
     assert caught.value.where.field == "nvls" and "write nvls = false" in caught.value.message
+
+
+def test_the_api_search_and_runs_warn_as_their_commands_do(tmp_path):
+    path = _cluster(tmp_path, network="nics_per_server = 8\nnic_gbps = 400000")
+    runs = tmp_path / "runs.csv"
+    runs.write_text("tp,pp,dp,micro_batch,global_batch,measured_seconds\n4,1,8,1,32,0.5\n")
+    with pytest.warns(UserWarning, match=r"nic_gbps = 400000 Gb/s per NIC is above any NIC sold"):
+        archsim.train_runs(GPT2, runs=runs, cluster=path, seq=256)
+    with pytest.warns(UserWarning, match=r"nic_gbps = 400000 Gb/s per NIC is above any NIC sold"):
+        archsim.search(GPT2, cluster=path, global_batch=32, gpus=32, seq=256, schedule="1f1b", recompute="full",
+                       max_micro_batch=1, sequence_parallel="off", top=3)
