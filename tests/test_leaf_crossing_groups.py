@@ -60,3 +60,14 @@ def test_a_pipeline_hop_is_priced_on_its_pair_that_crosses_leaves(tmp_path):
         "servers_per_leaf = 3\noversubscription = 4", "servers_per_leaf = 1\noversubscription = 4", ""))
     assert three == each and three != free
     assert len(three) == 2
+
+
+def test_a_hop_some_of_whose_pairs_cross_servers_is_priced_over_the_network(tmp_path):
+    """TP 2 · DP 3 · PP 4 on 8-GPU servers: rank 0 holds GPUs 0…5 (server 0), rank 1 GPUs 6…11 (servers 0
+    and 1). GPU 0's hop to GPU 6 stays in server 0, but GPUs 2…5 send to 8…11 in server 1 at the same time:
+    the hop crosses the network. It was priced on NVLink, its first pair's link."""
+    from archsim.collectives import Spanning
+
+    par = Parallelism(tp=2, pp=4, dp=3, global_batch=48)
+    hops = load_gpu_cluster(_cluster(tmp_path, "")).machine(par).links.pp_hops
+    assert len(hops) == 4 and all(isinstance(hop, Spanning) for hop in hops)

@@ -169,20 +169,32 @@ class GpuCluster:
         return net is not None and net.oversubscription != 1 and bool(net.servers_per_leaf) and not self.heterogeneous
 
     def _slowest(self, groups: Iterator[range]) -> range:
-        """Of a rank's groups of one kind (its TP groups, or its DP groups), which run their collectives at once
-        and which the iteration waits for together, the first whose servers sit under different leaves of an
-        oversubscribed fabric (its network share divided by the oversubscription), else the first: with TP
-        across servers and DP > 1, rank 0's first TP group may sit under one leaf while its second crosses
-        two. On a mixed cluster, or a fabric with no oversubscribed leaves, the first."""
+        """Of a rank's groups of one kind (its TP groups, its DP groups, a hop's GPU pairs), which run at once
+        and which the iteration waits for together, the first of the slowest kind: one that crosses servers
+        over the network before one on NVLink (TP 2 · DP 3 on 8-GPU servers: rank 1 holds GPUs 6…11, so GPU
+        0's hop to GPU 6 stays in server 0 while GPU 2's to GPU 8 crosses), and of those one whose servers sit
+        under different leaves of an oversubscribed fabric (its share divided by the oversubscription: with TP
+        across servers and DP > 1, the first TP group may sit under one leaf and the second cross two)."""
         first = next(groups)
+        worst = (True, self._leaves_oversubscribed)  # the slowest kind there is: stop at the first of it
+        slowest, kind = first, self._crossing(first)
+        for members in groups:
+            if kind == worst:
+                break
+            crossing = self._crossing(members)
+            if crossing > kind:
+                slowest, kind = members, crossing
+        return slowest
+
+    def _crossing(self, members: range) -> tuple[bool, bool]:
+        """Whether a group's GPUs cross servers over the network, and whether they sit under different leaves
+        of an oversubscribed fabric (:meth:`_slowest`'s order: False before True)."""
+        over = self.server_of(members[0]) != self.server_of(members[-1]) and \
+            not self._one_domain(members[0], members[-1])
         net = self.network
-        if net is None or not self._leaves_oversubscribed:
-            return first
-        for members in (first, *groups):
-            if len({self.server_of(i) // net.servers_per_leaf for i in members}) > 1 and \
-                    not self._one_domain(members[0], members[-1]):
-                return members
-        return first
+        leaves = over and net is not None and self._leaves_oversubscribed and \
+            len({self.server_of(i) // net.servers_per_leaf for i in members}) > 1
+        return over, leaves
 
     def pipeline_hops(self, par: Parallelism, device: Device) -> tuple:
         """Each pipeline hop's link, rank r to rank r + 1 (the last rank's to rank 0): NVLink when the
@@ -201,10 +213,8 @@ class GpuCluster:
 
     def _hop_shifts(self, a: int, b: int, group: int) -> list[int]:
         """The GPU offsets g at which a hop's pair (a + g, b + g) may change servers — 0 and where either GPU
-        starts a server — for :meth:`_slowest` to find the pair crossing leaves (GPU g of one rank sends to
-        GPU g of the other, all g at once); [0] where no leaf is oversubscribed (every pair priced alike)."""
-        if not self._leaves_oversubscribed:
-            return [0]
+        starts a server — for :meth:`_slowest` to find the pair crossing servers or leaves (GPU g of one rank
+        sends to GPU g of the other, all g at once)."""
         starts = self.starts
         shifts = {0}
         for first in (a, b):
