@@ -187,7 +187,8 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
     :func:`archsim.training.energy.priced`) and its :class:`~archsim.training.throughput.Throughput`
     (MFU, TFLOP/s per GPU, tokens/s); ``result.to_dict()`` is the document ``archsim train --format json``
     prints. A TP group across servers and a rank whose memory does not fit its GPU (``result.fits``) are
-    each a :class:`UserWarning`, the line ``archsim train`` prints on stderr; so is its note when ``dtype``
+    each a :class:`UserWarning`, the line ``archsim train`` prints on stderr, as is a NIC speed outside
+    every NIC sold (a unit slipped: :func:`archsim.training.network.nic_speed_warning`); so is its note when ``dtype``
     is None, ``cluster`` a path (fp16) and the config's ``torch_dtype`` names another dtype."""
     from dataclasses import replace
 
@@ -220,8 +221,8 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
     result = replace(result, document=train_document(result, config, laid, implementation))
     dtype_note = "" if dtype is not None or isinstance(cluster, GpuCluster) else \
         config_dtype_note(config, laid.cluster.dtype, "dtype=")
-    for warning in (tp_span_warning(laid.cluster, laid.par), rank_memory_warning(result, machines),
-                    _seq_note(model, config, seq), dtype_note):
+    for warning in (*laid.cluster.warnings, tp_span_warning(laid.cluster, laid.par),
+                    rank_memory_warning(result, machines), _seq_note(model, config, seq), dtype_note):
         if warning:  # the lines archsim train prints on stderr, in its order
             import warnings
 
@@ -240,7 +241,8 @@ def train_runs(model, *, runs: str | Path, cluster, seq: int | None = None, atte
     kept here as keywords of the same names and defaults (``attention`` flash: vTrain's measured runs
     need ``"standard"``; ``model``, ``cluster``, ``dtype``, ``seq`` and ``max_ops`` as :func:`train`'s).
     A bad row raises :class:`~archsim.errors.InputError` naming its line and field before any row runs;
-    measured times that look like milliseconds are a :class:`UserWarning`, the note the command prints."""
+    measured times that look like milliseconds are a :class:`UserWarning`, the note the command prints, as is
+    a link speed whose unit slipped (:attr:`GpuCluster.warnings <archsim.training.cluster.GpuCluster>`)."""
     from archsim.choices.training import ATTENTIONS, DP_OVERLAPS, GRAD_ACCUMULATIONS, SCHEDULES
     from archsim.training.runs import milliseconds_note, predict_runs, runs_to_run
     from archsim.validate import DEFAULT_MAX_OPS
@@ -258,9 +260,9 @@ def train_runs(model, *, runs: str | Path, cluster, seq: int | None = None, atte
 
     out = predict_runs(config, on, rows, file=runs,  # the lines archsim train --runs prints on stderr
                        warn=lambda line, text: warnings.warn(f"line {line}: {text}", UserWarning, stacklevel=4))
-    note = milliseconds_note(out)
-    if note:
-        warnings.warn(note, UserWarning, stacklevel=2)
+    for note in (*on.warnings, milliseconds_note(out)):  # a link's unit that slipped; times in ms
+        if note:
+            warnings.warn(note, UserWarning, stacklevel=2)
     return out
 
 
@@ -331,11 +333,11 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
                        refine=refine, balance=balance, objective=objective, placement=placement,
                        attention=attention, dp_overlap=dp_overlap, grad_accumulation=grad_accumulation,
                        max_actions=max_ops)
-    note = _seq_note(model, config, seq)
-    if note:  # the note archsim search prints on stderr
-        import warnings
+    for note in (*on.warnings, _seq_note(model, config, seq)):
+        if note:  # the lines archsim search prints on stderr: a link's unit that slipped, the sequence's default
+            import warnings
 
-        warnings.warn(note, UserWarning, stacklevel=2)
+            warnings.warn(note, UserWarning, stacklevel=2)
     return replace(result, document=search_document(
         result, config, on, model=_named(model_file, model, "MODEL.json"),
         cluster_file=_named(cluster_file, cluster, "CLUSTER.toml"), global_batch=global_batch, gpus=counts or None,

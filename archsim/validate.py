@@ -51,6 +51,14 @@ def shown(value: object, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 4] + "…" + text[-1]
 
 
+def shown_number(value: object) -> str:
+    """A file's value where a number belongs, for an error line: as :func:`shown`, and a string said to be one,
+    since ``'8'`` quoted from ``gpus = "8"`` reads as the number it was meant as (a number takes no quotes)."""
+    if isinstance(value, str):
+        return f"the string {shown(value)} (write the number without quotes)"
+    return shown(value)
+
+
 def parse_int(text: object, *, low: int = 1, high: int = INT32_MAX, what: str = "an integer") -> int:
     """``text`` as an integer in [low, high], or ValueError with a short reason."""
     if isinstance(text, bool):

@@ -54,6 +54,8 @@ def _user_cluster(path: str, nbytes: int) -> None:
     print(f"{path}: all-reduce of {size}, bus bandwidth as archsim prices it, GB/s")
     print(f"  {cluster.starts[1]} GPUs (1 server): {server:6.1f}")
     print(f"  {cluster.topology.devices} GPUs ({servers} server{'s' if servers > 1 else ''}): {whole:6.1f}")
+    for warning in cluster.warnings:  # a link's unit that slipped, as train and search warn of it
+        print(f"bench_collectives: warning: {warning}", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:

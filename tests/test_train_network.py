@@ -45,7 +45,6 @@ inter_server_gbps = 200
 nics_per_server = 4
 nic_gbps = 200
 gpus_per_nic = 2
-nvls = true
 
 [[servers]]
 count = 2
@@ -64,7 +63,7 @@ def test_train_names_the_network_of_a_network_table(tmp_path, capsys):
     flags = ["--tp", "8", "--dp", "2", "--global-batch", "4"]
     assert main(["train", MODEL, "--cluster", cluster, *flags, "--format", "json"]) == 0
     meta = json.loads(capsys.readouterr().out)["meta"]
-    assert meta["intra_server"] == {"link": "nvlink", "gb_per_s_per_gpu": pytest.approx(4800 / 8 / 2), "nvls": True}
+    assert meta["intra_server"] == {"link": "nvlink", "gb_per_s_per_gpu": pytest.approx(4800 / 8 / 2), "nvls": False}
     assert meta["inter_server"] == {"nics_per_server": 4, "nic_gbps": pytest.approx(200), "gpus_per_nic": 2,
                                     "gb_per_s_per_gpu": pytest.approx(4 * 200 / 8 / 8), "crossed_by": ["dp"]}
     result, _ = archsim.train(MODEL, cluster=cluster, tp=8, dp=2, global_batch=4)
@@ -72,7 +71,7 @@ def test_train_names_the_network_of_a_network_table(tmp_path, capsys):
     assert (library["intra_server"], library["inter_server"]) == (meta["intra_server"], meta["inter_server"])
     assert main(["train", MODEL, "--cluster", cluster, *flags]) == 0
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith(("# intra_server", "# inter_server"))]
-    assert lines == ["# intra_server: 300 GB/s per direction per GPU (nvlink), NVLS on",
+    assert lines == ["# intra_server: 300 GB/s per direction per GPU (nvlink), NVLS off",
                      "# inter_server: 4 NICs × 200 Gb/s per server, 2 GPUs per NIC: 12.5 GB/s per GPU; crossed by dp"]
 
 

@@ -133,9 +133,13 @@ def width_meta(args: argparse.Namespace, array: ArrayConfig) -> dict[str, object
 
 
 def note_unread_cluster_keys(cluster: GpuCluster, command: str) -> None:
-    """Say on stderr, once each, what the cluster file states that ``command`` (train or search) does not
-    read (docs/formats.md, "Cluster (TOML)": the read-by column)."""
+    """Say on stderr, once each, what the cluster file states that is implausible (a warning: a NIC speed whose
+    unit slipped) and what ``command`` (train or search) does not read (docs/formats.md, "Cluster (TOML)": the
+    read-by column)."""
     from archsim.training.energy import array_device
+
+    for warning in cluster.warnings:
+        print(f"archsim {command}: warning: {warning}", file=sys.stderr)
 
     notes = list(cluster.unread)
     if command == "train" and any(price is not None for price in cluster.prices):

@@ -164,7 +164,8 @@ def _chip(name: str, sms: int, tcs: int, mma: tuple[int, int], mhz: float, gbps:
 class Board:
     """What training needs of a GPU beside its chip, in the table's units: HBM GiB (the datasheets' "GB"
     are GiB: an A100 80GB reports 81,920 MiB), dense TFLOP/s per precision, NVLink and PCIe GB/s per
-    direction, NVLinks per GPU; ``nvswitch`` False: servers wire the GPUs directly (DGX-1's hybrid cube-mesh).
+    direction, NVLinks per GPU; ``nvswitch`` False: servers wire the GPUs directly (DGX-1's hybrid cube-mesh);
+    ``nvls``: its NVSwitch reduces in the switch (NVLink SHARP, third-generation NVSwitch: Hopper's boards).
     Its watts are its chip's ``tdp_w``: each row of :data:`TABLE` is one real board (form factor, power, links)."""
 
     key: str  # the catalog name training knows it by
@@ -174,6 +175,7 @@ class Board:
     pcie_gbs: float = 0.0
     nvlinks: int = 12
     nvswitch: bool = True
+    nvls: bool = False
 
 
 @dataclass(frozen=True)
@@ -229,7 +231,7 @@ TABLE: tuple[Row, ...] = (
         Board("l4-24gb", 24, {"fp16": 121, "bf16": 121, "fp32": 30.3}, 0, 32, **PCIE_ONLY)),
     Row("h100-sxm", _chip("NVIDIA H100 SXM5 80GB", 132, 4, (16, 32), 1830, 3350, l2_mb=50, lanes=128, tdp=700, nm=4,
                            l1_kb=256, l2_read=HOPPER_L2_BYTES_PER_CLOCK),
-        Board("h100-80gb-sxm", 80, HOPPER_PEAKS, 450, 64, 18)),
+        Board("h100-80gb-sxm", 80, HOPPER_PEAKS, 450, 64, 18, nvls=True)),
     # 114 SMs of the H100 SXM's; 1620 MHz gives the datasheet's 756 dense FP16 TFLOP/s on 456 tensor cores;
     # L2 feed: the H100 SXM's assumed bytes per clock per SM
     Row("h100-pcie", _chip("NVIDIA H100 PCIe", 114, 4, (16, 32), 1620, 2000, l2_mb=50, lanes=128, tdp=350, nm=4,
@@ -238,7 +240,7 @@ TABLE: tuple[Row, ...] = (
     # the H100 SXM's processor (same SMs, clock and peaks) with HBM3e; "141 GB" are 143,771 MiB
     Row("h200", _chip("NVIDIA H200 SXM 141GB", 132, 4, (16, 32), 1830, 4800, lanes=128, tdp=700, nm=4, l1_kb=256,
                        l2_read=HOPPER_L2_BYTES_PER_CLOCK),
-        Board("h200-141gb", 143771 / 1024, HOPPER_PEAKS, 450, 64, 18)),
+        Board("h200-141gb", 143771 / 1024, HOPPER_PEAKS, 450, 64, 18, nvls=True)),
     # GPUs without tensor cores, timed by DeepBench in FP32 (docs/citations.md): each SM (AMD: compute
     # unit) is its SIMD partitions of FP32 lanes, one array each — NVIDIA 32 lanes → 4×8, AMD SIMD16 → 4×4;
     # the clock is the boost clock giving the datasheet's FP32 peak: P100 PCIe 9.3, GTX 1080 Ti 11.3,
@@ -274,7 +276,7 @@ def device(chip: GpuSpec, board: Board) -> Device:
     return Device(chip.name, arrays, lanes, "tiles", tuple((k, v * 1e12) for k, v in board.peaks_tflops.items()),
                   board.memory_gb * GIB, chip.memory_bytes_per_s, l2_bytes_per_clock=chip.l2_bytes_per_clock,
                   nvlink_bytes_per_s=board.nvlink_gbs * 1e9, nvlinks=board.nvlinks, nvswitch=board.nvswitch,
-                  pcie_bytes_per_s=board.pcie_gbs * 1e9,
+                  nvls=board.nvls, pcie_bytes_per_s=board.pcie_gbs * 1e9,
                   board_watts=chip.tdp_w or None)
 
 

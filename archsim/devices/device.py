@@ -99,6 +99,7 @@ class Device:
     nvlink_bytes_per_s: float = 0.0
     nvlinks: int = 1
     nvswitch: bool = True
+    nvls: bool = False  # its NVSwitch can reduce in the switch (NVLink SHARP: the catalog's Hopper boards)
     pcie_bytes_per_s: float = 0.0
     inter_node_gbps: float = 0.0
     board_watts: float | None = None

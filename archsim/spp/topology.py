@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from archsim.errors import InputError
-from archsim.validate import SEED_MAX, check_name, parse_toml, read_text, shown
+from archsim.validate import SEED_MAX, check_name, parse_toml, read_text, shown, shown_number
 
 # a device file given where a cluster file goes: what to write instead (a device TOML; a SCALE-Sim .cfg)
 DEVICE_NOT_CLUSTER = ('this is a device file: name it in a cluster file\'s [[servers]] table (device = "FILE", '
@@ -209,7 +209,7 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
         count, gpus = group.get("count", 1), group.get("gpus")
         for key, value in (("count", count), ("gpus", gpus)):  # the key at fault, by name
             if not (isinstance(value, int) and not isinstance(value, bool) and value > 0):
-                raise InputError(f"expected a positive integer, got {shown(value)}", file=file, field=key)
+                raise InputError(f"expected a positive integer, got {shown_number(value)}", file=file, field=key)
         if len(servers) + count * gpus > max_devices:
             raise InputError(f"more than {max_devices} GPUs in all", file=file, field="count")
         for _ in range(count):

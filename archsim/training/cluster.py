@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from functools import cached_property
 from itertools import accumulate
@@ -41,9 +42,9 @@ from archsim.errors import InputError
 from archsim.spp.topology import Topology, build_topology, missing_inter_server, read_cluster_document
 from archsim.training import fitted
 from archsim.training.machine import Links, Machine
-from archsim.training.network import Network, network_notes, read_network
+from archsim.training.network import Network, network_notes, network_warnings, read_network
 from archsim.training.parallel import Parallelism, tp_straddles
-from archsim.validate import parse_float, shown
+from archsim.validate import parse_float, shown, shown_number
 
 MAX_PRICE_OR_WATTS = 1e6  # USD per GPU-hour and watts per GPU a server may override with (far above any real one)
 MAX_GPUS = 4096  # a training cluster's GPUs (its topology is a GPUs × GPUs bandwidth matrix)
@@ -63,6 +64,7 @@ class GpuCluster:
     dtype: str = "fp16"  # what every machine trains in (:class:`~archsim.training.machine.Machine`)
     fabrics: tuple[float, ...] = ()  # each server's in-server link, bytes/s per GPU per direction (empty: its device's)
     unread: tuple[str, ...] = ()  # what the file states that train and search do not read, one line each (stderr)
+    warnings: tuple[str, ...] = ()  # what the file states that is implausible (a link's unit slipped), one line each
 
     @cached_property
     def heterogeneous(self) -> bool:
@@ -118,8 +120,7 @@ class GpuCluster:
             first = self.starts[server]
             link = fitted.nvlink_group(device, tuple(i - first for i in members), self.fabric(server))
             return replace(link, nvls=True) if net is not None and net.nvls and device.nvswitch else link
-        if net is not None and net.nvlink_domain > self.gpus_per_server and not self.heterogeneous and \
-                members[0] // net.nvlink_domain == members[-1] // net.nvlink_domain:
+        if net is not None and self._one_domain(members[0], members[-1]):
             fabric = self.fabric(server)
             return replace(fitted.nvlink(device.nvlink_bytes_per_s if fabric is None else fabric), nvls=net.nvls)
         local = tuple(i - self.starts[server] for i in members if self.server_of(i) == server)
@@ -128,7 +129,8 @@ class GpuCluster:
             bandwidth = per_gpu if hop else per_gpu * len(local)
         else:
             servers = tuple(sorted({self.server_of(i) for i in members}))  # a hop: one GPU's share
-            bandwidth = net.group_bytes_per_s(1 if hop else len(local), self.gpus_per_server, servers)
+            bandwidth = net.group_bytes_per_s(1 if hop else len(local), self.gpus_per_server, servers,
+                                              local[:1] if hop else local)
         fabric = self.fabric(server)
         intra = fitted.nvlink_group(device, local, fabric) if len(local) > 1 else \
             fitted.nvlink(device.nvlink_bytes_per_s if fabric is None else fabric)
@@ -142,12 +144,58 @@ class GpuCluster:
         device = self.gpu if device is None else device
         start = rank * par.tp * par.dp
         kernels = device.efficiency or fitted.kernels(device.name)
+        tp_groups = (range(first, first + par.tp) for first in range(start, start + par.tp * par.dp, par.tp))
+        # a DP group holds GPU t of each TP group; its servers change with t only where TP spans servers
+        step = min(self.gpus_per_server, par.tp)
+        dp_groups = (range(start + t, start + par.tp * par.dp, par.tp) for t in range(0, par.tp, step))
         return Machine(device, kernels,
-                       Links(tp=self._link(device, range(start, start + par.tp)),
-                             dp=self._link(device, range(start, start + par.tp * par.dp, par.tp)),
+                       Links(tp=self._link(device, self._slowest(tp_groups)),
+                             dp=self._link(device, self._slowest(dp_groups)),
                              pp=self._link(device, range(0, par.gpus, par.tp * par.dp), hop=True),
                              pp_hops=self.pipeline_hops(par, device)),
                        dtype=self.dtype)
+
+    def _one_domain(self, first: int, last: int) -> bool:
+        """Whether GPUs ``first`` … ``last`` of several servers sit in one NVLink domain (``nvlink_domain``):
+        their group runs on NVLink, not over the network."""
+        net = self.network
+        return net is not None and net.nvlink_domain > self.gpus_per_server and not self.heterogeneous and \
+            first // net.nvlink_domain == last // net.nvlink_domain
+
+    @property
+    def _leaves_oversubscribed(self) -> bool:
+        """Whether groups of one kind can differ in their network share: servers under several leaves of an
+        oversubscribed fabric, on a cluster of one server kind (a mixed one prices each rank on its own)."""
+        net = self.network
+        return net is not None and net.oversubscription != 1 and bool(net.servers_per_leaf) and not self.heterogeneous
+
+    def _slowest(self, groups: Iterator[range]) -> range:
+        """Of a rank's groups of one kind (its TP groups, its DP groups, a hop's GPU pairs), which run at once
+        and which the iteration waits for together, the first of the slowest kind: one that crosses servers
+        over the network before one on NVLink (TP 2 · DP 3 on 8-GPU servers: rank 1 holds GPUs 6…11, so GPU
+        0's hop to GPU 6 stays in server 0 while GPU 2's to GPU 8 crosses), and of those one whose servers sit
+        under different leaves of an oversubscribed fabric (its share divided by the oversubscription: with TP
+        across servers and DP > 1, the first TP group may sit under one leaf and the second cross two)."""
+        first = next(groups)
+        worst = (True, self._leaves_oversubscribed)  # the slowest kind there is: stop at the first of it
+        slowest, kind = first, self._crossing(first)
+        for members in groups:
+            if kind == worst:
+                break
+            crossing = self._crossing(members)
+            if crossing > kind:
+                slowest, kind = members, crossing
+        return slowest
+
+    def _crossing(self, members: range) -> tuple[bool, bool]:
+        """Whether a group's GPUs cross servers over the network, and whether they sit under different leaves
+        of an oversubscribed fabric (:meth:`_slowest`'s order: False before True)."""
+        over = self.server_of(members[0]) != self.server_of(members[-1]) and \
+            not self._one_domain(members[0], members[-1])
+        net = self.network
+        leaves = over and net is not None and self._leaves_oversubscribed and \
+            len({self.server_of(i) // net.servers_per_leaf for i in members}) > 1
+        return over, leaves
 
     def pipeline_hops(self, par: Parallelism, device: Device) -> tuple:
         """Each pipeline hop's link, rank r to rank r + 1 (the last rank's to rank 0): NVLink when the
@@ -160,8 +208,19 @@ class GpuCluster:
         hops = []
         for r in range(par.pp):
             a, b = sorted((firsts[r], firsts[(r + 1) % par.pp]))
-            hops.append(self._link(device, range(a, b + 1, b - a), hop=True))
+            hops.append(self._link(device, self._slowest(range(a + g, b + g + 1, b - a)
+                                                         for g in self._hop_shifts(a, b, group)), hop=True))
         return tuple(hops)
+
+    def _hop_shifts(self, a: int, b: int, group: int) -> list[int]:
+        """The GPU offsets g at which a hop's pair (a + g, b + g) may change servers — 0 and where either GPU
+        starts a server — for :meth:`_slowest` to find the pair crossing servers or leaves (GPU g of one rank
+        sends to GPU g of the other, all g at once)."""
+        starts = self.starts
+        shifts = {0}
+        for first in (a, b):
+            shifts.update(s - first for s in starts[bisect_right(starts, first):bisect_right(starts, first + group - 1)])
+        return sorted(shifts)
 
     def problem(self, par: Parallelism) -> str | None:
         """Why ``par`` cannot be laid out in GPU order: a TP group holding part of a server and part of
@@ -188,12 +247,10 @@ class GpuCluster:
         one NVLink domain of several servers): its all-reduces then cross the NICs
         (:class:`~archsim.collectives.Spanning`), which ``archsim train`` warns of and search rows flag."""
         self._check_gpus(par)
-        net = self.network
         most = 1
         for start in range(0, par.gpus, par.tp):
             end = start + par.tp - 1
-            if net is not None and net.nvlink_domain > self.gpus_per_server and not self.heterogeneous and \
-                    start // net.nvlink_domain == end // net.nvlink_domain:
+            if self._one_domain(start, end):
                 continue
             most = max(most, self.server_of(end) - self.server_of(start) + 1)
         return most
@@ -280,6 +337,20 @@ def _server_device(group: dict, folder: Path, file: str, loaded: dict[str, Devic
         raise InputError(exc.message, file=file, field="gpu") from None
 
 
+def _intra_unit_warning(intra: float, device: Device) -> str:
+    """A plausibility warning for ``intra_server_gbps`` stated as the GPU's own NVLink in bytes: Gbit/s both
+    directions is what the key takes (an H100's 7200), but vendors quote GB/s (900 both directions, 450 per
+    direction), and that figure runs every in-server collective 8 or 16 times slower without a word. Empty unless
+    the figure is the board's exactly 8 or 16 times too small (a what-if bandwidth other than that is read quietly)."""
+    own = device.fabric_bytes_per_s * 8 * 2 / 1e9  # the board's figure as the key takes it, Gbit/s both directions
+    for ratio, unit in ((8, "GB/s both directions"), (16, "GB/s per direction")):
+        if math.isclose(intra * ratio, own, rel_tol=1e-3):
+            return (f"intra_server_gbps = {intra:g} is the {device.name}'s NVLink in {unit} ({own:g} Gbit/s both "
+                    f"directions): the key takes Gbit/s both directions, so it runs 1/{ratio} of it; if that was "
+                    f"the unit, write intra_server_gbps = {own:g}")
+    return ""
+
+
 def _superseded(cluster: dict, network: Network) -> tuple[str, ...]:
     """The ``[cluster]`` keys a ``[network]`` table supersedes in train and search (plan reads them), each
     where it states otherwise than the table: a note, not an error, since plan runs on the same file."""
@@ -323,6 +394,7 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
     watts: list[float | None] = []
     fabrics: list[float] = []
     overridden: list[str] = []  # notes: a device file's link that the cluster's in-server figure replaces
+    slipped: list[str] = []  # warnings: an in-server figure that is the GPU's own in another unit
     for group in servers:
         device = _server_device(group, folder, file, loaded)
         intra = group.get("intra_server_gbps")
@@ -335,13 +407,15 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
             overridden.append(f"[[servers]] intra_server_gbps = {intra:g} ({fabric / 1e9:g} GB/s per direction "
                               f"per GPU) prices the in-server links, not {group['device']}'s [links] intra_gbps = "
                               f"{device.fabric_bytes_per_s / 1e9:g} GB/s")
+        if intra is not None and _intra_unit_warning(intra, device):
+            slipped.append(_intra_unit_warning(intra, device))
         fabrics.extend([fabric] * group.get("count", 1))
         for key, out in (("price_per_gpu_hour", prices), ("gpu_watts", watts)):
             value = group.get(key)
             if value is not None:  # a TOML number only (not a string), finite, in (0, 10⁶]
                 try:
                     if isinstance(value, str):
-                        raise ValueError(f"expected a positive number, got {shown(value)}")  # noqa: TRY004 (parse_float's ValueError, one handler)
+                        raise ValueError(f"expected a positive number, got {shown_number(value)}")  # noqa: TRY004 (parse_float's ValueError, one handler)
                     value = parse_float(value, low=0.0, high=MAX_PRICE_OR_WATTS, low_open=True,
                                         what="a positive number")
                 except ValueError as exc:
@@ -355,12 +429,18 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
             and (len(nic) > 1 or not min(nic)):
         raise missing_inter_server(file)  # no figure, or device files that state different ones
     network = read_network(spec, per_server, file, default_gbps=kinds[0].inter_node_gbps)
+    unable = next((d for d in kinds if not d.nvls), None)
+    if network.nvls and unable is not None:  # NVLink SHARP is third-generation NVSwitch's (Hopper's)
+        raise InputError(f"nvls = true, but the {unable.name}'s links do not reduce in the switch (NVLink SHARP "
+                         "needs third-generation NVSwitch: H100 or H200 SXM); write nvls = false", file=file,
+                         field="nvls")
     inter_bytes = network.gpu_bytes_per_s(per_server)
     unread = _superseded(spec["cluster"], network) + network_notes(spec["network"], network, len(kinds)) \
         if "network" in spec else ()
     unread += tuple(dict.fromkeys(overridden))
     return GpuCluster(topology, kinds[0], per_server, inter_bytes or 1.0, tuple(kinds), tuple(prices), tuple(watts),
-                      tuple(sizes), network, dtype, tuple(fabrics), unread)
+                      tuple(sizes), network, dtype, tuple(fabrics), unread,
+                      tuple(dict.fromkeys(slipped)) + network_warnings(spec, network))
 
 
 def single_node(name: str = "a100-80gb", gpus: int = 8) -> GpuCluster:

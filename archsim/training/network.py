@@ -20,7 +20,7 @@ import math
 from dataclasses import dataclass
 
 from archsim.errors import InputError
-from archsim.validate import shown
+from archsim.validate import shown, shown_number
 
 NETWORK_KEYS = {"nics_per_server", "nic_gbps", "gpus_per_nic", "nvlink_domain", "switch_tiers", "servers_per_leaf",
                 "oversubscription", "nvls"}
@@ -49,17 +49,34 @@ class Network:
         """All of a server's NICs, one direction, bytes/s."""
         return self.nics_per_server * self.nic_gbps * 1e9 / 8
 
+    def _uneven(self, gpus_per_server: int) -> bool:
+        """Whether every GPU reaches a NIC but the NICs carry unequal GPU counts (8 GPUs on 3 NICs: 3, 3, 2)."""
+        return gpus_per_server % self.gpus_per_nic != 0 and \
+            self.nics_per_server == math.ceil(gpus_per_server / self.gpus_per_nic)
+
     def gpu_bytes_per_s(self, gpus_per_server: int) -> float:
         """One GPU's share of its server's NICs when every GPU sends at once (bytes/s): its own NIC's
-        bandwidth over the GPUs sharing it, or less where the server has fewer NIC ports than GPUs use."""
+        bandwidth over the GPUs sharing it — on NICs of unequal GPU counts the fullest NIC's, what the slowest
+        GPU gets (not the mean: a collective of GPUs that all send waits for it) — or less where the server
+        has fewer NIC ports than GPUs use."""
+        if self._uneven(gpus_per_server):
+            return self.nic_gbps * 1e9 / 8 / self.gpus_per_nic
         used = min(self.nics_per_server, math.ceil(gpus_per_server / self.gpus_per_nic))
         return used * self.nic_gbps * 1e9 / 8 / gpus_per_server
 
-    def group_bytes_per_s(self, per_server: int, gpus_per_server: int, servers: tuple[int, ...] = ()) -> float:
+    def group_bytes_per_s(self, per_server: int, gpus_per_server: int, servers: tuple[int, ...] = (),
+                          local: tuple[int, ...] = ()) -> float:
         """What a group with ``per_server`` GPUs in each of its ``servers`` (indices) moves between servers
         (bytes/s): those GPUs' share of the NICs, over the oversubscription when they sit under
-        different leaves."""
-        bandwidth = per_server * self.gpu_bytes_per_s(gpus_per_server)
+        different leaves. On NICs of unequal GPU counts each of the group's ``local`` GPUs (indices in a
+        server) gets its own NIC's share: a group filling the server moves all its NICs' bandwidth, one GPU
+        of a full NIC a third of it."""
+        if local and self._uneven(gpus_per_server):
+            nic = self.nic_gbps * 1e9 / 8
+            bandwidth = sum(nic / min(self.gpus_per_nic, gpus_per_server - g // self.gpus_per_nic * self.gpus_per_nic)
+                            for g in local)
+        else:
+            bandwidth = per_server * self.gpu_bytes_per_s(gpus_per_server)
         if self.servers_per_leaf and len({s // self.servers_per_leaf for s in servers}) > 1:
             bandwidth /= self.oversubscription
         return bandwidth
@@ -70,7 +87,7 @@ def _positive(table: dict, key: str, default, file: str, kind=int):
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 and math.isfinite(value)
     if not ok or (kind is int and not isinstance(value, int)):
         what = "a positive integer" if kind is int else "a positive number"
-        raise InputError(f"expected {what}, got {shown(value)}", file=file, field=key)
+        raise InputError(f"expected {what}, got {shown_number(value)}", file=file, field=key)
     return kind(value)
 
 
@@ -133,10 +150,47 @@ def read_network(spec: dict, gpus_per_server: int, file: str = "<cluster>", defa
     if over < 1:
         raise InputError(f"expected ≥ 1 (down- over up-link bandwidth), got {shown(over)}", file=file,
                          field="oversubscription")
+    if tiers == 1 and over > 1:  # one switch joins every NIC: no leaf, no uplink to oversubscribe
+        raise InputError(f"switch_tiers = 1 is one switch with no uplinks, so nothing to oversubscribe: give "
+                         f"switch_tiers = 2 (leaf–spine) with servers_per_leaf, or no oversubscription (got "
+                         f"{over:g})", file=file, field="oversubscription")
     nvls = table.get("nvls", False)
     if not isinstance(nvls, bool):
         raise InputError(f"expected true or false, got {shown(nvls)}", file=file, field="nvls")
     return Network(nics, gbps, per_nic, domain, tiers, leaf, over, nvls)
+
+
+NIC_GBPS_SOLD = (1.0, 3200.0)  # Gb/s per NIC, one direction: 1 GbE up to twice the 1.6 Tb/s NICs announced
+
+
+def nic_speed_warning(key: str, gbps: float) -> str:
+    """A plausibility warning for one NIC's speed (Gbit/s) outside every NIC sold (:data:`NIC_GBPS_SOLD`), naming
+    ``key`` and the unit it was likely written in: 400000 is 400 Gb/s written in Mb/s, 0.4 is 400 Gb/s in Tb/s.
+    Not a refusal: the figure is possible, only implausible; a slipped unit otherwise prices every collective
+    across servers 1000 times off without a word. Empty when plausible. (50 meaning 50 GB/s, 400 Gb/s, is a real
+    NIC speed in Gb/s: nothing can flag it; ``inter_server`` in train's output shows the GB/s per GPU.)"""
+    low, high = NIC_GBPS_SOLD
+    if gbps > high:
+        return (f"{key} = {gbps:g} Gb/s per NIC is above any NIC sold (≤ {high:g} Gb/s): if it is in Mb/s, write "
+                f"{key} = {gbps / 1000:g}")
+    if gbps < low:
+        return (f"{key} = {gbps:g} Gb/s per NIC is below any NIC sold (≥ {low:g} Gb/s): if it is in Tb/s, write "
+                f"{key} = {gbps * 1000:g}")
+    return ""
+
+
+def network_warnings(spec: dict, network: Network) -> tuple[str, ...]:
+    """The cluster document's implausible NIC speed, one line (train and search print it on stderr): ``[network]
+    nic_gbps``, or without that table ``inter_server_gbps`` where it is one NIC per GPU (``per_gpu_pair``; a
+    ``shared`` figure is the whole server's, which no NIC bounds)."""
+    if "network" in spec:
+        line = nic_speed_warning("nic_gbps", network.nic_gbps)
+    elif spec.get("cluster", {}).get("inter_server_link") == "per_gpu_pair" and \
+            spec["cluster"].get("inter_server_gbps"):
+        line = nic_speed_warning("inter_server_gbps", network.nic_gbps)
+    else:
+        line = ""
+    return (line,) if line else ()
 
 
 def network_notes(table: dict, network: Network, servers: int) -> tuple[str, ...]:
@@ -155,4 +209,5 @@ def network_notes(table: dict, network: Network, servers: int) -> tuple[str, ...
     return tuple(notes)
 
 
-__all__ = ["NETWORK_KEYS", "Network", "network_notes", "read_network"]
+__all__ = ["NETWORK_KEYS", "NIC_GBPS_SOLD", "Network", "network_notes", "network_warnings", "nic_speed_warning",
+           "read_network"]
