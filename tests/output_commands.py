@@ -25,12 +25,13 @@ methods = ["layerpipe"]
 clocks_ghz = [1.0]
 """
 
-# a device sweep of one point (GPT-2 on one TPU-v4-like chip): its results.csv's names
+# a device sweep of one point (GPT-2 on one TPU-v4-like chip, its SRAM axis given): its results.csv's names
 DEVICE_SWEEP_SPEC = """[sweep]
 name = "device_columns"
 model = "gpt2"
 device = "tpu_v4_like"
 chips = [1]
+sram_kib_per_array = [4096]
 global_batch = 1
 """
 

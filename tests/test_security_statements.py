@@ -252,14 +252,14 @@ def model_files(tmp: Path) -> None:
                 device_spec(tmp, name)
             assert caught.value.where.field == "model" and "plain" in str(caught.value)
             continue
-        assert device_spec(tmp, name).model_path == str((tmp / name).resolve())
+        assert device_spec(tmp, name).setup.model_path == str((tmp / name).resolve())
     for name, words in (("missing.json", "not found in the spec's folder"), ("../m.json", "inside")):
         with pytest.raises(InputError, match=words):
             device_spec(tmp, name)
 
 
 def model_shipped(tmp: Path) -> None:
-    assert Path(device_spec(tmp, "gpt2").model_path).resolve() == (ROOT / "configs/transformers/gpt2.json").resolve()
+    assert Path(device_spec(tmp, "gpt2").setup.model_path).resolve() == (ROOT / "configs/transformers/gpt2.json").resolve()
     for name in ("passwd", "/etc/passwd"):
         with pytest.raises(InputError) as caught:
             device_spec(tmp, name)
@@ -274,7 +274,7 @@ def device_files(tmp: Path) -> None:
             with pytest.raises(InputError, match="a device file is a .toml or a SCALE-Sim .cfg"):
                 device_spec(tmp, device=name)
             continue
-        assert device_spec(tmp, device=name).device_path == str((tmp / name).resolve())
+        assert device_spec(tmp, device=name).setup.device_path == str((tmp / name).resolve())
     for name, words in (("missing.toml", "not found in the spec's folder"), ("../d.toml", "inside")):
         with pytest.raises(InputError, match=words):
             device_spec(tmp, device=name)
@@ -283,7 +283,7 @@ def device_files(tmp: Path) -> None:
 def device_shipped(tmp: Path) -> None:
     shipped = ROOT / "configs" / "devices"
     for name, file in (("tpu_v4_like", "tpu_v4_like.toml"), ("scalesim_32x32_device", "scalesim_32x32_device.cfg")):
-        assert Path(device_spec(tmp, device=name).device_path).resolve() == (shipped / file).resolve()
+        assert Path(device_spec(tmp, device=name).setup.device_path).resolve() == (shipped / file).resolve()
     for name in ("passwd", "/etc/passwd"):
         with pytest.raises(InputError) as caught:
             device_spec(tmp, device=name)
