@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 import numpy as np
 import pandas as pd
 
-from archsim.devices.kernels import FITTED, sm_flops, sustained_flops
+from archsim.devices.kernel_constants import FITTED, sm_flops, sustained_flops
 from archsim.outputs import atomic_write_text
 from archsim.validation.neusight import device_spec, predict, read_neusight_csv
 

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from archsim.devices.catalog import KNOWN_GPUS, find_gpu
-from archsim.devices.kernels import sm_flops
+from archsim.devices.kernel_constants import sm_flops
 from archsim.outputs import atomic_write_text
 from archsim.validation.neusight import read_neusight_csv
 

@@ -4,9 +4,10 @@ builder must equal (tests/test_ooo_columns.py)."""
 
 from dataclasses import dataclass
 
+from archsim.choices.schedules import OOO_POLICIES as POLICIES
 from archsim.errors import InputError
 from archsim.partition.ooo_allocation import device_of
-from archsim.policies.ooo import ALLOCATION, POLICIES
+from archsim.policies.ooo import ALLOCATION
 from archsim.sim import Dep, Op, Problem, Processor
 
 

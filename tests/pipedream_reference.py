@@ -13,7 +13,7 @@ from scipy import sparse
 
 from archsim.errors import InputError
 from archsim.numba_cache import njit
-from archsim.partition.pipedream import Level, PipeDreamOptions
+from archsim.partition.pipedream_tables import Level, PipeDreamOptions
 from archsim.partition.profile import LayerProfile
 
 

@@ -18,7 +18,7 @@ A device is its compute units, its memories and its links:
   (:func:`archsim.devices.array_waves.array_gemm_cycles`).
 * **memories**: SRAM per array and a shared L2/scratchpad (bytes; the L2's read bandwidth in bytes
   per array clock, 0 for unlimited), HBM capacity (bytes) and bandwidth (bytes/s).
-* **overheads and efficiencies** (:class:`~archsim.devices.kernels.KernelConstants`): seconds per kernel
+* **overheads and efficiencies** (:class:`~archsim.devices.kernel_constants.KernelConstants`): seconds per kernel
   launch and per op the host issues, the fraction of peak a full wave of tiles reaches and of HBM
   bandwidth memory-bound kernels reach. A catalog GPU leaves them to :func:`archsim.training.fitted.kernels`
   (``efficiency`` None); a device file states them (defaults: no overheads, full peak and bandwidth).
@@ -38,11 +38,10 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from archsim.array.config import DATAFLOWS
-from archsim.choices.devices import DTYPES, ELEMENT_BYTES
 from archsim.errors import InputError
 
 if TYPE_CHECKING:  # kernels reads the catalog, which builds its devices from this module
-    from archsim.devices.kernels import KernelConstants
+    from archsim.devices.kernel_constants import KernelConstants
 
 GEMM_MODELS = ("tiles", "arrays")
 
@@ -156,4 +155,4 @@ def catalog_device(name: str) -> Device:
     return gpu(name)
 
 
-__all__ = ["DTYPES", "ELEMENT_BYTES", "GEMM_MODELS", "Arrays", "Device", "catalog_device"]
+__all__ = ["GEMM_MODELS", "Arrays", "Device", "catalog_device"]

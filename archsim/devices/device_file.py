@@ -19,9 +19,10 @@ from typing import Any
 
 from archsim.array.config import read_scalesim_cfg
 from archsim.array.device_sections import DEVICE_WORD_BYTES, cfg_device_sections, checked_sections
+from archsim.choices.devices import DTYPES
 from archsim.clock import clock_hz
-from archsim.devices.device import DTYPES, GEMM_MODELS, Arrays, Device
-from archsim.devices.kernels import one_fraction
+from archsim.devices.device import GEMM_MODELS, Arrays, Device
+from archsim.devices.kernel_constants import one_fraction
 from archsim.errors import InputError
 from archsim.validate import check_name, parse_toml, read_text
 

@@ -37,8 +37,8 @@ from dataclasses import astuple, dataclass, replace
 
 import numpy as np
 
+from archsim.choices.devices import ELEMENT_BYTES
 from archsim.devices.catalog import GpuSpec
-from archsim.devices.device import ELEMENT_BYTES
 from archsim.errors import InputError
 
 TENSOR_DTYPES = ("fp16", "bf16")

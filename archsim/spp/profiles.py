@@ -51,7 +51,7 @@ def profile_on_machine(network, machine, batch: int, mode: Mode = "exact") -> La
     a GPU's tensor tiles, a device file's arrays in waves), tensors at the machine's dtype's bytes per
     element. Why: a cluster of H100s and one of a small accelerator must not plan alike. δ is not split
     (a profile in seconds has no array to cost a sub-GEMM on)."""
-    from archsim.devices.device import ELEMENT_BYTES
+    from archsim.choices.devices import ELEMENT_BYTES
     from archsim.lowering import lower_network
     from archsim.training.iteration import machine_op_seconds
 
@@ -60,4 +60,4 @@ def profile_on_machine(network, machine, batch: int, mode: Mode = "exact") -> La
     return profile_of_lowered(lowered, seconds, mode=mode, batch=batch, unit="seconds")
 
 
-__all__ = ["LayerProfile", "profile_from_network", "profile_on_machine"]
+__all__ = ["profile_from_network", "profile_on_machine"]

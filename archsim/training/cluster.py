@@ -34,8 +34,9 @@ from functools import cached_property
 from itertools import accumulate
 from pathlib import Path
 
+from archsim.choices.devices import DTYPES
 from archsim.collectives import Spanning
-from archsim.devices.device import DTYPES, Device, catalog_device
+from archsim.devices.device import Device, catalog_device
 from archsim.errors import InputError
 from archsim.spp.topology import Topology, build_topology
 from archsim.training import fitted

@@ -21,7 +21,8 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, cast
 
 from archsim.array.config import ArrayConfig, operand_sram_kib
-from archsim.devices.device import ELEMENT_BYTES, Device
+from archsim.choices.devices import ELEMENT_BYTES
+from archsim.devices.device import Device
 from archsim.errors import InputError
 from archsim.training.parallel import Parallelism
 from archsim.training.rates import watts

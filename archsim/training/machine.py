@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from archsim.choices.devices import DTYPES, ELEMENT_BYTES
+from archsim.choices.training import IMPLEMENTATIONS
 from archsim.collectives import LinkClass
-from archsim.devices.device import DTYPES, ELEMENT_BYTES, Device
+from archsim.devices.device import Device
+from archsim.devices.kernel_constants import FITTED, KernelConstants
 from archsim.devices.kernel_ops import KernelFamilies, kernel_families
-from archsim.devices.kernels import FITTED, KernelConstants
 from archsim.errors import InputError
-from archsim.training.eager_ops import IMPLEMENTATIONS
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,7 @@ class Machine:
     (:mod:`archsim.training.eager_ops`: plain PyTorch's AMP GPT on one GPU; in fp32 Hugging Face's GPT-2
     and BERT, :mod:`archsim.training.hf_ops`) — and the ``dtype`` it trains in:
     fp16/bf16 (mixed precision, the default) or fp32 (GEMMs on a GPU's FP32 lanes, every tensor and
-    message at 4 bytes per element; :data:`archsim.devices.device.DTYPES`). Two constants sets, each
+    message at 4 bytes per element; :data:`archsim.choices.devices.DTYPES`). Two constants sets, each
     for the kernels it was fitted on: ``efficiency`` (vTrain's A100 fit, or a device file's own: cuBLAS
     tensor-core GEMMs, Megatron's fused kernels, the host's issue time) and ``pytorch_constants``
     (NeuSight's fit of PyTorch's own kernels; a benchmark passes a leave-one-GPU-out fit);
