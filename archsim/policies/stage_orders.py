@@ -4,7 +4,7 @@ An order fixes, for every rank (device), the sequence of its actions; it says no
 :func:`archsim.policies.stage_run.order_problem`, the one builder, turns an order plus stage costs
 into the simulator's problem. ``gpipe`` and ``one_f_one_b`` are the only GPipe and 1F1B orders in
 archsim (the partition schedules of :mod:`archsim.policies.pipeline` run them too); torch CSVs are
-read and written by :mod:`archsim.policies.torch_csv` (re-exported here).
+read and written by :mod:`archsim.policies.torch_csv` (imported from there).
 
 Actions use torch's vocabulary (``torch/distributed/pipelining/schedules.py``, ``_Action``):
 ``F`` forward, ``I`` backward of the input (zero-bubble B, archsim's δ/D), ``W`` backward of the
