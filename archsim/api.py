@@ -288,12 +288,19 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
     paths named instead: the files objects were loaded from, as ``archsim search`` names its own)."""
     from dataclasses import replace
 
-    from archsim.choices.training import BALANCES, GRAD_ACCUMULATIONS, OBJECTIVES, PLACEMENTS
+    from archsim.choices.training import (
+        BALANCES,
+        DP_OVERLAPS,
+        GRAD_ACCUMULATIONS,
+        MAX_REFINE_ACTIONS,
+        OBJECTIVES,
+        PLACEMENTS,
+        SCHEDULES,
+    )
     from archsim.errors import InputError
     from archsim.progress import shown
-    from archsim.training.parallel import DP_OVERLAPS
     from archsim.training.search import search as _search
-    from archsim.training.search_space import MAX_REFINE_ACTIONS, SCHEDULES, chunk_counts
+    from archsim.training.search_space import chunk_counts
     from archsim.training.train_json import search_document
 
     # the checks archsim search's parser makes, in its flags' order, before any file is read

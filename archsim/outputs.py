@@ -11,7 +11,7 @@ import numpy as np
 from archsim.choices.outputs import FORMATS
 from archsim.errors import InputError
 from archsim.json_text import dumps
-from archsim.output_files import remove_orphans, write_output
+from archsim.output_files import write_output
 from archsim.rows import Rows, columns, table, to_csv, to_json
 
 if TYPE_CHECKING:
@@ -19,8 +19,8 @@ if TYPE_CHECKING:
 
 
 atomic_write_text = write_output  # the older name, which the benchmark scripts call
-__all__ = ["FORMATS", "atomic_write_text", "format_number", "meta_columns", "remove_orphans", "render",
-           "with_meta_columns", "write_output"]
+__all__ = ["atomic_write_text", "format_number", "meta_columns", "render",
+           "with_meta_columns",]
 
 
 def _plain(value: object) -> object:

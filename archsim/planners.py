@@ -53,7 +53,8 @@ def _pipedream(profile: LayerProfile, cluster: Topology, **options) -> Partition
     """PipeDream's optimizer on the cluster's levels: one server is its short form at the server's
     link bandwidth (free links: transfers ignored); servers × devices its two levels
     (:meth:`Topology.uniform_levels`)."""
-    from archsim.partition.pipedream import Level, pipedream_partition
+    from archsim.partition.pipedream import pipedream_partition
+    from archsim.partition.pipedream_tables import Level
 
     if len(set(cluster.servers)) == 1:
         return pipedream_partition(profile, cluster.devices, bandwidth=_server_link(cluster), **options)

@@ -1,7 +1,7 @@
 """Eager PyTorch's memory-bound kernels timed as PyTorch's kernels: the Hopper check of the idea.
 
 ``--implementation pytorch-eager`` in fp16/bf16 runs PyTorch's own softmax, layer-norm and
-elementwise kernels — the kernels NeuSight measured and :data:`archsim.devices.kernels.FITTED` is
+elementwise kernels — the kernels NeuSight measured and :data:`archsim.devices.kernel_constants.FITTED` is
 fitted on — while archsim times them with the vTrain fit (one HBM fraction, a gap per kernel,
 fitted on Megatron's fused kernels). This benchmark times them instead with their class
 mechanism at NeuSight's constants (``kernel_families(..., pytorch_memory_bound=True)``; GEMMs stay
@@ -33,8 +33,9 @@ sys.path.insert(0, str(ROOT))
 
 from archsim.devices.catalog import chip_of
 from archsim.devices.device import catalog_device
+from archsim.devices.kernel_constants import FITTED
 from archsim.devices.kernel_ops import KernelFamilies, kernel_families, op_seconds
-from archsim.devices.kernels import FITTED, memory_bound_seconds, stream_seconds
+from archsim.devices.kernels import memory_bound_seconds, stream_seconds
 from archsim.training import fitted
 from archsim.training.cluster import load_gpu_cluster
 from archsim.training.eager_ops import eager_block_work, eager_embedding_work, eager_head_work

@@ -31,7 +31,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from archsim.devices.kernels import KernelConstants, one_fraction
+from archsim.devices.kernel_constants import KernelConstants, one_fraction
 from archsim.training import calibrate, fitted, iteration
 from archsim.training.cluster import single_node
 from archsim.training.measured import read_measured

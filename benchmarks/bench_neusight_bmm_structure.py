@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 from bench_neusight_kernels import page_main
 
-from archsim.devices.kernels import FITTED, sm_flops, sustained_flops
+from archsim.devices.kernel_constants import FITTED, sm_flops, sustained_flops
 from archsim.validation.neusight import device_spec, predict, read_neusight_csv
 
 TILE_WIDTH = 128  # the widest SIMT sgemm tile side (kernels.TILES); a narrower output leaves part of it idle

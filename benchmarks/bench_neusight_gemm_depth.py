@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_neusight_kernels import page_main
 
 from archsim.devices.catalog import KNOWN_GPUS, find_gpu
-from archsim.devices.kernels import sm_flops
+from archsim.devices.kernel_constants import sm_flops
 from archsim.validation.neusight import read_neusight_csv
 
 BASE_CLOCK_HZ = {"p100-pcie": 1126e6, "p4": 810e6}  # the datasheets' base clocks (boost is the catalog's)

@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 from bench_neusight_kernels import page_main
 
-from archsim.devices.kernels import FITTED
+from archsim.devices.kernel_constants import FITTED
 from archsim.validation.neusight import predict, read_neusight_csv
 
 LARGE_OUTPUTS = 2**21  # M·N at or above which a linear's output is many waves on every GPU here

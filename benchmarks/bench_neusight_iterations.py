@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 
 import pandas as pd
 
-from archsim.devices.kernels import FITTED
+from archsim.devices.kernel_constants import FITTED
 from archsim.outputs import atomic_write_text
 
 FIT_FILES = ("linear", "bmm", "elem", "softmax", "ln", "train_elem", "train_softmax", "train_ln")

@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 import pandas as pd
 
-from archsim.devices.kernels import FITTED
+from archsim.devices.kernel_constants import FITTED
 from archsim.outputs import atomic_write_text
 from archsim.validation.neusight import (
     CLASS_ORDER,

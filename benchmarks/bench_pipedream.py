@@ -23,8 +23,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from pipedream_reference import run_optimizer
 
 from archsim.partition.graph_txt import load_graph_txt
-from archsim.partition.pipedream import Level, PipeDreamOptions, pipedream_plan
+from archsim.partition.pipedream import pipedream_plan
 from archsim.partition.pipedream_kernel import warm_up
+from archsim.partition.pipedream_tables import Level, PipeDreamOptions
 
 CASES = [("resnet50", [4, 4], [1.6e10, 1.25e9]), ("resnet50", [16], [1e9]), ("vgg16", [4, 4], [1.6e10, 1.25e9]),
          ("gnmt", [4, 4], [1.6e10, 1.25e9])]

@@ -36,10 +36,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from dgx_a100 import dgx_a100
 
+from archsim.choices.training import SCHEDULES
 from archsim.json_text import dumps
 from archsim.outputs import atomic_write_text
 from archsim.training.search import search
-from archsim.training.search_space import SCHEDULES
 from archsim.workload.model_files import load_transformer
 
 

@@ -4,7 +4,7 @@
 
 Prints the fitted ``tensor_energy_pj`` (:func:`archsim.validation.tensor_power.fit_tensor_energy` on the
 T4's and V100's GEMMs, the rule and grid of the fp32 fit) beside the stored one
-(:data:`archsim.devices.kernels.TENSOR_ENERGY_PJ`); the loss around it; per GPU the seconds MAPE and
+(:data:`archsim.devices.kernel_constants.TENSOR_ENERGY_PJ`); the loss around it; per GPU the seconds MAPE and
 the predicted / measured range and median and the measured and predicted TFLOP/s of the
 compute-bound GEMMs (above 10 GFLOP, every dimension at least 512), without and with the cap; and
 the sustained fp16 TFLOP/s the cap gives each catalog board beside η · peak (η: the vTrain fit's
@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from archsim.devices.catalog import GPUS
+from archsim.devices.kernel_constants import TENSOR_ENERGY_PJ
 from archsim.devices.kernel_ops import gemm_path
-from archsim.devices.kernels import TENSOR_ENERGY_PJ
 from archsim.training.fitted import kernels
 from archsim.validation.gemm_rate import compute_bound
 from archsim.validation.gpu_study import run_study

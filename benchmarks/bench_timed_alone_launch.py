@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import bench_neusight_kernels as neusight_bench
 import deepbench_summary
 
-from archsim.devices.kernels import FITTED, KernelConstants
+from archsim.devices.kernel_constants import FITTED, KernelConstants
 from archsim.outputs import atomic_write_text
 from archsim.training.fitted import kernels
 from archsim.validation import neusight

@@ -40,7 +40,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from archsim.devices.kernels import KernelConstants
+from archsim.devices.kernel_constants import KernelConstants
 from archsim.json_text import dumps
 from archsim.training import fitted
 from archsim.training.calibrate import fast_seconds, fit_kernels

@@ -13,7 +13,8 @@ from archsim.cluster.profile_csv import load_profile_csv
 from archsim.cluster.trace import load_tiresias_csv
 from archsim.commands.gemm import read_shapes
 from archsim.partition.graph_txt import load_graph_txt
-from archsim.partition.pipedream import Level, PipeDreamOptions, pipedream_plan
+from archsim.partition.pipedream import pipedream_plan
+from archsim.partition.pipedream_tables import Level, PipeDreamOptions
 from archsim.spp.topology import load_topology_file
 from archsim.sweep.spec import load_spec
 from archsim.validation.gpu_csv import read_kernel_csv
@@ -75,7 +76,7 @@ def energy_table(path: Path):
 
 
 def schedule_order(path: Path):
-    from archsim.policies.stage_orders import read_order_csv
+    from archsim.policies.torch_csv import read_order_csv
 
     order = read_order_csv(path)
     return order.stages, order.microbatches, [len(rank) for rank in order.ranks]

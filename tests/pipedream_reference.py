@@ -20,8 +20,7 @@ from scipy import sparse
 from archsim.errors import InputError
 from archsim.numba_cache import njit
 from archsim.partition.antichain import _discover, _mask
-from archsim.partition.pipedream import Level, PipeDreamOptions
-from archsim.partition.pipedream_tables import _Matrix, _one_stage, level_tables
+from archsim.partition.pipedream_tables import Level, PipeDreamOptions, _Matrix, _one_stage, level_tables
 from archsim.partition.profile import LayerProfile
 
 

@@ -5,7 +5,7 @@ columnar builder must equal (tests/test_stage_run_columns.py)."""
 from itertools import pairwise
 
 from archsim.errors import InputError
-from archsim.policies.stage_orders import StageOrder
+from archsim.policies.actions import StageOrder
 from archsim.policies.stage_profile import StageProfile
 from archsim.sim import Dep, Link, Op, Problem, Processor
 

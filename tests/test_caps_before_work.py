@@ -122,7 +122,8 @@ def test_refine_estimate_bounds_the_simulated_actions(monkeypatch):
 
 def test_candidate_count_is_the_grids_length():
     """The closed-form count equals the enumerated grid, brute force on small inputs."""
-    from archsim.training.search_space import SCHEDULES, candidate_count, candidates
+    from archsim.choices.training import SCHEDULES
+    from archsim.training.search_space import candidate_count, candidates
 
     for gpus, micro, schedules, chunks, sp in itertools.product(
             [(1,), (6,), (8, 12), (7, 7)], [range(1, 4)], [SCHEDULES, ("1f1b",), ("looped-bfs", "zb-v")],

@@ -12,9 +12,10 @@ import pytest
 from benchmark_scripts import load_benchmark
 
 from archsim.devices.array_waves import op_array_cycles
+from archsim.devices.catalog import KNOWN_GPUS, GpuSpec, find_gpu, resolve_gpu
 from archsim.lowering import Gemm, delta_phases
 from archsim.training.fitted import kernels
-from archsim.validation.gpu import KNOWN_GPUS, GpuSpec, find_gpu, gpu_arrays, model_kernels, resolve_gpu
+from archsim.validation.gpu import gpu_arrays, model_kernels
 from archsim.validation.gpu_algorithms import cuda_core_arrays, kernel_ops, padded_phase_dgrad, winograd_forward
 from archsim.validation.gpu_csv import read_kernel_csv
 from archsim.validation.gpu_study import GpuOverrides, run_study

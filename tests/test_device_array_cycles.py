@@ -24,8 +24,8 @@ from archsim.array.costing import op_cycles
 from archsim.cli import main
 from archsim.devices.array_waves import array_gemm_cycles, indexed_cycles
 from archsim.devices.device import Arrays, catalog_device
+from archsim.devices.kernel_constants import one_fraction
 from archsim.devices.kernel_ops import array_gemm_seconds, op_seconds
-from archsim.devices.kernels import one_fraction
 from archsim.lowering import lower_network
 from archsim.workload import load_network
 

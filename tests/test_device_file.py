@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from archsim.cli import main
 from archsim.devices.device import Arrays, catalog_device
 from archsim.devices.device_file import load_device
+from archsim.devices.kernel_constants import one_fraction
 from archsim.devices.kernel_ops import array_gemm_seconds
-from archsim.devices.kernels import one_fraction
 from archsim.training import fitted
 from archsim.training.cluster import load_gpu_cluster
 from archsim.training.parallel import Parallelism

@@ -4,8 +4,9 @@ import pytest
 
 from archsim.devices.catalog import GIB, GPUS, gpu
 from archsim.devices.device import catalog_device
+from archsim.devices.kernel_constants import one_fraction
 from archsim.devices.kernel_ops import device_gemm_seconds, op_seconds
-from archsim.devices.kernels import one_fraction, stream_seconds
+from archsim.devices.kernels import stream_seconds
 from archsim.errors import InputError
 from archsim.lowering import Gemm, TrainingOp
 
@@ -43,7 +44,7 @@ def test_pcie_cards_match_datasheets(name):
     assert g.peak("fp32") == pytest.approx(fp32 * 1e12)
     # the FP32 lanes × 2 × clock the kernel model's SIMT path reads give the same peak (within rounding)
     from archsim.devices.catalog import chip_of
-    from archsim.devices.kernels import sm_flops
+    from archsim.devices.kernel_constants import sm_flops
 
     chip = chip_of(g)
     assert chip is not None and sm_flops(chip) * chip.sm_count == pytest.approx(fp32 * 1e12, rel=0.02)
@@ -129,7 +130,7 @@ def test_sxm_boards_know_their_fp32_lanes(board, lanes, fp32_tflops):
     catalog") though their chips' lanes are the datasheets': GA100 64 FP32 lanes per SM (19.5 TFLOP/s =
     108 SMs × 64 × 2 × 1.41 GHz), GH100 128 (the H200 is the H100 SXM's processor)."""
     from archsim.devices.catalog import chip_of
-    from archsim.devices.kernels import sm_flops
+    from archsim.devices.kernel_constants import sm_flops
 
     chip = chip_of(gpu(board))
     assert chip is not None and chip.fp32_lanes_per_sm == lanes

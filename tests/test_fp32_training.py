@@ -8,8 +8,9 @@ import pytest
 
 from archsim.cli import main
 from archsim.devices.catalog import chip_of, gpu
+from archsim.devices.kernel_constants import FITTED
 from archsim.devices.kernel_ops import op_seconds, queued
-from archsim.devices.kernels import FITTED, kernel_seconds
+from archsim.devices.kernels import kernel_seconds
 from archsim.errors import InputError
 from archsim.lowering import Gemm, TrainingOp
 from archsim.training.cluster import single_node

@@ -15,10 +15,11 @@ from test_gpu_validation import H100
 from archsim.array.config import ArrayConfig
 from archsim.array.costing import op_cycles as archsim_op_cycles
 from archsim.devices.array_waves import array_gemm_cycles, op_array_cycles
+from archsim.devices.catalog import KNOWN_GPUS, GpuSpec, find_gpu, resolve_gpu
 from archsim.devices.device import Arrays
 from archsim.errors import InputError
 from archsim.lowering import lower_network
-from archsim.validation.gpu import KNOWN_GPUS, GpuSpec, find_gpu, gpu_arrays, resolve_gpu
+from archsim.validation.gpu import gpu_arrays
 from archsim.workload import load_network
 
 

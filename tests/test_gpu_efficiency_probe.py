@@ -18,8 +18,9 @@ import pytest
 from benchmark_scripts import load_benchmark
 
 from archsim.devices.device import catalog_device
+from archsim.devices.kernel_constants import KernelConstants, one_fraction
 from archsim.devices.kernel_ops import device_gemm_seconds
-from archsim.devices.kernels import KernelConstants, one_fraction, stream_seconds
+from archsim.devices.kernels import stream_seconds
 from archsim.errors import InputError
 from archsim.training.calibrate import HOST_ROW, fit_probe, read_probe
 from archsim.training.layer_ops import block_work, head_work

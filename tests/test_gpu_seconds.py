@@ -19,8 +19,9 @@ import pytest
 
 from archsim.devices.catalog import KNOWN_GPUS
 from archsim.devices.device import catalog_device
+from archsim.devices.kernel_constants import FITTED
 from archsim.devices.kernel_ops import op_seconds, timed_alone
-from archsim.devices.kernels import FITTED, path_gemm_seconds
+from archsim.devices.kernels import path_gemm_seconds
 from archsim.lowering import Gemm, TrainingOp
 from archsim.training.fitted import A100_KERNELS, kernels
 from archsim.validation.gpu_csv import read_kernel_csv
@@ -170,7 +171,7 @@ def test_the_cycles_view_is_the_device_models_arrays_path(dataflow, split_k):
     single-GEMM op, with no efficiency loss, traffic or launch, in exactly the view's cycles (both
     count as SCALE-Sim does, the last cycle's index), split-K on or off — on random shapes, many with fewer
     output tiles than arrays and a long reduction, where split-K cuts the reduction."""
-    from archsim.devices.kernels import one_fraction
+    from archsim.devices.kernel_constants import one_fraction
     from archsim.validation.gpu import gpu_arrays
 
     device = catalog_device("v100-32gb")
@@ -202,7 +203,7 @@ def test_validate_gpus_modeled_cycles_are_the_arrays_devices_seconds(v100_gemms)
     """End to end: every forward row validate-gpu joins for DeepBench's V100 GEMMs (split-K on, its
     default) has modeled_cycles = the seconds the V100-as-arrays device (split-K on, ideal
     constants) gives the same fc forward GEMM, × clock; the split-K rows included."""
-    from archsim.devices.kernels import one_fraction
+    from archsim.devices.kernel_constants import one_fraction
     from archsim.workload import load_network
 
     device = replace(catalog_device("v100-32gb"), gemm="arrays", split_k=True)

@@ -20,13 +20,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from archsim.devices.catalog import resolve_gpu
 from archsim.errors import InputError
-from archsim.validation.gpu import (
-    gpu_arrays,
-    model_kernels,
-    resolve_gpu,
-    tensor_core_shape,
-)
+from archsim.validation.gpu import gpu_arrays, model_kernels
+from archsim.validation.gpu_algorithms import tensor_core_shape
 from archsim.validation.gpu_compare import (
     below_bar,
     compare,

@@ -15,8 +15,9 @@ import pytest
 
 from archsim.devices.catalog import chip_of
 from archsim.devices.device import catalog_device
+from archsim.devices.kernel_constants import FITTED
 from archsim.devices.kernel_ops import KernelFamilies, kernel_families, op_seconds
-from archsim.devices.kernels import FITTED, memory_bound_seconds
+from archsim.devices.kernels import memory_bound_seconds
 from archsim.lowering import TrainingOp
 from archsim.training.cluster import single_node
 from archsim.training.eager_ops import eager_block_work, eager_head_work

@@ -17,15 +17,13 @@ import pytest
 
 from archsim.cli import main
 from archsim.devices.catalog import KNOWN_GPUS, GpuSpec, find_gpu
+from archsim.devices.kernel_constants import KernelConstants, energy_per_flop, sustained_flops
 from archsim.devices.kernels import (
-    KernelConstants,
-    energy_per_flop,
     gemm_seconds,
     kernel_seconds,
     memory_bound_seconds,
     softmax_block_threads,
     softmax_tensors,
-    sustained_flops,
 )
 from archsim.errors import InputError
 from archsim.validation.neusight import (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from benchmark_scripts import load_benchmark
 
-from archsim.devices.kernels import FITTED
+from archsim.devices.kernel_constants import FITTED
 from archsim.validation.neusight import parse_neusight_csv
 
 HEADER = "OPName,Latency,Device,B,M,N,K\n"  # NeuSight's columns: N the reduction, K the output columns

@@ -11,23 +11,26 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from archsim.choices.schedules import DP_POLICIES, LIST_SCHEDULES
+from archsim.choices.schedules import OOO_POLICIES as POLICIES
 from archsim.errors import InputError
 from archsim.partition import profile_from_costs
 from archsim.partition.ooo_allocation import device_of, ooo_partition
 from archsim.planners import PLANNERS
 from archsim.policies import data_parallel as dp
 from archsim.policies import stage_orders as so
-from archsim.policies.ooo import ALLOCATION, POLICIES, default_flush, layer_chain, ooo_problem, unit_costs
+from archsim.policies.ooo import ALLOCATION, default_flush, layer_chain, ooo_problem, unit_costs
 from archsim.policies.pipeline import SCHEDULES, simulate_partition
 from archsim.policies.stage_profile import StageProfile
 from archsim.policies.stage_run import order_problem
 from archsim.policies.torch_steps import parse_comm_schedule, step_problem
-from archsim.policies.zero_bubble import LIST_SCHEDULES, zb_problem
+from archsim.policies.zero_bubble import zb_problem
 from archsim.sim import Processor, simulate, validate_timeline
 from archsim.sim.builder import VOCABULARY, build
 from archsim.sim.columns import DepColumns, OpColumns
-from archsim.spp.pe import ORDERS as PE_ORDERS
-from archsim.spp.pe import StagePlan, pe_problem
+from archsim.spp.pe import pe_problem
+from archsim.spp.pe_order import ORDERS as PE_ORDERS
+from archsim.spp.pe_order import StagePlan
 from archsim.spp.topology import Topology
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -122,7 +125,7 @@ def _every_schedule():
     plans = [StagePlan(2.0, 3.0, 1.0, 0.5, 0.5), StagePlan(1.0, 2.0, 0.0, 0.25, 0.25), StagePlan(3.0, 1.0)]
     for order in PE_ORDERS:
         yield f"pe-{order}", lambda order=order: pe_problem(plans, 4, order)
-    for policy in dp.POLICIES:
+    for policy in DP_POLICIES:
         def window(policy=policy):
             order, prioritized = dp.policy_order(policy, 4, 2)
             return dp.dp_problem([1.0] * 4, [2.0] * 4, [1.5] * 4, [2.5] * 4, order, prioritized=prioritized)

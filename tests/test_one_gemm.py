@@ -15,8 +15,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from archsim.devices.catalog import GPUS, chip_of
+from archsim.devices.kernel_constants import FITTED, one_fraction, sm_flops
 from archsim.devices.kernel_ops import device_gemm_seconds, op_seconds
-from archsim.devices.kernels import FITTED, SPLIT_MIN_K, one_fraction, sm_flops
+from archsim.devices.kernels import SPLIT_MIN_K
 from archsim.lowering import Gemm, TrainingOp
 
 V100 = GPUS["v100-32gb"]

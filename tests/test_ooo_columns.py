@@ -11,10 +11,12 @@ from problem_equality import assert_same_problem
 from zb_list_reference import StageCosts as ReferenceStageCosts
 from zb_list_reference import zb_problem as reference_list_problem
 
+from archsim.choices.schedules import LIST_SCHEDULES
+from archsim.choices.schedules import OOO_POLICIES as POLICIES
 from archsim.errors import InputError
-from archsim.policies.ooo import POLICIES, layer_chain, ooo_problem, unit_costs
+from archsim.policies.ooo import layer_chain, ooo_problem, unit_costs
 from archsim.policies.stage_profile import StageProfile
-from archsim.policies.zero_bubble import LIST_SCHEDULES, zb_problem
+from archsim.policies.zero_bubble import zb_problem
 from archsim.sim import simulate
 
 # (layers, whether the first layer computes δ)

@@ -12,8 +12,9 @@ import math
 
 import pytest
 
+from archsim.choices.schedules import OOO_POLICIES as POLICIES
 from archsim.errors import InputError
-from archsim.policies.ooo import POLICIES, layer_chain, ooo_problem, unit_costs
+from archsim.policies.ooo import layer_chain, ooo_problem, unit_costs
 from archsim.sim import simulate
 
 # (layers, whether the first layer computes δ)

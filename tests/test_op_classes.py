@@ -14,8 +14,8 @@ import pytest
 
 from archsim.devices.device import catalog_device
 from archsim.devices.device_file import load_device
+from archsim.devices.kernel_constants import KernelConstants, one_fraction
 from archsim.devices.kernel_ops import op_parts, op_seconds
-from archsim.devices.kernels import KernelConstants, one_fraction
 from archsim.lowering import Gemm, TrainingOp
 from archsim.training.calibrate import ProbeRow
 from archsim.training.op_classes import achieved_fraction, class_seconds, match_probe_gemms, memory_at_fractions

@@ -11,8 +11,8 @@ import pytest
 from test_spp import random_profile, random_topology
 
 from archsim.errors import InputError
-from archsim.spp.pe import ORDERS, StagePlan, pe_makespan
-from archsim.spp.pe_order import pe_finish_time
+from archsim.spp.pe import pe_makespan
+from archsim.spp.pe_order import ORDERS, StagePlan, pe_finish_time
 from archsim.spp.plan import spp
 
 

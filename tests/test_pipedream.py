@@ -17,7 +17,8 @@ from archsim.errors import InputError
 from archsim.partition import pipedream_dense
 from archsim.partition.antichain import antichain_states
 from archsim.partition.graph_txt import load_graph_txt
-from archsim.partition.pipedream import Level, PipeDreamOptions, pipedream_plan, plan_partition
+from archsim.partition.pipedream import pipedream_plan, plan_partition
+from archsim.partition.pipedream_tables import Level, PipeDreamOptions
 from tests.pipedream_evaluator import plan_time
 
 DATA = Path(__file__).resolve().parent / "data"

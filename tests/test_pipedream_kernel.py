@@ -15,15 +15,8 @@ import pytest
 from archsim.partition import pipedream_dense, profile_from_costs
 from archsim.partition.antichain import antichain_states
 from archsim.partition.graph_txt import load_graph_txt
-from archsim.partition.pipedream import (
-    Level,
-    PipeDreamOptions,
-    pipedream_partition,
-    pipedream_partitions,
-    pipedream_plan,
-    pipedream_plans,
-)
-from archsim.partition.pipedream_tables import level_tables
+from archsim.partition.pipedream import pipedream_partition, pipedream_partitions, pipedream_plan, pipedream_plans
+from archsim.partition.pipedream_tables import Level, PipeDreamOptions, level_tables
 from archsim.planners import partition, partitions
 from tests.pipedream_reference import reference_tables
 

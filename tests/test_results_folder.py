@@ -15,7 +15,8 @@ import pytest
 from conftest import USAGE
 
 from archsim.cli import main
-from archsim.outputs import atomic_write_text, remove_orphans
+from archsim.output_files import remove_orphans
+from archsim.outputs import atomic_write_text
 from archsim.sweep.folder import holding
 
 SPEC = ('[sweep]\nname = "{name}"\nnetworks = ["layerpipe_sample"]\narrays = ["{array}"]\nbatches = [4]\n'

@@ -319,7 +319,8 @@ def test_bounded_numbers_reject_every_non_finite_spelling():
 
 
 def test_gpu_csv_checks_every_rows_shape_not_only_the_first(tmp_path):
-    from archsim.validation.gpu import gpu_arrays, model_kernels, resolve_gpu
+    from archsim.devices.catalog import resolve_gpu
+    from archsim.validation.gpu import gpu_arrays, model_kernels
     from archsim.validation.gpu_csv import read_kernel_csv
 
     # vgg16 conv2_1: 64 channels → 128 filters (layers/vgg16.csv); line 4 records 32 channels.

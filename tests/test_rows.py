@@ -9,7 +9,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from archsim.outputs import FORMATS, render
+from archsim.choices.outputs import FORMATS
+from archsim.outputs import render
 from archsim.rows import Rows, columns
 
 NAMES = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), min_size=1, max_size=6)

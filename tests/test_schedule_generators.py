@@ -10,19 +10,24 @@ import numpy as np
 import pytest
 
 from archsim.array.config import ArrayConfig
+from archsim.choices.schedules import LIST_SCHEDULES
+from archsim.choices.schedules import OOO_POLICIES as POLICIES
 from archsim.partition import build_profile, profile_from_costs
 from archsim.planners import partition
 from archsim.policies import stage_orders as so
-from archsim.policies.actions import KINDS, StageOrder
-from archsim.policies.ooo import POLICIES, layer_chain, ooo_problem
+from archsim.policies.actions import StageOrder
+from archsim.policies.ooo import layer_chain, ooo_problem
 from archsim.policies.pipeline import simulate_partition
 from archsim.policies.stage_profile import StageProfile
 from archsim.policies.stage_run import order_problem
+from archsim.policies.torch_csv import order_csv, parse_order_csv
 from archsim.policies.zb_auto import zb_auto_order
 from archsim.policies.zb_exact import zb_optimal_order
-from archsim.policies.zero_bubble import LIST_SCHEDULES, zb_problem
+from archsim.policies.zero_bubble import zb_problem
 from archsim.sim import simulate, validate_timeline
-from archsim.spp.pe import StagePlan, pe_problem
+from archsim.sim.builder import KINDS
+from archsim.spp.pe import pe_problem
+from archsim.spp.pe_order import StagePlan
 from archsim.workload import load_network
 
 
@@ -36,7 +41,7 @@ def _generated():
     for k in (1, 2):
         yield pytest.param(zb_auto_order(*costs, 0.5, 5, k), id=f"zb-{k}p")
     yield pytest.param(zb_optimal_order((1.0, 1.0), (1.0, 1.0), (1.0, 1.0), 0.0, 3, 1), id="zb-1p-exact")
-    yield pytest.param(so.parse_order_csv(so.order_csv(so.published_order("dualpipev", 2, 4))), id="csv")
+    yield pytest.param(parse_order_csv(order_csv(so.published_order("dualpipev", 2, 4))), id="csv")
 
 
 @pytest.mark.parametrize("order", list(_generated()))

@@ -3,12 +3,10 @@
 import pytest
 from conftest import USAGE
 
+from archsim.choices.schedules import DP_POLICIES, LIST_SCHEDULES, OOO_POLICIES, ZB_SCHEDULES
 from archsim.cli import main
-from archsim.policies import data_parallel as dp
-from archsim.policies import zero_bubble as zb
-from archsim.policies.ooo import POLICIES
 
-ALL = POLICIES + dp.POLICIES + zb.SCHEDULES + zb.LIST_SCHEDULES + ("looped-bfs", "multistream")
+ALL = OOO_POLICIES + DP_POLICIES + ZB_SCHEDULES + LIST_SCHEDULES + ("looped-bfs", "multistream")
 
 
 @pytest.mark.parametrize("policy", ALL)

@@ -196,7 +196,8 @@ def test_lemma_2_bound_against_every_device_mapping(seed, layers, devices):
     assert ours <= (1 + phi(profile, topology.bandwidth)) * best + 1e-9
 
 
-from archsim.spp.pe import StagePlan, blocks, execution_order, lemma1_bound, pe_makespan
+from archsim.spp.pe import lemma1_bound, pe_makespan
+from archsim.spp.pe_order import StagePlan, blocks, execution_order
 
 
 def test_block_list_has_4s_minus_3_blocks():

@@ -8,15 +8,19 @@ import pytest
 from problem_equality import assert_same_problem
 from stage_run_reference import order_problem as reference_problem
 
+from archsim.choices.schedules import OOO_POLICIES as POLICIES
+from archsim.choices.schedules import ZB_SCHEDULES as SCHEDULES
 from archsim.cli import main
 from archsim.errors import InputError
-from archsim.policies.ooo import POLICIES, layer_chain, ooo_problem, schedule_metrics
+from archsim.policies.actions import Action, StageOrder
+from archsim.policies.ooo import layer_chain, ooo_problem, schedule_metrics
 from archsim.policies.ooo import op_count as ooo_op_count
-from archsim.policies.stage_orders import ORDERS, Action, StageOrder, order_csv, parse_order_csv, published_order
+from archsim.policies.stage_orders import ORDERS, published_order
 from archsim.policies.stage_profile import StageProfile
 from archsim.policies.stage_run import StageRun, order_problem
+from archsim.policies.torch_csv import order_csv, parse_order_csv
 from archsim.policies.zb_auto import zb_auto_order
-from archsim.policies.zero_bubble import SCHEDULES, op_count, zb_schedule
+from archsim.policies.zero_bubble import op_count, zb_schedule
 from archsim.sim import simulate, validate_timeline
 
 

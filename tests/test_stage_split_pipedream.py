@@ -12,8 +12,8 @@ import itertools
 import numpy as np
 import pytest
 
-from archsim.partition.pipedream import PipeDreamOptions, pipedream_plan
-from archsim.partition.pipedream_tables import Level
+from archsim.partition.pipedream import pipedream_plan
+from archsim.partition.pipedream_tables import Level, PipeDreamOptions
 from archsim.partition.profile import profile_from_costs
 from archsim.training.parallel import Parallelism
 from archsim.training.stage_split import plan_stage_layers

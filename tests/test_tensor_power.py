@@ -17,14 +17,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from archsim.devices.catalog import GPUS, KNOWN_GPUS, chip_of
+from archsim.devices.kernel_constants import FITTED, TENSOR_ENERGY_PJ, energy_per_flop, sustained_flops
 from archsim.devices.kernel_ops import gemm_path
-from archsim.devices.kernels import (
-    FITTED,
-    TENSOR_ENERGY_PJ,
-    energy_per_flop,
-    gemm_seconds,
-    sustained_flops,
-)
+from archsim.devices.kernels import gemm_seconds
 from archsim.training.fitted import kernels
 from archsim.validation.gpu_csv import read_kernel_csv
 from archsim.validation.gpu_study import run_study

@@ -15,6 +15,7 @@ from archsim.cli import main
 from archsim.errors import InputError
 from archsim.policies import stage_orders as so
 from archsim.policies.stage_profile import StageProfile
+from archsim.policies.torch_csv import order_csv, parse_order_csv
 from archsim.policies.zb_auto import zb_auto_order
 
 S = torch_schedules
@@ -105,7 +106,7 @@ ORDER_CASES = [(name, p, m) for name in so.ORDERS for p, m in [(2, 4), (4, 8), (
 
 @pytest.mark.parametrize("name, p, m", ORDER_CASES)
 def test_published_orders_pass_torchs_checks(name, p, m, tmp_path):
-    torch_accepts(so.order_csv(so.published_order(name, p, m, 2)), tmp_path, p)
+    torch_accepts(order_csv(so.published_order(name, p, m, 2)), tmp_path, p)
 
 
 @pytest.mark.parametrize("k", (1, 2))
@@ -113,8 +114,8 @@ def test_zb_auto_orders_pass_torchs_checks(k, tmp_path):
     profile = StageProfile.uniform(4, 3.0, 2.0, 1.5, 0.2, activation=10, weight_memory=4)
     order = zb_auto_order(profile.forward, profile.backward_input, profile.backward_weight, 0.2, 12, k,
                           profile.activation, profile.weight_memory)
-    torch_accepts(so.order_csv(order), tmp_path, 4)
-    assert so.parse_order_csv(so.order_csv(order)).ranks == order.ranks  # archsim reads back what it wrote
+    torch_accepts(order_csv(order), tmp_path, 4)
+    assert parse_order_csv(order_csv(order)).ranks == order.ranks  # archsim reads back what it wrote
 
 
 NETWORK_CASES = [

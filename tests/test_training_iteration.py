@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from archsim.choices.training import DEFAULT_ATTENTION
 from archsim.cli import main
 from archsim.devices.kernel_ops import op_seconds
 from archsim.training import fitted
@@ -15,7 +16,7 @@ from archsim.training.iteration import OPTIMIZER_BYTES_PER_PARAMETER, model_piec
 from archsim.training.layer_ops import block_work, embedding_work, head_work
 from archsim.training.measured import read_measured
 from archsim.training.memory import stage_parameters
-from archsim.training.parallel import DEFAULT_ATTENTION, Parallelism
+from archsim.training.parallel import Parallelism
 from archsim.training.run import train
 from archsim.training.stages import one_f_one_b_seconds, stage_times
 from archsim.workload.transformer import TransformerConfig

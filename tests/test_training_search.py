@@ -17,7 +17,8 @@ from archsim.training.cluster import load_gpu_cluster, single_node
 from archsim.training.memory import in_flight, memories
 from archsim.training.parallel import Parallelism
 from archsim.training.run import train
-from archsim.training.search import _Coster, search, train_command
+from archsim.training.search import _Coster, search
+from archsim.training.search_rows import train_command
 from archsim.training.search_space import (
     CHUNKED,
     V_SHAPED,
@@ -214,7 +215,7 @@ def test_closed_forms_near_the_event_simulator_in_steady_state(schedule, v):
 
 
 def test_search_writes_the_best_schedule_as_torch_csv(tmp_path, capsys):
-    from archsim.policies.stage_orders import parse_order_csv
+    from archsim.policies.torch_csv import parse_order_csv
 
     model = tmp_path / "m.json"
     model.write_text(json.dumps({"model_type": "gpt2", "n_layer": 8, "n_embd": 256, "n_head": 8, "n_positions": 128,

@@ -5,8 +5,9 @@ name (the original spelled it B, which torch and archsim keep for the full backw
 
 from dataclasses import dataclass
 
+from archsim.choices.schedules import LIST_SCHEDULES
 from archsim.errors import InputError
-from archsim.policies.zero_bubble import LIST_SCHEDULES, in_flight
+from archsim.policies.zero_bubble import in_flight
 from archsim.sim import Dep, Op, Problem, Processor
 
 

@@ -2,11 +2,12 @@
 the Jigsaw iteration-level scheduler, gang baselines (Gandiva-style packing, Tiresias 2D-LAS),
 traces (Tiresias CSV, the §4.2 synthetic workload), metrics and the HTML report."""
 
+from archsim.choices.cluster import MAIN_POLICIES, POLICIES
 from archsim.cluster.catalog import ModelProfile, model_profile_from_costs, paper_catalog, paper_profile
 from archsim.cluster.jobs import JobCluster, JobSpec, SimConfig, SimResult, build_jobs
 from archsim.cluster.metrics import aggregate, jct_cdf, migrations_per_iteration, summarize, utilization_series
 from archsim.cluster.profile_csv import load_profile_csv, parse_profile_csv, write_profile_csv
-from archsim.cluster.simulate import MAIN_POLICIES, POLICIES, compare, simulate, simulate_trace
+from archsim.cluster.simulate import compare, simulate, simulate_trace
 from archsim.cluster.spb import (
                                  JobLayerCosts,
                                  TaskCost,

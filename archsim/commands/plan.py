@@ -312,7 +312,8 @@ def _run_pipedream(args: argparse.Namespace, profile, topology, priced_on: dict[
     """PipeDream's optimizer on the cluster's uniform levels; the simulated makespan runs the plan
     on the cluster's real links under SPP's synchronous PE schedule (a named difference)."""
     from archsim.outputs import render
-    from archsim.partition.pipedream import DEFAULT_MEMORY_BYTES, PipeDreamOptions, describe
+    from archsim.partition.pipedream import describe
+    from archsim.partition.pipedream_tables import DEFAULT_MEMORY_BYTES, PipeDreamOptions
     from archsim.rows import Rows
     from archsim.spp.placement import pipedream_on_cluster  # not spp.baselines: it loads SPP's search
 

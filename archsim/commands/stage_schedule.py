@@ -109,9 +109,10 @@ def profile_from_args(args: argparse.Namespace):
 def stage_job_ops(policy: str, stages: int, microbatches: int, chunks: int) -> int:
     """Ops of a per-stage run, counted from the flags alone (F, B and W per stage, chunk and micro-batch;
     the published schedules' own count where they have one)."""
+    from archsim.choices.schedules import ZB_SCHEDULES
     from archsim.policies import zero_bubble as zb
 
-    if policy in zb.SCHEDULES:
+    if policy in ZB_SCHEDULES:
         return zb.op_count(policy, stages, microbatches, chunks)
     return 3 * stages * microbatches * (chunks if policy == "looped-bfs" else 1)
 
@@ -169,6 +170,7 @@ def run_stages(args: argparse.Namespace) -> int:
     from archsim.outputs import render
     from archsim.policies import stage_orders as so
     from archsim.policies.stage_run import run_order
+    from archsim.policies.torch_csv import order_csv, read_order_csv
     from archsim.policies.zero_bubble import published_run
     from archsim.rows import Rows
 
@@ -189,7 +191,7 @@ def run_stages(args: argparse.Namespace) -> int:
             args.torch_schedule = so.torch_schedule_name(args.torch_schedule)
             order = so.published_order(args.torch_schedule, p, m, args.chunks)
         else:
-            order = so.read_order_csv(args.schedule_csv_in)
+            order = read_order_csv(args.schedule_csv_in)
             if len(order.ranks) != p:
                 raise InputError(f"{args.schedule_csv_in}: {len(order.ranks)} ranks, but the profile has {p} stages",
                                  field="stages")
@@ -208,7 +210,7 @@ def run_stages(args: argparse.Namespace) -> int:
             "bubble_fraction": "idle rank time / (ranks × makespan), as every schedule reports it",
             "zb_bubble_rate": "(longest rank span - busiest rank's work) / longest rank span (zero-bubble paper §5.3)"}
     if args.schedule_csv:
-        write_output(args.schedule_csv, so.order_csv(run.order))
+        write_output(args.schedule_csv, order_csv(run.order))
     if args.gantt or args.trace:
         from archsim.commands.common import write_timeline_outputs
 

@@ -91,7 +91,7 @@ def run_neusight(args: argparse.Namespace) -> int:
     """NeuSight's kernel CSVs: every row timed by :mod:`archsim.devices.kernels`."""
     import pandas as pd
 
-    from archsim.devices.kernels import FITTED
+    from archsim.devices.kernel_constants import FITTED
     from archsim.errors import InputError
     from archsim.outputs import render
     from archsim.validation.neusight import (

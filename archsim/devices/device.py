@@ -18,7 +18,7 @@ A device is its compute units, its memories and its links:
   (:func:`archsim.devices.array_waves.array_gemm_cycles`).
 * **memories**: SRAM per array and a shared L2/scratchpad (bytes; the L2's read bandwidth in bytes
   per array clock, 0 for unlimited), HBM capacity (bytes) and bandwidth (bytes/s).
-* **overheads and efficiencies** (:class:`~archsim.devices.kernels.KernelConstants`): seconds per kernel
+* **overheads and efficiencies** (:class:`~archsim.devices.kernel_constants.KernelConstants`): seconds per kernel
   launch and per op the host issues, the fraction of peak a full wave of tiles reaches and of HBM
   bandwidth memory-bound kernels reach. A catalog GPU leaves them to :func:`archsim.training.fitted.kernels`
   (``efficiency`` None); a device file states them (defaults: no overheads, full peak and bandwidth).
@@ -41,7 +41,7 @@ from archsim.array.config import DATAFLOWS
 from archsim.errors import InputError
 
 if TYPE_CHECKING:  # kernels reads the catalog, which builds its devices from this module
-    from archsim.devices.kernels import KernelConstants
+    from archsim.devices.kernel_constants import KernelConstants
 
 GEMM_MODELS = ("tiles", "arrays")
 

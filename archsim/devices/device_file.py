@@ -22,7 +22,7 @@ from archsim.array.device_sections import DEVICE_WORD_BYTES, cfg_device_sections
 from archsim.choices.devices import DTYPES
 from archsim.clock import clock_hz
 from archsim.devices.device import GEMM_MODELS, Arrays, Device
-from archsim.devices.kernels import one_fraction
+from archsim.devices.kernel_constants import one_fraction
 from archsim.errors import InputError
 from archsim.validate import check_name, parse_toml, read_text
 

@@ -8,7 +8,7 @@ SMs, the tile's operand feed, split-K, the HBM roofline, the epilogue, one launc
 :class:`~archsim.devices.kernels.GemmPath` its dtype runs on (:func:`gemm_path`):
 
 * **fp32 on a catalog GPU**: SIMT sgemm on the FP32 lanes (:func:`~archsim.devices.kernels.simt_path`),
-  the kernels NeuSight measured on five GPUs and :data:`~archsim.devices.kernels.FITTED` is fitted on.
+  the kernels NeuSight measured on five GPUs and :data:`~archsim.devices.kernel_constants.FITTED` is fitted on.
 * **fp16/bf16** (and any dtype on a device file whose ``gemm`` is ``tiles``): tensor-core CTA tiles at
   the device's dtype peak, one per SM at a time, fed from the datasheet's L2 read bandwidth
   (:func:`~archsim.devices.kernels.tensor_path`), with the constants fitted on vTrain's A100 runs
@@ -56,18 +56,15 @@ import numpy.typing as npt
 from archsim.choices.devices import ELEMENT_BYTES
 from archsim.devices.catalog import chip_of
 from archsim.devices.device import Device
+from archsim.devices.kernel_constants import FITTED, TENSOR_DTYPES, KernelConstants, sustained_flops
 from archsim.devices.kernels import (
-    FITTED,
     SPLITS,
-    TENSOR_DTYPES,
     GemmPath,
-    KernelConstants,
     compute_seconds,
     memory_bound_seconds,
     path_gemm_seconds,
     spec_path,
     stream_seconds,
-    sustained_flops,
     tensor_path,
 )
 from archsim.errors import InputError
@@ -86,7 +83,7 @@ class KernelFamilies:
     Why two sets: each fit is valid for the kernels it was fitted on. The vTrain fit
     (:data:`archsim.training.fitted.A100_KERNELS`) saw cuBLAS's tensor-core GEMMs and Megatron's fused
     memory-bound kernels, with one HBM fraction and one 33 µs gap absorbing them; NeuSight's fit
-    (:data:`~archsim.devices.kernels.FITTED`) saw PyTorch's own kernels (sgemm, softmax, layer norm,
+    (:data:`~archsim.devices.kernel_constants.FITTED`) saw PyTorch's own kernels (sgemm, softmax, layer norm,
     elementwise) timed one by one. Made by :func:`kernel_families`."""
 
     gemm: KernelConstants
@@ -97,7 +94,7 @@ class KernelFamilies:
 def timed_alone(constants: KernelConstants, alone: KernelConstants = FITTED) -> KernelConstants:
     """``constants`` for a kernel *timed alone*, back to back (a kernel benchmark: DeepBench,
     ``validate-gpu``), not inside a training iteration: its launch is ``alone.launch_s``, NeuSight's
-    fit on kernels timed alone (:data:`~archsim.devices.kernels.FITTED`), whatever family
+    fit on kernels timed alone (:data:`~archsim.devices.kernel_constants.FITTED`), whatever family
     times the rest. Why: the vTrain fit's ``launch_s`` (32.4 µs) is an iteration's gap between kernels
     (host issue, syncs), which a kernel run back to back does not pay. Seconds."""
     return replace(constants, launch_s=alone.launch_s)

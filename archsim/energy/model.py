@@ -35,10 +35,11 @@ import numpy as np
 
 from archsim.array.analytic import gemm_cost
 from archsim.array.config import ArrayConfig
-from archsim.array.costing import _check_engine, flatten_gemms, op_cycles
+from archsim.array.costing import _check_engine, op_cycles
 from archsim.energy.table import AccessEnergies, access_energies
 from archsim.errors import InputError
 from archsim.lowering import LoweredLayer, Mode, TrainingOp, lower_network
+from archsim.lowering.gemm_arrays import flatten_gemms
 from archsim.workload.layer import Network
 
 if TYPE_CHECKING:

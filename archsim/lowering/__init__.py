@@ -14,7 +14,8 @@ from archsim.lowering.delta_split import (
     whole_delta_bytes,
 )
 from archsim.lowering.lower import delta_phases, lower_layer, lower_network
-from archsim.lowering.ops import MODES, Gemm, LayerTensors, LoweredLayer, Mode, OpKind, TrainingOp, check_mode
+from archsim.lowering.ops import Gemm, LayerTensors, LoweredLayer, OpKind, TrainingOp, check_mode
+from archsim.modes import MODES, Mode
 
 __all__ = ["MODES", "SPLIT_AXES", "DeltaSplit", "Gemm", "LayerTensors", "LoweredLayer", "Mode", "OpKind", "SplitAxis",
            "TrainingOp", "check_mode", "delta_phases", "delta_split_units", "lower_layer", "lower_network",

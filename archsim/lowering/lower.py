@@ -30,7 +30,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from archsim.errors import InputError
-from archsim.lowering.ops import Gemm, LayerTensors, LoweredLayer, Mode, TrainingOp, check_mode
+from archsim.lowering.ops import Gemm, LayerTensors, LoweredLayer, TrainingOp, check_mode
+from archsim.modes import Mode
 from archsim.workload.layer import Layer, Network
 
 

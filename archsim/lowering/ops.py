@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, cast
 
 from archsim.errors import InputError
-from archsim.modes import MODES, Mode  # one definition; re-exported for the modules that cost
+from archsim.modes import MODES, Mode  # one definition, imported from archsim.modes by every user
 
 if TYPE_CHECKING:  # in annotations only
     from archsim.workload.layer import Layer

@@ -14,13 +14,8 @@ if TYPE_CHECKING:  # the names, for type checkers and the API docs
     from archsim.partition.coster import DeltaCoster
     from archsim.partition.gpipe import gpipe_partition
     from archsim.partition.layerpipe import best_split, layerpipe_partition
-    from archsim.partition.pipedream import (
-        Level,
-        PipeDreamOptions,
-        pipedream_partition,
-        pipedream_partitions,
-        pipedream_plan,
-    )
+    from archsim.partition.pipedream import pipedream_partition, pipedream_partitions, pipedream_plan
+    from archsim.partition.pipedream_tables import Level, PipeDreamOptions
     from archsim.partition.profile import LayerProfile, build_profile, profile_from_costs
     from archsim.partition.result import Partition, PlacedOp, Stage, mandatory_bytes
 
@@ -28,9 +23,9 @@ if TYPE_CHECKING:  # the names, for type checkers and the API docs
 _EXPORTS = {
     "DeltaCoster": "archsim.partition.coster",
     "LayerProfile": "archsim.partition.profile",
-    "Level": "archsim.partition.pipedream",
+    "Level": "archsim.partition.pipedream_tables",
     "Partition": "archsim.partition.result",
-    "PipeDreamOptions": "archsim.partition.pipedream",
+    "PipeDreamOptions": "archsim.partition.pipedream_tables",
     "PlacedOp": "archsim.partition.result",
     "Stage": "archsim.partition.result",
     "best_split": "archsim.partition.layerpipe",

@@ -32,7 +32,7 @@ from archsim.partition.split_search import AxisSplits, BinarySplits, RowSplits, 
 
 class DeltaCoster:
     """Costs δ splits of ``lowered`` (a network's lowered layers, in profile order) on ``array``
-    with ``engine`` (analytic or cycle, :data:`archsim.array.costing.ENGINES`). Cycles are integers."""
+    with ``engine`` (analytic or cycle, :data:`archsim.choices.devices.ENGINES`). Cycles are integers."""
 
     def __init__(self, lowered: tuple[LoweredLayer, ...], array: ArrayConfig, engine: str = "analytic") -> None:
         self.lowered = lowered

@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from archsim.errors import InputError
 from archsim.partition.antichain import AntichainStates, antichain_states
 from archsim.partition.pipedream_tables import (  # the tables' inputs and blocks: exported here
-    DEFAULT_MEMORY_BYTES,
     Block,
     Level,
     LevelTable,
@@ -259,5 +258,5 @@ def describe(plan: PipeDreamPlan) -> str:
     return "; ".join(parts)
 
 
-__all__ = ["DEFAULT_MEMORY_BYTES", "Block", "Level", "PipeDreamOptions", "PipeDreamPlan", "pipedream_partition",
+__all__ = ["PipeDreamPlan", "pipedream_partition",
            "pipedream_partitions", "pipedream_plan", "pipedream_plans", "plan_partition"]

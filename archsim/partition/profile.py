@@ -38,7 +38,7 @@ class LayerProfile:
     array: ArrayConfig | None = None
     mode: str = "paper"
     batch: int = 1
-    engine: str = "analytic"  # the cost engine (archsim.array.costing.ENGINES) the costs came from
+    engine: str = "analytic"  # the cost engine (archsim.choices.devices.ENGINES) the costs came from
     edges: tuple[tuple[int, int], ...] | None = None  # (producer, consumer), producer earlier; None: a chain
     unit: str = "cycles"  # of forward/weight_grad/delta: "cycles" (array model) or "seconds" (profiles)
 

@@ -42,7 +42,7 @@ from typing import NamedTuple
 import numpy as np
 
 from archsim.errors import InputError
-from archsim.sim.builder import CODE, COMMUNICATION, KINDS, NAMED, VOCABULARY  # the one table, kept by the builder
+from archsim.sim.builder import CODE, KINDS  # the one table, kept by the builder
 
 
 class Action(NamedTuple):
@@ -206,4 +206,4 @@ def from_blocks(name: str, ranks, stages: int, microbatches: int) -> StageOrder:
                                    stages, microbatches)
 
 
-__all__ = ["CODE", "COMMUNICATION", "KINDS", "NAMED", "VOCABULARY", "Action", "OrderColumns", "StageOrder", "from_blocks"]
+__all__ = ["Action", "OrderColumns", "StageOrder", "from_blocks"]

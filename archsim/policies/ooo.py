@@ -201,5 +201,5 @@ def schedule_metrics(problem: Problem, timeline) -> dict[str, float]:
             "peak_activation_bytes": max(peaks.values(), default=0)}
 
 
-__all__ = ["ALLOCATION", "POLICIES", "default_flush", "flush_phases", "layer_chain", "lower_bound", "ooo_problem",
+__all__ = ["ALLOCATION", "default_flush", "flush_phases", "layer_chain", "lower_bound", "ooo_problem",
            "ooo_schedule", "op_count", "schedule_metrics", "unit_costs"]

@@ -4,7 +4,7 @@ An order fixes, for every rank (device), the sequence of its actions; it says no
 :func:`archsim.policies.stage_run.order_problem`, the one builder, turns an order plus stage costs
 into the simulator's problem. ``gpipe`` and ``one_f_one_b`` are the only GPipe and 1F1B orders in
 archsim (the partition schedules of :mod:`archsim.policies.pipeline` run them too); torch CSVs are
-read and written by :mod:`archsim.policies.torch_csv` (re-exported here).
+read and written by :mod:`archsim.policies.torch_csv` (imported from there).
 
 Actions use torch's vocabulary (``torch/distributed/pipelining/schedules.py``, ``_Action``):
 ``F`` forward, ``I`` backward of the input (zero-bubble B, archsim's δ/D), ``W`` backward of the
@@ -43,9 +43,8 @@ from collections.abc import Callable
 import numpy as np
 
 from archsim.errors import InputError
-from archsim.policies.actions import KINDS, Action, StageOrder, from_blocks
+from archsim.policies.actions import Action, StageOrder, from_blocks
 from archsim.policies.stage_orders_v import dualpipe_v, zb_v
-from archsim.policies.torch_csv import order_csv, parse_order_csv, read_order_csv
 
 
 def _order(name: str, ranks: list[list[Action]], stages: int, m: int) -> StageOrder:
@@ -209,21 +208,14 @@ def published_order(name: str, p: int, m: int, chunks: int = 2) -> StageOrder:
 
 ORDERS = ("gpipe", "1f1b", "zb-h1", "zb-h2", "interleaved-1f1b", "interleaved-zb", "looped-bfs", "zb-v", "dualpipev")
 
-__all__ = [
-    "KINDS",
-    "ORDERS",
+__all__ = ["ORDERS",
     "TORCH_SCHEDULES",
-    "Action",
-    "StageOrder",
     "gpipe",
     "interleaved_1f1b",
     "interleaved_zb",
     "looped_bfs",
     "one_f_one_b",
-    "order_csv",
-    "parse_order_csv",
     "published_order",
-    "read_order_csv",
     "torch_schedule_name",
     "zb_handcrafted",
 ]

@@ -22,11 +22,11 @@ from itertools import pairwise
 import numpy as np
 
 from archsim.errors import InputError
-from archsim.policies.actions import KINDS, StageOrder
+from archsim.policies.actions import StageOrder
 from archsim.policies.stage_profile import StageProfile
 from archsim.sim import Link, Problem, Processor, Timeline, simulate
 from archsim.sim.bubble import bubble, rank_spans
-from archsim.sim.builder import build, stage_flow
+from archsim.sim.builder import KINDS, build, stage_flow
 from archsim.sim.columns import DepColumns, FormattedIds, OpColumns
 
 

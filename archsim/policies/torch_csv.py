@@ -16,7 +16,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from archsim.errors import InputError
-from archsim.policies.actions import KINDS, Action, StageOrder
+from archsim.policies.actions import Action, StageOrder
+from archsim.sim.builder import KINDS
 from archsim.validate import csv_rows, read_text
 
 _CELL = re.compile(r"([0-9]{1,9})(F|I|W|B|SEND_F|RECV_F|SEND_B|RECV_B)([0-9]{1,9})")  # stage, micro-batch < 10⁹: no 5,000-digit int()

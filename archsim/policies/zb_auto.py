@@ -38,7 +38,7 @@ import itertools
 from fractions import Fraction
 
 from archsim.errors import InputError
-from archsim.policies.stage_orders import Action, StageOrder
+from archsim.policies.actions import Action, StageOrder
 
 F, B, W = 0, 1, 2
 _NAMES = "FIW"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 
 from archsim.errors import InputError
-from archsim.policies.stage_orders import Action, StageOrder
+from archsim.policies.actions import Action, StageOrder
 
 _KINDS = "FIW"
 

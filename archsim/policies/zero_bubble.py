@@ -34,7 +34,8 @@ import numpy as np
 from archsim.choices.schedules import LIST_SCHEDULES
 from archsim.choices.schedules import ZB_SCHEDULES as SCHEDULES
 from archsim.errors import InputError
-from archsim.policies.stage_orders import StageOrder, published_order
+from archsim.policies.actions import StageOrder
+from archsim.policies.stage_orders import published_order
 from archsim.policies.stage_profile import StageProfile
 from archsim.policies.stage_run import StageRun, order_problem, run_order
 from archsim.policies.zb_auto import zb_auto_order
@@ -161,5 +162,5 @@ def zb_schedule(profile: StageProfile, microbatches: int, schedule: str, chunks:
     return problem, simulate(problem)
 
 
-__all__ = ["LIST_SCHEDULES", "SCHEDULES", "STAGE_ONLY", "in_flight", "op_count", "published_run", "zb_build",
+__all__ = ["STAGE_ONLY", "in_flight", "op_count", "published_run", "zb_build",
            "zb_problem", "zb_schedule"]

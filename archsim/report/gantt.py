@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 from archsim.output_files import write_output
 from archsim.report.style import KIND_COLORS, KIND_LABELS
 
-__all__ = ["BORROWED_LABEL", "KIND_COLORS", "gantt_figure", "write_gantt"]
+__all__ = ["BORROWED_LABEL", "gantt_figure", "write_gantt"]
 
 BORROWED_LABEL = "borrowed (Algorithm 1)"
 _HATCH = "/"

@@ -28,7 +28,7 @@ from archsim.collectives import ring_allreduce_on
 from archsim.partition.gpipe import gpipe_partition
 from archsim.partition.profile import LayerProfile
 from archsim.partition.result import Partition, Stage, mandatory_bytes, placed_ops
-from archsim.spp.pe_order import StagePlan, pe_finish_time
+from archsim.spp.pe_order import pe_finish_time
 from archsim.spp.plan import prm_partition, stage_plans
 from archsim.spp.prm import PRMPlan, prm_tables
 from archsim.spp.topology import Topology
@@ -124,5 +124,5 @@ def baseline(method: str, profile: LayerProfile, topology: Topology, microbatche
     return run(profile, topology, microbatches, **options)
 
 
-__all__ = ["BASELINES", "CONFIGS", "PAPER_BASELINES", "PAPER_OPTIONS", "StagePlan", "baseline", "data_parallel",
+__all__ = ["BASELINES", "CONFIGS", "PAPER_BASELINES", "PAPER_OPTIONS", "baseline", "data_parallel",
            "gpipe", "hetpipe", "pipedream_optimizer", "pipedream_prm"]

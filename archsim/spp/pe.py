@@ -18,17 +18,11 @@ import numpy as np
 from archsim.sim import Problem, Processor, simulate
 from archsim.sim.builder import build, from_rows
 from archsim.spp.pe_order import (  # the ordering lives with the simulator-free makespan; exported here
-    ORDERS,
     StagePlan,
-    blocks,
-    execution_order,
-    gpipe_newest_first_order,
-    gpipe_order,
     pe_rows,
 )
 
-__all__ = ["ORDERS", "StagePlan", "blocks", "execution_order", "gpipe_newest_first_order", "gpipe_order",
-           "lemma1_bound", "pe_makespan", "pe_problem"]
+__all__ = ["lemma1_bound", "pe_makespan", "pe_problem"]
 
 
 def pe_problem(plans: list[StagePlan], microbatches: int, order: str = "pe") -> Problem:

@@ -56,9 +56,10 @@ def partition_stage_plans(profile: LayerProfile, partition, bandwidth) -> list[S
 def pipedream_on_cluster(profile: LayerProfile, topology: Topology, options=None):
     """PipeDream's optimizer on the cluster's uniform levels (servers, then GPUs in one), its plan as
     the one plan type, and that plan laid on consecutive GPUs as PE's stage plans over the real links:
-    ``(plan, partition, stage_plans)``. ``options``: :class:`~archsim.partition.pipedream.PipeDreamOptions`
+    ``(plan, partition, stage_plans)``. ``options``: :class:`~archsim.partition.pipedream_tables.PipeDreamOptions`
     (default: its CLI's defaults)."""
-    from archsim.partition.pipedream import Level, PipeDreamOptions, pipedream_plan, plan_partition
+    from archsim.partition.pipedream import pipedream_plan, plan_partition
+    from archsim.partition.pipedream_tables import Level, PipeDreamOptions
 
     hierarchy = tuple(Level(machines, bandwidth) for machines, bandwidth in topology.uniform_levels())
     plan = pipedream_plan(profile, hierarchy, options or PipeDreamOptions())

@@ -60,4 +60,4 @@ def profile_on_machine(network, machine, batch: int, mode: Mode = "exact") -> La
     return profile_of_lowered(lowered, seconds, mode=mode, batch=batch, unit="seconds")
 
 
-__all__ = ["LayerProfile", "profile_from_network", "profile_on_machine"]
+__all__ = ["profile_from_network", "profile_on_machine"]

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from archsim.array.config import parse_array_shape
-from archsim.array.costing import ENGINES
+from archsim.choices.devices import ENGINES
 from archsim.choices.partitions import LAYERPIPE_ALPHA
 from archsim.clock import clock_hz
 from archsim.errors import InputError

@@ -19,8 +19,9 @@ from pathlib import Path
 import numpy as np
 
 from archsim.devices.device import Device
+from archsim.devices.kernel_constants import KernelConstants, one_fraction
 from archsim.devices.kernel_ops import device_gemm_seconds
-from archsim.devices.kernels import KernelConstants, one_fraction, stream_seconds
+from archsim.devices.kernels import stream_seconds
 from archsim.errors import InputError
 from archsim.training import fitted
 from archsim.training.cluster import single_node

@@ -19,7 +19,6 @@ from __future__ import annotations
 import math
 
 from archsim.collectives import LinkClass, Spanning, collective_seconds
-from archsim.training.parallel import DP_OVERLAPS
 
 
 def bucket_parameters(dp: int) -> int:
@@ -45,4 +44,4 @@ def dp_allreduce_seconds(parameters: float, gradient_bytes: float, dp: int, link
     return exposed_seconds(n, bucket, window)
 
 
-__all__ = ["DP_OVERLAPS", "bucket_parameters", "dp_allreduce_seconds", "exposed_seconds"]
+__all__ = ["bucket_parameters", "dp_allreduce_seconds", "exposed_seconds"]

@@ -42,7 +42,6 @@ One GPU only (TP = PP = DP = 1; :func:`check_one_gpu`), GPT family only: the run
 
 from __future__ import annotations
 
-from archsim.choices.training import IMPLEMENTATIONS
 from archsim.errors import InputError
 from archsim.lowering import TrainingOp
 from archsim.training.layer_ops import Work, _gemm_ops, _vector
@@ -173,6 +172,5 @@ def eager_head_work(c: TransformerConfig, micro_batch: int) -> Work:
     return Work(forward, backward)
 
 
-__all__ = ["EAGER_OPTIMIZER_BYTES_PER_PARAMETER",
-           "IMPLEMENTATIONS", "check_eager", "check_eager_attention", "eager_block_work", "eager_embedding_work",
+__all__ = ["EAGER_OPTIMIZER_BYTES_PER_PARAMETER", "check_eager", "check_eager_attention", "eager_block_work", "eager_embedding_work",
            "eager_head_work"]

@@ -8,8 +8,8 @@ and once for V100s (DGX-1 hybrid cube-mesh, bandwidth = NVLink rings × one link
 ``python benchmarks/bench_vtrain_e2e.py --refit``.
 
 GPU kernels on tensor cores (:data:`A100_KERNELS`, the one constants type of the kernel model,
-:class:`~archsim.devices.kernels.KernelConstants`, with one HBM fraction for every memory-bound class:
-:func:`~archsim.devices.kernels.one_fraction`), fitted in two steps by
+:class:`~archsim.devices.kernel_constants.KernelConstants`, with one HBM fraction for every memory-bound class:
+:func:`~archsim.devices.kernel_constants.one_fraction`), fitted in two steps by
 ``benchmarks/bench_vtrain_e2e.py --refit``: (1) gemm alone on DeepBench's compute-bound V100 fp16
 GEMMs, each timed alone (:func:`archsim.validation.gemm_rate.fit_on_deepbench`): large GEMMs tell the
 tensor rate apart from the host and gap time the iterations trade it against; (2) with gemm held,
@@ -17,7 +17,7 @@ memory, launch_s and host_s on the measured Megatron-DeepSpeed iterations of the
 **16-layer models only** (hidden 1,024 and 2,048; :func:`is_fit_run`) through the tensor-core GEMM
 path (:func:`~archsim.devices.kernels.tensor_path`); the 12-, 20- and 24-layer models are never seen
 by the fit, and their error is the one archsim reports. fp32 ops on a catalog GPU take the kernel
-model's own fit on NeuSight's kernels instead (:data:`archsim.devices.kernels.FITTED`).
+model's own fit on NeuSight's kernels instead (:data:`archsim.devices.kernel_constants.FITTED`).
 
 No other constant is fitted: every other figure is a datasheet value (:mod:`archsim.devices.catalog`)
 or a count of FLOPs, bytes and kernels.
@@ -26,7 +26,7 @@ or a count of FLOPs, bytes and kernels.
 from __future__ import annotations
 
 from archsim.collectives import LinkClass
-from archsim.devices.kernels import KernelConstants, one_fraction
+from archsim.devices.kernel_constants import KernelConstants, one_fraction
 
 NCCL_FIT_GPUS = (2, 4, 8)
 NCCL_CHECK_GPUS = (3, 5, 6, 7)

@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from archsim.choices.devices import DTYPES, ELEMENT_BYTES
+from archsim.choices.training import IMPLEMENTATIONS
 from archsim.collectives import LinkClass
 from archsim.devices.device import Device
+from archsim.devices.kernel_constants import FITTED, KernelConstants
 from archsim.devices.kernel_ops import KernelFamilies, kernel_families
-from archsim.devices.kernels import FITTED, KernelConstants
 from archsim.errors import InputError
-from archsim.training.eager_ops import IMPLEMENTATIONS
 
 
 @dataclass(frozen=True)

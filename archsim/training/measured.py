@@ -11,13 +11,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from archsim.choices.training import RECOMPUTE
 from archsim.errors import InputError
-from archsim.training.parallel import RECOMPUTE, Parallelism
+from archsim.training.parallel import Parallelism
 from archsim.validate import check_name, parse_float, parse_int, read_text, shown
 from archsim.workload.transformer import TransformerConfig
 
 if TYPE_CHECKING:
-    from archsim.devices.kernels import KernelConstants
+    from archsim.devices.kernel_constants import KernelConstants
     from archsim.training.cluster import GpuCluster
 
 VOCAB = 50257  # GPT-2's vocabulary, as the measured runs used

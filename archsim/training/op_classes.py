@@ -15,8 +15,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from archsim.devices.device import Device
+from archsim.devices.kernel_constants import KernelConstants
 from archsim.devices.kernel_ops import device_gemm_seconds, op_parts
-from archsim.devices.kernels import KernelConstants
 from archsim.lowering import TrainingOp
 from archsim.training.calibrate import ProbeRow
 

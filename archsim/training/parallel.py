@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from archsim.choices.training import ATTENTIONS, DEFAULT_ATTENTION, DP_OVERLAPS, GRAD_ACCUMULATIONS, RECOMPUTE
+from archsim.choices.training import ATTENTIONS, DP_OVERLAPS, GRAD_ACCUMULATIONS, RECOMPUTE
 from archsim.errors import InputError
 from archsim.workload.transformer import TransformerConfig
 
@@ -197,6 +197,6 @@ def tp_split_problem(c: TransformerConfig, tp: int) -> str:
     return ""
 
 
-__all__ = ["ATTENTIONS", "DEFAULT_ATTENTION", "RECOMPUTE", "SCHEDULE_RULES", "Parallelism", "check_fits",
+__all__ = ["SCHEDULE_RULES", "Parallelism", "check_fits",
            "layers_per_stage", "padded_vocab", "rank_of_stages", "schedule_name", "schedule_rejection",
            "tp_split_problem", "tp_straddles"]

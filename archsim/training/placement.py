@@ -108,4 +108,4 @@ def order_text(order: tuple[int, ...] | None) -> str:
     return "" if order is None else ",".join(map(str, order))
 
 
-__all__ = ["MAX_ORDERS", "PLACEMENTS", "layouts", "order_count", "order_text", "parse_placement", "server_orders"]
+__all__ = ["MAX_ORDERS", "layouts", "order_count", "order_text", "parse_placement", "server_orders"]

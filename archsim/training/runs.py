@@ -27,10 +27,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from archsim.choices.training import RECOMPUTE
 from archsim.errors import InputError
 from archsim.training.measured import COLUMNS as VTRAIN_COLUMNS
 from archsim.training.measured import read_header
-from archsim.training.parallel import RECOMPUTE, Parallelism
+from archsim.training.parallel import Parallelism
 from archsim.workload.transformer import TransformerConfig
 
 if TYPE_CHECKING:

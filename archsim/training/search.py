@@ -28,7 +28,7 @@ from archsim.training.objectives import OBJECTIVE_COLUMN, objectives
 from archsim.training.parallel import layers_per_stage
 from archsim.training.placement import MAX_ORDERS, layouts, order_count, order_text, server_orders
 from archsim.training.search_fit import fit_candidate, memory_fits, plan_candidate, rank_capacities
-from archsim.training.search_rows import megatron_args, model_flops, pareto_front, train_command
+from archsim.training.search_rows import megatron_args, pareto_front
 from archsim.training.search_space import (
     MAX_CANDIDATES,
     REASONS,
@@ -43,6 +43,7 @@ from archsim.training.search_space import (
 )
 from archsim.training.stage_split import refuse_planned_fp32
 from archsim.training.stages import one_f_one_b_seconds, rank_stage_times, stage_times
+from archsim.training.throughput import model_flops
 from archsim.workload.transformer import TransformerConfig, refuse_switch
 
 CLOSED_FORM_EXACT = ("1f1b", "gpipe")  # their closed form equals the event simulator (tests)
@@ -424,5 +425,4 @@ class _RowMaker:
         return out
 
 
-__all__ = ["EVENT_ACTION_LIMIT", "MAX_PLANNING_CELLS", "SearchResult", "check_planning_work", "check_search_size", "megatron_args", "model_flops", "pareto_front", "pipeline_seconds", "search",
-           "train_command"]
+__all__ = ["EVENT_ACTION_LIMIT", "MAX_PLANNING_CELLS", "SearchResult", "check_planning_work", "check_search_size", "pipeline_seconds", "search",]

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from archsim.training.search_space import Candidate
-from archsim.training.throughput import model_flops
 
 
 def pareto_front(costed: list[tuple], second=lambda t: t[2]) -> list[tuple]:
@@ -72,4 +71,4 @@ def train_command(model: str, cluster: str, global_batch: int, row: dict, dtype:
     return line + (" --sequence-parallel" if row["sequence_parallel"] else "")
 
 
-__all__ = ["megatron_args", "model_flops", "pareto_front", "train_command"]
+__all__ = ["megatron_args", "pareto_front", "train_command"]

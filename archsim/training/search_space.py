@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from math import isqrt
 
-from archsim.choices.training import MAX_REFINE_ACTIONS, SCHEDULES
 from archsim.errors import InputError
 from archsim.training.memory import StageMemory, stage_memory
 from archsim.training.parallel import (
@@ -221,13 +220,10 @@ def peak_memory_bytes(c: TransformerConfig, par: Parallelism) -> float:
     return max(m.total for m in rank_memories(c, par, ranks))
 
 
-__all__ = [
-    "CHUNKED",
+__all__ = ["CHUNKED",
     "DEFAULT_CHUNKS",
     "MAX_CANDIDATES",
-    "MAX_REFINE_ACTIONS",
     "REASONS",
-    "SCHEDULES",
     "V_SHAPED",
     "Candidate",
     "candidate_count",

@@ -38,7 +38,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from archsim.choices.training import BALANCES
 from archsim.partition.result import Partition, PlacedOp, Stage
 from archsim.training.iteration import PieceCost, model_pieces
 from archsim.training.machine import Machine
@@ -263,6 +262,6 @@ def parse_stage_layers(text: str) -> tuple[int, ...]:
     return counts
 
 
-__all__ = ["BALANCES", "chain_partition", "node_names", "node_ops", "node_seconds", "parse_stage_layers",
+__all__ = ["chain_partition", "node_names", "node_ops", "node_seconds", "parse_stage_layers",
            "piece_seconds", "plan_stage_layers", "planned_split", "spread",
            "stage_layer_counts"]

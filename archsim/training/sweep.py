@@ -9,10 +9,10 @@ import itertools
 from collections.abc import Callable
 from dataclasses import asdict, fields
 
-from archsim.choices.training import GRAD_ACCUMULATIONS
+from archsim.choices.training import ATTENTIONS, DP_OVERLAPS, GRAD_ACCUMULATIONS, RECOMPUTE
 from archsim.errors import InputError
 from archsim.training.energy import iteration_energy
-from archsim.training.parallel import ATTENTIONS, DP_OVERLAPS, RECOMPUTE, Parallelism
+from archsim.training.parallel import Parallelism
 from archsim.training.throughput import Throughput, throughput
 from archsim.validate import check_job_size, parse_int, shown
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from archsim.devices.kernels import KernelConstants
+from archsim.devices.kernel_constants import KernelConstants
 from archsim.validation.gpu_csv import KernelTable, read_kernel_csv
 from archsim.validation.tensor_power import seconds_ratios
 

@@ -38,11 +38,7 @@ import pandas as pd
 from archsim.array.config import DATAFLOWS, ArrayConfig
 from archsim.devices.array_waves import op_array_cycles, two_stream_cycles
 from archsim.devices.catalog import (  # the catalog is exported here too
-    KNOWN_GPUS,
-    MAX_GPU_UNITS,
     GpuSpec,
-    find_gpu,
-    resolve_gpu,
 )
 from archsim.devices.device import Arrays
 from archsim.errors import InputError
@@ -257,5 +253,5 @@ def assumptions(arrays: GpuArrays, mode: str, measured_sm_count: str | None = No
     ]
 
 
-__all__ = ["KNOWN_GPUS", "MAX_GPU_UNITS", "GpuArrays", "GpuSpec", "assumptions", "find_gpu", "gpu_arrays",
-           "measured_layer", "model_kernels", "resolve_gpu"]
+__all__ = ["GpuArrays", "assumptions", "gpu_arrays",
+           "measured_layer", "model_kernels",]

@@ -11,7 +11,7 @@ lowering, padded-phase strided δ, Winograd forwards, the FP32-lane fallback of
   :func:`archsim.devices.kernel_ops.op_seconds` at the CSV's dtype — fp16/bf16 on the tensor-core
   tiles with the constants the caller gives (the vTrain fit, :func:`archsim.training.fitted.kernels`:
   ``validation`` may not import ``training``, so the command passes it), fp32 on the SIMT tiles of
-  the FP32 lanes with :data:`archsim.devices.kernels.FITTED`;
+  the FP32 lanes with :data:`archsim.devices.kernel_constants.FITTED`;
 * a chip without a board (the DeepBench-only GPUs: GTX 1080 Ti, Titan X/Xp, M40, AMD MI25 and Vega)
   or with an override (``--sm-count``, ``--clock-mhz``, …): ``op_seconds``' own GEMM side,
   :func:`archsim.devices.kernel_ops.path_op_seconds`, on the chip's own path
@@ -21,7 +21,7 @@ lowering, padded-phase strided δ, Winograd forwards, the FP32-lane fallback of
   kernel timed alone, not a training step's gap between kernels: the rule
   :func:`archsim.devices.kernel_ops.kernel_families` states (``alone``; :func:`~archsim.devices.kernel_ops.timed_alone`);
 * an fp16 layer that runs on the FP32 lanes (channels or filters not multiples of 8): the SIMT path
-  with :data:`~archsim.devices.kernels.FITTED`, its operands counted at the CSV's element size.
+  with :data:`~archsim.devices.kernel_constants.FITTED`, its operands counted at the CSV's element size.
 
 Nothing here is fitted: the constants are the ones fitted elsewhere (NeuSight's five GPUs for fp32,
 vTrain's A100 runs for the tensor cores). Units: seconds.
@@ -37,16 +37,9 @@ import numpy as np
 from archsim.choices.devices import ELEMENT_BYTES, TORCH_DTYPES
 from archsim.devices.catalog import BOARD_OF_CHIP, KNOWN_GPUS, GpuSpec
 from archsim.devices.device import Device, catalog_device
+from archsim.devices.kernel_constants import FITTED, TENSOR_DTYPES, KernelConstants
 from archsim.devices.kernel_ops import kernel_families, op_seconds, path_op_seconds, timed_alone
-from archsim.devices.kernels import (
-    FITTED,
-    TENSOR_DTYPES,
-    GemmPath,
-    KernelConstants,
-    simt_path,
-    spec_path,
-    stream_seconds,
-)
+from archsim.devices.kernels import GemmPath, simt_path, spec_path, stream_seconds
 from archsim.errors import InputError
 from archsim.lowering import TrainingOp
 
@@ -62,7 +55,7 @@ class KernelTimer:
     """How one measured table's kernels are timed: ``dtype`` on ``spec`` (the chip after overrides),
     through ``device`` (its catalog board) where it is the catalog's, else on the chip's own path;
     ``constants`` for the dtype's GEMM path (``simt_constants`` for fp32); ``simt_constants``: the fit of
-    kernels timed alone (:data:`~archsim.devices.kernels.FITTED` unless a benchmark asks what another fit
+    kernels timed alone (:data:`~archsim.devices.kernel_constants.FITTED` unless a benchmark asks what another fit
     would give) — the FP32 lanes' constants and every family's timed-alone launch; ``note`` says which,
     for the assumptions."""
 

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 import pandas as pd
 
 from archsim.choices.devices import ELEMENT_BYTES
-from archsim.devices.catalog import find_gpu, whole_gpu_name
-from archsim.devices.kernels import FITTED, KernelConstants
+from archsim.devices.catalog import GpuSpec, find_gpu, resolve_gpu, whole_gpu_name
+from archsim.devices.kernel_constants import FITTED, KernelConstants
 from archsim.errors import InputError
-from archsim.validation.gpu import GpuSpec, assumptions, gpu_arrays, model_kernels, resolve_gpu
+from archsim.validation.gpu import assumptions, gpu_arrays, model_kernels
 from archsim.validation.gpu_algorithms import DGRAD
 from archsim.validation.gpu_compare import compare, concurrency, concurrency_summary
 from archsim.validation.gpu_csv import KernelTable

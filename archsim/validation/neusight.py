@@ -21,7 +21,8 @@ import numpy as np
 import pandas as pd
 
 from archsim.devices.catalog import KNOWN_GPUS, GpuSpec, find_gpu
-from archsim.devices.kernels import OP_CLASSES, KernelConstants, kernel_seconds
+from archsim.devices.kernel_constants import KernelConstants
+from archsim.devices.kernels import OP_CLASSES, kernel_seconds
 from archsim.errors import InputError
 from archsim.validate import csv_rows, read_text
 
@@ -39,7 +40,7 @@ figure into a leave-one-GPU-out fit."""
 FIT_START = KernelConstants(gemm=0.837, feed=30.2, memory=0.761, softmax=0.630, layernorm=0.528, launch_s=13.6e-6,
                             energy_pj=ENERGY_START_PJ, gemm_memory=0.761)
 """Where the benchmark's fits start (the first model's constants): a fixed start, so that a refit from
-it reproduces :data:`archsim.devices.kernels.FITTED` (the simplex finds different local optima from
+it reproduces :data:`archsim.devices.kernel_constants.FITTED` (the simplex finds different local optima from
 different starts)."""
 FIT_ROUNDS = 3  # Nelder–Mead restarts from its own result, splitting the iterations between them
 ENERGY_GRID_PJ = (1.0, 100.0, 201)  # geometric grid (first, last, points) the energy per FLOP is chosen on

@@ -2,7 +2,7 @@
 
 A 70 W T4 cannot hold its 1,590 MHz boost clock in a tensor-core GEMM: DeepBench's large fp16 GEMMs
 run at 37–46 of its 65 TFLOP/s, where a 300 W V100's run at the η of its peak. The kernel model caps
-every path by the board's power, TDP / energy per FLOP (:func:`archsim.devices.kernels.sustained_flops`);
+every path by the board's power, TDP / energy per FLOP (:func:`archsim.devices.kernel_constants.sustained_flops`);
 this module fits the tensor cores' energy constant, ``KernelConstants.tensor_energy_pj``, by the rule
 the fp32 one is fitted with (:func:`archsim.validation.neusight.fit_constants`): on a geometric grid,
 the largest energy whose error ties the best (:func:`~archsim.validation.neusight.largest_tie`).
@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from archsim.devices.catalog import find_gpu
-from archsim.devices.kernels import KernelConstants
+from archsim.devices.kernel_constants import KernelConstants
 from archsim.validation.gpu import gpu_arrays, model_kernels
 from archsim.validation.gpu_csv import KernelTable, read_kernel_csv
 from archsim.validation.gpu_seconds import kernel_timer
