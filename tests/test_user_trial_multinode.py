@@ -108,7 +108,7 @@ def test_switch_tiers_are_noted_as_not_read(tmp_path, tiers):
     plain, _ = _seconds_and_notes(_cluster(tmp_path))
     stated, notes = _seconds_and_notes(_cluster(tmp_path, RAILS + f"\nswitch_tiers = {tiers}"))
     assert stated == plain
-    note = (f"switch_tiers = {tiers} is not read by train and search: the latency of switch hops is not modelled "
+    note = (f"switch_tiers = {tiers} is not read: the latency of switch hops is not modelled "
             "(docs/training.md, Beyond one server)")
     assert notes == (note,)
 

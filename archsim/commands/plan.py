@@ -197,11 +197,14 @@ def _priced_on(machine) -> dict[str, str]:
     return {"priced_on": device.name, "priced_on_model": f"{how}, {machine.dtype}"}
 
 
-def _note_unread_keys(cluster: str) -> None:
-    """Say on stderr, once each, the cluster keys only train and search read (docs/formats.md, "Cluster (TOML)")."""
+def _note_unread_keys(cluster: str, topology) -> None:
+    """Say on stderr, once each, the cluster keys only train and search read (docs/formats.md, "Cluster (TOML)"),
+    and what a ``[network]`` table supersedes or states without effect (train's own notes)."""
     import sys
+    from collections import Counter
 
     from archsim.spp.topology import read_cluster_document
+    from archsim.training.network import network_notes, read_network, superseded_notes
 
     spec = read_cluster_document(cluster)
     servers = spec.get("servers", [])
@@ -210,9 +213,10 @@ def _note_unread_keys(cluster: str) -> None:
                "gpu_watts": "train and search read it (energy)"}
     unread = [f"[[servers]] {key} is not read by plan: {who}" for key, who in readers.items()
               if any(key in s for s in servers)]
-    if "network" in spec:
-        unread.append("[network] is not read by plan (it reads inter_server_gbps and inter_server_link): train and "
-                      "search read it")
+    if "network" in spec:  # the table the topology's links were priced from (validated there)
+        per_server = Counter(topology.servers)
+        network = read_network(spec, max(per_server.values()), cluster)
+        unread += [*superseded_notes(spec["cluster"], network), *network_notes(spec["network"], network, len(per_server))]
     for line in unread:
         print(f"archsim plan: note: {line}", file=sys.stderr)
 
@@ -258,7 +262,7 @@ def run(args: argparse.Namespace) -> int:
     check_flags(args)
     topology = load_topology_file(args.cluster, seed=args.seed)
     profile, priced_on, device_memory = _profile(args)
-    _note_unread_keys(args.cluster)  # after the device refusals, so a refused run prints one line
+    _note_unread_keys(args.cluster, topology)  # after the device refusals, so a refused run prints one line
     check_job_size(args.microbatches * 2 * len(profile.names), args.max_ops)  # F and B blocks per stage ≤ per layer
     if args.method == "pipedream":
         return _run_pipedream(args, profile, topology, priced_on, device_memory)

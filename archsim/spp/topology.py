@@ -24,6 +24,10 @@ share one inter-server link, so each pair's capacity is the link's bandwidth / (
 server pair's pairs sum to its link; with ``"per_gpu_pair"`` every GPU pair has a dedicated link of
 the full bandwidth (a complete GPU graph; the lightest cut then isolates a single GPU, because its
 few fast intra-server links weigh less than its many inter-server ones).
+
+A ``[network]`` table (NICs per server, their speed, GPUs per NIC, leaves; docs/formats.md) replaces both
+keys, read as train reads it (:func:`_network_links`): ``shared`` is one NIC per server, ``per_gpu_pair`` one
+NIC per GPU.
 """
 
 from __future__ import annotations
@@ -185,8 +189,8 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
     if "device" in spec and "cluster" not in spec:  # a device file given where its cluster goes
         raise InputError(DEVICE_NOT_CLUSTER, file=file, field="cluster")
     if set(spec) - {"cluster", "servers", "network"} or "cluster" not in spec or "servers" not in spec:
-        raise InputError("expected a [cluster] table and [[servers]] entries (and optionally [network], read by "
-                         "archsim train and search)", file=file, field="cluster")
+        raise InputError("expected a [cluster] table and [[servers]] entries (and optionally [network], the NICs "
+                         "between servers)", file=file, field="cluster")
     cluster = spec["cluster"]
     if not isinstance(cluster, dict):
         raise InputError("expected a table: write [cluster] above its keys", file=file, field="cluster")
@@ -221,7 +225,8 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
     n_servers = len(intra)
     inter = np.zeros((n_servers, n_servers))
     between = cluster.get("inter_server_gbps")
-    if between is None and n_servers > 1 and not network_links:
+    own_network = "network" in spec and not network_links  # plan: the [network] table's NICs price these links
+    if between is None and n_servers > 1 and not network_links and not own_network:
         raise missing_inter_server(file)
     if n_servers > 1 and _is_gbps(between):  # one figure for every pair, nothing drawn: filled at once
         inter[:] = _gbps(between, "inter_server_gbps", file, rng)  # (a SuperPOD's 128 servers: 8,128 pairs)
@@ -238,7 +243,9 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
         raise InputError(f"expected one of {', '.join(INTER_SERVER_LINKS)}, got {shown(link)}", file=file,
                          field="inter_server_link")
     capacity = bandwidth
-    if link == "shared":
+    if own_network:
+        bandwidth, capacity = _network_links(spec, where, bandwidth, file)
+    elif link == "shared":
         gpus = np.bincount(where)[where]  # GPUs on each device's server
         capacity = np.where(where[:, None] == where[None, :], bandwidth, bandwidth / np.outer(gpus, gpus))
     memory = cluster.get("gpu_memory_gb")
@@ -251,10 +258,35 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
                     None if memory is None else float(memory) * 1e9)
 
 
+def _network_links(spec: dict, where: np.ndarray, bandwidth: np.ndarray, file: str) -> tuple[np.ndarray, np.ndarray]:
+    """The links between servers (bytes/s) and their min-cut capacities from the cluster's ``[network]`` table, read
+    by train's own reader (:func:`archsim.training.network.read_network`, the largest server's GPUs as train takes
+    them): a transfer between GPUs of two servers runs at one NIC's speed (the sending GPU's rail), over the
+    oversubscription where the servers sit under different leaves; the k_a·k_b GPU pairs of two NICs share that NIC
+    pair's link, so each pair's capacity is its bandwidth / (k_a·k_b). One NIC per server is ``inter_server_link =
+    "shared"`` at ``nic_gbps``, one NIC per GPU is ``"per_gpu_pair"`` (module docstring), as train reads them."""
+    from archsim.training.network import read_network  # imports nothing of training's model
+
+    gpus = np.bincount(where)
+    network = read_network(spec, int(gpus.max()), file)
+    local = np.arange(len(where)) - np.searchsorted(where, where)  # each GPU's index in its server (servers in order)
+    rail = local // network.gpus_per_nic
+    on_nic = np.minimum(network.gpus_per_nic, gpus[where] - rail * network.gpus_per_nic)  # GPUs sharing its NIC
+    nic = network.nic_gbps * 1e9 / 8
+    inter = np.full(bandwidth.shape, nic)
+    if network.servers_per_leaf:
+        leaf = where // network.servers_per_leaf
+        inter[leaf[:, None] != leaf[None, :]] /= network.oversubscription
+    same = where[:, None] == where[None, :]
+    links = np.where(same, bandwidth, inter)
+    np.fill_diagonal(links, 0.0)
+    return links, np.where(same, links, links / np.outer(on_nic, on_nic))
+
+
 def missing_inter_server(file: str) -> InputError:
     """The refusal of a cluster of 2 or more servers that states no bandwidth between them."""
-    return InputError("missing: the bandwidth between two servers, Gbit/s (required with 2 or more servers; "
-                      "archsim train and search read a [network] table's NICs instead, or a device file's [links] "
+    return InputError("missing: the bandwidth between two servers, Gbit/s (required with 2 or more servers without "
+                      "a [network] table of NICs; archsim train and search also read a device file's [links] "
                       "inter_node_gbps)", file=file, field="inter_server_gbps")
 
 

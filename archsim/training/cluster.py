@@ -42,9 +42,9 @@ from archsim.errors import InputError
 from archsim.spp.topology import Topology, build_topology, missing_inter_server, read_cluster_document
 from archsim.training import fitted
 from archsim.training.machine import Links, Machine
-from archsim.training.network import Network, network_notes, network_warnings, read_network
+from archsim.training.network import Network, network_notes, network_warnings, read_network, superseded_notes
 from archsim.training.parallel import Parallelism, tp_straddles
-from archsim.validate import parse_float, shown, shown_number
+from archsim.validate import parse_float, shown_number
 
 MAX_PRICE_OR_WATTS = 1e6  # USD per GPU-hour and watts per GPU a server may override with (far above any real one)
 MAX_GPUS = 4096  # a training cluster's GPUs (its topology is a GPUs × GPUs bandwidth matrix)
@@ -351,22 +351,6 @@ def _intra_unit_warning(intra: float, device: Device) -> str:
     return ""
 
 
-def _superseded(cluster: dict, network: Network) -> tuple[str, ...]:
-    """The ``[cluster]`` keys a ``[network]`` table supersedes in train and search (plan reads them), each
-    where it states otherwise than the table: a note, not an error, since plan runs on the same file."""
-    notes = []
-    gbps = cluster.get("inter_server_gbps")
-    if gbps is not None and gbps != network.nic_gbps:
-        notes.append(f"inter_server_gbps = {shown(gbps)} is not read by train and search: [network] gives the "
-                     f"NICs ({network.nic_gbps:g} Gb/s each); plan reads it")
-    link = cluster.get("inter_server_link")
-    if link is not None and not ((link == "per_gpu_pair" and network.gpus_per_nic == 1)
-                                 or (link == "shared" and network.nics_per_server == 1)):
-        notes.append(f"inter_server_link = {shown(link)} is not read by train and search: [network] gives the "
-                     f"NICs ({network.nics_per_server} per server, {network.gpus_per_nic} GPUs each); plan reads it")
-    return tuple(notes)
-
-
 def load_gpu_cluster(path: str | Path, dtype: str = "fp16") -> GpuCluster:
     """Read a cluster TOML whose servers each name a catalog GPU or a device file; its machines train
     in ``dtype``."""
@@ -435,7 +419,7 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
                          "needs third-generation NVSwitch: H100 or H200 SXM); write nvls = false", file=file,
                          field="nvls")
     inter_bytes = network.gpu_bytes_per_s(per_server)
-    unread = _superseded(spec["cluster"], network) + network_notes(spec["network"], network, len(kinds)) \
+    unread = superseded_notes(spec["cluster"], network) + network_notes(spec["network"], network, len(kinds)) \
         if "network" in spec else ()
     unread += tuple(dict.fromkeys(overridden))
     return GpuCluster(topology, kinds[0], per_server, inter_bytes or 1.0, tuple(kinds), tuple(prices), tuple(watts),

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from archsim.errors import InputError
 from archsim.validate import shown, shown_number
 
+DEFAULT_SWITCH_TIERS = 2  # leaf–spine: what a [network] table that states none has
 NETWORK_KEYS = {"nics_per_server", "nic_gbps", "gpus_per_nic", "nvlink_domain", "switch_tiers", "servers_per_leaf",
                 "oversubscription", "nvls"}
 
@@ -39,7 +40,7 @@ class Network:
     nic_gbps: float
     gpus_per_nic: int
     nvlink_domain: int
-    switch_tiers: int = 2
+    switch_tiers: int = DEFAULT_SWITCH_TIERS
     servers_per_leaf: int = 0  # 0: every server under one leaf group
     oversubscription: float = 1.0
     nvls: bool = False
@@ -140,7 +141,7 @@ def read_network(spec: dict, gpus_per_server: int, file: str = "<cluster>", defa
     if domain % gpus_per_server:
         raise InputError(f"an NVLink domain holds whole servers: a multiple of {gpus_per_server} GPUs, got {domain}",
                          file=file, field="nvlink_domain")
-    tiers = _positive(table, "switch_tiers", 2, file)
+    tiers = _positive(table, "switch_tiers", DEFAULT_SWITCH_TIERS, file)
     if tiers > 3:
         raise InputError(f"expected 1, 2 or 3 switch tiers, got {tiers}", file=file, field="switch_tiers")
     leaf = table.get("servers_per_leaf", 0)
@@ -193,13 +194,29 @@ def network_warnings(spec: dict, network: Network) -> tuple[str, ...]:
     return (line,) if line else ()
 
 
+def superseded_notes(cluster: dict, network: Network) -> tuple[str, ...]:
+    """The ``[cluster]`` keys a ``[network]`` table supersedes (train, search and plan read the table), each where it
+    states otherwise than the table: a note on stderr, not an error, since the keys describe the same NICs."""
+    notes = []
+    gbps = cluster.get("inter_server_gbps")
+    if gbps is not None and gbps != network.nic_gbps:
+        notes.append(f"inter_server_gbps = {shown(gbps)} is not read: [network] gives the NICs "
+                     f"({network.nic_gbps:g} Gb/s each)")
+    link = cluster.get("inter_server_link")
+    if link is not None and not ((link == "per_gpu_pair" and network.gpus_per_nic == 1)
+                                 or (link == "shared" and network.nics_per_server == 1)):
+        notes.append(f"inter_server_link = {shown(link)} is not read: [network] gives the NICs "
+                     f"({network.nics_per_server} per server, {network.gpus_per_nic} GPUs each)")
+    return tuple(notes)
+
+
 def network_notes(table: dict, network: Network, servers: int) -> tuple[str, ...]:
-    """What a ``[network]`` table states that changes no figure on ``servers`` servers, one line each (train and
-    search print them on stderr): ``switch_tiers`` (switch hops' latency is not modelled) and an
+    """What a ``[network]`` table states that changes no figure on ``servers`` servers, one line each (train, search
+    and plan print them on stderr): ``switch_tiers`` (switch hops' latency is not modelled) and an
     ``oversubscription`` above leaves no group crosses (every server under one leaf)."""
     notes = []
     if "switch_tiers" in table:
-        notes.append(f"switch_tiers = {network.switch_tiers} is not read by train and search: the latency of switch "
+        notes.append(f"switch_tiers = {network.switch_tiers} is not read: the latency of switch "
                      "hops is not modelled (docs/training.md, Beyond one server)")
     if network.oversubscription > 1 and not 0 < network.servers_per_leaf < servers:
         leaf = "no servers_per_leaf" if not network.servers_per_leaf else \
@@ -209,5 +226,5 @@ def network_notes(table: dict, network: Network, servers: int) -> tuple[str, ...
     return tuple(notes)
 
 
-__all__ = ["NETWORK_KEYS", "NIC_GBPS_SOLD", "Network", "network_notes", "network_warnings", "nic_speed_warning",
-           "read_network"]
+__all__ = ["DEFAULT_SWITCH_TIERS", "NETWORK_KEYS", "NIC_GBPS_SOLD", "Network", "network_notes", "network_warnings",
+           "nic_speed_warning", "read_network", "superseded_notes"]
