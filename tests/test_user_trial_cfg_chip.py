@@ -91,6 +91,25 @@ def test_a_device_files_nic_prices_the_servers_link_when_the_cluster_gives_none(
     assert err.count("\n") == 1 and "field 'inter_server_gbps': missing" in err and "inter_node_gbps" in err
 
 
+def test_a_device_files_nic_speed_outside_any_nic_sold_is_warned(tmp_path, capsys):
+    """``[links] inter_node_gbps = 400000`` (400 Gb/s written in Mb/s) prices every collective across servers 1000
+    times fast without a word, where ``[network] nic_gbps = 400000`` is warned: it now gets the same warning on
+    stderr, naming the device file and the key; a plausible 400 gets none."""
+    from archsim.training.cluster import load_gpu_cluster
+
+    mbps = CFG.replace("intra_gbps = 100\n", "intra_gbps = 100\ninter_node_gbps = 400000\n")
+    assert main(["train", GPT2, "--dp", "8", "--global-batch", "64", "--cluster", _cluster(tmp_path, device=mbps)]) == 0
+    err = capsys.readouterr().err
+    assert err.count("archsim train: warning: mychip.cfg [links]: inter_node_gbps = 400000 Gb/s per NIC is above any "
+                     "NIC sold (≤ 3200 Gb/s): if it is in Mb/s, write inter_node_gbps = 400\n") == 1, err
+    tbps = CFG.replace("intra_gbps = 100\n", "intra_gbps = 100\ninter_node_gbps = 0.4\n")
+    low = ("mychip.cfg [links]: inter_node_gbps = 0.4 Gb/s per NIC is below any NIC sold (≥ 1 Gb/s): if it is in "
+           "Tb/s, write inter_node_gbps = 400")
+    assert load_gpu_cluster(_cluster(tmp_path, device=tbps)).warnings == (low,)
+    plausible = CFG.replace("intra_gbps = 100\n", "intra_gbps = 100\ninter_node_gbps = 400\n")
+    assert load_gpu_cluster(_cluster(tmp_path, device=plausible)).warnings == ()
+
+
 @pytest.mark.long
 def test_an_energy_search_on_array_chips_ranks_equal_joules_by_time(tmp_path, capsys):
     """On array chips ``energy_j`` is the energy model's: the same ops cost the same joules whatever the

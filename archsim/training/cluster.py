@@ -42,7 +42,14 @@ from archsim.errors import InputError
 from archsim.spp.topology import Topology, build_topology, missing_inter_server, read_cluster_document
 from archsim.training import fitted
 from archsim.training.machine import Links, Machine
-from archsim.training.network import Network, network_notes, network_warnings, read_network, superseded_notes
+from archsim.training.network import (
+    Network,
+    network_notes,
+    network_warnings,
+    nic_speed_warning,
+    read_network,
+    superseded_notes,
+)
 from archsim.training.parallel import Parallelism, tp_straddles
 from archsim.validate import parse_float, shown_number
 
@@ -393,6 +400,10 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
                               f"{device.fabric_bytes_per_s / 1e9:g} GB/s")
         if intra is not None and _intra_unit_warning(intra, device):
             slipped.append(_intra_unit_warning(intra, device))
+        if "device" in group and device.inter_node_gbps:  # the device file's NIC: its unit may slip as nic_gbps's
+            nic_unit = nic_speed_warning("inter_node_gbps", device.inter_node_gbps)
+            if nic_unit:
+                slipped.append(f"{group['device']} [links]: {nic_unit}")
         fabrics.extend([fabric] * group.get("count", 1))
         for key, out in (("price_per_gpu_hour", prices), ("gpu_watts", watts)):
             value = group.get(key)
