@@ -91,3 +91,11 @@ def test_a_network_table_is_checked_by_plan(tmp_path):
         load_topology_file(_file(tmp_path, "bad", "", SERVERS + "[network]\nnics_per_server = 2\nnic_gbps = 100\n"
                                  "gpus_per_nic = 1\n"))
     assert caught.value.where.field == "gpus_per_nic"
+
+
+@pytest.mark.parametrize("tiers", [2, 3])
+def test_plan_notes_switch_tiers_only_other_than_the_default(tmp_path, capsys, tiers):
+    """plan prints train's notes on the table: switch_tiers = 3 is not modelled (noted once); the default 2, written
+    out, is not noted."""
+    _, err = _plan(capsys, _file(tmp_path, "tiers", "", SERVERS + RAILS + f"switch_tiers = {tiers}\n"))
+    assert err.count(f"note: switch_tiers = {tiers} is not read") == (tiers != 2), err

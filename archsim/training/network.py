@@ -212,10 +212,11 @@ def superseded_notes(cluster: dict, network: Network) -> tuple[str, ...]:
 
 def network_notes(table: dict, network: Network, servers: int) -> tuple[str, ...]:
     """What a ``[network]`` table states that changes no figure on ``servers`` servers, one line each (train, search
-    and plan print them on stderr): ``switch_tiers`` (switch hops' latency is not modelled) and an
+    and plan print them on stderr): a ``switch_tiers`` other than the default 2 (switch hops' latency is not
+    modelled, so a stated 1 or 3 prices as 2 does; the default itself assumes nothing unmodelled) and an
     ``oversubscription`` above leaves no group crosses (every server under one leaf)."""
     notes = []
-    if "switch_tiers" in table:
+    if "switch_tiers" in table and network.switch_tiers != DEFAULT_SWITCH_TIERS:
         notes.append(f"switch_tiers = {network.switch_tiers} is not read: the latency of switch "
                      "hops is not modelled (docs/training.md, Beyond one server)")
     if network.oversubscription > 1 and not 0 < network.servers_per_leaf < servers:
