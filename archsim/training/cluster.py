@@ -154,8 +154,9 @@ class GpuCluster:
 
     def machine(self, par: Parallelism, device: Device | None = None, rank: int = 0) -> Machine:
         """The machine of pipeline rank ``rank`` on ``device`` (default the cluster's first GPU type):
-        its own TP and DP groups' links, the pipeline's slowest hop (over its ranks' first GPUs) and,
-        when the pipeline spans servers, each hop's link (:meth:`pipeline_hops`)."""
+        its own TP and DP groups' links (the slowest of each kind, :meth:`_slowest_link`), the pipeline's
+        link over its ranks' first GPUs and, when the pipeline spans servers, each hop's link
+        (:meth:`pipeline_hops`); every link on its own servers' GPUs on a mixed cluster (:meth:`_link`)."""
         self._check_gpus(par)
         device = self.gpu if device is None else device
         start = rank * par.tp * par.dp
