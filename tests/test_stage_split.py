@@ -206,7 +206,7 @@ def test_search_on_a_tiny_mixed_cluster_by_brute_force(tmp_path):
                     assert (tp, pp, dp, b, recompute) not in kept
                     continue
                 par = Parallelism(tp, pp, dp, 8, b, recompute)
-                machines = [cluster.machine(par, kinds[r * group]) for r in range(pp)]
+                machines = [cluster.machine(par, kinds[r * group], r) for r in range(pp)]
                 caps = [kinds[r * group].memory_bytes for r in range(pp)]
                 want = _brute(c, par, machines, caps)
                 row = kept.get((tp, pp, dp, b, recompute))

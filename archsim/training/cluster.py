@@ -120,9 +120,15 @@ class GpuCluster:
         """A group's link: its server's NVLink when all ``members`` (GPU indices) sit in one server (or one
         NVLink domain of several servers), else NVLink inside each server and the network between
         (:class:`~archsim.collectives.Spanning`: the group's share of every NIC rail; one GPU's for a
-        pipeline ``hop``, where every GPU of the stage sends its own slice at once)."""
+        pipeline ``hop``, where every GPU of the stage sends its own slice at once). On a mixed cluster
+        each server's own GPU and in-server link price its part, not the asking rank's ``device``: a
+        pipeline hop or the pipeline's ``pp`` link may sit in another rank's servers (a V100 server's hop is
+        its DGX-1 rings, not an A100's NVSwitch), and a group over servers runs at its slowest server's
+        NVLink."""
         server = self.server_of(members[0])
         net = self.network
+        if self.heterogeneous:
+            device = self.servers[server]
         if server == self.server_of(members[-1]):
             first = self.starts[server]
             link = fitted.nvlink_group(device, tuple(i - first for i in members), self.fabric(server))
@@ -138,15 +144,26 @@ class GpuCluster:
             servers = tuple(sorted({self.server_of(i) for i in members}))  # a hop: one GPU's share
             bandwidth = net.group_bytes_per_s(1 if hop else len(local), self.gpus_per_server, servers,
                                               local[:1] if hop else local)
-        fabric = self.fabric(server)
-        intra = fitted.nvlink_group(device, local, fabric) if len(local) > 1 else \
-            fitted.nvlink(device.nvlink_bytes_per_s if fabric is None else fabric)
+        intra = self._intra(device, local, server)
+        if self.heterogeneous:  # every spanned server's own GPUs and fabric: the slowest bounds the ring
+            spanned = sorted({self.server_of(i) for i in members})
+            intra = min((self._intra(self.servers[s], tuple(i - self.starts[s] for i in members
+                                                            if self.server_of(i) == s), s) for s in spanned),
+                        key=lambda link: link.bus_bandwidth)
         return Spanning(intra, fitted.infiniband(bandwidth), len(local))
+
+    def _intra(self, device: Device, local: tuple[int, ...], server: int):
+        """The NVLink part of a group over servers: its ``local`` GPUs (indices within ``server``) on
+        ``device`` at the server's fabric."""
+        fabric = self.fabric(server)
+        return fitted.nvlink_group(device, local, fabric) if len(local) > 1 else \
+            fitted.nvlink(device.nvlink_bytes_per_s if fabric is None else fabric)
 
     def machine(self, par: Parallelism, device: Device | None = None, rank: int = 0) -> Machine:
         """The machine of pipeline rank ``rank`` on ``device`` (default the cluster's first GPU type):
-        its own TP and DP groups' links, the pipeline's slowest hop (over its ranks' first GPUs) and,
-        when the pipeline spans servers, each hop's link (:meth:`pipeline_hops`)."""
+        its own TP and DP groups' links (the slowest of each kind, :meth:`_slowest_link`), the pipeline's
+        link over its ranks' first GPUs and, when the pipeline spans servers, each hop's link
+        (:meth:`pipeline_hops`); every link on its own servers' GPUs on a mixed cluster (:meth:`_link`)."""
         self._check_gpus(par)
         device = self.gpu if device is None else device
         start = rank * par.tp * par.dp
@@ -156,8 +173,8 @@ class GpuCluster:
         step = min(self.gpus_per_server, par.tp)
         dp_groups = (range(start + t, start + par.tp * par.dp, par.tp) for t in range(0, par.tp, step))
         return Machine(device, kernels,
-                       Links(tp=self._link(device, self._slowest(tp_groups)),
-                             dp=self._link(device, self._slowest(dp_groups)),
+                       Links(tp=self._slowest_link(device, tp_groups),
+                             dp=self._slowest_link(device, dp_groups),
                              pp=self._link(device, range(0, par.gpus, par.tp * par.dp), hop=True),
                              pp_hops=self.pipeline_hops(par, device)),
                        dtype=self.dtype)
@@ -175,6 +192,15 @@ class GpuCluster:
         oversubscribed fabric, on a cluster of one server kind (a mixed one prices each rank on its own)."""
         net = self.network
         return net is not None and net.oversubscription != 1 and bool(net.servers_per_leaf) and not self.heterogeneous
+
+    def _slowest_link(self, device: Device, groups: Iterator[range], hop: bool = False):
+        """The link of a rank's slowest group of one kind (:meth:`_slowest`): on a mixed cluster every group
+        priced on its own servers (:meth:`_link`) and the one of least bus bandwidth taken, since servers of
+        one GPU type may state different in-server links (a rank's TP group on a 2400 Gbit/s server waits
+        longer than its twin on a 4800 one); on a uniform one, the slowest kind's first group."""
+        if self.heterogeneous:
+            return min((self._link(device, members, hop) for members in groups), key=lambda link: link.bus_bandwidth)
+        return self._link(device, self._slowest(groups), hop)
 
     def _slowest(self, groups: Iterator[range]) -> range:
         """Of a rank's groups of one kind (its TP groups, its DP groups, a hop's GPU pairs), which run at once
@@ -215,8 +241,8 @@ class GpuCluster:
         hops = []
         for r in range(par.pp):
             a, b = sorted((firsts[r], firsts[(r + 1) % par.pp]))
-            hops.append(self._link(device, self._slowest(range(a + g, b + g + 1, b - a)
-                                                         for g in self._hop_shifts(a, b, group)), hop=True))
+            hops.append(self._slowest_link(device, (range(a + g, b + g + 1, b - a)
+                                                    for g in self._hop_shifts(a, b, group)), hop=True))
         return tuple(hops)
 
     def _hop_shifts(self, a: int, b: int, group: int) -> list[int]:
