@@ -188,7 +188,7 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
     (MFU, TFLOP/s per GPU, tokens/s); ``result.to_dict()`` is the document ``archsim train --format json``
     prints. A TP group across servers and a rank whose memory does not fit its GPU (``result.fits``) are
     each a :class:`UserWarning`, the line ``archsim train`` prints on stderr, as is a NIC speed outside
-    every NIC sold (a unit slipped: :func:`archsim.training.network.nic_speed_warning`); so is its note when ``dtype``
+    every NIC sold (a unit slipped: :func:`archsim.network.nic_speed_warning`); so is its note when ``dtype``
     is None, ``cluster`` a path (fp16) and the config's ``torch_dtype`` names another dtype."""
     from dataclasses import replace
 

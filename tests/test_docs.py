@@ -207,9 +207,9 @@ def table_keys(page: str, heading: str) -> list[list[str]]:
 def test_format_tables_list_exactly_the_keys_the_code_checks():
     from archsim.cluster.profile_csv import COLUMNS as PROFILE_COLUMNS
     from archsim.cluster.trace import COLUMNS as TIRESIAS_COLUMNS
+    from archsim.network import NETWORK_KEYS
     from archsim.spp.topology import CLUSTER_KEYS, SERVER_KEYS
     from archsim.sweep.spec import KEYS, REQUIRED
-    from archsim.training.network import NETWORK_KEYS
     from archsim.workload.csv_loader import OPTIONAL, POSITIONAL
 
     assert table_keys("formats.md", "## Network (topology) CSV") == [list(POSITIONAL), list(OPTIONAL)]

@@ -27,6 +27,7 @@ FORBIDDEN = {
     "archsim.array": ("archsim.partition", "archsim.spp", "archsim.cluster", *GPU, *LATER),
     "archsim.partition": ("archsim.spp", "archsim.cluster", *GPU, *LATER),
     "archsim.collectives": ("archsim.partition", "archsim.spp", *LATER),
+    "archsim.network": ("archsim.partition", "archsim.spp", *GPU, *LATER),
     "archsim.spp": ("archsim.cluster", "archsim.energy", "archsim.training", "archsim.validation", "archsim.planners",
                     "archsim.policies", "archsim.report", "archsim.sweep", "archsim.commands", "archsim.cli"),
     "archsim.planners": ("archsim.policies", "archsim.report", "archsim.sweep", "archsim.commands", "archsim.cli"),

@@ -203,8 +203,8 @@ def _note_unread_keys(cluster: str, topology) -> None:
     import sys
     from collections import Counter
 
+    from archsim.network import network_notes, read_network, superseded_notes
     from archsim.spp.topology import read_cluster_document
-    from archsim.training.network import network_notes, read_network, superseded_notes
 
     spec = read_cluster_document(cluster)
     servers = spec.get("servers", [])

@@ -260,12 +260,12 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
 
 def _network_links(spec: dict, where: np.ndarray, bandwidth: np.ndarray, file: str) -> tuple[np.ndarray, np.ndarray]:
     """The links between servers (bytes/s) and their min-cut capacities from the cluster's ``[network]`` table, read
-    by train's own reader (:func:`archsim.training.network.read_network`, the largest server's GPUs as train takes
+    by train's own reader (:func:`archsim.network.read_network`, the largest server's GPUs as train takes
     them): a transfer between GPUs of two servers runs at one NIC's speed (the sending GPU's rail), over the
     oversubscription where the servers sit under different leaves; the k_a·k_b GPU pairs of two NICs share that NIC
     pair's link, so each pair's capacity is its bandwidth / (k_a·k_b). One NIC per server is ``inter_server_link =
     "shared"`` at ``nic_gbps``, one NIC per GPU is ``"per_gpu_pair"`` (module docstring), as train reads them."""
-    from archsim.training.network import read_network  # imports nothing of training's model
+    from archsim.network import read_network
 
     gpus = np.bincount(where)
     network = read_network(spec, int(gpus.max()), file)

@@ -39,10 +39,7 @@ from archsim.choices.devices import DTYPES
 from archsim.collectives import Spanning
 from archsim.devices.device import Device, catalog_device
 from archsim.errors import InputError
-from archsim.spp.topology import Topology, build_topology, missing_inter_server, read_cluster_document
-from archsim.training import fitted
-from archsim.training.machine import Links, Machine
-from archsim.training.network import (
+from archsim.network import (
     Network,
     network_notes,
     network_warnings,
@@ -50,6 +47,9 @@ from archsim.training.network import (
     read_network,
     superseded_notes,
 )
+from archsim.spp.topology import Topology, build_topology, missing_inter_server, read_cluster_document
+from archsim.training import fitted
+from archsim.training.machine import Links, Machine
 from archsim.training.parallel import Parallelism, tp_straddles
 from archsim.validate import parse_float, shown_number
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from archsim.collectives import LinkClass, Spanning, collective_seconds
 from archsim.devices.catalog import gpu
+from archsim.network import Network
 from archsim.training import fitted
-from archsim.training.network import Network
 
 
 @dataclass(frozen=True)
