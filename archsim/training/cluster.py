@@ -144,12 +144,11 @@ class GpuCluster:
             servers = tuple(sorted({self.server_of(i) for i in members}))  # a hop: one GPU's share
             bandwidth = net.group_bytes_per_s(1 if hop else len(local), self.gpus_per_server, servers,
                                               local[:1] if hop else local)
-        intra = self._intra(device, local, server)
-        if self.heterogeneous:  # every spanned server's own GPUs and fabric: the slowest bounds the ring
-            spanned = sorted({self.server_of(i) for i in members})
-            intra = min((self._intra(self.servers[s], tuple(i - self.starts[s] for i in members
-                                                            if self.server_of(i) == s), s) for s in spanned),
-                        key=lambda link: link.bus_bandwidth)
+        # on a mixed cluster every spanned server's own GPUs and fabric: the slowest bounds the ring
+        spanned = sorted({self.server_of(i) for i in members}) if self.heterogeneous else (server,)
+        intra = min((self._intra(self.servers[s] if self.heterogeneous else device,
+                                 tuple(i - self.starts[s] for i in members if self.server_of(i) == s), s)
+                     for s in spanned), key=lambda link: link.bus_bandwidth)
         return Spanning(intra, fitted.infiniband(bandwidth), len(local))
 
     def _intra(self, device: Device, local: tuple[int, ...], server: int):
