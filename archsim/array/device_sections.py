@@ -1,7 +1,7 @@
 """A device file's own sections and keys (docs/formats.md, "Device files"), checked in one place: every reader
 of a device file or of a SCALE-Sim ``.cfg`` that carries ``[device]``/``[links]`` (the dense array commands read
 one of its arrays) goes through :func:`checked_sections` or :func:`cfg_device_sections`, so an unknown key or a
-bad value is the same one-line error everywhere. Units as the keys name them (GiB, Gb/s, MHz, s, W)."""
+bad value is the same one-line error everywhere. Units as the keys name them (GiB, Gb/s, MHz, s, µs, W)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,12 @@ from typing import Any
 
 from archsim.choices.devices import DTYPES
 from archsim.errors import InputError
-from archsim.validate import INT32_MAX, parse_float, parse_int
+from archsim.validate import INT32_MAX, parse_float, parse_int, shown_number
 
 PEAK_DTYPES = (*DTYPES, "tf32", "fp64", "fp8")  # what [compute.peak_tflops] may name
 
-# section → key → (kind, required); kinds: int, float (positive), fraction (0, 1], seconds [0, 1), str, bool
+# section → key → (kind, required); kinds: int, float (positive), float0 (≥ 0), fraction (0, 1], seconds [0, 1),
+# latency_us [0, MAX_STEP_LATENCY_US], str, bool
 _KEYS: dict[str, dict[str, tuple[str, bool]]] = {
     "device": {"name": ("str", True), "gemm": ("str", False), "split_k": ("bool", False),
                "board_watts": ("float", False)},
@@ -28,17 +29,25 @@ _KEYS: dict[str, dict[str, tuple[str, bool]]] = {
                "l2_bytes_per_clock": ("float0", False), "hbm_gib": ("float", True), "hbm_gbps": ("float", True),
                "memory_efficiency": ("fraction", False)},
     "links": {"intra_gbps": ("float", True), "links": ("int", False), "host_gbps": ("float", False),
-              "inter_node_gbps": ("float0", False)},
+              "inter_node_gbps": ("float0", False), "intra_latency_us": ("latency_us", False),
+              "inter_node_latency_us": ("latency_us", False)},
 }
+# A ring or tree step's latency above 1 ms is no fabric's (NVLink's fitted step is 3.15 µs, a NIC's a few µs; the
+# nccl-tests fit bounds α there too): a larger figure is a unit slip (ns written as µs), refused.
+MAX_STEP_LATENCY_US = 1000.0
+_NUMBERS = ("int", "float", "float0", "fraction", "seconds", "latency_us")
 DEVICE_WORD_BYTES = 2  # a .cfg device file's word: fp16/bf16, what train and search read its arrays at
 BANDWIDTH_TOLERANCE = 0.01  # words/cycle × bytes × clock may differ from hbm_gbps by a rounding
 _CFG_SECTIONS = ("device", "memory", "links")  # what a .cfg device file adds to SCALE-Sim's sections
 _CFG_DEVICE_COUNTS = ("arrays", "arrays_per_core")  # a .cfg's [device] keys for what a TOML's [compute] says
 
 
-def _check(section: str, key: str, value: object, file: str) -> Any:
-    """``value`` of ``[section] key`` checked for its kind, or InputError naming file and key."""
+def _check(section: str, key: str, value: object, file: str, typed: bool = True) -> Any:
+    """``value`` of ``[section] key`` checked for its kind, or InputError naming file and key. ``typed``: a TOML's
+    value, where a number takes no quotes (a .cfg's values are all text), as a cluster file refuses one."""
     kind = _KEYS[section][key][0]
+    if typed and kind in _NUMBERS and isinstance(value, str):
+        raise InputError(f"expected a number, got {shown_number(value)}", file=file, field=f"{section}.{key}")
     if kind == "bool":  # a TOML boolean, or a .cfg's text
         text = str(value).strip().lower() if not isinstance(value, bool) else ("true" if value else "false")
         if text not in ("true", "false"):
@@ -58,6 +67,8 @@ def _check(section: str, key: str, value: object, file: str) -> Any:
             if out >= 1:
                 raise ValueError(f"expected seconds in [0, 1), got {value!r}")
             return out
+        if kind == "latency_us":
+            return parse_float(value, high=MAX_STEP_LATENCY_US, what="a non-negative number of µs")
     except ValueError as exc:
         raise InputError(str(exc), file=file, field=f"{section}.{key}") from None
     if kind == "table":
@@ -69,6 +80,8 @@ def _check(section: str, key: str, value: object, file: str) -> Any:
                 raise InputError(f"unknown dtype {dtype!r}; expected {', '.join(PEAK_DTYPES)}", file=file,
                                  field=f"{section}.{key}")
             try:
+                if isinstance(tflops, str):  # parse_float's ValueError: one handler
+                    raise ValueError(f"expected a positive number, got {shown_number(tflops)}")  # noqa: TRY004
                 peaks[dtype] = parse_float(tflops, low_open=True, what="a positive number")
             except ValueError as exc:
                 raise InputError(str(exc), file=file, field=f"{section}.{key}.{dtype}") from None
@@ -79,9 +92,11 @@ def _check(section: str, key: str, value: object, file: str) -> Any:
 
 
 def checked_sections(spec: dict, file: str, required: tuple[str, ...],
-                     read_apart: dict[str, tuple[str, ...]] | None = None) -> dict[str, dict[str, Any]]:
+                     read_apart: dict[str, tuple[str, ...]] | None = None,
+                     typed: bool = True) -> dict[str, dict[str, Any]]:
     """Each known section's checked values; unknown sections or keys and missing ones refused.
-    ``read_apart``: keys a section also takes that the caller read already (named in the error too)."""
+    ``read_apart``: keys a section also takes that the caller read already (named in the error too);
+    ``typed``: a TOML's values (a number in quotes refused), not a .cfg's text."""
     for section in spec:
         if section not in _KEYS:
             raise InputError(f"unknown section [{section}]; expected {', '.join(f'[{s}]' for s in _KEYS)}",
@@ -101,7 +116,7 @@ def checked_sections(spec: dict, file: str, required: tuple[str, ...],
         for key, (_, needed) in keys.items():
             if needed and key not in given and (section in required):
                 raise InputError(f"missing key in [{section}]", file=file, field=f"{section}.{key}")
-        out[section] = {key: _check(section, key, value, file) for key, value in given.items()}
+        out[section] = {key: _check(section, key, value, file, typed) for key, value in given.items()}
     return out
 
 
@@ -134,7 +149,7 @@ def cfg_device_sections(text: str, file: str, required: bool) -> tuple[dict[str,
         raise InputError("a .cfg's SRAM per array is its IfmapSramSzkB + FilterSramSzkB + OfmapSramSzkB "
                          "([architecture_presets]): drop sram_kib_per_array", file=file,
                          field="memory.sram_kib_per_array")
-    return (checked_sections(own, file, _CFG_SECTIONS if required else (), {"device": _CFG_DEVICE_COUNTS}),
+    return (checked_sections(own, file, _CFG_SECTIONS if required else (), {"device": _CFG_DEVICE_COUNTS}, typed=False),
             counts[0], counts[1])
 
 

@@ -23,7 +23,9 @@ A device is its compute units, its memories and its links:
   bandwidth memory-bound kernels reach. A catalog GPU leaves them to :func:`archsim.training.fitted.kernels`
   (``efficiency`` None); a device file states them (defaults: no overheads, full peak and bandwidth).
 * **links**, per direction in bytes/s: the intra-node fabric (NVLink, ICI) over ``links`` links,
-  switched or not, the host link (PCIe), and the inter-node NIC in Gb/s (0: the cluster file's).
+  switched or not, the host link (PCIe), and the inter-node NIC in Gb/s (0: the cluster file's); the
+  latency one ring or tree step pays on the fabric and on the NIC, seconds (None: the fitted link classes'
+  α, :mod:`archsim.training.fitted`; a device file may state its own, a catalog GPU never does).
 
 Peak FLOP/s per dtype are a device's datasheet figures where it has them (a catalog GPU's); a
 device file without ``peak_tflops`` gets 2 · count · rows · cols · clock for every dtype its arrays run
@@ -102,6 +104,8 @@ class Device:
     nvls: bool = False  # its NVSwitch can reduce in the switch (NVLink SHARP: the catalog's Hopper boards)
     pcie_bytes_per_s: float = 0.0
     inter_node_gbps: float = 0.0
+    intra_latency_s: float | None = None  # a collective step on the in-server fabric (None: fitted NVLink α)
+    inter_node_latency_s: float | None = None  # a collective step through the NIC (None: the fitted NIC α)
     board_watts: float | None = None
     split_k: bool = False
 

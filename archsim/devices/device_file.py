@@ -91,8 +91,15 @@ def _device(values: dict[str, dict[str, Any]], arrays: Arrays, file: str, sram_b
                   l2_bytes_per_clock=mem.get("l2_bytes_per_clock", 0.0), efficiency=efficiency,
                   nvlink_bytes_per_s=intra, nvlinks=links.get("links", 1), nvswitch=True,
                   pcie_bytes_per_s=links.get("host_gbps", links["intra_gbps"]) * 1e9,
-                  inter_node_gbps=links.get("inter_node_gbps", 0.0), board_watts=dev.get("board_watts"),
+                  inter_node_gbps=links.get("inter_node_gbps", 0.0),
+                  intra_latency_s=_seconds(links, "intra_latency_us"),
+                  inter_node_latency_s=_seconds(links, "inter_node_latency_us"), board_watts=dev.get("board_watts"),
                   split_k=dev.get("split_k", False))
+
+
+def _seconds(links: dict[str, Any], key: str) -> float | None:
+    """A ``[links]`` latency key (µs) in seconds; None when unstated (the fitted link class's α prices it)."""
+    return None if key not in links else links[key] / 1e6
 
 
 def _toml_device(path: Path) -> Device:

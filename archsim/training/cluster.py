@@ -135,7 +135,8 @@ class GpuCluster:
             return replace(link, nvls=True) if net is not None and net.nvls and device.nvswitch else link
         if net is not None and self._one_domain(members[0], members[-1]):
             fabric = self.fabric(server)
-            return replace(fitted.nvlink(device.nvlink_bytes_per_s if fabric is None else fabric), nvls=net.nvls)
+            link = fitted.nvlink(device.nvlink_bytes_per_s if fabric is None else fabric, device.intra_latency_s)
+            return replace(link, nvls=net.nvls)
         local = tuple(i - self.starts[server] for i in members if self.server_of(i) == server)
         if net is None:
             per_gpu = self.inter_server_bytes_per_s
@@ -145,18 +146,22 @@ class GpuCluster:
             bandwidth = net.group_bytes_per_s(1 if hop else len(local), self.gpus_per_server, servers,
                                               local[:1] if hop else local)
         # on a mixed cluster every spanned server's own GPUs and fabric: the slowest bounds the ring
+        # (of equal bandwidths the one of longer steps); a step through the NICs waits for the slowest device's
         spanned = sorted({self.server_of(i) for i in members}) if self.heterogeneous else (server,)
-        intra = min((self._intra(self.servers[s] if self.heterogeneous else device,
-                                 tuple(i - self.starts[s] for i in members if self.server_of(i) == s), s)
-                     for s in spanned), key=lambda link: link.bus_bandwidth)
-        return Spanning(intra, fitted.infiniband(bandwidth), len(local))
+        devices = [self.servers[s] if self.heterogeneous else device for s in spanned]
+        intra = min((self._intra(d, tuple(i - self.starts[s] for i in members if self.server_of(i) == s), s)
+                     for d, s in zip(devices, spanned, strict=True)),
+                    key=lambda link: (link.bus_bandwidth, -link.alpha_s))
+        inter = max((fitted.infiniband(bandwidth, d.inter_node_latency_s) for d in devices),
+                    key=lambda link: link.alpha_s)
+        return Spanning(intra, inter, len(local))
 
     def _intra(self, device: Device, local: tuple[int, ...], server: int):
         """The NVLink part of a group over servers: its ``local`` GPUs (indices within ``server``) on
         ``device`` at the server's fabric."""
         fabric = self.fabric(server)
         return fitted.nvlink_group(device, local, fabric) if len(local) > 1 else \
-            fitted.nvlink(device.nvlink_bytes_per_s if fabric is None else fabric)
+            fitted.nvlink(device.nvlink_bytes_per_s if fabric is None else fabric, device.intra_latency_s)
 
     def machine(self, par: Parallelism, device: Device | None = None, rank: int = 0) -> Machine:
         """The machine of pipeline rank ``rank`` on ``device`` (default the cluster's first GPU type):

@@ -51,9 +51,11 @@ V100_NVLINK = {"efficiency": 0.903, "alpha_s": 0.0, "launch_s": 37.9e-6, "copy_s
 A100_KERNELS = one_fraction(gemm=0.824, memory=0.808, launch_s=32.4e-6, host_s=69.4e-6)
 
 
-def nvlink(bandwidth: float) -> LinkClass:
-    """The NVLink link class of a server whose GPUs each have ``bandwidth`` bytes/s per direction."""
-    return _link("nvlink", bandwidth, A100_NVLINK)
+def nvlink(bandwidth: float, alpha_s: float | None = None) -> LinkClass:
+    """The NVLink link class of a server whose GPUs each have ``bandwidth`` bytes/s per direction; ``alpha_s``:
+    the per-step latency a device states for its fabric (a device file's ``[links] intra_latency_us``, s),
+    None: the fitted one."""
+    return _link("nvlink", bandwidth, A100_NVLINK, alpha_s)
 
 
 def nvlink_group(device, members: tuple[int, ...], bandwidth: float | None = None) -> LinkClass:
@@ -62,17 +64,20 @@ def nvlink_group(device, members: tuple[int, ...], bandwidth: float | None = Non
     NVLink rings' (:func:`~archsim.training.nvlink_rings.ring_count`), PCIe where no ring exists or the
     board has no NVLink (a PCIe card). ``bandwidth``: the server's in-server fabric, bytes/s per GPU per
     direction, as its cluster file states it (``intra_server_gbps``, :func:`fabric_bytes_per_s`); None:
-    the device's own NVLink (or, on a PCIe card, its PCIe) figure."""
+    the device's own NVLink (or, on a PCIe card, its PCIe) figure. Each step pays the device's own
+    latency where it states one (``intra_latency_s``), else the fitted α."""
+    alpha = device.intra_latency_s
     if not device.nvlink_bytes_per_s:
-        return _link("pcie", device.pcie_bytes_per_s if bandwidth is None else bandwidth, V100_NVLINK)
+        return _link("pcie", device.pcie_bytes_per_s if bandwidth is None else bandwidth, V100_NVLINK, alpha)
     fabric = device.nvlink_bytes_per_s if bandwidth is None else bandwidth
     if device.nvswitch:
-        return nvlink(fabric)
+        return nvlink(fabric, alpha)
     from archsim.training.nvlink_rings import ring_count
 
     rings = ring_count(tuple(members))
     link = fabric / device.nvlinks  # one NVLink's share of the stated fabric
-    return _link("nvlink" if rings else "pcie", rings * link if rings else device.pcie_bytes_per_s, V100_NVLINK)
+    return _link("nvlink" if rings else "pcie", rings * link if rings else device.pcie_bytes_per_s, V100_NVLINK,
+                 alpha)
 
 
 def fabric_bytes_per_s(intra_server_gbps: float) -> float:
@@ -82,8 +87,11 @@ def fabric_bytes_per_s(intra_server_gbps: float) -> float:
     return intra_server_gbps * 1e9 / 8 / 2
 
 
-def _link(name: str, bandwidth: float, fit: dict[str, float]) -> LinkClass:
-    return LinkClass(name, bandwidth, fit["efficiency"], fit["alpha_s"], fit["launch_s"], fit["copy_s_per_byte"])
+def _link(name: str, bandwidth: float, fit: dict[str, float], alpha_s: float | None = None) -> LinkClass:
+    """``fit``'s link class at ``bandwidth``; ``alpha_s`` (s), where a device states it, in place of the fitted
+    per-step latency: the one place a device's own step latency enters the collective model."""
+    alpha = fit["alpha_s"] if alpha_s is None else alpha_s
+    return LinkClass(name, bandwidth, fit["efficiency"], alpha, fit["launch_s"], fit["copy_s_per_byte"])
 
 
 # η of a NIC: the channel speed NCCL's graph search settles on for it (its speedArrayInter: 24 GB/s
@@ -91,12 +99,13 @@ def _link(name: str, bandwidth: float, fit: dict[str, float]) -> LinkClass:
 NIC_EFFICIENCY = 0.96
 
 
-def infiniband(bandwidth: float) -> LinkClass:
+def infiniband(bandwidth: float, alpha_s: float | None = None) -> LinkClass:
     """An inter-server link of ``bandwidth`` bytes/s (a group's share of its servers' NICs): not fitted
     (no multi-server tables are shipped; the cited figures check it, tests/data/nccl_multinode.csv);
-    η from NCCL's channel speeds, twice NVLink's step latency, NVLink's launch latency and copy cost."""
-    return LinkClass("infiniband", bandwidth, efficiency=NIC_EFFICIENCY, alpha_s=A100_NVLINK["alpha_s"] * 2,
-                     launch_s=A100_NVLINK["launch_s"], copy_s_per_byte=A100_NVLINK["copy_s_per_byte"])
+    η from NCCL's channel speeds, twice NVLink's step latency (or ``alpha_s``, s: a device file's
+    ``[links] inter_node_latency_us``), NVLink's launch latency and copy cost."""
+    nic = {**A100_NVLINK, "efficiency": NIC_EFFICIENCY, "alpha_s": A100_NVLINK["alpha_s"] * 2}
+    return _link("infiniband", bandwidth, nic, alpha_s)
 
 
 def kernels(gpu_name: str) -> KernelConstants:
