@@ -197,3 +197,20 @@ def test_a_bad_latency_is_one_line_from_train(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "links.intra_latency_us" in err and str(device) in err, err
     assert "without quotes" in err
+
+
+@pytest.mark.parametrize("order", [(10e-6, 40e-6), (40e-6, 10e-6)])
+@pytest.mark.parametrize("field, part, gpus", [("inter_node_latency_s", "inter", 1), ("intra_latency_s", "intra", 2)])
+def test_a_step_of_a_mixed_clusters_pipeline_link_waits_for_the_slower_chip(order, field, part, gpus):
+    """Two servers of two chips (each its own device file, the same bandwidths) that state different step
+    latencies, one chip per pipeline rank: the pipeline's link over the ranks' chips, over which the first and
+    last stage all-reduce the tied embedding, pays the larger per step (through the NICs; inside the servers
+    when each holds two ranks), whichever rank asks and whichever server comes first."""
+    tpu = load_device(DEVICES / "tpu_v4_like.toml")
+    chips = {name: replace(tpu, name=name, **{field: latency}) for name, latency in zip("ab", order, strict=True)}
+    spec = {"cluster": {"name": "x", "inter_server_gbps": 200},
+            "servers": [{"count": 1, "gpus": gpus, "device": name, "intra_server_gbps": 4800} for name in "ab"]}
+    cluster = gpu_cluster(spec, DEVICES, "x", loaded=chips)
+    machines = cluster.laid_out(Parallelism(1, 2 * gpus, 1, 8, 1, "none"))
+    assert [m.gpu.name for m in machines] == sorted(["a", "b"] * gpus)
+    assert [getattr(m.links.pp, part).alpha_s for m in machines] == [40e-6] * 2 * gpus
