@@ -119,3 +119,16 @@ def test_search_prints_a_warning_once_as_its_own_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("inter_server_gbps = 400000") == 1
     assert "archsim search: warning: inter_server_gbps = 400000" in err
+
+
+def test_a_device_sweep_warns_an_axis_value_whose_unit_slipped(tmp_path, capsys):
+    """hbm_gbps = [1.6, 1600]: the 1.6 point (TB/s written as GB/s) ran 600 times slower without a word."""
+    _chip(tmp_path)
+    spec = tmp_path / "sweep.toml"
+    spec.write_text('[sweep]\nname = "own"\nmodel = "gpt2"\ndevice = "chip.toml"\nhbm_gbps = [1.6, 1600]\n'
+                    "chips = [1]\nglobal_batch = 1\n")
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "results"), "--quiet"]) == 0
+    err = capsys.readouterr().err
+    (warning,) = [w for w in err.splitlines() if "MyChip" in w]
+    assert warning.startswith("archsim sweep: warning: MyChip: [memory] hbm_gbps = 1.6 GB/s")
+    assert warning.endswith("write hbm_gbps = 1600")
