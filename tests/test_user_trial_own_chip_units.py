@@ -132,3 +132,21 @@ def test_a_device_sweep_warns_an_axis_value_whose_unit_slipped(tmp_path, capsys)
     (warning,) = [w for w in err.splitlines() if "MyChip" in w]
     assert warning.startswith("archsim sweep: warning: MyChip: [memory] hbm_gbps = 1.6 GB/s")
     assert warning.endswith("write hbm_gbps = 1600")
+
+
+def test_an_energy_objective_without_watts_names_gpu_watts(tmp_path):
+    """A tile-timed device file without board_watts and no gpu_watts: the energy objective's refusal named
+    price_per_gpu_hour, the cost objective's key, and told to set both."""
+    from archsim.errors import InputError
+    from archsim.training.cluster import load_gpu_cluster
+    from archsim.training.rates import watts
+
+    text = (ROOT / "configs" / "devices" / "a100_80gb_as_arrays.toml").read_text()
+    (tmp_path / "chip.toml").write_text("\n".join(line for line in text.splitlines()
+                                                  if not line.startswith("board_watts")))
+    path = tmp_path / "cluster.toml"
+    path.write_text('[cluster]\n\n[[servers]]\ncount = 1\ngpus = 8\nintra_server_gbps = 4800\ndevice = "chip.toml"\n')
+    with pytest.raises(InputError) as caught:
+        watts(load_gpu_cluster(str(path)), 8)
+    assert caught.value.where.field == "gpu_watts"
+    assert "price_per_gpu_hour" not in caught.value.message and "board_watts" in caught.value.message
