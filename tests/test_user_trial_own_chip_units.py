@@ -14,6 +14,9 @@ import pytest
 import archsim
 from archsim.cli import main
 from archsim.devices.device_file import implausible_figures, load_device
+from archsim.errors import InputError
+from archsim.training.cluster import load_gpu_cluster
+from archsim.training.rates import watts
 
 ROOT = Path(__file__).resolve().parents[1]
 GPT2 = str(ROOT / "configs" / "transformers" / "gpt2.json")
@@ -137,10 +140,6 @@ def test_a_device_sweep_warns_an_axis_value_whose_unit_slipped(tmp_path, capsys)
 def test_an_energy_objective_without_watts_names_gpu_watts(tmp_path):
     """A tile-timed device file without board_watts and no gpu_watts: the energy objective's refusal named
     price_per_gpu_hour, the cost objective's key, and told to set both."""
-    from archsim.errors import InputError
-    from archsim.training.cluster import load_gpu_cluster
-    from archsim.training.rates import watts
-
     text = (ROOT / "configs" / "devices" / "a100_80gb_as_arrays.toml").read_text()
     (tmp_path / "chip.toml").write_text("\n".join(line for line in text.splitlines()
                                                   if not line.startswith("board_watts")))
