@@ -13,6 +13,7 @@ import pytest
 
 import archsim
 from archsim.cli import main
+from archsim.devices.catalog import GPUS
 from archsim.devices.device_file import implausible_figures, load_device
 from archsim.errors import InputError
 from archsim.training.cluster import load_gpu_cluster
@@ -89,6 +90,8 @@ def test_the_designers_honest_figures_and_the_shipped_devices_are_read_without_a
     assert implausible_figures(load_device(_chip(tmp_path))) == ()
     for path in sorted((ROOT / "configs" / "devices").iterdir()):
         assert implausible_figures(load_device(path)) == (), path.name
+    for name, gpu in GPUS.items():  # the catalog's boards: real figures, never warned
+        assert implausible_figures(gpu) == (), name
 
 
 def test_a_cfg_devices_three_srams_are_checked_alike(tmp_path, chip_cfg):
