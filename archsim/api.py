@@ -221,7 +221,10 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
     result = replace(result, document=train_document(result, config, laid, implementation))
     dtype_note = "" if dtype is not None or isinstance(cluster, GpuCluster) else \
         config_dtype_note(config, laid.cluster.dtype, "dtype=")
-    for warning in (*laid.cluster.warnings, tp_span_warning(laid.cluster, laid.par),
+    from archsim.devices.device_file import devices_implausible_figures
+
+    for warning in (*laid.cluster.warnings, *devices_implausible_figures(laid.cluster.servers or (laid.cluster.gpu,)),
+                    tp_span_warning(laid.cluster, laid.par),
                     rank_memory_warning(result, machines), _seq_note(model, config, seq), dtype_note):
         if warning:  # the lines archsim train prints on stderr, in its order
             import warnings
@@ -260,7 +263,9 @@ def train_runs(model, *, runs: str | Path, cluster, seq: int | None = None, atte
 
     out = predict_runs(config, on, rows, file=runs,  # the lines archsim train --runs prints on stderr
                        warn=lambda line, text: warnings.warn(f"line {line}: {text}", UserWarning, stacklevel=4))
-    for note in (*on.warnings, milliseconds_note(out)):  # a link's unit that slipped; times in ms
+    from archsim.devices.device_file import devices_implausible_figures
+
+    for note in (*on.warnings, *devices_implausible_figures(on.servers or (on.gpu,)), milliseconds_note(out)):  # a link's unit that slipped; times in ms
         if note:
             warnings.warn(note, UserWarning, stacklevel=2)
     return out
@@ -340,7 +345,9 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
                        refine=refine, balance=balance, objective=objective, placement=placement,
                        attention=attention, dp_overlap=dp_overlap, grad_accumulation=grad_accumulation,
                        max_actions=max_ops)
-    for note in (*on.warnings, _seq_note(model, config, seq)):
+    from archsim.devices.device_file import devices_implausible_figures
+
+    for note in (*on.warnings, *devices_implausible_figures(on.servers or (on.gpu,)), _seq_note(model, config, seq)):
         if note:  # the lines archsim search prints on stderr: a link's unit that slipped, the sequence's default
             import warnings
 

@@ -133,12 +133,13 @@ def width_meta(args: argparse.Namespace, array: ArrayConfig) -> dict[str, object
 
 
 def note_unread_cluster_keys(cluster: GpuCluster, command: str) -> None:
-    """Say on stderr, once each, what the cluster file states that is implausible (a warning: a NIC speed whose
-    unit slipped) and what ``command`` (train or search) does not read (docs/formats.md, "Cluster (TOML)": the
+    """Say on stderr, once each, what the cluster file and its device files state that is implausible (a warning:
+    a NIC speed, HBM or SRAM figure whose unit slipped) and what ``command`` (train or search) does not read (docs/formats.md, "Cluster (TOML)": the
     read-by column)."""
+    from archsim.devices.device_file import devices_implausible_figures
     from archsim.training.energy import array_device
 
-    for warning in cluster.warnings:
+    for warning in (*cluster.warnings, *devices_implausible_figures(cluster.servers or (cluster.gpu,))):
         print(f"archsim {command}: warning: {warning}", file=sys.stderr)
 
     notes = list(cluster.unread)

@@ -4,6 +4,7 @@ parallelism for a transformer on a GPU cluster (:mod:`archsim.training.search`).
 from __future__ import annotations
 
 import argparse
+import warnings
 
 from archsim.choices.devices import DTYPES
 from archsim.choices.training import (
@@ -98,12 +99,15 @@ def run(args: argparse.Namespace) -> int:
     chunk_counts(args.schedule, args.chunks)  # a flag combination: refused before the model is read
     config = load_transformer(args.model, seq=args.seq)
     cluster = load_gpu_cluster(args.cluster, args.dtype)
-    result = search(config, cluster=cluster, global_batch=args.global_batch, gpus=args.gpus, objective=args.objective,
-                    balance=args.balance, placement=args.placement, top=args.top, recompute=args.recompute,
-                    schedule=args.schedule, chunks=args.chunks, max_micro_batch=args.max_micro_batch,
-                    sequence_parallel=args.sequence_parallel, refine=args.refine, attention=args.attention,
-                    dp_overlap=args.dp_overlap, max_ops=args.max_ops, grad_accumulation=args.grad_accumulation,
-                    seq=args.seq, model_file=args.model, cluster_file=args.cluster)
+    with warnings.catch_warnings():  # the library's warnings are lines this command prints itself, after the run
+        warnings.simplefilter("ignore", UserWarning)
+        result = search(config, cluster=cluster, global_batch=args.global_batch, gpus=args.gpus,
+                        objective=args.objective, balance=args.balance, placement=args.placement, top=args.top,
+                        recompute=args.recompute, schedule=args.schedule, chunks=args.chunks,
+                        max_micro_batch=args.max_micro_batch, sequence_parallel=args.sequence_parallel,
+                        refine=args.refine, attention=args.attention, dp_overlap=args.dp_overlap,
+                        max_ops=args.max_ops, grad_accumulation=args.grad_accumulation, seq=args.seq,
+                        model_file=args.model, cluster_file=args.cluster)
     document = result.to_dict()  # built once, by archsim.search, naming the files as given
     meta, rows = document["meta"], document["rows"]
     if args.format != "json":

@@ -49,6 +49,11 @@ def run_sweep_command(args: argparse.Namespace) -> int:
               f"{worst['peak_memory_gib']:.4g} GiB per chip, its {worst['gpu']} has {worst['memory_capacity_gib']:g} "
               "GiB): their rows say fits_memory False; the report draws them hollow, never on the front",
               file=sys.stderr)
+    if isinstance(spec, DeviceSweepSpec):  # as train warns of a device figure whose unit slipped
+        from archsim.sweep.device_points import implausible_points
+
+        for line in implausible_points(spec):
+            print(f"archsim sweep: warning: {line}", file=sys.stderr)
     if args.report is not None:
         path = write_report(out, target, spec_command=f"archsim sweep {args.spec} --out {out}",
                             own_networks=spec.networks)

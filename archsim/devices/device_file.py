@@ -14,6 +14,7 @@ checks flags (finite, positive where it must be); errors name the file and the k
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,11 @@ from archsim.validate import check_name, parse_toml, read_text
 
 GIB = 2**30
 PEAK_TOLERANCE = 0.01  # a stated arrays peak may differ from 2 · PEs · clock by a datasheet's rounding
+# GB/s of the memories chips train from: one LPDDR4 channel (12.8) … B200's HBM3e (8,000), with headroom. A figure
+# outside is possible, only implausible: a GB/s figure typed in TB/s (1.6) or MB/s (1,600,000) is 1000× off.
+HBM_GBPS_PLAUSIBLE = (10.0, 20_000.0)
+MAX_PLAUSIBLE_HBM_GIB = 4096  # GiB per chip: 14× B300's 288; 48 GiB typed in MiB (49,152) is above it
+MAX_PLAUSIBLE_SRAM_KIB = 2**20  # KiB per array (1 GiB): 32 MiB typed in bytes (33,554,432) is above it
 
 
 def _key_of(field: str | None) -> str:
@@ -138,6 +144,45 @@ def _cfg_device(path: Path) -> Device:
     return _device(values, arrays, file, sram_bytes=sram)
 
 
+def implausible_figures(device: Device) -> tuple[str, ...]:
+    """Warnings, one line each, for a device file's figures outside what chips have (a unit slipped): HBM
+    bandwidth (GB/s) and capacity (GiB), and on an array device the SRAM beside each array (KiB) when one
+    third of it (the energy model's operand buffer) cannot hold one fold's rows × cols words at the device's
+    2 bytes, or when it is above 1 GiB. Not refusals: the figures are possible, only implausible, and a slip
+    otherwise goes unseen (a 256 × 256 array's 32 MiB written as 32 KiB prices cheaper joules, no word said).
+    Empty for every catalog GPU."""
+    lines = []
+    gbps, (low, high) = device.hbm_bytes_per_s / 1e9, HBM_GBPS_PLAUSIBLE
+    if gbps < low:
+        lines.append(f"{device.name}: [memory] hbm_gbps = {gbps:g} GB/s is below any chip's memory "
+                     f"(≥ {low:g} GB/s): if it is in TB/s, write hbm_gbps = {gbps * 1000:g}")
+    elif gbps > high:
+        lines.append(f"{device.name}: [memory] hbm_gbps = {gbps:g} GB/s is above any chip's memory "
+                     f"(≤ {high:g} GB/s): if it is in MB/s, write hbm_gbps = {gbps / 1000:g}")
+    gib = device.memory_bytes / GIB
+    if gib > MAX_PLAUSIBLE_HBM_GIB:
+        lines.append(f"{device.name}: [memory] hbm_gib = {gib:g} GiB per chip is above any chip's memory "
+                     f"(≤ {MAX_PLAUSIBLE_HBM_GIB} GiB): if it is in MiB, write hbm_gib = {gib / 1024:g}")
+    if device.gemm == "arrays" and device.sram_bytes_per_array > 0:
+        kib, arrays = device.sram_bytes_per_array / 1024, device.arrays
+        fold_kib = arrays.rows * arrays.cols * DEVICE_WORD_BYTES / 1024
+        sram = f"{device.name}: {kib:g} KiB of SRAM beside each array ([memory] sram_kib_per_array; a .cfg's " \
+               "three SramSzkB together)"
+        if kib / 3 < fold_kib:
+            lines.append(f"{sram}: a third of it, an operand buffer, holds less than one fold of a "
+                         f"{arrays.rows} × {arrays.cols} array ({fold_kib:g} KiB at {DEVICE_WORD_BYTES} bytes), so "
+                         f"the energy model's compulsory DRAM traffic is out of its reach: if it is in MiB, write "
+                         f"{kib * 1024:g} KiB")
+        elif kib > MAX_PLAUSIBLE_SRAM_KIB:
+            lines.append(f"{sram} is above 1 GiB per array: if it is in bytes, write {kib / 1024:g} KiB")
+    return tuple(lines)
+
+
+def devices_implausible_figures(devices: Iterable[Device]) -> tuple[str, ...]:
+    """:func:`implausible_figures` of several devices (a cluster's servers'), each line once."""
+    return tuple(dict.fromkeys(line for device in devices for line in implausible_figures(device)))
+
+
 def load_device(path: str | Path) -> Device:
     """The device a ``.toml`` or SCALE-Sim ``.cfg`` device file describes."""
     path = Path(path)
@@ -148,4 +193,4 @@ def load_device(path: str | Path) -> Device:
     raise InputError("a device file is a .toml or a SCALE-Sim .cfg", file=str(path))
 
 
-__all__ = ["load_device"]
+__all__ = ["devices_implausible_figures", "implausible_figures", "load_device"]

@@ -55,6 +55,17 @@ def with_fields(device: Device, arrays: tuple[int, int, int] | None, hbm_gbps: f
     return device
 
 
+def implausible_points(spec: DeviceSweepSpec) -> tuple[str, ...]:
+    """The device figures of ``spec``'s points that no chip has (a unit slipped: an ``hbm_gbps`` axis value in
+    TB/s, the file's SRAM in MiB written as KiB), each line once: what ``archsim train`` warns of on the
+    device file written with a point's fields (:func:`archsim.devices.device_file.implausible_figures`)."""
+    from archsim.devices.device_file import devices_implausible_figures, load_device
+
+    device = load_device(spec.setup.device_path)
+    return devices_implausible_figures(dict.fromkeys(
+        with_fields(device, point.arrays, point.hbm_gbps, point.sram_kib_per_array) for point in spec.units()))
+
+
 def in_server_gbps(device: Device) -> float:
     """A cluster file's ``intra_server_gbps`` (Gbit/s, both directions) for the device's own chip-to-chip
     link (its ``[links] intra_gbps``, GB/s per direction), as the shipped device clusters state it."""

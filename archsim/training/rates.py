@@ -25,8 +25,10 @@ PRICE_PER_GPU_HOUR = {"v100-32gb": 31.212 / 8, "a100-40gb": 32.7726 / 8, "a100-8
 _KEY = {device.name: key for key, device in GPUS.items()}  # a catalog GPU's name → its catalog key
 
 
-def _per_gpu(cluster, gpus: int, overrides: tuple, default: Callable[[Any], float | None]) -> float:
-    """Σ over the first ``gpus`` GPUs of their server's override, else their device's ``default``."""
+def _per_gpu(cluster, gpus: int, overrides: tuple, default: Callable[[Any], float | None], key: str,
+             own_figure: str) -> float:
+    """Σ over the first ``gpus`` GPUs of their server's override (the ``[[servers]]`` ``key``), else their
+    device's ``default``; none: an error naming ``key`` and ``own_figure``, where the device could state one."""
     total = 0.0
     starts = cluster.starts
     for server in range(len(starts) - 1):
@@ -38,20 +40,22 @@ def _per_gpu(cluster, gpus: int, overrides: tuple, default: Callable[[Any], floa
         if own is None:
             own = default(device)
         if own is None:
-            raise InputError(f"no default figure for {_KEY.get(device.name, device.name)}: set price_per_gpu_hour / "
-                             "gpu_watts in its [[servers]] table", field="price_per_gpu_hour")
+            raise InputError(f"no default figure for {_KEY.get(device.name, device.name)}: set {key} in its "
+                             f"[[servers]] table{own_figure}", field=key)
         total += count * own
     return total
 
 
 def dollars_per_hour(cluster, gpus: int) -> float:
     """USD per hour of the first ``gpus`` GPUs."""
-    return _per_gpu(cluster, gpus, cluster.prices, lambda d: PRICE_PER_GPU_HOUR.get(_KEY.get(d.name, d.name)))
+    return _per_gpu(cluster, gpus, cluster.prices, lambda d: PRICE_PER_GPU_HOUR.get(_KEY.get(d.name, d.name)),
+                    "price_per_gpu_hour", "")
 
 
 def watts(cluster, gpus: int) -> float:
     """Watts of the first ``gpus`` GPUs at board power."""
-    return _per_gpu(cluster, gpus, cluster.watts, lambda d: d.board_watts)
+    return _per_gpu(cluster, gpus, cluster.watts, lambda d: d.board_watts, "gpu_watts",
+                    " (or [device] board_watts in its device file)")
 
 
 __all__ = ["PRICE_PER_GPU_HOUR", "dollars_per_hour", "watts"]
