@@ -49,13 +49,17 @@ def order(schedule: str, stages: int, stage: int, m: int) -> tuple[list[Action],
     return actions + [("B", i) for i in range(m - warm, m)], []
 
 
-def timed(schedule: str, f: list[float], d: list[float], g: list[list[float]], m: int) -> list[list[Piece]]:
+def timed(schedule: str, f: list[float], d: list[float], g: list[list[float]], m: int,
+          late: list[bool] | None = None) -> list[list[Piece]]:
     """Each stage's pieces in time order. f, d: each stage's forward and δ time (its layers' sums);
     g: each stage's weight-gradient ops' times, last layer first (the order it runs them).
 
     LayerPipe's cool-down (after the stage's last forward nothing orders its backwards): whenever
     the stage is free it runs the oldest micro-batch's δ if that δ's input has arrived, else its
-    oldest pending G op, else it waits for the δ — δ is on the critical loop, G is not."""
+    oldest pending G op, else it waits for the δ — δ is on the critical loop, G is not. ``late[s]``:
+    stage s's last δ op (its first layer's) takes no time, so by the simulator's rule for such ops
+    its gradient is released just after the ops ending at that instant, and a stage freed at that
+    instant has already started its pending G."""
     stages = len(f)
     plans = [order(schedule, stages, s, m) for s in range(stages)]
     gradient = "D" if schedule == "layerpipe" else "B"  # the action that sends δ upstream
@@ -90,7 +94,8 @@ def timed(schedule: str, f: list[float], d: list[float], g: list[list[float]], m
                     need = (s + 1, "D", i) if s + 1 < stages else (s, "F", i)
                     if need not in ends:
                         break
-                    if ends[need] <= clock[s] or not pending[s]:
+                    arrived = ends[need] < clock[s] or ends[need] == clock[s] and not (late and late[need[0]])
+                    if arrived or not pending[s]:
                         run(s, "D", i, max(clock[s], ends[need]), d[s])
                         pending[s] += [(i, x) for x in g[s]]
                         cool[s].pop(0)
@@ -108,9 +113,12 @@ def timed(schedule: str, f: list[float], d: list[float], g: list[list[float]], m
 
 
 def merged(pieces: list[Piece]) -> list[Piece]:
-    """Consecutive pieces of one action, back to back, as one piece."""
+    """Consecutive pieces of one action, back to back, as one piece; pieces that take no time
+    (a stage's δ that costs nothing) left out, as a stage's first layer's δ is (nothing needs it)."""
     out: list[Piece] = []
     for kind, i, start, end in pieces:
+        if start == end:
+            continue
         if out and out[-1][:2] == (kind, i) and out[-1][3] == start:
             out[-1] = (kind, i, out[-1][2], end)
         else:
@@ -157,7 +165,7 @@ def check_against_reference(schedule, layers, stages, m, f, d, g) -> list[list[P
     at = {f"l{k}": k for k in range(layers)}
     sums = [[float(sum(costs[at[name]] for name in stage.layers)) for stage in plan.stages] for costs in (f, d)]
     g_ops = [[float(g[at[name]]) for name in reversed(stage.layers)] for stage in plan.stages]
-    expected = timed(schedule, *sums, g_ops, m)
+    expected = timed(schedule, *sums, g_ops, m, [d[at[stage.layers[0]]] == 0 for stage in plan.stages])
     for s, (mine, theirs) in enumerate(zip(got, expected)):
         assert [x[:2] for x in mine] == [x[:2] for x in theirs], f"stage {s + 1}'s order"
         assert [t for x in mine for t in x[2:]] == pytest.approx([t for x in theirs for t in x[2:]], abs=1e-9), \
@@ -234,8 +242,17 @@ def test_layerpipe_cool_down_runs_the_next_delta_between_weight_gradients():
     assert [x[:2] for x in layerpipe[0][-4:]] == [("G", 2), ("D", 3), ("G", 2), ("G", 3)]
 
 
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("layers, stages, delta", [(3, 3, [1, 0, 1]), (4, 2, [2, 0, 3, 1]), (4, 2, [2, 3, 0, 1]),
+                                                   (4, 4, [1, 0, 0, 2]), (5, 3, [1, 2, 0, 0, 4])])
+def test_a_layer_whose_delta_costs_nothing_still_passes_the_gradient_on(schedule, layers, stages, delta):
+    """A layer's δ may take no time (a reshape, a dropout: PipeDream's graph.txt profiles have many), but
+    the gradient still flows through it: the stages before it wait for the backward of those after."""
+    check_against_reference(schedule, layers, stages, 3, [2, 1, 3, 1, 2][:layers], delta, [1, 2, 1, 3, 1][:layers])
+
+
 @settings(max_examples=60)
-@given(costs=st.lists(st.tuples(st.integers(1, 9), st.integers(1, 9), st.integers(1, 9)), min_size=1, max_size=6),
+@given(costs=st.lists(st.tuples(st.integers(1, 9), st.integers(0, 9), st.integers(1, 9)), min_size=1, max_size=6),
        stages=st.integers(1, 4), m=st.integers(1, 7), schedule=st.sampled_from(SCHEDULES))
 def test_any_chain_times_as_the_reference(costs, stages, m, schedule):
     f, d, g = (list(x) for x in zip(*costs))
