@@ -1,8 +1,13 @@
 """The reference for :func:`archsim.policies.pipeline.pipeline_problem`: archsim's original
-builder, which made one Op and Dep object per op and dependency, kept unchanged as the oracle the
-columnar builder must equal (tests/test_pipeline_columns.py). What both build from — the checked
-schedule, the layer graph and each op's stage and duration (``pipeline_layout``) — is the library's,
-not a copy: the reference checks the ops and dependencies built from it."""
+builder, which made one Op and Dep object per op and dependency, kept as the oracle the columnar
+builder must equal (tests/test_pipeline_columns.py). It is a refactor check, nothing more: what both
+build from — the checked schedule, the layer graph and each op's stage and duration
+(``pipeline_layout``, which also adds the δ of no time of a layer whose δ costs nothing) — is the
+library's, not a copy, and its 1F1B window (the admission and alternation dependencies) states the
+rule the library states (its ``1f1b`` is the library's ``1f1b-window``), so equal problems say the
+columns were built right, not that the schedules are. Whether the 1F1B, LayerPipe and GPipe
+timelines are right is checked against an independent timing of each schedule's order and the
+papers' closed forms in tests/test_pipeline_oracle.py."""
 
 from archsim.partition.profile import LayerProfile
 from archsim.partition.result import Partition
@@ -80,7 +85,7 @@ def pipeline_problem(plan: Partition, profile: LayerProfile, microbatches: int, 
             for stage in plan.stages:
                 window = stages - stage.index  # stage s of S keeps at most S − s + 1 micro-batches in flight
                 forwards = [op.layer for op in stage.ops if op.kind == "F"]
-                backwards = [(op.layer, op.kind) for op in stage.ops if op.kind in BACKWARD]
+                backwards = [key for key, on in where.items() if on == stage.index and key[1] in BACKWARD]
                 if not forwards:  # an idle stage, or one holding only split δ work: nothing to alternate
                     continue
                 if b - window >= 0:  # admission: F(b) after the backward of b − window

@@ -1,8 +1,9 @@
 """The columnar builder of a partition's pipeline problem against the original object builder
 (tests/pipeline_reference.py): the same processors, links, ops (ids, priorities, costs, memory,
 tags) and dependencies in the same order, the same arrays and the same timeline — over the three
-partitioners and schedules, chains and branching networks (split δ ops included), micro-batch
-counts below and above the pipeline depth, with and without link bandwidth."""
+partitioners and schedules, chains (one with layers whose δ costs nothing) and branching networks
+(split δ ops included), micro-batch counts below and above the pipeline depth, with and without
+link bandwidth."""
 
 import pytest
 from pipeline_reference import pipeline_problem as reference_problem
@@ -20,9 +21,12 @@ def _cases():
     array = ArrayConfig(16, 16, "ws")
     chain = profile_from_costs([f"l{i}" for i in range(6)], [3, 1, 4, 1, 5, 9], [2, 6, 5, 3, 5, 8],
                                [9, 7, 9, 3, 2, 3], activation_bytes=[5, 6, 7, 8, 9, 10], delta_bytes=[4, 4, 3, 3, 2, 2])
+    zero_delta = profile_from_costs([f"l{i}" for i in range(5)], [3, 1, 4, 1, 5], [2, 6, 5, 3, 5], [1, 0, 2, 0, 3],
+                                    activation_bytes=[5, 6, 7, 8, 9], delta_bytes=[4, 4, 3, 3, 2])
     sample = build_profile(load_network("layerpipe_sample"), array, 4, "paper")
     resnet = build_profile(load_network("resnet50"), array, 2, "exact")
-    for name, profile, processors in (("chain", chain, 3), ("sample", sample, 3), ("resnet50", resnet, 4)):
+    for name, profile, processors in (("chain", chain, 3), ("zero-delta", zero_delta, 3), ("sample", sample, 3),
+                                      ("resnet50", resnet, 4)):
         for method in ("layerpipe", "pipedream", "gpipe"):
             yield pytest.param(profile, partition(profile, processors, method), id=f"{name}-{method}")
 

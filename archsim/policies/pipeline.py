@@ -61,7 +61,8 @@ def default_schedule(method: str) -> str:
 def pipeline_layout(plan: Partition, profile: LayerProfile, microbatches: int, schedule: str | None = None):
     """What the op DAG is built from, checked: (the schedule, each stage's processor name, layer
     name → index, each layer's producers and consumers by name, (layer, kind) → stage index, and
-    (layer, kind) → its op's duration: the op's cost over the stage's replicas)."""
+    (layer, kind) → its op's duration: the op's cost over the stage's replicas; a layer with
+    producers whose δ costs nothing, and so was not placed, gets a δ of duration 0)."""
     schedule = schedule or default_schedule(plan.method)
     if schedule not in SCHEDULES:
         raise InputError(f"unknown schedule {schedule!r}; choose one of {', '.join(SCHEDULES)}", field="schedule")
@@ -82,6 +83,12 @@ def pipeline_layout(plan: Partition, profile: LayerProfile, microbatches: int, s
         for op in stage.ops:
             where[(op.layer, op.kind)] = stage.index
             cycles[(op.layer, op.kind)] = op.cost / stage.replicas
+    # A layer whose δ costs nothing (partitions place no such op: a reshape, a dropout in a measured
+    # profile) still hands its consumers' gradient to its producers: a δ of no time on its G's stage,
+    # after the template's placed ops, so the producers' backward waits for the one after it.
+    for name in profile.names:
+        if producers[name] and not any((name, kind) in where for kind in ("D", "D1", "D2")):
+            where[(name, "D")], cycles[(name, "D")] = where[(name, "G")], 0.0
     return schedule, proc_of_stage, index, producers, consumers, where, cycles
 
 
@@ -151,7 +158,7 @@ def pipeline_problem(plan: Partition, profile: LayerProfile, microbatches: int, 
         for stage in plan.stages:
             window = stages - stage.index  # stage s of S keeps at most S − s + 1 micro-batches in flight
             forwards = [op.layer for op in stage.ops if op.kind == "F"]
-            backwards = [(op.layer, op.kind) for op in stage.ops if op.kind in BACKWARD]
+            backwards = [key for key, on in where.items() if on == stage.index and key[1] in BACKWARD]
             if not forwards:  # an idle stage, or one holding only split δ work: nothing to alternate
                 continue
             for layer, kind in backwards:  # admission: F(b) after the backward of b − window
