@@ -162,10 +162,12 @@ class GpuCluster:
         """The machine of pipeline rank ``rank`` on ``device`` (default the cluster's first GPU type):
         its own TP and DP groups' links (the slowest of each kind, :meth:`_slowest_link`), the pipeline's
         link over its ranks' first GPUs and, when the pipeline spans servers, each hop's link
-        (:meth:`pipeline_hops`); every link on its own servers' GPUs on a mixed cluster (:meth:`_link`)."""
+        (:meth:`pipeline_hops`), and the tied embedding's link between the first and last rank
+        (:meth:`_pair_link`); every link on its own servers' GPUs on a mixed cluster (:meth:`_link`)."""
         self._check_gpus(par)
         device = self.gpu if device is None else device
-        start = rank * par.tp * par.dp
+        group = par.tp * par.dp
+        start = rank * group
         kernels = device.efficiency or fitted.kernels(device.name)
         tp_groups = (range(first, first + par.tp) for first in range(start, start + par.tp * par.dp, par.tp))
         # a DP group holds GPU t of each TP group; its servers change with t only where TP spans servers
@@ -175,7 +177,9 @@ class GpuCluster:
                        Links(tp=self._slowest_link(device, tp_groups),
                              dp=self._slowest_link(device, dp_groups),
                              pp=self._link(device, range(0, par.gpus, par.tp * par.dp), hop=True),
-                             pp_hops=self.pipeline_hops(par, device)),
+                             pp_hops=self.pipeline_hops(par, device),
+                             embedding=self._pair_link(device, 0, (par.pp - 1) * group, group) if par.pp > 1
+                             else None),
                        dtype=self.dtype)
 
     def _one_domain(self, first: int, last: int) -> bool:
@@ -237,12 +241,17 @@ class GpuCluster:
         firsts = [r * group for r in range(par.pp)]
         if par.pp == 1 or self.server_of(firsts[0]) == self.server_of(firsts[-1]):
             return ()
-        hops = []
-        for r in range(par.pp):
-            a, b = sorted((firsts[r], firsts[(r + 1) % par.pp]))
-            hops.append(self._slowest_link(device, (range(a + g, b + g + 1, b - a)
-                                                    for g in self._hop_shifts(a, b, group)), hop=True))
-        return tuple(hops)
+        return tuple(self._pair_link(device, firsts[r], firsts[(r + 1) % par.pp], group) for r in range(par.pp))
+
+    def _pair_link(self, device: Device, a: int, b: int, group: int):
+        """The link between two pipeline ranks whose ``group`` (TP × DP) GPUs start at ``a`` and ``b``: GPU
+        g of one talks to GPU g of the other, every g at once, so each pair gets one GPU's share of the
+        NICs (``hop``) and the slowest pair sets the time (:meth:`_slowest_link` over :meth:`_hop_shifts`).
+        A pipeline hop's, and the tied embedding's all-reduce between the first and last rank (Megatron's
+        embedding group: the two GPUs of one TP/DP position)."""
+        a, b = sorted((a, b))
+        return self._slowest_link(device, (range(a + g, b + g + 1, b - a) for g in self._hop_shifts(a, b, group)),
+                                  hop=True)
 
     def _hop_shifts(self, a: int, b: int, group: int) -> list[int]:
         """The GPU offsets g at which a hop's pair (a + g, b + g) may change servers — 0 and where either GPU
