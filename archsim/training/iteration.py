@@ -215,8 +215,9 @@ def after_backward(c: TransformerConfig, par: Parallelism, machine: Machine, ran
     """Seconds each rank spends after its last backward: DP and embedding all-reduces, optimizer.
     ``tied_ranks``: the ranks of the first and last stage (default 0 and PP − 1; every published order's
     when they differ); when they differ and embeddings are tied, both all-reduce the token table's
-    gradient over the link between their GPUs (:attr:`~archsim.training.machine.Links.embedding`). ``backward_s``: the rank's last
-    micro-batch backward, under which ``par.dp_overlap = "bucketed"`` runs the DP buckets."""
+    gradient over the link between their GPUs (:attr:`~archsim.training.machine.Links.embedding`).
+    ``backward_s``: the rank's last micro-batch backward, under which ``par.dp_overlap = "bucketed"``
+    runs the DP buckets."""
     scale = machine.scale
     dp = dp_allreduce_seconds(parameters, 2 * scale, par.dp, machine.links.dp, par.dp_overlap, backward_s)
     tied = 0.0
