@@ -9,6 +9,7 @@ A hop sends the s·b·h fp16 activation over TP: 2048 · 1 · 2048 · 2 / TP byt
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -83,3 +84,21 @@ def test_a_pipeline_inside_one_server_stays_on_nvlink():
     machine, times = _times(cluster, par)
     assert machine.links.pp_hops == () and times.boundary_comm == ()
     assert times.comm == pytest.approx(_nvlink_hop(2), rel=1e-12)
+
+
+@pytest.mark.parametrize(("tp", "pp", "dp", "tied", "crossed"), [
+    # rank 1's DP group (GPUs 6, 8, 10) spans both servers; the hop's pairs 2…5 → 8…11 and the tied
+    # embedding's (the same pairs: rank 1 is the last) cross too. Before: ["dp"] alone.
+    (2, 2, 3, True, ["dp", "pp", "embedding"]),
+    (2, 2, 3, False, ["dp", "pp"]),  # untied: the embedding pair has nothing to all-reduce
+    (8, 2, 1, True, ["pp", "embedding"]),  # one rank a server: every pair crosses (before: ["pp"])
+    (2, 2, 2, True, []),  # GPUs 0–7: the pipeline and its ends inside server 0
+])
+def test_train_names_the_hops_and_the_tied_pair_that_cross(tmp_path, tp, pp, dp, tied, crossed):
+    import archsim
+
+    model = tmp_path / "model.json"
+    model.write_text(json.dumps({"model_type": "gpt2", "n_layer": 4, "n_embd": 1024, "n_head": 16, "n_positions": 1024,
+                                 "vocab_size": 50257, "n_inner": 4096, "tie_word_embeddings": tied}), encoding="utf-8")
+    result, _ = archsim.train(str(model), cluster=str(H100_2_SERVERS), tp=tp, pp=pp, dp=dp, global_batch=dp)
+    assert result.to_dict()["meta"]["inter_server"]["crossed_by"] == crossed
