@@ -163,7 +163,8 @@ class GpuCluster:
         its own TP and DP groups' links (the slowest of each kind, :meth:`_slowest_link`), the pipeline's
         link over its ranks' first GPUs (its slowest hop's where that is slower) and, when the pipeline
         spans servers, each hop's link (:meth:`pipeline_hops`), and the tied embedding's link between the
-        first and last rank (:meth:`_pair_link`); every link on its own servers' GPUs on a mixed cluster (:meth:`_link`)."""
+        first and last rank (:meth:`_pair_link`); every link on its own servers' GPUs on a mixed cluster
+        (:meth:`_link`)."""
         self._check_gpus(par)
         device = self.gpu if device is None else device
         group = par.tp * par.dp

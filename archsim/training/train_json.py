@@ -44,7 +44,8 @@ def train_document(result, config, laid, implementation: str) -> dict:
             "energy_j": result.energy_j, "energy_source": result.energy_source,
             **rates, "peak_memory_gib": result.peak_memory_gib,
             "memory_capacity_gib": max(result.capacities) / 2**30, "fits_memory": all(result.fits),
-            "breakdown_seconds": dict(result.breakdown), **network_meta(laid, config.tied_embeddings), "memory_per_rank": memory,
+            "breakdown_seconds": dict(result.breakdown), **network_meta(laid, config.tied_embeddings),
+            "memory_per_rank": memory,
             "after_backward_seconds": [dict(p) for p in result.post], "timeline": timeline}
     rows = [{k: row[k] for k in ("piece", "name", "op", "seconds")} for row in result.ops]
     return {"meta": meta, "rows": rows}
