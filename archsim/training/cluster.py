@@ -166,21 +166,30 @@ class GpuCluster:
     def machine(self, par: Parallelism, device: Device | None = None, rank: int = 0) -> Machine:
         """The machine of pipeline rank ``rank`` on ``device`` (default the cluster's first GPU type):
         its own TP and DP groups' links (the slowest of each kind, :meth:`_slowest_link`), the pipeline's
-        link over its ranks' first GPUs and, when the pipeline spans servers, each hop's link
-        (:meth:`pipeline_hops`); every link on its own servers' GPUs on a mixed cluster (:meth:`_link`)."""
+        link over its ranks' first GPUs (its slowest hop's where that is slower) and, when the pipeline
+        spans servers, each hop's link (:meth:`pipeline_hops`), and the tied embedding's link between the
+        first and last rank (:meth:`_pair_link`); every link on its own servers' GPUs on a mixed cluster
+        (:meth:`_link`)."""
         self._check_gpus(par)
         device = self.gpu if device is None else device
-        start = rank * par.tp * par.dp
+        group = par.tp * par.dp
+        start = rank * group
         kernels = device.efficiency or fitted.kernels(device.name)
         tp_groups = (range(first, first + par.tp) for first in range(start, start + par.tp * par.dp, par.tp))
         # a DP group holds GPU t of each TP group; its servers change with t only where TP spans servers
         step = min(self.gpus_per_server, par.tp)
         dp_groups = (range(start + t, start + par.tp * par.dp, par.tp) for t in range(0, par.tp, step))
+        hops = self.pipeline_hops(par, device)
+        # the pipeline's link over its ranks' first GPUs, or its slowest hop where that is slower: the
+        # first GPUs may share a server while another pair of a hop crosses (:meth:`pipeline_hops`)
+        pp = min((self._link(device, range(0, par.gpus, group), hop=True), *hops),
+                 key=lambda link: link.bus_bandwidth)
         return Machine(device, kernels,
                        Links(tp=self._slowest_link(device, tp_groups),
                              dp=self._slowest_link(device, dp_groups),
-                             pp=self._link(device, range(0, par.gpus, par.tp * par.dp), hop=True),
-                             pp_hops=self.pipeline_hops(par, device)),
+                             pp=pp, pp_hops=hops,
+                             embedding=self._pair_link(device, 0, (par.pp - 1) * group, group) if par.pp > 1
+                             else None),
                        dtype=self.dtype)
 
     def _one_domain(self, first: int, last: int) -> bool:
@@ -235,19 +244,27 @@ class GpuCluster:
         return over, leaves
 
     def pipeline_hops(self, par: Parallelism, device: Device) -> tuple:
-        """Each pipeline hop's link, rank r to rank r + 1 (the last rank's to rank 0): NVLink when the
-        two ranks' GPUs share a server, the network (one GPU's share) when they do not; empty when the
-        whole pipeline sits in one server (every hop is then the one NVLink ``pp``)."""
+        """Each pipeline hop's link, rank r to rank r + 1 (the last rank's to rank 0): NVLink when every
+        pair of the two ranks' GPUs (GPU g of one, GPU g of the other) shares a server, the network (one
+        GPU's share) when one pair does not (:meth:`_pair_link`); empty when the whole pipeline sits in
+        one server (every hop is then the one NVLink ``pp``). A pipeline over servers always has a pair
+        that crosses, even where the ranks' first GPUs share a server (TP 2 · DP 3 · PP 2 on 8-GPU
+        servers: GPUs 0 and 6 share server 0, GPUs 2 and 8 do not)."""
         group = par.tp * par.dp
         firsts = [r * group for r in range(par.pp)]
-        if par.pp == 1 or self.server_of(firsts[0]) == self.server_of(firsts[-1]):
+        if par.pp == 1 or self.server_of(0) == self.server_of(par.gpus - 1):
             return ()
-        hops = []
-        for r in range(par.pp):
-            a, b = sorted((firsts[r], firsts[(r + 1) % par.pp]))
-            hops.append(self._slowest_link(device, (range(a + g, b + g + 1, b - a)
-                                                    for g in self._hop_shifts(a, b, group)), hop=True))
-        return tuple(hops)
+        return tuple(self._pair_link(device, firsts[r], firsts[(r + 1) % par.pp], group) for r in range(par.pp))
+
+    def _pair_link(self, device: Device, a: int, b: int, group: int):
+        """The link between two pipeline ranks whose ``group`` (TP × DP) GPUs start at ``a`` and ``b``: GPU
+        g of one talks to GPU g of the other, every g at once, so each pair gets one GPU's share of the
+        NICs (``hop``) and the slowest pair sets the time (:meth:`_slowest_link` over :meth:`_hop_shifts`).
+        A pipeline hop's, and the tied embedding's all-reduce between the first and last rank (Megatron's
+        embedding group: the two GPUs of one TP/DP position)."""
+        a, b = sorted((a, b))
+        return self._slowest_link(device, (range(a + g, b + g + 1, b - a) for g in self._hop_shifts(a, b, group)),
+                                  hop=True)
 
     def _hop_shifts(self, a: int, b: int, group: int) -> list[int]:
         """The GPU offsets g at which a hop's pair (a + g, b + g) may change servers — 0 and where either GPU

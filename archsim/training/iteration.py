@@ -213,16 +213,20 @@ def after_backward(c: TransformerConfig, par: Parallelism, machine: Machine, ran
                    parameters: float, tied_ranks: tuple[int, int] | None = None,
                    backward_s: float = 0.0) -> dict[str, float]:
     """Seconds each rank spends after its last backward: DP and embedding all-reduces, optimizer.
-    ``tied_ranks``: the ranks of the first and last stage (default 0 and PP − 1); when they differ and
-    embeddings are tied, both all-reduce the token table's gradient. ``backward_s``: the rank's last
-    micro-batch backward, under which ``par.dp_overlap = "bucketed"`` runs the DP buckets."""
+    ``tied_ranks``: the ranks of the first and last stage (default 0 and PP − 1; every published order's
+    when they differ); when they differ and embeddings are tied, both all-reduce the token table's
+    gradient over the link between their GPUs (:attr:`~archsim.training.machine.Links.embedding`).
+    ``backward_s``: the rank's last micro-batch backward, under which ``par.dp_overlap = "bucketed"``
+    runs the DP buckets."""
     scale = machine.scale
     dp = dp_allreduce_seconds(parameters, 2 * scale, par.dp, machine.links.dp, par.dp_overlap, backward_s)
     tied = 0.0
     ends = (0, par.pp - 1) if tied_ranks is None else tied_ranks
     if ends[0] != ends[1] and c.tied_embeddings and rank in ends:
         table = padded_vocab(c.vocab, par.tp) // par.tp * c.hidden * 2
-        tied = float(collective_seconds("all-reduce", table * scale, 2, machine.links.pp))
+        links = machine.links  # the two ends' own GPUs' link, not a hop's: they may sit servers apart
+        tied = float(collective_seconds("all-reduce", table * scale, 2, links.pp if links.embedding is None
+                                        else links.embedding))
     hbm = machine.gpu.hbm_bytes_per_s
     if machine.implementation == "pytorch-eager" and machine.dtype == "fp32":  # fp32 Adam
         moved = FP32_OPTIMIZER_BYTES_PER_PARAMETER * parameters

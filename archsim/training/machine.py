@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from archsim.choices.devices import DTYPES, ELEMENT_BYTES
 from archsim.choices.training import IMPLEMENTATIONS
-from archsim.collectives import LinkClass
+from archsim.collectives import LinkClass, Spanning
 from archsim.devices.device import Device
 from archsim.devices.kernel_constants import FITTED, KernelConstants
 from archsim.devices.kernel_ops import KernelFamilies, kernel_families
@@ -17,12 +17,16 @@ from archsim.errors import InputError
 class Links:
     """The link class each parallel group communicates over; ``pp`` the pipeline's slowest hop,
     ``pp_hops`` (when known) each hop's: rank r to rank r + 1, the last rank's to rank 0 (an
-    interleaved pipeline's wrap) — NVLink where both ranks' GPUs share a server."""
+    interleaved pipeline's wrap) — NVLink where both ranks' GPUs share a server. ``embedding`` (when
+    known): the tied embedding's gradient all-reduce between GPU g of the first rank and GPU g of the
+    last (two GPUs, every g at once; its bandwidth in bytes/s per direction) — NVLink only where the
+    two ends share a server, whatever the hops between them; None: priced on ``pp``."""
 
     tp: LinkClass
     pp: LinkClass
     dp: LinkClass
     pp_hops: tuple = ()
+    embedding: LinkClass | Spanning | None = None
 
 
 @dataclass(frozen=True)

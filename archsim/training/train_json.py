@@ -44,7 +44,8 @@ def train_document(result, config, laid, implementation: str) -> dict:
             "energy_j": result.energy_j, "energy_source": result.energy_source,
             **rates, "peak_memory_gib": result.peak_memory_gib,
             "memory_capacity_gib": max(result.capacities) / 2**30, "fits_memory": all(result.fits),
-            "breakdown_seconds": dict(result.breakdown), **network_meta(laid), "memory_per_rank": memory,
+            "breakdown_seconds": dict(result.breakdown), **network_meta(laid, config.tied_embeddings),
+            "memory_per_rank": memory,
             "after_backward_seconds": [dict(p) for p in result.post], "timeline": timeline}
     rows = [{k: row[k] for k in ("piece", "name", "op", "seconds")} for row in result.ops]
     return {"meta": meta, "rows": rows}
@@ -57,13 +58,15 @@ def parameters_line(count: int) -> str:
     return f"{count / scale:.3g} {unit} ({count:,})"
 
 
-def network_meta(laid) -> dict:
+def network_meta(laid, tied: bool = False) -> dict:
     """The links ``laid``'s iteration was priced on, as the cluster file (or the catalog GPU) gave them:
     ``intra_server`` — the in-server link (``nvlink`` or ``pcie``), GB/s (10⁹ bytes/s) per direction per
     GPU (the slowest of the servers the run uses), whether NVLS reduces in the switch — and
     ``inter_server`` — NICs per server, Gb/s each, GPUs sharing a NIC, one GPU's share (GB/s, every GPU
-    sending at once) and the groups (tp, dp, pp) whose collectives or hops cross it; figures None on one server.
-    NCCL's algorithm (ring, tree, NVLS) is chosen per message size, so it is not one figure per group."""
+    sending at once) and the groups (tp, dp, pp; ``embedding``: the pair of the first and last rank that
+    all-reduces the token table when the model's embeddings are ``tied``) whose collectives or hops cross
+    it; figures None on one server. NCCL's algorithm (ring, tree, NVLS) is chosen per message size, so it
+    is not one figure per group."""
     from archsim.collectives import Spanning
 
     cluster, par, machines = laid.cluster, laid.par, laid.machines
@@ -78,7 +81,7 @@ def network_meta(laid) -> dict:
     if len(cluster.starts) <= 2:  # one server: nothing crosses a network (its figure may be a placeholder)
         return {"intra_server": intra, "inter_server": dict.fromkeys(
             ("nics_per_server", "nic_gbps", "gpus_per_nic", "gb_per_s_per_gpu")) | {"crossed_by": []}}
-    crossed = [name for name in ("tp", "dp", "pp") if any(
+    crossed = [name for name in ("tp", "dp", "pp", "embedding") if (tied or name != "embedding") and any(
         isinstance(link, Spanning) for m in machines
         for link in (getattr(m.links, name), *(m.links.pp_hops if name == "pp" else ())))]
     inter = {"nics_per_server": None if net is None else net.nics_per_server,
