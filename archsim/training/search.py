@@ -59,7 +59,8 @@ class SearchResult:
     rejected: dict[str, int]  # reason → candidates
     enumerated: int
     costed: int
-    pareto: list[dict]        # time vs memory per GPU (or vs the objective): none other is faster and smaller
+    pareto: list[dict]        # time vs memory per GPU (or vs the objective), at the rows' times: none other is
+    #                           faster and smaller
     identical_rows_dropped: int = 0  # ranked rows left out as alike but for recompute (flash: none = selective)
     # archsim search --format json's document, set by archsim.search (train_json.search_document): what
     # to_dict returns; not compared, as it only restates the fields above
@@ -283,25 +284,28 @@ def _distinct_rows(make: _RowMaker, costed: list[tuple],
                    count: int) -> tuple[list[dict], int, list[int], set[int]]:
     """The first ``count`` rows of ``costed`` (best first), how many were left out on the way as twins of
     one listed before them — alike in every column but ``recompute`` (and the Megatron arguments it sets) —,
-    each row's index in ``costed`` and the twins' indices. Under FlashAttention selective recompute has
-    nothing to rerun, so it prices exactly as ``none``; the first in the recompute order given is kept, and
-    ``--top N`` lists N distinct configurations."""
+    each row's index in ``costed`` and the twins' indices, with those of the last row that follow it (tied
+    with it, past ``count``: not counted, but the front leaves them out too). Under FlashAttention selective
+    recompute has nothing to rerun, so it prices exactly as ``none``; the first in the recompute order given
+    is kept, and ``--top N`` lists N distinct configurations."""
     rows: list[dict] = []
     picked: list[int] = []
     seen: set[tuple] = set()
     twins: set[int] = set()
+    after: set[int] = set()  # the last row's twins past count
     for index, (s, timing, mem, k) in enumerate(costed):
-        if len(rows) == count:
+        full = len(rows) == count
+        if full and (s, mem) != (costed[picked[-1]][0], costed[picked[-1]][2]):
             break
         row = make(k, s, mem, timing)
         key = tuple((name, repr(value)) for name, value in row.items() if name not in ("recompute", "megatron_args"))
         if key in seen:
-            twins.add(index)
-        else:
+            (after if full else twins).add(index)
+        elif not full:
             seen.add(key)
             rows.append(row)
             picked.append(index)
-    return rows, len(twins), picked, twins
+    return rows, len(twins), picked, twins | after
 
 
 def check_search_size(cluster, counts, micro_batches, recomputes, schedules, chunks, sequence_parallel,
