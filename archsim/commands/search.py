@@ -4,6 +4,7 @@ parallelism for a transformer on a GPU cluster (:mod:`archsim.training.search`).
 from __future__ import annotations
 
 import argparse
+import sys
 import warnings
 
 from archsim.choices.devices import DTYPES
@@ -108,14 +109,17 @@ def run(args: argparse.Namespace) -> int:
                         refine=args.refine, attention=args.attention, dp_overlap=args.dp_overlap,
                         max_ops=args.max_ops, grad_accumulation=args.grad_accumulation, seq=args.seq,
                         model_file=args.model, cluster_file=args.cluster)
+    if (args.gantt or args.trace or args.schedule_csv) and not result.rows:  # before anything is printed
+        from archsim.errors import InputError
+
+        flag = "gantt" if args.gantt else "chrome-trace" if args.trace else "schedule-csv"
+        raise InputError("no configuration fits, so there is no timeline to write", field=flag)
     document = result.to_dict()  # built once, by archsim.search, naming the files as given
     meta, rows = document["meta"], document["rows"]
     if args.format != "json":
         meta = {k: (", ".join(f"{r}: {n}" for r, n in v.items()) if isinstance(v, dict) else v)
                 for k, v in meta.items() if k != "pareto"}
-        if args.format == "csv":  # one column; the table ends with a block of one line per configuration
-            meta["pareto"] = "; ".join(_front_line(r) for r in result.pareto)
-        else:
+        if args.format == "table":  # csv: the rows' pareto_optimal; the table ends with the front's block
             from archsim.training.train_json import parameters_line
 
             meta["parameters"] = parameters_line(meta["parameters"])
@@ -127,6 +131,12 @@ def run(args: argparse.Namespace) -> int:
         text += _front_block(result.pareto, args.objective)
     note_default_seq(config, args.model, args.seq, "search")
     note_unread_cluster_keys(cluster, "search")  # the search done: notes never precede an error line
+    if not result.costed:  # an empty answer, not an error (exit 0): the meta's rejected counts say why
+        from archsim.training.search import empty_search_note
+
+        why = empty_search_note(config, cluster, args.global_batch, args.gpus or [cluster.topology.devices],
+                                result.rejected, args.balance)
+        print(f"archsim search: note: {why}", file=sys.stderr)
     emit(text, args)
     if args.pareto_html:
         from archsim.report.search_front import write_front_page  # plotly: only when a page is asked for
@@ -160,13 +170,10 @@ def _write_best_timeline(args: argparse.Namespace, config, cluster, rows: list[d
     """The first row's iteration timed by archsim train, written as its Gantt chart, Chrome trace and
     torch.distributed.pipelining schedule CSV."""
     from archsim.commands.common import write_timeline_outputs
-    from archsim.errors import InputError
     from archsim.training.parallel import Parallelism
     from archsim.training.run import train
 
-    if not rows:
-        raise InputError("no configuration fits, so there is no timeline to write", field="gantt")
-    r = rows[0]
+    r = rows[0]  # run() refused the timelines of an empty search
     split = tuple(int(n) for n in r["stage_layers"].split(",")) if r["stage_layers"] else None
     par = Parallelism(r["tp"], r["pp"], r["dp"], args.global_batch, r["micro_batch"], r["recompute"],
                       r["sequence_parallel"], r["interleave"], r["schedule"], split, r["attention"], r["dp_overlap"],

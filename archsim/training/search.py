@@ -17,6 +17,7 @@ parallelism for a transformer, a global batch and a GPU cluster.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
@@ -25,7 +26,7 @@ import numpy as np
 from archsim.errors import InputError
 from archsim.training.iteration import after_backward, model_pieces
 from archsim.training.objectives import OBJECTIVE_COLUMN, objectives
-from archsim.training.parallel import layers_per_stage
+from archsim.training.parallel import layers_per_stage, tp_split_problem
 from archsim.training.placement import MAX_ORDERS, layouts, order_count, order_text, server_orders
 from archsim.training.search_fit import fit_candidate, memory_fits, plan_candidate, rank_capacities
 from archsim.training.search_rows import megatron_args, pareto_front
@@ -37,6 +38,8 @@ from archsim.training.search_space import (
     candidate_count,
     candidates,
     check_distinct,
+    divisors,
+    factorizations,
     rank_chunks,
     rank_memories,
     rejection,
@@ -56,7 +59,8 @@ class SearchResult:
     rejected: dict[str, int]  # reason → candidates
     enumerated: int
     costed: int
-    pareto: list[dict]        # time vs memory per GPU (or vs the objective): none other is faster and smaller
+    pareto: list[dict]        # time vs memory per GPU (or vs the objective), at the rows' times: none other is
+    #                           faster and smaller
     identical_rows_dropped: int = 0  # ranked rows left out as alike but for recompute (flash: none = selective)
     # archsim search --format json's document, set by archsim.search (train_json.search_document): what
     # to_dict returns; not compared, as it only restates the fields above
@@ -221,7 +225,8 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
                 rejected[reason] += 1
     costed.sort(key=lambda t: (value(t), t[0]))  # ties (an array device's joules, alike at any time): faster first
     make = _RowMaker(c, cluster, global_batch, coster, balance, orders, value)
-    rows, twins = _distinct_rows(make, costed, max(top, refine))
+    rows, twins, picked, left_out = _distinct_rows(make, costed, max(top, refine))
+    retimed: dict[int, dict] = {}  # index in costed → its row re-timed by the event simulator
     if refine:
         def estimate(row: dict) -> bool:  # 1F1B's and GPipe's closed form is exact on equal ranks only
             k = make.keep[id(row)]
@@ -236,35 +241,71 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
                                  f"(or --top, whose double it defaults to) or raise --max-ops", field="refine")
         with progress(min(refine, len(rows)), "re-time in the event simulator", "config", delay=1.0) as bar:
             timed = []
-            for row in rows[:refine]:
+            for index, row in zip(picked, rows[:refine]):
                 timed.append(make.event_row(row) if estimate(row) else row)
+                if timed[-1] is not row:
+                    retimed[index] = timed[-1]
                 bar.update(1)
         rows[:refine] = sorted(timed, key=lambda r: (r[OBJECTIVE_COLUMN[objective]], r["iteration_seconds"]))
     order = [r for r in REASONS if rejected[r]] + (["filtered"] if rejected["filtered"] else [])
     second = (lambda t: t[2]) if objective == "time" else value
-    front = [make(k, s, mem, timing) for s, timing, mem, k in pareto_front(costed, second)]
-    return SearchResult(rows[:top], {r: rejected[r] for r in order}, len(grid), len(costed), front, twins)
+    front, on_front = _front(make, costed, left_out, retimed, second)
+    rows = rows[:top]
+    for row in rows:  # the rows' own times decide it, as they do the front's
+        row["pareto_optimal"] = make.keep[id(row)] in on_front
+    return SearchResult(rows, {r: rejected[r] for r in order}, len(grid), len(costed), front, twins)
 
 
-def _distinct_rows(make: _RowMaker, costed: list[tuple], count: int) -> tuple[list[dict], int]:
-    """The first ``count`` rows of ``costed`` (best first) and how many were left out on the way as twins of
-    one listed before them: alike in every column but ``recompute`` (and the Megatron arguments it sets).
-    Under FlashAttention selective recompute has nothing to rerun, so it prices exactly as ``none``; the
-    first in the recompute order given is kept, and ``--top N`` lists N distinct configurations."""
+def _front(make: _RowMaker, costed: list[tuple], twins: set[int], retimed: dict[int, dict],
+           second) -> tuple[list[dict], set[Candidate]]:
+    """The Pareto front's rows (:func:`pareto_front` by time and ``second``) and their candidates, over every
+    costed configuration with the time the rows give it: a row re-timed by the event simulator (``retimed``,
+    by index in ``costed``) enters with that time, memory and server order, and is the front's entry as it is
+    the row, so one configuration shows one time in one output; ``twins`` (indices) are left out as the rows
+    leave them out, their listed twin standing for them."""
+    known: list[tuple] = []
+    rows_of: dict[int, dict] = {}  # id of an entry of known → the re-timed row it is
+    for index, item in enumerate(costed):
+        if index in twins:
+            continue
+        row = retimed.get(index)
+        if row is not None:
+            item = (row["iteration_seconds"], row["timing"], row["peak_memory_gib"] * 2**30, make.keep[id(row)])
+            rows_of[id(item)] = row
+        known.append(item)
+    chosen = pareto_front(known, second)
+    front = [dict(rows_of[id(t)]) if id(t) in rows_of else make(t[3], t[0], t[2], t[1]) for t in chosen]
+    for row in front:
+        row["pareto_optimal"] = True
+    return front, {t[3] for t in chosen}
+
+
+def _distinct_rows(make: _RowMaker, costed: list[tuple],
+                   count: int) -> tuple[list[dict], int, list[int], set[int]]:
+    """The first ``count`` rows of ``costed`` (best first), how many were left out on the way as twins of
+    one listed before them — alike in every column but ``recompute`` (and the Megatron arguments it sets) —,
+    each row's index in ``costed`` and the twins' indices, with those of the last row that follow it (tied
+    with it, past ``count``: not counted, but the front leaves them out too). Under FlashAttention selective
+    recompute has nothing to rerun, so it prices exactly as ``none``; the first in the recompute order given
+    is kept, and ``--top N`` lists N distinct configurations."""
     rows: list[dict] = []
+    picked: list[int] = []
     seen: set[tuple] = set()
-    twins = 0
-    for s, timing, mem, k in costed:
-        if len(rows) == count:
+    twins: set[int] = set()
+    after: set[int] = set()  # the last row's twins past count
+    for index, (s, timing, mem, k) in enumerate(costed):
+        full = len(rows) == count
+        if full and (s, mem) != (costed[picked[-1]][0], costed[picked[-1]][2]):
             break
         row = make(k, s, mem, timing)
         key = tuple((name, repr(value)) for name, value in row.items() if name not in ("recompute", "megatron_args"))
         if key in seen:
-            twins += 1
-        else:
+            (after if full else twins).add(index)
+        elif not full:
             seen.add(key)
             rows.append(row)
-    return rows, twins
+            picked.append(index)
+    return rows, len(twins), picked, twins | after
 
 
 def check_search_size(cluster, counts, micro_batches, recomputes, schedules, chunks, sequence_parallel,
@@ -284,6 +325,41 @@ def check_search_size(cluster, counts, micro_batches, recomputes, schedules, chu
                          f"{MAX_CANDIDATES:,}; lower --max-micro-batch, or give fewer --gpus, --schedule or --chunks",
                          field=field)
     check_distinct(gpus=counts, recompute=recomputes, schedule=schedules, chunks=chunks)
+
+
+def empty_search_note(c: TransformerConfig, cluster, global_batch: int, counts, rejected: dict[str, int],
+                      balance: str = "even") -> str:
+    """Why a search costed no configuration, and what to give instead, in one line (``archsim search`` prints
+    it on stderr). Either no TP × PP × DP of the GPU ``counts`` passes :func:`rejection`'s rules for any
+    micro-batch, schedule or recompute — then the most GPUs of the cluster one does pass on (memory aside)
+    is named for ``--gpus`` —, or every configuration that passes the rules is out of memory, or every one
+    broke a rule the other flags leave (``rejected``'s counts, most first)."""
+    uneven = balance == "planned"
+
+    def passes(tp: int, pp: int, dp: int) -> bool:  # the grid's most permissive candidate of this split
+        k = Candidate(tp, pp, dp, 1, "none", "1f1b", 1, False)
+        return rejection(c, k, global_batch, cluster.gpus_per_server, uneven) is None
+
+    named = ", ".join(f"{n:,}" for n in counts) + (" GPU" if list(counts) == [1] else " GPUs")
+    if not any(passes(*split) for n in counts for split in factorizations(n)):
+        dps = divisors(global_batch)
+
+        def most_with(tp: int, pp: int) -> int:  # the most GPUs, within the cluster's, of a passing TP × PP × DP
+            fitting = dps[:bisect_right(dps, cluster.topology.devices // (tp * pp))]
+            return next((tp * pp * dp for dp in reversed(fitting) if passes(tp, pp, dp)), 0)
+
+        most = max(most_with(tp, pp) for tp in range(1, c.heads + 1) if not tp_split_problem(c, tp)
+                   for pp in range(1, c.layers + 1) if passes(1, pp, 1))  # 1 × 1 × 1 always passes
+        return (f"no configuration on {named}: no split of them into TP × PP × DP has DP dividing the global "
+                f"batch ({global_batch:,}) with TP dividing the heads ({c.heads}) and PP the layers ({c.layers}); "
+                f"give --gpus N with such a split, e.g. --gpus {most}, the most of this cluster's GPUs that have one")
+    if rejected.get("out-of-memory"):  # memory is checked last: every configuration the rules left
+        return (f"no configuration on {named} fits: the {rejected['out-of-memory']:,} that pass the rules are "
+                f"all out of memory; give more GPUs (--gpus N up to the cluster's {cluster.topology.devices:,}, or a "
+                "larger cluster) or GPUs with more memory")
+    reasons = ", ".join(f"{r}: {n:,}" for r, n in sorted(rejected.items(), key=lambda t: -t[1]))
+    return (f"no configuration on {named}: every one broke a rule its flags leave ({reasons}); give more "
+            "--schedule, --recompute, --sequence-parallel or --max-micro-batch values")
 
 
 # The planner's work a search may do under --balance planned, in table cells (PP × (layers + 3)² per split
@@ -425,4 +501,5 @@ class _RowMaker:
         return out
 
 
-__all__ = ["EVENT_ACTION_LIMIT", "MAX_PLANNING_CELLS", "SearchResult", "check_planning_work", "check_search_size", "pipeline_seconds", "search",]
+__all__ = ["EVENT_ACTION_LIMIT", "MAX_PLANNING_CELLS", "SearchResult", "check_planning_work", "check_search_size",
+           "empty_search_note", "pipeline_seconds", "search"]

@@ -69,11 +69,8 @@ class Candidate:
 
 
 def divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
-
-
-def _small_divisors(n: int) -> list[int]:
-    """The divisors of ``n`` in O(√n) (``n`` may be large: a library caller's GPU count)."""
+    """The divisors of ``n``, ascending, in O(√n) (``n`` may be large: a library caller's GPU count, a global
+    batch)."""
     low = [d for d in range(1, isqrt(n) + 1) if n % d == 0]
     return low + [n // d for d in reversed(low) if d * d != n]
 
@@ -81,7 +78,7 @@ def _small_divisors(n: int) -> list[int]:
 @lru_cache(maxsize=4096)
 def factorization_count(gpus: int) -> int:
     """How many (tp, pp, dp) :func:`factorizations` yields: the sum of d(gpus / tp) over the divisors tp."""
-    return sum(len(_small_divisors(gpus // tp)) for tp in _small_divisors(gpus))
+    return sum(len(divisors(gpus // tp)) for tp in divisors(gpus))
 
 
 def candidate_count(counts, micro_batches, recomputes, schedules, chunks, sequence_parallel) -> int:
