@@ -399,7 +399,8 @@ def _gpu_cluster(cluster, dtype: str | None = None):
 
     from archsim.choices.devices import DTYPES
     from archsim.errors import InputError
-    from archsim.training.cluster import GpuCluster, load_gpu_cluster
+    from archsim.training.cluster import GpuCluster
+    from archsim.training.cluster_file import load_gpu_cluster
 
     if not isinstance(cluster, GpuCluster):
         _check_path(cluster, "cluster", "a cluster TOML path or a GpuCluster")

@@ -159,11 +159,11 @@ def _server_devices(cluster: str) -> list[str | None]:
 def _server_machine(cluster: str, named: list[str | None], dtype: str = DEFAULT_DTYPE):
     """The training machine (device, kernel constants, ``dtype``: --dtype, default fp16 as train's) of a
     cluster whose servers all name one device, read by ``train``'s own loader
-    (:func:`archsim.training.cluster.load_gpu_cluster`). The
+    (:func:`archsim.training.cluster_file.load_gpu_cluster`). The
     planners take one per-layer cost for every GPU, so servers of different devices (or some of none)
     are refused rather than priced on one of them."""
     from archsim.spp.topology import read_cluster_document
-    from archsim.training.cluster import load_gpu_cluster
+    from archsim.training.cluster_file import load_gpu_cluster
     from archsim.training.parallel import Parallelism
 
     if None in named:
