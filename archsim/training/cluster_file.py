@@ -11,12 +11,13 @@ to the cluster file: :mod:`archsim.devices.device_file`). Every server's device 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 from archsim.choices.devices import DTYPES
 from archsim.devices.device import Device, catalog_device
 from archsim.errors import InputError
-from archsim.network import network_notes, network_warnings, nic_speed_warning, read_network, superseded_notes
+from archsim.network import Network, network_notes, network_warnings, nic_speed_warning, read_network, superseded_notes
 from archsim.spp.topology import build_topology, missing_inter_server, read_cluster_document
 from archsim.training import fitted
 from archsim.training.cluster import GpuCluster
@@ -90,26 +91,15 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
     prices: list[float | None] = []
     watts: list[float | None] = []
     fabrics: list[float] = []
-    overridden: list[str] = []  # notes: a device file's link that the cluster's in-server figure replaces
-    slipped: list[str] = []  # warnings: an in-server figure that is the GPU's own in another unit
+    tables: list[Device] = []  # each [[servers]] table's device
     for group in servers:
         device = _server_device(group, folder, file, loaded)
+        tables.append(device)
         intra = group.get("intra_server_gbps")
         if isinstance(intra, list):  # plan draws a figure within it (its seed); an iteration needs the one it ran at
             raise InputError("a [low, high] range is drawn by archsim plan; train and search take one figure, "
                              "Gbit/s", file=file, field="intra_server_gbps")
         fabric = device.fabric_bytes_per_s if intra is None else fitted.fabric_bytes_per_s(intra)  # checked
-        if "device" in group and not math.isclose(fabric, device.fabric_bytes_per_s, rel_tol=1e-9):
-            # two required statements of the chip's link that disagree: say which one prices the collectives
-            overridden.append(f"[[servers]] intra_server_gbps = {intra:g} ({fabric / 1e9:g} GB/s per direction "
-                              f"per GPU) prices the in-server links, not {group['device']}'s [links] intra_gbps = "
-                              f"{device.fabric_bytes_per_s / 1e9:g} GB/s")
-        if intra is not None and _intra_unit_warning(intra, device):
-            slipped.append(_intra_unit_warning(intra, device))
-        if "device" in group and device.inter_node_gbps:  # the device file's NIC: its unit may slip as nic_gbps's
-            nic_unit = nic_speed_warning("inter_node_gbps", device.inter_node_gbps)
-            if nic_unit:
-                slipped.append(f"{group['device']} [links]: {nic_unit}")
         fabrics.extend([fabric] * group.get("count", 1))
         for key, out in (("price_per_gpu_hour", prices), ("gpu_watts", watts)):
             value = group.get(key)
@@ -125,23 +115,74 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
         kinds.extend([device] * group.get("count", 1))
         sizes.extend([group["gpus"]] * group.get("count", 1))
     per_server = max(sizes)  # a shared NIC: the most GPUs share one (the slowest per GPU)
-    nic = {device.inter_node_gbps for device in kinds}  # the device files' own NIC: used where the file gives none
-    if len(sizes) > 1 and "network" not in spec and spec["cluster"].get("inter_server_gbps") is None \
-            and (len(nic) > 1 or not min(nic)):
+    nic = device_inter_node_gbps(kinds)  # the device files' own NIC: used where the file gives none
+    if len(sizes) > 1 and "network" not in spec and spec["cluster"].get("inter_server_gbps") is None and not nic:
         raise missing_inter_server(file)  # no figure, or device files that state different ones
-    network = read_network(spec, per_server, file, default_gbps=kinds[0].inter_node_gbps)
+    network = read_network(spec, per_server, file, default_gbps=nic)
     unable = next((d for d in kinds if not d.nvls), None)
     if network.nvls and unable is not None:  # NVLink SHARP is third-generation NVSwitch's (Hopper's)
         raise InputError(f"nvls = true, but the {unable.name}'s links do not reduce in the switch (NVLink SHARP "
                          "needs third-generation NVSwitch: H100 or H200 SXM); write nvls = false", file=file,
                          field="nvls")
     inter_bytes = network.gpu_bytes_per_s(per_server)
-    unread = superseded_notes(spec["cluster"], network) + network_notes(spec["network"], network, len(kinds)) \
-        if "network" in spec else ()
-    unread += tuple(dict.fromkeys(overridden))
+    warnings, unread = cluster_file_lines(spec, tables, network, len(kinds))
     return GpuCluster(topology, kinds[0], per_server, inter_bytes or 1.0, tuple(kinds), tuple(prices), tuple(watts),
-                      tuple(sizes), network, dtype, tuple(fabrics), unread,
-                      tuple(dict.fromkeys(slipped)) + network_warnings(spec, network))
+                      tuple(sizes), network, dtype, tuple(fabrics), unread, warnings)
+
+
+def named_devices(spec: dict, folder: Path, file: str) -> tuple[Device | None, ...]:
+    """Each ``[[servers]]`` table's device where it names one (None where it names neither, or is no table):
+    what archsim plan reads for the links and warnings a device states, as train does, whatever prices its
+    layers. Each device file is read once."""
+    servers = spec.get("servers")
+    loaded: dict[str, Device] = {}
+    return tuple(_server_device(group, folder, file, loaded)
+                 if isinstance(group, dict) and ("gpu" in group or "device" in group) else None
+                 for group in (servers if isinstance(servers, list) else ()))
+
+
+def device_inter_node_gbps(devices: Sequence[Device | None]) -> float:
+    """The servers' devices' own NIC, Gbit/s (a device file's ``[links] inter_node_gbps``): what train, search
+    and plan run between servers where the cluster file states no inter-server bandwidth (neither
+    ``inter_server_gbps`` nor ``[network]``). 0 where they state none, state different ones, or a server names no
+    device: the file must then state it (:func:`archsim.spp.topology.missing_inter_server`)."""
+    nic = {0.0 if device is None else device.inter_node_gbps for device in devices}
+    return nic.pop() if len(nic) == 1 else 0.0
+
+
+def cluster_file_lines(spec: dict, tables: Sequence[Device | None], network: Network | None,
+                       servers: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """What a cluster document states that train, search and plan say on stderr, one line each, once: warnings
+    (a figure that is plausible only in another unit: an in-server link that is the GPU's own NVLink in GB/s, a
+    NIC speed no NIC has) and notes (a figure another one replaces: a device file's in-server link,
+    ``[cluster]`` keys a ``[network]`` table supersedes, a ``[network]`` key that changes nothing). ``tables``:
+    each ``[[servers]]`` table's device (None: it names none, nothing to judge its figures by); ``network``: the
+    network as read (None: plan's drawn ``[low, high]`` range, no one NIC figure); ``servers``: the server count.
+    A drawn in-server range is not judged either."""
+    overridden: list[str] = []  # notes: a device file's link that the cluster's in-server figure replaces
+    slipped: list[str] = []  # warnings: an in-server figure that is the GPU's own in another unit
+    for group, device in zip(spec["servers"], tables):
+        if device is None:
+            continue
+        intra = group.get("intra_server_gbps")
+        if isinstance(intra, (int, float)):
+            fabric = fitted.fabric_bytes_per_s(intra)
+            if "device" in group and not math.isclose(fabric, device.fabric_bytes_per_s, rel_tol=1e-9):
+                # two required statements of the chip's link that disagree: say which one prices the collectives
+                overridden.append(f"[[servers]] intra_server_gbps = {intra:g} ({fabric / 1e9:g} GB/s per direction "
+                                  f"per GPU) prices the in-server links, not {group['device']}'s [links] intra_gbps "
+                                  f"= {device.fabric_bytes_per_s / 1e9:g} GB/s")
+            if _intra_unit_warning(intra, device):
+                slipped.append(_intra_unit_warning(intra, device))
+        if "device" in group and device.inter_node_gbps:  # the device file's NIC: its unit may slip as nic_gbps's
+            nic_unit = nic_speed_warning("inter_node_gbps", device.inter_node_gbps)
+            if nic_unit:
+                slipped.append(f"{group['device']} [links]: {nic_unit}")
+    notes: tuple[str, ...] = ()
+    if "network" in spec and network is not None:
+        notes = superseded_notes(spec["cluster"], network) + network_notes(spec["network"], network, servers)
+    warnings = tuple(dict.fromkeys(slipped)) + (() if network is None else network_warnings(spec, network))
+    return warnings, notes + tuple(dict.fromkeys(overridden))
 
 
 def single_node(name: str = "a100-80gb", gpus: int = 8) -> GpuCluster:
@@ -152,4 +193,5 @@ def single_node(name: str = "a100-80gb", gpus: int = 8) -> GpuCluster:
 
 
 
-__all__ = ["gpu_cluster", "load_gpu_cluster", "single_node"]
+__all__ = ["cluster_file_lines", "device_inter_node_gbps", "gpu_cluster", "load_gpu_cluster", "named_devices",
+           "single_node"]
