@@ -141,3 +141,12 @@ def test_a_drawn_range_is_planned_and_judged_by_no_single_figure(tmp_path, capsy
         from archsim.training.cluster_file import load_gpu_cluster
 
         load_gpu_cluster(cluster)
+
+
+def test_a_refused_plan_prints_its_error_alone(tmp_path, capsys):
+    """The warnings follow the run, as train's do: a plan refused for its size writes one line, the refusal."""
+    cluster = _file(tmp_path, "c.toml", '[cluster]\nname = "n"\n[network]\nnics_per_server = 4\nnic_gbps = 0.4\n'
+                                        f"gpus_per_nic = 1\n{H100S}")
+    assert main([*PLAN, "--cluster", cluster, "--array", "32x32", "--max-ops", "1"]) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if not line.startswith("archsim: note:")]
+    assert len(err) == 1 and err[0].startswith("archsim: error:") and "max-ops" in err[0], err

@@ -269,12 +269,19 @@ def check_flags(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from archsim.outputs import render
-    from archsim.rows import Rows
     check_flags(args)
     topology, lines = _read_cluster(args.cluster, args.seed)
     profile, priced_on, device_memory = _profile(args)
-    _note_cluster_file(args.cluster, lines)  # after the device refusals, so a refused run prints one line
+    status = _plan(args, topology, profile, priced_on, device_memory)
+    _note_cluster_file(args.cluster, lines)  # the run done, as train's: notes never precede an error line
+    return status
+
+
+def _plan(args: argparse.Namespace, topology, profile, priced_on: dict[str, str], device_memory: float | None) -> int:
+    """Plan with ``args.method`` and write its outputs (:func:`run`'s work once the cluster and layers are read)."""
+    from archsim.outputs import render
+    from archsim.rows import Rows
+
     check_job_size(args.microbatches * 2 * len(profile.names), args.max_ops)  # F and B blocks per stage ≤ per layer
     if args.method == "pipedream":
         return _run_pipedream(args, profile, topology, priced_on, device_memory)
