@@ -205,17 +205,25 @@ def _read_cluster(cluster: str, seed: int | None):
     is taken, as train takes it."""
     from collections import Counter
 
-    from archsim.network import read_network
+    from archsim.network import network_lines, read_network
     from archsim.spp.topology import build_topology, read_cluster_document
-    from archsim.training.cluster_file import cluster_file_lines, device_inter_node_gbps, named_devices
 
     spec = read_cluster_document(cluster)
-    devices = named_devices(spec, Path(cluster).parent, cluster)
-    nic = device_inter_node_gbps(devices)
+    devices: tuple = ()  # each [[servers]] table's device (archsim.training.cluster_file.named_devices)
+    nic = 0.0
+    if _server_devices(cluster):  # a cluster of links alone loads no device model
+        from archsim.training.cluster_file import device_inter_node_gbps, named_devices
+
+        devices = named_devices(spec, Path(cluster).parent, cluster)
+        nic = device_inter_node_gbps(devices)
     topology = build_topology(spec, file=cluster, seed=seed, default_gbps=nic)
     per_server = Counter(topology.servers)
     drawn = "network" not in spec and isinstance(spec["cluster"].get("inter_server_gbps"), list)
     network = None if drawn else read_network(spec, max(per_server.values()), cluster, default_gbps=nic)
+    if not devices:
+        return topology, network_lines(spec, network, len(per_server))
+    from archsim.training.cluster_file import cluster_file_lines
+
     return topology, cluster_file_lines(spec, devices, network, len(per_server))
 
 

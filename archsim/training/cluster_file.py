@@ -17,7 +17,7 @@ from pathlib import Path
 from archsim.choices.devices import DTYPES
 from archsim.devices.device import Device, catalog_device
 from archsim.errors import InputError
-from archsim.network import Network, network_notes, network_warnings, nic_speed_warning, read_network, superseded_notes
+from archsim.network import Network, network_lines, nic_speed_warning, read_network
 from archsim.spp.topology import build_topology, missing_inter_server, read_cluster_document
 from archsim.training import fitted
 from archsim.training.cluster import GpuCluster
@@ -154,8 +154,8 @@ def cluster_file_lines(spec: dict, tables: Sequence[Device | None], network: Net
                        servers: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """What a cluster document states that train, search and plan say on stderr, one line each, once: warnings
     (a figure that is plausible only in another unit: an in-server link that is the GPU's own NVLink in GB/s, a
-    NIC speed no NIC has) and notes (a figure another one replaces: a device file's in-server link,
-    ``[cluster]`` keys a ``[network]`` table supersedes, a ``[network]`` key that changes nothing). ``tables``:
+    NIC speed no NIC has) and notes (a figure another one replaces: a device file's in-server link, and the
+    network's, :func:`archsim.network.network_lines`). ``tables``:
     each ``[[servers]]`` table's device (None: it names none, nothing to judge its figures by); ``network``: the
     network as read (None: plan's drawn ``[low, high]`` range, no one NIC figure); ``servers``: the server count.
     A drawn in-server range is not judged either."""
@@ -178,11 +178,8 @@ def cluster_file_lines(spec: dict, tables: Sequence[Device | None], network: Net
             nic_unit = nic_speed_warning("inter_node_gbps", device.inter_node_gbps)
             if nic_unit:
                 slipped.append(f"{group['device']} [links]: {nic_unit}")
-    notes: tuple[str, ...] = ()
-    if "network" in spec and network is not None:
-        notes = superseded_notes(spec["cluster"], network) + network_notes(spec["network"], network, servers)
-    warnings = tuple(dict.fromkeys(slipped)) + (() if network is None else network_warnings(spec, network))
-    return warnings, notes + tuple(dict.fromkeys(overridden))
+    warnings, notes = network_lines(spec, network, servers)
+    return tuple(dict.fromkeys(slipped)) + warnings, notes + tuple(dict.fromkeys(overridden))
 
 
 def single_node(name: str = "a100-80gb", gpus: int = 8) -> GpuCluster:
