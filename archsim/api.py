@@ -221,9 +221,7 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
     result = replace(result, document=train_document(result, config, laid, implementation))
     dtype_note = "" if dtype is not None or isinstance(cluster, GpuCluster) else \
         config_dtype_note(config, laid.cluster.dtype, "dtype=")
-    from archsim.devices.device_file import devices_implausible_figures
-
-    for warning in (*laid.cluster.warnings, *devices_implausible_figures(laid.cluster.servers or (laid.cluster.gpu,)),
+    for warning in (*laid.cluster.warnings,
                     tp_span_warning(laid.cluster, laid.par),
                     rank_memory_warning(result, machines), _seq_note(model, config, seq), dtype_note):
         if warning:  # the lines archsim train prints on stderr, in its order
@@ -263,9 +261,7 @@ def train_runs(model, *, runs: str | Path, cluster, seq: int | None = None, atte
 
     out = predict_runs(config, on, rows, file=runs,  # the lines archsim train --runs prints on stderr
                        warn=lambda line, text: warnings.warn(f"line {line}: {text}", UserWarning, stacklevel=4))
-    from archsim.devices.device_file import devices_implausible_figures
-
-    for note in (*on.warnings, *devices_implausible_figures(on.servers or (on.gpu,)), milliseconds_note(out)):  # a link's unit that slipped; times in ms
+    for note in (*on.warnings, milliseconds_note(out)):  # a link's unit that slipped; times in ms
         if note:
             warnings.warn(note, UserWarning, stacklevel=2)
     return out
@@ -345,9 +341,7 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
                        refine=refine, balance=balance, objective=objective, placement=placement,
                        attention=attention, dp_overlap=dp_overlap, grad_accumulation=grad_accumulation,
                        max_actions=max_ops)
-    from archsim.devices.device_file import devices_implausible_figures
-
-    for note in (*on.warnings, *devices_implausible_figures(on.servers or (on.gpu,)), _seq_note(model, config, seq)):
+    for note in (*on.warnings, _seq_note(model, config, seq)):
         if note:  # the lines archsim search prints on stderr: a link's unit that slipped, the sequence's default
             import warnings
 
@@ -406,7 +400,8 @@ def _gpu_cluster(cluster, dtype: str | None = None):
 
     from archsim.choices.devices import DTYPES
     from archsim.errors import InputError
-    from archsim.training.cluster import GpuCluster, load_gpu_cluster
+    from archsim.training.cluster import GpuCluster
+    from archsim.training.cluster_file import load_gpu_cluster
 
     if not isinstance(cluster, GpuCluster):
         _check_path(cluster, "cluster", "a cluster TOML path or a GpuCluster")

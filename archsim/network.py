@@ -227,5 +227,18 @@ def network_notes(table: dict, network: Network, servers: int) -> tuple[str, ...
     return tuple(notes)
 
 
-__all__ = ["DEFAULT_SWITCH_TIERS", "NETWORK_KEYS", "NIC_GBPS_SOLD", "Network", "network_notes", "network_warnings",
-           "nic_speed_warning", "read_network", "superseded_notes"]
+def network_lines(spec: dict, network: Network | None, servers: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The cluster document's network as train, search and plan judge it on stderr, one line each: (warnings —
+    :func:`network_warnings` —, notes — :func:`superseded_notes` and :func:`network_notes` where a ``[network]``
+    table is given); ``network``: as read (None: plan's drawn ``[low, high]`` range, no one NIC figure to judge);
+    ``servers``: the server count. A cluster whose servers name devices adds theirs
+    (:func:`archsim.training.cluster_file.cluster_file_lines`)."""
+    if network is None:
+        return (), ()
+    notes = superseded_notes(spec["cluster"], network) + network_notes(spec["network"], network, servers) \
+        if "network" in spec else ()
+    return network_warnings(spec, network), notes
+
+
+__all__ = ["DEFAULT_SWITCH_TIERS", "NETWORK_KEYS", "NIC_GBPS_SOLD", "Network", "network_lines", "network_notes",
+           "network_warnings", "nic_speed_warning", "read_network", "superseded_notes"]

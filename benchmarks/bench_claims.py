@@ -159,7 +159,7 @@ def sweep_cold() -> float:
 
 def train_in_process() -> float:
     """Median CPU seconds of ``archsim.training.run.train`` on GPT-3 175B, 1,024 A100 (after a first call)."""
-    from archsim.training.cluster import load_gpu_cluster
+    from archsim.training.cluster_file import load_gpu_cluster
     from archsim.training.parallel import Parallelism
     from archsim.training.run import train
     from archsim.workload.model_files import load_transformer

@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 from archsim.devices.catalog import gpu
 from archsim.training import fitted
-from archsim.training.cluster import load_gpu_cluster
+from archsim.training.cluster_file import load_gpu_cluster
 from archsim.training.nccl_cited import bus_gbytes_per_s, predicted_bus_gbytes_per_s, read_cited
 from archsim.training.nccl_fit import read_nccl_tables, relative_errors
 from archsim.training.parallel import Parallelism

@@ -51,7 +51,7 @@ sys.path.insert(0, str(ROOT))
 from archsim.devices import kernel_ops, kernels
 from archsim.devices.kernel_constants import KernelConstants, one_fraction
 from archsim.training import calibrate, fitted, grad_accumulation, iteration
-from archsim.training.cluster import load_gpu_cluster, single_node
+from archsim.training.cluster_file import load_gpu_cluster, single_node
 from archsim.training.measured import predict, read_measured
 from archsim.training.parallel import Parallelism
 from benchmarks.host_issue import host_issue

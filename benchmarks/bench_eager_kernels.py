@@ -37,7 +37,7 @@ from archsim.devices.kernel_constants import FITTED
 from archsim.devices.kernel_ops import KernelFamilies, kernel_families, op_seconds
 from archsim.devices.kernels import memory_bound_seconds, stream_seconds
 from archsim.training import fitted
-from archsim.training.cluster import load_gpu_cluster
+from archsim.training.cluster_file import load_gpu_cluster
 from archsim.training.eager_ops import eager_block_work, eager_embedding_work, eager_head_work
 from archsim.training.machine import Machine
 from archsim.training.measured import MeasuredRun, read_measured_table

@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from archsim.devices.kernel_constants import KernelConstants, one_fraction
 from archsim.training import calibrate, fitted, iteration
-from archsim.training.cluster import single_node
+from archsim.training.cluster_file import single_node
 from archsim.training.measured import read_measured
 from archsim.validation.gemm_rate import GemmRateFit, compute_bound, fit_gemm_rate, gemm_grid, gemm_ratios
 from archsim.validation.tensor_power import fit_tables

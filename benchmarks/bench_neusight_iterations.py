@@ -80,7 +80,7 @@ def predict_with(data: Path, folder: Path, device: str, model: str, seq: int, ba
     """What ``archsim train`` gives (its flags above) with ``constants`` as the fp32 kernel constants."""
     from dataclasses import replace
 
-    from archsim.training.cluster import load_gpu_cluster
+    from archsim.training.cluster_file import load_gpu_cluster
     from archsim.training.parallel import Parallelism
     from archsim.training.run import train
     from archsim.workload.model_files import load_transformer
@@ -102,7 +102,7 @@ def linears_alone(data: Path, folder: Path, row) -> dict:
     from dataclasses import replace
 
     from archsim.devices.kernel_ops import op_seconds
-    from archsim.training.cluster import load_gpu_cluster
+    from archsim.training.cluster_file import load_gpu_cluster
     from archsim.training.hf_ops import hf_block_work, hf_embedding_work, hf_head_work
     from archsim.training.iteration import machine_op_seconds
     from archsim.training.parallel import Parallelism

@@ -47,7 +47,7 @@ from pathlib import Path
 import pandas as pd
 
 from archsim.outputs import atomic_write_text
-from archsim.training.cluster import load_gpu_cluster, single_node
+from archsim.training.cluster_file import load_gpu_cluster, single_node
 from archsim.training.grad_accumulation import per_microbatch_seconds
 from archsim.training.parallel import Parallelism, schedule_rejection
 from archsim.training.run import train

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from archsim.collectives import collective_seconds
-from archsim.training.cluster import load_gpu_cluster
+from archsim.training.cluster_file import load_gpu_cluster
 from archsim.training.memory import stage_memory
 from archsim.training.parallel import Parallelism
 from archsim.training.run import train

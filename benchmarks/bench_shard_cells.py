@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 from archsim.devices.kernel_ops import gemm_path
 from archsim.devices.kernels import compute_seconds
 from archsim.lowering import Gemm
-from archsim.training.cluster import single_node
+from archsim.training.cluster_file import single_node
 from archsim.training.iteration import model_pieces
 from archsim.training.layer_ops import block_work, fused_softmax
 from archsim.training.measured import read_measured

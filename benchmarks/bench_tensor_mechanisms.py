@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 from archsim.devices import kernel_ops, kernels
 from archsim.training import fitted
 from archsim.training.calibrate import fit_kernels
-from archsim.training.cluster import load_gpu_cluster, single_node
+from archsim.training.cluster_file import load_gpu_cluster, single_node
 from archsim.training.measured import predict, read_measured
 from benchmarks.model_swap import swapped
 

@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from archsim.sim import arrays as sim_arrays
     from archsim.sim import kernel as sim_kernel
-    from archsim.training.cluster import load_gpu_cluster
+    from archsim.training.cluster_file import load_gpu_cluster
     from archsim.training.parallel import Parallelism
     from archsim.training.run import train
     from archsim.workload.model_files import load_transformer

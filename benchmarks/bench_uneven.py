@@ -39,7 +39,7 @@ from dgx_a100 import dgx_a100
 
 from archsim.json_text import dumps
 from archsim.outputs import atomic_write_text
-from archsim.training.cluster import load_gpu_cluster, single_node
+from archsim.training.cluster_file import load_gpu_cluster, single_node
 from archsim.training.measured import read_measured
 from archsim.training.parallel import Parallelism
 from archsim.training.run import train

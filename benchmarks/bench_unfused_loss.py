@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from archsim.training import calibrate, fitted, hf_switch_ops, iteration, layer_ops
-from archsim.training.cluster import single_node
+from archsim.training.cluster_file import single_node
 from archsim.training.measured import read_measured
 from archsim.training.parallel import padded_vocab
 from benchmarks.bench_e2e_variants import acceptance, other_checks

@@ -44,7 +44,7 @@ from archsim.devices.kernel_constants import KernelConstants
 from archsim.json_text import dumps
 from archsim.training import fitted
 from archsim.training.calibrate import fast_seconds, fit_kernels
-from archsim.training.cluster import single_node
+from archsim.training.cluster_file import single_node
 from archsim.training.measured import MeasuredRun, Prediction, predict, read_measured
 
 DATA = ROOT / "tests" / "data" / "e2e"
@@ -210,7 +210,7 @@ def check_measured(csv_path: str, cluster_path: str, markdown: str | None, per_r
     from archsim.devices.catalog import find_gpu, gpu
     from archsim.errors import InputError
     from archsim.outputs import atomic_write_text
-    from archsim.training.cluster import load_gpu_cluster
+    from archsim.training.cluster_file import load_gpu_cluster
     from archsim.training.measured import read_measured_table
     from archsim.validation.gpu_study import slug
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from archsim.training.cluster import GpuCluster, load_gpu_cluster
+from archsim.training.cluster import GpuCluster
+from archsim.training.cluster_file import load_gpu_cluster
 
 CLUSTER = """[cluster]
 name = "dgx_a100_{servers}"

@@ -121,7 +121,7 @@ READERS.update(NEW_READERS)
 # watts), SCALE-Sim custom layouts and their banks, the [sparsity] section and a topology's N:M column,
 # measured training runs and the GPU efficiency probe's CSV.
 def gpu_cluster(path: Path):
-    from archsim.training.cluster import load_gpu_cluster
+    from archsim.training.cluster_file import load_gpu_cluster
 
     cluster = load_gpu_cluster(path)
     return cluster.prices, cluster.watts, cluster.sizes, cluster.inter_server_bytes_per_s

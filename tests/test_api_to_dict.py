@@ -96,7 +96,7 @@ def test_search_to_dict_is_the_cli_json(capsys):
 
 
 def test_search_to_dict_names_placeholders_for_objects():
-    from archsim.training.cluster import load_gpu_cluster
+    from archsim.training.cluster_file import load_gpu_cluster
     from archsim.workload.model_files import load_transformer
 
     found = archsim.search(load_transformer(MODEL), cluster=load_gpu_cluster(CLUSTER), **SMALL)
@@ -105,7 +105,7 @@ def test_search_to_dict_names_placeholders_for_objects():
 
 def test_search_names_the_files_given_for_objects():
     """``model_file``/``cluster_file``: the paths the objects came from, in each row's train line."""
-    from archsim.training.cluster import load_gpu_cluster
+    from archsim.training.cluster_file import load_gpu_cluster
     from archsim.workload.model_files import load_transformer
 
     found = archsim.search(load_transformer(MODEL), cluster=load_gpu_cluster(CLUSTER), model_file=MODEL,

@@ -95,7 +95,7 @@ def test_search_refuses_a_re_timing_above_max_ops_before_simulating(capsys):
 def test_refine_estimate_bounds_the_simulated_actions(monkeypatch):
     """The re-timing estimate is at least the actions the event simulator is handed, counted on the runs."""
     from archsim.policies import stage_run
-    from archsim.training.cluster import single_node
+    from archsim.training.cluster_file import single_node
     from archsim.training.search import search
     from archsim.workload.model_files import load_transformer
 
@@ -164,7 +164,7 @@ def test_planning_estimate_counts_the_splits_the_search_plans(monkeypatch):
     """The pre-count (candidates that pass the rules and have several stages) is the planner's calls."""
     from archsim.training import search as search_module
     from archsim.training import stage_split
-    from archsim.training.cluster import single_node
+    from archsim.training.cluster_file import single_node
     from archsim.workload.model_files import load_transformer
 
     planned, counted = [], []

@@ -10,7 +10,7 @@ from archsim import api
 from archsim.devices.device import catalog_device
 from archsim.errors import InputError
 from archsim.training import fitted
-from archsim.training.cluster import load_gpu_cluster, single_node
+from archsim.training.cluster_file import load_gpu_cluster, single_node
 from archsim.training.parallel import Parallelism
 
 ROOT = Path(__file__).resolve().parents[1]

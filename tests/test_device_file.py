@@ -14,7 +14,7 @@ from archsim.devices.device_file import load_device
 from archsim.devices.kernel_constants import one_fraction
 from archsim.devices.kernel_ops import array_gemm_seconds
 from archsim.training import fitted
-from archsim.training.cluster import load_gpu_cluster
+from archsim.training.cluster_file import load_gpu_cluster
 from archsim.training.parallel import Parallelism
 from archsim.training.run import train
 from archsim.workload.model_files import load_transformer

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from archsim.cli import main
-from archsim.training.cluster import load_gpu_cluster
+from archsim.training.cluster_file import load_gpu_cluster
 from archsim.training.dp_overlap import bucket_parameters, exposed_seconds
 from archsim.training.parallel import Parallelism
 from archsim.training.run import train

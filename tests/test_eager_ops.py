@@ -17,7 +17,7 @@ import pytest
 from archsim.devices.device import catalog_device
 from archsim.errors import InputError
 from archsim.training.calibrate import HOST_CONFIG, HOST_ROW, fit_probe, iteration_ops, read_probe
-from archsim.training.cluster import single_node
+from archsim.training.cluster_file import single_node
 from archsim.training.eager_ops import EAGER_OPTIMIZER_BYTES_PER_PARAMETER, eager_block_work, eager_head_work
 from archsim.training.iteration import after_backward, model_pieces
 from archsim.training.layer_ops import block_work

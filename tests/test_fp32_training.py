@@ -13,7 +13,7 @@ from archsim.devices.kernel_ops import op_seconds, queued
 from archsim.devices.kernels import kernel_seconds
 from archsim.errors import InputError
 from archsim.lowering import Gemm, TrainingOp
-from archsim.training.cluster import single_node
+from archsim.training.cluster_file import single_node
 from archsim.training.iteration import machine_op_seconds
 from archsim.training.parallel import Parallelism
 

@@ -69,7 +69,7 @@ def test_fit_kernels_with_gemm_held_keeps_it_and_fits_the_rest():
     """About a minute: the held gemm comes back exactly, and the three fitted constants do at least as
     well on the 16-layer runs as the stored ones do with that gemm."""
     from archsim.training.calibrate import fast_seconds, fit_kernels
-    from archsim.training.cluster import single_node
+    from archsim.training.cluster_file import single_node
     from archsim.training.measured import read_measured
 
     runs = read_measured(Path(__file__).resolve().parent / "data" / "e2e" / "vtrain_single_node_shown.csv")

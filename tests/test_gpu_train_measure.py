@@ -228,7 +228,7 @@ def test_committed_one_gpu_runs_and_their_summary(path):
     """A committed measurement reads, is one-GPU with memory measured, and its summary
     (gpu_train_<gpu>.md beside it) holds the MAPE archsim gives today."""
     from archsim.devices.catalog import find_gpu
-    from archsim.training.cluster import load_gpu_cluster
+    from archsim.training.cluster_file import load_gpu_cluster
     from archsim.training.measured import predict
     from archsim.validation.gpu_study import slug
 

@@ -11,7 +11,7 @@ import pytest
 
 from archsim.cli import main
 from archsim.errors import InputError
-from archsim.training.cluster import single_node
+from archsim.training.cluster_file import single_node
 from archsim.training.grad_accumulation import accumulation, unfused_pass_seconds
 from archsim.training.iteration import model_pieces
 from archsim.training.parallel import Parallelism

@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 
 from archsim.lowering import Gemm, TrainingOp
 from archsim.training import dp_overlap, grad_accumulation, iteration
-from archsim.training.cluster import single_node
+from archsim.training.cluster_file import single_node
 from archsim.training.parallel import Parallelism
 from archsim.training.run import train
 from archsim.workload.transformer import TransformerConfig

@@ -118,7 +118,7 @@ def _straddles_by_hand(tp: int, gpus: int, server: int) -> bool:
 def test_train_and_search_agree_on_which_tp_groups_straddle_servers():
     from dataclasses import replace
 
-    from archsim.training.cluster import load_gpu_cluster
+    from archsim.training.cluster_file import load_gpu_cluster
     from archsim.training.parallel import Parallelism
     from archsim.training.search_space import Candidate, rejection
 

@@ -40,7 +40,7 @@ import numpy as np
 import pytest
 
 from archsim.training import dp_overlap, iteration, stages
-from archsim.training.cluster import single_node
+from archsim.training.cluster_file import single_node
 from archsim.training.parallel import Parallelism
 from archsim.training.run import train
 from archsim.workload.transformer import TransformerConfig

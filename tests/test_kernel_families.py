@@ -19,7 +19,7 @@ from archsim.devices.kernel_constants import FITTED
 from archsim.devices.kernel_ops import KernelFamilies, kernel_families, op_seconds
 from archsim.devices.kernels import memory_bound_seconds
 from archsim.lowering import TrainingOp
-from archsim.training.cluster import single_node
+from archsim.training.cluster_file import single_node
 from archsim.training.eager_ops import eager_block_work, eager_head_work
 from archsim.training.fitted import A100_KERNELS
 from archsim.training.iteration import machine_op_seconds

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from archsim import api
-from archsim.training.cluster import load_gpu_cluster
+from archsim.training.cluster_file import load_gpu_cluster
 from archsim.training.parallel import Parallelism
 from archsim.workload.transformer import TransformerConfig
 

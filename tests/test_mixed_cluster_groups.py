@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from archsim.collectives import LinkClass, Spanning, collective_seconds
-from archsim.training.cluster import gpu_cluster
+from archsim.training.cluster_file import gpu_cluster
 from archsim.training.iteration import model_pieces
 from archsim.training.parallel import Parallelism
 from archsim.training.stages import rank_stage_times

@@ -8,7 +8,7 @@ import pytest
 
 from archsim.collectives import LinkClass, Spanning, collective_seconds
 from archsim.errors import InputError
-from archsim.training.cluster import load_gpu_cluster
+from archsim.training.cluster_file import load_gpu_cluster
 from archsim.training.nccl_cited import predicted_bus_gbytes_per_s, read_cited
 from archsim.training.parallel import Parallelism
 

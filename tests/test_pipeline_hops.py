@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from archsim.collectives import LinkClass, Spanning
-from archsim.training.cluster import load_gpu_cluster, single_node
+from archsim.training.cluster_file import load_gpu_cluster, single_node
 from archsim.training.iteration import model_pieces
 from archsim.training.parallel import Parallelism
 from archsim.training.run import train

@@ -18,7 +18,7 @@ import pytest
 
 from archsim.cli import main
 from archsim.errors import InputError
-from archsim.training.cluster import load_gpu_cluster
+from archsim.training.cluster_file import load_gpu_cluster
 from archsim.training.parallel import Parallelism
 from archsim.training.placement import order_count, parse_placement, server_orders
 from archsim.training.rates import dollars_per_hour

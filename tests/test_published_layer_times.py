@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from archsim.training.cluster import single_node
+from archsim.training.cluster_file import single_node
 from archsim.training.iteration import model_pieces
 from archsim.training.parallel import Parallelism
 from archsim.workload.transformer import TransformerConfig

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from archsim.training.cluster import load_gpu_cluster
+from archsim.training.cluster_file import load_gpu_cluster
 from archsim.training.search import search
 from archsim.workload.transformer import TransformerConfig
 

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from archsim.cli import main
-from archsim.training.cluster import load_gpu_cluster
+from archsim.training.cluster_file import load_gpu_cluster
 from archsim.training.rates import dollars_per_hour, watts
 from archsim.training.search import search
 from archsim.workload.model_files import load_transformer

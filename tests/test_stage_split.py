@@ -11,7 +11,7 @@ import pytest
 
 from archsim.errors import InputError
 from archsim.policies.stage_orders import published_order
-from archsim.training.cluster import single_node
+from archsim.training.cluster_file import single_node
 from archsim.training.iteration import model_pieces
 from archsim.training.memory import memories
 from archsim.training.parallel import Parallelism, layers_per_stage
@@ -175,7 +175,7 @@ def test_search_on_a_tiny_mixed_cluster_by_brute_force(tmp_path):
     has the split with the smallest slowest stage among all contiguous splits (enumerated here, memory
     from the published order); each it prunes for memory has no split that fits."""
     from archsim.devices.catalog import gpu
-    from archsim.training.cluster import load_gpu_cluster
+    from archsim.training.cluster_file import load_gpu_cluster
     from archsim.training.search import search
     from archsim.training.search_space import Candidate, rejection
 

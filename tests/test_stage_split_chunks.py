@@ -16,7 +16,7 @@ from archsim.devices.catalog import gpu
 from archsim.errors import InputError
 from archsim.policies.stage_orders import published_order
 from archsim.sim import validate_timeline
-from archsim.training.cluster import single_node
+from archsim.training.cluster_file import single_node
 from archsim.training.memory import memories
 from archsim.training.parallel import Parallelism
 from archsim.training.run import train

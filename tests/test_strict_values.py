@@ -44,7 +44,7 @@ GPU_CLUSTER = ('[cluster]\nname = "x"\ninter_server_gbps = 100\n[[servers]]\ncou
 @pytest.mark.parametrize("value", ["1e-320", "inf", "-inf", "nan", "1" + "0" * 400, "0", "-2", '"3"', "true",
                                    "1e7", "[1]"])
 def test_gpu_cluster_prices_and_watts_are_finite_positive_numbers(tmp_path, key, value):
-    from archsim.training.cluster import load_gpu_cluster
+    from archsim.training.cluster_file import load_gpu_cluster
 
     path = tmp_path / "cluster.toml"
     path.write_text(GPU_CLUSTER.format(key=key, value=value))
@@ -53,7 +53,7 @@ def test_gpu_cluster_prices_and_watts_are_finite_positive_numbers(tmp_path, key,
 
 
 def test_gpu_cluster_prices_in_range_are_read(tmp_path):
-    from archsim.training.cluster import load_gpu_cluster
+    from archsim.training.cluster_file import load_gpu_cluster
 
     path = tmp_path / "cluster.toml"
     path.write_text(GPU_CLUSTER.format(key="price_per_gpu_hour", value="2.5"))

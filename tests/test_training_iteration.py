@@ -11,7 +11,7 @@ from archsim.choices.training import DEFAULT_ATTENTION
 from archsim.cli import main
 from archsim.devices.kernel_ops import op_seconds
 from archsim.training import fitted
-from archsim.training.cluster import single_node
+from archsim.training.cluster_file import single_node
 from archsim.training.iteration import OPTIMIZER_BYTES_PER_PARAMETER, model_pieces
 from archsim.training.layer_ops import block_work, embedding_work, head_work
 from archsim.training.measured import read_measured

@@ -13,7 +13,7 @@ import pytest
 from archsim.cli import main
 from archsim.policies.stage_orders import published_order
 from archsim.training.calibrate import fast_iteration_seconds
-from archsim.training.cluster import load_gpu_cluster, single_node
+from archsim.training.cluster_file import load_gpu_cluster, single_node
 from archsim.training.memory import in_flight, memories
 from archsim.training.parallel import Parallelism
 from archsim.training.run import train

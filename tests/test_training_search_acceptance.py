@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from archsim.training.cluster import single_node
+from archsim.training.cluster_file import single_node
 from archsim.training.measured import read_measured
 from archsim.training.search_acceptance import fractions, group_outcomes
 from archsim.training.search_space import peak_memory_bytes

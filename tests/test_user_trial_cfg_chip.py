@@ -95,7 +95,7 @@ def test_a_device_files_nic_speed_outside_any_nic_sold_is_warned(tmp_path, capsy
     """``[links] inter_node_gbps = 400000`` (400 Gb/s written in Mb/s) prices every collective across servers 1000
     times fast without a word, where ``[network] nic_gbps = 400000`` is warned: it now gets the same warning on
     stderr, naming the device file and the key; a plausible 400 gets none."""
-    from archsim.training.cluster import load_gpu_cluster
+    from archsim.training.cluster_file import load_gpu_cluster
 
     mbps = CFG.replace("intra_gbps = 100\n", "intra_gbps = 100\ninter_node_gbps = 400000\n")
     assert main(["train", GPT2, "--dp", "8", "--global-batch", "64", "--cluster", _cluster(tmp_path, device=mbps)]) == 0

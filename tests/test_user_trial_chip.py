@@ -9,7 +9,7 @@ import pytest
 
 from archsim.cli import main
 from archsim.commands.common import note_unread_cluster_keys
-from archsim.training.cluster import load_gpu_cluster
+from archsim.training.cluster_file import load_gpu_cluster
 
 ROOT = Path(__file__).resolve().parents[1]
 GPT2 = str(ROOT / "configs" / "transformers" / "gpt2.json")

@@ -10,7 +10,7 @@ import pytest
 
 from archsim import api
 from archsim.errors import InputError
-from archsim.training.cluster import load_gpu_cluster
+from archsim.training.cluster_file import load_gpu_cluster
 from archsim.training.parallel import Parallelism
 from archsim.training.run import train
 from archsim.training.runs import predict_runs, runs_to_run

@@ -13,7 +13,7 @@ import pytest
 import archsim
 from archsim.cli import main
 from archsim.errors import InputError
-from archsim.training.cluster import load_gpu_cluster
+from archsim.training.cluster_file import load_gpu_cluster
 
 ROOT = Path(__file__).resolve().parents[1]
 GPT2 = str(ROOT / "configs" / "transformers" / "gpt2.json")

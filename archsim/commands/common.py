@@ -136,11 +136,7 @@ def note_unread_cluster_keys(cluster: GpuCluster, command: str) -> None:
     """Say on stderr, once each, what the cluster file and its device files state that is implausible (a warning:
     a NIC speed, HBM or SRAM figure whose unit slipped) and what ``command`` (train or search) does not read (docs/formats.md, "Cluster (TOML)": the
     read-by column)."""
-    from archsim.devices.device_file import devices_implausible_figures
     from archsim.training.energy import array_device
-
-    for warning in (*cluster.warnings, *devices_implausible_figures(cluster.servers or (cluster.gpu,))):
-        print(f"archsim {command}: warning: {warning}", file=sys.stderr)
 
     notes = list(cluster.unread)
     if command == "train" and any(price is not None for price in cluster.prices):
@@ -148,6 +144,14 @@ def note_unread_cluster_keys(cluster: GpuCluster, command: str) -> None:
     if any(w is not None for w in cluster.watts) and array_device(cluster, cluster.starts[-1]) is not None:
         notes.append(f"gpu_watts is not read by {command} on an array device (gemm = \"arrays\"): its energy_j is "
                      "the energy model's on the ops' accesses, not board power × time (docs/training.md, Accelerators)")
+    print_cluster_lines(command, cluster.warnings, notes)
+
+
+def print_cluster_lines(command: str, warnings: Sequence[str], notes: Sequence[str]) -> None:
+    """A cluster file's warnings, then its notes, on stderr, one line each, as every command that reads one
+    (train, search, plan) prints them: ``archsim COMMAND: warning: …`` and ``archsim COMMAND: note: …``."""
+    for warning in warnings:
+        print(f"archsim {command}: warning: {warning}", file=sys.stderr)
     for note in notes:
         print(f"archsim {command}: note: {note}", file=sys.stderr)
 

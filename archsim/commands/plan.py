@@ -159,11 +159,11 @@ def _server_devices(cluster: str) -> list[str | None]:
 def _server_machine(cluster: str, named: list[str | None], dtype: str = DEFAULT_DTYPE):
     """The training machine (device, kernel constants, ``dtype``: --dtype, default fp16 as train's) of a
     cluster whose servers all name one device, read by ``train``'s own loader
-    (:func:`archsim.training.cluster.load_gpu_cluster`). The
+    (:func:`archsim.training.cluster_file.load_gpu_cluster`). The
     planners take one per-layer cost for every GPU, so servers of different devices (or some of none)
     are refused rather than priced on one of them."""
     from archsim.spp.topology import read_cluster_document
-    from archsim.training.cluster import load_gpu_cluster
+    from archsim.training.cluster_file import load_gpu_cluster
     from archsim.training.parallel import Parallelism
 
     if None in named:
@@ -197,28 +197,50 @@ def _priced_on(machine) -> dict[str, str]:
     return {"priced_on": device.name, "priced_on_model": f"{how}, {machine.dtype}"}
 
 
-def _note_unread_keys(cluster: str, topology) -> None:
-    """Say on stderr, once each, the cluster keys only train and search read (docs/formats.md, "Cluster (TOML)"),
-    and what a ``[network]`` table supersedes or states without effect (train's own notes)."""
-    import sys
+def _read_cluster(cluster: str, seed: int | None):
+    """The cluster file as plan reads it: its topology, and what train says of the same file on stderr (its
+    warnings and notes, :func:`archsim.training.cluster_file.cluster_file_lines`). Every device a
+    ``[[servers]]`` table names is read (whatever prices the layers): its figures are judged as train judges
+    them, and where the file states no bandwidth between servers the devices' one ``[links] inter_node_gbps``
+    is taken, as train takes it."""
     from collections import Counter
 
-    from archsim.network import network_notes, read_network, superseded_notes
-    from archsim.spp.topology import read_cluster_document
+    from archsim.network import network_lines, read_network
+    from archsim.spp.topology import build_topology, read_cluster_document
 
     spec = read_cluster_document(cluster)
-    servers = spec.get("servers", [])
+    devices: tuple = ()  # each [[servers]] table's device (archsim.training.cluster_file.named_devices)
+    nic = 0.0
+    if _server_devices(cluster):  # a cluster of links alone loads no device model
+        from archsim.training.cluster_file import device_inter_node_gbps, named_devices
+
+        devices = named_devices(spec, Path(cluster).parent, cluster)
+        nic = device_inter_node_gbps(devices)
+    topology = build_topology(spec, file=cluster, seed=seed, default_gbps=nic)
+    per_server = Counter(topology.servers)
+    drawn = "network" not in spec and isinstance(spec["cluster"].get("inter_server_gbps"), list)
+    network = None if drawn else read_network(spec, max(per_server.values()), cluster, default_gbps=nic)
+    if not devices:
+        return topology, network_lines(spec, network, len(per_server))
+    from archsim.training.cluster_file import cluster_file_lines
+
+    return topology, cluster_file_lines(spec, devices, network, len(per_server))
+
+
+def _note_cluster_file(cluster: str, lines: tuple[tuple[str, ...], tuple[str, ...]]) -> None:
+    """Say on stderr, once each, what train says of the cluster file (:func:`_read_cluster`), then the keys only
+    train and search read (docs/formats.md, "Cluster (TOML)")."""
+    from archsim.commands.common import print_cluster_lines
+    from archsim.spp.topology import read_cluster_document
+
+    servers = read_cluster_document(cluster).get("servers", [])
     servers = [s for s in servers if isinstance(s, dict)] if isinstance(servers, list) else []
     readers = {"price_per_gpu_hour": "search reads it (its cost objective)",
                "gpu_watts": "train and search read it (energy)"}
-    unread = [f"[[servers]] {key} is not read by plan: {who}" for key, who in readers.items()
-              if any(key in s for s in servers)]
-    if "network" in spec:  # the table the topology's links were priced from (validated there)
-        per_server = Counter(topology.servers)
-        network = read_network(spec, max(per_server.values()), cluster)
-        unread += [*superseded_notes(spec["cluster"], network), *network_notes(spec["network"], network, len(per_server))]
-    for line in unread:
-        print(f"archsim plan: note: {line}", file=sys.stderr)
+    unread = tuple(f"[[servers]] {key} is not read by plan: {who}" for key, who in readers.items()
+                   if any(key in s for s in servers))
+    warnings, notes = lines
+    print_cluster_lines("plan", warnings, unread + notes)
 
 
 def micro_batch(args: argparse.Namespace) -> int:
@@ -255,14 +277,19 @@ def check_flags(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_flags(args)
+    topology, lines = _read_cluster(args.cluster, args.seed)
+    profile, priced_on, device_memory = _profile(args)
+    status = _plan(args, topology, profile, priced_on, device_memory)
+    _note_cluster_file(args.cluster, lines)  # the run done, as train's: notes never precede an error line
+    return status
+
+
+def _plan(args: argparse.Namespace, topology, profile, priced_on: dict[str, str], device_memory: float | None) -> int:
+    """Plan with ``args.method`` and write its outputs (:func:`run`'s work once the cluster and layers are read)."""
     from archsim.outputs import render
     from archsim.rows import Rows
-    from archsim.spp.topology import load_topology_file
 
-    check_flags(args)
-    topology = load_topology_file(args.cluster, seed=args.seed)
-    profile, priced_on, device_memory = _profile(args)
-    _note_unread_keys(args.cluster, topology)  # after the device refusals, so a refused run prints one line
     check_job_size(args.microbatches * 2 * len(profile.names), args.max_ops)  # F and B blocks per stage ≤ per layer
     if args.method == "pipedream":
         return _run_pipedream(args, profile, topology, priced_on, device_memory)

@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
 
     from archsim.api import search
     from archsim.outputs import render
-    from archsim.training.cluster import load_gpu_cluster
+    from archsim.training.cluster_file import load_gpu_cluster
     from archsim.training.search_space import chunk_counts
     from archsim.workload.model_files import load_transformer
 

@@ -103,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.errors import InputError
     from archsim.outputs import render
     from archsim.rows import Rows
-    from archsim.training.cluster import load_gpu_cluster
+    from archsim.training.cluster_file import load_gpu_cluster
     from archsim.training.energy import priced
     from archsim.training.parallel import Parallelism
     from archsim.training.run import train
@@ -175,7 +175,7 @@ def _run_sweep(args: argparse.Namespace, config) -> int:
 
     from archsim.errors import InputError
     from archsim.outputs import render
-    from archsim.training.cluster import load_gpu_cluster
+    from archsim.training.cluster_file import load_gpu_cluster
     from archsim.training.placement import parse_placement
     from archsim.training.sweep import check_sweep_size, parse_axis, sweep
 
@@ -216,7 +216,7 @@ def _run_runs(args: argparse.Namespace, config) -> int:
     from archsim.outputs import render
     from archsim.progress import progress
     from archsim.rows import Rows
-    from archsim.training.cluster import load_gpu_cluster
+    from archsim.training.cluster_file import load_gpu_cluster
     from archsim.training.grad_accumulation import accumulation
     from archsim.training.runs import milliseconds_note, predict_runs, runs_to_run
 

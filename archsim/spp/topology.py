@@ -180,12 +180,15 @@ def _catalog_fabric(group: dict, file: str) -> float:
 
 
 def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = None,
-                   max_devices: int = MAX_DEVICES, network_links: bool = False) -> Topology:
+                   max_devices: int = MAX_DEVICES, network_links: bool = False,
+                   default_gbps: float = 0.0) -> Topology:
     """Validate a parsed cluster document and draw its bandwidths (at most ``max_devices`` GPUs).
     ``network_links``: the caller prices the links between servers itself (train and search: the ``[network]``
     table, else ``inter_server_gbps``, else the device files' ``[links] inter_node_gbps``) and refuses a
     document that gives none (:func:`missing_inter_server`), so here it may omit ``inter_server_gbps`` (its
-    pairs then hold 0)."""
+    pairs then hold 0). ``default_gbps``: the servers' devices' own NIC, Gbit/s (plan: as train reads it,
+    :func:`archsim.network.read_network`), taken as ``inter_server_gbps`` where the document states none and no
+    ``[network]`` table; 0: none."""
     if "device" in spec and "cluster" not in spec:  # a device file given where its cluster goes
         raise InputError(DEVICE_NOT_CLUSTER, file=file, field="cluster")
     if set(spec) - {"cluster", "servers", "network"} or "cluster" not in spec or "servers" not in spec:
@@ -225,6 +228,8 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
     n_servers = len(intra)
     inter = np.zeros((n_servers, n_servers))
     between = cluster.get("inter_server_gbps")
+    if between is None and default_gbps and "network" not in spec:
+        between = default_gbps
     own_network = "network" in spec and not network_links  # plan: the [network] table's NICs price these links
     if between is None and n_servers > 1 and not network_links and not own_network:
         raise missing_inter_server(file)
@@ -286,8 +291,8 @@ def _network_links(spec: dict, where: np.ndarray, bandwidth: np.ndarray, file: s
 def missing_inter_server(file: str) -> InputError:
     """The refusal of a cluster of 2 or more servers that states no bandwidth between them."""
     return InputError("missing: the bandwidth between two servers, Gbit/s (required with 2 or more servers without "
-                      "a [network] table of NICs; archsim train and search also read a device file's [links] "
-                      "inter_node_gbps)", file=file, field="inter_server_gbps")
+                      "a [network] table of NICs, or the servers' device files' one [links] inter_node_gbps)",
+                      file=file, field="inter_server_gbps")
 
 
 def read_cluster_document(path: str | Path) -> dict:

@@ -78,7 +78,7 @@ def point_rows(point: DevicePoint) -> list[dict[str, object]]:
 
     from archsim.api import train
     from archsim.devices.device_file import load_device
-    from archsim.training.cluster import gpu_cluster
+    from archsim.training.cluster_file import gpu_cluster
     from archsim.workload.model_files import load_transformer
 
     setup = point.setup

@@ -24,7 +24,7 @@ from archsim.devices.kernel_ops import device_gemm_seconds
 from archsim.devices.kernels import stream_seconds
 from archsim.errors import InputError
 from archsim.training import fitted
-from archsim.training.cluster import single_node
+from archsim.training.cluster_file import single_node
 from archsim.training.iteration import after_backward, model_pieces
 from archsim.training.machine import Machine
 from archsim.training.measured import MeasuredRun, split_meta

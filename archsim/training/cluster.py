@@ -1,9 +1,7 @@
-"""A GPU cluster for training: today's cluster TOML (:mod:`archsim.spp.topology`) with each
-``[[servers]]`` table naming its GPU by catalog name (``gpu = "a100-80gb"``) or a device file
-(``device = "PATH"``, relative to the cluster file: :mod:`archsim.devices.device_file`), read into
-the :class:`~archsim.training.machine.Machine` the iteration model runs on. Every server's device
-is a :class:`~archsim.devices.device.Device`; a catalog GPU's kernels are the fitted ones
-(:func:`archsim.training.fitted.kernels`), a device file's are its own.
+"""A GPU cluster for training: the servers of a cluster TOML as
+:mod:`archsim.training.cluster_file` reads them (each server's
+:class:`~archsim.devices.device.Device`, its in-server link, the network between servers), and how a
+parallel configuration's groups are placed on them and what their links cost.
 
 Groups are placed Megatron's way: TP innermost (consecutive GPUs), then DP, then PP. A group whose
 GPUs all sit in one server talks over that server's NVLink at the file's ``intra_server_gbps`` (per
@@ -27,34 +25,20 @@ groups' links). A server may override the objectives' figures with ``price_per_g
 
 from __future__ import annotations
 
-import math
 from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from functools import cached_property
 from itertools import accumulate
-from pathlib import Path
 
-from archsim.choices.devices import DTYPES
 from archsim.collectives import Spanning
-from archsim.devices.device import Device, catalog_device
+from archsim.devices.device import Device
 from archsim.errors import InputError
-from archsim.network import (
-    Network,
-    network_notes,
-    network_warnings,
-    nic_speed_warning,
-    read_network,
-    superseded_notes,
-)
-from archsim.spp.topology import Topology, build_topology, missing_inter_server, read_cluster_document
+from archsim.network import Network
+from archsim.spp.topology import Topology
 from archsim.training import fitted
 from archsim.training.machine import Links, Machine
 from archsim.training.parallel import Parallelism, tp_straddles
-from archsim.validate import parse_float, shown_number
-
-MAX_PRICE_OR_WATTS = 1e6  # USD per GPU-hour and watts per GPU a server may override with (far above any real one)
-MAX_GPUS = 4096  # a training cluster's GPUs (its topology is a GPUs × GPUs bandwidth matrix)
 
 
 @dataclass(frozen=True)
@@ -367,129 +351,4 @@ LAYOUT_ERRORS = {
                              "of one type"}
 
 
-
-def _server_device(group: dict, folder: Path, file: str, loaded: dict[str, Device]) -> Device:
-    """A ``[[servers]]`` table's device: its catalog ``gpu`` or its ``device`` file (one of the two)."""
-    name, path = group.get("gpu"), group.get("device")
-    if (name is None) == (path is None):
-        raise InputError('every [[servers]] table needs gpu = "<catalog name>" or device = "<device file>" '
-                         "(one of the two) for archsim train", file=file, field="gpu")
-    if path is not None:
-        if not isinstance(path, str) or not path.strip():
-            raise InputError(f"expected a device file's path, got {path!r}", file=file, field="device")
-        if path not in loaded:
-            from archsim.devices.device_file import load_device  # a catalog GPU's cluster reads no device file
-
-            if not (folder / path).exists():
-                raise InputError(f"device file {folder / path} not found (a device path is read relative to the "
-                                 "cluster file's folder)", file=file, field="device")
-            loaded[path] = load_device(folder / path)
-        return loaded[path]
-    try:
-        return catalog_device(str(name))
-    except InputError as exc:
-        raise InputError(exc.message, file=file, field="gpu") from None
-
-
-def _intra_unit_warning(intra: float, device: Device) -> str:
-    """A plausibility warning for ``intra_server_gbps`` stated as the GPU's own NVLink in bytes: Gbit/s both
-    directions is what the key takes (an H100's 7200), but vendors quote GB/s (900 both directions, 450 per
-    direction), and that figure runs every in-server collective 8 or 16 times slower without a word. Empty unless
-    the figure is the board's exactly 8 or 16 times too small (a what-if bandwidth other than that is read quietly)."""
-    own = device.fabric_bytes_per_s * 8 * 2 / 1e9  # the board's figure as the key takes it, Gbit/s both directions
-    for ratio, unit in ((8, "GB/s both directions"), (16, "GB/s per direction")):
-        if math.isclose(intra * ratio, own, rel_tol=1e-3):
-            return (f"intra_server_gbps = {intra:g} is the {device.name}'s NVLink in {unit} ({own:g} Gbit/s both "
-                    f"directions): the key takes Gbit/s both directions, so it runs 1/{ratio} of it; if that was "
-                    f"the unit, write intra_server_gbps = {own:g}")
-    return ""
-
-
-def load_gpu_cluster(path: str | Path, dtype: str = "fp16") -> GpuCluster:
-    """Read a cluster TOML whose servers each name a catalog GPU or a device file; its machines train
-    in ``dtype``."""
-    if dtype not in DTYPES:
-        raise InputError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}", field="dtype")
-    file = str(path)
-    return gpu_cluster(read_cluster_document(path), Path(path).parent, file, dtype)
-
-
-def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
-                loaded: dict[str, Device] | None = None) -> GpuCluster:
-    """A parsed cluster TOML's cluster (:func:`load_gpu_cluster`); ``folder``: where its device paths are
-    read from; ``loaded``: devices already made, by the ``device`` path that names them (a device sweep's
-    edited device, which has no file)."""
-    topology = build_topology(spec, file=file, max_devices=MAX_GPUS, network_links=True)  # [network]: the NICs
-    if "gpu_memory_gb" in spec["cluster"]:  # the array planners' figure; a GPU's board (or device file) sizes it here
-        raise InputError("sizes archsim plan's GPUs only: train and search take each GPU's memory from its catalog "
-                         'board or device file; name a GPU of that memory (gpu = "a100-40gb") or a device file',
-                         file=file, field="gpu_memory_gb")
-    servers = spec["servers"]
-    loaded = dict(loaded or {})
-    kinds: list[Device] = []
-    sizes: list[int] = []
-    prices: list[float | None] = []
-    watts: list[float | None] = []
-    fabrics: list[float] = []
-    overridden: list[str] = []  # notes: a device file's link that the cluster's in-server figure replaces
-    slipped: list[str] = []  # warnings: an in-server figure that is the GPU's own in another unit
-    for group in servers:
-        device = _server_device(group, folder, file, loaded)
-        intra = group.get("intra_server_gbps")
-        if isinstance(intra, list):  # plan draws a figure within it (its seed); an iteration needs the one it ran at
-            raise InputError("a [low, high] range is drawn by archsim plan; train and search take one figure, "
-                             "Gbit/s", file=file, field="intra_server_gbps")
-        fabric = device.fabric_bytes_per_s if intra is None else fitted.fabric_bytes_per_s(intra)  # checked
-        if "device" in group and not math.isclose(fabric, device.fabric_bytes_per_s, rel_tol=1e-9):
-            # two required statements of the chip's link that disagree: say which one prices the collectives
-            overridden.append(f"[[servers]] intra_server_gbps = {intra:g} ({fabric / 1e9:g} GB/s per direction "
-                              f"per GPU) prices the in-server links, not {group['device']}'s [links] intra_gbps = "
-                              f"{device.fabric_bytes_per_s / 1e9:g} GB/s")
-        if intra is not None and _intra_unit_warning(intra, device):
-            slipped.append(_intra_unit_warning(intra, device))
-        if "device" in group and device.inter_node_gbps:  # the device file's NIC: its unit may slip as nic_gbps's
-            nic_unit = nic_speed_warning("inter_node_gbps", device.inter_node_gbps)
-            if nic_unit:
-                slipped.append(f"{group['device']} [links]: {nic_unit}")
-        fabrics.extend([fabric] * group.get("count", 1))
-        for key, out in (("price_per_gpu_hour", prices), ("gpu_watts", watts)):
-            value = group.get(key)
-            if value is not None:  # a TOML number only (not a string), finite, in (0, 10⁶]
-                try:
-                    if isinstance(value, str):
-                        raise ValueError(f"expected a positive number, got {shown_number(value)}")  # noqa: TRY004 (parse_float's ValueError, one handler)
-                    value = parse_float(value, low=0.0, high=MAX_PRICE_OR_WATTS, low_open=True,
-                                        what="a positive number")
-                except ValueError as exc:
-                    raise InputError(str(exc), file=file, field=key) from None
-            out.extend([value] * group.get("count", 1))
-        kinds.extend([device] * group.get("count", 1))
-        sizes.extend([group["gpus"]] * group.get("count", 1))
-    per_server = max(sizes)  # a shared NIC: the most GPUs share one (the slowest per GPU)
-    nic = {device.inter_node_gbps for device in kinds}  # the device files' own NIC: used where the file gives none
-    if len(sizes) > 1 and "network" not in spec and spec["cluster"].get("inter_server_gbps") is None \
-            and (len(nic) > 1 or not min(nic)):
-        raise missing_inter_server(file)  # no figure, or device files that state different ones
-    network = read_network(spec, per_server, file, default_gbps=kinds[0].inter_node_gbps)
-    unable = next((d for d in kinds if not d.nvls), None)
-    if network.nvls and unable is not None:  # NVLink SHARP is third-generation NVSwitch's (Hopper's)
-        raise InputError(f"nvls = true, but the {unable.name}'s links do not reduce in the switch (NVLink SHARP "
-                         "needs third-generation NVSwitch: H100 or H200 SXM); write nvls = false", file=file,
-                         field="nvls")
-    inter_bytes = network.gpu_bytes_per_s(per_server)
-    unread = superseded_notes(spec["cluster"], network) + network_notes(spec["network"], network, len(kinds)) \
-        if "network" in spec else ()
-    unread += tuple(dict.fromkeys(overridden))
-    return GpuCluster(topology, kinds[0], per_server, inter_bytes or 1.0, tuple(kinds), tuple(prices), tuple(watts),
-                      tuple(sizes), network, dtype, tuple(fabrics), unread,
-                      tuple(dict.fromkeys(slipped)) + network_warnings(spec, network))
-
-
-def single_node(name: str = "a100-80gb", gpus: int = 8) -> GpuCluster:
-    """One server of ``gpus`` catalog GPUs on NVLink (the measured runs' machine)."""
-    spec = {"cluster": {"name": f"{name}-node"}, "servers": [{"count": 1, "gpus": gpus, "intra_server_gbps": 4800,
-                                                               "gpu": name}]}
-    return GpuCluster(build_topology(spec), catalog_device(name), gpus, 1.0)
-
-
-__all__ = ["LAYOUT_ERRORS", "GpuCluster", "gpu_cluster", "load_gpu_cluster", "single_node"]
+__all__ = ["LAYOUT_ERRORS", "GpuCluster"]

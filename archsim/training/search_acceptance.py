@@ -9,7 +9,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from archsim.training import fitted
-from archsim.training.cluster import single_node
+from archsim.training.cluster_file import single_node
 from archsim.training.measured import MeasuredRun
 from archsim.training.search import search
 

@@ -1,0 +1,197 @@
+"""Reading a cluster TOML into a :class:`~archsim.training.cluster.GpuCluster`: today's cluster file
+(:mod:`archsim.spp.topology` checks its keys and builds its topology) with each ``[[servers]]`` table
+naming its GPU by catalog name (``gpu = "a100-80gb"``) or a device file (``device = "PATH"``, relative
+to the cluster file: :mod:`archsim.devices.device_file`). Every server's device is a
+:class:`~archsim.devices.device.Device`; a catalog GPU's kernels are the fitted ones
+(:func:`archsim.training.fitted.kernels`), a device file's are its own. The network between servers is
+:func:`archsim.network.read_network`'s; a server may override the objectives' figures with
+``price_per_gpu_hour`` (USD) and ``gpu_watts`` (:mod:`archsim.training.rates`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+from archsim.choices.devices import DTYPES
+from archsim.devices.device import Device, catalog_device
+from archsim.errors import InputError
+from archsim.network import Network, network_lines, nic_speed_warning, read_network
+from archsim.spp.topology import build_topology, missing_inter_server, read_cluster_document
+from archsim.training import fitted
+from archsim.training.cluster import GpuCluster
+from archsim.validate import parse_float, shown_number
+
+MAX_PRICE_OR_WATTS = 1e6  # USD per GPU-hour and watts per GPU a server may override with (far above any real one)
+MAX_GPUS = 4096  # a training cluster's GPUs (its topology is a GPUs × GPUs bandwidth matrix)
+
+
+
+def _server_device(group: dict, folder: Path, file: str, loaded: dict[str, Device]) -> Device:
+    """A ``[[servers]]`` table's device: its catalog ``gpu`` or its ``device`` file (one of the two)."""
+    name, path = group.get("gpu"), group.get("device")
+    if (name is None) == (path is None):
+        raise InputError('every [[servers]] table needs gpu = "<catalog name>" or device = "<device file>" '
+                         "(one of the two) for archsim train", file=file, field="gpu")
+    if path is not None:
+        if not isinstance(path, str) or not path.strip():
+            raise InputError(f"expected a device file's path, got {path!r}", file=file, field="device")
+        if path not in loaded:
+            from archsim.devices.device_file import load_device  # a catalog GPU's cluster reads no device file
+
+            if not (folder / path).exists():
+                raise InputError(f"device file {folder / path} not found (a device path is read relative to the "
+                                 "cluster file's folder)", file=file, field="device")
+            loaded[path] = load_device(folder / path)
+        return loaded[path]
+    try:
+        return catalog_device(str(name))
+    except InputError as exc:
+        raise InputError(exc.message, file=file, field="gpu") from None
+
+
+def _intra_unit_warning(intra: float, device: Device) -> str:
+    """A plausibility warning for ``intra_server_gbps`` stated as the GPU's own NVLink in bytes: Gbit/s both
+    directions is what the key takes (an H100's 7200), but vendors quote GB/s (900 both directions, 450 per
+    direction), and that figure runs every in-server collective 8 or 16 times slower without a word. Empty unless
+    the figure is the board's exactly 8 or 16 times too small (a what-if bandwidth other than that is read quietly)."""
+    own = device.fabric_bytes_per_s * 8 * 2 / 1e9  # the board's figure as the key takes it, Gbit/s both directions
+    for ratio, unit in ((8, "GB/s both directions"), (16, "GB/s per direction")):
+        if math.isclose(intra * ratio, own, rel_tol=1e-3):
+            return (f"intra_server_gbps = {intra:g} is the {device.name}'s NVLink in {unit} ({own:g} Gbit/s both "
+                    f"directions): the key takes Gbit/s both directions, so it runs 1/{ratio} of it; if that was "
+                    f"the unit, write intra_server_gbps = {own:g}")
+    return ""
+
+
+def load_gpu_cluster(path: str | Path, dtype: str = "fp16") -> GpuCluster:
+    """Read a cluster TOML whose servers each name a catalog GPU or a device file; its machines train
+    in ``dtype``."""
+    if dtype not in DTYPES:
+        raise InputError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}", field="dtype")
+    file = str(path)
+    return gpu_cluster(read_cluster_document(path), Path(path).parent, file, dtype)
+
+
+def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
+                loaded: dict[str, Device] | None = None) -> GpuCluster:
+    """A parsed cluster TOML's cluster (:func:`load_gpu_cluster`); ``folder``: where its device paths are
+    read from; ``loaded``: devices already made, by the ``device`` path that names them (a device sweep's
+    edited device, which has no file)."""
+    topology = build_topology(spec, file=file, max_devices=MAX_GPUS, network_links=True)  # [network]: the NICs
+    if "gpu_memory_gb" in spec["cluster"]:  # the array planners' figure; a GPU's board (or device file) sizes it here
+        raise InputError("sizes archsim plan's GPUs only: train and search take each GPU's memory from its catalog "
+                         'board or device file; name a GPU of that memory (gpu = "a100-40gb") or a device file',
+                         file=file, field="gpu_memory_gb")
+    servers = spec["servers"]
+    loaded = dict(loaded or {})
+    kinds: list[Device] = []
+    sizes: list[int] = []
+    prices: list[float | None] = []
+    watts: list[float | None] = []
+    fabrics: list[float] = []
+    tables: list[Device] = []  # each [[servers]] table's device
+    for group in servers:
+        device = _server_device(group, folder, file, loaded)
+        tables.append(device)
+        intra = group.get("intra_server_gbps")
+        if isinstance(intra, list):  # plan draws a figure within it (its seed); an iteration needs the one it ran at
+            raise InputError("a [low, high] range is drawn by archsim plan; train and search take one figure, "
+                             "Gbit/s", file=file, field="intra_server_gbps")
+        fabric = device.fabric_bytes_per_s if intra is None else fitted.fabric_bytes_per_s(intra)  # checked
+        fabrics.extend([fabric] * group.get("count", 1))
+        for key, out in (("price_per_gpu_hour", prices), ("gpu_watts", watts)):
+            value = group.get(key)
+            if value is not None:  # a TOML number only (not a string), finite, in (0, 10⁶]
+                try:
+                    if isinstance(value, str):
+                        raise ValueError(f"expected a positive number, got {shown_number(value)}")  # noqa: TRY004 (parse_float's ValueError, one handler)
+                    value = parse_float(value, low=0.0, high=MAX_PRICE_OR_WATTS, low_open=True,
+                                        what="a positive number")
+                except ValueError as exc:
+                    raise InputError(str(exc), file=file, field=key) from None
+            out.extend([value] * group.get("count", 1))
+        kinds.extend([device] * group.get("count", 1))
+        sizes.extend([group["gpus"]] * group.get("count", 1))
+    per_server = max(sizes)  # a shared NIC: the most GPUs share one (the slowest per GPU)
+    nic = device_inter_node_gbps(kinds)  # the device files' own NIC: used where the file gives none
+    if len(sizes) > 1 and "network" not in spec and spec["cluster"].get("inter_server_gbps") is None and not nic:
+        raise missing_inter_server(file)  # no figure, or device files that state different ones
+    network = read_network(spec, per_server, file, default_gbps=nic)
+    unable = next((d for d in kinds if not d.nvls), None)
+    if network.nvls and unable is not None:  # NVLink SHARP is third-generation NVSwitch's (Hopper's)
+        raise InputError(f"nvls = true, but the {unable.name}'s links do not reduce in the switch (NVLink SHARP "
+                         "needs third-generation NVSwitch: H100 or H200 SXM); write nvls = false", file=file,
+                         field="nvls")
+    inter_bytes = network.gpu_bytes_per_s(per_server)
+    warnings, unread = cluster_file_lines(spec, tables, network, len(kinds))
+    return GpuCluster(topology, kinds[0], per_server, inter_bytes or 1.0, tuple(kinds), tuple(prices), tuple(watts),
+                      tuple(sizes), network, dtype, tuple(fabrics), unread, warnings)
+
+
+def named_devices(spec: dict, folder: Path, file: str) -> tuple[Device | None, ...]:
+    """Each ``[[servers]]`` table's device where it names one (None where it names neither, or is no table):
+    what archsim plan reads for the links and warnings a device states, as train does, whatever prices its
+    layers. Each device file is read once."""
+    servers = spec.get("servers")
+    loaded: dict[str, Device] = {}
+    return tuple(_server_device(group, folder, file, loaded)
+                 if isinstance(group, dict) and ("gpu" in group or "device" in group) else None
+                 for group in (servers if isinstance(servers, list) else ()))
+
+
+def device_inter_node_gbps(devices: Sequence[Device | None]) -> float:
+    """The servers' devices' own NIC, Gbit/s (a device file's ``[links] inter_node_gbps``): what train, search
+    and plan run between servers where the cluster file states no inter-server bandwidth (neither
+    ``inter_server_gbps`` nor ``[network]``). 0 where they state none, state different ones, or a server names no
+    device: the file must then state it (:func:`archsim.spp.topology.missing_inter_server`)."""
+    nic = {0.0 if device is None else device.inter_node_gbps for device in devices}
+    return nic.pop() if len(nic) == 1 else 0.0
+
+
+def cluster_file_lines(spec: dict, tables: Sequence[Device | None], network: Network | None,
+                       servers: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """What a cluster document states that train, search and plan say on stderr, one line each, once: warnings
+    (a figure that is plausible only in another unit: an in-server link that is the GPU's own NVLink in GB/s, a
+    NIC speed no NIC has, a device file's HBM or SRAM figure no chip has) and notes (a figure another one replaces: a device file's in-server link, and the
+    network's, :func:`archsim.network.network_lines`). ``tables``:
+    each ``[[servers]]`` table's device (None: it names none, nothing to judge its figures by); ``network``: the
+    network as read (None: plan's drawn ``[low, high]`` range, no one NIC figure); ``servers``: the server count.
+    A drawn in-server range is not judged either."""
+    from archsim.devices.device_file import implausible_figures
+
+    overridden: list[str] = []  # notes: a device file's link that the cluster's in-server figure replaces
+    slipped: list[str] = []  # warnings: an in-server figure that is the GPU's own in another unit
+    for group, device in zip(spec["servers"], tables):
+        if device is None:
+            continue
+        slipped.extend(implausible_figures(device))  # an HBM or SRAM figure whose unit slipped (none for a catalog GPU)
+        intra = group.get("intra_server_gbps")
+        if isinstance(intra, (int, float)):
+            fabric = fitted.fabric_bytes_per_s(intra)
+            if "device" in group and not math.isclose(fabric, device.fabric_bytes_per_s, rel_tol=1e-9):
+                # two required statements of the chip's link that disagree: say which one prices the collectives
+                overridden.append(f"[[servers]] intra_server_gbps = {intra:g} ({fabric / 1e9:g} GB/s per direction "
+                                  f"per GPU) prices the in-server links, not {group['device']}'s [links] intra_gbps "
+                                  f"= {device.fabric_bytes_per_s / 1e9:g} GB/s")
+            if _intra_unit_warning(intra, device):
+                slipped.append(_intra_unit_warning(intra, device))
+        if "device" in group and device.inter_node_gbps:  # the device file's NIC: its unit may slip as nic_gbps's
+            nic_unit = nic_speed_warning("inter_node_gbps", device.inter_node_gbps)
+            if nic_unit:
+                slipped.append(f"{group['device']} [links]: {nic_unit}")
+    warnings, notes = network_lines(spec, network, servers)
+    return tuple(dict.fromkeys(slipped)) + warnings, notes + tuple(dict.fromkeys(overridden))
+
+
+def single_node(name: str = "a100-80gb", gpus: int = 8) -> GpuCluster:
+    """One server of ``gpus`` catalog GPUs on NVLink (the measured runs' machine)."""
+    spec = {"cluster": {"name": f"{name}-node"}, "servers": [{"count": 1, "gpus": gpus, "intra_server_gbps": 4800,
+                                                               "gpu": name}]}
+    return GpuCluster(build_topology(spec), catalog_device(name), gpus, 1.0)
+
+
+
+__all__ = ["cluster_file_lines", "device_inter_node_gbps", "gpu_cluster", "load_gpu_cluster", "named_devices",
+           "single_node"]
