@@ -14,7 +14,7 @@ from archsim.cli import main
 from archsim.devices.device_file import load_device
 from archsim.errors import InputError
 from archsim.training import fitted
-from archsim.training.cluster import gpu_cluster, load_gpu_cluster
+from archsim.training.cluster_file import gpu_cluster, load_gpu_cluster
 from archsim.training.parallel import Parallelism
 from archsim.training.run import train
 from archsim.workload.transformer import TransformerConfig

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from archsim.collectives import Spanning
-from archsim.training.cluster import load_gpu_cluster
+from archsim.training.cluster_file import load_gpu_cluster
 from archsim.training.iteration import model_pieces
 from archsim.training.parallel import Parallelism
 from archsim.training.run import train

@@ -16,7 +16,7 @@ from test_docs import ROOT
 from test_training_search import TINY
 
 from archsim.cli import main
-from archsim.training.cluster import single_node
+from archsim.training.cluster_file import single_node
 from archsim.training.search import search
 
 CONFIG = ("tp", "pp", "dp", "micro_batch", "recompute", "schedule", "interleave", "sequence_parallel", "stage_layers")

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from archsim.collectives import LinkClass, Spanning
-from archsim.training.cluster import load_gpu_cluster, single_node
+from archsim.training.cluster_file import load_gpu_cluster, single_node
 from archsim.training.iteration import after_backward
 from archsim.training.parallel import Parallelism
 from archsim.training.run import train

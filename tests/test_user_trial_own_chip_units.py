@@ -16,7 +16,7 @@ from archsim.cli import main
 from archsim.devices.catalog import GPUS
 from archsim.devices.device_file import implausible_figures, load_device
 from archsim.errors import InputError
-from archsim.training.cluster import load_gpu_cluster
+from archsim.training.cluster_file import load_gpu_cluster
 from archsim.training.rates import watts
 
 ROOT = Path(__file__).resolve().parents[1]
