@@ -103,7 +103,8 @@ def pipeline_problem(plan: Partition, profile: LayerProfile, microbatches: int, 
                      bandwidth: float | None = None, latency: float = 0.0) -> Problem:
     """The op DAG of ``microbatches`` micro-batches through ``plan``.
 
-    bandwidth: bytes per time unit of a link between any two processors (None: free transfers).
+    bandwidth: bytes per time unit of a link between any two processors (None: free transfers, no
+    receive ops); over a link each op's output goes once per receiving stage and micro-batch.
 
     Built as columns: one micro-batch's ops and dependencies form a template that every
     micro-batch repeats (op i of micro-batch b is op b·K + i); the admission and alternation
@@ -199,7 +200,8 @@ def _in_order(schedule: str, template, deps, stages: int, microbatches: int) -> 
     """Dependencies that make each processor run its stage's actions in the order of ``schedule``'s
     generator: every op of an action that ends it (no successor in the action) before every op of
     the next action that begins it (no predecessor in the action). An action is a stage's forward
-    ops (F) or backward ops (B) of one micro-batch; a stage without backward ops runs F only."""
+    ops (F) or backward ops (B) of one micro-batch, each with the receive ops feeding it (RECV_F,
+    RECV_B: they begin it); a stage without backward ops runs F only."""
     size = len(template)
     family = np.array([0 if t[8] in ("F", "RECV_F") else 3 for t in template], dtype=np.int64)
     stage_of = np.array([t[0] for t in template], dtype=np.int64)
