@@ -7,7 +7,13 @@ library's, not a copy, and its 1F1B window (the admission and alternation depend
 rule the library states (its ``1f1b`` is the library's ``1f1b-window``), so equal problems say the
 columns were built right, not that the schedules are. Whether the 1F1B, LayerPipe and GPipe
 timelines are right is checked against an independent timing of each schedule's order and the
-papers' closed forms in tests/test_pipeline_oracle.py."""
+papers' closed forms in tests/test_pipeline_oracle.py.
+
+One rule changed since it was first written, in both builders alike: with links, an op's output
+crosses to another processor once per micro-batch — one transfer per (source op, receiving stage,
+micro-batch) into a receive op of no time there (``RECV_F``, ``RECV_B``), which every op of that
+stage reading the output depends on. Before, every reading op had a transfer of its own, so a
+layer's δ and G each had the consumer's δ sent (the link carried it twice)."""
 
 from archsim.partition.profile import LayerProfile
 from archsim.partition.result import Partition
@@ -51,6 +57,28 @@ def pipeline_problem(plan: Partition, profile: LayerProfile, microbatches: int, 
     ops: list[Op] = []
     deps: list[Dep] = []
     for b in range(microbatches):
+        receives: dict[str, Op] = {}  # this micro-batch's receive ops by id, in the order they are made
+
+        def received(src: tuple[str, str], at: int, size: int, gradient: bool, b: int = b,
+                     receives: dict[str, Op] = receives) -> str:
+            """The id of what an op on stage ``at`` reads ``src``'s output from (``src`` itself, or the
+            one receive op of it on that stage, made with its transfer on first use)."""
+            channel = link(where[src], at)
+            if channel is None:
+                return oid(*src, b)
+            kind = "RECV_B" if gradient else "RECV_F"
+            name = oid(f"{src[1]}.{src[0]}>{proc_of_stage[at]}", kind, b)
+            if name not in receives:
+                k = index[src[0]]
+                if schedule == "gpipe":
+                    order = (-1, -b if gradient else b, -k if gradient else k)
+                else:
+                    order = (-1, b, -k if gradient else k)
+                receives[name] = Op(name, proc_of_stage[at], 0.0, priority=order,
+                                    tags=(("layer", src[0]), ("kind", kind), ("microbatch", b), ("stage", at + 1)))
+                deps.append(Dep(oid(*src, b), name, size, channel))
+            return name
+
         for (layer, kind), stage in where.items():
             k = index[layer]
             if schedule == "gpipe":
@@ -69,18 +97,17 @@ def pipeline_problem(plan: Partition, profile: LayerProfile, microbatches: int, 
             k = index[layer]
             f_stage = where[(layer, "F")]
             for parent in producers[layer]:  # activations forward
-                src = where[(parent, "F")]
-                deps.append(Dep(oid(parent, "F", b), oid(layer, "F", b), int(profile.activation_bytes[index[parent]]),
-                                link(src, f_stage)))
+                size = int(profile.activation_bytes[index[parent]])
+                deps.append(Dep(received((parent, "F"), f_stage, size, False), oid(layer, "F", b)))
             # δ of this layer's output comes from its consumers' δ ops (or from the loss after F).
             sources = [(c, kd) for c in consumers[layer] for kd in kinds_of(c, "D")] or [(layer, "F")]
             for kind in kinds_of(layer, "D") + kinds_of(layer, "G"):
                 dst_stage = where[(layer, kind)]
                 for c, kd in sources:
-                    src_stage = where[(c, kd)]
                     size = int(profile.delta_bytes[index[c]]) if kd != "F" else 0
-                    deps.append(Dep(oid(c, kd, b), oid(layer, kind, b), size, link(src_stage, dst_stage)))
+                    deps.append(Dep(received((c, kd), dst_stage, size, True), oid(layer, kind, b)))
             deps.append(Dep(oid(layer, "F", b), oid(layer, "G", b)))
+        ops.extend(receives.values())
         if schedule != "gpipe":
             for stage in plan.stages:
                 window = stages - stage.index  # stage s of S keeps at most S − s + 1 micro-batches in flight

@@ -16,7 +16,9 @@ The orders, from their definitions (stage r of S, 0-based; m micro-batches):
 
 ``timed`` starts each action when its stage's previous action and its inputs have ended: a forward
 after the previous stage's forward of its micro-batch, a backward (B, or δ) after its own forward and
-the next stage's backward (B, or δ) of its micro-batch. Its makespan, every action's start and end,
+the next stage's backward (B, or δ) of its micro-batch. With links of finite bandwidth an input
+arrives later: each stage boundary carries, per micro-batch, one activation forward and one gradient
+back (the one δ both the receiving layer's δ and G read), one at a time per direction. Its makespan, every action's start and end,
 each stage's action order and peak micro-batches in flight must be archsim's.
 """
 
@@ -26,11 +28,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from archsim.partition import profile_from_costs
+from archsim.array.config import ArrayConfig
+from archsim.partition import build_profile, profile_from_costs
 from archsim.partition.gpipe import gpipe_partition
 from archsim.policies.pipeline import simulate_partition
+from archsim.workload.layer import Layer, Network
 
 Action = tuple[str, int]  # (kind, micro-batch): F, B (whole backward), D (δ), G
+Links = tuple[float, list[int], list[int]]  # bandwidth (bytes per time unit), each layer's activation and δ bytes
 Piece = tuple[str, int, float, float]  # (kind, micro-batch, start, end): an action, or the part of it run at once
 SCHEDULES = ("1f1b", "1f1b-window", "layerpipe", "gpipe")
 
@@ -50,9 +55,12 @@ def order(schedule: str, stages: int, stage: int, m: int) -> tuple[list[Action],
 
 
 def timed(schedule: str, f: list[float], d: list[float], g: list[list[float]], m: int,
-          late: list[bool] | None = None) -> list[list[Piece]]:
+          late: list[bool] | None = None, send: tuple[list[float], list[float]] | None = None) -> list[list[Piece]]:
     """Each stage's pieces in time order. f, d: each stage's forward and δ time (its layers' sums);
-    g: each stage's weight-gradient ops' times, last layer first (the order it runs them).
+    g: each stage's weight-gradient ops' times, last layer first (the order it runs them). ``send``:
+    per boundary s (between stages s and s + 1) the time to send one activation forward and one
+    gradient back; a stage sends its micro-batches in order, each direction's link one at a time
+    (None: free links).
 
     LayerPipe's cool-down (after the stage's last forward nothing orders its backwards): whenever
     the stage is free it runs the oldest micro-batch's δ if that δ's input has arrived, else its
@@ -69,10 +77,22 @@ def timed(schedule: str, f: list[float], d: list[float], g: list[list[float]], m
     position, clock = [0] * stages, [0.0] * stages
     cool = [list(plan[1]) for plan in plans]
     pending: list[list[tuple[int, float]]] = [[] for _ in range(stages)]  # (micro-batch, G op time)
+    forward_time, backward_time = send or ([0.0] * stages, [0.0] * stages)
+    arrives: dict[tuple[int, str, int], float] = {}  # (stage, kind, i) → when its output reaches the other stage
+    link_free: dict[tuple[int, int], float] = {}  # (sender, receiver) → when its link is free
 
     def run(s: int, kind: str, i: int, start: float, length: float) -> None:
         clock[s] = ends[(s, kind, i)] = start + length
         pieces[s].append((kind, i, start, start + length))
+        to = s + 1 if kind == "F" else s - 1
+        if kind in ("F", gradient) and 0 <= to < stages:
+            begin = max(clock[s], link_free.get((s, to), 0.0))
+            length = forward_time[s] if kind == "F" else backward_time[to]
+            arrives[(s, kind, i)] = link_free[(s, to)] = begin + length
+
+    def at(need: tuple[int, str, int]) -> float:
+        """When ``need``'s output is there for the stage that needs it."""
+        return arrives.get(need, ends[need])
 
     progress = True
     while progress:
@@ -87,16 +107,17 @@ def timed(schedule: str, f: list[float], d: list[float], g: list[list[float]], m
                         needs = [(s, "F", i)] + ([(s + 1, gradient, i)] if s + 1 < stages else [])
                     if any(need not in ends for need in needs):
                         break
-                    run(s, kind, i, max([clock[s]] + [ends[need] for need in needs]), cost[kind][s])
+                    run(s, kind, i, max([clock[s]] + [at(need) for need in needs]), cost[kind][s])
                     position[s] += 1
                 elif cool[s]:  # LayerPipe's cool-down
                     i = cool[s][0]
                     need = (s + 1, "D", i) if s + 1 < stages else (s, "F", i)
                     if need not in ends:
                         break
-                    arrived = ends[need] < clock[s] or ends[need] == clock[s] and not (late and late[need[0]])
+                    sent = need in arrives and at(need) > ends[need]  # a transfer's end, not an op's
+                    arrived = at(need) < clock[s] or at(need) == clock[s] and (sent or not (late and late[need[0]]))
                     if arrived or not pending[s]:
-                        run(s, "D", i, max(clock[s], ends[need]), d[s])
+                        run(s, "D", i, max(clock[s], at(need)), d[s])
                         pending[s] += [(i, x) for x in g[s]]
                         cool[s].pop(0)
                     else:
@@ -126,15 +147,19 @@ def merged(pieces: list[Piece]) -> list[Piece]:
     return out
 
 
-def archsim_pieces(schedule: str, layers: int, stages: int, m: int, f, d, g, memory: bool = False):
+def archsim_pieces(schedule: str, layers: int, stages: int, m: int, f, d, g, memory: bool = False,
+                   links: Links | None = None):
     """archsim's timeline as the reference's pieces: each processor's slots in time order, op kinds
     named as the reference names them (δ and G fused into B but for LayerPipe), consecutive slots of
-    one action merged. ``memory``: one stash byte per micro-batch and layer, no weights."""
+    one action merged (a receive op takes no time: left out). ``memory``: one stash byte per
+    micro-batch and layer, no weights. ``links``: the links' bandwidth and each layer's activation
+    and δ bytes (None: free links)."""
     ones = [1] * layers if memory else None
-    profile = profile_from_costs([f"l{k}" for k in range(layers)], f, g, d, delta_bytes=ones,
-                                 weight_bytes=[0] * layers)
+    bandwidth, activation, delta = links or (None, None, ones)
+    profile = profile_from_costs([f"l{k}" for k in range(layers)], f, g, d, activation_bytes=activation,
+                                 delta_bytes=delta, weight_bytes=[0] * layers)
     plan = gpipe_partition(profile, stages, balance="layers")  # contiguous, earlier stages take the remainder
-    run = simulate_partition(plan, profile, m, schedule)
+    run = simulate_partition(plan, profile, m, schedule, bandwidth=bandwidth)
     pieces: list[list[Piece]] = [[] for _ in range(stages)]
     for slot in sorted(run.timeline.slots, key=lambda x: (x.processor, x.start, x.end)):
         kind, _, b = slot.op.split(":")
@@ -160,12 +185,17 @@ def in_flight(pieces: list[list[Piece]]) -> list[int]:
     return peaks
 
 
-def check_against_reference(schedule, layers, stages, m, f, d, g) -> list[list[Piece]]:
-    got, run, plan = archsim_pieces(schedule, layers, stages, m, f, d, g)
+def check_against_reference(schedule, layers, stages, m, f, d, g, links: Links | None = None) -> list[list[Piece]]:
+    got, run, plan = archsim_pieces(schedule, layers, stages, m, f, d, g, links=links)
     at = {f"l{k}": k for k in range(layers)}
     sums = [[float(sum(costs[at[name]] for name in stage.layers)) for stage in plan.stages] for costs in (f, d)]
     g_ops = [[float(g[at[name]]) for name in reversed(stage.layers)] for stage in plan.stages]
-    expected = timed(schedule, *sums, g_ops, m, [d[at[stage.layers[0]]] == 0 for stage in plan.stages])
+    send = None
+    if links is not None:  # a stage's last layer sends its activation, the next stage's first layer its δ
+        bandwidth, activation, delta = links
+        send = ([activation[at[stage.layers[-1]]] / bandwidth for stage in plan.stages],
+                [delta[at[stage.layers[0]]] / bandwidth for stage in plan.stages[1:]])
+    expected = timed(schedule, *sums, g_ops, m, [d[at[stage.layers[0]]] == 0 for stage in plan.stages], send)
     for s, (mine, theirs) in enumerate(zip(got, expected)):
         assert [x[:2] for x in mine] == [x[:2] for x in theirs], f"stage {s + 1}'s order"
         assert [t for x in mine for t in x[2:]] == pytest.approx([t for x in theirs for t in x[2:]], abs=1e-9), \
@@ -257,3 +287,79 @@ def test_a_layer_whose_delta_costs_nothing_still_passes_the_gradient_on(schedule
 def test_any_chain_times_as_the_reference(costs, stages, m, schedule):
     f, d, g = (list(x) for x in zip(*costs))
     check_against_reference(schedule, len(costs), min(stages, len(costs)), m, f, d, g)
+
+
+# --- links with bandwidth: one activation and one δ per boundary and micro-batch ----------------
+
+
+def _traffic(run) -> dict[tuple[str, int], list[tuple[str, int]]]:
+    """Per (link, micro-batch): what crossed it, (source op's kind and layer, bytes), in time order."""
+    crossed: dict[tuple[str, int], list[tuple[str, int]]] = {}
+    for transfer in run.timeline.transfers:
+        source = run.problem.op(transfer.src)
+        key = (transfer.link, source.tag("microbatch"))
+        crossed.setdefault(key, []).append((f"{source.tag('kind')}:{source.tag('layer')}", transfer.bytes))
+    return crossed
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_a_link_carries_each_delta_once_per_microbatch(schedule):
+    """Three layers on three stages: per micro-batch p1 → p2 carries l0's activation, p2 → p3 l1's, and
+    back p3 → p2 the δ of l2 (read by both l1's δ and its G) and p2 → p1 the δ of l1, each once."""
+    _, run, _ = archsim_pieces(schedule, 3, 3, 2, [1, 2, 3], [2, 1, 1], [1, 1, 2], links=(2.0, [2, 6, 1], [1, 4, 8]))
+    assert _traffic(run) == {(link, b): [sent] for b in range(2) for link, sent in
+                             (("p1->p2", ("F:l0", 2)), ("p2->p3", ("F:l1", 6)), ("p3->p2", ("D:l2", 8)),
+                              ("p2->p1", ("D:l1", 4)))}
+
+
+def test_hand_timed_three_stages_with_links():
+    """Stages F = 1, 2, 3, δ = 2, 1, 1, G = 1, 1, 2, m = 2, an activation taking 1 to send and a δ 2.
+    1F1B: stage 1 F0 0–1, F1 1–2; sent 1–2, 2–3; stage 2 F0 2–4, F1 4–6; sent 4–5, 6–7; stage 3 F0 5–8,
+    B0 8–11, F1 11–14, B1 14–17; δ0 back 11–13, stage 2 B0 13–15, δ0 back 15–17, stage 1 B0 17–20; δ1
+    back 17–19, stage 2 B1 19–21, δ1 back 21–23, stage 1 B1 23–26. Sending δ once for the δ and once
+    more for the G of the layer reading it put each backward 2 later on every stage but the last."""
+    one = check_against_reference("1f1b", 3, 3, 2, [1, 2, 3], [2, 1, 1], [1, 1, 2], (2.0, [2, 2, 2], [4, 4, 4]))
+    assert one == [[("F", 0, 0, 1), ("F", 1, 1, 2), ("B", 0, 17, 20), ("B", 1, 23, 26)],
+                   [("F", 0, 2, 4), ("F", 1, 4, 6), ("B", 0, 13, 15), ("B", 1, 19, 21)],
+                   [("F", 0, 5, 8), ("B", 0, 8, 11), ("F", 1, 11, 14), ("B", 1, 14, 17)]]
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("layers, stages, m", [(3, 3, 3), (5, 2, 4), (6, 4, 7), (7, 3, 6)])
+@pytest.mark.parametrize("bandwidth", [1.0, 4.0])
+def test_unequal_stages_with_links_time_as_the_reference(schedule, layers, stages, m, bandwidth):
+    f, d, g = [3, 1, 4, 1, 5, 9, 2][:layers], [2, 6, 5, 3, 5, 8, 9][:layers], [7, 9, 3, 2, 3, 8, 4][:layers]
+    check_against_reference(schedule, layers, stages, m, f, d, g,
+                            (bandwidth, [4, 7, 2, 9, 3, 5, 6][:layers], [5, 3, 8, 2, 6, 4, 7][:layers]))
+
+
+@settings(max_examples=40)
+@given(costs=st.lists(st.tuples(st.integers(1, 9), st.integers(0, 9), st.integers(1, 9), st.integers(1, 9),
+                                st.integers(1, 9)), min_size=1, max_size=6),
+       stages=st.integers(1, 4), m=st.integers(1, 6), schedule=st.sampled_from(SCHEDULES),
+       bandwidth=st.sampled_from([0.5, 2.0, 8.0]))
+def test_any_chain_with_links_times_as_the_reference(costs, stages, m, schedule, bandwidth):
+    f, d, g, activation, delta = (list(x) for x in zip(*costs))
+    check_against_reference(schedule, len(costs), min(stages, len(costs)), m, f, d, g, (bandwidth, activation, delta))
+
+
+def test_a_stage_receives_a_forked_activation_once():
+    """Layer a feeds b and c, both on the next stage: a's activation crosses once per micro-batch
+    (before, once for each reader); back come b's δ and c's δ, one each, read by a's δ and G."""
+    def layer(name, kind="fc", inputs=("input",)):
+        return Layer(name=name, kind=kind, ifmap_h=1, ifmap_w=1, filter_h=1, filter_w=1, channels=8, filters=8,
+                     inputs=inputs)
+
+    network = Network("fork", (layer("p"), layer("q", inputs=("p",)), layer("a", inputs=("q",)),
+                               layer("b", inputs=("a",)), layer("c", inputs=("a",)),
+                               layer("d", "elementwise", ("b", "c"))))
+    profile = build_profile(network, ArrayConfig(4, 4, "ws"), 2, "exact")
+    plan = gpipe_partition(profile, 2, balance="layers")
+    assert [stage.layers for stage in plan.stages] == [("p", "q", "a"), ("b", "c", "d")]
+    size = int(profile.activation_bytes[2])
+    assert size > 0 and list(profile.delta_bytes[3:5]) == [size, size]
+    for schedule in SCHEDULES:
+        crossed = _traffic(simulate_partition(plan, profile, 3, schedule, bandwidth=4.0))
+        assert {key: sorted(sent) for key, sent in crossed.items()} == {
+            **{("p1->p2", b): [("F:a", size)] for b in range(3)},
+            **{("p2->p1", b): [("D:b", size), ("D:c", size)] for b in range(3)}}, schedule

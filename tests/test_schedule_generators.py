@@ -73,11 +73,12 @@ def test_columns_and_actions_are_one_order():
 
 def _blocks(run, processor):
     """A processor's actions as torch names them (F or B of a micro-batch), in the order they ran,
-    and whether each started only after the previous one ended."""
+    and whether each started only after the previous one ended (a receive op, of no time, belongs
+    to the action it feeds)."""
     spans: dict[tuple[str, int], list[float]] = {}
     for slot, kind, mb in zip(run.timeline.slots, *_tags(run, ("kind", "microbatch"))):
         if slot.processor == processor:
-            span = spans.setdefault(("F" if kind == "F" else "B", mb), [slot.start, slot.end])
+            span = spans.setdefault(("F" if kind in ("F", "RECV_F") else "B", mb), [slot.start, slot.end])
             span[0], span[1] = min(span[0], slot.start), max(span[1], slot.end)
     ordered = sorted(spans.items(), key=lambda item: item[1][0])
     serial = all(b[1][0] >= a[1][1] - 1e-9 for a, b in pairwise(ordered))

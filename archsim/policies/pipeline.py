@@ -20,6 +20,13 @@ processors) and what decides *when*:
   the next stage's δ starts as early as possible; δ′ and δ″ of one layer run on two processors in
   parallel.
 
+Transfers (``bandwidth`` given): an op's output crosses to another processor once per micro-batch
+— one transfer per (source op, receiving stage, micro-batch), however many ops there read it (a
+layer's δ op and its G both read the consumer's δ; two layers of a stage may read one producer's
+activation). The transfer lands in a receive op of no time on the receiving processor (``RECV_F``
+for an activation, ``RECV_B`` for a gradient, torch's names) that ranks before every other op there
+and belongs to the action it feeds; every op that needs the data depends on it.
+
 Stash memory: a layer's F allocates its input activation (needed by G) and, for the weight-
 stashing schedules (1f1b, 1f1b-window, layerpipe: PipeDream's and LayerPipe's asynchronous
 training keep one weight version per micro-batch in flight), one weight version; its G releases both.
@@ -96,7 +103,8 @@ def pipeline_problem(plan: Partition, profile: LayerProfile, microbatches: int, 
                      bandwidth: float | None = None, latency: float = 0.0) -> Problem:
     """The op DAG of ``microbatches`` micro-batches through ``plan``.
 
-    bandwidth: bytes per time unit of a link between any two processors (None: free transfers).
+    bandwidth: bytes per time unit of a link between any two processors (None: free transfers, no
+    receive ops); over a link each op's output goes once per receiving stage and micro-batch.
 
     Built as columns: one micro-batch's ops and dependencies form a template that every
     micro-batch repeats (op i of micro-batch b is op b·K + i); the admission and alternation
@@ -125,14 +133,16 @@ def pipeline_problem(plan: Partition, profile: LayerProfile, microbatches: int, 
     rank = {"gpipe": fill_drain, "gpipe-newest-first": fill_drain, "1f1b": backward_first,
             "1f1b-window": backward_first, "layerpipe": {"D": 0, "D1": 0, "D2": 0, "G": 1, "F": 2}}[schedule]
     stash_weights = schedule not in FLUSHED
-    template = []  # per op: processor, cycles, rank, sign of b, last key, alloc, free, layer, kind, stage
+    newest_first = schedule == "gpipe-newest-first"
+    # per op: processor, cycles, rank, sign of b, last key, alloc, free, layer, kind, stage, name in its id
+    template = []
     for (layer, kind), s in where.items():  # s: the stage index (int), not a Stage
         k = index[layer]
         forward = kind == "F"
         stash = int(profile.delta_bytes[k]) + (int(profile.weight_bytes[k]) if stash_weights else 0)
-        template.append((s, cycles[(layer, kind)], rank[kind],
-                         -1 if schedule == "gpipe-newest-first" and not forward else 1, k if forward else -k,
-                         stash if forward else 0, stash if kind == "G" else 0, layer, kind, s + 1))
+        template.append((s, cycles[(layer, kind)], rank[kind], -1 if newest_first and not forward else 1,
+                         k if forward else -k, stash if forward else 0, stash if kind == "G" else 0, layer, kind,
+                         s + 1, layer))
     # dependencies of micro-batch b: (source op, its micro-batch − b, target op, bytes, link); one
     # exists only where its source micro-batch does (admission: b ≥ w; alternation: b + w − 1 < M)
     deps: list[tuple[int, int, int, int, int]] = []
@@ -142,17 +152,34 @@ def pipeline_problem(plan: Partition, profile: LayerProfile, microbatches: int, 
         named.append((src, dst))
 
     named: list[tuple[tuple[str, str], tuple[str, str]]] = []  # for the message on a dependency on a missing op
+
+    def received(src: tuple[str, str], at: int, size: int, gradient: bool) -> tuple[str, str]:
+        """What an op on stage ``at`` reads ``src``'s output from: ``src`` itself on its own processor
+        or over free links, else the one receive op of it on that stage (made, with its transfer, on
+        first use)."""
+        channel = link(where[src], at)
+        if channel < 0:
+            return src
+        kind = "RECV_B" if gradient else "RECV_F"
+        key = (f"{src[1]}.{src[0]}>{proc_of_stage[at]}", kind)
+        if key not in slot:
+            k = index[src[0]]
+            slot[key] = len(template)
+            template.append((at, 0.0, -1, -1 if newest_first and gradient else 1, -k if gradient else k, 0, 0,
+                             src[0], kind, at + 1, key[0]))
+            dep(src, key, size, channel)
+        return key
+
     for layer in profile.names:
         f_stage = where[(layer, "F")]
         for parent in producers[layer]:  # activations forward
-            dep((parent, "F"), (layer, "F"), int(profile.activation_bytes[index[parent]]),
-                link(where[(parent, "F")], f_stage))
+            dep(received((parent, "F"), f_stage, int(profile.activation_bytes[index[parent]]), False), (layer, "F"))
         # δ of this layer's output comes from its consumers' δ ops (or from the loss after F).
         sources = [(c, kd) for c in consumers[layer] for kd in kinds_of(c, "D")] or [(layer, "F")]
         for kind in kinds_of(layer, "D") + kinds_of(layer, "G"):
             for c, kd in sources:
                 size = int(profile.delta_bytes[index[c]]) if kd != "F" else 0
-                dep((c, kd), (layer, kind), size, link(where[(c, kd)], where[(layer, kind)]))
+                dep(received((c, kd), where[(layer, kind)], size, True), (layer, kind))
         dep((layer, "F"), (layer, "G"))
     if schedule in ("1f1b-window", "layerpipe"):
         for stage in plan.stages:
@@ -173,9 +200,10 @@ def _in_order(schedule: str, template, deps, stages: int, microbatches: int) -> 
     """Dependencies that make each processor run its stage's actions in the order of ``schedule``'s
     generator: every op of an action that ends it (no successor in the action) before every op of
     the next action that begins it (no predecessor in the action). An action is a stage's forward
-    ops (F) or backward ops (B) of one micro-batch; a stage without backward ops runs F only."""
+    ops (F) or backward ops (B) of one micro-batch, each with the receive ops feeding it (RECV_F,
+    RECV_B: they begin it); a stage without backward ops runs F only."""
     size = len(template)
-    family = np.array([0 if t[8] == "F" else 3 for t in template], dtype=np.int64)
+    family = np.array([0 if t[8] in ("F", "RECV_F") else 3 for t in template], dtype=np.int64)
     stage_of = np.array([t[0] for t in template], dtype=np.int64)
     inner = [(a, b) for a, offset, b, _, _ in deps
              if offset == 0 and a >= 0 and b >= 0 and stage_of[a] == stage_of[b] and family[a] == family[b]]
@@ -211,13 +239,13 @@ def _problem(proc_of_stage, links, template, deps, named, microbatches: int, ban
              ordered=None) -> Problem:
     """The template repeated over the micro-batches, as a Problem built from columns."""
     m, size = microbatches, len(template)
-    proc, cycles, rank, sign, last, alloc, free, layer, kind, stage = (list(c) for c in zip(*template)) \
-        if template else ([],) * 10
+    proc, cycles, rank, sign, last, alloc, free, layer, kind, stage, label = (list(c) for c in zip(*template)) \
+        if template else ([],) * 11
     b = np.repeat(np.arange(m, dtype=np.int64), size)
     tile = np.tile
     priority = np.column_stack([tile(np.array(rank, dtype=np.int64), m), b * tile(np.array(sign, dtype=np.int64), m),
                                 tile(np.array(last, dtype=np.int64), m)])
-    ids = [f"{k}:{name}:{i}" for i in range(m) for name, k in zip(layer, kind)]
+    ids = [f"{k}:{name}:{i}" for i in range(m) for name, k in zip(label, kind)]
     ops = OpColumns(ids, tile(np.array(proc, dtype=np.int64), m), tile(np.array(cycles, dtype=np.float64), m),
                     alloc=tile(np.array(alloc, dtype=np.int64), m), free=tile(np.array(free, dtype=np.int64), m),
                     priority=priority,
