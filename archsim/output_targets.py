@@ -213,8 +213,7 @@ def outputs_apart_from_inputs(parser: argparse.ArgumentParser, args: argparse.Na
                 except (OSError, ValueError):  # no such file, a name the OS refuses: not an input file here
                     continue
                 if stat.S_ISREG(found.st_mode):
-                    inputs.setdefault((found.st_dev, found.st_ino), _flag(parser, action.dest) if
-                                      action.option_strings else action.metavar or action.dest.upper())
+                    inputs.setdefault((found.st_dev, found.st_ino), _input_name(parser, action))
     for action in parser._actions:
         value = getattr(args, action.dest, None) if action.type is output_flag else None
         if not value or check_target(value) == "through":
@@ -227,6 +226,13 @@ def outputs_apart_from_inputs(parser: argparse.ArgumentParser, args: argparse.Na
         if source is not None:
             raise InputError(f"{_flag(parser, action.dest)} names this run's input ({source}): writing would "
                              "replace it; give the output another name", file=str(value))
+
+
+def _input_name(parser: argparse.ArgumentParser, action: argparse.Action) -> str:
+    """How the help names an input: its flag (``--config``), else its metavar (``NETWORK``)."""
+    if action.option_strings:
+        return _flag(parser, action.dest)
+    return action.metavar if isinstance(action.metavar, str) else action.dest.upper()
 
 
 def _flag(parser: argparse.ArgumentParser, dest: str) -> str:
