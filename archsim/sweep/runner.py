@@ -153,7 +153,7 @@ def check_processor_counts(units: Iterable[Unit | DevicePoint], source: str | No
         lowered = unit_lowering(unit.network, unit.network_sha256, unit.only, unit.batch, unit.mode,
                                 array.element_bytes)
         profile = build_profile(unit_network(unit.network, unit.network_sha256, unit.only), array, unit.batch,
-                                unit.mode, unit.engine, lowered=lowered)
+                                unit.mode, "analytic", lowered=lowered)  # the graph decides: never the cycle engine
         try:
             check(profile, unit.processors)
         except InputError as exc:
