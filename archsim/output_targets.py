@@ -2,7 +2,7 @@
 there will do (:func:`check_target`: replace a regular file or a new name, write through a device,
 a FIFO or this process's own descriptor, or refuse in one line), where it would go (a folder this
 process can create files in, a name the file system takes) and that no two flags name one file
-(:func:`distinct_targets`). Why its own module: checking a name is a different job from writing
+(:func:`distinct_targets`), nor an input of the run (:func:`outputs_apart_from_inputs`). Why its own module: checking a name is a different job from writing
 it (:mod:`archsim.output_files`, which imports this one, never the other way), and the argparse
 ``type=`` of every output flag needs only the checks.
 """
@@ -191,6 +191,48 @@ def distinct_targets(parser: argparse.ArgumentParser, args: argparse.Namespace) 
                              f"{_flag(parser, action.dest)}): the second would replace the first; "
                              "give each its own file", file=str(value))
         seen[key] = action.dest
+
+
+def outputs_apart_from_inputs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse an output flag that names a file this run reads (``import m.onnx -o m.onnx``,
+    ``cost net.csv --out net.csv``, ``sweep spec.toml --report spec.toml``): the output would replace
+    the input the user wrote, silently, with a different kind of file. Inputs are the other arguments
+    that name an existing regular file (``FILE.py:ClassName``'s file too); devices, FIFOs and this
+    process's own descriptors are written through, not replaced, so they may be both."""
+    inputs: dict[tuple[int, int], str] = {}
+    for action in parser._actions:
+        if action.type in (output_flag, folder_flag) or action.dest == "help":
+            continue
+        value = getattr(args, action.dest, None)
+        for text in value if isinstance(value, list | tuple) else [value]:
+            if not isinstance(text, str) or not text:
+                continue
+            for name in {text, text.rpartition(":")[0] or text}:  # a PyTorch model, FILE.py:ClassName
+                try:
+                    found = os.stat(name)
+                except (OSError, ValueError):  # no such file, a name the OS refuses: not an input file here
+                    continue
+                if stat.S_ISREG(found.st_mode):
+                    inputs.setdefault((found.st_dev, found.st_ino), _input_name(parser, action))
+    for action in parser._actions:
+        value = getattr(args, action.dest, None) if action.type is output_flag else None
+        if not value or check_target(value) == "through":
+            continue
+        try:
+            found = os.stat(value)
+        except OSError:  # a new name: nothing there to replace
+            continue
+        source = inputs.get((found.st_dev, found.st_ino))
+        if source is not None:
+            raise InputError(f"{_flag(parser, action.dest)} names this run's input ({source}): writing would "
+                             "replace it; give the output another name", file=str(value))
+
+
+def _input_name(parser: argparse.ArgumentParser, action: argparse.Action) -> str:
+    """How the help names an input: its flag (``--config``), else its metavar (``NETWORK``)."""
+    if action.option_strings:
+        return _flag(parser, action.dest)
+    return action.metavar if isinstance(action.metavar, str) else action.dest.upper()
 
 
 def _flag(parser: argparse.ArgumentParser, dest: str) -> str:

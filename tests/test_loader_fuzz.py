@@ -196,7 +196,7 @@ def test_bad_headers(header, field):
 
 def test_header_names_are_case_and_space_insensitive_and_sparsity_is_ignored():
     header = ", ".join(FIELDS[:8]) + ",  INPUTS , type,Sparsity,"
-    net = parse_topology(header + "\nc1, 16, 16, 3, 3, 3, 8, 1, input, pool, 1:4,\n")
+    net = parse_topology(header + "\nc1, 16, 16, 3, 3, 8, 8, 1, input, pool, 1:4,\n")
     assert net.layers[0].kind == "pool" and net.layers[0].inputs == ("input",)
 
 
@@ -228,7 +228,7 @@ def test_every_spelling_in_the_table_is_known_to_the_unknown_type_test(kind):
 @pytest.mark.parametrize("kind, canonical", [("CONV", "conv"), ("Linear", "fc"), ("fully_connected", "fc"),
                                              ("max-pool", "pool"), ("AvgPool", "pool"), ("fc", "fc")])
 def test_type_spellings(kind, canonical):
-    assert parse_topology(HEADER + f"\nc1, 16, 16, 3, 3, 3, 8, 1, 1, {kind}, input,\n").layers[0].kind == canonical
+    assert parse_topology(HEADER + f"\nc1, 16, 16, 3, 3, 8, 8, 1, 1, {kind}, input,\n").layers[0].kind == canonical
 
 
 @FAST

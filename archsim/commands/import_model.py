@@ -36,6 +36,12 @@ def run(args: argparse.Namespace) -> int:
     network = load_network(args.model, **onnx_options(args), timeout=args.timeout)
     for note in network.notes:
         print(f"archsim: note: {note}", file=sys.stderr)
+    unchecked = _shape_problem(network)
+    if unchecked:
+        why = ("; a node left out (--unsupported skip) changed its tensor's shape"
+               if any(note.startswith("skipped ONNX node") for note in network.notes) else "")
+        print(f"archsim: note: the CSV declares Inputs, so reading it back checks shapes, and this one fails: "
+              f"{unchecked}{why}: read the CSV with --shapes off", file=sys.stderr)
     text = to_csv(network)
     if args.out:
         path = write_output(args.out, text)
@@ -43,6 +49,20 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text)
     return 0
+
+
+def _shape_problem(network) -> str | None:
+    """What the topology CSV reader's shape check (:func:`~archsim.workload.shapes.check_shapes`) will
+    refuse in the written file, or None. Why: a skipped ONNX node that changes its tensor's shape (TopK,
+    a crop) leaves its consumer reading its producer, which the CSV's ``Inputs`` column then states."""
+    from archsim.errors import InputError
+    from archsim.workload.shapes import check_shapes
+
+    try:
+        check_shapes(network)
+    except InputError as exc:
+        return exc.message
+    return None
 
 
 COMMAND = Command("import", "convert a model (ONNX, PyTorch) to archsim's topology CSV", add_arguments, run)

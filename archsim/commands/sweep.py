@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 from archsim.commands import Command
+from archsim.errors import InputError
 from archsim.output_files import note_written
-from archsim.output_targets import folder_flag, output_flag
+from archsim.output_targets import check_target, folder_flag, output_flag
 from archsim.validate import int_flag
 
 
@@ -27,7 +29,7 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_sweep_command(args: argparse.Namespace) -> int:
-    from archsim.output_targets import check_folder, check_target
+    from archsim.output_targets import check_folder
     from archsim.sweep import load_spec, run_sweep
     from archsim.sweep.report import write_report
 
@@ -37,6 +39,7 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     check_folder(out)  # the defaults too, before anything is written: all of the run's files, or none
     if args.report is not None:
         check_target(target)
+        _report_apart(target, out, "--report")
     frame = run_sweep(spec, out, workers=args.workers, dask=args.dask, progress=not args.quiet, force=args.force)
     from archsim.sweep.device_spec import DeviceSweepSpec
 
@@ -72,9 +75,25 @@ def run_report_command(args: argparse.Namespace) -> int:
     folder = Path(args.results)
     folder = folder.parent if folder.suffix == ".csv" else folder
     target = args.out or str(Path("reports") / f"{folder.name}.html")
+    _report_apart(target, folder, "--out")
     path = write_report(folder, target, spec_command=spec_command(folder))
     note_written(f"report: {path}")
     return 0
+
+
+RESULT_FILES = ("results.csv", "summary.csv", "spec.json")  # what a results folder holds and its report reads
+
+
+def _report_apart(target: str, folder: Path, flag: str) -> None:
+    """Refuse a report path that is one of the results folder's own files: the HTML would replace the
+    results it is drawn from (a sweep's, written in the same run, or a report's input)."""
+    if check_target(target) == "through":
+        return
+    where = os.path.realpath(target)
+    for name in RESULT_FILES:
+        if where == os.path.realpath(folder / name):
+            raise InputError(f"{flag} names the results folder's {name}: the report would replace it; give the "
+                             "report another name", file=target)
 
 
 SWEEP = Command("sweep", "run a sweep spec (array × batch × processors × method, or a device file's fields) with caching",

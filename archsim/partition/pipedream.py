@@ -174,6 +174,13 @@ def pipedream_partitions(profile: LayerProfile, processors: Sequence[int], *, ba
     return [plan_partition(profile, plan) for plan in plans]
 
 
+def check_processor_counts(profile: LayerProfile, counts: Sequence[int]) -> None:
+    """Refuse, as :func:`pipedream_partitions` would, processor counts its short form (a straight
+    pipeline on every machine) cannot fill. Why separate: a sweep checks every network before its
+    first unit is computed, not after minutes of other units."""
+    _check_counts(profile, counts, _short_options(None, False, False))
+
+
 def _check_counts(profile: LayerProfile, counts: Sequence[int], options: PipeDreamOptions) -> None:
     """Refuse a straight pipeline on more processors than the network has layer groups (every
     stage holds at least one antichain state), with the largest count that works."""

@@ -137,6 +137,30 @@ def network_digests(spec: SweepSpec | DeviceSweepSpec) -> dict[str, str]:
     return digests
 
 
+def check_processor_counts(units: Iterable[Unit | DevicePoint], source: str | None) -> None:
+    """Refuse a spec whose PipeDream runs ask a network for more processors than it has layer groups
+    (its straight pipeline puts whole layers on each), naming the network, before any unit is
+    computed: found mid-run, the error named neither and left part of the sweep cached. The layer
+    groups depend on the graph alone, so one profile per network (and layer kinds kept) decides."""
+    from archsim.partition.pipedream import check_processor_counts as check
+
+    seen = set()
+    for unit in units:
+        if isinstance(unit, DevicePoint) or "pipedream" not in unit.methods or (unit.network, unit.only) in seen:
+            continue
+        seen.add((unit.network, unit.only))
+        array = ArrayConfig(rows=unit.rows, cols=unit.cols, dataflow=unit.dataflow)
+        lowered = unit_lowering(unit.network, unit.network_sha256, unit.only, unit.batch, unit.mode,
+                                array.element_bytes)
+        profile = build_profile(unit_network(unit.network, unit.network_sha256, unit.only), array, unit.batch,
+                                unit.mode, "analytic", lowered=lowered)  # the graph decides: never the cycle engine
+        try:
+            check(profile, unit.processors)
+        except InputError as exc:
+            raise InputError(f"network {Path(unit.network).name!r}: {exc.message}", file=source,
+                             field="processors") from None
+
+
 def _cache_file(out: Path, unit: Unit | DevicePoint, digests: dict[str, str]) -> Path:
     """A unit's cache file, named by its settings and its network's layers (a device point's settings
     hold its files' SHA-256)."""
@@ -224,6 +248,7 @@ def run_sweep(spec: SweepSpec | DeviceSweepSpec, out: str | Path, *, workers: in
     out = Path(out)
     units = spec.units()
     digests = network_digests(spec)  # a missing network stops the run before anything is written
+    check_processor_counts(units, spec.source)  # so does a network too short for a processor count
     try:
         (out / "cache").mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -6,6 +6,11 @@ import pandas as pd
 
 from archsim.report.paper_tables import improvement_pct
 
+# A design sweep's own axes (archsim.sweep.design's columns that set a design, not its results): part of
+# what one configuration is, so "best with at most P processors" never mixes two designs.
+DESIGN_AXES = ("sram_kb", "bandwidth_words_per_cycle", "element_bytes", "microbatches", "energy_table", "clock_ghz",
+               "dtype")
+
 
 def summarize(results: pd.DataFrame) -> pd.DataFrame:
     """Mean speedup and communication overhead per (network, processors, method), plus each
@@ -19,9 +24,11 @@ def summarize(results: pd.DataFrame) -> pd.DataFrame:
     """
     keys = ["network", "only", "mode", "processors", "method"]
     config = ["network", "only", "rows", "cols", "dataflow", "batch", "mode", "method"]
+    config += [axis for axis in DESIGN_AXES if axis in results.columns]
     results = results.sort_values(config + ["processors"]).copy()
-    # A planner may leave processors idle: the best speedup with at most P processors.
-    results["speedup_upto"] = results.groupby(config)["speedup"].cummax()
+    # A planner may leave processors idle: the best speedup with at most P processors (of one design; an
+    # axis a design leaves unset, a clock, is NaN and must not drop its rows).
+    results["speedup_upto"] = results.groupby(config, dropna=False)["speedup"].cummax()
     summary = (results.groupby(keys, sort=True)
                .agg(speedup=("speedup", "mean"), speedup_min=("speedup", "min"), speedup_max=("speedup", "max"),
                     speedup_upto=("speedup_upto", "mean"),

@@ -103,7 +103,7 @@ class Layer:
         if self.kind == "matmul" and (self.filter_h != 1 or self.filter_w != self.ifmap_w or self.channels != 1):
             raise InputError("a matmul row is M,K,1,K,1,N (IFMAP Height=M, IFMAP Width=K, Filter Height=1, "
                              "Filter Width=K, Channels=1, Num Filter=N)", field="Filter Width")
-        if self.kind in ("elementwise", "batchnorm") and self.filters != self.channels:
+        if self.kind in ("elementwise", "batchnorm", "pool") and self.filters != self.channels:
             raise InputError(f"{self.kind} keeps the channel count: Num Filter must equal Channels",
                              field="Num Filter")
         if not self.inputs:

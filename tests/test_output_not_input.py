@@ -1,0 +1,100 @@
+"""An output flag never replaces a file the same run reads: ``import m.onnx -o m.onnx`` used to write
+the topology CSV over the ONNX model, ``--gantt net.csv`` an HTML page over the network, ``--out
+my.cfg`` a table over the array config, ``sweep spec.toml --report spec.toml`` the report over the
+spec, and ``report DIR --out DIR/results.csv`` over the results it draws. Each is refused in one line
+naming the flag and the input, before any work, and the input keeps its bytes (docs/cli.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import onnx
+import pytest
+from onnx_models import mixed_cnn
+from output_commands import SWEEP_SPEC
+from test_robustness import clean_error
+
+from archsim.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+NETWORK = (ROOT / "docs" / "examples" / "tiny_resnet.csv").read_text(encoding="utf-8")
+CONFIG = (ROOT / "configs" / "arrays" / "scalesim_32x32_ws.cfg").read_text(encoding="utf-8")
+
+
+def _refused_and_kept(capsys, path: Path, flag: str, source: str, *argv) -> None:
+    before = path.read_bytes()
+    line = clean_error(capsys, *argv)
+    assert f"{flag} names this run's input ({source})" in line and str(path) in line, line
+    assert path.read_bytes() == before
+
+
+def test_import_does_not_write_its_csv_over_the_onnx_model(tmp_path, capsys):
+    model = tmp_path / "m.onnx"
+    onnx.save(mixed_cnn(), str(model))
+    _refused_and_kept(capsys, model, "-o", "MODEL", "import", model, "-o", model)
+
+
+def test_a_network_csv_is_not_replaced_by_a_table_or_a_gantt(tmp_path, capsys):
+    network = tmp_path / "net.csv"
+    network.write_text(NETWORK, encoding="utf-8")
+    _refused_and_kept(capsys, network, "--out", "NETWORK", "cost", network, "--batch", "2", "--out", network)
+    _refused_and_kept(capsys, network, "--gantt", "NETWORK", "pipeline", network, "--processors", "2",
+                      "--microbatches", "2", "--gantt", network)
+
+
+def test_an_input_named_by_an_option_is_kept(tmp_path, capsys):
+    config = tmp_path / "my.cfg"
+    config.write_text(CONFIG, encoding="utf-8")
+    _refused_and_kept(capsys, config, "--out", "--config", "cost", "layerpipe_sample", "--config", config,
+                      "--out", config)
+
+
+def test_a_symlink_to_the_input_is_the_input(tmp_path, capsys):
+    network = tmp_path / "net.csv"
+    network.write_text(NETWORK, encoding="utf-8")
+    (tmp_path / "alias.html").symlink_to(network)
+    before = network.read_bytes()
+    line = clean_error(capsys, "cost", network, "--batch", "2", "--out", tmp_path / "alias.html")
+    assert "--out names this run's input (NETWORK)" in line
+    assert network.read_bytes() == before
+
+
+def test_a_pytorch_models_file_is_an_input(tmp_path, capsys):
+    """``FILE.py:ClassName``: refused before the file is imported (nothing of it runs)."""
+    source = tmp_path / "model.py"
+    source.write_text("raise SystemExit('imported')\n", encoding="utf-8")
+    _refused_and_kept(capsys, source, "-o", "MODEL", "import", f"{source}:Net", "--input-shape", "1,3,8,8",
+                      "-o", source)
+
+
+def test_the_sweep_spec_is_not_replaced_by_its_report(tmp_path, capsys):
+    spec = tmp_path / "s.toml"
+    spec.write_text(SWEEP_SPEC, encoding="utf-8")
+    _refused_and_kept(capsys, spec, "--report", "SPEC", "sweep", spec, "--out", tmp_path / "r", "--quiet",
+                      "--report", spec)
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("name", ["results.csv", "summary.csv", "spec.json"])
+def test_a_report_never_replaces_the_results_it_draws(tmp_path, capsys, name):
+    spec, results = tmp_path / "s.toml", tmp_path / "r"
+    spec.write_text(SWEEP_SPEC, encoding="utf-8")
+    line = clean_error(capsys, "sweep", spec, "--out", results, "--quiet", "--report", results / name)
+    assert f"--report names the results folder's {name}" in line
+    assert not results.exists()  # refused before the sweep ran
+    assert main(["sweep", str(spec), "--out", str(results), "--quiet"]) == 0
+    capsys.readouterr()
+    before = (results / name).read_bytes()
+    line = clean_error(capsys, "report", results, "--out", results / name)
+    assert f"--out names the results folder's {name}" in line
+    assert (results / name).read_bytes() == before
+
+
+def test_other_names_and_devices_are_still_written(tmp_path, capsys):
+    """The check refuses only the inputs: a new name beside them and /dev/null are written."""
+    network = tmp_path / "net.csv"
+    network.write_text(NETWORK, encoding="utf-8")
+    assert main(["cost", str(network), "--batch", "2", "--out", str(tmp_path / "table.txt")]) == 0
+    assert main(["cost", str(network), "--batch", "2", "--out", "/dev/null"]) == 0
+    assert "conv_a" in (tmp_path / "table.txt").read_text(encoding="utf-8")
+    assert network.read_text(encoding="utf-8") == NETWORK
