@@ -324,8 +324,8 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
                          field="grad-accumulation")
     chunk_list = chunk_counts(schedules, chunk_given)  # before the files are read
     config, on = _transformer(model, seq), _gpu_cluster(cluster, dtype)
-    if counts and max(counts) > on.topology.devices:
-        raise InputError(f"{max(counts)} GPUs asked for, the cluster has {on.topology.devices}", field="gpus")
+    if counts and max(counts) > on.gpus:
+        raise InputError(f"{max(counts)} GPUs asked for, the cluster has {on.gpus}", field="gpus")
     modes = {"both": (False, True), "on": (True,), "off": (False,)}
     if sequence_parallel not in modes:
         raise InputError(f"expected both, on or off, got {sequence_parallel!r}", field="sequence-parallel")

@@ -43,7 +43,7 @@ def cluster_bus_bandwidths(path: str | Path, nbytes: float) -> tuple[float, floa
     def over(n: int) -> float:
         return bus_gbytes_per_s("all-reduce", nbytes, n, cluster.machine(Parallelism(tp=n)).links.tp)
 
-    return over(cluster.starts[1]), over(cluster.topology.devices)
+    return over(cluster.starts[1]), over(cluster.gpus)
 
 
 def _user_cluster(path: str, nbytes: int) -> None:
@@ -53,7 +53,7 @@ def _user_cluster(path: str, nbytes: int) -> None:
     servers = len(cluster.starts) - 1
     print(f"{path}: all-reduce of {size}, bus bandwidth as archsim prices it, GB/s")
     print(f"  {cluster.starts[1]} GPUs (1 server): {server:6.1f}")
-    print(f"  {cluster.topology.devices} GPUs ({servers} server{'s' if servers > 1 else ''}): {whole:6.1f}")
+    print(f"  {cluster.gpus} GPUs ({servers} server{'s' if servers > 1 else ''}): {whole:6.1f}")
     for warning in cluster.warnings:  # a link's unit that slipped, as train and search warn of it
         print(f"bench_collectives: warning: {warning}", file=sys.stderr)
 

@@ -9,6 +9,7 @@ import pytest
 from archsim import api
 from archsim.devices.device import catalog_device
 from archsim.errors import InputError
+from archsim.spp.topology import build_topology, read_cluster_document
 from archsim.training import fitted
 from archsim.training.cluster_file import load_gpu_cluster, single_node
 from archsim.training.parallel import Parallelism
@@ -72,9 +73,9 @@ def test_shipped_clusters_state_their_devices_own_link(name):
     catalog = replace(cluster, fabrics=())
     per_server = cluster.gpus_per_server
     for tp in sorted({1, 2, per_server}):
-        if cluster.topology.devices % tp:
+        if cluster.gpus % tp:
             continue
-        par = Parallelism(tp, 1, cluster.topology.devices // tp, cluster.topology.devices // tp, 1)
+        par = Parallelism(tp, 1, cluster.gpus // tp, cluster.gpus // tp, 1)
         if cluster.problem(par) is None:
             assert cluster.rank_machines(par) == catalog.rank_machines(par)
 
@@ -184,10 +185,14 @@ def test_a_catalog_gpus_server_may_omit_the_figure(tmp_path, name):
     bare.write_text(re.sub(r"(?m)^intra_server_gbps = .*\n", "", stated.read_text()))
     assert "intra_server_gbps" not in bare.read_text()
     one, other = load_gpu_cluster(bare), load_gpu_cluster(stated)
-    assert (one.topology.bandwidth == other.topology.bandwidth).all()  # plan's bandwidths (build_topology)
+    def links(path):  # the bandwidth matrix build_topology draws (plan's; train's GPU count, up to its 4096 GPUs)
+        return build_topology(read_cluster_document(path), file=str(path), max_devices=4096,
+                              network_links=True).bandwidth
+
+    assert (links(bare) == links(stated)).all()
     assert one.fabrics == other.fabrics
     tp = one.gpus_per_server
-    par = Parallelism(tp, 1, one.topology.devices // tp, one.topology.devices // tp, 1)
+    par = Parallelism(tp, 1, one.gpus // tp, one.gpus // tp, 1)
     if one.problem(par) is None:
         assert one.rank_machines(par) == other.rank_machines(par)
 

@@ -67,7 +67,7 @@ def layout_problem(names, tp, pp, dp) -> str | None:
 def test_servers_of_different_gpu_counts_load_and_lay_out_by_hand(tmp_path):
     names = ["h100x8", "a100x4", "a100x4"]
     cluster = load_gpu_cluster(write(tmp_path, names))
-    assert cluster.topology.devices == 16 and cluster.sizes == (8, 4, 4) and cluster.heterogeneous
+    assert cluster.gpus == 16 and cluster.sizes == (8, 4, 4) and cluster.heterogeneous
     checked = set()
     for n in (4, 8, 12, 16):
         for tp, pp, dp in factorizations(n):

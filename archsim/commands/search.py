@@ -134,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
     if not result.costed:  # an empty answer, not an error (exit 0): the meta's rejected counts say why
         from archsim.training.search import empty_search_note
 
-        why = empty_search_note(config, cluster, args.global_batch, args.gpus or [cluster.topology.devices],
+        why = empty_search_note(config, cluster, args.global_batch, args.gpus or [cluster.gpus],
                                 result.rejected, args.balance)
         print(f"archsim search: note: {why}", file=sys.stderr)
     emit(text, args)

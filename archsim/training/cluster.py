@@ -35,7 +35,6 @@ from archsim.collectives import Spanning
 from archsim.devices.device import Device
 from archsim.errors import InputError
 from archsim.network import Network
-from archsim.spp.topology import Topology
 from archsim.training import fitted
 from archsim.training.machine import Links, Machine
 from archsim.training.parallel import Parallelism, tp_straddles
@@ -43,7 +42,7 @@ from archsim.training.parallel import Parallelism, tp_straddles
 
 @dataclass(frozen=True)
 class GpuCluster:
-    topology: Topology  # its GPU count is read (the training model prices links by class, not by this matrix)
+    gpus: int  # GPUs in all (links are priced by class, below, not by a planner's bandwidth matrix)
     gpu: Device  # the first server's device
     gpus_per_server: int  # the largest server's GPUs (every server's on a uniform cluster)
     inter_server_bytes_per_s: float
@@ -97,8 +96,8 @@ class GpuCluster:
         return self.fabrics[server] if self.fabrics else None
 
     def _check_gpus(self, par: Parallelism) -> None:
-        if par.gpus > self.topology.devices:
-            raise InputError(f"TP × PP × DP = {par.gpus} GPUs, the cluster has {self.topology.devices}", field="gpus")
+        if par.gpus > self.gpus:
+            raise InputError(f"TP × PP × DP = {par.gpus} GPUs, the cluster has {self.gpus}", field="gpus")
 
     def _link(self, device: Device, members: range, hop: bool = False):
         """A group's link: its server's NVLink when all ``members`` (GPU indices) sit in one server (or one

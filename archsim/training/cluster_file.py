@@ -79,7 +79,8 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
     """A parsed cluster TOML's cluster (:func:`load_gpu_cluster`); ``folder``: where its device paths are
     read from; ``loaded``: devices already made, by the ``device`` path that names them (a device sweep's
     edited device, which has no file)."""
-    topology = build_topology(spec, file=file, max_devices=MAX_GPUS, network_links=True)  # [network]: the NICs
+    # the file's keys checked and its GPUs counted as plan reads them; [network] (the NICs) is priced below
+    gpus = build_topology(spec, file=file, max_devices=MAX_GPUS, network_links=True).devices
     if "gpu_memory_gb" in spec["cluster"]:  # the array planners' figure; a GPU's board (or device file) sizes it here
         raise InputError("sizes archsim plan's GPUs only: train and search take each GPU's memory from its catalog "
                          'board or device file; name a GPU of that memory (gpu = "a100-40gb") or a device file',
@@ -126,7 +127,7 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
                          field="nvls")
     inter_bytes = network.gpu_bytes_per_s(per_server)
     warnings, unread = cluster_file_lines(spec, tables, network, len(kinds))
-    return GpuCluster(topology, kinds[0], per_server, inter_bytes or 1.0, tuple(kinds), tuple(prices), tuple(watts),
+    return GpuCluster(gpus, kinds[0], per_server, inter_bytes or 1.0, tuple(kinds), tuple(prices), tuple(watts),
                       tuple(sizes), network, dtype, tuple(fabrics), unread, warnings)
 
 
@@ -187,9 +188,7 @@ def cluster_file_lines(spec: dict, tables: Sequence[Device | None], network: Net
 
 def single_node(name: str = "a100-80gb", gpus: int = 8) -> GpuCluster:
     """One server of ``gpus`` catalog GPUs on NVLink (the measured runs' machine)."""
-    spec = {"cluster": {"name": f"{name}-node"}, "servers": [{"count": 1, "gpus": gpus, "intra_server_gbps": 4800,
-                                                               "gpu": name}]}
-    return GpuCluster(build_topology(spec), catalog_device(name), gpus, 1.0)
+    return GpuCluster(gpus, catalog_device(name), gpus, 1.0)
 
 
 

@@ -180,7 +180,7 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
     refuse_switch(c, "search (Megatron's configurations)")
     from archsim.progress import progress
 
-    counts = (gpus,) if isinstance(gpus, int) else tuple(gpus or (cluster.topology.devices,))
+    counts = (gpus,) if isinstance(gpus, int) else tuple(gpus or (cluster.gpus,))
     check_search_size(cluster, counts, micro_batches, recomputes, schedules, chunks, sequence_parallel, placement)
     grid = [k for n in counts
             for k in candidates(n, micro_batches, recomputes, schedules, chunks, sequence_parallel, attention,
@@ -345,7 +345,7 @@ def empty_search_note(c: TransformerConfig, cluster, global_batch: int, counts, 
         dps = divisors(global_batch)
 
         def most_with(tp: int, pp: int) -> int:  # the most GPUs, within the cluster's, of a passing TP × PP × DP
-            fitting = dps[:bisect_right(dps, cluster.topology.devices // (tp * pp))]
+            fitting = dps[:bisect_right(dps, cluster.gpus // (tp * pp))]
             return next((tp * pp * dp for dp in reversed(fitting) if passes(tp, pp, dp)), 0)
 
         most = max(most_with(tp, pp) for tp in range(1, c.heads + 1) if not tp_split_problem(c, tp)
@@ -355,7 +355,7 @@ def empty_search_note(c: TransformerConfig, cluster, global_batch: int, counts, 
                 f"give --gpus N with such a split, e.g. --gpus {most}, the most of this cluster's GPUs that have one")
     if rejected.get("out-of-memory"):  # memory is checked last: every configuration the rules left
         return (f"no configuration on {named} fits: the {rejected['out-of-memory']:,} that pass the rules are "
-                f"all out of memory; give more GPUs (--gpus N up to the cluster's {cluster.topology.devices:,}, or a "
+                f"all out of memory; give more GPUs (--gpus N up to the cluster's {cluster.gpus:,}, or a "
                 "larger cluster) or GPUs with more memory")
     reasons = ", ".join(f"{r}: {n:,}" for r, n in sorted(rejected.items(), key=lambda t: -t[1]))
     return (f"no configuration on {named}: every one broke a rule its flags leave ({reasons}); give more "

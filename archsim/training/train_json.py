@@ -121,7 +121,7 @@ def search_document(result, config, cluster, *, model: str, cluster_file: str, g
     none = float("nan")  # no split applies (or no row): NaN, as the rows' own gain columns have it
     meta = {"model": config.name, "parameters": config.parameter_count, "seq": config.seq,
             "gpu": cluster.gpu_names, "dtype": cluster.dtype,
-            "gpus": ",".join(map(str, gpus)) if gpus else cluster.topology.devices,
+            "gpus": ",".join(map(str, gpus)) if gpus else cluster.gpus,
             "global_batch": global_batch, "objective": objective, "balance": balance,
             "enumerated": result.enumerated, "costed": result.costed, "rejected": dict(result.rejected),
             "identical_rows_dropped": result.identical_rows_dropped,
