@@ -23,9 +23,9 @@ class Links:
     two ends share a server, whatever the hops between them; None: priced on ``pp``."""
 
     tp: LinkClass
-    pp: LinkClass
+    pp: LinkClass | Spanning  # a pipeline over servers: NVLink inside each, the network between
     dp: LinkClass
-    pp_hops: tuple = ()
+    pp_hops: tuple[LinkClass | Spanning, ...] = ()
     embedding: LinkClass | Spanning | None = None
 
 
