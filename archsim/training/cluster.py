@@ -151,7 +151,7 @@ class GpuCluster:
         """The machine of pipeline rank ``rank`` on ``device`` (default the cluster's first GPU type):
         its own TP and DP groups' links (the slowest of each kind, :meth:`_slowest_link`), the pipeline's
         link over its ranks' first GPUs (its slowest hop's where that is slower) and, when the pipeline
-        spans servers, each hop's link (:meth:`pipeline_hops`), and the tied embedding's link between the
+        spans servers or sits in a DGX-1 of V100s, each hop's link (:meth:`pipeline_hops`), and the tied embedding's link between the
         first and last rank (:meth:`_pair_link`); every link on its own servers' GPUs on a mixed cluster
         (:meth:`_link`)."""
         self._check_gpus(par)
