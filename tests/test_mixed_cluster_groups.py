@@ -33,11 +33,12 @@ def _cluster(second_gpu: str, second_gbps: int):
 
 def test_a_hop_inside_the_v100_server_runs_on_its_dgx1_rings():
     # TP 4 · PP 4 on 8 A100 + 8 V100: ranks 0, 1 on the A100 server, ranks 2, 3 on the V100 one. Hop 2→3
-    # sends GPU 8 + g to GPU 12 + g: the V100 server's GPUs 0 and 4, two NVLinks on a DGX-1 (hybrid
-    # cube-mesh), each 2400 Gbit/s / 8 / 2 / 6 links = 25 GB/s per direction → 2 rings × 25 = 50 GB/s at
-    # η 0.903 = 45.15 GB/s. A hop moves s·b·h·2 / TP = 2048 · 1 · 2048 · 2 / 4 = 2,097,152 bytes:
-    # p2p = 37.9 µs + 2,097,152 / 45.15e9 = 84.349 µs. (Before, rank 0's A100 priced it as an NVSwitch
-    # at 150 GB/s: 52.7 µs + 2,097,152 / (0.998 · 150e9) = 66.71 µs.)
+    # sends GPU 8 + g to GPU 12 + g: the V100 server's pairs 0–4 and 1–5 (two NVLinks each on a DGX-1's
+    # hybrid cube-mesh), 2–6 and 3–7 (one each), every g at once, so the hop waits for a one-link pair:
+    # 2400 Gbit/s / 8 / 2 / 6 links = 25 GB/s per direction at η 0.903 = 22.575 GB/s. A hop moves
+    # s·b·h·2 / TP = 2048 · 1 · 2048 · 2 / 4 = 2,097,152 bytes: p2p = 37.9 µs + 2,097,152 / 22.575e9
+    # = 130.797 µs. (Before, the first pair 0–4's two links: 84.349 µs; before that, rank 0's A100 priced
+    # it as an NVSwitch at 150 GB/s: 52.7 µs + 2,097,152 / (0.998 · 150e9) = 66.71 µs.)
     # Hop 0→1 inside the A100 server: 52.7 µs + 2,097,152 / (0.998 · 300e9) = 59.704 µs.
     cluster = _cluster("v100-32gb", 2400)
     par = Parallelism(tp=4, pp=4, dp=1, global_batch=8, micro_batch=1)
@@ -45,7 +46,7 @@ def test_a_hop_inside_the_v100_server_runs_on_its_dgx1_rings():
     assert [m.gpu.name for m in machines] == ["NVIDIA A100 SXM4 80GB"] * 2 + ["NVIDIA V100 SXM2 32GB"] * 2
     times = rank_stage_times(C, par, machines, [model_pieces(C, par, m) for m in machines])
     nbytes = 2048 * 1 * 2048 * 2 / 4
-    assert times.boundary_comm[2] == pytest.approx(37.9e-6 + nbytes / (0.903 * 50e9), rel=1e-9)
+    assert times.boundary_comm[2] == pytest.approx(37.9e-6 + nbytes / (0.903 * 25e9), rel=1e-9)
     assert times.boundary_comm[0] == pytest.approx(52.7e-6 + nbytes / (0.998 * 300e9), rel=1e-9)
     # every rank sees the same hops: a hop's link is its servers', whoever asks
     assert len({m.links.pp_hops for m in machines}) == 1 and len({m.links.pp for m in machines}) == 1
@@ -53,15 +54,17 @@ def test_a_hop_inside_the_v100_server_runs_on_its_dgx1_rings():
 
 def test_the_pipeline_link_over_both_servers_runs_at_the_slower_servers_nvlink():
     # The pipeline's pp link (ranks' first GPUs 0, 4, 8, 12) spans both servers: its NVLink part is the
-    # slower server's, the V100's GPUs 0 and 4 (50 GB/s at η 0.903 = 45.15 GB/s; the A100 server's 0
-    # and 4 run at 0.998 · 300 = 299.4 GB/s), whichever rank asks; its network part one GPU's NIC:
-    # 200 Gb/s / 8 = 25 GB/s at η 0.96.
-    cluster = _cluster("v100-32gb", 2400)
+    # slower server's, the V100's GPUs 0 and 4 (the V100 server stating 4800 Gbit/s: 50 GB/s a link, two
+    # rings × 50 = 100 GB/s at η 0.903 = 90.3 GB/s; the A100 server's 0 and 4 run at 0.998 · 300 = 299.4
+    # GB/s), whichever rank asks; its network part one GPU's NIC: 200 Gb/s / 8 = 25 GB/s at η 0.96, the
+    # pipeline's slowest (the V100 server's own hop 2→3 waits for its one-link pairs 2–6, 3–7: 45.15 GB/s;
+    # at 2400 Gbit/s that hop, 22.575 GB/s, would be the slowest, test_a_hop_inside_the_v100_server_…).
+    cluster = _cluster("v100-32gb", 4800)
     par = Parallelism(tp=4, pp=4, dp=1, global_batch=8, micro_batch=1)
     for machine in cluster.laid_out(par):
         link = machine.links.pp
         assert isinstance(link, Spanning)
-        assert link.intra.bus_bandwidth == pytest.approx(0.903 * 50e9, rel=1e-12)
+        assert link.intra.bus_bandwidth == pytest.approx(0.903 * 100e9, rel=1e-12)
         assert link.inter.bus_bandwidth == pytest.approx(0.96 * 25e9, rel=1e-12)
 
 

@@ -150,7 +150,7 @@ class GpuCluster:
         """The machine of pipeline rank ``rank`` on ``device`` (default the cluster's first GPU type):
         its own TP and DP groups' links (the slowest of each kind, :meth:`_slowest_link`), the pipeline's
         link over its ranks' first GPUs (its slowest hop's where that is slower) and, when the pipeline
-        spans servers, each hop's link (:meth:`pipeline_hops`), and the tied embedding's link between the
+        spans servers or sits in a DGX-1 of V100s, each hop's link (:meth:`pipeline_hops`), and the tied embedding's link between the
         first and last rank (:meth:`_pair_link`); every link on its own servers' GPUs on a mixed cluster
         (:meth:`_link`)."""
         self._check_gpus(par)
@@ -189,12 +189,14 @@ class GpuCluster:
         net = self.network
         return net is not None and net.oversubscription != 1 and bool(net.servers_per_leaf) and not self.heterogeneous
 
-    def _slowest_link(self, device: Device, groups: Iterator[range], hop: bool = False):
+    def _slowest_link(self, device: Device, groups: Iterator[range], hop: bool = False, every: bool = False):
         """The link of a rank's slowest group of one kind (:meth:`_slowest`): on a mixed cluster every group
         priced on its own servers (:meth:`_link`) and the one of least bus bandwidth taken, since servers of
         one GPU type may state different in-server links (a rank's TP group on a 2400 Gbit/s server waits
-        longer than its twin on a 4800 one); on a uniform one, the slowest kind's first group."""
-        if self.heterogeneous:
+        longer than its twin on a 4800 one); on a uniform one, the slowest kind's first group, unless
+        ``every`` (a hop's pairs inside a server wired without an NVSwitch, :meth:`_wired_shifts`: pairs of
+        one kind there differ in their NVLinks) has every group priced and the slowest taken as well."""
+        if self.heterogeneous or every:
             return min((self._link(device, members, hop) for members in groups), key=lambda link: link.bus_bandwidth)
         return self._link(device, self._slowest(groups), hop)
 
@@ -229,13 +231,15 @@ class GpuCluster:
     def pipeline_hops(self, par: Parallelism, device: Device) -> tuple:
         """Each pipeline hop's link, rank r to rank r + 1 (the last rank's to rank 0): NVLink when every
         pair of the two ranks' GPUs (GPU g of one, GPU g of the other) shares a server, the network (one
-        GPU's share) when one pair does not (:meth:`_pair_link`); empty when the whole pipeline sits in
-        one server (every hop is then the one NVLink ``pp``). A pipeline over servers always has a pair
-        that crosses, even where the ranks' first GPUs share a server (TP 2 · DP 3 · PP 2 on 8-GPU
-        servers: GPUs 0 and 6 share server 0, GPUs 2 and 8 do not)."""
+        GPU's share) when one pair does not (:meth:`_pair_link`); inside a server wired without an NVSwitch
+        (a DGX-1 of V100s, :meth:`_wired`) each pair's own NVLinks, or PCIe where it has none, the slowest
+        pair's setting the hop. Empty when the whole pipeline sits in one NVSwitch server (every hop is
+        then the one NVLink ``pp``). A pipeline over servers always has a pair that crosses, even where
+        the ranks' first GPUs share a server (TP 2 · DP 3 · PP 2 on 8-GPU servers: GPUs 0 and 6 share
+        server 0, GPUs 2 and 8 do not)."""
         group = par.tp * par.dp
         firsts = [r * group for r in range(par.pp)]
-        if par.pp == 1 or self.server_of(0) == self.server_of(par.gpus - 1):
+        if par.pp == 1 or (self.server_of(0) == self.server_of(par.gpus - 1) and not self._wired(device, 0)):
             return ()
         return tuple(self._pair_link(device, firsts[r], firsts[(r + 1) % par.pp], group) for r in range(par.pp))
 
@@ -246,8 +250,30 @@ class GpuCluster:
         A pipeline hop's, and the tied embedding's all-reduce between the first and last rank (Megatron's
         embedding group: the two GPUs of one TP/DP position)."""
         a, b = sorted((a, b))
-        return self._slowest_link(device, (range(a + g, b + g + 1, b - a) for g in self._hop_shifts(a, b, group)),
-                                  hop=True)
+        wired = self._wired_shifts(device, a, b, group)
+        shifts = sorted({*self._hop_shifts(a, b, group), *wired})
+        return self._slowest_link(device, (range(a + g, b + g + 1, b - a) for g in shifts), hop=True,
+                                  every=bool(wired))
+
+    def _wired(self, device: Device, server: int) -> bool:
+        """Whether ``server``'s GPUs are wired to each other directly, without an NVSwitch (a DGX-1 of
+        V100s): two of its GPUs then talk over the NVLinks between them, or PCIe where there are none
+        (:func:`~archsim.training.fitted.nvlink_group`), so which two GPUs a pair holds sets its link."""
+        board = self.servers[server] if self.heterogeneous else device
+        return bool(board.nvlink_bytes_per_s) and not board.nvswitch
+
+    def _wired_shifts(self, device: Device, a: int, b: int, group: int) -> list[int]:
+        """The GPU offsets g at which a hop's pair (a + g, b + g) sits in one server wired without an
+        NVSwitch (:meth:`_wired`), one per distinct pair of that server's GPUs: each such pair's own
+        NVLinks price it (GPU 0–4 share two on a DGX-1, 2–6 one, 2–4 none), not the first pair's."""
+        if not any(self._wired(device, s) for s in (range(len(self.starts) - 1) if self.heterogeneous else (0,))):
+            return []
+        seen: dict[tuple[int, int], int] = {}
+        for g in range(group):
+            server = self.server_of(a + g)
+            if server == self.server_of(b + g) and self._wired(device, server):
+                seen.setdefault((server if self.heterogeneous else 0, a + g - self.starts[server]), g)
+        return list(seen.values())
 
     def _hop_shifts(self, a: int, b: int, group: int) -> list[int]:
         """The GPU offsets g at which a hop's pair (a + g, b + g) may change servers — 0 and where either GPU

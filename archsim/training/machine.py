@@ -17,15 +17,16 @@ from archsim.errors import InputError
 class Links:
     """The link class each parallel group communicates over; ``pp`` the pipeline's slowest hop,
     ``pp_hops`` (when known) each hop's: rank r to rank r + 1, the last rank's to rank 0 (an
-    interleaved pipeline's wrap) — NVLink where both ranks' GPUs share a server. ``embedding`` (when
+    interleaved pipeline's wrap) — NVLink where both ranks' GPUs share a server (on a DGX-1 of V100s,
+    the NVLinks of each GPU pair, PCIe where a pair has none). ``embedding`` (when
     known): the tied embedding's gradient all-reduce between GPU g of the first rank and GPU g of the
     last (two GPUs, every g at once; its bandwidth in bytes/s per direction) — NVLink only where the
     two ends share a server, whatever the hops between them; None: priced on ``pp``."""
 
     tp: LinkClass
-    pp: LinkClass
+    pp: LinkClass | Spanning  # a pipeline over servers: NVLink inside each, the network between
     dp: LinkClass
-    pp_hops: tuple = ()
+    pp_hops: tuple[LinkClass | Spanning, ...] = ()
     embedding: LinkClass | Spanning | None = None
 
 
