@@ -11,7 +11,7 @@ to the cluster file: :mod:`archsim.devices.device_file`). Every server's device 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from archsim.choices.devices import DTYPES
@@ -51,7 +51,7 @@ def _server_device(group: dict, folder: Path, file: str, loaded: dict[str, Devic
         raise InputError(exc.message, file=file, field="gpu") from None
 
 
-def _check_one_chip_per_name(device: Device, group: dict, earlier, file: str) -> None:
+def _check_one_chip_per_name(device: Device, group: dict, earlier: Iterable[tuple[dict, Device]], file: str) -> None:
     """Refuse a server's device whose name an earlier server's different device has: a cluster tells its GPU
     types apart by name (heterogeneity, a stage's one type, placement, the outputs' ``gpu``), so two chips of
     one name (``chip_a.toml`` and ``chip_b.toml``, both ``name = "mychip"``) would be laid out and costed as
