@@ -144,7 +144,19 @@ def note_unread_cluster_keys(cluster: GpuCluster, command: str) -> None:
     if any(w is not None for w in cluster.watts) and array_device(cluster, cluster.starts[-1]) is not None:
         notes.append(f"gpu_watts is not read by {command} on an array device (gemm = \"arrays\"): its energy_j is "
                      "the energy model's on the ops' accesses, not board power × time (docs/training.md, Accelerators)")
+    notes.extend(fp32_on_arrays_notes(cluster))
     print_cluster_lines(command, cluster.warnings, notes)
+
+
+def fp32_on_arrays_notes(cluster: GpuCluster) -> tuple[str, ...]:
+    """One line per device of ``cluster`` whose fp32 GEMMs run on its arrays at their fp16 rate: a ``gemm =
+    "arrays"`` device file without ``[compute] lanes`` (docs/formats.md, "Device files": fp32 then runs on the
+    arrays), when the cluster trains in fp32. Said, not refused: a TPU's MXUs do run fp32 as one bf16 pass."""
+    if cluster.dtype != "fp32":
+        return ()
+    devices = dict.fromkeys(cluster.servers or (cluster.gpu,))
+    return tuple(f"{d.name} states no fp32 lanes ([compute] lanes): its fp32 GEMMs run on its arrays at their "
+                 "fp16 rate" for d in devices if d.gemm == "arrays" and d.lanes is None)
 
 
 def print_cluster_lines(command: str, warnings: Sequence[str], notes: Sequence[str]) -> None:

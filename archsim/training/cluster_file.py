@@ -11,7 +11,7 @@ to the cluster file: :mod:`archsim.devices.device_file`). Every server's device 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from archsim.choices.devices import DTYPES
@@ -49,6 +49,23 @@ def _server_device(group: dict, folder: Path, file: str, loaded: dict[str, Devic
         return catalog_device(str(name))
     except InputError as exc:
         raise InputError(exc.message, file=file, field="gpu") from None
+
+
+def _check_one_chip_per_name(device: Device, group: dict, earlier: Iterable[tuple[dict, Device]], file: str) -> None:
+    """Refuse a server's device whose name an earlier server's different device has: a cluster tells its GPU
+    types apart by name (heterogeneity, a stage's one type, placement, the outputs' ``gpu``), so two chips of
+    one name (``chip_a.toml`` and ``chip_b.toml``, both ``name = "mychip"``) would be laid out and costed as
+    one. ``earlier``: the (``[[servers]]`` table, device) pairs before ``group``."""
+    for other_group, other in earlier:
+        if other.name == device.name and other != device:
+            raise InputError(f"{_source(other_group)} and {_source(group)} both name their chip {device.name!r} "
+                             "but describe different chips: give each its own [device] name", file=file,
+                             field="device")
+
+
+def _source(group: dict) -> str:
+    """What a ``[[servers]]`` table names its device by, as the file writes it."""
+    return f"device file {group['device']}" if "device" in group else f"gpu = {group['gpu']!r}"
 
 
 def _intra_unit_warning(intra: float, device: Device) -> str:
@@ -95,6 +112,7 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
     tables: list[Device] = []  # each [[servers]] table's device
     for group in servers:
         device = _server_device(group, folder, file, loaded)
+        _check_one_chip_per_name(device, group, zip(servers, tables), file)
         tables.append(device)
         intra = group.get("intra_server_gbps")
         if isinstance(intra, list):  # plan draws a figure within it (its seed); an iteration needs the one it ran at

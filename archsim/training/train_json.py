@@ -60,7 +60,7 @@ def parameters_line(count: int) -> str:
 
 def network_meta(laid, tied: bool = False) -> dict:
     """The links ``laid``'s iteration was priced on, as the cluster file (or the catalog GPU) gave them:
-    ``intra_server`` — the in-server link (``nvlink`` or ``pcie``), GB/s (10⁹ bytes/s) per direction per
+    ``intra_server`` — the in-server link (``nvlink`` or ``pcie``; ``fabric``: a device file's chip-to-chip link), GB/s (10⁹ bytes/s) per direction per
     GPU (the slowest of the servers the run uses), whether NVLS reduces in the switch — and
     ``inter_server`` — NICs per server, Gb/s each, GPUs sharing a NIC, one GPU's share (GB/s, every GPU
     sending at once) and the groups (tp, dp, pp; ``embedding``: the pair of the first and last rank that
@@ -75,7 +75,7 @@ def network_meta(laid, tied: bool = False) -> dict:
     fabric = min(d.fabric_bytes_per_s if cluster.fabric(s) is None else cluster.fabric(s)
                  for s, d in zip(used, devices, strict=True))
     net = cluster.network
-    intra = {"link": "nvlink" if all(d.nvlink_bytes_per_s for d in devices) else "pcie",
+    intra = {"link": _link_label(devices),
              "gb_per_s_per_gpu": fabric / 1e9,
              "nvls": bool(net is not None and net.nvls and all(d.nvswitch for d in devices))}
     if len(cluster.starts) <= 2:  # one server: nothing crosses a network (its figure may be a placeholder)
@@ -89,6 +89,16 @@ def network_meta(laid, tied: bool = False) -> dict:
              "gpus_per_nic": None if net is None else net.gpus_per_nic,
              "gb_per_s_per_gpu": cluster.inter_server_bytes_per_s / 1e9, "crossed_by": crossed}
     return {"intra_server": intra, "inter_server": inter}
+
+
+def _link_label(devices) -> str:
+    """The in-server link's name: ``nvlink`` or ``pcie`` for catalog GPUs, ``fabric`` where a server's chip is a
+    device file's (its ``[links] intra_gbps`` is NVLink, ICI or another chip-to-chip link: the file does not say)."""
+    from archsim.devices.catalog import chip_of
+
+    if not all(d.nvlink_bytes_per_s for d in devices):
+        return "pcie"
+    return "nvlink" if all(chip_of(d) is not None for d in devices) else "fabric"
 
 
 def network_lines(meta: dict) -> dict[str, str]:
