@@ -19,7 +19,10 @@ multiple of 128·t: 1024), micro-batch b = 1, tied embeddings, learned positions
 * TP collectives (Megatron, Shoeybi et al. 2019 §3), of T·h·2 bytes unless said: per layer 2 all-reduces
   forward and 2 backward (4 all-gathers and 4 reduce-scatters in all with sequence parallelism,
   Korthikanti et al. 2022); the embedding 1 all-reduce forward; the head 1 backward and the
-  vocabulary-parallel cross-entropy 3 all-reduces of T·4 bytes (fp32 per token) forward.
+  vocabulary-parallel cross-entropy 3 all-reduces of T·4 bytes (fp32 per token) forward. With sequence
+  parallelism (Megatron-LM's ``LanguageModelEmbedding`` and ``ColumnParallelLinear``): the embedding, which
+  has learned positions, keeps its all-reduce and all-gathers its output's gradient backward; the head
+  all-gathers its input forward and reduce-scatters its gradient backward instead of the all-reduce.
 * parameters P (t = 1): 12h² + 13h per layer, the final norm's 2h, the padded token table 1024·h and s·h
   positions.
 * DP: one all-reduce of the fp16 gradients, 2P bytes; optimizer: 32 bytes per parameter through memory.
@@ -139,9 +142,18 @@ def test_tensor_parallel_all_reduces(priced):
 def test_sequence_parallel_gathers_and_scatters(priced):
     priced("all-gather", "reduce-scatter")
     m, activation = 4, T * H * 2
-    per_microbatch = L * 4 * activation * (1 / RATES["all-gather"] + 1 / RATES["reduce-scatter"])
+    layers = L * 4 * activation * (1 / RATES["all-gather"] + 1 / RATES["reduce-scatter"])
+    ends = 2 * activation / RATES["all-gather"] + activation / RATES["reduce-scatter"]  # embedding δ, head F and δ
     assert seconds(Parallelism(tp=2, global_batch=m, recompute="none", sequence_parallel=True)) == \
-        pytest.approx(m * per_microbatch, rel=1e-12)
+        pytest.approx(m * (layers + ends), rel=1e-12)
+
+
+def test_sequence_parallel_keeps_the_embedding_and_cross_entropy_all_reduces(priced):
+    priced("all-reduce")
+    m, activation = 4, T * H * 2
+    per_microbatch = activation + 3 * T * 4  # the embedding (learned positions) forward; cross-entropy
+    assert seconds(Parallelism(tp=2, global_batch=m, recompute="none", sequence_parallel=True)) == \
+        pytest.approx(m * per_microbatch / RATES["all-reduce"], rel=1e-12)
 
 
 def test_full_recompute_reruns_the_forward_all_reduces(priced):

@@ -184,7 +184,7 @@ def piece_works(c: TransformerConfig, micro_batch: int, tp: int, sequence_parall
         check_hf(c, t, sp, attention)
         return ((switch_block_work(c, b), switch_embedding_work(c, b), switch_head_work(c, b)),
                 megatron_counterparts(c, b))
-    megatron = (block_work(c, b, t, sp, attention), embedding_work(c, b, t), head_work(c, b, t))
+    megatron = (block_work(c, b, t, sp, attention), embedding_work(c, b, t, sp), head_work(c, b, t, sp))
     if implementation == "pytorch-eager" and dtype == "fp32":  # Hugging Face's modules, no AMP
         from archsim.training.hf_ops import check_hf, hf_block_work, hf_embedding_work, hf_head_work
 

@@ -255,12 +255,25 @@ def _tp_collectives(activation_bytes: float, tp: int,
     return fwd, bwd
 
 
-def embedding_work(c: TransformerConfig, micro_batch: int, tp: int = 1) -> Work:
+def embedding_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_parallel: bool = False) -> Work:
     """The first stage's input: the vocabulary-parallel token lookup (each TP rank gathers the rows it
-    holds, then an all-reduce), learned positions, and embedding dropout (Megatron's ``--hidden-dropout``:
+    holds for all T tokens), learned positions, and embedding dropout (Megatron's ``--hidden-dropout``:
     none when the model does not drop hidden states); backward accumulates the gradient into the (zeroed)
-    local table."""
+    local table. TP collectives of T·h fp16 elements, as Megatron-LM runs them (Megatron-Core 0.20.0;
+    ``VocabParallelEmbedding.forward`` in ``megatron/core/tensor_parallel/layers.py``,
+    ``LanguageModelEmbedding.forward`` in ``models/common/embeddings/language_model_embedding.py``):
+    without sequence parallelism an all-reduce forward (``reduce_from_tensor_model_parallel_region``,
+    nothing backward). With it and no position table (rotary or none, no token types:
+    :func:`reduce_scatters_embedding`) a reduce-scatter forward and an all-gather backward
+    (``reduce_scatter_to_sequence_parallel_region``); with learned positions the all-reduce stays, the
+    positions are added on all T tokens and ``scatter_to_sequence_parallel_region`` splits the sum (no
+    collective forward, an all-gather backward). Under sequence parallelism the rank's T/t tokens are
+    copied once (``clone_scatter_output_in_embedding``, on by default: read and write, forward only) and
+    the dropout runs on them."""
     tokens, h = c.seq * micro_batch, c.hidden
+    sp = sequence_parallel and tp > 1
+    scattered = reduce_scatters_embedding(c, tp, sequence_parallel)
+    local = tokens // tp if sp else tokens  # tokens after the scatter (the dropout's)
     vocab = padded_vocab(c.vocab, tp) // tp
     positions = 1 if c.positions else 0
     lookup = (_vector("embedding", "F", (2 + 2 * positions) * tokens * h),)
@@ -268,30 +281,58 @@ def embedding_work(c: TransformerConfig, micro_batch: int, tp: int = 1) -> Work:
     forward: tuple[TrainingOp, ...] = lookup
     backward: tuple[TrainingOp, ...] = gradient
     if c.scaled_embeddings:  # Gemma: the rows times √hidden, one elementwise kernel each way (read, write)
-        scale_f, scale_d = _memory_op("embedding_scale", 2 * tokens * h, 2 * tokens * h)
+        scaled = local if scattered else tokens  # on the lookup's output, reduce-scattered or not
+        scale_f, scale_d = _memory_op("embedding_scale", 2 * scaled * h, 2 * scaled * h)
         forward, backward = (*forward, scale_f), (scale_d, *backward)
+    if sp:
+        forward = (*forward, _vector("embedding_clone", "F", 2 * local * h))
     if c.drops_hidden:
-        forward = (*forward, _vector("embedding_dropout", "F", 2.5 * tokens * h))
-        backward = (_vector("embedding_dropout", "D", 2.5 * tokens * h), *backward)
-    coll = (Collective("embedding.all-reduce", "all-reduce", "tp", tokens * h * 2, "F"),) if tp > 1 else ()
-    return Work(forward, backward, coll, ())
+        forward = (*forward, _vector("embedding_dropout", "F", 2.5 * local * h))
+        backward = (_vector("embedding_dropout", "D", 2.5 * local * h), *backward)
+    activation = tokens * h * 2
+    if tp == 1:
+        return Work(forward, backward)
+    kind = "reduce-scatter" if scattered else "all-reduce"
+    coll_f = (Collective(f"embedding.{kind}", kind, "tp", activation, "F"),)
+    coll_b = (Collective("embedding.all-gather", "all-gather", "tp", activation, "B"),) if sp else ()
+    return Work(forward, backward, coll_f, coll_b)
 
 
-def head_work(c: TransformerConfig, micro_batch: int, tp: int = 1) -> Work:
+def reduce_scatters_embedding(c: TransformerConfig, tp: int, sequence_parallel: bool) -> bool:
+    """Whether Megatron reduce-scatters the word embeddings into the sequence-parallel region instead of
+    all-reducing them: ``LanguageModelEmbedding``'s ``reduce_scatter_embeddings`` — sequence parallelism
+    (on a TP group of more than one) and no learned position table or token types to add to all T tokens
+    first."""
+    return sequence_parallel and tp > 1 and not c.positions and not c.type_vocab
+
+
+def head_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_parallel: bool = False) -> Work:
     """The last stage's output: final norm, the (vocabulary-parallel) LM head GEMM and the fused
     vocabulary-parallel cross-entropy in fp32: forward reads the fp16 logits and writes fp32 ones,
     takes a max, exponentiates and sums (≈ 11 two-byte element passes over T·V/t); backward writes
     softmax − one-hot as fp16 (≈ 4 passes). Megatron runs it unfused (26 kernels, 38 and 14 bytes per
     logit: `benchmarks/unfused_loss.py`); priced that way, vTrain's held-out runs at the
-    stored constants came out worse (docs/training.md)."""
+    stored constants came out worse (docs/training.md). The head is Megatron's ``ColumnParallelLinear``
+    (``GPTModel.output_layer``): without sequence parallelism its input's gradient is all-reduced backward
+    (``allreduce_dgrad``); with it the final norm runs on the rank's T/t tokens, the input is all-gathered
+    forward and its gradient reduce-scattered backward (``LinearWithGradAccumulationAndAsyncCommunication``),
+    T·h fp16 elements each. The backward's second all-gather of the input for the weight gradient is not
+    counted, as in the layer's column-parallel GEMMs (docs/training.md)."""
     tokens, h = c.seq * micro_batch, c.hidden
+    sp = sequence_parallel and tp > 1
+    local = tokens // tp if sp else tokens
     vocab = padded_vocab(c.vocab, tp) // tp
     f, d, g = _gemm_ops("lm_head", tokens, h, vocab)
-    norm_f, norm_d = _memory_op("final_norm", 2 * tokens * h, 3 * tokens * h, ("ln", tokens, h))
+    norm_f, norm_d = _memory_op("final_norm", 2 * local * h, 3 * local * h, ("ln", local, h))
     loss_f, loss_d = _memory_op("cross_entropy", 11 * tokens * vocab, 4 * tokens * vocab)
-    coll_f = tuple(Collective(f"cross_entropy.{what}", "all-reduce", "tp", tokens * 4, "F")
-                   for what in ("max", "sum", "target")) if tp > 1 else ()
-    coll_b = (Collective("lm_head.all-reduce", "all-reduce", "tp", tokens * h * 2, "B"),) if tp > 1 else ()
+    if tp == 1:
+        return Work((norm_f, f, loss_f), (loss_d, d, g, norm_d))
+    activation = tokens * h * 2
+    gather = (Collective("lm_head.all-gather", "all-gather", "tp", activation, "F"),) if sp else ()
+    coll_f = (*gather, *(Collective(f"cross_entropy.{what}", "all-reduce", "tp", tokens * 4, "F")
+                         for what in ("max", "sum", "target")))
+    kind = "reduce-scatter" if sp else "all-reduce"
+    coll_b = (Collective(f"lm_head.{kind}", kind, "tp", activation, "B"),)
     return Work((norm_f, f, loss_f), (loss_d, d, g, norm_d), coll_f, coll_b)
 
 
@@ -301,4 +342,5 @@ def embedding_parameters(c: TransformerConfig, tp: int = 1) -> int:
 
 
 __all__ = ["UNFUSED_SOFTMAX", "Collective", "Work", "block_work", "embedding_parameters", "embedding_work", "flash_attention_ops",
-           "fused_softmax", "head_work", "residual_elements", "rope_elements", "window_gemms"]
+           "fused_softmax", "head_work", "reduce_scatters_embedding", "residual_elements", "rope_elements",
+           "window_gemms"]
