@@ -77,13 +77,10 @@ def pipeline_layout(plan: Partition, profile: LayerProfile, microbatches: int, s
         raise InputError(f"microbatches must be positive, got {microbatches}", field="microbatches")
     proc_of_stage = [f"p{s.index + 1}" for s in plan.stages]
     index = {name: k for k, name in enumerate(profile.names)}
-    producers = {name: [p for p in (profile.lowered[k].layer.inputs if profile.lowered else
-                                    ((profile.names[k - 1],) if k else ())) if p in index]
-                 for k, name in enumerate(profile.names)}
-    consumers: dict[str, list[str]] = {name: [] for name in profile.names}
-    for name, parents in producers.items():
-        for parent in parents:
-            consumers[parent].append(name)
+    # The data flow is the profile's graph, whatever made the profile (lowered layers, graph.txt,
+    # given costs with edges): one accessor, so no kind of profile is taken for a chain.
+    producers = {name: [profile.names[p] for p in profile.producers(k)] for k, name in enumerate(profile.names)}
+    consumers = {name: [profile.names[c] for c in profile.consumers(k)] for k, name in enumerate(profile.names)}
     where: dict[tuple[str, str], int] = {}  # (layer, kind) → stage
     cycles: dict[tuple[str, str], float] = {}
     for stage in plan.stages:
