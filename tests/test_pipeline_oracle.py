@@ -289,7 +289,7 @@ def test_a_layer_whose_delta_costs_nothing_still_passes_the_gradient_on(schedule
 BRANCHED = ((0, 1), (1, 2), (1, 3), (2, 4), (3, 4))
 
 
-@pytest.mark.parametrize("schedule", ["1f1b", "gpipe"])
+@pytest.mark.parametrize("schedule", SCHEDULES)
 @pytest.mark.parametrize("m", [1, 3, 5])
 @pytest.mark.parametrize("f, d, g", [([3, 1, 4, 1, 5], [2, 6, 5, 3, 5], [7, 9, 3, 2, 3]),
                                      ([1, 2, 9, 1, 2], [1, 1, 2, 8, 1], [2, 1, 1, 3, 2])])

@@ -185,12 +185,26 @@ def pipeline_problem(plan: Partition, profile: LayerProfile, microbatches: int, 
             backwards = [key for key, on in where.items() if on == stage.index and key[1] in BACKWARD]
             if not forwards:  # an idle stage, or one holding only split δ work: nothing to alternate
                 continue
+            begins, ends = window_ends(forwards, producers, consumers)
             for layer, kind in backwards:  # admission: F(b) after the backward of b − window
-                dep((layer, kind), (forwards[0], "F"), offset=-window)
+                for first in begins:
+                    dep((layer, kind), (first, "F"), offset=-window)
             for layer, kind in backwards:  # alternation: B(b) after F(b + window − 1)
-                dep((forwards[-1], "F"), (layer, kind), offset=window - 1)
+                for last in ends:
+                    dep((last, "F"), (layer, kind), offset=window - 1)
     ordered = _in_order(schedule, template, deps, stages, microbatches) if schedule in ORDERED else None
     return _problem(proc_of_stage, links, template, deps, named, microbatches, bandwidth, latency, ordered)
+
+
+def window_ends(forwards: list[str], producers: dict[str, list[str]], consumers: dict[str, list[str]]
+                ) -> tuple[list[str], list[str]]:
+    """The layers of a stage's forward action (``forwards``) that begin it (no producer on the stage)
+    and that end it (no consumer on the stage): the window's admission holds back each that begins
+    it and its alternation waits for each that ends it (a chain's first and last layer; a branching
+    graph's every branch, which may run in either order)."""
+    mine = set(forwards)
+    return ([x for x in forwards if not any(p in mine for p in producers[x])],
+            [x for x in forwards if not any(c in mine for c in consumers[x])])
 
 
 def _in_order(schedule: str, template, deps, stages: int, microbatches: int) -> tuple[np.ndarray, np.ndarray]:
