@@ -115,11 +115,15 @@ def pipeline_problem(plan: Partition, profile: LayerProfile, microbatches: int, 
                 backwards = [key for key, on in where.items() if on == stage.index and key[1] in BACKWARD]
                 if not forwards:  # an idle stage, or one holding only split δ work: nothing to alternate
                     continue
+                # the forward action begins with its layers that read no layer of the stage, ends
+                # with those no layer of the stage reads (a chain: its first and its last)
+                begins = [x for x in forwards if not set(producers[x]) & set(forwards)]
+                ends = [x for x in forwards if not set(consumers[x]) & set(forwards)]
                 if b - window >= 0:  # admission: F(b) after the backward of b − window
                     for layer, kind in backwards:
-                        deps.append(Dep(oid(layer, kind, b - window), oid(forwards[0], "F", b)))
+                        deps.extend(Dep(oid(layer, kind, b - window), oid(first, "F", b)) for first in begins)
                 if b + window - 1 < microbatches:  # alternation: B(b) after F(b + window − 1)
                     for layer, kind in backwards:
-                        deps.append(Dep(oid(forwards[-1], "F", b + window - 1), oid(layer, kind, b)))
+                        deps.extend(Dep(oid(last, "F", b + window - 1), oid(layer, kind, b)) for last in ends)
     processors = tuple(Processor(name) for name in proc_of_stage)
     return Problem(processors=processors, links=tuple(links.values()), ops=tuple(ops), deps=tuple(deps))

@@ -3,7 +3,10 @@
 tags) and dependencies in the same order, the same arrays and the same timeline — over the three
 partitioners and schedules, chains (one with layers whose δ costs nothing) and branching networks
 (split δ ops included), micro-batch counts below and above the pipeline depth, with and without
-link bandwidth."""
+link bandwidth, and a profile whose graph comes from its edges, not lowered layers (PipeDream's
+graph.txt)."""
+
+from pathlib import Path
 
 import pytest
 from pipeline_reference import pipeline_problem as reference_problem
@@ -11,6 +14,7 @@ from problem_equality import assert_same_problem
 
 from archsim.array.config import ArrayConfig
 from archsim.partition import build_profile, profile_from_costs
+from archsim.partition.graph_txt import load_graph_txt
 from archsim.planners import partition
 from archsim.policies.pipeline import SCHEDULES, pipeline_problem
 from archsim.sim import simulate
@@ -25,8 +29,9 @@ def _cases():
                                     activation_bytes=[5, 6, 7, 8, 9], delta_bytes=[4, 4, 3, 3, 2])
     sample = build_profile(load_network("layerpipe_sample"), array, 4, "paper")
     resnet = build_profile(load_network("resnet50"), array, 2, "exact")
+    gnmt = load_graph_txt(Path(__file__).parent / "data" / "pipedream" / "profiles" / "gnmt.txt")
     for name, profile, processors in (("chain", chain, 3), ("zero-delta", zero_delta, 3), ("sample", sample, 3),
-                                      ("resnet50", resnet, 4)):
+                                      ("resnet50", resnet, 4), ("graph.txt-gnmt", gnmt, 3)):
         for method in ("layerpipe", "pipedream", "gpipe"):
             yield pytest.param(profile, partition(profile, processors, method), id=f"{name}-{method}")
 

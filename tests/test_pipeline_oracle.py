@@ -1,7 +1,8 @@
 """A partition's 1F1B, LayerPipe and GPipe timelines (:func:`archsim.policies.pipeline.simulate_partition`)
 against a reference that shares no code with archsim's builders, orders or simulator: the
 papers' closed forms on uniform stages, and a from-scratch timing of each schedule's per-stage
-action order on unequal stages (a chain of layers, contiguous stages, free links).
+action order on unequal stages (a chain of layers, contiguous stages, free links; and a branching
+graph whose stages still form a chain).
 
 The orders, from their definitions (stage r of S, 0-based; m micro-batches):
 
@@ -148,16 +149,16 @@ def merged(pieces: list[Piece]) -> list[Piece]:
 
 
 def archsim_pieces(schedule: str, layers: int, stages: int, m: int, f, d, g, memory: bool = False,
-                   links: Links | None = None):
+                   links: Links | None = None, edges=None):
     """archsim's timeline as the reference's pieces: each processor's slots in time order, op kinds
     named as the reference names them (δ and G fused into B but for LayerPipe), consecutive slots of
     one action merged (a receive op takes no time: left out). ``memory``: one stash byte per
     micro-batch and layer, no weights. ``links``: the links' bandwidth and each layer's activation
-    and δ bytes (None: free links)."""
+    and δ bytes (None: free links). ``edges``: the layers' graph (None: a chain)."""
     ones = [1] * layers if memory else None
     bandwidth, activation, delta = links or (None, None, ones)
     profile = profile_from_costs([f"l{k}" for k in range(layers)], f, g, d, activation_bytes=activation,
-                                 delta_bytes=delta, weight_bytes=[0] * layers)
+                                 delta_bytes=delta, weight_bytes=[0] * layers, edges=edges)
     plan = gpipe_partition(profile, stages, balance="layers")  # contiguous, earlier stages take the remainder
     run = simulate_partition(plan, profile, m, schedule, bandwidth=bandwidth)
     pieces: list[list[Piece]] = [[] for _ in range(stages)]
@@ -185,8 +186,9 @@ def in_flight(pieces: list[list[Piece]]) -> list[int]:
     return peaks
 
 
-def check_against_reference(schedule, layers, stages, m, f, d, g, links: Links | None = None) -> list[list[Piece]]:
-    got, run, plan = archsim_pieces(schedule, layers, stages, m, f, d, g, links=links)
+def check_against_reference(schedule, layers, stages, m, f, d, g, links: Links | None = None,
+                            edges=None) -> list[list[Piece]]:
+    got, run, plan = archsim_pieces(schedule, layers, stages, m, f, d, g, links=links, edges=edges)
     at = {f"l{k}": k for k in range(layers)}
     sums = [[float(sum(costs[at[name]] for name in stage.layers)) for stage in plan.stages] for costs in (f, d)]
     g_ops = [[float(g[at[name]]) for name in reversed(stage.layers)] for stage in plan.stages]
@@ -279,6 +281,20 @@ def test_a_layer_whose_delta_costs_nothing_still_passes_the_gradient_on(schedule
     """A layer's δ may take no time (a reshape, a dropout: PipeDream's graph.txt profiles have many), but
     the gradient still flows through it: the stages before it wait for the backward of those after."""
     check_against_reference(schedule, layers, stages, 3, [2, 1, 3, 1, 2][:layers], delta, [1, 2, 1, 3, 1][:layers])
+
+
+# x → a → {b, c} → d: over the stages x a | b c | d the stages still form a chain (b and c read a, the
+# first stage's last layer; d reads both; a's δ waits for both of theirs, the second stage's whole δ),
+# so the stage-level reference times it; the layers' graph decides only which ops wait for which.
+BRANCHED = ((0, 1), (1, 2), (1, 3), (2, 4), (3, 4))
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("m", [1, 3, 5])
+@pytest.mark.parametrize("f, d, g", [([3, 1, 4, 1, 5], [2, 6, 5, 3, 5], [7, 9, 3, 2, 3]),
+                                     ([1, 2, 9, 1, 2], [1, 1, 2, 8, 1], [2, 1, 1, 3, 2])])
+def test_a_branching_graph_times_as_the_reference(schedule, m, f, d, g):
+    check_against_reference(schedule, 5, 3, m, f, d, g, edges=BRANCHED)
 
 
 @settings(max_examples=60)

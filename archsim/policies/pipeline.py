@@ -77,13 +77,10 @@ def pipeline_layout(plan: Partition, profile: LayerProfile, microbatches: int, s
         raise InputError(f"microbatches must be positive, got {microbatches}", field="microbatches")
     proc_of_stage = [f"p{s.index + 1}" for s in plan.stages]
     index = {name: k for k, name in enumerate(profile.names)}
-    producers = {name: [p for p in (profile.lowered[k].layer.inputs if profile.lowered else
-                                    ((profile.names[k - 1],) if k else ())) if p in index]
-                 for k, name in enumerate(profile.names)}
-    consumers: dict[str, list[str]] = {name: [] for name in profile.names}
-    for name, parents in producers.items():
-        for parent in parents:
-            consumers[parent].append(name)
+    # The data flow is the profile's graph, whatever made the profile (lowered layers, graph.txt,
+    # given costs with edges): one accessor, so no kind of profile is taken for a chain.
+    producers = {name: [profile.names[p] for p in profile.producers(k)] for k, name in enumerate(profile.names)}
+    consumers = {name: [profile.names[c] for c in profile.consumers(k)] for k, name in enumerate(profile.names)}
     where: dict[tuple[str, str], int] = {}  # (layer, kind) → stage
     cycles: dict[tuple[str, str], float] = {}
     for stage in plan.stages:
@@ -188,12 +185,26 @@ def pipeline_problem(plan: Partition, profile: LayerProfile, microbatches: int, 
             backwards = [key for key, on in where.items() if on == stage.index and key[1] in BACKWARD]
             if not forwards:  # an idle stage, or one holding only split δ work: nothing to alternate
                 continue
+            begins, ends = window_ends(forwards, producers, consumers)
             for layer, kind in backwards:  # admission: F(b) after the backward of b − window
-                dep((layer, kind), (forwards[0], "F"), offset=-window)
+                for first in begins:
+                    dep((layer, kind), (first, "F"), offset=-window)
             for layer, kind in backwards:  # alternation: B(b) after F(b + window − 1)
-                dep((forwards[-1], "F"), (layer, kind), offset=window - 1)
+                for last in ends:
+                    dep((last, "F"), (layer, kind), offset=window - 1)
     ordered = _in_order(schedule, template, deps, stages, microbatches) if schedule in ORDERED else None
     return _problem(proc_of_stage, links, template, deps, named, microbatches, bandwidth, latency, ordered)
+
+
+def window_ends(forwards: list[str], producers: dict[str, list[str]], consumers: dict[str, list[str]]
+                ) -> tuple[list[str], list[str]]:
+    """The layers of a stage's forward action (``forwards``) that begin it (no producer on the stage)
+    and that end it (no consumer on the stage): the window's admission holds back each that begins
+    it and its alternation waits for each that ends it (a chain's first and last layer; a branching
+    graph's every branch, which may run in either order)."""
+    mine = set(forwards)
+    return ([x for x in forwards if not any(p in mine for p in producers[x])],
+            [x for x in forwards if not any(c in mine for c in consumers[x])])
 
 
 def _in_order(schedule: str, template, deps, stages: int, microbatches: int) -> tuple[np.ndarray, np.ndarray]:
