@@ -172,7 +172,7 @@ def test_plan_on_a_cluster_of_the_chip_prices_on_the_chip(tmp_path, capsys, chip
 
     _write(tmp_path, "chip.cfg", chip_cfg(**CHIP))
     cluster = _write(tmp_path, "mine.toml", '[cluster]\nname = "mine"\n\n[[servers]]\ngpus = 4\n'
-                     'intra_server_gbps = 800\ndevice = "chip.cfg"\n')
+                     'intra_server_gbps = 1600\ndevice = "chip.cfg"\n')  # the chip's own 100 GB/s: no note
     assert main(["plan", "layerpipe_sample", "--cluster", str(cluster), "--microbatches", "4", "--format", "json"]) == 0
     captured = capsys.readouterr()
     on_chip = json.loads(captured.out)["meta"]
