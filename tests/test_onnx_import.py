@@ -115,13 +115,6 @@ def test_unsupported_op_is_an_error_naming_node_and_op_or_skipped_and_listed(tmp
     assert "skipped ONNX node 'nms'" in capsys.readouterr().err
 
 
-def test_asymmetric_padding_is_refused_by_name():
-    nodes = [helper.make_node("Conv", ["x", "w"], ["y"], name="same", pads=[0, 0, 1, 1], strides=[2, 2])]
-    m = model(nodes, [value("x", [1, 3, 8, 8])], [value("y", [1, 4, 4, 4])], [weight("w", 4, 3, 3, 3)])
-    with pytest.raises(InputError, match="node 'same' \\(op Conv\\): pads=\\[0, 0, 1, 1\\]"):
-        load_onnx(m)
-
-
 # -- fuzzed inputs: one line, exit 2 ------------------------------------------------------------
 def _cycle():
     nodes = [helper.make_node("Relu", ["x"], ["a"], name="r1"), helper.make_node("Add", ["a", "b"], ["c"], name="add"),

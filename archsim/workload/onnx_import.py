@@ -204,10 +204,15 @@ class _Importer:
             raise ops._unsupported(node, name, f"only 2-D convolutions are modelled (input {list(x)})")
         if node.input[1] in self.producers:
             raise ops._unsupported(node, name, "weights computed by the graph (not a constant)")
-        stride, pad, dilation = ops.spatial(node, attrs, name)
+        stride, pads, dilation = ops.spatial(node, attrs, name)
         groups = int(attrs.get("group", 1))
         c, h, w = x
         transposed = node.op_type == "ConvTranspose"
+        if transposed and len(set(pads)) > 1:  # its pads crop the output: no padded input to fold them into
+            raise ops._unsupported(node, name, f"pads={list(pads)}: a transposed convolution's padding must be "
+                                               f"symmetric")
+        pad, extra_h, extra_w = ops.fold_pads(pads)
+        h, w = h + extra_h, w + extra_w
         if transposed and any(attrs.get("output_padding", [])):
             raise ops._unsupported(node, name, f"output_padding={list(attrs['output_padding'])} is not modelled")
         layer = Layer(kind="deconv" if transposed else "conv", ifmap_h=h, ifmap_w=w, filter_h=weight[2],
@@ -226,9 +231,11 @@ class _Importer:
             kernel, stride, pad = (h, w), 1, 0
         else:
             kernel = tuple(attrs["kernel_shape"])
-            stride, pad, dilation = ops.spatial(node, attrs, name)
+            stride, pads, dilation = ops.spatial(node, attrs, name)
             if dilation != 1:
                 raise ops._unsupported(node, name, "dilated pooling is not modelled")
+            pad, extra_h, extra_w = ops.fold_pads(pads)
+            h, w = h + extra_h, w + extra_w
         layer = Layer(kind="pool", ifmap_h=h, ifmap_w=w, filter_h=kernel[0], filter_w=kernel[1], channels=c,
                       filters=c, stride=stride, padding=pad, **common)
         self._check_out(node, name, layer, out)

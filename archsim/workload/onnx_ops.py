@@ -10,7 +10,9 @@ lowering) and laid out as (H, W, C) for a layer row:
 
 Mapping (``KIND_OF``; documented costs, nothing is free by accident):
 
-* ``Conv`` (2-D; groups, depthwise, dilation, stride, symmetric padding) → conv.
+* ``Conv`` (2-D; groups, depthwise, dilation, stride, padding) → conv. Asymmetric ``pads``
+  (TensorFlow "SAME" with stride 2 exports ``[0, 0, 1, 1]``) keep the symmetric part as Padding
+  and fold the rest into the declared input (:func:`fold_pads`); pools likewise.
 * ``ConvTranspose`` (2-D, output padding 0) → deconv: the input gradient of the conv it inverts.
 * ``Gemm`` and ``MatMul`` with a constant (weight) operand → fc over the rows of the other operand
   (tokens × batch-free leading dims), with the bias of a directly following ``Add`` of a 1-D
@@ -71,8 +73,11 @@ def hwc(shape: tuple[int, ...]) -> tuple[int, int, int]:
     return prod(shape[1:-1]), shape[-1], shape[0]
 
 
-def spatial(node, attrs: dict, name: str, rank: int = 2) -> tuple[int, int, int]:
-    """(stride, padding, dilation) of a 2-D Conv/pool node; one value each, or an error naming the node."""
+def spatial(node, attrs: dict, name: str, rank: int = 2) -> tuple[int, tuple[int, ...], int]:
+    """(stride, pads, dilation) of a 2-D Conv/pool node, or an error naming the node.
+
+    pads are ONNX's (top, left, bottom, right), in input pixels; :func:`fold_pads` makes them a
+    layer row's geometry."""
     strides = list(attrs.get("strides", [1] * rank))
     dilations = list(attrs.get("dilations", [1] * rank))
     pads = list(attrs.get("pads", [0] * 2 * rank))
@@ -83,13 +88,28 @@ def spatial(node, attrs: dict, name: str, rank: int = 2) -> tuple[int, int, int]
     for label, values in (("strides", strides), ("dilations", dilations)):
         if len(set(values)) != 1:
             raise _unsupported(node, name, f"{label}={values}: archsim models one value for H and W")
-    if len(set(pads)) > 1:
-        raise _unsupported(node, name, f"pads={pads}: archsim models one symmetric padding for H and W")
-    stride, pad, dilation = strides[0], (pads[0] if pads else 0), dilations[0]
-    for label, value, low in (("strides", stride, 1), ("pads", pad, 0), ("dilations", dilation, 1)):
+    if len(pads) != 2 * rank:
+        raise _unsupported(node, name, f"pads={pads}: expected {2 * rank} values (begin and end per axis)")
+    stride, dilation = strides[0], dilations[0]
+    for label, value, low in (("strides", stride, 1), *(("pads", pad, 0) for pad in pads),
+                              ("dilations", dilation, 1)):
         if not low <= value <= MAX_WINDOW:
             raise _unsupported(node, name, f"{label}={value}: outside {low}…{MAX_WINDOW}")
-    return stride, pad, dilation
+    return stride, tuple(pads), dilation
+
+
+def fold_pads(pads: tuple[int, ...]) -> tuple[int, int, int]:
+    """ONNX (top, left, bottom, right) pads as (Padding, extra rows, extra columns) of a layer row.
+
+    A row has one symmetric Padding field, so the common part p = min(pads) stays Padding and the
+    rest (top + bottom − 2p rows, left + right − 2p columns) is added to the declared input: the
+    padded input, hence the output size and every GEMM, is exactly the ONNX one. SCALE-Sim, which
+    has no padding, would be given the whole padded input as its IFMAP. The added rows and columns
+    count as input positions (δ, input bytes), as they do in SCALE-Sim.
+    """
+    top, left, bottom, right = pads
+    p = min(pads)
+    return p, top + bottom - 2 * p, left + right - 2 * p
 
 
 MAX_WINDOW = 2**16  # largest stride, padding or dilation read: beyond any published network, far from overflow

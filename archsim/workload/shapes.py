@@ -6,7 +6,11 @@ whatever the first layers declare):
 * conv and pool read a feature map: one spatial producer (conv, pool, batchnorm, elementwise)
   must give exactly the consumer's H×W×C; several are concatenated along channels — each gives
   H×W and their channels add up to C. In SCALE-Sim geometry the declared input includes the
-  padding, so it may exceed the producer's H×W. Other producers (fc, matmul) must give H·W·C elements.
+  padding, so it may exceed the producer's H×W. A conv or pool may also declare rows (columns) beyond
+  the producer's when the padding is asymmetric (ONNX ``pads = [0, 0, 1, 1]``): the part one
+  symmetric Padding cannot state is folded into the input, so the extra rows plus twice Padding
+  stay within the filter's span less one — padding a whole window would read no input at all.
+  Other producers (fc, matmul) must give H·W·C elements.
 * fc and batchnorm read a tensor of H·W·C elements (a flattening fc reads a whole map): the
   producers' elements add up to it.
 * elementwise: every producer gives the consumer's element count, or a divisor of it
@@ -52,8 +56,8 @@ def shape_problem(layer: Layer, producers: list[Layer]) -> str | None:
     expect = f"{layer.name!r} ({layer.kind}) expects {_fmt(want)}"
     if layer.kind in ("conv", "pool", "deconv") and all(p.kind in _SPATIAL for p in producers):
         folded = layer.geometry == "scalesim"  # SCALE-Sim folds padding into the declared input
-        if any(s[:2] != want[:2] and not (folded and s[0] <= want[0] and s[1] <= want[1]) for s in shapes) \
-                or sum(s[2] for s in shapes) != want[2]:
+        if any(s[:2] != want[:2] and not (folded and s[0] <= want[0] and s[1] <= want[1])
+               and not _folded_pads(layer, s) for s in shapes) or sum(s[2] for s in shapes) != want[2]:
             return f"{given}, but {expect}"
         return None
     if layer.kind == "elementwise":
@@ -68,6 +72,14 @@ def shape_problem(layer: Layer, producers: list[Layer]) -> str | None:
     if sum(sizes) != need:
         return f"{given}, but {expect}"
     return None
+
+
+def _folded_pads(layer: Layer, given: tuple[int, int, int]) -> bool:
+    """Does ``layer`` (conv or pool) declare ``given``'s map plus asymmetric padding folded into its input?"""
+    if layer.kind not in ("conv", "pool"):
+        return False
+    extra = (layer.ifmap_h - given[0], layer.ifmap_w - given[1])
+    return all(0 <= e and e + 2 * layer.padding < span for e, span in zip(extra, (layer.span_h, layer.span_w)))
 
 
 def check_shapes(network: Network, lines: dict[str, int] | None = None) -> None:

@@ -1,0 +1,42 @@
+"""A layers-CSV ``fc`` row is position-wise (1×1 filter) or flattening (filter = the whole input);
+anything else is a sliding window the fc lowering would cost wrongly, so it is refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from archsim.cli import main
+from archsim.errors import InputError
+from archsim.lowering import Gemm, lower_layer
+from archsim.workload import parse_topology
+
+HEAD = "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides, " \
+       "Padding, Type,\n"
+
+
+@pytest.mark.parametrize("row", ["fc3, 32, 32, 3, 3, 16, 8, 1, 0, fc,",       # a 3×3 window over 32×32
+                                 "fc7, 7, 7, 7, 7, 16, 8, 1, 1, fc,",         # the whole map, but padded
+                                 "fcw, 4, 8, 4, 4, 16, 8, 1, 0, linear,"])   # full height, not full width
+def test_an_fc_row_that_slides_is_refused_naming_its_row(row):
+    with pytest.raises(InputError) as caught:
+        parse_topology(HEAD + row + "\n", source="net.csv", name="net")
+    text = str(caught.value)
+    assert "net.csv" in text and "line 2" in text and f"fc layer {row.split(',')[0]!r}" in text
+    assert "1x1" in text and "whole unpadded input" in text and "\n" not in text
+
+
+def test_the_cli_refuses_it_in_one_line_with_exit_2(tmp_path, capsys):
+    path = tmp_path / "net.csv"
+    path.write_text(HEAD + "fc3, 32, 32, 3, 3, 16, 8, 1, 0, fc,\n")
+    assert main(["cost", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "fc layer 'fc3'" in err
+
+
+def test_the_two_fc_forms_still_load_and_lower_as_dense_products():
+    net = parse_topology(HEAD + "flat, 7, 7, 7, 7, 16, 8, 1, 0, fc,\nrows, 5, 1, 1, 1, 8, 4, 1, 0, fc,\n",
+                         source="net.csv", name="net")
+    flat, rows = net.layers
+    # flattening: one output per sample, reducing over 7·7·16 inputs; δ is (N, M, 7·7·16).
+    assert [op.gemms for op in lower_layer(flat, 2, "paper").ops if op.kind == "D"] == [(Gemm(2, 8, 7 * 7 * 16),)]
+    assert [op.gemms for op in lower_layer(rows, 2, "paper").ops if op.kind == "D"] == [(Gemm(2 * 5, 4, 8),)]
