@@ -13,7 +13,9 @@ One rule changed since it was first written, in both builders alike: with links,
 crosses to another processor once per micro-batch — one transfer per (source op, receiving stage,
 micro-batch) into a receive op of no time there (``RECV_F``, ``RECV_B``), which every op of that
 stage reading the output depends on. Before, every reading op had a transfer of its own, so a
-layer's δ and G each had the consumer's δ sent (the link carried it twice)."""
+layer's δ and G each had the consumer's δ sent (the link carried it twice). And, in both alike, two
+or more δ sources on one other stage (a layer's readers there) are summed there by a ``SEND_B`` op
+of no time and sent once, the layer's output size; before, each crossed on its own."""
 
 from archsim.partition.profile import LayerProfile
 from archsim.partition.result import Partition
@@ -56,6 +58,7 @@ def pipeline_problem(plan: Partition, profile: LayerProfile, microbatches: int, 
     stash_weights = schedule != "gpipe"
     ops: list[Op] = []
     deps: list[Dep] = []
+    sums: dict[tuple[str, str], tuple[int, str]] = {}  # a SEND_B op → its stage and the layer it sends for
     for b in range(microbatches):
         receives: dict[str, Op] = {}  # this micro-batch's receive ops by id, in the order they are made
 
@@ -63,21 +66,36 @@ def pipeline_problem(plan: Partition, profile: LayerProfile, microbatches: int, 
                      receives: dict[str, Op] = receives) -> str:
             """The id of what an op on stage ``at`` reads ``src``'s output from (``src`` itself, or the
             one receive op of it on that stage, made with its transfer on first use)."""
-            channel = link(where[src], at)
+            on, layer = sums[src] if src in sums else (where[src], src[0])
+            channel = link(on, at)
             if channel is None:
                 return oid(*src, b)
             kind = "RECV_B" if gradient else "RECV_F"
             name = oid(f"{src[1]}.{src[0]}>{proc_of_stage[at]}", kind, b)
             if name not in receives:
-                k = index[src[0]]
+                k = index[layer]
                 if schedule == "gpipe":
                     order = (-1, -b if gradient else b, -k if gradient else k)
                 else:
                     order = (-1, b, -k if gradient else k)
                 receives[name] = Op(name, proc_of_stage[at], 0.0, priority=order,
-                                    tags=(("layer", src[0]), ("kind", kind), ("microbatch", b), ("stage", at + 1)))
+                                    tags=(("layer", layer), ("kind", kind), ("microbatch", b), ("stage", at + 1)))
                 deps.append(Dep(oid(*src, b), name, size, channel))
             return name
+
+        def summed(layer: str, parts: list[tuple[str, str]], on: int, b: int = b,
+                   receives: dict[str, Op] = receives) -> tuple[str, str]:
+            """The op of no time on stage ``on`` that sums ``layer``'s consumers' δ there and sends it."""
+            src = (f"{layer}@{proc_of_stage[on]}", "SEND_B")
+            name = oid(*src, b)
+            if name not in receives:
+                k = index[layer]
+                order = (-1, -b, -k) if schedule == "gpipe" else (-1, b, -k)
+                receives[name] = Op(name, proc_of_stage[on], 0.0, priority=order,
+                                    tags=(("layer", layer), ("kind", "SEND_B"), ("microbatch", b), ("stage", on + 1)))
+                sums[src] = (on, layer)
+                deps.extend(Dep(oid(*part, b), name) for part in parts)
+            return src
 
         for (layer, kind), stage in where.items():
             k = index[layer]
@@ -104,6 +122,14 @@ def pipeline_problem(plan: Partition, profile: LayerProfile, microbatches: int, 
             for kind in kinds_of(layer, "D") + kinds_of(layer, "G"):
                 dst_stage = where[(layer, kind)]
                 for c, kd in sources:
+                    # two or more sources on one other stage: their sum, sent once (the layer's output size)
+                    group = [x for x in sources if where[x] == where[(c, kd)]]
+                    if len(group) > 1 and link(where[(c, kd)], dst_stage) is not None:
+                        if (c, kd) == group[0]:
+                            size = int(profile.activation_bytes[k])
+                            total = summed(layer, group, where[(c, kd)])
+                            deps.append(Dep(received(total, dst_stage, size, True), oid(layer, kind, b)))
+                        continue
                     size = int(profile.delta_bytes[index[c]]) if kd != "F" else 0
                     deps.append(Dep(received((c, kd), dst_stage, size, True), oid(layer, kind, b)))
             deps.append(Dep(oid(layer, "F", b), oid(layer, "G", b)))

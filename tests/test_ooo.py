@@ -3,6 +3,9 @@ exact optima (time-indexed MILP)."""
 
 import pytest
 
+from archsim.cli import main
+from archsim.errors import InputError
+from archsim.partition import profile_from_costs
 from archsim.policies.ooo import flush_phases, layer_chain, lower_bound, ooo_schedule, schedule_metrics, unit_costs
 from archsim.sim import validate_timeline
 from archsim.sim.optimal import optimal_makespan
@@ -70,3 +73,32 @@ def test_metrics_and_stash_memory():
     assert metrics["peak_activation_bytes"] == 40  # device 2 holds layer 2's input for both micro-batches
     busy = 2 * (2 + 1 + 2)
     assert metrics["bubble_fraction"] == pytest.approx(1 - busy / (2 * metrics["makespan"]))
+
+
+# a → {b, c} → d: read as a chain, c would wait for b's forward and a's δ for c's alone
+DIAMOND = ((0, 1), (0, 2), (1, 3), (2, 3))
+
+
+@pytest.mark.parametrize("policy", ["mp", "gpipe", "ooo-pipe1", "ooo-pipe2"])
+def test_a_branching_profile_is_refused(policy):
+    """The paper's pipelines run on a chain (§3, §5.2); a profile whose graph branches was read as
+    one and timed with the wrong dependencies, now it is refused, naming the first layer off the chain."""
+    ones = [1.0] * 4
+    branching = profile_from_costs(list("abcd"), ones, ones, ones, edges=DIAMOND)
+    with pytest.raises(InputError, match="layer 'c' reads 'a'"):
+        ooo_schedule(branching, 2, 2, policy, flush=policy not in ("mp", "ooo-pipe2"))
+    with pytest.raises(InputError, match="layer 'c' reads 'a'"):
+        lower_bound(branching, 2, 2, policy)
+    chain = profile_from_costs(list("abcd"), ones, ones, ones, edges=((0, 1), (1, 2), (2, 3)))
+    assert ooo_schedule(chain, 2, 1, policy)[1].makespan == ooo_schedule(unit_costs(4), 2, 1, policy)[1].makespan
+
+
+@pytest.mark.parametrize("unit", [[], ["--unit-costs"]])
+def test_the_schedule_command_refuses_a_branching_network(unit, capsys):
+    """rnn_cell's add reads fc_x and fc_h, which both read the input: exit 2, one line, nothing on
+    stdout — with its costs or with unit costs (before, unit costs made any network a chain)."""
+    code = main(["schedule", "rnn_cell", "--policy", "ooo-pipe1", "--processors", "2", *unit])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1
+    assert "layer 'add' reads 'fc_x'" in err and "field 'network'" in err

@@ -49,21 +49,34 @@ def test_parallel_branches_run_in_parallel():
     assert run.timeline.makespan == 11
 
 
-def test_two_branches_on_one_stage_send_both_activations_and_both_deltas():
+def test_two_branches_on_one_stage_send_both_activations_and_one_summed_delta():
     """a | b c | d over links of 1 byte per time unit; activations a, b, c = 1, 5, 1 bytes, δ of d, c,
     b = 2, 3, 1 bytes. By hand: F:a 0–1, sent 1–2; F:b 2–4, F:c 4–7 on p2; b's activation crosses
     4–9, c's 9–10 (d reads both); F:d 10–11, D:d 11–13, G:d 13–14; d's δ crosses 13–15; D:c 15–16,
-    D:b 16–18 on p2; c's δ crosses 16–19, b's 19–20 (a reads both); D:a 20–21, G:a 21–22. As a chain
-    only c's activation and b's δ crossed (makespan 19)."""
+    D:b 16–18 on p2, where the gradient of a's output is their sum (SEND_B at 18), sent once as a's
+    output, 1 byte, 18–19; D:a 19–20, G:a 20–21. Before, c's δ crossed 16–19 and b's 19–20, each
+    on its own (D:a 20–21, makespan 22); as a chain only c's activation and b's δ crossed (19)."""
     profile = diamond(activation_bytes=[1, 5, 1, 0], delta_bytes=[0, 1, 3, 2])
     run = simulate_partition(split(profile, ["a", "bc", "d"]), profile, 1, "layerpipe", bandwidth=1.0)
     sent = sorted((t.link, run.problem.op(t.src).tag("kind"), run.problem.op(t.src).tag("layer"), t.start, t.end)
                   for t in run.timeline.transfers)
-    assert sent == [("p1->p2", "F", "a", 1, 2), ("p2->p1", "D", "b", 19, 20), ("p2->p1", "D", "c", 16, 19),
+    assert sent == [("p1->p2", "F", "a", 1, 2), ("p2->p1", "SEND_B", "a", 18, 19),
                     ("p2->p3", "F", "b", 4, 9), ("p2->p3", "F", "c", 9, 10), ("p3->p2", "D", "d", 13, 15)]
     got = spans(run)
-    assert got["F:d"] == (10, 11) and got["D:a"] == (20, 21)
-    assert run.timeline.makespan == 22
+    assert got["D:c"] == (15, 16) and got["D:b"] == (16, 18)
+    assert got["F:d"] == (10, 11) and got["D:a"] == (19, 20) and got["G:a"] == (20, 21)
+    assert run.timeline.makespan == 21
+
+
+@pytest.mark.parametrize("schedule", ["gpipe", "1f1b", "layerpipe", "gpipe-newest-first", "1f1b-window"])
+def test_the_summed_delta_crosses_once_per_microbatch_for_every_schedule(schedule):
+    """The same stages, three micro-batches: back over p2 → p1 goes one transfer per micro-batch, the
+    sum of b's and c's δ, a's output size (7 bytes; their δ are 3 and 4); nothing else crosses back."""
+    profile = diamond(activation_bytes=[7, 5, 1, 0], delta_bytes=[0, 3, 4, 2])
+    run = simulate_partition(split(profile, ["a", "bc", "d"]), profile, 3, schedule, bandwidth=2.0)
+    back = sorted((run.problem.op(t.src).tag("microbatch"), run.problem.op(t.src).tag("kind"),
+                   run.problem.op(t.src).tag("layer"), t.bytes) for t in run.timeline.transfers if t.link == "p2->p1")
+    assert back == [(b, "SEND_B", "a", 7) for b in range(3)]
 
 
 def forward_edges(profile) -> set[tuple[str, str]]:

@@ -19,7 +19,9 @@ The orders, from their definitions (stage r of S, 0-based; m micro-batches):
 after the previous stage's forward of its micro-batch, a backward (B, or δ) after its own forward and
 the next stage's backward (B, or δ) of its micro-batch. With links of finite bandwidth an input
 arrives later: each stage boundary carries, per micro-batch, one activation forward and one gradient
-back (the one δ both the receiving layer's δ and G read), one at a time per direction. Its makespan, every action's start and end,
+back (the one δ both the receiving layer's δ and G read: the next stage's first layer's, or, where
+two or more layers there read the stage's last layer, the sum of their δ, that layer's output size),
+one at a time per direction. Its makespan, every action's start and end,
 each stage's action order and peak micro-batches in flight must be archsim's.
 """
 
@@ -195,8 +197,17 @@ def check_against_reference(schedule, layers, stages, m, f, d, g, links: Links |
     send = None
     if links is not None:  # a stage's last layer sends its activation, the next stage's first layer its δ
         bandwidth, activation, delta = links
+        pairs = edges if edges is not None else [(k - 1, k) for k in range(1, layers)]
+
+        def back(before, after) -> float:
+            """The gradient of ``before``'s last layer's output, sent from ``after``: read by one
+            layer there, that layer's δ; by two or more, the sum of theirs, the output's size."""
+            last = at[before.layers[-1]]
+            readers = [b for a, b in pairs if a == last]
+            return activation[last] if len(readers) > 1 else delta[at[after.layers[0]]]
+
         send = ([activation[at[stage.layers[-1]]] / bandwidth for stage in plan.stages],
-                [delta[at[stage.layers[0]]] / bandwidth for stage in plan.stages[1:]])
+                [back(x, y) / bandwidth for x, y in zip(plan.stages, plan.stages[1:])])
     expected = timed(schedule, *sums, g_ops, m, [d[at[stage.layers[0]]] == 0 for stage in plan.stages], send)
     for s, (mine, theirs) in enumerate(zip(got, expected)):
         assert [x[:2] for x in mine] == [x[:2] for x in theirs], f"stage {s + 1}'s order"
@@ -359,9 +370,35 @@ def test_any_chain_with_links_times_as_the_reference(costs, stages, m, schedule,
     check_against_reference(schedule, len(costs), min(stages, len(costs)), m, f, d, g, (bandwidth, activation, delta))
 
 
+# l0 → l1 → l2 → {l3, l4}, l3 → l4 (a residual: l4 adds l2 to l3's output): over the stages l0 l1 l2 | l3 l4
+# the boundary carries l2's activation once and back the sum of l3's and l4's δ to it, once, of l2's size
+RESIDUAL = ((0, 1), (1, 2), (2, 3), (2, 4), (3, 4))
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("m", [1, 3, 5])
+@pytest.mark.parametrize("bandwidth", [1.0, 4.0])
+def test_a_residual_over_links_times_as_the_reference(schedule, m, bandwidth):
+    """The summed δ is sent when the stage's δ (LayerPipe) or backward ends, as a chain's δ is; its
+    size is l2's output (8 bytes), not l3's or l4's δ (3 and 5): each send takes 8 / bandwidth."""
+    check_against_reference(schedule, 5, 2, m, [3, 1, 4, 1, 5], [2, 6, 5, 3, 5], [7, 9, 3, 2, 3],
+                            (bandwidth, [4, 7, 8, 9, 3], [5, 3, 6, 3, 5]), edges=RESIDUAL)
+
+
+def test_a_residual_sends_one_summed_delta():
+    """One micro-batch, 1F1B, bandwidth 1, the costs above but l2's output 6 bytes: stage 1 F 0–8,
+    l2's activation crosses 8–14; stage 2 F 14–20, B (δ 8, G 5) 20–33; the sum of l3's and l4's δ
+    to l2's output crosses 33–39; stage 1 B (δ 13, G 19) 39–71. Before, l4's δ (5 bytes) crossed
+    while the stage still ran and l3's (3) after it, 33–36: stage 1's B ran 36–68."""
+    pieces = check_against_reference("1f1b", 5, 2, 1, [3, 1, 4, 1, 5], [2, 6, 5, 3, 5], [7, 9, 3, 2, 3],
+                                     (1.0, [4, 7, 6, 9, 3], [5, 3, 6, 3, 5]), edges=RESIDUAL)
+    assert pieces == [[("F", 0, 0, 8), ("B", 0, 39, 71)], [("F", 0, 14, 20), ("B", 0, 20, 33)]]
+
+
 def test_a_stage_receives_a_forked_activation_once():
     """Layer a feeds b and c, both on the next stage: a's activation crosses once per micro-batch
-    (before, once for each reader); back come b's δ and c's δ, one each, read by a's δ and G."""
+    (before, once for each reader); back comes the gradient of a's output once, b's δ and c's δ
+    summed on their stage (before, each of them crossed), read by a's δ and G."""
     def layer(name, kind="fc", inputs=("input",)):
         return Layer(name=name, kind=kind, ifmap_h=1, ifmap_w=1, filter_h=1, filter_w=1, channels=8, filters=8,
                      inputs=inputs)
@@ -378,4 +415,4 @@ def test_a_stage_receives_a_forked_activation_once():
         crossed = _traffic(simulate_partition(plan, profile, 3, schedule, bandwidth=4.0))
         assert {key: sorted(sent) for key, sent in crossed.items()} == {
             **{("p1->p2", b): [("F:a", size)] for b in range(3)},
-            **{("p2->p1", b): [("D:b", size), ("D:c", size)] for b in range(3)}}, schedule
+            **{("p2->p1", b): [("SEND_B:a", size)] for b in range(3)}}, schedule

@@ -130,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
     with phases(f"schedule {args.policy}", ("costs", "build", "simulate", "validate")) as phase:
         phase("costs")
         if args.unit_costs:
-            costs = unit_costs(len(network))
+            costs = unit_costs(len(network), network)
             unit = "units"
         else:
             array = with_memory_args(array_from_args(args), args)

@@ -22,6 +22,8 @@ contradicts: that combination is refused (with one micro-batch the flush changes
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -34,6 +36,9 @@ from archsim.sim.bubble import bubble
 from archsim.sim.builder import build, repeat_flow
 from archsim.sim.columns import DepColumns, OpColumns
 
+if TYPE_CHECKING:
+    from archsim.workload.layer import Network
+
 # each policy's layer allocation (archsim.partition.ooo_allocation; the registry's planner "ooo" is the contiguous one)
 ALLOCATION = {"mp": "contiguous", "gpipe": "contiguous", "ooo-pipe1": "contiguous", "ooo-pipe2": "modulo"}
 
@@ -45,10 +50,31 @@ def layer_chain(forward, delta, weight_grad, stash_bytes=None) -> LayerProfile:
     return profile_from_costs(names, forward, weight_grad, delta, delta_bytes=stash_bytes)
 
 
-def unit_costs(layers: int) -> LayerProfile:
-    """F = D = G = 1 (the paper's illustrations), no stash."""
+def unit_costs(layers: int, network: Network | None = None) -> LayerProfile:
+    """F = D = G = 1 (the paper's illustrations), no stash; ``network``: whose layers these are, its
+    names and graph kept so that a branching network is refused as its costed profile is (None: a chain)."""
     ones = [1.0] * layers
-    return layer_chain(ones, ones, ones)
+    chain = layer_chain(ones, ones, ones)
+    if network is None:
+        return chain
+    return replace(chain, names=tuple(layer.name for layer in network.layers), edges=network.edges)
+
+
+def require_chain(costs: LayerProfile) -> None:
+    """The paper defines its pipelines on a chain (§3: each layer reads the prior layer's output, its
+    δ goes to that layer; §5.2: modulo allocation deals layers out by index), and this builder reads
+    a profile as one; a branching graph (residuals, concatenations) would wait for the wrong δ, so it
+    is refused rather than timed wrong."""
+    names, pairs = costs.names, set(costs.edge_pairs)
+    chain = {(k - 1, k) for k in range(1, len(names))}
+    if pairs == chain:
+        return
+    extra = sorted(pairs - chain, key=lambda e: e[1])
+    what = (f"layer {names[extra[0][1]]!r} reads {names[extra[0][0]]!r}" if extra else
+            f"layer {names[min(chain - pairs)[1]]!r} does not read {names[min(chain - pairs)[0]]!r}")
+    raise InputError(f"out-of-order backprop's pipelines (mp, gpipe, ooo-pipe1, ooo-pipe2) run on a chain of "
+                     f"layers, each reading the one before, but {what}: the network branches; schedule it as a "
+                     f"partition pipeline (archsim pipeline)", field="network")
 
 
 def default_flush(policy: str) -> bool:
@@ -89,11 +115,13 @@ def ooo_layout(n: int, devices: int, microbatches: int, policy: str, *, flush: b
 
 def ooo_problem(costs: LayerProfile, devices: int, microbatches: int, policy: str, *, flush: bool = True,
                 group: int = 1, first_layer_delta: bool = False) -> Problem:
-    """The policy's problem over ``costs``' layers read as a chain (layer l feeds l + 1, the paper's
-    setting; a profile's DAG edges are not read): per micro-batch F, G and δ of every layer in the
-    profile's unit, a layer's stash (``delta_bytes``, its input a^{l-1}) held from F_l until G_l.
+    """The policy's problem over ``costs``' chain of layers (layer l feeds l + 1, the paper's setting;
+    a profile whose graph branches is refused, :func:`require_chain`): per micro-batch F, G and δ of
+    every layer in the profile's unit, a layer's stash (``delta_bytes``, its input a^{l-1}) held from
+    F_l until G_l.
     ``first_layer_delta``: the first layer computes δ too (lowering mode ``paper`` counts it; the
     paper's figures do not), else ``delta[0]`` is ignored — the caller's choice, as in :func:`op_count`."""
+    require_chain(costs)
     n = len(costs)
     where, rank = ooo_layout(n, devices, microbatches, policy, flush=flush, group=group)
 
@@ -183,6 +211,7 @@ def ooo_schedule(costs: LayerProfile, devices: int, microbatches: int, policy: s
 def lower_bound(costs: LayerProfile, devices: int, microbatches: int, policy: str, group: int = 1, *,
                 first_layer_delta: bool = False) -> float:
     """max(critical path of one micro-batch, busiest device's work): no schedule beats it."""
+    require_chain(costs)
     n = len(costs)
     delta = [costs.delta[l] if (l > 0 or first_layer_delta) else 0.0 for l in range(n)]
     chain = sum(costs.forward) + sum(delta[1:]) + max(costs.weight_grad[0], delta[0])
@@ -202,4 +231,4 @@ def schedule_metrics(problem: Problem, timeline) -> dict[str, float]:
 
 
 __all__ = ["ALLOCATION", "default_flush", "flush_phases", "layer_chain", "lower_bound", "ooo_problem",
-           "ooo_schedule", "op_count", "schedule_metrics", "unit_costs"]
+           "ooo_schedule", "op_count", "require_chain", "schedule_metrics", "unit_costs"]

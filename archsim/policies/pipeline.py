@@ -25,7 +25,10 @@ Transfers (``bandwidth`` given): an op's output crosses to another processor onc
 layer's δ op and its G both read the consumer's δ; two layers of a stage may read one producer's
 activation). The transfer lands in a receive op of no time on the receiving processor (``RECV_F``
 for an activation, ``RECV_B`` for a gradient, torch's names) that ranks before every other op there
-and belongs to the action it feeds; every op that needs the data depends on it.
+and belongs to the action it feeds; every op that needs the data depends on it. When two or more
+layers of one stage read a layer's output on another stage, their δ contributions to the gradient
+of that output are summed on their stage (autograd accumulates them) by a ``SEND_B`` op of no time
+after them, and the sum crosses once per micro-batch, the size of the layer's output.
 
 Stash memory: a layer's F allocates its input activation (needed by G) and, for the weight-
 stashing schedules (1f1b, 1f1b-window, layerpipe: PipeDream's and LayerPipe's asynchronous
@@ -34,7 +37,7 @@ training keep one weight version per micro-batch in flight), one weight version;
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -154,18 +157,48 @@ def pipeline_problem(plan: Partition, profile: LayerProfile, microbatches: int, 
         """What an op on stage ``at`` reads ``src``'s output from: ``src`` itself on its own processor
         or over free links, else the one receive op of it on that stage (made, with its transfer, on
         first use)."""
-        channel = link(where[src], at)
+        on, layer = sums[src] if src in sums else (where[src], src[0])
+        channel = link(on, at)
         if channel < 0:
             return src
         kind = "RECV_B" if gradient else "RECV_F"
         key = (f"{src[1]}.{src[0]}>{proc_of_stage[at]}", kind)
         if key not in slot:
-            k = index[src[0]]
+            k = index[layer]
             slot[key] = len(template)
             template.append((at, 0.0, -1, -1 if newest_first and gradient else 1, -k if gradient else k, 0, 0,
-                             src[0], kind, at + 1, key[0]))
+                             layer, kind, at + 1, key[0]))
             dep(src, key, size, channel)
         return key
+
+    sums: dict[tuple[str, str], tuple[int, str]] = {}  # a SEND_B op → its stage and the layer it sends for
+
+    def summed(layer: str, parts: list[tuple[str, str]], on: int) -> tuple[str, str]:
+        """The op of no time on stage ``on`` that sums ``parts``, the δ contributions of ``layer``'s
+        consumers there to the gradient of its output (autograd accumulates them), and sends the sum
+        (torch's ``SEND_B``); made, with its dependencies, on first use."""
+        key = (f"{layer}@{proc_of_stage[on]}", "SEND_B")
+        if key not in slot:
+            slot[key], sums[key] = len(template), (on, layer)
+            template.append((on, 0.0, -1, -1 if newest_first else 1, -index[layer], 0, 0, layer, "SEND_B", on + 1,
+                             key[0]))
+            for part in parts:
+                dep(part, key)
+        return key
+
+    def gradient_of(layer: str, sources: list[tuple[str, str]], at: int) -> Iterator[tuple[str, str]]:
+        """What ``layer``'s backward ops on stage ``at`` read the gradient of its output from: each
+        source on that processor (or over free links) itself; from another stage, its one source
+        there over the link, or the sum of its two or more sources there, sent once (the size of
+        ``layer``'s output, not each consumer's δ). A generator: each is made as it is read."""
+        on = {src: where[src] for src in sources}
+        for src in sources:
+            group = [x for x in sources if on[x] == on[src]]
+            if len(group) > 1 and link(on[src], at) >= 0:
+                if src == group[0]:
+                    yield received(summed(layer, group, on[src]), at, int(profile.activation_bytes[index[layer]]), True)
+                continue
+            yield received(src, at, int(profile.delta_bytes[index[src[0]]]) if src[1] != "F" else 0, True)
 
     for layer in profile.names:
         f_stage = where[(layer, "F")]
@@ -174,9 +207,8 @@ def pipeline_problem(plan: Partition, profile: LayerProfile, microbatches: int, 
         # δ of this layer's output comes from its consumers' δ ops (or from the loss after F).
         sources = [(c, kd) for c in consumers[layer] for kd in kinds_of(c, "D")] or [(layer, "F")]
         for kind in kinds_of(layer, "D") + kinds_of(layer, "G"):
-            for c, kd in sources:
-                size = int(profile.delta_bytes[index[c]]) if kd != "F" else 0
-                dep(received((c, kd), where[(layer, kind)], size, True), (layer, kind))
+            for src in gradient_of(layer, sources, where[(layer, kind)]):
+                dep(src, (layer, kind))
         dep((layer, "F"), (layer, "G"))
     if schedule in ("1f1b-window", "layerpipe"):
         for stage in plan.stages:

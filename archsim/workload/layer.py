@@ -243,6 +243,12 @@ class Network:
     def __iter__(self):
         return iter(self.layers)
 
+    @property
+    def edges(self) -> tuple[tuple[int, int], ...]:
+        """(producer, consumer) layer index pairs of the network's graph (the network input is no layer)."""
+        at = {layer.name: k for k, layer in enumerate(self.layers)}
+        return tuple((at[p], k) for k, layer in enumerate(self.layers) for p in layer.inputs if p in at)
+
     def layer(self, name: str) -> Layer:
         for layer in self.layers:
             if layer.name == name:
