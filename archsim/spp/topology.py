@@ -11,11 +11,14 @@ A TOML file (``configs/clusters/*.toml``), keys checked exactly::
     [[servers]]
     count = 3                     # servers of this kind
     gpus = 4
-    intra_server_gbps = [96, 128] # per server (its PCIe or NVLink fabric); optional beside gpu (its board's)
+    intra_server_gbps = [192, 256] # per server (its PCIe or NVLink fabric), per GPU, both directions together;
+                                   # optional beside gpu (its board's)
     gpu = "a100-80gb"             # optional: the GPU by catalog name (archsim train; archsim.devices)
     # device = "tpu.toml"         # or a device file, relative to this file (archsim train, instead of gpu)
 
-Bandwidths are stored in bytes per second (Gbps · 10⁹ / 8).
+Bandwidths are stored in bytes per second (Gbps · 10⁹ / 8), one direction: ``inter_server_gbps`` is per
+direction, ``intra_server_gbps`` both directions together (docs/formats.md), so a transfer in a server gets
+half of it (:func:`archsim.links.fabric_bytes_per_s`), as train's links do.
 
 A transfer between two GPUs runs at the bandwidth of their server pair (or of their server's
 fabric). What the min-cut of recursive device ordering weighs is *capacity*: with
@@ -40,6 +43,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from archsim.errors import InputError
+from archsim.links import fabric_bytes_per_s
 from archsim.validate import SEED_MAX, check_name, parse_toml, read_text, shown, shown_number
 
 # a device file given where a cluster file goes: what to write instead (a device TOML; a SCALE-Sim .cfg)
@@ -155,18 +159,25 @@ class _Draws:
         return self._rng.uniform(low, high)
 
 
-def _gbps(value, field: str, file: str, rng: _Draws) -> float:
+def _figure(value, field: str, file: str, rng: _Draws) -> float:
+    """A stated Gbit/s figure: the number, or a draw from its [low, high] range."""
     if _is_gbps(value):
-        return float(value) * 1e9 / 8
+        return float(value)
     if isinstance(value, list) and len(value) == 2 and all(map(_is_gbps, value)) and value[0] <= value[1]:
-        return float(rng.uniform(value[0], value[1])) * 1e9 / 8
+        return float(rng.uniform(value[0], value[1]))
     raise InputError(f"expected a number in [{MIN_GBPS:g}, {MAX_GBPS:g}] or a [low, high] range of them", file=file,
                      field=field)
 
 
+def _gbps(value, field: str, file: str, rng: _Draws) -> float:
+    """A link stated per direction (``inter_server_gbps``, a NIC's speed), bytes/s."""
+    return _figure(value, field, file, rng) * 1e9 / 8
+
+
 def _catalog_fabric(group: dict, file: str) -> float:
     """A server's in-server bandwidth when its table names a catalog ``gpu`` and states none: the board's
-    NVLink (or PCIe), both directions, bytes/s — what the shipped files state (4800 Gb/s for an A100)."""
+    NVLink (or PCIe), one direction, bytes/s — what the shipped files state (4800 Gb/s both directions for an
+    A100, 300 GB/s a direction)."""
     name = group.get("gpu")
     if not isinstance(name, str):
         raise InputError('missing: the in-server bandwidth, Gbit/s (optional only beside gpu = "<catalog name>")',
@@ -174,7 +185,7 @@ def _catalog_fabric(group: dict, file: str) -> float:
     from archsim.devices.device import catalog_device  # only a server that states no figure reads the catalog
 
     try:
-        return 2 * catalog_device(name).fabric_bytes_per_s
+        return catalog_device(name).fabric_bytes_per_s
     except InputError as exc:
         raise InputError(exc.message, file=file, field="gpu") from None
 
@@ -220,7 +231,7 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
         if len(servers) + count * gpus > max_devices:
             raise InputError(f"more than {max_devices} GPUs in all", file=file, field="count")
         for _ in range(count):
-            intra.append(_gbps(group["intra_server_gbps"], "intra_server_gbps", file, rng)
+            intra.append(fabric_bytes_per_s(_figure(group["intra_server_gbps"], "intra_server_gbps", file, rng))
                          if "intra_server_gbps" in group else _catalog_fabric(group, file))
             servers.extend([len(intra) - 1] * gpus)
     if not servers:

@@ -63,7 +63,7 @@ def nvlink_group(device, members: tuple[int, ...], bandwidth: float | None = Non
     NVSwitch servers give every group the GPU's full NVLink bandwidth; a DGX-1 of V100s gives it its
     NVLink rings' (:func:`~archsim.training.nvlink_rings.ring_count`), PCIe where no ring exists or the
     board has no NVLink (a PCIe card). ``bandwidth``: the server's in-server fabric, bytes/s per GPU per
-    direction, as its cluster file states it (``intra_server_gbps``, :func:`fabric_bytes_per_s`); None:
+    direction, as its cluster file states it (``intra_server_gbps``, :func:`archsim.links.fabric_bytes_per_s`); None:
     the device's own NVLink (or, on a PCIe card, its PCIe) figure. Each step pays the device's own
     latency where it states one (``intra_latency_s``), else the fitted α."""
     alpha = device.intra_latency_s
@@ -78,13 +78,6 @@ def nvlink_group(device, members: tuple[int, ...], bandwidth: float | None = Non
     link = fabric / device.nvlinks  # one NVLink's share of the stated fabric
     return _link("nvlink" if rings else "pcie", rings * link if rings else device.pcie_bytes_per_s, V100_NVLINK,
                  alpha)
-
-
-def fabric_bytes_per_s(intra_server_gbps: float) -> float:
-    """A cluster file's ``intra_server_gbps`` (Gbit/s per GPU, both directions together: an A100's NVLink 3
-    is 4800 = 600 GB/s) as the per-direction bytes/s the link classes take (the catalog's NVLink figure:
-    300 GB/s for that A100)."""
-    return intra_server_gbps * 1e9 / 8 / 2
 
 
 def _link(name: str, bandwidth: float, fit: dict[str, float], alpha_s: float | None = None) -> LinkClass:
@@ -129,7 +122,6 @@ __all__ = [
     "NCCL_FIT_GPUS",
     "NIC_EFFICIENCY",
     "V100_NVLINK",
-    "fabric_bytes_per_s",
     "infiniband",
     "is_fit_run",
     "kernels",
