@@ -12,9 +12,11 @@ bandwidth (train's η and launch latency; plan none).
 import tomllib
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from archsim.spp.topology import load_topology_file
+from archsim.links import nic_share
+from archsim.spp.topology import build_topology, load_topology_file
 from archsim.training.cluster_file import load_gpu_cluster
 from archsim.training.parallel import Parallelism
 
@@ -70,6 +72,9 @@ def test_a_shared_nic_plans_one_transfer_at_the_whole_nic_and_trains_a_hop_at_on
     plan = load_topology_file(CLUSTERS / "testbed_1080ti_gpu.toml").bandwidth
     across, inside = _hop("testbed_1080ti_gpu.toml", gpus), _hop("testbed_1080ti_gpu.toml", 1)
     assert plan[0, gpus] == nic == 6.25e9 and across.inter.bandwidth == nic / gpus
+    # one share function, its meaning a parameter: a send alone gets the NIC, every GPU at once its share
+    assert plan[0, gpus] == nic_share(nic, gpus, alone=True) and across.inter.bandwidth == nic_share(nic, gpus,
+                                                                                                      alone=False)
     assert inside.name == "pcie" and plan[0, 1] == inside.bandwidth == 16e9
 
 
@@ -77,3 +82,16 @@ def test_plan_prices_no_transfer_latency():
     """plan's pairs carry no latency (Topology.latency 0); train's hop pays its link class's launch latency."""
     assert load_topology_file(CLUSTERS / "h100_2_servers.toml").latency == 0.0
     assert _hop("h100_2_servers.toml", 8).inter.launch_s > 0
+
+
+def test_a_nic_shared_by_gpus_is_whole_for_a_send_alone_and_split_when_all_send():
+    """nic_share: 2 GPUs on a 100 Gb/s NIC (12.5 GB/s). A send alone (plan) gets 12.5 GB/s, each of the 2 GPUs
+    sending at once (train) 6.25; arrays alike (plan's matrix). Plan's matrix for 2 NICs × 2 GPUs per server: a
+    transfer between servers at one whole NIC, one in a server at one direction of the A100's NVLink."""
+    assert nic_share(12.5e9, 2, alone=True) == 12.5e9 and nic_share(12.5e9, 2, alone=False) == 6.25e9
+    shares = nic_share(np.array([12.5e9, 25e9]), np.array([2, 4]), alone=False)
+    assert shares.tolist() == [6.25e9, 6.25e9]
+    spec = {"cluster": {"name": "two"}, "network": {"nics_per_server": 2, "nic_gbps": 100},
+            "servers": [{"count": 2, "gpus": 4, "intra_server_gbps": 4800, "gpu": "a100-80gb"}]}
+    plan = build_topology(spec).bandwidth
+    assert plan[0, 4] == plan[1, 5] == 12.5e9 and plan[0, 1] == 300e9

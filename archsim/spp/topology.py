@@ -21,7 +21,9 @@ direction, ``intra_server_gbps`` both directions together (docs/formats.md), so 
 half of it (:func:`archsim.links.fabric_bytes_per_s`), as train's links do.
 
 A transfer between two GPUs runs at the bandwidth of their server pair (or of their server's
-fabric). What the min-cut of recursive device ordering weighs is *capacity*: with
+fabric, one direction): a pipeline send runs alone, so it gets the whole link even where the server's GPUs
+share it (:func:`archsim.links.nic_share` with ``alone=True``; train's collectives, every GPU at once, take
+its share from the same function). What the min-cut of recursive device ordering weighs is *capacity*: with
 ``inter_server_link = "shared"`` (the default, a server's NIC) the g_a·g_b GPU pairs of two servers
 share one inter-server link, so each pair's capacity is the link's bandwidth / (g_a·g_b) and a
 server pair's pairs sum to its link; with ``"per_gpu_pair"`` every GPU pair has a dedicated link of
@@ -43,7 +45,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from archsim.errors import InputError
-from archsim.links import fabric_bytes_per_s
+from archsim.links import fabric_bytes_per_s, nic_share
 from archsim.validate import SEED_MAX, check_name, parse_toml, read_text, shown, shown_number
 
 # a device file given where a cluster file goes: what to write instead (a device TOML; a SCALE-Sim .cfg)
@@ -252,7 +254,9 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
             for b in range(a + 1, n_servers):
                 inter[a, b] = inter[b, a] = _gbps(between, "inter_server_gbps", file, rng)
     where = np.array(servers)
-    bandwidth = np.where(where[:, None] == where[None, :], np.array(intra)[where][:, None], inter[where][:, where])
+    # a pipeline send runs alone on its server pair's link: the whole of it (archsim.links.nic_share)
+    bandwidth = np.where(where[:, None] == where[None, :], np.array(intra)[where][:, None],
+                         nic_share(inter[where][:, where], np.bincount(where)[where][:, None], alone=True))
     np.fill_diagonal(bandwidth, 0.0)
     link = cluster.get("inter_server_link", "shared")
     if link not in INTER_SERVER_LINKS:
@@ -289,7 +293,7 @@ def _network_links(spec: dict, where: np.ndarray, bandwidth: np.ndarray, file: s
     rail = local // network.gpus_per_nic
     on_nic = np.minimum(network.gpus_per_nic, gpus[where] - rail * network.gpus_per_nic)  # GPUs sharing its NIC
     nic = network.nic_gbps * 1e9 / 8
-    inter = np.full(bandwidth.shape, nic)
+    inter = np.broadcast_to(nic_share(nic, on_nic[:, None], alone=True), bandwidth.shape).astype(float)  # one send
     if network.servers_per_leaf:
         leaf = where // network.servers_per_leaf
         inter[leaf[:, None] != leaf[None, :]] /= network.oversubscription
