@@ -95,3 +95,18 @@ def test_a_nic_shared_by_gpus_is_whole_for_a_send_alone_and_split_when_all_send(
             "servers": [{"count": 2, "gpus": 4, "intra_server_gbps": 4800, "gpu": "a100-80gb"}]}
     plan = build_topology(spec).bandwidth
     assert plan[0, 4] == plan[1, 5] == 12.5e9 and plan[0, 1] == 300e9
+
+
+@pytest.mark.parametrize("apart, links", [(1, 1), (2, 1), (4, 2)])
+def test_a_dgx1_pair_plans_at_trains_hop(tmp_path, apart, links):
+    """A DGX-1 of V100s wires its GPUs directly (no NVSwitch): a pair runs on the NVLinks joining it, 25 GB/s each
+    (its 2400 Gbit/s both directions over 6 links), in plan's matrix as in train's hop (GPU 0 to GPU ``apart``:
+    one link to GPUs 1 and 2, two to GPU 4; the hybrid cube-mesh figure); a pair no NVLink joins (0 and 5) runs on
+    PCIe, 16 GB/s."""
+    path = tmp_path / "dgx1.toml"
+    path.write_text('[cluster]\nname = "dgx1"\n[[servers]]\ngpus = 8\nintra_server_gbps = 2400\ngpu = "v100-32gb"\n')
+    plan = load_topology_file(path).bandwidth
+    cluster = load_gpu_cluster(path)
+    hop = cluster.machine(Parallelism(1, 2, apart, 2 * apart, 1)).links.pp
+    assert plan[0, apart] == plan[apart, 0] == hop.bandwidth == links * 2400e9 / 8 / 2 / 6
+    assert plan[0, 5] == cluster.gpu.pcie_bytes_per_s == 16e9

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from archsim.errors import InputError
-from archsim.links import fabric_bytes_per_s, nic_share
+from archsim.links import fabric_bytes_per_s, nic_share, nvlink_group
 from archsim.validate import SEED_MAX, check_name, parse_toml, read_text, shown, shown_number
 
 # a device file given where a cluster file goes: what to write instead (a device TOML; a SCALE-Sim .cfg)
@@ -222,6 +222,7 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
     rng = _Draws(seed)
     servers: list[int] = []
     intra: list[float] = []
+    boards: list[str | None] = []  # each server's catalog GPU, where it names one (its in-server pairs' links)
     for group in spec["servers"]:
         unknown = sorted(set(group) - SERVER_KEYS)
         if unknown:
@@ -236,6 +237,7 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
             intra.append(fabric_bytes_per_s(_figure(group["intra_server_gbps"], "intra_server_gbps", file, rng))
                          if "intra_server_gbps" in group else _catalog_fabric(group, file))
             servers.extend([len(intra) - 1] * gpus)
+            boards.append(group.get("gpu") if isinstance(group.get("gpu"), str) and "device" not in group else None)
     if not servers:
         raise InputError("no GPUs", file=file, field="servers")
     n_servers = len(intra)
@@ -258,6 +260,7 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
     bandwidth = np.where(where[:, None] == where[None, :], np.array(intra)[where][:, None],
                          nic_share(inter[where][:, where], np.bincount(where)[where][:, None], alone=True))
     np.fill_diagonal(bandwidth, 0.0)
+    _board_pairs(bandwidth, where, boards, intra)
     link = cluster.get("inter_server_link", "shared")
     if link not in INTER_SERVER_LINKS:
         raise InputError(f"expected one of {', '.join(INTER_SERVER_LINKS)}, got {shown(link)}", file=file,
@@ -276,6 +279,33 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
     name = check_name(cluster.get("name", Path(file).stem), "name", file=file)
     return Topology(name, tuple(servers), bandwidth, capacity,
                     None if memory is None else float(memory) * 1e9)
+
+
+def _board_pairs(bandwidth: np.ndarray, where: np.ndarray, boards: list[str | None], intra: list[float]) -> None:
+    """Each in-server pair of a server of directly wired NVLink GPUs (a DGX-1 of V100s) at the link train's
+    pipeline hop between them runs on (:func:`archsim.links.nvlink_group`: its NVLink rings' share of the
+    fabric, or PCIe where no ring joins them), in place; an NVSwitch or PCIe board's pairs keep the stated fabric,
+    which is what that function gives them. A GPU name the catalog lacks is left to train's and plan's own
+    refusal."""
+    if not any(boards):
+        return
+    from archsim.devices.device import catalog_device  # only a server naming a catalog GPU reads the catalog
+
+    starts = np.searchsorted(where, np.arange(len(boards)))
+    for server, name in enumerate(boards):
+        if name is None:
+            continue
+        try:
+            device = catalog_device(name)
+        except InputError:
+            continue
+        if not device.nvlink_bytes_per_s or device.nvswitch:
+            continue
+        first, gpus = int(starts[server]), int(np.count_nonzero(where == server))
+        for a in range(gpus):
+            for b in range(a + 1, gpus):
+                pair = nvlink_group(device, (a, b), intra[server]).bandwidth
+                bandwidth[first + a, first + b] = bandwidth[first + b, first + a] = pair
 
 
 def _network_links(spec: dict, where: np.ndarray, bandwidth: np.ndarray, file: str) -> tuple[np.ndarray, np.ndarray]:
