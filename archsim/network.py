@@ -20,6 +20,7 @@ import math
 from dataclasses import dataclass
 
 from archsim.errors import InputError
+from archsim.links import nic_share
 from archsim.validate import shown, shown_number
 
 DEFAULT_SWITCH_TIERS = 2  # leaf–spine: what a [network] table that states none has
@@ -61,9 +62,9 @@ class Network:
         GPU gets (not the mean: a collective of GPUs that all send waits for it) — or less where the server
         has fewer NIC ports than GPUs use."""
         if self._uneven(gpus_per_server):
-            return self.nic_gbps * 1e9 / 8 / self.gpus_per_nic
+            return nic_share(self.nic_gbps * 1e9 / 8, self.gpus_per_nic, alone=False)
         used = min(self.nics_per_server, math.ceil(gpus_per_server / self.gpus_per_nic))
-        return used * self.nic_gbps * 1e9 / 8 / gpus_per_server
+        return nic_share(used * self.nic_gbps * 1e9 / 8, gpus_per_server, alone=False)
 
     def group_bytes_per_s(self, per_server: int, gpus_per_server: int, servers: tuple[int, ...] = (),
                           local: tuple[int, ...] = ()) -> float:
@@ -74,8 +75,8 @@ class Network:
         of a full NIC a third of it."""
         if local and self._uneven(gpus_per_server):
             nic = self.nic_gbps * 1e9 / 8
-            bandwidth = sum(nic / min(self.gpus_per_nic, gpus_per_server - g // self.gpus_per_nic * self.gpus_per_nic)
-                            for g in local)
+            bandwidth = sum(nic_share(nic, min(self.gpus_per_nic, gpus_per_server - g // self.gpus_per_nic *
+                                               self.gpus_per_nic), alone=False) for g in local)
         else:
             bandwidth = per_server * self.gpu_bytes_per_s(gpus_per_server)
         if self.servers_per_leaf and len({s // self.servers_per_leaf for s in servers}) > 1:

@@ -25,6 +25,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from archsim import links
 from archsim.devices.catalog import gpu
 from archsim.training import fitted
 from archsim.training.cluster_file import load_gpu_cluster
@@ -70,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("a100", "v100"):
         device = gpu("a100-80gb" if name == "a100" else "v100-32gb")
         for n, table in sorted(read_nccl_tables(TABLES, name).items()):
-            errors = np.abs(relative_errors(table, fitted.nvlink_group(device, tuple(range(n)))))
+            errors = np.abs(relative_errors(table, links.nvlink_group(device, tuple(range(n)))))
             role = "fit " if n in fitted.NCCL_FIT_GPUS else "held"
             print(f"  {name} {n} GPUs {role}: {errors.mean():6.1%} {errors.max():6.1%}")
     print("cited figures (tests/data/nccl_multinode.csv): measured vs modelled bus bandwidth, GB/s")

@@ -100,7 +100,7 @@ def main(argv=None) -> int:
         link = fit_link([tables[n] for n in fitted.NCCL_FIT_GPUS],
                         LinkClass("nvlink", gpu("a100-80gb").nvlink_bytes_per_s, 0.7, 5e-6, 20e-6))
         print("A100 NVLink fit on", fitted.NCCL_FIT_GPUS, "GPUs:", link)
-        from archsim.training.nvlink_rings import ring_count
+        from archsim.nvlink_rings import ring_count
 
         v100 = gpu("v100-32gb")
         tables = read_nccl_tables(Path(args.data) / "nccl_allreduce", "v100")

@@ -35,8 +35,8 @@ from archsim.workload import load_network
 
 ROOT = Path(__file__).resolve().parents[1]
 CLUSTER = {"cluster": {"name": "spp_sim", "seed": 0, "inter_server_gbps": [32, 40]},
-           "servers": [{"count": 3, "gpus": 4, "intra_server_gbps": [96, 128]},
-                       {"count": 5, "gpus": 4, "intra_server_gbps": [160, 200]}]}
+           "servers": [{"count": 3, "gpus": 4, "intra_server_gbps": [192, 256]},
+                       {"count": 5, "gpus": 4, "intra_server_gbps": [320, 400]}]}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from archsim import links
 from archsim.cli import main
 from archsim.devices.device import Arrays, catalog_device
 from archsim.devices.device_file import load_device
@@ -99,7 +100,7 @@ TINY = TransformerConfig("tiny", "gpt", layers=4, hidden=256, heads=4, vocab=100
 def _seconds(device, par: Parallelism) -> float:
     from archsim.training.machine import Links, Machine
 
-    link = fitted.nvlink(device.nvlink_bytes_per_s)
+    link = links.nvlink(device.nvlink_bytes_per_s)
     machine = Machine(device, device.efficiency or fitted.kernels(device.name), Links(link, link, link))
     return train(TINY, par, machine).iteration_seconds
 

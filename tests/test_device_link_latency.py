@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from archsim import links
 from archsim.cli import main
 from archsim.devices.device_file import load_device
 from archsim.errors import InputError
-from archsim.training import fitted
 from archsim.training.cluster_file import gpu_cluster, load_gpu_cluster
 from archsim.training.parallel import Parallelism
 from archsim.training.run import train
@@ -122,8 +122,8 @@ def test_unstated_latencies_keep_every_shipped_device_file_on_the_fitted_links(c
     assert (device.intra_latency_s, device.inter_node_latency_s) == (None, None)
     par = Parallelism(2, 2, 1, 4, 1)
     machine = gpus.machine(par)
-    assert machine.links.tp == machine.links.pp == fitted.nvlink(gpus.fabric(0) or device.nvlink_bytes_per_s)
-    alpha = fitted.A100_NVLINK["alpha_s"]
+    assert machine.links.tp == machine.links.pp == links.nvlink(gpus.fabric(0) or device.nvlink_bytes_per_s)
+    alpha = links.A100_NVLINK["alpha_s"]
     stated = replace(device, intra_latency_s=alpha, inter_node_latency_s=2 * alpha)
     spec = {"cluster": {"name": "x"}, "servers": [{"count": 1, "gpus": gpus.gpus_per_server, "device": "stated",
                                                     "intra_server_gbps": (gpus.fabric(0) or 0) * 16 / 1e9}]}

@@ -134,7 +134,7 @@ def test_cited_multi_server_all_reduces():
 
 # 8 H100s on a DGX H100 (configs/clusters/dgx_h100_superpod.toml): NVLink 4, B = 450 GB/s per direction
 # (datasheet), and the NVLink link class's η = 0.998, α = 3.15 µs, α₀ = 52.7 µs, γ = 1.80 ps/byte
-# (archsim.training.fitted.A100_NVLINK), so η·B = 449.1 GB/s.
+# (archsim.links.A100_NVLINK), so η·B = 449.1 GB/s.
 H100_TP8 = ROOT / "configs" / "clusters" / "dgx_h100_superpod.toml"
 GPT3_ACTIVATION = 2048 * 12288 * 2  # one TP collective of GPT-3 175B, s = 2048, h = 12288, fp16: 50,331,648 B
 

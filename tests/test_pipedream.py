@@ -194,10 +194,11 @@ intra_server_gbps = {intra}
 
 
 @pytest.mark.parametrize("setting, servers, gpus, intra, inter, extra", [
-    ("flat", 1, 8, 8, 8, ["--activation-compression-ratio", "1"]),            # 1 GB/s = 8 Gb/s, one level
-    ("flat_noact", 1, 8, 8, 8, []),                                             # the CLI's default: ignored
-    ("flat_mem", 1, 8, 8, 8, ["--activation-compression-ratio", "1", "--memory-constraint"]),
-    ("hier", 2, 4, 128, 10, ["--activation-compression-ratio", "1"]),          # 1.6e10 B/s in, 1.25e9 B/s across
+    # in-server figures both directions together: 16 Gb/s is 1 GB/s a transfer
+    ("flat", 1, 8, 16, 8, ["--activation-compression-ratio", "1"]),           # 1 GB/s = 8 Gb/s, one level
+    ("flat_noact", 1, 8, 16, 8, []),                                            # the CLI's default: ignored
+    ("flat_mem", 1, 8, 16, 8, ["--activation-compression-ratio", "1", "--memory-constraint"]),
+    ("hier", 2, 4, 256, 10, ["--activation-compression-ratio", "1"]),          # 1.6e10 B/s in, 1.25e9 B/s across
 ])
 def test_archsim_plan_method_pipedream_gives_the_optimizers_answer(tmp_path, setting, servers, gpus, intra, inter,
                                                                    extra):

@@ -62,13 +62,14 @@ def test_both_keys_plan_on_the_network_and_note_the_disagreement(tmp_path, capsy
 
 def test_nics_shared_by_gpus_split_their_link(tmp_path):
     """2 NICs of 100 Gb/s for 4 GPUs (2 per NIC): a transfer runs at one NIC's 12.5 GB/s, and the 2 × 2 GPU pairs
-    of two NICs share that link in the min-cut (3.125 GB/s each); within a server the fabric's 100 GB/s."""
+    of two NICs share that link in the min-cut (3.125 GB/s each); within a server one direction of the fabric's
+    800 Gb/s (both directions), 50 GB/s."""
     topology = load_topology_file(_file(tmp_path, "pairs", "", "[[servers]]\ncount = 2\ngpus = 4\n"
                                         "intra_server_gbps = 800\n[network]\nnics_per_server = 2\nnic_gbps = 100\n"))
     assert topology.bandwidth[0, 4] == pytest.approx(12.5e9) and topology.bandwidth[3, 7] == pytest.approx(12.5e9)
     assert topology.capacity is not None
     assert topology.capacity[0, 4] == pytest.approx(3.125e9) and topology.capacity[1, 6] == pytest.approx(3.125e9)
-    assert topology.bandwidth[0, 1] == pytest.approx(100e9) == topology.capacity[0, 1]
+    assert topology.bandwidth[0, 1] == pytest.approx(50e9) == topology.capacity[0, 1]
     assert np.all(np.diag(topology.bandwidth) == 0)
 
 

@@ -46,11 +46,12 @@ def test_bad_cluster_specs(spec, field):
 
 def test_inter_server_links_by_hand():
     """Three servers of two GPUs: one inter-server figure fills every pair of servers (Gb/s → bytes/s:
-    × 1e9 / 8), a shared NIC divides it by the GPUs at both ends (2 × 2); a [low, high] range draws one
+    × 1e9 / 8), a shared NIC divides it by the GPUs at both ends (2 × 2); the in-server figure is both
+    directions together, so a transfer gets half of it (÷ 2, as train); a [low, high] range draws one
     figure per pair of servers in the order (0, 1), (0, 2), (1, 2) from numpy's generator of the seed."""
     servers = [{"count": 3, "gpus": 2, "intra_server_gbps": 100}]
     fixed = build_topology({"cluster": {"inter_server_gbps": 25}, "servers": servers})
-    inside, between = 100e9 / 8, 25e9 / 8
+    inside, between = 100e9 / 8 / 2, 25e9 / 8
     expected = np.array([[0, inside, between, between, between, between],
                          [inside, 0, between, between, between, between],
                          [between, between, 0, inside, between, between],
@@ -122,10 +123,10 @@ def test_shared_capacity_sums_to_the_server_link_and_per_pair_isolates_a_gpu():
     shared = build_topology(spec)
     assert np.array_equal(shared.bandwidth, build_topology({**spec, "cluster": {"inter_server_gbps": 36}}).bandwidth)
     assert shared.capacity[0, 4:8].sum() * 4 == pytest.approx(36e9 / 8)  # server 0 × server 1: one 36 Gbps link
-    assert shared.capacity[0, 1] == shared.bandwidth[0, 1] == pytest.approx(110e9 / 8)
+    assert shared.capacity[0, 1] == shared.bandwidth[0, 1] == pytest.approx(110e9 / 8 / 2)  # both directions
     dedicated = build_topology({**spec, "cluster": {"inter_server_gbps": 36, "inter_server_link": "per_gpu_pair"}})
     first, second = recursive_device_order(dedicated).cuts[0]
-    assert sorted((len(first), len(second))) == [1, 31]  # 3·110 < 28·36: the lightest cut is one GPU
+    assert sorted((len(first), len(second))) == [1, 31]  # 3·55 < 28·36: the lightest cut is one GPU
 
 
 def test_unknown_inter_server_link_is_an_input_error():

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from archsim import links
 from archsim.collectives import LinkClass, collective_seconds
 from archsim.devices.catalog import gpu
 from archsim.training import fitted
@@ -25,7 +26,7 @@ def tables():
 
 @pytest.mark.parametrize("gpus", [*fitted.NCCL_CHECK_GPUS, *fitted.NCCL_FIT_GPUS])
 def test_allreduce_within_10_percent_from_16mb(tables, gpus):
-    link = fitted.nvlink(gpu("a100-80gb").nvlink_bytes_per_s)
+    link = links.nvlink(gpu("a100-80gb").nvlink_bytes_per_s)
     errors = relative_errors(tables[gpus], link)
     assert len(errors) > 900
     assert np.mean(np.abs(errors) <= 0.10) >= 0.99
@@ -35,7 +36,7 @@ def test_allreduce_within_10_percent_from_16mb(tables, gpus):
 def test_stored_constants_are_the_fit(tables):
     base = LinkClass("nvlink", gpu("a100-80gb").nvlink_bytes_per_s, 0.7, 5e-6, 20e-6)
     link = fit_link([tables[n] for n in fitted.NCCL_FIT_GPUS], base)
-    stored = fitted.A100_NVLINK
+    stored = links.A100_NVLINK
     assert link.efficiency == pytest.approx(stored["efficiency"], rel=0.01)
     assert link.launch_s == pytest.approx(stored["launch_s"], rel=0.05)
     assert link.copy_s_per_byte == pytest.approx(stored["copy_s_per_byte"], rel=0.05)
@@ -63,7 +64,7 @@ def v100_tables():
 
 
 def test_ring_counts_follow_the_tables(v100_tables):
-    from archsim.training.nvlink_rings import ring_count
+    from archsim.nvlink_rings import ring_count
 
     assert {n: ring_count(tuple(range(n))) for n in range(2, 9)} == V100_RINGS
     for n, rings in V100_RINGS.items():  # measured bus bandwidth at 1 GB ≈ rings × 22.5 GB/s
@@ -75,26 +76,26 @@ def test_ring_counts_follow_the_tables(v100_tables):
 
 @pytest.mark.parametrize("gpus", [3, 6, 7, 2, 4, 8])
 def test_v100_allreduce_within_10_percent(v100_tables, gpus):
-    link = fitted.nvlink_group(gpu("v100-32gb"), tuple(range(gpus)))
+    link = links.nvlink_group(gpu("v100-32gb"), tuple(range(gpus)))
     errors = relative_errors(v100_tables[gpus], link)
     assert np.mean(np.abs(errors) <= 0.10) >= 0.99
     assert np.max(np.abs(errors)) <= 0.125
 
 
 def test_v100_five_gpus_is_a_known_miss(v100_tables):
-    link = fitted.nvlink_group(gpu("v100-32gb"), (0, 1, 2, 3, 4))
+    link = links.nvlink_group(gpu("v100-32gb"), (0, 1, 2, 3, 4))
     assert link.name == "pcie"
     assert np.min(relative_errors(v100_tables[5], link)) > 0.4
 
 
 def test_stored_v100_constants_are_the_fit(v100_tables):
-    from archsim.training.nvlink_rings import ring_count
+    from archsim.nvlink_rings import ring_count
 
     v100 = gpu("v100-32gb")
     link = fit_link([v100_tables[n] for n in fitted.NCCL_FIT_GPUS],
                     LinkClass("nvlink", v100.nvlink_link_bytes_per_s, 0.7, 5e-6, 20e-6),
                     bandwidth_of=lambda n: ring_count(tuple(range(n))) * v100.nvlink_link_bytes_per_s)
-    stored = fitted.V100_NVLINK
+    stored = links.V100_NVLINK
     assert link.efficiency == pytest.approx(stored["efficiency"], rel=0.01)
     assert link.launch_s == pytest.approx(stored["launch_s"], rel=0.05)
     assert link.copy_s_per_byte == pytest.approx(stored["copy_s_per_byte"], rel=0.05)

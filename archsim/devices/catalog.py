@@ -14,7 +14,7 @@ Figures (dense, no sparsity), from NVIDIA's datasheets and architecture whitepap
 * V100 SXM2 32 GB (Tesla V100 datasheet; Volta whitepaper): 80 SMs, 640 tensor cores, 1530 MHz,
   125 TFLOP/s FP16 tensor, 15.7 FP32, 7.8 FP64; HBM2 900 GB/s; NVLink 2: 6 links, 300 GB/s total
   (150 GB/s each way); PCIe 3.0 ×16 32 GB/s total. Its servers (DGX-1) wire the GPUs directly in a
-  hybrid cube-mesh, no NVSwitch (:mod:`archsim.training.nvlink_rings`).
+  hybrid cube-mesh, no NVSwitch (:mod:`archsim.nvlink_rings`).
 * A100 SXM4 40 / 80 GB (A100 datasheet; Ampere GA100 whitepaper): 108 SMs, 432 tensor cores,
   1410 MHz, 312 TFLOP/s FP16/BF16 tensor, 156 TF32, 19.5 FP32, 19.5 FP64 tensor; HBM2 1555 GB/s
   (40 GB), HBM2e 2039 GB/s (80 GB); NVLink 3: 12 links, 600 GB/s total; PCIe 4.0 64 GB/s total.

@@ -132,7 +132,8 @@ class Device:
     @property
     def fabric_bytes_per_s(self) -> float:
         """Its in-server link per direction, bytes/s: NVLink, or PCIe on a board without NVLink (what a
-        cluster file's ``intra_server_gbps`` defaults to beside ``gpu = NAME``: twice this, Gbit/s × 10⁹ / 8)."""
+        cluster file's ``intra_server_gbps`` defaults to beside ``gpu = NAME``: twice this, both directions, Gbit/s
+        × 10⁹ / 8; plan and train read it back as this)."""
         return self.nvlink_bytes_per_s or self.pcie_bytes_per_s
 
     @property

@@ -11,14 +11,19 @@ A TOML file (``configs/clusters/*.toml``), keys checked exactly::
     [[servers]]
     count = 3                     # servers of this kind
     gpus = 4
-    intra_server_gbps = [96, 128] # per server (its PCIe or NVLink fabric); optional beside gpu (its board's)
+    intra_server_gbps = [192, 256] # per server (its PCIe or NVLink fabric), per GPU, both directions together;
+                                   # optional beside gpu (its board's)
     gpu = "a100-80gb"             # optional: the GPU by catalog name (archsim train; archsim.devices)
     # device = "tpu.toml"         # or a device file, relative to this file (archsim train, instead of gpu)
 
-Bandwidths are stored in bytes per second (Gbps · 10⁹ / 8).
+Bandwidths are stored in bytes per second (Gbps · 10⁹ / 8), one direction: ``inter_server_gbps`` is per
+direction, ``intra_server_gbps`` both directions together (docs/formats.md), so a transfer in a server gets
+half of it (:func:`archsim.links.fabric_bytes_per_s`), as train's links do.
 
 A transfer between two GPUs runs at the bandwidth of their server pair (or of their server's
-fabric). What the min-cut of recursive device ordering weighs is *capacity*: with
+fabric, one direction): a pipeline send runs alone, so it gets the whole link even where the server's GPUs
+share it (:func:`archsim.links.nic_share` with ``alone=True``; train's collectives, every GPU at once, take
+its share from the same function). What the min-cut of recursive device ordering weighs is *capacity*: with
 ``inter_server_link = "shared"`` (the default, a server's NIC) the g_a·g_b GPU pairs of two servers
 share one inter-server link, so each pair's capacity is the link's bandwidth / (g_a·g_b) and a
 server pair's pairs sum to its link; with ``"per_gpu_pair"`` every GPU pair has a dedicated link of
@@ -40,6 +45,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from archsim.errors import InputError
+from archsim.links import fabric_bytes_per_s, nic_share, nvlink_group
 from archsim.validate import SEED_MAX, check_name, parse_toml, read_text, shown, shown_number
 
 # a device file given where a cluster file goes: what to write instead (a device TOML; a SCALE-Sim .cfg)
@@ -155,18 +161,25 @@ class _Draws:
         return self._rng.uniform(low, high)
 
 
-def _gbps(value, field: str, file: str, rng: _Draws) -> float:
+def _figure(value, field: str, file: str, rng: _Draws) -> float:
+    """A stated Gbit/s figure: the number, or a draw from its [low, high] range."""
     if _is_gbps(value):
-        return float(value) * 1e9 / 8
+        return float(value)
     if isinstance(value, list) and len(value) == 2 and all(map(_is_gbps, value)) and value[0] <= value[1]:
-        return float(rng.uniform(value[0], value[1])) * 1e9 / 8
+        return float(rng.uniform(value[0], value[1]))
     raise InputError(f"expected a number in [{MIN_GBPS:g}, {MAX_GBPS:g}] or a [low, high] range of them", file=file,
                      field=field)
 
 
+def _gbps(value, field: str, file: str, rng: _Draws) -> float:
+    """A link stated per direction (``inter_server_gbps``, a NIC's speed), bytes/s."""
+    return _figure(value, field, file, rng) * 1e9 / 8
+
+
 def _catalog_fabric(group: dict, file: str) -> float:
     """A server's in-server bandwidth when its table names a catalog ``gpu`` and states none: the board's
-    NVLink (or PCIe), both directions, bytes/s — what the shipped files state (4800 Gb/s for an A100)."""
+    NVLink (or PCIe), one direction, bytes/s — what the shipped files state (4800 Gb/s both directions for an
+    A100, 300 GB/s a direction)."""
     name = group.get("gpu")
     if not isinstance(name, str):
         raise InputError('missing: the in-server bandwidth, Gbit/s (optional only beside gpu = "<catalog name>")',
@@ -174,7 +187,7 @@ def _catalog_fabric(group: dict, file: str) -> float:
     from archsim.devices.device import catalog_device  # only a server that states no figure reads the catalog
 
     try:
-        return 2 * catalog_device(name).fabric_bytes_per_s
+        return catalog_device(name).fabric_bytes_per_s
     except InputError as exc:
         raise InputError(exc.message, file=file, field="gpu") from None
 
@@ -209,6 +222,7 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
     rng = _Draws(seed)
     servers: list[int] = []
     intra: list[float] = []
+    boards: list[str | None] = []  # each server's catalog GPU, where it names one (its in-server pairs' links)
     for group in spec["servers"]:
         unknown = sorted(set(group) - SERVER_KEYS)
         if unknown:
@@ -220,9 +234,10 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
         if len(servers) + count * gpus > max_devices:
             raise InputError(f"more than {max_devices} GPUs in all", file=file, field="count")
         for _ in range(count):
-            intra.append(_gbps(group["intra_server_gbps"], "intra_server_gbps", file, rng)
+            intra.append(fabric_bytes_per_s(_figure(group["intra_server_gbps"], "intra_server_gbps", file, rng))
                          if "intra_server_gbps" in group else _catalog_fabric(group, file))
             servers.extend([len(intra) - 1] * gpus)
+            boards.append(group.get("gpu") if isinstance(group.get("gpu"), str) and "device" not in group else None)
     if not servers:
         raise InputError("no GPUs", file=file, field="servers")
     n_servers = len(intra)
@@ -241,8 +256,11 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
             for b in range(a + 1, n_servers):
                 inter[a, b] = inter[b, a] = _gbps(between, "inter_server_gbps", file, rng)
     where = np.array(servers)
-    bandwidth = np.where(where[:, None] == where[None, :], np.array(intra)[where][:, None], inter[where][:, where])
+    # a pipeline send runs alone on its server pair's link: the whole of it (archsim.links.nic_share)
+    bandwidth = np.where(where[:, None] == where[None, :], np.array(intra)[where][:, None],
+                         nic_share(inter[where][:, where], np.bincount(where)[where][:, None], alone=True))
     np.fill_diagonal(bandwidth, 0.0)
+    _board_pairs(bandwidth, where, boards, intra)
     link = cluster.get("inter_server_link", "shared")
     if link not in INTER_SERVER_LINKS:
         raise InputError(f"expected one of {', '.join(INTER_SERVER_LINKS)}, got {shown(link)}", file=file,
@@ -263,6 +281,33 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
                     None if memory is None else float(memory) * 1e9)
 
 
+def _board_pairs(bandwidth: np.ndarray, where: np.ndarray, boards: list[str | None], intra: list[float]) -> None:
+    """Each in-server pair of a server of directly wired NVLink GPUs (a DGX-1 of V100s) at the link train's
+    pipeline hop between them runs on (:func:`archsim.links.nvlink_group`: its NVLink rings' share of the
+    fabric, or PCIe where no ring joins them), in place; an NVSwitch or PCIe board's pairs keep the stated fabric,
+    which is what that function gives them. A GPU name the catalog lacks is left to train's and plan's own
+    refusal."""
+    if not any(boards):
+        return
+    from archsim.devices.device import catalog_device  # only a server naming a catalog GPU reads the catalog
+
+    starts = np.searchsorted(where, np.arange(len(boards)))
+    for server, name in enumerate(boards):
+        if name is None:
+            continue
+        try:
+            device = catalog_device(name)
+        except InputError:
+            continue
+        if not device.nvlink_bytes_per_s or device.nvswitch:
+            continue
+        first, gpus = int(starts[server]), int(np.count_nonzero(where == server))
+        for a in range(gpus):
+            for b in range(a + 1, gpus):
+                pair = nvlink_group(device, (a, b), intra[server]).bandwidth
+                bandwidth[first + a, first + b] = bandwidth[first + b, first + a] = pair
+
+
 def _network_links(spec: dict, where: np.ndarray, bandwidth: np.ndarray, file: str) -> tuple[np.ndarray, np.ndarray]:
     """The links between servers (bytes/s) and their min-cut capacities from the cluster's ``[network]`` table, read
     by train's own reader (:func:`archsim.network.read_network`, the largest server's GPUs as train takes
@@ -278,7 +323,7 @@ def _network_links(spec: dict, where: np.ndarray, bandwidth: np.ndarray, file: s
     rail = local // network.gpus_per_nic
     on_nic = np.minimum(network.gpus_per_nic, gpus[where] - rail * network.gpus_per_nic)  # GPUs sharing its NIC
     nic = network.nic_gbps * 1e9 / 8
-    inter = np.full(bandwidth.shape, nic)
+    inter = np.broadcast_to(nic_share(nic, on_nic[:, None], alone=True), bandwidth.shape).astype(float)  # one send
     if network.servers_per_leaf:
         leaf = where // network.servers_per_leaf
         inter[leaf[:, None] != leaf[None, :]] /= network.oversubscription

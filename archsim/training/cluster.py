@@ -7,7 +7,7 @@ Groups are placed Megatron's way: TP innermost (consecutive GPUs), then DP, then
 GPUs all sit in one server talks over that server's NVLink at the file's ``intra_server_gbps`` (per
 GPU, both directions: 4800 is an A100's 300 GB/s per direction, the catalog's figure; through
 NVSwitches; on a DGX-1 of V100s, the NVLink rings its GPUs can form — calibrated on
-nccl-tests, :func:`archsim.training.fitted.nvlink_group`); a group that spans servers over the inter-server network at
+nccl-tests, :func:`archsim.links.nvlink_group`); a group that spans servers over the inter-server network at
 ``inter_server_gbps`` per GPU (``inter_server_link = "per_gpu_pair"``: each GPU its own NIC) or that
 bandwidth shared by the server's GPUs (``"shared"``).
 
@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from itertools import accumulate
 
+from archsim import links
 from archsim.collectives import Spanning
 from archsim.devices.device import Device
 from archsim.errors import InputError
@@ -114,11 +115,11 @@ class GpuCluster:
             device = self.servers[server]
         if server == self.server_of(members[-1]):
             first = self.starts[server]
-            link = fitted.nvlink_group(device, tuple(i - first for i in members), self.fabric(server))
+            link = links.nvlink_group(device, tuple(i - first for i in members), self.fabric(server))
             return replace(link, nvls=True) if net is not None and net.nvls and device.nvswitch else link
         if net is not None and self._one_domain(members[0], members[-1]):
             fabric = self.fabric(server)
-            link = fitted.nvlink(device.nvlink_bytes_per_s if fabric is None else fabric, device.intra_latency_s)
+            link = links.nvlink(device.nvlink_bytes_per_s if fabric is None else fabric, device.intra_latency_s)
             return replace(link, nvls=net.nvls)
         local = tuple(i - self.starts[server] for i in members if self.server_of(i) == server)
         if net is None:
@@ -135,7 +136,7 @@ class GpuCluster:
         intra = min((self._intra(d, tuple(i - self.starts[s] for i in members if self.server_of(i) == s), s)
                      for d, s in zip(devices, spanned, strict=True)),
                     key=lambda link: (link.bus_bandwidth, -link.alpha_s))
-        inter = max((fitted.infiniband(bandwidth, d.inter_node_latency_s) for d in devices),
+        inter = max((links.infiniband(bandwidth, d.inter_node_latency_s) for d in devices),
                     key=lambda link: link.alpha_s)
         return Spanning(intra, inter, len(local))
 
@@ -143,8 +144,8 @@ class GpuCluster:
         """The NVLink part of a group over servers: its ``local`` GPUs (indices within ``server``) on
         ``device`` at the server's fabric."""
         fabric = self.fabric(server)
-        return fitted.nvlink_group(device, local, fabric) if len(local) > 1 else \
-            fitted.nvlink(device.nvlink_bytes_per_s if fabric is None else fabric, device.intra_latency_s)
+        return links.nvlink_group(device, local, fabric) if len(local) > 1 else \
+            links.nvlink(device.nvlink_bytes_per_s if fabric is None else fabric, device.intra_latency_s)
 
     def machine(self, par: Parallelism, device: Device | None = None, rank: int = 0) -> Machine:
         """The machine of pipeline rank ``rank`` on ``device`` (default the cluster's first GPU type):

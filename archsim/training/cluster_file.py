@@ -17,9 +17,9 @@ from pathlib import Path
 from archsim.choices.devices import DTYPES
 from archsim.devices.device import Device, catalog_device
 from archsim.errors import InputError
+from archsim.links import fabric_bytes_per_s
 from archsim.network import Network, network_lines, nic_speed_warning, read_network
 from archsim.spp.topology import build_topology, missing_inter_server, read_cluster_document
-from archsim.training import fitted
 from archsim.training.cluster import GpuCluster
 from archsim.validate import parse_float, shown_number
 
@@ -118,7 +118,7 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
         if isinstance(intra, list):  # plan draws a figure within it (its seed); an iteration needs the one it ran at
             raise InputError("a [low, high] range is drawn by archsim plan; train and search take one figure, "
                              "Gbit/s", file=file, field="intra_server_gbps")
-        fabric = device.fabric_bytes_per_s if intra is None else fitted.fabric_bytes_per_s(intra)  # checked
+        fabric = device.fabric_bytes_per_s if intra is None else fabric_bytes_per_s(intra)  # checked
         fabrics.extend([fabric] * group.get("count", 1))
         for key, out in (("price_per_gpu_hour", prices), ("gpu_watts", watts)):
             value = group.get(key)
@@ -188,7 +188,7 @@ def cluster_file_lines(spec: dict, tables: Sequence[Device | None], network: Net
         slipped.extend(implausible_figures(device))  # an HBM or SRAM figure whose unit slipped (none for a catalog GPU)
         intra = group.get("intra_server_gbps")
         if isinstance(intra, (int, float)):
-            fabric = fitted.fabric_bytes_per_s(intra)
+            fabric = fabric_bytes_per_s(intra)
             if "device" in group and not math.isclose(fabric, device.fabric_bytes_per_s, rel_tol=1e-9):
                 # two required statements of the chip's link that disagree: say which one prices the collectives
                 overridden.append(f"[[servers]] intra_server_gbps = {intra:g} ({fabric / 1e9:g} GB/s per direction "

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from archsim.collectives import LinkClass, Spanning, collective_seconds
 from archsim.devices.catalog import gpu
+from archsim.links import infiniband, nvlink
 from archsim.network import Network
-from archsim.training import fitted
 
 
 @dataclass(frozen=True)
@@ -47,14 +47,14 @@ def predicted_bus_gbytes_per_s(run: CitedRun) -> float:
     cited run, the whole server's GPUs in one group; ``algorithm`` ring or nvls forces NCCL's choice."""
     device = gpu(run.gpu)
     n = run.servers * run.gpus_per_server
-    intra = fitted.nvlink(device.nvlink_bytes_per_s)
+    intra = nvlink(device.nvlink_bytes_per_s)
     link: LinkClass | Spanning
     if run.servers == 1:
         link = replace(intra, nvls=run.algorithm == "nvls")
     else:
         network = Network(run.nics_per_server, run.nic_gbps, max(1, run.gpus_per_server // run.nics_per_server),
                           run.gpus_per_server)
-        inter = fitted.infiniband(network.group_bytes_per_s(run.gpus_per_server, run.gpus_per_server))
+        inter = infiniband(network.group_bytes_per_s(run.gpus_per_server, run.gpus_per_server))
         link = Spanning(intra, inter, run.gpus_per_server)
     return bus_gbytes_per_s(run.collective, run.nbytes, n, link)
 

@@ -76,7 +76,7 @@ def fit_link(tables: list[NcclTable], base: LinkClass, min_bytes: float = 16 * 2
              bandwidth_of=None) -> LinkClass:
     """``base`` with η, α, α₀ and γ fitted to ``tables`` (least squares on log time ratios);
     ``bandwidth_of(gpus)``, when given, is each table's link bandwidth (servers without an NVSwitch:
-    rings × one link's, :mod:`archsim.training.nvlink_rings`)."""
+    rings × one link's, :mod:`archsim.nvlink_rings`)."""
     from scipy.optimize import least_squares
 
     def link_of(x: np.ndarray) -> LinkClass:

@@ -1,0 +1,92 @@
+"""How one pair of GPUs is priced, written once for plan (:func:`archsim.spp.topology.build_topology`) and
+train (:class:`archsim.training.cluster.GpuCluster`): what a cluster file's link figures mean in bytes/s, the
+link classes (NVLink, a DGX-1's rings, PCIe, a NIC) with their fitted constants (fitted by
+:func:`archsim.training.nccl_fit.fit_link`; how: :mod:`archsim.training.fitted`), and a NIC's share.
+
+Below ``spp/`` and ``training/`` alike (docs/architecture.md, "Layering"), so both read one meaning.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from archsim.collectives import LinkClass
+from archsim.nvlink_rings import ring_count
+
+if TYPE_CHECKING:
+    from archsim.devices.device import Device
+
+
+def fabric_bytes_per_s(intra_server_gbps: float) -> float:
+    """A cluster file's ``intra_server_gbps`` (Gbit/s per GPU, both directions together: an A100's NVLink 3
+    is 4800 = 600 GB/s) as the per-direction bytes/s one transfer and the link classes take (the catalog's
+    NVLink figure: 300 GB/s for that A100)."""
+    return intra_server_gbps * 1e9 / 8 / 2
+
+
+def nic_share(nic_bytes_per_s, sharing, *, alone: bool):
+    """What one GPU's transfer to another server gets of its NIC (bytes/s per direction; a shared
+    ``inter_server_gbps`` link is one NIC) that ``sharing`` GPUs use. ``alone``: the transfer runs by itself —
+    plan's pipeline sends, one activation at a time — and gets the whole NIC; otherwise every GPU sharing the
+    NIC sends at once — train's collectives and pipeline hops, where GPU g of one stage sends to GPU g of the
+    next for every g — and each gets its share, NIC / ``sharing``. Numbers or numpy arrays alike."""
+    return nic_bytes_per_s if alone else nic_bytes_per_s / sharing
+
+
+# η, α (s), α₀ (s), γ (s/byte) of NVLink on an A100 server, per direction 300 GB/s (datasheet).
+A100_NVLINK = {"efficiency": 0.998, "alpha_s": 3.15e-6, "launch_s": 52.7e-6, "copy_s_per_byte": 1.80e-12}
+
+# η, α (s), α₀ (s), γ (s/byte) of V100 NVLink rings on a DGX-1 (per link 25 GB/s per direction).
+V100_NVLINK = {"efficiency": 0.903, "alpha_s": 0.0, "launch_s": 37.9e-6, "copy_s_per_byte": 0.357e-12}
+
+
+def nvlink(bandwidth: float, alpha_s: float | None = None) -> LinkClass:
+    """The NVLink link class of a server whose GPUs each have ``bandwidth`` bytes/s per direction; ``alpha_s``:
+    the per-step latency a device states for its fabric (a device file's ``[links] intra_latency_us``, s),
+    None: the fitted one."""
+    return _link("nvlink", bandwidth, A100_NVLINK, alpha_s)
+
+
+def nvlink_group(device: Device, members: tuple[int, ...], bandwidth: float | None = None) -> LinkClass:
+    """The link class of a collective over ``members`` (GPU indices within one server) of ``device``:
+    NVSwitch servers give every group the GPU's full NVLink bandwidth; a DGX-1 of V100s gives it its
+    NVLink rings' (:func:`~archsim.nvlink_rings.ring_count`), PCIe where no ring exists or the
+    board has no NVLink (a PCIe card). ``bandwidth``: the server's in-server fabric, bytes/s per GPU per
+    direction, as its cluster file states it (``intra_server_gbps``, :func:`fabric_bytes_per_s`); None:
+    the device's own NVLink (or, on a PCIe card, its PCIe) figure. Each step pays the device's own
+    latency where it states one (``intra_latency_s``), else the fitted α."""
+    alpha = device.intra_latency_s
+    if not device.nvlink_bytes_per_s:
+        return _link("pcie", device.pcie_bytes_per_s if bandwidth is None else bandwidth, V100_NVLINK, alpha)
+    fabric = device.nvlink_bytes_per_s if bandwidth is None else bandwidth
+    if device.nvswitch:
+        return nvlink(fabric, alpha)
+    rings = ring_count(tuple(members))
+    link = fabric / device.nvlinks  # one NVLink's share of the stated fabric
+    return _link("nvlink" if rings else "pcie", rings * link if rings else device.pcie_bytes_per_s, V100_NVLINK,
+                 alpha)
+
+
+def _link(name: str, bandwidth: float, fit: dict[str, float], alpha_s: float | None = None) -> LinkClass:
+    """``fit``'s link class at ``bandwidth``; ``alpha_s`` (s), where a device states it, in place of the fitted
+    per-step latency: the one place a device's own step latency enters the collective model."""
+    alpha = fit["alpha_s"] if alpha_s is None else alpha_s
+    return LinkClass(name, bandwidth, fit["efficiency"], alpha, fit["launch_s"], fit["copy_s_per_byte"])
+
+
+# η of a NIC: the channel speed NCCL's graph search settles on for it (its speedArrayInter: 24 GB/s
+# for a 25 GB/s HDR NIC, 48 for 50 GB/s NDR, 12 for 12.5 GB/s), not fitted.
+NIC_EFFICIENCY = 0.96
+
+
+def infiniband(bandwidth: float, alpha_s: float | None = None) -> LinkClass:
+    """An inter-server link of ``bandwidth`` bytes/s (a group's share of its servers' NICs): not fitted
+    (no multi-server tables are shipped; the cited figures check it, tests/data/nccl_multinode.csv);
+    η from NCCL's channel speeds, twice NVLink's step latency (or ``alpha_s``, s: a device file's
+    ``[links] inter_node_latency_us``), NVLink's launch latency and copy cost."""
+    nic = {**A100_NVLINK, "efficiency": NIC_EFFICIENCY, "alpha_s": A100_NVLINK["alpha_s"] * 2}
+    return _link("infiniband", bandwidth, nic, alpha_s)
+
+
+__all__ = ["A100_NVLINK", "NIC_EFFICIENCY", "V100_NVLINK", "fabric_bytes_per_s", "infiniband", "nic_share", "nvlink",
+           "nvlink_group"]
