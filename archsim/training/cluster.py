@@ -259,7 +259,7 @@ class GpuCluster:
     def _wired(self, device: Device, server: int) -> bool:
         """Whether ``server``'s GPUs are wired to each other directly, without an NVSwitch (a DGX-1 of
         V100s): two of its GPUs then talk over the NVLinks between them, or PCIe where there are none
-        (:func:`~archsim.training.fitted.nvlink_group`), so which two GPUs a pair holds sets its link."""
+        (:func:`~archsim.links.nvlink_group`), so which two GPUs a pair holds sets its link."""
         board = self.servers[server] if self.heterogeneous else device
         return bool(board.nvlink_bytes_per_s) and not board.nvswitch
 
