@@ -189,12 +189,14 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
     prints. A TP group across servers and a rank whose memory does not fit its GPU (``result.fits``) are
     each a :class:`UserWarning`, the line ``archsim train`` prints on stderr, as is a NIC speed outside
     every NIC sold (a unit slipped: :func:`archsim.network.nic_speed_warning`); so is its note when ``dtype``
-    is None, ``cluster`` a path (fp16) and the config's ``torch_dtype`` names another dtype."""
+    is None, ``cluster`` a path (fp16) and the config's ``torch_dtype`` names another dtype, and each of the
+    cluster file's notes (a key train does not read: :func:`archsim.training.cluster_file.cluster_notes`)."""
     from dataclasses import replace
 
     from archsim.choices.training import BALANCES, IMPLEMENTATIONS
     from archsim.fits import rank_memory_warning, tp_span_warning
     from archsim.training.cluster import GpuCluster
+    from archsim.training.cluster_file import cluster_notes
     from archsim.training.energy import priced
     from archsim.training.parallel import Parallelism
     from archsim.training.run import train as _train
@@ -223,8 +225,9 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
         config_dtype_note(config, laid.cluster.dtype, "dtype=")
     for warning in (*laid.cluster.warnings,
                     tp_span_warning(laid.cluster, laid.par),
-                    rank_memory_warning(result, machines), _seq_note(model, config, seq), dtype_note):
-        if warning:  # the lines archsim train prints on stderr, in its order
+                    rank_memory_warning(result, machines), _seq_note(model, config, seq), dtype_note,
+                    *cluster_notes(laid.cluster, "train")):
+        if warning:  # the lines archsim train prints on stderr
             import warnings
 
             warnings.warn(warning, UserWarning, stacklevel=2)
@@ -243,8 +246,10 @@ def train_runs(model, *, runs: str | Path, cluster, seq: int | None = None, atte
     need ``"standard"``; ``model``, ``cluster``, ``dtype``, ``seq`` and ``max_ops`` as :func:`train`'s).
     A bad row raises :class:`~archsim.errors.InputError` naming its line and field before any row runs;
     measured times that look like milliseconds are a :class:`UserWarning`, the note the command prints, as is
-    a link speed whose unit slipped (:attr:`GpuCluster.warnings <archsim.training.cluster.GpuCluster>`)."""
+    a link speed whose unit slipped (:attr:`GpuCluster.warnings <archsim.training.cluster.GpuCluster>`) and each
+    of the cluster file's notes (:func:`archsim.training.cluster_file.cluster_notes`)."""
     from archsim.choices.training import ATTENTIONS, DP_OVERLAPS, GRAD_ACCUMULATIONS, SCHEDULES
+    from archsim.training.cluster_file import cluster_notes
     from archsim.training.runs import milliseconds_note, predict_runs, runs_to_run
     from archsim.validate import DEFAULT_MAX_OPS
 
@@ -261,7 +266,7 @@ def train_runs(model, *, runs: str | Path, cluster, seq: int | None = None, atte
 
     out = predict_runs(config, on, rows, file=runs,  # the lines archsim train --runs prints on stderr
                        warn=lambda line, text: warnings.warn(f"line {line}: {text}", UserWarning, stacklevel=4))
-    for note in (*on.warnings, milliseconds_note(out)):  # a link's unit that slipped; times in ms
+    for note in (*on.warnings, *cluster_notes(on, "train"), milliseconds_note(out)):  # as the command's, in order
         if note:
             warnings.warn(note, UserWarning, stacklevel=2)
     return out
@@ -286,7 +291,10 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
     ``rejected`` (reason → count) and the Pareto front; ``to_dict()`` is the document ``archsim search
     --format json`` prints (each row's ``command`` naming ``model`` and ``cluster``, or ``MODEL.json`` and
     ``CLUSTER.toml`` where they are objects; ``model_file`` and ``cluster_file``, where given, are the
-    paths named instead: the files objects were loaded from, as ``archsim search`` names its own)."""
+    paths named instead: the files objects were loaded from, as ``archsim search`` names its own). A link speed
+    whose unit slipped, a rotary config's default sequence and each of the cluster file's notes
+    (:func:`archsim.training.cluster_file.cluster_notes`) are a :class:`UserWarning`, the lines ``archsim
+    search`` prints on stderr."""
     from dataclasses import replace
 
     from archsim.choices.training import (
@@ -300,6 +308,7 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
     )
     from archsim.errors import InputError
     from archsim.progress import shown
+    from archsim.training.cluster_file import cluster_notes
     from archsim.training.search import search as _search
     from archsim.training.search_space import chunk_counts
     from archsim.training.train_json import search_document
@@ -341,8 +350,9 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
                        refine=refine, balance=balance, objective=objective, placement=placement,
                        attention=attention, dp_overlap=dp_overlap, grad_accumulation=grad_accumulation,
                        max_actions=max_ops)
-    for note in (*on.warnings, _seq_note(model, config, seq)):
-        if note:  # the lines archsim search prints on stderr: a link's unit that slipped, the sequence's default
+    for note in (*on.warnings, _seq_note(model, config, seq), *cluster_notes(on, "search")):
+        if note:  # the lines archsim search prints on stderr: a link's unit that slipped, the sequence's default,
+            # what the cluster file states that search does not read
             import warnings
 
             warnings.warn(note, UserWarning, stacklevel=2)

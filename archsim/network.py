@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from archsim.errors import InputError
 from archsim.links import nic_share
-from archsim.validate import shown, shown_number
+from archsim.validate import shown, shown_boolean, shown_number
 
 DEFAULT_SWITCH_TIERS = 2  # leaf–spine: what a [network] table that states none has
 NETWORK_KEYS = {"nics_per_server", "nic_gbps", "gpus_per_nic", "nvlink_domain", "switch_tiers", "servers_per_leaf",
@@ -158,7 +158,7 @@ def read_network(spec: dict, gpus_per_server: int, file: str = "<cluster>", defa
                          f"{over:g})", file=file, field="oversubscription")
     nvls = table.get("nvls", False)
     if not isinstance(nvls, bool):
-        raise InputError(f"expected true or false, got {shown(nvls)}", file=file, field="nvls")
+        raise InputError(f"expected true or false, got {shown_boolean(nvls)}", file=file, field="nvls")
     return Network(nics, gbps, per_nic, domain, tiers, leaf, over, nvls)
 
 

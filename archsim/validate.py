@@ -54,8 +54,19 @@ def shown(value: object, limit: int = 60) -> str:
 def shown_number(value: object) -> str:
     """A file's value where a number belongs, for an error line: as :func:`shown`, and a string said to be one,
     since ``'8'`` quoted from ``gpus = "8"`` reads as the number it was meant as (a number takes no quotes)."""
+    return _shown_typed(value, "the number")
+
+
+def shown_boolean(value: object) -> str:
+    """A file's value where true or false belongs, for an error line, as :func:`shown_number` says a number's:
+    ``'true'`` quoted from ``nvls = "true"`` is a string, not the boolean it was meant as."""
+    return _shown_typed(value, "true or false")
+
+
+def _shown_typed(value: object, what: str) -> str:
+    """``value`` as :func:`shown`, and a string said to be one: ``what`` takes no quotes in a TOML or JSON file."""
     if isinstance(value, str):
-        return f"the string {shown(value)} (write the number without quotes)"
+        return f"the string {shown(value)} (write {what} without quotes)"
     return shown(value)
 
 

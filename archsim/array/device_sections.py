@@ -11,7 +11,7 @@ from typing import Any
 
 from archsim.choices.devices import DTYPES
 from archsim.errors import InputError
-from archsim.validate import INT32_MAX, parse_float, parse_int, shown_number
+from archsim.validate import INT32_MAX, parse_float, parse_int, shown_boolean, shown_number
 
 PEAK_DTYPES = (*DTYPES, "tf32", "fp64", "fp8")  # what [compute.peak_tflops] may name
 
@@ -48,6 +48,8 @@ def _check(section: str, key: str, value: object, file: str, typed: bool = True)
     kind = _KEYS[section][key][0]
     if typed and kind in _NUMBERS and isinstance(value, str):
         raise InputError(f"expected a number, got {shown_number(value)}", file=file, field=f"{section}.{key}")
+    if typed and kind == "bool" and isinstance(value, str):  # a boolean takes no quotes either
+        raise InputError(f"expected true or false, got {shown_boolean(value)}", file=file, field=f"{section}.{key}")
     if kind == "bool":  # a TOML boolean, or a .cfg's text
         text = str(value).strip().lower() if not isinstance(value, bool) else ("true" if value else "false")
         if text not in ("true", "false"):

@@ -134,29 +134,11 @@ def width_meta(args: argparse.Namespace, array: ArrayConfig) -> dict[str, object
 
 def note_unread_cluster_keys(cluster: GpuCluster, command: str) -> None:
     """Say on stderr, once each, what the cluster file and its device files state that is implausible (a warning:
-    a NIC speed, HBM or SRAM figure whose unit slipped) and what ``command`` (train or search) does not read (docs/formats.md, "Cluster (TOML)": the
-    read-by column)."""
-    from archsim.training.energy import array_device
+    a NIC speed, HBM or SRAM figure whose unit slipped) and what ``command`` (train or search) does not read
+    (:func:`archsim.training.cluster_file.cluster_notes`)."""
+    from archsim.training.cluster_file import cluster_notes
 
-    notes = list(cluster.unread)
-    if command == "train" and any(price is not None for price in cluster.prices):
-        notes.append("price_per_gpu_hour is not read by train: it prices archsim search's cost objective")
-    if any(w is not None for w in cluster.watts) and array_device(cluster, cluster.starts[-1]) is not None:
-        notes.append(f"gpu_watts is not read by {command} on an array device (gemm = \"arrays\"): its energy_j is "
-                     "the energy model's on the ops' accesses, not board power × time (docs/training.md, Accelerators)")
-    notes.extend(fp32_on_arrays_notes(cluster))
-    print_cluster_lines(command, cluster.warnings, notes)
-
-
-def fp32_on_arrays_notes(cluster: GpuCluster) -> tuple[str, ...]:
-    """One line per device of ``cluster`` whose fp32 GEMMs run on its arrays at their fp16 rate: a ``gemm =
-    "arrays"`` device file without ``[compute] lanes`` (docs/formats.md, "Device files": fp32 then runs on the
-    arrays), when the cluster trains in fp32. Said, not refused: a TPU's MXUs do run fp32 as one bf16 pass."""
-    if cluster.dtype != "fp32":
-        return ()
-    devices = dict.fromkeys(cluster.servers or (cluster.gpu,))
-    return tuple(f"{d.name} states no fp32 lanes ([compute] lanes): its fp32 GEMMs run on its arrays at their "
-                 "fp16 rate" for d in devices if d.gemm == "arrays" and d.lanes is None)
+    print_cluster_lines(command, cluster.warnings, cluster_notes(cluster, command))
 
 
 def print_cluster_lines(command: str, warnings: Sequence[str], notes: Sequence[str]) -> None:

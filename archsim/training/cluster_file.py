@@ -204,11 +204,38 @@ def cluster_file_lines(spec: dict, tables: Sequence[Device | None], network: Net
     return tuple(dict.fromkeys(slipped)) + warnings, notes + tuple(dict.fromkeys(overridden))
 
 
+def cluster_notes(cluster: GpuCluster, job: str) -> tuple[str, ...]:
+    """What ``job`` (``"train"`` or ``"search"``) does not read of what the cluster file and its device files
+    state, or reads otherwise than written, one line each (docs/formats.md, "Cluster (TOML)": the read-by column):
+    the ``note:`` lines ``archsim train`` and ``search`` print on stderr, and the notes ``archsim.train``,
+    ``train_runs`` and ``search`` warn as a :class:`UserWarning` each. Said, not refused: the run is priced."""
+    from archsim.training.energy import array_device
+
+    notes = list(cluster.unread)
+    if job == "train" and any(price is not None for price in cluster.prices):
+        notes.append("price_per_gpu_hour is not read by train: it prices archsim search's cost objective")
+    if any(w is not None for w in cluster.watts) and array_device(cluster, cluster.starts[-1]) is not None:
+        notes.append(f"gpu_watts is not read by {job} on an array device (gemm = \"arrays\"): its energy_j is "
+                     "the energy model's on the ops' accesses, not board power × time (docs/training.md, Accelerators)")
+    return (*notes, *fp32_on_arrays_notes(cluster))
+
+
+def fp32_on_arrays_notes(cluster: GpuCluster) -> tuple[str, ...]:
+    """One line per device of ``cluster`` whose fp32 GEMMs run on its arrays at their fp16 rate: a ``gemm =
+    "arrays"`` device file without ``[compute] lanes`` (docs/formats.md, "Device files": fp32 then runs on the
+    arrays), when the cluster trains in fp32. Said, not refused: a TPU's MXUs do run fp32 as one bf16 pass."""
+    if cluster.dtype != "fp32":
+        return ()
+    devices = dict.fromkeys(cluster.servers or (cluster.gpu,))
+    return tuple(f"{d.name} states no fp32 lanes ([compute] lanes): its fp32 GEMMs run on its arrays at their "
+                 "fp16 rate" for d in devices if d.gemm == "arrays" and d.lanes is None)
+
+
 def single_node(name: str = "a100-80gb", gpus: int = 8) -> GpuCluster:
     """One server of ``gpus`` catalog GPUs on NVLink (the measured runs' machine)."""
     return GpuCluster(gpus, catalog_device(name), gpus, 1.0)
 
 
 
-__all__ = ["cluster_file_lines", "device_inter_node_gbps", "gpu_cluster", "load_gpu_cluster", "named_devices",
-           "single_node"]
+__all__ = ["cluster_file_lines", "cluster_notes", "device_inter_node_gbps", "fp32_on_arrays_notes", "gpu_cluster",
+           "load_gpu_cluster", "named_devices", "single_node"]

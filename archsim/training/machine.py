@@ -23,9 +23,9 @@ class Links:
     last (two GPUs, every g at once; its bandwidth in bytes/s per direction) — NVLink only where the
     two ends share a server, whatever the hops between them; None: priced on ``pp``."""
 
-    tp: LinkClass
-    pp: LinkClass | Spanning  # a pipeline over servers: NVLink inside each, the network between
-    dp: LinkClass
+    tp: LinkClass | Spanning  # a group over servers: NVLink inside each, the network between
+    pp: LinkClass | Spanning
+    dp: LinkClass | Spanning
     pp_hops: tuple[LinkClass | Spanning, ...] = ()
     embedding: LinkClass | Spanning | None = None
 

@@ -61,7 +61,8 @@ class SearchResult:
     costed: int
     pareto: list[dict]        # time vs memory per GPU (or vs the objective), at the rows' times: none other is
     #                           faster and smaller
-    identical_rows_dropped: int = 0  # ranked rows left out as alike but for recompute (flash: none = selective)
+    identical_rows_dropped: int = 0  # configurations left out as alike but for recompute to a row listed
+    #                                  (flash: selective prices as none)
     # archsim search --format json's document, set by archsim.search (train_json.search_document): what
     # to_dict returns; not compared, as it only restates the fields above
     document: dict | None = field(default=None, compare=False, repr=False)
@@ -225,8 +226,9 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
                 rejected[reason] += 1
     costed.sort(key=lambda t: (value(t), t[0]))  # ties (an array device's joules, alike at any time): faster first
     make = _RowMaker(c, cluster, global_batch, coster, balance, orders, value)
-    rows, twins, picked, left_out = _distinct_rows(make, costed, max(top, refine))
+    rows, picked, twins = _distinct_rows(make, costed, max(top, refine))
     retimed: dict[int, dict] = {}  # index in costed → its row re-timed by the event simulator
+    first = list(zip(picked, rows))  # each row's index in costed, before re-timing reorders them
     if refine:
         def estimate(row: dict) -> bool:  # 1F1B's and GPipe's closed form is exact on equal ranks only
             k = make.keep[id(row)]
@@ -249,11 +251,14 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
         rows[:refine] = sorted(timed, key=lambda r: (r[OBJECTIVE_COLUMN[objective]], r["iteration_seconds"]))
     order = [r for r in REASONS if rejected[r]] + (["filtered"] if rejected["filtered"] else [])
     second = (lambda t: t[2]) if objective == "time" else value
-    front, on_front = _front(make, costed, left_out, retimed, second)
+    front, on_front = _front(make, costed, set(twins), retimed, second)
     rows = rows[:top]
     for row in rows:  # the rows' own times decide it, as they do the front's
         row["pareto_optimal"] = make.keep[id(row)] in on_front
-    return SearchResult(rows, {r: rejected[r] for r in order}, len(grid), len(costed), front, twins)
+    index_of = {id(retimed.get(index, row)): index for index, row in first}
+    listed = {index_of[id(row)] for row in rows}  # the twins counted: those of the rows listed (re-timed, top)
+    dropped = sum(index in listed for index in twins.values())
+    return SearchResult(rows, {r: rejected[r] for r in order}, len(grid), len(costed), front, dropped)
 
 
 def _front(make: _RowMaker, costed: list[tuple], twins: set[int], retimed: dict[int, dict],
@@ -281,31 +286,30 @@ def _front(make: _RowMaker, costed: list[tuple], twins: set[int], retimed: dict[
 
 
 def _distinct_rows(make: _RowMaker, costed: list[tuple],
-                   count: int) -> tuple[list[dict], int, list[int], set[int]]:
-    """The first ``count`` rows of ``costed`` (best first), how many were left out on the way as twins of
-    one listed before them — alike in every column but ``recompute`` (and the Megatron arguments it sets) —,
-    each row's index in ``costed`` and the twins' indices, with those of the last row that follow it (tied
-    with it, past ``count``: not counted, but the front leaves them out too). Under FlashAttention selective
-    recompute has nothing to rerun, so it prices exactly as ``none``; the first in the recompute order given
-    is kept, and ``--top N`` lists N distinct configurations."""
+                   count: int) -> tuple[list[dict], list[int], dict[int, int]]:
+    """The first ``count`` rows of ``costed`` (best first), each row's index in ``costed``, and the twins left
+    out on the way — alike in every column but ``recompute`` (and the Megatron arguments it sets) to a row
+    listed before them —, index → that row's index. A twin ties with its row in ``costed``'s order, so the
+    scan reads past ``count`` while the items tie with the last row: its twins there are its twins too. Under
+    FlashAttention selective recompute has nothing to rerun, so it prices exactly as ``none``; the first in the
+    recompute order given is kept, and ``--top N`` lists N distinct configurations."""
     rows: list[dict] = []
     picked: list[int] = []
-    seen: set[tuple] = set()
-    twins: set[int] = set()
-    after: set[int] = set()  # the last row's twins past count
+    seen: dict[tuple, int] = {}  # a row's columns but recompute → its index in costed
+    twins: dict[int, int] = {}
     for index, (s, timing, mem, k) in enumerate(costed):
         full = len(rows) == count
-        if full and (s, mem) != (costed[picked[-1]][0], costed[picked[-1]][2]):
-            break
+        if full and (make.value(costed[index]), s) != (make.value(costed[picked[-1]]), costed[picked[-1]][0]):
+            break  # past the last row's ties (costed's sort key): no twin of a row follows
         row = make(k, s, mem, timing)
         key = tuple((name, repr(value)) for name, value in row.items() if name not in ("recompute", "megatron_args"))
         if key in seen:
-            (after if full else twins).add(index)
+            twins[index] = seen[key]
         elif not full:
-            seen.add(key)
+            seen[key] = index
             rows.append(row)
             picked.append(index)
-    return rows, len(twins), picked, twins | after
+    return rows, picked, twins
 
 
 def check_search_size(cluster, counts, micro_batches, recomputes, schedules, chunks, sequence_parallel,

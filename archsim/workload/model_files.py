@@ -31,7 +31,7 @@ from pathlib import Path
 
 from archsim.choices.training import HF_MODEL_TYPES
 from archsim.errors import InputError
-from archsim.validate import check_name, parse_json, parse_toml, read_text, shown, shown_number
+from archsim.validate import check_name, parse_json, parse_toml, read_text, shown, shown_boolean, shown_number
 from archsim.workload.transformer import ACTIVATIONS, FAMILIES, LIMITS, OPT_POSITION_OFFSET, TransformerConfig
 
 _TOML_KEYS = {"family", "layers", "hidden", "heads", "vocab", "seq", "ffn", "kv_heads", "tied_embeddings",
@@ -87,7 +87,7 @@ def _get(table: dict, key: str, default=None, *, required: bool = True):
     value = table[key]
     if isinstance(default, bool) or key.startswith("tie"):
         if not isinstance(value, bool):
-            raise InputError(f"expected true or false, got {shown(value)}", field=key)
+            raise InputError(f"expected true or false, got {shown_boolean(value)}", field=key)
         return value
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
         raise InputError(f"expected a positive integer, got {shown_number(value)}", field=key)
