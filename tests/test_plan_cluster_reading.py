@@ -69,8 +69,9 @@ def test_plan_writes_trains_warning_and_notes_for_nvlink_in_gb_per_s(tmp_path, c
 
 
 def _device(folder: Path, name: str, inter_node_gbps: float | None) -> str:
-    """The shipped TPU-v4-like device file, with its NIC stated (None: none, as shipped)."""
-    text = TPU.read_text(encoding="utf-8")
+    """The shipped TPU-v4-like device file, with its NIC stated (None: none, as shipped), named after ``name``
+    (two files that describe different chips must name them apart)."""
+    text = re.sub(r'(?m)^name = ".*"$', f'name = "{Path(name).stem}"', TPU.read_text(encoding="utf-8"), count=1)
     if inter_node_gbps is not None:
         text = re.sub(r"(?m)^\[links\]$", f"[links]\ninter_node_gbps = {inter_node_gbps:g}", text)
     return _file(folder, name, text)
