@@ -58,13 +58,16 @@ def test_fast_forwarding_beats_gpipe_on_bert_blocks(extra, capsys):
 
 
 def test_the_command_times_the_summed_costs(capsys):
-    """The command's block costs are the per-op costs summed per block (summed here from the names)."""
+    """The command's block costs are the per-op costs summed per block (summed here from the names), the
+    first block's δ scheduled: it holds its inner ops' δ, which their G need (exact mode has none for
+    the block's first op, l1_qkv)."""
     per_op = _per_op_costs()
     names = [f"l{k}" for k in range(1, 25)]
     summed = [[sum(getattr(per_op, kind)[i] for i, op in enumerate(per_op.names) if op.startswith(f"{n}_"))
                for n in names] for kind in ("forward", "weight_grad", "delta")]
     chain = profile_from_costs(names, summed[0], summed[1], summed[2])
-    expected = ooo_schedule(chain, 4, 4, "ooo-pipe1")[1].makespan
+    assert per_op.delta[0] == 0 and summed[2][0] > 0
+    expected = ooo_schedule(chain, 4, 4, "ooo-pipe1", first_layer_delta=True)[1].makespan
     assert _makespan("ooo-pipe1", capsys)["rows"][0]["makespan"] == pytest.approx(expected)
 
 

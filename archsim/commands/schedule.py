@@ -135,7 +135,8 @@ def run(args: argparse.Namespace) -> int:
     groups = block_groups(network) if blocks else None
     name = args.network.strip().lower().replace("-", "_") if blocks else network.name
     flush = args.flush if args.flush is not None else default_flush(args.policy)
-    check_job_size(_op_count(args, len(groups) if groups else len(network), flush), args.max_ops)
+    check_job_size(_op_count(args, len(groups) if groups else len(network), flush, first_delta=groups is not None),
+                   args.max_ops)
     if args.policy == "multistream":
         return _multistream(args, network)
     with phases(f"schedule {args.policy}", ("costs", "build", "simulate", "validate")) as phase:
@@ -160,8 +161,11 @@ def run(args: argparse.Namespace) -> int:
         else:
             phase("build")
             require_chain(costs, block_network_of(network.name))
+            # a first block's δ holds its inner ops' (needed for their G); its first op's is in it only
+            # where the mode counts it (paper), so a block network always schedules it
+            first_delta = (args.mode == "paper" or groups is not None) and not args.unit_costs
             problem = ooo_problem(costs, args.processors, args.microbatches, args.policy, flush=flush,
-                                  group=args.group, first_layer_delta=args.mode == "paper" and not args.unit_costs)
+                                  group=args.group, first_layer_delta=first_delta)
         phase("simulate")
         timeline = simulate(problem)
         phase("validate")
@@ -179,8 +183,9 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _op_count(args: argparse.Namespace, layers: int, flush: bool) -> int:
-    """The ops the policy's problem will have, counted before building it (exact but for dualpipev's bound)."""
+def _op_count(args: argparse.Namespace, layers: int, flush: bool, first_delta: bool = False) -> int:
+    """The ops the policy's problem will have, counted before building it (exact but for dualpipev's bound);
+    ``first_delta``: the first layer's δ is scheduled whatever the mode (a block network's)."""
     from archsim.policies import zero_bubble as zb
     from archsim.policies.ooo import op_count as ooo_op_count
 
@@ -189,7 +194,7 @@ def _op_count(args: argparse.Namespace, layers: int, flush: bool) -> int:
     if args.policy in LIST_SCHEDULES:
         return 3 * args.processors * args.microbatches
     if args.policy in OOO_POLICIES:
-        return ooo_op_count(layers, args.microbatches, first_layer_delta=args.mode == "paper" and not args.unit_costs,
+        return ooo_op_count(layers, args.microbatches, first_layer_delta=(args.mode == "paper" or first_delta) and not args.unit_costs,
                             flush=flush)
     return 5 * layers  # one iteration window of data parallelism (F, F', S per layer; G, D in the backward order)
 
