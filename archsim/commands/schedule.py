@@ -91,13 +91,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
     from archsim.errors import InputError
     from archsim.outputs import render
     from archsim.partition import build_profile
+    from archsim.partition.profile import collapse_profile
     from archsim.policies import zero_bubble as zb
-    from archsim.policies.ooo import default_flush, ooo_problem, schedule_metrics, unit_costs
+    from archsim.policies.ooo import default_flush, ooo_problem, require_chain, schedule_metrics, unit_costs
     from archsim.rows import Rows
     from archsim.sim import simulate
+    from archsim.workload.shipped import BLOCK_NETWORKS, block_groups, block_network_of
 
     check_policy_flags(args, stage_mode(args))  # before anything is read or written
     if stage_mode(args):
@@ -122,19 +126,30 @@ def run(args: argparse.Namespace) -> int:
     if args.policy in STAGE_ONLY:
         raise InputError(f"{args.policy} runs on per-stage costs: use --stages/--stage-times or --stage-profile",
                          field="policy")
-    network = network_from_args(args)
+    blocks = BLOCK_NETWORKS.get(args.network.strip().lower().replace("-", "_"))
+    if blocks is not None and args.policy not in OOO_POLICIES:
+        raise InputError(f"{args.network} (one layer per transformer block) is for the out-of-order backprop "
+                         f"pipelines ({', '.join(OOO_POLICIES)}); schedule {blocks} with {args.policy}",
+                         field="network")
+    network = network_from_args(argparse.Namespace(**{**vars(args), "network": blocks}) if blocks else args)
+    groups = block_groups(network) if blocks else None
+    name = args.network.strip().lower().replace("-", "_") if blocks else network.name
     flush = args.flush if args.flush is not None else default_flush(args.policy)
-    check_job_size(_op_count(args, len(network), flush), args.max_ops)
+    check_job_size(_op_count(args, len(groups) if groups else len(network), flush, first_delta=groups is not None),
+                   args.max_ops)
     if args.policy == "multistream":
         return _multistream(args, network)
     with phases(f"schedule {args.policy}", ("costs", "build", "simulate", "validate")) as phase:
         phase("costs")
-        if args.unit_costs:
-            costs = unit_costs(len(network), network)
+        if args.unit_costs:  # F = D = G = 1 per layer: per block on a block network
+            costs = replace(unit_costs(len(groups)), names=tuple(g for g, _ in groups)) if groups else \
+                unit_costs(len(network), network)
             unit = "units"
         else:
             array = with_memory_args(array_from_args(args), args)
             costs = build_profile(network, array, args.batch, args.mode, args.engine)
+            if groups:
+                costs = collapse_profile(costs, groups)
             unit = "cycles"
         extra: dict = {}
         if args.policy in DP_POLICIES:
@@ -145,8 +160,12 @@ def run(args: argparse.Namespace) -> int:
             problem = zb.zb_build(stage_profile, args.microbatches, args.policy, args.chunks)
         else:
             phase("build")
+            require_chain(costs, block_network_of(network.name))
+            # a first block's δ holds its inner ops' (needed for their G); its first op's is in it only
+            # where the mode counts it (paper), so a block network always schedules it
+            first_delta = (args.mode == "paper" or groups is not None) and not args.unit_costs
             problem = ooo_problem(costs, args.processors, args.microbatches, args.policy, flush=flush,
-                                  group=args.group, first_layer_delta=args.mode == "paper" and not args.unit_costs)
+                                  group=args.group, first_layer_delta=first_delta)
         phase("simulate")
         timeline = simulate(problem)
         phase("validate")
@@ -154,18 +173,19 @@ def run(args: argparse.Namespace) -> int:
     takes_flush = {"flush": flush} if args.policy in OOO_POLICIES else {}  # a blank cell would shift a table's row
     row = {"policy": args.policy, "processors": args.processors, "microbatches": args.microbatches,
            **takes_flush, **schedule_metrics(problem, timeline), **extra}
-    meta = _costs_meta(args, network.name, unit, None if args.unit_costs else array)
+    meta = _costs_meta(args, name, unit, None if args.unit_costs else array)
     clock = None if args.unit_costs else with_clock(array_from_args(args, note=False), args).clock_hz
     if clock is not None:  # seconds beside cycles when a clock is known
         meta["clock_ghz"] = clock / 1e9
         meta["makespan_seconds"] = float(row["makespan"]) / clock
-    write_timeline_outputs(args, timeline, f"{network.name}: {args.policy}, {args.processors} devices", unit=unit)
+    write_timeline_outputs(args, timeline, f"{name}: {args.policy}, {args.processors} devices", unit=unit)
     emit(render(Rows.of([row]), args.format, precision=args.precision, meta=meta), args)
     return 0
 
 
-def _op_count(args: argparse.Namespace, layers: int, flush: bool) -> int:
-    """The ops the policy's problem will have, counted before building it (exact but for dualpipev's bound)."""
+def _op_count(args: argparse.Namespace, layers: int, flush: bool, first_delta: bool = False) -> int:
+    """The ops the policy's problem will have, counted before building it (exact but for dualpipev's bound);
+    ``first_delta``: the first layer's δ is scheduled whatever the mode (a block network's)."""
     from archsim.policies import zero_bubble as zb
     from archsim.policies.ooo import op_count as ooo_op_count
 
@@ -174,7 +194,7 @@ def _op_count(args: argparse.Namespace, layers: int, flush: bool) -> int:
     if args.policy in LIST_SCHEDULES:
         return 3 * args.processors * args.microbatches
     if args.policy in OOO_POLICIES:
-        return ooo_op_count(layers, args.microbatches, first_layer_delta=args.mode == "paper" and not args.unit_costs,
+        return ooo_op_count(layers, args.microbatches, first_layer_delta=(args.mode == "paper" or first_delta) and not args.unit_costs,
                             flush=flush)
     return 5 * layers  # one iteration window of data parallelism (F, F', S per layer; G, D in the backward order)
 

@@ -142,4 +142,21 @@ def profile_from_costs(names, forward, weight_grad, delta, activation_bytes=None
                         edges=None if edges is None else tuple((int(a), int(b)) for a, b in edges), unit=unit)
 
 
-__all__ = ["LayerProfile", "build_profile", "profile_from_costs", "profile_of_lowered"]
+def collapse_profile(profile: LayerProfile, groups) -> LayerProfile:
+    """A chain profile with one layer per group of ``profile``'s layers (``groups``: (name, indices)
+    pairs in chain order, e.g. a transformer's blocks): F, G and δ the sums of the group's layers' costs
+    (same unit), as a paper that times a block as one layer sees it; weight and stash bytes summed (every
+    op's input is held until the block's G), activation bytes the group's last layer's (the block's
+    output, sent to the next device). No new cost: the per-layer costs are only added up."""
+    index = [np.asarray(indices, dtype=np.int64) for _, indices in groups]
+    total = lambda values: np.array([values[i].sum() for i in index], dtype=values.dtype)
+    return LayerProfile(
+        names=tuple(name for name, _ in groups), forward=total(profile.forward),
+        weight_grad=total(profile.weight_grad), delta=total(profile.delta),
+        activation_bytes=np.array([profile.activation_bytes[i[-1]] for i in index], dtype=np.int64),
+        delta_bytes=total(profile.delta_bytes), weight_bytes=total(profile.weight_bytes), lowered=(),
+        array=profile.array, mode=profile.mode, batch=profile.batch, engine=profile.engine, edges=None,
+        unit=profile.unit)
+
+
+__all__ = ["LayerProfile", "build_profile", "collapse_profile", "profile_from_costs", "profile_of_lowered"]

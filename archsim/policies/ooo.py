@@ -60,11 +60,12 @@ def unit_costs(layers: int, network: Network | None = None) -> LayerProfile:
     return replace(chain, names=tuple(layer.name for layer in network.layers), edges=network.edges)
 
 
-def require_chain(costs: LayerProfile) -> None:
+def require_chain(costs: LayerProfile, instead: str | None = None) -> None:
     """The paper defines its pipelines on a chain (§3: each layer reads the prior layer's output, its
     δ goes to that layer; §5.2: modulo allocation deals layers out by index), and this builder reads
     a profile as one; a branching graph (residuals, concatenations) would wait for the wrong δ, so it
-    is refused rather than timed wrong."""
+    is refused rather than timed wrong. ``instead``: a chain network of the same model (its blocks as
+    layers) to name in the refusal."""
     names, pairs = costs.names, set(costs.edge_pairs)
     chain = {(k - 1, k) for k in range(1, len(names))}
     if pairs == chain:
@@ -74,7 +75,8 @@ def require_chain(costs: LayerProfile) -> None:
             f"layer {names[min(chain - pairs)[1]]!r} does not read {names[min(chain - pairs)[0]]!r}")
     raise InputError(f"out-of-order backprop's pipelines (mp, gpipe, ooo-pipe1, ooo-pipe2) run on a chain of "
                      f"layers, each reading the one before, but {what}: the network branches; schedule it as a "
-                     f"partition pipeline (archsim pipeline)", field="network")
+                     f"partition pipeline (archsim pipeline)"
+                     + (f", or schedule {instead}, its chain of blocks" if instead else ""), field="network")
 
 
 def default_flush(policy: str) -> bool:

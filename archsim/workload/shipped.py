@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from importlib import resources
@@ -24,6 +25,36 @@ def _shipped_dir():
 def shipped_networks() -> list[str]:
     """Names of the networks shipped with archsim (CSV stems in ``layers/``)."""
     return sorted(entry.name[:-4] for entry in _shipped_dir().iterdir() if entry.name.endswith(".csv"))
+
+
+BLOCK_NETWORKS: dict[str, str] = {"bert_large_blocks": "bert_large"}
+"""Block-granularity networks: name → the shipped per-op network whose blocks (ops named ``l<k>_…``,
+one transformer block each) become one layer each, as out-of-order backprop's paper runs BERT (§8.4:
+"i'th encoder to GPU i mod 4"). Their costs are the per-op network's, summed per block
+(:func:`archsim.partition.profile.collapse_profile`); only ``archsim schedule``'s ooo policies take them."""
+
+_BLOCK_PREFIX = re.compile(r"(l\d+)_")
+
+
+def block_network_of(name: str) -> str | None:
+    """The block network built from the shipped per-op network ``name`` (``bert_large`` →
+    ``bert_large_blocks``), or None."""
+    return next((blocks for blocks, per_op in BLOCK_NETWORKS.items() if per_op == name), None)
+
+
+def block_groups(network: Network) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """``network``'s layers grouped by transformer block: (block name ``l<k>``, its layer indices), in order;
+    every layer must be named ``l<k>_…`` and each block's layers must be consecutive."""
+    groups: dict[str, list[int]] = {}
+    for index, layer in enumerate(network.layers):
+        match = _BLOCK_PREFIX.match(layer.name)
+        if match is None:
+            raise InputError(f"layer {layer.name!r} of {network.name} belongs to no block (l<k>_…)", field="NETWORK")
+        block = groups.setdefault(match.group(1), [])
+        if block and block[-1] != index - 1:
+            raise InputError(f"block {match.group(1)!r} of {network.name} is not contiguous", field="NETWORK")
+        block.append(index)
+    return tuple((name, tuple(indices)) for name, indices in groups.items())
 
 
 def dims_of(pairs: Mapping[str, int] | Iterable[tuple[str, int]]) -> dict[str, int]:
