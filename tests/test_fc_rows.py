@@ -1,5 +1,5 @@
-"""A layers-CSV ``fc`` row is position-wise (1×1 filter, stride 1, no padding) or flattening (filter = the
-anything else is a sliding window the fc lowering would cost wrongly, so it is refused."""
+"""A layers-CSV ``fc`` row is position-wise (1×1 filter, stride 1, no padding) or flattening (filter =
+the whole input); anything else is a sliding window the fc lowering would cost wrongly, so it is refused."""
 
 from __future__ import annotations
 
