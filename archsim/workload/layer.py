@@ -198,6 +198,15 @@ class Layer:
         return 0
 
 
+def layer_edges(layers) -> tuple[tuple[int, int], ...]:
+    """(producer, consumer) index pairs of ``layers``' graph, in consumer order then each one's ``inputs``
+    order: the one statement of it, for a :class:`Network` and for what was lowered from one (the
+    network input, and any name not among ``layers``, is no layer)."""
+    layers = tuple(layers)
+    at = {layer.name: k for k, layer in enumerate(layers)}
+    return tuple((at[p], k) for k, layer in enumerate(layers) for p in layer.inputs if p in at)
+
+
 def _out_size(size: int, kernel: int, stride: int, padding: int, geometry: str, kind: str) -> int:
     if kind == "matmul":
         return size if kernel == 1 else 1
@@ -252,8 +261,7 @@ class Network:
     @property
     def edges(self) -> tuple[tuple[int, int], ...]:
         """(producer, consumer) layer index pairs of the network's graph (the network input is no layer)."""
-        at = {layer.name: k for k, layer in enumerate(self.layers)}
-        return tuple((at[p], k) for k, layer in enumerate(self.layers) for p in layer.inputs if p in at)
+        return layer_edges(self.layers)
 
     def layer(self, name: str) -> Layer:
         for layer in self.layers:
