@@ -1,5 +1,5 @@
-"""A layers-CSV ``fc`` row is position-wise (1×1 filter) or flattening (filter = the whole input);
-anything else is a sliding window the fc lowering would cost wrongly, so it is refused."""
+"""A layers-CSV ``fc`` row is position-wise (1×1 filter, stride 1, no padding) or flattening (filter =
+the whole input); anything else is a sliding window the fc lowering would cost wrongly, so it is refused."""
 
 from __future__ import annotations
 
@@ -40,3 +40,30 @@ def test_the_two_fc_forms_still_load_and_lower_as_dense_products():
     # flattening: one output per sample, reducing over 7·7·16 inputs; δ is (N, M, 7·7·16).
     assert [op.gemms for op in lower_layer(flat, 2, "paper").ops if op.kind == "D"] == [(Gemm(2, 8, 7 * 7 * 16),)]
     assert [op.gemms for op in lower_layer(rows, 2, "paper").ops if op.kind == "D"] == [(Gemm(2 * 5, 4, 8),)]
+
+
+@pytest.mark.parametrize("row", ["pad, 5, 5, 1, 1, 8, 4, 1, 1, fc,",       # zero rows the δ would count as inputs
+                                 "step, 6, 6, 1, 1, 8, 4, 2, 0, fc,",      # every other position skipped
+                                 "both, 6, 1, 1, 1, 8, 4, 3, 2, linear,"])
+def test_a_position_wise_fc_row_that_pads_or_strides_is_refused_naming_its_row(row):
+    # a 1×1 fc's δ is one dense product over its output rows (Gemm(N·E·F, M, C)), the input's rows only
+    # when E×F is the input's H×W: padding adds rows, a stride drops them
+    with pytest.raises(InputError) as caught:
+        parse_topology(HEAD + row + "\n", source="net.csv", name="net")
+    text = str(caught.value)
+    assert "net.csv" in text and "line 2" in text and f"fc layer {row.split(',')[0]!r}" in text
+    assert "stride 1" in text and "Padding 0" in text and "\n" not in text
+
+
+def test_the_cli_refuses_a_strided_fc_in_one_line_with_exit_2(tmp_path, capsys):
+    path = tmp_path / "net.csv"
+    path.write_text(HEAD + "step, 6, 6, 1, 1, 8, 4, 2, 0, fc,\n")
+    assert main(["cost", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "fc layer 'step'" in err and "Strides" in err
+
+
+def test_a_flattening_fc_over_a_single_position_may_still_state_any_stride():
+    # a 1×1 input read whole: one output position whatever the stride, the dense product is exact
+    net = parse_topology(HEAD + "one, 1, 1, 1, 1, 8, 4, 2, 0, fc,\n", source="net.csv", name="net")
+    assert (net.layers[0].ofmap_h, net.layers[0].ofmap_w) == (1, 1)

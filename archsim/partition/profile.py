@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from archsim.workload.layer import layer_edges
+
 if TYPE_CHECKING:  # a profile read from a file (PipeDream's graph.txt) needs no cost model
     from archsim.array.config import ArrayConfig
     from archsim.lowering import LoweredLayer, Mode
@@ -117,8 +119,7 @@ def profile_of_lowered(lowered: tuple[LoweredLayer, ...], costs, *, array: Array
         for op in item.ops:
             per_kind[op.kind][index] = float(costs[position])
             position += 1
-    position_of = {item.layer.name: k for k, item in enumerate(lowered)}
-    edges = tuple((position_of[p], k) for k, item in enumerate(lowered) for p in item.layer.inputs if p in position_of)
+    edges = layer_edges(item.layer for item in lowered)
     return LayerProfile(
         names=tuple(item.layer.name for item in lowered),
         forward=per_kind["F"], weight_grad=per_kind["G"], delta=per_kind["D"],

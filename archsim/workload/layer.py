@@ -103,13 +103,19 @@ class Layer:
         if self.kind == "matmul" and (self.filter_h != 1 or self.filter_w != self.ifmap_w or self.channels != 1):
             raise InputError("a matmul row is M,K,1,K,1,N (IFMAP Height=M, IFMAP Width=K, Filter Height=1, "
                              "Filter Width=K, Channels=1, Num Filter=N)", field="Filter Width")
-        if self.kind == "fc" and (self.filter_h, self.filter_w) != (1, 1) and \
-                (self.filter_h, self.filter_w, self.padding) != (self.ifmap_h, self.ifmap_w, 0):
+        whole = (self.filter_h, self.filter_w, self.padding) == (self.ifmap_h, self.ifmap_w, 0)
+        if self.kind == "fc" and (self.filter_h, self.filter_w) != (1, 1) and not whole:
             # lowering costs an fc's δ as a dense product over its rows: right for these two forms only
             raise InputError(f"fc layer {self.name!r} has a {self.filter_h}x{self.filter_w} filter over a "
                              f"{self.ifmap_h}x{self.ifmap_w} input; an fc row's filter is 1x1 (position-wise) or "
                              f"the whole unpadded input (flattening): write a sliding window as a conv",
                              field="Filter Height")
+        if self.kind == "fc" and not whole and (self.stride, self.padding) != (1, 0):
+            # a position-wise fc's δ rows are its output positions, the input's only at stride 1, Padding 0
+            raise InputError(f"fc layer {self.name!r} is 1x1 with stride {self.stride} and Padding {self.padding}; "
+                             f"a position-wise fc row reads every input position once (stride 1, Padding 0): "
+                             f"write a strided or padded 1x1 as a conv",
+                             field="Strides" if self.stride != 1 else "Padding")
         if self.kind in ("elementwise", "batchnorm", "pool") and self.filters != self.channels:
             raise InputError(f"{self.kind} keeps the channel count: Num Filter must equal Channels",
                              field="Num Filter")
@@ -192,6 +198,15 @@ class Layer:
         return 0
 
 
+def layer_edges(layers) -> tuple[tuple[int, int], ...]:
+    """(producer, consumer) index pairs of ``layers``' graph, in consumer order then each one's ``inputs``
+    order: the one statement of it, for a :class:`Network` and for what was lowered from one (the
+    network input, and any name not among ``layers``, is no layer)."""
+    layers = tuple(layers)
+    at = {layer.name: k for k, layer in enumerate(layers)}
+    return tuple((at[p], k) for k, layer in enumerate(layers) for p in layer.inputs if p in at)
+
+
 def _out_size(size: int, kernel: int, stride: int, padding: int, geometry: str, kind: str) -> int:
     if kind == "matmul":
         return size if kernel == 1 else 1
@@ -246,8 +261,7 @@ class Network:
     @property
     def edges(self) -> tuple[tuple[int, int], ...]:
         """(producer, consumer) layer index pairs of the network's graph (the network input is no layer)."""
-        at = {layer.name: k for k, layer in enumerate(self.layers)}
-        return tuple((at[p], k) for k, layer in enumerate(self.layers) for p in layer.inputs if p in at)
+        return layer_edges(self.layers)
 
     def layer(self, name: str) -> Layer:
         for layer in self.layers:

@@ -204,9 +204,9 @@ class _Importer:
             raise ops._unsupported(node, name, f"only 2-D convolutions are modelled (input {list(x)})")
         if node.input[1] in self.producers:
             raise ops._unsupported(node, name, "weights computed by the graph (not a constant)")
-        stride, pads, dilation = ops.spatial(node, attrs, name)
-        groups = int(attrs.get("group", 1))
         c, h, w = x
+        stride, pads, dilation = ops.spatial(node, attrs, name, size=(h, w), kernel=(weight[2], weight[3]))
+        groups = int(attrs.get("group", 1))
         transposed = node.op_type == "ConvTranspose"
         if transposed and len(set(pads)) > 1:  # its pads crop the output: no padded input to fold them into
             raise ops._unsupported(node, name, f"pads={list(pads)}: a transposed convolution's padding must be "
@@ -231,7 +231,7 @@ class _Importer:
             kernel, stride, pad = (h, w), 1, 0
         else:
             kernel = tuple(attrs["kernel_shape"])
-            stride, pads, dilation = ops.spatial(node, attrs, name)
+            stride, pads, dilation = ops.spatial(node, attrs, name, size=(h, w), kernel=kernel)
             if dilation != 1:
                 raise ops._unsupported(node, name, "dilated pooling is not modelled")
             pad, extra_h, extra_w = ops.fold_pads(pads)

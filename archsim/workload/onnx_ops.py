@@ -12,7 +12,8 @@ Mapping (``KIND_OF``; documented costs, nothing is free by accident):
 
 * ``Conv`` (2-D; groups, depthwise, dilation, stride, padding) → conv. Asymmetric ``pads``
   (TensorFlow "SAME" with stride 2 exports ``[0, 0, 1, 1]``) keep the symmetric part as Padding
-  and fold the rest into the declared input (:func:`fold_pads`); pools likewise.
+  and fold the rest into the declared input (:func:`fold_pads`); pools likewise. ``auto_pad``
+  SAME_UPPER / SAME_LOWER is read as the pads ONNX derives (:func:`same_pads`), VALID as none.
 * ``ConvTranspose`` (2-D, output padding 0) → deconv: the input gradient of the conv it inverts.
 * ``Gemm`` and ``MatMul`` with a constant (weight) operand → fc over the rows of the other operand
   (tokens × batch-free leading dims), with the bias of a directly following ``Add`` of a 1-D
@@ -73,29 +74,62 @@ def hwc(shape: tuple[int, ...]) -> tuple[int, int, int]:
     return prod(shape[1:-1]), shape[-1], shape[0]
 
 
-def spatial(node, attrs: dict, name: str, rank: int = 2) -> tuple[int, tuple[int, ...], int]:
+def spatial(node, attrs: dict, name: str, size: tuple[int, ...], kernel: tuple[int, ...],
+            rank: int = 2) -> tuple[int, tuple[int, ...], int]:
     """(stride, pads, dilation) of a 2-D Conv/pool node, or an error naming the node.
 
-    pads are ONNX's (top, left, bottom, right), in input pixels; :func:`fold_pads` makes them a
-    layer row's geometry."""
+    pads are ONNX's (top, left, bottom, right), in input pixels, as written or as ``auto_pad``
+    derives them from the input ``size`` and ``kernel`` (taps per axis, :func:`same_pads`);
+    :func:`fold_pads` makes them a layer row's geometry."""
     strides = list(attrs.get("strides", [1] * rank))
     dilations = list(attrs.get("dilations", [1] * rank))
-    pads = list(attrs.get("pads", [0] * 2 * rank))
     auto_pad = attrs.get("auto_pad", b"NOTSET")
     auto_pad = auto_pad.decode() if isinstance(auto_pad, bytes) else str(auto_pad)
-    if auto_pad not in ("NOTSET", "VALID", ""):
-        raise _unsupported(node, name, f"auto_pad={auto_pad} (write explicit pads)")
+    if auto_pad not in ("NOTSET", "", "VALID", "SAME_UPPER", "SAME_LOWER"):
+        raise _unsupported(node, name, f"auto_pad={auto_pad}: ONNX's are NOTSET, VALID, SAME_UPPER, SAME_LOWER")
+    explicit = auto_pad in ("NOTSET", "")
+    if not explicit and "pads" in attrs and (auto_pad != "VALID" or any(attrs["pads"])):
+        # ONNX: pads "cannot be used simultaneously with auto_pad"; runtimes differ on which wins
+        raise _unsupported(node, name, f"pads={list(attrs['pads'])} with auto_pad={auto_pad}: ONNX takes one or "
+                                       f"the other")
+    if auto_pad.startswith("SAME") and node.op_type == "ConvTranspose":  # SAME sets its output, not its input
+        raise _unsupported(node, name, f"auto_pad={auto_pad} on a transposed convolution is not modelled "
+                                       f"(write explicit pads)")
     for label, values in (("strides", strides), ("dilations", dilations)):
         if len(set(values)) != 1:
             raise _unsupported(node, name, f"{label}={values}: archsim models one value for H and W")
-    if len(pads) != 2 * rank:
-        raise _unsupported(node, name, f"pads={pads}: expected {2 * rank} values (begin and end per axis)")
     stride, dilation = strides[0], dilations[0]
-    for label, value, low in (("strides", stride, 1), *(("pads", pad, 0) for pad in pads),
-                              ("dilations", dilation, 1)):
+    for label, value, low in (("strides", stride, 1), ("dilations", dilation, 1)):
         if not low <= value <= MAX_WINDOW:
             raise _unsupported(node, name, f"{label}={value}: outside {low}…{MAX_WINDOW}")
+    if auto_pad.startswith("SAME"):
+        pads = list(same_pads(auto_pad, size, kernel, stride, dilation))
+    else:
+        pads = list(attrs.get("pads", [0] * 2 * rank)) if explicit else [0] * 2 * rank
+    if len(pads) != 2 * rank:
+        raise _unsupported(node, name, f"pads={pads}: expected {2 * rank} values (begin and end per axis)")
+    for pad in pads:
+        if not 0 <= pad <= MAX_WINDOW:
+            raise _unsupported(node, name, f"pads={pad}: outside 0…{MAX_WINDOW}")
     return stride, tuple(pads), dilation
+
+
+def same_pads(auto_pad: str, size: tuple[int, ...], kernel: tuple[int, ...], stride: int,
+              dilation: int) -> tuple[int, ...]:
+    """The pads ONNX's ``auto_pad`` SAME_UPPER / SAME_LOWER stands for, as (begins…, ends…) in input pixels.
+
+    ONNX's Conv spec: each axis's output is ceil(in / stride), so its total padding is
+    max((ceil(in / stride) − 1)·stride + (k − 1)·dilation + 1 − in, 0); an odd total puts the extra
+    pixel at the end (SAME_UPPER) or the start (SAME_LOWER). Written out here so the padded input is
+    folded exactly as explicit pads are (:func:`fold_pads`).
+    """
+    begins, ends = [], []
+    for extent, taps in zip(size, kernel):
+        total = max((-(-extent // stride) - 1) * stride + (taps - 1) * dilation + 1 - extent, 0)
+        low, high = total // 2, total - total // 2
+        begins.append(low if auto_pad == "SAME_UPPER" else high)
+        ends.append(high if auto_pad == "SAME_UPPER" else low)
+    return (*begins, *ends)
 
 
 def fold_pads(pads: tuple[int, ...]) -> tuple[int, int, int]:
