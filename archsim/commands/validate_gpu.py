@@ -45,10 +45,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--clock-mhz", type=clock_flag("MHz"), default=None,
                         help="tensor-core clock, MHz (default: the table's)")
     parser.add_argument("--memory-gbps", type=positive_float, default=None, help="DRAM bandwidth for the memory floor")
-    parser.add_argument("--dataflow", default="os", choices=DATAFLOWS, help="tensor-core dataflow (default os)")
+    parser.add_argument("--dataflow", default=None, choices=DATAFLOWS, help="tensor-core dataflow (default os)")
     parser.add_argument("--no-split-k", action="store_true",
                         help="deal out only output tiles (default: split the reduction when tiles < arrays)")
-    parser.add_argument("--mode", default="exact", choices=MODES, help="lowering mode (default exact: stride-aware δ)")
+    parser.add_argument("--mode", default=None, choices=MODES, help="lowering mode (default exact: stride-aware δ)")
     parser.add_argument("--show", default=None, choices=SHOW,
                         help="which table to print (default stats; NeuSight CSVs: kernels for csv/json)")
     parser.add_argument("--report", type=output_flag, default=None, metavar="OUT.html", help="write the HTML report (atomically)")
@@ -64,7 +64,7 @@ def overrides_from_args(args: argparse.Namespace):
         gpu=args.gpu, like=args.like, sm_count=args.sm_count, tensor_cores_per_sm=args.tensor_cores_per_sm,
         mma=parse_array_shape(args.mma, field_name="mma") if args.mma else None,
         clock_hz=args.clock_mhz * 1e6 if args.clock_mhz else None,
-        memory_bytes_per_s=args.memory_gbps * 1e9 if args.memory_gbps else None, dataflow=args.dataflow,
+        memory_bytes_per_s=args.memory_gbps * 1e9 if args.memory_gbps else None, dataflow=args.dataflow or "os",
         split_k=not args.no_split_k)
 
 
@@ -75,11 +75,11 @@ def command_line(args: argparse.Namespace) -> str:
         value = getattr(args, flag)
         if value is not None:
             words += [f"--{flag.replace('_', '-')}", str(value)]
-    if args.dataflow != "os":
+    if args.dataflow not in (None, "os"):
         words += ["--dataflow", args.dataflow]
     if args.no_split_k:
         words.append("--no-split-k")
-    if args.mode != "exact":
+    if args.mode not in (None, "exact"):
         words += ["--mode", args.mode]
     words += ["--report", args.report or "reports/gpu_validation.html"]
     if args.markdown:
@@ -104,9 +104,13 @@ def run_neusight(args: argparse.Namespace) -> int:
         read_neusight_csv,
     )
 
-    for flag in ("like", "sm_count", "tensor_cores_per_sm", "mma", "clock_mhz", "memory_gbps", "report", "markdown"):
+    # the arrays view's flags: the kernel time model reads none of them, so each is refused, not ignored
+    for flag in ("like", "sm_count", "tensor_cores_per_sm", "mma", "clock_mhz", "memory_gbps", "dataflow", "mode",
+                 "report", "markdown"):
         if getattr(args, flag) is not None:
             raise InputError(f"--{flag.replace('_', '-')} is not for NeuSight kernel CSVs", field=flag)
+    if args.no_split_k:
+        raise InputError("--no-split-k is not for NeuSight kernel CSVs", field="no_split_k")
     show = args.show or ("stats" if args.format == "table" else "kernels")
     if show not in ("stats", "kernels"):
         raise InputError(f"--show {show}: NeuSight kernel CSVs give stats or kernels", field="show")
@@ -142,10 +146,24 @@ def run_neusight(args: argparse.Namespace) -> int:
     return 0
 
 
+def refuse_device_file(gpu: str | None) -> None:
+    """A device file given as ``--gpu`` is refused: GPUs are matched by name, so its path would be read
+    as one (``my-t4.toml`` as the catalog T4) and the file's figures silently ignored."""
+    from pathlib import Path
+
+    from archsim.errors import InputError
+
+    if gpu and (Path(gpu).suffix.lower() in (".toml", ".cfg") or Path(gpu).is_file()):
+        raise InputError(f"--gpu {gpu!r} is a device file; validate-gpu times catalog GPUs only (a catalog name or "
+                         "a CUDA device string such as 'Tesla T4'; --like and the GPU flags describe another "
+                         "on archsim's measured CSVs)", field="gpu")
+
+
 def run(args: argparse.Namespace) -> int:
     from archsim.outputs import render
     from archsim.validation.neusight import is_neusight_file
 
+    refuse_device_file(args.gpu)
     kinds = {is_neusight_file(path) for path in args.csv}
     if kinds == {True}:
         return run_neusight(args)
@@ -168,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
         phase("read")
         tables = [read_kernel_csv(path) for path in args.csv]
         phase("study")
-        study = run_study(tables, overrides_from_args(args), args.mode, tensor_constants)
+        study = run_study(tables, overrides_from_args(args), args.mode or "exact", tensor_constants)
         command = command_line(args)
         if args.report or args.markdown:
             phase("report")
@@ -181,7 +199,7 @@ def run(args: argparse.Namespace) -> int:
     frame = {"stats": study.stats, "kernels": study.joined, "streams": study.streams,
              "streams-summary": study.streams_summary, "sensitivity": study.sensitivity,
              "assumptions": study.assumptions}[args.show].rename(columns={"kind": "type"})  # as `cost` names it
-    meta = {"csv": " ".join(args.csv), "mode": study.mode, "dataflow": args.dataflow,
+    meta = {"csv": " ".join(args.csv), "mode": study.mode, "dataflow": args.dataflow or "os",
             "arrays": "; ".join(f"{r.gpu}: {r.value}" for r in study.assumptions.itertuples() if r.item == "arrays P")}
     emit(render(frame, args.format, precision=args.precision, meta=meta, float_format="{:.3g}"), args)
     return 0

@@ -59,9 +59,10 @@ def _constants(logs: np.ndarray, base: KernelConstants) -> KernelConstants:
 
 
 def is_neusight_header(header: Sequence[str]) -> bool:
-    """Whether a CSV header is NeuSight's (``OPName`` and ``Latency``) rather than archsim's own."""
+    """Whether a CSV header is NeuSight's (it names ``OPName`` or ``Latency``, which archsim's own never
+    does) rather than archsim's: so a NeuSight file lacking one of them is told which, not archsim's columns."""
     names = {cell.strip() for cell in header}
-    return all(name in names for name in REQUIRED)
+    return any(name in names for name in REQUIRED)
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,10 @@ def parse_neusight_csv(text: str, source: str = "<memory>") -> KernelRows:
     if not rows or not is_neusight_header(rows[0][1]):
         raise InputError(f"not a NeuSight kernel CSV (needs columns {', '.join(REQUIRED)})", file=source)
     header = [cell.strip() for cell in rows[0][1]]
+    absent_required = [name for name in REQUIRED if name not in header]
+    if absent_required:
+        raise InputError(f"missing column {absent_required[0]}: NeuSight kernel CSVs need {', '.join(REQUIRED)}",
+                         file=source, line=rows[0][0], field=absent_required[0])
     index = {name: position for position, name in enumerate(header)}
     records = []
     for line, row in rows[1:]:

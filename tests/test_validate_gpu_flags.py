@@ -1,0 +1,68 @@
+"""validate-gpu refuses what it would otherwise ignore: a device file given as ``--gpu`` (whose path was
+matched as a GPU name, so ``my-t4.toml`` timed a catalog T4), the arrays view's ``--dataflow``,
+``--no-split-k`` and ``--mode`` on NeuSight's CSVs (which the kernel time model never reads), and a
+NeuSight CSV without its Latency column (refused as an archsim CSV missing network, layer, …).
+
+References: the CLI's exit status and its one-line error; the CSVs are written here by hand.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from archsim.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+DEVICE_FILE = ROOT / "configs" / "devices" / "a100_80gb_as_arrays.toml"
+DEEPBENCH_T4 = ROOT / "benchmarks" / "results" / "deepbench_t4_kernels.csv"
+NEUSIGHT = "OPName,Latency,Device,B,M,N,K\nlinear,0.5,Tesla T4,1,256,256,256\n"
+
+
+def _neusight(tmp_path: Path) -> str:
+    path = tmp_path / "kernels.csv"
+    path.write_text(NEUSIGHT)
+    return str(path)
+
+
+def _refused(argv: list[str], capsys, *words: str) -> str:
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1, err
+    for word in words:
+        assert word in err, err
+    return err
+
+
+@pytest.mark.parametrize("name", ["my-t4.toml", "a100_80gb_as_arrays.toml", "lab.cfg"])
+def test_a_device_file_as_gpu_is_refused_not_matched_by_its_name(tmp_path, capsys, name):
+    device = tmp_path / name
+    device.write_text(DEVICE_FILE.read_text())
+    _refused(["validate-gpu", "--csv", _neusight(tmp_path), "--gpu", str(device), "--show", "kernels"],
+             capsys, "--gpu", "device file")
+
+
+def test_a_device_file_as_gpu_is_refused_on_a_measured_csv_too(tmp_path, capsys):
+    device = tmp_path / "my-t4.toml"
+    device.write_text(DEVICE_FILE.read_text())
+    _refused(["validate-gpu", "--csv", str(DEEPBENCH_T4), "--gpu", str(device)], capsys, "--gpu", "device file")
+
+
+def test_a_catalog_name_still_works_as_gpu(tmp_path, capsys):
+    assert main(["validate-gpu", "--csv", _neusight(tmp_path), "--gpu", "Tesla T4", "--format", "csv"]) == 0
+    assert "t4" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("flags, named", [(["--dataflow", "ws"], "--dataflow"), (["--dataflow", "os"], "--dataflow"),
+                                          (["--no-split-k"], "--no-split-k"), (["--mode", "paper"], "--mode"),
+                                          (["--mode", "exact"], "--mode")])
+def test_arrays_view_flags_are_refused_on_neusight_csvs(tmp_path, capsys, flags, named):
+    _refused(["validate-gpu", "--csv", _neusight(tmp_path), *flags], capsys, named, "NeuSight")
+
+
+def test_a_neusight_csv_without_latency_names_that_column(tmp_path, capsys):
+    path = tmp_path / "no_latency.csv"
+    path.write_text("OPName,Device,B,M,N,K\nlinear,Tesla T4,1,256,256,256\n")
+    err = _refused(["validate-gpu", "--csv", str(path)], capsys, "missing column Latency")
+    assert "network" not in err
