@@ -114,20 +114,24 @@ def run_neusight(args: argparse.Namespace) -> int:
     show = args.show or ("stats" if args.format == "table" else "kernels")
     if show not in ("stats", "kernels"):
         raise InputError(f"--show {show}: NeuSight kernel CSVs give stats or kernels", field="show")
-    files = [read_neusight_csv(path) for path in args.csv]
-    if not args.gpu:  # each row's Device is read: an unknown one is named by its file and line
-        for kernels in files:
-            check_devices(kernels)
-    frame = pd.concat([kernels.frame for kernels in files], ignore_index=True)
-    if args.gpu:  # the rows measured on that GPU; none: its predictions beside another GPU's times
-        mine = measured_on(frame, args.gpu)
-        if len(mine):
-            frame = mine.reset_index(drop=True)
-        elif show == "stats":
-            raise InputError(f"no row was measured on {args.gpu!r}: its MAPE would compare it with other GPUs' "
-                             "times; --show kernels gives its predictions beside each row's measured_device",
-                             field="gpu")
-    rows = predict(frame, FITTED, args.gpu).rename(columns={"device": "measured_device"})
+    # 2–3 s for 10,000 rows, most of it pandas' import and the reading: named phase by phase on a terminal
+    with phases("validate-gpu", ("read", "predict")) as phase:
+        phase("read")
+        files = [read_neusight_csv(path) for path in args.csv]
+        if not args.gpu:  # each row's Device is read: an unknown one is named by its file and line
+            for kernels in files:
+                check_devices(kernels)
+        frame = pd.concat([kernels.frame for kernels in files], ignore_index=True)
+        if args.gpu:  # the rows measured on that GPU; none: its predictions beside another GPU's times
+            mine = measured_on(frame, args.gpu)
+            if len(mine):
+                frame = mine.reset_index(drop=True)
+            elif show == "stats":
+                raise InputError(f"no row was measured on {args.gpu!r}: its MAPE would compare it with other "
+                                 "GPUs' times; --show kernels gives its predictions beside each row's "
+                                 "measured_device", field="gpu")
+        phase("predict")
+        rows = predict(frame, FITTED, args.gpu).rename(columns={"device": "measured_device"})
     meta = {"csv": " ".join(args.csv), "kernel_model": "archsim.devices.kernels, fp32, kernels.FITTED"}
     if show == "stats":
         table = mape_by_class(rows, ("gpu", "op_class"))
