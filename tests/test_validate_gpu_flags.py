@@ -66,3 +66,15 @@ def test_a_neusight_csv_without_latency_names_that_column(tmp_path, capsys):
     path.write_text("OPName,Device,B,M,N,K\nlinear,Tesla T4,1,256,256,256\n")
     err = _refused(["validate-gpu", "--csv", str(path)], capsys, "missing column Latency")
     assert "network" not in err
+
+
+@pytest.mark.parametrize("text, column", [
+    ("OPName,Latency,Device,B,H,H\nadd,0.1,Tesla T4,4,4,8\n", "H"),
+    ("network,layer,batch,op,measured_ms,measured_ms\nvgg16,conv1_1,1,F,0.1,0.2\n", "measured_ms"),
+])
+def test_a_column_named_twice_is_refused_not_one_cell_kept(tmp_path, capsys, text, column):
+    """Both readers kept one of the two cells (NeuSight's: H = 8, the last) and ran on it."""
+    path = tmp_path / "twice.csv"
+    path.write_text(text)
+    err = _refused(["validate-gpu", "--csv", str(path), "--gpu", "t4", "--show", "kernels"], capsys, "twice")
+    assert f"line 1, field '{column}'" in err

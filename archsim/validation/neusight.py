@@ -24,7 +24,7 @@ from archsim.devices.catalog import KNOWN_GPUS, GpuSpec, find_gpu
 from archsim.devices.kernel_constants import KernelConstants
 from archsim.devices.kernels import OP_CLASSES, kernel_seconds
 from archsim.errors import InputError
-from archsim.validate import csv_rows, read_text
+from archsim.validate import check_unique_columns, csv_rows, read_text
 
 REQUIRED = ("OPName", "Latency")
 SHAPES = ("B", "M", "N", "K", "H")
@@ -79,6 +79,7 @@ def parse_neusight_csv(text: str, source: str = "<memory>") -> KernelRows:
     if not rows or not is_neusight_header(rows[0][1]):
         raise InputError(f"not a NeuSight kernel CSV (needs columns {', '.join(REQUIRED)})", file=source)
     header = [cell.strip() for cell in rows[0][1]]
+    check_unique_columns(header, source, rows[0][0])
     absent_required = [name for name in REQUIRED if name not in header]
     if absent_required:
         raise InputError(f"missing column {absent_required[0]}: NeuSight kernel CSVs need {', '.join(REQUIRED)}",
