@@ -78,3 +78,20 @@ def test_a_column_named_twice_is_refused_not_one_cell_kept(tmp_path, capsys, tex
     path.write_text(text)
     err = _refused(["validate-gpu", "--csv", str(path), "--gpu", "t4", "--show", "kernels"], capsys, "twice")
     assert f"line 1, field '{column}'" in err
+
+
+@pytest.mark.parametrize("value", ["99999999999999999999", "1e400", "2147483648"])
+def test_a_shape_beyond_the_input_limit_is_refused_not_a_traceback(tmp_path, capsys, value):
+    """M = 10²⁰ was read, timed, and then broke the table's int64 column in a traceback (exit 1);
+    1e400 was an infinite float that int() could not take."""
+    path = tmp_path / "huge.csv"
+    path.write_text(f"OPName,Latency,Device,B,M,N,K\nlinear,0.1,Tesla T4,1,{value},4,4\n")
+    err = _refused(["validate-gpu", "--csv", str(path), "--format", "json"], capsys, "line 2, field 'M'")
+    assert "2147483647" in err
+
+
+def test_the_largest_accepted_shape_is_timed(tmp_path, capsys):
+    path = tmp_path / "largest.csv"
+    path.write_text("OPName,Latency,Device,B,M,N,K\nbmm,0.1,Tesla T4,2147483647,2147483647,2147483647,2147483647\n")
+    assert main(["validate-gpu", "--csv", str(path), "--format", "csv"]) == 0
+    assert "2147483647" in capsys.readouterr().out

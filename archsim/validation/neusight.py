@@ -24,7 +24,7 @@ from archsim.devices.catalog import KNOWN_GPUS, GpuSpec, find_gpu
 from archsim.devices.kernel_constants import KernelConstants
 from archsim.devices.kernels import OP_CLASSES, kernel_seconds
 from archsim.errors import InputError
-from archsim.validate import check_unique_columns, csv_rows, read_text
+from archsim.validate import INT32_MAX, check_unique_columns, csv_rows, read_text
 
 REQUIRED = ("OPName", "Latency")
 SHAPES = ("B", "M", "N", "K", "H")
@@ -105,12 +105,12 @@ def parse_neusight_csv(text: str, source: str = "<memory>") -> KernelRows:
             text_value = cell(name)
             try:
                 value = int(float(text_value))
-            except ValueError:
-                raise InputError(f"must be a positive integer, got {text_value!r}", file=source, line=line,
-                                 field=name) from None
-            if value <= 0 or value != float(text_value):
-                raise InputError(f"must be a positive integer, got {text_value!r}", file=source, line=line,
-                                 field=name)
+            except (ValueError, OverflowError):  # OverflowError: '1e400', an infinite float
+                raise InputError(f"must be a positive integer up to {INT32_MAX}, got {text_value!r}", file=source,
+                                 line=line, field=name) from None
+            if value <= 0 or value != float(text_value) or value > INT32_MAX:  # beyond int64 the table broke
+                raise InputError(f"must be a positive integer up to {INT32_MAX}, got {text_value!r}", file=source,
+                                 line=line, field=name)
             record[dimension] = value
         try:
             latency = float(cell("Latency"))
