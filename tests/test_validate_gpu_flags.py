@@ -95,3 +95,11 @@ def test_the_largest_accepted_shape_is_timed(tmp_path, capsys):
     path.write_text("OPName,Latency,Device,B,M,N,K\nbmm,0.1,Tesla T4,2147483647,2147483647,2147483647,2147483647\n")
     assert main(["validate-gpu", "--csv", str(path), "--format", "csv"]) == 0
     assert "2147483647" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("text", ["", "\n\n"])
+def test_an_empty_csv_names_both_formats(tmp_path, capsys, text):
+    """An empty file was told only archsim's columns (network, layer, …), not NeuSight's."""
+    path = tmp_path / "empty.csv"
+    path.write_text(text)
+    _refused(["validate-gpu", "--csv", str(path)], capsys, "no header row", "network", "OPName, Latency")

@@ -60,7 +60,8 @@ def parse_kernel_csv(text: str, source: str = "<memory>") -> KernelTable:
     rows = [(number, row) for number, row in csv_rows(lines[first:], source, first_line=first + 1)
             if any(cell.strip() for cell in row)]
     if not rows:
-        raise InputError("no header row (expected columns " + ", ".join(REQUIRED) + ")", file=source)
+        raise InputError(f"no header row (expected archsim's columns {', '.join(REQUIRED)}, … or NeuSight's "
+                         "OPName, Latency, Device, …)", file=source)
     header_line, header = rows[0]
     names = [cell.strip().lower() for cell in header]
     check_unique_columns(names, source, header_line)
