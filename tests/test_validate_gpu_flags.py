@@ -103,3 +103,16 @@ def test_an_empty_csv_names_both_formats(tmp_path, capsys, text):
     path = tmp_path / "empty.csv"
     path.write_text(text)
     _refused(["validate-gpu", "--csv", str(path)], capsys, "no header row", "network", "OPName, Latency")
+
+
+def test_neusight_kernel_rows_give_their_line_in_the_csv(tmp_path, capsys):
+    """With --gpu a NeuSight file's rows are a subset; each gives its CSV line (as measured CSVs'
+    rows do) so it joins back to the file. Lines counted here: header 1, rows 2…5."""
+    import json
+
+    path = tmp_path / "k.csv"
+    path.write_text("OPName,Latency,Device,B,H\nadd,0.1,Tesla T4,4,4\nadd,0.2,Tesla P4,4,4\n"
+                    "relu,0.3,Tesla T4,8,8\nadd,0.4,Tesla P4,2,2\n")
+    assert main(["validate-gpu", "--csv", str(path), "--gpu", "Tesla P4", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert [(r["line"], r["measured_seconds"]) for r in rows] == [(3, pytest.approx(2e-4)), (5, pytest.approx(4e-4))]

@@ -138,13 +138,14 @@ def run_neusight(args: argparse.Namespace) -> int:
         table = table.assign(mape=table["mape"] / 100).rename(columns={"rows": "kernel_count"})
     else:
         shapes = [c for c in SHAPES if rows[c].notna().any()]
-        table = rows[["op", *shapes, "measured_seconds", "predicted_seconds", "error", "gpu",
+        table = rows[["line", "op", *shapes, "measured_seconds", "predicted_seconds", "error", "gpu",
                       "measured_device"]].rename(columns={"error": "relative_error"})
         for column in shapes:
             if rows[column].notna().all():
                 table[column] = table[column].astype("int64")
         # the shapes under the file's own column names (NeuSight's N is the reduction, its K the output columns)
-        table = table.rename(columns=GEMM_COLUMNS)[["op", *shapes, "measured_seconds", "predicted_seconds",
+        # each row's line in its CSV, as measured CSVs give it: --gpu keeps a subset, which the line joins back
+        table = table.rename(columns=GEMM_COLUMNS)[["line", "op", *shapes, "measured_seconds", "predicted_seconds",
                                                     "relative_error", "gpu", "measured_device"]]
     emit(render(table, args.format, precision=args.precision, meta=meta, float_format="{:.3g}"), args)
     return 0
