@@ -116,3 +116,13 @@ def test_neusight_kernel_rows_give_their_line_in_the_csv(tmp_path, capsys):
     assert main(["validate-gpu", "--csv", str(path), "--gpu", "Tesla P4", "--format", "json"]) == 0
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert [(r["line"], r["measured_seconds"]) for r in rows] == [(3, pytest.approx(2e-4)), (5, pytest.approx(4e-4))]
+
+
+def test_a_gpu_name_is_read_as_a_name_beside_a_file_of_that_name(tmp_path, capsys, monkeypatch):
+    (tmp_path / "t4").write_text("not a GPU")
+    monkeypatch.chdir(tmp_path)
+    assert main(["validate-gpu", "--csv", _neusight(tmp_path), "--gpu", "t4", "--format", "csv"]) == 0
+    assert ",t4,Tesla T4," in capsys.readouterr().out
+    device = tmp_path / "board"
+    device.write_text(DEVICE_FILE.read_text())
+    _refused(["validate-gpu", "--csv", _neusight(tmp_path), "--gpu", str(device)], capsys, "device file")

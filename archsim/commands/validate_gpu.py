@@ -158,7 +158,8 @@ def refuse_device_file(gpu: str | None) -> None:
 
     from archsim.errors import InputError
 
-    if gpu and (Path(gpu).suffix.lower() in (".toml", ".cfg") or Path(gpu).is_file()):
+    # a bare word is a GPU's name even where a file of that name exists in the working directory
+    if gpu and (Path(gpu).suffix.lower() in (".toml", ".cfg") or ("/" in gpu and Path(gpu).is_file())):
         raise InputError(f"--gpu {gpu!r} is a device file; validate-gpu times catalog GPUs only (a catalog name or "
                          "a CUDA device string such as 'Tesla T4'; --like and the GPU flags describe another "
                          "on archsim's measured CSVs)", field="gpu")
