@@ -23,7 +23,7 @@ import numbers
 import os
 import re
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from archsim.errors import InputError
@@ -284,6 +284,16 @@ def csv_rows(text: str | Iterable[str], source: str, *, first_line: int = 1, **o
             raise InputError(f"malformed CSV ({exc})", file=source, line=first_line + reader.line_num - 1) from None
         rows.append((start, row))
         start = first_line + reader.line_num
+
+
+def check_unique_columns(names: Sequence[str], source: str, line: int) -> None:
+    """A CSV header naming no column twice: a reader keeps one of the two cells, so the other would be
+    dropped silently. Blank names (a trailing comma) are not columns and are skipped."""
+    seen: set[str] = set()
+    for name in names:
+        if name and name in seen:
+            raise InputError("column given twice", file=source, line=line, field=name)
+        seen.add(name)
 
 
 def check_name(value: object, field: str, *, file: str | None = None, line: int | None = None,

@@ -265,6 +265,9 @@ class _Terminal(io.StringIO):
     # 2–6 s on DeepBench's CSVs (scipy's import and the study); here a small made-up measured CSV
     (["validate-gpu", "--csv", str(Path(__file__).resolve().parent / "data" / "gpu_kernels_columns.csv")],
      ("load model", "read", "study")),
+    # NeuSight's kernel CSVs: 2–3 s for 10,000 rows, and no bar was drawn
+    (["validate-gpu", "--csv", str(Path(__file__).resolve().parent / "data" / "neusight_kernels" / "ln.csv")],
+     ("read", "predict")),
 ])
 def test_long_runs_name_their_phases_on_a_terminal_only(argv, phases, monkeypatch, capsys):
     shown = _piped_then_on_a_terminal(argv, monkeypatch, capsys)

@@ -45,10 +45,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--clock-mhz", type=clock_flag("MHz"), default=None,
                         help="tensor-core clock, MHz (default: the table's)")
     parser.add_argument("--memory-gbps", type=positive_float, default=None, help="DRAM bandwidth for the memory floor")
-    parser.add_argument("--dataflow", default="os", choices=DATAFLOWS, help="tensor-core dataflow (default os)")
+    parser.add_argument("--dataflow", default=None, choices=DATAFLOWS, help="tensor-core dataflow (default os)")
     parser.add_argument("--no-split-k", action="store_true",
                         help="deal out only output tiles (default: split the reduction when tiles < arrays)")
-    parser.add_argument("--mode", default="exact", choices=MODES, help="lowering mode (default exact: stride-aware δ)")
+    parser.add_argument("--mode", default=None, choices=MODES, help="lowering mode (default exact: stride-aware δ)")
     parser.add_argument("--show", default=None, choices=SHOW,
                         help="which table to print (default stats; NeuSight CSVs: kernels for csv/json)")
     parser.add_argument("--report", type=output_flag, default=None, metavar="OUT.html", help="write the HTML report (atomically)")
@@ -64,7 +64,7 @@ def overrides_from_args(args: argparse.Namespace):
         gpu=args.gpu, like=args.like, sm_count=args.sm_count, tensor_cores_per_sm=args.tensor_cores_per_sm,
         mma=parse_array_shape(args.mma, field_name="mma") if args.mma else None,
         clock_hz=args.clock_mhz * 1e6 if args.clock_mhz else None,
-        memory_bytes_per_s=args.memory_gbps * 1e9 if args.memory_gbps else None, dataflow=args.dataflow,
+        memory_bytes_per_s=args.memory_gbps * 1e9 if args.memory_gbps else None, dataflow=args.dataflow or "os",
         split_k=not args.no_split_k)
 
 
@@ -75,11 +75,11 @@ def command_line(args: argparse.Namespace) -> str:
         value = getattr(args, flag)
         if value is not None:
             words += [f"--{flag.replace('_', '-')}", str(value)]
-    if args.dataflow != "os":
+    if args.dataflow not in (None, "os"):
         words += ["--dataflow", args.dataflow]
     if args.no_split_k:
         words.append("--no-split-k")
-    if args.mode != "exact":
+    if args.mode not in (None, "exact"):
         words += ["--mode", args.mode]
     words += ["--report", args.report or "reports/gpu_validation.html"]
     if args.markdown:
@@ -104,48 +104,72 @@ def run_neusight(args: argparse.Namespace) -> int:
         read_neusight_csv,
     )
 
-    for flag in ("like", "sm_count", "tensor_cores_per_sm", "mma", "clock_mhz", "memory_gbps", "report", "markdown"):
+    # the arrays view's flags: the kernel time model reads none of them, so each is refused, not ignored
+    for flag in ("like", "sm_count", "tensor_cores_per_sm", "mma", "clock_mhz", "memory_gbps", "dataflow", "mode",
+                 "report", "markdown"):
         if getattr(args, flag) is not None:
             raise InputError(f"--{flag.replace('_', '-')} is not for NeuSight kernel CSVs", field=flag)
+    if args.no_split_k:
+        raise InputError("--no-split-k is not for NeuSight kernel CSVs", field="no_split_k")
     show = args.show or ("stats" if args.format == "table" else "kernels")
     if show not in ("stats", "kernels"):
         raise InputError(f"--show {show}: NeuSight kernel CSVs give stats or kernels", field="show")
-    files = [read_neusight_csv(path) for path in args.csv]
-    if not args.gpu:  # each row's Device is read: an unknown one is named by its file and line
-        for kernels in files:
-            check_devices(kernels)
-    frame = pd.concat([kernels.frame for kernels in files], ignore_index=True)
-    if args.gpu:  # the rows measured on that GPU; none: its predictions beside another GPU's times
-        mine = measured_on(frame, args.gpu)
-        if len(mine):
-            frame = mine.reset_index(drop=True)
-        elif show == "stats":
-            raise InputError(f"no row was measured on {args.gpu!r}: its MAPE would compare it with other GPUs' "
-                             "times; --show kernels gives its predictions beside each row's measured_device",
-                             field="gpu")
-    rows = predict(frame, FITTED, args.gpu).rename(columns={"device": "measured_device"})
+    # 2–3 s for 10,000 rows, most of it pandas' import and the reading: named phase by phase on a terminal
+    with phases("validate-gpu", ("read", "predict")) as phase:
+        phase("read")
+        files = [read_neusight_csv(path) for path in args.csv]
+        if not args.gpu:  # each row's Device is read: an unknown one is named by its file and line
+            for kernels in files:
+                check_devices(kernels)
+        frame = pd.concat([kernels.frame for kernels in files], ignore_index=True)
+        if args.gpu:  # the rows measured on that GPU; none: its predictions beside another GPU's times
+            mine = measured_on(frame, args.gpu)
+            if len(mine):
+                frame = mine.reset_index(drop=True)
+            elif show == "stats":
+                raise InputError(f"no row was measured on {args.gpu!r}: its MAPE would compare it with other "
+                                 "GPUs' times; --show kernels gives its predictions beside each row's "
+                                 "measured_device", field="gpu")
+        phase("predict")
+        rows = predict(frame, FITTED, args.gpu).rename(columns={"device": "measured_device"})
     meta = {"csv": " ".join(args.csv), "kernel_model": "archsim.devices.kernels, fp32, kernels.FITTED"}
     if show == "stats":
         table = mape_by_class(rows, ("gpu", "op_class"))
         table = table.assign(mape=table["mape"] / 100).rename(columns={"rows": "kernel_count"})
     else:
         shapes = [c for c in SHAPES if rows[c].notna().any()]
-        table = rows[["op", *shapes, "measured_seconds", "predicted_seconds", "error", "gpu",
+        table = rows[["line", "op", *shapes, "measured_seconds", "predicted_seconds", "error", "gpu",
                       "measured_device"]].rename(columns={"error": "relative_error"})
         for column in shapes:
             if rows[column].notna().all():
                 table[column] = table[column].astype("int64")
         # the shapes under the file's own column names (NeuSight's N is the reduction, its K the output columns)
-        table = table.rename(columns=GEMM_COLUMNS)[["op", *shapes, "measured_seconds", "predicted_seconds",
+        # each row's line in its CSV, as measured CSVs give it: --gpu keeps a subset, which the line joins back
+        table = table.rename(columns=GEMM_COLUMNS)[["line", "op", *shapes, "measured_seconds", "predicted_seconds",
                                                     "relative_error", "gpu", "measured_device"]]
     emit(render(table, args.format, precision=args.precision, meta=meta, float_format="{:.3g}"), args)
     return 0
+
+
+def refuse_device_file(gpu: str | None) -> None:
+    """A device file given as ``--gpu`` is refused: GPUs are matched by name, so its path would be read
+    as one (``my-t4.toml`` as the catalog T4) and the file's figures silently ignored."""
+    from pathlib import Path
+
+    from archsim.errors import InputError
+
+    # a bare word is a GPU's name even where a file of that name exists in the working directory
+    if gpu and (Path(gpu).suffix.lower() in (".toml", ".cfg") or ("/" in gpu and Path(gpu).is_file())):
+        raise InputError(f"--gpu {gpu!r} is a device file; validate-gpu times catalog GPUs only (a catalog name or "
+                         "a CUDA device string such as 'Tesla T4'; --like and the GPU flags describe another "
+                         "on archsim's measured CSVs)", field="gpu")
 
 
 def run(args: argparse.Namespace) -> int:
     from archsim.outputs import render
     from archsim.validation.neusight import is_neusight_file
 
+    refuse_device_file(args.gpu)
     kinds = {is_neusight_file(path) for path in args.csv}
     if kinds == {True}:
         return run_neusight(args)
@@ -168,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
         phase("read")
         tables = [read_kernel_csv(path) for path in args.csv]
         phase("study")
-        study = run_study(tables, overrides_from_args(args), args.mode, tensor_constants)
+        study = run_study(tables, overrides_from_args(args), args.mode or "exact", tensor_constants)
         command = command_line(args)
         if args.report or args.markdown:
             phase("report")
@@ -181,7 +205,7 @@ def run(args: argparse.Namespace) -> int:
     frame = {"stats": study.stats, "kernels": study.joined, "streams": study.streams,
              "streams-summary": study.streams_summary, "sensitivity": study.sensitivity,
              "assumptions": study.assumptions}[args.show].rename(columns={"kind": "type"})  # as `cost` names it
-    meta = {"csv": " ".join(args.csv), "mode": study.mode, "dataflow": args.dataflow,
+    meta = {"csv": " ".join(args.csv), "mode": study.mode, "dataflow": args.dataflow or "os",
             "arrays": "; ".join(f"{r.gpu}: {r.value}" for r in study.assumptions.itertuples() if r.item == "arrays P")}
     emit(render(frame, args.format, precision=args.precision, meta=meta, float_format="{:.3g}"), args)
     return 0

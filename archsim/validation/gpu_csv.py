@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from archsim.errors import InputError
-from archsim.validate import csv_rows, parse_int, read_text
+from archsim.validate import check_unique_columns, csv_rows, parse_int, read_text
 
 KERNEL_OPS = ("F", "D", "G")
 STREAM_OPS = ("DG_serial", "DG_concurrent")
@@ -60,9 +60,11 @@ def parse_kernel_csv(text: str, source: str = "<memory>") -> KernelTable:
     rows = [(number, row) for number, row in csv_rows(lines[first:], source, first_line=first + 1)
             if any(cell.strip() for cell in row)]
     if not rows:
-        raise InputError("no header row (expected columns " + ", ".join(REQUIRED) + ")", file=source)
+        raise InputError(f"no header row (expected archsim's columns {', '.join(REQUIRED)}, … or NeuSight's "
+                         "OPName, Latency, Device, …)", file=source)
     header_line, header = rows[0]
     names = [cell.strip().lower() for cell in header]
+    check_unique_columns(names, source, header_line)
     missing = [name for name in REQUIRED if name not in names]
     if missing:
         kind = ("; this file holds whole training iterations (e2e_ms), which benchmarks/bench_neusight_iterations.py "

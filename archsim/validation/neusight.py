@@ -24,7 +24,7 @@ from archsim.devices.catalog import KNOWN_GPUS, GpuSpec, find_gpu
 from archsim.devices.kernel_constants import KernelConstants
 from archsim.devices.kernels import OP_CLASSES, kernel_seconds
 from archsim.errors import InputError
-from archsim.validate import csv_rows, read_text
+from archsim.validate import INT32_MAX, check_unique_columns, csv_rows, read_text
 
 REQUIRED = ("OPName", "Latency")
 SHAPES = ("B", "M", "N", "K", "H")
@@ -59,9 +59,10 @@ def _constants(logs: np.ndarray, base: KernelConstants) -> KernelConstants:
 
 
 def is_neusight_header(header: Sequence[str]) -> bool:
-    """Whether a CSV header is NeuSight's (``OPName`` and ``Latency``) rather than archsim's own."""
+    """Whether a CSV header is NeuSight's (it names ``OPName`` or ``Latency``, which archsim's own never
+    does) rather than archsim's: so a NeuSight file lacking one of them is told which, not archsim's columns."""
     names = {cell.strip() for cell in header}
-    return all(name in names for name in REQUIRED)
+    return any(name in names for name in REQUIRED)
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,11 @@ def parse_neusight_csv(text: str, source: str = "<memory>") -> KernelRows:
     if not rows or not is_neusight_header(rows[0][1]):
         raise InputError(f"not a NeuSight kernel CSV (needs columns {', '.join(REQUIRED)})", file=source)
     header = [cell.strip() for cell in rows[0][1]]
+    check_unique_columns(header, source, rows[0][0])
+    absent_required = [name for name in REQUIRED if name not in header]
+    if absent_required:
+        raise InputError(f"missing column {absent_required[0]}: NeuSight kernel CSVs need {', '.join(REQUIRED)}",
+                         file=source, line=rows[0][0], field=absent_required[0])
     index = {name: position for position, name in enumerate(header)}
     records = []
     for line, row in rows[1:]:
@@ -99,12 +105,12 @@ def parse_neusight_csv(text: str, source: str = "<memory>") -> KernelRows:
             text_value = cell(name)
             try:
                 value = int(float(text_value))
-            except ValueError:
-                raise InputError(f"must be a positive integer, got {text_value!r}", file=source, line=line,
-                                 field=name) from None
-            if value <= 0 or value != float(text_value):
-                raise InputError(f"must be a positive integer, got {text_value!r}", file=source, line=line,
-                                 field=name)
+            except (ValueError, OverflowError):  # OverflowError: '1e400', an infinite float
+                raise InputError(f"must be a positive integer up to {INT32_MAX}, got {text_value!r}", file=source,
+                                 line=line, field=name) from None
+            if value <= 0 or value != float(text_value) or value > INT32_MAX:  # beyond int64 the table broke
+                raise InputError(f"must be a positive integer up to {INT32_MAX}, got {text_value!r}", file=source,
+                                 line=line, field=name)
             record[dimension] = value
         try:
             latency = float(cell("Latency"))
