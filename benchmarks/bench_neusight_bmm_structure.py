@@ -71,7 +71,7 @@ def report(frame: pd.DataFrame) -> str:
     for ratio, row in table.iterrows():
         cells = " | ".join("" if np.isnan(v) else f"{v:+.1f}" for v in row)
         lines.append(f"| {ratio:+.1f} | {cells} |")
-    t4 = predicted[predicted["gpu"] == "t4"]
+    t4 = predicted[predicted["gpu"] == "t4-16gb"]
     by_batch = t4["err"].groupby(2.0 ** np.floor(np.log2(t4["B"]))).agg(["count", "median"])
     lines += ["", "T4, signed median error % by batch (power-of-two bins):", "",
               "| batch ≥ | rows | signed median |", "|---:|---:|---:|"]

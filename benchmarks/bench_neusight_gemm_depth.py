@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_neusight_kernels import page_main
 
-from archsim.devices.catalog import KNOWN_GPUS, find_gpu
+from archsim.devices.catalog import KNOWN_GPUS, find_gpu, gpu_name
 from archsim.devices.kernel_constants import sm_flops
 from archsim.validation.neusight import read_neusight_csv
 
@@ -47,7 +47,7 @@ def depth_table(data: Path) -> str:
         for k in ks:
             at_k = rows[rows.K == k].tflops
             cells.append(f"{at_k.median():.2f} ({at_k.size})" if at_k.size else "—")
-        lines.append(f"| {gpu} | " + " | ".join(cells) + f" | {peak:.2f} | {base} |")
+        lines.append(f"| {gpu_name(str(gpu))} | " + " | ".join(cells) + f" | {peak:.2f} | {base} |")
     return "\n".join(lines) + "\n"
 
 

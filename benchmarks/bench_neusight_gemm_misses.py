@@ -44,7 +44,7 @@ BANDS = ((REFERENCE_K, 8192), (8192, 16384), (16384, 2**31))  # longer reduction
 FOOTPRINT_MIB = ((0, 64), (64, 256), (256, 1024), (1024, 2**31))  # x operand M·K·4 bytes, (lo, hi] MiB
 FOOTPRINT_K = (("4,608–7,680", 4096, 8191), ("8,192", 8192, 8192), ("10,240–16,384", 8193, 16384),
                ("≥ 30,522", 16385, 2**31))  # rows of the footprint table: K in [lo, hi]
-FOOTPRINT_GPUS = ("p100-pcie", "p4")
+FOOTPRINT_GPUS = ("p100-pcie-16gb", "p4-8gb")
 NARROW = (64, 80, 96, 128)  # output columns of the narrow-output table
 SPREAD_OUTPUTS = 2**22  # B·M·N at or above which a batched GEMM is many full waves on every GPU here
 SPREAD_MIN_ROWS = 3

@@ -213,14 +213,14 @@ def test_cli_json_rows_follow_the_csv(name, capsys):
         assert [row[c] for c in shapes] == [int(record[c]) for c in shapes]
         assert row["predicted_seconds"] > 0
         assert row["relative_error"] == pytest.approx(row["predicted_seconds"] / row["measured_seconds"] - 1)
-        assert row["gpu"] == find_gpu(record["Device"])
+        assert find_gpu(row["gpu"]) == find_gpu(record["Device"])  # its catalog name: the same GPU
 
 
 def test_cli_gpu_flag_overrides_the_device_column(capsys):
     path = str(DATA / "softmax.csv")
     assert main(["validate-gpu", "--csv", path, "--gpu", "NVIDIA H100 80GB HBM3", "--format", "json"]) == 0
     rows = json.loads(capsys.readouterr().out)["rows"]
-    assert {r["gpu"] for r in rows} == {"h100-sxm"}
+    assert {r["gpu"] for r in rows} == {"h100-80gb-sxm"}
 
 
 def test_cli_stats_give_mape_per_gpu_and_op_class(capsys):
@@ -329,7 +329,7 @@ def test_leave_one_gpu_out_mape_stays_below_the_measured_bars():
     fit = pd.concat([read_neusight_csv(p).frame for p in sorted(DATA.glob("*.csv"))], ignore_index=True)
     check = pd.concat([read_neusight_csv(DATA / f"{n}.csv").frame for n in FILES], ignore_index=True)
     held = leave_one_gpu_out(fit, check, FIT_START, iterations=300)
-    assert set(held.gpu) == {"p100-pcie", "p4", "t4", "v100-pcie", "a100-40gb-pcie"}
+    assert set(held.gpu) == {"p100-pcie-16gb", "p4-8gb", "t4-16gb", "v100-pcie-32gb", "a100-40gb-pcie"}
     worst = held.groupby("op_class").mape.max()
     for op_class, bar in HELD_OUT_BARS.items():
         assert worst[op_class] < bar, (op_class, worst[op_class])

@@ -28,6 +28,6 @@ def test_narrow_rows_are_those_with_an_output_side_under_128(structure):
     # archsim's N = 64 (narrow) and N = 256: one row each side of the split, both in "rows"
     text = structure.report(parse_neusight_csv(HEADER + "bmm,1.0,Tesla T4,8,512,128,64\n"
                                                "bmm,1.0,Tesla T4,8,512,128,256\n").frame)
-    line = next(row for row in text.splitlines() if row.startswith("| t4 |"))
+    line = next(row for row in text.splitlines() if row.startswith("| t4-16gb |"))
     cells = [cell.strip() for cell in line.strip("|").split("|")]
     assert [cells[1], cells[4], cells[7]] == ["2", "1", "1"]

@@ -20,4 +20,4 @@ def test_rates_are_flops_over_latency_for_large_outputs_only(tmp_path):
     flops = 2 * 256 * 512 * 512 * 64
     rate = (flops / 2e-3 + flops / 4e-3) / 2 / 1e12  # the median of the two rows' rates: 3.22 TFLOP/s
     # P100 PCIe: 56 SMs × 64 FP32 lanes × 2 × 1,303 MHz boost (9.34), × 1,126 MHz base (8.07)
-    assert line == f"| p100-pcie | {rate:.2f} (2) | 9.34 | 8.07 |"
+    assert line == f"| p100-pcie-16gb | {rate:.2f} (2) | 9.34 | 8.07 |"

@@ -43,7 +43,7 @@ def test_footprint_table_bins_by_the_x_operand_bytes(misses):
     rows = ["linear,1.0,Tesla P100-PCIE-16GB,1,2048,1024,1024",  # reference 4.295 TFLOP/s
             "linear,200,Tesla P100-PCIE-16GB,1,2048,32768,1024",  # 137.4 GFLOP in 200 ms: 0.687 → 0.16
             "linear,200,Tesla P100-PCIE-16GB,1,4096,32768,1024"]  # 274.9 GFLOP in 200 ms: 1.374 → 0.32
-    table = misses.footprint_table(frame(misses, rows), "p100-pcie")
+    table = misses.footprint_table(frame(misses, rows), "p100-pcie-16gb")
     last = cells(table[-1])
     assert last == ["≥ 30,522", "—", "0.16 (1)", "0.32 (1)", "—"]
 

@@ -40,8 +40,8 @@ def test_gpu_flag_compares_only_the_rows_measured_on_that_gpu(capsys):
     stats = _json(capsys, ["validate-gpu", "--csv", path, "--gpu", "Tesla T4", "--format", "json",
                            "--show", "stats"])["rows"]
     every = _json(capsys, ["validate-gpu", "--csv", path, "--format", "json", "--show", "stats"])["rows"]
-    mine = [r for r in every if r["gpu"] == "t4"]
-    assert [(r["gpu"], r["kernel_count"]) for r in stats] == [("t4", len(t4))]
+    mine = [r for r in every if r["gpu"] == "t4-16gb"]
+    assert [(r["gpu"], r["kernel_count"]) for r in stats] == [("t4-16gb", len(t4))]
     assert stats[0]["mape"] == pytest.approx(mine[0]["mape"])
 
 
@@ -52,7 +52,7 @@ def test_gpu_flag_names_what_each_row_was_measured_on(capsys):
     path = str(KERNELS / "bmm.csv")
     rows = _json(capsys, ["validate-gpu", "--csv", path, "--gpu", "NVIDIA L4", "--format", "json"])["rows"]
     assert [r["measured_device"] for r in rows] == [r["Device"] for r in _records("bmm")]
-    assert {r["gpu"] for r in rows} == {"l4"}
+    assert {r["gpu"] for r in rows} == {"l4-24gb"}
     assert main(["validate-gpu", "--csv", path, "--gpu", "NVIDIA L4", "--show", "stats"]) == 2
     out, err = capsys.readouterr()
     assert out == "" and "NVIDIA L4" in err and "--show kernels" in err

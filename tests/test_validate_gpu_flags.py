@@ -54,6 +54,33 @@ def test_a_catalog_name_still_works_as_gpu(tmp_path, capsys):
     assert "t4" in capsys.readouterr().out
 
 
+def test_rows_and_stats_name_each_gpu_by_its_catalog_name(tmp_path, capsys):
+    """validate-gpu printed the chip's slug (``t4``, ``v100-pcie``) where train and docs/formats.md's
+    cluster ``gpu`` key name the same GPU ``t4-16gb``, ``v100-pcie-32gb``: one GPU, two names. The name
+    printed is taken back as ``--gpu``, as the others still are."""
+    import json
+
+    path = tmp_path / "k.csv"
+    path.write_text("OPName,Latency,Device,B,M,N,K\nlinear,0.5,Tesla T4,1,256,256,256\n"
+                    "linear,0.5,Tesla V100-PCIE-32GB,1,256,256,256\n")
+    assert main(["validate-gpu", "--csv", str(path), "--format", "json"]) == 0
+    assert [r["gpu"] for r in json.loads(capsys.readouterr().out)["rows"]] == ["t4-16gb", "v100-pcie-32gb"]
+    assert main(["validate-gpu", "--csv", str(path), "--format", "json", "--show", "stats"]) == 0
+    assert [r["gpu"] for r in json.loads(capsys.readouterr().out)["rows"]] == ["t4-16gb", "v100-pcie-32gb"]
+    for name in ("t4-16gb", "t4", "Tesla T4"):
+        assert main(["validate-gpu", "--csv", str(path), "--gpu", name, "--format", "json"]) == 0
+        assert [r["line"] for r in json.loads(capsys.readouterr().out)["rows"]] == [2]
+
+
+def test_every_catalog_name_is_taken_as_gpu(tmp_path, capsys):
+    """``gtx-1080-ti-11gb``, the name train takes and outputs print, was an unknown GPU to validate-gpu
+    (its CUDA-name pattern wants ``1080 ti``)."""
+    path = tmp_path / "k.csv"
+    path.write_text("OPName,Latency,Device,B,M,N,K\nlinear,0.5,NVIDIA GeForce GTX 1080 Ti,1,256,256,256\n")
+    assert main(["validate-gpu", "--csv", str(path), "--gpu", "gtx-1080-ti-11gb", "--format", "csv"]) == 0
+    assert ",gtx-1080-ti-11gb,NVIDIA GeForce GTX 1080 Ti," in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("flags, named", [(["--dataflow", "ws"], "--dataflow"), (["--dataflow", "os"], "--dataflow"),
                                           (["--no-split-k"], "--no-split-k"), (["--mode", "paper"], "--mode"),
                                           (["--mode", "exact"], "--mode")])
@@ -122,7 +149,7 @@ def test_a_gpu_name_is_read_as_a_name_beside_a_file_of_that_name(tmp_path, capsy
     (tmp_path / "t4").write_text("not a GPU")
     monkeypatch.chdir(tmp_path)
     assert main(["validate-gpu", "--csv", _neusight(tmp_path), "--gpu", "t4", "--format", "csv"]) == 0
-    assert ",t4,Tesla T4," in capsys.readouterr().out
+    assert ",t4-16gb,Tesla T4," in capsys.readouterr().out
     device = tmp_path / "board"
     device.write_text(DEVICE_FILE.read_text())
     _refused(["validate-gpu", "--csv", _neusight(tmp_path), "--gpu", str(device)], capsys, "device file")

@@ -5,7 +5,7 @@ file, line and column."""
 from __future__ import annotations
 
 from archsim.errors import InputError
-from archsim.validate import INT32_MAX, csv_rows, parse_float, shown
+from archsim.validate import INT32_MAX, check_unique_columns, csv_rows, parse_float, shown
 
 MAX_REAL = 1e15  # seconds or bytes in one cell: ~3·10⁷ years, a petabyte
 
@@ -19,12 +19,11 @@ def read_rows(text: str, columns: tuple[str, ...], *, source: str, what: str) ->
         raise InputError(f"empty file (expected a header and one row per {what})", file=source)
     header_line, raw_header = rows[0]
     header = [c.strip() for c in raw_header]
-    for number, column in enumerate(header):
+    check_unique_columns(header, source, header_line)
+    for column in header:
         if column not in columns:
             raise InputError(f"unknown column; the columns are {', '.join(columns)}", file=source,
                              line=header_line, field=column)
-        if column in header[:number]:
-            raise InputError("column given twice", file=source, line=header_line, field=column)
     for column in columns:
         if column not in header:
             raise InputError("missing column", file=source, line=header_line, field=column)

@@ -287,6 +287,17 @@ ALIASES = {"v100": "v100-32gb", "a100": "a100-80gb", "h100": "h100-80gb-sxm", "h
 
 
 BOARD_OF_CHIP = {row.slug: row.board.key for row in TABLE if row.board is not None}
+CHIP_OF_BOARD = {board: slug for slug, board in BOARD_OF_CHIP.items()}
+
+
+def gpu_name(slug: str) -> str:
+    """The catalog's one name of the GPU whose chip is ``slug``: its board's key where it has one (what
+    ``train`` and the docs call it: ``t4`` → ``t4-16gb``), else the slug. Outputs print this name;
+    inputs take it, the slug, an alias or a CUDA name alike."""
+    return BOARD_OF_CHIP.get(slug, slug)
+
+
+GPU_NAMES = tuple(gpu_name(slug) for slug in KNOWN_GPUS)  # every catalog GPU by its one name, table order
 CHIP_OF_DEVICE: dict[Device, GpuSpec] = {GPUS[row.board.key]: row.chip for row in TABLE if row.board is not None}
 
 
@@ -340,6 +351,8 @@ def find_gpu(name: str) -> str | None:
     text = name.strip().lower()
     if text in KNOWN_GPUS:
         return text
+    if text in CHIP_OF_BOARD:  # the catalog's name ("gtx-1080-ti-11gb", which no pattern below matches)
+        return CHIP_OF_BOARD[text]
     if re.search(r"\bmig\b", text):  # CUDA's name of a MIG instance: "NVIDIA A100-SXM4-80GB MIG 1g.10gb"
         raise InputError(f"{name!r} is a MIG slice, not a whole GPU: the catalog's GPUs are whole (a slice has a "
                          "fraction of their SMs and memory; validate-gpu's --sm-count gives a slice's SMs on "
@@ -365,7 +378,7 @@ def resolve_gpu(name: str, *, like: str | None = None, sm_count: int | None = No
     if slug is None:
         field = "like" if like else "gpu"
         raise InputError(f"unknown GPU {(like or name)!r}; name a similar known one with --like "
-                         f"({', '.join(KNOWN_GPUS)}) and override what differs", field=field)
+                         f"({', '.join(GPU_NAMES)}) and override what differs", field=field)
     base = KNOWN_GPUS[slug]
     changes: dict[str, Any] = {"name": name or base.name}
     for key, value in (("sm_count", sm_count), ("tensor_cores_per_sm", tensor_cores_per_sm),
@@ -377,5 +390,6 @@ def resolve_gpu(name: str, *, like: str | None = None, sm_count: int | None = No
     return replace(base, **changes)
 
 
-__all__ = ["ALIASES", "BOARD_OF_CHIP", "CHIP_OF_DEVICE", "FP32_PARTITION", "GIB", "GPUS", "KNOWN_GPUS", "MAX_GPU_UNITS", "MB", "TABLE", "Board",
-           "GpuSpec", "Row", "chip_of", "device", "find_gpu", "gpu", "resolve_gpu", "whole_gpu_name"]
+__all__ = ["ALIASES", "BOARD_OF_CHIP", "CHIP_OF_BOARD", "CHIP_OF_DEVICE", "FP32_PARTITION", "GIB", "GPUS", "GPU_NAMES",
+           "KNOWN_GPUS", "MAX_GPU_UNITS", "MB", "TABLE", "Board",
+           "GpuSpec", "Row", "chip_of", "device", "find_gpu", "gpu", "gpu_name", "resolve_gpu", "whole_gpu_name"]

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from archsim.choices.training import RECOMPUTE
 from archsim.errors import InputError
 from archsim.training.parallel import Parallelism
-from archsim.validate import check_name, parse_float, parse_int, read_text, shown
+from archsim.validate import check_name, check_unique_columns, parse_float, parse_int, read_text, shown
 from archsim.workload.transformer import TransformerConfig
 
 if TYPE_CHECKING:
@@ -93,9 +93,7 @@ def read_header(path: str | Path, what: str) -> tuple[list[str], dict, int, list
     if first == len(lines):
         raise InputError("no header row", file=str(path))
     names = [c.strip().lower() for c in lines[first].split(",")]
-    twice = next((name for i, name in enumerate(names) if name in names[:i]), None)
-    if twice is not None:  # a reader would take one of the two cells, silently
-        raise InputError("a column named twice", file=str(path), line=first + 1, field=twice)
+    check_unique_columns(names, str(path), first + 1)
     return lines, meta, first, names
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from archsim.devices.catalog import KNOWN_GPUS, GpuSpec, find_gpu
+from archsim.devices.catalog import GPU_NAMES, KNOWN_GPUS, GpuSpec, find_gpu, gpu_name
 from archsim.devices.kernel_constants import KernelConstants
 from archsim.devices.kernels import OP_CLASSES, kernel_seconds
 from archsim.errors import InputError
@@ -152,7 +152,7 @@ def check_devices(rows: KernelRows) -> None:
             raise InputError("no GPU: pass --gpu or give the row a Device", file=rows.source, line=int(line),
                              field="Device")
         if find_gpu(str(name)) is None:
-            raise InputError(f"unknown GPU {name!r} (or pass --gpu); the catalog has {', '.join(KNOWN_GPUS)}",
+            raise InputError(f"unknown GPU {name!r} (or pass --gpu); the catalog has {', '.join(GPU_NAMES)}",
                              file=rows.source, line=int(line), field="Device")
 
 
@@ -160,7 +160,7 @@ def device_spec(name: str) -> GpuSpec:
     """The catalog GPU for a catalog name or a CUDA device string such as ``"Tesla T4"``."""
     slug = find_gpu(name)
     if slug is None:
-        raise InputError(f"unknown GPU {name!r}; the catalog has {', '.join(KNOWN_GPUS)}", field="gpu")
+        raise InputError(f"unknown GPU {name!r}; the catalog has {', '.join(GPU_NAMES)}", field="gpu")
     return KNOWN_GPUS[slug]
 
 
@@ -176,28 +176,29 @@ def measured_on(frame: pd.DataFrame, gpu: str) -> pd.DataFrame:
 
 def predict(frame: pd.DataFrame, constants: KernelConstants, gpu: str | None = None,
             dtype: str = "fp32") -> pd.DataFrame:
-    """``frame`` with ``gpu`` (the catalog slug), ``predicted_seconds`` and ``error`` (predicted /
-    measured − 1) added, rows in input order. ``gpu`` overrides each row's ``device``."""
+    """``frame`` with ``gpu`` (the catalog's name, :func:`~archsim.devices.catalog.gpu_name`),
+    ``predicted_seconds`` and ``error`` (predicted / measured − 1) added, rows in input order. ``gpu``
+    overrides each row's ``device``."""
     out = frame.copy()
     names = pd.Series(gpu, index=out.index) if gpu else out["device"]
     if names.isna().any() or (names == "").any():
         raise InputError("no GPU: pass --gpu or give the CSV a Device column", field="gpu")
-    out["gpu"] = [find_gpu(str(n)) or "" for n in names]
+    out["gpu"] = [gpu_name(slug) if (slug := find_gpu(str(n))) else "" for n in names]
     missing = sorted(set(names[out["gpu"] == ""].astype(str)))
     if missing:
-        raise InputError(f"unknown GPU {missing[0]!r}; the catalog has {', '.join(KNOWN_GPUS)}", field="gpu")
+        raise InputError(f"unknown GPU {missing[0]!r}; the catalog has {', '.join(GPU_NAMES)}", field="gpu")
     out["predicted_seconds"] = _seconds(out, constants, dtype)
     out["error"] = out["predicted_seconds"] / out["measured_seconds"] - 1
     return out
 
 
 def _seconds(frame: pd.DataFrame, constants: KernelConstants, dtype: str = "fp32") -> np.ndarray:
-    """Predicted seconds of rows whose ``gpu`` column holds catalog slugs."""
+    """Predicted seconds of rows whose ``gpu`` column holds catalog names."""
     seconds = np.full(len(frame), np.nan)
-    for slug, positions in frame.groupby("gpu", sort=False).indices.items():
+    for name, positions in frame.groupby("gpu", sort=False).indices.items():
         group = frame.iloc[positions]
         seconds[positions] = kernel_seconds({c: group[c].to_numpy() for c in ("op", *SHAPES)},
-                                            KNOWN_GPUS[str(slug)], constants, dtype)
+                                            device_spec(str(name)), constants, dtype)
     return seconds
 
 

@@ -38,7 +38,7 @@ from typing import Any
 
 from archsim.choices.networks import SHAPE_CHECKS
 from archsim.errors import InputError
-from archsim.validate import read_text
+from archsim.validate import check_unique_columns, read_text
 from archsim.workload.layer import NETWORK_INPUT, Layer, Network, canonical_kind
 from archsim.workload.shapes import check_shapes
 
@@ -100,9 +100,8 @@ def parse_topology(text: str, *, source: str = "<string>", name: str = "network"
         if key not in known:
             raise InputError(f"unknown column {raw.strip()!r}; optional columns are {', '.join(OPTIONAL)}",
                              file=source, line=header_line, field=raw.strip() or f"column {index + 1}")
-        if known[key] in extras.values():
-            raise InputError("column appears twice", file=source, line=header_line, field=known[key])
         extras[index] = known[key]
+    check_unique_columns(list(extras.values()), source, header_line)  # by name, any spelling
     if len(numbered) < 2:
         raise InputError("no layer rows after the header", file=source, line=header_line)
 
