@@ -286,7 +286,7 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
     ``max_ops``: ``--max-ops``, None: its default; one value where the flag takes several, ``schedule="1f1b"``,
     is a list of one; ``dtype`` None: ``--dtype``'s default fp16 for a path, a cluster object's own;
     ``progress``: ``archsim search``'s progress bars on stderr, True always, False never, None only when
-    stderr is a terminal, as the CLI draws them). Returns the :class:`~archsim.training.search.SearchResult`: ``rows``
+    stderr is a terminal, as the CLI draws them). Returns the :class:`~archsim.training.search_result.SearchResult`: ``rows``
     (best first: the configuration, ``iteration_seconds``, ``peak_memory_gib``, ``mfu``, …),
     ``rejected`` (reason → count) and the Pareto front; ``to_dict()`` is the document ``archsim search
     --format json`` prints (each row's ``command`` naming ``model`` and ``cluster``, or ``MODEL.json`` and

@@ -162,9 +162,9 @@ def test_search_refuses_planning_work_above_its_limit_before_planning(tmp_path, 
 
 def test_planning_estimate_counts_the_splits_the_search_plans(monkeypatch):
     """The pre-count (candidates that pass the rules and have several stages) is the planner's calls."""
-    from archsim.training import search as search_module
-    from archsim.training import stage_split
+    from archsim.training import search_limits, stage_split
     from archsim.training.cluster_file import single_node
+    from archsim.training.search import search
     from archsim.workload.model_files import load_transformer
 
     planned, counted = [], []
@@ -175,13 +175,13 @@ def test_planning_estimate_counts_the_splits_the_search_plans(monkeypatch):
         return original(c, par, *args)
 
     monkeypatch.setattr(stage_split, "plan_stage_layers", counting)
-    monkeypatch.setattr(search_module, "MAX_PLANNING_CELLS", 0)
+    monkeypatch.setattr(search_limits, "MAX_PLANNING_CELLS", 0)
     c = load_transformer(MODEL)
     with pytest.raises(InputError, match=r"about ([0-9,]+) table cells") as caught:
-        search_module.search(c, single_node(), 64, 8, micro_batches=range(1, 3), balance="planned")
+        search(c, single_node(), 64, 8, micro_batches=range(1, 3), balance="planned")
     counted.append(int(caught.value.message.split("about ")[1].split(" ")[0].replace(",", "")))
-    monkeypatch.setattr(search_module, "MAX_PLANNING_CELLS", 10**12)
-    search_module.search(c, single_node(), 64, 8, micro_batches=range(1, 3), balance="planned")
+    monkeypatch.setattr(search_limits, "MAX_PLANNING_CELLS", 10**12)
+    search(c, single_node(), 64, 8, micro_batches=range(1, 3), balance="planned")
     assert planned and counted == [sum(planned)]
 
 

@@ -20,7 +20,7 @@ from archsim.training.cluster_file import single_node
 from archsim.training.memory import memories
 from archsim.training.parallel import Parallelism
 from archsim.training.run import train
-from archsim.training.search import pipeline_seconds
+from archsim.training.search_cost import pipeline_seconds
 from archsim.training.stage_split import planned_split, stage_layer_counts
 from archsim.training.stages import rank_stage_times
 from archsim.workload.transformer import TransformerConfig, layer_parameters

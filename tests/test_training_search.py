@@ -17,7 +17,8 @@ from archsim.training.cluster_file import load_gpu_cluster, single_node
 from archsim.training.memory import in_flight, memories
 from archsim.training.parallel import Parallelism
 from archsim.training.run import train
-from archsim.training.search import _Coster, search
+from archsim.training.search import search
+from archsim.training.search_cost import _Coster
 from archsim.training.search_rows import train_command
 from archsim.training.search_space import (
     CHUNKED,

@@ -132,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     note_default_seq(config, args.model, args.seq, "search")
     note_unread_cluster_keys(cluster, "search")  # the search done: notes never precede an error line
     if not result.costed:  # an empty answer, not an error (exit 0): the meta's rejected counts say why
-        from archsim.training.search import empty_search_note
+        from archsim.training.search_note import empty_search_note
 
         why = empty_search_note(config, cluster, args.global_batch, args.gpus or [cluster.gpus],
                                 result.rejected, args.balance)

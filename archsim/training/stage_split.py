@@ -27,7 +27,7 @@ on that rank's GPU); the layer counts a :class:`~archsim.training.parallel.Paral
 Schedules with several model chunks per rank (interleaved 1F1B with V chunks: virtual stage c·PP + r
 on rank r; ZB-V and DualPipeV: stages r and 2·PP − 1 − r on rank r) are planned by the same DP over
 the ranks: what bounds their iteration is each *rank's* work summed over its chunks (their closed
-forms in :func:`archsim.training.search.pipeline_seconds` scale the busiest rank's by the
+forms in :func:`archsim.training.search_cost.pipeline_seconds` scale the busiest rank's by the
 micro-batches) and each rank's memory, not a chunk's; every chunk keeps at least one layer. The
 brute force over every composition of the layers into PP·V chunks checks this in the tests.
 """

@@ -120,7 +120,7 @@ def network_lines(meta: dict) -> dict[str, str]:
 def search_document(result, config, cluster, *, model: str, cluster_file: str, global_batch: int,
                     gpus: list[int] | None, seq: int | None, objective: str, balance: str, placement: str) -> dict:
     """``{"meta": …, "rows": […]}`` as ``archsim search --format json`` prints it (before NaN becomes
-    null): ``result`` (:class:`~archsim.training.search.SearchResult`) of ``config`` on ``cluster``; each
+    null): ``result`` (:class:`~archsim.training.search_result.SearchResult`) of ``config`` on ``cluster``; each
     row's ``command`` is the ``archsim train`` line naming ``model`` and ``cluster_file``; ``gpus`` and
     ``seq`` as given (None: the cluster's GPUs, the config's length)."""
     from archsim.training.search_rows import train_command

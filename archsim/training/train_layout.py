@@ -46,7 +46,7 @@ def lay_out(config, cluster: GpuCluster, par: Parallelism, *, placement: str = "
         if max_ops is not None:
             check_job_size(par.schedule_actions * orders, max_ops)
         if balance == "planned" and par.stage_layers is None and par.pp > 1:
-            from archsim.training.search import check_planning_work
+            from archsim.training.search_limits import check_planning_work
             from archsim.training.search_space import Candidate
 
             one = Candidate(par.tp, par.pp, par.dp, par.micro_batch, par.recompute, par.schedule, par.interleave,

@@ -1,0 +1,107 @@
+"""A search candidate's iteration seconds (:class:`_Coster`) and the pipeline span's closed forms
+(:func:`pipeline_seconds`) it uses, and the objective's value of a costed candidate: the costing step
+of :mod:`archsim.training.search`, kept apart from its enumeration and ranking."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from archsim.training.iteration import after_backward, model_pieces
+from archsim.training.objectives import OBJECTIVE_COLUMN, objectives
+from archsim.training.search_space import V_SHAPED, Candidate, rank_chunks, rank_memories
+from archsim.training.stages import one_f_one_b_seconds, rank_stage_times, stage_times
+from archsim.workload.transformer import TransformerConfig
+
+CLOSED_FORM_EXACT = ("1f1b", "gpipe")  # their closed form equals the event simulator (tests)
+EVENT_ACTION_LIMIT = 100_000  # stages × micro-batches × chunks above which re-timing is skipped (~1 s each)
+
+
+def pipeline_seconds(schedule: str, times, p: int, m: int, v: int) -> float:
+    """Pipeline span by closed form. 1F1B and GPipe: the first micro-batch's way down and the last's
+    way back plus m − 1 steps of the slowest stage. ZB-H1 / ZB-H2 (Qi et al. 2024 §3): 1F1B's bubble
+    (p − 1)(F + I + W) shrinks to (p − 1)(F + I − W), (p − 1)(F + I − 2W) (not below 0, nor above 1F1B). Interleaved
+    1F1B (Narayanan et al. 2021 §2.2) and looped BFS: m × the busiest rank's chunks plus (p − 1) × a
+    chunk's F + B; interleaved ZB: (p − 1) × a chunk's F + I − W; ZB-V and DualPipeV: no bubble. Screening estimates, not exact (the
+    tests bound them against the event simulator in steady state, m ≥ 2p)."""
+    f = np.asarray(times.forward)
+    i = np.asarray(times.backward_input)
+    w = np.asarray(times.backward_weight)
+    if schedule in ("1f1b", "gpipe"):
+        return one_f_one_b_seconds(times, m)
+    if schedule in ("zb-h1", "zb-h2"):
+        k = int(schedule[-1])
+        step = float((f + i + w).max())
+        bubble = (p - 1) * max(float((f + i).max()) - (k - 1) * float(w.min()) - float(w.min()), 0.0)
+        # never above 1F1B's (the formula assumes a steady state, which m < p micro-batches lack)
+        return min(m * step + bubble + 2 * times.path(p), one_f_one_b_seconds(times, m))
+    if schedule in V_SHAPED:  # zero bubble, as ZB-V and DualPipe aim for
+        per_rank = np.array([(f + i + w)[rank_chunks(schedule, p, v, r)].sum() for r in range(p)])
+        return float(m * per_rank.max() + 2 * times.path(p))
+    per_rank = (f + i + w).reshape(v, p).sum(axis=0)
+    step = (f + i - w).max() if schedule == "interleaved-zb" else (f + i + w).max()
+    return float(m * per_rank.max() + (p - 1) * max(step, 0.0) + 2 * times.path(p))
+
+
+class _Coster:
+    """Iteration seconds of a candidate and which model gave them: 1F1B's and GPipe's closed form
+    (equal to the event simulator); for the other schedules the event simulator itself
+    (:func:`archsim.training.run.train`) while the pipeline is short of a steady state (m < 2p
+    micro-batches), where their closed forms are poor, else their closed forms. Layer pieces are
+    cached per what they depend on. On a cluster of mixed GPUs each rank is costed on its own GPU."""
+
+    def __init__(self, c: TransformerConfig, cluster, global_batch: int) -> None:
+        self.c, self.cluster, self.global_batch = c, cluster, global_batch
+        self.pieces: dict = {}
+        self._placed: dict = {}
+
+    def placed(self, k: Candidate):
+        """The cluster with its servers in ``k``'s order."""
+        if k.placement is None:
+            return self.cluster
+        if k.placement not in self._placed:
+            self._placed[k.placement] = self.cluster.reordered(k.placement)
+        return self._placed[k.placement]
+
+    def pieces_of(self, par, machine):
+        key = (machine.gpu.name, par.tp, par.micro_batch, par.recompute, par.sequence_parallel, machine.links.tp,
+               par.attention)
+        if key not in self.pieces:
+            self.pieces[key] = model_pieces(self.c, par, machine)
+        return self.pieces[key]
+
+    def seconds(self, k: Candidate) -> tuple[float, str]:
+        par = k.parallelism(self.global_batch)
+        cluster = self.placed(k)
+        machines = cluster.rank_wise(par)
+        machine = machines[0] if machines else cluster.machine(par)
+        m = par.microbatches
+        if (k.schedule not in CLOSED_FORM_EXACT and m < 2 * k.pp
+                and k.pp * m * par.chunks <= EVENT_ACTION_LIMIT):
+            from archsim.training.run import train
+
+            return train(self.c, par, machine, machines).iteration_seconds, "event"
+        if machines:
+            times = rank_stage_times(self.c, par, machines, [self.pieces_of(par, mc) for mc in machines])
+        else:
+            times = stage_times(self.c, par, machine, self.pieces_of(par, machine))
+        span = pipeline_seconds(k.schedule, times, k.pp, m, par.chunks)
+        # even split, one GPU type: the largest parameters are on the first or the last rank
+        ranks = sorted({0, k.pp - 1}) if machines is None and k.stage_layers is None else list(range(k.pp))
+        tied = (0, 0) if k.schedule in V_SHAPED else (0, k.pp - 1)  # ranks of the embedding and the LM head
+        backward = [sum(times.backward_input[j] + times.backward_weight[j]
+                        for j in rank_chunks(k.schedule, k.pp, par.chunks, r)) for r in ranks]
+        post = max(sum(after_backward(self.c, par, machines[r] if machines else machine, r, mem.parameters,
+                                      tied, window).values())
+                   for r, mem, window in zip(ranks, rank_memories(self.c, par, ranks), backward))
+        return span + post, "closed-form"
+
+
+def _objective_value(coster: _Coster, objective: str, c: TransformerConfig, global_batch: int):
+    """(seconds, timing, bytes, candidate) → the objective's value (seconds, USD or joules)."""
+    if objective == "time":
+        return lambda t: t[0]
+    column = OBJECTIVE_COLUMN[objective]
+    return lambda t: objectives(c, t[3], coster.placed(t[3]), global_batch, t[0], column)[column]
+
+
+__all__ = ["CLOSED_FORM_EXACT", "EVENT_ACTION_LIMIT", "pipeline_seconds"]

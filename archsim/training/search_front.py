@@ -1,0 +1,71 @@
+"""A search's Pareto front (:func:`_front`) and its identical-row twins (:func:`_distinct_rows`,
+:func:`_dropped`): configurations alike in every column but recompute, listed once, and how many of the
+rows listed stand for such twins (``SearchResult.identical_rows_dropped``)."""
+
+from __future__ import annotations
+
+from archsim.training.search_row_maker import _RowMaker
+from archsim.training.search_rows import pareto_front
+from archsim.training.search_space import Candidate
+
+
+def _front(make: _RowMaker, costed: list[tuple], twins: set[int], retimed: dict[int, dict],
+           second) -> tuple[list[dict], set[Candidate]]:
+    """The Pareto front's rows (:func:`pareto_front` by time and ``second``) and their candidates, over every
+    costed configuration with the time the rows give it: a row re-timed by the event simulator (``retimed``,
+    by index in ``costed``) enters with that time, memory and server order, and is the front's entry as it is
+    the row, so one configuration shows one time in one output; ``twins`` (indices) are left out as the rows
+    leave them out, their listed twin standing for them."""
+    known: list[tuple] = []
+    rows_of: dict[int, dict] = {}  # id of an entry of known → the re-timed row it is
+    for index, item in enumerate(costed):
+        if index in twins:
+            continue
+        row = retimed.get(index)
+        if row is not None:
+            item = (row["iteration_seconds"], row["timing"], row["peak_memory_gib"] * 2**30, make.keep[id(row)])
+            rows_of[id(item)] = row
+        known.append(item)
+    chosen = pareto_front(known, second)
+    front = [dict(rows_of[id(t)]) if id(t) in rows_of else make(t[3], t[0], t[2], t[1]) for t in chosen]
+    for row in front:
+        row["pareto_optimal"] = True
+    return front, {t[3] for t in chosen}
+
+
+def _distinct_rows(make: _RowMaker, costed: list[tuple],
+                   count: int) -> tuple[list[dict], list[int], dict[int, int]]:
+    """The first ``count`` rows of ``costed`` (best first), each row's index in ``costed``, and the twins left
+    out on the way — alike in every column but ``recompute`` (and the Megatron arguments it sets) to a row
+    listed before them —, index → that row's index. A twin ties with its row in ``costed``'s order, so the
+    scan reads past ``count`` while the items tie with the last row: its twins there are its twins too. Under
+    FlashAttention selective recompute has nothing to rerun, so it prices exactly as ``none``; the first in the
+    recompute order given is kept, and ``--top N`` lists N distinct configurations."""
+    rows: list[dict] = []
+    picked: list[int] = []
+    seen: dict[tuple, int] = {}  # a row's columns but recompute → its index in costed
+    twins: dict[int, int] = {}
+    for index, (s, timing, mem, k) in enumerate(costed):
+        full = len(rows) == count
+        if full and (make.value(costed[index]), s) != (make.value(costed[picked[-1]]), costed[picked[-1]][0]):
+            break  # past the last row's ties (costed's sort key): no twin of a row follows
+        row = make(k, s, mem, timing)
+        key = tuple((name, repr(value)) for name, value in row.items() if name not in ("recompute", "megatron_args"))
+        if key in seen:
+            twins[index] = seen[key]
+        elif not full:
+            seen[key] = index
+            rows.append(row)
+            picked.append(index)
+    return rows, picked, twins
+
+
+def _dropped(first: list[tuple[int, dict]], retimed: dict[int, dict], rows: list[dict], twins: dict[int, int]) -> int:
+    """The twins of the rows listed (``rows``, re-timed and cut to the top): ``first`` pairs each row's index in
+    ``costed`` with the row before re-timing, ``retimed`` maps an index to its re-timed row."""
+    index_of = {id(retimed.get(index, row)): index for index, row in first}
+    listed = {index_of[id(row)] for row in rows}  # the twins counted: those of the rows listed (re-timed, top)
+    return sum(index in listed for index in twins.values())
+
+
+__all__: list[str] = []

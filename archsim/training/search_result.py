@@ -1,0 +1,36 @@
+"""What a search returns (:class:`SearchResult`): the ranked rows, the rejections counted, the Pareto front
+and the twins left out; apart from the search (:mod:`archsim.training.search`) that fills it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from archsim.errors import InputError
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    rows: list[dict]          # best first
+    rejected: dict[str, int]  # reason → candidates
+    enumerated: int
+    costed: int
+    pareto: list[dict]        # time vs memory per GPU (or vs the objective), at the rows' times: none other is
+    #                           faster and smaller
+    identical_rows_dropped: int = 0  # configurations left out as alike but for recompute to a row listed
+    #                                  (flash: selective prices as none)
+    # archsim search --format json's document, set by archsim.search (train_json.search_document): what
+    # to_dict returns; not compared, as it only restates the fields above
+    document: dict | None = field(default=None, compare=False, repr=False)
+
+    def to_dict(self) -> dict:
+        """The JSON document ``archsim search --format json`` prints for this search (``meta`` and the
+        ranked ``rows``; NaN where the CLI prints null): a copy, JSON-safe, of a result of ``archsim.search``."""
+        import copy
+
+        if self.document is None:
+            raise InputError("only archsim.search's result knows its model and cluster to make archsim search's "
+                             "JSON; this one came from archsim.training.search.search", field="to_dict")
+        return copy.deepcopy(self.document)
+
+
+__all__ = ["SearchResult"]

@@ -1,0 +1,127 @@
+"""A search's output rows (:class:`_RowMaker`): a costed candidate's columns — time, memory, MFU, cost,
+energy, stage split, server order — and what its planned split and server order gain, and its re-timing
+in the event simulator; the rows :mod:`archsim.training.search` ranks and lists."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from archsim.training.objectives import objectives
+from archsim.training.parallel import layers_per_stage
+from archsim.training.placement import layouts, order_text
+from archsim.training.search_cost import EVENT_ACTION_LIMIT, _Coster
+from archsim.training.search_fit import fit_candidate, memory_fits, plan_candidate, rank_capacities
+from archsim.training.search_rows import megatron_args
+from archsim.training.search_space import Candidate
+from archsim.training.throughput import model_flops
+
+
+class _RowMaker:
+    """Output rows: the configuration, its time, memory, MFU, cost, energy, stage split, server order
+    and what the planned split and order gain (timed by the same coster)."""
+
+    def __init__(self, c, cluster, global_batch: int, coster: _Coster, balance: str = "even", orders=None,
+                 value=lambda t: t[0]) -> None:
+        self.c, self.cluster, self.global_batch, self.coster, self.balance = c, cluster, global_batch, coster, balance
+        self.orders, self.value = orders, value  # the server orders a planned placement tries; the objective
+        self.keep: dict[int, Candidate] = {}
+
+    def __call__(self, k: Candidate, seconds: float, memory: float, timing: str, event: bool = False) -> dict:
+        """``event``: ``seconds`` are the event simulator's, so the gain is timed there too."""
+        c, cluster, global_batch = self.c, self.coster.placed(k), self.global_batch
+        flops = model_flops(c, global_batch)
+        gpus = k.tp * k.pp * k.dp
+        # the GPUs' summed peak: as gpus × peak on one GPU type (the same rounding as before mixed clusters)
+        peak = sum(cluster.gpu_at(i).peak("fp16") for i in range(gpus)) / gpus if cluster.heterogeneous \
+            else cluster.gpu.peak("fp16")
+        row = {"tp": k.tp, "pp": k.pp, "dp": k.dp, "micro_batch": k.micro_batch, "recompute": k.recompute,
+               "schedule": k.schedule, "interleave": k.interleave, "sequence_parallel": k.sequence_parallel,
+               "attention": k.attention, "dp_overlap": k.dp_overlap,
+               "grad_accumulation": k.grad_accumulation, "tp_spans_servers": cluster.tp_servers(k.parallelism(global_batch)) > 1,
+               "stage_layers": ",".join(map(str, k.stage_layers)) if k.stage_layers else "",
+               "iteration_seconds": seconds, "peak_memory_gib": memory / 2**30,
+               "mfu": flops / (seconds * gpus * peak), **objectives(c, k, cluster, global_batch, seconds),
+               "uneven_gain": self.gain(k, seconds if event else None), "timing": timing,
+               "megatron_args": megatron_args(k, global_batch, c.layers)}
+        if k.placement is not None:
+            row.update(placement=order_text(k.placement), placement_gain=self.placement_gain(k))
+        self.keep[id(row)] = k
+        return row
+
+    def gain(self, k: Candidate, event_seconds: float | None = None) -> float:
+        """1 − planned / even seconds, both by the coster, or both by the event simulator when
+        ``event_seconds`` (``k``'s own there) are given; NaN where the planner does not split (one
+        stage) or one of the splits cannot run (the even one: PP × chunks must divide the layers)."""
+        if not k.plannable:
+            return float("nan")
+        cluster = self.coster.placed(k)
+        pieces = self.coster.pieces_of
+        planned = k if k.stage_layers else plan_candidate(self.c, cluster, self.global_batch, k, pieces)
+        even = replace(k, stage_layers=None)
+        par = even.parallelism(self.global_batch)
+        if planned is None or self.c.layers % (k.pp * par.chunks):
+            return float("nan")
+        capacities = rank_capacities(cluster, par)
+        if capacities is None or not memory_fits(self.c, cluster, par, capacities)[1]:
+            return float("nan")
+        if planned.stage_layers == layers_per_stage(self.c.layers, k.pp * par.chunks):
+            return 0.0
+        if event_seconds is None:
+            return 1.0 - self.coster.seconds(planned)[0] / self.coster.seconds(even)[0]
+        mine = event_seconds if k.stage_layers else self._event_seconds(planned)
+        theirs = self._event_seconds(even) if k.stage_layers else event_seconds
+        return 1.0 - mine / theirs
+
+    def placement_gain(self, k: Candidate) -> float:
+        """1 − seconds / the same configuration's in the file's server order (its split planned anew
+        when the search plans splits), both by the coster; NaN where the file's order cannot run it."""
+        file = replace(k, placement=None, stage_layers=None)
+        fit = fit_candidate(self.c, self.cluster, self.global_batch, file, self.balance, self.coster.pieces_of)
+        if isinstance(fit, str):
+            return float("nan")
+        return 1.0 - self.coster.seconds(k)[0] / self.coster.seconds(fit[0])[0]
+
+    def _event_seconds(self, k: Candidate) -> float:
+        from archsim.training.run import train
+
+        par = k.parallelism(self.global_batch)
+        cluster = self.coster.placed(k)
+        return train(self.c, par, cluster.machine(par), cluster.rank_wise(par)).iteration_seconds
+
+    def event_actions(self, row: dict) -> int:
+        """An upper bound on the schedule actions :meth:`event_row` simulates for ``row``: its schedule's
+        (:attr:`~archsim.training.parallel.Parallelism.schedule_actions`) once per server order it tries,
+        and once more for the other split its ``uneven_gain`` compares with (more than one stage); 0
+        where the schedule is too long to re-time."""
+        k = self.keep[id(row)]
+        par = k.parallelism(self.global_batch)
+        if k.pp * par.microbatches * par.chunks > EVENT_ACTION_LIMIT:
+            return 0
+        orders = 1 if k.placement is None or self.orders is None else len(self.orders)
+        return par.schedule_actions * (orders + (1 if k.plannable else 0))
+
+    def event_row(self, row: dict) -> dict:
+        """The row re-timed in the event simulator; under a planned placement every server order is
+        re-timed and the best by the objective kept (its gain then over the file's order, both timed so)."""
+        k = self.keep[id(row)]
+        par = k.parallelism(self.global_batch)
+        if k.pp * par.microbatches * par.chunks > EVENT_ACTION_LIMIT:
+            return row
+        if k.placement is None or self.orders is None:  # its time; the memory is the search's (V chunks placed right)
+            return self(k, self._event_seconds(k), row["peak_memory_gib"] * 2**30, "event", event=True)
+        timed = []
+        for order, on in layouts(self.cluster, par, self.orders)[0]:
+            fit = fit_candidate(self.c, on, self.global_batch, replace(k, placement=order, stage_layers=None),
+                                self.balance, self.coster.pieces_of)
+            if not isinstance(fit, str):
+                timed.append((self._event_seconds(fit[0]), "event", fit[1], fit[0]))
+        if not timed:  # not expected: the row's own order fitted in the search
+            return row
+        best = min(timed, key=self.value)  # the first of equals: the file's order when it is one
+        out = self(best[3], best[0], best[2], "event", event=True)
+        file = [t for t in timed if t[3].placement == tuple(sorted(t[3].placement or ()))]
+        out["placement_gain"] = 1.0 - best[0] / file[0][0] if file else float("nan")
+        return out
+
+
+__all__: list[str] = []
