@@ -350,10 +350,11 @@ def test_the_train_walk_goes_down():
 
 
 # The iteration's energy is priced below the search's objectives: the objectives (and the search that ranks
-# by them) import the energy, never the other way; both take the GPUs' board power from rates.
-BELOW = {"archsim.training.energy": ("archsim.training.objectives", "archsim.training.search"),
-         "archsim.training.rates": ("archsim.training.energy", "archsim.training.objectives",
-                                    "archsim.training.search")}
+# by them, with its coster and rows) import the energy, never the other way; both take the GPUs' board power
+# from rates.
+SEARCH = ("archsim.training.search", "archsim.training.search_cost", "archsim.training.search_row_maker")
+BELOW = {"archsim.training.energy": ("archsim.training.objectives", *SEARCH),
+         "archsim.training.rates": ("archsim.training.energy", "archsim.training.objectives", *SEARCH)}
 
 
 def test_energy_does_not_import_the_objectives():
