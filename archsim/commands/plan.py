@@ -198,8 +198,9 @@ def _priced_on(machine) -> dict[str, str]:
 
 
 def _read_cluster(cluster: str, seed: int | None):
-    """The cluster file as plan reads it: its topology, and what train says of the same file on stderr (its
-    warnings and notes, :func:`archsim.training.cluster_file.cluster_file_lines`). Every device a
+    """The cluster file as plan reads it, once: its topology, and what plan says of it on stderr after the run —
+    train's warnings and notes on the same file (:func:`archsim.training.cluster_file.cluster_file_lines`), the
+    keys only train and search read first among the notes (docs/formats.md, "Cluster (TOML)"). Every device a
     ``[[servers]]`` table names is read (whatever prices the layers): its figures are judged as train judges
     them, and where the file states no bandwidth between servers the devices' one ``[links] inter_node_gbps``
     is taken, as train takes it."""
@@ -220,27 +221,18 @@ def _read_cluster(cluster: str, seed: int | None):
     per_server = Counter(topology.servers)
     drawn = "network" not in spec and isinstance(spec["cluster"].get("inter_server_gbps"), list)
     network = None if drawn else read_network(spec, max(per_server.values()), cluster, default_gbps=nic)
-    if not devices:
-        return topology, network_lines(spec, network, len(per_server))
-    from archsim.training.cluster_file import cluster_file_lines
+    if devices:
+        from archsim.training.cluster_file import cluster_file_lines
 
-    return topology, cluster_file_lines(spec, devices, network, len(per_server))
-
-
-def _note_cluster_file(cluster: str, lines: tuple[tuple[str, ...], tuple[str, ...]]) -> None:
-    """Say on stderr, once each, what train says of the cluster file (:func:`_read_cluster`), then the keys only
-    train and search read (docs/formats.md, "Cluster (TOML)")."""
-    from archsim.commands.common import print_cluster_lines
-    from archsim.spp.topology import read_cluster_document
-
-    servers = read_cluster_document(cluster).get("servers", [])
-    servers = [s for s in servers if isinstance(s, dict)] if isinstance(servers, list) else []
+        warnings, notes = cluster_file_lines(spec, devices, network, len(per_server))
+    else:
+        warnings, notes = network_lines(spec, network, len(per_server))
+    servers = [s for s in spec["servers"] if isinstance(s, dict)]
     readers = {"price_per_gpu_hour": "search reads it (its cost objective)",
                "gpu_watts": "train and search read it (energy)"}
     unread = tuple(f"[[servers]] {key} is not read by plan: {who}" for key, who in readers.items()
                    if any(key in s for s in servers))
-    warnings, notes = lines
-    print_cluster_lines("plan", warnings, unread + notes)
+    return topology, (warnings, unread + notes)
 
 
 def micro_batch(args: argparse.Namespace) -> int:
@@ -281,7 +273,9 @@ def run(args: argparse.Namespace) -> int:
     topology, lines = _read_cluster(args.cluster, args.seed)
     profile, priced_on, device_memory = _profile(args)
     status = _plan(args, topology, profile, priced_on, device_memory)
-    _note_cluster_file(args.cluster, lines)  # the run done, as train's: notes never precede an error line
+    from archsim.commands.common import print_cluster_lines
+
+    print_cluster_lines("plan", *lines)  # the run done, as train's: notes never precede an error line
     return status
 
 
