@@ -14,15 +14,21 @@ HEAD = "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Chan
        "Padding, Type,\n"
 
 
+def _refusal(row: str) -> str:
+    """The one-line error a layers CSV holding ``row`` is refused with; it names the file, the line and the row."""
+    with pytest.raises(InputError) as caught:
+        parse_topology(HEAD + row + "\n", source="net.csv", name="net")
+    text = str(caught.value)
+    assert "net.csv" in text and "line 2" in text and f"fc layer {row.split(',')[0]!r}" in text and "\n" not in text
+    return text
+
+
 @pytest.mark.parametrize("row", ["fc3, 32, 32, 3, 3, 16, 8, 1, 0, fc,",       # a 3×3 window over 32×32
                                  "fc7, 7, 7, 7, 7, 16, 8, 1, 1, fc,",         # the whole map, but padded
                                  "fcw, 4, 8, 4, 4, 16, 8, 1, 0, linear,"])   # full height, not full width
 def test_an_fc_row_that_slides_is_refused_naming_its_row(row):
-    with pytest.raises(InputError) as caught:
-        parse_topology(HEAD + row + "\n", source="net.csv", name="net")
-    text = str(caught.value)
-    assert "net.csv" in text and "line 2" in text and f"fc layer {row.split(',')[0]!r}" in text
-    assert "1x1" in text and "whole unpadded input" in text and "\n" not in text
+    text = _refusal(row)
+    assert "1x1" in text and "whole unpadded input" in text
 
 
 def test_the_cli_refuses_it_in_one_line_with_exit_2(tmp_path, capsys):
@@ -48,11 +54,8 @@ def test_the_two_fc_forms_still_load_and_lower_as_dense_products():
 def test_a_position_wise_fc_row_that_pads_or_strides_is_refused_naming_its_row(row):
     # a 1×1 fc's δ is one dense product over its output rows (Gemm(N·E·F, M, C)), the input's rows only
     # when E×F is the input's H×W: padding adds rows, a stride drops them
-    with pytest.raises(InputError) as caught:
-        parse_topology(HEAD + row + "\n", source="net.csv", name="net")
-    text = str(caught.value)
-    assert "net.csv" in text and "line 2" in text and f"fc layer {row.split(',')[0]!r}" in text
-    assert "stride 1" in text and "Padding 0" in text and "\n" not in text
+    text = _refusal(row)
+    assert "stride 1" in text and "Padding 0" in text
 
 
 def test_the_cli_refuses_a_strided_fc_in_one_line_with_exit_2(tmp_path, capsys):
