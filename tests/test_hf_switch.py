@@ -212,10 +212,10 @@ def test_the_host_floor_counts_megatrons_ops_of_the_blocks_sub_layers(tmp_path):
 
 
 def test_t5s_rms_norm_is_six_kernels_forward_and_eleven_backward():
-    from archsim.training.hf_ops import _Ops
+    from archsim.training.hf_ops import OpCollector
     from archsim.training.hf_switch_ops import rms_norm
 
-    o = _Ops()
+    o = OpCollector()
     t, h = 10, 4
     x = t * h
     rms_norm(o, "norm", t, h)

@@ -18,7 +18,7 @@ from archsim.training.memory import in_flight, memories
 from archsim.training.parallel import Parallelism
 from archsim.training.run import train
 from archsim.training.search import search
-from archsim.training.search_cost import _Coster
+from archsim.training.search_cost import Coster
 from archsim.training.search_rows import train_command
 from archsim.training.search_space import (
     CHUNKED,
@@ -200,7 +200,7 @@ def test_closed_forms_near_the_event_simulator_in_steady_state(schedule, v):
     within 10% of the event simulator (rows are re-timed there before they are shown)."""
     c = replace(TINY, layers=12)
     cluster = single_node("a100-80gb", 8)
-    coster = _Coster(c, cluster, 32)
+    coster = Coster(c, cluster, 32)
     checked = 0
     for tp, pp, mb, rc in itertools.product((1, 2), (2, 3, 4), (1, 2), ("none", "full")):
         chunks = 2 if schedule in ("zb-v", "dualpipev") else v

@@ -38,7 +38,9 @@ def _check_total(per_gemm: np.ndarray, count: np.ndarray, vector: np.ndarray, wh
                 f"the network's total {what}")
 
 
-def _check_engine(engine: str) -> None:
+def check_engine(engine: str) -> None:
+    """Refuse an unknown GEMM cycle engine (``--engine``): the array's costing and the energy model's event
+    counts (:mod:`archsim.energy.model`) take the same engines and refuse alike."""
     if engine not in ENGINES:
         raise InputError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}", field="engine")
 
@@ -76,7 +78,7 @@ def op_cost_columns(ops: Sequence[TrainingOp], array: ArrayConfig, engine: str =
     GEMM cycles come from the chosen engine; vector-unit work costs ⌈elements / cols⌉ cycles
     (one lane per array column) and never stalls.
     """
-    _check_engine(engine)
+    check_engine(engine)
     owner, m, k, n, count = flatten_gemms(ops)
     cycles = np.zeros(len(ops), dtype=np.int64)
     macs = np.zeros(len(ops), dtype=np.int64)
@@ -117,7 +119,7 @@ def op_cost_columns(ops: Sequence[TrainingOp], array: ArrayConfig, engine: str =
 
 def op_cycles(ops: Sequence[TrainingOp], array: ArrayConfig, engine: str = "analytic") -> np.ndarray:
     """Cycles of each op (int64 array), the cost interface partitioners use (no pandas: hot path)."""
-    _check_engine(engine)
+    check_engine(engine)
     owner, m, k, n, count = flatten_gemms(ops)
     cycles = np.zeros(len(ops), dtype=np.int64)
     if owner.size:

@@ -35,7 +35,7 @@ import numpy as np
 
 from archsim.array.analytic import gemm_cost
 from archsim.array.config import ArrayConfig
-from archsim.array.costing import _check_engine, op_cycles
+from archsim.array.costing import check_engine, op_cycles
 from archsim.energy.table import AccessEnergies, access_energies
 from archsim.errors import InputError
 from archsim.lowering import LoweredLayer, Mode, TrainingOp, lower_network
@@ -68,7 +68,7 @@ ENERGY_COLUMNS = (*PARTS, "leakage_pj", "energy_pj")
 def gemm_counts(m: np.ndarray, k: np.ndarray, n: np.ndarray, array: ArrayConfig,
                 engine: str = "analytic") -> dict[str, np.ndarray]:
     """Event counts (words of the array's element size) of each GEMM out[m×n] = A[m×k]·B[k×n]."""
-    _check_engine(engine)
+    check_engine(engine)
     m, k, n = (np.asarray(x, dtype=np.int64) for x in (m, k, n))
     cost = gemm_cost(m, k, n, array.rows, array.cols, array.dataflow, ofmap_count="true")
     if engine == "cycle":

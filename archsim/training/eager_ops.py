@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from archsim.errors import InputError
 from archsim.lowering import TrainingOp
-from archsim.training.layer_ops import Work, _gemm_ops, _vector
+from archsim.training.layer_ops import Work, gemm_ops, vector_op
 from archsim.training.parallel import Parallelism, padded_vocab
 from archsim.workload.transformer import TransformerConfig
 
@@ -94,7 +94,7 @@ def eager_block_work(c: TransformerConfig, micro_batch: int) -> Work:
         backward.append(_kernel(name, "D", elements, kernel))
 
     def gemm(name: str, *args, weights: bool = True) -> None:
-        f_op, d_op, g_op = _gemm_ops(name, *args, weights=weights)
+        f_op, d_op, g_op = gemm_ops(name, *args, weights=weights)
         forward.append(f_op)
         backward.extend((d_op, g_op))
 
@@ -148,12 +148,12 @@ def eager_embedding_work(c: TransformerConfig, micro_batch: int) -> Work:
     tokens, h = c.seq * micro_batch, c.hidden
     x, table = tokens * h, padded_vocab(c.vocab, 1) * h
     positions = c.seq * h
-    forward = (_vector("embedding", "F", 2 * x), _vector("position_embedding", "F", 2 * positions),
-               _vector("embedding_add", "F", 2 * x + positions), _vector("embedding_transpose", "F", 2 * x),
-               _vector("embedding_dropout", "F", 2.5 * x))
-    backward = (_vector("embedding_dropout", "D", 2.5 * x), _vector("position_embedding", "G", x + positions),
-                _vector("embedding_grad_contiguous", "D", 2 * x), _vector("embedding", "G", table + 2 * x),
-                _vector("tied_grad_add", "G", 3 * table))
+    forward = (vector_op("embedding", "F", 2 * x), vector_op("position_embedding", "F", 2 * positions),
+               vector_op("embedding_add", "F", 2 * x + positions), vector_op("embedding_transpose", "F", 2 * x),
+               vector_op("embedding_dropout", "F", 2.5 * x))
+    backward = (vector_op("embedding_dropout", "D", 2.5 * x), vector_op("position_embedding", "G", x + positions),
+                vector_op("embedding_grad_contiguous", "D", 2 * x), vector_op("embedding", "G", table + 2 * x),
+                vector_op("tied_grad_add", "G", 3 * table))
     return Work(forward, backward)
 
 
@@ -161,13 +161,13 @@ def eager_head_work(c: TransformerConfig, micro_batch: int) -> Work:
     tokens, h = c.seq * micro_batch, c.hidden
     x, logits = tokens * h, tokens * padded_vocab(c.vocab, 1)
     vocab = padded_vocab(c.vocab, 1)
-    f, d, g = _gemm_ops("lm_head", tokens, h, vocab)
+    f, d, g = gemm_ops("lm_head", tokens, h, vocab)
     norm: Kernel = ("ln", tokens, h)
     log_softmax: Kernel = ("softmax", tokens, vocab)  # PyTorch's softmax kernels, on the fp32 logits
-    forward = (_kernel("final_norm", "F", 2 * x, norm), f, _vector("logits_to_fp32", "F", 3 * logits),
-               _kernel("log_softmax", "F", 4 * logits, log_softmax, "fp32"), _vector("nll_loss", "F", 2 * tokens))
-    backward = (_vector("nll_loss", "D", 2 * logits), _kernel("log_softmax", "D", 6 * logits, log_softmax, "fp32"),
-                _vector("logits_to_fp16", "D", 3 * logits), d, g, _kernel("final_norm.dgamma", "D", 2 * x, norm),
+    forward = (_kernel("final_norm", "F", 2 * x, norm), f, vector_op("logits_to_fp32", "F", 3 * logits),
+               _kernel("log_softmax", "F", 4 * logits, log_softmax, "fp32"), vector_op("nll_loss", "F", 2 * tokens))
+    backward = (vector_op("nll_loss", "D", 2 * logits), _kernel("log_softmax", "D", 6 * logits, log_softmax, "fp32"),
+                vector_op("logits_to_fp16", "D", 3 * logits), d, g, _kernel("final_norm.dgamma", "D", 2 * x, norm),
                 _kernel("final_norm", "D", 3 * x, norm))
     return Work(forward, backward)
 

@@ -49,7 +49,7 @@ from __future__ import annotations
 from archsim.errors import InputError
 from archsim.lowering import TrainingOp
 from archsim.training.eager_ops import check_eager_attention
-from archsim.training.layer_ops import Work, _gemm_ops
+from archsim.training.layer_ops import Work, gemm_ops
 from archsim.workload.transformer import TransformerConfig
 
 HF_FAMILIES = ("gpt", "opt", "bert", "switch")  # switch's list: archsim.training.hf_switch_ops
@@ -69,8 +69,10 @@ def check_hf(c: TransformerConfig, tp: int, sequence_parallel: bool, attention: 
     check_eager_attention(attention)
 
 
-class _Ops:
-    """Collects one piece's forward ops in issue order and its backward ops last-first."""
+class OpCollector:
+    """Collects one piece's forward ops in issue order and its backward ops last-first (elements moved per
+    kernel, GEMM shapes in elements); the Switch/T5 lists (:mod:`~archsim.training.hf_switch_ops`) are
+    collected by the same class."""
 
     def __init__(self) -> None:
         self.forward: list[TrainingOp] = []
@@ -84,7 +86,7 @@ class _Ops:
 
     def gemm(self, name: str, m: int, k: int, n: int, count: int = 1, *, weights: bool = True,
              bias: bool = True) -> None:
-        f, d, g = _gemm_ops(name, m, k, n, count, weights=weights)
+        f, d, g = gemm_ops(name, m, k, n, count, weights=weights)
         self.forward.append(f)
         self.backward.extend((d, g))
         if bias:
@@ -123,7 +125,7 @@ def hf_block_work(c: TransformerConfig, micro_batch: int) -> Work:
     s, h, b, f, a = c.seq, c.hidden, micro_batch, c.ffn, c.heads
     tokens = s * b
     x, ff, scores = tokens * h, tokens * f, s * s * b * a
-    o = _Ops()
+    o = OpCollector()
     gpt = c.family == "gpt"
     if gpt:
         o.norm("ln_1", tokens, h)
@@ -175,7 +177,7 @@ def _opt_block_work(c: TransformerConfig, micro_batch: int) -> Work:
     s, h, b, f, a = c.seq, c.hidden, micro_batch, c.ffn, c.heads
     tokens = s * b
     x, ff, scores = tokens * h, tokens * f, s * s * b * a
-    o = _Ops()
+    o = OpCollector()
     o.norm("self_attn_layer_norm", tokens, h)
     o.bwd("residual_grad_sum1", 3 * x)  # the block's input feeds the LayerNorm and the residual
     o.bwd("qkv_grad_sum", 2 * 3 * x)  # the normed input feeds q, k and v: their gradients summed
@@ -215,7 +217,7 @@ def hf_embedding_work(c: TransformerConfig, micro_batch: int) -> Work:
     s, h = c.seq, c.hidden
     tokens = s * micro_batch
     x, positions, table = tokens * h, s * h, c.vocab * h
-    o = _Ops()
+    o = OpCollector()
     o.fwd("token_embedding", 2 * x)
     o.bwd("token_embedding", table + 2 * x, kind="G")
     if c.family == "opt":
@@ -244,7 +246,7 @@ def hf_head_work(c: TransformerConfig, micro_batch: int) -> Work:
     hidden_act, LayerNorm) and its decoder with bias; then the shifted logits' cross-entropy."""
     tokens, h, v = c.seq * micro_batch, c.hidden, c.vocab
     logits = tokens * v
-    o = _Ops()
+    o = OpCollector()
     if c.family in ("gpt", "opt"):
         o.norm("ln_f", tokens, h)
         o.gemm("lm_head", tokens, h, v, bias=False)
@@ -263,4 +265,4 @@ def hf_head_work(c: TransformerConfig, micro_batch: int) -> Work:
 
 
 __all__ = ["DROPOUT", "GELU_NEW_BACKWARD", "GELU_NEW_FORWARD", "HF_FAMILIES",
-           "check_hf", "hf_block_work", "hf_embedding_work", "hf_head_work"]
+           "OpCollector", "check_hf", "hf_block_work", "hf_embedding_work", "hf_head_work"]

@@ -51,7 +51,7 @@ or experts: :func:`megatron_counterparts` counts each piece as Megatron's ops of
 from __future__ import annotations
 
 from archsim.lowering import TrainingOp
-from archsim.training.hf_ops import _Ops
+from archsim.training.hf_ops import OpCollector
 from archsim.training.layer_ops import Work, block_work, embedding_work, head_work
 from archsim.workload.transformer import TransformerConfig
 
@@ -65,7 +65,7 @@ def routed_tokens(c: TransformerConfig, micro_batch: int) -> int:
     return micro_batch * min(c.expert_capacity, c.seq // c.experts)
 
 
-def rms_norm(o: _Ops, name: str, tokens: int, hidden: int) -> None:
+def rms_norm(o: OpCollector, name: str, tokens: int, hidden: int) -> None:
     """T5LayerNorm: the variance in fp32 (pow, mean), +ε, rsqrt, scale, × γ: elementwise kernels, none fused."""
     x, t = tokens * hidden, tokens
     for i, elements in enumerate((2 * x, x + t, 2 * t, 2 * t, 2 * x + t, 2 * x + hidden)):
@@ -79,7 +79,7 @@ def rms_norm(o: _Ops, name: str, tokens: int, hidden: int) -> None:
     o.bwd(f"{name}.dx", 2 * x + hidden)
 
 
-def _attention(o: _Ops, c: TransformerConfig, b: int, name: str, cross: bool) -> None:
+def _attention(o: OpCollector, c: TransformerConfig, b: int, name: str, cross: bool) -> None:
     """A T5 attention sub-layer: norm, q/k/v (cross: k, v on the encoder's output), scores + bias,
     softmax, dropout, context, heads merged, o, dropout, residual."""
     s, h, a, d = c.seq, c.hidden, c.heads, c.head_dim
@@ -107,7 +107,7 @@ def _attention(o: _Ops, c: TransformerConfig, b: int, name: str, cross: bool) ->
     o.fwd(f"{name}.residual_add", 3 * x)
 
 
-def _dense_ffn(o: _Ops, c: TransformerConfig, b: int, name: str) -> None:
+def _dense_ffn(o: OpCollector, c: TransformerConfig, b: int, name: str) -> None:
     tokens = c.seq * b
     x = tokens * c.hidden
     rms_norm(o, f"{name}.norm", tokens, c.hidden)
@@ -117,7 +117,7 @@ def _dense_ffn(o: _Ops, c: TransformerConfig, b: int, name: str) -> None:
     o.fwd(f"{name}.residual_add", 3 * x)
 
 
-def _expert(o: _Ops, c: TransformerConfig, name: str, tokens: int) -> None:
+def _expert(o: OpCollector, c: TransformerConfig, name: str, tokens: int) -> None:
     """``DenseActDense``: wi, ReLU, dropout, wo on ``tokens`` rows."""
     ff = tokens * c.ffn
     o.gemm(f"{name}.wi", tokens, c.hidden, c.ffn, bias=False)
@@ -127,7 +127,7 @@ def _expert(o: _Ops, c: TransformerConfig, name: str, tokens: int) -> None:
     o.gemm(f"{name}.wo", tokens, c.ffn, c.hidden, bias=False)
 
 
-def _sparse_ffn(o: _Ops, c: TransformerConfig, b: int, name: str) -> None:
+def _sparse_ffn(o: OpCollector, c: TransformerConfig, b: int, name: str) -> None:
     """Norm, the top-1 router (fp32, jitter, capacity by cumsum), each expert on its gathered tokens, the
     outputs scattered into a clone of the input, × the router probability, dropout, residual."""
     tokens, e, h = c.seq * b, c.experts, c.hidden
@@ -168,7 +168,7 @@ def switch_block_work(c: TransformerConfig, micro_batch: int) -> Work:
     attention), the FFN of layer 1 of each (HF: ``i % sparse_step == 1``; every layer when the step is 1)
     sparse, the others dense. The two stacks run one after the other; one block stands for 1/``layers``
     of both (the iteration's sum over blocks is the same ops)."""
-    o = _Ops()
+    o = OpCollector()
     step = c.sparse_step
     for stack in ("encoder", "decoder"):
         for i in range(step):
@@ -188,7 +188,7 @@ def switch_embedding_work(c: TransformerConfig, micro_batch: int) -> Work:
     s, h, b, a = c.seq, c.hidden, micro_batch, c.heads
     tokens = s * b
     x, table, grid, scores = tokens * h, c.vocab * h, s * s, b * a * s * s
-    o = _Ops()
+    o = OpCollector()
     for i in range(4):  # shift_right: new_zeros, copy, fill the start token, pad the -100s
         o.fwd(f"shift_right.{i}", INT64 * 2 * tokens)
     for stack in ("encoder", "decoder"):
@@ -214,7 +214,7 @@ def switch_head_work(c: TransformerConfig, micro_batch: int) -> Work:
     tokens, h, v = c.seq * micro_batch, c.hidden, c.vocab
     x, logits = tokens * h, tokens * v
     router = 2 * c.layers * tokens * c.experts  # both stacks' sparse layers' T × E logits
-    o = _Ops()
+    o = OpCollector()
     for stack in ("encoder", "decoder"):
         rms_norm(o, f"{stack}.final_norm", tokens, h)
         o.dropout(f"{stack}.final_dropout", x)

@@ -80,7 +80,11 @@ class Work:
     backward_collectives: tuple[Collective, ...] = ()
 
 
-def _gemm_ops(name: str, m: int, k: int, n: int, count: int = 1, *, weights: bool = True) -> tuple[TrainingOp, ...]:
+def gemm_ops(name: str, m: int, k: int, n: int, count: int = 1, *, weights: bool = True) -> tuple[TrainingOp, ...]:
+    """A matmul's three training ops, F (m×k · k×n), D and G (``weights`` False: B is an activation, so its
+    gradient is δ work, ``.dB``), ``count`` alike, each ``out_bytes`` at 2 bytes an element: one definition for
+    Megatron's, the eager and the Hugging Face op lists (:mod:`~archsim.training.eager_ops`,
+    :mod:`~archsim.training.hf_ops`), so a matmul is costed alike in each."""
     f = TrainingOp(name, "F", (Gemm(m, k, n, count),), out_bytes=2 * m * n * count)
     d = TrainingOp(name, "D", (Gemm(m, n, k, count),), out_bytes=2 * m * k * count)
     if weights:
@@ -90,7 +94,9 @@ def _gemm_ops(name: str, m: int, k: int, n: int, count: int = 1, *, weights: boo
     return f, d, g
 
 
-def _vector(name: str, kind: str, elements: float) -> TrainingOp:
+def vector_op(name: str, kind: str, elements: float) -> TrainingOp:
+    """An elementwise kernel of op kind ``kind`` moving ``elements`` elements (rounded to a whole count), on no
+    kernel model: the embedding and loss ops here and in :mod:`~archsim.training.eager_ops` are built alike."""
     return TrainingOp(name, kind, (), vector_elements=int(round(elements)))
 
 
@@ -122,7 +128,7 @@ def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_par
         backward.append(d)
 
     def gemm(name: str, *args, weights: bool = True) -> None:
-        f, d, g = _gemm_ops(name, *args, weights=weights)
+        f, d, g = gemm_ops(name, *args, weights=weights)
         forward.append(f)
         backward.extend((d, g))
         pairs.append((f, d, g))
@@ -276,8 +282,8 @@ def embedding_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence
     local = tokens // tp if sp else tokens  # tokens after the scatter (the dropout's)
     vocab = padded_vocab(c.vocab, tp) // tp
     positions = 1 if c.positions else 0
-    lookup = (_vector("embedding", "F", (2 + 2 * positions) * tokens * h),)
-    gradient = (_vector("embedding", "G", vocab * h + (2 + positions) * tokens * h),)
+    lookup = (vector_op("embedding", "F", (2 + 2 * positions) * tokens * h),)
+    gradient = (vector_op("embedding", "G", vocab * h + (2 + positions) * tokens * h),)
     forward: tuple[TrainingOp, ...] = lookup
     backward: tuple[TrainingOp, ...] = gradient
     if c.scaled_embeddings:  # Gemma: the rows times √hidden, one elementwise kernel each way (read, write)
@@ -285,10 +291,10 @@ def embedding_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence
         scale_f, scale_d = _memory_op("embedding_scale", 2 * scaled * h, 2 * scaled * h)
         forward, backward = (*forward, scale_f), (scale_d, *backward)
     if sp:
-        forward = (*forward, _vector("embedding_clone", "F", 2 * local * h))
+        forward = (*forward, vector_op("embedding_clone", "F", 2 * local * h))
     if c.drops_hidden:
-        forward = (*forward, _vector("embedding_dropout", "F", 2.5 * local * h))
-        backward = (_vector("embedding_dropout", "D", 2.5 * local * h), *backward)
+        forward = (*forward, vector_op("embedding_dropout", "F", 2.5 * local * h))
+        backward = (vector_op("embedding_dropout", "D", 2.5 * local * h), *backward)
     activation = tokens * h * 2
     if tp == 1:
         return Work(forward, backward)
@@ -322,7 +328,7 @@ def head_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_para
     sp = sequence_parallel and tp > 1
     local = tokens // tp if sp else tokens
     vocab = padded_vocab(c.vocab, tp) // tp
-    f, d, g = _gemm_ops("lm_head", tokens, h, vocab)
+    f, d, g = gemm_ops("lm_head", tokens, h, vocab)
     norm_f, norm_d = _memory_op("final_norm", 2 * local * h, 3 * local * h, ("ln", local, h))
     loss_f, loss_d = _memory_op("cross_entropy", 11 * tokens * vocab, 4 * tokens * vocab)
     if tp == 1:
@@ -342,5 +348,5 @@ def embedding_parameters(c: TransformerConfig, tp: int = 1) -> int:
 
 
 __all__ = ["UNFUSED_SOFTMAX", "Collective", "Work", "block_work", "embedding_parameters", "embedding_work", "flash_attention_ops",
-           "fused_softmax", "head_work", "reduce_scatters_embedding", "residual_elements", "rope_elements",
-           "window_gemms"]
+           "fused_softmax", "gemm_ops", "head_work", "reduce_scatters_embedding", "residual_elements", "rope_elements",
+           "vector_op", "window_gemms"]

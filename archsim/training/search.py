@@ -30,12 +30,12 @@ from dataclasses import replace
 from archsim.errors import InputError
 from archsim.training.objectives import OBJECTIVE_COLUMN
 from archsim.training.placement import layouts, server_orders
-from archsim.training.search_cost import CLOSED_FORM_EXACT, _Coster, _objective_value
+from archsim.training.search_cost import CLOSED_FORM_EXACT, Coster, objective_value
 from archsim.training.search_fit import fit_candidate
-from archsim.training.search_front import _distinct_rows, _dropped, _front
+from archsim.training.search_front import distinct_rows, identical_rows_dropped, pareto_front_rows
 from archsim.training.search_limits import check_planning_work, check_search_size
 from archsim.training.search_result import SearchResult
-from archsim.training.search_row_maker import _RowMaker
+from archsim.training.search_row_maker import RowMaker
 from archsim.training.search_space import REASONS, Candidate, candidates, rejection
 from archsim.training.stage_split import refuse_planned_fp32
 from archsim.workload.transformer import TransformerConfig, refuse_switch
@@ -75,8 +75,8 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
     orders = server_orders(cluster) if placement == "planned" else None
     placed: dict = {}  # (tp, pp, dp) → the distinct layouts of the server orders
     rejected: Counter = Counter()
-    coster = _Coster(c, cluster, global_batch)
-    value = _objective_value(coster, objective, c, global_batch)
+    coster = Coster(c, cluster, global_batch)
+    value = objective_value(coster, objective, c, global_batch)
     costed: list[tuple[float, str, float, Candidate]] = []  # seconds, timing, memory, candidate
     with progress(len(grid), progress_desc or f"search {c.name}", "config", delay=1.0) as bar:
         for k in grid:
@@ -108,8 +108,8 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
             if reason:
                 rejected[reason] += 1
     costed.sort(key=lambda t: (value(t), t[0]))  # ties (an array device's joules, alike at any time): faster first
-    make = _RowMaker(c, cluster, global_batch, coster, balance, orders, value)
-    rows, picked, twins = _distinct_rows(make, costed, max(top, refine))
+    make = RowMaker(c, cluster, global_batch, coster, balance, orders, value)
+    rows, picked, twins = distinct_rows(make, costed, max(top, refine))
     retimed: dict[int, dict] = {}  # index in costed → its row re-timed by the event simulator
     first = list(zip(picked, rows))  # each row's index in costed, before re-timing reorders them
     if refine:
@@ -134,11 +134,11 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
         rows[:refine] = sorted(timed, key=lambda r: (r[OBJECTIVE_COLUMN[objective]], r["iteration_seconds"]))
     order = [r for r in REASONS if rejected[r]] + (["filtered"] if rejected["filtered"] else [])
     second = (lambda t: t[2]) if objective == "time" else value
-    front, on_front = _front(make, costed, set(twins), retimed, second)
+    front, on_front = pareto_front_rows(make, costed, set(twins), retimed, second)
     rows = rows[:top]
     for row in rows:  # the rows' own times decide it, as they do the front's
         row["pareto_optimal"] = make.keep[id(row)] in on_front
-    dropped = _dropped(first, retimed, rows, twins)
+    dropped = identical_rows_dropped(first, retimed, rows, twins)
     return SearchResult(rows, {r: rejected[r] for r in order}, len(grid), len(costed), front, dropped)
 
 

@@ -1,4 +1,4 @@
-"""A search candidate's iteration seconds (:class:`_Coster`) and the pipeline span's closed forms
+"""A search candidate's iteration seconds (:class:`Coster`) and the pipeline span's closed forms
 (:func:`pipeline_seconds`) it uses, and the objective's value of a costed candidate: the costing step
 of :mod:`archsim.training.search`, kept apart from its enumeration and ranking."""
 
@@ -42,12 +42,14 @@ def pipeline_seconds(schedule: str, times, p: int, m: int, v: int) -> float:
     return float(m * per_rank.max() + (p - 1) * max(step, 0.0) + 2 * times.path(p))
 
 
-class _Coster:
+class Coster:
     """Iteration seconds of a candidate and which model gave them: 1F1B's and GPipe's closed form
     (equal to the event simulator); for the other schedules the event simulator itself
     (:func:`archsim.training.run.train`) while the pipeline is short of a steady state (m < 2p
     micro-batches), where their closed forms are poor, else their closed forms. Layer pieces are
-    cached per what they depend on. On a cluster of mixed GPUs each rank is costed on its own GPU."""
+    cached per what they depend on. On a cluster of mixed GPUs each rank is costed on its own GPU. One coster
+    serves the search and its rows (:class:`~archsim.training.search_row_maker.RowMaker`), so a row's gains
+    are timed as its candidate was."""
 
     def __init__(self, c: TransformerConfig, cluster, global_batch: int) -> None:
         self.c, self.cluster, self.global_batch = c, cluster, global_batch
@@ -96,12 +98,13 @@ class _Coster:
         return span + post, "closed-form"
 
 
-def _objective_value(coster: _Coster, objective: str, c: TransformerConfig, global_batch: int):
-    """(seconds, timing, bytes, candidate) → the objective's value (seconds, USD or joules)."""
+def objective_value(coster: Coster, objective: str, c: TransformerConfig, global_batch: int):
+    """(seconds, timing, bytes, candidate) → the objective's value (seconds, USD or joules): the one key the
+    search ranks, places and picks its rows by (:func:`archsim.training.search.search`)."""
     if objective == "time":
         return lambda t: t[0]
     column = OBJECTIVE_COLUMN[objective]
     return lambda t: objectives(c, t[3], coster.placed(t[3]), global_batch, t[0], column)[column]
 
 
-__all__ = ["CLOSED_FORM_EXACT", "EVENT_ACTION_LIMIT", "pipeline_seconds"]
+__all__ = ["CLOSED_FORM_EXACT", "EVENT_ACTION_LIMIT", "Coster", "objective_value", "pipeline_seconds"]

@@ -1,16 +1,16 @@
-"""A search's Pareto front (:func:`_front`) and its identical-row twins (:func:`_distinct_rows`,
-:func:`_dropped`): configurations alike in every column but recompute, listed once, and how many of the
-rows listed stand for such twins (``SearchResult.identical_rows_dropped``)."""
+"""A search's Pareto front (:func:`pareto_front_rows`) and its identical-row twins (:func:`distinct_rows`,
+:func:`identical_rows_dropped`): configurations alike in every column but recompute, listed once, and how
+many of the rows listed stand for such twins (``SearchResult.identical_rows_dropped``)."""
 
 from __future__ import annotations
 
-from archsim.training.search_row_maker import _RowMaker
+from archsim.training.search_row_maker import RowMaker
 from archsim.training.search_rows import pareto_front
 from archsim.training.search_space import Candidate
 
 
-def _front(make: _RowMaker, costed: list[tuple], twins: set[int], retimed: dict[int, dict],
-           second) -> tuple[list[dict], set[Candidate]]:
+def pareto_front_rows(make: RowMaker, costed: list[tuple], twins: set[int], retimed: dict[int, dict],
+                      second) -> tuple[list[dict], set[Candidate]]:
     """The Pareto front's rows (:func:`pareto_front` by time and ``second``) and their candidates, over every
     costed configuration with the time the rows give it: a row re-timed by the event simulator (``retimed``,
     by index in ``costed``) enters with that time, memory and server order, and is the front's entry as it is
@@ -33,8 +33,8 @@ def _front(make: _RowMaker, costed: list[tuple], twins: set[int], retimed: dict[
     return front, {t[3] for t in chosen}
 
 
-def _distinct_rows(make: _RowMaker, costed: list[tuple],
-                   count: int) -> tuple[list[dict], list[int], dict[int, int]]:
+def distinct_rows(make: RowMaker, costed: list[tuple],
+                  count: int) -> tuple[list[dict], list[int], dict[int, int]]:
     """The first ``count`` rows of ``costed`` (best first), each row's index in ``costed``, and the twins left
     out on the way — alike in every column but ``recompute`` (and the Megatron arguments it sets) to a row
     listed before them —, index → that row's index. A twin ties with its row in ``costed``'s order, so the
@@ -60,12 +60,14 @@ def _distinct_rows(make: _RowMaker, costed: list[tuple],
     return rows, picked, twins
 
 
-def _dropped(first: list[tuple[int, dict]], retimed: dict[int, dict], rows: list[dict], twins: dict[int, int]) -> int:
-    """The twins of the rows listed (``rows``, re-timed and cut to the top): ``first`` pairs each row's index in
-    ``costed`` with the row before re-timing, ``retimed`` maps an index to its re-timed row."""
+def identical_rows_dropped(first: list[tuple[int, dict]], retimed: dict[int, dict], rows: list[dict],
+                           twins: dict[int, int]) -> int:
+    """How many configurations the rows listed (``rows``, re-timed and cut to the top) stand for as twins
+    (``SearchResult.identical_rows_dropped``, a count): ``first`` pairs each row's index in ``costed`` with the
+    row before re-timing, ``retimed`` maps an index to its re-timed row."""
     index_of = {id(retimed.get(index, row)): index for index, row in first}
     listed = {index_of[id(row)] for row in rows}  # the twins counted: those of the rows listed (re-timed, top)
     return sum(index in listed for index in twins.values())
 
 
-__all__: list[str] = []
+__all__ = ["distinct_rows", "identical_rows_dropped", "pareto_front_rows"]

@@ -1,4 +1,4 @@
-"""A search's output rows (:class:`_RowMaker`): a costed candidate's columns — time, memory, MFU, cost,
+"""A search's output rows (:class:`RowMaker`): a costed candidate's columns — time, memory, MFU, cost,
 energy, stage split, server order — and what its planned split and server order gain, and its re-timing
 in the event simulator; the rows :mod:`archsim.training.search` ranks and lists."""
 
@@ -9,18 +9,19 @@ from dataclasses import replace
 from archsim.training.objectives import objectives
 from archsim.training.parallel import layers_per_stage
 from archsim.training.placement import layouts, order_text
-from archsim.training.search_cost import EVENT_ACTION_LIMIT, _Coster
+from archsim.training.search_cost import EVENT_ACTION_LIMIT, Coster
 from archsim.training.search_fit import fit_candidate, memory_fits, plan_candidate, rank_capacities
 from archsim.training.search_rows import megatron_args
 from archsim.training.search_space import Candidate
 from archsim.training.throughput import model_flops
 
 
-class _RowMaker:
-    """Output rows: the configuration, its time, memory, MFU, cost, energy, stage split, server order
-    and what the planned split and order gain (timed by the same coster)."""
+class RowMaker:
+    """Output rows: the configuration, its time (s), peak memory (GiB), MFU, cost, energy, stage split, server
+    order and what the planned split and order gain (fractions, timed by the same coster); one maker serves
+    the ranked rows and the Pareto front (:mod:`~archsim.training.search_front`), so both read alike."""
 
-    def __init__(self, c, cluster, global_batch: int, coster: _Coster, balance: str = "even", orders=None,
+    def __init__(self, c, cluster, global_batch: int, coster: Coster, balance: str = "even", orders=None,
                  value=lambda t: t[0]) -> None:
         self.c, self.cluster, self.global_batch, self.coster, self.balance = c, cluster, global_batch, coster, balance
         self.orders, self.value = orders, value  # the server orders a planned placement tries; the objective
@@ -124,4 +125,4 @@ class _RowMaker:
         return out
 
 
-__all__: list[str] = []
+__all__ = ["RowMaker"]

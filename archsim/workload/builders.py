@@ -22,14 +22,16 @@ HEADER = ("Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, C
 
 
 @dataclass
-class _Builder:
-    """Appends layers while tracking the current tensor (name, height, width, channels)."""
+class NetworkBuilder:
+    """Appends layers while tracking the current tensor (name, height, width, channels; sizes in elements):
+    the shipped networks here and a transformer's per-sample network (:mod:`archsim.workload.transformer`)
+    are built alike."""
 
     name: str
     layers: list[Layer] = field(default_factory=list)
     current: tuple[str, int, int, int] = (NETWORK_INPUT, 0, 0, 0)
 
-    def start(self, h: int, w: int, c: int) -> _Builder:
+    def start(self, h: int, w: int, c: int) -> NetworkBuilder:
         self.current = (NETWORK_INPUT, h, w, c)
         return self
 
@@ -51,7 +53,7 @@ class _Builder:
 
 
 def vgg16() -> Network:
-    b = _Builder("vgg16").start(224, 224, 3)
+    b = NetworkBuilder("vgg16").start(224, 224, 3)
     blocks = ((64, 2), (128, 2), (256, 3), (512, 3), (512, 3))
     for stage, (width, convs) in enumerate(blocks, start=1):
         for i in range(1, convs + 1):
@@ -76,7 +78,7 @@ def resnet101() -> Network:
 
 
 def _bottleneck_resnet(name: str, blocks_per_stage: tuple[int, int, int, int]) -> Network:
-    b = _Builder(name).start(224, 224, 3)
+    b = NetworkBuilder(name).start(224, 224, 3)
     b.add("conv1", "conv", 64, k=7, stride=2, pad=3)
     b.add("bn1", "batchnorm")
     b.add("relu1", "elementwise")
@@ -106,7 +108,7 @@ def _bottleneck_resnet(name: str, blocks_per_stage: tuple[int, int, int, int]) -
 
 
 def ffnn(layers: int, width: int = 1024, name: str | None = None) -> Network:
-    b = _Builder(name or f"ffnn{layers}").start(1, 1, width)
+    b = NetworkBuilder(name or f"ffnn{layers}").start(1, 1, width)
     for i in range(1, layers + 1):
         b.add(f"fc{i}", "fc", width, bias=True)
     return b.network()
@@ -114,7 +116,7 @@ def ffnn(layers: int, width: int = 1024, name: str | None = None) -> Network:
 
 def bert_large(layers: int = 24, seq: int = 512, hidden: int = 1024, heads: int = 16, ffn: int = 4096) -> Network:
     """Encoder layers; projections are position-wise fc over ``seq`` tokens (a seq×1 map)."""
-    b = _Builder("bert_large").start(seq, 1, hidden)
+    b = NetworkBuilder("bert_large").start(seq, 1, hidden)
     head = hidden // heads
     for i in range(1, layers + 1):
         p = f"l{i}"
@@ -137,7 +139,7 @@ def bert_large(layers: int = 24, seq: int = 512, hidden: int = 1024, heads: int 
 
 def rnn_cell(hidden: int = 20, inputs: int = 20) -> Network:
     """h_t = tanh(W_x x_t + b_x + W_h h_{t-1} + b_h), PyTorch ``RNNCell`` (both biases)."""
-    b = _Builder("rnn_cell").start(1, 1, inputs)
+    b = NetworkBuilder("rnn_cell").start(1, 1, inputs)
     b.add("fc_x", "fc", hidden, bias=True)
     b.add("fc_h", "fc", hidden, bias=True, source=(NETWORK_INPUT, 1, 1, hidden))
     b.add("add", "elementwise", inputs=("fc_x", "fc_h"), shape=(1, 1, hidden))

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from archsim.errors import InputError
 from archsim.validate import shown
-from archsim.workload.builders import _Builder
+from archsim.workload.builders import NetworkBuilder
 from archsim.workload.layer import Network
 
 FAMILIES = ("gpt", "opt", "llama", "bert", "switch")
@@ -289,7 +289,7 @@ def build(c: TransformerConfig) -> Network:
     refuse_switch(c, "the array commands' per-sample network")
     s, d, hd = c.seq, c.hidden, c.head_dim
     w = layer_widths(c)
-    b = _Builder(c.name).start(s, 1, d)
+    b = NetworkBuilder(c.name).start(s, 1, d)
     if c.family == "bert":
         b.add("emb_ln", "batchnorm")
     for i in range(1, c.layers + 1):
