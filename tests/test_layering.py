@@ -299,6 +299,34 @@ def test_each_name_is_imported_from_its_one_home():
     assert not broken, "\n".join(sorted(set(broken)))
 
 
+# A name with a leading underscore is its own module's: a name another module imports is part of its home
+# module's interface, so it is public (no underscore, a docstring). Dunders (``__version__``) are public.
+def private_imports(path: Path) -> list[str]:
+    """``from M import _n`` in ``path`` with M an archsim module (absolute or relative) and ``_n`` not a dunder,
+    at module level or inside a function, each as ``M._n``."""
+    found = []
+    for node in ast.walk(parsed(path)):
+        if isinstance(node, ast.ImportFrom) and (node.level or within(node.module or "", "archsim")):
+            found += [f"{'.' * node.level}{node.module or ''}.{alias.name}" for alias in node.names
+                      if alias.name.startswith("_") and not (alias.name.startswith("__") and alias.name.endswith("__"))]
+    return found
+
+
+def test_private_imports_are_found(tmp_path):
+    """A private name imported from an archsim module (also in a function, also relatively) is reported; a
+    dunder, a public name under a private alias and a private name from outside archsim are not."""
+    module = tmp_path / "m.py"
+    module.write_text("from archsim.a import _b, c as _c, __version__\nfrom os import _exit\n"
+                      "def f():\n    from archsim.d import _E\n    from .g import _h\n", encoding="utf-8")
+    assert sorted(private_imports(module)) == [".g._h", "archsim.a._b", "archsim.d._E"]
+
+
+@pytest.mark.long
+def test_no_module_imports_a_private_name():
+    broken = [f"{name} imports {imported}" for name, path in library() for imported in private_imports(path)]
+    assert not broken, f"{len(broken)} imports of private names:\n" + "\n".join(sorted(broken))
+
+
 # `archsim train` walks down: command → run (the iteration) → stage split (the plan) → stages (per-stage
 # F/I/W, hops) → pieces (ops → seconds, iteration.py) → the op lists and the machine → devices. A module
 # imports only modules after it here.
