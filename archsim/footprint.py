@@ -125,12 +125,12 @@ def partition_footprint(plan: Partition, profile: LayerProfile, timeline: Timeli
     """Memory of every stage's processor for a partition run under ``schedule`` (the timeline of
     :func:`archsim.policies.pipeline.simulate_partition`). A stage's weights are its layers' plus
     the weight slices LayerPipe ships with borrowed δ ops (their ``extra_bytes``); activations are
-    each layer's input tensor (``delta_bytes``: what its G reads), held until its G."""
+    each layer's input tensor (``stash_bytes``: what its G reads, a first layer's too), held until its G."""
     if optimizer not in OPTIMIZER_STATES:
         raise InputError(f"unknown optimizer {optimizer!r}; choose one of {', '.join(OPTIMIZER_STATES)}",
                          field="optimizer")
     index = {name: k for k, name in enumerate(profile.names)}
-    stash = stash_profile(timeline, lambda tag: int(profile.delta_bytes[index[str(tag["layer"])]]), ("G",))
+    stash = stash_profile(timeline, lambda tag: int(profile.stash_bytes[index[str(tag["layer"])]]), ("G",))
     rows = []
     for stage in plan.stages:
         processor = f"p{stage.index + 1}"

@@ -15,7 +15,9 @@ micro-batch) into a receive op of no time there (``RECV_F``, ``RECV_B``), which 
 stage reading the output depends on. Before, every reading op had a transfer of its own, so a
 layer's δ and G each had the consumer's δ sent (the link carried it twice). And, in both alike, two
 or more δ sources on one other stage (a layer's readers there) are summed there by a ``SEND_B`` op
-of no time and sent once, the layer's output size; before, each crossed on its own."""
+of no time and sent once, the layer's output size; before, each crossed on its own. A layer's stash
+is its ``stash_bytes`` (what its G or δ reads: the first layer's input too), no longer its δ bytes
+(0 for a layer that computes no δ)."""
 
 from archsim.partition.profile import LayerProfile
 from archsim.partition.result import Partition
@@ -105,9 +107,9 @@ def pipeline_problem(plan: Partition, profile: LayerProfile, microbatches: int, 
                 order = (rank[kind], b, k if kind == "F" else -k)
             alloc = free = 0
             if kind == "F":
-                alloc = int(profile.delta_bytes[k]) + (int(profile.weight_bytes[k]) if stash_weights else 0)
+                alloc = int(profile.stash_bytes[k]) + (int(profile.weight_bytes[k]) if stash_weights else 0)
             if kind == "G":
-                free = int(profile.delta_bytes[k]) + (int(profile.weight_bytes[k]) if stash_weights else 0)
+                free = int(profile.stash_bytes[k]) + (int(profile.weight_bytes[k]) if stash_weights else 0)
             ops.append(Op(oid(layer, kind, b), proc_of_stage[stage], cycles[(layer, kind)], priority=order,
                           alloc_bytes=alloc, free_bytes=free,
                           tags=(("layer", layer), ("kind", kind), ("microbatch", b), ("stage", stage + 1))))

@@ -120,10 +120,10 @@ def test_the_api_takes_dtype_as_the_flags_do():
     named = archsim.profile(SAMPLE, batch=4, dtype="fp16")
     by_width = archsim.profile(SAMPLE, batch=4, element_bytes=2)
     default = archsim.profile(SAMPLE, batch=4)
-    columns = ("forward", "weight_grad", "delta", "activation_bytes", "delta_bytes", "weight_bytes")
+    columns = ("forward", "weight_grad", "delta", "activation_bytes", "delta_bytes", "weight_bytes", "stash_bytes")
     assert named.array == by_width.array and named.array.element_bytes == 2
     assert all(list(getattr(named, c)) == list(getattr(by_width, c)) for c in columns)
-    for column in ("activation_bytes", "delta_bytes", "weight_bytes"):
+    for column in ("activation_bytes", "delta_bytes", "weight_bytes", "stash_bytes"):
         assert sum(getattr(default, column)) > 0
         assert list(getattr(named, column)) == [2 * x for x in getattr(default, column)]
     assert list(named.forward) == list(default.forward)  # analytic cycles count words, not bytes

@@ -68,7 +68,7 @@ def test_gpipe_stashes_every_microbatch_and_pipedream_versions_match_the_dfg() -
     index = {name: k for k, name in enumerate(profile.names)}
     for memory, stage in zip(partition_footprint(gpipe, profile, run.timeline, run.schedule), gpipe.stages):
         # GPipe: M · M_B, M_B = the stage's layers' input activations
-        assert memory.peak_activation_bytes == microbatches * sum(int(profile.delta_bytes[index[n]])
+        assert memory.peak_activation_bytes == microbatches * sum(int(profile.stash_bytes[index[n]])
                                                                   for n in stage.layers)
         assert memory.weight_versions == 1
     plan = partition(profile, stages, "pipedream")

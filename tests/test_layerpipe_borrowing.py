@@ -48,7 +48,8 @@ def chosen_profile(delta: list[float]) -> LayerProfile:
     tensors = [item.tensors for item in LOWERED]
     return LayerProfile(NETWORK_NAMES, forward, weight_grad, np.array(delta),
                         np.array([t.activation_bytes for t in tensors]), np.array([t.delta_bytes for t in tensors]),
-                        np.array([t.weight_bytes for t in tensors]), lowered=LOWERED,
+                        np.array([t.weight_bytes for t in tensors]), np.array([t.delta_bytes for t in tensors]),
+                        lowered=LOWERED,
                         array=ArrayConfig(8, 8, "ws", element_bytes=ELEMENT_BYTES))
 
 
@@ -225,7 +226,8 @@ def test_borrowed_whole_deltas_result_comes_from_the_lowering():
     # are the one source of a borrowed δ's bytes, its result (160) as its weights (80).
     base = whole_borrow_profile()
     profile = LayerProfile(base.names, base.forward, base.weight_grad, base.delta, base.activation_bytes,
-                           np.zeros(3, dtype=np.int64), base.weight_bytes, lowered=LOWERED, array=base.array)
+                           np.zeros(3, dtype=np.int64), base.weight_bytes, base.stash_bytes, lowered=LOWERED,
+                           array=base.array)
     plan = layerpipe_partition(profile, 2, alpha=1.1)
     assert [(op.layer, op.kind) for stage in plan.stages for op in stage.ops if op.borrowed] == [("l1", "D")]
     assert plan.additional_bytes == 80 + 160
@@ -237,7 +239,8 @@ def reduction_profile(fixed_l0: float, delta_l2: float) -> LayerProfile:
     forward = weight_grad = np.array([fixed_l0 / 2, 45.0, 30.0])
     return LayerProfile(NETWORK_NAMES, forward, weight_grad, np.array([0.0, 100.0, delta_l2]),
                         np.array([t.activation_bytes for t in tensors]), np.array([t.delta_bytes for t in tensors]),
-                        np.array([t.weight_bytes for t in tensors]), lowered=LOWERED,
+                        np.array([t.weight_bytes for t in tensors]), np.array([t.delta_bytes for t in tensors]),
+                        lowered=LOWERED,
                         array=ArrayConfig(8, 8, "ws", element_bytes=ELEMENT_BYTES))
 
 

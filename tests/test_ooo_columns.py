@@ -39,7 +39,7 @@ def test_columnar_problem_equals_the_object_built_one(policy, costs, first_delta
                            first_layer_delta=first_delta)
     # the frozen builder reads the record it was written for: the profile's F, δ, G and stash copied into it
     frozen_input = ReferenceLayerCosts(tuple(costs.forward), tuple(costs.delta), tuple(costs.weight_grad),
-                                       first_delta, tuple(int(x) for x in costs.delta_bytes))
+                                       first_delta, tuple(int(x) for x in costs.stash_bytes))
     expected = reference_problem(frozen_input, devices, microbatches, policy, flush=flush, group=group)
     assert_same_problem(columnar, expected)
     assert tuple(simulate(columnar).slots) == tuple(simulate(expected).slots)

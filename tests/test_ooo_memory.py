@@ -77,20 +77,21 @@ def test_bert_block_stash_by_hand(bert_blocks):
     """Batch 32, sequence 512, hidden 1024, 16 heads, FFN 4096, 1 byte: a [32, 512, 1024] tensor is
     16 MiB. A block's ops hold their inputs: qkv, scores, out, add1, ln1, ffn1, add2, ln2 16 MiB each,
     softmax and context the [32, 16, 512, 512] scores/probabilities 128 MiB each, gelu and ffn2 the
-    [32, 512, 4096] 64 MiB each: 512 MiB; the first block's qkv (the network's first op) has no δ
-    and holds none."""
+    [32, 512, 4096] 64 MiB each: 512 MiB. The first block's qkv (the network's first op) computes no
+    δ, so its δ bytes lack those 16 MiB, but its G reads its input: it holds them like every qkv."""
     block = 8 * 16 * MIB + 2 * 128 * MIB + 2 * 64 * MIB
     assert block == 512 * MIB
+    assert bert_blocks.stash_bytes.tolist() == [block] * 24
     assert bert_blocks.delta_bytes.tolist() == [block - 16 * MIB] + [block] * 23
 
 
 @pytest.mark.parametrize("policy, flush", [("gpipe", True), ("ooo-pipe1", True), ("ooo-pipe2", False)])
 def test_bert_blocks_peak_alike_across_policies(bert_blocks, policy, flush):
     """4 devices hold 6 blocks each (blocks 1–6 … 19–24 contiguous; i, i + 4, … modulo), and every
-    policy runs all 4 × 6 forwards of a device before its first G, so every device but the first peaks
-    at 4 × 6 × 512 MiB = 12 GiB (the first 4 × 16 MiB less, d1 holding block 1 under either allocation)."""
+    policy runs all 4 × 6 forwards of a device before its first G, so every device peaks at
+    4 × 6 × 512 MiB = 12 GiB (d1 too: block 1 holds its first op's input for that op's G)."""
     problem, timeline = ooo_schedule(bert_blocks, 4, 4, policy, flush=flush, first_layer_delta=True)
     assert all(_first_g_after_every_f(timeline, f"d{k}") for k in range(1, 5))
     full = 4 * 6 * 512 * MIB
-    assert timeline.peak_memory() == {"d1": full - 4 * 16 * MIB, "d2": full, "d3": full, "d4": full}
+    assert timeline.peak_memory() == {"d1": full, "d2": full, "d3": full, "d4": full}
     assert schedule_metrics(problem, timeline)["peak_activation_bytes"] == 12 * 1024 * MIB

@@ -255,7 +255,7 @@ def _stage_profile(args: argparse.Namespace, costs: LayerProfile) -> StageProfil
     names = [f"l{i}" for i in range(len(costs))]
     # PipeDream's DP over the costs alone, as a chain (no activation or weight bytes): the split balances F + I + W
     plan = pipedream_partition(profile_from_costs(names, costs.forward, costs.weight_grad, costs.delta), args.processors)
-    stash = [int(x) for x in costs.delta_bytes]
+    stash = [int(x) for x in costs.stash_bytes]
     sums: dict[str, list[float]] = {kind: [] for kind in "FDG"}
     for stage in plan.stages:
         for kind in "FDG":

@@ -34,8 +34,11 @@ class LayerProfile:
     weight_grad: np.ndarray
     delta: np.ndarray
     activation_bytes: np.ndarray
-    delta_bytes: np.ndarray
+    delta_bytes: np.ndarray  # δ of each layer's input, sent back where a stage starts at it (0: no δ op)
     weight_bytes: np.ndarray
+    # bytes of each layer's input kept from its F until its backward has read it: G reads it even where the
+    # layer computes no δ (the first layer), so stash and δ bytes differ there (0: neither G nor δ)
+    stash_bytes: np.ndarray
     lowered: tuple[LoweredLayer, ...] = field(repr=False)
     array: ArrayConfig | None = None
     mode: str = "paper"
@@ -126,20 +129,25 @@ def profile_of_lowered(lowered: tuple[LoweredLayer, ...], costs, *, array: Array
         activation_bytes=np.array([item.tensors.activation_bytes for item in lowered], dtype=np.int64),
         delta_bytes=np.array([item.tensors.delta_bytes if item.op("D") else 0 for item in lowered], dtype=np.int64),
         weight_bytes=np.array([item.tensors.weight_bytes for item in lowered], dtype=np.int64),
+        stash_bytes=np.array([item.tensors.delta_bytes if item.op("G") or item.op("D") else 0 for item in lowered],
+                             dtype=np.int64),
         lowered=lowered, array=array, mode=mode, batch=batch, engine=engine, edges=edges, unit=unit,
     )
 
 
 def profile_from_costs(names, forward, weight_grad, delta, activation_bytes=None, delta_bytes=None,
-                       weight_bytes=None, *, edges=None, unit: str = "cycles") -> LayerProfile:
+                       weight_bytes=None, *, stash_bytes=None, edges=None, unit: str = "cycles") -> LayerProfile:
     """A profile from given costs (tests, per-layer profiles in seconds); δ cannot be split.
-    ``edges``: (producer, consumer) index pairs, producer earlier in ``names`` (None: a chain)."""
+    ``edges``: (producer, consumer) index pairs, producer earlier in ``names`` (None: a chain).
+    ``stash_bytes``: each layer's kept input (None: ``delta_bytes``, given costs name no ops to tell
+    a layer whose G alone reads its input)."""
     n = len(names)
     zeros = np.zeros(n, dtype=np.int64)
     as_float = lambda x: np.asarray(x, dtype=float)
     as_int = lambda x: zeros.copy() if x is None else np.asarray(x, dtype=np.int64)
     return LayerProfile(tuple(names), as_float(forward), as_float(weight_grad), as_float(delta),
-                        as_int(activation_bytes), as_int(delta_bytes), as_int(weight_bytes), lowered=(),
+                        as_int(activation_bytes), as_int(delta_bytes), as_int(weight_bytes),
+                        as_int(delta_bytes if stash_bytes is None else stash_bytes), lowered=(),
                         edges=None if edges is None else tuple((int(a), int(b)) for a, b in edges), unit=unit)
 
 
@@ -155,7 +163,8 @@ def collapse_profile(profile: LayerProfile, groups) -> LayerProfile:
         names=tuple(name for name, _ in groups), forward=total(profile.forward),
         weight_grad=total(profile.weight_grad), delta=total(profile.delta),
         activation_bytes=np.array([profile.activation_bytes[i[-1]] for i in index], dtype=np.int64),
-        delta_bytes=total(profile.delta_bytes), weight_bytes=total(profile.weight_bytes), lowered=(),
+        delta_bytes=total(profile.delta_bytes), weight_bytes=total(profile.weight_bytes),
+        stash_bytes=total(profile.stash_bytes), lowered=(),
         array=profile.array, mode=profile.mode, batch=profile.batch, engine=profile.engine, edges=None,
         unit=profile.unit)
 

@@ -47,7 +47,7 @@ def layer_chain(forward, delta, weight_grad, stash_bytes=None) -> LayerProfile:
     """Layers l1 … lL of one micro-batch from given F, δ and G (in the paper's order) as a profile;
     ``stash_bytes``: a^{l-1} a layer keeps from F_l until G_l (None: 0, unknown)."""
     names = [f"l{l + 1}" for l in range(len(forward))]
-    return profile_from_costs(names, forward, weight_grad, delta, delta_bytes=stash_bytes)
+    return profile_from_costs(names, forward, weight_grad, delta, stash_bytes=stash_bytes)
 
 
 def unit_costs(layers: int, network: Network | None = None) -> LayerProfile:
@@ -119,7 +119,7 @@ def ooo_problem(costs: LayerProfile, devices: int, microbatches: int, policy: st
                 group: int = 1, first_layer_delta: bool = False) -> Problem:
     """The policy's problem over ``costs``' chain of layers (layer l feeds l + 1, the paper's setting;
     a profile whose graph branches is refused, :func:`require_chain`): per micro-batch F, G and δ of
-    every layer in the profile's unit, a layer's stash (``delta_bytes``, its input a^{l-1}) held from
+    every layer in the profile's unit, a layer's stash (``stash_bytes``, its input a^{l-1}) held from
     F_l until G_l.
     ``first_layer_delta``: the first layer computes δ too (lowering mode ``paper`` counts it; the
     paper's figures do not), else ``delta[0]`` is ignored — the caller's choice, as in :func:`op_count`."""
@@ -133,7 +133,7 @@ def ooo_problem(costs: LayerProfile, devices: int, microbatches: int, policy: st
     slot = {op: t for t, op in enumerate(template)}
     size, m = len(template), microbatches
     cost = {"F": costs.forward, "G": costs.weight_grad, "D": costs.delta}
-    stash = [costs.delta_bytes[l] for _, l in template]
+    stash = [costs.stash_bytes[l] for _, l in template]
     ids = [f"{kind}{l + 1}:{mb}" for mb in range(m) for kind, l in template]
     priority = [rank(kind, mb, l) for mb in range(m) for kind, l in template]
     columns = [np.tile(np.array(values), m) for values in (

@@ -139,7 +139,7 @@ def pipeline_problem(plan: Partition, profile: LayerProfile, microbatches: int, 
     for (layer, kind), s in where.items():  # s: the stage index (int), not a Stage
         k = index[layer]
         forward = kind == "F"
-        stash = int(profile.delta_bytes[k]) + (int(profile.weight_bytes[k]) if stash_weights else 0)
+        stash = int(profile.stash_bytes[k]) + (int(profile.weight_bytes[k]) if stash_weights else 0)
         template.append((s, cycles[(layer, kind)], rank[kind], -1 if newest_first and not forward else 1,
                          k if forward else -k, stash if forward else 0, stash if kind == "G" else 0, layer, kind,
                          s + 1, layer))
