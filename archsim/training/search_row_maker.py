@@ -40,7 +40,7 @@ class _RowMaker:
                "iteration_seconds": seconds, "peak_memory_gib": memory / 2**30,
                "mfu": flops / (seconds * gpus * peak), **objectives(c, k, cluster, global_batch, seconds),
                "uneven_gain": self.gain(k, seconds if event else None), "timing": timing,
-               "megatron_args": megatron_args(k, global_batch, c.layers)}
+               "megatron_args": megatron_args(k, global_batch, c.layers, cluster.dtype)}
         if k.placement is not None:
             row.update(placement=order_text(k.placement), placement_gain=self.placement_gain(k))
         self.keep[id(row)] = k
