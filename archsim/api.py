@@ -201,7 +201,7 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
     from archsim.training.parallel import Parallelism
     from archsim.training.run import train as _train
     from archsim.training.stage_split import parse_stage_layers
-    from archsim.training.throughput import throughput
+    from archsim.training.throughput import mean_peak, throughput
     from archsim.training.train_json import train_document
     from archsim.training.train_layout import lay_out
     from archsim.validate import DEFAULT_MAX_OPS, check_job_size
@@ -231,9 +231,8 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
             import warnings
 
             warnings.warn(warning, UserWarning, stacklevel=2)
-    peak = sum(m.gpu.peak(m.dtype) for m in machines) / len(machines)
-    return result, throughput(config, global_batch, recompute, result.iteration_seconds, laid.par.gpus, peak,
-                              attention)
+    return result, throughput(config, global_batch, recompute, result.iteration_seconds, laid.par.gpus,
+                              mean_peak(machines), attention)
 
 
 def train_runs(model, *, runs: str | Path, cluster, seq: int | None = None, attention: str = "flash",

@@ -133,7 +133,8 @@ def read_network(spec: dict, gpus_per_server: int, file: str = "<cluster>", defa
         raise InputError("expected a table: write [network] above its keys", file=file, field="network")
     unknown = sorted(set(table) - NETWORK_KEYS)
     if unknown:
-        raise InputError("unknown key in [network]", file=file, field=unknown[0])
+        raise InputError(f"unknown key in [network]; keys are {', '.join(sorted(NETWORK_KEYS))}", file=file,
+                         field=unknown[0])
     nics = _positive(table, "nics_per_server", None, file)
     gbps = _positive(table, "nic_gbps", None, file, float)
     per_nic = _positive(table, "gpus_per_nic", math.ceil(gpus_per_server / nics), file)

@@ -303,15 +303,26 @@ def add_timeline_outputs(parser: argparse.ArgumentParser) -> None:
                         help="per-rank action CSV in torch.distributed.pipelining's layout")
 
 
+def iteration_caption(iteration_seconds: float, timeline) -> str:
+    """The note under a training iteration's Gantt: the chart draws the pipeline's passes, and each rank's
+    work after its last backward (the gradient all-reduces left to run, the optimizer step) ends the
+    iteration later; both figures in seconds, as the chart's axis."""
+    after = iteration_seconds - timeline.makespan
+    return (f"Each pipeline rank's forward and backward passes. What a rank runs after its last backward (the "
+            f"DP and embedding all-reduces left to run, the optimizer step) is not drawn: the iteration ends "
+            f"{after:.4g} s after the last bar, at {iteration_seconds:.4g} s.")
+
+
 def write_timeline_outputs(args: argparse.Namespace, timeline, title: str, unit: str = "cycles",
-                           borrowed: Collection[tuple[str, str]] = ()) -> None:
+                           borrowed: Collection[tuple[str, str]] = (), caption: str = "") -> None:
     """The Gantt, Chrome trace and schedule CSV asked for; ``unit``: the timeline's time unit, the
     Gantt's x axis title (cycles for arrays, seconds for GPUs); ``borrowed``: (layer, kind) of the
-    ops the Gantt hatches (a plan's :attr:`~archsim.partition.result.Partition.borrowed_ops`)."""
+    ops the Gantt hatches (a plan's :attr:`~archsim.partition.result.Partition.borrowed_ops`); ``caption``:
+    a note under the Gantt (a training iteration's: :func:`iteration_caption`)."""
     if args.gantt:
         from archsim.report.gantt import write_gantt  # plotly: only when a chart is asked for
 
-        write_gantt(timeline, args.gantt, title=title, unit=unit, borrowed=borrowed)
+        write_gantt(timeline, args.gantt, title=title, caption=caption, unit=unit, borrowed=borrowed)
     if args.trace or args.schedule_csv:
         from archsim.report.export import write_chrome_trace, write_pipeline_schedule_csv
 

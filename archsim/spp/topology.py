@@ -214,7 +214,8 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
         raise InputError("expected [[servers]] tables", file=file, field="servers")
     unknown = sorted(set(cluster) - CLUSTER_KEYS)
     if unknown:
-        raise InputError("unknown key", file=file, field=unknown[0])
+        raise InputError(f"unknown key in [cluster]; keys are {', '.join(sorted(CLUSTER_KEYS))}", file=file,
+                         field=unknown[0])
     if seed is None:
         seed = cluster.get("seed", 0)
         if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= SEED_MAX:
@@ -226,7 +227,8 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
     for group in spec["servers"]:
         unknown = sorted(set(group) - SERVER_KEYS)
         if unknown:
-            raise InputError("unknown key in [[servers]]", file=file, field=unknown[0])
+            raise InputError(f"unknown key in [[servers]]; keys are {', '.join(sorted(SERVER_KEYS))}", file=file,
+                             field=unknown[0])
         count, gpus = group.get("count", 1), group.get("gpus")
         for key, value in (("count", count), ("gpus", gpus)):  # the key at fault, by name
             if not (isinstance(value, int) and not isinstance(value, bool) and value > 0):

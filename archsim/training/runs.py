@@ -95,11 +95,18 @@ def _seconds(cell: str, field: str, file: str, line: int, scale: float = 1.0) ->
     return value
 
 
+def _column(field: str | None) -> str | None:
+    """The runs file's column for an error's field: the flag ``global-batch`` is the column ``global_batch``
+    (a row's error names what its reader sees in the header); a field no column holds stays as it is."""
+    column = None if field is None else field.replace("-", "_")
+    return column if column in REQUIRED + OPTIONAL else field
+
+
 def _parallelism(fields: dict, file: str, line: int) -> Parallelism:
     try:
         return Parallelism(**fields)
     except InputError as exc:
-        raise InputError(exc.message, file=file, line=line, field=exc.where.field) from None
+        raise InputError(exc.message, file=file, line=line, field=_column(exc.where.field)) from None
 
 
 def _archsim_row(raw: list[str], index: dict[str, int], line: int, file: str) -> RunRow:
@@ -199,7 +206,7 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
             result = train(config, row.par, machines[0], machines)
         except InputError as exc:
             raise InputError(exc.message, file=None if file is None else str(file), line=row.line,
-                             field=exc.where.field) from None
+                             field=_column(exc.where.field)) from None
         for text in (tp_span_warning(cluster, row.par), rank_memory_warning(result, machines)):
             if text:
                 warn(row.line, text)

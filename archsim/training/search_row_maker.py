@@ -13,7 +13,7 @@ from archsim.training.search_cost import EVENT_ACTION_LIMIT, Coster
 from archsim.training.search_fit import fit_candidate, memory_fits, plan_candidate, rank_capacities
 from archsim.training.search_rows import megatron_args
 from archsim.training.search_space import Candidate
-from archsim.training.throughput import model_flops
+from archsim.training.throughput import mean_peak, model_flops
 
 
 class RowMaker:
@@ -32,9 +32,7 @@ class RowMaker:
         c, cluster, global_batch = self.c, self.coster.placed(k), self.global_batch
         flops = model_flops(c, global_batch)
         gpus = k.tp * k.pp * k.dp
-        # the GPUs' summed peak: as gpus × peak on one GPU type (the same rounding as before mixed clusters)
-        peak = sum(cluster.gpu_at(i).peak("fp16") for i in range(gpus)) / gpus if cluster.heterogeneous \
-            else cluster.gpu.peak("fp16")
+        peak = mean_peak(cluster.laid_out(k.parallelism(global_batch)))  # at the run's dtype, as train's
         row = {"tp": k.tp, "pp": k.pp, "dp": k.dp, "micro_batch": k.micro_batch, "recompute": k.recompute,
                "schedule": k.schedule, "interleave": k.interleave, "sequence_parallel": k.sequence_parallel,
                "attention": k.attention, "dp_overlap": k.dp_overlap,
@@ -43,7 +41,7 @@ class RowMaker:
                "iteration_seconds": seconds, "peak_memory_gib": memory / 2**30,
                "mfu": flops / (seconds * gpus * peak), **objectives(c, k, cluster, global_batch, seconds),
                "uneven_gain": self.gain(k, seconds if event else None), "timing": timing,
-               "megatron_args": megatron_args(k, global_batch, c.layers)}
+               "megatron_args": megatron_args(k, global_batch, c.layers, cluster.dtype)}
         if k.placement is not None:
             row.update(placement=order_text(k.placement), placement_gain=self.placement_gain(k))
         self.keep[id(row)] = k

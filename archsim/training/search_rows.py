@@ -17,18 +17,21 @@ def pareto_front(costed: list[tuple], second=lambda t: t[2]) -> list[tuple]:
     return front
 
 
-def megatron_args(k: Candidate, global_batch: int, layers: int) -> str:
-    """Megatron-LM's arguments for the configuration (``pretrain_gpt.py``); empty for a schedule
-    Megatron-LM does not run (it has 1F1B and interleaved 1F1B) and for an uneven split it cannot
-    express (any uneven one with interleaving): Megatron takes the first and the last stage's layer counts
-    (``--decoder-first-pipeline-num-layers``, ``--decoder-last-pipeline-num-layers``) and splits the
-    rest evenly."""
+def megatron_args(k: Candidate, global_batch: int, layers: int, dtype: str) -> str:
+    """Megatron-LM's arguments for the configuration (``pretrain_gpt.py``) trained in ``dtype``, with its
+    precision flag, ``--fp16`` or ``--bf16`` (given neither, Megatron-LM trains in fp32: the run priced only
+    under ``dtype`` fp32); empty for a schedule Megatron-LM does not run (it has 1F1B and interleaved
+    1F1B) and for an uneven split it cannot express (any uneven one with interleaving): Megatron takes
+    the first and the last stage's layer counts (``--decoder-first-pipeline-num-layers``,
+    ``--decoder-last-pipeline-num-layers``) and splits the rest evenly."""
     split = k.stage_layers
     if k.schedule not in ("1f1b", "interleaved-1f1b") or (split and len(set(split[1:-1])) > 1) \
             or (split and k.interleave > 1 and len(set(split)) > 1):
         return ""
     args = [f"--tensor-model-parallel-size {k.tp}", f"--pipeline-model-parallel-size {k.pp}",
             f"--micro-batch-size {k.micro_batch}", f"--global-batch-size {global_batch}"]
+    if dtype in ("fp16", "bf16"):
+        args.append(f"--{dtype}")
     if k.recompute != "none":
         args.append(f"--recompute-granularity {k.recompute}")
         if k.recompute == "full":

@@ -13,7 +13,7 @@ from archsim.choices.training import ATTENTIONS, DP_OVERLAPS, GRAD_ACCUMULATIONS
 from archsim.errors import InputError
 from archsim.training.energy import iteration_energy
 from archsim.training.parallel import Parallelism
-from archsim.training.throughput import Throughput, throughput
+from archsim.training.throughput import Throughput, mean_peak, throughput
 from archsim.validate import check_job_size, parse_int, shown
 
 
@@ -133,9 +133,8 @@ def _point(config, cluster, settings: dict, train) -> dict:
         machines = cluster.laid_out(par)  # each pipeline rank's GPU (mixed clusters); refused as train does
         result = train(config, par, machines[0], machines)
         fits = all(m.total <= mc.gpu.memory_bytes for m, mc in zip(result.memory, machines))
-        peak = sum(m.gpu.peak(m.dtype) for m in machines) / len(machines)
-        rates = throughput(config, par.global_batch, par.recompute, result.iteration_seconds, par.gpus, peak,
-                           par.attention)
+        rates = throughput(config, par.global_batch, par.recompute, result.iteration_seconds, par.gpus,
+                           mean_peak(machines), par.attention)
         energy = iteration_energy(config, par, cluster, result.iteration_seconds, memory=result.memory)
         row.update(iteration_seconds=result.iteration_seconds, **asdict(rates), peak_memory_gib=result.peak_memory_gib,
                    fits_memory=fits, energy_j=energy["energy_j"], error="",

@@ -52,6 +52,13 @@ def recomputed_flops(c: TransformerConfig, global_batch: int, recompute: str, at
     return tokens * c.layers * per_layer
 
 
+def mean_peak(machines) -> float:
+    """MFU's peak per GPU, FLOP/s: the mean of the pipeline ranks' devices' dense peaks at the dtype they
+    train in (fp32: the FP32 lanes' peak, not the tensor cores'). Every rank holds TP × DP GPUs, so this is
+    the mean over the run's GPUs too; ``train``, its sweep and ``search`` all divide by it."""
+    return sum(m.gpu.peak(m.dtype) for m in machines) / len(machines)
+
+
 @dataclass(frozen=True)
 class Throughput:
     """mfu: model FLOP/s over the GPUs' summed peak; tflops_per_gpu: model TFLOP/s per GPU;
@@ -73,4 +80,4 @@ def throughput(c: TransformerConfig, global_batch: int, recompute: str, seconds:
                       hardware / (seconds * gpus) / 1e12, global_batch * c.seq / seconds)
 
 
-__all__ = ["Throughput", "attended_pairs", "model_flops", "recomputed_flops", "throughput"]
+__all__ = ["Throughput", "attended_pairs", "mean_peak", "model_flops", "recomputed_flops", "throughput"]

@@ -16,7 +16,7 @@ def train_document(result, config, laid, implementation: str) -> dict:
     the ops (piece, name, op, seconds)."""
     from archsim.training.grad_accumulation import accumulation
     from archsim.training.placement import order_text
-    from archsim.training.throughput import throughput
+    from archsim.training.throughput import mean_peak, throughput
 
     par, placement, machines = laid.par, laid.placement, laid.machines
     memory = [{"rank": r, "gpu": machines[r].gpu.name, "parameters": m.parameters, "states_gib": m.states / 2**30,
@@ -25,10 +25,8 @@ def train_document(result, config, laid, implementation: str) -> dict:
     slots = result.timeline.slots  # the engine's arrays: no DataFrame (pandas' import costs more than the run)
     timeline = [{"rank": str(s.processor), "action": str(s.op), "start_s": float(s.start), "end_s": float(s.end)}
                 for s in slots] if len(slots) <= MAX_TIMELINE_SLOTS else []
-    # MFU and TFLOP/s against the mean of the ranks' devices' dense peaks at the run's dtype
-    peak = sum(m.gpu.peak(m.dtype) for m in machines) / len(machines)
-    rates = asdict(throughput(config, par.global_batch, par.recompute, result.iteration_seconds, par.gpus, peak,
-                              par.attention))
+    rates = asdict(throughput(config, par.global_batch, par.recompute, result.iteration_seconds, par.gpus,
+                              mean_peak(machines), par.attention))
     meta = {"model": config.name, "parameters": config.parameter_count, "seq": config.seq,
             "gpu": ", ".join(sorted({m.gpu.name for m in machines})),
             "gpus": par.gpus, "tp": par.tp, "pp": par.pp,

@@ -1,0 +1,25 @@
+"""An unknown key in a cluster file's [cluster], [[servers]] or [network] table is one line that names it
+and the keys the table takes, as a [transformer] TOML's does: a guess (`rails` for `gpus_per_nic`,
+`nodes` for `count`) is answered with the key to write."""
+
+import pytest
+
+from archsim.errors import InputError
+from archsim.training.cluster_file import load_gpu_cluster
+
+SERVERS = '[[servers]]\ncount = 2\ngpus = 8\ngpu = "h100"\n'
+NETWORK = "[network]\nnics_per_server = 8\nnic_gbps = 400\n"
+
+
+@pytest.mark.parametrize(("text", "key", "listed"), [
+    ("[cluster]\n" + NETWORK + "rails = 8\n" + SERVERS, "rails", "gpus_per_nic"),
+    ("[cluster]\n" + NETWORK + '[[servers]]\ncount = 2\ngpus = 8\ngpu = "h100"\nnics = 8\n', "nics", "gpu_watts"),
+    ("[cluster]\nnodes = 2\n" + NETWORK + SERVERS, "nodes", "inter_server_gbps"),
+])
+def test_an_unknown_key_names_the_tables_keys(tmp_path, text, key, listed):
+    path = tmp_path / "cluster.toml"
+    path.write_text(text)
+    with pytest.raises(InputError) as caught:
+        load_gpu_cluster(str(path))
+    assert caught.value.where.field == key
+    assert "unknown key" in caught.value.message and listed in caught.value.message
