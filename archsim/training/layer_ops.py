@@ -344,6 +344,7 @@ def head_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_para
     gather = (Collective("lm_head.all-gather", "all-gather", "tp", activation, "F"),) if sp else ()
     coll_f = (*gather, *(Collective(f"cross_entropy.{what}", "all-reduce", "tp", tokens * 4, "F")
                          for what in ("max", "sum", "target")))
+    coll_b: tuple[Collective, ...]
     if sp:
         coll_b = (Collective(f"lm_head.{SP_REGATHER}", "all-gather", "tp", activation, "B"),
                   Collective("lm_head.reduce-scatter", "reduce-scatter", "tp", activation, "B"))
