@@ -62,6 +62,9 @@ def test_a_tp_iteration_pays_each_collective_step_the_stated_latency(tmp_path, t
     and the head's (all-gather forward, reduce-scatter backward; docs/training.md): the same steps as the
     all-reduce each replaces. With it, too, each column-parallel GEMM (a layer's QKV and first MLP GEMM,
     the head) all-gathers its input again in the backward for its weight gradient: p − 1 steps more each.
+    Megatron runs that re-gather under the same GEMM's δ, so only max(0, t_all-gather − t_δ) adds; on this
+    link (1e-4 GB/s: 0.57 s exposed of the 64 KiB gather; the δ GEMMs take under a microsecond) it outlasts the δ at
+    either latency, so all its steps show in the difference.
     A ring all-reduce over p chips is 2(p − 1) steps, an all-gather
     or reduce-scatter p − 1. NCCL picks the tree all-reduce, 2⌈log₂ p⌉ steps, where it is faster: at p = 2
     that is 2 steps too, and at p = 8 the ring's bandwidth saving of (1/4) · S / B beats the tree's 8 fewer

@@ -47,7 +47,8 @@ Collectives (bytes at 2 per element): without sequence parallelism, an all-reduc
 attention projection and after the second MLP GEMM in the forward, and after the QKV and first MLP
 δ in the backward; with it, each becomes an all-gather before the column-parallel GEMM and a
 reduce-scatter after the row-parallel one (Korthikanti et al. 2022 §4.2.2), and each column-parallel
-GEMM's backward all-gathers its input a second time for the weight gradient (:data:`SP_REGATHER`).
+GEMM's backward all-gathers its input a second time for the weight gradient (:data:`SP_REGATHER`),
+under that GEMM's δ.
 """
 
 from __future__ import annotations
@@ -62,13 +63,17 @@ from archsim.workload.transformer import TransformerConfig, layer_widths
 @dataclass(frozen=True)
 class Collective:
     """One collective a GPU takes part in: ``kind`` all-reduce | all-gather | reduce-scatter | p2p,
-    over ``group`` (tp, dp, pp, embedding), of ``bytes`` per GPU (the full buffer), in ``phase`` F or B."""
+    over ``group`` (tp, dp, pp, embedding), of ``bytes`` per GPU (the full buffer), in ``phase`` F or B.
+    ``under``: the ``layer`` names of the backward δ ops it is issued asynchronously under (their
+    GPU seconds hide it: :func:`archsim.training.iteration.exposed_collective_seconds`); empty: it runs
+    in series with the compute."""
 
     name: str
     kind: str
     group: str
     bytes: float
     phase: str
+    under: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -167,7 +172,9 @@ def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_par
     gemm("fc2", tokens, ffn, h)
     mem("residual2", residual * local * h, residual * local * h)
     backward.reverse()  # backward runs the ops last-first (order only matters for a timeline)
-    return Work(tuple(forward), tuple(backward), *_tp_collectives(tokens * h * 2, tp, sequence_parallel))
+    first_mlp = ("gate", "up") if w.gated else ("fc1",)  # a gated MLP's one linear_fc1, two ops here
+    return Work(tuple(forward), tuple(backward),
+                *_tp_collectives(tokens * h * 2, tp, sequence_parallel, {"attn": ("qkv",), "mlp": first_mlp}))
 
 
 def residual_elements(c: TransformerConfig) -> float:
@@ -242,24 +249,30 @@ def fused_softmax(seq: int, attention_batches: int) -> bool:
 # Under sequence parallelism Megatron's column-parallel GEMMs (QKV and the MLP's first, gated or not: one
 # ColumnParallelLinear each) keep only the rank's T/t tokens of their input for the backward, so the backward
 # all-gathers the input again for the weight gradient (Megatron-LM, megatron/core/tensor_parallel/layers.py,
-# LinearWithGradAccumulationAndAsyncCommunication.backward). Megatron issues it asynchronously under the δ
-# GEMM; archsim runs every TP collective on the compute stream, so it is counted in series: an upper bound.
+# LinearWithGradAccumulationAndAsyncCommunication.backward). Megatron issues it asynchronously
+# (``async_op=True``) and runs the same GEMM's δ (input-gradient) GEMM before waiting on it, so it is
+# :attr:`Collective.under` that δ op: only the part longer than the δ GEMM adds time.
 SP_REGATHER = "input-regather"
 
 
-def _tp_collectives(activation_bytes: float, tp: int,
-                    sequence_parallel: bool) -> tuple[tuple[Collective, ...], tuple[Collective, ...]]:
+def _tp_collectives(activation_bytes: float, tp: int, sequence_parallel: bool,
+                    column_parallel: dict[str, tuple[str, ...]]) -> tuple[tuple[Collective, ...], tuple[Collective, ...]]:
+    """The layer's TP collectives forward and backward; ``column_parallel``: per sub-block (attn, mlp) the
+    ops of its column-parallel GEMM, whose δ hides that GEMM's re-gather under sequence parallelism."""
     if tp == 1:
         return (), ()
     if sequence_parallel:
         fwd = tuple(Collective(f"{where}.{kind}", kind, "tp", activation_bytes, "F")
                     for where in ("attn", "mlp") for kind in ("all-gather", "reduce-scatter"))
         # per sub-block, last first: the row-parallel GEMM's output gradient gathered, the column-parallel
-        # GEMM's input re-gathered for its weight gradient, its input gradient reduce-scattered
-        bwd = tuple(Collective(f"{where}.{name}", kind, "tp", activation_bytes, "B")
+        # GEMM's input re-gathered for its weight gradient (under its δ GEMM), its input gradient reduce-scattered
+        bwd = tuple(collective
                     for where in ("mlp", "attn")
-                    for name, kind in (("all-gather", "all-gather"), (SP_REGATHER, "all-gather"),
-                                       ("reduce-scatter", "reduce-scatter")))
+                    for collective in (Collective(f"{where}.all-gather", "all-gather", "tp", activation_bytes, "B"),
+                                       Collective(f"{where}.{SP_REGATHER}", "all-gather", "tp", activation_bytes, "B",
+                                                  column_parallel[where]),
+                                       Collective(f"{where}.reduce-scatter", "reduce-scatter", "tp",
+                                                  activation_bytes, "B")))
         return fwd, bwd
     fwd = (Collective("attn.all-reduce", "all-reduce", "tp", activation_bytes, "F"),
            Collective("mlp.all-reduce", "all-reduce", "tp", activation_bytes, "F"))
@@ -330,7 +343,7 @@ def head_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_para
     (``allreduce_dgrad``); with it the final norm runs on the rank's T/t tokens, the input is all-gathered
     forward and its gradient reduce-scattered backward (``LinearWithGradAccumulationAndAsyncCommunication``),
     T·h fp16 elements each, and the backward all-gathers the input a second time for the weight gradient,
-    as the layer's column-parallel GEMMs do (:data:`SP_REGATHER`)."""
+    as the layer's column-parallel GEMMs do (:data:`SP_REGATHER`), under the head's δ GEMM."""
     tokens, h = c.seq * micro_batch, c.hidden
     sp = sequence_parallel and tp > 1
     local = tokens // tp if sp else tokens
@@ -346,7 +359,7 @@ def head_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_para
                          for what in ("max", "sum", "target")))
     coll_b: tuple[Collective, ...]
     if sp:
-        coll_b = (Collective(f"lm_head.{SP_REGATHER}", "all-gather", "tp", activation, "B"),
+        coll_b = (Collective(f"lm_head.{SP_REGATHER}", "all-gather", "tp", activation, "B", ("lm_head",)),
                   Collective("lm_head.reduce-scatter", "reduce-scatter", "tp", activation, "B"))
     else:
         coll_b = (Collective("lm_head.all-reduce", "all-reduce", "tp", activation, "B"),)
