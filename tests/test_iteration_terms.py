@@ -149,6 +149,7 @@ def test_sequence_parallel_gathers_and_scatters(priced, recompute):
     priced("all-gather", "reduce-scatter")
     m, activation = 4, T * H * 2
     rerun = 2 if recompute == "full" else 0
+    # the re-gathers run under their δ GEMMs, which cost 0 here (FLOPs are free): every all-gather shows whole
     gathers, scatters = 2 + 4 + rerun, 2 + 2 + rerun
     layers = L * activation * (gathers / RATES["all-gather"] + scatters / RATES["reduce-scatter"])
     # embedding δ; head F, its re-gather and its δ's reduce-scatter
