@@ -14,7 +14,8 @@ T·h fp16 elements (2 bytes each), the cross-entropy's three all-reduces T fp32 
   Either way the sequence-parallel output is cloned (``clone_scatter_output_in_embedding``, on by
   default: read and write T/t·h, forward only) and dropped out on T/t tokens.
 * ``GPTModel``'s output layer is a ``ColumnParallelLinear``: without sequence parallelism its input is
-  all-reduced in the backward (``allreduce_dgrad``); with it, all-gathered forward and its gradient
+  all-reduced in the backward (``allreduce_dgrad``); with it, all-gathered forward, all-gathered again
+  backward for the weight gradient (the forward saves only the rank's T/t tokens) and its gradient
   reduce-scattered backward (``LinearWithGradAccumulationAndAsyncCommunication``). The final norm before it
   runs on the rank's T/t tokens under sequence parallelism.
 """
@@ -77,7 +78,7 @@ def test_sequence_parallel_head_gathers_forward_and_reduce_scatters_backward(c):
     activation = c.seq * BATCH * c.hidden * 2
     _, _, head = _pieces(c, True)
     assert _kinds_bytes(head.forward_collectives) == [("all-gather", activation)] + [("all-reduce", c.seq * BATCH * 4)] * 3
-    assert _kinds_bytes(head.backward_collectives) == [("reduce-scatter", activation)]
+    assert _kinds_bytes(head.backward_collectives) == [("all-gather", activation), ("reduce-scatter", activation)]
 
 
 @pytest.mark.parametrize("c", [GPT, LLAMA], ids=["learned", "rotary"])

@@ -18,11 +18,13 @@ multiple of 128·t: 1024), micro-batch b = 1, tied embeddings, learned positions
 * LM head (last stage): 2·T·h·V/t each of F, δ and weight gradient; the embedding has no GEMM.
 * TP collectives (Megatron, Shoeybi et al. 2019 §3), of T·h·2 bytes unless said: per layer 2 all-reduces
   forward and 2 backward (4 all-gathers and 4 reduce-scatters in all with sequence parallelism,
-  Korthikanti et al. 2022); the embedding 1 all-reduce forward; the head 1 backward and the
+  Korthikanti et al. 2022, plus 2 backward all-gathers: each column-parallel GEMM gathers its input again
+  for its weight gradient); the embedding 1 all-reduce forward; the head 1 backward and the
   vocabulary-parallel cross-entropy 3 all-reduces of T·4 bytes (fp32 per token) forward. With sequence
   parallelism (Megatron-LM's ``LanguageModelEmbedding`` and ``ColumnParallelLinear``): the embedding, which
   has learned positions, keeps its all-reduce and all-gathers its output's gradient backward; the head
-  all-gathers its input forward and reduce-scatters its gradient backward instead of the all-reduce.
+  all-gathers its input forward, again backward, and reduce-scatters its gradient backward instead of the
+  all-reduce.
 * parameters P (t = 1): 12h² + 13h per layer, the final norm's 2h, the padded token table 1024·h and s·h
   positions.
 * DP: one all-reduce of the fp16 gradients, 2P bytes; optimizer: 32 bytes per parameter through memory.
@@ -139,12 +141,20 @@ def test_tensor_parallel_all_reduces(priced):
         pytest.approx(m * per_microbatch / RATES["all-reduce"], rel=1e-12)
 
 
-def test_sequence_parallel_gathers_and_scatters(priced):
+@pytest.mark.parametrize("recompute", ["none", "selective", "full"])
+def test_sequence_parallel_gathers_and_scatters(priced, recompute):
+    """Per layer 2 all-gathers and 2 reduce-scatters forward; backward 2 all-gathers, 2 re-gathers of the
+    column-parallel inputs for the weight gradients and 2 reduce-scatters; a full recompute reruns the
+    forward's 2 + 2 and nothing of the backward's (selective: no collective)."""
     priced("all-gather", "reduce-scatter")
     m, activation = 4, T * H * 2
-    layers = L * 4 * activation * (1 / RATES["all-gather"] + 1 / RATES["reduce-scatter"])
-    ends = 2 * activation / RATES["all-gather"] + activation / RATES["reduce-scatter"]  # embedding δ, head F and δ
-    assert seconds(Parallelism(tp=2, global_batch=m, recompute="none", sequence_parallel=True)) == \
+    rerun = 2 if recompute == "full" else 0
+    # the re-gathers run under their δ GEMMs, which cost 0 here (FLOPs are free): every all-gather shows whole
+    gathers, scatters = 2 + 4 + rerun, 2 + 2 + rerun
+    layers = L * activation * (gathers / RATES["all-gather"] + scatters / RATES["reduce-scatter"])
+    # embedding δ; head F, its re-gather and its δ's reduce-scatter
+    ends = 3 * activation / RATES["all-gather"] + activation / RATES["reduce-scatter"]
+    assert seconds(Parallelism(tp=2, global_batch=m, recompute=recompute, sequence_parallel=True)) == \
         pytest.approx(m * (layers + ends), rel=1e-12)
 
 

@@ -4,9 +4,11 @@ and optimizer step.
 1. Each pipeline (virtual) stage's forward F, input-backward I and weight-backward W per micro-batch
    are the sums of its ops' times on the GPU (:func:`archsim.devices.kernel_ops.op_seconds`) and of
    its tensor-parallel collectives (they run on the compute stream, between the GEMMs, as Megatron
-   issues them). A pass is host-bound when its ops are issued slower than the GPU runs them:
-   each pass (forward, recompute, backward) takes max(GPU time, ops × ``efficiency.host_s``), the ops
-   counted in Megatron's list, the list ``host_s`` was fitted per (:func:`host_issues`).
+   issues them; the sequence-parallel re-gather of a column-parallel GEMM's input runs under that GEMM's
+   δ and adds only what outlasts it: :func:`exposed_collective_seconds`). A pass is host-bound when its
+   ops are issued slower than the GPU runs them: each pass (forward, recompute, backward) takes
+   max(GPU time, ops × ``efficiency.host_s``), the ops counted in Megatron's list, the list ``host_s``
+   was fitted per (:func:`host_issues`).
    Recomputation adds the forward again to I: all of a layer's forward (``full``) or
    its attention core (``selective``).
 2. The stages' action order is the published schedule's (:func:`archsim.policies.stage_orders.published_order`:
@@ -36,6 +38,7 @@ together (step 2's schedule and simulation) :func:`archsim.training.run.train`.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
@@ -84,8 +87,18 @@ class PieceCost:
     ops: tuple[tuple[str, str, float], ...]
 
 
-def _coll_seconds(colls: tuple[Collective, ...], par: Parallelism, links: Links, scale: float = 1.0) -> float:
-    return float(sum(collective_seconds(c.kind, c.bytes * scale, par.tp, links.tp) for c in colls))
+def exposed_collective_seconds(colls: tuple[Collective, ...], par: Parallelism, links: Links, scale: float,
+                               delta_seconds: dict[str, float]) -> np.ndarray:
+    """Each TP collective's seconds on the pass's critical path: its whole time on the compute stream, or,
+    issued asynchronously under δ ops (:attr:`~archsim.training.layer_ops.Collective.under`, Megatron's
+    sequence-parallel re-gather), only what outlasts them, max(0, t_collective − Σ t_δ);
+    ``delta_seconds``: each backward δ op's GPU seconds by layer name. NCCL's kernels and the GEMM share
+    the GPU's SMs and HBM while they overlap; that contention is not modelled (the hidden part is free)."""
+    out = np.empty(len(colls))
+    for i, c in enumerate(colls):
+        seconds = float(collective_seconds(c.kind, c.bytes * scale, par.tp, links.tp))
+        out[i] = max(0.0, seconds - sum(delta_seconds[name] for name in c.under)) if c.under else seconds
+    return out
 
 
 def machine_op_seconds(ops: list[TrainingOp], machine: Machine) -> np.ndarray:
@@ -111,7 +124,8 @@ def recounted_op_seconds(work: Work, machine: Machine, counted: Work) -> np.ndar
 
 
 def host_issues(work: Work) -> tuple[int, int]:
-    """(forward, backward) ops and TP collectives the host issues for ``work``, as the host floor counts them."""
+    """(forward, backward) ops and TP collectives the host issues for ``work``, as the host floor counts them
+    (a collective hidden under a δ GEMM is issued all the same)."""
     return (len(work.forward) + len(work.forward_collectives), len(work.backward) + len(work.backward_collectives))
 
 
@@ -128,19 +142,24 @@ def piece_cost(work: Work, par: Parallelism, machine: Machine, recompute: str,
     scale = machine.scale
     seconds = machine_op_seconds(ops, machine) if counted is None else recounted_op_seconds(work, machine, counted)
     rows = tuple((op.layer, op.kind, float(t)) for op, t in zip(ops, seconds))
-    rows += tuple((f"{c.name} ({c.kind}, {c.bytes * scale / 2**20:.3g} MiB)", c.phase,
-                   float(collective_seconds(c.kind, c.bytes * scale, par.tp, machine.links.tp)))
-                  for c in (*work.forward_collectives, *work.backward_collectives))
     nf = len(work.forward)
+    back = [(op, float(t)) for op, t in zip(work.backward, seconds[nf:])]
+    deltas: dict[str, float] = defaultdict(float)
+    for op, t in back:
+        if op.kind == "D":
+            deltas[op.layer] += t
+    coll_f = exposed_collective_seconds(work.forward_collectives, par, machine.links, scale, deltas)
+    coll_b = exposed_collective_seconds(work.backward_collectives, par, machine.links, scale, deltas)
+    rows += tuple((f"{c.name} ({c.kind}, {c.bytes * scale / 2**20:.3g} MiB"
+                   + (f", exposed beyond {' + '.join(c.under)} δ)" if c.under else ")"), c.phase, float(t))
+                  for c, t in zip((*work.forward_collectives, *work.backward_collectives), (*coll_f, *coll_b)))
     host = machine.efficiency.host_s
     issued_f = host_issues(work)[0]
     fitted_f, fitted_b = host_issues(counted or work)
-    tp_f = _coll_seconds(work.forward_collectives, par, machine.links, scale)
-    tp_b = _coll_seconds(work.backward_collectives, par, machine.links, scale)
+    tp_f, tp_b = float(coll_f.sum()), float(coll_b.sum())
     # a pass takes max(GPU time, host issue time); the host-bound excess is charged to its compute
     forward = float(seconds[:nf].sum())
     forward = max(forward, host * fitted_f - tp_f)
-    back = [(op, float(t)) for op, t in zip(work.backward, seconds[nf:])]
     weight = sum(t for op, t in back if op.kind == "G")
     delta = sum(t for _, t in back) - weight
     delta = max(delta, host * fitted_b - tp_b - weight)
@@ -249,6 +268,7 @@ __all__ = [
     "OPTIMIZER_BYTES_PER_PARAMETER",
     "PieceCost",
     "after_backward",
+    "exposed_collective_seconds",
     "host_issues",
     "machine_op_seconds",
     "model_pieces",

@@ -46,7 +46,9 @@ the softmax is five fp32 kernels each way (:data:`UNFUSED_SOFTMAX`).
 Collectives (bytes at 2 per element): without sequence parallelism, an all-reduce of T·h after the
 attention projection and after the second MLP GEMM in the forward, and after the QKV and first MLP
 δ in the backward; with it, each becomes an all-gather before the column-parallel GEMM and a
-reduce-scatter after the row-parallel one (Korthikanti et al. 2022 §4.2.2).
+reduce-scatter after the row-parallel one (Korthikanti et al. 2022 §4.2.2), and each column-parallel
+GEMM's backward all-gathers its input a second time for the weight gradient (:data:`SP_REGATHER`),
+under that GEMM's δ.
 """
 
 from __future__ import annotations
@@ -61,13 +63,17 @@ from archsim.workload.transformer import TransformerConfig, layer_widths
 @dataclass(frozen=True)
 class Collective:
     """One collective a GPU takes part in: ``kind`` all-reduce | all-gather | reduce-scatter | p2p,
-    over ``group`` (tp, dp, pp, embedding), of ``bytes`` per GPU (the full buffer), in ``phase`` F or B."""
+    over ``group`` (tp, dp, pp, embedding), of ``bytes`` per GPU (the full buffer), in ``phase`` F or B.
+    ``under``: the ``layer`` names of the backward δ ops it is issued asynchronously under (their
+    GPU seconds hide it: :func:`archsim.training.iteration.exposed_collective_seconds`); empty: it runs
+    in series with the compute."""
 
     name: str
     kind: str
     group: str
     bytes: float
     phase: str
+    under: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -172,7 +178,9 @@ def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_par
     gemm("fc2", tokens, ffn, h)
     mem("residual2", residual * local * h, residual * local * h)
     backward.reverse()  # backward runs the ops last-first (order only matters for a timeline)
-    return Work(tuple(forward), tuple(backward), *_tp_collectives(tokens * h * 2, tp, sequence_parallel))
+    first_mlp = ("gate", "up") if w.gated else ("fc1",)  # a gated MLP's one linear_fc1, two ops here
+    return Work(tuple(forward), tuple(backward),
+                *_tp_collectives(tokens * h * 2, tp, sequence_parallel, {"attn": ("qkv",), "mlp": first_mlp}))
 
 
 def residual_elements(c: TransformerConfig) -> float:
@@ -244,15 +252,33 @@ def fused_softmax(seq: int, attention_batches: int) -> bool:
     return 16 < seq <= 2048 and seq % 4 == 0 and attention_batches % 4 == 0
 
 
-def _tp_collectives(activation_bytes: float, tp: int,
-                    sequence_parallel: bool) -> tuple[tuple[Collective, ...], tuple[Collective, ...]]:
+# Under sequence parallelism Megatron's column-parallel GEMMs (QKV and the MLP's first, gated or not: one
+# ColumnParallelLinear each) keep only the rank's T/t tokens of their input for the backward, so the backward
+# all-gathers the input again for the weight gradient (Megatron-LM, megatron/core/tensor_parallel/layers.py,
+# LinearWithGradAccumulationAndAsyncCommunication.backward). Megatron issues it asynchronously
+# (``async_op=True``) and runs the same GEMM's δ (input-gradient) GEMM before waiting on it, so it is
+# :attr:`Collective.under` that δ op: only the part longer than the δ GEMM adds time.
+SP_REGATHER = "input-regather"
+
+
+def _tp_collectives(activation_bytes: float, tp: int, sequence_parallel: bool,
+                    column_parallel: dict[str, tuple[str, ...]]) -> tuple[tuple[Collective, ...], tuple[Collective, ...]]:
+    """The layer's TP collectives forward and backward; ``column_parallel``: per sub-block (attn, mlp) the
+    ops of its column-parallel GEMM, whose δ hides that GEMM's re-gather under sequence parallelism."""
     if tp == 1:
         return (), ()
     if sequence_parallel:
         fwd = tuple(Collective(f"{where}.{kind}", kind, "tp", activation_bytes, "F")
                     for where in ("attn", "mlp") for kind in ("all-gather", "reduce-scatter"))
-        bwd = tuple(Collective(f"{where}.{kind}", kind, "tp", activation_bytes, "B")
-                    for where in ("mlp", "attn") for kind in ("all-gather", "reduce-scatter"))
+        # per sub-block, last first: the row-parallel GEMM's output gradient gathered, the column-parallel
+        # GEMM's input re-gathered for its weight gradient (under its δ GEMM), its input gradient reduce-scattered
+        bwd = tuple(collective
+                    for where in ("mlp", "attn")
+                    for collective in (Collective(f"{where}.all-gather", "all-gather", "tp", activation_bytes, "B"),
+                                       Collective(f"{where}.{SP_REGATHER}", "all-gather", "tp", activation_bytes, "B",
+                                                  column_parallel[where]),
+                                       Collective(f"{where}.reduce-scatter", "reduce-scatter", "tp",
+                                                  activation_bytes, "B")))
         return fwd, bwd
     fwd = (Collective("attn.all-reduce", "all-reduce", "tp", activation_bytes, "F"),
            Collective("mlp.all-reduce", "all-reduce", "tp", activation_bytes, "F"))
@@ -322,8 +348,8 @@ def head_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_para
     (``GPTModel.output_layer``): without sequence parallelism its input's gradient is all-reduced backward
     (``allreduce_dgrad``); with it the final norm runs on the rank's T/t tokens, the input is all-gathered
     forward and its gradient reduce-scattered backward (``LinearWithGradAccumulationAndAsyncCommunication``),
-    T·h fp16 elements each. The backward's second all-gather of the input for the weight gradient is not
-    counted, as in the layer's column-parallel GEMMs (docs/training.md)."""
+    T·h fp16 elements each, and the backward all-gathers the input a second time for the weight gradient,
+    as the layer's column-parallel GEMMs do (:data:`SP_REGATHER`), under the head's δ GEMM."""
     tokens, h = c.seq * micro_batch, c.hidden
     sp = sequence_parallel and tp > 1
     local = tokens // tp if sp else tokens
@@ -337,8 +363,12 @@ def head_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_para
     gather = (Collective("lm_head.all-gather", "all-gather", "tp", activation, "F"),) if sp else ()
     coll_f = (*gather, *(Collective(f"cross_entropy.{what}", "all-reduce", "tp", tokens * 4, "F")
                          for what in ("max", "sum", "target")))
-    kind = "reduce-scatter" if sp else "all-reduce"
-    coll_b = (Collective(f"lm_head.{kind}", kind, "tp", activation, "B"),)
+    coll_b: tuple[Collective, ...]
+    if sp:
+        coll_b = (Collective(f"lm_head.{SP_REGATHER}", "all-gather", "tp", activation, "B", ("lm_head",)),
+                  Collective("lm_head.reduce-scatter", "reduce-scatter", "tp", activation, "B"))
+    else:
+        coll_b = (Collective("lm_head.all-reduce", "all-reduce", "tp", activation, "B"),)
     return Work((norm_f, f, loss_f), (loss_d, d, g, norm_d), coll_f, coll_b)
 
 
@@ -347,6 +377,6 @@ def embedding_parameters(c: TransformerConfig, tp: int = 1) -> int:
     return padded_vocab(c.vocab, tp) // tp * c.hidden + c.positions * c.hidden
 
 
-__all__ = ["UNFUSED_SOFTMAX", "Collective", "Work", "block_work", "embedding_parameters", "embedding_work", "flash_attention_ops",
-           "fused_softmax", "gemm_ops", "head_work", "reduce_scatters_embedding", "residual_elements", "rope_elements",
-           "vector_op", "window_gemms"]
+__all__ = ["SP_REGATHER", "UNFUSED_SOFTMAX", "Collective", "Work", "block_work", "embedding_parameters", "embedding_work",
+           "flash_attention_ops", "fused_softmax", "gemm_ops", "head_work", "reduce_scatters_embedding",
+           "residual_elements", "rope_elements", "vector_op", "window_gemms"]
