@@ -118,6 +118,25 @@ def test_a_gpu_without_a_default_price_asks_for_one():
         dollars_per_hour(cluster, 1)
 
 
+def test_a_missing_price_is_refused_before_any_configuration_is_costed(monkeypatch):
+    """``search --objective cost`` on a device file's chip (no price) costed every configuration (seconds on
+    8 chips, minutes on a large cluster) and only then asked for ``price_per_gpu_hour``; it asks first."""
+    from pathlib import Path
+
+    import archsim.training.search as search_module
+    from archsim.errors import InputError
+
+    costed = []
+    monkeypatch.setattr(search_module, "fit_candidate", lambda *a, **k: costed.append(a) or "out-of-memory")
+    cluster = load_gpu_cluster(Path(__file__).resolve().parents[1] / SLICE)
+    with pytest.raises(InputError, match="no default figure for TPU v4-like .*set price_per_gpu_hour"):
+        search(TINY, cluster, 16, objective="cost")
+    assert costed == []
+    search(TINY, cluster, 16, gpus=2, objective="energy", micro_batches=(1,), recomputes=("none",),
+           sequence_parallel=(False,))  # an array device's energy needs no board power: not refused
+    assert costed
+
+
 SLICE = "configs/clusters/tpu_v4_like_slice.toml"  # 16 TPU-v4-like chips: array devices, 192 W each
 
 
