@@ -104,6 +104,22 @@ def test_search_command_writes_the_pareto_page_and_the_gain(mixed, tmp_path, cap
     assert any(r["pp"] > 1 and 7 % r["pp"] for r in out["rows"])  # PP need not divide the layers when planned
     assert "uneven_gain_max" in out["meta"]
     assert page.stat().st_size > 0 and "Pareto front" in page.read_text()
+    assert "energy per iteration (J, GPUs at board power)" in page.read_text()  # catalog GPUs: board power × time
+
+
+def test_the_pareto_pages_energy_axis_says_how_an_array_devices_joules_were_found(tmp_path, capsys):
+    """On array devices ``energy_j`` is the energy model's (not board power × time), yet the page's axis read
+    "energy per iteration (J, GPUs at board power)"; it names the energy model there."""
+    model = tmp_path / "tiny.toml"
+    model.write_text('[transformer]\nname = "tiny"\nfamily = "gpt"\nlayers = 4\nhidden = 96\nheads = 6\n'
+                     'vocab = 500\nseq = 64\n')
+    page = tmp_path / "front.html"
+    assert main(["search", str(model), "--cluster", SLICE, "--gpus", "2", "--global-batch", "4", "--schedule",
+                 "1f1b", "--objective", "energy", "--pareto-html", str(page), "--refine", "0"]) == 0
+    capsys.readouterr()
+    text = page.read_text()
+    assert '"title":{"text":"energy per iteration (J, energy model on the ops)"' in text
+    assert "board power" not in text
 
 
 def test_a_gpu_without_a_default_price_asks_for_one():
