@@ -265,13 +265,13 @@ def _named_inputs(path: str) -> list[tuple[str, str]]:
         for key, shipped, suffixes in keys:
             try:
                 named.append((spec_file(sweep.get(key), folder, path, key, shipped, suffixes), f"the {key} file"))
-            except InputError:
+            except (InputError, OSError, ValueError, TypeError):  # the sweep names the fault when it reads the spec
                 continue
         networks = sweep.get("networks")
         for network in networks if isinstance(networks, list) else []:
             try:
                 named.append((resolve_network(network, folder, path), "a network file"))
-            except (InputError, TypeError, AttributeError):
+            except (InputError, OSError, ValueError, TypeError, AttributeError):
                 continue
     return named
 
