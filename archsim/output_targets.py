@@ -242,12 +242,12 @@ def _named_inputs(path: str) -> list[tuple[str, str]]:
     read. A file that is not such a TOML, or does not parse, names nothing here (its command says why)."""
     if not path.lower().endswith(".toml"):
         return []
-    import tomllib
+    from archsim.validate import parse_toml
 
     try:
-        with open(path, "rb") as handle:
-            table = tomllib.load(handle)
-    except (OSError, ValueError):
+        with open(path, encoding="utf-8") as handle:
+            table = parse_toml(handle.read(), path)
+    except (OSError, ValueError, InputError):  # unreadable or not TOML: the command's own reader says so
         return []
     folder = Path(path).parent
     named: list[tuple[str, str]] = []
