@@ -161,3 +161,17 @@ def test_a_misspelt_device_section_is_named_by_train_as_by_cost(tmp_path, capsys
         assert main(argv) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and f"unknown section {written}; expected " in err, err
+
+
+@pytest.mark.parametrize("command", [("train", GPT2, "--dp", "8", "--global-batch", "64"),
+                                     ("plan", "layerpipe_sample", "--microbatches", "4")])
+def test_a_device_file_named_as_the_gpu_is_pointed_to_the_device_key(tmp_path, capsys, command):
+    """``gpu = "mychip.cfg"`` listed the catalog's GPUs, which never hold a chip of one's own; the file
+    name tells what was meant, and the error says where it goes."""
+    _cluster(tmp_path)
+    cluster = tmp_path / "wrong_key.toml"
+    cluster.write_text('[cluster]\n[[servers]]\ngpus = 8\nintra_server_gbps = 1600\ngpu = "mychip.cfg"\n')
+    assert main([*command, "--cluster", str(cluster)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "field 'gpu'" in err and 'device = "mychip.cfg"' in err, err
+    assert "v100-32gb" not in err

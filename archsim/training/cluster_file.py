@@ -48,6 +48,10 @@ def _server_device(group: dict, folder: Path, file: str, loaded: dict[str, Devic
     try:
         return catalog_device(str(name))
     except InputError as exc:
+        if isinstance(name, str) and name.strip().lower().endswith((".toml", ".cfg")):  # a device file in the wrong key
+            raise InputError(f'gpu names a catalog GPU, and {name!r} is a file name: a device file goes in '
+                             f'device = "{name}" (relative to the cluster file), in place of gpu', file=file,
+                             field="gpu") from None
         raise InputError(exc.message, file=file, field="gpu") from None
 
 
