@@ -37,7 +37,7 @@ def _slip(number: float, unit: str) -> str:
 def checked_clock(value: object, unit: str) -> float:
     """``value``, a clock in ``unit`` (a key of :data:`UNIT_HZ`), checked and kept in ``unit``; ValueError (one
     line: the value, the range and the likely unit slip) when it is not a number in :func:`clock_range`."""
-    number = parse_float(value, what=f"a clock in {unit}")
+    number = parse_float(value, low=-math.inf, what=f"a clock in {unit}")  # a negative one fails the range below
     if not MIN_CLOCK_HZ <= number * UNIT_HZ[unit] <= MAX_CLOCK_HZ:
         raise ValueError(f"{number:g} {unit} is outside the clocks archsim takes ({clock_range(unit)})"
                          f"{_slip(number, unit)}")

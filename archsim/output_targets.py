@@ -214,6 +214,13 @@ def outputs_apart_from_inputs(parser: argparse.ArgumentParser, args: argparse.Na
                     continue
                 if stat.S_ISREG(found.st_mode):
                     inputs.setdefault((found.st_dev, found.st_ino), _input_name(parser, action))
+                    for named, what in _named_inputs(name):
+                        try:
+                            inner = os.stat(named)
+                        except (OSError, ValueError):
+                            continue
+                        if stat.S_ISREG(inner.st_mode):
+                            inputs.setdefault((inner.st_dev, inner.st_ino), f"{what} {_input_name(parser, action)} names")
     for action in parser._actions:
         value = getattr(args, action.dest, None) if action.type is output_flag else None
         if not value or check_target(value) == "through":
@@ -226,6 +233,47 @@ def outputs_apart_from_inputs(parser: argparse.ArgumentParser, args: argparse.Na
         if source is not None:
             raise InputError(f"{_flag(parser, action.dest)} names this run's input ({source}): writing would "
                              "replace it; give the output another name", file=str(value))
+
+
+def _named_inputs(path: str) -> list[tuple[str, str]]:
+    """The files an input TOML names that the run reads too, as (path, what): a cluster's ``[[servers]]``
+    device files (relative to the cluster file) and a sweep spec's ``model``, ``device`` and network files.
+    Why: ``train --cluster c.toml --out chip.cfg`` would otherwise replace the device file the run just
+    read. A file that is not such a TOML, or does not parse, names nothing here (its command says why)."""
+    if not path.lower().endswith(".toml"):
+        return []
+    from archsim.validate import parse_toml
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            table = parse_toml(handle.read(), path)
+    except (OSError, ValueError, InputError):  # unreadable or not TOML: the command's own reader says so
+        return []
+    folder = Path(path).parent
+    named: list[tuple[str, str]] = []
+    servers = table.get("servers")
+    for group in servers if isinstance(servers, list) else []:
+        device = group.get("device") if isinstance(group, dict) else None
+        if isinstance(device, str) and device:
+            named.append((str(folder / device), "a device file"))
+    sweep = table.get("sweep")
+    if isinstance(sweep, dict):
+        from archsim.sweep.device_spec import DEVICE_SUFFIXES, MODEL_SUFFIXES, spec_file
+        from archsim.sweep.spec import resolve_network
+
+        keys = (("model", "transformers", MODEL_SUFFIXES), ("device", "devices", DEVICE_SUFFIXES))
+        for key, shipped, suffixes in keys:
+            try:
+                named.append((spec_file(sweep.get(key), folder, path, key, shipped, suffixes), f"the {key} file"))
+            except (InputError, OSError, ValueError, TypeError):  # the sweep names the fault when it reads the spec
+                continue
+        networks = sweep.get("networks")
+        for network in networks if isinstance(networks, list) else []:
+            try:
+                named.append((resolve_network(network, folder, path), "a network file"))
+            except (InputError, OSError, ValueError, TypeError, AttributeError):
+                continue
+    return named
 
 
 def _input_name(parser: argparse.ArgumentParser, action: argparse.Action) -> str:

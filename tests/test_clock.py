@@ -70,3 +70,15 @@ def test_a_refused_clock_states_its_range_once(capsys):
     assert err.count("0.01") == 1 and err.count("10 GHz") == 1 and " 0 GHz" in err
     assert main(["cost", "layerpipe_sample", "--clock-ghz", "nan"]) == 2
     assert "expected a finite clock in GHz" in capsys.readouterr().err
+
+
+def test_a_negative_clock_is_refused_by_the_range_it_misses(tmp_path, capsys):
+    """A negative clock (`--clock-ghz -1`, a `.cfg`'s `ClockGHz = -1`) said "expected a clock in GHz >= 0",
+    a bound that 0 itself does not meet: it now names the range as every other refused clock does."""
+    assert main(["cost", "layerpipe_sample", "--clock-ghz", "-1"]) == 2
+    err = capsys.readouterr().err
+    assert "-1 GHz is outside the clocks archsim takes (0.01 … 10 GHz)" in err and ">= 0" not in err, err
+    cfg = tmp_path / "neg.cfg"
+    cfg.write_text(CFG + "[archsim]\nClockGHz = -1\n")
+    with pytest.raises(InputError, match=r"-1 GHz is outside the clocks archsim takes \(0.01 … 10 GHz\)$"):
+        read_scalesim_cfg(cfg)

@@ -98,3 +98,46 @@ def test_other_names_and_devices_are_still_written(tmp_path, capsys):
     assert main(["cost", str(network), "--batch", "2", "--out", "/dev/null"]) == 0
     assert "conv_a" in (tmp_path / "table.txt").read_text(encoding="utf-8")
     assert network.read_text(encoding="utf-8") == NETWORK
+
+
+DEVICE = (ROOT / "configs" / "devices" / "scalesim_32x32_device.cfg").read_text(encoding="utf-8")
+GPT2 = ROOT / "configs" / "transformers" / "gpt2.json"
+
+
+def _chip_and_cluster(tmp_path: Path) -> tuple[Path, Path]:
+    """A device file and a cluster file beside it that names it (the documented own-chip layout)."""
+    chip = tmp_path / "mychip.cfg"
+    chip.write_text(DEVICE, encoding="utf-8")
+    cluster = tmp_path / "c.toml"
+    cluster.write_text('[cluster]\nname = "c"\n\n[[servers]]\ngpus = 2\nintra_server_gbps = 1600\n'
+                       'device = "mychip.cfg"\n', encoding="utf-8")
+    return chip, cluster
+
+
+@pytest.mark.parametrize("command", ["train", "search"])
+def test_the_device_file_a_cluster_names_is_an_input(tmp_path, capsys, command):
+    """``train --cluster c.toml --out mychip.cfg`` used to write the table over the device file the
+    cluster names (the run had read it, so it finished and said ``wrote mychip.cfg``)."""
+    chip, cluster = _chip_and_cluster(tmp_path)
+    _refused_and_kept(capsys, chip, "--out", "a device file --cluster names", command, GPT2, "--cluster",
+                      cluster, "--global-batch", "2", "--seq", "128", "--out", chip)
+
+
+def test_the_device_file_a_device_sweep_names_is_kept_from_its_report(tmp_path, capsys):
+    chip, _ = _chip_and_cluster(tmp_path)
+    spec = tmp_path / "s.toml"
+    spec.write_text('[sweep]\nmodel = "gpt2"\ndevice = "mychip.cfg"\nchips = [1]\nglobal_batch = 1\n',
+                    encoding="utf-8")
+    _refused_and_kept(capsys, chip, "--report", "the device file SPEC names", "sweep", spec, "--out",
+                      tmp_path / "r", "--quiet", "--report", chip)
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_cluster_naming_a_missing_device_still_gets_its_own_error(tmp_path, capsys):
+    """Only files that exist are inputs: a cluster whose device file is missing reaches train's error."""
+    _, cluster = _chip_and_cluster(tmp_path)
+    (tmp_path / "mychip.cfg").unlink()
+    line = clean_error(capsys, "train", GPT2, "--cluster", cluster, "--global-batch", "2",
+                       "--out", tmp_path / "t.txt")
+    assert "mychip.cfg not found" in line, line
+    assert not (tmp_path / "t.txt").exists()

@@ -61,6 +61,20 @@ def test_another_specs_folder_is_refused_unless_forced(tmp_path, capsys):
     assert json.loads((out / "spec.json").read_text())["source_path"] == str(b.resolve())
 
 
+def test_a_folder_holding_a_results_csv_no_sweep_wrote_is_refused_unless_forced(tmp_path, capsys):
+    """``--out .`` in a working folder replaced the user's own ``results.csv`` silently: with no
+    ``spec.json`` beside it, no sweep wrote it, so it is refused as another spec's results are."""
+    a, out = spec(tmp_path, "a"), tmp_path / "work"
+    out.mkdir()
+    (out / "results.csv").write_text("mine\n")
+    assert main(["sweep", str(a), "--out", str(out), "--quiet"]) == 2
+    line = one_line_error(capsys)
+    assert "holds a results.csv but no spec.json" in line and "--force" in line, line
+    assert (out / "results.csv").read_text() == "mine\n" and not (out / "spec.json").exists()
+    assert main(["sweep", str(a), "--out", str(out), "--quiet", "--force"]) == 0
+    assert set(pd.read_csv(out / "results.csv").rows) == {16}  # the 16 × 16 array's rows: the sweep's own
+
+
 def test_orphan_temp_files_go_and_a_live_writers_stay(tmp_path):
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                           text=True, check=True).stdout.strip()

@@ -104,6 +104,22 @@ def test_search_command_writes_the_pareto_page_and_the_gain(mixed, tmp_path, cap
     assert any(r["pp"] > 1 and 7 % r["pp"] for r in out["rows"])  # PP need not divide the layers when planned
     assert "uneven_gain_max" in out["meta"]
     assert page.stat().st_size > 0 and "Pareto front" in page.read_text()
+    assert "energy per iteration (J, GPUs at board power)" in page.read_text()  # catalog GPUs: board power × time
+
+
+def test_the_pareto_pages_energy_axis_says_how_an_array_devices_joules_were_found(tmp_path, capsys):
+    """On array devices ``energy_j`` is the energy model's (not board power × time), yet the page's axis read
+    "energy per iteration (J, GPUs at board power)"; it names the energy model there."""
+    model = tmp_path / "tiny.toml"
+    model.write_text('[transformer]\nname = "tiny"\nfamily = "gpt"\nlayers = 4\nhidden = 96\nheads = 6\n'
+                     'vocab = 500\nseq = 64\n')
+    page = tmp_path / "front.html"
+    assert main(["search", str(model), "--cluster", SLICE, "--gpus", "2", "--global-batch", "4", "--schedule",
+                 "1f1b", "--objective", "energy", "--pareto-html", str(page), "--refine", "0"]) == 0
+    capsys.readouterr()
+    text = page.read_text()
+    assert '"title":{"text":"energy per iteration (J, energy model on the ops)"' in text
+    assert "board power" not in text
 
 
 def test_a_gpu_without_a_default_price_asks_for_one():
@@ -116,6 +132,25 @@ def test_a_gpu_without_a_default_price_asks_for_one():
     assert watts(cluster, 1) == 700.0
     with pytest.raises(InputError, match="price_per_gpu_hour"):
         dollars_per_hour(cluster, 1)
+
+
+def test_a_missing_price_is_refused_before_any_configuration_is_costed(monkeypatch):
+    """``search --objective cost`` on a device file's chip (no price) costed every configuration (seconds on
+    8 chips, minutes on a large cluster) and only then asked for ``price_per_gpu_hour``; it asks first."""
+    from pathlib import Path
+
+    import archsim.training.search as search_module
+    from archsim.errors import InputError
+
+    costed = []
+    monkeypatch.setattr(search_module, "fit_candidate", lambda *a, **k: costed.append(a) or "out-of-memory")
+    cluster = load_gpu_cluster(Path(__file__).resolve().parents[1] / SLICE)
+    with pytest.raises(InputError, match="no default figure for TPU v4-like .*set price_per_gpu_hour"):
+        search(TINY, cluster, 16, objective="cost")
+    assert costed == []
+    search(TINY, cluster, 16, gpus=2, objective="energy", micro_batches=(1,), recomputes=("none",),
+           sequence_parallel=(False,))  # an array device's energy needs no board power: not refused
+    assert costed
 
 
 SLICE = "configs/clusters/tpu_v4_like_slice.toml"  # 16 TPU-v4-like chips: array devices, 192 W each

@@ -149,3 +149,29 @@ def test_the_library_warns_as_the_command_notes_that_one_of_a_devices_arrays_is_
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         archsim.cost("layerpipe_sample", batch=4, config=str(plain))
+
+
+@pytest.mark.parametrize(("written", "wanted"), [("[Memory]", "memory"), ("[link]", "links")])
+def test_a_misspelt_device_section_is_named_by_train_as_by_cost(tmp_path, capsys, written, wanted):
+    """``[Memory]`` (section names are case-sensitive) or ``[link]``: ``cost --config`` named the unknown
+    section, but ``train`` only said the file "needs a [memory] section" beside the one the user wrote."""
+    cluster = _cluster(tmp_path, device=CFG.replace(f"[{wanted}]", written))
+    for argv in (["cost", "layerpipe_sample", "--config", str(tmp_path / "mychip.cfg")],
+                 ["train", GPT2, "--dp", "8", "--global-batch", "64", "--cluster", cluster]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"unknown section {written}; expected " in err, err
+
+
+@pytest.mark.parametrize("command", [("train", GPT2, "--dp", "8", "--global-batch", "64"),
+                                     ("plan", "layerpipe_sample", "--microbatches", "4")])
+def test_a_device_file_named_as_the_gpu_is_pointed_to_the_device_key(tmp_path, capsys, command):
+    """``gpu = "mychip.cfg"`` listed the catalog's GPUs, which never hold a chip of one's own; the file
+    name tells what was meant, and the error says where it goes."""
+    _cluster(tmp_path)
+    cluster = tmp_path / "wrong_key.toml"
+    cluster.write_text('[cluster]\n[[servers]]\ngpus = 8\nintra_server_gbps = 1600\ngpu = "mychip.cfg"\n')
+    assert main([*command, "--cluster", str(cluster)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "field 'gpu'" in err and 'device = "mychip.cfg"' in err, err
+    assert "v100-32gb" not in err

@@ -188,3 +188,18 @@ def test_the_api_search_and_runs_warn_as_their_commands_do(tmp_path):
     with pytest.warns(UserWarning, match=r"nic_gbps = 400000 Gb/s per NIC is above any NIC sold"):
         archsim.search(GPT2, cluster=path, global_batch=32, gpus=32, seq=256, schedule="1f1b", recompute="full",
                        max_micro_batch=1, sequence_parallel="off", top=3)
+
+
+@pytest.mark.parametrize(("intra", "unit"), [(200, "GB/s per direction"), (400, "GB/s both directions")])
+def test_a_device_files_link_written_in_gb_per_s_is_named_as_the_files_link(tmp_path, intra, unit):
+    """A chip of one's own has no NVLink: the warning named the device file's `[links] intra_gbps = 200`
+    (GB/s per direction, 3200 Gbit/s both) "the mychip's NVLink"; it names the file's key instead."""
+    (tmp_path / "chip.toml").write_text(
+        '[device]\nname = "mychip"\n[compute]\narrays = 4\nrows = 256\ncols = 256\nclock_mhz = 1000\n'
+        "[memory]\nhbm_gib = 64\nhbm_gbps = 1200\nsram_kib_per_array = 8192\n[links]\nintra_gbps = 200\n")
+    cluster = tmp_path / "c.toml"
+    cluster.write_text(f'[cluster]\n[[servers]]\ngpus = 8\nintra_server_gbps = {intra}\ndevice = "chip.toml"\n')
+    (warning,) = load_gpu_cluster(cluster).warnings
+    assert warning.startswith(f"intra_server_gbps = {intra} is chip.toml's [links] intra_gbps in {unit} "
+                              "(3200 Gbit/s both directions)"), warning
+    assert "NVLink" not in warning and warning.endswith("write intra_server_gbps = 3200")

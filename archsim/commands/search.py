@@ -140,9 +140,11 @@ def run(args: argparse.Namespace) -> int:
     emit(text, args)
     if args.pareto_html:
         from archsim.report.search_front import write_front_page  # plotly: only when a page is asked for
+        from archsim.training.energy import energy_basis
 
         write_front_page(args.pareto_html, f"archsim search: {config.name}, global batch {args.global_batch}",
-                         result.pareto, result.rows, args.objective)
+                         result.pareto, result.rows, args.objective,
+                         energy_basis(cluster, {r["tp"] * r["pp"] * r["dp"] for r in result.rows}))
     if args.gantt or args.trace or args.schedule_csv:
         _write_best_timeline(args, config, cluster, result.rows)
     return 0

@@ -129,10 +129,13 @@ def _cfg_device(path: Path) -> Device:
     """A SCALE-Sim .cfg's array plus the device file's own sections (module docstring); ``[device]``
     may carry ``arrays`` too (the array count, default 1), read here beside the TOML keys."""
     file = str(path)
-    checked = cfg_device_sections(read_text(path, "device file"), file, required=True)
+    text = read_text(path, "device file")
+    # the SCALE-Sim reader first: it names a misspelt section ([Memory], [link]) as unknown, where the
+    # missing-section check below would only say that [memory] is missing
+    array = read_scalesim_cfg(path, element_bytes=DEVICE_WORD_BYTES)
+    checked = cfg_device_sections(text, file, required=True)
     assert checked is not None  # required: never None
     values, count, per_core = checked
-    array = read_scalesim_cfg(path, element_bytes=DEVICE_WORD_BYTES)
     if array.clock_hz is None:
         raise InputError("a device file's array needs its clock: [archsim] ClockGHz", file=file, field="ClockGHz")
     try:

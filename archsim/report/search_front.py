@@ -12,7 +12,8 @@ import plotly.graph_objects as go
 from archsim.report.html_page import Figures, section, table, write_document
 
 AXIS = {"time": ("peak_memory_gib", "memory per GPU (GiB)"), "cost": ("cost_usd", "cost per iteration (USD)"),
-        "energy": ("energy_j", "energy per iteration (J, GPUs at board power)")}
+        "energy": ("energy_j", "energy per iteration (J, {basis})")}
+BOARD_POWER = "GPUs at board power"  # how energy_j is found on catalog GPUs and tile devices
 COLUMNS = ["tp", "pp", "dp", "micro_batch", "recompute", "schedule", "interleave", "sequence_parallel",
            "stage_layers", "iteration_seconds", "peak_memory_gib", "cost_usd", "energy_j", "uneven_gain", "mfu"]
 
@@ -24,9 +25,16 @@ def _label(row: dict) -> str:
             f"{row['schedule']}{chunks}{' sp' if row['sequence_parallel'] else ''}{split}")
 
 
-def front_figure(front: list[dict], rows: list[dict], objective: str) -> go.Figure:
-    """Time (x) against the objective's second axis (y); the front as a line, the ranked rows as points."""
+def _axis(objective: str, energy_basis: str) -> tuple[str, str]:
+    """The objective's column and axis title; ``energy_basis``: how ``energy_j`` was found (board power × time,
+    or the energy model's joules on an array device), so the axis does not name board power it did not use."""
     column, title = AXIS[objective]
+    return column, title.format(basis=energy_basis)
+
+
+def front_figure(front: list[dict], rows: list[dict], objective: str, energy_basis: str = BOARD_POWER) -> go.Figure:
+    """Time (x) against the objective's second axis (y); the front as a line, the ranked rows as points."""
+    column, title = _axis(objective, energy_basis)
     fig = go.Figure()
     for name, part, mode in (("Pareto front", front, "lines+markers"), ("ranked rows", rows, "markers")):
         if not part:
@@ -43,14 +51,16 @@ def front_figure(front: list[dict], rows: list[dict], objective: str) -> go.Figu
     return fig
 
 
-def write_front_page(path: str | Path, title: str, front: list[dict], rows: list[dict], objective: str) -> Path:
+def write_front_page(path: str | Path, title: str, front: list[dict], rows: list[dict], objective: str,
+                     energy_basis: str = BOARD_POWER) -> Path:
     """The page: the figure, then the front's and the ranked rows' tables."""
     figures = Figures()
     frame = lambda part: pd.DataFrame([{k: r.get(k) for k in COLUMNS} for r in part], columns=COLUMNS)
-    parts = [section("Time against " + AXIS[objective][1], figures(front_figure(front, rows, objective))),
+    parts = [section("Time against " + _axis(objective, energy_basis)[1],
+                     figures(front_figure(front, rows, objective, energy_basis))),
              section("Pareto front", table(frame(front), float_format=lambda v: f"{v:.4g}")),
              section("Ranked configurations", table(frame(rows), float_format=lambda v: f"{v:.4g}"))]
     return write_document(path, title, parts)
 
 
-__all__ = ["front_figure", "write_front_page"]
+__all__ = ["BOARD_POWER", "front_figure", "write_front_page"]

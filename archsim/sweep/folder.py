@@ -83,9 +83,18 @@ def _holder(fd: int) -> str:
 
 
 def check_owner(out: Path, source: str, *, force: bool) -> None:
-    """Refuse a folder whose ``spec.json`` names another spec file, unless ``force``."""
+    """Refuse a folder whose ``spec.json`` names another spec file, or that holds a ``results.csv`` or
+    ``summary.csv`` with no ``spec.json`` (a file no sweep wrote: a sweep writes ``spec.json`` first, so
+    ``--out .`` in a working folder would replace the user's own file silently), unless ``force``."""
     record = out / "spec.json"
-    if force or not record.exists():
+    if force:
+        return
+    if not record.exists():
+        theirs = [name for name in ("results.csv", "summary.csv") if (out / name).exists()]
+        if theirs:
+            raise InputError(f"the folder holds a {theirs[0]} but no spec.json, so no sweep wrote it, and this one "
+                             "would replace it; give another --out, or --force to replace it", file=str(out),
+                             field="out")
         return
     try:
         owner = parse_json(read_text(record, "the folder's spec.json"), str(record))

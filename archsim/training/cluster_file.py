@@ -48,6 +48,10 @@ def _server_device(group: dict, folder: Path, file: str, loaded: dict[str, Devic
     try:
         return catalog_device(str(name))
     except InputError as exc:
+        if isinstance(name, str) and name.strip().lower().endswith((".toml", ".cfg")):  # a device file in the wrong key
+            raise InputError(f'gpu names a catalog GPU, and {name!r} is a file name: a device file goes in '
+                             f'device = "{name}" (relative to the cluster file), in place of gpu', file=file,
+                             field="gpu") from None
         raise InputError(exc.message, file=file, field="gpu") from None
 
 
@@ -68,15 +72,18 @@ def _source(group: dict) -> str:
     return f"device file {group['device']}" if "device" in group else f"gpu = {group['gpu']!r}"
 
 
-def _intra_unit_warning(intra: float, device: Device) -> str:
+def _intra_unit_warning(intra: float, device: Device, file: str | None = None) -> str:
     """A plausibility warning for ``intra_server_gbps`` stated as the GPU's own NVLink in bytes: Gbit/s both
     directions is what the key takes (an H100's 7200), but vendors quote GB/s (900 both directions, 450 per
     direction), and that figure runs every in-server collective 8 or 16 times slower without a word. Empty unless
-    the figure is the board's exactly 8 or 16 times too small (a what-if bandwidth other than that is read quietly)."""
+    the figure is the board's exactly 8 or 16 times too small (a what-if bandwidth other than that is read quietly).
+    ``file``: the server's device file, whose link is its ``[links] intra_gbps`` (NVLink, ICI or another fabric:
+    the file does not say), named so; None for a catalog GPU, whose link is its NVLink."""
     own = device.fabric_bytes_per_s * 8 * 2 / 1e9  # the board's figure as the key takes it, Gbit/s both directions
+    link = f"the {device.name}'s NVLink" if file is None else f"{file}'s [links] intra_gbps"
     for ratio, unit in ((8, "GB/s both directions"), (16, "GB/s per direction")):
         if math.isclose(intra * ratio, own, rel_tol=1e-3):
-            return (f"intra_server_gbps = {intra:g} is the {device.name}'s NVLink in {unit} ({own:g} Gbit/s both "
+            return (f"intra_server_gbps = {intra:g} is {link} in {unit} ({own:g} Gbit/s both "
                     f"directions): the key takes Gbit/s both directions, so it runs 1/{ratio} of it; if that was "
                     f"the unit, write intra_server_gbps = {own:g}")
     return ""
@@ -194,8 +201,9 @@ def cluster_file_lines(spec: dict, tables: Sequence[Device | None], network: Net
                 overridden.append(f"[[servers]] intra_server_gbps = {intra:g} ({fabric / 1e9:g} GB/s per direction "
                                   f"per GPU) prices the in-server links, not {group['device']}'s [links] intra_gbps "
                                   f"= {device.fabric_bytes_per_s / 1e9:g} GB/s")
-            if _intra_unit_warning(intra, device):
-                slipped.append(_intra_unit_warning(intra, device))
+            unit_slip = _intra_unit_warning(intra, device, group.get("device"))
+            if unit_slip:
+                slipped.append(unit_slip)
         if "device" in group and device.inter_node_gbps:  # the device file's NIC: its unit may slip as nic_gbps's
             nic_unit = nic_speed_warning("inter_node_gbps", device.inter_node_gbps)
             if nic_unit:

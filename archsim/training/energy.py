@@ -54,6 +54,14 @@ def array_device(cluster, gpus: int) -> Device | None:
     return device if device is not None and device.gemm == "arrays" else None
 
 
+def energy_basis(cluster, counts) -> str:
+    """How ``energy_j`` is found for configurations of these GPU ``counts``, in a few words for an axis title:
+    the energy model's joules on an array device, board power × time elsewhere (:func:`iteration_energy`)."""
+    bases = {"energy model on the ops" if array_device(cluster, n) is not None else "GPUs at board power"
+             for n in counts}
+    return "; ".join(sorted(bases)) or "GPUs at board power"
+
+
 @lru_cache(maxsize=256)
 def _microbatch_picojoules(c: TransformerConfig, micro_batch: int, tp: int, sequence_parallel: bool, attention: str,
                            recompute: str, device: Device, dtype: str, implementation: str) -> float:
@@ -121,5 +129,5 @@ def priced(result: TrainResult, c: TransformerConfig, par: Parallelism, cluster,
     return replace(result, energy_j=cast("float | None", energy["energy_j"]), energy_source=str(energy["energy_source"]))
 
 
-__all__ = ["BOARD_SOURCE", "MODEL_SOURCE", "array_device", "array_iteration_joules", "device_array", "iteration_energy",
-           "priced"]
+__all__ = ["BOARD_SOURCE", "MODEL_SOURCE", "array_device", "array_iteration_joules", "device_array", "energy_basis",
+           "iteration_energy", "priced"]

@@ -58,4 +58,15 @@ def objectives(c: TransformerConfig, k: Candidate, cluster, global_batch: int, s
 
 OBJECTIVE_COLUMN = {"time": "iteration_seconds", "cost": "cost_usd", "energy": "energy_j"}
 
-__all__ = ["OBJECTIVE_COLUMN", "objective_columns", "objectives"]
+
+def check_objective_figures(cluster, gpus: int, objective: str) -> None:
+    """Refuse, before any configuration is costed, an ``objective`` whose figure :func:`objectives` would find
+    unknown on ``gpus`` GPUs (a device file's chip has no price; a tile device without ``board_watts`` no power):
+    the same :class:`InputError` it raises, now ahead of a search of seconds or minutes instead of after it."""
+    column = OBJECTIVE_COLUMN[objective]
+    if objective == "time" or (column == "energy_j" and array_device(cluster, gpus) is not None):
+        return  # time needs no figure; an array device's energy is the energy model's, which needs none
+    objective_columns(cluster, gpus, 1.0, column)
+
+
+__all__ = ["OBJECTIVE_COLUMN", "check_objective_figures", "objective_columns", "objectives"]

@@ -28,7 +28,7 @@ from collections import Counter
 from dataclasses import replace
 
 from archsim.errors import InputError
-from archsim.training.objectives import OBJECTIVE_COLUMN
+from archsim.training.objectives import OBJECTIVE_COLUMN, check_objective_figures
 from archsim.training.placement import layouts, server_orders
 from archsim.training.search_cost import CLOSED_FORM_EXACT, Coster, objective_value
 from archsim.training.search_fit import fit_candidate
@@ -66,6 +66,8 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
 
     counts = (gpus,) if isinstance(gpus, int) else tuple(gpus or (cluster.gpus,))
     check_search_size(cluster, counts, micro_batches, recomputes, schedules, chunks, sequence_parallel, placement)
+    for n in counts:
+        check_objective_figures(cluster, n, objective)
     grid = [k for n in counts
             for k in candidates(n, micro_batches, recomputes, schedules, chunks, sequence_parallel, attention,
                                 dp_overlap, grad_accumulation)]
