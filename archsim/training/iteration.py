@@ -15,7 +15,8 @@ and optimizer step.
    1F1B, interleaved with v chunks, zero-bubble…), timed in archsim's event simulator
    (:func:`archsim.policies.stage_run.run_order`) with a pipeline hop of s·b·h·2/t bytes (Megatron
    scatters the activation over the TP ranks) on the pipeline link.
-3. After its last backward each stage all-reduces its gradients over DP (``dp_overlap = "none"``, as
+3. After its last backward each stage all-reduces its gradients over DP (at the gradient buffer's width,
+   :func:`archsim.training.memory.gradient_bytes`: fp32 in bf16; ``dp_overlap = "none"``, as
    vTrain's runs; ``"bucketed"``: Megatron's buckets under the last micro-batch's backward,
    :mod:`archsim.training.dp_overlap`), the first and last stage all-reduce the tied embedding's gradient, and
    the optimizer step reads and writes 32 bytes per parameter (fp16 gradient; fp32 master weight,
@@ -61,6 +62,7 @@ from archsim.training.eager_ops import (
 )
 from archsim.training.layer_ops import Collective, Work, block_work, embedding_work, head_work
 from archsim.training.machine import Links, Machine
+from archsim.training.memory import gradient_bytes
 from archsim.training.parallel import Parallelism, padded_vocab
 from archsim.workload.transformer import TransformerConfig, refuse_switch
 
@@ -237,14 +239,14 @@ def after_backward(c: TransformerConfig, par: Parallelism, machine: Machine, ran
     gradient over the link between their GPUs (:attr:`~archsim.training.machine.Links.embedding`).
     ``backward_s``: the rank's last micro-batch backward, under which ``par.dp_overlap = "bucketed"``
     runs the DP buckets."""
-    scale = machine.scale
-    dp = dp_allreduce_seconds(parameters, 2 * scale, par.dp, machine.links.dp, par.dp_overlap, backward_s)
+    grad = gradient_bytes(machine.dtype)  # the gradient buffer's width: fp32 in bf16, as Megatron reduces it
+    dp = dp_allreduce_seconds(parameters, grad, par.dp, machine.links.dp, par.dp_overlap, backward_s)
     tied = 0.0
     ends = (0, par.pp - 1) if tied_ranks is None else tied_ranks
     if ends[0] != ends[1] and c.tied_embeddings and rank in ends:
-        table = padded_vocab(c.vocab, par.tp) // par.tp * c.hidden * 2
+        table = padded_vocab(c.vocab, par.tp) // par.tp * c.hidden * grad
         links = machine.links  # the two ends' own GPUs' link, not a hop's: they may sit servers apart
-        tied = float(collective_seconds("all-reduce", table * scale, 2, links.pp if links.embedding is None
+        tied = float(collective_seconds("all-reduce", table, 2, links.pp if links.embedding is None
                                         else links.embedding))
     hbm = machine.gpu.hbm_bytes_per_s
     if machine.implementation == "pytorch-eager" and machine.dtype == "fp32":  # fp32 Adam

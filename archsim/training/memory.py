@@ -1,7 +1,8 @@
 """Memory per GPU: model states and activations under the schedule and recomputation.
 
 Model states (mixed-precision Adam, Rajbhandari et al. 2020 §3.1): 16 bytes per parameter the GPU
-holds — fp16 weight (2) and gradient (2), fp32 master weight, momentum and variance (12).
+holds — fp16 weight (2) and gradient (2), fp32 master weight, momentum and variance (12). In bf16
+Megatron-LM keeps and reduces the gradient in fp32 (:func:`gradient_bytes`): 18 (:func:`state_bytes`).
 
 Activations of one transformer layer for one micro-batch, in bytes, with s tokens per sequence,
 b sequences, h hidden, a heads, TP degree t (Korthikanti et al. 2022, §4, Table 2):
@@ -39,6 +40,7 @@ from itertools import pairwise
 
 import numpy as np
 
+from archsim.choices.devices import ELEMENT_BYTES
 from archsim.errors import InputError
 from archsim.training.layer_ops import embedding_parameters
 from archsim.training.parallel import Parallelism, layers_per_stage, padded_vocab
@@ -50,7 +52,27 @@ from archsim.workload.transformer import (
     qk_norm_parameters,
 )
 
-STATE_BYTES_PER_PARAMETER = 16
+STATE_BYTES_PER_PARAMETER = 16  # fp16 mixed-precision Adam's, and fp32 Adam's; bf16's: state_bytes
+
+
+def gradient_bytes(dtype: str) -> int:
+    """Bytes per parameter of the gradient buffer Megatron-LM keeps (``main_grad``) and sends in the DP
+    all-reduce: the parameter's own width in fp16 (2) and fp32 (4), and fp32's 4 in bf16 — for --bf16
+    Megatron sets ``accumulate_allreduce_grads_in_fp32`` (bf16 gradients summed in bf16 lose too much),
+    so the buffer, its all-reduce (or the distributed optimizer's reduce-scatter) and the tied embedding's
+    all-reduce are fp32 (docs/training.md, "Gradients in bf16")."""
+    return 4 if dtype == "bf16" else ELEMENT_BYTES[dtype]
+
+
+def state_bytes(dtype: str, implementation: str = "megatron") -> int:
+    """Model-state bytes per parameter a GPU holds: Megatron-LM's weight in ``dtype``, its gradient buffer
+    (:func:`gradient_bytes`) and Adam's fp32 states (master weight, momentum, variance: 12; in fp32 the
+    weight is the master, 8) — 16 in fp16 and fp32, 18 in bf16. Plain PyTorch's AMP
+    (``pytorch-eager``) keeps fp32 weights and gradients in every dtype: 16."""
+    if implementation == "pytorch-eager":
+        return STATE_BYTES_PER_PARAMETER
+    adam = 8 if dtype == "fp32" else 12
+    return ELEMENT_BYTES[dtype] + gradient_bytes(dtype) + adam
 
 
 def layer_activation_bytes(c: TransformerConfig, micro_batch: int, tp: int, recompute: str,
@@ -136,14 +158,16 @@ def stage_parameters(c: TransformerConfig, par: Parallelism, layers: int, first:
 
 
 def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight: int, first: bool,
-                 last: bool, head_copy: bool | None = None) -> StageMemory:
-    """Memory of one GPU of a stage holding ``layers`` layers with ``in_flight`` micro-batches' activations."""
+                 last: bool, head_copy: bool | None = None,
+                 states: int = STATE_BYTES_PER_PARAMETER) -> StageMemory:
+    """Memory of one GPU of a stage holding ``layers`` layers with ``in_flight`` micro-batches' activations;
+    ``states``: model-state bytes per parameter (:func:`state_bytes` of the run's dtype)."""
     b, t = par.micro_batch, par.tp
     if c.family == "switch":  # fp16 bytes as the rest (scaled by memories): 2 per fp32 element counted
         from archsim.training.hf_switch_ops import switch_activation_elements
 
         params = stage_parameters(c, par, layers, first, last, head_copy)
-        return StageMemory(params, STATE_BYTES_PER_PARAMETER * params,
+        return StageMemory(params, states * params,
                            in_flight * 2 * switch_activation_elements(c, b))
     per_layer = layer_activation_bytes(c, b, t, par.recompute, par.sequence_parallel, par.attention)
     activations = in_flight * layers * per_layer
@@ -156,7 +180,7 @@ def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight:
     if last:
         activations += 6 * c.seq * b * padded_vocab(c.vocab, t) / t
     params = stage_parameters(c, par, layers, first, last, head_copy)
-    return StageMemory(params, STATE_BYTES_PER_PARAMETER * params, activations)
+    return StageMemory(params, states * params, activations)
 
 
 def in_flight(order) -> list[int]:
@@ -169,11 +193,12 @@ def in_flight(order) -> list[int]:
     return [int(np.cumsum(step[x:y]).max(initial=0)) for x, y in pairwise(c.bounds.tolist())]
 
 
-def memories(c: TransformerConfig, par: Parallelism, order=None, scale: float = 1.0) -> list[StageMemory]:
+def memories(c: TransformerConfig, par: Parallelism, order=None, scale: float = 1.0,
+             states: int = STATE_BYTES_PER_PARAMETER) -> list[StageMemory]:
     """Memory of one GPU of each pipeline rank (chunks of a rank summed). Without ``order``, plain 1F1B's
     in-flight counts min(p − r, m) — no schedule built, for searches over many configurations. ``scale``:
-    bytes per element over fp16's (2 in fp32: the activations double; fp32 Adam's 16 bytes per
-    parameter equal mixed precision's)."""
+    bytes per element over fp16's (2 in fp32: the activations double); ``states``: model-state bytes per
+    parameter (:func:`state_bytes`: 16 in fp16 and fp32, 18 in bf16)."""
     chunks = par.pp * par.chunks
     counts = layers_per_stage(c.layers, chunks, par.stage_layers)
     if order is None:
@@ -188,12 +213,12 @@ def memories(c: TransformerConfig, par: Parallelism, order=None, scale: float = 
     out = []
     for rank in range(par.pp):
         mine = [j for j in range(chunks) if rank_of[j] == rank]
-        parts = [stage_memory(c, par, counts[j], max(peaks[rank] // par.chunks, 1), j == 0, j == chunks - 1, apart)
-                 for j in mine]
+        parts = [stage_memory(c, par, counts[j], max(peaks[rank] // par.chunks, 1), j == 0, j == chunks - 1, apart,
+                              states) for j in mine]
         out.append(StageMemory(sum(p.parameters for p in parts), sum(p.states for p in parts),
                                sum(p.activations for p in parts) * scale))
     return out
 
 
-__all__ = ["STATE_BYTES_PER_PARAMETER", "StageMemory", "attention_core_per_score", "in_flight", "layer_activation_bytes", "layer_parameters_per_gpu",
-           "memories", "stage_memory", "stage_parameters"]
+__all__ = ["STATE_BYTES_PER_PARAMETER", "StageMemory", "attention_core_per_score", "gradient_bytes", "in_flight",
+           "layer_activation_bytes", "layer_parameters_per_gpu", "memories", "stage_memory", "stage_parameters", "state_bytes"]

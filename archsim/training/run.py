@@ -12,7 +12,7 @@ from archsim.devices.catalog import GIB
 from archsim.training.grad_accumulation import per_microbatch_seconds
 from archsim.training.iteration import after_backward, model_pieces
 from archsim.training.machine import Machine
-from archsim.training.memory import StageMemory, memories
+from archsim.training.memory import StageMemory, memories, state_bytes
 from archsim.training.parallel import Parallelism, check_fits, layers_per_stage
 from archsim.workload.transformer import TransformerConfig
 
@@ -93,7 +93,7 @@ def train(c: TransformerConfig, par: Parallelism, machine: Machine,
     times = rank_stage_times(c, par, machines, [own[id(m)] for m in machines])
     order = published_order(par.schedule_name, par.pp, par.microbatches, par.chunks)
     run = run_order(order, times)
-    mem = memories(c, par, order, machine.scale)
+    mem = memories(c, par, order, machine.scale, state_bytes(machine.dtype, machine.implementation))
     timeline = run.timeline
     assert isinstance(timeline, Timeline) and isinstance(timeline.slots, SlotTable)  # the engine's arrays
     slots = timeline.slots

@@ -53,9 +53,9 @@ def fit_candidate(c, cluster, global_batch: int, k: Candidate, balance: str,
 def memory_fits(c, cluster, par, capacities: list[float]) -> tuple[float, bool]:
     """The largest GPU's bytes and whether every rank fits its own GPU."""
     if not cluster.heterogeneous:
-        peak = peak_memory_bytes(c, par)
+        peak = peak_memory_bytes(c, par, cluster.dtype)
         return peak, peak <= capacities[0]
-    sizes = [m.total for m in rank_memories(c, par)]
+    sizes = [m.total for m in rank_memories(c, par, dtype=cluster.dtype)]
     return max(sizes), all(size <= cap for size, cap in zip(sizes, capacities))
 
 

@@ -16,7 +16,7 @@ from functools import lru_cache
 from math import isqrt
 
 from archsim.errors import InputError
-from archsim.training.memory import StageMemory, stage_memory
+from archsim.training.memory import StageMemory, stage_memory, state_bytes
 from archsim.training.parallel import (
     Parallelism,
     layers_per_stage,
@@ -192,29 +192,31 @@ def rank_chunks(schedule: str, p: int, v: int, rank: int) -> list[int]:
     return [rank, 2 * p - 1 - rank] if schedule in V_SHAPED else list(range(rank, p * v, p))
 
 
-def rank_memories(c: TransformerConfig, par: Parallelism, ranks=None) -> list[StageMemory]:
+def rank_memories(c: TransformerConfig, par: Parallelism, ranks=None, dtype: str = "fp16") -> list[StageMemory]:
     """Memory of one GPU of each pipeline rank in ``ranks`` (default all), as
     :func:`archsim.training.memory.memories` but with the in-flight counts in closed form, and a
-    V-shaped schedule's first and last chunk (embedding and LM head) both on rank 0."""
+    V-shaped schedule's first and last chunk (embedding and LM head) both on rank 0; model states at
+    ``dtype``'s bytes per parameter (:func:`~archsim.training.memory.state_bytes`)."""
     chunks = par.pp * par.chunks
     counts = layers_per_stage(c.layers, chunks, par.stage_layers)
     peaks = in_flight_peaks(par.schedule_name, par.pp, par.microbatches, par.chunks)
     apart = par.schedule not in V_SHAPED and par.pp > 1  # first and last chunk on different ranks
+    states = state_bytes(dtype)
     out = []
     for rank in (range(par.pp) if ranks is None else ranks):
-        parts = [stage_memory(c, par, counts[j], max(peaks[rank] // par.chunks, 1), j == 0, j == chunks - 1, apart)
-                 for j in rank_chunks(par.schedule, par.pp, par.chunks, rank)]
+        parts = [stage_memory(c, par, counts[j], max(peaks[rank] // par.chunks, 1), j == 0, j == chunks - 1, apart,
+                              states) for j in rank_chunks(par.schedule, par.pp, par.chunks, rank)]
         out.append(StageMemory(sum(p.parameters for p in parts), sum(p.states for p in parts),
                                sum(p.activations for p in parts)))
     return out
 
 
-def peak_memory_bytes(c: TransformerConfig, par: Parallelism) -> float:
+def peak_memory_bytes(c: TransformerConfig, par: Parallelism, dtype: str = "fp16") -> float:
     """The largest GPU's bytes. In-flight counts fall with the rank and only the first rank holds the
     embedding, the last the LM head, so under an even split the peak is on the first or the last rank
     (an uneven split: every rank is looked at)."""
     ranks = None if par.stage_layers is not None else sorted({0, par.pp - 1})
-    return max(m.total for m in rank_memories(c, par, ranks))
+    return max(m.total for m in rank_memories(c, par, ranks, dtype))
 
 
 __all__ = ["CHUNKED",

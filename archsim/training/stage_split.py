@@ -41,7 +41,7 @@ import numpy as np
 from archsim.partition.result import Partition, PlacedOp, Stage
 from archsim.training.iteration import PieceCost, model_pieces
 from archsim.training.machine import Machine
-from archsim.training.memory import stage_memory
+from archsim.training.memory import STATE_BYTES_PER_PARAMETER, stage_memory, state_bytes
 from archsim.training.parallel import Parallelism, rank_of_stages
 from archsim.training.search_space import in_flight_peaks
 from archsim.training.stages import hop_bytes
@@ -104,15 +104,16 @@ def stage_layer_counts(partition: Partition) -> tuple[int, ...]:
 
 
 def _most_layers(c: TransformerConfig, par: Parallelism, chunks: Sequence[int], in_flight: int,
-                 capacity: float) -> int:
+                 capacity: float, states: int = STATE_BYTES_PER_PARAMETER) -> int:
     """The most layers a rank running virtual stages ``chunks`` fits in ``capacity`` bytes (−1: not even
-    none): its memory, the sum of its chunks' :func:`stage_memory`, is affine in its layer count (each
-    layer costs the same whichever chunk holds it)."""
+    none): its memory, the sum of its chunks' :func:`stage_memory` (``states`` bytes per parameter), is
+    affine in its layer count (each layer costs the same whichever chunk holds it)."""
     last_stage = par.pp * par.chunks - 1
     apart = rank_of_stages(par)[last_stage] != 0
 
     def total(layers: int) -> float:
-        return sum(stage_memory(c, par, layers if k == 0 else 0, in_flight, j == 0, j == last_stage, apart).total
+        return sum(stage_memory(c, par, layers if k == 0 else 0, in_flight, j == 0, j == last_stage, apart,
+                                states).total
                    for k, j in enumerate(chunks))
 
     zero = total(0)
@@ -155,10 +156,11 @@ def _level(chain: Sequence[np.ndarray], most: Sequence[int], v: int, layers: int
 
 
 def plan_stage_layers(c: TransformerConfig, par: Parallelism, node_times: Sequence[np.ndarray],
-                      capacities: Sequence[float]) -> tuple[int, ...] | None:
+                      capacities: Sequence[float], states: int = STATE_BYTES_PER_PARAMETER) -> tuple[int, ...] | None:
     """Layers per virtual stage (model chunk), in pipeline order, minimising the busiest rank's F + I + W
     over its chunks (module docstring); ``node_times[r]``: the chain's node seconds on rank r's GPU,
-    ``capacities[r]``: its bytes. None when no split fits memory (the layers are alike, so one fits
+    ``capacities[r]``: its bytes, the model states at ``states`` bytes per parameter
+    (:func:`~archsim.training.memory.state_bytes`). None when no split fits memory (the layers are alike, so one fits
     exactly when every rank holds at least one layer per chunk and together they hold them all).
 
     The DP runs over the ranks in rank order: a rank's work depends only on how many layers it holds
@@ -180,7 +182,7 @@ def plan_stage_layers(c: TransformerConfig, par: Parallelism, node_times: Sequen
     rank_of = rank_of_stages(par)
     owned = [[s for s in range(p * v) if rank_of[s] == r] for r in range(p)]
     peaks = in_flight_peaks(par.schedule_name, p, par.microbatches, v)
-    most = [_most_layers(c, par, owned[r], max(peaks[r] // v, 1), capacities[r]) for r in range(p)]
+    most = [_most_layers(c, par, owned[r], max(peaks[r] // v, 1), capacities[r], states) for r in range(p)]
     if min(most) < v or sum(most) < layers:
         return None
     chain = node_times
@@ -243,7 +245,8 @@ def planned_split(c: TransformerConfig, par: Parallelism, machines: Sequence[Mac
                 cache[id(machine)] = model_pieces(c, par, machine)
         pieces = [cache[id(machine)] for machine in machines]
     times = {id(own): node_seconds(c, own) for own in pieces}
-    counts = plan_stage_layers(c, par, [times[id(own)] for own in pieces], capacities)
+    counts = plan_stage_layers(c, par, [times[id(own)] for own in pieces], capacities,
+                               state_bytes(machines[0].dtype, machines[0].implementation))
     return None if counts is None else chain_partition(c, par, counts, pieces)
 
 

@@ -1,0 +1,73 @@
+"""bf16 training keeps and reduces gradients in fp32, as Megatron-LM does (``--bf16`` sets
+``accumulate_allreduce_grads_in_fp32``): the gradient buffer is 4 bytes per parameter, so the model
+states are 2 (bf16 weight) + 4 (fp32 gradient) + 12 (fp32 master weight, momentum, variance) = 18 bytes
+per parameter, and the DP all-reduce and the tied embedding's all-reduce move 4 bytes per parameter.
+fp16 keeps its 2-byte gradient (16 bytes per parameter, 2-byte all-reduce)."""
+
+from dataclasses import replace
+
+import pytest
+
+from archsim.api import train
+from archsim.collectives import collective_seconds
+from archsim.training.cluster_file import single_node
+from archsim.training.parallel import Parallelism
+from archsim.training.search_fit import memory_fits
+from archsim.training.search_space import peak_memory_bytes
+from archsim.training.stage_split import planned_split
+from archsim.workload.transformer import TransformerConfig, layer_parameters
+
+# 4 GPT layers, h = 256, a vocabulary that needs no padding (a multiple of 128), 128 learned positions
+GPT = TransformerConfig("gpt-small", "gpt", 4, 256, 4, 1024, 128, 1024, 4, True, 128)
+WEIGHT_AND_ADAM = {"fp16": 2 + 12, "bf16": 2 + 12}  # the weight in its dtype; Adam's fp32 master, m, v
+GRADIENT = {"fp16": 2, "bf16": 4}  # Megatron's main_grad: fp16 stays fp16, bf16's is fp32
+
+
+def _run(dtype: str, pp: int):
+    cluster = single_node("a100-80gb", 4 * pp)
+    result, _ = train(GPT, cluster=cluster, global_batch=8, pp=pp, dp=4, dtype=dtype, recompute="none")
+    par = Parallelism(1, pp, 4, 8, 1, "none", attention="flash")
+    return result, replace(cluster.machine(par), dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+def test_model_states_hold_the_gradient_buffer_at_megatrons_width(dtype):
+    result, _ = _run(dtype, 1)
+    (memory,) = result.memory
+    params = GPT.parameter_count  # one stage, TP 1, no padding: the whole model
+    assert memory.parameters == params
+    assert memory.states == params * (WEIGHT_AND_ADAM[dtype] + GRADIENT[dtype])
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+def test_dp_all_reduce_moves_the_gradient_buffer(dtype):
+    result, machine = _run(dtype, 2)
+    per_stage = 2 * layer_parameters(GPT)
+    first = per_stage + GPT.vocab * GPT.hidden + GPT.positions * GPT.hidden  # token table, positions
+    last = per_stage + 2 * GPT.hidden + GPT.vocab * GPT.hidden  # final LayerNorm, the tied head's copy
+    for post, params in zip(result.post, (first, last)):
+        expected = collective_seconds("all-reduce", params * GRADIENT[dtype], 4, machine.links.dp)
+        assert post["dp_allreduce"] == pytest.approx(expected, rel=1e-12)
+        tied = collective_seconds("all-reduce", GPT.vocab * GPT.hidden * GRADIENT[dtype], 2,
+                                  machine.links.embedding or machine.links.pp)
+        assert post["embedding_allreduce"] == pytest.approx(tied, rel=1e-12)
+
+
+def test_search_sizes_bf16_states_as_train_does():
+    par = Parallelism(1, 1, 4, 8, 1, "none", attention="flash")
+    bf16, fp16 = (peak_memory_bytes(GPT, par, dtype) for dtype in ("bf16", "fp16"))
+    assert bf16 - fp16 == pytest.approx(2 * GPT.parameter_count, rel=1e-12)  # the gradient's 2 more bytes
+    result, _ = _run("bf16", 1)
+    assert result.memory[0].total == pytest.approx(bf16, rel=1e-12)
+    cluster = replace(single_node("a100-80gb", 4), dtype="bf16")  # a search's check reads the cluster's dtype
+    assert memory_fits(GPT, cluster, par, [fp16]) == (pytest.approx(bf16, rel=1e-12), False)
+
+
+def test_planned_split_sizes_bf16_states():
+    """A GPU exactly as large as the fp16 run's memory: the fp16 plan fits, the bf16 one (2 bytes more per
+    parameter) does not."""
+    par = Parallelism(1, 1, 4, 8, 1, "none", attention="flash")
+    machine = single_node("a100-80gb", 4).machine(par)
+    capacity = peak_memory_bytes(GPT, par, "fp16")
+    assert planned_split(GPT, par, [machine], [capacity]) is not None
+    assert planned_split(GPT, par, [replace(machine, dtype="bf16")], [capacity]) is None
