@@ -160,8 +160,10 @@ class GpuCluster:
         start = rank * group
         kernels = device.efficiency or fitted.kernels(device.name)
         tp_groups = (range(first, first + par.tp) for first in range(start, start + par.tp * par.dp, par.tp))
-        # a DP group holds GPU t of each TP group; its servers change with t only where TP spans servers
-        step = min(self.gpus_per_server, par.tp)
+        # a DP group holds GPU t of each TP group; its servers change with t only where TP spans servers,
+        # but inside a server wired without an NVSwitch its GPUs (so its NVLinks) change with every t
+        wired = self._wired_within(device, start, start + group - 1)
+        step = 1 if wired else min(self.gpus_per_server, par.tp)
         dp_groups = (range(start + t, start + par.tp * par.dp, par.tp) for t in range(0, par.tp, step))
         hops = self.pipeline_hops(par, device)
         # the pipeline's link over its ranks' first GPUs, or its slowest hop where that is slower: the
@@ -169,8 +171,8 @@ class GpuCluster:
         pp = min((self._link(device, range(0, par.gpus, group), hop=True), *hops),
                  key=lambda link: link.bus_bandwidth)
         return Machine(device, kernels,
-                       Links(tp=self._slowest_link(device, tp_groups),
-                             dp=self._slowest_link(device, dp_groups),
+                       Links(tp=self._slowest_link(device, tp_groups, every=wired and par.tp > 1),
+                             dp=self._slowest_link(device, dp_groups, every=wired and par.dp > 1),
                              pp=pp, pp_hops=hops,
                              embedding=self._pair_link(device, 0, (par.pp - 1) * group, group) if par.pp > 1
                              else None),
@@ -195,11 +197,28 @@ class GpuCluster:
         priced on its own servers (:meth:`_link`) and the one of least bus bandwidth taken, since servers of
         one GPU type may state different in-server links (a rank's TP group on a 2400 Gbit/s server waits
         longer than its twin on a 4800 one); on a uniform one, the slowest kind's first group, unless
-        ``every`` (a hop's pairs inside a server wired without an NVSwitch, :meth:`_wired_shifts`: pairs of
-        one kind there differ in their NVLinks) has every group priced and the slowest taken as well."""
+        ``every`` (groups inside servers wired without an NVSwitch, :meth:`_wired_within`: a rank's TP groups,
+        its DP groups or a hop's pairs there differ in their NVLinks) has every group priced — each place in
+        a server once (:meth:`_distinct`) — and the slowest taken as well."""
         if self.heterogeneous or every:
-            return min((self._link(device, members, hop) for members in groups), key=lambda link: link.bus_bandwidth)
+            return min((self._link(device, members, hop) for members in self._distinct(groups)),
+                       key=lambda link: link.bus_bandwidth)
         return self._link(device, self._slowest(groups), hop)
+
+    def _distinct(self, groups: Iterator[range]) -> Iterator[range]:
+        """``groups`` less those inside one server that hold the same places in their server as an earlier
+        one: on a uniform cluster such a group's link is the same (its server's GPUs and fabric are every
+        server's), so a DGX-1 cluster's 512 TP pairs are priced as its 4 distinct ones. Every group on a
+        mixed cluster, every group over servers (its network share may differ)."""
+        seen: set[tuple[int, int, int]] = set()
+        for members in groups:
+            server = self.server_of(members[0])
+            if not self.heterogeneous and server == self.server_of(members[-1]):
+                place = (members[0] - self.starts[server], len(members), members.step)
+                if place in seen:
+                    continue
+                seen.add(place)
+            yield members
 
     def _slowest(self, groups: Iterator[range]) -> range:
         """Of a rank's groups of one kind (its TP groups, its DP groups, a hop's GPU pairs), which run at once
@@ -263,11 +282,19 @@ class GpuCluster:
         board = self.servers[server] if self.heterogeneous else device
         return bool(board.nvlink_bytes_per_s) and not board.nvswitch
 
+    def _wired_within(self, device: Device, first: int, last: int) -> bool:
+        """Whether any server holding GPUs ``first`` … ``last`` is wired without an NVSwitch (:meth:`_wired`):
+        its groups of one kind then differ in their NVLinks, so each is priced (every server alike on a
+        uniform cluster)."""
+        if not self.heterogeneous:
+            return self._wired(device, 0)
+        return any(self._wired(device, s) for s in range(self.server_of(first), self.server_of(last) + 1))
+
     def _wired_shifts(self, device: Device, a: int, b: int, group: int) -> list[int]:
         """The GPU offsets g at which a hop's pair (a + g, b + g) sits in one server wired without an
         NVSwitch (:meth:`_wired`), one per distinct pair of that server's GPUs: each such pair's own
         NVLinks price it (GPU 0–4 share two on a DGX-1, 2–6 one, 2–4 none), not the first pair's."""
-        if not any(self._wired(device, s) for s in (range(len(self.starts) - 1) if self.heterogeneous else (0,))):
+        if not self._wired_within(device, a, b + group - 1):
             return []
         seen: dict[tuple[int, int], int] = {}
         for g in range(group):
@@ -344,14 +371,19 @@ class GpuCluster:
         return self._machines[key]
 
     def rank_wise(self, par: Parallelism) -> tuple[Machine, ...] | None:
-        """Each pipeline rank's machine where ranks differ — mixed clusters (:meth:`rank_machines`), or one
+        """Each pipeline rank's machine where ranks differ — mixed clusters (:meth:`rank_machines`), one
         GPU type whose DP groups sit under different leaves of an oversubscribed fabric (rank 0's pair
-        under one leaf, another rank's across two) — else None: every rank is :meth:`machine`'s. What
-        search costs a candidate on, as train does."""
+        under one leaf, another rank's across two), or DGX-1s of V100s, whose ranks' groups hold different
+        GPU pairs (TP 2 · DP 3 · PP 2 on two: rank 0's TP groups 0–1, 2–3, 4–5, rank 1's 6–7 of one server
+        and 0–1, 2–3 of the next) — else None: every rank is :meth:`machine`'s. What search costs a
+        candidate on, as train does."""
         if self.heterogeneous:
             return self.rank_machines(par)
         net = self.network
-        if net is None or net.oversubscription == 1 or not net.servers_per_leaf:  # every rank's links alike
+        leaves = net is not None and net.oversubscription != 1 and bool(net.servers_per_leaf)
+        # on DGX-1s, ranks that each start a server (TP × DP a multiple of its GPUs) hold the same GPU pairs
+        wired = self._wired(self.gpu, 0) and par.pp > 1 and par.tp * par.dp % self.gpus_per_server != 0
+        if not leaves and not wired:  # every rank's links alike
             return None
         machines = self.rank_machines(par)
         return machines if machines is not None and len(set(machines)) > 1 else None
