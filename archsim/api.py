@@ -190,7 +190,8 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
     each a :class:`UserWarning`, the line ``archsim train`` prints on stderr, as is a NIC speed outside
     every NIC sold (a unit slipped: :func:`archsim.network.nic_speed_warning`); so is its note when ``dtype``
     is None, ``cluster`` a path (fp16) and the config's ``torch_dtype`` names another dtype, and each of the
-    cluster file's notes (a key train does not read: :func:`archsim.training.cluster_file.cluster_notes`)."""
+    cluster file's notes (a key train does not read, or GPUs the layout leaves idle:
+    :func:`archsim.training.cluster_file.cluster_notes`)."""
     from dataclasses import replace
 
     from archsim.choices.training import BALANCES, IMPLEMENTATIONS
@@ -226,7 +227,7 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
     for warning in (*laid.cluster.warnings,
                     tp_span_warning(laid.cluster, laid.par),
                     rank_memory_warning(result, machines), _seq_note(model, config, seq), dtype_note,
-                    *cluster_notes(laid.cluster, "train")):
+                    *cluster_notes(laid.cluster, "train", laid.par)):
         if warning:  # the lines archsim train prints on stderr
             import warnings
 
