@@ -176,8 +176,9 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
           grad_accumulation: str | None = None, balance: str = "even", placement: str = "file",
           max_ops: int | None = None):
     """One training iteration of a transformer on a GPU cluster, as ``archsim train`` runs it. ``model``:
-    a config path or a :class:`~archsim.workload.transformer.TransformerConfig`; ``cluster``: a cluster
-    TOML path or a :class:`~archsim.training.cluster.GpuCluster`; the other names are ``train``'s flags
+    a config path, a shipped config's name (``"gpt3_1.3b"``: :func:`~archsim.workload.model_files.transformer_path`)
+    or a :class:`~archsim.workload.transformer.TransformerConfig`; ``cluster``: a cluster TOML path or a
+    :class:`~archsim.training.cluster.GpuCluster`; the other names are ``train``'s flags
     (``dtype`` None: ``--dtype``'s default fp16 for a path, a cluster object's own; ``grad_accumulation``
     None: the implementation's own, fused for megatron, unfused for pytorch-eager; ``stage_layers`` as
     ``"6,6,6,6"`` or a sequence; ``balance``, ``placement`` and ``max_ops`` (None: ``--max-ops``' default)
@@ -190,7 +191,8 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
     each a :class:`UserWarning`, the line ``archsim train`` prints on stderr, as is a NIC speed outside
     every NIC sold (a unit slipped: :func:`archsim.network.nic_speed_warning`); so is its note when ``dtype``
     is None, ``cluster`` a path (fp16) and the config's ``torch_dtype`` names another dtype, and each of the
-    cluster file's notes (a key train does not read: :func:`archsim.training.cluster_file.cluster_notes`)."""
+    cluster file's notes (a key train does not read, or GPUs the layout leaves idle:
+    :func:`archsim.training.cluster_file.cluster_notes`)."""
     from dataclasses import replace
 
     from archsim.choices.training import BALANCES, IMPLEMENTATIONS
@@ -226,7 +228,7 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
     for warning in (*laid.cluster.warnings,
                     tp_span_warning(laid.cluster, laid.par),
                     rank_memory_warning(result, machines), _seq_note(model, config, seq), dtype_note,
-                    *cluster_notes(laid.cluster, "train")):
+                    *cluster_notes(laid.cluster, "train", laid.par)):
         if warning:  # the lines archsim train prints on stderr
             import warnings
 
@@ -383,7 +385,7 @@ def _listed(value) -> tuple:
 
 
 def _transformer(model, seq: int | None):
-    """A config path loaded, or a config as is; ``seq`` overrides its sequence length (``--seq``)."""
+    """A config path or shipped name loaded, or a config as is; ``seq`` overrides its sequence length (``--seq``)."""
     from dataclasses import replace
 
     from archsim.workload.model_files import load_transformer

@@ -258,8 +258,9 @@ def _named_inputs(path: str) -> list[tuple[str, str]]:
             named.append((str(folder / device), "a device file"))
     sweep = table.get("sweep")
     if isinstance(sweep, dict):
-        from archsim.sweep.device_spec import DEVICE_SUFFIXES, MODEL_SUFFIXES, spec_file
+        from archsim.sweep.device_spec import DEVICE_SUFFIXES, spec_file
         from archsim.sweep.spec import resolve_network
+        from archsim.workload.model_files import MODEL_SUFFIXES
 
         keys = (("model", "transformers", MODEL_SUFFIXES), ("device", "devices", DEVICE_SUFFIXES))
         for key, shipped, suffixes in keys:

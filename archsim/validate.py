@@ -247,6 +247,24 @@ def shipped_configs(folder: str):
         return Path(__file__).resolve().parents[1] / "configs" / folder
 
 
+def shipped_file(folder: str, name: str, suffixes: tuple[str, ...], what: str, *,
+                 field: str | None = None) -> Path | None:
+    """``configs/FOLDER/NAME+SUFFIX`` for the first of ``suffixes`` that names a shipped file, or None: how a
+    shipped name (``gpt3_1.3b``, ``tpu_v4_like``) is found, by a device sweep's spec and by the transformer
+    commands alike; :func:`resolve_name`'s rules keep the name inside the folder."""
+    for suffix in suffixes:
+        candidate = resolve_name(shipped_configs(folder), name, suffix, what, field=field)
+        if is_file(candidate):
+            return Path(candidate)
+    return None
+
+
+def shipped_names(folder: str, suffixes: tuple[str, ...]) -> list[str]:
+    """The stems of ``configs/FOLDER/``'s files with one of ``suffixes``, sorted: what an error lists."""
+    return sorted({entry.name[:-len(suffix)] for entry in shipped_configs(folder).iterdir()
+                   for suffix in suffixes if entry.name.endswith(suffix)})
+
+
 def resolve_name(folder: str | Path, name: str, suffix: str, what: str, *, field: str | None = None) -> Path:
     """The file a *name* (not a path) stands for inside ``folder``: ``folder/name+suffix``. A name
     that is absolute, holds ``..``, a control character, or resolves (through a symlink) outside

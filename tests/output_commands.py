@@ -58,7 +58,8 @@ COMMANDS: dict[str, list[str]] = {
     "bppsa pruned-vgg11": ["bppsa", "pruned-vgg11", "--width-divisor", "16", "--compare-levels", "0,1"],
     "sparse": [*SPARSE, "--energy"],
     "sparse --processors": [*SPARSE, "--processors", "2"],
-    "train": ["train", MODEL, "--cluster", GPU_CLUSTER, "--pp", "2", "--global-batch", "4", "--micro-batch", "2"],
+    "train": ["train", MODEL, "--cluster", GPU_CLUSTER, "--tp", "4", "--pp", "2", "--global-batch", "4",
+              "--micro-batch", "2"],  # the node's 8 GPUs: stderr holds no layout note
     "train --sweep": ["train", MODEL, "--cluster", GPU_CLUSTER, "--global-batch", "8", "--sweep", "tp=2,3"],
     "search": ["search", MODEL, "--cluster", GPU_CLUSTER, "--global-batch", "16", "--top", "3", "--schedule", "1f1b",
                "--max-micro-batch", "2"],

@@ -139,7 +139,9 @@ def test_network_superseded_keys_are_noted_once(tmp_path, capsys):
     noted on stderr once; the shipped SuperPOD file, whose keys agree with its table, gets no note."""
     shipped = CLUSTERS / "dgx_a100_superpod.toml"
     argv = ("train", str(GPT), "--tp", "8", "--global-batch", "16", "--format", "json")
-    assert "note:" not in _cli(capsys, *argv[:2], "--cluster", str(shipped), *argv[2:])
+    assert _cli(capsys, *argv[:2], "--cluster", str(shipped), *argv[2:]).splitlines() == [  # the layout's only
+        ("archsim train: note: this layout uses 8 of the cluster's 1120 GPUs (tp 8 × pp 1 × dp 1); set "
+        "--tp/--pp/--dp, or archsim search to choose")]
     other = tmp_path / "superpod.toml"
     other.write_text(shipped.read_text().replace("inter_server_gbps = 200", "inter_server_gbps = 400"))
     err = _cli(capsys, *argv[:2], "--cluster", str(other), *argv[2:])

@@ -12,7 +12,7 @@ import pytest
 import archsim
 from archsim.cli import main
 
-CLUSTER = "configs/clusters/a100_node.toml"
+CLUSTER = "configs/clusters/h100_1gpu.toml"  # one GPU: the default layout fills it, no other note
 NOTE = "config.json says bfloat16; priced in fp16, train's default: give --dtype bf16 to price it so"
 
 

@@ -17,6 +17,7 @@ import archsim
 from archsim.cli import main
 
 CLUSTER = str(ROOT / "configs" / "clusters" / "h100_2_servers.toml")
+ONE_GPU = str(ROOT / "configs" / "clusters" / "h100_1gpu.toml")  # a one-GPU layout fills it: no layout note
 MISTRAL_LIKE = {  # a small Mistral: 4 query heads per kv head, SwiGLU's intermediate_size, untied
     "architectures": ["MistralForCausalLM"], "model_type": "mistral", "hidden_size": 512,
     "intermediate_size": 1792, "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 2,
@@ -186,16 +187,16 @@ def test_train_warns_as_the_command_does_when_memory_does_not_fit(model, capsys)
     with open(path, "w", encoding="utf-8") as file:
         json.dump(too_big, file)
     # --dtype given: the config's bfloat16 adds no note, the memory warning is the only line
-    assert main(["train", path, "--cluster", CLUSTER, "--global-batch", "1", "--seq", "512", "--dtype", "fp16"]) == 0
+    assert main(["train", path, "--cluster", ONE_GPU, "--global-batch", "1", "--seq", "512", "--dtype", "fp16"]) == 0
     printed = capsys.readouterr().err.strip()
     assert printed.startswith("archsim train: warning: does not fit: pipeline rank 0 needs")
     with pytest.warns(UserWarning) as caught:
-        result, _ = archsim.train(path, cluster=CLUSTER, global_batch=1, seq=512, dtype="fp16")
+        result, _ = archsim.train(path, cluster=ONE_GPU, global_batch=1, seq=512, dtype="fp16")
     assert result.fits == (False,)
     assert [str(w.message) for w in caught] == [printed.removeprefix("archsim train: warning: ")]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert archsim.train(model, cluster=CLUSTER, global_batch=1, seq=512, dtype="fp16")[0].fits == (True,)
+        assert archsim.train(model, cluster=ONE_GPU, global_batch=1, seq=512, dtype="fp16")[0].fits == (True,)
 
 
 @pytest.mark.parametrize(("keyword", "value", "field"), [

@@ -155,7 +155,10 @@ def test_runs_rows_that_do_not_fit_or_span_servers_are_warned_with_their_line(tm
     # each warning is the one archsim train prints for that row alone
     assert main(["train", str(model), "--cluster", str(cluster), "--dtype", "bf16", "--format", "json",
                  "--micro-batch", "1024", "--global-batch", "1024", "--recompute", "none"]) == 0
-    assert capsys.readouterr().err.splitlines() == [err[1].replace("line 4: ", "")]
+    assert capsys.readouterr().err.splitlines() == [err[1].replace("line 4: ", ""),  # and the layout's note
+                                                    ("archsim train: note: this layout uses 1 of the cluster's 32 "
+                                                    "GPUs (tp 1 × pp 1 × dp 1); set --tp/--pp/--dp, or archsim "
+                                                    "search to choose")]
     with pytest.warns(UserWarning) as record:  # the library: the same lines as UserWarnings
         api.train_runs(str(model), runs=str(runs), cluster=str(cluster), dtype="bf16")
     assert [str(w.message) for w in record] == [line.removeprefix("archsim train: warning: ") for line in err]

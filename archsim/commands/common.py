@@ -132,13 +132,14 @@ def width_meta(args: argparse.Namespace, array: ArrayConfig) -> dict[str, object
     return {"dtype": dtype_meta(args.dtype, array), "element_bytes": array.element_bytes}
 
 
-def note_unread_cluster_keys(cluster: GpuCluster, command: str) -> None:
+def note_unread_cluster_keys(cluster: GpuCluster, command: str, par=None) -> None:
     """Say on stderr, once each, what the cluster file and its device files state that is implausible (a warning:
     a NIC speed, HBM or SRAM figure whose unit slipped) and what ``command`` (train or search) does not read
-    (:func:`archsim.training.cluster_file.cluster_notes`)."""
+    (:func:`archsim.training.cluster_file.cluster_notes`; ``par``: one iteration's layout, noted when it leaves
+    GPUs idle)."""
     from archsim.training.cluster_file import cluster_notes
 
-    print_cluster_lines(command, cluster.warnings, cluster_notes(cluster, command))
+    print_cluster_lines(command, cluster.warnings, cluster_notes(cluster, command, par))
 
 
 def print_cluster_lines(command: str, warnings: Sequence[str], notes: Sequence[str]) -> None:
@@ -153,7 +154,8 @@ def print_cluster_lines(command: str, warnings: Sequence[str], notes: Sequence[s
 def add_model_argument(parser: argparse.ArgumentParser) -> None:
     """The MODEL positional of the transformer commands (train, search): one wording of what a config may be."""
     parser.add_argument("model", metavar="MODEL", help="transformer config: Hugging Face config.json (model_type "
-                        f"{', '.join(HF_MODEL_TYPES)}) or a [transformer] TOML")
+                        f"{', '.join(HF_MODEL_TYPES)}) or a [transformer] TOML, or a shipped "
+                        "configs/transformers/ name (gpt3_1.3b)")
 
 
 def note_default_seq(config, model: str, seq: int | None, command: str) -> None:

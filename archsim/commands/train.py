@@ -163,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
     dtype_note = "" if dtype_given else config_dtype_note(config, args.dtype)
     if dtype_note:
         print(f"archsim train: note: {dtype_note}", file=sys.stderr)
-    note_unread_cluster_keys(cluster, "train")  # the run done: notes never precede an error line
+    note_unread_cluster_keys(cluster, "train", par)  # the run done: notes never precede an error line
     emit(render(frame, args.format, meta=meta, precision=args.precision), args)
     write_timeline_outputs(args, result.timeline, f"{config.name}: TP{par.tp} PP{par.pp} DP{par.dp}",
                            unit="seconds", caption=iteration_caption(result.iteration_seconds, result.timeline))

@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, TypeVar
 from archsim.choices.devices import DTYPES
 from archsim.choices.training import ATTENTIONS, DEFAULT_ATTENTION, RECOMPUTE
 from archsim.errors import InputError
-from archsim.validate import INT32_MAX, is_file, resolve_name, shipped_configs, shown
+from archsim.validate import INT32_MAX, is_file, resolve_name, shipped_file, shown
+from archsim.workload.model_files import MODEL_SUFFIXES
 
 if TYPE_CHECKING:
     from archsim.devices.device import Device
@@ -120,7 +121,6 @@ def square_arrays(device: Device, sides: tuple[int, ...]) -> tuple[tuple[int, in
     return tuple((pes // (s * s), s, s) for s in sides)
 
 
-MODEL_SUFFIXES = (".toml", ".json")
 DEVICE_SUFFIXES = (".toml", ".cfg")
 
 
@@ -136,10 +136,9 @@ def spec_file(name: object, spec_dir: Path, file: str, key: str, shipped: str, s
             if is_file(candidate):
                 return str(candidate.resolve())
             raise InputError(f"{key} file {shown(name)} not found in the spec's folder", field=key)
-        for suffix in suffixes:
-            candidate = resolve_name(shipped_configs(shipped), name, suffix, key, field=key)
-            if is_file(candidate):
-                return str(candidate)
+        found = shipped_file(shipped, name, suffixes, key, field=key)
+        if found is not None:
+            return str(found)
     except InputError as exc:
         raise InputError(exc.message, file=file, field=key) from None
     raise InputError(f"{shown(name)}: no file in the spec's folder, and no shipped configs/{shipped}/{name}"

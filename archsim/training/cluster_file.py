@@ -21,6 +21,7 @@ from archsim.links import fabric_bytes_per_s
 from archsim.network import Network, network_lines, nic_speed_warning, read_network
 from archsim.spp.topology import build_topology, missing_inter_server, read_cluster_document
 from archsim.training.cluster import GpuCluster
+from archsim.training.parallel import Parallelism
 from archsim.validate import parse_float, shown_number
 
 MAX_PRICE_OR_WATTS = 1e6  # USD per GPU-hour and watts per GPU a server may override with (far above any real one)
@@ -212,20 +213,31 @@ def cluster_file_lines(spec: dict, tables: Sequence[Device | None], network: Net
     return tuple(dict.fromkeys(slipped)) + warnings, notes + tuple(dict.fromkeys(overridden))
 
 
-def cluster_notes(cluster: GpuCluster, job: str) -> tuple[str, ...]:
+def cluster_notes(cluster: GpuCluster, job: str, par: Parallelism | None = None) -> tuple[str, ...]:
     """What ``job`` (``"train"`` or ``"search"``) does not read of what the cluster file and its device files
     state, or reads otherwise than written, one line each (docs/formats.md, "Cluster (TOML)": the read-by column):
     the ``note:`` lines ``archsim train`` and ``search`` print on stderr, and the notes ``archsim.train``,
-    ``train_runs`` and ``search`` warn as a :class:`UserWarning` each. Said, not refused: the run is priced."""
+    ``train_runs`` and ``search`` warn as a :class:`UserWarning` each. Said, not refused: the run is priced.
+    ``par``: one iteration's layout (train's, not a runs file's rows: those set their layouts on purpose),
+    noted when it leaves some of the cluster's GPUs idle (:func:`idle_gpus_note`)."""
     from archsim.training.energy import array_device
 
-    notes = list(cluster.unread)
+    notes = [idle_gpus_note(cluster, par)] if par is not None and par.gpus < cluster.gpus else []
+    notes += cluster.unread
     if job == "train" and any(price is not None for price in cluster.prices):
         notes.append("price_per_gpu_hour is not read by train: it prices archsim search's cost objective")
     if any(w is not None for w in cluster.watts) and array_device(cluster, cluster.starts[-1]) is not None:
         notes.append(f"gpu_watts is not read by {job} on an array device (gemm = \"arrays\"): its energy_j is "
                      "the energy model's on the ops' accesses, not board power × time (docs/training.md, Accelerators)")
     return (*notes, *fp32_on_arrays_notes(cluster))
+
+
+def idle_gpus_note(cluster: GpuCluster, par: Parallelism) -> str:
+    """The note that ``par`` (TP × PP × DP) runs on fewer GPUs than ``cluster`` has: train's layout is its
+    flags' (each 1 by default), never the cluster's size, so a user who names an 8-GPU cluster and no layout
+    times one GPU, and the output's ``gpus`` is the only word of it."""
+    return (f"this layout uses {par.gpus} of the cluster's {cluster.gpus} GPUs (tp {par.tp} × pp {par.pp} × "
+            f"dp {par.dp}); set --tp/--pp/--dp, or archsim search to choose")
 
 
 def fp32_on_arrays_notes(cluster: GpuCluster) -> tuple[str, ...]:

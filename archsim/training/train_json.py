@@ -108,7 +108,8 @@ def network_lines(meta: dict) -> dict[str, str]:
         lines["inter_server"] = "none (one server)"
         return lines
     nics = "" if inter["nics_per_server"] is None else \
-        f"{inter['nics_per_server']} NICs × {inter['nic_gbps']:.4g} Gb/s per server, " \
+        f"{inter['nics_per_server']} NIC{'s' if inter['nics_per_server'] > 1 else ''} × {inter['nic_gbps']:.4g} Gb/s " \
+        "per server, " \
         f"{inter['gpus_per_nic']} GPU{'s' if inter['gpus_per_nic'] > 1 else ''} per NIC: "
     crossed = ", ".join(inter["crossed_by"]) or "no group"
     lines["inter_server"] = f"{nics}{inter['gb_per_s_per_gpu']:.4g} GB/s per GPU; crossed by {crossed}"

@@ -38,9 +38,31 @@ _TOML_KEYS = {"family", "layers", "hidden", "heads", "vocab", "seq", "ffn", "kv_
               "name", "type_vocab", "sliding_window", "head_dim"}
 
 
+MODEL_SUFFIXES = (".toml", ".json")  # a transformer config's file kinds, in the order a shipped name is looked up
+
+
+def transformer_path(model: str | Path) -> Path:
+    """The file a MODEL names (train, search, the API and a device sweep's ``model``): a path that exists
+    wins; else a config shipped in ``configs/transformers/`` by its stem (``gpt3_1.3b``) or file name
+    (``gpt2.json``); else an InputError listing the shipped names, as sweep specs have always taken them."""
+    from archsim.validate import exists, shipped_file, shipped_names
+
+    path = Path(model)
+    text = str(model)
+    if exists(path) or "/" in text or "\\" in text or not text.isprintable() or not text:
+        return path  # a path: read as given (read_text's error when missing)
+    found = shipped_file("transformers", text, ("",) if path.suffix.lower() in MODEL_SUFFIXES else MODEL_SUFFIXES,
+                         "transformer config", field="MODEL")
+    if found is None:
+        raise InputError(f"{shown(text)}: no such file, and no shipped transformer of that name; shipped: "
+                         f"{', '.join(shipped_names('transformers', MODEL_SUFFIXES))}", field="MODEL")
+    return found
+
+
 def load_transformer(path: str | Path, *, seq: int | None = None) -> TransformerConfig:
-    """A Hugging Face ``config.json`` or a ``[transformer]`` TOML table (module docstring)."""
-    path = Path(path)
+    """A Hugging Face ``config.json`` or a ``[transformer]`` TOML table (module docstring), by path or by a
+    shipped name (:func:`transformer_path`)."""
+    path = transformer_path(path)
     file = str(path)
     text = read_text(path, "transformer config")
     document = parse_json(text, file) if path.suffix.lower() == ".json" else parse_toml(text, file)
