@@ -96,3 +96,12 @@ def test_a_layout_larger_than_the_cluster_names_trains_flags(files, capsys):
                            "--global-batch", "8"], capsys)
     assert code == 2 and out == ""
     assert err.strip() == "archsim: error: --tp × --pp × --dp = 2 × 2 × 2 = 8 GPUs > the cluster's 4"
+
+
+def test_the_pareto_page_tables_name_each_rows_gpus_and_rates(files, tmp_path, capsys):
+    model, cluster = files
+    page = tmp_path / "front.html"
+    code, _, _ = _cli(["search", model, "--cluster", cluster, *FLAGS, "--gpus", "2", "4", "--pareto-html", str(page)],
+                      capsys)
+    text = page.read_text()
+    assert code == 0 and all(f"<th>{name}</th>" in text for name in ("gpus", "tflops_per_gpu", "tokens_per_second"))
