@@ -123,7 +123,9 @@ def run(args: argparse.Namespace) -> int:
             from archsim.training.train_json import parameters_line
 
             meta["parameters"] = parameters_line(meta["parameters"])
-        rows = [{k: v for k, v in row.items() if k not in ("megatron_args", "command")} for row in rows] \
+        # the table: gpus only when several counts are compared (one count is the meta's gpus)
+        hidden = ("megatron_args", "command") + (() if args.gpus and len(args.gpus) > 1 else ("gpus",))
+        rows = [{k: v for k, v in row.items() if k not in hidden} for row in rows] \
             if args.format == "table" else rows
     columns = None if rows else ["tp", "pp", "dp", "micro_batch", "recompute", "schedule", "iteration_seconds"]
     text = render(pd.DataFrame(rows, columns=columns), args.format, meta=meta, precision=args.precision)

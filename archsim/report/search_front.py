@@ -14,8 +14,9 @@ from archsim.report.html_page import Figures, section, table, write_document
 AXIS = {"time": ("peak_memory_gib", "memory per GPU (GiB)"), "cost": ("cost_usd", "cost per iteration (USD)"),
         "energy": ("energy_j", "energy per iteration (J, {basis})")}
 BOARD_POWER = "GPUs at board power"  # how energy_j is found on catalog GPUs and tile devices
-COLUMNS = ["tp", "pp", "dp", "micro_batch", "recompute", "schedule", "interleave", "sequence_parallel",
-           "stage_layers", "iteration_seconds", "peak_memory_gib", "cost_usd", "energy_j", "uneven_gain", "mfu"]
+COLUMNS = ["gpus", "tp", "pp", "dp", "micro_batch", "recompute", "schedule", "interleave", "sequence_parallel",
+           "stage_layers", "iteration_seconds", "peak_memory_gib", "cost_usd", "energy_j", "uneven_gain", "mfu",
+           "tflops_per_gpu", "tokens_per_second"]
 
 
 def _label(row: dict) -> str:

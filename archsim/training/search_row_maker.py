@@ -13,12 +13,13 @@ from archsim.training.search_cost import EVENT_ACTION_LIMIT, Coster
 from archsim.training.search_fit import fit_candidate, memory_fits, plan_candidate, rank_capacities
 from archsim.training.search_rows import megatron_args
 from archsim.training.search_space import Candidate
-from archsim.training.throughput import mean_peak, model_flops
+from archsim.training.throughput import mean_peak, throughput
 
 
 class RowMaker:
-    """Output rows: the configuration, its time (s), peak memory (GiB), MFU, cost, energy, stage split, server
-    order and what the planned split and order gain (fractions, timed by the same coster); one maker serves
+    """Output rows: the GPUs, the configuration, its time (s), peak memory (GiB), MFU, model TFLOP/s per GPU
+    and tokens/s (:func:`~archsim.training.throughput.throughput`, as ``train`` gives them), cost, energy, stage
+    split, server order and what the planned split and order gain (fractions, timed by the same coster); one maker serves
     the ranked rows and the Pareto front (:mod:`~archsim.training.search_front`), so both read alike."""
 
     def __init__(self, c, cluster, global_batch: int, coster: Coster, balance: str = "even", orders=None,
@@ -30,16 +31,17 @@ class RowMaker:
     def __call__(self, k: Candidate, seconds: float, memory: float, timing: str, event: bool = False) -> dict:
         """``event``: ``seconds`` are the event simulator's, so the gain is timed there too."""
         c, cluster, global_batch = self.c, self.coster.placed(k), self.global_batch
-        flops = model_flops(c, global_batch)
         gpus = k.tp * k.pp * k.dp
         peak = mean_peak(cluster.laid_out(k.parallelism(global_batch)))  # at the run's dtype, as train's
-        row = {"tp": k.tp, "pp": k.pp, "dp": k.dp, "micro_batch": k.micro_batch, "recompute": k.recompute,
+        rates = throughput(c, global_batch, k.recompute, seconds, gpus, peak, k.attention)  # train's figures
+        row = {"gpus": gpus, "tp": k.tp, "pp": k.pp, "dp": k.dp, "micro_batch": k.micro_batch, "recompute": k.recompute,
                "schedule": k.schedule, "interleave": k.interleave, "sequence_parallel": k.sequence_parallel,
                "attention": k.attention, "dp_overlap": k.dp_overlap,
                "grad_accumulation": k.grad_accumulation, "tp_spans_servers": cluster.tp_servers(k.parallelism(global_batch)) > 1,
                "stage_layers": ",".join(map(str, k.stage_layers)) if k.stage_layers else "",
                "iteration_seconds": seconds, "peak_memory_gib": memory / 2**30,
-               "mfu": flops / (seconds * gpus * peak), **objectives(c, k, cluster, global_batch, seconds),
+               "mfu": rates.mfu, "tflops_per_gpu": rates.tflops_per_gpu,
+               "tokens_per_second": rates.tokens_per_second, **objectives(c, k, cluster, global_batch, seconds),
                "uneven_gain": self.gain(k, seconds if event else None), "timing": timing,
                "megatron_args": megatron_args(k, global_batch, c.layers, cluster.dtype)}
         if k.placement is not None:

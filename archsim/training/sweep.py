@@ -108,7 +108,7 @@ def check_sweep_size(base: dict, axes: list[tuple[str, tuple]], max_ops: int) ->
 
 
 def sweep(config, cluster, base: dict, axes: list[tuple[str, tuple]]) -> list[dict]:
-    """One row per point: its settings, iteration seconds, MFU, TFLOP/s per GPU and tokens/s
+    """One row per point: its GPUs (TP × PP × DP), its settings, iteration seconds, MFU, TFLOP/s per GPU and tokens/s
     (:mod:`archsim.training.throughput`), peak memory (GiB) and whether it fits, the iteration's energy
     (J, as ``archsim train`` prices it: :func:`~archsim.training.energy.iteration_energy`), or the
     reason it cannot run; ``energy_source`` last, for the meta (how ``energy_j`` was found)."""
@@ -125,8 +125,8 @@ def sweep(config, cluster, base: dict, axes: list[tuple[str, tuple]]) -> list[di
 
 
 def _point(config, cluster, settings: dict, train) -> dict:
-    """One point's row (its settings and result, or why it cannot run)."""
-    row = dict(settings)
+    """One point's row (its GPUs, TP × PP × DP, its settings and result, or why it cannot run)."""
+    row = {"gpus": settings["tp"] * settings["pp"] * settings["dp"], **settings}
     try:
         par = Parallelism(**settings)
         row["schedule"] = par.schedule_name  # the order run: 1f1b with interleave > 1 is interleaved-1f1b

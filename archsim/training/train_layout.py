@@ -38,6 +38,9 @@ def lay_out(config, cluster: GpuCluster, par: Parallelism, *, placement: str = "
     (without ``par.stage_layers``); ``max_ops``: refuse a planned placement whose iterations add up to
     more schedule actions (None: no limit; the one iteration's own check is the caller's, before the
     cluster is built)."""
+    if par.gpus > cluster.gpus:  # named by train's flags (the cluster's own check says TP × PP × DP, field gpus)
+        raise InputError(f"--tp × --pp × --dp = {par.tp} × {par.pp} × {par.dp} = {par.gpus} GPUs > the cluster's "
+                         f"{cluster.gpus}")
     order = parse_placement(placement, cluster)
     if isinstance(order, tuple):
         cluster = cluster.reordered(order)
