@@ -77,6 +77,14 @@ def slowest_link(bandwidth: np.ndarray, devices: Sequence[int], others: Sequence
     return min(bandwidth[u, v] for u in devices for v in others)
 
 
+def pair_latency(latency, devices: Sequence[int], others: Sequence[int]) -> float:
+    """The largest latency between a device of ``devices`` and one of ``others`` (``latency``: a (V, V) matrix, or
+    one figure for every pair; 0: none modelled): what a split channel's sends, all at once, wait for."""
+    if np.ndim(latency) == 0:
+        return float(latency)
+    return max(float(latency[u, v]) for u in devices for v in others)
+
+
 def ring_allreduce_on(size: float, devices: Sequence[int], bandwidth: np.ndarray) -> float:
     """:func:`ring_allreduce_time` over ``devices`` of a cluster at its slowest link among them."""
     if len(devices) <= 1:
@@ -109,6 +117,13 @@ class LinkClass:
     def bus_bandwidth(self) -> float:
         """η·B: the large-message bus bandwidth nccl-tests would report (bytes/s)."""
         return self.efficiency * self.bandwidth
+
+    def send_seconds(self, nbytes):
+        """One point-to-point send of ``nbytes`` (array or scalar) between two GPUs on this link: its launch
+        latency α₀ plus the bytes at η·B (s). The one price of a GPU pair's transfer: train's pipeline hops
+        (:func:`collective_seconds` ``"p2p"``) and ``plan --links exact``'s sends
+        (:func:`archsim.spp.topology.build_topology`) both read it."""
+        return self.launch_s + nbytes / self.bus_bandwidth
 
 
 @dataclass(frozen=True)
@@ -144,7 +159,7 @@ def collective_seconds(kind: str, nbytes, n: int, link: LinkClass | Spanning):
         return _spanning_seconds(kind, s, n, link)
     bw = link.bus_bandwidth
     if kind == "p2p":
-        return link.launch_s + s / bw
+        return link.send_seconds(s)
     if n <= 1:
         return np.zeros_like(s)
     share = (n - 1) / n * s / bw
@@ -172,7 +187,7 @@ def _spanning_seconds(kind: str, s: np.ndarray, n: int, link: Spanning):
     m = max(1, n // max(k, 1))
     net = inter.bus_bandwidth
     if kind == "p2p":
-        return inter.launch_s + s / net
+        return inter.send_seconds(s)
     if n <= 1:
         return np.zeros_like(s)
     launch = max(intra.launch_s, inter.launch_s)
@@ -192,4 +207,4 @@ def _spanning_seconds(kind: str, s: np.ndarray, n: int, link: Spanning):
     return launch + (n - m) * intra.alpha_s + (m - 1) * inter.alpha_s + np.maximum(nvlink, (n - 1) / n * s / net)
 
 
-__all__ = ["KINDS", "LinkClass", "Spanning", "collective_seconds", "ring_allreduce_on", "ring_allreduce_time", "slowest_link"]
+__all__ = ["KINDS", "LinkClass", "Spanning", "collective_seconds", "pair_latency", "ring_allreduce_on", "ring_allreduce_time", "slowest_link"]

@@ -15,12 +15,13 @@ from archsim.spp.prm import PRMPlan, prm_inputs, prm_plans
 
 
 def prm_tables(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarray, microbatches: int,
-               max_stages: int) -> list[PRMPlan]:
+               max_stages: int, latency=0.0) -> list[PRMPlan]:
     """PRM for every stage count 1..max_stages at once, vectorized with numpy (the same recurrence
     as :func:`prm`, tested equal). Tables W[ξ][l, r, i] over l ≤ L, r ≤ V, i ≤ V."""
     L, V = len(profile), len(order)
     inf = np.inf
-    W, compute, seg_work, seg_par, allreduce, size, between = prm_inputs(profile, order, bandwidth, microbatches)
+    W, compute, seg_work, seg_par, allreduce, size, between, sends, lag = prm_inputs(profile, order, bandwidth,
+                                                                                     microbatches, latency)
     tables, choice = [W], []
     for _xi in range(2, max_stages + 1):
         prev = tables[-1]
@@ -36,7 +37,8 @@ def prm_tables(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarra
                     rp = np.arange(1, i - r + 1)
                     head = prev[lp[:, None], rp[None, :], i - r]
                     with np.errstate(divide="ignore", invalid="ignore"):
-                        comm = microbatches * size[lp - 1][:, None] / (rp[None, :] * r * between[rp, r, i][None, :])
+                        comm = microbatches * size[lp - 1][:, None] / (rp[None, :] * r * between[rp, r, i][None, :]) \
+                            + microbatches * sends[lp - 1][:, None] * lag[rp, r, i][None, :]
                     value = np.maximum(np.maximum(head, comm), tail[:, None])
                     k = np.unravel_index(np.argmin(value), value.shape)
                     new[l, r, i] = value[k]

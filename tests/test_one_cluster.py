@@ -17,7 +17,7 @@ import pytest
 
 from archsim.links import nic_share
 from archsim.spp.topology import build_topology, load_topology_file
-from archsim.training.cluster_file import load_gpu_cluster
+from archsim.training.cluster_file import load_gpu_cluster, named_devices
 from archsim.training.parallel import Parallelism
 
 CLUSTERS = Path(__file__).resolve().parents[1] / "configs" / "clusters"
@@ -78,10 +78,17 @@ def test_a_shared_nic_plans_one_transfer_at_the_whole_nic_and_trains_a_hop_at_on
     assert inside.name == "pcie" and plan[0, 1] == inside.bandwidth == 16e9
 
 
-def test_plan_prices_no_transfer_latency():
-    """plan's pairs carry no latency (Topology.latency 0); train's hop pays its link class's launch latency."""
+def test_plan_prices_transfer_latency_only_with_exact_links():
+    """plan's pairs carry no latency by default (the SPP paper's model, Topology.latency 0); train's hop pays its
+    link class's launch latency, and plan --links exact the same one, at the same η·B."""
     assert load_topology_file(CLUSTERS / "h100_2_servers.toml").latency == 0.0
-    assert _hop("h100_2_servers.toml", 8).inter.launch_s > 0
+    hop = _hop("h100_2_servers.toml", 8).inter
+    assert hop.launch_s > 0
+    spec = tomllib.loads((CLUSTERS / "h100_2_servers.toml").read_text())
+    exact = build_topology(spec, links="exact", devices=named_devices(spec, CLUSTERS, "h100_2_servers.toml"))
+    assert exact.latency[0, 8] == hop.launch_s
+    assert exact.bandwidth[0, 8] == pytest.approx(load_topology_file(CLUSTERS / "h100_2_servers.toml").bandwidth[0, 8]
+                                                  * hop.efficiency, rel=1e-12)
 
 
 def test_a_nic_shared_by_gpus_is_whole_for_a_send_alone_and_split_when_all_send():

@@ -27,6 +27,7 @@ from archsim.errors import InputError
 from archsim.modes import MODES
 from archsim.validate import check_job_size, float_flag, int_flag, seed_flag
 
+LINK_MODELS = ("paper", "exact")  # spp.topology.LINK_MODELS (a test checks)
 BASELINE_METHODS = ("dp", "gpipe", "pipedream-prm", "hetpipe")  # spp.baselines.BASELINES (a test checks)
 BASELINE_CONFIGS = ("archsim", "paper")  # spp.baselines.CONFIGS (a test checks)
 PAPER_BASELINES = ("dp", "gpipe", "pipedream", "hetpipe")  # spp.baselines.PAPER_BASELINES (a test checks)
@@ -50,6 +51,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "states them: dp trains a mini-batch on every GPU, gpipe balances layer counts, "
                              "pipedream is PipeDream's optimizer; docs/papers/spp.md)")
     parser.add_argument("--seed", type=seed_flag, default=None, help="redraw the cluster's bandwidth ranges")
+    parser.add_argument("--links", default="paper", choices=LINK_MODELS,
+                        help="how a transfer between two GPUs is priced: paper (default: the SPP paper's bytes / "
+                             "bandwidth) or exact (as train's pipeline hop on that pair: its link's launch latency "
+                             "plus the bytes at η·bandwidth; needs every server to name a gpu or device; "
+                             "docs/papers/spp.md)")
     parser.add_argument("--max-stages", type=positive_int, default=None,
                         help="try at most this many stages (default: as many as devices and layers allow)")
     pipedream = parser.add_argument_group("PipeDream's optimizer (--method pipedream), as its own flags")
@@ -197,13 +203,13 @@ def _priced_on(machine) -> dict[str, str]:
     return {"priced_on": device.name, "priced_on_model": f"{how}, {machine.dtype}"}
 
 
-def _read_cluster(cluster: str, seed: int | None):
+def _read_cluster(cluster: str, seed: int | None, links: str = "paper"):
     """The cluster file as plan reads it, once: its topology, and what plan says of it on stderr after the run —
     train's warnings and notes on the same file (:func:`archsim.training.cluster_file.cluster_file_lines`), the
     keys only train and search read first among the notes (docs/formats.md, "Cluster (TOML)"). Every device a
     ``[[servers]]`` table names is read (whatever prices the layers): its figures are judged as train judges
     them, and where the file states no bandwidth between servers the devices' one ``[links] inter_node_gbps``
-    is taken, as train takes it."""
+    is taken, as train takes it. ``links``: how a transfer is priced (:func:`archsim.spp.topology.build_topology`)."""
     from collections import Counter
 
     from archsim.network import network_lines, read_network
@@ -217,7 +223,7 @@ def _read_cluster(cluster: str, seed: int | None):
 
         devices = named_devices(spec, Path(cluster).parent, cluster)
         nic = device_inter_node_gbps(devices)
-    topology = build_topology(spec, file=cluster, seed=seed, default_gbps=nic)
+    topology = build_topology(spec, file=cluster, seed=seed, default_gbps=nic, links=links, devices=devices)
     per_server = Counter(topology.servers)
     drawn = "network" not in spec and isinstance(spec["cluster"].get("inter_server_gbps"), list)
     network = None if drawn else read_network(spec, max(per_server.values()), cluster, default_gbps=nic)
@@ -270,7 +276,7 @@ def check_flags(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     check_flags(args)
-    topology, lines = _read_cluster(args.cluster, args.seed)
+    topology, lines = _read_cluster(args.cluster, args.seed, args.links)
     profile, priced_on, device_memory = _profile(args)
     status = _plan(args, topology, profile, priced_on, device_memory)
     from archsim.commands.common import print_cluster_lines
@@ -311,6 +317,8 @@ def _plan(args: argparse.Namespace, topology, profile, priced_on: dict[str, str]
             others[method] = float(makespan)
             bar.update()
     config = {"baselines": args.baselines} if args.baselines != "archsim" else {}
+    if args.links != "paper":
+        config["links"] = args.links
     names = profile.names
     rows = [{"stage": n + 1, "first_layer": names[a], "last_layer": names[b - 1], "layer_count": b - a,
              "replicas": len(d), "devices": " ".join(f"g{x}" for x in d)}
@@ -381,7 +389,7 @@ def _run_pipedream(args: argparse.Namespace, profile, topology, priced_on: dict[
             "time_per_stage_by_machines": [None if t == float("inf") else t for t in plan.by_machines],
             "levels": levels, "microbatches": args.microbatches, "simulated_makespan_seconds": makespan,
             "simulation": "the plan's stages on consecutive GPUs, the cluster's real links, SPP's PE schedule",
-            **priced_on}
+            **({"links": args.links} if args.links != "paper" else {}), **priced_on}
     if args.format != "json":
         meta = {k: v for k, v in meta.items() if k not in ("levels", "time_per_stage_by_machines")}
     if timeline is not None:

@@ -73,15 +73,17 @@ def _balanced_plan(profile: LayerProfile, devices, balance: str = "compute") -> 
 def gpipe(profile: LayerProfile, topology: Topology, microbatches: int, *, balance: str = "compute") -> Partition:
     """One stage per GPU balanced by ``balance`` ("layers": the SPP paper's GPipe), fill-drain order."""
     plan = _balanced_plan(profile, list(range(topology.devices)), balance)
-    makespan = pe_finish_time(stage_plans(profile, plan, topology.bandwidth), microbatches, order="gpipe")
+    makespan = pe_finish_time(stage_plans(profile, plan, topology.bandwidth, topology.latency), microbatches,
+                              order="gpipe")
     return prm_partition(profile, plan, topology.bandwidth, "gpipe", makespan)
 
 
 def pipedream_prm(profile: LayerProfile, topology: Topology, microbatches: int) -> Partition:
     order = list(range(topology.devices))
-    plans = prm_tables(profile, order, topology.bandwidth, microbatches, min(len(profile), topology.devices))
+    plans = prm_tables(profile, order, topology.bandwidth, microbatches, min(len(profile), topology.devices),
+                       topology.latency)
     best = min(plans, key=lambda p: p.value)
-    makespan = pe_finish_time(stage_plans(profile, best, topology.bandwidth), microbatches)
+    makespan = pe_finish_time(stage_plans(profile, best, topology.bandwidth, topology.latency), microbatches)
     return prm_partition(profile, best, topology.bandwidth, "pipedream-prm", makespan)
 
 
@@ -94,7 +96,7 @@ def hetpipe(profile: LayerProfile, topology: Topology, microbatches: int) -> Par
     for server in servers:
         devices = [d for d, s in enumerate(topology.servers) if s == server]
         plan = _balanced_plan(profile, devices)
-        makespan = pe_finish_time(stage_plans(profile, plan, topology.bandwidth), per_server)
+        makespan = pe_finish_time(stage_plans(profile, plan, topology.bandwidth, topology.latency), per_server)
         if shown is None or makespan > slowest:
             slowest, shown = makespan, plan
     leaders = [next(d for d, s in enumerate(topology.servers) if s == server) for server in servers]

@@ -5,7 +5,7 @@ search nor the simulator to price its plan's makespan."""
 
 from __future__ import annotations
 
-from archsim.collectives import ring_allreduce_on, slowest_link
+from archsim.collectives import pair_latency, ring_allreduce_on, slowest_link
 from archsim.errors import InputError
 from archsim.partition.profile import LayerProfile
 from archsim.spp.pe_order import StagePlan
@@ -21,12 +21,13 @@ def consecutive_devices(partition) -> tuple[tuple[int, ...], ...]:
     return tuple(groups)
 
 
-def partition_stage_plans(profile: LayerProfile, partition, bandwidth) -> list[StagePlan]:
+def partition_stage_plans(profile: LayerProfile, partition, bandwidth, latency=0.0) -> list[StagePlan]:
     """A :class:`~archsim.partition.result.Partition` (a PipeDream plan, say) laid on GPUs in their
     order, each stage on ``replicas`` consecutive GPUs, as PE's per-micro-batch stage plans over the
     cluster's real links: the stage's forward and backward split over its replicas, SPP's ring
     all-reduce of its parameters at its slowest link, and each boundary's crossing tensors split
-    over the replica pairs at the slowest link between the two groups (SPP's channel model)."""
+    over the replica pairs at the slowest link between the two groups (SPP's channel model), each way one send
+    paying the largest ``latency`` between them (:mod:`archsim.spp.prm`)."""
     index = {name: k for k, name in enumerate(profile.names)}
     stage_of = {index[name]: s for s, stage in enumerate(partition.stages) for name in stage.layers}
     groups = consecutive_devices(partition)
@@ -49,6 +50,8 @@ def partition_stage_plans(profile: LayerProfile, partition, bandwidth) -> list[S
         if s + 1 < len(groups):
             after = groups[s + 1]
             channel = crossing[s] / (r * len(after) * slowest_link(bandwidth, devices, after))
+            if crossing[s] > 0:
+                channel += pair_latency(latency, devices, after)
         plans.append(StagePlan(forward, backward, allreduce, channel, channel))
     return plans
 
@@ -64,4 +67,4 @@ def pipedream_on_cluster(profile: LayerProfile, topology: Topology, options=None
     hierarchy = tuple(Level(machines, bandwidth) for machines, bandwidth in topology.uniform_levels())
     plan = pipedream_plan(profile, hierarchy, options or PipeDreamOptions())
     partition = plan_partition(profile, plan)
-    return plan, partition, partition_stage_plans(profile, partition, topology.bandwidth)
+    return plan, partition, partition_stage_plans(profile, partition, topology.bandwidth, topology.latency)

@@ -46,8 +46,10 @@ def prm_partition(profile: LayerProfile, plan: PRMPlan, bandwidth, method: str, 
                      devices=tuple(tuple(d) for d in plan.devices), makespan=makespan)
 
 
-def stage_plans(profile: LayerProfile, plan: PRMPlan, bandwidth) -> list[StagePlan]:
-    """Per-micro-batch stage and channel times of a PRM plan (replicas share a micro-batch)."""
+def stage_plans(profile: LayerProfile, plan: PRMPlan, bandwidth, latency=0.0) -> list[StagePlan]:
+    """Per-micro-batch stage and channel times of a PRM plan (replicas share a micro-batch); each send whose
+    bytes are not 0 pays the largest ``latency`` between the two stages' devices (:mod:`archsim.spp.prm`)."""
+    from archsim.collectives import pair_latency
     from archsim.spp.prm import boundary_bytes, channel_time, stage_time
 
     plans = []
@@ -58,10 +60,13 @@ def stage_plans(profile: LayerProfile, plan: PRMPlan, bandwidth) -> list[StagePl
         allreduce = stage_time(profile, 1, first, last, devices, bandwidth) - forward - backward if r > 1 else 0.0
         cf = cb = 0.0
         if n + 1 < len(plan.stages):
-            both = channel_time(profile, 1, last, devices, plan.devices[n + 1], bandwidth)
+            both = channel_time(profile, 1, last, devices, plan.devices[n + 1], bandwidth)  # the bytes alone
             size = boundary_bytes(profile)[last - 1]
             cf = both * float(profile.activation_bytes[last - 1]) / size if size else 0.0
             cb = both - cf
+            lag = pair_latency(latency, devices, plan.devices[n + 1])
+            cf += lag if float(profile.activation_bytes[last - 1]) > 0 else 0.0
+            cb += lag if float(profile.delta_bytes[last]) > 0 else 0.0
         plans.append(StagePlan(forward, backward, allreduce, cf, cb))
     return plans
 
@@ -80,16 +85,16 @@ def spp(profile: LayerProfile, topology: Topology, microbatches: int, *, max_sta
     limit = stage_count_limit(profile, topology, max_stages)
     best = None
     table = []
-    for plan in prm_tables(profile, order, topology.bandwidth, microbatches, limit):
+    for plan in prm_tables(profile, order, topology.bandwidth, microbatches, limit, topology.latency):
         count = len(plan.stages)
-        makespan = pe_finish_time(stage_plans(profile, plan, topology.bandwidth), microbatches)
+        makespan = pe_finish_time(stage_plans(profile, plan, topology.bandwidth, topology.latency), microbatches)
         table.append((count, plan.value, makespan))
         if on_stage_count is not None:
             on_stage_count(count)
         if best is None or makespan < best[1]:
             best = (plan, makespan)
     assert best is not None
-    _, timeline = pe_makespan(stage_plans(profile, best[0], topology.bandwidth), microbatches)
+    _, timeline = pe_makespan(stage_plans(profile, best[0], topology.bandwidth, topology.latency), microbatches)
     partition = prm_partition(profile, best[0], topology.bandwidth, "spp", best[1])
     return SPPResult(partition, best[0], best[1], order, tuple(table), timeline)
 

@@ -9,6 +9,11 @@ on the r devices v_{i−r+1}..v_i. A stage replicated on k devices pays a ring a
 A = 2(k − 1) Σα / (k · min bandwidth among its devices); the channel between consecutive stages is
 split across r′·r replica pairs at the least bandwidth between the two blocks. Times are in the
 profile's unit (seconds or cycles), sizes in bytes, bandwidth in bytes per time unit.
+
+``latency`` (a (V, V) matrix or one figure, in the time unit; 0, the default, is the paper's model): what each
+send pays beside its bytes (``plan --links exact``, :func:`archsim.spp.topology.build_topology`). A channel's
+micro-batch is then its forward and its backward send (each whose bytes are not 0), each paying the
+largest latency between the two blocks, as the replica pairs send at once.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from functools import cache
 
 import numpy as np
 
-from archsim.collectives import ring_allreduce_on, ring_allreduce_time, slowest_link
+from archsim.collectives import pair_latency, ring_allreduce_on, ring_allreduce_time, slowest_link
 from archsim.errors import InputError
 from archsim.jit import announce_compile
 from archsim.numba_cache import njit, small_in_python
@@ -39,6 +44,15 @@ def boundary_bytes(profile: LayerProfile) -> np.ndarray:
     forward = np.asarray(profile.activation_bytes, dtype=float).copy()
     forward[-1] = 0.0
     return forward + back
+
+
+def boundary_sends(profile: LayerProfile) -> np.ndarray:
+    """Per layer l, the sends crossing between layers l and l + 1 in one micro-batch: one for d^f and one for
+    d^b where their bytes are not 0 (0 after the last layer); each pays a link's latency."""
+    back = np.append(np.asarray(profile.delta_bytes[1:], dtype=float), 0.0)
+    forward = np.asarray(profile.activation_bytes, dtype=float).copy()
+    forward[-1] = 0.0
+    return (forward > 0).astype(float) + (back > 0)
 
 
 @dataclass(frozen=True)
@@ -61,15 +75,18 @@ def stage_time(profile: LayerProfile, microbatches: int, first: int, last: int, 
 
 
 def channel_time(profile: LayerProfile, microbatches: int, boundary: int, before: Sequence[int],
-                 after: Sequence[int], bandwidth: np.ndarray) -> float:
-    """M (d^f + d^b) / (r′ r b_{r′r}) between the stage ending at layer ``boundary`` and the next."""
+                 after: Sequence[int], bandwidth: np.ndarray, latency=0.0) -> float:
+    """M (d^f + d^b) / (r′ r b_{r′r}) between the stage ending at layer ``boundary`` and the next, plus M times
+    each send's latency (module docstring)."""
     slowest = slowest_link(bandwidth, before, after)
     size = boundary_bytes(profile)[boundary - 1]
-    return microbatches * size / (len(before) * len(after) * slowest)
+    sends = boundary_sends(profile)[boundary - 1]
+    return microbatches * size / (len(before) * len(after) * slowest) \
+        + microbatches * sends * pair_latency(latency, before, after)
 
 
 def prm(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarray, microbatches: int,
-        stages: int) -> PRMPlan:
+        stages: int, latency=0.0) -> PRMPlan:
     """𝒲(|S|) = min_r W(L, |S|, r, V) with its partition, replication and mapping."""
     n_layers, n_devices = len(profile), len(order)
     if not 1 <= stages <= min(n_layers, n_devices):
@@ -92,7 +109,7 @@ def prm(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarray, micr
                 head, plan = W(lp, xi - 1, rp, i - r)
                 if head >= best[0]:
                     continue
-                comm = channel_time(profile, microbatches, lp, order[i - r - rp:i - r], block, bandwidth)
+                comm = channel_time(profile, microbatches, lp, order[i - r - rp:i - r], block, bandwidth, latency)
                 value = max(head, comm, tail)
                 if value < best[0]:
                     best = (value, plan + (((lp, l), r),))
@@ -110,11 +127,12 @@ def prm(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarray, micr
 
 
 def plan_value(profile: LayerProfile, microbatches: int, stages: Sequence[tuple[int, int]],
-               devices: Sequence[Sequence[int]], bandwidth: np.ndarray) -> float:
+               devices: Sequence[Sequence[int]], bandwidth: np.ndarray, latency=0.0) -> float:
     """𝒲 of an explicit plan (the objective PRM minimizes), for brute-force checks."""
     terms = [stage_time(profile, microbatches, a, b, d, bandwidth) for (a, b), d in zip(stages, devices)]
     for n in range(len(stages) - 1):
-        terms.append(channel_time(profile, microbatches, stages[n][1], devices[n], devices[n + 1], bandwidth))
+        terms.append(channel_time(profile, microbatches, stages[n][1], devices[n], devices[n + 1], bandwidth,
+                                  latency))
     return max(terms)
 
 
@@ -139,30 +157,35 @@ def prm_search_size(layers: int, devices: int, max_stages: int) -> tuple[int, in
 
 
 def prm_tables(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarray, microbatches: int,
-               max_stages: int) -> list[PRMPlan]:
+               max_stages: int, latency=0.0) -> list[PRMPlan]:
     """PRM for every stage count 1..max_stages at once (the same recurrence as :func:`prm`, tested
     equal). Tables W[ξ][l, r, i] over l ≤ L, r ≤ V, i ≤ V; each level is one numba kernel call."""
     L, V = len(profile), len(order)
-    W, compute, seg_work, seg_par, allreduce, size, between = prm_inputs(profile, order, bandwidth, microbatches)
+    W, compute, seg_work, seg_par, allreduce, size, between, sends, lag = prm_inputs(profile, order, bandwidth,
+                                                                                     microbatches, latency)
     tables, choice = [W], []  # W[ξ] and the (l′, r′) chosen at each level ξ ≥ 2
     inner, _ = prm_search_size(L, V, max_stages)
     with small_in_python(_level, inner, PYTHON_WORK), np.errstate(divide="ignore", invalid="ignore"):
         if max_stages >= 2:
             announce_compile(_level, "SPP's PRM tables")
         for _xi in range(2, max_stages + 1):
-            new, pick = _level(tables[-1], compute, seg_work, seg_par, allreduce, size, between, microbatches)
+            new, pick = _level(tables[-1], compute, seg_work, seg_par, allreduce, size, between, sends, lag,
+                               microbatches)
             tables.append(new)
             choice.append(pick)
     return prm_plans(tables, choice, order)
 
 
-def prm_inputs(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarray, microbatches: int):
+def prm_inputs(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarray, microbatches: int,
+               latency=0.0):
     """What every level of :func:`prm_tables` reads, and its first level W[1][l, r, i] (one stage):
     (W1, compute[r], seg_work[l′, l], seg_par[l′, l], allreduce[r, i] per parameter byte,
-    boundary bytes, between[r′, r, i] the slowest link between adjacent blocks); times in the
-    profile's unit, bandwidths in bytes per that unit."""
+    boundary bytes, between[r′, r, i] the slowest link between adjacent blocks, boundary sends,
+    lag[r′, r, i] the largest latency between adjacent blocks); times in the profile's unit,
+    bandwidths in bytes per that unit."""
     L, V = len(profile), len(order)
     b = bandwidth[np.ix_(order, order)]
+    lat = np.broadcast_to(np.asarray(latency, dtype=float), bandwidth.shape)[np.ix_(order, order)]
     inf = np.inf
     work = np.concatenate([[0.0], np.cumsum(np.add(profile.forward, profile.backward))])
     params = np.concatenate([[0.0], np.cumsum(np.asarray(profile.weight_bytes, dtype=float))])
@@ -175,10 +198,12 @@ def prm_inputs(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarra
             block = b[i - r:i, i - r:i]
             inside[r, i] = inf if r == 1 else block[~np.eye(r, dtype=bool)].min()
     between = np.full((V + 1, V + 1, V + 1), inf)  # [r', r, i]
+    lag = np.zeros((V + 1, V + 1, V + 1))  # [r', r, i]
     for i in range(1, V + 1):
         for r in range(1, i):
             for rp in range(1, i - r + 1):
                 between[rp, r, i] = b[i - r - rp:i - r, i - r:i].min()
+                lag[rp, r, i] = lat[i - r - rp:i - r, i - r:i].max()
     r_idx = np.arange(V + 1)
     # tail[l', l, r, i]: M Σ p / r + A for layers l'..l−1 on the r devices ending at i.
     seg_work = work[None, :] - work[:, None]  # [l', l]
@@ -191,7 +216,7 @@ def prm_inputs(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarra
     for l in range(1, L + 1):
         for r in range(1, V + 1):
             W[l, r, r] = compute[r] * work[l] + allreduce[r, r] * params[l]
-    return W, compute, seg_work, seg_par, allreduce, size, between
+    return W, compute, seg_work, seg_par, allreduce, size, between, boundary_sends(profile), lag
 
 
 def prm_plans(tables: Sequence[np.ndarray], choice: Sequence[np.ndarray], order: Sequence[int]) -> list[PRMPlan]:
@@ -224,7 +249,8 @@ def prm_plans(tables: Sequence[np.ndarray], choice: Sequence[np.ndarray], order:
 
 
 @njit(cache=True, error_model="numpy")  # IEEE division: x / 0 is inf, as numpy gives
-def _level(prev, compute, seg_work, seg_par, allreduce, size, between, microbatches):  # pragma: no cover
+def _level(prev, compute, seg_work, seg_par, allreduce, size, between, sends, lag,
+           microbatches):  # pragma: no cover
     """One level ξ of the recurrence: for each (l, r, i), the least max(head, comm, tail) over
     l′ < l and r′ ≤ i − r, and its (l′, r′) — the first least in (l′, r′) row-major order, NaN
     first, as numpy's argmin picks; the arithmetic is written as the numpy expressions were."""
@@ -243,7 +269,8 @@ def _level(prev, compute, seg_work, seg_par, allreduce, size, between, microbatc
                     tail = compute[r] * seg_work[lp, l] + allreduce[r, i] * seg_par[lp, l]
                     for rp in range(1, i - r + 1):
                         head = prev[lp, rp, i - r]
-                        comm = microbatches * size[lp - 1] / (rp * r * between[rp, r, i])
+                        comm = microbatches * size[lp - 1] / (rp * r * between[rp, r, i]) \
+                            + microbatches * sends[lp - 1] * lag[rp, r, i]
                         value = head if (head >= comm or math.isnan(head)) else comm
                         value = value if (value >= tail or math.isnan(value)) else tail
                         if not found or value < best or (math.isnan(value) and not math.isnan(best)):

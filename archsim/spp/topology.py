@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from archsim.errors import InputError
-from archsim.links import fabric_bytes_per_s, nic_share, nvlink_group
+from archsim.links import fabric_bytes_per_s, infiniband, nic_share, nvlink_group
 from archsim.validate import SEED_MAX, check_name, parse_toml, read_text, shown, shown_number
 
 # a device file given where a cluster file goes: what to write instead (a device TOML; a SCALE-Sim .cfg)
@@ -61,6 +61,7 @@ if TYPE_CHECKING:
 
 CLUSTER_KEYS = {"name", "seed", "inter_server_gbps", "inter_server_link", "gpu_memory_gb"}
 INTER_SERVER_LINKS = ("shared", "per_gpu_pair")
+LINK_MODELS = ("paper", "exact")  # how plan prices a transfer (build_topology's ``links``; plan --links)
 SERVER_KEYS = {"count", "gpus", "intra_server_gbps", "gpu", "device",  # a catalog name / a device file: archsim train
                "price_per_gpu_hour", "gpu_watts"}  # the search's cost and energy objectives
 MAX_DEVICES = 1024  # GPUs in one cluster file (the planner's min-cut works on the complete GPU graph)
@@ -82,7 +83,8 @@ class Topology:
     capacity: np.ndarray | None = None  # (V, V) min-cut weights; None: the bandwidths themselves
     gpu_memory_bytes: float | None = None  # None: not given (a planner uses its own default)
     device_types: tuple[str, ...] | None = None  # each device's type name (a GPU model, an array); None: not given
-    latency: float = 0.0  # per transfer, in the bandwidth's time unit (0: not modelled)
+    latency: np.ndarray | float = 0.0  # per transfer (V, V) or one figure, in the bandwidth's time unit (0: the
+    # paper's model, bytes / bandwidth alone; ``plan --links exact``: each pair's launch latency, build_topology)
 
     @property
     def devices(self) -> int:
@@ -194,14 +196,18 @@ def _catalog_fabric(group: dict, file: str) -> float:
 
 def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = None,
                    max_devices: int = MAX_DEVICES, network_links: bool = False,
-                   default_gbps: float = 0.0) -> Topology:
+                   default_gbps: float = 0.0, links: str = "paper", devices: tuple = ()) -> Topology:
     """Validate a parsed cluster document and draw its bandwidths (at most ``max_devices`` GPUs).
     ``network_links``: the caller prices the links between servers itself (train and search: the ``[network]``
     table, else ``inter_server_gbps``, else the device files' ``[links] inter_node_gbps``) and refuses a
     document that gives none (:func:`missing_inter_server`), so here it may omit ``inter_server_gbps`` (its
     pairs then hold 0). ``default_gbps``: the servers' devices' own NIC, Gbit/s (plan: as train reads it,
     :func:`archsim.network.read_network`), taken as ``inter_server_gbps`` where the document states none and no
-    ``[network]`` table; 0: none."""
+    ``[network]`` table; 0: none. ``links``: ``"paper"`` (SPP's model: a transfer takes bytes / bandwidth) or
+    ``"exact"`` (each pair's transfer costs what train's pipeline hop on it costs, :func:`_exact_links`, which
+    needs ``devices``: each ``[[servers]]`` table's device, :func:`archsim.training.cluster_file.named_devices`)."""
+    if links not in LINK_MODELS:
+        raise InputError(f"expected one of {', '.join(LINK_MODELS)}, got {shown(links)}", field="links")
     if "device" in spec and "cluster" not in spec:  # a device file given where its cluster goes
         raise InputError(DEVICE_NOT_CLUSTER, file=file, field="cluster")
     if set(spec) - {"cluster", "servers", "network"} or "cluster" not in spec or "servers" not in spec:
@@ -224,7 +230,8 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
     servers: list[int] = []
     intra: list[float] = []
     boards: list[str | None] = []  # each server's catalog GPU, where it names one (its in-server pairs' links)
-    for group in spec["servers"]:
+    server_devices: list = []  # each server's device from ``devices`` (None: its table names none)
+    for table, group in enumerate(spec["servers"]):
         unknown = sorted(set(group) - SERVER_KEYS)
         if unknown:
             raise InputError(f"unknown key in [[servers]]; keys are {', '.join(sorted(SERVER_KEYS))}", file=file,
@@ -240,6 +247,7 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
                          if "intra_server_gbps" in group else _catalog_fabric(group, file))
             servers.extend([len(intra) - 1] * gpus)
             boards.append(group.get("gpu") if isinstance(group.get("gpu"), str) and "device" not in group else None)
+            server_devices.append(devices[table] if table < len(devices) else None)
     if not servers:
         raise InputError("no GPUs", file=file, field="servers")
     n_servers = len(intra)
@@ -279,8 +287,44 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
         raise InputError(f"expected a number of GB in [{MIN_MEMORY_GB:g}, {MAX_MEMORY_GB:g}]", file=file,
                          field="gpu_memory_gb")
     name = check_name(cluster.get("name", Path(file).stem), "name", file=file)
+    latency: np.ndarray | float = 0.0
+    if links == "exact":
+        bandwidth, latency = _exact_links(bandwidth, where, server_devices, intra, file)
     return Topology(name, tuple(servers), bandwidth, capacity,
-                    None if memory is None else float(memory) * 1e9)
+                    None if memory is None else float(memory) * 1e9, latency=latency)
+
+
+def _exact_links(bandwidth: np.ndarray, where: np.ndarray, devices: list, intra: list[float],
+                 file: str) -> tuple[np.ndarray, np.ndarray]:
+    """Each pair's bandwidth (bytes/s) and latency (s) for ``plan --links exact``: the pair's link class as train
+    prices its pipeline hop on it (:mod:`archsim.links`: the server's NVLink, its rings or PCIe,
+    :func:`~archsim.links.nvlink_group`, in a server; :func:`~archsim.links.infiniband` between servers), whose
+    send of d bytes costs α₀ + d / (η·B) (:meth:`~archsim.collectives.LinkClass.send_seconds`): the pair's
+    bandwidth B (as the paper's model reads it) becomes η·B and its latency α₀. The min-cut capacities keep the stated figures. A server whose table names no
+    device has no link class: refused."""
+    if None in devices:
+        raise InputError("--links exact prices each GPU pair on its device's link class: name a gpu or device in "
+                         "every [[servers]] table, or plan with --links paper", file=file, field="servers")
+    nic = infiniband(1.0)  # η and α₀ of a NIC do not depend on its speed
+    effective = bandwidth * nic.efficiency
+    latency = np.full(bandwidth.shape, nic.launch_s)
+    starts = np.searchsorted(where, np.arange(len(devices)))
+    for server, device in enumerate(devices):
+        first, gpus = int(starts[server]), int(np.count_nonzero(where == server))
+        inside = slice(first, first + gpus)
+        if device.nvswitch or not device.nvlink_bytes_per_s:  # every pair of the server on one link class
+            link = nvlink_group(device, (0, 1), intra[server])
+            effective[inside, inside] = bandwidth[inside, inside] * link.efficiency
+            latency[inside, inside] = link.launch_s
+            continue
+        for a in range(gpus):  # wired directly (a DGX-1): each pair its rings, or PCIe
+            for b in range(a + 1, gpus):
+                link = nvlink_group(device, (a, b), intra[server])
+                for u, v in ((first + a, first + b), (first + b, first + a)):
+                    effective[u, v] = bandwidth[u, v] * link.efficiency
+                    latency[u, v] = link.launch_s
+    np.fill_diagonal(latency, 0.0)
+    return effective, latency
 
 
 def _board_pairs(bandwidth: np.ndarray, where: np.ndarray, boards: list[str | None], intra: list[float]) -> None:
