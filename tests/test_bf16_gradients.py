@@ -6,13 +6,17 @@ optimizer step and an unfused accumulation pass read (and write) the 4-byte buff
 gradient (16 bytes per parameter, 2-byte all-reduce, a 32-byte step)."""
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 from archsim.api import train
 from archsim.collectives import collective_seconds
+from archsim.devices.device_file import load_device
 from archsim.devices.kernels import stream_seconds
+from archsim.energy.table import access_energies
 from archsim.training.cluster_file import single_node
+from archsim.training.energy import array_iteration_joules, device_array
 from archsim.training.grad_accumulation import unfused_pass_seconds
 from archsim.training.parallel import Parallelism
 from archsim.training.search_fit import memory_fits
@@ -99,3 +103,15 @@ def test_unfused_accumulation_adds_into_the_gradient_buffer(dtype):
     moved = GPT.parameter_count * ACCUMULATE[dtype]
     expected = stream_seconds(moved, machine.gpu.hbm_bytes_per_s, machine.kernels.memory_bound, kernels=0)
     assert unfused_pass_seconds(GPT, par, machine, GPT.layers, True, True) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+def test_array_energy_prices_the_optimizer_steps_bytes(dtype):
+    """An array device's optimizer step costs its bytes at the DRAM read energy per word (2-byte words)."""
+    device = load_device(Path(__file__).resolve().parents[1] / "configs" / "devices" / "tpu_v4_like.toml")
+    par = Parallelism(1, 1, 4, 8, 1, "none", attention="flash")
+    params = 1e6
+    step = (array_iteration_joules(GPT, par, device, dtype, parameters=params)
+            - array_iteration_joules(GPT, par, device, dtype, parameters=0.0))
+    per_word = access_energies(device_array(device, dtype)).dram_read_pj
+    assert step == pytest.approx(params * STEP[dtype] / 2 * per_word * 1e-12, rel=1e-9)
