@@ -23,8 +23,8 @@
   MFU beside it. And NVIDIA NeMo's published Llama-2-7B pre-training setting (NeMo Framework 24.09
   performance summary: 8 GPUs, global batch 128, micro-batch 1, sequence 4,096, TP 1, PP 1; 780 model
   TFLOP/s per GPU, 16,934 tokens/s per GPU) on 8 of those H100s. NeMo ran FP8 with its distributed
-  optimizer; archsim models bf16/fp16 kernels and a replicated Adam state, so the two are printed side
-  by side, not as a check (the run does not fit 80 GB without the distributed optimizer). The
+  optimizer; archsim models bf16 (the H100 lines run at --dtype bf16, fp32 gradients) and a replicated
+  Adam state, so the two are printed side by side, not as a check (the run does not fit 80 GB without the distributed optimizer). The
   published bf16 MFU the Llama line is read against: MosaicML llm-foundry's MPT-7B at sequence 4,096
   on 8 H100s (FlashAttention, FSDP, micro-batch 16, activation checkpointing): 40.42%, beside archsim's
   MFU for that setting (DP 8, full recompute; no FSDP in archsim).
@@ -80,17 +80,19 @@ MPT7B = TransformerConfig("mpt-7b-like", "gpt", layers=32, hidden=4096, heads=32
 NEMO_LLAMA2_7B = {"tflops_per_gpu": 780.0, "tokens_per_gpu_second": 16934.0}  # NeMo 24.09 summary, FP8, 8 GPUs
 
 
-def predict(c: TransformerConfig, cluster_file: str, par: Parallelism) -> dict:
-    cluster = load_gpu_cluster(ROOT / "configs" / "clusters" / cluster_file)
+def predict(c: TransformerConfig, cluster_file: str, par: Parallelism, dtype: str = "fp16") -> dict:
+    """archsim's prediction of one run in ``dtype``: fp16 for the A100 papers' runs, bf16 for the H100 runs
+    they are read against (bf16's gradients fp32, as Megatron-LM keeps them)."""
+    cluster = load_gpu_cluster(ROOT / "configs" / "clusters" / cluster_file, dtype)
     start = time.process_time()
     machines = cluster.rank_machines(par)
     assert machines is not None
     result = train(c, par, machines[0], machines)
     cpu = time.process_time() - start
     rates = throughput(c, par.global_batch, par.recompute, result.iteration_seconds, par.gpus,
-                       machines[0].gpu.peak("fp16"), par.attention)
+                       machines[0].gpu.peak(dtype), par.attention)
     fits = all(m.total <= mc.gpu.memory_bytes for m, mc in zip(result.memory, machines))
-    return {"model": c.name, "gpus": par.gpus, "tp": par.tp, "pp": par.pp, "dp": par.dp, "micro_batch": par.micro_batch,
+    return {"model": c.name, "dtype": dtype, "gpus": par.gpus, "tp": par.tp, "pp": par.pp, "dp": par.dp, "micro_batch": par.micro_batch,
             "interleave": par.interleave, "recompute": par.recompute, "attention": par.attention,
             "grad_accumulation": par.grad_accumulation or "fused",
             "iteration_seconds": result.iteration_seconds, "tflops_per_gpu": rates.tflops_per_gpu,
@@ -221,13 +223,13 @@ def main() -> int:
     for tp, mb in ((1, 1), (1, 2), (2, 1), (2, 2)):
         for attention in ("flash", "standard"):
             rows.append(predict(LLAMA, "h100_2_servers.toml",
-                                Parallelism(tp, 1, 16 // tp, 256, mb, "none", False, attention=attention)))
-    nemo = predict(LLAMA, "h100_2_servers.toml", Parallelism(1, 1, 8, 128, 1, "none", False, attention="flash"))
+                                Parallelism(tp, 1, 16 // tp, 256, mb, "none", False, attention=attention), "bf16"))
+    nemo = predict(LLAMA, "h100_2_servers.toml", Parallelism(1, 1, 8, 128, 1, "none", False, attention="flash"), "bf16")
     rows.append(nemo)
-    mpt = predict(MPT7B, "h100_2_servers.toml", Parallelism(1, 1, 8, 256, 16, "full", False, attention="flash"))
+    mpt = predict(MPT7B, "h100_2_servers.toml", Parallelism(1, 1, 8, 256, 16, "full", False, attention="flash"), "bf16")
     rows.append(mpt)
     frame = pd.DataFrame(rows)
-    shown = ["model", "tp", "pp", "dp", "micro_batch", "interleave", "attention", "iteration_seconds", "tflops_per_gpu",
+    shown = ["model", "dtype", "tp", "pp", "dp", "micro_batch", "interleave", "attention", "iteration_seconds", "tflops_per_gpu",
              "hardware_tflops_per_gpu", "mfu", "peak_memory_gib", "fits_memory", "cpu_s"]
     print(frame[shown].to_string(index=False, float_format=lambda x: f"{x:.4g}"))
     for row, old in zip(gpt3[::2], gpt3[1::2]):  # today's (fused), then 2021's software (unfused)
@@ -249,7 +251,7 @@ def main() -> int:
     print_decomposition(gpt3)
     tokens = LLAMA.seq * 128 / nemo["iteration_seconds"] / 8
     print(f"Llama-2-7B, 8 H100, NeMo's setting: archsim (bf16, flash) {nemo['tflops_per_gpu']:.0f} model TFLOP/s per "
-          f"GPU, {tokens:,.0f} tokens/s per GPU, MFU {nemo['mfu']:.2f} of the fp16 peak; NeMo 24.09 published (FP8) "
+          f"GPU, {tokens:,.0f} tokens/s per GPU, MFU {nemo['mfu']:.2f} of the bf16 peak; NeMo 24.09 published (FP8) "
           f"{NEMO_LLAMA2_7B['tflops_per_gpu']:.0f} TFLOP/s, {NEMO_LLAMA2_7B['tokens_per_gpu_second']:,.0f} tokens/s per GPU")
     print(f"MPT-7B-like, sequence 4,096, 8 H100, bf16, flash, micro-batch 16, full recompute: archsim MFU {mpt['mfu']:.3f} "
           f"(replicated Adam: {mpt['peak_memory_gib']:.0f} GiB per GPU); llm-foundry published {MPT7B_H100_MFU:.3f} "

@@ -1,16 +1,23 @@
 """bf16 training keeps and reduces gradients in fp32, as Megatron-LM does (``--bf16`` sets
 ``accumulate_allreduce_grads_in_fp32``): the gradient buffer is 4 bytes per parameter, so the model
 states are 2 (bf16 weight) + 4 (fp32 gradient) + 12 (fp32 master weight, momentum, variance) = 18 bytes
-per parameter, and the DP all-reduce and the tied embedding's all-reduce move 4 bytes per parameter.
-fp16 keeps its 2-byte gradient (16 bytes per parameter, 2-byte all-reduce)."""
+per parameter, the DP all-reduce and the tied embedding's all-reduce move 4 bytes per parameter, and the
+optimizer step and an unfused accumulation pass read (and write) the 4-byte buffer. fp16 keeps its 2-byte
+gradient (16 bytes per parameter, 2-byte all-reduce, a 32-byte step)."""
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 from archsim.api import train
 from archsim.collectives import collective_seconds
+from archsim.devices.device_file import load_device
+from archsim.devices.kernels import stream_seconds
+from archsim.energy.table import access_energies
 from archsim.training.cluster_file import single_node
+from archsim.training.energy import array_iteration_joules, device_array
+from archsim.training.grad_accumulation import unfused_pass_seconds
 from archsim.training.parallel import Parallelism
 from archsim.training.search_fit import memory_fits
 from archsim.training.search_space import peak_memory_bytes
@@ -71,3 +78,40 @@ def test_planned_split_sizes_bf16_states():
     capacity = peak_memory_bytes(GPT, par, "fp16")
     assert planned_split(GPT, par, [machine], [capacity]) is not None
     assert planned_split(GPT, par, [replace(machine, dtype="bf16")], [capacity]) is None
+
+
+# Megatron's optimizer step per parameter: fp32 master, m, v read and written (24), the weight written in its
+# dtype (2), and the gradient buffer read by Adam and the norm, and in fp16 by the loss scaler's unscale and
+# overflow check too (bf16 has no grad scaler in Megatron-LM without --loss-scale)
+STEP = {"fp16": 24 + 2 + 3 * 2, "bf16": 24 + 2 + 2 * 4}
+# one unfused accumulation add: the held gradient read and written at the buffer's width, the new one read (2)
+ACCUMULATE = {"fp16": 2 * 2 + 2, "bf16": 2 * 4 + 2}
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+def test_optimizer_step_reads_the_gradient_buffer(dtype):
+    result, machine = _run(dtype, 1)
+    moved = GPT.parameter_count * STEP[dtype]  # one stage, TP 1, no padding: the whole model
+    expected = stream_seconds(moved, machine.gpu.hbm_bytes_per_s, machine.efficiency, kernels=4)
+    assert result.post[0]["optimizer"] == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+def test_unfused_accumulation_adds_into_the_gradient_buffer(dtype):
+    par = Parallelism(1, 1, 4, 8, 1, "none", attention="flash", grad_accumulation="unfused")  # m = 2
+    machine = replace(single_node("a100-80gb", 4).machine(par), dtype=dtype)
+    moved = GPT.parameter_count * ACCUMULATE[dtype]
+    expected = stream_seconds(moved, machine.gpu.hbm_bytes_per_s, machine.kernels.memory_bound, kernels=0)
+    assert unfused_pass_seconds(GPT, par, machine, GPT.layers, True, True) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+def test_array_energy_prices_the_optimizer_steps_bytes(dtype):
+    """An array device's optimizer step costs its bytes at the DRAM read energy per word (2-byte words)."""
+    device = load_device(Path(__file__).resolve().parents[1] / "configs" / "devices" / "tpu_v4_like.toml")
+    par = Parallelism(1, 1, 4, 8, 1, "none", attention="flash")
+    params = 1e6
+    step = (array_iteration_joules(GPT, par, device, dtype, parameters=params)
+            - array_iteration_joules(GPT, par, device, dtype, parameters=0.0))
+    per_word = access_energies(device_array(device, dtype)).dram_read_pj
+    assert step == pytest.approx(params * STEP[dtype] / 2 * per_word * 1e-12, rel=1e-9)

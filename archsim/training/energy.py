@@ -92,13 +92,12 @@ def array_iteration_joules(c: TransformerConfig, par: Parallelism, device: Devic
     """Joules of one iteration on array devices (module docstring); ``parameters``: the parameters
     all devices hold together (each device's optimizer step reads and writes its own)."""
     from archsim.energy.table import access_energies
-    from archsim.training.iteration import FP32_OPTIMIZER_BYTES_PER_PARAMETER, OPTIMIZER_BYTES_PER_PARAMETER
+    from archsim.training.iteration import optimizer_step_bytes
 
     per_microbatch = _microbatch_picojoules(c, par.micro_batch, par.tp, par.sequence_parallel, par.attention,
                                             par.recompute, device, dtype, implementation)
     array = device_array(device, dtype)
-    step = FP32_OPTIMIZER_BYTES_PER_PARAMETER if dtype == "fp32" else OPTIMIZER_BYTES_PER_PARAMETER
-    optimizer = parameters * step / array.element_bytes * access_energies(array).dram_read_pj
+    optimizer = parameters * optimizer_step_bytes(dtype) / array.element_bytes * access_energies(array).dram_read_pj
     return (per_microbatch * par.microbatches * par.tp * par.dp + optimizer) * 1e-12
 
 

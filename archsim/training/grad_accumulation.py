@@ -4,7 +4,8 @@ Megatron-LM since 2022 (``--gradient-accumulation-fusion``, apex's ``fused_weigh
 has each weight-gradient GEMM add into the held gradient buffer: no pass of its own. Megatron-LM of
 2021 (the GPT-3 runs of Narayanan et al. 2021) and plain PyTorch do not: after every micro-batch's
 backward but the first, autograd adds the new weight gradient into the held one, one add kernel per
-parameter tensor, reading both and writing one (6 bytes per fp16 parameter, 12 in fp32).
+parameter tensor, reading both and writing one (:func:`unfused_accumulate_bytes`: 6 bytes per fp16
+parameter, 12 in fp32, 10 in bf16, whose held gradient Megatron-LM keeps in fp32).
 
 A pass is priced as its bytes at the machine's memory-bound rate and nothing more: no kernel gap per
 add kernel. The training fit's per-kernel gap (``launch_s``) and host time (``host_s``) are per op of
@@ -21,15 +22,24 @@ a one-GPU iteration's time.
 
 from __future__ import annotations
 
+from archsim.choices.devices import ELEMENT_BYTES
 from archsim.devices.kernels import stream_seconds
 from archsim.errors import InputError
 from archsim.training.machine import Machine
-from archsim.training.memory import stage_parameters
+from archsim.training.memory import gradient_bytes, stage_parameters
 from archsim.training.parallel import Parallelism
 from archsim.workload.transformer import TransformerConfig
 
-# after a micro-batch's backward: the held and the new gradient read, the sum written (fp16 bytes)
-UNFUSED_ACCUMULATE_BYTES_PER_PARAMETER = 6
+
+def unfused_accumulate_bytes(machine: Machine) -> float:
+    """Bytes per parameter of one accumulation add: the held gradient read and the sum written at the
+    gradient buffer's width (:func:`~archsim.training.memory.gradient_bytes`: fp32 in bf16, Megatron-LM's
+    ``main_grad.add_(grad)``), the new weight gradient read at the parameter's — 6 in fp16, 10 in bf16,
+    12 in fp32. ``pytorch-eager`` (AMP's gradients are fp32 in every dtype) keeps its count of three elements
+    of the dtype, not re-derived here."""
+    if machine.implementation == "pytorch-eager":
+        return 3 * ELEMENT_BYTES[machine.dtype]
+    return 2 * gradient_bytes(machine.dtype) + ELEMENT_BYTES[machine.dtype]
 
 
 def accumulation(par: Parallelism, machine: Machine) -> str:
@@ -53,7 +63,7 @@ def unfused_pass_seconds(c: TransformerConfig, par: Parallelism, machine: Machin
     if accumulation(par, machine) == "fused" or par.microbatches == 1:
         return 0.0
     parameters = stage_parameters(c, par, layers, first, last)
-    moved = parameters * UNFUSED_ACCUMULATE_BYTES_PER_PARAMETER * machine.scale
+    moved = parameters * unfused_accumulate_bytes(machine)
     return float(stream_seconds(moved, machine.gpu.hbm_bytes_per_s, machine.kernels.memory_bound, kernels=0))
 
 
@@ -64,4 +74,4 @@ def per_microbatch_seconds(c: TransformerConfig, par: Parallelism, machine: Mach
     return unfused_pass_seconds(c, par, machine, layers, first, last) * (m - 1) / m
 
 
-__all__ = ["UNFUSED_ACCUMULATE_BYTES_PER_PARAMETER", "accumulation", "per_microbatch_seconds", "unfused_pass_seconds"]
+__all__ = ["accumulation", "per_microbatch_seconds", "unfused_accumulate_bytes", "unfused_pass_seconds"]

@@ -19,10 +19,9 @@ and optimizer step.
    :func:`archsim.training.memory.gradient_bytes`: fp32 in bf16; ``dp_overlap = "none"``, as
    vTrain's runs; ``"bucketed"``: Megatron's buckets under the last micro-batch's backward,
    :mod:`archsim.training.dp_overlap`), the first and last stage all-reduce the tied embedding's gradient, and
-   the optimizer step reads and writes 32 bytes per parameter (fp16 gradient; fp32 master weight,
-   momentum and variance read and written; fp16 weight written; the overflow check and norm read
-   the gradient twice more; in fp32, 28: weight, gradient, momentum and variance read, all but the
-   gradient written). The iteration ends when the slowest stage has stepped. Gradients summed over
+   the optimizer step reads and writes 32 bytes per parameter in fp16 and 34 in bf16
+   (:func:`optimizer_step_bytes`; in fp32, 28: weight, gradient, momentum and variance read, all but
+   the gradient written). The iteration ends when the slowest stage has stepped. Gradients summed over
    micro-batches by a separate pass (plain PyTorch, Megatron-LM without its fusion) are priced in each
    micro-batch's weight backward, where they run (:mod:`archsim.training.grad_accumulation`).
 
@@ -45,6 +44,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from archsim.choices.devices import ELEMENT_BYTES
 from archsim.collectives import collective_seconds
 from archsim.devices.kernel_ops import KernelFamilies, op_seconds
 from archsim.devices.kernels import stream_seconds
@@ -66,8 +66,25 @@ from archsim.training.memory import gradient_bytes
 from archsim.training.parallel import Parallelism, padded_vocab
 from archsim.workload.transformer import TransformerConfig, refuse_switch
 
-OPTIMIZER_BYTES_PER_PARAMETER = 32
 FP32_OPTIMIZER_BYTES_PER_PARAMETER = 28  # fp32 Adam: weight, gradient, momentum, variance read; three written
+
+
+def optimizer_step_bytes(dtype: str) -> int:
+    """Bytes per parameter Megatron-LM's optimizer step reads and writes: fp32 master weight, momentum and
+    variance read and written (24), the weight written in ``dtype``, and the gradient buffer
+    (:func:`~archsim.training.memory.gradient_bytes`) read by Adam, by the gradient norm and — in fp16
+    only — by the loss scaler's unscale and overflow check: 32 in fp16 (2-byte gradient read three
+    times), 34 in bf16 (fp32 ``main_grad`` read twice: Megatron-LM builds no grad scaler for bf16 without
+    ``--loss-scale``, ``megatron/core/optimizer/__init__.py``, and ``MixedPrecisionOptimizer`` unscales
+    and checks for inf only ``if self.grad_scaler``, ``megatron/core/optimizer/optimizer.py``); fp32
+    Adam's 28 in fp32."""
+    if dtype == "fp32":
+        return FP32_OPTIMIZER_BYTES_PER_PARAMETER
+    gradient_reads = 3 if dtype == "fp16" else 2
+    return 24 + ELEMENT_BYTES[dtype] + gradient_reads * gradient_bytes(dtype)
+
+
+OPTIMIZER_BYTES_PER_PARAMETER = optimizer_step_bytes("fp16")  # 32
 
 
 ATTENTION_CORE = ("scores", "softmax", "attn_dropout", "context", "softmax.to_fp32", "softmax.scale", "softmax.mask",
@@ -259,8 +276,8 @@ def after_backward(c: TransformerConfig, par: Parallelism, machine: Machine, ran
         moved = EAGER_OPTIMIZER_BYTES_PER_PARAMETER * parameters
         optimizer = float(stream_seconds(moved, hbm, machine.kernels.memory_bound, kernels=4))
     else:  # Megatron's fused Adam in every dtype: the training fit's kernels, not PyTorch's
-        per_parameter = OPTIMIZER_BYTES_PER_PARAMETER if machine.dtype != "fp32" else FP32_OPTIMIZER_BYTES_PER_PARAMETER
-        optimizer = float(stream_seconds(parameters * per_parameter, hbm, machine.efficiency, kernels=4))
+        moved = optimizer_step_bytes(machine.dtype) * parameters
+        optimizer = float(stream_seconds(moved, hbm, machine.efficiency, kernels=4))
     return {"dp_allreduce": dp, "embedding_allreduce": tied, "optimizer": optimizer}
 
 
@@ -274,6 +291,7 @@ __all__ = [
     "host_issues",
     "machine_op_seconds",
     "model_pieces",
+    "optimizer_step_bytes",
     "piece_cost",
     "piece_works",
     "recounted_op_seconds",
