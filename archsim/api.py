@@ -112,7 +112,7 @@ def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | Non
     import warnings
 
     from archsim.array.costing import cost_frame
-    from archsim.array.device_sections import device_arrays_note
+    from archsim.array.device_sections import device_arrays_note, device_dtype_note
     from archsim.array.options import check_bandwidth_engine
     from archsim.cost_json import CostResult, cost_document
     from archsim.lowering import check_mode
@@ -126,9 +126,11 @@ def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | Non
     check_bandwidth_engine(bandwidth, engine)  # after the value's own check, as argparse's comes first
     layers = load_network(network, only=only, geometry=geometry, shapes=shapes, unsupported=unsupported,
                           input_shape=input_shape, dim=dim)
-    note = None if config is None else device_arrays_note(config)
-    if note:  # the note archsim cost prints on stderr: one of a device's arrays is costed
-        warnings.warn(note, UserWarning, stacklevel=2)
+    notes = [] if config is None else [device_arrays_note(config),
+                                       None if dtype or element_bytes else device_dtype_note(config)]
+    for note in notes:  # the notes archsim cost prints on stderr: one of a device's arrays, at int8
+        if note:
+            warnings.warn(note, UserWarning, stacklevel=2)
     rows, document = cost_document(layers, chosen, batch=batch, mode=check_mode(mode), engine=engine,
                                    geometry=geometry, dtype=dtype, energy=energy, energy_table=energy_table,
                                    config=config)

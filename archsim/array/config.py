@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from archsim.array.device_sections import cfg_device_sections, check_bandwidth_once
+from archsim.choices.devices import TRAIN_DTYPE
 from archsim.clock import clock_hz as checked_clock_hz
 from archsim.errors import InputError
 from archsim.validate import INT32_MAX, check_name, parse_int, read_text, shown
@@ -169,8 +170,10 @@ def operand_sram_kib(sram_kib_per_array: float) -> int:
     return max(int(sram_kib_per_array / 3), 1)
 
 
-def _toml_refusal(text: str) -> str:
-    """Why a TOML is no ``.cfg``; for a device TOML, the flags that cost one of its arrays."""
+def _toml_refusal(text: str, dtype_flag: bool) -> str:
+    """Why a TOML is no ``.cfg``; for a device TOML, the flags that cost one of its arrays. ``dtype_flag``: the
+    command takes ``--dtype``, so the flags name train's (:data:`~archsim.choices.devices.TRAIN_DTYPE`), as
+    the array commands' own default is SCALE-Sim's 1-byte word: without it they price another chip."""
     import tomllib
 
     refusal = "a TOML file: --config reads a SCALE-Sim .cfg (a device TOML is for train and search)"
@@ -184,13 +187,15 @@ def _toml_refusal(text: str) -> str:
         sram = tomllib.loads(text).get("memory", {}).get("sram_kib_per_array")
         if sram:  # the energy model's buffers (train's), so that --energy prices what train charges
             flags += f" --sram-kb {','.join([str(operand_sram_kib(float(sram)))] * 3)}"
+        if dtype_flag:
+            flags += f" --dtype {TRAIN_DTYPE}"
     except (tomllib.TOMLDecodeError, KeyError, TypeError, ValueError, OverflowError, AttributeError):
         return refusal
     return f"{refusal}; its array as flags: {flags}"
 
 
 def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: float | None = None,
-                     sparsity: bool = False, layouts: bool = False) -> ArrayConfig:
+                     sparsity: bool = False, layouts: bool = False, dtype_flag: bool = False) -> ArrayConfig:
     """Read a SCALE-Sim 3.0.0 ``.cfg`` file into an :class:`ArrayConfig`.
 
     Keys SCALE-Sim reads that do not change its cycle counts (offsets, request buffers, bank counts
@@ -208,13 +213,14 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
     ``layouts=True`` (``archsim gemm --layout``) lets the custom layouts be on, read by
     :func:`archsim.array.layout.layout_from_cfg`. A device file's ``[device]`` and
     ``[links]`` sections stand (one of its arrays is read); their keys and values, and then ``[memory]``'s, are
-    checked as every device-file reader checks them (:mod:`archsim.array.device_sections`).
+    checked as every device-file reader checks them (:mod:`archsim.array.device_sections`). ``dtype_flag``: the
+    caller takes ``--dtype``, so a device TOML's refusal names train's among its array's flags.
     """
     path = Path(path)
     file = str(path)
     text = read_text(path, "config file")
     if path.suffix.lower() == ".toml":
-        raise InputError(_toml_refusal(text), file=file)
+        raise InputError(_toml_refusal(text, dtype_flag), file=file)
     parser = configparser.ConfigParser(interpolation=None)  # a '%' in a value is just a character
     try:
         parser.read_string(text, source=file)

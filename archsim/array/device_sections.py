@@ -178,6 +178,20 @@ def check_bandwidth_once(memory: dict[str, Any], words_per_cycle: tuple[int, ...
                              file=file, field="memory.hbm_gbps")
 
 
+def device_dtype_note(config: str | Path) -> str | None:
+    """What an array command says of a ``--config`` device file when no ``--dtype`` (nor ``--element-bytes``)
+    is given: it prices SCALE-Sim's 1-byte word, train the chip at :data:`~archsim.choices.devices.TRAIN_DTYPE`
+    (every per-word energy and size at 2 bytes), so the flag that prices what train charges is named.
+    None for a plain SCALE-Sim file."""
+    from archsim.choices.devices import SCALESIM_DTYPE, TRAIN_DTYPE
+    from archsim.validate import read_text
+
+    if cfg_device_sections(read_text(config, "config file"), str(config), required=False) is None:
+        return None
+    return (f"{config} is a device file; this prices its arrays at {SCALESIM_DTYPE} (SCALE-Sim's 1-byte word, the "
+            f"default here), train at {TRAIN_DTYPE}: add --dtype {TRAIN_DTYPE} to price what train charges")
+
+
 def device_arrays_note(config: str | Path) -> str | None:
     """What an array command says of a ``--config`` that is a device file of several arrays (it costs one of
     them, where train deals each GEMM over all): ``archsim cost``'s stderr note, ``archsim.cost``'s warning.

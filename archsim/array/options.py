@@ -26,7 +26,7 @@ def array_from_flags(array: str | None = None, config: str | Path | None = None,
     """``--config`` (a SCALE-Sim ``.cfg``) reshaped by ``--array`` when both are given, else
     ``--array`` (``"ROWSxCOLS"``, default 32x32); ``--dataflow`` overrides the file's or the default ws."""
     if config:
-        found = read_scalesim_cfg(config, element_bytes=element_bytes)
+        found = read_scalesim_cfg(config, element_bytes=element_bytes, dtype_flag=True)
         if array is not None:
             rows, cols = parse_array_shape(array)
             found = found.with_shape(rows, cols)

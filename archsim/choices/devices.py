@@ -5,6 +5,7 @@ from __future__ import annotations
 DTYPES = ("fp32", "fp16", "bf16")  # a GEMM of a dtype runs at the device's peak of that name: on a GPU
 # fp16/bf16 on the tensor cores, fp32 on the FP32 lanes (PyTorch's default for fp32 matmuls:
 # ``torch.backends.cuda.matmul.allow_tf32`` is False since PyTorch 1.12, so TF32 is not used)
+TRAIN_DTYPE = "fp16"  # train's, search's and plan's --dtype when not given: what a device's chip is charged at
 ELEMENT_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}  # bytes per element of every dtype name archsim knows
 TORCH_DTYPES = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}  # PyTorch's dtype names → archsim's
 # What the array commands (``archsim cost``, ``energy``) and ``archsim.cost`` take as --dtype: train's

@@ -120,7 +120,7 @@ def array_from_args(args: argparse.Namespace, note: bool = True) -> ArrayConfig:
     width = element_width(args.dtype, args.element_bytes)
     array = array_from_flags(args.array, args.config, args.dataflow, 1 if width is None else width)
     if note and args.config:
-        note_device_arrays(args.config)
+        note_device_arrays(args.config, dtype_given=width is not None)
     return array
 
 
@@ -168,13 +168,15 @@ def note_default_seq(config, model: str, seq: int | None, command: str) -> None:
         print(f"archsim {command}: note: {note}", file=sys.stderr)
 
 
-def note_device_arrays(config: str) -> None:
-    """Say on stderr when ``--config`` is a device file of several arrays: an array command costs one."""
-    from archsim.array.device_sections import device_arrays_note
+def note_device_arrays(config: str, dtype_given: bool = True) -> None:
+    """Say on stderr when ``--config`` is a device file of several arrays: an array command costs one; and,
+    without ``dtype_given`` (no --dtype or --element-bytes), that it prices int8 where train prices fp16."""
+    from archsim.array.device_sections import device_arrays_note, device_dtype_note
 
-    note = device_arrays_note(config)
-    if note:
-        print(f"archsim: note: {note}", file=sys.stderr)
+    notes = [device_arrays_note(config), None if dtype_given else device_dtype_note(config)]
+    for note in notes:
+        if note:
+            print(f"archsim: note: {note}", file=sys.stderr)
 
 
 def add_engine_arguments(parser: argparse.ArgumentParser, bandwidth_flag: str = "--bandwidth") -> None:

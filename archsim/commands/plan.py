@@ -6,7 +6,7 @@ import argparse
 from dataclasses import replace
 from pathlib import Path
 
-from archsim.choices.devices import DTYPES
+from archsim.choices.devices import DTYPES, TRAIN_DTYPE
 from archsim.commands import Command
 from archsim.commands.common import (
     MODE_HELP,
@@ -32,7 +32,7 @@ BASELINE_METHODS = ("dp", "gpipe", "pipedream-prm", "hetpipe")  # spp.baselines.
 BASELINE_CONFIGS = ("archsim", "paper")  # spp.baselines.CONFIGS (a test checks)
 PAPER_BASELINES = ("dp", "gpipe", "pipedream", "hetpipe")  # spp.baselines.PAPER_BASELINES (a test checks)
 DEFAULT_MICRO_BATCH = 4
-DEFAULT_DTYPE = "fp16"  # on a cluster's device, as archsim train's --dtype
+DEFAULT_DTYPE = TRAIN_DTYPE  # on a cluster's device, as archsim train's --dtype
 METHODS = ("spp", "pipedream", *BASELINE_METHODS)  # planners of archsim.planners on a cluster; pipedream as its own
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from archsim.choices.devices import DTYPES
+from archsim.choices.devices import DTYPES, TRAIN_DTYPE
 from archsim.choices.training import (
     ATTENTIONS,
     BALANCES,
@@ -29,7 +29,7 @@ from archsim.commands.common import (
 )
 from archsim.fits import rank_memory_warning, tp_span_warning
 
-DEFAULT_DTYPE = "fp16"  # --dtype when not given (a config's torch_dtype does not set it: config_dtype_note)
+DEFAULT_DTYPE = TRAIN_DTYPE  # --dtype when not given (a config's torch_dtype does not set it: config_dtype_note)
 HELP = "one training iteration of a transformer on GPUs: TP × PP × DP, time, memory, breakdown"
 
 

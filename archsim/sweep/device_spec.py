@@ -96,6 +96,7 @@ class DeviceSweepSpec:
     chips: tuple[int, ...]
     source: str | None = None
     sram_kib_per_array: tuple[int | None, ...] = (None,)
+    array_sides: tuple[int, ...] = ()  # the spec's array_sides, whose arrays fill the PE budget rounded down
 
     def units(self) -> list[DevicePoint]:
         return [DevicePoint(self.setup, arrays, gbps, chips, sram) for arrays in self.arrays
@@ -119,6 +120,21 @@ def square_arrays(device: Device, sides: tuple[int, ...]) -> tuple[tuple[int, in
     if large:
         raise InputError(f"one {large[0]}² array has more PEs than the device's {pes}", field="array_sides")
     return tuple((pes // (s * s), s, s) for s in sides)
+
+
+def unused_pe_lines(device: Device, sides: tuple[int, ...]) -> tuple[str, ...]:
+    """One line per side whose square does not divide the device's PEs (:func:`square_arrays` rounds the count
+    down): the fraction of the PE budget its arrays use, since its points then spend less silicon on PEs than
+    the file's chip, and a front across sides compares chips of different sizes."""
+    pes = device.arrays.count * device.arrays.rows * device.arrays.cols
+    lines = []
+    for count, side, _ in square_arrays(device, sides):
+        used = count * side * side
+        if used < pes:
+            lines.append(f"array_sides {side}: {used:,} of the device's {pes:,} PEs used ({used / pes:.1%}: "
+                         f"{count} array{'s' * (count > 1)} of {side} × {side}, the count rounded down); a side "
+                         f"whose square divides {pes:,} uses them all")
+    return tuple(lines)
 
 
 DEVICE_SUFFIXES = (".toml", ".cfg")
@@ -203,6 +219,7 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
         raise InputError("give array_sides (square arrays at the file's PE budget) or array_shapes, not both",
                          file=file, field="array_shapes")
     arrays: tuple[tuple[int, int, int] | None, ...] = (None,)
+    sides: tuple[int, ...] = ()
     if "array_sides" in table or "array_shapes" in table:
         key = "array_sides" if "array_sides" in table else "array_shapes"
         if device.gemm != "arrays":
@@ -210,7 +227,8 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
                              f"one has gemm = {device.gemm!r}", file=file, field=key)
         if key == "array_sides":
             try:
-                arrays = square_arrays(device, axis(key, integer(key, 1 << 15)))
+                sides = axis(key, integer(key, 1 << 15))
+                arrays = square_arrays(device, sides)
             except InputError as exc:
                 raise InputError(exc.message, file=file, field=key) from None
         else:
@@ -261,7 +279,8 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
                         global_batch=global_batch, micro_batch=micro_batch, recompute=recompute, dtype=dtype,
                         attention=attention, static_watts=float(watts))
     return DeviceSweepSpec(name=check_name(table.get("name", path.stem), "name", file=file), setup=setup,
-                           arrays=arrays, hbm_gbps=hbm, chips=chips, source=file, sram_kib_per_array=sram)
+                           arrays=arrays, hbm_gbps=hbm, chips=chips, source=file, sram_kib_per_array=sram,
+                           array_sides=sides)
 
 
 def states_bandwidth(device_path: str) -> bool:
@@ -323,4 +342,5 @@ def _shape(text: object, file: str, key: str) -> tuple[int, int, int]:
     return count, rows, cols
 
 
-__all__ = ["DevicePoint", "DeviceSetup", "DeviceSweepSpec", "file_sha256", "load_device_spec", "square_arrays"]
+__all__ = ["DevicePoint", "DeviceSetup", "DeviceSweepSpec", "file_sha256", "load_device_spec", "square_arrays",
+           "unused_pe_lines"]
