@@ -75,6 +75,9 @@ EXCEPTIONS = {
         "--schedule-csv writes torch's CSV layout, written and read once in policies/torch_csv.py",
     ("archsim.sweep.device_points", "archsim.api"):
         "a device sweep's point is archsim.train with the point's keywords, the same code as archsim train",
+    ("archsim.output_targets", "archsim.sweep"):
+        "an output flag naming a sweep spec's model, device or network file is refused; the sweep's one resolver "
+        "says which files those are",
 }
 
 # Packages whose modules load no pandas or plotly when imported: rows first, frames on request (the
