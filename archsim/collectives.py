@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import overload
 
 import numpy as np
@@ -85,11 +85,20 @@ def pair_latency(latency, devices: Sequence[int], others: Sequence[int]) -> floa
     return max(float(latency[u, v]) for u in devices for v in others)
 
 
-def ring_allreduce_on(size: float, devices: Sequence[int], bandwidth: np.ndarray) -> float:
-    """:func:`ring_allreduce_time` over ``devices`` of a cluster at its slowest link among them."""
+def ring_allreduce_on(size: float, devices: Sequence[int], bandwidth: np.ndarray, links=None) -> float:
+    """:func:`ring_allreduce_time` over ``devices`` of a cluster at its slowest link among them (SPP's model).
+    ``links`` (``plan --links exact``, :attr:`archsim.spp.topology.Topology.links`): ``(classes, index)``, each
+    pair's link class (its bandwidth the pair's η·B over η): the group's all-reduce then costs what train's
+    :func:`collective_seconds` gives on the slowest pair's class (launch, per-step latency, ring or tree), seconds."""
     if len(devices) <= 1:
         return 0.0
-    return ring_allreduce_time(size, len(devices), slowest_link(bandwidth, devices))
+    if links is None:
+        return ring_allreduce_time(size, len(devices), slowest_link(bandwidth, devices))
+    classes, index = links
+    u, v = min(((u, v) for u in devices for v in devices if u != v), key=lambda pair: bandwidth[pair])
+    link = classes[int(index[u, v])]
+    link = replace(link, bandwidth=float(bandwidth[u, v]) / link.efficiency)
+    return float(collective_seconds("all-reduce", size, len(devices), link))
 
 
 KINDS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "p2p")

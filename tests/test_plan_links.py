@@ -70,6 +70,49 @@ def test_a_pair_across_servers_pays_the_nics_latency_and_efficiency():
     assert topology.capacity[0, 1] == nic
 
 
+TWO_SERVERS = {"cluster": {"name": "two", "inter_server_gbps": 200},
+               "servers": [{"count": 3, "gpus": 2, "intra_server_gbps": 4800, "gpu": "a100-80gb"}]}
+WEIGHTS = 40_000_000  # bytes of parameters in each of the two layers
+
+
+def _weighted_layers():
+    return profile_from_costs(["a", "b"], [1e-3, 1e-3], [0.0, 0.0], [2e-3, 2e-3],
+                              activation_bytes=[ACTIVATION, 1], delta_bytes=[1, DELTA],
+                              weight_bytes=[WEIGHTS, WEIGHTS])
+
+
+# stage 0 on four GPUs (two servers: its slowest link is a NIC), stage 1 on the third server's two GPUs (NVLink)
+SPREAD = PRMPlan(0.0, ((0, 1), (1, 2)), (4, 2), ((0, 1, 2, 3), (4, 5)))
+
+
+def test_exact_links_price_a_replicated_stages_allreduce_as_train_does():
+    """Three servers of two A100s, 200 Gbit/s between them (25 GB/s, each pair's whole NIC: a send runs alone),
+    NVSwitch inside (300 GB/s a direction). A stage on all four GPUs all-reduces over its slowest link, the NIC:
+    train's all-reduce of its bytes on 4 GPUs over infiniband(25 GB/s), per-step latency included; a stage on
+    one server's two GPUs: train's all-reduce on NVLink at 300 GB/s. The plan's partition states the same."""
+    from archsim.spp.plan import prm_partition
+
+    topology = _topology(TWO_SERVERS, "exact")
+    first, second = stage_plans(_weighted_layers(), SPREAD, topology.bandwidth, topology.latency, topology.links)
+    across = float(collective_seconds("all-reduce", WEIGHTS, 4, infiniband(200e9 / 8)))
+    inside = float(collective_seconds("all-reduce", WEIGHTS, 2, nvlink(4800e9 / 8 / 2)))
+    assert first.allreduce == pytest.approx(across, rel=1e-12)
+    assert second.allreduce == pytest.approx(inside, rel=1e-12)
+    # the per-step latency is paid: more than the bytes at η·B alone
+    assert first.allreduce > 2 * 3 / 4 * WEIGHTS / (200e9 / 8 * NIC_EFFICIENCY) + infiniband(1.0).launch_s
+    partition = prm_partition(_weighted_layers(), SPREAD, topology.bandwidth, "spp", 1.0, topology.links)
+    assert [s.allreduce_cost for s in partition.stages] == pytest.approx([across, inside], rel=1e-12)
+
+
+def test_paper_links_keep_spps_allreduce():
+    """The paper's A = 2(k − 1)·Σα / (k·min b): no η, no latency (the figures docs/papers/spp.md compares)."""
+    topology = build_topology(TWO_SERVERS)
+    assert topology.links is None
+    first, second = stage_plans(_weighted_layers(), SPREAD, topology.bandwidth, topology.latency, topology.links)
+    assert first.allreduce == pytest.approx(2 * 3 * WEIGHTS / (4 * 200e9 / 8), rel=1e-12)
+    assert second.allreduce == pytest.approx(2 * 1 * WEIGHTS / (2 * 4800e9 / 8 / 2), rel=1e-12)
+
+
 @pytest.mark.long  # the first DGX-1 ring search (cached afterwards) takes most of a second
 def test_the_dgx1_pairs_take_their_own_link_class():
     """A DGX-1 of V100s: a pair joined by NVLink rings and a pair on PCIe each pay their own class's η."""

@@ -51,7 +51,7 @@ def data_parallel(profile: LayerProfile, topology: Topology, microbatches: int, 
     share = topology.devices if per_gpu == "share" else 1
     compute = microbatches * float(sum(profile.forward) + sum(profile.backward)) / share
     devices = tuple(range(topology.devices))
-    allreduce = ring_allreduce_on(float(sum(profile.weight_bytes)), devices, topology.bandwidth)
+    allreduce = ring_allreduce_on(float(sum(profile.weight_bytes)), devices, topology.bandwidth, topology.links)
     ops = tuple(op for layer in placed_ops(profile) for op in layer)
     stage = Stage(0, profile.names, ops, replicas=topology.devices, allreduce_cost=allreduce)
     return Partition("dp", (stage,), mandatory_bytes(profile, dict.fromkeys(profile.names, 0)), 0,
@@ -73,9 +73,9 @@ def _balanced_plan(profile: LayerProfile, devices, balance: str = "compute") -> 
 def gpipe(profile: LayerProfile, topology: Topology, microbatches: int, *, balance: str = "compute") -> Partition:
     """One stage per GPU balanced by ``balance`` ("layers": the SPP paper's GPipe), fill-drain order."""
     plan = _balanced_plan(profile, list(range(topology.devices)), balance)
-    makespan = pe_finish_time(stage_plans(profile, plan, topology.bandwidth, topology.latency), microbatches,
+    makespan = pe_finish_time(stage_plans(profile, plan, topology.bandwidth, topology.latency, topology.links), microbatches,
                               order="gpipe")
-    return prm_partition(profile, plan, topology.bandwidth, "gpipe", makespan)
+    return prm_partition(profile, plan, topology.bandwidth, "gpipe", makespan, topology.links)
 
 
 def pipedream_prm(profile: LayerProfile, topology: Topology, microbatches: int) -> Partition:
@@ -83,8 +83,8 @@ def pipedream_prm(profile: LayerProfile, topology: Topology, microbatches: int) 
     plans = prm_tables(profile, order, topology.bandwidth, microbatches, min(len(profile), topology.devices),
                        topology.latency)
     best = min(plans, key=lambda p: p.value)
-    makespan = pe_finish_time(stage_plans(profile, best, topology.bandwidth, topology.latency), microbatches)
-    return prm_partition(profile, best, topology.bandwidth, "pipedream-prm", makespan)
+    makespan = pe_finish_time(stage_plans(profile, best, topology.bandwidth, topology.latency, topology.links), microbatches)
+    return prm_partition(profile, best, topology.bandwidth, "pipedream-prm", makespan, topology.links)
 
 
 def hetpipe(profile: LayerProfile, topology: Topology, microbatches: int) -> Partition:
@@ -96,13 +96,13 @@ def hetpipe(profile: LayerProfile, topology: Topology, microbatches: int) -> Par
     for server in servers:
         devices = [d for d, s in enumerate(topology.servers) if s == server]
         plan = _balanced_plan(profile, devices)
-        makespan = pe_finish_time(stage_plans(profile, plan, topology.bandwidth, topology.latency), per_server)
+        makespan = pe_finish_time(stage_plans(profile, plan, topology.bandwidth, topology.latency, topology.links), per_server)
         if shown is None or makespan > slowest:
             slowest, shown = makespan, plan
     leaders = [next(d for d, s in enumerate(topology.servers) if s == server) for server in servers]
-    total = slowest + ring_allreduce_on(float(sum(profile.weight_bytes)), leaders, topology.bandwidth)
+    total = slowest + ring_allreduce_on(float(sum(profile.weight_bytes)), leaders, topology.bandwidth, topology.links)
     assert shown is not None
-    return prm_partition(profile, shown, topology.bandwidth, "hetpipe", total)
+    return prm_partition(profile, shown, topology.bandwidth, "hetpipe", total, topology.links)
 
 
 def pipedream_optimizer(profile: LayerProfile, topology: Topology, microbatches: int) -> Partition:

@@ -21,7 +21,7 @@ def consecutive_devices(partition) -> tuple[tuple[int, ...], ...]:
     return tuple(groups)
 
 
-def partition_stage_plans(profile: LayerProfile, partition, bandwidth, latency=0.0) -> list[StagePlan]:
+def partition_stage_plans(profile: LayerProfile, partition, bandwidth, latency=0.0, links=None) -> list[StagePlan]:
     """A :class:`~archsim.partition.result.Partition` (a PipeDream plan, say) laid on GPUs in their
     order, each stage on ``replicas`` consecutive GPUs, as PE's per-micro-batch stage plans over the
     cluster's real links: the stage's forward and backward split over its replicas, SPP's ring
@@ -45,7 +45,7 @@ def partition_stage_plans(profile: LayerProfile, partition, bandwidth, latency=0
         r = len(devices)
         forward = float(sum(profile.forward[k] for k in nodes)) / r
         backward = float(sum(profile.weight_grad[k] + profile.delta[k] for k in nodes)) / r
-        allreduce = ring_allreduce_on(float(sum(profile.weight_bytes[k] for k in nodes)), devices, bandwidth)
+        allreduce = ring_allreduce_on(float(sum(profile.weight_bytes[k] for k in nodes)), devices, bandwidth, links)
         channel = 0.0
         if s + 1 < len(groups):
             after = groups[s + 1]
@@ -67,4 +67,4 @@ def pipedream_on_cluster(profile: LayerProfile, topology: Topology, options=None
     hierarchy = tuple(Level(machines, bandwidth) for machines, bandwidth in topology.uniform_levels())
     plan = pipedream_plan(profile, hierarchy, options or PipeDreamOptions())
     partition = plan_partition(profile, plan)
-    return plan, partition, partition_stage_plans(profile, partition, topology.bandwidth, topology.latency)
+    return plan, partition, partition_stage_plans(profile, partition, topology.bandwidth, topology.latency, topology.links)

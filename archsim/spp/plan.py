@@ -31,7 +31,8 @@ class SPPResult:
     timeline: object
 
 
-def prm_partition(profile: LayerProfile, plan: PRMPlan, bandwidth, method: str, makespan: float) -> Partition:
+def prm_partition(profile: LayerProfile, plan: PRMPlan, bandwidth, method: str, makespan: float,
+                  links=None) -> Partition:
     """A PRM plan as the one plan type: each stage's layers and ops (costs per micro-batch, shared by
     its replicas), its devices, the ring all-reduce of its parameters at its slowest link, and the
     makespan PE gave it."""
@@ -39,25 +40,26 @@ def prm_partition(profile: LayerProfile, plan: PRMPlan, bandwidth, method: str, 
     stages = tuple(Stage(n, profile.names[first:last], tuple(op for k in range(first, last) for op in placed[k]),
                          replicas=len(devices),
                          allreduce_cost=ring_allreduce_on(float(sum(profile.weight_bytes[first:last])), devices,
-                                                            bandwidth))
+                                                            bandwidth, links))
                    for n, ((first, last), devices) in enumerate(zip(plan.stages, plan.devices)))
     stage_of = {name: stage.index for stage in stages for name in stage.layers}
     return Partition(method, stages, mandatory_bytes(profile, stage_of), 0, unit=profile.unit,
                      devices=tuple(tuple(d) for d in plan.devices), makespan=makespan)
 
 
-def stage_plans(profile: LayerProfile, plan: PRMPlan, bandwidth, latency=0.0) -> list[StagePlan]:
+def stage_plans(profile: LayerProfile, plan: PRMPlan, bandwidth, latency=0.0, links=None) -> list[StagePlan]:
     """Per-micro-batch stage and channel times of a PRM plan (replicas share a micro-batch); each send whose
-    bytes are not 0 pays the largest ``latency`` between the two stages' devices (:mod:`archsim.spp.prm`)."""
+    bytes are not 0 pays the largest ``latency`` between the two stages' devices (:mod:`archsim.spp.prm`); a
+    replicated stage's all-reduce is :func:`~archsim.collectives.ring_allreduce_on` (``links``: train's price)."""
     from archsim.collectives import pair_latency
-    from archsim.spp.prm import boundary_bytes, channel_time, stage_time
+    from archsim.spp.prm import boundary_bytes, channel_time
 
     plans = []
     for n, ((first, last), devices) in enumerate(zip(plan.stages, plan.devices)):
         r = len(devices)
         forward = float(sum(profile.forward[first:last])) / r
         backward = float(sum(profile.backward[first:last])) / r
-        allreduce = stage_time(profile, 1, first, last, devices, bandwidth) - forward - backward if r > 1 else 0.0
+        allreduce = ring_allreduce_on(float(sum(profile.weight_bytes[first:last])), devices, bandwidth, links)
         cf = cb = 0.0
         if n + 1 < len(plan.stages):
             both = channel_time(profile, 1, last, devices, plan.devices[n + 1], bandwidth)  # the bytes alone
@@ -87,15 +89,15 @@ def spp(profile: LayerProfile, topology: Topology, microbatches: int, *, max_sta
     table = []
     for plan in prm_tables(profile, order, topology.bandwidth, microbatches, limit, topology.latency):
         count = len(plan.stages)
-        makespan = pe_finish_time(stage_plans(profile, plan, topology.bandwidth, topology.latency), microbatches)
+        makespan = pe_finish_time(stage_plans(profile, plan, topology.bandwidth, topology.latency, topology.links), microbatches)
         table.append((count, plan.value, makespan))
         if on_stage_count is not None:
             on_stage_count(count)
         if best is None or makespan < best[1]:
             best = (plan, makespan)
     assert best is not None
-    _, timeline = pe_makespan(stage_plans(profile, best[0], topology.bandwidth, topology.latency), microbatches)
-    partition = prm_partition(profile, best[0], topology.bandwidth, "spp", best[1])
+    _, timeline = pe_makespan(stage_plans(profile, best[0], topology.bandwidth, topology.latency, topology.links), microbatches)
+    partition = prm_partition(profile, best[0], topology.bandwidth, "spp", best[1], topology.links)
     return SPPResult(partition, best[0], best[1], order, tuple(table), timeline)
 
 

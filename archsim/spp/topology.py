@@ -85,6 +85,8 @@ class Topology:
     device_types: tuple[str, ...] | None = None  # each device's type name (a GPU model, an array); None: not given
     latency: np.ndarray | float = 0.0  # per transfer (V, V) or one figure, in the bandwidth's time unit (0: the
     # paper's model, bytes / bandwidth alone; ``plan --links exact``: each pair's launch latency, build_topology)
+    links: tuple | None = None  # ``plan --links exact``: (link classes, (V, V) index of each pair's class), what a
+    # stage's all-reduce is priced on (archsim.collectives.ring_allreduce_on); None: the paper's model
 
     @property
     def devices(self) -> int:
@@ -288,26 +290,30 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
                          field="gpu_memory_gb")
     name = check_name(cluster.get("name", Path(file).stem), "name", file=file)
     latency: np.ndarray | float = 0.0
+    classes = None
     if links == "exact":
-        bandwidth, latency = _exact_links(bandwidth, where, server_devices, intra, file)
+        bandwidth, latency, classes = _exact_links(bandwidth, where, server_devices, intra, file)
     return Topology(name, tuple(servers), bandwidth, capacity,
-                    None if memory is None else float(memory) * 1e9, latency=latency)
+                    None if memory is None else float(memory) * 1e9, latency=latency, links=classes)
 
 
 def _exact_links(bandwidth: np.ndarray, where: np.ndarray, devices: list, intra: list[float],
-                 file: str) -> tuple[np.ndarray, np.ndarray]:
+                 file: str) -> tuple[np.ndarray, np.ndarray, tuple]:
     """Each pair's bandwidth (bytes/s) and latency (s) for ``plan --links exact``: the pair's link class as train
     prices its pipeline hop on it (:mod:`archsim.links`: the server's NVLink, its rings or PCIe,
     :func:`~archsim.links.nvlink_group`, in a server; :func:`~archsim.links.infiniband` between servers), whose
     send of d bytes costs α₀ + d / (η·B) (:meth:`~archsim.collectives.LinkClass.send_seconds`): the pair's
     bandwidth B (as the paper's model reads it) becomes η·B and its latency α₀. The min-cut capacities keep the stated figures. A server whose table names no
-    device has no link class: refused."""
+    device has no link class: refused. Third: each pair's link class (:attr:`Topology.links`), which a stage's
+    all-reduce is priced on as train prices it."""
     if None in devices:
         raise InputError("--links exact prices each GPU pair on its device's link class: name a gpu or device in "
                          "every [[servers]] table, or plan with --links paper", file=file, field="servers")
     nic = infiniband(1.0)  # η and α₀ of a NIC do not depend on its speed
     effective = bandwidth * nic.efficiency
     latency = np.full(bandwidth.shape, nic.launch_s)
+    classes = [nic]
+    index = np.zeros(bandwidth.shape, dtype=np.int32)
     starts = np.searchsorted(where, np.arange(len(devices)))
     for server, device in enumerate(devices):
         first, gpus = int(starts[server]), int(np.count_nonzero(where == server))
@@ -316,6 +322,8 @@ def _exact_links(bandwidth: np.ndarray, where: np.ndarray, devices: list, intra:
             link = nvlink_group(device, (0, 1), intra[server])
             effective[inside, inside] = bandwidth[inside, inside] * link.efficiency
             latency[inside, inside] = link.launch_s
+            index[inside, inside] = len(classes)
+            classes.append(link)
             continue
         for a in range(gpus):  # wired directly (a DGX-1): each pair its rings, or PCIe
             for b in range(a + 1, gpus):
@@ -323,8 +331,10 @@ def _exact_links(bandwidth: np.ndarray, where: np.ndarray, devices: list, intra:
                 for u, v in ((first + a, first + b), (first + b, first + a)):
                     effective[u, v] = bandwidth[u, v] * link.efficiency
                     latency[u, v] = link.launch_s
+                    index[u, v] = len(classes)
+                classes.append(link)
     np.fill_diagonal(latency, 0.0)
-    return effective, latency
+    return effective, latency, (tuple(classes), index)
 
 
 def _board_pairs(bandwidth: np.ndarray, where: np.ndarray, boards: list[str | None], intra: list[float]) -> None:
