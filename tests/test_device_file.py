@@ -157,13 +157,14 @@ def test_the_api_takes_trains_dtype_and_implementation(capsys, cluster, flags):
 
 
 def test_the_optimizer_step_costs_its_bytes_at_the_dram_energy():
-    """32 bytes per parameter (mixed-precision Adam) × 8 bits × the table's DRAM pJ per bit."""
+    """32 bytes per parameter (fp16 mixed-precision Adam) × 8 bits × the table's DRAM pJ per bit (bf16's 34:
+    tests/test_bf16_gradients.py)."""
     from archsim.energy.table import load_table
     from archsim.training.energy import array_iteration_joules
 
     tpu, par = load_device(DEVICES / "tpu_v4_like.toml"), Parallelism(1, 1, 1, 1, 1, "none")
-    extra = array_iteration_joules(TINY, par, tpu, "bf16", parameters=1e6) - array_iteration_joules(TINY, par, tpu,
-                                                                                                      "bf16")
+    extra = array_iteration_joules(TINY, par, tpu, "fp16", parameters=1e6) - array_iteration_joules(TINY, par, tpu,
+                                                                                                      "fp16")
     assert extra == pytest.approx(1e6 * 32 * 8 * load_table().dram_pj_per_bit * 1e-12)
 
 
