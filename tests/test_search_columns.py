@@ -105,3 +105,17 @@ def test_the_pareto_page_tables_name_each_rows_gpus_and_rates(files, tmp_path, c
                       capsys)
     text = page.read_text()
     assert code == 0 and all(f"<th>{name}</th>" in text for name in ("gpus", "tflops_per_gpu", "tokens_per_second"))
+
+
+def test_rows_carry_trains_hardware_tflops_per_gpu_which_counts_the_recompute(files):
+    """Search rows gave model TFLOP/s per GPU but not the FLOPs the GPUs run (recompute counted, Narayanan et
+    al.'s hardware FLOPs), which train and its sweep give."""
+    model, cluster = files
+    found = archsim.search(model, cluster=cluster, gpus=4, **{**SMALL, "recompute": ["full"]})
+    assert found.rows
+    for row in found.rows:
+        _, rates = archsim.train(model, cluster=cluster, tp=row["tp"], pp=row["pp"], dp=row["dp"], global_batch=8,
+                                 micro_batch=row["micro_batch"], recompute="full", schedule=row["schedule"],
+                                 attention="standard")
+        assert row["hardware_tflops_per_gpu"] == pytest.approx(rates.hardware_tflops_per_gpu, rel=1e-9)
+        assert row["hardware_tflops_per_gpu"] > row["tflops_per_gpu"] * 1.2  # full recompute reruns the forward

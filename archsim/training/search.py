@@ -24,6 +24,7 @@ and the result (:mod:`~archsim.training.search_result`).
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from dataclasses import replace
 
@@ -63,6 +64,11 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
     its gradient accumulation (``fused`` or ``unfused``, :mod:`archsim.training.grad_accumulation`)."""
     refuse_switch(c, "search (Megatron's configurations)")
     from archsim.progress import progress
+
+    started = time.monotonic()
+    # the bars after the grid's draw once the search has run a second (at once after a drawn grid bar), so
+    # its last phases (the rows: ~1.5 s for docs' 1T search) show too, and a quick search draws none
+    later = lambda: max(0.0, 1.0 - (time.monotonic() - started))
 
     counts = (gpus,) if isinstance(gpus, int) else tuple(gpus or (cluster.gpus,))
     check_search_size(cluster, counts, micro_batches, recomputes, schedules, chunks, sequence_parallel, placement)
@@ -111,7 +117,7 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
                 rejected[reason] += 1
     costed.sort(key=lambda t: (value(t), t[0]))  # ties (an array device's joules, alike at any time): faster first
     make = RowMaker(c, cluster, global_batch, coster, balance, orders, value)
-    rows, picked, twins = distinct_rows(make, costed, max(top, refine))
+    rows, picked, twins = distinct_rows(make, costed, max(top, refine), later())
     retimed: dict[int, dict] = {}  # index in costed → its row re-timed by the event simulator
     first = list(zip(picked, rows))  # each row's index in costed, before re-timing reorders them
     if refine:
@@ -136,7 +142,7 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
         rows[:refine] = sorted(timed, key=lambda r: (r[OBJECTIVE_COLUMN[objective]], r["iteration_seconds"]))
     order = [r for r in REASONS if rejected[r]] + (["filtered"] if rejected["filtered"] else [])
     second = (lambda t: t[2]) if objective == "time" else value
-    front, on_front = pareto_front_rows(make, costed, set(twins), retimed, second)
+    front, on_front = pareto_front_rows(make, costed, set(twins), retimed, second, later())
     rows = rows[:top]
     for row in rows:  # the rows' own times decide it, as they do the front's
         row["pareto_optimal"] = make.keep[id(row)] in on_front

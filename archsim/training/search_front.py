@@ -4,18 +4,20 @@ many of the rows listed stand for such twins (``SearchResult.identical_rows_drop
 
 from __future__ import annotations
 
+from archsim.progress import progress
 from archsim.training.search_row_maker import RowMaker
 from archsim.training.search_rows import pareto_front
 from archsim.training.search_space import Candidate
 
 
 def pareto_front_rows(make: RowMaker, costed: list[tuple], twins: set[int], retimed: dict[int, dict],
-                      second) -> tuple[list[dict], set[Candidate]]:
+                      second, delay: float = 1.0) -> tuple[list[dict], set[Candidate]]:
     """The Pareto front's rows (:func:`pareto_front` by time and ``second``) and their candidates, over every
     costed configuration with the time the rows give it: a row re-timed by the event simulator (``retimed``,
     by index in ``costed``) enters with that time, memory and server order, and is the front's entry as it is
     the row, so one configuration shows one time in one output; ``twins`` (indices) are left out as the rows
-    leave them out, their listed twin standing for them."""
+    leave them out, their listed twin standing for them. A bar counts the rows made (each plans and times its
+    split: about 0.7 s for docs' 1T search), drawn after ``delay`` seconds."""
     known: list[tuple] = []
     rows_of: dict[int, dict] = {}  # id of an entry of known → the re-timed row it is
     for index, item in enumerate(costed):
@@ -27,36 +29,43 @@ def pareto_front_rows(make: RowMaker, costed: list[tuple], twins: set[int], reti
             rows_of[id(item)] = row
         known.append(item)
     chosen = pareto_front(known, second)
-    front = [dict(rows_of[id(t)]) if id(t) in rows_of else make(t[3], t[0], t[2], t[1]) for t in chosen]
+    front = []
+    with progress(len(chosen), "build the Pareto front's rows", "row", delay=delay) as bar:
+        for t in chosen:
+            front.append(dict(rows_of[id(t)]) if id(t) in rows_of else make(t[3], t[0], t[2], t[1]))
+            bar.update(1)
     for row in front:
         row["pareto_optimal"] = True
     return front, {t[3] for t in chosen}
 
 
-def distinct_rows(make: RowMaker, costed: list[tuple],
-                  count: int) -> tuple[list[dict], list[int], dict[int, int]]:
+def distinct_rows(make: RowMaker, costed: list[tuple], count: int,
+                  delay: float = 1.0) -> tuple[list[dict], list[int], dict[int, int]]:
     """The first ``count`` rows of ``costed`` (best first), each row's index in ``costed``, and the twins left
     out on the way — alike in every column but ``recompute`` (and the Megatron arguments it sets) to a row
     listed before them —, index → that row's index. A twin ties with its row in ``costed``'s order, so the
     scan reads past ``count`` while the items tie with the last row: its twins there are its twins too. Under
     FlashAttention selective recompute has nothing to rerun, so it prices exactly as ``none``; the first in the
-    recompute order given is kept, and ``--top N`` lists N distinct configurations."""
+    recompute order given is kept, and ``--top N`` lists N distinct configurations. A bar counts the rows
+    listed (each plans and times its split), drawn after ``delay`` seconds."""
     rows: list[dict] = []
     picked: list[int] = []
     seen: dict[tuple, int] = {}  # a row's columns but recompute → its index in costed
     twins: dict[int, int] = {}
-    for index, (s, timing, mem, k) in enumerate(costed):
-        full = len(rows) == count
-        if full and (make.value(costed[index]), s) != (make.value(costed[picked[-1]]), costed[picked[-1]][0]):
-            break  # past the last row's ties (costed's sort key): no twin of a row follows
-        row = make(k, s, mem, timing)
-        key = tuple((name, repr(value)) for name, value in row.items() if name not in ("recompute", "megatron_args"))
-        if key in seen:
-            twins[index] = seen[key]
-        elif not full:
-            seen[key] = index
-            rows.append(row)
-            picked.append(index)
+    with progress(min(count, len(costed)), "build the ranked rows", "row", delay=delay) as bar:
+        for index, (s, timing, mem, k) in enumerate(costed):
+            full = len(rows) == count
+            if full and (make.value(costed[index]), s) != (make.value(costed[picked[-1]]), costed[picked[-1]][0]):
+                break  # past the last row's ties (costed's sort key): no twin of a row follows
+            row = make(k, s, mem, timing)
+            key = tuple((name, repr(value)) for name, value in row.items() if name not in ("recompute", "megatron_args"))
+            if key in seen:
+                twins[index] = seen[key]
+            elif not full:
+                seen[key] = index
+                rows.append(row)
+                picked.append(index)
+                bar.update(1)
     return rows, picked, twins
 
 

@@ -17,8 +17,8 @@ from archsim.training.throughput import mean_peak, throughput
 
 
 class RowMaker:
-    """Output rows: the GPUs, the configuration, its time (s), peak memory (GiB), MFU, model TFLOP/s per GPU
-    and tokens/s (:func:`~archsim.training.throughput.throughput`, as ``train`` gives them), cost, energy, stage
+    """Output rows: the GPUs, the configuration, its time (s), peak memory (GiB), MFU, model and hardware
+    (recompute counted) TFLOP/s per GPU and tokens/s (:func:`~archsim.training.throughput.throughput`, as ``train`` gives them), cost, energy, stage
     split, server order and what the planned split and order gain (fractions, timed by the same coster); one maker serves
     the ranked rows and the Pareto front (:mod:`~archsim.training.search_front`), so both read alike."""
 
@@ -41,6 +41,7 @@ class RowMaker:
                "stage_layers": ",".join(map(str, k.stage_layers)) if k.stage_layers else "",
                "iteration_seconds": seconds, "peak_memory_gib": memory / 2**30,
                "mfu": rates.mfu, "tflops_per_gpu": rates.tflops_per_gpu,
+               "hardware_tflops_per_gpu": rates.hardware_tflops_per_gpu,
                "tokens_per_second": rates.tokens_per_second, **objectives(c, k, cluster, global_batch, seconds),
                "uneven_gain": self.gain(k, seconds if event else None), "timing": timing,
                "megatron_args": megatron_args(k, global_batch, c.layers, cluster.dtype)}
