@@ -446,14 +446,24 @@ def run_sweep(spec, *, out: str | Path | None = None, workers: int = 1, dask: st
               progress: bool = False) -> pd.DataFrame:
     """Run a sweep spec (a TOML path, a :class:`SweepSpec` or a device sweep's
     :class:`~archsim.sweep.device_spec.DeviceSweepSpec`) into ``out`` (default ``results/<spec name>``),
-    computing only configurations not cached there; returns the results."""
+    computing only configurations not cached there; returns the results. A device sweep warns (UserWarning)
+    the lines ``archsim sweep`` prints on stderr: each ``array_sides`` side leaving PEs unused, each
+    implausible device figure."""
     from archsim.sweep import SweepSpec, load_spec
     from archsim.sweep import run_sweep as _run
     from archsim.sweep.device_spec import DeviceSweepSpec
 
     spec = spec if isinstance(spec, (SweepSpec, DeviceSweepSpec)) else load_spec(spec)
-    return _run(spec, out if out is not None else Path("results") / spec.name, workers=workers, dask=dask,
-                progress=progress)
+    frame = _run(spec, out if out is not None else Path("results") / spec.name, workers=workers, dask=dask,
+                 progress=progress)
+    if isinstance(spec, DeviceSweepSpec):  # the lines archsim sweep prints on stderr: unused PEs, a slipped unit
+        import warnings
+
+        from archsim.sweep.device_points import spec_warnings
+
+        for line in spec_warnings(spec):
+            warnings.warn(line, UserWarning, stacklevel=2)
+    return frame
 
 
 def write_report(results: str | Path, *, out: str | Path, spec=None) -> Path:

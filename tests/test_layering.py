@@ -302,16 +302,46 @@ def test_each_name_is_imported_from_its_one_home():
     assert not broken, "\n".join(sorted(set(broken)))
 
 
-# A name with a leading underscore is its own module's: a name another module imports is part of its home
-# module's interface, so it is public (no underscore, a docstring). Dunders (``__version__``) are public.
+# A name with a leading underscore is its own module's: a name another module imports, or reads as an attribute
+# of an archsim module it imported (``ops._n``), is part of its home module's interface, so it is public (no
+# underscore, a docstring). Dunders (``__version__``) are public.
+def is_private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def is_module(name: str, root: Path = ROOT) -> bool:
+    """Whether ``name`` (dotted, under archsim) is a module or package of ``root``, not a name inside one."""
+    path = root.parent.joinpath(*name.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def module_aliases(tree: ast.Module) -> dict[str, str]:
+    """Each local name bound to an archsim module by ``import archsim.x as m`` or ``from archsim.y import x``
+    (anywhere in ``tree``) → that module's dotted name."""
+    aliases = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            aliases |= {alias.asname: alias.name for alias in node.names
+                        if alias.asname and within(alias.name, "archsim")}
+        elif isinstance(node, ast.ImportFrom) and not node.level and within(node.module or "", "archsim"):
+            aliases |= {alias.asname or alias.name: f"{node.module}.{alias.name}" for alias in node.names
+                        if is_module(f"{node.module}.{alias.name}")}
+    return aliases
+
+
 def private_imports(path: Path) -> list[str]:
     """``from M import _n`` in ``path`` with M an archsim module (absolute or relative) and ``_n`` not a dunder,
-    at module level or inside a function, each as ``M._n``."""
-    found = []
-    for node in ast.walk(parsed(path)):
+    at module level or inside a function, and ``m._n`` with ``m`` an imported archsim module, each as ``M._n``
+    (an attribute once however often it is read)."""
+    tree, found = parsed(path), []
+    for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and (node.level or within(node.module or "", "archsim")):
             found += [f"{'.' * node.level}{node.module or ''}.{alias.name}" for alias in node.names
-                      if alias.name.startswith("_") and not (alias.name.startswith("__") and alias.name.endswith("__"))]
+                      if is_private(alias.name)]
+    aliases = module_aliases(tree)
+    found += dict.fromkeys(f"{aliases[node.value.id]}.{node.attr}" for node in ast.walk(tree)
+                           if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                           and node.value.id in aliases and is_private(node.attr))
     return found
 
 
@@ -322,6 +352,17 @@ def test_private_imports_are_found(tmp_path):
     module.write_text("from archsim.a import _b, c as _c, __version__\nfrom os import _exit\n"
                       "def f():\n    from archsim.d import _E\n    from .g import _h\n", encoding="utf-8")
     assert sorted(private_imports(module)) == [".g._h", "archsim.a._b", "archsim.d._E"]
+
+
+def test_private_attributes_of_imported_modules_are_found(tmp_path):
+    """``m._n`` with ``m`` an archsim module bound by ``import … as`` or ``from … import`` is reported, once;
+    a dunder, a public attribute, a non-module name's attribute and another package's module's are not."""
+    module = tmp_path / "m.py"
+    module.write_text("import os\nimport archsim.api as api\nfrom archsim.workload import onnx_ops as ops\n"
+                      "from archsim.workload.onnx_ops import MAX_WINDOW\nimport os.path as osp\n"
+                      "ops._a(); ops._a(); api._b; ops.__doc__; ops.c; MAX_WINDOW._d; os._exit; osp._e\n"
+                      "def f():\n    from archsim import sweep\n    return sweep._g\n", encoding="utf-8")
+    assert sorted(private_imports(module)) == ["archsim.api._b", "archsim.sweep._g", "archsim.workload.onnx_ops._a"]
 
 
 @pytest.mark.long

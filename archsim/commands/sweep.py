@@ -53,12 +53,9 @@ def run_sweep_command(args: argparse.Namespace) -> int:
               "GiB): their rows say fits_memory False; the report draws them hollow, never on the front",
               file=sys.stderr)
     if isinstance(spec, DeviceSweepSpec):  # as train warns of a device figure whose unit slipped
-        from archsim.devices.device_file import load_device
-        from archsim.sweep.device_points import implausible_points
-        from archsim.sweep.device_spec import unused_pe_lines
+        from archsim.sweep.device_points import spec_warnings
 
-        for line in (*unused_pe_lines(load_device(spec.setup.device_path), spec.array_sides),
-                     *implausible_points(spec)):
+        for line in spec_warnings(spec):
             print(f"archsim sweep: warning: {line}", file=sys.stderr)
     if args.report is not None:
         path = write_report(out, target, spec_command=f"archsim sweep {args.spec} --out {out}",

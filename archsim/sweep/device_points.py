@@ -66,6 +66,15 @@ def implausible_points(spec: DeviceSweepSpec) -> tuple[str, ...]:
         with_fields(device, point.arrays, point.hbm_gbps, point.sram_kib_per_array) for point in spec.units()))
 
 
+def spec_warnings(spec: DeviceSweepSpec) -> tuple[str, ...]:
+    """The lines ``archsim sweep`` warns on stderr and :func:`archsim.api.run_sweep` warns as UserWarnings,
+    one list for both: each ``array_sides`` side that leaves PEs unused, then each implausible figure."""
+    from archsim.devices.device_file import load_device
+    from archsim.sweep.device_spec import unused_pe_lines
+
+    return (*unused_pe_lines(load_device(spec.setup.device_path), spec.array_sides), *implausible_points(spec))
+
+
 def in_server_gbps(device: Device) -> float:
     """A cluster file's ``intra_server_gbps`` (Gbit/s, both directions) for the device's own chip-to-chip
     link (its ``[links] intra_gbps``, GB/s per direction), as the shipped device clusters state it."""
@@ -138,4 +147,4 @@ def sweep_rows(spec: DeviceSweepSpec) -> list[dict]:
     return with_front([row for point in spec.units() for row in point_rows(point)])
 
 
-__all__ = ["COLUMNS", "SRAM_COLUMN", "frame", "in_server_gbps", "point_rows", "sweep_rows", "with_fields", "with_front"]
+__all__ = ["COLUMNS", "SRAM_COLUMN", "frame", "in_server_gbps", "point_rows", "spec_warnings", "sweep_rows", "with_fields", "with_front"]

@@ -201,20 +201,20 @@ class _Importer:
         x = self._shape(node, name, node.input[0])
         weight = self.constants.get(node.input[1]) or self.shapes.get(node.input[1])
         if len(x) != 3 or not weight or len(weight) != 4:
-            raise ops._unsupported(node, name, f"only 2-D convolutions are modelled (input {list(x)})")
+            raise ops.unsupported_node(node, name, f"only 2-D convolutions are modelled (input {list(x)})")
         if node.input[1] in self.producers:
-            raise ops._unsupported(node, name, "weights computed by the graph (not a constant)")
+            raise ops.unsupported_node(node, name, "weights computed by the graph (not a constant)")
         c, h, w = x
         stride, pads, dilation = ops.spatial(node, attrs, name, size=(h, w), kernel=(weight[2], weight[3]))
         groups = int(attrs.get("group", 1))
         transposed = node.op_type == "ConvTranspose"
         if transposed and len(set(pads)) > 1:  # its pads crop the output: no padded input to fold them into
-            raise ops._unsupported(node, name, f"pads={list(pads)}: a transposed convolution's padding must be "
+            raise ops.unsupported_node(node, name, f"pads={list(pads)}: a transposed convolution's padding must be "
                                                f"symmetric")
         pad, extra_h, extra_w = ops.fold_pads(pads)
         h, w = h + extra_h, w + extra_w
         if transposed and any(attrs.get("output_padding", [])):
-            raise ops._unsupported(node, name, f"output_padding={list(attrs['output_padding'])} is not modelled")
+            raise ops.unsupported_node(node, name, f"output_padding={list(attrs['output_padding'])} is not modelled")
         layer = Layer(kind="deconv" if transposed else "conv", ifmap_h=h, ifmap_w=w, filter_h=weight[2],
                       filter_w=weight[3], channels=c, filters=weight[1] * groups if transposed else weight[0],
                       stride=stride, padding=pad, groups=groups, dilation=dilation,
@@ -225,7 +225,7 @@ class _Importer:
     def _pool(self, node, name: str, attrs: dict, common: dict, out: tuple[int, ...]) -> Layer:
         x = self._shape(node, name, node.input[0])
         if len(x) != 3:
-            raise ops._unsupported(node, name, f"only 2-D pooling is modelled (input {list(x)})")
+            raise ops.unsupported_node(node, name, f"only 2-D pooling is modelled (input {list(x)})")
         c, h, w = x
         if node.op_type.startswith("Global"):
             kernel, stride, pad = (h, w), 1, 0
@@ -233,7 +233,7 @@ class _Importer:
             kernel = tuple(attrs["kernel_shape"])
             stride, pads, dilation = ops.spatial(node, attrs, name, size=(h, w), kernel=kernel)
             if dilation != 1:
-                raise ops._unsupported(node, name, "dilated pooling is not modelled")
+                raise ops.unsupported_node(node, name, "dilated pooling is not modelled")
             pad, extra_h, extra_w = ops.fold_pads(pads)
             h, w = h + extra_h, w + extra_w
         layer = Layer(kind="pool", ifmap_h=h, ifmap_w=w, filter_h=kernel[0], filter_w=kernel[1], channels=c,
@@ -244,14 +244,14 @@ class _Importer:
     @staticmethod
     def _check_out(node, name: str, layer: Layer, out: tuple[int, ...]) -> None:
         if (layer.filters, layer.ofmap_h, layer.ofmap_w) != tuple(out):
-            raise ops._unsupported(node, name, f"ONNX output {list(out)} differs from archsim's "
+            raise ops.unsupported_node(node, name, f"ONNX output {list(out)} differs from archsim's "
                                                f"{[layer.filters, layer.ofmap_h, layer.ofmap_w]} (ceil_mode?)")
 
     def _gemm(self, node, name: str, attrs: dict, common: dict, out: tuple[int, ...], index: int, nodes,
               consumers) -> Layer:
         a, b = node.input[0], node.input[1]
         if node.op_type == "Gemm" and attrs.get("transA", 0):
-            raise ops._unsupported(node, name, "transA=1 (the batch would sit in the reduction)")
+            raise ops.unsupported_node(node, name, "transA=1 (the batch would sit in the reduction)")
         if a in self.producers and b in self.producers:  # activation × activation
             x, y = self._shape(node, name, a), self._shape(node, name, b)
             m = x[-2] if len(x) >= 2 else 1
@@ -263,12 +263,12 @@ class _Importer:
         if a in self.producers:
             x, weight = self._shape(node, name, a), self.constants.get(b, ())
             if len(weight) != 2:
-                raise ops._unsupported(node, name, f"weight operand of rank {len(weight)} (expected a matrix)")
+                raise ops.unsupported_node(node, name, f"weight operand of rank {len(weight)} (expected a matrix)")
             k, n = (weight[1], weight[0]) if attrs.get("transB", 0) else weight
         else:  # constant × activation: the constant is the weight, the activation's columns are the rows
             x, weight = self._shape(node, name, b), self.constants.get(a, ())
             if len(weight) != 2 or len(x) != 2:
-                raise ops._unsupported(node, name, "a constant left operand needs two matrices")
+                raise ops.unsupported_node(node, name, "a constant left operand needs two matrices")
             x, (n, k) = (x[1], x[0]), weight
         rows = prod(x[:-1]) if len(x) > 1 else 1
         if (x[-1] if x else 1) != k:

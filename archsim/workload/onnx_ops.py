@@ -86,31 +86,31 @@ def spatial(node, attrs: dict, name: str, size: tuple[int, ...], kernel: tuple[i
     auto_pad = attrs.get("auto_pad", b"NOTSET")
     auto_pad = auto_pad.decode() if isinstance(auto_pad, bytes) else str(auto_pad)
     if auto_pad not in ("NOTSET", "", "VALID", "SAME_UPPER", "SAME_LOWER"):
-        raise _unsupported(node, name, f"auto_pad={auto_pad}: ONNX's are NOTSET, VALID, SAME_UPPER, SAME_LOWER")
+        raise unsupported_node(node, name, f"auto_pad={auto_pad}: ONNX's are NOTSET, VALID, SAME_UPPER, SAME_LOWER")
     explicit = auto_pad in ("NOTSET", "")
     if not explicit and "pads" in attrs and (auto_pad != "VALID" or any(attrs["pads"])):
         # ONNX: pads "cannot be used simultaneously with auto_pad"; runtimes differ on which wins
-        raise _unsupported(node, name, f"pads={list(attrs['pads'])} with auto_pad={auto_pad}: ONNX takes one or "
+        raise unsupported_node(node, name, f"pads={list(attrs['pads'])} with auto_pad={auto_pad}: ONNX takes one or "
                                        f"the other")
     if auto_pad.startswith("SAME") and node.op_type == "ConvTranspose":  # SAME sets its output, not its input
-        raise _unsupported(node, name, f"auto_pad={auto_pad} on a transposed convolution is not modelled "
+        raise unsupported_node(node, name, f"auto_pad={auto_pad} on a transposed convolution is not modelled "
                                        f"(write explicit pads)")
     for label, values in (("strides", strides), ("dilations", dilations)):
         if len(set(values)) != 1:
-            raise _unsupported(node, name, f"{label}={values}: archsim models one value for H and W")
+            raise unsupported_node(node, name, f"{label}={values}: archsim models one value for H and W")
     stride, dilation = strides[0], dilations[0]
     for label, value, low in (("strides", stride, 1), ("dilations", dilation, 1)):
         if not low <= value <= MAX_WINDOW:
-            raise _unsupported(node, name, f"{label}={value}: outside {low}…{MAX_WINDOW}")
+            raise unsupported_node(node, name, f"{label}={value}: outside {low}…{MAX_WINDOW}")
     if auto_pad.startswith("SAME"):
         pads = list(same_pads(auto_pad, size, kernel, stride, dilation))
     else:
         pads = list(attrs.get("pads", [0] * 2 * rank)) if explicit else [0] * 2 * rank
     if len(pads) != 2 * rank:
-        raise _unsupported(node, name, f"pads={pads}: expected {2 * rank} values (begin and end per axis)")
+        raise unsupported_node(node, name, f"pads={pads}: expected {2 * rank} values (begin and end per axis)")
     for pad in pads:
         if not 0 <= pad <= MAX_WINDOW:
-            raise _unsupported(node, name, f"pads={pad}: outside 0…{MAX_WINDOW}")
+            raise unsupported_node(node, name, f"pads={pad}: outside 0…{MAX_WINDOW}")
     return stride, tuple(pads), dilation
 
 
@@ -149,5 +149,8 @@ def fold_pads(pads: tuple[int, ...]) -> tuple[int, int, int]:
 MAX_WINDOW = 2**16  # largest stride, padding or dilation read: beyond any published network, far from overflow
 
 
-def _unsupported(node, name: str, why: str) -> InputError:
+def unsupported_node(node, name: str, why: str) -> InputError:
+    """The error for a node archsim does not model, naming the node and its op; public because the importer
+    (:mod:`archsim.workload.onnx_import`) raises it too, and its ``field="node"`` is what
+    ``unsupported="skip"`` catches to leave the node out rather than fail."""
     return InputError(f"node {name!r} (op {node.op_type}): {why}", field="node")

@@ -1,0 +1,45 @@
+"""``archsim.run_sweep`` on a device sweep warns (UserWarning) the lines ``archsim sweep`` prints on stderr: a
+side whose square does not divide the device's PEs (300 on the TPU-v4-like file's 8 × 128² = 131,072: one 300²
+array, 68.7%) used to be silent through the API."""
+
+from __future__ import annotations
+
+import warnings
+
+import pandas as pd
+import pytest
+from test_robustness import write
+
+import archsim
+import archsim.sweep
+from archsim.sweep import load_spec
+
+SPEC = '[sweep]\nmodel = "gpt2"\ndevice = "tpu_v4_like"\narray_sides = [128, 300]\nchips = [4]\nglobal_batch = 16\n'
+
+
+def _warned(spec, out) -> list[str]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        archsim.run_sweep(spec, out=out)
+    return [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
+
+
+def test_the_api_warns_each_side_that_wastes_pes(tmp_path, monkeypatch):
+    """The run itself stubbed (its rows are not the point): the warnings come from the spec alone."""
+    monkeypatch.setattr(archsim.sweep, "run_sweep", lambda *args, **kwargs: pd.DataFrame())
+    lines = _warned(load_spec(write(tmp_path / "s.toml", SPEC)), tmp_path / "out")
+    wasting = [line for line in lines if line.startswith("array_sides ")]
+    assert len(wasting) == 1 and wasting[0].startswith("array_sides 300: 90,000 of the device's 131,072 PEs used")
+    assert "68.7%" in wasting[0]
+
+
+def test_a_side_that_divides_the_budget_is_not_warned(tmp_path, monkeypatch):
+    monkeypatch.setattr(archsim.sweep, "run_sweep", lambda *args, **kwargs: pd.DataFrame())
+    spec = load_spec(write(tmp_path / "s.toml", SPEC.replace("[128, 300]", "[128, 64]")))
+    assert not [line for line in _warned(spec, tmp_path / "out") if line.startswith("array_sides ")]
+
+
+@pytest.mark.long
+def test_a_real_run_warns_the_cli_line(tmp_path):
+    lines = _warned(str(write(tmp_path / "s.toml", SPEC)), tmp_path / "out")
+    assert sum(line.startswith("array_sides 300: ") for line in lines) == 1
