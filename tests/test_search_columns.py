@@ -12,20 +12,8 @@ import pytest
 
 import archsim
 from archsim.cli import main
+from tests.tiny_search import tiny_files
 
-GPT = """[transformer]
-family = "gpt"
-layers = 4
-hidden = 256
-heads = 4
-vocab = 1000
-seq = 128
-"""
-A100_NODE = """[cluster]
-[[servers]]
-gpus = 4
-gpu = "a100-80gb"
-"""
 SMALL = {"global_batch": 8, "top": 50, "schedule": ["1f1b"], "max_micro_batch": 1, "refine": 0,
          "recompute": ["none"], "sequence_parallel": "off", "attention": "standard", "progress": False}
 FLAGS = ["--global-batch", "8", "--top", "50", "--schedule", "1f1b", "--max-micro-batch", "1", "--refine", "0",
@@ -34,9 +22,7 @@ FLAGS = ["--global-batch", "8", "--top", "50", "--schedule", "1f1b", "--max-micr
 
 @pytest.fixture
 def files(tmp_path):
-    (tmp_path / "gpt.toml").write_text(GPT)
-    (tmp_path / "cluster.toml").write_text(A100_NODE)
-    return str(tmp_path / "gpt.toml"), str(tmp_path / "cluster.toml")
+    return tiny_files(tmp_path)
 
 
 def _cli(argv, capsys):

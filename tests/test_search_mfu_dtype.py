@@ -9,20 +9,8 @@ import pytest
 import archsim
 from archsim.training.throughput import model_flops
 from archsim.workload.model_files import load_transformer
+from tests.tiny_search import A100_NODE, tiny_files
 
-GPT = """[transformer]
-family = "gpt"
-layers = 4
-hidden = 256
-heads = 4
-vocab = 1000
-seq = 128
-"""
-A100_NODE = """[cluster]
-[[servers]]
-gpus = 4
-gpu = "a100-80gb"
-"""
 GTX_1080_TI = """[cluster]
 [[servers]]
 gpus = 2
@@ -44,12 +32,6 @@ SMALL = {"global_batch": 8, "top": 3, "schedule": ["1f1b"], "max_micro_batch": 1
          "recompute": ["none"], "sequence_parallel": "off", "attention": "standard", "progress": False}
 
 
-def _files(tmp_path, cluster: str):
-    (tmp_path / "gpt.toml").write_text(GPT)
-    (tmp_path / "cluster.toml").write_text(cluster)
-    return str(tmp_path / "gpt.toml"), str(tmp_path / "cluster.toml")
-
-
 def _train_mfu(model, cluster, row, dtype):
     """What ``archsim train`` says of the row's configuration."""
     _, rates = archsim.train(model, cluster=cluster, tp=row["tp"], pp=row["pp"], dp=row["dp"], global_batch=8,
@@ -59,7 +41,7 @@ def _train_mfu(model, cluster, row, dtype):
 
 
 def test_fp32_search_mfu_is_over_the_fp32_peak(tmp_path):
-    model, cluster = _files(tmp_path, A100_NODE)
+    model, cluster = tiny_files(tmp_path, A100_NODE)
     found = archsim.search(model, cluster=cluster, dtype="fp32", **SMALL)
     flops = model_flops(load_transformer(model), 8)
     for row in found.rows:
@@ -70,7 +52,7 @@ def test_fp32_search_mfu_is_over_the_fp32_peak(tmp_path):
 
 
 def test_search_runs_on_a_gpu_without_an_fp16_peak(tmp_path):
-    model, cluster = _files(tmp_path, GTX_1080_TI)
+    model, cluster = tiny_files(tmp_path, GTX_1080_TI)
     found = archsim.search(model, cluster=cluster, dtype="fp32", **SMALL)
     assert found.rows
     for row in found.rows:
@@ -78,7 +60,7 @@ def test_search_runs_on_a_gpu_without_an_fp16_peak(tmp_path):
 
 
 def test_mixed_cluster_fp32_search_mfu_matches_train(tmp_path):
-    model, cluster = _files(tmp_path, MIXED_FP32)
+    model, cluster = tiny_files(tmp_path, MIXED_FP32)
     # ranks of two GPU types: the closed form is exact on equal ranks only, so the rows are re-timed by
     # the event simulator, as train times them
     found = archsim.search(model, cluster=cluster, dtype="fp32", gpus=4, **{**SMALL, "refine": 3})
