@@ -15,7 +15,7 @@ LONG = "x" * 300
 ])
 def test_names_too_long_for_the_os(capsys, argv):
     line = clean_error(capsys, *argv)
-    assert any(why in line for why in ("not found", "no shipped network", "unknown energy table",
+    assert any(why in line for why in ("not found", "no shipped network", "no shipped transformer", "unknown energy table",
                                        "File name too long")), line
 
 
