@@ -71,3 +71,17 @@ def test_mixed_cluster_fp32_search_mfu_matches_train(tmp_path):
         assert row["mfu"] == pytest.approx(flops / (row["iteration_seconds"] * 4 * (66.9e12 + 19.5e12) / 2),
                                            rel=1e-12)
         assert row["mfu"] == pytest.approx(_train_mfu(model, cluster, row, "fp32"), rel=1e-9)
+
+
+def test_fp32_search_memory_is_trains(tmp_path):
+    """fp32 activations take twice fp16's bytes: a search row's peak memory is what ``archsim train`` gives
+    for its configuration, in fp32 as in fp16 (the fit filter and the row both read it)."""
+    model, cluster = tiny_files(tmp_path, A100_NODE)
+    for dtype in ("fp32", "fp16"):
+        found = archsim.search(model, cluster=cluster, dtype=dtype, **{**SMALL, "top": 50, "max_micro_batch": 2})
+        assert {row["pp"] for row in found.rows} >= {1, 2}
+        for row in found.rows:
+            result, _ = archsim.train(model, cluster=cluster, tp=row["tp"], pp=row["pp"], dp=row["dp"], global_batch=8,
+                                      micro_batch=row["micro_batch"], recompute=row["recompute"],
+                                      schedule=row["schedule"], attention="standard", dtype=dtype)
+            assert row["peak_memory_gib"] == pytest.approx(result.peak_memory_gib, rel=1e-9), (dtype, row)

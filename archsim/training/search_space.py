@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from math import isqrt
 
+from archsim.choices.devices import ELEMENT_BYTES
 from archsim.errors import InputError
 from archsim.training.memory import StageMemory, stage_memory, state_bytes
 from archsim.training.parallel import (
@@ -196,18 +197,19 @@ def rank_memories(c: TransformerConfig, par: Parallelism, ranks=None, dtype: str
     """Memory of one GPU of each pipeline rank in ``ranks`` (default all), as
     :func:`archsim.training.memory.memories` but with the in-flight counts in closed form, and a
     V-shaped schedule's first and last chunk (embedding and LM head) both on rank 0; model states at
-    ``dtype``'s bytes per parameter (:func:`~archsim.training.memory.state_bytes`)."""
+    ``dtype``'s bytes per parameter (:func:`~archsim.training.memory.state_bytes`) and activations at its
+    bytes per element over fp16's (fp32's double, as ``archsim train`` counts them)."""
     chunks = par.pp * par.chunks
     counts = layers_per_stage(c.layers, chunks, par.stage_layers)
     peaks = in_flight_peaks(par.schedule_name, par.pp, par.microbatches, par.chunks)
     apart = par.schedule not in V_SHAPED and par.pp > 1  # first and last chunk on different ranks
-    states = state_bytes(dtype)
+    states, scale = state_bytes(dtype), ELEMENT_BYTES[dtype] / 2
     out = []
     for rank in (range(par.pp) if ranks is None else ranks):
         parts = [stage_memory(c, par, counts[j], max(peaks[rank] // par.chunks, 1), j == 0, j == chunks - 1, apart,
                               states) for j in rank_chunks(par.schedule, par.pp, par.chunks, rank)]
         out.append(StageMemory(sum(p.parameters for p in parts), sum(p.states for p in parts),
-                               sum(p.activations for p in parts)))
+                               sum(p.activations for p in parts) * scale))
     return out
 
 
