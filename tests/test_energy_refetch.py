@@ -4,7 +4,8 @@
 GEMMs in the three dataflows at 32 KiB and 32 MiB SRAMs (tests/data/README.md says how they were
 produced). The cycle engine, which ``archsim energy --engine cycle`` prices DRAM with, must count the
 same words; the analytic engine (and the training energy on device files, which uses it) charges
-each operand once whatever the SRAM, so it cannot show refetch.
+each operand once whatever the SRAM, so it cannot show refetch. The guard test checks the energy
+parts of both engines on every recorded GEMM: they differ by the recorded refetch words alone.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ import pytest
 
 from archsim.array.config import ArrayConfig
 from archsim.cli import main
-from archsim.energy.model import gemm_counts
+from archsim.energy.model import energy_columns, gemm_counts
+from archsim.energy.table import access_energies
 
 DATA = Path(__file__).parent / "data" / "scalesim_dram" / "sram_32k_32m.csv"
 ROWS = list(csv.DictReader(DATA.open()))
@@ -81,3 +83,42 @@ def test_smaller_sram_costs_more_only_where_refetch_is_counted(capsys) -> None:
             totals[engine, kib] = next(r for r in rows if r["op"] == "TOTAL")["energy_pj"]
     assert totals["cycle", 32] > 2 * totals["cycle", 32768]
     assert totals["analytic", 32] < totals["analytic", 32768]
+
+
+def _energy_parts(row: dict, engine: str) -> tuple[dict, dict, float]:
+    """(counts, energy by part in pJ, the array's per-word energies) of one recorded GEMM under ``engine``."""
+    array = _array(row)
+    counts = gemm_counts(*_shape(row), array, engine=engine)
+    counts = {**counts, "vector_elements": np.zeros(1, dtype=np.int64), "cycles": np.zeros(1, dtype=np.int64)}
+    energies = access_energies(array)
+    return counts, energy_columns(counts, energies, array), energies
+
+
+@pytest.mark.long  # the cycle engine's first call in a process loads its compiled kernels (about a second)
+@pytest.mark.parametrize("row", ROWS, ids=lambda r: f"{r['m']}x{r['k']}x{r['n']}-{r['dataflow']}-{r['sram_kib']}KiB")
+def test_guard_energy_engines_differ_exactly_by_scalesims_refetch_words(row: dict) -> None:
+    """Guard of where refetch is priced. ``engine="cycle"`` charges SCALE-Sim's recorded DRAM words
+    (refetches included) and refills the ifmap/filter SRAMs with every word read, and drains the ofmap
+    SRAM once per word written; ``engine="analytic"`` charges the compulsory words (A, B read once, out
+    written once) at any SRAM size. Every other part (MACs, registers, SRAM reads into the array,
+    ofmap SRAM writes) is the same under both engines: SRAM demand does not depend on the SRAM's size."""
+    m, k, n = (int(row[key]) for key in ("m", "k", "n"))
+    recorded = {name: int(row[name]) for name in DRAM}
+    words = {"analytic": {"ifmap_dram_reads": m * k, "filter_dram_reads": k * n, "ofmap_dram_writes": m * n},
+             "cycle": recorded}
+    parts = {}
+    for engine, dram in words.items():
+        counts, energy, e = _energy_parts(row, engine)
+        parts[engine] = energy
+        ofmap_sram_reads = int(counts["ofmap_sram_writes"][0]) - m * n + dram["ofmap_dram_writes"]
+        expected = {"dram_read_pj": (dram["ifmap_dram_reads"] + dram["filter_dram_reads"]) * e.dram_read_pj,
+                    "dram_write_pj": dram["ofmap_dram_writes"] * e.dram_write_pj,
+                    "ifmap_sram_write_pj": dram["ifmap_dram_reads"] * e.ifmap_write_pj,
+                    "filter_sram_write_pj": dram["filter_dram_reads"] * e.filter_write_pj,
+                    "ofmap_sram_read_pj": ofmap_sram_reads * e.ofmap_read_pj}
+        for column, value in expected.items():
+            assert float(energy[column][0]) == pytest.approx(value, rel=1e-12), (engine, column)
+    for column in ("mac_pj", "register_pj", "ifmap_sram_read_pj", "filter_sram_read_pj", "ofmap_sram_write_pj"):
+        assert float(parts["cycle"][column][0]) == float(parts["analytic"][column][0]), column
+    if row["sram_kib"] == "32":  # the operands exceed their SRAMs: refetch makes the cycle engine's joules larger
+        assert float(parts["cycle"]["energy_pj"][0]) > 2 * float(parts["analytic"]["energy_pj"][0])
