@@ -72,9 +72,10 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         return f"{text} (default: {shown})" if text else f"(default: {shown})"
 
 
-class _Parser(argparse.ArgumentParser):
+class Parser(argparse.ArgumentParser):
     """argparse, but usage errors are one line and exit 2 like every other input error, and help
-    shows defaults (:class:`HelpFormatter`), in nested sub-commands too."""
+    shows defaults (:class:`HelpFormatter`), in nested sub-commands too. Public: a command's own arguments
+    can be read by the parser ``archsim COMMAND`` uses, without the whole CLI."""
 
     def __init__(self, *args, **kwargs) -> None:
         kwargs.setdefault("formatter_class", HelpFormatter)
@@ -107,11 +108,6 @@ def load_command(target: str) -> Command:
     return getattr(importlib.import_module(module), attribute)
 
 
-def _commands() -> list[Command]:
-    """Every sub-command, loaded (the docs' CLI reference and tests use it)."""
-    return [load_command(target) for _, target, _ in REGISTRY]
-
-
 def _selected(argv: Sequence[str]) -> str | None:
     """The sub-command ``argv`` runs: its first word that names one (top-level options take no value)."""
     names = {name for name, _, _ in REGISTRY}
@@ -120,11 +116,11 @@ def _selected(argv: Sequence[str]) -> str | None:
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The parser; with ``argv`` that selects a sub-command, only that one is imported and given a parser."""
-    parser = _Parser(prog="archsim",
-                     description="Systolic-array costs and training-pipeline planning.",
-                     epilog="Run 'archsim COMMAND --help' for a command's options and their defaults.")
+    parser = Parser(prog="archsim",
+                    description="Systolic-array costs and training-pipeline planning.",
+                    epilog="Run 'archsim COMMAND --help' for a command's options and their defaults.")
     parser.add_argument("--version", action="version", version=f"archsim {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     sub.required = True
     wanted = None if argv is None else _selected(argv)
     for name, target, text in REGISTRY:

@@ -10,7 +10,7 @@ import time
 from collections import Counter
 from contextlib import contextmanager
 
-from archsim.workload.torch_file import _time_limit
+from archsim.workload import torch_file
 
 
 class Hang(BaseException):
@@ -19,7 +19,7 @@ class Hang(BaseException):
 
 def time_limit(seconds: float):
     """Raise :class:`Hang` in the block after ``seconds`` (the loader's own SIGALRM limit)."""
-    return _time_limit(seconds, Hang)
+    return torch_file.time_limit(seconds, Hang)
 
 
 @contextmanager

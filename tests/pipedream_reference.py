@@ -5,8 +5,8 @@ unchanged so the run-list states of :mod:`archsim.partition.antichain` and the p
 :mod:`archsim.partition.pipedream_kernel` can be tested equal to them table for table (values,
 splits, rests, replicas). What was never rewritten is imported rather than copied: the
 breadth-first walk over antichains, PipeDream's topological order of them and each one's closure
-(``antichain._discover``, ``_mask``); the one-stage entries and compute-time tables
-(``pipedream_tables._one_stage``, ``_Matrix``); the chaining of levels (``level_tables``). The
+(``antichain.discover``, ``mask``); the one-stage entries and compute-time tables
+(``pipedream_tables.one_stage``, ``Matrix``); the chaining of levels (``level_tables``). The
 test does not check those."""
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from scipy import sparse
 
 from archsim.errors import InputError
 from archsim.numba_cache import njit
-from archsim.partition.antichain import _discover, _mask
-from archsim.partition.pipedream_tables import Level, PipeDreamOptions, _Matrix, _one_stage, level_tables
+from archsim.partition.antichain import discover, mask
+from archsim.partition.pipedream_tables import Level, Matrix, PipeDreamOptions, level_tables, one_stage
 from archsim.partition.profile import LayerProfile
 
 
@@ -84,14 +84,14 @@ def antichain_states(profile: LayerProfile, max_states: int = MAX_STATES) -> Ant
         if key not in augmented_cache:
             extra: set[int] = set()
             for node in antichain:
-                inside = _mask(before[node], n)
+                inside = mask(before[node], n)
                 outside = ~inside
                 outside[node] = False
                 extra.update(np.flatnonzero(inside & (reads @ outside.astype(np.int8) > 0)).tolist())
             augmented_cache[key] = sorted(extra) + list(antichain)
         return augmented_cache[key]
 
-    augmented, closure, edges, order = _discover(sources[0], successors_list, before, after, augment, max_states)
+    augmented, closure, edges, order = discover(sources[0], successors_list, before, after, augment, max_states)
     number = {state: k for k, state in enumerate(order)}
     if closure[-1] != (1 << n) - 1:
         missing = [profile.names[k] for k in range(n) if not closure[-1] >> k & 1]
@@ -99,7 +99,7 @@ def antichain_states(profile: LayerProfile, max_states: int = MAX_STATES) -> Ant
                          f"{len(missing)} node(s), e.g. {missing[0]}: PipeDream's states would drop their cost",
                          field="edges")
     total, weights, activations = profile.total, profile.weight_bytes, profile.activation_bytes
-    masks = [_mask(done, n) for done in closure]
+    masks = [mask(done, n) for done in closure]
     compute = np.array([float(np.sum(total[mask], dtype=float)) for mask in masks])
     activation = np.array([float(np.sum(activations[mask], dtype=float)) for mask in masks])
     parameters = np.array([float(np.sum(weights[mask], dtype=float)) for mask in masks])
@@ -178,9 +178,9 @@ def solve_splits(value, split, rest, replicas, ancestor_bits, cumulative, matrix
 def _solve_level(states: AntichainStates, compute, level: Level, within: int, final: bool,
                  options: PipeDreamOptions):
     """The library's one-stage entries, then the first-written split search over the bit matrix."""
-    solved = _one_stage(states, compute, level, within, final, options)
+    solved = one_stage(states, compute, level, within, final, options)
     ratio = options.activation_compression_ratio
-    use_matrix = isinstance(compute, _Matrix)
+    use_matrix = isinstance(compute, Matrix)
     solve_splits(solved.value, solved.split, solved.rest, solved.replicas, states.ancestor_bits,
                  np.zeros(1) if use_matrix else compute.cumulative, compute.values if use_matrix else np.zeros((1, 1)),
                  use_matrix, states.activation, states.parameters, states.crossing, float(level.bandwidth),

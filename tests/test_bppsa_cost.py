@@ -28,7 +28,6 @@ from archsim.bppsa.steps import (
     work,
 )
 from archsim.bppsa.vgg import critical_path, vgg_flops
-from archsim.commands import bppsa as bppsa_command
 from archsim.errors import InputError
 
 
@@ -177,13 +176,7 @@ def test_pruned_vgg_flops_structure():
 
 
 def run_cli(argv, capsys):
-    commands = cli._commands
-    if "bppsa" not in [c.name for c in commands()]:
-        cli._commands = lambda: commands() + [bppsa_command.COMMAND]
-    try:
-        code = cli.main(argv)
-    finally:
-        cli._commands = commands
+    code = cli.main(argv)  # bppsa is in cli.REGISTRY
     out, err = capsys.readouterr()
     return code, out, err
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from archsim.cli import _Parser
+from archsim.cli import Parser
 from archsim.cluster.catalog import paper_catalog
 from archsim.cluster.jobs import JobCluster, build_jobs
 from archsim.cluster.trace import COLUMNS, load_tiresias_csv, parse_tiresias_csv, synthetic_trace, trace_to_csv
@@ -74,7 +74,7 @@ def test_synthetic_trace_matches_the_paper_mix():
 
 
 def run_cli(argv, capsys):
-    parser = _Parser(prog="archsim cluster")
+    parser = Parser(prog="archsim cluster")
     COMMAND.add_arguments(parser)
     code = COMMAND.run(parser.parse_args(argv))
     return code, *capsys.readouterr()

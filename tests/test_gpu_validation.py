@@ -268,7 +268,7 @@ def run_cli(argv: list[str]) -> int:
     from archsim import cli
     from archsim.commands import validate_gpu
 
-    if any(command.name == "validate-gpu" for command in cli._commands()):
+    if any(name == "validate-gpu" for name, _, _ in cli.REGISTRY):
         return cli.main(["validate-gpu", *argv])
     parser = argparse.ArgumentParser()
     validate_gpu.add_arguments(parser)

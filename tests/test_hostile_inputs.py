@@ -222,10 +222,10 @@ def test_an_energy_table_name_stays_in_the_shipped_folder(name, capsys):
 def test_an_energy_table_name_leading_to_a_real_file_outside_is_refused(tmp_path, capsys):
     """Issue 32: the name leads (by ..) from configs/energy to a table that exists elsewhere; refused,
     while the same file given as a path is the user's explicit choice and loads."""
-    from archsim.energy.table import _energy_dir
+    from archsim.validate import shipped_configs
 
     evil = write(tmp_path / "evil.toml", TABLE)
-    name = os.path.relpath(tmp_path / "evil", Path(str(_energy_dir())))
+    name = os.path.relpath(tmp_path / "evil", Path(str(shipped_configs("energy"))))
     refused(capsys, "energy", "layerpipe_sample", "--energy-table", name, words="inside energy/")
     assert main(["energy", "layerpipe_sample", "--energy-table", str(evil)]) == 0
     capsys.readouterr()

@@ -287,7 +287,7 @@ def test_both_reduction_pieces_on_one_borrowing_stage_send_no_partial_sum():
     """Algorithm 1's walk never places δ′ with δ″ (δ″ fills the current processor, δ′ opens the next),
     but the count holds for such a placement too: the partial sums are added where both pieces run,
     and only the sum, l0's δ, travels, back to l0 which sits with l1's weights."""
-    from archsim.partition.layerpipe import _to_partition
+    from archsim.partition.layerpipe import to_partition
 
     profile = reduction_profile(10.0, 10.0)
     coster = QuarterReduction(LOWERED, profile.array)
@@ -295,6 +295,6 @@ def test_both_reduction_pieces_on_one_borrowing_stage_send_no_partial_sum():
                (1, 3, "D1", 75.0, "reduction", 1), (1, 4, "D2", 25.0, "reduction", 1)],
               [(1, 0, "F", 45.0, None, 0), (1, 1, "G", 45.0, None, 0), (0, 0, "F", 5.0, None, 0),
                (0, 1, "G", 5.0, None, 0)]]
-    plan = _to_partition(profile, coster, placed, ())
+    plan = to_partition(profile, coster, placed, ())
     assert plan.mandatory_bytes == 64 + 64
     assert plan.additional_bytes == 20 + 60 + 160  # both weight slices and the sum; no partial sum

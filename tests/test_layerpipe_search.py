@@ -18,7 +18,7 @@ from archsim.array.config import ArrayConfig
 from archsim.lowering import SPLIT_AXES
 from archsim.partition import build_profile
 from archsim.partition.coster import DeltaCoster
-from archsim.partition.layerpipe import _walk, best_split
+from archsim.partition.layerpipe import best_split, walk
 from archsim.partition.split_search import AxisSplits, one_gemm, table_splits
 from archsim.workload import load_network
 
@@ -95,11 +95,11 @@ def test_counting_walk_equals_placing_walk(seed, scale):
     profile = random_conv_profile(seed)
     target = scale * float(profile.total.max())
     coster = DeltaCoster.of(profile)
-    placed, count = _walk(profile, coster, target, ("channels", "reduction", "rows"))
-    assert _walk(profile, coster, target, ("channels", "reduction", "rows"), place=False)[1] == count == len(placed)
+    placed, count = walk(profile, coster, target, ("channels", "reduction", "rows"))
+    assert walk(profile, coster, target, ("channels", "reduction", "rows"), place=False)[1] == count == len(placed)
     assert all(placed)
     for limit in range(1, count + 2):  # a walk that stops past `limit` decides the same fit
-        stopped = _walk(profile, coster, target, ("channels", "reduction", "rows"), place=False, limit=limit)[1]
+        stopped = walk(profile, coster, target, ("channels", "reduction", "rows"), place=False, limit=limit)[1]
         assert (stopped <= limit) == (count <= limit)
 
 

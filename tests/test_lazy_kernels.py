@@ -15,7 +15,7 @@ from archsim.numba_cache import LazyKernel, njit, small_in_python
 from archsim.sim import Dep, Link, Op, Problem, Processor
 from archsim.sim import arrays as sim_arrays
 from archsim.sim import kernel as sim_kernel
-from archsim.sim.engine import PriorityPolicy, _ranks
+from archsim.sim.engine import PriorityPolicy, ranks
 
 
 def random_problem(seed: int) -> Problem:
@@ -42,7 +42,7 @@ def random_problem(seed: int) -> Problem:
 
 
 def kernel_inputs(problem: Problem):
-    return problem.arrays, _ranks(problem, PriorityPolicy()), len(problem.links)
+    return problem.arrays, ranks(problem, PriorityPolicy()), len(problem.links)
 
 
 def random_graph(seed: int) -> tuple[int, np.ndarray, np.ndarray]:

@@ -21,7 +21,7 @@ from archsim.errors import InputError
 from archsim.lowering import lower_network
 from archsim.workload import NETWORK_INPUT, load_network, shipped_networks
 from archsim.workload.builders import SHIPPED, to_csv
-from archsim.workload.shipped import _shipped_dir
+from archsim.workload.shipped import shipped_dir
 
 HIDDEN, FFN, HEADS, SEQ, BERT_LAYERS = 1024, 4096, 16, 512, 24
 HEAD_DIM = HIDDEN // HEADS
@@ -63,7 +63,7 @@ def test_every_shipped_network_is_listed_and_loads():
 
 
 def test_loading_the_shipped_networks_writes_nothing():
-    folder = _shipped_dir()
+    folder = shipped_dir()
     before = sorted((entry.name, entry.read_bytes()) for entry in folder.iterdir() if entry.is_file())
     for name in shipped_networks():
         load_network(name)
@@ -74,7 +74,7 @@ def test_loading_the_shipped_networks_writes_nothing():
 
 @pytest.mark.parametrize("name", sorted(SHIPPED))
 def test_shipped_csv_is_what_the_builder_writes(name):
-    assert (_shipped_dir() / f"{name}.csv").read_text() == to_csv(SHIPPED[name]())
+    assert (shipped_dir() / f"{name}.csv").read_text() == to_csv(SHIPPED[name]())
 
 
 def test_shipped_networks_have_padding_so_scalesim_geometry_rejects_them_with_a_location():

@@ -39,7 +39,7 @@ def _device_cluster(tmp_path: Path, name: str, cfg: str) -> Path:
 def _profile(argv: list[str]):
     args = build_parser(argv).parse_args(argv)
     plan.check_flags(args)  # as plan's run does first (it puts in --mode's default)
-    return plan._profile(args)
+    return plan.layer_profile(args)
 
 
 def _plan_json(capsys, argv: list[str]) -> dict:

@@ -19,7 +19,7 @@ import pytest
 
 from archsim.errors import InputError
 from archsim.workload import load_topology
-from archsim.workload.csv_loader import _is_gemm_header
+from archsim.workload.csv_loader import is_gemm_header
 
 ROOTS = [Path(p) for p in os.environ.get("ARCHSIM_SCALESIM_REPOS", "").split(os.pathsep) if p]
 FILES = sorted(f for root in ROOTS for f in (root / "topologies").rglob("*.csv"))
@@ -42,7 +42,7 @@ def _scalesim(path: Path, gemm: bool):
 
 def _is_gemm(path: Path) -> bool:
     first = path.read_text(encoding="utf-8-sig", errors="replace").splitlines()[:1]
-    return bool(first) and _is_gemm_header([c for c in first[0].split(",")])
+    return bool(first) and is_gemm_header([c for c in first[0].split(",")])
 
 
 @pytest.mark.slow

@@ -103,11 +103,11 @@ def test_the_concurrency_rule_over_sorted_starts_and_ends_is_the_sweep(slots, st
     """A[i + k] ≥ B[i] on sorted nudged starts A and ends B decides what the point sweep decides."""
     import numpy as np
 
-    from archsim.sim.validate import _concurrency_ok
+    from archsim.sim.validate import concurrency_ok
 
     proc = np.array([p for p, _, _ in slots], dtype=np.int64)
     start = np.array([s for _, s, _ in slots], dtype=np.float64)
     end = start + np.array([d for _, _, d in slots], dtype=np.float64)
     tol = 1e-9
-    assert _concurrency_ok(proc, start, end, np.array(streams), tol) == _sweep_reference(
+    assert concurrency_ok(proc, start, end, np.array(streams), tol) == _sweep_reference(
         proc.tolist(), start.tolist(), end.tolist(), streams, tol)

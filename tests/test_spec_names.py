@@ -11,12 +11,12 @@ import pytest
 from test_robustness import clean_error, write
 
 from archsim.cli import main
-from archsim.energy.table import _energy_dir
+from archsim.validate import shipped_configs
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = ('[sweep]\nnetworks = [{network}]\narrays = ["16x16"]\nbatches = [4]\nprocessors = [2]\nmethods = ["gpipe"]\n'
         'clocks_ghz = [1.0]\n{tables}')
-TABLE = Path(str(_energy_dir() / "horowitz45.toml")).read_text(encoding="utf-8")  # a valid table
+TABLE = Path(str(shipped_configs("energy") / "horowitz45.toml")).read_text(encoding="utf-8")  # a valid table
 NETWORK = (ROOT / "layers" / "layerpipe_sample.csv").read_text(encoding="utf-8")  # a valid network
 
 

@@ -62,7 +62,7 @@ def test_table3_rows_are_priced_on_the_1080ti_and_spp_is_fastest_under_both_base
 def _priced(network: str):
     args = build_parser().parse_args(_table_row(network))
     plan.check_flags(args)
-    profile, _, _ = plan._profile(args)
+    profile, _, _ = plan.layer_profile(args)
     return profile, load_topology_file(TESTBED)
 
 

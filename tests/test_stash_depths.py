@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 from layerpipe_dfg import pipeline
 
-from archsim.commands.pipeline import _stash_depths
+from archsim.commands.pipeline import stash_depths
 
 
 def derived(plan, names):
@@ -43,9 +43,9 @@ def plans(n):
 def test_stated_stash_depths_equal_the_derived_ones(n):
     for names, plan in plans(n):
         network = SimpleNamespace(layers=[SimpleNamespace(name=name, inputs=("x",)) for name in names])
-        assert _stash_depths(plan, network) == derived(plan, names)
+        assert stash_depths(plan, network) == derived(plan, names)
 
 
 def test_a_network_that_is_not_a_chain_has_none():
     network = SimpleNamespace(layers=[SimpleNamespace(name="a", inputs=()), SimpleNamespace(name="b", inputs=("a",))])
-    assert _stash_depths(SimpleNamespace(stages=[]), network) is None
+    assert stash_depths(SimpleNamespace(stages=[]), network) is None

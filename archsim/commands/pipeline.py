@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
         meta["settings"] = "; ".join(plan.notes)
     elif plan.method == "layerpipe":  # the defaults that decide Algorithm 1's plan, said rather than implied
         meta["settings"] = f"Algorithm 1: alpha {options['alpha']:g}; δ split axes {','.join(options['axes'])}"
-    stash = _stash_depths(plan, network)
+    stash = stash_depths(plan, network)
     makespan: float | None = None
     warning: str | None = None
     if stash is not None:
@@ -183,7 +183,7 @@ def _compact(records: list[dict], plan, order: list[str]) -> list[dict]:
     return shown
 
 
-def _stash_depths(plan, network) -> list[int] | None:
+def stash_depths(plan, network) -> list[int] | None:
     """Weight versions each processor stashes (chains only): S − s + 1 for the s-th of S non-empty
     stages, what the LayerPipe DFG (`tests/layerpipe_dfg`) derives from the pipelined training DFG (PipeDream's
     stash depth). Stated here so the command needs no networkx or integer program; a test checks the

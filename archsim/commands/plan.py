@@ -87,13 +87,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                           f"steps than this (default {SEARCH_STEP_LIMIT:,}, about 10 s of PRM tables)")
 
 
-def _profile(args: argparse.Namespace):
+def layer_profile(args: argparse.Namespace):
     """The layer profile in seconds, what it is and what priced it (meta keys: the network, and for costs
     archsim computes the micro-batch, the mode and the device or array, with the array's dtype and
     element_bytes) and the device's memory in bytes
     (None: not priced on a device). A graph.txt's own costs; else the cluster's device when its servers
     name one and no array flag is given (:func:`_server_machine`); else one array, --array/--config at
-    --clock-ghz."""
+    --clock-ghz. Public: the profile ``plan`` prices is checked apart from the plan made of it."""
     if Path(args.network).suffix == ".txt":
         from archsim.partition.graph_txt import load_graph_txt
 
@@ -277,7 +277,7 @@ def check_flags(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     check_flags(args)
     topology, lines = _read_cluster(args.cluster, args.seed, args.links)
-    profile, priced_on, device_memory = _profile(args)
+    profile, priced_on, device_memory = layer_profile(args)
     status = _plan(args, topology, profile, priced_on, device_memory)
     from archsim.commands.common import print_cluster_lines
 

@@ -95,7 +95,7 @@ def antichain_states(profile: LayerProfile, max_states: int = MAX_STATES) -> Ant
             if len(runs) == 1 and runs[0][0] == 0:
                 out[number] = prefix[runs[0][1]] if prefix is not None else np.sum(values[:runs[0][1] + 1], dtype=float)
             else:
-                out[number] = np.sum(values[_mask(_bits(runs), n)], dtype=float)
+                out[number] = np.sum(values[mask(_bits(runs), n)], dtype=float)
         sums.append(out)
     compute, activation, parameters = sums
     crossing = np.array([float(sum(float(activations[k]) for k in nodes)) for nodes in augmented])
@@ -157,21 +157,22 @@ def _shape(producers: tuple[tuple[int, ...], ...], successors_list: tuple[tuple[
             augmented_cache[key] = [k for k in range(extra.bit_length()) if extra >> k & 1] + list(antichain)
         return augmented_cache[key]
 
-    augmented, done, edges, order = _discover(sources[0], successors_list, before, after, augment, max_states)
+    augmented, done, edges, order = discover(sources[0], successors_list, before, after, augment, max_states)
     closure = [_runs(bits) for bits in done]
     runs, starts, ends = _ancestor_runs(order, edges, {state: k for k, state in enumerate(order)})
     return _Shape(tuple(tuple(nodes) for nodes in augmented), tuple(closure), runs, starts, ends, sources[0])
 
 
-def _discover(source: int, successors_list: Sequence[Sequence[int]], before: _Reach | Sequence[int],
-              after: _Reach | Sequence[int], augment: Callable[[list[int]], list[int]], max_states: int):
+def discover(source: int, successors_list: Sequence[Sequence[int]], before: _Reach | Sequence[int],
+             after: _Reach | Sequence[int], augment: Callable[[list[int]], list[int]], max_states: int):
     """PipeDream's antichain_dag() and topological_sort(): the antichains reachable from [source] one
     node at a time, found breadth first (ids and edge order as the released code), then numbered in
     its depth-first order. Returns, per state in that order, its augmented antichain and the bit set
     of nodes done after it; each state's successors by discovery id; and the order (ids). ``before``
     and ``after``: each node's strict predecessors and successors as bit sets; ``augment``:
     augment_antichain, passed in so the first-written version kept in the tests reaches the same
-    states by the same walk."""
+    states by the same walk. Public: the frozen reference (tests/pipedream_reference.py) shares it
+    rather than copying it."""
 
     def deaugment(augmented: list[int]) -> list[int]:
         inside = 0
@@ -335,10 +336,11 @@ def _bits(runs: tuple[tuple[int, int], ...]) -> int:
     return sum((1 << (last + 1)) - (1 << first) for first, last in runs)
 
 
-def _mask(bits: int, n: int) -> np.ndarray:
-    """The bit set ``bits`` over nodes 0..n−1 as booleans."""
+def mask(bits: int, n: int) -> np.ndarray:
+    """The bit set ``bits`` over nodes 0..n−1 as booleans. Public: the frozen reference
+    (tests/pipedream_reference.py) shares it rather than copying it."""
     raw = np.frombuffer(bits.to_bytes((n + 7) // 8, "little"), dtype=np.uint8)
     return np.unpackbits(raw, bitorder="little")[:n].astype(bool)
 
 
-__all__ = ["AntichainStates", "antichain_states"]
+__all__ = ["AntichainStates", "antichain_states", "discover", "mask"]

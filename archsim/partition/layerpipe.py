@@ -116,7 +116,7 @@ def layerpipe_partition(profile: LayerProfile, processors: int, *, coster: Delta
         if k > max_rounds:
             raise InputError(f"no balanced schedule after {max_rounds} relaxations", field="alpha")
         if k not in walks:
-            walks[k] = _walk(profile, coster, base * alpha**k, axes, place=False, limit=processors)[1] <= processors
+            walks[k] = walk(profile, coster, base * alpha**k, axes, place=False, limit=processors)[1] <= processors
         return walks[k]
 
     if search == "linear":
@@ -135,7 +135,7 @@ def layerpipe_partition(profile: LayerProfile, processors: int, *, coster: Delta
         rounds = high
     target = base * alpha**rounds
     notes = (f"target T_p = {target:.6g} cycles after {rounds} relaxation(s) by alpha = {alpha}",)
-    return _to_partition(profile, coster, _walk(profile, coster, target, axes)[0], notes)
+    return to_partition(profile, coster, walk(profile, coster, target, axes)[0], notes)
 
 
 @per_profile
@@ -146,11 +146,12 @@ def _layer_costs(profile: LayerProfile) -> tuple[list[float], list[float], list[
                  for x in (profile.forward, profile.weight_grad, profile.delta, profile.fixed))
 
 
-def _walk(profile: LayerProfile, coster: DeltaCoster | None, target: float, axes, place: bool = True,
-          limit: int | None = None) -> tuple[list[list[_Placed]], int]:
+def walk(profile: LayerProfile, coster: DeltaCoster | None, target: float, axes, place: bool = True,
+         limit: int | None = None) -> tuple[list[list[_Placed]], int]:
     """One pass of step 3: returns ops per processor (processor 0 holds the last layers) and their
     count; with ``place`` False only the count (the relaxation search needs nothing else), and
-    with a ``limit`` the walk stops once the count exceeds it."""
+    with a ``limit`` the walk stops once the count exceeds it. ``target``: T_p in the profile's cycles.
+    Public: the counting and placing walks are checked to agree."""
     procs: list[list[_Placed]] = [[]]
     count, used = 1, False  # processors opened; whether the latest one holds an op yet
     stop = math.inf if limit is None or place else limit  # counts only grow: one above `stop` is final
@@ -196,12 +197,15 @@ def _walk(profile: LayerProfile, coster: DeltaCoster | None, target: float, axes
 
 
 # An op as the walk places it: (layer index, rank in a stage's order F G D D1 D2, kind, cycles, split
-# axis, split part); _to_partition makes PlacedOps of them once the processors are known.
+# axis, split part); to_partition makes PlacedOps of them once the processors are known.
 _Placed = tuple[int, int, str, float, "SplitAxis | None", int]
 
 
-def _to_partition(profile: LayerProfile, coster: DeltaCoster | None, placed: list[list[_Placed]],
-                  notes) -> Partition:
+def to_partition(profile: LayerProfile, coster: DeltaCoster | None, placed: list[list[_Placed]],
+                 notes) -> Partition:
+    """The Partition of ``placed`` (ops per processor as :func:`walk` returns them, processor 0 holding the
+    last layers; cycles): stages, their ops and the mandatory and additional traffic in bytes. Kept apart
+    from the walk so the traffic count can be checked on placements the walk itself never makes."""
     forward_order = list(reversed(placed))
     names = profile.names
     home: dict[str, int] = {}  # layer → processor of its fixed part

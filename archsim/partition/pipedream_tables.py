@@ -51,7 +51,7 @@ def level_tables(states: AntichainStates, hierarchy: Sequence[Level], options: P
     """Every level's tables, innermost first; each level above reads the one below's A(·, ·, N − 1).
     ``solve``: one level's solver, :func:`_solve_level` (the tests pass their first-written one)."""
     solve = solve or _solve_level
-    compute: _Cumulative | _Matrix = _Cumulative(states.compute)
+    compute: _Cumulative | Matrix = _Cumulative(states.compute)
     all_a = []
     within = 1
     for number, level in enumerate(hierarchy):
@@ -60,7 +60,7 @@ def level_tables(states: AntichainStates, hierarchy: Sequence[Level], options: P
         all_a.append(solved)
         within = level.machines
         if not final:
-            compute = _Matrix(solved.value[:, :, -1])
+            compute = Matrix(solved.value[:, :, -1])
     return all_a
 
 
@@ -87,8 +87,9 @@ class _Cumulative:
         return np.where(cols >= rows, value, np.nan)
 
 
-class _Matrix:
-    """Upper levels' compute_times: the level below's A(i, j, N − 1); None (NaN) where it had none."""
+class Matrix:
+    """Upper levels' compute_times (the profile's time unit): the level below's A(i, j, N − 1); None (NaN)
+    where it had none. Public: the frozen reference (tests/pipedream_reference.py) shares it rather than copying it."""
 
     def __init__(self, values: np.ndarray):
         self.values = np.where(np.isinf(values), np.nan, values)
@@ -104,11 +105,12 @@ def _differences(cumulative: np.ndarray, rows, cols):
     return cumulative[np.asarray(cols)] - shifted[np.asarray(rows)]
 
 
-def _one_stage(states: AntichainStates, compute, level: Level, within: int, final: bool,
-               options: PipeDreamOptions) -> LevelTable:
+def one_stage(states: AntichainStates, compute, level: Level, within: int, final: bool,
+              options: PipeDreamOptions) -> LevelTable:
     """A level's tables with only the one-stage entries filled: A(i, j, m) for states i..j on one
     stage replicated m + 1 times (inf where the released code has None, or where it would not fit);
-    the split entries are the split search's to fill."""
+    the split entries are the split search's to fill. Times in the profile's unit, memory in bytes.
+    Public: the frozen reference (tests/pipedream_reference.py) shares it rather than copying it."""
     n, machines, bandwidth = len(states), level.machines, level.bandwidth
     rows = 1 if final else n + 1
     value = np.full((rows, n, machines), np.inf)
@@ -136,10 +138,10 @@ def _solve_level(states: AntichainStates, compute, level: Level, within: int, fi
                  options: PipeDreamOptions) -> LevelTable:
     n, machines, bandwidth = len(states), level.machines, level.bandwidth
     rows = 1 if final else n + 1
-    table = _one_stage(states, compute, level, within, final, options)
+    table = one_stage(states, compute, level, within, final, options)
     value, split, rest, replicas = table.value, table.split, table.rest, table.replicas
     ratio = options.activation_compression_ratio
-    use_matrix = isinstance(compute, _Matrix)
+    use_matrix = isinstance(compute, Matrix)
     arguments = (use_matrix, states.activation, states.parameters, states.crossing, float(bandwidth),
                  options.straight_pipeline, options.use_fewer_machines, -1.0 if ratio is None else float(ratio),
                  float(options.memory_bytes) if options.memory_constraint else -1.0)

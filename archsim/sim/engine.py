@@ -70,17 +70,18 @@ def simulate(problem: Problem, policy: Policy | None = None) -> Timeline:
 
     policy = policy if policy is not None else PriorityPolicy()
     with paused_gc():
-        rank = _ranks(problem, policy)
+        rank = ranks(problem, policy)
         slots, transfers = run_arrays(problem.arrays, rank, len(problem.links))
     return Timeline(SlotTable(problem, *slots), TransferTable(problem, *transfers), problem,
                     getattr(policy, "name", type(policy).__name__))
 
 
-def _ranks(problem: Problem, policy: Policy) -> np.ndarray:
+def ranks(problem: Problem, policy: Policy) -> np.ndarray:
     """Each op's place in the policy's order among its processor's ops (0 first), ties by position.
 
     Keys are compared only among ops of one processor — the only ops that ever compete, for a
     stream or (as consumers) for a link into that processor — so processors may use unlike keys.
+    Public: with ``problem.arrays`` it is the kernel's input, which the kernels' tests feed it directly.
     """
     proc = problem.arrays.proc
     members_of = np.argsort(proc, kind="stable")

@@ -86,7 +86,7 @@ def quick_check(problem, timeline, tol: float = 1e-9) -> bool:
     busy = length > tol
     if not _lanes_ok(proc[busy], stream[busy], start[busy], end[busy], tol):
         return False
-    if not _concurrency_ok(proc[busy], start[busy], end[busy], streams, tol):
+    if not concurrency_ok(proc[busy], start[busy], end[busy], streams, tol):
         return False
     src, dst = a.dep_src, a.dep_dst
     slot_of = np.empty(n, dtype=np.int64)
@@ -187,11 +187,12 @@ def _lanes_ok(proc, stream, start, end, tol: float) -> bool:
     return _all_before(a, b, tol)
 
 
-def _concurrency_ok(proc, start, end, streams, tol: float) -> bool:
+def concurrency_ok(proc, start, end, streams, tol: float) -> bool:
     """At most ``streams`` busy slots at once per processor (an end at t and a start at t do not
     overlap: starts are nudged by the tolerance). With each processor's nudged starts A and ends B
     sorted apart, more than k slots are ever open exactly when A[i + k] < B[i] for some i — the
-    sweep over start and end points that the per-item check runs, without sorting the 2n points."""
+    sweep over start and end points that the per-item check runs, without sorting the 2n points.
+    Times in the timeline's unit (seconds); ``tol`` relative. Public: a test checks it equals that sweep."""
     if proc.size == 0:
         return True
     nudged = start + tol * np.maximum(1.0, np.abs(start))

@@ -81,7 +81,7 @@ def parse_topology(text: str, *, source: str = "<string>", name: str = "network"
         raise InputError("empty topology file (expected a header and at least one layer row)", file=source)
     header_line, header = numbered[0]
     header = _strip_trailing_empty(header)
-    if _is_gemm_header(header):
+    if is_gemm_header(header):
         network = _parse_gemm(numbered, source, name, geometry)
         if shapes == "check":
             check_shapes(network)
@@ -198,7 +198,9 @@ def _drop_comment(row: list[str]) -> list[str]:
 _GEMM_COLUMNS = ("m", "n", "k")
 
 
-def _is_gemm_header(header: list[str]) -> bool:
+def is_gemm_header(header: list[str]) -> bool:
+    """Whether a topology's header row is SCALE-Sim's GEMM mode (``Layer, M, N, K``), not its conv layout:
+    the one test of which reader a CSV takes (the SCALE-Sim comparison picks SCALE-Sim's mode by it too)."""
     return (len(header) >= 4 and _norm(header[0]) in ("layer", "layer name", "l")
             and tuple(_norm(x) for x in header[1:4]) == _GEMM_COLUMNS)
 

@@ -34,7 +34,9 @@ from archsim.errors import InputError
 from archsim.validate import check_name, parse_json, parse_toml, read_text, shown, shown_boolean, shown_number
 from archsim.workload.transformer import ACTIVATIONS, FAMILIES, LIMITS, OPT_POSITION_OFFSET, TransformerConfig
 
-_TOML_KEYS = {"family", "layers", "hidden", "heads", "vocab", "seq", "ffn", "kv_heads", "tied_embeddings",
+# The keys a transformer config TOML may hold; any other is refused (docs/formats.md lists them under
+# "Transformer configs").
+TOML_KEYS = {"family", "layers", "hidden", "heads", "vocab", "seq", "ffn", "kv_heads", "tied_embeddings",
               "name", "type_vocab", "sliding_window", "head_dim"}
 
 
@@ -136,9 +138,9 @@ def _from_toml(document: dict, path: Path) -> TransformerConfig:
     if set(document) != {"transformer"} or not isinstance(document["transformer"], dict):
         raise InputError("expected exactly one table, [transformer]", field="transformer")
     t = document["transformer"]
-    unknown = sorted(set(t) - _TOML_KEYS)
+    unknown = sorted(set(t) - TOML_KEYS)
     if unknown:
-        raise InputError(f"unknown key; keys are {', '.join(sorted(_TOML_KEYS))}", field=unknown[0])
+        raise InputError(f"unknown key; keys are {', '.join(sorted(TOML_KEYS))}", field=unknown[0])
     family = t.get("family")
     if family not in FAMILIES or family == "switch":
         raise InputError(f"expected one of {', '.join(f for f in FAMILIES if f != 'switch')} (switch: from its Hugging Face config.json), "

@@ -14,8 +14,9 @@ from archsim.workload.csv_loader import load_topology, parse_topology
 from archsim.workload.layer import Network
 
 
-def _shipped_dir():
-    """``layers/`` as installed (package ``archsim.layers``), or beside the package in a checkout."""
+def shipped_dir():
+    """``layers/`` as installed (package ``archsim.layers``), or beside the package in a checkout: the one
+    place the shipped network CSVs are read from (the tests read the same folder)."""
     try:
         return resources.files("archsim.layers")
     except ModuleNotFoundError:  # editable installs put the repo root on sys.path, not the mapping
@@ -24,7 +25,7 @@ def _shipped_dir():
 
 def shipped_networks() -> list[str]:
     """Names of the networks shipped with archsim (CSV stems in ``layers/``)."""
-    return sorted(entry.name[:-4] for entry in _shipped_dir().iterdir() if entry.name.endswith(".csv"))
+    return sorted(entry.name[:-4] for entry in shipped_dir().iterdir() if entry.name.endswith(".csv"))
 
 
 BLOCK_NETWORKS: dict[str, str] = {"bert_large_blocks": "bert_large"}
@@ -129,7 +130,7 @@ def shipped_key(name: str, *, missing: str = "no") -> str:
     """The shipped network ``name`` stands for (``VGG-16`` → ``vgg_16``), or an InputError listing them:
     only a file inside ``layers/`` is ever read for a name, never one in the working folder."""
     key = name.strip().lower().replace("-", "_")
-    entry = resolve_name(_shipped_dir(), key, ".csv", "shipped network", field="NETWORK")
+    entry = resolve_name(shipped_dir(), key, ".csv", "shipped network", field="NETWORK")
     if not is_file(entry):
         raise InputError(f"{missing} shipped network named {name!r}; shipped: {', '.join(shipped_networks())}",
                          field="NETWORK")
@@ -139,6 +140,6 @@ def shipped_key(name: str, *, missing: str = "no") -> str:
 def load_shipped(name: str, *, geometry: str = "archsim", shapes: str = "auto", missing: str = "no") -> Network:
     """A shipped network by name (``vgg16``), read from ``layers/`` only."""
     key = shipped_key(name, missing=missing)
-    entry = resolve_name(_shipped_dir(), key, ".csv", "shipped network", field="NETWORK")
+    entry = resolve_name(shipped_dir(), key, ".csv", "shipped network", field="NETWORK")
     return parse_topology(read_text(entry, "shipped network"), source=f"layers/{key}.csv", name=key,
                           geometry=geometry, shapes=shapes)

@@ -38,9 +38,10 @@ class _TimedOut(BaseException):
 
 
 @contextmanager
-def _time_limit(seconds: float, error: type[BaseException] = _TimedOut) -> Iterator[None]:
-    """Raise ``error`` (:class:`_TimedOut`) in the block after ``seconds``; a no-op off the main
-    thread (signals reach only it) or without ``setitimer``."""
+def time_limit(seconds: float, error: type[BaseException] = _TimedOut) -> Iterator[None]:
+    """Raise ``error`` (:class:`_TimedOut`) in the block after ``seconds`` (wall-clock seconds, SIGALRM);
+    a no-op off the main thread (signals reach only it) or without ``setitimer``. Public: the fuzz
+    harness limits each case with the same alarm the loader puts on the user's code."""
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
         yield
         return
@@ -123,7 +124,7 @@ def load_torch_file(spec: str, input_shape: str | None, *, unsupported: str = "e
         module = importlib.util.module_from_spec(loader_spec)
         doing, field = "importing it", None
         try:
-            with _time_limit(timeout):
+            with time_limit(timeout):
                 sys.modules[module_name] = module  # dataclasses and pickling look their module up
                 try:
                     loader_spec.loader.exec_module(module)
@@ -152,4 +153,5 @@ def load_torch_file(spec: str, input_shape: str | None, *, unsupported: str = "e
             raise InputError(_one_line(doing, exc, timeout) + note, file=str(path), field=field) from None
 
 
-__all__ = ["DEFAULT_TIMEOUT", "MAX_INPUT_ELEMENTS", "is_torch_spec", "load_torch_file", "parse_input_shape"]
+__all__ = ["DEFAULT_TIMEOUT", "MAX_INPUT_ELEMENTS", "is_torch_spec", "load_torch_file", "parse_input_shape",
+           "time_limit"]
