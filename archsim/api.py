@@ -177,8 +177,8 @@ def run_sweep(spec, *, out: str | Path | None = None, workers: int = 1, dask: st
     """Run a sweep spec (a TOML path, a :class:`SweepSpec` or a device sweep's
     :class:`~archsim.sweep.device_spec.DeviceSweepSpec`) into ``out`` (default ``results/<spec name>``),
     computing only configurations not cached there; returns the results. A device sweep warns (UserWarning)
-    the lines ``archsim sweep`` prints on stderr: each ``array_sides`` side leaving PEs unused, each
-    implausible device figure."""
+    the lines ``archsim sweep`` prints on stderr: how many points do not fit memory (their rows'
+    ``fits_memory`` False), each ``array_sides`` side leaving PEs unused, each implausible device figure."""
     from archsim.sweep import SweepSpec, load_spec
     from archsim.sweep import run_sweep as _run
     from archsim.sweep.device_spec import DeviceSweepSpec
@@ -186,13 +186,14 @@ def run_sweep(spec, *, out: str | Path | None = None, workers: int = 1, dask: st
     spec = spec if isinstance(spec, (SweepSpec, DeviceSweepSpec)) else load_spec(spec)
     frame = _run(spec, out if out is not None else Path("results") / spec.name, workers=workers, dask=dask,
                  progress=progress)
-    if isinstance(spec, DeviceSweepSpec):  # the lines archsim sweep prints on stderr: unused PEs, a slipped unit
-        import warnings
+    if isinstance(spec, DeviceSweepSpec):  # the lines archsim sweep prints on stderr: points over memory, unused
+        import warnings  # PEs, a slipped unit
 
-        from archsim.sweep.device_points import spec_warnings
+        from archsim.sweep.device_points import spec_warnings, unfit_points_line
 
-        for line in spec_warnings(spec):
-            warnings.warn(line, UserWarning, stacklevel=2)
+        for line in (unfit_points_line(frame), *spec_warnings(spec)):
+            if line:
+                warnings.warn(line, UserWarning, stacklevel=2)
     return frame
 
 
