@@ -43,3 +43,33 @@ def test_a_side_that_divides_the_budget_is_not_warned(tmp_path, monkeypatch):
 def test_a_real_run_warns_the_cli_line(tmp_path):
     lines = _warned(str(write(tmp_path / "s.toml", SPEC)), tmp_path / "out")
     assert sum(line.startswith("array_sides 300: ") for line in lines) == 1
+
+
+# Three points of which two do not fit their chip's 32 GiB: the worst needs 50.25 GiB.
+UNFIT = pd.DataFrame({"fits_memory": [True, False, False], "peak_memory_gib": [10.0, 40.5, 50.25],
+                      "gpu": ["chip-a", "chip-b", "chip-c"], "memory_capacity_gib": [32.0, 32.0, 32.0]})
+UNFIT_LINE = ("2 of 3 points do not fit memory (up to 50.25 GiB per chip, its chip-c has 32 GiB): their rows say "
+              "fits_memory False; the report draws them hollow, never on the front")
+
+
+def test_the_api_warns_how_many_points_do_not_fit_memory(tmp_path, monkeypatch):
+    """``archsim sweep`` says how many points do not fit memory; ``archsim.run_sweep`` used to say nothing."""
+    monkeypatch.setattr(archsim.sweep, "run_sweep", lambda *args, **kwargs: UNFIT)
+    spec = load_spec(write(tmp_path / "s.toml", SPEC.replace("[128, 300]", "[128, 64]")))
+    assert UNFIT_LINE in _warned(spec, tmp_path / "out")
+
+
+def test_the_api_and_the_command_say_the_same_line(tmp_path, monkeypatch, capsys):
+    from archsim.cli import main
+
+    monkeypatch.setattr(archsim.sweep, "run_sweep", lambda *args, **kwargs: UNFIT)
+    path = write(tmp_path / "s.toml", SPEC.replace("[128, 300]", "[128, 64]"))
+    assert main(["sweep", str(path), "--out", str(tmp_path / "cli"), "--quiet"]) == 0
+    assert f"archsim sweep: warning: {UNFIT_LINE}\n" in capsys.readouterr().err
+    assert UNFIT_LINE in _warned(load_spec(path), tmp_path / "api")
+
+
+def test_points_that_all_fit_are_not_warned(tmp_path, monkeypatch):
+    monkeypatch.setattr(archsim.sweep, "run_sweep", lambda *args, **kwargs: UNFIT[UNFIT["fits_memory"]])
+    spec = load_spec(write(tmp_path / "s.toml", SPEC.replace("[128, 300]", "[128, 64]")))
+    assert not [line for line in _warned(spec, tmp_path / "out") if "do not fit memory" in line]

@@ -1,5 +1,5 @@
 """TP and DP groups inside DGX-1s of V100s each priced on their own GPUs' NVLinks, the rank waiting for its
-slowest group (archsim.training.cluster.GpuCluster.machine, _wired_within), not on its first group's.
+slowest group (archsim.training.group_links.rank_machine, _wired_within), not on its first group's.
 The DGX-1's hybrid cube-mesh (archsim.nvlink_rings.DGX1_V100_LINKS): 0–3, 0–4, 1–2, 1–5, 2–3, 4–7, 5–6, 6–7
 share two NVLinks; 0–1, 0–2, 1–3, 2–6, 3–7, 4–5, 4–6, 5–7 one; the other pairs none. So TP 2's groups
 0–1 and 4–5 run on one link, 2–3 and 6–7 on two; TP 4 · DP 2's DP pairs 0–4 and 1–5 on two, 2–6 and 3–7
@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from archsim.collectives import Spanning
+from archsim.training import group_links
 from archsim.training.cluster import GpuCluster
 from archsim.training.cluster_file import gpu_cluster, load_gpu_cluster, single_node
 from archsim.training.iteration import after_backward, model_pieces
@@ -109,14 +110,14 @@ def test_an_nvswitch_server_prices_one_group_of_each_kind():
     par = Parallelism(tp=2, pp=2, dp=2, global_batch=8, micro_batch=1)
     cluster = single_node("a100-80gb", 8)
     priced = []
-    original = GpuCluster._link
+    original = group_links.group_link
 
-    def counted(self, device, members, hop=False):
+    def counted(on, device, members, hop=False):
         priced.append(tuple(members))
-        return original(self, device, members, hop)
+        return original(on, device, members, hop)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(GpuCluster, "_link", counted)
+        patch.setattr(group_links, "group_link", counted)
         machine = cluster.machine(par)
     # rank 0's first TP group, its first DP group, and the pipeline's pair 0–4 (its link, the tied embedding's)
     assert sorted(set(priced)) == [(0, 1), (0, 2), (0, 4)]

@@ -1,6 +1,6 @@
 """Pipeline hops inside a DGX-1 of V100s priced on each hop's own GPU pairs (GPU g of rank r sends to GPU g
 of rank r + 1, every g at once; the slowest pair sets the hop), not on the rings of the ranks' first GPUs
-(archsim.training.cluster.GpuCluster.pipeline_hops, _pair_link). The DGX-1's hybrid cube-mesh
+(archsim.training.group_links.pipeline_hops, _pair_link). The DGX-1's hybrid cube-mesh
 (archsim.training.nvlink_rings.DGX1_V100_LINKS): GPUs 0–3 and 4–7 fully linked, GPU i to i + 4; 0–3, 0–4,
 1–2, 1–5, 2–3, 4–7, 5–6, 6–7 by two NVLinks, the others by one; 2–4, 3–5, 0–6, 1–7 by none (PCIe).
 

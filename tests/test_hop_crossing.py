@@ -1,6 +1,6 @@
 """A pipeline hop crosses servers whenever one of its GPU pairs does (GPU g of rank r sends to GPU g of
 rank r + 1, every g at once), not only when the ranks' first GPUs sit on different servers
-(archsim.training.cluster.GpuCluster.pipeline_hops). The expected seconds are derived here from the
+(archsim.training.group_links.pipeline_hops). The expected seconds are derived here from the
 cluster file's stated bandwidths and the fitted link constants (archsim.training.fitted: a NIC η 0.96,
 launch 52.7 µs; NVLink η 0.998, launch 52.7 µs) and the p2p formula (archsim.collectives: launch +
 bytes / (η · bandwidth)), not read off the code's output.

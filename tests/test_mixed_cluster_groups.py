@@ -1,5 +1,5 @@
 """Mixed clusters: every group priced on the GPUs and in-server links of the servers it sits in
-(archsim.training.cluster.GpuCluster._link), not on the asking rank's GPU or its first group's server.
+(archsim.training.group_links.group_link), not on the asking rank's GPU or its first group's server.
 The expected seconds are derived here from the catalog boards and the fitted link constants
 (archsim.links: A100_NVLINK η 0.998, α 3.15 µs, launch 52.7 µs, γ 1.8 ps/B; V100_NVLINK η 0.903,
 α 0, launch 37.9 µs) and the collectives' formulas (archsim.collectives), not read off the code's output."""

@@ -18,6 +18,7 @@ import pytest
 from archsim.links import nic_share
 from archsim.spp.topology import build_topology, load_topology_file
 from archsim.training.cluster_file import load_gpu_cluster, named_devices
+from archsim.training.group_links import group_link
 from archsim.training.parallel import Parallelism
 
 CLUSTERS = Path(__file__).resolve().parents[1] / "configs" / "clusters"
@@ -114,7 +115,7 @@ def test_a_dgx1_pair_plans_at_trains_hop(tmp_path, apart, links):
     path.write_text('[cluster]\nname = "dgx1"\n[[servers]]\ngpus = 8\nintra_server_gbps = 2400\ngpu = "v100-32gb"\n')
     plan = load_topology_file(path).bandwidth
     cluster = load_gpu_cluster(path)
-    hop = cluster._link(cluster.gpu, range(0, apart + 1, apart), hop=True)  # the pair's own hop (a stage's slowest
-    # pair sets its pp link: GPUs 1 and 5 share no NVLink)
+    # the pair's own hop (a stage's slowest pair sets its pp link: GPUs 1 and 5 share no NVLink)
+    hop = group_link(cluster, cluster.gpu, range(0, apart + 1, apart), hop=True)
     assert plan[0, apart] == plan[apart, 0] == hop.bandwidth == links * 2400e9 / 8 / 2 / 6
     assert plan[0, 5] == cluster.gpu.pcie_bytes_per_s == 16e9

@@ -1,5 +1,5 @@
 """Pipeline hops priced per hop: NVLink between ranks whose GPUs share a server, the network between
-servers (archsim.training.cluster.GpuCluster.pipeline_hops). Reference: 1F1B's critical path runs
+servers (archsim.training.group_links.pipeline_hops). Reference: 1F1B's critical path runs
 the first micro-batch down through every boundary and the last one's gradient back up, so pricing the
 two in-server boundaries of a 4-rank pipeline at NVLink instead of the network saves exactly
 2 × 2 × (network hop − NVLink hop) in the event simulator."""

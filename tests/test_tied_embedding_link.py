@@ -1,7 +1,7 @@
 """The tied embedding's gradient all-reduce priced on the link between the GPUs that run it: Megatron's
 embedding group is GPU g of the first pipeline rank and GPU g of the last, all g at once
-(archsim.training.machine.Links.embedding, built by GpuCluster._pair_link), not the pipeline's link over
-its ranks' first GPUs. The expected seconds are derived here from the cluster files' stated bandwidths,
+(archsim.training.machine.Links.embedding, built by archsim.training.group_links._pair_link), not the pipeline's
+link over its ranks' first GPUs. The expected seconds are derived here from the cluster files' stated bandwidths,
 the catalog and the fitted link constants (archsim.training.fitted: NVLink η 0.998, α 3.15 µs, launch
 52.7 µs, γ 1.8 ps/B; a NIC η 0.96, α 6.3 µs, launch 52.7 µs; V100 DGX-1 η 0.903, α 0, launch 37.9 µs,
 γ 0.357 ps/B) and the collectives' formulas (archsim.collectives), not read off the code's output.

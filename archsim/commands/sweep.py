@@ -45,18 +45,12 @@ def run_sweep_command(args: argparse.Namespace) -> int:
 
     summary = "" if isinstance(spec, DeviceSweepSpec) else f"; summary in {out / 'summary.csv'}"  # a device sweep: none
     note_written(f"{len(frame)} results in {out / 'results.csv'}{summary}")
-    if isinstance(spec, DeviceSweepSpec) and not frame["fits_memory"].astype(bool).all():  # as train warns
-        over = frame[~frame["fits_memory"].astype(bool)]
-        worst = over.loc[over["peak_memory_gib"].idxmax()]
-        print(f"archsim sweep: warning: {len(over)} of {len(frame)} points do not fit memory (up to "
-              f"{worst['peak_memory_gib']:.4g} GiB per chip, its {worst['gpu']} has {worst['memory_capacity_gib']:g} "
-              "GiB): their rows say fits_memory False; the report draws them hollow, never on the front",
-              file=sys.stderr)
-    if isinstance(spec, DeviceSweepSpec):  # as train warns of a device figure whose unit slipped
-        from archsim.sweep.device_points import spec_warnings
+    if isinstance(spec, DeviceSweepSpec):  # as train warns: memory that does not fit, a figure whose unit slipped
+        from archsim.sweep.device_points import spec_warnings, unfit_points_line
 
-        for line in spec_warnings(spec):
-            print(f"archsim sweep: warning: {line}", file=sys.stderr)
+        for line in (unfit_points_line(frame), *spec_warnings(spec)):
+            if line:
+                print(f"archsim sweep: warning: {line}", file=sys.stderr)
     if args.report is not None:
         path = write_report(out, target, spec_command=f"archsim sweep {args.spec} --out {out}",
                             own_networks=spec.networks)

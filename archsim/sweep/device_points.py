@@ -75,6 +75,23 @@ def spec_warnings(spec: DeviceSweepSpec) -> tuple[str, ...]:
     return (*unused_pe_lines(load_device(spec.setup.device_path), spec.array_sides), *implausible_points(spec))
 
 
+def unfit_points_line(frame) -> str | None:
+    """The line ``archsim sweep`` warns on stderr and :func:`archsim.api.run_sweep` warns as a UserWarning, one
+    text for both, when points of a device sweep's results (a DataFrame of :data:`COLUMNS`) do not fit their
+    chip's memory: how many, and the worst one's need (GiB per chip) against its chip's capacity (GiB), as
+    ``archsim train`` warns of one layout; None when every point fits (or there are none)."""
+    if len(frame) == 0:
+        return None
+    fits = frame["fits_memory"].astype(bool)
+    if fits.all():
+        return None
+    over = frame[~fits]
+    worst = over.loc[over["peak_memory_gib"].idxmax()]
+    return (f"{len(over)} of {len(frame)} points do not fit memory (up to {worst['peak_memory_gib']:.4g} GiB per "
+            f"chip, its {worst['gpu']} has {worst['memory_capacity_gib']:g} GiB): their rows say fits_memory False; "
+            "the report draws them hollow, never on the front")
+
+
 def in_server_gbps(device: Device) -> float:
     """A cluster file's ``intra_server_gbps`` (Gbit/s, both directions) for the device's own chip-to-chip
     link (its ``[links] intra_gbps``, GB/s per direction), as the shipped device clusters state it."""

@@ -1,0 +1,89 @@
+"""The API's keyword checks: each keyword refused in one line as its flag refuses it (an
+:class:`~archsim.errors.InputError` naming the keyword), or turned into the object its flag builds
+(a transformer config, a GPU cluster). Shared by :mod:`archsim.api` and :mod:`archsim.api_training`, so a
+keyword means the same to every job.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def positive_int(value: object, field: str, *, low: int = 1) -> int:
+    """A keyword whose flag takes an integer in ``low`` … 2³¹ − 1 (1: ``positive_int_flag``; 0: ``--refine``'s
+    ``int_flag``): refused with the flag's message, or the integer (``"2"`` read as ``--top 2`` reads it)."""
+    from archsim.errors import InputError
+    from archsim.validate import INT32_MAX, parse_int
+
+    what = "a positive integer" if low == 1 else "a non-negative integer"
+    try:
+        return parse_int(value, low=low, high=INT32_MAX, what=what)
+    except ValueError as exc:
+        raise InputError(str(exc), field=field) from None
+
+
+def check_choice(value: object, choices: tuple[str, ...], field: str) -> None:
+    """A keyword whose flag takes one of ``choices``: refused as the flag's ``choices`` refuse it."""
+    if value not in choices:
+        from archsim.errors import InputError
+
+        raise InputError(f"expected one of {', '.join(choices)}, got {value!r}", field=field)
+
+
+def check_path(value: object, field: str, what: str) -> None:
+    """A keyword that takes a file: a str or Path, else refused in one line (not a TypeError from open)."""
+    if not isinstance(value, (str, Path)):
+        from archsim.errors import InputError
+
+        raise InputError(f"expected {what}, got {type(value).__name__}", field=field)
+
+
+def listed(value) -> tuple:
+    """A flag's values as a tuple: one value (a name, a count) as a tuple of one, not its characters."""
+    return (value,) if isinstance(value, (str, int)) else tuple(value)
+
+
+def named(given: str | Path | None, value: object, placeholder: str) -> str:
+    """The path a search row's ``archsim train`` line names: ``given``, else ``value`` where it is a
+    path, else ``placeholder`` (an object loaded in Python has no path to name)."""
+    if given is not None:
+        return str(given)
+    return str(value) if isinstance(value, (str, Path)) else placeholder
+
+
+def transformer(model, seq: int | None):
+    """A config path or shipped name loaded, or a config as is; ``seq`` overrides its sequence length (``--seq``)."""
+    from dataclasses import replace
+
+    from archsim.workload.model_files import load_transformer
+    from archsim.workload.transformer import TransformerConfig
+
+    if isinstance(model, TransformerConfig):
+        return model if seq is None else replace(model, seq=seq)
+    check_path(model, "model", "a transformer config path or a TransformerConfig")
+    return load_transformer(model, seq=seq)
+
+
+def seq_note(model, config, seq: int | None) -> str:
+    """``train``'s and ``search``'s note on a rotary config's default sequence (its longest context), for a
+    model given as a path; '' for a config object, whose sequence the caller set."""
+    from archsim.workload.model_files import default_seq_note
+
+    return default_seq_note(config, model, seq, "seq=N") if isinstance(model, (str, Path)) else ""
+
+
+def gpu_cluster(cluster, dtype: str | None = None):
+    """A cluster TOML loaded to train in ``dtype`` (None: fp16), or a cluster as is (``dtype`` replacing its own)."""
+    from dataclasses import replace
+
+    from archsim.choices.devices import DTYPES
+    from archsim.errors import InputError
+    from archsim.training.cluster import GpuCluster
+    from archsim.training.cluster_file import load_gpu_cluster
+
+    if not isinstance(cluster, GpuCluster):
+        check_path(cluster, "cluster", "a cluster TOML path or a GpuCluster")
+        return load_gpu_cluster(cluster, dtype or "fp16")
+    if dtype is not None and dtype not in DTYPES:
+        raise InputError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}", field="dtype")
+    return cluster if dtype is None else replace(cluster, dtype=dtype)

@@ -1,0 +1,215 @@
+"""The training jobs of the library's face: ``archsim.train``, ``archsim.train_runs`` and ``archsim.search``,
+keyword-only functions that take ``archsim train`` and ``archsim search``'s flags as keywords of the same names
+and call the code those commands run; nothing here computes a number of its own. Seconds, bytes and GiB as
+the commands print them. Re-exported by :mod:`archsim.api` (and :mod:`archsim`, ``archsim.train(...)``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from archsim.api_keywords import (
+    check_choice,
+    check_path,
+    gpu_cluster,
+    listed,
+    named,
+    positive_int,
+    seq_note,
+    transformer,
+)
+
+
+def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: int = 1, micro_batch: int = 1,
+          seq: int | None = None, recompute: str = "full", sequence_parallel: bool = False, interleave: int = 1,
+          schedule: str = "1f1b", stage_layers: str | Sequence[int] | None = None, attention: str = "flash",
+          dp_overlap: str = "none", dtype: str | None = None, implementation: str = "megatron",
+          grad_accumulation: str | None = None, balance: str = "even", placement: str = "file",
+          max_ops: int | None = None):
+    """One training iteration of a transformer on a GPU cluster, as ``archsim train`` runs it. ``model``:
+    a config path, a shipped config's name (``"gpt3_1.3b"``: :func:`~archsim.workload.model_files.transformer_path`)
+    or a :class:`~archsim.workload.transformer.TransformerConfig`; ``cluster``: a cluster TOML path or a
+    :class:`~archsim.training.cluster.GpuCluster`; the other names are ``train``'s flags
+    (``dtype`` None: ``--dtype``'s default fp16 for a path, a cluster object's own; ``grad_accumulation``
+    None: the implementation's own, fused for megatron, unfused for pytorch-eager; ``stage_layers`` as
+    ``"6,6,6,6"`` or a sequence; ``balance``, ``placement`` and ``max_ops`` (None: ``--max-ops``' default)
+    as their flags, :func:`archsim.training.train_layout.lay_out`). Returns the
+    :class:`~archsim.training.run.TrainResult` (``iteration_seconds``, ``memory``, ``breakdown`` in
+    seconds; ``energy_j`` and ``energy_source``, priced as ``archsim train`` prices them:
+    :func:`archsim.training.energy.priced`) and its :class:`~archsim.training.throughput.Throughput`
+    (MFU, TFLOP/s per GPU, tokens/s); ``result.to_dict()`` is the document ``archsim train --format json``
+    prints. A TP group across servers and a rank whose memory does not fit its GPU (``result.fits``) are
+    each a :class:`UserWarning`, the line ``archsim train`` prints on stderr, as is a NIC speed outside
+    every NIC sold (a unit slipped: :func:`archsim.network.nic_speed_warning`); so is its note when ``dtype``
+    is None, ``cluster`` a path (fp16) and the config's ``torch_dtype`` names another dtype, and each of the
+    cluster file's notes (a key train does not read, or GPUs the layout leaves idle:
+    :func:`archsim.training.cluster_file.cluster_notes`)."""
+    from dataclasses import replace
+
+    from archsim.choices.training import BALANCES, IMPLEMENTATIONS
+    from archsim.fits import rank_memory_warning, tp_span_warning
+    from archsim.training.cluster import GpuCluster
+    from archsim.training.cluster_file import cluster_notes
+    from archsim.training.energy import priced
+    from archsim.training.parallel import Parallelism
+    from archsim.training.run import train as _train
+    from archsim.training.stage_split import parse_stage_layers
+    from archsim.training.throughput import mean_peak, throughput
+    from archsim.training.train_json import train_document
+    from archsim.training.train_layout import lay_out
+    from archsim.validate import DEFAULT_MAX_OPS, check_job_size
+    from archsim.workload.model_files import config_dtype_note
+
+    check_choice(implementation, IMPLEMENTATIONS, "implementation")
+    check_choice(balance, BALANCES, "balance")
+    config = transformer(model, seq)
+    split = parse_stage_layers(stage_layers) if isinstance(stage_layers, str) else \
+        None if stage_layers is None else [positive_int(n, "stage_layers") for n in stage_layers]
+    par = Parallelism(tp, pp, dp, global_batch, micro_batch, recompute, sequence_parallel, interleave, schedule,
+                      tuple(split) if split else None, attention, dp_overlap, grad_accumulation)
+    limit = DEFAULT_MAX_OPS if max_ops is None else positive_int(max_ops, "max_ops")
+    check_job_size(par.schedule_actions, limit)  # before the cluster's matrices are built
+    laid = lay_out(config, gpu_cluster(cluster, dtype), par, placement=placement, balance=balance,
+                   implementation=implementation, max_ops=limit)
+    machines = laid.machines
+    result = priced(_train(config, laid.par, machines[0], machines), config, laid.par, laid.cluster, implementation)
+    result = replace(result, document=train_document(result, config, laid, implementation))
+    dtype_note = "" if dtype is not None or isinstance(cluster, GpuCluster) else \
+        config_dtype_note(config, laid.cluster.dtype, "dtype=")
+    for warning in (*laid.cluster.warnings,
+                    tp_span_warning(laid.cluster, laid.par),
+                    rank_memory_warning(result, machines), seq_note(model, config, seq), dtype_note,
+                    *cluster_notes(laid.cluster, "train", laid.par)):
+        if warning:  # the lines archsim train prints on stderr
+            import warnings
+
+            warnings.warn(warning, UserWarning, stacklevel=2)
+    return result, throughput(config, global_batch, recompute, result.iteration_seconds, laid.par.gpus,
+                              mean_peak(machines), attention)
+
+
+def train_runs(model, *, runs: str | Path, cluster, seq: int | None = None, attention: str = "flash",
+               dp_overlap: str = "none", grad_accumulation: str | None = None, schedule: str = "1f1b",
+               dtype: str | None = None, max_ops: int | None = None) -> list[dict]:
+    """Every row of a runs file predicted as ``archsim train MODEL --runs RUNS.csv`` predicts it: one dict a
+    row, in the file's order (``predicted_seconds``, ``peak_memory_gib``, ``energy_j`` and ``energy_source``,
+    ``measured_seconds`` and ``error`` = predicted / measured − 1), each row run with the command's flags
+    kept here as keywords of the same names and defaults (``attention`` flash: vTrain's measured runs
+    need ``"standard"``; ``model``, ``cluster``, ``dtype``, ``seq`` and ``max_ops`` as :func:`train`'s).
+    A bad row raises :class:`~archsim.errors.InputError` naming its line and field before any row runs;
+    measured times that look like milliseconds are a :class:`UserWarning`, the note the command prints, as is
+    a link speed whose unit slipped (:attr:`GpuCluster.warnings <archsim.training.cluster.GpuCluster>`) and each
+    of the cluster file's notes (:func:`archsim.training.cluster_file.cluster_notes`)."""
+    from archsim.choices.training import ATTENTIONS, DP_OVERLAPS, GRAD_ACCUMULATIONS, SCHEDULES
+    from archsim.training.cluster_file import cluster_notes
+    from archsim.training.runs import milliseconds_note, predict_runs, runs_to_run
+    from archsim.validate import DEFAULT_MAX_OPS
+
+    check_choice(attention, ATTENTIONS, "attention")  # the flags' choices, before any file is read
+    check_choice(dp_overlap, DP_OVERLAPS, "dp_overlap")
+    if grad_accumulation is not None:
+        check_choice(grad_accumulation, GRAD_ACCUMULATIONS, "grad_accumulation")
+    check_choice(schedule, SCHEDULES, "schedule")
+    config, on = transformer(model, seq), gpu_cluster(cluster, dtype)
+    rows = runs_to_run(runs, attention=attention, dp_overlap=dp_overlap, grad_accumulation=grad_accumulation,
+                       schedule=schedule, max_ops=DEFAULT_MAX_OPS if max_ops is None else positive_int(max_ops, "max_ops"),
+                       seq_given=seq is not None)
+    import warnings
+
+    out = predict_runs(config, on, rows, file=runs,  # the lines archsim train --runs prints on stderr
+                       warn=lambda line, text: warnings.warn(f"line {line}: {text}", UserWarning, stacklevel=4))
+    for note in (*on.warnings, *cluster_notes(on, "train"), milliseconds_note(out)):  # as the command's, in order
+        if note:
+            warnings.warn(note, UserWarning, stacklevel=2)
+    return out
+
+
+def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | None = None, seq: int | None = None,
+           objective: str = "time", balance: str = "even", placement: str = "file", top: int = 10,
+           recompute: str | Sequence[str] = ("none", "selective", "full"), schedule: str | Sequence[str] | None = None,
+           chunks: int | Sequence[int] | None = None, max_micro_batch: int = 8, sequence_parallel: str = "both",
+           refine: int | None = None, attention: str = "flash", dp_overlap: str = "none",
+           max_ops: int | None = None, grad_accumulation: str = "fused", dtype: str | None = None,
+           progress: bool | None = None, model_file: str | Path | None = None,
+           cluster_file: str | Path | None = None):
+    """Rank TP × PP × DP × micro-batch × recompute × schedule for ``model`` on ``cluster`` as
+    ``archsim search`` does, with its flags' names and defaults (``schedule`` None: every schedule;
+    ``refine`` None: 2 × ``top``; ``chunks`` None: 2 and 4, refused given without a schedule that takes it;
+    ``max_ops``: ``--max-ops``, None: its default; one value where the flag takes several, ``schedule="1f1b"``,
+    is a list of one; ``dtype`` None: ``--dtype``'s default fp16 for a path, a cluster object's own;
+    ``progress``: ``archsim search``'s progress bars on stderr, True always, False never, None only when
+    stderr is a terminal, as the CLI draws them). Returns the :class:`~archsim.training.search_result.SearchResult`: ``rows``
+    (best first: the configuration, ``iteration_seconds``, ``peak_memory_gib``, ``mfu``, …),
+    ``rejected`` (reason → count) and the Pareto front; ``to_dict()`` is the document ``archsim search
+    --format json`` prints (each row's ``command`` naming ``model`` and ``cluster``, or ``MODEL.json`` and
+    ``CLUSTER.toml`` where they are objects; ``model_file`` and ``cluster_file``, where given, are the
+    paths named instead: the files objects were loaded from, as ``archsim search`` names its own). A link speed
+    whose unit slipped, a rotary config's default sequence and each of the cluster file's notes
+    (:func:`archsim.training.cluster_file.cluster_notes`) are a :class:`UserWarning`, the lines ``archsim
+    search`` prints on stderr."""
+    from dataclasses import replace
+
+    from archsim.choices.training import (
+        BALANCES,
+        DP_OVERLAPS,
+        GRAD_ACCUMULATIONS,
+        MAX_REFINE_ACTIONS,
+        OBJECTIVES,
+        PLACEMENTS,
+        SCHEDULES,
+    )
+    from archsim.errors import InputError
+    from archsim.progress import shown
+    from archsim.training.cluster_file import cluster_notes
+    from archsim.training.search import search as _search
+    from archsim.training.search_space import chunk_counts
+    from archsim.training.train_json import search_document
+
+    # the checks archsim search's parser makes, in its flags' order, before any file is read
+    counts = [] if gpus is None else [positive_int(n, "gpus") for n in listed(gpus)]
+    check_choice(objective, OBJECTIVES, "objective")
+    check_choice(balance, BALANCES, "balance")
+    check_choice(placement, PLACEMENTS, "placement")
+    top = positive_int(top, "top")
+    schedules = listed(schedule or SCHEDULES)
+    for name in schedules:
+        check_choice(name, SCHEDULES, "schedule")
+    chunk_given = None if chunks is None else [positive_int(v, "chunks") for v in listed(chunks)]
+    max_micro_batch = positive_int(max_micro_batch, "max_micro_batch")
+    refine = 2 * top if refine is None else positive_int(refine, "refine", low=0)
+    max_ops = MAX_REFINE_ACTIONS if max_ops is None else positive_int(max_ops, "max_ops")
+    if dp_overlap not in DP_OVERLAPS:
+        raise InputError(f"expected one of {', '.join(DP_OVERLAPS)}, got {dp_overlap!r}", field="dp-overlap")
+    if grad_accumulation not in GRAD_ACCUMULATIONS:
+        raise InputError(f"expected one of {', '.join(GRAD_ACCUMULATIONS)}, got {grad_accumulation!r}",
+                         field="grad-accumulation")
+    chunk_list = chunk_counts(schedules, chunk_given)  # before the files are read
+    config, on = transformer(model, seq), gpu_cluster(cluster, dtype)
+    if counts and max(counts) > on.gpus:
+        raise InputError(f"{max(counts)} GPUs asked for, the cluster has {on.gpus}", field="gpus")
+    modes = {"both": (False, True), "on": (True,), "off": (False,)}
+    if sequence_parallel not in modes:
+        raise InputError(f"expected both, on or off, got {sequence_parallel!r}", field="sequence-parallel")
+    if progress is not None and not isinstance(progress, bool):
+        raise InputError(f"expected True, False or None, got {progress!r}", field="progress")
+    for name, field in ((model_file, "model_file"), (cluster_file, "cluster_file")):
+        if name is not None:
+            check_path(name, field, "a path (a str or Path) or None")
+    with shown(progress):
+        result = _search(config, on, global_batch, counts or None, micro_batches=range(1, max_micro_batch + 1),
+                       recomputes=listed(recompute), schedules=schedules, chunks=chunk_list,
+                       sequence_parallel=modes[sequence_parallel], top=top,
+                       refine=refine, balance=balance, objective=objective, placement=placement,
+                       attention=attention, dp_overlap=dp_overlap, grad_accumulation=grad_accumulation,
+                       max_actions=max_ops)
+    for note in (*on.warnings, seq_note(model, config, seq), *cluster_notes(on, "search")):
+        if note:  # the lines archsim search prints on stderr: a link's unit that slipped, the sequence's default,
+            # what the cluster file states that search does not read
+            import warnings
+
+            warnings.warn(note, UserWarning, stacklevel=2)
+    return replace(result, document=search_document(
+        result, config, on, model=named(model_file, model, "MODEL.json"),
+        cluster_file=named(cluster_file, cluster, "CLUSTER.toml"), global_batch=global_batch, gpus=counts or None,
+        seq=seq, objective=objective, balance=balance, placement=placement))

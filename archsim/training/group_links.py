@@ -1,0 +1,261 @@
+"""Which link each of a pipeline rank's groups runs on, on a :class:`~archsim.training.cluster.GpuCluster`:
+its TP and DP groups, each pipeline hop and the tied embedding's pair, placed on the cluster's servers (NVLink
+inside a server or an NVLink domain, NVLink and the network for a group over servers,
+:class:`~archsim.collectives.Spanning`) and priced by :mod:`archsim.links`. Bandwidths in bytes/s, latencies
+in seconds. The cluster record and its layout queries (which server holds a GPU, whether a layout can run) are
+:mod:`archsim.training.cluster`'s; :meth:`GpuCluster.machine <archsim.training.cluster.GpuCluster.machine>`
+is :func:`rank_machine`.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import Protocol
+
+from archsim import links
+from archsim.collectives import Spanning
+from archsim.devices.device import Device
+from archsim.network import Network
+from archsim.training import fitted
+from archsim.training.machine import Links, Machine
+from archsim.training.parallel import Parallelism
+
+
+class Layout(Protocol):
+    """What placing links reads of a cluster: :class:`~archsim.training.cluster.GpuCluster`, typed here by its
+    members since that module imports this one."""
+
+    @property
+    def gpu(self) -> Device: ...
+    @property
+    def gpus_per_server(self) -> int: ...
+    @property
+    def inter_server_bytes_per_s(self) -> float: ...
+    @property
+    def servers(self) -> tuple[Device, ...]: ...
+    @property
+    def network(self) -> Network | None: ...
+    @property
+    def dtype(self) -> str: ...
+    @property
+    def heterogeneous(self) -> bool: ...
+    @property
+    def starts(self) -> tuple[int, ...]: ...
+    def server_of(self, index: int) -> int: ...
+    def fabric(self, server: int) -> float | None: ...
+    def check_gpus(self, par: Parallelism) -> None: ...
+    def one_domain(self, first: int, last: int) -> bool: ...
+    def wired(self, device: Device, server: int) -> bool: ...
+
+
+def group_link(cluster: Layout, device: Device, members: range, hop: bool = False):
+    """A group's link: its server's NVLink when all ``members`` (GPU indices) sit in one server (or one
+    NVLink domain of several servers), else NVLink inside each server and the network between
+    (:class:`~archsim.collectives.Spanning`: the group's share of every NIC rail; one GPU's for a
+    pipeline ``hop``, where every GPU of the stage sends its own slice at once). On a mixed cluster
+    each server's own GPU and in-server link price its part, not the asking rank's ``device``: a
+    pipeline hop or the pipeline's ``pp`` link may sit in another rank's servers (a V100 server's hop is
+    its DGX-1 rings, not an A100's NVSwitch), and a group over servers runs at its slowest server's
+    NVLink."""
+    server = cluster.server_of(members[0])
+    net = cluster.network
+    if cluster.heterogeneous:
+        device = cluster.servers[server]
+    if server == cluster.server_of(members[-1]):
+        first = cluster.starts[server]
+        link = links.nvlink_group(device, tuple(i - first for i in members), cluster.fabric(server))
+        return replace(link, nvls=True) if net is not None and net.nvls and device.nvswitch else link
+    if net is not None and cluster.one_domain(members[0], members[-1]):
+        fabric = cluster.fabric(server)
+        link = links.nvlink(device.nvlink_bytes_per_s if fabric is None else fabric, device.intra_latency_s)
+        return replace(link, nvls=net.nvls)
+    local = tuple(i - cluster.starts[server] for i in members if cluster.server_of(i) == server)
+    if net is None:
+        per_gpu = cluster.inter_server_bytes_per_s
+        bandwidth = per_gpu if hop else per_gpu * len(local)
+    else:
+        servers = tuple(sorted({cluster.server_of(i) for i in members}))  # a hop: one GPU's share
+        bandwidth = net.group_bytes_per_s(1 if hop else len(local), cluster.gpus_per_server, servers,
+                                          local[:1] if hop else local)
+    # on a mixed cluster every spanned server's own GPUs and fabric: the slowest bounds the ring
+    # (of equal bandwidths the one of longer steps); a step through the NICs waits for the slowest device's
+    spanned = sorted({cluster.server_of(i) for i in members}) if cluster.heterogeneous else (server,)
+    devices = [cluster.servers[s] if cluster.heterogeneous else device for s in spanned]
+    intra = min((_intra(cluster, d, tuple(i - cluster.starts[s] for i in members if cluster.server_of(i) == s), s)
+                 for d, s in zip(devices, spanned, strict=True)),
+                key=lambda link: (link.bus_bandwidth, -link.alpha_s))
+    inter = max((links.infiniband(bandwidth, d.inter_node_latency_s) for d in devices),
+                key=lambda link: link.alpha_s)
+    return Spanning(intra, inter, len(local))
+
+
+def _intra(cluster: Layout, device: Device, local: tuple[int, ...], server: int):
+    """The NVLink part of a group over servers: its ``local`` GPUs (indices within ``server``) on
+    ``device`` at the server's fabric."""
+    fabric = cluster.fabric(server)
+    return links.nvlink_group(device, local, fabric) if len(local) > 1 else \
+        links.nvlink(device.nvlink_bytes_per_s if fabric is None else fabric, device.intra_latency_s)
+
+
+def rank_machine(cluster: Layout, par: Parallelism, device: Device | None = None, rank: int = 0) -> Machine:
+    """The machine of pipeline rank ``rank`` on ``device`` (default the cluster's first GPU type):
+    its own TP and DP groups' links (the slowest of each kind, :func:`_slowest_link`), the pipeline's
+    link over its ranks' first GPUs (its slowest hop's where that is slower) and, when the pipeline
+    spans servers or sits in a DGX-1 of V100s, each hop's link (:func:`pipeline_hops`), and the tied embedding's link between the
+    first and last rank (:func:`_pair_link`); every link on its own servers' GPUs on a mixed cluster
+    (:func:`group_link`)."""
+    cluster.check_gpus(par)
+    device = cluster.gpu if device is None else device
+    group = par.tp * par.dp
+    start = rank * group
+    kernels = device.efficiency or fitted.kernels(device.name)
+    tp_groups = (range(first, first + par.tp) for first in range(start, start + par.tp * par.dp, par.tp))
+    # a DP group holds GPU t of each TP group; its servers change with t only where TP spans servers,
+    # but inside a server wired without an NVSwitch its GPUs (so its NVLinks) change with every t
+    wired = _wired_within(cluster, device, start, start + group - 1)
+    step = 1 if wired else min(cluster.gpus_per_server, par.tp)
+    dp_groups = (range(start + t, start + par.tp * par.dp, par.tp) for t in range(0, par.tp, step))
+    hops = pipeline_hops(cluster, par, device)
+    # the pipeline's link over its ranks' first GPUs, or its slowest hop where that is slower: the
+    # first GPUs may share a server while another pair of a hop crosses (:func:`pipeline_hops`)
+    pp = min((group_link(cluster, device, range(0, par.gpus, group), hop=True), *hops),
+             key=lambda link: link.bus_bandwidth)
+    return Machine(device, kernels,
+                   Links(tp=_slowest_link(cluster, device, tp_groups, every=wired and par.tp > 1),
+                         dp=_slowest_link(cluster, device, dp_groups, every=wired and par.dp > 1),
+                         pp=pp, pp_hops=hops,
+                         embedding=_pair_link(cluster, device, 0, (par.pp - 1) * group, group) if par.pp > 1
+                         else None),
+                   dtype=cluster.dtype)
+
+
+def _leaves_oversubscribed(cluster: Layout) -> bool:
+    """Whether groups of one kind can differ in their network share: servers under several leaves of an
+    oversubscribed fabric, on a cluster of one server kind (a mixed one prices each rank on its own)."""
+    net = cluster.network
+    return net is not None and net.oversubscription != 1 and bool(net.servers_per_leaf) and not cluster.heterogeneous
+
+
+def _slowest_link(cluster: Layout, device: Device, groups: Iterator[range], hop: bool = False, every: bool = False):
+    """The link of a rank's slowest group of one kind (:func:`_slowest`): on a mixed cluster every group
+    priced on its own servers (:func:`group_link`) and the one of least bus bandwidth taken, since servers of
+    one GPU type may state different in-server links (a rank's TP group on a 2400 Gbit/s server waits
+    longer than its twin on a 4800 one); on a uniform one, the slowest kind's first group, unless
+    ``every`` (groups inside servers wired without an NVSwitch, :func:`_wired_within`: a rank's TP groups,
+    its DP groups or a hop's pairs there differ in their NVLinks) has every group priced — each place in
+    a server once (:func:`_distinct`) — and the slowest taken as well."""
+    if cluster.heterogeneous or every:
+        return min((group_link(cluster, device, members, hop) for members in _distinct(cluster, groups)),
+                   key=lambda link: link.bus_bandwidth)
+    return group_link(cluster, device, _slowest(cluster, groups), hop)
+
+
+def _distinct(cluster: Layout, groups: Iterator[range]) -> Iterator[range]:
+    """``groups`` less those inside one server that hold the same places in their server as an earlier
+    one: on a uniform cluster such a group's link is the same (its server's GPUs and fabric are every
+    server's), so a DGX-1 cluster's 512 TP pairs are priced as its 4 distinct ones. Every group on a
+    mixed cluster, every group over servers (its network share may differ)."""
+    seen: set[tuple[int, int, int]] = set()
+    for members in groups:
+        server = cluster.server_of(members[0])
+        if not cluster.heterogeneous and server == cluster.server_of(members[-1]):
+            place = (members[0] - cluster.starts[server], len(members), members.step)
+            if place in seen:
+                continue
+            seen.add(place)
+        yield members
+
+
+def _slowest(cluster: Layout, groups: Iterator[range]) -> range:
+    """Of a rank's groups of one kind (its TP groups, its DP groups, a hop's GPU pairs), which run at once
+    and which the iteration waits for together, the first of the slowest kind: one that crosses servers
+    over the network before one on NVLink (TP 2 · DP 3 on 8-GPU servers: rank 1 holds GPUs 6…11, so GPU
+    0's hop to GPU 6 stays in server 0 while GPU 2's to GPU 8 crosses), and of those one whose servers sit
+    under different leaves of an oversubscribed fabric (its share divided by the oversubscription: with TP
+    across servers and DP > 1, the first TP group may sit under one leaf and the second cross two)."""
+    first = next(groups)
+    worst = (True, _leaves_oversubscribed(cluster))  # the slowest kind there is: stop at the first of it
+    slowest, kind = first, _crossing(cluster, first)
+    for members in groups:
+        if kind == worst:
+            break
+        crossing = _crossing(cluster, members)
+        if crossing > kind:
+            slowest, kind = members, crossing
+    return slowest
+
+
+def _crossing(cluster: Layout, members: range) -> tuple[bool, bool]:
+    """Whether a group's GPUs cross servers over the network, and whether they sit under different leaves
+    of an oversubscribed fabric (:func:`_slowest`'s order: False before True)."""
+    over = cluster.server_of(members[0]) != cluster.server_of(members[-1]) and \
+        not cluster.one_domain(members[0], members[-1])
+    net = cluster.network
+    leaves = over and net is not None and _leaves_oversubscribed(cluster) and \
+        len({cluster.server_of(i) // net.servers_per_leaf for i in members}) > 1
+    return over, leaves
+
+
+def pipeline_hops(cluster: Layout, par: Parallelism, device: Device) -> tuple:
+    """Each pipeline hop's link, rank r to rank r + 1 (the last rank's to rank 0): NVLink when every
+    pair of the two ranks' GPUs (GPU g of one, GPU g of the other) shares a server, the network (one
+    GPU's share) when one pair does not (:func:`_pair_link`); inside a server wired without an NVSwitch
+    (a DGX-1 of V100s, :meth:`GpuCluster.wired <archsim.training.cluster.GpuCluster.wired>`) each pair's own NVLinks, or PCIe where it has none, the slowest
+    pair's setting the hop. Empty when the whole pipeline sits in one NVSwitch server (every hop is
+    then the one NVLink ``pp``). A pipeline over servers always has a pair that crosses, even where
+    the ranks' first GPUs share a server (TP 2 · DP 3 · PP 2 on 8-GPU servers: GPUs 0 and 6 share
+    server 0, GPUs 2 and 8 do not)."""
+    group = par.tp * par.dp
+    firsts = [r * group for r in range(par.pp)]
+    if par.pp == 1 or (cluster.server_of(0) == cluster.server_of(par.gpus - 1) and not cluster.wired(device, 0)):
+        return ()
+    return tuple(_pair_link(cluster, device, firsts[r], firsts[(r + 1) % par.pp], group) for r in range(par.pp))
+
+
+def _pair_link(cluster: Layout, device: Device, a: int, b: int, group: int):
+    """The link between two pipeline ranks whose ``group`` (TP × DP) GPUs start at ``a`` and ``b``: GPU
+    g of one talks to GPU g of the other, every g at once, so each pair gets one GPU's share of the
+    NICs (``hop``) and the slowest pair sets the time (:func:`_slowest_link` over :func:`_hop_shifts`).
+    A pipeline hop's, and the tied embedding's all-reduce between the first and last rank (Megatron's
+    embedding group: the two GPUs of one TP/DP position)."""
+    a, b = sorted((a, b))
+    wired = _wired_shifts(cluster, device, a, b, group)
+    shifts = sorted({*_hop_shifts(cluster, a, b, group), *wired})
+    return _slowest_link(cluster, device, (range(a + g, b + g + 1, b - a) for g in shifts), hop=True,
+                              every=bool(wired))
+
+
+def _wired_within(cluster: Layout, device: Device, first: int, last: int) -> bool:
+    """Whether any server holding GPUs ``first`` … ``last`` is wired without an NVSwitch (:meth:`GpuCluster.wired <archsim.training.cluster.GpuCluster.wired>`):
+    its groups of one kind then differ in their NVLinks, so each is priced (every server alike on a
+    uniform cluster)."""
+    if not cluster.heterogeneous:
+        return cluster.wired(device, 0)
+    return any(cluster.wired(device, s) for s in range(cluster.server_of(first), cluster.server_of(last) + 1))
+
+
+def _wired_shifts(cluster: Layout, device: Device, a: int, b: int, group: int) -> list[int]:
+    """The GPU offsets g at which a hop's pair (a + g, b + g) sits in one server wired without an
+    NVSwitch (:meth:`GpuCluster.wired <archsim.training.cluster.GpuCluster.wired>`), one per distinct pair of that server's GPUs: each such pair's own
+    NVLinks price it (GPU 0–4 share two on a DGX-1, 2–6 one, 2–4 none), not the first pair's."""
+    if not _wired_within(cluster, device, a, b + group - 1):
+        return []
+    seen: dict[tuple[int, int], int] = {}
+    for g in range(group):
+        server = cluster.server_of(a + g)
+        if server == cluster.server_of(b + g) and cluster.wired(device, server):
+            seen.setdefault((server if cluster.heterogeneous else 0, a + g - cluster.starts[server]), g)
+    return list(seen.values())
+
+
+def _hop_shifts(cluster: Layout, a: int, b: int, group: int) -> list[int]:
+    """The GPU offsets g at which a hop's pair (a + g, b + g) may change servers — 0 and where either GPU
+    starts a server — for :func:`_slowest` to find the pair crossing servers or leaves (GPU g of one rank
+    sends to GPU g of the other, all g at once)."""
+    starts = cluster.starts
+    shifts = {0}
+    for first in (a, b):
+        shifts.update(s - first for s in starts[bisect_right(starts, first):bisect_right(starts, first + group - 1)])
+    return sorted(shifts)
