@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from archsim.choices.partitions import LAYERPIPE_ALPHA
 from archsim.errors import InputError
@@ -107,7 +107,7 @@ def write_report(folder: Path, target: str | Path, *, spec_command: str,
         costs = cost_network(network, array, int(first.batch), check_mode(str(first["mode"])), engine)
         title = (f"{network.name}: per-layer F/G/D cycles ({first.rows}x{first.cols} {first.dataflow}, "
                  f"batch {first.batch}{', memory-aware' if engine == 'cycle' else ''})")
-        command = (f"archsim cost {first.network} --array {first.rows}x{first.cols} --dataflow {first.dataflow} "
+        command = (f"archsim cost {first.network} {_array_flags(first)} --dataflow {first.dataflow} "
                    f"--batch {first.batch} --mode {first['mode']}" + (f" --only {first['only'].replace('+', ',')}"
                                                                       if first["only"] != "all" else "") + memory)
         extra.append((title, layer_breakdown_figure(costs, title), command))
@@ -142,14 +142,41 @@ def _spec_record(folder: Path) -> dict:
     return record if isinstance(record, dict) else {}
 
 
+def _array_path(first) -> str | None:
+    """The .cfg ``first``'s array was read from (its ``array_path``), or None for a ROWSxCOLS array."""
+    path = first.get("array_path")
+    return path if isinstance(path, str) and path else None
+
+
+def _array_flags(first) -> str:
+    """``cost``'s flags for ``first``'s array: ``--config`` its .cfg, else ``--array ROWSxCOLS``."""
+    path = _array_path(first)
+    return f"--config {path}" if path else f"--array {first.rows}x{first.cols}"
+
+
 def _sweep_array(record: dict, first) -> tuple[ArrayConfig, str, str]:
     """The array, engine and memory flags the sweep costed ``first`` on: its spec's engine and, in a
-    design sweep, the row's SRAM and DRAM bandwidth (else the sweep's defaults)."""
+    design sweep, the row's SRAM and DRAM bandwidth (else the sweep's defaults); a .cfg's array as the
+    spec.json recorded it when read (its SRAMs and bandwidths, which ``--config`` restates)."""
     from archsim.array.config import ArrayConfig
     from archsim.validate import is_nan
 
     engine = record.get("engine", "analytic")
     array = ArrayConfig(int(first.rows), int(first.cols), str(first.dataflow))
+    path = _array_path(first)
+    if path is not None:
+        saved = next((entry.get("array") for entry in record.get("arrays") or []
+                      if isinstance(entry, dict) and entry.get("path") == path), None)
+        if not isinstance(saved, dict):
+            raise InputError("the folder's spec.json does not record the .cfg array its results name; rerun the "
+                             "sweep", file=path, field="array_path")
+        try:
+            fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in saved.items()}
+            array = replace(ArrayConfig(**fields), dataflow=str(first.dataflow))
+        except TypeError:
+            raise InputError("the folder's spec.json records the .cfg array in another form; rerun the sweep",
+                             file=path, field="array_path") from None
+        return array, "cycle" if engine == "cycle" else "analytic", " --engine cycle" if engine == "cycle" else ""
     if engine != "cycle":
         return array, "analytic", ""
     sram, bandwidth = first.get("sram_kb"), first.get("bandwidth_words_per_cycle")
