@@ -136,3 +136,16 @@ def test_an_output_flag_naming_the_specs_cfg_is_refused_and_the_cfg_kept(tmp_pat
     err = capsys.readouterr().err
     assert "names this run's input (an array file SPEC names)" in err
     assert Path(cfg).read_bytes() == before and not (tmp_path / "out").exists()
+
+
+@pytest.mark.long  # a report: about 3 s
+def test_the_report_of_a_cfg_sweep_names_cost_config_and_needs_no_spec_record_for_analytic_cycles(tmp_path, capsys):
+    """Analytic cycles depend on the array's shape and dataflow alone, so a results folder without its spec.json
+    (someone else's) still gets the per-layer section; its command names the .cfg as ``cost --config``."""
+    cfg = shutil.copy(CONFIGS / "tpu_like_256x256_ws.cfg", tmp_path / "tpu.cfg")
+    _sweep_rows(_spec(tmp_path, ["tpu.cfg"]), tmp_path / "out", capsys)
+    (tmp_path / "out" / "spec.json").unlink()
+    assert main(["report", str(tmp_path / "out"), "--out", str(tmp_path / "r.html")]) == 0
+    capsys.readouterr()
+    command = f"archsim cost layerpipe_sample --config {Path(cfg).resolve()} --dataflow ws --batch 16 --mode exact"
+    assert command in (tmp_path / "r.html").read_text()

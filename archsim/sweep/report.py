@@ -156,27 +156,28 @@ def _array_flags(first) -> str:
 
 def _sweep_array(record: dict, first) -> tuple[ArrayConfig, str, str]:
     """The array, engine and memory flags the sweep costed ``first`` on: its spec's engine and, in a
-    design sweep, the row's SRAM and DRAM bandwidth (else the sweep's defaults); a .cfg's array as the
-    spec.json recorded it when read (its SRAMs and bandwidths, which ``--config`` restates)."""
+    design sweep, the row's SRAM and DRAM bandwidth (else the sweep's defaults). A .cfg's array (a row with
+    an ``array_path``) under the cycle engine is the one spec.json recorded when the sweep read the file (its
+    SRAMs and bandwidths, which ``--config`` restates; the file itself is not opened: a results folder may
+    come from someone else); analytic cycles depend on its shape and dataflow alone."""
     from archsim.array.config import ArrayConfig
     from archsim.validate import is_nan
 
     engine = record.get("engine", "analytic")
     array = ArrayConfig(int(first.rows), int(first.cols), str(first.dataflow))
     path = _array_path(first)
-    if path is not None:
-        saved = next((entry.get("array") for entry in record.get("arrays") or []
-                      if isinstance(entry, dict) and entry.get("path") == path), None)
-        if not isinstance(saved, dict):
-            raise InputError("the folder's spec.json does not record the .cfg array its results name; rerun the "
-                             "sweep", file=path, field="array_path")
-        try:
+    if path is not None and engine == "cycle":
+        entries = record.get("arrays")
+        saved = next((entry.get("array") for entry in entries if isinstance(entry, dict) and entry.get("path") == path),
+                     None) if isinstance(entries, list) else None
+        if isinstance(saved, dict):
             fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in saved.items()}
-            array = replace(ArrayConfig(**fields), dataflow=str(first.dataflow))
-        except TypeError:
-            raise InputError("the folder's spec.json records the .cfg array in another form; rerun the sweep",
-                             file=path, field="array_path") from None
-        return array, "cycle" if engine == "cycle" else "analytic", " --engine cycle" if engine == "cycle" else ""
+            try:
+                return replace(ArrayConfig(**fields), dataflow=str(first.dataflow)), "cycle", " --engine cycle"
+            except TypeError:  # keys no ArrayConfig has: another version's record
+                pass
+        raise InputError("the folder's spec.json does not record this .cfg array (rerun the sweep)", file=path,
+                         field="array_path")
     if engine != "cycle":
         return array, "analytic", ""
     sram, bandwidth = first.get("sram_kb"), first.get("bandwidth_words_per_cycle")
