@@ -237,7 +237,8 @@ def outputs_apart_from_inputs(parser: argparse.ArgumentParser, args: argparse.Na
 
 def _named_inputs(path: str) -> list[tuple[str, str]]:
     """The files an input TOML names that the run reads too, as (path, what): a cluster's ``[[servers]]``
-    device files (relative to the cluster file) and a sweep spec's ``model``, ``device`` and network files.
+    device files (relative to the cluster file) and a sweep spec's ``model``, ``device``, network and ``.cfg``
+    array files.
     Why: ``train --cluster c.toml --out chip.cfg`` would otherwise replace the device file the run just
     read. A file that is not such a TOML, or does not parse, names nothing here (its command says why)."""
     if not path.lower().endswith(".toml"):
@@ -259,7 +260,7 @@ def _named_inputs(path: str) -> list[tuple[str, str]]:
     sweep = table.get("sweep")
     if isinstance(sweep, dict):
         from archsim.sweep.device_spec import DEVICE_SUFFIXES, spec_file
-        from archsim.sweep.spec import resolve_network
+        from archsim.sweep.spec import ARRAY_SUFFIX, resolve_array_file, resolve_network
         from archsim.workload.model_files import MODEL_SUFFIXES
 
         keys = (("model", "transformers", MODEL_SUFFIXES), ("device", "devices", DEVICE_SUFFIXES))
@@ -274,6 +275,13 @@ def _named_inputs(path: str) -> list[tuple[str, str]]:
                 named.append((resolve_network(network, folder, path), "a network file"))
             except (InputError, OSError, ValueError, TypeError, AttributeError):
                 continue
+        arrays = sweep.get("arrays")
+        for array in arrays if isinstance(arrays, list) else []:
+            if isinstance(array, str) and array.lower().endswith(ARRAY_SUFFIX):
+                try:
+                    named.append((str(resolve_array_file(array, folder, path)), "an array file"))
+                except (InputError, OSError, ValueError):
+                    continue
     return named
 
 

@@ -20,7 +20,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from archsim.array.config import ArrayConfig
 from archsim.outputs import atomic_write_text
 from archsim.partition import build_profile
 from archsim.partition.pipedream import pipedream_partition, pipedream_partitions
@@ -45,8 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for network in spec.networks:
         layers = load_network(network).only(*spec.only)
-        profiles = [build_profile(layers, ArrayConfig(r, c, d), batch, spec.mode) for r, c in spec.arrays
-                    for d in spec.dataflows for batch in spec.batches]
+        profiles = [build_profile(layers, unit.array, unit.batch, spec.mode) for unit in spec.units()
+                    if unit.network == network]  # each unit's array: a shape's or a .cfg's, at its dataflow
         counts = list(spec.processors)
         per_count, per_profile = [], []
         for _ in range(args.repeats):

@@ -25,6 +25,16 @@ methods = ["layerpipe"]
 clocks_ghz = [1.0]
 """
 
+# a plain sweep on a SCALE-Sim .cfg (written beside the spec as columns.cfg): its array_path column
+CFG_SWEEP_SPEC = """[sweep]
+name = "cfg_columns"
+networks = ["layerpipe_sample"]
+arrays = ["columns.cfg"]
+batches = [16]
+processors = [2]
+methods = ["layerpipe"]
+"""
+
 # a device sweep of one point (GPT-2 on one TPU-v4-like chip, its SRAM axis given): its results.csv's names
 DEVICE_SWEEP_SPEC = """[sweep]
 name = "device_columns"

@@ -16,12 +16,13 @@ import io
 import json
 import math
 import re
+import shutil
 import tempfile
 from functools import cache
 from pathlib import Path
 
 import pytest
-from output_commands import COMMANDS, DEVICE_SWEEP_SPEC, SWEEP_SPEC
+from output_commands import CFG_SWEEP_SPEC, COMMANDS, DEVICE_SWEEP_SPEC, SWEEP_SPEC
 from test_docs import ROOT, table_keys
 
 from archsim.cli import main
@@ -119,12 +120,15 @@ def test_every_documented_name_has_a_unit_and_a_meaning():
 
 @cache
 def sweep_names() -> tuple[str, ...]:
-    """The header names of a design sweep's results.csv and summary.csv, and of a device sweep's results.csv."""
+    """The header names of a design sweep's results.csv and summary.csv, a .cfg array sweep's results.csv, and
+    a device sweep's results.csv."""
     from contextlib import redirect_stderr, redirect_stdout
 
     names = []
     with tempfile.TemporaryDirectory() as folder:
-        for text, files in ((SWEEP_SPEC, ("results.csv", "summary.csv")), (DEVICE_SWEEP_SPEC, ("results.csv",))):
+        shutil.copy(ROOT / "configs" / "arrays" / "scalesim_32x32_ws.cfg", Path(folder) / "columns.cfg")
+        for text, files in ((SWEEP_SPEC, ("results.csv", "summary.csv")), (CFG_SWEEP_SPEC, ("results.csv",)),
+                            (DEVICE_SWEEP_SPEC, ("results.csv",))):
             spec = Path(folder) / "columns.toml"
             spec.write_text(text, encoding="utf-8")
             out = Path(folder) / f"out{len(names)}"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from html.parser import HTMLParser
 
 import pytest
 
@@ -105,3 +106,58 @@ def test_rows_carry_trains_hardware_tflops_per_gpu_which_counts_the_recompute(fi
                                  attention="standard")
         assert row["hardware_tflops_per_gpu"] == pytest.approx(rates.hardware_tflops_per_gpu, rel=1e-9)
         assert row["hardware_tflops_per_gpu"] > row["tflops_per_gpu"] * 1.2  # full recompute reruns the forward
+
+
+class _Tables(HTMLParser):
+    """A page's tables as lists of rows of cell texts (header row first)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: list[list[list[str]]] = []
+        self.cell: list[str] | None = None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "table":
+            self.tables.append([])
+        elif tag == "tr":
+            self.tables[-1].append([])
+        elif tag in ("td", "th"):
+            self.cell = []
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self.cell is not None:
+            self.tables[-1][-1].append("".join(self.cell).strip())
+            self.cell = None
+
+    def handle_data(self, data):
+        if self.cell is not None:
+            self.cell.append(data)
+
+
+def test_the_pareto_page_shows_each_rows_hardware_tflops_per_gpu_with_its_units(files, tmp_path, capsys):
+    """The page's tables and hover gave model TFLOP/s per GPU but not the hardware figure (recompute counted)
+    that the rows and the text table carry."""
+    from archsim.report.search_front import front_figure
+
+    model, cluster = files
+    page = tmp_path / "front.html"
+    flags = [flag if flag != "none" else "full" for flag in FLAGS]  # full recompute: hardware > model FLOPs
+    code, out, _ = _cli(["search", model, "--cluster", cluster, *flags, "--gpus", "4", "--format", "json",
+                         "--pareto-html", str(page)], capsys)
+    rows = json.loads(out)["rows"]
+    assert code == 0 and rows
+    parser = _Tables()
+    parser.feed(page.read_text())
+    front_table, ranked_table = parser.tables
+    for table, expected in ((ranked_table, rows), (front_table, json.loads(out)["meta"]["pareto"])):
+        header, cells = table[0], table[1:]
+        assert len(cells) == len(expected)
+        for cell_row, row in zip(cells, expected):
+            shown = dict(zip(header, cell_row))
+            assert shown["hardware_tflops_per_gpu"] == f"{row['hardware_tflops_per_gpu']:.4g}"
+            assert shown["tflops_per_gpu"] == f"{row['tflops_per_gpu']:.4g}" != shown["hardware_tflops_per_gpu"]
+    assert page.read_text().count("hardware_tflops_per_gpu: TFLOP/s per GPU") == 2  # each table's units line
+    fig = front_figure(json.loads(out)["meta"]["pareto"], rows, "time")
+    ranked = next(trace for trace in fig.data if trace.name == "ranked rows")
+    assert [list(point)[2] for point in ranked.customdata] == [row["hardware_tflops_per_gpu"] for row in rows]
+    assert "%{customdata[2]:.4g} hardware TFLOP/s per GPU" in ranked.hovertemplate

@@ -234,6 +234,32 @@ def tables_shipped(tmp: Path) -> None:
             spec(tmp, tables=f'"{name}"')
 
 
+def arrays_files(tmp: Path) -> None:
+    (tmp / "arrays").mkdir()
+    for name in ("a.cfg", "arrays/a.CFG"):
+        (tmp / name).write_text((ROOT / "configs" / "arrays" / "scalesim_32x32_ws.cfg").read_text())
+        path = tmp / "s.toml"
+        path.write_text(SPEC.replace('["8x8"]', f'["{name}"]').format(networks='"layerpipe_sample"'))
+        assert [a.path for a in load_spec(path).arrays] == [str((tmp / name).resolve())]
+    for name, words in (("missing.cfg", "not found in the spec's folder"), ("../a.cfg", "inside"),
+                        ("/etc/passwd.cfg", "inside")):
+        path.write_text(SPEC.replace('["8x8"]', f'["{name}"]').format(networks='"layerpipe_sample"'))
+        with pytest.raises(InputError, match=words) as caught:
+            load_spec(path)
+        assert caught.value.where.field == "arrays"
+
+
+def arrays_shapes(tmp: Path) -> None:
+    assert spec(tmp).arrays == ((8, 8),)
+    (tmp / "a").write_text((ROOT / "configs" / "arrays" / "scalesim_32x32_ws.cfg").read_text())  # no .cfg suffix
+    path = tmp / "s.toml"
+    for name in ("a", "/etc/passwd"):
+        path.write_text(SPEC.replace('["8x8"]', f'["{name}"]').format(networks='"layerpipe_sample"'))
+        with pytest.raises(InputError, match="expected ROWSxCOLS") as caught:
+            load_spec(path)
+        assert caught.value.where.field == "arrays"
+
+
 DEVICE_SPEC = '[sweep]\nmodel = "{model}"\ndevice = "{device}"\nchips = [1]\nglobal_batch = 1\n'
 
 
@@ -292,6 +318,7 @@ def device_shipped(tmp: Path) -> None:
 
 NAMES = {("`networks`", "a file beside"): networks_files, ("`networks`", "anything else"): networks_shipped,
          ("`energy_tables`", "ending in `.toml`"): tables_files, ("`energy_tables`", "anything else"): tables_shipped,
+         ("`arrays`", "ending in `.cfg`"): arrays_files, ("`arrays`", "anything else"): arrays_shapes,
          ("`model` (device sweep)", "a file beside"): model_files, ("`model` (device sweep)", "anything else"): model_shipped,
          ("`device` (device sweep)", "a file beside"): device_files,
          ("`device` (device sweep)", "anything else"): device_shipped}

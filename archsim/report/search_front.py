@@ -9,14 +9,20 @@ from pathlib import Path
 import pandas as pd
 import plotly.graph_objects as go
 
-from archsim.report.html_page import Figures, section, table, write_document
+from archsim.report.html_page import Figures, esc, section, table, write_document
 
 AXIS = {"time": ("peak_memory_gib", "memory per GPU (GiB)"), "cost": ("cost_usd", "cost per iteration (USD)"),
         "energy": ("energy_j", "energy per iteration (J, {basis})")}
 BOARD_POWER = "GPUs at board power"  # how energy_j is found on catalog GPUs and tile devices
 COLUMNS = ["gpus", "tp", "pp", "dp", "micro_batch", "recompute", "schedule", "interleave", "sequence_parallel",
            "stage_layers", "iteration_seconds", "peak_memory_gib", "cost_usd", "energy_j", "uneven_gain", "mfu",
-           "tflops_per_gpu", "tokens_per_second"]
+           "tflops_per_gpu", "hardware_tflops_per_gpu", "tokens_per_second"]
+# The tables' units (their headers are the rows' JSON keys, so a column reads as the key it is in JSON and CSV).
+UNITS = ("iteration_seconds: s; peak_memory_gib: GiB per GPU, the fullest; cost_usd: USD per iteration; energy_j: J "
+         "per iteration; uneven_gain, mfu: fractions; tflops_per_gpu: model TFLOP/s per GPU (no recompute); "
+         "hardware_tflops_per_gpu: TFLOP/s per GPU the GPUs run, recompute counted (Narayanan et al. 2021); "
+         "tokens_per_second: tokens/s, the whole cluster's")
+RATES = ("gpus", "tflops_per_gpu", "hardware_tflops_per_gpu", "tokens_per_second")  # a point's hover, in this order
 
 
 def _label(row: dict) -> str:
@@ -34,7 +40,8 @@ def _axis(objective: str, energy_basis: str) -> tuple[str, str]:
 
 
 def front_figure(front: list[dict], rows: list[dict], objective: str, energy_basis: str = BOARD_POWER) -> go.Figure:
-    """Time (x) against the objective's second axis (y); the front as a line, the ranked rows as points."""
+    """Time (x) against the objective's second axis (y); the front as a line, the ranked rows as points, each
+    point's hover with its GPUs, model and hardware TFLOP/s per GPU and tokens/s (:data:`RATES`)."""
     column, title = _axis(objective, energy_basis)
     fig = go.Figure()
     for name, part, mode in (("Pareto front", front, "lines+markers"), ("ranked rows", rows, "markers")):
@@ -42,11 +49,13 @@ def front_figure(front: list[dict], rows: list[dict], objective: str, energy_bas
             continue
         fig.add_trace(go.Scatter(
             x=[r["iteration_seconds"] for r in part], y=[r[column] for r in part], mode=mode, name=name,
-            text=[_label(r) for r in part],
+            text=[_label(r) for r in part], customdata=[[r[k] for k in RATES] for r in part],
             marker={"size": 9 if mode == "markers" else 7, "symbol": "circle-open" if mode == "markers" else "circle",
                     "color": [r["tp"] * r["pp"] * r["dp"] for r in part], "colorscale": "Viridis",
                     "showscale": mode != "markers", "colorbar": {"title": "GPUs"}},
-            hovertemplate="%{text}<br>%{x:.4g} s, %{y:.4g}<extra></extra>"))
+            hovertemplate="%{text}<br>%{x:.4g} s, %{y:.4g}<br>%{customdata[0]} GPUs: %{customdata[1]:.4g} model, "
+                          "%{customdata[2]:.4g} hardware TFLOP/s per GPU (recompute counted)<br>"
+                          "%{customdata[3]:.4g} tokens/s<extra></extra>"))
     fig.update_layout(xaxis_title="iteration (s)", yaxis_title=title, height=520,
                       legend={"orientation": "h", "y": -0.2})
     return fig
@@ -54,14 +63,15 @@ def front_figure(front: list[dict], rows: list[dict], objective: str, energy_bas
 
 def write_front_page(path: str | Path, title: str, front: list[dict], rows: list[dict], objective: str,
                      energy_basis: str = BOARD_POWER) -> Path:
-    """The page: the figure, then the front's and the ranked rows' tables."""
+    """The page: the figure, then the front's and the ranked rows' tables, each with its units (:data:`UNITS`)."""
     figures = Figures()
+    units = f'<p class="caption">Units: {esc(UNITS)}</p>'
     frame = lambda part: pd.DataFrame([{k: r.get(k) for k in COLUMNS} for r in part], columns=COLUMNS)
     parts = [section("Time against " + _axis(objective, energy_basis)[1],
                      figures(front_figure(front, rows, objective, energy_basis))),
-             section("Pareto front", table(frame(front), float_format=lambda v: f"{v:.4g}")),
-             section("Ranked configurations", table(frame(rows), float_format=lambda v: f"{v:.4g}"))]
+             section("Pareto front", table(frame(front), float_format=lambda v: f"{v:.4g}"), units),
+             section("Ranked configurations", table(frame(rows), float_format=lambda v: f"{v:.4g}"), units)]
     return write_document(path, title, parts)
 
 
-__all__ = ["BOARD_POWER", "front_figure", "write_front_page"]
+__all__ = ["BOARD_POWER", "RATES", "UNITS", "front_figure", "write_front_page"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from archsim.choices.partitions import LAYERPIPE_ALPHA
 from archsim.errors import InputError
@@ -107,7 +107,7 @@ def write_report(folder: Path, target: str | Path, *, spec_command: str,
         costs = cost_network(network, array, int(first.batch), check_mode(str(first["mode"])), engine)
         title = (f"{network.name}: per-layer F/G/D cycles ({first.rows}x{first.cols} {first.dataflow}, "
                  f"batch {first.batch}{', memory-aware' if engine == 'cycle' else ''})")
-        command = (f"archsim cost {first.network} --array {first.rows}x{first.cols} --dataflow {first.dataflow} "
+        command = (f"archsim cost {first.network} {_array_flags(first)} --dataflow {first.dataflow} "
                    f"--batch {first.batch} --mode {first['mode']}" + (f" --only {first['only'].replace('+', ',')}"
                                                                       if first["only"] != "all" else "") + memory)
         extra.append((title, layer_breakdown_figure(costs, title), command))
@@ -142,14 +142,42 @@ def _spec_record(folder: Path) -> dict:
     return record if isinstance(record, dict) else {}
 
 
+def _array_path(first) -> str | None:
+    """The .cfg ``first``'s array was read from (its ``array_path``), or None for a ROWSxCOLS array."""
+    path = first.get("array_path")
+    return path if isinstance(path, str) and path else None
+
+
+def _array_flags(first) -> str:
+    """``cost``'s flags for ``first``'s array: ``--config`` its .cfg, else ``--array ROWSxCOLS``."""
+    path = _array_path(first)
+    return f"--config {path}" if path else f"--array {first.rows}x{first.cols}"
+
+
 def _sweep_array(record: dict, first) -> tuple[ArrayConfig, str, str]:
     """The array, engine and memory flags the sweep costed ``first`` on: its spec's engine and, in a
-    design sweep, the row's SRAM and DRAM bandwidth (else the sweep's defaults)."""
+    design sweep, the row's SRAM and DRAM bandwidth (else the sweep's defaults). A .cfg's array (a row with
+    an ``array_path``) under the cycle engine is the one spec.json recorded when the sweep read the file (its
+    SRAMs and bandwidths, which ``--config`` restates; the file itself is not opened: a results folder may
+    come from someone else); analytic cycles depend on its shape and dataflow alone."""
     from archsim.array.config import ArrayConfig
     from archsim.validate import is_nan
 
     engine = record.get("engine", "analytic")
     array = ArrayConfig(int(first.rows), int(first.cols), str(first.dataflow))
+    path = _array_path(first)
+    if path is not None and engine == "cycle":
+        entries = record.get("arrays")
+        saved = next((entry.get("array") for entry in entries if isinstance(entry, dict) and entry.get("path") == path),
+                     None) if isinstance(entries, list) else None
+        if isinstance(saved, dict):
+            fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in saved.items()}
+            try:
+                return replace(ArrayConfig(**fields), dataflow=str(first.dataflow)), "cycle", " --engine cycle"
+            except TypeError:  # keys no ArrayConfig has: another version's record
+                pass
+        raise InputError("the folder's spec.json does not record this .cfg array (rerun the sweep)", file=path,
+                         field="array_path")
     if engine != "cycle":
         return array, "analytic", ""
     sram, bandwidth = first.get("sram_kb"), first.get("bandwidth_words_per_cycle")

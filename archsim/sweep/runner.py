@@ -26,7 +26,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from archsim.array.config import ArrayConfig
 from archsim.errors import InputError
 from archsim.json_text import dumps
 from archsim.lowering import LoweredLayer, Mode, lower_network
@@ -48,6 +47,7 @@ RESULT_COLUMNS = ["network", "only", "rows", "cols", "dataflow", "batch", "mode"
                   "stages", "single_processor_cycles", "iteration_cycles", "speedup", "mandatory_comm_bytes",
                   "additional_comm_bytes"]
 PROVENANCE_COLUMNS = ["network_path", "network_sha256"]  # the network a row costed: path or shipped name, hash
+ARRAY_COLUMN = "array_path"  # the .cfg a row's array was read from: a column only where a spec names one
 SORT_COLUMNS = ["network", "only", "rows", "cols", "dataflow", "batch", "mode", "processors", "method"]
 # Columns results.csv (and its cached unit rows) named otherwise before every output took one name per
 # quantity (docs/formats.md): old name → today's. Files written by older versions are read through it.
@@ -103,13 +103,14 @@ def compute_unit(unit: Unit | DevicePoint) -> list[dict[str, object]]:
             "speedup": single / cycles, "mandatory_comm_bytes": plan.mandatory_bytes,
             "additional_comm_bytes": plan.additional_bytes, "network_path": unit.network,
             "network_sha256": unit.network_sha256,
+            **({ARRAY_COLUMN: unit.array_file.path} if unit.array_file is not None else {}),
         }
 
     if unit.design is not None:
         from archsim.sweep.design import design_rows
 
         return design_rows(unit, network, base_row)
-    array = ArrayConfig(rows=unit.rows, cols=unit.cols, dataflow=unit.dataflow)
+    array = unit.array
     profile = build_profile(network, array, unit.batch, unit.mode, unit.engine,
                             lowered=unit_lowering(unit.network, unit.network_sha256, unit.only, unit.batch,
                                                   unit.mode, array.element_bytes))
@@ -149,7 +150,7 @@ def check_processor_counts(units: Iterable[Unit | DevicePoint], source: str | No
         if isinstance(unit, DevicePoint) or "pipedream" not in unit.methods or (unit.network, unit.only) in seen:
             continue
         seen.add((unit.network, unit.only))
-        array = ArrayConfig(rows=unit.rows, cols=unit.cols, dataflow=unit.dataflow)
+        array = unit.array
         lowered = unit_lowering(unit.network, unit.network_sha256, unit.only, unit.batch, unit.mode,
                                 array.element_bytes)
         profile = build_profile(unit_network(unit.network, unit.network_sha256, unit.only), array, unit.batch,
@@ -165,8 +166,10 @@ def _cache_file(out: Path, unit: Unit | DevicePoint, digests: dict[str, str]) ->
     """A unit's cache file, named by its settings and its network's layers (a device point's settings
     hold its files' SHA-256)."""
     network = digests[unit.network] if isinstance(unit, Unit) else None
-    settings = dumps({"format": CACHE_FORMAT, "unit": asdict(unit), "network": network},
-                     sort_keys=True)
+    fields = asdict(unit)
+    if fields.get("array_file", False) is None:  # a ROWSxCOLS array: the settings (and cache files) as before .cfg arrays
+        del fields["array_file"]
+    settings = dumps({"format": CACHE_FORMAT, "unit": fields, "network": network}, sort_keys=True)
     return out / "cache" / f"{hashlib.sha256(settings.encode()).hexdigest()[:40]}.json"
 
 
@@ -332,5 +335,6 @@ def _frame(rows: list[dict[str, object]]) -> pd.DataFrame:
 
     present = set().union(*rows)
     design = [c for c in DESIGN_COLUMNS if c in present]
-    frame = pd.DataFrame(rows, columns=RESULT_COLUMNS + PROVENANCE_COLUMNS + design)
-    return frame.sort_values(SORT_COLUMNS + design[:6], kind="stable").reset_index(drop=True)
+    array = [ARRAY_COLUMN] if ARRAY_COLUMN in present else []  # two .cfg files of one shape are two arrays
+    frame = pd.DataFrame(rows, columns=RESULT_COLUMNS + PROVENANCE_COLUMNS + array + design)
+    return frame.sort_values(SORT_COLUMNS + array + design[:6], kind="stable").reset_index(drop=True)

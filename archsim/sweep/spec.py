@@ -7,7 +7,7 @@ Keys are checked exactly — an unknown key is an error naming it, never silentl
     networks = ["vgg16"]            # shipped names, or CSV/ONNX paths (relative to the spec file or the
                                     # working directory); results keep the path and a content hash
     only = ["conv"]                 # optional: keep only these layer kinds
-    arrays = ["32x32", "64x64"]
+    arrays = ["32x32", "64x64"]      # ROWSxCOLS, or a SCALE-Sim .cfg path (relative to the spec file)
     dataflows = ["ws"]
     batches = [16, 32]
     processors = [2, 3, 4]
@@ -30,12 +30,12 @@ iteration and area — ``archsim.sweep.design``)::
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import product
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from archsim.array.config import parse_array_shape
+from archsim.array.config import ArrayConfig, parse_array_shape
 from archsim.choices.devices import ENGINES
 from archsim.choices.partitions import LAYERPIPE_ALPHA
 from archsim.clock import clock_hz
@@ -67,6 +67,16 @@ REQUIRED = {"networks", "arrays", "batches", "processors", "methods"}
 
 
 @dataclass(frozen=True)
+class ArrayFile:
+    """A spec's array read from a SCALE-Sim ``.cfg`` (``path``: absolute, inside the spec's folder) by the
+    reader ``archsim cost --config`` uses: its shape, dataflow (unless the spec gives ``dataflows``), SRAMs
+    and DRAM bandwidths, so a unit costs what ``cost --config`` costs."""
+
+    path: str
+    array: ArrayConfig
+
+
+@dataclass(frozen=True)
 class Unit:
     """One cost-model configuration; every (processors, method) of it shares one profile."""
 
@@ -83,6 +93,14 @@ class Unit:
     engine: str = "analytic"
     network_sha256: str = ""  # of a network file's bytes; empty for a shipped name
     design: Design | None = None  # None: a plain sweep (cycles and speedups only)
+    array_file: ArrayFile | None = None  # None: rows × cols at ArrayConfig's defaults (a "ROWSxCOLS" entry)
+
+    @property
+    def array(self) -> ArrayConfig:
+        """The array this unit's plain rows are costed on, at its dataflow."""
+        if self.array_file is None:
+            return ArrayConfig(rows=self.rows, cols=self.cols, dataflow=self.dataflow)
+        return replace(self.array_file.array, dataflow=self.dataflow)
 
     @property
     def configs(self) -> int:
@@ -95,9 +113,10 @@ class Unit:
         engine = "" if self.engine == "analytic" else f"_{self.engine}"  # analytic keys as before
         content = f"_{self.network_sha256[:12]}" if self.network_sha256 else ""  # a changed file is recomputed
         design = "" if self.design is None else f"_{self.design.key}"
+        array = "" if self.array_file is None else f"_{Path(self.array_file.path).stem}"
         return (f"{Path(self.network).stem}{content}_{only}_{self.rows}x{self.cols}_{self.dataflow}_b{self.batch}"
                 f"_{self.mode}_p{'-'.join(map(str, self.processors))}_{'-'.join(self.methods)}_a{self.alpha:g}{engine}"
-                f"{design}")
+                f"{design}{array}")
 
 
 @dataclass(frozen=True)
@@ -125,8 +144,8 @@ class SweepSpec:
     name: str
     networks: tuple[str, ...]
     only: tuple[str, ...]
-    arrays: tuple[tuple[int, int], ...]
-    dataflows: tuple[str, ...]
+    arrays: tuple[tuple[int, int] | ArrayFile, ...]  # (rows, cols), or a .cfg's array
+    dataflows: tuple[str, ...]  # empty: each array's own (a .cfg's Dataflow; ws for a shape)
     batches: tuple[int, ...]
     processors: tuple[int, ...]
     methods: tuple[str, ...]
@@ -138,10 +157,12 @@ class SweepSpec:
 
     def units(self) -> list[Unit]:
         digests = {network: network_sha256(network) for network in self.networks}
-        return [Unit(network, self.only, rows, cols, dataflow, batch, self.mode, self.processors, self.methods,
-                     self.alpha, self.engine, digests[network], design)
-                for network, (rows, cols), dataflow, batch, design in product(
-                    self.networks, self.arrays, self.dataflows, self.batches, self.designs or (None,))]
+        return [Unit(network, self.only, *_shape(array), dataflow, batch, self.mode, self.processors, self.methods,
+                     self.alpha, self.engine, digests[network], design,
+                     array if isinstance(array, ArrayFile) else None)
+                for network, array in product(self.networks, self.arrays)
+                for dataflow, batch, design in product(self.dataflows or (_dataflow(array),), self.batches,
+                                                       self.designs or (None,))]
 
     @property
     def size(self) -> int:
@@ -149,7 +170,43 @@ class SweepSpec:
         return len(self.units()) * len(self.processors) * len(self.methods) * clocks
 
 
+def _shape(array: tuple[int, int] | ArrayFile) -> tuple[int, int]:
+    return (array.array.rows, array.array.cols) if isinstance(array, ArrayFile) else array
+
+
+def _dataflow(array: tuple[int, int] | ArrayFile) -> str:
+    """An array's dataflow where the spec gives no ``dataflows``: a .cfg's own, else ws."""
+    return array.array.dataflow if isinstance(array, ArrayFile) else "ws"
+
+
 NETWORK_SUFFIXES = (".csv", ".onnx", ".json", ".toml")
+ARRAY_SUFFIX = ".cfg"  # an arrays entry naming a SCALE-Sim config file, not a ROWSxCOLS shape
+
+
+def resolve_array_file(name: str, spec_dir: Path, file: str) -> Path:
+    """A spec's ``.cfg`` array entry as the file inside the spec's folder it names (as a network file's:
+    an absolute path, ``..`` or a symlink out of the folder refused), or an error naming ``arrays``."""
+    try:
+        candidate = resolve_name(spec_dir.resolve(), name, "", "array file", field="arrays")  # names the folder
+    except InputError as exc:
+        raise InputError(exc.message, file=file, field="arrays") from None
+    if not is_file(candidate):
+        raise InputError(f"array file {shown(name)} not found in the spec's folder", file=file, field="arrays")
+    return candidate.resolve()
+
+
+def read_array(text: str, spec_dir: Path, file: str) -> tuple[int, int] | ArrayFile:
+    """One ``arrays`` entry: ``"ROWSxCOLS"``, or a ``.cfg`` path read by ``archsim cost --config``'s reader
+    (:func:`archsim.array.options.array_from_flags`), whose errors name the .cfg's line and key."""
+    if not text.lower().endswith(ARRAY_SUFFIX):
+        try:
+            return parse_array_shape(text)
+        except InputError as exc:
+            raise InputError(exc.message, file=file, field="arrays") from None
+    from archsim.array.options import array_from_flags
+
+    path = resolve_array_file(text, spec_dir, file)
+    return ArrayFile(str(path), array_from_flags(config=path))
 
 
 def resolve_network(name: str, spec_dir: Path, file: str) -> str:
@@ -244,12 +301,7 @@ def load_spec(path: str | Path) -> SweepSpec | DeviceSweepSpec:
     if not networks:
         raise InputError("expected at least one network", file=file, field="networks")
     resolved = tuple(resolve_network(n, path.parent, file) for n in networks)
-    arrays = []
-    for text in strings("arrays"):
-        try:
-            arrays.append(parse_array_shape(text))
-        except InputError as exc:
-            raise InputError(exc.message, file=file, field="arrays") from None
+    arrays = [read_array(text, path.parent, file) for text in strings("arrays")]
     if not arrays:
         raise InputError("expected at least one array", file=file, field="arrays")
     mode = table.get("mode", "exact")
@@ -270,6 +322,9 @@ def load_spec(path: str | Path) -> SweepSpec | DeviceSweepSpec:
         raise InputError("expected at least one method", file=file, field="methods")
     designs: tuple[Design, ...] = ()
     if DESIGN_KEYS & set(table):
+        if any(isinstance(array, ArrayFile) for array in arrays):
+            raise InputError("a .cfg array is for a plain sweep: a design sweep sets SRAM and bandwidth by its axes "
+                             "(sram_kb, bandwidths); give the array's shape as ROWSxCOLS", file=file, field="arrays")
         clocks = table.get("clocks_ghz", [])
         if not isinstance(clocks, list) or not all(isinstance(x, (int, float)) for x in clocks):
             raise InputError("expected a list of clocks in GHz", file=file, field="clocks_ghz")
@@ -293,7 +348,7 @@ def load_spec(path: str | Path) -> SweepSpec | DeviceSweepSpec:
                                 positives("bandwidths") if "bandwidths" in table else (10,), widths, micro, tables))
     return SweepSpec(designs=designs, 
         name=check_name(table.get("name", path.stem), "name", file=file), networks=resolved, only=strings("only", LAYER_KINDS),
-        arrays=tuple(arrays), dataflows=strings("dataflows", ("ws", "os", "is")) or ("ws",),
+        arrays=tuple(arrays), dataflows=strings("dataflows", ("ws", "os", "is")),
         batches=positives("batches"), processors=positives("processors", MAX_PROCESSORS), methods=methods, mode=mode,
         alpha=float(alpha), engine=engine, source=file)
 

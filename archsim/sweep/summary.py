@@ -25,6 +25,7 @@ def summarize(results: pd.DataFrame) -> pd.DataFrame:
     keys = ["network", "only", "mode", "processors", "method"]
     config = ["network", "only", "rows", "cols", "dataflow", "batch", "mode", "method"]
     config += [axis for axis in DESIGN_AXES if axis in results.columns]
+    config += ["array_path"] if "array_path" in results.columns else []  # a .cfg's array: one of its shape's
     results = results.sort_values(config + ["processors"]).copy()
     # A planner may leave processors idle: the best speedup with at most P processors (of one design; an
     # axis a design leaves unset, a clock, is NaN and must not drop its rows).

@@ -1,0 +1,151 @@
+"""A sweep spec's ``arrays`` entry may name a SCALE-Sim ``.cfg`` (relative to the spec file), read by the reader
+``archsim cost --config`` uses: before, the spec refused it as no ROWSxCOLS shape, so a .cfg array could be
+costed by ``cost`` but not swept."""
+
+from __future__ import annotations
+
+import csv
+import io
+import shutil
+from pathlib import Path
+
+import pytest
+
+from archsim.array.options import array_from_flags
+from archsim.cli import main
+from archsim.sweep import load_spec
+
+CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "arrays"
+SPEC = """[sweep]
+name = "cfg_arrays"
+networks = ["{network}"]
+arrays = [{arrays}]
+batches = [{batch}]
+processors = [{processors}]
+methods = ["layerpipe"]
+{extra}
+"""
+
+
+def _spec(folder: Path, arrays: list[str], network: str = "layerpipe_sample", batch: int = 16, extra: str = "",
+          processors: str = "1, 2") -> str:
+    path = folder / "spec.toml"
+    path.write_text(SPEC.format(network=network, arrays=", ".join(f'"{a}"' for a in arrays), batch=batch, extra=extra,
+                                processors=processors))
+    return str(path)
+
+
+def _cost_layers(argv: list[str], capsys) -> dict[str, float]:
+    """``archsim cost``'s total cycles per layer (the TOTAL row left out)."""
+    assert main(["cost", *argv, "--format", "csv"]) == 0
+    rows = csv.DictReader(io.StringIO(capsys.readouterr().out))
+    return {row["layer"]: float(row["total_cycles"]) for row in rows if row["layer"] != "TOTAL"}
+
+
+def _sweep_rows(spec: str, out: Path, capsys) -> list[dict[str, str]]:
+    assert main(["sweep", spec, "--out", str(out)]) == 0
+    capsys.readouterr()
+    return list(csv.DictReader(io.StringIO((out / "results.csv").read_text())))
+
+
+def test_a_spec_naming_a_shipped_cfg_costs_the_array_cost_config_reads(tmp_path, capsys):
+    cfg = shutil.copy(CONFIGS / "tpu_like_256x256_ws.cfg", tmp_path / "tpu.cfg")  # beside the spec
+    spec = _spec(tmp_path, ["tpu.cfg", "32x32"])
+    units = load_spec(spec).units()
+    assert [u.array for u in units if u.array_file] == [array_from_flags(config=cfg)]  # every field: cost's array
+    rows = _sweep_rows(spec, tmp_path / "out", capsys)
+    by_array = {(row["rows"], row.get("array_path") or ""): row for row in rows if row["processors"] == "1"}
+    layers = _cost_layers(["layerpipe_sample", "--config", str(cfg), "--batch", "16"], capsys)
+    assert len(layers) == 4  # the sample's four conv layers, each costed on the .cfg's 256 × 256 array
+    swept = by_array[("256", str(Path(cfg).resolve()))]
+    assert float(swept["single_processor_cycles"]) == sum(layers.values())
+    assert float(swept["iteration_cycles"]) == sum(layers.values())  # one processor runs every layer
+    square = _cost_layers(["layerpipe_sample", "--array", "32x32", "--batch", "16"], capsys)
+    assert float(by_array[("32", "")]["single_processor_cycles"]) == sum(square.values()) != sum(layers.values())
+
+
+@pytest.mark.long  # the cycle engine, three times, and a report: about 6 s
+def test_a_cfgs_dataflow_and_memories_reach_the_cycle_engine(tmp_path, capsys):
+    """The .cfg's own dataflow where the spec gives no ``dataflows``, and its SRAMs and DRAM bandwidth under
+    ``engine = "cycle"`` (a shape keeps the defaults: 64 KiB, 10 words/cycle)."""
+    text = (CONFIGS / "scalesim_32x32_ws.cfg").read_text()
+    small = (text.replace("IfmapSramSzkB:    64", "IfmapSramSzkB:    2").replace("Bandwidth : 10", "Bandwidth : 2")
+             .replace("Dataflow : ws", "Dataflow : os"))
+    assert small.count("2\n") >= 2 and "Dataflow : os" in small
+    (tmp_path / "small.cfg").write_text(small)
+    spec = _spec(tmp_path, ["small.cfg"], network="ffnn8", batch=4, extra='engine = "cycle"', processors="1")
+    cfg_rows = _sweep_rows(spec, tmp_path / "out", capsys)
+    assert [row["dataflow"] for row in cfg_rows] == ["os"]
+    layers = _cost_layers(["ffnn8", "--config", str(tmp_path / "small.cfg"), "--batch", "4", "--engine", "cycle"],
+                          capsys)
+    assert float(cfg_rows[0]["single_processor_cycles"]) == pytest.approx(sum(layers.values()), rel=1e-12)
+    plain = _cost_layers(["ffnn8", "--array", "32x32", "--dataflow", "os", "--batch", "4", "--engine", "cycle"],
+                         capsys)
+    assert sum(plain.values()) != sum(layers.values())  # the .cfg's memories change the cycles it is swept at
+    # the report's per-layer section costs the .cfg's array (as spec.json recorded it) and names it as cost's flag
+    from archsim.sweep.report import _spec_record, _sweep_array, read_results
+
+    first = read_results(tmp_path / "out").iloc[0]
+    array, engine, _ = _sweep_array(_spec_record(tmp_path / "out"), first)
+    assert (array, engine) == (array_from_flags(config=tmp_path / "small.cfg"), "cycle")
+    assert main(["report", str(tmp_path / "out"), "--out", str(tmp_path / "r.html")]) == 0
+    capsys.readouterr()
+    command = f"archsim cost ffnn8 --config {(tmp_path / 'small.cfg').resolve()} --dataflow os --batch 4"
+    assert command in (tmp_path / "r.html").read_text()
+
+
+@pytest.mark.parametrize("arrays, cfg_text, expected", [
+    (["absent.cfg"], None, "field 'arrays': array file 'absent.cfg' not found in the spec's folder"),
+    (["../tpu.cfg"], None, "field 'arrays': array file name must stay inside specs/: '../tpu.cfg'"),
+    (["bad.cfg"], (CONFIGS / "tpu_like_256x256_ws.cfg").read_text().replace("ArrayHeight:    256", "ArrayHeight: 0"),
+     "bad.cfg, line 5, field 'ArrayHeight': expected a positive integer"),
+    (["bad.cfg"], "ArrayHeight 32\n", "not a readable .cfg file"),
+])
+def test_a_missing_or_malformed_cfg_is_one_error_line_and_nothing_written(tmp_path, capsys, arrays, cfg_text,
+                                                                          expected):
+    folder = tmp_path / "specs"
+    folder.mkdir()
+    shutil.copy(CONFIGS / "tpu_like_256x256_ws.cfg", tmp_path / "tpu.cfg")  # outside the spec's folder
+    if cfg_text is not None:
+        (folder / "bad.cfg").write_text(cfg_text)
+    spec = _spec(folder, arrays)
+    out = tmp_path / "out"
+    assert main(["sweep", spec, "--out", str(out)]) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert captured.out == "" and len(lines) == 1 and lines[0].startswith("archsim: error: ")
+    assert expected in lines[0]
+    assert not out.exists()
+    assert sorted(p.name for p in folder.iterdir()) == sorted(["spec.toml"] + (["bad.cfg"] if cfg_text else []))
+
+
+def test_a_design_sweep_refuses_a_cfg_array_whose_memories_its_axes_set(tmp_path, capsys):
+    shutil.copy(CONFIGS / "scalesim_32x32_ws.cfg", tmp_path / "a.cfg")
+    spec = _spec(tmp_path, ["a.cfg"], extra="sram_kb = [32, 64]")
+    assert main(["sweep", spec, "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("archsim: error: ") and "field 'arrays'" in err and "design sweep" in err
+    assert "\n" not in err and not (tmp_path / "out").exists()
+
+
+def test_an_output_flag_naming_the_specs_cfg_is_refused_and_the_cfg_kept(tmp_path, capsys):
+    cfg = shutil.copy(CONFIGS / "scalesim_32x32_ws.cfg", tmp_path / "a.cfg")
+    before = Path(cfg).read_bytes()
+    spec = _spec(tmp_path, ["a.cfg"])
+    assert main(["sweep", spec, "--out", str(tmp_path / "out"), "--report", str(cfg)]) == 2
+    err = capsys.readouterr().err
+    assert "names this run's input (an array file SPEC names)" in err
+    assert Path(cfg).read_bytes() == before and not (tmp_path / "out").exists()
+
+
+@pytest.mark.long  # a report: about 3 s
+def test_the_report_of_a_cfg_sweep_names_cost_config_and_needs_no_spec_record_for_analytic_cycles(tmp_path, capsys):
+    """Analytic cycles depend on the array's shape and dataflow alone, so a results folder without its spec.json
+    (someone else's) still gets the per-layer section; its command names the .cfg as ``cost --config``."""
+    cfg = shutil.copy(CONFIGS / "tpu_like_256x256_ws.cfg", tmp_path / "tpu.cfg")
+    _sweep_rows(_spec(tmp_path, ["tpu.cfg"]), tmp_path / "out", capsys)
+    (tmp_path / "out" / "spec.json").unlink()
+    assert main(["report", str(tmp_path / "out"), "--out", str(tmp_path / "r.html")]) == 0
+    capsys.readouterr()
+    command = f"archsim cost layerpipe_sample --config {Path(cfg).resolve()} --dataflow ws --batch 16 --mode exact"
+    assert command in (tmp_path / "r.html").read_text()
