@@ -174,29 +174,28 @@ class PairLinks:
     def allreduce_link(self, devices: Sequence[int], bandwidth: np.ndarray) -> LinkClass | Spanning:
         """The link a group's all-reduce runs on, as train places it (:class:`Spanning`,
         :meth:`archsim.training.cluster.GpuCluster._link`): in one server, its slowest pair's class; over
-        servers, NVLink inside each (its slowest in-server pair's class; the server's own class where no
-        two of its GPUs are in the group) and between them the group's share of its GPUs' NICs — each GPU
+        servers, NVLink inside each (its slowest in-server pair's class; where no two of its GPUs share a
+        server, its first GPU's server's own class) and between them the group's share of its GPUs' NICs — each GPU
         its NIC's bandwidth toward the group's other servers over the GPUs sharing that NIC, summed per
         server, the least server's sum (its NICs carry every byte of the ring). ``per_server``: the group's
         GPUs in its least-held server (train's groups hold as many in each)."""
         group = np.asarray(devices)
         where = self.server[group]
         same = where[:, None] == where[None, :]
-        distinct = ~np.eye(len(group), dtype=bool)
-        sub = bandwidth[np.ix_(group, group)]
-        if same.all():
-            u, v = np.unravel_index(np.argmin(np.where(distinct, sub, np.inf)), sub.shape)
-            return self.pair_class(int(group[u]), int(group[v]), bandwidth)
-        inside = same & distinct
-        if inside.any():
-            u, v = np.unravel_index(np.argmin(np.where(inside, sub, np.inf)), sub.shape)
+        sub = bandwidth[np.ix_(group, group)].astype(float)  # a copy
+        np.fill_diagonal(sub, np.inf)
+        inside = np.where(same, sub, np.inf)
+        u, v = np.unravel_index(np.argmin(inside), inside.shape)
+        if np.isfinite(inside[u, v]):
             intra = self.pair_class(int(group[u]), int(group[v]), bandwidth)
+            if same.all():
+                return intra
         else:  # one GPU in each server: its server's own class (its diagonal entry), at that class's bandwidth
             intra = self.classes[int(self.index[group[0], group[0]])]
         nic = self.classes[int(self.index[group[~same[0]][0], group[0]])]
-        out = np.min(np.where(same, np.inf, sub), axis=1) / nic.efficiency / self.sharing[group]  # each GPU's share
-        servers, held = np.unique(where, return_counts=True)
-        share = min(float(out[where == s].sum()) for s in servers)
+        out = np.where(same, np.inf, sub).min(axis=1) / nic.efficiency / self.sharing[group]  # each GPU's share
+        _, server, held = np.unique(where, return_inverse=True, return_counts=True)
+        share = float(np.bincount(server, weights=out).min())
         return Spanning(intra, replace(nic, bandwidth=share), int(held.min()))
 
 
