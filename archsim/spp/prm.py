@@ -236,8 +236,8 @@ def _exact_allreduce(order: Sequence[int], bandwidth: np.ndarray, seg_par: np.nd
                      links: PairLinks | None) -> tuple[np.ndarray, np.ndarray]:
     """group[r, i]: which all-reduce the block of r devices ending at position i pays, and exact[group, l′, l]
     its price of layers l′..l−1's parameter bytes: :func:`~archsim.collectives.ring_allreduce_on` with ``links``,
-    the one price the plan reports, evaluated once per distinct (size, link) of the blocks (a cluster has few);
-    group 0 costs nothing (one device, or the paper's model, whose A stays allreduce[r, i] per byte)."""
+    the one price the plan reports, evaluated once per distinct (GPU count, link) of the blocks (a cluster has
+    few); group 0 costs nothing (one device, or the paper's model, whose A stays allreduce[r, i] per byte)."""
     V = len(order)
     group = np.zeros((V + 1, V + 1), dtype=np.int64)
     tables = [np.zeros(seg_par.shape)]

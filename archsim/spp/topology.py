@@ -209,8 +209,9 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
     pairs then hold 0). ``default_gbps``: the servers' devices' own NIC, Gbit/s (plan: as train reads it,
     :func:`archsim.network.read_network`), taken as ``inter_server_gbps`` where the document states none and no
     ``[network]`` table; 0: none. ``links``: ``"paper"`` (SPP's model: a transfer takes bytes / bandwidth) or
-    ``"exact"`` (each pair's transfer costs what train's pipeline hop on it costs, :func:`~archsim.spp.link_classes.exact_links`, which
-    needs ``devices``: each ``[[servers]]`` table's device, :func:`archsim.training.cluster_file.named_devices`)."""
+    ``"exact"`` (each pair's transfer costs what train's pipeline hop on it costs,
+    :func:`~archsim.spp.link_classes.exact_links`, which needs ``devices``: each ``[[servers]]`` table's device,
+    :func:`archsim.training.cluster_file.named_devices`)."""
     if links not in LINK_MODELS:
         raise InputError(f"expected one of {', '.join(LINK_MODELS)}, got {shown(links)}", field="links")
     if "device" in spec and "cluster" not in spec:  # a device file given where its cluster goes
