@@ -11,7 +11,7 @@ from archsim.collectives import Spanning, collective_seconds
 from archsim.partition import profile_from_costs
 from archsim.spp.plan import spp, stage_plans
 from archsim.spp.prm import PRMPlan, plan_value, prm, prm_tables
-from archsim.spp.topology import build_topology
+from archsim.spp.topology import build_topology, read_cluster_document
 from archsim.training.cluster_file import load_gpu_cluster, named_devices
 from archsim.training.parallel import Parallelism
 
@@ -100,6 +100,8 @@ def test_paper_links_keep_the_papers_search_value():
 TWO_SERVERS_PER_GPU = {"cluster": {"name": "two", "inter_server_gbps": 200, "inter_server_link": "per_gpu_pair"},
                        "servers": [{"count": 2, "gpus": 2, "intra_server_gbps": 4800, "gpu": "a100-80gb"}]}
 WEIGHTS = 40e6
+TWO_BY_TWO = ('[cluster]\nname = "two"\ninter_server_gbps = 200\ninter_server_link = "{link}"\n'
+              '[[servers]]\ncount = 2\ngpus = 2\nintra_server_gbps = 4800\ngpu = "a100-80gb"\n')
 
 
 def test_an_allreduce_over_two_servers_is_trains_spanning_group():
@@ -122,23 +124,32 @@ def test_an_allreduce_over_two_servers_is_trains_spanning_group():
     assert isinstance(link, Spanning) and link.per_server == 2
 
 
-def test_a_spanning_stage_costs_what_trains_data_parallel_group_costs(tmp_path):
-    """The same cluster as train reads it: its DP group of the four GPUs all-reduces the same bytes in the same
-    seconds, on a shared server NIC (each GPU its half) and on a NIC per GPU."""
-    for link in ("shared", "per_gpu_pair"):
-        spec = {**TWO_SERVERS_PER_GPU, "cluster": {**TWO_SERVERS_PER_GPU["cluster"], "inter_server_link": link}}
-        path = tmp_path / f"{link}.toml"
-        path.write_text(f'[cluster]\nname = "two"\ninter_server_gbps = 200\ninter_server_link = "{link}"\n'
-                        '[[servers]]\ncount = 2\ngpus = 2\nintra_server_gbps = 4800\ngpu = "a100-80gb"\n')
-        dp = load_gpu_cluster(path).machine(Parallelism(1, 1, 4, 4, 1)).links.dp
-        assert isinstance(dp, Spanning)
-        train = float(collective_seconds("all-reduce", WEIGHTS, 4, dp))
-        topology = _exact(spec)
-        plan = PRMPlan(0.0, ((0, 1),), (4,), ((0, 1, 2, 3),))
-        profile = profile_from_costs(["a"], [1e-3], [0.0], [2e-3], activation_bytes=[1], delta_bytes=[1],
-                                     weight_bytes=[WEIGHTS])
-        (stage,) = stage_plans(profile, plan, topology.bandwidth, topology.latency, topology.links)
-        assert stage.allreduce == pytest.approx(train, rel=1e-12)
+RAILS = ('[cluster]\nname = "rails"\n[network]\nnics_per_server = 2\nnic_gbps = 200\ngpus_per_nic = 2\n'
+         '[[servers]]\ncount = 2\ngpus = 4\nintra_server_gbps = 4800\ngpu = "a100-80gb"\n')
+
+
+@pytest.mark.parametrize("text, tp, devices", [
+    (TWO_BY_TWO.format(link="shared"), 1, (0, 1, 2, 3)),
+    (TWO_BY_TWO.format(link="per_gpu_pair"), 1, (0, 1, 2, 3)),
+    (RAILS, 1, tuple(range(8))),  # each server's two NICs, two GPUs on each: all four GPUs' shares
+    (RAILS, 2, (0, 2, 4, 6)),  # two GPUs a server, one on each NIC: a GPU's share of each
+])
+def test_a_spanning_stage_costs_what_trains_data_parallel_group_costs(tmp_path, text, tp, devices):
+    """The cluster as train reads it: its DP group over the same GPUs (TP innermost) all-reduces the same bytes in
+    the same seconds — on a shared server NIC (each GPU its half), on a NIC per GPU, and on a [network] table's
+    rails."""
+    path = tmp_path / "cluster.toml"
+    path.write_text(text)
+    dp = load_gpu_cluster(path).machine(Parallelism(tp, 1, len(devices), len(devices), 1)).links.dp
+    assert isinstance(dp, Spanning)
+    train = float(collective_seconds("all-reduce", WEIGHTS, len(devices), dp))
+    spec = read_cluster_document(path)
+    topology = build_topology(spec, links="exact", devices=named_devices(spec, tmp_path, str(path)))
+    plan = PRMPlan(0.0, ((0, 1),), (len(devices),), (devices,))
+    profile = profile_from_costs(["a"], [1e-3], [0.0], [2e-3], activation_bytes=[1], delta_bytes=[1],
+                                 weight_bytes=[WEIGHTS])
+    (stage,) = stage_plans(profile, plan, topology.bandwidth, topology.latency, topology.links)
+    assert stage.allreduce == pytest.approx(train, rel=1e-12)
 
 
 def test_a_group_with_one_gpu_in_each_server_takes_that_gpus_share():
