@@ -85,20 +85,17 @@ def pair_latency(latency, devices: Sequence[int], others: Sequence[int]) -> floa
     return max(float(latency[u, v]) for u in devices for v in others)
 
 
-def ring_allreduce_on(size: float, devices: Sequence[int], bandwidth: np.ndarray, links=None) -> float:
+def ring_allreduce_on(size, devices: Sequence[int], bandwidth: np.ndarray, links: PairLinks | None = None):
     """:func:`ring_allreduce_time` over ``devices`` of a cluster at its slowest link among them (SPP's model).
-    ``links`` (``plan --links exact``, :attr:`archsim.spp.topology.Topology.links`): ``(classes, index)``, each
-    pair's link class (its bandwidth the pair's η·B over η): the group's all-reduce then costs what train's
-    :func:`collective_seconds` gives on the slowest pair's class (launch, per-step latency, ring or tree), seconds."""
+    ``links`` (``plan --links exact``, :attr:`archsim.spp.topology.Topology.links`): the group's all-reduce then
+    costs what train's :func:`collective_seconds` gives on the link :meth:`PairLinks.allreduce_link` names
+    (launch, per-step latency, ring or tree), seconds. ``size`` may be an array (PRM's tables: every
+    stage's parameter bytes at once)."""
     if len(devices) <= 1:
         return 0.0
     if links is None:
         return ring_allreduce_time(size, len(devices), slowest_link(bandwidth, devices))
-    classes, index = links
-    u, v = min(((u, v) for u in devices for v in devices if u != v), key=lambda pair: bandwidth[pair])
-    link = classes[int(index[u, v])]
-    link = replace(link, bandwidth=float(bandwidth[u, v]) / link.efficiency)
-    return float(collective_seconds("all-reduce", size, len(devices), link))
+    return collective_seconds("all-reduce", size, len(devices), links.allreduce_link(devices, bandwidth))
 
 
 KINDS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "p2p")
@@ -155,6 +152,51 @@ class Spanning:
     def bus_bandwidth(self) -> float:
         """The slower of the two: what a ring through both runs at (bytes/s)."""
         return min(self.intra.bus_bandwidth, self.inter.bus_bandwidth)
+
+
+@dataclass(frozen=True, eq=False)
+class PairLinks:
+    """``plan --links exact``'s link classes (:func:`archsim.spp.link_classes.exact_links`): ``classes`` and the
+    (V, V) ``index`` of each GPU pair's class (the pair's bandwidth matrix entry is η·B of it), each GPU's
+    ``server`` and ``sharing``, the GPUs that share its NIC when all send at once (a shared server link: the
+    server's GPUs; one NIC per GPU: 1; a ``[network]`` table: its rail's GPUs)."""
+
+    classes: tuple[LinkClass, ...]
+    index: np.ndarray
+    server: np.ndarray
+    sharing: np.ndarray
+
+    def pair_class(self, u: int, v: int, bandwidth: np.ndarray) -> LinkClass:
+        """The class of the pair (u, v) at the pair's own bandwidth (its matrix entry over η)."""
+        link = self.classes[int(self.index[u, v])]
+        return replace(link, bandwidth=float(bandwidth[u, v]) / link.efficiency)
+
+    def allreduce_link(self, devices: Sequence[int], bandwidth: np.ndarray) -> LinkClass | Spanning:
+        """The link a group's all-reduce runs on, as train places it (:class:`Spanning`,
+        :meth:`archsim.training.cluster.GpuCluster._link`): in one server, its slowest pair's class; over
+        servers, NVLink inside each (its slowest in-server pair's class; where no two of its GPUs share a
+        server, its first GPU's server's own class) and between them the group's share of its GPUs' NICs — each GPU
+        its NIC's bandwidth toward the group's other servers over the GPUs sharing that NIC, summed per
+        server, the least server's sum (its NICs carry every byte of the ring). ``per_server``: the group's
+        GPUs in its least-held server (train's groups hold as many in each)."""
+        group = np.asarray(devices)
+        where = self.server[group]
+        same = where[:, None] == where[None, :]
+        sub = bandwidth[np.ix_(group, group)].astype(float)  # a copy
+        np.fill_diagonal(sub, np.inf)
+        inside = np.where(same, sub, np.inf)
+        u, v = np.unravel_index(np.argmin(inside), inside.shape)
+        if np.isfinite(inside[u, v]):
+            intra = self.pair_class(int(group[u]), int(group[v]), bandwidth)
+            if same.all():
+                return intra
+        else:  # one GPU in each server: its server's own class (its diagonal entry), at that class's bandwidth
+            intra = self.classes[int(self.index[group[0], group[0]])]
+        nic = self.classes[int(self.index[group[~same[0]][0], group[0]])]
+        out = np.where(same, np.inf, sub).min(axis=1) / nic.efficiency / self.sharing[group]  # each GPU's share
+        _, server, held = np.unique(where, return_inverse=True, return_counts=True)
+        share = float(np.bincount(server, weights=out).min())
+        return Spanning(intra, replace(nic, bandwidth=share), int(held.min()))
 
 
 def collective_seconds(kind: str, nbytes, n: int, link: LinkClass | Spanning):
@@ -216,4 +258,4 @@ def _spanning_seconds(kind: str, s: np.ndarray, n: int, link: Spanning):
     return launch + (n - m) * intra.alpha_s + (m - 1) * inter.alpha_s + np.maximum(nvlink, (n - 1) / n * s / net)
 
 
-__all__ = ["KINDS", "LinkClass", "Spanning", "collective_seconds", "pair_latency", "ring_allreduce_on", "ring_allreduce_time", "slowest_link"]
+__all__ = ["KINDS", "LinkClass", "PairLinks", "Spanning", "collective_seconds", "pair_latency", "ring_allreduce_on", "ring_allreduce_time", "slowest_link"]

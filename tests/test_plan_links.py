@@ -9,7 +9,7 @@ import pytest
 from test_spp import random_profile
 
 from archsim.cli import main
-from archsim.collectives import collective_seconds
+from archsim.collectives import Spanning, collective_seconds
 from archsim.errors import InputError
 from archsim.links import A100_NVLINK, NIC_EFFICIENCY, infiniband, nvlink
 from archsim.partition import profile_from_costs
@@ -86,15 +86,17 @@ SPREAD = PRMPlan(0.0, ((0, 1), (1, 2)), (4, 2), ((0, 1, 2, 3), (4, 5)))
 
 
 def test_exact_links_price_a_replicated_stages_allreduce_as_train_does():
-    """Three servers of two A100s, 200 Gbit/s between them (25 GB/s, each pair's whole NIC: a send runs alone),
-    NVSwitch inside (300 GB/s a direction). A stage on all four GPUs all-reduces over its slowest link, the NIC:
-    train's all-reduce of its bytes on 4 GPUs over infiniband(25 GB/s), per-step latency included; a stage on
-    one server's two GPUs: train's all-reduce on NVLink at 300 GB/s. The plan's partition states the same."""
+    """Three servers of two A100s, 200 Gbit/s between them (25 GB/s, one NIC a server shared by its two GPUs),
+    NVSwitch inside (300 GB/s a direction). A stage on all four GPUs of two servers all-reduces as train's group
+    over servers: NVLink inside each, between them the group's share of the NICs (two GPUs' halves: 25 GB/s),
+    per-step latencies included (tests/test_plan_exact_search.py: by hand); a stage on one server's two GPUs:
+    train's all-reduce on NVLink at 300 GB/s. The plan's partition states the same."""
     from archsim.spp.plan import prm_partition
 
     topology = _topology(TWO_SERVERS, "exact")
     first, second = stage_plans(_weighted_layers(), SPREAD, topology.bandwidth, topology.latency, topology.links)
-    across = float(collective_seconds("all-reduce", WEIGHTS, 4, infiniband(200e9 / 8)))
+    across = float(collective_seconds("all-reduce", WEIGHTS, 4,
+                                      Spanning(nvlink(4800e9 / 8 / 2), infiniband(200e9 / 8), 2)))
     inside = float(collective_seconds("all-reduce", WEIGHTS, 2, nvlink(4800e9 / 8 / 2)))
     assert first.allreduce == pytest.approx(across, rel=1e-12)
     assert second.allreduce == pytest.approx(inside, rel=1e-12)

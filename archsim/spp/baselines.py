@@ -81,7 +81,7 @@ def gpipe(profile: LayerProfile, topology: Topology, microbatches: int, *, balan
 def pipedream_prm(profile: LayerProfile, topology: Topology, microbatches: int) -> Partition:
     order = list(range(topology.devices))
     plans = prm_tables(profile, order, topology.bandwidth, microbatches, min(len(profile), topology.devices),
-                       topology.latency)
+                       topology.latency, topology.links)
     best = min(plans, key=lambda p: p.value)
     makespan = pe_finish_time(stage_plans(profile, best, topology.bandwidth, topology.latency, topology.links), microbatches)
     return prm_partition(profile, best, topology.bandwidth, "pipedream-prm", makespan, topology.links)

@@ -87,7 +87,8 @@ def spp(profile: LayerProfile, topology: Topology, microbatches: int, *, max_sta
     limit = stage_count_limit(profile, topology, max_stages)
     best = None
     table = []
-    for plan in prm_tables(profile, order, topology.bandwidth, microbatches, limit, topology.latency):
+    for plan in prm_tables(profile, order, topology.bandwidth, microbatches, limit, topology.latency,
+                           topology.links):
         count = len(plan.stages)
         makespan = pe_finish_time(stage_plans(profile, plan, topology.bandwidth, topology.latency, topology.links), microbatches)
         table.append((count, plan.value, makespan))

@@ -13,7 +13,11 @@ profile's unit (seconds or cycles), sizes in bytes, bandwidth in bytes per time 
 ``latency`` (a (V, V) matrix or one figure, in the time unit; 0, the default, is the paper's model): what each
 send pays beside its bytes (``plan --links exact``, :func:`archsim.spp.topology.build_topology`). A channel's
 micro-batch is then its forward and its backward send (each whose bytes are not 0), each paying the
-largest latency between the two blocks, as the replica pairs send at once.
+largest latency between the two blocks, as the replica pairs send at once. ``links``
+(:class:`~archsim.collectives.PairLinks`, ``plan --links exact``; None, the default, is the paper's A): a stage's
+all-reduce is then :func:`~archsim.collectives.ring_allreduce_on` with them, train's collective price, in the
+search as in the plan it reports — the search's tables hold that price of every stage's parameter bytes on
+each distinct link a block of devices all-reduces over (:func:`_exact_allreduce`).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from functools import cache
 
 import numpy as np
 
-from archsim.collectives import pair_latency, ring_allreduce_on, ring_allreduce_time, slowest_link
+from archsim.collectives import PairLinks, pair_latency, ring_allreduce_on, ring_allreduce_time, slowest_link
 from archsim.errors import InputError
 from archsim.jit import announce_compile
 from archsim.numba_cache import njit, small_in_python
@@ -68,14 +72,14 @@ class PRMPlan:
 
 
 def stage_time(profile: LayerProfile, microbatches: int, first: int, last: int, devices: Sequence[int],
-               bandwidth: np.ndarray) -> float:
-    """M Σ (p^f + p^b) / r + A for layers first..last−1 on ``devices``."""
+               bandwidth: np.ndarray, links: PairLinks | None = None) -> float:
+    """M Σ (p^f + p^b) / r + A for layers first..last−1 on ``devices`` (``links``: A as train prices it)."""
     r = len(devices)
     compute = microbatches * float(sum(profile.forward[first:last])) / r \
         + microbatches * float(sum(profile.backward[first:last])) / r
     if r == 1:
         return compute
-    return compute + ring_allreduce_on(float(sum(profile.weight_bytes[first:last])), devices, bandwidth)
+    return compute + ring_allreduce_on(float(sum(profile.weight_bytes[first:last])), devices, bandwidth, links)
 
 
 def channel_time(profile: LayerProfile, microbatches: int, boundary: int, before: Sequence[int],
@@ -90,7 +94,7 @@ def channel_time(profile: LayerProfile, microbatches: int, boundary: int, before
 
 
 def prm(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarray, microbatches: int,
-        stages: int, latency=0.0) -> PRMPlan:
+        stages: int, latency=0.0, links: PairLinks | None = None) -> PRMPlan:
     """𝒲(|S|) = min_r W(L, |S|, r, V) with its partition, replication and mapping."""
     n_layers, n_devices = len(profile), len(order)
     if not 1 <= stages <= min(n_layers, n_devices):
@@ -103,10 +107,10 @@ def prm(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarray, micr
         if xi == 1:
             if r != i:
                 return math.inf, ()
-            return stage_time(profile, microbatches, 0, l, block, bandwidth), (((0, l), r),)
+            return stage_time(profile, microbatches, 0, l, block, bandwidth, links), (((0, l), r),)
         best: tuple[float, tuple] = (math.inf, ())
         for lp in range(xi - 1, l):
-            tail = stage_time(profile, microbatches, lp, l, block, bandwidth)
+            tail = stage_time(profile, microbatches, lp, l, block, bandwidth, links)
             if tail >= best[0]:
                 continue
             for rp in range(1, i - r + 1):
@@ -131,9 +135,10 @@ def prm(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarray, micr
 
 
 def plan_value(profile: LayerProfile, microbatches: int, stages: Sequence[tuple[int, int]],
-               devices: Sequence[Sequence[int]], bandwidth: np.ndarray, latency=0.0) -> float:
+               devices: Sequence[Sequence[int]], bandwidth: np.ndarray, latency=0.0,
+               links: PairLinks | None = None) -> float:
     """𝒲 of an explicit plan (the objective PRM minimizes), for brute-force checks."""
-    terms = [stage_time(profile, microbatches, a, b, d, bandwidth) for (a, b), d in zip(stages, devices)]
+    terms = [stage_time(profile, microbatches, a, b, d, bandwidth, links) for (a, b), d in zip(stages, devices)]
     for n in range(len(stages) - 1):
         terms.append(channel_time(profile, microbatches, stages[n][1], devices[n], devices[n + 1], bandwidth,
                                   latency))
@@ -161,12 +166,12 @@ def prm_search_size(layers: int, devices: int, max_stages: int) -> tuple[int, in
 
 
 def prm_tables(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarray, microbatches: int,
-               max_stages: int, latency=0.0) -> list[PRMPlan]:
+               max_stages: int, latency=0.0, links: PairLinks | None = None) -> list[PRMPlan]:
     """PRM for every stage count 1..max_stages at once (the same recurrence as :func:`prm`, tested
     equal). Tables W[ξ][l, r, i] over l ≤ L, r ≤ V, i ≤ V; each level is one numba kernel call."""
     L, V = len(profile), len(order)
-    W, compute, seg_work, seg_par, allreduce, size, between, sends, lag = prm_inputs(profile, order, bandwidth,
-                                                                                     microbatches, latency)
+    W, compute, seg_work, seg_par, allreduce, size, between, sends, lag, group, exact = prm_inputs(
+        profile, order, bandwidth, microbatches, latency, links)
     tables, choice = [W], []  # W[ξ] and the (l′, r′) chosen at each level ξ ≥ 2
     inner, _ = prm_search_size(L, V, max_stages)
     with small_in_python(_level, inner, PYTHON_WORK), np.errstate(divide="ignore", invalid="ignore"):
@@ -174,19 +179,20 @@ def prm_tables(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarra
             announce_compile(_level, "SPP's PRM tables")
         for _xi in range(2, max_stages + 1):
             new, pick = _level(tables[-1], compute, seg_work, seg_par, allreduce, size, between, sends, lag,
-                               microbatches)
+                               group, exact, microbatches)
             tables.append(new)
             choice.append(pick)
     return prm_plans(tables, choice, order)
 
 
 def prm_inputs(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarray, microbatches: int,
-               latency=0.0):
+               latency=0.0, links: PairLinks | None = None):
     """What every level of :func:`prm_tables` reads, and its first level W[1][l, r, i] (one stage):
-    (W1, compute[r], seg_work[l′, l], seg_par[l′, l], allreduce[r, i] per parameter byte,
-    boundary bytes, between[r′, r, i] the slowest link between adjacent blocks, boundary sends,
-    lag[r′, r, i] the largest latency between adjacent blocks); times in the profile's unit,
-    bandwidths in bytes per that unit."""
+    (W1, compute[r], seg_work[l′, l], seg_par[l′, l], allreduce[r, i] per parameter byte (the paper's A; 0 with
+    ``links``), boundary bytes, between[r′, r, i] the slowest link between adjacent blocks, boundary sends,
+    lag[r′, r, i] the largest latency between adjacent blocks, group[r, i] and exact[group, l′, l], the
+    all-reduce with ``links`` (:func:`_exact_allreduce`)); times in the profile's unit, bandwidths in bytes
+    per that unit."""
     L, V = len(profile), len(order)
     b = bandwidth[np.ix_(order, order)]
     lat = np.broadcast_to(np.asarray(latency, dtype=float), bandwidth.shape)[np.ix_(order, order)]
@@ -216,11 +222,37 @@ def prm_inputs(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarra
         allreduce = np.where(r_idx[:, None] > 1, ring_allreduce_time(1.0, np.maximum(r_idx[:, None], 1), inside),
                              0.0)  # [r, i] per parameter byte
         compute = microbatches / np.maximum(r_idx, 1)  # [r]
+    group, exact = _exact_allreduce(order, bandwidth, seg_par, links)
+    if links is not None:
+        allreduce = np.zeros_like(allreduce)  # the exact price replaces the paper's
     W = np.full((L + 1, V + 1, V + 1), inf)  # ξ = 1
     for l in range(1, L + 1):
         for r in range(1, V + 1):
-            W[l, r, r] = compute[r] * work[l] + allreduce[r, r] * params[l]
-    return W, compute, seg_work, seg_par, allreduce, size, between, boundary_sends(profile), lag
+            W[l, r, r] = compute[r] * work[l] + allreduce[r, r] * params[l] + exact[group[r, r], 0, l]
+    return W, compute, seg_work, seg_par, allreduce, size, between, boundary_sends(profile), lag, group, exact
+
+
+def _exact_allreduce(order: Sequence[int], bandwidth: np.ndarray, seg_par: np.ndarray,
+                     links: PairLinks | None) -> tuple[np.ndarray, np.ndarray]:
+    """group[r, i]: which all-reduce the block of r devices ending at position i pays, and exact[group, l′, l]
+    its price of layers l′..l−1's parameter bytes: :func:`~archsim.collectives.ring_allreduce_on` with ``links``,
+    the one price the plan reports, evaluated once per distinct (GPU count, link) of the blocks (a cluster has
+    few); group 0 costs nothing (one device, or the paper's model, whose A stays allreduce[r, i] per byte)."""
+    V = len(order)
+    group = np.zeros((V + 1, V + 1), dtype=np.int64)
+    tables = [np.zeros(seg_par.shape)]
+    if links is None:
+        return group, tables[0][None]
+    seen: dict = {}
+    for i in range(1, V + 1):
+        for r in range(2, i + 1):
+            block = order[i - r:i]
+            key = (r, links.allreduce_link(block, bandwidth))
+            if key not in seen:
+                seen[key] = len(tables)
+                tables.append(np.asarray(ring_allreduce_on(seg_par, block, bandwidth, links), dtype=float))
+            group[r, i] = seen[key]
+    return group, np.stack(tables)
 
 
 def prm_plans(tables: Sequence[np.ndarray], choice: Sequence[np.ndarray], order: Sequence[int]) -> list[PRMPlan]:
@@ -253,7 +285,7 @@ def prm_plans(tables: Sequence[np.ndarray], choice: Sequence[np.ndarray], order:
 
 
 @njit(cache=True, error_model="numpy")  # IEEE division: x / 0 is inf, as numpy gives
-def _level(prev, compute, seg_work, seg_par, allreduce, size, between, sends, lag,
+def _level(prev, compute, seg_work, seg_par, allreduce, size, between, sends, lag, group, exact,
            microbatches):  # pragma: no cover
     """One level ξ of the recurrence: for each (l, r, i), the least max(head, comm, tail) over
     l′ < l and r′ ≤ i − r, and its (l′, r′) — the first least in (l′, r′) row-major order, NaN
@@ -270,7 +302,8 @@ def _level(prev, compute, seg_work, seg_par, allreduce, size, between, sends, la
                 found = False
                 best_lp, best_rp = 0, 0
                 for lp in range(1, l):
-                    tail = compute[r] * seg_work[lp, l] + allreduce[r, i] * seg_par[lp, l]
+                    tail = compute[r] * seg_work[lp, l] + allreduce[r, i] * seg_par[lp, l] \
+                        + exact[group[r, i], lp, l]
                     for rp in range(1, i - r + 1):
                         head = prev[lp, rp, i - r]
                         comm = microbatches * size[lp - 1] / (rp * r * between[rp, r, i]) \

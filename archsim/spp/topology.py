@@ -45,7 +45,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from archsim.errors import InputError
-from archsim.links import fabric_bytes_per_s, infiniband, nic_share, nvlink_group
+from archsim.links import fabric_bytes_per_s, nic_share
+from archsim.spp.link_classes import board_pairs, exact_links
 from archsim.validate import SEED_MAX, check_name, parse_toml, read_text, shown, shown_number
 
 # a device file given where a cluster file goes: what to write instead (a device TOML; a SCALE-Sim .cfg)
@@ -58,6 +59,8 @@ CFG_NOT_CLUSTER = ("this is a SCALE-Sim .cfg, not a cluster file: with [device],
 
 if TYPE_CHECKING:
     import networkx as nx
+
+    from archsim.collectives import PairLinks
 
 CLUSTER_KEYS = {"name", "seed", "inter_server_gbps", "inter_server_link", "gpu_memory_gb"}
 INTER_SERVER_LINKS = ("shared", "per_gpu_pair")
@@ -85,8 +88,8 @@ class Topology:
     device_types: tuple[str, ...] | None = None  # each device's type name (a GPU model, an array); None: not given
     latency: np.ndarray | float = 0.0  # per transfer (V, V) or one figure, in the bandwidth's time unit (0: the
     # paper's model, bytes / bandwidth alone; ``plan --links exact``: each pair's launch latency, build_topology)
-    links: tuple | None = None  # ``plan --links exact``: (link classes, (V, V) index of each pair's class), what a
-    # stage's all-reduce is priced on (archsim.collectives.ring_allreduce_on); None: the paper's model
+    links: PairLinks | None = None  # ``plan --links exact``: each pair's link class, what a stage's all-reduce is
+    # priced on (archsim.collectives.ring_allreduce_on, PRM's search and the plan it reports); None: the paper's model
 
     @property
     def devices(self) -> int:
@@ -206,8 +209,9 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
     pairs then hold 0). ``default_gbps``: the servers' devices' own NIC, Gbit/s (plan: as train reads it,
     :func:`archsim.network.read_network`), taken as ``inter_server_gbps`` where the document states none and no
     ``[network]`` table; 0: none. ``links``: ``"paper"`` (SPP's model: a transfer takes bytes / bandwidth) or
-    ``"exact"`` (each pair's transfer costs what train's pipeline hop on it costs, :func:`_exact_links`, which
-    needs ``devices``: each ``[[servers]]`` table's device, :func:`archsim.training.cluster_file.named_devices`)."""
+    ``"exact"`` (each pair's transfer costs what train's pipeline hop on it costs,
+    :func:`~archsim.spp.link_classes.exact_links`, which needs ``devices``: each ``[[servers]]`` table's device,
+    :func:`archsim.training.cluster_file.named_devices`)."""
     if links not in LINK_MODELS:
         raise InputError(f"expected one of {', '.join(LINK_MODELS)}, got {shown(links)}", field="links")
     if "device" in spec and "cluster" not in spec:  # a device file given where its cluster goes
@@ -272,17 +276,17 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
     bandwidth = np.where(where[:, None] == where[None, :], np.array(intra)[where][:, None],
                          nic_share(inter[where][:, where], np.bincount(where)[where][:, None], alone=True))
     np.fill_diagonal(bandwidth, 0.0)
-    _board_pairs(bandwidth, where, boards, intra)
+    board_pairs(bandwidth, where, boards, intra)
     link = cluster.get("inter_server_link", "shared")
     if link not in INTER_SERVER_LINKS:
         raise InputError(f"expected one of {', '.join(INTER_SERVER_LINKS)}, got {shown(link)}", file=file,
                          field="inter_server_link")
     capacity = bandwidth
+    sharing = np.bincount(where)[where] if link == "shared" else np.ones(len(where))  # GPUs sharing each one's NIC
     if own_network:
-        bandwidth, capacity = _network_links(spec, where, bandwidth, file)
+        bandwidth, capacity, sharing = _network_links(spec, where, bandwidth, file)
     elif link == "shared":
-        gpus = np.bincount(where)[where]  # GPUs on each device's server
-        capacity = np.where(where[:, None] == where[None, :], bandwidth, bandwidth / np.outer(gpus, gpus))
+        capacity = np.where(where[:, None] == where[None, :], bandwidth, bandwidth / np.outer(sharing, sharing))
     memory = cluster.get("gpu_memory_gb")
     if memory is not None and not (isinstance(memory, (int, float)) and not isinstance(memory, bool)
                                    and MIN_MEMORY_GB <= memory <= MAX_MEMORY_GB):
@@ -292,80 +296,14 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
     latency: np.ndarray | float = 0.0
     classes = None
     if links == "exact":
-        bandwidth, latency, classes = _exact_links(bandwidth, where, server_devices, intra, file)
+        bandwidth, latency, classes = exact_links(bandwidth, where, sharing, server_devices, intra, file)
     return Topology(name, tuple(servers), bandwidth, capacity,
                     None if memory is None else float(memory) * 1e9, latency=latency, links=classes)
 
 
-def _exact_links(bandwidth: np.ndarray, where: np.ndarray, devices: list, intra: list[float],
-                 file: str) -> tuple[np.ndarray, np.ndarray, tuple]:
-    """Each pair's bandwidth (bytes/s) and latency (s) for ``plan --links exact``: the pair's link class as train
-    prices its pipeline hop on it (:mod:`archsim.links`: the server's NVLink, its rings or PCIe,
-    :func:`~archsim.links.nvlink_group`, in a server; :func:`~archsim.links.infiniband` between servers), whose
-    send of d bytes costs α₀ + d / (η·B) (:meth:`~archsim.collectives.LinkClass.send_seconds`): the pair's
-    bandwidth B (as the paper's model reads it) becomes η·B and its latency α₀. The min-cut capacities keep the stated figures. A server whose table names no
-    device has no link class: refused. Third: each pair's link class (:attr:`Topology.links`), which a stage's
-    all-reduce is priced on as train prices it."""
-    if None in devices:
-        raise InputError("--links exact prices each GPU pair on its device's link class: name a gpu or device in "
-                         "every [[servers]] table, or plan with --links paper", file=file, field="servers")
-    nic = infiniband(1.0)  # η and α₀ of a NIC do not depend on its speed
-    effective = bandwidth * nic.efficiency
-    latency = np.full(bandwidth.shape, nic.launch_s)
-    classes = [nic]
-    index = np.zeros(bandwidth.shape, dtype=np.int32)
-    starts = np.searchsorted(where, np.arange(len(devices)))
-    for server, device in enumerate(devices):
-        first, gpus = int(starts[server]), int(np.count_nonzero(where == server))
-        inside = slice(first, first + gpus)
-        if device.nvswitch or not device.nvlink_bytes_per_s:  # every pair of the server on one link class
-            link = nvlink_group(device, (0, 1), intra[server])
-            effective[inside, inside] = bandwidth[inside, inside] * link.efficiency
-            latency[inside, inside] = link.launch_s
-            index[inside, inside] = len(classes)
-            classes.append(link)
-            continue
-        for a in range(gpus):  # wired directly (a DGX-1): each pair its rings, or PCIe
-            for b in range(a + 1, gpus):
-                link = nvlink_group(device, (a, b), intra[server])
-                for u, v in ((first + a, first + b), (first + b, first + a)):
-                    effective[u, v] = bandwidth[u, v] * link.efficiency
-                    latency[u, v] = link.launch_s
-                    index[u, v] = len(classes)
-                classes.append(link)
-    np.fill_diagonal(latency, 0.0)
-    return effective, latency, (tuple(classes), index)
-
-
-def _board_pairs(bandwidth: np.ndarray, where: np.ndarray, boards: list[str | None], intra: list[float]) -> None:
-    """Each in-server pair of a server of directly wired NVLink GPUs (a DGX-1 of V100s) at the link train's
-    pipeline hop between them runs on (:func:`archsim.links.nvlink_group`: its NVLink rings' share of the
-    fabric, or PCIe where no ring joins them), in place; an NVSwitch or PCIe board's pairs keep the stated fabric,
-    which is what that function gives them. A GPU name the catalog lacks is left to train's and plan's own
-    refusal."""
-    if not any(boards):
-        return
-    from archsim.devices.device import catalog_device  # only a server naming a catalog GPU reads the catalog
-
-    starts = np.searchsorted(where, np.arange(len(boards)))
-    for server, name in enumerate(boards):
-        if name is None:
-            continue
-        try:
-            device = catalog_device(name)
-        except InputError:
-            continue
-        if not device.nvlink_bytes_per_s or device.nvswitch:
-            continue
-        first, gpus = int(starts[server]), int(np.count_nonzero(where == server))
-        for a in range(gpus):
-            for b in range(a + 1, gpus):
-                pair = nvlink_group(device, (a, b), intra[server]).bandwidth
-                bandwidth[first + a, first + b] = bandwidth[first + b, first + a] = pair
-
-
-def _network_links(spec: dict, where: np.ndarray, bandwidth: np.ndarray, file: str) -> tuple[np.ndarray, np.ndarray]:
-    """The links between servers (bytes/s) and their min-cut capacities from the cluster's ``[network]`` table, read
+def _network_links(spec: dict, where: np.ndarray, bandwidth: np.ndarray, file: str) -> tuple[np.ndarray, ...]:
+    """The links between servers (bytes/s), their min-cut capacities and each GPU's NIC's GPUs from the cluster's
+    ``[network]`` table, read
     by train's own reader (:func:`archsim.network.read_network`, the largest server's GPUs as train takes
     them): a transfer between GPUs of two servers runs at one NIC's speed (the sending GPU's rail), over the
     oversubscription where the servers sit under different leaves; the k_a·k_b GPU pairs of two NICs share that NIC
@@ -386,7 +324,7 @@ def _network_links(spec: dict, where: np.ndarray, bandwidth: np.ndarray, file: s
     same = where[:, None] == where[None, :]
     links = np.where(same, bandwidth, inter)
     np.fill_diagonal(links, 0.0)
-    return links, np.where(same, links, links / np.outer(on_nic, on_nic))
+    return links, np.where(same, links, links / np.outer(on_nic, on_nic)), on_nic
 
 
 def missing_inter_server(file: str) -> InputError:

@@ -1,0 +1,84 @@
+"""Each GPU pair's link class as plan reads a cluster file (:func:`archsim.spp.topology.build_topology`): the link
+train's pipeline hop between the two runs on (a DGX-1's NVLink rings or PCIe, :func:`board_pairs`) and, for
+``plan --links exact``, the classes themselves (:func:`exact_links`), which price its sends and its all-reduces as
+train prices them. Bandwidths in bytes/s per direction, latencies in seconds."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from archsim.collectives import PairLinks
+from archsim.errors import InputError
+from archsim.links import infiniband, nvlink, nvlink_group
+
+
+def exact_links(bandwidth: np.ndarray, where: np.ndarray, sharing: np.ndarray, devices: list, intra: list[float],
+                file: str) -> tuple[np.ndarray, np.ndarray, PairLinks]:
+    """Each pair's bandwidth (bytes/s) and latency (s) for ``plan --links exact``: the pair's link class as train
+    prices its pipeline hop on it (:mod:`archsim.links`: the server's NVLink, its rings or PCIe,
+    :func:`~archsim.links.nvlink_group`, in a server; :func:`~archsim.links.infiniband` between servers), whose
+    send of d bytes costs α₀ + d / (η·B) (:meth:`~archsim.collectives.LinkClass.send_seconds`): the pair's
+    bandwidth B (as the paper's model reads it) becomes η·B and its latency α₀. The min-cut capacities keep the
+    stated figures. A server whose table names no device has no link class: refused. Third: the link classes
+    (:class:`~archsim.collectives.PairLinks`, ``sharing``: the GPUs sharing each GPU's NIC), which a stage's
+    all-reduce is priced on as train prices it; a GPU's own entry (the diagonal) is the class train gives a lone
+    GPU of its server in a group over servers (its fabric's NVLink)."""
+    if None in devices:
+        raise InputError("--links exact prices each GPU pair on its device's link class: name a gpu or device in "
+                         "every [[servers]] table, or plan with --links paper", file=file, field="servers")
+    nic = infiniband(1.0)  # η and α₀ of a NIC do not depend on its speed
+    effective = bandwidth * nic.efficiency
+    latency = np.full(bandwidth.shape, nic.launch_s)
+    classes = [nic]
+    index = np.zeros(bandwidth.shape, dtype=np.int32)
+    starts = np.searchsorted(where, np.arange(len(devices)))
+    for server, device in enumerate(devices):
+        first, gpus = int(starts[server]), int(np.count_nonzero(where == server))
+        inside = slice(first, first + gpus)
+        if device.nvswitch or not device.nvlink_bytes_per_s:  # every pair of the server on one link class
+            link = nvlink_group(device, (0, 1), intra[server])
+            effective[inside, inside] = bandwidth[inside, inside] * link.efficiency
+            latency[inside, inside] = link.launch_s
+            index[inside, inside] = len(classes)
+            classes.append(link)
+        else:
+            for a in range(gpus):  # wired directly (a DGX-1): each pair its rings, or PCIe
+                for b in range(a + 1, gpus):
+                    link = nvlink_group(device, (a, b), intra[server])
+                    for u, v in ((first + a, first + b), (first + b, first + a)):
+                        effective[u, v] = bandwidth[u, v] * link.efficiency
+                        latency[u, v] = link.launch_s
+                        index[u, v] = len(classes)
+                    classes.append(link)
+        for g in range(first, first + gpus):  # a lone GPU's part of a group over servers (train's GpuCluster._intra)
+            index[g, g] = len(classes)
+        classes.append(nvlink(intra[server], device.intra_latency_s))
+    np.fill_diagonal(latency, 0.0)
+    return effective, latency, PairLinks(tuple(classes), index, where, np.asarray(sharing, dtype=float))
+
+
+def board_pairs(bandwidth: np.ndarray, where: np.ndarray, boards: list[str | None], intra: list[float]) -> None:
+    """Each in-server pair of a server of directly wired NVLink GPUs (a DGX-1 of V100s) at the link train's
+    pipeline hop between them runs on (:func:`archsim.links.nvlink_group`: its NVLink rings' share of the
+    fabric, or PCIe where no ring joins them), in place; an NVSwitch or PCIe board's pairs keep the stated fabric,
+    which is what that function gives them. A GPU name the catalog lacks is left to train's and plan's own
+    refusal."""
+    if not any(boards):
+        return
+    from archsim.devices.device import catalog_device  # only a server naming a catalog GPU reads the catalog
+
+    starts = np.searchsorted(where, np.arange(len(boards)))
+    for server, name in enumerate(boards):
+        if name is None:
+            continue
+        try:
+            device = catalog_device(name)
+        except InputError:
+            continue
+        if not device.nvlink_bytes_per_s or device.nvswitch:
+            continue
+        first, gpus = int(starts[server]), int(np.count_nonzero(where == server))
+        for a in range(gpus):
+            for b in range(a + 1, gpus):
+                pair = nvlink_group(device, (a, b), intra[server]).bandwidth
+                bandwidth[first + a, first + b] = bandwidth[first + b, first + a] = pair
