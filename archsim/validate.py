@@ -273,16 +273,17 @@ def resolve_name(folder: str | Path, name: str, suffix: str, what: str, *, field
     if not text or not text.isprintable():
         raise InputError(f"{what} name must be printable and non-empty: {shown(text)}", field=field)
     parts = Path(text).parts
-    if Path(text).is_absolute() or ".." in parts or "\\" in text:
-        raise InputError(f"{what} name must stay inside {Path(folder).name}/: {shown(text)}", field=field)
     base = Path(folder)
+    label = base.resolve().name  # a spec's relative "" or "." folder still has a name to show (root: "")
+    if Path(text).is_absolute() or ".." in parts or "\\" in text:
+        raise InputError(f"{what} name must stay inside {label}/: {shown(text)}", field=field)
     candidate = base / f"{text}{suffix}"
     try:
         inside = candidate.resolve().is_relative_to(base.resolve())
     except (OSError, RuntimeError, ValueError):  # a symlink loop, a NUL
         inside = False
     if not inside:
-        raise InputError(f"{what} name resolves outside {base.name}/: {shown(text)}", field=field)
+        raise InputError(f"{what} name resolves outside {label}/: {shown(text)}", field=field)
     return candidate
 
 

@@ -187,7 +187,7 @@ def resolve_array_file(name: str, spec_dir: Path, file: str) -> Path:
     """A spec's ``.cfg`` array entry as the file inside the spec's folder it names (as a network file's:
     an absolute path, ``..`` or a symlink out of the folder refused), or an error naming ``arrays``."""
     try:
-        candidate = resolve_name(spec_dir.resolve(), name, "", "array file", field="arrays")  # names the folder
+        candidate = resolve_name(spec_dir, name, "", "array file", field="arrays")
     except InputError as exc:
         raise InputError(exc.message, file=file, field="arrays") from None
     if not is_file(candidate):
