@@ -235,6 +235,21 @@ def outputs_apart_from_inputs(parser: argparse.ArgumentParser, args: argparse.Na
                              "replace it; give the output another name", file=str(value))
 
 
+def spec_inputs(spec: str) -> list[tuple[str, str]]:
+    """The files a sweep spec's run reads, as (path, what): the spec itself and the files it names
+    (:func:`_named_inputs`). Why: ``archsim report`` writes beside a sweep it did not run, and its ``--out``
+    must spare them as ``sweep --report`` does (the report's own "Reproduce" line reruns that spec)."""
+    return [(spec, "the sweep spec"), *_named_inputs(spec)]
+
+
+def same_file(a: str | Path, b: str | Path) -> bool:
+    """Whether two paths name one existing file (a hard link or symlink too); False when either is missing."""
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return False
+
+
 def _named_inputs(path: str) -> list[tuple[str, str]]:
     """The files an input TOML names that the run reads too, as (path, what): a cluster's ``[[servers]]``
     device files (relative to the cluster file) and a sweep spec's ``model``, ``device``, network and ``.cfg``

@@ -203,6 +203,8 @@ GOOD_TOML = (DEVICES / "tpu_v4_like.toml").read_text()
     (GOOD_TOML.replace("[links]", "[link]"), "[link]"),
     (GOOD_TOML.replace('dataflow = "ws"', 'dataflow = "rs"'), "dataflow"),
     (GOOD_TOML.replace('gemm = "arrays"', 'gemm = "magic"'), "device.gemm"),
+    (GOOD_TOML.replace('name = "TPU v4-like"', 'name = " "'), "field 'device.name'"),
+    (GOOD_TOML.replace('name = "TPU v4-like"', 'name = "tpu/v4"'), "field 'device.name'"),
     (GOOD_TOML.replace("arrays_per_core = 4", "arrays_per_core = 3"), "per_core"),
     (GOOD_TOML.split("[links]")[0], "[links]"),
     (GOOD_TOML.replace("[memory]", "[compute.peak_tflops]\nfp4 = 9\n[memory]"), "peak_tflops"),
@@ -222,6 +224,7 @@ def test_bad_device_files_are_one_line(tmp_path, capsys, text, field):
     (lambda t: t.replace("[links]\nintra_gbps = 100\n", ""), "[links]"),
     (lambda t: t.replace("hbm_gib = 16", "hbm_gib = 16\nbanks = 4"), "memory.banks"),
     (lambda t: t.replace("arrays = 16", "arrays = many"), "device.arrays"),
+    (lambda t: t.replace("name = scalesim_32x32_x16", "name ="), "field 'device.name'"),
     (lambda t: t.replace("[archsim]\nClockGHz = 1.0\n", ""), "ClockGHz"),
 ])
 def test_bad_cfg_device_files_are_one_line(tmp_path, capsys, edit, field):

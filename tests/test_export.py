@@ -31,3 +31,15 @@ def test_schedule_csv_lists_each_rank_in_time_order():
     lines = pipeline_schedule_csv(two_stage_run().timeline).strip().splitlines()
     assert lines[1] == "1F0,1I0,1W0,1F1,1I1,1W1"
     assert lines[0].split(",")[:2] == ["0F0", "0F1"]
+
+
+def test_a_timeline_in_seconds_is_written_in_chrome_traces_microseconds():
+    """Chrome's trace format reads ``ts`` and ``dur`` in µs: a timeline in seconds (train's) written as is
+    was drawn a million times too short (a 0.08 s iteration as 0.08 µs)."""
+    run = two_stage_run()
+    cycles = [e for e in chrome_trace(run.timeline)["traceEvents"] if e["ph"] == "X"]
+    seconds = [e for e in chrome_trace(run.timeline, unit="seconds")["traceEvents"] if e["ph"] == "X"]
+    assert [(e["ts"], e["dur"]) for e in seconds] == [(c["ts"] * 1e6, c["dur"] * 1e6) for c in cycles]
+    assert max(e["ts"] + e["dur"] for e in cycles) == run.timeline.makespan  # cycles: one per µs, as before
+    assert chrome_trace(run.timeline, unit="seconds")["otherData"]["time_unit"] == "microseconds"
+    assert chrome_trace(run.timeline)["otherData"]["time_unit"] == "cycles, one written per microsecond"

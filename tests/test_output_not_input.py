@@ -141,3 +141,38 @@ def test_a_cluster_naming_a_missing_device_still_gets_its_own_error(tmp_path, ca
                        "--out", tmp_path / "t.txt")
     assert "mychip.cfg not found" in line, line
     assert not (tmp_path / "t.txt").exists()
+
+
+def _report_refused_and_kept(capsys, results: Path, path: Path, named: str) -> None:
+    before = path.read_bytes()
+    line = clean_error(capsys, "report", results, "--out", path)
+    assert f"--out names {named} these results come from" in line and str(path) in line, line
+    assert path.read_bytes() == before
+
+
+def test_a_report_never_replaces_the_files_its_device_sweep_read(tmp_path, capsys):
+    """``report DIR --out mychip.cfg`` used to write the HTML over the device file the sweep read (and over
+    its model and spec), though ``sweep --report`` refuses all three and the report's own "Reproduce" line
+    reruns that spec."""
+    chip, _ = _chip_and_cluster(tmp_path)
+    model = tmp_path / "gpt2.json"
+    model.write_bytes(GPT2.read_bytes())
+    spec, results = tmp_path / "s.toml", tmp_path / "r"
+    spec.write_text('[sweep]\nmodel = "gpt2.json"\ndevice = "mychip.cfg"\nchips = [1]\nglobal_batch = 1\n',
+                    encoding="utf-8")
+    assert main(["sweep", str(spec), "--out", str(results), "--quiet"]) == 0
+    capsys.readouterr()
+    _report_refused_and_kept(capsys, results, chip, "the device file of the sweep spec")
+    _report_refused_and_kept(capsys, results, model, "the model file of the sweep spec")
+    _report_refused_and_kept(capsys, results, spec, "the sweep spec")
+    assert main(["report", str(results), "--out", str(tmp_path / "page.html")]) == 0  # a new name is written
+
+
+def test_a_report_never_replaces_the_network_file_its_sweep_read(tmp_path, capsys):
+    network = tmp_path / "net.csv"
+    network.write_text(NETWORK, encoding="utf-8")
+    spec, results = tmp_path / "s.toml", tmp_path / "r"
+    spec.write_text(SWEEP_SPEC.replace('["layerpipe_sample"]', '["net.csv"]'), encoding="utf-8")
+    assert main(["sweep", str(spec), "--out", str(results), "--quiet"]) == 0
+    capsys.readouterr()
+    _report_refused_and_kept(capsys, results, network, "a network file of the sweep spec")

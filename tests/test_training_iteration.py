@@ -2,6 +2,7 @@
 event simulator; a handful of measured A100 runs; the CLI."""
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -167,6 +168,10 @@ def test_cli_writes_gantt_and_chrome_trace(tmp_path, capsys):
     actions = [e for e in events if e.get("ph") == "X" and e.get("cat") in ("F", "B")]
     assert len(actions) == 2 * 2 * 4  # 2 ranks × (F, B) × 4 micro-batches (the rest: pipeline hops)
     assert gantt.stat().st_size > 1000
+    # the trace's µs are the Gantt's seconds: its last bar ends where the caption says the drawn passes end
+    caption = re.search(r"ends ([0-9.e+-]+) s after the last bar, at ([0-9.e+-]+) s", gantt.read_text())
+    drawn = float(caption.group(2)) - float(caption.group(1))
+    assert max(e["ts"] + e["dur"] for e in events if e.get("ph") == "X") == pytest.approx(drawn * 1e6, rel=1e-3)
 
 
 @pytest.mark.parametrize("cluster, message", [("testbed_v100.toml", "needs gpu"), (None, "unknown GPU")])

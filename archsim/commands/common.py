@@ -320,7 +320,8 @@ def iteration_caption(iteration_seconds: float, timeline) -> str:
 def write_timeline_outputs(args: argparse.Namespace, timeline, title: str, unit: str = "cycles",
                            borrowed: Collection[tuple[str, str]] = (), caption: str = "") -> None:
     """The Gantt, Chrome trace and schedule CSV asked for; ``unit``: the timeline's time unit, the
-    Gantt's x axis title (cycles for arrays, seconds for GPUs); ``borrowed``: (layer, kind) of the
+    Gantt's x axis title (cycles for arrays, seconds for GPUs) and the Chrome trace's scale (seconds written
+    in its µs); ``borrowed``: (layer, kind) of the
     ops the Gantt hatches (a plan's :attr:`~archsim.partition.result.Partition.borrowed_ops`); ``caption``:
     a note under the Gantt (a training iteration's: :func:`iteration_caption`)."""
     if args.gantt:
@@ -331,7 +332,7 @@ def write_timeline_outputs(args: argparse.Namespace, timeline, title: str, unit:
         from archsim.report.export import write_chrome_trace, write_pipeline_schedule_csv
 
         if args.trace:
-            write_chrome_trace(timeline, args.trace)
+            write_chrome_trace(timeline, args.trace, unit)
         if args.schedule_csv:
             write_pipeline_schedule_csv(timeline, args.schedule_csv)
 

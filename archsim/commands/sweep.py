@@ -10,7 +10,7 @@ from pathlib import Path
 from archsim.commands import Command
 from archsim.errors import InputError
 from archsim.output_files import note_written
-from archsim.output_targets import check_target, folder_flag, output_flag
+from archsim.output_targets import check_target, folder_flag, output_flag, same_file, spec_inputs
 from archsim.validate import int_flag
 
 
@@ -88,6 +88,25 @@ def _report_apart(target: str, folder: Path, flag: str) -> None:
         if where == os.path.realpath(folder / name):
             raise InputError(f"{flag} names the results folder's {name}: the report would replace it; give the "
                              "report another name", file=target)
+    source = _recorded_spec(folder)
+    for path, what in spec_inputs(source) if source else ():
+        if same_file(target, path):
+            named = "the sweep spec" if path == source else f"{what} of the sweep spec"
+            raise InputError(f"{flag} names {named} these results come from ({source}): the report would replace "
+                             "it; give the report another name", file=target)
+
+
+def _recorded_spec(folder: Path) -> str | None:
+    """The spec file a results folder's spec.json records (``source_path``), where it still exists; None
+    when the folder has no readable record (the report's reader says why, if it matters)."""
+    from archsim.validate import parse_json, read_text
+
+    try:
+        record = parse_json(read_text(folder / "spec.json", "the folder's spec.json"), str(folder / "spec.json"))
+    except (InputError, OSError, ValueError):
+        return None
+    source = record.get("source_path") if isinstance(record, dict) else None
+    return source if isinstance(source, str) and os.path.isfile(source) else None
 
 
 SWEEP = Command("sweep", "run a sweep spec (array × batch × processors × method, or a device file's fields) with caching",

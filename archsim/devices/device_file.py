@@ -92,7 +92,7 @@ def _device(values: dict[str, dict[str, Any]], arrays: Arrays, file: str, sram_b
                               launch_s=comp.get("launch_s", 0.0), host_s=comp.get("host_s", 0.0))
     intra = links["intra_gbps"] * 1e9
     sram = sram_bytes if sram_bytes is not None else mem.get("sram_kib_per_array", 0.0) * 1024
-    return Device(check_name(dev["name"], "name", file=file), arrays, lanes, gemm, peaks, mem["hbm_gib"] * GIB,
+    return Device(check_name(dev["name"], "device.name", file=file), arrays, lanes, gemm, peaks, mem["hbm_gib"] * GIB,
                   mem["hbm_gbps"] * 1e9, sram_bytes_per_array=sram, l2_bytes=mem.get("l2_mib", 0.0) * 2**20,
                   l2_bytes_per_clock=mem.get("l2_bytes_per_clock", 0.0), efficiency=efficiency,
                   nvlink_bytes_per_s=intra, nvlinks=links.get("links", 1), nvswitch=True,

@@ -30,7 +30,12 @@ FAMILY = {"F": ("F",), "D": ("I",), "D1": ("I",), "D2": ("I",), "I": ("I",), "G"
           "B": ("B",), "FB": ("F", "B")}
 
 
-def chrome_trace(timeline) -> dict:
+def chrome_trace(timeline, unit: str = "cycles") -> dict:
+    """``timeline`` as Chrome's trace events. The format reads ``ts`` and ``dur`` in microseconds, so a
+    timeline in seconds (``unit="seconds"``: train's, search's, a plan on measured profiles) is written in µs
+    (else Perfetto draws a 0.08 s iteration as 0.08 µs); a timeline in any other unit (cycles, a stage's
+    time unit) has no clock here and is written one unit per µs, as ``otherData.time_unit`` says."""
+    scale = 1e6 if unit == "seconds" else 1.0
     events = []
     names: dict[str, int] = {}
     frame = timeline.to_frame()
@@ -39,18 +44,21 @@ def chrome_trace(timeline) -> dict:
         pid = names.setdefault(str(data["processor"]), len(names) + 1)
         args = {k: (v if isinstance(v, (int, float, str)) else str(v)) for k, v in data.items()
                 if k not in ("op", "processor", "stream", "start", "end") and not is_nan(v)}
-        events.append({"name": str(data["op"]), "cat": str(data.get("kind", "op")), "ph": "X", "ts": float(data["start"]),
-                       "dur": float(data["end"] - data["start"]), "pid": pid, "tid": int(data["stream"]), "args": args})
+        events.append({"name": str(data["op"]), "cat": str(data.get("kind", "op")), "ph": "X",
+                       "ts": float(data["start"]) * scale, "dur": float(data["end"] - data["start"]) * scale,
+                       "pid": pid, "tid": int(data["stream"]), "args": args})
     for transfer in timeline.transfers:
         pid = names.setdefault(f"link {transfer.link}", len(names) + 1)
-        events.append({"name": f"{transfer.src}->{transfer.dst}", "cat": "comm", "ph": "X", "ts": transfer.start,
-                       "dur": transfer.end - transfer.start, "pid": pid, "tid": 0, "args": {"bytes": transfer.bytes}})
+        events.append({"name": f"{transfer.src}->{transfer.dst}", "cat": "comm", "ph": "X",
+                       "ts": transfer.start * scale, "dur": (transfer.end - transfer.start) * scale, "pid": pid,
+                       "tid": 0, "args": {"bytes": transfer.bytes}})
     meta = [{"name": "process_name", "ph": "M", "pid": pid, "args": {"name": name}} for name, pid in names.items()]
-    return {"traceEvents": meta + events, "displayTimeUnit": "ns"}
+    shown = "microseconds" if unit == "seconds" else f"{unit}, one written per microsecond"
+    return {"traceEvents": meta + events, "displayTimeUnit": "ns", "otherData": {"time_unit": shown}}
 
 
-def write_chrome_trace(timeline, path: str | Path) -> Path:
-    return write_output(path, dumps(chrome_trace(timeline)))
+def write_chrome_trace(timeline, path: str | Path, unit: str = "cycles") -> Path:
+    return write_output(path, dumps(chrome_trace(timeline, unit)))
 
 
 def _virtual_stages(problem, ops) -> dict[object, int]:

@@ -61,6 +61,7 @@ if TYPE_CHECKING:
     import networkx as nx
 
     from archsim.collectives import PairLinks
+    from archsim.devices.device import Device
 
 CLUSTER_KEYS = {"name", "seed", "inter_server_gbps", "inter_server_link", "gpu_memory_gb"}
 INTER_SERVER_LINKS = ("shared", "per_gpu_pair")
@@ -191,11 +192,23 @@ def _catalog_fabric(group: dict, file: str) -> float:
     if not isinstance(name, str):
         raise InputError('missing: the in-server bandwidth, Gbit/s (optional only beside gpu = "<catalog name>")',
                          file=file, field="intra_server_gbps")
-    from archsim.devices.device import catalog_device  # only a server that states no figure reads the catalog
+    return server_gpu(name, file).fabric_bytes_per_s
+
+
+def server_gpu(name: object, file: str) -> Device:
+    """A ``[[servers]]`` table's ``gpu = NAME``: its catalog GPU. A device file's name written there
+    (``gpu = "chip.toml"``) is refused naming ``device`` as the key to write, whichever reader meets it first
+    (the in-server link a table leaves out, or the device train prices), so the hint never depends on which
+    other keys the table states."""
+    from archsim.devices.device import catalog_device  # only a server that names a catalog GPU reads the catalog
 
     try:
-        return catalog_device(name).fabric_bytes_per_s
+        return catalog_device(str(name))
     except InputError as exc:
+        if isinstance(name, str) and name.strip().lower().endswith((".toml", ".cfg")):  # a device file in the wrong key
+            raise InputError(f'gpu names a catalog GPU, and {name!r} is a file name: a device file goes in '
+                             f'device = "{name}" (relative to the cluster file), in place of gpu', file=file,
+                             field="gpu") from None
         raise InputError(exc.message, file=file, field="gpu") from None
 
 

@@ -19,7 +19,7 @@ from archsim.devices.device import Device, catalog_device
 from archsim.errors import InputError
 from archsim.links import fabric_bytes_per_s
 from archsim.network import Network, network_lines, nic_speed_warning, read_network
-from archsim.spp.topology import build_topology, missing_inter_server, read_cluster_document
+from archsim.spp.topology import build_topology, missing_inter_server, read_cluster_document, server_gpu
 from archsim.training.cluster import GpuCluster
 from archsim.training.parallel import Parallelism
 from archsim.validate import parse_float, shown_number
@@ -46,14 +46,7 @@ def _server_device(group: dict, folder: Path, file: str, loaded: dict[str, Devic
                                  "cluster file's folder)", file=file, field="device")
             loaded[path] = load_device(folder / path)
         return loaded[path]
-    try:
-        return catalog_device(str(name))
-    except InputError as exc:
-        if isinstance(name, str) and name.strip().lower().endswith((".toml", ".cfg")):  # a device file in the wrong key
-            raise InputError(f'gpu names a catalog GPU, and {name!r} is a file name: a device file goes in '
-                             f'device = "{name}" (relative to the cluster file), in place of gpu', file=file,
-                             field="gpu") from None
-        raise InputError(exc.message, file=file, field="gpu") from None
+    return server_gpu(name, file)
 
 
 def _check_one_chip_per_name(device: Device, group: dict, earlier: Iterable[tuple[dict, Device]], file: str) -> None:

@@ -37,9 +37,10 @@ def empty_search_note(c: TransformerConfig, cluster, global_batch: int, counts, 
                 f"batch ({global_batch:,}) with TP dividing the heads ({c.heads}) and PP the layers ({c.layers}); "
                 f"give --gpus N with such a split, e.g. --gpus {most}, the most of this cluster's GPUs that have one")
     if rejected.get("out-of-memory"):  # memory is checked last: every configuration the rules left
+        more = (f"--gpus N up to the cluster's {cluster.gpus:,}, or a larger cluster" if max(counts) < cluster.gpus
+                else f"a cluster of more than its {cluster.gpus:,}")  # --gpus cannot go past the cluster's
         return (f"no configuration on {named} fits: the {rejected['out-of-memory']:,} that pass the rules are "
-                f"all out of memory; give more GPUs (--gpus N up to the cluster's {cluster.gpus:,}, or a "
-                "larger cluster) or GPUs with more memory")
+                f"all out of memory; give more GPUs ({more}) or GPUs with more memory")
     reasons = ", ".join(f"{r}: {n:,}" for r, n in sorted(rejected.items(), key=lambda t: -t[1]))
     return (f"no configuration on {named}: every one broke a rule its flags leave ({reasons}); give more "
             "--schedule, --recompute, --sequence-parallel or --max-micro-batch values")
