@@ -3,7 +3,8 @@
 states are 2 (bf16 weight) + 4 (fp32 gradient) + 12 (fp32 master weight, momentum, variance) = 18 bytes
 per parameter, the DP all-reduce and the tied embedding's all-reduce move 4 bytes per parameter, and the
 optimizer step and an unfused accumulation pass read (and write) the 4-byte buffer. fp16 keeps its 2-byte
-gradient (16 bytes per parameter, 2-byte all-reduce, a 32-byte step)."""
+gradient (2-byte all-reduce) and copies it to fp32 at the step (20 bytes per parameter, a 32-byte step:
+tests/test_fp16_states.py)."""
 
 from dataclasses import replace
 from pathlib import Path
@@ -28,6 +29,7 @@ from archsim.workload.transformer import TransformerConfig, layer_parameters
 GPT = TransformerConfig("gpt-small", "gpt", 4, 256, 4, 1024, 128, 1024, 4, True, 128)
 WEIGHT_AND_ADAM = {"fp16": 2 + 12, "bf16": 2 + 12}  # the weight in its dtype; Adam's fp32 master, m, v
 GRADIENT = {"fp16": 2, "bf16": 4}  # Megatron's main_grad: fp16 stays fp16, bf16's is fp32
+STEP_COPY = {"fp16": 4, "bf16": 0}  # the step's fp32 copy of the gradient: main_grad.float() copies fp16 only
 
 
 def _run(dtype: str, pp: int):
@@ -43,7 +45,7 @@ def test_model_states_hold_the_gradient_buffer_at_megatrons_width(dtype):
     (memory,) = result.memory
     params = GPT.parameter_count  # one stage, TP 1, no padding: the whole model
     assert memory.parameters == params
-    assert memory.states == params * (WEIGHT_AND_ADAM[dtype] + GRADIENT[dtype])
+    assert memory.states == params * (WEIGHT_AND_ADAM[dtype] + GRADIENT[dtype] + STEP_COPY[dtype])
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
@@ -63,21 +65,24 @@ def test_dp_all_reduce_moves_the_gradient_buffer(dtype):
 def test_search_sizes_bf16_states_as_train_does():
     par = Parallelism(1, 1, 4, 8, 1, "none", attention="flash")
     bf16, fp16 = (peak_memory_bytes(GPT, par, dtype) for dtype in ("bf16", "fp16"))
-    assert bf16 - fp16 == pytest.approx(2 * GPT.parameter_count, rel=1e-12)  # the gradient's 2 more bytes
+    # bf16's gradient buffer is 2 bytes wider; fp16's step holds a 4-byte fp32 copy of its buffer
+    assert bf16 - fp16 == pytest.approx(-2 * GPT.parameter_count, rel=1e-12)
     result, _ = _run("bf16", 1)
     assert result.memory[0].total == pytest.approx(bf16, rel=1e-12)
-    cluster = replace(single_node("a100-80gb", 4), dtype="bf16")  # a search's check reads the cluster's dtype
-    assert memory_fits(GPT, cluster, par, [fp16]) == (pytest.approx(bf16, rel=1e-12), False)
+    fp16_cluster = single_node("a100-80gb", 4)
+    cluster = replace(fp16_cluster, dtype="bf16")  # a search's check reads the cluster's dtype
+    assert memory_fits(GPT, cluster, par, [bf16]) == (pytest.approx(bf16, rel=1e-12), True)
+    assert memory_fits(GPT, fp16_cluster, par, [bf16]) == (pytest.approx(fp16, rel=1e-12), False)
 
 
 def test_planned_split_sizes_bf16_states():
-    """A GPU exactly as large as the fp16 run's memory: the fp16 plan fits, the bf16 one (2 bytes more per
-    parameter) does not."""
+    """A GPU exactly as large as the bf16 run's memory: the bf16 plan fits, the fp16 one (2 bytes more per
+    parameter: its step's fp32 gradient copy, less bf16's wider buffer) does not."""
     par = Parallelism(1, 1, 4, 8, 1, "none", attention="flash")
     machine = single_node("a100-80gb", 4).machine(par)
-    capacity = peak_memory_bytes(GPT, par, "fp16")
-    assert planned_split(GPT, par, [machine], [capacity]) is not None
-    assert planned_split(GPT, par, [replace(machine, dtype="bf16")], [capacity]) is None
+    capacity = peak_memory_bytes(GPT, par, "bf16")
+    assert planned_split(GPT, par, [replace(machine, dtype="bf16")], [capacity]) is not None
+    assert planned_split(GPT, par, [machine], [capacity]) is None
 
 
 # Megatron's optimizer step per parameter: fp32 master, m, v read and written (24), the weight written in its

@@ -35,8 +35,9 @@ def unfused_accumulate_bytes(machine: Machine) -> float:
     """Bytes per parameter of one accumulation add: the held gradient read and the sum written at the
     gradient buffer's width (:func:`~archsim.training.memory.gradient_bytes`: fp32 in bf16, Megatron-LM's
     ``main_grad.add_(grad)``), the new weight gradient read at the parameter's — 6 in fp16, 10 in bf16,
-    12 in fp32. ``pytorch-eager`` (AMP's gradients are fp32 in every dtype) keeps its count of three elements
-    of the dtype, not re-derived here."""
+    12 in fp32. ``pytorch-eager`` adds three elements of the dtype: ``benchmarks/train_step.py`` trains fp16
+    parameters (not ``torch.autocast``'s fp32 ones), whose ``.grad`` autograd sums in fp16 (6), and fp32 ones in
+    fp32 (12)."""
     if machine.implementation == "pytorch-eager":
         return 3 * ELEMENT_BYTES[machine.dtype]
     return 2 * gradient_bytes(machine.dtype) + ELEMENT_BYTES[machine.dtype]

@@ -1,8 +1,10 @@
 """Memory per GPU: model states and activations under the schedule and recomputation.
 
-Model states (mixed-precision Adam, Rajbhandari et al. 2020 §3.1): 16 bytes per parameter the GPU
-holds — fp16 weight (2) and gradient (2), fp32 master weight, momentum and variance (12). In bf16
-Megatron-LM keeps and reduces the gradient in fp32 (:func:`gradient_bytes`): 18 (:func:`state_bytes`).
+Model states (mixed-precision Adam): the bytes per parameter a GPU holds at the optimizer step, Megatron-LM's
+own table (``docs/api-guide/dist_optimizer.md``, no distributed optimizer): 20 in fp16 — fp16 weight and
+gradient buffer (4), fp32 main weight, momentum and variance (12), and the fp32 copy of the gradient the step
+makes (4) — 18 in bf16, whose buffer is fp32 already (:func:`gradient_bytes`), 16 in fp32
+(:func:`state_bytes`).
 
 Activations of one transformer layer for one micro-batch, in bytes, with s tokens per sequence,
 b sequences, h hidden, a heads, TP degree t (Korthikanti et al. 2022, §4, Table 2):
@@ -52,7 +54,8 @@ from archsim.workload.transformer import (
     qk_norm_parameters,
 )
 
-STATE_BYTES_PER_PARAMETER = 16  # fp16 mixed-precision Adam's, and fp32 Adam's; bf16's: state_bytes
+FP32_STATE_BYTES = 16  # fp32 Adam's: weight, gradient, momentum, variance
+MAIN_GRAD_BYTES = 4  # the fp32 gradient every dtype's Adam steps on
 
 
 def gradient_bytes(dtype: str) -> int:
@@ -64,15 +67,33 @@ def gradient_bytes(dtype: str) -> int:
     return 4 if dtype == "bf16" else ELEMENT_BYTES[dtype]
 
 
+def main_grad_copy_bytes(dtype: str) -> int:
+    """Bytes per parameter of the fp32 gradient Megatron-LM's step copies out of a narrower buffer: 4 in fp16,
+    0 in bf16 and fp32. ``Float16OptimizerWithFloat16Params._copy_model_grads_to_main_grads``
+    (``megatron/core/optimizer/optimizer.py``) sets ``main_param.grad = model_param.main_grad.float()``: a new
+    fp32 tensor from the fp16 buffer (which, contiguous, stays), the buffer itself when it is fp32 already."""
+    return MAIN_GRAD_BYTES if gradient_bytes(dtype) < MAIN_GRAD_BYTES else 0
+
+
 def state_bytes(dtype: str, implementation: str = "megatron") -> int:
-    """Model-state bytes per parameter a GPU holds: Megatron-LM's weight in ``dtype``, its gradient buffer
-    (:func:`gradient_bytes`) and Adam's fp32 states (master weight, momentum, variance: 12; in fp32 the
-    weight is the master, 8) — 16 in fp16 and fp32, 18 in bf16. Plain PyTorch's AMP
-    (``pytorch-eager``) keeps fp32 weights and gradients in every dtype: 16."""
+    """Model-state bytes per parameter a GPU holds at the optimizer step. Megatron-LM
+    (``Float16OptimizerWithFloat16Params``, ``megatron/core/optimizer/optimizer.py``): the weight in ``dtype``,
+    its gradient buffer (:func:`gradient_bytes`), the step's fp32 gradient copy (:func:`main_grad_copy_bytes`)
+    and Adam's fp32 states (main weight, momentum, variance: 12; in fp32 the weight is the main one, 8) —
+    20 in fp16, 18 in bf16, 16 in fp32, the rows of Megatron-LM's ``docs/api-guide/dist_optimizer.md`` table.
+    Why the step's: the copy lives from the step to the next iteration's ``zero_grad`` (set to None) and is
+    counted beside the activations, as the table counts it (it overstates the peak by at most 4 bytes a
+    parameter when the activations outweigh it). ``pytorch-eager`` in fp16/bf16 (``benchmarks/train_step.py``,
+    ``MixedPrecisionAdam.step``) frees each fp16 gradient once copied to fp32: weight, fp32 gradient and
+    Adam's 12 — 18; in fp32 (Hugging Face's modules, PyTorch's Adam) 16."""
+    if dtype == "fp32":
+        return FP32_STATE_BYTES
     if implementation == "pytorch-eager":
-        return STATE_BYTES_PER_PARAMETER
-    adam = 8 if dtype == "fp32" else 12
-    return ELEMENT_BYTES[dtype] + gradient_bytes(dtype) + adam
+        return ELEMENT_BYTES[dtype] + MAIN_GRAD_BYTES + 12
+    return ELEMENT_BYTES[dtype] + gradient_bytes(dtype) + main_grad_copy_bytes(dtype) + 12
+
+
+STATE_BYTES_PER_PARAMETER = state_bytes("fp16")  # the default dtype's: 20
 
 
 def layer_activation_bytes(c: TransformerConfig, micro_batch: int, tp: int, recompute: str,
@@ -198,7 +219,7 @@ def memories(c: TransformerConfig, par: Parallelism, order=None, scale: float = 
     """Memory of one GPU of each pipeline rank (chunks of a rank summed). Without ``order``, plain 1F1B's
     in-flight counts min(p − r, m) — no schedule built, for searches over many configurations. ``scale``:
     bytes per element over fp16's (2 in fp32: the activations double); ``states``: model-state bytes per
-    parameter (:func:`state_bytes`: 16 in fp16 and fp32, 18 in bf16)."""
+    parameter (:func:`state_bytes`: 20 in fp16, 18 in bf16, 16 in fp32)."""
     chunks = par.pp * par.chunks
     counts = layers_per_stage(c.layers, chunks, par.stage_layers)
     if order is None:
@@ -221,4 +242,4 @@ def memories(c: TransformerConfig, par: Parallelism, order=None, scale: float = 
 
 
 __all__ = ["STATE_BYTES_PER_PARAMETER", "StageMemory", "attention_core_per_score", "gradient_bytes", "in_flight",
-           "layer_activation_bytes", "layer_parameters_per_gpu", "memories", "stage_memory", "stage_parameters", "state_bytes"]
+           "layer_activation_bytes", "layer_parameters_per_gpu", "main_grad_copy_bytes", "memories", "stage_memory", "stage_parameters", "state_bytes"]
