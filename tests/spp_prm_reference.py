@@ -20,8 +20,9 @@ def prm_tables(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarra
     as :func:`prm`, tested equal). Tables W[ξ][l, r, i] over l ≤ L, r ≤ V, i ≤ V."""
     L, V = len(profile), len(order)
     inf = np.inf
-    W, compute, seg_work, seg_par, allreduce, size, between, sends, lag = prm_inputs(profile, order, bandwidth,
-                                                                                     microbatches, latency)
+    # the paper's price only: the exact links' group and all-reduce tables (the last two) are not read here
+    W, compute, seg_work, seg_par, allreduce, size, between, sends, lag, _group, _exact = prm_inputs(
+        profile, order, bandwidth, microbatches, latency)
     tables, choice = [W], []
     for _xi in range(2, max_stages + 1):
         prev = tables[-1]

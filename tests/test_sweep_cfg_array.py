@@ -83,10 +83,10 @@ def test_a_cfgs_dataflow_and_memories_reach_the_cycle_engine(tmp_path, capsys):
                          capsys)
     assert sum(plain.values()) != sum(layers.values())  # the .cfg's memories change the cycles it is swept at
     # the report's per-layer section costs the .cfg's array (as spec.json recorded it) and names it as cost's flag
-    from archsim.sweep.report import _spec_record, _sweep_array, read_results
+    from archsim.sweep.report import read_results, spec_record, sweep_array
 
     first = read_results(tmp_path / "out").iloc[0]
-    array, engine, _ = _sweep_array(_spec_record(tmp_path / "out"), first)
+    array, engine, _ = sweep_array(spec_record(tmp_path / "out"), first)
     assert (array, engine) == (array_from_flags(config=tmp_path / "small.cfg"), "cycle")
     assert main(["report", str(tmp_path / "out"), "--out", str(tmp_path / "r.html")]) == 0
     capsys.readouterr()

@@ -102,8 +102,8 @@ def write_report(folder: Path, target: str | Path, *, spec_command: str,
     if network is not None:
         if first["only"] != "all":
             network = network.only(*str(first["only"]).split("+"))
-        record = _spec_record(folder)
-        array, engine, memory = _sweep_array(record, first)
+        record = spec_record(folder)
+        array, engine, memory = sweep_array(record, first)
         costs = cost_network(network, array, int(first.batch), check_mode(str(first["mode"])), engine)
         title = (f"{network.name}: per-layer F/G/D cycles ({first.rows}x{first.cols} {first.dataflow}, "
                  f"batch {first.batch}{', memory-aware' if engine == 'cycle' else ''})")
@@ -133,8 +133,9 @@ def _detail_row(results: pd.DataFrame) -> pd.Series:
     return results.sort_values(order, kind="stable").iloc[0].copy()
 
 
-def _spec_record(folder: Path) -> dict:
-    """The folder's spec.json (the settings the sweep ran with), or nothing."""
+def spec_record(folder: Path) -> dict:
+    """The folder's spec.json (the settings the sweep ran with), or nothing: what a report re-costs a row with
+    (public: the .cfg sweep test reads the array it names)."""
     from archsim.validate import parse_json, read_text
 
     spec = folder / "spec.json"
@@ -154,7 +155,7 @@ def _array_flags(first) -> str:
     return f"--config {path}" if path else f"--array {first.rows}x{first.cols}"
 
 
-def _sweep_array(record: dict, first) -> tuple[ArrayConfig, str, str]:
+def sweep_array(record: dict, first) -> tuple[ArrayConfig, str, str]:
     """The array, engine and memory flags the sweep costed ``first`` on: its spec's engine and, in a
     design sweep, the row's SRAM and DRAM bandwidth (else the sweep's defaults). A .cfg's array (a row with
     an ``array_path``) under the cycle engine is the one spec.json recorded when the sweep read the file (its
