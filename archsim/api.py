@@ -178,7 +178,8 @@ def run_sweep(spec, *, out: str | Path | None = None, workers: int = 1, dask: st
     :class:`~archsim.sweep.device_spec.DeviceSweepSpec`) into ``out`` (default ``results/<spec name>``),
     computing only configurations not cached there; returns the results. A device sweep warns (UserWarning)
     the lines ``archsim sweep`` prints on stderr: how many points do not fit memory (their rows'
-    ``fits_memory`` False), each ``array_sides`` side leaving PEs unused, each implausible device figure."""
+    ``fits_memory`` False), each ``array_sides`` side leaving PEs unused, each implausible device figure; a
+    plain sweep warns of each ``.cfg`` array that is a device of several arrays (swept as one)."""
     from archsim.sweep import SweepSpec, load_spec
     from archsim.sweep import run_sweep as _run
     from archsim.sweep.device_spec import DeviceSweepSpec
@@ -194,6 +195,13 @@ def run_sweep(spec, *, out: str | Path | None = None, workers: int = 1, dask: st
         for line in (unfit_points_line(frame), *spec_warnings(spec)):
             if line:
                 warnings.warn(line, UserWarning, stacklevel=2)
+    else:  # what archsim sweep notes on stderr: a .cfg device of several arrays is swept as one of them
+        import warnings
+
+        from archsim.sweep.spec import array_file_notes
+
+        for note in array_file_notes(spec):
+            warnings.warn(note, UserWarning, stacklevel=2)
     return frame
 
 

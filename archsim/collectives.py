@@ -177,7 +177,8 @@ class PairLinks:
         servers, NVLink inside each (its slowest in-server pair's class; where no two of its GPUs share a
         server, its first GPU's server's own class) and between them the group's share of its GPUs' NICs — each GPU
         its NIC's bandwidth toward the group's other servers over the GPUs sharing that NIC, summed per
-        server, the least server's sum (its NICs carry every byte of the ring). ``per_server``: the group's
+        server, the least server's sum (its NICs carry every byte of the ring), each step at its slowest
+        server's NIC latency. ``per_server``: the group's
         GPUs in its least-held server (train's groups hold as many in each)."""
         group = np.asarray(devices)
         where = self.server[group]
@@ -192,7 +193,9 @@ class PairLinks:
                 return intra
         else:  # one GPU in each server: its server's own class (its diagonal entry), at that class's bandwidth
             intra = self.classes[int(self.index[group[0], group[0]])]
-        nic = self.classes[int(self.index[group[~same[0]][0], group[0]])]
+        # its servers' NICs step at the slowest one's latency (train's group_links.group_link)
+        nic = max((self.classes[i] for i in np.unique(self.index[np.ix_(group, group)][~same])),
+                  key=lambda link: link.alpha_s)
         out = np.where(same, np.inf, sub).min(axis=1) / nic.efficiency / self.sharing[group]  # each GPU's share
         _, server, held = np.unique(where, return_inverse=True, return_counts=True)
         share = float(np.bincount(server, weights=out).min())

@@ -163,3 +163,36 @@ def test_a_group_with_one_gpu_in_each_server_takes_that_gpus_share():
     seconds = float(collective_seconds("all-reduce", WEIGHTS, 2, link))
     ring = 52.7e-6 + 2 * 6.3e-6 + max(1.80e-12 * WEIGHTS, WEIGHTS / (0.96 * 12.5e9))
     assert seconds == pytest.approx(ring, rel=1e-12)
+
+
+TPU = (Path(__file__).resolve().parents[1] / "configs" / "devices" / "tpu_v4_like.toml").read_text()
+
+
+def _chip(folder: Path, name: str, latency_us: float) -> None:
+    """The TPU-like chip stating a NIC step of ``latency_us`` (µs), not the fitted 6.3."""
+    text = TPU.replace("intra_gbps = 300", f"intra_gbps = 300\ninter_node_latency_us = {latency_us}")
+    (folder / name).write_text(text.replace('name = "TPU v4-like"', f'name = "{name}"'))
+
+
+@pytest.mark.parametrize("latencies", [(50, 50), (50, 20), (20, 50), (20, 20, 50)])
+def test_a_spanning_stage_pays_the_devices_own_nic_latency_as_train_does(tmp_path, latencies):
+    """Servers of two chips whose device files state their NIC step (50 or 20 µs, against the fitted 6.3): the
+    DP group's all-reduce over all their chips, as train prices it (each NIC step at the slowest server's stated
+    latency, 50 µs), is the exact plan's one-stage all-reduce. The plan priced every NIC step at 6.3 µs before."""
+    tables = ""
+    for server, latency in enumerate(latencies):
+        _chip(tmp_path, f"chip{server}.toml", latency)
+        tables += f'[[servers]]\ngpus = 2\nintra_server_gbps = 4800\ndevice = "chip{server}.toml"\n'
+    path = tmp_path / "cluster.toml"
+    path.write_text(f'[cluster]\nname = "two"\ninter_server_gbps = 200\n{tables}')
+    gpus = 2 * len(latencies)
+    dp = load_gpu_cluster(path).machine(Parallelism(1, 1, gpus, gpus, 1)).links.dp
+    assert isinstance(dp, Spanning) and dp.inter.alpha_s == pytest.approx(50e-6, rel=1e-12)
+    train = float(collective_seconds("all-reduce", WEIGHTS, gpus, dp))
+    spec = read_cluster_document(path)
+    topology = build_topology(spec, links="exact", devices=named_devices(spec, tmp_path, str(path)))
+    profile = profile_from_costs(["a"], [1e-3], [0.0], [2e-3], activation_bytes=[1], delta_bytes=[1],
+                                 weight_bytes=[WEIGHTS])
+    (stage,) = stage_plans(profile, PRMPlan(0.0, ((0, 1),), (gpus,), (tuple(range(gpus)),)), topology.bandwidth,
+                           topology.latency, topology.links)
+    assert stage.allreduce == pytest.approx(train, rel=1e-12)

@@ -149,3 +149,27 @@ def test_the_report_of_a_cfg_sweep_names_cost_config_and_needs_no_spec_record_fo
     capsys.readouterr()
     command = f"archsim cost layerpipe_sample --config {Path(cfg).resolve()} --dataflow ws --batch 16 --mode exact"
     assert command in (tmp_path / "r.html").read_text()
+
+
+def test_a_cfg_device_of_several_arrays_is_noted_once_as_cost_config_notes_it(tmp_path, capsys, chip_cfg):
+    """A spec naming a ``.cfg`` device of 4 arrays (twice) swept it as one array and said nothing, where
+    ``archsim cost --config`` on the same file says so: the sweep prints cost's note once on stderr, and
+    ``archsim.run_sweep`` warns it once; a plain SCALE-Sim file is one array, of which nothing is said."""
+    import warnings
+
+    import archsim
+
+    (tmp_path / "chip.cfg").write_text(chip_cfg(arrays=4, hbm_gbps=400, run_name="mychip", device_name="mychip_cfg"))
+    shutil.copy(CONFIGS / "scalesim_32x32_ws.cfg", tmp_path / "plain.cfg")
+    spec = _spec(tmp_path, ["chip.cfg", "plain.cfg", "chip.cfg"], processors="1")
+    assert main(["cost", "layerpipe_sample", "--config", str(tmp_path / "chip.cfg")]) == 0
+    (cost_note,) = [line for line in capsys.readouterr().err.splitlines() if "device of" in line]
+    note = cost_note.removeprefix("archsim: note: ")
+    assert "device of 4 arrays" in note
+    assert main(["sweep", spec, "--out", str(tmp_path / "out"), "--quiet"]) == 0
+    lines = [line for line in capsys.readouterr().err.splitlines() if "device of" in line]
+    assert lines == [f"archsim sweep: note: {note}"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        archsim.run_sweep(spec, out=tmp_path / "api")
+    assert [str(w.message) for w in caught if "device of" in str(w.message)] == [note]

@@ -51,6 +51,11 @@ def run_sweep_command(args: argparse.Namespace) -> int:
         for line in (unfit_points_line(frame), *spec_warnings(spec)):
             if line:
                 print(f"archsim sweep: warning: {line}", file=sys.stderr)
+    else:  # as cost --config notes it: a .cfg device of several arrays is swept as one of them
+        from archsim.sweep.spec import array_file_notes
+
+        for note in array_file_notes(spec):
+            print(f"archsim sweep: note: {note}", file=sys.stderr)
     if args.report is not None:
         path = write_report(out, target, spec_command=f"archsim sweep {args.spec} --out {out}",
                             own_networks=spec.networks)

@@ -16,7 +16,8 @@ def exact_links(bandwidth: np.ndarray, where: np.ndarray, sharing: np.ndarray, d
                 file: str) -> tuple[np.ndarray, np.ndarray, PairLinks]:
     """Each pair's bandwidth (bytes/s) and latency (s) for ``plan --links exact``: the pair's link class as train
     prices its pipeline hop on it (:mod:`archsim.links`: the server's NVLink, its rings or PCIe,
-    :func:`~archsim.links.nvlink_group`, in a server; :func:`~archsim.links.infiniband` between servers), whose
+    :func:`~archsim.links.nvlink_group`, in a server; :func:`~archsim.links.infiniband` between servers, each step
+    at the slower of the two servers' devices' ``inter_node_latency_s`` as train takes it), whose
     send of d bytes costs α₀ + d / (η·B) (:meth:`~archsim.collectives.LinkClass.send_seconds`): the pair's
     bandwidth B (as the paper's model reads it) becomes η·B and its latency α₀. The min-cut capacities keep the
     stated figures. A server whose table names no device has no link class: refused. Third: the link classes
@@ -26,11 +27,15 @@ def exact_links(bandwidth: np.ndarray, where: np.ndarray, sharing: np.ndarray, d
     if None in devices:
         raise InputError("--links exact prices each GPU pair on its device's link class: name a gpu or device in "
                          "every [[servers]] table, or plan with --links paper", file=file, field="servers")
-    nic = infiniband(1.0)  # η and α₀ of a NIC do not depend on its speed
+    # a NIC's η and α₀ do not depend on its speed or device; its step α is the device's own (train's
+    # group_links.group_link): a pair of servers steps at the slower of their two devices' NIC steps
+    nics = [infiniband(1.0, device.inter_node_latency_s) for device in devices]
+    classes = sorted(set(nics), key=lambda link: link.alpha_s)
+    step = np.array([classes.index(link) for link in nics], dtype=np.int32)
+    nic = classes[0]
     effective = bandwidth * nic.efficiency
     latency = np.full(bandwidth.shape, nic.launch_s)
-    classes = [nic]
-    index = np.zeros(bandwidth.shape, dtype=np.int32)
+    index = np.maximum.outer(step, step)[np.ix_(where, where)].astype(np.int32)
     starts = np.searchsorted(where, np.arange(len(devices)))
     for server, device in enumerate(devices):
         first, gpus = int(starts[server]), int(np.count_nonzero(where == server))

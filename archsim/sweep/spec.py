@@ -209,6 +209,16 @@ def read_array(text: str, spec_dir: Path, file: str) -> tuple[int, int] | ArrayF
     return ArrayFile(str(path), array_from_flags(config=path))
 
 
+def array_file_notes(spec: SweepSpec) -> tuple[str, ...]:
+    """What ``archsim sweep`` says on stderr and :func:`archsim.api.run_sweep` warns as UserWarnings of a spec's
+    ``.cfg`` arrays that are devices of several arrays, once per file: each is swept as one array, as
+    ``archsim cost --config`` costs it and says (:func:`archsim.array.device_sections.device_arrays_note`)."""
+    from archsim.array.device_sections import device_arrays_note
+
+    paths = dict.fromkeys(array.path for array in spec.arrays if isinstance(array, ArrayFile))
+    return tuple(note for note in map(device_arrays_note, paths) if note)
+
+
 def resolve_network(name: str, spec_dir: Path, file: str) -> str:
     """A spec's network: a file inside the spec's folder (absolute path returned), else a shipped
     name. A spec is shared between people, so its paths stay inside its folder: an absolute path,

@@ -35,7 +35,7 @@ from itertools import accumulate
 from archsim.devices.device import Device
 from archsim.errors import InputError
 from archsim.network import Network
-from archsim.training.group_links import rank_machine
+from archsim.training.group_links import leaves_oversubscribed, rank_machine
 from archsim.training.machine import Machine
 from archsim.training.parallel import Parallelism, tp_straddles
 
@@ -187,8 +187,7 @@ class GpuCluster:
         candidate on, as train does."""
         if self.heterogeneous:
             return self.rank_machines(par)
-        net = self.network
-        leaves = net is not None and net.oversubscription != 1 and bool(net.servers_per_leaf)
+        leaves = leaves_oversubscribed(self)
         # on DGX-1s, ranks that each start a server (TP × DP a multiple of its GPUs) hold the same GPU pairs
         wired = self.wired(self.gpu, 0) and par.pp > 1 and par.tp * par.dp % self.gpus_per_server != 0
         if not leaves and not wired:  # every rank's links alike

@@ -131,9 +131,10 @@ def rank_machine(cluster: Layout, par: Parallelism, device: Device | None = None
                    dtype=cluster.dtype)
 
 
-def _leaves_oversubscribed(cluster: Layout) -> bool:
+def leaves_oversubscribed(cluster: Layout) -> bool:
     """Whether groups of one kind can differ in their network share: servers under several leaves of an
-    oversubscribed fabric, on a cluster of one server kind (a mixed one prices each rank on its own)."""
+    oversubscribed fabric, on a cluster of one server kind (a mixed one prices each rank on its own); then
+    train and search price each pipeline rank on its own machine (:meth:`.cluster.GpuCluster.rank_wise`)."""
     net = cluster.network
     return net is not None and net.oversubscription != 1 and bool(net.servers_per_leaf) and not cluster.heterogeneous
 
@@ -176,7 +177,7 @@ def _slowest(cluster: Layout, groups: Iterator[range]) -> range:
     under different leaves of an oversubscribed fabric (its share divided by the oversubscription: with TP
     across servers and DP > 1, the first TP group may sit under one leaf and the second cross two)."""
     first = next(groups)
-    worst = (True, _leaves_oversubscribed(cluster))  # the slowest kind there is: stop at the first of it
+    worst = (True, leaves_oversubscribed(cluster))  # the slowest kind there is: stop at the first of it
     slowest, kind = first, _crossing(cluster, first)
     for members in groups:
         if kind == worst:
@@ -193,7 +194,7 @@ def _crossing(cluster: Layout, members: range) -> tuple[bool, bool]:
     over = cluster.server_of(members[0]) != cluster.server_of(members[-1]) and \
         not cluster.one_domain(members[0], members[-1])
     net = cluster.network
-    leaves = over and net is not None and _leaves_oversubscribed(cluster) and \
+    leaves = over and net is not None and leaves_oversubscribed(cluster) and \
         len({cluster.server_of(i) // net.servers_per_leaf for i in members}) > 1
     return over, leaves
 
