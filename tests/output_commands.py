@@ -26,14 +26,8 @@ clocks_ghz = [1.0]
 """
 
 # a plain sweep on a SCALE-Sim .cfg (written beside the spec as columns.cfg): its array_path column
-CFG_SWEEP_SPEC = """[sweep]
-name = "cfg_columns"
-networks = ["layerpipe_sample"]
-arrays = ["columns.cfg"]
-batches = [16]
-processors = [2]
-methods = ["layerpipe"]
-"""
+CFG_SWEEP_SPEC = (SWEEP_SPEC.replace('name = "columns"', 'name = "cfg_columns"')
+                  .replace('arrays = ["16x16"]', 'arrays = ["columns.cfg"]').replace("clocks_ghz = [1.0]\n", ""))
 
 # a device sweep of one point (GPT-2 on one TPU-v4-like chip, its SRAM axis given): its results.csv's names
 DEVICE_SWEEP_SPEC = """[sweep]
