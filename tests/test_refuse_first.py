@@ -124,8 +124,10 @@ def test_an_spp_search_too_large_is_refused_before_any_table(monkeypatch, capsys
 
 
 def test_spp_tables_over_4_gb_are_refused_before_any_table(monkeypatch, tmp_path, capsys):
-    """1,024 GPUs, 22 layers, 2 stage counts: 24 · 2 · 23 · 1025² B of tables and values plus the (V+1)³
-    table of links between blocks, 8 · 1025³ B: 9.78 GB by hand."""
+    """1,024 GPUs, 22 layers, 2 stage counts by hand: 8 · 2 · 23 · 1025² B of values and 16 · 1 · 23 · 1025² B of
+    choices (0.773 GB), the (V+1)³ tables of links and latencies between blocks, 2 · 8 · 1025³ B (17.23 GB, the
+    largest), the paper's all-reduce table 8 · 23² B and 8 · (3 · 1025² + 2 · 23² + 2 · 1024² + 2 · 23 + 2 · 22 + 1025)
+    B of other inputs (0.042 GB): 18.0 GB."""
     from archsim.spp import prm
 
     monkeypatch.setattr(prm, "prm_tables", _must_not_run)
@@ -135,4 +137,5 @@ def test_spp_tables_over_4_gb_are_refused_before_any_table(monkeypatch, tmp_path
     code, out, err = run(["plan", "tests/data/pipedream/profiles/alexnet.txt", "--cluster", str(cluster),
                           "--microbatches", "4", "--max-stages", "2"], capsys)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
-    assert "9.78 GB of tables, above the 4 GB bound" in err and "fewer GPUs" in err
+    assert "18 GB of tables, above the 4 GB bound (the links and latencies between blocks: 17.2 GB)" in err
+    assert "fewer GPUs" in err

@@ -111,17 +111,20 @@ def stage_count_limit(profile: LayerProfile, topology: Topology, max_stages: int
 
 def check_search_size(profile: LayerProfile, topology: Topology, max_stages: int | None, limit: int) -> None:
     """Refuse, before any table is built, an SPP search of more than ``limit`` PRM steps or more
-    than 4 GB of tables, with the estimate and what lifts or avoids the limit (its size grows as
-    L²V³ in layers and GPUs, so a typo in a cluster file fails in a second, not after hours)."""
-    from archsim.spp.prm import prm_search_size
+    than 4 GB of arrays (:func:`~archsim.spp.prm.prm_search_parts`, naming the largest part), with the estimate
+    and what lifts or avoids the limit (its size grows as L²V³ in layers and GPUs, so a typo in a cluster file
+    fails in a second, not after hours)."""
+    from archsim.spp.prm import prm_search_parts, prm_search_size
 
     stages = stage_count_limit(profile, topology, max_stages)
-    steps, size = prm_search_size(len(profile), topology.devices, stages)
+    steps, size = prm_search_size(len(profile), topology.devices, stages, topology.links)
     estimate = (f"SPP's search over {len(profile)} layers, {topology.devices} GPUs and up to {stages} stages is "
                 f"about {steps:,} steps (≈{steps * 0.9e-9:.3g} s) and {size / 1e9:.3g} GB of tables")
     if size > SEARCH_BYTES_LIMIT:
-        raise InputError(f"{estimate}, above the {SEARCH_BYTES_LIMIT / 1e9:.0f} GB bound; use fewer GPUs "
-                         "or --max-stages", field="cluster")
+        parts = prm_search_parts(len(profile), topology.devices, stages, topology.links)
+        largest = max(parts, key=lambda part: parts[part])
+        raise InputError(f"{estimate}, above the {SEARCH_BYTES_LIMIT / 1e9:.0f} GB bound ({largest}: "
+                         f"{parts[largest] / 1e9:.3g} GB); use fewer GPUs or --max-stages", field="cluster")
     if steps > limit:
         raise InputError(f"{estimate}, above the limit of {limit:,} steps; give --max-search-steps {steps} to "
                          "run it anyway, or fewer --max-stages", field="max-search-steps")

@@ -156,13 +156,35 @@ def phi(profile: LayerProfile, bandwidth: np.ndarray) -> float:
     return max(p_max * b_max, d_max) / gamma * (1 / b_min - 1 / b_max)
 
 
-def prm_search_size(layers: int, devices: int, max_stages: int) -> tuple[int, int]:
-    """(inner steps, bytes) of :func:`prm_tables` on ``layers`` × ``devices`` up to ``max_stages``
-    stages, known before any table is built: each level ξ ≥ 2 tries (l′ < l) × (r, r′ ≤ i), about
-    L²V³/4 steps, and keeps an (L+1)(V+1)² table of values and of choices (8 + 16 B an entry)
-    beside the (V+1)³ table of slowest links between blocks (8 B an entry)."""
+def prm_search_parts(layers: int, devices: int, max_stages: int,
+                     links: PairLinks | None = None) -> dict[str, int]:
+    """Bytes of every array :func:`prm_inputs` and :func:`prm_tables` hold on ``layers`` × ``devices`` up to
+    ``max_stages`` stages, by part, known before any is built (``links``: the exact all-reduce's tables, else the
+    paper's A). The levels' tables: W[ξ] (L+1)(V+1)² values of 8 B for each ξ ≤ S, and their choices (l′, r′)
+    of 16 B for each ξ ≥ 2; the blocks' slowest links and largest latencies, two (V+1)³ tables of 8 B; the
+    all-reduce tables exact[group, l′, l], 8 (L+1)² B per group — the paper's one group of zeros, else twice that
+    at their peak (np.stack copies the list) and an upper bound, as the groups are only known once priced: group
+    0 and one per block of 2 or more devices, V(V−1)/2 + 1; and the rest (8 B an entry): the (V+1)² tables group, inside, allreduce
+    (twice with ``links``), the (L+1)² segment sums, the V² bandwidths and latencies in order, the vectors."""
     L, V, S = layers, devices, max_stages
-    return (S - 1) * L * L * V * V * V // 4, 24 * S * (L + 1) * (V + 1) ** 2 + 8 * (V + 1) ** 3
+    groups = V * (V - 1) // 2 + 1 if links is not None else 1
+    square = (V + 1) ** 2
+    return {
+        "the levels' tables of values and choices": 8 * S * (L + 1) * square + 16 * (S - 1) * (L + 1) * square,
+        "the links and latencies between blocks": 2 * 8 * (V + 1) ** 3,
+        "the all-reduce tables": (2 if links is not None else 1) * 8 * groups * (L + 1) ** 2,
+        "the other inputs": 8 * ((4 if links is not None else 3) * square + 2 * (L + 1) ** 2 + 2 * V * V
+                                 + 2 * (L + 1) + 2 * L + (V + 1)),
+    }
+
+
+def prm_search_size(layers: int, devices: int, max_stages: int,
+                    links: PairLinks | None = None) -> tuple[int, int]:
+    """(inner steps, bytes) of :func:`prm_tables` on ``layers`` × ``devices`` up to ``max_stages`` stages, known
+    before any table is built: each level ξ ≥ 2 tries (l′ < l) × (r, r′ ≤ i), about L²V³/4 steps; the bytes are
+    every array's, :func:`prm_search_parts` summed (an upper bound with ``links``)."""
+    L, V, S = layers, devices, max_stages
+    return (S - 1) * L * L * V * V * V // 4, sum(prm_search_parts(L, V, S, links).values())
 
 
 def prm_tables(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarray, microbatches: int,
@@ -173,7 +195,7 @@ def prm_tables(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarra
     W, compute, seg_work, seg_par, allreduce, size, between, sends, lag, group, exact = prm_inputs(
         profile, order, bandwidth, microbatches, latency, links)
     tables, choice = [W], []  # W[ξ] and the (l′, r′) chosen at each level ξ ≥ 2
-    inner, _ = prm_search_size(L, V, max_stages)
+    inner, _ = prm_search_size(L, V, max_stages, links)
     with small_in_python(_level, inner, PYTHON_WORK), np.errstate(divide="ignore", invalid="ignore"):
         if max_stages >= 2:
             announce_compile(_level, "SPP's PRM tables")
