@@ -8,7 +8,7 @@ from test_plan_exact_search import ONE_SERVER, _exact
 from test_spp import random_profile, random_topology
 
 from archsim.numba_cache import small_in_python
-from archsim.spp.prm import PYTHON_WORK, _level, prm_inputs, prm_search_size
+from archsim.spp.prm import PYTHON_WORK, prm_inputs, prm_level, prm_search_parts, prm_search_size
 
 
 def _measured(profile, order, bandwidth, stages, links=None) -> int:
@@ -20,9 +20,9 @@ def _measured(profile, order, bandwidth, stages, links=None) -> int:
         total += inputs[-1].nbytes
     inner, _ = prm_search_size(len(profile), len(order), stages)  # steps: the same with links
     tables = [inputs[0]]
-    with small_in_python(_level, inner, PYTHON_WORK), np.errstate(divide="ignore", invalid="ignore"):
+    with small_in_python(prm_level, inner, PYTHON_WORK), np.errstate(divide="ignore", invalid="ignore"):
         for _ in range(2, stages + 1):
-            new, pick = _level(tables[-1], *inputs[1:], 2)
+            new, pick = prm_level(tables[-1], *inputs[1:], 2)
             tables.append(new)
             total += new.nbytes + pick.nbytes
     return total
@@ -61,3 +61,18 @@ def test_the_parts_add_up_to_the_estimate_and_the_exact_tables_grow_with_the_blo
     assert sum(parts.values()) == prm_search_size(3, 4, 2, topology.links)[1]
     assert parts["the all-reduce tables"] == 2 * 7 * 8 * 4**2
     assert prm_search_parts(3, 4, 2)["the all-reduce tables"] == 8 * 4**2
+
+
+def test_the_refusal_leaves_the_exact_links_bound_out():
+    """176 layers, 128 GPUs, 2 stages under exact links: the arrays known before pricing are ≈ 0.57 GB; the exact
+    all-reduce tables' bound, V(V−1)/2 + 1 = 8,129 tables of 8·177² B, twice for the stack, adds ≈ 4.07 GB and
+    would refuse a search whose real tables (one per distinct group) fit. The refusal counts what is known."""
+    from types import SimpleNamespace
+
+    from archsim.spp.plan import SEARCH_BYTES_LIMIT, check_search_size
+
+    bound = prm_search_parts(176, 128, 2, links=object())["the all-reduce tables"]
+    assert bound == 2 * 8 * (128 * 127 // 2 + 1) * 177 ** 2  # ≈ 4.07 GB, the bound alone near the 4 GB limit
+    assert prm_search_size(176, 128, 2, links=object())[1] > SEARCH_BYTES_LIMIT
+    topology = SimpleNamespace(devices=128, links=object())
+    check_search_size(list(range(176)), topology, 2, limit=10**13)  # not refused

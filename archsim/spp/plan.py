@@ -117,11 +117,13 @@ def check_search_size(profile: LayerProfile, topology: Topology, max_stages: int
     from archsim.spp.prm import prm_search_parts, prm_search_size
 
     stages = stage_count_limit(profile, topology, max_stages)
-    steps, size = prm_search_size(len(profile), topology.devices, stages, topology.links)
+    # the exact links' all-reduce tables are left out: their number (one per distinct group, few on a real
+    # cluster) is known only once priced, and their bound, V(V-1)/2, would refuse searches that fit
+    steps, size = prm_search_size(len(profile), topology.devices, stages)
     estimate = (f"SPP's search over {len(profile)} layers, {topology.devices} GPUs and up to {stages} stages is "
                 f"about {steps:,} steps (≈{steps * 0.9e-9:.3g} s) and {size / 1e9:.3g} GB of tables")
     if size > SEARCH_BYTES_LIMIT:
-        parts = prm_search_parts(len(profile), topology.devices, stages, topology.links)
+        parts = prm_search_parts(len(profile), topology.devices, stages)
         largest = max(parts, key=lambda part: parts[part])
         raise InputError(f"{estimate}, above the {SEARCH_BYTES_LIMIT / 1e9:.0f} GB bound ({largest}: "
                          f"{parts[largest] / 1e9:.3g} GB); use fewer GPUs or --max-stages", field="cluster")

@@ -196,11 +196,11 @@ def prm_tables(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarra
         profile, order, bandwidth, microbatches, latency, links)
     tables, choice = [W], []  # W[ξ] and the (l′, r′) chosen at each level ξ ≥ 2
     inner, _ = prm_search_size(L, V, max_stages, links)
-    with small_in_python(_level, inner, PYTHON_WORK), np.errstate(divide="ignore", invalid="ignore"):
+    with small_in_python(prm_level, inner, PYTHON_WORK), np.errstate(divide="ignore", invalid="ignore"):
         if max_stages >= 2:
-            announce_compile(_level, "SPP's PRM tables")
+            announce_compile(prm_level, "SPP's PRM tables")
         for _xi in range(2, max_stages + 1):
-            new, pick = _level(tables[-1], compute, seg_work, seg_par, allreduce, size, between, sends, lag,
+            new, pick = prm_level(tables[-1], compute, seg_work, seg_par, allreduce, size, between, sends, lag,
                                group, exact, microbatches)
             tables.append(new)
             choice.append(pick)
@@ -307,8 +307,8 @@ def prm_plans(tables: Sequence[np.ndarray], choice: Sequence[np.ndarray], order:
 
 
 @njit(cache=True, error_model="numpy")  # IEEE division: x / 0 is inf, as numpy gives
-def _level(prev, compute, seg_work, seg_par, allreduce, size, between, sends, lag, group, exact,
-           microbatches):  # pragma: no cover
+def prm_level(prev, compute, seg_work, seg_par, allreduce, size, between, sends, lag, group, exact,
+              microbatches):  # pragma: no cover
     """One level ξ of the recurrence: for each (l, r, i), the least max(head, comm, tail) over
     l′ < l and r′ ≤ i − r, and its (l′, r′) — the first least in (l′, r′) row-major order, NaN
     first, as numpy's argmin picks; the arithmetic is written as the numpy expressions were."""
