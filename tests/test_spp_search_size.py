@@ -69,7 +69,8 @@ def test_the_refusal_leaves_the_exact_links_bound_out():
     would refuse a search whose real tables (one per distinct group) fit. The refusal counts what is known."""
     from types import SimpleNamespace
 
-    from archsim.spp.plan import SEARCH_BYTES_LIMIT, check_search_size
+    from archsim.spp import SEARCH_BYTES_LIMIT
+    from archsim.spp.plan import check_search_size
 
     bound = prm_search_parts(176, 128, 2, links=object())["the all-reduce tables"]
     assert bound == 2 * 8 * (128 * 127 // 2 + 1) * 177 ** 2  # ≈ 4.07 GB, the bound alone near the 4 GB limit
