@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, TypeVar
 from archsim.choices.devices import DTYPES
 from archsim.choices.training import ATTENTIONS, DEFAULT_ATTENTION, RECOMPUTE
 from archsim.errors import InputError
-from archsim.validate import INT32_MAX, is_file, resolve_name, shipped_file, shown
+from archsim.validate import INT32_MAX, is_file, read_bytes, resolve_name, shipped_file, shown
 from archsim.workload.model_files import MODEL_SUFFIXES
 
 if TYPE_CHECKING:
@@ -152,6 +152,8 @@ def spec_file(name: object, spec_dir: Path, file: str, key: str, shipped: str, s
             if is_file(candidate):
                 return str(candidate.resolve())
             raise InputError(f"{key} file {shown(name)} not found in the spec's folder", field=key)
+        if (spec_dir / name).is_dir():  # the readers' own "is not a regular file (a folder)" line
+            read_bytes(spec_dir / name, f"{key} {shown(name)}")
         found = shipped_file(shipped, name, suffixes, key, field=key)
         if found is not None:
             return str(found)
