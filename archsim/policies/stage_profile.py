@@ -42,8 +42,10 @@ class StageProfile:
     """Per (virtual) stage: forward, backward-input, backward-weight time; ``comm``: the latency of
     a transfer each stage sends (one value for all, or one per stage); activation M_B and the part
     M_W kept from I to W (empty: none counted); ``send_bytes`` per hop and link ``bandwidth`` in
-    bytes per time unit (None: a transfer takes its latency only, its send bytes unread). The one
-    per-stage record: the published schedules, the ``list-…`` variants and GPU training read it."""
+    bytes per time unit (None: a transfer takes its latency only, its send bytes unread; ``math.inf``:
+    its latency only, carrying its send bytes — GPU training, whose ``comm`` is the hop's priced time,
+    so that traces show what a hop moves). The one per-stage record: the published schedules, the
+    ``list-…`` variants and GPU training read it."""
 
     forward: tuple[float, ...]
     backward_input: tuple[float, ...]

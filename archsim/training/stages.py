@@ -6,6 +6,7 @@ An unfused gradient accumulation (:mod:`archsim.training.grad_accumulation`) joi
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -25,7 +26,9 @@ def stage_times(c: TransformerConfig, par: Parallelism, machine: Machine,
     embedding on the first, the head on the last; TP collectives and recompute included), as the
     schedules' one per-stage record: ``comm`` the slowest hop, ``boundary_comm`` each boundary's. W
     includes the stage's share of an unfused gradient accumulation
-    (:func:`~archsim.training.grad_accumulation.per_microbatch_seconds`)."""
+    (:func:`~archsim.training.grad_accumulation.per_microbatch_seconds`). ``send_bytes`` are the bytes
+    each hop is priced from, carried over an infinite ``bandwidth`` so that transfers report them while a
+    hop still takes its ``comm`` seconds alone."""
     chunks = par.pp * par.chunks
     counts = layers_per_stage(c.layers, chunks, par.stage_layers)
     layer, emb, head = pieces["layer"], pieces["embedding"], pieces["head"]
@@ -42,10 +45,10 @@ def stage_times(c: TransformerConfig, par: Parallelism, machine: Machine,
         fwd.append(f)
         bin_.append(i)
         bw.append(w)
-    hop = float(collective_seconds("p2p", hop_bytes(c, par) * machine.scale, 2, machine.links.pp)) \
-        if par.pp > 1 else 0.0
-    return StageProfile(tuple(fwd), tuple(bin_), tuple(bw), hop,
-                        boundary_comm=boundary_hops(par, machine.links, hop_bytes(c, par) * machine.scale))
+    nbytes = hop_bytes(c, par) * machine.scale
+    hop = float(collective_seconds("p2p", nbytes, 2, machine.links.pp)) if par.pp > 1 else 0.0
+    return StageProfile(tuple(fwd), tuple(bin_), tuple(bw), hop, send_bytes=(nbytes,) * chunks, bandwidth=math.inf,
+                        boundary_comm=boundary_hops(par, machine.links, nbytes))
 
 
 def hop_bytes(c: TransformerConfig, par: Parallelism) -> float:
@@ -72,7 +75,7 @@ def rank_stage_times(c: TransformerConfig, par: Parallelism, machines: Sequence[
                      pieces: Sequence[dict[str, PieceCost]] | None = None, hop: float | None = None) -> StageProfile:
     """Each (virtual) stage's F, I, W on the GPU of the rank that runs it (stage mod PP; the V-shaped
     schedules' stage s and 2·PP − 1 − s on rank s), from :func:`stage_times` per distinct machine; the
-    hop is the slowest rank's unless given."""
+    hop is the slowest rank's unless given; each stage's send bytes its own rank's."""
     per_machine: dict[int, StageProfile] = {}
     for k, machine in enumerate(machines):
         if id(machine) not in per_machine:
@@ -85,6 +88,7 @@ def rank_stage_times(c: TransformerConfig, par: Parallelism, machines: Sequence[
                         tuple(t.backward_input[s] for s, t in enumerate(rows)),
                         tuple(t.backward_weight[s] for s, t in enumerate(rows)),
                         max(t.hop(0) for t in per_machine.values()) if hop is None else hop,
+                        send_bytes=tuple(t.send_bytes[s] for s, t in enumerate(rows)), bandwidth=math.inf,
                         boundary_comm=per_machine[id(machines[0])].boundary_comm if hop is None else ())
 
 def one_f_one_b_seconds(times: StageProfile, microbatches: int) -> float:
