@@ -82,3 +82,17 @@ def test_cli_names_the_misspelt_table(tmp_path, capsys) -> None:
     assert code == 2 and out == ""
     assert len(err.strip().splitlines()) == 1
     assert "my_cluster.toml" in err and "'networks'" in err and "unknown table" in err
+
+
+def test_an_unknown_runs_column_lists_the_columns(tmp_path) -> None:
+    """A runs file with `measured_ms` (for `measured_seconds`) said only "unknown column(s) measured_ms";
+    the user needs the columns a runs file may have, as a missing column's line already gives them."""
+    from archsim.training.runs import OPTIONAL, REQUIRED, read_runs
+
+    path = tmp_path / "runs.csv"
+    path.write_text("tp,pp,dp,micro_batch,global_batch,measured_ms\n4,4,2,1,64,1600\n")
+    with pytest.raises(InputError) as caught:
+        read_runs(path)
+    message = caught.value.message
+    assert "measured_ms" in message and caught.value.where.line == 1
+    assert all(column in message for column in REQUIRED + OPTIONAL)
