@@ -14,6 +14,8 @@ from archsim.training.cluster_file import load_gpu_cluster
 
 NETWORK = "[network]\nnics_per_server = 4\nnic_gbps = 400\ngpus_per_nic = 2\nnvlink_domain = 8\nnvls = true\n"
 SERVERS = '[[servers]]\ncount = 4\ngpus = 8\ngpu = "h100"\n'
+LLAMA = ('[transformer]\nfamily = "llama"\nlayers = 32\nhidden = 4096\nheads = 32\nkv_heads = 8\nffn = 11008\n'
+         'vocab = 32000\nseq = 4096\n')
 
 
 def _write(tmp_path: Path, text: str) -> Path:
@@ -96,3 +98,40 @@ def test_an_unknown_runs_column_lists_the_columns(tmp_path) -> None:
     message = caught.value.message
     assert "measured_ms" in message and caught.value.where.line == 1
     assert all(column in message for column in REQUIRED + OPTIONAL)
+
+
+def test_an_empty_search_says_why_from_python_too(tmp_path, capsys) -> None:
+    """`archsim search --gpus 24` (no TP × PP × DP of 24 GPUs divides a batch of 256 with TP dividing the
+    heads and PP the layers) prints a note saying why and naming `--gpus 32`; `archsim.search(gpus=24)`
+    returned the same empty rows without a word. It must warn the same line."""
+    import warnings
+
+    import archsim
+
+    path = _write(tmp_path, "[cluster]\n" + NETWORK + SERVERS)
+    model = str(tmp_path / "llama_like.toml")  # 32 heads, 32 layers: TP, PP and DP are powers of 2, 24 is not
+    Path(model).write_text(LLAMA)
+    assert main(["search", model, "--cluster", str(path), "--global-batch", "256", "--gpus", "24",
+                 "--schedule", "1f1b", "--format", "json"]) == 0
+    notes = [line.removeprefix("archsim search: note: ") for line in capsys.readouterr().err.splitlines()]
+    assert len(notes) == 1 and "--gpus 32" in notes[0]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        found = archsim.search(model, cluster=str(path), global_batch=256, gpus=24, schedule="1f1b")
+    assert found.costed == 0 and found.rows == []
+    assert [str(w.message) for w in caught] == notes
+
+
+def test_a_search_with_rows_warns_nothing(tmp_path) -> None:
+    """The note is for an empty answer only: a search that ranks configurations warns nothing."""
+    import warnings
+
+    import archsim
+
+    path = _write(tmp_path, "[cluster]\n" + NETWORK + SERVERS)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        found = archsim.search("gpt3_1.3b", cluster=str(path), global_batch=256, gpus=8, schedule="1f1b",
+                               max_micro_batch=1, recompute="full", sequence_parallel="off")
+    assert found.costed > 0 and found.rows
+    assert [str(w.message) for w in caught] == []
