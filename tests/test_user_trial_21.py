@@ -135,3 +135,22 @@ def test_a_search_with_rows_warns_nothing(tmp_path) -> None:
                                max_micro_batch=1, recompute="full", sequence_parallel="off")
     assert found.costed > 0 and found.rows
     assert [str(w.message) for w in caught] == []
+
+
+def test_a_shipped_clusters_name_points_at_its_file(tmp_path, monkeypatch, capsys) -> None:
+    """MODEL takes a shipped name (`gpt3_1.3b`); `--cluster h100_2_servers` said only "cluster file not
+    found". Clusters are read by path (their device files are relative to them), so the line must say
+    where the shipped cluster of that name is; a name no cluster ships keeps the plain line."""
+    from archsim.validate import shipped_file
+
+    monkeypatch.chdir(tmp_path)
+    shipped = shipped_file("clusters", "h100_2_servers", (".toml",), "cluster")
+    assert shipped is not None
+    args = ["train", "gpt3_1.3b", "--tp", "8", "--pp", "2", "--global-batch", "16", "--cluster"]
+    assert main([*args, "h100_2_servers"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1
+    assert "cluster file not found" in err and str(shipped) in err
+    assert main([*args, "no_such_cluster"]) == 2
+    err = capsys.readouterr().err
+    assert "cluster file not found" in err and "shipped" not in err

@@ -357,13 +357,34 @@ def missing_inter_server(file: str) -> InputError:
 def read_cluster_document(path: str | Path) -> dict:
     """A cluster file parsed as TOML. A SCALE-Sim ``.cfg`` device file given in its place is no TOML; it is
     refused as what it is (a device to name in ``[[servers]]``), not as a TOML syntax error at its line 2."""
-    text = read_text(path, "cluster file")
+    try:
+        text = read_text(path, "cluster file")
+    except InputError as exc:  # a shipped cluster's name given as MODEL takes a shipped model's: say where it is
+        shipped = _shipped_cluster(path) if exc.message == "cluster file not found" else None
+        if shipped is None:
+            raise
+        raise InputError(f"{exc.message}; the shipped cluster of that name is {shipped}: give its path",
+                         file=str(path)) from None
     try:
         return parse_toml(text, str(path))
     except InputError:
         if Path(path).suffix.lower() == ".cfg" or "[architecture_presets]" in text:
             raise InputError(CFG_NOT_CLUSTER, file=str(path), field="cluster") from None
         raise
+
+
+def _shipped_cluster(path: str | Path) -> Path | None:
+    """``configs/clusters/NAME.toml`` where ``path`` is a bare name (no folder, no such file) of a shipped
+    cluster, else None. Clusters are read by path only (device files resolve beside them)."""
+    from archsim.validate import shipped_file
+
+    text = str(path)
+    if "/" in text or "\\" in text or not text.isprintable() or not text:
+        return None
+    try:
+        return shipped_file("clusters", text, ("",) if text.lower().endswith(".toml") else (".toml",), "cluster")
+    except InputError:  # a name the shipped folder refuses (".." and the like): no hint
+        return None
 
 
 def load_topology_file(path: str | Path, *, seed: int | None = None) -> Topology:
