@@ -234,9 +234,9 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
     stray = sorted(set(spec) - {"cluster", "servers", "network"})
     if stray:  # a misspelt table ([networks], [[server]]) by name, not as if [cluster] were missing
         raise InputError(f"unknown table; {CLUSTER_TABLES}", file=file, field=stray[0])
-    for table, header in (("cluster", "[cluster]"), ("servers", "[[servers]]")):
-        if table not in spec:
-            raise InputError(f"missing {header} table; {CLUSTER_TABLES}", file=file, field=table)
+    for name, header in (("cluster", "[cluster]"), ("servers", "[[servers]]")):
+        if name not in spec:
+            raise InputError(f"missing {header} table; {CLUSTER_TABLES}", file=file, field=name)
     cluster = spec["cluster"]
     if not isinstance(cluster, dict):
         raise InputError("expected a table: write [cluster] above its keys", file=file, field="cluster")
