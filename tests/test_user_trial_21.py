@@ -154,3 +154,21 @@ def test_a_shipped_clusters_name_points_at_its_file(tmp_path, monkeypatch, capsy
     assert main([*args, "no_such_cluster"]) == 2
     err = capsys.readouterr().err
     assert "cluster file not found" in err and "shipped" not in err
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ('"tp","pp","dp","micro_batch","global_batch"\n"4","4","2","1","64"\n', "quote"),
+    ("tp;pp;dp;micro_batch;global_batch\n4;4;2;1;64\n", "comma"),
+])
+def test_a_quoted_or_semicolon_runs_header_says_so(tmp_path, text, says) -> None:
+    """A runs file saved with every cell quoted, or with semicolons (a spreadsheet's export), was refused as
+    "missing column(s) tp, pp, dp, micro_batch, global_batch" though its header names them all: the line
+    must say what is wrong with it."""
+    from archsim.training.runs import read_runs
+
+    path = tmp_path / "runs.csv"
+    path.write_text(text)
+    with pytest.raises(InputError) as caught:
+        read_runs(path)
+    assert says in caught.value.message and "missing column" not in caught.value.message
+    assert caught.value.where.line == 1
