@@ -147,7 +147,8 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
     paths named instead: the files objects were loaded from, as ``archsim search`` names its own). A link speed
     whose unit slipped, a rotary config's default sequence and each of the cluster file's notes
     (:func:`archsim.training.cluster_file.cluster_notes`) are a :class:`UserWarning`, the lines ``archsim
-    search`` prints on stderr."""
+    search`` prints on stderr; so is its note on an empty answer (no configuration costed: why, and what to
+    give instead)."""
     from dataclasses import replace
 
     from archsim.choices.training import (
@@ -209,6 +210,13 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
             import warnings
 
             warnings.warn(note, UserWarning, stacklevel=2)
+    if not result.costed:  # an empty answer: why, and what to give instead, as archsim search's note says it
+        import warnings
+
+        from archsim.training.search_note import empty_search_note
+
+        warnings.warn(empty_search_note(config, on, global_batch, counts or [on.gpus], result.rejected, balance),
+                      UserWarning, stacklevel=2)
     return replace(result, document=search_document(
         result, config, on, model=named(model_file, model, "MODEL.json"),
         cluster_file=named(cluster_file, cluster, "CLUSTER.toml"), global_batch=global_batch, gpus=counts or None,

@@ -63,6 +63,8 @@ if TYPE_CHECKING:
     from archsim.collectives import PairLinks
     from archsim.devices.device import Device
 
+CLUSTER_TABLES = ("a cluster file has one [cluster] table, one or more [[servers]] tables and optionally one [network] "
+                  "table (the NICs between servers)")
 CLUSTER_KEYS = {"name", "seed", "inter_server_gbps", "inter_server_link", "gpu_memory_gb"}
 INTER_SERVER_LINKS = ("shared", "per_gpu_pair")
 LINK_MODELS = ("paper", "exact")  # how plan prices a transfer (build_topology's ``links``; plan --links)
@@ -229,9 +231,12 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
         raise InputError(f"expected one of {', '.join(LINK_MODELS)}, got {shown(links)}", field="links")
     if "device" in spec and "cluster" not in spec:  # a device file given where its cluster goes
         raise InputError(DEVICE_NOT_CLUSTER, file=file, field="cluster")
-    if set(spec) - {"cluster", "servers", "network"} or "cluster" not in spec or "servers" not in spec:
-        raise InputError("expected a [cluster] table and [[servers]] entries (and optionally [network], the NICs "
-                         "between servers)", file=file, field="cluster")
+    stray = sorted(set(spec) - {"cluster", "servers", "network"})
+    if stray:  # a misspelt table ([networks], [[server]]) by name, not as if [cluster] were missing
+        raise InputError(f"unknown table; {CLUSTER_TABLES}", file=file, field=stray[0])
+    for name, header in (("cluster", "[cluster]"), ("servers", "[[servers]]")):
+        if name not in spec:
+            raise InputError(f"missing {header} table; {CLUSTER_TABLES}", file=file, field=name)
     cluster = spec["cluster"]
     if not isinstance(cluster, dict):
         raise InputError("expected a table: write [cluster] above its keys", file=file, field="cluster")
@@ -257,6 +262,8 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
                              field=unknown[0])
         count, gpus = group.get("count", 1), group.get("gpus")
         for key, value in (("count", count), ("gpus", gpus)):  # the key at fault, by name
+            if value is None:
+                raise InputError("missing key in [[servers]]", file=file, field=key)
             if not (isinstance(value, int) and not isinstance(value, bool) and value > 0):
                 raise InputError(f"expected a positive integer, got {shown_number(value)}", file=file, field=key)
         if len(servers) + count * gpus > max_devices:
@@ -350,13 +357,34 @@ def missing_inter_server(file: str) -> InputError:
 def read_cluster_document(path: str | Path) -> dict:
     """A cluster file parsed as TOML. A SCALE-Sim ``.cfg`` device file given in its place is no TOML; it is
     refused as what it is (a device to name in ``[[servers]]``), not as a TOML syntax error at its line 2."""
-    text = read_text(path, "cluster file")
+    try:
+        text = read_text(path, "cluster file")
+    except InputError as exc:  # a shipped cluster's name given as MODEL takes a shipped model's: say where it is
+        shipped = _shipped_cluster(path) if exc.message == "cluster file not found" else None
+        if shipped is None:
+            raise
+        raise InputError(f"{exc.message}; the shipped cluster of that name is {shipped}: give its path",
+                         file=str(path)) from None
     try:
         return parse_toml(text, str(path))
     except InputError:
         if Path(path).suffix.lower() == ".cfg" or "[architecture_presets]" in text:
             raise InputError(CFG_NOT_CLUSTER, file=str(path), field="cluster") from None
         raise
+
+
+def _shipped_cluster(path: str | Path) -> Path | None:
+    """``configs/clusters/NAME.toml`` where ``path`` is a bare name (no folder, no such file) of a shipped
+    cluster, else None. Clusters are read by path only (device files resolve beside them)."""
+    from archsim.validate import shipped_file
+
+    text = str(path)
+    if "/" in text or "\\" in text or not text.isprintable() or not text:
+        return None
+    try:
+        return shipped_file("clusters", text, ("",) if text.lower().endswith(".toml") else (".toml",), "cluster")
+    except InputError:  # a name the shipped folder refuses (".." and the like): no hint
+        return None
 
 
 def load_topology_file(path: str | Path, *, seed: int | None = None) -> Topology:

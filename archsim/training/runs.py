@@ -63,14 +63,14 @@ def read_runs(path: str | Path) -> tuple[RunRow, ...]:
         raise InputError("no runs after the header", file=file, line=first + 1)
     if tuple(names[:len(VTRAIN_COLUMNS)]) == VTRAIN_COLUMNS:
         return _measured_rows(path, [n for n, _ in body])
+    columns = (f"a runs file names {', '.join(REQUIRED)} and optionally {', '.join(OPTIONAL)} (or is vTrain's "
+               "CSV as released)")
     missing = [c for c in REQUIRED if c not in names]
     if missing:
-        raise InputError(f"missing column(s) {', '.join(missing)}: a runs file names {', '.join(REQUIRED)} and "
-                         f"optionally {', '.join(OPTIONAL)} (or is vTrain's CSV as released)", file=file,
-                         line=first + 1)
+        raise InputError(f"missing column(s) {', '.join(missing)}: {columns}", file=file, line=first + 1)
     unknown = [c for c in names if c not in REQUIRED + OPTIONAL]
-    if unknown:
-        raise InputError(f"unknown column(s) {', '.join(unknown)}", file=file, line=first + 1)
+    if unknown:  # measured_ms for measured_seconds: the columns it may have, as a missing one gets them
+        raise InputError(f"unknown column(s) {', '.join(unknown)}: {columns}", file=file, line=first + 1)
     index = {name: i for i, name in enumerate(names)}
     return tuple(_archsim_row(line.split(","), index, n, file) for n, line in body)
 
