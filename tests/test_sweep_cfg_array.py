@@ -119,15 +119,6 @@ def test_a_missing_or_malformed_cfg_is_one_error_line_and_nothing_written(tmp_pa
     assert sorted(p.name for p in folder.iterdir()) == sorted(["spec.toml"] + (["bad.cfg"] if cfg_text else []))
 
 
-def test_a_design_sweep_refuses_a_cfg_array_whose_memories_its_axes_set(tmp_path, capsys):
-    shutil.copy(CONFIGS / "scalesim_32x32_ws.cfg", tmp_path / "a.cfg")
-    spec = _spec(tmp_path, ["a.cfg"], extra="sram_kb = [32, 64]")
-    assert main(["sweep", spec, "--out", str(tmp_path / "out")]) == 2
-    err = capsys.readouterr().err.strip()
-    assert err.startswith("archsim: error: ") and "field 'arrays'" in err and "design sweep" in err
-    assert "\n" not in err and not (tmp_path / "out").exists()
-
-
 def test_an_output_flag_naming_the_specs_cfg_is_refused_and_the_cfg_kept(tmp_path, capsys):
     cfg = shutil.copy(CONFIGS / "scalesim_32x32_ws.cfg", tmp_path / "a.cfg")
     before = Path(cfg).read_bytes()

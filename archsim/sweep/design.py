@@ -15,9 +15,11 @@ DRAM bandwidth, element size, micro-batches, energy table; clocks only rescale t
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from archsim.array.config import ArrayConfig
+from archsim.array.options import with_memory
 from archsim.energy import access_energies, array_area, iteration_energy, load_table
 from archsim.energy.model import static_power_mw
 from archsim.errors import InputError
@@ -34,9 +36,7 @@ def design_rows(unit, network: Network, base_row) -> list[dict[str, object]]:
     """All (processors, method, clock) rows of a design unit; ``base_row(processors, method, plan,
     single, cycles)`` gives the plain sweep's columns."""
     design = unit.design
-    array = ArrayConfig(rows=unit.rows, cols=unit.cols, dataflow=unit.dataflow, ifmap_sram_kb=design.sram_kb,
-                        filter_sram_kb=design.sram_kb, ofmap_sram_kb=design.sram_kb, bandwidth=(design.bandwidth,),
-                        user_bandwidth=True, element_bytes=design.element_bytes)
+    array = design_array(unit)
     table = load_table(design.energy_table, shipped_only=True)  # a spec's name: a shipped table only
     energies = access_energies(array, table)
     m = design.microbatches
@@ -47,21 +47,24 @@ def design_rows(unit, network: Network, base_row) -> list[dict[str, object]]:
              "sram_pj": sum(dynamic[c] for c in dynamic.index if "_sram_" in c and c.endswith("_pj")),
              "dram_pj": dynamic["dram_read_pj"] + dynamic["dram_write_pj"], "vector_pj": dynamic["vector_pj"]}
     area = array_area(array, table)
-    if static_power_mw(energies, array) > 0 and not design.clocks_ghz:
+    # the axis's clocks, else a .cfg's own (its [archsim] ClockGHz: the axis is refused beside it), else none
+    clocks = design.clocks_ghz or ((array.clock_hz / 1e9,) if array.clock_hz else (None,))
+    if static_power_mw(energies, array) > 0 and clocks == (None,):
         raise InputError(f"energy table {table.name!r} has leakage: give clocks_ghz", field="clocks_ghz")
     single = m * float(profile.total.sum())
+    sram_kb, bandwidth = _memory_columns(array)
     rows = []
     for processors in unit.processors:
         for method in unit.methods:
             options = {"alpha": unit.alpha} if method == "layerpipe" else {}
             plan = partition(profile, processors, method, **options)
             cycles = m * plan.max_stage_cost
-            for clock in design.clocks_ghz or (None,):
+            for clock in clocks:
                 seconds = cycles / (clock * 1e9) if clock else float("nan")
                 leakage = static_power_mw(energies, array) * plan.processors * seconds * 1e9 if clock else 0.0
                 rows.append({
                     **base_row(processors, method, plan, single, cycles),
-                    "sram_kb": design.sram_kb, "bandwidth_words_per_cycle": design.bandwidth, "element_bytes": design.element_bytes,
+                    "sram_kb": sram_kb, "bandwidth_words_per_cycle": bandwidth, "element_bytes": design.element_bytes,
                     "microbatches": m, "energy_table": Path(design.energy_table).stem,
                     "clock_ghz": clock if clock else float("nan"), "iteration_seconds": seconds,
                     "energy_pj": float(sum(parts.values())) + leakage, **{k: float(v) for k, v in parts.items()},
@@ -72,7 +75,29 @@ def design_rows(unit, network: Network, base_row) -> list[dict[str, object]]:
     return rows
 
 
-def _without_leakage(energies):
-    from dataclasses import replace
+def design_array(unit) -> ArrayConfig:
+    """The array a design unit is costed on: a ROWSxCOLS shape at the design's SRAM size and bandwidth, or a
+    .cfg's array as ``archsim cost --config`` reads it, at the design's element size and, where the file
+    writes no ``Bandwidth``, the design's (as ``--bandwidth``); the spec's reader refused any axis that would
+    override what the file states (:func:`archsim.sweep.spec.check_cfg_axes`)."""
+    design = unit.design
+    if unit.array_file is None:
+        return ArrayConfig(rows=unit.rows, cols=unit.cols, dataflow=unit.dataflow, ifmap_sram_kb=design.sram_kb,
+                           filter_sram_kb=design.sram_kb, ofmap_sram_kb=design.sram_kb, bandwidth=(design.bandwidth,),
+                           user_bandwidth=True, element_bytes=design.element_bytes)
+    array = replace(unit.array, element_bytes=design.element_bytes)
+    if "bandwidths" in unit.array_file.sets or array.bandwidth == (design.bandwidth,):
+        return array  # the file's bandwidth, or the reader's default 10 that no axis changed
+    return with_memory(array, bandwidth=design.bandwidth)
 
+
+def _memory_columns(array: ArrayConfig) -> tuple[float, float]:
+    """The ``sram_kb`` and ``bandwidth_words_per_cycle`` columns of ``array``: KiB of each SRAM and DRAM
+    words/cycle per operand, NaN where a .cfg gives its three SRAMs (or its read and write rates) apart."""
+    sizes = {array.ifmap_sram_kb, array.filter_sram_kb, array.ofmap_sram_kb}
+    sram = array.ifmap_sram_kb if len(sizes) == 1 else float("nan")
+    return sram, array.bandwidth[0] if array.read_bandwidth is None else float("nan")
+
+
+def _without_leakage(energies):
     return replace(energies, pe_leakage_mw=0.0, sram_leakage_mw_per_kib=0.0)

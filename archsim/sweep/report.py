@@ -174,9 +174,11 @@ def sweep_array(record: dict, first) -> tuple[ArrayConfig, str, str]:
         if isinstance(saved, dict):
             fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in saved.items()}
             try:
-                return replace(ArrayConfig(**fields), dataflow=str(first.dataflow)), "cycle", " --engine cycle"
+                saved_array = replace(ArrayConfig(**fields), dataflow=str(first.dataflow))
             except TypeError:  # keys no ArrayConfig has: another version's record
                 pass
+            else:
+                return _design_bandwidth(saved_array, first.get("bandwidth_words_per_cycle"))
         raise InputError("the folder's spec.json does not record this .cfg array (rerun the sweep)", file=path,
                          field="array_path")
     if engine != "cycle":
@@ -187,6 +189,19 @@ def sweep_array(record: dict, first) -> tuple[ArrayConfig, str, str]:
     array = replace(array, ifmap_sram_kb=int(sram), filter_sram_kb=int(sram), ofmap_sram_kb=int(sram),
                     bandwidth=(int(bandwidth),), user_bandwidth=True)
     return array, "cycle", f" --engine cycle --sram-kb {int(sram)} --bandwidth {int(bandwidth)}"
+
+
+def _design_bandwidth(array: ArrayConfig, bandwidth) -> tuple[ArrayConfig, str, str]:
+    """A .cfg's recorded array under the cycle engine at a design row's DRAM bandwidth where that differs from
+    the file's: a ``bandwidths`` axis over a file that writes none (the only case a spec lets it differ), as
+    ``--bandwidth`` sets it beside ``--config``."""
+    from archsim.array.options import with_memory
+    from archsim.validate import is_nan
+
+    if bandwidth is None or is_nan(bandwidth) or array.read_bandwidth is not None or \
+            array.bandwidth == (int(bandwidth),):
+        return array, "cycle", " --engine cycle"
+    return with_memory(array, bandwidth=int(bandwidth)), "cycle", f" --engine cycle --bandwidth {int(bandwidth)}"
 
 
 def report_network(name: str, folder: Path, own_networks: tuple[str, ...] = ()):

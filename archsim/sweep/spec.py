@@ -25,6 +25,9 @@ iteration and area — ``archsim.sweep.design``)::
     dtypes = ["int8", "fp16"]       # or the same by --dtype's names (one of dtypes and element_bytes)
     microbatches = [1, 4]           # the batch runs as M micro-batches of batch / M (M must divide it)
     energy_tables = ["horowitz45"]  # shipped names or .toml paths (relative to the spec file)
+
+Beside a ``.cfg`` array a design sweep varies only what the file leaves unset: an axis that would override
+its SRAMs, ``Bandwidth`` or ``[archsim] ClockGHz`` is refused (:func:`check_cfg_axes`).
 """
 
 from __future__ import annotations
@@ -69,11 +72,13 @@ REQUIRED = {"networks", "arrays", "batches", "processors", "methods"}
 @dataclass(frozen=True)
 class ArrayFile:
     """A spec's array read from a SCALE-Sim ``.cfg`` (``path``: absolute, inside the spec's folder) by the
-    reader ``archsim cost --config`` uses: its shape, dataflow (unless the spec gives ``dataflows``), SRAMs
-    and DRAM bandwidths, so a unit costs what ``cost --config`` costs."""
+    reader ``archsim cost --config`` uses: its shape, dataflow (unless the spec gives ``dataflows``), SRAMs,
+    DRAM bandwidths and clock, so a unit costs what ``cost --config`` costs. A design sweep varies only what
+    the file leaves unset (:data:`CFG_AXES`)."""
 
     path: str
     array: ArrayConfig
+    sets: tuple[str, ...] = ()  # the design axes (spec keys) whose values the file states: refused beside it
 
 
 @dataclass(frozen=True)
@@ -206,7 +211,39 @@ def read_array(text: str, spec_dir: Path, file: str) -> tuple[int, int] | ArrayF
     from archsim.array.options import array_from_flags
 
     path = resolve_array_file(text, spec_dir, file)
-    return ArrayFile(str(path), array_from_flags(config=path))
+    array = array_from_flags(config=path)
+    return ArrayFile(str(path), array, _axes_set(path, array))
+
+
+# A design axis that would override what a .cfg states: (what it sweeps, the .cfg keys it would override).
+CFG_AXES = {"sram_kb": ("SRAM size", "IfmapSramSzkB, FilterSramSzkB and OfmapSramSzkB"),
+            "bandwidths": ("DRAM bandwidth", "Bandwidth"), "clocks_ghz": ("clock", "[archsim] ClockGHz")}
+
+
+def _axes_set(path: Path, array: ArrayConfig) -> tuple[str, ...]:
+    """The design axes whose values a (read and checked) .cfg states: its SRAMs always (SCALE-Sim requires
+    them), its DRAM bandwidth where it writes ``Bandwidth`` (else the reader's default 10, no statement, as
+    ``--bandwidth`` may set), its clock where it writes ``[archsim] ClockGHz``."""
+    import configparser
+
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read_string(read_text(path, "config file"), source=str(path))
+    stated = {"sram_kb": True, "bandwidths": parser.has_option("architecture_presets", "Bandwidth"),
+              "clocks_ghz": array.clock_hz is not None}
+    return tuple(key for key in CFG_AXES if stated[key])
+
+
+def check_cfg_axes(table: dict, texts: tuple[str, ...], arrays: list[tuple[int, int] | ArrayFile], file: str) -> None:
+    """Refuse a design axis that would override a value a spec's .cfg array states (its SRAMs, bandwidth or
+    clock would be silently replaced, so its rows would not be the file's chip), naming the axis, its key
+    and the file; an axis the file leaves unset (element size, micro-batches, energy table, a bandwidth or
+    clock it does not write) runs."""
+    for key, (what, cfg_keys) in CFG_AXES.items():
+        for text, array in zip(texts, arrays):
+            if key in table and isinstance(array, ArrayFile) and key in array.sets:
+                raise InputError(f"the {what} axis ({key}) would override {cfg_keys} of the .cfg array {shown(text)}: "
+                                 f"a design sweep keeps a .cfg's own values; sweep {key} on a ROWSxCOLS array, or "
+                                 f"name one .cfg per {what}", file=file, field=key)
 
 
 def array_file_notes(spec: SweepSpec) -> tuple[str, ...]:
@@ -311,7 +348,8 @@ def load_spec(path: str | Path) -> SweepSpec | DeviceSweepSpec:
     if not networks:
         raise InputError("expected at least one network", file=file, field="networks")
     resolved = tuple(resolve_network(n, path.parent, file) for n in networks)
-    arrays = [read_array(text, path.parent, file) for text in strings("arrays")]
+    array_texts = strings("arrays")
+    arrays = [read_array(text, path.parent, file) for text in array_texts]
     if not arrays:
         raise InputError("expected at least one array", file=file, field="arrays")
     mode = table.get("mode", "exact")
@@ -332,9 +370,7 @@ def load_spec(path: str | Path) -> SweepSpec | DeviceSweepSpec:
         raise InputError("expected at least one method", file=file, field="methods")
     designs: tuple[Design, ...] = ()
     if DESIGN_KEYS & set(table):
-        if any(isinstance(array, ArrayFile) for array in arrays):
-            raise InputError("a .cfg array is for a plain sweep: a design sweep sets SRAM and bandwidth by its axes "
-                             "(sram_kb, bandwidths); give the array's shape as ROWSxCOLS", file=file, field="arrays")
+        check_cfg_axes(table, array_texts, arrays, file)
         clocks = table.get("clocks_ghz", [])
         if not isinstance(clocks, list) or not all(isinstance(x, (int, float)) for x in clocks):
             raise InputError("expected a list of clocks in GHz", file=file, field="clocks_ghz")
