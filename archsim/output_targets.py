@@ -275,7 +275,8 @@ def _named_inputs(path: str) -> list[tuple[str, str]]:
     sweep = table.get("sweep")
     if isinstance(sweep, dict):
         from archsim.sweep.device_spec import DEVICE_SUFFIXES, spec_file
-        from archsim.sweep.spec import ARRAY_SUFFIX, resolve_array_file, resolve_network
+        from archsim.sweep.spec import resolve_network
+        from archsim.sweep.spec_arrays import ARRAY_SUFFIX, resolve_array_file
         from archsim.workload.model_files import MODEL_SUFFIXES
 
         keys = (("model", "transformers", MODEL_SUFFIXES), ("device", "devices", DEVICE_SUFFIXES))

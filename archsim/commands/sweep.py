@@ -52,7 +52,7 @@ def run_sweep_command(args: argparse.Namespace) -> int:
             if line:
                 print(f"archsim sweep: warning: {line}", file=sys.stderr)
     else:  # as cost --config notes it: a .cfg device of several arrays is swept as one of them
-        from archsim.sweep.spec import array_file_notes
+        from archsim.sweep.spec_arrays import array_file_notes
 
         for note in array_file_notes(spec):
             print(f"archsim sweep: note: {note}", file=sys.stderr)

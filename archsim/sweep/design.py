@@ -79,7 +79,7 @@ def design_array(unit) -> ArrayConfig:
     """The array a design unit is costed on: a ROWSxCOLS shape at the design's SRAM size and bandwidth, or a
     .cfg's array as ``archsim cost --config`` reads it, at the design's element size and, where the file
     writes no ``Bandwidth``, the design's (as ``--bandwidth``); the spec's reader refused any axis that would
-    override what the file states (:func:`archsim.sweep.spec.check_cfg_axes`)."""
+    override what the file states (:func:`archsim.sweep.spec_arrays.check_cfg_axes`)."""
     design = unit.design
     if unit.array_file is None:
         return ArrayConfig(rows=unit.rows, cols=unit.cols, dataflow=unit.dataflow, ifmap_sram_kb=design.sram_kb,

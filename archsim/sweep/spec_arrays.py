@@ -1,0 +1,100 @@
+"""A sweep spec's ``arrays`` entries: a ``ROWSxCOLS`` shape, or a SCALE-Sim ``.cfg`` read by ``archsim cost
+--config``'s reader, with the design axes such a file forbids (:func:`check_cfg_axes`). Split from
+:mod:`archsim.sweep.spec`, which reads the rest of the spec."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from archsim.array.config import ArrayConfig, parse_array_shape
+from archsim.errors import InputError
+from archsim.validate import is_file, read_text, resolve_name, shown
+
+if TYPE_CHECKING:
+    from archsim.sweep.spec import SweepSpec
+
+
+@dataclass(frozen=True)
+class ArrayFile:
+    """A spec's array read from a SCALE-Sim ``.cfg`` (``path``: absolute, inside the spec's folder) by the
+    reader ``archsim cost --config`` uses: its shape, dataflow (unless the spec gives ``dataflows``), SRAMs,
+    DRAM bandwidths and clock, so a unit costs what ``cost --config`` costs. A design sweep varies only what
+    the file leaves unset (:data:`CFG_AXES`)."""
+
+    path: str
+    array: ArrayConfig
+    sets: tuple[str, ...] = ()  # the design axes (spec keys) whose values the file states: refused beside it
+
+
+
+ARRAY_SUFFIX = ".cfg"  # an arrays entry naming a SCALE-Sim config file, not a ROWSxCOLS shape
+
+
+def resolve_array_file(name: str, spec_dir: Path, file: str) -> Path:
+    """A spec's ``.cfg`` array entry as the file inside the spec's folder it names (as a network file's:
+    an absolute path, ``..`` or a symlink out of the folder refused), or an error naming ``arrays``."""
+    try:
+        candidate = resolve_name(spec_dir, name, "", "array file", field="arrays")
+    except InputError as exc:
+        raise InputError(exc.message, file=file, field="arrays") from None
+    if not is_file(candidate):
+        raise InputError(f"array file {shown(name)} not found in the spec's folder", file=file, field="arrays")
+    return candidate.resolve()
+
+
+def read_array(text: str, spec_dir: Path, file: str) -> tuple[int, int] | ArrayFile:
+    """One ``arrays`` entry: ``"ROWSxCOLS"``, or a ``.cfg`` path read by ``archsim cost --config``'s reader
+    (:func:`archsim.array.options.array_from_flags`), whose errors name the .cfg's line and key."""
+    if not text.lower().endswith(ARRAY_SUFFIX):
+        try:
+            return parse_array_shape(text)
+        except InputError as exc:
+            raise InputError(exc.message, file=file, field="arrays") from None
+    from archsim.array.options import array_from_flags
+
+    path = resolve_array_file(text, spec_dir, file)
+    array = array_from_flags(config=path)
+    return ArrayFile(str(path), array, _axes_set(path, array))
+
+
+# A design axis that would override what a .cfg states: (what it sweeps, the .cfg keys it would override).
+CFG_AXES = {"sram_kb": ("SRAM size", "IfmapSramSzkB, FilterSramSzkB and OfmapSramSzkB"),
+            "bandwidths": ("DRAM bandwidth", "Bandwidth"), "clocks_ghz": ("clock", "[archsim] ClockGHz")}
+
+
+def _axes_set(path: Path, array: ArrayConfig) -> tuple[str, ...]:
+    """The design axes whose values a (read and checked) .cfg states: its SRAMs always (SCALE-Sim requires
+    them), its DRAM bandwidth where it writes ``Bandwidth`` (else the reader's default 10, no statement, as
+    ``--bandwidth`` may set), its clock where it writes ``[archsim] ClockGHz``."""
+    import configparser
+
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read_string(read_text(path, "config file"), source=str(path))
+    stated = {"sram_kb": True, "bandwidths": parser.has_option("architecture_presets", "Bandwidth"),
+              "clocks_ghz": array.clock_hz is not None}
+    return tuple(key for key in CFG_AXES if stated[key])
+
+
+def check_cfg_axes(table: dict, texts: tuple[str, ...], arrays: list[tuple[int, int] | ArrayFile], file: str) -> None:
+    """Refuse a design axis that would override a value a spec's .cfg array states (its SRAMs, bandwidth or
+    clock would be silently replaced, so its rows would not be the file's chip), naming the axis, its key
+    and the file; an axis the file leaves unset (element size, micro-batches, energy table, a bandwidth or
+    clock it does not write) runs."""
+    for key, (what, cfg_keys) in CFG_AXES.items():
+        for text, array in zip(texts, arrays):
+            if key in table and isinstance(array, ArrayFile) and key in array.sets:
+                raise InputError(f"the {what} axis ({key}) would override {cfg_keys} of the .cfg array {shown(text)}: "
+                                 f"a design sweep keeps a .cfg's own values; sweep {key} on a ROWSxCOLS array, or "
+                                 f"name one .cfg per {what}", file=file, field=key)
+
+
+def array_file_notes(spec: SweepSpec) -> tuple[str, ...]:
+    """What ``archsim sweep`` says on stderr and :func:`archsim.api.run_sweep` warns as UserWarnings of a spec's
+    ``.cfg`` arrays that are devices of several arrays, once per file: each is swept as one array, as
+    ``archsim cost --config`` costs it and says (:func:`archsim.array.device_sections.device_arrays_note`)."""
+    from archsim.array.device_sections import device_arrays_note
+
+    paths = dict.fromkeys(array.path for array in spec.arrays if isinstance(array, ArrayFile))
+    return tuple(note for note in map(device_arrays_note, paths) if note)
