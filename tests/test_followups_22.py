@@ -1,0 +1,49 @@
+"""Small findings of a user trial of ``archsim train`` and ``archsim.search``: an interleaved schedule run with one
+model chunk per rank without a word, a search row's ``command`` missing from the library's rows, a sweep point on
+fewer GPUs than the cluster's without the note a single run gives, and a runs file naming another model."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import pytest
+from test_docs import ROOT
+
+import archsim
+from archsim.cli import main
+
+MODEL = str(ROOT / "configs" / "transformers" / "gpt_1024h_24l.json")  # 24 layers, 16 heads
+NODE = str(ROOT / "configs" / "clusters" / "a100_node.toml")  # 8 GPUs
+ONE_CHUNK = ("--schedule interleaved-1f1b ran with one model chunk per pipeline rank (--interleave 1): it interleaves "
+             "nothing (interleaved-1f1b: 1F1B's bubble with a longer warm-up, more activation memory); "
+             "--interleave V gives each rank V chunks")
+LAYOUT = ("--tp", "2", "--pp", "4", "--global-batch", "8")  # all 8 GPUs: no idle-GPU note
+
+
+def _train(capsys, *args: str) -> tuple[dict, str]:
+    assert main(["train", MODEL, "--cluster", NODE, *args, "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    return json.loads(out), err
+
+
+def test_interleaved_1f1b_without_interleave_is_noted_once(capsys):
+    one, err = _train(capsys, *LAYOUT, "--schedule", "interleaved-1f1b")
+    assert err.splitlines() == [f"archsim train: note: {ONE_CHUNK}"]
+    plain, err = _train(capsys, *LAYOUT)
+    assert err == ""
+    # what the note says: 1F1B's time, more activations (rank 0 holds 2·PP − 1 = 7 micro-batches' inputs, 1F1B 4)
+    assert one["meta"]["iteration_seconds"] == pytest.approx(plain["meta"]["iteration_seconds"], rel=1e-9)
+    first, first_plain = one["meta"]["memory_per_rank"][0], plain["meta"]["memory_per_rank"][0]
+    assert first["activations_gib"] > 1.2 * first_plain["activations_gib"]
+    _, err = _train(capsys, *LAYOUT, "--schedule", "interleaved-1f1b", "--interleave", "2")
+    assert err == ""
+
+
+def test_the_library_warns_the_same_one_chunk_note():
+    with pytest.warns(UserWarning) as caught:
+        archsim.train(MODEL, cluster=NODE, tp=2, pp=4, global_batch=8, schedule="interleaved-1f1b")
+    assert [str(w.message) for w in caught] == [ONE_CHUNK]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        archsim.train(MODEL, cluster=NODE, tp=2, pp=4, global_batch=8, schedule="interleaved-1f1b", interleave=2)
