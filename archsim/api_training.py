@@ -142,7 +142,8 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
     is a list of one; ``dtype`` None: ``--dtype``'s default fp16 for a path, a cluster object's own;
     ``progress``: ``archsim search``'s progress bars on stderr, True always, False never, None only when
     stderr is a terminal, as the CLI draws them). Returns the :class:`~archsim.training.search_result.SearchResult`: ``rows``
-    (best first: the configuration, ``iteration_seconds``, ``peak_memory_gib``, ``mfu``, …),
+    (best first: the configuration, ``iteration_seconds``, ``peak_memory_gib``, ``mfu``, …, ``command``: the
+    rows of ``to_dict()``, key for key),
     ``rejected`` (reason → count) and the Pareto front; ``to_dict()`` is the document ``archsim search
     --format json`` prints (each row's ``command`` naming ``model`` and ``cluster``, or ``MODEL.json`` and
     ``CLUSTER.toml`` where they are objects; ``model_file`` and ``cluster_file``, where given, are the
@@ -219,7 +220,9 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
 
         warnings.warn(empty_search_note(config, on, global_batch, counts or [on.gpus], result.rejected, balance),
                       UserWarning, stacklevel=2)
-    return replace(result, document=search_document(
+    document = search_document(
         result, config, on, model=named(model_file, model, "MODEL.json"),
         cluster_file=named(cluster_file, cluster, "CLUSTER.toml"), global_batch=global_batch, gpus=counts or None,
-        seq=seq, objective=objective, balance=balance, placement=placement))
+        seq=seq, objective=objective, balance=balance, placement=placement)
+    # the rows are the document's (each with its command), copied so that editing one leaves to_dict's as printed
+    return replace(result, rows=[dict(row) for row in document["rows"]], document=document)

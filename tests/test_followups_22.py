@@ -47,3 +47,16 @@ def test_the_library_warns_the_same_one_chunk_note():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         archsim.train(MODEL, cluster=NODE, tp=2, pp=4, global_batch=8, schedule="interleaved-1f1b", interleave=2)
+
+
+def test_search_rows_are_to_dicts_rows_with_their_command():
+    found = archsim.search(MODEL, cluster=NODE, global_batch=16, top=3, schedule=["1f1b"], max_micro_batch=2,
+                           refine=0, recompute="full", sequence_parallel="off")
+    printed = found.to_dict()["rows"]
+    assert len(found.rows) == len(printed) == 3
+    for row, twin in zip(found.rows, printed, strict=True):
+        assert list(row) == list(twin)
+        assert row["command"] == twin["command"]
+        assert row["command"].startswith(f"archsim train {MODEL} --cluster {NODE} --tp {row['tp']} ")
+    found.rows[0]["command"] = "edited"  # the rows are the caller's: to_dict still gives what the CLI prints
+    assert found.to_dict()["rows"][0]["command"] == printed[0]["command"]
