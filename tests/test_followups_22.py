@@ -60,3 +60,23 @@ def test_search_rows_are_to_dicts_rows_with_their_command():
         assert row["command"].startswith(f"archsim train {MODEL} --cluster {NODE} --tp {row['tp']} ")
     found.rows[0]["command"] = "edited"  # the rows are the caller's: to_dict still gives what the CLI prints
     assert found.to_dict()["rows"][0]["command"] == printed[0]["command"]
+
+
+def test_sweep_points_on_fewer_gpus_are_noted_once_per_gpu_count(capsys):
+    document, err = _train(capsys, "--global-batch", "8", "--sweep", "tp=1,2,4", "--sweep", "pp=1,2",
+                           "--sweep", "micro_batch=1,2")
+    assert [row["gpus"] for row in document["rows"]] == [1, 1, 2, 2, 2, 2, 4, 4, 4, 4, 8, 8]
+    head, tail = "archsim train: note: ", "; set --tp/--pp/--dp, or archsim search to choose"
+    assert err.splitlines() == [
+        f"{head}2 of the sweep's 12 points use 1 of the cluster's 8 GPUs (tp 1 × pp 1 × dp 1){tail}",
+        f"{head}4 of the sweep's 12 points use 2 of the cluster's 8 GPUs (tp 1 × pp 2 × dp 1, tp 2 × pp 1 × dp 1){tail}",
+        f"{head}4 of the sweep's 12 points use 4 of the cluster's 8 GPUs (tp 2 × pp 2 × dp 1, tp 4 × pp 1 × dp 1){tail}"]
+
+
+def test_a_sweep_whose_points_all_use_the_cluster_or_cannot_run_says_nothing_of_idle_gpus(capsys):
+    document, err = _train(capsys, *LAYOUT, "--sweep", "micro_batch=1,2")
+    assert err == "" and {row["gpus"] for row in document["rows"]} == {8}
+    # tp 3 (3 GPUs) does not divide the 16 heads: that point does not run, so it leaves no GPU idle
+    document, err = _train(capsys, "--global-batch", "8", "--sweep", "tp=3,8")
+    assert [(row["gpus"], row["error"] != "") for row in document["rows"]] == [(3, True), (8, False)]
+    assert err == ""

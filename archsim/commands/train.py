@@ -203,7 +203,7 @@ def _run_sweep(args: argparse.Namespace, config) -> int:
             "axes": ",".join(name for name, _ in axes),
             "energy_source": "; ".join(source for source in sources if source) or "none"}
     note_default_seq(config, args.model, args.seq, "train")
-    note_unread_cluster_keys(cluster, "train")  # the run done: notes never precede an error line
+    note_unread_cluster_keys(cluster, "train", points=rows)  # the run done: notes never precede an error line
     if args.format == "table" and len({row["gpus"] for row in rows}) == 1:  # one count: the table leaves it out
         rows = [{k: v for k, v in row.items() if k != "gpus"} for row in rows]
     emit(render(pd.DataFrame(rows), args.format, meta=meta, precision=args.precision), args)
