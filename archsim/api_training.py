@@ -42,7 +42,9 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
     prints. A TP group across servers and a rank whose memory does not fit its GPU (``result.fits``) are
     each a :class:`UserWarning`, the line ``archsim train`` prints on stderr, as is a NIC speed outside
     every NIC sold (a unit slipped: :func:`archsim.network.nic_speed_warning`); so is its note when ``dtype``
-    is None, ``cluster`` a path (fp16) and the config's ``torch_dtype`` names another dtype, and each of the
+    is None, ``cluster`` a path (fp16) and the config's ``torch_dtype`` names another dtype, its note that an
+    interleaved ``schedule`` ran with one model chunk per rank (``interleave`` 1:
+    :func:`archsim.training.parallel.one_chunk_note`), and each of the
     cluster file's notes (a key train does not read, or GPUs the layout leaves idle:
     :func:`archsim.training.cluster_file.cluster_notes`)."""
     from dataclasses import replace
@@ -52,7 +54,7 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
     from archsim.training.cluster import GpuCluster
     from archsim.training.cluster_file import cluster_notes
     from archsim.training.energy import priced
-    from archsim.training.parallel import Parallelism
+    from archsim.training.parallel import Parallelism, one_chunk_note
     from archsim.training.run import train as _train
     from archsim.training.stage_split import parse_stage_layers
     from archsim.training.throughput import mean_peak, throughput
@@ -80,7 +82,7 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
     for warning in (*laid.cluster.warnings,
                     tp_span_warning(laid.cluster, laid.par),
                     rank_memory_warning(result, machines), seq_note(model, config, seq), dtype_note,
-                    *cluster_notes(laid.cluster, "train", laid.par)):
+                    one_chunk_note(laid.par), *cluster_notes(laid.cluster, "train", laid.par)):
         if warning:  # the lines archsim train prints on stderr
             import warnings
 
@@ -140,7 +142,8 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
     is a list of one; ``dtype`` None: ``--dtype``'s default fp16 for a path, a cluster object's own;
     ``progress``: ``archsim search``'s progress bars on stderr, True always, False never, None only when
     stderr is a terminal, as the CLI draws them). Returns the :class:`~archsim.training.search_result.SearchResult`: ``rows``
-    (best first: the configuration, ``iteration_seconds``, ``peak_memory_gib``, ``mfu``, …),
+    (best first: the configuration, ``iteration_seconds``, ``peak_memory_gib``, ``mfu``, …, ``command``: the
+    rows of ``to_dict()``, key for key),
     ``rejected`` (reason → count) and the Pareto front; ``to_dict()`` is the document ``archsim search
     --format json`` prints (each row's ``command`` naming ``model`` and ``cluster``, or ``MODEL.json`` and
     ``CLUSTER.toml`` where they are objects; ``model_file`` and ``cluster_file``, where given, are the
@@ -217,7 +220,9 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
 
         warnings.warn(empty_search_note(config, on, global_batch, counts or [on.gpus], result.rejected, balance),
                       UserWarning, stacklevel=2)
-    return replace(result, document=search_document(
+    document = search_document(
         result, config, on, model=named(model_file, model, "MODEL.json"),
         cluster_file=named(cluster_file, cluster, "CLUSTER.toml"), global_batch=global_batch, gpus=counts or None,
-        seq=seq, objective=objective, balance=balance, placement=placement))
+        seq=seq, objective=objective, balance=balance, placement=placement)
+    # the rows are the document's (each with its command), copied so that editing one leaves to_dict's as printed
+    return replace(result, rows=[dict(row) for row in document["rows"]], document=document)

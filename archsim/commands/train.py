@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.rows import Rows
     from archsim.training.cluster_file import load_gpu_cluster
     from archsim.training.energy import priced
-    from archsim.training.parallel import Parallelism
+    from archsim.training.parallel import Parallelism, one_chunk_note
     from archsim.training.run import train
     from archsim.training.stage_split import parse_stage_layers
     from archsim.training.train_json import network_lines, parameters_line, train_document
@@ -161,8 +161,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"archsim train: warning: {warning}", file=sys.stderr)
     note_default_seq(config, args.model, args.seq, "train")
     dtype_note = "" if dtype_given else config_dtype_note(config, args.dtype)
-    if dtype_note:
-        print(f"archsim train: note: {dtype_note}", file=sys.stderr)
+    for note in (dtype_note, one_chunk_note(par)):
+        if note:
+            print(f"archsim train: note: {note}", file=sys.stderr)
     note_unread_cluster_keys(cluster, "train", par)  # the run done: notes never precede an error line
     emit(render(frame, args.format, meta=meta, precision=args.precision), args)
     write_timeline_outputs(args, result.timeline, f"{config.name}: TP{par.tp} PP{par.pp} DP{par.dp}",
@@ -202,7 +203,7 @@ def _run_sweep(args: argparse.Namespace, config) -> int:
             "axes": ",".join(name for name, _ in axes),
             "energy_source": "; ".join(source for source in sources if source) or "none"}
     note_default_seq(config, args.model, args.seq, "train")
-    note_unread_cluster_keys(cluster, "train")  # the run done: notes never precede an error line
+    note_unread_cluster_keys(cluster, "train", points=rows)  # the run done: notes never precede an error line
     if args.format == "table" and len({row["gpus"] for row in rows}) == 1:  # one count: the table leaves it out
         rows = [{k: v for k, v in row.items() if k != "gpus"} for row in rows]
     emit(render(pd.DataFrame(rows), args.format, meta=meta, precision=args.precision), args)

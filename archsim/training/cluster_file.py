@@ -206,16 +206,19 @@ def cluster_file_lines(spec: dict, tables: Sequence[Device | None], network: Net
     return tuple(dict.fromkeys(slipped)) + warnings, notes + tuple(dict.fromkeys(overridden))
 
 
-def cluster_notes(cluster: GpuCluster, job: str, par: Parallelism | None = None) -> tuple[str, ...]:
+def cluster_notes(cluster: GpuCluster, job: str, par: Parallelism | None = None,
+                  points: Sequence[dict] = ()) -> tuple[str, ...]:
     """What ``job`` (``"train"`` or ``"search"``) does not read of what the cluster file and its device files
     state, or reads otherwise than written, one line each (docs/formats.md, "Cluster (TOML)": the read-by column):
     the ``note:`` lines ``archsim train`` and ``search`` print on stderr, and the notes ``archsim.train``,
     ``train_runs`` and ``search`` warn as a :class:`UserWarning` each. Said, not refused: the run is priced.
     ``par``: one iteration's layout (train's, not a runs file's rows: those set their layouts on purpose),
-    noted when it leaves some of the cluster's GPUs idle (:func:`idle_gpus_note`)."""
+    noted when it leaves some of the cluster's GPUs idle (:func:`idle_gpus_note`); ``points``: a ``train --sweep``'s
+    rows, likewise (:func:`idle_points_notes`)."""
     from archsim.training.energy import array_device
 
     notes = [idle_gpus_note(cluster, par)] if par is not None and par.gpus < cluster.gpus else []
+    notes += idle_points_notes(cluster, points)
     notes += cluster.unread
     if job == "train" and any(price is not None for price in cluster.prices):
         notes.append("price_per_gpu_hour is not read by train: it prices archsim search's cost objective")
@@ -229,8 +232,32 @@ def idle_gpus_note(cluster: GpuCluster, par: Parallelism) -> str:
     """The note that ``par`` (TP × PP × DP) runs on fewer GPUs than ``cluster`` has: train's layout is its
     flags' (each 1 by default), never the cluster's size, so a user who names an 8-GPU cluster and no layout
     times one GPU, and the output's ``gpus`` is the only word of it."""
-    return (f"this layout uses {par.gpus} of the cluster's {cluster.gpus} GPUs (tp {par.tp} × pp {par.pp} × "
-            f"dp {par.dp}); set --tp/--pp/--dp, or archsim search to choose")
+    return _idle_line("this layout uses", par.gpus, cluster, [(par.tp, par.pp, par.dp)])
+
+
+def idle_points_notes(cluster: GpuCluster, points: Sequence[dict]) -> tuple[str, ...]:
+    """:func:`idle_gpus_note` for a ``train --sweep``: one line per GPU count below the cluster's that points which
+    ran use (``points``: the sweep's rows, with ``gpus``, ``tp``, ``pp``, ``dp`` and ``error``), saying how many of
+    the sweep's points use it and their layouts — not one line per point, which a grid of hundreds would be."""
+    cases: dict[int, list[tuple[int, int, int]]] = {}
+    for row in points:
+        if not row["error"] and row["gpus"] < cluster.gpus:
+            cases.setdefault(row["gpus"], []).append((row["tp"], row["pp"], row["dp"]))
+    notes = []
+    for gpus, layouts in sorted(cases.items()):
+        count = len(layouts)
+        subject = (f"all {count} points of the sweep use" if count == len(points) else
+                   f"{count} of the sweep's {len(points)} points {'uses' if count == 1 else 'use'}")
+        notes.append(_idle_line(subject, gpus, cluster, list(dict.fromkeys(layouts))))
+    return tuple(notes)
+
+
+def _idle_line(subject: str, gpus: int, cluster: GpuCluster, layouts: list[tuple[int, int, int]]) -> str:
+    """The idle-GPU note's one wording: ``subject`` uses ``gpus`` of the cluster's, in ``layouts`` (tp, pp, dp)."""
+    named = ", ".join(f"tp {tp} × pp {pp} × dp {dp}" for tp, pp, dp in layouts[:3])
+    more = f" and {len(layouts) - 3} more" if len(layouts) > 3 else ""
+    return (f"{subject} {gpus} of the cluster's {cluster.gpus} GPUs ({named}{more}); set --tp/--pp/--dp, or "
+            "archsim search to choose")
 
 
 def fp32_on_arrays_notes(cluster: GpuCluster) -> tuple[str, ...]:
