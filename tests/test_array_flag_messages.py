@@ -114,3 +114,31 @@ def test_the_sram_split_a_device_toml_suggests_states_its_rule(tmp_path, capsys)
                        r"it \(in three, whole KiB: (\d+) KiB unused\)", err)
     assert unused is not None, err
     assert sum(sizes) + int(unused.group(1)) == 1024
+
+
+GPT3_175B = str(Path(__file__).resolve().parents[1] / "configs" / "transformers" / "gpt3_175b.toml")
+ONE_GPU = str(Path(__file__).resolve().parents[1] / "configs" / "clusters" / "h100_1gpu.toml")
+NOTHING_FITS = ["search", GPT3_175B, "--cluster", ONE_GPU, "--global-batch", "8", "--schedule", "1f1b",
+                "--max-micro-batch", "1"]
+
+
+def test_an_empty_search_table_says_why_where_its_rows_would_be(capsys):
+    """175 B parameters on one 80 GB GPU: the table printed only its columns' names (exit 0), the reason on
+    stderr alone, so a table saved to a file read as an empty answer with no word of why."""
+    assert main([*NOTHING_FITS, "--format", "table"]) == 0
+    captured = capsys.readouterr()
+    (note,) = captured.err.splitlines()
+    why = note.removeprefix("archsim search: note: ")
+    assert why.startswith("no configuration on 1 GPU fits: ") and "out of memory" in why
+    lines = captured.out.splitlines()
+    assert why in lines and "tp pp dp micro_batch recompute schedule iteration_seconds" not in lines
+    assert lines.index(why) == max(i for i, line in enumerate(lines) if line.startswith("# ")) + 1
+
+
+def test_an_empty_search_keeps_its_csv_header_and_its_empty_json_rows(capsys):
+    """The parsed formats stay as their readers parse them: a header without rows, an empty list."""
+    assert main([*NOTHING_FITS, "--format", "csv"]) == 0
+    assert capsys.readouterr().out.splitlines()[0].startswith("tp,pp,dp,micro_batch,")
+    assert main([*NOTHING_FITS, "--format", "json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["rows"] == [] and document["meta"]["costed"] == 0
