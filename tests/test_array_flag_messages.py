@@ -142,3 +142,19 @@ def test_an_empty_search_keeps_its_csv_header_and_its_empty_json_rows(capsys):
     assert main([*NOTHING_FITS, "--format", "json"]) == 0
     document = json.loads(capsys.readouterr().out)
     assert document["rows"] == [] and document["meta"]["costed"] == 0
+
+
+@pytest.mark.parametrize(("intra", "ratio"), [(400, 8), (200, 16)])
+def test_the_in_server_unit_warning_names_the_file_to_edit_and_both_units(tmp_path, intra, ratio):
+    """Beside a device file's [links] intra_gbps = 200 (GB/s per direction), a cluster's intra_server_gbps of 400
+    was warned as "chip.toml's [links] intra_gbps in GB/s both directions", naming only the device file and not
+    its key's own unit: the figure to change is the cluster file's, the device file's is right."""
+    from archsim.training.cluster_file import load_gpu_cluster
+
+    _chip(tmp_path, 32768)
+    cluster = tmp_path / "c.toml"
+    cluster.write_text(f'[cluster]\n[[servers]]\ngpus = 8\nintra_server_gbps = {intra}\ndevice = "chip.toml"\n')
+    (warning,) = load_gpu_cluster(cluster).warnings
+    assert "the cluster file's [[servers]] intra_server_gbps takes Gbit/s both directions" in warning, warning
+    assert "the device file's intra_gbps GB/s per direction (its 200 is right as it is)" in warning, warning
+    assert f"runs 1/{ratio} of the link" in warning and warning.endswith("write intra_server_gbps = 3200")
