@@ -59,15 +59,20 @@ def array_config(array: str | Path | ArrayConfig | None = None, *, config: str |
     ``config``) or a config as is; ``config``, ``dataflow`` (ws, os, is), ``dtype`` (int8, fp16, bf16, fp32)
     or ``element_bytes`` (default 1, or an ``ArrayConfig``'s own; both given must agree), ``bandwidth`` (DRAM
     words/cycle), ``sram_kb`` (KiB, one or ifmap,filter,ofmap) and ``clock_ghz`` as ``--config``,
-    ``--dataflow``, ``--dtype``, ``--element-bytes``, ``--bandwidth``, ``--sram-kb`` and ``--clock-ghz``."""
+    ``--dataflow``, ``--dtype``, ``--element-bytes``, ``--bandwidth``, ``--sram-kb`` and ``--clock-ghz``;
+    ``sram_kb`` sizes that look like bytes warn (UserWarning) as ``--sram-kb``'s do on stderr."""
+    import warnings
     from dataclasses import replace
 
-    from archsim.array.options import array_from_options, element_width, with_clock, with_memory
+    from archsim.array.options import array_from_options, element_width, sram_kb_warning, with_clock, with_memory
     from archsim.choices.devices import ARRAY_DTYPES
 
     if dtype is not None:
         check_choice(dtype, ARRAY_DTYPES, "dtype")
     element_bytes = element_width(dtype, element_bytes)
+    slip = sram_kb_warning(sram_kb)  # checks the value first: a bad one is refused before anything is said
+    if slip:
+        warnings.warn(slip, UserWarning, stacklevel=2)
 
     if isinstance(array, ArrayConfig):
         if config is not None:

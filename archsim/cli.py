@@ -13,6 +13,7 @@ import argparse
 import gc
 import importlib
 import os
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -80,6 +81,10 @@ class Parser(argparse.ArgumentParser):
     def __init__(self, *args, **kwargs) -> None:
         kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
+        # A word that starts with a minus and a digit is a value, never an option (archsim has no option named so):
+        # argparse reads only plain numbers so, and ``--array -64x64`` or ``--sram-kb -1,64,64`` got "expected one
+        # argument" instead of the flag's own check, which names the form it takes.
+        self._negative_number_matcher = re.compile(r"^-\.?\d")
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(message, self.prog)

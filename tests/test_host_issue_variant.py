@@ -53,9 +53,9 @@ def free_gpu(monkeypatch):
 
     monkeypatch.setattr(iteration, "stream_seconds", free_stream)
     monkeypatch.setattr(grad_accumulation, "stream_seconds", free_stream)  # plain PyTorch's gradient sums
-    iteration._model_pieces.cache_clear()
+    iteration.clear_model_cache()
     yield
-    iteration._model_pieces.cache_clear()
+    iteration.clear_model_cache()
 
 
 def iteration_seconds(recompute: str, implementation: str = "megatron", host_s: float = HOST) -> float:

@@ -77,15 +77,15 @@ def priced(monkeypatch):
     monkeypatch.setattr(stages, "collective_seconds", collective_seconds)  # the pipeline hops
     monkeypatch.setattr(dp_overlap, "collective_seconds", collective_seconds)  # the DP all-reduce's own module
     monkeypatch.setattr(iteration, "stream_seconds", stream_seconds)
-    iteration._model_pieces.cache_clear()  # per-layer costs are kept across calls: none priced the real way
+    iteration.clear_model_cache()  # per-layer costs are kept across calls: none priced the real way
 
     def switch(*names: str) -> None:
         on.clear()
         on.update(names)
-        iteration._model_pieces.cache_clear()
+        iteration.clear_model_cache()
 
     yield switch
-    iteration._model_pieces.cache_clear()
+    iteration.clear_model_cache()
 
 
 def seconds(par: Parallelism, host_s: float = 0.0) -> float:

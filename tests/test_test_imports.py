@@ -8,14 +8,9 @@ from test_layering import ROOT, private_imports
 
 # The tests reach archsim through its public names too: a test that needs a private name either checks an
 # implementation detail (it goes through the public function instead) or has found a concept (made public
-# where it lives). The one left: (test file, name) → why it stays private for now.
+# where it lives). Any left: (test file, name) → why it stays private for now; none is.
 TESTS = ROOT.parent / "tests"
-TESTS_PRIVATE = {
-    (f"tests/{file}", "archsim.training.iteration._model_pieces"):
-        "the tests that swap the op-timing functions clear iteration.py's per-layer cost cache, which has no "
-        "public clear yet"
-    for file in ("test_iteration_terms.py", "test_host_issue_variant.py")
-}
+TESTS_PRIVATE: dict[tuple[str, str], str] = {}
 
 
 def private_names_in(folder: Path) -> set[tuple[str, str]]:

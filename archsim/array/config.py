@@ -170,6 +170,22 @@ def operand_sram_kib(sram_kib_per_array: float) -> int:
     return max(int(sram_kib_per_array / 3), 1)
 
 
+# KiB of SRAM per array (256 MiB): above any chip's on-chip SRAM (Groq's ~230 MB, the whole chip's), and below
+# 1 MiB written in bytes (1,048,576), whole or split in three (349,525 each), where KiB go.
+MAX_PLAUSIBLE_SRAM_KIB = 2**18
+
+
+def sram_in_bytes(what: str, kib_per_array: float, fix: str) -> str | None:
+    """The warning, one line, for an SRAM figure in KiB that looks like bytes: ``what`` (the figure as written,
+    naming its key or flag) when ``kib_per_array`` (KiB beside one array, its buffers together) is above
+    :data:`MAX_PLAUSIBLE_SRAM_KIB`, ending with ``fix`` (the figure in KiB, as the key or flag takes it); None
+    otherwise. One rule for a device file's ``sram_kib_per_array`` (train, search, sweep) and the array commands'
+    ``--sram-kb``. A warning, not a refusal: the figure is possible, only implausible."""
+    if kib_per_array <= MAX_PLAUSIBLE_SRAM_KIB:
+        return None
+    return f"{what} is above {MAX_PLAUSIBLE_SRAM_KIB // 1024} MiB per array: if it is in bytes, write {fix}"
+
+
 def _toml_refusal(text: str, dtype_flag: bool) -> str:
     """Why a TOML is no ``.cfg``; for a device TOML, the flags that cost one of its arrays. ``dtype_flag``: the
     command takes ``--dtype``, so the flags name train's (:data:`~archsim.choices.devices.TRAIN_DTYPE`), as
@@ -184,14 +200,18 @@ def _toml_refusal(text: str, dtype_flag: bool) -> str:
             flags += f" --dataflow {compute.get('dataflow', 'ws')}"
         if "clock_mhz" in compute:
             flags += f" --clock-ghz {float(compute['clock_mhz']) / 1000:g}"
-        sram = tomllib.loads(text).get("memory", {}).get("sram_kib_per_array")
+        sram, split = tomllib.loads(text).get("memory", {}).get("sram_kib_per_array"), ""
         if sram:  # the energy model's buffers (train's), so that --energy prices what train charges
-            flags += f" --sram-kb {','.join([str(operand_sram_kib(float(sram)))] * 3)}"
+            kib = operand_sram_kib(float(sram))
+            flags += f" --sram-kb {','.join([str(kib)] * 3)}"
+            left = float(sram) - 3 * kib  # the split's rule stated, so 341,341,341 for 1024 KiB reads as meant
+            split = (f"; its {float(sram):g} KiB of SRAM per array is {kib} KiB per operand buffer, as train's energy "
+                     f"model splits it (in three, whole KiB{f': {left:g} KiB unused' if left > 0 else ''})")
         if dtype_flag:
             flags += f" --dtype {TRAIN_DTYPE}"
     except (tomllib.TOMLDecodeError, KeyError, TypeError, ValueError, OverflowError, AttributeError):
         return refusal
-    return f"{refusal}; its array as flags: {flags}"
+    return f"{refusal}{split}; its array as flags: {flags}"
 
 
 def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: float | None = None,

@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from archsim.array.config import ArrayConfig, parse_array_shape, read_scalesim_cfg
+from archsim.array.config import ArrayConfig, parse_array_shape, read_scalesim_cfg, sram_in_bytes
 from archsim.choices.devices import ARRAY_DTYPES, ARRAY_ELEMENT_BYTES, SCALESIM_DTYPE
 from archsim.clock import checked_clock, clock_hz
 from archsim.errors import InputError
@@ -94,10 +94,27 @@ def with_memory(array: ArrayConfig, bandwidth: int | None = None,
     return replace(array, **changes) if changes else array
 
 
+def sram_kb_warning(sram_kb: str | int | Sequence[int] | None) -> str | None:
+    """The warning ``--sram-kb`` gets when its sizes look like bytes, the rule a device file's SRAM is judged by
+    (:func:`~archsim.array.config.sram_in_bytes`: the three buffers together above 256 MiB), with the sizes
+    to write in whole KiB; None otherwise. The run proceeds at the sizes given."""
+    if sram_kb is None:
+        return None
+    sizes = _sram_sizes(sram_kb)
+    given = sizes if "," in _sram_text(sram_kb) else sizes[:1]  # as it was typed: one size, or three
+    fix = ",".join(str(max(round(kib / 1024), 1)) for kib in given)
+    return sram_in_bytes(f"--sram-kb {','.join(map(str, given))}: {sum(sizes)} KiB of SRAM beside the array (ifmap, "
+                         "filter and ofmap together)", sum(sizes), f"--sram-kb {fix}")
+
+
+def _sram_text(sram_kb: str | int | Sequence[int]) -> str:
+    """``--sram-kb``'s value as typed (a sequence written with commas)."""
+    return ",".join(map(str, sram_kb)) if isinstance(sram_kb, (list, tuple)) else str(sram_kb)
+
+
 def _sram_sizes(sram_kb: str | int | Sequence[int]) -> list[int]:
     """The (ifmap, filter, ofmap) KiB ``--sram-kb`` names (InputError naming the flag)."""
-    text = ",".join(map(str, sram_kb)) if isinstance(sram_kb, (list, tuple)) else str(sram_kb)
-    parts = [p.strip() for p in text.split(",")]
+    parts = [p.strip() for p in _sram_text(sram_kb).split(",")]
     try:
         if isinstance(sram_kb, bool) or len(parts) not in (1, 3) or not all(p.isdigit() for p in parts):
             raise ValueError(f"expected one or three positive integers, got {shown(sram_kb)}")

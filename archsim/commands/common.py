@@ -214,11 +214,16 @@ def check_engine_flags(args: argparse.Namespace) -> None:
 
 
 def with_memory_args(array: ArrayConfig, args: argparse.Namespace) -> ArrayConfig:
-    """``array`` with the --bandwidth and --sram-kb the user gave (:func:`archsim.array.options.with_memory`)."""
-    from archsim.array.options import with_memory
+    """``array`` with the --bandwidth and --sram-kb the user gave (:func:`archsim.array.options.with_memory`);
+    --sram-kb sizes that look like bytes are warned on stderr (:func:`archsim.array.options.sram_kb_warning`)."""
+    from archsim.array.options import sram_kb_warning, with_memory
 
     check_engine_flags(args)
-    return with_memory(array, args.dram_bandwidth, args.sram_kb)
+    costed = with_memory(array, args.dram_bandwidth, args.sram_kb)
+    warning = sram_kb_warning(args.sram_kb)
+    if warning:
+        print(f"archsim {args.command}: warning: {warning}", file=sys.stderr)
+    return costed
 
 
 def costed_array(args: argparse.Namespace) -> ArrayConfig:

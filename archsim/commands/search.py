@@ -127,17 +127,23 @@ def run(args: argparse.Namespace) -> int:
         hidden = ("megatron_args", "command") + (() if args.gpus and len(args.gpus) > 1 else ("gpus",))
         rows = [{k: v for k, v in row.items() if k not in hidden} for row in rows] \
             if args.format == "table" else rows
-    columns = None if rows else ["tp", "pp", "dp", "micro_batch", "recompute", "schedule", "iteration_seconds"]
-    text = render(pd.DataFrame(rows, columns=columns), args.format, meta=meta, precision=args.precision)
-    if args.format == "table":
-        text += _front_block(result.pareto, args.objective)
-    note_default_seq(config, args.model, args.seq, "search")
-    note_unread_cluster_keys(cluster, "search")  # the search done: notes never precede an error line
+    why = None
     if not result.costed:  # an empty answer, not an error (exit 0): the meta's rejected counts say why
         from archsim.training.search_note import empty_search_note
 
         why = empty_search_note(config, cluster, args.global_batch, args.gpus or [cluster.gpus],
                                 result.rejected, args.balance)
+    columns = None if rows else ["tp", "pp", "dp", "micro_batch", "recompute", "schedule", "iteration_seconds"]
+    if why is not None and args.format == "table":  # the table says why where its rows would be: a reader of the
+        # output alone saw only the columns' names (csv keeps its header, json its empty rows: their readers parse)
+        text = render(pd.DataFrame(), "table", meta=meta, precision=args.precision).removesuffix("\n") + why + "\n"
+    else:
+        text = render(pd.DataFrame(rows, columns=columns), args.format, meta=meta, precision=args.precision)
+    if args.format == "table":
+        text += _front_block(result.pareto, args.objective)
+    note_default_seq(config, args.model, args.seq, "search")
+    note_unread_cluster_keys(cluster, "search")  # the search done: notes never precede an error line
+    if why is not None:
         print(f"archsim search: note: {why}", file=sys.stderr)
     emit(text, args)
     if args.pareto_html:

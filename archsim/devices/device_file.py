@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from archsim.array.config import read_scalesim_cfg
+from archsim.array.config import read_scalesim_cfg, sram_in_bytes
 from archsim.array.device_sections import DEVICE_WORD_BYTES, cfg_device_sections, checked_sections
 from archsim.choices.devices import DTYPES
 from archsim.clock import clock_hz
@@ -33,7 +33,6 @@ PEAK_TOLERANCE = 0.01  # a stated arrays peak may differ from 2 · PEs · clock 
 # outside is possible, only implausible: a GB/s figure typed in TB/s (1.6) or MB/s (1,600,000) is 1000× off.
 HBM_GBPS_PLAUSIBLE = (10.0, 20_000.0)
 MAX_PLAUSIBLE_HBM_GIB = 4096  # GiB per chip: 14× B300's 288; 48 GiB typed in MiB (49,152) is above it
-MAX_PLAUSIBLE_SRAM_KIB = 2**20  # KiB per array (1 GiB): 32 MiB typed in bytes (33,554,432) is above it
 
 
 def _key_of(field: str | None) -> str:
@@ -151,8 +150,8 @@ def implausible_figures(device: Device) -> tuple[str, ...]:
     """Warnings, one line each, for a device file's figures outside what chips have (a unit slipped): HBM
     bandwidth (GB/s) and capacity (GiB), and on an array device the SRAM beside each array (KiB) when one
     third of it (the energy model's operand buffer) cannot hold one fold's rows × cols words at the device's
-    2 bytes, or when it is above 1 GiB. Not refusals: the figures are possible, only implausible, and a slip
-    otherwise goes unseen (a 256 × 256 array's 32 MiB written as 32 KiB prices cheaper joules, no word said).
+    2 bytes, or when it looks like bytes (:func:`~archsim.array.config.sram_in_bytes`). Not refusals: the
+    figures are possible, only implausible, and a slip otherwise goes unseen (a 256 × 256 array's 32 MiB written as 32 KiB prices cheaper joules, no word said).
     Empty for every catalog GPU."""
     lines = []
     gbps, (low, high) = device.hbm_bytes_per_s / 1e9, HBM_GBPS_PLAUSIBLE
@@ -176,8 +175,8 @@ def implausible_figures(device: Device) -> tuple[str, ...]:
                          f"{arrays.rows} × {arrays.cols} array ({fold_kib:g} KiB at {DEVICE_WORD_BYTES} bytes), so "
                          f"the energy model's compulsory DRAM traffic is out of its reach: if it is in MiB, write "
                          f"{kib * 1024:g} KiB")
-        elif kib > MAX_PLAUSIBLE_SRAM_KIB:
-            lines.append(f"{sram} is above 1 GiB per array: if it is in bytes, write {kib / 1024:g} KiB")
+        elif slip := sram_in_bytes(sram, kib, f"{kib / 1024:g} KiB"):
+            lines.append(slip)
     return tuple(lines)
 
 

@@ -75,11 +75,15 @@ def _intra_unit_warning(intra: float, device: Device, file: str | None = None) -
     the file does not say), named so; None for a catalog GPU, whose link is its NVLink."""
     own = device.fabric_bytes_per_s * 8 * 2 / 1e9  # the board's figure as the key takes it, Gbit/s both directions
     link = f"the {device.name}'s NVLink" if file is None else f"{file}'s [links] intra_gbps"
+    # the two keys' units side by side, and which file to edit: the cluster's; the device file's figure is right
+    stays = "" if file is None else (f", the device file's intra_gbps GB/s per direction (its "
+                                     f"{device.fabric_bytes_per_s / 1e9:g} is right as it is)")
     for ratio, unit in ((8, "GB/s both directions"), (16, "GB/s per direction")):
         if math.isclose(intra * ratio, own, rel_tol=1e-3):
             return (f"intra_server_gbps = {intra:g} is {link} in {unit} ({own:g} Gbit/s both "
-                    f"directions): the key takes Gbit/s both directions, so it runs 1/{ratio} of it; if that was "
-                    f"the unit, write intra_server_gbps = {own:g}")
+                    f"directions): the cluster file's [[servers]] intra_server_gbps takes Gbit/s both directions"
+                    f"{stays}, so it runs 1/{ratio} of the link; if that was the unit, write intra_server_gbps = "
+                    f"{own:g}")
     return ""
 
 

@@ -203,6 +203,13 @@ def model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> di
     return dict(_model_pieces(c, same, machine))
 
 
+def clear_model_cache() -> None:
+    """Forget the per-piece costs :func:`model_pieces` keeps: they are priced by this module's op-timing
+    functions once per distinct (config, layout, machine), so whoever swaps those functions (a test's
+    what-if timing) clears them before and after, lest one pricing serve for the other."""
+    _model_pieces.cache_clear()
+
+
 def piece_works(c: TransformerConfig, micro_batch: int, tp: int, sequence_parallel: bool, attention: str,
                 implementation: str, dtype: str) -> tuple[tuple[Work, Work, Work], tuple[Work, Work, Work]]:
     """The op lists of one micro-batch's layer, embedding and head that ``implementation`` runs in
@@ -287,6 +294,7 @@ __all__ = [
     "OPTIMIZER_BYTES_PER_PARAMETER",
     "PieceCost",
     "after_backward",
+    "clear_model_cache",
     "exposed_collective_seconds",
     "host_issues",
     "machine_op_seconds",
