@@ -1,0 +1,46 @@
+"""A pipeline-parallel researcher's own network and two-server cluster: each refusal names the file the
+mistake is in, and a plan that leaves processors idle says so."""
+
+from __future__ import annotations
+
+from archsim.cli import main
+
+NETWORK = """Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides, Padding, Type, Inputs,
+stem, 16, 16, 3, 3, 3, 16, 1, 1, conv, input,
+b1, 16, 16, 3, 3, 16, 16, 1, 1, conv, stem,
+b2, 16, 16, 3, 3, 16, 16, 1, 1, conv, b1,
+fc, 16, 16, 16, 16, 16, 10, 1, 0, fc, b2,
+"""
+
+UNEQUAL_SERVERS = """[cluster]
+name = "two_unequal"
+inter_server_gbps = 25
+
+[[servers]]
+gpus = 4
+intra_server_gbps = 256
+
+[[servers]]
+gpus = 2
+intra_server_gbps = 256
+"""
+
+
+def _files(tmp_path):
+    network = tmp_path / "mine.csv"
+    network.write_text(NETWORK)
+    cluster = tmp_path / "two.toml"
+    cluster.write_text(UNEQUAL_SERVERS)
+    return network, cluster
+
+
+def test_pipedream_on_unequal_servers_names_the_cluster_file_not_the_network(tmp_path, capsys) -> None:
+    """PipeDream's optimizer needs servers of equal GPU counts; the refusal named the network CSV (which is
+    fine) as the file at fault, sending the user to the wrong file."""
+    network, cluster = _files(tmp_path)
+    assert main(["plan", str(network), "--cluster", str(cluster), "--microbatches", "4",
+                 "--method", "pipedream"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert "two.toml" in err[0] and "mine.csv" not in err[0], err[0]
+    assert "field 'servers'" in err[0] and "different GPU counts" in err[0], err[0]
