@@ -44,3 +44,17 @@ def test_pipedream_on_unequal_servers_names_the_cluster_file_not_the_network(tmp
     assert len(err) == 1, err
     assert "two.toml" in err[0] and "mine.csv" not in err[0], err[0]
     assert "field 'servers'" in err[0] and "different GPU counts" in err[0], err[0]
+
+
+def test_schedule_with_more_processors_than_layers_speaks_of_schedule_not_pipedreams_method(tmp_path, capsys) -> None:
+    """`archsim schedule --policy 1f1b --processors 20` on a 4-layer network: the refusal spoke of "PipeDream's
+    straight pipeline" and of gpipe/ooo/layerpipe *methods* (`archsim pipeline`'s), none of which the user named.
+    It must say what `schedule` does (one stage of whole layers per processor) and the most processors it takes."""
+    network, _ = _files(tmp_path)
+    assert main(["schedule", str(network), "--policy", "1f1b", "--processors", "20", "--microbatches", "4"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    line = err[0]
+    assert "field 'processors'" in line and "at most 4 processors, got 20" in line, line
+    assert "--policy 1f1b" in line and "straight pipeline" not in line and "layer groups" not in line, line
+    assert main(["schedule", str(network), "--policy", "1f1b", "--processors", "4", "--microbatches", "4"]) == 0

@@ -246,12 +246,18 @@ def _stage_profile(args: argparse.Namespace, costs: LayerProfile) -> StageProfil
     """Per-stage F, I (= δ) and W (= G): equal units, or layers split into stages by PipeDream's DP;
     activation M_B a stage's stashed layer inputs, send bytes its next stage's first input, comm
     --comm, and in cycles a link of --link-bandwidth bytes per cycle (unit costs: latency only)."""
+    from archsim.errors import InputError
     from archsim.partition import pipedream_partition, profile_from_costs
     from archsim.policies.stage_profile import StageProfile
 
     if args.unit_costs:
         ones = (1.0,) * args.processors  # M_B = 1 (peaks count micro-batches) and no M_W: integer peaks
         return StageProfile(ones, ones, ones, args.comm, (1,) * args.processors)
+    if args.processors > len(costs):  # said in schedule's terms: PipeDream's check speaks of pipeline's methods
+        raise InputError(f"--policy {args.policy} runs one stage of whole layers on each processor (PipeDream's DP "
+                         f"splits the chain): this network has {len(costs)} layers, so at most {len(costs)} processors, "
+                         f"got {args.processors} (archsim pipeline --method layerpipe splits δs over more)",
+                         field="processors")
     names = [f"l{i}" for i in range(len(costs))]
     # PipeDream's DP over the costs alone, as a chain (no activation or weight bytes): the split balances F + I + W
     plan = pipedream_partition(profile_from_costs(names, costs.forward, costs.weight_grad, costs.delta), args.processors)
