@@ -171,8 +171,11 @@ def run(args: argparse.Namespace) -> int:
         phase("validate")
         validated(timeline)
     takes_flush = {"flush": flush} if args.policy in OOO_POLICIES else {}  # a blank cell would shift a table's row
+    metrics = schedule_metrics(problem, timeline)
+    if args.policy in DP_POLICIES:  # its iteration window allocates no stash: a 0 would read as "holds none"
+        del metrics["peak_activation_bytes"]
     row = {"policy": args.policy, "processors": args.processors, "microbatches": args.microbatches,
-           **takes_flush, **schedule_metrics(problem, timeline), **extra}
+           **takes_flush, **metrics, **extra}
     meta = _costs_meta(args, name, unit, None if args.unit_costs else array)
     clock = None if args.unit_costs else with_clock(array_from_args(args, note=False), args).clock_hz
     if clock is not None:  # seconds beside cycles when a clock is known
