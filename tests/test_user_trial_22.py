@@ -77,3 +77,23 @@ def test_data_parallel_schedule_prints_no_activation_peak_it_does_not_model(tmp_
         row = json.loads(capsys.readouterr().out)["rows"][0]
         assert "peak_activation_bytes" not in row, (policy, row)
         assert row["makespan"] > 0
+
+
+def test_pipeline_says_when_processors_stay_idle(tmp_path, capsys) -> None:
+    """`archsim pipeline --processors 6 --method gpipe` on a 4-layer network plans 4 stages: 2 of the 6 processors
+    get nothing, and the only sign was a `stages: 4` meta line under `processors: 6`. A note on stderr says so;
+    a plan that fills every processor prints none."""
+    network, _ = _files(tmp_path)
+    base = ["pipeline", str(network), "--batch", "8", "--format", "json"]
+    import json
+
+    assert main([*base, "--processors", "6", "--method", "gpipe"]) == 0
+    captured = capsys.readouterr()
+    meta = json.loads(captured.out)["meta"]
+    assert (meta["processors"], meta["stages"]) == (6, 4)
+    notes = captured.err.strip().splitlines()
+    assert len(notes) == 1 and notes[0].startswith("archsim pipeline: note: "), notes
+    assert "4 of the 6 processors" in notes[0] and "2 stay idle" in notes[0], notes[0]
+    assert main([*base, "--processors", "3", "--method", "gpipe"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["meta"]["stages"] == 3 and captured.err == ""

@@ -157,6 +157,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"archsim pipeline: warning: {warning}", file=sys.stderr)
     emit(render(add_seconds(Rows.of(records), array.clock_hz), args.format, precision=args.precision, meta=meta),
          args)
+    idle = args.processors - len(plan.stages)
+    if idle > 0:  # the meta's `stages` alone was easy to miss: the speedup is over the processors used
+        print(f"archsim pipeline: note: {plan.method}'s plan uses {len(plan.stages)} of the {args.processors} "
+              f"processors; {idle} stay idle", file=sys.stderr)
     return 0
 
 
