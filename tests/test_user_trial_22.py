@@ -97,3 +97,22 @@ def test_pipeline_says_when_processors_stay_idle(tmp_path, capsys) -> None:
     assert main([*base, "--processors", "3", "--method", "gpipe"]) == 0
     captured = capsys.readouterr()
     assert json.loads(captured.out)["meta"]["stages"] == 3 and captured.err == ""
+
+
+def test_api_pipeline_warns_the_idle_processors_note_as_the_command_does(tmp_path) -> None:
+    """CLI/API parity: `archsim.pipeline(profile, processors=6, method="gpipe")` on 4 layers warns the line
+    `archsim pipeline` prints on stderr; a plan filling its processors warns nothing."""
+    import warnings
+
+    import pytest
+
+    import archsim
+
+    network, _ = _files(tmp_path)
+    profile = archsim.profile(str(network), array="32x32", batch=8, mode="exact")
+    with pytest.warns(UserWarning, match=r"^gpipe's plan uses 4 of the 6 processors; 2 stay idle$"):
+        plan = archsim.pipeline(profile, processors=6, method="gpipe")
+    assert len(plan.stages) == 4
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(archsim.pipeline(profile, processors=2, method="gpipe").stages) == 2

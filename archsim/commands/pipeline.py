@@ -26,7 +26,7 @@ from archsim.commands.common import (
 from archsim.errors import InputError
 from archsim.fits import memory_warning
 from archsim.lowering import SPLIT_AXES
-from archsim.planners import PARTITIONERS, partition
+from archsim.planners import PARTITIONERS, idle_processors_note, partition
 from archsim.seconds import add_seconds
 from archsim.validate import check_job_size, float_flag, processors_flag
 
@@ -157,10 +157,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"archsim pipeline: warning: {warning}", file=sys.stderr)
     emit(render(add_seconds(Rows.of(records), array.clock_hz), args.format, precision=args.precision, meta=meta),
          args)
-    idle = args.processors - len(plan.stages)
-    if idle > 0:  # the meta's `stages` alone was easy to miss: the speedup is over the processors used
-        print(f"archsim pipeline: note: {plan.method}'s plan uses {len(plan.stages)} of the {args.processors} "
-              f"processors; {idle} stay idle", file=sys.stderr)
+    idle = idle_processors_note(plan, args.processors)
+    if idle:
+        print(f"archsim pipeline: note: {idle}", file=sys.stderr)
     return 0
 
 
