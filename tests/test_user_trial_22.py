@@ -116,3 +116,20 @@ def test_api_pipeline_warns_the_idle_processors_note_as_the_command_does(tmp_pat
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert len(archsim.pipeline(profile, processors=2, method="gpipe").stages) == 2
+
+
+def test_report_of_an_own_network_names_itself_and_says_how_to_get_the_left_out_sections(tmp_path, capsys) -> None:
+    """`archsim report RESULTS` of a sweep over the user's own CSV leaves out the per-layer and Gantt sections
+    (the file is outside the results folder); its stderr line was a bare `note:` (every other command's note
+    names it: `archsim plan: note: …`) and gave no way to get them back."""
+    _files(tmp_path)  # mine.csv beside the spec
+    spec = tmp_path / "mine.toml"
+    spec.write_text('[sweep]\nname = "mine"\nnetworks = ["mine.csv"]\narrays = ["16x16"]\nbatches = [4]\n'
+                    'processors = [2]\nmethods = ["layerpipe"]\n')
+    out = tmp_path / "res"
+    assert main(["sweep", str(spec), "--out", str(out), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["report", str(out), "--out", str(tmp_path / "r.html")]) == 0
+    err = [line for line in capsys.readouterr().err.strip().splitlines() if "note" in line]
+    assert len(err) == 1 and err[0].startswith("archsim report: note: "), err
+    assert "mine.csv" in err[0] and "archsim sweep SPEC --report" in err[0], err[0]
