@@ -133,3 +133,13 @@ def test_report_of_an_own_network_names_itself_and_says_how_to_get_the_left_out_
     err = [line for line in capsys.readouterr().err.strip().splitlines() if "note" in line]
     assert len(err) == 1 and err[0].startswith("archsim report: note: "), err
     assert "mine.csv" in err[0] and "archsim sweep SPEC --report" in err[0], err[0]
+
+
+def test_alpha_below_one_is_refused_saying_its_bound_once(tmp_path, capsys) -> None:
+    """`--alpha 0.5` said "expected a number > 1 > 1 and <= 1e+06": the flag's description already stated the
+    bound the parser appends."""
+    network, _ = _files(tmp_path)
+    assert main(["pipeline", str(network), "--processors", "2", "--method", "layerpipe", "--alpha", "0.5"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "argument --alpha" in err[0], err
+    assert err[0].count("> 1") == 1 and "> 1 and <= 1e+06, got '0.5'" in err[0], err[0]

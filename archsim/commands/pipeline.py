@@ -42,7 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_layer_cost_arguments(parser)
     parser.add_argument("--split-axes", default=None,
                         help=f"δ split axes LayerPipe may use (default {','.join(SPLIT_AXES)})")
-    parser.add_argument("--alpha", type=float_flag(1.0, 1e6, low_open=True, what="a number > 1"), default=None,
+    parser.add_argument("--alpha", type=float_flag(1.0, 1e6, low_open=True, what="a relaxation factor"), default=None,
                         help=f"LayerPipe target relaxation factor (default: {LAYERPIPE_ALPHA})")
     parser.add_argument("--microbatches", type=positive_int, default=None,
                         help="also simulate M micro-batches and report the makespan")
