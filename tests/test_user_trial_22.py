@@ -143,3 +143,21 @@ def test_alpha_below_one_is_refused_saying_its_bound_once(tmp_path, capsys) -> N
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "argument --alpha" in err[0], err
     assert err[0].count("> 1") == 1 and "> 1 and <= 1e+06, got '0.5'" in err[0], err[0]
+
+
+def _help(command: str, capsys) -> str:
+    import pytest
+
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    return " ".join(capsys.readouterr().out.split())
+
+
+def test_batch_help_says_what_each_command_does_with_microbatches(capsys) -> None:
+    """`plan --help` said `--batch` is split into micro-batches "as in every command", but `pipeline` and
+    `schedule` run --microbatches micro-batches of --batch samples each (docs/cli.md): a user moving from
+    `plan --batch 32 --microbatches 4` to `pipeline` would cost 4× the samples. Each help says its own rule."""
+    assert "as in every command" not in _help("plan", capsys)
+    for command in ("pipeline", "schedule"):
+        text = _help(command, capsys)
+        assert "micro-batches of --batch samples each" in text, (command, text)
