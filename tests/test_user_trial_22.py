@@ -161,3 +161,17 @@ def test_batch_help_says_what_each_command_does_with_microbatches(capsys) -> Non
     for command in ("pipeline", "schedule"):
         text = _help(command, capsys)
         assert "micro-batches of --batch samples each" in text, (command, text)
+
+
+def test_sweep_spec_with_an_absolute_network_path_names_the_spec(tmp_path, capsys) -> None:
+    """A spec naming its network by absolute path is refused (names stay inside the spec's folder), but the line
+    said only "field 'networks'", where every other spec error names the spec file, as an `.cfg` array does."""
+    network, _ = _files(tmp_path)
+    spec = tmp_path / "abs.toml"
+    spec.write_text(f'[sweep]\nnetworks = ["{network}"]\narrays = ["16x16"]\nbatches = [4]\nprocessors = [2]\n'
+                    'methods = ["layerpipe"]\n')
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "res"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("archsim: error: "), err
+    assert "abs.toml, field 'networks'" in err[0] and "must stay inside" in err[0], err[0]
+    assert not (tmp_path / "res").exists()
