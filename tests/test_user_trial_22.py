@@ -3,6 +3,12 @@ mistake is in, and a plan that leaves processors idle says so."""
 
 from __future__ import annotations
 
+import json
+import warnings
+
+import pytest
+
+import archsim
 from archsim.cli import main
 
 NETWORK = """Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides, Padding, Type, Inputs,
@@ -67,8 +73,6 @@ def test_data_parallel_schedule_prints_no_activation_peak_it_does_not_model(tmp_
     same network still reports its positive peak."""
     network, _ = _files(tmp_path)
     common = [str(network), "--processors", "2", "--microbatches", "4", "--format", "json"]
-    import json
-
     assert main(["schedule", *common, "--policy", "1f1b"]) == 0
     pipelined = json.loads(capsys.readouterr().out)["rows"][0]
     assert pipelined["peak_activation_bytes"] > 0
@@ -85,8 +89,6 @@ def test_pipeline_says_when_processors_stay_idle(tmp_path, capsys) -> None:
     a plan that fills every processor prints none."""
     network, _ = _files(tmp_path)
     base = ["pipeline", str(network), "--batch", "8", "--format", "json"]
-    import json
-
     assert main([*base, "--processors", "6", "--method", "gpipe"]) == 0
     captured = capsys.readouterr()
     meta = json.loads(captured.out)["meta"]
@@ -102,12 +104,6 @@ def test_pipeline_says_when_processors_stay_idle(tmp_path, capsys) -> None:
 def test_api_pipeline_warns_the_idle_processors_note_as_the_command_does(tmp_path) -> None:
     """CLI/API parity: `archsim.pipeline(profile, processors=6, method="gpipe")` on 4 layers warns the line
     `archsim pipeline` prints on stderr; a plan filling its processors warns nothing."""
-    import warnings
-
-    import pytest
-
-    import archsim
-
     network, _ = _files(tmp_path)
     profile = archsim.profile(str(network), array="32x32", batch=8, mode="exact")
     with pytest.warns(UserWarning, match=r"^gpipe's plan uses 4 of the 6 processors; 2 stay idle$"):
@@ -118,6 +114,7 @@ def test_api_pipeline_warns_the_idle_processors_note_as_the_command_does(tmp_pat
         assert len(archsim.pipeline(profile, processors=2, method="gpipe").stages) == 2
 
 
+@pytest.mark.long  # a sweep and its report: about a second
 def test_report_of_an_own_network_names_itself_and_says_how_to_get_the_left_out_sections(tmp_path, capsys) -> None:
     """`archsim report RESULTS` of a sweep over the user's own CSV leaves out the per-layer and Gantt sections
     (the file is outside the results folder); its stderr line was a bare `note:` (every other command's note
@@ -146,8 +143,6 @@ def test_alpha_below_one_is_refused_saying_its_bound_once(tmp_path, capsys) -> N
 
 
 def _help(command: str, capsys) -> str:
-    import pytest
-
     with pytest.raises(SystemExit):
         main([command, "--help"])
     return " ".join(capsys.readouterr().out.split())
