@@ -162,10 +162,17 @@ def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | 
 def pipeline(profile, *, processors: int, method: str = "layerpipe", **options):
     """Partition a profile over ``processors`` (``layerpipe``, ``pipedream`` or ``gpipe``), as
     ``archsim pipeline`` does; ``options`` go to the partitioner (LayerPipe: ``alpha``, ``axes``).
-    The :class:`Partition`'s ``max_stage_cost`` is the steady-state time per iteration in its ``unit``."""
-    from archsim.planners import partition
+    The :class:`Partition`'s ``max_stage_cost`` is the steady-state time per iteration in its ``unit``;
+    a plan of fewer stages than ``processors`` warns (UserWarning) the note the command prints."""
+    import warnings
 
-    return partition(profile, processors, method, **options)
+    from archsim.planners import idle_processors_note, partition
+
+    plan = partition(profile, processors, method, **options)
+    idle = idle_processors_note(plan, processors)
+    if idle:
+        warnings.warn(idle, UserWarning, stacklevel=2)
+    return plan
 
 
 def simulate(plan, profile, *, microbatches: int, schedule: str | None = None):

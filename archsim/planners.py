@@ -143,6 +143,17 @@ def partition(profile: LayerProfile, processors: int | Topology, method: str, *,
     return planner.partition(profile, cluster, **options)
 
 
+
+def idle_processors_note(plan: Partition, processors: int) -> str | None:
+    """The line ``archsim pipeline`` (on stderr) and :func:`archsim.pipeline` (a UserWarning) say when ``plan``
+    has fewer stages than ``processors``: a gpipe plan of fewer layers, Algorithm 1 with nothing left to
+    borrow. Why: the output's stage count alone was easy to miss beside the processors asked for."""
+    idle = processors - len(plan.stages)
+    if idle <= 0:
+        return None
+    return f"{plan.method}'s plan uses {len(plan.stages)} of the {processors} processors; {idle} stay idle"
+
+
 def partitions(profile: LayerProfile, processors: Sequence[int], method: str, **options) -> list[Partition]:
     """:func:`partition` for each processor count, in order; PipeDream's optimizer solves its
     table once for them all (:func:`~archsim.partition.pipedream.pipedream_partitions`)."""
@@ -162,4 +173,5 @@ def plan_on_cluster(profile: LayerProfile, cluster: Topology, method: str, micro
     return planner.on_cluster(profile, cluster, microbatches, **options)
 
 
-__all__ = ["CLUSTER_PLANNERS", "PARTITIONERS", "PLANNERS", "Planner", "partition", "partitions", "plan_on_cluster"]
+__all__ = ["CLUSTER_PLANNERS", "PARTITIONERS", "PLANNERS", "Planner", "idle_processors_note", "partition", "partitions",
+           "plan_on_cluster"]

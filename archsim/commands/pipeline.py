@@ -26,7 +26,7 @@ from archsim.commands.common import (
 from archsim.errors import InputError
 from archsim.fits import memory_warning
 from archsim.lowering import SPLIT_AXES
-from archsim.planners import PARTITIONERS, partition
+from archsim.planners import PARTITIONERS, idle_processors_note, partition
 from archsim.seconds import add_seconds
 from archsim.validate import check_job_size, float_flag, processors_flag
 
@@ -42,10 +42,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_layer_cost_arguments(parser)
     parser.add_argument("--split-axes", default=None,
                         help=f"δ split axes LayerPipe may use (default {','.join(SPLIT_AXES)})")
-    parser.add_argument("--alpha", type=float_flag(1.0, 1e6, low_open=True, what="a number > 1"), default=None,
+    parser.add_argument("--alpha", type=float_flag(1.0, 1e6, low_open=True, what="a relaxation factor"), default=None,
                         help=f"LayerPipe target relaxation factor (default: {LAYERPIPE_ALPHA})")
     parser.add_argument("--microbatches", type=positive_int, default=None,
-                        help="also simulate M micro-batches and report the makespan")
+                        help="also simulate M micro-batches of --batch samples each and report the makespan")
     parser.add_argument("--memory", action="store_true",
                         help="with --microbatches: bytes per processor (weights × versions, gradients, optimizer "
                              "state, peak stashed activations of the simulated schedule)")
@@ -157,6 +157,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"archsim pipeline: warning: {warning}", file=sys.stderr)
     emit(render(add_seconds(Rows.of(records), array.clock_hz), args.format, precision=args.precision, meta=meta),
          args)
+    idle = idle_processors_note(plan, args.processors)
+    if idle:
+        print(f"archsim pipeline: note: {idle}", file=sys.stderr)
     return 0
 
 

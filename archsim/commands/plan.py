@@ -71,7 +71,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--micro-batch", type=positive_int, default=None,
                         help=f"samples per micro-batch (layer costs; default {DEFAULT_MICRO_BATCH})")
     parser.add_argument("--batch", type=positive_int, default=None,
-                        help="mini-batch size, as in every command: the micro-batch is BATCH / --microbatches")
+                        help="mini-batch size: the micro-batch is BATCH / --microbatches (pipeline and schedule "
+                             "run --microbatches micro-batches of --batch samples each)")
     parser.add_argument("--mode", default=None, choices=MODES,  # None: not given (check_flags)
                         help=f"{MODE_HELP} (default: exact; refused with a graph.txt, whose layers are measured)")
     parser.add_argument("--clock-ghz", type=clock_ghz_flag, default=None, metavar="GHZ",

@@ -23,6 +23,11 @@ def run_pipedream(args: argparse.Namespace, profile, topology, priced_on: dict[s
         activation_compression_ratio=args.activation_compression_ratio, memory_constraint=args.memory_constraint,
         memory_bytes=device_memory or topology.gpu_memory_bytes or DEFAULT_MEMORY_BYTES, straight_pipeline=args.straight_pipeline,
         use_fewer_machines=args.use_fewer_machines)
+    try:  # its uniform hierarchy first: unequal servers or links are the cluster file's mistake, not the network's
+        topology.uniform_levels()
+    except InputError as error:
+        raise InputError(f"{error.message} (--method pipedream; --method spp takes such a cluster)", file=args.cluster,
+                         field=error.where.field) from None
     try:
         plan, partition, stage_plans = pipedream_on_cluster(profile, topology, options)
     except InputError as error:  # name the profile the problem is in

@@ -54,7 +54,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--processors", type=processors_flag, default=None,
                         help="devices (pipeline stages, or data-parallel replicas for dp-*): required with NETWORK")
     parser.add_argument("--microbatches", type=positive_int, default=1,
-                        help="micro-batches per iteration (with 1, a pipeline has no overlap to exploit)")
+                        help="micro-batches per iteration, M micro-batches of --batch samples each (with 1, a pipeline "
+                             "has no overlap to exploit)")
     parser.add_argument("--unit-costs", action="store_true", help="F = D = G = 1, no communication")
     parser.add_argument("--flush", action=argparse.BooleanOptionalAction, default=None,
                         help="backward ops wait for every forward (default: on, except for ooo-pipe2 and mp)")
@@ -171,8 +172,11 @@ def run(args: argparse.Namespace) -> int:
         phase("validate")
         validated(timeline)
     takes_flush = {"flush": flush} if args.policy in OOO_POLICIES else {}  # a blank cell would shift a table's row
+    metrics = schedule_metrics(problem, timeline)
+    if args.policy in DP_POLICIES:  # its iteration window allocates no stash: a 0 would read as "holds none"
+        del metrics["peak_activation_bytes"]
     row = {"policy": args.policy, "processors": args.processors, "microbatches": args.microbatches,
-           **takes_flush, **schedule_metrics(problem, timeline), **extra}
+           **takes_flush, **metrics, **extra}
     meta = _costs_meta(args, name, unit, None if args.unit_costs else array)
     clock = None if args.unit_costs else with_clock(array_from_args(args, note=False), args).clock_hz
     if clock is not None:  # seconds beside cycles when a clock is known
@@ -246,12 +250,18 @@ def _stage_profile(args: argparse.Namespace, costs: LayerProfile) -> StageProfil
     """Per-stage F, I (= δ) and W (= G): equal units, or layers split into stages by PipeDream's DP;
     activation M_B a stage's stashed layer inputs, send bytes its next stage's first input, comm
     --comm, and in cycles a link of --link-bandwidth bytes per cycle (unit costs: latency only)."""
+    from archsim.errors import InputError
     from archsim.partition import pipedream_partition, profile_from_costs
     from archsim.policies.stage_profile import StageProfile
 
     if args.unit_costs:
         ones = (1.0,) * args.processors  # M_B = 1 (peaks count micro-batches) and no M_W: integer peaks
         return StageProfile(ones, ones, ones, args.comm, (1,) * args.processors)
+    if args.processors > len(costs):  # said in schedule's terms: PipeDream's check speaks of pipeline's methods
+        raise InputError(f"--policy {args.policy} runs one stage of whole layers on each processor (PipeDream's DP "
+                         f"splits the chain): this network has {len(costs)} layers, so at most {len(costs)} processors, "
+                         f"got {args.processors} (archsim pipeline --method layerpipe splits δs over more)",
+                         field="processors")
     names = [f"l{i}" for i in range(len(costs))]
     # PipeDream's DP over the costs alone, as a chain (no activation or weight bytes): the split balances F + I + W
     plan = pipedream_partition(profile_from_costs(names, costs.forward, costs.weight_grad, costs.delta), args.processors)

@@ -228,8 +228,9 @@ def report_network(name: str, folder: Path, own_networks: tuple[str, ...] = ()):
             return load_shipped(shipped_key(name))
         except InputError:
             pass
-    print(f"note: the results name the network {name!r}, outside {folder.name}/ and not shipped: not read "
-          "(a results folder's names stay inside it); the per-layer and Gantt sections are left out", file=sys.stderr)
+    print(f"archsim report: note: the results name the network {name!r}, outside {folder.name}/ and not shipped: "
+          "not read (a results folder's names stay inside it); the per-layer and Gantt sections are left out "
+          "(archsim sweep SPEC --report draws them from the spec's files)", file=sys.stderr)
     return None
 
 

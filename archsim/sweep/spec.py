@@ -181,7 +181,10 @@ def resolve_network(name: str, spec_dir: Path, file: str) -> str:
     is none there."""
     looks_like_file = Path(name).suffix.lower() in NETWORK_SUFFIXES or "/" in name or "\\" in name
     if looks_like_file or is_file(spec_dir / name):
-        candidate = resolve_name(spec_dir, name, "", "network file", field="networks")
+        try:  # the line names the spec, as an array file's does
+            candidate = resolve_name(spec_dir, name, "", "network file", field="networks")
+        except InputError as exc:
+            raise InputError(exc.message, file=file, field="networks") from None
         if is_file(candidate):
             return str(candidate.resolve())
         raise InputError(f"network file {shown(name)} not found in the spec's folder", file=file, field="networks")
