@@ -100,12 +100,14 @@ def train_runs(model, *, runs: str | Path, cluster, seq: int | None = None, atte
     kept here as keywords of the same names and defaults (``attention`` flash: vTrain's measured runs
     need ``"standard"``; ``model``, ``cluster``, ``dtype``, ``seq`` and ``max_ops`` as :func:`train`'s).
     A bad row raises :class:`~archsim.errors.InputError` naming its line and field before any row runs;
-    measured times that look like milliseconds are a :class:`UserWarning`, the note the command prints, as is
+    measured times that look like milliseconds are a :class:`UserWarning`, the note the command prints, as are
+    a ``# model:`` line naming another model (:func:`archsim.training.runs.model_note`), an interleaved
+    ``schedule`` on rows of one chunk per rank (:func:`archsim.training.runs.one_chunk_rows_note`),
     a link speed whose unit slipped (:attr:`GpuCluster.warnings <archsim.training.cluster.GpuCluster>`) and each
     of the cluster file's notes (:func:`archsim.training.cluster_file.cluster_notes`)."""
     from archsim.choices.training import ATTENTIONS, DP_OVERLAPS, GRAD_ACCUMULATIONS, SCHEDULES
     from archsim.training.cluster_file import cluster_notes
-    from archsim.training.runs import milliseconds_note, predict_runs, runs_to_run
+    from archsim.training.runs import milliseconds_note, model_note, one_chunk_rows_note, predict_runs, runs_to_run
     from archsim.validate import DEFAULT_MAX_OPS
 
     check_choice(attention, ATTENTIONS, "attention")  # the flags' choices, before any file is read
@@ -121,7 +123,8 @@ def train_runs(model, *, runs: str | Path, cluster, seq: int | None = None, atte
 
     out = predict_runs(config, on, rows, file=runs,  # the lines archsim train --runs prints on stderr
                        warn=lambda line, text: warnings.warn(f"line {line}: {text}", UserWarning, stacklevel=4))
-    for note in (*on.warnings, *cluster_notes(on, "train"), milliseconds_note(out)):  # as the command's, in order
+    for note in (*on.warnings, model_note(runs, config.name), one_chunk_rows_note(rows), *cluster_notes(on, "train"),
+                 milliseconds_note(out)):  # as the command's, in order
         if note:
             warnings.warn(note, UserWarning, stacklevel=2)
     return out

@@ -221,7 +221,7 @@ def _run_runs(args: argparse.Namespace, config) -> int:
     from archsim.rows import Rows
     from archsim.training.cluster_file import load_gpu_cluster
     from archsim.training.grad_accumulation import accumulation
-    from archsim.training.runs import milliseconds_note, predict_runs, runs_to_run
+    from archsim.training.runs import milliseconds_note, model_note, one_chunk_rows_note, predict_runs, runs_to_run
 
     # every row runs with --attention (vTrain's measured runs: --attention standard), --dp-overlap,
     # --grad-accumulation, --schedule and --dtype; a flag the rows set themselves is refused, not ignored
@@ -247,6 +247,9 @@ def _run_runs(args: argparse.Namespace, config) -> int:
             "mape": float(np.mean(errors)) if errors else None, "energy_source": "; ".join(sources)}
     for line in warned:
         print(f"archsim train: warning: {line}", file=sys.stderr)
+    for note in (model_note(args.runs, config.name), one_chunk_rows_note(rows)):
+        if note:
+            print(f"archsim train: note: {note}", file=sys.stderr)
     note_unread_cluster_keys(cluster, "train")  # the run done: notes never precede an error line
     units = milliseconds_note(out)
     if units:

@@ -26,17 +26,18 @@ def schedule_name(schedule: str, interleave: int) -> str:
     return "interleaved-1f1b" if schedule == "1f1b" and interleave > 1 else schedule
 
 
-def one_chunk_note(par: Parallelism) -> str:
+def one_chunk_note(par: Parallelism, setting: str = "--interleave") -> str:
     """The note that an interleaved schedule ran with one model chunk per rank ('' otherwise): ``--interleave``
     defaults to 1, and ``interleaved-1f1b`` then runs Megatron's interleaved warm-up over single chunks (up to
     2·PP − 1 micro-batches in flight on rank 0 where 1F1B holds PP, for 1F1B's bubble), ``interleaved-zb``
     ZB-H1's order and ``looped-bfs`` every forward before any backward: none interleaves anything, which a
-    user naming the schedule rarely meant. ``train`` prints it, ``archsim.train`` warns it."""
+    user naming the schedule rarely meant. ``train`` prints it, ``archsim.train`` warns it; ``setting``: what
+    sets the chunks (a runs file's rows: their ``interleave`` column, :func:`archsim.training.runs.one_chunk_rows_note`)."""
     if par.interleave > 1 or par.schedule not in CHUNKED_SCHEDULES or par.schedule == "1f1b":
         return ""
-    return (f"--schedule {par.schedule} ran with one model chunk per pipeline rank (--interleave 1): it interleaves "
+    return (f"--schedule {par.schedule} ran with one model chunk per pipeline rank ({setting} 1): it interleaves "
             "nothing (interleaved-1f1b: 1F1B's bubble with a longer warm-up, more activation memory); "
-            "--interleave V gives each rank V chunks")
+            f"{setting} V gives each rank V chunks")
 
 
 def schedule_rejection(schedule: str, pp: int, microbatches: int) -> str | None:

@@ -223,6 +223,32 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
     return out
 
 
+def model_note(path: str | Path, model: str) -> str:
+    """One line when the runs file's optional ``# model: NAME`` line names another model than MODEL's name
+    ``model`` ('' when it names the same or is absent). NAME is the model's name as archsim gives it (the
+    ``model`` of ``train``'s meta); a config's path there stands for its name
+    (:func:`~archsim.workload.model_files.file_model_name`). A note, not a refusal: the user may mean to
+    predict one model's layouts on another."""
+    from archsim.workload.model_files import MODEL_SUFFIXES, file_model_name
+
+    named = read_header(path, "runs file")[1].get("model", "")
+    if "/" in named or "\\" in named or named.lower().endswith(MODEL_SUFFIXES):
+        named = file_model_name(named.replace("\\", "/"))
+    if not named or named == model:
+        return ""
+    return (f"the runs file was made for model {named} (its '# model:' line), MODEL is {model}: "
+            f"every row was predicted for {model}")
+
+
+def one_chunk_rows_note(rows: tuple[RunRow, ...]) -> str:
+    """:func:`~archsim.training.parallel.one_chunk_note` once for a runs file, with how many of its rows it
+    applies to (those whose ``interleave`` is 1, as a row without the column has it); '' when none."""
+    from archsim.training.parallel import one_chunk_note
+
+    notes = [note for note in (one_chunk_note(row.par, "interleave") for row in rows) if note]
+    return f"{len(notes)} of the {len(rows)} rows: {notes[0]}" if notes else ""
+
+
 # a measured run over this many times its prediction, in every measured row: the column is in ms, not seconds
 MILLISECONDS_RATIO = 100
 
@@ -239,4 +265,5 @@ def milliseconds_note(out: list[dict]) -> str | None:
             f"prediction (the least {min(ratios):.0f}×); the column is in seconds, the numbers are as given")
 
 
-__all__ = ["MILLISECONDS_RATIO", "OPTIONAL", "REQUIRED", "RunRow", "milliseconds_note", "predict_runs", "read_runs", "row_config", "runs_to_run"]
+__all__ = ["MILLISECONDS_RATIO", "OPTIONAL", "REQUIRED", "RunRow", "milliseconds_note", "model_note", "one_chunk_rows_note",
+           "predict_runs", "read_runs", "row_config", "runs_to_run"]

@@ -276,9 +276,16 @@ def from_hf(config: dict, path: Path) -> TransformerConfig:
     return replace(_shapes(config, path), torch_dtype=stated if isinstance(stated, str) else "")
 
 
+def file_model_name(path: str | Path) -> str:
+    """The name archsim gives the model a Hugging Face config at ``path`` describes (its ``model`` in every
+    output): a ``config.json``'s folder (``llama2_7b/config.json``: ``llama2_7b``), any other file's stem."""
+    path = Path(path)
+    return path.parent.name if path.name == "config.json" else path.stem
+
+
 def _shapes(config: dict, path: Path) -> TransformerConfig:
     kind = str(config.get("model_type", "")).lower()
-    name = path.parent.name if path.name == "config.json" else path.stem
+    name = file_model_name(path)
     check_fixed(config, kind)
     if kind == "gpt2":
         hidden, heads = _get(config, "n_embd"), _get(config, "n_head")
