@@ -75,6 +75,11 @@ def test_a_model_line_naming_a_config_path_stands_for_that_configs_name(tmp_path
     assert err.splitlines() == [NOTE + _mismatch("gpt_1024h_24l", "gpt_2048h_20l")]
 
 
+def test_a_model_line_with_control_characters_is_noted_escaped(tmp_path, capsys):
+    _, err = _err(capsys, OTHER, _runs(tmp_path / "runs.csv", "\x1b[31mgpt"))
+    assert err.splitlines() == [NOTE + _mismatch("'\\x1b[31mgpt'", "gpt_2048h_20l")]
+
+
 def test_without_a_model_line_nothing_changes(tmp_path, capsys):
     _, err = _err(capsys, OTHER, _runs(tmp_path / "runs.csv", None))
     assert err == ""

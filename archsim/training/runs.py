@@ -229,6 +229,7 @@ def model_note(path: str | Path, model: str) -> str:
     ``model`` of ``train``'s meta); a config's path there stands for its name
     (:func:`~archsim.workload.model_files.file_model_name`). A note, not a refusal: the user may mean to
     predict one model's layouts on another."""
+    from archsim.validate import shown
     from archsim.workload.model_files import MODEL_SUFFIXES, file_model_name
 
     named = read_header(path, "runs file")[1].get("model", "")
@@ -236,6 +237,8 @@ def model_note(path: str | Path, model: str) -> str:
         named = file_model_name(named.replace("\\", "/"))
     if not named or named == model:
         return ""
+    if not named.isprintable():  # a file's text on a terminal: escaped, as an error line shows it
+        named = shown(named)
     return (f"the runs file was made for model {named} (its '# model:' line), MODEL is {model}: "
             f"every row was predicted for {model}")
 
