@@ -21,6 +21,7 @@ from typing import NoReturn, TextIO, cast
 
 from archsim import __version__
 from archsim.commands import Command
+from archsim.console import PROGRAM, say, speaking_as
 from archsim.errors import InputError
 from archsim.output_files import output_set
 from archsim.output_targets import distinct_targets, outputs_apart_from_inputs
@@ -87,7 +88,7 @@ class Parser(argparse.ArgumentParser):
         self._negative_number_matcher = re.compile(r"^-\.?\d")
 
     def error(self, message: str) -> NoReturn:
-        raise UsageError(message, self.prog)
+        raise UsageError(message)
 
     def _get_values(self, action: argparse.Action, arg_strings: list[str]):
         """Every option's values as the user wrote them, before their type: an empty one (``--gantt ''``,
@@ -99,12 +100,8 @@ class Parser(argparse.ArgumentParser):
 
 
 class UsageError(InputError):
-    """argparse's complaint about the command line; ``prog``: the parser that complained ("archsim" or
-    "archsim train"), so the line reads ``archsim train: error: …`` as argparse's own would."""
-
-    def __init__(self, message: str, prog: str) -> None:
-        super().__init__(message)
-        self.prog = prog
+    """argparse's complaint about the command line: printed as every input error is, one line named
+    after the command (:func:`main`)."""
 
 
 def load_command(target: str) -> Command:
@@ -139,30 +136,36 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def _chosen(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
-    """The innermost parser ``args`` came through (``archsim bppsa rnn``: the ``rnn`` parser)."""
-    sub = next((action for action in parser._actions if isinstance(action, argparse._SubParsersAction)), None)
-    name = None if sub is None else getattr(args, sub.dest, None)
-    return _chosen(sub.choices[name], args) if sub is not None and name in sub.choices else parser
+def _chosen(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.ArgumentParser:
+    """The innermost parser ``argv`` selects (``archsim bppsa rnn``: the ``rnn`` parser), read as argparse
+    reads it: at each level the first word that is not an option names the sub-command (the levels above a
+    command take no option with a value). Known before parsing, so an error in parsing names it too."""
+    words = iter(argv)
+    while True:
+        sub = next((action for action in parser._actions if isinstance(action, argparse._SubParsersAction)), None)
+        name = None if sub is None else next((word for word in words if not word.startswith("-")), None)
+        if sub is None or name not in sub.choices:
+            return parser
+        parser = sub.choices[name]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     gc.set_threshold(100_000, 50, 100)  # a short-lived process building 10⁶-op problems: collect rarely
     argv = list(sys.argv[1:] if argv is None else argv)
+    prog = PROGRAM  # no command chosen (yet): a top-level error
     try:
         parser = build_parser(argv)
-        args = parser.parse_args(argv)
-        distinct_targets(_chosen(parser, args), args)
-        outputs_apart_from_inputs(_chosen(parser, args), args)
-        with _reader_may_leave(), output_set():  # the run's files replace their targets together, or none does
-            return int(args._run(args))
-    except UsageError as exc:  # the top parser reports a sub-command's unknown arguments: name the sub-command
-        wanted = _selected(argv)
-        prog = f"archsim {wanted}" if exc.prog == "archsim" and wanted else exc.prog
-        print(f"{prog}: error: {exc}", file=sys.stderr)
-        return 2
-    except InputError as exc:
-        print(f"archsim: error: {exc}", file=sys.stderr)
+        chosen = _chosen(parser, argv)
+        prog = chosen.prog  # "archsim train", "archsim bppsa rnn": its errors' and notes' prefix, as argparse's
+        with speaking_as(prog):
+            args = parser.parse_args(argv)
+            distinct_targets(chosen, args)
+            outputs_apart_from_inputs(chosen, args)
+            with _reader_may_leave(), output_set():  # the run's files replace their targets together, or none does
+                return int(args._run(args))
+    except InputError as exc:  # a usage error (UsageError) too, even one the top parser reports for a command
+        with speaking_as(prog):
+            say("error", str(exc))
         return 2
     except BrokenPipeError:  # stderr's reader left while an error or a note was printed
         return 0

@@ -35,8 +35,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 import sim_reference
 from fuzz_tally import alarm_paused
 
-# archsim's one error line: "archsim: error: …", or a usage error named after its sub-command as
-# argparse names it ("archsim train: error: …", "archsim bppsa rnn: error: …")
+# archsim's one error line, named after the command as argparse names it ("archsim train: error: …",
+# "archsim bppsa rnn: error: …"), or "archsim: error: …" when no command was chosen
 USAGE = re.compile(r"archsim(?: [a-z][a-z0-9-]*)*: error: ")
 
 _ORIGINAL = engine.simulate

@@ -209,7 +209,7 @@ def cli_error(argv: list[str], capsys) -> str:
 def test_cost_keywords_are_refused_with_the_flags_message(flags, options, capsys):
     with pytest.raises(InputError) as refused:
         archsim.cost(TOPOLOGY, **options)
-    assert cli_error(["cost", TOPOLOGY, *flags], capsys) == f"archsim: error: {refused.value}"
+    assert cli_error(["cost", TOPOLOGY, *flags], capsys) == f"archsim cost: error: {refused.value}"
 
 
 @pytest.mark.parametrize(("flag", "text", "options"), [
@@ -277,7 +277,7 @@ def test_train_max_ops_is_refused_with_the_flags_message(capsys, monkeypatch):
     with pytest.raises(InputError) as refused:
         archsim.train(MODEL, cluster=NODE, pp=2, global_batch=64, max_ops=10)
     argv = ["train", MODEL, "--cluster", NODE, "--pp", "2", "--global-batch", "64", "--max-ops", "10"]
-    assert cli_error(argv, capsys) == f"archsim: error: {refused.value}"
+    assert cli_error(argv, capsys) == f"archsim train: error: {refused.value}"
     enough, _ = archsim.train(MODEL, cluster=NODE, pp=2, global_batch=64, max_ops=10**6)
     assert enough.iteration_seconds == archsim.train(MODEL, cluster=NODE, pp=2, global_batch=64)[0].iteration_seconds
 
@@ -355,10 +355,10 @@ def test_search_refuses_a_dtype_where_train_does(case, tmp_path, capsys, monkeyp
     with pytest.raises(InputError) as refused:
         archsim.search(MODEL, cluster=cluster, dtype=dtype, **SEARCH_KW, **options)
     said = cli_error(["search", MODEL, "--cluster", cluster, *SEARCH, "--dtype", dtype, *flags], capsys)
-    assert said == f"archsim: error: {refused.value}"
+    assert said == f"archsim search: error: {refused.value}"
     trained = cli_error(["train", MODEL, "--cluster", cluster, "--global-batch", "16", "--dtype", dtype, *train_flags],
                         capsys)
-    assert trained == said
+    assert trained == said.replace("archsim search:", "archsim train:", 1)  # the same refusal, each its own
 
 
 def test_api_examples_show_the_new_keywords():
@@ -375,4 +375,4 @@ def test_cost_bandwidth_without_the_cycle_engine_is_refused_as_the_cli_refuses_i
     """The analytic engine has no memory stalls: a DRAM bandwidth given to it would be dropped, so both refuse it."""
     with pytest.raises(InputError, match="add --engine cycle") as refused:
         archsim.cost(TOPOLOGY, bandwidth=4)
-    assert cli_error(["cost", TOPOLOGY, "--bandwidth", "4"], capsys) == f"archsim: error: {refused.value}"
+    assert cli_error(["cost", TOPOLOGY, "--bandwidth", "4"], capsys) == f"archsim cost: error: {refused.value}"

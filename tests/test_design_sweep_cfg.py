@@ -145,7 +145,7 @@ def test_an_axis_overriding_what_the_cfg_states_is_one_line_naming_axis_key_and_
     captured = capsys.readouterr()
     lines = captured.err.strip().splitlines()
     assert captured.out == "" and len(lines) == 1
-    assert lines[0] == (f"archsim: error: {spec}, field '{axis}': the {what} axis ({axis}) would override {cfg_keys} "
+    assert lines[0] == (f"archsim sweep: error: {spec}, field '{axis}': the {what} axis ({axis}) would override {cfg_keys} "
                         f"of the .cfg array 'chip.cfg': a design sweep keeps a .cfg's own values; sweep {axis} on a "
                         f"ROWSxCOLS array, or name one .cfg per {what}")
     assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["chip.cfg", "spec.toml"]

@@ -275,7 +275,7 @@ def run_cli(argv: list[str]) -> int:
     try:
         return validate_gpu.run(parser.parse_args(argv))
     except InputError as exc:
-        print(f"archsim: error: {exc}", file=sys.stderr)
+        print(f"archsim validate-gpu: error: {exc}", file=sys.stderr)
         return 2
 
 

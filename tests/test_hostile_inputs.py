@@ -23,7 +23,7 @@ NON_UTF8 = b"forward,backward_input,backward_weight\n\xff\xfe,1,1\n"
 
 
 def refused(capsys, *argv, words: str = "") -> str:
-    """``archsim ARGV`` exits 2 with one ``archsim: error:`` line (containing ``words``) and no output."""
+    """``archsim ARGV`` exits 2 with one ``archsim COMMAND: error:`` line (containing ``words``) and no output."""
     code = main([str(a) for a in argv])
     out, err = capsys.readouterr()
     assert code == 2 and out == "", (code, out[-500:], err[-2000:])

@@ -173,7 +173,7 @@ def test_a_full_device_is_one_line_and_stays(tmp_path, capsys):
     node = device(tmp_path, FULL)
     assert main([*COMMANDS["train"], "--schedule-csv", str(node)]) == 2
     err = capsys.readouterr().err.splitlines()  # (the table on stdout was written before)
-    assert len(err) == 1 and err[0].startswith("archsim: error: ") and "No space left on device" in err[0]
+    assert len(err) == 1 and err[0].startswith("archsim train: error: ") and "No space left on device" in err[0]
     assert stat.S_ISCHR(os.stat(node).st_mode) and os.stat(node).st_rdev == FULL
 
 

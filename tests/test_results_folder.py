@@ -120,7 +120,7 @@ def test_concurrent_sweeps_lose_nothing_and_never_claim_anothers_results(tmp_pat
             _, err = proc.communicate(timeout=300)
             assert proc.returncode in (0, 2), err[-2000:]
             if proc.returncode == 2:
-                assert len(err.strip().splitlines()) == 1 and "archsim: error: " in err, err
+                assert len(err.strip().splitlines()) == 1 and "archsim sweep: error: " in err, err
             outcomes.append(proc.returncode)
         winners = [source for source, proc in procs if proc.returncode == 0]
         assert winners, "both runs refused"

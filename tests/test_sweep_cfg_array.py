@@ -113,7 +113,7 @@ def test_a_missing_or_malformed_cfg_is_one_error_line_and_nothing_written(tmp_pa
     assert main(["sweep", spec, "--out", str(out)]) == 2
     captured = capsys.readouterr()
     lines = captured.err.strip().splitlines()
-    assert captured.out == "" and len(lines) == 1 and lines[0].startswith("archsim: error: ")
+    assert captured.out == "" and len(lines) == 1 and lines[0].startswith("archsim sweep: error: ")
     assert expected in lines[0]
     assert not out.exists()
     assert sorted(p.name for p in folder.iterdir()) == sorted(["spec.toml"] + (["bad.cfg"] if cfg_text else []))
@@ -155,7 +155,7 @@ def test_a_cfg_device_of_several_arrays_is_noted_once_as_cost_config_notes_it(tm
     spec = _spec(tmp_path, ["chip.cfg", "plain.cfg", "chip.cfg"], processors="1")
     assert main(["cost", "layerpipe_sample", "--config", str(tmp_path / "chip.cfg")]) == 0
     (cost_note,) = [line for line in capsys.readouterr().err.splitlines() if "device of" in line]
-    note = cost_note.removeprefix("archsim: note: ")
+    note = cost_note.removeprefix("archsim cost: note: ")
     assert "device of 4 arrays" in note
     assert main(["sweep", spec, "--out", str(tmp_path / "out"), "--quiet"]) == 0
     lines = [line for line in capsys.readouterr().err.splitlines() if "device of" in line]

@@ -142,10 +142,10 @@ def test_the_library_warns_as_the_command_notes_that_one_of_a_devices_arrays_is_
     plain.write_text(CFG.split("\n[archsim]")[0].replace("Bandwidth : 400", "Bandwidth : 10") + "\n")
     assert main(["cost", "layerpipe_sample", "--batch", "4", "--config", str(device)]) == 0
     notes = capsys.readouterr().err.splitlines()
-    assert len(notes) == 2 and all(note.startswith("archsim: note: ") for note in notes)  # its arrays, its dtype
+    assert len(notes) == 2 and all(note.startswith("archsim cost: note: ") for note in notes)  # its arrays, its dtype
     with pytest.warns(UserWarning) as caught:
         archsim.cost("layerpipe_sample", batch=4, config=str(device))
-    assert [str(w.message) for w in caught] == [note.removeprefix("archsim: note: ") for note in notes]
+    assert [str(w.message) for w in caught] == [note.removeprefix("archsim cost: note: ") for note in notes]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         archsim.cost("layerpipe_sample", batch=4, config=str(plain))

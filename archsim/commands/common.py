@@ -13,6 +13,7 @@ from archsim.choices.devices import ARRAY_DTYPES, SCALESIM_DTYPE
 from archsim.choices.networks import SHAPE_CHECKS, UNSUPPORTED
 from archsim.choices.outputs import FORMATS
 from archsim.choices.training import HF_MODEL_TYPES
+from archsim.console import note, warn
 from archsim.errors import InputError
 from archsim.modes import MODES
 from archsim.output_files import note_written, write_output
@@ -139,16 +140,16 @@ def note_unread_cluster_keys(cluster: GpuCluster, command: str, par=None, points
     ``train --sweep``'s rows, noted when they leave GPUs idle)."""
     from archsim.training.cluster_file import cluster_notes
 
-    print_cluster_lines(command, cluster.warnings, cluster_notes(cluster, command, par, points))
+    print_cluster_lines(cluster.warnings, cluster_notes(cluster, command, par, points))
 
 
-def print_cluster_lines(command: str, warnings: Sequence[str], notes: Sequence[str]) -> None:
+def print_cluster_lines(warnings: Sequence[str], notes: Sequence[str]) -> None:
     """A cluster file's warnings, then its notes, on stderr, one line each, as every command that reads one
     (train, search, plan) prints them: ``archsim COMMAND: warning: …`` and ``archsim COMMAND: note: …``."""
-    for warning in warnings:
-        print(f"archsim {command}: warning: {warning}", file=sys.stderr)
-    for note in notes:
-        print(f"archsim {command}: note: {note}", file=sys.stderr)
+    for line in warnings:
+        warn(line)
+    for line in notes:
+        note(line)
 
 
 def add_model_argument(parser: argparse.ArgumentParser) -> None:
@@ -158,14 +159,14 @@ def add_model_argument(parser: argparse.ArgumentParser) -> None:
                         "configs/transformers/ name (gpt3_1.3b)")
 
 
-def note_default_seq(config, model: str, seq: int | None, command: str) -> None:
+def note_default_seq(config, model: str, seq: int | None) -> None:
     """Say on stderr that a rotary config's sequence defaulted to its longest context
     (:func:`archsim.workload.model_files.default_seq_note`), after the run: notes never precede an error line."""
     from archsim.workload.model_files import default_seq_note
 
-    note = default_seq_note(config, model, seq)
-    if note:
-        print(f"archsim {command}: note: {note}", file=sys.stderr)
+    text = default_seq_note(config, model, seq)
+    if text:
+        note(text)
 
 
 def note_device_arrays(config: str, dtype_given: bool = True) -> None:
@@ -173,10 +174,9 @@ def note_device_arrays(config: str, dtype_given: bool = True) -> None:
     without ``dtype_given`` (no --dtype or --element-bytes), that it prices int8 where train prices fp16."""
     from archsim.array.device_sections import device_arrays_note, device_dtype_note
 
-    notes = [device_arrays_note(config), None if dtype_given else device_dtype_note(config)]
-    for note in notes:
-        if note:
-            print(f"archsim: note: {note}", file=sys.stderr)
+    for text in (device_arrays_note(config), None if dtype_given else device_dtype_note(config)):
+        if text:
+            note(text)
 
 
 def add_engine_arguments(parser: argparse.ArgumentParser, bandwidth_flag: str = "--bandwidth") -> None:
@@ -222,7 +222,7 @@ def with_memory_args(array: ArrayConfig, args: argparse.Namespace) -> ArrayConfi
     costed = with_memory(array, args.dram_bandwidth, args.sram_kb)
     warning = sram_kb_warning(args.sram_kb)
     if warning:
-        print(f"archsim {args.command}: warning: {warning}", file=sys.stderr)
+        warn(warning)
     return costed
 
 
@@ -284,8 +284,8 @@ def network_from_args(args: argparse.Namespace, geometry: str = "archsim"):
             raise InputError("a NeuSight kernel CSV (OPName, Latency, …), not a network: `archsim validate-gpu "
                              "--csv FILE` times its kernels", file=str(args.network)) from None
         raise
-    for note in network.notes:
-        print(f"archsim: note: {note}", file=sys.stderr)
+    for line in network.notes:
+        note(line)
     if args.only:
         network = network.only(*[k.strip() for k in args.only.split(",") if k.strip()])
     return network

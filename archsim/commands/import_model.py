@@ -12,6 +12,7 @@ import sys
 
 from archsim.commands import Command
 from archsim.commands.common import add_onnx_arguments, onnx_options
+from archsim.console import note
 from archsim.output_targets import output_flag
 from archsim.validate import float_flag
 from archsim.workload.torch_file import DEFAULT_TIMEOUT
@@ -34,14 +35,14 @@ def run(args: argparse.Namespace) -> int:
     from archsim.workload.builders import to_csv
 
     network = load_network(args.model, **onnx_options(args), timeout=args.timeout)
-    for note in network.notes:
-        print(f"archsim: note: {note}", file=sys.stderr)
+    for line in network.notes:
+        note(line)
     unchecked = _shape_problem(network)
     if unchecked:
         why = ("; a node left out (--unsupported skip) changed its tensor's shape"
                if any(note.startswith("skipped ONNX node") for note in network.notes) else "")
-        print(f"archsim: note: the CSV declares Inputs, so reading it back checks shapes, and this one fails: "
-              f"{unchecked}{why}: read the CSV with --shapes off", file=sys.stderr)
+        note(f"the CSV declares Inputs, so reading it back checks shapes, and this one fails: "
+             f"{unchecked}{why}: read the CSV with --shapes off")
     text = to_csv(network)
     if args.out:
         path = write_output(args.out, text)

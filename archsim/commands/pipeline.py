@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from archsim.choices.partitions import LAYERPIPE_ALPHA
@@ -23,6 +22,7 @@ from archsim.commands.common import (
     width_meta,
     write_timeline_outputs,
 )
+from archsim.console import note, warn
 from archsim.errors import InputError
 from archsim.fits import memory_warning
 from archsim.lowering import SPLIT_AXES
@@ -154,12 +154,12 @@ def run(args: argparse.Namespace) -> int:
         meta["split_ops"] = ("D1/D2 are the parts δ′/δ″ of a split δ (input gradient); * marks a part run here "
                              "for a layer on an earlier processor; --format csv lists every op")
     if warning:
-        print(f"archsim pipeline: warning: {warning}", file=sys.stderr)
+        warn(warning)
     emit(render(add_seconds(Rows.of(records), array.clock_hz), args.format, precision=args.precision, meta=meta),
          args)
     idle = idle_processors_note(plan, args.processors)
     if idle:
-        print(f"archsim pipeline: note: {idle}", file=sys.stderr)
+        note(idle)
     return 0
 
 

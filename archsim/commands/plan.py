@@ -23,6 +23,7 @@ from archsim.commands.common import (
     width_meta,
     write_timeline_outputs,
 )
+from archsim.console import note
 from archsim.errors import InputError
 from archsim.modes import MODES
 from archsim.validate import check_job_size, float_flag, int_flag, seed_flag
@@ -101,10 +102,8 @@ def layer_profile(args: argparse.Namespace):
         profile = load_graph_txt(args.network)
         named = _server_devices(args.cluster)
         if named:
-            import sys
-
-            print(f"archsim: note: {args.cluster}'s servers name {', '.join(sorted({n for n in named if n}))}; plan "
-                  f"takes the layer costs {args.network} measured, not the servers' devices", file=sys.stderr)
+            note(f"{args.cluster}'s servers name {', '.join(sorted({n for n in named if n}))}; plan "
+                 f"takes the layer costs {args.network} measured, not the servers' devices")
         return profile, {"network": Path(args.network).name, "priced_on": "the profile's measured seconds"}, None
     from archsim.spp.profiles import profile_from_network, profile_on_machine
 
@@ -126,12 +125,9 @@ def layer_profile(args: argparse.Namespace):
     array = replace(array_from_args(args), clock_hz=clock_ghz * 1e9)
     shape = f"{array.rows}x{array.cols} {array.dataflow} at {clock_ghz:g} GHz"
     if named:
-        import sys
-
-        print(f"archsim: note: {args.cluster}'s servers name {', '.join(sorted({n for n in named if n}))}; plan prices the "
-              f"layers on one {shape} array per GPU, as {', '.join(_array_flags(args))} asked, not on the servers' "
-              "devices (without --array/--config/--dataflow/--clock-ghz it prices them on the device)",
-              file=sys.stderr)
+        note(f"{args.cluster}'s servers name {', '.join(sorted({n for n in named if n}))}; plan prices the "
+             f"layers on one {shape} array per GPU, as {', '.join(_array_flags(args))} asked, not on the servers' "
+             "devices (without --array/--config/--dataflow/--clock-ghz it prices them on the device)")
     network, inputs = _network(args)
     profile = profile_from_network(network, array, inputs["micro_batch"], args.mode)
     return profile, {**inputs, "priced_on": f"array {shape}", **width_meta(args, array)}, None
@@ -282,7 +278,7 @@ def run(args: argparse.Namespace) -> int:
     status = _plan(args, topology, profile, priced_on, device_memory)
     from archsim.commands.common import print_cluster_lines
 
-    print_cluster_lines("plan", *lines)  # the run done, as train's: notes never precede an error line
+    print_cluster_lines(*lines)  # the run done, as train's: notes never precede an error line
     return status
 
 

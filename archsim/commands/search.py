@@ -4,7 +4,6 @@ parallelism for a transformer on a GPU cluster (:mod:`archsim.training.search`).
 from __future__ import annotations
 
 import argparse
-import sys
 import warnings
 
 from archsim.choices.devices import DTYPES
@@ -30,6 +29,7 @@ from archsim.commands.common import (
     note_unread_cluster_keys,
     positive_int,
 )
+from archsim.console import note
 from archsim.output_targets import output_flag
 from archsim.validate import INT32_MAX, int_flag
 
@@ -141,10 +141,10 @@ def run(args: argparse.Namespace) -> int:
         text = render(pd.DataFrame(rows, columns=columns), args.format, meta=meta, precision=args.precision)
     if args.format == "table":
         text += _front_block(result.pareto, args.objective)
-    note_default_seq(config, args.model, args.seq, "search")
+    note_default_seq(config, args.model, args.seq)
     note_unread_cluster_keys(cluster, "search")  # the search done: notes never precede an error line
     if why is not None:
-        print(f"archsim search: note: {why}", file=sys.stderr)
+        note(why)
     emit(text, args)
     if args.pareto_html:
         from archsim.report.search_front import write_front_page  # plotly: only when a page is asked for

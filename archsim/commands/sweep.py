@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from pathlib import Path
 
 from archsim.commands import Command
+from archsim.console import note, warn
 from archsim.errors import InputError
 from archsim.output_files import note_written
 from archsim.output_targets import check_target, folder_flag, output_flag, same_file, spec_inputs
@@ -50,12 +50,12 @@ def run_sweep_command(args: argparse.Namespace) -> int:
 
         for line in (unfit_points_line(frame), *spec_warnings(spec)):
             if line:
-                print(f"archsim sweep: warning: {line}", file=sys.stderr)
+                warn(line)
     else:  # as cost --config notes it: a .cfg device of several arrays is swept as one of them
         from archsim.sweep.spec_arrays import array_file_notes
 
-        for note in array_file_notes(spec):
-            print(f"archsim sweep: note: {note}", file=sys.stderr)
+        for line in array_file_notes(spec):
+            note(line)
     if args.report is not None:
         path = write_report(out, target, spec_command=f"archsim sweep {args.spec} --out {out}",
                             own_networks=spec.networks)

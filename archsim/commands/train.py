@@ -4,7 +4,6 @@ per-op and per-collective breakdown and the pipeline timeline (:mod:`archsim.tra
 from __future__ import annotations
 
 import argparse
-import sys
 
 from archsim.choices.devices import DTYPES, TRAIN_DTYPE
 from archsim.choices.training import (
@@ -27,6 +26,7 @@ from archsim.commands.common import (
     note_unread_cluster_keys,
     positive_int,
 )
+from archsim.console import note, warn
 from archsim.fits import rank_memory_warning, tp_span_warning
 
 DEFAULT_DTYPE = TRAIN_DTYPE  # --dtype when not given (a config's torch_dtype does not set it: config_dtype_note)
@@ -143,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
     result = priced(train(config, par, machines[0], machines), config, par, cluster, args.implementation)
     spans = tp_span_warning(cluster, par)  # after the run's own checks: a warning never precedes an error line
     if spans:
-        print(f"archsim train: warning: {spans}", file=sys.stderr)
+        warn(spans)
     document = train_document(result, config, laid, args.implementation)
     meta = document["meta"]
     frame = Rows.of(document["rows"])
@@ -158,12 +158,12 @@ def run(args: argparse.Namespace) -> int:
             meta["parameters"] = parameters_line(meta["parameters"])
     warning = rank_memory_warning(result, machines)
     if warning:
-        print(f"archsim train: warning: {warning}", file=sys.stderr)
-    note_default_seq(config, args.model, args.seq, "train")
+        warn(warning)
+    note_default_seq(config, args.model, args.seq)
     dtype_note = "" if dtype_given else config_dtype_note(config, args.dtype)
-    for note in (dtype_note, one_chunk_note(par)):
-        if note:
-            print(f"archsim train: note: {note}", file=sys.stderr)
+    for text in (dtype_note, one_chunk_note(par)):
+        if text:
+            note(text)
     note_unread_cluster_keys(cluster, "train", par)  # the run done: notes never precede an error line
     emit(render(frame, args.format, meta=meta, precision=args.precision), args)
     write_timeline_outputs(args, result.timeline, f"{config.name}: TP{par.tp} PP{par.pp} DP{par.dp}",
@@ -202,7 +202,7 @@ def _run_sweep(args: argparse.Namespace, config) -> int:
             "points": len(rows),
             "axes": ",".join(name for name, _ in axes),
             "energy_source": "; ".join(source for source in sources if source) or "none"}
-    note_default_seq(config, args.model, args.seq, "train")
+    note_default_seq(config, args.model, args.seq)
     note_unread_cluster_keys(cluster, "train", points=rows)  # the run done: notes never precede an error line
     if args.format == "table" and len({row["gpus"] for row in rows}) == 1:  # one count: the table leaves it out
         rows = [{k: v for k, v in row.items() if k != "gpus"} for row in rows]
@@ -246,14 +246,14 @@ def _run_runs(args: argparse.Namespace, config) -> int:
             "runs": len(out), "measured": len(errors),
             "mape": float(np.mean(errors)) if errors else None, "energy_source": "; ".join(sources)}
     for line in warned:
-        print(f"archsim train: warning: {line}", file=sys.stderr)
-    for note in (model_note(args.runs, config.name), one_chunk_rows_note(rows)):
-        if note:
-            print(f"archsim train: note: {note}", file=sys.stderr)
+        warn(line)
+    for line in (model_note(args.runs, config.name), one_chunk_rows_note(rows)):
+        if line:
+            note(line)
     note_unread_cluster_keys(cluster, "train")  # the run done: notes never precede an error line
     units = milliseconds_note(out)
     if units:
-        print(f"archsim train: note: {units}", file=sys.stderr)
+        note(units)
     emit(render(Rows.of(out), args.format, meta=meta,
                 precision=args.precision), args)
     return 0

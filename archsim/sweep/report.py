@@ -4,7 +4,6 @@ a device sweep's time/energy front and its rows."""
 
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -228,9 +227,11 @@ def report_network(name: str, folder: Path, own_networks: tuple[str, ...] = ()):
             return load_shipped(shipped_key(name))
         except InputError:
             pass
-    print(f"archsim report: note: the results name the network {name!r}, outside {folder.name}/ and not shipped: "
-          "not read (a results folder's names stay inside it); the per-layer and Gantt sections are left out "
-          "(archsim sweep SPEC --report draws them from the spec's files)", file=sys.stderr)
+    from archsim.console import note
+
+    note(f"the results name the network {name!r}, outside {folder.name}/ and not shipped: "
+         "not read (a results folder's names stay inside it); the per-layer and Gantt sections are left out "
+         "(archsim sweep SPEC --report draws them from the spec's files)")
     return None
 
 
