@@ -23,7 +23,7 @@ from archsim import __version__
 from archsim.commands import Command
 from archsim.errors import InputError
 from archsim.output_files import output_set
-from archsim.output_targets import distinct_targets, outputs_apart_from_inputs
+from archsim.output_targets import distinct_targets, outputs_apart_from_inputs, suffix_mismatches
 
 # name, "module:attribute" of its Command, and the one-line help `archsim --help` lists (a test
 # checks it equals the Command's own help, so the two cannot drift).
@@ -154,6 +154,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
         distinct_targets(_chosen(parser, args), args)
         outputs_apart_from_inputs(_chosen(parser, args), args)
+        for line in suffix_mismatches(_chosen(parser, args), args):
+            print(f"{_chosen(parser, args).prog}: warning: {line}", file=sys.stderr)
         with _reader_may_leave(), output_set():  # the run's files replace their targets together, or none does
             return int(args._run(args))
     except UsageError as exc:  # the top parser reports a sub-command's unknown arguments: name the sub-command
