@@ -154,10 +154,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
         distinct_targets(_chosen(parser, args), args)
         outputs_apart_from_inputs(_chosen(parser, args), args)
-        for line in suffix_mismatches(_chosen(parser, args), args):
-            print(f"{_chosen(parser, args).prog}: warning: {line}", file=sys.stderr)
+        mismatched = suffix_mismatches(_chosen(parser, args), args)
         with _reader_may_leave(), output_set():  # the run's files replace their targets together, or none does
-            return int(args._run(args))
+            status = int(args._run(args))
+        for line in mismatched if status == 0 else ():  # said of files written, not of a run that failed
+            print(f"{_chosen(parser, args).prog}: warning: {line}", file=sys.stderr)
+        return status
     except UsageError as exc:  # the top parser reports a sub-command's unknown arguments: name the sub-command
         wanted = _selected(argv)
         prog = f"archsim {wanted}" if exc.prog == "archsim" and wanted else exc.prog

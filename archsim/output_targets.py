@@ -252,13 +252,15 @@ def suffix_mismatches(parser: argparse.ArgumentParser, args: argparse.Namespace)
         if action.type is not output_flag or not isinstance(action.metavar, str) or action.dest in warned:
             continue
         value = getattr(args, action.dest, None)
-        written = _FORMATS.get(Path(action.metavar).suffix.lower())
-        named = _FORMATS.get(Path(value).suffix.lower()) if isinstance(value, str) and value else None
+        if not isinstance(value, str) or not value:
+            continue
+        usual, suffix = Path(action.metavar).suffix, Path(value).suffix
+        written, named = _FORMATS.get(usual.lower()), _FORMATS.get(suffix.lower())
         if written is None or named is None or named == written:
             continue
         warned.add(action.dest)
         lines.append(f"{_flag(parser, action.dest)} writes {written} into {value}, whose suffix "
-                     f"{Path(value).suffix} says {named}; {written} files are normally named *{Path(action.metavar).suffix}")
+                     f"{suffix} says {named}; {written} files are normally named *{usual}")
     return lines
 
 

@@ -54,8 +54,13 @@ def test_import_topology_named_json_is_warned_of(tmp_path, capsys):
     assert target.read_text(encoding="utf-8").startswith("Layer name,")
 
 
-def test_a_refused_target_is_refused_without_a_suffix_warning(tmp_path, capsys):
-    # the output checks come first: a folder named out.json is an error, and no warning precedes it
+def test_a_run_that_writes_nothing_gets_no_suffix_warning(tmp_path, capsys):
+    # a folder named out.json is refused before any work; a Gantt without --microbatches when the run starts
     (tmp_path / "out.json").mkdir()
     assert main([*PIPELINE, "--gantt", str(tmp_path / "out.json")]) == 2
     assert _warnings(capsys.readouterr().err) == []
+    target = tmp_path / "g.json"
+    assert main(["pipeline", "layerpipe_sample", "--processors", "2", "--gantt", str(target)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "need --microbatches" in err
+    assert not target.exists()
