@@ -24,7 +24,7 @@ from archsim.commands import Command
 from archsim.console import PROGRAM, say, speaking_as
 from archsim.errors import InputError
 from archsim.output_files import output_set
-from archsim.output_targets import distinct_targets, outputs_apart_from_inputs
+from archsim.output_targets import distinct_targets, outputs_apart_from_inputs, suffix_mismatches
 
 # name, "module:attribute" of its Command, and the one-line help `archsim --help` lists (a test
 # checks it equals the Command's own help, so the two cannot drift).
@@ -161,8 +161,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             args = parser.parse_args(argv)
             distinct_targets(chosen, args)
             outputs_apart_from_inputs(chosen, args)
+            mismatched = suffix_mismatches(chosen, args)
             with _reader_may_leave(), output_set():  # the run's files replace their targets together, or none does
-                return int(args._run(args))
+                status = int(args._run(args))
+            for line in mismatched if status == 0 else ():  # said of files written, not of a run that failed
+                say("warning", line)
+            return status
     except InputError as exc:  # a usage error (UsageError) too, even one the top parser reports for a command
         with speaking_as(prog):
             say("error", str(exc))

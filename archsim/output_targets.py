@@ -2,7 +2,8 @@
 there will do (:func:`check_target`: replace a regular file or a new name, write through a device,
 a FIFO or this process's own descriptor, or refuse in one line), where it would go (a folder this
 process can create files in, a name the file system takes) and that no two flags name one file
-(:func:`distinct_targets`), nor an input of the run (:func:`outputs_apart_from_inputs`). Why its own module: checking a name is a different job from writing
+(:func:`distinct_targets`), nor an input of the run (:func:`outputs_apart_from_inputs`); a file whose suffix
+names another format than the flag writes is warned of (:func:`suffix_mismatches`). Why its own module: checking a name is a different job from writing
 it (:mod:`archsim.output_files`, which imports this one, never the other way), and the argparse
 ``type=`` of every output flag needs only the checks.
 """
@@ -233,6 +234,34 @@ def outputs_apart_from_inputs(parser: argparse.ArgumentParser, args: argparse.Na
         if source is not None:
             raise InputError(f"{_flag(parser, action.dest)} names this run's input ({source}): writing would "
                              "replace it; give the output another name", file=str(value))
+
+
+# The formats an output's suffix names: a flag whose metavar ends in one of these (``--gantt OUT.html``)
+# always writes that format, whatever the file's name.
+_FORMATS = {".html": "HTML", ".htm": "HTML", ".json": "JSON", ".csv": "CSV", ".md": "Markdown"}
+
+
+def suffix_mismatches(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
+    """One line for each output flag of a fixed format whose file's suffix names another known format
+    (``--gantt out.json``: HTML in a ``.json``). Why a warning, not a refusal: the user may want that
+    name, but a viewer opening the file by its suffix would fail on it. A flag's format is the suffix
+    of its metavar (``OUT.html``); an unknown suffix, or none (``/dev/stdout``), names no format."""
+    lines: list[str] = []
+    warned: set[str] = set()
+    for action in parser._actions:
+        if action.type is not output_flag or not isinstance(action.metavar, str) or action.dest in warned:
+            continue
+        value = getattr(args, action.dest, None)
+        if not isinstance(value, str) or not value:
+            continue
+        usual, suffix = Path(action.metavar).suffix, Path(value).suffix
+        written, named = _FORMATS.get(usual.lower()), _FORMATS.get(suffix.lower())
+        if written is None or named is None or named == written:
+            continue
+        warned.add(action.dest)
+        lines.append(f"{_flag(parser, action.dest)} writes {written} into {value}, whose suffix "
+                     f"{suffix} says {named}; {written} files are normally named *{usual}")
+    return lines
 
 
 def spec_inputs(spec: str) -> list[tuple[str, str]]:

@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from archsim.array.config import ArrayConfig, parse_array_shape, read_scalesim_cfg
-from archsim.array.options import memory_meta
+from archsim.array.options import memory_meta, with_memory
 from archsim.commands import Command
 from archsim.commands.common import (
     add_clock_argument,
@@ -20,6 +20,7 @@ from archsim.commands.common import (
     positive_int,
     with_memory_args,
 )
+from archsim.console import warn
 from archsim.errors import InputError
 from archsim.seconds import add_seconds
 from archsim.validate import csv_rows, parse_int, read_text
@@ -33,6 +34,10 @@ if TYPE_CHECKING:
 SHAPE_COLUMNS = ("m", "k", "n", "rows", "cols", "dataflow")
 RESULT_COLUMNS = ("cycles", "folds", "mapping_efficiency", "utilization", "compute_utilization",
                   "ifmap_sram_reads", "filter_sram_reads", "ofmap_sram_writes")
+# Why a warning, not a refusal: cost and energy take --sram-kb without --engine cycle (the SRAMs' area and
+# energy); gemm prints neither, and its analytic cycles and SRAM reads do not depend on the SRAMs' sizes.
+SRAM_UNUSED = ("--sram-kb is not used without --engine cycle: gemm's analytic cycles and SRAM reads do not depend "
+               "on the SRAM sizes (--engine cycle adds the stalls and DRAM traffic they set)")
 # --engine cycle: cycles with stalls, and DRAM words (CycleResult fields)
 CYCLE_COLUMNS = ("stall_cycles", "total_cycles", "ifmap_dram_reads", "filter_dram_reads", "ofmap_dram_writes")
 
@@ -165,6 +170,9 @@ def run(args: argparse.Namespace) -> int:
         note_device_arrays(args.config)
     if args.clock_ghz is not None:
         base = replace(base, clock_hz=args.clock_ghz * 1e9)
+    if args.sram_kb is not None and args.engine != "cycle":
+        with_memory(base, sram_kb=args.sram_kb)  # a malformed size is refused as under --engine cycle
+        warn(SRAM_UNUSED)
     if args.shapes:
         if any(v is not None for v in (args.m, args.k, args.n)):
             raise InputError("give either --shapes or --m/--k/--n, not both", field="shapes")

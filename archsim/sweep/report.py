@@ -110,10 +110,12 @@ def write_report(folder: Path, target: str | Path, *, spec_command: str,
                    f"--batch {first.batch} --mode {first['mode']}" + (f" --only {first['only'].replace('+', ',')}"
                                                                       if first["only"] != "all" else "") + memory)
         extra.append((title, layer_breakdown_figure(costs, title), command))
-        processors = int(sorted(results.processors.unique())[len(results.processors.unique()) // 2])
+        counts = sorted(results.processors.unique())
+        processors = int(counts[len(counts) // 2])  # the median count (the upper one of an even number)
         alpha = record.get("alpha")  # the spec's, as its LayerPipe plans used
         alpha = float(alpha) if isinstance(alpha, (int, float)) and not isinstance(alpha, bool) else LAYERPIPE_ALPHA
-        extra.append(_gantt_section(network, array, first, processors, engine, memory, alpha))
+        extra.append(_gantt_section(network, array, first, processors, engine, memory, alpha,
+                                    median=len(counts) > 1))
     if "energy_pj" in results.columns:
         extra.extend(_design_sections(results, spec_command, str(folder), str(target)))
     return build_report(results, summary, results_path=str(folder), out=target, spec_command=spec_command,
@@ -264,8 +266,11 @@ def _design_sections(results: pd.DataFrame, spec_command: str, folder: str, targ
 
 
 def _gantt_section(network, array, first, processors: int, engine: str = "analytic", memory: str = "",
-                   alpha: float = LAYERPIPE_ALPHA, microbatches: int = 8):
-    """LayerPipe's schedule of one configuration: 8 micro-batches, δ-first policy, in the simulator."""
+                   alpha: float = LAYERPIPE_ALPHA, microbatches: int = 8, *, median: bool = False):
+    """LayerPipe's schedule of one configuration: 8 micro-batches, δ-first policy, in the simulator.
+    ``median``: ``processors`` is the median of the sweep's counts, which the title says. The title names
+    the stages the plan uses too: LayerPipe's plan may use fewer stages than it is given processors, and a
+    chart of 7 stages titled only "8 processors" reads as one missing."""
     from archsim.lowering import check_mode
     from archsim.partition import build_profile
     from archsim.planners import partition
@@ -277,7 +282,9 @@ def _gantt_section(network, array, first, processors: int, engine: str = "analyt
     plan = partition(profile, processors, "layerpipe", alpha=alpha)
     timeline = simulate_partition(plan, profile, microbatches, "layerpipe").timeline
     assert isinstance(timeline, Timeline)
-    title = (f"{network.name}: LayerPipe schedule on {processors} processors, {microbatches} micro-batches "
+    which = " (the sweep's median)" if median else ""
+    title = (f"{network.name}: LayerPipe schedule on {processors} processors{which}, {len(plan.stages)} "
+             f"{'stage' if len(plan.stages) == 1 else 'stages'} used, {microbatches} micro-batches "
              f"({first.rows}x{first.cols} {first.dataflow}, batch {first.batch}); makespan {timeline.makespan:.4g} cycles")
     command = (f"archsim pipeline {first.network} --processors {processors} --method layerpipe --array "
                f"{first.rows}x{first.cols} --dataflow {first.dataflow} --batch {first.batch} --mode {first['mode']}"
