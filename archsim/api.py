@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from archsim.api_keywords import check_choice, positive_int
+from archsim.api_keywords import check_choice, check_path, positive_int
 from archsim.api_training import search, train, train_runs
 from archsim.array.config import ArrayConfig
 from archsim.choices.devices import ENGINES
@@ -39,6 +39,8 @@ def load_network(source: str | Path | Network, *, only: str | Sequence[str] | No
     from archsim.workload import load_network as _load
     from archsim.workload.shipped import dims_of
 
+    if not isinstance(source, Network):
+        check_path(source, "network", "a network name or path, or a Network")
     check_choice(shapes, SHAPE_CHECKS, "shapes")
     check_choice(unsupported, UNSUPPORTED, "unsupported")
     check_choice(geometry, GEOMETRIES, "geometry")

@@ -30,6 +30,15 @@ def check_choice(value: object, choices: tuple[str, ...], field: str) -> None:
         raise InputError(f"expected one of {', '.join(choices)}, got {value!r}", field=field)
 
 
+def check_switch(value: object, field: str) -> None:
+    """A keyword whose flag is a switch (``--sequence-parallel``): True or False, refused otherwise, since
+    the text "false" read from a user's file is true."""
+    if not isinstance(value, bool):
+        from archsim.errors import InputError
+
+        raise InputError(f"expected True or False, got {value!r}", field=field)
+
+
 def check_path(value: object, field: str, what: str) -> None:
     """A keyword that takes a file: a str or Path, else refused in one line (not a TypeError from open)."""
     if not isinstance(value, (str, Path)):

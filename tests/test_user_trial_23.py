@@ -1,0 +1,68 @@
+"""A performance engineer's notebook: every keyword mistake from Python is one InputError naming the
+keyword as the caller spelt it, and a misspelt schedule is refused as a name, not as a layout's rule."""
+
+from __future__ import annotations
+
+import pytest
+
+import archsim
+from archsim.cli import main
+
+MODEL = "configs/transformers/gpt_1024h_24l.json"
+CLUSTER = "configs/clusters/a100_node.toml"
+TORCH_AND_ARCHSIM = "choose one of gpipe, 1f1b"
+
+
+@pytest.mark.parametrize("value", ["sixteen", 16.5, None])
+def test_search_refuses_a_global_batch_that_is_not_an_integer(value):
+    """search's global_batch went unchecked into the search: a str was a TypeError from string formatting
+    ("not all arguments converted"), not a line naming the keyword, as train's and the flag's are."""
+    with pytest.raises(archsim.InputError) as refused:
+        archsim.search(MODEL, cluster=CLUSTER, global_batch=value, top=1, max_micro_batch=1, schedule="1f1b")
+    assert refused.value.where.field == "global_batch"
+
+
+@pytest.mark.parametrize("source", [5, 3.0, ["vgg16"]])
+def test_cost_refuses_a_network_that_is_neither_a_path_nor_a_network(source):
+    """A network given as a number or a list was os.fspath's TypeError, naming no keyword."""
+    with pytest.raises(archsim.InputError) as refused:
+        archsim.cost(source)
+    assert refused.value.where.field == "network"
+
+
+@pytest.mark.parametrize(("keyword", "value"), [("dp_overlap", "always"), ("grad_accumulation", "sometimes"),
+                                                ("sequence_parallel", "on")])
+def test_train_and_search_name_the_keyword_as_spelt(keyword, value):
+    """train and search named these by their flags' dashed spellings ('dp-overlap'), where every other
+    keyword, and train_runs' same ones, are named as the caller spelt them."""
+    search_value = "maybe" if keyword == "sequence_parallel" else value  # search's switch takes both|on|off
+    with pytest.raises(archsim.InputError) as refused:
+        archsim.train(MODEL, cluster=CLUSTER, tp=2, dp=4, global_batch=16, **{keyword: value})
+    assert refused.value.where.field == keyword
+    with pytest.raises(archsim.InputError) as refused:
+        archsim.search(MODEL, cluster=CLUSTER, global_batch=16, **{keyword: search_value})
+    assert refused.value.where.field == keyword
+
+
+@pytest.mark.parametrize("schedule", ["1F1B", "zero-bubble", "interleaved"])
+def test_a_misspelt_schedule_is_refused_as_a_name(schedule):
+    """With PP 1 an unknown schedule was refused by the PP rule ("every schedule runs as 1F1B: 1F1B needs
+    --pp > 1"), which sends the user to change PP for what is a typo."""
+    with pytest.raises(archsim.InputError) as refused:
+        archsim.train(MODEL, cluster=CLUSTER, dp=8, global_batch=16, schedule=schedule)
+    assert refused.value.where.field == "schedule"
+    assert f"unknown schedule {schedule!r}; {TORCH_AND_ARCHSIM}" in str(refused.value)
+
+
+def test_the_command_refuses_a_misspelt_schedule_by_name(capsys):
+    """The same line from archsim train, which shares the check."""
+    assert main(["train", MODEL, "--cluster", CLUSTER, "--global-batch", "16", "--schedule", "1F1B"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown schedule '1F1B'" in err and "needs --pp" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_a_known_schedule_with_one_stage_keeps_its_rule():
+    """A real schedule name on one stage is still refused by the PP rule (the check only comes first)."""
+    with pytest.raises(archsim.InputError, match="schedule-needs-pp"):
+        archsim.train(MODEL, cluster=CLUSTER, dp=8, global_batch=16, schedule="gpipe")
