@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from archsim.api_keywords import check_choice, check_path, positive_int
+from archsim.api_keywords import check_choice, check_path, check_switch, positive_int
 from archsim.api_training import search, train, train_runs
 from archsim.array.config import ArrayConfig
 from archsim.choices.devices import ENGINES
@@ -190,7 +190,8 @@ def run_sweep(spec, *, out: str | Path | None = None, workers: int = 1, dask: st
               progress: bool = False) -> pd.DataFrame:
     """Run a sweep spec (a TOML path, a :class:`SweepSpec` or a device sweep's
     :class:`~archsim.sweep.device_spec.DeviceSweepSpec`) into ``out`` (default ``results/<spec name>``),
-    computing only configurations not cached there; returns the results. A device sweep warns (UserWarning)
+    computing only configurations not cached there; returns the results. ``workers``: local processes,
+    1 … 1024 as ``--workers``; ``progress``: True or False (``--quiet``'s opposite). A device sweep warns (UserWarning)
     the lines ``archsim sweep`` prints on stderr: how many points do not fit memory (their rows'
     ``fits_memory`` False), each ``array_sides`` side leaving PEs unused, each implausible device figure; a
     plain sweep warns of each ``.cfg`` array that is a device of several arrays (swept as one)."""
@@ -198,6 +199,12 @@ def run_sweep(spec, *, out: str | Path | None = None, workers: int = 1, dask: st
     from archsim.sweep import run_sweep as _run
     from archsim.sweep.device_spec import DeviceSweepSpec
 
+    workers = positive_int(workers, "workers", high=1024)  # --workers' range; 0 ran as one worker
+    check_switch(progress, "progress")
+    if out is not None:
+        check_path(out, "out", "a folder path or None")
+    if not isinstance(spec, (SweepSpec, DeviceSweepSpec)):
+        check_path(spec, "spec", "a sweep spec path, a SweepSpec or a DeviceSweepSpec")
     spec = spec if isinstance(spec, (SweepSpec, DeviceSweepSpec)) else load_spec(spec)
     frame = _run(spec, out if out is not None else Path("results") / spec.name, workers=workers, dask=dask,
                  progress=progress)

@@ -66,3 +66,16 @@ def test_a_known_schedule_with_one_stage_keeps_its_rule():
     """A real schedule name on one stage is still refused by the PP rule (the check only comes first)."""
     with pytest.raises(archsim.InputError, match="schedule-needs-pp"):
         archsim.train(MODEL, cluster=CLUSTER, dp=8, global_batch=16, schedule="gpipe")
+
+
+@pytest.mark.parametrize(("keyword", "value"), [("workers", 0), ("workers", "two"), ("workers", 2000),
+                                                ("progress", "yes"), ("out", 5), ("spec", 5)])
+def test_run_sweep_refuses_its_keywords_as_sweep_refuses_its_flags(tmp_path, keyword, value):
+    """run_sweep took workers=0 silently (--workers refuses it), and a str worker count, a number as ``out``
+    or as the spec were TypeErrors naming nothing; nothing is written on a refusal."""
+    given = {"spec": "configs/sweeps/sample_quick.toml", "out": tmp_path / "out", keyword: value}
+    spec = given.pop("spec")
+    with pytest.raises(archsim.InputError) as refused:
+        archsim.run_sweep(spec, **given)
+    assert refused.value.where.field == keyword
+    assert not (tmp_path / "out").exists()
