@@ -130,6 +130,7 @@ def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | Non
     from archsim.seconds import add_seconds
 
     check_choice(engine, ENGINES, "engine")
+    check_switch(energy, "energy")  # a switch: energy="no" from a user's file is true
     batch = positive_int(batch, "batch")
     array, config = _cfg_as_config(array, config)  # a .cfg's [energy] table prices as --config's does
     chosen = array_config(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,

@@ -79,3 +79,11 @@ def test_run_sweep_refuses_its_keywords_as_sweep_refuses_its_flags(tmp_path, key
         archsim.run_sweep(spec, **given)
     assert refused.value.where.field == keyword
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("value", ["no", 0, None])
+def test_cost_energy_is_true_or_false(value):
+    """``--energy`` is a switch; the keyword took any value by its truth, so energy="no" priced energy."""
+    with pytest.raises(archsim.InputError) as refused:
+        archsim.cost("docs/examples/tiny_resnet.csv", batch=1, energy=value)
+    assert refused.value.where.field == "energy"
