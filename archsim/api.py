@@ -163,16 +163,19 @@ def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | 
 
 
 def pipeline(profile, *, processors: int, method: str = "layerpipe", **options):
-    """Partition a profile over ``processors`` (``layerpipe``, ``pipedream`` or ``gpipe``), as
-    ``archsim pipeline`` does; ``options`` go to the partitioner (LayerPipe: ``alpha``, ``axes``).
+    """Partition a profile over ``processors`` (a count, or a :class:`~archsim.spp.topology.Topology`) with
+    ``method`` (``layerpipe``, ``pipedream``, ``gpipe`` or ``ooo``), as ``archsim pipeline`` does; ``options`` go to the partitioner (LayerPipe: ``alpha``, ``axes``).
     The :class:`Partition`'s ``max_stage_cost`` is the steady-state time per iteration in its ``unit``;
     a plan of fewer stages than ``processors`` warns (UserWarning) the note the command prints."""
     import warnings
 
     from archsim.planners import idle_processors_note, partition
+    from archsim.spp.topology import Topology
 
+    if not isinstance(processors, Topology):  # a count, read as --processors reads it ("3" too)
+        processors = positive_int(processors, "processors")
     plan = partition(profile, processors, method, **options)
-    idle = idle_processors_note(plan, processors)
+    idle = idle_processors_note(plan, processors.devices if isinstance(processors, Topology) else processors)
     if idle:
         warnings.warn(idle, UserWarning, stacklevel=2)
     return plan
@@ -184,7 +187,7 @@ def simulate(plan, profile, *, microbatches: int, schedule: str | None = None):
     ``gpipe``, ``1f1b`` or ``layerpipe`` (default: the plan's method's own)."""
     from archsim.policies.pipeline import simulate_partition
 
-    return simulate_partition(plan, profile, microbatches, schedule).timeline
+    return simulate_partition(plan, profile, positive_int(microbatches, "microbatches"), schedule).timeline
 
 
 def run_sweep(spec, *, out: str | Path | None = None, workers: int = 1, dask: str | None = None,

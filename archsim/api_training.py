@@ -118,6 +118,7 @@ def train_runs(model, *, runs: str | Path, cluster, seq: int | None = None, atte
     if grad_accumulation is not None:
         check_choice(grad_accumulation, GRAD_ACCUMULATIONS, "grad_accumulation")
     check_choice(schedule, SCHEDULES, "schedule")
+    check_path(runs, "runs", "a runs CSV path")
     config, on = transformer(model, seq), gpu_cluster(cluster, dtype)
     rows = runs_to_run(runs, attention=attention, dp_overlap=dp_overlap, grad_accumulation=grad_accumulation,
                        schedule=schedule, max_ops=DEFAULT_MAX_OPS if max_ops is None else positive_int(max_ops, "max_ops"),

@@ -87,3 +87,34 @@ def test_cost_energy_is_true_or_false(value):
     with pytest.raises(archsim.InputError) as refused:
         archsim.cost("docs/examples/tiny_resnet.csv", batch=1, energy=value)
     assert refused.value.where.field == "energy"
+
+
+def test_pipeline_and_simulate_read_counts_as_their_flags_do():
+    """processors="3" and microbatches="4" (read from a notebook widget or a CSV) were TypeErrors from a
+    comparison deep in the partitioner; the flags read them, and refuse "three" in one line."""
+    profile = archsim.profile("layerpipe_sample", array="32x32", batch=8)
+    plan = archsim.pipeline(profile, processors="3")
+    assert plan == archsim.pipeline(profile, processors=3)
+    timeline = archsim.simulate(plan, profile, microbatches="4")
+    assert timeline.makespan == archsim.simulate(plan, profile, microbatches=4).makespan
+    for call, keyword in ((lambda: archsim.pipeline(profile, processors="three"), "processors"),
+                          (lambda: archsim.simulate(plan, profile, microbatches=2.5), "microbatches")):
+        with pytest.raises(archsim.InputError) as refused:
+            call()
+        assert refused.value.where.field == keyword
+
+
+def test_train_runs_refuses_a_runs_file_that_is_not_a_path():
+    with pytest.raises(archsim.InputError) as refused:
+        archsim.train_runs(MODEL, runs=5, cluster=CLUSTER)
+    assert refused.value.where.field == "runs"
+
+
+def test_pipeline_plans_on_a_topology_as_the_planner_does():
+    """archsim.pipeline passed a Topology on to the planner (which takes one) and then subtracted the plan's
+    stages from it for the idle-processor note: a TypeError after the plan was made."""
+    from archsim.spp.topology import Topology
+
+    profile = archsim.profile("layerpipe_sample", array="32x32", batch=8)
+    plan = archsim.pipeline(profile, processors=Topology.flat(3))
+    assert plan == archsim.pipeline(profile, processors=3)
