@@ -12,7 +12,6 @@ from pathlib import Path
 from archsim.api_keywords import (
     check_choice,
     check_path,
-    check_switch,
     gpu_cluster,
     listed,
     named,
@@ -50,7 +49,7 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
     :func:`archsim.training.cluster_file.cluster_notes`)."""
     from dataclasses import replace
 
-    from archsim.choices.training import BALANCES, DP_OVERLAPS, GRAD_ACCUMULATIONS, IMPLEMENTATIONS
+    from archsim.choices.training import BALANCES, IMPLEMENTATIONS
     from archsim.fits import rank_memory_warning, tp_span_warning
     from archsim.training.cluster import GpuCluster
     from archsim.training.cluster_file import cluster_notes
@@ -66,10 +65,6 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
 
     check_choice(implementation, IMPLEMENTATIONS, "implementation")
     check_choice(balance, BALANCES, "balance")
-    check_choice(dp_overlap, DP_OVERLAPS, "dp_overlap")  # named as the keyword, as train_runs and search name it
-    if grad_accumulation is not None:
-        check_choice(grad_accumulation, GRAD_ACCUMULATIONS, "grad_accumulation")
-    check_switch(sequence_parallel, "sequence_parallel")
     config = transformer(model, seq)
     split = parse_stage_layers(stage_layers) if isinstance(stage_layers, str) else \
         None if stage_layers is None else [positive_int(n, "stage_layers") for n in stage_layers]
@@ -190,15 +185,18 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
     max_micro_batch = positive_int(max_micro_batch, "max_micro_batch")
     refine = 2 * top if refine is None else positive_int(refine, "refine", low=0)
     max_ops = MAX_REFINE_ACTIONS if max_ops is None else positive_int(max_ops, "max_ops")
-    check_choice(dp_overlap, DP_OVERLAPS, "dp_overlap")
-    check_choice(grad_accumulation, GRAD_ACCUMULATIONS, "grad_accumulation")
+    if dp_overlap not in DP_OVERLAPS:
+        raise InputError(f"expected one of {', '.join(DP_OVERLAPS)}, got {dp_overlap!r}", field="dp-overlap")
+    if grad_accumulation not in GRAD_ACCUMULATIONS:
+        raise InputError(f"expected one of {', '.join(GRAD_ACCUMULATIONS)}, got {grad_accumulation!r}",
+                         field="grad-accumulation")
     chunk_list = chunk_counts(schedules, chunk_given)  # before the files are read
     config, on = transformer(model, seq), gpu_cluster(cluster, dtype)
     if counts and max(counts) > on.gpus:
         raise InputError(f"{max(counts)} GPUs asked for, the cluster has {on.gpus}", field="gpus")
     modes = {"both": (False, True), "on": (True,), "off": (False,)}
     if sequence_parallel not in modes:
-        raise InputError(f"expected both, on or off, got {sequence_parallel!r}", field="sequence_parallel")
+        raise InputError(f"expected both, on or off, got {sequence_parallel!r}", field="sequence-parallel")
     if progress is not None and not isinstance(progress, bool):
         raise InputError(f"expected True, False or None, got {progress!r}", field="progress")
     for name, field in ((model_file, "model_file"), (cluster_file, "cluster_file")):

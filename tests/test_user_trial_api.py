@@ -125,7 +125,7 @@ def test_sequence_parallel_is_true_or_false(model, value):
     (read from a user's YAML or CSV) ran the iteration with sequence parallelism on."""
     with pytest.raises(archsim.InputError) as refused:
         archsim.train(model, cluster=CLUSTER, tp=2, dp=2, global_batch=8, sequence_parallel=value)
-    assert refused.value.where.field == "sequence_parallel"
+    assert refused.value.where.field == "sequence-parallel"
 
 
 def _activations(tmp_path, recompute: str, attention: str, sequence_parallel: bool = False, **fields) -> float:
