@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from archsim.api_keywords import check_choice, positive_int
+from archsim.api_keywords import check_choice, check_path, check_switch, positive_int
 from archsim.api_training import search, train, train_runs
 from archsim.array.config import ArrayConfig
 from archsim.choices.devices import ENGINES
@@ -39,6 +39,8 @@ def load_network(source: str | Path | Network, *, only: str | Sequence[str] | No
     from archsim.workload import load_network as _load
     from archsim.workload.shipped import dims_of
 
+    if not isinstance(source, Network):
+        check_path(source, "network", "a network name or path, or a Network")
     check_choice(shapes, SHAPE_CHECKS, "shapes")
     check_choice(unsupported, UNSUPPORTED, "unsupported")
     check_choice(geometry, GEOMETRIES, "geometry")
@@ -128,6 +130,7 @@ def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | Non
     from archsim.seconds import add_seconds
 
     check_choice(engine, ENGINES, "engine")
+    check_switch(energy, "energy")  # a switch: energy="no" from a user's file is true
     batch = positive_int(batch, "batch")
     array, config = _cfg_as_config(array, config)  # a .cfg's [energy] table prices as --config's does
     chosen = array_config(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,
@@ -160,16 +163,19 @@ def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | 
 
 
 def pipeline(profile, *, processors: int, method: str = "layerpipe", **options):
-    """Partition a profile over ``processors`` (``layerpipe``, ``pipedream`` or ``gpipe``), as
-    ``archsim pipeline`` does; ``options`` go to the partitioner (LayerPipe: ``alpha``, ``axes``).
+    """Partition a profile over ``processors`` (a count, or a :class:`~archsim.spp.topology.Topology`) with
+    ``method`` (``layerpipe``, ``pipedream``, ``gpipe`` or ``ooo``), as ``archsim pipeline`` does; ``options`` go to the partitioner (LayerPipe: ``alpha``, ``axes``).
     The :class:`Partition`'s ``max_stage_cost`` is the steady-state time per iteration in its ``unit``;
     a plan of fewer stages than ``processors`` warns (UserWarning) the note the command prints."""
     import warnings
 
     from archsim.planners import idle_processors_note, partition
+    from archsim.spp.topology import Topology
 
+    if not isinstance(processors, Topology):  # a count, read as --processors reads it ("3" too)
+        processors = positive_int(processors, "processors")
     plan = partition(profile, processors, method, **options)
-    idle = idle_processors_note(plan, processors)
+    idle = idle_processors_note(plan, processors.devices if isinstance(processors, Topology) else processors)
     if idle:
         warnings.warn(idle, UserWarning, stacklevel=2)
     return plan
@@ -181,14 +187,15 @@ def simulate(plan, profile, *, microbatches: int, schedule: str | None = None):
     ``gpipe``, ``1f1b`` or ``layerpipe`` (default: the plan's method's own)."""
     from archsim.policies.pipeline import simulate_partition
 
-    return simulate_partition(plan, profile, microbatches, schedule).timeline
+    return simulate_partition(plan, profile, positive_int(microbatches, "microbatches"), schedule).timeline
 
 
 def run_sweep(spec, *, out: str | Path | None = None, workers: int = 1, dask: str | None = None,
               progress: bool = False) -> pd.DataFrame:
     """Run a sweep spec (a TOML path, a :class:`SweepSpec` or a device sweep's
     :class:`~archsim.sweep.device_spec.DeviceSweepSpec`) into ``out`` (default ``results/<spec name>``),
-    computing only configurations not cached there; returns the results. A device sweep warns (UserWarning)
+    computing only configurations not cached there; returns the results. ``workers``: local processes,
+    1 … 1024 as ``--workers``; ``progress``: True or False (``--quiet``'s opposite). A device sweep warns (UserWarning)
     the lines ``archsim sweep`` prints on stderr: how many points do not fit memory (their rows'
     ``fits_memory`` False), each ``array_sides`` side leaving PEs unused, each implausible device figure; a
     plain sweep warns of each ``.cfg`` array that is a device of several arrays (swept as one)."""
@@ -196,6 +203,12 @@ def run_sweep(spec, *, out: str | Path | None = None, workers: int = 1, dask: st
     from archsim.sweep import run_sweep as _run
     from archsim.sweep.device_spec import DeviceSweepSpec
 
+    workers = positive_int(workers, "workers", high=1024)  # --workers' range; 0 ran as one worker
+    check_switch(progress, "progress")
+    if out is not None:
+        check_path(out, "out", "a folder path or None")
+    if not isinstance(spec, (SweepSpec, DeviceSweepSpec)):
+        check_path(spec, "spec", "a sweep spec path, a SweepSpec or a DeviceSweepSpec")
     spec = spec if isinstance(spec, (SweepSpec, DeviceSweepSpec)) else load_spec(spec)
     frame = _run(spec, out if out is not None else Path("results") / spec.name, workers=workers, dask=dask,
                  progress=progress)

@@ -9,15 +9,16 @@ from __future__ import annotations
 from pathlib import Path
 
 
-def positive_int(value: object, field: str, *, low: int = 1) -> int:
-    """A keyword whose flag takes an integer in ``low`` … 2³¹ − 1 (1: ``positive_int_flag``; 0: ``--refine``'s
-    ``int_flag``): refused with the flag's message, or the integer (``"2"`` read as ``--top 2`` reads it)."""
+def positive_int(value: object, field: str, *, low: int = 1, high: int | None = None) -> int:
+    """A keyword whose flag takes an integer in ``low`` … ``high`` (None: 2³¹ − 1; 1: ``positive_int_flag``;
+    0: ``--refine``'s ``int_flag``): refused with the flag's message, or the integer (``"2"`` read as
+    ``--top 2`` reads it)."""
     from archsim.errors import InputError
     from archsim.validate import INT32_MAX, parse_int
 
     what = "a positive integer" if low == 1 else "a non-negative integer"
     try:
-        return parse_int(value, low=low, high=INT32_MAX, what=what)
+        return parse_int(value, low=low, high=INT32_MAX if high is None else high, what=what)
     except ValueError as exc:
         raise InputError(str(exc), field=field) from None
 
@@ -28,6 +29,15 @@ def check_choice(value: object, choices: tuple[str, ...], field: str) -> None:
         from archsim.errors import InputError
 
         raise InputError(f"expected one of {', '.join(choices)}, got {value!r}", field=field)
+
+
+def check_switch(value: object, field: str) -> None:
+    """A keyword whose flag is a switch (``--sequence-parallel``): True or False, refused otherwise, since
+    the text "false" read from a user's file is true."""
+    if not isinstance(value, bool):
+        from archsim.errors import InputError
+
+        raise InputError(f"expected True or False, got {value!r}", field=field)
 
 
 def check_path(value: object, field: str, what: str) -> None:

@@ -35,8 +35,8 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
     None: the implementation's own, fused for megatron, unfused for pytorch-eager; ``stage_layers`` as
     ``"6,6,6,6"`` or a sequence; ``balance``, ``placement`` and ``max_ops`` (None: ``--max-ops``' default)
     as their flags, :func:`archsim.training.train_layout.lay_out`). Returns the
-    :class:`~archsim.training.run.TrainResult` (``iteration_seconds``, ``memory``, ``breakdown`` in
-    seconds; ``energy_j`` and ``energy_source``, priced as ``archsim train`` prices them:
+    :class:`~archsim.training.run.TrainResult` (``iteration_seconds``, ``memory`` per pipeline rank in
+    bytes, ``peak_memory_gib`` in GiB, ``breakdown`` in seconds; ``energy_j`` and ``energy_source``, priced as ``archsim train`` prices them:
     :func:`archsim.training.energy.priced`) and its :class:`~archsim.training.throughput.Throughput`
     (MFU, TFLOP/s per GPU, tokens/s); ``result.to_dict()`` is the document ``archsim train --format json``
     prints. A TP group across servers and a rank whose memory does not fit its GPU (``result.fits``) are
@@ -115,6 +115,7 @@ def train_runs(model, *, runs: str | Path, cluster, seq: int | None = None, atte
     if grad_accumulation is not None:
         check_choice(grad_accumulation, GRAD_ACCUMULATIONS, "grad_accumulation")
     check_choice(schedule, SCHEDULES, "schedule")
+    check_path(runs, "runs", "a runs CSV path")
     config, on = transformer(model, seq), gpu_cluster(cluster, dtype)
     rows = runs_to_run(runs, attention=attention, dp_overlap=dp_overlap, grad_accumulation=grad_accumulation,
                        schedule=schedule, max_ops=DEFAULT_MAX_OPS if max_ops is None else positive_int(max_ops, "max_ops"),
@@ -174,6 +175,7 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
     from archsim.training.train_json import search_document
 
     # the checks archsim search's parser makes, in its flags' order, before any file is read
+    global_batch = positive_int(global_batch, "global_batch")  # a str or float was a TypeError deep in search
     counts = [] if gpus is None else [positive_int(n, "gpus") for n in listed(gpus)]
     check_choice(objective, OBJECTIVES, "objective")
     check_choice(balance, BALANCES, "balance")

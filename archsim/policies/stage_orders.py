@@ -187,6 +187,14 @@ def _v_order(name: str, p: int, m: int) -> StageOrder:
     return zb_v(p, m) if name == "zb-v" else dualpipe_v(p, m)
 
 
+def check_schedule(name: object) -> None:
+    """Refuse a schedule that is neither an archsim order (``ORDERS``) nor a torch class name, before any
+    rule about the layout it would run on is checked (a misspelt name is not a layout's fault)."""
+    if name not in ORDERS and name not in TORCH_SCHEDULES:
+        raise InputError(f"unknown schedule {name!r}; choose one of {', '.join([*ORDERS, *TORCH_SCHEDULES])}",
+                         field="schedule")
+
+
 def published_order(name: str, p: int, m: int, chunks: int = 2) -> StageOrder:
     """The order of a published schedule by archsim name (see ``ORDERS``) or torch class name."""
     if name in TORCH_SCHEDULES:
@@ -197,9 +205,7 @@ def published_order(name: str, p: int, m: int, chunks: int = 2) -> StageOrder:
         "interleaved-1f1b": lambda: interleaved_1f1b(p, m, chunks),
         "interleaved-zb": lambda: interleaved_zb(p, m, chunks), "looped-bfs": lambda: looped_bfs(p, m, chunks),
         "zb-v": lambda: _v_order("zb-v", p, m), "dualpipev": lambda: _v_order("dualpipev", p, m)}
-    if name not in builders:
-        raise InputError(f"unknown schedule {name!r}; choose one of {', '.join([*builders, *TORCH_SCHEDULES])}",
-                         field="schedule")
+    check_schedule(name)
     if p <= 0 or m <= 0 or chunks <= 0:
         raise InputError(f"stages, micro-batches and chunks must be positive, got {p}, {m}, {chunks}",
                          field="schedule")
@@ -210,6 +216,7 @@ ORDERS = ("gpipe", "1f1b", "zb-h1", "zb-h2", "interleaved-1f1b", "interleaved-zb
 
 __all__ = ["ORDERS",
     "TORCH_SCHEDULES",
+    "check_schedule",
     "gpipe",
     "interleaved_1f1b",
     "interleaved_zb",
