@@ -226,6 +226,19 @@ def with_memory_args(array: ArrayConfig, args: argparse.Namespace) -> ArrayConfi
     return costed
 
 
+# Why a warning, not a refusal: cost and energy take --sram-kb without --engine cycle (the SRAMs' area and
+# energy); commands that print neither (gemm, pipeline) would drop it without a word.
+SRAM_UNUSED = ("--sram-kb is not used without --engine cycle: {figures} do not depend on the SRAM sizes "
+               "(--engine cycle adds the stalls and DRAM traffic they set)")
+
+
+def warn_sram_unused(args: argparse.Namespace, figures: str) -> None:
+    """Say on stderr that --sram-kb changes none of a command's ``figures`` (its analytic cycles) when the
+    analytic engine runs; the size is still checked by the caller (:func:`with_memory_args`)."""
+    if args.sram_kb is not None and args.engine != "cycle":
+        warn(SRAM_UNUSED.format(figures=figures))
+
+
 def costed_array(args: argparse.Namespace) -> ArrayConfig:
     """The array an array command costs on: :func:`array_from_args` with the memory flags
     (:func:`with_memory_args`) and the clock (:func:`with_clock`) the user gave, in that order."""

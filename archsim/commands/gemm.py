@@ -18,9 +18,9 @@ from archsim.commands.common import (
     emit,
     note_device_arrays,
     positive_int,
+    warn_sram_unused,
     with_memory_args,
 )
-from archsim.console import warn
 from archsim.errors import InputError
 from archsim.seconds import add_seconds
 from archsim.validate import csv_rows, parse_int, read_text
@@ -34,10 +34,6 @@ if TYPE_CHECKING:
 SHAPE_COLUMNS = ("m", "k", "n", "rows", "cols", "dataflow")
 RESULT_COLUMNS = ("cycles", "folds", "mapping_efficiency", "utilization", "compute_utilization",
                   "ifmap_sram_reads", "filter_sram_reads", "ofmap_sram_writes")
-# Why a warning, not a refusal: cost and energy take --sram-kb without --engine cycle (the SRAMs' area and
-# energy); gemm prints neither, and its analytic cycles and SRAM reads do not depend on the SRAMs' sizes.
-SRAM_UNUSED = ("--sram-kb is not used without --engine cycle: gemm's analytic cycles and SRAM reads do not depend "
-               "on the SRAM sizes (--engine cycle adds the stalls and DRAM traffic they set)")
 # --engine cycle: cycles with stalls, and DRAM words (CycleResult fields)
 CYCLE_COLUMNS = ("stall_cycles", "total_cycles", "ifmap_dram_reads", "filter_dram_reads", "ofmap_dram_writes")
 
@@ -172,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
         base = replace(base, clock_hz=args.clock_ghz * 1e9)
     if args.sram_kb is not None and args.engine != "cycle":
         with_memory(base, sram_kb=args.sram_kb)  # a malformed size is refused as under --engine cycle
-        warn(SRAM_UNUSED)
+        warn_sram_unused(args, "gemm's analytic cycles and SRAM reads")
     if args.shapes:
         if any(v is not None for v in (args.m, args.k, args.n)):
             raise InputError("give either --shapes or --m/--k/--n, not both", field="shapes")

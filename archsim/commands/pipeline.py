@@ -19,6 +19,7 @@ from archsim.commands.common import (
     phases,
     positive_int,
     validated,
+    warn_sram_unused,
     width_meta,
     write_timeline_outputs,
 )
@@ -89,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
     if args.microbatches:  # F, δ and G of every layer per micro-batch: a floor on the plan's ops, known now
         check_job_size(args.microbatches * 3 * len(network), args.max_ops)
     array = costed_array(args)
+    warn_sram_unused(args, "pipeline's analytic layer cycles and stage costs")
     profile = build_profile(network, array, args.batch, args.mode, args.engine)
     plan = partition(profile, args.processors, args.method, **options)
     single = float(profile.total.sum())
