@@ -210,14 +210,23 @@ def read_text(path: str | Path, what: str, *, encoding: str = "utf-8", max_bytes
                          file=str(path), line=line) from None
 
 
+_TOML_AT = re.compile(r"(?P<msg>.*) \(at line (?P<line>\d+), column (?P<col>\d+)\)", re.DOTALL)
+
+
 def parse_toml(text: str, file: str) -> dict:
-    """``text`` as TOML, or one InputError: bad syntax, nesting too deep, an integer too long."""
+    """``text`` as TOML, or one InputError: bad syntax, nesting too deep, an integer too long. A syntax
+    error's line is the error's own (``FILE, line N: …``, as every file error is located); tomllib before
+    Python 3.14 gives it only inside its text, ``… (at line N, column C)``, so it is read back from there."""
     import tomllib
 
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"not valid TOML ({exc})", file=file) from None
+        found = _TOML_AT.fullmatch(str(exc))
+        if found is None:  # e.g. "Unterminated string (at end of document)"
+            raise InputError(f"not valid TOML ({exc})", file=file) from None
+        raise InputError(f"not valid TOML ({found['msg']}, column {found['col']})", file=file,
+                         line=int(found["line"])) from None
     except RecursionError:
         raise InputError("not valid TOML (nested too deeply)", file=file) from None
     except ValueError as exc:  # an integer of more than 4300 digits

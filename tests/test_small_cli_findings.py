@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from archsim.cli import main
+from archsim.errors import InputError
+from archsim.validate import parse_toml
 
 PIPELINE = ["pipeline", "layerpipe_sample", "--processors", "2", "--format", "json"]
 PIPELINE_UNUSED = ("archsim pipeline: warning: --sram-kb is not used without --engine cycle: pipeline's analytic "
@@ -43,3 +47,32 @@ def test_cost_reads_sram_kb_without_cycle_engine_so_says_nothing(capsys):
         assert err == ""
         areas.append(json.loads(out)["meta"]["sram_mm2"])
     assert areas[0] < areas[1]  # the SRAMs' area follows --sram-kb under the analytic engine too
+
+
+def test_a_toml_syntax_error_is_located_like_every_file_error(tmp_path, capsys, monkeypatch):
+    """The line was inside the message ('not valid TOML (Invalid value (at line 2, column 8))'), not in the
+    ``FILE, line N:`` form the other file errors use."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bad.toml").write_text('name = "x"\nrows = \n')
+    assert main(["plan", "layerpipe_sample", "--microbatches", "4", "--cluster", "bad.toml"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == "archsim plan: error: bad.toml, line 2: not valid TOML (Invalid value, column 8)\n"
+
+
+@pytest.mark.parametrize(("text", "line", "message"), [
+    ("a = 1\n\n[table\n", 3, "not valid TOML (Expected ']' at the end of a table declaration, column 7)"),
+    ("a = 1\na = 2\n", 2, "not valid TOML (Cannot overwrite a value, column 6)"),
+])
+def test_parse_toml_carries_the_line_as_a_location(text, line, message):
+    with pytest.raises(InputError) as caught:
+        parse_toml(text, "f.toml")
+    assert (caught.value.where.file, caught.value.where.line, caught.value.message) == ("f.toml", line, message)
+    assert "at line" not in str(caught.value)
+
+
+def test_a_toml_error_at_the_end_of_the_file_names_no_line():
+    with pytest.raises(InputError) as caught:
+        parse_toml('a = "open', "f.toml")
+    assert caught.value.where.line is None
+    assert str(caught.value) == "f.toml: not valid TOML (Unterminated string (at end of document))"
