@@ -338,10 +338,14 @@ def _input_name(parser: argparse.ArgumentParser, action: argparse.Action) -> str
 
 
 def _flag(parser: argparse.ArgumentParser, dest: str) -> str:
-    """The first option string of the flag storing into ``dest`` (``"trace"`` → ``--chrome-trace``)."""
+    """The flag storing into ``dest`` as the docs write it (``"trace"`` → ``--chrome-trace``): its first
+    long form, whichever form the user typed (``--out``, not its alias ``-o``)."""
     named = [action for action in parser._actions if action.dest == dest and action.option_strings]
     shown = [action for action in named if action.help != argparse.SUPPRESS] or named
-    return shown[0].option_strings[0] if shown else dest
+    if not shown:
+        return dest
+    strings = shown[0].option_strings
+    return next((flag for flag in strings if flag.startswith("--")), strings[0])
 
 
 def unwritable(exc: OSError, path: Path) -> InputError:

@@ -31,7 +31,7 @@ def _refused_and_kept(capsys, path: Path, flag: str, source: str, *argv) -> None
 def test_import_does_not_write_its_csv_over_the_onnx_model(tmp_path, capsys):
     model = tmp_path / "m.onnx"
     onnx.save(mixed_cnn(), str(model))
-    _refused_and_kept(capsys, model, "-o", "MODEL", "import", model, "-o", model)
+    _refused_and_kept(capsys, model, "--out", "MODEL", "import", model, "-o", model)
 
 
 def test_a_network_csv_is_not_replaced_by_a_table_or_a_gantt(tmp_path, capsys):
@@ -63,7 +63,7 @@ def test_a_pytorch_models_file_is_an_input(tmp_path, capsys):
     """``FILE.py:ClassName``: refused before the file is imported (nothing of it runs)."""
     source = tmp_path / "model.py"
     source.write_text("raise SystemExit('imported')\n", encoding="utf-8")
-    _refused_and_kept(capsys, source, "-o", "MODEL", "import", f"{source}:Net", "--input-shape", "1,3,8,8",
+    _refused_and_kept(capsys, source, "--out", "MODEL", "import", f"{source}:Net", "--input-shape", "1,3,8,8",
                       "-o", source)
 
 

@@ -49,7 +49,7 @@ def test_import_topology_named_json_is_warned_of(tmp_path, capsys):
     target = tmp_path / "net.json"
     assert main(["import", "layerpipe_sample", "-o", str(target)]) == 0
     assert _warnings(capsys.readouterr().err) == [
-        (f"archsim import: warning: -o writes CSV into {target}, whose suffix .json says JSON; "
+        (f"archsim import: warning: --out writes CSV into {target}, whose suffix .json says JSON; "
         "CSV files are normally named *.csv")]
     assert target.read_text(encoding="utf-8").startswith("Layer name,")
 

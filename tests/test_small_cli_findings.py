@@ -76,3 +76,27 @@ def test_a_toml_error_at_the_end_of_the_file_names_no_line():
         parse_toml('a = "open', "f.toml")
     assert caught.value.where.line is None
     assert str(caught.value) == "f.toml: not valid TOML (Unterminated string (at end of document))"
+
+
+@pytest.mark.parametrize("typed", ["-o", "--out"])
+def test_a_suffix_mismatch_names_the_flags_long_form(tmp_path, capsys, typed):
+    """``import -o``'s long form is ``--out`` (the one the docs use); the warning named ``-o`` even after ``--out``."""
+    target = tmp_path / "x.onnx.json"
+    assert main(["import", "layerpipe_sample", typed, str(target)]) == 0
+    err = capsys.readouterr().err  # after the "wrote FILE (…)" line
+    expected = (f"archsim import: warning: --out writes CSV into {target}, whose suffix .json says JSON; "
+                "CSV files are normally named *.csv")
+    assert [line for line in err.splitlines() if "warning" in line] == [expected]
+
+
+def test_an_output_over_the_input_names_the_flags_long_form(tmp_path, capsys):
+    """The other errors that name an output flag say it the same way (``import``'s model kept, not replaced)."""
+    model = tmp_path / "net.csv"
+    assert main(["import", "layerpipe_sample", "-o", str(model)]) == 0
+    before = model.read_bytes()
+    capsys.readouterr()
+    assert main(["import", str(model), "-o", str(model)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and model.read_bytes() == before
+    assert err.startswith("archsim import: error: ") and "--out names this run's input (MODEL)" in err
+    assert " -o " not in err
