@@ -1,0 +1,63 @@
+"""The Python API's names as a user meets them: an error line names a field by its flag's spelling, as the
+CLI's line does (docs/api.md), an unknown keyword is one line naming the nearest valid one, and
+``dir(archsim)`` lists the public API only."""
+
+from __future__ import annotations
+
+import pytest
+
+import archsim
+
+MODEL = "gpt_1024h_24l"
+CLUSTER = "configs/clusters/a100_node.toml"
+
+
+@pytest.mark.parametrize(("keywords", "field"), [
+    ({"dp": 3, "global_batch": 16}, "global-batch"),  # not a multiple of micro-batch × DP
+    ({"global_batch": 0}, "global-batch"),             # was 'global_batch'
+    ({"global_batch": 8, "micro_batch": 0}, "micro-batch"),
+    ({"global_batch": 8, "max_ops": 0}, "max-ops"),
+    ({"global_batch": 8, "pp": 2, "stage_layers": [12, "x"]}, "stage-layers"),
+])
+def test_train_names_a_field_as_its_flag_does(keywords, field):
+    with pytest.raises(archsim.InputError) as refused:
+        archsim.train(MODEL, cluster=CLUSTER, **keywords)
+    assert refused.value.where.field == field
+    assert f"field '{field}'" in str(refused.value)
+
+
+@pytest.mark.parametrize(("keywords", "field"), [
+    ({"dp_overlap": "sometimes"}, "dp-overlap"),
+    ({"grad_accumulation": "later"}, "grad-accumulation"),
+    ({"max_ops": 0}, "max-ops"),
+])
+def test_train_runs_names_a_field_as_train_and_search_do(keywords, field, tmp_path):
+    runs = tmp_path / "runs.csv"
+    runs.write_text("tp,pp,dp,micro_batch,global_batch\n1,1,1,1,8\n")
+    with pytest.raises(archsim.InputError) as refused:
+        archsim.train_runs(MODEL, runs=runs, cluster=CLUSTER, **keywords)
+    assert refused.value.where.field == field
+
+
+@pytest.mark.parametrize(("keywords", "field"), [
+    ({"global_batch": "sixteen"}, "global-batch"),
+    ({"global_batch": 8, "max_micro_batch": 0}, "max-micro-batch"),
+    ({"global_batch": 8, "max_ops": 0}, "max-ops"),
+])
+def test_search_names_a_field_as_its_flag_does(keywords, field):
+    with pytest.raises(archsim.InputError) as refused:
+        archsim.search(MODEL, cluster=CLUSTER, **keywords)
+    assert refused.value.where.field == field
+
+
+def test_the_cli_names_the_same_field(capsys):
+    """``archsim train --dp 3 --global-batch 16`` and ``archsim.train(dp=3, global_batch=16)``: one line each,
+    the same field."""
+    from archsim.cli import main
+
+    assert main(["train", MODEL, "--cluster", CLUSTER, "--dp", "3", "--global-batch", "16"]) == 2
+    printed = capsys.readouterr().err.strip()
+    with pytest.raises(archsim.InputError) as refused:
+        archsim.train(MODEL, cluster=CLUSTER, dp=3, global_batch=16)
+    assert "field 'global-batch'" in printed
+    assert printed.endswith(str(refused.value))
