@@ -61,3 +61,45 @@ def test_the_cli_names_the_same_field(capsys):
         archsim.train(MODEL, cluster=CLUSTER, dp=3, global_batch=16)
     assert "field 'global-batch'" in printed
     assert printed.endswith(str(refused.value))
+
+
+@pytest.fixture(scope="module")
+def sample_profile():
+    return archsim.profile("layerpipe_sample", array="32x32", batch=32)
+
+
+@pytest.mark.parametrize(("method", "keyword", "nearest"), [
+    ("layerpipe", "alphaa", "alpha"),
+    ("layerpipe", "axis", "axes"),
+    ("gpipe", "balanc", "balance"),
+    ("pipedream", "replicaton", "replication"),
+    ("ooo", "bandwith", "bandwidth"),
+])
+def test_pipeline_refuses_an_unknown_keyword_in_one_line(sample_profile, method, keyword, nearest):
+    """``archsim.pipeline(profile, processors=3, alphaa=1)`` was a bare TypeError from inside the partitioner."""
+    with pytest.raises(archsim.InputError) as refused:
+        archsim.pipeline(sample_profile, processors=3, method=method, **{keyword: 2})
+    assert refused.value.where.field == keyword
+    assert f"did you mean {nearest!r}?" in str(refused.value)
+    assert "\n" not in str(refused.value)
+
+
+def test_pipeline_still_takes_each_methods_own_keywords(sample_profile):
+    plain = archsim.pipeline(sample_profile, processors=3, method="gpipe")
+    assert archsim.pipeline(sample_profile, processors=3, method="gpipe", balance="layers") == plain
+    assert archsim.pipeline(sample_profile, processors=2, alpha=2.0).stages
+
+
+def test_each_planners_options_are_keywords_of_its_partitioner():
+    """Planner.options is what the refusal lets through: each must be a keyword the partitioner takes."""
+    import inspect
+
+    from archsim.partition.gpipe import gpipe_partition
+    from archsim.partition.layerpipe import layerpipe_partition
+    from archsim.partition.pipedream import pipedream_partition
+    from archsim.planners import PLANNERS
+
+    functions = {"layerpipe": layerpipe_partition, "gpipe": gpipe_partition, "pipedream": pipedream_partition}
+    for name, planner in PLANNERS.items():
+        taken = set(inspect.signature(functions[name]).parameters) if name in functions else set()
+        assert set(planner.options) <= taken, name
