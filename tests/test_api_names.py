@@ -103,3 +103,24 @@ def test_each_planners_options_are_keywords_of_its_partitioner():
     for name, planner in PLANNERS.items():
         taken = set(inspect.signature(functions[name]).parameters) if name in functions else set()
         assert set(planner.options) <= taken, name
+
+
+@pytest.mark.parametrize("package", ["archsim", "archsim.validation", "archsim.partition", "archsim.workload",
+                                     "archsim.bppsa"])
+def test_dir_lists_the_public_names_only(package):
+    """``dir(archsim)`` listed ``annotations``, ``lazy`` and ``lazy_exports``: how the package is built, not API."""
+    import importlib
+
+    module = importlib.import_module(package)
+    getattr(module, module.__all__[-1])  # a loaded export stays listed once, as itself
+    public = [name for name in dir(module) if not name.startswith("_")]
+    assert public == sorted(n for n in module.__all__ if not n.startswith("_"))
+    assert "__version__" in dir(archsim) and "__doc__" in dir(module)
+
+
+def test_dir_keeps_every_documented_name():
+    documented = {"load_network", "array_config", "cost", "profile", "pipeline", "simulate", "run_sweep",
+                  "write_report", "train", "search", "train_runs", "gemm_cost", "read_scalesim_cfg", "ArrayConfig",
+                  "Layer", "Network", "InputError", "__version__"}
+    assert documented <= set(dir(archsim))
+    assert {"annotations", "lazy", "lazy_exports"}.isdisjoint(dir(archsim))
