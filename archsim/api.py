@@ -71,6 +71,8 @@ def array_config(array: str | Path | ArrayConfig | None = None, *, config: str |
 
     if dtype is not None:
         check_choice(dtype, ARRAY_DTYPES, "dtype")
+    if element_bytes is not None:  # as --element-bytes reads it, named so (ArrayConfig's own check says 'element_bytes')
+        element_bytes = positive_int(element_bytes, "element-bytes")
     element_bytes = element_width(dtype, element_bytes)
     slip = sram_kb_warning(sram_kb)  # checks the value first: a bad one is refused before anything is said
     if slip:

@@ -124,3 +124,15 @@ def test_dir_keeps_every_documented_name():
                   "Layer", "Network", "InputError", "__version__"}
     assert documented <= set(dir(archsim))
     assert {"annotations", "lazy", "lazy_exports"}.isdisjoint(dir(archsim))
+
+
+@pytest.mark.parametrize(("text", "value"), [("0", 0), ("2147483648", 2**31)])
+def test_element_bytes_is_refused_as_its_flag_refuses_it(text, value, capsys):
+    """``archsim.cost(element_bytes=0)`` said ``field 'element_bytes'`` (ArrayConfig's field), the flag ``--element-bytes``."""
+    from archsim.cli import main
+
+    with pytest.raises(archsim.InputError) as refused:
+        archsim.cost("layerpipe_sample", element_bytes=value)
+    assert refused.value.where.field == "element-bytes"
+    assert main(["cost", "layerpipe_sample", "--element-bytes", text]) == 2
+    assert capsys.readouterr().err.strip().endswith(f"argument --element-bytes: {refused.value.message}")
