@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from archsim.api_keywords import check_choice, check_path, check_switch, positive_int
+from archsim.api_keywords import check_choice, check_keywords, check_path, check_switch, positive_int
 from archsim.api_training import search, train, train_runs
 from archsim.array.config import ArrayConfig
 from archsim.choices.devices import ENGINES
@@ -71,6 +71,8 @@ def array_config(array: str | Path | ArrayConfig | None = None, *, config: str |
 
     if dtype is not None:
         check_choice(dtype, ARRAY_DTYPES, "dtype")
+    if element_bytes is not None:  # as --element-bytes reads it, named so (ArrayConfig's own check says 'element_bytes')
+        element_bytes = positive_int(element_bytes, "element-bytes")
     element_bytes = element_width(dtype, element_bytes)
     slip = sram_kb_warning(sram_kb)  # checks the value first: a bad one is refused before anything is said
     if slip:
@@ -164,14 +166,19 @@ def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | 
 
 def pipeline(profile, *, processors: int, method: str = "layerpipe", **options):
     """Partition a profile over ``processors`` (a count, or a :class:`~archsim.spp.topology.Topology`) with
-    ``method`` (``layerpipe``, ``pipedream``, ``gpipe`` or ``ooo``), as ``archsim pipeline`` does; ``options`` go to the partitioner (LayerPipe: ``alpha``, ``axes``).
+    ``method`` (``layerpipe``, ``pipedream``, ``gpipe`` or ``ooo``), as ``archsim pipeline`` does; ``options`` go
+    to the partitioner (LayerPipe: ``alpha``, ``axes``; each method's :attr:`~archsim.planners.Planner.options`
+    and ``bandwidth``), an unknown one refused in one line naming the nearest valid one.
     The :class:`Partition`'s ``max_stage_cost`` is the steady-state time per iteration in its ``unit``;
     a plan of fewer stages than ``processors`` warns (UserWarning) the note the command prints."""
     import warnings
 
-    from archsim.planners import idle_processors_note, partition
+    from archsim.planners import PLANNERS, idle_processors_note, partition
     from archsim.spp.topology import Topology
 
+    planner = PLANNERS.get(method)  # an unknown method is partition's to refuse, as --method's
+    if planner is not None and planner.partition is not None:
+        check_keywords(options, ("bandwidth", *planner.options), f"pipeline with method={method!r}")
     if not isinstance(processors, Topology):  # a count, read as --processors reads it ("3" too)
         processors = positive_int(processors, "processors")
     plan = partition(profile, processors, method, **options)

@@ -6,6 +6,7 @@ keyword means the same to every job.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 
@@ -46,6 +47,19 @@ def check_path(value: object, field: str, what: str) -> None:
         from archsim.errors import InputError
 
         raise InputError(f"expected {what}, got {type(value).__name__}", field=field)
+
+
+def check_keywords(given: Iterable[str], valid: tuple[str, ...], what: str) -> None:
+    """Keywords a function gathers in ``**options``: one not in ``valid`` is refused in one line naming it and
+    the nearest valid one, not a TypeError from the function it reached."""
+    from difflib import get_close_matches
+
+    from archsim.errors import InputError
+
+    for name in sorted(set(given) - set(valid)):
+        nearest = get_close_matches(name, valid, n=1, cutoff=0.0)
+        hint = f" (did you mean {nearest[0]!r}?)" if nearest else ""
+        raise InputError(f"unknown keyword{hint}; {what} takes {', '.join(sorted(valid)) or 'none'}", field=name)
 
 
 def listed(value) -> tuple:

@@ -67,10 +67,10 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
     check_choice(balance, BALANCES, "balance")
     config = transformer(model, seq)
     split = parse_stage_layers(stage_layers) if isinstance(stage_layers, str) else \
-        None if stage_layers is None else [positive_int(n, "stage_layers") for n in stage_layers]
+        None if stage_layers is None else [positive_int(n, "stage-layers") for n in stage_layers]
     par = Parallelism(tp, pp, dp, global_batch, micro_batch, recompute, sequence_parallel, interleave, schedule,
                       tuple(split) if split else None, attention, dp_overlap, grad_accumulation)
-    limit = DEFAULT_MAX_OPS if max_ops is None else positive_int(max_ops, "max_ops")
+    limit = DEFAULT_MAX_OPS if max_ops is None else positive_int(max_ops, "max-ops")
     check_job_size(par.schedule_actions, limit)  # before the cluster's matrices are built
     laid = lay_out(config, gpu_cluster(cluster, dtype), par, placement=placement, balance=balance,
                    implementation=implementation, max_ops=limit)
@@ -111,14 +111,14 @@ def train_runs(model, *, runs: str | Path, cluster, seq: int | None = None, atte
     from archsim.validate import DEFAULT_MAX_OPS
 
     check_choice(attention, ATTENTIONS, "attention")  # the flags' choices, before any file is read
-    check_choice(dp_overlap, DP_OVERLAPS, "dp_overlap")
+    check_choice(dp_overlap, DP_OVERLAPS, "dp-overlap")
     if grad_accumulation is not None:
-        check_choice(grad_accumulation, GRAD_ACCUMULATIONS, "grad_accumulation")
+        check_choice(grad_accumulation, GRAD_ACCUMULATIONS, "grad-accumulation")
     check_choice(schedule, SCHEDULES, "schedule")
     check_path(runs, "runs", "a runs CSV path")
     config, on = transformer(model, seq), gpu_cluster(cluster, dtype)
     rows = runs_to_run(runs, attention=attention, dp_overlap=dp_overlap, grad_accumulation=grad_accumulation,
-                       schedule=schedule, max_ops=DEFAULT_MAX_OPS if max_ops is None else positive_int(max_ops, "max_ops"),
+                       schedule=schedule, max_ops=DEFAULT_MAX_OPS if max_ops is None else positive_int(max_ops, "max-ops"),
                        seq_given=seq is not None)
     import warnings
 
@@ -175,7 +175,7 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
     from archsim.training.train_json import search_document
 
     # the checks archsim search's parser makes, in its flags' order, before any file is read
-    global_batch = positive_int(global_batch, "global_batch")  # a str or float was a TypeError deep in search
+    global_batch = positive_int(global_batch, "global-batch")  # a str or float was a TypeError deep in search
     counts = [] if gpus is None else [positive_int(n, "gpus") for n in listed(gpus)]
     check_choice(objective, OBJECTIVES, "objective")
     check_choice(balance, BALANCES, "balance")
@@ -185,9 +185,9 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
     for name in schedules:
         check_choice(name, SCHEDULES, "schedule")
     chunk_given = None if chunks is None else [positive_int(v, "chunks") for v in listed(chunks)]
-    max_micro_batch = positive_int(max_micro_batch, "max_micro_batch")
+    max_micro_batch = positive_int(max_micro_batch, "max-micro-batch")
     refine = 2 * top if refine is None else positive_int(refine, "refine", low=0)
-    max_ops = MAX_REFINE_ACTIONS if max_ops is None else positive_int(max_ops, "max_ops")
+    max_ops = MAX_REFINE_ACTIONS if max_ops is None else positive_int(max_ops, "max-ops")
     if dp_overlap not in DP_OVERLAPS:
         raise InputError(f"expected one of {', '.join(DP_OVERLAPS)}, got {dp_overlap!r}", field="dp-overlap")
     if grad_accumulation not in GRAD_ACCUMULATIONS:

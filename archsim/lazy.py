@@ -22,7 +22,11 @@ def lazy_exports(package: str, exports: Mapping[str, str], namespace: dict) -> t
         return value
 
     def __dir__() -> list[str]:
-        return sorted(set(namespace.get("__all__", ())) | set(namespace))
+        """The public names (``__all__``) and the module's dunders: not what only builds the package
+        (``annotations``, ``lazy_exports``, ``TYPE_CHECKING``, ``_EXPORTS``, this ``lazy`` module), which a
+        user's tab-completion listed as if it were API."""
+        dunders = {name for name in namespace if name.startswith("__") and name.endswith("__")}
+        return sorted(set(namespace.get("__all__", ())) | dunders)
 
     return __getattr__, __dir__
 

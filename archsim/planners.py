@@ -38,6 +38,7 @@ class Planner:
     summary: str
     partition: Callable[..., Partition] | None = None  # (profile, cluster, **options)
     on_cluster: Callable[..., Partition] | None = None  # (profile, cluster, microbatches, **options)
+    options: tuple[str, ...] = ()  # the keywords ``partition``'s ``**options`` may hold, so a misspelt one is refused
 
 
 def _server_link(cluster: Topology) -> float | None:
@@ -100,14 +101,14 @@ def _baseline(method: str) -> Callable[..., Partition]:
 
 PLANNERS: dict[str, Planner] = {planner.name: planner for planner in (
     Planner("layerpipe", "LayerPipe's Algorithm 1: balanced stages, δ borrowed and split by operational parallelism",
-            partition=_layerpipe),
+            partition=_layerpipe, options=("alpha", "axes", "coster", "max_rounds", "search")),
     Planner("pipedream", "PipeDream's optimizer over the cluster's levels (one server: one level; on a cluster: "
                          "its plan on consecutive GPUs, SPP's synchronous PE schedule)",
-            partition=_pipedream,
+            partition=_pipedream, options=("options", "replication", "use_fewer_machines"),
             on_cluster=_baseline("pipedream")),
     Planner("gpipe", "GPipe: consecutive layers per device (pipeline: equal layer counts; on a cluster: balanced "
                      "compute, GPipe's fill-drain order)",
-            partition=_gpipe,
+            partition=_gpipe, options=("balance",),
             on_cluster=_baseline("gpipe")),
     Planner("ooo", "the out-of-order backprop paper's allocation: ⌈L/P⌉ consecutive layers per device (3/3/3/1)",
             partition=_ooo),

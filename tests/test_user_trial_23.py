@@ -19,7 +19,7 @@ def test_search_refuses_a_global_batch_that_is_not_an_integer(value):
     ("not all arguments converted"), not a line naming the keyword, as train's and the flag's are."""
     with pytest.raises(archsim.InputError) as refused:
         archsim.search(MODEL, cluster=CLUSTER, global_batch=value, top=1, max_micro_batch=1, schedule="1f1b")
-    assert refused.value.where.field == "global_batch"
+    assert refused.value.where.field == "global-batch"
 
 
 @pytest.mark.parametrize("source", [5, 3.0, ["vgg16"]])

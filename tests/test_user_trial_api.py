@@ -59,7 +59,7 @@ def test_search_refuses_what_its_flag_refuses(model, keyword, capsys):
     keywords[keyword] = value
     with pytest.raises(archsim.InputError) as refused:
         archsim.search(model, cluster=CLUSTER, global_batch=16, **keywords)
-    assert refused.value.where.field == keyword
+    assert refused.value.where.field == keyword.replace("_", "-")  # the flag's spelling, as the CLI's line
 
 
 @pytest.mark.parametrize("keyword", ["top", "max_micro_batch"])
@@ -116,7 +116,7 @@ def test_runs_from_python_refuse_what_the_command_refuses(model, tmp_path):
     for keyword, value in (("attention", "fast"), ("schedule", "zb"), ("max_ops", 0)):
         with pytest.raises(archsim.InputError) as refused:
             archsim.train_runs(model, runs=str(runs), cluster=CLUSTER, **{keyword: value})
-        assert refused.value.where.field == keyword
+        assert refused.value.where.field == keyword.replace("_", "-")  # the flag's spelling
 
 
 @pytest.mark.parametrize("value", ["false", "no", 0, 1, None])
@@ -200,9 +200,9 @@ def test_train_warns_as_the_command_does_when_memory_does_not_fit(model, capsys)
 
 
 @pytest.mark.parametrize(("keyword", "value", "field"), [
-    ("max_ops", "many", "max_ops"),            # TypeError: '>' between int and str
-    ("max_ops", 0, "max_ops"),                 # the flag refuses 0 at once; the job-size check took it as a limit
-    ("stage_layers", ["two", "2"], "stage_layers"),  # TypeError: int + str
+    ("max_ops", "many", "max-ops"),            # TypeError: '>' between int and str
+    ("max_ops", 0, "max-ops"),                 # the flag refuses 0 at once; the job-size check took it as a limit
+    ("stage_layers", ["two", "2"], "stage-layers"),  # TypeError: int + str
     ("cluster", None, "cluster"),              # TypeError from open()
     ("model", 7, "model"),                     # TypeError from Path()
 ])

@@ -106,7 +106,7 @@ class Parallelism:
         for name in ("tp", "pp", "dp", "global_batch", "micro_batch", "interleave"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise InputError(f"must be a positive integer, got {value!r}", field=name)
+                raise InputError(f"must be a positive integer, got {value!r}", field=name.replace("_", "-"))  # the flag's spelling
         if not isinstance(self.sequence_parallel, bool):  # a switch: the text "false" is true
             raise InputError(f"expected True or False, got {self.sequence_parallel!r}", field="sequence-parallel")
         if self.recompute not in RECOMPUTE:
