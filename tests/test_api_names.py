@@ -86,7 +86,7 @@ def test_pipeline_refuses_an_unknown_keyword_in_one_line(sample_profile, method,
 
 @pytest.mark.filterwarnings("ignore:.*stay idle:UserWarning")  # the plan's own note, not this test's subject
 def test_pipeline_still_takes_each_methods_own_keywords(sample_profile):
-    from archsim.partition.layerpipe import LAYERPIPE_ALPHA
+    from archsim.choices.partitions import LAYERPIPE_ALPHA
 
     plain = archsim.pipeline(sample_profile, processors=3, method="gpipe")
     assert archsim.pipeline(sample_profile, processors=3, method="gpipe", balance="layers") == plain
