@@ -12,17 +12,15 @@ from archsim.commands.common import (
     add_layer_cost_arguments,
     add_network_arguments,
     add_output_arguments,
-    add_timeline_outputs,
     costed_array,
     emit,
     network_from_args,
     phases,
     positive_int,
-    validated,
     warn_sram_unused,
     width_meta,
-    write_timeline_outputs,
 )
+from archsim.commands.timeline_outputs import add_timeline_outputs, validated, write_timeline_outputs
 from archsim.console import note, warn
 from archsim.errors import InputError
 from archsim.fits import memory_warning

@@ -14,15 +14,14 @@ from archsim.commands.common import (
     add_job_limit_argument,
     add_network_arguments,
     add_output_arguments,
-    add_timeline_outputs,
     array_from_args,
     clock_ghz_flag,
     emit,
     network_from_args,
     positive_int,
     width_meta,
-    write_timeline_outputs,
 )
+from archsim.commands.timeline_outputs import add_timeline_outputs, write_timeline_outputs
 from archsim.console import note
 from archsim.errors import InputError
 from archsim.modes import MODES

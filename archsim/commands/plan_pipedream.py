@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from archsim.commands.common import emit, write_timeline_outputs
+from archsim.commands.common import emit
+from archsim.commands.timeline_outputs import write_timeline_outputs
 from archsim.errors import InputError
 
 
@@ -36,7 +37,8 @@ def run_pipedream(args: argparse.Namespace, profile, topology, priced_on: dict[s
         raise InputError(error.message, file=args.network, field=error.where.field) from None
     timeline = None
     if args.gantt or args.trace or args.schedule_csv:  # a timeline to write: the simulator, validated
-        from archsim.commands.common import phases, validated
+        from archsim.commands.common import phases
+        from archsim.commands.timeline_outputs import validated
         from archsim.spp.pe import pe_makespan
 
         with phases("PipeDream plan", ("simulate", "validate")) as phase:

@@ -12,17 +12,14 @@ from archsim.commands.common import (
     add_layer_cost_arguments,
     add_network_arguments,
     add_output_arguments,
-    add_timeline_outputs,
     array_from_args,
     emit,
     network_from_args,
     phases,
     positive_int,
-    validated,
     width_meta,
     with_clock,
     with_memory_args,
-    write_timeline_outputs,
 )
 from archsim.commands.schedule_flags import (
     CHUNK_POLICIES,
@@ -37,6 +34,7 @@ from archsim.commands.schedule_flags import (
     defer_defaults,
 )
 from archsim.commands.stage_schedule import STAGE_ONLY, add_stage_arguments, run_stages, stage_mode
+from archsim.commands.timeline_outputs import add_timeline_outputs, validated, write_timeline_outputs
 from archsim.policies import multistream as ms  # light: its lowering loads when it makes ops
 from archsim.validate import check_job_size, non_negative_float_flag, processors_flag
 

@@ -23,12 +23,12 @@ from archsim.commands import Command
 from archsim.commands.common import (
     add_model_argument,
     add_output_arguments,
-    add_timeline_outputs,
     emit,
     note_default_seq,
     note_unread_cluster_keys,
     positive_int,
 )
+from archsim.commands.timeline_outputs import add_timeline_outputs
 from archsim.console import note
 from archsim.output_targets import output_flag
 from archsim.validate import INT32_MAX, int_flag
@@ -179,7 +179,7 @@ def _front_block(front: list[dict], objective: str) -> str:
 def _write_best_timeline(args: argparse.Namespace, config, cluster, rows: list[dict]) -> None:
     """The first row's iteration timed by archsim train, written as its Gantt chart, Chrome trace and
     torch.distributed.pipelining schedule CSV."""
-    from archsim.commands.common import iteration_caption, write_timeline_outputs
+    from archsim.commands.timeline_outputs import iteration_caption, write_timeline_outputs
     from archsim.training.parallel import Parallelism
     from archsim.training.run import train
 

@@ -212,7 +212,7 @@ def run_stages(args: argparse.Namespace) -> int:
     if args.schedule_csv:
         write_output(args.schedule_csv, order_csv(run.order))
     if args.gantt or args.trace:
-        from archsim.commands.common import write_timeline_outputs
+        from archsim.commands.timeline_outputs import write_timeline_outputs
 
         csv_path, args.schedule_csv = args.schedule_csv, None
         write_timeline_outputs(args, run.timeline, f"{name}: {p} stages, {m} micro-batches", unit=f"time ({STAGE_UNIT})")

@@ -20,12 +20,12 @@ from archsim.commands.common import (
     add_job_limit_argument,
     add_model_argument,
     add_output_arguments,
-    add_timeline_outputs,
     emit,
     note_default_seq,
     note_unread_cluster_keys,
     positive_int,
 )
+from archsim.commands.timeline_outputs import add_timeline_outputs
 from archsim.console import note, warn
 from archsim.fits import rank_memory_warning, tp_span_warning
 
@@ -99,7 +99,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
 
-    from archsim.commands.common import iteration_caption, write_timeline_outputs
+    from archsim.commands.timeline_outputs import iteration_caption, write_timeline_outputs
     from archsim.errors import InputError
     from archsim.outputs import render
     from archsim.rows import Rows

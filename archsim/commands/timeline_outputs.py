@@ -1,0 +1,63 @@
+"""The timeline outputs several sub-commands write (a Gantt, a Chrome trace, torch's schedule CSV), and the
+check every simulated timeline passes before any of them is written."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Collection
+from typing import TYPE_CHECKING
+
+from archsim.output_targets import output_flag
+
+if TYPE_CHECKING:
+    from archsim.sim.timeline import Timeline
+
+
+def add_timeline_outputs(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--gantt", type=output_flag, default=None, metavar="OUT.html", help="write a plotly Gantt of the timeline")
+    parser.add_argument("--chrome-trace", dest="trace", type=output_flag, default=None, metavar="OUT.json",
+                        help="Chrome trace JSON of the timeline (opens in Perfetto)")
+    parser.add_argument("--trace", dest="trace", type=output_flag, help=argparse.SUPPRESS)  # older name; cluster's --trace is its input
+    parser.add_argument("--schedule-csv", type=output_flag, default=None, metavar="OUT.csv",
+                        help="per-rank action CSV in torch.distributed.pipelining's layout")
+
+
+def iteration_caption(iteration_seconds: float, timeline) -> str:
+    """The note under a training iteration's Gantt: the chart draws the pipeline's passes, and each rank's
+    work after its last backward (the gradient all-reduces left to run, the optimizer step) ends the
+    iteration later; both figures in seconds, as the chart's axis."""
+    after = iteration_seconds - timeline.makespan
+    return (f"Each pipeline rank's forward and backward passes. What a rank runs after its last backward (the "
+            f"DP and embedding all-reduces left to run, the optimizer step) is not drawn: the iteration ends "
+            f"{after:.4g} s after the last bar, at {iteration_seconds:.4g} s.")
+
+
+def write_timeline_outputs(args: argparse.Namespace, timeline, title: str, unit: str = "cycles",
+                           borrowed: Collection[tuple[str, str]] = (), caption: str = "") -> None:
+    """The Gantt, Chrome trace and schedule CSV asked for; ``unit``: the timeline's time unit, the
+    Gantt's x axis title (cycles for arrays, seconds for GPUs) and the Chrome trace's scale (seconds written
+    in its µs); ``borrowed``: (layer, kind) of the
+    ops the Gantt hatches (a plan's :attr:`~archsim.partition.result.Partition.borrowed_ops`); ``caption``:
+    a note under the Gantt (a training iteration's: :func:`iteration_caption`)."""
+    if args.gantt:
+        from archsim.report.gantt import write_gantt  # plotly: only when a chart is asked for
+
+        write_gantt(timeline, args.gantt, title=title, caption=caption, unit=unit, borrowed=borrowed)
+    if args.trace or args.schedule_csv:
+        from archsim.report.export import write_chrome_trace, write_pipeline_schedule_csv
+
+        if args.trace:
+            write_chrome_trace(timeline, args.trace, unit)
+        if args.schedule_csv:
+            write_pipeline_schedule_csv(timeline, args.schedule_csv)
+
+
+def validated(timeline: object) -> Timeline:
+    """``timeline`` after the independent validator found nothing wrong with it (else an
+    AssertionError listing the violations: a simulator bug, not a user's mistake)."""
+    from archsim.sim.timeline import Timeline
+    from archsim.sim.validate import assert_valid
+
+    assert isinstance(timeline, Timeline), type(timeline)
+    assert_valid(timeline.problem, timeline)
+    return timeline
