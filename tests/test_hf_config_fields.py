@@ -254,7 +254,8 @@ def _tables(heading: str) -> list[list[str]]:
 
 
 def test_docs_list_the_toml_keys_and_every_field_archsim_refuses():
-    from archsim.workload.model_files import FIXED, TOML_KEYS
+    from archsim.workload.hf_config import FIXED
+    from archsim.workload.model_files import TOML_KEYS
 
     toml, read, refused, no_work = _tables("## Transformer configs")
     assert set(toml) == TOML_KEYS

@@ -22,5 +22,5 @@ SCHEDULES = ("1f1b", "gpipe", "zb-h1", "zb-h2", "interleaved-1f1b", "interleaved
 # (17·10⁶ estimated took 46 s on gpt_1024h_24l.json, 3·10⁶ the 1T GPT's default re-timing 4.8 s in all)
 MAX_REFINE_ACTIONS = 5_000_000
 # the Hugging Face config.json model_types train, search and the array commands read
-# (archsim/workload/model_files.py; docs/formats.md lists the fields of each)
+# (archsim/workload/hf_config.py; docs/formats.md lists the fields of each)
 HF_MODEL_TYPES = ("gpt2", "opt", "llama", "mistral", "qwen2", "qwen3", "gemma", "bert", "switch_transformers")

@@ -227,10 +227,11 @@ def model_note(path: str | Path, model: str) -> str:
     """One line when the runs file's optional ``# model: NAME`` line names another model than MODEL's name
     ``model`` ('' when it names the same or is absent). NAME is the model's name as archsim gives it (the
     ``model`` of ``train``'s meta); a config's path there stands for its name
-    (:func:`~archsim.workload.model_files.file_model_name`). A note, not a refusal: the user may mean to
+    (:func:`~archsim.workload.config_fields.file_model_name`). A note, not a refusal: the user may mean to
     predict one model's layouts on another."""
     from archsim.validate import shown
-    from archsim.workload.model_files import MODEL_SUFFIXES, file_model_name
+    from archsim.workload.config_fields import file_model_name
+    from archsim.workload.model_files import MODEL_SUFFIXES
 
     named = read_header(path, "runs file")[1].get("model", "")
     if "/" in named or "\\" in named or named.lower().endswith(MODEL_SUFFIXES):

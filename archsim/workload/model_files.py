@@ -25,14 +25,14 @@ a value archsim does not model; the fields that change no work are listed in doc
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
-from archsim.choices.training import HF_MODEL_TYPES
 from archsim.errors import InputError
-from archsim.validate import check_name, parse_json, parse_toml, read_text, shown, shown_boolean, shown_number
-from archsim.workload.transformer import ACTIVATIONS, FAMILIES, LIMITS, OPT_POSITION_OFFSET, TransformerConfig
+from archsim.validate import check_name, parse_json, parse_toml, read_text, shown
+from archsim.workload.config_fields import get_key, head_dim_channels
+from archsim.workload.hf_config import from_hf
+from archsim.workload.transformer import FAMILIES, TransformerConfig
 
 # The keys a transformer config TOML may hold; any other is refused (docs/formats.md lists them under
 # "Transformer configs").
@@ -103,37 +103,6 @@ def config_dtype_note(config: TransformerConfig, priced: str, flag: str = "--dty
     return f"config.json says {config.torch_dtype}; priced in {priced}, train's default: give {how} to price it so"
 
 
-def _get(table: dict, key: str, default=None, *, required: bool = True):
-    if key not in table or table[key] is None:
-        if default is None and required:
-            raise InputError("missing key", field=key)
-        return default
-    value = table[key]
-    if isinstance(default, bool) or key.startswith("tie"):
-        if not isinstance(value, bool):
-            raise InputError(f"expected true or false, got {shown_boolean(value)}", field=key)
-        return value
-    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise InputError(f"expected a positive integer, got {shown_number(value)}", field=key)
-    return value
-
-
-def head_dim_channels(table: dict, family: str, heads: int, hidden: int, default: int | None = 0) -> int:
-    """:attr:`TransformerConfig.kv_channels` from a config's ``head_dim`` (Hugging Face's and the
-    ``[transformer]`` TOML's alike): 0 when absent or hidden / heads; heads × head_dim for llama (an
-    attention wider or narrower than hidden, Mistral-NeMo, Gemma, Qwen3); refused for the other families,
-    whose heads split hidden. ``default``: the head_dim taken when the key is absent (None: required)."""
-    head_dim = _get(table, "head_dim", default, required=default is None)
-    if not head_dim or head_dim * heads == hidden:
-        return 0
-    if head_dim * heads > LIMITS["kv_channels"]:
-        raise InputError(f"heads × head_dim ({heads} × {head_dim}) is over {LIMITS['kv_channels']}", field="head_dim")
-    if family != "llama":
-        raise InputError(f"a head_dim other than hidden / heads ({hidden} / {heads}) is modelled for llama only, "
-                         f"not {family}", field="head_dim")
-    return head_dim * heads
-
-
 def _from_toml(document: dict, path: Path) -> TransformerConfig:
     if set(document) != {"transformer"} or not isinstance(document["transformer"], dict):
         raise InputError("expected exactly one table, [transformer]", field="transformer")
@@ -145,262 +114,14 @@ def _from_toml(document: dict, path: Path) -> TransformerConfig:
     if family not in FAMILIES or family == "switch":
         raise InputError(f"expected one of {', '.join(f for f in FAMILIES if f != 'switch')} (switch: from its Hugging Face config.json), "
                          f"got {family!r}", field="family")
-    hidden, heads = _get(t, "hidden"), _get(t, "heads")
+    hidden, heads = get_key(t, "hidden"), get_key(t, "heads")
     return TransformerConfig(
-        name=check_name(t.get("name", path.stem), "name"), family=family, layers=_get(t, "layers"), hidden=hidden, heads=heads,
-        vocab=_get(t, "vocab"), seq=_get(t, "seq"),
-        ffn=_get(t, "ffn", None if family == "llama" else 4 * hidden),
-        kv_heads=_get(t, "kv_heads", heads), tied_embeddings=_get(t, "tied_embeddings", family != "llama"),
-        positions=0 if family == "llama" else _get(t, "seq"), type_vocab=_get(t, "type_vocab", 0, required=False),
-        sliding_window=_get(t, "sliding_window", required=False),
+        name=check_name(t.get("name", path.stem), "name"), family=family, layers=get_key(t, "layers"), hidden=hidden, heads=heads,
+        vocab=get_key(t, "vocab"), seq=get_key(t, "seq"),
+        ffn=get_key(t, "ffn", None if family == "llama" else 4 * hidden),
+        kv_heads=get_key(t, "kv_heads", heads), tied_embeddings=get_key(t, "tied_embeddings", family != "llama"),
+        positions=0 if family == "llama" else get_key(t, "seq"), type_vocab=get_key(t, "type_vocab", 0, required=False),
+        sliding_window=get_key(t, "sliding_window", required=False),
         kv_channels=head_dim_channels(t, family, heads, hidden))
 
 
-# -- Hugging Face config.json -----------------------------------------------------------------------
-@dataclass(frozen=True)
-class Fixed:
-    """A field archsim models at one setting (``models``, in words): a config that sets it to a value
-    ``allowed`` rejects is refused, ``why`` naming the work that would change."""
-
-    key: str
-    default: object  # transformers' default, taken when the key is absent or null
-    allowed: Callable[[object], bool]
-    models: str
-    why: str
-
-
-def _is(expected: object) -> Callable[[object], bool]:
-    return lambda value: value == expected
-
-
-def _on(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
-
-
-_DROPOUT = "PyTorch runs no dropout kernel at probability 0, and archsim's op lists run one"
-_NO_DROPOUT = "archsim's eager op list runs no kernel for it (0 in the published configs)"
-_LLAMA = (
-    Fixed("attention_bias", False, _is(False), "q, k, v and o without biases", "biases add parameters and gradients"),
-    Fixed("mlp_bias", False, _is(False), "gate, up and down without biases", "biases add parameters and gradients"),
-    Fixed("pretraining_tp", 1, _is(1), "whole projections",
-          "transformers' Llama (the versions that honour it) slices each projection into that many GEMMs"),
-)
-FIXED: dict[str, tuple[Fixed, ...]] = {  # model_type → the fields it reads at one setting only
-    "gpt2": (
-        Fixed("add_cross_attention", False, _is(False), "a decoder without cross-attention",
-              "a cross-attention sub-layer and its LayerNorm in every block"),
-        Fixed("scale_attn_weights", True, _is(True), "scores scaled by 1/√d", "the eager list's scale kernel would not run"),
-        Fixed("scale_attn_by_inverse_layer_idx", False, _is(False), "one scale of the scores",
-              "the scores divided by the layer's index too: one more kernel over them"),
-        Fixed("reorder_and_upcast_attn", False, _is(False), "the scores as one fp16/fp32 matmul",
-              "fp32 scores by baddbmm: other kernels and bytes"),
-        *(Fixed(key, 0.1, _on, "dropout on", _DROPOUT) for key in ("attn_pdrop", "resid_pdrop", "embd_pdrop")),
-    ),
-    "opt": (
-        Fixed("enable_bias", True, _is(True), "biases on every Linear", "no biases: fewer parameters and gradients"),
-        Fixed("layer_norm_elementwise_affine", True, _is(True), "LayerNorms with γ and β",
-              "LayerNorms without their parameters"),
-        Fixed("_remove_final_layer_norm", False, _is(False), "the final LayerNorm", "the final LayerNorm removed"),
-        Fixed("layerdrop", 0.0, _is(0), "every layer run", "layers skipped at random"),
-        Fixed("dropout", 0.1, _on, "residual dropout on", _DROPOUT),
-        Fixed("attention_dropout", 0.0, _is(0), "no attention dropout", _NO_DROPOUT),
-        Fixed("activation_dropout", 0.0, _is(0), "no activation dropout", _NO_DROPOUT),
-    ),
-    "llama": _LLAMA,
-    "qwen3": (  # Qwen3Attention: q, k, v and o biases all follow attention_bias
-        Fixed("attention_bias", False, _is(False), "q, k, v and o without biases", "biases add parameters and gradients"),
-        Fixed("use_sliding_window", False, _is(False), "full attention in every layer",
-              "a sliding window on the layers past max_window_layers: fewer scores there"),
-    ),
-    "gemma": (
-        Fixed("attention_bias", False, _is(False), "q, k, v and o without biases", "biases add parameters and gradients"),
-    ),
-    "qwen2": (
-        Fixed("use_sliding_window", False, _is(False), "full attention in every layer",
-              "a sliding window on the layers past max_window_layers: fewer scores there"),
-    ),
-    "bert": (
-        Fixed("add_cross_attention", False, _is(False), "no cross-attention",
-              "a cross-attention sub-layer in every layer"),
-        Fixed("position_embedding_type", "absolute", _is("absolute"), "learned absolute positions",
-              "relative positions add a distance embedding and two einsums per layer"),
-        Fixed("chunk_size_feed_forward", 0, _is(0), "the FFN on all tokens at once",
-              "the FFN run in chunks: more, smaller kernels"),
-        Fixed("hidden_dropout_prob", 0.1, _on, "dropout on", _DROPOUT),
-        Fixed("attention_probs_dropout_prob", 0.1, _on, "dropout on", _DROPOUT),
-    ),
-    "switch_transformers": (
-        Fixed("router_bias", False, _is(False), "a router without bias", "a bias on every router's Linear"),
-    ),
-}
-
-
-def check_fixed(config: dict, kind: str) -> None:
-    """Refuse a field of :data:`FIXED` set to work archsim does not model (one line: field, value, why)."""
-    for rule in FIXED.get(kind, ()):
-        value = config.get(rule.key)
-        value = rule.default if value is None else value
-        if not rule.allowed(value):
-            raise InputError(f"{rule.key} {shown(value)} is not modelled ({rule.why}); archsim models {rule.models}",
-                             field=rule.key)
-
-
-def _activation(config: dict, key: str, default: str) -> str:
-    """The MLP's activation named by ``key``: one archsim states (``ACTIVATIONS``), else refused — a
-    gated one changes the MLP's GEMMs, others run kernels archsim does not list."""
-    value = config.get(key)
-    if value is None:
-        return default
-    if value not in ACTIVATIONS:
-        raise InputError(f"{key} {shown(value)} is not modelled: archsim reads gelu_new (GPT-2's) and the one-kernel "
-                         f"elementwise activations {', '.join(a for a in ACTIVATIONS if a != 'gelu_new')}; gated "
-                         "ones change the MLP's GEMMs, others run kernels it does not list", field=key)
-    return str(value)
-
-
-def _number(config: dict, key: str, default: float) -> float:
-    """A real-valued field (transformers' default when absent or null); its range is checked by
-    :class:`TransformerConfig`, which names the field."""
-    value = config.get(key)
-    if value is None:
-        return default
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        raise InputError(f"expected a number, got {shown(value)}", field=key)
-    return value
-
-
-def from_hf(config: dict, path: Path) -> TransformerConfig:
-    """The config's shapes, and its ``torch_dtype`` as written where it is a string (metadata: what the
-    checkpoint is stored in, which :func:`config_dtype_note` states)."""
-    stated = config.get("torch_dtype")
-    return replace(_shapes(config, path), torch_dtype=stated if isinstance(stated, str) else "")
-
-
-def file_model_name(path: str | Path) -> str:
-    """The name archsim gives the model a Hugging Face config at ``path`` describes (its ``model`` in every
-    output): a ``config.json``'s folder (``llama2_7b/config.json``: ``llama2_7b``), any other file's stem."""
-    path = Path(path)
-    return path.parent.name if path.name == "config.json" else path.stem
-
-
-def _shapes(config: dict, path: Path) -> TransformerConfig:
-    kind = str(config.get("model_type", "")).lower()
-    name = file_model_name(path)
-    check_fixed(config, kind)
-    if kind == "gpt2":
-        hidden, heads = _get(config, "n_embd"), _get(config, "n_head")
-        positions = _get(config, "n_positions", config.get("n_ctx"))
-        return TransformerConfig(name, "gpt", _get(config, "n_layer"), hidden, heads, _get(config, "vocab_size"),
-                                 positions, _get(config, "n_inner", 4 * hidden), heads,
-                                 _get(config, "tie_word_embeddings", True), positions, position_limit=positions,
-                                 activation=_activation(config, "activation_function", "gelu_new"))
-    if kind == "opt":
-        hidden = _get(config, "hidden_size")
-        if config.get("do_layer_norm_before", True) is not True or config.get("word_embed_proj_dim", hidden) != hidden:
-            raise InputError("OPT with LayerNorms after the blocks or a word_embed_proj_dim other than hidden_size "
-                             "(OPT-350m's projections) is not modelled", field="model_type")
-        positions = _get(config, "max_position_embeddings")
-        return TransformerConfig(name, "opt", _get(config, "num_hidden_layers"), hidden,
-                                 _get(config, "num_attention_heads"), _get(config, "vocab_size"), positions,
-                                 _get(config, "ffn_dim"), _get(config, "num_attention_heads"),
-                                 _get(config, "tie_word_embeddings", True), positions + OPT_POSITION_OFFSET,
-                                 position_limit=positions, activation=_activation(config, "activation_function", "relu"))
-    if kind in GEMMA_LATER:
-        raise InputError(f"model_type {kind!r} is not read: {GEMMA_LATER[kind]} are not modelled (archsim reads "
-                         "Gemma 1, model_type 'gemma')", field="model_type")
-    if kind in MOE_EXPERTS:
-        raise InputError(_moe_refusal(config, kind), field="model_type")
-    if kind in ("llama", "mistral", "qwen2", "qwen3", "gemma"):
-        heads, hidden = _get(config, "num_attention_heads"), _get(config, "hidden_size")
-        gemma = kind == "gemma"
-        # Mistral-NeMo's 128 at hidden 5120 over 32 heads; GemmaConfig's default 256; Qwen3's configs state it
-        head_dim = {"gemma": 256, "qwen3": None}.get(kind, 0)
-        return TransformerConfig(name, "llama", _get(config, "num_hidden_layers"), hidden, heads,
-                                 _get(config, "vocab_size"), _get(config, "max_position_embeddings"),
-                                 _get(config, "intermediate_size"), _get(config, "num_key_value_heads", heads),
-                                 _get(config, "tie_word_embeddings", gemma),
-                                 kv_channels=head_dim_channels(config, "llama", heads, hidden, head_dim),
-                                 sliding_window=_get(config, "sliding_window", required=False) if kind == "mistral" else None,
-                                 activation=_gemma_activation(config) if gemma else _activation(config, "hidden_act", "silu"),
-                                 attention_dropout=_number(config, "attention_dropout", 0.0),
-                                 partial_rotary_factor=_number(config, "partial_rotary_factor", 1.0),
-                                 qkv_bias=kind == "qwen2", qk_norm=kind == "qwen3", scaled_embeddings=gemma)
-    if kind == "bert":
-        positions = _get(config, "max_position_embeddings")
-        return TransformerConfig(name, "bert", _get(config, "num_hidden_layers"), _get(config, "hidden_size"),
-                                 _get(config, "num_attention_heads"), _get(config, "vocab_size"), positions,
-                                 _get(config, "intermediate_size"), _get(config, "num_attention_heads"), True,
-                                 positions, _get(config, "type_vocab_size", 2), position_limit=positions,
-                                 activation=_activation(config, "hidden_act", "gelu"))
-    if kind == "switch_transformers":
-        return _switch_from_hf(config, name)
-    raise InputError(f"model_type {config.get('model_type')!r} is not read; archsim reads "
-                     f"{', '.join(HF_MODEL_TYPES)} configs (or write a [transformer] TOML)", field="model_type")
-
-
-# Gemma 2 and 3's work Gemma 1's model lacks: refused by name, not read as Gemma 1
-_GEMMA3 = ("its local (sliding-window) and global attention layers, the norms after each attention and MLP block, "
-           "and its q and k norms")
-GEMMA_LATER = {
-    "gemma2": "its alternating local (sliding-window) and global attention layers, the norms after each attention "
-              "and MLP block, and the attention and final logit soft-capping",
-    "gemma3": _GEMMA3,
-    "gemma3_text": _GEMMA3,
-}
-
-
-# Sparse mixture-of-experts decoders: model_type → the fields naming the routed experts and the experts per
-# token. A router and each expert's MLP on its share of the tokens are work archsim's Llama layer lacks, so they
-# are refused by name rather than reported as "not read" (or mistaken for their dense attention shape).
-MOE_EXPERTS = {
-    "mixtral": ("num_local_experts", "num_experts_per_tok"),
-    "phimoe": ("num_local_experts", "num_experts_per_tok"),
-    "qwen2_moe": ("num_experts", "num_experts_per_tok"),
-    "qwen3_moe": ("num_experts", "num_experts_per_tok"),
-    "olmoe": ("num_experts", "num_experts_per_tok"),
-    "deepseek_v2": ("n_routed_experts", "num_experts_per_tok"),
-    "deepseek_v3": ("n_routed_experts", "num_experts_per_tok"),
-}
-
-
-def _moe_refusal(config: dict, kind: str) -> str:
-    """One line: a mixture-of-experts ``model_type``, its experts as the config states them, and why it is refused."""
-    stated = ", ".join(f"{key} {config[key]}" for key in MOE_EXPERTS[kind] if config.get(key) is not None)
-    return (f"model_type {kind!r} is a sparse mixture-of-experts model{f' ({stated})' if stated else ''}: its "
-            "router and per-expert MLPs are not modelled (archsim reads the mixture-of-experts switch_transformers "
-            f"and the dense {', '.join(t for t in HF_MODEL_TYPES if t != 'switch_transformers')})")
-
-
-def _gemma_activation(config: dict) -> str:
-    """GemmaMLP's gate activation: ``hidden_activation``, else gelu_pytorch_tanh (transformers' GemmaMLP
-    ignores the older ``hidden_act``, google/gemma-7b's "gelu", and warns). Gemma's GeGLU is the SwiGLU
-    MLP's three GEMMs with a gelu gate; the activation is costed as the same elementwise ops."""
-    return _activation(config, "hidden_activation", "gelu_pytorch_tanh")
-
-
-def _switch_from_hf(config: dict, name: str) -> TransformerConfig:
-    """``SwitchTransformersConfig``: equal encoder and decoder depth and sparse step (as its ``__init__``
-    derives it: layers // sparse layers when those are given), ReLU FFNs without gate, dropout and router
-    jitter on, tied embeddings (the LM head scaled by d_model^-0.5); anything else is refused, not
-    mis-modelled."""
-    layers = _get(config, "num_layers")
-    decoder_layers = _get(config, "num_decoder_layers", layers)
-    step = (layers // _get(config, "num_sparse_encoder_layers") if "num_sparse_encoder_layers" in config
-            else _get(config, "encoder_sparse_step"))
-    decoder_step = (decoder_layers // _get(config, "num_sparse_decoder_layers")
-                    if "num_sparse_decoder_layers" in config else _get(config, "decoder_sparse_step"))
-    same = (decoder_layers == layers and decoder_step == step and step >= 1 and layers % step == 0
-            and config.get("is_gated_act", False) is False
-            and str(config.get("feed_forward_proj", "relu")).lower() == "relu"
-            and config.get("dropout_rate", 0.1) != 0 and config.get("router_jitter_noise", 0.01) != 0
-            and _get(config, "tie_word_embeddings", True))
-    if not same:
-        raise InputError("Switch Transformers with unequal encoder and decoder depth or sparse step, a depth the "
-                         "sparse step does not divide, gated or non-ReLU FFNs, no dropout or router jitter, or "
-                         "untied embeddings are not modelled", field="model_type")
-    heads = _get(config, "num_heads")
-    return TransformerConfig(name, "switch", layers // step, _get(config, "d_model"), heads,
-                             _get(config, "vocab_size"), 512, _get(config, "d_ff"), heads, True,
-                             experts=_get(config, "num_experts"), expert_capacity=_get(config, "expert_capacity"),
-                             sparse_step=step, kv_channels=heads * _get(config, "d_kv"),
-                             position_buckets=_get(config, "relative_attention_num_buckets"))

@@ -1,0 +1,51 @@
+"""The field readers both model-file dialects share (archsim's ``[transformer]`` TOML in
+:mod:`archsim.workload.model_files`, Hugging Face's ``config.json`` in :mod:`archsim.workload.hf_config`):
+one rule for a required positive integer or boolean, one for ``head_dim``, one for the model's name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from archsim.errors import InputError
+from archsim.validate import shown_boolean, shown_number
+from archsim.workload.transformer import LIMITS
+
+
+def get_key(table: dict, key: str, default=None, *, required: bool = True):
+    """``table[key]``: a positive integer, or a boolean for a ``tie…`` key or a boolean default; ``default`` when
+    absent or null (refused as missing where there is none and ``required``)."""
+    if key not in table or table[key] is None:
+        if default is None and required:
+            raise InputError("missing key", field=key)
+        return default
+    value = table[key]
+    if isinstance(default, bool) or key.startswith("tie"):
+        if not isinstance(value, bool):
+            raise InputError(f"expected true or false, got {shown_boolean(value)}", field=key)
+        return value
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise InputError(f"expected a positive integer, got {shown_number(value)}", field=key)
+    return value
+
+
+def head_dim_channels(table: dict, family: str, heads: int, hidden: int, default: int | None = 0) -> int:
+    """:attr:`TransformerConfig.kv_channels` from a config's ``head_dim`` (Hugging Face's and the
+    ``[transformer]`` TOML's alike): 0 when absent or hidden / heads; heads × head_dim for llama (an
+    attention wider or narrower than hidden, Mistral-NeMo, Gemma, Qwen3); refused for the other families,
+    whose heads split hidden. ``default``: the head_dim taken when the key is absent (None: required)."""
+    head_dim = get_key(table, "head_dim", default, required=default is None)
+    if not head_dim or head_dim * heads == hidden:
+        return 0
+    if head_dim * heads > LIMITS["kv_channels"]:
+        raise InputError(f"heads × head_dim ({heads} × {head_dim}) is over {LIMITS['kv_channels']}", field="head_dim")
+    if family != "llama":
+        raise InputError(f"a head_dim other than hidden / heads ({hidden} / {heads}) is modelled for llama only, "
+                         f"not {family}", field="head_dim")
+    return head_dim * heads
+
+
+def file_model_name(path: str | Path) -> str:
+    """The name archsim gives the model a Hugging Face config at ``path`` describes (its ``model`` in every
+    output): a ``config.json``'s folder (``llama2_7b/config.json``: ``llama2_7b``), any other file's stem."""
+    path = Path(path)
+    return path.parent.name if path.name == "config.json" else path.stem
