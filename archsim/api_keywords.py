@@ -32,13 +32,13 @@ def check_choice(value: object, choices: tuple[str, ...], field: str) -> None:
         raise InputError(f"expected one of {', '.join(choices)}, got {value!r}", field=field)
 
 
-def check_switch(value: object, field: str) -> None:
-    """A keyword whose flag is a switch (``--sequence-parallel``): True or False, refused otherwise, since
-    the text "false" read from a user's file is true."""
-    if not isinstance(value, bool):
+def check_switch(value: object, field: str, *, none: bool = False) -> None:
+    """A keyword whose flag is a switch (``--sequence-parallel``): True or False (or None where ``none``: the
+    command's default), refused otherwise, since the text "false" read from a user's file is true."""
+    if not isinstance(value, bool) and not (none and value is None):
         from archsim.errors import InputError
 
-        raise InputError(f"expected True or False, got {value!r}", field=field)
+        raise InputError(f"expected True{', False or None' if none else ' or False'}, got {value!r}", field=field)
 
 
 def check_path(value: object, field: str, what: str) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from archsim.api_keywords import (
     check_choice,
     check_path,
+    check_switch,
     gpu_cluster,
     listed,
     named,
@@ -200,8 +201,7 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
     modes = {"both": (False, True), "on": (True,), "off": (False,)}
     if sequence_parallel not in modes:
         raise InputError(f"expected both, on or off, got {sequence_parallel!r}", field="sequence-parallel")
-    if progress is not None and not isinstance(progress, bool):
-        raise InputError(f"expected True, False or None, got {progress!r}", field="progress")
+    check_switch(progress, "progress", none=True)
     for name, field in ((model_file, "model_file"), (cluster_file, "cluster_file")):
         if name is not None:
             check_path(name, field, "a path (a str or Path) or None")
