@@ -152,3 +152,18 @@ def test_an_energy_objective_without_watts_names_gpu_watts(tmp_path):
         watts(load_gpu_cluster(str(path)), 8)
     assert caught.value.where.field == "gpu_watts"
     assert "price_per_gpu_hour" not in caught.value.message and "board_watts" in caught.value.message
+
+
+def test_the_sram_warning_never_suggests_a_figure_it_would_warn_of_again(tmp_path):
+    """Failed before the fix: beside a 128 × 100000 array (a cols slip), 8 MiB of SRAM per array was warned with
+    "if it is in MiB, write 8.38861e+06 KiB" — 8 GiB per array, a figure the next rule warns of as bytes. A figure
+    × 1024 that is itself implausible is no MiB slip: the warning names the array's shape and the SRAM a fold needs
+    (3 × 128 × 100000 × 2 bytes = 75,000 KiB) instead."""
+    chip = _chip(tmp_path, "cols = 256", "cols = 100000")
+    chip.write_text(chip.read_text().replace("rows = 256", "rows = 128").replace("= 32768", "= 8192"))
+    (warning,) = implausible_figures(load_device(chip))
+    assert "8.38861e+06" not in warning and "in MiB" not in warning
+    assert "[compute] rows and cols" in warning and "75000 KiB" in warning
+    # a real MiB slip beside a real array still gets the MiB figure to write (the test above: 32 → 32768 KiB)
+    (warning,) = implausible_figures(load_device(_chip(tmp_path, "= 32768", "= 32")))
+    assert warning.endswith("if it is in MiB, write 32768 KiB")

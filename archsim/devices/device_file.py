@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from archsim.array.config import read_scalesim_cfg, sram_in_bytes
+from archsim.array.config import MAX_PLAUSIBLE_SRAM_KIB, read_scalesim_cfg, sram_in_bytes
 from archsim.array.device_sections import DEVICE_WORD_BYTES, cfg_device_sections, checked_sections
 from archsim.choices.devices import DTYPES
 from archsim.clock import clock_hz
@@ -171,10 +171,13 @@ def implausible_figures(device: Device) -> tuple[str, ...]:
         sram = f"{device.name}: {kib:g} KiB of SRAM beside each array ([memory] sram_kib_per_array; a .cfg's " \
                "three SramSzkB together)"
         if kib / 3 < fold_kib:
+            mib_slip = kib * 1024 / 3 >= fold_kib and kib * 1024 <= MAX_PLAUSIBLE_SRAM_KIB  # × 1024 is a real SRAM
+            fix = (f"if it is in MiB, write {kib * 1024:g} KiB" if mib_slip else
+                   f"such an array needs {3 * fold_kib:g} KiB or more: check [compute] rows and cols (a .cfg's "
+                   f"ArrayHeight and ArrayWidth)")
             lines.append(f"{sram}: a third of it, an operand buffer, holds less than one fold of a "
                          f"{arrays.rows} × {arrays.cols} array ({fold_kib:g} KiB at {DEVICE_WORD_BYTES} bytes), so "
-                         f"the energy model's compulsory DRAM traffic is out of its reach: if it is in MiB, write "
-                         f"{kib * 1024:g} KiB")
+                         f"the energy model's compulsory DRAM traffic is out of its reach: {fix}")
         elif slip := sram_in_bytes(sram, kib, f"{kib / 1024:g} KiB"):
             lines.append(slip)
     return tuple(lines)
