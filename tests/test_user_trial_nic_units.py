@@ -202,4 +202,4 @@ def test_a_device_files_link_written_in_gb_per_s_is_named_as_the_files_link(tmp_
     (warning,) = load_gpu_cluster(cluster).warnings
     assert warning.startswith(f"intra_server_gbps = {intra} is chip.toml's [links] intra_gbps in {unit} "
                               "(3200 Gbit/s both directions)"), warning
-    assert "NVLink" not in warning and warning.endswith("write intra_server_gbps = 3200")
+    assert "NVLink" not in warning and "write intra_server_gbps = 3200;" in warning

@@ -167,3 +167,23 @@ def test_the_sram_warning_never_suggests_a_figure_it_would_warn_of_again(tmp_pat
     # a real MiB slip beside a real array still gets the MiB figure to write (the test above: 32 → 32768 KiB)
     (warning,) = implausible_figures(load_device(_chip(tmp_path, "= 32768", "= 32")))
     assert warning.endswith("if it is in MiB, write 32768 KiB")
+
+
+@pytest.mark.parametrize(("intra_gbps", "intra_server", "unit", "fixed"), [
+    (1600, 3200, "Gbit/s per direction", 200),  # 200 GB/s per direction typed as 1600 Gbit/s; the cluster's 3200 right
+    (3200, 3200, "Gbit/s both directions", 200),  # typed as the cluster key's own figure
+])
+def test_the_in_server_unit_warning_offers_the_device_files_slip_too(tmp_path, intra_gbps, intra_server, unit, fixed):
+    """Failed before the fix: a device file's [links] intra_gbps written in Gbit/s (1600 for 200 GB/s per direction)
+    beside a right intra_server_gbps = 3200 was warned as the cluster file's slip, "its 1600 is right as it is",
+    asking for intra_server_gbps = 25600: a link 8 times the chip's. The two figures' ratio cannot tell which file
+    slipped, so the warning names both fixes: the cluster's figure to write, and the device file's."""
+    cluster = _cluster(tmp_path, "intra_gbps = 200", f"intra_gbps = {intra_gbps}")
+    cluster_path = Path(cluster)
+    cluster_path.write_text(cluster_path.read_text().replace("intra_server_gbps = 3200",
+                                                             f"intra_server_gbps = {intra_server}"))
+    (warning,) = load_gpu_cluster(cluster).warnings
+    assert "right as it is" not in warning, warning
+    assert f"write intra_server_gbps = {intra_gbps * 16}" in warning, warning
+    assert f"if chip.toml's intra_gbps = {intra_gbps} is in {unit}" in warning, warning
+    assert warning.endswith(f"write intra_gbps = {fixed} there and keep intra_server_gbps = {intra_server}"), warning

@@ -72,18 +72,24 @@ def _intra_unit_warning(intra: float, device: Device, file: str | None = None) -
     direction), and that figure runs every in-server collective 8 or 16 times slower without a word. Empty unless
     the figure is the board's exactly 8 or 16 times too small (a what-if bandwidth other than that is read quietly).
     ``file``: the server's device file, whose link is its ``[links] intra_gbps`` (NVLink, ICI or another fabric:
-    the file does not say), named so; None for a catalog GPU, whose link is its NVLink."""
+    the file does not say), named so, and whose own figure may be the slip instead (Gbit/s written where the key
+    takes GB/s per direction); None for a catalog GPU, whose link is its NVLink."""
     own = device.fabric_bytes_per_s * 8 * 2 / 1e9  # the board's figure as the key takes it, Gbit/s both directions
     link = f"the {device.name}'s NVLink" if file is None else f"{file}'s [links] intra_gbps"
-    # the two keys' units side by side, and which file to edit: the cluster's; the device file's figure is right
-    stays = "" if file is None else (f", the device file's intra_gbps GB/s per direction (its "
-                                     f"{device.fabric_bytes_per_s / 1e9:g} is right as it is)")
-    for ratio, unit in ((8, "GB/s both directions"), (16, "GB/s per direction")):
+    # the two keys' units side by side; beside a device file either figure may be the slip (the device file's in
+    # Gbit/s gives the same ratio), so both fixes are named, the cluster's first
+    units = "" if file is None else ", the device file's intra_gbps GB/s per direction"
+    for ratio, unit, device_unit in ((8, "GB/s both directions", "Gbit/s per direction"),
+                                     (16, "GB/s per direction", "Gbit/s both directions")):
         if math.isclose(intra * ratio, own, rel_tol=1e-3):
+            stated = device.fabric_bytes_per_s / 1e9
+            other = "" if file is None else (f"; if {file}'s intra_gbps = {stated:g} is in {device_unit} instead, "
+                                             f"write intra_gbps = {stated / ratio:g} there and keep "
+                                             f"intra_server_gbps = {intra:g}")
             return (f"intra_server_gbps = {intra:g} is {link} in {unit} ({own:g} Gbit/s both "
                     f"directions): the cluster file's [[servers]] intra_server_gbps takes Gbit/s both directions"
-                    f"{stays}, so it runs 1/{ratio} of the link; if that was the unit, write intra_server_gbps = "
-                    f"{own:g}")
+                    f"{units}, so it runs 1/{ratio} of the link; if that was the unit, write intra_server_gbps = "
+                    f"{own:g}{other}")
     return ""
 
 
