@@ -125,6 +125,7 @@ def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | Non
     import warnings
 
     from archsim.array.costing import cost_frame
+    from archsim.array.config import cfg_sram_warning
     from archsim.array.device_sections import device_arrays_note, device_dtype_note
     from archsim.array.options import check_bandwidth_engine
     from archsim.cost_json import CostResult, cost_document
@@ -141,8 +142,9 @@ def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | Non
     layers = load_network(network, only=only, geometry=geometry, shapes=shapes, unsupported=unsupported,
                           input_shape=input_shape, dim=dim)
     notes = [] if config is None else [device_arrays_note(config),
-                                       None if dtype or element_bytes else device_dtype_note(config)]
-    for note in notes:  # the notes archsim cost prints on stderr: one of a device's arrays, at int8
+                                       None if dtype or element_bytes else device_dtype_note(config),
+                                       cfg_sram_warning(config)]
+    for note in notes:  # the notes archsim cost prints on stderr: one of a device's arrays, at int8; SRAM in bytes
         if note:
             warnings.warn(note, UserWarning, stacklevel=2)
     rows, document = cost_document(layers, chosen, batch=batch, mode=check_mode(mode), engine=engine,

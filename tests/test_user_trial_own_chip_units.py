@@ -187,3 +187,43 @@ def test_the_in_server_unit_warning_offers_the_device_files_slip_too(tmp_path, i
     assert f"write intra_server_gbps = {intra_gbps * 16}" in warning, warning
     assert f"if chip.toml's intra_gbps = {intra_gbps} is in {unit}" in warning, warning
     assert warning.endswith(f"write intra_gbps = {fixed} there and keep intra_server_gbps = {intra_server}"), warning
+
+
+CFG = """[general]
+run_name = startup
+
+[architecture_presets]
+ArrayHeight:    128
+ArrayWidth:     128
+IfmapSramSzkB:    {ifmap}
+FilterSramSzkB:   2731
+OfmapSramSzkB:    2730
+IfmapOffset:    0
+FilterOffset:   10000000
+OfmapOffset:    20000000
+Dataflow : ws
+
+[archsim]
+ClockGHz = 1.2
+"""
+
+
+@pytest.mark.parametrize("ifmap", [2796203, 2731])
+def test_cost_warns_a_cfgs_sram_in_bytes_naming_its_key(tmp_path, capsys, ifmap):
+    """Failed before the fix: a .cfg whose IfmapSramSzkB is 2,796,203 (2.67 MiB written in bytes) was costed by
+    `archsim cost --config` without a word, where the same figure as --sram-kb, or in a device file given to
+    train, is warned (the three SRAMs together above 256 MiB). Now the .cfg is judged by that rule and the warning
+    names the key that slipped and the KiB to write (2796203 / 1024 = 2731), not a sum of the three: a .cfg has
+    no key that takes the sum. A .cfg of honest sizes is read without a word."""
+    cfg = tmp_path / "chip.cfg"
+    cfg.write_text(CFG.format(ifmap=ifmap))
+    assert main(["cost", "layerpipe_sample", "--config", str(cfg), "--batch", "1", "--format", "csv"]) == 0
+    warnings_ = [line for line in capsys.readouterr().err.splitlines() if ": warning: " in line]
+    if ifmap == 2731:
+        assert warnings_ == []
+        return
+    (warning,) = warnings_
+    assert warning.startswith("archsim cost: warning: ") and "IfmapSramSzkB" in warning, warning
+    assert warning.endswith("if it is in bytes, write IfmapSramSzkB: 2731"), warning
+    with pytest.warns(UserWarning, match="write IfmapSramSzkB: 2731"):
+        archsim.cost("layerpipe_sample", config=str(cfg), batch=1)

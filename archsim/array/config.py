@@ -186,6 +186,20 @@ def sram_in_bytes(what: str, kib_per_array: float, fix: str) -> str | None:
     return f"{what} is above {MAX_PLAUSIBLE_SRAM_KIB // 1024} MiB per array: if it is in bytes, write {fix}"
 
 
+def cfg_sram_warning(path: str | Path) -> str | None:
+    """:func:`sram_in_bytes` for a SCALE-Sim ``.cfg``'s three SRAMs (what the array commands' ``--config`` reads):
+    the rule ``--sram-kb`` and a device file are judged by, its fix naming the keys that look like bytes (each
+    above a third of the limit; all three when none is), each in whole KiB, as a ``.cfg`` has no key for the sum."""
+    array = read_scalesim_cfg(path, sparsity=True, layouts=True)  # its sizes alone: the caller checked the rest
+    sizes = {"IfmapSramSzkB": array.ifmap_sram_kb, "FilterSramSzkB": array.filter_sram_kb,
+             "OfmapSramSzkB": array.ofmap_sram_kb}
+    slipped = [key for key, kib in sizes.items() if kib > MAX_PLAUSIBLE_SRAM_KIB / 3] or list(sizes)
+    stated = ", ".join(f"{key} {kib}" for key, kib in sizes.items())
+    return sram_in_bytes(f"{path}: {stated}: {sum(sizes.values())} KiB of SRAM beside the array (the three "
+                         "together)", sum(sizes.values()),
+                         ", ".join(f"{key}: {max(round(sizes[key] / 1024), 1)}" for key in slipped))
+
+
 def _toml_refusal(text: str, dtype_flag: bool) -> str:
     """Why a TOML is no ``.cfg``; for a device TOML, the flags that cost one of its arrays. ``dtype_flag``: the
     command takes ``--dtype``, so the flags name train's (:data:`~archsim.choices.devices.TRAIN_DTYPE`), as
