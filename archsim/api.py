@@ -124,8 +124,8 @@ def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | Non
     keywords as :func:`load_network`."""
     import warnings
 
-    from archsim.array.costing import cost_frame
     from archsim.array.config import cfg_sram_warning
+    from archsim.array.costing import cost_frame
     from archsim.array.device_sections import device_arrays_note, device_dtype_note
     from archsim.array.options import check_bandwidth_engine
     from archsim.cost_json import CostResult, cost_document
