@@ -227,3 +227,17 @@ def test_cost_warns_a_cfgs_sram_in_bytes_naming_its_key(tmp_path, capsys, ifmap)
     assert warning.endswith("if it is in bytes, write IfmapSramSzkB: 2731"), warning
     with pytest.warns(UserWarning, match="write IfmapSramSzkB: 2731"):
         archsim.cost("layerpipe_sample", config=str(cfg), batch=1)
+
+
+def test_a_dtype_the_chip_lacks_names_the_dtype_flag(tmp_path, capsys):
+    """Failed before the fix: a tiles chip stating only a bf16 peak, trained at train's default fp16, was refused as
+    "field 'precision': … has no fp16 peak", a field no flag or key of archsim's is called; it is --dtype (train's,
+    search's) or a sweep's `dtype`, as plan's own refusal says."""
+    chip = _chip(tmp_path)
+    chip.write_text(chip.read_text().replace('name = "MyChip"', 'name = "MyChip"\ngemm = "tiles"')
+                    .replace("clock_mhz = 1200", "clock_mhz = 1200\n[compute.peak_tflops]\nbf16 = 629"))
+    cluster = tmp_path / "cluster.toml"
+    cluster.write_text('[cluster]\n[[servers]]\ngpus = 8\nintra_server_gbps = 3200\ndevice = "chip.toml"\n')
+    assert main(["train", GPT2, "--cluster", str(cluster), "--dp", "8", "--global-batch", "8"]) == 2
+    err = capsys.readouterr().err
+    assert err == "archsim train: error: field 'dtype': MyChip has no fp16 peak; it has bf16\n", err

@@ -142,10 +142,10 @@ class Device:
         return self.nvlink_bytes_per_s / self.nvlinks
 
     def peak(self, precision: str = "fp16") -> float:
-        """Dense peak FLOP/s at ``precision``."""
+        """Dense peak FLOP/s at ``precision`` (a training dtype: refused under its user-facing name, ``dtype``)."""
         if precision not in self._peaks:
             raise InputError(f"{self.name} has no {precision} peak; it has {', '.join(self._peaks)}",
-                             field="precision")
+                             field="dtype")
         return self._peaks[precision]
 
     def gemm_units(self, dtype: str) -> Arrays:
