@@ -1,0 +1,66 @@
+"""Small user-facing defects left from the last round (followups 23), each test failing on the code before its
+fix: the library's warnings and errors named the command's flags (``set --tp/--pp/--dp``), …"""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+from test_docs import ROOT
+
+import archsim
+from archsim.cli import main
+from archsim.errors import InputError
+
+MODEL = str(ROOT / "configs" / "transformers" / "gpt_1024h_24l.json")  # 24 layers, 16 heads
+NODE = str(ROOT / "configs" / "clusters" / "a100_node.toml")  # 8 GPUs
+GPT3 = str(ROOT / "configs" / "transformers" / "gpt3_175b.toml")
+
+
+def _warned(call) -> list[str]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        call()
+    return [str(w.message) for w in caught]
+
+
+# 1. the library names its keywords, the command its flags
+
+
+def test_the_idle_gpu_and_one_chunk_notes_name_keywords_from_python_and_flags_from_the_command(capsys):
+    """Failed before: archsim.train warned "set --tp/--pp/--dp, or archsim search" and "(--interleave 1)"."""
+    assert main(["train", MODEL, "--cluster", NODE, "--tp", "2", "--pp", "2", "--global-batch", "8",
+                 "--schedule", "interleaved-1f1b", "--format", "json"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2
+    assert err[0].startswith("archsim train: note: --schedule interleaved-1f1b ran with one model chunk per "
+                             "pipeline rank (--interleave 1)") and err[0].endswith("--interleave V gives each rank V chunks")
+    assert err[1].endswith("; set --tp/--pp/--dp, or archsim search to choose")
+    said = _warned(lambda: archsim.train(MODEL, cluster=NODE, tp=2, pp=2, global_batch=8, schedule="interleaved-1f1b"))
+    assert len(said) == 2
+    assert said[0].startswith("schedule='interleaved-1f1b' ran with one model chunk per pipeline rank (interleave=1)")
+    assert said[0].endswith("interleave=V gives each rank V chunks") and "--" not in said[0]
+    assert said[1].endswith("; set tp/pp/dp, or archsim.search to choose") and "--" not in said[1]
+    # outside the library's jobs (the command's code called from Python) the flags again
+    assert main(["train", MODEL, "--cluster", NODE, "--tp", "8", "--global-batch", "8"]) == 0
+
+
+def test_a_layout_over_the_cluster_is_refused_in_keywords_or_flags(capsys):
+    """Failed before: archsim.train(tp=4, pp=2, dp=2) was refused as "--tp × --pp × --dp = …"."""
+    assert main(["train", MODEL, "--cluster", NODE, "--tp", "4", "--pp", "2", "--dp", "2", "--global-batch", "8"]) == 2
+    assert capsys.readouterr().err.strip() == \
+        "archsim train: error: --tp × --pp × --dp = 4 × 2 × 2 = 16 GPUs > the cluster's 8"
+    with pytest.raises(InputError) as refused:
+        archsim.train(MODEL, cluster=NODE, tp=4, pp=2, dp=2, global_batch=8)
+    assert str(refused.value) == "tp × pp × dp = 4 × 2 × 2 = 16 GPUs > the cluster's 8"
+
+
+def test_an_empty_search_note_names_keywords_from_python(capsys):
+    """Failed before: archsim.search's note on an empty answer said "give more GPUs (--gpus N up to …)"."""
+    assert main(["search", GPT3, "--cluster", NODE, "--global-batch", "8", "--gpus", "1", "--top", "1",
+                 "--refine", "0", "--schedule", "1f1b", "--max-micro-batch", "1", "--recompute", "none"]) == 0
+    assert "(--gpus N up to the cluster's 8, or a larger cluster)" in capsys.readouterr().err
+    said = _warned(lambda: archsim.search(GPT3, cluster=NODE, global_batch=8, gpus=1, top=1, refine=0,
+                                          schedule="1f1b", max_micro_batch=1, recompute="none", progress=False))
+    assert any("(gpus=N up to the cluster's 8, or a larger cluster)" in line for line in said), said
+    assert not any("--" in line for line in said), said
