@@ -99,6 +99,7 @@ def transformer(model, seq: int | None):
     from archsim.workload.model_files import load_transformer
     from archsim.workload.transformer import TransformerConfig
 
+    seq = None if seq is None else positive_int(seq, "seq")  # "2048" read as --seq 2048 reads it
     if isinstance(model, TransformerConfig):
         return model if seq is None else replace(model, seq=seq)
     check_path(model, "model", "a transformer config path or a TransformerConfig")

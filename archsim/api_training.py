@@ -68,6 +68,10 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
 
     check_choice(implementation, IMPLEMENTATIONS, "implementation")
     check_choice(balance, BALANCES, "balance")
+    # the counts read as their flags read them, "2" too (search's top="2" is 2): the API's one rule
+    tp, pp, dp, global_batch, micro_batch, interleave = (
+        positive_int(value, name) for value, name in ((tp, "tp"), (pp, "pp"), (dp, "dp"), (global_batch, "global-batch"),
+                                                     (micro_batch, "micro-batch"), (interleave, "interleave")))
     config = transformer(model, seq)
     split = parse_stage_layers(stage_layers) if isinstance(stage_layers, str) else \
         None if stage_layers is None else [positive_int(n, "stage-layers") for n in stage_layers]

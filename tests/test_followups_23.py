@@ -64,3 +64,31 @@ def test_an_empty_search_note_names_keywords_from_python(capsys):
                                           schedule="1f1b", max_micro_batch=1, recompute="none", progress=False))
     assert any("(gpus=N up to the cluster's 8, or a larger cluster)" in line for line in said), said
     assert not any("--" in line for line in said), said
+
+
+# 2. a count given as its flag's text reads as the flag reads it, on every job
+
+
+@pytest.mark.parametrize("keyword", ["tp", "pp", "dp", "global_batch", "micro_batch", "interleave", "seq"])
+def test_train_reads_a_count_given_as_text_as_search_reads_top(keyword):
+    """Failed before: archsim.train(tp="2") was refused ("must be a positive integer, got '2'") where
+    archsim.search(top="2") is 2, as ``--tp 2`` and ``--top 2`` both are; seq="512" likewise on both jobs."""
+    layout = {"tp": 2, "pp": 2, "dp": 2, "global_batch": 16, "micro_batch": 2, "interleave": 2, "seq": 512}
+    given = {**layout, keyword: str(layout[keyword])}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        as_text, _ = archsim.train(MODEL, cluster=NODE, schedule="interleaved-1f1b", **given)
+        as_int, _ = archsim.train(MODEL, cluster=NODE, schedule="interleaved-1f1b", **layout)
+    assert as_text.iteration_seconds == as_int.iteration_seconds
+    with pytest.raises(InputError) as refused:  # what the flag refuses, the keyword refuses in one line
+        archsim.train(MODEL, cluster=NODE, **{**layout, keyword: "two"})
+    assert refused.value.where.field == keyword.replace("_", "-")
+
+
+def test_search_reads_seq_given_as_text():
+    kept = {"cluster": NODE, "global_batch": 8, "gpus": 8, "top": 1, "refine": 0, "schedule": "1f1b",
+            "max_micro_batch": 1, "recompute": "none", "sequence_parallel": "off", "progress": False}
+    """Failed before: seq="512" was refused where top="2" is read (the row's uneven_gain is NaN: compare the times)."""
+    as_text, as_int = archsim.search(MODEL, seq="512", **kept), archsim.search(MODEL, seq=512, **kept)
+    assert [row["iteration_seconds"] for row in as_text.rows] == [row["iteration_seconds"] for row in as_int.rows]
+    assert as_text.to_dict()["meta"]["seq"] == 512
