@@ -3,6 +3,7 @@ fix: the library's warnings and errors named the command's flags (``set --tp/--p
 
 from __future__ import annotations
 
+import json
 import warnings
 
 import pytest
@@ -92,3 +93,22 @@ def test_search_reads_seq_given_as_text():
     as_text, as_int = archsim.search(MODEL, seq="512", **kept), archsim.search(MODEL, seq=512, **kept)
     assert [row["iteration_seconds"] for row in as_text.rows] == [row["iteration_seconds"] for row in as_int.rows]
     assert as_text.to_dict()["meta"]["seq"] == 512
+
+
+# 3. Throughput.to_dict, as the other results'
+
+
+def test_throughput_to_dict_is_the_train_documents_rates_and_goes_into_json(capsys):
+    """Failed before: Throughput had no to_dict (an AttributeError), where TrainResult, SearchResult and
+    CostResult each have one. Its keys are those archsim train's JSON meta prints, its values the same numbers."""
+    _, rates = archsim.train(MODEL, cluster=NODE, tp=2, pp=2, dp=2, global_batch=16, micro_batch=2)
+    as_dict = rates.to_dict()
+    assert list(as_dict) == ["mfu", "tflops_per_gpu", "hardware_tflops_per_gpu", "tokens_per_second"]
+    assert all(type(value) is float for value in as_dict.values())
+    assert json.loads(json.dumps(as_dict, allow_nan=False)) == as_dict
+    assert main(["train", MODEL, "--cluster", NODE, "--tp", "2", "--pp", "2", "--dp", "2", "--global-batch", "16",
+                 "--micro-batch", "2", "--format", "json"]) == 0
+    meta = json.loads(capsys.readouterr().out)["meta"]
+    assert {key: meta[key] for key in as_dict} == as_dict
+    # tokens/s by hand: 16 samples × its sequence of tokens per iteration
+    assert as_dict["tokens_per_second"] == pytest.approx(16 * meta["seq"] / meta["iteration_seconds"], rel=1e-12)
