@@ -112,3 +112,24 @@ def test_throughput_to_dict_is_the_train_documents_rates_and_goes_into_json(caps
     assert {key: meta[key] for key in as_dict} == as_dict
     # tokens/s by hand: 16 samples × its sequence of tokens per iteration
     assert as_dict["tokens_per_second"] == pytest.approx(16 * meta["seq"] / meta["iteration_seconds"], rel=1e-12)
+
+
+# 4. the train result's parallelism states the gradient accumulation that ran
+
+
+@pytest.mark.parametrize(("implementation", "cluster", "layout", "ran"), [
+    ("megatron", NODE, {"tp": 2, "pp": 2, "dp": 2}, "fused"),  # Megatron-LM's default
+    ("pytorch-eager", str(ROOT / "configs" / "clusters" / "h100_1gpu.toml"), {"attention": "standard"}, "unfused"),  # PyTorch has no fusion
+])
+def test_the_results_parallelism_says_the_grad_accumulation_the_meta_states(implementation, cluster, layout, ran):
+    """Failed before: result.parallelism.grad_accumulation was None (the keyword's "the implementation's own")
+    while to_dict()["meta"] stated what ran; the record now says the same, and the time is that of naming it."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result, _ = archsim.train(MODEL, cluster=cluster, global_batch=8, micro_batch=2, implementation=implementation,
+                                  **layout)
+        named, _ = archsim.train(MODEL, cluster=cluster, global_batch=8, micro_batch=2, implementation=implementation,
+                                 grad_accumulation=ran, **layout)
+    assert result.parallelism is not None and result.parallelism.grad_accumulation == ran
+    assert result.to_dict()["meta"]["grad_accumulation"] == ran
+    assert result.iteration_seconds == named.iteration_seconds and result.parallelism == named.parallelism
