@@ -142,8 +142,51 @@ def test_plain_pytorchs_refusals_name_keywords_from_python(capsys):
     assert capsys.readouterr().err.rstrip().endswith("give --attention standard")
     for keywords, advice in (({}, "give attention='standard'"),
                              ({"attention": "standard", "grad_accumulation": "fused"},
-                              "plain PyTorch (implementation='pytorch-eager') has no gradient-accumulation fusion: "
-                              "grad_accumulation='unfused' only")):
+                              ("plain PyTorch (implementation='pytorch-eager') has no gradient-accumulation fusion: "
+                              "grad_accumulation='unfused' only"))):
         with pytest.raises(InputError) as refused:
             archsim.train(MODEL, cluster=one, global_batch=2, implementation="pytorch-eager", **keywords)
         assert str(refused.value).endswith(advice), refused.value
+
+
+# 5. every stderr line through archsim.console
+
+
+def test_ctrl_c_is_said_as_the_commands_error_line(capsys, monkeypatch):
+    """Failed before: "archsim: interrupted", printed by hand without the command's name or a kind."""
+    import archsim.training.run as run_module
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run_module, "train", stopped)  # Ctrl-C while the iteration runs
+    assert main(["train", MODEL, "--cluster", NODE, "--global-batch", "8", "--tp", "8"]) == 130
+    assert capsys.readouterr().err.splitlines() == ["archsim train: error: interrupted"]
+
+
+def test_numbas_compile_notice_is_a_note_named_after_the_command(capsys):
+    """Failed before: "archsim: compiling …" printed by hand, outside console's prefix."""
+    from numba import njit
+
+    from archsim import jit
+    from archsim.console import speaking_as
+
+    @njit  # no cache: nothing compiled yet
+    def thrice(x):
+        return 3 * x
+
+    with speaking_as("archsim cost"):
+        jit.announce_compile(thrice, "a followups kernel")
+    assert capsys.readouterr().err.splitlines() == [
+        ("archsim cost: note: compiling a followups kernel with numba (once per install; later runs load it from the "
+        "cache)…")]
+
+
+def test_the_layer_builder_says_wrote_on_stderr_as_every_command(tmp_path, capsys):
+    """Failed before: builders.main printed its "wrote …" lines on stdout; note_written's go to stderr."""
+    from archsim.workload import builders
+
+    assert builders.main([str(tmp_path)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.splitlines() == [f"wrote {tmp_path / name}.csv" for name in builders.SHIPPED]
