@@ -190,3 +190,24 @@ def test_the_layer_builder_says_wrote_on_stderr_as_every_command(tmp_path, capsy
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err.splitlines() == [f"wrote {tmp_path / name}.csv" for name in builders.SHIPPED]
+
+
+# 6. --out against --format
+
+
+@pytest.mark.parametrize(("fmt", "name", "said"), [
+    ("json", "x.csv", ("--out with --format json writes JSON into {out}, whose suffix .csv says CSV; JSON files are "
+                      "normally named *.json")),
+    ("table", "x.json", ("--out with --format table writes a text table into {out}, whose suffix .json says JSON; "
+                        "text tables are normally named *.txt")),
+    ("csv", "x.csv", None), ("json", "x.json", None), ("table", "x.txt", None), ("json", "x.out", None)])
+def test_cost_warns_of_an_out_whose_suffix_names_another_format(tmp_path, capsys, fmt, name, said):
+    """Failed before: ``cost --format json --out x.csv`` wrote JSON into a .csv without a word, where
+    ``--gantt out.json`` warns; the same warning now, after the file is written, and none where they agree."""
+    out = tmp_path / name
+    assert main(["cost", "layerpipe_sample", "--batch", "2", "--format", fmt, "--out", str(out)]) == 0
+    err = capsys.readouterr().err.splitlines()
+    warned = [] if said is None else [f"archsim cost: warning: {said.format(out=out)}"]
+    assert err == [f"wrote {out}", *warned]
+    if fmt == "json":
+        json.loads(out.read_text(encoding="utf-8"))  # the format asked for, whatever the name

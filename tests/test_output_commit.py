@@ -98,7 +98,7 @@ def test_a_folder_made_for_a_failed_run_is_removed(tmp_path, capsys, monkeypatch
 
 
 def test_train_writes_all_its_files_when_nothing_fails(tmp_path, capsys):
-    paths = {flag: tmp_path / name for flag, name in (("--out", "run.json"), ("--gantt", "g.html"),
+    paths = {flag: tmp_path / name for flag, name in (("--out", "run.txt"), ("--gantt", "g.html"),
                                                        ("--chrome-trace", "t.json"), ("--schedule-csv", "s.csv"))}
     _old_files(*paths.values())
     argv = [str(a) for a in _argv("train", tmp_path)] + [str(a) for pair in paths.items() for a in pair]
