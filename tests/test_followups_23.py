@@ -211,3 +211,48 @@ def test_cost_warns_of_an_out_whose_suffix_names_another_format(tmp_path, capsys
     assert err == [f"wrote {out}", *warned]
     if fmt == "json":
         json.loads(out.read_text(encoding="utf-8"))  # the format asked for, whatever the name
+
+
+# 7. one SRAM rule for a device file and a device sweep's axis
+
+
+DEVICE_SWEEP = """[sweep]
+name = "sram"
+model = "gpt3_1.3b"
+device = "tpu_v4_like"
+sram_kib_per_array = [{kib}]
+chips = [4]
+global_batch = 8
+micro_batch = 1
+recompute = "full"
+dtype = "bf16"
+attention = "standard"
+"""
+
+
+@pytest.mark.parametrize("kib", [2**19, 2**21])  # 512 MiB and 2 GiB per array: both above the 256 MiB rule
+def test_a_device_sweeps_sram_above_the_rule_is_warned_as_a_device_files_never_refused(tmp_path, capsys, kib):
+    """Failed before for 2 GiB: the spec's axis refused SRAM above 1 GiB per array (its own limit) while the
+    device file's key warns above 256 MiB (array.config.sram_in_bytes) and runs; now both warn, one wording."""
+    spec = tmp_path / "sram.toml"
+    spec.write_text(DEVICE_SWEEP.format(kib=kib), encoding="utf-8")
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "out"), "--quiet"]) == 0
+    warned = [line for line in capsys.readouterr().err.splitlines() if ": warning: " in line]
+    assert warned == [(f"archsim sweep: warning: TPU v4-like: {kib} KiB of SRAM beside each array ([memory] "
+                      f"sram_kib_per_array; a .cfg's three SramSzkB together) is above 256 MiB per array: if it is "
+                      f"in bytes, write {kib // 1024} KiB")]
+    device = (ROOT / "configs" / "devices" / "tpu_v4_like.toml").read_text(encoding="utf-8")
+    (tmp_path / "chip.toml").write_text(device.replace("sram_kib_per_array = 4096", f"sram_kib_per_array = {kib}"),
+                                        encoding="utf-8")
+    from archsim.devices.device_file import implausible_figures, load_device
+
+    assert implausible_figures(load_device(tmp_path / "chip.toml")) == (warned[0].split(": warning: ", 1)[1],)
+
+
+def test_an_sram_axis_value_no_count_can_be_is_still_refused(tmp_path, capsys):
+    """What stays refused: a value that is no SRAM size at all (0, negative, not whole KiB)."""
+    for bad in ("0", "-4", "1.5"):
+        spec = tmp_path / "sram.toml"
+        spec.write_text(DEVICE_SWEEP.format(kib=bad), encoding="utf-8")
+        assert main(["sweep", str(spec), "--out", str(tmp_path / "out"), "--quiet"]) == 2
+        assert "field 'sram_kib_per_array'" in capsys.readouterr().err
