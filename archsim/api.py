@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from archsim.api_keywords import check_choice, check_keywords, check_path, check_switch, positive_int
+from archsim.api_keywords import check_choice, check_keywords, check_path, check_switch, positive_int, speaks_keywords
 from archsim.api_training import search, train, train_runs
 from archsim.array.config import ArrayConfig
 from archsim.choices.devices import ENGINES
@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # the result type is loaded with the cost it returns
     from archsim.cost_json import CostResult
 
 
+@speaks_keywords
 def load_network(source: str | Path | Network, *, only: str | Sequence[str] | None = None,
                  geometry: str = "archsim", shapes: str = "auto", unsupported: str = "error",
                  input_shape: str | None = None,
@@ -52,6 +53,7 @@ def load_network(source: str | Path | Network, *, only: str | Sequence[str] | No
     return network.only(*kinds) if kinds else network
 
 
+@speaks_keywords
 def array_config(array: str | Path | ArrayConfig | None = None, *, config: str | Path | None = None,
                  dataflow: str | None = None, dtype: str | None = None, element_bytes: int | None = None,
                  bandwidth: int | None = None, sram_kb: str | int | Sequence[int] | None = None,
@@ -76,7 +78,7 @@ def array_config(array: str | Path | ArrayConfig | None = None, *, config: str |
     element_bytes = element_width(dtype, element_bytes)
     slip = sram_kb_warning(sram_kb)  # checks the value first: a bad one is refused before anything is said
     if slip:
-        warnings.warn(slip, UserWarning, stacklevel=2)
+        warnings.warn(slip, UserWarning, stacklevel=3)
 
     if isinstance(array, ArrayConfig):
         if config is not None:
@@ -102,6 +104,7 @@ def _cfg_as_config(array, config):
     return array, config
 
 
+@speaks_keywords
 def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | None = None, batch: int = 32,
          mode: str = "exact", engine: str = "analytic", dataflow: str | None = None, dtype: str | None = None,
          element_bytes: int | None = None, config: str | Path | None = None, bandwidth: int | None = None,
@@ -146,13 +149,14 @@ def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | Non
                                        cfg_sram_warning(config)]
     for note in notes:  # the notes archsim cost prints on stderr: one of a device's arrays, at int8; SRAM in bytes
         if note:
-            warnings.warn(note, UserWarning, stacklevel=2)
+            warnings.warn(note, UserWarning, stacklevel=3)
     rows, document = cost_document(layers, chosen, batch=batch, mode=check_mode(mode), engine=engine,
                                    geometry=geometry, dtype=dtype, energy=energy, energy_table=energy_table,
                                    config=config)
     return CostResult(add_seconds(cost_frame(rows, engine), chosen.clock_hz), document)
 
 
+@speaks_keywords
 def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | None = None, batch: int = 32,
             mode: str = "exact", engine: str = "analytic", dataflow: str | None = None, dtype: str | None = None,
             element_bytes: int | None = None):
@@ -166,6 +170,7 @@ def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | 
     return build_profile(load_network(network), config, batch, check_mode(mode), engine)
 
 
+@speaks_keywords
 def pipeline(profile, *, processors: int, method: str = "layerpipe", **options):
     """Partition a profile over ``processors`` (a count, or a :class:`~archsim.spp.topology.Topology`) with
     ``method`` (``layerpipe``, ``pipedream``, ``gpipe`` or ``ooo``), as ``archsim pipeline`` does; ``options`` go
@@ -186,10 +191,11 @@ def pipeline(profile, *, processors: int, method: str = "layerpipe", **options):
     plan = partition(profile, processors, method, **options)
     idle = idle_processors_note(plan, processors.devices if isinstance(processors, Topology) else processors)
     if idle:
-        warnings.warn(idle, UserWarning, stacklevel=2)
+        warnings.warn(idle, UserWarning, stacklevel=3)
     return plan
 
 
+@speaks_keywords
 def simulate(plan, profile, *, microbatches: int, schedule: str | None = None):
     """Run ``plan`` for ``microbatches`` micro-batches in the event simulator; returns the validated
     :class:`Timeline` (``.makespan`` in cycles, ``.utilization()``, ``.to_frame()``). ``schedule``:
@@ -199,6 +205,7 @@ def simulate(plan, profile, *, microbatches: int, schedule: str | None = None):
     return simulate_partition(plan, profile, positive_int(microbatches, "microbatches"), schedule).timeline
 
 
+@speaks_keywords
 def run_sweep(spec, *, out: str | Path | None = None, workers: int = 1, dask: str | None = None,
               progress: bool = False) -> pd.DataFrame:
     """Run a sweep spec (a TOML path, a :class:`SweepSpec` or a device sweep's
@@ -228,17 +235,18 @@ def run_sweep(spec, *, out: str | Path | None = None, workers: int = 1, dask: st
 
         for line in (unfit_points_line(frame), *spec_warnings(spec)):
             if line:
-                warnings.warn(line, UserWarning, stacklevel=2)
+                warnings.warn(line, UserWarning, stacklevel=3)
     else:  # what archsim sweep notes on stderr: a .cfg device of several arrays is swept as one of them
         import warnings
 
         from archsim.sweep.spec_arrays import array_file_notes
 
         for note in array_file_notes(spec):
-            warnings.warn(note, UserWarning, stacklevel=2)
+            warnings.warn(note, UserWarning, stacklevel=3)
     return frame
 
 
+@speaks_keywords
 def write_report(results: str | Path, *, out: str | Path, spec=None) -> Path:
     """Write the self-contained HTML report of a sweep's results folder to ``out``; returns its path.
     Network files are read only inside the folder, or those of ``spec`` (a TOML path or a

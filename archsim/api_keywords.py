@@ -6,8 +6,25 @@ keyword means the same to every job.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import functools
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TypeVar
+
+F = TypeVar("F", bound=Callable)
+
+
+def speaks_keywords(function: F) -> F:
+    """An API job whose warnings and errors name each setting as its keyword (``tp=2``), not the command's flag
+    (``--tp 2``): :func:`archsim.console.setting` inside :func:`archsim.console.as_keywords`."""
+    from archsim.console import as_keywords
+
+    @functools.wraps(function)
+    def job(*args, **kwargs):
+        with as_keywords():
+            return function(*args, **kwargs)
+
+    return job  # type: ignore[return-value]
 
 
 def positive_int(value: object, field: str, *, low: int = 1, high: int | None = None) -> int:
@@ -82,6 +99,7 @@ def transformer(model, seq: int | None):
     from archsim.workload.model_files import load_transformer
     from archsim.workload.transformer import TransformerConfig
 
+    seq = None if seq is None else positive_int(seq, "seq")  # "2048" read as --seq 2048 reads it
     if isinstance(model, TransformerConfig):
         return model if seq is None else replace(model, seq=seq)
     check_path(model, "model", "a transformer config path or a TransformerConfig")
@@ -93,7 +111,7 @@ def seq_note(model, config, seq: int | None) -> str:
     model given as a path; '' for a config object, whose sequence the caller set."""
     from archsim.workload.model_files import default_seq_note
 
-    return default_seq_note(config, model, seq, "seq=N") if isinstance(model, (str, Path)) else ""
+    return default_seq_note(config, model, seq) if isinstance(model, (str, Path)) else ""
 
 
 def gpu_cluster(cluster, dtype: str | None = None):

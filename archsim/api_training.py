@@ -18,10 +18,12 @@ from archsim.api_keywords import (
     named,
     positive_int,
     seq_note,
+    speaks_keywords,
     transformer,
 )
 
 
+@speaks_keywords
 def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: int = 1, micro_batch: int = 1,
           seq: int | None = None, recompute: str = "full", sequence_parallel: bool = False, interleave: int = 1,
           schedule: str = "1f1b", stage_layers: str | Sequence[int] | None = None, attention: str = "flash",
@@ -66,6 +68,10 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
 
     check_choice(implementation, IMPLEMENTATIONS, "implementation")
     check_choice(balance, BALANCES, "balance")
+    # the counts read as their flags read them, "2" too (search's top="2" is 2): the API's one rule
+    tp, pp, dp, global_batch, micro_batch, interleave = (
+        positive_int(value, name) for value, name in ((tp, "tp"), (pp, "pp"), (dp, "dp"), (global_batch, "global-batch"),
+                                                     (micro_batch, "micro-batch"), (interleave, "interleave")))
     config = transformer(model, seq)
     split = parse_stage_layers(stage_layers) if isinstance(stage_layers, str) else \
         None if stage_layers is None else [positive_int(n, "stage-layers") for n in stage_layers]
@@ -79,7 +85,7 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
     result = priced(_train(config, laid.par, machines[0], machines), config, laid.par, laid.cluster, implementation)
     result = replace(result, document=train_document(result, config, laid, implementation))
     dtype_note = "" if dtype is not None or isinstance(cluster, GpuCluster) else \
-        config_dtype_note(config, laid.cluster.dtype, "dtype=")
+        config_dtype_note(config, laid.cluster.dtype)
     for warning in (*laid.cluster.warnings,
                     tp_span_warning(laid.cluster, laid.par),
                     rank_memory_warning(result, machines), seq_note(model, config, seq), dtype_note,
@@ -87,11 +93,12 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
         if warning:  # the lines archsim train prints on stderr
             import warnings
 
-            warnings.warn(warning, UserWarning, stacklevel=2)
+            warnings.warn(warning, UserWarning, stacklevel=3)
     return result, throughput(config, global_batch, recompute, result.iteration_seconds, laid.par.gpus,
                               mean_peak(machines), attention)
 
 
+@speaks_keywords
 def train_runs(model, *, runs: str | Path, cluster, seq: int | None = None, attention: str = "flash",
                dp_overlap: str = "none", grad_accumulation: str | None = None, schedule: str = "1f1b",
                dtype: str | None = None, max_ops: int | None = None) -> list[dict]:
@@ -124,14 +131,15 @@ def train_runs(model, *, runs: str | Path, cluster, seq: int | None = None, atte
     import warnings
 
     out = predict_runs(config, on, rows, file=runs,  # the lines archsim train --runs prints on stderr
-                       warn=lambda line, text: warnings.warn(f"line {line}: {text}", UserWarning, stacklevel=4))
+                       warn=lambda line, text: warnings.warn(f"line {line}: {text}", UserWarning, stacklevel=5))
     for note in (*on.warnings, model_note(runs, config.name), one_chunk_rows_note(rows), *cluster_notes(on, "train"),
                  milliseconds_note(out)):  # as the command's, in order
         if note:
-            warnings.warn(note, UserWarning, stacklevel=2)
+            warnings.warn(note, UserWarning, stacklevel=3)
     return out
 
 
+@speaks_keywords
 def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | None = None, seq: int | None = None,
            objective: str = "time", balance: str = "even", placement: str = "file", top: int = 10,
            recompute: str | Sequence[str] = ("none", "selective", "full"), schedule: str | Sequence[str] | None = None,
@@ -217,14 +225,14 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
             # what the cluster file states that search does not read
             import warnings
 
-            warnings.warn(note, UserWarning, stacklevel=2)
+            warnings.warn(note, UserWarning, stacklevel=3)
     if not result.costed:  # an empty answer: why, and what to give instead, as archsim search's note says it
         import warnings
 
         from archsim.training.search_note import empty_search_note
 
         warnings.warn(empty_search_note(config, on, global_batch, counts or [on.gpus], result.rejected, balance),
-                      UserWarning, stacklevel=2)
+                      UserWarning, stacklevel=3)
     document = search_document(
         result, config, on, model=named(model_file, model, "MODEL.json"),
         cluster_file=named(cluster_file, cluster, "CLUSTER.toml"), global_batch=global_batch, gpus=counts or None,

@@ -174,7 +174,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # stderr's reader left while an error or a note was printed
         return 0
     except KeyboardInterrupt as exc:  # Ctrl-C: one line (what a stopped sweep kept, where it says), not a traceback
-        print(f"archsim: interrupted{f': {exc}' if exc.args else ''}", file=sys.stderr)
+        with speaking_as(prog):  # named after the command stopped, as its other lines: the run did not finish
+            say("error", f"interrupted{f': {exc}' if exc.args else ''}")
         return 130  # the shell's code for a command ended by SIGINT
 
 

@@ -3,7 +3,8 @@ COMMAND: warning: …`` and its one ``archsim COMMAND: error: …``, each named 
 command as argparse names it (``archsim bppsa rnn``). Why: stderr of several commands gathered in
 one log still says which command spoke. :func:`archsim.cli.main` names the command once
 (:func:`speaking_as`); outside it (no command chosen, a helper called from Python) the prefix is
-``archsim``. The library API says the same texts as UserWarnings, without any prefix."""
+``archsim``. The library API says the same texts as UserWarnings, without any prefix, and names each
+setting as its keyword (``tp=2``) where the command names its flag (``--tp 2``): :func:`setting`."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from contextvars import ContextVar
 
 PROGRAM = "archsim"
 _SPEAKER: ContextVar[str] = ContextVar("archsim_speaker", default=PROGRAM)
+_KEYWORDS: ContextVar[bool] = ContextVar("archsim_keywords", default=False)
 
 
 def prefix() -> str:
@@ -29,6 +31,37 @@ def speaking_as(prog: str) -> Iterator[None]:
         yield
     finally:
         _SPEAKER.reset(token)
+
+
+@contextmanager
+def as_keywords() -> Iterator[None]:
+    """Name every setting in the messages made inside as the library's keyword (``tp=2``), not its flag:
+    the API's functions (:mod:`archsim.api`) run inside it, so their warnings and errors speak Python."""
+    token = _KEYWORDS.set(True)
+    try:
+        yield
+    finally:
+        _KEYWORDS.reset(token)
+
+
+def setting(name: str, value: object = None, *, placeholder: str | None = None) -> str:
+    """A setting as the caller spells it: ``--tp 2`` from a command, ``tp=2`` from the library
+    (:func:`as_keywords`). ``name`` in either spelling (``max_ops`` or ``max-ops``); ``value`` a real
+    value (a text one quoted for Python, ``schedule='gpipe'``), ``placeholder`` a stand-in (``N``), as is;
+    neither: the bare name (``--tp``, ``tp``)."""
+    if _KEYWORDS.get():
+        keyword = name.replace("-", "_")
+        if placeholder is None and value is None:
+            return keyword
+        return f"{keyword}={placeholder if placeholder is not None else repr(value) if isinstance(value, str) else value}"
+    shown = placeholder if placeholder is not None else "" if value is None else str(value)
+    return f"--{name.replace('_', '-')}" + (f" {shown}" if shown else "")
+
+
+def job(name: str) -> str:
+    """Another archsim job as the caller would run it: ``archsim search`` from a command, ``archsim.search`` from
+    the library (:func:`as_keywords`)."""
+    return f"{PROGRAM}.{name}" if _KEYWORDS.get() else f"{PROGRAM} {name}"
 
 
 def say(kind: str, text: str) -> None:

@@ -36,8 +36,9 @@ def announce_compile(dispatcher, what: str) -> None:
     if what in _ANNOUNCED or not will_compile(dispatcher):
         return
     _ANNOUNCED.add(what)
-    print(f"archsim: compiling {what} with numba (once per install; later runs load it from the cache)…",
-          file=sys.stderr, flush=True)
+    from archsim.console import note
+
+    note(f"compiling {what} with numba (once per install; later runs load it from the cache)…")
     from archsim.numba_cache import LazyKernel
     from archsim.progress import on_terminal
 

@@ -239,6 +239,8 @@ def outputs_apart_from_inputs(parser: argparse.ArgumentParser, args: argparse.Na
 # The formats an output's suffix names: a flag whose metavar ends in one of these (``--gantt OUT.html``)
 # always writes that format, whatever the file's name.
 _FORMATS = {".html": "HTML", ".htm": "HTML", ".json": "JSON", ".csv": "CSV", ".md": "Markdown"}
+# what ``--format`` writes into ``--out FILE``, as the suffix it is normally named by (a text table: .txt)
+_FORMAT_SUFFIXES = {"csv": ".csv", "json": ".json", "table": ".txt"}
 
 
 def suffix_mismatches(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
@@ -259,9 +261,23 @@ def suffix_mismatches(parser: argparse.ArgumentParser, args: argparse.Namespace)
         if written is None or named is None or named == written:
             continue
         warned.add(action.dest)
-        lines.append(f"{_flag(parser, action.dest)} writes {written} into {value}, whose suffix "
-                     f"{suffix} says {named}; {written} files are normally named *{usual}")
+        lines.append(_mismatch(_flag(parser, action.dest), written, value, suffix, named, usual))
+    chosen, out = getattr(args, "format", None), getattr(args, "out", None)
+    if chosen in _FORMAT_SUFFIXES and isinstance(out, str) and "out" not in warned:  # --out FILE: --format's
+        usual, suffix = _FORMAT_SUFFIXES[chosen], Path(out).suffix
+        named = _FORMATS.get(suffix.lower())
+        written, files = ("a text table", "text tables") if chosen == "table" else (chosen.upper(), None)
+        if named is not None and suffix.lower() != usual:
+            lines.append(_mismatch(f"--out with --format {chosen}", written, out, suffix, named, usual, files))
     return lines
+
+
+def _mismatch(flag: str, written: str, value: str, suffix: str, named: str, usual: str,
+              files: str | None = None) -> str:
+    """The one wording of a suffix that names another format than the file holds (``files``: what such files are
+    called, default "``written`` files")."""
+    return (f"{flag} writes {written} into {value}, whose suffix {suffix} says {named}; {files or f'{written} files'} "
+            f"are normally named *{usual}")
 
 
 def spec_inputs(spec: str) -> list[tuple[str, str]]:

@@ -373,6 +373,9 @@ def test_api_examples_show_the_new_keywords():
 
 def test_cost_bandwidth_without_the_cycle_engine_is_refused_as_the_cli_refuses_it(capsys):
     """The analytic engine has no memory stalls: a DRAM bandwidth given to it would be dropped, so both refuse it."""
-    with pytest.raises(InputError, match="add --engine cycle") as refused:
-        archsim.cost(TOPOLOGY, bandwidth=4)
-    assert cli_error(["cost", TOPOLOGY, "--bandwidth", "4"], capsys) == f"archsim cost: error: {refused.value}"
+    with pytest.raises(InputError, match="bandwidth is the cycle engine's DRAM words/cycle: add engine='cycle'") \
+            as refused:
+        archsim.cost(TOPOLOGY, bandwidth=4)  # the keywords a library user typed; the command its flags
+    assert cli_error(["cost", TOPOLOGY, "--bandwidth", "4"], capsys) == \
+        f"archsim cost: error: {refused.value}".replace("bandwidth is", "--bandwidth is").replace(
+            "engine='cycle'", "--engine cycle")

@@ -76,7 +76,7 @@ def test_the_sram_rule_is_the_device_files(tmp_path, capsys):
 
 
 def test_the_library_warns_the_same_line():
-    with pytest.warns(UserWarning, match=re.escape(f"{SLIP} --sram-kb 341,341,341")):
+    with pytest.warns(UserWarning, match=re.escape(f"{SLIP} sram_kb='341,341,341'")):  # as a keyword
         archsim.array_config(sram_kb=BYTES)
 
 

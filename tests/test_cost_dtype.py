@@ -68,12 +68,13 @@ def test_element_bytes_alone_states_its_width_and_no_dtype_name(capsys):
 
 
 def test_dtype_and_element_bytes_that_disagree_are_refused_on_both_commands_and_the_api(capsys):
-    with pytest.raises(InputError, match="--dtype fp16 is 2-byte") as refused:
+    with pytest.raises(InputError, match="dtype='fp16' is 2-byte") as refused:
         archsim.cost(SAMPLE, batch=1, dtype="fp16", element_bytes=1)
     for command in ("cost", "energy"):
         line = cli_refusal(capsys, [command, SAMPLE, "--dtype", "fp16", "--element-bytes", "1"])
         assert line.count("\n") == 0 and "element-bytes" in line and "--dtype fp16" in line
-        assert line == f"archsim {command}: error: {refused.value}"
+        assert line == f"archsim {command}: error: {refused.value}".replace("dtype='fp16'", "--dtype fp16").replace(
+            "element_bytes says", "--element-bytes says")  # the command its flags, the API its keywords
     agreed = cli_json(capsys, ["cost", SAMPLE, "--batch", "1", "--dtype", "fp16", "--element-bytes", "2"])
     assert agreed == cli_json(capsys, ["cost", SAMPLE, "--batch", "1", "--dtype", "fp16"])
     with pytest.raises(InputError, match="dtype"):

@@ -127,7 +127,7 @@ def test_the_api_takes_dtype_as_the_flags_do():
         assert sum(getattr(default, column)) > 0
         assert list(getattr(named, column)) == [2 * x for x in getattr(default, column)]
     assert list(named.forward) == list(default.forward)  # analytic cycles count words, not bytes
-    with pytest.raises(InputError, match="--element-bytes says 1"):
+    with pytest.raises(InputError, match="dtype='fp16' is 2-byte elements, element_bytes says 1"):
         archsim.profile(SAMPLE, batch=4, dtype="fp16", element_bytes=1)
     with pytest.raises(InputError, match="fp8"):
         archsim.array_config(dtype="fp8")

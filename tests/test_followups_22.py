@@ -18,6 +18,9 @@ NODE = str(ROOT / "configs" / "clusters" / "a100_node.toml")  # 8 GPUs
 ONE_CHUNK = ("--schedule interleaved-1f1b ran with one model chunk per pipeline rank (--interleave 1): it interleaves "
              "nothing (interleaved-1f1b: 1F1B's bubble with a longer warm-up, more activation memory); "
              "--interleave V gives each rank V chunks")
+ONE_CHUNK_API = ("schedule='interleaved-1f1b' ran with one model chunk per pipeline rank (interleave=1): it "
+                 "interleaves nothing (interleaved-1f1b: 1F1B's bubble with a longer warm-up, more activation memory); "
+                 "interleave=V gives each rank V chunks")  # the same note in the keywords a library user typed
 LAYOUT = ("--tp", "2", "--pp", "4", "--global-batch", "8")  # all 8 GPUs: no idle-GPU note
 
 
@@ -43,7 +46,7 @@ def test_interleaved_1f1b_without_interleave_is_noted_once(capsys):
 def test_the_library_warns_the_same_one_chunk_note():
     with pytest.warns(UserWarning) as caught:
         archsim.train(MODEL, cluster=NODE, tp=2, pp=4, global_batch=8, schedule="interleaved-1f1b")
-    assert [str(w.message) for w in caught] == [ONE_CHUNK]
+    assert [str(w.message) for w in caught] == [ONE_CHUNK_API]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         archsim.train(MODEL, cluster=NODE, tp=2, pp=4, global_batch=8, schedule="interleaved-1f1b", interleave=2)

@@ -85,7 +85,7 @@ def test_train_interrupted_on_its_gantt_keeps_the_old_json(tmp_path, capsys, mon
     assert _kept(out, gantt, trace)
     assert _temps(tmp_path) == []
     err = capsys.readouterr().err
-    assert "wrote" not in err and err.strip() == "archsim: interrupted"  # run.json was not written: no line says it was
+    assert "wrote" not in err and err.strip() == "archsim train: error: interrupted"  # run.json was not written: no line says it was
 
 
 def test_a_folder_made_for_a_failed_run_is_removed(tmp_path, capsys, monkeypatch):
@@ -98,7 +98,7 @@ def test_a_folder_made_for_a_failed_run_is_removed(tmp_path, capsys, monkeypatch
 
 
 def test_train_writes_all_its_files_when_nothing_fails(tmp_path, capsys):
-    paths = {flag: tmp_path / name for flag, name in (("--out", "run.json"), ("--gantt", "g.html"),
+    paths = {flag: tmp_path / name for flag, name in (("--out", "run.txt"), ("--gantt", "g.html"),
                                                        ("--chrome-trace", "t.json"), ("--schedule-csv", "s.csv"))}
     _old_files(*paths.values())
     argv = [str(a) for a in _argv("train", tmp_path)] + [str(a) for pair in paths.items() for a in pair]
@@ -122,7 +122,7 @@ def test_plan_failing_on_its_table_keeps_the_old_schedule_csv(tmp_path, capsys, 
         line = clean_error(capsys, *argv)
         assert str(out) in line and "No space left on device" in line
     else:
-        assert main(argv) == 130 and capsys.readouterr().err.strip() == "archsim: interrupted"
+        assert main(argv) == 130 and capsys.readouterr().err.strip() == "archsim plan: error: interrupted"
     assert seen == ["s.csv", "plan.txt"]
     assert _kept(out, csv)
     assert _temps(tmp_path) == []
@@ -155,7 +155,7 @@ def test_sweep_failing_on_its_report_keeps_the_old_results(tmp_path, capsys, mon
         assert str(report) in line and "No space left on device" in line
     else:
         assert main([*argv, "--report", str(report)]) == 130
-        assert capsys.readouterr().err.strip().startswith("archsim: interrupted")
+        assert capsys.readouterr().err.strip().startswith("archsim sweep: error: interrupted")
     assert seen[-3:] == ["results.csv", "summary.csv", "report.html"]
     assert _kept(results / "results.csv", results / "summary.csv", report)
     assert _temps(tmp_path) == []

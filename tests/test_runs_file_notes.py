@@ -132,4 +132,5 @@ def test_the_library_warns_the_same_one_chunk_note(tmp_path):
     chunked.write_text(CHUNKED)
     with pytest.warns(UserWarning) as caught:
         archsim.train_runs(GPT, runs=chunked, cluster=NODE, schedule="interleaved-1f1b")
-    assert [str(w.message) for w in caught] == [f"2 of the 3 rows: {ONE_CHUNK}"]
+    keyword = ONE_CHUNK.replace("--schedule interleaved-1f1b", "schedule='interleaved-1f1b'")  # as typed in Python
+    assert [str(w.message) for w in caught] == [f"2 of the 3 rows: {keyword}"]

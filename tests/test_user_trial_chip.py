@@ -121,7 +121,7 @@ def test_an_interrupted_sweep_says_so_in_one_line_and_resumes(tmp_path, capsys, 
     out = tmp_path / "results"
     assert main(["sweep", str(spec), "--out", str(out), "--quiet"]) == 130
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"archsim: interrupted: 2 of 8 points are cached in {out}; the same command resumes from them"]
+    assert err == [f"archsim sweep: error: interrupted: 2 of 8 points are cached in {out}; the same command resumes from them"]
     assert len(list((out / "cache").glob("*.json"))) == 2 and not (out / "results.csv").exists()
 
     calls.clear()

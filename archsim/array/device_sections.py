@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from archsim.choices.devices import DTYPES
+from archsim.console import setting
 from archsim.errors import InputError
 from archsim.validate import INT32_MAX, parse_float, parse_int, shown_boolean, shown_number
 
@@ -189,7 +190,7 @@ def device_dtype_note(config: str | Path) -> str | None:
     if cfg_device_sections(read_text(config, "config file"), str(config), required=False) is None:
         return None
     return (f"{config} is a device file; this prices its arrays at {SCALESIM_DTYPE} (SCALE-Sim's 1-byte word, the "
-            f"default here), train at {TRAIN_DTYPE}: add --dtype {TRAIN_DTYPE} to price what train charges")
+            f"default here), train at {TRAIN_DTYPE}: add {setting('dtype', TRAIN_DTYPE)} to price what train charges")
 
 
 def device_arrays_note(config: str | Path) -> str | None:

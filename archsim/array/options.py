@@ -17,6 +17,7 @@ from typing import Any
 from archsim.array.config import ArrayConfig, parse_array_shape, read_scalesim_cfg, sram_in_bytes
 from archsim.choices.devices import ARRAY_DTYPES, ARRAY_ELEMENT_BYTES, SCALESIM_DTYPE
 from archsim.clock import checked_clock, clock_hz
+from archsim.console import setting
 from archsim.errors import InputError
 from archsim.validate import INT32_MAX, parse_int, shown
 
@@ -45,7 +46,8 @@ def element_width(dtype: str | None = None, element_bytes: int | None = None) ->
         raise InputError(f"expected one of {', '.join(ARRAY_DTYPES)}, got {shown(dtype)}", field="dtype")
     width = ARRAY_ELEMENT_BYTES[dtype]
     if element_bytes is not None and element_bytes != width:
-        raise InputError(f"--dtype {dtype} is {width}-byte elements, --element-bytes says {element_bytes!r}: "
+        raise InputError(f"{setting('dtype', dtype)} is {width}-byte elements, {setting('element-bytes')} says "
+                         f"{element_bytes!r}: "
                          "give one of them", field="element-bytes")
     return width
 
@@ -63,7 +65,8 @@ def check_bandwidth_engine(bandwidth: object, engine: str, flag: str = "--bandwi
     stays allowed: it sizes the SRAMs' area and energy too. ``flag`` is the option's name where it is
     called otherwise (``schedule``'s ``--dram-bandwidth``)."""
     if bandwidth is not None and engine != "cycle":
-        raise InputError(f"{flag} is the cycle engine's DRAM words/cycle: add --engine cycle "
+        raise InputError(f"{setting(flag.lstrip('-'))} is the cycle engine's DRAM words/cycle: add "
+                         f"{setting('engine', 'cycle')} "
                          "(analytic cycles have no memory stalls)", field=flag.lstrip("-"))
 
 
@@ -103,8 +106,10 @@ def sram_kb_warning(sram_kb: str | int | Sequence[int] | None) -> str | None:
     sizes = _sram_sizes(sram_kb)
     given = sizes if "," in _sram_text(sram_kb) else sizes[:1]  # as it was typed: one size, or three
     fix = ",".join(str(max(round(kib / 1024), 1)) for kib in given)
-    return sram_in_bytes(f"--sram-kb {','.join(map(str, given))}: {sum(sizes)} KiB of SRAM beside the array (ifmap, "
-                         "filter and ofmap together)", sum(sizes), f"--sram-kb {fix}")
+    typed = ",".join(map(str, given))  # a text where three were typed, as the keyword then takes them
+    return sram_in_bytes(f"{setting('sram-kb', typed if ',' in typed else given[0])}: {sum(sizes)} KiB of SRAM "
+                         "beside the array (ifmap, filter and ofmap together)", sum(sizes),
+                         setting("sram-kb", fix if "," in fix else int(fix)))
 
 
 def _sram_text(sram_kb: str | int | Sequence[int]) -> str:

@@ -168,7 +168,7 @@ def implausible_figures(device: Device) -> tuple[str, ...]:
     if device.gemm == "arrays" and device.sram_bytes_per_array > 0:
         kib, arrays = device.sram_bytes_per_array / 1024, device.arrays
         fold_kib = arrays.rows * arrays.cols * DEVICE_WORD_BYTES / 1024
-        sram = f"{device.name}: {kib:g} KiB of SRAM beside each array ([memory] sram_kib_per_array; a .cfg's " \
+        sram = f"{device.name}: {kib:.12g} KiB of SRAM beside each array ([memory] sram_kib_per_array; a .cfg's " \
                "three SramSzkB together)"
         if kib / 3 < fold_kib:
             mib_slip = kib * 1024 / 3 >= fold_kib and kib * 1024 <= MAX_PLAUSIBLE_SRAM_KIB  # × 1024 is a real SRAM

@@ -266,8 +266,10 @@ def _idle_line(subject: str, gpus: int, cluster: GpuCluster, layouts: list[tuple
     """The idle-GPU note's one wording: ``subject`` uses ``gpus`` of the cluster's, in ``layouts`` (tp, pp, dp)."""
     named = ", ".join(f"tp {tp} × pp {pp} × dp {dp}" for tp, pp, dp in layouts[:3])
     more = f" and {len(layouts) - 3} more" if len(layouts) > 3 else ""
-    return (f"{subject} {gpus} of the cluster's {cluster.gpus} GPUs ({named}{more}); set --tp/--pp/--dp, or "
-            "archsim search to choose")
+    from archsim.console import job, setting
+
+    return (f"{subject} {gpus} of the cluster's {cluster.gpus} GPUs ({named}{more}); set "
+            f"{'/'.join(setting(name) for name in ('tp', 'pp', 'dp'))}, or {job('search')} to choose")
 
 
 def fp32_on_arrays_notes(cluster: GpuCluster) -> tuple[str, ...]:

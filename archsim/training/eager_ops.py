@@ -42,6 +42,7 @@ One GPU only (TP = PP = DP = 1; :func:`check_one_gpu`), GPT family only: the run
 
 from __future__ import annotations
 
+from archsim.console import setting
 from archsim.errors import InputError
 from archsim.lowering import TrainingOp
 from archsim.training.layer_ops import Work, gemm_ops, vector_op
@@ -61,7 +62,7 @@ def check_one_gpu(par: Parallelism) -> None:
     if par.gpus > 1:
         raise InputError(f"the pytorch-eager op list models plain PyTorch on one GPU (TP 1, PP 1, DP 1; several "
                          f"micro-batches accumulate on it), got TP {par.tp}, PP {par.pp}, DP {par.dp}: for several "
-                         "GPUs use --implementation megatron (the default)", field="implementation")
+                         f"GPUs use {setting('implementation', 'megatron')} (the default)", field="implementation")
 
 
 def check_eager(c: TransformerConfig, tp: int, sequence_parallel: bool) -> None:
@@ -75,7 +76,7 @@ def check_eager_attention(attention: str) -> None:
     default, is Megatron's: refused with the flag to give."""
     if attention != "standard":
         raise InputError(f"the pytorch-eager op list runs standard attention only, not {attention!r}: give "
-                         "--attention standard", field="attention")
+                         f"{setting('attention', 'standard')}", field="attention")
 
 
 def eager_block_work(c: TransformerConfig, micro_batch: int) -> Work:

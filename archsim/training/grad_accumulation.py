@@ -23,6 +23,7 @@ a one-GPU iteration's time.
 from __future__ import annotations
 
 from archsim.choices.devices import ELEMENT_BYTES
+from archsim.console import setting
 from archsim.devices.kernels import stream_seconds
 from archsim.errors import InputError
 from archsim.training.machine import Machine
@@ -51,8 +52,8 @@ def accumulation(par: Parallelism, machine: Machine) -> str:
     if par.grad_accumulation is None:
         return "unfused" if eager else "fused"
     if eager and par.grad_accumulation == "fused":
-        raise InputError("plain PyTorch (--implementation pytorch-eager) has no gradient-accumulation fusion: "
-                         "--grad-accumulation unfused only", field="grad-accumulation")
+        raise InputError(f"plain PyTorch ({setting('implementation', 'pytorch-eager')}) has no gradient-accumulation "
+                         f"fusion: {setting('grad-accumulation', 'unfused')} only", field="grad-accumulation")
     return par.grad_accumulation
 
 

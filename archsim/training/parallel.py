@@ -27,18 +27,23 @@ def schedule_name(schedule: str, interleave: int) -> str:
     return "interleaved-1f1b" if schedule == "1f1b" and interleave > 1 else schedule
 
 
-def one_chunk_note(par: Parallelism, setting: str = "--interleave") -> str:
+def one_chunk_note(par: Parallelism, column: str | None = None) -> str:
     """The note that an interleaved schedule ran with one model chunk per rank ('' otherwise): ``--interleave``
     defaults to 1, and ``interleaved-1f1b`` then runs Megatron's interleaved warm-up over single chunks (up to
     2·PP − 1 micro-batches in flight on rank 0 where 1F1B holds PP, for 1F1B's bubble), ``interleaved-zb``
     ZB-H1's order and ``looped-bfs`` every forward before any backward: none interleaves anything, which a
-    user naming the schedule rarely meant. ``train`` prints it, ``archsim.train`` warns it; ``setting``: what
-    sets the chunks (a runs file's rows: their ``interleave`` column, :func:`archsim.training.runs.one_chunk_rows_note`)."""
+    user naming the schedule rarely meant. ``train`` prints it, ``archsim.train`` warns it, each naming the
+    settings as its caller spells them (:func:`archsim.console.setting`: ``--interleave 1``, ``interleave=1``);
+    ``column``: a runs file's column that sets the chunks instead (:func:`archsim.training.runs.one_chunk_rows_note`)."""
+    from archsim.console import setting
+
     if par.interleave > 1 or par.schedule not in CHUNKED_SCHEDULES or par.schedule == "1f1b":
         return ""
-    return (f"--schedule {par.schedule} ran with one model chunk per pipeline rank ({setting} 1): it interleaves "
-            "nothing (interleaved-1f1b: 1F1B's bubble with a longer warm-up, more activation memory); "
-            f"{setting} V gives each rank V chunks")
+    one, more = (f"{column} 1", f"{column} V") if column else (setting("interleave", 1),
+                                                               setting("interleave", placeholder="V"))
+    return (f"{setting('schedule', par.schedule)} ran with one model chunk per pipeline rank ({one}): it "
+            "interleaves nothing (interleaved-1f1b: 1F1B's bubble with a longer warm-up, more activation memory); "
+            f"{more} gives each rank V chunks")
 
 
 def schedule_rejection(schedule: str, pp: int, microbatches: int) -> str | None:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from archsim.devices.catalog import GIB
-from archsim.training.grad_accumulation import per_microbatch_seconds
+from archsim.training.grad_accumulation import accumulation, per_microbatch_seconds
 from archsim.training.iteration import after_backward, model_pieces
 from archsim.training.machine import Machine
 from archsim.training.memory import StageMemory, memories, state_bytes
@@ -42,7 +42,7 @@ class TrainResult:
     backward_seconds: float = 0.0
     energy_j: float | None = None
     energy_source: str = ""
-    parallelism: Parallelism | None = None  # what ran: a planned split's stage_layers, the micro-batch count
+    parallelism: Parallelism | None = None  # what ran: a planned split's stage_layers, the resolved grad_accumulation
     capacities: tuple[float, ...] = ()  # bytes of memory of each pipeline rank's GPU
     # archsim train --format json's document, set by archsim.train (train_json.train_document): what
     # to_dict returns; not compared, as it only restates the fields above
@@ -116,7 +116,8 @@ def train(c: TransformerConfig, par: Parallelism, machine: Machine,
                        _breakdown(c, par, machines[slowest], pieces, order.rank_of_stage(), run, slowest,
                                   post[slowest]),
                        _op_rows(c, par, pieces) + _iteration_rows(post[slowest]), run, post,
-                       float(forward), float(backward), parallelism=par,
+                       float(forward), float(backward),
+                       parallelism=replace(par, grad_accumulation=accumulation(par, machines[0])),  # what ran
                        capacities=tuple(float(m.gpu.memory_bytes) for m in machines))
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from archsim.choices.training import RECOMPUTE
+from archsim.console import setting
 from archsim.errors import InputError
 from archsim.training.measured import COLUMNS as VTRAIN_COLUMNS
 from archsim.training.measured import read_header
@@ -178,7 +179,7 @@ def runs_to_run(path: str | Path, *, attention: str, dp_overlap: str, grad_accum
 
     rows = tuple(with_flags(row) for row in read_runs(path))
     if seq_given and rows[0].shape is not None:  # (read_runs: ≥ 1 row, all of one layout)
-        raise InputError("--seq: each row of vTrain's runs file sets its own sequence length; drop --seq",
+        raise InputError(f"each row of vTrain's runs file sets its own sequence length; drop {setting('seq')}",
                          field="seq")
     for row in rows:  # each row is one iteration
         check_job_size(row.par.schedule_actions, max_ops)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 
+from archsim.console import setting
 from archsim.training.parallel import tp_split_problem
 from archsim.training.search_space import Candidate, divisors, factorizations, rejection
 from archsim.workload.transformer import TransformerConfig
@@ -35,15 +36,17 @@ def empty_search_note(c: TransformerConfig, cluster, global_batch: int, counts, 
                    for pp in range(1, c.layers + 1) if passes(1, pp, 1))  # 1 × 1 × 1 always passes
         return (f"no configuration on {named}: no split of them into TP × PP × DP has DP dividing the global "
                 f"batch ({global_batch:,}) with TP dividing the heads ({c.heads}) and PP the layers ({c.layers}); "
-                f"give --gpus N with such a split, e.g. --gpus {most}, the most of this cluster's GPUs that have one")
+                f"give {setting('gpus', placeholder='N')} with such a split, e.g. {setting('gpus', most)}, the most "
+                "of this cluster's GPUs that have one")
     if rejected.get("out-of-memory"):  # memory is checked last: every configuration the rules left
-        more = (f"--gpus N up to the cluster's {cluster.gpus:,}, or a larger cluster" if max(counts) < cluster.gpus
+        more = (f"{setting('gpus', placeholder='N')} up to the cluster's {cluster.gpus:,}, or a larger cluster" if max(counts) < cluster.gpus
                 else f"a cluster of more than its {cluster.gpus:,}")  # --gpus cannot go past the cluster's
         return (f"no configuration on {named} fits: the {rejected['out-of-memory']:,} that pass the rules are "
                 f"all out of memory; give more GPUs ({more}) or GPUs with more memory")
     reasons = ", ".join(f"{r}: {n:,}" for r, n in sorted(rejected.items(), key=lambda t: -t[1]))
+    flags = ", ".join(setting(name) for name in ("schedule", "recompute", "sequence-parallel"))
     return (f"no configuration on {named}: every one broke a rule its flags leave ({reasons}); give more "
-            "--schedule, --recompute, --sequence-parallel or --max-micro-batch values")
+            f"{flags} or {setting('max-micro-batch')} values")
 
 
 __all__ = ["empty_search_note"]

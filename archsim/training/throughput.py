@@ -9,7 +9,7 @@ adds its backward's recompute of the scores, one QKᵀ GEMM per head (Dao 2023, 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from archsim.training.layer_ops import window_gemms
 from archsim.workload.transformer import TransformerConfig, layer_parameters
@@ -68,6 +68,11 @@ class Throughput:
     tflops_per_gpu: float
     hardware_tflops_per_gpu: float
     tokens_per_second: float
+
+    def to_dict(self) -> dict[str, float]:
+        """The rates under the names ``archsim train --format json``'s meta and search's rows give them (``mfu``
+        a fraction 0–1, TFLOP/s per GPU, tokens/s), as Python floats: JSON-safe, as the results' ``to_dict``."""
+        return {field.name: float(getattr(self, field.name)) for field in fields(self)}
 
 
 def throughput(c: TransformerConfig, global_batch: int, recompute: str, seconds: float, gpus: int,

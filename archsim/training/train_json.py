@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
 # more timeline slots than this and the document leaves the timeline out (its size, not its content)
 MAX_TIMELINE_SLOTS = 20000
 
@@ -25,8 +23,8 @@ def train_document(result, config, laid, implementation: str) -> dict:
     slots = result.timeline.slots  # the engine's arrays: no DataFrame (pandas' import costs more than the run)
     timeline = [{"rank": str(s.processor), "action": str(s.op), "start_s": float(s.start), "end_s": float(s.end)}
                 for s in slots] if len(slots) <= MAX_TIMELINE_SLOTS else []
-    rates = asdict(throughput(config, par.global_batch, par.recompute, result.iteration_seconds, par.gpus,
-                              mean_peak(machines), par.attention))
+    rates = throughput(config, par.global_batch, par.recompute, result.iteration_seconds, par.gpus,
+                       mean_peak(machines), par.attention).to_dict()
     meta = {"model": config.name, "parameters": config.parameter_count, "seq": config.seq,
             "gpu": ", ".join(sorted({m.gpu.name for m in machines})),
             "gpus": par.gpus, "tp": par.tp, "pp": par.pp,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from archsim.console import setting
 from archsim.errors import InputError
 from archsim.training.cluster import LAYOUT_ERRORS, GpuCluster
 from archsim.training.machine import Machine
@@ -39,7 +40,8 @@ def lay_out(config, cluster: GpuCluster, par: Parallelism, *, placement: str = "
     more schedule actions (None: no limit; the one iteration's own check is the caller's, before the
     cluster is built)."""
     if par.gpus > cluster.gpus:  # named by train's flags (the cluster's own check says TP × PP × DP, field gpus)
-        raise InputError(f"--tp × --pp × --dp = {par.tp} × {par.pp} × {par.dp} = {par.gpus} GPUs > the cluster's "
+        tp, pp, dp = (setting(name) for name in ("tp", "pp", "dp"))  # --tp, or tp from Python
+        raise InputError(f"{tp} × {pp} × {dp} = {par.tp} × {par.pp} × {par.dp} = {par.gpus} GPUs > the cluster's "
                          f"{cluster.gpus}")
     order = parse_placement(placement, cluster)
     if isinstance(order, tuple):
@@ -55,7 +57,8 @@ def lay_out(config, cluster: GpuCluster, par: Parallelism, *, placement: str = "
             one = Candidate(par.tp, par.pp, par.dp, par.micro_batch, par.recompute, par.schedule, par.interleave,
                             par.sequence_parallel)
             check_planning_work(config, cluster, par.global_batch, [one] * orders,
-                                hint="--stage-layers, or one server order (--placement file or I,J,…)")
+                                hint=f"{setting('stage-layers')}, or one server order "
+                                     f"({setting('placement', 'file')} or I,J,…)")
         cluster, par, order = _best_placement(config, cluster, par, balance)
     machines = tuple(replace(m, implementation=implementation)  # a TP group may span whole servers
                      for m in cluster.laid_out(par))  # (the command warns), as search allows

@@ -166,11 +166,11 @@ SHIPPED = {"vgg16": vgg16, "resnet50": resnet50, "resnet101": resnet101, "ffnn16
 def main(argv: list[str] | None = None) -> int:
     """Regenerate ``layers/*.csv`` (all shipped networks but the hand-typed LayerPipe sample)."""
     folder = Path(argv[0]) if argv else Path(__file__).resolve().parents[2] / "layers"
-    from archsim.output_files import write_output
+    from archsim.output_files import note_written, write_output
 
     for name, build in SHIPPED.items():
         write_output(folder / f"{name}.csv", to_csv(build()))
-        print(f"wrote {folder / name}.csv")
+        note_written(f"wrote {folder / name}.csv")  # on stderr, as every command's "wrote" line
     return 0
 
 

@@ -77,30 +77,33 @@ def load_transformer(path: str | Path, *, seq: int | None = None) -> Transformer
         raise InputError(exc.message, file=file, field=exc.where.field) from None
 
 
-def default_seq_note(config: TransformerConfig, path: str | Path, seq: int | None, flag: str = "--seq N") -> str:
+def default_seq_note(config: TransformerConfig, path: str | Path, seq: int | None) -> str:
     """The note ``train`` and ``search`` print when a rotary model's sequence (tokens) defaults to its
     ``max_position_embeddings``: that is the longest context it takes (Llama-3.1's 131,072, Qwen3's 40,960),
     not a length it trains at, so the figures would be for a run few intend. GPT-2's, OPT's and BERT's learned
     position tables are their training length: no note. '' when ``--seq`` was given or there is nothing to say;
-    ``flag`` names the way to set it (``seq=N`` from Python)."""
+    it names the way to set it as the caller spells it (``seq=N`` from Python: :func:`archsim.console.setting`)."""
+    from archsim.console import setting
+
     if seq is not None or config.family != "llama" or Path(path).suffix.lower() != ".json":
         return ""
     return (f"sequence length {config.seq} tokens per sample, from max_position_embeddings: a rotary model's "
-            f"longest context, not its training length; {flag} sets it")
+            f"longest context, not its training length; {setting('seq', placeholder='N')} sets it")
 
 
-def config_dtype_note(config: TransformerConfig, priced: str, flag: str = "--dtype") -> str:
+def config_dtype_note(config: TransformerConfig, priced: str) -> str:
     """The note ``train`` prints when ``--dtype`` was not given and the config's ``torch_dtype`` names
     another of train's dtypes than ``priced`` (its default): the figures are for a precision the model's
-    checkpoint is not in, and nothing else says so. '' when there is nothing to say; ``flag`` names the
-    way to set it (``dtype=`` from Python)."""
+    checkpoint is not in, and nothing else says so. '' when there is nothing to say; it names the
+    way to set it as the caller spells it (``dtype='bf16'`` from Python: :func:`archsim.console.setting`)."""
     from archsim.choices.devices import TORCH_DTYPES
+    from archsim.console import setting
 
     wanted = TORCH_DTYPES.get(config.torch_dtype)
     if wanted is None or wanted == priced:
         return ""
-    how = f"{flag}{wanted!r}" if flag.endswith("=") else f"{flag} {wanted}"  # dtype='bf16', --dtype bf16
-    return f"config.json says {config.torch_dtype}; priced in {priced}, train's default: give {how} to price it so"
+    return (f"config.json says {config.torch_dtype}; priced in {priced}, train's default: give "
+            f"{setting('dtype', wanted)} to price it so")
 
 
 def _from_toml(document: dict, path: Path) -> TransformerConfig:
