@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 import sys
 
+from archsim import console
+
 _ANNOUNCED: set[str] = set()
 
 
@@ -36,9 +38,8 @@ def announce_compile(dispatcher, what: str) -> None:
     if what in _ANNOUNCED or not will_compile(dispatcher):
         return
     _ANNOUNCED.add(what)
-    from archsim.console import note
-
-    note(f"compiling {what} with numba (once per install; later runs load it from the cache)…")
+    console.note(f"compiling {what} with numba (once per install; later runs load it from the cache)…")
+    sys.stderr.flush()
     from archsim.numba_cache import LazyKernel
     from archsim.progress import on_terminal
 

@@ -96,6 +96,20 @@ def test_a_choice_flags_help_says_what_each_choice_is(command, flag):
     assert all(str(choice) in action.help for choice in action.choices), (command, flag, action.help)
 
 
+def test_pipeline_summary_names_every_method():
+    """`archsim --help` listed pipeline's methods as (layerpipe, pipedream, gpipe) though --method takes
+    ooo too; the parser's own choices are the reference (fails on that summary)."""
+    summary = {name: text for name, _, text in cli.REGISTRY}["pipeline"]
+    assert all(choice in summary for choice in _option("pipeline", "--method").choices), summary
+
+
+def test_import_summary_names_transformer_configs():
+    """docs/own-model.md: `archsim import MODEL` writes an ONNX file or a transformer config as a topology CSV;
+    the summary said (ONNX, PyTorch) only (fails on that summary)."""
+    summary = {name: text for name, _, text in cli.REGISTRY}["import"]
+    assert "transformer config" in summary, summary
+
+
 @pytest.mark.parametrize("command", ["pipeline", "schedule"])
 def test_processors_help_says_what_a_processor_is(command):
     assert "stage" in _option(command, "--processors").help

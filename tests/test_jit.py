@@ -53,3 +53,18 @@ def test_the_compile_ticker_counts_until_the_kernel_has_compiled():
     assert not thread.is_alive()
     text = out.getvalue()
     assert "\r  compiling a stand-in: " in text and text.endswith("\r\x1b[K")
+
+
+def test_the_compile_notice_names_the_command_that_spoke(capsys):
+    """docs/cli.md: every note on stderr starts with the command that spoke. The notice printed
+    ``archsim: compiling …`` under ``archsim cost`` (it bypassed archsim.console); fails on that code."""
+    from archsim.console import speaking_as
+
+    @njit
+    def four(x):
+        return 4 * x
+
+    with speaking_as("archsim cost"):
+        jit.announce_compile(four, "a fourth test kernel")
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("archsim cost: note: compiling a fourth test kernel with numba"), line

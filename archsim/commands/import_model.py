@@ -66,4 +66,4 @@ def _shape_problem(network) -> str | None:
     return None
 
 
-COMMAND = Command("import", "convert a model (ONNX, PyTorch) to archsim's topology CSV", add_arguments, run)
+COMMAND = Command("import", "convert a model (ONNX, PyTorch, transformer config) to archsim's topology CSV", add_arguments, run)

@@ -197,4 +197,4 @@ def stash_depths(plan, network) -> list[int] | None:
     return [len(homes) - homes.index(stage.index) if stage.layers else 0 for stage in plan.stages]
 
 
-COMMAND = Command("pipeline", "partition a network over processors (layerpipe, pipedream, gpipe)", add_arguments, run)
+COMMAND = Command("pipeline", "partition a network over processors (layerpipe, pipedream, gpipe, ooo)", add_arguments, run)
