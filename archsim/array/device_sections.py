@@ -12,15 +12,15 @@ from typing import Any
 from archsim.choices.devices import DTYPES
 from archsim.console import setting
 from archsim.errors import InputError
-from archsim.validate import INT32_MAX, parse_float, parse_int, shown_boolean, shown_number
+from archsim.validate import INT32_MAX, parse_float, parse_int, shown, shown_boolean, shown_number
 
 PEAK_DTYPES = (*DTYPES, "tf32", "fp64", "fp8")  # what [compute.peak_tflops] may name
 
 # section → key → (kind, required); kinds: int, float (positive), float0 (≥ 0), fraction (0, 1], seconds [0, 1),
-# latency_us [0, MAX_STEP_LATENCY_US], str, bool
+# latency_us [0, MAX_STEP_LATENCY_US], watts0 [0, MAX_STATIC_WATTS) (:func:`static_watts`), str, bool
 _KEYS: dict[str, dict[str, tuple[str, bool]]] = {
     "device": {"name": ("str", True), "gemm": ("str", False), "split_k": ("bool", False),
-               "board_watts": ("float", False)},
+               "board_watts": ("float", False), "static_watts": ("watts0", False)},
     "compute": {"arrays": ("int", True), "arrays_per_core": ("int", False), "rows": ("int", True),
                 "cols": ("int", True), "dataflow": ("str", False), "clock_mhz": ("float", True),
                 "lanes": ("int", False), "lane_rows": ("int", False), "lane_cols": ("int", False),
@@ -36,11 +36,30 @@ _KEYS: dict[str, dict[str, tuple[str, bool]]] = {
 # A ring or tree step's latency above 1 ms is no fabric's (NVLink's fitted step is 3.15 µs, a NIC's a few µs; the
 # nccl-tests fit bounds α there too): a larger figure is a unit slip (ns written as µs), refused.
 MAX_STEP_LATENCY_US = 1000.0
-_NUMBERS = ("int", "float", "float0", "fraction", "seconds", "latency_us")
+_NUMBERS = ("int", "float", "float0", "fraction", "seconds", "latency_us", "watts0")
+# W per chip: no chip leaks a megawatt; a figure at or above it is a unit slipped (mW written as W)
+MAX_STATIC_WATTS = 1e6
+# why a tile-timed device takes no static power (a device file's [device] and a device sweep's spec refuse it alike)
+STATIC_ON_TILES = ("a device with gemm = {gemm!r} is priced at its board power × time, which already counts static "
+                   "power: static_watts is for array devices (the energy model's dynamic joules)")
 DEVICE_WORD_BYTES = 2  # a .cfg device file's word: fp16/bf16, what train and search read its arrays at
 BANDWIDTH_TOLERANCE = 0.01  # words/cycle × bytes × clock may differ from hbm_gbps by a rounding
 _CFG_SECTIONS = ("device", "memory", "links")  # what a .cfg device file adds to SCALE-Sim's sections
 _CFG_DEVICE_COUNTS = ("arrays", "arrays_per_core")  # a .cfg's [device] keys for what a TOML's [compute] says
+
+
+def static_watts(value: object) -> float:
+    """A chip's static power, W, as a device file's ``[device] static_watts`` or a device sweep's spec states it
+    (a .cfg's text too): in [0, :data:`MAX_STATIC_WATTS`), else ValueError in one line. The one check of it."""
+    number = value
+    if isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            number = None
+    if isinstance(number, bool) or not isinstance(number, (int, float)) or not 0 <= number < MAX_STATIC_WATTS:
+        raise ValueError(f"expected watts per chip in [0, 10⁶), got {shown(value)}")
+    return float(number)
 
 
 def _check(section: str, key: str, value: object, file: str, typed: bool = True) -> Any:
@@ -70,6 +89,8 @@ def _check(section: str, key: str, value: object, file: str, typed: bool = True)
             if out >= 1:
                 raise ValueError(f"expected seconds in [0, 1), got {value!r}")
             return out
+        if kind == "watts0":
+            return static_watts(value)
         if kind == "latency_us":
             return parse_float(value, high=MAX_STEP_LATENCY_US, what="a non-negative number of µs")
     except ValueError as exc:

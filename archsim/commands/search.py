@@ -145,6 +145,12 @@ def run(args: argparse.Namespace) -> int:
     note_unread_cluster_keys(cluster, "search")  # the search done: notes never precede an error line
     if why is not None:
         note(why)
+    if args.objective == "energy":
+        from archsim.training.energy import unpriced_static_note
+
+        static = unpriced_static_note(cluster, args.gpus or [cluster.gpus])
+        if static is not None:
+            note(static)
     emit(text, args)
     if args.pareto_html:
         from archsim.report.search_front import write_front_page  # plotly: only when a page is asked for

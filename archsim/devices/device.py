@@ -108,6 +108,7 @@ class Device:
     inter_node_latency_s: float | None = None  # a collective step through the NIC (None: the fitted NIC α)
     board_watts: float | None = None
     split_k: bool = False
+    static_watts: float = 0.0  # W per chip of an array device: leakage the energy model's dynamic joules leave out
 
     def __post_init__(self) -> None:
         if self.gemm not in GEMM_MODELS:

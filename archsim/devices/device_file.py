@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from archsim.array.config import MAX_PLAUSIBLE_SRAM_KIB, read_scalesim_cfg, sram_in_bytes
-from archsim.array.device_sections import DEVICE_WORD_BYTES, cfg_device_sections, checked_sections
+from archsim.array.device_sections import DEVICE_WORD_BYTES, STATIC_ON_TILES, cfg_device_sections, checked_sections
 from archsim.choices.devices import DTYPES
 from archsim.clock import clock_hz
 from archsim.devices.device import GEMM_MODELS, Arrays, Device
@@ -69,6 +69,8 @@ def _device(values: dict[str, dict[str, Any]], arrays: Arrays, file: str, sram_b
     if dev.get("split_k") and gemm != "arrays":
         raise InputError("split_k is a mechanism of gemm = \"arrays\" (tiles split the reduction by their own rule)",
                          file=file, field="device.split_k")
+    if dev.get("static_watts") and gemm != "arrays":  # as a device sweep's spec refuses it
+        raise InputError(STATIC_ON_TILES.format(gemm=gemm), file=file, field="device.static_watts")
     lanes = None
     if "lanes" in comp:
         try:
@@ -99,7 +101,7 @@ def _device(values: dict[str, dict[str, Any]], arrays: Arrays, file: str, sram_b
                   inter_node_gbps=links.get("inter_node_gbps", 0.0),
                   intra_latency_s=_seconds(links, "intra_latency_us"),
                   inter_node_latency_s=_seconds(links, "inter_node_latency_us"), board_watts=dev.get("board_watts"),
-                  split_k=dev.get("split_k", False))
+                  split_k=dev.get("split_k", False), static_watts=dev.get("static_watts", 0.0))
 
 
 def _seconds(links: dict[str, Any], key: str) -> float | None:

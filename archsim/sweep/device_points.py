@@ -7,8 +7,9 @@ SRAM per array unless swept, the clock, the links; a .cfg's SCALE-Sim ``Bandwidt
 as the whole words/cycle nearest ``hbm_gbps``, :func:`~archsim.sweep.device_spec.cfg_words`), ``chips``
 of it in one server as a cluster file ``[[servers]] gpus = chips, device = …, intra_server_gbps`` gives
 them (the in-server link the device's own ``[links] intra_gbps``, :func:`in_server_gbps`), and TP 1 ×
-PP 1 × DP ``chips``: seconds, memory and ``energy_j`` are :func:`archsim.train`'s (the energy model's
-dynamic joules on an array device), plus ``static_watts`` × chips × seconds. The front
+PP 1 × DP ``chips``: seconds, memory and ``energy_j`` are :func:`archsim.train`'s on the device with the
+spec's ``static_watts`` (else the device file's): the energy model's dynamic joules plus static_watts × chips ×
+seconds, train's one formula (:func:`archsim.training.energy.static_joules`). The front
 (``pareto_optimal``) is the points no fitting point beats in both seconds and joules
 (:func:`archsim.report.pareto.pareto_mask`); a point whose memory does not fit its chip is kept,
 ``fits_memory`` false, never on the front.
@@ -68,11 +69,22 @@ def implausible_points(spec: DeviceSweepSpec) -> tuple[str, ...]:
 
 def spec_warnings(spec: DeviceSweepSpec) -> tuple[str, ...]:
     """The lines ``archsim sweep`` warns on stderr and :func:`archsim.api.run_sweep` warns as UserWarnings,
-    one list for both: each ``array_sides`` side that leaves PEs unused, then each implausible figure."""
+    one list for both: each ``array_sides`` side that leaves PEs unused, then each implausible figure, then a
+    spec's ``static_watts`` overriding the device file's."""
     from archsim.devices.device_file import load_device
     from archsim.sweep.device_spec import unused_pe_lines
 
-    return (*unused_pe_lines(load_device(spec.setup.device_path), spec.array_sides), *implausible_points(spec))
+    device = load_device(spec.setup.device_path)
+    return (*unused_pe_lines(device, spec.array_sides), *implausible_points(spec), *static_override(device, spec))
+
+
+def static_override(device: Device, spec: DeviceSweepSpec) -> tuple[str, ...]:
+    """The line saying the spec's ``static_watts`` (a what-if across the sweep) overrides the one the device file
+    states, when the two differ; none otherwise."""
+    if not device.static_watts or device.static_watts == spec.setup.static_watts:
+        return ()
+    return (f"the spec's static_watts = {spec.setup.static_watts:g} W per chip overrides the device file's "
+            f"{device.static_watts:g} W",)
 
 
 def unfit_points_line(frame) -> str | None:
@@ -108,7 +120,8 @@ def point_rows(point: DevicePoint) -> list[dict[str, object]]:
     from archsim.workload.model_files import load_transformer
 
     setup = point.setup
-    device = with_fields(load_device(setup.device_path), point.arrays, point.hbm_gbps, point.sram_kib_per_array)
+    device = replace(with_fields(load_device(setup.device_path), point.arrays, point.hbm_gbps, point.sram_kib_per_array),
+                     static_watts=setup.static_watts)
     edited = "swept.toml"  # the edited device, which has no file: given to the cluster by this name
     cluster = gpu_cluster({"cluster": {"name": "device-sweep"},
                            "servers": [{"count": 1, "gpus": point.chips, "device": edited,
@@ -121,7 +134,6 @@ def point_rows(point: DevicePoint) -> list[dict[str, object]]:
                           dp=point.chips, micro_batch=setup.micro_batch, recompute=setup.recompute,
                           attention=setup.attention)
     arrays = device.arrays
-    dynamic = result.energy_j if result.energy_j is not None else math.nan
     sram = {} if point.sram_kib_per_array is None else {SRAM_COLUMN: device.sram_bytes_per_array / 1024}
     return [{"model": config.name, "gpu": device.name, "arrays": f"{arrays.count}x{arrays.rows}x{arrays.cols}",
              "rows": arrays.rows, "cols": arrays.cols, **sram, "hbm_gbps": device.hbm_bytes_per_s / 1e9,
@@ -129,7 +141,7 @@ def point_rows(point: DevicePoint) -> list[dict[str, object]]:
              "global_batch": setup.global_batch, "micro_batch": setup.micro_batch, "recompute": setup.recompute,
              "dtype": setup.dtype, "attention": setup.attention, "static_watts": setup.static_watts,
              "iteration_seconds": result.iteration_seconds,
-             "energy_j": dynamic + setup.static_watts * point.chips * result.iteration_seconds,
+             "energy_j": result.energy_j if result.energy_j is not None else math.nan,
              "peak_memory_gib": result.peak_memory_gib, "memory_capacity_gib": device.memory_bytes / 2**30,
              "fits_memory": all(result.fits), "model_sha256": setup.model_sha256,
              "device_sha256": setup.device_sha256}]

@@ -15,7 +15,7 @@ and prices (docs/concepts.md, "Sweep specs"; docs/formats.md, "Device sweep spec
     recompute = "full"
     dtype = "bf16"
     attention = "standard"
-    static_watts = 0                 # assumed static power per chip, W (default 0)
+    static_watts = 0                 # assumed static power per chip, W (default: the device file's, else 0)
 
 Every key is checked and both files are read here, so a bad spec stops the run before it writes.
 """
@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
+from archsim.array.device_sections import STATIC_ON_TILES, static_watts
 from archsim.choices.devices import DTYPES
 from archsim.choices.training import ATTENTIONS, DEFAULT_ATTENTION, RECOMPUTE
 from archsim.errors import InputError
@@ -257,13 +258,12 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
     recompute = choice("recompute", RECOMPUTE, "full")
     dtype = choice("dtype", DTYPES, "fp16")
     attention = choice("attention", ATTENTIONS, DEFAULT_ATTENTION)
-    watts = table.get("static_watts", 0.0)
-    if isinstance(watts, bool) or not isinstance(watts, (int, float)) or not 0 <= watts < 1e6:
-        raise InputError(f"expected watts per chip in [0, 10⁶), got {shown(watts)}", file=file, field="static_watts")
+    try:  # the spec's what-if, else the device file's own (spec_warnings notes a spec overriding it)
+        watts = static_watts(table["static_watts"]) if "static_watts" in table else device.static_watts
+    except ValueError as exc:
+        raise InputError(str(exc), file=file, field="static_watts") from None
     if watts and device.gemm != "arrays":
-        raise InputError(f"a device with gemm = {device.gemm!r} is priced at its board power × time, which already "
-                         "counts static power: static_watts is for array devices (the energy model's dynamic joules)",
-                         file=file, field="static_watts")
+        raise InputError(STATIC_ON_TILES.format(gemm=device.gemm), file=file, field="static_watts")
     for n in chips:  # every point's layout and its schedule's size (train's --max-ops), before anything is written
         try:
             actions = Parallelism(1, 1, n, global_batch, micro_batch, recompute, attention=attention).schedule_actions

@@ -7,8 +7,10 @@
   ``vector_elements``, at the table's DRAM energy per word) — summed over every op every device runs
   in the iteration (the op list the iteration is timed on, its attention's included): per micro-batch the layer ops × layers, the embedding and the head, the forward
   again under full recompute, × micro-batches × TP × DP; then each device's optimizer step, its
-  bytes per parameter (:mod:`archsim.training.iteration`) at the DRAM energy. Leakage is left out
-  (the default table has none). Not counted: the collectives' links, the host.
+  bytes per parameter (:mod:`archsim.training.iteration`) at the DRAM energy. The default table has no
+  leakage: a device file's ``[device] static_watts`` (W per chip, default 0) adds static_watts × chips ×
+  iteration seconds (:func:`static_joules`, the one formula: ``archsim sweep``'s device points are priced
+  here too), so idle pipeline time costs energy. Not counted: the collectives' links, the host.
 * **Catalog GPUs** (and device files timed by tiles): board power × time, every GPU at its board
   power for the whole iteration (:func:`archsim.training.rates.watts`; an upper bound).
 
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
     from archsim.training.run import TrainResult
 
 MODEL_SOURCE = "energy model on the ops' accesses (archsim.energy, default table)"
+STATIC_SOURCE = " + static_watts × chips × iteration time"  # after MODEL_SOURCE where the device states static power
 BOARD_SOURCE = "board power × iteration time"
 
 
@@ -101,16 +104,38 @@ def array_iteration_joules(c: TransformerConfig, par: Parallelism, device: Devic
     return (per_microbatch * par.microbatches * par.tp * par.dp + optimizer) * 1e-12
 
 
+def static_joules(device: Device, gpus: int, seconds: float) -> float:
+    """Joules an array device's chips leak over one iteration: ``static_watts`` (W per chip) × ``gpus`` × ``seconds``."""
+    return device.static_watts * gpus * seconds
+
+
+def unpriced_static_note(cluster, counts) -> str | None:
+    """The note ``archsim search --objective energy`` prints when an array device among these GPU ``counts``
+    states no static power: its energy is the dynamic joules alone, so idle pipeline time costs nothing."""
+    devices = {device.name: device for n in counts if (device := array_device(cluster, n)) is not None}
+    bare = sorted(name for name, device in devices.items() if not device.static_watts)
+    if not bare:
+        return None
+    return (f"{', '.join(bare)} states no static power, so energy_j counts dynamic joules only and idle pipeline "
+            "time costs nothing: state the chip's leakage as [device] static_watts (W per chip) in its device file")
+
+
 def iteration_energy(c: TransformerConfig, par: Parallelism, cluster, seconds: float,
                      implementation: str = "megatron", memory=()) -> dict[str, float | str | None]:
     """``energy_j`` (None when no figure is known) and ``energy_source`` of one iteration on ``cluster``;
     ``memory``: each pipeline rank's :class:`~archsim.training.memory.StageMemory` (its parameters
-    per device, for the optimizer step). ``archsim train`` and ``archsim search`` both price energy here."""
+    per device, for the optimizer step). ``archsim train`` and ``archsim search`` both price energy here.
+    Where an array device states static power, ``energy_dynamic_j`` and ``energy_static_j`` are the two parts
+    of ``energy_j`` (J); elsewhere absent."""
     device = array_device(cluster, par.gpus)
     if device is not None:
         parameters = sum(m.parameters for m in memory) * par.tp * par.dp
-        return {"energy_j": array_iteration_joules(c, par, device, cluster.dtype, implementation, parameters),
-                "energy_source": MODEL_SOURCE}
+        dynamic = array_iteration_joules(c, par, device, cluster.dtype, implementation, parameters)
+        if not device.static_watts:
+            return {"energy_j": dynamic, "energy_source": MODEL_SOURCE}
+        static = static_joules(device, par.gpus, seconds)
+        return {"energy_j": dynamic + static, "energy_source": MODEL_SOURCE + STATIC_SOURCE,
+                "energy_dynamic_j": dynamic, "energy_static_j": static}
     try:
         return {"energy_j": seconds * watts(cluster, par.gpus), "energy_source": BOARD_SOURCE}
     except InputError:
@@ -125,8 +150,9 @@ def priced(result: TrainResult, c: TransformerConfig, par: Parallelism, cluster,
     from dataclasses import replace
 
     energy = iteration_energy(c, par, cluster, result.iteration_seconds, implementation, memory=result.memory)
-    return replace(result, energy_j=cast("float | None", energy["energy_j"]), energy_source=str(energy["energy_source"]))
+    return replace(result, energy_j=cast("float | None", energy["energy_j"]), energy_source=str(energy["energy_source"]),
+                   energy_static_j=cast("float | None", energy.get("energy_static_j")))
 
 
 __all__ = ["BOARD_SOURCE", "MODEL_SOURCE", "array_device", "array_iteration_joules", "device_array", "energy_basis",
-           "iteration_energy", "priced"]
+           "iteration_energy", "priced", "static_joules", "unpriced_static_note"]

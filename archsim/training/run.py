@@ -30,7 +30,8 @@ class TrainResult:
     ``parallelism``: the one it ran; ``capacities``: each rank's GPU memory (bytes);
     ``energy_j`` / ``energy_source``: the iteration's joules and how they were priced, set by
     :func:`archsim.training.energy.priced` (``archsim train`` and ``archsim.train``; None and "" on
-    :func:`train`'s own result, which has no cluster to price it on)."""
+    :func:`train`'s own result, which has no cluster to price it on); ``energy_static_j``: the part of
+    ``energy_j`` an array device's stated static power adds (None where it states none)."""
 
     iteration_seconds: float
     memory: tuple[StageMemory, ...]
@@ -42,6 +43,7 @@ class TrainResult:
     backward_seconds: float = 0.0
     energy_j: float | None = None
     energy_source: str = ""
+    energy_static_j: float | None = None
     parallelism: Parallelism | None = None  # what ran: a planned split's stage_layers, the resolved grad_accumulation
     capacities: tuple[float, ...] = ()  # bytes of memory of each pipeline rank's GPU
     # archsim train --format json's document, set by archsim.train (train_json.train_document): what

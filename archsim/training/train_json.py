@@ -37,7 +37,7 @@ def train_document(result, config, laid, implementation: str) -> dict:
             "dtype": laid.cluster.dtype, "implementation": implementation,
             "grad_accumulation": accumulation(par, machines[0]), "iteration_seconds": result.iteration_seconds,
             "forward_seconds": result.forward_seconds, "backward_seconds": result.backward_seconds,
-            "energy_j": result.energy_j, "energy_source": result.energy_source,
+            "energy_j": result.energy_j, **static_split(result), "energy_source": result.energy_source,
             **rates, "peak_memory_gib": result.peak_memory_gib,
             "memory_capacity_gib": max(result.capacities) / 2**30, "fits_memory": all(result.fits),
             "breakdown_seconds": dict(result.breakdown), **network_meta(laid, config.tied_embeddings),
@@ -45,6 +45,14 @@ def train_document(result, config, laid, implementation: str) -> dict:
             "after_backward_seconds": [dict(p) for p in result.post], "timeline": timeline}
     rows = [{k: row[k] for k in ("piece", "name", "op", "seconds")} for row in result.ops]
     return {"meta": meta, "rows": rows}
+
+
+def static_split(result) -> dict[str, float]:
+    """``energy_j``'s two parts (J) where the device states static power: the energy model's dynamic joules and
+    static_watts × chips × seconds; none otherwise (the meta then as before)."""
+    if result.energy_static_j is None or result.energy_j is None:
+        return {}
+    return {"energy_dynamic_j": result.energy_j - result.energy_static_j, "energy_static_j": result.energy_static_j}
 
 
 def parameters_line(count: int) -> str:
