@@ -5,6 +5,7 @@ refused ``static_watts`` as an unknown key, and train and search priced the dyna
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from pathlib import Path
@@ -73,7 +74,7 @@ def test_energy_strictly_grows_with_time_at_equal_dynamic_joules(tmp_path):
         cluster = load_gpu_cluster(str(chip(tmp_path, watts, f"c{watts}")), "bf16")
         energies = [iteration_energy(config, par, cluster, s)["energy_j"] for s in (0.01, 0.02, 0.5, 3.0)]
         if grows:
-            assert all(a < b for a, b in zip(energies, energies[1:], strict=False)), energies
+            assert all(a < b for a, b in itertools.pairwise(energies)), energies
         else:
             assert len(set(energies)) == 1, energies
 

@@ -83,8 +83,9 @@ def static_override(device: Device, spec: DeviceSweepSpec) -> tuple[str, ...]:
     states, when the two differ; none otherwise."""
     if not device.static_watts or device.static_watts == spec.setup.static_watts:
         return ()
-    return (f"the spec's static_watts = {spec.setup.static_watts:g} W per chip overrides the device file's "
-            f"{device.static_watts:g} W",)
+    line = (f"the spec's static_watts = {spec.setup.static_watts:g} W per chip overrides the device file's "
+            f"{device.static_watts:g} W")
+    return (line,)
 
 
 def unfit_points_line(frame) -> str | None:
