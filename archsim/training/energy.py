@@ -151,7 +151,8 @@ def priced(result: TrainResult, c: TransformerConfig, par: Parallelism, cluster,
 
     energy = iteration_energy(c, par, cluster, result.iteration_seconds, implementation, memory=result.memory)
     return replace(result, energy_j=cast("float | None", energy["energy_j"]), energy_source=str(energy["energy_source"]),
-                   energy_static_j=cast("float | None", energy.get("energy_static_j")))
+                   energy_static_j=cast("float | None", energy.get("energy_static_j")),
+                   energy_dynamic_j=cast("float | None", energy.get("energy_dynamic_j")))
 
 
 __all__ = ["BOARD_SOURCE", "MODEL_SOURCE", "array_device", "array_iteration_joules", "device_array", "energy_basis",

@@ -30,8 +30,9 @@ class TrainResult:
     ``parallelism``: the one it ran; ``capacities``: each rank's GPU memory (bytes);
     ``energy_j`` / ``energy_source``: the iteration's joules and how they were priced, set by
     :func:`archsim.training.energy.priced` (``archsim train`` and ``archsim.train``; None and "" on
-    :func:`train`'s own result, which has no cluster to price it on); ``energy_static_j``: the part of
-    ``energy_j`` an array device's stated static power adds (None where it states none)."""
+    :func:`train`'s own result, which has no cluster to price it on); ``energy_static_j`` / ``energy_dynamic_j``: the
+    parts of ``energy_j`` an array device's stated static power adds and the energy model's (None where it
+    states none)."""
 
     iteration_seconds: float
     memory: tuple[StageMemory, ...]
@@ -44,6 +45,7 @@ class TrainResult:
     energy_j: float | None = None
     energy_source: str = ""
     energy_static_j: float | None = None
+    energy_dynamic_j: float | None = None
     parallelism: Parallelism | None = None  # what ran: a planned split's stage_layers, the resolved grad_accumulation
     capacities: tuple[float, ...] = ()  # bytes of memory of each pipeline rank's GPU
     # archsim train --format json's document, set by archsim.train (train_json.train_document): what

@@ -50,9 +50,9 @@ def train_document(result, config, laid, implementation: str) -> dict:
 def static_split(result) -> dict[str, float]:
     """``energy_j``'s two parts (J) where the device states static power: the energy model's dynamic joules and
     static_watts × chips × seconds; none otherwise (the meta then as before)."""
-    if result.energy_static_j is None or result.energy_j is None:
+    if result.energy_static_j is None:
         return {}
-    return {"energy_dynamic_j": result.energy_j - result.energy_static_j, "energy_static_j": result.energy_static_j}
+    return {"energy_dynamic_j": result.energy_dynamic_j, "energy_static_j": result.energy_static_j}
 
 
 def parameters_line(count: int) -> str:
