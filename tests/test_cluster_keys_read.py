@@ -200,10 +200,11 @@ def test_a_catalog_gpus_server_may_omit_the_figure(tmp_path, name):
         assert one.rank_machines(par) == other.rank_machines(par)
 
 
-def test_a_device_files_server_must_state_the_figure(tmp_path):
-    """A device file is not the catalog: its server states its in-server figure or is refused, naming the key."""
+def test_a_server_naming_no_chip_must_state_the_figure(tmp_path):
+    """A server naming neither a catalog GPU nor a device file has no link of its own to default to: refused,
+    naming the key (a device file's server takes the file's [links] intra_gbps: test_device_link_default.py)."""
     path = tmp_path / "chips.toml"
-    path.write_text('[cluster]\nname = "x"\n[[servers]]\ngpus = 2\ndevice = "chip.toml"\n')
+    path.write_text('[cluster]\nname = "x"\n[[servers]]\ngpus = 2\n')
     with pytest.raises(InputError) as err:
         load_gpu_cluster(path)
     assert err.value.where.field == "intra_server_gbps"

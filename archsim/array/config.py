@@ -186,18 +186,29 @@ def sram_in_bytes(what: str, kib_per_array: float, fix: str) -> str | None:
     return f"{what} is above {MAX_PLAUSIBLE_SRAM_KIB // 1024} MiB per array: if it is in bytes, write {fix}"
 
 
-def cfg_sram_warning(path: str | Path) -> str | None:
-    """:func:`sram_in_bytes` for a SCALE-Sim ``.cfg``'s three SRAMs (what the array commands' ``--config`` reads):
-    the rule ``--sram-kb`` and a device file are judged by, its fix naming the keys that look like bytes (each
-    above a third of the limit; all three when none is), each in whole KiB, as a ``.cfg`` has no key for the sum."""
-    array = read_scalesim_cfg(path, sparsity=True, layouts=True)  # its sizes alone: the caller checked the rest
-    sizes = {"IfmapSramSzkB": array.ifmap_sram_kb, "FilterSramSzkB": array.filter_sram_kb,
-             "OfmapSramSzkB": array.ofmap_sram_kb}
+def cfg_sram_keys(array: ArrayConfig) -> tuple[tuple[str, int], ...]:
+    """A ``.cfg``'s three SRAM keys as written, (key, KiB): what :func:`cfg_sram_slip` names."""
+    return (("IfmapSramSzkB", array.ifmap_sram_kb), ("FilterSramSzkB", array.filter_sram_kb),
+            ("OfmapSramSzkB", array.ofmap_sram_kb))
+
+
+def cfg_sram_slip(what: str, keys: tuple[tuple[str, int], ...]) -> str | None:
+    """:func:`sram_in_bytes` for a SCALE-Sim ``.cfg``'s three SRAMs (``keys``: :func:`cfg_sram_keys`), ``what``
+    naming the file or device: the rule ``--sram-kb`` and a device file are judged by, its fix naming the keys that
+    look like bytes (each above a third of the limit; all three when none is), each in whole KiB, as a ``.cfg`` has
+    no key for the sum. One wording for ``cost --config`` and for train, search and plan on a ``.cfg`` device."""
+    sizes = dict(keys)
     slipped = [key for key, kib in sizes.items() if kib > MAX_PLAUSIBLE_SRAM_KIB / 3] or list(sizes)
     stated = ", ".join(f"{key} {kib}" for key, kib in sizes.items())
-    return sram_in_bytes(f"{path}: {stated}: {sum(sizes.values())} KiB of SRAM beside the array (the three "
+    return sram_in_bytes(f"{what}: {stated}: {sum(sizes.values())} KiB of SRAM beside the array (the three "
                          "together)", sum(sizes.values()),
                          ", ".join(f"{key}: {max(round(sizes[key] / 1024), 1)}" for key in slipped))
+
+
+def cfg_sram_warning(path: str | Path) -> str | None:
+    """:func:`cfg_sram_slip` of the ``.cfg`` at ``path`` (what the array commands' ``--config`` reads)."""
+    array = read_scalesim_cfg(path, sparsity=True, layouts=True)  # its sizes alone: the caller checked the rest
+    return cfg_sram_slip(str(path), cfg_sram_keys(array))
 
 
 def _toml_refusal(text: str, dtype_flag: bool) -> str:

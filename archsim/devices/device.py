@@ -35,7 +35,7 @@ device file without ``peak_tflops`` gets 2 · count · rows · cols · clock for
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -109,8 +109,13 @@ class Device:
     board_watts: float | None = None
     split_k: bool = False
     static_watts: float = 0.0  # W per chip of an array device: leakage the energy model's dynamic joules leave out
+    # a .cfg device file's SRAM as written, (key, KiB) per SramSzkB (archsim.array.config.cfg_sram_keys), summing to
+    # sram_bytes_per_array; empty otherwise. Where the figure came from, not what it is: not compared
+    sram_keys: tuple[tuple[str, int], ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
+        if self.sram_keys and sum(kib for _, kib in self.sram_keys) * 1024 != self.sram_bytes_per_array:
+            raise ValueError("sram_keys must sum to sram_bytes_per_array: clear them where the SRAM is replaced")
         if self.gemm not in GEMM_MODELS:
             raise InputError(f"unknown GEMM model {self.gemm!r}; choose one of {', '.join(GEMM_MODELS)}",
                              field="gemm")

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from archsim.array.config import MAX_PLAUSIBLE_SRAM_KIB, read_scalesim_cfg, sram_in_bytes
+from archsim.array.config import MAX_PLAUSIBLE_SRAM_KIB, cfg_sram_keys, cfg_sram_slip, read_scalesim_cfg, sram_in_bytes
 from archsim.array.device_sections import DEVICE_WORD_BYTES, STATIC_ON_TILES, cfg_device_sections, checked_sections
 from archsim.choices.devices import DTYPES
 from archsim.clock import clock_hz
@@ -56,7 +56,11 @@ def _check_array_peaks(given: dict[str, float], arrays: Arrays, lanes: Arrays | 
                              file=file, field=f"compute.peak_tflops.{dtype}")
 
 
-def _device(values: dict[str, dict[str, Any]], arrays: Arrays, file: str, sram_bytes: float | None = None) -> Device:
+def _device(values: dict[str, dict[str, Any]], arrays: Arrays, file: str,
+            sram_keys: tuple[tuple[str, int], ...] = ()) -> Device:
+    """The device of a file's checked ``values``; ``sram_keys``: a ``.cfg``'s SRAM keys (its SRAM, in place of
+    ``[memory] sram_kib_per_array``)."""
+    sram_bytes = sum(kib for _, kib in sram_keys) * 1024.0 if sram_keys else None
     dev, comp, mem, links = values["device"], values["compute"], values["memory"], values["links"]
     gemm = dev.get("gemm", "arrays")
     if gemm not in GEMM_MODELS:
@@ -101,7 +105,8 @@ def _device(values: dict[str, dict[str, Any]], arrays: Arrays, file: str, sram_b
                   inter_node_gbps=links.get("inter_node_gbps", 0.0),
                   intra_latency_s=_seconds(links, "intra_latency_us"),
                   inter_node_latency_s=_seconds(links, "inter_node_latency_us"), board_watts=dev.get("board_watts"),
-                  split_k=dev.get("split_k", False), static_watts=dev.get("static_watts", 0.0))
+                  split_k=dev.get("split_k", False), static_watts=dev.get("static_watts", 0.0),
+                  sram_keys=sram_keys)
 
 
 def _seconds(links: dict[str, Any], key: str) -> float | None:
@@ -144,8 +149,7 @@ def _cfg_device(path: Path) -> Device:
     except InputError as exc:
         raise InputError(exc.message, file=file, field=f"device.{_key_of(exc.where.field)}") from None
     values["compute"] = {}
-    sram = float(array.ifmap_sram_kb + array.filter_sram_kb + array.ofmap_sram_kb) * 1024
-    return _device(values, arrays, file, sram_bytes=sram)
+    return _device(values, arrays, file, sram_keys=cfg_sram_keys(array))
 
 
 def implausible_figures(device: Device) -> tuple[str, ...]:
@@ -180,7 +184,8 @@ def implausible_figures(device: Device) -> tuple[str, ...]:
             lines.append(f"{sram}: a third of it, an operand buffer, holds less than one fold of a "
                          f"{arrays.rows} × {arrays.cols} array ({fold_kib:g} KiB at {DEVICE_WORD_BYTES} bytes), so "
                          f"the energy model's compulsory DRAM traffic is out of its reach: {fix}")
-        elif slip := sram_in_bytes(sram, kib, f"{kib / 1024:g} KiB"):
+        elif slip := (cfg_sram_slip(device.name, device.sram_keys) if device.sram_keys else  # per key: no sum key
+                      sram_in_bytes(sram, kib, f"{kib / 1024:g} KiB")):
             lines.append(slip)
     return tuple(lines)
 

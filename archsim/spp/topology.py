@@ -12,7 +12,7 @@ A TOML file (``configs/clusters/*.toml``), keys checked exactly::
     count = 3                     # servers of this kind
     gpus = 4
     intra_server_gbps = [192, 256] # per server (its PCIe or NVLink fabric), per GPU, both directions together;
-                                   # optional beside gpu (its board's)
+                                   # optional beside gpu or device (the chip's own link: server_fabric)
     gpu = "a100-80gb"             # optional: the GPU by catalog name (archsim train; archsim.devices)
     # device = "tpu.toml"         # or a device file, relative to this file (archsim train, instead of gpu)
 
@@ -54,7 +54,7 @@ DEVICE_NOT_CLUSTER = ('this is a device file: name it in a cluster file\'s [[ser
                       'beside gpus = N), and give that cluster file (configs/clusters/tpu_v4_like_slice.toml)')
 CFG_NOT_CLUSTER = ("this is a SCALE-Sim .cfg, not a cluster file: with [device], [memory] and [links] sections it is "
                    "a device file (docs/formats.md, Device files); name it in a cluster file's [[servers]] table "
-                   '(device = "FILE", beside gpus = N and intra_server_gbps) and give that cluster file '
+                   '(device = "FILE", beside gpus = N) and give that cluster file '
                    "(configs/clusters/scalesim_32x32_device.toml)")
 
 if TYPE_CHECKING:
@@ -186,15 +186,21 @@ def _gbps(value, field: str, file: str, rng: _Draws) -> float:
     return _figure(value, field, file, rng) * 1e9 / 8
 
 
-def _catalog_fabric(group: dict, file: str) -> float:
-    """A server's in-server bandwidth when its table names a catalog ``gpu`` and states none: the board's
-    NVLink (or PCIe), one direction, bytes/s — what the shipped files state (4800 Gb/s both directions for an
-    A100, 300 GB/s a direction)."""
-    name = group.get("gpu")
-    if not isinstance(name, str):
-        raise InputError('missing: the in-server bandwidth, Gbit/s (optional only beside gpu = "<catalog name>")',
+def server_fabric(group: dict, device: Device | None, file: str) -> float:
+    """A server's in-server bandwidth when its ``[[servers]]`` table states no ``intra_server_gbps``: its chip's own
+    link, one direction, bytes/s — a catalog ``gpu``'s NVLink (or PCIe; what the shipped files state: 4800 Gb/s
+    both directions for an A100, 300 GB/s a direction), or a ``device`` file's ``[links] intra_gbps`` (GB/s per
+    direction). The one default train, search and plan read. ``device``: the table's device where the caller has
+    read it (a device file's is read by :func:`archsim.training.cluster_file.named_devices`); None: a catalog
+    ``gpu`` is looked up here, and a table naming no chip is refused, naming both places to state the link."""
+    if device is None and "device" not in group and isinstance(group.get("gpu"), str):
+        device = server_gpu(group["gpu"], file)
+    if device is None:
+        raise InputError("missing: the in-server bandwidth: state intra_server_gbps in the [[servers]] table (Gbit/s "
+                         "per GPU, both directions), or name the chip whose own link is read: gpu = \"<catalog "
+                         'name>", or device = "<device file>" with its [links] intra_gbps (GB/s per direction)',
                          file=file, field="intra_server_gbps")
-    return server_gpu(name, file).fabric_bytes_per_s
+    return device.fabric_bytes_per_s
 
 
 def server_gpu(name: object, file: str) -> Device:
@@ -270,7 +276,8 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
             raise InputError(f"more than {max_devices} GPUs in all", file=file, field="count")
         for _ in range(count):
             intra.append(fabric_bytes_per_s(_figure(group["intra_server_gbps"], "intra_server_gbps", file, rng))
-                         if "intra_server_gbps" in group else _catalog_fabric(group, file))
+                         if "intra_server_gbps" in group else
+                         server_fabric(group, devices[table] if table < len(devices) else None, file))
             servers.extend([len(intra) - 1] * gpus)
             boards.append(group.get("gpu") if isinstance(group.get("gpu"), str) and "device" not in group else None)
             server_devices.append(devices[table] if table < len(devices) else None)

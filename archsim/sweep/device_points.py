@@ -52,7 +52,7 @@ def with_fields(device: Device, arrays: tuple[int, int, int] | None, hbm_gbps: f
     if hbm_gbps is not None:
         device = replace(device, hbm_bytes_per_s=hbm_gbps * 1e9)
     if sram_kib_per_array is not None:
-        device = replace(device, sram_bytes_per_array=sram_kib_per_array * 1024.0)
+        device = replace(device, sram_bytes_per_array=sram_kib_per_array * 1024.0, sram_keys=())  # no .cfg's keys
     return device
 
 

@@ -19,7 +19,7 @@ from archsim.devices.device import Device, catalog_device
 from archsim.errors import InputError
 from archsim.links import fabric_bytes_per_s
 from archsim.network import Network, network_lines, nic_speed_warning, read_network
-from archsim.spp.topology import build_topology, missing_inter_server, read_cluster_document, server_gpu
+from archsim.spp.topology import build_topology, missing_inter_server, read_cluster_document, server_fabric, server_gpu
 from archsim.training.cluster import GpuCluster
 from archsim.training.parallel import Parallelism
 from archsim.validate import parse_float, shown_number
@@ -107,14 +107,16 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
     """A parsed cluster TOML's cluster (:func:`load_gpu_cluster`); ``folder``: where its device paths are
     read from; ``loaded``: devices already made, by the ``device`` path that names them (a device sweep's
     edited device, which has no file)."""
-    # the file's keys checked and its GPUs counted as plan reads them; [network] (the NICs) is priced below
-    gpus = build_topology(spec, file=file, max_devices=MAX_GPUS, network_links=True).devices
+    # each table's device read first (a table without intra_server_gbps runs its device's own link), then the
+    # file's keys checked and its GPUs counted as plan reads them; [network] (the NICs) is priced below
+    loaded = dict(loaded or {})
+    gpus = build_topology(spec, file=file, max_devices=MAX_GPUS, network_links=True,
+                          devices=named_devices(spec, folder, file, loaded)).devices
     if "gpu_memory_gb" in spec["cluster"]:  # the array planners' figure; a GPU's board (or device file) sizes it here
         raise InputError("sizes archsim plan's GPUs only: train and search take each GPU's memory from its catalog "
                          'board or device file; name a GPU of that memory (gpu = "a100-40gb") or a device file',
                          file=file, field="gpu_memory_gb")
     servers = spec["servers"]
-    loaded = dict(loaded or {})
     kinds: list[Device] = []
     sizes: list[int] = []
     prices: list[float | None] = []
@@ -129,7 +131,7 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
         if isinstance(intra, list):  # plan draws a figure within it (its seed); an iteration needs the one it ran at
             raise InputError("a [low, high] range is drawn by archsim plan; train and search take one figure, "
                              "Gbit/s", file=file, field="intra_server_gbps")
-        fabric = device.fabric_bytes_per_s if intra is None else fabric_bytes_per_s(intra)  # checked
+        fabric = server_fabric(group, device, file) if intra is None else fabric_bytes_per_s(intra)  # checked
         fabrics.extend([fabric] * group.get("count", 1))
         for key, out in (("price_per_gpu_hour", prices), ("gpu_watts", watts)):
             value = group.get(key)
@@ -160,12 +162,14 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
                       tuple(sizes), network, dtype, tuple(fabrics), unread, warnings)
 
 
-def named_devices(spec: dict, folder: Path, file: str) -> tuple[Device | None, ...]:
+def named_devices(spec: dict, folder: Path, file: str,
+                  loaded: dict[str, Device] | None = None) -> tuple[Device | None, ...]:
     """Each ``[[servers]]`` table's device where it names one (None where it names neither, or is no table):
-    what archsim plan reads for the links and warnings a device states, as train does, whatever prices its
-    layers. Each device file is read once."""
+    what train and archsim plan read for the links (a table's own in-server link where it states none,
+    :func:`~archsim.spp.topology.server_fabric`) and warnings a device states, whatever prices its layers. Each
+    device file is read once; ``loaded``: devices already read, by path (added to)."""
     servers = spec.get("servers")
-    loaded: dict[str, Device] = {}
+    loaded = {} if loaded is None else loaded
     return tuple(_server_device(group, folder, file, loaded)
                  if isinstance(group, dict) and ("gpu" in group or "device" in group) else None
                  for group in (servers if isinstance(servers, list) else ()))
