@@ -11,7 +11,8 @@ recompute, bf16, Megatron's standard attention) replaced. The sweep is the libra
 (:mod:`archsim.sweep.device_points`), what ``archsim sweep configs/sweeps/device_tpu_v4_like_gpt.toml`` runs
 with caching and an HTML report: ``archsim train``'s seconds and the energy model's joules per
 iteration, plus ``--static-watts`` per chip over the iteration (an assumption the user states;
-default 0: the energy model's dynamic energy alone, which no bandwidth changes). The front keeps the
+default the device file's ``[device] static_watts``, else 0: the energy model's dynamic energy alone, which no
+bandwidth changes). The front keeps the
 points no fitting point beats in both seconds and joules (:func:`archsim.report.pareto.pareto_mask`).
 Prints a markdown table (front marked) on stdout; ``--csv`` / ``--html`` (the report's scatter) write
 files. A point whose memory does not fit the chip is kept with ``fits`` false and left off the front.
@@ -32,18 +33,22 @@ HBM_GBPS = (600.0, 1200.0, 2400.0)
 CHIPS = (4, 8, 16)
 
 
-def sweep(device_path: str, model_path: str, global_batch: int, static_watts: float = 0.0) -> list[dict]:
+def sweep(device_path: str, model_path: str, global_batch: int, static_watts: float | None = None) -> list[dict]:
     """One row per (array side, HBM GB/s, chips): seconds, joules, peak memory, fits — the library's
-    device sweep (:mod:`archsim.sweep.device_points`, what ``archsim sweep`` runs) on these axes."""
+    device sweep (:mod:`archsim.sweep.device_points`, what ``archsim sweep`` runs) on these axes.
+    ``static_watts`` None: the device file's ``[device] static_watts`` (0 where it states none), as a spec
+    that states none."""
     from archsim.devices.device_file import load_device
     from archsim.sweep.device_points import sweep_rows
     from archsim.sweep.device_spec import DeviceSetup, DeviceSweepSpec, file_sha256, square_arrays
 
+    device = load_device(device_path)
     setup = DeviceSetup(model=Path(model_path).stem, model_path=model_path, model_sha256=file_sha256(model_path),
                         device=Path(device_path).stem, device_path=device_path, device_sha256=file_sha256(device_path),
-                        global_batch=global_batch, dtype="bf16", attention="standard", static_watts=static_watts)
+                        global_batch=global_batch, dtype="bf16", attention="standard",
+                        static_watts=device.static_watts if static_watts is None else static_watts)
     spec = DeviceSweepSpec(name="bench_device_sweep", setup=setup,
-                           arrays=square_arrays(load_device(device_path), SIDES), hbm_gbps=HBM_GBPS, chips=CHIPS)
+                           arrays=square_arrays(device, SIDES), hbm_gbps=HBM_GBPS, chips=CHIPS)
     return sweep_rows(spec)
 
 
@@ -52,7 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default=str(ROOT / "configs/devices/tpu_v4_like.toml"))
     parser.add_argument("--model", default=str(ROOT / "configs/transformers/gpt3_1.3b.toml"))
     parser.add_argument("--global-batch", type=int, default=64)
-    parser.add_argument("--static-watts", type=float, default=0.0, help="each chip's static power, W (assumed)")
+    parser.add_argument("--static-watts", type=float, default=None,
+                        help="each chip's static power, W (assumed; default: the device file's, else 0)")
     parser.add_argument("--csv", default=None)
     parser.add_argument("--html", default=None)
     args = parser.parse_args(argv)

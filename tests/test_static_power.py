@@ -188,3 +188,15 @@ def test_a_tile_timed_device_refuses_static_watts_as_the_sweep_does(tmp_path, ca
           .replace("[device]\n", "[device]\nstatic_watts = 10\n", 1))
     line = clean_error(capsys, "train", MODEL, "--cluster", cluster, "--global-batch", "16")
     assert "field 'device.static_watts'" in line and "board power" in line, line
+
+
+def test_the_energy_axis_title_names_static_power_where_the_chip_states_it(tmp_path):
+    """The search front's energy-axis title says how energy_j was found: on a chip stating static power it
+    names that part beside the energy model (it read "energy model on the ops" alone before)."""
+    from archsim.training.cluster_file import load_gpu_cluster
+    from archsim.training.energy import energy_basis
+
+    bare = load_gpu_cluster(chip(tmp_path, None, "bare"))
+    leaky = load_gpu_cluster(chip(tmp_path, 25, "leaky"))
+    assert energy_basis(bare, (CHIPS,)) == "energy model on the ops"
+    assert energy_basis(leaky, (CHIPS,)) == "energy model on the ops + static power"

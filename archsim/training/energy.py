@@ -60,9 +60,14 @@ def array_device(cluster, gpus: int) -> Device | None:
 def energy_basis(cluster, counts) -> str:
     """How ``energy_j`` is found for configurations of these GPU ``counts``, in a few words for an axis title:
     the energy model's joules on an array device, board power × time elsewhere (:func:`iteration_energy`)."""
-    bases = {"energy model on the ops" if array_device(cluster, n) is not None else "GPUs at board power"
+    bases = {_array_basis(device) if (device := array_device(cluster, n)) is not None else "GPUs at board power"
              for n in counts}
     return "; ".join(sorted(bases)) or "GPUs at board power"
+
+
+def _array_basis(device: Device) -> str:
+    """The energy basis of an array device: the energy model's joules, plus its stated static power."""
+    return "energy model on the ops + static power" if device.static_watts else "energy model on the ops"
 
 
 @lru_cache(maxsize=256)
