@@ -6,6 +6,7 @@ bad value is the same one-line error everywhere. Units as the keys name them (Gi
 from __future__ import annotations
 
 import configparser
+import math
 from pathlib import Path
 from typing import Any
 
@@ -50,16 +51,15 @@ _CFG_DEVICE_COUNTS = ("arrays", "arrays_per_core")  # a .cfg's [device] keys for
 
 def static_watts(value: object) -> float:
     """A chip's static power, W, as a device file's ``[device] static_watts`` or a device sweep's spec states it
-    (a .cfg's text too): in [0, :data:`MAX_STATIC_WATTS`), else ValueError in one line. The one check of it."""
-    number = value
-    if isinstance(value, str):
-        try:
-            number = float(value.strip())
-        except ValueError:
-            number = None
-    if isinstance(number, bool) or not isinstance(number, (int, float)) or not 0 <= number < MAX_STATIC_WATTS:
+    (a .cfg's text too): in [0, :data:`MAX_STATIC_WATTS`), else ValueError in one line. The one check of it, on
+    :func:`~archsim.validate.parse_float`'s reading of a number."""
+    try:
+        watts = parse_float(value)
+    except ValueError:
+        watts = math.inf
+    if watts >= MAX_STATIC_WATTS:
         raise ValueError(f"expected watts per chip in [0, 10⁶), got {shown(value)}")
-    return float(number)
+    return watts
 
 
 def _check(section: str, key: str, value: object, file: str, typed: bool = True) -> Any:
