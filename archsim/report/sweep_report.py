@@ -53,13 +53,29 @@ def speedup_figure(summary: pd.DataFrame, network: str) -> go.Figure:
     return fig
 
 
+def array_labels(data: pd.DataFrame) -> tuple[pd.Series, str]:
+    """One label per array the sweep ran, and the axis title that says what the labels hold: the shape, plus
+    the dataflow where the rows have several and the .cfg file's name where one was read, so that two
+    arrays of one shape (a ws "64x16" and a 64×16 os ``.cfg``) are never one box."""
+    labels = data["rows"].astype(str) + "x" + data["cols"].astype(str)
+    title = "array (PE rows × columns"
+    if "dataflow" in data.columns and data["dataflow"].nunique() > 1:
+        labels = labels + " " + data["dataflow"].astype(str)
+        title += ", dataflow"
+    if "array_path" in data.columns and data["array_path"].notna().any():
+        names = data["array_path"].map(lambda p: "" if pd.isna(p) or not str(p) else f" ({Path(str(p)).name})")
+        labels = labels + names
+        title += "; .cfg file"
+    return labels, title + ")"
+
+
 def distribution_figure(results: pd.DataFrame, network: str, by: str) -> go.Figure:
     data = results[results.network == network].copy()
-    data["array"] = data["rows"].astype(str) + "x" + data["cols"].astype(str)
+    data["array"], array_title = array_labels(data)
     column = "array" if by == "array" else "batch"
     fig = px.box(data, x=column, y="speedup", color="method", color_discrete_map=METHOD_COLORS,
                  title=f"{network}: speedup by {'array size' if by == 'array' else 'batch size'} (all processor counts)")
-    fig.update_xaxes(type="category", title_text=AXIS_TITLES[column])
+    fig.update_xaxes(type="category", title_text=array_title if column == "array" else AXIS_TITLES[column])
     fig.update_yaxes(title_text=SPEEDUP_AXIS)
     return fig
 
