@@ -5,7 +5,8 @@ exactly as SCALE-Sim reads them::
 
     Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,
 
-(a trailing comma is tolerated, as in SCALE-Sim's files). Optional named columns may follow, in
+(a trailing comma is tolerated, as in SCALE-Sim's files; a header naming another column in one of these
+slots is refused, as it would shift every value after it). Optional named columns may follow, in
 any order: ``Padding`` (default 0), ``Type`` (conv, fc/linear, matmul, pool, elementwise,
 batchnorm; default conv), ``Inputs`` (producer names separated by ``;``; default: the row above,
 or the network input for the first row; ``input`` names the network input), ``Bias`` (0/1),
@@ -89,6 +90,7 @@ def parse_topology(text: str, *, source: str = "<string>", name: str = "network"
     if len(header) < len(POSITIONAL):
         raise InputError(f"header has {len(header)} columns; the first {len(POSITIONAL)} must be "
                          f"{', '.join(POSITIONAL)}", file=source, line=header_line)
+    _check_positional_names(header, source, header_line)
     extras: dict[int, str] = {}
     known = {_norm(x): x for x in OPTIONAL}
     ignored: dict[int, str] = {}
@@ -263,6 +265,27 @@ def _integer(text: str, source: str, line: int, field: str, minimum: int = 1) ->
         what = "positive" if minimum == 1 else f">= {minimum}"
         raise InputError(f"must be {what}, got {value}", file=source, line=line, field=field)
     return value
+
+
+def _column_key(name: str) -> str:
+    """A column name as spellings of it compare: letters and digits, lower case, no plural ``s``."""
+    return re.sub(r"[^a-z0-9]", "", name.lower()).removesuffix("s")
+
+
+_COLUMN_KEYS = {_column_key(x): x for x in (*POSITIONAL, *OPTIONAL)}
+
+
+def _check_positional_names(header: list[str], source: str, line: int) -> None:
+    """Refuse a header that names another column in one of the eight positional slots: those are read by position,
+    so a dropped or moved column (no ``Channels``; ``Strides`` before ``Num Filter``) would shift every value after
+    it. Names archsim does not know are left alone, as SCALE-Sim ignores them."""
+    for index, (raw, expected) in enumerate(zip(header, POSITIONAL)):
+        named = _COLUMN_KEYS.get(_column_key(raw))
+        if named is not None and named != expected:
+            raise InputError(f"column {index + 1} is {raw.strip()!r} where {expected!r} must be: the first "
+                             f"{len(POSITIONAL)} columns are read by position ({', '.join(POSITIONAL)}), so a "
+                             "missing or moved column would shift every value after it",
+                             file=source, line=line, field=raw.strip())
 
 
 def _strip_trailing_empty(row: list[str]) -> list[str]:
