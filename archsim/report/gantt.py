@@ -33,8 +33,10 @@ def gantt_figure(frame: pd.DataFrame, title: str = "", unit: str = "cycles",
     data = frame.copy()
     if "stream" in data.columns and data["stream"].nunique() > 1:
         data["row"] = data["processor"].astype(str) + "/s" + data["stream"].astype(str)
+        rows_title = "processor / stream"
     else:
         data["row"] = data["processor"].astype(str)
+        rows_title = "processor"
     kinds = data["kind"].astype(str) if "kind" in data.columns else pd.Series(["op"] * len(data), index=data.index)
     fig = go.Figure()
     hatched = _borrowed_rows(data, borrowed)
@@ -53,7 +55,7 @@ def gantt_figure(frame: pd.DataFrame, title: str = "", unit: str = "cycles",
                                      "pattern": {"shape": _HATCH, "fgcolor": "black"}}))
     rows = sorted(data["row"].unique(), key=_natural)
     # legend above the bars (never clipped, whatever the row count); height grows with the rows
-    fig.update_layout(title=wrapped(title), barmode="overlay", xaxis_title=unit,
+    fig.update_layout(title=wrapped(title), barmode="overlay", xaxis_title=unit, yaxis_title=rows_title,
                       legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "xanchor": "left", "x": 0},
                       yaxis={"categoryorder": "array", "categoryarray": rows[::-1]},
                       margin={"t": 110}, height=gantt_height(len(rows)))
