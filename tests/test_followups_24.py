@@ -53,3 +53,25 @@ def test_train_planned_keeps_the_even_split_where_it_runs_faster():
     assert planned.iteration_seconds == pytest.approx(even.iteration_seconds, rel=1e-12)
     assert even.to_dict()["meta"]["stage_layers"] == "even"
     assert planned.to_dict()["meta"]["stage_layers"] == "6,6,6,6"
+
+
+# 2. a .cfg device's SRAM in MiB: the hint names each SramSzkB key
+
+
+def test_cfg_device_sram_in_mib_names_each_key(tmp_path):
+    """Failed before: a 128 × 128 array with IfmapSramSzkB, FilterSramSzkB, OfmapSramSzkB 1, 1, 1 (meant as MiB)
+    was told "if it is in MiB, write 3072 KiB", a sum no .cfg key takes. By hand: 1 MiB = 1024 KiB per key; a
+    fold of 128 × 128 two-byte words is 32 KiB, more than a third of the 3 KiB written."""
+    text = (ROOT / "configs" / "devices" / "scalesim_32x32_device.cfg").read_text()
+    for old, new in (("ArrayHeight:    32\n", "ArrayHeight:    128\n"), ("ArrayWidth:     32\n", "ArrayWidth:     128\n"),
+                     ("IfmapSramSzkB:    64\n", "IfmapSramSzkB:    1\n"), ("FilterSramSzkB:   64\n", "FilterSramSzkB:   1\n"),
+                     ("OfmapSramSzkB:    64\n", "OfmapSramSzkB:    1\n")):
+        assert text.count(old) == 1
+        text = text.replace(old, new)
+    (tmp_path / "chip.cfg").write_text(text)
+    from archsim.devices.device_file import implausible_figures, load_device
+
+    (line,) = implausible_figures(load_device(tmp_path / "chip.cfg"))
+    assert "128 × 128 array (32 KiB" in line, line
+    assert line.endswith("if they are in MiB, write IfmapSramSzkB: 1024, FilterSramSzkB: 1024, OfmapSramSzkB: 1024"), line
+    assert "3072" not in line, line
