@@ -75,3 +75,23 @@ def test_cfg_device_sram_in_mib_names_each_key(tmp_path):
     assert "128 × 128 array (32 KiB" in line, line
     assert line.endswith("if they are in MiB, write IfmapSramSzkB: 1024, FilterSramSzkB: 1024, OfmapSramSzkB: 1024"), line
     assert "3072" not in line, line
+
+
+# 3. InputError's field label: the keyword from Python, the flag from a command
+
+
+def test_the_field_label_is_spelled_as_the_caller_spells_the_setting(capsys):
+    """Failed before: ``archsim.train(..., global_batch=0)`` said ``field 'global-batch'`` in a line whose advice
+    spells settings as keywords. The command still names the flag (``archsim search`` too, which runs
+    ``archsim.search`` inside: its labels and advice stay flags)."""
+    from archsim.cli import main
+
+    with pytest.raises(archsim.InputError) as refused:
+        archsim.train(GPT13, cluster=NODE, global_batch=0)
+    assert str(refused.value).startswith("field 'global_batch': ") and refused.value.where.field == "global-batch"
+    with pytest.raises(archsim.InputError, match=r"^field 'micro_batch': "):
+        archsim.train(GPT13, cluster=NODE, global_batch=8, micro_batch=0)
+    assert main(["train", GPT13, "--cluster", NODE, "--dp", "3", "--global-batch", "16"]) == 2
+    assert "error: field 'global-batch': " in capsys.readouterr().err
+    assert main(["search", GPT13, "--cluster", NODE, "--global-batch", "8", "--max-micro-batch", "2147483647"]) == 2
+    assert "error: field 'max-micro-batch': " in capsys.readouterr().err
