@@ -120,14 +120,17 @@ class RowMaker:
     def event_actions(self, row: dict) -> int:
         """An upper bound on the schedule actions :meth:`event_row` simulates for ``row``: its schedule's
         (:attr:`~archsim.training.parallel.Parallelism.schedule_actions`) once per server order it tries,
-        and once more for the other split its ``uneven_gain`` compares with (more than one stage); 0
-        where the schedule is too long to re-time."""
+        and once more for the other split its ``uneven_gain`` compares with (more than one stage), or under
+        ``--balance planned`` twice per order (both splits, to keep the faster); 0 where the schedule is too
+        long to re-time."""
         k = self.keep[id(row)]
         par = k.parallelism(self.global_batch)
         if k.pp * par.microbatches * par.chunks > EVENT_ACTION_LIMIT:
             return 0
         orders = 1 if k.placement is None or self.orders is None else len(self.orders)
-        return par.schedule_actions * (orders + (1 if k.plannable else 0))
+        if not k.plannable:
+            return par.schedule_actions * orders
+        return par.schedule_actions * (2 * orders if self.balance == "planned" else orders + 1)
 
     def event_row(self, row: dict) -> dict:
         """The row re-timed in the event simulator; under a planned placement every server order is
