@@ -16,11 +16,14 @@ F = TypeVar("F", bound=Callable)
 
 def speaks_keywords(function: F) -> F:
     """An API job whose warnings and errors name each setting as its keyword (``tp=2``), not the command's flag
-    (``--tp 2``): :func:`archsim.console.setting` inside :func:`archsim.console.as_keywords`."""
-    from archsim.console import as_keywords
+    (``--tp 2``): :func:`archsim.console.setting` inside :func:`archsim.console.as_keywords`; called by a
+    command (``archsim search`` runs ``archsim.search``), it keeps the command's flags."""
+    from archsim.console import PROGRAM, as_keywords, prefix
 
     @functools.wraps(function)
     def job(*args, **kwargs):
+        if prefix() != PROGRAM:  # a command is speaking (archsim.console.speaking_as)
+            return function(*args, **kwargs)
         with as_keywords():
             return function(*args, **kwargs)
 

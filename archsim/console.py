@@ -58,6 +58,13 @@ def setting(name: str, value: object = None, *, placeholder: str | None = None) 
     return f"--{name.replace('_', '-')}" + (f" {shown}" if shown else "")
 
 
+def field_name(name: str) -> str:
+    """An :class:`~archsim.errors.InputError`'s field naming a setting, as the caller spells it: the keyword
+    from the library (``global_batch``: :func:`setting`), the flag's name as given from a command
+    (``global-batch``)."""
+    return setting(name) if _KEYWORDS.get() else name
+
+
 def job(name: str) -> str:
     """Another archsim job as the caller would run it: ``archsim search`` from a command, ``archsim.search`` from
     the library (:func:`as_keywords`)."""

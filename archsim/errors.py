@@ -33,8 +33,10 @@ class Where:
             parts.append(one_line(self.file, 200))
         if self.line is not None:
             parts.append(f"line {self.line}")
-        if self.field is not None:
-            parts.append(f"field '{one_line(self.field, 100)}'")
+        if self.field is not None:  # a file's key as written; a setting's as the caller spells it (console)
+            from archsim.console import field_name
+
+            parts.append(f"field '{one_line(self.field if self.file is not None else field_name(self.field), 100)}'")
         return ", ".join(parts)
 
 

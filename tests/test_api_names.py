@@ -1,5 +1,5 @@
-"""The Python API's names as a user meets them: an error line names a field by its flag's spelling, as the
-CLI's line does (docs/api.md), an unknown keyword is one line naming the nearest valid one, and
+"""The Python API's names as a user meets them: an error line names a field by its keyword's spelling where the
+CLI's line names it by its flag's (docs/api.md), an unknown keyword is one line naming the nearest valid one, and
 ``dir(archsim)`` lists the public API only."""
 
 from __future__ import annotations
@@ -19,11 +19,13 @@ CLUSTER = "configs/clusters/a100_node.toml"
     ({"global_batch": 8, "max_ops": 0}, "max-ops"),
     ({"global_batch": 8, "pp": 2, "stage_layers": [12, "x"]}, "stage-layers"),
 ])
-def test_train_names_a_field_as_its_flag_does(keywords, field):
+def test_train_names_a_field_as_its_keyword_is_spelled(keywords, field):
+    """The field is the flag's (``where.field``); the line spells it as the keyword, as the sentence around it
+    does (followups 24: the line said ``field 'global-batch'`` from Python before)."""
     with pytest.raises(archsim.InputError) as refused:
         archsim.train(MODEL, cluster=CLUSTER, **keywords)
     assert refused.value.where.field == field
-    assert f"field '{field}'" in str(refused.value)
+    assert f"field '{field.replace('-', '_')}'" in str(refused.value) and f"field '{field}'" not in str(refused.value)
 
 
 @pytest.mark.parametrize(("keywords", "field"), [
@@ -52,15 +54,15 @@ def test_search_names_a_field_as_its_flag_does(keywords, field):
 
 def test_the_cli_names_the_same_field(capsys):
     """``archsim train --dp 3 --global-batch 16`` and ``archsim.train(dp=3, global_batch=16)``: one line each,
-    the same field."""
+    the same field, each spelling it as its caller does."""
     from archsim.cli import main
 
     assert main(["train", MODEL, "--cluster", CLUSTER, "--dp", "3", "--global-batch", "16"]) == 2
     printed = capsys.readouterr().err.strip()
     with pytest.raises(archsim.InputError) as refused:
         archsim.train(MODEL, cluster=CLUSTER, dp=3, global_batch=16)
-    assert "field 'global-batch'" in printed
-    assert printed.endswith(str(refused.value))
+    assert "field 'global-batch'" in printed and "field 'global_batch'" in str(refused.value)
+    assert printed.endswith(str(refused.value).replace("field 'global_batch'", "field 'global-batch'"))
 
 
 @pytest.fixture(scope="module")

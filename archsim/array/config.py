@@ -202,7 +202,13 @@ def cfg_sram_slip(what: str, keys: tuple[tuple[str, int], ...]) -> str | None:
     stated = ", ".join(f"{key} {kib}" for key, kib in sizes.items())
     return sram_in_bytes(f"{what}: {stated}: {sum(sizes.values())} KiB of SRAM beside the array (the three "
                          "together)", sum(sizes.values()),
-                         ", ".join(f"{key}: {max(round(sizes[key] / 1024), 1)}" for key in slipped))
+                         cfg_sram_fix(keys, lambda kib: max(round(kib / 1024), 1), slipped))
+
+
+def cfg_sram_fix(keys: tuple[tuple[str, int], ...], convert, only=None) -> str:
+    """What to write in a ``.cfg`` whose SRAM slipped a unit: ``key: convert(KiB as written)`` for each of
+    ``keys`` (:func:`cfg_sram_keys`; ``only``: those named), as a ``.cfg`` has no key for the three's sum."""
+    return ", ".join(f"{key}: {convert(kib):g}" for key, kib in keys if only is None or key in only)
 
 
 def cfg_sram_warning(path: str | Path) -> str | None:

@@ -18,7 +18,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from archsim.array.config import MAX_PLAUSIBLE_SRAM_KIB, cfg_sram_keys, cfg_sram_slip, read_scalesim_cfg, sram_in_bytes
+from archsim.array.config import (
+    MAX_PLAUSIBLE_SRAM_KIB,
+    cfg_sram_fix,
+    cfg_sram_keys,
+    cfg_sram_slip,
+    read_scalesim_cfg,
+    sram_in_bytes,
+)
 from archsim.array.device_sections import DEVICE_WORD_BYTES, STATIC_ON_TILES, cfg_device_sections, checked_sections
 from archsim.choices.devices import DTYPES
 from archsim.clock import clock_hz
@@ -178,7 +185,8 @@ def implausible_figures(device: Device) -> tuple[str, ...]:
                "three SramSzkB together)"
         if kib / 3 < fold_kib:
             mib_slip = kib * 1024 / 3 >= fold_kib and kib * 1024 <= MAX_PLAUSIBLE_SRAM_KIB  # × 1024 is a real SRAM
-            fix = (f"if it is in MiB, write {kib * 1024:g} KiB" if mib_slip else
+            fix = ((f"if they are in MiB, write {cfg_sram_fix(device.sram_keys, lambda k: k * 1024)}"  # per key
+                    if device.sram_keys else f"if it is in MiB, write {kib * 1024:g} KiB") if mib_slip else
                    f"such an array needs {3 * fold_kib:g} KiB or more: check [compute] rows and cols (a .cfg's "
                    f"ArrayHeight and ArrayWidth)")
             lines.append(f"{sram}: a third of it, an operand buffer, holds less than one fold of a "

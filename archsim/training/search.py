@@ -93,7 +93,7 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
             if reason is None and only is not None and not only(k):
                 reason = "filtered"
             if reason is None and orders is None:
-                fit = fit_candidate(c, cluster, global_batch, k, balance, coster.pieces_of)
+                fit = fit_candidate(c, cluster, global_batch, k, balance, coster)
                 if isinstance(fit, str):
                     reason = fit
                 else:
@@ -105,7 +105,7 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
                 options, reason = placed[key]
                 best = None
                 for order, on in options:
-                    fit = fit_candidate(c, on, global_batch, replace(k, placement=order), balance, coster.pieces_of)
+                    fit = fit_candidate(c, on, global_batch, replace(k, placement=order), balance, coster)
                     item = None if isinstance(fit, str) else (*coster.seconds(fit[0]), fit[1], fit[0])
                     if item is not None and (best is None or value(item) < value(best)):
                         best = item

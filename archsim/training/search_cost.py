@@ -55,6 +55,8 @@ class Coster:
         self.c, self.cluster, self.global_batch = c, cluster, global_batch
         self.pieces: dict = {}
         self._placed: dict = {}
+        self._seconds: dict = {}  # candidate → (seconds, timing): a planned split and its even one are timed
+        # to keep the faster (search_fit.faster_split), then again for the row and its gain
 
     def placed(self, k: Candidate):
         """The cluster with its servers in ``k``'s order."""
@@ -72,6 +74,11 @@ class Coster:
         return self.pieces[key]
 
     def seconds(self, k: Candidate) -> tuple[float, str]:
+        if k not in self._seconds:
+            self._seconds[k] = self._time(k)
+        return self._seconds[k]
+
+    def _time(self, k: Candidate) -> tuple[float, str]:
         par = k.parallelism(self.global_batch)
         cluster = self.placed(k)
         machines = cluster.rank_wise(par)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from archsim.training.parallel import layers_per_stage
 from archsim.training.search_space import Candidate, peak_memory_bytes, rank_memories
 from archsim.training.stage_split import planned_split, stage_layer_counts
 
@@ -31,18 +32,44 @@ def plan_candidate(c, cluster, global_batch: int, k: Candidate, pieces=None) -> 
     return None if split is None else replace(k, stage_layers=stage_layer_counts(split))
 
 
+def even_candidate(c, cluster, global_batch: int, k: Candidate) -> Candidate | None:
+    """``k`` with Megatron's even split written out (as a planned split is), or None where it cannot
+    run: PP × chunks does not divide the layers, a rank mixes GPU types or a rank's GPU is too small."""
+    par = replace(k, stage_layers=None).parallelism(global_batch)
+    if c.layers % (k.pp * par.chunks):
+        return None
+    capacities = rank_capacities(cluster, par)
+    if capacities is None or not memory_fits(c, cluster, par, capacities)[1]:
+        return None
+    return replace(k, stage_layers=layers_per_stage(c.layers, k.pp * par.chunks))
+
+
+def faster_split(c, cluster, global_batch: int, planned: Candidate, seconds) -> Candidate:
+    """``planned`` or, where it runs and ``seconds`` (candidate → s: the row's own model) times it
+    faster, the even split (:func:`even_candidate`): ``--balance planned`` never ranks a split its
+    own timing says is slower than the even one (ties keep the planner's)."""
+    even = even_candidate(c, cluster, global_batch, planned)
+    if even is None or even.stage_layers == planned.stage_layers:
+        return planned
+    return even if seconds(even) < seconds(planned) else planned
+
+
 def fit_candidate(c, cluster, global_batch: int, k: Candidate, balance: str,
-                  pieces=None) -> tuple[Candidate, float] | str:
-    """``k`` laid out on ``cluster`` (its layers split by the planner when ``balance`` is planned) and
-    its largest GPU's bytes, or why it cannot run; ``pieces``: the coster's cache of layer pieces."""
+                  coster=None) -> tuple[Candidate, float] | str:
+    """``k`` laid out on ``cluster`` (its layers split by the planner when ``balance`` is planned, or
+    evenly where ``coster`` times that faster: :func:`faster_split`) and its largest GPU's bytes, or why
+    it cannot run; ``coster``: the search's :class:`~archsim.training.search_cost.Coster` (its cache of
+    layer pieces and its seconds)."""
     par = k.parallelism(global_batch)
     why = cluster.problem(par) if cluster.heterogeneous else None
     if why is not None:
         return why
     if balance == "planned" and k.plannable:
-        planned = plan_candidate(c, cluster, global_batch, k, pieces)
+        planned = plan_candidate(c, cluster, global_batch, k, None if coster is None else coster.pieces_of)
         if planned is None:
             return "out-of-memory"
+        if coster is not None:
+            planned = faster_split(c, cluster, global_batch, planned, lambda x: coster.seconds(x)[0])
         k, par = planned, planned.parallelism(global_batch)
     capacities = rank_capacities(cluster, par)
     assert capacities is not None  # problem() refused mixed ranks
@@ -59,4 +86,4 @@ def memory_fits(c, cluster, par, capacities: list[float]) -> tuple[float, bool]:
     return max(sizes), all(size <= cap for size, cap in zip(sizes, capacities))
 
 
-__all__ = ["fit_candidate", "memory_fits", "plan_candidate", "rank_capacities"]
+__all__ = ["even_candidate", "faster_split", "fit_candidate", "memory_fits", "plan_candidate", "rank_capacities"]

@@ -7,10 +7,16 @@ from __future__ import annotations
 from dataclasses import replace
 
 from archsim.training.objectives import objectives
-from archsim.training.parallel import layers_per_stage
 from archsim.training.placement import layouts, order_text
 from archsim.training.search_cost import EVENT_ACTION_LIMIT, Coster
-from archsim.training.search_fit import fit_candidate, memory_fits, plan_candidate, rank_capacities
+from archsim.training.search_fit import (
+    even_candidate,
+    faster_split,
+    fit_candidate,
+    memory_fits,
+    plan_candidate,
+    rank_capacities,
+)
 from archsim.training.search_rows import megatron_args
 from archsim.training.search_space import Candidate
 from archsim.training.throughput import mean_peak, throughput
@@ -27,6 +33,7 @@ class RowMaker:
         self.c, self.cluster, self.global_batch, self.coster, self.balance = c, cluster, global_batch, coster, balance
         self.orders, self.value = orders, value  # the server orders a planned placement tries; the objective
         self.keep: dict[int, Candidate] = {}
+        self._event: dict[Candidate, float] = {}  # candidate → the event simulator's seconds
 
     def __call__(self, k: Candidate, seconds: float, memory: float, timing: str, event: bool = False) -> dict:
         """``event``: ``seconds`` are the event simulator's, so the gain is timed there too."""
@@ -53,20 +60,17 @@ class RowMaker:
     def gain(self, k: Candidate, event_seconds: float | None = None) -> float:
         """1 − planned / even seconds, both by the coster, or both by the event simulator when
         ``event_seconds`` (``k``'s own there) are given; NaN where the planner does not split (one
-        stage) or one of the splits cannot run (the even one: PP × chunks must divide the layers)."""
+        stage) or one of the splits cannot run (the even one: PP × chunks must divide the layers). Under
+        ``--balance planned`` a row keeps the faster split (:func:`~archsim.training.search_fit.faster_split`),
+        so its gain is never negative."""
         if not k.plannable:
             return float("nan")
         cluster = self.coster.placed(k)
-        pieces = self.coster.pieces_of
-        planned = k if k.stage_layers else plan_candidate(self.c, cluster, self.global_batch, k, pieces)
-        even = replace(k, stage_layers=None)
-        par = even.parallelism(self.global_batch)
-        if planned is None or self.c.layers % (k.pp * par.chunks):
+        planned = k if k.stage_layers else plan_candidate(self.c, cluster, self.global_batch, k, self.coster.pieces_of)
+        even = even_candidate(self.c, cluster, self.global_batch, k)
+        if planned is None or even is None:
             return float("nan")
-        capacities = rank_capacities(cluster, par)
-        if capacities is None or not memory_fits(self.c, cluster, par, capacities)[1]:
-            return float("nan")
-        if planned.stage_layers == layers_per_stage(self.c.layers, k.pp * par.chunks):
+        if planned.stage_layers == even.stage_layers:
             return 0.0
         if event_seconds is None:
             return 1.0 - self.coster.seconds(planned)[0] / self.coster.seconds(even)[0]
@@ -78,29 +82,55 @@ class RowMaker:
         """1 − seconds / the same configuration's in the file's server order (its split planned anew
         when the search plans splits), both by the coster; NaN where the file's order cannot run it."""
         file = replace(k, placement=None, stage_layers=None)
-        fit = fit_candidate(self.c, self.cluster, self.global_batch, file, self.balance, self.coster.pieces_of)
+        fit = fit_candidate(self.c, self.cluster, self.global_batch, file, self.balance, self.coster)
         if isinstance(fit, str):
             return float("nan")
         return 1.0 - self.coster.seconds(k)[0] / self.coster.seconds(fit[0])[0]
 
     def _event_seconds(self, k: Candidate) -> float:
-        from archsim.training.run import train
+        if k not in self._event:
+            from archsim.training.run import train
 
-        par = k.parallelism(self.global_batch)
+            par = k.parallelism(self.global_batch)
+            cluster = self.coster.placed(k)
+            self._event[k] = train(self.c, par, cluster.machine(par), cluster.rank_wise(par)).iteration_seconds
+        return self._event[k]
+
+    def _memory(self, k: Candidate) -> float:
+        """``k``'s largest GPU's bytes, as the search's memory check counts them."""
         cluster = self.coster.placed(k)
-        return train(self.c, par, cluster.machine(par), cluster.rank_wise(par)).iteration_seconds
+        par = k.parallelism(self.global_batch)
+        capacities = rank_capacities(cluster, par)
+        assert capacities is not None  # the search laid it out
+        return memory_fits(self.c, cluster, par, capacities)[0]
+
+    def _event_split(self, k: Candidate) -> Candidate:
+        """``k`` with the faster of the planner's split and the even one as the event simulator times them,
+        under ``--balance planned`` (a re-timed row's own model; the coster may have kept the other)."""
+        if self.balance != "planned" or not k.plannable or not k.stage_layers:
+            return k
+        cluster = self.coster.placed(k)
+        even = even_candidate(self.c, cluster, self.global_batch, k)
+        planned = k
+        if even is not None and k.stage_layers == even.stage_layers:  # the coster kept the even split
+            planned = plan_candidate(self.c, cluster, self.global_batch, replace(k, stage_layers=None),
+                                     self.coster.pieces_of) or k
+        return faster_split(self.c, cluster, self.global_batch, planned, self._event_seconds)
 
     def event_actions(self, row: dict) -> int:
         """An upper bound on the schedule actions :meth:`event_row` simulates for ``row``: its schedule's
         (:attr:`~archsim.training.parallel.Parallelism.schedule_actions`) once per server order it tries,
-        and once more for the other split its ``uneven_gain`` compares with (more than one stage); 0
-        where the schedule is too long to re-time."""
+        and once more for the other split its ``uneven_gain`` compares with (more than one stage), or under
+        ``--balance planned`` twice per order (both splits, to keep the faster); 0 where the schedule is too
+        long to re-time."""
         k = self.keep[id(row)]
         par = k.parallelism(self.global_batch)
         if k.pp * par.microbatches * par.chunks > EVENT_ACTION_LIMIT:
             return 0
         orders = 1 if k.placement is None or self.orders is None else len(self.orders)
-        return par.schedule_actions * (orders + (1 if k.plannable else 0))
+        if not k.plannable:
+            return par.schedule_actions * orders
+        return par.schedule_actions * (2 * orders if self.balance == "planned" else orders + 1)
 
     def event_row(self, row: dict) -> dict:
         """The row re-timed in the event simulator; under a planned placement every server order is
@@ -110,13 +140,17 @@ class RowMaker:
         if k.pp * par.microbatches * par.chunks > EVENT_ACTION_LIMIT:
             return row
         if k.placement is None or self.orders is None:  # its time; the memory is the search's (V chunks placed right)
-            return self(k, self._event_seconds(k), row["peak_memory_gib"] * 2**30, "event", event=True)
+            kept = self._event_split(k)
+            memory = row["peak_memory_gib"] * 2**30 if kept is k else self._memory(kept)
+            return self(kept, self._event_seconds(kept), memory, "event", event=True)
         timed = []
         for order, on in layouts(self.cluster, par, self.orders)[0]:
             fit = fit_candidate(self.c, on, self.global_batch, replace(k, placement=order, stage_layers=None),
-                                self.balance, self.coster.pieces_of)
+                                self.balance, self.coster)
             if not isinstance(fit, str):
-                timed.append((self._event_seconds(fit[0]), "event", fit[1], fit[0]))
+                kept = self._event_split(fit[0])
+                memory = fit[1] if kept is fit[0] else self._memory(kept)
+                timed.append((self._event_seconds(kept), "event", memory, kept))
         if not timed:  # not expected: the row's own order fitted in the search
             return row
         best = min(timed, key=self.value)  # the first of equals: the file's order when it is one

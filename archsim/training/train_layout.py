@@ -66,7 +66,9 @@ def lay_out(config, cluster: GpuCluster, par: Parallelism, *, placement: str = "
 
 
 def split(config, par: Parallelism, machines, balance: str) -> Parallelism:
-    """``par`` with the planner's stage split under ``--balance planned`` (its own split kept)."""
+    """``par`` with the planner's stage split under ``--balance planned`` (its own split kept), or with
+    the even split written out where that runs, fits each GPU and the event simulator times it faster
+    (:func:`faster`)."""
     if balance != "planned" or par.stage_layers is not None or par.pp == 1:
         return par
     refuse_planned_fp32(machines[0].dtype)
@@ -74,7 +76,21 @@ def split(config, par: Parallelism, machines, balance: str) -> Parallelism:
     if planned is None:
         raise InputError("no split of the layers over the pipeline stages fits the GPUs' memory (or fewer layers "
                          "than model chunks)", field="balance")
-    return replace(par, stage_layers=stage_layer_counts(planned))
+    return faster(config, replace(par, stage_layers=stage_layer_counts(planned)), machines)
+
+
+def faster(config, planned: Parallelism, machines) -> Parallelism:
+    """``planned``, or its even split (Megatron's counts, written out) where PP × chunks divides the layers,
+    every rank fits its GPU and the event simulator times it faster: ``--balance planned`` never runs a
+    split slower than the even one (ties keep the planner's; two more iterations simulated)."""
+    stages = planned.pp * planned.chunks
+    even = replace(planned, stage_layers=(config.layers // stages,) * stages)
+    if config.layers % stages or even.stage_layers == planned.stage_layers:
+        return planned
+    ran = train(config, even, machines[0], machines)
+    if any(m.total > mc.gpu.memory_bytes for m, mc in zip(ran.memory, machines)):
+        return planned
+    return even if ran.iteration_seconds < train(config, planned, machines[0], machines).iteration_seconds else planned
 
 
 def _best_placement(config, cluster: GpuCluster, par: Parallelism, balance: str):
