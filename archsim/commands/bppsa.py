@@ -132,7 +132,7 @@ def run_vgg(args: argparse.Namespace) -> int:
     if args.report:
         command = (f"archsim bppsa pruned-vgg11 --sparsity {sparsity} --seed {args.seed} --zeros {args.zeros} "
                                       f"--up-levels {args.up_levels} --compare-levels {args.compare_levels} "
-                                      f"--report {args.report}")
+                                      f"{f'--width-divisor {divisor} ' if divisor != 1 else ''}--report {args.report}")
         from archsim.bppsa.report import vgg_sections  # plotly: only when a page is asked for
         from archsim.report.page import write_page
 
