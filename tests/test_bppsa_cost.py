@@ -227,11 +227,11 @@ def test_cli_pruned_vgg_csv_and_report(tmp_path, capsys):
     (["bppsa", "rnn", "--batch", "x"], "--batch"),
     (["bppsa", "pruned-vgg11", "--sparsity", "1"], "sparsity"),
     (["bppsa", "pruned-vgg11", "--sparsity", "-0.1"], "sparsity"),
-    (["bppsa", "pruned-vgg11", "--up-levels", "9"], "up_levels"),
+    (["bppsa", "pruned-vgg11", "--up-levels", "9"], "--up-levels"),  # checked before the study runs
 ])
 def test_cli_bad_input_is_one_line_naming_the_field(argv, field, capsys):
     code, out, err = run_cli(argv, capsys)
-    named = f"argument {field}:" if field.startswith("--") else f"field '{field}'"
+    named = f"{field}:" if field.startswith("--") else f"field '{field}'"
     assert code == 2 and out == "" and err.count("\n") == 1 and named in err
 
 

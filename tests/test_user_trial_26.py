@@ -7,6 +7,9 @@ the command line the test gives or from a hand computation written out here, nev
 from __future__ import annotations
 
 import re
+import time
+
+import pytest
 
 from archsim.cli import main
 
@@ -22,3 +25,29 @@ def test_pruned_vgg11_report_command_reproduces_the_width_it_was_run_at(tmp_path
     capsys.readouterr()
     command = re.search(r"archsim bppsa pruned-vgg11 [^<\n]*", report.read_text()).group(0)
     assert "--width-divisor 16" in command, command
+
+
+@pytest.mark.parametrize("levels", ["0,9", "5", "full"])
+def test_compare_levels_out_of_range_is_refused_at_once_naming_the_flag(tmp_path, capsys, levels):
+    """``--compare-levels 0,9`` ran the study (10 s at full width) before failing with "field 'up_levels'",
+    a flag the user did not give; ``--compare-levels full`` was silently dropped from the summary.
+    VGG-11's stack is 21 operators, 22 scan elements: up-sweep depths 0 … ⌈log₂ 22⌉ − 1 = 4.
+    Failed before the fix (late, wrong flag; 'full': exit 0)."""
+    out = tmp_path / "vgg.csv"
+    started = time.perf_counter()
+    assert main(["bppsa", "pruned-vgg11", "--compare-levels", levels, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--compare-levels" in err and "0" in err and "4" in err, err
+    assert time.perf_counter() - started < 1.0  # refused before any Jacobian is built
+    assert not out.exists()
+
+
+def test_up_levels_out_of_range_is_refused_before_the_study_runs(tmp_path, capsys):
+    """``--up-levels 99`` built VGG-11's Jacobians (about 2 s) before the range check. Failed before the fix."""
+    out = tmp_path / "vgg.csv"
+    started = time.perf_counter()
+    assert main(["bppsa", "pruned-vgg11", "--up-levels", "5", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--up-levels" in err and "4" in err, err
+    assert time.perf_counter() - started < 1.0
+    assert not out.exists()

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from archsim.bppsa.scan import ceil_log2
+from archsim.bppsa.scan import ceil_log2, max_up_levels
 from archsim.errors import InputError
 
 
@@ -66,7 +66,7 @@ def hybrid_level_count(n: int, up_levels: int) -> int:
 
 def level_census(n: int, up_levels: int | None = None) -> tuple[LevelCensus, ...]:
     """Per-level operation counts of :func:`archsim.bppsa.scan.blelloch_scan` without running it."""
-    top = ceil_log2(_positive(n, "n") + 1) - 1
+    top = max_up_levels(_positive(n, "n"))
     levels = top if up_levels is None else up_levels
     if not 0 <= levels <= top:
         raise InputError(f"must be between 0 and {top}, got {up_levels}", field="up_levels")

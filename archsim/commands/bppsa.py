@@ -28,14 +28,29 @@ from archsim.validate import parse_int, seed_flag
 PAPER_SEQ_LENS = "10,30,100,300,1000,3000,10000,30000"  # §4.1, Table 4
 
 
-def _up_levels(text: str, flag: str = "--up-levels") -> int | None:
-    """A non-negative up-sweep depth, or 'full' (None: Algorithm 1); an error names ``flag``."""
+def _up_levels(text: str, flag: str = "--up-levels", *, full: bool = True) -> int | None:
+    """An up-sweep depth the VGG-11 scan has (0 … ⌈log₂ 22⌉ − 1 = 4), or 'full' (None: Algorithm 1) where
+    ``full``; checked here, before any Jacobian is built, and an error names ``flag``."""
+    from archsim.bppsa.scan import max_up_levels
+    from archsim.bppsa.vgg import VGG11_OPERATORS
+
+    top = max_up_levels(VGG11_OPERATORS)
     if text == "full":
-        return None
+        if full:
+            return None
+        raise InputError(f"{flag}: takes depths in 0…{top} (Algorithm 1 is --up-levels full), got 'full'")
+    what = f"an up-sweep depth (VGG-11 is {VGG11_OPERATORS} operators)" + (" or 'full'" if full else "")
     try:
-        return parse_int(text, low=0, what="a level count or 'full'")
+        return parse_int(text, low=0, high=top, what=what)
     except ValueError as exc:
         raise InputError(f"{flag}: {exc}") from None
+
+
+def _depth(text: str, flag: str) -> int:
+    """A whole up-sweep depth (no 'full'): :func:`_up_levels` that never returns None."""
+    depth = _up_levels(text, flag, full=False)
+    assert depth is not None, "full=False refuses 'full'"
+    return depth
 
 
 def add_rnn_arguments(parser: argparse.ArgumentParser) -> None:
@@ -88,7 +103,7 @@ def add_vgg_arguments(parser: argparse.ArgumentParser) -> None:
                         help="up-sweep levels before the linear part (default 2, §5.3's L0–L2; 'full' = Algorithm 1, "
                              "minutes at full width)")
     parser.add_argument("--compare-levels", default="0,1,2",
-                        help="up-sweep depths to summarize side by side (default 0,1,2)")
+                        help="up-sweep depths (0…4) to summarize side by side (default 0,1,2)")
     parser.add_argument("--width-divisor", type=positive_int, default=1,
                         help="divide every channel count (default 1: real VGG-11)")
     parser.add_argument("--zeros", choices=ZEROS, default="pattern",
@@ -104,8 +119,7 @@ def run_vgg(args: argparse.Namespace) -> int:
 
     sparsity, up_levels = check_sparsity(args.sparsity), _up_levels(args.up_levels)
     divisor = args.width_divisor
-    levels_given = {_up_levels(x.strip(), "--compare-levels") for x in args.compare_levels.split(",")}
-    compare = sorted({0, *(levels for levels in levels_given if levels is not None)})
+    compare = sorted({0, *(_depth(x.strip(), "--compare-levels") for x in args.compare_levels.split(","))})
     with progress(1 + sum(levels != up_levels for levels in compare), "pruned VGG-11", "scan") as bar:
         frame = vgg_flops(sparsity=sparsity, seed=args.seed, up_levels=up_levels, width_divisor=divisor,
                           zeros=args.zeros)
