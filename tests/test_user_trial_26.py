@@ -51,3 +51,17 @@ def test_up_levels_out_of_range_is_refused_before_the_study_runs(tmp_path, capsy
     assert len(err.splitlines()) == 1 and "--up-levels" in err and "4" in err, err
     assert time.perf_counter() - started < 1.0
     assert not out.exists()
+
+
+@pytest.mark.parametrize(("cell", "want"), [("-1", "non-negative whole number"), ("2147483648", "2147483647")])
+def test_a_trace_count_out_of_range_states_its_bound_exactly(tmp_path, capsys, cell, want):
+    """``num_gpu`` of -1 was refused as "expected a non-negative number <= 2.14748e+09": a count printed as a
+    rounded float, a bound (2,147,480,000) that is not the one checked (2³¹ − 1). Failed before the fix."""
+    trace = tmp_path / "t.csv"
+    trace.write_text("job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n"
+                     f"a,{cell},0,10,resnet18,0,0\n", encoding="utf-8")
+    out = tmp_path / "c.csv"
+    assert main(["cluster", "--trace", str(trace), "--gpus", "2", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "num_gpu" in err and want in err and "e+09" not in err, err
+    assert not out.exists()
