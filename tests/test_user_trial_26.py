@@ -65,3 +65,19 @@ def test_a_trace_count_out_of_range_states_its_bound_exactly(tmp_path, capsys, c
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "num_gpu" in err and want in err and "e+09" not in err, err
     assert not out.exists()
+
+
+def test_a_one_step_sequence_is_refused_not_printed_as_speedup_one(tmp_path, capsys):
+    """``bppsa rnn --seq-len 1`` printed a row with speedup 1: T = 1 has no dependent backward step, so BP and
+    the scan both take 0 cycles and 0/0 was shown as a measured ratio (at T = 2 the same model gives 0.26).
+    Failed before the fix (exit 0, a row)."""
+    from archsim.bppsa.rnn_cost import rnn_backward
+    from archsim.errors import InputError
+
+    out = tmp_path / "rnn.csv"
+    assert main(["bppsa", "rnn", "--seq-len", "1,10", "--processors", "4", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--seq-len" in err and "2" in err, err
+    assert not out.exists()
+    with pytest.raises(InputError, match="seq_len"):
+        rnn_backward(1, 4)

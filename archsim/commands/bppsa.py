@@ -53,9 +53,19 @@ def _depth(text: str, flag: str) -> int:
     return depth
 
 
+def _seq_lens(text: str) -> list[int]:
+    """argparse type: sequence lengths T ≥ 2 (T = 1 has no backward step to speed up)."""
+    from archsim.bppsa.rnn_cost import ONE_STEP
+
+    lengths = positive_int_list(text)
+    if 1 in lengths:
+        raise argparse.ArgumentTypeError(f"T {ONE_STEP}, got {text!r}")
+    return lengths
+
+
 def add_rnn_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--seq-len", type=positive_int_list, default=PAPER_SEQ_LENS,
-                        help=f"sequence lengths T (default {PAPER_SEQ_LENS})")
+    parser.add_argument("--seq-len", type=_seq_lens, default=PAPER_SEQ_LENS,
+                        help=f"sequence lengths T ≥ 2 (default {PAPER_SEQ_LENS})")
     parser.add_argument("--hidden", type=positive_int, default=20, help="hidden size H (default 20, §4.1)")
     parser.add_argument("--batch", type=positive_int, default=16, help="mini-batch size B (default 16, §5.1)")
     parser.add_argument("--processors", type=positive_int_list, default="64,256,1024",
