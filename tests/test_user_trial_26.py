@@ -81,3 +81,19 @@ def test_a_one_step_sequence_is_refused_not_printed_as_speedup_one(tmp_path, cap
     assert not out.exists()
     with pytest.raises(InputError, match="seq_len"):
         rnn_backward(1, 4)
+
+
+@pytest.mark.parametrize(("seq_len", "processors", "held"), [
+    (10, 64, 3),  # 16 samples × 11 elements = 176 Jacobians over 64 arrays: ⌈176/64⌉ = 3 each
+    (100, 1024, 2),  # 16 × 101 = 1,616 over 1,024: 2 each (it said 16: one batch-wide Jacobian each)
+    (30000, 64, 7501),  # 16 × 30,001 = 480,016 over 64
+])
+def test_bppsa_bytes_per_worker_spread_the_batch_as_the_cycles_do(seq_len, processors, held):
+    """A level's B·q products run one per array (the cycle model), so the B·(T + 1) H×H Jacobians are spread
+    over the p arrays: ⌈B(T+1)/p⌉ · H² · bytes each, the paper's Θ(max(n/p', 1))·M_Jacob with p' = p/B workers
+    per sample and M_Jacob one sample's H×H Jacobian (§3.6). The column held ⌈(T+1)/p⌉ whole batches of 16:
+    6,400 bytes at T = 100, p = 1,024 where 800 are held. Failed before the fix (all 3)."""
+    from archsim.bppsa.rnn_cost import rnn_backward
+
+    point = rnn_backward(seq_len, processors, hidden=20, batch=16)  # 32×32 int8: 1 byte a word
+    assert point.bppsa_bytes_per_worker == held * 20 * 20

@@ -109,8 +109,9 @@ def rnn_backward(seq_len: int, processors: int, *, hidden: int = 20, batch: int 
     bp_cycles = (seq_len - 1) * cost.bp_step
     speedup = bp_cycles / scan_cycles  # T ≥ 2: the scan has at least one product
     done = work(census)
-    jacobian_bytes = batch * hidden * hidden * array.element_bytes
-    bppsa_mem, pipe_mem = per_worker_memory(seq_len, processors, jacobian_bytes, batch * hidden * array.element_bytes)
+    jacobian_bytes = hidden * hidden * array.element_bytes  # one sample's H×H Jacobian
+    bppsa_mem, pipe_mem = per_worker_memory(seq_len, processors, jacobian_bytes, batch * hidden * array.element_bytes,
+                                            copies=batch)
     products = batch * (done["mm"] + done["mv"])
     check_exact([bp_cycles, scan_cycles, products, bppsa_mem, pipe_mem], "the RNN study's cycles, products or bytes",
                 "use a shorter sequence, a smaller hidden size or batch")
