@@ -97,3 +97,18 @@ def test_bppsa_bytes_per_worker_spread_the_batch_as_the_cycles_do(seq_len, proce
 
     point = rnn_backward(seq_len, processors, hidden=20, batch=16)  # 32×32 int8: 1 byte a word
     assert point.bppsa_bytes_per_worker == held * 20 * 20
+
+
+def test_a_comparison_csv_names_the_seeds_it_ran(capsys):
+    """``cluster --compare --seed 4 --seeds 3 --format csv`` printed ``seeds`` = 3 on every row and nowhere
+    the seeds 4, 5, 6: the rows' count of runs and the meta's seed list shared one name, and CSV keeps a
+    row's column over the meta's, so the CSV (and a reader who took 3 for the seed) lost what JSON says.
+    Failed before the fix."""
+    import csv
+    import io
+
+    assert main(["cluster", "--jobs", "12", "--gpus", "16", "--compare", "--seed", "4", "--seeds", "3",
+                 "--format", "csv"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert [row["policy"] for row in rows] == ["jigsaw", "gandiva", "tiresias"]
+    assert all(row["seeds"] == "4,5,6" and row["runs"] == "3" for row in rows), rows[0]

@@ -164,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
         if args.format == "table":
             keep = [c for c in summary.columns if c.endswith(("_mean", "_std")) and not c.startswith("migrations")
                     and "median" not in c and "p95_s_std" not in c]
-            frame = summary[["policy", "seeds", *keep]]
+            frame = summary[["policy", "runs", *keep]]
         else:
             frame = summary
     else:  # one run's summary: plain rows
