@@ -112,3 +112,13 @@ def test_a_comparison_csv_names_the_seeds_it_ran(capsys):
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     assert [row["policy"] for row in rows] == ["jigsaw", "gandiva", "tiresias"]
     assert all(row["seeds"] == "4,5,6" and row["runs"] == "3" for row in rows), rows[0]
+
+
+def test_pruned_vgg11_json_meta_gives_the_depth_as_a_number(capsys):
+    """``--format json`` gave ``"up_levels": "2"``, the flag's text (a string where ``seed`` and ``bp_steps`` are
+    numbers; ``--up-levels 02`` printed "02"). Failed before the fix."""
+    import json
+
+    assert main([*VGG, "--up-levels", "02", "--compare-levels", "0", "--format", "json"]) == 0
+    meta = json.loads(capsys.readouterr().out)["meta"]
+    assert meta["up_levels"] == 2 and isinstance(meta["up_levels"], int)

@@ -128,6 +128,7 @@ def run_vgg(args: argparse.Namespace) -> int:
     from archsim.outputs import render
 
     sparsity, up_levels = check_sparsity(args.sparsity), _up_levels(args.up_levels)
+    depth = "full" if up_levels is None else up_levels  # as given, a number where it is one
     divisor = args.width_divisor
     compare = sorted({0, *(_depth(x.strip(), "--compare-levels") for x in args.compare_levels.split(","))})
     with progress(1 + sum(levels != up_levels for levels in compare), "pruned VGG-11", "scan") as bar:
@@ -146,7 +147,7 @@ def run_vgg(args: argparse.Namespace) -> int:
 
     summary = pd.concat(summaries, ignore_index=True)[["up_levels", "steps", "critical_path_flops", "work_flops"]]
     totals = critical_path(frame).set_index("method")
-    meta = {"study": "bppsa pruned-vgg11", "sparsity": sparsity, "seed": args.seed, "up_levels": args.up_levels,
+    meta = {"study": "bppsa pruned-vgg11", "sparsity": sparsity, "seed": args.seed, "up_levels": depth,
             "zeros": args.zeros,
             "scan_steps": int(totals.steps["bppsa"]), "bp_steps": int(totals.steps["bp"]),
             "scan_critical_path_flops": int(totals.critical_path_flops["bppsa"]),
@@ -155,7 +156,7 @@ def run_vgg(args: argparse.Namespace) -> int:
     emit(render(frame.rename(columns={"kind": "product"}), args.format, precision=args.precision, meta=meta), args)
     if args.report:
         command = (f"archsim bppsa pruned-vgg11 --sparsity {sparsity} --seed {args.seed} --zeros {args.zeros} "
-                                      f"--up-levels {args.up_levels} --compare-levels {args.compare_levels} "
+                                      f"--up-levels {depth} --compare-levels {args.compare_levels} "
                                       f"{f'--width-divisor {divisor} ' if divisor != 1 else ''}--report {args.report}")
         from archsim.bppsa.report import vgg_sections  # plotly: only when a page is asked for
         from archsim.report.page import write_page
