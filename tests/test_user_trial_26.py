@@ -122,3 +122,19 @@ def test_pruned_vgg11_json_meta_gives_the_depth_as_a_number(capsys):
     assert main([*VGG, "--up-levels", "02", "--compare-levels", "0", "--format", "json"]) == 0
     meta = json.loads(capsys.readouterr().out)["meta"]
     assert meta["up_levels"] == 2 and isinstance(meta["up_levels"], int)
+
+
+def test_a_trace_saved_by_a_spreadsheet_with_a_byte_order_mark_is_read(tmp_path, capsys):
+    """Excel's "CSV UTF-8" starts the file with a byte-order mark; the trace was refused with "field
+    '\\ufeffjob_id': unknown column" where the project's other CSV readers skip the mark. One 1-GPU job of
+    100 s submitted at 0 on an idle cluster with --interval 0: makespan and JCT 100 s by hand.
+    Failed before the fix (exit 2)."""
+    import json
+
+    trace = tmp_path / "t.csv"
+    trace.write_bytes("\ufeffjob_id,num_gpu,submit_time,iterations,model_name,duration,interval\r\n"
+                      "a,1,0,100,resnet18,100,0\r\n".encode())
+    assert main(["cluster", "--trace", str(trace), "--gpus", "2", "--interval", "0", "--policy", "tiresias",
+                 "--format", "json"]) == 0, capsys.readouterr().err
+    [row] = json.loads(capsys.readouterr().out)["rows"]
+    assert row["makespan_seconds"] == pytest.approx(100.0) and row["jct_mean_seconds"] == pytest.approx(100.0)
