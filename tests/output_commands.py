@@ -72,6 +72,7 @@ COMMANDS: dict[str, list[str]] = {
                            "--global-batch", "16", "--top", "3", "--schedule", "1f1b", "--max-micro-batch", "2",
                            "--placement", "planned"],
     "cluster": ["cluster", "--trace", "synthetic", "--jobs", "8"],
+    "cluster --compare": ["cluster", "--trace", "synthetic", "--jobs", "8", "--compare", "--seeds", "2"],
     **{f"validate-gpu {show}": ["validate-gpu", "--csv", GPU_CSV, "--show", show]
        for show in ("stats", "kernels", "sensitivity", "assumptions")},
     **{f"validate-gpu {name}": ["validate-gpu", "--csv", str(ROOT / "tests" / "data" / "neusight_kernels" / name),

@@ -96,7 +96,7 @@ def test_cli_compare_json_and_report(tmp_path, capsys):
     rows = {row["policy"]: row for row in doc["rows"]}
     for name in ("gandiva", "tiresias"):
         makespan = rows[name]["makespan_seconds_mean"]
-        assert rows[name]["seeds"] == 1 and rows[name]["utilization_mean"] == pytest.approx(work / (16 * makespan))
+        assert rows[name]["runs"] == 1 and rows[name]["utilization_mean"] == pytest.approx(work / (16 * makespan))
         assert makespan >= max(work / 16, max(job.submit_s + job.duration_s for job in jobs)) - 1e-6
         gain = 100 * (makespan - rows["jigsaw"]["makespan_seconds_mean"]) / makespan
         assert rows[name]["jigsaw_gain_makespan_pct_mean"] == pytest.approx(gain)

@@ -37,7 +37,7 @@ def rnn_sections(frame: pd.DataFrame, command: str, array: str) -> list[Section]
         by_p.add_trace(go.Scatter(x=part.processors, y=part.speedup, mode="lines+markers", name=f"T = {t}"))
     longest = frame[frame.seq_len == frame.seq_len.max()]
     memory.add_trace(go.Scatter(x=longest.processors, y=longest.bppsa_bytes_per_worker, mode="lines+markers",
-                                name="BPPSA: ⌈(n+1)/p⌉·M_Jacob"))
+                                name="BPPSA: ⌈B(n+1)/p⌉·M_Jacob"))
     memory.add_trace(go.Scatter(x=longest.processors, y=longest.pipeline_bytes_per_worker, mode="lines+markers",
                                 name="pipeline: (⌈n/p⌉+p)·M_x"))
     speed.update_layout(title=f"Backward-pass speedup of BPPSA over BP ({array})", xaxis_title="sequence length T",
@@ -57,7 +57,8 @@ def rnn_sections(frame: pd.DataFrame, command: str, array: str) -> list[Section]
                         RNN_ASSUMES)),
         (memory, _caption(command, "§3.6 space: BPPSA's per-worker share falls to one Jacobian; pipeline "
                           "parallelism's grows linearly with p (Appendix B).",
-                          RNN_ASSUMES + " M_Jacob = B·H²·element bytes, M_x = B·H·element bytes.")),
+                          RNN_ASSUMES + " M_Jacob = H²·element bytes (one sample's Jacobian; the B scans' arrays spread over "
+                                          "the p arrays as their products do), M_x = B·H·element bytes.")),
         (frame, _caption(command, "All points.", RNN_ASSUMES)),
     ]
 

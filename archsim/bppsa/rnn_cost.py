@@ -38,6 +38,10 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
+ONE_STEP = ("must be at least 2: a 1-step sequence has no dependent backward step, so BP and the scan both take "
+            "0 cycles and there is no speedup to report")
+
+
 @dataclass(frozen=True)
 class ProductCycles:
     """Cycles of one ◇ product on one array, and of one BP step."""
@@ -96,15 +100,18 @@ def rnn_backward(seq_len: int, processors: int, *, hidden: int = 20, batch: int 
                  array: ArrayConfig | None = None) -> RnnBackward:
     """Backward pass of a length-T tanh RNN, BP vs BPPSA, on ``processors`` arrays."""
     check_positive(seq_len=seq_len, processors=processors, hidden=hidden, batch=batch)
+    if seq_len < 2:
+        raise InputError(ONE_STEP, field="seq_len")
     array = array or ArrayConfig()
     cost = product_cycles(hidden, batch, processors, array)
     census = level_census(seq_len)
     scan_cycles = sum(level_cycles(level, batch, processors, cost) for level in census)
     bp_cycles = (seq_len - 1) * cost.bp_step
-    speedup = bp_cycles / scan_cycles if scan_cycles else 1.0
+    speedup = bp_cycles / scan_cycles  # T ≥ 2: the scan has at least one product
     done = work(census)
-    jacobian_bytes = batch * hidden * hidden * array.element_bytes
-    bppsa_mem, pipe_mem = per_worker_memory(seq_len, processors, jacobian_bytes, batch * hidden * array.element_bytes)
+    jacobian_bytes = hidden * hidden * array.element_bytes  # one sample's H×H Jacobian
+    bppsa_mem, pipe_mem = per_worker_memory(seq_len, processors, jacobian_bytes, batch * hidden * array.element_bytes,
+                                            copies=batch)
     products = batch * (done["mm"] + done["mv"])
     check_exact([bp_cycles, scan_cycles, products, bppsa_mem, pipe_mem], "the RNN study's cycles, products or bytes",
                 "use a shorter sequence, a smaller hidden size or batch")

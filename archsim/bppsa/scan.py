@@ -93,6 +93,11 @@ def ceil_log2(x: int) -> int:
     return (int(x) - 1).bit_length()
 
 
+def max_up_levels(n: int) -> int:
+    """The deepest up-sweep a scan of n + 1 elements has: ⌈log₂(n+1)⌉ − 1 (L of §5.3's hybrid runs 0 … this)."""
+    return ceil_log2(n + 1) - 1
+
+
 def _check(elements: Sequence) -> int:
     n = len(elements) - 1
     if n < 1:
@@ -139,7 +144,7 @@ def blelloch_scan(elements: Sequence, *, up_levels: int | None = None, op: Op = 
     ``reverse_downsweep=False`` plants the textbook operand order, which is wrong for ◇.
     """
     n = _check(elements)
-    top = ceil_log2(n + 1) - 1
+    top = max_up_levels(n)
     if up_levels is not None and not 0 <= up_levels <= top:
         raise InputError(f"must be between 0 and {top} for {n + 1} elements, got {up_levels}", field="up_levels")
     a, steps = list(elements), list[Step]()

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from archsim.bppsa.scan import ceil_log2
+from archsim.bppsa.scan import ceil_log2, max_up_levels
 from archsim.errors import InputError
 
 
@@ -66,7 +66,7 @@ def hybrid_level_count(n: int, up_levels: int) -> int:
 
 def level_census(n: int, up_levels: int | None = None) -> tuple[LevelCensus, ...]:
     """Per-level operation counts of :func:`archsim.bppsa.scan.blelloch_scan` without running it."""
-    top = ceil_log2(_positive(n, "n") + 1) - 1
+    top = max_up_levels(_positive(n, "n"))
     levels = top if up_levels is None else up_levels
     if not 0 <= levels <= top:
         raise InputError(f"must be between 0 and {top}, got {up_levels}", field="up_levels")
@@ -97,12 +97,15 @@ def work(census: tuple[LevelCensus, ...]) -> dict[str, int]:
     return {"mm": sum(c.mm for c in census), "mv": sum(c.mv for c in census), "moves": sum(c.moves for c in census)}
 
 
-def per_worker_memory(n: int, workers: int, jacobian_bytes: int, activation_bytes: int) -> tuple[int, int]:
+def per_worker_memory(n: int, workers: int, jacobian_bytes: int, activation_bytes: int, copies: int = 1
+                      ) -> tuple[int, int]:
     """(BPPSA, pipeline) bytes per worker (§3.6, Appendix B).
 
-    BPPSA: each worker holds its ⌈(n+1)/p⌉ share of the scanned array, Θ(max(n/p, 1))·M_Jacob.
+    BPPSA: the ``copies`` independent scans' (n+1)-element arrays spread over the p workers, as their
+    products are (:func:`steps_with_workers`): ⌈copies·(n+1)/p⌉ Jacobians of ``jacobian_bytes`` each,
+    Θ(max(n/p′, 1))·M_Jacob with p′ = p/copies workers per scan.
     Pipeline parallelism: ⌈n/p⌉ layers' activations to re-materialize plus one boundary activation
     per in-flight micro-batch, p of them to fill the pipe: (⌈n/p⌉ + p)·M_x.
     """
-    _positive(n, "n"), _positive(workers, "processors")
-    return -(-(n + 1) // workers) * jacobian_bytes, (-(-n // workers) + workers) * activation_bytes
+    _positive(n, "n"), _positive(workers, "processors"), _positive(copies, "copies")
+    return -(-copies * (n + 1) // workers) * jacobian_bytes, (-(-n // workers) + workers) * activation_bytes

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 VGG11_CONV = (64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M")
+VGG11_OPERATORS = sum(1 if item == "M" else 2 for item in VGG11_CONV)  # conv + ReLU, or a pooling: n = 21
 
 
 def check_sparsity(sparsity: float) -> float:

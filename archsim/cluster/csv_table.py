@@ -4,6 +4,8 @@ file, line and column."""
 
 from __future__ import annotations
 
+import math
+
 from archsim.errors import InputError
 from archsim.validate import INT32_MAX, check_unique_columns, csv_rows, parse_float, shown
 
@@ -38,11 +40,15 @@ def read_rows(text: str, columns: tuple[str, ...], *, source: str, what: str) ->
 
 
 def non_negative(text: str, *, file: str, line: int, field: str, integer: bool = False) -> float:
-    """A finite number in 0 … 10¹⁵ (a whole one in 0 … 2³¹ − 1 when ``integer``)."""
+    """A finite number in 0 … 10¹⁵ (a whole one in 0 … 2³¹ − 1 when ``integer``, that bound stated exactly)."""
     try:
-        value = parse_float(text, high=INT32_MAX if integer else MAX_REAL, what="a non-negative number")
+        value = parse_float(text, high=math.inf if integer else MAX_REAL,
+                            what="a non-negative whole number" if integer else "a non-negative number")
     except ValueError as exc:
         raise InputError(str(exc), file=file, line=line, field=field) from None
     if integer and value != int(value):
         raise InputError(f"expected a whole number, got {shown(text)}", file=file, line=line, field=field)
+    if integer and value > INT32_MAX:
+        raise InputError(f"expected a non-negative whole number <= {INT32_MAX}, got {shown(text)}", file=file,
+                         line=line, field=field)
     return value

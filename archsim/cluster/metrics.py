@@ -87,7 +87,7 @@ def gain_pct(reference: np.ndarray | pd.Series, other: np.ndarray | pd.Series) -
 
 
 def aggregate(summaries: Sequence[dict], reference: str = "jigsaw") -> pd.DataFrame:
-    """Mean, standard deviation, min and max over seeds per policy, and the reference policy's mean
+    """Runs (one per seed), mean, standard deviation, min and max over seeds per policy, and the reference policy's mean
     improvement (%) over each policy, paired by seed: :func:`gain_pct`, 100 · (1 − ref / other)."""
     import pandas as pd
 
@@ -95,7 +95,7 @@ def aggregate(summaries: Sequence[dict], reference: str = "jigsaw") -> pd.DataFr
     metrics = ["makespan_s", "jct_mean_s", "jct_median_s", "jct_p95_s", "utilization", "migrations_per_iteration"]
     rows = []
     for policy, part in frame.groupby("policy", sort=False):
-        row: dict[str, object] = {"policy": policy, "seeds": len(part)}
+        row: dict[str, object] = {"policy": policy, "runs": len(part)}  # "seeds" is the meta's list
         for metric in metrics:
             row[f"{metric}_mean"] = part[metric].mean()
             row[f"{metric}_std"] = part[metric].std(ddof=1) if len(part) > 1 else 0.0

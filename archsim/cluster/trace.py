@@ -78,7 +78,7 @@ def parse_tiresias_csv(text: str, *, source: str = "<string>", catalog: dict[str
 
 def load_tiresias_csv(path: str | Path, catalog: dict[str, ModelProfile] | None = None) -> tuple[TraceJob, ...]:
     path = Path(path)
-    text = read_text(path, "trace file")
+    text = read_text(path, "trace file", encoding="utf-8-sig")  # a spreadsheet's byte-order mark is skipped
     return parse_tiresias_csv(text, source=str(path), catalog=catalog)
 
 

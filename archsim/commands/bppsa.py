@@ -28,19 +28,44 @@ from archsim.validate import parse_int, seed_flag
 PAPER_SEQ_LENS = "10,30,100,300,1000,3000,10000,30000"  # §4.1, Table 4
 
 
-def _up_levels(text: str, flag: str = "--up-levels") -> int | None:
-    """A non-negative up-sweep depth, or 'full' (None: Algorithm 1); an error names ``flag``."""
+def _up_levels(text: str, flag: str = "--up-levels", *, full: bool = True) -> int | None:
+    """An up-sweep depth the VGG-11 scan has (0 … ⌈log₂ 22⌉ − 1 = 4), or 'full' (None: Algorithm 1) where
+    ``full``; checked here, before any Jacobian is built, and an error names ``flag``."""
+    from archsim.bppsa.scan import max_up_levels
+    from archsim.bppsa.vgg import VGG11_OPERATORS
+
+    top = max_up_levels(VGG11_OPERATORS)
     if text == "full":
-        return None
+        if full:
+            return None
+        raise InputError(f"{flag}: takes depths in 0…{top} (Algorithm 1 is --up-levels full), got 'full'")
+    what = f"an up-sweep depth (VGG-11 is {VGG11_OPERATORS} operators)" + (" or 'full'" if full else "")
     try:
-        return parse_int(text, low=0, what="a level count or 'full'")
+        return parse_int(text, low=0, high=top, what=what)
     except ValueError as exc:
         raise InputError(f"{flag}: {exc}") from None
 
 
+def _depth(text: str, flag: str) -> int:
+    """A whole up-sweep depth (no 'full'): :func:`_up_levels` that never returns None."""
+    depth = _up_levels(text, flag, full=False)
+    assert depth is not None, "full=False refuses 'full'"
+    return depth
+
+
+def _seq_lens(text: str) -> list[int]:
+    """argparse type: sequence lengths T ≥ 2 (T = 1 has no backward step to speed up)."""
+    from archsim.bppsa.rnn_cost import ONE_STEP
+
+    lengths = positive_int_list(text)
+    if 1 in lengths:
+        raise argparse.ArgumentTypeError(f"T {ONE_STEP}, got {text!r}")
+    return lengths
+
+
 def add_rnn_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--seq-len", type=positive_int_list, default=PAPER_SEQ_LENS,
-                        help=f"sequence lengths T (default {PAPER_SEQ_LENS})")
+    parser.add_argument("--seq-len", type=_seq_lens, default=PAPER_SEQ_LENS,
+                        help=f"sequence lengths T ≥ 2 (default {PAPER_SEQ_LENS})")
     parser.add_argument("--hidden", type=positive_int, default=20, help="hidden size H (default 20, §4.1)")
     parser.add_argument("--batch", type=positive_int, default=16, help="mini-batch size B (default 16, §5.1)")
     parser.add_argument("--processors", type=positive_int_list, default="64,256,1024",
@@ -88,7 +113,7 @@ def add_vgg_arguments(parser: argparse.ArgumentParser) -> None:
                         help="up-sweep levels before the linear part (default 2, §5.3's L0–L2; 'full' = Algorithm 1, "
                              "minutes at full width)")
     parser.add_argument("--compare-levels", default="0,1,2",
-                        help="up-sweep depths to summarize side by side (default 0,1,2)")
+                        help="up-sweep depths (0…4) to summarize side by side (default 0,1,2)")
     parser.add_argument("--width-divisor", type=positive_int, default=1,
                         help="divide every channel count (default 1: real VGG-11)")
     parser.add_argument("--zeros", choices=ZEROS, default="pattern",
@@ -103,9 +128,9 @@ def run_vgg(args: argparse.Namespace) -> int:
     from archsim.outputs import render
 
     sparsity, up_levels = check_sparsity(args.sparsity), _up_levels(args.up_levels)
+    depth = "full" if up_levels is None else up_levels  # as given, a number where it is one
     divisor = args.width_divisor
-    levels_given = {_up_levels(x.strip(), "--compare-levels") for x in args.compare_levels.split(",")}
-    compare = sorted({0, *(levels for levels in levels_given if levels is not None)})
+    compare = sorted({0, *(_depth(x.strip(), "--compare-levels") for x in args.compare_levels.split(","))})
     with progress(1 + sum(levels != up_levels for levels in compare), "pruned VGG-11", "scan") as bar:
         frame = vgg_flops(sparsity=sparsity, seed=args.seed, up_levels=up_levels, width_divisor=divisor,
                           zeros=args.zeros)
@@ -122,7 +147,7 @@ def run_vgg(args: argparse.Namespace) -> int:
 
     summary = pd.concat(summaries, ignore_index=True)[["up_levels", "steps", "critical_path_flops", "work_flops"]]
     totals = critical_path(frame).set_index("method")
-    meta = {"study": "bppsa pruned-vgg11", "sparsity": sparsity, "seed": args.seed, "up_levels": args.up_levels,
+    meta = {"study": "bppsa pruned-vgg11", "sparsity": sparsity, "seed": args.seed, "up_levels": depth,
             "zeros": args.zeros,
             "scan_steps": int(totals.steps["bppsa"]), "bp_steps": int(totals.steps["bp"]),
             "scan_critical_path_flops": int(totals.critical_path_flops["bppsa"]),
@@ -131,8 +156,8 @@ def run_vgg(args: argparse.Namespace) -> int:
     emit(render(frame.rename(columns={"kind": "product"}), args.format, precision=args.precision, meta=meta), args)
     if args.report:
         command = (f"archsim bppsa pruned-vgg11 --sparsity {sparsity} --seed {args.seed} --zeros {args.zeros} "
-                                      f"--up-levels {args.up_levels} --compare-levels {args.compare_levels} "
-                                      f"--report {args.report}")
+                                      f"--up-levels {depth} --compare-levels {args.compare_levels} "
+                                      f"{f'--width-divisor {divisor} ' if divisor != 1 else ''}--report {args.report}")
         from archsim.bppsa.report import vgg_sections  # plotly: only when a page is asked for
         from archsim.report.page import write_page
 

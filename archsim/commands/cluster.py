@@ -38,7 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "refused otherwise)")
     parser.add_argument("--jobs", type=int_flag(1, 100_000, "a job count"), default=None,
                         help=f"synthetic trace jobs (default {DEFAULT_JOBS}; refused with a trace file)")
-    parser.add_argument("--interval", type=_non_negative, default=60.0, help="scheduling interval, s (default 60)")
+    parser.add_argument("--interval", type=_non_negative, default=60.0, help="scheduling interval, s (default 60); a job waits for the first boundary at or after its "
+                             "submit_time (0: admitted on arrival)")
     parser.add_argument("--gamma-ns-per-byte", type=_non_negative, default=0.8,
                         help="migration cost γ in ns per model byte (default 0.8: 10 Gb/s)")
     parser.add_argument("--unit-seconds", type=_non_negative, default=10.0,
@@ -164,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
         if args.format == "table":
             keep = [c for c in summary.columns if c.endswith(("_mean", "_std")) and not c.startswith("migrations")
                     and "median" not in c and "p95_s_std" not in c]
-            frame = summary[["policy", "seeds", *keep]]
+            frame = summary[["policy", "runs", *keep]]
         else:
             frame = summary
     else:  # one run's summary: plain rows
