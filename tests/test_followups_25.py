@@ -1,0 +1,84 @@
+"""Small defects left from the morning's trials (followups 25), each test failing on the code before its fix:
+the library's errors named the command's flags (``--chunks … --schedule …``), …"""
+
+from __future__ import annotations
+
+import pytest
+from test_docs import ROOT
+
+import archsim
+from archsim.cli import main
+from archsim.errors import InputError
+
+MODEL = str(ROOT / "configs" / "transformers" / "gpt_1024h_24l.json")  # 24 layers, 16 heads
+NODE = str(ROOT / "configs" / "clusters" / "a100_node.toml")  # 8 GPUs
+
+
+def _refused(call) -> str:
+    with pytest.raises(InputError) as refused:
+        call()
+    return str(refused.value)
+
+
+# 1. the library's refusals name its keywords, the command's its flags
+
+
+def test_chunks_without_a_chunked_schedule_is_refused_in_keywords_from_python(capsys):
+    """Failed before: archsim.search(chunks=2, schedule="zb-v") was told "--chunks … --schedule searches zb-v"."""
+    assert main(["search", MODEL, "--cluster", NODE, "--global-batch", "8", "--gpus", "2", "--schedule", "zb-v",
+                 "--chunks", "2"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "archsim search: error: field 'chunks': --chunks is tried only by interleaved-1f1b, interleaved-zb, "
+        "looped-bfs; --schedule searches zb-v: add one of them, or drop --chunks")
+    said = _refused(lambda: archsim.search(MODEL, cluster=NODE, global_batch=8, gpus=2, schedule="zb-v", chunks=2))
+    assert said == ("field 'chunks': chunks is tried only by interleaved-1f1b, interleaved-zb, looped-bfs; "
+                    "schedule searches zb-v: add one of them, or drop chunks")
+
+
+def test_a_repeated_search_value_is_refused_in_keywords_from_python(capsys):
+    """Failed before: archsim.search(gpus=[4, 4]) was told "--gpus repeats 4"."""
+    assert main(["search", MODEL, "--cluster", NODE, "--global-batch", "8", "--gpus", "4", "4"]) == 2
+    assert capsys.readouterr().err.strip() == \
+        "archsim search: error: field 'gpus': --gpus repeats 4: give each value once"
+    said = _refused(lambda: archsim.search(MODEL, cluster=NODE, global_batch=8, gpus=[4, 4]))
+    assert said == "field 'gpus': gpus repeats 4: give each value once"
+
+
+def test_a_search_over_max_ops_is_refused_in_keywords_from_python(capsys):
+    """Failed before: archsim.search(max_ops=1) was told "above --max-ops 1; lower --refine (or --top, …)"."""
+    argv = ["search", MODEL, "--cluster", NODE, "--global-batch", "8", "--gpus", "4", "--schedule", "zb-v",
+            "--max-micro-batch", "1", "--recompute", "full", "--sequence-parallel", "off", "--max-ops", "1"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("archsim search: error: field 'refine': re-timing the best ")
+    assert err.endswith(" schedule actions, above --max-ops 1; lower --refine (or --top, whose double it defaults "
+                        "to) or raise --max-ops")
+    said = _refused(lambda: archsim.search(MODEL, cluster=NODE, global_batch=8, gpus=4, schedule="zb-v",
+                                           max_micro_batch=1, recompute="full", sequence_parallel="off", max_ops=1,
+                                           progress=False))
+    assert said.endswith(" schedule actions, above max_ops=1; lower refine (or top, whose double it defaults to) "
+                         "or raise max_ops"), said
+
+
+@pytest.mark.parametrize(("flags", "keywords", "flag_text", "keyword_text"), [
+    (["--tp", "1", "--pp", "2", "--sequence-parallel"], {"tp": 1, "pp": 2, "sequence_parallel": True},
+     "sequence parallelism needs --tp > 1", "sequence parallelism needs tp > 1"),
+    (["--tp", "8", "--schedule", "gpipe"], {"tp": 8, "schedule": "gpipe"},
+     "gpipe needs --pp > 1", "gpipe needs pp > 1"),
+    (["--pp", "2", "--schedule", "gpipe", "--interleave", "2"], {"pp": 2, "schedule": "gpipe", "interleave": 2},
+     "--interleave takes one of the schedules", "interleave takes one of the schedules"),
+    (["--pp", "2", "--balance", "planned", "--dtype", "fp32"], {"pp": 2, "balance": "planned", "dtype": "fp32"},
+     ("--balance planned sizes activations at 2 bytes per element: with --dtype fp32 give --stage-layers "
+     "(archsim train) or the even split"),
+     ("balance='planned' sizes activations at 2 bytes per element: with dtype='fp32' give stage_layers "
+     "(archsim.train) or the even split")),
+])
+def test_trains_refusals_name_keywords_from_python_and_flags_from_the_command(capsys, flags, keywords, flag_text,
+                                                                               keyword_text):
+    """Failed before: each of archsim.train's refusals here named a flag (``--tp``, ``--pp``, ``--interleave``,
+    ``--balance planned … --dtype fp32``)."""
+    assert main(["train", MODEL, "--cluster", NODE, "--global-batch", "8", *flags]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("archsim train: error: ") and flag_text in err, err
+    said = _refused(lambda: archsim.train(MODEL, cluster=NODE, global_batch=8, **keywords))
+    assert keyword_text in said and "--" not in said, said
