@@ -82,3 +82,30 @@ def test_trains_refusals_name_keywords_from_python_and_flags_from_the_command(ca
     assert err.startswith("archsim train: error: ") and flag_text in err, err
     said = _refused(lambda: archsim.train(MODEL, cluster=NODE, global_batch=8, **keywords))
     assert keyword_text in said and "--" not in said, said
+
+
+# 2. a topology row with a field left out says so, not that the next column's value is of the wrong type
+
+
+def test_a_topology_row_missing_a_field_is_refused_as_short(tmp_path, capsys):
+    """Failed before: the row below (its Padding left out) was refused as "field 'Padding': expected an
+    integer, got 'conv'"."""
+    path = tmp_path / "net.csv"
+    path.write_text("Layer name,IFMAP Height,IFMAP Width,Filter Height,Filter Width,Channels,Num Filter,Strides,"
+                    "Padding,Type\n"
+                    "conv1,32,32,3,3,3,16,1,1,conv\n"
+                    "conv2,32,32,3,3,16,16,1,conv\n")
+    with pytest.raises(InputError) as refused:
+        archsim.load_network(path)
+    assert str(refused.value) == (f"{path}, line 3, field 'Padding': row has 9 fields but the header has 10 (one "
+                                  "left out shifts the rest); expected an integer, got 'conv'")
+    # an empty field is no missing one: it takes the column's default (Padding 0), as a last column left out does
+    path.write_text(path.read_text().replace("16,1,conv", "16,1,,conv"))
+    assert archsim.load_network(path).layers[1].padding == 0
+    path.write_text(path.read_text().replace("16,1,,conv", "16,1"))
+    assert archsim.load_network(path).layers[1].kind == "conv"
+    # a row as long as the header is refused as before, without a word on its length
+    path.write_text(path.read_text().replace("16,1\n", "16,1,conv,conv\n"))
+    with pytest.raises(InputError) as refused:
+        archsim.load_network(path)
+    assert str(refused.value) == f"{path}, line 3, field 'Padding': expected an integer, got 'conv'"
