@@ -109,3 +109,41 @@ def test_a_topology_row_missing_a_field_is_refused_as_short(tmp_path, capsys):
     with pytest.raises(InputError) as refused:
         archsim.load_network(path)
     assert str(refused.value) == f"{path}, line 3, field 'Padding': expected an integer, got 'conv'"
+
+
+# 3. the report's speed-up plot says what its means average over
+
+
+SWEEP = """[sweep]
+name = "two-dataflows"
+networks = ["layerpipe_sample"]
+arrays = ["16x16"]
+dataflows = [{dataflows}]
+batches = [4, 8]
+processors = [2, 3]
+methods = ["layerpipe", "pipedream"]
+mode = "exact"
+"""
+
+
+@pytest.mark.parametrize(("dataflows", "averaged"), [('"ws", "os"', "arrays, batches and dataflows"),
+                                                     ('"ws"', "arrays and batches")])
+def test_the_speedup_plot_names_the_dataflows_it_averages_over(tmp_path, dataflows, averaged):
+    """Failed before: a sweep over ws and os was plotted as "mean over arrays and batches", its means taken over
+    both dataflows' rows too (each processor count's mean is of 2 batches × 2 dataflows = 4 rows)."""
+    import pandas as pd
+
+    from archsim.report.sweep_report import speedup_figure
+    from archsim.sweep.summary import summarize
+
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SWEEP.format(dataflows=dataflows))
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "results"), "--quiet"]) == 0
+    results = pd.read_csv(tmp_path / "results" / "results.csv")
+    summary = summarize(results)
+    assert set(summary["configs"]) == {2 * dataflows.count(",") + 2}  # the rows each mean averages
+    html = tmp_path / "report.html"  # the report's figure is that one
+    assert main(["report", str(tmp_path / "results" / "results.csv"), "--out", str(html)]) == 0
+    assert html.read_text().count(f"(mean over {averaged}; bars:") == 1
+    title = speedup_figure(summary, "layerpipe_sample", results).layout.title.text
+    assert title == f"layerpipe_sample: speedup over one processor (mean over {averaged}; bars: min–max)"
