@@ -108,9 +108,9 @@ def chunk_counts(schedules, chunks) -> tuple[int, ...]:
     if chunks is None:
         return DEFAULT_CHUNKS
     if not any(s in CHUNKED for s in schedules):
-        chunks = setting("chunks")  # --chunks from the command, chunks from the library
-        raise InputError(f"{chunks} is tried only by {', '.join(CHUNKED)}; {setting('schedule')} searches "
-                         f"{' '.join(schedules)}: add one of them, or drop {chunks}", field="chunks")
+        flag = setting("chunks")  # --chunks from the command, chunks from the library
+        raise InputError(f"{flag} is tried only by {', '.join(CHUNKED)}; {setting('schedule')} searches "
+                         f"{' '.join(schedules)}: add one of them, or drop {flag}", field="chunks")
     return tuple(chunks)
 
 
