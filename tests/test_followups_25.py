@@ -147,3 +147,31 @@ def test_the_speedup_plot_names_the_dataflows_it_averages_over(tmp_path, dataflo
     assert html.read_text().count(f"(mean over {averaged}; bars:") == 1
     title = speedup_figure(summary, "layerpipe_sample", results).layout.title.text
     assert title == f"layerpipe_sample: speedup over one processor (mean over {averaged}; bars: min–max)"
+
+
+# 4. a rank's machine is built once per layout, as it depends on nothing else
+
+
+@pytest.mark.parametrize("cluster_file", ["a100_384_servers.toml", "mixed_h100_a100_v100.toml", "a100_node.toml"])
+def test_a_ranks_machine_is_built_once_per_layout_and_equals_a_fresh_one(cluster_file):
+    """``GpuCluster.machine`` keeps the machine of a (TP, PP, DP, device, rank): every other setting of a
+    candidate (micro-batch, recompute, schedule, chunks, sequence parallelism) leaves it as a fresh build
+    (:func:`~archsim.training.group_links.rank_machine`) makes it."""
+    from dataclasses import replace
+
+    from archsim.training.cluster_file import load_gpu_cluster
+    from archsim.training.group_links import rank_machine
+    from archsim.training.parallel import Parallelism
+
+    cluster = load_gpu_cluster(ROOT / "configs" / "clusters" / cluster_file)
+    gpus = min(cluster.gpus_per_server * 2, cluster.gpus)
+    first = Parallelism(tp=2, pp=2, dp=gpus // 4, global_batch=gpus * 4, micro_batch=1)
+    others = [replace(first, micro_batch=2), replace(first, recompute="selective"),
+              replace(first, schedule="interleaved-1f1b", interleave=2), replace(first, sequence_parallel=True)]
+    kinds = cluster.rank_gpus(first) or (cluster.gpu, cluster.gpu)
+    for rank, device in enumerate(kinds):
+        built = cluster.machine(first, device, rank)
+        assert built == rank_machine(cluster, first, device, rank)
+        assert all(cluster.machine(par, device, rank) is built for par in others)
+    other = replace(first, tp=1, dp=gpus // 2)  # another layout: its own machine
+    assert cluster.machine(other) == rank_machine(cluster, other)
