@@ -361,7 +361,11 @@ def test_search_refuses_a_dtype_where_train_does(case, tmp_path, capsys, monkeyp
     with pytest.raises(InputError) as refused:
         archsim.search(MODEL, cluster=cluster, dtype=dtype, **SEARCH_KW, **options)
     said = cli_error(["search", MODEL, "--cluster", cluster, *SEARCH, "--dtype", dtype, *flags], capsys)
-    assert said == f"archsim search: error: {refused.value}"
+    if "--" in said:  # the same refusal, the library naming its keywords where the command names flags
+        assert said.startswith(f"archsim search: error: field '{refused.value.where.field}': ")
+        assert "--" not in str(refused.value)
+    else:
+        assert said == f"archsim search: error: {refused.value}"
     trained = cli_error(["train", MODEL, "--cluster", cluster, "--global-batch", "16", "--dtype", dtype, *train_flags],
                         capsys)
     assert trained == said.replace("archsim search:", "archsim train:", 1)  # the same refusal, each its own

@@ -42,7 +42,7 @@ def test_search_refuses_chunks_without_an_interleaved_schedule(tmp_path, capsys,
 
 
 def test_the_api_search_refuses_chunks_without_an_interleaved_schedule():
-    with pytest.raises(InputError, match="--chunks") as caught:
+    with pytest.raises(InputError, match="drop chunks") as caught:  # the keyword, not the flag (followups 25)
         archsim.search(GPT2, cluster=NODE, global_batch=8, gpus=2, schedule="1f1b", chunks=8)
     assert caught.value.where.field == "chunks"
 

@@ -62,6 +62,7 @@ from archsim.array import cycle_order as order
 from archsim.array.analytic import DATAFLOW_CODES, fold_geometry
 from archsim.array.config import ArrayConfig
 from archsim.array.layout import GemmLayout, gemm_tables
+from archsim.console import setting
 from archsim.errors import InputError
 from archsim.jit import announce_compile
 from archsim.validate import parse_int
@@ -176,7 +177,7 @@ def check_steps(cycles: int) -> None:
         raise InputError(str(exc), field="ARCHSIM_MAX_STEPS") from None
     if cycles > limit:
         raise InputError(f"the cycle engine would step {cycles:.3g} cycles for one GEMM (≈{cycles / 1.2e6 / 60:.3g} "
-                         f"min), above {limit:.3g}; use --engine analytic, or set ARCHSIM_MAX_STEPS={cycles} to run it",
+                         f"min), above {limit:.3g}; use {setting('engine', 'analytic')}, or set ARCHSIM_MAX_STEPS={cycles} to run it",
                          field="engine")
 
 

@@ -54,6 +54,7 @@ import numpy as np
 import numpy.typing as npt
 
 from archsim.choices.devices import ELEMENT_BYTES
+from archsim.console import setting
 from archsim.devices.catalog import chip_of
 from archsim.devices.device import Device
 from archsim.devices.kernel_constants import FITTED, TENSOR_DTYPES, KernelConstants, sustained_flops
@@ -246,7 +247,7 @@ def _op_terms(ops: Sequence[TrainingOp], device: Device, families: KernelFamilie
     if simt and fused.any():
         layer = ops[int(np.argmax(fused))].layer
         raise InputError(f"{layer}: a fused attention kernel has no {dtype} kernel time (FlashAttention runs "
-                         "fp16/bf16); use --attention standard", field="attention")
+                         f"fp16/bf16); use {setting('attention', 'standard')}", field="attention")
     if path is not None:
         gemm = path_op_seconds(ops, path, tiles, size)
     else:

@@ -36,6 +36,7 @@ import numpy as np
 from archsim.array.analytic import gemm_cost
 from archsim.array.config import ArrayConfig
 from archsim.array.costing import check_engine, op_cycles
+from archsim.console import setting
 from archsim.energy.table import AccessEnergies, access_energies
 from archsim.errors import InputError
 from archsim.lowering import LoweredLayer, Mode, TrainingOp, lower_network
@@ -139,7 +140,7 @@ def energy_columns(counts: Mapping[str, Any], energies: AccessEnergies, array: A
         out[column] = events * getattr(energies, figure)
     static_mw = static_power_mw(energies, array)
     if static_mw > 0 and array.clock_hz is None:
-        raise InputError("leakage needs the array's clock (--clock-ghz or [archsim] ClockGHz)", field="clock-ghz")
+        raise InputError(f"leakage needs the array's clock ({setting('clock-ghz')} or [archsim] ClockGHz)", field="clock-ghz")
     seconds = np.asarray(counts["cycles"], dtype=np.float64) / (array.clock_hz or 1.0)
     out["leakage_pj"] = static_mw * seconds * 1e9 if static_mw > 0 else np.zeros(len(seconds))  # mW·s = 1e9 pJ
     total = out["mac_pj"]

@@ -32,7 +32,16 @@ def is_table_iv_setting(data: pd.DataFrame, network: str) -> bool:
             and set(data["only"]) == {"conv"} and set(data["mode"]) == {"paper"})
 
 
-def speedup_figure(summary: pd.DataFrame, network: str) -> go.Figure:
+def averaged_over(results: pd.DataFrame | None) -> str:
+    """What a summary's mean speedup averages over (:func:`archsim.sweep.summary.summarize`): arrays and batches,
+    and the dataflows where the sweep's rows (one network's) have several."""
+    several = results is not None and "dataflow" in results.columns and results["dataflow"].nunique() > 1
+    return "arrays, batches and dataflows" if several else "arrays and batches"
+
+
+def speedup_figure(summary: pd.DataFrame, network: str, results: pd.DataFrame | None = None) -> go.Figure:
+    """Mean speedup per processor count and method; ``results``: the sweep's rows the summary averages, whose
+    axes the title names (:func:`averaged_over`; None: arrays and batches)."""
     data = summary[summary.network == network]
     fig = go.Figure()
     for method, part in data.groupby("method"):
@@ -46,7 +55,8 @@ def speedup_figure(summary: pd.DataFrame, network: str) -> go.Figure:
         for idx, (name, dash) in enumerate((("layerpipe (paper)", "dot"), ("pipedream (paper)", "dot"))):
             fig.add_trace(go.Scatter(x=procs, y=[LAYERPIPE_TABLE_IV[p][idx] for p in procs], mode="lines",
                                      name=name, line={"dash": dash, "color": list(METHOD_COLORS.values())[idx]}))
-    fig.update_layout(title=f"{network}: speedup over one processor (mean over arrays and batches; bars: min–max)",
+    rows = None if results is None else results[results.network == network]
+    fig.update_layout(title=f"{network}: speedup over one processor (mean over {averaged_over(rows)}; bars: min–max)",
                       xaxis_title="processors (count)", yaxis_title=SPEEDUP_AXIS)
     # ticks at the processor counts run, never between them (2.5 processors)
     fig.update_xaxes(tickmode="array", tickvals=sorted(int(p) for p in data.processors.unique()))
@@ -149,7 +159,7 @@ def build_report(results: pd.DataFrame, summary: pd.DataFrame, *, results_path: 
     modes = ", ".join(sorted(results["mode"].unique()))
     report_cmd = f"archsim report {results_path} --out {out}"
     for network in sorted(results.network.unique()):
-        parts.append(_section(f"{network}: speedup vs processors", figure(speedup_figure(summary, network)),
+        parts.append(_section(f"{network}: speedup vs processors", figure(speedup_figure(summary, network, results)),
                               f"{spec_command}  &&  {report_cmd}", modes))
         table = table_iv(summary, network)
         if not table.empty:

@@ -118,8 +118,12 @@ class GpuCluster:
     def machine(self, par: Parallelism, device: Device | None = None, rank: int = 0) -> Machine:
         """The machine of pipeline rank ``rank`` on ``device`` (default the cluster's first GPU type): its GPU,
         kernels and its groups' links, placed on this cluster's servers
-        (:func:`~archsim.training.group_links.rank_machine`)."""
-        return rank_machine(self, par, device, rank)
+        (:func:`~archsim.training.group_links.rank_machine`), built once per (TP, PP, DP, device, rank): it
+        reads no other setting of ``par``, and a search asks for it once per candidate (about 5 ms each)."""
+        key = (par.tp, par.pp, par.dp, device, rank)
+        if key not in self._rank_machine:
+            self._rank_machine[key] = rank_machine(self, par, device, rank)
+        return self._rank_machine[key]
 
     def problem(self, par: Parallelism) -> str | None:
         """Why ``par`` cannot be laid out in GPU order: a TP group holding part of a server and part of
@@ -207,6 +211,10 @@ class GpuCluster:
     @cached_property
     def _machines(self) -> dict[tuple[int, int, int], tuple[Machine, ...] | None]:
         return {}  # (tp, pp, dp) → rank_machines: they depend on nothing else
+
+    @cached_property
+    def _rank_machine(self) -> dict[tuple[int, int, int, Device | None, int], Machine]:
+        return {}  # (tp, pp, dp, device, rank) → machine: what rank_machine reads of par, and its other arguments
 
 
 LAYOUT_ERRORS = {

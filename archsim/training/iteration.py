@@ -46,6 +46,7 @@ import numpy as np
 
 from archsim.choices.devices import ELEMENT_BYTES
 from archsim.collectives import collective_seconds
+from archsim.console import setting
 from archsim.devices.kernel_ops import KernelFamilies, op_seconds
 from archsim.devices.kernels import stream_seconds
 from archsim.errors import InputError
@@ -225,7 +226,7 @@ def piece_works(c: TransformerConfig, micro_batch: int, tp: int, sequence_parall
             switch_head_work,
         )
         if implementation != "pytorch-eager" or dtype != "fp32":
-            refuse_switch(c, f"--implementation {implementation} in {dtype}")
+            refuse_switch(c, f"{setting('implementation', implementation)} in {dtype}")
         check_hf(c, t, sp, attention)
         return ((switch_block_work(c, b), switch_embedding_work(c, b), switch_head_work(c, b)),
                 megatron_counterparts(c, b))
@@ -248,7 +249,7 @@ def _model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> d
                                   machine.implementation, machine.dtype)
     if c.family == "switch" and par.recompute != "none":
         raise InputError("Switch Transformers' op list is Hugging Face's without gradient checkpointing: "
-                         "--recompute none only", field="recompute")
+                         f"{setting('recompute', 'none')} only", field="recompute")
     layer, embedding, head = (piece_cost(work, par, machine, recompute, None if counted is work else counted)
                               for work, counted, recompute in zip(lists, megatron, (par.recompute, "none", "none")))
     return {"layer": layer, "embedding": embedding, "head": head}

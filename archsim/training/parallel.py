@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from archsim.choices.training import ATTENTIONS, DP_OVERLAPS, GRAD_ACCUMULATIONS, RECOMPUTE
+from archsim.console import setting
 from archsim.errors import InputError
 from archsim.policies.stage_orders import check_schedule
 from archsim.workload.transformer import TransformerConfig
@@ -14,7 +15,7 @@ CHUNKED_SCHEDULES = ("1f1b", "interleaved-1f1b", "interleaved-zb", "looped-bfs")
 # Why a schedule cannot run on a layout, by the reason ``archsim search`` counts in ``meta.rejected``;
 # ``train`` (one run, --runs, --sweep, archsim.train) refuses with the same words (issue #40).
 SCHEDULE_RULES = {
-    "schedule-needs-pp": "with one pipeline stage every schedule runs as 1F1B: {schedule} needs --pp > 1",
+    "schedule-needs-pp": "with one pipeline stage every schedule runs as 1F1B: {schedule} needs {pp_flag} > 1",
     "interleave-needs-microbatches-multiple-of-pp": "{schedule} needs the micro-batches per pipeline (global batch "
     "/ (micro-batch × DP) = {m}) to be a multiple of PP = {pp}, as Megatron-LM's interleaved schedule does",
     "dualpipev-needs-2p-microbatches": "{schedule} needs at least 2 × PP micro-batches per pipeline (PP = {pp}), "
@@ -128,13 +129,14 @@ class Parallelism:
             raise InputError(f"global batch {self.global_batch} is not a multiple of micro-batch × DP "
                              f"({self.micro_batch} × {self.dp})", field="global-batch")
         if self.interleave > 1 and self.schedule not in CHUNKED_SCHEDULES:
-            raise InputError(f"--interleave takes one of the schedules {', '.join(CHUNKED_SCHEDULES)}, not "
+            raise InputError(f"{setting('interleave')} takes one of the schedules {', '.join(CHUNKED_SCHEDULES)}, not "
                              f"{self.schedule!r}", field="interleave")
         if self.sequence_parallel and self.tp == 1:
-            raise InputError("sequence parallelism needs --tp > 1", field="sequence-parallel")
+            raise InputError(f"sequence parallelism needs {setting('tp')} > 1", field="sequence-parallel")
         reason = schedule_rejection(self.schedule_name, self.pp, self.microbatches)
         if reason is not None:
-            rule = SCHEDULE_RULES[reason].format(schedule=self.schedule_name, pp=self.pp, m=self.microbatches)
+            rule = SCHEDULE_RULES[reason].format(schedule=self.schedule_name, pp=self.pp, m=self.microbatches,
+                                                 pp_flag=setting("pp"))
             raise InputError(f"{rule} ({reason})", field="schedule")
         if self.stage_layers is not None and len(self.stage_layers) != self.pp * self.chunks:
             need = f"PP × chunks = {self.pp} × {self.chunks} = {self.pp * self.chunks}" if self.chunks > 1 \

@@ -17,6 +17,7 @@ from math import factorial, prod
 from typing import TYPE_CHECKING
 
 from archsim.choices.training import PLACEMENTS
+from archsim.console import setting
 from archsim.errors import InputError
 from archsim.validate import parse_int
 
@@ -46,8 +47,9 @@ def server_orders(cluster) -> list[tuple[int, ...]]:
     """Every distinct order of the servers (file order first), or an input error above :data:`MAX_ORDERS`."""
     count = order_count(cluster)
     if count > MAX_ORDERS:
-        raise InputError(f"--placement planned tries every distinct server order: this cluster has {count:,} "
-                         f"(more than {MAX_ORDERS:,}); give one with --placement I,J,… or use fewer server kinds",
+        raise InputError(f"{setting('placement', 'planned')} tries every distinct server order: this cluster has "
+                         f"{count:,} (more than {MAX_ORDERS:,}); give one with {setting('placement', placeholder='I,J,…')} "
+                         "or use fewer server kinds",
                          field="placement")
     kinds = [_kind(cluster, s) for s in range(len(cluster.starts) - 1)]
     out: list[tuple[int, ...]] = []

@@ -28,6 +28,7 @@ import time
 from collections import Counter
 from dataclasses import replace
 
+from archsim.console import setting
 from archsim.errors import InputError
 from archsim.training.objectives import OBJECTIVE_COLUMN, check_objective_figures
 from archsim.training.placement import layouts, server_orders
@@ -130,8 +131,9 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
             work = sum(make.event_actions(row) for row in rows[:refine] if estimate(row))
             if work > max_actions:
                 raise InputError(f"re-timing the best {min(refine, len(rows)):,} configurations simulates about "
-                                 f"{work:,} schedule actions, above --max-ops {max_actions:,}; lower --refine "
-                                 f"(or --top, whose double it defaults to) or raise --max-ops", field="refine")
+                                 f"{work:,} schedule actions, above {setting('max-ops', placeholder=f'{max_actions:,}')}; "
+                                 f"lower {setting('refine')} (or {setting('top')}, whose double it defaults to) or "
+                                 f"raise {setting('max-ops')}", field="refine")
         with progress(min(refine, len(rows)), "re-time in the event simulator", "config", delay=1.0) as bar:
             timed = []
             for index, row in zip(picked, rows[:refine]):

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from archsim.console import setting
 from archsim.errors import InputError
 from archsim.training.placement import MAX_ORDERS, order_count
 from archsim.training.search_space import MAX_CANDIDATES, Candidate, candidate_count, check_distinct, rejection
@@ -24,7 +25,8 @@ def check_search_size(cluster, counts, micro_batches, recomputes, schedules, chu
         raise InputError(f"this search would enumerate {size:,} configurations (GPU counts × TP·PP·DP × micro-batches "
                          f"× recompute × schedules and chunks × sequence parallelism"
                          f"{' × server orders' if placement == 'planned' else ''}), above the limit of "
-                         f"{MAX_CANDIDATES:,}; lower --max-micro-batch, or give fewer --gpus, --schedule or --chunks",
+                         f"{MAX_CANDIDATES:,}; lower {setting('max-micro-batch')}, or give fewer {setting('gpus')}, "
+                         f"{setting('schedule')} or {setting('chunks')}",
                          field=field)
     check_distinct(gpus=counts, recompute=recomputes, schedule=schedules, chunks=chunks)
 
@@ -39,7 +41,7 @@ CACHED_ROW_CELLS = 20_000
 
 def check_planning_work(c: TransformerConfig, cluster, global_batch: int, grid: list[Candidate],
                         placement: str = "file",
-                        hint: str = "a smaller grid (--gpus, --max-micro-batch, --schedule, --chunks)") -> None:
+                        hint: str | None = None) -> None:
     """Refuse, before any split is planned, a ``--balance planned`` search whose splits (one per candidate
     that passes the rules and has several stages, × the server orders a planned placement tries) fill more
     than :data:`MAX_PLANNING_CELLS` weighted cells."""
@@ -47,9 +49,11 @@ def check_planning_work(c: TransformerConfig, cluster, global_batch: int, grid: 
     weight = 1 if row <= CACHED_ROW_CELLS else 12
     stages = sum(k.pp for k in grid if k.plannable and rejection(c, k, global_batch, cluster.gpus_per_server, True) is None)
     cells = stages * row * weight * (min(order_count(cluster), MAX_ORDERS + 1) if placement == "planned" else 1)
-    if cells > MAX_PLANNING_CELLS:
-        raise InputError(f"--balance planned would plan splits filling about {cells:,} table cells ({c.layers:,} layers), "
-                         f"above {MAX_PLANNING_CELLS:,} (about 20 s); use --balance even, or {hint}", field="balance")
+    if cells > MAX_PLANNING_CELLS:  # hint None: the search's grid, named as the caller spells its settings
+        hint = hint or f"a smaller grid ({', '.join(map(setting, ('gpus', 'max-micro-batch', 'schedule', 'chunks')))})"
+        raise InputError(f"{setting('balance', 'planned')} would plan splits filling about {cells:,} table cells "
+                         f"({c.layers:,} layers), above {MAX_PLANNING_CELLS:,} (about 20 s); use "
+                         f"{setting('balance', 'even')}, or {hint}", field="balance")
 
 
 __all__ = ["MAX_PLANNING_CELLS", "check_planning_work", "check_search_size"]

@@ -16,6 +16,7 @@ from functools import lru_cache
 from math import isqrt
 
 from archsim.choices.devices import ELEMENT_BYTES
+from archsim.console import setting
 from archsim.errors import InputError
 from archsim.training.memory import StageMemory, stage_memory, state_bytes
 from archsim.training.parallel import (
@@ -97,7 +98,7 @@ def check_distinct(**values) -> None:
         seen: set = set()
         for value in given:
             if value in seen:
-                raise InputError(f"--{flag} repeats {value!r}: give each value once", field=flag)
+                raise InputError(f"{setting(flag)} repeats {value!r}: give each value once", field=flag)
             seen.add(value)
 
 
@@ -107,8 +108,9 @@ def chunk_counts(schedules, chunks) -> tuple[int, ...]:
     if chunks is None:
         return DEFAULT_CHUNKS
     if not any(s in CHUNKED for s in schedules):
-        raise InputError(f"--chunks is tried only by {', '.join(CHUNKED)}; --schedule searches "
-                         f"{' '.join(schedules)}: add one of them, or drop --chunks", field="chunks")
+        flag = setting("chunks")  # --chunks from the command, chunks from the library
+        raise InputError(f"{flag} is tried only by {', '.join(CHUNKED)}; {setting('schedule')} searches "
+                         f"{' '.join(schedules)}: add one of them, or drop {flag}", field="chunks")
     return tuple(chunks)
 
 

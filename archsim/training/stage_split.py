@@ -38,6 +38,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from archsim.console import job, setting
 from archsim.partition.result import Partition, PlacedOp, Stage
 from archsim.training.iteration import PieceCost, model_pieces
 from archsim.training.machine import Machine
@@ -177,7 +178,8 @@ def plan_stage_layers(c: TransformerConfig, par: Parallelism, node_times: Sequen
         from archsim.errors import InputError
 
         raise InputError(f"planning the split of {layers:,} layers over {p:,} pipeline stages fills {p * (n + 1) ** 2:,} "
-                         f"table cells, above {MAX_PLAN_CELLS:,}; use --balance even, --stage-layers, or fewer stages",
+                         f"table cells, above {MAX_PLAN_CELLS:,}; use {setting('balance', 'even')}, {setting('stage-layers')}, "
+                         "or fewer stages",
                          field="balance")
     rank_of = rank_of_stages(par)
     owned = [[s for s in range(p * v) if rank_of[s] == r] for r in range(p)]
@@ -228,8 +230,9 @@ def refuse_planned_fp32(dtype: str) -> None:
     if dtype == "fp32":
         from archsim.errors import InputError
 
-        raise InputError("--balance planned sizes activations at 2 bytes per element: with --dtype fp32 give "
-                         "--stage-layers (archsim train) or the even split", field="balance")
+        raise InputError(f"{setting('balance', 'planned')} sizes activations at 2 bytes per element: with "
+                         f"{setting('dtype', 'fp32')} give {setting('stage-layers')} ({job('train')}) or the even split",
+                         field="balance")
 
 
 def planned_split(c: TransformerConfig, par: Parallelism, machines: Sequence[Machine],

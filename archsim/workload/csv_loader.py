@@ -11,7 +11,8 @@ any order: ``Padding`` (default 0), ``Type`` (conv, fc/linear, matmul, pool, ele
 batchnorm; default conv), ``Inputs`` (producer names separated by ``;``; default: the row above,
 or the network input for the first row; ``input`` names the network input), ``Bias`` (0/1),
 ``Repeat`` (independent instances per sample, e.g. attention heads), ``Groups`` (grouped or
-depthwise convolution), ``Dilation`` (spacing of a conv's filter taps). A SCALE-Sim sparsity column
+depthwise convolution), ``Dilation`` (spacing of a conv's filter taps). A row may leave its last
+optional columns out (their defaults); a short row that is refused says it is short (:func:`_short_row`). A SCALE-Sim sparsity column
 (header containing ``sparsity``) is skipped here (SCALE-Sim uses it only with ``SparsitySupport``
 on; ``archsim sparse`` reads it with :mod:`archsim.array.sparse_input`), and so is an empty
 ``batch size`` column.
@@ -34,6 +35,8 @@ from __future__ import annotations
 import csv
 import io
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -113,8 +116,9 @@ def parse_topology(text: str, *, source: str = "<string>", name: str = "network"
     lines: dict[str, int] = {}
     plain = not extras  # a SCALE-Sim file: comments and repeated names as SCALE-Sim takes them
     previous = NETWORK_INPUT
-    for line, row in numbered[1:]:
-        row = _strip_trailing_empty(_drop_comment(row) if plain else row)
+    for line, given in numbered[1:]:
+        given = _drop_comment(given) if plain else given
+        row = _strip_trailing_empty(given)
         for index, column in ignored.items():
             if "batch" in column.lower() and index < len(row) and row[index].strip():
                 raise InputError("a batch size per layer is not read (archsim applies --batch to every layer); "
@@ -125,52 +129,53 @@ def parse_topology(text: str, *, source: str = "<string>", name: str = "network"
         if len(row) > len(header):
             raise InputError(f"row has {len(row)} fields but the header has {len(header)}",
                              file=source, line=line)
-        layer_name = row[0].strip()
-        if not layer_name.isprintable():
-            raise InputError(f"layer name has control characters: {layer_name!r}", file=source, line=line,
-                             field="Layer name")
-        if not layer_name:
-            raise InputError("empty layer name", file=source, line=line, field="Layer name")
-        if plain and layer_name in seen:
-            layer_name = _renamed(layer_name, seen, notes, line)
-        values: dict[str, Any] = {}  # Layer's integer fields, checked by Layer
-        for column, attr in _FIELD_OF.items():
-            values[attr] = _integer(row[POSITIONAL.index(column)], source, line, column)
-        named = {extras[i]: row[i].strip() for i in extras if i < len(row)}
-        values["padding"] = _integer(named.get("Padding") or "0", source, line, "Padding", minimum=0)
-        values["repeat"] = _integer(named.get("Repeat") or "1", source, line, "Repeat")
-        values["groups"] = _integer(named.get("Groups") or "1", source, line, "Groups")
-        values["dilation"] = _integer(named.get("Dilation") or "1", source, line, "Dilation")
-        bias = (named.get("Bias") or "0").lower()
-        if bias not in ("0", "1", "true", "false", "yes", "no"):
-            raise InputError(f"expected 0 or 1, got {named.get('Bias')!r}", file=source, line=line, field="Bias")
-        try:
-            kind = canonical_kind(named.get("Type") or "conv")
-        except InputError as exc:
-            raise InputError(exc.message, file=source, line=line, field="Type") from None
-        inputs_text = named.get("Inputs", "")
-        inputs = tuple(x.strip() for x in inputs_text.replace("|", ";").split(";") if x.strip()) \
-            if inputs_text else (previous,)
-        if plain and "DP" in layer_name:  # SCALE-Sim: one conv per input channel, each with all the filters
-            values["groups"], values["filters"] = values["channels"], values["channels"] * values["filters"]
-            notes.append(f"line {line}: {layer_name!r} has 'DP' in its name: depthwise as SCALE-Sim runs it "
-                         f"(one {values['filters'] // values['channels']}-filter conv per input channel)")
-        try:
-            layer = Layer(name=layer_name, kind=kind, bias=bias in ("1", "true", "yes"), inputs=inputs,
-                          geometry=geometry, **values)
-            layer.ofmap_h, layer.ofmap_w  # noqa: B018 - geometry must be computable
-        except InputError as exc:
-            raise InputError(exc.message, file=source, line=line,
-                             field=_ATTR_FIELD.get(exc.where.field or "", exc.where.field)) from None
-        if layer.ofmap_h <= 0 or layer.ofmap_w <= 0:
-            raise InputError("output size is not positive", file=source, line=line, field="Filter Height")
-        if layer_name in seen or layer_name == NETWORK_INPUT:
-            raise InputError(f"duplicate or reserved layer name {layer_name!r}", file=source, line=line,
-                             field="Layer name")
-        for producer in inputs:
-            if producer != NETWORK_INPUT and producer not in seen:
-                raise InputError(f"reads {producer!r}, which is not a layer defined above", file=source, line=line,
-                                 field="Inputs")
+        with _short_row(len(given), len(header)):  # a value read shifted: say the row is short
+            layer_name = row[0].strip()
+            if not layer_name.isprintable():
+                raise InputError(f"layer name has control characters: {layer_name!r}", file=source, line=line,
+                                 field="Layer name")
+            if not layer_name:
+                raise InputError("empty layer name", file=source, line=line, field="Layer name")
+            if plain and layer_name in seen:
+                layer_name = _renamed(layer_name, seen, notes, line)
+            values: dict[str, Any] = {}  # Layer's integer fields, checked by Layer
+            for column, attr in _FIELD_OF.items():
+                values[attr] = _integer(row[POSITIONAL.index(column)], source, line, column)
+            named = {extras[i]: row[i].strip() for i in extras if i < len(row)}
+            values["padding"] = _integer(named.get("Padding") or "0", source, line, "Padding", minimum=0)
+            values["repeat"] = _integer(named.get("Repeat") or "1", source, line, "Repeat")
+            values["groups"] = _integer(named.get("Groups") or "1", source, line, "Groups")
+            values["dilation"] = _integer(named.get("Dilation") or "1", source, line, "Dilation")
+            bias = (named.get("Bias") or "0").lower()
+            if bias not in ("0", "1", "true", "false", "yes", "no"):
+                raise InputError(f"expected 0 or 1, got {named.get('Bias')!r}", file=source, line=line, field="Bias")
+            try:
+                kind = canonical_kind(named.get("Type") or "conv")
+            except InputError as exc:
+                raise InputError(exc.message, file=source, line=line, field="Type") from None
+            inputs_text = named.get("Inputs", "")
+            inputs = tuple(x.strip() for x in inputs_text.replace("|", ";").split(";") if x.strip()) \
+                if inputs_text else (previous,)
+            if plain and "DP" in layer_name:  # SCALE-Sim: one conv per input channel, each with all the filters
+                values["groups"], values["filters"] = values["channels"], values["channels"] * values["filters"]
+                notes.append(f"line {line}: {layer_name!r} has 'DP' in its name: depthwise as SCALE-Sim runs it "
+                             f"(one {values['filters'] // values['channels']}-filter conv per input channel)")
+            try:
+                layer = Layer(name=layer_name, kind=kind, bias=bias in ("1", "true", "yes"), inputs=inputs,
+                              geometry=geometry, **values)
+                layer.ofmap_h, layer.ofmap_w  # noqa: B018 - geometry must be computable
+            except InputError as exc:
+                raise InputError(exc.message, file=source, line=line,
+                                 field=_ATTR_FIELD.get(exc.where.field or "", exc.where.field)) from None
+            if layer.ofmap_h <= 0 or layer.ofmap_w <= 0:
+                raise InputError("output size is not positive", file=source, line=line, field="Filter Height")
+            if layer_name in seen or layer_name == NETWORK_INPUT:
+                raise InputError(f"duplicate or reserved layer name {layer_name!r}", file=source, line=line,
+                                 field="Layer name")
+            for producer in inputs:
+                if producer != NETWORK_INPUT and producer not in seen:
+                    raise InputError(f"reads {producer!r}, which is not a layer defined above", file=source, line=line,
+                                     field="Inputs")
         seen.add(layer_name)
         layers.append(layer)
         lines[layer_name] = line
@@ -251,6 +256,20 @@ def load_topology(path: str | Path, *, geometry: str = "archsim", name: str | No
 
 _DECIMAL = re.compile(r"[-+]?[0-9]+")
 MAX_DIMENSION = 2**31 - 1  # dimensions beyond int32 are typos, and overflow int64 products downstream
+
+
+@contextmanager
+def _short_row(fields: int, columns: int) -> Iterator[None]:
+    """A row with fewer fields than the header's columns may leave its last optional columns out (their
+    defaults); one refused inside (a value of the wrong type, an impossible layer) may instead have left a
+    field out in the middle, every value after it read one column early: the refusal says the row is short."""
+    try:
+        yield
+    except InputError as exc:
+        if fields >= columns:
+            raise
+        raise InputError(f"row has {fields} fields but the header has {columns} (one left out shifts the rest); "
+                         f"{exc.message}", file=exc.where.file, line=exc.where.line, field=exc.where.field) from None
 
 
 def _integer(text: str, source: str, line: int, field: str, minimum: int = 1) -> int:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from archsim.console import setting
 from archsim.errors import InputError
 from archsim.validate import shown
 from archsim.workload.builders import NetworkBuilder
@@ -206,8 +207,8 @@ def refuse_switch(c: TransformerConfig, what: str) -> None:
     """One clear refusal for the paths that do not model Switch Transformers' encoder–decoder with experts."""
     if c.family == "switch":
         raise InputError(f"{what} does not model Switch Transformers (an encoder–decoder with experts); "
-                         "archsim trains it only with --implementation pytorch-eager --dtype fp32 on one GPU "
-                         "(TP 1, PP 1)", field="family")
+                         f"archsim trains it only with {setting('implementation', 'pytorch-eager')} "
+                         f"{setting('dtype', 'fp32')} on one GPU (TP 1, PP 1)", field="family")
 
 
 def switch_parameter_count(c: TransformerConfig) -> int:
