@@ -46,7 +46,7 @@ def _figure(html: str) -> dict:
     """The plotly figure's layout keys a reader sees: the rows axis title and the caption under the chart."""
     title = re.search(r'"yaxis":\{"title":\{"text":"([^"]*)"', html)
     assert title, "no rows axis title"
-    return {"rows_title": title.group(1), "text": html}
+    return {"rows_title": json.loads(f'"{title.group(1)}"'), "text": html}  # plotly writes "/" as \u002f
 
 
 def test_plan_gantt_rows_are_stages_and_channels(tmp_path, capsys) -> None:

@@ -249,6 +249,17 @@ def micro_batch(args: argparse.Namespace) -> int:
     return args.batch // args.microbatches
 
 
+STAGE_ROWS = "stage / channel"  # a plan's Gantt rows: PE's resources, not GPUs
+
+
+def stage_rows_caption(rows: list[dict]) -> str:
+    """What a plan's Gantt rows stand for, from its table's rows: each stage row sN runs on all its GPUs at once
+    (a micro-batch split over its replicas), chN is the channel from sN to sN+1, arN sN's all-reduce."""
+    stages = "; ".join(f"s{r['stage']}: {r['first_layer']}–{r['last_layer']} on {r['devices']}" for r in rows)
+    return (f"Rows: {stages}. A stage row's bars are its replicas' work together (each micro-batch split over "
+            "them); chN is the channel from sN to sN+1 (cf forward, cb backward); arN is sN's all-reduce.")
+
+
 def check_flags(args: argparse.Namespace) -> None:
     """Before any work: a baseline gives its makespan only, so refuse the timeline files it cannot write;
     a PipeDream graph.txt's layers are priced already, so refuse the flags that price or pick layers
@@ -333,7 +344,7 @@ def _plan(args: argparse.Namespace, topology, profile, priced_on: dict[str, str]
             "baselines_seconds": "; ".join(f"{m}:{t:.4g}" for m, t in others.items()), **config,
             "device_order": " ".join(f"g{x}" for x in result.order), **priced_on}
     write_timeline_outputs(args, result.timeline, f"SPP on {topology.name}, {args.microbatches} micro-batches",
-                           unit=profile.unit)
+                           unit=profile.unit, rows_title=STAGE_ROWS, caption=stage_rows_caption(rows))
     emit(render(Rows.of(rows), args.format, precision=args.precision, meta=meta), args)
     return 0
 
