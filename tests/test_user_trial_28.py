@@ -93,3 +93,70 @@ def test_schedule_ooo_on_every_processor_says_nothing(tmp_path, capsys, policy) 
     network, _ = _files(tmp_path)
     assert main(["schedule", str(network), "--processors", "2", "--microbatches", "1", "--policy", policy]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_plan_rows_give_each_stage_its_times(tmp_path, capsys) -> None:
+    """An SPP user checking a plan by hand needs each stage's per-micro-batch times; `plan`'s rows gave its layers
+    and GPUs only (fails before: no `microbatch_forward_seconds` column), so the check needed the Chrome trace. Each stage's
+    F and B (= G + δ) are its layers' cycles from `archsim cost` (1 GHz) summed by hand and split over its
+    replicas; its all-reduce is the ring's 2(r − 1)/r × its weight bytes at its slowest link: g0–g1 inside the
+    100 Gb/s server, one direction 50 Gb/s = 6.25e9 B/s."""
+    network, cluster = _files(tmp_path)
+    assert main(["cost", str(network), "--batch", "4", "--format", "json"]) == 0
+    layers = {r["layer"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
+    f = {name: r["F_cycles"] * 1e-9 for name, r in layers.items()}
+    b = {name: (r["G_cycles"] + r["D_cycles"]) * 1e-9 for name, r in layers.items()}
+    weights = layers["fc1"]["weight_bytes"] + layers["fc2"]["weight_bytes"]
+    assert main(["plan", str(network), "--cluster", str(cluster), "--microbatches", "4", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    first, second = rows
+    assert first["microbatch_forward_seconds"] == pytest.approx((f["fc1"] + f["fc2"]) / 2, rel=1e-12)
+    assert first["microbatch_backward_seconds"] == pytest.approx((b["fc1"] + b["fc2"]) / 2, rel=1e-12)
+    assert first["allreduce_seconds"] == pytest.approx(2 * (2 - 1) / 2 * weights / 6.25e9, rel=1e-12)
+    assert second["microbatch_forward_seconds"] == pytest.approx(f["fc3"] + f["fc4"], rel=1e-12)
+    assert second["microbatch_backward_seconds"] == pytest.approx(b["fc3"] + b["fc4"], rel=1e-12)
+    assert second["allreduce_seconds"] == 0
+
+
+def test_plan_matches_brute_force_on_a_tiny_heterogeneous_cluster(tmp_path, capsys) -> None:
+    """The SPP researcher's brute force (a check, not a defect: it passes before and after): every contiguous
+    split of the 4 layers, every order of the 3 GPUs and every contiguous share of them, each priced without
+    archsim as §III prices it (a stage M·Σ(F + B)/r plus its ring all-reduce at its slowest link; a channel
+    M·(d^f + d^b)/(r·r′·min b)); the least 𝒲 is the plan SPP returns (fc1–fc2 on the 100 Gb/s pair, fc3–fc4
+    alone). PE's makespan of every candidate, brute-forced the same way, is least for this plan too."""
+    import itertools
+
+    network, cluster = _files(tmp_path)
+    assert main(["cost", str(network), "--batch", "4", "--format", "json"]) == 0
+    layers = json.loads(capsys.readouterr().out)["rows"][:4]
+    F = [r["F_cycles"] * 1e-9 for r in layers]
+    B = [(r["G_cycles"] + r["D_cycles"]) * 1e-9 for r in layers]
+    act = [r["activation_bytes"] for r in layers]
+    dlt = [r["delta_bytes"] for r in layers]
+    W = [r["weight_bytes"] for r in layers]
+    bw = [[0, 6.25e9, 5e9], [6.25e9, 0, 5e9], [5e9, 5e9, 0]]  # 100 Gb/s both ways in server 1; 40 Gb/s between
+    M = 4
+    best = None
+    for order in itertools.permutations(range(3)):
+        for count in (1, 2, 3):
+            for cuts in itertools.combinations(range(1, 4), count - 1):
+                for shares in itertools.combinations(range(1, 3), count - 1):
+                    bounds, split = (0, *cuts, 4), (0, *shares, 3)
+                    stages = [(bounds[k], bounds[k + 1], order[split[k]:split[k + 1]]) for k in range(count)]
+                    value = 0.0
+                    for k, (a, z, gpus) in enumerate(stages):
+                        r = len(gpus)
+                        slow = min((bw[x][y] for x in gpus for y in gpus if x != y), default=1.0)
+                        value = max(value, M * sum(F[a:z] + B[a:z]) / r + 2 * (r - 1) / r * sum(W[a:z]) / slow)
+                        if k + 1 < count:
+                            nxt = stages[k + 1][2]
+                            link = min(bw[x][y] for x in gpus for y in nxt)
+                            value = max(value, M * (act[z - 1] + dlt[z]) / (r * len(nxt) * link))
+                    key = [(a, z, sorted(gpus)) for a, z, gpus in stages]
+                    if best is None or value < best[0] - 1e-15:
+                        best = (value, key)
+    assert best is not None and best[1] == [(0, 2, [0, 1]), (2, 4, [2])]
+    assert main(["plan", str(network), "--cluster", str(cluster), "--microbatches", "4", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert [(r["first_layer"], r["last_layer"], r["devices"]) for r in rows] == [("fc1", "fc2", "g0 g1"),
+                                                                                    ("fc3", "fc4", "g2")]

@@ -304,7 +304,7 @@ def _plan(args: argparse.Namespace, topology, profile, priced_on: dict[str, str]
         return run_pipedream(args, profile, topology, priced_on, device_memory)
     from archsim.planners import plan_on_cluster
     from archsim.progress import progress
-    from archsim.spp.plan import check_search_size, spp, stage_count_limit
+    from archsim.spp.plan import check_search_size, spp, stage_count_limit, stage_plans
 
     check_search_size(profile, topology, args.max_stages, args.max_search_steps)
 
@@ -329,9 +329,11 @@ def _plan(args: argparse.Namespace, topology, profile, priced_on: dict[str, str]
     if args.links != "paper":
         config["links"] = args.links
     names = profile.names
+    times = stage_plans(profile, result.plan, topology.bandwidth, topology.latency, topology.links)
     rows = [{"stage": n + 1, "first_layer": names[a], "last_layer": names[b - 1], "layer_count": b - a,
-             "replicas": len(d), "devices": " ".join(f"g{x}" for x in d)}
-            for n, ((a, b), d) in enumerate(zip(result.plan.stages, result.plan.devices))]
+             "replicas": len(d), "devices": " ".join(f"g{x}" for x in d), "microbatch_forward_seconds": t.forward,
+             "microbatch_backward_seconds": t.backward, "allreduce_seconds": t.allreduce}
+            for n, ((a, b), d, t) in enumerate(zip(result.plan.stages, result.plan.devices, times))]
     if args.method != "spp":
         row = {"method": args.method, "makespan_seconds": others[args.method], "spp_makespan_seconds": result.makespan}
         emit(render(Rows.of([row]), args.format, precision=args.precision,
