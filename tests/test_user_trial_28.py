@@ -160,3 +160,23 @@ def test_plan_matches_brute_force_on_a_tiny_heterogeneous_cluster(tmp_path, caps
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert [(r["first_layer"], r["last_layer"], r["devices"]) for r in rows] == [("fc1", "fc2", "g0 g1"),
                                                                                     ("fc3", "fc4", "g2")]
+
+
+@pytest.mark.parametrize("old, new, says", [
+    ("inter_server_gbps = 40", "inter_server_gbps = -40", "got '-40'"),
+    ("intra_server_gbps = 100", "intra_server_gbps = [-5, 10]", "got '[-5, 10]'"),
+    ("intra_server_gbps = 100", "intra_server_gbps = [200, 100]", "low 200 above high 100"),
+])
+def test_a_bad_bandwidth_is_named_in_the_error(tmp_path, capsys, old, new, says) -> None:
+    """A negative bandwidth or a range written high first was refused with `expected a number in [1e-06, 1e+06]
+    or a [low, high] range of them`, not saying what the file held nor, for [200, 100], that the range was
+    reversed (fails before the fix). The line names the value (and a reversed range's order); exit 2, nothing
+    written."""
+    network, cluster = _files(tmp_path)
+    cluster.write_text(CLUSTER.replace(old, new))
+    out = tmp_path / "plan.json"
+    assert main(["plan", str(network), "--cluster", str(cluster), "--microbatches", "4", "--out", str(out)]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("archsim plan: error: "), lines
+    assert says in lines[0], lines[0]
+    assert not out.exists()
