@@ -180,3 +180,43 @@ def test_a_bad_bandwidth_is_named_in_the_error(tmp_path, capsys, old, new, says)
     assert len(lines) == 1 and lines[0].startswith("archsim plan: error: "), lines
     assert says in lines[0], lines[0]
     assert not out.exists()
+
+
+def _device_orders(trace) -> dict[int, list[str]]:
+    events = [e for e in json.loads(trace.read_text())["traceEvents"] if e.get("ph") == "X"]
+    orders: dict[int, list[str]] = {}
+    for event in sorted(events, key=lambda e: e["ts"]):
+        orders.setdefault(event["pid"], []).append(event["name"])
+    return orders
+
+
+def test_ooo_pipe2_action_order_traced_by_hand(tmp_path, capsys) -> None:
+    """A check (passes before and after): unit costs, 4 layers dealt modulo to 2 devices (d1: layers 1, 3; d2: 2, 4),
+    2 micro-batches, no flush, δ ranked over F over G (§5.2, Fig. 6). Traced by hand: d2 runs D4:0 at t = 4 as soon
+    as F4:0 ends, then F4:1 before G4:0; d1 takes D3:0 at 5 and fills with G3:0 and G1:0 while the δ chain moves to
+    d2 (D2:0 at 6); layer 1 has no δ; the makespan is 13 units."""
+    network, _ = _files(tmp_path)
+    trace = tmp_path / "t.json"
+    assert main(["schedule", str(network), "--unit-costs", "--processors", "2", "--microbatches", "2",
+                 "--policy", "ooo-pipe2", "--format", "json", "--chrome-trace", str(trace)]) == 0
+    assert json.loads(capsys.readouterr().out)["rows"][0]["makespan"] == 13
+    orders = _device_orders(trace)
+    assert orders[1] == ["F1:0", "F1:1", "F3:0", "F3:1", "D3:0", "G3:0", "G1:0", "D3:1", "G3:1", "G1:1"]
+    assert orders[2] == ["F2:0", "F2:1", "F4:0", "D4:0", "F4:1", "D2:0", "D4:1", "G4:0", "D2:1", "G2:0", "G4:1",
+                         "G2:1"]
+
+
+def test_ooo_pipe1_iteration_time_from_the_layer_costs(tmp_path, capsys) -> None:
+    """A check (passes before and after): one micro-batch of the 4 layers on 2 devices (d1: fc1, fc2; d2: fc3, fc4)
+    under gradient fast-forwarding is the forward chain, then δ4, δ3 (d2), δ2 (d1), then d1's G2 and G1 — d2's G4
+    and G3 run beside δ2 and end first. From `archsim cost`'s per-layer cycles at batch 32, summed by hand."""
+    network, _ = _files(tmp_path)
+    assert main(["cost", str(network), "--batch", "32", "--format", "json"]) == 0
+    c = {r["layer"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
+    forward = sum(c[f"fc{i}"]["F_cycles"] for i in range(1, 5))
+    chain = forward + c["fc4"]["D_cycles"] + c["fc3"]["D_cycles"] + c["fc2"]["D_cycles"]
+    expected = max(chain + c["fc2"]["G_cycles"] + c["fc1"]["G_cycles"],
+                   forward + c["fc4"]["D_cycles"] + c["fc3"]["D_cycles"] + c["fc4"]["G_cycles"] + c["fc3"]["G_cycles"])
+    assert main(["schedule", str(network), "--processors", "2", "--microbatches", "1", "--policy", "ooo-pipe1",
+                 "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["rows"][0]["makespan"] == expected == 905271
