@@ -149,10 +149,16 @@ def idle_processors_note(plan: Partition, processors: int) -> str | None:
     """The line ``archsim pipeline`` (on stderr) and :func:`archsim.pipeline` (a UserWarning) say when ``plan``
     has fewer stages than ``processors``: a gpipe plan of fewer layers, Algorithm 1 with nothing left to
     borrow. Why: the output's stage count alone was easy to miss beside the processors asked for."""
-    idle = processors - len(plan.stages)
+    return idle_line(f"{plan.method}'s plan", len(plan.stages), processors)
+
+
+def idle_line(who: str, used: int, processors: int) -> str | None:
+    """``WHO uses USED of the P processors; P − USED stay idle``, or None when every processor is used: the one
+    wording of :func:`idle_processors_note` and of ``schedule``'s out-of-order allocations."""
+    idle = processors - used
     if idle <= 0:
         return None
-    return f"{plan.method}'s plan uses {len(plan.stages)} of the {processors} processors; {idle} stay idle"
+    return f"{who} uses {used} of the {processors} processors; {idle} stay idle"
 
 
 def partitions(profile: LayerProfile, processors: Sequence[int], method: str, **options) -> list[Partition]:
@@ -174,5 +180,5 @@ def plan_on_cluster(profile: LayerProfile, cluster: Topology, method: str, micro
     return planner.on_cluster(profile, cluster, microbatches, **options)
 
 
-__all__ = ["CLUSTER_PLANNERS", "PARTITIONERS", "PLANNERS", "Planner", "idle_processors_note", "partition", "partitions",
+__all__ = ["CLUSTER_PLANNERS", "PARTITIONERS", "PLANNERS", "Planner", "idle_line", "idle_processors_note", "partition", "partitions",
            "plan_on_cluster"]

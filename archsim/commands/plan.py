@@ -249,6 +249,17 @@ def micro_batch(args: argparse.Namespace) -> int:
     return args.batch // args.microbatches
 
 
+STAGE_ROWS = "stage / channel"  # a plan's Gantt rows: PE's resources, not GPUs
+
+
+def stage_rows_caption(rows: list[dict]) -> str:
+    """What a plan's Gantt rows stand for, from its table's rows: each stage row sN runs on all its GPUs at once
+    (a micro-batch split over its replicas), chN is the channel from sN to sN+1, arN sN's all-reduce."""
+    stages = "; ".join(f"s{r['stage']}: {r['first_layer']}–{r['last_layer']} on {r['devices']}" for r in rows)
+    return (f"Rows: {stages}. A stage row's bars are its replicas' work together (each micro-batch split over "
+            "them); chN is the channel from sN to sN+1 (cf forward, cb backward); arN is sN's all-reduce.")
+
+
 def check_flags(args: argparse.Namespace) -> None:
     """Before any work: a baseline gives its makespan only, so refuse the timeline files it cannot write;
     a PipeDream graph.txt's layers are priced already, so refuse the flags that price or pick layers
@@ -293,7 +304,7 @@ def _plan(args: argparse.Namespace, topology, profile, priced_on: dict[str, str]
         return run_pipedream(args, profile, topology, priced_on, device_memory)
     from archsim.planners import plan_on_cluster
     from archsim.progress import progress
-    from archsim.spp.plan import check_search_size, spp, stage_count_limit
+    from archsim.spp.plan import check_search_size, spp, stage_count_limit, stage_plans
 
     check_search_size(profile, topology, args.max_stages, args.max_search_steps)
 
@@ -318,9 +329,11 @@ def _plan(args: argparse.Namespace, topology, profile, priced_on: dict[str, str]
     if args.links != "paper":
         config["links"] = args.links
     names = profile.names
+    times = stage_plans(profile, result.plan, topology.bandwidth, topology.latency, topology.links)
     rows = [{"stage": n + 1, "first_layer": names[a], "last_layer": names[b - 1], "layer_count": b - a,
-             "replicas": len(d), "devices": " ".join(f"g{x}" for x in d)}
-            for n, ((a, b), d) in enumerate(zip(result.plan.stages, result.plan.devices))]
+             "replicas": len(d), "devices": " ".join(f"g{x}" for x in d), "microbatch_forward_seconds": t.forward,
+             "microbatch_backward_seconds": t.backward, "allreduce_seconds": t.allreduce}
+            for n, ((a, b), d, t) in enumerate(zip(result.plan.stages, result.plan.devices, times))]
     if args.method != "spp":
         row = {"method": args.method, "makespan_seconds": others[args.method], "spp_makespan_seconds": result.makespan}
         emit(render(Rows.of([row]), args.format, precision=args.precision,
@@ -333,7 +346,7 @@ def _plan(args: argparse.Namespace, topology, profile, priced_on: dict[str, str]
             "baselines_seconds": "; ".join(f"{m}:{t:.4g}" for m, t in others.items()), **config,
             "device_order": " ".join(f"g{x}" for x in result.order), **priced_on}
     write_timeline_outputs(args, result.timeline, f"SPP on {topology.name}, {args.microbatches} micro-batches",
-                           unit=profile.unit)
+                           unit=profile.unit, rows_title=STAGE_ROWS, caption=stage_rows_caption(rows))
     emit(render(Rows.of(rows), args.format, precision=args.precision, meta=meta), args)
     return 0
 

@@ -70,6 +70,6 @@ def run_pipedream(args: argparse.Namespace, profile, topology, priced_on: dict[s
         meta = {k: v for k, v in meta.items() if k not in ("levels", "time_per_stage_by_machines")}
     if timeline is not None:
         write_timeline_outputs(args, timeline, f"PipeDream's plan on {topology.name}, {args.microbatches} micro-batches",
-                               unit=profile.unit)
+                               unit=profile.unit, rows_title="stage / channel")
     emit(render(Rows.of(rows), args.format, precision=args.precision, meta=meta), args)
     return 0

@@ -182,6 +182,15 @@ def run(args: argparse.Namespace) -> int:
         meta["makespan_seconds"] = float(row["makespan"]) / clock
     write_timeline_outputs(args, timeline, f"{name}: {args.policy}, {args.processors} devices", unit=unit)
     emit(render(Rows.of([row]), args.format, precision=args.precision, meta=meta), args)
+    if args.policy in OOO_POLICIES:  # the paper's allocations can leave a device without layers: say so, as pipeline
+        from archsim.console import note
+        from archsim.planners import idle_line
+        from archsim.policies.ooo import devices_used
+
+        idle = idle_line(f"{args.policy}'s allocation", devices_used(len(costs), args.processors, args.policy,
+                                                                    args.group), args.processors)
+        if idle:
+            note(idle)
     return 0
 
 

@@ -33,16 +33,19 @@ def iteration_caption(iteration_seconds: float, timeline) -> str:
 
 
 def write_timeline_outputs(args: argparse.Namespace, timeline, title: str, unit: str = "cycles",
-                           borrowed: Collection[tuple[str, str]] = (), caption: str = "") -> None:
+                           borrowed: Collection[tuple[str, str]] = (), caption: str = "",
+                           rows_title: str | None = None) -> None:
     """The Gantt, Chrome trace and schedule CSV asked for; ``unit``: the timeline's time unit, the
     Gantt's x axis title (cycles for arrays, seconds for GPUs) and the Chrome trace's scale (seconds written
     in its µs); ``borrowed``: (layer, kind) of the
     ops the Gantt hatches (a plan's :attr:`~archsim.partition.result.Partition.borrowed_ops`); ``caption``:
-    a note under the Gantt (a training iteration's: :func:`iteration_caption`)."""
+    a note under the Gantt (a training iteration's: :func:`iteration_caption`); ``rows_title``: the Gantt's rows
+    axis where its rows are not processors (a plan's: stage / channel)."""
     if args.gantt:
         from archsim.report.gantt import write_gantt  # plotly: only when a chart is asked for
 
-        write_gantt(timeline, args.gantt, title=title, caption=caption, unit=unit, borrowed=borrowed)
+        write_gantt(timeline, args.gantt, title=title, caption=caption, unit=unit, borrowed=borrowed,
+                    rows_title=rows_title)
     if args.trace or args.schedule_csv:
         from archsim.report.export import write_chrome_trace, write_pipeline_schedule_csv
 

@@ -210,6 +210,12 @@ def ooo_schedule(costs: LayerProfile, devices: int, microbatches: int, policy: s
     return problem, simulate(problem)
 
 
+def devices_used(layers: int, devices: int, policy: str, group: int = 1) -> int:
+    """How many of ``devices`` the policy's allocation gives at least one of ``layers`` layers: ⌈L/P⌉
+    contiguous layers a device, or ooo-pipe2's groups dealt round robin, can leave devices with none."""
+    return len({device_of(l, layers, devices, ALLOCATION[policy], group) for l in range(layers)})
+
+
 def lower_bound(costs: LayerProfile, devices: int, microbatches: int, policy: str, group: int = 1, *,
                 first_layer_delta: bool = False) -> float:
     """max(critical path of one micro-batch, busiest device's work): no schedule beats it."""
@@ -232,5 +238,5 @@ def schedule_metrics(problem: Problem, timeline) -> dict[str, float]:
             "peak_activation_bytes": max(peaks.values(), default=0)}
 
 
-__all__ = ["ALLOCATION", "default_flush", "flush_phases", "layer_chain", "lower_bound", "ooo_problem",
+__all__ = ["ALLOCATION", "default_flush", "devices_used", "flush_phases", "layer_chain", "lower_bound", "ooo_problem",
            "ooo_schedule", "op_count", "require_chain", "schedule_metrics", "unit_costs"]

@@ -22,8 +22,9 @@ _HATCH = "/"
 
 
 def gantt_figure(frame: pd.DataFrame, title: str = "", unit: str = "cycles",
-                 borrowed: Collection[tuple[str, str]] = ()) -> go.Figure:
-    """Horizontal bars from ``start`` to ``end`` per processor row, coloured by op kind.
+                 borrowed: Collection[tuple[str, str]] = (), rows_title: str | None = None) -> go.Figure:
+    """Horizontal bars from ``start`` to ``end`` per processor row, coloured by op kind; ``rows_title``: what
+    the rows are where they are not processors (a plan's stages and channels), else processor (/ stream).
 
     ``borrowed``: (layer, kind) of ops a LayerPipe plan borrowed (:attr:`Partition.borrowed_ops`);
     their bars are hatched, with one legend entry saying so (the tables star the same ops)."""
@@ -36,7 +37,7 @@ def gantt_figure(frame: pd.DataFrame, title: str = "", unit: str = "cycles",
         rows_title = "processor / stream"
     else:
         data["row"] = data["processor"].astype(str)
-        rows_title = "processor"
+        rows_title = rows_title or "processor"
     kinds = data["kind"].astype(str) if "kind" in data.columns else pd.Series(["op"] * len(data), index=data.index)
     fig = go.Figure()
     hatched = _borrowed_rows(data, borrowed)
@@ -90,13 +91,13 @@ def _natural(text: str) -> tuple:
 
 
 def write_gantt(timeline, path: str | Path, title: str = "", caption: str = "", unit: str = "cycles",
-                borrowed: Collection[tuple[str, str]] = ()) -> Path:
+                borrowed: Collection[tuple[str, str]] = (), rows_title: str | None = None) -> Path:
     """Write a self-contained HTML Gantt of ``timeline`` (a Timeline or its frame) atomically; ``unit``
     titles the x axis; ``borrowed`` ops are hatched (:func:`gantt_figure`)."""
     from archsim.report.html_page import document, esc, figure
 
     frame = timeline.to_frame() if hasattr(timeline, "to_frame") else timeline
-    body = figure(gantt_figure(frame, title, unit, borrowed), first=True)
+    body = figure(gantt_figure(frame, title, unit, borrowed, rows_title), first=True)
     note = f"<p>{esc(caption)}</p>" if caption else ""
     return write_output(path, document(title, [body, note], heading="",
                                             style="body{font-family:sans-serif;margin:1em}"))

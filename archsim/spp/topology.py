@@ -177,8 +177,10 @@ def _figure(value, field: str, file: str, rng: _Draws) -> float:
         return float(value)
     if isinstance(value, list) and len(value) == 2 and all(map(_is_gbps, value)) and value[0] <= value[1]:
         return float(rng.uniform(value[0], value[1]))
-    raise InputError(f"expected a number in [{MIN_GBPS:g}, {MAX_GBPS:g}] or a [low, high] range of them", file=file,
-                     field=field)
+    reversed_range = isinstance(value, list) and len(value) == 2 and all(map(_is_gbps, value))  # high first
+    raise InputError(f"a [low, high] range goes low first: got low {value[0]:g} above high {value[1]:g}"
+                     if reversed_range else f"expected a number in [{MIN_GBPS:g}, {MAX_GBPS:g}] or a [low, high] "
+                     f"range of them, got {shown_number(value)}", file=file, field=field)
 
 
 def _gbps(value, field: str, file: str, rng: _Draws) -> float:
