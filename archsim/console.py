@@ -58,6 +58,19 @@ def setting(name: str, value: object = None, *, placeholder: str | None = None) 
     return f"--{name.replace('_', '-')}" + (f" {shown}" if shown else "")
 
 
+def keyed(name: str, key: str, value: object = None, *, placeholder: str | None = None) -> str:
+    """One entry of a setting that maps names to values, as the caller spells it: ``--dim seq=128`` from a
+    command, ``dim={'seq': 128}`` from the library (:func:`as_keywords`); ``value`` and ``placeholder`` as
+    :func:`setting`'s; neither: the entry named (``--dim seq``, ``dim['seq']``)."""
+    if _KEYWORDS.get():
+        keyword = name.replace("-", "_")
+        if placeholder is None and value is None:
+            return f"{keyword}[{key!r}]"
+        return f"{keyword}={{{key!r}: {placeholder if placeholder is not None else repr(value)}}}"
+    shown = placeholder if placeholder is not None else "" if value is None else str(value)
+    return f"--{name.replace('_', '-')} {key}" + (f"={shown}" if shown else "")
+
+
 def field_name(name: str) -> str:
     """An :class:`~archsim.errors.InputError`'s field naming a setting, as the caller spells it: the keyword
     from the library (``global_batch``: :func:`setting`), the flag's name as given from a command

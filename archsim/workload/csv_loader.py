@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from archsim.choices.networks import SHAPE_CHECKS
+from archsim.console import setting
 from archsim.errors import InputError
 from archsim.validate import check_unique_columns, read_text
 from archsim.workload.layer import NETWORK_INPUT, Layer, Network, canonical_kind
@@ -121,7 +122,7 @@ def parse_topology(text: str, *, source: str = "<string>", name: str = "network"
         row = _strip_trailing_empty(given)
         for index, column in ignored.items():
             if "batch" in column.lower() and index < len(row) and row[index].strip():
-                raise InputError("a batch size per layer is not read (archsim applies --batch to every layer); "
+                raise InputError(f"a batch size per layer is not read (archsim applies {setting('batch')} to every layer); "
                                  "leave the column empty", file=source, line=line, field=column)
         if len(row) < len(POSITIONAL):
             raise InputError(f"row has {len(row)} fields, expected at least {len(POSITIONAL)}",

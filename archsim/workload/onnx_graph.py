@@ -10,6 +10,7 @@ from math import prod
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from archsim.console import keyed, setting
 from archsim.errors import InputError
 from archsim.validate import read_bytes, shown
 from archsim.workload.onnx_fold import fold_constants
@@ -89,7 +90,7 @@ def checked_graph(onnx, model, dims: dict[str, int]) -> CheckedGraph:
                 for axis, dim in enumerate(value.type.tensor_type.shape.dim) if not dim.HasField("dim_value")}
     unused = sorted(set(dims) - symbolic)
     if unused:  # a typo would otherwise change nothing, silently
-        raise InputError(f"--dim {shown(unused[0])} names no symbolic dimension of the model's inputs"
+        raise InputError(f"{setting('dim')} {shown(unused[0])} names no symbolic dimension of the model's inputs"
                          + (f" (it has {', '.join(sorted(symbolic))})" if symbolic else " (it has none)"),
                          field="dim")
     for index, value in enumerate(inputs):
@@ -106,7 +107,7 @@ def checked_graph(onnx, model, dims: dict[str, int]) -> CheckedGraph:
                 dim.dim_value = 1  # the batch: layers are per sample
             else:
                 raise InputError(f"graph input {value.name!r} dimension {axis} ({label!r}) is symbolic; "
-                                 f"fix it with --dim {label}=VALUE", field="input")
+                                 f"fix it with {keyed('dim', label, placeholder='VALUE')}", field="input")
     first = inputs[0].type.tensor_type.shape.dim
     batch = first[0].dim_value if len(first) else 1
     if len(first) and batch <= 0:  # a batch of 0 would make every per-sample shape 0 / 0

@@ -20,6 +20,7 @@ from types import ModuleType
 from typing import Any
 
 from archsim.choices.networks import UNSUPPORTED
+from archsim.console import setting
 from archsim.errors import InputError
 from archsim.workload import onnx_ops as ops
 from archsim.workload.layer import NETWORK_INPUT, Layer, Network
@@ -128,7 +129,8 @@ class _Importer:
 
     def _skip(self, node, name: str, dynamic: list[str], why: str) -> None:
         if self.unsupported != "skip":
-            raise InputError(f"node {name!r} (op {node.op_type}): {why}; use --unsupported skip to leave it out",
+            raise InputError(f"node {name!r} (op {node.op_type}): {why}; use {setting('unsupported', 'skip')} to leave "
+                             "it out",
                              field="node")
         self.notes.append(f"skipped ONNX node {name!r} (op {node.op_type}): {why}")
         self._route(node, self._union(dynamic))

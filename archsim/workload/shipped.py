@@ -8,6 +8,7 @@ from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 
+from archsim.console import keyed, setting
 from archsim.errors import InputError
 from archsim.validate import exists, is_file, parse_int, read_text, resolve_name, shown
 from archsim.workload.csv_loader import load_topology, parse_topology
@@ -71,7 +72,7 @@ def dims_of(pairs: Mapping[str, int] | Iterable[tuple[str, int]]) -> dict[str, i
         except ValueError as exc:
             raise InputError(str(exc), field="dim") from None
     if len(dims) != len(items):
-        raise InputError("a --dim name is given twice", field="dim")
+        raise InputError(f"a {setting('dim')} name is given twice", field="dim")
     return dims
 
 
@@ -90,12 +91,13 @@ def load_network(name_or_path: str | Path, *, geometry: str = "archsim", unsuppo
 
     if is_torch_spec(str(name_or_path)):  # model.py:ClassName, exported through ONNX (input_shape: batch first)
         if dims:
-            raise InputError("--dim applies to ONNX files and transformer configs; a PyTorch model's shapes come "
-                             "from --input-shape", field="dim")
+            raise InputError(f"{setting('dim')} applies to ONNX files and transformer configs; a PyTorch model's "
+                             f"shapes come from {setting('input-shape')}", field="dim")
         return load_torch_file(str(name_or_path), input_shape, unsupported=unsupported,
                                timeout=DEFAULT_TIMEOUT if timeout is None else timeout)
     if input_shape is not None:
-        raise InputError("--input-shape applies to a PyTorch model given as FILE.py:ClassName", field="input-shape")
+        raise InputError(f"{setting('input-shape')} applies to a PyTorch model given as FILE.py:ClassName",
+                         field="input-shape")
     path = Path(name_or_path)
     if path.suffix.lower() in (".onnx", ".json", ".toml") and geometry != "archsim":
         raise InputError("SCALE-Sim geometry applies to topology CSVs only (ONNX files and transformer configs "
@@ -109,18 +111,19 @@ def load_network(name_or_path: str | Path, *, geometry: str = "archsim", unsuppo
 
         unknown = sorted(set(dims or {}) - {"seq"})
         if unknown:
-            raise InputError(f"a transformer config takes --dim seq=N only, not {unknown[0]!r}", field="dim")
+            raise InputError(f"a transformer config takes {keyed('dim', 'seq', placeholder='N')} only, not {unknown[0]!r}", field="dim")
         seq = (dims or {}).get("seq")
         config = load_transformer(path, seq=seq)
         network = config.network()
-        source = "--dim seq" if seq is not None else ("the config's seq" if path.suffix.lower() == ".toml" else
+        source = keyed("dim", "seq") if seq is not None else ("the config's seq" if path.suffix.lower() == ".toml" else
                                                       "the config's position limit (n_positions or "
                                                       "max_position_embeddings)")
-        note = f"sequence length {config.seq} tokens per sample, from {source}; --dim seq=N sets it"
+        note = f"sequence length {config.seq} tokens per sample, from {source}; {keyed('dim', 'seq', placeholder='N')} sets it"
         return replace(network, notes=(*network.notes, note))
     if dims:  # a topology's shapes are all given: a --dim would silently change nothing
-        raise InputError(f"--dim {next(iter(dims))}=… names no dimension: a topology CSV or shipped network has no "
-                         "symbolic dimensions (--dim applies to ONNX files and transformer configs)", field="dim")
+        raise InputError(f"{keyed('dim', next(iter(dims)), placeholder='…')} names no dimension: a topology CSV or "
+                         f"shipped network has no symbolic dimensions ({setting('dim')} applies to ONNX files and "
+                         "transformer configs)", field="dim")
     if path.suffix.lower() == ".csv" or exists(path) or "/" in str(name_or_path):
         return load_topology(path, geometry=geometry, shapes=shapes)
     return load_shipped(str(name_or_path), geometry=geometry, shapes=shapes, missing="no such file, and no")

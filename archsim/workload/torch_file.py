@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from archsim.console import setting
 from archsim.errors import InputError
 from archsim.validate import INT32_MAX, is_file
 from archsim.workload.layer import Network
@@ -72,7 +73,8 @@ def is_torch_spec(text: str) -> bool:
 def parse_input_shape(text: str | None) -> tuple[tuple[int, ...], ...]:
     """``1,3,224,224`` (or ``1x3x224x224``), several inputs separated by ``;``."""
     if not text or not text.strip():
-        raise InputError("a PyTorch model needs --input-shape, e.g. --input-shape 1,3,224,224 (batch first)",
+        raise InputError(f"a PyTorch model needs {setting('input-shape')}, e.g. {setting('input-shape', '1,3,224,224')} "
+                         "(batch first)",
                          field="input-shape")
     shapes = []
     for part in text.split(";"):

@@ -1,0 +1,114 @@
+"""Small defects left from the morning's trials (followups 26), each test failing on the code before its fix:
+network loading's refusals reached from ``archsim.cost``/``archsim.load_network`` named the command's flags
+(``--dim``, ``--input-shape``, ``--unsupported``, ``--batch``), …"""
+
+from __future__ import annotations
+
+import onnx
+import pytest
+from onnx import helper
+from test_docs import ROOT
+
+import archsim
+from archsim.cli import main
+from archsim.errors import InputError
+from tests.onnx_models import model, value, weight, with_unknown_op
+
+GPT = str(ROOT / "configs" / "transformers" / "gpt_1024h_24l.json")
+TINY = f"{ROOT / 'tests' / 'data' / 'torch' / 'tiny_model.py'}:TinyNet"
+
+
+def _refused(call) -> str:
+    with pytest.raises(InputError) as refused:
+        call()
+    return str(refused.value)
+
+
+def _said(argv, capsys) -> str:
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1, err
+    return err.strip()
+
+
+# 1. network loading's refusals name the API's keywords from Python, the command's flags from the command
+
+
+def _symbolic_onnx(tmp_path):
+    path = tmp_path / "attn.onnx"
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["y"], name="proj")]
+    onnx.save(model(nodes, [value("x", ["N", "seq", 32])], [value("y", ["N", "seq", 8])], [weight("w", 32, 8)]), path)
+    return str(path)
+
+
+def _batch_csv(tmp_path):
+    path = tmp_path / "batched.csv"
+    path.write_text("Layer name,IFMAP Height,IFMAP Width,Filter Height,Filter Width,Channels,Num Filter,Strides,"
+                    "Batch Size\nconv1,8,8,3,3,4,8,1,16\n")
+    return str(path)
+
+
+CASES = [  # (network, flags, keywords, the command's text, the library's text)
+    ("vgg16", ["--dim", "seq=8"], {"dim": {"seq": 8}},
+     ("--dim seq=… names no dimension: a topology CSV or shipped network has no symbolic dimensions (--dim applies "
+     "to ONNX files and transformer configs)"),
+     ("dim={'seq': …} names no dimension: a topology CSV or shipped network has no symbolic dimensions (dim applies "
+     "to ONNX files and transformer configs)")),
+    ("vgg16", ["--input-shape", "1,3,8,8"], {"input_shape": "1,3,8,8"},
+     "--input-shape applies to a PyTorch model given as FILE.py:ClassName",
+     "input_shape applies to a PyTorch model given as FILE.py:ClassName"),
+    (GPT, ["--dim", "foo=3"], {"dim": {"foo": 3}},
+     "a transformer config takes --dim seq=N only, not 'foo'",
+     "a transformer config takes dim={'seq': N} only, not 'foo'"),
+    (GPT, ["--dim", "seq=8", "--dim", "seq=16"], {"dim": [("seq", 8), ("seq", 16)]},
+     "a --dim name is given twice", "a dim name is given twice"),
+    (TINY, ["--input-shape", "1,3,16,16", "--dim", "seq=4"], {"input_shape": "1,3,16,16", "dim": {"seq": 4}},
+     "--dim applies to ONNX files and transformer configs; a PyTorch model's shapes come from --input-shape",
+     "dim applies to ONNX files and transformer configs; a PyTorch model's shapes come from input_shape"),
+    (TINY, [], {},
+     "a PyTorch model needs --input-shape, e.g. --input-shape 1,3,224,224 (batch first)",
+     "a PyTorch model needs input_shape, e.g. input_shape='1,3,224,224' (batch first)"),
+    ("onnx", [], {},
+     "graph input 'x' dimension 1 ('seq') is symbolic; fix it with --dim seq=VALUE",
+     "graph input 'x' dimension 1 ('seq') is symbolic; fix it with dim={'seq': VALUE}"),
+    ("onnx", ["--dim", "seq=16", "--dim", "sequence=16"], {"dim": {"seq": 16, "sequence": 16}},
+     "--dim 'sequence' names no symbolic dimension of the model's inputs (it has N, seq)",
+     "dim 'sequence' names no symbolic dimension of the model's inputs (it has N, seq)"),
+    ("nms", [], {},
+     "node 'nms' (op NonMaxSuppression): op type not modelled by archsim; use --unsupported skip to leave it out",
+     "node 'nms' (op NonMaxSuppression): op type not modelled by archsim; use unsupported='skip' to leave it out"),
+    ("csv", [], {},
+     "a batch size per layer is not read (archsim applies --batch to every layer); leave the column empty",
+     "a batch size per layer is not read (archsim applies batch to every layer); leave the column empty"),
+]
+
+
+@pytest.mark.parametrize(("network", "flags", "keywords", "flag_text", "keyword_text"), CASES)
+def test_network_refusals_name_keywords_from_python_and_flags_from_the_command(
+        tmp_path, capsys, network, flags, keywords, flag_text, keyword_text):
+    """Failed before: each refusal from archsim.cost and archsim.load_network named the flag (``--dim``,
+    ``--input-shape``, ``--unsupported skip``, ``--batch``); the command's line is as it was."""
+    if network == "onnx":
+        network = _symbolic_onnx(tmp_path)
+    elif network == "nms":
+        network = str(tmp_path / "nms.onnx")
+        onnx.save(with_unknown_op(), network)
+    elif network == "csv":
+        network = _batch_csv(tmp_path)
+    said = _said(["cost", network, *flags], capsys)
+    assert said.startswith("archsim cost: error: ") and said.endswith(flag_text), said
+    for job in (archsim.cost, archsim.load_network):
+        text = _refused(lambda: job(network, **keywords))  # noqa: B023 - called at once
+        assert text.endswith(keyword_text) and "--" not in text, text
+
+
+def test_a_transformers_sequence_note_names_the_keyword_from_python(capsys):
+    """Failed before: archsim.load_network(config, dim={"seq": 512})'s note said "from --dim seq; --dim seq=N
+    sets it"; the command's note is as it was."""
+    assert main(["cost", GPT, "--dim", "seq=512", "--format", "json"]) == 0
+    assert "note: sequence length 512 tokens per sample, from --dim seq; --dim seq=N sets it\n" in \
+        capsys.readouterr().err
+    network = archsim.load_network(GPT, dim={"seq": 512})
+    assert network.notes[-1] == "sequence length 512 tokens per sample, from dim['seq']; dim={'seq': N} sets it"
+    default = archsim.load_network(GPT)
+    assert default.notes[-1].endswith("; dim={'seq': N} sets it")
