@@ -112,3 +112,34 @@ def test_a_transformers_sequence_note_names_the_keyword_from_python(capsys):
     assert network.notes[-1] == "sequence length 512 tokens per sample, from dim['seq']; dim={'seq': N} sets it"
     default = archsim.load_network(GPT)
     assert default.notes[-1].endswith("; dim={'seq': N} sets it")
+
+
+# 2. plan's search guard counts the pipedream-prm baseline, which searches every stage count
+
+PLAN = ["plan", "layerpipe_sample", "--cluster", str(ROOT / "configs" / "clusters" / "testbed_1080ti.toml"),
+        "--microbatches", "4", "--max-stages", "2"]  # 4 layers, 4 servers × 2 GPUs
+# By hand, PRM's steps are (S − 1) · L² · V³ / 4: SPP's 2 stage counts 1 · 4² · 8³ / 4 = 2,048; the
+# pipedream-prm baseline's min(L, V) = 4 stage counts 3 · 4² · 8³ / 4 = 6,144; 8,192 in all.
+# Their bytes (prm_search_parts): S · 8 · 5 · 9² of values, (S − 1) · 16 · 5 · 9² of choices, 2 · 8 · 9³ of links,
+# 8 · 5² of all-reduce and 8 · (3 · 9² + 2 · 5² + 2 · 8² + 2 · 5 + 2 · 4 + 9) of the rest: 28,408 B at S = 2, 47,848 B at 4.
+
+
+def test_plans_search_guard_counts_the_pipedream_prm_baseline(capsys):
+    """Failed before: SPP's 2,048 steps were checked alone against the limit, the baseline's 6,144 not
+    counted, so a run of 8,192 steps passed a limit of 8,191 (and the advice named --max-stages only)."""
+    said = _said([*PLAN, "--max-search-steps", "8191"], capsys)
+    assert said == (
+        "archsim plan: error: field 'max-search-steps': SPP's search over 4 layers, 8 GPUs and up to 2 stages is "
+        "about 2,048 steps and 2.84e-05 GB of tables, and the pipedream-prm baseline's over every stage count up "
+        "to 4 about 6,144 steps and 4.78e-05 GB: 8,192 steps in all (≈7.37e-06 s), above the limit of 8,191 "
+        "steps; give --max-search-steps 8192 to run it anyway, or --max-stages 1 (it bounds SPP's search only; "
+        "the pipedream-prm baseline tries every stage count)")
+    assert main([*PLAN, "--max-search-steps", "8192", "--format", "json"]) == 0  # the estimate's own figure runs
+    capsys.readouterr()
+    alone = _said([*PLAN, "--max-search-steps", "6143"], capsys)  # the baseline alone is over: fewer GPUs
+    assert alone.endswith("give --max-search-steps 8192 to run it anyway, or a cluster of fewer GPUs: "
+                          "--max-stages bounds SPP's search only, and the pipedream-prm baseline's, 6,144 steps, is "
+                          "above the limit alone")
+    paper = _said([*PLAN, "--max-search-steps", "2047", "--baselines", "paper"], capsys)  # no pipedream-prm
+    assert paper.endswith("about 2,048 steps (≈1.84e-06 s) and 2.84e-05 GB of tables, above the limit of 2,047 "
+                          "steps; give --max-search-steps 2048 to run it anyway, or fewer --max-stages")

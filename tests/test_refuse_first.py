@@ -111,7 +111,8 @@ def test_pipeline_refuses_a_huge_simulation_before_partitioning(capsys, monkeypa
 
 def test_an_spp_search_too_large_is_refused_before_any_table(monkeypatch, capsys):
     """SPP's PRM grows as L²V³: its steps and tables are estimated from the profile and cluster sizes
-    (176 layers, 32 GPUs, 32 stage counts: 31 · 176² · 32³ / 4 steps by hand) and refused first."""
+    (176 layers, 32 GPUs, 32 stage counts: 31 · 176² · 32³ / 4 steps by hand, and as many again for the
+    pipedream-prm baseline, which searches the same 32 stage counts) and refused first."""
     from archsim.spp import prm
 
     monkeypatch.setattr(prm, "prm_tables", _must_not_run)
@@ -120,14 +121,16 @@ def test_an_spp_search_too_large_is_refused_before_any_table(monkeypatch, capsys
     code, out, err = run(argv, capsys)
     steps = 31 * 176**2 * 32**3 // 4
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
-    assert f"{steps:,} steps" in err and f"--max-search-steps {steps}" in err
+    assert f"{steps:,} steps" in err and f"--max-search-steps {2 * steps}" in err
 
 
 def test_spp_tables_over_4_gb_are_refused_before_any_table(monkeypatch, tmp_path, capsys):
     """1,024 GPUs, 22 layers, 2 stage counts by hand: 8 · 2 · 23 · 1025² B of values and 16 · 1 · 23 · 1025² B of
     choices (0.773 GB), the (V+1)³ tables of links and latencies between blocks, 2 · 8 · 1025³ B (17.23 GB, the
     largest), the paper's all-reduce table 8 · 23² B and 8 · (3 · 1025² + 2 · 23² + 2 · 1024² + 2 · 23 + 2 · 22 + 1025)
-    B of other inputs (0.042 GB): 18.0 GB."""
+    B of other inputs (0.042 GB): 18.0 GB. The pipedream-prm baseline searches all 22 stage counts: 8 · 22 · 23 · 1025² B
+    of values (4.25 GB) and 16 · 21 · 23 · 1025² B of choices (8.12 GB) beside the same rest, 29.6 GB, which
+    --max-stages does not bound."""
     from archsim.spp import prm
 
     monkeypatch.setattr(prm, "prm_tables", _must_not_run)
@@ -137,5 +140,7 @@ def test_spp_tables_over_4_gb_are_refused_before_any_table(monkeypatch, tmp_path
     code, out, err = run(["plan", "tests/data/pipedream/profiles/alexnet.txt", "--cluster", str(cluster),
                           "--microbatches", "4", "--max-stages", "2"], capsys)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
-    assert "18 GB of tables, above the 4 GB bound (the links and latencies between blocks: 17.2 GB)" in err
-    assert "fewer GPUs" in err
+    assert "up to 2 stages is about 129,922,760,704 steps and 18 GB of tables" in err  # 1 · 22² · 1024³ / 4
+    assert "up to 22 about 2,728,377,974,784 steps and 29.6 GB" in err  # 21 · 22² · 1024³ / 4
+    assert "above the 4 GB bound (the links and latencies between blocks: 17.2 GB)" in err
+    assert "use fewer GPUs (--max-stages bounds SPP's search, not the pipedream-prm baseline's)" in err

@@ -85,7 +85,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("--max-search-steps", type=int_flag(1, 10**15, "a step count"), default=SEARCH_STEP_LIMIT,
                         metavar="N", help=f"refuse SPP searches (every method but pipedream runs SPP) of more PRM "
-                                          f"steps than this (default {SEARCH_STEP_LIMIT:,}, about 10 s of PRM tables)")
+                                          "steps than this, with the pipedream-prm baseline's search of every stage "
+                                          f"count (default {SEARCH_STEP_LIMIT:,}, about 10 s of PRM tables)")
 
 
 def layer_profile(args: argparse.Namespace):
@@ -306,13 +307,13 @@ def _plan(args: argparse.Namespace, topology, profile, priced_on: dict[str, str]
     from archsim.progress import progress
     from archsim.spp.plan import check_search_size, spp, stage_count_limit, stage_plans
 
-    check_search_size(profile, topology, args.max_stages, args.max_search_steps)
-
-    # one bar for all the work: SPP's stage counts, then the four baselines (seconds each on a large
-    # profile; they once ran after a full bar, silently)
     methods = list(BASELINE_METHODS if args.baselines == "archsim" else PAPER_BASELINES)
     if args.method in BASELINE_METHODS and args.method not in methods:
         methods.append(args.method)
+    check_search_size(profile, topology, args.max_stages, args.max_search_steps, methods)  # pipedream-prm's too
+
+    # one bar for all the work: SPP's stage counts, then the four baselines (seconds each on a large
+    # profile; they once ran after a full bar, silently)
     with progress(stage_count_limit(profile, topology, args.max_stages) + len(methods), "SPP",
                   "step") as bar:
         result = spp(profile, topology, args.microbatches, max_stages=args.max_stages,

@@ -29,7 +29,7 @@ from archsim.partition.gpipe import gpipe_partition
 from archsim.partition.profile import LayerProfile
 from archsim.partition.result import Partition, Stage, mandatory_bytes, placed_ops
 from archsim.spp.pe_order import pe_finish_time
-from archsim.spp.plan import prm_partition, stage_plans
+from archsim.spp.plan import prm_partition, stage_count_limit, stage_plans
 from archsim.spp.prm import PRMPlan, prm_tables
 from archsim.spp.topology import Topology
 
@@ -80,8 +80,8 @@ def gpipe(profile: LayerProfile, topology: Topology, microbatches: int, *, balan
 
 def pipedream_prm(profile: LayerProfile, topology: Topology, microbatches: int) -> Partition:
     order = list(range(topology.devices))
-    plans = prm_tables(profile, order, topology.bandwidth, microbatches, min(len(profile), topology.devices),
-                       topology.latency, topology.links)
+    plans = prm_tables(profile, order, topology.bandwidth, microbatches, stage_count_limit(profile, topology),
+                       topology.latency, topology.links)  # every stage count: plan's search guard counts them
     best = min(plans, key=lambda p: p.value)
     makespan = pe_finish_time(stage_plans(profile, best, topology.bandwidth, topology.latency, topology.links), microbatches)
     return prm_partition(profile, best, topology.bandwidth, "pipedream-prm", makespan, topology.links)

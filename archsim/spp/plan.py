@@ -3,6 +3,7 @@ replication and mapping, schedule it with PE, and keep the stage count with the 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -107,26 +108,53 @@ def stage_count_limit(profile: LayerProfile, topology: Topology, max_stages: int
     return min(len(profile), topology.devices, max_stages or topology.devices)
 
 
-
-
-def check_search_size(profile: LayerProfile, topology: Topology, max_stages: int | None, limit: int) -> None:
-    """Refuse, before any table is built, an SPP search of more than ``limit`` PRM steps or more
-    than 4 GB of arrays (:func:`~archsim.spp.prm.prm_search_parts`, naming the largest part), with the estimate
-    and what lifts or avoids the limit (its size grows as L²V³ in layers and GPUs, so a typo in a cluster file
-    fails in a second, not after hours)."""
+def check_search_size(profile: LayerProfile, topology: Topology, max_stages: int | None, limit: int,
+                      baselines: Sequence[str] = ()) -> None:
+    """Refuse, before any table is built, the PRM searches a plan runs — SPP's up to ``max_stages`` stages and,
+    where ``baselines`` (those the run will price) name ``pipedream-prm``, that baseline's over every stage count —
+    of more than ``limit`` PRM steps in all, or either search holding more than 4 GB of arrays
+    (:func:`~archsim.spp.prm.prm_search_parts`, naming the largest part; one search runs after the other), with the
+    estimate and what lifts or avoids the limit (its size grows as L²V³ in layers and GPUs, so a typo in a cluster
+    file fails in a second, not after hours)."""
     from archsim.spp.prm import prm_search_parts, prm_search_size
 
+    layers, devices = len(profile), topology.devices
     stages = stage_count_limit(profile, topology, max_stages)
+    every = stage_count_limit(profile, topology) if "pipedream-prm" in baselines else 0
     # the exact links' all-reduce tables are left out: their number (one per distinct group, few on a real
     # cluster) is known only once priced, and their bound, V(V-1)/2, would refuse searches that fit
-    steps, size = prm_search_size(len(profile), topology.devices, stages)
-    estimate = (f"SPP's search over {len(profile)} layers, {topology.devices} GPUs and up to {stages} stages is "
-                f"about {steps:,} steps (≈{steps * 0.9e-9:.3g} s) and {size / 1e9:.3g} GB of tables")
-    if size > SEARCH_BYTES_LIMIT:
-        parts = prm_search_parts(len(profile), topology.devices, stages)
+    steps, size = prm_search_size(layers, devices, stages)
+    extra, extra_size = prm_search_size(layers, devices, every) if every else (0, 0)
+    total = steps + extra
+    spp_search = f"SPP's search over {layers} layers, {devices} GPUs and up to {stages} stages is about {steps:,} steps"
+    estimate = (f"{spp_search} and {size / 1e9:.3g} GB of tables, and the pipedream-prm baseline's over every stage "
+                f"count up to {every} about {extra:,} steps and {extra_size / 1e9:.3g} GB: {total:,} steps in all "
+                f"(≈{total * 0.9e-9:.3g} s)" if every else
+                f"{spp_search} (≈{steps * 0.9e-9:.3g} s) and {size / 1e9:.3g} GB of tables")
+    if max(size, extra_size) > SEARCH_BYTES_LIMIT:
+        parts = prm_search_parts(layers, devices, max(stages, every))
         largest = max(parts, key=lambda part: parts[part])
+        fix = ("fewer GPUs (--max-stages bounds SPP's search, not the pipedream-prm baseline's)"
+               if extra_size > SEARCH_BYTES_LIMIT else "fewer GPUs or --max-stages")
         raise InputError(f"{estimate}, above the {SEARCH_BYTES_LIMIT / 1e9:.0f} GB bound ({largest}: "
-                         f"{parts[largest] / 1e9:.3g} GB); use fewer GPUs or --max-stages", field="cluster")
-    if steps > limit:
-        raise InputError(f"{estimate}, above the limit of {limit:,} steps; give --max-search-steps {steps} to "
-                         "run it anyway, or fewer --max-stages", field="max-search-steps")
+                         f"{parts[largest] / 1e9:.3g} GB); use {fix}", field="cluster")
+    if total > limit:
+        raise InputError(f"{estimate}, above the limit of {limit:,} steps; give --max-search-steps {total} to "
+                         f"run it anyway, or {_shorter(layers, devices, stages, extra, limit)}",
+                         field="max-search-steps")
+
+
+def _shorter(layers: int, devices: int, stages: int, extra: int, limit: int) -> str:
+    """The advice that brings a plan's PRM steps under ``limit``: fewer --max-stages where SPP's search alone
+    counts, the most stages that fit beside the pipedream-prm baseline's ``extra`` steps (which --max-stages
+    leaves as they are), else a cluster of fewer GPUs."""
+    from archsim.spp.prm import prm_search_size
+
+    if not extra:
+        return "fewer --max-stages"
+    fit = next((s for s in range(stages - 1, 0, -1) if prm_search_size(layers, devices, s)[0] + extra <= limit), 0)
+    if fit:
+        return (f"--max-stages {fit}{' or fewer' if fit > 1 else ''} (it bounds SPP's search only; the pipedream-prm "
+                "baseline tries every stage count)")
+    return (f"a cluster of fewer GPUs: --max-stages bounds SPP's search only, and the pipedream-prm baseline's, "
+            f"{extra:,} steps, is above the limit alone")
