@@ -143,3 +143,25 @@ def test_plans_search_guard_counts_the_pipedream_prm_baseline(capsys):
     paper = _said([*PLAN, "--max-search-steps", "2047", "--baselines", "paper"], capsys)  # no pipedream-prm
     assert paper.endswith("about 2,048 steps (≈1.84e-06 s) and 2.84e-05 GB of tables, above the limit of 2,047 "
                           "steps; give --max-search-steps 2048 to run it anyway, or fewer --max-stages")
+
+
+# 3. the shared integer-list parser (bppsa rnn's --seq-len and --processors)
+
+
+@pytest.mark.parametrize(("flag", "text"), [("--seq-len", "10,,30"), ("--seq-len", "10,30,"),
+                                            ("--processors", ",4")])
+def test_an_empty_list_item_is_refused_naming_the_flag(capsys, flag, text):
+    """Failed before: ``--seq-len 10,,30`` ran as ``10,30`` (the empty item silently dropped)."""
+    argv = ["bppsa", "rnn", "--seq-len", "10", "--processors", "4", flag, text, "--format", "csv"]
+    assert _said(argv, capsys) == (f"archsim bppsa rnn: error: argument {flag}: {text!r} has an empty item; give "
+                                   "comma-separated positive integers")
+
+
+def test_a_repeated_list_item_is_run_once_with_one_warning(capsys):
+    """Failed before: ``--seq-len 10,10 --processors 4,4`` printed the same row four times, silently."""
+    argv = ["bppsa", "rnn", "--seq-len", "10,30,10", "--processors", "4,4", "--format", "csv"]
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert [line.split(",")[:2] for line in out.splitlines()[1:]] == [["10", "4"], ["30", "4"]]  # T × p, each once
+    assert err.splitlines() == ["archsim bppsa rnn: warning: --seq-len repeats 10: each value runs once",
+                                "archsim bppsa rnn: warning: --processors repeats 4: each value runs once"]

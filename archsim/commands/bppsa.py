@@ -14,6 +14,7 @@ from archsim.commands.common import (
     add_array_arguments,
     add_output_arguments,
     array_from_args,
+    distinct,
     emit,
     positive_int,
     positive_int_list,
@@ -80,8 +81,9 @@ def run_rnn(args: argparse.Namespace) -> int:
     from archsim.outputs import render
     from archsim.rows import Rows
 
-    seq_lens, processors, hidden, batch = args.seq_len, args.processors, args.hidden, args.batch
+    hidden, batch = args.hidden, args.batch
     array = array_from_args(args)
+    seq_lens, processors = distinct(args.seq_len, "--seq-len"), distinct(args.processors, "--processors")
     rows = Rows.of(rnn_records(seq_lens, processors, hidden=hidden, batch=batch, array=array))  # no pandas
     shape = f"{array.rows}x{array.cols} {array.dataflow}"
     meta = {"study": "bppsa rnn", "hidden": hidden, "batch": batch, "array": shape, **width_meta(args, array)}
