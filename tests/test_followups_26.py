@@ -165,3 +165,37 @@ def test_a_repeated_list_item_is_run_once_with_one_warning(capsys):
     assert [line.split(",")[:2] for line in out.splitlines()[1:]] == [["10", "4"], ["30", "4"]]  # T × p, each once
     assert err.splitlines() == ["archsim bppsa rnn: warning: --seq-len repeats 10: each value runs once",
                                 "archsim bppsa rnn: warning: --processors repeats 4: each value runs once"]
+
+
+# 4. archsim cluster: the machine size that ran, and a trace separated by semicolons or tabs
+
+TRACE_HEADER = ("job_id", "num_gpu", "submit_time", "iterations", "model_name", "duration", "interval")
+
+
+def _trace(tmp_path, separator: str = ",") -> str:
+    path = tmp_path / "trace.csv"
+    rows = [TRACE_HEADER, ("j1", "1", "0", "10", "resnet50", "0", "0"), ("j2", "2", "5", "10", "resnet50", "0", "0")]
+    path.write_text("".join(separator.join(row) + "\n" for row in rows), encoding="utf-8")
+    return str(path)
+
+
+@pytest.mark.parametrize(("gpus", "per_machine", "used"), [("2", [], 2), ("2", ["--gpus-per-machine", "8"], 2),
+                                                          ("7", [], 3), ("6", ["--gpus-per-machine", "2"], 2)])
+def test_cluster_meta_states_the_machine_size_that_ran(tmp_path, capsys, gpus, per_machine, used):
+    """Failed before: ``--gpus 2`` (one machine of 2 GPUs) said gpus_per_machine 3, the flag's default. By hand:
+    2 GPUs at up to 3 (or 8) a machine make one machine of 2; 7 at 3 make machines of 3, 3 and 1."""
+    import json
+
+    argv = ["cluster", "--trace", _trace(tmp_path), "--gpus", gpus, *per_machine, "--policy", "tiresias",
+            "--format", "json"]
+    assert main(argv) == 0
+    assert json.loads(capsys.readouterr().out)["meta"]["gpus_per_machine"] == used
+
+
+@pytest.mark.parametrize(("separator", "named"), [(";", "';'"), ("\t", "tabs")])
+def test_a_trace_separated_by_semicolons_or_tabs_is_named_so(tmp_path, capsys, separator, named):
+    """Failed before: the header read as one unknown column 'job_id;num_gpu;…'."""
+    path = _trace(tmp_path, separator)
+    said = _said(["cluster", "--trace", path, "--gpus", "2", "--policy", "tiresias"], capsys)
+    assert said == (f"archsim cluster: error: {path}, line 1: the header is one column that seems separated by "
+                    f"{named}; archsim reads comma-separated files")

@@ -22,6 +22,10 @@ def read_rows(text: str, columns: tuple[str, ...], *, source: str, what: str) ->
     header_line, raw_header = rows[0]
     header = [c.strip() for c in raw_header]
     check_unique_columns(header, source, header_line)
+    separator = next((name for mark, name in ((";", "';'"), ("\t", "tabs")) if mark in header[0]), None)
+    if len(header) == 1 and separator:  # a spreadsheet's export in another locale, say: not an unknown column
+        raise InputError(f"the header is one column that seems separated by {separator}; archsim reads "
+                         "comma-separated files", file=source, line=header_line)
     for column in header:
         if column not in columns:
             raise InputError(f"unknown column; the columns are {', '.join(columns)}", file=source,

@@ -152,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
                 if seed == seeds[0]:
                     shown.append(result)
                 bar.update(1)
-    meta = {"trace": args.trace, "gpus": args.gpus, "gpus_per_machine": args.gpus_per_machine,
+    meta = {"trace": args.trace, "gpus": args.gpus, "gpus_per_machine": max(cluster.machine_sizes),  # as ran
             "device_memory_gb": args.device_memory_gb, "max_pack": args.max_pack, "interval_seconds": args.interval, "gamma_ns_per_byte": args.gamma_ns_per_byte,
             "unit_seconds": args.unit_seconds, **({"seeds": ",".join(str(s) for s in seeds)} if synthetic else {}),
             "jobs": int(per_run[0]["jobs"]), "spb": "jigsaw only (baselines run full backprop, §4.2)"}
