@@ -153,12 +153,12 @@ def idle_processors_note(plan: Partition, processors: int) -> str | None:
 
 
 def idle_line(who: str, used: int, processors: int) -> str | None:
-    """``WHO uses USED of the P processors; P − USED stay idle``, or None when every processor is used: the one
-    wording of :func:`idle_processors_note` and of ``schedule``'s out-of-order allocations."""
+    """``WHO uses USED of the P processors; P − USED stay idle`` (``1 stays idle``), or None when every processor is
+    used: the one wording of :func:`idle_processors_note` and of ``schedule``'s out-of-order allocations."""
     idle = processors - used
     if idle <= 0:
         return None
-    return f"{who} uses {used} of the {processors} processors; {idle} stay idle"
+    return f"{who} uses {used} of the {processors} processors; {idle} {'stays' if idle == 1 else 'stay'} idle"
 
 
 def partitions(profile: LayerProfile, processors: Sequence[int], method: str, **options) -> list[Partition]:

@@ -199,3 +199,16 @@ def test_a_trace_separated_by_semicolons_or_tabs_is_named_so(tmp_path, capsys, s
     said = _said(["cluster", "--trace", path, "--gpus", "2", "--policy", "tiresias"], capsys)
     assert said == (f"archsim cluster: error: {path}, line 1: the header is one column that seems separated by "
                     f"{named}; archsim reads comma-separated files")
+
+
+# 5. the idle note's grammar
+
+
+@pytest.mark.parametrize(("processors", "tail"), [("5", "uses 4 of the 5 processors; 1 stays idle"),
+                                                  ("6", "uses 4 of the 6 processors; 2 stay idle")])
+def test_the_idle_note_agrees_with_its_count(capsys, processors, tail):
+    """Failed before: one idle processor was said "1 stay idle". gpipe puts one of layerpipe_sample's 4 layers
+    on a processor: 4 of 5 (or 6) are used."""
+    argv = ["pipeline", "layerpipe_sample", "--processors", processors, "--method", "gpipe", "--format", "csv"]
+    assert main(argv) == 0
+    assert capsys.readouterr().err == f"archsim pipeline: note: gpipe's plan {tail}\n"

@@ -84,7 +84,9 @@ def test_schedule_ooo_says_when_processors_stay_idle(tmp_path, capsys, flags, us
     assert json.loads(captured.out)["rows"][0]["processors"] == processors
     notes = captured.err.strip().splitlines()
     assert len(notes) == 1 and notes[0].startswith("archsim schedule: note: "), notes
-    assert f"uses {used} of the {processors} processors; {processors - used} stay idle" in notes[0], notes[0]
+    idle = processors - used
+    assert f"uses {used} of the {processors} processors; {idle} stay{'s' if idle == 1 else ''} idle" in notes[0], \
+        notes[0]
 
 
 @pytest.mark.parametrize("policy", ["mp", "gpipe", "ooo-pipe1", "ooo-pipe2"])
