@@ -122,8 +122,8 @@ def parse_topology(text: str, *, source: str = "<string>", name: str = "network"
         row = _strip_trailing_empty(given)
         for index, column in ignored.items():
             if "batch" in column.lower() and index < len(row) and row[index].strip():
-                raise InputError(f"a batch size per layer is not read (archsim applies {setting('batch')} to every layer); "
-                                 "leave the column empty", file=source, line=line, field=column)
+                raise InputError(f"a batch size per layer is not read (archsim applies {setting('batch')} to every "
+                                 "layer); leave the column empty", file=source, line=line, field=column)
         if len(row) < len(POSITIONAL):
             raise InputError(f"row has {len(row)} fields, expected at least {len(POSITIONAL)}",
                              file=source, line=line, field=POSITIONAL[len(row)] if row else POSITIONAL[0])

@@ -129,9 +129,8 @@ class _Importer:
 
     def _skip(self, node, name: str, dynamic: list[str], why: str) -> None:
         if self.unsupported != "skip":
-            raise InputError(f"node {name!r} (op {node.op_type}): {why}; use {setting('unsupported', 'skip')} to leave "
-                             "it out",
-                             field="node")
+            raise InputError(f"node {name!r} (op {node.op_type}): {why}; use {setting('unsupported', 'skip')} to "
+                             "leave it out", field="node")
         self.notes.append(f"skipped ONNX node {name!r} (op {node.op_type}): {why}")
         self._route(node, self._union(dynamic))
 

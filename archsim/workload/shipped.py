@@ -111,14 +111,16 @@ def load_network(name_or_path: str | Path, *, geometry: str = "archsim", unsuppo
 
         unknown = sorted(set(dims or {}) - {"seq"})
         if unknown:
-            raise InputError(f"a transformer config takes {keyed('dim', 'seq', placeholder='N')} only, not {unknown[0]!r}", field="dim")
+            raise InputError(f"a transformer config takes {keyed('dim', 'seq', placeholder='N')} only, not "
+                             f"{unknown[0]!r}", field="dim")
         seq = (dims or {}).get("seq")
         config = load_transformer(path, seq=seq)
         network = config.network()
-        source = keyed("dim", "seq") if seq is not None else ("the config's seq" if path.suffix.lower() == ".toml" else
-                                                      "the config's position limit (n_positions or "
-                                                      "max_position_embeddings)")
-        note = f"sequence length {config.seq} tokens per sample, from {source}; {keyed('dim', 'seq', placeholder='N')} sets it"
+        source = keyed("dim", "seq") if seq is not None else (
+            "the config's seq" if path.suffix.lower() == ".toml" else
+            "the config's position limit (n_positions or max_position_embeddings)")
+        note = (f"sequence length {config.seq} tokens per sample, from {source}; "
+                f"{keyed('dim', 'seq', placeholder='N')} sets it")
         return replace(network, notes=(*network.notes, note))
     if dims:  # a topology's shapes are all given: a --dim would silently change nothing
         raise InputError(f"{keyed('dim', next(iter(dims)), placeholder='…')} names no dimension: a topology CSV or "
