@@ -91,6 +91,23 @@ def default_seq_note(config: TransformerConfig, path: str | Path, seq: int | Non
             f"longest context, not its training length; {setting('seq', placeholder='N')} sets it")
 
 
+def unread_fields_note(path: str | Path) -> str:
+    """The note ``train``, ``search`` and the array commands print when a ``config.json`` states fields archsim
+    does not read (:func:`~archsim.workload.hf_config.unread_fields`): a field the user set that changed
+    nothing should be said, not silently dropped. '' for a TOML (unknown keys refused), a file that is not
+    a path, or nothing to say; the file was read and checked already."""
+    from archsim.workload.hf_config import unread_fields
+
+    if not isinstance(path, (str, Path)) or Path(transformer_path(path)).suffix.lower() != ".json":
+        return ""
+    document = parse_json(read_text(transformer_path(path), "transformer config"), str(path))
+    unread = unread_fields(document) if isinstance(document, dict) else []
+    if not unread:
+        return ""
+    return (f"{len(unread)} field{'s' if len(unread) > 1 else ''} of config.json not read: {', '.join(unread)} "
+            "(they change nothing here; docs/formats.md lists the fields read, refused and changing no work)")
+
+
 def config_dtype_note(config: TransformerConfig, priced: str) -> str:
     """The note ``train`` prints when ``--dtype`` was not given and the config's ``torch_dtype`` names
     another of train's dtypes than ``priced`` (its default): the figures are for a precision the model's

@@ -105,7 +105,7 @@ def load_network(name_or_path: str | Path, *, geometry: str = "archsim", unsuppo
 
         return load_onnx(path, unsupported=unsupported, dims=dims)
     if path.suffix.lower() in (".json", ".toml"):
-        from archsim.workload.model_files import load_transformer
+        from archsim.workload.model_files import load_transformer, unread_fields_note
 
         unknown = sorted(set(dims or {}) - {"seq"})
         if unknown:
@@ -117,7 +117,8 @@ def load_network(name_or_path: str | Path, *, geometry: str = "archsim", unsuppo
                                                       "the config's position limit (n_positions or "
                                                       "max_position_embeddings)")
         note = f"sequence length {config.seq} tokens per sample, from {source}; --dim seq=N sets it"
-        return replace(network, notes=(*network.notes, note))
+        unread = unread_fields_note(path)
+        return replace(network, notes=(*network.notes, note, *([unread] if unread else [])))
     if dims:  # a topology's shapes are all given: a --dim would silently change nothing
         raise InputError(f"--dim {next(iter(dims))}=… names no dimension: a topology CSV or shipped network has no "
                          "symbolic dimensions (--dim applies to ONNX files and transformer configs)", field="dim")
