@@ -41,6 +41,10 @@ TOML_KEYS = {"family", "layers", "hidden", "heads", "vocab", "seq", "ffn", "kv_h
 
 
 MODEL_SUFFIXES = (".toml", ".json")  # a transformer config's file kinds, in the order a shipped name is looked up
+# Networks the array commands read, by suffix: given as a transformer MODEL they are refused as what they are,
+# not parsed as TOML (a CSV's "not valid TOML", an ONNX file's "not UTF-8 text")
+NETWORK_SUFFIXES = {".onnx": "an ONNX network", ".csv": "a topology CSV", ".py": "a PyTorch file",
+                    ".pt": "a PyTorch checkpoint", ".pth": "a PyTorch checkpoint", ".cfg": "a SCALE-Sim array config"}
 
 
 def transformer_path(model: str | Path) -> Path:
@@ -66,6 +70,11 @@ def load_transformer(path: str | Path, *, seq: int | None = None) -> Transformer
     shipped name (:func:`transformer_path`)."""
     path = transformer_path(path)
     file = str(path)
+    kind = NETWORK_SUFFIXES.get(path.suffix.lower())
+    if kind is not None:
+        raise InputError(f"{kind}, not a transformer config: train and search take a Hugging Face config.json or a "
+                         "[transformer] TOML; networks go to the array commands (cost, pipeline, schedule, energy)",
+                         file=file)
     text = read_text(path, "transformer config")
     document = parse_json(text, file) if path.suffix.lower() == ".json" else parse_toml(text, file)
     if not isinstance(document, dict):
