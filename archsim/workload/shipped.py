@@ -119,6 +119,10 @@ def load_network(name_or_path: str | Path, *, geometry: str = "archsim", unsuppo
         note = f"sequence length {config.seq} tokens per sample, from {source}; --dim seq=N sets it"
         unread = unread_fields_note(path)
         return replace(network, notes=(*network.notes, note, *([unread] if unread else [])))
+    if path.suffix.lower() in (".py", ".pt", ".pth"):  # else read as a topology CSV: an error about its bytes
+        what = "a Python file" if path.suffix.lower() == ".py" else "a PyTorch checkpoint, which archsim does not read"
+        raise InputError(f"{what}: give a PyTorch module as FILE.py:ClassName with --input-shape (batch first), "
+                         "or export it to ONNX", file=str(path))
     if dims:  # a topology's shapes are all given: a --dim would silently change nothing
         raise InputError(f"--dim {next(iter(dims))}=… names no dimension: a topology CSV or shipped network has no "
                          "symbolic dimensions (--dim applies to ONNX files and transformer configs)", field="dim")
