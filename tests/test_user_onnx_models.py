@@ -108,3 +108,32 @@ def test_the_encoders_csv_fails_its_shape_check_and_reads_with_it_off(tmp_path):
     with pytest.raises(InputError, match="shape mismatch"):
         parse_topology(out.read_text(), shapes="check")
     assert _rows(parse_topology(out.read_text(), shapes="off")) == ENCODER
+
+
+def _seq_first(tmp_path, batch: int | str) -> str:
+    """x [batch, 3, 4] → Transpose to [3, batch, 4] → Relu: the sequence-first layout PyTorch's attention exports."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Transpose", ["x"], ["t"], perm=[1, 0, 2]), helper.make_node("Relu", ["t"], ["y"])],
+        "seq_first", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 3, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, batch, 4])])
+    path = tmp_path / f"seq_first_{batch}.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return str(path)
+
+
+def test_a_batch_that_does_not_lead_says_how_to_import_per_sample(tmp_path, capsys):
+    """User trial 29: a dynamic-batch export given ``--dim N=4`` (or one exported at batch 4) whose attention
+    tensors lead with the sequence was refused with 'does not lead with the batch (4)', and no word on what to
+    do. Failed before the fix: the line did not say that layers are per sample and the batch goes to --batch."""
+    from archsim.cli import main
+
+    for path, dims in ((_seq_first(tmp_path, "N"), ["--dim", "N=4"]), (_seq_first(tmp_path, 4), [])):
+        assert main(["import", path, "-o", str(tmp_path / "out.csv"), *dims]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("archsim import: error: ") and "\n" not in err
+        assert "does not lead with the batch (4)" in err and "batch 1" in err and "--batch" in err, err
+    assert not (tmp_path / "out.csv").exists()
+    assert main(["import", _seq_first(tmp_path, "N"), "-o", str(tmp_path / "out.csv")]) == 0  # batch 1: per sample
