@@ -129,8 +129,8 @@ def _number(config: dict, key: str, default: float) -> float:
 
 def from_hf(config: dict, path: Path) -> TransformerConfig:
     """The config's shapes, and its ``torch_dtype`` as written where it is a string (metadata: what the
-    checkpoint is stored in, which :func:`config_dtype_note` states)."""
-    stated = config.get("torch_dtype")
+    checkpoint is stored in, which :func:`config_dtype_note` states; ``dtype`` is its name since transformers 4.56)."""
+    stated = config.get("torch_dtype", config.get("dtype"))
     return replace(_shapes(config, path), torch_dtype=stated if isinstance(stated, str) else "")
 
 
@@ -193,8 +193,8 @@ def _shapes(config: dict, path: Path) -> TransformerConfig:
 # The keys each model_type's reader above takes, its FIXED keys aside, and those docs/formats.md lists as
 # changing no work; a key in none of them is not read, and unread_fields names it (a note, not a refusal:
 # most are metadata, but one may be work archsim lacks — a llama-typed config's num_local_experts).
-_METADATA = {"model_type", "architectures", "transformers_version", "torch_dtype", "bos_token_id", "eos_token_id",
-             "pad_token_id", "sep_token_id", "decoder_start_token_id", "use_cache", "initializer_range",
+_METADATA = {"model_type", "architectures", "transformers_version", "torch_dtype", "dtype", "bos_token_id",
+             "eos_token_id", "pad_token_id", "sep_token_id", "decoder_start_token_id", "use_cache", "initializer_range",
              "_name_or_path", "id2label", "label2id", "task_specific_params"}
 _LLAMA_KEYS = {"num_hidden_layers", "hidden_size", "num_attention_heads", "num_key_value_heads", "intermediate_size",
                "vocab_size", "max_position_embeddings", "tie_word_embeddings", "hidden_act", "hidden_activation",
