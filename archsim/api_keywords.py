@@ -117,6 +117,13 @@ def seq_note(model, config, seq: int | None) -> str:
     return default_seq_note(config, model, seq) if isinstance(model, (str, Path)) else ""
 
 
+def unread_note(model) -> str:
+    """``train``'s and ``search``'s note on a config.json's fields archsim does not read; '' for a config object."""
+    from archsim.workload.model_files import unread_fields_note
+
+    return unread_fields_note(model)
+
+
 def gpu_cluster(cluster, dtype: str | None = None):
     """A cluster TOML loaded to train in ``dtype`` (None: fp16), or a cluster as is (``dtype`` replacing its own)."""
     from dataclasses import replace

@@ -20,6 +20,7 @@ from archsim.api_keywords import (
     seq_note,
     speaks_keywords,
     transformer,
+    unread_note,
 )
 
 
@@ -88,7 +89,7 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
         config_dtype_note(config, laid.cluster.dtype)
     for warning in (*laid.cluster.warnings,
                     tp_span_warning(laid.cluster, laid.par),
-                    rank_memory_warning(result, machines), seq_note(model, config, seq), dtype_note,
+                    rank_memory_warning(result, machines), seq_note(model, config, seq), unread_note(model), dtype_note,
                     one_chunk_note(laid.par), *cluster_notes(laid.cluster, "train", laid.par)):
         if warning:  # the lines archsim train prints on stderr
             import warnings
@@ -220,7 +221,7 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
                        refine=refine, balance=balance, objective=objective, placement=placement,
                        attention=attention, dp_overlap=dp_overlap, grad_accumulation=grad_accumulation,
                        max_actions=max_ops)
-    for note in (*on.warnings, seq_note(model, config, seq), *cluster_notes(on, "search")):
+    for note in (*on.warnings, seq_note(model, config, seq), unread_note(model), *cluster_notes(on, "search")):
         if note:  # the lines archsim search prints on stderr: a link's unit that slipped, the sequence's default,
             # what the cluster file states that search does not read
             import warnings

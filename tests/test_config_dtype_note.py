@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -63,3 +64,13 @@ def test_api_train_warns_with_the_same_note(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # given: no warning at all
         archsim.train(path, cluster=CLUSTER, global_batch=1, seq=128, dtype="bf16")
+
+
+def test_the_dtype_key_newer_transformers_write_is_read_as_torch_dtype(capsys, tmp_path):
+    """User trial 29: transformers 4.56 renamed the config's ``torch_dtype`` to ``dtype`` (``save_pretrained``
+    writes ``"dtype": "bfloat16"``), and such a config got no dtype note. Failed before the fix: no such note."""
+    path = _small(tmp_path, None)
+    config = json.loads(Path(path).read_text(encoding="utf-8"))
+    Path(path).write_text(json.dumps({**config, "dtype": "bfloat16"}), encoding="utf-8")
+    _, err = _train(capsys, path)
+    assert err == f"archsim train: note: {NOTE}\n"

@@ -173,12 +173,13 @@ def add_model_argument(parser: argparse.ArgumentParser) -> None:
 
 def note_default_seq(config, model: str, seq: int | None) -> None:
     """Say on stderr that a rotary config's sequence defaulted to its longest context
-    (:func:`archsim.workload.model_files.default_seq_note`), after the run: notes never precede an error line."""
-    from archsim.workload.model_files import default_seq_note
+    (:func:`archsim.workload.model_files.default_seq_note`) and which of a config.json's fields were not read
+    (:func:`~archsim.workload.model_files.unread_fields_note`), after the run: notes never precede an error line."""
+    from archsim.workload.model_files import default_seq_note, unread_fields_note
 
-    text = default_seq_note(config, model, seq)
-    if text:
-        note(text)
+    for text in (default_seq_note(config, model, seq), unread_fields_note(model)):
+        if text:
+            note(text)
 
 
 def note_device_arrays(config: str, dtype_given: bool = True) -> None:

@@ -129,8 +129,8 @@ def _number(config: dict, key: str, default: float) -> float:
 
 def from_hf(config: dict, path: Path) -> TransformerConfig:
     """The config's shapes, and its ``torch_dtype`` as written where it is a string (metadata: what the
-    checkpoint is stored in, which :func:`config_dtype_note` states)."""
-    stated = config.get("torch_dtype")
+    checkpoint is stored in, which :func:`config_dtype_note` states; ``dtype`` is its name since transformers 4.56)."""
+    stated = config.get("torch_dtype", config.get("dtype"))
     return replace(_shapes(config, path), torch_dtype=stated if isinstance(stated, str) else "")
 
 
@@ -187,6 +187,47 @@ def _shapes(config: dict, path: Path) -> TransformerConfig:
         return _switch_from_hf(config, name)
     raise InputError(f"model_type {config.get('model_type')!r} is not read; archsim reads "
                      f"{', '.join(HF_MODEL_TYPES)} configs (or write a [transformer] TOML)", field="model_type")
+
+
+
+# The keys each model_type's reader above takes, its FIXED keys aside, and those docs/formats.md lists as
+# changing no work; a key in none of them is not read, and unread_fields names it (a note, not a refusal:
+# most are metadata, but one may be work archsim lacks — a llama-typed config's num_local_experts).
+_METADATA = {"model_type", "architectures", "transformers_version", "torch_dtype", "dtype", "bos_token_id",
+             "eos_token_id", "pad_token_id", "sep_token_id", "decoder_start_token_id", "use_cache", "initializer_range",
+             "_name_or_path", "id2label", "label2id", "task_specific_params"}
+_LLAMA_KEYS = {"num_hidden_layers", "hidden_size", "num_attention_heads", "num_key_value_heads", "intermediate_size",
+               "vocab_size", "max_position_embeddings", "tie_word_embeddings", "hidden_act", "hidden_activation",
+               "head_dim", "attention_dropout", "partial_rotary_factor", "sliding_window", "max_window_layers",
+               "rms_norm_eps", "rope_theta", "rope_scaling", "add_cross_attention", "attention_bias"}
+KNOWN_KEYS: dict[str, set[str]] = {
+    "gpt2": {"n_layer", "n_embd", "n_head", "vocab_size", "n_positions", "n_ctx", "n_inner", "tie_word_embeddings",
+             "activation_function", "layer_norm_epsilon", "summary_type", "summary_use_proj", "summary_activation",
+             "summary_proj_to_labels", "summary_first_dropout"},
+    "opt": {"num_hidden_layers", "hidden_size", "num_attention_heads", "vocab_size", "max_position_embeddings",
+            "ffn_dim", "tie_word_embeddings", "activation_function", "do_layer_norm_before", "word_embed_proj_dim",
+            "init_std", "add_cross_attention"},
+    **{kind: _LLAMA_KEYS for kind in ("llama", "mistral", "qwen2", "qwen3", "gemma")},
+    "bert": {"num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size", "vocab_size",
+             "max_position_embeddings", "type_vocab_size", "hidden_act", "layer_norm_eps", "is_decoder",
+             "classifier_dropout"},
+    "switch_transformers": {"num_layers", "num_decoder_layers", "num_sparse_encoder_layers",
+                            "num_sparse_decoder_layers", "encoder_sparse_step", "decoder_sparse_step", "is_gated_act",
+                            "feed_forward_proj", "dropout_rate", "router_jitter_noise", "tie_word_embeddings",
+                            "num_heads", "d_model", "vocab_size", "d_ff", "num_experts", "expert_capacity", "d_kv",
+                            "relative_attention_num_buckets", "relative_attention_max_distance", "layer_norm_epsilon",
+                            "initializer_factor", "router_dtype", "router_z_loss_coef", "router_aux_loss_coef"},
+}
+
+
+def unread_fields(config: dict) -> list[str]:
+    """The keys of a read ``config.json`` that archsim neither reads, refuses at some value, nor lists as
+    changing no work (sorted); [] for a model_type it does not read (refused elsewhere)."""
+    kind = str(config.get("model_type", "")).lower()
+    if kind not in KNOWN_KEYS:
+        return []
+    known = KNOWN_KEYS[kind] | _METADATA | {rule.key for rule in FIXED.get(kind, ())}
+    return sorted(key for key in config if key not in known)
 
 
 # Gemma 2 and 3's work Gemma 1's model lacks: refused by name, not read as Gemma 1

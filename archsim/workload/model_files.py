@@ -41,6 +41,10 @@ TOML_KEYS = {"family", "layers", "hidden", "heads", "vocab", "seq", "ffn", "kv_h
 
 
 MODEL_SUFFIXES = (".toml", ".json")  # a transformer config's file kinds, in the order a shipped name is looked up
+# Networks the array commands read, by suffix: given as a transformer MODEL they are refused as what they are,
+# not parsed as TOML (a CSV's "not valid TOML", an ONNX file's "not UTF-8 text")
+NETWORK_SUFFIXES = {".onnx": "an ONNX network", ".csv": "a topology CSV", ".py": "a PyTorch file",
+                    ".pt": "a PyTorch checkpoint", ".pth": "a PyTorch checkpoint", ".cfg": "a SCALE-Sim array config"}
 
 
 def transformer_path(model: str | Path) -> Path:
@@ -66,6 +70,11 @@ def load_transformer(path: str | Path, *, seq: int | None = None) -> Transformer
     shipped name (:func:`transformer_path`)."""
     path = transformer_path(path)
     file = str(path)
+    kind = NETWORK_SUFFIXES.get(path.suffix.lower())
+    if kind is not None:
+        raise InputError(f"{kind}, not a transformer config: train and search take a Hugging Face config.json or a "
+                         "[transformer] TOML; networks go to the array commands (cost, pipeline, schedule, energy)",
+                         file=file)
     text = read_text(path, "transformer config")
     document = parse_json(text, file) if path.suffix.lower() == ".json" else parse_toml(text, file)
     if not isinstance(document, dict):
@@ -89,6 +98,23 @@ def default_seq_note(config: TransformerConfig, path: str | Path, seq: int | Non
         return ""
     return (f"sequence length {config.seq} tokens per sample, from max_position_embeddings: a rotary model's "
             f"longest context, not its training length; {setting('seq', placeholder='N')} sets it")
+
+
+def unread_fields_note(path: str | Path) -> str:
+    """The note ``train``, ``search`` and the array commands print when a ``config.json`` states fields archsim
+    does not read (:func:`~archsim.workload.hf_config.unread_fields`): a field the user set that changed
+    nothing should be said, not silently dropped. '' for a TOML (unknown keys refused), a file that is not
+    a path, or nothing to say; the file was read and checked already."""
+    from archsim.workload.hf_config import unread_fields
+
+    if not isinstance(path, (str, Path)) or Path(transformer_path(path)).suffix.lower() != ".json":
+        return ""
+    document = parse_json(read_text(transformer_path(path), "transformer config"), str(path))
+    unread = unread_fields(document) if isinstance(document, dict) else []
+    if not unread:
+        return ""
+    return (f"{len(unread)} field{'s' if len(unread) > 1 else ''} of config.json not read: {', '.join(unread)} "
+            "(they change nothing here; docs/formats.md lists the fields read, refused and changing no work)")
 
 
 def config_dtype_note(config: TransformerConfig, priced: str) -> str:

@@ -107,7 +107,7 @@ def load_network(name_or_path: str | Path, *, geometry: str = "archsim", unsuppo
 
         return load_onnx(path, unsupported=unsupported, dims=dims)
     if path.suffix.lower() in (".json", ".toml"):
-        from archsim.workload.model_files import load_transformer
+        from archsim.workload.model_files import load_transformer, unread_fields_note
 
         unknown = sorted(set(dims or {}) - {"seq"})
         if unknown:
@@ -121,7 +121,12 @@ def load_network(name_or_path: str | Path, *, geometry: str = "archsim", unsuppo
             "the config's position limit (n_positions or max_position_embeddings)")
         note = (f"sequence length {config.seq} tokens per sample, from {source}; "
                 f"{keyed('dim', 'seq', placeholder='N')} sets it")
-        return replace(network, notes=(*network.notes, note))
+        unread = unread_fields_note(path)
+        return replace(network, notes=(*network.notes, note, *([unread] if unread else [])))
+    if path.suffix.lower() in (".py", ".pt", ".pth"):  # else read as a topology CSV: an error about its bytes
+        what = "a Python file" if path.suffix.lower() == ".py" else "a PyTorch checkpoint, which archsim does not read"
+        raise InputError(f"{what}: give a PyTorch module as FILE.py:ClassName with {setting('input_shape')} (batch "
+                         "first), or export it to ONNX", file=str(path))
     if dims:  # a topology's shapes are all given: a --dim would silently change nothing
         raise InputError(f"{keyed('dim', next(iter(dims)), placeholder='…')} names no dimension: a topology CSV or "
                          f"shipped network has no symbolic dimensions ({setting('dim')} applies to ONNX files and "

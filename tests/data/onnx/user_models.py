@@ -1,0 +1,51 @@
+"""The two models of tests/data/onnx/*.onnx (user trial 29), exported as archsim.workload.from_torch exports:
+training mode, opset 17; the CNN without constant folding (in eval mode it would fold the batch norms into
+the convs), the encoder with it (it drops only the shape arithmetic, a third of the file). Regenerate with
+``python tests/data/onnx/user_models.py`` (needs torch and onnx; the weights are seeded but archsim reads only
+shapes; the nodes' doc strings, the exporter's Python stack traces, are dropped to keep the files small)."""
+
+from pathlib import Path
+
+import onnx
+import torch
+from torch import nn
+
+
+class SmallCNN(nn.Module):
+    """conv/bn/relu, a residual add, a max pool and a flattening linear classifier (16 × 16 × 3 input)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem, self.bn = nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.BatchNorm2d(8)
+        self.c1, self.bn1 = nn.Conv2d(8, 8, 3, padding=1), nn.BatchNorm2d(8)
+        self.c2 = nn.Conv2d(8, 8, 3, padding=1)
+        self.pool, self.fc = nn.MaxPool2d(2), nn.Linear(8 * 4 * 4, 10)
+
+    def forward(self, x):
+        y = torch.relu(self.bn(self.stem(x)))
+        y = torch.relu(self.c2(torch.relu(self.bn1(self.c1(y)))) + y)
+        return self.fc(torch.flatten(self.pool(y), 1))
+
+
+class Encoder(nn.Module):
+    """Two post-norm encoder layers: d_model 8, 2 heads, feed-forward 16, GELU, no dropout (6 × 8 input)."""
+
+    def __init__(self):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, activation="gelu", batch_first=True)
+        self.enc = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+
+    def forward(self, x):
+        return self.enc(x)
+
+
+if __name__ == "__main__":
+    torch.manual_seed(0)
+    here = Path(__file__).parent
+    for module, shape, name in ((SmallCNN(), (1, 3, 16, 16), "small_cnn"), (Encoder(), (1, 6, 8), "encoder2")):
+        torch.onnx.export(module, (torch.zeros(shape),), str(here / f"{name}.onnx"), dynamo=False, opset_version=17,
+                          training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=name == "encoder2")
+        model = onnx.load(here / f"{name}.onnx")
+        for node in model.graph.node:
+            node.doc_string = ""
+        onnx.save(model, here / f"{name}.onnx")
