@@ -1,0 +1,94 @@
+"""Followups 27, each test failing on the code before its fix: the sweep report's speed-up plot averaged rows of
+two modes (or layer selections) into one line per method and over axes its title did not name, …"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from archsim.cli import main
+
+# 1. the sweep report's speed-up plot: a line per method and mode/only, a title naming every axis averaged
+
+SWEEP = """[sweep]
+name = "{name}"
+networks = ["layerpipe_sample"]
+arrays = [{arrays}]
+dataflows = ["ws"]
+batches = [4, 8]
+processors = [2, 3]
+methods = ["layerpipe", "pipedream"]
+mode = "{mode}"
+{extra}
+"""
+
+
+def _sweep(tmp_path: Path, name: str, mode: str, arrays: str = '"16x16"', extra: str = "") -> pd.DataFrame:
+    spec = tmp_path / f"{name}.toml"
+    spec.write_text(SWEEP.format(name=name, mode=mode, arrays=arrays, extra=extra))
+    assert main(["sweep", str(spec), "--out", str(tmp_path / name), "--quiet"]) == 0
+    return pd.read_csv(tmp_path / name / "results.csv")
+
+
+def _figure(tmp_path: Path, results: pd.DataFrame):
+    """The report's speed-up figure of these rows, after `archsim report` accepted them as one results folder."""
+    from archsim.report.sweep_report import speedup_figure
+    from archsim.sweep.summary import summarize
+
+    folder = tmp_path / "joined"
+    folder.mkdir(exist_ok=True)
+    results.to_csv(folder / "results.csv", index=False)
+    assert main(["report", str(folder), "--out", str(tmp_path / "report.html")]) == 0
+    return speedup_figure(summarize(results), "layerpipe_sample", results)
+
+
+def _assert_traces(figure, expected: dict[str, list[float]]) -> None:
+    """The figure's lines are ``expected``'s, by legend entry, at processors 2 and 3."""
+    assert sorted(trace.name for trace in figure.data) == sorted(expected)
+    for trace in figure.data:
+        assert list(trace.x) == [2, 3] and [float(y) for y in trace.y] == pytest.approx(expected[trace.name])
+
+
+def test_two_modes_are_two_lines_per_method(tmp_path):
+    """Failed before: one line per method, its means taken over the paper and exact rows together (4 rows each)."""
+    results = pd.concat([_sweep(tmp_path, "paper", "paper"), _sweep(tmp_path, "exact", "exact")], ignore_index=True)
+    figure = _figure(tmp_path, results)
+    means = results.groupby(["method", "mode", "processors"])["speedup"].mean()
+    expected = {f"{method}, {mode} mode": [means[method, mode, p] for p in (2, 3)]
+                for method in ("layerpipe", "pipedream") for mode in ("exact", "paper")}
+    _assert_traces(figure, expected)
+    assert means["layerpipe", "paper", 3] != pytest.approx(means["layerpipe", "exact", 3])  # the modes differ
+    # one array, two batches: the means are over the batches alone
+    assert figure.layout.title.text == "layerpipe_sample: speedup over one processor (mean over batches; bars: min–max)"
+    lows = results.groupby(["method", "mode", "processors"])["speedup"].min()
+    trace = next(t for t in figure.data if t.name == "pipedream, exact mode")
+    assert [float(y - e) for y, e in zip(trace.y, trace.error_y.arrayminus, strict=True)] == pytest.approx(
+        [lows["pipedream", "exact", p] for p in (2, 3)])
+
+
+def test_two_layer_selections_are_two_lines_per_method(tmp_path):
+    """Failed before: the conv-only rows and the all-layer rows were averaged into one line per method."""
+    results = pd.concat([_sweep(tmp_path, "all", "exact"), _sweep(tmp_path, "conv", "exact", extra='only = ["conv"]')],
+                        ignore_index=True)
+    assert set(results["only"]) == {"all", "conv"}
+    means = results.groupby(["method", "only", "processors"])["speedup"].mean()
+    expected = {f"{method}, {'all layers' if only == 'all' else 'conv layers'}": [means[method, only, p] for p in (2, 3)]
+                for method in ("layerpipe", "pipedream") for only in ("all", "conv")}
+    _assert_traces(_figure(tmp_path, results), expected)
+
+
+def test_the_title_names_the_sram_sizes_its_means_average_over(tmp_path):
+    """Failed before: a design sweep over two SRAM sizes and two arrays was titled "mean over arrays and batches",
+    its means of 2 arrays × 2 batches × 2 SRAM sizes = 8 rows."""
+    results = _sweep(tmp_path, "sram", "exact", arrays='"16x16", "32x16"', extra="sram_kb = [32, 256]")
+    figure = _figure(tmp_path, results)
+    assert set(results.groupby(["method", "processors"]).size()) == {8}
+    means = results.groupby(["method", "processors"])["speedup"].mean()
+    _assert_traces(figure, {m: [means[m, p] for p in (2, 3)] for m in ("layerpipe", "pipedream")})
+    assert figure.layout.title.text == ("layerpipe_sample: speedup over one processor (mean over arrays, batches and "
+                                        "SRAM sizes; bars: min–max)")
+    one = results[(results.batch == 4) & (results.rows == 16) & (results.sram_kb == 32)]
+    title = _figure(tmp_path, one).layout.title.text  # each point one row: nothing is averaged
+    assert title == "layerpipe_sample: speedup over one processor (one configuration per point)"
