@@ -92,3 +92,64 @@ def test_the_title_names_the_sram_sizes_its_means_average_over(tmp_path):
     one = results[(results.batch == 4) & (results.rows == 16) & (results.sram_kb == 32)]
     title = _figure(tmp_path, one).layout.title.text  # each point one row: nothing is averaged
     assert title == "layerpipe_sample: speedup over one processor (one configuration per point)"
+
+
+# 2. `archsim bppsa pruned-vgg11` refuses, before any Jacobian, a study estimated above --max-mflops
+
+
+def _scan_flops(sparsity: float, depth: int | None, divisor: int) -> int:
+    """The scan work a run counts: BPPSA's work FLOPs over all its steps."""
+    from archsim.bppsa.vgg import critical_path, vgg_flops
+
+    frame = vgg_flops(sparsity=sparsity, up_levels=depth, width_divisor=divisor)
+    return int(critical_path(frame).set_index("method").work_flops["bppsa"])
+
+
+@pytest.mark.parametrize(("divisor", "sparsities"), [(16, (0.97, 0.9, 0.7, 0.3, 0.0)), (8, (0.97, 0.9, 0.7, 0.3)),
+                                                     (4, (0.97, 0.9))])
+def test_the_estimate_follows_the_measured_growth_of_the_depth_2_scan(divisor, sparsities):
+    """Depth 2 (the default) multiplies pruned convolutions: the counted work grows ~8× per width doubling and
+    as the square of the unpruned fraction; the estimate, from the flags alone, is within 50% of the count and
+    so is its growth from one sparsity to the next."""
+    from archsim.bppsa.vgg import scan_work_estimate
+
+    counted = [_scan_flops(s, 2, divisor) for s in sparsities]
+    estimated = [scan_work_estimate(s, divisor, [2]) for s in sparsities]
+    for s, count, estimate in zip(sparsities, counted, estimated, strict=True):
+        assert 1 / 1.5 < estimate / count < 1.5, (divisor, s, count, estimate)
+    for i in range(1, len(sparsities)):
+        assert 1 / 1.5 < (estimated[i] / estimated[i - 1]) / (counted[i] / counted[i - 1]) < 1.5
+
+
+@pytest.mark.parametrize("depth", [0, 1, 3, None])
+def test_the_estimate_bounds_the_other_depths(depth):
+    """Depths 0–1 and ≥ 3 are estimated unpruned: at or above the counted work (within 2% at width divisor 16,
+    where the unpruned work is measured at divisor 8 and scaled)."""
+    from archsim.bppsa.vgg import scan_work_estimate
+
+    for sparsity in (0.97, 0.5, 0.0):
+        assert scan_work_estimate(sparsity, 16, [depth]) >= 0.98 * _scan_flops(sparsity, depth, 16)
+
+
+def test_a_study_above_the_limit_is_refused_before_any_jacobian(monkeypatch, capsys):
+    """Failed before: `--sparsity 0` started building Jacobians (unfinished after 2 minutes at 5 GB)."""
+    from archsim.bppsa import vgg
+    from archsim.bppsa.vgg import scan_work_estimate
+    from archsim.choices.bppsa import DEFAULT_MAX_SCAN_MFLOPS
+
+    def built(*_args, **_kwargs):
+        raise AssertionError("a Jacobian was built")
+
+    monkeypatch.setattr(vgg, "scan_input", built)
+    assert main(["bppsa", "pruned-vgg11", "--sparsity", "0"]) == 2
+    expected = -(-scan_work_estimate(0.0, 1, [2, 0, 1]) // 10**6)  # the default --compare-levels 0,1,2
+    assert capsys.readouterr().err.strip() == (
+        f"archsim bppsa pruned-vgg11: error: field 'max-mflops': this job counts about {expected:,} M FLOPs in its "
+        "scans (estimated from --sparsity, --width-divisor and the up-sweep depths), above the limit of "
+        f"{DEFAULT_MAX_SCAN_MFLOPS:,}; give --max-mflops {expected} to run it anyway")
+    # the shipped defaults and docs/papers/bppsa.md's runs (0.9 and 0.7 with --compare-levels 2) stay under it
+    for sparsity, depths in ((0.97, [2, 0, 1]), (0.9, [2, 0]), (0.7, [2, 0])):
+        assert scan_work_estimate(sparsity, 1, depths) < DEFAULT_MAX_SCAN_MFLOPS * 10**6
+    # the limit lifted, the run goes on to build its Jacobians
+    with pytest.raises(AssertionError, match="a Jacobian was built"):
+        main(["bppsa", "pruned-vgg11", "--sparsity", "0", "--max-mflops", str(expected)])
