@@ -1,5 +1,7 @@
 """Followups 27, each test failing on the code before its fix: the sweep report's speed-up plot averaged rows of
-two modes (or layer selections) into one line per method and over axes its title did not name, …"""
+two modes (or layer selections) into one line per method and over axes its title did not name; `bppsa
+pruned-vgg11 --sparsity 0` built Jacobians for minutes and gigabytes with no limit; `cluster` with one policy drew
+a bar of one simulation that sat at 0/1."""
 
 from __future__ import annotations
 
@@ -153,3 +155,89 @@ def test_a_study_above_the_limit_is_refused_before_any_jacobian(monkeypatch, cap
     # the limit lifted, the run goes on to build its Jacobians
     with pytest.raises(AssertionError, match="a Jacobian was built"):
         main(["bppsa", "pruned-vgg11", "--sparsity", "0", "--max-mflops", str(expected)])
+
+
+# 3. `archsim cluster`'s bar counts jobs finished, so one long simulation moves it
+
+
+class _Bar:
+    """A drawn bar's calls, recorded (a real bar draws only on a terminal)."""
+
+    def __init__(self, total: int) -> None:
+        self.total, self.updates = total, []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def update(self, n: float = 1) -> None:
+        self.updates.append(n)
+
+
+def test_polled_advances_the_bar_while_the_work_runs():
+    """The bar gains what the counter gained, in steps taken while the work runs, and ends at its total;
+    the work's result and errors come back to the caller."""
+    import time
+
+    import numpy as np
+
+    from archsim.progress import polled, progress
+
+    counter, bar = np.zeros(1, np.int64), _Bar(5)
+
+    def work() -> str:
+        for _ in range(5):
+            time.sleep(0.05)
+            counter[0] += 1
+        return "done"
+
+    assert polled(work, counter, bar, every_s=0.01) == "done"
+    assert sum(bar.updates) == 5 and len(bar.updates) >= 3  # several steps, not one at the end
+
+    def fails() -> None:
+        raise ValueError("inside")
+
+    with pytest.raises(ValueError, match="inside"):
+        polled(fails, counter, bar)
+    with progress(1, "x", "y", enabled=False) as none:  # no bar drawn: a plain call, no thread
+        assert polled(lambda: 7, counter, none) == 7
+
+
+@pytest.mark.parametrize("policy", ["jigsaw", "jigsaw-nospb", "gandiva", "tiresias"])
+def test_every_policy_counts_each_job_once_as_it_finishes(policy):
+    """The counter the bar reads ends at the number of jobs, and counting leaves the result as it was."""
+    import numpy as np
+
+    from archsim.cluster.catalog import paper_catalog
+    from archsim.cluster.jobs import JobCluster, SimConfig, build_jobs
+    from archsim.cluster.simulate import simulate
+    from archsim.cluster.trace import synthetic_trace
+
+    catalog = paper_catalog()
+    cluster = JobCluster.uniform(32, 4, 16 * 2**30)
+    jobs = build_jobs(synthetic_trace(12, 3, catalog=catalog), catalog, cluster)
+    config = SimConfig(unit_s=0.0)
+    finished = np.zeros(1, np.int64)
+    counted = simulate(jobs, cluster, policy, config, finished)
+    assert int(finished[0]) == len(jobs) == 12
+    plain = simulate(jobs, cluster, policy, config)
+    assert counted.jobs.equals(plain.jobs) and counted.makespan_s == plain.makespan_s
+
+
+def test_one_policys_bar_counts_jobs_not_one_simulation(monkeypatch):
+    """Failed before: `archsim cluster --policy jigsaw` drew a bar of 1 simulation, at 0/1 until the end."""
+    from archsim.commands import cluster as command
+
+    bars: list[_Bar] = []
+
+    def recorded(total: int, desc: str, unit: str, **_options) -> _Bar:
+        bars.append(_Bar(total))
+        bars[-1].unit = unit
+        return bars[-1]
+
+    monkeypatch.setattr(command, "progress", recorded)
+    assert main(["cluster", "--policy", "jigsaw", "--jobs", "20", "--gpus", "32", "--unit-seconds", "0",
+                 "--format", "json"]) == 0
+    assert [(bar.total, bar.unit, sum(bar.updates)) for bar in bars] == [(20, "job", 20)]
