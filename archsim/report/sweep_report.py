@@ -51,6 +51,8 @@ def array_key(data: pd.DataFrame) -> pd.Series:
 def averaged_axes(results: pd.DataFrame) -> list[str]:
     """The axes (:data:`AVERAGED_AXES`' words) that take several values within one mean of the summary, that is
     within one (only, mode, processors, method) of these rows; an axis a sweep holds fixed is not averaged."""
+    if results.empty:
+        return []
     frame = results.assign(array=array_key(results))
     groups = frame.groupby(["only", "mode", "processors", "method"], dropna=False)
     return [word for column, word in AVERAGED_AXES.items()
