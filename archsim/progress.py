@@ -4,8 +4,11 @@ pipes, logs, notebooks' captured output or tests)."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from contextlib import contextmanager
-from typing import Self
+from typing import Any, Self, TypeVar
+
+T = TypeVar("T")
 
 _quiet = 0  # depth of `quiet()` blocks under way in this process
 _shown: bool | None = None  # set by `shown()`: True draws bars off a terminal too, False draws none
@@ -54,6 +57,37 @@ def progress(total: int, desc: str, unit: str, enabled: bool = True, **options):
         options.pop("delay", None)
     options.setdefault("leave", False)
     return tqdm(total=total, desc=desc, unit=unit, **options)
+
+
+def polled(work: Callable[[], T], counter: Any, bar: Any, every_s: float = 0.2) -> T:
+    """``work()``'s result, its progress drawn as it runs: ``counter[0]`` (a numpy array ``work`` adds its units
+    to, e.g. jobs finished) is read every ``every_s`` seconds and the bar advanced by what it gained. ``work``
+    runs in a thread (a compiled kernel must release the GIL for the bar to move); where no bar is drawn it runs
+    here, as a plain call."""
+    if isinstance(bar, _NoBar):
+        return work()
+    import threading
+
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["result"] = work()
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread below
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True)
+    shown_units = int(counter[0])
+    thread.start()
+    while thread.is_alive():
+        thread.join(every_s)
+        now = int(counter[0])
+        if now > shown_units:
+            bar.update(now - shown_units)
+            shown_units = now
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["result"]
 
 
 @contextmanager

@@ -361,12 +361,13 @@ BYTES_PER_OP = 2_700
 SECONDS_PER_OP = 60e-6
 
 
-def check_job_size(ops: int, limit: int, flag: str = "--max-ops") -> None:
+def check_job_size(ops: int, limit: int, flag: str = "--max-ops", work: str = "") -> None:
     """Refuse, before any work, a simulation of more than ``limit`` ops, showing the estimate and
-    the flag that lifts the limit (so a typo of 10⁷ micro-batches fails in a second, not after 3 GB)."""
+    the flag that lifts the limit (so a typo of 10⁷ micro-batches fails in a second, not after 3 GB).
+    ``work``: what another command's estimate counts, "{:,}" where the number goes (then no GB or minutes
+    are claimed: those are measured per simulated op)."""
     if ops > limit:
         lift = f"give {flag} {ops} to run it anyway" if ops <= INT32_MAX else f"beyond {flag}'s range ({INT32_MAX:,})"
-        raise InputError(
-            f"this job simulates about {ops:,} ops (≈{ops * BYTES_PER_OP / 1e9:.3g} GB, "
-            f"≈{ops * SECONDS_PER_OP / 60:.3g} min), above the limit of {limit:,}; {lift}",
-            field=flag.lstrip("-"))
+        amount = (work.format(ops) if work else f"simulates about {ops:,} ops (≈{ops * BYTES_PER_OP / 1e9:.3g} GB, "
+                  f"≈{ops * SECONDS_PER_OP / 60:.3g} min)")
+        raise InputError(f"this job {amount}, above the limit of {limit:,}; {lift}", field=flag.lstrip("-"))

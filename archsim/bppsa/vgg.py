@@ -65,6 +65,27 @@ def vgg11_conv_stack(*, sparsity: float = 0.0, seed: int = 0, in_channels: int =
     return tuple(layers)
 
 
+# The scan work (BPPSA's FLOPs, all steps) of the unpruned network at --width-divisor 8, per up-sweep depth
+# (vgg_flops(sparsity=0, up_levels=L, width_divisor=8); depths ≥ 3 run Algorithm 1's whole up-sweep, as 'full').
+DENSE_SCAN_FLOPS_W8 = {0: 3_546_880, 1: 11_552_608, 2: 847_658_848, 3: 1_847_031_968}
+
+
+def scan_work_estimate(sparsity: float, width_divisor: int, depths: list[int | None]) -> int:
+    """Estimated scan FLOPs of the runs at these up-sweep depths (None: full), from the flags alone (no
+    Jacobian built): the unpruned work scaled to the width and thinned by pruning. Depths 0–1 multiply a
+    convolution only by diagonal or pooling Jacobians: their work grows with the square of the width and is
+    counted unpruned (a bound, small). Depth 2 multiplies two pruned convolutions: cube of the width, and
+    d² + d/25 of the unpruned work at density d = 1 − sparsity (measured at width divisors 4–16 within 50%,
+    tests/test_followups_27.py). Deeper products fill in towards dense as the width grows: counted unpruned."""
+    density, total = 1.0 - sparsity, 0.0
+    for depth in depths:
+        level = 3 if depth is None else min(depth, 3)
+        scale = (8 / width_divisor) ** (2 if level < 2 else 3)
+        thinning = density * density + density / 25 if level == 2 else 1.0
+        total += DENSE_SCAN_FLOPS_W8[level] * scale * thinning
+    return round(total)
+
+
 def _rows(method: str, counted: tuple[CountedStep, ...]) -> list[dict]:
     rows, seq, last = [], -1, None
     for c in counted:

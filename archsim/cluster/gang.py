@@ -51,8 +51,10 @@ def _consolidated(free: list[int], machine: list[int], count: int) -> list[int] 
     return chosen
 
 
-def simulate_gang(jobs: Sequence[JobSpec], cluster: JobCluster, config: SimConfig, policy: str) -> SimResult:
-    """Run ``policy`` (gandiva or tiresias) over ``jobs``; see the module docstring for the rules."""
+def simulate_gang(jobs: Sequence[JobSpec], cluster: JobCluster, config: SimConfig, policy: str,
+                  finished: np.ndarray | None = None) -> SimResult:
+    """Run ``policy`` (gandiva or tiresias) over ``jobs``; see the module docstring for the rules.
+    ``finished[0]`` (int64) counts the jobs done as they finish."""
     if policy not in POLICIES:
         raise ValueError(policy)
     n, n_dev = len(jobs), cluster.devices
@@ -175,6 +177,8 @@ def simulate_gang(jobs: Sequence[JobSpec], cluster: JobCluster, config: SimConfi
                 end[j] = t
                 release(j)
                 active.remove(j)
+                if finished is not None:
+                    finished[0] += 1
         while next_admit < n and admit[order[next_admit]] <= t + _EPS:
             active.append(order[next_admit])
             next_admit += 1

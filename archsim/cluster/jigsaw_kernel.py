@@ -28,12 +28,13 @@ def _open_unit(j, t, ready, workers, offsets, priority, block, left, current, ou
         heapq.heappush(ready, (-priority[offsets[j] + w], t, float(j), float(w)))
 
 
-@njit(cache=True)
-def run(workers, offsets, task_s, priority, migration, block, iterations, admit, machine, eps):
+@njit(cache=True, nogil=True)
+def run(workers, offsets, task_s, priority, migration, block, iterations, admit, machine, eps, finished):
     """Simulate; returns (start, end, migrations) per job and the busy segments (begin, end).
 
     ``offsets[j] + w`` indexes worker w of job j in the flat per-task arrays ``task_s`` and
-    ``priority``; ``machine[d]`` is device d's machine.
+    ``priority``; ``machine[d]`` is device d's machine. ``finished[0]`` counts the jobs done so far, for a
+    progress bar another thread draws (the GIL is released).
     """
     n_jobs, n_dev = workers.shape[0], machine.shape[0]
     left = iterations.copy()
@@ -70,6 +71,7 @@ def run(workers, offsets, task_s, priority, migration, block, iterations, admit,
                 left[who] -= current[who]
                 if left[who] == 0:
                     end[who] = unit_end[who]
+                    finished[0] += 1
                 else:
                     _open_unit(who, t, ready, workers, offsets, priority, block, left, current, outstanding,
                                unit_end)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from archsim.choices.cluster import MAIN_POLICIES, POLICIES
 from archsim.cluster.catalog import ModelProfile, paper_catalog
 from archsim.cluster.gang import simulate_gang
@@ -22,16 +24,17 @@ from archsim.errors import InputError
 # (every task full); MAIN_POLICIES the three the paper compares.
 
 
-def simulate(jobs: Sequence[JobSpec], cluster: JobCluster, policy: str, config: SimConfig | None = None
-             ) -> SimResult:
-    """Run one policy over prepared jobs."""
+def simulate(jobs: Sequence[JobSpec], cluster: JobCluster, policy: str, config: SimConfig | None = None,
+             finished: np.ndarray | None = None) -> SimResult:
+    """Run one policy over prepared jobs; ``finished[0]`` (an int64 array) counts the jobs done as they
+    finish, for a progress bar (:func:`archsim.progress.polled`)."""
     config = config or SimConfig()
     if policy == "jigsaw":
-        return simulate_jigsaw(jobs, cluster, config)
+        return simulate_jigsaw(jobs, cluster, config, finished=finished)
     if policy == "jigsaw-nospb":
-        return simulate_jigsaw(jobs, cluster, config, spb=False, policy=policy)
+        return simulate_jigsaw(jobs, cluster, config, spb=False, policy=policy, finished=finished)
     if policy in ("gandiva", "tiresias"):
-        return simulate_gang(jobs, cluster, config, policy)
+        return simulate_gang(jobs, cluster, config, policy, finished)
     raise InputError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}", field="policy")
 
 

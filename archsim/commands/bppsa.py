@@ -7,8 +7,9 @@
 from __future__ import annotations
 
 import argparse
+import math
 
-from archsim.choices.bppsa import ZEROS
+from archsim.choices.bppsa import DEFAULT_MAX_SCAN_MFLOPS, ZEROS
 from archsim.commands import Command
 from archsim.commands.common import (
     add_array_arguments,
@@ -24,7 +25,7 @@ from archsim.errors import InputError
 from archsim.output_files import note_written
 from archsim.output_targets import output_flag
 from archsim.progress import progress
-from archsim.validate import parse_int, seed_flag
+from archsim.validate import check_job_size, parse_int, seed_flag
 
 PAPER_SEQ_LENS = "10,30,100,300,1000,3000,10000,30000"  # §4.1, Table 4
 
@@ -113,7 +114,7 @@ def add_vgg_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=seed_flag, default=0, help="pruning and input seed (default 0)")
     parser.add_argument("--up-levels", default="2",
                         help="up-sweep levels before the linear part (default 2, §5.3's L0–L2; 'full' = Algorithm 1, "
-                             "minutes at full width)")
+                             "at full width minutes, above the default --max-mflops)")
     parser.add_argument("--compare-levels", default="0,1,2",
                         help="up-sweep depths (0…4) to summarize side by side (default 0,1,2)")
     parser.add_argument("--width-divisor", type=positive_int, default=1,
@@ -121,18 +122,27 @@ def add_vgg_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--zeros", choices=ZEROS, default="pattern",
                         help="'pattern': count input-dependent zeros (ReLU, pooling) as stored, valid for every input "
                              "(default); 'values': drop them for this input, as a real run's CSR Jacobians would")
+    parser.add_argument("--max-mflops", type=positive_int, default=DEFAULT_MAX_SCAN_MFLOPS, metavar="N",
+                        help=f"refuse a study whose scans are estimated above N million FLOPs (default "
+                             f"{DEFAULT_MAX_SCAN_MFLOPS:,}: --sparsity 0.7 at full width is about 44,000, 91 s and "
+                             "3.2 GB; 0 about 450,000)")
     add_output_arguments(parser)
     parser.add_argument("--report", type=output_flag, default=None, metavar="OUT.html", help="write the HTML study page")
 
 
 def run_vgg(args: argparse.Namespace) -> int:
-    from archsim.bppsa.vgg import check_sparsity, critical_path, vgg_flops
+    from archsim.bppsa.vgg import check_sparsity, critical_path, scan_work_estimate, vgg_flops
     from archsim.outputs import render
 
     sparsity, up_levels = check_sparsity(args.sparsity), _up_levels(args.up_levels)
     depth = "full" if up_levels is None else up_levels  # as given, a number where it is one
     divisor = args.width_divisor
     compare = sorted({0, *(_depth(x.strip(), "--compare-levels") for x in args.compare_levels.split(","))})
+    # before any Jacobian is built: the scans' work grows with the square of the unpruned fraction
+    mflops = math.ceil(scan_work_estimate(sparsity, divisor, [up_levels, *(x for x in compare if x != up_levels)]) / 1e6)
+    check_job_size(mflops, args.max_mflops, "--max-mflops",
+                   "counts about {:,} M FLOPs in its scans (estimated from --sparsity, --width-divisor and the "
+                   "up-sweep depths)")
     with progress(1 + sum(levels != up_levels for levels in compare), "pruned VGG-11", "scan") as bar:
         frame = vgg_flops(sparsity=sparsity, seed=args.seed, up_levels=up_levels, width_divisor=divisor,
                           zeros=args.zeros)

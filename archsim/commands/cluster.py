@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+from functools import partial
 
 from archsim.choices.cluster import MAIN_POLICIES, POLICIES
 from archsim.commands import Command
@@ -11,7 +12,7 @@ from archsim.commands.common import add_output_arguments, emit, positive_int
 from archsim.errors import InputError
 from archsim.output_files import note_written
 from archsim.output_targets import output_flag
-from archsim.progress import progress
+from archsim.progress import polled, progress
 from archsim.validate import float_flag, int_flag, processors_flag, seed_flag
 
 DEFAULT_SEED, DEFAULT_SEEDS, DEFAULT_JOBS = 0, 5, 500  # the synthetic trace's (§4.2: 500 jobs)
@@ -113,6 +114,8 @@ def _check_rounds(jobs, interval_s: float) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import numpy as np  # the finished-job counter the simulation and the bar share
+
     from archsim.cluster.catalog import paper_catalog
     from archsim.cluster.jobs import JobCluster, SimConfig, build_jobs
     from archsim.cluster.metrics import aggregate, summarize
@@ -132,7 +135,9 @@ def run(args: argparse.Namespace) -> int:
     seeds = range(args.seed, args.seed + args.seeds) if policy == "all" and synthetic else [args.seed]
     file_trace = None if synthetic else load_tiresias_csv(args.trace, catalog)
     per_run, shown = [], []
-    with progress(len(seeds) * len(policies), "cluster", "simulation") as bar:
+    jobs_per_run = args.jobs if synthetic else len(file_trace or ())
+    # jobs finished, summed over the runs: a bar that moves while one long simulation runs
+    with progress(len(seeds) * len(policies) * jobs_per_run, "cluster", "job") as bar:
         for seed in seeds:
             trace = file_trace if file_trace is not None else synthetic_trace(args.jobs, seed, catalog=catalog)
             try:
@@ -147,11 +152,12 @@ def run(args: argparse.Namespace) -> int:
                 raise InputError(exc.message, file=None if synthetic else args.trace, field=exc.where.field) from None
             _check_rounds(jobs, config.interval_s)
             for name in policies:
-                result = simulate(jobs, cluster, name, config)
+                finished = np.zeros(1, np.int64)
+                result = polled(partial(simulate, jobs, cluster, name, config, finished), finished, bar)
                 per_run.append({**summarize(result), "seed": seed})
                 if seed == seeds[0]:
                     shown.append(result)
-                bar.update(1)
+                bar.update(len(jobs) - int(finished[0]))  # what the last poll missed
     meta = {"trace": args.trace, "gpus": args.gpus, "gpus_per_machine": max(cluster.machine_sizes),  # as ran
             "device_memory_gb": args.device_memory_gb, "max_pack": args.max_pack, "interval_seconds": args.interval, "gamma_ns_per_byte": args.gamma_ns_per_byte,
             "unit_seconds": args.unit_seconds, **({"seeds": ",".join(str(s) for s in seeds)} if synthetic else {}),

@@ -19,6 +19,13 @@ KIND_LABELS = {"F": "F (forward)", "G": "G (weight gradient)", "D": "D (δ, inpu
                "W": "W (backward: weight gradient)", "B": "B (backward: input and weight gradients)",
                "FB": "FB (a stage's forward then backward)", "A": "A (gradient all-reduce)"}
 
+# A design sweep's axes (archsim.sweep.design's columns that set a design, not its results), in the words a
+# figure's title names them: the summary's means average over them (archsim.sweep.summary keys on these too
+# for its "best with at most P processors", so the list lives here, where both read it).
+DESIGN_AXIS_WORDS = {"sram_kb": "SRAM sizes", "bandwidth_words_per_cycle": "DRAM bandwidths",
+                     "element_bytes": "element widths", "microbatches": "micro-batch counts",
+                     "energy_table": "energy tables", "clock_ghz": "clocks", "dtype": "dtypes"}
+
 
 def table_number(value: float, digits: int = 4) -> str:
     """A table cell: ``digits`` significant digits, but never an exponent for large values

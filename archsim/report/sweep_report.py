@@ -16,7 +16,7 @@ from archsim.output_files import write_output
 from archsim.report.html_page import Figures, document, esc, section
 from archsim.report.html_page import table as html_table
 from archsim.report.paper_tables import LAYERPIPE_TABLE_IV, LAYERPIPE_TABLE_IV_IMPROVEMENT_PCT, improvement_pct
-from archsim.report.style import KIND_COLORS, KIND_LABELS, table_number
+from archsim.report.style import DESIGN_AXIS_WORDS, KIND_COLORS, KIND_LABELS, table_number
 
 METHOD_COLORS = {"layerpipe": "#E45756", "pipedream": "#4C78A8", "gpipe": "#72B7B2"}
 # Axis titles with their units: speedup is single-processor cycles / iteration cycles.
@@ -32,22 +32,61 @@ def is_table_iv_setting(data: pd.DataFrame, network: str) -> bool:
             and set(data["only"]) == {"conv"} and set(data["mode"]) == {"paper"})
 
 
+# What the summary (archsim.sweep.summary) keys on beside network, processors and method: a line of its own each.
+LINE_SETTINGS = ("mode", "only")
+LINE_DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+# The axes a summary's mean speedup averages over, in the words a title names them ("array": a shape and its
+# .cfg file, :func:`array_key`).
+AVERAGED_AXES = {"array": "arrays", "batch": "batches", "dataflow": "dataflows", **DESIGN_AXIS_WORDS}
+
+
+def array_key(data: pd.DataFrame) -> pd.Series:
+    """One value per array a sweep ran: its shape, and its .cfg file where one was read."""
+    key = data["rows"].astype(str) + "x" + data["cols"].astype(str)
+    if "array_path" in data.columns:
+        key = key + " " + data["array_path"].fillna("").astype(str)
+    return key
+
+
+def averaged_axes(results: pd.DataFrame) -> list[str]:
+    """The axes (:data:`AVERAGED_AXES`' words) that take several values within one mean of the summary, that is
+    within one (only, mode, processors, method) of these rows; an axis a sweep holds fixed is not averaged."""
+    if results.empty:
+        return []
+    frame = results.assign(array=array_key(results))
+    groups = frame.groupby(["only", "mode", "processors", "method"], dropna=False)
+    return [word for column, word in AVERAGED_AXES.items()
+            if column in frame.columns and int(groups[column].nunique(dropna=False).max()) > 1]
+
+
 def averaged_over(results: pd.DataFrame | None) -> str:
-    """What a summary's mean speedup averages over (:func:`archsim.sweep.summary.summarize`): arrays and batches,
-    and the dataflows where the sweep's rows (one network's) have several."""
-    several = results is not None and "dataflow" in results.columns and results["dataflow"].nunique() > 1
-    return "arrays, batches and dataflows" if several else "arrays and batches"
+    """What a summary's mean speedup averages over (:func:`averaged_axes`, "arrays and batches" where the rows
+    are not given), as a title says it; "" where each mean is of one row."""
+    words = ["arrays", "batches"] if results is None else averaged_axes(results)
+    return " and ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)
+
+
+def line_name(method: str, setting: dict[str, str], several: list[str]) -> str:
+    """A line's legend entry: the method, plus the mode and layer selection where the network's rows have several."""
+    words = {"mode": f"{setting['mode']} mode",
+             "only": "all layers" if setting["only"] == "all" else f"{setting['only']} layers"}
+    return ", ".join([method, *(words[key] for key in several)])
 
 
 def speedup_figure(summary: pd.DataFrame, network: str, results: pd.DataFrame | None = None) -> go.Figure:
-    """Mean speedup per processor count and method; ``results``: the sweep's rows the summary averages, whose
-    axes the title names (:func:`averaged_over`; None: arrays and batches)."""
+    """Mean speedup per processor count, one line per method and (where there are several) mode and layer
+    selection; ``results``: the sweep's rows the summary averages, whose axes the title names
+    (:func:`averaged_over`; None: arrays and batches)."""
     data = summary[summary.network == network]
+    several = [key for key in LINE_SETTINGS if data[key].nunique() > 1]
+    dashes = {setting: LINE_DASHES[i % len(LINE_DASHES)]
+              for i, setting in enumerate(sorted(set(zip(data["mode"], data["only"], strict=True))))}
     fig = go.Figure()
-    for method, part in data.groupby("method"):
+    for (method, mode, only), part in data.groupby(["method", *LINE_SETTINGS]):
         fig.add_trace(go.Scatter(
-            x=part.processors, y=part.speedup, mode="lines+markers", name=method,
-            line={"color": METHOD_COLORS.get(method)},
+            x=part.processors, y=part.speedup, mode="lines+markers",
+            name=line_name(str(method), {"mode": str(mode), "only": str(only)}, several),
+            line={"color": METHOD_COLORS.get(str(method)), "dash": dashes[(mode, only)] if several else None},
             error_y={"type": "data", "symmetric": False, "array": part.speedup_max - part.speedup,
                      "arrayminus": part.speedup - part.speedup_min}))
     if is_table_iv_setting(data, network):
@@ -56,7 +95,9 @@ def speedup_figure(summary: pd.DataFrame, network: str, results: pd.DataFrame | 
             fig.add_trace(go.Scatter(x=procs, y=[LAYERPIPE_TABLE_IV[p][idx] for p in procs], mode="lines",
                                      name=name, line={"dash": dash, "color": list(METHOD_COLORS.values())[idx]}))
     rows = None if results is None else results[results.network == network]
-    fig.update_layout(title=f"{network}: speedup over one processor (mean over {averaged_over(rows)}; bars: min–max)",
+    over = averaged_over(rows)
+    what = f"mean over {over}; bars: min–max" if over else "one configuration per point"
+    fig.update_layout(title=f"{network}: speedup over one processor ({what})",
                       xaxis_title="processors (count)", yaxis_title=SPEEDUP_AXIS)
     # ticks at the processor counts run, never between them (2.5 processors)
     fig.update_xaxes(tickmode="array", tickvals=sorted(int(p) for p in data.processors.unique()))

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pandas as pd
 
 from archsim.report.paper_tables import improvement_pct
+from archsim.report.style import DESIGN_AXIS_WORDS
 
 # A design sweep's own axes (archsim.sweep.design's columns that set a design, not its results): part of
 # what one configuration is, so "best with at most P processors" never mixes two designs.
-DESIGN_AXES = ("sram_kb", "bandwidth_words_per_cycle", "element_bytes", "microbatches", "energy_table", "clock_ghz",
-               "dtype")
+DESIGN_AXES = tuple(DESIGN_AXIS_WORDS)
 
 
 def summarize(results: pd.DataFrame) -> pd.DataFrame:
