@@ -96,7 +96,8 @@ def test_plan_with_a_graph_txt_says_it_ignores_the_clusters_device(capsys):
                  "--format", "json"]) == 0
     out, err = capsys.readouterr()
     assert "a100_node.toml's servers name a100-80gb" in err and "alexnet.txt measured" in err
-    assert len(err.strip().splitlines()) == 1
+    # one note; numba's one-time compile notice (a fresh install's first plan) is not this test's
+    assert len([line for line in err.strip().splitlines() if "note: compiling" not in line]) == 1
     with_note = json.loads(out)["meta"]["makespan_seconds"]
     assert main(["plan", profile, "--cluster", str(CLUSTERS / "spp_sim.toml"), "--microbatches", "4",
                  "--format", "json"]) == 0
