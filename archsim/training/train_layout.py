@@ -13,7 +13,7 @@ from archsim.console import setting
 from archsim.errors import InputError
 from archsim.training.cluster import LAYOUT_ERRORS, GpuCluster
 from archsim.training.machine import Machine
-from archsim.training.parallel import Parallelism
+from archsim.training.parallel import Parallelism, layers_per_stage
 from archsim.training.placement import MAX_ORDERS, layouts, order_count, parse_placement, server_orders
 from archsim.training.run import train
 from archsim.training.stage_split import planned_split, refuse_planned_fp32, stage_layer_counts
@@ -84,8 +84,10 @@ def faster(config, planned: Parallelism, machines) -> Parallelism:
     every rank fits its GPU and the event simulator times it faster: ``--balance planned`` never runs a
     split slower than the even one (ties keep the planner's; two more iterations simulated)."""
     stages = planned.pp * planned.chunks
-    even = replace(planned, stage_layers=(config.layers // stages,) * stages)
-    if config.layers % stages or even.stage_layers == planned.stage_layers:
+    if config.layers % stages:
+        return planned
+    even = replace(planned, stage_layers=layers_per_stage(config.layers, stages))  # the search's even split too
+    if even.stage_layers == planned.stage_layers:
         return planned
     ran = train(config, even, machines[0], machines)
     if any(m.total > mc.gpu.memory_bytes for m, mc in zip(ran.memory, machines)):
