@@ -132,13 +132,22 @@ def test_delta_split_parts_are_real_sub_gemms(axis):
 
 
 def test_split_cycles_are_not_a_linear_share():
-    """A δ″ of 1 channel costs a whole fold pass: far more than 1/C of δ's cycles."""
+    """A δ″ of 1 channel costs a whole fold pass: far more than 1/C of δ's cycles.
+
+    By hand (conv4: 28 × 28, 3 × 3, 128 → 128, stride 1, pad 1; batch 32; 32 × 32 ws, where a fold costs
+    2R + C + T − 2 with Sr = K, Sc = N, T = M, less 1 overall): δ is M = 32 · 28 · 28 = 25,088 positions,
+    K = 3 · 3 · 128 = 1,152, N = 128 channels; a fold is 64 + 32 + 25,088 − 2 = 25,182 cycles. All of δ:
+    ⌈1152/32⌉ · ⌈128/32⌉ = 36 · 4 = 144 folds, 144 · 25,182 − 1 = 3,626,207. One channel (N = 1): 36 · 1
+    folds, 36 · 25,182 − 1 = 906,551 — a quarter of δ (one column fold of four), not 1/128 of it.
+    (Before, this test asserted only one > 10 · full / 128.)"""
     low = lower_layer(load_network("layerpipe_sample").layer("conv4"), batch=32, mode="paper")
     g_full = low.op("D").gemms[0]
     g_one = split_delta(low, 1, "channels").d2.gemms[0]
+    assert (g_full.m, g_full.k, g_full.n) == (32 * 28 * 28, 3 * 3 * 128, 128)
+    assert (g_one.m, g_one.k, g_one.n) == (32 * 28 * 28, 3 * 3 * 128, 1)
     full = gemm_cost(g_full.m, g_full.k, g_full.n, 32, 32, "ws").scalar("cycles")
     one = gemm_cost(g_one.m, g_one.k, g_one.n, 32, 32, "ws").scalar("cycles")
-    assert one > 10 * full / 128
+    assert (full, one) == (144 * 25_182 - 1, 36 * 25_182 - 1) == (3_626_207, 906_551)
 
 
 @settings(max_examples=60, deadline=None)
