@@ -85,7 +85,10 @@ def test_a_file_that_exists_wins_over_the_shipped_name(capsys, tmp_path, monkeyp
     (tmp_path / "gpt2.json").write_text(json.dumps({**shipped, "n_layer": 2}))
     mine, _ = _train(capsys, "gpt2.json", "--cluster", ONE_H100, "--global-batch", "8")
     theirs, _ = _train(capsys, "gpt2", "--cluster", ONE_H100, "--global-batch", "8")
-    assert mine["meta"]["parameters"] < theirs["meta"]["parameters"]
+    # GPT-2 small has 124,439,808 parameters (tests/test_parameter_count.py's hand count); a layer holds
+    # 12h² + 13h = 12 · 768² + 13 · 768 = 7,087,872, so 2 of 12 layers leave 124,439,808 − 10 · 7,087,872
+    # (before, the test asserted only mine < theirs)
+    assert (mine["meta"]["parameters"], theirs["meta"]["parameters"]) == (53_561_088, 124_439_808)
 
 
 def test_an_unknown_name_lists_the_shipped_ones(capsys, tmp_path, monkeypatch):
