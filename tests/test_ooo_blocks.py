@@ -48,13 +48,23 @@ def _makespan(policy, capsys, *extra):
     return json.loads(out)
 
 
-@pytest.mark.parametrize("extra", [[], ["--unit-costs"]])
-def test_fast_forwarding_beats_gpipe_on_bert_blocks(extra, capsys):
+@pytest.mark.parametrize("extra, by_hand", [([], None), (["--unit-costs"], (104.0, 125.0))])
+def test_fast_forwarding_beats_gpipe_on_bert_blocks(extra, by_hand, capsys):
     """The paper's BERT-24 fine-tuning on 4 GPUs: OOO-Pipe1 1.15× GPipe's throughput; archsim's makespan
-    under ooo-pipe1 must not exceed GPipe's on the same chain of blocks."""
+    under ooo-pipe1 must not exceed GPipe's on the same chain of blocks.
+
+    With unit costs, by hand: 6 blocks a GPU, so a micro-batch's forward, δ and G each take 6 units on a
+    stage (δ 5 on the first, which has no δ into the input). Forwards first: the last stage's fourth ends
+    at (4 + 3) · 6 = 42. GPipe: the last stage's backwards (12 each) end at 54, 66, 78, 90, each stage
+    before it one backward later, so the first stage's (11 each) start at 78, 90, 102, 114: 114 + 11 = 125.
+    OOO-Pipe1 fast-forwards δ: the first micro-batch's δ crosses three stages by 42 + 3 · 6 = 60, and the
+    first stage then has 4 · (5 + 6) = 44 units of δ and G to run, its G filling the waits between δs:
+    60 + 44 = 104, no later (before, only ooo < gpipe was asserted)."""
     ooo, gpipe = (_makespan(policy, capsys, *extra) for policy in ("ooo-pipe1", "gpipe"))
     rows = [doc["rows"][0] for doc in (ooo, gpipe)]
     assert rows[0]["makespan"] < rows[1]["makespan"]
+    if by_hand is not None:
+        assert (rows[0]["makespan"], rows[1]["makespan"]) == by_hand
 
 
 def test_the_command_times_the_summed_costs(capsys):
