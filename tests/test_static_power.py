@@ -62,7 +62,7 @@ def test_train_adds_watts_times_chips_times_seconds_by_hand(tmp_path, capsys):
 
 def test_energy_strictly_grows_with_time_at_equal_dynamic_joules(tmp_path):
     """Property: with static power > 0 and the same layout (so the same dynamic joules), a longer iteration
-    costs strictly more; with none, the time is free."""
+    costs strictly more — by hand, 40 W × 4 chips = 160 J for each second more; with none, the time is free."""
     from archsim.training.cluster_file import load_gpu_cluster
     from archsim.training.energy import iteration_energy
     from archsim.training.parallel import Parallelism
@@ -75,6 +75,8 @@ def test_energy_strictly_grows_with_time_at_equal_dynamic_joules(tmp_path):
         energies = [iteration_energy(config, par, cluster, s)["energy_j"] for s in (0.01, 0.02, 0.5, 3.0)]
         if grows:
             assert all(a < b for a, b in itertools.pairwise(energies)), energies
+            steps = [b - a for a, b in itertools.pairwise(energies)]
+            assert steps == pytest.approx([160 * 0.01, 160 * 0.48, 160 * 2.5], rel=1e-9), energies
         else:
             assert len(set(energies)) == 1, energies
 
