@@ -44,6 +44,7 @@ def test_fp32_search_mfu_is_over_the_fp32_peak(tmp_path):
     model, cluster = tiny_files(tmp_path, A100_NODE)
     found = archsim.search(model, cluster=cluster, dtype="fp32", **SMALL)
     flops = model_flops(load_transformer(model), 8)
+    assert found.rows  # the checks below are in a loop over them (before, an empty search passed)
     for row in found.rows:
         gpus = row["tp"] * row["pp"] * row["dp"]
         # the A100's datasheet FP32 peak, 19.5 TFLOP/s (its fp16 tensor-core peak is 16 × that)
