@@ -39,10 +39,45 @@ def test_zb_h2_memory_and_its_makespan_bubble(stages, microbatches):
     assert timeline.makespan - 3 * microbatches == stages - 1
 
 
+def _greedy_list_makespan(f, i, w, m: int, limit, fused: bool) -> float:
+    """From scratch, the list schedules' rules as archsim.policies.zero_bubble states them: F_s(b) after
+    F_{s−1}(b), F_s(b − 1) and the backward of b − limit(p, s) (the in-flight limit of 0-based stage s); the backward (I, or B = I + W fused) after
+    F_s(b) and stage s + 1's backward of b; W after I. Whenever a stage is free it starts its ready op of
+    highest priority — backward, then F, then W — oldest micro-batch first; stages never preempt."""
+    p, backward, rank = len(f), "B" if fused else "I", {"B": 0, "I": 0, "F": 1, "W": 2}
+    cost = {"F": f, "I": i, "W": w, "B": [x + y for x, y in zip(i, w)]}
+    pending = {(kind, s, b) for s in range(p) for b in range(m) for kind in ("F", *(("B",) if fused else ("I", "W")))}
+    end: dict[tuple[str, int, int], float] = {}
+    free, now = [0.0] * p, 0.0
+
+    def ready(kind: str, s: int, b: int) -> bool:
+        needs = {"F": [("F", s - 1, b)] * (s > 0) + [("F", s, b - 1)] * (b > 0)
+                 + [(backward, s, b - limit(p, s))] * (b >= limit(p, s)),
+                 "W": [("I", s, b)]}.get(kind, [("F", s, b)] + [(backward, s + 1, b)] * (s < p - 1))
+        return all(need in end and end[need] <= now for need in needs)
+
+    while pending:
+        for s in range(p):
+            choices = [op for op in pending if op[1] == s and free[s] <= now and ready(*op)]
+            if choices:
+                op = min(choices, key=lambda x: (rank[x[0]], x[2]))
+                end[op] = free[s] = now + cost[op[0]][s]
+                pending.discard(op)
+        now = min(e for e in end.values() if e > now)
+    return max(end.values())
+
+
 def test_uneven_costs_order_the_schedules():
+    """Each list schedule's makespan is the from-scratch greedy timing's (before, only their order was
+    asserted): list-1f1b 69, list-zb-h1 53, list-zb-h2 52 time units."""
     costs = StageProfile((2.0, 1.0, 3.0), (2.0, 2.0, 1.0), (1.0, 3.0, 1.0), activation=(1, 1, 1))
     spans = {s: zb_schedule(costs, 8, s)[1].makespan for s in ("list-1f1b", "list-zb-h1", "list-zb-h2")}
     assert spans["list-zb-h2"] <= spans["list-zb-h1"] <= spans["list-1f1b"]
+    args = (costs.forward, costs.backward_input, costs.backward_weight, 8)
+    assert spans == {"list-1f1b": _greedy_list_makespan(*args, lambda p, s: p - s, fused=True),
+                     "list-zb-h1": _greedy_list_makespan(*args, lambda p, s: p - s, fused=False),
+                     "list-zb-h2": _greedy_list_makespan(*args, lambda p, s: 2 * (p - s) - 1, fused=False)}
+    assert spans == {"list-1f1b": 69.0, "list-zb-h1": 53.0, "list-zb-h2": 52.0}
 
 
 @pytest.mark.parametrize("stages, chunks, microbatches", [(p, v, m) for p in (2, 4) for v in (1, 2, 4)
