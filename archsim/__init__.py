@@ -28,6 +28,7 @@ _EXPORTS = {
     "profile": "archsim.api:profile",
     "pipeline": "archsim.api:pipeline",
     "simulate": "archsim.api:simulate",
+    "schedule": "archsim.api:schedule",
     "run_sweep": "archsim.api:run_sweep",
     "write_report": "archsim.api:write_report",
     "train": "archsim.api:train",
