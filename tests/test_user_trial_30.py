@@ -220,3 +220,22 @@ def test_gantt_figure_takes_a_timeline_as_write_gantt_does():
         figure = gantt_figure(timeline, "ffnn8: ooo-pipe2", unit="units")
     bars = sum(len(trace.x) for trace in figure.data)
     assert bars == len(timeline.to_frame()) == 8 + 7 + 8  # F, δ (none for layer 1) and G of 8 layers
+
+
+def test_a_plan_in_seconds_names_its_columns_in_seconds():
+    """Failed before: an SPP plan's ``to_frame()`` (a profile in seconds) headed its columns
+    ``assigned_cycles``, ``borrowed_cycles`` and ``total_cycles`` over seconds. Hand check: split after l2 (above),
+    one replica each: stage 1 runs F, G of l1 and F, G, δ of l2, 1 + 1 + 2 + 2 + 1 = 7 s per micro-batch."""
+    from archsim.partition.profile import profile_from_costs
+    from archsim.planners import plan_on_cluster
+    from archsim.spp.topology import build_topology
+
+    forward = [1.0, 2.0, 2.0, 1.0]
+    profile = profile_from_costs(["l1", "l2", "l3", "l4"], forward, forward, [0.0, 1.0, 1.0, 1.0],
+                                 [4e9, 1e9, 3e9, 0], [0, 4e9, 1e9, 3e9], [3e9] * 4, unit="seconds")
+    frame = plan_on_cluster(profile, build_topology(tomllib.loads(CLUSTER), file="tiny"), "spp", 1).to_frame()
+    assert {"assigned_seconds", "borrowed_seconds", "total_seconds"} <= set(frame.columns)
+    assert not any(column.endswith("_cycles") for column in frame.columns)
+    assert frame["assigned_seconds"].iloc[0] == pytest.approx(7.0)
+    cycles = archsim.pipeline(archsim.profile(TINY_CNN, batch=8), processors=2, method="pipedream").to_frame()
+    assert "total_cycles" in cycles.columns  # what archsim pipeline prints, unchanged
