@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import tomllib
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -239,3 +240,33 @@ def test_a_plan_in_seconds_names_its_columns_in_seconds():
     assert frame["assigned_seconds"].iloc[0] == pytest.approx(7.0)
     cycles = archsim.pipeline(archsim.profile(TINY_CNN, batch=8), processors=2, method="pipedream").to_frame()
     assert "total_cycles" in cycles.columns  # what archsim pipeline prints, unchanged
+
+
+def test_profile_takes_the_network_keywords_cost_takes():
+    """Failed before: ``archsim.profile("vgg16", only="conv")`` was refused (``archsim.pipeline`` and ``plan``
+    take ``--only``; ``archsim.cost`` takes ``only``), so a notebook could not plan VGG16's conv layers as the
+    papers' pages do. Hand check: VGG16 has 13 conv layers (2 + 2 + 3 + 3 + 3)."""
+    profile = archsim.profile("vgg16", only="conv", array="32x32", batch=1)
+    assert len(profile.names) == 2 + 2 + 3 + 3 + 3
+    cost = archsim.cost("vgg16", only="conv", array="32x32", batch=1)
+    assert list(profile.forward) == list(cost["F_cycles"])
+
+
+def test_spp_from_python_is_archsim_plans_plan(capsys):
+    """The api page's SPP example against the command it stands for (docs/papers/spp.md: 17.5 ms, conv1_1–conv3_3
+    on 5 GPUs and conv4_1–conv5_3 on 3): ``archsim plan``'s printed makespan and stages are the reference."""
+    import json
+
+    from archsim.cli import main
+    from archsim.planners import plan_on_cluster
+    from archsim.spp.topology import load_topology_file
+
+    cluster = str(Path(__file__).resolve().parents[1] / "configs" / "clusters" / "testbed_1080ti.toml")
+    assert main(["plan", "vgg16", "--only", "conv", "--array", "128x128", "--cluster", cluster,
+                 "--microbatches", "8", "--micro-batch", "4", "--format", "json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    seconds = archsim.profile("vgg16", only="conv", array="128x128", batch=4, clock_ghz=1.0)
+    plan = plan_on_cluster(seconds, load_topology_file(cluster), "spp", 8)
+    assert plan.makespan == pytest.approx(printed["meta"]["makespan_seconds"], rel=1e-12)
+    assert [(s.layers[0], s.layers[-1], s.replicas) for s in plan.stages] == \
+        [(row["first_layer"], row["last_layer"], row["replicas"]) for row in printed["rows"]]
