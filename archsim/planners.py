@@ -178,6 +178,12 @@ def plan_on_cluster(profile: LayerProfile, cluster: Topology, method: str, micro
     planner = PLANNERS.get(method)
     if planner is None or planner.on_cluster is None:
         raise InputError(f"unknown method {method!r}; choose one of {', '.join(CLUSTER_PLANNERS)}", field="method")
+    from archsim.spp.topology import Topology
+
+    if not isinstance(cluster, Topology):
+        raise InputError(f"expected a Topology (archsim.spp.topology.load_topology_file(PATH), or "
+                         f"Topology.flat({cluster!r}) for processors on one server), got {type(cluster).__name__}",
+                         field="cluster")
     check_units(profile, cluster)
     return planner.on_cluster(profile, cluster, microbatches, **options)
 

@@ -270,3 +270,41 @@ def test_spp_from_python_is_archsim_plans_plan(capsys):
     assert plan.makespan == pytest.approx(printed["meta"]["makespan_seconds"], rel=1e-12)
     assert [(s.layers[0], s.layers[-1], s.replicas) for s in plan.stages] == \
         [(row["first_layer"], row["last_layer"], row["replicas"]) for row in printed["rows"]]
+
+
+def test_a_layers_inputs_given_as_one_name_or_a_list():
+    """Failed before: ``Layer(..., inputs="c1")`` (one name, not a tuple of one) was read as its characters,
+    refused as "layer 'c2' reads 'c', which is not defined above it" though c1 is; a list was kept as a list
+    (an unhashable field of a frozen dataclass). One name is a tuple of one, as the API's keywords read it."""
+    first = Layer("c1", "conv", 8, 8, 3, 3, 3, 4, padding=1)
+    as_text = Layer("c2", "conv", 8, 8, 3, 3, 4, 4, padding=1, inputs="c1")
+    as_list = Layer("c2", "conv", 8, 8, 3, 3, 4, 4, padding=1, inputs=["c1"])
+    assert as_text.inputs == as_list.inputs == ("c1",)
+    assert hash(as_list) == hash(as_text)
+    assert Network("n", (first, as_text)).edges == ((0, 1),)
+
+
+def test_a_job_cluster_of_a_count_and_a_trace_of_no_jobs_are_one_input_error():
+    """Failed before: ``JobCluster(2)`` (a count where the machines' sizes go) raised "TypeError: 'int' object is
+    not iterable", and ``simulate([], …)`` numpy's "zero-size array to reduction operation"; a list of sizes
+    was kept as a list. Each is now one line naming the field."""
+    from archsim.cluster import JobCluster, simulate
+
+    with pytest.raises(InputError, match=r"JobCluster.uniform") as caught:
+        JobCluster(2)
+    assert caught.value.where.field == "machine_sizes"
+    assert JobCluster([2, 1]).machine_sizes == (2, 1)
+    with pytest.raises(InputError, match="no jobs") as caught:
+        simulate([], JobCluster((1,)), "jigsaw")
+    assert caught.value.where.field == "jobs"
+
+
+def test_plan_on_cluster_refuses_a_count_in_one_line():
+    """Failed before: ``plan_on_cluster(profile, 2, "spp", 4)`` (a processor count, as ``archsim.pipeline``
+    takes) raised an AttributeError from inside; it names what to give instead."""
+    from archsim.planners import plan_on_cluster
+
+    seconds = archsim.profile(TINY_CNN, batch=8, clock_ghz=1.0)
+    with pytest.raises(InputError, match=r"Topology.flat\(2\)") as caught:
+        plan_on_cluster(seconds, 2, "spp", 4)
+    assert caught.value.where.field == "cluster"

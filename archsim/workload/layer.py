@@ -75,6 +75,9 @@ class Layer:
     dilation: int = 1
 
     def __post_init__(self) -> None:
+        if not isinstance(self.inputs, tuple):  # one name is a tuple of one, not its characters; a list a tuple
+            names = (self.inputs,) if isinstance(self.inputs, str) else tuple(self.inputs)
+            object.__setattr__(self, "inputs", names)
         for name in ("ifmap_h", "ifmap_w", "filter_h", "filter_w", "channels", "filters", "stride", "repeat",
                      "groups", "dilation"):
             value = getattr(self, name)
