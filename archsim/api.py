@@ -209,8 +209,9 @@ def pipeline(profile, *, processors: int, method: str = "layerpipe", **options):
 @speaks_keywords
 def simulate(plan, profile, *, microbatches: int, schedule: str | None = None):
     """Run ``plan`` for ``microbatches`` micro-batches in the event simulator; returns the validated
-    :class:`Timeline` (``.makespan`` in cycles, ``.utilization()``, ``.to_frame()``). ``schedule``:
-    ``gpipe``, ``1f1b`` or ``layerpipe`` (default: the plan's method's own)."""
+    :class:`Timeline` (``.makespan`` in the plan's unit, cycles or seconds; ``.utilization()``, ``.to_frame()``).
+    ``schedule``: ``gpipe``, ``1f1b`` or ``layerpipe`` (default: the plan's method's own), or archsim's earlier
+    variants ``gpipe-newest-first`` and ``1f1b-window`` (docs/concepts.md)."""
     from archsim.policies.pipeline import simulate_partition
 
     return simulate_partition(plan, profile, positive_int(microbatches, "microbatches"), schedule).timeline
@@ -250,6 +251,14 @@ def schedule(network, *, policy: str, processors: int, microbatches: int = 1, un
                          field="group")
     group = 1 if group is None else positive_int(group, "group")
     if isinstance(network, LayerProfile):
+        given = {"array": array, "batch": batch != 32, "mode": mode != "exact", "engine": engine != "analytic",
+                 "dataflow": dataflow, "dtype": dtype, "element_bytes": element_bytes}
+        ignored = [name for name, value in given.items() if value not in (None, False)]
+        if ignored:
+            from archsim.errors import InputError
+
+            raise InputError(f"a profile carries its costs: give {ignored[0]} to archsim.profile, or a network here",
+                             field=ignored[0])
         costs = ones(len(network.names)) if unit_costs else network
         first_delta = not unit_costs and bool(network.lowered) and bool(network.delta[0] > 0)
     else:

@@ -308,3 +308,23 @@ def test_plan_on_cluster_refuses_a_count_in_one_line():
     with pytest.raises(InputError, match=r"Topology.flat\(2\)") as caught:
         plan_on_cluster(seconds, 2, "spp", 4)
     assert caught.value.where.field == "cluster"
+
+
+def test_simulate_docstring_names_every_schedule_it_runs():
+    """Failed before: ``archsim.simulate``'s docstring named ``gpipe``, ``1f1b`` or ``layerpipe``, while it runs
+    (and its refusal lists) ``gpipe-newest-first`` and ``1f1b-window`` too (docs/concepts.md's variants)."""
+    from archsim.policies.pipeline import SCHEDULES
+
+    assert all(f"``{name}``" in archsim.simulate.__doc__ for name in SCHEDULES)
+    profile = archsim.profile(TINY_CNN, batch=8)
+    plan = archsim.pipeline(profile, processors=2, method="pipedream")
+    assert archsim.simulate(plan, profile, microbatches=2, schedule="1f1b-window").makespan > 0
+
+
+def test_schedule_refuses_array_keywords_beside_a_profile():
+    """A profile carries its costs: ``archsim.schedule(profile, array="8x8")`` would ignore the array without a
+    word (new function; refused in one line, as ``array_config`` refuses an ArrayConfig beside a .cfg)."""
+    profile = archsim.profile(TINY_CNN, batch=8)
+    with pytest.raises(InputError, match="profile carries its costs") as caught:
+        archsim.schedule(profile, policy="gpipe", processors=2, array="8x8")
+    assert caught.value.where.field == "array"
