@@ -328,3 +328,17 @@ def test_schedule_refuses_array_keywords_beside_a_profile():
     with pytest.raises(InputError, match="profile carries its costs") as caught:
         archsim.schedule(profile, policy="gpipe", processors=2, array="8x8")
     assert caught.value.where.field == "array"
+
+
+def test_jigsaw_on_a_job_alone_by_hand():
+    """Hand check. A job alone on its GPUs: Jigsaw runs its SPB tasks, an iteration ending with its slowest
+    worker's task (a: 10 × 0.8 = 8 s; c: 4 × max(0.6, 0.9) = 3.6 s); without SPB every task is the full one
+    (10 × 1.0 = 10 s, 4 × 1.0 = 4 s)."""
+    from archsim.cluster import JobCluster, JobSpec, SimConfig, simulate
+
+    config = SimConfig(interval_s=0, unit_s=0)
+    one = JobSpec("a", 0.0, 1, 10, "m", 1.0, 1e9, (0.8,), (1e9,), 1e6)
+    two = JobSpec("c", 0.0, 2, 4, "m", 1.0, 1e9, (0.6, 0.9), (1e9, 1e9), 1e6)
+    for job, cluster, spb, full in ((one, JobCluster((1,)), 8.0, 10.0), (two, JobCluster((1, 1)), 3.6, 4.0)):
+        assert simulate([job], cluster, "jigsaw", config).column("jct_s")[0] == pytest.approx(spb, rel=1e-12)
+        assert simulate([job], cluster, "jigsaw-nospb", config).column("jct_s")[0] == pytest.approx(full, rel=1e-12)

@@ -50,7 +50,8 @@ class Layer:
     ifmap_w = K, filter_h = 1, filter_w = K, channels = 1, filters = N; ``repeat`` counts
     independent instances per sample (attention heads).
     bias: whether the layer has a bias vector (parameter counts only).
-    inputs: names of producing layers; ``("input",)`` is the network input.
+    inputs: names of producing layers; ``("input",)`` is the network input (one name given as a str is a
+    tuple of one, a list a tuple).
     groups: grouped convolution (conv only): ``groups`` independent convolutions, each of
     channels/groups inputs and filters/groups outputs; depthwise is groups = channels.
     dilation: spacing of the filter taps (conv only); the filter spans dilation·(R − 1) + 1
