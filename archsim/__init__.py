@@ -10,6 +10,7 @@ The main jobs as keyword-only functions (:mod:`archsim.api`), loaded on first us
     profile = archsim.profile(net, array="32x32", batch=32, mode="paper")
     plan = archsim.pipeline(profile, processors=3, method="layerpipe")      # stages, speedup
     timeline = archsim.simulate(plan, profile, microbatches=8)              # .makespan, .to_frame()
+    ooo = archsim.schedule("ffnn8", policy="ooo-pipe2", processors=2, unit_costs=True)  # out-of-order backprop
     result, rates = archsim.train("configs/transformers/gpt3_1.3b.toml", cluster="configs/clusters/a100_node.toml",
                                   tp=2, dp=4, global_batch=32)              # seconds, memory; MFU, TFLOP/s
 """
@@ -28,6 +29,7 @@ _EXPORTS = {
     "profile": "archsim.api:profile",
     "pipeline": "archsim.api:pipeline",
     "simulate": "archsim.api:simulate",
+    "schedule": "archsim.api:schedule",
     "run_sweep": "archsim.api:run_sweep",
     "write_report": "archsim.api:write_report",
     "train": "archsim.api:train",

@@ -159,15 +159,26 @@ def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | Non
 @speaks_keywords
 def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | None = None, batch: int = 32,
             mode: str = "exact", engine: str = "analytic", dataflow: str | None = None, dtype: str | None = None,
-            element_bytes: int | None = None):
+            element_bytes: int | None = None, clock_ghz: float | None = None, geometry: str = "archsim",
+            only: str | Sequence[str] | None = None, shapes: str = "auto", unsupported: str = "error",
+            input_shape: str | None = None, dim: Mapping[str, int] | Sequence[tuple[str, int]] | None = None):
     """The per-layer cost profile every partitioner and schedule works on (:class:`LayerProfile`), as
-    ``archsim pipeline`` and ``schedule`` build it; ``dtype`` or ``element_bytes`` as :func:`array_config`
-    (they size the activation, δ and weight bytes the partitioners move)."""
+    ``archsim pipeline`` and ``schedule`` build it, in cycles; ``dtype`` or ``element_bytes`` as :func:`array_config`
+    (they size the activation, δ and weight bytes the partitioners move). ``clock_ghz`` prices it in seconds at
+    that clock instead, as ``archsim plan --clock-ghz`` does, for :func:`archsim.planners.plan_on_cluster` on a
+    cluster file (links in bytes per second; a profile in cycles is refused there). The network keywords
+    (``only="conv"``, …) as :func:`load_network`."""
     from archsim.lowering import check_mode
     from archsim.partition import build_profile
+    from archsim.spp.profiles import profile_from_network
 
-    config = array_config(array, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes)
-    return build_profile(load_network(network), config, batch, check_mode(mode), engine)
+    config = array_config(array, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes, clock_ghz=clock_ghz)
+    layers = load_network(network, only=only, geometry=geometry, shapes=shapes, unsupported=unsupported,
+                          input_shape=input_shape, dim=dim)
+    if clock_ghz is not None:
+        check_choice(engine, ("analytic",), "engine")  # archsim plan prices the analytic cycles
+        return profile_from_network(layers, config, batch, check_mode(mode))
+    return build_profile(layers, config, batch, check_mode(mode), engine)
 
 
 @speaks_keywords
@@ -198,11 +209,73 @@ def pipeline(profile, *, processors: int, method: str = "layerpipe", **options):
 @speaks_keywords
 def simulate(plan, profile, *, microbatches: int, schedule: str | None = None):
     """Run ``plan`` for ``microbatches`` micro-batches in the event simulator; returns the validated
-    :class:`Timeline` (``.makespan`` in cycles, ``.utilization()``, ``.to_frame()``). ``schedule``:
-    ``gpipe``, ``1f1b`` or ``layerpipe`` (default: the plan's method's own)."""
+    :class:`Timeline` (``.makespan`` in the plan's unit, cycles or seconds; ``.utilization()``, ``.to_frame()``).
+    ``schedule``: ``gpipe``, ``1f1b`` or ``layerpipe`` (default: the plan's method's own), or archsim's earlier
+    variants ``gpipe-newest-first`` and ``1f1b-window`` (docs/concepts.md)."""
     from archsim.policies.pipeline import simulate_partition
 
     return simulate_partition(plan, profile, positive_int(microbatches, "microbatches"), schedule).timeline
+
+
+@speaks_keywords
+def schedule(network, *, policy: str, processors: int, microbatches: int = 1, unit_costs: bool = False,
+             flush: bool | None = None, group: int | None = None, array: str | Path | ArrayConfig | None = None,
+             batch: int = 32, mode: str = "exact", engine: str = "analytic", dataflow: str | None = None,
+             dtype: str | None = None, element_bytes: int | None = None):
+    """The out-of-order backprop paper's layer-wise pipelines as ``archsim schedule --policy`` runs them
+    (``policy``: ``mp``, ``gpipe``, ``ooo-pipe1``, ``ooo-pipe2``) on ``processors`` devices; returns the
+    validated :class:`Timeline` (``.makespan`` in cycles, or in units with ``unit_costs=True``: F = D = G = 1;
+    ``.to_frame()``: one row per op, ``kind`` F, G or D). ``network``: as :func:`load_network` (a chain of
+    layers), or a :class:`LayerProfile` as is (:func:`profile`, or ``archsim.policies.ooo.layer_chain`` of your
+    own costs; its first layer's δ runs only where the cost model priced one, ``mode="paper"``); ``flush``
+    (None: on, except for ``ooo-pipe2`` and ``mp``), ``group`` (``ooo-pipe2``'s modulo group, default 1) and the
+    array keywords as the flags. Why: Python had only the CLI for these schedules. A device left without
+    layers warns (UserWarning) the note the command prints."""
+    import warnings
+
+    from archsim.choices.schedules import OOO_POLICIES
+    from archsim.partition.profile import LayerProfile
+    from archsim.planners import idle_line
+    from archsim.policies.ooo import default_flush, devices_used, ooo_schedule, require_chain
+    from archsim.policies.ooo import unit_costs as ones
+    from archsim.sim.validate import assert_valid
+
+    check_choice(policy, OOO_POLICIES, "policy")
+    processors, microbatches = positive_int(processors, "processors"), positive_int(microbatches, "microbatches")
+    check_switch(unit_costs, "unit-costs")
+    check_switch(flush, "flush", none=True)
+    if group is not None and policy != "ooo-pipe2":
+        from archsim.errors import InputError
+
+        raise InputError(f"group is ooo-pipe2's modulo group; {policy} allocates layers contiguously: drop it",
+                         field="group")
+    group = 1 if group is None else positive_int(group, "group")
+    if isinstance(network, LayerProfile):
+        given = {"array": array, "batch": batch != 32, "mode": mode != "exact", "engine": engine != "analytic",
+                 "dataflow": dataflow, "dtype": dtype, "element_bytes": element_bytes}
+        ignored = [name for name, value in given.items() if value not in (None, False)]
+        if ignored:
+            from archsim.errors import InputError
+
+            raise InputError(f"a profile carries its costs: give {ignored[0]} to archsim.profile, or a network here",
+                             field=ignored[0])
+        costs = ones(len(network.names)) if unit_costs else network
+        first_delta = not unit_costs and bool(network.lowered) and bool(network.delta[0] > 0)
+    else:
+        layers = load_network(network)
+        costs = ones(len(layers), layers) if unit_costs else profile(
+            layers, array=array, batch=batch, mode=mode, engine=engine, dataflow=dataflow, dtype=dtype,
+            element_bytes=element_bytes)
+        first_delta = mode == "paper" and not unit_costs
+    require_chain(costs)
+    flush = default_flush(policy) if flush is None else flush
+    problem, timeline = ooo_schedule(costs, processors, microbatches, policy, flush=flush, group=group,
+                                     first_layer_delta=first_delta)
+    assert_valid(problem, timeline)
+    idle = idle_line(f"{policy}'s allocation", devices_used(len(costs), processors, policy, group), processors)
+    if idle:
+        warnings.warn(idle, UserWarning, stacklevel=3)
+    return timeline
 
 
 @speaks_keywords
@@ -264,5 +337,5 @@ def write_report(results: str | Path, *, out: str | Path, spec=None) -> Path:
 
 
 # the jobs archsim re-exports (archsim/__init__.py), the training ones from api_training.py
-__all__ = ["array_config", "cost", "load_network", "pipeline", "profile", "run_sweep", "search", "simulate", "train",
-           "train_runs", "write_report"]
+__all__ = ["array_config", "cost", "load_network", "pipeline", "profile", "run_sweep", "schedule", "search", "simulate",
+           "train", "train_runs", "write_report"]

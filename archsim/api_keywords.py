@@ -17,11 +17,21 @@ F = TypeVar("F", bound=Callable)
 def speaks_keywords(function: F) -> F:
     """An API job whose warnings and errors name each setting as its keyword (``tp=2``), not the command's flag
     (``--tp 2``): :func:`archsim.console.setting` inside :func:`archsim.console.as_keywords`; called by a
-    command (``archsim search`` runs ``archsim.search``), it keeps the command's flags."""
+    command (``archsim search`` runs ``archsim.search``), it keeps the command's flags. A keyword the job does
+    not take is refused in one line naming the nearest it does (:func:`check_keywords`), as ``pipeline``'s
+    ``**options`` are."""
+    import inspect
+
     from archsim.console import PROGRAM, as_keywords, prefix
+
+    parameters = inspect.signature(function).parameters.values()
+    named = tuple(p.name for p in parameters if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
+    open_ended = any(p.kind == p.VAR_KEYWORD for p in parameters)  # **options: the function checks its own
 
     @functools.wraps(function)
     def job(*args, **kwargs):
+        if not open_ended:  # a misspelt keyword: one line naming it and the nearest, not Python's TypeError
+            check_keywords(kwargs, named, f"archsim.{function.__name__}")
         if prefix() != PROGRAM:  # a command is speaking (archsim.console.speaking_as)
             return function(*args, **kwargs)
         with as_keywords():

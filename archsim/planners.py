@@ -135,6 +135,7 @@ def partition(profile: LayerProfile, processors: int | Topology, method: str, *,
     if planner is None or planner.partition is None:
         raise InputError(f"unknown method {method!r}; choose one of {', '.join(PARTITIONERS)}", field="method")
     if isinstance(processors, Topology):
+        check_units(profile, processors)
         if bandwidth is not None:
             raise InputError("a cluster has its own links: give bandwidth only with a processor count",
                              field="bandwidth")
@@ -177,8 +178,24 @@ def plan_on_cluster(profile: LayerProfile, cluster: Topology, method: str, micro
     planner = PLANNERS.get(method)
     if planner is None or planner.on_cluster is None:
         raise InputError(f"unknown method {method!r}; choose one of {', '.join(CLUSTER_PLANNERS)}", field="method")
+    from archsim.spp.topology import Topology
+
+    if not isinstance(cluster, Topology):
+        raise InputError(f"expected a Topology (archsim.spp.topology.load_topology_file(PATH), or "
+                         f"Topology.flat({cluster!r}) for processors on one server), got {type(cluster).__name__}",
+                         field="cluster")
+    check_units(profile, cluster)
     return planner.on_cluster(profile, cluster, microbatches, **options)
 
 
-__all__ = ["CLUSTER_PLANNERS", "PARTITIONERS", "PLANNERS", "Planner", "idle_line", "idle_processors_note", "partition", "partitions",
+def check_units(profile: LayerProfile, cluster: Topology) -> None:
+    """Refuse a profile whose time unit is not the cluster's links' (a profile in cycles on a cluster file's
+    bytes per second). Why: the plan added compute cycles to transfer seconds and called the sum cycles."""
+    if cluster.unit is not None and profile.unit != cluster.unit:
+        raise InputError(f"the profile's costs are in {profile.unit} but the cluster's links are in bytes per "
+                         f"{cluster.unit.rstrip('s')}: price the layers in {cluster.unit} (archsim.profile with "
+                         f"clock_ghz, as archsim plan's --clock-ghz)", field="profile")
+
+
+__all__ = ["CLUSTER_PLANNERS", "PARTITIONERS", "PLANNERS", "Planner", "check_units", "idle_line", "idle_processors_note", "partition", "partitions",
            "plan_on_cluster"]

@@ -58,6 +58,10 @@ class JobCluster:
     device_memory_bytes: float = V100_MEMORY_BYTES
 
     def __post_init__(self) -> None:
+        if isinstance(self.machine_sizes, (int, float, str)):
+            raise InputError(f"expected each machine's device count, as (2, 2), got {self.machine_sizes!r}; "
+                             f"JobCluster.uniform(devices, per_machine) spreads a count", field="machine_sizes")
+        object.__setattr__(self, "machine_sizes", tuple(self.machine_sizes))  # a list as a tuple: frozen, hashable
         if not self.machine_sizes or min(self.machine_sizes) < 1:
             raise InputError("every machine needs at least one device", field="machine_sizes")
         if self.device_memory_bytes <= 0:

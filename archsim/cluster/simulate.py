@@ -29,6 +29,8 @@ def simulate(jobs: Sequence[JobSpec], cluster: JobCluster, policy: str, config: 
     """Run one policy over prepared jobs; ``finished[0]`` (an int64 array) counts the jobs done as they
     finish, for a progress bar (:func:`archsim.progress.polled`)."""
     config = config or SimConfig()
+    if not jobs:
+        raise InputError("no jobs to schedule: give at least one JobSpec (or a trace of one row)", field="jobs")
     if policy == "jigsaw":
         return simulate_jigsaw(jobs, cluster, config, finished=finished)
     if policy == "jigsaw-nospb":

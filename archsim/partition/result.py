@@ -102,14 +102,16 @@ class Partition:
         return frozenset((op.layer, op.kind) for stage in self.stages for op in stage.ops if op.borrowed)
 
     def to_rows(self) -> list[dict]:
-        """One record per processor (stage): its layers, replicas, cycles and ops (``*``: borrowed)."""
+        """One record per processor (stage): its layers, replicas, costs and ops (``*``: borrowed); the costs'
+        keys name the plan's :attr:`unit` (``assigned_cycles``, or ``assigned_seconds`` for a plan in seconds)."""
+        unit = self.unit
         return [{
             "processor": stage.index + 1,
             "layers": " ".join(stage.layers),
             "replicas": stage.replicas,
-            "assigned_cycles": stage.assigned_cost,
-            "borrowed_cycles": stage.borrowed_cost,
-            "total_cycles": stage.total_cost,
+            f"assigned_{unit}": stage.assigned_cost,
+            f"borrowed_{unit}": stage.borrowed_cost,
+            f"total_{unit}": stage.total_cost,
             "ops": " ".join(f"{op.kind}:{op.layer}" + ("*" if op.borrowed else "") for op in stage.ops),
         } for stage in self.stages]
 

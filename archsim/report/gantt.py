@@ -21,13 +21,15 @@ BORROWED_LABEL = "borrowed (Algorithm 1)"
 _HATCH = "/"
 
 
-def gantt_figure(frame: pd.DataFrame, title: str = "", unit: str = "cycles",
+def gantt_figure(frame, title: str = "", unit: str = "cycles",
                  borrowed: Collection[tuple[str, str]] = (), rows_title: str | None = None) -> go.Figure:
     """Horizontal bars from ``start`` to ``end`` per processor row, coloured by op kind; ``rows_title``: what
     the rows are where they are not processors (a plan's stages and channels), else processor (/ stream).
+    ``frame``: a timeline's frame or the Timeline itself, as :func:`write_gantt` takes it.
 
     ``borrowed``: (layer, kind) of ops a LayerPipe plan borrowed (:attr:`Partition.borrowed_ops`);
     their bars are hatched, with one legend entry saying so (the tables star the same ops)."""
+    frame = frame.to_frame() if hasattr(frame, "to_frame") else frame
     missing = {"op", "processor", "start", "end"} - set(frame.columns)
     if missing:
         raise ValueError(f"timeline frame lacks columns {sorted(missing)}")

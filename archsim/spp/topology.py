@@ -93,6 +93,8 @@ class Topology:
     # paper's model, bytes / bandwidth alone; ``plan --links exact``: each pair's launch latency, build_topology)
     links: PairLinks | None = None  # ``plan --links exact``: each pair's link class, what a stage's all-reduce is
     # priced on (archsim.collectives.ring_allreduce_on, PRM's search and the plan it reports); None: the paper's model
+    unit: str | None = None  # the time of bandwidth's "bytes per time unit": "seconds" from a cluster file, so a
+    # profile in cycles is refused there (archsim.planners.check_units); None: the profile's own (flat)
 
     @property
     def devices(self) -> int:
@@ -327,7 +329,7 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
     if links == "exact":
         bandwidth, latency, classes = exact_links(bandwidth, where, sharing, server_devices, intra, file)
     return Topology(name, tuple(servers), bandwidth, capacity,
-                    None if memory is None else float(memory) * 1e9, latency=latency, links=classes)
+                    None if memory is None else float(memory) * 1e9, latency=latency, links=classes, unit="seconds")
 
 
 def _network_links(spec: dict, where: np.ndarray, bandwidth: np.ndarray, file: str) -> tuple[np.ndarray, ...]:

@@ -50,7 +50,8 @@ class Layer:
     ifmap_w = K, filter_h = 1, filter_w = K, channels = 1, filters = N; ``repeat`` counts
     independent instances per sample (attention heads).
     bias: whether the layer has a bias vector (parameter counts only).
-    inputs: names of producing layers; ``("input",)`` is the network input.
+    inputs: names of producing layers; ``("input",)`` is the network input (one name given as a str is a
+    tuple of one, a list a tuple).
     groups: grouped convolution (conv only): ``groups`` independent convolutions, each of
     channels/groups inputs and filters/groups outputs; depthwise is groups = channels.
     dilation: spacing of the filter taps (conv only); the filter spans dilation·(R − 1) + 1
@@ -75,6 +76,9 @@ class Layer:
     dilation: int = 1
 
     def __post_init__(self) -> None:
+        if not isinstance(self.inputs, tuple):  # one name is a tuple of one, not its characters; a list a tuple
+            names = (self.inputs,) if isinstance(self.inputs, str) else tuple(self.inputs)
+            object.__setattr__(self, "inputs", names)
         for name in ("ifmap_h", "ifmap_w", "filter_h", "filter_w", "channels", "filters", "stride", "repeat",
                      "groups", "dilation"):
             value = getattr(self, name)
