@@ -9,10 +9,14 @@ communication by :mod:`archsim.policies.stage_run`.
 
 archsim's own list schedules (``LIST_SCHEDULES``, named ``list-…``) are kept as variants: they are
 not the published orders but greedy list schedules with the published in-flight limits (W fills
-any idle slot), without communication; they can beat the published orders they are named after:
+any idle slot), without communication. Greedy and non-preemptive, they may beat the published
+orders they are named after or lose to them: on stages of F (2, 1, 3), I (2, 2, 1), W (1, 3, 1) time
+units over 8 micro-batches, list-zb-h1 and list-zb-h2 take 53 and 52 against ZB-H1's and ZB-H2's 54,
+but list-1f1b takes 69 against 1F1B's 57 — at t = 13 stage 2 has a forward and a backward ready, runs
+the backward first, and stage 3 idles from 13 to 19 for that forward (tests/test_zero_bubble.py).
 
 p stages, m micro-batches; per stage and micro-batch: F, I, W. F_s needs F_{s−1}; I_s needs I_{s+1}
-(the last stage's I needs its F); W_s needs I_s. Stage s admits micro-batch b only after the
+(list-1f1b: stage s + 1's whole backward, I and W; the last stage's I needs its F); W_s needs I_s. Stage s admits micro-batch b only after the
 backward of b − N_s, where N_s is the schedule's in-flight limit, and the priority on a stage is
 I, then F, then W (W fills bubbles):
 
