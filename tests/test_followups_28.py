@@ -1,0 +1,84 @@
+"""What the last round left (followups 28), each test failing on the code before its fix: ``archsim plan
+--baselines none`` runs SPP alone, its search alone counted by the guard, …"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_docs import ROOT
+
+from archsim.cli import main
+
+
+def _said(argv, capsys) -> str:
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1, err
+    return err.strip()
+
+
+def _json(argv, capsys) -> dict:
+    assert main([*argv, "--format", "json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+# 1. plan --baselines none: no baseline runs, and the search guard counts SPP's search alone
+
+PLAN = ["plan", "layerpipe_sample", "--cluster", str(ROOT / "configs" / "clusters" / "testbed_1080ti.toml"),
+        "--microbatches", "4", "--max-stages", "2"]  # 4 layers, 4 servers × 2 GPUs
+# By hand (tests/test_followups_26.py): SPP's 2 stage counts take (2 − 1) · 4² · 8³ / 4 = 2,048 PRM steps, the
+# pipedream-prm baseline's 4 stage counts 3 · 4² · 8³ / 4 = 6,144: 8,192 with the default baselines.
+SPP_KEYS = ("method", "cluster", "gpus", "microbatches", "makespan_seconds", "stage_counts", "device_order")
+
+
+def test_plan_without_baselines_runs_spps_search_alone_with_the_same_plan(capsys):
+    """Failed before: --baselines took archsim or paper only (argparse refused none), and a limit of 8,191 steps
+    refused SPP's 2,048-step search for the baseline's 6,144, naming no way to leave the baselines out."""
+    said = _said([*PLAN, "--max-search-steps", "8191"], capsys)
+    assert said.endswith("above the limit of 8,191 steps; give --baselines none to run SPP's search alone (2,048 "
+                         "steps), --max-search-steps 8192 to run it anyway, or --max-stages 1 (it bounds SPP's "
+                         "search only; the pipedream-prm baseline tries every stage count)"), said
+    alone = _json([*PLAN, "--max-search-steps", "2048", "--baselines", "none"], capsys)  # SPP's 2,048 steps fit
+    both = _json([*PLAN, "--max-search-steps", "8192"], capsys)
+    assert alone["rows"] == both["rows"]
+    assert {k: alone["meta"][k] for k in SPP_KEYS} == {k: both["meta"][k] for k in SPP_KEYS}
+    assert len(both["meta"]["baselines_seconds"].split("; ")) == 4
+    assert alone["meta"]["baselines_seconds"] == "" and alone["meta"]["baselines"] == "none"
+    assert set(alone["meta"]) == set(both["meta"]) | {"baselines"}  # the default's keys, as --baselines paper
+    over = _said([*PLAN, "--max-search-steps", "2047", "--baselines", "none"], capsys)  # SPP alone is over
+    assert over.endswith("about 2,048 steps (≈1.84e-06 s) and 2.84e-05 GB of tables, above the limit of 2,047 "
+                         "steps; give --max-search-steps 2048 to run it anyway, or fewer --max-stages"), over
+
+
+@pytest.mark.parametrize("method", ["dp", "pipedream-prm"])
+def test_plan_refuses_a_baseline_method_without_baselines(capsys, method):
+    """Failed before (argparse refused none outright): --method dp --baselines none asks for a baseline and none."""
+    said = _said([*PLAN, "--method", method, "--baselines", "none"], capsys)
+    assert said == (f"archsim plan: error: field 'baselines': --baselines none runs no baseline, and --method "
+                    f"{method} is one: drop --baselines none (or give --baselines paper for the SPP paper's "
+                    "configuration)")
+
+
+RESNET = ["plan", str(ROOT / "tests" / "data" / "pipedream" / "profiles" / "resnet50.txt"), "--cluster",
+          str(ROOT / "configs" / "clusters" / "spp_sim.toml"), "--microbatches", "8"]
+
+
+def test_resnet50_on_spp_sim_is_refused_for_its_baseline_naming_baselines_none(capsys):
+    """Failed before: refused naming --max-search-steps and --max-stages only. ResNet-50's graph.txt has 176
+    layers and spp_sim 32 GPUs: SPP's 31 stage-count steps of PRM take 31 · 176² · 32³ / 4 = 7,866,417,152 steps,
+    under the default 10,000,000,000; the pipedream-prm baseline's as many again."""
+    said = _said(RESNET, capsys)
+    assert "7,866,417,152 steps" in said and "15,732,834,304 steps in all" in said, said
+    assert "give --baselines none to run SPP's search alone (7,866,417,152 steps), --max-search-steps " \
+           "15732834304 to run it anyway" in said, said
+
+
+@pytest.mark.long
+def test_resnet50_on_spp_sim_plans_without_baselines(capsys):
+    """Failed before: refused (above). With --baselines none SPP's search runs alone (≈ 14 s): its plan is its
+    fastest stage count, and no baseline is priced."""
+    meta = _json([*RESNET, "--baselines", "none"], capsys)["meta"]
+    counts = dict(pair.split(":") for pair in meta["stage_counts"].split("; "))
+    assert len(counts) == 32 and meta["baselines_seconds"] == ""
+    assert f"{meta['makespan_seconds']:.4g}s" == min(counts.values(), key=lambda t: float(t[:-1]))
