@@ -82,3 +82,36 @@ def test_resnet50_on_spp_sim_plans_without_baselines(capsys):
     counts = dict(pair.split(":") for pair in meta["stage_counts"].split("; "))
     assert len(counts) == 32 and meta["baselines_seconds"] == ""
     assert f"{meta['makespan_seconds']:.4g}s" == min(counts.values(), key=lambda t: float(t[:-1]))
+
+
+# 2. train --balance planned: the chosen split's iteration, simulated to choose it, is not simulated again
+
+GPT3 = str(ROOT / "configs" / "transformers" / "gpt3_1.3b.toml")
+A100_NODE = str(ROOT / "configs" / "clusters" / "a100_node.toml")
+# docs/search.md's GPT-3 1.3B rows: at PP 4 × DP 2, interleaved (V = 2), the planner's 3,4,3,3,3,3,3,2 runs; at
+# PP 2 × DP 4, ZB-V, the planner's 6,7,6,5 is the slower and 6,6,6,6 runs
+TRAIN = ["train", GPT3, "--cluster", A100_NODE, "--global-batch", "64", "--micro-batch", "2", "--balance", "planned",
+         "--recompute", "full", "--attention", "standard", "--format", "json"]
+
+
+@pytest.mark.parametrize(("flags", "runs"), [(["--pp", "4", "--dp", "2", "--interleave", "2"], "3,4,3,3,3,3,3,2"),
+                                             (["--pp", "2", "--dp", "4", "--schedule", "zb-v"], "6,6,6,6")])
+def test_train_planned_balance_simulates_each_split_once(monkeypatch, capsys, flags, runs):
+    """Failed before: three iterations simulated (the even split, the planner's, then the chosen one again),
+    where timing the two splits is two; the chosen split's result is the one train prints, as --stage-layers
+    gives it."""
+    from archsim.policies import stage_run
+
+    calls = []
+    original = stage_run.run_order
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(stage_run, "run_order", counting)
+    planned = _json([*TRAIN[:-2], *flags], capsys)
+    assert len(calls) == 2 and planned["meta"]["stage_layers"] == runs
+    given = [*TRAIN[:-2], *flags]
+    given[given.index("--balance"):given.index("--balance") + 2] = ["--stage-layers", runs]
+    assert _json(given, capsys)["meta"]["iteration_seconds"] == planned["meta"]["iteration_seconds"]
