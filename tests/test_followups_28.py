@@ -115,3 +115,52 @@ def test_train_planned_balance_simulates_each_split_once(monkeypatch, capsys, fl
     given = [*TRAIN[:-2], *flags]
     given[given.index("--balance"):given.index("--balance") + 2] = ["--stage-layers", runs]
     assert _json(given, capsys)["meta"]["iteration_seconds"] == planned["meta"]["iteration_seconds"]
+
+
+# 3. the sweep report's boxes by array and by batch: one per method × mode/only where a sweep has several
+
+BOX_SWEEP = """[sweep]
+name = "{name}"
+networks = ["layerpipe_sample"]
+arrays = ["16x16", "32x32"]
+dataflows = ["ws"]
+batches = [4, 8]
+processors = [2, 3]
+methods = ["layerpipe", "pipedream"]
+mode = "{mode}"
+"""
+
+
+def _box_sweep(tmp_path, mode: str):
+    import pandas as pd
+
+    spec = tmp_path / f"{mode}.toml"
+    spec.write_text(BOX_SWEEP.format(name=mode, mode=mode))
+    assert main(["sweep", str(spec), "--out", str(tmp_path / mode), "--quiet"]) == 0
+    return pd.read_csv(tmp_path / mode / "results.csv")
+
+
+@pytest.mark.parametrize("by", ["array", "batch"])
+def test_two_modes_are_two_boxes_per_method(tmp_path, by):
+    """Failed before: one box per method and array (or batch), pooling the paper rows with the exact ones."""
+    import pandas as pd
+
+    from archsim.report.sweep_report import distribution_figure
+
+    results = pd.concat([_box_sweep(tmp_path, "paper"), _box_sweep(tmp_path, "exact")], ignore_index=True)
+    results.to_csv(tmp_path / "results.csv", index=False)  # archsim report takes the joined rows as one sweep
+    assert main(["report", str(tmp_path / "results.csv"), "--out", str(tmp_path / "report.html")]) == 0
+    figure = distribution_figure(results, "layerpipe_sample", by)
+    label = (results["rows"].astype(str) + "x" + results["cols"].astype(str)) if by == "array" else results["batch"]
+    expected = {(f"{method}, {mode} mode", str(x)): sorted(part["speedup"])
+                for (method, mode, x), part in results.assign(x=label).groupby(["method", "mode", "x"])}
+    drawn: dict = {}
+    for trace in figure.data:
+        for x, y in zip(trace.x, trace.y, strict=True):
+            drawn.setdefault((trace.name, str(x)), []).append(float(y))
+    assert sorted(drawn) == sorted(expected)
+    for key, ys in expected.items():
+        assert sorted(drawn[key]) == pytest.approx(ys), key
+    assert len(expected) == 2 * 2 * 2 and all(len(ys) == 4 for ys in expected.values())  # 2 batches/arrays × 2 P
+    first = "16x16" if by == "array" else "4"
+    assert expected["layerpipe, paper mode", first] != pytest.approx(expected["layerpipe, exact mode", first])
