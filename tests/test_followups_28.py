@@ -96,22 +96,12 @@ TRAIN = ["train", GPT3, "--cluster", A100_NODE, "--global-batch", "64", "--micro
 
 @pytest.mark.parametrize(("flags", "runs"), [(["--pp", "4", "--dp", "2", "--interleave", "2"], "3,4,3,3,3,3,3,2"),
                                              (["--pp", "2", "--dp", "4", "--schedule", "zb-v"], "6,6,6,6")])
-def test_train_planned_balance_simulates_each_split_once(monkeypatch, capsys, flags, runs):
+def test_train_planned_balance_simulates_each_split_once(simulated_actions, capsys, flags, runs):
     """Failed before: three iterations simulated (the even split, the planner's, then the chosen one again),
     where timing the two splits is two; the chosen split's result is the one train prints, as --stage-layers
     gives it."""
-    from archsim.policies import stage_run
-
-    calls = []
-    original = stage_run.run_order
-
-    def counting(*args, **kwargs):
-        calls.append(1)
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(stage_run, "run_order", counting)
     planned = _json([*TRAIN[:-2], *flags], capsys)
-    assert len(calls) == 2 and planned["meta"]["stage_layers"] == runs
+    assert len(simulated_actions) == 2 and planned["meta"]["stage_layers"] == runs
     given = [*TRAIN[:-2], *flags]
     given[given.index("--balance"):given.index("--balance") + 2] = ["--stage-layers", runs]
     assert _json(given, capsys)["meta"]["iteration_seconds"] == planned["meta"]["iteration_seconds"]
@@ -119,25 +109,11 @@ def test_train_planned_balance_simulates_each_split_once(monkeypatch, capsys, fl
 
 # 3. the sweep report's boxes by array and by batch: one per method × mode/only where a sweep has several
 
-BOX_SWEEP = """[sweep]
-name = "{name}"
-networks = ["layerpipe_sample"]
-arrays = ["16x16", "32x32"]
-dataflows = ["ws"]
-batches = [4, 8]
-processors = [2, 3]
-methods = ["layerpipe", "pipedream"]
-mode = "{mode}"
-"""
-
-
 def _box_sweep(tmp_path, mode: str):
-    import pandas as pd
+    """The speed-up lines' test sweep (tests/test_followups_27.py) on two arrays: 16x16 and 32x32."""
+    from test_followups_27 import _sweep
 
-    spec = tmp_path / f"{mode}.toml"
-    spec.write_text(BOX_SWEEP.format(name=mode, mode=mode))
-    assert main(["sweep", str(spec), "--out", str(tmp_path / mode), "--quiet"]) == 0
-    return pd.read_csv(tmp_path / mode / "results.csv")
+    return _sweep(tmp_path, mode, mode, arrays='"16x16", "32x32"')
 
 
 @pytest.mark.parametrize("by", ["array", "batch"])
