@@ -140,3 +140,35 @@ def test_two_modes_are_two_boxes_per_method(tmp_path, by):
     assert len(expected) == 2 * 2 * 2 and all(len(ys) == 4 for ys in expected.values())  # 2 batches/arrays × 2 P
     first = "16x16" if by == "array" else "4"
     assert expected["layerpipe, paper mode", first] != pytest.approx(expected["layerpipe, exact mode", first])
+
+
+# 5. an imported nn.MultiheadAttention: its fused projection cut by a Gather is refused in one line
+
+MHA = ROOT / "tests" / "data" / "onnx" / "mha.onnx"  # tests/data/onnx/user_models.py's SelfAttention
+
+
+def test_multihead_attention_shapes_are_torchs():
+    """Why the CSV failed: not a wrong shape. By hand, d_model 8, 2 heads of 4, 6 tokens: the fused in-projection
+    is one 6 × 8 → 24 GEMM; q·kᵀ is 6 × 4 · 4 × 6 and scores·v 6 × 6 · 6 × 4, each once per head; PyTorch's
+    parameters 3·8·8 + 24 + 8·8 + 8 = 288. The q and k scalings (Mul) read 2 × 6 × 4 = 48 elements each, a third
+    of the projection's 144, cut by a Gather the CSV cannot state."""
+    from archsim.workload.shipped import load_network
+
+    network = load_network(str(MHA))
+    rows = {x.name: (x.kind, x.ifmap_h, x.ifmap_w, x.channels, x.filters, x.repeat) for x in network.layers}
+    assert rows["/attn/MatMul"] == ("fc", 6, 1, 8, 24, 1)
+    assert rows["/attn/MatMul_1"] == ("matmul", 6, 4, 1, 6, 2) and rows["/attn/MatMul_2"] == ("matmul", 6, 6, 1, 4, 2)
+    assert rows["/attn/Gemm"] == ("fc", 6, 1, 8, 8, 1) and network.parameter_count == 288
+    scaled = next(x for x in network.layers if x.name == "/attn/Mul")
+    assert scaled.ifmap_h * scaled.ifmap_w * scaled.channels == 48 and scaled.inputs == ("/attn/MatMul",)
+
+
+def test_multihead_attention_import_is_refused_naming_the_gather(tmp_path, capsys):
+    """Failed before: import wrote the CSV (exit 0) with a note that reading it back fails its shape check."""
+    out = tmp_path / "mha.csv"
+    assert _said(["import", str(MHA), "-o", str(out)], capsys) == (
+        f"archsim import: error: {MHA}: node '/attn/Gather' (op Gather) hands '/attn/Mul' a part of the output of "
+        "'/attn/MatMul', which a topology CSV cannot state (its Inputs name whole layers), so the CSV would fail its "
+        "shape check when read: cost the model itself (give it as NETWORK), which reads the part as it is")
+    assert not out.exists()
+    assert main(["cost", str(MHA), "--format", "csv"]) == 0  # the model itself costs as it is
