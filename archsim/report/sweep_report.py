@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import pandas as pd
 import plotly.express as px
@@ -18,6 +19,7 @@ from archsim.report.html_page import table as html_table
 from archsim.report.paper_tables import LAYERPIPE_TABLE_IV, LAYERPIPE_TABLE_IV_IMPROVEMENT_PCT, improvement_pct
 from archsim.report.style import DESIGN_AXIS_WORDS, KIND_COLORS, KIND_LABELS, table_number
 
+_Style = TypeVar("_Style")  # a line's dash or a box's fill
 METHOD_COLORS = {"layerpipe": "#E45756", "pipedream": "#4C78A8", "gpipe": "#72B7B2"}
 # Axis titles with their units: speedup is single-processor cycles / iteration cycles.
 SPEEDUP_AXIS = "speedup (× one processor)"
@@ -72,7 +74,7 @@ def several_settings(data: pd.DataFrame) -> list[str]:
     return [key for key in LINE_SETTINGS if key in data.columns and data[key].nunique() > 1]
 
 
-def setting_styles(data: pd.DataFrame, styles: Sequence) -> dict[tuple, object]:
+def setting_styles(data: pd.DataFrame, styles: Sequence[_Style]) -> dict[tuple, _Style]:
     """One of ``styles`` (dashes, fills) per (mode, only) of these rows, the same setting the same style."""
     return {setting: styles[i % len(styles)]
             for i, setting in enumerate(sorted(set(zip(data["mode"], data["only"], strict=True))))}
