@@ -60,6 +60,26 @@ def test_plan_refuses_a_baseline_method_without_baselines(capsys, method):
                     "configuration)")
 
 
+def test_the_byte_bound_names_baselines_none_where_the_baselines_tables_cross_it():
+    """Failed before (no such advice): 1,000 layers on 64 GPUs, SPP's search up to 2 stages holds 0.164 GB of tables,
+    the pipedream-prm baseline's of every stage count 6.46 GB, over the 4 GB bound: leaving the baselines out
+    fits (SPP's alone), and where they cannot be left out the advice is as before."""
+    from types import SimpleNamespace
+
+    from archsim.errors import InputError
+    from archsim.spp.plan import check_search_size
+
+    profile, topology = range(1000), SimpleNamespace(devices=64)  # its length and GPU count are what is sized
+    for droppable, advice in ((True, "use --baselines none to run SPP's search alone, or fewer GPUs"),
+                              (False, "use fewer GPUs")):
+        with pytest.raises(InputError) as refused:
+            check_search_size(profile, topology, 2, 10**18, ["pipedream-prm"], droppable=droppable)
+        assert "above the 4 GB bound" in refused.value.message
+        assert refused.value.message.endswith(f"{advice} (--max-stages bounds SPP's search, not the pipedream-prm "
+                                              "baseline's)"), refused.value.message
+    check_search_size(profile, topology, 2, 10**18, [], droppable=True)  # SPP's alone fits
+
+
 RESNET = ["plan", str(ROOT / "tests" / "data" / "pipedream" / "profiles" / "resnet50.txt"), "--cluster",
           str(ROOT / "configs" / "clusters" / "spp_sim.toml"), "--microbatches", "8"]
 
