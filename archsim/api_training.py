@@ -83,7 +83,8 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
     laid = lay_out(config, gpu_cluster(cluster, dtype), par, placement=placement, balance=balance,
                    implementation=implementation, max_ops=limit)
     machines = laid.machines
-    result = priced(_train(config, laid.par, machines[0], machines), config, laid.par, laid.cluster, implementation)
+    ran = laid.result or _train(config, laid.par, machines[0], machines)  # balance="planned" timed it already
+    result = priced(ran, config, laid.par, laid.cluster, implementation)
     result = replace(result, document=train_document(result, config, laid, implementation))
     dtype_note = "" if dtype is not None or isinstance(cluster, GpuCluster) else \
         config_dtype_note(config, laid.cluster.dtype)

@@ -175,3 +175,20 @@ intra_gbps = 100
 def chip_cfg():
     """:func:`scalesim_chip_cfg`, the one 64 × 64-array ``.cfg`` device file the tests write."""
     return scalesim_chip_cfg
+
+
+@pytest.fixture
+def simulated_actions(monkeypatch) -> list[int]:
+    """The schedule actions of each stage order the event simulator is handed
+    (:func:`archsim.policies.stage_run.run_order`), one entry a run, as the test's calls make them."""
+    from archsim.policies import stage_run
+
+    handed: list[int] = []
+    original = stage_run.run_order
+
+    def counting(order, *args, **kwargs):
+        handed.append(sum(len(rank) for rank in order.ranks))
+        return original(order, *args, **kwargs)
+
+    monkeypatch.setattr(stage_run, "run_order", counting)
+    return handed

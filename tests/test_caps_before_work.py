@@ -92,21 +92,13 @@ def test_search_refuses_a_re_timing_above_max_ops_before_simulating(capsys):
     assert "field 'refine'" in err and "--max-ops" in err
 
 
-def test_refine_estimate_bounds_the_simulated_actions(monkeypatch):
+def test_refine_estimate_bounds_the_simulated_actions(simulated_actions):
     """The re-timing estimate is at least the actions the event simulator is handed, counted on the runs."""
-    from archsim.policies import stage_run
     from archsim.training.cluster_file import single_node
     from archsim.training.search import search
     from archsim.workload.model_files import load_transformer
 
-    simulated = []
-    original = stage_run.run_order
-
-    def counting(order, *args, **kwargs):
-        simulated.append(sum(len(rank) for rank in order.ranks))
-        return original(order, *args, **kwargs)
-
-    monkeypatch.setattr(stage_run, "run_order", counting)
+    simulated = simulated_actions
     c = load_transformer(MODEL)
     kwargs: dict = {"micro_batches": range(1, 3), "recomputes": ("none",), "schedules": ("zb-h1", "interleaved-1f1b"),
                     "chunks": (2,), "sequence_parallel": (False,), "top": 6}

@@ -97,25 +97,17 @@ def test_the_field_label_is_spelled_as_the_caller_spells_the_setting(capsys):
     assert "error: field 'max-micro-batch': " in capsys.readouterr().err
 
 
-def test_refine_estimate_bounds_planned_balance_on_planned_placement(monkeypatch):
+def test_refine_estimate_bounds_planned_balance_on_planned_placement(simulated_actions):
     """Under ``--balance planned`` a re-timed row is simulated on both splits in each server order (to keep the
     faster); the ``--max-ops`` estimate counts them: at least the actions the event simulator is handed. Failed
     with the first change of item 1 alone (the estimate counted the 24 orders + 1 runs where up to 2 × 24 run on the
     four-generation cluster)."""
     from archsim.errors import InputError
-    from archsim.policies import stage_run
     from archsim.training.cluster_file import load_gpu_cluster
     from archsim.training.search import search
     from archsim.workload.model_files import load_transformer
 
-    simulated = []
-    original = stage_run.run_order
-
-    def counting(order, *args, **kwargs):
-        simulated.append(sum(len(rank) for rank in order.ranks))
-        return original(order, *args, **kwargs)
-
-    monkeypatch.setattr(stage_run, "run_order", counting)
+    simulated = simulated_actions
     c = load_transformer(ROOT / "configs" / "transformers" / "gpt_1024h_24l.json")
     cluster = load_gpu_cluster(ROOT / "configs" / "clusters" / "mixed_h100_a100_v100.toml")
     kwargs: dict = {"micro_batches": (2,), "recomputes": ("none",), "schedules": ("zb-v",),

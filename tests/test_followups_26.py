@@ -132,12 +132,14 @@ def test_plans_search_guard_counts_the_pipedream_prm_baseline(capsys):
         "archsim plan: error: field 'max-search-steps': SPP's search over 4 layers, 8 GPUs and up to 2 stages is "
         "about 2,048 steps and 2.84e-05 GB of tables, and the pipedream-prm baseline's over every stage count up "
         "to 4 about 6,144 steps and 4.78e-05 GB: 8,192 steps in all (≈7.37e-06 s), above the limit of 8,191 "
-        "steps; give --max-search-steps 8192 to run it anyway, or --max-stages 1 (it bounds SPP's search only; "
+        "steps; give --baselines none to run SPP's search alone (2,048 steps), --max-search-steps 8192 to run it "
+        "anyway, or --max-stages 1 (it bounds SPP's search only; "
         "the pipedream-prm baseline tries every stage count)")
     assert main([*PLAN, "--max-search-steps", "8192", "--format", "json"]) == 0  # the estimate's own figure runs
     capsys.readouterr()
     alone = _said([*PLAN, "--max-search-steps", "6143"], capsys)  # the baseline alone is over: fewer GPUs
-    assert alone.endswith("give --max-search-steps 8192 to run it anyway, or a cluster of fewer GPUs: "
+    assert alone.endswith("give --baselines none to run SPP's search alone (2,048 steps), --max-search-steps "
+                          "8192 to run it anyway, or a cluster of fewer GPUs: "
                           "--max-stages bounds SPP's search only, and the pipedream-prm baseline's, 6,144 steps, is "
                           "above the limit alone")
     paper = _said([*PLAN, "--max-search-steps", "2047", "--baselines", "paper"], capsys)  # no pipedream-prm

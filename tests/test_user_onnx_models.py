@@ -11,8 +11,6 @@ from pathlib import Path
 import pytest
 
 import archsim
-from archsim.errors import InputError
-from archsim.workload.csv_loader import parse_topology
 from archsim.workload.shipped import load_network
 
 DATA = Path(__file__).resolve().parent / "data" / "onnx"
@@ -98,16 +96,18 @@ def test_a_conv_layers_forward_cycles_as_scalesim_counts_them():
     assert (cycles["/c1/Conv"], cycles["/stem/Conv"]) == (9 * 150 - 1, 4 * 150 - 1)
 
 
-def test_the_encoders_csv_fails_its_shape_check_and_reads_with_it_off(tmp_path):
-    """As docs/own-model.md says: q, k and v read a third of the QKV projection each (a Split archsim does not
-    write), so the written CSV reads back only with --shapes off, to the same layers."""
+def test_the_encoders_csv_is_refused_naming_the_node_that_cuts_the_projection(tmp_path, capsys):
+    """As docs/own-model.md says: q, k and v read a third of the QKV projection each (a Gather archsim does not
+    write), so the CSV would fail its shape check when read; import refuses it in one line naming the node, and
+    writes nothing (followups 28; before, it wrote a CSV that read back only with --shapes off)."""
     from archsim.cli import main
 
     out = tmp_path / "encoder2.csv"
-    assert main(["import", str(DATA / "encoder2.onnx"), "-o", str(out)]) == 0
-    with pytest.raises(InputError, match="shape mismatch"):
-        parse_topology(out.read_text(), shapes="check")
-    assert _rows(parse_topology(out.read_text(), shapes="off")) == ENCODER
+    assert main(["import", str(DATA / "encoder2.onnx"), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "node '/enc/layers.0/self_attn/Gather' (op Gather) hands " \
+        "'/enc/layers.0/self_attn/Mul' a part of the output of '/enc/layers.0/self_attn/MatMul'" in err, err
+    assert not out.exists()
 
 
 def _seq_first(tmp_path, batch: int | str) -> str:

@@ -7,6 +7,7 @@ import json
 import warnings
 
 import pytest
+from user_files import two_server_cluster, write_user_files
 
 import archsim
 from archsim.cli import main
@@ -18,26 +19,11 @@ b2, 16, 16, 3, 3, 16, 16, 1, 1, conv, b1,
 fc, 16, 16, 16, 16, 16, 10, 1, 0, fc, b2,
 """
 
-UNEQUAL_SERVERS = """[cluster]
-name = "two_unequal"
-inter_server_gbps = 25
-
-[[servers]]
-gpus = 4
-intra_server_gbps = 256
-
-[[servers]]
-gpus = 2
-intra_server_gbps = 256
-"""
+UNEQUAL_SERVERS = two_server_cluster("two_unequal", 25, (4, 256), (2, 256))  # GPUs, intra-server Gb/s
 
 
 def _files(tmp_path):
-    network = tmp_path / "mine.csv"
-    network.write_text(NETWORK)
-    cluster = tmp_path / "two.toml"
-    cluster.write_text(UNEQUAL_SERVERS)
-    return network, cluster
+    return write_user_files(tmp_path, ("mine.csv", NETWORK), ("two.toml", UNEQUAL_SERVERS))
 
 
 def test_pipedream_on_unequal_servers_names_the_cluster_file_not_the_network(tmp_path, capsys) -> None:

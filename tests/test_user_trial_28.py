@@ -8,6 +8,7 @@ import json
 import re
 
 import pytest
+from user_files import two_server_cluster, write_user_files
 
 from archsim.cli import main
 
@@ -20,26 +21,11 @@ fc4, 1, 1, 1, 1, 512, 128, 1, 0, fc, fc3, 1, 1,
 """
 
 # two servers of different fabrics: 2 GPUs at 100 Gb/s (both directions) and 1 at 400, 40 Gb/s between them
-CLUSTER = """[cluster]
-name = "het2"
-inter_server_gbps = 40
-
-[[servers]]
-gpus = 2
-intra_server_gbps = 100
-
-[[servers]]
-gpus = 1
-intra_server_gbps = 400
-"""
+CLUSTER = two_server_cluster("het2", 40, (2, 100), (1, 400))
 
 
 def _files(tmp_path):
-    network = tmp_path / "net4.csv"
-    network.write_text(NETWORK)
-    cluster = tmp_path / "het2.toml"
-    cluster.write_text(CLUSTER)
-    return network, cluster
+    return write_user_files(tmp_path, ("net4.csv", NETWORK), ("het2.toml", CLUSTER))
 
 
 def _figure(html: str) -> dict:

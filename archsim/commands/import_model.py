@@ -35,6 +35,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.workload.builders import to_csv
 
     network = load_network(args.model, **onnx_options(args), timeout=args.timeout)
+    _refuse_part_reads(network, args.model)
     for line in network.notes:
         note(line)
     unchecked = _shape_problem(network)
@@ -50,6 +51,28 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text)
     return 0
+
+
+def _refuse_part_reads(network, model: str) -> None:
+    """Refuse, before a line is written, a network whose CSV would fail its shape check because a layer reads
+    part of another's output through a routing node (the q, k and v an ``nn.MultiheadAttention`` cuts from its
+    fused projection with a Gather or Split, then scales elementwise): ``Inputs`` names whole layers only."""
+    from archsim.errors import InputError
+    from archsim.workload.layer import NETWORK_INPUT
+    from archsim.workload.shapes import shape_problem
+
+    by_name = {layer.name: layer for layer in network.layers}
+    for name, node in network.part_reads:
+        layer = by_name.get(name)
+        if layer is None:
+            continue
+        producers = [by_name[p] for p in layer.inputs if p != NETWORK_INPUT and p in by_name]
+        if shape_problem(layer, producers):
+            whole = " and ".join(repr(p.name) for p in producers)
+            raise InputError(f"node {node} hands {name!r} a part of the output of {whole}, which a topology CSV "
+                             "cannot state (its Inputs name whole layers), so the CSV would fail its shape check "
+                             "when read: cost the model itself (give it as NETWORK), which reads the part as it is",
+                             file=model)
 
 
 def _shape_problem(network) -> str | None:

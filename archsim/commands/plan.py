@@ -30,6 +30,7 @@ from archsim.validate import check_job_size, float_flag, int_flag, seed_flag
 LINK_MODELS = ("paper", "exact")  # spp.topology.LINK_MODELS (a test checks)
 BASELINE_METHODS = ("dp", "gpipe", "pipedream-prm", "hetpipe")  # spp.baselines.BASELINES (a test checks)
 BASELINE_CONFIGS = ("archsim", "paper")  # spp.baselines.CONFIGS (a test checks)
+NO_BASELINES = "none"  # --baselines none: SPP alone, no baseline run (nor its search counted)
 PAPER_BASELINES = ("dp", "gpipe", "pipedream", "hetpipe")  # spp.baselines.PAPER_BASELINES (a test checks)
 DEFAULT_MICRO_BATCH = 4
 DEFAULT_DTYPE = TRAIN_DTYPE  # on a cluster's device, as archsim train's --dtype
@@ -45,11 +46,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="spp (default); pipedream: PipeDream's optimizer as released (one server: its flat "
                              "setting; servers × GPUs: its two levels); pipedream-prm: the SPP paper's synchronous "
                              "PipeDream (PRM over the cluster's real links); dp, gpipe, hetpipe: SPP's baselines")
-    parser.add_argument("--baselines", default="archsim", choices=BASELINE_CONFIGS,
+    parser.add_argument("--baselines", default="archsim", choices=(*BASELINE_CONFIGS, NO_BASELINES),
                         help="how the baselines run: archsim (default: dp splits one mini-batch over the GPUs, gpipe "
-                             "balances compute, the synchronous pipedream-prm) or paper (as the SPP paper's §V-A "
+                             "balances compute, the synchronous pipedream-prm), paper (as the SPP paper's §V-A "
                              "states them: dp trains a mini-batch on every GPU, gpipe balances layer counts, "
-                             "pipedream is PipeDream's optimizer; docs/papers/spp.md)")
+                             "pipedream is PipeDream's optimizer; docs/papers/spp.md) or none (run no baseline: "
+                             "SPP alone, its search alone counted by --max-search-steps)")
     parser.add_argument("--seed", type=seed_flag, default=None, help="redraw the cluster's bandwidth ranges")
     parser.add_argument("--links", default="paper", choices=LINK_MODELS,
                         help="how a transfer between two GPUs is priced: paper (default: the SPP paper's bytes / "
@@ -86,7 +88,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-search-steps", type=int_flag(1, 10**15, "a step count"), default=SEARCH_STEP_LIMIT,
                         metavar="N", help=f"refuse SPP searches (every method but pipedream runs SPP) of more PRM "
                                           "steps than this, with the pipedream-prm baseline's search of every stage "
-                                          f"count (default {SEARCH_STEP_LIMIT:,}, about 10 s of PRM tables)")
+                                          "count unless --baselines none or paper leaves it out "
+                                          f"(default {SEARCH_STEP_LIMIT:,}, about 10 s of PRM tables)")
 
 
 def layer_profile(args: argparse.Namespace):
@@ -262,9 +265,13 @@ def stage_rows_caption(rows: list[dict]) -> str:
 
 
 def check_flags(args: argparse.Namespace) -> None:
-    """Before any work: a baseline gives its makespan only, so refuse the timeline files it cannot write;
+    """Before any work: a baseline gives its makespan only, so refuse the timeline files it cannot write (and
+    ``--baselines none`` beside it, which runs no baseline);
     a PipeDream graph.txt's layers are priced already, so refuse the flags that price or pick layers
     (then put in --mode's default)."""
+    if args.baselines == NO_BASELINES and args.method in BASELINE_METHODS:
+        raise InputError(f"--baselines none runs no baseline, and --method {args.method} is one: drop --baselines "
+                         "none (or give --baselines paper for the SPP paper's configuration)", field="baselines")
     asked = [flag for flag, value in (("--gantt", args.gantt), ("--chrome-trace", args.trace),
                                       ("--schedule-csv", args.schedule_csv)) if value]
     if asked and args.method in BASELINE_METHODS:
@@ -307,10 +314,11 @@ def _plan(args: argparse.Namespace, topology, profile, priced_on: dict[str, str]
     from archsim.progress import progress
     from archsim.spp.plan import check_search_size, spp, stage_count_limit, stage_plans
 
-    methods = list(BASELINE_METHODS if args.baselines == "archsim" else PAPER_BASELINES)
+    methods = list({"archsim": BASELINE_METHODS, "paper": PAPER_BASELINES}.get(args.baselines, ()))
     if args.method in BASELINE_METHODS and args.method not in methods:
         methods.append(args.method)
-    check_search_size(profile, topology, args.max_stages, args.max_search_steps, methods)  # pipedream-prm's too
+    check_search_size(profile, topology, args.max_stages, args.max_search_steps, methods,  # pipedream-prm's too
+                      droppable=args.method == "spp" and "pipedream-prm" in methods)
 
     # one bar for all the work: SPP's stage counts, then the four baselines (seconds each on a large
     # profile; they once ran after a full bar, silently)

@@ -140,7 +140,8 @@ def run(args: argparse.Namespace) -> int:
     laid = lay_out(config, load_gpu_cluster(args.cluster, args.dtype), par, placement=args.placement,
                    balance=args.balance, implementation=args.implementation, max_ops=args.max_ops)
     cluster, par, machines = laid.cluster, laid.par, laid.machines
-    result = priced(train(config, par, machines[0], machines), config, par, cluster, args.implementation)
+    ran = laid.result or train(config, par, machines[0], machines)  # --balance planned timed it already
+    result = priced(ran, config, par, cluster, args.implementation)
     spans = tp_span_warning(cluster, par)  # after the run's own checks: a warning never precedes an error line
     if spans:
         warn(spans)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import pandas as pd
 import plotly.express as px
@@ -18,6 +19,7 @@ from archsim.report.html_page import table as html_table
 from archsim.report.paper_tables import LAYERPIPE_TABLE_IV, LAYERPIPE_TABLE_IV_IMPROVEMENT_PCT, improvement_pct
 from archsim.report.style import DESIGN_AXIS_WORDS, KIND_COLORS, KIND_LABELS, table_number
 
+_Style = TypeVar("_Style")  # a line's dash or a box's fill
 METHOD_COLORS = {"layerpipe": "#E45756", "pipedream": "#4C78A8", "gpipe": "#72B7B2"}
 # Axis titles with their units: speedup is single-processor cycles / iteration cycles.
 SPEEDUP_AXIS = "speedup (× one processor)"
@@ -35,6 +37,7 @@ def is_table_iv_setting(data: pd.DataFrame, network: str) -> bool:
 # What the summary (archsim.sweep.summary) keys on beside network, processors and method: a line of its own each.
 LINE_SETTINGS = ("mode", "only")
 LINE_DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+BOX_FILLS = (0.5, 0.1, 0.85, 0.3, 0.7, 0.2)  # a box's fill opacity per setting, as LINE_DASHES a line's dash
 # The axes a summary's mean speedup averages over, in the words a title names them ("array": a shape and its
 # .cfg file, :func:`array_key`).
 AVERAGED_AXES = {"array": "arrays", "batch": "batches", "dataflow": "dataflows", **DESIGN_AXIS_WORDS}
@@ -66,6 +69,17 @@ def averaged_over(results: pd.DataFrame | None) -> str:
     return " and ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)
 
 
+def several_settings(data: pd.DataFrame) -> list[str]:
+    """The :data:`LINE_SETTINGS` that take several values in these rows: each value gets its own line or box."""
+    return [key for key in LINE_SETTINGS if key in data.columns and data[key].nunique() > 1]
+
+
+def setting_styles(data: pd.DataFrame, styles: Sequence[_Style]) -> dict[tuple, _Style]:
+    """One of ``styles`` (dashes, fills) per (mode, only) of these rows, the same setting the same style."""
+    return {setting: styles[i % len(styles)]
+            for i, setting in enumerate(sorted(set(zip(data["mode"], data["only"], strict=True))))}
+
+
 def line_name(method: str, setting: dict[str, str], several: list[str]) -> str:
     """A line's legend entry: the method, plus the mode and layer selection where the network's rows have several."""
     words = {"mode": f"{setting['mode']} mode",
@@ -78,9 +92,8 @@ def speedup_figure(summary: pd.DataFrame, network: str, results: pd.DataFrame | 
     selection; ``results``: the sweep's rows the summary averages, whose axes the title names
     (:func:`averaged_over`; None: arrays and batches)."""
     data = summary[summary.network == network]
-    several = [key for key in LINE_SETTINGS if data[key].nunique() > 1]
-    dashes = {setting: LINE_DASHES[i % len(LINE_DASHES)]
-              for i, setting in enumerate(sorted(set(zip(data["mode"], data["only"], strict=True))))}
+    several = several_settings(data)
+    dashes = setting_styles(data, LINE_DASHES)
     fig = go.Figure()
     for (method, mode, only), part in data.groupby(["method", *LINE_SETTINGS]):
         fig.add_trace(go.Scatter(
@@ -121,14 +134,34 @@ def array_labels(data: pd.DataFrame) -> tuple[pd.Series, str]:
 
 
 def distribution_figure(results: pd.DataFrame, network: str, by: str) -> go.Figure:
+    """Speedup boxes by array or by batch (``by``), one per method and (where the rows have several) mode and
+    layer selection, named and grouped as :func:`speedup_figure`'s lines; each box pools the processor counts."""
     data = results[results.network == network].copy()
     data["array"], array_title = array_labels(data)
     column = "array" if by == "array" else "batch"
-    fig = px.box(data, x=column, y="speedup", color="method", color_discrete_map=METHOD_COLORS,
+    several = several_settings(data)
+    data["series"] = [line_name(str(row.method), {"mode": str(row.mode), "only": str(row.only)}, several)
+                      for row in data.itertuples()] if several else data["method"]
+    colors = {name: METHOD_COLORS[method] for name, method in zip(data["series"], data["method"], strict=True)
+              if method in METHOD_COLORS}
+    fig = px.box(data, x=column, y="speedup", color="series", color_discrete_map=colors, labels={"series": "method"},
                  title=f"{network}: speedup by {'array size' if by == 'array' else 'batch size'} (all processor counts)")
+    if several:  # a method's boxes share its colour; each mode/only its fill
+        fills = setting_styles(data, BOX_FILLS)
+        setting = {name: (mode, only) for name, mode, only in zip(data["series"], data["mode"], data["only"], strict=True)}
+        fig.for_each_trace(lambda trace: trace.update(fillcolor=_faded(
+            trace.marker.color, fills[setting[trace.name]])))
     fig.update_xaxes(type="category", title_text=array_title if column == "array" else AXIS_TITLES[column])
     fig.update_yaxes(title_text=SPEEDUP_AXIS)
     return fig
+
+
+def _faded(color: str | None, opacity: float) -> str | None:
+    """``#RRGGBB`` at ``opacity`` as ``rgba(…)`` (None: plotly's own colour, kept)."""
+    if not color or not color.startswith("#"):
+        return None
+    red, green, blue = (int(color[i:i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({red},{green},{blue},{opacity})"
 
 
 def table_iv(summary: pd.DataFrame, network: str) -> pd.DataFrame:

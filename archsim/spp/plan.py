@@ -109,13 +109,14 @@ def stage_count_limit(profile: LayerProfile, topology: Topology, max_stages: int
 
 
 def check_search_size(profile: LayerProfile, topology: Topology, max_stages: int | None, limit: int,
-                      baselines: Sequence[str] = ()) -> None:
+                      baselines: Sequence[str] = (), *, droppable: bool = False) -> None:
     """Refuse, before any table is built, the PRM searches a plan runs — SPP's up to ``max_stages`` stages and,
     where ``baselines`` (those the run will price) name ``pipedream-prm``, that baseline's over every stage count —
     of more than ``limit`` PRM steps in all, or either search holding more than 4 GB of arrays
     (:func:`~archsim.spp.prm.prm_search_parts`, naming the largest part; one search runs after the other), with the
     estimate and what lifts or avoids the limit (its size grows as L²V³ in layers and GPUs, so a typo in a cluster
-    file fails in a second, not after hours)."""
+    file fails in a second, not after hours). ``droppable``: the baselines may be left out (``plan --baselines
+    none``), named first where SPP's search alone fits and the baseline's share is what crosses the limit."""
     from archsim.spp.prm import prm_search_parts, prm_search_size
 
     layers, devices = len(profile), topology.devices
@@ -136,11 +137,15 @@ def check_search_size(profile: LayerProfile, topology: Topology, max_stages: int
         largest = max(parts, key=lambda part: parts[part])
         fix = ("fewer GPUs (--max-stages bounds SPP's search, not the pipedream-prm baseline's)"
                if extra_size > SEARCH_BYTES_LIMIT else "fewer GPUs or --max-stages")
+        if droppable and size <= SEARCH_BYTES_LIMIT:
+            fix = f"--baselines none to run SPP's search alone, or {fix}"
         raise InputError(f"{estimate}, above the {SEARCH_BYTES_LIMIT / 1e9:.0f} GB bound ({largest}: "
                          f"{parts[largest] / 1e9:.3g} GB); use {fix}", field="cluster")
     if total > limit:
-        raise InputError(f"{estimate}, above the limit of {limit:,} steps; give --max-search-steps {total} to "
-                         f"run it anyway, or {_shorter(layers, devices, stages, extra, limit)}",
+        alone = (f"--baselines none to run SPP's search alone ({steps:,} steps), "
+                 if droppable and extra and steps <= limit else "")
+        raise InputError(f"{estimate}, above the limit of {limit:,} steps; give {alone}--max-search-steps {total} "
+                         f"to run it anyway, or {_shorter(layers, devices, stages, extra, limit)}",
                          field="max-search-steps")
 
 

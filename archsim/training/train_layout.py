@@ -15,7 +15,7 @@ from archsim.training.cluster import LAYOUT_ERRORS, GpuCluster
 from archsim.training.machine import Machine
 from archsim.training.parallel import Parallelism, layers_per_stage
 from archsim.training.placement import MAX_ORDERS, layouts, order_count, parse_placement, server_orders
-from archsim.training.run import train
+from archsim.training.run import TrainResult, train
 from archsim.training.stage_split import planned_split, refuse_planned_fp32, stage_layer_counts
 from archsim.validate import check_job_size
 
@@ -24,12 +24,15 @@ from archsim.validate import check_job_size
 class Layout:
     """Where an iteration runs: ``cluster`` in the server order used, ``par`` with the split it runs
     (the planned one under ``--balance planned``), ``placement`` the order given or chosen (a tuple of
-    the file's server indices) or ``"file"``, and each pipeline rank's machine."""
+    the file's server indices) or ``"file"``, and each pipeline rank's machine. ``result``: ``par``'s iteration
+    on ``machines`` where laying it out simulated it already (``--balance planned`` timing both splits), so the
+    caller runs it again only where it is None."""
 
     cluster: GpuCluster
     par: Parallelism
     placement: tuple[int, ...] | str
     machines: tuple[Machine, ...]
+    result: TrainResult | None = None
 
 
 def lay_out(config, cluster: GpuCluster, par: Parallelism, *, placement: str = "file", balance: str = "even",
@@ -62,15 +65,16 @@ def lay_out(config, cluster: GpuCluster, par: Parallelism, *, placement: str = "
         cluster, par, order = _best_placement(config, cluster, par, balance)
     machines = tuple(replace(m, implementation=implementation)  # a TP group may span whole servers
                      for m in cluster.laid_out(par))  # (the command warns), as search allows
-    return Layout(cluster, split(config, par, machines, balance), order, machines)
+    par, result = split(config, par, machines, balance)
+    return Layout(cluster, par, order, machines, result)
 
 
-def split(config, par: Parallelism, machines, balance: str) -> Parallelism:
+def split(config, par: Parallelism, machines, balance: str) -> tuple[Parallelism, TrainResult | None]:
     """``par`` with the planner's stage split under ``--balance planned`` (its own split kept), or with
     the even split written out where that runs, fits each GPU and the event simulator times it faster
-    (:func:`faster`)."""
+    (:func:`faster`); with the split's iteration where :func:`faster` simulated it (else None)."""
     if balance != "planned" or par.stage_layers is not None or par.pp == 1:
-        return par
+        return par, None
     refuse_planned_fp32(machines[0].dtype)
     planned = planned_split(config, par, machines, [m.gpu.memory_bytes for m in machines])
     if planned is None:
@@ -79,20 +83,22 @@ def split(config, par: Parallelism, machines, balance: str) -> Parallelism:
     return faster(config, replace(par, stage_layers=stage_layer_counts(planned)), machines)
 
 
-def faster(config, planned: Parallelism, machines) -> Parallelism:
+def faster(config, planned: Parallelism, machines) -> tuple[Parallelism, TrainResult | None]:
     """``planned``, or its even split (Megatron's counts, written out) where PP × chunks divides the layers,
     every rank fits its GPU and the event simulator times it faster: ``--balance planned`` never runs a
-    split slower than the even one (ties keep the planner's; two more iterations simulated)."""
+    split slower than the even one (ties keep the planner's). With the chosen split's simulated iteration
+    where both were timed (None where neither or only the even one was), so it is not simulated again."""
     stages = planned.pp * planned.chunks
     if config.layers % stages:
-        return planned
+        return planned, None
     even = replace(planned, stage_layers=layers_per_stage(config.layers, stages))  # the search's even split too
     if even.stage_layers == planned.stage_layers:
-        return planned
+        return planned, None
     ran = train(config, even, machines[0], machines)
     if any(m.total > mc.gpu.memory_bytes for m, mc in zip(ran.memory, machines)):
-        return planned
-    return even if ran.iteration_seconds < train(config, planned, machines[0], machines).iteration_seconds else planned
+        return planned, None
+    own = train(config, planned, machines[0], machines)
+    return (even, ran) if ran.iteration_seconds < own.iteration_seconds else (planned, own)
 
 
 def _best_placement(config, cluster: GpuCluster, par: Parallelism, balance: str):
@@ -111,10 +117,10 @@ def _best_placement(config, cluster: GpuCluster, par: Parallelism, balance: str)
         machines = placed.rank_machines(par)
         assert machines is not None  # layouts() kept only orders that lay it out
         try:
-            trial = split(config, par, machines, balance)
+            trial, result = split(config, par, machines, balance)
         except InputError:
             continue
-        result = train(config, trial, machines[0], machines)
+        result = result or train(config, trial, machines[0], machines)
         fits = all(m.total <= mc.gpu.memory_bytes for m, mc in zip(result.memory, machines))
         key = (not fits, result.iteration_seconds)
         if best is None or key < best[0]:

@@ -228,13 +228,16 @@ class Network:
     """An ordered, validated set of layers; ``name`` is the file stem or the builder's name.
 
     ``notes``: what the loader changed or left out (renamed duplicates, skipped ONNX nodes), one
-    line each, for commands to show the user.
+    line each, for commands to show the user. ``part_reads``: (layer, routing node) pairs of an ONNX
+    import, each layer reading part of its producer's output through that node (``'/attn/Gather' (op
+    Gather)``: a Split, Slice or Gather), which a topology CSV's ``Inputs`` cannot state.
     """
 
     name: str
     layers: tuple[Layer, ...]
     source: str | None = field(default=None, compare=False)
     notes: tuple[str, ...] = field(default=(), compare=False)
+    part_reads: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         if not self.layers:
@@ -311,4 +314,4 @@ class Network:
                         inputs.append(item)
             layers.append(replace(layer, inputs=tuple(inputs)))
         return Network(name=f"{self.name}[{','.join(kinds)}]", layers=tuple(layers), source=self.source,
-                       notes=self.notes)
+                       notes=self.notes, part_reads=self.part_reads)

@@ -70,6 +70,8 @@ class _Importer:
     notes: list[str] = field(default_factory=list)
     batch: int = 1
     absorbed: set[int] = field(default_factory=set)  # node indices folded into a previous layer
+    parts: dict[str, str] = field(default_factory=dict)  # tensor → the routing node that cut it from a bigger one
+    part_reads: list[tuple[str, str]] = field(default_factory=list)  # (layer, that node): Network.part_reads
 
     def run(self, name: str) -> Network:
         checked = checked_graph(self.onnx, self.model, self.dims)
@@ -92,7 +94,8 @@ class _Importer:
                 self._node(index, node, nodes, consumers)
         if not self.layers:
             raise InputError("no node of the ONNX graph maps to a layer (nothing to cost)")
-        return Network(name=name, layers=tuple(self.layers), source=self.source, notes=tuple(self.notes))
+        return Network(name=name, layers=tuple(self.layers), source=self.source, notes=tuple(self.notes),
+                       part_reads=tuple(self.part_reads))
 
     # -- per node ----------------------------------------------------------------------------
     def _node(self, index: int, node, nodes, consumers) -> None:
@@ -109,6 +112,7 @@ class _Importer:
             if node.op_type == "Gather" and node.input[0] in self.constants:
                 routed = [t for t in node.input[1:] if t in self.producers]
             self._route(node, self._union(routed))
+            self._mark_parts(node, name, routed)
             return None
         attrs = {a.name: self.onnx.helper.get_attribute_value(a) for a in node.attribute}
         try:
@@ -121,11 +125,25 @@ class _Importer:
             raise InputError(f"node {name!r} (op {node.op_type}): {exc.message}", field=exc.where.field) from None
         self.layers.append(layer)
         self.names.add(layer.name)
+        cut = next((self.parts[t] for t in dynamic if t in self.parts), None)
+        if cut:
+            self.part_reads.append((layer.name, cut))
         for out in node.output[:1]:
             self.producers[out] = (layer.name,)
         if index + 1 in self.absorbed:  # a folded bias Add: its output is this layer's output
             self.producers[nodes[index + 1].output[0]] = (layer.name,)
         return None
+
+    def _mark_parts(self, node, name: str, routed: list[str]) -> None:
+        """Mark ``node``'s outputs as a part of a layer's output where it cuts one (a Split, Slice or Gather
+        of fewer elements than its input), or routes such a part on (a Reshape or Transpose of it)."""
+        cut = next((self.parts[t] for t in routed if t in self.parts), None)
+        if cut is None and node.op_type in ("Split", "Slice", "Gather") and routed == [node.input[0]]:
+            whole = prod(self.shapes.get(node.input[0], ()) or (0,))
+            if any(0 < prod(self.shapes.get(out, ()) or (0,)) < whole for out in node.output if out):
+                cut = f"{name!r} (op {node.op_type})"
+        if cut:
+            self.parts.update((out, cut) for out in node.output if out)
 
     def _skip(self, node, name: str, dynamic: list[str], why: str) -> None:
         if self.unsupported != "skip":

@@ -1,9 +1,11 @@
-"""The two models of tests/data/onnx/*.onnx (user trial 29), exported as archsim.workload.from_torch exports:
-training mode, opset 17; the CNN without constant folding (in eval mode it would fold the batch norms into
-the convs), the encoder with it (it drops only the shape arithmetic, a third of the file). Regenerate with
-``python tests/data/onnx/user_models.py`` (needs torch and onnx; the weights are seeded but archsim reads only
-shapes; the nodes' doc strings, the exporter's Python stack traces, are dropped to keep the files small)."""
+"""The models of tests/data/onnx/*.onnx (user trial 29; mha.onnx followups 28), exported as
+archsim.workload.from_torch exports: training mode, opset 17; the CNN without constant folding (in eval mode it
+would fold the batch norms into the convs), the encoder and the attention with it (it drops only the shape
+arithmetic, a third of the file). Regenerate with ``python tests/data/onnx/user_models.py [NAME ...]`` (all
+three without a NAME; needs torch and onnx; the weights are seeded but archsim reads only shapes; the nodes' doc
+strings, the exporter's Python stack traces, are dropped to keep the files small). mha.onnx: torch 2.13."""
 
+import sys
 from pathlib import Path
 
 import onnx
@@ -27,6 +29,18 @@ class SmallCNN(nn.Module):
         return self.fc(torch.flatten(self.pool(y), 1))
 
 
+class SelfAttention(nn.Module):
+    """One nn.MultiheadAttention as self-attention: d_model 8, 2 heads, batch first (6 × 8 input); its fused
+    q/k/v projection is cut in three by a Gather (followups 28)."""
+
+    def __init__(self):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(8, 2, batch_first=True)
+
+    def forward(self, x):
+        return self.attn(x, x, x, need_weights=False)[0]
+
+
 class Encoder(nn.Module):
     """Two post-norm encoder layers: d_model 8, 2 heads, feed-forward 16, GELU, no dropout (6 × 8 input)."""
 
@@ -42,9 +56,12 @@ class Encoder(nn.Module):
 if __name__ == "__main__":
     torch.manual_seed(0)
     here = Path(__file__).parent
-    for module, shape, name in ((SmallCNN(), (1, 3, 16, 16), "small_cnn"), (Encoder(), (1, 6, 8), "encoder2")):
+    for module, shape, name in ((SmallCNN(), (1, 3, 16, 16), "small_cnn"), (Encoder(), (1, 6, 8), "encoder2"),
+                                (SelfAttention(), (1, 6, 8), "mha")):
+        if sys.argv[1:] and name not in sys.argv[1:]:
+            continue
         torch.onnx.export(module, (torch.zeros(shape),), str(here / f"{name}.onnx"), dynamo=False, opset_version=17,
-                          training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=name == "encoder2")
+                          training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=name != "small_cnn")
         model = onnx.load(here / f"{name}.onnx")
         for node in model.graph.node:
             node.doc_string = ""
