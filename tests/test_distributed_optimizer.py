@@ -50,7 +50,7 @@ def test_optimizer_shards_are_dp_only_with_the_option():
 def test_gpt3_175b_states_drop_by_the_tables_factor():
     """TP 8 × PP 8 × DP 16 on 1,024 A100s (Narayanan et al. 2021's layout): every rank's model states fall by
     (4 + 16/16) / 20 = 1/4 in fp16, its parameters and activations unchanged."""
-    keys = dict(cluster=str(A100S), tp=8, pp=8, dp=16, global_batch=1536, micro_batch=1, recompute="full")
+    keys = {"cluster": str(A100S), "tp": 8, "pp": 8, "dp": 16, "global_batch": 1536, "micro_batch": 1, "recompute": "full"}
     with pytest.warns(UserWarning):
         off, _ = archsim.train(str(GPT3), **keys)
     with pytest.warns(UserWarning):
@@ -124,7 +124,7 @@ def test_the_step_moves_a_dp_th_of_the_bytes():
     """fp16 on an A100 80GB, GPT-3 175B's rank 0 of TP 8 × PP 8: Megatron's step moves 32 bytes per parameter
     (iteration.optimizer_step_bytes), four fused kernels; with DP 16 sharding, 32·P/16 bytes over HBM at the fit's
     memory fraction plus the same four launches — hand: bytes / (HBM × memory) + 4 × launch_s."""
-    keys = dict(cluster=str(A100S), tp=8, pp=8, dp=16, global_batch=1536, micro_batch=1)
+    keys = {"cluster": str(A100S), "tp": 8, "pp": 8, "dp": 16, "global_batch": 1536, "micro_batch": 1}
     with pytest.warns(UserWarning):
         on, _ = archsim.train(str(GPT3), distributed_optimizer=True, **keys)
     from archsim.devices.catalog import gpu
@@ -162,8 +162,8 @@ def test_search_finds_a_configuration_that_fits_only_with_sharded_states():
     config = gpt_13b()
     assert config.drops_hidden
     assert hand_peak_bytes(20) / 2**30 > 80
-    keys = dict(cluster=str(A100S), global_batch=64, gpus=16, recompute="full", schedule="1f1b",
-                max_micro_batch=1, sequence_parallel="off", refine=0, top=100)
+    keys = {"cluster": str(A100S), "global_batch": 64, "gpus": 16, "recompute": "full", "schedule": "1f1b",
+                "max_micro_batch": 1, "sequence_parallel": "off", "refine": 0, "top": 100}
     off = archsim.search(config, **keys)
     on = archsim.search(config, distributed_optimizer=True, **keys)
 
