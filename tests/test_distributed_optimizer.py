@@ -228,3 +228,26 @@ def test_refusals():
     with pytest.raises(InputError, match="Megatron-LM's"):
         state_bytes("fp16", "pytorch-eager", shards=2)
     assert math.isclose(state_bytes("fp16", "pytorch-eager"), 18)
+
+
+def test_array_devices_price_each_chips_step_on_its_shard():
+    """On array chips the iteration's energy counts each chip's optimizer step as HBM reads of the bytes it
+    moves (training.energy); sharded over DP 16, the 16 chips step 1/16 of the replicas' parameters each: the
+    dynamic joules fall by 15/16 of the step's, P·32 bytes ÷ 2 bytes a word × the DRAM word's pJ, the rest
+    (the micro-batches' ops) unchanged. Failed before: the step was priced whole on every chip."""
+    from archsim.energy.table import access_energies
+    from archsim.training.cluster_file import load_gpu_cluster
+    from archsim.training.energy import device_array
+
+    model = ROOT / "configs" / "transformers" / "gpt3_1.3b.toml"
+    slice_ = ROOT / "configs" / "clusters" / "tpu_v4_like_slice.toml"
+    keys = {"cluster": str(slice_), "dp": 16, "global_batch": 64, "recompute": "none", "dtype": "bf16"}
+    off, _ = archsim.train(str(model), **keys)
+    on, _ = archsim.train(str(model), distributed_optimizer=True, **keys)
+    device = load_gpu_cluster(slice_, "bf16").servers[0]
+    word_pj = access_energies(device_array(device, "bf16")).dram_read_pj
+    replicas = off.memory[0].parameters * 16  # every chip holds the whole model (TP 1, PP 1)
+    step = replicas * 34 / 2 * word_pj * 1e-12  # bf16's step: 34 bytes per parameter (iteration.optimizer_step_bytes)
+    static_off = off.energy_static_j or 0.0
+    static_on = on.energy_static_j or 0.0
+    assert (off.energy_j - static_off) - (on.energy_j - static_on) == pytest.approx(step * 15 / 16, rel=1e-9)
