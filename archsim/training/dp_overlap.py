@@ -12,6 +12,14 @@ constant rate, last layer first) and one bucket on the wire at a time, the last 
 max over i of W·(i + 1)/n + (n − i)·t_b — linear in i, so at i = 0 or n − 1 — and the time exposed
 after the backward is max(W/n + n·t_b − W, t_b). One bucket: t_b, as ``none``. Not modelled: the
 compute slowed by the all-reduce's kernels sharing the SMs and HBM.
+
+With Megatron-LM's distributed optimizer (``--use-distributed-optimizer``, :func:`distributed_sync_seconds`)
+each bucket's gradients are reduce-scattered (in the gradient buffer's dtype) instead of all-reduced, each
+rank steps its 1/DP shard, and the updated parameters are all-gathered (in the parameter dtype) after the
+step; NCCL's ring all-reduce is a reduce-scatter then an all-gather, so with equal widths the two cost the
+all-reduce's ring time and one launch more. ``bucketed`` overlaps the reduce-scatters as it overlaps the
+all-reduces; the all-gather runs after the step, whole: Megatron-LM overlaps it with the next forward only
+with ``--overlap-param-gather``, which is not modelled.
 """
 
 from __future__ import annotations
@@ -44,4 +52,19 @@ def dp_allreduce_seconds(parameters: float, gradient_bytes: float, dp: int, link
     return exposed_seconds(n, bucket, window)
 
 
-__all__ = ["bucket_parameters", "dp_allreduce_seconds", "exposed_seconds"]
+def distributed_sync_seconds(parameters: float, gradient_bytes: float, parameter_bytes: float, dp: int,
+                             link: LinkClass | Spanning, overlap: str = "none",
+                             window: float = 0.0) -> tuple[float, float]:
+    """(reduce-scatter, all-gather) seconds the distributed optimizer adds on a rank: the gradients'
+    reduce-scatter after its last backward (``gradient_bytes`` per parameter; ``bucketed``: per bucket, exposed
+    as :func:`exposed_seconds` exposes the all-reduces) and the updated parameters' all-gather after the step
+    (``parameter_bytes`` per parameter; per bucket as Megatron-LM gathers them, none of it hidden)."""
+    if dp <= 1:
+        return 0.0, 0.0
+    n = 1 if overlap == "none" else max(1, math.ceil(parameters / bucket_parameters(dp)))
+    scatter = float(collective_seconds("reduce-scatter", parameters / n * gradient_bytes, dp, link))
+    gather = n * float(collective_seconds("all-gather", parameters / n * parameter_bytes, dp, link))
+    return (scatter if overlap == "none" else exposed_seconds(n, scatter, window)), gather
+
+
+__all__ = ["bucket_parameters", "distributed_sync_seconds", "dp_allreduce_seconds", "exposed_seconds"]

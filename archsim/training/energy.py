@@ -134,7 +134,7 @@ def iteration_energy(c: TransformerConfig, par: Parallelism, cluster, seconds: f
     of ``energy_j`` (J); elsewhere absent."""
     device = array_device(cluster, par.gpus)
     if device is not None:
-        parameters = sum(m.parameters for m in memory) * par.tp * par.dp
+        parameters = sum(m.parameters for m in memory) * par.tp * par.dp / par.optimizer_shards  # each steps 1/DP
         dynamic = array_iteration_joules(c, par, device, cluster.dtype, implementation, parameters)
         if not device.static_watts:
             return {"energy_j": dynamic, "energy_source": MODEL_SOURCE}

@@ -51,7 +51,7 @@ from archsim.devices.kernel_ops import KernelFamilies, op_seconds
 from archsim.devices.kernels import stream_seconds
 from archsim.errors import InputError
 from archsim.lowering import TrainingOp
-from archsim.training.dp_overlap import dp_allreduce_seconds
+from archsim.training.dp_overlap import distributed_sync_seconds, dp_allreduce_seconds
 from archsim.training.eager_ops import (
     EAGER_OPTIMIZER_BYTES_PER_PARAMETER,
     check_eager,
@@ -199,8 +199,11 @@ def model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> di
     per distinct rest (``par`` with those reset) and shared: a runs file or a sweep repeats them often."""
     if machine.implementation == "pytorch-eager":
         check_one_gpu(par)  # before PP and DP are reset below
+        if par.distributed_optimizer:
+            raise InputError(f"{setting('distributed-optimizer')} is Megatron-LM's: not with "
+                             f"{setting('implementation', 'pytorch-eager')}", field="distributed-optimizer")
     same = replace(par, pp=1, dp=1, global_batch=par.micro_batch, interleave=1, schedule="1f1b", stage_layers=None,
-                   dp_overlap="none", grad_accumulation=None)
+                   dp_overlap="none", grad_accumulation=None, distributed_optimizer=False)
     return dict(_model_pieces(c, same, machine))
 
 
@@ -258,14 +261,22 @@ def _model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> d
 def after_backward(c: TransformerConfig, par: Parallelism, machine: Machine, rank: int,
                    parameters: float, tied_ranks: tuple[int, int] | None = None,
                    backward_s: float = 0.0) -> dict[str, float]:
-    """Seconds each rank spends after its last backward: DP and embedding all-reduces, optimizer.
+    """Seconds each rank spends after its last backward: DP and embedding all-reduces, optimizer (with
+    ``par.distributed_optimizer``: the DP reduce-scatter, the step on the rank's 1/DP of ``parameters``, the
+    parameters' all-gather, in place of the all-reduce).
     ``tied_ranks``: the ranks of the first and last stage (default 0 and PP − 1; every published order's
     when they differ); when they differ and embeddings are tied, both all-reduce the token table's
     gradient over the link between their GPUs (:attr:`~archsim.training.machine.Links.embedding`).
     ``backward_s``: the rank's last micro-batch backward, under which ``par.dp_overlap = "bucketed"``
     runs the DP buckets."""
     grad = gradient_bytes(machine.dtype)  # the gradient buffer's width: fp32 in bf16, as Megatron reduces it
-    dp = dp_allreduce_seconds(parameters, grad, par.dp, machine.links.dp, par.dp_overlap, backward_s)
+    if par.distributed_optimizer:  # reduce-scatter, step on 1/DP, all-gather (dp_overlap.distributed_sync_seconds)
+        scatter, gather = distributed_sync_seconds(parameters, grad, ELEMENT_BYTES[machine.dtype], par.dp,
+                                                   machine.links.dp, par.dp_overlap, backward_s)
+        sync = {"dp_reduce_scatter": scatter}
+    else:
+        sync = {"dp_allreduce": dp_allreduce_seconds(parameters, grad, par.dp, machine.links.dp, par.dp_overlap,
+                                                     backward_s)}
     tied = 0.0
     ends = (0, par.pp - 1) if tied_ranks is None else tied_ranks
     if ends[0] != ends[1] and c.tied_embeddings and rank in ends:
@@ -283,10 +294,12 @@ def after_backward(c: TransformerConfig, par: Parallelism, machine: Machine, ran
         # Megatron's list (iteration.recounted_op_seconds), the rule every pass follows.
         moved = EAGER_OPTIMIZER_BYTES_PER_PARAMETER * parameters
         optimizer = float(stream_seconds(moved, hbm, machine.kernels.memory_bound, kernels=4))
-    else:  # Megatron's fused Adam in every dtype: the training fit's kernels, not PyTorch's
-        moved = optimizer_step_bytes(machine.dtype) * parameters
+    else:  # Megatron's fused Adam in every dtype: the training fit's kernels, not PyTorch's; on its 1/DP shard
+        moved = optimizer_step_bytes(machine.dtype) * (parameters / par.optimizer_shards)  # with the distributed one
         optimizer = float(stream_seconds(moved, hbm, machine.efficiency, kernels=4))
-    return {"dp_allreduce": dp, "embedding_allreduce": tied, "optimizer": optimizer}
+    if par.distributed_optimizer:  # the updated shards' all-gather follows the step
+        return {**sync, "embedding_allreduce": tied, "optimizer": optimizer, "dp_allgather": gather}
+    return {**sync, "embedding_allreduce": tied, "optimizer": optimizer}
 
 
 __all__ = [

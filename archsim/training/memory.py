@@ -1,10 +1,11 @@
 """Memory per GPU: model states and activations under the schedule and recomputation.
 
 Model states (mixed-precision Adam): the bytes per parameter a GPU holds at the optimizer step, Megatron-LM's
-own table (``docs/api-guide/dist_optimizer.md``, no distributed optimizer): 20 in fp16 — fp16 weight and
-gradient buffer (4), fp32 main weight, momentum and variance (12), and the fp32 copy of the gradient the step
-makes (4) — 18 in bf16, whose buffer is fp32 already (:func:`gradient_bytes`), 16 in fp32
-(:func:`state_bytes`).
+own table (``docs/api-guide/dist_optimizer.md``): 20 in fp16 — fp16 weight and gradient buffer (4), fp32 main
+weight, momentum and variance (12), and the fp32 copy of the gradient the step makes (4) — 18 in bf16, whose
+buffer is fp32 already (:func:`gradient_bytes`), 16 in fp32 (:func:`state_bytes`). With the distributed
+optimizer (ZeRO-1) all but the weight and its gradient buffer are sharded over the d DP ranks: 4 + 16/d,
+6 + 12/d and 8 + 8/d, the table's second column.
 
 Activations of one transformer layer for one micro-batch, in bytes, with s tokens per sequence,
 b sequences, h hidden, a heads, TP degree t (Korthikanti et al. 2022, §4, Table 2):
@@ -43,6 +44,7 @@ from itertools import pairwise
 import numpy as np
 
 from archsim.choices.devices import ELEMENT_BYTES
+from archsim.console import setting
 from archsim.errors import InputError
 from archsim.training.layer_ops import embedding_parameters
 from archsim.training.parallel import Parallelism, layers_per_stage, padded_vocab
@@ -75,8 +77,20 @@ def main_grad_copy_bytes(dtype: str) -> int:
     return MAIN_GRAD_BYTES if gradient_bytes(dtype) < MAIN_GRAD_BYTES else 0
 
 
-def state_bytes(dtype: str, implementation: str = "megatron") -> int:
-    """Model-state bytes per parameter a GPU holds at the optimizer step. Megatron-LM
+def unsharded_state_bytes(dtype: str) -> int:
+    """Model-state bytes per parameter the distributed optimizer leaves on every DP rank: the weight in
+    ``dtype`` and its gradient buffer (:func:`gradient_bytes`), which the backward fills whole — 4 in fp16,
+    6 in bf16, 8 in fp32, the constant terms of Megatron-LM's table (``docs/api-guide/dist_optimizer.md``)."""
+    return ELEMENT_BYTES[dtype] + gradient_bytes(dtype)
+
+
+def state_bytes(dtype: str, implementation: str = "megatron", shards: int = 1) -> float:
+    """Model-state bytes per parameter a GPU holds at the optimizer step. ``shards``: the DP ranks Megatron-LM's
+    distributed optimizer shards the rest over (:attr:`~archsim.training.parallel.Parallelism.optimizer_shards`;
+    1: none) — :func:`unsharded_state_bytes` whole, the fp32 main weight, Adam's moments and the step's fp32
+    gradient copy 1/``shards`` each: 4 + 16/d in fp16, 6 + 12/d in bf16, 8 + 8/d in fp32, the table's
+    "Distributed optim" column (``pytorch-eager`` has no distributed optimizer: refused for ``shards`` > 1).
+    Megatron-LM
     (``Float16OptimizerWithFloat16Params``, ``megatron/core/optimizer/optimizer.py``): the weight in ``dtype``,
     its gradient buffer (:func:`gradient_bytes`), the step's fp32 gradient copy (:func:`main_grad_copy_bytes`)
     and Adam's fp32 states (main weight, momentum, variance: 12; in fp32 the weight is the main one, 8) —
@@ -86,11 +100,17 @@ def state_bytes(dtype: str, implementation: str = "megatron") -> int:
     parameter when the activations outweigh it). ``pytorch-eager`` in fp16/bf16 (``benchmarks/train_step.py``,
     ``MixedPrecisionAdam.step``) frees each fp16 gradient once copied to fp32: weight, fp32 gradient and
     Adam's 12 — 18; in fp32 (Hugging Face's modules, PyTorch's Adam) 16."""
-    if dtype == "fp32":
-        return FP32_STATE_BYTES
     if implementation == "pytorch-eager":
-        return ELEMENT_BYTES[dtype] + MAIN_GRAD_BYTES + 12
-    return ELEMENT_BYTES[dtype] + gradient_bytes(dtype) + main_grad_copy_bytes(dtype) + 12
+        if shards > 1:
+            raise InputError(f"{setting('distributed-optimizer')} is Megatron-LM's: not with "
+                             f"{setting('implementation', 'pytorch-eager')}", field="distributed-optimizer")
+        return FP32_STATE_BYTES if dtype == "fp32" else ELEMENT_BYTES[dtype] + MAIN_GRAD_BYTES + 12
+    whole = FP32_STATE_BYTES if dtype == "fp32" else \
+        ELEMENT_BYTES[dtype] + gradient_bytes(dtype) + main_grad_copy_bytes(dtype) + 12
+    if shards == 1:
+        return whole  # the table's first column, as an int: today's figures to the bit
+    kept = unsharded_state_bytes(dtype)
+    return kept + (whole - kept) / shards
 
 
 STATE_BYTES_PER_PARAMETER = state_bytes("fp16")  # the default dtype's: 20
@@ -180,7 +200,7 @@ def stage_parameters(c: TransformerConfig, par: Parallelism, layers: int, first:
 
 def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight: int, first: bool,
                  last: bool, head_copy: bool | None = None,
-                 states: int = STATE_BYTES_PER_PARAMETER) -> StageMemory:
+                 states: float = STATE_BYTES_PER_PARAMETER) -> StageMemory:
     """Memory of one GPU of a stage holding ``layers`` layers with ``in_flight`` micro-batches' activations;
     ``states``: model-state bytes per parameter (:func:`state_bytes` of the run's dtype)."""
     b, t = par.micro_batch, par.tp
@@ -215,7 +235,7 @@ def in_flight(order) -> list[int]:
 
 
 def memories(c: TransformerConfig, par: Parallelism, order=None, scale: float = 1.0,
-             states: int = STATE_BYTES_PER_PARAMETER) -> list[StageMemory]:
+             states: float = STATE_BYTES_PER_PARAMETER) -> list[StageMemory]:
     """Memory of one GPU of each pipeline rank (chunks of a rank summed). Without ``order``, plain 1F1B's
     in-flight counts min(p − r, m) — no schedule built, for searches over many configurations. ``scale``:
     bytes per element over fp16's (2 in fp32: the activations double); ``states``: model-state bytes per
@@ -242,4 +262,5 @@ def memories(c: TransformerConfig, par: Parallelism, order=None, scale: float = 
 
 
 __all__ = ["STATE_BYTES_PER_PARAMETER", "StageMemory", "attention_core_per_score", "gradient_bytes", "in_flight",
-           "layer_activation_bytes", "layer_parameters_per_gpu", "main_grad_copy_bytes", "memories", "stage_memory", "stage_parameters", "state_bytes"]
+           "layer_activation_bytes", "layer_parameters_per_gpu", "main_grad_copy_bytes", "memories", "stage_memory", "stage_parameters", "state_bytes",
+           "unsharded_state_bytes"]

@@ -92,7 +92,11 @@ class Parallelism:
     buckets overlapped with it (``bucketed``, Megatron-LM's ``--overlap-grad-reduce``:
     :mod:`archsim.training.dp_overlap`); grad_accumulation: how each micro-batch's weight gradients join
     the held ones — ``fused`` into the weight-gradient GEMM, ``unfused`` by a separate pass, None: the
-    implementation's own (:func:`archsim.training.grad_accumulation.accumulation`)."""
+    implementation's own (:func:`archsim.training.grad_accumulation.accumulation`); distributed_optimizer:
+    Megatron-LM's ``--use-distributed-optimizer`` (ZeRO-1): the fp32 main weights, Adam's moments and the fp32
+    gradient copy sharded over the DP group (:func:`archsim.training.memory.state_bytes`), the gradients
+    reduce-scattered and the parameters all-gathered in place of the all-reduce, each DP rank stepping its 1/DP
+    (:mod:`archsim.training.dp_overlap`)."""
 
     tp: int = 1
     pp: int = 1
@@ -107,6 +111,7 @@ class Parallelism:
     attention: str = "standard"
     dp_overlap: str = "none"
     grad_accumulation: str | None = None
+    distributed_optimizer: bool = False
 
     def __post_init__(self) -> None:
         for name in ("tp", "pp", "dp", "global_batch", "micro_batch", "interleave"):
@@ -115,6 +120,9 @@ class Parallelism:
                 raise InputError(f"must be a positive integer, got {value!r}", field=name.replace("_", "-"))  # the flag's spelling
         if not isinstance(self.sequence_parallel, bool):  # a switch: the text "false" is true
             raise InputError(f"expected True or False, got {self.sequence_parallel!r}", field="sequence-parallel")
+        if not isinstance(self.distributed_optimizer, bool):
+            raise InputError(f"expected True or False, got {self.distributed_optimizer!r}",
+                             field="distributed-optimizer")
         if self.recompute not in RECOMPUTE:
             raise InputError(f"expected one of {', '.join(RECOMPUTE)}, got {self.recompute!r}", field="recompute")
         if self.attention not in ATTENTIONS:
@@ -153,6 +161,12 @@ class Parallelism:
     def schedule_name(self) -> str:
         """The published order to build: plain 1F1B with ``interleave`` > 1 is Megatron's interleaved 1F1B."""
         return schedule_name(self.schedule, self.interleave)
+
+    @property
+    def optimizer_shards(self) -> int:
+        """The ranks each parameter's optimizer states are sharded over: DP with the distributed optimizer
+        (Megatron-LM shards over the data-parallel group), 1 without."""
+        return self.dp if self.distributed_optimizer else 1
 
     @property
     def gpus(self) -> int:

@@ -97,7 +97,8 @@ def train(c: TransformerConfig, par: Parallelism, machine: Machine,
     times = rank_stage_times(c, par, machines, [own[id(m)] for m in machines])
     order = published_order(par.schedule_name, par.pp, par.microbatches, par.chunks)
     run = run_order(order, times)
-    mem = memories(c, par, order, machine.scale, state_bytes(machine.dtype, machine.implementation))
+    states = state_bytes(machine.dtype, machine.implementation, par.optimizer_shards)
+    mem = memories(c, par, order, machine.scale, states)
     timeline = run.timeline
     assert isinstance(timeline, Timeline) and isinstance(timeline.slots, SlotTable)  # the engine's arrays
     slots = timeline.slots
@@ -128,7 +129,8 @@ def train(c: TransformerConfig, par: Parallelism, machine: Machine,
 def _breakdown(c, par, machine, pieces, rank_of, run, rank, post) -> dict[str, float]:
     """The slowest rank's iteration by category (seconds): its compute, recompute, TP collectives, the
     unfused gradient accumulation's passes (its m − 1, :mod:`archsim.training.grad_accumulation`),
-    pipeline wait (bubbles and hops: the rest of its pipeline span), DP/embedding all-reduce, optimizer."""
+    pipeline wait (bubbles and hops: the rest of its pipeline span), DP communication (the all-reduce, or the
+    distributed optimizer's reduce-scatter and all-gather), embedding all-reduce, optimizer."""
     m = par.microbatches
     chunks = par.pp * par.chunks
     counts = layers_per_stage(c.layers, chunks, par.stage_layers)
@@ -150,7 +152,9 @@ def _breakdown(c, par, machine, pieces, rank_of, run, rank, post) -> dict[str, f
     wait = span - compute - recompute - tp - accumulate
     return {"compute": compute, "recompute": recompute, "tp_communication": tp, "grad_accumulation": accumulate,
             "pipeline_bubble_and_p2p": wait if wait > 1e-9 * span else 0.0,  # below: the sums' round-off
-            "dp_communication": post["dp_allreduce"], "embedding_allreduce": post["embedding_allreduce"],
+            "dp_communication": sum(s for name, s in post.items() if name.startswith("dp_")),  # the distributed
+            # optimizer's reduce-scatter and all-gather, or the all-reduce
+            "embedding_allreduce": post["embedding_allreduce"],
             "optimizer": post["optimizer"]}
 
 

@@ -6,7 +6,8 @@ Two layouts are read (docs/formats.md, "Runs files"):
 
 * archsim's: a header naming the columns ``tp, pp, dp, micro_batch, global_batch`` (required) and any of
   ``recompute`` (none | selective | full, default full), ``sequence_parallel`` (true/false, default
-  false), ``interleave`` (default 1), ``gpus`` (checked against TP × PP × DP) and ``measured_seconds``;
+  false), ``interleave`` (default 1), ``distributed_optimizer`` (true/false, default false: Megatron-LM's
+  ``--use-distributed-optimizer``), ``gpus`` (checked against TP × PP × DP) and ``measured_seconds``;
 * vTrain's released CSV as it is (``# GPUs,global batch,…,iteration time (ms)``,
   :data:`archsim.training.measured.COLUMNS`): each row also names its GPT's hidden size, heads, layers
   and sequence length, which replace MODEL's (FFN kept at MODEL's multiple of hidden); recompute full
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from archsim.training.cluster import GpuCluster
 
 REQUIRED = ("tp", "pp", "dp", "micro_batch", "global_batch")
-OPTIONAL = ("recompute", "sequence_parallel", "interleave", "gpus", "measured_seconds")
+OPTIONAL = ("recompute", "sequence_parallel", "interleave", "distributed_optimizer", "gpus", "measured_seconds")
 _TRUE = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False, "": False}
 
 
@@ -119,11 +120,11 @@ def _archsim_row(raw: list[str], index: dict[str, int], line: int, file: str) ->
     if fields["recompute"] not in RECOMPUTE:
         raise InputError(f"expected one of {', '.join(RECOMPUTE)}, got {fields['recompute']!r}", file=file,
                          line=line, field="recompute")
-    flag = cells.get("sequence_parallel", "").lower()
-    if flag not in _TRUE:
-        raise InputError(f"expected true or false, got {cells['sequence_parallel']!r}", file=file, line=line,
-                         field="sequence_parallel")
-    fields["sequence_parallel"] = _TRUE[flag]
+    for switch in ("sequence_parallel", "distributed_optimizer"):
+        flag = cells.get(switch, "").lower()
+        if flag not in _TRUE:
+            raise InputError(f"expected true or false, got {cells[switch]!r}", file=file, line=line, field=switch)
+        fields[switch] = _TRUE[flag]
     if cells.get("interleave"):
         fields["interleave"] = _int(cells["interleave"], "interleave", file, line)
     par = _parallelism(fields, file, line)
@@ -199,6 +200,7 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
     from archsim.training.energy import iteration_energy
     from archsim.training.run import train
 
+    sharded = any(row.par.distributed_optimizer for row in rows)  # the column only where a row sets it: as before
     out = []
     for row in rows:
         try:
@@ -215,6 +217,7 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
         record = {"line": row.line, "model": config.name, "gpus": p.gpus, "tp": p.tp, "pp": p.pp, "dp": p.dp,
                   "micro_batch": p.micro_batch, "global_batch": p.global_batch, "recompute": p.recompute,
                   "sequence_parallel": p.sequence_parallel, "interleave": p.interleave,
+                  **({"distributed_optimizer": p.distributed_optimizer} if sharded else {}),
                   "predicted_seconds": result.iteration_seconds, "peak_memory_gib": result.peak_memory_gib,
                   **iteration_energy(config, p, cluster, result.iteration_seconds, memory=result.memory),
                   "measured_seconds": row.measured_seconds,

@@ -42,6 +42,8 @@ def megatron_args(k: Candidate, global_batch: int, layers: int, dtype: str) -> s
         args.append("--use-flash-attn")
     if k.dp_overlap == "bucketed":
         args.append("--overlap-grad-reduce")
+    if k.distributed_optimizer:
+        args.append("--use-distributed-optimizer")
     if k.grad_accumulation == "unfused":
         args.append("--no-gradient-accumulation-fusion")
     if k.interleave > 1:
@@ -65,6 +67,8 @@ def train_command(model: str, cluster: str, global_batch: int, row: dict, dtype:
         line += f" --dp-overlap {row['dp_overlap']}"
     if row.get("grad_accumulation", "fused") != "fused":
         line += f" --grad-accumulation {row['grad_accumulation']}"
+    if row.get("distributed_optimizer"):
+        line += " --distributed-optimizer"
     if row["interleave"] > 1:
         line += f" --interleave {row['interleave']}"
     if row.get("stage_layers"):

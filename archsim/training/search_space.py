@@ -57,11 +57,12 @@ class Candidate:
     attention: str = "standard"  # attention's kernels (Parallelism.attention), one for the whole search
     dp_overlap: str = "none"  # the DP all-reduce after the backward or bucketed under it, one for the search
     grad_accumulation: str = "fused"  # Parallelism.grad_accumulation, one for the search (Megatron's lists only)
+    distributed_optimizer: bool = False  # Parallelism.distributed_optimizer, one for the search
 
     def parallelism(self, global_batch: int) -> Parallelism:
         return Parallelism(self.tp, self.pp, self.dp, global_batch, self.micro_batch, self.recompute,
                            self.sequence_parallel, self.interleave, self.schedule, self.stage_layers, self.attention,
-                           self.dp_overlap, self.grad_accumulation)
+                           self.dp_overlap, self.grad_accumulation, self.distributed_optimizer)
 
     @property
     def plannable(self) -> bool:
@@ -123,10 +124,10 @@ def factorizations(gpus: int) -> Iterator[tuple[int, int, int]]:
 
 def candidates(gpus: int, micro_batches, recomputes, schedules, chunks, sequence_parallel,
                attention: str = "standard", dp_overlap: str = "none",
-               grad_accumulation: str = "fused") -> Iterator[Candidate]:
+               grad_accumulation: str = "fused", distributed_optimizer: bool = False) -> Iterator[Candidate]:
     """The whole grid, before any rule: ``schedules`` names from :data:`SCHEDULES`; interleaved ones take
     each of ``chunks`` (v) per rank, the others v = 1; ``sequence_parallel``: the values to try;
-    ``attention``, ``dp_overlap``, ``grad_accumulation``: every candidate's."""
+    ``attention``, ``dp_overlap``, ``grad_accumulation``, ``distributed_optimizer``: every candidate's."""
     for tp, pp, dp in factorizations(gpus):
         for b in micro_batches:
             for r in recomputes:
@@ -134,7 +135,8 @@ def candidates(gpus: int, micro_batches, recomputes, schedules, chunks, sequence
                     for v in (chunks if s in CHUNKED else (1,)):
                         for sp in sequence_parallel:
                             yield Candidate(tp, pp, dp, b, r, s, v, sp, attention=attention, dp_overlap=dp_overlap,
-                                            grad_accumulation=grad_accumulation)
+                                            grad_accumulation=grad_accumulation,
+                                            distributed_optimizer=distributed_optimizer)
 
 
 def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_server: int,
@@ -199,13 +201,14 @@ def rank_memories(c: TransformerConfig, par: Parallelism, ranks=None, dtype: str
     """Memory of one GPU of each pipeline rank in ``ranks`` (default all), as
     :func:`archsim.training.memory.memories` but with the in-flight counts in closed form, and a
     V-shaped schedule's first and last chunk (embedding and LM head) both on rank 0; model states at
-    ``dtype``'s bytes per parameter (:func:`~archsim.training.memory.state_bytes`) and activations at its
+    ``dtype``'s bytes per parameter (:func:`~archsim.training.memory.state_bytes`, sharded over DP with the
+    distributed optimizer) and activations at its
     bytes per element over fp16's (fp32's double, as ``archsim train`` counts them)."""
     chunks = par.pp * par.chunks
     counts = layers_per_stage(c.layers, chunks, par.stage_layers)
     peaks = in_flight_peaks(par.schedule_name, par.pp, par.microbatches, par.chunks)
     apart = par.schedule not in V_SHAPED and par.pp > 1  # first and last chunk on different ranks
-    states, scale = state_bytes(dtype), ELEMENT_BYTES[dtype] / 2
+    states, scale = state_bytes(dtype, shards=par.optimizer_shards), ELEMENT_BYTES[dtype] / 2
     out = []
     for rank in (range(par.pp) if ranks is None else ranks):
         parts = [stage_memory(c, par, counts[j], max(peaks[rank] // par.chunks, 1), j == 0, j == chunks - 1, apart,

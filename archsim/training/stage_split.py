@@ -105,7 +105,7 @@ def stage_layer_counts(partition: Partition) -> tuple[int, ...]:
 
 
 def _most_layers(c: TransformerConfig, par: Parallelism, chunks: Sequence[int], in_flight: int,
-                 capacity: float, states: int = STATE_BYTES_PER_PARAMETER) -> int:
+                 capacity: float, states: float = STATE_BYTES_PER_PARAMETER) -> int:
     """The most layers a rank running virtual stages ``chunks`` fits in ``capacity`` bytes (−1: not even
     none): its memory, the sum of its chunks' :func:`stage_memory` (``states`` bytes per parameter), is
     affine in its layer count (each layer costs the same whichever chunk holds it)."""
@@ -157,7 +157,7 @@ def _level(chain: Sequence[np.ndarray], most: Sequence[int], v: int, layers: int
 
 
 def plan_stage_layers(c: TransformerConfig, par: Parallelism, node_times: Sequence[np.ndarray],
-                      capacities: Sequence[float], states: int = STATE_BYTES_PER_PARAMETER) -> tuple[int, ...] | None:
+                      capacities: Sequence[float], states: float = STATE_BYTES_PER_PARAMETER) -> tuple[int, ...] | None:
     """Layers per virtual stage (model chunk), in pipeline order, minimising the busiest rank's F + I + W
     over its chunks (module docstring); ``node_times[r]``: the chain's node seconds on rank r's GPU,
     ``capacities[r]``: its bytes, the model states at ``states`` bytes per parameter
@@ -249,7 +249,7 @@ def planned_split(c: TransformerConfig, par: Parallelism, machines: Sequence[Mac
         pieces = [cache[id(machine)] for machine in machines]
     times = {id(own): node_seconds(c, own) for own in pieces}
     counts = plan_stage_layers(c, par, [times[id(own)] for own in pieces], capacities,
-                               state_bytes(machines[0].dtype, machines[0].implementation))
+                               state_bytes(machines[0].dtype, machines[0].implementation, par.optimizer_shards))
     return None if counts is None else chain_partition(c, par, counts, pieces)
 
 
