@@ -94,3 +94,30 @@ def test_schedule_command_still_names_the_command(capsys):
 
     assert main(["schedule", "resnet50", "--policy", "gpipe", "--processors", "2"]) != 0
     assert "(archsim pipeline)" in capsys.readouterr().err
+
+
+# 4. archsim.schedule and the command's other policies: refused in one line naming the command that runs them
+
+
+@pytest.mark.parametrize("policy", ["zb-h1", "1f1b", "list-1f1b", "dp-wfbp", "multistream", "looped-bfs"])
+def test_schedule_names_the_command_for_its_other_policies(policy):
+    """Failed before: "expected one of mp, gpipe, ooo-pipe1, ooo-pipe2", as if the name were a typo, for a policy
+    ``archsim schedule --policy`` runs."""
+    with pytest.raises(InputError) as caught:
+        archsim.schedule("ffnn8", policy=policy, processors=1, unit_costs=True)
+    assert caught.value.where.field == "policy" and f"archsim schedule --policy {policy}" in str(caught.value)
+
+
+@pytest.mark.parametrize("policy", ["zb-h1", "dp-wfbp"])
+def test_the_named_command_runs_those_policies(policy, capsys):
+    """The advice holds: the command runs the policy on the same network."""
+    from archsim.cli import main
+
+    assert main(["schedule", "ffnn8", "--policy", policy, "--processors", "2", "--unit-costs"]) == 0
+    assert policy in capsys.readouterr().out
+
+
+def test_a_misspelt_policy_is_still_a_choice():
+    """A name no policy has keeps the choice's line."""
+    with pytest.raises(InputError, match="expected one of mp, gpipe, ooo-pipe1, ooo-pipe2"):
+        archsim.schedule("ffnn8", policy="ooo-pipe3", processors=2)
