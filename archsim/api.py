@@ -230,7 +230,8 @@ def schedule(network, *, policy: str, processors: int, microbatches: int = 1, un
     own costs; its first layer's δ runs only where the cost model priced one, ``mode="paper"``); ``flush``
     (None: on, except for ``ooo-pipe2`` and ``mp``), ``group`` (``ooo-pipe2``'s modulo group, default 1) and the
     array keywords as the flags. Why: Python had only the CLI for these schedules. A device left without
-    layers warns (UserWarning) the note the command prints."""
+    layers warns (UserWarning) the note the command prints. The command's other policies (zero-bubble,
+    data-parallel, multistream, per-stage) read its own flags and are refused here in one line naming it."""
     import warnings
 
     from archsim.choices.schedules import OOO_POLICIES
@@ -240,6 +241,7 @@ def schedule(network, *, policy: str, processors: int, microbatches: int = 1, un
     from archsim.policies.ooo import unit_costs as ones
     from archsim.sim.validate import assert_valid
 
+    _command_only(policy)
     check_choice(policy, OOO_POLICIES, "policy")
     processors, microbatches = positive_int(processors, "processors"), positive_int(microbatches, "microbatches")
     check_switch(unit_costs, "unit-costs")
@@ -276,6 +278,21 @@ def schedule(network, *, policy: str, processors: int, microbatches: int = 1, un
     if idle:
         warnings.warn(idle, UserWarning, stacklevel=3)
     return timeline
+
+
+def _command_only(policy: object) -> None:
+    """Refuse, naming the command that runs it, a policy only ``archsim schedule`` runs: its path reads the
+    command's flags (--chunks, --reverse-k, --sync, --stages, …) where ``schedule``'s reads keywords."""
+    from archsim.choices.schedules import DP_POLICIES, LIST_SCHEDULES, OOO_POLICIES, ZB_SCHEDULES
+    from archsim.policies.zero_bubble import STAGE_ONLY
+
+    others = ZB_SCHEDULES + LIST_SCHEDULES + DP_POLICIES + ("multistream",) + STAGE_ONLY
+    if policy in others and policy not in OOO_POLICIES:
+        from archsim.errors import InputError
+
+        raise InputError(f"{policy} runs in the command only: archsim schedule --policy {policy} (docs/cli.md: its "
+                         f"flags); archsim.schedule runs the out-of-order backprop pipelines "
+                         f"({', '.join(OOO_POLICIES)})", field="policy")
 
 
 @speaks_keywords

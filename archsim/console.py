@@ -81,7 +81,14 @@ def field_name(name: str) -> str:
 def job(name: str) -> str:
     """Another archsim job as the caller would run it: ``archsim search`` from a command, ``archsim.search`` from
     the library (:func:`as_keywords`)."""
-    return f"{PROGRAM}.{name}" if _KEYWORDS.get() else f"{PROGRAM} {name}"
+    return route(f"{PROGRAM} {name}", f"{PROGRAM}.{name}")
+
+
+def route(command: str, library: str) -> str:
+    """A way to do something, as the caller would take it: ``command`` (a command line) from a command,
+    ``library`` (the Python calls) from the library (:func:`as_keywords`), where the two differ in more than
+    a name (``archsim pipeline`` plans and runs; Python calls ``archsim.pipeline``, then ``archsim.simulate``)."""
+    return library if _KEYWORDS.get() else command
 
 
 def say(kind: str, text: str) -> None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from archsim.bppsa.layers import Conv2d, Layer, Linear, MaxPool2d, ReLU, output_shape
+from archsim.errors import InputError
 
 
 def backward(layer: Layer, x_in: np.ndarray, grad_out: np.ndarray) -> np.ndarray:
@@ -86,9 +87,17 @@ class RNNCell:
 
 
 def rnn_forward(cell: RNNCell, xs: np.ndarray, h0: np.ndarray) -> np.ndarray:
-    """Hidden states ``h_0 … h_{T−1}`` (rows) for inputs ``xs`` (T × inputs) from initial state ``h0``."""
-    states, h = [], np.asarray(h0, dtype=float)
-    for x in np.asarray(xs, dtype=float):
+    """Hidden states ``h_0 … h_{T−1}`` (rows) for inputs ``xs`` (T × inputs) from initial state ``h0``
+    (hidden,); other shapes are refused in one line (numpy's own error, or a broadcast, otherwise)."""
+    hidden, inputs = cell.w_x.shape
+    xs, h = np.asarray(xs, dtype=float), np.asarray(h0, dtype=float)
+    if xs.ndim != 2 or xs.shape[1] != inputs:
+        raise InputError(f"expected xs as a T × {inputs} array (a row per time step, the cell's {inputs} inputs), "
+                         f"got shape {xs.shape}; one step is xs.reshape(1, -1)", field="xs")
+    if h.shape != (hidden,):
+        raise InputError(f"expected h0 of shape ({hidden},), the cell's hidden size, got shape {h.shape}", field="h0")
+    states = []
+    for x in xs:
         h = np.tanh(cell.w_x @ x + cell.w_h @ h + cell.b)
         states.append(h)
     return np.array(states)

@@ -8,6 +8,7 @@ jobs, without SPB).
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -42,6 +43,11 @@ class JobSpec:
     model_bytes: float
 
     def __post_init__(self) -> None:
+        for name in ("workers", "iterations"):  # a count of the wrong type is named so, not as a task mismatch
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+                raise InputError(f"job {self.job_id!r}: expected {name} as an int, got {type(value).__name__} "
+                                 f"{value!r}", field=name)
         if len(self.spb_task_s) != self.workers or len(self.spb_memory_bytes) != self.workers:
             raise InputError("one SPB task per worker", field=self.job_id)
         if self.iterations < 1 or self.full_task_s <= 0 or min(self.spb_task_s) <= 0:

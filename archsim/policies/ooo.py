@@ -70,12 +70,14 @@ def require_chain(costs: LayerProfile, instead: str | None = None) -> None:
     chain = {(k - 1, k) for k in range(1, len(names))}
     if pairs == chain:
         return
+    from archsim.console import route  # a Python caller is named the Python route
+
     extra = sorted(pairs - chain, key=lambda e: e[1])
     what = (f"layer {names[extra[0][1]]!r} reads {names[extra[0][0]]!r}" if extra else
             f"layer {names[min(chain - pairs)[1]]!r} does not read {names[min(chain - pairs)[0]]!r}")
     raise InputError(f"out-of-order backprop's pipelines (mp, gpipe, ooo-pipe1, ooo-pipe2) run on a chain of "
                      f"layers, each reading the one before, but {what}: the network branches; schedule it as a "
-                     f"partition pipeline (archsim pipeline)"
+                     f"partition pipeline ({route('archsim pipeline', 'archsim.pipeline, then archsim.simulate')})"
                      + (f", or schedule {instead}, its chain of blocks" if instead else ""), field="network")
 
 
