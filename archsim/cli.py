@@ -81,6 +81,9 @@ class Parser(argparse.ArgumentParser):
 
     def __init__(self, *args, **kwargs) -> None:
         kwargs.setdefault("formatter_class", HelpFormatter)
+        # A flag is its whole name: argparse's prefix matching read ``archsim pipeline --schedule 1f1b`` (pipeline has
+        # no --schedule) as ``--schedule-csv 1f1b`` and replaced a file named 1f1b; a prefix is an unknown argument.
+        kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
         # A word that starts with a minus and a digit is a value, never an option (archsim has no option named so):
         # argparse reads only plain numbers so, and ``--array -64x64`` or ``--sram-kb -1,64,64`` got "expected one

@@ -274,3 +274,23 @@ def test_a_closed_own_descriptor_is_one_line() -> None:
     os.close(fd)
     with pytest.raises(InputError, match="cannot write here"):
         write_output(f"/dev/fd/{fd}", "x")
+
+
+def test_a_flag_abbreviated_to_an_output_flags_prefix_is_refused_and_writes_nothing(tmp_path, monkeypatch, capsys):
+    """``archsim pipeline --schedule 1f1b`` (pipeline has no ``--schedule``) was read by argparse's prefix matching
+    as ``--schedule-csv 1f1b`` and replaced the user's file ``1f1b`` with a schedule CSV, exit 0. Every flag must be
+    spelt whole: the line names the unknown argument and the file keeps its bytes (failed before: the file
+    was overwritten)."""
+    monkeypatch.chdir(tmp_path)
+    precious = tmp_path / "1f1b"
+    precious.write_text("precious\n")
+    line = clean_error(capsys, "pipeline", "layerpipe_sample", "--processors", "3", "--microbatches", "2",
+                       "--schedule", "1f1b")
+    assert "unrecognized arguments: --schedule 1f1b" in line
+    assert precious.read_text() == "precious\n"
+
+
+def test_every_parser_refuses_abbreviated_flags():
+    """One rule for every command and sub-command (argparse's ``allow_abbrev``): a prefix of a flag is not that flag."""
+    parsers = [parser for _, parser in subcommand_parsers(cli.build_parser())]
+    assert len(parsers) >= 15 and all(not parser.allow_abbrev for parser in parsers)
