@@ -93,3 +93,29 @@ def test_the_note_is_unchanged_where_the_option_fits_nothing_or_is_on():
         result, said = _warned(lambda on=sharded: archsim.search(gpt_13b(), distributed_optimizer=on, **keys))
         assert result.costed == 0
         assert expected in said, said
+
+
+# 2. the search's JSON meta says the distributed optimizer was on, as its rows do
+
+
+def test_the_search_meta_says_the_distributed_optimizer_was_on(capsys):
+    """Failed before: the meta had no distributed_optimizer (only the rows and their commands had it). Absent
+    when off, as in the rows: the meta's keys as before."""
+    model = str(ROOT / "configs" / "transformers" / "gpt3_1.3b.toml")
+    argv = ["search", model, "--cluster", NODE, "--global-batch", "64", "--refine", "0", "--top", "1",
+            "--schedule", "1f1b", "--max-micro-batch", "1", "--recompute", "none", "--sequence-parallel", "off"]
+    assert main([*argv, "--format", "json"]) == 0
+    before = json.loads(capsys.readouterr().out)["meta"]
+    assert list(before) == ["model", "parameters", "seq", "gpu", "dtype", "gpus", "global_batch", "objective",
+                            "balance", "enumerated", "costed", "rejected", "identical_rows_dropped",
+                            "uneven_gain_first_row", "uneven_gain_max", "pareto"]
+    assert main([*argv, "--distributed-optimizer", "--format", "json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["meta"]["distributed_optimizer"] is True
+    assert [k for k in document["meta"] if k != "distributed_optimizer"] == list(before)
+    assert document["rows"][0]["distributed_optimizer"] is True
+    assert main([*argv, "--distributed-optimizer"]) == 0
+    assert "# distributed_optimizer: True\n" in capsys.readouterr().out
+    on = archsim.search(model, cluster=NODE, global_batch=64, refine=0, top=1, schedule="1f1b", max_micro_batch=1,
+                        recompute="none", sequence_parallel="off", distributed_optimizer=True)
+    assert on.to_dict()["meta"]["distributed_optimizer"] is True
