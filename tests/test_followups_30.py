@@ -65,6 +65,8 @@ def test_an_all_out_of_memory_search_names_the_distributed_optimizer_from_python
     (line,) = [text for text in said if text.startswith("no configuration on 6 GPUs fits")]
     assert "distributed_optimizer=True" in line and "--" not in line, line
     assert _sharded_clause(line) == (on.costed, round(smallest, 1))
+    assert off.sharded_fits.configurations == 81  # the result says it too, unrounded
+    assert off.sharded_fits.smallest_bytes / 2**30 == pytest.approx(hand_sharded_peak_gib(), rel=1e-12)
     assert line.endswith("give more GPUs (gpus=N up to the cluster's 8, or a larger cluster) or GPUs with more memory")
 
 
@@ -91,7 +93,7 @@ def test_the_note_is_unchanged_where_the_option_fits_nothing_or_is_on():
     keys = {**SIX, "gpus": 2, "global_batch": 64}
     for sharded in (False, True):
         result, said = _warned(lambda on=sharded: archsim.search(gpt_13b(), distributed_optimizer=on, **keys))
-        assert result.costed == 0
+        assert result.costed == 0 and result.sharded_fits is None
         assert expected in said, said
 
 
