@@ -162,7 +162,9 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
     ``--distributed-optimizer``). Returns the :class:`~archsim.training.search_result.SearchResult`: ``rows``
     (best first: the configuration, ``iteration_seconds``, ``peak_memory_gib``, ``mfu``, …, ``command``: the
     rows of ``to_dict()``, key for key),
-    ``rejected`` (reason → count) and the Pareto front; ``to_dict()`` is the document ``archsim search
+    ``rejected`` (reason → count), the Pareto front and ``sharded_fits`` (every configuration out of memory
+    without ``distributed_optimizer``: how many it would fit and the smallest's bytes per GPU, else None);
+    ``to_dict()`` is the document ``archsim search
     --format json`` prints (each row's ``command`` naming ``model`` and ``cluster``, or ``MODEL.json`` and
     ``CLUSTER.toml`` where they are objects; ``model_file`` and ``cluster_file``, where given, are the
     paths named instead: the files objects were loaded from, as ``archsim search`` names its own). A link speed
@@ -237,11 +239,12 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
 
         from archsim.training.search_note import empty_search_note
 
-        warnings.warn(empty_search_note(config, on, global_batch, counts or [on.gpus], result.rejected, balance),
-                      UserWarning, stacklevel=3)
+        warnings.warn(empty_search_note(config, on, global_batch, counts or [on.gpus], result.rejected, balance,
+                                        result.sharded_fits), UserWarning, stacklevel=3)
     document = search_document(
         result, config, on, model=named(model_file, model, "MODEL.json"),
         cluster_file=named(cluster_file, cluster, "CLUSTER.toml"), global_batch=global_batch, gpus=counts or None,
-        seq=seq, objective=objective, balance=balance, placement=placement)
+        seq=seq, objective=objective, balance=balance, placement=placement,
+        distributed_optimizer=distributed_optimizer)
     # the rows are the document's (each with its command), copied so that editing one leaves to_dict's as printed
     return replace(result, rows=[dict(row) for row in document["rows"]], document=document)

@@ -58,6 +58,12 @@ def setting(name: str, value: object = None, *, placeholder: str | None = None) 
     return f"--{name.replace('_', '-')}" + (f" {shown}" if shown else "")
 
 
+def switch_on(name: str) -> str:
+    """A switch turned on as the caller spells it: ``--distributed-optimizer`` from a command,
+    ``distributed_optimizer=True`` from the library (:func:`as_keywords`)."""
+    return setting(name, True) if _KEYWORDS.get() else setting(name)
+
+
 def keyed(name: str, key: str, value: object = None, *, placeholder: str | None = None) -> str:
     """One entry of a setting that maps names to values, as the caller spells it: ``--dim seq=128`` from a
     command, ``dim={'seq': 128}`` from the library (:func:`as_keywords`); ``value`` and ``placeholder`` as

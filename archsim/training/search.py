@@ -36,7 +36,7 @@ from archsim.training.search_cost import CLOSED_FORM_EXACT, Coster, objective_va
 from archsim.training.search_fit import fit_candidate
 from archsim.training.search_front import distinct_rows, identical_rows_dropped, pareto_front_rows
 from archsim.training.search_limits import check_planning_work, check_search_size
-from archsim.training.search_result import SearchResult
+from archsim.training.search_result import SearchResult, ShardedFits
 from archsim.training.search_row_maker import RowMaker
 from archsim.training.search_space import REASONS, Candidate, candidates, rejection
 from archsim.training.stage_split import refuse_planned_fp32
@@ -64,7 +64,9 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
     (``none`` or ``bucketed``, :class:`~archsim.training.parallel.Parallelism`), ``grad_accumulation``
     its gradient accumulation (``fused`` or ``unfused``, :mod:`archsim.training.grad_accumulation`),
     ``distributed_optimizer`` whether Megatron-LM's distributed optimizer shards its optimizer states over DP
-    (the memory rule and the rows' time, :class:`~archsim.training.parallel.Parallelism`)."""
+    (the memory rule and the rows' time, :class:`~archsim.training.parallel.Parallelism`); off, and every
+    configuration out of memory, the result's ``sharded_fits`` says how many it would fit (each laid out as
+    the search lays it out)."""
     refuse_switch(c, "search (Megatron's configurations)")
     from archsim.progress import progress
 
@@ -89,35 +91,50 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
     coster = Coster(c, cluster, global_batch)
     value = objective_value(coster, objective, c, global_batch)
     costed: list[tuple[float, str, float, Candidate]] = []  # seconds, timing, memory, candidate
+
+    def place(k: Candidate) -> tuple[str | None, tuple | None]:
+        """Why ``k`` cannot run, or its (seconds, timing, memory, candidate) on its layout."""
+        reason = rejection(c, k, global_batch, cluster.gpus_per_server, balance == "planned")
+        if reason is None and only is not None and not only(k):
+            return "filtered", None
+        if reason is not None:
+            return reason, None
+        if orders is None:
+            fit = fit_candidate(c, cluster, global_batch, k, balance, coster)
+            return (fit, None) if isinstance(fit, str) else (None, (*coster.seconds(fit[0]), fit[1], fit[0]))
+        key = (k.tp, k.pp, k.dp)
+        if key not in placed:
+            placed[key] = layouts(cluster, k.parallelism(global_batch), orders)
+        options, reason = placed[key]
+        best = None
+        for order, on in options:
+            fit = fit_candidate(c, on, global_batch, replace(k, placement=order), balance, coster)
+            item = None if isinstance(fit, str) else (*coster.seconds(fit[0]), fit[1], fit[0])
+            if item is not None and (best is None or value(item) < value(best)):
+                best = item
+        return (reason or "out-of-memory", None) if best is None else (None, best)
+
+    out_of_memory: list[Candidate] = []  # what the distributed optimizer's sharded states might fit (DP > 1)
     with progress(len(grid), progress_desc or f"search {c.name}", "config", delay=1.0) as bar:
         for k in grid:
             bar.update(1)
-            reason = rejection(c, k, global_batch, cluster.gpus_per_server, balance == "planned")
-            if reason is None and only is not None and not only(k):
-                reason = "filtered"
-            if reason is None and orders is None:
-                fit = fit_candidate(c, cluster, global_batch, k, balance, coster)
-                if isinstance(fit, str):
-                    reason = fit
-                else:
-                    costed.append((*coster.seconds(fit[0]), fit[1], fit[0]))
-            elif reason is None:
-                key = (k.tp, k.pp, k.dp)
-                if key not in placed:
-                    placed[key] = layouts(cluster, k.parallelism(global_batch), orders)
-                options, reason = placed[key]
-                best = None
-                for order, on in options:
-                    fit = fit_candidate(c, on, global_batch, replace(k, placement=order), balance, coster)
-                    item = None if isinstance(fit, str) else (*coster.seconds(fit[0]), fit[1], fit[0])
-                    if item is not None and (best is None or value(item) < value(best)):
-                        best = item
-                if best is None:
-                    reason = reason or "out-of-memory"
-                else:
-                    costed.append(best)
-            if reason:
+            reason, item = place(k)
+            if item is not None:
+                costed.append(item)
+            else:
                 rejected[reason] += 1
+                if reason == "out-of-memory" and k.dp > 1 and not distributed_optimizer and not costed:
+                    out_of_memory.append(k)
+    sharded = None
+    if not costed and out_of_memory:  # all out of memory: how many would fit with the distributed optimizer
+        with progress(len(out_of_memory), "fit with the distributed optimizer", "config", delay=later()) as bar:
+            fits = []
+            for k in out_of_memory:
+                _, item = place(replace(k, distributed_optimizer=True))
+                if item is not None:
+                    fits.append(item[2])
+                bar.update(1)
+        sharded = ShardedFits(len(fits), min(fits)) if fits else None
     costed.sort(key=lambda t: (value(t), t[0]))  # ties (an array device's joules, alike at any time): faster first
     make = RowMaker(c, cluster, global_batch, coster, balance, orders, value)
     rows, picked, twins = distinct_rows(make, costed, max(top, refine), later())
@@ -151,7 +168,7 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
     for row in rows:  # the rows' own times decide it, as they do the front's
         row["pareto_optimal"] = make.keep[id(row)] in on_front
     dropped = identical_rows_dropped(first, retimed, rows, twins)
-    return SearchResult(rows, {r: rejected[r] for r in order}, len(grid), len(costed), front, dropped)
+    return SearchResult(rows, {r: rejected[r] for r in order}, len(grid), len(costed), front, dropped, sharded)
 
 
 __all__ = ["search"]

@@ -5,19 +5,22 @@ from __future__ import annotations
 
 from bisect import bisect_right
 
-from archsim.console import setting
+from archsim.console import setting, switch_on
 from archsim.training.parallel import tp_split_problem
+from archsim.training.search_result import ShardedFits
 from archsim.training.search_space import Candidate, divisors, factorizations, rejection
 from archsim.workload.transformer import TransformerConfig
 
 
 def empty_search_note(c: TransformerConfig, cluster, global_batch: int, counts, rejected: dict[str, int],
-                      balance: str = "even") -> str:
+                      balance: str = "even", sharded: ShardedFits | None = None) -> str:
     """Why a search costed no configuration, and what to give instead, in one line (``archsim search`` prints
     it on stderr). Either no TP × PP × DP of the GPU ``counts`` passes :func:`rejection`'s rules for any
     micro-batch, schedule or recompute — then the most GPUs of the cluster one does pass on (memory aside)
-    is named for ``--gpus`` —, or every configuration that passes the rules is out of memory, or every one
-    broke a rule the other flags leave (``rejected``'s counts, most first)."""
+    is named for ``--gpus`` —, or every configuration that passes the rules is out of memory (``sharded``:
+    the search's :class:`~archsim.training.search_result.ShardedFits`, where ``--distributed-optimizer``
+    would fit some of them, named first), or every one broke a rule the other flags leave (``rejected``'s
+    counts, most first)."""
     uneven = balance == "planned"
 
     def passes(tp: int, pp: int, dp: int) -> bool:  # the grid's most permissive candidate of this split
@@ -41,8 +44,11 @@ def empty_search_note(c: TransformerConfig, cluster, global_batch: int, counts, 
     if rejected.get("out-of-memory"):  # memory is checked last: every configuration the rules left
         more = (f"{setting('gpus', placeholder='N')} up to the cluster's {cluster.gpus:,}, or a larger cluster" if max(counts) < cluster.gpus
                 else f"a cluster of more than its {cluster.gpus:,}")  # --gpus cannot go past the cluster's
+        sharding = "" if sharded is None else (
+            f"{switch_on('distributed-optimizer')} (the optimizer states sharded over DP) fits "
+            f"{sharded.configurations:,} of them, the smallest at {sharded.smallest_bytes / 2**30:.1f} GiB a GPU; or ")
         return (f"no configuration on {named} fits: the {rejected['out-of-memory']:,} that pass the rules are "
-                f"all out of memory; give more GPUs ({more}) or GPUs with more memory")
+                f"all out of memory; {sharding}give more GPUs ({more}) or GPUs with more memory")
     reasons = ", ".join(f"{r}: {n:,}" for r, n in sorted(rejected.items(), key=lambda t: -t[1]))
     flags = ", ".join(setting(name) for name in ("schedule", "recompute", "sequence-parallel"))
     return (f"no configuration on {named}: every one broke a rule its flags leave ({reasons}); give more "

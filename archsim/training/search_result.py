@@ -9,6 +9,15 @@ from archsim.errors import InputError
 
 
 @dataclass(frozen=True)
+class ShardedFits:
+    """What Megatron-LM's distributed optimizer would admit of a search it was off in and that costed nothing,
+    every configuration out of memory: how many configurations would fit and the smallest one's bytes per GPU
+    (:func:`archsim.training.search_note.empty_search_note` names them)."""
+    configurations: int
+    smallest_bytes: float
+
+
+@dataclass(frozen=True)
 class SearchResult:
     rows: list[dict]          # best first
     rejected: dict[str, int]  # reason → candidates
@@ -18,6 +27,8 @@ class SearchResult:
     #                           faster and smaller
     identical_rows_dropped: int = 0  # configurations left out as alike but for recompute to a row listed
     #                                  (flash: selective prices as none)
+    # where every configuration was out of memory without the distributed optimizer and it fits some: how many
+    sharded_fits: ShardedFits | None = None
     # archsim search --format json's document, set by archsim.search (train_json.search_document): what
     # to_dict returns; not compared, as it only restates the fields above
     document: dict | None = field(default=None, compare=False, repr=False)
@@ -33,4 +44,4 @@ class SearchResult:
         return copy.deepcopy(self.document)
 
 
-__all__ = ["SearchResult"]
+__all__ = ["SearchResult", "ShardedFits"]

@@ -3,7 +3,8 @@
 Exporters compute reshape targets and slice bounds at run time (``Shape`` → ``Gather`` →
 ``Div`` → ``Slice``); ONNX's shape inference propagates values through a few of those ops only.
 Once every graph input's dimensions are fixed, such subgraphs are constants: each node whose inputs
-are all known (small initializers, ``Constant``, ``Shape``/``Size`` of an inferred tensor) is
+are all known (small initializers, ``Constant``, ``Shape``/``Size`` of an inferred tensor or of an
+initializer: PyTorch's ``nn.MultiheadAttention`` slices its in-projection by its weight's shape) is
 evaluated with ONNX's reference evaluator and replaced by an initializer. Outputs larger than
 :data:`MAX_FOLDED` elements are left alone (those are weights, not shapes).
 """
@@ -28,9 +29,10 @@ def fold_constants(onnx, model, shapes: dict[str, tuple[int, ...]]) -> bool:
     graph = model.graph
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 17)
     values = {t.name: numpy_helper.to_array(t) for t in graph.initializer if prod(t.dims) <= MAX_FOLDED}
+    known = {**{t.name: tuple(t.dims) for t in graph.initializer}, **shapes}  # shape inference lists no initializer
     kept, folded = [], []
     for node in graph.node:
-        outputs = _evaluate(node, values, shapes, opset, ReferenceEvaluator)
+        outputs = _evaluate(node, values, known, opset, ReferenceEvaluator)
         if outputs is None:
             kept.append(node)
             continue
@@ -42,6 +44,11 @@ def fold_constants(onnx, model, shapes: dict[str, tuple[int, ...]]) -> bool:
     del graph.node[:]
     graph.node.extend(kept)
     graph.initializer.extend(folded)
+    made = {tensor.name for tensor in folded}  # their value_info, inferred before their values were known (a
+    # weight's slice of symbolic dims), would override the initializers' own shapes in the next inference
+    stale = [value for value in graph.value_info if value.name not in made]
+    del graph.value_info[:]
+    graph.value_info.extend(stale)
     return True
 
 

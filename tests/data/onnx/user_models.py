@@ -1,9 +1,12 @@
-"""The models of tests/data/onnx/*.onnx (user trial 29; mha.onnx followups 28), exported as
-archsim.workload.from_torch exports: training mode, opset 17; the CNN without constant folding (in eval mode it
-would fold the batch norms into the convs), the encoder and the attention with it (it drops only the shape
-arithmetic, a third of the file). Regenerate with ``python tests/data/onnx/user_models.py [NAME ...]`` (all
-three without a NAME; needs torch and onnx; the weights are seeded but archsim reads only shapes; the nodes' doc
-strings, the exporter's Python stack traces, are dropped to keep the files small). mha.onnx: torch 2.13."""
+"""The models of tests/data/onnx/*.onnx (user trial 29; mha.onnx followups 28; cross_attention.onnx and
+memory_attention.onnx followups 30), exported as archsim.workload.from_torch exports: training mode, opset 17; the
+CNN without constant folding (in eval mode it would fold the batch norms into the convs), the encoder and the
+self-attention with it (it drops only the shape arithmetic, a third of the file), the two cross-attentions without
+it, as from_torch exports (``archsim import FILE.py:ClassName``): their weights' slice bounds are shape arithmetic
+on the weights themselves. Regenerate with ``python tests/data/onnx/user_models.py [NAME ...]`` (all five without
+a NAME; needs torch and onnx; the weights are seeded but archsim reads only shapes; the nodes' doc strings, the
+exporter's Python stack traces, are dropped to keep the files small). mha.onnx and the cross-attentions: torch
+2.13."""
 
 import sys
 from pathlib import Path
@@ -41,6 +44,26 @@ class SelfAttention(nn.Module):
         return self.attn(x, x, x, need_weights=False)[0]
 
 
+class CrossAttention(nn.Module):
+    """One nn.MultiheadAttention reading three different tensors: 6 queries, 5 keys and 5 values of d_model 8,
+    2 heads, batch first; PyTorch slices its in-projection weight and bias in three, one per input (followups 30)."""
+
+    def __init__(self):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(8, 2, batch_first=True)
+
+    def forward(self, q, k, v):
+        return self.attn(q, k, v, need_weights=False)[0]
+
+
+class MemoryAttention(CrossAttention):
+    """A decoder's cross-attention: 6 queries on a memory of 5 tokens, the memory both keys and values (d_model 8,
+    2 heads); PyTorch projects the memory once into k and v together and cuts them apart with a Gather."""
+
+    def forward(self, x, memory):
+        return self.attn(x, memory, memory, need_weights=False)[0]
+
+
 class Encoder(nn.Module):
     """Two post-norm encoder layers: d_model 8, 2 heads, feed-forward 16, GELU, no dropout (6 × 8 input)."""
 
@@ -56,12 +79,15 @@ class Encoder(nn.Module):
 if __name__ == "__main__":
     torch.manual_seed(0)
     here = Path(__file__).parent
-    for module, shape, name in ((SmallCNN(), (1, 3, 16, 16), "small_cnn"), (Encoder(), (1, 6, 8), "encoder2"),
-                                (SelfAttention(), (1, 6, 8), "mha")):
+    for module, shapes, name in ((SmallCNN(), [(1, 3, 16, 16)], "small_cnn"), (Encoder(), [(1, 6, 8)], "encoder2"),
+                                 (SelfAttention(), [(1, 6, 8)], "mha"),
+                                 (CrossAttention(), [(1, 6, 8), (1, 5, 8), (1, 5, 8)], "cross_attention"),
+                                 (MemoryAttention(), [(1, 6, 8), (1, 5, 8)], "memory_attention")):
         if sys.argv[1:] and name not in sys.argv[1:]:
             continue
-        torch.onnx.export(module, (torch.zeros(shape),), str(here / f"{name}.onnx"), dynamo=False, opset_version=17,
-                          training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=name != "small_cnn")
+        torch.onnx.export(module, tuple(torch.zeros(shape) for shape in shapes), str(here / f"{name}.onnx"),
+                          dynamo=False, opset_version=17, training=torch.onnx.TrainingMode.TRAINING,
+                          do_constant_folding=name in ("encoder2", "mha"))
         model = onnx.load(here / f"{name}.onnx")
         for node in model.graph.node:
             node.doc_string = ""
