@@ -49,7 +49,8 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
            top: int = 10, refine: int = 0, only=None, progress_desc: str | None = None,
            balance: str = "even", objective: str = "time", placement: str = "file",
            attention: str = "standard", dp_overlap: str = "none", max_actions: int | None = None,
-           grad_accumulation: str = "fused", distributed_optimizer: bool = False) -> SearchResult:
+           grad_accumulation: str = "fused", distributed_optimizer: bool = False,
+           fsdp: bool = False) -> SearchResult:
     """Rank every candidate on ``gpus`` GPUs (an int or several; default all the cluster's) by
     ``objective`` (:mod:`archsim.training.objectives`); ``balance``: ``even`` (Megatron's split) or
     ``planned`` (:mod:`archsim.training.stage_split`, per model chunk for interleaved and V-shaped
@@ -64,7 +65,8 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
     (``none`` or ``bucketed``, :class:`~archsim.training.parallel.Parallelism`), ``grad_accumulation``
     its gradient accumulation (``fused`` or ``unfused``, :mod:`archsim.training.grad_accumulation`),
     ``distributed_optimizer`` whether Megatron-LM's distributed optimizer shards its optimizer states over DP
-    (the memory rule and the rows' time, :class:`~archsim.training.parallel.Parallelism`)."""
+    (the memory rule and the rows' time, :class:`~archsim.training.parallel.Parallelism`), ``fsdp`` whether
+    PyTorch FSDP shards every state (PP = 1 candidates only, :mod:`archsim.training.fsdp`)."""
     refuse_switch(c, "search (Megatron's configurations)")
     from archsim.progress import progress
 
@@ -79,7 +81,7 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
         check_objective_figures(cluster, n, objective)
     grid = [k for n in counts
             for k in candidates(n, micro_batches, recomputes, schedules, chunks, sequence_parallel, attention,
-                                dp_overlap, grad_accumulation, distributed_optimizer)]
+                                dp_overlap, grad_accumulation, distributed_optimizer, fsdp)]
     if balance == "planned":
         refuse_planned_fp32(cluster.dtype)
         check_planning_work(c, cluster, global_batch, grid, placement)
