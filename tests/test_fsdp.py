@@ -193,3 +193,16 @@ def test_refusals(capsys):
     err = capsys.readouterr().err
     assert err.startswith("archsim train: error:") and err.count("\n") == 1
     assert Parallelism(1, 1, 8, 8, 1, fsdp=True).optimizer_shards == 8
+
+
+def test_the_search_row_command_reproduces_its_row(capsys):
+    """The first row's ``archsim train`` line (with --fsdp) prints the row's iteration and peak memory: search's
+    closed form and train's simulated iteration add the same FSDP term."""
+    result = archsim.search(str(GPT_350M), cluster=str(NODE), global_batch=16, fsdp=True, top=3, schedule="1f1b")
+    first = result.rows[0]
+    assert "--fsdp" in first["command"]
+    assert main(["train", *first["command"].split()[2:], "--format", "json"]) == 0
+    meta = json.loads(capsys.readouterr().out)["meta"]
+    assert meta["fsdp"] is True
+    assert meta["iteration_seconds"] == pytest.approx(first["iteration_seconds"], rel=1e-12)
+    assert meta["peak_memory_gib"] == pytest.approx(first["peak_memory_gib"], rel=1e-12)
