@@ -242,6 +242,8 @@ def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight:
     if last:
         activations += 6 * c.seq * b * padded_vocab(c.vocab, t) / t
     params = stage_parameters(c, par, layers, first, last, head_copy)
+    if not unit:
+        return StageMemory(params, states * params, activations)
     per_layer_params = layer_parameters_per_gpu(c, t)
     largest = max(per_layer_params if layers else 0.0, params - layers * per_layer_params)
     return StageMemory(params, states * params + unit * largest, activations)
