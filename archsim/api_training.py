@@ -30,7 +30,7 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
           schedule: str = "1f1b", stage_layers: str | Sequence[int] | None = None, attention: str = "flash",
           dp_overlap: str = "none", dtype: str | None = None, implementation: str = "megatron",
           grad_accumulation: str | None = None, balance: str = "even", placement: str = "file",
-          max_ops: int | None = None, distributed_optimizer: bool = False):
+          max_ops: int | None = None, distributed_optimizer: bool = False, fsdp: bool = False):
     """One training iteration of a transformer on a GPU cluster, as ``archsim train`` runs it. ``model``:
     a config path, a shipped config's name (``"gpt3_1.3b"``: :func:`~archsim.workload.model_files.transformer_path`)
     or a :class:`~archsim.workload.transformer.TransformerConfig`; ``cluster``: a cluster TOML path or a
@@ -39,7 +39,7 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
     None: the implementation's own, fused for megatron, unfused for pytorch-eager; ``stage_layers`` as
     ``"6,6,6,6"`` or a sequence; ``balance``, ``placement`` and ``max_ops`` (None: ``--max-ops``' default)
     as their flags, :func:`archsim.training.train_layout.lay_out`; ``distributed_optimizer``: True or False,
-    ``--distributed-optimizer``). Returns the
+    ``--distributed-optimizer``; ``fsdp``: True or False, ``--fsdp``). Returns the
     :class:`~archsim.training.run.TrainResult` (``iteration_seconds``, ``memory`` per pipeline rank in
     bytes, ``peak_memory_gib`` in GiB, ``breakdown`` in seconds; ``energy_j`` and ``energy_source``, priced as ``archsim train`` prices them:
     :func:`archsim.training.energy.priced`) and its :class:`~archsim.training.throughput.Throughput`
@@ -71,6 +71,7 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
     check_choice(implementation, IMPLEMENTATIONS, "implementation")
     check_choice(balance, BALANCES, "balance")
     check_switch(distributed_optimizer, "distributed_optimizer")
+    check_switch(fsdp, "fsdp")
     # the counts read as their flags read them, "2" too (search's top="2" is 2): the API's one rule
     tp, pp, dp, global_batch, micro_batch, interleave = (
         positive_int(value, name) for value, name in ((tp, "tp"), (pp, "pp"), (dp, "dp"), (global_batch, "global-batch"),
@@ -79,7 +80,8 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
     split = parse_stage_layers(stage_layers) if isinstance(stage_layers, str) else \
         None if stage_layers is None else [positive_int(n, "stage-layers") for n in stage_layers]
     par = Parallelism(tp, pp, dp, global_batch, micro_batch, recompute, sequence_parallel, interleave, schedule,
-                      tuple(split) if split else None, attention, dp_overlap, grad_accumulation, distributed_optimizer)
+                      tuple(split) if split else None, attention, dp_overlap, grad_accumulation, distributed_optimizer,
+                      fsdp)
     limit = DEFAULT_MAX_OPS if max_ops is None else positive_int(max_ops, "max-ops")
     check_job_size(par.schedule_actions, limit)  # before the cluster's matrices are built
     laid = lay_out(config, gpu_cluster(cluster, dtype), par, placement=placement, balance=balance,
@@ -151,7 +153,7 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
            refine: int | None = None, attention: str = "flash", dp_overlap: str = "none",
            max_ops: int | None = None, grad_accumulation: str = "fused", dtype: str | None = None,
            progress: bool | None = None, model_file: str | Path | None = None,
-           cluster_file: str | Path | None = None, distributed_optimizer: bool = False):
+           cluster_file: str | Path | None = None, distributed_optimizer: bool = False, fsdp: bool = False):
     """Rank TP × PP × DP × micro-batch × recompute × schedule for ``model`` on ``cluster`` as
     ``archsim search`` does, with its flags' names and defaults (``schedule`` None: every schedule;
     ``refine`` None: 2 × ``top``; ``chunks`` None: 2 and 4, refused given without a schedule that takes it;
@@ -159,7 +161,8 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
     is a list of one; ``dtype`` None: ``--dtype``'s default fp16 for a path, a cluster object's own;
     ``progress``: ``archsim search``'s progress bars on stderr, True always, False never, None only when
     stderr is a terminal, as the CLI draws them; ``distributed_optimizer``: every configuration's, True or False, as
-    ``--distributed-optimizer``). Returns the :class:`~archsim.training.search_result.SearchResult`: ``rows``
+    ``--distributed-optimizer``; ``fsdp``: every configuration's, as ``--fsdp``). Returns the
+    :class:`~archsim.training.search_result.SearchResult`: ``rows``
     (best first: the configuration, ``iteration_seconds``, ``peak_memory_gib``, ``mfu``, …, ``command``: the
     rows of ``to_dict()``, key for key),
     ``rejected`` (reason → count), the Pareto front and ``sharded_fits`` (every configuration out of memory
@@ -218,6 +221,7 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
         raise InputError(f"expected both, on or off, got {sequence_parallel!r}", field="sequence-parallel")
     check_switch(progress, "progress", none=True)
     check_switch(distributed_optimizer, "distributed_optimizer")
+    check_switch(fsdp, "fsdp")
     for name, field in ((model_file, "model_file"), (cluster_file, "cluster_file")):
         if name is not None:
             check_path(name, field, "a path (a str or Path) or None")
@@ -227,7 +231,7 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
                        sequence_parallel=modes[sequence_parallel], top=top,
                        refine=refine, balance=balance, objective=objective, placement=placement,
                        attention=attention, dp_overlap=dp_overlap, grad_accumulation=grad_accumulation,
-                       max_actions=max_ops, distributed_optimizer=distributed_optimizer)
+                       max_actions=max_ops, distributed_optimizer=distributed_optimizer, fsdp=fsdp)
     for note in (*on.warnings, seq_note(model, config, seq), unread_note(model), *cluster_notes(on, "search")):
         if note:  # the lines archsim search prints on stderr: a link's unit that slipped, the sequence's default,
             # what the cluster file states that search does not read
@@ -245,6 +249,6 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
         result, config, on, model=named(model_file, model, "MODEL.json"),
         cluster_file=named(cluster_file, cluster, "CLUSTER.toml"), global_batch=global_batch, gpus=counts or None,
         seq=seq, objective=objective, balance=balance, placement=placement,
-        distributed_optimizer=distributed_optimizer)
+        distributed_optimizer=distributed_optimizer, fsdp=fsdp)
     # the rows are the document's (each with its command), copied so that editing one leaves to_dict's as printed
     return replace(result, rows=[dict(row) for row in document["rows"]], document=document)

@@ -68,6 +68,8 @@ COMMANDS: dict[str, list[str]] = {
     "train --sweep": ["train", MODEL, "--cluster", GPU_CLUSTER, "--global-batch", "8", "--sweep", "tp=2,3"],
     "train --distributed-optimizer": ["train", MODEL, "--cluster", GPU_CLUSTER, "--tp", "4", "--dp", "2",
                                       "--global-batch", "4", "--micro-batch", "2", "--distributed-optimizer"],
+    "train --fsdp": ["train", MODEL, "--cluster", GPU_CLUSTER, "--tp", "4", "--dp", "2", "--global-batch", "4",
+                     "--micro-batch", "2", "--fsdp"],
     "search": ["search", MODEL, "--cluster", GPU_CLUSTER, "--global-batch", "16", "--top", "3", "--schedule", "1f1b",
                "--max-micro-batch", "2"],
     "search --placement": ["search", MODEL, "--cluster", str(ROOT / "configs" / "clusters" / "mixed_counts_h100_a100.toml"),

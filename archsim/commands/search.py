@@ -76,6 +76,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--distributed-optimizer", action="store_true",
                         help="every configuration with Megatron-LM's distributed optimizer, as archsim train's "
                              "--distributed-optimizer: optimizer states sharded over DP in the memory check and rows")
+    parser.add_argument("--fsdp", action="store_true",
+                        help="every configuration with PyTorch FSDP's full sharding, as archsim train's --fsdp: "
+                             "PP 1 only, every state sharded over DP in the memory check and rows")
     parser.add_argument("--grad-accumulation", default="fused", choices=GRAD_ACCUMULATIONS,
                         help="every configuration's gradient accumulation, as archsim train's --grad-accumulation "
                              "(fused: Megatron-LM's default since 2022; unfused: Megatron-LM of 2021)")
@@ -112,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
                         refine=args.refine, attention=args.attention, dp_overlap=args.dp_overlap,
                         max_ops=args.max_ops, grad_accumulation=args.grad_accumulation, seq=args.seq,
                         model_file=args.model, cluster_file=args.cluster,
-                        distributed_optimizer=args.distributed_optimizer)
+                        distributed_optimizer=args.distributed_optimizer, fsdp=args.fsdp)
     if (args.gantt or args.trace or args.schedule_csv) and not result.rows:  # before anything is printed
         from archsim.errors import InputError
 
@@ -197,7 +200,7 @@ def _write_best_timeline(args: argparse.Namespace, config, cluster, rows: list[d
     split = tuple(int(n) for n in r["stage_layers"].split(",")) if r["stage_layers"] else None
     par = Parallelism(r["tp"], r["pp"], r["dp"], args.global_batch, r["micro_batch"], r["recompute"],
                       r["sequence_parallel"], r["interleave"], r["schedule"], split, r["attention"], r["dp_overlap"],
-                      r["grad_accumulation"], r.get("distributed_optimizer", False))
+                      r["grad_accumulation"], r.get("distributed_optimizer", False), r.get("fsdp", False))
     if r.get("placement"):
         cluster = cluster.reordered(tuple(int(n) for n in r["placement"].split(",")))
     result = train(config, par, cluster.machine(par), cluster.rank_wise(par))

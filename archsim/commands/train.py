@@ -66,6 +66,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Megatron-LM's --use-distributed-optimizer (ZeRO-1): fp32 main weights, Adam's moments "
                              "and the fp32 gradient copy sharded over DP; gradients reduce-scattered and parameters "
                              "all-gathered in place of the all-reduce, each DP rank stepping its 1/DP")
+    parser.add_argument("--fsdp", action="store_true",
+                        help="PyTorch FSDP's FULL_SHARD (ZeRO-3; torchtitan, llm-foundry): parameters, gradients and "
+                             "optimizer states sharded over DP, each layer all-gathered before its forward and its "
+                             "backward and its gradients reduce-scattered, prefetched under the neighbour's compute "
+                             "(PP 1; not with --distributed-optimizer)")
     parser.add_argument("--grad-accumulation", default=None, choices=GRAD_ACCUMULATIONS,
                         help="weight gradients summed over micro-batches inside the weight-gradient GEMM (fused: "
                              "Megatron-LM's --gradient-accumulation-fusion, its default since 2022) or by a separate "
@@ -89,13 +94,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "of the file's servers numbered from 0 (count expanded), as archsim search prints")
     parser.add_argument("--sweep", action="append", default=[], metavar="KEY=V1,V2,…",
                         help="sweep an axis (tp, pp, dp, global_batch, micro_batch, interleave, recompute, schedule, "
-                             "sequence_parallel, attention, dp_overlap, grad_accumulation, distributed_optimizer); "
+                             "sequence_parallel, attention, dp_overlap, grad_accumulation, distributed_optimizer, "
+                             "fsdp); "
                              "repeat for a grid: one row "
                              "per point (Megatron's even split, no timeline) instead of one iteration's breakdown")
     parser.add_argument("--runs", default=None, metavar="RUNS.csv",
                         help="predict every row of a runs file in one process (columns tp, pp, dp, micro_batch, "
                              "global_batch and optionally recompute, sequence_parallel, interleave, "
-                             "distributed_optimizer, gpus, measured_seconds; or vTrain's released CSV as it is): one row each, in input order, "
+                             "distributed_optimizer, fsdp, gpus, measured_seconds; or vTrain's released CSV as it is): one row each, in input order, "
                              "with the error where measured")
     add_job_limit_argument(parser)
     add_timeline_outputs(parser)
@@ -140,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
     par = Parallelism(args.tp, args.pp, args.dp, args.global_batch, args.micro_batch, args.recompute,
                       args.sequence_parallel, args.interleave, args.schedule,
                       parse_stage_layers(args.stage_layers) if args.stage_layers else None, args.attention,
-                      args.dp_overlap, args.grad_accumulation, args.distributed_optimizer)
+                      args.dp_overlap, args.grad_accumulation, args.distributed_optimizer, args.fsdp)
     check_job_size(par.schedule_actions, args.max_ops)  # before the cluster's matrices are built
     laid = lay_out(config, load_gpu_cluster(args.cluster, args.dtype), par, placement=args.placement,
                    balance=args.balance, implementation=args.implementation, max_ops=args.max_ops)
@@ -192,7 +198,8 @@ def _run_sweep(args: argparse.Namespace, config) -> int:
             "sequence_parallel": args.sequence_parallel, "interleave": args.interleave, "schedule": args.schedule,
             "attention": args.attention, "dp_overlap": args.dp_overlap,
             **({"grad_accumulation": args.grad_accumulation} if args.grad_accumulation else {}),
-            **({"distributed_optimizer": True} if args.distributed_optimizer else {})}
+            **({"distributed_optimizer": True} if args.distributed_optimizer else {}),
+            **({"fsdp": True} if args.fsdp else {})}
     check_sweep_size(base, axes, args.max_ops)
     cluster = load_gpu_cluster(args.cluster, args.dtype)
     placement = parse_placement(args.placement, cluster)
@@ -270,7 +277,7 @@ def _run_runs(args: argparse.Namespace, config) -> int:
 RUNS_SET_PER_ROW = (("--tp", "tp"), ("--pp", "pp"), ("--dp", "dp"), ("--global-batch", "global_batch"),
                     ("--micro-batch", "micro_batch"), ("--recompute", "recompute"),
                     ("--sequence-parallel", "sequence_parallel"), ("--interleave", "interleave"),
-                    ("--distributed-optimizer", "distributed_optimizer"),
+                    ("--distributed-optimizer", "distributed_optimizer"), ("--fsdp", "fsdp"),
                     ("--stage-layers", "stage_layers"), ("--balance", "balance"), ("--placement", "placement"),
                     ("--sweep", "sweep"), ("--gantt", "gantt"), ("--chrome-trace", "trace"),
                     ("--schedule-csv", "schedule_csv"))

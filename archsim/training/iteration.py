@@ -61,9 +61,10 @@ from archsim.training.eager_ops import (
     eager_embedding_work,
     eager_head_work,
 )
+from archsim.training.fsdp import exposed_seconds, rank_units
 from archsim.training.layer_ops import Collective, Work, block_work, embedding_work, head_work
 from archsim.training.machine import Links, Machine
-from archsim.training.memory import gradient_bytes
+from archsim.training.memory import gradient_bytes, layer_parameters_per_gpu
 from archsim.training.parallel import Parallelism, padded_vocab
 from archsim.workload.transformer import TransformerConfig, refuse_switch
 
@@ -203,7 +204,7 @@ def model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> di
             raise InputError(f"{setting('distributed-optimizer')} is Megatron-LM's: not with "
                              f"{setting('implementation', 'pytorch-eager')}", field="distributed-optimizer")
     same = replace(par, pp=1, dp=1, global_batch=par.micro_batch, interleave=1, schedule="1f1b", stage_layers=None,
-                   dp_overlap="none", grad_accumulation=None, distributed_optimizer=False)
+                   dp_overlap="none", grad_accumulation=None, distributed_optimizer=False, fsdp=False)
     return dict(_model_pieces(c, same, machine))
 
 
@@ -258,9 +259,19 @@ def _model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> d
     return {"layer": layer, "embedding": embedding, "head": head}
 
 
+def fsdp_seconds(c: TransformerConfig, par: Parallelism, machine: Machine, parameters: float, forward_s: float,
+                 backward_s: float) -> float:
+    """An iteration's exposed FSDP collectives on a PP = 1 rank holding ``parameters``: its layers and root
+    unit (:func:`archsim.training.fsdp.rank_units`), ``par.microbatches`` times one micro-batch's."""
+    per_layer = layer_parameters_per_gpu(c, par.tp)
+    units = rank_units(c.layers, per_layer, parameters - c.layers * per_layer, forward_s, backward_s,
+                       ELEMENT_BYTES[machine.dtype], gradient_bytes(machine.dtype), par.dp, machine.links.dp)
+    return par.microbatches * sum(exposed_seconds(units))
+
+
 def after_backward(c: TransformerConfig, par: Parallelism, machine: Machine, rank: int,
                    parameters: float, tied_ranks: tuple[int, int] | None = None,
-                   backward_s: float = 0.0) -> dict[str, float]:
+                   backward_s: float = 0.0, forward_s: float = 0.0) -> dict[str, float]:
     """Seconds each rank spends after its last backward: DP and embedding all-reduces, optimizer (with
     ``par.distributed_optimizer``: the DP reduce-scatter, the step on the rank's 1/DP of ``parameters``, the
     parameters' all-gather, in place of the all-reduce).
@@ -268,9 +279,13 @@ def after_backward(c: TransformerConfig, par: Parallelism, machine: Machine, ran
     when they differ); when they differ and embeddings are tied, both all-reduce the token table's
     gradient over the link between their GPUs (:attr:`~archsim.training.machine.Links.embedding`).
     ``backward_s``: the rank's last micro-batch backward, under which ``par.dp_overlap = "bucketed"``
-    runs the DP buckets."""
+    runs the DP buckets. With ``par.fsdp``: the FSDP collectives of its ``par.microbatches`` micro-batches that
+    the compute does not hide (``fsdp_exposed_communication``, :mod:`archsim.training.fsdp`; ``forward_s`` and
+    ``backward_s`` one micro-batch's) in place of the all-reduce, and the step on 1/DP."""
     grad = gradient_bytes(machine.dtype)  # the gradient buffer's width: fp32 in bf16, as Megatron reduces it
-    if par.distributed_optimizer:  # reduce-scatter, step on 1/DP, all-gather (dp_overlap.distributed_sync_seconds)
+    if par.fsdp:  # every micro-batch's all-gathers and reduce-scatters, under the compute where FSDP hides them
+        sync = {"fsdp_exposed_communication": fsdp_seconds(c, par, machine, parameters, forward_s, backward_s)}
+    elif par.distributed_optimizer:  # reduce-scatter, step on 1/DP, all-gather (dp_overlap.distributed_sync_seconds)
         scatter, gather = distributed_sync_seconds(parameters, grad, ELEMENT_BYTES[machine.dtype], par.dp,
                                                    machine.links.dp, par.dp_overlap, backward_s)
         sync = {"dp_reduce_scatter": scatter}

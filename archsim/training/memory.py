@@ -5,7 +5,11 @@ own table (``docs/api-guide/dist_optimizer.md``): 20 in fp16 — fp16 weight and
 weight, momentum and variance (12), and the fp32 copy of the gradient the step makes (4) — 18 in bf16, whose
 buffer is fp32 already (:func:`gradient_bytes`), 16 in fp32 (:func:`state_bytes`). With the distributed
 optimizer (ZeRO-1) all but the weight and its gradient buffer are sharded over the d DP ranks: 4 + 16/d,
-6 + 12/d and 8 + 8/d, the table's second column.
+6 + 12/d and 8 + 8/d, the table's second column. With FSDP's full sharding (ZeRO-3, ``Parallelism.fsdp``)
+every state is sharded: 16/d in every dtype — the fp32 parameter shard, its fp32 gradient and Adam's
+momentum and variance, 4 each (PyTorch FSDP's ``MixedPrecision`` keeps the sharded parameters in fp32
+and casts them to the compute dtype only when it all-gathers them) — plus the units in flight
+(:func:`fsdp_unit_bytes`).
 
 Activations of one transformer layer for one micro-batch, in bytes, with s tokens per sequence,
 b sequences, h hidden, a heads, TP degree t (Korthikanti et al. 2022, §4, Table 2):
@@ -77,6 +81,17 @@ def main_grad_copy_bytes(dtype: str) -> int:
     return MAIN_GRAD_BYTES if gradient_bytes(dtype) < MAIN_GRAD_BYTES else 0
 
 
+FSDP_STATE_BYTES = 16  # FSDP FULL_SHARD under mixed precision: fp32 parameter, fp32 gradient, Adam's m and v
+
+
+def fsdp_unit_bytes(dtype: str) -> int:
+    """Bytes per parameter of the largest FSDP unit that full sharding holds unsharded at once: its
+    parameters all-gathered in the compute ``dtype`` twice (the unit computing and the next one prefetched)
+    and one unit's unsharded gradient in the reduce's width (:func:`gradient_bytes`: fp32 in bf16) before
+    its reduce-scatter — 8 in bf16, 6 in fp16, 12 in fp32."""
+    return 2 * ELEMENT_BYTES[dtype] + gradient_bytes(dtype)
+
+
 def unsharded_state_bytes(dtype: str) -> int:
     """Model-state bytes per parameter the distributed optimizer leaves on every DP rank: the weight in
     ``dtype`` and its gradient buffer (:func:`gradient_bytes`), which the backward fills whole — 4 in fp16,
@@ -84,8 +99,10 @@ def unsharded_state_bytes(dtype: str) -> int:
     return ELEMENT_BYTES[dtype] + gradient_bytes(dtype)
 
 
-def state_bytes(dtype: str, implementation: str = "megatron", shards: int = 1) -> float:
-    """Model-state bytes per parameter a GPU holds at the optimizer step. ``shards``: the DP ranks Megatron-LM's
+def state_bytes(dtype: str, implementation: str = "megatron", shards: int = 1, full: bool = False) -> float:
+    """Model-state bytes per parameter a GPU holds at the optimizer step. ``full``: FSDP's full sharding,
+    :data:`FSDP_STATE_BYTES` / ``shards`` in every dtype (the transient units apart: :func:`fsdp_unit_bytes`).
+    ``shards``: the DP ranks Megatron-LM's
     distributed optimizer shards the rest over (:attr:`~archsim.training.parallel.Parallelism.optimizer_shards`;
     1: none) — :func:`unsharded_state_bytes` whole, the fp32 main weight, Adam's moments and the step's fp32
     gradient copy 1/``shards`` each: 4 + 16/d in fp16, 6 + 12/d in bf16, 8 + 8/d in fp32, the table's
@@ -100,6 +117,8 @@ def state_bytes(dtype: str, implementation: str = "megatron", shards: int = 1) -
     parameter when the activations outweigh it). ``pytorch-eager`` in fp16/bf16 (``benchmarks/train_step.py``,
     ``MixedPrecisionAdam.step``) frees each fp16 gradient once copied to fp32: weight, fp32 gradient and
     Adam's 12 — 18; in fp32 (Hugging Face's modules, PyTorch's Adam) 16."""
+    if full:
+        return FSDP_STATE_BYTES / shards
     if implementation == "pytorch-eager":
         if shards > 1:
             raise InputError(f"{setting('distributed-optimizer')} is Megatron-LM's: not with "
@@ -200,9 +219,11 @@ def stage_parameters(c: TransformerConfig, par: Parallelism, layers: int, first:
 
 def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight: int, first: bool,
                  last: bool, head_copy: bool | None = None,
-                 states: float = STATE_BYTES_PER_PARAMETER) -> StageMemory:
+                 states: float = STATE_BYTES_PER_PARAMETER, unit: float = 0.0) -> StageMemory:
     """Memory of one GPU of a stage holding ``layers`` layers with ``in_flight`` micro-batches' activations;
-    ``states``: model-state bytes per parameter (:func:`state_bytes` of the run's dtype)."""
+    ``states``: model-state bytes per parameter (:func:`state_bytes` of the run's dtype); ``unit``: with FSDP,
+    :func:`fsdp_unit_bytes` per parameter of the stage's largest unit (a layer, or the embedding with the
+    final norm and LM head), counted in the states."""
     b, t = par.micro_batch, par.tp
     if c.family == "switch":  # fp16 bytes as the rest (scaled by memories): 2 per fp32 element counted
         from archsim.training.hf_switch_ops import switch_activation_elements
@@ -221,7 +242,11 @@ def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight:
     if last:
         activations += 6 * c.seq * b * padded_vocab(c.vocab, t) / t
     params = stage_parameters(c, par, layers, first, last, head_copy)
-    return StageMemory(params, states * params, activations)
+    if not unit:
+        return StageMemory(params, states * params, activations)
+    per_layer_params = layer_parameters_per_gpu(c, t)
+    largest = max(per_layer_params if layers else 0.0, params - layers * per_layer_params)
+    return StageMemory(params, states * params + unit * largest, activations)
 
 
 def in_flight(order) -> list[int]:
@@ -235,11 +260,12 @@ def in_flight(order) -> list[int]:
 
 
 def memories(c: TransformerConfig, par: Parallelism, order=None, scale: float = 1.0,
-             states: float = STATE_BYTES_PER_PARAMETER) -> list[StageMemory]:
+             states: float = STATE_BYTES_PER_PARAMETER, unit: float = 0.0) -> list[StageMemory]:
     """Memory of one GPU of each pipeline rank (chunks of a rank summed). Without ``order``, plain 1F1B's
     in-flight counts min(p − r, m) — no schedule built, for searches over many configurations. ``scale``:
     bytes per element over fp16's (2 in fp32: the activations double); ``states``: model-state bytes per
-    parameter (:func:`state_bytes`: 20 in fp16, 18 in bf16, 16 in fp32)."""
+    parameter (:func:`state_bytes`: 20 in fp16, 18 in bf16, 16 in fp32); ``unit``: FSDP's
+    (:func:`stage_memory`)."""
     chunks = par.pp * par.chunks
     counts = layers_per_stage(c.layers, chunks, par.stage_layers)
     if order is None:
@@ -255,12 +281,12 @@ def memories(c: TransformerConfig, par: Parallelism, order=None, scale: float = 
     for rank in range(par.pp):
         mine = [j for j in range(chunks) if rank_of[j] == rank]
         parts = [stage_memory(c, par, counts[j], max(peaks[rank] // par.chunks, 1), j == 0, j == chunks - 1, apart,
-                              states) for j in mine]
+                              states, unit) for j in mine]
         out.append(StageMemory(sum(p.parameters for p in parts), sum(p.states for p in parts),
                                sum(p.activations for p in parts) * scale))
     return out
 
 
-__all__ = ["STATE_BYTES_PER_PARAMETER", "StageMemory", "attention_core_per_score", "gradient_bytes", "in_flight",
+__all__ = ["FSDP_STATE_BYTES", "STATE_BYTES_PER_PARAMETER", "StageMemory", "attention_core_per_score", "fsdp_unit_bytes", "gradient_bytes", "in_flight",
            "layer_activation_bytes", "layer_parameters_per_gpu", "main_grad_copy_bytes", "memories", "stage_memory", "stage_parameters", "state_bytes",
            "unsharded_state_bytes"]

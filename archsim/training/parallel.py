@@ -96,7 +96,10 @@ class Parallelism:
     Megatron-LM's ``--use-distributed-optimizer`` (ZeRO-1): the fp32 main weights, Adam's moments and the fp32
     gradient copy sharded over the DP group (:func:`archsim.training.memory.state_bytes`), the gradients
     reduce-scattered and the parameters all-gathered in place of the all-reduce, each DP rank stepping its 1/DP
-    (:mod:`archsim.training.dp_overlap`)."""
+    (:mod:`archsim.training.dp_overlap`); fsdp: PyTorch FSDP's ``FULL_SHARD`` (ZeRO-3): parameters, gradients
+    and optimizer states all sharded over DP, each layer's parameters all-gathered before its forward and its
+    backward and its gradients reduce-scattered (:mod:`archsim.training.fsdp`); not beside the distributed
+    optimizer (one sharding per run), nor with PP > 1 or bucketed DP overlap (FSDP overlaps its own)."""
 
     tp: int = 1
     pp: int = 1
@@ -112,6 +115,7 @@ class Parallelism:
     dp_overlap: str = "none"
     grad_accumulation: str | None = None
     distributed_optimizer: bool = False
+    fsdp: bool = False
 
     def __post_init__(self) -> None:
         for name in ("tp", "pp", "dp", "global_batch", "micro_batch", "interleave"):
@@ -123,6 +127,17 @@ class Parallelism:
         if not isinstance(self.distributed_optimizer, bool):
             raise InputError(f"expected True or False, got {self.distributed_optimizer!r}",
                              field="distributed-optimizer")
+        if not isinstance(self.fsdp, bool):
+            raise InputError(f"expected True or False, got {self.fsdp!r}", field="fsdp")
+        if self.fsdp and self.distributed_optimizer:  # one notion of state sharding: FSDP shards all of it
+            raise InputError(f"{setting('fsdp')} shards the optimizer states already: not with "
+                             f"{setting('distributed-optimizer')}", field="fsdp")
+        if self.fsdp and self.pp > 1:
+            raise InputError(f"{setting('fsdp')} is modelled on PP = 1 (FSDP with a pipeline is not), got "
+                             f"{setting('pp', self.pp)}", field="fsdp")
+        if self.fsdp and self.dp_overlap != "none":
+            raise InputError(f"{setting('fsdp')} overlaps its own collectives: not with "
+                             f"{setting('dp-overlap', self.dp_overlap)}", field="fsdp")
         if self.recompute not in RECOMPUTE:
             raise InputError(f"expected one of {', '.join(RECOMPUTE)}, got {self.recompute!r}", field="recompute")
         if self.attention not in ATTENTIONS:
@@ -165,8 +180,8 @@ class Parallelism:
     @property
     def optimizer_shards(self) -> int:
         """The ranks each parameter's optimizer states are sharded over: DP with the distributed optimizer
-        (Megatron-LM shards over the data-parallel group), 1 without."""
-        return self.dp if self.distributed_optimizer else 1
+        (Megatron-LM shards over the data-parallel group) or FSDP (all the states), 1 without."""
+        return self.dp if self.distributed_optimizer or self.fsdp else 1
 
     @property
     def gpus(self) -> int:

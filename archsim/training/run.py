@@ -12,7 +12,7 @@ from archsim.devices.catalog import GIB
 from archsim.training.grad_accumulation import accumulation, per_microbatch_seconds
 from archsim.training.iteration import after_backward, model_pieces
 from archsim.training.machine import Machine
-from archsim.training.memory import StageMemory, memories, state_bytes
+from archsim.training.memory import StageMemory, fsdp_unit_bytes, memories, state_bytes
 from archsim.training.parallel import Parallelism, check_fits, layers_per_stage
 from archsim.workload.transformer import TransformerConfig
 
@@ -97,8 +97,8 @@ def train(c: TransformerConfig, par: Parallelism, machine: Machine,
     times = rank_stage_times(c, par, machines, [own[id(m)] for m in machines])
     order = published_order(par.schedule_name, par.pp, par.microbatches, par.chunks)
     run = run_order(order, times)
-    states = state_bytes(machine.dtype, machine.implementation, par.optimizer_shards)
-    mem = memories(c, par, order, machine.scale, states)
+    states = state_bytes(machine.dtype, machine.implementation, par.optimizer_shards, par.fsdp)
+    mem = memories(c, par, order, machine.scale, states, fsdp_unit_bytes(machine.dtype) if par.fsdp else 0.0)
     timeline = run.timeline
     assert isinstance(timeline, Timeline) and isinstance(timeline.slots, SlotTable)  # the engine's arrays
     slots = timeline.slots
@@ -107,10 +107,12 @@ def train(c: TransformerConfig, par: Parallelism, machine: Machine,
     rank_of = order.rank_of_stage()
     tied_ranks = (rank_of[0], rank_of[order.stages - 1])
     last_backward = [0.0] * par.pp  # each rank's backward of one micro-batch: what bucketed DP runs under
+    one_forward = [0.0] * par.pp  # and its forward: what FSDP's prefetched all-gathers run under
     for j in range(order.stages):
         last_backward[rank_of[j]] += times.backward_input[j] + times.backward_weight[j]
-    post = tuple(after_backward(c, par, machines[r], r, mem[r].parameters, tied_ranks, last_backward[r])
-                 for r in range(par.pp))
+        one_forward[rank_of[j]] += times.forward[j]
+    post = tuple(after_backward(c, par, machines[r], r, mem[r].parameters, tied_ranks, last_backward[r],
+                                one_forward[r]) for r in range(par.pp))
     finish = [ends[r] + sum(post[r].values()) for r in range(par.pp)]
     slowest = int(np.argmax(finish))
     pieces = own[id(machines[slowest])]
@@ -130,7 +132,8 @@ def _breakdown(c, par, machine, pieces, rank_of, run, rank, post) -> dict[str, f
     """The slowest rank's iteration by category (seconds): its compute, recompute, TP collectives, the
     unfused gradient accumulation's passes (its m − 1, :mod:`archsim.training.grad_accumulation`),
     pipeline wait (bubbles and hops: the rest of its pipeline span), DP communication (the all-reduce, or the
-    distributed optimizer's reduce-scatter and all-gather), embedding all-reduce, optimizer."""
+    distributed optimizer's reduce-scatter and all-gather), FSDP's exposed collectives (with ``par.fsdp``),
+    embedding all-reduce, optimizer."""
     m = par.microbatches
     chunks = par.pp * par.chunks
     counts = layers_per_stage(c.layers, chunks, par.stage_layers)
@@ -154,6 +157,7 @@ def _breakdown(c, par, machine, pieces, rank_of, run, rank, post) -> dict[str, f
             "pipeline_bubble_and_p2p": wait if wait > 1e-9 * span else 0.0,  # below: the sums' round-off
             "dp_communication": sum(s for name, s in post.items() if name.startswith("dp_")),  # the distributed
             # optimizer's reduce-scatter and all-gather, or the all-reduce
+            **({"fsdp_exposed_communication": post["fsdp_exposed_communication"]} if par.fsdp else {}),
             "embedding_allreduce": post["embedding_allreduce"],
             "optimizer": post["optimizer"]}
 

@@ -7,7 +7,8 @@ Two layouts are read (docs/formats.md, "Runs files"):
 * archsim's: a header naming the columns ``tp, pp, dp, micro_batch, global_batch`` (required) and any of
   ``recompute`` (none | selective | full, default full), ``sequence_parallel`` (true/false, default
   false), ``interleave`` (default 1), ``distributed_optimizer`` (true/false, default false: Megatron-LM's
-  ``--use-distributed-optimizer``), ``gpus`` (checked against TP × PP × DP) and ``measured_seconds``;
+  ``--use-distributed-optimizer``), ``fsdp`` (true/false, default false: PyTorch FSDP's full sharding),
+  ``gpus`` (checked against TP × PP × DP) and ``measured_seconds``;
 * vTrain's released CSV as it is (``# GPUs,global batch,…,iteration time (ms)``,
   :data:`archsim.training.measured.COLUMNS`): each row also names its GPT's hidden size, heads, layers
   and sequence length, which replace MODEL's (FFN kept at MODEL's multiple of hidden); recompute full
@@ -40,7 +41,8 @@ if TYPE_CHECKING:
     from archsim.training.cluster import GpuCluster
 
 REQUIRED = ("tp", "pp", "dp", "micro_batch", "global_batch")
-OPTIONAL = ("recompute", "sequence_parallel", "interleave", "distributed_optimizer", "gpus", "measured_seconds")
+OPTIONAL = ("recompute", "sequence_parallel", "interleave", "distributed_optimizer", "fsdp", "gpus",
+            "measured_seconds")
 _TRUE = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False, "": False}
 
 
@@ -120,7 +122,7 @@ def _archsim_row(raw: list[str], index: dict[str, int], line: int, file: str) ->
     if fields["recompute"] not in RECOMPUTE:
         raise InputError(f"expected one of {', '.join(RECOMPUTE)}, got {fields['recompute']!r}", file=file,
                          line=line, field="recompute")
-    for switch in ("sequence_parallel", "distributed_optimizer"):
+    for switch in ("sequence_parallel", "distributed_optimizer", "fsdp"):
         flag = cells.get(switch, "").lower()
         if flag not in _TRUE:
             raise InputError(f"expected true or false, got {cells[switch]!r}", file=file, line=line, field=switch)
@@ -201,6 +203,7 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
     from archsim.training.run import train
 
     sharded = any(row.par.distributed_optimizer for row in rows)  # the column only where a row sets it: as before
+    full = any(row.par.fsdp for row in rows)
     out = []
     for row in rows:
         try:
@@ -218,6 +221,7 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
                   "micro_batch": p.micro_batch, "global_batch": p.global_batch, "recompute": p.recompute,
                   "sequence_parallel": p.sequence_parallel, "interleave": p.interleave,
                   **({"distributed_optimizer": p.distributed_optimizer} if sharded else {}),
+                  **({"fsdp": p.fsdp} if full else {}),
                   "predicted_seconds": result.iteration_seconds, "peak_memory_gib": result.peak_memory_gib,
                   **iteration_energy(config, p, cluster, result.iteration_seconds, memory=result.memory),
                   "measured_seconds": row.measured_seconds,

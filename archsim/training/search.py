@@ -49,7 +49,8 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
            top: int = 10, refine: int = 0, only=None, progress_desc: str | None = None,
            balance: str = "even", objective: str = "time", placement: str = "file",
            attention: str = "standard", dp_overlap: str = "none", max_actions: int | None = None,
-           grad_accumulation: str = "fused", distributed_optimizer: bool = False) -> SearchResult:
+           grad_accumulation: str = "fused", distributed_optimizer: bool = False,
+           fsdp: bool = False) -> SearchResult:
     """Rank every candidate on ``gpus`` GPUs (an int or several; default all the cluster's) by
     ``objective`` (:mod:`archsim.training.objectives`); ``balance``: ``even`` (Megatron's split) or
     ``planned`` (:mod:`archsim.training.stage_split`, per model chunk for interleaved and V-shaped
@@ -65,8 +66,9 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
     its gradient accumulation (``fused`` or ``unfused``, :mod:`archsim.training.grad_accumulation`),
     ``distributed_optimizer`` whether Megatron-LM's distributed optimizer shards its optimizer states over DP
     (the memory rule and the rows' time, :class:`~archsim.training.parallel.Parallelism`); off, and every
-    configuration out of memory, the result's ``sharded_fits`` says how many it would fit (each laid out as
-    the search lays it out)."""
+    configuration out of memory (and ``fsdp`` off: it shards every state already), the result's ``sharded_fits``
+    says how many it would fit (each laid out as the search lays it out); ``fsdp`` whether PyTorch FSDP shards every state (PP = 1 candidates only,
+    :mod:`archsim.training.fsdp`)."""
     refuse_switch(c, "search (Megatron's configurations)")
     from archsim.progress import progress
 
@@ -81,7 +83,7 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
         check_objective_figures(cluster, n, objective)
     grid = [k for n in counts
             for k in candidates(n, micro_batches, recomputes, schedules, chunks, sequence_parallel, attention,
-                                dp_overlap, grad_accumulation, distributed_optimizer)]
+                                dp_overlap, grad_accumulation, distributed_optimizer, fsdp)]
     if balance == "planned":
         refuse_planned_fp32(cluster.dtype)
         check_planning_work(c, cluster, global_batch, grid, placement)
@@ -123,7 +125,7 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
                 costed.append(item)
             else:
                 rejected[reason] += 1
-                if reason == "out-of-memory" and k.dp > 1 and not distributed_optimizer and not costed:
+                if reason == "out-of-memory" and k.dp > 1 and not (distributed_optimizer or fsdp) and not costed:
                     out_of_memory.append(k)
     sharded = None
     if not costed and out_of_memory:  # all out of memory: how many would fit with the distributed optimizer

@@ -99,9 +99,10 @@ class Coster:
         tied = (0, 0) if k.schedule in V_SHAPED else (0, k.pp - 1)  # ranks of the embedding and the LM head
         backward = [sum(times.backward_input[j] + times.backward_weight[j]
                         for j in rank_chunks(k.schedule, k.pp, par.chunks, r)) for r in ranks]
+        forward = [sum(times.forward[j] for j in rank_chunks(k.schedule, k.pp, par.chunks, r)) for r in ranks]
         post = max(sum(after_backward(self.c, par, machines[r] if machines else machine, r, mem.parameters,
-                                      tied, window).values())
-                   for r, mem, window in zip(ranks, rank_memories(self.c, par, ranks), backward))
+                                      tied, window, ahead).values())
+                   for r, mem, window, ahead in zip(ranks, rank_memories(self.c, par, ranks), backward, forward))
         return span + post, "closed-form"
 
 

@@ -69,6 +69,8 @@ def train_command(model: str, cluster: str, global_batch: int, row: dict, dtype:
         line += f" --grad-accumulation {row['grad_accumulation']}"
     if row.get("distributed_optimizer"):
         line += " --distributed-optimizer"
+    if row.get("fsdp"):
+        line += " --fsdp"
     if row["interleave"] > 1:
         line += f" --interleave {row['interleave']}"
     if row.get("stage_layers"):

@@ -18,7 +18,7 @@ from math import isqrt
 from archsim.choices.devices import ELEMENT_BYTES
 from archsim.console import setting
 from archsim.errors import InputError
-from archsim.training.memory import StageMemory, stage_memory, state_bytes
+from archsim.training.memory import StageMemory, fsdp_unit_bytes, stage_memory, state_bytes
 from archsim.training.parallel import (
     Parallelism,
     layers_per_stage,
@@ -58,11 +58,12 @@ class Candidate:
     dp_overlap: str = "none"  # the DP all-reduce after the backward or bucketed under it, one for the search
     grad_accumulation: str = "fused"  # Parallelism.grad_accumulation, one for the search (Megatron's lists only)
     distributed_optimizer: bool = False  # Parallelism.distributed_optimizer, one for the search
+    fsdp: bool = False  # Parallelism.fsdp, one for the search (PP = 1 candidates only)
 
     def parallelism(self, global_batch: int) -> Parallelism:
         return Parallelism(self.tp, self.pp, self.dp, global_batch, self.micro_batch, self.recompute,
                            self.sequence_parallel, self.interleave, self.schedule, self.stage_layers, self.attention,
-                           self.dp_overlap, self.grad_accumulation, self.distributed_optimizer)
+                           self.dp_overlap, self.grad_accumulation, self.distributed_optimizer, self.fsdp)
 
     @property
     def plannable(self) -> bool:
@@ -124,11 +125,15 @@ def factorizations(gpus: int) -> Iterator[tuple[int, int, int]]:
 
 def candidates(gpus: int, micro_batches, recomputes, schedules, chunks, sequence_parallel,
                attention: str = "standard", dp_overlap: str = "none",
-               grad_accumulation: str = "fused", distributed_optimizer: bool = False) -> Iterator[Candidate]:
+               grad_accumulation: str = "fused", distributed_optimizer: bool = False,
+               fsdp: bool = False) -> Iterator[Candidate]:
     """The whole grid, before any rule: ``schedules`` names from :data:`SCHEDULES`; interleaved ones take
     each of ``chunks`` (v) per rank, the others v = 1; ``sequence_parallel``: the values to try;
-    ``attention``, ``dp_overlap``, ``grad_accumulation``, ``distributed_optimizer``: every candidate's."""
+    ``attention``, ``dp_overlap``, ``grad_accumulation``, ``distributed_optimizer``, ``fsdp``: every candidate's
+    (``fsdp``: the PP = 1 factorizations only, the ones FSDP is modelled on)."""
     for tp, pp, dp in factorizations(gpus):
+        if fsdp and pp > 1:
+            continue
         for b in micro_batches:
             for r in recomputes:
                 for s in schedules:
@@ -136,7 +141,7 @@ def candidates(gpus: int, micro_batches, recomputes, schedules, chunks, sequence
                         for sp in sequence_parallel:
                             yield Candidate(tp, pp, dp, b, r, s, v, sp, attention=attention, dp_overlap=dp_overlap,
                                             grad_accumulation=grad_accumulation,
-                                            distributed_optimizer=distributed_optimizer)
+                                            distributed_optimizer=distributed_optimizer, fsdp=fsdp)
 
 
 def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_server: int,
@@ -208,11 +213,12 @@ def rank_memories(c: TransformerConfig, par: Parallelism, ranks=None, dtype: str
     counts = layers_per_stage(c.layers, chunks, par.stage_layers)
     peaks = in_flight_peaks(par.schedule_name, par.pp, par.microbatches, par.chunks)
     apart = par.schedule not in V_SHAPED and par.pp > 1  # first and last chunk on different ranks
-    states, scale = state_bytes(dtype, shards=par.optimizer_shards), ELEMENT_BYTES[dtype] / 2
+    states, scale = state_bytes(dtype, shards=par.optimizer_shards, full=par.fsdp), ELEMENT_BYTES[dtype] / 2
+    unit = fsdp_unit_bytes(dtype) if par.fsdp else 0.0
     out = []
     for rank in (range(par.pp) if ranks is None else ranks):
         parts = [stage_memory(c, par, counts[j], max(peaks[rank] // par.chunks, 1), j == 0, j == chunks - 1, apart,
-                              states) for j in rank_chunks(par.schedule, par.pp, par.chunks, rank)]
+                              states, unit) for j in rank_chunks(par.schedule, par.pp, par.chunks, rank)]
         out.append(StageMemory(sum(p.parameters for p in parts), sum(p.states for p in parts),
                                sum(p.activations for p in parts) * scale))
     return out

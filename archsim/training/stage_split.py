@@ -249,7 +249,8 @@ def planned_split(c: TransformerConfig, par: Parallelism, machines: Sequence[Mac
         pieces = [cache[id(machine)] for machine in machines]
     times = {id(own): node_seconds(c, own) for own in pieces}
     counts = plan_stage_layers(c, par, [times[id(own)] for own in pieces], capacities,
-                               state_bytes(machines[0].dtype, machines[0].implementation, par.optimizer_shards))
+                               state_bytes(machines[0].dtype, machines[0].implementation, par.optimizer_shards,
+                                           par.fsdp))
     return None if counts is None else chain_partition(c, par, counts, pieces)
 
 

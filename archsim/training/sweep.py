@@ -49,7 +49,8 @@ AXES: dict[str, Callable[[str], object]] = {
     "tp": _count, "pp": _count, "dp": _count, "global_batch": _count, "micro_batch": _count, "interleave": _count,
     "recompute": _one_of(RECOMPUTE), "schedule": _schedule, "sequence_parallel": _boolean,
     "attention": _one_of(ATTENTIONS), "dp_overlap": _one_of(DP_OVERLAPS),
-    "grad_accumulation": _one_of(GRAD_ACCUMULATIONS), "distributed_optimizer": _boolean}
+    "grad_accumulation": _one_of(GRAD_ACCUMULATIONS), "distributed_optimizer": _boolean,
+    "fsdp": _boolean}
 
 
 def parse_axis(text: str) -> tuple[str, tuple]:

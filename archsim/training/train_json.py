@@ -33,6 +33,7 @@ def train_document(result, config, laid, implementation: str) -> dict:
             "sequence_parallel": par.sequence_parallel, "interleave": par.interleave, "schedule": par.schedule_name,
             "attention": par.attention, "dp_overlap": par.dp_overlap,
             **({"distributed_optimizer": True} if par.distributed_optimizer else {}),  # only when set: as before
+            **({"fsdp": True} if par.fsdp else {}),
             "stage_layers": ",".join(map(str, par.stage_layers)) if par.stage_layers else "even",
             "placement": order_text(placement) if isinstance(placement, tuple) else "file",
             "dtype": laid.cluster.dtype, "implementation": implementation,
@@ -125,12 +126,12 @@ def network_lines(meta: dict) -> dict[str, str]:
 
 def search_document(result, config, cluster, *, model: str, cluster_file: str, global_batch: int,
                     gpus: list[int] | None, seq: int | None, objective: str, balance: str, placement: str,
-                    distributed_optimizer: bool = False) -> dict:
+                    distributed_optimizer: bool = False, fsdp: bool = False) -> dict:
     """``{"meta": …, "rows": […]}`` as ``archsim search --format json`` prints it (before NaN becomes
     null): ``result`` (:class:`~archsim.training.search_result.SearchResult`) of ``config`` on ``cluster``; each
     row's ``command`` is the ``archsim train`` line naming ``model`` and ``cluster_file``; ``gpus`` and
-    ``seq`` as given (None: the cluster's GPUs, the config's length); ``distributed_optimizer``: the search's,
-    in the meta only when set (as in its rows)."""
+    ``seq`` as given (None: the cluster's GPUs, the config's length); ``distributed_optimizer`` and ``fsdp``: the
+    search's, each in the meta only when set (as in its rows)."""
     from archsim.training.search_rows import train_command
 
     rows = [{**row, "command": train_command(model, cluster_file, global_batch, row, cluster.dtype, seq)}
@@ -142,6 +143,7 @@ def search_document(result, config, cluster, *, model: str, cluster_file: str, g
             "gpus": ",".join(map(str, gpus)) if gpus else cluster.gpus,
             "global_batch": global_batch, "objective": objective, "balance": balance,
             **({"distributed_optimizer": True} if distributed_optimizer else {}),  # only when set: as before
+            **({"fsdp": True} if fsdp else {}),
             "enumerated": result.enumerated, "costed": result.costed, "rejected": dict(result.rejected),
             "identical_rows_dropped": result.identical_rows_dropped,
             "uneven_gain_first_row": result.rows[0]["uneven_gain"] if result.rows else none,

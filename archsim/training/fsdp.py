@@ -1,0 +1,80 @@
+"""PyTorch FSDP's full sharding (ZeRO-3, ``FULL_SHARD``): the collectives each FSDP unit adds per micro-batch
+and how much of them its neighbours' compute hides.
+
+Units, as torchtitan and llm-foundry wrap a transformer: each layer is one unit, and the rest of the rank's
+parameters (the embedding, final norm and LM head) the root unit, first in the forward and last in the
+backward. Per micro-batch each layer's parameters are all-gathered in the compute dtype before its forward,
+resharded after it and all-gathered again before its backward (the recompute and the backward), and its
+gradients reduce-scattered in the reduce width (:func:`archsim.training.memory.gradient_bytes`: fp32 in
+bf16) after its backward; the root is gathered once, before the forward (FSDP does not reshard the root after
+the forward), and reduce-scattered after the backward. Each collective is priced by
+:func:`archsim.collectives.collective_seconds` over the DP group's link, on the full unit's bytes.
+
+Overlap (FSDP's forward and backward prefetch; one unit's collectives on the wire at a time, the next one
+issued when a unit's compute starts):
+
+* forward, units u_0 … u_{n−1} in order: u_0's all-gather is exposed; u_i's, prefetched while u_{i−1}
+  computes f_{i−1}, exposes max(0, g_i − f_{i−1});
+* backward, units v_0 … v_{n−1} in reverse order: v_0's all-gather is exposed; while v_k computes b_k the wire
+  carries v_{k+1}'s prefetched all-gather and v_{k−1}'s reduce-scatter, exposing max(0, g_{k+1} + r_{k−1} −
+  b_k); v_{n−1}'s reduce-scatter is exposed after it.
+
+The rank's forward (and backward with its recompute) of one micro-batch is split evenly over its layers; the
+root hides nothing (its embedding lookup and LM head are counted in the layers' share). Not modelled: the
+compute slowed by the collectives' kernels, FSDP's rate limiter, and PP beside FSDP
+(:class:`~archsim.training.parallel.Parallelism` refuses it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+
+from archsim.collectives import LinkClass, Spanning, collective_seconds
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One FSDP unit for one micro-batch, in seconds: its all-gather, reduce-scatter, forward and backward
+    compute; ``gathers_backward``: whether it is all-gathered again before its backward (False: the root)."""
+
+    all_gather: float
+    reduce_scatter: float
+    forward: float
+    backward: float
+    gathers_backward: bool = True
+
+
+def exposed_seconds(units: Sequence[Unit]) -> tuple[float, float]:
+    """(forward, backward) seconds of one micro-batch's FSDP collectives that no compute hides, ``units`` in
+    forward order (module docstring's rule)."""
+    if not units:
+        return 0.0, 0.0
+    forward = units[0].all_gather + sum(max(0.0, u.all_gather - prev.forward) for prev, u in pairwise(units))
+    order = list(reversed(units))
+    backward = order[0].all_gather if order[0].gathers_backward else 0.0
+    for k, unit in enumerate(order):
+        ahead = order[k + 1].all_gather if k + 1 < len(order) and order[k + 1].gathers_backward else 0.0
+        behind = order[k - 1].reduce_scatter if k > 0 else 0.0
+        backward += max(0.0, ahead + behind - unit.backward)
+    return forward, backward + order[-1].reduce_scatter
+
+
+def rank_units(layers: int, layer_parameters: float, root_parameters: float, forward_s: float, backward_s: float,
+               parameter_bytes: float, gradient_bytes: float, dp: int, link: LinkClass | Spanning) -> list[Unit]:
+    """A rank's units in forward order: the root (``root_parameters``, no compute of its own) then ``layers``
+    layers of ``layer_parameters`` each, sharing ``forward_s`` and ``backward_s`` (one micro-batch's, seconds)
+    evenly; ``parameter_bytes`` (the compute dtype's) and ``gradient_bytes`` per parameter over ``dp`` GPUs."""
+
+    def unit(parameters: float, forward: float, backward: float, again: bool) -> Unit:
+        return Unit(float(collective_seconds("all-gather", parameters * parameter_bytes, dp, link)),
+                    float(collective_seconds("reduce-scatter", parameters * gradient_bytes, dp, link)),
+                    forward, backward, again)
+
+    root = [unit(root_parameters, 0.0, 0.0, False)] if root_parameters > 0 else []
+    each = unit(layer_parameters, forward_s / layers, backward_s / layers, True) if layers else None
+    return root + [each] * layers if each else root
+
+
+__all__ = ["Unit", "exposed_seconds", "rank_units"]
