@@ -59,7 +59,7 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
     from archsim.training.cluster import GpuCluster
     from archsim.training.cluster_file import cluster_notes
     from archsim.training.energy import priced
-    from archsim.training.parallel import Parallelism, one_chunk_note
+    from archsim.training.parallel import Parallelism, one_chunk_note, unsharded_note
     from archsim.training.run import train as _train
     from archsim.training.stage_split import parse_stage_layers
     from archsim.training.throughput import mean_peak, throughput
@@ -95,7 +95,7 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
     for warning in (*laid.cluster.warnings,
                     tp_span_warning(laid.cluster, laid.par),
                     rank_memory_warning(result, machines), seq_note(model, config, seq), unread_note(model), dtype_note,
-                    one_chunk_note(laid.par), *cluster_notes(laid.cluster, "train", laid.par)):
+                    one_chunk_note(laid.par), unsharded_note(laid.par), *cluster_notes(laid.cluster, "train", laid.par)):
         if warning:  # the lines archsim train prints on stderr
             import warnings
 

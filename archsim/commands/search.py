@@ -205,7 +205,7 @@ def _write_best_timeline(args: argparse.Namespace, config, cluster, rows: list[d
         cluster = cluster.reordered(tuple(int(n) for n in r["placement"].split(",")))
     result = train(config, par, cluster.machine(par), cluster.rank_wise(par))
     write_timeline_outputs(args, result.timeline, f"{config.name}: TP{par.tp} PP{par.pp} DP{par.dp}, {r['schedule']}",
-                           unit="seconds", caption=iteration_caption(result.iteration_seconds, result.timeline))
+                           unit="seconds", caption=iteration_caption(result.iteration_seconds, result.timeline, par))
 
 
 COMMAND = Command("search", HELP, add_arguments, run)

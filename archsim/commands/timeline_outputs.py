@@ -22,14 +22,23 @@ def add_timeline_outputs(parser: argparse.ArgumentParser) -> None:
                         help="per-rank action CSV in torch.distributed.pipelining's layout")
 
 
-def iteration_caption(iteration_seconds: float, timeline) -> str:
+def iteration_caption(iteration_seconds: float, timeline, par=None) -> str:
     """The note under a training iteration's Gantt: the chart draws the pipeline's passes, and each rank's
-    work after its last backward (the gradient all-reduces left to run, the optimizer step) ends the
-    iteration later; both figures in seconds, as the chart's axis."""
+    work after its last backward ends the iteration later, named as the run's ``par`` (a
+    :class:`~archsim.training.parallel.Parallelism`) syncs: the gradient all-reduces left to run, the distributed
+    optimizer's reduce-scatter and all-gather, or FSDP's collectives the compute did not hide (every micro-batch's,
+    added after the last bar); then the optimizer step. Both figures in seconds, as the chart's axis."""
     after = iteration_seconds - timeline.makespan
-    return (f"Each pipeline rank's forward and backward passes. What a rank runs after its last backward (the "
-            f"DP and embedding all-reduces left to run, the optimizer step) is not drawn: the iteration ends "
-            f"{after:.4g} s after the last bar, at {iteration_seconds:.4g} s.")
+    if par is not None and par.fsdp:
+        work = ("FSDP's all-gathers and reduce-scatters the compute did not hide, every micro-batch's, added "
+                "here; the optimizer step")
+    elif par is not None and par.distributed_optimizer:
+        work = ("the distributed optimizer's DP reduce-scatter and all-gather and the embedding all-reduce left to "
+                "run, the optimizer step")
+    else:
+        work = "the DP and embedding all-reduces left to run, the optimizer step"
+    return (f"Each pipeline rank's forward and backward passes. What a rank runs after its last backward ("
+            f"{work}) is not drawn: the iteration ends {after:.4g} s after the last bar, at {iteration_seconds:.4g} s.")
 
 
 def write_timeline_outputs(args: argparse.Namespace, timeline, title: str, unit: str = "cycles",

@@ -116,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.rows import Rows
     from archsim.training.cluster_file import load_gpu_cluster
     from archsim.training.energy import priced
-    from archsim.training.parallel import Parallelism, one_chunk_note
+    from archsim.training.parallel import Parallelism, one_chunk_note, unsharded_note
     from archsim.training.run import train
     from archsim.training.stage_split import parse_stage_layers
     from archsim.training.train_json import network_lines, parameters_line, train_document
@@ -173,13 +173,13 @@ def run(args: argparse.Namespace) -> int:
         warn(warning)
     note_default_seq(config, args.model, args.seq)
     dtype_note = "" if dtype_given else config_dtype_note(config, args.dtype)
-    for text in (dtype_note, one_chunk_note(par)):
+    for text in (dtype_note, one_chunk_note(par), unsharded_note(par)):
         if text:
             note(text)
     note_unread_cluster_keys(cluster, "train", par)  # the run done: notes never precede an error line
     emit(render(frame, args.format, meta=meta, precision=args.precision), args)
     write_timeline_outputs(args, result.timeline, f"{config.name}: TP{par.tp} PP{par.pp} DP{par.dp}",
-                           unit="seconds", caption=iteration_caption(result.iteration_seconds, result.timeline))
+                           unit="seconds", caption=iteration_caption(result.iteration_seconds, result.timeline, par))
     return 0
 
 

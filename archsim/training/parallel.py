@@ -28,6 +28,22 @@ def schedule_name(schedule: str, interleave: int) -> str:
     return "interleaved-1f1b" if schedule == "1f1b" and interleave > 1 else schedule
 
 
+def unsharded_note(par: Parallelism) -> str:
+    """The note that a state sharding ran at DP 1 ('' otherwise): one data-parallel rank shards nothing, so the
+    distributed optimizer's figures are those without it, and FSDP's states are its 16 bytes per parameter plus
+    the units in flight, whole on the one rank, with no collective. Accepted, as Megatron-LM and PyTorch run them
+    (docs/training.md); ``train`` prints it, ``archsim.train`` warns it, naming the switch as its caller does."""
+    from archsim.console import switch_on
+
+    if par.dp > 1 or not (par.distributed_optimizer or par.fsdp):
+        return ""
+    if par.fsdp:
+        return (f"{switch_on('fsdp')} with {setting('dp', 1)} shards nothing: each GPU keeps FSDP's 16 bytes per "
+                "parameter whole, plus the units in flight, and no collective runs")
+    return (f"{switch_on('distributed-optimizer')} with {setting('dp', 1)} shards nothing: the figures are those "
+            "without it")
+
+
 def one_chunk_note(par: Parallelism, column: str | None = None) -> str:
     """The note that an interleaved schedule ran with one model chunk per rank ('' otherwise): ``--interleave``
     defaults to 1, and ``interleaved-1f1b`` then runs Megatron's interleaved warm-up over single chunks (up to
@@ -251,4 +267,4 @@ def tp_split_problem(c: TransformerConfig, tp: int) -> str:
 
 __all__ = ["SCHEDULE_RULES", "Parallelism", "check_fits",
            "layers_per_stage", "one_chunk_note", "padded_vocab", "rank_of_stages", "schedule_name", "schedule_rejection",
-           "tp_split_problem", "tp_straddles"]
+           "tp_split_problem", "tp_straddles", "unsharded_note"]

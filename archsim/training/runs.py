@@ -125,7 +125,8 @@ def _archsim_row(raw: list[str], index: dict[str, int], line: int, file: str) ->
     for switch in ("sequence_parallel", "distributed_optimizer", "fsdp"):
         flag = cells.get(switch, "").lower()
         if flag not in _TRUE:
-            raise InputError(f"expected true or false, got {cells[switch]!r}", file=file, line=line, field=switch)
+            raise InputError(f"expected true or false (or 1/0, yes/no, any case; empty: false), got {cells[switch]!r}",
+                             file=file, line=line, field=switch)
         fields[switch] = _TRUE[flag]
     if cells.get("interleave"):
         fields["interleave"] = _int(cells["interleave"], "interleave", file, line)
