@@ -206,3 +206,24 @@ def test_runs_file_refusal_names_every_spelling_it_takes(tmp_path):
     rows = archsim.train_runs(str(GPT3_13), runs=runs, cluster=str(NODE))
     assert [row["fsdp"] for row in rows] == [True, True, False]
     assert [row["distributed_optimizer"] for row in rows] == [False, False, True]
+
+
+MIXED = ROOT / "configs" / "clusters" / "mixed_counts_h100_a100.toml"
+
+
+def test_fsdp_search_on_mixed_gpus_names_the_one_type_gpus(capsys):
+    """One DGX H100 (8) and two 4-GPU A100 40GB servers: FSDP runs PP 1, so every configuration's one stage holds
+    H100s and A100s (stage-mixes-gpu-types) and the search is empty. Its note told to give more --schedule,
+    --recompute, --sequence-parallel or --max-micro-batch values, none of which helps (failed before); it now
+    names --fsdp's PP 1 and --gpus 8, the first server's 8 H100s, which the search then fills."""
+    base = ["search", str(GPT3_13), "--cluster", str(MIXED), "--global-batch", "48", "--fsdp"]
+    assert main(base) == 0
+    err = capsys.readouterr().err
+    line = next(line for line in err.splitlines() if "no configuration" in line)
+    assert "--fsdp runs PP 1 only" in line and "give --gpus 8 (the cluster's first 8, all NVIDIA H100" in line
+    assert "--max-micro-batch" not in line
+    with pytest.warns(UserWarning, match=r"fsdp=True runs PP 1 only.*give gpus=8"):
+        archsim.search(str(GPT3_13), cluster=str(MIXED), global_batch=48, fsdp=True)
+    assert main([*base, "--gpus", "8", "--format", "json", "--top", "1"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert rows and rows[0]["gpus"] == 8 and rows[0]["fsdp"]

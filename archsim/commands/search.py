@@ -139,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
         from archsim.training.search_note import empty_search_note
 
         why = empty_search_note(config, cluster, args.global_batch, args.gpus or [cluster.gpus],
-                                result.rejected, args.balance, result.sharded_fits)
+                                result.rejected, args.balance, result.sharded_fits, args.fsdp)
     columns = None if rows else ["tp", "pp", "dp", "micro_batch", "recompute", "schedule", "iteration_seconds"]
     if why is not None and args.format == "table":  # the table says why where its rows would be: a reader of the
         # output alone saw only the columns' names (csv keeps its header, json its empty rows: their readers parse)
