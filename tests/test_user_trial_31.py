@@ -227,3 +227,25 @@ def test_fsdp_search_on_mixed_gpus_names_the_one_type_gpus(capsys):
     assert main([*base, "--gpus", "8", "--format", "json", "--top", "1"]) == 0
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert rows and rows[0]["gpus"] == 8 and rows[0]["fsdp"]
+
+
+def test_fsdp_on_an_array_slice_prices_the_step_on_its_shard_as_the_distributed_optimizer():
+    """GPT-3 1.3B on the 16-chip TPU-v4-like slice (DP 16, bf16, no recompute), the docs' command: the energy
+    model prices the same ops with either sharding and each chip's step on its 1/16 (docs: FSDP's step is the
+    distributed optimizer's), and the collectives' links are not counted, so the two energies are equal, below
+    the replicated run's by 15/16 of its step's DRAM joules; FSDP's exposed collectives lengthen the iteration."""
+    cluster = str(ROOT / "configs" / "clusters" / "tpu_v4_like_slice.toml")
+    keys = {"cluster": cluster, "dp": 16, "global_batch": 512, "recompute": "none", "dtype": "bf16"}
+    off, zero1, full = (archsim.train(str(GPT3_13), **keys, **extra)[0] for extra in
+                        ({}, {"distributed_optimizer": True}, {"fsdp": True}))
+    energy = [r.to_dict()["meta"]["energy_j"] for r in (off, zero1, full)]
+    assert energy[2] == pytest.approx(energy[1], rel=1e-12)
+    # the step's bytes, 34 a parameter in bf16 (docs/training.md), over 2-byte words at the table's DRAM read
+    # energy: 15 × 1,315,819,520 parameters × 17 words × 325 pJ = 109.05 J fewer than 16 whole steps
+    from archsim.energy.table import access_energies
+    from archsim.training.energy import device_array
+
+    pj = access_energies(device_array(load_gpu_cluster(cluster, "bf16").gpu_at(0), "bf16")).dram_read_pj
+    assert energy[0] - energy[1] == pytest.approx(15 * 1_315_819_520 * 34 / 2 * pj * 1e-12, rel=1e-9)
+    assert full.iteration_seconds > zero1.iteration_seconds  # 0.151 s exposed against 0.032 s of DP sync
+    assert full.breakdown["fsdp_exposed_communication"] > zero1.breakdown["dp_communication"]
