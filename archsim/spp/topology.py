@@ -30,9 +30,8 @@ server pair's pairs sum to its link; with ``"per_gpu_pair"`` every GPU pair has 
 the full bandwidth (a complete GPU graph; the lightest cut then isolates a single GPU, because its
 few fast intra-server links weigh less than its many inter-server ones).
 
-A ``[network]`` table (NICs per server, their speed, GPUs per NIC, leaves; docs/formats.md) replaces both
-keys, read as train reads it (:func:`_network_links`): ``shared`` is one NIC per server, ``per_gpu_pair`` one
-NIC per GPU.
+A ``[network]`` table (NICs per server, their speed, GPUs per NIC, leaves; docs/formats.md) replaces both keys,
+read as train reads it (:func:`_network_links`): ``shared`` is one NIC per server, ``per_gpu_pair`` one NIC per GPU.
 """
 
 from __future__ import annotations
@@ -93,8 +92,7 @@ class Topology:
     # paper's model, bytes / bandwidth alone; ``plan --links exact``: each pair's launch latency, build_topology)
     links: PairLinks | None = None  # ``plan --links exact``: each pair's link class, what a stage's all-reduce is
     # priced on (archsim.collectives.ring_allreduce_on, PRM's search and the plan it reports); None: the paper's model
-    unit: str | None = None  # the time of bandwidth's "bytes per time unit": "seconds" from a cluster file, so a
-    # profile in cycles is refused there (archsim.planners.check_units); None: the profile's own (flat)
+    unit: str | None = None  # bandwidth's time unit: "seconds" from a cluster file (planners.check_units)
 
     @property
     def devices(self) -> int:
