@@ -86,6 +86,19 @@ def parse_int(text: object, *, low: int = 1, high: int = INT32_MAX, what: str = 
     return value
 
 
+_BOOLEANS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+
+
+def parse_boolean(text: str, *, empty: bool = False) -> bool:
+    """One reading of a boolean for a runs file's cell and a ``--sweep`` value: true/false, 1/0, yes/no in any
+    case; an empty text is false where ``empty`` (a blank CSV cell). ValueError names every spelling taken."""
+    word = text.strip().lower()
+    if word in _BOOLEANS or (empty and not word):
+        return _BOOLEANS.get(word, False)
+    raise ValueError(f"expected true or false (or 1/0, yes/no, any case{'; empty: false' if empty else ''}), "
+                     f"got {shown(text)}")
+
+
 def parse_float(text: object, *, low: float = 0.0, high: float = math.inf, low_open: bool = False,
                 what: str = "a number") -> float:
     """``text`` as a finite float in [low, high] (or (low, high] when ``low_open``)."""

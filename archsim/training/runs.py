@@ -35,6 +35,7 @@ from archsim.errors import InputError
 from archsim.training.measured import COLUMNS as VTRAIN_COLUMNS
 from archsim.training.measured import read_header
 from archsim.training.parallel import Parallelism
+from archsim.validate import parse_boolean
 from archsim.workload.transformer import TransformerConfig
 
 if TYPE_CHECKING:
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
 REQUIRED = ("tp", "pp", "dp", "micro_batch", "global_batch")
 OPTIONAL = ("recompute", "sequence_parallel", "interleave", "distributed_optimizer", "fsdp", "gpus",
             "measured_seconds")
-_TRUE = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False, "": False}
 
 
 @dataclass(frozen=True)
@@ -123,11 +123,10 @@ def _archsim_row(raw: list[str], index: dict[str, int], line: int, file: str) ->
         raise InputError(f"expected one of {', '.join(RECOMPUTE)}, got {fields['recompute']!r}", file=file,
                          line=line, field="recompute")
     for switch in ("sequence_parallel", "distributed_optimizer", "fsdp"):
-        flag = cells.get(switch, "").lower()
-        if flag not in _TRUE:
-            raise InputError(f"expected true or false (or 1/0, yes/no, any case; empty: false), got {cells[switch]!r}",
-                             file=file, line=line, field=switch)
-        fields[switch] = _TRUE[flag]
+        try:
+            fields[switch] = parse_boolean(cells.get(switch, ""), empty=True)
+        except ValueError as exc:
+            raise InputError(str(exc), file=file, line=line, field=switch) from None
     if cells.get("interleave"):
         fields["interleave"] = _int(cells["interleave"], "interleave", file, line)
     par = _parallelism(fields, file, line)

@@ -14,7 +14,7 @@ from archsim.errors import InputError
 from archsim.training.energy import iteration_energy
 from archsim.training.parallel import Parallelism
 from archsim.training.throughput import Throughput, mean_peak, throughput
-from archsim.validate import check_job_size, parse_int, shown
+from archsim.validate import check_job_size, parse_boolean, parse_int, shown
 
 
 def _count(text: str) -> int:
@@ -38,19 +38,13 @@ def _schedule(text: str) -> str:
     return text
 
 
-def _boolean(text: str) -> bool:
-    if text not in ("true", "false"):
-        raise ValueError(f"expected true or false, got {shown(text)}")
-    return text == "true"
-
-
 # Each axis's values are checked as the flag it sweeps checks them (a bad value is refused, never a row).
 AXES: dict[str, Callable[[str], object]] = {
     "tp": _count, "pp": _count, "dp": _count, "global_batch": _count, "micro_batch": _count, "interleave": _count,
-    "recompute": _one_of(RECOMPUTE), "schedule": _schedule, "sequence_parallel": _boolean,
+    "recompute": _one_of(RECOMPUTE), "schedule": _schedule, "sequence_parallel": parse_boolean,
     "attention": _one_of(ATTENTIONS), "dp_overlap": _one_of(DP_OVERLAPS),
-    "grad_accumulation": _one_of(GRAD_ACCUMULATIONS), "distributed_optimizer": _boolean,
-    "fsdp": _boolean}
+    "grad_accumulation": _one_of(GRAD_ACCUMULATIONS), "distributed_optimizer": parse_boolean,
+    "fsdp": parse_boolean}
 
 
 def parse_axis(text: str) -> tuple[str, tuple]:
