@@ -44,3 +44,20 @@ def test_sweep_and_runs_file_give_the_same_rows(tmp_path, capsys):
         points = json.loads(capsys.readouterr().out)["rows"]
         assert [p["fsdp"] for p in points] == [True, False]
         assert [p["peak_memory_gib"] for p in points] == [rows[0]["peak_memory_gib"], rows[1]["peak_memory_gib"]]
+
+
+def test_pytorch_eager_refuses_fsdp_as_it_refuses_the_distributed_optimizer(capsys):
+    """pytorch-eager models the measured plain-PyTorch loop on one GPU (no FSDP wrapper): ``--fsdp`` was run
+    there with FSDP's 16 bytes a parameter in place of the loop's own 18 while ``--distributed-optimizer`` was
+    refused; both are refused now, one line each, nothing on stdout (failed before: --fsdp returned 0)."""
+    base = ["train", GPT3_13, "--cluster", NODE, "--implementation", "pytorch-eager", "--attention", "standard",
+            "--global-batch", "1", "--micro-batch", "1"]
+    for flag, word in (("--distributed-optimizer", "Megatron-LM's"), ("--fsdp", "not modelled")):
+        assert main([*base, flag]) == 2
+        out, err = capsys.readouterr()
+        assert out == ""
+        assert err.count("\n") == 1
+        assert err.startswith(f"archsim train: error: field '{flag[2:]}': {flag} ") and word in err
+        assert "--implementation pytorch-eager" in err
+    assert main([*base, "--fsdp", "--implementation", "megatron", "--attention", "flash"]) == 0  # Megatron's: runs
+    capsys.readouterr()

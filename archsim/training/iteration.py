@@ -203,6 +203,10 @@ def model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> di
         if par.distributed_optimizer:
             raise InputError(f"{setting('distributed-optimizer')} is Megatron-LM's: not with "
                              f"{setting('implementation', 'pytorch-eager')}", field="distributed-optimizer")
+        if par.fsdp:  # its op list, memory and step are the measured script's, no FSDP wrapper: as above
+            raise InputError(f"{setting('fsdp')} is not modelled with {setting('implementation', 'pytorch-eager')} "
+                             f"(plain PyTorch's loop, unwrapped; on one GPU FSDP shards nothing): drop it",
+                             field="fsdp")
     same = replace(par, pp=1, dp=1, global_batch=par.micro_batch, interleave=1, schedule="1f1b", stage_layers=None,
                    dp_overlap="none", grad_accumulation=None, distributed_optimizer=False, fsdp=False)
     return dict(_model_pieces(c, same, machine))
