@@ -61,3 +61,40 @@ def test_pytorch_eager_refuses_fsdp_as_it_refuses_the_distributed_optimizer(caps
         assert "--implementation pytorch-eager" in err
     assert main([*base, "--fsdp", "--implementation", "megatron", "--attention", "flash"]) == 0  # Megatron's: runs
     capsys.readouterr()
+
+
+MIXED = str(ROOT / "configs" / "clusters" / "mixed_counts_h100_a100.toml")
+
+
+def test_mixed_cluster_capacity_is_the_fullest_ranks_own_gpu(capsys):
+    """One DGX H100 (80 GB) and two 4-GPU A100 40 GB servers, TP 4 · PP 2 · DP 2: rank 0 on the H100s, rank 1
+    on the A100s. At micro-batch 8 without recompute rank 0 holds more GiB, rank 1 more of its own GPU (by hand
+    from the per-rank totals: about 15.4/80 < 10.5/40), so the capacity beside the peak is the A100's 40 GiB;
+    it said the largest GPU's 80 (failed before). Each rank's fits is its total against its own GPU."""
+    assert main(["train", GPT3_13, "--cluster", MIXED, "--tp", "4", "--pp", "2", "--dp", "2", "--global-batch",
+                 "32", "--micro-batch", "8", "--recompute", "none", "--format", "json"]) == 0
+    meta = json.loads(capsys.readouterr().out)["meta"]
+    ranks = meta["memory_per_rank"]
+    assert [r["gpu"] for r in ranks] == ["NVIDIA H100 SXM5 80GB", "NVIDIA A100 SXM4 40GB"]
+    assert [r["capacity_gib"] for r in ranks] == [80.0, 40.0]  # the boards' 80 GB and 40 GB (GiB, as NVIDIA's)
+    assert ranks[0]["total_gib"] > ranks[1]["total_gib"]  # the peak sits on the H100 rank …
+    assert ranks[1]["total_gib"] / 40 > ranks[0]["total_gib"] / 80  # … the fullest by share on the A100
+    assert meta["peak_memory_gib"] == ranks[0]["total_gib"]
+    assert meta["memory_capacity_gib"] == 40.0
+    assert [r["fits"] for r in ranks] == [r["total_gib"] <= cap for r, cap in zip(ranks, (80, 40), strict=True)]
+    assert meta["fits_memory"] is all(r["fits"] for r in ranks)
+
+
+def test_mixed_cluster_does_not_fit_on_its_40_gb_rank(capsys):
+    """ZB-6.2B at micro-batch 32 without recompute: 47.4 GiB on the A100 rank, 45.3 on the H100 rank. It does
+    not fit (47.4 > 40, the A100's own) and the meta said peak 47.4 beside a capacity of 80, which reads as
+    fitting (failed before); now the capacity beside it is the 40 GiB it overflows, and the warning names it."""
+    assert main(["train", str(ROOT / "configs" / "transformers" / "zb_6.2b.toml"), "--cluster", MIXED, "--tp", "4",
+                 "--pp", "2", "--dp", "2", "--global-batch", "64", "--micro-batch", "32", "--recompute", "none",
+                 "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    meta = json.loads(out)["meta"]
+    assert [r["fits"] for r in meta["memory_per_rank"]] == [True, False]
+    assert meta["fits_memory"] is False
+    assert meta["peak_memory_gib"] > meta["memory_capacity_gib"] == 40.0
+    assert "its NVIDIA A100 SXM4 40GB has 40.0 GiB" in err
