@@ -98,3 +98,36 @@ def test_mixed_cluster_does_not_fit_on_its_40_gb_rank(capsys):
     assert meta["fits_memory"] is False
     assert meta["peak_memory_gib"] > meta["memory_capacity_gib"] == 40.0
     assert "its NVIDIA A100 SXM4 40GB has 40.0 GiB" in err
+
+
+def test_search_note_names_a_gpu_count_near_the_one_asked(capsys):
+    """GPT-3 175B (96 heads, 96 layers) at batch 1,536 on ``--gpus 40``: 40 = 2³·5 and 5 divides none of 96,
+    96, 1,536 (2⁵·3, 2⁹·3), so no split. The note said "e.g. --gpus 3072" (the cluster's most, failed before);
+    by hand the nearest count is 36 = TP 4 × PP 3 × DP 3, as 37–39 and 41–44 each have a prime factor other than
+    2 and 3 — and a search on 36 passes the rules (its configurations are out of memory, not split-less)."""
+    model, cluster = str(ROOT / "configs" / "transformers" / "gpt3_175b.toml"), \
+        str(ROOT / "configs" / "clusters" / "a100_384_servers.toml")
+    keys = ["search", model, "--cluster", cluster, "--global-batch", "1536"]
+    assert main([*keys, "--gpus", "40"]) == 0
+    err = capsys.readouterr().err
+    assert "no split of them into TP × PP × DP" in err
+    assert "e.g. --gpus 36, the count nearest 40 GPUs (of the cluster's 3,072) that has one" in err
+    assert "3072" not in err
+    assert main([*keys, "--gpus", "36"]) == 0
+    err = capsys.readouterr().err
+    assert "no split" not in err and "that pass the rules are all out of memory" in err
+
+
+def test_nearest_passing_against_brute_force():
+    """The nearest counts against a brute-force scan of every count in the cluster (ties: both sides)."""
+    from archsim.training.search_note import nearest_passing
+
+    for passes in (lambda n: n % 4 == 0, lambda n: n % 3 == 0, lambda n: n in (1, 7), lambda n: n == 1):
+        for asked in ([10], [13, 30], [31]):
+            if any(passes(a) for a in asked):
+                continue  # only asked when none of the counts passes
+            admitted = [n for n in range(1, 33) if passes(n)]
+            best = min(min(abs(n - a) for a in asked) for n in admitted)
+            expected = [n for n in admitted if min(abs(n - a) for a in asked) == best]
+            assert nearest_passing(asked, 32, passes) == expected, (asked, expected)
+    assert nearest_passing([10], 11, lambda n: n % 4 == 0) == [8]  # 12 is past the cluster's 11

@@ -3,12 +3,9 @@ on stderr in place of a table."""
 
 from __future__ import annotations
 
-from bisect import bisect_right
-
 from archsim.console import setting, switch_on
-from archsim.training.parallel import tp_split_problem
 from archsim.training.search_result import ShardedFits
-from archsim.training.search_space import Candidate, divisors, factorizations, rejection
+from archsim.training.search_space import Candidate, factorizations, rejection
 from archsim.workload.transformer import TransformerConfig
 
 
@@ -16,8 +13,9 @@ def empty_search_note(c: TransformerConfig, cluster, global_batch: int, counts, 
                       balance: str = "even", sharded: ShardedFits | None = None, fsdp: bool = False) -> str:
     """Why a search costed no configuration, and what to give instead, in one line (``archsim search`` prints
     it on stderr). Either no TP × PP × DP of the GPU ``counts`` passes :func:`rejection`'s rules for any
-    micro-batch, schedule or recompute — then the most GPUs of the cluster one does pass on (memory aside)
-    is named for ``--gpus`` —, or every configuration that passes the rules is out of memory (``sharded``:
+    micro-batch, schedule or recompute — then the GPU counts nearest those asked (within the cluster's) that one
+    does pass on (memory aside) are named for ``--gpus`` (:func:`nearest_passing`) —, or every configuration
+    that passes the rules is out of memory (``sharded``:
     the search's :class:`~archsim.training.search_result.ShardedFits`, where ``--distributed-optimizer``
     would fit some of them, named first), or every one broke a rule the other flags leave (``rejected``'s
     counts, most first) — with ``fsdp`` on GPUs of several types, the PP = 1 that FSDP is modelled on, whose one
@@ -30,18 +28,12 @@ def empty_search_note(c: TransformerConfig, cluster, global_batch: int, counts, 
 
     named = ", ".join(f"{n:,}" for n in counts) + (" GPU" if list(counts) == [1] else " GPUs")
     if not any(passes(*split) for n in counts for split in factorizations(n)):
-        dps = divisors(global_batch)
-
-        def most_with(tp: int, pp: int) -> int:  # the most GPUs, within the cluster's, of a passing TP × PP × DP
-            fitting = dps[:bisect_right(dps, cluster.gpus // (tp * pp))]
-            return next((tp * pp * dp for dp in reversed(fitting) if passes(tp, pp, dp)), 0)
-
-        most = max(most_with(tp, pp) for tp in range(1, c.heads + 1) if not tp_split_problem(c, tp)
-                   for pp in range(1, c.layers + 1) if passes(1, pp, 1))  # 1 × 1 × 1 always passes
+        near = nearest_passing(counts, cluster.gpus, lambda n: any(passes(*split) for split in factorizations(n)))
         return (f"no configuration on {named}: no split of them into TP × PP × DP has DP dividing the global "
                 f"batch ({global_batch:,}) with TP dividing the heads ({c.heads}) and PP the layers ({c.layers}); "
-                f"give {setting('gpus', placeholder='N')} with such a split, e.g. {setting('gpus', most)}, the most "
-                "of this cluster's GPUs that have one")
+                f"give {setting('gpus', placeholder='N')} with such a split, e.g. "
+                f"{' or '.join(setting('gpus', n) for n in near)}, the count{'' if len(near) == 1 else 's'} nearest "
+                f"{named} (of the cluster's {cluster.gpus:,}) that {'has' if len(near) == 1 else 'have'} one")
     if rejected.get("out-of-memory"):  # memory is checked last: every configuration the rules left
         more = (f"{setting('gpus', placeholder='N')} up to the cluster's {cluster.gpus:,}, or a larger cluster" if max(counts) < cluster.gpus
                 else f"a cluster of more than its {cluster.gpus:,}")  # --gpus cannot go past the cluster's
@@ -63,4 +55,16 @@ def empty_search_note(c: TransformerConfig, cluster, global_batch: int, counts, 
             f"{flags} or {setting('max-micro-batch')} values")
 
 
-__all__ = ["empty_search_note"]
+def nearest_passing(counts, most: int, passes) -> list[int]:
+    """The GPU counts in 1 … ``most`` nearest to any of ``counts`` (none of which passes) for which ``passes``
+    holds, ascending: those at the least distance, one below and one above where both are. One GPU always
+    passes (1 × 1 × 1), so the search ends by the smallest count's distance to 1."""
+    for distance in range(1, max(counts)):
+        found = sorted({n + step for n in counts for step in (-distance, distance)
+                        if 1 <= n + step <= most and passes(n + step)})
+        if found:
+            return found
+    return [1]
+
+
+__all__ = ["empty_search_note", "nearest_passing"]
