@@ -64,7 +64,7 @@ from archsim.training.eager_ops import (
 from archsim.training.fsdp import exposed_seconds, rank_units
 from archsim.training.layer_ops import Collective, Work, block_work, embedding_work, head_work
 from archsim.training.machine import Links, Machine
-from archsim.training.memory import gradient_bytes, layer_parameters_per_gpu
+from archsim.training.memory import check_sharding, gradient_bytes, layer_parameters_per_gpu
 from archsim.training.parallel import Parallelism, padded_vocab
 from archsim.workload.transformer import TransformerConfig, refuse_switch
 
@@ -200,13 +200,7 @@ def model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> di
     per distinct rest (``par`` with those reset) and shared: a runs file or a sweep repeats them often."""
     if machine.implementation == "pytorch-eager":
         check_one_gpu(par)  # before PP and DP are reset below
-        if par.distributed_optimizer:
-            raise InputError(f"{setting('distributed-optimizer')} is Megatron-LM's: not with "
-                             f"{setting('implementation', 'pytorch-eager')}", field="distributed-optimizer")
-        if par.fsdp:  # its op list, memory and step are the measured script's, no FSDP wrapper: as above
-            raise InputError(f"{setting('fsdp')} is not modelled with {setting('implementation', 'pytorch-eager')} "
-                             f"(plain PyTorch's loop, unwrapped; on one GPU FSDP shards nothing): drop it",
-                             field="fsdp")
+        check_sharding(machine.implementation, par.distributed_optimizer, par.fsdp)
     same = replace(par, pp=1, dp=1, global_batch=par.micro_batch, interleave=1, schedule="1f1b", stage_layers=None,
                    dp_overlap="none", grad_accumulation=None, distributed_optimizer=False, fsdp=False)
     return dict(_model_pieces(c, same, machine))

@@ -99,6 +99,20 @@ def unsharded_state_bytes(dtype: str) -> int:
     return ELEMENT_BYTES[dtype] + gradient_bytes(dtype)
 
 
+def check_sharding(implementation: str, distributed_optimizer: bool, fsdp: bool) -> None:
+    """Refuse a state sharding beside ``pytorch-eager`` in one line: it models the measured plain-PyTorch loop on
+    one GPU, with neither Megatron-LM's distributed optimizer nor an FSDP wrapper. The one rule train's op lists
+    (:func:`archsim.training.iteration.model_pieces`) and the memory (:func:`state_bytes`) both apply."""
+    if implementation != "pytorch-eager":
+        return
+    if distributed_optimizer:
+        raise InputError(f"{setting('distributed-optimizer')} is Megatron-LM's: not with "
+                         f"{setting('implementation', 'pytorch-eager')}", field="distributed-optimizer")
+    if fsdp:
+        raise InputError(f"{setting('fsdp')} is not modelled with {setting('implementation', 'pytorch-eager')} "
+                         f"(plain PyTorch's loop, unwrapped; on one GPU FSDP shards nothing): drop it", field="fsdp")
+
+
 def state_bytes(dtype: str, implementation: str = "megatron", shards: int = 1, full: bool = False) -> float:
     """Model-state bytes per parameter a GPU holds at the optimizer step. ``full``: FSDP's full sharding,
     :data:`FSDP_STATE_BYTES` / ``shards`` in every dtype (the transient units apart: :func:`fsdp_unit_bytes`).
@@ -117,12 +131,10 @@ def state_bytes(dtype: str, implementation: str = "megatron", shards: int = 1, f
     parameter when the activations outweigh it). ``pytorch-eager`` in fp16/bf16 (``benchmarks/train_step.py``,
     ``MixedPrecisionAdam.step``) frees each fp16 gradient once copied to fp32: weight, fp32 gradient and
     Adam's 12 — 18; in fp32 (Hugging Face's modules, PyTorch's Adam) 16."""
+    check_sharding(implementation, shards > 1, full)
     if full:
         return FSDP_STATE_BYTES / shards
     if implementation == "pytorch-eager":
-        if shards > 1:
-            raise InputError(f"{setting('distributed-optimizer')} is Megatron-LM's: not with "
-                             f"{setting('implementation', 'pytorch-eager')}", field="distributed-optimizer")
         return FP32_STATE_BYTES if dtype == "fp32" else ELEMENT_BYTES[dtype] + MAIN_GRAD_BYTES + 12
     whole = FP32_STATE_BYTES if dtype == "fp32" else \
         ELEMENT_BYTES[dtype] + gradient_bytes(dtype) + main_grad_copy_bytes(dtype) + 12
@@ -287,6 +299,6 @@ def memories(c: TransformerConfig, par: Parallelism, order=None, scale: float = 
     return out
 
 
-__all__ = ["FSDP_STATE_BYTES", "STATE_BYTES_PER_PARAMETER", "StageMemory", "attention_core_per_score", "fsdp_unit_bytes", "gradient_bytes", "in_flight",
+__all__ = ["FSDP_STATE_BYTES", "STATE_BYTES_PER_PARAMETER", "StageMemory", "attention_core_per_score", "check_sharding", "fsdp_unit_bytes", "gradient_bytes", "in_flight",
            "layer_activation_bytes", "layer_parameters_per_gpu", "main_grad_copy_bytes", "memories", "stage_memory", "stage_parameters", "state_bytes",
            "unsharded_state_bytes"]
