@@ -103,9 +103,26 @@ def rnn_forward(cell: RNNCell, xs: np.ndarray, h0: np.ndarray) -> np.ndarray:
     return np.array(states)
 
 
+def rnn_states(cell: RNNCell, hs: np.ndarray, grad_last: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``hs`` (T × hidden, T ≥ 1: :func:`rnn_forward`'s rows) and ``grad_last`` ((hidden,)) as float arrays, other
+    shapes refused in one line naming the expected one (numpy's broadcast error, or a wrong-shaped result,
+    otherwise); read by :func:`rnn_backprop` and :func:`~archsim.bppsa.jacobians.rnn_scan_input`."""
+    hidden = cell.w_h.shape[0]
+    states, grad = np.asarray(hs, dtype=float), np.asarray(grad_last, dtype=float)
+    if states.ndim != 2 or states.shape[1] != hidden or len(states) == 0:
+        raise InputError(f"expected hs as a T × {hidden} array (a row per time step, T ≥ 1, the cell's hidden size "
+                         f"{hidden}: rnn_forward's result), got shape {states.shape}", field="hs")
+    if grad.shape != (hidden,):
+        raise InputError(f"expected grad_last of shape ({hidden},), the cell's hidden size, got shape {grad.shape}",
+                         field="grad_last")
+    return states, grad
+
+
 def rnn_backprop(cell: RNNCell, hs: np.ndarray, grad_last: np.ndarray) -> list[np.ndarray]:
-    """BPTT: ``[∇h_{T−1}, ∇h_{T−2}, …, ∇h_0]`` given ∇h_{T−1} (the loss reads the last state, §4.1)."""
-    grads = [np.asarray(grad_last, dtype=float)]
+    """BPTT: ``[∇h_{T−1}, ∇h_{T−2}, …, ∇h_0]`` given ∇h_{T−1} (the loss reads the last state, §4.1); shapes as
+    :func:`rnn_states` checks them."""
+    hs, grad_last = rnn_states(cell, hs, grad_last)
+    grads = [grad_last]
     for t in range(len(hs) - 1, 0, -1):
         grads.append(cell.w_h.T @ ((1.0 - hs[t] ** 2) * grads[-1]))
     return grads
