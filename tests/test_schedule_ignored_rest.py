@@ -95,7 +95,7 @@ def test_the_runs_that_read_these_flags_still_take_them(capsys, tmp_path):
 
 def test_the_table_names_every_torch_class_order():
     """--microbatches is read by every --torch-schedule order: the table's list is stage_orders' own."""
-    from archsim.commands.schedule_flags import TORCH_ORDERS
+    from archsim.policies.schedule_flags import TORCH_ORDERS
     from archsim.policies.stage_orders import TORCH_SCHEDULES
 
     assert TORCH_ORDERS == tuple(name for name, _ in TORCH_SCHEDULES.values())

@@ -119,7 +119,7 @@ def test_train_and_search_follow_megatrons_rule(m, megatron_accepts):
     assert megatron_accepts or reason == "interleave-needs-microbatches-multiple-of-pp"
 
 
-# Which runs read each flag, as read in archsim/commands/schedule.py and stage_schedule.py: --streams and
+# Which runs read each flag, as read in archsim/policies/schedule_run.py and stage_schedule.py: --streams and
 # --region-size only _multistream; --reverse-k only _data_parallel's dp-reverse-k branch; --sync and
 # --comm-units only _data_parallel; --link-bandwidth on a network only _data_parallel and _stage_profile
 # (the published schedules; list-* schedules have no communication model); --comm on a network only

@@ -59,7 +59,7 @@ class FlagRule:
     engines: tuple[str, ...] = ALL
 
 
-# What reads each flag, in archsim/commands/schedule.py and stage_schedule.py.
+# What reads each flag, in archsim/policies/schedule_run.py and stage_schedule.py.
 RULES = (
     FlagRule("policy", "--policy", None, ALL, ALL),  # an order given by --torch-schedule/--schedule-csv-in
     FlagRule("group", "--group", DEFAULT_GROUP, ("ooo-pipe2",)),  # per-stage costs allocate no layers

@@ -1,0 +1,342 @@
+"""``archsim schedule``'s runs, once for the command and :func:`archsim.schedule`: every policy on a network
+(the out-of-order pipelines, data parallel, the published zero-bubble orders, their list-scheduled versions,
+multistream), a block network (one layer per transformer block), or per-stage costs
+(:mod:`archsim.policies.stage_schedule`). :func:`run_schedule` takes the flags' values as keywords of the same
+names, refuses what the command refuses with the same lines, and returns the row and meta the command prints."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from types import SimpleNamespace
+from typing import TYPE_CHECKING
+
+from archsim.choices.schedules import DP_POLICIES, LIST_SCHEDULES, OOO_POLICIES, ZB_SCHEDULES
+from archsim.errors import InputError
+from archsim.policies.stage_schedule import STAGE_ONLY, ScheduleRun
+
+if TYPE_CHECKING:  # the profiles, policies and simulator load when a schedule runs
+    from archsim.partition.profile import LayerProfile
+    from archsim.policies.stage_profile import StageProfile
+    from archsim.workload.layer import Network
+
+DEFAULT_LINK_BYTES_PER_CYCLE = 64.0  # a link in network mode when --link-bandwidth is not given
+TIMELINE_OUTPUTS = ("--gantt", "--chrome-trace", "--schedule-csv")  # what multistream, a row of totals, cannot draw
+
+
+@contextmanager
+def quiet_phases(desc: str, names: Sequence[str]):
+    """No progress bar: each phase's step does nothing (the library's default)."""
+    yield lambda name: None
+
+
+def run_schedule(network=None, *, policy=None, processors=None, microbatches=None, unit_costs=False, flush=None,
+                 group=None, streams=None, region_size=None, chunks=None, reverse_k=None, sync=None, comm_units=None,
+                 array=None, dataflow=None, config=None, dtype=None, element_bytes=None, engine=None,
+                 dram_bandwidth=None, sram_kb=None, clock_ghz=None, batch=None, mode=None, only=None, shapes=None,
+                 unsupported=None, input_shape=None, dim=None, max_ops=None, stages=None, stage_times=None,
+                 comm=None, stage_memory=None, stage_profile=None, link_bandwidth=None, torch_schedule=None,
+                 schedule_csv_in=None, max_orders=None, torch_steps=False, drawn: Sequence[str] = (),
+                 loader: Callable[[str, SimpleNamespace], Network] | None = None, speak: Callable[[str, str], None] | None = None,
+                 phases: Callable[[str, Sequence[str]], AbstractContextManager] = quiet_phases) -> ScheduleRun:
+    """One ``archsim schedule`` run: each keyword the value of its flag (``reverse_k`` ``--reverse-k``; None where not
+    given, its default filled in where the run reads it, refused where it does not), already of the flag's type.
+    ``drawn``: the timeline outputs the caller will write (``--gantt``, …; multistream has none); ``loader``: a
+    NETWORK name or path and the run's settings (the keywords, defaults filled in) → its :class:`Network` (default :func:`archsim.workload.load_network` with the network
+    keywords, its notes spoken); ``speak(kind, text)``: a note or warning (default: stderr); ``phases``: the
+    progress bar over costs, build, simulate and validate (default none)."""
+    from archsim.console import say
+    from archsim.policies.schedule_flags import check_policy_flags
+    from archsim.policies.stage_schedule import run_stages, stage_mode
+    from archsim.validate import DEFAULT_MAX_OPS
+
+    args = SimpleNamespace(
+        network=network, policy=policy, processors=processors, microbatches=microbatches, unit_costs=unit_costs,
+        flush=flush, group=group, streams=streams, region_size=region_size, chunks=chunks, k=reverse_k, sync=sync,
+        comm_units=comm_units, array=array, dataflow=dataflow, config=config, dtype=dtype,
+        element_bytes=element_bytes, engine=engine, dram_bandwidth=dram_bandwidth, sram_kb=sram_kb,
+        clock_ghz=clock_ghz, batch=batch, mode=mode, only=only, shapes=shapes, unsupported=unsupported,
+        input_shape=input_shape, dim=dim, max_ops=DEFAULT_MAX_OPS if max_ops is None else max_ops, stages=stages,
+        stage_times=stage_times, comm=comm, stage_memory=stage_memory, stage_profile=stage_profile,
+        link_bandwidth=link_bandwidth, torch_schedule=torch_schedule, schedule_csv_in=schedule_csv_in,
+        max_orders=max_orders, torch_steps=torch_steps)
+    speak = speak or say
+    check_policy_flags(args, stage_mode(args))  # before anything is read or written
+    if stage_mode(args):
+        return run_stages(args)
+    return _network_run(args, tuple(drawn), loader or _loader(speak), speak, phases)
+
+
+def _loader(speak: Callable[[str, str], None]) -> Callable[[str, SimpleNamespace], Network]:
+    """The network keywords' loader: ``load_network`` as NETWORK and ``--only``, ``--shapes``, ``--unsupported``,
+    ``--input-shape``, ``--dim`` load it, its notes spoken."""
+    def load(source, args: SimpleNamespace) -> Network:
+        from archsim.workload import load_network
+        from archsim.workload.layer import Network
+        from archsim.workload.shipped import dims_of
+
+        network = source if isinstance(source, Network) else load_network(
+            source, geometry="archsim", unsupported=args.unsupported, dims=dims_of(args.dim or []),
+            shapes=args.shapes, input_shape=args.input_shape)
+        for line in network.notes:
+            speak("note", line)
+        parts = args.only.split(",") if isinstance(args.only, str) else list(args.only or ())
+        kinds = [kind.strip() for kind in parts if kind.strip()]
+        return network.only(*kinds) if kinds else network
+    return load
+
+
+def _network_run(args: SimpleNamespace, drawn: tuple[str, ...], loader, speak, phases) -> ScheduleRun:
+    from dataclasses import replace
+
+    from archsim.partition import build_profile
+    from archsim.partition.profile import collapse_profile
+    from archsim.policies import zero_bubble as zb
+    from archsim.policies.ooo import default_flush, ooo_problem, require_chain, schedule_metrics, unit_costs
+    from archsim.sim import simulate
+    from archsim.sim.validate import assert_valid
+    from archsim.validate import check_job_size
+    from archsim.workload.shipped import BLOCK_NETWORKS, block_groups, block_network_of
+
+    if args.policy == "multistream" and args.processors not in (None, 1):
+        raise InputError(f"multistream schedules one device's streams: --processors 1 (or none), got "
+                         f"{args.processors}", field="processors")
+    if args.policy == "multistream" and drawn:  # one device's two streams: a row of totals, no timeline to draw
+        raise InputError(f"{drawn[0]}: multistream writes one row of totals and no timeline; drop "
+                         f"{' and '.join(drawn)}", field=drawn[0].lstrip("-"))
+    if args.policy == "multistream" and args.microbatches != 1:
+        raise InputError(f"multistream schedules one iteration's streams: --microbatches 1, got {args.microbatches}",
+                         field="microbatches")
+    one_device = args.policy == "multistream"
+    for name, value in (("NETWORK", args.network), ("--policy", args.policy), ("--processors", args.processors)):
+        if value is None and not (one_device and name == "--processors"):
+            raise InputError(f"{name} is required (or give per-stage costs: --stages P --stage-times F,B,W)",
+                             field=name.lstrip("-").lower())
+    if args.policy in STAGE_ONLY:
+        raise InputError(f"{args.policy} runs on per-stage costs: use --stages/--stage-times or --stage-profile",
+                         field="policy")
+    key = args.network.strip().lower().replace("-", "_") if isinstance(args.network, str) else None
+    blocks = BLOCK_NETWORKS.get(key) if key else None
+    if blocks is not None and args.policy not in OOO_POLICIES:
+        raise InputError(f"{args.network} (one layer per transformer block) is for the out-of-order backprop "
+                         f"pipelines ({', '.join(OOO_POLICIES)}); schedule {blocks} with {args.policy}",
+                         field="network")
+    network = loader(blocks or args.network, args)
+    groups = block_groups(network) if blocks else None
+    name = key if blocks else network.name
+    flush = args.flush if args.flush is not None else default_flush(args.policy)
+    check_job_size(_op_count(args, len(groups) if groups else len(network), flush, first_delta=groups is not None),
+                   args.max_ops)
+    if args.policy == "multistream":
+        return _multistream(args, network, speak)
+    with phases(f"schedule {args.policy}", ("costs", "build", "simulate", "validate")) as phase:
+        phase("costs")
+        if args.unit_costs:  # F = D = G = 1 per layer: per block on a block network
+            costs = replace(unit_costs(len(groups)), names=tuple(g for g, _ in groups)) if groups else \
+                unit_costs(len(network), network)
+            unit = "units"
+        else:
+            array = _with_memory(_array(args, speak), args, speak)
+            costs = build_profile(network, array, args.batch, args.mode, args.engine)
+            if groups:
+                costs = collapse_profile(costs, groups)
+            unit = "cycles"
+        extra: dict = {}
+        if args.policy in DP_POLICIES:
+            problem, extra = _data_parallel(args, costs, network, phase, None if args.unit_costs else array.element_bytes)
+        elif args.policy in ZB_SCHEDULES + LIST_SCHEDULES:
+            stage_profile = _stage_profile(args, costs)
+            phase("build")
+            problem = zb.zb_build(stage_profile, args.microbatches, args.policy, args.chunks)
+        else:
+            phase("build")
+            require_chain(costs, block_network_of(network.name))
+            # a first block's δ holds its inner ops' (needed for their G); its first op's is in it only
+            # where the mode counts it (paper), so a block network always schedules it
+            first_delta = (args.mode == "paper" or groups is not None) and not args.unit_costs
+            problem = ooo_problem(costs, args.processors, args.microbatches, args.policy, flush=flush,
+                                  group=args.group, first_layer_delta=first_delta)
+        phase("simulate")
+        timeline = simulate(problem)
+        phase("validate")
+        assert_valid(timeline.problem, timeline)  # a simulator bug, not a user's mistake, where it fails
+    takes_flush = {"flush": flush} if args.policy in OOO_POLICIES else {}  # a blank cell would shift a table's row
+    metrics = schedule_metrics(problem, timeline)
+    if args.policy in DP_POLICIES:  # its iteration window allocates no stash: a 0 would read as "holds none"
+        del metrics["peak_activation_bytes"]
+    row = {"policy": args.policy, "processors": args.processors, "microbatches": args.microbatches,
+           **takes_flush, **metrics, **extra}
+    meta = _costs_meta(args, name, unit, None if args.unit_costs else array)
+    clock = None if args.unit_costs else _with_clock(_array(args), args).clock_hz
+    if clock is not None:  # seconds beside cycles when a clock is known
+        meta["clock_ghz"] = clock / 1e9
+        meta["makespan_seconds"] = float(row["makespan"]) / clock
+    used = None
+    if args.policy in OOO_POLICIES:  # the paper's allocations can leave a device without layers: the caller says so
+        from archsim.policies.ooo import devices_used
+
+        used = devices_used(len(costs), args.processors, args.policy, args.group)
+    return ScheduleRun(row, meta, timeline, None, f"{name}: {args.policy}, {args.processors} devices", unit, used)
+
+
+def _op_count(args: SimpleNamespace, layers: int, flush: bool, first_delta: bool = False) -> int:
+    """The ops the policy's problem will have, counted before building it (exact but for dualpipev's bound);
+    ``first_delta``: the first layer's δ is scheduled whatever the mode (a block network's)."""
+    from archsim.policies import zero_bubble as zb
+    from archsim.policies.ooo import op_count as ooo_op_count
+
+    if args.policy in ZB_SCHEDULES:
+        return zb.op_count(args.policy, args.processors, args.microbatches, args.chunks)
+    if args.policy in LIST_SCHEDULES:
+        return 3 * args.processors * args.microbatches
+    if args.policy in OOO_POLICIES:
+        return ooo_op_count(layers, args.microbatches, first_layer_delta=(args.mode == "paper" or first_delta) and not args.unit_costs,
+                            flush=flush)
+    return 5 * layers  # one iteration window of data parallelism (F, F', S per layer; G, D in the backward order)
+
+
+def _link(args: SimpleNamespace) -> float:
+    """Bytes per cycle of a link in network mode (--link-bandwidth; 64 when not given)."""
+    return DEFAULT_LINK_BYTES_PER_CYCLE if args.link_bandwidth is None else args.link_bandwidth
+
+
+def _costs_meta(args: SimpleNamespace, network: str, unit: str, array) -> dict[str, object]:
+    """The meta keys that say what a NETWORK's costs were: unit costs, or the mode, array, dataflow and
+    batch they were computed at, defaults included (as cost and pipeline say)."""
+    from archsim.array.options import dtype_meta
+
+    if array is None:
+        return {"network": network, "unit": unit, "costs": "unit"}
+    return {"network": network, "unit": unit, "costs": f"{args.mode} mode", "array": f"{array.rows}x{array.cols}",
+            "dataflow": array.dataflow, "batch": args.batch,
+            "dtype": dtype_meta(args.dtype, array), "element_bytes": array.element_bytes}
+
+
+def _multistream(args: SimpleNamespace, network, speak) -> ScheduleRun:
+    """One device, main stream (F, δ) and sub-stream (G) under the documented co-run model."""
+    from archsim.policies import multistream as ms
+
+    if args.unit_costs:
+        raise InputError("multistream needs utilizations from the array model; drop --unit-costs", field="unit-costs")
+    if args.engine != "analytic":
+        raise InputError("multistream splits arrays by the analytic model's utilizations; use --engine analytic",
+                         field="engine")
+    array = _array(args, speak)
+    ops = ms.device_ops(network, array, args.batch, args.mode)
+    single = ms.run(ops, "single").makespan
+    result = ms.run(ops, args.streams, region_size=args.region_size)
+    work = sum(t * u for t, u in zip(ops.forward + ops.delta + ops.weight_grad,
+                                     ops.forward_util + ops.delta_util + ops.weight_grad_util))
+    row = {"policy": f"multistream-{args.streams}", "processors": 1, "microbatches": 1,
+           "makespan": result.makespan, "idle_pe_fraction": 1.0 - work / result.makespan,
+           "peak_activation_bytes": result.peak_held_bytes, "speedup_vs_single_stream": single / result.makespan}
+    meta = {**_costs_meta(args, network.name, "cycles", array),
+            "idle_pe_fraction": "idle PE-cycles / (makespan × PEs): one device, so PEs, not devices, idle"}
+    return ScheduleRun(row, meta, None, None, "", "cycles")
+
+
+def _stage_profile(args: SimpleNamespace, costs: LayerProfile) -> StageProfile:
+    """Per-stage F, I (= δ) and W (= G): equal units, or layers split into stages by PipeDream's DP;
+    activation M_B a stage's stashed layer inputs, send bytes its next stage's first input, comm
+    --comm, and in cycles a link of --link-bandwidth bytes per cycle (unit costs: latency only)."""
+    from archsim.partition import pipedream_partition, profile_from_costs
+    from archsim.policies.stage_profile import StageProfile
+
+    if args.unit_costs:
+        ones = (1.0,) * args.processors  # M_B = 1 (peaks count micro-batches) and no M_W: integer peaks
+        return StageProfile(ones, ones, ones, args.comm, (1,) * args.processors)
+    if args.processors > len(costs):  # said in schedule's terms: PipeDream's check speaks of pipeline's methods
+        raise InputError(f"--policy {args.policy} runs one stage of whole layers on each processor (PipeDream's DP "
+                         f"splits the chain): this network has {len(costs)} layers, so at most {len(costs)} processors, "
+                         f"got {args.processors} (archsim pipeline --method layerpipe splits δs over more)",
+                         field="processors")
+    names = [f"l{i}" for i in range(len(costs))]
+    # PipeDream's DP over the costs alone, as a chain (no activation or weight bytes): the split balances F + I + W
+    plan = pipedream_partition(profile_from_costs(names, costs.forward, costs.weight_grad, costs.delta), args.processors)
+    stash = [int(x) for x in costs.stash_bytes]
+    sums: dict[str, list[float]] = {kind: [] for kind in "FDG"}
+    for stage in plan.stages:
+        for kind in "FDG":
+            sums[kind].append(sum(op.cost for op in stage.ops if op.kind == kind))
+    activation = [sum(stash[names.index(n)] for n in stage.layers) for stage in plan.stages]
+    # a stage sends the next stage its first layer's input activation (and gets its gradient back)
+    send = [stash[names.index(nxt.layers[0])] for nxt in plan.stages[1:]] + [0]
+    return StageProfile(tuple(sums["F"]), tuple(sums["D"]), tuple(sums["G"]), args.comm, tuple(activation),
+                        send_bytes=tuple(send), bandwidth=_link(args))
+
+
+def _data_parallel(args: SimpleNamespace, costs: LayerProfile, network, phase, element_bytes: int | None):
+    """One device's iteration window under data parallelism over ``--processors`` workers (the
+    search for k simulates candidate windows), and the chosen k; ``element_bytes`` (the array's width,
+    None with --unit-costs) sizes each layer's gradient sync in bytes."""
+    from archsim.policies import data_parallel as dp
+
+    layers = len(costs)
+    if args.unit_costs:
+        sync = [args.comm_units] * layers
+    else:
+        model = dp.SyncModel(workers=args.processors, bandwidth=_link(args), kind=args.sync)
+        sync = [model.time(layer.weight_elements * (element_bytes or 1)) for layer in network.layers]
+    f, d, g = list(costs.forward), list(costs.delta), list(costs.weight_grad)
+
+    def evaluate(k: int) -> float:
+        return dp.window_time(f, d, g, sync, dp.reverse_first_k_order(layers, k))
+
+    k = 0
+    phase("build")
+    if args.policy == "dp-reverse-k":
+        if args.k == "auto":
+            k = dp.search_k(evaluate, layers)
+        else:
+            try:
+                k = int(args.k)
+            except ValueError:
+                raise InputError(f"expected an integer or 'auto', got {args.k!r}", field="k") from None
+    order, prioritized = dp.policy_order(args.policy, layers, k)
+    return dp.dp_problem(f, d, g, sync, order, prioritized=prioritized), {"reversed_layers": k}
+
+
+def _array(args: SimpleNamespace, speak=None):
+    """The array ``--config``, ``--array``, ``--dataflow`` and ``--dtype`` or ``--element-bytes`` describe
+    (:func:`archsim.array.options.array_from_flags`), or an :class:`ArrayConfig` given as ``array`` with the
+    dataflow and width given beside it; ``speak``: say when ``--config`` is a device file of several arrays."""
+    from dataclasses import replace
+
+    from archsim.array.config import ArrayConfig, cfg_sram_warning
+    from archsim.array.options import array_from_flags, element_width
+
+    width = element_width(args.dtype, args.element_bytes)
+    if isinstance(args.array, ArrayConfig):
+        given = {"dataflow": args.dataflow, "element_bytes": width}
+        return replace(args.array, **{key: value for key, value in given.items() if value is not None})
+    array = array_from_flags(args.array, args.config, args.dataflow, 1 if width is None else width)
+    if speak is not None and args.config:  # as every array command says it (commands.common.note_device_arrays)
+        from archsim.array.device_sections import device_arrays_note, device_dtype_note
+
+        for text in (device_arrays_note(args.config), None if width is not None else device_dtype_note(args.config)):
+            if text:
+                speak("note", text)
+        slip = cfg_sram_warning(args.config)  # its SRAMs in bytes, judged as --sram-kb is
+        if slip:
+            speak("warning", slip)
+    return array
+
+
+def _with_memory(array, args: SimpleNamespace, speak):
+    """``array`` with ``--dram-bandwidth`` and ``--sram-kb`` (:func:`archsim.array.options.with_memory`), sizes that
+    look like bytes warned."""
+    from archsim.array.options import check_bandwidth_engine, sram_kb_warning, with_memory
+
+    check_bandwidth_engine(args.dram_bandwidth, args.engine, "--dram-bandwidth")
+    costed = with_memory(array, args.dram_bandwidth, args.sram_kb)
+    warning = sram_kb_warning(args.sram_kb)
+    if warning:
+        speak("warning", warning)
+    return costed
+
+
+def _with_clock(array, args: SimpleNamespace):
+    """``array`` at ``--clock-ghz`` where given, else at its own clock (possibly none)."""
+    from archsim.array.options import with_clock
+
+    return with_clock(array, args.clock_ghz)
