@@ -4,8 +4,8 @@ Each function resolves its inputs (a shipped network name or CSV path, an array 
 ``"32x32"`` or a SCALE-Sim ``.cfg`` path, a sweep spec path) and calls the one implementation
 the CLI uses too; nothing here computes a number of its own. Cycles are array clock cycles,
 sizes bytes. Re-exported by :mod:`archsim` (``archsim.cost(...)``). The training jobs (``train``,
-``train_runs``, ``search``) live in :mod:`archsim.api_training` and are re-exported here; every job checks its
-keywords with :mod:`archsim.api_keywords`.
+``train_runs``, ``search``) live in :mod:`archsim.api_training` and ``schedule`` in :mod:`archsim.api_schedule`,
+re-exported here; every job checks its keywords with :mod:`archsim.api_keywords`.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from archsim.api_keywords import check_choice, check_keywords, check_path, check_switch, positive_int, speaks_keywords
+from archsim.api_schedule import ScheduleResult, schedule
 from archsim.api_training import search, train, train_runs
 from archsim.array.config import ArrayConfig
 from archsim.choices.devices import ENGINES
@@ -218,84 +219,6 @@ def simulate(plan, profile, *, microbatches: int, schedule: str | None = None):
 
 
 @speaks_keywords
-def schedule(network, *, policy: str, processors: int, microbatches: int = 1, unit_costs: bool = False,
-             flush: bool | None = None, group: int | None = None, array: str | Path | ArrayConfig | None = None,
-             batch: int = 32, mode: str = "exact", engine: str = "analytic", dataflow: str | None = None,
-             dtype: str | None = None, element_bytes: int | None = None):
-    """The out-of-order backprop paper's layer-wise pipelines as ``archsim schedule --policy`` runs them
-    (``policy``: ``mp``, ``gpipe``, ``ooo-pipe1``, ``ooo-pipe2``) on ``processors`` devices; returns the
-    validated :class:`Timeline` (``.makespan`` in cycles, or in units with ``unit_costs=True``: F = D = G = 1;
-    ``.to_frame()``: one row per op, ``kind`` F, G or D). ``network``: as :func:`load_network` (a chain of
-    layers), or a :class:`LayerProfile` as is (:func:`profile`, or ``archsim.policies.ooo.layer_chain`` of your
-    own costs; its first layer's δ runs only where the cost model priced one, ``mode="paper"``); ``flush``
-    (None: on, except for ``ooo-pipe2`` and ``mp``), ``group`` (``ooo-pipe2``'s modulo group, default 1) and the
-    array keywords as the flags. Why: Python had only the CLI for these schedules. A device left without
-    layers warns (UserWarning) the note the command prints. The command's other policies (zero-bubble,
-    data-parallel, multistream, per-stage) read its own flags and are refused here in one line naming it."""
-    import warnings
-
-    from archsim.choices.schedules import OOO_POLICIES
-    from archsim.partition.profile import LayerProfile
-    from archsim.planners import idle_line
-    from archsim.policies.ooo import default_flush, devices_used, ooo_schedule, require_chain
-    from archsim.policies.ooo import unit_costs as ones
-    from archsim.sim.validate import assert_valid
-
-    _command_only(policy)
-    check_choice(policy, OOO_POLICIES, "policy")
-    processors, microbatches = positive_int(processors, "processors"), positive_int(microbatches, "microbatches")
-    check_switch(unit_costs, "unit-costs")
-    check_switch(flush, "flush", none=True)
-    if group is not None and policy != "ooo-pipe2":
-        from archsim.errors import InputError
-
-        raise InputError(f"group is ooo-pipe2's modulo group; {policy} allocates layers contiguously: drop it",
-                         field="group")
-    group = 1 if group is None else positive_int(group, "group")
-    if isinstance(network, LayerProfile):
-        given = {"array": array, "batch": batch != 32, "mode": mode != "exact", "engine": engine != "analytic",
-                 "dataflow": dataflow, "dtype": dtype, "element_bytes": element_bytes}
-        ignored = [name for name, value in given.items() if value not in (None, False)]
-        if ignored:
-            from archsim.errors import InputError
-
-            raise InputError(f"a profile carries its costs: give {ignored[0]} to archsim.profile, or a network here",
-                             field=ignored[0])
-        costs = ones(len(network.names)) if unit_costs else network
-        first_delta = not unit_costs and bool(network.lowered) and bool(network.delta[0] > 0)
-    else:
-        layers = load_network(network)
-        costs = ones(len(layers), layers) if unit_costs else profile(
-            layers, array=array, batch=batch, mode=mode, engine=engine, dataflow=dataflow, dtype=dtype,
-            element_bytes=element_bytes)
-        first_delta = mode == "paper" and not unit_costs
-    require_chain(costs)
-    flush = default_flush(policy) if flush is None else flush
-    problem, timeline = ooo_schedule(costs, processors, microbatches, policy, flush=flush, group=group,
-                                     first_layer_delta=first_delta)
-    assert_valid(problem, timeline)
-    idle = idle_line(f"{policy}'s allocation", devices_used(len(costs), processors, policy, group), processors)
-    if idle:
-        warnings.warn(idle, UserWarning, stacklevel=3)
-    return timeline
-
-
-def _command_only(policy: object) -> None:
-    """Refuse, naming the command that runs it, a policy only ``archsim schedule`` runs: its path reads the
-    command's flags (--chunks, --reverse-k, --sync, --stages, …) where ``schedule``'s reads keywords."""
-    from archsim.choices.schedules import DP_POLICIES, LIST_SCHEDULES, OOO_POLICIES, ZB_SCHEDULES
-    from archsim.policies.zero_bubble import STAGE_ONLY
-
-    others = ZB_SCHEDULES + LIST_SCHEDULES + DP_POLICIES + ("multistream",) + STAGE_ONLY
-    if policy in others and policy not in OOO_POLICIES:
-        from archsim.errors import InputError
-
-        raise InputError(f"{policy} runs in the command only: archsim schedule --policy {policy} (docs/cli.md: its "
-                         f"flags); archsim.schedule runs the out-of-order backprop pipelines "
-                         f"({', '.join(OOO_POLICIES)})", field="policy")
-
-
-@speaks_keywords
 def run_sweep(spec, *, out: str | Path | None = None, workers: int = 1, dask: str | None = None,
               progress: bool = False) -> pd.DataFrame:
     """Run a sweep spec (a TOML path, a :class:`SweepSpec` or a device sweep's
@@ -354,5 +277,5 @@ def write_report(results: str | Path, *, out: str | Path, spec=None) -> Path:
 
 
 # the jobs archsim re-exports (archsim/__init__.py), the training ones from api_training.py
-__all__ = ["array_config", "cost", "load_network", "pipeline", "profile", "run_sweep", "schedule", "search", "simulate",
-           "train", "train_runs", "write_report"]
+__all__ = ["ScheduleResult", "array_config", "cost", "load_network", "pipeline", "profile", "run_sweep", "schedule",
+           "search", "simulate", "train", "train_runs", "write_report"]

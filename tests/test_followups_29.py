@@ -96,16 +96,23 @@ def test_schedule_command_still_names_the_command(capsys):
     assert "(archsim pipeline)" in capsys.readouterr().err
 
 
-# 4. archsim.schedule and the command's other policies: refused in one line naming the command that runs them
+# 4. archsim.schedule and the command's other policies: they run now (tests/test_schedule_api.py), each giving the
+# command's own row
 
 
-@pytest.mark.parametrize("policy", ["zb-h1", "1f1b", "list-1f1b", "dp-wfbp", "multistream", "looped-bfs"])
-def test_schedule_names_the_command_for_its_other_policies(policy):
-    """Failed before: "expected one of mp, gpipe, ooo-pipe1, ooo-pipe2", as if the name were a typo, for a policy
-    ``archsim schedule --policy`` runs."""
-    with pytest.raises(InputError) as caught:
-        archsim.schedule("ffnn8", policy=policy, processors=1, unit_costs=True)
-    assert caught.value.where.field == "policy" and f"archsim schedule --policy {policy}" in str(caught.value)
+@pytest.mark.parametrize("policy", ["zb-h1", "1f1b", "list-1f1b", "dp-wfbp", "multistream"])
+def test_schedule_runs_the_commands_other_policies(policy):
+    """Refused before in one line naming the command ("archsim schedule --policy zb-h1 …"); ``archsim.schedule``
+    now runs the command's own run (its JSON compared with the command's in tests/test_schedule_api.py)."""
+    keywords = {} if policy == "multistream" else {"processors": 1, "unit_costs": True}
+    assert archsim.schedule("ffnn8", policy=policy, **keywords).row["policy"].startswith(policy)
+
+
+def test_looped_bfs_is_refused_on_a_network_as_the_command_refuses_it():
+    """A per-stage-only policy on a network: the command's line, naming the per-stage keywords' flags."""
+    with pytest.raises(InputError, match="looped-bfs runs on per-stage costs") as caught:
+        archsim.schedule("ffnn8", policy="looped-bfs", processors=1, unit_costs=True)
+    assert caught.value.where.field == "policy"
 
 
 @pytest.mark.parametrize("policy", ["zb-h1", "dp-wfbp"])

@@ -30,7 +30,7 @@ def quiet_phases(desc: str, names: Sequence[str]):
     yield lambda name: None
 
 
-def run_schedule(network=None, *, policy=None, processors=None, microbatches=None, unit_costs=False, flush=None,
+def run_schedule(network=None, *, policy=None, processors=None, microbatches=None, unit_costs=None, flush=None,
                  group=None, streams=None, region_size=None, chunks=None, reverse_k=None, sync=None, comm_units=None,
                  array=None, dataflow=None, config=None, dtype=None, element_bytes=None, engine=None,
                  dram_bandwidth=None, sram_kb=None, clock_ghz=None, batch=None, mode=None, only=None, shapes=None,

@@ -1,0 +1,225 @@
+"""The face's schedule job: ``archsim.schedule``, every policy and option of ``archsim schedule`` as keywords of the
+flags' names, run by the command's own :func:`archsim.policies.schedule_run.run_schedule`; re-exported by
+:mod:`archsim.api`.
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from archsim.api_keywords import check_choice, check_path, check_switch, positive_int, speaks_keywords
+
+if TYPE_CHECKING:
+    from archsim.sim.timeline import Timeline
+
+
+@dataclass(frozen=True)
+class ScheduleResult:
+    """What :func:`schedule` returns: ``row`` and ``meta``, the one row ``archsim schedule`` prints and what it was
+    computed on (:meth:`to_dict`: the command's ``--format json`` document); ``timeline``, the validated
+    :class:`~archsim.sim.timeline.Timeline` (None for ``multistream``'s totals and ``torch_steps``' count); ``order``,
+    a per-stage run's action order (:func:`archsim.policies.torch_csv.order_csv` writes torch's CSV of it). The
+    timeline's attributes answer on the result too (``result.makespan``, ``result.to_frame()``), so code written for
+    the Timeline ``schedule`` used to return keeps working; times in ``meta["unit"]``."""
+
+    row: dict
+    meta: dict
+    timeline: Timeline | None = field(repr=False)
+    order: object = field(default=None, repr=False)
+
+    def to_dict(self) -> dict:
+        """The JSON document ``archsim schedule --format json`` prints for the same keywords; a copy, NaN as NaN
+        (the CLI writes null)."""
+        return copy.deepcopy({"meta": self.meta, "rows": [self.row]})
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("row", "meta", "timeline", "order"):  # unpickling asks before fields
+            raise AttributeError(name)
+        if self.timeline is None:
+            raise AttributeError(f"{name!r}: this run ({self.row.get('policy') or 'torch_steps'}) has no timeline; "
+                                 f"its figures are in .row")
+        return getattr(self.timeline, name)
+
+
+@speaks_keywords
+def schedule(network=None, *, policy: str | None = None, processors: int | None = None,
+             microbatches: int | None = None, unit_costs: bool = False, flush: bool | None = None,
+             group: int | None = None, streams: str | None = None, region_size: int | None = None,
+             chunks: int | None = None, reverse_k: int | str | None = None, sync: str | None = None,
+             comm_units: float | None = None, array=None, config: str | Path | None = None,
+             dataflow: str | None = None, dtype: str | None = None, element_bytes: int | None = None,
+             engine: str | None = None, dram_bandwidth: int | None = None,
+             sram_kb: str | int | Sequence[int] | None = None, clock_ghz: float | None = None,
+             batch: int | None = None, mode: str | None = None, only: str | Sequence[str] | None = None,
+             shapes: str | None = None, unsupported: str | None = None, input_shape: str | None = None,
+             dim: Mapping[str, int] | Sequence[tuple[str, int]] | None = None, max_ops: int | None = None,
+             stages: int | None = None, stage_times: str | Sequence[float] | None = None, comm: float | None = None,
+             stage_memory: str | Sequence[float] | None = None, stage_profile: str | Path | None = None,
+             link_bandwidth: float | None = None, torch_schedule: str | None = None,
+             schedule_csv_in: str | Path | None = None, max_orders: int | None = None,
+             torch_steps: bool = False) -> ScheduleResult:
+    """``archsim schedule`` as a function: every policy (the out-of-order backprop pipelines ``mp``, ``gpipe``,
+    ``ooo-pipe1``, ``ooo-pipe2``; data parallel ``dp-*``; the published zero-bubble orders ``1f1b``, ``zb-h1``, …,
+    and their ``list-*`` versions; ``multistream``) on ``network`` (as :func:`load_network`, a block network such as
+    ``bert_large_blocks`` for the out-of-order ones, or for those a :class:`LayerProfile` as is), or per-stage costs
+    (``stages`` with ``stage_times``, or ``stage_profile``; ``torch_schedule``, ``schedule_csv_in``). Each keyword is
+    its flag (``reverse_k`` is ``--reverse-k``; ``stage_times`` ``"F,B,W"`` or three numbers), None where not given:
+    a default is filled in where the run reads it, a keyword the run would ignore is refused, and every refusal is
+    the command's one line. Returns a :class:`ScheduleResult`: the command's row and meta (``to_dict()``: its JSON)
+    and the validated timeline (``.makespan`` in cycles, or units with ``unit_costs=True``: F = D = G = 1).
+    The notes and warnings the command prints on stderr (a device an allocation leaves idle, …) warn
+    (UserWarning)."""
+    given = dict(locals())
+    from archsim.partition.profile import LayerProfile
+
+    if isinstance(network, LayerProfile):
+        return _on_profile(network, policy, processors, microbatches, unit_costs, flush, group, given)
+    settings = _checked(given)
+    from archsim.planners import idle_line
+    from archsim.policies.schedule_run import run_schedule
+
+    done = run_schedule(**settings, speak=_warn)
+    if done.used is not None:
+        _warn("note", idle_line(f"{policy}'s allocation", done.used, settings["processors"]))
+    return ScheduleResult(done.row, done.meta, done.timeline, done.order)
+
+
+def _warn(kind: str, text: str | None) -> None:
+    """A note or warning the command prints on stderr, as a UserWarning at the caller's line."""
+    if text:
+        warnings.warn(text, UserWarning, stacklevel=4)
+
+
+def _checked(given: dict[str, Any]) -> dict[str, Any]:
+    """The keywords refused as their flags' types refuse them (argparse's checks in the command) and converted
+    as the flags convert them; None stays None (not given)."""
+    from archsim.choices.devices import ARRAY_DTYPES, ENGINES
+    from archsim.choices.networks import SHAPE_CHECKS, UNSUPPORTED
+    from archsim.modes import MODES
+    from archsim.policies.multistream import SCHEDULES
+    from archsim.policies.stage_profile import MAX_STAGE_VALUE
+    from archsim.validate import MAX_PROCESSORS, parse_float
+
+    settings = {name: value for name, value in given.items() if name != "network"}
+    network = given["network"]
+    if network is not None and not isinstance(network, _network_types()):
+        check_path(network, "network", "a network name or path, a Network or a LayerProfile")
+    settings["network"] = str(network) if isinstance(network, Path) else network
+    check_choice_or_none = {"policy": _policies(), "streams": SCHEDULES, "sync": ("ring", "ps"), "engine": ENGINES,
+                            "mode": MODES, "dataflow": ("ws", "os", "is"), "dtype": ARRAY_DTYPES,
+                            "shapes": SHAPE_CHECKS, "unsupported": UNSUPPORTED}
+    for name, choices in check_choice_or_none.items():
+        if settings[name] is not None:
+            check_choice(settings[name], tuple(choices), name.replace("_", "-"))
+    check_switch(settings["unit_costs"], "unit-costs")
+    check_switch(settings["torch_steps"], "torch-steps")
+    check_switch(settings["flush"], "flush", none=True)
+    settings["unit_costs"] = settings["unit_costs"] or None  # False: not given, as the command's absent switch
+    for name in ("microbatches", "group", "region_size", "chunks", "element_bytes", "dram_bandwidth", "batch",
+                 "max_ops", "max_orders"):
+        if settings[name] is not None:
+            settings[name] = positive_int(settings[name], name.replace("_", "-"))
+    for name in ("processors", "stages"):  # a processor count: 1 … 4096
+        if settings[name] is not None:
+            settings[name] = positive_int(settings[name], name, high=MAX_PROCESSORS)
+    bounds = {"comm_units": (0.0, False, "a non-negative number", float("inf")),
+              "comm": (0.0, False, "a non-negative time", MAX_STAGE_VALUE),
+              "link_bandwidth": (0.0, True, "a positive number", float("inf"))}
+    for name, (low, open_low, what, high) in bounds.items():
+        if settings[name] is not None:
+            settings[name] = _number(settings[name], name, lambda v, low=low, open_low=open_low, what=what, high=high:
+                                     parse_float(v, low=low, high=high, low_open=open_low, what=what))
+    if settings["clock_ghz"] is not None:
+        from archsim.array.options import clock_ghz
+
+        settings["clock_ghz"] = clock_ghz(settings["clock_ghz"])
+    for name in ("stage_times", "stage_memory"):  # "F,B,W" as the flag takes it, or the numbers themselves
+        value = settings[name]
+        if value is not None and not isinstance(value, str):
+            settings[name] = ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+    for name in ("stage_profile", "schedule_csv_in", "config"):
+        if settings[name] is not None:
+            check_path(settings[name], name.replace("_", "-"), "a file path")
+    array = settings["array"]
+    if array is not None and not _is_array_config(array) and str(array).endswith(".cfg") and settings["config"] is None:
+        settings["array"], settings["config"] = None, str(array)  # a .cfg given as array is --config
+    if settings["dim"] is not None:
+        settings["dim"] = list(settings["dim"].items()) if isinstance(settings["dim"], Mapping) else settings["dim"]
+    return settings
+
+
+def _number(value: object, field_name: str, parse) -> float:
+    """A float keyword checked as its flag's type checks it: refused in one line naming the flag."""
+    from archsim.errors import InputError
+
+    try:
+        return parse(value)
+    except ValueError as exc:
+        raise InputError(str(exc), field=field_name.replace("_", "-")) from None
+
+
+def _network_types() -> tuple[type, ...]:
+    from archsim.workload.layer import Network
+
+    return (str, Path, Network)
+
+
+def _is_array_config(value: object) -> bool:
+    from archsim.array.config import ArrayConfig
+
+    return isinstance(value, ArrayConfig)
+
+
+def _policies() -> tuple[str, ...]:
+    """Every ``--policy`` name, in the command's order (its ``choices``)."""
+    from archsim.choices.schedules import DP_POLICIES, LIST_SCHEDULES, OOO_POLICIES, ZB_SCHEDULES
+    from archsim.policies.stage_schedule import STAGE_ONLY
+
+    return OOO_POLICIES + DP_POLICIES + ZB_SCHEDULES + LIST_SCHEDULES + STAGE_ONLY + ("multistream",)
+
+
+def _on_profile(costs, policy, processors, microbatches, unit_costs, flush, group, given: dict) -> ScheduleResult:
+    """An out-of-order pipeline on a :class:`LayerProfile` as is (costs of your own, or :func:`archsim.profile`'s):
+    its first layer's δ runs only where the cost model priced one (``mode="paper"``); a keyword that would cost a
+    network is refused (the profile carries its costs)."""
+    from archsim.choices.schedules import OOO_POLICIES
+    from archsim.errors import InputError
+    from archsim.planners import idle_line
+    from archsim.policies.ooo import default_flush, devices_used, ooo_schedule, require_chain, schedule_metrics
+    from archsim.policies.ooo import unit_costs as ones
+    from archsim.sim.validate import assert_valid
+
+    check_choice(policy, OOO_POLICIES, "policy")
+    processors = positive_int(processors, "processors")
+    microbatches = 1 if microbatches is None else positive_int(microbatches, "microbatches")
+    check_switch(unit_costs, "unit-costs")
+    check_switch(flush, "flush", none=True)
+    ignored = [name for name, value in given.items() if value not in (None, False) and name not in (
+        "network", "policy", "processors", "microbatches", "unit_costs", "flush", "group")]
+    if ignored:
+        raise InputError(f"a profile carries its costs: give {ignored[0]} to archsim.profile, or a network here",
+                         field=ignored[0])
+    if group is not None and policy != "ooo-pipe2":
+        raise InputError(f"group is ooo-pipe2's modulo group; {policy} allocates layers contiguously: drop it",
+                         field="group")
+    group = 1 if group is None else positive_int(group, "group")
+    chain = ones(len(costs.names)) if unit_costs else costs
+    first_delta = not unit_costs and bool(costs.lowered) and bool(costs.delta[0] > 0)
+    require_chain(chain)
+    flush = default_flush(policy) if flush is None else flush
+    problem, timeline = ooo_schedule(chain, processors, microbatches, policy, flush=flush, group=group,
+                                     first_layer_delta=first_delta)
+    assert_valid(problem, timeline)
+    _warn("note", idle_line(f"{policy}'s allocation", devices_used(len(chain), processors, policy, group), processors))
+    row = {"policy": policy, "processors": processors, "microbatches": microbatches, "flush": flush,
+           **schedule_metrics(problem, timeline)}
+    return ScheduleResult(row, {"unit": "units" if unit_costs else costs.unit, "costs": "unit" if unit_costs
+                                else "profile"}, timeline)
+
+
+__all__ = ["ScheduleResult", "schedule"]
