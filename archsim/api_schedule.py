@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from archsim.api_keywords import check_choice, check_path, check_switch, positive_int, speaks_keywords
 
 if TYPE_CHECKING:
+    from archsim.policies.actions import StageOrder
     from archsim.sim.timeline import Timeline
 
 
@@ -30,7 +31,7 @@ class ScheduleResult:
     row: dict
     meta: dict
     timeline: Timeline | None = field(repr=False)
-    order: object = field(default=None, repr=False)
+    order: StageOrder | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict:
         """The JSON document ``archsim schedule --format json`` prints for the same keywords; a copy, NaN as NaN

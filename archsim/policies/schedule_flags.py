@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import copy
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 from archsim.choices.schedules import DP_POLICIES, LIST_SCHEDULES, OOO_POLICIES, ZB_SCHEDULES
 from archsim.errors import InputError
@@ -126,7 +127,7 @@ def defer_defaults(parser: argparse.ArgumentParser) -> None:
         action.default = None
 
 
-def _run(args: argparse.Namespace, per_stage: bool) -> tuple[str, str | None, str]:
+def _run(args: argparse.Namespace | SimpleNamespace, per_stage: bool) -> tuple[str, str | None, str]:
     """The kind of run ("network", "per_stage" or "ordered"), its policy or order name (None: not known
     yet) and its name as the user gave it, for the error line."""
     from archsim.policies.stage_orders import TORCH_SCHEDULES, torch_schedule_name
@@ -165,7 +166,7 @@ def readers(rule: FlagRule) -> str:
     return ", ".join(words[:-1]) + " and " + words[-1] if len(words) > 1 else words[0]
 
 
-def check_policy_flags(args: argparse.Namespace, per_stage: bool) -> None:
+def check_policy_flags(args: argparse.Namespace | SimpleNamespace, per_stage: bool) -> None:
     """Refuse a flag of :data:`RULES` given to a run that does not read it, then fill in the defaults."""
     kind, policy, name = _run(args, per_stage)
     costs = (UNIT if args.unit_costs else MODEL) if kind == "network" else "" if args.torch_steps else STAGES

@@ -123,7 +123,7 @@ def _network_run(args: SimpleNamespace, drawn: tuple[str, ...], loader, speak, p
                          field="network")
     network = loader(blocks or args.network, args)
     groups = block_groups(network) if blocks else None
-    name = key if blocks else network.name
+    name = key if blocks and key else network.name
     flush = args.flush if args.flush is not None else default_flush(args.policy)
     check_job_size(_op_count(args, len(groups) if groups else len(network), flush, first_delta=groups is not None),
                    args.max_ops)

@@ -19,6 +19,7 @@ from archsim.policies.stage_profile import MAX_STAGE_VALUE
 from archsim.validate import INT32_MAX, parse_float
 
 if TYPE_CHECKING:
+    from archsim.policies.actions import StageOrder
     from archsim.sim.timeline import Timeline
 
 STAGE_POLICIES = ("1f1b", "interleaved-1f1b", "zb-h1", "zb-h2", "zb-1p", "zb-2p", "interleaved-zb", "zb-v",
@@ -197,7 +198,7 @@ class ScheduleRun:
     row: dict
     meta: dict
     timeline: Timeline | None
-    order: object
+    order: StageOrder | None
     title: str
     unit: str
     used: int | None = None
