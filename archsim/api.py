@@ -211,8 +211,8 @@ def pipeline(profile, *, processors: int, method: str = "layerpipe", **options):
 def simulate(plan, profile, *, microbatches: int, schedule: str | None = None):
     """Run ``plan`` for ``microbatches`` micro-batches in the event simulator; returns the validated
     :class:`Timeline` (``.makespan`` in the plan's unit, cycles or seconds; ``.utilization()``, ``.to_frame()``).
-    ``schedule``: ``gpipe``, ``1f1b`` or ``layerpipe`` (default: the plan's method's own), or archsim's earlier
-    variants ``gpipe-newest-first`` and ``1f1b-window`` (docs/concepts.md)."""
+    ``schedule``: ``gpipe``, ``1f1b`` or ``layerpipe`` (default: the plan's method's own), archsim's earlier
+    variants ``gpipe-newest-first`` and ``1f1b-window``, or ``1f1b-delta-before-g`` (docs/concepts.md)."""
     from archsim.policies.pipeline import simulate_partition
 
     return simulate_partition(plan, profile, positive_int(microbatches, "microbatches"), schedule).timeline

@@ -151,14 +151,35 @@ def test_fgd_split_of_a_layer_follows_its_access_counts() -> None:
                                                          .to_numpy().sum())
 
 
+def ws_gemm_by_hand(m: int, k: int, n: int, rows: int, cols: int, sram: float) -> float:
+    """pJ of out[m×n] = A[m×k]·B[k×n] on a rows × cols ws array, all three SRAMs at ``sram`` pJ per byte
+    (int8), from SCALE-Sim's ws mapping (B stationary, K on the rows, N on the columns, A streamed once
+    per column fold, a partial sum written once per row fold): MACs; registers 2 per MAC + B loaded once;
+    SRAM: A read m·k·⌈n/C⌉, B read k·n, out written m·n·⌈k/R⌉ and read back the same (the partial sums,
+    then the drain), A and B filled once from DRAM; DRAM: A, B read and out written once."""
+    macs, ifmap_reads, ofmap_writes = m * k * n, m * k * -(-n // cols), m * n * -(-k // rows)
+    sram_words = ifmap_reads + k * n + 2 * ofmap_writes + m * k + k * n
+    return macs * MAC_8BIT + (2 * macs + k * n) * REGISTER_8BIT + sram_words * sram + (m * k + k * n + m * n) * DRAM_8BIT
+
+
 def test_split_delta_energy_is_its_sub_gemms() -> None:
-    """δ′ + δ″ along the channels: each part is the energy of its own sub-GEMM, not a share of δ."""
+    """δ′ + δ″ along the channels: each part is the energy of its own sub-GEMM, not a share of δ. By hand from
+    conv4's shape (28 × 28 input, 3 × 3 filters, 128 → 128 channels, batch 2; paper mode's δ is the dense
+    (N·H·W, R·S·M, C) = (1568, 1152, 128) GEMM): δ″ takes 1 channel (n = 1), δ′ the other 127, on a 16 × 16
+    ws array with 64 KiB SRAMs — 20 pJ per 64 bits at 32 KiB × (64/32)^(log 5 / log 32) on the table's
+    log-log segment to 100 pJ at 1 MiB. δ″ is 0.505 of δ's energy, not 1/128: each piece reads all of A
+    (m·k words) from DRAM, 2.94e8 of δ″'s 3.08e8 pJ."""
     layer = load_network("layerpipe_sample").layers[3]
+    assert (layer.ifmap_h, layer.filter_h, layer.channels, layer.filters) == (28, 3, 128, 128)
     lowered = lower_layer(layer, 2, "paper")
     split = split_delta(lowered, 1, "channels")
     array = ArrayConfig(16, 16, "ws")
     d1, d2, whole = (op_energy([op], array)["energy_pj"].iloc[0] for op in (split.d1, split.d2, lowered.op("D")))
-    assert d2 > whole / layer.channels * 3  # a 1-channel δ″ uses a whole fold of filters
+    sram_64k = 20.0 * (64 / 32) ** (math.log(5) / math.log(32)) / 8
+    m, k = 2 * 28 * 28, 3 * 3 * 128
+    hand = {n: ws_gemm_by_hand(m, k, n, 16, 16, sram_64k) for n in (1, 127, 128)}
+    assert (d2, d1, whole) == pytest.approx((hand[1], hand[127], hand[128]), rel=1e-12)
+    assert d2 / whole == pytest.approx(0.505, abs=5e-4)
     for op, energy in ((split.d1, d1), (split.d2, d2)):
         gemm = op.gemms[0]
         assert energy == pytest.approx(op_energy(one_gemm(gemm.m, gemm.k, gemm.n), array)["energy_pj"].iloc[0]

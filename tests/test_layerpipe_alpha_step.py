@@ -7,6 +7,15 @@ second processor and conv1's δ a third: T_p is relaxed until conv2–conv4 (53,
 at the 95th step of α = 1.001 (T_p = 53,044,121.3; the 94th gives 52,991,130). The 33,354 cycles of slack
 left there are filled with a δ″ of conv1 (a row split costing 33,349), which lands on the bottleneck
 processor: LayerPipe's 53,044,116 cycles per iteration against PipeDream's 53,010,767 (conv1 | conv2–conv4).
+
+The 33,349 by hand, from conv1's shape and the array model's closed form (SCALE-Sim's ws mapping,
+archsim/array/analytic.py's table: folds ⌈K/R⌉·⌈N/C⌉, 2R + C + M − 2 cycles a fold, minus 1 overall).
+Paper-mode δ of conv1 (224 × 224 × 3 input, 5 × 5 filters, 32 of them) is the dense GEMM (rows, reduction,
+cols) = (32·224·224, 5·5·32, 3) = (1,605,632, 800, 3): 25 folds of 94 + 1,605,632 cycles − 1 = 40,143,149,
+Table II's δ as `archsim cost` prints it. A rows split hands δ″ the first r rows, a GEMM (r, 800, 3) of
+25·(94 + r) − 1 cycles; the most that fits 33,354.3 cycles is r = 1,240 (25·1,334 − 1 = 33,349; r = 1,241
+takes 33,374). The other axes cannot fit: one channel keeps all 1,605,632 rows, and a reduction share keeps
+at least one fold of them.
 """
 
 from __future__ import annotations
@@ -32,11 +41,22 @@ def test_two_processors_lose_less_than_one_alpha_step_to_pipedream():
     steps = next(k for k in range(1000) if total / 2 * 1.001 ** k >= conv2_to_4)
     assert steps == 95
     target = total / 2 * 1.001 ** steps
-    layerpipe = archsim.pipeline(profile, processors=2, method="layerpipe").max_stage_cost
+    plan = archsim.pipeline(profile, processors=2, method="layerpipe")
+    layerpipe = plan.max_stage_cost
     pipedream = archsim.pipeline(profile, processors=2, method="pipedream").max_stage_cost
     assert pipedream == conv2_to_4
     assert conv2_to_4 < layerpipe <= target
-    assert layerpipe == 53_044_116
+    rows, reduction = 32 * 224 * 224, 5 * 5 * 32  # conv1's δ GEMM: (rows, reduction, 3 input channels)
+
+    def delta_cycles(r: int) -> int:  # ws on 32 × 32: ⌈800/32⌉ · ⌈3/32⌉ folds of 2·32 + 32 + r − 2 cycles, − 1
+        return -(-reduction // 32) * 1 * (2 * 32 + 32 + r - 2) - 1
+
+    assert delta_cycles(rows) == 40_143_149  # conv1's δ in Table II, as `archsim cost` prints it
+    share = max(r for r in range(1, 2000) if delta_cycles(r) <= target - conv2_to_4)
+    assert (share, delta_cycles(share)) == (1_240, 33_349)
+    assert layerpipe == conv2_to_4 + delta_cycles(share) == 53_044_116
+    (d2,) = [op for stage in plan.stages for op in stage.ops if op.kind == "D2"]
+    assert (d2.layer, d2.split_axis, d2.split_part, d2.cost) == ("conv1", "rows", share, 33_349)
     assert 0 < layerpipe / pipedream - 1 < 0.001
 
 

@@ -22,6 +22,8 @@ it from the rules alone, sharing no code with archsim's builders, orders or simu
   ended; F is the stage's forward ops of a micro-batch, B all its backward ops (δ, δ′, δ″, G). The
   order inside B, which 1F1B leaves open, is the stage's: the later layer first, a layer's G before
   its δ pieces.
+* ``1f1b-delta-before-g``: ``1f1b``'s actions, with a layer's δ pieces before its G inside B (the
+  later layer still first).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import archsim
 from archsim.array.config import ArrayConfig
 from archsim.partition import build_profile, profile_from_costs
 from archsim.partition.result import Partition, PlacedOp, Stage
@@ -40,11 +43,12 @@ from archsim.workload import load_network
 Piece = tuple[int, str, float]  # (layer index, kind F/G/D/D1/D2, cost)
 Op = tuple[int, str, int]  # (layer index, kind, micro-batch)
 DELTA = ("D", "D1", "D2")
+ORDERED = ("1f1b", "1f1b-delta-before-g")  # the reference's schedules run as 1F1B's action order
 
 
 def makespan(stages: list[list[Piece]], m: int, schedule: str) -> float:
     """The reference timing of ``stages`` (each stage's pieces; a layer's home is its F's stage) over
-    ``m`` micro-batches of a chain; ``schedule``: "layerpipe" or "1f1b"."""
+    ``m`` micro-batches of a chain; ``schedule``: "layerpipe" or one of ``ORDERED``."""
     S = len(stages)
     layers = 1 + max(layer for stage in stages for layer, _, _ in stage)
     where = {(layer, kind): s for s, stage in enumerate(stages) for layer, kind, _ in stage}
@@ -74,9 +78,11 @@ def makespan(stages: list[list[Piece]], m: int, schedule: str) -> float:
         layer, kind, b = op
         if schedule == "layerpipe":
             return (0 if kind in DELTA else 1 if kind == "G" else 2, b, layer if kind == "F" else -layer)
-        return (b, layer if kind == "F" else -layer, kind != "G")
+        if schedule == "1f1b":
+            return (b, layer if kind == "F" else -layer, kind != "G")
+        return (b, layer if kind == "F" else -layer, kind == "G")  # 1f1b-delta-before-g
 
-    actions: list[list[tuple[str, int]]] = []  # 1f1b: each stage's action order
+    actions: list[list[tuple[str, int]]] = []  # ORDERED: each stage's action order
     for s in range(S):
         warm = min(S - s, m)
         steady = [x for i in range(m - warm) for x in (("B", i), ("F", warm + i))]
@@ -88,10 +94,10 @@ def makespan(stages: list[list[Piece]], m: int, schedule: str) -> float:
     now = 0.0
     while waiting or busy:
         for s in range(S):  # every end at `now` is applied (below) before anything starts
-            if s in busy or schedule == "1f1b" and position[s] == len(actions[s]):
+            if s in busy or schedule in ORDERED and position[s] == len(actions[s]):
                 continue
             ready = [op for op in waiting if where[op[:2]] == s and all(n in end and end[n] <= now for n in needs[op])]
-            if schedule == "1f1b":
+            if schedule in ORDERED:
                 family, b = actions[s][position[s]]
                 ready = [op for op in ready if op[2] == b and (op[1] == "F") == (family == "F")]
             if ready:
@@ -104,7 +110,7 @@ def makespan(stages: list[list[Piece]], m: int, schedule: str) -> float:
             if t == now:
                 end[op] = t
                 del busy[s]
-                if schedule == "1f1b":  # the action is over once none of its ops remains
+                if schedule in ORDERED:  # the action is over once none of its ops remains
                     family, b = actions[s][position[s]]
                     if not any(where[x[:2]] == s and x[2] == b and (x[1] == "F") == (family == "F")
                                for x in list(waiting) + [y for y, _ in busy.values()]):
@@ -156,7 +162,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("schedule", ["layerpipe", "1f1b"])
+@pytest.mark.parametrize("schedule", ["layerpipe", *ORDERED])
 @pytest.mark.parametrize("per_stage, split, f, g, d, share, m", CASES)
 def test_split_delta_schedules_match_a_from_scratch_timing(per_stage, split, f, g, d, share, m, schedule):
     stages = chain(split, per_stage, f, g, d, share)
@@ -175,12 +181,32 @@ def test_the_reference_times_a_two_stage_split_by_hand():
     assert makespan(stages, 2, "1f1b") == 12 == archsim_makespan(stages, 2, "1f1b")
 
 
+def test_delta_before_g_by_hand_op_by_op():
+    """The first case under ``1f1b-delta-before-g``, worked by hand op by op (p2 runs F, B, F, B; p1 F, F, B, B;
+    inside B the later layer first, its δ before its G): p1 F(0)0 0-1, F(0)1 1-2; p2 F(1)0 1-2, then B0:
+    δ(1)0 2-3, G(1)0 3-4 (layer 1 before layer 0), δ″(0)0 4-6; p1 B0 once δ(1)0 ended: δ′(0)0 3-5, G(0)0 5-6;
+    p2 F(1)1 6-7, δ(1)1 7-8, G(1)1 8-9, δ″(0)1 9-11; p1 δ′(0)1 8-10, G(0)1 10-11 → 11, where 1f1b's G-first
+    order takes 12 (the test above): δ(1) leaves for p1 one G earlier."""
+    hand = {"F:l0:0": (0, 1), "F:l0:1": (1, 2), "F:l1:0": (1, 2), "D:l1:0": (2, 3), "G:l1:0": (3, 4),
+            "D2:l0:0": (4, 6), "D1:l0:0": (3, 5), "G:l0:0": (5, 6), "F:l1:1": (6, 7), "D:l1:1": (7, 8),
+            "G:l1:1": (8, 9), "D2:l0:1": (9, 11), "D1:l0:1": (8, 10), "G:l0:1": (10, 11)}
+    stages = chain(*[CASES[0][i] for i in (1, 0, 2, 3, 4, 5)])
+    layers = 2
+    profile = profile_from_costs([f"l{k}" for k in range(layers)], [1] * layers, [1] * layers, [1] * layers)
+    plan = Partition("layerpipe", tuple(
+        Stage(s, (f"l{s}",), tuple(PlacedOp(f"l{k}", kind, float(c), borrowed=k != s) for k, kind, c in stage))
+        for s, stage in enumerate(stages)), 0, 0)
+    timeline = archsim.simulate(plan, profile, microbatches=2, schedule="1f1b-delta-before-g")
+    assert {slot.op: (slot.start, slot.end) for slot in timeline.slots} == hand
+    assert makespan(stages, 2, "1f1b-delta-before-g") == 11
+
+
 @settings(max_examples=40, deadline=None)
 @given(shape=st.sampled_from([([1, 1], [0]), ([2, 1], [1]), ([1, 1, 1], [0, 1]), ([1, 2, 1], [0, 2]),
                               ([2, 1, 1], [0, 1, 2])]),
        costs=st.lists(st.tuples(st.integers(1, 6), st.integers(1, 6), st.integers(2, 12), st.integers(1, 11)),
                       min_size=4, max_size=4),
-       m=st.integers(2, 3), schedule=st.sampled_from(["layerpipe", "1f1b"]))
+       m=st.integers(2, 3), schedule=st.sampled_from(["layerpipe", *ORDERED]))
 def test_split_delta_schedules_match_on_drawn_costs(shape, costs, m, schedule):
     per_stage, split = shape
     lasts = [sum(per_stage[:s + 1]) - 1 for s in range(len(per_stage) - 1)]  # δ″ goes to layer l + 1's stage
@@ -193,7 +219,8 @@ def test_split_delta_schedules_match_on_drawn_costs(shape, costs, m, schedule):
 
 # The sample network's LayerPipe partition on 3 processors (conv1's and conv2's δ split), 8 micro-batches:
 # the reference's makespans in cycles (tests/test_pipeline_schedules.py pins archsim's to them).
-SAMPLE_MAKESPANS = {"layerpipe": 288_957_747.0, "1f1b": 300_573_488.0}
+# 1f1b-delta-before-g: docs/concepts.md's 294,657,321, found with this reference before archsim ran it.
+SAMPLE_MAKESPANS = {"layerpipe": 288_957_747.0, "1f1b": 300_573_488.0, "1f1b-delta-before-g": 294_657_321.0}
 
 
 def test_sample_network_delta_first_and_1f1b_times_agree_with_the_reference():
@@ -207,3 +234,26 @@ def test_sample_network_delta_first_and_1f1b_times_agree_with_the_reference():
     for schedule, expected in SAMPLE_MAKESPANS.items():
         assert makespan(stages, 8, schedule) == expected
         assert simulate_partition(plan, profile, 8, schedule).timeline.makespan == expected
+
+
+def test_pipeline_command_runs_the_delta_before_g_variant(capsys):
+    """``archsim pipeline --schedule`` runs a partition's schedule by name and states it: on the sample's
+    LayerPipe plan the variant takes the reference's 294,657,321 cycles; without --schedule the method's own
+    schedule runs and no ``schedule`` key is added (the output stays as it was); --schedule without
+    --microbatches is refused in one line."""
+    import json
+
+    from archsim.cli import main
+
+    run = ["pipeline", "layerpipe_sample", "--processors", "3", "--mode", "paper", "--microbatches", "8",
+           "--format", "json"]
+    for extra, schedule in ((["--schedule", "1f1b-delta-before-g"], "1f1b-delta-before-g"),
+                            (["--schedule", "1f1b"], "1f1b"), ([], "layerpipe")):
+        assert main(run + extra) == 0
+        meta = json.loads(capsys.readouterr().out)["meta"]
+        assert meta["makespan"] == SAMPLE_MAKESPANS[schedule]
+        assert meta.get("schedule") == (schedule if extra else None)
+    assert main(run[:-4] + ["--schedule", "1f1b"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("archsim pipeline: error: ")
+    assert err.endswith("--schedule orders the simulated micro-batches: give it with --microbatches\n")

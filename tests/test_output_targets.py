@@ -280,13 +280,13 @@ def test_a_flag_abbreviated_to_an_output_flags_prefix_is_refused_and_writes_noth
     """``archsim pipeline --schedule 1f1b`` (pipeline has no ``--schedule``) was read by argparse's prefix matching
     as ``--schedule-csv 1f1b`` and replaced the user's file ``1f1b`` with a schedule CSV, exit 0. Every flag must be
     spelt whole: the line names the unknown argument and the file keeps its bytes (failed before: the file
-    was overwritten)."""
+    was overwritten). pipeline has a ``--schedule`` since, so the prefix here is ``--schedule-c``."""
     monkeypatch.chdir(tmp_path)
     precious = tmp_path / "1f1b"
     precious.write_text("precious\n")
     line = clean_error(capsys, "pipeline", "layerpipe_sample", "--processors", "3", "--microbatches", "2",
-                       "--schedule", "1f1b")
-    assert "unrecognized arguments: --schedule 1f1b" in line
+                       "--schedule-c", "1f1b")
+    assert "unrecognized arguments: --schedule-c 1f1b" in line
     assert precious.read_text() == "precious\n"
 
 

@@ -3,3 +3,7 @@
 from __future__ import annotations
 
 LAYERPIPE_ALPHA = 1.001  # LayerPipe's Algorithm 1: the factor its per-processor target grows by per relaxation
+# Micro-batch schedules of a partition (``archsim pipeline --schedule``, ``archsim.simulate``;
+# :mod:`archsim.policies.pipeline` says what each runs): torch's GPipe and 1F1B, LayerPipe's δ-first,
+# archsim's earlier list schedules, and 1F1B with each layer's δ before its G inside a backward action.
+PARTITION_SCHEDULES = ("gpipe", "1f1b", "layerpipe", "gpipe-newest-first", "1f1b-window", "1f1b-delta-before-g")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from archsim.choices.partitions import LAYERPIPE_ALPHA
+from archsim.choices.partitions import LAYERPIPE_ALPHA, PARTITION_SCHEDULES
 from archsim.commands import Command
 from archsim.commands.common import (
     add_job_limit_argument,
@@ -45,6 +45,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"LayerPipe target relaxation factor (default: {LAYERPIPE_ALPHA})")
     parser.add_argument("--microbatches", type=positive_int, default=None,
                         help="also simulate M micro-batches of --batch samples each and report the makespan")
+    parser.add_argument("--schedule", default=None, choices=PARTITION_SCHEDULES,
+                        help="with --microbatches: the order the stages run them in — gpipe and 1f1b (torch's "
+                             "ScheduleGPipe and Schedule1F1B orders), layerpipe (1F1B's window, δ before G before F), "
+                             "gpipe-newest-first and 1f1b-window (archsim's earlier list schedules), "
+                             "1f1b-delta-before-g (1f1b with each layer's δ pieces before its G in a backward action) "
+                             "(default: the method's own: layerpipe for layerpipe, gpipe for gpipe, 1f1b otherwise)")
     parser.add_argument("--memory", action="store_true",
                         help="with --microbatches: bytes per processor (weights × versions, gradients, optimizer "
                              "state, peak stashed activations of the simulated schedule)")
@@ -63,6 +69,9 @@ def check_flags(args: argparse.Namespace) -> None:
     """Flag combinations, checked before the network is read or searched."""
     if (args.gantt or args.trace or args.schedule_csv) and not args.microbatches:
         raise InputError("--gantt, --chrome-trace and --schedule-csv need --microbatches", field="microbatches")
+    if args.schedule is not None and not args.microbatches:
+        raise InputError("--schedule orders the simulated micro-batches: give it with --microbatches",
+                         field="microbatches")
     given = [flag for flag, value in (("--alpha", args.alpha), ("--split-axes", args.split_axes)) if value is not None]
     if given and args.method != "layerpipe":
         raise InputError(f"{given[0]} tunes LayerPipe's Algorithm 1: give it with --method layerpipe", field="method")
@@ -117,11 +126,13 @@ def run(args: argparse.Namespace) -> int:
 
         check_job_size(args.microbatches * sum(len(stage.ops) for stage in plan.stages), args.max_ops)
         with phases(f"pipeline {plan.method}", ("build", "simulate", "validate")) as phase:
-            result = simulate_partition(plan, profile, args.microbatches, phase=phase)
+            result = simulate_partition(plan, profile, args.microbatches, args.schedule, phase=phase)
             phase("validate")
             timeline = validated(result.timeline)
         makespan = timeline.makespan
         meta["microbatches"] = args.microbatches
+        if args.schedule is not None:  # a chosen schedule is stated; the method's own stays as it was printed
+            meta["schedule"] = result.schedule
         meta["makespan"] = makespan
         utilization = timeline.utilization()
         for i, record in enumerate(records):
@@ -141,7 +152,8 @@ def run(args: argparse.Namespace) -> int:
                 warning = memory_warning([(f"processor {m.processor}", "memory (--capacity-gb)", m.peak_bytes,
                                            capacity) for m in memory], "processors")
                 meta["fits_memory"] = warning is None
-        write_timeline_outputs(args, timeline, f"{network.name}: {plan.method}, {args.processors} processors",
+        chosen = f", {args.schedule} schedule" if args.schedule is not None else ""
+        write_timeline_outputs(args, timeline, f"{network.name}: {plan.method}, {args.processors} processors{chosen}",
                                borrowed=plan.borrowed_ops)
     if array.clock_hz is not None:
         meta["clock_ghz"] = array.clock_hz / 1e9
