@@ -4,9 +4,14 @@ GPU's memory on ``--sweep`` and ``--runs`` rows, read off the catalog by hand.""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+import archsim
 from archsim.choices.training import SHARDINGS
+from archsim.collectives import LinkClass
+from archsim.training.cluster_file import load_gpu_cluster
 from archsim.training.dp_sharding import SYNCS
 from archsim.training.parallel import Parallelism
 
@@ -17,3 +22,44 @@ def test_one_dispatch_covers_every_sharding():
     assert Parallelism(1, 1, 2, 2, 1).sharding == "none"
     assert Parallelism(1, 1, 2, 2, 1, distributed_optimizer=True).sharding == "distributed-optimizer"
     assert Parallelism(1, 1, 2, 2, 1, fsdp=True).sharding == "fsdp"
+
+
+ROOT = Path(__file__).resolve().parents[1]
+GPT_350M = ROOT / "configs" / "transformers" / "gpt_1024h_24l.json"
+NODE = ROOT / "configs" / "clusters" / "a100_node.toml"
+
+
+def _ring(kind: str, s: float, n: int, link: LinkClass) -> float:
+    """NCCL's ring all-gather or reduce-scatter of S bytes over n GPUs, written out: α₀ + (n − 1)α + γS/2 +
+    (n − 1)/n·S/(ηB)."""
+    return link.launch_s + (n - 1) * link.alpha_s + link.copy_s_per_byte * s / 2 + \
+        (n - 1) / n * s / (link.efficiency * link.bandwidth)
+
+
+def test_fsdp_collectives_are_train_rows():
+    """Failed before (train's rows had no FSDP collective, only the iteration's exposed sum): GPT 350M (24 layers,
+    hidden 1,024, tied vocabulary 50,257 padded to 50,304, 1,024 positions) on one DGX A100 at DP 8 in bf16. A
+    layer holds 12h² + 13h parameters, the root unit the token table, the positions and the final LayerNorm; per
+    micro-batch the root's all-gather (2 bytes a parameter) and reduce-scatter (4: fp32 gradients), a layer's
+    all-gather before its forward and again before its backward and its reduce-scatter: their seconds are the
+    ring formulas on those bytes over the node's NVLink. The op rows the run shares with the replicated one
+    are unchanged."""
+    keys = {"cluster": str(NODE), "dp": 8, "global_batch": 16, "dtype": "bf16"}
+    on, _ = archsim.train(str(GPT_350M), fsdp=True, **keys)
+    off, _ = archsim.train(str(GPT_350M), **keys)
+    h = 1024
+    layer, root = 12 * h * h + 13 * h, 50304 * h + 1024 * h + 2 * h
+    link = load_gpu_cluster(NODE, "bf16").machine(Parallelism(1, 1, 8, 16, 1, fsdp=True)).links.dp
+    assert isinstance(link, LinkClass)  # one server: NVLink's ring, not a spanning group
+    rows = [r for r in on.to_dict()["rows"] if r["name"].startswith("fsdp.")]
+    assert [(r["piece"], r["op"]) for r in rows] == [("root", "F"), ("layer", "F"), ("layer", "B"), ("layer", "B"),
+                                                     ("root", "B")]
+    hand = (_ring("all-gather", 2 * root, 8, link) + 2 * _ring("all-gather", 2 * layer, 8, link)
+            + _ring("reduce-scatter", 4 * layer, 8, link) + _ring("reduce-scatter", 4 * root, 8, link))
+    assert sum(r["seconds"] for r in rows) == pytest.approx(hand, rel=1e-12)
+    assert rows[3]["name"] == f"fsdp.reduce-scatter (reduce-scatter, {4 * layer / 2**20:.3g} MiB)"
+    assert rows[0]["name"] == f"fsdp.all-gather (all-gather, {2 * root / 2**20:.3g} MiB)"
+    pieces = ("layer", "embedding", "head")
+    assert [r for r in on.to_dict()["rows"] if r["piece"] in pieces and r not in rows] == \
+        [r for r in off.to_dict()["rows"] if r["piece"] in pieces]
+    assert not any(r["name"].startswith("fsdp.") for r in off.to_dict()["rows"])

@@ -104,4 +104,27 @@ def fsdp_sync(c: TransformerConfig, par: Parallelism, machine: Machine, paramete
     return {"fsdp_exposed_communication": par.microbatches * sum(exposed_seconds(units))}, {}
 
 
-__all__ = ["Unit", "exposed_seconds", "fsdp_sync", "machine_units", "rank_units"]
+def unit_rows(c: TransformerConfig, par: Parallelism, machine: Machine, parameters: float) -> list[dict]:
+    """``archsim train``'s rows of one micro-batch's FSDP collectives on a rank holding ``parameters``, in the order
+    they run: the root's all-gather (``piece`` ``root``), a layer's all-gather before its forward (op F) and again
+    before its backward (B) and its reduce-scatter (B) (``piece`` ``layer``: one layer's, as the layer's ops are),
+    the root's reduce-scatter (B). Seconds: each collective whole, as :func:`machine_units` prices it; what the
+    compute does not hide of them is the iteration's ``fsdp_exposed_communication``."""
+    per_layer = layer_parameters_per_gpu(c, par.tp)
+    root = parameters - c.layers * per_layer
+    width, grad = ELEMENT_BYTES[machine.dtype], gradient_bytes(machine.dtype)
+    units = machine_units(c, par, machine, parameters)
+
+    def row(piece: str, kind: str, op: str, nbytes: float, seconds: float) -> dict:
+        return {"piece": piece, "name": f"fsdp.{kind} ({kind}, {nbytes / 2**20:.3g} MiB)", "op": op, "seconds": seconds}
+
+    layer = [row("layer", "all-gather", "F", per_layer * width, units[-1].all_gather),
+             row("layer", "all-gather", "B", per_layer * width, units[-1].all_gather),
+             row("layer", "reduce-scatter", "B", per_layer * grad, units[-1].reduce_scatter)] if c.layers else []
+    if root <= 0:  # no root unit (rank_units leaves it out)
+        return layer
+    return [row("root", "all-gather", "F", root * width, units[0].all_gather), *layer,
+            row("root", "reduce-scatter", "B", root * grad, units[0].reduce_scatter)]
+
+
+__all__ = ["Unit", "exposed_seconds", "fsdp_sync", "machine_units", "rank_units", "unit_rows"]

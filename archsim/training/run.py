@@ -122,7 +122,8 @@ def train(c: TransformerConfig, par: Parallelism, machine: Machine,
     return TrainResult(float(max(finish)), tuple(mem),
                        _breakdown(c, par, machines[slowest], pieces, order.rank_of_stage(), run, slowest,
                                   post[slowest]),
-                       _op_rows(c, par, pieces) + _iteration_rows(post[slowest]), run, post,
+                       _op_rows(c, par, pieces) + _sharding_rows(c, par, machines[slowest], mem[slowest].parameters)
+                       + _iteration_rows(post[slowest]), run, post,
                        float(forward), float(backward),
                        parallelism=replace(par, grad_accumulation=accumulation(par, machines[0])),  # what ran
                        capacities=tuple(float(m.gpu.memory_bytes) for m in machines))
@@ -174,6 +175,14 @@ def _op_rows(c, par, pieces) -> list[dict]:
         if piece.recompute:
             rows.append({"piece": piece_name, "name": "recompute", "op": "B", "seconds": piece.recompute})
     return rows
+
+
+def _sharding_rows(c, par, machine, parameters) -> list[dict]:
+    """Per micro-batch, with ``par.fsdp``: FSDP's all-gathers and reduce-scatters, each whole
+    (:func:`archsim.training.fsdp.unit_rows`); none otherwise (the DP group's other collectives are iteration rows)."""
+    from archsim.training.fsdp import unit_rows
+
+    return unit_rows(c, par, machine, parameters) if par.fsdp else []
 
 
 def _iteration_rows(post: dict[str, float]) -> list[dict]:
