@@ -4,12 +4,14 @@ GPU's memory on ``--sweep`` and ``--runs`` rows, read off the catalog by hand.""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 import archsim
 from archsim.choices.training import SHARDINGS
+from archsim.cli import main
 from archsim.collectives import LinkClass
 from archsim.training.cluster_file import load_gpu_cluster
 from archsim.training.dp_sharding import SYNCS
@@ -63,3 +65,30 @@ def test_fsdp_collectives_are_train_rows():
     assert [r for r in on.to_dict()["rows"] if r["piece"] in pieces and r not in rows] == \
         [r for r in off.to_dict()["rows"] if r["piece"] in pieces]
     assert not any(r["name"].startswith("fsdp.") for r in off.to_dict()["rows"])
+
+
+MIXED = ROOT / "configs" / "clusters" / "mixed_counts_h100_a100.toml"
+GPT3_1_3B = str(ROOT / "configs" / "transformers" / "gpt3_1.3b.toml")
+
+
+def test_sweep_and_runs_rows_carry_the_fullest_ranks_gpu_memory(tmp_path, capsys):
+    """Failed before (the rows had no ``memory_capacity_gib``; train's meta had it). One DGX H100 (80 GB boards:
+    80 GiB, as NVIDIA's) and two 4-GPU A100 40 GB servers (40 GiB), TP 4 · PP 2 · DP 2, GPT-3 1.3B: at micro-batch
+    8 without recompute the A100 rank is the fuller by share of its own GPU, so its 40 GiB; on one DGX A100 80 GB,
+    80 GiB. A sweep point that cannot run has none; each row's figure is train's meta for its layout."""
+    base = ["train", GPT3_1_3B, "--format", "json"]
+    mixed = [*base, "--cluster", str(MIXED), "--tp", "4", "--pp", "2", "--dp", "2", "--global-batch", "32",
+             "--recompute", "none"]
+    assert main([*mixed, "--micro-batch", "8"]) == 0
+    meta = json.loads(capsys.readouterr().out)["meta"]
+    assert main([*mixed, "--sweep", "micro_batch=8,3"]) == 0  # 3 does not divide 32 / DP 2: a row with its reason
+    points = json.loads(capsys.readouterr().out)["rows"]
+    assert [p["memory_capacity_gib"] for p in points] == [40.0, None] and points[1]["error"]
+    assert meta["memory_capacity_gib"] == 40.0
+    runs = tmp_path / "runs.csv"
+    runs.write_text("tp,pp,dp,micro_batch,global_batch,recompute\n4,2,2,8,32,none\n", encoding="utf-8")
+    assert main([*base, "--cluster", str(MIXED), "--runs", str(runs)]) == 0
+    assert [r["memory_capacity_gib"] for r in json.loads(capsys.readouterr().out)["rows"]] == [40.0]
+    runs.write_text("tp,pp,dp,micro_batch,global_batch\n1,1,8,1,16\n2,2,2,1,16\n", encoding="utf-8")
+    assert main([*base, "--cluster", str(NODE), "--runs", str(runs)]) == 0
+    assert [r["memory_capacity_gib"] for r in json.loads(capsys.readouterr().out)["rows"]] == [80.0, 80.0]

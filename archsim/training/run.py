@@ -78,6 +78,13 @@ class TrainResult:
         return max(m.total for m in self.memory) / GIB
 
     @property
+    def memory_capacity_gib(self) -> float:
+        """GiB of the GPU the fullest rank runs on, fullest by share of its own GPU's memory: on GPUs of several
+        sizes the rank nearest not fitting (a 40 GB rank can be fuller than an 80 GB one holding more)."""
+        fullest = max(range(len(self.memory)), key=lambda r: self.memory[r].total / self.capacities[r])
+        return self.capacities[fullest] / GIB
+
+    @property
     def fits(self) -> tuple[bool, ...]:
         """Whether each pipeline rank's memory fits its GPU's (``archsim train``'s ``fits`` per rank)."""
         return tuple(m.total <= capacity for m, capacity in zip(self.memory, self.capacities, strict=True))
