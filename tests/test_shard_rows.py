@@ -92,3 +92,22 @@ def test_sweep_and_runs_rows_carry_the_fullest_ranks_gpu_memory(tmp_path, capsys
     runs.write_text("tp,pp,dp,micro_batch,global_batch\n1,1,8,1,16\n2,2,2,1,16\n", encoding="utf-8")
     assert main([*base, "--cluster", str(NODE), "--runs", str(runs)]) == 0
     assert [r["memory_capacity_gib"] for r in json.loads(capsys.readouterr().out)["rows"]] == [80.0, 80.0]
+
+
+@pytest.mark.parametrize(("flag", "sharding"), [(None, None), ("--distributed-optimizer", "distributed-optimizer"),
+                                                ("--fsdp", "fsdp")])
+def test_search_rows_say_their_sharding(flag, sharding, capsys):
+    """Failed before for the two shardings (no ``sharding`` on a row): each row says which one it runs, only when one
+    is set (rows without a sharding keep their keys). Megatron-LM's arguments carry ``--use-distributed-optimizer``
+    with the distributed optimizer (its flag, ``megatron/training/arguments.py``), and for FSDP, which is PyTorch's,
+    neither that flag nor any FSDP one: the layout's flags alone."""
+    argv = ["search", GPT3_1_3B, "--cluster", str(NODE), "--global-batch", "16", "--top", "2", "--refine", "0",
+            "--schedule", "1f1b", "--format", "json", *([flag] if flag else [])]
+    assert main(argv) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert rows and all(r.get("sharding") == sharding and ("sharding" in r) == (flag is not None) for r in rows)
+    for r in rows:
+        args = r["megatron_args"].split()
+        assert ("--use-distributed-optimizer" in args) == (sharding == "distributed-optimizer")
+        assert not any("fsdp" in a for a in args)
+        assert args[:2] == ["--tensor-model-parallel-size", str(r["tp"])]
