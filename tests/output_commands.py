@@ -72,6 +72,8 @@ COMMANDS: dict[str, list[str]] = {
                      "--micro-batch", "2", "--fsdp"],
     "search": ["search", MODEL, "--cluster", GPU_CLUSTER, "--global-batch", "16", "--top", "3", "--schedule", "1f1b",
                "--max-micro-batch", "2"],
+    "search --fsdp": ["search", MODEL, "--cluster", GPU_CLUSTER, "--global-batch", "16", "--top", "3", "--schedule",
+                      "1f1b", "--max-micro-batch", "2", "--fsdp"],
     "search --placement": ["search", MODEL, "--cluster", str(ROOT / "configs" / "clusters" / "mixed_counts_h100_a100.toml"),
                            "--global-batch", "16", "--top", "3", "--schedule", "1f1b", "--max-micro-batch", "2",
                            "--placement", "planned"],

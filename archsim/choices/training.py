@@ -8,6 +8,9 @@ ATTENTIONS = ("standard", "flash")  # attention's kernels: Megatron's unfused co
 # with Transformer Engine: a fused flash or cuDNN attention). Parallelism's own default stays "standard",
 # the measured Megatron-DeepSpeed runs' attention, which the library's checks against them rely on.
 DEFAULT_ATTENTION = "flash"
+# how the data-parallel group holds the training states: replicated with an all-reduce, Megatron-LM's distributed
+# optimizer (ZeRO-1), PyTorch FSDP's full sharding (ZeRO-3) (Parallelism.sharding, training/dp_sharding.py)
+SHARDINGS = ("none", "distributed-optimizer", "fsdp")
 DP_OVERLAPS = ("none", "bucketed")  # the DP all-reduce after the backward, or bucketed under it (dp_overlap.py)
 IMPLEMENTATIONS = ("megatron", "pytorch-eager")  # whose op list runs (training/eager_ops.py)
 # the weight gradient added into the held one inside its GEMM (Megatron-LM's --gradient-accumulation-fusion,

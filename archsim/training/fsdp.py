@@ -30,8 +30,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
+from typing import TYPE_CHECKING
 
+from archsim.choices.devices import ELEMENT_BYTES
 from archsim.collectives import LinkClass, Spanning, collective_seconds
+from archsim.training.memory import gradient_bytes, layer_parameters_per_gpu
+
+if TYPE_CHECKING:
+    from archsim.training.machine import Machine
+    from archsim.training.parallel import Parallelism
+    from archsim.workload.transformer import TransformerConfig
 
 
 @dataclass(frozen=True)
@@ -77,4 +85,46 @@ def rank_units(layers: int, layer_parameters: float, root_parameters: float, for
     return root + [each] * layers if each else root
 
 
-__all__ = ["Unit", "exposed_seconds", "rank_units"]
+def machine_units(c: TransformerConfig, par: Parallelism, machine: Machine, parameters: float, forward_s: float = 0.0,
+                  backward_s: float = 0.0) -> list[Unit]:
+    """:func:`rank_units` of a PP = 1 rank holding ``parameters`` on ``machine``: its ``c.layers`` layers of TP-sharded
+    parameters each and the rest the root, gathered in the compute dtype and reduce-scattered at the reduce width
+    over the DP group's link; ``forward_s`` / ``backward_s``: one micro-batch's (seconds)."""
+    per_layer = layer_parameters_per_gpu(c, par.tp)
+    return rank_units(c.layers, per_layer, parameters - c.layers * per_layer, forward_s, backward_s,
+                      ELEMENT_BYTES[machine.dtype], gradient_bytes(machine.dtype), par.dp, machine.links.dp)
+
+
+def fsdp_sync(c: TransformerConfig, par: Parallelism, machine: Machine, parameters: float, forward_s: float,
+              backward_s: float) -> tuple[dict[str, float], dict[str, float]]:
+    """FSDP's part of a rank's iteration after its last backward (:func:`archsim.training.dp_sharding.dp_sync`):
+    the collectives of its ``par.microbatches`` micro-batches that the compute does not hide
+    (``fsdp_exposed_communication``, seconds; the module docstring's rule), before the step; nothing after it."""
+    units = machine_units(c, par, machine, parameters, forward_s, backward_s)
+    return {"fsdp_exposed_communication": par.microbatches * sum(exposed_seconds(units))}, {}
+
+
+def unit_rows(c: TransformerConfig, par: Parallelism, machine: Machine, parameters: float) -> list[dict]:
+    """``archsim train``'s rows of one micro-batch's FSDP collectives on a rank holding ``parameters``, in the order
+    they run: the root's all-gather (``piece`` ``root``), a layer's all-gather before its forward (op F) and again
+    before its backward (B) and its reduce-scatter (B) (``piece`` ``layer``: one layer's, as the layer's ops are),
+    the root's reduce-scatter (B). Seconds: each collective whole, as :func:`machine_units` prices it; what the
+    compute does not hide of them is the iteration's ``fsdp_exposed_communication``."""
+    per_layer = layer_parameters_per_gpu(c, par.tp)
+    root = parameters - c.layers * per_layer
+    width, grad = ELEMENT_BYTES[machine.dtype], gradient_bytes(machine.dtype)
+    units = machine_units(c, par, machine, parameters)
+
+    def row(piece: str, kind: str, op: str, nbytes: float, seconds: float) -> dict:
+        return {"piece": piece, "name": f"fsdp.{kind} ({kind}, {nbytes / 2**20:.3g} MiB)", "op": op, "seconds": seconds}
+
+    layer = [row("layer", "all-gather", "F", per_layer * width, units[-1].all_gather),
+             row("layer", "all-gather", "B", per_layer * width, units[-1].all_gather),
+             row("layer", "reduce-scatter", "B", per_layer * grad, units[-1].reduce_scatter)] if c.layers else []
+    if root <= 0:  # no root unit (rank_units leaves it out)
+        return layer
+    return [row("root", "all-gather", "F", root * width, units[0].all_gather), *layer,
+            row("root", "reduce-scatter", "B", root * grad, units[0].reduce_scatter)]
+
+
+__all__ = ["Unit", "exposed_seconds", "fsdp_sync", "machine_units", "rank_units", "unit_rows"]

@@ -18,7 +18,8 @@ and optimizer step.
 3. After its last backward each stage all-reduces its gradients over DP (at the gradient buffer's width,
    :func:`archsim.training.memory.gradient_bytes`: fp32 in bf16; ``dp_overlap = "none"``, as
    vTrain's runs; ``"bucketed"``: Megatron's buckets under the last micro-batch's backward,
-   :mod:`archsim.training.dp_overlap`), the first and last stage all-reduce the tied embedding's gradient, and
+   :mod:`archsim.training.dp_overlap`; the distributed optimizer's and FSDP's collectives in its place, one
+   dispatch by the sharding: :mod:`archsim.training.dp_sharding`), the first and last stage all-reduce the tied embedding's gradient, and
    the optimizer step reads and writes 32 bytes per parameter in fp16 and 34 in bf16
    (:func:`optimizer_step_bytes`; in fp32, 28: weight, gradient, momentum and variance read, all but
    the gradient written). The iteration ends when the slowest stage has stepped. Gradients summed over
@@ -51,7 +52,7 @@ from archsim.devices.kernel_ops import KernelFamilies, op_seconds
 from archsim.devices.kernels import stream_seconds
 from archsim.errors import InputError
 from archsim.lowering import TrainingOp
-from archsim.training.dp_overlap import distributed_sync_seconds, dp_allreduce_seconds
+from archsim.training.dp_sharding import dp_sync
 from archsim.training.eager_ops import (
     EAGER_OPTIMIZER_BYTES_PER_PARAMETER,
     check_eager,
@@ -61,10 +62,9 @@ from archsim.training.eager_ops import (
     eager_embedding_work,
     eager_head_work,
 )
-from archsim.training.fsdp import exposed_seconds, rank_units
 from archsim.training.layer_ops import Collective, Work, block_work, embedding_work, head_work
 from archsim.training.machine import Links, Machine
-from archsim.training.memory import check_sharding, gradient_bytes, layer_parameters_per_gpu
+from archsim.training.memory import check_sharding, gradient_bytes
 from archsim.training.parallel import Parallelism, padded_vocab
 from archsim.workload.transformer import TransformerConfig, refuse_switch
 
@@ -257,39 +257,20 @@ def _model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> d
     return {"layer": layer, "embedding": embedding, "head": head}
 
 
-def fsdp_seconds(c: TransformerConfig, par: Parallelism, machine: Machine, parameters: float, forward_s: float,
-                 backward_s: float) -> float:
-    """An iteration's exposed FSDP collectives on a PP = 1 rank holding ``parameters``: its layers and root
-    unit (:func:`archsim.training.fsdp.rank_units`), ``par.microbatches`` times one micro-batch's."""
-    per_layer = layer_parameters_per_gpu(c, par.tp)
-    units = rank_units(c.layers, per_layer, parameters - c.layers * per_layer, forward_s, backward_s,
-                       ELEMENT_BYTES[machine.dtype], gradient_bytes(machine.dtype), par.dp, machine.links.dp)
-    return par.microbatches * sum(exposed_seconds(units))
-
-
 def after_backward(c: TransformerConfig, par: Parallelism, machine: Machine, rank: int,
                    parameters: float, tied_ranks: tuple[int, int] | None = None,
                    backward_s: float = 0.0, forward_s: float = 0.0) -> dict[str, float]:
-    """Seconds each rank spends after its last backward: DP and embedding all-reduces, optimizer (with
-    ``par.distributed_optimizer``: the DP reduce-scatter, the step on the rank's 1/DP of ``parameters``, the
-    parameters' all-gather, in place of the all-reduce).
+    """Seconds each rank spends after its last backward: its DP group's collectives by ``par.sharding``
+    (:func:`archsim.training.dp_sharding.dp_sync`: the all-reduce; the distributed optimizer's reduce-scatter
+    before the step and all-gather after it; FSDP's exposed collectives), the embedding all-reduce and the
+    optimizer step on the rank's 1/``par.optimizer_shards`` of ``parameters``.
     ``tied_ranks``: the ranks of the first and last stage (default 0 and PP − 1; every published order's
     when they differ); when they differ and embeddings are tied, both all-reduce the token table's
     gradient over the link between their GPUs (:attr:`~archsim.training.machine.Links.embedding`).
     ``backward_s``: the rank's last micro-batch backward, under which ``par.dp_overlap = "bucketed"``
-    runs the DP buckets. With ``par.fsdp``: the FSDP collectives of its ``par.microbatches`` micro-batches that
-    the compute does not hide (``fsdp_exposed_communication``, :mod:`archsim.training.fsdp`; ``forward_s`` and
-    ``backward_s`` one micro-batch's) in place of the all-reduce, and the step on 1/DP."""
+    runs the DP buckets; ``forward_s`` and ``backward_s``: one micro-batch's, under which FSDP prefetches."""
+    before, after = dp_sync(c, par, machine, parameters, forward_s, backward_s)  # by par.sharding
     grad = gradient_bytes(machine.dtype)  # the gradient buffer's width: fp32 in bf16, as Megatron reduces it
-    if par.fsdp:  # every micro-batch's all-gathers and reduce-scatters, under the compute where FSDP hides them
-        sync = {"fsdp_exposed_communication": fsdp_seconds(c, par, machine, parameters, forward_s, backward_s)}
-    elif par.distributed_optimizer:  # reduce-scatter, step on 1/DP, all-gather (dp_overlap.distributed_sync_seconds)
-        scatter, gather = distributed_sync_seconds(parameters, grad, ELEMENT_BYTES[machine.dtype], par.dp,
-                                                   machine.links.dp, par.dp_overlap, backward_s)
-        sync = {"dp_reduce_scatter": scatter}
-    else:
-        sync = {"dp_allreduce": dp_allreduce_seconds(parameters, grad, par.dp, machine.links.dp, par.dp_overlap,
-                                                     backward_s)}
     tied = 0.0
     ends = (0, par.pp - 1) if tied_ranks is None else tied_ranks
     if ends[0] != ends[1] and c.tied_embeddings and rank in ends:
@@ -310,9 +291,7 @@ def after_backward(c: TransformerConfig, par: Parallelism, machine: Machine, ran
     else:  # Megatron's fused Adam in every dtype: the training fit's kernels, not PyTorch's; on its 1/DP shard
         moved = optimizer_step_bytes(machine.dtype) * (parameters / par.optimizer_shards)  # with the distributed one
         optimizer = float(stream_seconds(moved, hbm, machine.efficiency, kernels=4))
-    if par.distributed_optimizer:  # the updated shards' all-gather follows the step
-        return {**sync, "embedding_allreduce": tied, "optimizer": optimizer, "dp_allgather": gather}
-    return {**sync, "embedding_allreduce": tied, "optimizer": optimizer}
+    return {**before, "embedding_allreduce": tied, "optimizer": optimizer, **after}
 
 
 __all__ = [

@@ -200,6 +200,12 @@ class Parallelism:
         return self.dp if self.distributed_optimizer or self.fsdp else 1
 
     @property
+    def sharding(self) -> str:
+        """How the DP group holds the states, one of :data:`~archsim.choices.training.SHARDINGS`: ``fsdp``,
+        ``distributed-optimizer`` or ``none`` (replicated, the gradients all-reduced)."""
+        return "fsdp" if self.fsdp else "distributed-optimizer" if self.distributed_optimizer else "none"
+
+    @property
     def gpus(self) -> int:
         return self.tp * self.pp * self.dp
 

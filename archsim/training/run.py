@@ -78,6 +78,13 @@ class TrainResult:
         return max(m.total for m in self.memory) / GIB
 
     @property
+    def memory_capacity_gib(self) -> float:
+        """GiB of the GPU the fullest rank runs on, fullest by share of its own GPU's memory: on GPUs of several
+        sizes the rank nearest not fitting (a 40 GB rank can be fuller than an 80 GB one holding more)."""
+        fullest = max(range(len(self.memory)), key=lambda r: self.memory[r].total / self.capacities[r])
+        return self.capacities[fullest] / GIB
+
+    @property
     def fits(self) -> tuple[bool, ...]:
         """Whether each pipeline rank's memory fits its GPU's (``archsim train``'s ``fits`` per rank)."""
         return tuple(m.total <= capacity for m, capacity in zip(self.memory, self.capacities, strict=True))
@@ -122,7 +129,8 @@ def train(c: TransformerConfig, par: Parallelism, machine: Machine,
     return TrainResult(float(max(finish)), tuple(mem),
                        _breakdown(c, par, machines[slowest], pieces, order.rank_of_stage(), run, slowest,
                                   post[slowest]),
-                       _op_rows(c, par, pieces) + _iteration_rows(post[slowest]), run, post,
+                       _op_rows(c, par, pieces) + _sharding_rows(c, par, machines[slowest], mem[slowest].parameters)
+                       + _iteration_rows(post[slowest]), run, post,
                        float(forward), float(backward),
                        parallelism=replace(par, grad_accumulation=accumulation(par, machines[0])),  # what ran
                        capacities=tuple(float(m.gpu.memory_bytes) for m in machines))
@@ -174,6 +182,14 @@ def _op_rows(c, par, pieces) -> list[dict]:
         if piece.recompute:
             rows.append({"piece": piece_name, "name": "recompute", "op": "B", "seconds": piece.recompute})
     return rows
+
+
+def _sharding_rows(c, par, machine, parameters) -> list[dict]:
+    """Per micro-batch, with ``par.fsdp``: FSDP's all-gathers and reduce-scatters, each whole
+    (:func:`archsim.training.fsdp.unit_rows`); none otherwise (the DP group's other collectives are iteration rows)."""
+    from archsim.training.fsdp import unit_rows
+
+    return unit_rows(c, par, machine, parameters) if par.fsdp else []
 
 
 def _iteration_rows(post: dict[str, float]) -> list[dict]:

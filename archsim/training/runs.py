@@ -192,8 +192,9 @@ def runs_to_run(path: str | Path, *, attention: str, dp_overlap: str, grad_accum
 def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRow, ...],
                  tick: Callable[[], None] = lambda: None, file: str | Path | None = None,
                  warn: Callable[[int, str], None] = lambda line, text: None) -> list[dict]:
-    """Each row's predicted iteration (seconds), peak memory per GPU (GiB), energy (J, and how it was
-    found: :func:`~archsim.training.energy.iteration_energy`, as ``archsim train`` prices it) and, where
+    """Each row's predicted iteration (seconds), peak memory per GPU and its fullest rank's GPU's memory (GiB,
+    ``memory_capacity_gib`` as ``archsim train``'s meta), energy (J, and how it was found:
+    :func:`~archsim.training.energy.iteration_energy`, as ``archsim train`` prices it) and, where
     measured, its error (predicted / measured − 1), in the rows' order; ``tick`` is called after each row (a progress bar).
     A row that cannot run on ``cluster`` raises an :class:`InputError` naming its line (and ``file``, the runs file).
     ``warn(line, text)`` gets each line ``archsim train`` would warn with for a row alone (a TP group across
@@ -223,6 +224,7 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
                   **({"distributed_optimizer": p.distributed_optimizer} if sharded else {}),
                   **({"fsdp": p.fsdp} if full else {}),
                   "predicted_seconds": result.iteration_seconds, "peak_memory_gib": result.peak_memory_gib,
+                  "memory_capacity_gib": result.memory_capacity_gib,
                   **iteration_energy(config, p, cluster, result.iteration_seconds, memory=result.memory),
                   "measured_seconds": row.measured_seconds,
                   "error": None if row.measured_seconds is None else result.iteration_seconds / row.measured_seconds - 1}

@@ -21,8 +21,6 @@ def train_document(result, config, laid, implementation: str) -> dict:
                "activations_gib": m.activations / 2**30, "total_gib": m.total / 2**30,
                "capacity_gib": capacity / 2**30, "fits": fits}
               for r, (m, capacity, fits) in enumerate(zip(result.memory, result.capacities, result.fits, strict=True))]
-    # the fullest rank by share of its own GPU's memory: on GPUs of several sizes the one nearest not fitting
-    fullest = max(range(len(memory)), key=lambda r: result.memory[r].total / result.capacities[r])
     slots = result.timeline.slots  # the engine's arrays: no DataFrame (pandas' import costs more than the run)
     timeline = [{"rank": str(s.processor), "action": str(s.op), "start_s": float(s.start), "end_s": float(s.end)}
                 for s in slots] if len(slots) <= MAX_TIMELINE_SLOTS else []
@@ -44,7 +42,7 @@ def train_document(result, config, laid, implementation: str) -> dict:
             "forward_seconds": result.forward_seconds, "backward_seconds": result.backward_seconds,
             "energy_j": result.energy_j, **static_split(result), "energy_source": result.energy_source,
             **rates, "peak_memory_gib": result.peak_memory_gib,
-            "memory_capacity_gib": memory[fullest]["capacity_gib"], "fits_memory": all(result.fits),
+            "memory_capacity_gib": result.memory_capacity_gib, "fits_memory": all(result.fits),
             "breakdown_seconds": dict(result.breakdown), **network_meta(laid, config.tied_embeddings),
             "memory_per_rank": memory,
             "after_backward_seconds": [dict(p) for p in result.post], "timeline": timeline}
