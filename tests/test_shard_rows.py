@@ -97,15 +97,17 @@ def test_sweep_and_runs_rows_carry_the_fullest_ranks_gpu_memory(tmp_path, capsys
 @pytest.mark.parametrize(("flag", "sharding"), [(None, None), ("--distributed-optimizer", "distributed-optimizer"),
                                                 ("--fsdp", "fsdp")])
 def test_search_rows_say_their_sharding(flag, sharding, capsys):
-    """Failed before for the two shardings (no ``sharding`` on a row): each row says which one it runs, only when one
-    is set (rows without a sharding keep their keys). Megatron-LM's arguments carry ``--use-distributed-optimizer``
+    """Each row says which sharding it runs (``distributed_optimizer`` or ``fsdp`` true), only when one is set (rows
+    without a sharding keep their keys). Megatron-LM's arguments carry ``--use-distributed-optimizer``
     with the distributed optimizer (its flag, ``megatron/training/arguments.py``), and for FSDP, which is PyTorch's,
     neither that flag nor any FSDP one: the layout's flags alone."""
     argv = ["search", GPT3_1_3B, "--cluster", str(NODE), "--global-batch", "16", "--top", "2", "--refine", "0",
             "--schedule", "1f1b", "--format", "json", *([flag] if flag else [])]
     assert main(argv) == 0
     rows = json.loads(capsys.readouterr().out)["rows"]
-    assert rows and all(r.get("sharding") == sharding and ("sharding" in r) == (flag is not None) for r in rows)
+    keys = {"distributed-optimizer": "distributed_optimizer", "fsdp": "fsdp"}
+    assert rows and all({key: r[key] for key in keys.values() if key in r} == ({keys[sharding]: True} if sharding else {})
+                        for r in rows)
     for r in rows:
         args = r["megatron_args"].split()
         assert ("--use-distributed-optimizer" in args) == (sharding == "distributed-optimizer")

@@ -46,8 +46,6 @@ class RowMaker:
                "attention": k.attention, "dp_overlap": k.dp_overlap,
                **({"distributed_optimizer": True} if k.distributed_optimizer else {}),  # only when set: as before
                **({"fsdp": True} if k.fsdp else {}),
-               # which sharding, only when one is set (as before without): an fsdp row's megatron_args are its layout's
-               **({"sharding": k.parallelism(global_batch).sharding} if k.fsdp or k.distributed_optimizer else {}),
                "grad_accumulation": k.grad_accumulation, "tp_spans_servers": cluster.tp_servers(k.parallelism(global_batch)) > 1,
                "stage_layers": ",".join(map(str, k.stage_layers)) if k.stage_layers else "",
                "iteration_seconds": seconds, "peak_memory_gib": memory / 2**30,

@@ -25,7 +25,7 @@ def megatron_args(k: Candidate, global_batch: int, layers: int, dtype: str) -> s
     the first and the last stage's layer counts (``--decoder-first-pipeline-num-layers``,
     ``--decoder-last-pipeline-num-layers``) and splits the rest evenly. With ``k.distributed_optimizer``
     ``--use-distributed-optimizer``; with ``k.fsdp`` the layout's flags only, no command that runs it: FSDP is
-    PyTorch's (its row's ``sharding`` says ``fsdp``)."""
+    PyTorch's (its row's ``fsdp`` is true)."""
     split = k.stage_layers
     if k.schedule not in ("1f1b", "interleaved-1f1b") or (split and len(set(split[1:-1])) > 1) \
             or (split and k.interleave > 1 and len(set(split)) > 1):
