@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from archsim.choices.partitions import FLUSHED_SCHEDULES
 from archsim.errors import InputError
 from archsim.partition.profile import LayerProfile
 from archsim.partition.result import Partition
@@ -137,7 +138,7 @@ def partition_footprint(plan: Partition, profile: LayerProfile, timeline: Timeli
         weights = sum(int(profile.weight_bytes[index[name]]) for name in stage.layers) + sum(
             op.extra_bytes for op in stage.ops if op.borrowed)
         held = stash.get(processor, StashProfile(0, 0))
-        versions = 1 if schedule in ("gpipe", "gpipe-newest-first") else max(1, held.peak_in_flight)
+        versions = 1 if schedule in FLUSHED_SCHEDULES else max(1, held.peak_in_flight)
         rows.append(ProcessorMemory(processor, weights, versions, weights, OPTIMIZER_STATES[optimizer] * weights,
                                     held.peak_activation_bytes, held.peak_in_flight))
     return rows

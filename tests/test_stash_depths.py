@@ -43,9 +43,26 @@ def plans(n):
 def test_stated_stash_depths_equal_the_derived_ones(n):
     for names, plan in plans(n):
         network = SimpleNamespace(layers=[SimpleNamespace(name=name, inputs=("x",)) for name in names])
-        assert stash_depths(plan, network) == derived(plan, names)
+        assert stash_depths(plan, network, "1f1b") == derived(plan, names)
 
 
 def test_a_network_that_is_not_a_chain_has_none():
     network = SimpleNamespace(layers=[SimpleNamespace(name="a", inputs=()), SimpleNamespace(name="b", inputs=("a",))])
-    assert stash_depths(SimpleNamespace(stages=[]), network) is None
+    assert stash_depths(SimpleNamespace(stages=[]), network, "1f1b") is None
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["--method", "gpipe"], [1, 1, 1]),  # GPipe flushes every iteration: one weight version per processor
+    (["--method", "pipedream"], [3, 2, 1]),  # PipeDream's stash depth S − s + 1
+    (["--method", "pipedream", "--microbatches", "4", "--schedule", "gpipe"], [1, 1, 1]),
+])
+def test_the_column_follows_the_schedule_that_runs(argv, expected, capsys):
+    """Failed before for GPipe: without ``--memory`` the table stated PipeDream's stash depths (3, 2, 1) for a
+    GPipe plan, which keeps one version (the footprint under ``--memory`` already said 1)."""
+    import json
+
+    from archsim.cli import main
+
+    assert main(["pipeline", "layerpipe_sample", "--processors", "3", *argv, "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert [r["weight_versions"] for r in rows] == expected

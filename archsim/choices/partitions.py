@@ -7,3 +7,7 @@ LAYERPIPE_ALPHA = 1.001  # LayerPipe's Algorithm 1: the factor its per-processor
 # :mod:`archsim.policies.pipeline` says what each runs): torch's GPipe and 1F1B, LayerPipe's δ-first,
 # archsim's earlier list schedules, and 1F1B with each layer's δ before its G inside a backward action.
 PARTITION_SCHEDULES = ("gpipe", "1f1b", "layerpipe", "gpipe-newest-first", "1f1b-window", "1f1b-delta-before-g")
+# The schedules that flush between iterations: every processor keeps one weight version (no stash).
+FLUSHED_SCHEDULES = ("gpipe", "gpipe-newest-first")
+# The schedule each partitioner's plan runs when none is chosen.
+METHOD_SCHEDULES = {"layerpipe": "layerpipe", "pipedream": "1f1b", "gpipe": "gpipe"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from archsim.choices.partitions import LAYERPIPE_ALPHA, PARTITION_SCHEDULES
+from archsim.choices.partitions import FLUSHED_SCHEDULES, LAYERPIPE_ALPHA, METHOD_SCHEDULES, PARTITION_SCHEDULES
 from archsim.commands import Command
 from archsim.commands.common import (
     add_job_limit_argument,
@@ -115,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
         meta["settings"] = "; ".join(plan.notes)
     elif plan.method == "layerpipe":  # the defaults that decide Algorithm 1's plan, said rather than implied
         meta["settings"] = f"Algorithm 1: alpha {options['alpha']:g}; δ split axes {','.join(options['axes'])}"
-    stash = stash_depths(plan, network)
+    stash = stash_depths(plan, network, args.schedule or METHOD_SCHEDULES.get(plan.method, "1f1b"))
     makespan: float | None = None
     warning: str | None = None
     if stash is not None:
@@ -198,14 +198,17 @@ def _compact(records: list[dict], plan, order: list[str]) -> list[dict]:
     return shown
 
 
-def stash_depths(plan, network) -> list[int] | None:
+def stash_depths(plan, network, schedule: str) -> list[int] | None:
     """Weight versions each processor stashes (chains only): S − s + 1 for the s-th of S non-empty
     stages, what the LayerPipe DFG (`tests/layerpipe_dfg`) derives from the pipelined training DFG (PipeDream's
-    stash depth). Stated here so the command needs no networkx or integer program; a test checks the
-    two agree on every chain and stage assignment up to 7 layers."""
+    stash depth), and 1 under a schedule that flushes (GPipe keeps one version). Stated here so the command
+    needs no networkx or integer program; a test checks the two agree on every chain and stage assignment up
+    to 7 layers."""
     if any(len(layer.inputs) != 1 for layer in network.layers):
         return None
     homes = [stage.index for stage in plan.stages if stage.layers]
+    if schedule in FLUSHED_SCHEDULES:
+        return [1 if stage.layers else 0 for stage in plan.stages]
     return [len(homes) - homes.index(stage.index) if stage.layers else 0 for stage in plan.stages]
 
 

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from archsim.choices.partitions import PARTITION_SCHEDULES
+from archsim.choices.partitions import FLUSHED_SCHEDULES, METHOD_SCHEDULES, PARTITION_SCHEDULES
 from archsim.errors import InputError
 from archsim.partition.profile import LayerProfile
 from archsim.partition.result import Partition
@@ -60,7 +60,6 @@ from archsim.sim.columns import DepColumns, OpColumns
 SCHEDULES = PARTITION_SCHEDULES
 DELTA_BEFORE_G = "1f1b-delta-before-g"  # 1f1b with each layer's δ pieces before its G in a backward action
 ORDERED = ("gpipe", "1f1b", DELTA_BEFORE_G)  # run in the action order of stage_orders' gpipe or one_f_one_b
-FLUSHED = ("gpipe", "gpipe-newest-first")  # one weight version, no in-flight limit
 BACKWARD = ("D", "D1", "D2", "G")
 
 
@@ -73,7 +72,7 @@ class PipelineRun:
 
 
 def default_schedule(method: str) -> str:
-    return {"layerpipe": "layerpipe", "pipedream": "1f1b", "gpipe": "gpipe"}.get(method, "1f1b")
+    return METHOD_SCHEDULES.get(method, "1f1b")
 
 
 def pipeline_layout(plan: Partition, profile: LayerProfile, microbatches: int, schedule: str | None = None):
@@ -143,7 +142,7 @@ def pipeline_problem(plan: Partition, profile: LayerProfile, microbatches: int, 
     backward_first = {"D": 0, "D1": 0, "D2": 0, "G": 0, "F": 1}
     rank = {"gpipe": fill_drain, "gpipe-newest-first": fill_drain, "1f1b": backward_first, DELTA_BEFORE_G: backward_first,
             "1f1b-window": backward_first, "layerpipe": {"D": 0, "D1": 0, "D2": 0, "G": 1, "F": 2}}[schedule]
-    stash_weights = schedule not in FLUSHED
+    stash_weights = schedule not in FLUSHED_SCHEDULES  # one weight version, no in-flight limit
     newest_first = schedule == "gpipe-newest-first"
     # per op: processor, cycles, rank, sign of b, last key, alloc, free, layer, kind, stage, name in its id
     template = []
