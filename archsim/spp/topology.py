@@ -246,11 +246,10 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
                    max_devices: int = MAX_DEVICES, network_links: bool = False,
                    default_gbps: float = 0.0, links: str = "paper", devices: tuple = ()) -> Topology:
     """Validate a parsed cluster document and draw its bandwidths (at most ``max_devices`` GPUs).
-    ``network_links``: the caller prices the links between servers itself (train and search: the ``[network]``
-    table, else ``inter_server_gbps``, else the device files' ``[links] inter_node_gbps``) and refuses a
-    document that gives none (:func:`missing_inter_server`), so here it may omit ``inter_server_gbps`` (its
-    pairs then hold 0). ``default_gbps``: the servers' devices' own NIC, Gbit/s (plan: as train reads it,
-    :func:`archsim.network.read_network`), taken as ``inter_server_gbps`` where the document states none and no
+    ``network_links``: the caller (train and search) refuses a document that states no link between servers
+    itself (:func:`missing_inter_server`, or the device files' ``[links] inter_node_gbps``), so here it may omit
+    ``inter_server_gbps`` (its pairs then hold read_network's stand-in, 1 byte/s per GPU). ``default_gbps``: the
+    servers' devices' own NIC, Gbit/s (train, search and plan: :func:`archsim.network.read_network`), taken as ``inter_server_gbps`` where the document states none and no
     ``[network]`` table; 0: none. ``links``: ``"paper"`` (SPP's model: a transfer takes bytes / bandwidth) or
     ``"exact"`` (each pair's transfer costs what train's pipeline hop on it costs,
     :func:`~archsim.spp.link_classes.exact_links`, which needs ``devices``: each ``[[servers]]`` table's device,

@@ -3,8 +3,9 @@
 naming its GPU by catalog name (``gpu = "a100-80gb"``) or a device file (``device = "PATH"``, relative
 to the cluster file: :mod:`archsim.devices.device_file`). Every server's device is a
 :class:`~archsim.devices.device.Device`; a catalog GPU's kernels are the fitted ones
-(:func:`archsim.training.fitted.kernels`), a device file's are its own. The network between servers is
-:func:`archsim.network.read_network`'s; a server may override the objectives' figures with
+(:func:`archsim.training.fitted.kernels`), a device file's are its own. The GPU count, each server's in-server
+link and the network between servers (:func:`archsim.network.read_network`'s) are the topology's, which the
+cluster holds (:attr:`GpuCluster.topology <archsim.training.cluster.GpuCluster.topology>`); a server may override the objectives' figures with
 ``price_per_gpu_hour`` (USD) and ``gpu_watts`` (:mod:`archsim.training.rates`).
 """
 
