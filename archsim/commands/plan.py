@@ -212,7 +212,7 @@ def _read_cluster(cluster: str, seed: int | None, links: str = "paper"):
     is taken, as train takes it. ``links``: how a transfer is priced (:func:`archsim.spp.topology.build_topology`)."""
     from collections import Counter
 
-    from archsim.network import network_lines, read_network
+    from archsim.network import network_lines
     from archsim.spp.topology import build_topology, read_cluster_document
 
     spec = read_cluster_document(cluster)
@@ -225,8 +225,7 @@ def _read_cluster(cluster: str, seed: int | None, links: str = "paper"):
         nic = device_inter_node_gbps(devices)
     topology = build_topology(spec, file=cluster, seed=seed, default_gbps=nic, links=links, devices=devices)
     per_server = Counter(topology.servers)
-    drawn = "network" not in spec and isinstance(spec["cluster"].get("inter_server_gbps"), list)
-    network = None if drawn else read_network(spec, max(per_server.values()), cluster, default_gbps=nic)
+    network = topology.network  # train's, read once (None: a drawn [low, high] range, no one NIC figure)
     if devices:
         from archsim.training.cluster_file import cluster_file_lines
 

@@ -1,5 +1,6 @@
-"""Each GPU pair's link class as plan reads a cluster file (:func:`archsim.spp.topology.build_topology`): the link
-train's pipeline hop between the two runs on (a DGX-1's NVLink rings or PCIe, :func:`board_pairs`) and, for
+"""Each GPU pair's link as plan reads a cluster file (:func:`archsim.spp.topology.build_topology`): the link
+train's pipeline hop between the two runs on (a DGX-1's NVLink rings or PCIe, :func:`board_pairs`; between servers
+the NIC of train's :class:`~archsim.network.Network`, :func:`network_pairs`) and, for
 ``plan --links exact``, the classes themselves (:func:`exact_links`), which price its sends and its all-reduces as
 train prices them. Bandwidths in bytes/s per direction, latencies in seconds."""
 
@@ -9,7 +10,8 @@ import numpy as np
 
 from archsim.collectives import PairLinks
 from archsim.errors import InputError
-from archsim.links import infiniband, nvlink, nvlink_group
+from archsim.links import infiniband, nic_share, nvlink, nvlink_group
+from archsim.network import Network
 
 
 def exact_links(bandwidth: np.ndarray, where: np.ndarray, sharing: np.ndarray, devices: list, intra: list[float],
@@ -87,3 +89,28 @@ def board_pairs(bandwidth: np.ndarray, where: np.ndarray, boards: list[str | Non
             for b in range(a + 1, gpus):
                 pair = nvlink_group(device, (a, b), intra[server]).bandwidth
                 bandwidth[first + a, first + b] = bandwidth[first + b, first + a] = pair
+
+
+def network_pairs(network: Network, where: np.ndarray, inside: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each GPU pair's bandwidth (bytes/s, one direction), its min-cut capacity and each GPU's NIC's GPUs, on the
+    :class:`~archsim.network.Network` train prices its groups over (:func:`archsim.network.read_network`, the same
+    object :class:`~archsim.training.cluster.GpuCluster` holds): a pair in a server keeps ``inside``'s entry (its
+    server's fabric, a DGX-1's rings: :func:`board_pairs`); a transfer between GPUs of two servers runs at one NIC's
+    speed (the sending GPU's rail: alone, it gets the whole NIC, :func:`archsim.links.nic_share`), over the
+    oversubscription where the servers sit under different leaves. The k_a·k_b GPU pairs of two NICs share that NIC
+    pair's link, so each pair's capacity is its bandwidth / (k_a·k_b). ``where``: each GPU's server, in order.
+    Without a ``[network]`` table the network is ``inter_server_gbps``'s: ``"shared"`` one NIC per server,
+    ``"per_gpu_pair"`` one NIC per GPU (:mod:`archsim.network`)."""
+    gpus = np.bincount(where)
+    local = np.arange(len(where)) - np.searchsorted(where, where)  # each GPU's index in its server (servers in order)
+    rail = local // network.gpus_per_nic
+    on_nic = np.minimum(network.gpus_per_nic, gpus[where] - rail * network.gpus_per_nic)  # GPUs sharing its NIC
+    nic = network.nic_gbps * 1e9 / 8
+    inter = np.broadcast_to(nic_share(nic, on_nic[:, None], alone=True), inside.shape).astype(float)  # one send
+    if network.servers_per_leaf:
+        leaf = where // network.servers_per_leaf
+        inter[leaf[:, None] != leaf[None, :]] /= network.oversubscription
+    same = where[:, None] == where[None, :]
+    links = np.where(same, inside, inter)
+    np.fill_diagonal(links, 0.0)
+    return links, np.where(same, links, links / np.outer(on_nic, on_nic)), on_nic

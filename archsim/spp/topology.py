@@ -30,14 +30,17 @@ server pair's pairs sum to its link; with ``"per_gpu_pair"`` every GPU pair has 
 the full bandwidth (a complete GPU graph; the lightest cut then isolates a single GPU, because its
 few fast intra-server links weigh less than its many inter-server ones).
 
-A ``[network]`` table (NICs per server, their speed, GPUs per NIC, leaves; docs/formats.md) replaces both keys,
-read as train reads it (:func:`_network_links`): ``shared`` is one NIC per server, ``per_gpu_pair`` one NIC per GPU.
+The links between servers are train's :class:`~archsim.network.Network` (:func:`archsim.network.read_network`, the
+object :class:`~archsim.training.cluster.GpuCluster` holds, :attr:`Topology.network`): ``shared`` is one NIC per server,
+``per_gpu_pair`` one NIC per GPU, and a ``[network]`` table (NICs per server, their speed, GPUs per NIC, leaves;
+docs/formats.md) replaces both keys (:func:`~archsim.spp.link_classes.network_pairs`). Only ``[low, high]`` ranges
+between server pairs, drawn per pair, state no one network (``network`` None): train refuses them.
 """
 
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -45,7 +48,8 @@ import numpy as np
 
 from archsim.errors import InputError
 from archsim.links import fabric_bytes_per_s, nic_share
-from archsim.spp.link_classes import board_pairs, exact_links
+from archsim.network import Network, read_network
+from archsim.spp.link_classes import board_pairs, exact_links, network_pairs
 from archsim.validate import SEED_MAX, check_name, parse_toml, read_text, shown, shown_number
 
 # a device file given where a cluster file goes: what to write instead (a device TOML; a SCALE-Sim .cfg)
@@ -93,6 +97,8 @@ class Topology:
     links: PairLinks | None = None  # ``plan --links exact``: each pair's link class, what a stage's all-reduce is
     # priced on (archsim.collectives.ring_allreduce_on, PRM's search and the plan it reports); None: the paper's model
     unit: str | None = None  # bandwidth's time unit: "seconds" from a cluster file (planners.check_units)
+    fabrics: tuple[float, ...] = ()  # each server's in-server link, bytes/s per GPU per direction (from a file)
+    network: Network | None = None  # the links between servers its pairs are priced on (None: drawn ranges, flat)
 
     @property
     def devices(self) -> int:
@@ -106,6 +112,20 @@ class Topology:
         if not processors > 0:
             raise InputError(f"processors must be positive, got {processors}", field="processors")
         return _flat(int(processors), None if bandwidth is None else float(bandwidth), name, memory_bytes)
+
+    def reordered(self, order: tuple[int, ...]) -> Topology:
+        """This cluster with its servers in ``order`` (indices of its servers), its GPUs numbered anew in that order:
+        a pair in a server keeps its link, a pair between servers is priced anew on :attr:`network` (a leaf holds the
+        servers of its new indices, as :meth:`archsim.training.cluster.GpuCluster.reordered` prices them)."""
+        if self.network is None or self.links is not None or self.device_types is not None:
+            raise InputError("only a cluster file's topology with one network and paper links is reordered",
+                             field="placement")
+        where = np.array(self.servers)
+        gpus = np.concatenate([np.flatnonzero(where == s) for s in order])
+        placed = np.repeat(np.arange(len(order)), np.bincount(where)[list(order)])
+        bandwidth, capacity, _ = network_pairs(self.network, placed, self.bandwidth[np.ix_(gpus, gpus)])
+        return replace(self, servers=tuple(placed.tolist()), bandwidth=bandwidth, capacity=capacity,
+                       fabrics=tuple(self.fabrics[s] for s in order) if self.fabrics else ())
 
     def uniform_levels(self) -> tuple[tuple[int, float], ...]:
         """(machines, bandwidth in bytes/s) per level, innermost first, for planners that model a
@@ -226,11 +246,10 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
                    max_devices: int = MAX_DEVICES, network_links: bool = False,
                    default_gbps: float = 0.0, links: str = "paper", devices: tuple = ()) -> Topology:
     """Validate a parsed cluster document and draw its bandwidths (at most ``max_devices`` GPUs).
-    ``network_links``: the caller prices the links between servers itself (train and search: the ``[network]``
-    table, else ``inter_server_gbps``, else the device files' ``[links] inter_node_gbps``) and refuses a
-    document that gives none (:func:`missing_inter_server`), so here it may omit ``inter_server_gbps`` (its
-    pairs then hold 0). ``default_gbps``: the servers' devices' own NIC, Gbit/s (plan: as train reads it,
-    :func:`archsim.network.read_network`), taken as ``inter_server_gbps`` where the document states none and no
+    ``network_links``: the caller (train and search) refuses a document that states no link between servers
+    itself (:func:`missing_inter_server`, or the device files' ``[links] inter_node_gbps``), so here it may omit
+    ``inter_server_gbps`` (its pairs then hold read_network's stand-in, 1 byte/s per GPU). ``default_gbps``: the
+    servers' devices' own NIC, Gbit/s (train, search and plan: :func:`archsim.network.read_network`), taken as ``inter_server_gbps`` where the document states none and no
     ``[network]`` table; 0: none. ``links``: ``"paper"`` (SPP's model: a transfer takes bytes / bandwidth) or
     ``"exact"`` (each pair's transfer costs what train's pipeline hop on it costs,
     :func:`~archsim.spp.link_classes.exact_links`, which needs ``devices``: each ``[[servers]]`` table's device,
@@ -286,36 +305,38 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
     if not servers:
         raise InputError("no GPUs", file=file, field="servers")
     n_servers = len(intra)
-    inter = np.zeros((n_servers, n_servers))
     between = cluster.get("inter_server_gbps")
     if between is None and default_gbps and "network" not in spec:
         between = default_gbps
-    own_network = "network" in spec and not network_links  # plan: the [network] table's NICs price these links
-    if between is None and n_servers > 1 and not network_links and not own_network:
+    if between is None and n_servers > 1 and not network_links and "network" not in spec:
         raise missing_inter_server(file)
-    if n_servers > 1 and _is_gbps(between):  # one figure for every pair, nothing drawn: filled at once
-        inter[:] = _gbps(between, "inter_server_gbps", file, rng)  # (a SuperPOD's 128 servers: 8,128 pairs)
-        np.fill_diagonal(inter, 0.0)
-    elif between is not None:  # a [low, high] range: one draw per pair, in this order (the seed's numbers)
+    where = np.array(servers)
+    same = where[:, None] == where[None, :]
+    # [low, high] ranges between servers, one draw per pair (plan's seed), state no one network; else train's
+    drawn = "network" not in spec and between is not None and not _is_gbps(between)
+    inter: np.ndarray | float = 0.0
+    if drawn and n_servers > 1:  # in this order (the seed's numbers)
+        pairs = np.zeros((n_servers, n_servers))
         for a in range(n_servers):
             for b in range(a + 1, n_servers):
-                inter[a, b] = inter[b, a] = _gbps(between, "inter_server_gbps", file, rng)
-    where = np.array(servers)
-    # a pipeline send runs alone on its server pair's link: the whole of it (archsim.links.nic_share)
-    bandwidth = np.where(where[:, None] == where[None, :], np.array(intra)[where][:, None],
-                         nic_share(inter[where][:, where], np.bincount(where)[where][:, None], alone=True))
+                pairs[a, b] = pairs[b, a] = _gbps(between, "inter_server_gbps", file, rng)
+        # a pipeline send runs alone on its server pair's link: the whole of it (archsim.links.nic_share)
+        inter = nic_share(pairs[where][:, where], np.bincount(where)[where][:, None], alone=True)
+    bandwidth = np.where(same, np.array(intra)[where][:, None], inter)
     np.fill_diagonal(bandwidth, 0.0)
     board_pairs(bandwidth, where, boards, intra)
     link = cluster.get("inter_server_link", "shared")
     if link not in INTER_SERVER_LINKS:
         raise InputError(f"expected one of {', '.join(INTER_SERVER_LINKS)}, got {shown(link)}", file=file,
                          field="inter_server_link")
-    capacity = bandwidth
-    sharing = np.bincount(where)[where] if link == "shared" else np.ones(len(where))  # GPUs sharing each one's NIC
-    if own_network:
-        bandwidth, capacity, sharing = _network_links(spec, where, bandwidth, file)
-    elif link == "shared":
-        capacity = np.where(where[:, None] == where[None, :], bandwidth, bandwidth / np.outer(sharing, sharing))
+    network = None if drawn else read_network(spec, int(np.bincount(where).max()), file, default_gbps=default_gbps)
+    if network is not None:  # the NICs train prices its groups on: a send alone gets one whole
+        bandwidth, capacity, sharing = network_pairs(network, where, bandwidth)
+    elif link == "shared":  # a server pair's g_a·g_b GPU pairs share its link
+        sharing = np.bincount(where)[where]
+        capacity = np.where(same, bandwidth, bandwidth / np.outer(sharing, sharing))
+    else:
+        capacity, sharing = bandwidth, np.ones(len(where))
     memory = cluster.get("gpu_memory_gb")
     if memory is not None and not (isinstance(memory, (int, float)) and not isinstance(memory, bool)
                                    and MIN_MEMORY_GB <= memory <= MAX_MEMORY_GB):
@@ -326,34 +347,8 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
     classes = None
     if links == "exact":
         bandwidth, latency, classes = exact_links(bandwidth, where, sharing, server_devices, intra, file)
-    return Topology(name, tuple(servers), bandwidth, capacity,
-                    None if memory is None else float(memory) * 1e9, latency=latency, links=classes, unit="seconds")
-
-
-def _network_links(spec: dict, where: np.ndarray, bandwidth: np.ndarray, file: str) -> tuple[np.ndarray, ...]:
-    """The links between servers (bytes/s), their min-cut capacities and each GPU's NIC's GPUs from the cluster's
-    ``[network]`` table, read
-    by train's own reader (:func:`archsim.network.read_network`, the largest server's GPUs as train takes
-    them): a transfer between GPUs of two servers runs at one NIC's speed (the sending GPU's rail), over the
-    oversubscription where the servers sit under different leaves; the k_a·k_b GPU pairs of two NICs share that NIC
-    pair's link, so each pair's capacity is its bandwidth / (k_a·k_b). One NIC per server is ``inter_server_link =
-    "shared"`` at ``nic_gbps``, one NIC per GPU is ``"per_gpu_pair"`` (module docstring), as train reads them."""
-    from archsim.network import read_network
-
-    gpus = np.bincount(where)
-    network = read_network(spec, int(gpus.max()), file)
-    local = np.arange(len(where)) - np.searchsorted(where, where)  # each GPU's index in its server (servers in order)
-    rail = local // network.gpus_per_nic
-    on_nic = np.minimum(network.gpus_per_nic, gpus[where] - rail * network.gpus_per_nic)  # GPUs sharing its NIC
-    nic = network.nic_gbps * 1e9 / 8
-    inter = np.broadcast_to(nic_share(nic, on_nic[:, None], alone=True), bandwidth.shape).astype(float)  # one send
-    if network.servers_per_leaf:
-        leaf = where // network.servers_per_leaf
-        inter[leaf[:, None] != leaf[None, :]] /= network.oversubscription
-    same = where[:, None] == where[None, :]
-    links = np.where(same, bandwidth, inter)
-    np.fill_diagonal(links, 0.0)
-    return links, np.where(same, links, links / np.outer(on_nic, on_nic)), on_nic
+    return Topology(name, tuple(servers), bandwidth, capacity, None if memory is None else float(memory) * 1e9,
+                    latency=latency, links=classes, unit="seconds", fabrics=tuple(intra), network=network)
 
 
 def missing_inter_server(file: str) -> InputError:

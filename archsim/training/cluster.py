@@ -28,9 +28,10 @@ groups' links). A server may override the objectives' figures with ``price_per_g
 from __future__ import annotations
 
 from bisect import bisect_right
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from itertools import accumulate
+from typing import TYPE_CHECKING
 
 from archsim.devices.device import Device
 from archsim.errors import InputError
@@ -39,10 +40,17 @@ from archsim.training.group_links import leaves_oversubscribed, rank_machine
 from archsim.training.machine import Machine
 from archsim.training.parallel import Parallelism, tp_straddles
 
+if TYPE_CHECKING:
+    from archsim.spp.topology import Topology
+
 
 @dataclass(frozen=True)
 class GpuCluster:
-    gpus: int  # GPUs in all (links are priced by class, below, not by a planner's bandwidth matrix)
+    """A cluster file's servers as train and search read them: each server's device, GPU count and in-server link,
+    the network between servers, and the :class:`~archsim.spp.topology.Topology` the planners read of the same file
+    (:attr:`topology`), whose GPUs, ``fabrics`` and ``network`` these are. Links in bytes/s."""
+
+    gpus: int  # GPUs in all (a group's links are priced by class, group_links, on fabrics and network)
     gpu: Device  # the first server's device
     gpus_per_server: int  # the largest server's GPUs (every server's on a uniform cluster)
     inter_server_bytes_per_s: float
@@ -55,6 +63,18 @@ class GpuCluster:
     fabrics: tuple[float, ...] = ()  # each server's in-server link, bytes/s per GPU per direction (empty: its device's)
     unread: tuple[str, ...] = ()  # what the file states that train and search do not read, one line each (stderr)
     warnings: tuple[str, ...] = ()  # what the file states that is implausible (a link's unit slipped), one line each
+    # the Topology the file was read into (servers in the file's order; None: a cluster made here, single_node)
+    file_topology: Topology | None = field(default=None, compare=False, repr=False)
+    order: tuple[int, ...] = field(default=(), compare=False, repr=False)  # file's servers in this order (reordered)
+
+    @cached_property
+    def topology(self) -> Topology | None:
+        """The planners' view of this cluster in its server order: its GPUs, each one's server and every pair's
+        bandwidth (bytes/s), priced on this record's ``fabrics`` and ``network`` (:func:`archsim.spp.topology.
+        build_topology`, :meth:`~archsim.spp.topology.Topology.reordered`); None where no file was read."""
+        if self.file_topology is None or not self.order:
+            return self.file_topology
+        return self.file_topology.reordered(self.order)
 
     @cached_property
     def heterogeneous(self) -> bool:
@@ -88,7 +108,8 @@ class GpuCluster:
 
         servers = pick(self.servers)
         return replace(self, gpu=servers[0] if servers else self.gpu, servers=servers, prices=pick(self.prices),
-                       watts=pick(self.watts), sizes=pick(self.sizes), fabrics=pick(self.fabrics))
+                       watts=pick(self.watts), sizes=pick(self.sizes), fabrics=pick(self.fabrics),
+                       order=pick(self.order) or tuple(order))
 
     def fabric(self, server: int) -> float | None:
         """Server ``server``'s in-server link as its cluster file states it (``intra_server_gbps``), bytes/s

@@ -3,8 +3,9 @@
 naming its GPU by catalog name (``gpu = "a100-80gb"``) or a device file (``device = "PATH"``, relative
 to the cluster file: :mod:`archsim.devices.device_file`). Every server's device is a
 :class:`~archsim.devices.device.Device`; a catalog GPU's kernels are the fitted ones
-(:func:`archsim.training.fitted.kernels`), a device file's are its own. The network between servers is
-:func:`archsim.network.read_network`'s; a server may override the objectives' figures with
+(:func:`archsim.training.fitted.kernels`), a device file's are its own. The GPU count, each server's in-server
+link and the network between servers (:func:`archsim.network.read_network`'s) are the topology's, which the
+cluster holds (:attr:`GpuCluster.topology <archsim.training.cluster.GpuCluster.topology>`); a server may override the objectives' figures with
 ``price_per_gpu_hour`` (USD) and ``gpu_watts`` (:mod:`archsim.training.rates`).
 """
 
@@ -19,7 +20,7 @@ from archsim.devices.device import Device, catalog_device
 from archsim.errors import InputError
 from archsim.links import fabric_bytes_per_s
 from archsim.network import Network, network_lines, nic_speed_warning, read_network
-from archsim.spp.topology import build_topology, missing_inter_server, read_cluster_document, server_fabric, server_gpu
+from archsim.spp.topology import build_topology, missing_inter_server, read_cluster_document, server_gpu
 from archsim.training.cluster import GpuCluster
 from archsim.training.parallel import Parallelism
 from archsim.validate import parse_float, shown_number
@@ -108,10 +109,11 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
     read from; ``loaded``: devices already made, by the ``device`` path that names them (a device sweep's
     edited device, which has no file)."""
     # each table's device read first (a table without intra_server_gbps runs its device's own link), then the
-    # file's keys checked and its GPUs counted as plan reads them; [network] (the NICs) is priced below
+    # file read into plan's topology: its GPUs, each server's fabric and the network are this record's
     loaded = dict(loaded or {})
-    gpus = build_topology(spec, file=file, max_devices=MAX_GPUS, network_links=True,
-                          devices=named_devices(spec, folder, file, loaded)).devices
+    devices = named_devices(spec, folder, file, loaded)
+    topology = build_topology(spec, file=file, max_devices=MAX_GPUS, network_links=True, devices=devices,
+                              default_gbps=device_inter_node_gbps(devices))
     if "gpu_memory_gb" in spec["cluster"]:  # the array planners' figure; a GPU's board (or device file) sizes it here
         raise InputError("sizes archsim plan's GPUs only: train and search take each GPU's memory from its catalog "
                          'board or device file; name a GPU of that memory (gpu = "a100-40gb") or a device file',
@@ -121,7 +123,6 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
     sizes: list[int] = []
     prices: list[float | None] = []
     watts: list[float | None] = []
-    fabrics: list[float] = []
     tables: list[Device] = []  # each [[servers]] table's device
     for group in servers:
         device = _server_device(group, folder, file, loaded)
@@ -131,8 +132,6 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
         if isinstance(intra, list):  # plan draws a figure within it (its seed); an iteration needs the one it ran at
             raise InputError("a [low, high] range is drawn by archsim plan; train and search take one figure, "
                              "Gbit/s", file=file, field="intra_server_gbps")
-        fabric = server_fabric(group, device, file) if intra is None else fabric_bytes_per_s(intra)  # checked
-        fabrics.extend([fabric] * group.get("count", 1))
         for key, out in (("price_per_gpu_hour", prices), ("gpu_watts", watts)):
             value = group.get(key)
             if value is not None:  # a TOML number only (not a string), finite, in (0, 10⁶]
@@ -150,7 +149,8 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
     nic = device_inter_node_gbps(kinds)  # the device files' own NIC: used where the file gives none
     if len(sizes) > 1 and "network" not in spec and spec["cluster"].get("inter_server_gbps") is None and not nic:
         raise missing_inter_server(file)  # no figure, or device files that state different ones
-    network = read_network(spec, per_server, file, default_gbps=nic)
+    # the topology's network (a drawn inter_server_gbps range has none: read_network refuses it)
+    network = topology.network or read_network(spec, per_server, file, default_gbps=nic)
     unable = next((d for d in kinds if not d.nvls), None)
     if network.nvls and unable is not None:  # NVLink SHARP is third-generation NVSwitch's (Hopper's)
         raise InputError(f"nvls = true, but the {unable.name}'s links do not reduce in the switch (NVLink SHARP "
@@ -158,8 +158,8 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
                          field="nvls")
     inter_bytes = network.gpu_bytes_per_s(per_server)
     warnings, unread = cluster_file_lines(spec, tables, network, len(kinds))
-    return GpuCluster(gpus, kinds[0], per_server, inter_bytes or 1.0, tuple(kinds), tuple(prices), tuple(watts),
-                      tuple(sizes), network, dtype, tuple(fabrics), unread, warnings)
+    return GpuCluster(topology.devices, kinds[0], per_server, inter_bytes or 1.0, tuple(kinds), tuple(prices),
+                      tuple(watts), tuple(sizes), network, dtype, topology.fabrics, unread, warnings, file_topology=topology)
 
 
 def named_devices(spec: dict, folder: Path, file: str,
